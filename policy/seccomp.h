@@ -1,0 +1,82 @@
+/* Seccomp profiles: JSON profile -> libseccomp filter -> classic BPF program.
+ * Parsing and rule building are pure (unit tested, fuzzed); only loading the program into the
+ * kernel is a system call, done in the child as the last step before exec.
+ * The profile format and the default profile's choices are documented in docs/seccomp.md. */
+#ifndef NSBOX_SECCOMP_H
+#define NSBOX_SECCOMP_H
+
+#include "nsbox.h"
+
+#include <linux/filter.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Total rules after expanding every "names" list (one rule per syscall name). */
+#define NSBOX_SECCOMP_MAX_RULES 1024
+#define NSBOX_SECCOMP_MAX_ARGS 6
+#define NSBOX_SECCOMP_JSON_MAX (1u << 20)
+#define NSBOX_SECCOMP_NAME_MAX 64
+
+enum nsbox_scmp_action {
+    NSBOX_SCMP_ALLOW,
+    NSBOX_SCMP_ERRNO,        /* with errno */
+    NSBOX_SCMP_KILL_PROCESS,
+    NSBOX_SCMP_TRAP,
+    NSBOX_SCMP_LOG,
+    NSBOX_SCMP_KILL_THREAD, /* "SCMP_ACT_KILL" / "SCMP_ACT_KILL_THREAD", for Docker profiles */
+};
+
+enum nsbox_scmp_op { NSBOX_OP_EQ, NSBOX_OP_NE, NSBOX_OP_LT, NSBOX_OP_LE, NSBOX_OP_GT, NSBOX_OP_GE, NSBOX_OP_MASKED_EQ };
+
+struct nsbox_scmp_arg {
+    unsigned index; /* 0..5 */
+    enum nsbox_scmp_op op;
+    uint64_t value, value2; /* MASKED_EQ: value is the mask, value2 the bits expected under it */
+};
+
+struct nsbox_scmp_rule {
+    char name[NSBOX_SECCOMP_NAME_MAX]; /* syscall name as libseccomp knows it */
+    enum nsbox_scmp_action action;
+    int errno_ret;
+    bool optional;      /* name unknown to libseccomp here: skip the rule instead of failing */
+    unsigned src_index; /* position in the JSON "syscalls" array, for error messages */
+    size_t n_args;      /* comparisons are ANDed; at most one per argument index */
+    struct nsbox_scmp_arg args[NSBOX_SECCOMP_MAX_ARGS];
+};
+
+struct nsbox_seccomp_profile {
+    enum nsbox_scmp_action default_action;
+    int default_errno;
+    enum nsbox_scmp_action badarch_action; /* for i386/x32 and any foreign ABI */
+    size_t n_rules;
+    struct nsbox_scmp_rule *rules; /* heap */
+    size_t n_skipped; /* "optional" names this libseccomp does not know (dropped by the parser) */
+};
+
+/* The built-in default profile, as JSON text (policy/seccomp-default.json, embedded). */
+const char *nsbox_seccomp_default_json(void);
+
+/* Parse and validate a profile. On error *p is left empty (nothing to free) and e->msg names the
+ * offending field, e.g. "syscalls[3].args[0].op: unknown operator 'SCMP_CMP_FOO'". */
+int nsbox_seccomp_profile_parse(const char *json, size_t len, struct nsbox_seccomp_profile *p,
+                                struct nsbox_err *e);
+void nsbox_seccomp_profile_free(struct nsbox_seccomp_profile *p);
+
+/* Build the BPF program for the native architecture. prog->filter is malloc'd. */
+int nsbox_seccomp_compile(const struct nsbox_seccomp_profile *p, struct sock_fprog *prog,
+                          struct nsbox_err *e);
+/* Default profile, compiled once per process and cached (and on disk when cache_dir != NULL).
+ * Each call hands out its own malloc'd copy: free it with nsbox_seccomp_prog_free(). Thread-safe;
+ * call it before clone()/fork(), not in the child. An unusable cache directory (not ours, or
+ * writable by others) is not used; a missing or corrupt cache file is rewritten. */
+int nsbox_seccomp_default_prog(const char *cache_dir, struct sock_fprog *prog, struct nsbox_err *e);
+/* Drop the in-process copy so that the next call compiles or reads the disk cache again
+ * (tests and benchmarks). */
+void nsbox_seccomp_default_forget(void);
+void nsbox_seccomp_prog_free(struct sock_fprog *prog);
+
+/* Child side: install prog (no_new_privs must already be set). */
+int nsbox_seccomp_load(const struct sock_fprog *prog, struct nsbox_err *e);
+
+#endif

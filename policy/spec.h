@@ -1,0 +1,153 @@
+/* The sandbox spec: the MistralSandbox options of DESIGN.md 1.1 as one validated struct.
+ * Pure: no system calls, testable without root. CLI flags and JSON fill the same struct. */
+#ifndef NSBOX_SPEC_H
+#define NSBOX_SPEC_H
+
+#include "nsbox.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define NSBOX_DEFAULT_INSTANCE_TYPE "medium"
+#define NSBOX_DEFAULT_REGION "nl-north-1"
+#define NSBOX_DEFAULT_TTL 86400u
+#define NSBOX_DEFAULT_SETUP_TIMEOUT 600u
+#define NSBOX_DEFAULT_IMAGE "host"
+
+#define NSBOX_NAME_MAX 64       /* instance type, region, image names */
+#define NSBOX_HOSTNAME_MAX 253  /* DNS name length */
+#define NSBOX_MAX_HOSTS 64      /* Network.allow(hosts=...) entries */
+#define NSBOX_MAX_CIDRS 64      /* EgressPolicy entries */
+#define NSBOX_MAX_ENV 256       /* -e K=V entries */
+#define NSBOX_ENV_MAX 32768     /* one K=V string, bytes */
+#define NSBOX_SCRIPT_MAX (1u << 20) /* setup_script, bytes */
+#define NSBOX_SPEC_JSON_MAX (4u << 20)
+#define NSBOX_TTL_MAX (365u * 86400u)
+
+enum nsbox_net_mode {
+    NSBOX_NET_NONE = 0,
+    NSBOX_NET_ALL = 1,
+    NSBOX_NET_ALLOW = 2,
+};
+
+struct nsbox_host {
+    char name[NSBOX_HOSTNAME_MAX + 1]; /* DNS name or IP literal (IPv6 without brackets) */
+    uint16_t port;                     /* 443 when not given */
+};
+
+struct nsbox_cidr {
+    int family;        /* AF_INET or AF_INET6 */
+    uint8_t addr[16];  /* network byte order; host bits are zero */
+    uint8_t prefix;    /* 0..32 or 0..128 */
+};
+
+struct nsbox_limits {
+    uint32_t cpus;
+    uint64_t memory_bytes;
+    uint64_t pids;
+    uint64_t disk_bytes;
+};
+
+struct nsbox_instance_type {
+    char name[NSBOX_NAME_MAX];
+    struct nsbox_limits limits;
+};
+
+struct nsbox_spec {
+    char instance_type[NSBOX_NAME_MAX];
+    struct nsbox_limits limits; /* filled by nsbox_spec_check() from the instance type */
+    uint64_t idle_timeout_seconds;
+    uint64_t ttl_seconds;
+    char region[NSBOX_NAME_MAX];
+
+    enum nsbox_net_mode net;
+    size_t n_hosts;
+    struct nsbox_host hosts[NSBOX_MAX_HOSTS];
+    size_t n_egress;
+    struct nsbox_cidr egress[NSBOX_MAX_CIDRS];
+
+    char image[PATH_MAX];     /* "host", "debian", another stored name, or an absolute dir */
+    char *setup_script;       /* heap, may be NULL */
+    uint64_t setup_script_timeout_seconds;
+    char workspace[PATH_MAX]; /* "" = fresh per-sandbox directory */
+    size_t n_env;
+    char *env[NSBOX_MAX_ENV]; /* heap "K=V" strings; a later K replaces an earlier one */
+};
+
+/* Defaults of DESIGN.md 1.1. */
+void nsbox_spec_init(struct nsbox_spec *s);
+void nsbox_spec_free(struct nsbox_spec *s);
+
+/* Keys (JSON object; every key optional):
+ *   instance_type: string; idle_timeout_seconds, ttl_seconds, setup_script_timeout_seconds:
+ *   non-negative integers; region, image, setup_script, workspace: strings;
+ *   network: "none" | "all" | {"allow": ["host", "host:port", ...]};
+ *   egress: ["CIDR", ...]; env: {"K": "V", ...}.
+ * Errors name the key: "spec: key 'ttl_seconds': must be an integer between 1 and 31536000". */
+int nsbox_spec_from_json(struct nsbox_spec *s, const char *json, size_t len, struct nsbox_err *e);
+
+/* One option by its name and textual value (the CLI's flags):
+ *   instance_type, idle_timeout_seconds, ttl_seconds, region, image, setup_script (the script
+ *   text), setup_script_timeout_seconds, workspace, env ("K=V"),
+ *   network ("none" | "all" | "allow=H[,H...]"), egress ("CIDR[,CIDR...]", appends). */
+int nsbox_spec_set(struct nsbox_spec *s, const char *key, const char *value, struct nsbox_err *e);
+
+/* Cross-field rules, run once before anything is built: resolves instance_type into limits,
+ * applies the region rule with its exact message (NSBOX_E_POLICY). */
+int nsbox_spec_validate(struct nsbox_spec *s, struct nsbox_err *e);
+
+/* Helpers shared with the Python client's validation and the network module. */
+int nsbox_parse_host(const char *text, struct nsbox_host *out, struct nsbox_err *e);
+int nsbox_parse_cidr(const char *text, struct nsbox_cidr *out, struct nsbox_err *e);
+int nsbox_parse_env(const char *kv, struct nsbox_err *e); /* "K=V" with a valid K */
+
+/* Instance type table (defaults of DESIGN.md, possibly overridden by a config file). */
+const struct nsbox_instance_type *nsbox_instance_type_find(const char *name);
+const struct nsbox_instance_type *nsbox_instance_types(size_t *n);
+
+/* JSON rendering for `inspect`/`--json` (malloc'd string, NULL on ENOMEM). The output is
+ * accepted again by nsbox_spec_from_json(). Includes "limits": the resolved instance type. */
+char *nsbox_spec_to_json(const struct nsbox_spec *s);
+
+/* ---- additions (docs/spec.md) ---------------------------------------------------------------- */
+
+#define NSBOX_MAX_INSTANCE_TYPES 32
+#define NSBOX_CONFIG_DEFAULT_PATH "/etc/nsbox/config.json"
+
+struct cJSON;
+
+/* The same rendering as a cJSON tree, to embed the spec in a bigger document (inspect, state
+ * files). Caller owns it (cJSON_Delete); NULL on ENOMEM. */
+struct cJSON *nsbox_spec_to_cjson(const struct nsbox_spec *s);
+
+/* Deep copy into dst (whose previous contents are not freed). */
+int nsbox_spec_copy(struct nsbox_spec *dst, const struct nsbox_spec *src, struct nsbox_err *e);
+/* Field-by-field equality, env order included. */
+bool nsbox_spec_equal(const struct nsbox_spec *a, const struct nsbox_spec *b);
+/* Value of NAME in s->env, or NULL. */
+const char *nsbox_spec_getenv(const struct nsbox_spec *s, const char *name);
+
+/* "example.com", "example.com:8443", "[::1]:8443"; ":443" is left out. Returns the length, or -1
+ * if n is too small. */
+int nsbox_host_format(const struct nsbox_host *h, char *buf, size_t n);
+/* "10.0.0.0/8", "fd00::/8". Returns the length, or -1 if n is too small. */
+int nsbox_cidr_format(const struct nsbox_cidr *c, char *buf, size_t n);
+
+/* "512MiB", "4GiB", "1G", "1048576": K/M/G/T with or without B/iB, any case, all powers of
+ * 1024 (as docker and cgroups read them). Integers only. */
+int nsbox_parse_size(const char *s, uint64_t *out, struct nsbox_err *e);
+
+/* Instance type overrides from a config file: {"instance_types": {"name": {"cpus": N,
+ * "memory": "4GiB" | bytes, "pids": N, "disk": "10GiB" | bytes}}}. Named types are merged over
+ * the defaults (a known name may give only some fields; a new name must give all four); other
+ * top-level keys belong to other modules and are ignored. The table is rebuilt from the defaults
+ * on every call and replaced only on success.
+ * path NULL: $NSBOX_CONFIG if set (must exist), else NSBOX_CONFIG_DEFAULT_PATH (missing = the
+ * defaults). An explicit path that does not exist also means the defaults. */
+int nsbox_instance_types_load(const char *path, struct nsbox_err *e);
+int nsbox_instance_types_load_json(const char *json, size_t len, struct nsbox_err *e);
+/* Back to the DESIGN.md table (tests). */
+void nsbox_instance_types_reset(void);
+
+#endif

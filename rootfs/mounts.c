@@ -1,0 +1,429 @@
+/* Root filesystem assembly: plan (pure) and executor (child side). See mounts.h. */
+#define _GNU_SOURCE
+#include "mounts.h"
+#include "cleanup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Kernel interfaces that leak host information or allow host-wide actions. */
+const char *const nsbox_proc_masked_files[] = {"kcore", "keys", "timer_list", "sched_debug",
+                                               "latency_stats", "timer_stats", NULL};
+const char *const nsbox_proc_masked_dirs[] = {"acpi", "scsi", NULL};
+const char *const nsbox_proc_readonly[] = {"sys", "sysrq-trigger", "irq", "bus", "fs", NULL};
+const char *const nsbox_dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty", NULL};
+
+/* Image entries that nsbox provides itself; an image's own versions are never exposed. */
+static const char *const provided_by_nsbox[] = {"proc", "dev", "sys", "tmp", "workspace", "run",
+                                                 "lost+found", NULL};
+
+static bool in_list(const char *const *list, const char *s)
+{
+    for (; *list; list++)
+        if (!strcmp(*list, s))
+            return true;
+    return false;
+}
+
+static struct nsbox_mount_op *push(struct nsbox_mount_plan *p, enum nsbox_mop op,
+                                   const char *target, struct nsbox_err *e)
+{
+    if (p->n >= NSBOX_MOUNT_OPS_MAX) {
+        nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "rootfs: too many mount operations");
+        return NULL;
+    }
+    struct nsbox_mount_op *o = &p->ops[p->n++];
+    /* Field by field rather than memset: the src buffers are large and mostly unused. */
+    o->op = op;
+    o->src[0] = '\0';
+    o->src_in_image = false;
+    o->recursive = false;
+    o->flags = 0;
+    o->attr = 0;
+    o->data[0] = '\0';
+    o->mode = 0;
+    if ((size_t)snprintf(o->target, sizeof o->target, "%s", target) >= sizeof o->target) {
+        nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "rootfs: path too long: %s", target);
+        return NULL;
+    }
+    return o;
+}
+
+#define PUSH(op, target)                                                                          \
+    ({                                                                                            \
+        struct nsbox_mount_op *_o = push(plan, (op), (target), e);                                \
+        if (!_o)                                                                                  \
+            return -1;                                                                            \
+        _o;                                                                                       \
+    })
+
+static int set_src(struct nsbox_mount_op *o, const char *src, struct nsbox_err *e)
+{
+    if ((size_t)snprintf(o->src, sizeof o->src, "%s", src) >= sizeof o->src)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "rootfs: path too long: %s", src);
+    return 0;
+}
+
+static bool valid_entry_name(const char *n)
+{
+    return n[0] && strcmp(n, ".") && strcmp(n, "..") && !strchr(n, '/');
+}
+
+static int plan_image(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
+                      struct nsbox_err *e)
+{
+    const struct nsbox_image *img = cfg->img;
+    for (size_t i = 0; i < cfg->n_entries; i++) {
+        const struct nsbox_root_entry *en = &cfg->entries[i];
+        if (!valid_entry_name(en->name))
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "rootfs: bad image entry '%s'",
+                                 en->name);
+        if (in_list(provided_by_nsbox, en->name))
+            continue;
+        if (img->kind == NSBOX_IMAGE_HOST && !strcmp(en->name, "etc"))
+            continue;
+        if (en->is_symlink) {
+            struct nsbox_mount_op *o = PUSH(NSBOX_MOP_SYMLINK, en->name);
+            if (set_src(o, en->link, e) < 0)
+                return -1;
+            continue;
+        }
+        PUSH(NSBOX_MOP_MKDIR, en->name)->mode = 0755;
+        struct nsbox_mount_op *o = PUSH(NSBOX_MOP_BIND, en->name);
+        if (set_src(o, en->name, e) < 0)
+            return -1;
+        o->src_in_image = true;
+        o->recursive = true;
+        o->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    }
+    if (img->kind == NSBOX_IMAGE_HOST) {
+        PUSH(NSBOX_MOP_MKDIR, "etc")->mode = 0755;
+        struct nsbox_mount_op *o = PUSH(NSBOX_MOP_BIND, "etc");
+        if (set_src(o, img->etc, e) < 0)
+            return -1;
+        o->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    }
+    return 0;
+}
+
+static int plan_dev(struct nsbox_mount_plan *plan, struct nsbox_err *e)
+{
+    PUSH(NSBOX_MOP_MKDIR, "dev")->mode = 0755;
+    /* /dev holds device nodes, so it cannot be nodev; noexec keeps it from being a place to run
+     * code from. */
+    struct nsbox_mount_op *o = PUSH(NSBOX_MOP_TMPFS, "dev");
+    o->flags = MS_NOSUID | MS_NOEXEC;
+    snprintf(o->data, sizeof o->data, "mode=0755,size=64k,nr_inodes=64");
+    char path[64];
+    for (const char *const *n = nsbox_dev_nodes; *n; n++) {
+        snprintf(path, sizeof path, "dev/%s", *n);
+        PUSH(NSBOX_MOP_FILE, path)->mode = 0666;
+        o = PUSH(NSBOX_MOP_BIND_DEV, path);
+        snprintf(o->src, sizeof o->src, "/dev/%s", *n);
+    }
+    static const char *const links[][2] = {{"dev/ptmx", "pts/ptmx"},
+                                           {"dev/fd", "/proc/self/fd"},
+                                           {"dev/stdin", "/proc/self/fd/0"},
+                                           {"dev/stdout", "/proc/self/fd/1"},
+                                           {"dev/stderr", "/proc/self/fd/2"}};
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(links); i++)
+        snprintf(PUSH(NSBOX_MOP_SYMLINK, links[i][0])->src, PATH_MAX, "%s", links[i][1]);
+    PUSH(NSBOX_MOP_MKDIR, "dev/pts")->mode = 0755;
+    o = PUSH(NSBOX_MOP_DEVPTS, "dev/pts");
+    o->flags = MS_NOSUID | MS_NOEXEC;
+    /* A new instance: the sandbox never sees the host's terminals. No gid=5: the tty group is
+     * not mapped in the sandbox's user namespace. */
+    snprintf(o->data, sizeof o->data, "newinstance,ptmxmode=0666,mode=0620");
+    PUSH(NSBOX_MOP_MKDIR, "dev/shm")->mode = 01777;
+    o = PUSH(NSBOX_MOP_TMPFS, "dev/shm");
+    o->flags = MS_NOSUID | MS_NODEV;
+    snprintf(o->data, sizeof o->data, "mode=1777");
+    /* The sandbox owns /dev's tmpfs (it made it); read-only keeps it from adding entries.
+     * Not recursive: pts and shm stay writable. */
+    o = PUSH(NSBOX_MOP_SETATTR, "dev");
+    o->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+    return 0;
+}
+
+static int plan_proc(struct nsbox_mount_plan *plan, struct nsbox_err *e)
+{
+    PUSH(NSBOX_MOP_MKDIR, "proc")->mode = 0555;
+    PUSH(NSBOX_MOP_PROC, "proc")->flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+    char path[64];
+    for (const char *const *n = nsbox_proc_masked_files; *n; n++) {
+        snprintf(path, sizeof path, "proc/%s", *n);
+        PUSH(NSBOX_MOP_MASK_FILE, path);
+    }
+    for (const char *const *n = nsbox_proc_masked_dirs; *n; n++) {
+        snprintf(path, sizeof path, "proc/%s", *n);
+        PUSH(NSBOX_MOP_MASK_DIR, path);
+    }
+    for (const char *const *n = nsbox_proc_readonly; *n; n++) {
+        snprintf(path, sizeof path, "proc/%s", *n);
+        struct nsbox_mount_op *o = PUSH(NSBOX_MOP_READONLY, path);
+        o->recursive = true;
+        o->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+    }
+    return 0;
+}
+
+int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
+                           struct nsbox_err *e)
+{
+    plan->n = 0;
+    if (!cfg->img || !cfg->workspace || cfg->workspace[0] != '/')
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "rootfs: image and workspace required");
+    if (plan_image(cfg, plan, e) < 0)
+        return -1;
+    PUSH(NSBOX_MOP_MKDIR, "workspace")->mode = 0755;
+    struct nsbox_mount_op *o = PUSH(NSBOX_MOP_BIND, "workspace");
+    if (set_src(o, cfg->workspace, e) < 0)
+        return -1;
+    o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    PUSH(NSBOX_MOP_MKDIR, "tmp")->mode = 01777;
+    o = PUSH(NSBOX_MOP_TMPFS, "tmp");
+    o->flags = MS_NOSUID | MS_NODEV;
+    snprintf(o->data, sizeof o->data, "mode=1777");
+    PUSH(NSBOX_MOP_MKDIR, "run")->mode = 0755;
+    o = PUSH(NSBOX_MOP_TMPFS, "run");
+    o->flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+    snprintf(o->data, sizeof o->data, "mode=0755,size=1m");
+    if (plan_dev(plan, e) < 0 || plan_proc(plan, e) < 0)
+        return -1;
+    return 0;
+}
+
+/* ---- I/O side -------------------------------------------------------------------------------- */
+
+static int scan_one(int rootfd, const char *name, struct nsbox_root_entry *en, bool *present)
+{
+    struct stat st;
+    *present = false;
+    if (fstatat(rootfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
+        return 0; /* a stray file at the top level is not exposed */
+    snprintf(en->name, sizeof en->name, "%s", name);
+    en->is_symlink = S_ISLNK(st.st_mode);
+    if (en->is_symlink) {
+        ssize_t n = readlinkat(rootfd, name, en->link, sizeof en->link - 1);
+        if (n < 0)
+            return -1;
+        en->link[n] = '\0';
+    }
+    *present = true;
+    return 0;
+}
+
+int nsbox_rootfs_scan_image(struct nsbox_rootfs_cfg *cfg, struct nsbox_err *e)
+{
+    const struct nsbox_image *img = cfg->img;
+    cleanup_close int rootfd = open(img->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0)
+        return nsbox_err_sys(e, "image %s: cannot open %s", img->name, img->root);
+    cfg->n_entries = 0;
+    if (img->kind == NSBOX_IMAGE_HOST) {
+        /* Only the host's software, never its data: /usr and the merged-/usr links (or
+         * directories on a host without merged /usr). */
+        static const char *const host_entries[] = {"usr", "bin", "sbin", "lib", "lib32",
+                                                   "lib64", "libx32", NULL};
+        for (const char *const *n = host_entries; *n; n++) {
+            bool present;
+            if (scan_one(rootfd, *n, &cfg->entries[cfg->n_entries], &present) < 0)
+                return nsbox_err_sys(e, "image host: cannot inspect /%s", *n);
+            if (present)
+                cfg->n_entries++;
+        }
+        return 0;
+    }
+    int dfd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return nsbox_err_sys(e, "image %s: cannot read %s", img->name, img->root);
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return nsbox_err_sys(e, "image %s: cannot read %s", img->name, img->root);
+    }
+    struct dirent *de;
+    int ret = 0;
+    while ((de = readdir(d))) {
+        if (!valid_entry_name(de->d_name) || in_list(provided_by_nsbox, de->d_name))
+            continue;
+        if (cfg->n_entries >= NSBOX_ROOT_ENTRIES_MAX) {
+            ret = nsbox_err_set(e, NSBOX_E_INVALID, E2BIG,
+                                "image %s: more than %d entries at the top level", img->name,
+                                NSBOX_ROOT_ENTRIES_MAX);
+            break;
+        }
+        bool present;
+        if (scan_one(rootfd, de->d_name, &cfg->entries[cfg->n_entries], &present) < 0) {
+            ret = nsbox_err_sys(e, "image %s: cannot inspect /%s", img->name, de->d_name);
+            break;
+        }
+        if (present)
+            cfg->n_entries++;
+    }
+    closedir(d);
+    return ret;
+}
+
+/* ---- child side executor --------------------------------------------------------------------- */
+
+/* Detached copy of a bind source with its attributes set on the copy, so the mount never
+ * appears with weaker flags even for an instant, and flags the kernel locked on the source
+ * (nosuid, nodev from a more privileged namespace) are kept rather than cleared. */
+static int clone_source(const struct nsbox_sys *sys, const struct nsbox_mount_op *o,
+                        int image_rootfd, struct nsbox_err *e)
+{
+    int dfd = o->src_in_image ? image_rootfd : AT_FDCWD;
+    unsigned flags = (o->recursive ? AT_RECURSIVE : 0) | (o->src_in_image ? AT_SYMLINK_NOFOLLOW : 0);
+    int fd = sys->open_tree(dfd, o->src, flags);
+    if (fd < 0)
+        return nsbox_err_sys(e, "rootfs: cannot bind %s", o->src);
+    if (o->attr && sys->mount_setattr_fd(fd, o->recursive, o->attr, 0) < 0) {
+        nsbox_err_sys(e, "rootfs: cannot set attributes of %s", o->src);
+        sys->close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
+                         const char *staging, const char *image_root, int *fds, int *rootfd,
+                         struct nsbox_err *e)
+{
+    for (size_t i = 0; i < plan->n; i++)
+        fds[i] = -1;
+    /* Nothing done from here on may propagate back to the host's mount namespace. */
+    if (sys->mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        return nsbox_err_sys(e, "rootfs: make / private");
+    /* Owned by appuser: phase 2 creates the skeleton as appuser (uid 0 is not mapped). The root
+     * is made read-only once populated. */
+    if (sys->mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV,
+                   "mode=0755,size=1m,uid=1000,gid=1000") < 0)
+        return nsbox_err_sys(e, "rootfs: tmpfs root on %s", staging);
+    *rootfd = open(staging, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (*rootfd < 0)
+        return nsbox_err_sys(e, "rootfs: open %s", staging);
+    cleanup_close int image_rootfd = open(image_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (image_rootfd < 0)
+        return nsbox_err_sys(e, "rootfs: open image root %s", image_root);
+    for (size_t i = 0; i < plan->n; i++) {
+        const struct nsbox_mount_op *o = &plan->ops[i];
+        if (o->op != NSBOX_MOP_BIND && o->op != NSBOX_MOP_BIND_DEV)
+            continue;
+        fds[i] = clone_source(sys, o, image_rootfd, e);
+        if (fds[i] < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int attach(const struct nsbox_sys *sys, int *fd, const struct nsbox_mount_op *o,
+                  struct nsbox_err *e)
+{
+    int r = sys->move_mount_to(*fd, o->target);
+    if (r < 0)
+        nsbox_err_sys(e, "rootfs: cannot mount %s on /%s", o->src, o->target);
+    sys->close(*fd);
+    *fd = -1;
+    return r;
+}
+
+/* Targets are relative: the working directory is the new root. */
+static int apply_op(const struct nsbox_sys *sys, const struct nsbox_mount_op *o, int *fd,
+                    struct nsbox_err *e)
+{
+    const char *dst = o->target;
+    switch (o->op) {
+    case NSBOX_MOP_MKDIR:
+        if (sys->mkdir(dst, o->mode) < 0 && errno != EEXIST)
+            return nsbox_err_sys(e, "rootfs: mkdir /%s", dst);
+        return 0;
+    case NSBOX_MOP_SYMLINK:
+        if (sys->symlink(o->src, dst) < 0)
+            return nsbox_err_sys(e, "rootfs: symlink /%s", dst);
+        return 0;
+    case NSBOX_MOP_FILE:
+        if (sys->create_file(dst, o->mode) < 0)
+            return nsbox_err_sys(e, "rootfs: create /%s", dst);
+        return 0;
+    case NSBOX_MOP_WRITE:
+        if (sys->write_file(dst, o->data, strlen(o->data), o->mode ? o->mode : 0644) < 0)
+            return nsbox_err_sys(e, "rootfs: write /%s", dst);
+        return 0;
+    case NSBOX_MOP_TMPFS:
+        if (sys->mount("tmpfs", dst, "tmpfs", o->flags, o->data) < 0)
+            return nsbox_err_sys(e, "rootfs: tmpfs on /%s", dst);
+        return 0;
+    case NSBOX_MOP_BIND:
+    case NSBOX_MOP_BIND_DEV:
+        return attach(sys, fd, o, e);
+    case NSBOX_MOP_PROC:
+        if (sys->mount("proc", dst, "proc", o->flags, NULL) < 0)
+            return nsbox_err_sys(e, "rootfs: mount proc (a pid namespace and an unmasked /proc "
+                                    "on the host are needed)");
+        return 0;
+    case NSBOX_MOP_DEVPTS:
+        if (sys->mount("devpts", dst, "devpts", o->flags, o->data) < 0)
+            return nsbox_err_sys(e, "rootfs: mount devpts");
+        return 0;
+    case NSBOX_MOP_MASK_FILE:
+        /* dev/null here is the sandbox's own bind of the host's /dev/null, mounted above. */
+        if (sys->mount("dev/null", dst, NULL, MS_BIND, NULL) < 0 && errno != ENOENT)
+            return nsbox_err_sys(e, "rootfs: mask /%s", dst);
+        return 0;
+    case NSBOX_MOP_MASK_DIR:
+        if (sys->mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                       "size=0,nr_inodes=1") < 0 &&
+            errno != ENOENT)
+            return nsbox_err_sys(e, "rootfs: mask /%s", dst);
+        return 0;
+    case NSBOX_MOP_READONLY: {
+        int rfd = sys->open_tree(AT_FDCWD, dst, o->recursive ? AT_RECURSIVE : 0);
+        if (rfd < 0)
+            return errno == ENOENT ? 0 : nsbox_err_sys(e, "rootfs: read-only /%s", dst);
+        int r = sys->mount_setattr_fd(rfd, o->recursive, o->attr, 0);
+        if (r == 0)
+            r = sys->move_mount_to(rfd, dst);
+        if (r < 0)
+            nsbox_err_sys(e, "rootfs: read-only /%s", dst);
+        sys->close(rfd);
+        return r;
+    }
+    case NSBOX_MOP_SETATTR:
+        if (sys->mount_setattr_path(dst, o->recursive, o->attr, 0) < 0)
+            return nsbox_err_sys(e, "rootfs: set attributes of /%s", dst);
+        return 0;
+    }
+    return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "rootfs: unknown operation %d", (int)o->op);
+}
+
+int nsbox_rootfs_enter(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
+                       int rootfd, int *fds, struct nsbox_err *e)
+{
+    if (fchdir(rootfd) < 0)
+        return nsbox_err_sys(e, "rootfs: enter the new root");
+    for (size_t i = 0; i < plan->n; i++)
+        if (apply_op(sys, &plan->ops[i], &fds[i], e) < 0)
+            return -1;
+    /* pivot_root(".", ".") stacks the old root on top of the new one; detaching it leaves the
+     * new root alone, without needing a put_old directory inside the sandbox. */
+    if (sys->pivot_root(".", ".") < 0)
+        return nsbox_err_sys(e, "rootfs: pivot_root");
+    if (sys->umount2(".", MNT_DETACH) < 0)
+        return nsbox_err_sys(e, "rootfs: detach old root");
+    if (chdir("/") < 0)
+        return nsbox_err_sys(e, "rootfs: chdir /");
+    if (sys->mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+                   NULL) < 0)
+        return nsbox_err_sys(e, "rootfs: make / read-only");
+    return 0;
+}

@@ -1,0 +1,102 @@
+/* Assembling the sandbox's root: a pure plan (a list of mount operations, unit tested without
+ * root) and an executor that applies it through the syscall seam, child side, inside the new
+ * mount namespace, followed by pivot_root.
+ *
+ * The root is a fresh tmpfs skeleton that nsbox populates itself: image content is bind-mounted
+ * into it read-only entry by entry, and every mount target (/proc, /dev, /tmp, /workspace, the
+ * device nodes) is a file or directory that nsbox just created on its own tmpfs. No mount target
+ * ever lies inside an image, so a hostile image cannot redirect a mount with a symlink
+ * (CVE-2021-30465, CVE-2025-31133 family); image entries are opened with AT_SYMLINK_NOFOLLOW and
+ * a symlink at an image's top level is recreated as a symlink, resolved later inside the root. */
+#ifndef NSBOX_MOUNTS_H
+#define NSBOX_MOUNTS_H
+
+#include "image.h"
+#include "nsbox.h"
+#include "sys.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define NSBOX_MOUNT_OPS_MAX 128
+#define NSBOX_ROOT_ENTRIES_MAX 48
+
+enum nsbox_mop {
+    NSBOX_MOP_MKDIR,    /* target */
+    NSBOX_MOP_SYMLINK,  /* target -> src (link text) */
+    NSBOX_MOP_FILE,     /* empty file target (a mount point) */
+    NSBOX_MOP_WRITE,    /* target with content data */
+    NSBOX_MOP_TMPFS,    /* tmpfs on target, mount flags, options data */
+    NSBOX_MOP_BIND,     /* src (host path, or entry of the image root) on target, attr */
+    NSBOX_MOP_BIND_DEV, /* a host device node src on the file target (plain bind) */
+    NSBOX_MOP_PROC,     /* fresh procfs on target */
+    NSBOX_MOP_DEVPTS,   /* new devpts instance on target */
+    NSBOX_MOP_MASK_FILE, /* /dev/null over target (optional: may not exist) */
+    NSBOX_MOP_MASK_DIR,  /* read-only empty tmpfs over target (optional) */
+    NSBOX_MOP_READONLY,  /* bind target onto itself read-only (optional: may not exist) */
+    NSBOX_MOP_SETATTR,   /* set attr on the mount at target, in place */
+};
+
+struct nsbox_mount_op {
+    enum nsbox_mop op;
+    char target[NAME_MAX + 32]; /* relative to the new root, no leading '/' */
+    char src[PATH_MAX];
+    bool src_in_image;     /* src is an entry name inside the image root (opened NOFOLLOW) */
+    bool recursive;
+    unsigned long flags;   /* mount(2) flags for TMPFS/PROC/DEVPTS */
+    uint64_t attr;         /* MOUNT_ATTR_* set on BIND/READONLY */
+    char data[128];        /* mount options */
+    unsigned mode;
+};
+
+struct nsbox_root_entry {
+    char name[NAME_MAX + 1];
+    bool is_symlink;
+    char link[PATH_MAX]; /* link text when is_symlink */
+};
+
+struct nsbox_rootfs_cfg {
+    const struct nsbox_image *img;
+    const char *workspace;  /* host directory bound at /workspace */
+    size_t n_entries;       /* top-level entries of the image root to expose */
+    struct nsbox_root_entry entries[NSBOX_ROOT_ENTRIES_MAX];
+};
+
+struct nsbox_mount_plan {
+    size_t n;
+    struct nsbox_mount_op ops[NSBOX_MOUNT_OPS_MAX];
+};
+
+/* Paths of /proc that are hidden (masked) or made read-only, as in the OCI runtime defaults. */
+extern const char *const nsbox_proc_masked_files[];
+extern const char *const nsbox_proc_masked_dirs[];
+extern const char *const nsbox_proc_readonly[];
+extern const char *const nsbox_dev_nodes[];
+
+/* Pure: the list of operations for cfg. */
+int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
+                           struct nsbox_err *e);
+
+/* I/O, parent or child side before the clone: fill cfg->entries from the image. */
+int nsbox_rootfs_scan_image(struct nsbox_rootfs_cfg *cfg, struct nsbox_err *e);
+
+/* Child side, in two phases around the switch to appuser.
+ *
+ * Phase 1 (still the caller's host uid, so host paths are reachable as their owner): make every
+ * mount private, mount the new root's tmpfs on staging (an empty host directory) and take a
+ * detached clone of every bind source, with its attributes already set. fds[] gets one entry per
+ * plan op (-1 where unused); *rootfd an fd of the new root. Sources are looked up here, in the
+ * child's own mount namespace: open_tree refuses to clone a mount that belongs to another one,
+ * so descriptors opened by the parent cannot be used.
+ *
+ * Phase 2 (as appuser, the only mapped id, so that files created on the new tmpfs have an
+ * owner): populate the tree relative to rootfd, attach the clones, pivot_root into it, detach
+ * the old root and make the root read-only. No host path is looked up in this phase. */
+int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
+                         const char *staging, const char *image_root, int *fds, int *rootfd,
+                         struct nsbox_err *e);
+int nsbox_rootfs_enter(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
+                       int rootfd, int *fds, struct nsbox_err *e);
+
+#endif

@@ -1,0 +1,91 @@
+/* cgroups v1 and v2: one cgroup per sandbox, created below the invoking process's own cgroup
+ * (or a configured parent), never elsewhere. */
+#ifndef NSBOX_CGROUP_H
+#define NSBOX_CGROUP_H
+
+#include "nsbox.h"
+#include "spec.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define NSBOX_CG_V1_MAX 8
+
+struct nsbox_cgroup {
+    int version;        /* 1 or 2; 0 = not created */
+    char path[PATH_MAX]; /* v2: the sandbox's cgroup directory */
+    int dirfd; /* v2: O_PATH|O_DIRECTORY fd of path, for clone3(CLONE_INTO_CGROUP); else -1 */
+    size_t n_v1;
+    struct {
+        char controller[32];  /* "memory", "cpu,cpuacct" (co-mounted), "pids", "freezer" */
+        char path[PATH_MAX];  /* that hierarchy's sandbox directory */
+    } v1[NSBOX_CG_V1_MAX];
+};
+
+struct nsbox_cgroup_stats {
+    uint64_t memory_current, memory_peak, memory_limit;
+    uint64_t oom_kills;
+    uint64_t pids_current, pids_limit;
+    uint64_t cpu_usage_usec;
+    bool frozen;
+};
+
+struct nsbox_cgroup_support {
+    int version;          /* 2 if a v2 hierarchy with the controllers is usable, else 1, else 0 */
+    bool memory, cpu, pids, freezer; /* controllers usable by this user */
+    bool swap;            /* memory+swap limit available (v2 memory.swap.max, v1 memsw) */
+    bool writable;        /* the parent is writable by this user (root, or delegated) */
+    char parent[PATH_MAX]; /* where sandboxes would be created (first hierarchy) */
+    char why[512];        /* when something is missing: what and the fix */
+};
+
+/* What this machine and this user can do; never fails. version says which hierarchy nsbox
+ * would use; memory/cpu/pids are true only when that hierarchy has them AND this user can
+ * create cgroups with them there (so `memory && cpu && pids` is "limits are enforceable").
+ * Computed once per process (cached): the parent is the caller's own cgroup in each hierarchy,
+ * or $NSBOX_CGROUP_PARENT (a path relative to the hierarchy root, e.g. "/nsbox"). */
+void nsbox_cgroup_detect(struct nsbox_cgroup_support *sup);
+
+/* An empty handle (version 0, dirfd -1). destroy() of an empty handle does nothing. */
+void nsbox_cgroup_init(struct nsbox_cgroup *cg);
+
+/* Create "nsbox-<id>" with the limits (0 in a field: no limit for it; swap is always off).
+ * Fails with NSBOX_E_UNSUPPORTED and the fix when the user cannot create cgroups (no
+ * delegation) or a needed controller is missing; on any failure nothing is left behind and cg
+ * is empty. v2: cg->dirfd is ready for clone3(CLONE_INTO_CGROUP). */
+int nsbox_cgroup_create(const char *id, const struct nsbox_limits *lim, struct nsbox_cgroup *cg,
+                        struct nsbox_err *e);
+/* Move pid into the cgroup (all v1 hierarchies, or v2). */
+int nsbox_cgroup_attach(const struct nsbox_cgroup *cg, pid_t pid, struct nsbox_err *e);
+/* Kill every process left in it, then remove it. Idempotent; cg->version becomes 0. */
+int nsbox_cgroup_destroy(struct nsbox_cgroup *cg, struct nsbox_err *e);
+/* Remove the leftover cgroup of sandbox id (after a SIGKILL), wherever it is. Idempotent. */
+int nsbox_cgroup_remove_by_id(const char *id, struct nsbox_err *e);
+int nsbox_cgroup_freeze(const struct nsbox_cgroup *cg, bool frozen, struct nsbox_err *e);
+/* Missing files leave their field 0 (an old kernel without memory.peak, v1 without cpuacct).
+ * memory_limit/pids_limit are UINT64_MAX when unlimited. */
+int nsbox_cgroup_stats(const struct nsbox_cgroup *cg, struct nsbox_cgroup_stats *st,
+                       struct nsbox_err *e);
+
+/* ---- test seam ------------------------------------------------------------------------------
+ * Every place where cgroup.c touches the kernel's cgroup interface beyond reading files goes
+ * through this table, so unit tests run the v2 logic against a fake tree in a temp dir (a
+ * fake mkdir creates the interface files, a fake write enforces the kernel's rules). */
+struct nsbox_cg_sys {
+    const char *root;               /* "/sys/fs/cgroup" */
+    const char *proc_self_cgroup;   /* "/proc/self/cgroup" */
+    const char *proc_self_mountinfo;
+    int (*fs_magic)(const char *path, unsigned long *magic); /* statfs().f_type */
+    int (*mkdir)(const char *path, mode_t mode);
+    int (*rmdir)(const char *path);
+    /* One write(2) of data to name relative to dirfd (AT_FDCWD for an absolute name): the
+     * kernel treats each write as one command, so it must not be split. -1 and errno. */
+    int (*write_file)(int dirfd, const char *name, const char *data, size_t len);
+    int (*kill)(pid_t pid, int sig);
+};
+/* Replace the seam (NULL restores the real kernel) and forget the cached discovery. */
+void nsbox_cgroup_set_sys(const struct nsbox_cg_sys *sys);
+
+#endif

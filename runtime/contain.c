@@ -1,0 +1,320 @@
+/* The child side of a launch: the containment sequence, in the order it must happen.
+ *
+ * Runs as pid 1 of the new pid namespace, inside new user, mount, uts, ipc, net (and cgroup)
+ * namespaces. The parent has prepared everything that could be computed once (mount plan,
+ * seccomp program, environment, rlimits); this side only performs the steps. */
+#define _GNU_SOURCE
+#include "cleanup.h"
+#include "idmap.h"
+#include "launch.h"
+#include "seccomp.h"
+#include "sys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/securebits.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+__attribute__((noreturn)) static void report_and_exit(struct nsbox_launch *L, int code, const struct nsbox_err *e)
+{
+    struct nsbox_child_report r = {.exit_code = code};
+    r.err = *e;
+    ssize_t w = write(L->report_wr, &r, sizeof r);
+    (void)w;
+    _exit(code);
+}
+
+/* ---- steps run by pid 1 before the workload exists ---------------------------------------- */
+
+static int read_sync_byte(struct nsbox_launch *L, char want, struct nsbox_err *e)
+{
+    char c = 0;
+    ssize_t n;
+    do
+        n = read(L->sync_rd, &c, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1 || c != want)
+        return nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "parent went away during set-up");
+    return 0;
+}
+
+static int child_wait_for_parent(struct nsbox_launch *L, struct nsbox_err *e)
+{
+    /* If the parent dies between clone and here, the death signal below may have been armed
+     * too late; EOF on the sync pipe tells us the same thing. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+        return nsbox_err_sys(e, "prctl(PR_SET_PDEATHSIG)");
+    close(L->sync_wr);
+    close(L->report_rd);
+    return read_sync_byte(L, 'g', e);
+}
+
+static int child_wait_for_cgroup(struct nsbox_launch *L, struct nsbox_err *e)
+{
+    /* The parent joins us to our cgroups while we build the root (on cgroup v1 that costs an
+     * RCU grace period, milliseconds, so it runs in parallel); nothing of the workload's runs
+     * before it is done. */
+    int r = read_sync_byte(L, 'c', e);
+    close(L->sync_rd);
+    return r;
+}
+
+static int child_become_appuser(struct nsbox_err *e)
+{
+    /* Files the set-up creates must belong to a mapped id; only appuser is mapped. The
+     * capabilities the clone granted in the new user namespace survive this change because the
+     * namespace has no root uid for the kernel's setuid fix-up to compare against. */
+    if (setresgid(NSBOX_SANDBOX_GID, NSBOX_SANDBOX_GID, NSBOX_SANDBOX_GID) < 0)
+        return nsbox_err_sys(e, "setresgid(%u)", NSBOX_SANDBOX_GID);
+    if (setresuid(NSBOX_SANDBOX_UID, NSBOX_SANDBOX_UID, NSBOX_SANDBOX_UID) < 0)
+        return nsbox_err_sys(e, "setresuid(%u)", NSBOX_SANDBOX_UID);
+    /* A change of credentials clears the parent-death signal: arm it again. A parent that died
+     * in between is noticed at the next read of the sync pipe. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+        return nsbox_err_sys(e, "prctl(PR_SET_PDEATHSIG)");
+    return 0;
+}
+
+static int mount_fds[NSBOX_MOUNT_OPS_MAX];
+static int new_rootfd = -1;
+
+static int child_clone_mount_sources(struct nsbox_launch *L, struct nsbox_err *e)
+{
+    return nsbox_rootfs_prepare(&nsbox_sys_real, L->plan, L->st->staging, L->image_root,
+                                mount_fds, &new_rootfd, e);
+}
+
+static int child_mount_root(struct nsbox_launch *L, struct nsbox_err *e)
+{
+    if (nsbox_rootfs_enter(&nsbox_sys_real, L->plan, new_rootfd, mount_fds, e) < 0)
+        return -1;
+    close(new_rootfd);
+    return 0;
+}
+
+static int child_set_hostname(struct nsbox_launch *L, struct nsbox_err *e)
+{
+    if (sethostname(L->hostname, strlen(L->hostname)) < 0)
+        return nsbox_err_sys(e, "sethostname");
+    return 0;
+}
+
+static int child_network_loopback(struct nsbox_err *e)
+{
+    /* network none: the new namespace has only lo, down. */
+    cleanup_close int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return nsbox_err_sys(e, "socket");
+    struct ifreq ifr = {0};
+    strcpy(ifr.ifr_name, "lo");
+    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+        return nsbox_err_sys(e, "loopback: SIOCGIFFLAGS");
+    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+    if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+        return nsbox_err_sys(e, "loopback: SIOCSIFFLAGS");
+    return 0;
+}
+
+static int child_cgroup_namespace(struct nsbox_launch *L, struct nsbox_err *e)
+{
+    /* With cgroup v1 the parent moved us into our cgroups after the clone, so the cgroup
+     * namespace is made now, rooted at them; with v2 the clone itself did it. */
+    if (!L->cgroup_ns_in_clone && unshare(CLONE_NEWCGROUP) < 0)
+        return nsbox_err_sys(e, "unshare(CLONE_NEWCGROUP)");
+    return 0;
+}
+
+/* ---- steps shared by init and the workload ------------------------------------------------ */
+
+static int set_rlimits(struct nsbox_launch *L, struct nsbox_err *e)
+{
+    for (size_t i = 0; i < L->n_rlimits; i++) {
+        struct rlimit want = L->rlimits[i].lim, cur;
+        /* An unprivileged caller cannot raise a hard limit; never ask for more than it has. */
+        if (getrlimit(L->rlimits[i].resource, &cur) == 0) {
+            if (want.rlim_max > cur.rlim_max)
+                want.rlim_max = cur.rlim_max;
+            if (want.rlim_cur > want.rlim_max)
+                want.rlim_cur = want.rlim_max;
+        }
+        if (setrlimit(L->rlimits[i].resource, &want) < 0)
+            return nsbox_err_sys(e, "setrlimit(%d)", L->rlimits[i].resource);
+    }
+    return 0;
+}
+
+static int close_other_fds(void)
+{
+    /* Every descriptor above 2 is closed at exec; this also covers descriptors the caller of
+     * nsbox leaked to us without O_CLOEXEC. */
+    if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
+        return 0;
+    for (int fd = 3; fd < 65536; fd++)
+        fcntl(fd, F_SETFD, FD_CLOEXEC);
+    return 0;
+}
+
+static int new_session(struct nsbox_err *e)
+{
+    /* No controlling terminal: TIOCSTI into the caller's terminal needs one (and seccomp blocks
+     * the ioctl as well). */
+    if (setsid() < 0)
+        return nsbox_err_sys(e, "setsid");
+    return 0;
+}
+
+static int drop_capabilities(struct nsbox_err *e)
+{
+    /* Lock the securebits first (needs CAP_SETPCAP, still held): even if a future change mapped
+     * uid 0, exec would grant no capabilities and ambient ones could never be raised. */
+    unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP_LOCKED |
+                         SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+                         SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+    if (prctl(PR_SET_SECUREBITS, bits) < 0)
+        return nsbox_err_sys(e, "prctl(PR_SET_SECUREBITS)");
+    for (int cap = 0; prctl(PR_CAPBSET_READ, cap) >= 0; cap++)
+        if (prctl(PR_CAPBSET_DROP, cap) < 0)
+            return nsbox_err_sys(e, "prctl(PR_CAPBSET_DROP, %d)", cap);
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        return nsbox_err_sys(e, "prctl(PR_CAP_AMBIENT_CLEAR_ALL)");
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2] = {{0}};
+    if (syscall(SYS_capset, &hdr, data) < 0)
+        return nsbox_err_sys(e, "capset");
+    return 0;
+}
+
+static int no_new_privs(struct nsbox_err *e)
+{
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        return nsbox_err_sys(e, "prctl(PR_SET_NO_NEW_PRIVS)");
+    return 0;
+}
+
+/* ---- the workload -------------------------------------------------------------------------- */
+
+static void reset_signals(struct nsbox_launch *L)
+{
+    /* Ignored dispositions survive exec; a caller that ignores SIGPIPE or SIGINT must not pass
+     * that on to the sandbox's command. */
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            sigaction(sig, &dfl, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+__attribute__((noreturn)) static void workload_exec(struct nsbox_launch *L)
+{
+    struct nsbox_err e = {0};
+    reset_signals(L);
+    if (set_rlimits(L, &e) < 0 || close_other_fds() < 0 || new_session(&e) < 0)
+        report_and_exit(L, 125, &e);
+    if (chdir(L->cwd) < 0) {
+        nsbox_err_sys(&e, "cannot enter %s", L->cwd);
+        report_and_exit(L, 125, &e);
+    }
+    if (drop_capabilities(&e) < 0 || no_new_privs(&e) < 0)
+        report_and_exit(L, 125, &e);
+    /* Seccomp last: every step before it may use calls the profile forbids. */
+    if (nsbox_seccomp_load(&L->seccomp, &e) < 0)
+        report_and_exit(L, 125, &e);
+    extern char **environ;
+    environ = L->envp; /* execvp searches the PATH of the sandbox's environment */
+    execvp(L->argv[0], L->argv);
+    int err = errno;
+    nsbox_err_set(&e, NSBOX_E_EXEC, err, "%s: %s", L->argv[0],
+                  err == ENOENT ? "command not found" : strerror(err));
+    report_and_exit(L, err == ENOENT ? 127 : 126, &e);
+}
+
+/* ---- init: pid 1 stays as a minimal reaper and signal relay -------------------------------- */
+
+static int init_harden(struct nsbox_launch *L, struct nsbox_err *e)
+{
+    /* Not dumpable: the workload cannot open /proc/1/exe (the nsbox binary on the host,
+     * CVE-2019-5736), /proc/1/mem or /proc/1/environ, nor ptrace init. */
+    if (prctl(PR_SET_DUMPABLE, 0) < 0)
+        return nsbox_err_sys(e, "prctl(PR_SET_DUMPABLE)");
+    if (drop_capabilities(e) < 0 || no_new_privs(e) < 0)
+        return -1;
+    return nsbox_seccomp_load(&L->seccomp, e);
+}
+
+__attribute__((noreturn)) static void init_reap(pid_t workload)
+{
+    /* The parent's signal mask is inherited: SIGCHLD and the relayed signals are blocked, so
+     * they queue for sigwaitinfo even though pid 1 has no handlers for them. */
+    sigset_t set;
+    sigemptyset(&set);
+    int relayed[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(relayed); i++)
+        sigaddset(&set, relayed[i]);
+    sigaddset(&set, SIGCHLD);
+    for (;;) {
+        int status;
+        pid_t p;
+        while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
+            if (p != workload)
+                continue;
+            /* When pid 1 exits the kernel kills everything left in the namespace. */
+            if (WIFEXITED(status))
+                _exit(WEXITSTATUS(status));
+            _exit(128 + WTERMSIG(status));
+        }
+        siginfo_t si;
+        int sig = sigwaitinfo(&set, &si);
+        if (sig > 0 && sig != SIGCHLD && kill(-workload, sig) < 0)
+            kill(workload, sig); /* not yet a group leader: it is still before setsid */
+    }
+}
+
+/* ---- the sequence --------------------------------------------------------------------------- */
+
+void nsbox_child_main(struct nsbox_launch *L)
+{
+    struct nsbox_err e = {0};
+    if (child_wait_for_parent(L, &e) < 0 ||     /* user ns: the parent has written the maps */
+        child_clone_mount_sources(L, &e) < 0 || /* mounts, while host paths are reachable */
+        child_become_appuser(&e) < 0 ||         /* the only mapped id */
+        child_mount_root(L, &e) < 0 ||          /* mounts + pivot_root */
+        child_set_hostname(L, &e) < 0 ||        /* hostname */
+        child_network_loopback(&e) < 0 ||       /* network none: lo up */
+        child_wait_for_cgroup(L, &e) < 0 ||     /* cgroup: the parent has put us there */
+        child_cgroup_namespace(L, &e) < 0)
+        report_and_exit(L, 125, &e);
+
+    pid_t workload = fork();
+    if (workload < 0) {
+        nsbox_err_sys(&e, "fork");
+        report_and_exit(L, 125, &e);
+    }
+    if (workload == 0)
+        workload_exec(L); /* rlimits, close fds, setsid, drop caps, no_new_privs, seccomp, exec */
+
+    /* init keeps no descriptor of the host's but the report pipe until it is hardened; the
+     * parent sees EOF on it only when the workload has exec'd or failed. */
+    if (set_rlimits(L, &e) < 0 || init_harden(L, &e) < 0) {
+        kill(workload, SIGKILL);
+        report_and_exit(L, 125, &e);
+    }
+    syscall(SYS_close_range, 3, ~0U, 0);
+    init_reap(workload);
+}

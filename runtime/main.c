@@ -1,0 +1,253 @@
+/* nsbox command line. The only place that prints errors and chooses exit codes
+ * (DESIGN.md 1.4): the command's own, 124 timed out, 125 nsbox failed, 126, 127, 128+N. */
+#define _GNU_SOURCE
+#include "cleanup.h"
+#include "image.h"
+#include "info.h"
+#include "nsbox.h"
+#include "spec.h"
+#include "state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define EXIT_NSBOX 125
+#define EXIT_USAGE 125 /* a usage error is nsbox failing, as docker run does */
+
+static const char usage_text[] =
+    "usage: nsbox COMMAND [ARGS]\n"
+    "\n"
+    "  run [OPTIONS] -- CMD [ARG...]   one-shot sandbox: create, run, delete\n"
+    "  info [--json]                   what this machine supports and how to fix what is missing\n"
+    "  image build host|debian | ls [--json] | rm NAME\n"
+    "  gc [-v]                         remove what crashed sandboxes left behind\n"
+    "  version\n"
+    "\n"
+    "run OPTIONS (later ones override earlier ones):\n"
+    "  --instance-type small|medium|large   --ttl S        --idle-timeout S\n"
+    "  --region R       --network none|all|allow=H[,H]    --egress CIDR[,CIDR]\n"
+    "  --image host|debian|NAME|/DIR        --workspace DIR     -e K=V\n"
+    "  --setup-script FILE   --setup-timeout S   --spec FILE.json   --timeout S   --cwd DIR\n"
+    "\n"
+    "exit codes: the command's own; 124 timed out; 125 nsbox failed; 126 not executable;\n"
+    "127 not found; 128+N killed by signal N\n";
+
+static int fail(const struct nsbox_err *e)
+{
+    fprintf(stderr, "nsbox: %s\n", e->msg);
+    return EXIT_NSBOX;
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "nsbox: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(see nsbox --help)\n");
+    return EXIT_USAGE;
+}
+
+/* Read a whole file given on the command line, bounded. */
+static char *read_file_arg(const char *path, size_t max, size_t *len, struct nsbox_err *e)
+{
+    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        nsbox_err_sys(e, "cannot open %s", path);
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
+        nsbox_err_set(e, NSBOX_E_INVALID, EFBIG, "%s: not a regular file of at most %zu bytes",
+                      path, max);
+        return NULL;
+    }
+    char *buf = malloc((size_t)st.st_size + 1);
+    if (!buf) {
+        nsbox_err_sys(e, "malloc");
+        return NULL;
+    }
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    buf[got] = '\0';
+    *len = got;
+    return buf;
+}
+
+static int parse_seconds(const char *s, uint64_t max, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || v < 0 || v > (double)max)
+        return -1;
+    *out = (uint64_t)(v * 1000.0 + 0.5);
+    return 0;
+}
+
+struct flag_map {
+    const char *flag, *key;
+};
+
+static const struct flag_map spec_flags[] = {
+    {"--instance-type", "instance_type"},
+    {"--idle-timeout", "idle_timeout_seconds"},
+    {"--ttl", "ttl_seconds"},
+    {"--region", "region"},
+    {"--network", "network"},
+    {"--egress", "egress"},
+    {"--image", "image"},
+    {"--setup-timeout", "setup_script_timeout_seconds"},
+    {"--workspace", "workspace"},
+    {"-e", "env"},
+    {"--env", "env"},
+};
+
+static int cmd_run(int argc, char **argv)
+{
+    struct nsbox_spec spec;
+    nsbox_spec_init(&spec);
+    struct nsbox_err e = {0};
+    struct nsbox_run_opts o = {.stdin_fd = 0, .stdout_fd = 1, .stderr_fd = 2};
+    int rc = EXIT_NSBOX, i;
+    uint64_t ttl_ms = 0;
+
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--"))
+            break;
+        if (a[0] != '-') /* first non-option: the command */
+            break;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage_text, stdout);
+            nsbox_spec_free(&spec);
+            return 0;
+        }
+        /* --flag=value and --flag value */
+        char name[64];
+        const char *val = NULL;
+        const char *eq = strchr(a, '=');
+        if (a[1] == '-' && eq && (size_t)(eq - a) < sizeof name) {
+            memcpy(name, a, (size_t)(eq - a));
+            name[eq - a] = '\0';
+            val = eq + 1;
+        } else {
+            snprintf(name, sizeof name, "%s", a);
+        }
+        if (!val) {
+            if (i + 1 >= argc) {
+                nsbox_spec_free(&spec);
+                return usage_error("option %s needs a value", a);
+            }
+            val = argv[++i];
+        }
+        const char *key = NULL;
+        for (size_t k = 0; k < NSBOX_ARRAY_LEN(spec_flags); k++)
+            if (!strcmp(name, spec_flags[k].flag))
+                key = spec_flags[k].key;
+        if (key) {
+            if (nsbox_spec_set(&spec, key, val, &e) < 0)
+                goto out_err;
+        } else if (!strcmp(name, "--spec")) {
+            size_t len;
+            cleanup_free char *json = read_file_arg(val, NSBOX_SPEC_JSON_MAX, &len, &e);
+            if (!json || nsbox_spec_from_json(&spec, json, len, &e) < 0) {
+                nsbox_err_wrap(&e, "--spec %s", val);
+                goto out_err;
+            }
+        } else if (!strcmp(name, "--setup-script")) {
+            size_t len;
+            cleanup_free char *script = read_file_arg(val, NSBOX_SCRIPT_MAX, &len, &e);
+            if (!script || nsbox_spec_set(&spec, "setup_script", script, &e) < 0)
+                goto out_err;
+        } else if (!strcmp(name, "--timeout")) {
+            if (parse_seconds(val, 365 * 86400, &o.timeout_ms) < 0) {
+                nsbox_spec_free(&spec);
+                return usage_error("--timeout needs a number of seconds, not '%s'", val);
+            }
+        } else if (!strcmp(name, "--cwd")) {
+            o.cwd = val;
+        } else {
+            nsbox_spec_free(&spec);
+            return usage_error("unknown option %s", a);
+        }
+    }
+    if (i < argc && !strcmp(argv[i], "--"))
+        i++;
+    if (i >= argc) {
+        nsbox_spec_free(&spec);
+        return usage_error("%s", "run needs a command: nsbox run [OPTIONS] -- CMD [ARG...]");
+    }
+    if (nsbox_spec_validate(&spec, &e) < 0)
+        goto out_err;
+    /* ttl_seconds is a hard limit on the sandbox's life; for a one-shot sandbox it bounds the
+     * command like --timeout does, whichever comes first. */
+    ttl_ms = spec.ttl_seconds * 1000;
+    if (ttl_ms && (!o.timeout_ms || ttl_ms < o.timeout_ms))
+        o.timeout_ms = ttl_ms;
+
+    int status;
+    if (nsbox_run(&spec, argv + i, &o, &status, &e) < 0) {
+        if (e.code == NSBOX_E_EXEC) {
+            fprintf(stderr, "nsbox: %s\n", e.msg);
+            rc = status;
+        } else {
+            rc = fail(&e);
+        }
+    } else {
+        rc = status;
+    }
+    nsbox_spec_free(&spec);
+    return rc;
+out_err:
+    nsbox_spec_free(&spec);
+    return fail(&e);
+}
+
+static int cmd_gc(int argc, char **argv)
+{
+    bool verbose = argc > 1 && !strcmp(argv[1], "-v");
+    struct nsbox_err e = {0};
+    int n = nsbox_gc(verbose, &e);
+    if (n < 0)
+        return fail(&e);
+    if (verbose)
+        printf("removed %d leftover sandbox%s\n", n, n == 1 ? "" : "es");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("nsbox %s\n", NSBOX_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "run"))
+        return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "info"))
+        return nsbox_cli_info(argc - 1, argv + 1);
+    if (!strcmp(cmd, "image"))
+        return nsbox_cli_image(argc - 1, argv + 1);
+    if (!strcmp(cmd, "gc"))
+        return cmd_gc(argc - 1, argv + 1);
+    return usage_error("unknown command '%s'", cmd);
+}

@@ -1,0 +1,143 @@
+/* State, data and cache directories; mkdir -p; a careful rm -rf. */
+#define _GNU_SOURCE
+#include "paths.h"
+#include "cleanup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+static const char *home_dir(void)
+{
+    const char *h = getenv("HOME");
+    if (h && h[0] == '/')
+        return h;
+    struct passwd *pw = getpwuid(getuid());
+    return pw && pw->pw_dir ? pw->pw_dir : "/";
+}
+
+static int fmt_path(char *out, size_t n, struct nsbox_err *e, const char *fmt, const char *a,
+                    const char *b)
+{
+    int r = snprintf(out, n, fmt, a, b);
+    if (r < 0 || (size_t)r >= n)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long: %s", a);
+    return 0;
+}
+
+int nsbox_path_runtime_dir(char *out, size_t n, struct nsbox_err *e)
+{
+    const char *o = getenv("NSBOX_STATE_DIR");
+    if (o && o[0] == '/')
+        return fmt_path(out, n, e, "%s%s", o, "");
+    if (geteuid() == 0)
+        return fmt_path(out, n, e, "%s%s", "/run/nsbox", "");
+    const char *x = getenv("XDG_RUNTIME_DIR");
+    if (x && x[0] == '/' && access(x, W_OK) == 0)
+        return fmt_path(out, n, e, "%s%s", x, "/nsbox");
+    char uid[32];
+    snprintf(uid, sizeof uid, "%u", (unsigned)getuid());
+    return fmt_path(out, n, e, "/tmp/nsbox-%s%s", uid, "");
+}
+
+int nsbox_path_data_dir(char *out, size_t n, struct nsbox_err *e)
+{
+    const char *o = getenv("NSBOX_DATA_DIR");
+    if (o && o[0] == '/')
+        return fmt_path(out, n, e, "%s%s", o, "");
+    if (geteuid() == 0)
+        return fmt_path(out, n, e, "%s%s", "/var/lib/nsbox", "");
+    const char *x = getenv("XDG_DATA_HOME");
+    if (x && x[0] == '/')
+        return fmt_path(out, n, e, "%s%s", x, "/nsbox");
+    return fmt_path(out, n, e, "%s%s", home_dir(), "/.local/share/nsbox");
+}
+
+int nsbox_path_cache_dir(char *out, size_t n, struct nsbox_err *e)
+{
+    const char *o = getenv("NSBOX_CACHE_DIR");
+    if (o && o[0] == '/')
+        return fmt_path(out, n, e, "%s%s", o, "");
+    const char *x = getenv("XDG_CACHE_HOME");
+    if (x && x[0] == '/' && geteuid() != 0)
+        return fmt_path(out, n, e, "%s%s", x, "/nsbox");
+    return fmt_path(out, n, e, "%s%s", home_dir(), "/.cache/nsbox");
+}
+
+int nsbox_mkdir_p(const char *path, unsigned mode, struct nsbox_err *e)
+{
+    char buf[PATH_MAX];
+    size_t len = strlen(path);
+    if (len == 0 || len >= sizeof buf)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "bad directory path '%s'", path);
+    memcpy(buf, path, len + 1);
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(buf, mode) < 0 && errno != EEXIST)
+                return nsbox_err_sys(e, "cannot create directory %s", buf);
+            *p = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    return 0;
+}
+
+/* Depth-first removal relative to directory fds: a symlink is unlinked, never followed, and a
+ * directory on another device (a mount point) is left alone, so a tree that the sandbox could
+ * write into cannot make us delete anything outside it. */
+static int rm_rf_at(int dfd, const char *name, dev_t dev, int depth)
+{
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode))
+        return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -1 : 0;
+    if (st.st_dev != dev || depth > 4096) {
+        errno = EXDEV;
+        return -1;
+    }
+    /* The sandbox may leave directories it made unreadable or unwritable (mode 0); as their
+     * owner we may give ourselves access back before descending. */
+    if ((st.st_mode & 0700) != 0700 && st.st_uid == geteuid())
+        fchmodat(dfd, name, (st.st_mode & 07777) | 0700, 0);
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -1;
+    }
+    int ret = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (rm_rf_at(dirfd(d), de->d_name, dev, depth + 1) < 0)
+            ret = -1;
+    }
+    closedir(d);
+    if (ret == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        ret = -1;
+    return ret;
+}
+
+int nsbox_rm_rf(const char *path, struct nsbox_err *e)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return errno == ENOENT ? 0 : nsbox_err_sys(e, "cannot remove %s", path);
+    if (rm_rf_at(AT_FDCWD, path, st.st_dev, 0) < 0)
+        return nsbox_err_sys(e, "cannot remove %s", path);
+    return 0;
+}

@@ -1,0 +1,19 @@
+/* Where nsbox keeps things (DESIGN.md 2, "State"). root: /run/nsbox, /var/lib/nsbox,
+ * /root/.cache/nsbox; a user: $XDG_RUNTIME_DIR/nsbox (or /tmp/nsbox-<uid>), ~/.local/share/nsbox,
+ * ~/.cache/nsbox. NSBOX_STATE_DIR, NSBOX_DATA_DIR and NSBOX_CACHE_DIR override (tests). */
+#ifndef NSBOX_PATHS_H
+#define NSBOX_PATHS_H
+
+#include "nsbox.h"
+
+#include <stddef.h>
+
+int nsbox_path_runtime_dir(char *out, size_t n, struct nsbox_err *e); /* state: <..>/<id>/ */
+int nsbox_path_data_dir(char *out, size_t n, struct nsbox_err *e);    /* images, caches */
+int nsbox_path_cache_dir(char *out, size_t n, struct nsbox_err *e);   /* workspaces */
+/* mkdir -p with mode (each created component gets mode); existing dirs are fine. */
+int nsbox_mkdir_p(const char *path, unsigned mode, struct nsbox_err *e);
+/* Remove a directory tree without following symlinks and without crossing mount points. */
+int nsbox_rm_rf(const char *path, struct nsbox_err *e);
+
+#endif

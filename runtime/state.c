@@ -1,0 +1,264 @@
+/* Sandbox ids, state directories, uid slots and garbage collection. */
+#define _GNU_SOURCE
+#include "state.h"
+#include "cgroup.h"
+#include "cleanup.h"
+#include "idmap.h"
+#include "paths.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+void nsbox_state_init(struct nsbox_state *st)
+{
+    st->id[0] = st->dir[0] = st->staging[0] = st->cache[0] = st->workspace[0] = '\0';
+    st->fresh_workspace = false;
+    st->lock_fd = -1;
+    st->slot_fd = -1;
+    st->slot = 0;
+    st->privileged = geteuid() == 0;
+}
+
+int nsbox_state_new_id(char *out, struct nsbox_err *e)
+{
+    unsigned char b[NSBOX_ID_LEN / 2];
+    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
+        return nsbox_err_sys(e, "getrandom");
+    for (size_t i = 0; i < sizeof b; i++)
+        sprintf(out + 2 * i, "%02x", b[i]);
+    out[NSBOX_ID_LEN] = '\0';
+    return 0;
+}
+
+bool nsbox_state_valid_id(const char *id)
+{
+    size_t n = 0;
+    for (; id[n]; n++)
+        if (!((id[n] >= '0' && id[n] <= '9') || (id[n] >= 'a' && id[n] <= 'f')))
+            return false;
+    return n == NSBOX_ID_LEN;
+}
+
+static int path_join(char *out, const char *a, const char *b, struct nsbox_err *e)
+{
+    if ((size_t)snprintf(out, PATH_MAX, "%s/%s", a, b) >= PATH_MAX)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long: %s/%s", a, b);
+    return 0;
+}
+
+/* Open and lock a file; returns the fd, -1 with errno EWOULDBLOCK when someone holds it. */
+static int lock_file(const char *path, bool create)
+{
+    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600);
+    if (fd < 0)
+        return -1;
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+static int make_workspace(struct nsbox_state *st, const char *workspace_arg, struct nsbox_err *e)
+{
+    if (workspace_arg && workspace_arg[0]) {
+        struct stat sb;
+        if (stat(workspace_arg, &sb) < 0)
+            return nsbox_err_sys(e, "workspace %s", workspace_arg);
+        if (!S_ISDIR(sb.st_mode))
+            return nsbox_err_set(e, NSBOX_E_INVALID, ENOTDIR, "workspace %s is not a directory",
+                                 workspace_arg);
+        if (!realpath(workspace_arg, st->workspace))
+            return nsbox_err_sys(e, "workspace %s", workspace_arg);
+        st->fresh_workspace = false;
+        return 0;
+    }
+    char cache_root[PATH_MAX];
+    if (nsbox_path_cache_dir(cache_root, sizeof cache_root, e) < 0)
+        return -1;
+    if (path_join(st->cache, cache_root, st->id, e) < 0 ||
+        path_join(st->workspace, st->cache, "workspace", e) < 0)
+        return -1;
+    if (mkdir(st->cache, 0700) < 0) {
+        if (errno != ENOENT)
+            return nsbox_err_sys(e, "cannot create %s", st->cache);
+        if (nsbox_mkdir_p(cache_root, 0700, e) < 0 || mkdir(st->cache, 0700) < 0)
+            return nsbox_err_sys(e, "cannot create %s", st->cache);
+    }
+    /* The per-sandbox parent is 0700 (only its owner may enter); the workspace itself is 0755
+     * and owned by the sandbox's host uid, so appuser can write it. */
+    if (mkdir(st->workspace, 0755) < 0)
+        return nsbox_err_sys(e, "cannot create %s", st->workspace);
+    st->fresh_workspace = true;
+    return 0;
+}
+
+int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, struct nsbox_err *e)
+{
+    char rt[PATH_MAX], lock[PATH_MAX];
+    if (!st->id[0] && nsbox_state_new_id(st->id, e) < 0)
+        return -1;
+    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0 || path_join(st->dir, rt, st->id, e) < 0 ||
+        path_join(st->staging, st->dir, "root", e) < 0 || path_join(lock, st->dir, "lock", e) < 0)
+        return -1;
+    if (mkdir(st->dir, 0700) < 0) {
+        if (errno != ENOENT)
+            return nsbox_err_sys(e, "cannot create state directory %s", st->dir);
+        if (nsbox_mkdir_p(rt, 0711, e) < 0)
+            return nsbox_err_wrap(e, "state directory");
+        if (mkdir(st->dir, 0700) < 0)
+            return nsbox_err_sys(e, "cannot create state directory %s", st->dir);
+    }
+    st->lock_fd = lock_file(lock, true);
+    if (st->lock_fd < 0)
+        return nsbox_err_sys(e, "cannot lock %s", lock);
+    if (mkdir(st->staging, 0700) < 0)
+        return nsbox_err_sys(e, "cannot create %s", st->staging);
+    return make_workspace(st, workspace_arg, e);
+}
+
+int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e)
+{
+    char rt[PATH_MAX], dir[PATH_MAX], path[PATH_MAX];
+    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0 || path_join(dir, rt, "uids", e) < 0)
+        return -1;
+    /* Start at a random slot so that concurrent creates rarely contend for the same lock. */
+    uint32_t start;
+    if (getrandom(&start, sizeof start, 0) != (ssize_t)sizeof start)
+        start = (uint32_t)getpid();
+    bool made_dir = false;
+    for (uint32_t i = 0; i < NSBOX_UID_SLOTS; i++) {
+        uint32_t slot = (start + i) % NSBOX_UID_SLOTS;
+        snprintf(path, sizeof path, "%s/%u", dir, slot);
+        int fd = lock_file(path, true);
+        if (fd < 0 && errno == ENOENT && !made_dir) {
+            if (nsbox_mkdir_p(dir, 0700, e) < 0)
+                return -1;
+            made_dir = true;
+            fd = lock_file(path, true);
+        }
+        if (fd >= 0) {
+            st->slot = slot;
+            st->slot_fd = fd;
+            return 0;
+        }
+        if (errno != EWOULDBLOCK)
+            return nsbox_err_sys(e, "cannot lock uid slot %s", path);
+    }
+    return nsbox_err_set(e, NSBOX_E_SYS, EUSERS, "all %u nsbox uid slots are in use",
+                         NSBOX_UID_SLOTS);
+}
+
+int nsbox_state_chown_workspace(struct nsbox_state *st, uint32_t uid, uint32_t gid,
+                                struct nsbox_err *e)
+{
+    if (!st->fresh_workspace)
+        return 0;
+    if (chown(st->workspace, uid, gid) < 0)
+        return nsbox_err_sys(e, "cannot give the workspace %s to uid %u", st->workspace, uid);
+    return 0;
+}
+
+int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e)
+{
+    int ret = 0;
+    if (st->fresh_workspace && st->cache[0]) {
+        if (nsbox_rm_rf(st->cache, e) < 0)
+            ret = -1;
+        st->fresh_workspace = false;
+    }
+    if (st->dir[0]) {
+        struct nsbox_err e2;
+        if (nsbox_rm_rf(st->dir, ret < 0 ? &e2 : e) < 0)
+            ret = -1;
+        st->dir[0] = '\0';
+    }
+    nsbox_closep(&st->lock_fd);
+    st->lock_fd = -1;
+    nsbox_closep(&st->slot_fd);
+    st->slot_fd = -1;
+    return ret;
+}
+
+/* A sandbox is a leftover when nobody holds its lock any more. */
+static int gc_one(const char *rt, const char *cache_root, const char *id, bool verbose,
+                  struct nsbox_err *e)
+{
+    char dir[PATH_MAX], lock[PATH_MAX], cache[PATH_MAX];
+    if (path_join(dir, rt, id, e) < 0 || path_join(lock, dir, "lock", e) < 0 ||
+        path_join(cache, cache_root, id, e) < 0)
+        return -1;
+    cleanup_close int fd = lock_file(lock, false);
+    if (fd < 0 && errno == EWOULDBLOCK)
+        return 0; /* alive */
+    if (fd < 0 && errno == ENOENT) {
+        /* Between mkdir and the lock's creation a new sandbox has no lock yet: only a lockless
+         * directory older than a minute is a leftover. */
+        struct stat sb;
+        if (stat(dir, &sb) < 0 || sb.st_mtime > time(NULL) - 60)
+            return 0;
+    }
+    struct nsbox_err ce;
+    if (nsbox_cgroup_remove_by_id(id, &ce) < 0 && verbose)
+        fprintf(stderr, "nsbox: gc %s: %s\n", id, ce.msg);
+    if (nsbox_rm_rf(cache, e) < 0 || nsbox_rm_rf(dir, e) < 0)
+        return -1;
+    if (verbose)
+        fprintf(stderr, "nsbox: gc: removed sandbox %s\n", id);
+    return 1;
+}
+
+int nsbox_gc(bool verbose, struct nsbox_err *e)
+{
+    char rt[PATH_MAX], cache_root[PATH_MAX];
+    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0 ||
+        nsbox_path_cache_dir(cache_root, sizeof cache_root, e) < 0)
+        return -1;
+    int removed = 0, ret = 0;
+    DIR *d = opendir(rt);
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            if (!nsbox_state_valid_id(de->d_name))
+                continue;
+            int r = gc_one(rt, cache_root, de->d_name, verbose, e);
+            if (r < 0)
+                ret = -1;
+            else
+                removed += r;
+        }
+        closedir(d);
+    }
+    /* Workspaces whose state directory is gone (a reboot cleared the runtime dir). A live
+     * sandbox always creates its state directory, locked, before its workspace. */
+    d = opendir(cache_root);
+    if (d) {
+        struct dirent *de;
+        char sdir[PATH_MAX], cdir[PATH_MAX];
+        while ((de = readdir(d))) {
+            if (!nsbox_state_valid_id(de->d_name))
+                continue;
+            if (path_join(sdir, rt, de->d_name, e) < 0 ||
+                path_join(cdir, cache_root, de->d_name, e) < 0)
+                continue;
+            if (access(sdir, F_OK) == 0)
+                continue;
+            if (nsbox_rm_rf(cdir, e) < 0)
+                ret = -1;
+            else
+                removed++;
+        }
+        closedir(d);
+    }
+    return ret < 0 ? -1 : removed;
+}

@@ -1,0 +1,210 @@
+"""`nsbox info`: every check is reported, the JSON has the documented shape, the text form says
+the same thing, and the verdicts agree with what the machine says when asked independently,
+both as root and as an unprivileged user (a throwaway system user, run through setpriv).
+
+Read-only: nsbox info changes nothing on the host, and neither does this test (the only thing it
+may create is the system user nsbox-info-test, which it never deletes, as other runs reuse it)."""
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+NSBOX = os.environ.get("NSBOX_BIN", "")
+CHECKS = [
+    "user_namespaces", "namespaces", "overlayfs", "cgroups", "seccomp", "nftables",
+    "net_admin", "idmapped_mounts", "openat2", "image_host", "image_debian", "privileges",
+]
+REQUIRED = {"user_namespaces", "namespaces", "cgroups", "seccomp", "openat2", "image_host"}
+TEST_USER = "nsbox-info-test"
+NET_ADMIN_FIX = "run as root (network all/allow need CAP_NET_ADMIN on the host)"
+
+
+def setUpModule():
+    if not NSBOX or not os.access(NSBOX, os.X_OK):
+        raise unittest.SkipTest("NSBOX_BIN is not set to an executable nsbox binary")
+
+
+def run(args, **kw):
+    return subprocess.run([NSBOX] + args, capture_output=True, text=True, timeout=60, **kw)
+
+
+def by_name(report):
+    return {c["name"]: c for c in report["checks"]}
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+class Shape:
+    """Assertions every report must satisfy, whoever runs nsbox info."""
+
+    def assert_report(self, proc):
+        self.assertIn(proc.returncode, (0, 1), proc.stderr)
+        report = json.loads(proc.stdout)
+        self.assertEqual(set(report), {"ok", "checks", "instance_types"})
+        self.assertIsInstance(report["ok"], bool)
+        names = [c["name"] for c in report["checks"]]
+        self.assertEqual(sorted(names), sorted(CHECKS), "each check exactly once")
+        for c in report["checks"]:
+            self.assertEqual(set(c), {"name", "ok", "required", "detail", "fix"}, c)
+            self.assertIsInstance(c["ok"], bool, c)
+            self.assertIsInstance(c["required"], bool, c)
+            self.assertEqual(c["required"], c["name"] in REQUIRED, c)
+            self.assertTrue(c["detail"], c)
+            # a fix exactly when something is missing
+            self.assertEqual(c["fix"] == "", c["ok"], c)
+        required_ok = all(c["ok"] for c in report["checks"] if c["required"])
+        self.assertEqual(report["ok"], required_ok)
+        self.assertEqual(proc.returncode, 0 if required_ok else 1)
+        types = {t["name"]: t for t in report["instance_types"]}
+        self.assertTrue({"small", "medium", "large"} <= set(types), types)
+        for t in types.values():
+            self.assertEqual(set(t), {"name", "cpus", "memory", "pids", "disk"}, t)
+            for k in ("cpus", "memory", "pids", "disk"):
+                self.assertIsInstance(t[k], int, t)
+                self.assertGreater(t[k], 0, t)
+        self.assertLessEqual(types["small"]["memory"], types["large"]["memory"])
+        return report
+
+    def assert_agrees_with_machine(self, checks):
+        """Verdicts that can be checked without nsbox's help."""
+        filesystems = read("/proc/filesystems") or ""
+        has_overlay = any(line.split()[-1:] == ["overlay"] for line in filesystems.splitlines())
+        if not has_overlay:
+            self.assertFalse(checks["overlayfs"]["ok"])
+        actions = (read("/proc/sys/kernel/seccomp/actions_avail") or "").split()
+        if actions:
+            self.assertEqual(checks["seccomp"]["ok"],
+                             "kill_process" in actions and "errno" in actions)
+        max_userns = read("/proc/sys/user/max_user_namespaces")
+        if max_userns is not None:
+            self.assertIn(f"max_user_namespaces={int(max_userns)}",
+                          checks["user_namespaces"]["detail"])
+        self.assertTrue(checks["privileges"]["ok"])
+        self.assertFalse(checks["privileges"]["required"])
+        if not checks["net_admin"]["ok"]:
+            self.assertEqual(checks["net_admin"]["fix"], NET_ADMIN_FIX)
+        if not checks["image_debian"]["ok"]:
+            self.assertEqual(checks["image_debian"]["fix"], "nsbox image build debian")
+        py = os.access("/usr/bin/python3", os.X_OK) and os.access("/bin/sh", os.X_OK)
+        self.assertEqual(checks["image_host"]["ok"], py)
+
+
+class InfoTest(Shape, unittest.TestCase):
+    def test_json_report(self):
+        report = self.assert_report(run(["info", "--json"]))
+        self.assert_agrees_with_machine(by_name(report))
+
+    def test_text_matches_json(self):
+        report = by_name(json.loads(run(["info", "--json"]).stdout))
+        proc = run(["info"])
+        self.assertIn(proc.returncode, (0, 1))
+        lines = proc.stdout.rstrip("\n").split("\n")
+        for name, c in report.items():
+            row = [i for i, l in enumerate(lines) if l[9:].split(" ", 1)[0] == name]
+            self.assertEqual(len(row), 1, f"{name} once in:\n{proc.stdout}")
+            line = lines[row[0]]
+            self.assertTrue(line.startswith("OK       " if c["ok"] else "MISSING  "), line)
+            if not c["ok"]:
+                self.assertEqual(lines[row[0] + 1].strip(), "fix: " + c["fix"])
+        self.assertTrue(lines[-1].startswith("summary: "), lines[-1])
+        self.assertIn("instance types", proc.stdout)
+        for t in ("small", "medium", "large"):
+            self.assertTrue(any(l.split()[:1] == [t] for l in lines), t)
+
+    def test_usage_error(self):
+        proc = run(["info", "--no-such-flag"])
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("--no-such-flag", proc.stderr)
+        self.assertEqual(proc.stdout, "")
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root")
+    def test_root_has_every_required_check(self):
+        proc = run(["info", "--json"])
+        report = self.assert_report(proc)
+        checks = by_name(report)
+        missing = {n: c for n, c in checks.items() if c["required"] and not c["ok"]}
+        self.assertEqual(missing, {}, "this machine is expected to run nsbox as root")
+        self.assertEqual(proc.returncode, 0)
+        self.assertTrue(checks["privileges"]["detail"].startswith("root"), checks["privileges"])
+        self.assertTrue(checks["net_admin"]["ok"])
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root to run as another user")
+@unittest.skipUnless(shutil.which("setpriv") and shutil.which("useradd"), "needs setpriv, useradd")
+class UnprivilegedInfoTest(Shape, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        try:
+            pw = pwd.getpwnam(TEST_USER)
+        except KeyError:
+            subprocess.run(["useradd", "--system", "--no-create-home", TEST_USER], check=True)
+            pw = pwd.getpwnam(TEST_USER)
+        cls.uid, cls.gid = pw.pw_uid, pw.pw_gid
+        # The build tree may sit below a directory the user cannot enter: run a copy.
+        cls.tmp = tempfile.mkdtemp(prefix="nsbox-info-test-")
+        os.chmod(cls.tmp, 0o755)
+        cls.bin = os.path.join(cls.tmp, "nsbox")
+        shutil.copy2(NSBOX, cls.bin)
+        os.chmod(cls.bin, 0o755)
+        # A home that does not exist: nothing of root's (images, caches) leaks into the view.
+        cls.env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/nonexistent"}
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def as_user(self, argv):
+        return subprocess.run(
+            ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups"] + argv,
+            capture_output=True, text=True, timeout=60, env=self.env, cwd="/")
+
+    def test_unprivileged_report(self):
+        proc = self.as_user([self.bin, "info", "--json"])
+        report = self.assert_report(proc)
+        checks = by_name(report)
+        self.assert_agrees_with_machine(checks)
+
+        priv = checks["privileges"]
+        self.assertTrue(priv["ok"])
+        self.assertTrue(priv["detail"].startswith(f"unprivileged (uid {self.uid})"), priv)
+
+        net = checks["net_admin"]
+        self.assertFalse(net["ok"])
+        self.assertFalse(net["required"])
+        self.assertEqual(net["fix"], NET_ADMIN_FIX)
+
+        self.assertFalse(checks["idmapped_mounts"]["ok"])
+        self.assertFalse(checks["image_debian"]["ok"])
+        self.assertIn("/nonexistent/", checks["image_debian"]["detail"])
+
+        # Whether this user can make a user namespace, asked of util-linux instead of nsbox.
+        if shutil.which("unshare"):
+            probe = self.as_user(["unshare", "--user", "true"])
+            if probe.returncode != 0:
+                self.assertFalse(checks["user_namespaces"]["ok"])
+            elif not checks["user_namespaces"]["ok"]:
+                # a restrictive sysctl (AppArmor) can make the namespace useless though it exists
+                self.assertIn("sysctl", checks["user_namespaces"]["fix"])
+
+    def test_unprivileged_text(self):
+        proc = self.as_user([self.bin, "info"])
+        self.assertIn(proc.returncode, (0, 1), proc.stderr)
+        lines = proc.stdout.split("\n")
+        net = [i for i, l in enumerate(lines) if l.startswith("MISSING  net_admin ")]
+        self.assertEqual(len(net), 1, proc.stdout)
+        self.assertEqual(lines[net[0] + 1].strip(), "fix: " + NET_ADMIN_FIX)
+        self.assertTrue(any(l.startswith("OK       privileges") and "unprivileged" in l
+                            for l in lines), proc.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,331 @@
+"""End-to-end: `nsbox run` as root, real sandboxes (namespaces, mounts, cgroups, seccomp)."""
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+import unittest
+
+from nsbox_test import (UID_BASE, Dirs, cgroup_leftovers, is_root, run_nsbox)
+
+
+def setUpModule():
+    if not is_root():
+        raise unittest.SkipTest("these tests run nsbox as root; test_run_unprivileged covers users")
+
+
+class RunTest(unittest.TestCase):
+    def setUp(self):
+        self.dirs = Dirs()
+
+    def tearDown(self):
+        self.dirs.cleanup()
+
+    def sh(self, script, *extra, **kw):
+        return run_nsbox(["run"] + list(extra) + ["--", "sh", "-c", script], self.dirs, **kw)
+
+    def assertNoLeftovers(self, sandbox_id=None):
+        self.assertEqual(self.dirs.leftovers(), [])
+        if sandbox_id:
+            self.assertEqual(cgroup_leftovers(sandbox_id), [])
+            with open("/proc/self/mountinfo") as f:
+                self.assertNotIn(sandbox_id, f.read())
+
+
+class Basics(RunTest):
+    def test_python_runs_and_prints(self):
+        r = run_nsbox(["run", "--", "python3", "-c", "import sys; print(6*7, sys.version_info[0])"],
+                      self.dirs)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, b"42 3\n")
+
+    def test_workspace_writable_root_and_usr_not(self):
+        r = self.sh("cd /workspace && echo data > f && cat f && pwd;"
+                    "touch /x 2>/dev/null && echo ROOT-WRITABLE;"
+                    "touch /usr/x 2>/dev/null && echo USR-WRITABLE;"
+                    "touch /etc/x 2>/dev/null && echo ETC-WRITABLE;"
+                    "echo tmp > /tmp/t && cat /tmp/t")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, b"data\n/workspace\ntmp\n")
+
+    def test_starts_in_workspace_as_appuser(self):
+        r = self.sh("pwd; id -u; id -g; id -un; echo $HOME")
+        self.assertEqual(r.stdout, b"/workspace\n1000\n1000\nappuser\n/workspace\n", r.stderr)
+
+    def test_identity_capabilities_nnp_seccomp(self):
+        r = self.sh("cat /proc/self/status")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        status = dict(line.split(":", 1) for line in r.stdout.decode().splitlines() if ":" in line)
+        self.assertEqual(status["Uid"].split(), ["1000"] * 4)
+        self.assertEqual(status["Gid"].split(), ["1000"] * 4)
+        for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+            self.assertEqual(int(status[cap].strip(), 16), 0, cap)
+        self.assertEqual(status["NoNewPrivs"].strip(), "1")
+        self.assertEqual(status["Seccomp"].strip(), "2")
+
+    def test_sandbox_uid_is_unprivileged_on_host(self):
+        # The workspace is owned on the host by the sandbox's own uid from nsbox's range.
+        ws = os.path.join(self.dirs.base, "ws")
+        os.mkdir(ws)
+        os.chmod(ws, 0o777)
+        r = run_nsbox(["run", "--workspace", ws, "--", "sh", "-c", "echo x > /workspace/made"],
+                      self.dirs)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        st = os.stat(os.path.join(ws, "made"))
+        self.assertGreaterEqual(st.st_uid, UID_BASE)
+        self.assertGreaterEqual(st.st_gid, UID_BASE)
+
+    def test_hostname_and_clean_environment(self):
+        r = self.sh("hostname; env | sort", "-e", "FOO=bar", "-e", "PATH=/usr/bin:/bin")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.decode().splitlines()
+        self.assertRegex(lines[0], r"^nsbox-[0-9a-f]{12}$")
+        env = dict(l.split("=", 1) for l in lines[1:] if "=" in l)
+        self.assertEqual(env.get("FOO"), "bar")
+        self.assertEqual(env.get("PATH"), "/usr/bin:/bin")
+        self.assertNotIn("HOSTENV_SECRET", env)
+        self.assertNotIn("NSBOX_STATE_DIR", env)
+
+    def test_only_loopback_network(self):
+        r = run_nsbox(["run", "--", "python3", "-c",
+                       "import socket; print([n for _, n in socket.if_nameindex()])"], self.dirs)
+        self.assertEqual(r.stdout, b"['lo']\n", r.stderr)
+
+    def test_host_loopback_listener_unreachable(self):
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+        port = srv.getsockname()[1]
+        try:
+            # Reachable from the host: the check below is meaningful.
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+            srv.accept()[0].close()
+            code = ("import socket\n"
+                    "try:\n"
+                    f"    socket.create_connection(('127.0.0.1', {port}), timeout=3)\n"
+                    "    print('CONNECTED')\n"
+                    "except OSError as e:\n"
+                    "    print('refused', e.errno)\n")
+            r = run_nsbox(["run", "--", "python3", "-c", code], self.dirs)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertTrue(r.stdout.startswith(b"refused"), r.stdout)
+        finally:
+            srv.close()
+
+    def test_host_processes_invisible(self):
+        r = self.sh("ls /proc | grep -E '^[0-9]+$' | sort -n | tr '\\n' ' '")
+        pids = [int(p) for p in r.stdout.split()]
+        self.assertIn(1, pids)
+        self.assertLess(max(pids), 20, pids)  # only the sandbox's own few processes
+        self.assertLessEqual(len(pids), 6, pids)
+
+    def test_minimal_dev_and_no_sys(self):
+        r = self.sh("ls /dev | sort | tr '\\n' ' '; ls /sys 2>&1 >/dev/null | head -c 0; "
+                    "test -e /sys && echo SYS || echo nosys")
+        names = set(r.stdout.decode().split())
+        self.assertTrue({"null", "zero", "full", "random", "urandom", "tty", "pts", "shm",
+                         "ptmx"} <= names, names)
+        self.assertNotIn("sda", names)
+        self.assertNotIn("kmsg", names)
+        self.assertNotIn("mem", names)
+        self.assertIn("nosys", names)
+
+    def test_dev_nodes_work(self):
+        r = self.sh("head -c 4 /dev/zero | od -An -tx1; head -c 16 /dev/urandom | wc -c;"
+                    "echo gone > /dev/null && echo ok")
+        self.assertEqual(r.stdout.split(), [b"00", b"00", b"00", b"00", b"16", b"ok"], r.stderr)
+
+    def test_proc_masked_and_readonly(self):
+        # Paths this kernel has are masked (read as empty); absent ones stay absent.
+        masked = [p for p in ("kcore", "keys", "timer_list", "sched_debug")
+                  if os.path.exists("/proc/" + p)]
+        self.assertIn("keys", masked)  # at least one is present here: the test means something
+        script = "".join(f"wc -c < /proc/{p};" for p in masked)
+        r = self.sh(script + "echo 1 > /proc/sys/kernel/ns_last_pid 2>/dev/null && echo SYS-W;"
+                    "echo b > /proc/sysrq-trigger 2>/dev/null && echo SYSRQ-W;"
+                    "touch /proc/sys/x 2>/dev/null && echo SYS-W; echo end")
+        self.assertEqual(r.stdout.split(), [b"0"] * len(masked) + [b"end"], r.stderr)
+        self.assertIn(b"Read-only file system", r.stderr)
+
+    def test_fds_above_2_closed(self):
+        rd, wr = os.pipe()
+        try:
+            r = run_nsbox(["run", "--", "python3", "-c",
+                           "import os; print(sorted(int(f) for f in os.listdir('/proc/self/fd')))"],
+                          self.dirs, pass_fds=(rd, wr))
+        finally:
+            os.close(rd)
+            os.close(wr)
+        # 0-2 plus the descriptor listdir itself holds open
+        self.assertEqual(r.stdout, b"[0, 1, 2, 3]\n", r.stderr)
+
+    def test_stdin_passes_through(self):
+        r = run_nsbox(["run", "--", "python3", "-c", "import sys; print(sys.stdin.read().upper())"],
+                      self.dirs, input=b"hello")
+        self.assertEqual(r.stdout, b"HELLO\n")
+
+    def test_stderr_separate(self):
+        r = self.sh("echo out; echo err >&2")
+        self.assertEqual((r.stdout, r.stderr), (b"out\n", b"err\n"))
+
+    def test_rlimits(self):
+        r = self.sh("ulimit -c; ulimit -n")
+        self.assertEqual(r.stdout.split(), [b"0", b"4096"])
+
+
+class ExitCodes(RunTest):
+    def test_own_exit_code(self):
+        self.assertEqual(self.sh("exit 3").returncode, 3)
+        self.assertEqual(self.sh("exit 0").returncode, 0)
+
+    def test_not_found_127(self):
+        r = run_nsbox(["run", "--", "no-such-command-xyz"], self.dirs)
+        self.assertEqual(r.returncode, 127)
+        self.assertIn(b"no-such-command-xyz: command not found", r.stderr)
+
+    def test_not_executable_126(self):
+        r = run_nsbox(["run", "--", "/etc/passwd"], self.dirs)
+        self.assertEqual(r.returncode, 126, r.stderr)
+
+    def test_killed_by_signal_128_plus_n(self):
+        self.assertEqual(self.sh("kill -9 $$").returncode, 137)
+        self.assertEqual(self.sh("kill -SEGV $$").returncode, 128 + 11)
+
+    def test_timeout_124(self):
+        t = time.monotonic()
+        r = run_nsbox(["run", "--timeout", "1", "--", "sleep", "30"], self.dirs)
+        self.assertEqual(r.returncode, 124)
+        self.assertLess(time.monotonic() - t, 10)
+
+    def test_nsbox_failure_125_one_line(self):
+        r = run_nsbox(["run", "--image", "/nonexistent-image-dir", "--", "true"], self.dirs)
+        self.assertEqual(r.returncode, 125)
+        lines = r.stderr.decode().strip().splitlines()
+        self.assertEqual(len(lines), 1, r.stderr)
+        self.assertTrue(lines[0].startswith("nsbox: "), lines)
+
+    def test_bad_option_125(self):
+        r = run_nsbox(["run", "--no-such-flag", "x", "--", "true"], self.dirs)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"unknown option", r.stderr)
+
+    def test_region_rule_refuses_before_anything_is_built(self):
+        r = run_nsbox(["run", "--region", "us-east-1", "--", "true"], self.dirs)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"This network policy is not supported in region 'us-east-1'; it is "
+                      b"supported only in nl-north-1. Pass network=Network.all() or a supported "
+                      b"region.", r.stderr)
+        self.assertNoLeftovers()
+
+
+class Signals(RunTest):
+    def start(self, script):
+        p = subprocess.Popen(["sh", "-c", 'exec "$@"', "sh", os.environ.get("NSBOX_BIN", "nsbox"),
+                              "run", "--", "sh", "-c", script],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.dirs.env())
+        return p
+
+    def wait_ready(self, p):
+        line = p.stdout.readline()
+        self.assertEqual(line, b"ready\n")
+
+    def test_sigint_forwarded(self):
+        p = self.start('trap "echo got-int; exit 42" INT; echo ready; while :; do sleep 0.05; done')
+        self.wait_ready(p)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=20)
+        self.assertEqual(p.returncode, 42, err)
+        self.assertEqual(out, b"got-int\n")
+
+    def test_sigterm_ends_command(self):
+        p = self.start("echo ready; exec sleep 100")
+        self.wait_ready(p)
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=20)
+        self.assertEqual(p.returncode, 128 + signal.SIGTERM)
+
+    def test_second_interrupt_kills_stubborn_command(self):
+        p = self.start('trap "" INT TERM; echo ready; while :; do sleep 0.05; done')
+        self.wait_ready(p)
+        p.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        self.assertIsNone(p.poll())
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=20)
+        self.assertEqual(p.returncode, 128 + signal.SIGKILL)
+        self.assertNoLeftovers()
+
+
+class Cleanup(RunTest):
+    def sandbox_id(self, out):
+        m = re.search(rb"nsbox-([0-9a-f]{12})", out)
+        self.assertIsNotNone(m, out)
+        return m.group(1).decode()
+
+    def test_nothing_left_after_normal_exit(self):
+        r = self.sh("hostname; echo x > /workspace/f; mkdir -p /workspace/d/e; chmod 0 /workspace/d")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNoLeftovers(self.sandbox_id(r.stdout))
+
+    def test_nothing_left_after_crash(self):
+        r = self.sh("hostname; kill -SEGV $$")
+        self.assertEqual(r.returncode, 139)
+        self.assertNoLeftovers(self.sandbox_id(r.stdout))
+
+    def test_nothing_left_after_failed_exec(self):
+        r = run_nsbox(["run", "--", "/no/such/binary"], self.dirs)
+        self.assertEqual(r.returncode, 127)
+        self.assertNoLeftovers()
+
+    def test_given_workspace_is_kept(self):
+        ws = os.path.join(self.dirs.base, "keep")
+        os.mkdir(ws)
+        os.chmod(ws, 0o777)
+        with open(os.path.join(ws, "seed"), "w") as f:
+            f.write("seed")
+        r = self.sh("cat /workspace/seed; echo new > /workspace/out", "--workspace", ws)
+        self.assertEqual(r.stdout, b"seed", r.stderr)
+        self.assertEqual(sorted(os.listdir(ws)), ["out", "seed"])
+        self.assertNoLeftovers()
+
+    def test_sigkill_of_nsbox_then_gc(self):
+        p = subprocess.Popen([os.environ.get("NSBOX_BIN", "nsbox"), "run", "--", "sh", "-c",
+                              "hostname; echo ready; sleep 300"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.dirs.env())
+        sid = self.sandbox_id(p.stdout.readline())
+        self.assertEqual(p.stdout.readline(), b"ready\n")
+        # The sandbox's processes: children of nsbox (init) and below.
+        kids = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True).stdout.split()
+        self.assertEqual(len(kids), 1)
+        init = int(kids[0])
+        p.kill()
+        p.wait()
+        deadline = time.monotonic() + 10
+        while os.path.exists(f"/proc/{init}") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertFalse(os.path.exists(f"/proc/{init}"), "sandbox init survived nsbox's death")
+        # Leftovers exist until gc runs ...
+        self.assertTrue(self.dirs.leftovers())
+        r = run_nsbox(["gc", "-v"], self.dirs)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(b"removed 1 leftover sandbox", r.stdout)
+        self.assertNoLeftovers(sid)
+
+    def test_gc_leaves_live_sandboxes_alone(self):
+        p = subprocess.Popen([os.environ.get("NSBOX_BIN", "nsbox"), "run", "--", "sh", "-c",
+                              "echo ready; sleep 300"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.dirs.env())
+        try:
+            self.assertEqual(p.stdout.readline(), b"ready\n")
+            r = run_nsbox(["gc", "-v"], self.dirs)
+            self.assertIn(b"removed 0 leftover sandboxes", r.stdout)
+            self.assertIsNone(p.poll())
+        finally:
+            p.terminate()
+            p.wait()
+
+
+if __name__ == "__main__":
+    unittest.main()

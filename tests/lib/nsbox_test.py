@@ -1,0 +1,156 @@
+"""Helpers shared by the end-to-end and security tests: run the real nsbox binary, as root or
+as an unprivileged test user, each test with its own state and cache directories."""
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+NSBOX = os.environ.get("NSBOX_BIN") or shutil.which("nsbox") or "nsbox"
+SOURCE_DIR = os.environ.get("NSBOX_SOURCE_DIR",
+                            os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+TEST_USER = "nsbox-test"
+UID_BASE = 2000000000
+
+
+def is_root():
+    return os.geteuid() == 0
+
+
+def ensure_test_user():
+    """An unprivileged user with a home directory (created once, never deleted: other runs may
+    use it)."""
+    try:
+        return pwd.getpwnam(TEST_USER)
+    except KeyError:
+        pass
+    if not is_root():
+        raise unittest.SkipTest("creating the unprivileged test user needs root")
+    subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", TEST_USER], check=True)
+    return pwd.getpwnam(TEST_USER)
+
+
+class Dirs:
+    """Private state/cache/data directories for one test, removed afterwards."""
+
+    def __init__(self, owner=None):
+        self.base = tempfile.mkdtemp(prefix="nsbox-test-")
+        os.chmod(self.base, 0o755)
+        self.state = os.path.join(self.base, "state")
+        self.cache = os.path.join(self.base, "cache")
+        self.data = os.environ.get("NSBOX_TEST_DATA_DIR") or os.path.join(self.base, "data")
+        for d in (self.state, self.cache):
+            os.makedirs(d)
+            if owner is not None:
+                os.chown(d, owner.pw_uid, owner.pw_gid)
+        if not os.environ.get("NSBOX_TEST_DATA_DIR"):
+            os.makedirs(self.data)
+            if owner is not None:
+                os.chown(self.data, owner.pw_uid, owner.pw_gid)
+
+    def env(self, extra=None):
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+            "NSBOX_STATE_DIR": self.state,
+            "NSBOX_CACHE_DIR": self.cache,
+            "NSBOX_DATA_DIR": self.data,
+            "HOSTENV_SECRET": "must-not-leak",
+        }
+        if extra:
+            env.update(extra)
+        return env
+
+    def leftovers(self):
+        """Everything a finished sandbox could have left in our directories."""
+        out = []
+        for d in (self.state, self.cache):
+            for name in os.listdir(d):
+                if name != "uids":
+                    out.append(os.path.join(d, name))
+        return out
+
+    def cleanup(self):
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def cgroup_leftovers(sandbox_id=None):
+    """nsbox-* cgroup directories below any hierarchy (v1 and v2)."""
+    found = []
+    pattern = "nsbox-" + (sandbox_id or "")
+    for top, dirs, _ in os.walk("/sys/fs/cgroup"):
+        for d in dirs:
+            if d.startswith(pattern) and len(d) == len("nsbox-") + 12:
+                found.append(os.path.join(top, d))
+        # cgroup trees are shallow here; do not wander too deep
+        if top.count("/") > 8:
+            dirs[:] = []
+    return found
+
+
+def run_nsbox(args, dirs, user=None, input=None, timeout=60, extra_env=None, pass_fds=(),
+              check=False, wrap=None):
+    """Run nsbox with args; as root, or as `user` (a pwd entry) via setpriv."""
+    cmd = [NSBOX] + list(args)
+    if user is not None:
+        cmd = ["setpriv", "--reuid", str(user.pw_uid), "--regid", str(user.pw_gid),
+               "--clear-groups", "--"] + cmd
+    if wrap:
+        cmd = wrap(cmd)
+    env = dirs.env(extra_env)
+    if user is not None:
+        env["HOME"] = user.pw_dir
+    r = subprocess.run(cmd, input=input, capture_output=True, timeout=timeout, env=env,
+                       pass_fds=pass_fds)
+    if check and r.returncode != 0:
+        raise AssertionError(f"nsbox {args} failed ({r.returncode}): {r.stderr.decode()}")
+    return r
+
+
+class V1Delegation:
+    """cgroup v1 delegation for the unprivileged test user: one cgroup per controller below this
+    process's own, owned by the user, as systemd's Delegate=yes would give on v2. nsbox run as
+    that user then creates its sandboxes' cgroups inside it."""
+
+    CONTROLLERS = ("memory", "cpu", "pids", "freezer", "cpuacct")
+
+    def __init__(self, user):
+        self.paths = []
+        own = {}
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _, ctrls, path = line.rstrip("\n").split(":", 2)
+                for c in ctrls.split(","):
+                    own[c] = path
+        name = f"nsbox-test-deleg-{os.getpid()}"
+        for c in self.CONTROLLERS:
+            root = f"/sys/fs/cgroup/{c}"
+            if not os.path.isdir(root) or c not in own:
+                continue
+            p = os.path.join(root + own[c], name)
+            os.makedirs(p, exist_ok=True)
+            for entry in ["", "cgroup.procs", "tasks"]:
+                target = os.path.join(p, entry) if entry else p
+                if os.path.exists(target):
+                    os.chown(target, user.pw_uid, user.pw_gid)
+            self.paths.append(p)
+
+    def wrap(self, cmd):
+        joins = " ".join(f"echo $$ > {p}/cgroup.procs;" for p in self.paths)
+        return ["sh", "-c", joins + ' exec "$@"', "sh"] + cmd
+
+    def cleanup(self):
+        for p in self.paths:
+            for _ in range(50):
+                try:
+                    os.rmdir(p)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    import time
+                    time.sleep(0.05)
+
+
+def cgroup_v1():
+    return os.path.isdir("/sys/fs/cgroup/memory") and os.path.isdir("/sys/fs/cgroup/pids")
