@@ -1,0 +1,110 @@
+"""End-to-end: `nsbox run` as an unprivileged user (uid != 0, no capabilities).
+
+The user gets a delegated cgroup, as systemd's Delegate=yes gives one on cgroup v2; on this
+cgroup-v1 machine the test delegates one per controller itself (tests/lib V1Delegation)."""
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import unittest
+
+from nsbox_test import (NSBOX, Dirs, V1Delegation, cgroup_leftovers, cgroup_v1,
+                        ensure_test_user, is_root, run_nsbox)
+
+
+def setUpModule():
+    if not is_root():
+        raise unittest.SkipTest("the test switches to its unprivileged user with setpriv: needs root")
+    if not cgroup_v1():
+        raise unittest.SkipTest("delegation here is set up for cgroup v1 hierarchies only")
+
+
+class Unprivileged(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.user = ensure_test_user()
+        # A copy of the binary the user can reach (the build tree may be under /root).
+        cls.bindir = tempfile.mkdtemp(prefix="nsbox-bin-")
+        os.chmod(cls.bindir, 0o755)
+        cls.nsbox = os.path.join(cls.bindir, "nsbox")
+        shutil.copy(NSBOX, cls.nsbox)
+        os.chmod(cls.nsbox, 0o755)
+        cls.deleg = V1Delegation(cls.user)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.deleg.cleanup()
+        shutil.rmtree(cls.bindir, ignore_errors=True)
+
+    def setUp(self):
+        self.dirs = Dirs(owner=self.user)
+
+    def tearDown(self):
+        self.dirs.cleanup()
+
+    def run_as_user(self, args, delegated=True, **kw):
+        import nsbox_test
+        saved = nsbox_test.NSBOX
+        nsbox_test.NSBOX = self.nsbox
+        try:
+            return run_nsbox(args, self.dirs, user=self.user,
+                             wrap=self.deleg.wrap if delegated else None, **kw)
+        finally:
+            nsbox_test.NSBOX = saved
+
+    def test_python_workspace_identity(self):
+        r = self.run_as_user(["run", "--", "sh", "-c",
+                              "python3 -c 'print(6*7)'; echo hi > /workspace/f && cat /workspace/f;"
+                              "id -u; grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status;"
+                              "touch /usr/x 2>/dev/null && echo USR-WRITABLE; hostname"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.decode().splitlines()
+        self.assertEqual(lines[:3], ["42", "hi", "1000"])
+        self.assertEqual([l.split()[1] for l in lines[3:7]],
+                         ["0000000000000000", "0000000000000000", "1", "2"])
+        self.assertNotIn("USR-WRITABLE", lines)
+        sid = lines[-1].split("-", 1)[1]
+        self.assertEqual(self.dirs.leftovers(), [])
+        self.assertEqual(cgroup_leftovers(sid), [])
+
+    def test_files_belong_to_the_user_on_the_host(self):
+        ws = os.path.join(self.dirs.base, "ws")
+        os.mkdir(ws)
+        os.chown(ws, self.user.pw_uid, self.user.pw_gid)
+        r = self.run_as_user(["run", "--workspace", ws, "--", "sh", "-c", "echo x > made"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.stat(os.path.join(ws, "made")).st_uid, self.user.pw_uid)
+
+    def test_host_loopback_unreachable(self):
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+        port = srv.getsockname()[1]
+        try:
+            r = self.run_as_user(["run", "--", "python3", "-c",
+                                  "import socket\ntry:\n socket.create_connection(('127.0.0.1',"
+                                  f" {port}), timeout=3); print('CONNECTED')\n"
+                                  "except OSError: print('refused')"])
+            self.assertEqual(r.stdout, b"refused\n", r.stderr)
+        finally:
+            srv.close()
+
+    def test_exit_codes(self):
+        self.assertEqual(self.run_as_user(["run", "--", "sh", "-c", "exit 7"]).returncode, 7)
+        self.assertEqual(self.run_as_user(["run", "--", "nope-not-here"]).returncode, 127)
+
+    def test_without_cgroups_refuses_with_the_fix(self):
+        # Limits are enforced, not advisory: without a delegated cgroup the sandbox is refused,
+        # naming the cause and the fix, rather than run without limits.
+        r = self.run_as_user(["run", "--", "true"], delegated=False)
+        self.assertEqual(r.returncode, 125)
+        err = r.stderr.decode()
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn("cgroup", err)
+        self.assertIn("run nsbox as root", err)  # the fix, in the words nsbox info uses
+        self.assertEqual(self.dirs.leftovers(), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
