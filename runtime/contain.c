@@ -7,7 +7,7 @@
 #include "cleanup.h"
 #include "idmap.h"
 #include "launch.h"
-#include "seccomp.h"
+#include "seccomp_profile.h"
 #include "sys.h"
 
 #include <errno.h>

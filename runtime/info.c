@@ -11,6 +11,7 @@
 #include "cgroup.h"
 #include "cleanup.h"
 #include "paths.h"
+#include "nftlib.h"
 #include "spec.h"
 
 #include <errno.h>
@@ -18,7 +19,6 @@
 #include <limits.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
-#include <nftables/libnftables.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -503,12 +503,14 @@ static int nft_probe(void)
     if (pid == 0) {
         int flags = CLONE_NEWNET | (is_root() ? 0 : CLONE_NEWUSER);
         if (unshare(flags) < 0) _exit(NFT_PROBE_UNSHARE);
-        struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
+        const struct nsbox_nftlib *nft = nsbox_nftlib(NULL);
+        if (!nft) _exit(NFT_PROBE_CTX);
+        struct nft_ctx *ctx = nft->ctx_new(NFT_CTX_DEFAULT);
         if (!ctx) _exit(NFT_PROBE_CTX);
         /* Keep libnftables quiet: its output and errors go to buffers we never print. */
-        nft_ctx_buffer_output(ctx);
-        nft_ctx_buffer_error(ctx);
-        int r = nft_run_cmd_from_buffer(ctx, "list tables");
+        nft->ctx_buffer_output(ctx);
+        nft->ctx_buffer_error(ctx);
+        int r = nft->run_cmd_from_buffer(ctx, "list tables");
         _exit(r == 0 ? NFT_PROBE_OK : NFT_PROBE_CMD);
     }
     int status;

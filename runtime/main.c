@@ -122,6 +122,29 @@ static int cmd_run(int argc, char **argv)
     int rc = EXIT_NSBOX, i;
     uint64_t ttl_ms = 0;
 
+    /* --spec is applied first wherever it stands: a JSON key replaces that option's whole
+     * value, so flags must come after it to add to or override it. */
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--") || a[0] != '-')
+            break;
+        const char *val = NULL;
+        if (!strncmp(a, "--spec=", 7))
+            val = a + 7;
+        else if (!strcmp(a, "--spec") && i + 1 < argc)
+            val = argv[i + 1];
+        if (!strchr(a, '='))
+            i++; /* every option takes a value: skip it */
+        if (!val)
+            continue;
+        size_t len;
+        cleanup_free char *json = read_file_arg(val, NSBOX_SPEC_JSON_MAX, &len, &e);
+        if (!json || nsbox_spec_from_json(&spec, json, len, &e) < 0) {
+            nsbox_err_wrap(&e, "--spec %s", val);
+            goto out_err;
+        }
+    }
+
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--"))
@@ -155,19 +178,29 @@ static int cmd_run(int argc, char **argv)
         for (size_t k = 0; k < NSBOX_ARRAY_LEN(spec_flags); k++)
             if (!strcmp(name, spec_flags[k].flag))
                 key = spec_flags[k].key;
+        char abs[PATH_MAX];
+        if (key && !strcmp(key, "workspace") && val[0] && val[0] != '/') {
+            /* The spec takes absolute paths only; a relative one on the command line means
+             * relative to where nsbox was started. */
+            if (!realpath(val, abs)) {
+                nsbox_err_sys(&e, "--workspace %s", val);
+                goto out_err;
+            }
+            val = abs;
+        }
         if (key) {
             if (nsbox_spec_set(&spec, key, val, &e) < 0)
                 goto out_err;
         } else if (!strcmp(name, "--spec")) {
-            size_t len;
-            cleanup_free char *json = read_file_arg(val, NSBOX_SPEC_JSON_MAX, &len, &e);
-            if (!json || nsbox_spec_from_json(&spec, json, len, &e) < 0) {
-                nsbox_err_wrap(&e, "--spec %s", val);
-                goto out_err;
-            }
+            /* applied above */
         } else if (!strcmp(name, "--setup-script")) {
             size_t len;
             cleanup_free char *script = read_file_arg(val, NSBOX_SCRIPT_MAX, &len, &e);
+            if (script && strlen(script) != len) {
+                nsbox_err_set(&e, NSBOX_E_INVALID, EINVAL, "--setup-script %s: contains a NUL byte",
+                              val);
+                goto out_err;
+            }
             if (!script || nsbox_spec_set(&spec, "setup_script", script, &e) < 0)
                 goto out_err;
         } else if (!strcmp(name, "--timeout")) {
@@ -233,6 +266,11 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
+    /* Instance types may be overridden by $NSBOX_CONFIG or /etc/nsbox/config.json; a broken
+     * file is an error for every command rather than silently different limits. */
+    struct nsbox_err e = {0};
+    if (nsbox_instance_types_load(NULL, &e) < 0)
+        return fail(&e);
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         fputs(usage_text, stdout);
         return 0;

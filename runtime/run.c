@@ -7,7 +7,7 @@
 #include "info.h"
 #include "launch.h"
 #include "paths.h"
-#include "seccomp.h"
+#include "seccomp_profile.h"
 
 #include <errno.h>
 #include <fcntl.h>

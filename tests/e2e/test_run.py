@@ -220,6 +220,85 @@ class ExitCodes(RunTest):
         self.assertNoLeftovers()
 
 
+class SpecAndLimits(RunTest):
+    def write_spec(self, obj):
+        import json
+        path = os.path.join(self.dirs.base, "spec.json")
+        with open(path, "w") as f:
+            json.dump(obj, f)
+        return path
+
+    def test_spec_file_then_flags(self):
+        spec = self.write_spec({"instance_type": "small", "env": {"A": "from-spec", "B": "x"}})
+        # --spec is applied first wherever it stands; flags add to it and override it.
+        r = self.sh("echo $A $B $C", "-e", "C=flag", "--spec", spec, "-e", "B=flag")
+        self.assertEqual(r.stdout, b"from-spec flag flag\n", r.stderr)
+
+    def test_spec_errors_name_the_key(self):
+        for obj, needle in (({"ttl_secondz": 5}, b"ttl_secondz"),
+                            ({"ttl_seconds": "5"}, b"ttl_seconds"),
+                            ({"instance_type": "huge"}, b"huge"),
+                            ({"network": {"allow": ["https://x.example"]}}, b"scheme")):
+            r = self.sh("true", "--spec", self.write_spec(obj))
+            self.assertEqual(r.returncode, 125, obj)
+            self.assertIn(needle, r.stderr, obj)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertNoLeftovers()
+
+    def test_unsupported_network_is_refused_not_weakened(self):
+        r = self.sh("true", "--network", "all")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"not supported", r.stderr)
+
+    def cgroup_file(self, sid, controller, name):
+        for top, dirs, files in os.walk(f"/sys/fs/cgroup/{controller}"):
+            if os.path.basename(top) == "nsbox-" + sid and name in files:
+                with open(os.path.join(top, name)) as f:
+                    return f.read().strip()
+            if top.count("/") > 9:
+                dirs[:] = []
+        return None
+
+    def test_instance_type_limits_applied(self):
+        if not os.path.isdir("/sys/fs/cgroup/memory"):
+            self.skipTest("checks the v1 limit files; this machine has no v1 memory hierarchy")
+        p = subprocess.Popen([os.environ.get("NSBOX_BIN", "nsbox"), "run", "--instance-type",
+                              "small", "--", "sh", "-c", "hostname; sleep 60"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.dirs.env())
+        try:
+            sid = p.stdout.readline().decode().strip().split("-", 1)[1]
+            self.assertEqual(self.cgroup_file(sid, "memory", "memory.limit_in_bytes"),
+                             str(1 << 30))
+            self.assertEqual(self.cgroup_file(sid, "pids", "pids.max"), "256")
+            self.assertEqual(self.cgroup_file(sid, "cpu", "cpu.cfs_quota_us"), "100000")
+        finally:
+            p.terminate()
+            p.communicate(timeout=20)
+        self.assertEqual(cgroup_leftovers(sid), [])
+
+    def test_pids_limit_holds_a_fork_flood(self):
+        code = ("import os, signal, time\n"
+                "kids = []\n"
+                "err = None\n"
+                "for i in range(600):\n"
+                "    try:\n"
+                "        pid = os.fork()\n"
+                "    except OSError as e:\n"
+                "        err = e.errno; break\n"
+                "    if pid == 0:\n"
+                "        time.sleep(30); os._exit(0)\n"
+                "    kids.append(pid)\n"
+                "print(len(kids), err)\n"
+                "for k in kids: os.kill(k, signal.SIGKILL)\n")
+        r = run_nsbox(["run", "--instance-type", "small", "--", "python3", "-c", code],
+                      self.dirs, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        forked, err = r.stdout.split()
+        self.assertLess(int(forked), 256)  # small: 256 pids in all
+        self.assertGreater(int(forked), 100)
+        self.assertEqual(int(err), 11)  # EAGAIN
+
+
 class Signals(RunTest):
     def start(self, script):
         p = subprocess.Popen(["sh", "-c", 'exec "$@"', "sh", os.environ.get("NSBOX_BIN", "nsbox"),

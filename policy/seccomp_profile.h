@@ -20,14 +20,22 @@
 
 enum nsbox_scmp_action {
     NSBOX_SCMP_ALLOW,
-    NSBOX_SCMP_ERRNO,        /* with errno */
+    NSBOX_SCMP_ERRNO, /* with errno */
     NSBOX_SCMP_KILL_PROCESS,
     NSBOX_SCMP_TRAP,
     NSBOX_SCMP_LOG,
     NSBOX_SCMP_KILL_THREAD, /* "SCMP_ACT_KILL" / "SCMP_ACT_KILL_THREAD", for Docker profiles */
 };
 
-enum nsbox_scmp_op { NSBOX_OP_EQ, NSBOX_OP_NE, NSBOX_OP_LT, NSBOX_OP_LE, NSBOX_OP_GT, NSBOX_OP_GE, NSBOX_OP_MASKED_EQ };
+enum nsbox_scmp_op {
+    NSBOX_OP_EQ,
+    NSBOX_OP_NE,
+    NSBOX_OP_LT,
+    NSBOX_OP_LE,
+    NSBOX_OP_GT,
+    NSBOX_OP_GE,
+    NSBOX_OP_MASKED_EQ
+};
 
 struct nsbox_scmp_arg {
     unsigned index; /* 0..5 */

@@ -1,0 +1,918 @@
+/* Seccomp profiles: JSON -> validated struct -> libseccomp -> classic BPF (see seccomp_profile.h and
+ * docs/seccomp.md). The parser trusts nothing: sizes are bounded, every key is known, every
+ * value is range checked, and anything libseccomp would silently reinterpret (two actions for
+ * one syscall, a rule equal to the default) is refused with a message naming the field. */
+#define _GNU_SOURCE
+#include "seccomp_profile.h"
+#include "cleanup.h"
+
+#include <cjson/cJSON.h>
+#include <seccomp.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+extern const char nsbox_seccomp_default_json_text[];
+
+const char *nsbox_seccomp_default_json(void)
+{
+    return nsbox_seccomp_default_json_text;
+}
+
+static void cjson_deletep(cJSON **j)
+{
+    cJSON_Delete(*j);
+}
+#define cleanup_cjson __attribute__((cleanup(cjson_deletep)))
+
+static void scmp_releasep(scmp_filter_ctx *ctx)
+{
+    if (*ctx) seccomp_release(*ctx);
+}
+#define cleanup_scmp __attribute__((cleanup(scmp_releasep)))
+
+/* ---- names ------------------------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    enum nsbox_scmp_action action;
+} action_names[] = {
+    {"SCMP_ACT_ALLOW", NSBOX_SCMP_ALLOW},
+    {"SCMP_ACT_ERRNO", NSBOX_SCMP_ERRNO},
+    {"SCMP_ACT_KILL_PROCESS", NSBOX_SCMP_KILL_PROCESS},
+    {"SCMP_ACT_KILL_THREAD", NSBOX_SCMP_KILL_THREAD},
+    {"SCMP_ACT_KILL", NSBOX_SCMP_KILL_THREAD}, /* libseccomp's old name for KILL_THREAD */
+    {"SCMP_ACT_TRAP", NSBOX_SCMP_TRAP},
+    {"SCMP_ACT_LOG", NSBOX_SCMP_LOG},
+};
+
+static const struct {
+    const char *name;
+    enum nsbox_scmp_op op;
+} op_names[] = {
+    {"SCMP_CMP_EQ", NSBOX_OP_EQ},
+    {"SCMP_CMP_NE", NSBOX_OP_NE},
+    {"SCMP_CMP_LT", NSBOX_OP_LT},
+    {"SCMP_CMP_LE", NSBOX_OP_LE},
+    {"SCMP_CMP_GT", NSBOX_OP_GT},
+    {"SCMP_CMP_GE", NSBOX_OP_GE},
+    {"SCMP_CMP_MASKED_EQ", NSBOX_OP_MASKED_EQ},
+};
+
+static const char *action_name(enum nsbox_scmp_action a)
+{
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(action_names); i++)
+        if (action_names[i].action == a) return action_names[i].name;
+    return "(invalid action)";
+}
+
+static bool action_valid(enum nsbox_scmp_action a)
+{
+    return a >= NSBOX_SCMP_ALLOW && a <= NSBOX_SCMP_KILL_THREAD;
+}
+
+/* Echo untrusted text (JSON keys, values) into messages without control characters. */
+static const char *printable(const char *s, char *buf, size_t n)
+{
+    size_t i = 0;
+    for (; s[i] && i + 1 < n; i++)
+        buf[i] = isprint((unsigned char)s[i]) ? s[i] : '?';
+    buf[i] = '\0';
+    if (s[i] && n > 4) memcpy(buf + n - 4, "...", 4);
+    return buf;
+}
+
+/* ---- JSON helpers ------------------------------------------------------------------------ */
+
+/* Collect an object's fields into out[] by key. Unknown keys are errors, not ignored: a typo
+ * such as "errnoret" must not silently weaken a rule. A key given twice is an error too (cJSON
+ * keeps both and lookups would see only the first). */
+static int object_fields(const cJSON *obj, const char *path, const char *const *keys, size_t n,
+                         const cJSON **out, struct nsbox_err *e)
+{
+    char tmp[48];
+    const char *sep = *path ? "." : ""; /* path "" is the top level */
+    for (size_t i = 0; i < n; i++)
+        out[i] = NULL;
+    if (!cJSON_IsObject(obj))
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s: must be an object", path);
+    for (const cJSON *it = obj->child; it; it = it->next) {
+        size_t i = 0;
+        while (i < n && strcmp(keys[i], it->string) != 0)
+            i++;
+        if (i == n) {
+            if (!strcmp(it->string, "architectures") || !strcmp(it->string, "archMap"))
+                return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                                     "%s%s%s: not supported: nsbox filters the native "
+                                     "architecture only and gives every other ABI the "
+                                     "badArchAction",
+                                     path, sep, it->string);
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s%sunknown key '%s'", path,
+                                 *path ? ": " : "", printable(it->string, tmp, sizeof tmp));
+        }
+        if (out[i])
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s%s%s: given twice", path, sep, keys[i]);
+        out[i] = it;
+    }
+    return 0;
+}
+
+static int check_comment(const cJSON *v, const char *path, struct nsbox_err *e)
+{
+    if (v && !cJSON_IsString(v))
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s%scomment: must be a string", path,
+                             *path ? "." : "");
+    return 0;
+}
+
+/* Strict: "0x" followed by hex digits, or decimal digits; no sign, no spaces, no overflow. */
+static bool parse_u64_text(const char *s, uint64_t *out)
+{
+    unsigned base = 10;
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        base = 16;
+        s += 2;
+    }
+    if (!*s) return false;
+    uint64_t v = 0;
+    for (; *s; s++) {
+        unsigned d;
+        if (*s >= '0' && *s <= '9')
+            d = (unsigned)(*s - '0');
+        else if (base == 16 && *s >= 'a' && *s <= 'f')
+            d = (unsigned)(*s - 'a' + 10);
+        else if (base == 16 && *s >= 'A' && *s <= 'F')
+            d = (unsigned)(*s - 'A' + 10);
+        else
+            return false;
+        if (v > (UINT64_MAX - d) / base) return false;
+        v = v * base + d;
+    }
+    *out = v;
+    return true;
+}
+
+/* cJSON stores numbers as doubles: an integer above 2^53 has already been rounded by the time we
+ * see it (0xffffffffffffffff would become 2^64), so such values must be written as strings. */
+#define JSON_EXACT_MAX 9007199254740992.0 /* 2^53 */
+
+static int json_u64(const cJSON *v, const char *path, uint64_t *out, struct nsbox_err *e)
+{
+    char tmp[48];
+    if (cJSON_IsNumber(v)) {
+        double d = v->valuedouble;
+        if (!(d >= 0) || !(d < JSON_EXACT_MAX) || d != (double)(uint64_t)d)
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                                 "%s: must be an integer from 0 to 2^53-1 (write larger values "
+                                 "as a string, e.g. \"0xffffffffffffffff\")",
+                                 path);
+        *out = (uint64_t)d;
+        return 0;
+    }
+    if (cJSON_IsString(v)) {
+        if (!parse_u64_text(v->valuestring, out))
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                                 "%s: '%s' is not an unsigned 64-bit integer (decimal or 0x hex)",
+                                 path, printable(v->valuestring, tmp, sizeof tmp));
+        return 0;
+    }
+    return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s: must be an integer (number or string)", path);
+}
+
+static int json_int(const cJSON *v, const char *path, int lo, int hi, int *out, struct nsbox_err *e)
+{
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo) || !(v->valuedouble <= hi) ||
+        v->valuedouble != (double)(int)v->valuedouble)
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s: must be an integer from %d to %d", path,
+                             lo, hi);
+    *out = (int)v->valuedouble;
+    return 0;
+}
+
+static int json_action(const cJSON *v, const char *path, enum nsbox_scmp_action *out,
+                       struct nsbox_err *e)
+{
+    char tmp[48];
+    if (!cJSON_IsString(v))
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                             "%s: must be a string such as "
+                             "\"SCMP_ACT_ERRNO\"",
+                             path);
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(action_names); i++) {
+        if (!strcmp(v->valuestring, action_names[i].name)) {
+            *out = action_names[i].action;
+            return 0;
+        }
+    }
+    if (!strcmp(v->valuestring, "SCMP_ACT_TRACE") || !strcmp(v->valuestring, "SCMP_ACT_NOTIFY"))
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                             "%s: %s is not supported (nsbox runs no tracer or notification "
+                             "listener, so the syscall would fail with ENOSYS or hang)",
+                             path, v->valuestring);
+    return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s: unknown action '%s'", path,
+                         printable(v->valuestring, tmp, sizeof tmp));
+}
+
+/* ---- profile parsing --------------------------------------------------------------------- */
+
+#define ERRNO_MAX 4095 /* the kernel's MAX_ERRNO: larger values are not errors to userspace */
+
+static bool same_action(enum nsbox_scmp_action a, int ea, enum nsbox_scmp_action b, int eb)
+{
+    return a == b && (a != NSBOX_SCMP_ERRNO || ea == eb);
+}
+
+static int parse_arg(const cJSON *obj, const char *path, struct nsbox_scmp_arg *arg,
+                     struct nsbox_err *e)
+{
+    enum { K_INDEX, K_VALUE, K_VALUE2, K_OP, K_COMMENT, K__N };
+    static const char *const keys[K__N] = {"index", "value", "valueTwo", "op", "comment"};
+    const cJSON *f[K__N];
+    char fp[96], tmp[48];
+    int idx;
+
+    if (object_fields(obj, path, keys, K__N, f, e) < 0 || check_comment(f[K_COMMENT], path, e) < 0)
+        return -1;
+    for (int k = K_INDEX; k <= K_OP; k++)
+        if (!f[k] && k != K_VALUE2)
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s.%s: missing", path, keys[k]);
+
+    snprintf(fp, sizeof fp, "%s.index", path);
+    if (json_int(f[K_INDEX], fp, 0, NSBOX_SECCOMP_MAX_ARGS - 1, &idx, e) < 0) return -1;
+    arg->index = (unsigned)idx;
+
+    snprintf(fp, sizeof fp, "%s.op", path);
+    if (!cJSON_IsString(f[K_OP]))
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                             "%s: must be a string such as "
+                             "\"SCMP_CMP_EQ\"",
+                             fp);
+    size_t i = 0;
+    while (i < NSBOX_ARRAY_LEN(op_names) && strcmp(op_names[i].name, f[K_OP]->valuestring))
+        i++;
+    if (i == NSBOX_ARRAY_LEN(op_names))
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s: unknown operator '%s'", fp,
+                             printable(f[K_OP]->valuestring, tmp, sizeof tmp));
+    arg->op = op_names[i].op;
+
+    snprintf(fp, sizeof fp, "%s.value", path);
+    if (json_u64(f[K_VALUE], fp, &arg->value, e) < 0) return -1;
+    arg->value2 = 0;
+    snprintf(fp, sizeof fp, "%s.valueTwo", path);
+    if (f[K_VALUE2] && json_u64(f[K_VALUE2], fp, &arg->value2, e) < 0) return -1;
+    if (arg->op != NSBOX_OP_MASKED_EQ && arg->value2 != 0)
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s: only SCMP_CMP_MASKED_EQ uses valueTwo",
+                             fp);
+    /* value is the mask, valueTwo the bits expected under it. Bits outside the mask can never
+     * match: the rule would silently never fire (typically mask and value swapped). */
+    if (arg->op == NSBOX_OP_MASKED_EQ && (arg->value2 & ~arg->value) != 0)
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                             "%s: 0x%" PRIx64 " has bits outside the mask 0x%" PRIx64
+                             " (value is the mask, valueTwo the expected bits): the rule "
+                             "could never match",
+                             fp, arg->value2, arg->value);
+    return 0;
+}
+
+struct builder {
+    struct nsbox_seccomp_profile *p;
+    size_t cap;
+};
+
+/* libseccomp cannot order two different actions for one syscall: an unconditional rule silently
+ * replaces conditional ones, and overlapping conditions pick an action by tree order. So every
+ * rule for a syscall must carry the same action; the profile says what it means or fails. */
+static int check_conflict(const struct nsbox_seccomp_profile *p, const struct nsbox_scmp_rule *r,
+                          const char *path, struct nsbox_err *e)
+{
+    for (size_t i = 0; i < p->n_rules; i++) {
+        const struct nsbox_scmp_rule *q = &p->rules[i];
+        if (strcmp(q->name, r->name) != 0) continue;
+        if (!same_action(q->action, q->errno_ret, r->action, r->errno_ret))
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                                 "%s: '%s' already has a different action in syscalls[%u]; "
+                                 "all rules for one syscall must share one action (libseccomp "
+                                 "cannot order two)",
+                                 path, r->name, q->src_index);
+    }
+    return 0;
+}
+
+static int add_rule(struct builder *b, const struct nsbox_scmp_rule *r, const char *path,
+                    struct nsbox_err *e)
+{
+    struct nsbox_seccomp_profile *p = b->p;
+    if (check_conflict(p, r, path, e) < 0) return -1;
+    if (p->n_rules == NSBOX_SECCOMP_MAX_RULES)
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                             "syscalls: more than %d rules (one per name in every \"names\")",
+                             NSBOX_SECCOMP_MAX_RULES);
+    if (p->n_rules == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 64;
+        if (cap > NSBOX_SECCOMP_MAX_RULES) cap = NSBOX_SECCOMP_MAX_RULES;
+        struct nsbox_scmp_rule *n = realloc(p->rules, cap * sizeof *n);
+        if (!n) return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "seccomp profile: out of memory");
+        p->rules = n;
+        b->cap = cap;
+    }
+    p->rules[p->n_rules++] = *r;
+    return 0;
+}
+
+static bool syscall_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= NSBOX_SECCOMP_NAME_MAX) return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_')) return false;
+    return true;
+}
+
+static int parse_rule(const cJSON *obj, unsigned idx, struct builder *b, struct nsbox_err *e)
+{
+    enum { K_NAMES, K_ACTION, K_ERRNO, K_ARGS, K_OPTIONAL, K_COMMENT, K__N };
+    static const char *const keys[K__N] = {"names", "action",   "errnoRet",
+                                           "args",  "optional", "comment"};
+    const cJSON *f[K__N];
+    char path[32], fp[96], tmp[48];
+    struct nsbox_scmp_rule r;
+    memset(&r, 0, sizeof r);
+    r.src_index = idx;
+
+    snprintf(path, sizeof path, "syscalls[%u]", idx);
+    if (object_fields(obj, path, keys, K__N, f, e) < 0 || check_comment(f[K_COMMENT], path, e) < 0)
+        return -1;
+    if (!f[K_NAMES]) return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s.names: missing", path);
+    if (!f[K_ACTION]) return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s.action: missing", path);
+
+    snprintf(fp, sizeof fp, "%s.action", path);
+    if (json_action(f[K_ACTION], fp, &r.action, e) < 0) return -1;
+    r.errno_ret = EPERM; /* as Docker: SCMP_ACT_ERRNO without errnoRet means EPERM */
+    if (f[K_ERRNO]) {
+        snprintf(fp, sizeof fp, "%s.errnoRet", path);
+        if (r.action != NSBOX_SCMP_ERRNO)
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s: only valid with SCMP_ACT_ERRNO", fp);
+        if (json_int(f[K_ERRNO], fp, 0, ERRNO_MAX, &r.errno_ret, e) < 0) return -1;
+    }
+    if (r.action != NSBOX_SCMP_ERRNO) r.errno_ret = 0;
+    if (same_action(r.action, r.errno_ret, b->p->default_action, b->p->default_errno))
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                             "%s.action: same as defaultAction, the rule would have no effect "
+                             "(libseccomp refuses it)",
+                             path);
+    if (f[K_OPTIONAL]) {
+        if (!cJSON_IsBool(f[K_OPTIONAL]))
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s.optional: must be true or false", path);
+        r.optional = cJSON_IsTrue(f[K_OPTIONAL]);
+    }
+
+    if (f[K_ARGS]) {
+        if (!cJSON_IsArray(f[K_ARGS]))
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s.args: must be an array", path);
+        unsigned used = 0; /* bit per argument index */
+        int j = 0;
+        for (const cJSON *a = f[K_ARGS]->child; a; a = a->next, j++) {
+            if (r.n_args == NSBOX_SECCOMP_MAX_ARGS)
+                return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s.args: more than %d comparisons",
+                                     path, NSBOX_SECCOMP_MAX_ARGS);
+            snprintf(fp, sizeof fp, "%s.args[%d]", path, j);
+            struct nsbox_scmp_arg *arg = &r.args[r.n_args];
+            if (parse_arg(a, fp, arg, e) < 0) return -1;
+            /* libseccomp takes one comparison per argument per rule (it returns EINVAL
+             * otherwise); "x not in {a, b}" is written as several rules instead. */
+            if (used & (1u << arg->index))
+                return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                                     "%s.index: argument %u is already compared in this rule "
+                                     "(one comparison per argument; use several rules to OR)",
+                                     fp, arg->index);
+            used |= 1u << arg->index;
+            r.n_args++;
+        }
+    }
+
+    if (!cJSON_IsArray(f[K_NAMES]) || !f[K_NAMES]->child)
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                             "%s.names: must be a non-empty array of "
+                             "syscall names",
+                             path);
+    int j = 0;
+    for (const cJSON *n = f[K_NAMES]->child; n; n = n->next, j++) {
+        snprintf(fp, sizeof fp, "%s.names[%d]", path, j);
+        if (!cJSON_IsString(n))
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s: must be a string", fp);
+        if (!syscall_name_ok(n->valuestring))
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                                 "%s: '%s' is not a syscall name (a-z, 0-9, _; under %d "
+                                 "characters)",
+                                 fp, printable(n->valuestring, tmp, sizeof tmp),
+                                 NSBOX_SECCOMP_NAME_MAX);
+        /* __NR_SCMP_ERROR: libseccomp has never heard of it. Other negative numbers are
+         * libseccomp's pseudo-syscalls, real on some architecture but not this one (vm86 on
+         * x86_64): accepted, they compile to nothing here. */
+        if (seccomp_syscall_resolve_name(n->valuestring) == __NR_SCMP_ERROR) {
+            if (r.optional) {
+                b->p->n_skipped++;
+                continue;
+            }
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                                 "%s: unknown syscall '%s' (mark the rule \"optional\": true "
+                                 "to skip names this libseccomp does not know)",
+                                 fp, n->valuestring);
+        }
+        memcpy(r.name, n->valuestring, strlen(n->valuestring) + 1);
+        if (add_rule(b, &r, fp, e) < 0) return -1;
+    }
+    return 0;
+}
+
+static int parse_profile(const cJSON *root, struct nsbox_seccomp_profile *p, struct nsbox_err *e)
+{
+    enum { K_DEFAULT, K_DEFAULT_ERRNO, K_BADARCH, K_SYSCALLS, K_COMMENT, K__N };
+    static const char *const keys[K__N] = {"defaultAction", "defaultErrnoRet", "badArchAction",
+                                           "syscalls", "comment"};
+    const cJSON *f[K__N];
+    struct builder b = {.p = p, .cap = 0};
+
+    if (object_fields(root, "", keys, K__N, f, e) < 0 || check_comment(f[K_COMMENT], "", e) < 0)
+        return -1;
+    if (!f[K_DEFAULT]) return nsbox_err_set(e, NSBOX_E_INVALID, 0, "defaultAction: missing");
+    if (json_action(f[K_DEFAULT], "defaultAction", &p->default_action, e) < 0) return -1;
+    p->default_errno = p->default_action == NSBOX_SCMP_ERRNO ? EPERM : 0;
+    if (f[K_DEFAULT_ERRNO]) {
+        if (p->default_action != NSBOX_SCMP_ERRNO)
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                                 "defaultErrnoRet: only valid with defaultAction SCMP_ACT_ERRNO");
+        if (json_int(f[K_DEFAULT_ERRNO], "defaultErrnoRet", 0, ERRNO_MAX, &p->default_errno, e) < 0)
+            return -1;
+    }
+
+    /* Syscalls from another ABI (i386 via int 0x80, x32) have other numbers and would match
+     * none of the rules: they must never be let through. */
+    p->badarch_action = NSBOX_SCMP_KILL_PROCESS;
+    if (f[K_BADARCH]) {
+        if (json_action(f[K_BADARCH], "badArchAction", &p->badarch_action, e) < 0) return -1;
+        if (p->badarch_action != NSBOX_SCMP_KILL_PROCESS &&
+            p->badarch_action != NSBOX_SCMP_KILL_THREAD && p->badarch_action != NSBOX_SCMP_TRAP)
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                                 "badArchAction: must be SCMP_ACT_KILL_PROCESS, "
+                                 "SCMP_ACT_KILL_THREAD or SCMP_ACT_TRAP (a foreign ABI's "
+                                 "syscalls match none of the rules)");
+    }
+
+    if (f[K_SYSCALLS]) {
+        if (!cJSON_IsArray(f[K_SYSCALLS]))
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0, "syscalls: must be an array");
+        unsigned i = 0;
+        for (const cJSON *r = f[K_SYSCALLS]->child; r; r = r->next, i++) {
+            if (i >= NSBOX_SECCOMP_MAX_RULES)
+                return nsbox_err_set(e, NSBOX_E_INVALID, 0, "syscalls: more than %d entries",
+                                     NSBOX_SECCOMP_MAX_RULES);
+            if (parse_rule(r, i, &b, e) < 0) return -1;
+        }
+    }
+    return 0;
+}
+
+int nsbox_seccomp_profile_parse(const char *json, size_t len, struct nsbox_seccomp_profile *p,
+                                struct nsbox_err *e)
+{
+    memset(p, 0, sizeof *p);
+    if (!json) return nsbox_err_set(e, NSBOX_E_INVALID, 0, "seccomp profile: no text");
+    if (len > NSBOX_SECCOMP_JSON_MAX)
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                             "seccomp profile: %zu bytes, more than the limit of %u", len,
+                             NSBOX_SECCOMP_JSON_MAX);
+    const char *end = NULL;
+    cleanup_cjson cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+    if (!root) {
+        size_t at = end && end >= json && end <= json + len ? (size_t)(end - json) : 0;
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "seccomp profile: invalid JSON near byte %zu",
+                             at);
+    }
+    /* cJSON stops after the first value; anything but whitespace after it is a broken file. */
+    for (const char *c = end; c && c < json + len; c++)
+        if (*c != ' ' && *c != '\t' && *c != '\n' && *c != '\r')
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                                 "seccomp profile: unexpected data after the JSON object at "
+                                 "byte %zu",
+                                 (size_t)(c - json));
+    if (!cJSON_IsObject(root))
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "seccomp profile: must be a JSON object");
+    if (parse_profile(root, p, e) < 0) {
+        nsbox_seccomp_profile_free(p);
+        return nsbox_err_wrap(e, "seccomp profile");
+    }
+    return 0;
+}
+
+void nsbox_seccomp_profile_free(struct nsbox_seccomp_profile *p)
+{
+    if (!p) return;
+    free(p->rules);
+    memset(p, 0, sizeof *p);
+}
+
+/* ---- compiling --------------------------------------------------------------------------- */
+
+static uint32_t scmp_action(enum nsbox_scmp_action a, int err)
+{
+    switch (a) {
+    case NSBOX_SCMP_ALLOW:
+        return SCMP_ACT_ALLOW;
+    case NSBOX_SCMP_ERRNO:
+        return SCMP_ACT_ERRNO((uint32_t)err);
+    case NSBOX_SCMP_KILL_PROCESS:
+        return SCMP_ACT_KILL_PROCESS;
+    case NSBOX_SCMP_KILL_THREAD:
+        return SCMP_ACT_KILL_THREAD;
+    case NSBOX_SCMP_TRAP:
+        return SCMP_ACT_TRAP;
+    case NSBOX_SCMP_LOG:
+        return SCMP_ACT_LOG;
+    }
+    return SCMP_ACT_KILL_PROCESS;
+}
+
+static enum scmp_compare scmp_op(enum nsbox_scmp_op op)
+{
+    switch (op) {
+    case NSBOX_OP_EQ:
+        return SCMP_CMP_EQ;
+    case NSBOX_OP_NE:
+        return SCMP_CMP_NE;
+    case NSBOX_OP_LT:
+        return SCMP_CMP_LT;
+    case NSBOX_OP_LE:
+        return SCMP_CMP_LE;
+    case NSBOX_OP_GT:
+        return SCMP_CMP_GT;
+    case NSBOX_OP_GE:
+        return SCMP_CMP_GE;
+    case NSBOX_OP_MASKED_EQ:
+        return SCMP_CMP_MASKED_EQ;
+    }
+    return _SCMP_CMP_MIN; /* invalid: libseccomp rejects it */
+}
+
+/* A profile may also be built by hand: check what libseccomp would misread. */
+static int check_profile(const struct nsbox_seccomp_profile *p, struct nsbox_err *e)
+{
+    if (!action_valid(p->default_action) || !action_valid(p->badarch_action))
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "seccomp profile: invalid default action");
+    if (p->badarch_action == NSBOX_SCMP_ALLOW || p->badarch_action == NSBOX_SCMP_LOG ||
+        p->badarch_action == NSBOX_SCMP_ERRNO)
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                             "seccomp profile: badArchAction %s would let foreign-ABI syscalls "
+                             "past the rules",
+                             action_name(p->badarch_action));
+    if (p->default_errno < 0 || p->default_errno > ERRNO_MAX)
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                             "seccomp profile: defaultErrnoRet %d out "
+                             "of range",
+                             p->default_errno);
+    if (p->n_rules > NSBOX_SECCOMP_MAX_RULES || (p->n_rules && !p->rules))
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "seccomp profile: bad rule count %zu",
+                             p->n_rules);
+    for (size_t i = 0; i < p->n_rules; i++) {
+        const struct nsbox_scmp_rule *r = &p->rules[i];
+        if (!memchr(r->name, '\0', sizeof r->name) || !action_valid(r->action) ||
+            r->errno_ret < 0 || r->errno_ret > ERRNO_MAX || r->n_args > NSBOX_SECCOMP_MAX_ARGS)
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0, "seccomp profile: rule %zu is invalid", i);
+        for (size_t j = 0; j < r->n_args; j++)
+            if (r->args[j].index >= NSBOX_SECCOMP_MAX_ARGS)
+                return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                                     "seccomp profile: rule %zu: argument index %u", i,
+                                     r->args[j].index);
+    }
+    return 0;
+}
+
+static int export_bpf(scmp_filter_ctx ctx, struct sock_fprog *prog, struct nsbox_err *e)
+{
+    /* libseccomp 2.5 exports only to a file descriptor (seccomp_export_bpf_mem is 2.6). */
+    cleanup_close int fd = memfd_create("nsbox-seccomp-bpf", MFD_CLOEXEC);
+    if (fd < 0) return nsbox_err_sys(e, "seccomp: memfd_create");
+    int rc = seccomp_export_bpf(ctx, fd);
+    if (rc < 0) {
+        errno = -rc;
+        return nsbox_err_sys(e, "seccomp: libseccomp could not export the BPF program");
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0) return nsbox_err_sys(e, "seccomp: fstat on the exported program");
+    size_t size = (size_t)st.st_size;
+    if (size == 0 || size % sizeof(struct sock_filter) != 0 ||
+        size / sizeof(struct sock_filter) > BPF_MAXINSNS)
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                             "seccomp: the compiled program has %zu bytes; the kernel takes up "
+                             "to %d instructions of %zu bytes",
+                             size, BPF_MAXINSNS, sizeof(struct sock_filter));
+    cleanup_free struct sock_filter *insns = malloc(size);
+    if (!insns) return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "seccomp: out of memory");
+    for (size_t off = 0; off < size;) {
+        ssize_t n = pread(fd, (char *)insns + off, size - off, (off_t)off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return nsbox_err_sys(e, "seccomp: reading the exported program");
+        if (n == 0)
+            return nsbox_err_set(e, NSBOX_E_SYS, EIO, "seccomp: exported program truncated");
+        off += (size_t)n;
+    }
+    prog->len = (unsigned short)(size / sizeof(struct sock_filter));
+    prog->filter = nsbox_steal_ptr(&insns);
+    return 0;
+}
+
+int nsbox_seccomp_compile(const struct nsbox_seccomp_profile *p, struct sock_fprog *prog,
+                          struct nsbox_err *e)
+{
+    prog->len = 0;
+    prog->filter = NULL;
+    if (check_profile(p, e) < 0) return -1;
+
+    /* seccomp_init() sets up the native architecture only. On x86_64 libseccomp then also
+     * sends syscall numbers with the x32 bit (0x40000000) to the bad-arch action, and i386
+     * (int 0x80) reports AUDIT_ARCH_I386, which fails the architecture check: neither ABI
+     * can reach the default action with numbers the rules do not know. */
+    cleanup_scmp scmp_filter_ctx ctx =
+        seccomp_init(scmp_action(p->default_action, p->default_errno));
+    if (!ctx)
+        return nsbox_err_set(e, NSBOX_E_SYS, 0, "seccomp: libseccomp could not create a filter");
+    int rc;
+    if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, scmp_action(p->badarch_action, 0))) <
+            0 ||
+        /* nsbox sets no_new_privs itself, in the containment sequence; we only export. */
+        (rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0)) < 0 ||
+        /* Real errno values from libseccomp instead of a blanket ECANCELED. */
+        (rc = seccomp_attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1)) < 0) {
+        errno = -rc;
+        return nsbox_err_sys(e, "seccomp: setting filter attributes");
+    }
+    /* A binary search over syscall numbers instead of a linear chain: every syscall whose path
+     * reads arguments (ioctl, socket, clone) runs the program, so its length matters. */
+    if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2)) < 0) {
+        errno = -rc;
+        return nsbox_err_sys(e, "seccomp: selecting the binary-tree layout");
+    }
+
+    for (size_t i = 0; i < p->n_rules; i++) {
+        const struct nsbox_scmp_rule *r = &p->rules[i];
+        int nr = seccomp_syscall_resolve_name(r->name);
+        if (nr == __NR_SCMP_ERROR) {
+            if (r->optional) continue;
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                                 "seccomp profile: syscalls[%u]: unknown syscall '%s'",
+                                 r->src_index, r->name);
+        }
+        struct scmp_arg_cmp cmp[NSBOX_SECCOMP_MAX_ARGS];
+        for (size_t j = 0; j < r->n_args; j++) {
+            cmp[j].arg = r->args[j].index;
+            cmp[j].op = scmp_op(r->args[j].op);
+            cmp[j].datum_a = r->args[j].value;
+            cmp[j].datum_b = r->args[j].value2;
+        }
+        rc = seccomp_rule_add_array(ctx, scmp_action(r->action, r->errno_ret), nr,
+                                    (unsigned)r->n_args, cmp);
+        if (rc < 0) {
+            errno = -rc;
+            return nsbox_err_sys(e,
+                                 "seccomp profile: syscalls[%u] ('%s'): libseccomp refused "
+                                 "the rule",
+                                 r->src_index, r->name);
+        }
+    }
+    return export_bpf(ctx, prog, e);
+}
+
+void nsbox_seccomp_prog_free(struct sock_fprog *prog)
+{
+    if (!prog) return;
+    free(prog->filter);
+    prog->filter = NULL;
+    prog->len = 0;
+}
+
+static int prog_copy(const struct sock_fprog *src, struct sock_fprog *dst, struct nsbox_err *e)
+{
+    dst->filter = malloc(src->len * sizeof *src->filter);
+    if (!dst->filter) return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "seccomp: out of memory");
+    memcpy(dst->filter, src->filter, src->len * sizeof *src->filter);
+    dst->len = src->len;
+    return 0;
+}
+
+/* ---- on-disk cache of the default program ------------------------------------------------
+ * Compiling costs about a millisecond and a half (parse, libseccomp's tree, export); reading
+ * the cached program back costs a few microseconds. The program is the sandbox's syscall
+ * policy, so the cache is only trusted when nobody else could have written it: the directory
+ * and the file must be ours and not writable by group or others, the file a regular file
+ * opened without following symlinks, and its header must match this profile text, this
+ * libseccomp and this architecture, with a checksum over the instructions. */
+
+#define CACHE_MAGIC "NSBXBPF1"
+/* Part of the key: bump when the compile options above change the produced program. */
+#define CACHE_FORMAT "nsbox-seccomp-cache-v1 optimize=2"
+
+struct cache_header {
+    char magic[8];
+    uint64_t key;
+    uint32_t arch;
+    uint32_t n_insns;
+    uint64_t checksum;
+};
+
+/* Not cryptographic: the input is our own embedded profile, so the hash only has to tell
+ * versions apart, and anyone able to write the cache directory could write any program. */
+static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *s = data;
+    for (; len >= 8; s += 8, len -= 8) {
+        uint64_t w;
+        memcpy(&w, s, sizeof w);
+        h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+        h ^= h >> 31;
+    }
+    for (; len; s++, len--) {
+        h = (h ^ *s) * 0x100000001b3ull;
+        h ^= h >> 31;
+    }
+    return h;
+}
+
+static uint64_t cache_key(const char *text, size_t len)
+{
+    const struct scmp_version *v = seccomp_version();
+    char tag[128];
+    int n = snprintf(tag, sizeof tag, "%s libseccomp=%u.%u.%u arch=%#x len=%zu", CACHE_FORMAT,
+                     v->major, v->minor, v->micro, seccomp_arch_native(), len);
+    uint64_t h = hash_bytes(0xcbf29ce484222325ull, tag, (size_t)n);
+    return hash_bytes(h, text, len);
+}
+
+static void cache_name(uint64_t key, char *buf, size_t n)
+{
+    snprintf(buf, n, "seccomp-%016" PRIx64 ".bpf", key);
+}
+
+/* The cache directory fd, or -1 when there is none we can trust. */
+static int cache_dir_open(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && (mkdir(dir, 0700) == 0 || errno == EEXIST))
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || (st.st_uid != geteuid() && st.st_uid != 0) ||
+        (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int cache_read(int dirfd, uint64_t key, struct sock_fprog *out)
+{
+    char name[64];
+    cache_name(key, name, sizeof name);
+    /* O_NONBLOCK: opening a FIFO planted under that name must not hang us. */
+    cleanup_close int fd =
+        openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) return -1;
+    struct stat st;
+    const size_t max = sizeof(struct cache_header) + BPF_MAXINSNS * sizeof(struct sock_filter);
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+        (st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_size < (off_t)sizeof(struct cache_header) ||
+        (size_t)st.st_size > max)
+        return -1;
+    size_t size = (size_t)st.st_size;
+    cleanup_free char *buf = malloc(size);
+    if (!buf) return -1;
+    for (size_t off = 0; off < size;) {
+        ssize_t n = pread(fd, buf + off, size - off, (off_t)off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return -1;
+        off += (size_t)n;
+    }
+    struct cache_header h;
+    memcpy(&h, buf, sizeof h);
+    size_t body = size - sizeof h;
+    if (memcmp(h.magic, CACHE_MAGIC, sizeof h.magic) != 0 || h.key != key ||
+        h.arch != seccomp_arch_native() || h.n_insns == 0 || h.n_insns > BPF_MAXINSNS ||
+        body != (size_t)h.n_insns * sizeof(struct sock_filter) ||
+        hash_bytes(key, buf + sizeof h, body) != h.checksum)
+        return -1;
+    out->filter = malloc(body);
+    if (!out->filter) return -1;
+    memcpy(out->filter, buf + sizeof h, body);
+    out->len = (unsigned short)h.n_insns;
+    return 0;
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Best effort: a failure leaves no file behind and the caller still has its program. The temp
+ * file + rename means a reader sees the old file or the complete new one, never half; no fsync,
+ * since a file torn by a crash fails the checksum and is simply rewritten. */
+static void cache_write(int dirfd, uint64_t key, const struct sock_fprog *prog)
+{
+    static unsigned counter; /* under default_lock */
+    char name[64], tmp[96];
+    cache_name(key, name, sizeof name);
+    snprintf(tmp, sizeof tmp, ".%s.%ld.%u.tmp", name, (long)getpid(), counter++);
+
+    struct cache_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, CACHE_MAGIC, sizeof h.magic);
+    h.key = key;
+    h.arch = seccomp_arch_native();
+    h.n_insns = prog->len;
+    h.checksum = hash_bytes(key, prog->filter, prog->len * sizeof *prog->filter);
+
+    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) return;
+    bool ok = write_all(fd, &h, sizeof h) == 0 &&
+              write_all(fd, prog->filter, prog->len * sizeof *prog->filter) == 0 &&
+              fchmod(fd, 0644) == 0; /* the umask may have narrowed it; never wider */
+    ok = close(fd) == 0 && ok;
+    if (!ok || renameat(dirfd, tmp, dirfd, name) < 0) unlinkat(dirfd, tmp, 0);
+}
+
+static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sock_fprog default_prog; /* filter == NULL until built */
+
+static int build_default(const char *cache_dir, struct sock_fprog *out, struct nsbox_err *e)
+{
+    const char *text = nsbox_seccomp_default_json();
+    size_t len = strlen(text);
+    uint64_t key = 0;
+    cleanup_close int dirfd = -1;
+
+    if (cache_dir) {
+        key = cache_key(text, len);
+        dirfd = cache_dir_open(cache_dir);
+        if (dirfd >= 0 && cache_read(dirfd, key, out) == 0) return 0;
+    }
+    struct nsbox_seccomp_profile p;
+    if (nsbox_seccomp_profile_parse(text, len, &p, e) < 0)
+        return nsbox_err_wrap(e, "built-in default profile");
+    int rc = nsbox_seccomp_compile(&p, out, e);
+    nsbox_seccomp_profile_free(&p);
+    if (rc < 0) return nsbox_err_wrap(e, "built-in default profile");
+    if (dirfd >= 0) cache_write(dirfd, key, out);
+    return 0;
+}
+
+int nsbox_seccomp_default_prog(const char *cache_dir, struct sock_fprog *prog, struct nsbox_err *e)
+{
+    prog->len = 0;
+    prog->filter = NULL;
+    pthread_mutex_lock(&default_lock);
+    int rc = 0;
+    if (!default_prog.filter) rc = build_default(cache_dir, &default_prog, e);
+    if (rc == 0) rc = prog_copy(&default_prog, prog, e);
+    pthread_mutex_unlock(&default_lock);
+    return rc;
+}
+
+void nsbox_seccomp_default_forget(void)
+{
+    pthread_mutex_lock(&default_lock);
+    nsbox_seccomp_prog_free(&default_prog);
+    pthread_mutex_unlock(&default_lock);
+}
+
+/* ---- loading (child side) ---------------------------------------------------------------- */
+
+int nsbox_seccomp_load(const struct sock_fprog *prog, struct nsbox_err *e)
+{
+    if (!prog || !prog->filter || prog->len == 0)
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "seccomp: empty program");
+    /* No SECCOMP_FILTER_FLAG_TSYNC: the child is single-threaded at this point. */
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog) == 0) return 0;
+    if (errno == ENOSYS &&
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, (unsigned long)prog, 0, 0) == 0)
+        return 0;
+    if (errno == EACCES)
+        return nsbox_err_sys(e, "seccomp: loading the filter needs no_new_privs set first");
+    return nsbox_err_sys(e, "seccomp: loading the filter");
+}

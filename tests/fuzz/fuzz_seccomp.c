@@ -1,0 +1,32 @@
+/* libFuzzer target: seccomp profile JSON -> parse -> (compile) -> free.
+ * The parser is the part that reads text nsbox did not write (a user's --seccomp profile), so
+ * it must fail cleanly on anything: no crash, no leak, no unbounded work. Compiling what parses
+ * also exercises libseccomp with every combination of rules the parser lets through, which
+ * would catch a validated profile that libseccomp still rejects or mis-handles. */
+#include "seccomp_profile.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct nsbox_seccomp_profile p;
+    struct nsbox_err e;
+    if (nsbox_seccomp_profile_parse((const char *)data, size, &p, &e) < 0) {
+        /* A failure names something and leaves nothing allocated. */
+        if (e.msg[0] == '\0' || p.rules != NULL || p.n_rules != 0) abort();
+        return 0;
+    }
+    if (p.n_rules > NSBOX_SECCOMP_MAX_RULES) abort();
+    struct sock_fprog prog;
+    if (nsbox_seccomp_compile(&p, &prog, &e) == 0) {
+        if (prog.len == 0 || prog.filter == NULL) abort();
+        nsbox_seccomp_prog_free(&prog);
+    } else if (prog.filter != NULL) {
+        abort();
+    }
+    nsbox_seccomp_profile_free(&p);
+    return 0;
+}
