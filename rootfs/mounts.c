@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "mounts.h"
 #include "cleanup.h"
+#include "safepath.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -44,6 +45,7 @@ static struct nsbox_mount_op *push(struct nsbox_mount_plan *p, enum nsbox_mop op
     o->op = op;
     o->src[0] = '\0';
     o->src_in_image = false;
+    o->target_in_image = false;
     o->recursive = false;
     o->flags = 0;
     o->attr = 0;
@@ -182,6 +184,17 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "rootfs: image and workspace required");
     if (plan_image(cfg, plan, e) < 0)
         return -1;
+    /* Per-sandbox network files over the image's own (network all/allow). */
+    const char *etc_files[][2] = {{"etc/resolv.conf", cfg->resolv_conf}, {"etc/hosts", cfg->hosts}};
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(etc_files); i++) {
+        if (!etc_files[i][1])
+            continue;
+        struct nsbox_mount_op *f = PUSH(NSBOX_MOP_BIND, etc_files[i][0]);
+        if (set_src(f, etc_files[i][1], e) < 0)
+            return -1;
+        f->target_in_image = true;
+        f->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+    }
     PUSH(NSBOX_MOP_MKDIR, "workspace")->mode = 0755;
     struct nsbox_mount_op *o = PUSH(NSBOX_MOP_BIND, "workspace");
     if (set_src(o, cfg->workspace, e) < 0)
@@ -329,6 +342,20 @@ int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_p
 static int attach(const struct nsbox_sys *sys, int *fd, const struct nsbox_mount_op *o,
                   struct nsbox_err *e)
 {
+    if (o->target_in_image) {
+        /* The target is the image's file: a symlink there (to the host's files, or anywhere)
+         * is refused instead of followed (CVE-2021-30465 family). */
+        cleanup_close int here = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        cleanup_close int tfd = here < 0 ? -1 : nsbox_sp_mount_target(here, o->target, false, e);
+        int r = tfd < 0 ? -1 : sys->move_mount_to_fd(*fd, tfd);
+        if (tfd >= 0 && r < 0)
+            nsbox_err_sys(e, "rootfs: cannot mount %s on /%s", o->src, o->target);
+        else if (tfd < 0)
+            nsbox_err_wrap(e, "image");
+        sys->close(*fd);
+        *fd = -1;
+        return r;
+    }
     int r = sys->move_mount_to(*fd, o->target);
     if (r < 0)
         nsbox_err_sys(e, "rootfs: cannot mount %s on /%s", o->src, o->target);

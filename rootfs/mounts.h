@@ -43,6 +43,7 @@ struct nsbox_mount_op {
     char target[NAME_MAX + 32]; /* relative to the new root, no leading '/' */
     char src[PATH_MAX];
     bool src_in_image;     /* src is an entry name inside the image root (opened NOFOLLOW) */
+    bool target_in_image;  /* target lies inside an image bind: resolved with no symlinks */
     bool recursive;
     unsigned long flags;   /* mount(2) flags for TMPFS/PROC/DEVPTS */
     uint64_t attr;         /* MOUNT_ATTR_* set on BIND/READONLY */
@@ -61,6 +62,8 @@ struct nsbox_rootfs_cfg {
     const char *workspace;  /* host directory bound at /workspace */
     size_t n_entries;       /* top-level entries of the image root to expose */
     struct nsbox_root_entry entries[NSBOX_ROOT_ENTRIES_MAX];
+    const char *resolv_conf; /* host file bound over /etc/resolv.conf, or NULL */
+    const char *hosts;       /* host file bound over /etc/hosts, or NULL */
 };
 
 struct nsbox_mount_plan {

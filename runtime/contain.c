@@ -114,20 +114,11 @@ static int child_set_hostname(struct nsbox_launch *L, struct nsbox_err *e)
     return 0;
 }
 
-static int child_network_loopback(struct nsbox_err *e)
+static int child_network(struct nsbox_launch *L, struct nsbox_err *e)
 {
-    /* network none: the new namespace has only lo, down. */
-    cleanup_close int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (s < 0)
-        return nsbox_err_sys(e, "socket");
-    struct ifreq ifr = {0};
-    strcpy(ifr.ifr_name, "lo");
-    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
-        return nsbox_err_sys(e, "loopback: SIOCGIFFLAGS");
-    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-    if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
-        return nsbox_err_sys(e, "loopback: SIOCSIFFLAGS");
-    return 0;
+    /* none: the new namespace has only lo, down; all/allow: also the interface the parent
+     * moved in (see runtime/net.h). */
+    return nsbox_net_child_setup(L->net, e);
 }
 
 static int child_cgroup_namespace(struct nsbox_launch *L, struct nsbox_err *e)
@@ -296,7 +287,7 @@ void nsbox_child_main(struct nsbox_launch *L)
         child_become_appuser(&e) < 0 ||         /* the only mapped id */
         child_mount_root(L, &e) < 0 ||          /* mounts + pivot_root */
         child_set_hostname(L, &e) < 0 ||        /* hostname */
-        child_network_loopback(&e) < 0 ||       /* network none: lo up */
+        child_network(L, &e) < 0 ||             /* network: lo up (+ eth0 for all/allow) */
         child_wait_for_cgroup(L, &e) < 0 ||     /* cgroup: the parent has put us there */
         child_cgroup_namespace(L, &e) < 0)
         report_and_exit(L, 125, &e);

@@ -6,6 +6,7 @@
 
 #include "cgroup.h"
 #include "mounts.h"
+#include "net.h"
 #include "nsbox.h"
 #include "rlimits.h"
 #include "spec.h"
@@ -25,6 +26,7 @@ struct nsbox_launch {
     const struct nsbox_spec *spec;
     struct nsbox_state *st;
     const struct nsbox_mount_plan *plan;
+    const struct nsbox_net *net;
     char image_root[PATH_MAX];
     struct sock_fprog seccomp;
     struct nsbox_rlimit rlimits[NSBOX_RLIMITS_MAX];

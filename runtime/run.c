@@ -6,6 +6,7 @@
 #include "image.h"
 #include "info.h"
 #include "launch.h"
+#include "net.h"
 #include "paths.h"
 #include "seccomp_profile.h"
 
@@ -33,12 +34,6 @@ static const int relayed_signals[] = {SIGINT,  SIGTERM,  SIGHUP,   SIGQUIT,
 
 static int check_supported(const struct nsbox_spec *s, struct nsbox_err *e)
 {
-    if (s->net != NSBOX_NET_NONE || s->n_egress > 0)
-        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOTSUP,
-                             "network policy '%s'%s is not supported by this nsbox build yet; "
-                             "use network none",
-                             s->net == NSBOX_NET_ALL ? "all" : s->net == NSBOX_NET_ALLOW ? "allow" : "none",
-                             s->n_egress ? " with egress CIDRs" : "");
     if (s->setup_script)
         return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOTSUP,
                              "setup_script is supported for persistent sandboxes (nsbox create), "
@@ -222,6 +217,7 @@ struct run_ctx {
     struct nsbox_cgroup cg;
     struct nsbox_launch L;
     struct nsbox_mount_plan *plan;
+    struct nsbox_net *net;
     char **envp;
     int pidfd, sfd;
     sigset_t oldmask;
@@ -234,6 +230,10 @@ static void run_cleanup(struct run_ctx *c, int *ret, struct nsbox_err *e)
     struct nsbox_err *ce = *ret < 0 ? &e2 : e;
     if (c->cg.version && nsbox_cgroup_destroy(&c->cg, ce) < 0)
         *ret = -1, ce = &e2;
+    if (c->net) {
+        nsbox_net_teardown(c->net);
+        c->net = NULL;
+    }
     if (nsbox_state_destroy(&c->st, ce) < 0)
         *ret = -1;
     nsbox_seccomp_prog_free(&c->L.seccomp);
@@ -257,6 +257,9 @@ static int prepare(struct run_ctx *c, const struct nsbox_spec *s, char *const ar
         return -1;
     if (nsbox_state_create(&c->st, s->workspace, e) < 0)
         return -1;
+    if (nsbox_net_prepare(s, c->st.id, c->st.dir, &c->net, e) < 0)
+        return -1;
+    c->L.net = c->net;
     if (c->st.privileged) {
         struct nsbox_idmap um, gm;
         if (nsbox_state_take_slot(&c->st, e) < 0 ||
@@ -264,7 +267,10 @@ static int prepare(struct run_ctx *c, const struct nsbox_spec *s, char *const ar
             nsbox_state_chown_workspace(&c->st, um.outside, gm.outside, e) < 0)
             return -1;
     }
-    struct nsbox_rootfs_cfg cfg = {.img = &img, .workspace = c->st.workspace};
+    struct nsbox_rootfs_cfg cfg = {.img = &img,
+                                   .workspace = c->st.workspace,
+                                   .resolv_conf = nsbox_net_resolv_conf(c->net),
+                                   .hosts = nsbox_net_hosts(c->net)};
     c->plan = malloc(sizeof *c->plan);
     if (!c->plan)
         return nsbox_err_sys(e, "malloc");
@@ -342,7 +348,7 @@ static int launch_and_wait(struct run_ctx *c, const struct nsbox_run_opts *o, in
     nsbox_closep(&c->L.report_wr);
     c->L.report_wr = -1;
     int ret = 0;
-    if (parent_write_id_maps(pid, &c->st, e) < 0)
+    if (parent_write_id_maps(pid, &c->st, e) < 0 || nsbox_net_attach(c->net, pid, e) < 0)
         ret = -1;
     else if (write(c->L.sync_wr, "g", 1) != 1)
         ret = nsbox_err_sys(e, "cannot start the sandbox");

@@ -4,6 +4,7 @@
 #include "cgroup.h"
 #include "cleanup.h"
 #include "idmap.h"
+#include "net.h"
 #include "paths.h"
 
 #include <dirent.h>
@@ -210,6 +211,8 @@ static int gc_one(const char *rt, const char *cache_root, const char *id, bool v
     }
     struct nsbox_err ce;
     if (nsbox_cgroup_remove_by_id(id, &ce) < 0 && verbose)
+        fprintf(stderr, "nsbox: gc %s: %s\n", id, ce.msg);
+    if (nsbox_net_gc(id, &ce) < 0 && verbose)
         fprintf(stderr, "nsbox: gc %s: %s\n", id, ce.msg);
     if (nsbox_rm_rf(cache, e) < 0 || nsbox_rm_rf(dir, e) < 0)
         return -1;

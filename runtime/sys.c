@@ -47,6 +47,12 @@ static int real_move_mount_to(int fd, const char *target)
     return (int)syscall(SYS_move_mount, fd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH);
 }
 
+static int real_move_mount_to_fd(int fd, int target_fd)
+{
+    return (int)syscall(SYS_move_mount, fd, "", target_fd, "",
+                        MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+}
+
 static int real_mkdir(const char *path, mode_t mode)
 {
     return mkdir(path, mode);
@@ -100,6 +106,7 @@ const struct nsbox_sys nsbox_sys_real = {
     .mount_setattr_fd = real_mount_setattr_fd,
     .mount_setattr_path = real_mount_setattr_path,
     .move_mount_to = real_move_mount_to,
+    .move_mount_to_fd = real_move_mount_to_fd,
     .mkdir = real_mkdir,
     .symlink = real_symlink,
     .create_file = real_create_file,

@@ -22,6 +22,8 @@ struct nsbox_sys {
                               uint64_t attr_clr);
     /* move_mount(fd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) */
     int (*move_mount_to)(int fd, const char *target);
+    /* move_mount(fd, "", target_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) */
+    int (*move_mount_to_fd)(int fd, int target_fd);
     int (*mkdir)(const char *path, mode_t mode);
     int (*symlink)(const char *linktext, const char *path);
     int (*create_file)(const char *path, mode_t mode); /* empty regular file (a mount target) */
