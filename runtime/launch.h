@@ -39,6 +39,7 @@ struct nsbox_launch {
     sigset_t blocked;         /* signals the parent handles; the workload gets them unblocked */
     int sync_rd, sync_wr;     /* parent -> child: "maps written, cgroup joined, go" */
     int report_rd, report_wr; /* child -> parent: struct nsbox_child_report, or EOF at exec */
+    int agent_fd;             /* persistent sandbox: init's end of the supervisor socket; else -1 */
 };
 
 /* Child side (contain.c): never returns. */

@@ -2,13 +2,7 @@
  * child in its cgroup, relay signals, wait, and remove everything. */
 #define _GNU_SOURCE
 #include "cleanup.h"
-#include "idmap.h"
-#include "image.h"
-#include "info.h"
-#include "launch.h"
-#include "net.h"
-#include "paths.h"
-#include "seccomp_profile.h"
+#include "sandbox.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,8 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SANDBOX_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
 static const int relayed_signals[] = {SIGINT,  SIGTERM,  SIGHUP,   SIGQUIT,
                                       SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
 
@@ -39,93 +31,6 @@ static int check_supported(const struct nsbox_spec *s, struct nsbox_err *e)
                              "setup_script is supported for persistent sandboxes (nsbox create), "
                              "not for nsbox run");
     return 0;
-}
-
-/* The environment is built from nothing: the host's variables (tokens, paths, proxies) never
- * reach the sandbox unless given with -e. */
-static char **build_env(const struct nsbox_spec *s, struct nsbox_err *e)
-{
-    static const char *const base[] = {"PATH=" SANDBOX_PATH, "HOME=/workspace", "USER=appuser",
-                                       "LOGNAME=appuser", "SHELL=/bin/sh", "LANG=C.UTF-8"};
-    size_t n = NSBOX_ARRAY_LEN(base) + s->n_env + 2;
-    char **env = calloc(n, sizeof *env);
-    if (!env) {
-        nsbox_err_sys(e, "calloc");
-        return NULL;
-    }
-    size_t k = 0;
-    const char *term = getenv("TERM");
-    static char termbuf[128];
-    if (term && strlen(term) < 64 && !strchr(term, '/')) {
-        snprintf(termbuf, sizeof termbuf, "TERM=%s", term);
-        env[k++] = termbuf;
-    }
-    for (size_t i = 0; i < NSBOX_ARRAY_LEN(base); i++)
-        env[k++] = (char *)base[i];
-    for (size_t i = 0; i < s->n_env; i++) {
-        size_t klen = strcspn(s->env[i], "=") + 1;
-        size_t j = 0;
-        for (; j < k; j++)
-            if (!strncmp(env[j], s->env[i], klen))
-                break;
-        env[j] = s->env[i];
-        if (j == k)
-            k++;
-    }
-    env[k] = NULL;
-    return env;
-}
-
-static int write_proc_file(pid_t pid, const char *name, const char *text, struct nsbox_err *e)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
-    cleanup_close int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return nsbox_err_sys(e, "open %s", path);
-    size_t len = strlen(text);
-    if (write(fd, text, len) != (ssize_t)len)
-        return nsbox_err_sys(e, "write %s", path);
-    return 0;
-}
-
-/* Parent side: the child's user namespace gets its single mapping. setgroups is denied first:
- * required for an unprivileged writer, and it stops the sandbox from dropping supplementary
- * groups to get around "deny by group" permissions (CVE-2014-8989). */
-static int parent_write_id_maps(pid_t pid, const struct nsbox_state *st, struct nsbox_err *e)
-{
-    struct nsbox_idmap um, gm;
-    char ubuf[64], gbuf[64];
-    if (nsbox_idmap_compute(st->privileged, getuid(), getgid(), st->slot, &um, &gm, e) < 0 ||
-        nsbox_idmap_format(&um, ubuf, sizeof ubuf, e) < 0 ||
-        nsbox_idmap_format(&gm, gbuf, sizeof gbuf, e) < 0)
-        return -1;
-    if (write_proc_file(pid, "setgroups", "deny", e) < 0 ||
-        write_proc_file(pid, "uid_map", ubuf, e) < 0 || write_proc_file(pid, "gid_map", gbuf, e) < 0)
-        return nsbox_err_wrap(e, "user namespace id map");
-    return 0;
-}
-
-static pid_t clone_sandbox(const struct nsbox_cgroup *cg, bool *cgroup_ns_in_clone, int *pidfd)
-{
-    uint64_t flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC |
-                     CLONE_NEWNET;
-    struct clone_args a = {.flags = flags | CLONE_PIDFD, .pidfd = (uintptr_t)pidfd,
-                           .exit_signal = SIGCHLD};
-    *cgroup_ns_in_clone = false;
-    if (cg->version == 2 && cg->dirfd >= 0) {
-        /* Born inside its cgroup: no window in which it runs uncounted, and the cgroup
-         * namespace can be made by the clone itself. */
-        a.flags |= CLONE_INTO_CGROUP | CLONE_NEWCGROUP;
-        a.cgroup = (uint64_t)cg->dirfd;
-        *cgroup_ns_in_clone = true;
-    }
-    pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof a);
-    if (pid < 0 && errno == ENOSYS && !*cgroup_ns_in_clone) {
-        *pidfd = -1;
-        pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, 0, 0, 0, 0);
-    }
-    return pid;
 }
 
 /* ---- waiting -------------------------------------------------------------------------------- */
@@ -212,177 +117,6 @@ static int exit_code_of(const struct wait_result *w)
 
 /* ---- the run -------------------------------------------------------------------------------- */
 
-struct run_ctx {
-    struct nsbox_state st;
-    struct nsbox_cgroup cg;
-    struct nsbox_launch L;
-    struct nsbox_mount_plan *plan;
-    struct nsbox_net *net;
-    char **envp;
-    int pidfd, sfd;
-    sigset_t oldmask;
-    bool mask_set;
-};
-
-static void run_cleanup(struct run_ctx *c, int *ret, struct nsbox_err *e)
-{
-    struct nsbox_err e2;
-    struct nsbox_err *ce = *ret < 0 ? &e2 : e;
-    if (c->cg.version && nsbox_cgroup_destroy(&c->cg, ce) < 0)
-        *ret = -1, ce = &e2;
-    if (c->net) {
-        nsbox_net_teardown(c->net);
-        c->net = NULL;
-    }
-    if (nsbox_state_destroy(&c->st, ce) < 0)
-        *ret = -1;
-    nsbox_seccomp_prog_free(&c->L.seccomp);
-    free(c->plan);
-    free(c->envp);
-    nsbox_closep(&c->pidfd);
-    nsbox_closep(&c->sfd);
-    nsbox_closep(&c->L.sync_rd);
-    nsbox_closep(&c->L.sync_wr);
-    nsbox_closep(&c->L.report_rd);
-    nsbox_closep(&c->L.report_wr);
-    if (c->mask_set)
-        sigprocmask(SIG_SETMASK, &c->oldmask, NULL);
-}
-
-static int prepare(struct run_ctx *c, const struct nsbox_spec *s, char *const argv[],
-                   const struct nsbox_run_opts *o, struct nsbox_err *e)
-{
-    struct nsbox_image img;
-    if (nsbox_image_resolve(s->image, &img, e) < 0)
-        return -1;
-    if (nsbox_state_create(&c->st, s->workspace, e) < 0)
-        return -1;
-    if (nsbox_net_prepare(s, c->st.id, c->st.dir, &c->net, e) < 0)
-        return -1;
-    c->L.net = c->net;
-    if (c->st.privileged) {
-        struct nsbox_idmap um, gm;
-        if (nsbox_state_take_slot(&c->st, e) < 0 ||
-            nsbox_idmap_compute(true, 0, 0, c->st.slot, &um, &gm, e) < 0 ||
-            nsbox_state_chown_workspace(&c->st, um.outside, gm.outside, e) < 0)
-            return -1;
-    }
-    struct nsbox_rootfs_cfg cfg = {.img = &img,
-                                   .workspace = c->st.workspace,
-                                   .resolv_conf = nsbox_net_resolv_conf(c->net),
-                                   .hosts = nsbox_net_hosts(c->net)};
-    c->plan = malloc(sizeof *c->plan);
-    if (!c->plan)
-        return nsbox_err_sys(e, "malloc");
-    if (nsbox_rootfs_scan_image(&cfg, e) < 0 || nsbox_mount_plan_build(&cfg, c->plan, e) < 0)
-        return -1;
-    snprintf(c->L.image_root, sizeof c->L.image_root, "%s", img.root);
-
-    char data[PATH_MAX - 16], cache[PATH_MAX];
-    if (nsbox_path_data_dir(data, sizeof data, e) < 0)
-        return -1;
-    snprintf(cache, sizeof cache, "%s/cache", data);
-    if (nsbox_seccomp_default_prog(cache, &c->L.seccomp, e) < 0)
-        return nsbox_err_wrap(e, "seccomp");
-
-    if (nsbox_cgroup_create(c->st.id, &s->limits, &c->cg, e) < 0)
-        return nsbox_err_wrap(e, "instance type '%s' limits", s->instance_type);
-
-    c->envp = build_env(s, e);
-    if (!c->envp)
-        return -1;
-    c->L.spec = s;
-    c->L.st = &c->st;
-    c->L.plan = c->plan;
-    c->L.argv = argv;
-    c->L.envp = c->envp;
-    c->L.cwd = o && o->cwd ? o->cwd : "/workspace";
-    c->L.n_rlimits = nsbox_rlimits_for(s, c->st.privileged, c->L.rlimits);
-    snprintf(c->L.hostname, sizeof c->L.hostname, "nsbox-%s", c->st.id);
-    return 0;
-}
-
-static int redirect_stdio(const struct nsbox_run_opts *o)
-{
-    if (!o)
-        return 0;
-    int want[3] = {o->stdin_fd, o->stdout_fd, o->stderr_fd};
-    for (int i = 0; i < 3; i++)
-        if (want[i] >= 0 && want[i] != i && dup2(want[i], i) < 0)
-            return -1;
-    return 0;
-}
-
-static int launch_and_wait(struct run_ctx *c, const struct nsbox_run_opts *o, int *exit_status,
-                           struct nsbox_err *e)
-{
-    int sp[2], rp[2];
-    if (pipe2(sp, O_CLOEXEC) < 0 || pipe2(rp, O_CLOEXEC) < 0)
-        return nsbox_err_sys(e, "pipe");
-    c->L.sync_rd = sp[0], c->L.sync_wr = sp[1], c->L.report_rd = rp[0], c->L.report_wr = rp[1];
-
-    sigset_t mask;
-    sigemptyset(&mask);
-    for (size_t i = 0; i < NSBOX_ARRAY_LEN(relayed_signals); i++)
-        sigaddset(&mask, relayed_signals[i]);
-    sigaddset(&mask, SIGCHLD);
-    if (sigprocmask(SIG_BLOCK, &mask, &c->oldmask) < 0)
-        return nsbox_err_sys(e, "sigprocmask");
-    c->mask_set = true;
-    c->L.blocked = mask;
-    c->sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-    if (c->sfd < 0)
-        return nsbox_err_sys(e, "signalfd");
-
-    pid_t pid = clone_sandbox(&c->cg, &c->L.cgroup_ns_in_clone, &c->pidfd);
-    if (pid < 0)
-        return nsbox_diagnose_namespace_failure(errno, e);
-    if (pid == 0) {
-        if (redirect_stdio(o) < 0)
-            _exit(125);
-        nsbox_child_main(&c->L);
-    }
-
-    nsbox_closep(&c->L.sync_rd);
-    c->L.sync_rd = -1;
-    nsbox_closep(&c->L.report_wr);
-    c->L.report_wr = -1;
-    int ret = 0;
-    if (parent_write_id_maps(pid, &c->st, e) < 0 || nsbox_net_attach(c->net, pid, e) < 0)
-        ret = -1;
-    else if (write(c->L.sync_wr, "g", 1) != 1)
-        ret = nsbox_err_sys(e, "cannot start the sandbox");
-    /* The child builds its root meanwhile; see child_wait_for_cgroup. */
-    else if (c->cg.version == 1 && nsbox_cgroup_attach(&c->cg, pid, e) < 0)
-        ret = -1;
-    else if (write(c->L.sync_wr, "c", 1) != 1)
-        ret = nsbox_err_sys(e, "cannot start the sandbox");
-    nsbox_closep(&c->L.sync_wr);
-    c->L.sync_wr = -1;
-    if (ret < 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        return -1;
-    }
-
-    struct wait_result w = {0};
-    if (parent_wait(pid, &c->L.report_rd, c->sfd, o ? o->timeout_ms : 0, &w, e) < 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        return -1;
-    }
-    if (w.have_report && !w.timed_out) {
-        *e = w.report.err;
-        *exit_status = w.report.exit_code;
-        if (w.report.exit_code == 125)
-            return nsbox_err_wrap(e, "sandbox set-up failed");
-        e->code = NSBOX_E_EXEC;
-        return -1;
-    }
-    *exit_status = exit_code_of(&w);
-    return 0;
-}
-
 int nsbox_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox_run_opts *o,
               int *exit_status, struct nsbox_err *e)
 {
@@ -390,15 +124,48 @@ int nsbox_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "no command given");
     if (check_supported(s, e) < 0)
         return -1;
-    struct run_ctx c = {.pidfd = -1, .sfd = -1};
-    nsbox_state_init(&c.st);
-    c.cg.version = 0;
-    c.cg.dirfd = -1;
-    c.L.sync_rd = c.L.sync_wr = c.L.report_rd = c.L.report_wr = -1;
     *exit_status = 125;
-    int ret = prepare(&c, s, argv, o, e);
+    struct nsbox_sandbox sb;
+    nsbox_sandbox_init(&sb);
+    sigset_t mask, oldmask;
+    sigemptyset(&mask);
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(relayed_signals); i++)
+        sigaddset(&mask, relayed_signals[i]);
+    sigaddset(&mask, SIGCHLD);
+    if (sigprocmask(SIG_BLOCK, &mask, &oldmask) < 0)
+        return nsbox_err_sys(e, "sigprocmask");
+    sb.L.blocked = mask;
+    int sfd = -1;
+    int stdio[3] = {o ? o->stdin_fd : -1, o ? o->stdout_fd : -1, o ? o->stderr_fd : -1};
+    int ret = nsbox_sandbox_prepare(&sb, s, argv, o ? o->cwd : NULL, e);
+    if (ret == 0) {
+        sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+        if (sfd < 0)
+            ret = nsbox_err_sys(e, "signalfd");
+    }
     if (ret == 0)
-        ret = launch_and_wait(&c, o, exit_status, e);
-    run_cleanup(&c, &ret, e);
+        ret = nsbox_sandbox_start(&sb, stdio, e);
+    if (ret == 0) {
+        struct wait_result w = {0};
+        ret = parent_wait(sb.pid, &sb.L.report_rd, sfd, o ? o->timeout_ms : 0, &w, e);
+        if (ret == 0)
+            sb.pid = 0; /* reaped */
+        if (ret == 0 && w.have_report && !w.timed_out) {
+            *e = w.report.err;
+            *exit_status = w.report.exit_code;
+            if (w.report.exit_code == 125)
+                nsbox_err_wrap(e, "sandbox set-up failed");
+            else
+                e->code = NSBOX_E_EXEC;
+            ret = -1;
+        } else if (ret == 0) {
+            *exit_status = exit_code_of(&w);
+        }
+    }
+    struct nsbox_err e2;
+    if (nsbox_sandbox_destroy(&sb, ret < 0 ? &e2 : e) < 0)
+        ret = -1;
+    nsbox_closep(&sfd);
+    sigprocmask(SIG_SETMASK, &oldmask, NULL);
     return ret;
 }

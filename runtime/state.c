@@ -113,12 +113,15 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, struct
         path_join(st->staging, st->dir, "root", e) < 0 || path_join(lock, st->dir, "lock", e) < 0)
         return -1;
     if (mkdir(st->dir, 0700) < 0) {
-        if (errno != ENOENT)
-            return nsbox_err_sys(e, "cannot create state directory %s", st->dir);
-        if (nsbox_mkdir_p(rt, 0711, e) < 0)
-            return nsbox_err_wrap(e, "state directory");
-        if (mkdir(st->dir, 0700) < 0)
-            return nsbox_err_sys(e, "cannot create state directory %s", st->dir);
+        int r = -1;
+        if (errno == ENOENT && nsbox_mkdir_p(rt, 0711, e) == 0)
+            r = mkdir(st->dir, 0700);
+        if (r < 0) {
+            nsbox_err_sys(e, "cannot create state directory %s", st->dir);
+            /* Not ours (an id collision): destroy must never remove it. */
+            st->dir[0] = st->staging[0] = '\0';
+            return -1;
+        }
     }
     st->lock_fd = lock_file(lock, true);
     if (st->lock_fd < 0)
@@ -200,9 +203,9 @@ static int gc_one(const char *rt, const char *cache_root, const char *id, bool v
         path_join(cache, cache_root, id, e) < 0)
         return -1;
     cleanup_close int fd = lock_file(lock, false);
-    if (fd < 0 && errno == EWOULDBLOCK)
-        return 0; /* alive */
-    if (fd < 0 && errno == ENOENT) {
+    if (fd < 0 && errno != ENOENT)
+        return 0; /* alive (EWOULDBLOCK), or unknown: never remove what might be live */
+    if (fd < 0) {
         /* Between mkdir and the lock's creation a new sandbox has no lock yet: only a lockless
          * directory older than a minute is a leftover. */
         struct stat sb;

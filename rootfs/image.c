@@ -1,0 +1,707 @@
+/* The image store: names, atomic builds, locks, resolve, rm, ls.
+ *
+ * Concurrency model. Three kinds of flock:
+ *   .lock-<name>     LOCK_EX by whoever builds or removes <name>: one writer per name.
+ *   .tmp-<name>-PID  LOCK_EX by the builder (inherited by debootstrap and its children), so a
+ *                    leftover whose lock can be taken belongs to a dead build.
+ *   <name>/          LOCK_SH by every sandbox using the image (nsbox_image.lock_fd). A rebuild
+ *                    or rm swaps the name away at once but deletes the old tree only when it
+ *                    can take LOCK_EX, i.e. no running sandbox still has it mounted; otherwise
+ *                    the tree waits as .old-<name>-* and the next build or rm sweeps it.
+ */
+#include "image.h"
+#include "cleanup.h"
+#include "paths.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+static void cJSON_Deletep(cJSON **p)
+{
+    if (*p)
+        cJSON_Delete(*p);
+}
+#define cleanup_json __attribute__((cleanup(cJSON_Deletep)))
+
+static void closedirp(DIR **d)
+{
+    if (*d)
+        closedir(*d);
+}
+#define cleanup_dir __attribute__((cleanup(closedirp)))
+
+bool nsbox_image_name_valid(const char *name)
+{
+    if (!name || !name[0] || strlen(name) > NSBOX_IMAGE_NAME_MAX)
+        return false;
+    if (!islower((unsigned char)name[0]) && !isdigit((unsigned char)name[0]))
+        return false;
+    for (const char *p = name; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        /* islower/isdigit are locale-dependent only beyond ASCII; check the range explicitly */
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == '-'))
+            return false;
+    }
+    return true;
+}
+
+static int images_path(char *out, size_t n, struct nsbox_err *e)
+{
+    char data[PATH_MAX];
+    if (nsbox_path_data_dir(data, sizeof data, e) < 0)
+        return -1;
+    int r = snprintf(out, n, "%s/images", data);
+    if (r < 0 || (size_t)r >= n)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "data directory path too long");
+    return 0;
+}
+
+int nsbox_image_store_dir(char *out, size_t n, struct nsbox_err *e)
+{
+    if (images_path(out, n, e) < 0)
+        return -1;
+    if (nsbox_mkdir_p(out, 0755, e) < 0)
+        return nsbox_err_wrap(e, "cannot create the image store");
+    return 0;
+}
+
+static int join(char *out, size_t n, struct nsbox_err *e, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int join(char *out, size_t n, struct nsbox_err *e, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vsnprintf(out, n, fmt, ap);
+    va_end(ap);
+    if (r < 0 || (size_t)r >= n)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long");
+    return 0;
+}
+
+/* ---- small file helpers ------------------------------------------------------------------ */
+
+int nsbox_image_write_at(int dfd, const char *path, const char *data, size_t len, mode_t mode,
+                         struct nsbox_err *e)
+{
+    /* Unlink first: the existing entry may be a symlink (debootstrap's resolv.conf can be), and
+     * writing through it would land outside the image. */
+    if (unlinkat(dfd, path, 0) < 0 && errno != ENOENT)
+        return nsbox_err_sys(e, "cannot replace %s", path);
+    cleanup_close int fd =
+        openat(dfd, path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0)
+        return nsbox_err_sys(e, "cannot create %s", path);
+    while (len > 0) {
+        ssize_t w = write(fd, data, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return nsbox_err_sys(e, "cannot write %s", path);
+        }
+        data += w;
+        len -= (size_t)w;
+    }
+    /* the mode passed to openat is filtered by umask; the image must not depend on it */
+    if (fchmod(fd, mode) < 0)
+        return nsbox_err_sys(e, "cannot chmod %s", path);
+    int r = close(nsbox_steal_fd(&fd));
+    if (r < 0)
+        return nsbox_err_sys(e, "cannot write %s", path);
+    return 0;
+}
+
+char *nsbox_image_read_text(int dfd, const char *path, size_t limit)
+{
+    cleanup_close int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t cap = 4096, len = 0;
+    cleanup_free char *buf = malloc(cap);
+    if (!buf)
+        return NULL;
+    for (;;) {
+        if (len + 1 >= cap) {
+            if (cap > limit) {
+                errno = EFBIG;
+                return NULL;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb)
+                return NULL;
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + len, cap - len - 1);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return NULL;
+        }
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    if (len > limit) {
+        errno = EFBIG;
+        return NULL;
+    }
+    buf[len] = '\0';
+    return nsbox_steal_ptr(&buf);
+}
+
+int nsbox_image_check_exec_in_root(int root_fd, const char *path)
+{
+    /* RESOLVE_IN_ROOT treats the image directory as "/" while resolving, so a hostile image
+     * whose bin is a symlink to /usr/bin (or ../../..) is judged by its own contents, not the
+     * host's. */
+    struct open_how how = {
+        .flags = O_PATH | O_CLOEXEC,
+        .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+    };
+    cleanup_close int fd = (int)syscall(SYS_openat2, root_fd, path, &how, sizeof how);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -1;
+    if (!S_ISREG(st.st_mode) || !(st.st_mode & 0111)) {
+        errno = EACCES;
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- locks and leftovers ----------------------------------------------------------------- */
+
+static int flock_retry(int fd, int op)
+{
+    int r;
+    do
+        r = flock(fd, op);
+    while (r < 0 && errno == EINTR);
+    return r;
+}
+
+static bool pid_alive(pid_t pid)
+{
+    return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+/* Delete an unused tree (dfd/name); leave it if anyone still holds a lock on it. */
+static void remove_if_unused(int dfd, const char *dir, const char *name, bool check_pid)
+{
+    cleanup_close int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (flock_retry(fd, LOCK_EX | LOCK_NB) < 0)
+        return;
+    if (check_pid) {
+        /* .tmp-<name>-<pid>: between its mkdir and its flock the lock is free, so a build is
+         * also considered alive while its pid is. Both must say "dead". */
+        const char *dash = strrchr(name, '-');
+        pid_t pid = dash ? (pid_t)strtol(dash + 1, NULL, 10) : 0;
+        if (pid_alive(pid))
+            return;
+    }
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+        return;
+    struct nsbox_err ignored;
+    nsbox_rm_rf(path, &ignored); /* best effort: a later sweep tries again */
+}
+
+static void sweep_leftovers(const char *images)
+{
+    cleanup_dir DIR *d = opendir(images);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strncmp(de->d_name, ".tmp-", 5))
+            remove_if_unused(dirfd(d), images, de->d_name, true);
+        else if (!strncmp(de->d_name, ".old-", 5))
+            remove_if_unused(dirfd(d), images, de->d_name, false);
+    }
+}
+
+static int take_build_lock(const char *images, const char *name, bool progress,
+                           struct nsbox_err *e)
+{
+    char path[PATH_MAX];
+    if (join(path, sizeof path, e, "%s/.lock-%s", images, name) < 0)
+        return -1;
+    cleanup_close int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return nsbox_err_sys(e, "cannot open %s", path);
+    if (flock_retry(fd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno != EWOULDBLOCK)
+            return nsbox_err_sys(e, "cannot lock %s", path);
+        if (progress)
+            fprintf(stderr, "nsbox: image %s: waiting for another build of it to finish...\n",
+                    name);
+        if (flock_retry(fd, LOCK_EX) < 0)
+            return nsbox_err_sys(e, "cannot lock %s", path);
+    }
+    return nsbox_steal_fd(&fd);
+}
+
+/* Move <images>/<name> out of the way as .old-<name>-*, then delete it unless in use. */
+static int retire(const char *images, const char *from_path, const char *name,
+                  struct nsbox_err *e)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char old[PATH_MAX];
+    if (join(old, sizeof old, e, "%s/.old-%s-%d-%lld%09ld", images, name, (int)getpid(),
+             (long long)ts.tv_sec, ts.tv_nsec) < 0)
+        return -1;
+    if (rename(from_path, old) < 0)
+        return nsbox_err_sys(e, "cannot move %s aside", from_path);
+    cleanup_close int dfd = open(images, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0)
+        remove_if_unused(dfd, images, strrchr(old, '/') + 1, false);
+    return 0;
+}
+
+/* ---- build transactions ------------------------------------------------------------------ */
+
+int nsbox_image_txn_begin(struct nsbox_image_txn *t, const char *name, bool progress,
+                          struct nsbox_err *e)
+{
+    memset(t, 0, sizeof *t);
+    t->tmp_fd = t->build_lock_fd = -1;
+    if (!nsbox_image_name_valid(name))
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "invalid image name '%s'", name);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    if (nsbox_image_store_dir(t->images, sizeof t->images, e) < 0)
+        return -1;
+    t->build_lock_fd = take_build_lock(t->images, name, progress, e);
+    if (t->build_lock_fd < 0)
+        return -1;
+    sweep_leftovers(t->images);
+    if (join(t->tmp, sizeof t->tmp, e, "%s/.tmp-%s-%d", t->images, name, (int)getpid()) < 0)
+        return -1;
+    if (nsbox_rm_rf(t->tmp, e) < 0) /* ours from an earlier failed attempt in this process */
+        return -1;
+    if (mkdir(t->tmp, 0700) < 0)
+        return nsbox_err_sys(e, "cannot create %s", t->tmp);
+    t->tmp_fd = open(t->tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (t->tmp_fd < 0)
+        return nsbox_err_sys(e, "cannot open %s", t->tmp);
+    if (flock_retry(t->tmp_fd, LOCK_EX | LOCK_NB) < 0)
+        return nsbox_err_sys(e, "cannot lock %s", t->tmp);
+    /* created 0700 so nothing reads a half-built tree; the finished image is 0755 */
+    return 0;
+}
+
+static void rfc3339_now(char *out, size_t n)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int write_metadata(struct nsbox_image_txn *t, const char *kind, const char *const *pkgs,
+                          const char *const *extra_kv, struct nsbox_err *e)
+{
+    char created[32];
+    rfc3339_now(created, sizeof created);
+    cleanup_json cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddStringToObject(o, "name", t->name) ||
+        !cJSON_AddStringToObject(o, "kind", kind) ||
+        !cJSON_AddStringToObject(o, "created", created) ||
+        !cJSON_AddNumberToObject(o, "builder_version", NSBOX_IMAGE_BUILDER_VERSION) ||
+        !cJSON_AddStringToObject(o, "nsbox_version", NSBOX_VERSION))
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    cJSON *arr = cJSON_AddArrayToObject(o, "packages");
+    if (!arr)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    for (size_t i = 0; pkgs && pkgs[i]; i++)
+        cJSON_AddItemToArray(arr, cJSON_CreateString(pkgs[i]));
+    for (size_t i = 0; extra_kv && extra_kv[i] && extra_kv[i + 1]; i += 2)
+        cJSON_AddStringToObject(o, extra_kv[i], extra_kv[i + 1]);
+    cleanup_free char *text = cJSON_Print(o);
+    if (!text)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    size_t len = strlen(text);
+    text[len] = '\n'; /* cJSON_Print's buffer has the NUL there: overwrite it, write len+1 */
+    return nsbox_image_write_at(t->tmp_fd, "image.json", text, len + 1, 0644, e);
+}
+
+int nsbox_image_txn_commit(struct nsbox_image_txn *t, const char *kind, const char *const *pkgs,
+                           const char *const *extra_kv, struct nsbox_err *e)
+{
+    if (write_metadata(t, kind, pkgs, extra_kv, e) < 0)
+        return -1;
+    if (fchmod(t->tmp_fd, 0755) < 0)
+        return nsbox_err_sys(e, "cannot chmod %s", t->tmp);
+    char real[PATH_MAX];
+    if (join(real, sizeof real, e, "%s/%s", t->images, t->name) < 0)
+        return -1;
+
+    /* RENAME_EXCHANGE swaps the two directories in one step, so the name never points at
+     * nothing (a concurrent `nsbox run` would fail) nor at a half-built tree. */
+    bool had_old = false;
+    if (renameat2(AT_FDCWD, t->tmp, AT_FDCWD, real, RENAME_NOREPLACE) < 0) {
+        if (errno != EEXIST && errno != ENOTEMPTY && errno != EINVAL)
+            return nsbox_err_sys(e, "cannot install image %s", real);
+        if (renameat2(AT_FDCWD, t->tmp, AT_FDCWD, real, RENAME_EXCHANGE) == 0) {
+            had_old = true;
+        } else if (errno == EINVAL) {
+            /* a filesystem without rename flags: two renames, with a short window where the
+             * name is missing */
+            struct stat st;
+            if (lstat(real, &st) == 0 && retire(t->images, real, t->name, e) < 0)
+                return -1;
+            if (rename(t->tmp, real) < 0)
+                return nsbox_err_sys(e, "cannot install image %s", real);
+        } else {
+            return nsbox_err_sys(e, "cannot install image %s", real);
+        }
+    }
+    /* The image is installed; release our exclusive lock so sandboxes can take theirs. */
+    nsbox_closep(&t->tmp_fd);
+    t->tmp_fd = -1;
+    if (had_old) {
+        /* the old image now sits at the tmp path */
+        struct nsbox_err ignored;
+        retire(t->images, t->tmp, t->name, &ignored);
+    }
+    t->tmp[0] = '\0';
+    return 0;
+}
+
+void nsbox_image_txn_end(struct nsbox_image_txn *t)
+{
+    if (t->tmp[0]) {
+        struct nsbox_err ignored;
+        nsbox_rm_rf(t->tmp, &ignored);
+        t->tmp[0] = '\0';
+    }
+    nsbox_closep(&t->tmp_fd);
+    t->tmp_fd = -1;
+    nsbox_closep(&t->build_lock_fd); /* releases the build lock */
+    t->build_lock_fd = -1;
+}
+
+/* ---- resolve ----------------------------------------------------------------------------- */
+
+/* Open <images>/<name> and take a shared lock on the directory that is still installed under
+ * that name: a rebuild may swap it between our open and our flock, so re-check the identity
+ * after locking and retry. Returns the fd, or -1 with errno. */
+static int open_locked(const char *path)
+{
+    for (int attempt = 0; attempt < 16; attempt++) {
+        cleanup_close int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            return -1;
+        if (flock_retry(fd, LOCK_SH) < 0)
+            return -1;
+        struct stat a, b;
+        if (fstat(fd, &a) < 0)
+            return -1;
+        if (stat(path, &b) < 0) {
+            if (errno == ENOENT)
+                continue;
+            return -1;
+        }
+        if (a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+            return nsbox_steal_fd(&fd);
+    }
+    errno = EAGAIN;
+    return -1;
+}
+
+void nsbox_image_release(struct nsbox_image *img)
+{
+    if (img && img->lock_fd >= 0) {
+        close(img->lock_fd);
+        img->lock_fd = -1;
+    }
+}
+
+static int resolve_host(const char *images, struct nsbox_image *img, struct nsbox_err *e)
+{
+    char dir[PATH_MAX];
+    if (join(dir, sizeof dir, e, "%s/host", images) < 0)
+        return -1;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        cleanup_close int fd = open_locked(dir);
+        if (fd < 0 && errno != ENOENT)
+            return nsbox_err_sys(e, "cannot open image %s", dir);
+        if (fd >= 0) {
+            char stamp[256];
+            ssize_t n = readlinkat(fd, "stamp", stamp, sizeof stamp - 1);
+            struct nsbox_host_probe probe;
+            nsbox_image_host_probe(&probe);
+            if (n > 0)
+                stamp[n] = '\0';
+            /* After one rebuild, take what is there even if the host changed again meanwhile
+             * (apt running right now): the next run rebuilds. */
+            if (attempt > 0 || !nsbox_image_host_stale(n > 0 ? stamp : NULL, &probe)) {
+                img->kind = NSBOX_IMAGE_HOST;
+                snprintf(img->name, sizeof img->name, "host");
+                snprintf(img->root, sizeof img->root, "/");
+                if (join(img->etc, sizeof img->etc, e, "%s/etc", dir) < 0)
+                    return -1;
+                img->lock_fd = nsbox_steal_fd(&fd);
+                return 0;
+            }
+        }
+        nsbox_closep(&fd);
+        fd = -1;
+        if (nsbox_image_build_host(false, false, e) < 0)
+            return nsbox_err_wrap(e, "cannot build the host image");
+    }
+    return nsbox_err_set(e, NSBOX_E_SYS, EAGAIN, "the host image in %s keeps disappearing", dir);
+}
+
+static int resolve_stored(const char *images, const char *name, struct nsbox_image *img,
+                          struct nsbox_err *e)
+{
+    char dir[PATH_MAX];
+    if (join(dir, sizeof dir, e, "%s/%s", images, name) < 0)
+        return -1;
+    cleanup_close int fd = open_locked(dir);
+    if (fd < 0) {
+        if (errno != ENOENT)
+            return nsbox_err_sys(e, "cannot open image %s", dir);
+        if (!strcmp(name, "debian"))
+            return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
+                                 "image 'debian' is not built: run `nsbox image build debian`");
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
+                             "image '%s' does not exist in %s: the images are `host`, `debian` "
+                             "(after `nsbox image build debian`) or an absolute directory path",
+                             name, images);
+    }
+    cleanup_close int rfd = openat(fd, "rootfs", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (rfd < 0)
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, errno,
+                             "image '%s' is incomplete (no rootfs/ in %s): rebuild or remove it "
+                             "with `nsbox image rm %s`",
+                             name, dir, name);
+    if (nsbox_image_check_exec_in_root(rfd, "bin/sh") < 0)
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, errno,
+                             "image '%s' has no executable /bin/sh (in %s/rootfs): an image must "
+                             "provide /bin/sh and python3",
+                             name, dir);
+    img->kind = NSBOX_IMAGE_DIR;
+    snprintf(img->name, sizeof img->name, "%s", name);
+    if (join(img->root, sizeof img->root, e, "%s/rootfs", dir) < 0)
+        return -1;
+    img->etc[0] = '\0';
+    img->lock_fd = nsbox_steal_fd(&fd);
+    return 0;
+}
+
+static int resolve_path(const char *path, struct nsbox_image *img, struct nsbox_err *e)
+{
+    cleanup_close int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOTDIR)
+            return nsbox_err_set(e, NSBOX_E_INVALID, errno, "image %s: not a directory", path);
+        if (errno == ENOENT)
+            return nsbox_err_set(e, NSBOX_E_NOTFOUND, errno, "image %s: no such directory",
+                                 path);
+        return nsbox_err_sys(e, "image %s", path);
+    }
+    if (nsbox_image_check_exec_in_root(fd, "bin/sh") < 0) {
+        if (errno == ENOSYS)
+            return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, errno,
+                                 "image %s: checking a directory image needs openat2 (Linux 5.6 "
+                                 "or newer)",
+                                 path);
+        return nsbox_err_set(e, NSBOX_E_INVALID, errno,
+                             "image %s: no executable bin/sh inside it (%s); a directory image "
+                             "must provide /bin/sh and python3",
+                             path, strerror(errno));
+    }
+    /* The user named a host path: resolving host symlinks in it is what they asked for. The
+     * canonical form keeps later mounts from re-resolving a changed symlink. */
+    char real[PATH_MAX];
+    if (!realpath(path, real))
+        return nsbox_err_sys(e, "image %s", path);
+    img->kind = NSBOX_IMAGE_DIR;
+    snprintf(img->name, sizeof img->name, "dir");
+    snprintf(img->root, sizeof img->root, "%s", real);
+    img->etc[0] = '\0';
+    return 0;
+}
+
+int nsbox_image_resolve(const char *name, struct nsbox_image *img, struct nsbox_err *e)
+{
+    memset(img, 0, sizeof *img);
+    img->lock_fd = -1;
+    if (!name || !name[0])
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "empty image name");
+    if (name[0] == '/')
+        return resolve_path(name, img, e);
+    if (!nsbox_image_name_valid(name))
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                             "invalid image '%s': give `host`, `debian`, another stored image "
+                             "name, or an absolute directory path",
+                             name);
+    char images[PATH_MAX];
+    /* no mkdir here: the fast path of `nsbox run` must not write anything */
+    if (images_path(images, sizeof images, e) < 0)
+        return -1;
+    if (!strcmp(name, "host"))
+        return resolve_host(images, img, e);
+    return resolve_stored(images, name, img, e);
+}
+
+/* ---- build, rm, ls ----------------------------------------------------------------------- */
+
+int nsbox_image_build(const char *name, bool progress, struct nsbox_err *e)
+{
+    if (name && !strcmp(name, "host"))
+        return nsbox_image_build_host(true, progress, e);
+    if (name && !strcmp(name, "debian"))
+        return nsbox_image_build_debian(progress, e);
+    return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                         "cannot build image '%s': nsbox builds `host` and `debian`",
+                         name ? name : "");
+}
+
+static int not_found(const char *name, bool missing_ok, struct nsbox_err *e)
+{
+    if (missing_ok)
+        return 0;
+    return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "image '%s' does not exist", name);
+}
+
+int nsbox_image_remove(const char *name, bool missing_ok, struct nsbox_err *e)
+{
+    if (!nsbox_image_name_valid(name))
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                             "invalid image name '%s' (only stored images can be removed)",
+                             name);
+    char images[PATH_MAX], real[PATH_MAX];
+    if (images_path(images, sizeof images, e) < 0)
+        return -1;
+    if (join(real, sizeof real, e, "%s/%s", images, name) < 0)
+        return -1;
+    /* trees retired earlier and released since go now (the sweep needs no build lock: it
+     * takes each tree's own lock) */
+    sweep_leftovers(images);
+    struct stat st;
+    /* checked before taking the lock too, so that removing a name that was never there leaves
+     * no lock file (or store) behind */
+    if (lstat(real, &st) < 0 && errno == ENOENT)
+        return not_found(name, missing_ok, e);
+    cleanup_close int lock = take_build_lock(images, name, false, e);
+    if (lock < 0)
+        return -1;
+    if (lstat(real, &st) < 0) {
+        if (errno == ENOENT)
+            return not_found(name, missing_ok, e);
+        return nsbox_err_sys(e, "cannot remove image %s", real);
+    }
+    if (retire(images, real, name, e) < 0)
+        return nsbox_err_wrap(e, "cannot remove image '%s'", name);
+    return 0;
+}
+
+static int cmp_info(const void *a, const void *b)
+{
+    return strcmp(((const struct nsbox_image_info *)a)->name,
+                  ((const struct nsbox_image_info *)b)->name);
+}
+
+static bool read_info(int images_fd, const char *images, const char *name,
+                      struct nsbox_image_info *info)
+{
+    memset(info, 0, sizeof *info);
+    if (strlen(name) >= sizeof info->name)
+        return false;
+    memcpy(info->name, name, strlen(name) + 1);
+    cleanup_close int fd =
+        openat(images_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    cleanup_free char *text = nsbox_image_read_text(fd, "image.json", 65536);
+    cleanup_json cJSON *o = text ? cJSON_Parse(text) : NULL;
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(o, "kind");
+    const cJSON *created = cJSON_GetObjectItemCaseSensitive(o, "created");
+    const cJSON *bv = cJSON_GetObjectItemCaseSensitive(o, "builder_version");
+    if (cJSON_IsString(kind))
+        snprintf(info->kind, sizeof info->kind, "%s", kind->valuestring);
+    if (cJSON_IsString(created))
+        snprintf(info->created, sizeof info->created, "%s", created->valuestring);
+    if (cJSON_IsNumber(bv))
+        info->builder_version = bv->valueint;
+    bool host = !strcmp(info->kind, "host");
+    struct stat st;
+    if (fstatat(fd, host ? "etc" : "rootfs", &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+        !S_ISDIR(st.st_mode))
+        return false; /* not an image (or a broken one): resolve would refuse it too */
+    if (!info->kind[0])
+        snprintf(info->kind, sizeof info->kind, "dir");
+    if (!info->created[0]) {
+        struct tm tm;
+        gmtime_r(&st.st_mtime, &tm);
+        strftime(info->created, sizeof info->created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    }
+    int r = snprintf(info->path, sizeof info->path, "%s/%s/%s", images, name,
+                     host ? "etc" : "rootfs");
+    return r > 0 && (size_t)r < sizeof info->path;
+}
+
+int nsbox_image_list(struct nsbox_image_info **out, size_t *n, struct nsbox_err *e)
+{
+    *out = NULL;
+    *n = 0;
+    char images[PATH_MAX];
+    if (images_path(images, sizeof images, e) < 0)
+        return -1;
+    cleanup_dir DIR *d = opendir(images);
+    if (!d) {
+        if (errno == ENOENT)
+            return 0;
+        return nsbox_err_sys(e, "cannot read %s", images);
+    }
+    size_t cap = 0, len = 0;
+    cleanup_free struct nsbox_image_info *v = NULL;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.' || !nsbox_image_name_valid(de->d_name))
+            continue;
+        if (len == cap) {
+            cap = cap ? cap * 2 : 8;
+            struct nsbox_image_info *nv = realloc(v, cap * sizeof *v);
+            if (!nv)
+                return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+            v = nv;
+        }
+        if (read_info(dirfd(d), images, de->d_name, &v[len]))
+            len++;
+    }
+    if (len)
+        qsort(v, len, sizeof *v, cmp_info);
+    *out = nsbox_steal_ptr(&v);
+    *n = len;
+    return 0;
+}

@@ -1,0 +1,151 @@
+/* `nsbox image build|ls|rm`: argument parsing and printing over the image store. */
+#include "image.h"
+#include "cleanup.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXIT_USAGE 2
+#define EXIT_FAILED 125
+
+static const char usage_text[] =
+    "usage: nsbox image build host|debian [--quiet]   build or rebuild a stored image\n"
+    "       nsbox image ls [--json]                   list stored images\n"
+    "       nsbox image rm [-f] NAME...               remove stored images (-f: missing is ok)\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "nsbox: image: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see `nsbox image --help`)\n");
+    return EXIT_USAGE;
+}
+
+static int failed(const struct nsbox_err *e)
+{
+    fprintf(stderr, "nsbox: %s\n", e->msg);
+    return EXIT_FAILED;
+}
+
+static int cmd_build(int argc, char **argv)
+{
+    const char *name = NULL;
+    bool quiet = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q"))
+            quiet = true;
+        else if (argv[i][0] == '-')
+            return usage_error("unknown option '%s' for build", argv[i]);
+        else if (name)
+            return usage_error("build takes one image name, got also '%s'", argv[i]);
+        else
+            name = argv[i];
+    }
+    if (!name)
+        return usage_error("%s", "build needs an image name: host or debian");
+    if (strcmp(name, "host") != 0 && strcmp(name, "debian") != 0)
+        return usage_error("cannot build '%s': nsbox builds `host` and `debian`", name);
+    struct nsbox_err e = {0};
+    if (nsbox_image_build(name, !quiet, &e) < 0)
+        return failed(&e);
+    return 0;
+}
+
+static int print_json(const struct nsbox_image_info *v, size_t n)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; arr && i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o)
+            break;
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddStringToObject(o, "name", v[i].name);
+        cJSON_AddStringToObject(o, "kind", v[i].kind);
+        cJSON_AddStringToObject(o, "created", v[i].created);
+        cJSON_AddNumberToObject(o, "builder_version", v[i].builder_version);
+        cJSON_AddStringToObject(o, "path", v[i].path);
+    }
+    char *text = arr ? cJSON_Print(arr) : NULL;
+    cJSON_Delete(arr);
+    if (!text) {
+        fprintf(stderr, "nsbox: out of memory\n");
+        return EXIT_FAILED;
+    }
+    puts(text);
+    free(text);
+    return 0;
+}
+
+static int cmd_ls(int argc, char **argv)
+{
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            json = true;
+        else
+            return usage_error("unexpected argument '%s' for ls", argv[i]);
+    }
+    struct nsbox_err e = {0};
+    cleanup_free struct nsbox_image_info *v = NULL;
+    size_t n = 0;
+    if (nsbox_image_list(&v, &n, &e) < 0)
+        return failed(&e);
+    if (json)
+        return print_json(v, n);
+    int wname = 4, wkind = 4;
+    for (size_t i = 0; i < n; i++) {
+        int ln = (int)strlen(v[i].name), lk = (int)strlen(v[i].kind);
+        wname = ln > wname ? ln : wname;
+        wkind = lk > wkind ? lk : wkind;
+    }
+    printf("%-*s  %-*s  %-20s  %s\n", wname, "NAME", wkind, "KIND", "CREATED", "PATH");
+    for (size_t i = 0; i < n; i++)
+        printf("%-*s  %-*s  %-20s  %s\n", wname, v[i].name, wkind, v[i].kind, v[i].created,
+               v[i].path);
+    return 0;
+}
+
+static int cmd_rm(int argc, char **argv)
+{
+    bool force = false;
+    int names = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--force"))
+            force = true;
+        else if (argv[i][0] == '-')
+            return usage_error("unknown option '%s' for rm", argv[i]);
+        else
+            names++;
+    }
+    if (!names)
+        return usage_error("%s", "rm needs at least one image name");
+    int rc = 0;
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-')
+            continue;
+        struct nsbox_err e = {0};
+        if (nsbox_image_remove(argv[i], force, &e) < 0)
+            rc = failed(&e); /* go on with the other names, like rm(1) */
+    }
+    return rc;
+}
+
+int nsbox_cli_image(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage_error("%s", "missing subcommand: build, ls or rm");
+    const char *sub = argv[1];
+    if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    if (!strcmp(sub, "build"))
+        return cmd_build(argc - 1, argv + 1);
+    if (!strcmp(sub, "ls") || !strcmp(sub, "list"))
+        return cmd_ls(argc - 1, argv + 1);
+    if (!strcmp(sub, "rm") || !strcmp(sub, "remove"))
+        return cmd_rm(argc - 1, argv + 1);
+    return usage_error("unknown subcommand '%s': use build, ls or rm", sub);
+}

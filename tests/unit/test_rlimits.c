@@ -1,0 +1,104 @@
+/* Resource limits of sandbox processes (policy/rlimits.c). Pure; no root needed. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "rlimits.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct got {
+    size_t n;
+    struct nsbox_rlimit r[NSBOX_RLIMITS_MAX + 4]; /* slack + canary for an overrun */
+};
+
+static struct got compute(uint64_t pids, bool privileged)
+{
+    struct nsbox_spec *s = calloc(1, sizeof *s);
+    assert_non_null(s);
+    s->limits.pids = pids;
+    struct got g;
+    memset(&g, 0xA5, sizeof g);
+    g.n = nsbox_rlimits_for(s, privileged, g.r);
+    free(s);
+    assert_true(g.n <= NSBOX_RLIMITS_MAX);
+    /* nothing written past what was returned... at least not past the declared maximum */
+    const unsigned char *tail = (const unsigned char *)&g.r[NSBOX_RLIMITS_MAX];
+    for (size_t i = 0; i < 4 * sizeof g.r[0]; i++)
+        assert_int_equal(tail[i], 0xA5);
+    /* each resource at most once: a second entry would silently override the first */
+    for (size_t i = 0; i < g.n; i++)
+        for (size_t j = i + 1; j < g.n; j++)
+            assert_int_not_equal(g.r[i].resource, g.r[j].resource);
+    return g;
+}
+
+static const struct rlimit *find(const struct got *g, int resource)
+{
+    for (size_t i = 0; i < g->n; i++)
+        if (g->r[i].resource == resource) return &g->r[i].lim;
+    return NULL;
+}
+
+static void check_common(const struct got *g)
+{
+    const struct rlimit *core = find(g, RLIMIT_CORE);
+    assert_non_null(core);
+    assert_int_equal(core->rlim_cur, 0);
+    assert_int_equal(core->rlim_max, 0); /* hard 0: the sandbox cannot raise it again */
+
+    const struct rlimit *nofile = find(g, RLIMIT_NOFILE);
+    assert_non_null(nofile);
+    assert_true(nofile->rlim_max != RLIM_INFINITY);
+    assert_true(nofile->rlim_max >= 1024);  /* usable for language servers, test runners */
+    assert_true(nofile->rlim_max <= 65536); /* bounded */
+    assert_true(nofile->rlim_cur <= nofile->rlim_max);
+    assert_true(nofile->rlim_cur >= 1024);
+}
+
+static void test_unprivileged_has_no_nproc(void **state)
+{
+    (void)state;
+    /* Unprivileged, RLIMIT_NPROC would count every process of the caller's own host uid. */
+    struct got g = compute(256, false);
+    check_common(&g);
+    assert_null(find(&g, RLIMIT_NPROC));
+    assert_int_equal(g.n, 2);
+}
+
+static void test_privileged_nproc_equals_pids(void **state)
+{
+    (void)state;
+    uint64_t vals[] = {1, 64, 256, 4096, 100000};
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        struct got g = compute(vals[i], true);
+        check_common(&g);
+        const struct rlimit *np = find(&g, RLIMIT_NPROC);
+        assert_non_null(np);
+        assert_int_equal(np->rlim_cur, vals[i]);
+        assert_int_equal(np->rlim_max, vals[i]);
+        assert_int_equal(g.n, 3);
+    }
+}
+
+static void test_privileged_without_pids_limit(void **state)
+{
+    (void)state;
+    /* pids 0 means "no limit": no RLIMIT_NPROC of 0 (which would forbid every fork). */
+    struct got g = compute(0, true);
+    check_common(&g);
+    assert_null(find(&g, RLIMIT_NPROC));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unprivileged_has_no_nproc),
+        cmocka_unit_test(test_privileged_nproc_equals_pids),
+        cmocka_unit_test(test_privileged_without_pids_limit),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

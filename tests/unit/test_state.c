@@ -1,0 +1,528 @@
+/* Sandbox ids, state directories and garbage collection (runtime/state.c).
+ *
+ * NSBOX_STATE_DIR and NSBOX_CACHE_DIR point into a fresh mkdtemp directory for each test, so
+ * nothing outside it is touched; no root needed. A live sandbox is simulated by a forked child
+ * holding the flock on <state>/<id>/lock, as the real owner does for the sandbox's lifetime. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct fx {
+    char base[PATH_MAX];
+    char state[PATH_MAX]; /* NSBOX_STATE_DIR (not created: nsbox makes it) */
+    char cache[PATH_MAX]; /* NSBOX_CACHE_DIR (not created) */
+    char *old_state, *old_cache;
+};
+
+static char *dup_env(const char *name)
+{
+    const char *v = getenv(name);
+    return v ? strdup(v) : NULL;
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+    if (!f) return -1;
+    snprintf(f->base, sizeof f->base, "/tmp/nsbox-test-state-XXXXXX");
+    if (!mkdtemp(f->base)) return -1;
+    snprintf(f->state, sizeof f->state, "%s/run/nsbox", f->base);
+    snprintf(f->cache, sizeof f->cache, "%s/cache/nsbox", f->base);
+    f->old_state = dup_env("NSBOX_STATE_DIR");
+    f->old_cache = dup_env("NSBOX_CACHE_DIR");
+    setenv("NSBOX_STATE_DIR", f->state, 1);
+    setenv("NSBOX_CACHE_DIR", f->cache, 1);
+    *state = f;
+    return 0;
+}
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *w)
+{
+    (void)sb;
+    (void)flag;
+    (void)w;
+    return remove(p);
+}
+
+static void restore_env(const char *name, char *old)
+{
+    if (old)
+        setenv(name, old, 1);
+    else
+        unsetenv(name);
+    free(old);
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    nftw(f->base, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    restore_env("NSBOX_STATE_DIR", f->old_state);
+    restore_env("NSBOX_CACHE_DIR", f->old_cache);
+    free(f);
+    return 0;
+}
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+
+static bool exists(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static bool exists(const char *fmt, ...)
+{
+    char p[PATH_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p, sizeof p, fmt, ap);
+    va_end(ap);
+    struct stat st;
+    return lstat(p, &st) == 0;
+}
+
+static void make_dir(const char *path)
+{
+    if (mkdir(path, 0700) < 0 && errno != EEXIST) fail_msg("mkdir %s: %s", path, strerror(errno));
+}
+
+static void make_file(const char *path, const char *content)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, content, strlen(content)), (ssize_t)strlen(content));
+    close(fd);
+}
+
+static void set_age(const char *path, time_t seconds)
+{
+    struct timespec ts[2] = {{time(NULL) - seconds, 0}, {time(NULL) - seconds, 0}};
+    assert_int_equal(utimensat(AT_FDCWD, path, ts, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+/* Is someone holding an exclusive flock on path? (Own open file description, so a lock held
+ * by this very process through another descriptor counts too.) */
+static bool lock_held(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    bool held = flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+    close(fd);
+    return held;
+}
+
+static void new_id(char *id)
+{
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_state_new_id(id, &e), 0);
+    assert_true(nsbox_state_valid_id(id));
+}
+
+/* A forked child that holds the lock at path until release_holder(). */
+struct holder {
+    pid_t pid;
+    int go; /* write end: closing it lets the child exit */
+};
+
+static struct holder hold_lock(const char *path)
+{
+    int ready[2], go[2];
+    assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(ready[0]);
+        close(go[1]);
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        char c = (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) ? 'y' : 'n';
+        if (write(ready[1], &c, 1) != 1) _exit(1);
+        while (read(go[0], &c, 1) > 0)
+            ;
+        _exit(0);
+    }
+    close(ready[1]);
+    close(go[0]);
+    char c = 0;
+    assert_int_equal(read(ready[0], &c, 1), 1);
+    close(ready[0]);
+    assert_int_equal(c, 'y');
+    return (struct holder){pid, go[1]};
+}
+
+static void release_holder(struct holder *h)
+{
+    close(h->go);
+    int status;
+    assert_int_equal(waitpid(h->pid, &status, 0), h->pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* ---- ids ----------------------------------------------------------------------------------- */
+
+static void test_new_id(void **state)
+{
+    (void)state;
+    enum { N = 256 };
+    static char ids[N][NSBOX_ID_LEN + 1];
+    bool seen[16] = {false};
+    for (int i = 0; i < N; i++) {
+        char buf[NSBOX_ID_LEN + 8];
+        memset(buf, 'Z', sizeof buf);
+        struct nsbox_err e = {0};
+        assert_int_equal(nsbox_state_new_id(buf, &e), 0);
+        assert_int_equal(strlen(buf), NSBOX_ID_LEN);
+        for (size_t k = NSBOX_ID_LEN + 1; k < sizeof buf; k++)
+            assert_int_equal(buf[k], 'Z'); /* nothing past the NUL */
+        for (int k = 0; k < NSBOX_ID_LEN; k++) {
+            char c = buf[k];
+            assert_true((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+            seen[c <= '9' ? c - '0' : c - 'a' + 10] = true;
+        }
+        assert_true(nsbox_state_valid_id(buf));
+        memcpy(ids[i], buf, sizeof ids[i]);
+        for (int j = 0; j < i; j++)
+            assert_string_not_equal(ids[i], ids[j]);
+    }
+    /* random over the whole hex alphabet (3072 digits: missing one is ~1e-84) */
+    for (int d = 0; d < 16; d++)
+        assert_true(seen[d]);
+}
+
+static void test_valid_id(void **state)
+{
+    (void)state;
+    assert_true(nsbox_state_valid_id("0123456789ab"));
+    assert_true(nsbox_state_valid_id("cdefcdefcdef"));
+    const char *bad[] = {"",
+                         "0123456789a",   /* 11 */
+                         "0123456789abc", /* 13 */
+                         "0123456789AB",  /* uppercase */
+                         "0123456789ag",
+                         "..",
+                         "../456789abcd",
+                         "0123456789a/",
+                         "0123456789a ",
+                         "uids",
+                         "lock"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (nsbox_state_valid_id(bad[i])) fail_msg("'%s' accepted as an id", bad[i]);
+}
+
+/* ---- create / destroy ---------------------------------------------------------------------- */
+
+/* Twice: first with neither base directory present (made on demand), then with both there. */
+static void create_fresh_once(struct fx *f)
+{
+    struct nsbox_state st;
+    nsbox_state_init(&st);
+    struct nsbox_err e = {0};
+    if (nsbox_state_create(&st, NULL, &e) != 0) fail_msg("create: %s", e.msg);
+    assert_true(nsbox_state_valid_id(st.id));
+
+    char want[PATH_MAX];
+    snprintf(want, sizeof want, "%s/%s", f->state, st.id);
+    assert_string_equal(st.dir, want);
+    snprintf(want, sizeof want, "%s/%s/root", f->state, st.id);
+    assert_string_equal(st.staging, want);
+    snprintf(want, sizeof want, "%s/%s", f->cache, st.id);
+    assert_string_equal(st.cache, want);
+    snprintf(want, sizeof want, "%s/%s/workspace", f->cache, st.id);
+    assert_string_equal(st.workspace, want);
+    assert_true(st.fresh_workspace);
+
+    struct stat sb;
+    assert_int_equal(lstat(st.dir, &sb), 0);
+    assert_true(S_ISDIR(sb.st_mode));
+    assert_int_equal(sb.st_mode & 0777, 0700);
+    assert_int_equal(lstat(st.staging, &sb), 0);
+    assert_true(S_ISDIR(sb.st_mode));
+    assert_int_equal(lstat(st.cache, &sb), 0);
+    assert_true(S_ISDIR(sb.st_mode));
+    assert_int_equal(sb.st_mode & 0777, 0700); /* only the owner may enter */
+    assert_int_equal(lstat(st.workspace, &sb), 0);
+    assert_true(S_ISDIR(sb.st_mode));
+
+    /* the lock is held for the sandbox's lifetime */
+    char lock[PATH_MAX];
+    snprintf(lock, sizeof lock, "%s/lock", st.dir);
+    assert_int_equal(lstat(lock, &sb), 0);
+    assert_true(S_ISREG(sb.st_mode));
+    assert_true(st.lock_fd >= 0);
+    assert_true(lock_held(lock));
+
+    /* keep a descriptor of the lock to see it released by destroy */
+    int probe = open(lock, O_RDONLY | O_CLOEXEC);
+    assert_true(probe >= 0);
+    assert_int_equal(nsbox_state_destroy(&st, &e), 0);
+    assert_false(exists("%s", want));
+    assert_false(exists("%s/%s", f->cache, st.id));
+    assert_false(exists("%s/%s", f->state, st.id));
+    assert_int_equal(st.lock_fd, -1);
+    assert_int_equal(flock(probe, LOCK_EX | LOCK_NB), 0);
+    close(probe);
+    /* twice is harmless */
+    assert_int_equal(nsbox_state_destroy(&st, &e), 0);
+}
+
+static void test_create_fresh_workspace(void **state)
+{
+    struct fx *f = *state;
+    create_fresh_once(f);
+    assert_true(exists("%s", f->state));
+    assert_true(exists("%s", f->cache));
+    create_fresh_once(f);
+}
+
+/* A given workspace is the user's: resolved to its real path, never removed. */
+static void test_create_existing_workspace(void **state)
+{
+    struct fx *f = *state;
+    char ws[PATH_MAX], link[PATH_MAX], keep[PATH_MAX];
+    snprintf(ws, sizeof ws, "%s/project", f->base);
+    snprintf(link, sizeof link, "%s/project-link", f->base);
+    snprintf(keep, sizeof keep, "%s/project/precious.txt", f->base);
+    make_dir(ws);
+    make_file(keep, "user data");
+    assert_int_equal(symlink(ws, link), 0);
+
+    struct nsbox_state st;
+    nsbox_state_init(&st);
+    struct nsbox_err e = {0};
+    if (nsbox_state_create(&st, link, &e) != 0) fail_msg("create: %s", e.msg);
+    char real[PATH_MAX];
+    assert_non_null(realpath(ws, real));
+    assert_string_equal(st.workspace, real);
+    assert_false(st.fresh_workspace);
+    /* nothing made under the cache dir for a given workspace */
+    assert_false(exists("%s/%s", f->cache, st.id));
+    assert_int_equal(nsbox_state_destroy(&st, &e), 0);
+    assert_true(exists("%s", keep));
+    assert_true(exists("%s", ws));
+    assert_false(exists("%s/%s", f->state, st.id));
+}
+
+static void test_create_bad_workspace(void **state)
+{
+    struct fx *f = *state;
+    char file[PATH_MAX], missing[PATH_MAX];
+    snprintf(file, sizeof file, "%s/a-file", f->base);
+    snprintf(missing, sizeof missing, "%s/missing", f->base);
+    make_file(file, "x");
+
+    struct nsbox_state st;
+    nsbox_state_init(&st);
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_state_create(&st, file, &e), -1);
+    assert_int_equal(e.code, NSBOX_E_INVALID);
+    assert_int_equal(e.sys_errno, ENOTDIR);
+    assert_non_null(strstr(e.msg, file));
+    assert_false(st.fresh_workspace);
+    char id[NSBOX_ID_LEN + 1];
+    memcpy(id, st.id, sizeof id);
+    /* the caller cleans up after a failed create: nothing is left */
+    assert_int_equal(nsbox_state_destroy(&st, &e), 0);
+    assert_false(exists("%s/%s", f->state, id));
+    assert_true(exists("%s", file));
+
+    nsbox_state_init(&st);
+    assert_int_equal(nsbox_state_create(&st, missing, &e), -1);
+    assert_int_equal(e.sys_errno, ENOENT);
+    assert_int_equal(nsbox_state_destroy(&st, &e), 0);
+}
+
+static void test_create_given_id_and_collision(void **state)
+{
+    struct fx *f = *state;
+    struct nsbox_state a, b;
+    nsbox_state_init(&a);
+    nsbox_state_init(&b);
+    snprintf(a.id, sizeof a.id, "00112233aabb");
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_state_create(&a, NULL, &e), 0);
+    assert_true(exists("%s/00112233aabb/lock", f->state));
+    /* a second sandbox with the same id must not take over the first one's directory */
+    snprintf(b.id, sizeof b.id, "00112233aabb");
+    assert_int_equal(nsbox_state_create(&b, NULL, &e), -1);
+    assert_true(exists("%s/00112233aabb/lock", f->state));
+    assert_true(exists("%s/00112233aabb/workspace", f->cache));
+    assert_int_equal(nsbox_state_destroy(&a, &e), 0);
+}
+
+/* ---- gc ------------------------------------------------------------------------------------ */
+
+static void test_gc(void **state)
+{
+    struct fx *f = *state;
+    struct nsbox_err e = {0};
+    char p[PATH_MAX];
+
+    /* dead: created, then its owner vanished without destroy (lock released by the kernel) */
+    struct nsbox_state dead;
+    nsbox_state_init(&dead);
+    assert_int_equal(nsbox_state_create(&dead, NULL, &e), 0);
+    snprintf(p, sizeof p, "%s/file", dead.workspace);
+    make_file(p, "left behind");
+    close(dead.lock_fd);
+    dead.lock_fd = -1;
+
+    /* live: lock held by another process; old, to show it is the lock that counts */
+    struct nsbox_state live;
+    nsbox_state_init(&live);
+    assert_int_equal(nsbox_state_create(&live, NULL, &e), 0);
+    close(live.lock_fd);
+    live.lock_fd = -1;
+    snprintf(p, sizeof p, "%s/lock", live.dir);
+    struct holder h = hold_lock(p);
+    set_age(live.dir, 3600);
+
+    /* lockless and young: a sandbox between mkdir and creating its lock */
+    char young[NSBOX_ID_LEN + 1], young50[NSBOX_ID_LEN + 1], old[NSBOX_ID_LEN + 1],
+        orphan[NSBOX_ID_LEN + 1];
+    new_id(young);
+    new_id(young50);
+    new_id(old);
+    new_id(orphan);
+    snprintf(p, sizeof p, "%s/%s", f->state, young);
+    make_dir(p);
+    snprintf(p, sizeof p, "%s/%s", f->state, young50);
+    make_dir(p);
+    set_age(p, 50);
+    /* lockless and old: died before it could lock */
+    snprintf(p, sizeof p, "%s/%s", f->state, old);
+    make_dir(p);
+    snprintf(p, sizeof p, "%s/%s/root", f->state, old);
+    make_dir(p);
+    snprintf(p, sizeof p, "%s/%s", f->state, old);
+    set_age(p, 120);
+    /* a workspace whose state directory is gone (reboot cleared the runtime dir) */
+    snprintf(p, sizeof p, "%s/%s", f->cache, orphan);
+    make_dir(p);
+    snprintf(p, sizeof p, "%s/%s/workspace", f->cache, orphan);
+    make_dir(p);
+
+    /* not sandboxes: never touched */
+    snprintf(p, sizeof p, "%s/uids", f->state);
+    make_dir(p);
+    snprintf(p, sizeof p, "%s/uids/7", f->state);
+    make_file(p, "");
+    snprintf(p, sizeof p, "%s/ABCDEF012345", f->state);
+    make_dir(p);
+    set_age(p, 3600);
+    snprintf(p, sizeof p, "%s/keep-me", f->cache);
+    make_dir(p);
+    snprintf(p, sizeof p, "%s/0123456789abc", f->cache); /* 13 digits */
+    make_dir(p);
+
+    int removed = nsbox_gc(false, &e);
+    if (removed < 0) fail_msg("gc: %s", e.msg);
+
+    assert_false(exists("%s", dead.dir));
+    assert_false(exists("%s", dead.cache));
+
+    assert_true(exists("%s/lock", live.dir));
+    assert_true(exists("%s", live.staging));
+    assert_true(exists("%s", live.workspace));
+
+    assert_true(exists("%s/%s", f->state, young));
+    assert_true(exists("%s/%s", f->state, young50));
+    assert_false(exists("%s/%s", f->state, old));
+    assert_false(exists("%s/%s", f->cache, orphan));
+
+    assert_true(exists("%s/uids/7", f->state));
+    assert_true(exists("%s/ABCDEF012345", f->state));
+    assert_true(exists("%s/keep-me", f->cache));
+    assert_true(exists("%s/0123456789abc", f->cache));
+
+    assert_int_equal(removed, 3); /* dead, old, orphan */
+
+    /* the owner dies: now it is a leftover */
+    release_holder(&h);
+    removed = nsbox_gc(false, &e);
+    assert_int_equal(removed, 1);
+    assert_false(exists("%s", live.dir));
+    assert_false(exists("%s", live.cache));
+    assert_true(exists("%s/%s", f->state, young));
+
+    /* nothing left to do */
+    assert_int_equal(nsbox_gc(false, &e), 0);
+    dead.dir[0] = live.dir[0] = '\0';
+    dead.fresh_workspace = live.fresh_workspace = false;
+}
+
+/* gc removes links, never what they point at. */
+static void test_gc_does_not_follow_symlinks(void **state)
+{
+    struct fx *f = *state;
+    struct nsbox_err e = {0};
+    char outside[PATH_MAX], p[PATH_MAX], t[PATH_MAX];
+    snprintf(outside, sizeof outside, "%s/outside", f->base);
+    make_dir(outside);
+    snprintf(p, sizeof p, "%s/precious", outside);
+    make_file(p, "do not delete");
+    snprintf(p, sizeof p, "%s/lock", outside); /* a free "lock" to make it look dead */
+    make_file(p, "");
+    snprintf(p, sizeof p, "%s/workspace", outside);
+    make_dir(p);
+
+    snprintf(t, sizeof t, "%s/run", f->base);
+    make_dir(t);
+    make_dir(f->state);
+    snprintf(t, sizeof t, "%s/cache", f->base);
+    make_dir(t);
+    make_dir(f->cache);
+
+    char a[NSBOX_ID_LEN + 1], b[NSBOX_ID_LEN + 1];
+    new_id(a);
+    new_id(b);
+    snprintf(p, sizeof p, "%s/%s", f->state, a); /* state dir that is a symlink */
+    assert_int_equal(symlink(outside, p), 0);
+    snprintf(p, sizeof p, "%s/%s", f->cache, a);
+    assert_int_equal(symlink(outside, p), 0);
+    snprintf(p, sizeof p, "%s/%s", f->cache, b); /* orphan workspace that is a symlink */
+    assert_int_equal(symlink(outside, p), 0);
+
+    assert_true(nsbox_gc(false, &e) >= 0);
+    assert_true(exists("%s/precious", outside));
+    assert_true(exists("%s/lock", outside));
+    assert_true(exists("%s/workspace", outside));
+}
+
+static void test_gc_nothing_there(void **state)
+{
+    (void)state;
+    struct nsbox_err e = {0};
+    /* neither directory exists yet */
+    assert_int_equal(nsbox_gc(false, &e), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_new_id),
+        cmocka_unit_test(test_valid_id),
+        cmocka_unit_test_setup_teardown(test_create_fresh_workspace, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_create_existing_workspace, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_create_bad_workspace, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_create_given_id_and_collision, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gc, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gc_does_not_follow_symlinks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gc_nothing_there, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
