@@ -44,8 +44,9 @@ struct nsbox_cgroup_support {
 /* What this machine and this user can do; never fails. version says which hierarchy nsbox
  * would use; memory/cpu/pids are true only when that hierarchy has them AND this user can
  * create cgroups with them there (so `memory && cpu && pids` is "limits are enforceable").
- * Computed once per process (cached): the parent is the caller's own cgroup in each hierarchy,
- * or $NSBOX_CGROUP_PARENT (a path relative to the hierarchy root, e.g. "/nsbox"). */
+ * Computed once per process (cached; the first call must not race with another thread): the
+ * parent is the caller's own cgroup in each hierarchy, or $NSBOX_CGROUP_PARENT (a path relative
+ * to the hierarchy root, e.g. "/nsbox"). See docs/cgroups.md. */
 void nsbox_cgroup_detect(struct nsbox_cgroup_support *sup);
 
 /* An empty handle (version 0, dirfd -1). destroy() of an empty handle does nothing. */
@@ -61,8 +62,11 @@ int nsbox_cgroup_create(const char *id, const struct nsbox_limits *lim, struct n
 int nsbox_cgroup_attach(const struct nsbox_cgroup *cg, pid_t pid, struct nsbox_err *e);
 /* Kill every process left in it, then remove it. Idempotent; cg->version becomes 0. */
 int nsbox_cgroup_destroy(struct nsbox_cgroup *cg, struct nsbox_err *e);
-/* Remove the leftover cgroup of sandbox id (after a SIGKILL), wherever it is. Idempotent. */
+/* Remove the leftover cgroup of sandbox id (after a SIGKILL): "nsbox-<id>" below the caller's
+ * own cgroup and below $NSBOX_CGROUP_PARENT, processes killed as in destroy. Idempotent. */
 int nsbox_cgroup_remove_by_id(const char *id, struct nsbox_err *e);
+/* Freeze (true) or thaw and wait until the kernel reports it done (at most 2 s, then
+ * NSBOX_E_TIMEOUT and thawed again). NSBOX_E_UNSUPPORTED without a freezer. */
 int nsbox_cgroup_freeze(const struct nsbox_cgroup *cg, bool frozen, struct nsbox_err *e);
 /* Missing files leave their field 0 (an old kernel without memory.peak, v1 without cpuacct).
  * memory_limit/pids_limit are UINT64_MAX when unlimited. */

@@ -5,6 +5,7 @@
  * seccomp program, environment, rlimits); this side only performs the steps. */
 #define _GNU_SOURCE
 #include "cleanup.h"
+#include "agent.h"
 #include "idmap.h"
 #include "launch.h"
 #include "seccomp_profile.h"
@@ -291,6 +292,18 @@ void nsbox_child_main(struct nsbox_launch *L)
         child_wait_for_cgroup(L, &e) < 0 ||     /* cgroup: the parent has put us there */
         child_cgroup_namespace(L, &e) < 0)
         report_and_exit(L, 125, &e);
+
+    if (L->agent_fd >= 0) {
+        /* A persistent sandbox: init serves the supervisor's requests (agent.h). Closing the
+         * report pipe tells the supervisor that the sandbox is ready. */
+        if (set_rlimits(L, &e) < 0 || init_harden(L, &e) < 0)
+            report_and_exit(L, 125, &e);
+        int keep = L->agent_fd;
+        if (keep > 3)
+            syscall(SYS_close_range, 3, (unsigned)keep - 1, 0);
+        syscall(SYS_close_range, (unsigned)keep + 1, ~0U, 0);
+        nsbox_agent_serve(keep);
+    }
 
     pid_t workload = fork();
     if (workload < 0) {

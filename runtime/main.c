@@ -7,6 +7,8 @@
 #include "nsbox.h"
 #include "spec.h"
 #include "state.h"
+#include "supervisor.h"
+#include "client.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +25,10 @@ static const char usage_text[] =
     "usage: nsbox COMMAND [ARGS]\n"
     "\n"
     "  run [OPTIONS] -- CMD [ARG...]   one-shot sandbox: create, run, delete\n"
+    "  create [OPTIONS] [--json]       start a persistent sandbox, print its id\n"
+    "  exec [-i] [-d] [--timeout S] [--cwd DIR] [-e K=V] ID -- CMD [ARG...]\n"
+    "  cp SRC DST                      ID:/path on either side\n"
+    "  ls [--json] | inspect ID | rm ID... | ps ID | kill ID PID [SIG] | logs ID PID\n"
     "  info [--json]                   what this machine supports and how to fix what is missing\n"
     "  image build host|debian | ls [--json] | rm NAME\n"
     "  gc [-v]                         remove what crashed sandboxes left behind\n"
@@ -113,15 +119,13 @@ static const struct flag_map spec_flags[] = {
     {"--env", "env"},
 };
 
-static int cmd_run(int argc, char **argv)
+/* Parse sandbox OPTIONS (shared by run and create). Returns 0 with *next at the first
+ * non-option (after a "--"), 1 when help was printed, -1 with e filled, -2 after a usage error
+ * was printed. run_opts: NULL where --timeout/--cwd are not accepted. */
+static int parse_options(int argc, char **argv, struct nsbox_spec *spec,
+                         struct nsbox_run_opts *run_opts, int *next, struct nsbox_err *e)
 {
-    struct nsbox_spec spec;
-    nsbox_spec_init(&spec);
-    struct nsbox_err e = {0};
-    struct nsbox_run_opts o = {.stdin_fd = 0, .stdout_fd = 1, .stderr_fd = 2};
-    int rc = EXIT_NSBOX, i;
-    uint64_t ttl_ms = 0;
-
+    int i;
     /* --spec is applied first wherever it stands: a JSON key replaces that option's whole
      * value, so flags must come after it to add to or override it. */
     for (i = 1; i < argc; i++) {
@@ -138,11 +142,9 @@ static int cmd_run(int argc, char **argv)
         if (!val)
             continue;
         size_t len;
-        cleanup_free char *json = read_file_arg(val, NSBOX_SPEC_JSON_MAX, &len, &e);
-        if (!json || nsbox_spec_from_json(&spec, json, len, &e) < 0) {
-            nsbox_err_wrap(&e, "--spec %s", val);
-            goto out_err;
-        }
+        cleanup_free char *json = read_file_arg(val, NSBOX_SPEC_JSON_MAX, &len, e);
+        if (!json || nsbox_spec_from_json(spec, json, len, e) < 0)
+            return nsbox_err_wrap(e, "--spec %s", val);
     }
 
     for (i = 1; i < argc; i++) {
@@ -153,8 +155,7 @@ static int cmd_run(int argc, char **argv)
             break;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(usage_text, stdout);
-            nsbox_spec_free(&spec);
-            return 0;
+            return 1;
         }
         /* --flag=value and --flag value */
         char name[64];
@@ -169,8 +170,8 @@ static int cmd_run(int argc, char **argv)
         }
         if (!val) {
             if (i + 1 >= argc) {
-                nsbox_spec_free(&spec);
-                return usage_error("option %s needs a value", a);
+                usage_error("option %s needs a value", a);
+                return -2;
             }
             val = argv[++i];
         }
@@ -182,41 +183,53 @@ static int cmd_run(int argc, char **argv)
         if (key && !strcmp(key, "workspace") && val[0] && val[0] != '/') {
             /* The spec takes absolute paths only; a relative one on the command line means
              * relative to where nsbox was started. */
-            if (!realpath(val, abs)) {
-                nsbox_err_sys(&e, "--workspace %s", val);
-                goto out_err;
-            }
+            if (!realpath(val, abs))
+                return nsbox_err_sys(e, "--workspace %s", val);
             val = abs;
         }
         if (key) {
-            if (nsbox_spec_set(&spec, key, val, &e) < 0)
-                goto out_err;
+            if (nsbox_spec_set(spec, key, val, e) < 0)
+                return -1;
         } else if (!strcmp(name, "--spec")) {
             /* applied above */
         } else if (!strcmp(name, "--setup-script")) {
             size_t len;
-            cleanup_free char *script = read_file_arg(val, NSBOX_SCRIPT_MAX, &len, &e);
-            if (script && strlen(script) != len) {
-                nsbox_err_set(&e, NSBOX_E_INVALID, EINVAL, "--setup-script %s: contains a NUL byte",
-                              val);
-                goto out_err;
+            cleanup_free char *script = read_file_arg(val, NSBOX_SCRIPT_MAX, &len, e);
+            if (script && strlen(script) != len)
+                return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                     "--setup-script %s: contains a NUL byte", val);
+            if (!script || nsbox_spec_set(spec, "setup_script", script, e) < 0)
+                return -1;
+        } else if (run_opts && !strcmp(name, "--timeout")) {
+            if (parse_seconds(val, 365 * 86400, &run_opts->timeout_ms) < 0) {
+                usage_error("--timeout needs a number of seconds, not '%s'", val);
+                return -2;
             }
-            if (!script || nsbox_spec_set(&spec, "setup_script", script, &e) < 0)
-                goto out_err;
-        } else if (!strcmp(name, "--timeout")) {
-            if (parse_seconds(val, 365 * 86400, &o.timeout_ms) < 0) {
-                nsbox_spec_free(&spec);
-                return usage_error("--timeout needs a number of seconds, not '%s'", val);
-            }
-        } else if (!strcmp(name, "--cwd")) {
-            o.cwd = val;
+        } else if (run_opts && !strcmp(name, "--cwd")) {
+            run_opts->cwd = val;
         } else {
-            nsbox_spec_free(&spec);
-            return usage_error("unknown option %s", a);
+            usage_error("unknown option %s", a);
+            return -2;
         }
     }
     if (i < argc && !strcmp(argv[i], "--"))
         i++;
+    *next = i;
+    return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    struct nsbox_spec spec;
+    nsbox_spec_init(&spec);
+    struct nsbox_err e = {0};
+    struct nsbox_run_opts o = {.stdin_fd = 0, .stdout_fd = 1, .stderr_fd = 2};
+    int rc = EXIT_NSBOX, i;
+    int pr = parse_options(argc, argv, &spec, &o, &i, &e);
+    if (pr != 0) {
+        nsbox_spec_free(&spec);
+        return pr == 1 ? 0 : pr == -2 ? EXIT_USAGE : fail(&e);
+    }
     if (i >= argc) {
         nsbox_spec_free(&spec);
         return usage_error("%s", "run needs a command: nsbox run [OPTIONS] -- CMD [ARG...]");
@@ -225,7 +238,7 @@ static int cmd_run(int argc, char **argv)
         goto out_err;
     /* ttl_seconds is a hard limit on the sandbox's life; for a one-shot sandbox it bounds the
      * command like --timeout does, whichever comes first. */
-    ttl_ms = spec.ttl_seconds * 1000;
+    uint64_t ttl_ms = spec.ttl_seconds * 1000;
     if (ttl_ms && (!o.timeout_ms || ttl_ms < o.timeout_ms))
         o.timeout_ms = ttl_ms;
 
@@ -245,6 +258,46 @@ static int cmd_run(int argc, char **argv)
 out_err:
     nsbox_spec_free(&spec);
     return fail(&e);
+}
+
+static int cmd_create(int argc, char **argv)
+{
+    struct nsbox_spec spec;
+    nsbox_spec_init(&spec);
+    struct nsbox_err e = {0};
+    bool json = false;
+    /* --json is create's own flag; strip it before the shared parser sees it. */
+    int k = 1;
+    for (int j = 1; j < argc; j++) {
+        if (!strcmp(argv[j], "--json"))
+            json = true;
+        else
+            argv[k++] = argv[j];
+    }
+    argc = k;
+    int i;
+    int pr = parse_options(argc, argv, &spec, NULL, &i, &e);
+    if (pr != 0) {
+        nsbox_spec_free(&spec);
+        return pr == 1 ? 0 : pr == -2 ? EXIT_USAGE : fail(&e);
+    }
+    if (i < argc) {
+        nsbox_spec_free(&spec);
+        return usage_error("create takes no command (unexpected '%s'); use nsbox exec", argv[i]);
+    }
+    char id[NSBOX_ID_LEN + 1];
+    struct nsbox_err ge;
+    nsbox_gc(false, &ge); /* cheap: a readdir and one flock per sandbox */
+    if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_session_create(&spec, id, &e) < 0) {
+        nsbox_spec_free(&spec);
+        return fail(&e);
+    }
+    nsbox_spec_free(&spec);
+    if (json)
+        printf("{\"id\": \"%s\"}\n", id);
+    else
+        printf("%s\n", id);
+    return 0;
 }
 
 static int cmd_gc(int argc, char **argv)
@@ -287,5 +340,23 @@ int main(int argc, char **argv)
         return nsbox_cli_image(argc - 1, argv + 1);
     if (!strcmp(cmd, "gc"))
         return cmd_gc(argc - 1, argv + 1);
+    if (!strcmp(cmd, "create"))
+        return cmd_create(argc - 1, argv + 1);
+    if (!strcmp(cmd, "exec"))
+        return nsbox_cli_exec(argc - 1, argv + 1);
+    if (!strcmp(cmd, "ls"))
+        return nsbox_cli_ls(argc - 1, argv + 1);
+    if (!strcmp(cmd, "inspect"))
+        return nsbox_cli_inspect(argc - 1, argv + 1);
+    if (!strcmp(cmd, "rm"))
+        return nsbox_cli_rm(argc - 1, argv + 1);
+    if (!strcmp(cmd, "ps"))
+        return nsbox_cli_ps(argc - 1, argv + 1);
+    if (!strcmp(cmd, "kill"))
+        return nsbox_cli_kill(argc - 1, argv + 1);
+    if (!strcmp(cmd, "logs"))
+        return nsbox_cli_logs(argc - 1, argv + 1);
+    if (!strcmp(cmd, "cp"))
+        return nsbox_cli_cp(argc - 1, argv + 1);
     return usage_error("unknown command '%s'", cmd);
 }

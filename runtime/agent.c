@@ -1,0 +1,346 @@
+/* Agent protocol between the supervisor and init (see agent.h). */
+#define _GNU_SOURCE
+#include "agent.h"
+#include "cleanup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+static int send_msg(int sock, const struct nsbox_agent_hdr *h, const char *payload,
+                    const int *fds, size_t nfds)
+{
+    struct iovec iov[2] = {{(void *)h, sizeof *h}, {(void *)payload, h->len}};
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * 3)];
+        struct cmsghdr align;
+    } u;
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = h->len ? 2 : 1};
+    if (nfds) {
+        memset(&u, 0, sizeof u);
+        msg.msg_control = u.buf;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+    }
+    ssize_t n;
+    do
+        n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    return n < 0 ? -1 : 0;
+}
+
+/* One whole message; fds[] (3) filled with received descriptors or -1. */
+static ssize_t recv_msg(int sock, struct nsbox_agent_hdr *h, char *payload, size_t max, int *fds)
+{
+    struct iovec iov[2] = {{h, sizeof *h}, {payload, max}};
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * 3)];
+        struct cmsghdr align;
+    } u;
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf,
+                         .msg_controllen = sizeof u.buf};
+    for (int i = 0; fds && i < 3; i++)
+        fds[i] = -1;
+    ssize_t n;
+    do
+        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0)
+        return n;
+    size_t k = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int *in = (int *)CMSG_DATA(c);
+        for (size_t i = 0; i < cnt; i++) {
+            if (fds && k < 3)
+                fds[k++] = in[i];
+            else
+                close(in[i]);
+        }
+    }
+    if ((size_t)n < sizeof *h || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+        h->len != (size_t)n - sizeof *h) {
+        for (int i = 0; fds && i < 3; i++)
+            if (fds[i] >= 0)
+                close(fds[i]), fds[i] = -1;
+        errno = EBADMSG;
+        return -1;
+    }
+    return n;
+}
+
+/* ---- supervisor side ---------------------------------------------------------------------- */
+
+static int append(char *buf, size_t *off, const char *s, struct nsbox_err *e)
+{
+    size_t len = strlen(s) + 1;
+    if (*off + len > NSBOX_AGENT_PAYLOAD_MAX)
+        return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG,
+                             "command line and environment exceed %u KiB; pass long inputs in a "
+                             "file", NSBOX_AGENT_PAYLOAD_MAX / 1024);
+    memcpy(buf + *off, s, len);
+    *off += len;
+    return 0;
+}
+
+int nsbox_agent_spawn(int sock, uint32_t seq, char *const argv[], char *const env[],
+                      const char *cwd, const int fds[3], struct nsbox_err *e)
+{
+    cleanup_free char *buf = malloc(NSBOX_AGENT_PAYLOAD_MAX);
+    if (!buf)
+        return nsbox_err_sys(e, "malloc");
+    size_t off = 0;
+    struct nsbox_agent_hdr h = {.type = NSBOX_AGENT_SPAWN, .seq = seq};
+    if (append(buf, &off, cwd, e) < 0)
+        return -1;
+    for (; argv[h.argc]; h.argc++)
+        if (append(buf, &off, argv[h.argc], e) < 0)
+            return -1;
+    for (; env && env[h.envc]; h.envc++)
+        if (append(buf, &off, env[h.envc], e) < 0)
+            return -1;
+    h.len = (uint32_t)off;
+    if (send_msg(sock, &h, buf, fds, 3) < 0)
+        return nsbox_err_sys(e, "agent: send");
+    return 0;
+}
+
+int nsbox_agent_kill(int sock, int pid, int sig, struct nsbox_err *e)
+{
+    struct nsbox_agent_hdr h = {.type = NSBOX_AGENT_KILL, .pid = pid, .status = sig};
+    if (send_msg(sock, &h, NULL, NULL, 0) < 0)
+        return nsbox_err_sys(e, "agent: send");
+    return 0;
+}
+
+int nsbox_agent_recv(int sock, struct nsbox_agent_event *ev, struct nsbox_err *e)
+{
+    struct nsbox_agent_hdr h;
+    char payload[sizeof ev->msg];
+    ssize_t n = recv_msg(sock, &h, payload, sizeof payload - 1, NULL);
+    if (n == 0)
+        return 0;
+    if (n < 0)
+        return nsbox_err_sys(e, "agent: receive");
+    if (h.type != NSBOX_AGENT_SPAWNED && h.type != NSBOX_AGENT_EXITED &&
+        h.type != NSBOX_AGENT_FAILED)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EBADMSG, "agent: unexpected message %u", h.type);
+    ev->type = h.type;
+    ev->seq = h.seq;
+    ev->pid = h.pid;
+    ev->status = h.status;
+    payload[h.len] = '\0';
+    snprintf(ev->msg, sizeof ev->msg, "%s", payload);
+    return 1;
+}
+
+/* ---- init side ------------------------------------------------------------------------------ */
+
+#define MAX_CHILDREN 4096
+
+static struct {
+    pid_t pid;
+    uint32_t seq;
+} children[MAX_CHILDREN];
+
+static void reply(int sock, uint32_t type, uint32_t seq, int pid, int status, const char *msg)
+{
+    struct nsbox_agent_hdr h = {.type = type, .seq = seq, .pid = pid, .status = status,
+                                .len = msg ? (uint32_t)strlen(msg) : 0};
+    send_msg(sock, &h, msg, NULL, 0);
+}
+
+__attribute__((noreturn)) static void exec_child(char *cwd, char **argv, char **env,
+                                                 const int fds[3], int errfd)
+{
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            sigaction(sig, &dfl, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    /* Its own session and process group: kill and timeouts reach the whole tree. */
+    setsid();
+    for (int i = 0; i < 3; i++)
+        if (dup2(fds[i], i) < 0)
+            goto fail;
+    syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+    if (chdir(cwd) < 0) {
+        int err = errno;
+        if (write(errfd, "C", 1) < 0 || write(errfd, &err, sizeof err) < 0)
+            _exit(125);
+        _exit(125);
+    }
+    extern char **environ;
+    environ = env;
+    execvp(argv[0], argv);
+fail:;
+    int err = errno;
+    if (write(errfd, "E", 1) < 0 || write(errfd, &err, sizeof err) < 0)
+        _exit(127);
+    _exit(err == ENOENT ? 127 : 126);
+}
+
+static void do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, int fds[3])
+{
+    char msg[600];
+    /* Split the payload: cwd, argv (argc), env (envc); it must hold exactly that many strings. */
+    size_t need = 1 + (size_t)h->argc + h->envc, count = 0;
+    char **strs = NULL;
+    if (h->argc == 0 || h->argc > 65536 || h->envc > 65536 || fds[0] < 0 || fds[1] < 0 ||
+        fds[2] < 0 || h->len == 0 || payload[h->len - 1] != '\0')
+        goto bad;
+    strs = calloc(need + 2, sizeof *strs);
+    if (!strs)
+        goto bad;
+    for (size_t off = 0; off < h->len; off += strlen(payload + off) + 1) {
+        if (count == need)
+            goto bad;
+        strs[count++] = payload + off;
+    }
+    if (count != need)
+        goto bad;
+    char *cwd = strs[0];
+    char **argv = strs + 1;
+    char **env = calloc(h->envc + 1, sizeof *env);
+    if (!env)
+        goto bad;
+    memcpy(env, strs + 1 + h->argc, h->envc * sizeof *env);
+    char *saved = argv[h->argc];
+    argv[h->argc] = NULL;
+
+    int ep[2];
+    if (pipe2(ep, O_CLOEXEC) < 0) {
+        free(env);
+        goto bad;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(ep[0]);
+        exec_child(cwd, argv, env, fds, ep[1]);
+    }
+    argv[h->argc] = saved;
+    close(ep[1]);
+    free(env);
+    for (int i = 0; i < 3; i++)
+        close(fds[i]);
+    if (pid < 0) {
+        close(ep[0]);
+        snprintf(msg, sizeof msg, "cannot start: %s", strerror(errno));
+        reply(sock, NSBOX_AGENT_FAILED, h->seq, 0, 125, msg);
+        free(strs);
+        return;
+    }
+    char kind = 0;
+    int err = 0;
+    ssize_t n = read(ep[0], &kind, 1);
+    if (n == 1 && read(ep[0], &err, sizeof err) != (ssize_t)sizeof err)
+        err = EIO;
+    close(ep[0]);
+    if (n == 1) {
+        /* It failed before exec and exits by itself; the reaper collects it unreported. */
+        if (kind == 'C')
+            snprintf(msg, sizeof msg, "cannot enter %.200s: %s", cwd, strerror(err));
+        else
+            snprintf(msg, sizeof msg, "%.200s: %s", argv[0],
+                     err == ENOENT ? "command not found" : strerror(err));
+        reply(sock, NSBOX_AGENT_FAILED, h->seq, pid, kind == 'C' ? 125 : err == ENOENT ? 127 : 126,
+              msg);
+        free(strs);
+        return;
+    }
+    size_t i = 0;
+    while (i < MAX_CHILDREN && children[i].pid)
+        i++;
+    if (i < MAX_CHILDREN) {
+        children[i].pid = pid;
+        children[i].seq = h->seq;
+    }
+    reply(sock, NSBOX_AGENT_SPAWNED, h->seq, pid, 0, NULL);
+    free(strs);
+    return;
+bad:
+    free(strs);
+    for (int i = 0; i < 3; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    reply(sock, NSBOX_AGENT_FAILED, h->seq, 0, 125, "malformed spawn request");
+}
+
+static void reap(int sock)
+{
+    int status;
+    pid_t p;
+    while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
+        for (size_t i = 0; i < MAX_CHILDREN; i++) {
+            if (children[i].pid != p)
+                continue;
+            int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            reply(sock, NSBOX_AGENT_EXITED, children[i].seq, p, code, NULL);
+            children[i].pid = 0;
+            break;
+        }
+    }
+}
+
+void nsbox_agent_serve(int sock)
+{
+    /* SIGCHLD is blocked (inherited mask): read it from a signalfd. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    char *payload = malloc(NSBOX_AGENT_PAYLOAD_MAX + 1);
+    if (sfd < 0 || !payload)
+        _exit(125);
+    for (;;) {
+        struct pollfd pf[2] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}};
+        if (poll(pf, 2, -1) < 0 && errno != EINTR)
+            _exit(125);
+        if (pf[1].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof si) > 0)
+                ;
+            reap(sock);
+        }
+        if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+            struct nsbox_agent_hdr h;
+            int fds[3];
+            ssize_t n = recv_msg(sock, &h, payload, NSBOX_AGENT_PAYLOAD_MAX, fds);
+            if (n == 0 || (n < 0 && errno != EBADMSG))
+                _exit(0); /* the supervisor is gone: so is the sandbox */
+            if (n < 0)
+                continue;
+            if (h.type == NSBOX_AGENT_SPAWN)
+                do_spawn(sock, &h, payload, fds);
+            else {
+                for (int i = 0; i < 3; i++)
+                    if (fds[i] >= 0)
+                        close(fds[i]);
+                if (h.type == NSBOX_AGENT_KILL && h.pid > 1 && h.status > 0 && h.status < 65 &&
+                    kill(-h.pid, h.status) < 0)
+                    kill(h.pid, h.status);
+            }
+        }
+    }
+}

@@ -1,0 +1,53 @@
+/* The agent: in a persistent sandbox, pid 1 (nsbox init, already inside every namespace and the
+ * cgroup, without capabilities, with no_new_privs and seccomp) starts the commands the supervisor
+ * asks for. Forking from inside means no namespace joining and no cgroup migration per exec.
+ *
+ * Messages travel over a SOCK_SEQPACKET socketpair: a fixed header, a payload of NUL-separated
+ * strings, and for SPAWN three descriptors (stdin, stdout, stderr). init treats the supervisor
+ * as its only peer; the supervisor treats what init says as untrusted (bounded, checked). */
+#ifndef NSBOX_AGENT_H
+#define NSBOX_AGENT_H
+
+#include "nsbox.h"
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#define NSBOX_AGENT_PAYLOAD_MAX (192u * 1024u)
+
+enum nsbox_agent_type {
+    NSBOX_AGENT_SPAWN = 1,   /* supervisor -> init: payload cwd, argv..., env... ; 3 fds */
+    NSBOX_AGENT_KILL = 2,    /* supervisor -> init: signal `status` to process group `pid` */
+    NSBOX_AGENT_SPAWNED = 101, /* init -> supervisor: seq started as pid */
+    NSBOX_AGENT_EXITED = 102,  /* init -> supervisor: pid of seq ended; status = exit code */
+    NSBOX_AGENT_FAILED = 103,  /* init -> supervisor: seq could not start; status 125/126/127 */
+};
+
+struct nsbox_agent_hdr {
+    uint32_t type;
+    uint32_t seq;
+    int32_t pid;
+    int32_t status;
+    uint32_t argc;
+    uint32_t envc;
+    uint32_t len; /* payload bytes */
+    uint32_t reserved;
+};
+
+struct nsbox_agent_event {
+    uint32_t type, seq;
+    int pid, status;
+    char msg[512];
+};
+
+/* Supervisor side. */
+int nsbox_agent_spawn(int sock, uint32_t seq, char *const argv[], char *const env[],
+                      const char *cwd, const int fds[3], struct nsbox_err *e);
+int nsbox_agent_kill(int sock, int pid, int sig, struct nsbox_err *e);
+/* Returns 1 with an event, 0 on EOF (init is gone), -1 on error. */
+int nsbox_agent_recv(int sock, struct nsbox_agent_event *ev, struct nsbox_err *e);
+
+/* init side: serve until the supervisor goes away. Never returns. */
+__attribute__((noreturn)) void nsbox_agent_serve(int sock);
+
+#endif

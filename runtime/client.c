@@ -1,0 +1,497 @@
+/* CLI commands for persistent sandboxes (see client.h). */
+#define _GNU_SOURCE
+#include "client.h"
+#include "cleanup.h"
+#include "paths.h"
+#include "state.h"
+#include "supervisor.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_NSBOX 125
+
+static int fail(const struct nsbox_err *e)
+{
+    fprintf(stderr, "nsbox: %s\n", e->msg);
+    return EXIT_NSBOX;
+}
+
+static int usage(const char *msg)
+{
+    fprintf(stderr, "nsbox: %s\n(see nsbox --help)\n", msg);
+    return EXIT_NSBOX;
+}
+
+static cJSON *request(const char *op)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddNumberToObject(r, "v", NSBOX_PROTO_VERSION);
+    cJSON_AddStringToObject(r, "op", op);
+    return r;
+}
+
+int nsbox_client_reply_error(const cJSON *reply, struct nsbox_err *e)
+{
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
+        return 0;
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(reply, "error");
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
+    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(err, "message");
+    return nsbox_err_set(e, nsbox_errcode_from_wire(cJSON_IsString(code) ? code->valuestring : NULL),
+                         0, "%s",
+                         cJSON_IsString(msg) ? msg->valuestring : "the supervisor said no");
+}
+
+static int recv_reply(int sock, cJSON **reply, int *rfd, struct nsbox_err *e)
+{
+    cleanup_free char *buf = NULL;
+    int fds[NSBOX_PROTO_MAX_FDS];
+    ssize_t n = nsbox_proto_recv(sock, &buf, fds, e);
+    for (int i = rfd ? 1 : 0; i < NSBOX_PROTO_MAX_FDS; i++)
+        nsbox_closep(&fds[i]);
+    if (rfd)
+        *rfd = fds[0];
+    if (n == 0)
+        return nsbox_err_set(e, NSBOX_E_DELETED, EPIPE,
+                             "the sandbox's supervisor closed the connection (sandbox deleted?)");
+    if (n < 0)
+        return -1;
+    *reply = cJSON_ParseWithLength(buf, (size_t)n);
+    if (!*reply)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EPROTO, "unreadable reply from the supervisor");
+    return 0;
+}
+
+int nsbox_client_call(const char *id, cJSON *req, const int *fds, size_t nfds, cJSON **reply,
+                      int *rfd, struct nsbox_err *e)
+{
+    *reply = NULL;
+    if (rfd)
+        *rfd = -1;
+    cleanup_close int sock = nsbox_session_connect(id, e);
+    if (sock < 0)
+        return -1;
+    if (nsbox_proto_send_obj(sock, req, fds, nfds, e) < 0)
+        return -1;
+    return recv_reply(sock, reply, rfd, e);
+}
+
+/* ---- exec ------------------------------------------------------------------------------------ */
+
+int nsbox_cli_exec(int argc, char **argv)
+{
+    bool interactive = false, detach = false;
+    uint64_t timeout_ms = 0;
+    const char *cwd = NULL;
+    struct nsbox_err e = {0};
+    cJSON *env = cJSON_CreateObject();
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--"))
+            break;
+        if (!strcmp(a, "-i"))
+            interactive = true;
+        else if (!strcmp(a, "-d"))
+            detach = true;
+        else if (!strcmp(a, "-t") || !strcmp(a, "-it") || !strcmp(a, "-ti")) {
+            cJSON_Delete(env);
+            return usage("exec -t (a terminal) is not supported yet; use -i for stdin");
+        } else if ((!strcmp(a, "--timeout") || !strcmp(a, "--cwd") || !strcmp(a, "-e")) &&
+                   i + 1 < argc) {
+            const char *v = argv[++i];
+            if (!strcmp(a, "--cwd"))
+                cwd = v;
+            else if (!strcmp(a, "-e")) {
+                const char *eq = strchr(v, '=');
+                if (!eq || eq == v) {
+                    cJSON_Delete(env);
+                    return usage("-e needs K=V");
+                }
+                char key[256];
+                snprintf(key, sizeof key, "%.*s", (int)(eq - v), v);
+                cJSON_DeleteItemFromObjectCaseSensitive(env, key);
+                cJSON_AddStringToObject(env, key, eq + 1);
+            } else {
+                char *end;
+                double s = strtod(v, &end);
+                if (*end || s < 0 || s > 365 * 86400.0) {
+                    cJSON_Delete(env);
+                    return usage("--timeout needs a number of seconds");
+                }
+                timeout_ms = (uint64_t)(s * 1000 + 0.5);
+            }
+        } else {
+            cJSON_Delete(env);
+            return usage("unknown exec option (exec [-i] [-d] [--timeout S] [--cwd DIR] [-e K=V] "
+                         "ID -- CMD [ARG...])");
+        }
+    }
+    if (i < argc && !strcmp(argv[i], "--"))
+        i++;
+    if (i >= argc) {
+        cJSON_Delete(env);
+        return usage("exec needs a sandbox id");
+    }
+    const char *id = argv[i++];
+    if (i < argc && !strcmp(argv[i], "--"))
+        i++;
+    if (i >= argc) {
+        cJSON_Delete(env);
+        return usage("exec needs a command: nsbox exec ID -- CMD [ARG...]");
+    }
+    cJSON *req = request(detach ? "start" : "exec");
+    cJSON *av = cJSON_AddArrayToObject(req, "argv");
+    for (; i < argc; i++)
+        cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
+    cJSON_AddItemToObject(req, "env", env);
+    if (cwd)
+        cJSON_AddStringToObject(req, "cwd", cwd);
+    if (timeout_ms && !detach)
+        cJSON_AddNumberToObject(req, "timeout_ms", (double)timeout_ms);
+
+    cleanup_close int null = interactive ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int fds[3] = {interactive ? 0 : null, 1, 2};
+    cleanup_close int sock = nsbox_session_connect(id, &e);
+    int rc = EXIT_NSBOX;
+    cJSON *reply = NULL;
+    if (sock < 0 || nsbox_proto_send_obj(sock, req, fds, detach ? 0 : 3, &e) < 0) {
+        cJSON_Delete(req);
+        return fail(&e);
+    }
+    cJSON_Delete(req);
+    if (!detach) {
+        /* The command has our descriptors; we wait for its status and pass signals on. */
+        nsbox_closep(&null);
+        sigset_t mask, old;
+        sigemptyset(&mask);
+        int relay[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+        for (size_t k = 0; k < NSBOX_ARRAY_LEN(relay); k++)
+            sigaddset(&mask, relay[k]);
+        sigprocmask(SIG_BLOCK, &mask, &old);
+        cleanup_close int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+        for (;;) {
+            struct pollfd pf[2] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}};
+            if (poll(pf, 2, -1) < 0 && errno != EINTR)
+                break;
+            if (pf[1].revents & POLLIN) {
+                struct signalfd_siginfo si;
+                if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                    cJSON *sreq = request("signal");
+                    cJSON_AddNumberToObject(sreq, "signal", si.ssi_signo);
+                    nsbox_proto_send_obj(sock, sreq, NULL, 0, &e);
+                    cJSON_Delete(sreq);
+                }
+            }
+            if (pf[0].revents & (POLLIN | POLLHUP))
+                break;
+        }
+        sigprocmask(SIG_SETMASK, &old, NULL);
+    }
+    if (recv_reply(sock, &reply, NULL, &e) < 0)
+        return fail(&e);
+    if (nsbox_client_reply_error(reply, &e) < 0) {
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(reply, "exit_code");
+        rc = cJSON_IsNumber(code) ? code->valueint : EXIT_NSBOX;
+        fprintf(stderr, "nsbox: %s\n", e.msg);
+    } else if (detach) {
+        printf("%d\n", cJSON_GetObjectItemCaseSensitive(reply, "pid")->valueint);
+        rc = 0;
+    } else {
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(reply, "exit_code");
+        rc = cJSON_IsNumber(code) ? code->valueint : EXIT_NSBOX;
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "oom_killed")))
+            fprintf(stderr, "nsbox: the command was killed: out of memory (instance type limit)\n");
+    }
+    cJSON_Delete(reply);
+    return rc;
+}
+
+/* ---- ls / inspect / rm / ps / kill / logs ---------------------------------------------------- */
+
+static int simple_call(const char *id, cJSON *req, cJSON **reply, struct nsbox_err *e)
+{
+    int r = nsbox_client_call(id, req, NULL, 0, reply, NULL, e);
+    cJSON_Delete(req);
+    if (r < 0)
+        return -1;
+    if (nsbox_client_reply_error(*reply, e) < 0) {
+        cJSON_Delete(*reply);
+        *reply = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+int nsbox_cli_inspect(int argc, char **argv)
+{
+    if (argc != 2)
+        return usage("inspect needs one sandbox id");
+    struct nsbox_err e = {0};
+    cJSON *reply;
+    if (simple_call(argv[1], request("inspect"), &reply, &e) < 0)
+        return fail(&e);
+    cJSON_DeleteItemFromObjectCaseSensitive(reply, "ok");
+    cJSON_DeleteItemFromObjectCaseSensitive(reply, "v");
+    char *s = cJSON_Print(reply);
+    printf("%s\n", s ? s : "{}");
+    free(s);
+    cJSON_Delete(reply);
+    return 0;
+}
+
+int nsbox_cli_ls(int argc, char **argv)
+{
+    bool json = argc > 1 && !strcmp(argv[1], "--json");
+    struct nsbox_err e = {0};
+    nsbox_gc(false, &e);
+    char rt[PATH_MAX];
+    if (nsbox_path_runtime_dir(rt, sizeof rt, &e) < 0)
+        return fail(&e);
+    cJSON *all = cJSON_CreateArray();
+    DIR *d = opendir(rt);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (!nsbox_state_valid_id(de->d_name))
+            continue;
+        char ctl[PATH_MAX];
+        struct stat st;
+        snprintf(ctl, sizeof ctl, "%s/%s/ctl", rt, de->d_name);
+        if (stat(ctl, &st) < 0)
+            continue; /* a one-shot sandbox, or one still starting */
+        cJSON *reply;
+        if (simple_call(de->d_name, request("inspect"), &reply, &e) < 0)
+            continue;
+        cJSON_AddItemToArray(all, reply);
+    }
+    if (d)
+        closedir(d);
+    if (json) {
+        char *s = cJSON_PrintUnformatted(all);
+        printf("%s\n", s ? s : "[]");
+        free(s);
+    } else {
+        printf("%-12s  %-8s  %-8s  %-20s  %s\n", "ID", "STATE", "TYPE", "CREATED", "EXPIRES");
+        const cJSON *it;
+        cJSON_ArrayForEach(it, all)
+        {
+            const cJSON *spec = cJSON_GetObjectItemCaseSensitive(it, "spec");
+            const cJSON *type = cJSON_GetObjectItemCaseSensitive(spec, "instance_type");
+            char created[32] = "", expires[32] = "";
+            time_t c = (time_t)cJSON_GetObjectItemCaseSensitive(it, "created")->valuedouble;
+            time_t x = (time_t)cJSON_GetObjectItemCaseSensitive(it, "expires")->valuedouble;
+            struct tm tm;
+            strftime(created, sizeof created, "%Y-%m-%d %H:%M:%S", localtime_r(&c, &tm));
+            strftime(expires, sizeof expires, "%Y-%m-%d %H:%M:%S", localtime_r(&x, &tm));
+            printf("%-12s  %-8s  %-8s  %-20s  %s\n",
+                   cJSON_GetObjectItemCaseSensitive(it, "id")->valuestring,
+                   cJSON_GetObjectItemCaseSensitive(it, "state")->valuestring,
+                   cJSON_IsString(type) ? type->valuestring : "?", created, expires);
+        }
+    }
+    cJSON_Delete(all);
+    return 0;
+}
+
+int nsbox_cli_rm(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage("rm needs at least one sandbox id");
+    int rc = 0;
+    for (int i = 1; i < argc; i++) {
+        struct nsbox_err e = {0};
+        cJSON *reply;
+        if (simple_call(argv[i], request("delete"), &reply, &e) < 0) {
+            /* Idempotent: removing what is already gone is not an error. */
+            if (e.code == NSBOX_E_DELETED)
+                continue;
+            if (e.code == NSBOX_E_NOTFOUND && nsbox_state_valid_id(argv[i]))
+                continue;
+            fail(&e);
+            rc = EXIT_NSBOX;
+            continue;
+        }
+        cJSON_Delete(reply);
+        /* The reply comes before the supervisor tears down; wait until its state is gone so
+         * that rm returning means the sandbox is gone. */
+        char rt[PATH_MAX], dir[PATH_MAX];
+        if (nsbox_path_runtime_dir(rt, sizeof rt, &e) == 0) {
+            snprintf(dir, sizeof dir, "%s/%s", rt, argv[i]);
+            for (int k = 0; k < 2000 && access(dir, F_OK) == 0; k++)
+                usleep(2000);
+        }
+    }
+    return rc;
+}
+
+int nsbox_cli_ps(int argc, char **argv)
+{
+    if (argc != 2)
+        return usage("ps needs one sandbox id");
+    struct nsbox_err e = {0};
+    cJSON *reply;
+    if (simple_call(argv[1], request("ps"), &reply, &e) < 0)
+        return fail(&e);
+    printf("%-8s  %-8s  %s\n", "PID", "STATUS", "COMMAND");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(reply, "processes"))
+    {
+        char status[32] = "running";
+        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "running")))
+            snprintf(status, sizeof status, "exit %d",
+                     cJSON_GetObjectItemCaseSensitive(it, "exit_code")->valueint);
+        printf("%-8d  %-8s  %s\n", cJSON_GetObjectItemCaseSensitive(it, "pid")->valueint, status,
+               cJSON_GetObjectItemCaseSensitive(it, "cmd")->valuestring);
+    }
+    cJSON_Delete(reply);
+    return 0;
+}
+
+int nsbox_cli_kill(int argc, char **argv)
+{
+    if (argc < 3 || argc > 4)
+        return usage("kill needs a sandbox id, a pid and optionally a signal number");
+    struct nsbox_err e = {0};
+    cJSON *req = request("kill"), *reply;
+    cJSON_AddNumberToObject(req, "pid", atoi(argv[2]));
+    cJSON_AddNumberToObject(req, "signal", argc == 4 ? atoi(argv[3]) : SIGTERM);
+    if (simple_call(argv[1], req, &reply, &e) < 0)
+        return fail(&e);
+    cJSON_Delete(reply);
+    return 0;
+}
+
+int nsbox_cli_logs(int argc, char **argv)
+{
+    if (argc != 3)
+        return usage("logs needs a sandbox id and a pid");
+    struct nsbox_err e = {0};
+    cJSON *req = request("logs"), *reply;
+    cJSON_AddNumberToObject(req, "pid", atoi(argv[2]));
+    if (simple_call(argv[1], req, &reply, &e) < 0)
+        return fail(&e);
+    fputs(cJSON_GetObjectItemCaseSensitive(reply, "stdout")->valuestring, stdout);
+    fputs(cJSON_GetObjectItemCaseSensitive(reply, "stderr")->valuestring, stderr);
+    cJSON_Delete(reply);
+    return 0;
+}
+
+/* ---- cp -------------------------------------------------------------------------------------- */
+
+static bool split_remote(const char *arg, char *id, const char **path)
+{
+    const char *colon = strchr(arg, ':');
+    if (!colon || colon - arg != NSBOX_ID_LEN)
+        return false;
+    memcpy(id, arg, NSBOX_ID_LEN);
+    id[NSBOX_ID_LEN] = '\0';
+    if (!nsbox_state_valid_id(id))
+        return false;
+    *path = colon + 1;
+    return true;
+}
+
+static int copy_fd(int in, int out, struct nsbox_err *e)
+{
+    for (;;) {
+        ssize_t n = sendfile(out, in, NULL, 1 << 20);
+        if (n == 0)
+            return 0;
+        if (n > 0)
+            continue;
+        if (errno == EINTR)
+            continue;
+        if (errno != EINVAL && errno != ENOSYS)
+            return nsbox_err_sys(e, "copy");
+        char buf[65536];
+        for (;;) {
+            ssize_t r = read(in, buf, sizeof buf);
+            if (r == 0)
+                return 0;
+            if (r < 0) {
+                if (errno == EINTR)
+                    continue;
+                return nsbox_err_sys(e, "read");
+            }
+            for (ssize_t off = 0; off < r;) {
+                ssize_t w = write(out, buf + off, (size_t)(r - off));
+                if (w < 0) {
+                    if (errno == EINTR)
+                        continue;
+                    return nsbox_err_sys(e, "write");
+                }
+                off += w;
+            }
+        }
+    }
+}
+
+int nsbox_cli_cp(int argc, char **argv)
+{
+    if (argc != 3)
+        return usage("cp needs SRC and DST, one of them ID:/path");
+    char sid[NSBOX_ID_LEN + 1], did[NSBOX_ID_LEN + 1];
+    const char *spath, *dpath;
+    bool sr = split_remote(argv[1], sid, &spath), dr = split_remote(argv[2], did, &dpath);
+    struct nsbox_err e = {0};
+    if (sr == dr)
+        return usage("cp copies between the host and a sandbox: exactly one side is ID:/path");
+    if (sr) {
+        cJSON *req = request("read"), *reply = NULL;
+        cJSON_AddStringToObject(req, "path", spath);
+        int rfd = -1;
+        int r = nsbox_client_call(sid, req, NULL, 0, &reply, &rfd, &e);
+        cJSON_Delete(req);
+        if (r < 0 || nsbox_client_reply_error(reply, &e) < 0 || rfd < 0) {
+            if (!e.msg[0])
+                nsbox_err_set(&e, NSBOX_E_SYS, EPROTO, "no file descriptor in the reply");
+            cJSON_Delete(reply);
+            nsbox_closep(&rfd);
+            return fail(&e);
+        }
+        cJSON_Delete(reply);
+        int out = !strcmp(argv[2], "-") ? 1
+                                         : open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                                                0644);
+        if (out < 0) {
+            nsbox_err_sys(&e, "cannot write %s", argv[2]);
+            close(rfd);
+            return fail(&e);
+        }
+        r = copy_fd(rfd, out, &e);
+        close(rfd);
+        if (out != 1 && close(out) < 0 && r == 0)
+            r = nsbox_err_sys(&e, "cannot write %s", argv[2]);
+        return r < 0 ? fail(&e) : 0;
+    }
+    cleanup_close int in = !strcmp(argv[1], "-") ? dup(0) : open(argv[1], O_RDONLY | O_CLOEXEC);
+    if (in < 0) {
+        nsbox_err_sys(&e, "cannot read %s", argv[1]);
+        return fail(&e);
+    }
+    struct stat st;
+    cJSON *req = request("write"), *reply = NULL;
+    cJSON_AddStringToObject(req, "path", dpath);
+    if (fstat(in, &st) == 0 && S_ISREG(st.st_mode))
+        cJSON_AddNumberToObject(req, "mode", st.st_mode & 0777);
+    int r = nsbox_client_call(did, req, &in, 1, &reply, NULL, &e);
+    cJSON_Delete(req);
+    if (r < 0 || nsbox_client_reply_error(reply, &e) < 0) {
+        cJSON_Delete(reply);
+        return fail(&e);
+    }
+    cJSON_Delete(reply);
+    return 0;
+}

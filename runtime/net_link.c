@@ -1,0 +1,282 @@
+/* Links, addresses and routes over rtnetlink with libnl-route-3, loaded on first use: linking
+ * it would make every `nsbox run` map libnl-3 and libnl-route-3 and run their constructors at
+ * start-up (about 0.15 ms here), network none included. */
+#define _GNU_SOURCE
+#include "net_impl.h"
+
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <linux/if_link.h>
+#include <net/if.h>
+#include <netlink/netlink.h>
+#include <netlink/route/addr.h>
+#include <netlink/route/link.h>
+#include <netlink/route/link/inet6.h>
+#include <netlink/route/link/veth.h>
+#include <netlink/route/route.h>
+#include <stdio.h>
+#include <string.h>
+
+#define NL_FUNCS(X)                                                                                \
+    X(nl_socket_alloc)                                                                             \
+    X(nl_socket_free)                                                                              \
+    X(nl_connect)                                                                                  \
+    X(nl_geterror)                                                                                 \
+    X(nl_addr_build)                                                                               \
+    X(nl_addr_put)                                                                                 \
+    X(nl_addr_set_prefixlen)                                                                       \
+    X(rtnl_link_alloc)                                                                             \
+    X(rtnl_link_put)                                                                               \
+    X(rtnl_link_veth_alloc)                                                                        \
+    X(rtnl_link_veth_get_peer)                                                                     \
+    X(rtnl_link_set_name)                                                                          \
+    X(rtnl_link_set_ns_pid)                                                                        \
+    X(rtnl_link_set_flags)                                                                         \
+    X(rtnl_link_set_ifindex)                                                                       \
+    X(rtnl_link_add)                                                                               \
+    X(rtnl_link_change)                                                                            \
+    X(rtnl_link_delete)                                                                            \
+    X(rtnl_link_inet6_set_addr_gen_mode)                                                           \
+    X(rtnl_addr_alloc)                                                                             \
+    X(rtnl_addr_put)                                                                               \
+    X(rtnl_addr_set_ifindex)                                                                       \
+    X(rtnl_addr_set_local)                                                                         \
+    X(rtnl_addr_add)                                                                               \
+    X(rtnl_route_alloc)                                                                            \
+    X(rtnl_route_put)                                                                              \
+    X(rtnl_route_set_family)                                                                       \
+    X(rtnl_route_set_dst)                                                                          \
+    X(rtnl_route_add_nexthop)                                                                      \
+    X(rtnl_route_add)                                                                              \
+    X(rtnl_route_nh_alloc)                                                                         \
+    X(rtnl_route_nh_set_gateway)                                                                   \
+    X(rtnl_route_nh_set_ifindex)                                                                   \
+    X(rtnl_route_nh_free)
+
+static struct {
+#define FIELD(name) __typeof__(&name) name;
+    NL_FUNCS(FIELD)
+#undef FIELD
+} nl;
+static int nl_loaded; /* 0 not tried, 1 ok, -1 failed */
+static char nl_load_error[256];
+
+static int load(void)
+{
+    /* libnl-route-3 pulls in libnl-3; dlsym on its handle searches both. */
+    void *h = dlopen("libnl-route-3.so.200", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *m = dlerror();
+        snprintf(nl_load_error, sizeof nl_load_error, "%s", m ? m : "dlopen failed");
+        return -1;
+    }
+#define SYM(name)                                                                                  \
+    if (!(nl.name = (__typeof__(&name))dlsym(h, #name))) {                                         \
+        snprintf(nl_load_error, sizeof nl_load_error, "libnl-route-3 lacks %s", #name);            \
+        return -1;                                                                                 \
+    }
+    NL_FUNCS(SYM)
+#undef SYM
+    return 0;
+}
+
+int nsbox_netlink_load(struct nsbox_err *e)
+{
+    if (!nl_loaded)
+        nl_loaded = load() == 0 ? 1 : -1;
+    if (nl_loaded < 0)
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOENT,
+                             "libnl-route-3 is not available (%s); fix: apt-get install "
+                             "libnl-route-3-200",
+                             nl_load_error);
+    return 0;
+}
+
+static int nl_fail(struct nsbox_err *e, int nlerr, const char *fmt, const char *arg)
+{
+    char head[256];
+    snprintf(head, sizeof head, fmt, arg);
+    /* libnl's codes are its own; keep its words, and EPERM/EEXIST-like meaning in the text */
+    return nsbox_err_set(e, NSBOX_E_SYS, EIO, "%s: %s", head, nl.nl_geterror(nlerr));
+}
+
+static struct nl_sock *nl_open(struct nsbox_err *e)
+{
+    if (nsbox_netlink_load(e) < 0)
+        return NULL;
+    struct nl_sock *sk = nl.nl_socket_alloc();
+    if (!sk) {
+        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "netlink: out of memory");
+        return NULL;
+    }
+    int r = nl.nl_connect(sk, NETLINK_ROUTE);
+    if (r < 0) {
+        nl_fail(e, r, "netlink: %s", "cannot connect");
+        nl.nl_socket_free(sk);
+        return NULL;
+    }
+    return sk;
+}
+
+static int add_address(struct nl_sock *sk, int ifindex, struct in_addr a, unsigned prefix,
+                       const char *ifname, struct nsbox_err *e)
+{
+    struct rtnl_addr *ad = nl.rtnl_addr_alloc();
+    struct nl_addr *local = nl.nl_addr_build(AF_INET, &a, sizeof a);
+    int r = -NLE_NOMEM;
+    if (ad && local) {
+        nl.nl_addr_set_prefixlen(local, (int)prefix);
+        nl.rtnl_addr_set_ifindex(ad, ifindex);
+        r = nl.rtnl_addr_set_local(ad, local);
+        if (r == 0)
+            r = nl.rtnl_addr_add(sk, ad, 0);
+    }
+    if (local)
+        nl.nl_addr_put(local);
+    if (ad)
+        nl.rtnl_addr_put(ad);
+    if (r < 0) {
+        char buf[INET_ADDRSTRLEN + 32];
+        snprintf(buf, sizeof buf, "%s/%u on %s", inet_ntop(AF_INET, &a, buf + 32, INET_ADDRSTRLEN),
+                 prefix, ifname);
+        return nl_fail(e, r, "cannot add address %s", buf);
+    }
+    return 0;
+}
+
+int nsbox_netlink_veth(const char *host_if, const char *peer_if, pid_t pid, struct in_addr host,
+                       unsigned prefix, struct nsbox_err *e)
+{
+    struct nl_sock *sk = nl_open(e);
+    if (!sk)
+        return -1;
+    int ret = -1;
+    struct rtnl_link *link = nl.rtnl_link_veth_alloc();
+    struct rtnl_link *peer = link ? nl.rtnl_link_veth_get_peer(link) : NULL;
+    if (!peer) {
+        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "netlink: out of memory");
+        goto out;
+    }
+    nl.rtnl_link_set_name(link, host_if);
+    nl.rtnl_link_set_flags(link, IFF_UP);
+    nl.rtnl_link_set_name(peer, peer_if);
+    /* Born in the sandbox's namespace: it never exists in ours under a name to clash with. */
+    nl.rtnl_link_set_ns_pid(peer, pid);
+    int r = nl.rtnl_link_add(sk, link, NLM_F_CREATE | NLM_F_EXCL);
+    if (r < 0) {
+        nl_fail(e, r, "cannot create veth %s", host_if);
+        goto out;
+    }
+    unsigned idx = if_nametoindex(host_if);
+    if (!idx) {
+        nsbox_err_sys(e, "veth %s", host_if);
+        goto out;
+    }
+    ret = add_address(sk, (int)idx, host, prefix, host_if, e);
+out:
+    if (peer)
+        nl.rtnl_link_put(peer);
+    if (link)
+        nl.rtnl_link_put(link);
+    nl.nl_socket_free(sk);
+    return ret;
+}
+
+static int link_up(struct nl_sock *sk, int idx, const char *ifname, struct nsbox_err *e)
+{
+    struct rtnl_link *orig = nl.rtnl_link_alloc(), *chg = nl.rtnl_link_alloc();
+    int r = -NLE_NOMEM;
+    if (orig && chg) {
+        nl.rtnl_link_set_ifindex(orig, idx);
+        nl.rtnl_link_set_flags(chg, IFF_UP);
+        /* No link-local address: the sandbox has IPv4 only, and no DAD or router solicitation
+         * traffic starts. A kernel without IPv6 refuses the attribute: then up alone. */
+        bool v6 = nl.rtnl_link_inet6_set_addr_gen_mode(chg, IN6_ADDR_GEN_MODE_NONE) == 0;
+        r = nl.rtnl_link_change(sk, orig, chg, 0);
+        if (r < 0 && v6) {
+            nl.rtnl_link_put(chg);
+            chg = nl.rtnl_link_alloc();
+            r = -NLE_NOMEM;
+            if (chg) {
+                nl.rtnl_link_set_flags(chg, IFF_UP);
+                r = nl.rtnl_link_change(sk, orig, chg, 0);
+            }
+        }
+    }
+    if (orig)
+        nl.rtnl_link_put(orig);
+    if (chg)
+        nl.rtnl_link_put(chg);
+    return r < 0 ? nl_fail(e, r, "cannot bring %s up", ifname) : 0;
+}
+
+static int default_route(struct nl_sock *sk, int idx, struct in_addr gw, struct nsbox_err *e)
+{
+    static const struct in_addr any = {0};
+    struct rtnl_route *rt = nl.rtnl_route_alloc();
+    struct rtnl_nexthop *nh = nl.rtnl_route_nh_alloc();
+    struct nl_addr *dst = nl.nl_addr_build(AF_INET, &any, sizeof any);
+    struct nl_addr *via = nl.nl_addr_build(AF_INET, &gw, sizeof gw);
+    int r = -NLE_NOMEM;
+    if (rt && nh && dst && via) {
+        nl.nl_addr_set_prefixlen(dst, 0);
+        nl.rtnl_route_set_family(rt, AF_INET);
+        r = nl.rtnl_route_set_dst(rt, dst);
+        nl.rtnl_route_nh_set_ifindex(nh, idx);
+        nl.rtnl_route_nh_set_gateway(nh, via);
+        nl.rtnl_route_add_nexthop(rt, nh); /* the route owns nh from here */
+        nh = NULL;
+        if (r == 0)
+            r = nl.rtnl_route_add(sk, rt, NLM_F_EXCL);
+    }
+    if (nh)
+        nl.rtnl_route_nh_free(nh);
+    if (via)
+        nl.nl_addr_put(via);
+    if (dst)
+        nl.nl_addr_put(dst);
+    if (rt)
+        nl.rtnl_route_put(rt);
+    return r < 0 ? nl_fail(e, r, "cannot add the default route%s", "") : 0;
+}
+
+int nsbox_netlink_sandbox(const char *ifname, struct in_addr addr, unsigned prefix,
+                          struct in_addr gw, struct nsbox_err *e)
+{
+    unsigned idx = if_nametoindex(ifname);
+    if (!idx)
+        return nsbox_err_sys(e, "sandbox interface %s", ifname);
+    struct nl_sock *sk = nl_open(e);
+    if (!sk)
+        return -1;
+    /* Order matters: the gateway must be on a connected route, which needs the link up and
+     * the address in place. */
+    int r = link_up(sk, (int)idx, ifname, e) < 0 ||
+                    add_address(sk, (int)idx, addr, prefix, ifname, e) < 0 ||
+                    default_route(sk, (int)idx, gw, e) < 0
+                ? -1
+                : 0;
+    nl.nl_socket_free(sk);
+    return r;
+}
+
+int nsbox_netlink_delete(const char *ifname, struct nsbox_err *e)
+{
+    if (!if_nametoindex(ifname))
+        return 0;
+    struct nl_sock *sk = nl_open(e);
+    if (!sk)
+        return -1;
+    struct rtnl_link *l = nl.rtnl_link_alloc();
+    int r = -NLE_NOMEM;
+    if (l) {
+        nl.rtnl_link_set_name(l, ifname);
+        r = nl.rtnl_link_delete(sk, l);
+        nl.rtnl_link_put(l);
+    }
+    nl.nl_socket_free(sk);
+    if (r == -NLE_NODEV || r == -NLE_OBJ_NOTFOUND)
+        return 0;
+    return r < 0 ? nl_fail(e, r, "cannot delete link %s", ifname) : 1;
+}

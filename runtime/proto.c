@@ -1,0 +1,481 @@
+/* Wire protocol: framing and request validation. */
+#define _GNU_SOURCE
+#include "proto.h"
+#include "cleanup.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static const char *const op_names[] = {
+    [NSBOX_OP_PING] = "ping",   [NSBOX_OP_INSPECT] = "inspect", [NSBOX_OP_EXEC] = "exec",
+    [NSBOX_OP_START] = "start", [NSBOX_OP_PS] = "ps",           [NSBOX_OP_KILL] = "kill",
+    [NSBOX_OP_LOGS] = "logs",   [NSBOX_OP_SIGNAL] = "signal",   [NSBOX_OP_DELETE] = "delete",
+    [NSBOX_OP_READ] = "read",   [NSBOX_OP_WRITE] = "write",     [NSBOX_OP_LIST] = "list",
+    [NSBOX_OP_STAT] = "stat",   [NSBOX_OP_REMOVE] = "remove",   [NSBOX_OP_MKDIR] = "mkdir",
+};
+
+const char *nsbox_op_name(enum nsbox_op op)
+{
+    return (unsigned)op < NSBOX_ARRAY_LEN(op_names) ? op_names[op] : "?";
+}
+
+void nsbox_request_free(struct nsbox_request *req)
+{
+    if (req->argv)
+        for (size_t i = 0; i < req->argc; i++)
+            free(req->argv[i]);
+    free(req->argv);
+    if (req->env)
+        for (size_t i = 0; i < req->nenv; i++)
+            free(req->env[i]);
+    free(req->env);
+    req->argv = req->env = NULL;
+    req->argc = req->nenv = 0;
+}
+
+/* Strings from the wire: bounded, and no NUL inside (cJSON would cut at it silently). */
+static int get_string(const cJSON *obj, const char *key, char *out, size_t n, bool required,
+                      struct nsbox_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v) {
+        if (required)
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request: '%s' is required", key);
+        return 0;
+    }
+    if (!cJSON_IsString(v) || !v->valuestring)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request: '%s' must be a string", key);
+    size_t len = strlen(v->valuestring);
+    if (len >= n)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG,
+                             "request: '%s' is longer than %zu bytes", key, n - 1);
+    memcpy(out, v->valuestring, len + 1);
+    return 1;
+}
+
+static int get_uint(const cJSON *obj, const char *key, uint64_t max, uint64_t *out,
+                    struct nsbox_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v)
+        return 0;
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > (double)max ||
+        v->valuedouble != (double)(uint64_t)v->valuedouble)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                             "request: '%s' must be an integer between 0 and %llu", key,
+                             (unsigned long long)max);
+    *out = (uint64_t)v->valuedouble;
+    return 1;
+}
+
+static int get_bool(const cJSON *obj, const char *key, bool *out, struct nsbox_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v)
+        return 0;
+    if (!cJSON_IsBool(v))
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request: '%s' must be true or false",
+                             key);
+    *out = cJSON_IsTrue(v);
+    return 1;
+}
+
+static char *dup_checked(const char *s, size_t max, const char *what, struct nsbox_err *e)
+{
+    size_t len = strlen(s);
+    if (len > max) {
+        nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "request: %s longer than %zu bytes", what, max);
+        return NULL;
+    }
+    char *d = strdup(s);
+    if (!d)
+        nsbox_err_sys(e, "strdup");
+    return d;
+}
+
+static int parse_command(const cJSON *obj, struct nsbox_request *r, struct nsbox_err *e)
+{
+    const cJSON *argv = cJSON_GetObjectItemCaseSensitive(obj, "argv");
+    const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(obj, "cmd");
+    if (!!argv == !!cmd)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                             "request: exactly one of 'argv' and 'cmd' is required");
+    if (cmd) {
+        if (!cJSON_IsString(cmd) || !cmd->valuestring)
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request: 'cmd' must be a string");
+        r->argv = calloc(4, sizeof *r->argv);
+        if (!r->argv)
+            return nsbox_err_sys(e, "calloc");
+        r->argc = 3;
+        if (!(r->argv[0] = strdup("/bin/sh")) || !(r->argv[1] = strdup("-c")) ||
+            !(r->argv[2] = dup_checked(cmd->valuestring, NSBOX_PROTO_MAX, "'cmd'", e)))
+            return -1;
+    } else {
+        if (!cJSON_IsArray(argv))
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                 "request: 'argv' must be an array of strings");
+        int n = cJSON_GetArraySize(argv);
+        if (n < 1 || n > NSBOX_PROTO_MAX_ARGS)
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                 "request: 'argv' needs 1 to %d strings", NSBOX_PROTO_MAX_ARGS);
+        r->argv = calloc((size_t)n + 1, sizeof *r->argv);
+        if (!r->argv)
+            return nsbox_err_sys(e, "calloc");
+        const cJSON *it;
+        cJSON_ArrayForEach(it, argv)
+        {
+            if (!cJSON_IsString(it) || !it->valuestring)
+                return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                     "request: 'argv[%zu]' must be a string", r->argc);
+            if (!(r->argv[r->argc] = dup_checked(it->valuestring, NSBOX_PROTO_MAX, "'argv'", e)))
+                return -1;
+            r->argc++;
+        }
+        if (!r->argv[0][0])
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request: 'argv[0]' is empty");
+    }
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(obj, "env");
+    if (env) {
+        if (!cJSON_IsObject(env))
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                 "request: 'env' must be an object of strings");
+        int n = cJSON_GetArraySize(env);
+        if (n > NSBOX_PROTO_MAX_ENV)
+            return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "request: more than %d 'env' entries",
+                                 NSBOX_PROTO_MAX_ENV);
+        r->env = calloc((size_t)n + 1, sizeof *r->env);
+        if (!r->env)
+            return nsbox_err_sys(e, "calloc");
+        const cJSON *it;
+        cJSON_ArrayForEach(it, env)
+        {
+            const char *k = it->string;
+            bool ok = k && ((k[0] >= 'A' && k[0] <= 'Z') || (k[0] >= 'a' && k[0] <= 'z') ||
+                            k[0] == '_');
+            for (const char *p = k; ok && *p; p++)
+                ok = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+                     (*p >= '0' && *p <= '9') || *p == '_';
+            if (!ok)
+                return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                     "request: 'env' has an invalid name");
+            if (!cJSON_IsString(it) || !it->valuestring)
+                return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                     "request: 'env.%s' must be a string", k);
+            size_t len = strlen(k) + strlen(it->valuestring) + 2;
+            char *kv = malloc(len);
+            if (!kv)
+                return nsbox_err_sys(e, "malloc");
+            snprintf(kv, len, "%s=%s", k, it->valuestring);
+            r->env[r->nenv++] = kv;
+        }
+    }
+    strcpy(r->cwd, "/workspace");
+    if (get_string(obj, "cwd", r->cwd, sizeof r->cwd, false, e) < 0)
+        return -1;
+    if (r->cwd[0] != '/')
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request: 'cwd' must be absolute");
+    return 0;
+}
+
+int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *r, struct nsbox_err *e)
+{
+    memset(r, 0, sizeof *r);
+    if (len > NSBOX_PROTO_MAX)
+        return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "request larger than %u bytes",
+                             NSBOX_PROTO_MAX);
+    if (memchr(buf, '\0', len))
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request contains a NUL byte");
+    const char *end = NULL;
+    cJSON *obj = cJSON_ParseWithLengthOpts(buf, len, &end, false);
+    if (!obj)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request is not valid JSON");
+    int ret = -1;
+    if (!cJSON_IsObject(obj)) {
+        nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request must be a JSON object");
+        goto out;
+    }
+    /* cJSON turns \u0000 into an early end of string: refuse it rather than act on a cut value. */
+    if (strstr(buf, "\\u0000")) {
+        nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request contains an escaped NUL");
+        goto out;
+    }
+    uint64_t v = 0;
+    if (get_uint(obj, "v", 1000, &v, e) < 0)
+        goto out;
+    if (v != NSBOX_PROTO_VERSION) {
+        nsbox_err_set(e, NSBOX_E_INVALID, EPROTO,
+                      "request: protocol version %llu is not supported (this nsbox speaks %d)",
+                      (unsigned long long)v, NSBOX_PROTO_VERSION);
+        goto out;
+    }
+    char op[16] = "";
+    if (get_string(obj, "op", op, sizeof op, true, e) < 0 ||
+        get_string(obj, "tag", r->tag, sizeof r->tag, false, e) < 0)
+        goto out;
+    size_t i = 0;
+    for (; i < NSBOX_ARRAY_LEN(op_names); i++)
+        if (!strcmp(op, op_names[i]))
+            break;
+    if (i == NSBOX_ARRAY_LEN(op_names)) {
+        nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request: unknown op '%s'", op);
+        goto out;
+    }
+    r->op = (enum nsbox_op)i;
+    uint64_t u;
+    switch (r->op) {
+    case NSBOX_OP_EXEC:
+        if (get_uint(obj, "timeout_ms", 365ull * 86400 * 1000, &r->timeout_ms, e) < 0)
+            goto out;
+        /* fall through */
+    case NSBOX_OP_START:
+        if (parse_command(obj, r, e) < 0)
+            goto out;
+        break;
+    case NSBOX_OP_KILL:
+    case NSBOX_OP_LOGS: {
+        u = 0;
+        int got = get_uint(obj, "pid", 1u << 22, &u, e);
+        if (got < 0)
+            goto out;
+        if (got == 0 || u == 0) {
+            nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request: 'pid' is required");
+            goto out;
+        }
+        r->pid = (int)u;
+        if (r->op == NSBOX_OP_LOGS)
+            break;
+    }
+        /* fall through */
+    case NSBOX_OP_SIGNAL:
+        u = 15;
+        if (get_uint(obj, "signal", 64, &u, e) < 0)
+            goto out;
+        if (u < 1 || u > 64) {
+            nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request: 'signal' must be 1 to 64");
+            goto out;
+        }
+        r->sig = (int)u;
+        break;
+    case NSBOX_OP_READ:
+    case NSBOX_OP_WRITE:
+    case NSBOX_OP_LIST:
+    case NSBOX_OP_STAT:
+    case NSBOX_OP_REMOVE:
+    case NSBOX_OP_MKDIR:
+        if (r->op == NSBOX_OP_LIST)
+            strcpy(r->path, ".");
+        if (get_string(obj, "path", r->path, sizeof r->path, r->op != NSBOX_OP_LIST, e) < 0)
+            goto out;
+        u = 0644;
+        if (get_uint(obj, "mode", 07777, &u, e) < 0)
+            goto out;
+        r->mode = (unsigned)u;
+        if (get_bool(obj, "mkdir", &r->mkdir, e) < 0 ||
+            get_bool(obj, "recursive", &r->recursive, e) < 0 ||
+            get_bool(obj, "parents", &r->parents, e) < 0)
+            goto out;
+        break;
+    default:
+        break;
+    }
+    ret = 0;
+out:
+    cJSON_Delete(obj);
+    return ret;
+}
+
+/* ---- framing --------------------------------------------------------------------------------- */
+
+int nsbox_proto_send(int sock, const char *json, const int *fds, size_t nfds, struct nsbox_err *e)
+{
+    size_t len = strlen(json);
+    if (len > NSBOX_PROTO_MAX || nfds > NSBOX_PROTO_MAX_FDS)
+        return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "message too large");
+    unsigned char hdr[4] = {(unsigned char)(len >> 24), (unsigned char)(len >> 16),
+                            (unsigned char)(len >> 8), (unsigned char)len};
+    struct iovec iov[2] = {{hdr, 4}, {(void *)json, len}};
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * NSBOX_PROTO_MAX_FDS)];
+        struct cmsghdr align;
+    } u;
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
+    if (nfds > 0) {
+        memset(&u, 0, sizeof u);
+        msg.msg_control = u.buf;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+    }
+    size_t total = 4 + len, sent = 0;
+    while (sent < total) {
+        ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return nsbox_err_sys(e, "send");
+        }
+        sent += (size_t)n;
+        msg.msg_control = NULL;
+        msg.msg_controllen = 0;
+        /* advance the iovecs past what was sent */
+        size_t skip = (size_t)n;
+        for (size_t i = 0; i < msg.msg_iovlen && skip; i++) {
+            size_t take = skip < msg.msg_iov[i].iov_len ? skip : msg.msg_iov[i].iov_len;
+            msg.msg_iov[i].iov_base = (char *)msg.msg_iov[i].iov_base + take;
+            msg.msg_iov[i].iov_len -= take;
+            skip -= take;
+        }
+    }
+    return 0;
+}
+
+int nsbox_proto_send_obj(int sock, cJSON *obj, const int *fds, size_t nfds, struct nsbox_err *e)
+{
+    char *s = cJSON_PrintUnformatted(obj);
+    if (!s)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "cannot render a message");
+    int r = nsbox_proto_send(sock, s, fds, nfds, e);
+    free(s);
+    return r;
+}
+
+static ssize_t recv_exact(int sock, char *buf, size_t n, int fds[NSBOX_PROTO_MAX_FDS],
+                          bool *got_any)
+{
+    size_t got = 0;
+    while (got < n) {
+        union {
+            char b[CMSG_SPACE(sizeof(int) * NSBOX_PROTO_MAX_FDS)];
+            struct cmsghdr align;
+        } u;
+        struct iovec iov = {buf + got, n - got};
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+        if (fds) {
+            msg.msg_control = u.b;
+            msg.msg_controllen = sizeof u.b;
+        }
+        ssize_t r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (r == 0)
+            return (ssize_t)got;
+        *got_any = true;
+        for (struct cmsghdr *c = fds ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c)) {
+            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+                continue;
+            size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            int *in = (int *)CMSG_DATA(c);
+            for (size_t i = 0; i < k; i++) {
+                /* Keep the first NSBOX_PROTO_MAX_FDS; close any extra a client pushed on us. */
+                size_t slot = 0;
+                while (slot < NSBOX_PROTO_MAX_FDS && fds[slot] >= 0)
+                    slot++;
+                if (slot < NSBOX_PROTO_MAX_FDS)
+                    fds[slot] = in[i];
+                else
+                    close(in[i]);
+            }
+        }
+        if (msg.msg_flags & MSG_CTRUNC)
+            errno = EMSGSIZE;
+        got += (size_t)r;
+        fds = NULL; /* descriptors ride on the first bytes only */
+    }
+    return (ssize_t)got;
+}
+
+ssize_t nsbox_proto_recv(int sock, char **out, int fds[NSBOX_PROTO_MAX_FDS], struct nsbox_err *e)
+{
+    *out = NULL;
+    if (fds)
+        for (int i = 0; i < NSBOX_PROTO_MAX_FDS; i++)
+            fds[i] = -1;
+    unsigned char hdr[4];
+    bool any = false;
+    ssize_t n = recv_exact(sock, (char *)hdr, 4, fds, &any);
+    if (n == 0)
+        return 0;
+    if (n < 0)
+        return nsbox_err_sys(e, "receive");
+    if (n < 4)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EPROTO, "truncated message header");
+    size_t len = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 | (size_t)hdr[2] << 8 | hdr[3];
+    if (len == 0 || len > NSBOX_PROTO_MAX)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EMSGSIZE,
+                             "message of %zu bytes (1 to %u allowed)", len, NSBOX_PROTO_MAX);
+    char *buf = malloc(len + 1);
+    if (!buf)
+        return nsbox_err_sys(e, "malloc");
+    n = recv_exact(sock, buf, len, NULL, &any);
+    if (n < 0 || (size_t)n < len) {
+        free(buf);
+        return n < 0 ? nsbox_err_sys(e, "receive")
+                     : nsbox_err_set(e, NSBOX_E_INVALID, EPROTO, "truncated message");
+    }
+    buf[len] = '\0';
+    *out = buf;
+    return (ssize_t)len;
+}
+
+/* ---- replies --------------------------------------------------------------------------------- */
+
+cJSON *nsbox_reply_ok(const char *tag)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddNumberToObject(o, "v", NSBOX_PROTO_VERSION);
+    cJSON_AddTrueToObject(o, "ok");
+    if (tag && tag[0])
+        cJSON_AddStringToObject(o, "tag", tag);
+    return o;
+}
+
+static const char *const wire_codes[] = {
+    [NSBOX_OK] = "ok",         [NSBOX_E_INVALID] = "invalid",   [NSBOX_E_SYS] = "system",
+    [NSBOX_E_UNSUPPORTED] = "unsupported", [NSBOX_E_POLICY] = "policy",
+    [NSBOX_E_NOTFOUND] = "not_found", [NSBOX_E_NOMEM] = "system", [NSBOX_E_TIMEOUT] = "timeout",
+    [NSBOX_E_DELETED] = "deleted", [NSBOX_E_EXEC] = "exec",
+};
+
+const char *nsbox_errcode_wire(int code)
+{
+    return code >= 0 && (size_t)code < NSBOX_ARRAY_LEN(wire_codes) && wire_codes[code]
+               ? wire_codes[code]
+               : "system";
+}
+
+int nsbox_errcode_from_wire(const char *s)
+{
+    for (size_t i = 0; s && i < NSBOX_ARRAY_LEN(wire_codes); i++)
+        if (wire_codes[i] && !strcmp(wire_codes[i], s))
+            return (int)i;
+    return NSBOX_E_SYS;
+}
+
+cJSON *nsbox_reply_error(const char *tag, int code, const char *msg)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddNumberToObject(o, "v", NSBOX_PROTO_VERSION);
+    cJSON_AddFalseToObject(o, "ok");
+    if (tag && tag[0])
+        cJSON_AddStringToObject(o, "tag", tag);
+    cJSON *err = cJSON_AddObjectToObject(o, "error");
+    if (err) {
+        cJSON_AddStringToObject(err, "code", nsbox_errcode_wire(code));
+        cJSON_AddStringToObject(err, "message", msg ? msg : "");
+    }
+    return o;
+}

@@ -1,0 +1,76 @@
+/* The client <-> supervisor wire protocol (docs/protocol.md): length-prefixed JSON messages with
+ * optional SCM_RIGHTS descriptors. Parsing is pure and bounded (fuzzed by tests/fuzz/fuzz_proto.c);
+ * everything that arrives is untrusted. */
+#ifndef NSBOX_PROTO_H
+#define NSBOX_PROTO_H
+
+#include "nsbox.h"
+
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NSBOX_PROTO_VERSION 1
+#define NSBOX_PROTO_MAX (1u << 20)
+#define NSBOX_PROTO_MAX_FDS 3
+#define NSBOX_PROTO_MAX_ARGS 4096
+#define NSBOX_PROTO_MAX_ENV 1024
+
+enum nsbox_op {
+    NSBOX_OP_PING,
+    NSBOX_OP_INSPECT,
+    NSBOX_OP_EXEC,
+    NSBOX_OP_START,
+    NSBOX_OP_PS,
+    NSBOX_OP_KILL,
+    NSBOX_OP_LOGS,
+    NSBOX_OP_SIGNAL,
+    NSBOX_OP_DELETE,
+    NSBOX_OP_READ,
+    NSBOX_OP_WRITE,
+    NSBOX_OP_LIST,
+    NSBOX_OP_STAT,
+    NSBOX_OP_REMOVE,
+    NSBOX_OP_MKDIR,
+};
+
+struct nsbox_request {
+    enum nsbox_op op;
+    char tag[65];
+    /* exec / start: argv (heap, NULL-terminated); cmd becomes {"/bin/sh","-c",cmd} */
+    char **argv;
+    size_t argc;
+    char **env; /* "K=V", heap, NULL-terminated */
+    size_t nenv;
+    char cwd[PATH_MAX];
+    uint64_t timeout_ms;
+    /* kill / signal / logs */
+    int pid;
+    int sig;
+    /* files */
+    char path[PATH_MAX];
+    unsigned mode;
+    bool mkdir, recursive, parents;
+};
+
+const char *nsbox_op_name(enum nsbox_op op);
+
+/* Parse and validate one request; on error e names the field. req must be freed even on error. */
+int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *req, struct nsbox_err *e);
+void nsbox_request_free(struct nsbox_request *req);
+
+/* Framing over a stream socket. recv: *out malloc'd (NUL-terminated), fds[] filled (-1 unused),
+ * returns the length, 0 on orderly EOF before a message, -1 on error. */
+int nsbox_proto_send(int sock, const char *json, const int *fds, size_t nfds, struct nsbox_err *e);
+int nsbox_proto_send_obj(int sock, cJSON *obj, const int *fds, size_t nfds, struct nsbox_err *e);
+ssize_t nsbox_proto_recv(int sock, char **out, int fds[NSBOX_PROTO_MAX_FDS], struct nsbox_err *e);
+
+/* Replies. */
+cJSON *nsbox_reply_ok(const char *tag);
+cJSON *nsbox_reply_error(const char *tag, int code, const char *msg);
+const char *nsbox_errcode_wire(int code);
+int nsbox_errcode_from_wire(const char *s);
+
+#endif

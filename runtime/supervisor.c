@@ -1,0 +1,1027 @@
+/* Supervisor of a persistent sandbox (see supervisor.h, docs/protocol.md). */
+#define _GNU_SOURCE
+#include "supervisor.h"
+#include "agent.h"
+#include "cleanup.h"
+#include "files.h"
+#include "paths.h"
+#include "proto.h"
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CLIENTS 64
+#define MAX_PROCS 256
+#define LOG_MAX (1u << 20)     /* kept per stream of a background process */
+#define SETUP_STDERR_MAX 65536 /* of a failing setup script, in the error */
+#define CLIENT_RCV_TIMEOUT_S 10
+
+/* ---- small helpers -------------------------------------------------------------------------- */
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_s(void)
+{
+    return (int64_t)time(NULL);
+}
+
+static int runtime_path(char *out, size_t n, const char *a, const char *b, struct nsbox_err *e)
+{
+    char rt[PATH_MAX];
+    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0)
+        return -1;
+    if ((size_t)snprintf(out, n, "%s/%s%s%s", rt, a, b ? "/" : "", b ? b : "") >= n)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long");
+    return 0;
+}
+
+int nsbox_tombstone_write(const char *id, const char *reason)
+{
+    char dir[PATH_MAX], path[PATH_MAX];
+    struct nsbox_err e;
+    if (runtime_path(dir, sizeof dir, "tombstones", NULL, &e) < 0 ||
+        nsbox_mkdir_p(dir, 0700, &e) < 0 ||
+        runtime_path(path, sizeof path, "tombstones", id, &e) < 0)
+        return -1;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -1;
+    ssize_t w = write(fd, reason, strlen(reason));
+    close(fd);
+    return w < 0 ? -1 : 0;
+}
+
+int nsbox_tombstone_read(const char *id, char *reason, size_t n)
+{
+    char path[PATH_MAX];
+    struct nsbox_err e;
+    if (!nsbox_state_valid_id(id) || runtime_path(path, sizeof path, "tombstones", id, &e) < 0)
+        return 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return 0;
+    ssize_t r = read(fd, reason, n - 1);
+    close(fd);
+    if (r < 0)
+        return 0;
+    reason[r] = '\0';
+    return 1;
+}
+
+int nsbox_session_connect(const char *id, struct nsbox_err *e)
+{
+    char path[PATH_MAX], reason[256];
+    if (!nsbox_state_valid_id(id))
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
+                             "no sandbox '%s' (ids are 12 hexadecimal digits; see nsbox ls)", id);
+    if (runtime_path(path, sizeof path, id, "ctl", e) < 0)
+        return -1;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "socket path too long: %s", path);
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return nsbox_err_sys(e, "socket");
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+        return fd;
+    int err = errno;
+    close(fd);
+    if (nsbox_tombstone_read(id, reason, sizeof reason))
+        return nsbox_err_set(e, NSBOX_E_DELETED, err, "sandbox %s was %s", id, reason);
+    if (err == ENOENT || err == ECONNREFUSED)
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, err, "no sandbox %s (it never existed)", id);
+    errno = err;
+    return nsbox_err_sys(e, "cannot reach sandbox %s", id);
+}
+
+/* ---- state ---------------------------------------------------------------------------------- */
+
+struct ring {
+    char *buf;
+    size_t len, start; /* circular, at most LOG_MAX */
+    bool truncated;
+};
+
+struct proc {
+    bool used, background, spawned, running;
+    uint32_t seq;
+    int pid, exit_code;
+    int client; /* index in clients[] waiting for the result (exec), -1 */
+    char tag[65];
+    int64_t deadline;
+    bool timed_out;
+    uint64_t oom_before;
+    char cmdline[256];
+    int out_fd, err_fd; /* background: read ends of its stdout/stderr */
+    struct ring out, err;
+};
+
+struct client {
+    int fd; /* -1: free */
+    int waiting; /* proc index of a pending exec/start, -1 */
+};
+
+struct sup {
+    struct nsbox_sandbox sb;
+    const struct nsbox_spec *spec;
+    int agent, listen_fd, sfd, ttl_fd, idle_fd, ws_fd;
+    struct client clients[MAX_CLIENTS];
+    struct proc procs[MAX_PROCS];
+    uint32_t next_seq;
+    int64_t created, expires;
+    bool sleeping;
+    unsigned sleeps;
+    bool quit;
+};
+
+static void ring_put(struct ring *r, const char *data, size_t n)
+{
+    if (!r->buf && !(r->buf = malloc(LOG_MAX)))
+        return;
+    for (size_t i = 0; i < n; i++) {
+        if (r->len == LOG_MAX) {
+            r->start = (r->start + 1) % LOG_MAX;
+            r->len--;
+            r->truncated = true;
+        }
+        r->buf[(r->start + r->len) % LOG_MAX] = data[i];
+        r->len++;
+    }
+}
+
+static char *ring_text(const struct ring *r)
+{
+    char *s = malloc(r->len + 1);
+    if (!s)
+        return NULL;
+    for (size_t i = 0; i < r->len; i++)
+        s[i] = r->buf[(r->start + i) % LOG_MAX];
+    s[r->len] = '\0';
+    /* JSON strings: replace NUL and invalid bytes crudely with '?' for non-UTF-8 safety */
+    for (size_t i = 0; i < r->len; i++)
+        if (s[i] == '\0')
+            s[i] = '?';
+    return s;
+}
+
+static void set_timer(int fd, uint64_t seconds)
+{
+    struct itimerspec its = {.it_value = {.tv_sec = (time_t)seconds}};
+    timerfd_settime(fd, 0, &its, NULL);
+}
+
+static void touch(struct sup *S)
+{
+    if (S->sleeping) {
+        struct nsbox_err e;
+        if (nsbox_cgroup_freeze(&S->sb.cg, false, &e) == 0)
+            S->sleeping = false;
+    }
+    if (S->spec->idle_timeout_seconds)
+        set_timer(S->idle_fd, S->spec->idle_timeout_seconds);
+}
+
+static void send_reply(struct sup *S, int ci, cJSON *r, const int *fds, size_t nfds)
+{
+    if (!r)
+        return;
+    struct nsbox_err e;
+    if (ci >= 0 && S->clients[ci].fd >= 0)
+        nsbox_proto_send_obj(S->clients[ci].fd, r, fds, nfds, &e);
+    cJSON_Delete(r);
+}
+
+static void reply_err(struct sup *S, int ci, const char *tag, const struct nsbox_err *e)
+{
+    send_reply(S, ci, nsbox_reply_error(tag, e->code ? e->code : NSBOX_E_SYS, e->msg), NULL, 0);
+}
+
+static void close_client(struct sup *S, int ci)
+{
+    struct client *c = &S->clients[ci];
+    if (c->fd < 0)
+        return;
+    if (c->waiting >= 0) {
+        /* The client of a running exec went away: the command goes with it. */
+        struct proc *p = &S->procs[c->waiting];
+        struct nsbox_err e;
+        if (p->used && p->running && p->pid > 1)
+            nsbox_agent_kill(S->agent, p->pid, SIGKILL, &e);
+        p->client = -1;
+    }
+    close(c->fd);
+    c->fd = -1;
+    c->waiting = -1;
+}
+
+static void free_proc(struct proc *p)
+{
+    nsbox_closep(&p->out_fd);
+    nsbox_closep(&p->err_fd);
+    free(p->out.buf);
+    free(p->err.buf);
+    memset(p, 0, sizeof *p);
+    p->out_fd = p->err_fd = -1;
+    p->client = -1;
+}
+
+static struct proc *new_proc(struct sup *S, int *idx)
+{
+    /* Reuse the slot of a finished background process when full. */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < MAX_PROCS; i++) {
+            struct proc *p = &S->procs[i];
+            if (!p->used || (pass == 1 && !p->running && p->client < 0 && p->spawned)) {
+                if (p->used)
+                    free_proc(p);
+                p->used = true;
+                p->seq = ++S->next_seq;
+                p->client = -1;
+                p->out_fd = p->err_fd = -1;
+                *idx = i;
+                return p;
+            }
+        }
+    return NULL;
+}
+
+static struct proc *proc_by_seq(struct sup *S, uint32_t seq)
+{
+    for (int i = 0; i < MAX_PROCS; i++)
+        if (S->procs[i].used && S->procs[i].seq == seq)
+            return &S->procs[i];
+    return NULL;
+}
+
+static uint64_t oom_kills(struct sup *S)
+{
+    struct nsbox_cgroup_stats st;
+    struct nsbox_err e;
+    if (nsbox_cgroup_stats(&S->sb.cg, &st, &e) < 0)
+        return 0;
+    return st.oom_kills;
+}
+
+/* ---- requests ------------------------------------------------------------------------------- */
+
+static char **merged_env(struct sup *S, const struct nsbox_request *rq)
+{
+    size_t n = 0;
+    while (S->sb.envp[n])
+        n++;
+    char **env = calloc(n + rq->nenv + 1, sizeof *env);
+    if (!env)
+        return NULL;
+    memcpy(env, S->sb.envp, n * sizeof *env);
+    for (size_t i = 0; i < rq->nenv; i++) {
+        size_t klen = strcspn(rq->env[i], "=") + 1, j = 0;
+        for (; j < n; j++)
+            if (!strncmp(env[j], rq->env[i], klen))
+                break;
+        env[j] = rq->env[i];
+        if (j == n)
+            n++;
+    }
+    return env;
+}
+
+static void cmdline_of(char *out, size_t n, char **argv)
+{
+    size_t off = 0;
+    out[0] = '\0';
+    for (size_t i = 0; argv[i] && off + 1 < n; i++)
+        off += (size_t)snprintf(out + off, n - off, "%s%s", i ? " " : "", argv[i]);
+}
+
+static void do_spawn(struct sup *S, int ci, const struct nsbox_request *rq, int fds[3],
+                     bool background)
+{
+    struct nsbox_err e = {0};
+    int idx;
+    struct proc *p = new_proc(S, &idx);
+    if (!p) {
+        nsbox_err_set(&e, NSBOX_E_SYS, EAGAIN, "too many processes tracked (%d)", MAX_PROCS);
+        reply_err(S, ci, rq->tag, &e);
+        return;
+    }
+    p->background = background;
+    snprintf(p->tag, sizeof p->tag, "%s", rq->tag);
+    cmdline_of(p->cmdline, sizeof p->cmdline, rq->argv);
+    int own[3] = {-1, -1, -1};
+    int *use = fds;
+    if (background) {
+        int po[2], pe[2];
+        own[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (own[0] < 0 || pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
+            nsbox_err_sys(&e, "pipe");
+            nsbox_closep(&own[0]);
+            free_proc(p);
+            reply_err(S, ci, rq->tag, &e);
+            return;
+        }
+        p->out_fd = po[0], own[1] = po[1];
+        p->err_fd = pe[0], own[2] = pe[1];
+        fcntl(p->out_fd, F_SETFL, O_NONBLOCK);
+        fcntl(p->err_fd, F_SETFL, O_NONBLOCK);
+        use = own;
+    } else if (fds[0] < 0 || fds[1] < 0 || fds[2] < 0) {
+        nsbox_err_set(&e, NSBOX_E_INVALID, EINVAL,
+                      "exec needs three descriptors (stdin, stdout, stderr) with the request");
+        free_proc(p);
+        reply_err(S, ci, rq->tag, &e);
+        return;
+    }
+    cleanup_free char **env = merged_env(S, rq);
+    int r = env ? nsbox_agent_spawn(S->agent, p->seq, rq->argv, env, rq->cwd, use, &e)
+                : nsbox_err_sys(&e, "calloc");
+    for (int i = 0; i < 3; i++)
+        nsbox_closep(&own[i]);
+    if (r < 0) {
+        free_proc(p);
+        reply_err(S, ci, rq->tag, &e);
+        return;
+    }
+    p->client = ci;
+    p->running = true;
+    p->oom_before = oom_kills(S);
+    if (!background && rq->timeout_ms)
+        p->deadline = now_ms() + (int64_t)rq->timeout_ms;
+    S->clients[ci].waiting = idx;
+}
+
+static cJSON *proc_json(const struct proc *p)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "pid", p->pid);
+    cJSON_AddStringToObject(o, "cmd", p->cmdline);
+    cJSON_AddBoolToObject(o, "running", p->running);
+    cJSON_AddBoolToObject(o, "background", p->background);
+    if (!p->running)
+        cJSON_AddNumberToObject(o, "exit_code", p->exit_code);
+    return o;
+}
+
+static void do_inspect(struct sup *S, int ci, const char *tag)
+{
+    cJSON *r = nsbox_reply_ok(tag);
+    cJSON_AddStringToObject(r, "id", S->sb.st.id);
+    cJSON_AddStringToObject(r, "state", S->sleeping ? "sleeping" : "running");
+    cJSON_AddNumberToObject(r, "sleeps", S->sleeps);
+    cJSON_AddNumberToObject(r, "created", (double)S->created);
+    cJSON_AddNumberToObject(r, "expires", (double)S->expires);
+    cJSON_AddNumberToObject(r, "supervisor_pid", getpid());
+    cJSON_AddStringToObject(r, "workspace", S->sb.st.workspace);
+    cJSON *spec = nsbox_spec_to_cjson(S->spec);
+    if (spec)
+        cJSON_AddItemToObject(r, "spec", spec);
+    cJSON *lim = cJSON_AddObjectToObject(r, "limits");
+    cJSON_AddNumberToObject(lim, "cpus", S->spec->limits.cpus);
+    cJSON_AddNumberToObject(lim, "memory_bytes", (double)S->spec->limits.memory_bytes);
+    cJSON_AddNumberToObject(lim, "pids", (double)S->spec->limits.pids);
+    cJSON_AddNumberToObject(lim, "disk_bytes", (double)S->spec->limits.disk_bytes);
+    struct nsbox_cgroup_stats st;
+    struct nsbox_err e;
+    if (nsbox_cgroup_stats(&S->sb.cg, &st, &e) == 0) {
+        cJSON *so = cJSON_AddObjectToObject(r, "stats");
+        cJSON_AddNumberToObject(so, "memory_bytes", (double)st.memory_current);
+        cJSON_AddNumberToObject(so, "memory_peak_bytes", (double)st.memory_peak);
+        cJSON_AddNumberToObject(so, "pids", (double)st.pids_current);
+        cJSON_AddNumberToObject(so, "cpu_usage_usec", (double)st.cpu_usage_usec);
+        cJSON_AddNumberToObject(so, "oom_kills", (double)st.oom_kills);
+    }
+    cJSON *ps = cJSON_AddArrayToObject(r, "processes");
+    for (int i = 0; i < MAX_PROCS; i++)
+        if (S->procs[i].used && S->procs[i].spawned)
+            cJSON_AddItemToArray(ps, proc_json(&S->procs[i]));
+    send_reply(S, ci, r, NULL, 0);
+}
+
+static struct proc *proc_by_pid(struct sup *S, int pid)
+{
+    for (int i = 0; i < MAX_PROCS; i++)
+        if (S->procs[i].used && S->procs[i].spawned && S->procs[i].pid == pid)
+            return &S->procs[i];
+    return NULL;
+}
+
+static void handle_request(struct sup *S, int ci, const char *buf, size_t len, int fds[3])
+{
+    struct nsbox_request rq;
+    struct nsbox_err e = {0};
+    if (nsbox_proto_parse(buf, len, &rq, &e) < 0) {
+        reply_err(S, ci, rq.tag, &e);
+        nsbox_request_free(&rq);
+        return;
+    }
+    touch(S);
+    int keep_fds = 0;
+    switch (rq.op) {
+    case NSBOX_OP_PING: {
+        cJSON *r = nsbox_reply_ok(rq.tag);
+        cJSON_AddStringToObject(r, "id", S->sb.st.id);
+        send_reply(S, ci, r, NULL, 0);
+        break;
+    }
+    case NSBOX_OP_INSPECT:
+        do_inspect(S, ci, rq.tag);
+        break;
+    case NSBOX_OP_EXEC:
+    case NSBOX_OP_START:
+        if (S->clients[ci].waiting >= 0) {
+            nsbox_err_set(&e, NSBOX_E_INVALID, EBUSY,
+                          "this connection already waits for a command; open another one");
+            reply_err(S, ci, rq.tag, &e);
+            break;
+        }
+        do_spawn(S, ci, &rq, fds, rq.op == NSBOX_OP_START);
+        break;
+    case NSBOX_OP_PS: {
+        cJSON *r = nsbox_reply_ok(rq.tag);
+        cJSON *ps = cJSON_AddArrayToObject(r, "processes");
+        for (int i = 0; i < MAX_PROCS; i++)
+            if (S->procs[i].used && S->procs[i].spawned && S->procs[i].background)
+                cJSON_AddItemToArray(ps, proc_json(&S->procs[i]));
+        send_reply(S, ci, r, NULL, 0);
+        break;
+    }
+    case NSBOX_OP_KILL: {
+        struct proc *p = proc_by_pid(S, rq.pid);
+        if (!p || !p->running) {
+            nsbox_err_set(&e, NSBOX_E_NOTFOUND, ESRCH, "no running process %d started by nsbox",
+                          rq.pid);
+            reply_err(S, ci, rq.tag, &e);
+        } else if (nsbox_agent_kill(S->agent, p->pid, rq.sig, &e) < 0) {
+            reply_err(S, ci, rq.tag, &e);
+        } else {
+            send_reply(S, ci, nsbox_reply_ok(rq.tag), NULL, 0);
+        }
+        break;
+    }
+    case NSBOX_OP_LOGS: {
+        struct proc *p = proc_by_pid(S, rq.pid);
+        if (!p || !p->background) {
+            nsbox_err_set(&e, NSBOX_E_NOTFOUND, ESRCH, "no background process %d", rq.pid);
+            reply_err(S, ci, rq.tag, &e);
+            break;
+        }
+        cJSON *r = nsbox_reply_ok(rq.tag);
+        cleanup_free char *o = p->out.buf ? ring_text(&p->out) : strdup("");
+        cleanup_free char *er = p->err.buf ? ring_text(&p->err) : strdup("");
+        cJSON_AddStringToObject(r, "stdout", o ? o : "");
+        cJSON_AddStringToObject(r, "stderr", er ? er : "");
+        cJSON_AddBoolToObject(r, "truncated", p->out.truncated || p->err.truncated);
+        cJSON_AddBoolToObject(r, "running", p->running);
+        send_reply(S, ci, r, NULL, 0);
+        break;
+    }
+    case NSBOX_OP_SIGNAL: {
+        int w = S->clients[ci].waiting;
+        if (w < 0 || !S->procs[w].spawned) {
+            nsbox_err_set(&e, NSBOX_E_INVALID, ESRCH, "no command running on this connection");
+            reply_err(S, ci, rq.tag, &e);
+        } else {
+            nsbox_agent_kill(S->agent, S->procs[w].pid, rq.sig, &e);
+        }
+        break;
+    }
+    case NSBOX_OP_DELETE:
+        nsbox_tombstone_write(S->sb.st.id, "deleted by rm");
+        S->quit = true;
+        send_reply(S, ci, nsbox_reply_ok(rq.tag), NULL, 0);
+        break;
+    case NSBOX_OP_READ:
+    case NSBOX_OP_WRITE:
+    case NSBOX_OP_LIST:
+    case NSBOX_OP_STAT:
+    case NSBOX_OP_REMOVE:
+    case NSBOX_OP_MKDIR: {
+        cJSON *r = nsbox_reply_ok(rq.tag);
+        int out_fd = -1;
+        if (nsbox_files_op(S->ws_fd, &S->sb.st, &rq, fds[0], r, &out_fd, &e) < 0) {
+            cJSON_Delete(r);
+            reply_err(S, ci, rq.tag, &e);
+        } else {
+            send_reply(S, ci, r, out_fd >= 0 ? &out_fd : NULL, out_fd >= 0 ? 1 : 0);
+        }
+        nsbox_closep(&out_fd);
+        break;
+    }
+    }
+    (void)keep_fds;
+    for (int i = 0; i < 3; i++)
+        nsbox_closep(&fds[i]);
+    nsbox_request_free(&rq);
+}
+
+/* ---- events --------------------------------------------------------------------------------- */
+
+static void on_agent(struct sup *S)
+{
+    struct nsbox_agent_event ev;
+    struct nsbox_err e = {0};
+    int r = nsbox_agent_recv(S->agent, &ev, &e);
+    if (r <= 0) {
+        if (r == 0 || errno != EBADMSG) {
+            /* init is gone: so is the sandbox */
+            nsbox_tombstone_write(S->sb.st.id, "deleted because its init process ended");
+            S->quit = true;
+        }
+        return;
+    }
+    struct proc *p = proc_by_seq(S, ev.seq);
+    if (!p)
+        return;
+    int ci = p->client;
+    if (ev.type == NSBOX_AGENT_SPAWNED) {
+        p->pid = ev.pid;
+        p->spawned = true;
+        if (p->background && ci >= 0) {
+            cJSON *rep = nsbox_reply_ok(p->tag);
+            cJSON_AddNumberToObject(rep, "pid", p->pid);
+            send_reply(S, ci, rep, NULL, 0);
+            S->clients[ci].waiting = -1;
+            p->client = -1;
+        }
+        return;
+    }
+    if (ev.type == NSBOX_AGENT_FAILED) {
+        nsbox_err_set(&e, NSBOX_E_EXEC, 0, "%s", ev.msg);
+        if (ci >= 0) {
+            cJSON *rep = nsbox_reply_error(p->tag, ev.status == 125 ? NSBOX_E_SYS : NSBOX_E_EXEC,
+                                           ev.msg);
+            cJSON_AddNumberToObject(rep, "exit_code", ev.status);
+            send_reply(S, ci, rep, NULL, 0);
+            S->clients[ci].waiting = -1;
+        }
+        free_proc(p);
+        return;
+    }
+    /* EXITED */
+    p->running = false;
+    p->exit_code = p->timed_out ? 124 : ev.status;
+    bool oom = ev.status == 128 + SIGKILL && oom_kills(S) > p->oom_before;
+    if (ci >= 0) {
+        cJSON *rep = nsbox_reply_ok(p->tag);
+        cJSON_AddNumberToObject(rep, "exit_code", p->exit_code);
+        cJSON_AddBoolToObject(rep, "timed_out", p->timed_out);
+        cJSON_AddBoolToObject(rep, "oom_killed", oom);
+        send_reply(S, ci, rep, NULL, 0);
+        S->clients[ci].waiting = -1;
+        p->client = -1;
+    }
+    if (!p->background)
+        free_proc(p);
+}
+
+static void drain(struct proc *p, int *fd, struct ring *r)
+{
+    char buf[16384];
+    for (;;) {
+        ssize_t n = read(*fd, buf, sizeof buf);
+        if (n > 0) {
+            ring_put(r, buf, (size_t)n);
+            continue;
+        }
+        if (n == 0 || (errno != EAGAIN && errno != EINTR))
+            nsbox_closep(fd), *fd = -1;
+        return;
+    }
+}
+
+static void on_client(struct sup *S, int ci)
+{
+    cleanup_free char *buf = NULL;
+    int fds[NSBOX_PROTO_MAX_FDS];
+    struct nsbox_err e = {0};
+    ssize_t n = nsbox_proto_recv(S->clients[ci].fd, &buf, fds, &e);
+    if (n <= 0) {
+        for (int i = 0; i < NSBOX_PROTO_MAX_FDS; i++)
+            nsbox_closep(&fds[i]);
+        if (n < 0 && e.code == NSBOX_E_INVALID)
+            reply_err(S, ci, NULL, &e);
+        close_client(S, ci);
+        return;
+    }
+    handle_request(S, ci, buf, (size_t)n, fds);
+}
+
+static void on_accept(struct sup *S)
+{
+    int fd = accept4(S->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+        return;
+    /* Only the owner can connect (socket mode 0600), but a stalled client must not stall the
+     * supervisor: bound every receive. */
+    struct timeval tv = {.tv_sec = CLIENT_RCV_TIMEOUT_S};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    for (int i = 0; i < MAX_CLIENTS; i++)
+        if (S->clients[i].fd < 0) {
+            S->clients[i].fd = fd;
+            S->clients[i].waiting = -1;
+            return;
+        }
+    struct nsbox_err e;
+    cJSON *r = nsbox_reply_error(NULL, NSBOX_E_SYS, "too many connections");
+    nsbox_proto_send_obj(fd, r, NULL, 0, &e);
+    cJSON_Delete(r);
+    close(fd);
+}
+
+static void check_deadlines(struct sup *S, int64_t now)
+{
+    for (int i = 0; i < MAX_PROCS; i++) {
+        struct proc *p = &S->procs[i];
+        if (p->used && p->running && p->spawned && p->deadline && now >= p->deadline &&
+            !p->timed_out) {
+            struct nsbox_err e;
+            p->timed_out = true;
+            nsbox_agent_kill(S->agent, p->pid, SIGKILL, &e);
+        }
+    }
+}
+
+static int next_timeout(struct sup *S, int64_t now)
+{
+    int64_t best = -1;
+    for (int i = 0; i < MAX_PROCS; i++) {
+        struct proc *p = &S->procs[i];
+        if (p->used && p->running && p->deadline && !p->timed_out) {
+            int64_t left = p->deadline - now;
+            if (left < 0)
+                left = 0;
+            if (best < 0 || left < best)
+                best = left;
+        }
+    }
+    return best < 0 ? -1 : best > 60000 ? 60000 : (int)best;
+}
+
+static bool busy(struct sup *S)
+{
+    for (int i = 0; i < MAX_CLIENTS; i++)
+        if (S->clients[i].fd >= 0 && S->clients[i].waiting >= 0)
+            return true;
+    return false;
+}
+
+static void on_idle(struct sup *S)
+{
+    uint64_t x;
+    if (read(S->idle_fd, &x, sizeof x) < 0)
+        return;
+    if (busy(S)) {
+        set_timer(S->idle_fd, S->spec->idle_timeout_seconds);
+        return;
+    }
+    struct nsbox_err e;
+    if (!S->sleeping && nsbox_cgroup_freeze(&S->sb.cg, true, &e) == 0) {
+        S->sleeping = true;
+        S->sleeps++;
+    }
+}
+
+static void loop(struct sup *S)
+{
+    enum { F_LISTEN, F_SIG, F_TTL, F_IDLE, F_AGENT, F_FIXED };
+    struct pollfd pf[F_FIXED + MAX_CLIENTS + 2 * MAX_PROCS];
+    int map[F_FIXED + MAX_CLIENTS + 2 * MAX_PROCS];
+    while (!S->quit) {
+        size_t n = 0;
+        pf[n++] = (struct pollfd){S->listen_fd, POLLIN, 0};
+        pf[n++] = (struct pollfd){S->sfd, POLLIN, 0};
+        pf[n++] = (struct pollfd){S->ttl_fd, POLLIN, 0};
+        pf[n++] = (struct pollfd){S->idle_fd, POLLIN, 0};
+        pf[n++] = (struct pollfd){S->agent, POLLIN, 0};
+        for (int i = 0; i < MAX_CLIENTS; i++)
+            if (S->clients[i].fd >= 0) {
+                map[n] = i;
+                pf[n++] = (struct pollfd){S->clients[i].fd, POLLIN, 0};
+            }
+        size_t first_log = n;
+        for (int i = 0; i < MAX_PROCS && !S->sleeping; i++) {
+            struct proc *p = &S->procs[i];
+            if (!p->used)
+                continue;
+            if (p->out_fd >= 0)
+                map[n] = i, pf[n++] = (struct pollfd){p->out_fd, POLLIN, 0};
+            if (p->err_fd >= 0)
+                map[n] = MAX_PROCS + i, pf[n++] = (struct pollfd){p->err_fd, POLLIN, 0};
+        }
+        int64_t now = now_ms();
+        int r = poll(pf, n, next_timeout(S, now));
+        if (r < 0 && errno != EINTR)
+            break;
+        check_deadlines(S, now_ms());
+        if (pf[F_SIG].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            if (read(S->sfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo != SIGCHLD) {
+                nsbox_tombstone_write(S->sb.st.id, "deleted: its supervisor was stopped");
+                S->quit = true;
+            }
+            int status;
+            if (S->sb.pid > 0 && waitpid(S->sb.pid, &status, WNOHANG) == S->sb.pid) {
+                S->sb.pid = 0;
+                nsbox_tombstone_write(S->sb.st.id, "deleted because its init process ended");
+                S->quit = true;
+            }
+        }
+        if (pf[F_TTL].revents & POLLIN) {
+            char why[96];
+            snprintf(why, sizeof why, "deleted because ttl_seconds=%llu expired",
+                     (unsigned long long)S->spec->ttl_seconds);
+            nsbox_tombstone_write(S->sb.st.id, why);
+            S->quit = true;
+        }
+        if (pf[F_IDLE].revents & POLLIN)
+            on_idle(S);
+        if (pf[F_AGENT].revents & (POLLIN | POLLHUP | POLLERR))
+            on_agent(S);
+        for (size_t i = F_FIXED; i < first_log; i++)
+            if (pf[i].revents & (POLLIN | POLLHUP | POLLERR))
+                on_client(S, map[i]);
+        for (size_t i = first_log; i < n; i++) {
+            if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            struct proc *p = &S->procs[map[i] % MAX_PROCS];
+            if (map[i] < MAX_PROCS)
+                drain(p, &p->out_fd, &p->out);
+            else
+                drain(p, &p->err_fd, &p->err);
+        }
+        if (pf[F_LISTEN].revents & POLLIN)
+            on_accept(S);
+    }
+}
+
+/* ---- set-up ---------------------------------------------------------------------------------- */
+
+/* Run the set-up script through the agent, as appuser in /workspace, bounded in time; its stderr
+ * (the end of it) goes into the error when it fails. */
+static int run_setup_script(struct sup *S, struct nsbox_err *e)
+{
+    int pe[2];
+    if (pipe2(pe, O_CLOEXEC) < 0)
+        return nsbox_err_sys(e, "pipe");
+    int fds[3] = {open("/dev/null", O_RDONLY | O_CLOEXEC), open("/dev/null", O_WRONLY | O_CLOEXEC),
+                  pe[1]};
+    char *argv[] = {"/bin/sh", "-c", S->spec->setup_script, NULL};
+    int r = nsbox_agent_spawn(S->agent, 0, argv, S->sb.envp, "/workspace", fds, e);
+    for (int i = 0; i < 3; i++)
+        nsbox_closep(&fds[i]);
+    if (r < 0) {
+        close(pe[0]);
+        return -1;
+    }
+    fcntl(pe[0], F_SETFL, O_NONBLOCK);
+    struct ring err = {0};
+    int64_t deadline = now_ms() + (int64_t)S->spec->setup_script_timeout_seconds * 1000;
+    int pid = 0, status = -1, rfd = pe[0];
+    bool timed_out = false, done = false;
+    char msg[512] = "";
+    while (!done) {
+        struct pollfd pf[2] = {{S->agent, POLLIN, 0}, {rfd, POLLIN, 0}};
+        int64_t left = deadline - now_ms();
+        int pr = poll(pf, rfd >= 0 ? 2 : 1, left > 0 ? (int)left : 0);
+        if (pr == 0 && !timed_out) {
+            timed_out = true;
+            if (pid > 0)
+                nsbox_agent_kill(S->agent, pid, SIGKILL, e);
+            deadline = now_ms() + 5000;
+            continue;
+        }
+        if (pr == 0)
+            break;
+        if (rfd >= 0 && (pf[1].revents & (POLLIN | POLLHUP)))
+            drain(NULL, &rfd, &err);
+        if (pf[0].revents & (POLLIN | POLLHUP)) {
+            struct nsbox_agent_event ev;
+            int ar = nsbox_agent_recv(S->agent, &ev, e);
+            if (ar <= 0)
+                break;
+            if (ev.seq != 0)
+                continue;
+            if (ev.type == NSBOX_AGENT_SPAWNED)
+                pid = ev.pid;
+            else {
+                status = ev.status;
+                snprintf(msg, sizeof msg, "%s", ev.msg);
+                done = true;
+            }
+        }
+    }
+    if (rfd >= 0) {
+        drain(NULL, &rfd, &err);
+        nsbox_closep(&rfd);
+    }
+    cleanup_free char *text = err.buf ? ring_text(&err) : strdup("");
+    free(err.buf);
+    if (text && strlen(text) > SETUP_STDERR_MAX)
+        memmove(text, text + strlen(text) - SETUP_STDERR_MAX, SETUP_STDERR_MAX + 1);
+    size_t tl = text ? strlen(text) : 0;
+    while (tl && (text[tl - 1] == '\n' || text[tl - 1] == '\r'))
+        text[--tl] = '\0';
+    if (timed_out)
+        return nsbox_err_set(e, NSBOX_E_TIMEOUT, ETIMEDOUT,
+                             "setup script timed out after setup_script_timeout_seconds=%llu%s%s",
+                             (unsigned long long)S->spec->setup_script_timeout_seconds,
+                             tl ? "; its stderr: " : "", tl ? text : "");
+    if (status != 0)
+        return nsbox_err_set(e, NSBOX_E_EXEC, 0, "setup script failed (exit code %d)%s%s%s", status,
+                             msg[0] ? ": " : "", msg, tl ? (text ? "" : "") : "");
+    return 0;
+}
+
+static int open_listen(struct sup *S, struct nsbox_err *e)
+{
+    char path[PATH_MAX];
+    if ((size_t)snprintf(path, sizeof path, "%s/ctl", S->sb.st.dir) >= sizeof path)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "socket path too long");
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG,
+                             "socket path %s is too long for a unix socket", path);
+    strcpy(sa.sun_path, path);
+    S->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (S->listen_fd < 0)
+        return nsbox_err_sys(e, "socket");
+    /* 0600 from the start: no window in which another user could connect. */
+    mode_t old = umask(0177);
+    int r = bind(S->listen_fd, (struct sockaddr *)&sa, sizeof sa);
+    umask(old);
+    if (r < 0 || listen(S->listen_fd, 64) < 0)
+        return nsbox_err_sys(e, "control socket %s", path);
+    return 0;
+}
+
+static void report_ready(int fd, const char *line)
+{
+    if (fd < 0)
+        return;
+    ssize_t w = write(fd, line, strlen(line));
+    (void)w;
+    close(fd);
+}
+
+/* The supervisor process. Never returns. */
+__attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, int ready_fd)
+{
+    static struct sup S;
+    struct nsbox_err e = {0};
+    char line[NSBOX_ERR_MSG_MAX + 64];
+    S.spec = spec;
+    S.agent = S.listen_fd = S.sfd = S.ttl_fd = S.idle_fd = S.ws_fd = -1;
+    for (int i = 0; i < MAX_CLIENTS; i++)
+        S.clients[i].fd = -1, S.clients[i].waiting = -1;
+    for (int i = 0; i < MAX_PROCS; i++)
+        S.procs[i].out_fd = S.procs[i].err_fd = -1, S.procs[i].client = -1;
+    prctl(PR_SET_NAME, "nsbox-supervise");
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+
+    nsbox_sandbox_init(&S.sb);
+    int sv[2];
+    int ok = -1;
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+        nsbox_err_sys(&e, "socketpair");
+        goto fail;
+    }
+    S.agent = sv[0];
+    S.sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    S.ttl_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    S.idle_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    if (S.sfd < 0 || S.ttl_fd < 0 || S.idle_fd < 0) {
+        nsbox_err_sys(&e, "signalfd/timerfd");
+        goto fail;
+    }
+    if (nsbox_sandbox_prepare(&S.sb, spec, NULL, NULL, &e) < 0)
+        goto fail;
+    S.sb.L.agent_fd = sv[1];
+    S.sb.L.blocked = mask;
+    if (nsbox_sandbox_start(&S.sb, NULL, &e) < 0)
+        goto fail;
+    /* Ready when init closes the report pipe; a report means set-up failed. */
+    struct nsbox_child_report rep;
+    ssize_t n;
+    do
+        n = read(S.sb.L.report_rd, &rep, sizeof rep);
+    while (n < 0 && errno == EINTR);
+    if (n == (ssize_t)sizeof rep) {
+        e = rep.err;
+        nsbox_err_wrap(&e, "sandbox set-up failed");
+        goto fail;
+    }
+    S.ws_fd = open(S.sb.st.workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (S.ws_fd < 0) {
+        nsbox_err_sys(&e, "workspace %s", S.sb.st.workspace);
+        goto fail;
+    }
+    S.created = wall_s();
+    S.expires = S.created + (int64_t)spec->ttl_seconds;
+    set_timer(S.ttl_fd, spec->ttl_seconds);
+    if (spec->setup_script && run_setup_script(&S, &e) < 0)
+        goto fail;
+    if (open_listen(&S, &e) < 0)
+        goto fail;
+    if (spec->idle_timeout_seconds)
+        set_timer(S.idle_fd, spec->idle_timeout_seconds);
+    snprintf(line, sizeof line, "OK %s\n", S.sb.st.id);
+    report_ready(ready_fd, line);
+    ready_fd = -1;
+    loop(&S);
+    ok = 0;
+fail:
+    if (ok < 0) {
+        snprintf(line, sizeof line, "ERR %d %s\n", e.code, e.msg);
+        report_ready(ready_fd, line);
+    }
+    struct nsbox_err e2;
+    nsbox_sandbox_destroy(&S.sb, &e2);
+    _exit(ok < 0 ? 125 : 0);
+}
+
+int nsbox_session_create(const struct nsbox_spec *s, char *id, struct nsbox_err *e)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return nsbox_err_sys(e, "pipe");
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(p[0]), close(p[1]);
+        return nsbox_err_sys(e, "fork");
+    }
+    if (pid == 0) {
+        /* Detach: a session of its own, not our child (the double fork), no terminal, stdio
+         * on /dev/null. The caller may exit at once; the sandbox stays. */
+        close(p[0]);
+        setsid();
+        pid_t g = fork();
+        if (g != 0)
+            _exit(g < 0 ? 125 : 0);
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null >= 0) {
+            dup2(null, 0), dup2(null, 1), dup2(null, 2);
+            if (null > 2)
+                close(null);
+        }
+        if (chdir("/") < 0)
+            _exit(125);
+        supervise(s, p[1]);
+    }
+    close(p[1]);
+    int status;
+    waitpid(pid, &status, 0);
+    char buf[NSBOX_ERR_MSG_MAX + 64];
+    size_t got = 0;
+    for (;;) {
+        ssize_t n = read(p[0], buf + got, sizeof buf - 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(p[0]);
+    buf[got] = '\0';
+    if (!strncmp(buf, "OK ", 3) && got >= 3 + NSBOX_ID_LEN) {
+        memcpy(id, buf + 3, NSBOX_ID_LEN);
+        id[NSBOX_ID_LEN] = '\0';
+        return 0;
+    }
+    if (!strncmp(buf, "ERR ", 4)) {
+        char *end;
+        long code = strtol(buf + 4, &end, 10);
+        size_t l = strlen(end);
+        if (l && end[l - 1] == '\n')
+            end[l - 1] = '\0';
+        return nsbox_err_set(e, (int)code, 0, "%s", *end == ' ' ? end + 1 : end);
+    }
+    return nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "the sandbox supervisor died while starting");
+}

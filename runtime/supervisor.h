@@ -1,0 +1,26 @@
+/* The supervisor of a persistent sandbox: one process per sandbox, on the host side, detached
+ * from whoever created it. It owns the sandbox (init, cgroup, network, state directory), its
+ * control socket (docs/protocol.md) and its timers (ttl, idle sleep), in one event loop. */
+#ifndef NSBOX_SUPERVISOR_H
+#define NSBOX_SUPERVISOR_H
+
+#include "nsbox.h"
+#include "spec.h"
+
+#include <stdbool.h>
+
+/* Create a persistent sandbox: fork a detached supervisor and wait until the sandbox is ready
+ * (set-up script included). Fills id (NSBOX_ID_LEN + 1 bytes). */
+int nsbox_session_create(const struct nsbox_spec *s, char *id, struct nsbox_err *e);
+
+/* Tombstones: why a sandbox that existed is gone ("deleted by rm", "deleted because
+ * ttl_seconds=N expired"). */
+int nsbox_tombstone_write(const char *id, const char *reason);
+/* 1 and the reason when there is one, 0 when none. */
+int nsbox_tombstone_read(const char *id, char *reason, size_t n);
+
+/* Connect to a sandbox's control socket. A sandbox that is gone gets NSBOX_E_DELETED with the
+ * tombstone's reason, one that never existed NSBOX_E_NOTFOUND. */
+int nsbox_session_connect(const char *id, struct nsbox_err *e);
+
+#endif

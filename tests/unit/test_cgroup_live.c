@@ -1,0 +1,689 @@
+/* cgroup against the real kernel: creates cgroups below this process's own cgroups with small
+ * limits, puts forked children in them and checks that the limits are written AND enforced
+ * (pids, memory, cpu), that freezing stops a process, that destroy kills everything and leaves
+ * no directory behind. Also measures what create/attach/destroy cost.
+ *
+ * Needs root (or a delegated cgroup) and a usable hierarchy; otherwise every test is skipped
+ * with the reason. Every cgroup and process a test makes is removed in its teardown, even
+ * when an assertion fails half way. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "cgroup.h"
+#include "cgroup_util.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_KIDS 8
+
+static struct nsbox_cgroup g_cg;
+static pid_t g_kids[MAX_KIDS];
+static size_t g_nkids;
+static struct nsbox_cgroup_support g_sup;
+static char g_skip_why[600];
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static char *read_text(const char *dir, const char *name)
+{
+    static char buf[4096];
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "r");
+    if (!f)
+        return NULL;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    while (n > 0 && buf[n - 1] == '\n')
+        n--;
+    buf[n] = '\0';
+    return buf;
+}
+
+static const char *v1_dir(const struct nsbox_cgroup *cg, const char *controller)
+{
+    for (size_t i = 0; i < cg->n_v1; i++)
+        if (nsbox_cg_list_has(cg->v1[i].controller, controller))
+            return cg->v1[i].path;
+    return NULL;
+}
+
+static void track(pid_t pid)
+{
+    for (size_t i = 0; i < g_nkids; i++)
+        if (g_kids[i] <= 0) {
+            g_kids[i] = pid;
+            return;
+        }
+    g_kids[g_nkids++] = pid;
+}
+
+/* Reap a tracked child; its wait status. */
+static int reap(pid_t pid)
+{
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    for (size_t i = 0; i < g_nkids; i++)
+        if (g_kids[i] == pid)
+            g_kids[i] = -1;
+    return st;
+}
+
+/* In a fresh child: die with the test process, so that a crash or a failed assertion in the
+ * parent can never leave a process behind. */
+static void child_init(pid_t parent)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(103);
+}
+
+static pid_t fork_tracked(void)
+{
+    size_t free_slots = MAX_KIDS - g_nkids;
+    for (size_t i = 0; i < g_nkids; i++)
+        free_slots += g_kids[i] <= 0;
+    assert_true(free_slots > 0); /* before fork: a failed check must not leak a child */
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        child_init(parent);
+        return 0;
+    }
+    track(pid);
+    return pid;
+}
+
+/* A child that waits until go[1] is written (or closed), then runs fn. */
+static pid_t spawn(const int *go, void (*fn)(void *), void *arg)
+{
+    pid_t pid = fork_tracked();
+    if (pid == 0) {
+        char c;
+        if (go) {
+            close(go[1]); /* else the child holds its own pipe open and never sees EOF */
+            if (read(go[0], &c, 1) != 1)
+                _exit(100);
+        }
+        fn(arg);
+        _exit(0);
+    }
+    return pid;
+}
+
+static void do_sleep(void *arg)
+{
+    (void)arg;
+    for (;;)
+        pause();
+}
+
+static bool g_live_ok;
+
+static int group_setup(void **state)
+{
+    (void)state;
+    if (geteuid() != 0) {
+        snprintf(g_skip_why, sizeof g_skip_why,
+                 "not root: cgroup creation needs root or a delegated cgroup");
+        return 0;
+    }
+    nsbox_cgroup_detect(&g_sup);
+    if (!(g_sup.memory && g_sup.cpu && g_sup.pids)) {
+        snprintf(g_skip_why, sizeof g_skip_why, "no writable cgroup hierarchy: %s", g_sup.why);
+        return 0;
+    }
+    /* Detection can be right and creation still refused (read-only cgroupfs in a container). */
+    struct nsbox_limits lim = {.cpus = 1, .memory_bytes = 64u << 20, .pids = 16};
+    struct nsbox_cgroup cg;
+    struct nsbox_err e = {0};
+    char id[32];
+    snprintf(id, sizeof id, "probe-%d", (int)getpid());
+    if (nsbox_cgroup_create(id, &lim, &cg, &e) < 0) {
+        snprintf(g_skip_why, sizeof g_skip_why, "cannot create a cgroup: %s", e.msg);
+        return 0;
+    }
+    if (nsbox_cgroup_destroy(&cg, &e) < 0) {
+        fprintf(stderr, "probe cgroup could not be removed: %s\n", e.msg);
+        return -1;
+    }
+    g_live_ok = true;
+    print_message("cgroup v%d, parent %s, freezer %s, swap limit %s\n", g_sup.version,
+                  g_sup.parent, g_sup.freezer ? "yes" : "no", g_sup.swap ? "yes" : "no");
+    return 0;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    nsbox_cgroup_init(&g_cg);
+    g_nkids = 0;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    struct nsbox_err e = {0};
+    int r = 0;
+    if (nsbox_cgroup_destroy(&g_cg, &e) < 0) {
+        fprintf(stderr, "teardown: %s\n", e.msg);
+        r = -1;
+    }
+    for (size_t i = 0; i < g_nkids; i++)
+        if (g_kids[i] > 0) {
+            kill(g_kids[i], SIGKILL);
+            waitpid(g_kids[i], NULL, 0);
+        }
+    g_nkids = 0;
+    return r;
+}
+
+#define REQUIRE_LIVE()                                                                             \
+    do {                                                                                           \
+        if (!g_live_ok) {                                                                          \
+            print_message("skipped: %s\n", g_skip_why);                                            \
+            skip();                                                                                \
+        }                                                                                          \
+    } while (0)
+
+static void make_id(char *id, size_t n, const char *what)
+{
+    snprintf(id, n, "t%d-%s", (int)getpid(), what);
+}
+
+/* Every directory of the handle exists (or none does). */
+static void assert_dirs(const struct nsbox_cgroup *cg, bool present)
+{
+    if (cg->version == 2) {
+        assert_int_equal(access(cg->path, F_OK) == 0, present);
+        return;
+    }
+    assert_true(cg->n_v1 > 0);
+    for (size_t i = 0; i < cg->n_v1; i++)
+        assert_int_equal(access(cg->v1[i].path, F_OK) == 0, present);
+}
+
+/* ---- tests --------------------------------------------------------------------------------- */
+
+static void test_limits_attach_freeze_stats_destroy(void **state)
+{
+    (void)state;
+    REQUIRE_LIVE();
+    char id[48];
+    make_id(id, sizeof id, "main");
+    struct nsbox_limits lim = {.cpus = 1, .memory_bytes = 64u << 20, .pids = 16};
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_cgroup_create(id, &lim, &g_cg, &e), 0);
+    assert_dirs(&g_cg, true);
+
+    /* The limit files say what was asked. */
+    if (g_cg.version == 2) {
+        assert_string_equal(read_text(g_cg.path, "memory.max"), "67108864");
+        assert_string_equal(read_text(g_cg.path, "cpu.max"), "100000 100000");
+        assert_string_equal(read_text(g_cg.path, "pids.max"), "16");
+        char *swap = read_text(g_cg.path, "memory.swap.max");
+        if (swap)
+            assert_string_equal(swap, "0");
+    } else {
+        const char *m = v1_dir(&g_cg, "memory"), *c = v1_dir(&g_cg, "cpu"),
+                   *p = v1_dir(&g_cg, "pids");
+        assert_non_null(m);
+        assert_non_null(c);
+        assert_non_null(p);
+        assert_non_null(v1_dir(&g_cg, "freezer"));
+        assert_string_equal(read_text(m, "memory.limit_in_bytes"), "67108864");
+        char *memsw = read_text(m, "memory.memsw.limit_in_bytes");
+        if (memsw)
+            assert_string_equal(memsw, "67108864");
+        assert_string_equal(read_text(c, "cpu.cfs_period_us"), "100000");
+        assert_string_equal(read_text(c, "cpu.cfs_quota_us"), "100000");
+        assert_string_equal(read_text(p, "pids.max"), "16");
+    }
+
+    /* A child that counts in shared memory, so we can see whether it runs. */
+    volatile uint64_t *counter =
+        mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(counter != MAP_FAILED);
+    pid_t pid = fork_tracked();
+    if (pid == 0) {
+        for (;;) {
+            (*counter)++;
+            usleep(500);
+        }
+    }
+    assert_int_equal(nsbox_cgroup_attach(&g_cg, pid, &e), 0);
+
+    /* The kernel agrees that the child is in the sandbox's cgroup. */
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/%d", (int)pid);
+    char *self = read_text(proc, "cgroup");
+    assert_non_null(self);
+    char want[80];
+    snprintf(want, sizeof want, "/nsbox-%s\n", id);
+    char with_nl[4100];
+    snprintf(with_nl, sizeof with_nl, "%s\n", self);
+    assert_non_null(strstr(with_nl, want));
+
+    struct nsbox_cgroup_stats st;
+    assert_int_equal(nsbox_cgroup_stats(&g_cg, &st, &e), 0);
+    assert_int_equal(st.pids_current, 1);
+    assert_int_equal(st.pids_limit, 16);
+    assert_int_equal(st.memory_limit, 64u << 20);
+    assert_false(st.frozen);
+
+    /* Frozen: the counter stops. Thawed: it moves again. */
+    usleep(20000);
+    assert_int_equal(nsbox_cgroup_freeze(&g_cg, true, &e), 0);
+    assert_int_equal(nsbox_cgroup_stats(&g_cg, &st, &e), 0);
+    assert_true(st.frozen);
+    if (g_cg.version == 1)
+        assert_string_equal(read_text(v1_dir(&g_cg, "freezer"), "freezer.state"), "FROZEN");
+    else
+        assert_string_equal(read_text(g_cg.path, "cgroup.freeze"), "1");
+    uint64_t before = *counter;
+    usleep(100000);
+    assert_true(*counter == before);
+    assert_int_equal(nsbox_cgroup_freeze(&g_cg, false, &e), 0);
+    assert_int_equal(nsbox_cgroup_stats(&g_cg, &st, &e), 0);
+    assert_false(st.frozen);
+    usleep(50000);
+    assert_true(*counter > before);
+
+    /* Destroy kills what is inside and removes every directory. */
+    struct nsbox_cgroup copy = g_cg;
+    assert_int_equal(nsbox_cgroup_destroy(&g_cg, &e), 0);
+    assert_int_equal(g_cg.version, 0);
+    assert_dirs(&copy, false);
+    int ws = reap(pid);
+    assert_true(WIFSIGNALED(ws));
+    assert_int_equal(WTERMSIG(ws), SIGKILL);
+    assert_int_equal(nsbox_cgroup_destroy(&g_cg, &e), 0); /* idempotent */
+    munmap((void *)counter, 4096);
+}
+
+struct forker {
+    int result_fd;
+};
+
+static void do_fork_many(void *arg)
+{
+    struct forker *f = arg;
+    int ok = 0, eagain = 0;
+    pid_t self = getpid();
+    for (int i = 0; i < 10; i++) {
+        pid_t p = fork();
+        if (p == 0) {
+            child_init(self);
+            for (;;)
+                pause();
+        }
+        if (p > 0)
+            ok++;
+        else if (errno == EAGAIN)
+            eagain++;
+    }
+    char msg[32];
+    int n = snprintf(msg, sizeof msg, "%d %d", ok, eagain);
+    if (write(f->result_fd, msg, (size_t)n) != n)
+        _exit(101);
+    for (;;)
+        pause();
+}
+
+static void test_pids_limit_enforced_and_destroy_kills_all(void **state)
+{
+    (void)state;
+    REQUIRE_LIVE();
+    char id[48];
+    make_id(id, sizeof id, "pids");
+    struct nsbox_limits lim = {.cpus = 1, .memory_bytes = 64u << 20, .pids = 4};
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_cgroup_create(id, &lim, &g_cg, &e), 0);
+    int go[2], res[2];
+    assert_int_equal(pipe(go), 0);
+    assert_int_equal(pipe(res), 0);
+    struct forker f = {.result_fd = res[1]};
+    pid_t pid = spawn(go, do_fork_many, &f);
+    assert_int_equal(nsbox_cgroup_attach(&g_cg, pid, &e), 0);
+    assert_int_equal(write(go[1], "g", 1), 1);
+    char msg[32] = "";
+    ssize_t n = read(res[0], msg, sizeof msg - 1);
+    assert_true(n > 0);
+    msg[n] = '\0';
+    int ok = -1, eagain = -1;
+    assert_int_equal(sscanf(msg, "%d %d", &ok, &eagain), 2);
+    /* pids.max 4 counts the forker itself: 3 children fit, the other 7 forks fail. */
+    assert_int_equal(ok, 3);
+    assert_int_equal(eagain, 7);
+    struct nsbox_cgroup_stats st;
+    assert_int_equal(nsbox_cgroup_stats(&g_cg, &st, &e), 0);
+    assert_int_equal(st.pids_current, 4);
+
+    /* The grandchildren are not ours to wait for; destroy must still get every one. */
+    struct nsbox_cgroup copy = g_cg;
+    assert_int_equal(nsbox_cgroup_destroy(&g_cg, &e), 0);
+    assert_dirs(&copy, false);
+    int ws = reap(pid);
+    assert_true(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
+    close(go[0]);
+    close(go[1]);
+    close(res[0]);
+    close(res[1]);
+}
+
+static void do_eat_memory(void *arg)
+{
+    (void)arg;
+    size_t total = 256u << 20;
+    char *p = malloc(total);
+    if (!p)
+        _exit(102);
+    for (size_t i = 0; i < total; i += 4096)
+        p[i] = 1;
+    _exit(0); /* reached only if the limit did not hold */
+}
+
+static void test_memory_limit_enforced(void **state)
+{
+    (void)state;
+    REQUIRE_LIVE();
+    char id[48];
+    make_id(id, sizeof id, "mem");
+    struct nsbox_limits lim = {.cpus = 1, .memory_bytes = 32u << 20, .pids = 16};
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_cgroup_create(id, &lim, &g_cg, &e), 0);
+    int go[2];
+    assert_int_equal(pipe(go), 0);
+    pid_t pid = spawn(go, do_eat_memory, NULL);
+    assert_int_equal(nsbox_cgroup_attach(&g_cg, pid, &e), 0);
+    assert_int_equal(write(go[1], "g", 1), 1);
+    int ws = reap(pid);
+    /* The OOM killer ends it: touching 256 MiB cannot succeed under 32 MiB without swap. */
+    assert_true(WIFSIGNALED(ws));
+    assert_int_equal(WTERMSIG(ws), SIGKILL);
+    struct nsbox_cgroup_stats st;
+    assert_int_equal(nsbox_cgroup_stats(&g_cg, &st, &e), 0);
+    assert_true(st.oom_kills >= 1);
+    assert_true(st.memory_peak <= (32u << 20));
+    assert_true(st.memory_peak > (16u << 20));
+    print_message("oom_kills %" PRIu64 ", memory peak %" PRIu64 " KiB\n", st.oom_kills,
+                  st.memory_peak / 1024);
+    assert_int_equal(nsbox_cgroup_destroy(&g_cg, &e), 0);
+    close(go[0]);
+    close(go[1]);
+}
+
+static void do_spin(void *arg)
+{
+    uint64_t until = now_us() + *(uint64_t *)arg;
+    volatile uint64_t x = 0;
+    while (now_us() < until)
+        x++;
+}
+
+static void test_cpu_limit_enforced(void **state)
+{
+    (void)state;
+    REQUIRE_LIVE();
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    char id[48];
+    make_id(id, sizeof id, "cpu");
+    struct nsbox_limits lim = {.cpus = 1, .memory_bytes = 64u << 20, .pids = 16};
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_cgroup_create(id, &lim, &g_cg, &e), 0);
+    if (g_cg.version == 1 && !v1_dir(&g_cg, "cpuacct")) {
+        print_message("skipped: no v1 cpuacct hierarchy to measure usage with\n");
+        skip();
+    }
+    /* Two spinners for 400 ms of wall time: unthrottled they would burn up to 800 ms of CPU
+     * on a machine with 2+ CPUs; with cpus=1 the quota caps them at about 400 ms. */
+    int go[2];
+    assert_int_equal(pipe(go), 0);
+    uint64_t spin_us = 400000;
+    pid_t a = spawn(go, do_spin, &spin_us), b = spawn(go, do_spin, &spin_us);
+    assert_int_equal(nsbox_cgroup_attach(&g_cg, a, &e), 0);
+    assert_int_equal(nsbox_cgroup_attach(&g_cg, b, &e), 0);
+    uint64_t t0 = now_us();
+    assert_int_equal(write(go[1], "gg", 2), 2);
+    reap(a);
+    reap(b);
+    uint64_t wall = now_us() - t0;
+    struct nsbox_cgroup_stats st;
+    assert_int_equal(nsbox_cgroup_stats(&g_cg, &st, &e), 0);
+    print_message("%ld CPUs online; 2 spinners, cpus=1: %" PRIu64 " ms CPU in %" PRIu64
+                  " ms wall\n",
+                  ncpu, st.cpu_usage_usec / 1000, wall / 1000);
+    assert_true(st.cpu_usage_usec > 0);
+    /* One period of slack: the quota is enforced per 100 ms period. */
+    assert_true(st.cpu_usage_usec <= wall + NSBOX_CG_CPU_PERIOD_US);
+    assert_int_equal(nsbox_cgroup_destroy(&g_cg, &e), 0);
+    close(go[0]);
+    close(go[1]);
+}
+
+static void do_fork_bomb(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        pid_t parent = getpid();
+        pid_t p = fork();
+        if (p == 0)
+            child_init(parent); /* and keep forking */
+        else if (p < 0)
+            usleep(100);
+    }
+}
+
+static void test_destroy_fork_bomb(void **state)
+{
+    (void)state;
+    REQUIRE_LIVE();
+    char id[48];
+    make_id(id, sizeof id, "bomb");
+    struct nsbox_limits lim = {.cpus = 1, .memory_bytes = 256u << 20, .pids = 64};
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_cgroup_create(id, &lim, &g_cg, &e), 0);
+    int go[2];
+    assert_int_equal(pipe(go), 0);
+    pid_t pid = spawn(go, do_fork_bomb, NULL);
+    assert_int_equal(nsbox_cgroup_attach(&g_cg, pid, &e), 0);
+    assert_int_equal(write(go[1], "g", 1), 1);
+    usleep(100000);
+    struct nsbox_cgroup_stats st;
+    assert_int_equal(nsbox_cgroup_stats(&g_cg, &st, &e), 0);
+    assert_true(st.pids_current > 1);
+    assert_true(st.pids_current <= 64);
+    struct nsbox_cgroup copy = g_cg;
+    uint64_t t0 = now_us();
+    assert_int_equal(nsbox_cgroup_destroy(&g_cg, &e), 0);
+    print_message("fork bomb at %" PRIu64 " pids destroyed in %" PRIu64 " us\n",
+                  st.pids_current, now_us() - t0);
+    assert_dirs(&copy, false);
+    reap(pid);
+    close(go[0]);
+    close(go[1]);
+}
+
+static void test_remove_by_id_after_crash(void **state)
+{
+    (void)state;
+    REQUIRE_LIVE();
+    char id[48];
+    make_id(id, sizeof id, "gc");
+    struct nsbox_limits lim = {.cpus = 1, .memory_bytes = 64u << 20, .pids = 16};
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_cgroup_create(id, &lim, &g_cg, &e), 0);
+    pid_t pid = spawn(NULL, do_sleep, NULL);
+    assert_int_equal(nsbox_cgroup_attach(&g_cg, pid, &e), 0);
+    /* The supervisor "crashed": only the id is known now. */
+    struct nsbox_cgroup lost = g_cg;
+    if (g_cg.dirfd >= 0)
+        close(g_cg.dirfd);
+    nsbox_cgroup_init(&g_cg);
+    assert_int_equal(nsbox_cgroup_remove_by_id(id, &e), 0);
+    assert_dirs(&lost, false);
+    int ws = reap(pid);
+    assert_true(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
+    assert_int_equal(nsbox_cgroup_remove_by_id(id, &e), 0);
+}
+
+static void test_failed_create_leaves_nothing(void **state)
+{
+    (void)state;
+    REQUIRE_LIVE();
+    char id[48];
+    make_id(id, sizeof id, "bad");
+    /* More CPU time per period than the kernel accepts (about 2^44 us): the cpu write fails
+     * after the other directories were made. */
+    struct nsbox_limits lim = {.cpus = UINT32_MAX, .memory_bytes = 64u << 20, .pids = 16};
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_cgroup_create(id, &lim, &g_cg, &e), -1);
+    print_message("expected error: %s\n", e.msg);
+    assert_non_null(strstr(e.msg, "cpu"));
+    assert_int_equal(g_cg.version, 0);
+    /* Look in every hierarchy below our own cgroups: no nsbox-<id> anywhere. */
+    char text[8192];
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    assert_non_null(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    struct nsbox_cg_self self;
+    assert_int_equal(nsbox_cg_parse_self(text, &self), 0);
+    char p[PATH_MAX];
+    if (g_sup.version == 2) {
+        snprintf(p, sizeof p, "%s/nsbox-%s", g_sup.parent, id);
+        assert_int_equal(access(p, F_OK), -1);
+    } else {
+        const char *names[] = {"memory", "cpu", "cpuacct", "pids", "freezer"};
+        for (size_t i = 0; i < 5; i++) {
+            const struct nsbox_cg_self_entry *en = nsbox_cg_self_find(&self, names[i]);
+            if (!en)
+                continue;
+            snprintf(p, sizeof p, "/sys/fs/cgroup/%s%s/nsbox-%s", names[i],
+                     strcmp(en->path, "/") ? en->path : "", id);
+            assert_int_equal(access(p, F_OK), -1);
+        }
+    }
+}
+
+static void do_exit_now(void *arg)
+{
+    (void)arg;
+}
+
+static void test_timing(void **state)
+{
+    (void)state;
+    REQUIRE_LIVE();
+    struct nsbox_limits lim = {.cpus = 2, .memory_bytes = 1u << 30, .pids = 256};
+    struct nsbox_err e = {0};
+    char id[48];
+
+    /* Discovery, cold (what the first sandbox of a process pays once). */
+    nsbox_cgroup_set_sys(NULL);
+    struct nsbox_cgroup_support sup;
+    uint64_t t0 = now_us();
+    nsbox_cgroup_detect(&sup);
+    uint64_t detect_us = now_us() - t0;
+
+    /* (a) create + destroy of an empty cgroup. */
+    const int na = 200;
+    uint64_t a_create = 0, a_destroy = 0;
+    for (int i = 0; i < na; i++) {
+        make_id(id, sizeof id, "tima");
+        t0 = now_us();
+        assert_int_equal(nsbox_cgroup_create(id, &lim, &g_cg, &e), 0);
+        uint64_t t1 = now_us();
+        assert_int_equal(nsbox_cgroup_destroy(&g_cg, &e), 0);
+        a_create += t1 - t0;
+        a_destroy += now_us() - t1;
+    }
+
+    /* (b) the `nsbox run` path: create, attach, the command exits and is reaped, destroy.
+     * Only the cgroup calls are timed. */
+    const int nb = 100;
+    uint64_t b_total = 0, b_attach = 0;
+    for (int i = 0; i < nb; i++) {
+        make_id(id, sizeof id, "timb");
+        int go[2];
+        assert_int_equal(pipe(go), 0);
+        pid_t pid = spawn(go, do_exit_now, NULL);
+        t0 = now_us();
+        assert_int_equal(nsbox_cgroup_create(id, &lim, &g_cg, &e), 0);
+        uint64_t t1 = now_us();
+        assert_int_equal(nsbox_cgroup_attach(&g_cg, pid, &e), 0);
+        uint64_t t2 = now_us();
+        b_attach += t2 - t1;
+        b_total += t2 - t0;
+        assert_int_equal(write(go[1], "g", 1), 1);
+        reap(pid);
+        t0 = now_us();
+        assert_int_equal(nsbox_cgroup_destroy(&g_cg, &e), 0);
+        b_total += now_us() - t0;
+        close(go[0]);
+        close(go[1]);
+    }
+
+    /* (c) destroy that has to kill a live process (ttl expiry, `nsbox rm`). */
+    const int nc = 50;
+    uint64_t c_destroy = 0;
+    for (int i = 0; i < nc; i++) {
+        make_id(id, sizeof id, "timc");
+        pid_t pid = spawn(NULL, do_sleep, NULL);
+        assert_int_equal(nsbox_cgroup_create(id, &lim, &g_cg, &e), 0);
+        assert_int_equal(nsbox_cgroup_attach(&g_cg, pid, &e), 0);
+        t0 = now_us();
+        assert_int_equal(nsbox_cgroup_destroy(&g_cg, &e), 0);
+        c_destroy += now_us() - t0;
+        reap(pid);
+    }
+    print_message("cgroup v%d timings: detect (cold, once per process) %" PRIu64 " us\n",
+                  sup.version, detect_us);
+    print_message("  create %" PRIu64 " us + destroy(empty) %" PRIu64 " us (mean of %d)\n",
+                  a_create / na, a_destroy / na, na);
+    print_message("  create+attach+destroy after exit %" PRIu64 " us, of which attach %" PRIu64
+                  " us (mean of %d)\n",
+                  b_total / nb, b_attach / nb, nb);
+    print_message("  destroy killing a live process %" PRIu64 " us (mean of %d)\n",
+                  c_destroy / nc, nc);
+    /* A sanity bound, not a benchmark: 20x the target catches a sleep or a retry loop sneaking
+     * into the fast path without failing on a loaded CI machine. */
+    assert_true(b_total / nb < 20000);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_limits_attach_freeze_stats_destroy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pids_limit_enforced_and_destroy_kills_all, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_memory_limit_enforced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cpu_limit_enforced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_fork_bomb, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_remove_by_id_after_crash, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_create_leaves_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_timing, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, group_setup, NULL);
+}
