@@ -298,6 +298,7 @@ void nsbox_child_main(struct nsbox_launch *L)
          * report pipe tells the supervisor that the sandbox is ready. */
         if (set_rlimits(L, &e) < 0 || init_harden(L, &e) < 0)
             report_and_exit(L, 125, &e);
+        prctl(PR_SET_NAME, "nsbox-init");
         int keep = L->agent_fd;
         if (keep > 3)
             syscall(SYS_close_range, 3, (unsigned)keep - 1, 0);

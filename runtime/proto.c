@@ -199,7 +199,7 @@ int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *r, stru
         goto out;
     }
     /* cJSON turns \u0000 into an early end of string: refuse it rather than act on a cut value. */
-    if (strstr(buf, "\\u0000")) {
+    if (memmem(buf, len, "\\u0000", 6)) {
         nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request contains an escaped NUL");
         goto out;
     }

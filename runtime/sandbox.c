@@ -38,7 +38,7 @@ void nsbox_sandbox_init(struct nsbox_sandbox *sb)
  * reach the sandbox unless given with -e. */
 char **nsbox_sandbox_env(const struct nsbox_spec *s, struct nsbox_err *e)
 {
-    static const char *const base[] = {"PATH=" SANDBOX_PATH, "HOME=/workspace", "USER=appuser",
+    static const char *const base[] = {("PATH=" SANDBOX_PATH), "HOME=/workspace", "USER=appuser",
                                        "LOGNAME=appuser", "SHELL=/bin/sh", "LANG=C.UTF-8"};
     size_t n = NSBOX_ARRAY_LEN(base) + s->n_env + 2;
     char **env = calloc(n, sizeof *env);

@@ -27,7 +27,9 @@
 
 #define MAX_CLIENTS 64
 #define MAX_PROCS 256
-#define LOG_MAX (1u << 20)     /* kept per stream of a background process */
+/* Kept per stream of a background process: the end of its output. Small enough that a `logs`
+ * reply stays under the 1 MiB message limit even if every byte needs a \\uXXXX escape. */
+#define LOG_MAX (64u << 10)
 #define SETUP_STDERR_MAX 65536 /* of a failing setup script, in the error */
 #define CLIENT_RCV_TIMEOUT_S 10
 
@@ -125,6 +127,7 @@ struct ring {
 
 struct proc {
     bool used, background, spawned, running;
+    bool orphaned; /* its exec client left before init said it started */
     uint32_t seq;
     int pid, exit_code;
     int client; /* index in clients[] waiting for the result (exec), -1 */
@@ -155,18 +158,29 @@ struct sup {
     bool quit;
 };
 
-static void ring_put(struct ring *r, const char *data, size_t n)
+__attribute__((noinline)) static void ring_put(struct ring *r, const char *data, size_t n)
 {
     if (!r->buf && !(r->buf = malloc(LOG_MAX)))
         return;
-    for (size_t i = 0; i < n; i++) {
-        if (r->len == LOG_MAX) {
-            r->start = (r->start + 1) % LOG_MAX;
-            r->len--;
-            r->truncated = true;
-        }
-        r->buf[(r->start + r->len) % LOG_MAX] = data[i];
-        r->len++;
+    if (n >= LOG_MAX) { /* only the last LOG_MAX bytes can survive */
+        r->truncated = r->truncated || n > LOG_MAX || r->len > 0;
+        memcpy(r->buf, data + n - LOG_MAX, LOG_MAX);
+        r->start = 0;
+        r->len = LOG_MAX;
+        return;
+    }
+    size_t drop = r->len + n > LOG_MAX ? r->len + n - LOG_MAX : 0;
+    if (drop) {
+        r->start = (r->start + drop) % LOG_MAX;
+        r->len -= drop;
+        r->truncated = true;
+    }
+    for (size_t done = 0; done < n;) {
+        size_t pos = (r->start + r->len) % LOG_MAX;
+        size_t chunk = LOG_MAX - pos < n - done ? LOG_MAX - pos : n - done;
+        memcpy(r->buf + pos, data + done, chunk);
+        done += chunk;
+        r->len += chunk;
     }
 }
 
@@ -226,8 +240,10 @@ static void close_client(struct sup *S, int ci)
         /* The client of a running exec went away: the command goes with it. */
         struct proc *p = &S->procs[c->waiting];
         struct nsbox_err e;
-        if (p->used && p->running && p->pid > 1)
+        if (p->used && p->running && p->spawned && p->pid > 1)
             nsbox_agent_kill(S->agent, p->pid, SIGKILL, &e);
+        else if (p->used && !p->background)
+            p->orphaned = true; /* killed when init reports its pid */
         p->client = -1;
     }
     close(c->fd);
@@ -434,7 +450,11 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
         nsbox_request_free(&rq);
         return;
     }
-    touch(S);
+    /* Only requests that need the sandbox to run wake it (and reset the idle timer); looking
+     * at it (ping, inspect, ps, logs) does not. */
+    if (rq.op != NSBOX_OP_PING && rq.op != NSBOX_OP_INSPECT && rq.op != NSBOX_OP_PS &&
+        rq.op != NSBOX_OP_LOGS)
+        touch(S);
     int keep_fds = 0;
     switch (rq.op) {
     case NSBOX_OP_PING: {
@@ -556,6 +576,8 @@ static void on_agent(struct sup *S)
     if (ev.type == NSBOX_AGENT_SPAWNED) {
         p->pid = ev.pid;
         p->spawned = true;
+        if (p->orphaned)
+            nsbox_agent_kill(S->agent, p->pid, SIGKILL, &e);
         if (p->background && ci >= 0) {
             cJSON *rep = nsbox_reply_ok(p->tag);
             cJSON_AddNumberToObject(rep, "pid", p->pid);
@@ -848,8 +870,8 @@ static int run_setup_script(struct sup *S, struct nsbox_err *e)
                              (unsigned long long)S->spec->setup_script_timeout_seconds,
                              tl ? "; its stderr: " : "", tl ? text : "");
     if (status != 0)
-        return nsbox_err_set(e, NSBOX_E_EXEC, 0, "setup script failed (exit code %d)%s%s%s", status,
-                             msg[0] ? ": " : "", msg, tl ? (text ? "" : "") : "");
+        return nsbox_err_set(e, NSBOX_E_EXEC, 0, "setup script failed (exit code %d): %s", status,
+                             tl ? text : msg[0] ? msg : "(no output on stderr)");
     return 0;
 }
 
@@ -957,13 +979,15 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
     ready_fd = -1;
     loop(&S);
     ok = 0;
-fail:
+fail:;
+    /* Everything is removed before a failed creation is reported: when the caller sees the
+     * error, nothing of the sandbox is left. */
+    struct nsbox_err e2;
+    nsbox_sandbox_destroy(&S.sb, &e2);
     if (ok < 0) {
         snprintf(line, sizeof line, "ERR %d %s\n", e.code, e.msg);
         report_ready(ready_fd, line);
     }
-    struct nsbox_err e2;
-    nsbox_sandbox_destroy(&S.sb, &e2);
     _exit(ok < 0 ? 125 : 0);
 }
 

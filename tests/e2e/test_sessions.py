@@ -1,0 +1,354 @@
+"""End-to-end: persistent sandboxes (create, exec, lifecycle) with real supervisors."""
+import json
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+import unittest
+
+from nsbox_test import NSBOX, Dirs, cgroup_leftovers, is_root, run_nsbox
+
+
+def setUpModule():
+    if not is_root():
+        raise unittest.SkipTest("these tests run nsbox as root (delegated cgroups for users are "
+                                "covered by test_run_unprivileged)")
+
+
+class SessionTest(unittest.TestCase):
+    def setUp(self):
+        self.dirs = Dirs()
+        self.ids = []
+
+    def tearDown(self):
+        for sid in self.ids:
+            run_nsbox(["rm", sid], self.dirs)
+        self.dirs.cleanup()
+
+    def nsbox(self, *args, **kw):
+        return run_nsbox(list(args), self.dirs, **kw)
+
+    def create(self, *opts):
+        r = self.nsbox("create", *opts)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.decode().strip()
+        self.assertRegex(sid, r"^[0-9a-f]{12}$")
+        self.ids.append(sid)
+        return sid
+
+    def exec(self, sid, *cmd, **kw):
+        return self.nsbox("exec", sid, "--", *cmd, **kw)
+
+    def inspect(self, sid):
+        r = self.nsbox("inspect", sid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+    def socket_path(self, sid):
+        return os.path.join(self.dirs.state, sid, "ctl")
+
+
+class Lifecycle(SessionTest):
+    def test_create_exec_state_persists(self):
+        sid = self.create()
+        r = self.exec(sid, "sh", "-c", "echo one > /workspace/f; id -u; hostname")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.decode().split(), ["1000", "nsbox-" + sid])
+        r = self.exec(sid, "cat", "/workspace/f")
+        self.assertEqual(r.stdout, b"one\n")
+
+    def test_same_hardening_as_run(self):
+        sid = self.create()
+        r = self.exec(sid, "sh", "-c", "grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' "
+                                       "/proc/self/status; ls /proc | grep -c '^[0-9]'")
+        lines = r.stdout.decode().split("\n")
+        self.assertEqual([l.split()[1] for l in lines[:4]],
+                         ["0000000000000000", "0000000000000000", "1", "2"])
+
+    def test_exit_codes_stdin_env_cwd(self):
+        sid = self.create()
+        self.assertEqual(self.exec(sid, "sh", "-c", "exit 9").returncode, 9)
+        r = self.exec(sid, "no-such-cmd")
+        self.assertEqual(r.returncode, 127)
+        self.assertIn(b"command not found", r.stderr)
+        self.assertEqual(self.exec(sid, "sh", "-c", "kill -TERM $$").returncode, 143)
+        r = self.nsbox("exec", "-i", "-e", "GREETING=hi", "--cwd", "/tmp", sid, "--",
+                       "sh", "-c", "echo $GREETING $(pwd) $(cat)", input=b"from-stdin")
+        self.assertEqual(r.stdout, b"hi /tmp from-stdin\n", r.stderr)
+        # without -i the command gets no stdin
+        r = self.nsbox("exec", sid, "--", "cat", input=b"ignored")
+        self.assertEqual(r.stdout, b"")
+
+    def test_timeout_kills_the_process_tree(self):
+        sid = self.create()
+        t = time.monotonic()
+        r = self.nsbox("exec", "--timeout", "1", sid, "--", "sh", "-c",
+                       "sleep 30 & sleep 30 & wait")
+        self.assertEqual(r.returncode, 124)
+        self.assertLess(time.monotonic() - t, 10)
+        r = self.exec(sid, "sh", "-c", "ps -e -o comm= | grep -c sleep || true")
+        self.assertEqual(r.stdout.strip(), b"0")
+
+    def test_background_process_ps_logs_kill(self):
+        sid = self.create()
+        r = self.nsbox("exec", "-d", sid, "--", "sh", "-c",
+                       "echo started; echo warn >&2; exec sleep 60")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pid = r.stdout.decode().strip()
+        self.assertTrue(pid.isdigit())
+        time.sleep(0.3)
+        ps = self.nsbox("ps", sid).stdout.decode()
+        self.assertRegex(ps, rf"(?m)^{pid}\s+running")
+        logs = self.nsbox("logs", sid, pid)
+        self.assertEqual((logs.stdout, logs.stderr), (b"started\n", b"warn\n"))
+        self.assertEqual(self.nsbox("kill", sid, pid, "9").returncode, 0)
+        time.sleep(0.3)
+        self.assertRegex(self.nsbox("ps", sid).stdout.decode(), rf"(?m)^{pid}\s+exit 137")
+
+    def test_background_log_is_bounded(self):
+        sid = self.create()
+        r = self.nsbox("exec", "-d", sid, "--", "sh", "-c",
+                       "head -c 5000000 /dev/zero | tr '\\0' x")
+        pid = r.stdout.decode().strip()
+        for _ in range(100):
+            if "exit 0" in self.nsbox("ps", sid).stdout.decode():
+                break
+            time.sleep(0.1)
+        logs = self.nsbox("logs", sid, pid)
+        self.assertEqual(logs.stdout, b"x" * (64 << 10))  # the last 64 KiB are kept
+
+    def test_rm_never_existed_and_deleted_are_distinct(self):
+        sid = self.create()
+        self.assertEqual(self.nsbox("rm", sid).returncode, 0)
+        r = self.exec(sid, "true")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"deleted by rm", r.stderr)
+        r = self.exec("0123456789ab", "true")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"never existed", r.stderr)
+        self.assertEqual(self.nsbox("rm", sid).returncode, 0)  # idempotent
+        self.assertEqual(self.dirs.leftovers(), [os.path.join(self.dirs.state, "tombstones")])
+        self.assertEqual(cgroup_leftovers(sid), [])
+
+    def test_ttl_deletes_without_a_client(self):
+        sid = self.create("--ttl", "1")
+        deadline = time.monotonic() + 10
+        while os.path.exists(os.path.join(self.dirs.state, sid)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        r = self.exec(sid, "true")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"deleted because ttl_seconds=1 expired", r.stderr)
+        self.assertEqual(cgroup_leftovers(sid), [])
+
+    def test_idle_sleep_and_transparent_wake(self):
+        sid = self.create("--idle-timeout", "1")
+        self.nsbox("exec", "-d", sid, "--", "sleep", "60")
+        deadline = time.monotonic() + 10
+        while self.inspect(sid)["state"] != "sleeping" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        info = self.inspect(sid)
+        self.assertEqual((info["state"], info["sleeps"]), ("sleeping", 1))
+        frozen = [os.path.join(top, "freezer.state") for top, _, files in
+                  os.walk("/sys/fs/cgroup/freezer") if os.path.basename(top) == "nsbox-" + sid]
+        if frozen:  # cgroup v1 here: the freezer shows it
+            self.assertEqual(open(frozen[0]).read().strip(), "FROZEN")
+        r = self.exec(sid, "echo", "awake")
+        self.assertEqual(r.stdout, b"awake\n")
+        self.assertEqual(self.inspect(sid)["state"], "running")
+
+    def test_setup_script_runs_once_before_first_command(self):
+        script = os.path.join(self.dirs.base, "setup.sh")
+        with open(script, "w") as f:
+            f.write("echo $(id -u) $(pwd) >> /workspace/setup.log\n")
+        sid = self.create("--setup-script", script)
+        self.exec(sid, "true")
+        r = self.exec(sid, "cat", "/workspace/setup.log")
+        self.assertEqual(r.stdout, b"1000 /workspace\n")
+
+    def test_failing_setup_script_fails_creation_with_its_stderr(self):
+        script = os.path.join(self.dirs.base, "setup.sh")
+        with open(script, "w") as f:
+            f.write("echo out; echo 'pip: no such package foo' >&2; exit 3\n")
+        r = self.nsbox("create", "--setup-script", script)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"setup script failed (exit code 3): pip: no such package foo", r.stderr)
+        self.assertEqual([p for p in self.dirs.leftovers() if "tombstones" not in p], [])
+
+    def test_setup_script_timeout(self):
+        script = os.path.join(self.dirs.base, "setup.sh")
+        with open(script, "w") as f:
+            f.write("sleep 60\n")
+        t = time.monotonic()
+        r = self.nsbox("create", "--setup-script", script, "--setup-timeout", "1")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"timed out", r.stderr)
+        self.assertLess(time.monotonic() - t, 15)
+
+    def test_memory_bomb_is_oom_killed_and_reported(self):
+        sid = self.create("--instance-type", "small")
+        r = self.exec(sid, "python3", "-c",
+                      "b = []\nwhile True: b.append(bytearray(64 << 20))", timeout=120)
+        self.assertEqual(r.returncode, 137, r.stderr)
+        self.assertIn(b"out of memory", r.stderr)
+        self.assertGreaterEqual(self.inspect(sid)["stats"]["oom_kills"], 1)
+        self.assertEqual(self.exec(sid, "echo", "alive").stdout, b"alive\n")
+
+    def test_inspect_shows_limits_and_times(self):
+        sid = self.create("--instance-type", "large", "--ttl", "3600")
+        info = self.inspect(sid)
+        self.assertEqual(info["limits"]["cpus"], 4)
+        self.assertEqual(info["limits"]["memory_bytes"], 8 << 30)
+        self.assertEqual(info["limits"]["pids"], 4096)
+        self.assertEqual(info["expires"] - info["created"], 3600)
+        self.assertEqual(info["state"], "running")
+        listing = self.nsbox("ls", "--json")
+        self.assertIn(sid, [s["id"] for s in json.loads(listing.stdout)])
+
+    def test_concurrent_execs(self):
+        sid = self.create()
+        results = []
+
+        def one(i):
+            r = self.exec(sid, "sh", "-c", f"sleep 0.2; echo {i}")
+            results.append((r.returncode, r.stdout))
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(sorted(results), sorted((0, f"{i}\n".encode()) for i in range(16)))
+
+    def test_region_rule_before_anything(self):
+        r = self.nsbox("create", "--region", "us-east-1")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"This network policy is not supported in region 'us-east-1'", r.stderr)
+        self.assertEqual(self.dirs.leftovers(), [])
+
+
+class Crashes(SessionTest):
+    def supervisor_pid(self, sid):
+        return self.inspect(sid)["supervisor_pid"]
+
+    def test_sigkill_supervisor_kills_sandbox_and_gc_cleans(self):
+        sid = self.create()
+        self.nsbox("exec", "-d", sid, "--", "sleep", "300")
+        sup = self.supervisor_pid(sid)
+        init = int(subprocess.run(["pgrep", "-P", str(sup)], capture_output=True)
+                   .stdout.split()[0])
+        os.kill(sup, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while os.path.exists(f"/proc/{init}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertFalse(os.path.exists(f"/proc/{init}"), "the sandbox outlived its supervisor")
+        r = self.nsbox("gc", "-v")
+        self.assertIn(b"removed 1 leftover sandbox", r.stdout)
+        self.assertEqual([p for p in self.dirs.leftovers() if "tombstones" not in p], [])
+        self.assertEqual(cgroup_leftovers(sid), [])
+
+    def test_implicit_gc_on_ls(self):
+        sid = self.create()
+        os.kill(self.supervisor_pid(sid), signal.SIGKILL)
+        time.sleep(0.3)
+        self.nsbox("ls")
+        self.assertFalse(os.path.exists(os.path.join(self.dirs.state, sid)))
+
+    def test_client_killed_mid_exec_ends_the_command(self):
+        sid = self.create()
+        p = subprocess.Popen([NSBOX, "exec", sid, "--", "sh", "-c", "echo go; sleep 100"],
+                             stdout=subprocess.PIPE, env=self.dirs.env())
+        self.assertEqual(p.stdout.readline(), b"go\n")
+        p.kill()
+        p.wait()
+        time.sleep(0.5)
+        r = self.exec(sid, "sh", "-c", "ps -e -o comm= | grep -c sleep || true")
+        self.assertEqual(r.stdout.strip(), b"0")
+
+    def test_sigint_to_exec_client_reaches_the_command(self):
+        sid = self.create()
+        p = subprocess.Popen([NSBOX, "exec", sid, "--", "sh", "-c",
+                              'trap "echo int; exit 5" INT; echo ready; while :; do sleep 0.05; done'],
+                             stdout=subprocess.PIPE, env=self.dirs.env())
+        self.assertEqual(p.stdout.readline(), b"ready\n")
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=20)
+        self.assertEqual((p.returncode, out), (5, b"int\n"))
+
+
+class HostileRequests(SessionTest):
+    """The control socket is the supervisor's attack surface from any process of its owner."""
+
+    def connect(self, sid):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(self.socket_path(sid))
+        s.settimeout(15)
+        return s
+
+    def call(self, s, payload: bytes):
+        s.sendall(struct.pack(">I", len(payload)) + payload)
+        n = struct.unpack(">I", self.recv_exact(s, 4))[0]
+        return json.loads(self.recv_exact(s, n))
+
+    def recv_exact(self, s, n):
+        buf = b""
+        while len(buf) < n:
+            chunk = s.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("closed")
+            buf += chunk
+        return buf
+
+    def test_socket_is_owner_only(self):
+        sid = self.create()
+        self.assertEqual(os.stat(self.socket_path(sid)).st_mode & 0o777, 0o600)
+
+    def test_malformed_requests_get_errors_and_the_supervisor_lives(self):
+        sid = self.create()
+        s = self.connect(sid)
+        for payload, needle in ((b"not json", "not valid JSON"), (b"[1,2]", "JSON object"),
+                                (b'{"v":1}', "'op' is required"), (b'{"v":1,"op":"x"}', "unknown op"),
+                                (b'{"v":2,"op":"ping"}', "version"),
+                                (b'{"v":1,"op":"exec","argv":"ls"}', "argv"),
+                                (b'{"v":1,"op":"exec","argv":[]}', "argv"),
+                                (b'{"v":1,"op":"exec","argv":["a\\u0000b"]}', "NUL"),
+                                (b'{"v":1,"op":"kill","pid":-1}', "pid"),
+                                (b'{"v":1,"op":"exec","argv":["true"]}', "three descriptors")):
+            reply = self.call(s, payload)
+            self.assertFalse(reply["ok"], payload)
+            self.assertIn(needle, reply["error"]["message"], payload)
+        self.assertTrue(self.call(s, b'{"v":1,"op":"ping"}')["ok"])
+
+    def test_oversized_and_truncated_frames(self):
+        sid = self.create()
+        s = self.connect(sid)
+        s.sendall(struct.pack(">I", 64 << 20))  # 64 MiB announced: refused, connection closed
+        try:
+            n = struct.unpack(">I", self.recv_exact(s, 4))[0]
+            reply = json.loads(self.recv_exact(s, n))
+            self.assertFalse(reply["ok"])
+        except ConnectionError:
+            pass
+        s.close()
+        s = self.connect(sid)
+        s.sendall(struct.pack(">I", 100) + b'{"v":1')  # then hang up mid-message
+        s.close()
+        self.assertEqual(self.exec(sid, "echo", "still-here").stdout, b"still-here\n")
+
+    def test_many_idle_connections_do_not_block_others(self):
+        sid = self.create()
+        idle = [self.connect(sid) for _ in range(20)]
+        try:
+            t = time.monotonic()
+            self.assertEqual(self.exec(sid, "echo", "ok").stdout, b"ok\n")
+            self.assertLess(time.monotonic() - t, 5)
+        finally:
+            for c in idle:
+                c.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
