@@ -16,6 +16,7 @@
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <net/if.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -65,17 +66,34 @@ static int child_wait_for_parent(struct nsbox_launch *L, struct nsbox_err *e)
     return read_sync_byte(L, 'g', e);
 }
 
-static int child_wait_for_cgroup(struct nsbox_launch *L, struct nsbox_err *e)
+/* cgroup v1: the child moves itself. Writing "0" (the caller) to a hierarchy's "tasks" file
+ * migrates one thread without taking the global threadgroup lock for writing, which for a
+ * move by pid (cgroup.procs) waits for an RCU grace period: milliseconds per sandbox. This
+ * process is single-threaded, so the whole of it moves. Done before anything else: as the
+ * caller's host uid (the owner of the cgroup files) and before any untrusted code exists. With
+ * v2 the clone itself placed us (CLONE_INTO_CGROUP). */
+static int child_join_cgroup(struct nsbox_launch *L, struct nsbox_err *e)
 {
-    /* The parent joins us to our cgroups while we build the root (on cgroup v1 that costs an
-     * RCU grace period, milliseconds, so it runs in parallel); nothing of the workload's runs
-     * before it is done. */
-    int r = read_sync_byte(L, 'c', e);
-    close(L->sync_rd);
-    return r;
+    if (!L->cg || L->cg->version != 1)
+        return 0;
+    for (size_t i = 0; i < L->cg->n_v1; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/tasks", L->cg->v1[i].path);
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+            return nsbox_err_sys(e, "cgroup: open %s", path);
+        ssize_t w = write(fd, "0", 1);
+        int err = errno;
+        close(fd);
+        if (w != 1) {
+            errno = err;
+            return nsbox_err_sys(e, "cgroup: join %s", L->cg->v1[i].path);
+        }
+    }
+    return 0;
 }
 
-static int child_become_appuser(struct nsbox_err *e)
+static int child_become_appuser(struct nsbox_launch *L, struct nsbox_err *e)
 {
     /* Files the set-up creates must belong to a mapped id; only appuser is mapped. The
      * capabilities the clone granted in the new user namespace survive this change because the
@@ -84,10 +102,15 @@ static int child_become_appuser(struct nsbox_err *e)
         return nsbox_err_sys(e, "setresgid(%u)", NSBOX_SANDBOX_GID);
     if (setresuid(NSBOX_SANDBOX_UID, NSBOX_SANDBOX_UID, NSBOX_SANDBOX_UID) < 0)
         return nsbox_err_sys(e, "setresuid(%u)", NSBOX_SANDBOX_UID);
-    /* A change of credentials clears the parent-death signal: arm it again. A parent that died
-     * in between is noticed at the next read of the sync pipe. */
+    /* A change of credentials clears the parent-death signal: arm it again. The parent keeps
+     * its end of the sync pipe open while it lives, so a hang-up here means it died in the
+     * window between the two. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
         return nsbox_err_sys(e, "prctl(PR_SET_PDEATHSIG)");
+    struct pollfd pf = {L->sync_rd, POLLIN, 0};
+    if (poll(&pf, 1, 0) != 0)
+        return nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "parent went away during set-up");
+    close(L->sync_rd);
     return 0;
 }
 
@@ -284,13 +307,13 @@ void nsbox_child_main(struct nsbox_launch *L)
 {
     struct nsbox_err e = {0};
     if (child_wait_for_parent(L, &e) < 0 ||     /* user ns: the parent has written the maps */
+        child_join_cgroup(L, &e) < 0 ||         /* cgroup (v1; v2 was joined by the clone) */
         child_clone_mount_sources(L, &e) < 0 || /* mounts, while host paths are reachable */
-        child_become_appuser(&e) < 0 ||         /* the only mapped id */
+        child_become_appuser(L, &e) < 0 ||         /* the only mapped id */
         child_mount_root(L, &e) < 0 ||          /* mounts + pivot_root */
         child_set_hostname(L, &e) < 0 ||        /* hostname */
         child_network(L, &e) < 0 ||             /* network: lo up (+ eth0 for all/allow) */
-        child_wait_for_cgroup(L, &e) < 0 ||     /* cgroup: the parent has put us there */
-        child_cgroup_namespace(L, &e) < 0)
+        child_cgroup_namespace(L, &e) < 0)      /* rooted at our own cgroup */
         report_and_exit(L, 125, &e);
 
     if (L->agent_fd >= 0) {

@@ -27,6 +27,7 @@ struct nsbox_launch {
     struct nsbox_state *st;
     const struct nsbox_mount_plan *plan;
     const struct nsbox_net *net;
+    const struct nsbox_cgroup *cg;
     char image_root[PATH_MAX];
     struct sock_fprog seccomp;
     struct nsbox_rlimit rlimits[NSBOX_RLIMITS_MAX];

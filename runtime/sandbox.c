@@ -166,6 +166,7 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
         return -1;
     c->L.spec = s;
     c->L.st = &c->st;
+    c->L.cg = &c->cg;
     c->L.plan = c->plan;
     c->L.argv = argv;
     c->L.envp = c->envp;
@@ -213,17 +214,12 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
         c->L.agent_fd = -1;
     }
     int ret = 0;
+    /* cgroup: v2 placed the child with the clone; on v1 it moves itself (child_join_cgroup). */
     if (parent_write_id_maps(pid, &c->st, e) < 0 || nsbox_net_attach(c->net, pid, e) < 0)
         ret = -1;
     else if (write(c->L.sync_wr, "g", 1) != 1)
         ret = nsbox_err_sys(e, "cannot start the sandbox");
-    /* The child builds its root meanwhile; see child_wait_for_cgroup. */
-    else if (c->cg.version == 1 && nsbox_cgroup_attach(&c->cg, pid, e) < 0)
-        ret = -1;
-    else if (write(c->L.sync_wr, "c", 1) != 1)
-        ret = nsbox_err_sys(e, "cannot start the sandbox");
-    nsbox_closep(&c->L.sync_wr);
-    c->L.sync_wr = -1;
+    /* sync_wr stays open while we live: the child checks it for a hang-up (our death). */
     if (ret < 0) {
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
