@@ -746,3 +746,22 @@ int nsbox_sp_mount_target(int rootfd, const char *path, bool dir, struct nsbox_e
                              disp_full);
     return nsbox_steal_fd(&cur);
 }
+
+int nsbox_sp_chdir_in_root(const char *path, struct nsbox_err *e)
+{
+    int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0)
+        return nsbox_err_sys(e, "open /");
+    int fd = nsbox_sp_open(root, path, O_PATH | O_DIRECTORY, 0, 0, e);
+    close(root);
+    if (fd < 0)
+        return nsbox_err_wrap(e, "cannot enter %s", path);
+    int r = fchdir(fd);
+    int err = errno;
+    close(fd);
+    if (r < 0) {
+        errno = err;
+        return nsbox_err_sys(e, "cannot enter %s", path);
+    }
+    return 0;
+}

@@ -102,4 +102,10 @@ enum nsbox_sp_backend nsbox_sp_set_backend(enum nsbox_sp_backend b);
 /* Whether openat2 works here (not missing, not blocked by seccomp). */
 bool nsbox_sp_have_openat2(void);
 
+/* Change the working directory to path resolved inside the process's own root ("/"), with no
+ * magic links: a cwd given as /proc/self/fd/N, or a symlink planted to one, cannot put a process
+ * in a directory outside its root (CVE-2024-21626). All descriptors to outside directories must
+ * be closed before, this checks only the path. */
+int nsbox_sp_chdir_in_root(const char *path, struct nsbox_err *e);
+
 #endif

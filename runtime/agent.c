@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "agent.h"
 #include "cleanup.h"
+#include "safepath.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -184,9 +185,14 @@ __attribute__((noreturn)) static void exec_child(char *cwd, char **argv, char **
     for (int i = 0; i < 3; i++)
         if (dup2(fds[i], i) < 0)
             goto fail;
-    syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
-    if (chdir(cwd) < 0) {
-        int err = errno;
+    /* Close for real (not only at exec) everything but the error pipe before resolving cwd:
+     * no descriptor may offer a /proc/self/fd/N way out of the root (CVE-2024-21626). */
+    if (errfd > 3)
+        syscall(SYS_close_range, 3, (unsigned)errfd - 1, 0);
+    syscall(SYS_close_range, (unsigned)errfd + 1, ~0U, 0);
+    struct nsbox_err ce;
+    if (nsbox_sp_chdir_in_root(cwd, &ce) < 0) {
+        int err = ce.sys_errno ? ce.sys_errno : EINVAL;
         if (write(errfd, "C", 1) < 0 || write(errfd, &err, sizeof err) < 0)
             _exit(125);
         _exit(125);

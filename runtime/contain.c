@@ -8,6 +8,7 @@
 #include "agent.h"
 #include "idmap.h"
 #include "launch.h"
+#include "safepath.h"
 #include "seccomp_profile.h"
 #include "sys.h"
 
@@ -173,14 +174,19 @@ static int set_rlimits(struct nsbox_launch *L, struct nsbox_err *e)
     return 0;
 }
 
-static int close_other_fds(void)
+/* Every descriptor above 2 is closed for real, now, except `keep` (the report pipe, itself
+ * close-on-exec): marking them close-on-exec is not enough, because until exec a path such as
+ * /proc/self/fd/N would still lead out of the root (CVE-2024-21626). This also covers descriptors
+ * the caller of nsbox leaked to us. */
+static int close_other_fds(int keep)
 {
-    /* Every descriptor above 2 is closed at exec; this also covers descriptors the caller of
-     * nsbox leaked to us without O_CLOEXEC. */
-    if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
+    if (keep > 3)
+        syscall(SYS_close_range, 3, (unsigned)keep - 1, 0);
+    if (syscall(SYS_close_range, (unsigned)keep + 1, ~0U, 0) == 0)
         return 0;
     for (int fd = 3; fd < 65536; fd++)
-        fcntl(fd, F_SETFD, FD_CLOEXEC);
+        if (fd != keep)
+            close(fd);
     return 0;
 }
 
@@ -240,12 +246,10 @@ __attribute__((noreturn)) static void workload_exec(struct nsbox_launch *L)
 {
     struct nsbox_err e = {0};
     reset_signals(L);
-    if (set_rlimits(L, &e) < 0 || close_other_fds() < 0 || new_session(&e) < 0)
+    if (set_rlimits(L, &e) < 0 || close_other_fds(L->report_wr) < 0 || new_session(&e) < 0)
         report_and_exit(L, 125, &e);
-    if (chdir(L->cwd) < 0) {
-        nsbox_err_sys(&e, "cannot enter %s", L->cwd);
+    if (nsbox_sp_chdir_in_root(L->cwd, &e) < 0)
         report_and_exit(L, 125, &e);
-    }
     if (drop_capabilities(&e) < 0 || no_new_privs(&e) < 0)
         report_and_exit(L, 125, &e);
     /* Seccomp last: every step before it may use calls the profile forbids. */

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,6 +320,9 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
+    /* A peer that went away (a closed pipe or socket) is an error to report, not a reason to
+     * die silently and leave a sandbox behind. Commands in sandboxes get default dispositions. */
+    signal(SIGPIPE, SIG_IGN);
     /* Instance types may be overridden by $NSBOX_CONFIG or /etc/nsbox/config.json; a broken
      * file is an error for every command rather than silently different limits. */
     struct nsbox_err e = {0};

@@ -136,8 +136,10 @@ int nsbox_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox
         return nsbox_err_sys(e, "sigprocmask");
     sb.L.blocked = mask;
     int sfd = -1;
-    int stdio[3] = {o ? o->stdin_fd : -1, o ? o->stdout_fd : -1, o ? o->stderr_fd : -1};
-    int ret = nsbox_sandbox_prepare(&sb, s, argv, o ? o->cwd : NULL, e);
+    int stdio[3] = {o ? o->stdin_fd : 0, o ? o->stdout_fd : 1, o ? o->stderr_fd : 2};
+    int ret = nsbox_check_stdio(stdio, e);
+    if (ret == 0)
+        ret = nsbox_sandbox_prepare(&sb, s, argv, o ? o->cwd : NULL, e);
     if (ret == 0) {
         sfd = signalfd(-1, &mask, SFD_CLOEXEC);
         if (sfd < 0)

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -264,4 +265,20 @@ int nsbox_sandbox_destroy(struct nsbox_sandbox *c, struct nsbox_err *e)
     nsbox_closep(&c->L.agent_fd);
     c->L.sync_rd = c->L.sync_wr = c->L.report_rd = c->L.report_wr = c->L.agent_fd = -1;
     return ret;
+}
+
+int nsbox_check_stdio(const int fds[3], struct nsbox_err *e)
+{
+    static const char *const names[] = {"stdin", "stdout", "stderr"};
+    for (int i = 0; i < 3; i++) {
+        struct stat st;
+        if (fds[i] < 0 || fstat(fds[i], &st) < 0)
+            continue; /* a closed descriptor stays closed */
+        int fl = fcntl(fds[i], F_GETFL);
+        if (S_ISDIR(st.st_mode) || (fl >= 0 && (fl & O_PATH)))
+            return nsbox_err_set(e, NSBOX_E_INVALID, EISDIR,
+                                 "%s is a directory or a path descriptor: refusing to hand it to "
+                                 "the sandbox (it would lead out of the root)", names[i]);
+    }
+    return 0;
 }

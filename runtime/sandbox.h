@@ -38,6 +38,10 @@ int nsbox_sandbox_start(struct nsbox_sandbox *sb, const int stdio[3], struct nsb
  * Idempotent. */
 int nsbox_sandbox_destroy(struct nsbox_sandbox *sb, struct nsbox_err *e);
 
+/* Descriptors given to a sandbox command as 0, 1, 2 must not be directories or O_PATH
+ * descriptors: /proc/self/fd/N would lead through them out of the root. */
+int nsbox_check_stdio(const int fds[3], struct nsbox_err *e);
+
 /* The environment every sandbox command starts from, plus spec env (malloc'd array). */
 char **nsbox_sandbox_env(const struct nsbox_spec *s, struct nsbox_err *e);
 

@@ -106,26 +106,45 @@ static int make_workspace(struct nsbox_state *st, const char *workspace_arg, str
 
 int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, struct nsbox_err *e)
 {
-    char rt[PATH_MAX], lock[PATH_MAX];
+    char rt[PATH_MAX], lock[PATH_MAX], tmp[PATH_MAX];
     if (!st->id[0] && nsbox_state_new_id(st->id, e) < 0)
         return -1;
     if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0 || path_join(st->dir, rt, st->id, e) < 0 ||
         path_join(st->staging, st->dir, "root", e) < 0 || path_join(lock, st->dir, "lock", e) < 0)
         return -1;
-    if (mkdir(st->dir, 0700) < 0) {
+    /* The directory appears under its id only once its lock is held: it is built as
+     * "<id>.new" and renamed. Otherwise a concurrent gc could take the lock of a sandbox being
+     * created, find it "dead" and remove it. */
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.new", st->dir) >= sizeof tmp)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long: %s", st->dir);
+    if (mkdir(tmp, 0700) < 0) {
         int r = -1;
         if (errno == ENOENT && nsbox_mkdir_p(rt, 0711, e) == 0)
-            r = mkdir(st->dir, 0700);
+            r = mkdir(tmp, 0700);
         if (r < 0) {
-            nsbox_err_sys(e, "cannot create state directory %s", st->dir);
+            nsbox_err_sys(e, "cannot create state directory %s", tmp);
             /* Not ours (an id collision): destroy must never remove it. */
             st->dir[0] = st->staging[0] = '\0';
             return -1;
         }
     }
-    st->lock_fd = lock_file(lock, true);
-    if (st->lock_fd < 0)
-        return nsbox_err_sys(e, "cannot lock %s", lock);
+    char tmplock[PATH_MAX];
+    if (path_join(tmplock, tmp, "lock", e) < 0)
+        return -1;
+    st->lock_fd = lock_file(tmplock, true);
+    if (st->lock_fd < 0) {
+        nsbox_err_sys(e, "cannot lock %s", tmplock);
+        rmdir(tmp);
+        st->dir[0] = st->staging[0] = '\0';
+        return -1;
+    }
+    if (rename(tmp, st->dir) < 0) {
+        nsbox_err_sys(e, "cannot create state directory %s", st->dir);
+        unlink(tmplock);
+        rmdir(tmp);
+        st->dir[0] = st->staging[0] = '\0';
+        return -1;
+    }
     if (mkdir(st->staging, 0700) < 0)
         return nsbox_err_sys(e, "cannot create %s", st->staging);
     return make_workspace(st, workspace_arg, e);
@@ -235,6 +254,16 @@ int nsbox_gc(bool verbose, struct nsbox_err *e)
     if (d) {
         struct dirent *de;
         while ((de = readdir(d))) {
+            size_t len = strlen(de->d_name);
+            if (len == NSBOX_ID_LEN + 4 && !strcmp(de->d_name + NSBOX_ID_LEN, ".new")) {
+                /* a create that died in its first microseconds, long ago */
+                char p[PATH_MAX];
+                struct stat sb;
+                if (path_join(p, rt, de->d_name, e) == 0 && stat(p, &sb) == 0 &&
+                    sb.st_mtime < time(NULL) - 60)
+                    nsbox_rm_rf(p, e);
+                continue;
+            }
             if (!nsbox_state_valid_id(de->d_name))
                 continue;
             int r = gc_one(rt, cache_root, de->d_name, verbose, e);

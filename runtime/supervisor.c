@@ -367,6 +367,10 @@ static void do_spawn(struct sup *S, int ci, const struct nsbox_request *rq, int 
         free_proc(p);
         reply_err(S, ci, rq->tag, &e);
         return;
+    } else if (nsbox_check_stdio(fds, &e) < 0) {
+        free_proc(p);
+        reply_err(S, ci, rq->tag, &e);
+        return;
     }
     cleanup_free char **env = merged_env(S, rq);
     int r = env ? nsbox_agent_spawn(S->agent, p->seq, rq->argv, env, rq->cwd, use, &e)

@@ -94,6 +94,16 @@ class Unprivileged(unittest.TestCase):
         self.assertEqual(self.run_as_user(["run", "--", "sh", "-c", "exit 7"]).returncode, 7)
         self.assertEqual(self.run_as_user(["run", "--", "nope-not-here"]).returncode, 127)
 
+    def test_network_all_refused_without_cap_net_admin(self):
+        # Refused when the sandbox is built, with the fix, rather than run without a network
+        # or with a weaker one.
+        for policy in ("all", "allow=example.com"):
+            r = self.run_as_user(["run", "--network", policy, "--", "true"])
+            self.assertEqual(r.returncode, 125, policy)
+            self.assertIn(b"CAP_NET_ADMIN", r.stderr, policy)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertEqual(self.dirs.leftovers(), [])
+
     def test_without_cgroups_refuses_with_the_fix(self):
         # Limits are enforced, not advisory: without a delegated cgroup the sandbox is refused,
         # naming the cause and the fix, rather than run without limits.

@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""Persistent-sandbox benchmarks (issue: sessions), side by side with crun where there is an
+equivalent:
+
+  create -> first exec result        nsbox create + exec /bin/true   (crun: run -d + exec)
+  exec round trip of /bin/true       protocol round trip from a client, and `nsbox exec` vs
+                                     `crun exec` as command lines
+  host memory per idle sandbox       PSS of supervisor + init (crun: conmon-less, the container's
+                                     init process only, for reference)
+  sleep -> wake latency              exec round trip on a frozen sandbox vs a running one
+  creates per second                 2 parallel clients doing create + rm
+
+Prints a markdown table; raw numbers as JSON to bench/results/sessions-<time>.json.
+Usage: bench/bench_sessions.py [--quick]   (NSBOX_BIN selects the binary)
+"""
+import json
+import os
+import shutil
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NSBOX = os.environ.get("NSBOX_BIN") or os.path.join(HERE, "..", "build", "nsbox")
+QUICK = "--quick" in sys.argv
+N = 30 if QUICK else 200
+
+
+def ms(ns):
+    return ns / 1e6
+
+
+def stats(xs):
+    xs = sorted(xs)
+    return {"median": statistics.median(xs), "p10": xs[len(xs) // 10], "p90": xs[len(xs) * 9 // 10],
+            "n": len(xs)}
+
+
+class Env:
+    def __init__(self):
+        self.base = tempfile.mkdtemp(prefix="nsbox-bench-")
+        self.env = dict(os.environ, NSBOX_STATE_DIR=os.path.join(self.base, "state"),
+                        NSBOX_CACHE_DIR=os.path.join(self.base, "cache"))
+        os.makedirs(self.env["NSBOX_STATE_DIR"])
+        os.makedirs(self.env["NSBOX_CACHE_DIR"])
+
+    def nsbox(self, *args, check=True):
+        r = subprocess.run([NSBOX, *args], capture_output=True, env=self.env)
+        if check and r.returncode != 0:
+            raise RuntimeError(f"nsbox {args}: {r.stderr.decode()}")
+        return r
+
+    def create(self, *opts):
+        return self.nsbox("create", *opts).stdout.decode().strip()
+
+    def cleanup(self):
+        for sid in os.listdir(self.env["NSBOX_STATE_DIR"]):
+            if len(sid) == 12:
+                self.nsbox("rm", sid, check=False)
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+class Client:
+    """A minimal protocol client (docs/protocol.md), to time the round trip itself."""
+
+    def __init__(self, env, sid):
+        self.s = socket.socket(socket.AF_UNIX)
+        self.s.connect(os.path.join(env.env["NSBOX_STATE_DIR"], sid, "ctl"))
+        self.null = os.open("/dev/null", os.O_RDWR)
+
+    def exec(self, argv):
+        msg = json.dumps({"v": 1, "op": "exec", "argv": argv}).encode()
+        socket.send_fds(self.s, [struct.pack(">I", len(msg)) + msg], [self.null] * 3)
+        n = struct.unpack(">I", self._recv(4))[0]
+        return json.loads(self._recv(n))
+
+    def _recv(self, n):
+        buf = b""
+        while len(buf) < n:
+            buf += self.s.recv(n - len(buf))
+        return buf
+
+
+def pss_kb(pid):
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def children(pid):
+    r = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True)
+    return [int(x) for x in r.stdout.split()]
+
+
+def crun_available():
+    return shutil.which("crun") is not None
+
+
+def crun_bundle():
+    """A bundle with the host's /usr read-only, like nsbox's host image."""
+    b = tempfile.mkdtemp(prefix="nsbox-bench-crun-")
+    root = os.path.join(b, "rootfs")
+    os.makedirs(os.path.join(root, "usr"))
+    for d in ("proc", "dev", "tmp", "workspace", "etc"):
+        os.makedirs(os.path.join(root, d))
+    for l in ("bin", "lib", "lib64", "sbin"):
+        if os.path.islink("/" + l):
+            os.symlink(os.readlink("/" + l), os.path.join(root, l))
+    subprocess.run(["crun", "spec", "--rootless"] if os.geteuid() else ["crun", "spec"], cwd=b,
+                   check=True, capture_output=True)
+    with open(os.path.join(b, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["process"]["terminal"] = False
+    cfg["process"]["args"] = ["/bin/sleep", "3600"]
+    cfg["root"]["readonly"] = True
+    cfg["mounts"].append({"destination": "/usr", "type": "bind", "source": "/usr",
+                          "options": ["rbind", "ro"]})
+    with open(os.path.join(b, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    return b
+
+
+def main():
+    if not os.path.exists(NSBOX):
+        sys.exit(f"no nsbox binary at {NSBOX} (build first, or set NSBOX_BIN)")
+    out = {}
+    env = Env()
+    try:
+        # create -> first exec result
+        xs = []
+        for _ in range(N // 4 or 5):
+            t = time.perf_counter_ns()
+            sid = env.create()
+            env.nsbox("exec", sid, "--", "/bin/true")
+            xs.append(ms(time.perf_counter_ns() - t))
+            env.nsbox("rm", sid)
+        out["create_to_first_exec_ms"] = stats(xs)
+
+        sid = env.create("--ttl", "3600")
+        # protocol round trip
+        c = Client(env, sid)
+        xs = []
+        for _ in range(N):
+            t = time.perf_counter_ns()
+            r = c.exec(["/bin/true"])
+            xs.append(ms(time.perf_counter_ns() - t))
+            assert r["exit_code"] == 0, r
+        out["exec_roundtrip_protocol_ms"] = stats(xs)
+        # the CLI, process start included
+        xs = []
+        for _ in range(N // 2):
+            t = time.perf_counter_ns()
+            env.nsbox("exec", sid, "--", "/bin/true")
+            xs.append(ms(time.perf_counter_ns() - t))
+        out["exec_roundtrip_cli_ms"] = stats(xs)
+
+        # memory of an idle sandbox: supervisor + init
+        info = json.loads(env.nsbox("inspect", sid).stdout)
+        sup = info["supervisor_pid"]
+        kids = children(sup)
+        out["idle_pss_kib"] = pss_kb(sup) + sum(pss_kb(k) for k in kids)
+        out["idle_pss_detail_kib"] = {"supervisor": pss_kb(sup),
+                                      "init": sum(pss_kb(k) for k in kids)}
+        env.nsbox("rm", sid)
+
+        # sleep -> wake
+        sid = env.create("--idle-timeout", "1")
+        c = Client(env, sid)
+        xs = []
+        for _ in range(8 if QUICK else 20):
+            deadline = time.monotonic() + 10
+            while json.loads(env.nsbox("inspect", sid).stdout)["state"] != "sleeping":
+                if time.monotonic() > deadline:
+                    raise RuntimeError("never slept")
+                time.sleep(0.1)
+            t = time.perf_counter_ns()
+            c.exec(["/bin/true"])
+            xs.append(ms(time.perf_counter_ns() - t))
+        out["wake_exec_roundtrip_ms"] = stats(xs)
+        env.nsbox("rm", sid)
+
+        # creates per second with two parallel clients
+        seconds = 3 if QUICK else 10
+        counts = [0, 0]
+
+        def worker(i):
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                s = env.create()
+                env.nsbox("rm", s)
+                counts[i] += 1
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
+        t0 = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        out["creates_per_second_2_clients"] = sum(counts) / (time.monotonic() - t0)
+
+        # crun exec into a running crun container, same machine, same run
+        if crun_available() and os.geteuid() == 0:
+            b = crun_bundle()
+            name = f"nsbox-bench-{os.getpid()}"
+            try:
+                subprocess.run(["crun", "run", "-d", "--bundle", b, name], check=True,
+                               capture_output=True)
+                xs = []
+                for _ in range(N // 2):
+                    t = time.perf_counter_ns()
+                    subprocess.run(["crun", "exec", name, "/bin/true"], check=True)
+                    xs.append(ms(time.perf_counter_ns() - t))
+                out["crun_exec_cli_ms"] = stats(xs)
+            finally:
+                subprocess.run(["crun", "delete", "-f", name], capture_output=True)
+                shutil.rmtree(b, ignore_errors=True)
+    finally:
+        env.cleanup()
+
+    print("| measure | nsbox | crun | target |")
+    print("|---|---|---|---|")
+    print(f"| create -> first exec result (median ms) | {out['create_to_first_exec_ms']['median']:.2f} | | |")
+    print(f"| exec round trip /bin/true, protocol (median ms) | {out['exec_roundtrip_protocol_ms']['median']:.2f} | | <= 1 |")
+    crun = out.get("crun_exec_cli_ms", {}).get("median")
+    print(f"| exec round trip /bin/true, command line (median ms) | {out['exec_roundtrip_cli_ms']['median']:.2f} | "
+          f"{crun:.2f} |" if crun else f"| exec round trip, command line (median ms) | {out['exec_roundtrip_cli_ms']['median']:.2f} | n/a |", "|")
+    print(f"| host memory per idle sandbox (PSS KiB) | {out['idle_pss_kib']} | | <= 1024 |")
+    print(f"| sleep -> wake exec round trip (median ms) | {out['wake_exec_roundtrip_ms']['median']:.2f} | | <= 1 |")
+    print(f"| creates per second, 2 clients (create + rm) | {out['creates_per_second_2_clients']:.0f} | | >= 400 |")
+    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+    path = os.path.join(HERE, "results", time.strftime("sessions-%Y%m%d-%H%M%S.json"))
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+    print(f"\nraw: {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,480 @@
+"""Security: attacks from inside a sandbox (`nsbox run`), each shown to fail.
+
+tests/security/attack.c (built static into $NSBOX_SECURITY_BIN_DIR/attack) runs inside a sandbox,
+attempts every attack and prints one JSON object per probe. This module runs it, checks that every
+probe it expects is present (a probe that silently went missing fails the test) and blocked, and
+prints the table. Host-side checks cover what the prober cannot see from inside: the nsbox binary
+unchanged after the sandbox went for /proc/1/exe, a terminal of the caller's left untouched, a
+working directory that points out of the root.
+
+Each test method below is one line of the defence table in docs/security.md."""
+import hashlib
+import json
+import os
+import pty
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import termios
+import tty
+import unittest
+
+import nsbox_test
+from nsbox_test import (NSBOX, Dirs, V1Delegation, cgroup_v1, ensure_test_user, is_root,
+                        run_nsbox)
+
+SEC_BIN = os.environ.get("NSBOX_SECURITY_BIN_DIR", "")
+ATTACK = os.path.join(SEC_BIN, "attack")
+
+NS = ("newuser", "newns", "newnet", "newpid", "newipc", "newuts", "newcgroup")
+
+# Every probe attack.c prints, by the defence it checks. A probe must be listed here (so that a
+# new probe gets a home in docs/security.md) and every probe listed must appear in the output.
+GROUPS = {
+    "identity": ["caps_CapInh_zero", "caps_CapPrm_zero", "caps_CapEff_zero", "caps_CapBnd_zero",
+                 "caps_CapAmb_zero", "no_new_privs", "seccomp_filter_mode", "not_root"],
+    "privilege_gain": ["setresuid_root", "setresgid_root", "setgroups", "capset_raise_all",
+                       "setgroups_denied_in_userns", "rewrite_uid_map", "rewrite_gid_map",
+                       "oom_score_adj_lower"],
+    "namespaces": [f"{k}_{f}" for f in NS for k in ("unshare", "clone", "clone3")]
+                  + ["unshare_newtime", "clone3_newtime", "setns", "nested_userns_and_mountns"],
+    "mount": ["mount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount", "fsopen",
+              "fsconfig", "fsmount", "fspick", "mount_setattr"],
+    "kernel_surfaces": ["bpf", "perf_event_open", "userfaultfd", "io_uring_setup",
+                        "io_uring_enter", "io_uring_register", "keyctl", "add_key",
+                        "request_key", "fanotify_init"],
+    "machine": ["kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+                "reboot", "swapon", "swapoff", "acct", "iopl", "ioperm", "settimeofday",
+                "clock_settime", "clock_adjtime", "adjtimex", "syslog", "open_by_handle_at",
+                "name_to_handle_at"],
+    "personality": ["personality_linux32", "personality_read_implies_exec",
+                    "personality_mmap_page_zero", "personality_addr_compat_layout",
+                    "personality_highbit_zero", "personality_highbit_rie"],
+    "other_processes": ["ptrace_attach_sibling", "ptrace_seize_init", "ptrace_traceme",
+                        "process_vm_readv", "process_vm_writev", "pidfd_getfd_sibling",
+                        "open_proc_1_mem", "open_proc_1_environ", "open_proc_1_fd",
+                        "open_proc_1_root", "open_proc_1_cwd", "open_proc_1_map_files"],
+    "foreign_abis": ["i386_" + n for n in (
+        "getpid", "mount", "umount2", "ptrace", "chroot", "ioctl_tiocsti", "reboot", "syslog",
+        "clone_newuser", "init_module", "personality", "kexec_load", "keyctl", "unshare",
+        "perf_event_open", "open_by_handle_at", "setns", "bpf", "socket_packet", "userfaultfd",
+        "io_uring_setup")] + ["x32_" + n for n in (
+        "getpid", "socket_packet", "clone_newuser", "syslog", "personality", "chroot", "mount",
+        "umount2", "reboot", "init_module", "keyctl", "unshare", "perf_event_open",
+        "open_by_handle_at", "setns", "bpf", "userfaultfd", "io_uring_setup", "ioctl_tiocsti",
+        "ptrace", "kexec_load")],
+    "sockets": ["socket_packet_raw", "socket_packet_dgram", "socket_packet_highbit",
+                "socket_inet_raw", "socket_inet6_raw", "socket_vsock", "socketpair_vsock",
+                "socket_alg", "socket_key", "socket_unspec_highbit_unix", "socket_other_families"],
+    "terminals": ["ioctl_tiocsti", "ioctl_tiocsti_highbit", "ioctl_tioclinux",
+                  "ioctl_tioclinux_highbit", "ioctl_tiocsti_own_ctty",
+                  "ioctl_tiocsti_own_ctty_highbit"],
+    "devices": ["mknod_char_tmp", "mknod_char_workspace", "mknod_block_tmp",
+                "mknod_char_dev_shm", "dev_minimal", "create_in_dev"],
+    "proc_sys_writes": ["write_proc_sysrq_trigger", "write_proc_sys_core_pattern",
+                        "write_proc_sys_modprobe", "write_proc_sys_drop_caches",
+                        "write_proc_sys_ns_last_pid", "write_proc_sys_hostname",
+                        "write_proc_sys_ip_forward", "write_proc_sys_max_user_namespaces",
+                        "create_in_proc_sys", "write_sys_uevent_helper",
+                        "write_sys_fs_cgroup_procs", "write_sys_fs_cgroup_release_agent",
+                        "write_sys_power_state", "sys_absent",
+                        "cgroup_namespace_hides_host_path"],
+    "proc_reads": ["read_proc_kcore", "read_proc_keys", "read_proc_timer_list",
+                   "read_proc_sched_debug", "read_proc_kmsg", "read_dev_kmsg", "read_dev_mem",
+                   "kallsyms_addresses_hidden"],
+    "fds": ["fds_only_stdio", "stdio_not_directories"],
+    "launcher": ["readlink_proc_1_exe", "open_proc_1_exe_rdonly", "open_proc_1_exe_wronly",
+                 "open_proc_1_exe_path_then_write", "other_exes_inside_root"],
+    "cwd": ["cwd_inside_root", "root_parent_is_root", "proc_self_cwd_reachable"],
+    "host_invisible": ["host_path_invisible:" + p for p in (
+        "/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/root", "/home", "/var", "/boot", "/srv",
+        "/mnt", "/media", "/opt", "/run/nsbox", "/var/lib/nsbox", "/etc/ssh", "/etc/machine-id")]
+                      + ["host_processes_invisible", "host_pid_unreachable",
+                         "host_environment_not_inherited"],
+    "rootfs": ["write_root", "write_usr", "write_usr_bin", "write_etc", "write_proc_root",
+               "mounts_nosuid_nodev"],
+    "network_none": ["net_only_loopback", "net_no_route_ipv4", "net_no_route_ipv6",
+                     "net_host_loopback_tcp_unreachable", "net_host_abstract_unix_unreachable"],
+}
+
+# Probes that report what is possible but are not a defence nsbox claims. They must be present
+# (so the table shows them) but may come back not blocked. docs/security.md says why.
+NOT_A_DEFENCE = {
+    "proc_pid_mem_sibling": "processes of one sandbox share one uid and one trust domain: "
+                            "/proc/PID/mem of a sibling is open to them, as to any same-uid "
+                            "processes; the nsbox init is protected (non-dumpable)",
+}
+
+
+def setUpModule():
+    if not is_root():
+        raise unittest.SkipTest("these tests run nsbox as root (and as a test user via setpriv)")
+    if not os.access(ATTACK, os.X_OK):
+        raise unittest.SkipTest(f"the prober is not built: {ATTACK} (set NSBOX_SECURITY_BIN_DIR)")
+
+
+def parse(stdout):
+    probes = {}
+    for line in stdout.decode(errors="replace").splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        o = json.loads(line)
+        probes[o["name"]] = o
+    return probes
+
+
+def table(probes, title):
+    rows = [f"--- {title}: {len(probes)} probes ---"]
+    for name, o in probes.items():
+        mark = "blocked" if o["blocked"] else ("INFO" if name in NOT_A_DEFENCE else "NOT BLOCKED")
+        rows.append(f"  {mark:<11} {name:<45} {o['detail']}")
+    return "\n".join(rows)
+
+
+def make_workspace(base, name="ws"):
+    """A --workspace holding a copy of the prober, reachable by the sandbox's host uid."""
+    ws = os.path.join(base, name)
+    os.mkdir(ws)
+    os.chmod(ws, 0o777)
+    shutil.copy(ATTACK, os.path.join(ws, "attack"))
+    os.chmod(os.path.join(ws, "attack"), 0o755)
+    return ws
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class HostBait:
+    """Things on the host the sandbox must not reach: a TCP listener on 127.0.0.1 and an
+    abstract unix socket (both live in the host's network namespace)."""
+
+    def __init__(self):
+        self.tcp = socket.socket()
+        self.tcp.bind(("127.0.0.1", 0))
+        self.tcp.listen(4)
+        self.port = self.tcp.getsockname()[1]
+        self.abstract = f"nsbox-sec-bait-{os.getpid()}-{os.urandom(4).hex()}"
+        self.unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.unix.bind("\0" + self.abstract)
+        self.unix.listen(4)
+
+    def reachable_from_host(self):
+        socket.create_connection(("127.0.0.1", self.port), timeout=2).close()
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect("\0" + self.abstract)
+        c.close()
+
+    def args(self):
+        return ["--host-port", str(self.port), "--abstract", self.abstract]
+
+    def close(self):
+        self.tcp.close()
+        self.unix.close()
+
+
+class ProbeGroups:
+    """Mixin: one test per defence, over the probes of one prober run (self.probes)."""
+    probes = {}
+    extra_names = {}  # group -> probe names this run adds (paths passed with --hidden)
+
+    def check(self, group):
+        names = GROUPS[group] + self.extra_names.get(group, [])
+        missing = [n for n in names if n not in self.probes]
+        self.assertEqual(missing, [], f"probes missing from the prober's output ({group})")
+        failed = [f"{n}: {self.probes[n]['detail']}" for n in names
+                  if not self.probes[n]["blocked"]]
+        self.assertEqual(failed, [], f"attacks that SUCCEEDED ({group})")
+
+    def test_prober_ran_to_the_end(self):
+        self.assertIn("done", self.probes, "the prober died before its last probe")
+
+    def test_every_probe_is_classified(self):
+        known = {n for g in GROUPS.values() for n in g} | set(NOT_A_DEFENCE) | {"done"}
+        known |= {n for g in self.extra_names.values() for n in g}
+        self.assertEqual(sorted(set(self.probes) - known), [],
+                         "probes with no group (add them to GROUPS and docs/security.md)")
+        for n in NOT_A_DEFENCE:
+            self.assertIn(n, self.probes)
+
+    def test_capabilities_nnp_seccomp(self):
+        self.check("identity")
+
+    def test_no_privilege_gain(self):
+        self.check("privilege_gain")
+
+    def test_no_new_namespaces(self):
+        self.check("namespaces")
+
+    def test_no_mount_operations(self):
+        self.check("mount")
+
+    def test_kernel_attack_surfaces_closed(self):
+        self.check("kernel_surfaces")
+
+    def test_machine_wide_operations_denied(self):
+        self.check("machine")
+
+    def test_personality_restricted(self):
+        self.check("personality")
+
+    def test_no_ptrace_or_init_access(self):
+        self.check("other_processes")
+
+    def test_foreign_abis_killed(self):
+        self.check("foreign_abis")
+
+    def test_socket_families_denied(self):
+        self.check("sockets")
+
+    def test_tiocsti_denied(self):
+        self.check("terminals")
+
+    def test_no_device_nodes(self):
+        self.check("devices")
+
+    def test_proc_sys_cgroup_not_writable(self):
+        self.check("proc_sys_writes")
+
+    def test_kernel_info_not_readable(self):
+        self.check("proc_reads")
+
+    def test_only_stdio_descriptors(self):
+        self.check("fds")
+
+    def test_launcher_binary_unreachable(self):
+        self.check("launcher")
+
+    def test_cwd_inside_root(self):
+        self.check("cwd")
+
+    def test_host_files_processes_env_invisible(self):
+        self.check("host_invisible")
+
+    def test_root_filesystem_read_only(self):
+        self.check("rootfs")
+
+    def test_network_none_isolated(self):
+        self.check("network_none")
+
+
+class AttacksAsRoot(ProbeGroups, unittest.TestCase):
+    """The prober in a sandbox started by root (appuser = a host uid >= 2000000000)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dirs = Dirs()
+        cls.bait = HostBait()
+        cls.bait.reachable_from_host()
+        ws = make_workspace(cls.dirs.base)
+        cls.nsbox_hash = sha256(NSBOX)
+        cls.nsbox_stat = os.stat(NSBOX)
+        # A directory descriptor leaked by nsbox's caller (without CLOEXEC), as in the runc
+        # CVE-2024-21626 family: it must not reach the sandbox.
+        cls.leaked = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            r = run_nsbox(["run", "--workspace", ws, "--", "/workspace/attack",
+                           "--host-pid", str(os.getpid()), "--hidden", NSBOX,
+                           "--hidden", os.path.dirname(os.path.abspath(NSBOX))] + cls.bait.args(),
+                          cls.dirs, timeout=120, pass_fds=(cls.leaked,))
+        finally:
+            os.close(cls.leaked)
+        cls.result = r
+        cls.probes = parse(r.stdout)
+        print("\n" + table(cls.probes, "attack.c as root"), file=sys.stderr)
+        cls.extra_names = {"host_invisible": [
+            "host_path_invisible:" + NSBOX,
+            "host_path_invisible:" + os.path.dirname(os.path.abspath(NSBOX))]}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.bait.close()
+        cls.dirs.cleanup()
+
+    def test_prober_exit_status(self):
+        self.assertEqual(self.result.returncode, 0, self.result.stderr)
+
+    def test_launcher_binary_unchanged_on_host(self):
+        # CVE-2019-5736: the sandbox went for /proc/1/exe (the host's nsbox binary).
+        self.assertEqual(sha256(NSBOX), self.nsbox_hash)
+        st = os.stat(NSBOX)
+        self.assertEqual((st.st_mtime_ns, st.st_size, st.st_ino),
+                         (self.nsbox_stat.st_mtime_ns, self.nsbox_stat.st_size,
+                          self.nsbox_stat.st_ino))
+
+
+class AttacksAsUser(ProbeGroups, unittest.TestCase):
+    """The same prober in a sandbox started by an unprivileged user (appuser = that user)."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not cgroup_v1():
+            raise unittest.SkipTest("cgroup delegation for the test user is set up for v1 only")
+        cls.user = ensure_test_user()
+        cls.bindir = tempfile.mkdtemp(prefix="nsbox-sec-bin-")
+        os.chmod(cls.bindir, 0o755)
+        cls.nsbox = os.path.join(cls.bindir, "nsbox")
+        shutil.copy(NSBOX, cls.nsbox)
+        os.chmod(cls.nsbox, 0o755)
+        cls.deleg = V1Delegation(cls.user)
+        cls.dirs = Dirs(owner=cls.user)
+        cls.bait = HostBait()
+        ws = make_workspace(cls.dirs.base)
+        os.chown(ws, cls.user.pw_uid, cls.user.pw_gid)
+        saved = nsbox_test.NSBOX
+        nsbox_test.NSBOX = cls.nsbox
+        try:
+            r = run_nsbox(["run", "--workspace", ws, "--", "/workspace/attack",
+                           "--host-pid", str(os.getpid()), "--hidden", cls.nsbox,
+                           "--hidden", cls.user.pw_dir] + cls.bait.args(),
+                          cls.dirs, user=cls.user, wrap=cls.deleg.wrap, timeout=120)
+        finally:
+            nsbox_test.NSBOX = saved
+        cls.result = r
+        cls.probes = parse(r.stdout)
+        print("\n" + table(cls.probes, "attack.c as an unprivileged user"), file=sys.stderr)
+        cls.extra_names = {"host_invisible": ["host_path_invisible:" + cls.nsbox,
+                                              "host_path_invisible:" + cls.user.pw_dir]}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.bait.close()
+        cls.dirs.cleanup()
+        cls.deleg.cleanup()
+        shutil.rmtree(cls.bindir, ignore_errors=True)
+
+    def test_prober_exit_status(self):
+        self.assertEqual(self.result.returncode, 0, self.result.stderr)
+
+
+class WorkingDirectoryOutsideRoot(unittest.TestCase):
+    """CVE-2024-21626: a working directory that resolves to a host directory through a descriptor
+    still open while the sandbox starts (/proc/self/fd/N) leaves the process outside its root,
+    where "../.." walks the host's tree. nsbox must either refuse such a --cwd (125) or start the
+    command with a working directory inside the root."""
+
+    def setUp(self):
+        self.dirs = Dirs()
+        self.ws = make_workspace(self.dirs.base)
+
+    def tearDown(self):
+        self.dirs.cleanup()
+
+    def assert_inside_or_refused(self, cwd, pass_fds=()):
+        r = run_nsbox(["run", "--workspace", self.ws, "--cwd", cwd, "--", "/workspace/attack"],
+                      self.dirs, timeout=60, pass_fds=pass_fds)
+        if r.returncode == 125:
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            return "refused"
+        probes = parse(r.stdout)
+        self.assertIn("cwd_inside_root", probes, r.stderr)
+        for n in GROUPS["cwd"]:
+            self.assertTrue(probes[n]["blocked"],
+                            f"--cwd {cwd}: {n}: {probes[n]['detail']} (the working directory is "
+                            f"OUTSIDE the sandbox's root: the host's tree is reachable with ..)")
+        return "inside"
+
+    def test_cwd_through_nsbox_own_descriptors(self):
+        # Descriptors nsbox itself holds while the child starts (image lock, state, cgroup...).
+        outcomes = {fd: self.assert_inside_or_refused(f"/proc/self/fd/{fd}")
+                    for fd in range(3, 16)}
+        print(f"\n  --cwd /proc/self/fd/N: {outcomes}", file=sys.stderr)
+
+    def test_cwd_through_callers_leaked_descriptor(self):
+        # A high number, apart from nsbox's own descriptors.
+        tmp = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+        fd = os.dup2(tmp, 77)
+        os.close(tmp)
+        try:
+            self.assert_inside_or_refused(f"/proc/self/fd/{fd}", pass_fds=(fd,))
+        finally:
+            os.close(fd)
+
+    def test_cwd_symlink_planted_in_workspace(self):
+        # What a sandbox could leave in its workspace for a later request with a benign-looking
+        # --cwd (sessions: `nsbox exec --cwd /workspace/sub`): a link to a magic link.
+        for fd in range(3, 8):
+            os.symlink(f"/proc/self/fd/{fd}", os.path.join(self.ws, f"esc{fd}"))
+            self.assert_inside_or_refused(f"/workspace/esc{fd}")
+
+    def test_cwd_proc_of_init(self):
+        self.assert_inside_or_refused("/proc/1/cwd")
+        self.assert_inside_or_refused("/proc/1/root")
+
+
+class CallersDescriptors(unittest.TestCase):
+    """A host directory given to nsbox as stdin (`nsbox run ... < /`): through the descriptor,
+    /proc/self/fd/0/.. is the host's tree. nsbox must not hand a directory to the sandbox (refuse
+    with 125, or replace it)."""
+
+    def test_directory_as_stdin(self):
+        dirs = Dirs()
+        try:
+            ws = make_workspace(dirs.base)
+            fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                r = subprocess.run([NSBOX, "run", "--workspace", ws, "--", "/workspace/attack"],
+                                   stdin=fd, capture_output=True, env=dirs.env(), timeout=60)
+            finally:
+                os.close(fd)
+            if r.returncode == 125:
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+                return
+            probes = parse(r.stdout)
+            self.assertIn("stdio_not_directories", probes, r.stderr)
+            self.assertTrue(probes["stdio_not_directories"]["blocked"],
+                            "the host's / was handed to the sandbox as stdin: "
+                            "ls /proc/self/fd/0/ lists the host's root")
+        finally:
+            dirs.cleanup()
+
+
+class CallersTerminal(unittest.TestCase):
+    """TIOCSTI on the terminal the caller hands to the sandbox as stdin: nothing may be pushed
+    into its input queue (the caller's shell would run it after the sandbox is gone)."""
+
+    def test_tiocsti_into_callers_terminal(self):
+        dirs = Dirs()
+        master, slave = pty.openpty()
+        try:
+            ws = make_workspace(dirs.base)
+            tty.setraw(slave)
+            # nsbox runs in a new session whose controlling terminal is our pty, as in an
+            # interactive shell.
+            p = subprocess.Popen([NSBOX, "run", "--workspace", ws, "--", "/workspace/attack",
+                                  "--tiocsti-stdin"],
+                                 stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 env=dirs.env(), start_new_session=True,
+                                 preexec_fn=lambda: __import__("fcntl").ioctl(
+                                     0, termios.TIOCSCTTY, 0))
+            out, err = p.communicate(timeout=60)
+            probes = parse(out)
+            for n in ("ioctl_tiocsti_callers_terminal", "ioctl_tiocsti_callers_terminal_highbit"):
+                self.assertIn(n, probes, err)
+                self.assertTrue(probes[n]["blocked"], probes[n]["detail"])
+            # Nothing waiting in the terminal's input queue.
+            os.set_blocking(slave, False)
+            r, _, _ = select.select([slave], [], [], 0.2)
+            data = b""
+            if r:
+                try:
+                    data = os.read(slave, 100)
+                except BlockingIOError:
+                    pass
+            self.assertEqual(data, b"", "characters were injected into the caller's terminal")
+        finally:
+            os.close(master)
+            os.close(slave)
+            dirs.cleanup()
+
+
+if __name__ == "__main__":
+    unittest.main()
