@@ -305,6 +305,26 @@ __attribute__((noreturn)) static void init_reap(pid_t workload)
     }
 }
 
+static char *cmdline_start, *cmdline_end;
+
+void nsbox_cmdline_region(char *start, char *end)
+{
+    cmdline_start = start;
+    cmdline_end = end;
+}
+
+/* Init's /proc/1/cmdline is world-readable in the sandbox: replace nsbox's host command line
+ * (paths, -e values) with a neutral name. */
+static void wipe_cmdline(void)
+{
+    if (!cmdline_start || cmdline_end <= cmdline_start)
+        return;
+    size_t n = (size_t)(cmdline_end - cmdline_start);
+    memset(cmdline_start, 0, n);
+    if (n > sizeof "nsbox-init")
+        memcpy(cmdline_start, "nsbox-init", sizeof "nsbox-init");
+}
+
 /* ---- the sequence --------------------------------------------------------------------------- */
 
 void nsbox_child_main(struct nsbox_launch *L)
@@ -326,6 +346,7 @@ void nsbox_child_main(struct nsbox_launch *L)
         if (set_rlimits(L, &e) < 0 || init_harden(L, &e) < 0)
             report_and_exit(L, 125, &e);
         prctl(PR_SET_NAME, "nsbox-init");
+        wipe_cmdline();
         int keep = L->agent_fd;
         if (keep > 3)
             syscall(SYS_close_range, 3, (unsigned)keep - 1, 0);
@@ -341,6 +362,8 @@ void nsbox_child_main(struct nsbox_launch *L)
     if (workload == 0)
         workload_exec(L); /* rlimits, close fds, setsid, drop caps, no_new_privs, seccomp, exec */
 
+    /* The workload has its own copy of the command line now (it was forked); init's may go. */
+    wipe_cmdline();
     /* init keeps no descriptor of the host's but the report pipe until it is hardened; the
      * parent sees EOF on it only when the workload has exec'd or failed. */
     if (set_rlimits(L, &e) < 0 || init_harden(L, &e) < 0) {

@@ -43,6 +43,10 @@ struct nsbox_launch {
     int agent_fd;             /* persistent sandbox: init's end of the supervisor socket; else -1 */
 };
 
+/* The memory holding nsbox's own command line (main's argv): the sandbox's init wipes it, since
+ * /proc/1/cmdline is readable inside the sandbox and would show the host's paths and options. */
+void nsbox_cmdline_region(char *start, char *end);
+
 /* Child side (contain.c): never returns. */
 __attribute__((noreturn)) void nsbox_child_main(struct nsbox_launch *L);
 

@@ -8,6 +8,9 @@
 #include "spec.h"
 #include "state.h"
 #include "supervisor.h"
+#include "launch.h"
+#include "paths.h"
+#include "proto.h"
 #include "client.h"
 
 #include <errno.h>
@@ -291,13 +294,33 @@ static int cmd_create(int argc, char **argv)
     nsbox_gc(false, &ge); /* cheap: a readdir and one flock per sandbox */
     if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_session_create(&spec, id, &e) < 0) {
         nsbox_spec_free(&spec);
+        if (json) {
+            /* Machine-readable too: clients map the code to their typed errors. */
+            cJSON *o = cJSON_CreateObject(), *er = cJSON_AddObjectToObject(o, "error");
+            cJSON_AddStringToObject(er, "code", nsbox_errcode_wire(e.code));
+            cJSON_AddStringToObject(er, "message", e.msg);
+            char *text = cJSON_PrintUnformatted(o);
+            printf("%s\n", text ? text : "{}");
+            free(text);
+            cJSON_Delete(o);
+        }
         return fail(&e);
     }
     nsbox_spec_free(&spec);
-    if (json)
-        printf("{\"id\": \"%s\"}\n", id);
-    else
+    if (json) {
+        char rt[PATH_MAX];
+        if (nsbox_path_runtime_dir(rt, sizeof rt, &e) < 0)
+            rt[0] = '\0';
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "id", id);
+        cJSON_AddStringToObject(o, "runtime_dir", rt);
+        char *text = cJSON_PrintUnformatted(o);
+        printf("%s\n", text ? text : "{}");
+        free(text);
+        cJSON_Delete(o);
+    } else {
         printf("%s\n", id);
+    }
     return 0;
 }
 
@@ -315,6 +338,7 @@ static int cmd_gc(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    nsbox_cmdline_region(argv[0], argv[argc - 1] + strlen(argv[argc - 1]) + 1);
     if (argc < 2) {
         fputs(usage_text, stderr);
         return EXIT_USAGE;

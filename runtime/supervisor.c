@@ -542,7 +542,8 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
     case NSBOX_OP_MKDIR: {
         cJSON *r = nsbox_reply_ok(rq.tag);
         int out_fd = -1;
-        if (nsbox_files_op(S->ws_fd, &S->sb.st, &rq, fds[0], r, &out_fd, &e) < 0) {
+        struct nsbox_files_opts fo = {.max_write_bytes = S->spec->limits.disk_bytes};
+        if (nsbox_files_op_ex(S->ws_fd, &S->sb.st, &fo, &rq, fds[0], r, &out_fd, &e) < 0) {
             cJSON_Delete(r);
             reply_err(S, ci, rq.tag, &e);
         } else {
@@ -594,7 +595,9 @@ static void on_agent(struct sup *S)
     if (ev.type == NSBOX_AGENT_FAILED) {
         nsbox_err_set(&e, NSBOX_E_EXEC, 0, "%s", ev.msg);
         if (ci >= 0) {
-            cJSON *rep = nsbox_reply_error(p->tag, ev.status == 125 ? NSBOX_E_SYS : NSBOX_E_EXEC,
+            /* 125 from init: the request itself could not be honoured (a cwd that does not
+             * exist); 126/127: the command could not be executed. */
+            cJSON *rep = nsbox_reply_error(p->tag, ev.status == 125 ? NSBOX_E_INVALID : NSBOX_E_EXEC,
                                            ev.msg);
             cJSON_AddNumberToObject(rep, "exit_code", ev.status);
             send_reply(S, ci, rep, NULL, 0);

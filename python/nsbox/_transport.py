@@ -1,0 +1,187 @@
+"""The wire protocol of docs/protocol.md: 4-byte big-endian length + UTF-8 JSON over the
+sandbox's unix socket, descriptors as SCM_RIGHTS on the first byte of a message."""
+import errno
+import json
+import os
+import socket
+import struct
+
+from . import errors
+
+PROTO_VERSION = 1
+PROTO_MAX = 1 << 20
+PROTO_MAX_FDS = 3
+
+_NOT_FOUND_FILE_OPS = {"read", "write", "list", "stat", "remove", "mkdir"}
+
+
+def runtime_dir(env):
+    """Where nsbox keeps sandbox sockets, the same choice as runtime/paths.c."""
+    o = env.get("NSBOX_STATE_DIR")
+    if o and o.startswith("/"):
+        return o
+    if os.geteuid() == 0:
+        return "/run/nsbox"
+    x = env.get("XDG_RUNTIME_DIR")
+    if x and x.startswith("/") and os.access(x, os.W_OK):
+        return x + "/nsbox"
+    return "/tmp/nsbox-%d" % os.getuid()
+
+
+def read_tombstone(rt, sandbox_id):
+    try:
+        with open(os.path.join(rt, "tombstones", sandbox_id), "rb") as f:
+            return f.read(255).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def error_from_reply(reply, op=None, path=None):
+    """The typed error for a {"ok": false, "error": {...}} reply."""
+    err = reply.get("error") if isinstance(reply.get("error"), dict) else {}
+    code = err.get("code") if isinstance(err.get("code"), str) else "system"
+    msg = err.get("message") if isinstance(err.get("message"), str) else "the supervisor said no"
+    if code == "deleted":
+        return errors.SandboxDeletedError(msg, code)
+    if code == "not_found":
+        if op in _NOT_FOUND_FILE_OPS:
+            return errors.SandboxFileNotFoundError(msg, code, path)
+        if op in ("kill", "logs"):
+            return errors.ProcessNotFound(msg, code)
+        return errors.SandboxNotFound(msg, code)
+    if code == "invalid":
+        return errors.InvalidRequest(msg, code)
+    if code == "unsupported":
+        return errors.OperationNotSupported(msg, code)
+    if code == "exec":
+        ec = reply.get("exit_code")
+        return errors.ExecError(msg, ec if isinstance(ec, int) else None, code)
+    if code == "timeout" and op == "exec":
+        return errors.ExecTimeout(msg, None, code)
+    return errors.SandboxError(msg, code)
+
+
+class Connection:
+    """One connection to a sandbox's supervisor. Requests on one connection are served in
+    order; open several for concurrent work."""
+
+    def __init__(self, sandbox_id, rt):
+        self.sandbox_id = sandbox_id
+        self.rt = rt
+        path = os.path.join(rt, sandbox_id, "ctl")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # CLOEXEC by default
+        try:
+            self.sock.connect(path)
+        except OSError as e:
+            self.sock.close()
+            raise self._gone(e) from None
+
+    def _gone(self, cause=None):
+        """The error for a sandbox we cannot reach (or that hung up on us)."""
+        reason = read_tombstone(self.rt, self.sandbox_id)
+        if reason:
+            return errors.SandboxDeletedError(
+                "sandbox %s was %s" % (self.sandbox_id, reason), "deleted")
+        if cause is None:
+            return errors.SandboxDeletedError(
+                "the sandbox's supervisor closed the connection (sandbox %s deleted?)"
+                % self.sandbox_id, "deleted")
+        if cause.errno in (errno.ENOENT, errno.ECONNREFUSED):
+            return errors.SandboxNotFound(
+                "no sandbox %s (it never existed)" % self.sandbox_id, "not_found")
+        return errors.SandboxError(
+            "cannot reach sandbox %s: %s" % (self.sandbox_id, cause.strerror), "system")
+
+    def close(self):
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def fileno(self):
+        return self.sock.fileno()
+
+    # ---- framing --------------------------------------------------------------------------
+
+    def send(self, obj, fds=()):
+        body = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        if len(body) > PROTO_MAX:
+            raise errors.InvalidRequest(
+                "request of %d bytes is larger than the protocol's %d" % (len(body), PROTO_MAX),
+                "invalid")
+        msg = struct.pack(">I", len(body)) + body
+        try:
+            if fds:
+                n = socket.send_fds(self.sock, [msg], list(fds))
+                if n < len(msg):
+                    self.sock.sendall(msg[n:])
+            else:
+                self.sock.sendall(msg)
+        except (BrokenPipeError, ConnectionResetError):
+            raise self._gone() from None
+
+    def _recv_exact(self, n, want_fds):
+        buf = bytearray()
+        fds = []
+        while len(buf) < n:
+            if want_fds and not buf:
+                data, got, _flags, _addr = socket.recv_fds(
+                    self.sock, n, PROTO_MAX_FDS, socket.MSG_CMSG_CLOEXEC)
+                fds.extend(got)
+            else:
+                data = self.sock.recv(n - len(buf))
+            if not data:
+                for fd in fds:
+                    os.close(fd)
+                return None, []
+            buf += data
+        return bytes(buf), fds
+
+    def recv(self):
+        """One reply: (dict, [fds]). A hang-up is a SandboxDeletedError naming the reason."""
+        try:
+            hdr, fds = self._recv_exact(4, True)
+        except ConnectionResetError:
+            raise self._gone() from None
+        if hdr is None:
+            raise self._gone()
+        (length,) = struct.unpack(">I", hdr)
+        try:
+            if length == 0 or length > PROTO_MAX:
+                raise errors.ProtocolError("reply of %d bytes from the supervisor" % length)
+            body, _ = self._recv_exact(length, False)
+            if body is None:
+                raise errors.ProtocolError("truncated reply from the supervisor")
+            try:
+                reply = json.loads(body.decode("utf-8"))
+            except ValueError:
+                raise errors.ProtocolError("unreadable reply from the supervisor") from None
+            if not isinstance(reply, dict):
+                raise errors.ProtocolError("unreadable reply from the supervisor")
+        except BaseException:
+            for fd in fds:
+                os.close(fd)
+            raise
+        return reply, fds
+
+    def call(self, op, fds=(), keep_fds=False, **fields):
+        """Send one request and wait for its reply; an error reply is raised as its typed error.
+        Descriptors that come with the reply are returned when keep_fds, else closed."""
+        req = {"v": PROTO_VERSION, "op": op}
+        req.update(fields)
+        self.send(req, fds)
+        reply, rfds = self.recv()
+        if not reply.get("ok"):
+            for fd in rfds:
+                os.close(fd)
+            raise error_from_reply(reply, op, fields.get("path"))
+        if keep_fds:
+            return reply, rfds
+        for fd in rfds:
+            os.close(fd)
+        return reply

@@ -1,0 +1,94 @@
+"""Typed errors of the nsbox client.
+
+Every error the client raises on behalf of nsbox is a SandboxError. The message is the runtime's
+own text, passed through unchanged (the client does not keep a second copy of the rules), and
+`code` is the wire protocol's error code (`invalid`, `not_found`, `deleted`, `timeout`,
+`unsupported`, `policy`, `system`, `exec`) when there is one.
+"""
+
+
+class SandboxError(Exception):
+    """Base class of every nsbox client error."""
+
+    def __init__(self, message, code=None):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+    def __str__(self):
+        return self.message
+
+
+class SandboxCreationError(SandboxError):
+    """Creating the sandbox failed: invalid options, a failing setup script, a missing
+    prerequisite on this machine. The message is nsbox's one-line explanation (with the fix when
+    there is one)."""
+
+
+class InvalidOption(SandboxCreationError, ValueError):
+    """An option was refused by the runtime's validation (e.g. a host with a scheme in
+    Network.allow, a CIDR with host bits set, an unknown instance type)."""
+
+
+class PolicyNotSupported(SandboxCreationError):
+    """The sandbox cannot enforce the requested policy: the region rule (a network policy other
+    than Network.all() outside nl-north-1) or a policy this machine cannot enforce."""
+
+
+class SetupScriptError(SandboxCreationError):
+    """The setup script exited non-zero or timed out; the sandbox was deleted. The message
+    carries the script's stderr."""
+
+
+class SandboxNotFound(SandboxError):
+    """No such sandbox (it never existed here)."""
+
+
+class SandboxDeletedError(SandboxError):
+    """The sandbox is gone: deleted by rm, because ttl_seconds expired, or because it died. The
+    message says which (e.g. "sandbox 0123456789ab was deleted because ttl_seconds=2 expired")."""
+
+
+class ExecTimeout(SandboxError, TimeoutError):
+    """execute() ran past its timeout; the command was killed. `result` holds what it printed
+    until then (exit_code 124)."""
+
+    def __init__(self, message, result=None, code="timeout"):
+        super().__init__(message, code)
+        self.result = result
+
+
+class ExecError(SandboxError):
+    """A command could not be started (e.g. its working directory does not exist)."""
+
+    def __init__(self, message, exit_code=None, code="exec"):
+        super().__init__(message, code)
+        self.exit_code = exit_code
+
+
+class SandboxFileNotFoundError(SandboxError, FileNotFoundError):
+    """A file operation named a path that does not exist in the workspace. Also a
+    FileNotFoundError, so `except FileNotFoundError` works."""
+
+    def __init__(self, message, code="not_found", path=None):
+        SandboxError.__init__(self, message, code)
+        self.filename = path
+
+    def __str__(self):
+        return self.message
+
+
+class ProcessNotFound(SandboxError, LookupError):
+    """kill/logs named a pid that is not a (running) process started by start_process()."""
+
+
+class InvalidRequest(SandboxError, ValueError):
+    """The supervisor refused a request as invalid (bad path, bad argument)."""
+
+
+class OperationNotSupported(SandboxError):
+    """The supervisor does not support this operation (yet, or on this machine)."""
+
+
+class ProtocolError(SandboxError):
+    """The supervisor's reply could not be understood."""

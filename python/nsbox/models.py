@@ -1,0 +1,175 @@
+"""Option and result types: Network, EgressPolicy, SandboxExecutionResult, file and process
+records, hooks."""
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+
+def _strings(values, what, example):
+    """A light local type check only: that we were given strings. Whether each string is a
+    valid host or CIDR is the runtime's decision (docs/spec.md), surfaced with its message."""
+    if isinstance(values, (str, bytes)):
+        raise TypeError("%s must be a sequence of strings, not a single string: %s"
+                        % (what, example))
+    try:
+        values = tuple(values)
+    except TypeError:
+        raise TypeError("%s must be a sequence of strings: %s" % (what, example)) from None
+    for v in values:
+        if not isinstance(v, str):
+            raise TypeError("%s must be strings, got %r: %s" % (what, v, example))
+    return values
+
+
+class Network:
+    """Outbound network policy: Network.none() (loopback only, the default), Network.all(),
+    Network.allow(hosts=("pypi.org", "api.github.com:443")) (only HTTPS to those hosts)."""
+
+    __slots__ = ("mode", "hosts")
+
+    def __init__(self, mode, hosts=()):
+        if mode not in ("none", "all", "allow"):
+            raise ValueError("network mode must be 'none', 'all' or 'allow'")
+        self.mode = mode
+        self.hosts = tuple(hosts)
+
+    @classmethod
+    def none(cls):
+        return cls("none")
+
+    @classmethod
+    def all(cls):
+        return cls("all")
+
+    @classmethod
+    def allow(cls, hosts):
+        return cls("allow", _strings(hosts, "Network.allow(hosts=...)",
+                                     "Network.allow(hosts=('pypi.org',))"))
+
+    def to_spec(self):
+        """The value of the spec's "network" key."""
+        return {"allow": list(self.hosts)} if self.mode == "allow" else self.mode
+
+    def __eq__(self, other):
+        return isinstance(other, Network) and (self.mode, self.hosts) == (other.mode, other.hosts)
+
+    def __hash__(self):
+        return hash((self.mode, self.hosts))
+
+    def __repr__(self):
+        if self.mode == "allow":
+            return "Network.allow(hosts=%r)" % (self.hosts,)
+        return "Network.%s()" % self.mode
+
+
+class EgressPolicy:
+    """Extra IP addresses / CIDRs the sandbox may connect to, on top of `network`:
+    EgressPolicy(cidrs=("10.0.0.0/8", "192.0.2.7"))."""
+
+    __slots__ = ("cidrs",)
+
+    def __init__(self, cidrs=()):
+        self.cidrs = _strings(cidrs, "EgressPolicy(cidrs=...)",
+                              "EgressPolicy(cidrs=('10.0.0.0/8',))")
+
+    def to_spec(self):
+        return list(self.cidrs)
+
+    def __eq__(self, other):
+        return isinstance(other, EgressPolicy) and self.cidrs == other.cidrs
+
+    def __hash__(self):
+        return hash(self.cidrs)
+
+    def __repr__(self):
+        return "EgressPolicy(cidrs=%r)" % (self.cidrs,)
+
+
+Output = Union[str, bytes]
+
+
+@dataclass
+class SandboxExecutionResult:
+    """What execute() returns. stdout/stderr are str (UTF-8, invalid bytes replaced) or bytes
+    with text=False. exit_code: the command's own; 124 timed out; 126 not executable; 127 not
+    found; 128+N killed by signal N."""
+
+    exit_code: int
+    stdout: Output
+    stderr: Output
+    timed_out: bool = False
+    oom_killed: bool = False
+    truncated: bool = False  # output beyond max_output was dropped
+
+    @property
+    def ok(self):
+        return self.exit_code == 0
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One entry of list_files() / the result of stat(). type: "file", "dir", "symlink" or
+    "other"; a symlink is not followed (stat() gives its text in `target`)."""
+
+    name: str
+    type: str
+    size: int
+    mode: int
+    mtime: float
+    path: Optional[str] = None
+    target: Optional[str] = None
+
+    @property
+    def is_dir(self):
+        return self.type == "dir"
+
+    @property
+    def is_file(self):
+        return self.type == "file"
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    """A background process, as list_processes() reports it."""
+
+    pid: int
+    command: str
+    running: bool
+    exit_code: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class ProcessLogs:
+    """The last 1 MiB of a background process's stdout and stderr."""
+
+    stdout: str
+    stderr: str
+    truncated: bool = False
+    running: Optional[bool] = None
+
+
+@dataclass
+class HookContext:
+    """What a hook receives. `sandbox` is the session (sync or async, matching the hook's own
+    kind), so hooks use ctx.sandbox.execute(), read_file(), write_file()..."""
+
+    sandbox: Any
+    sandbox_id: str
+    options: Any = None  # the LocalSandbox
+    data: dict = field(default_factory=dict)  # shared between a hook's on_create and on_destroy
+
+
+class Hook:
+    """Base class for hooks; override on_create(ctx) and/or on_destroy(ctx), as plain or async
+    methods. Hook(on_create=fn, on_destroy=fn) wraps functions."""
+
+    def __init__(self, on_create=None, on_destroy=None):
+        if on_create is not None:
+            self.on_create = on_create
+        if on_destroy is not None:
+            self.on_destroy = on_destroy
+
+    def on_create(self, ctx):
+        pass
+
+    def on_destroy(self, ctx):
+        pass

@@ -1,0 +1,284 @@
+"""LocalSandbox: the options of DESIGN.md 1.1, and the sessions that create and delete a
+sandbox through the nsbox runtime."""
+import asyncio
+import contextlib
+import inspect
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+
+from . import errors
+from ._transport import runtime_dir
+from .models import EgressPolicy, HookContext, Network
+from .session import AsyncSession, Session
+
+_REGION_MESSAGE = re.compile(r"^This network policy is not supported in region ")
+_SPEC_PREFIX = re.compile(r"^--spec [^:]*: ")
+
+
+def _message_from_stderr(stderr):
+    """nsbox's one-line message: without the "nsbox: " prefix, the "(see nsbox --help)" hint,
+    and the name of the spec file we gave it (an implementation detail of this client)."""
+    text = stderr.decode("utf-8", "replace").strip()
+    lines = [ln for ln in text.splitlines() if ln.strip() != "(see nsbox --help)"]
+    text = "\n".join(lines).strip()
+    if text.startswith("nsbox: "):
+        text = text[len("nsbox: "):]
+    return _SPEC_PREFIX.sub("", text)
+
+
+def creation_error(message, code=None):
+    """The typed error for a failed `nsbox create`. With a wire code when the runtime gave one;
+    otherwise from the message's documented shape (docs/spec.md: spec errors start with
+    "spec:", the region rule has its exact text)."""
+    if code in ("policy", "unsupported") or _REGION_MESSAGE.match(message):
+        return errors.PolicyNotSupported(message, code or "policy")
+    if code == "invalid" or message.startswith("spec: "):
+        return errors.InvalidOption(message, code or "invalid")
+    if message.startswith("setup script "):
+        return errors.SetupScriptError(message, code or "exec")
+    return errors.SandboxCreationError(message, code)
+
+
+class LocalSandbox:
+    """A local sandbox with the options of the hosted MistralSandbox.
+
+    Nothing is created until session() / open() is entered; each entry creates a fresh sandbox
+    and deletes it on exit. Option values are checked by the runtime (the same checks as the
+    nsbox CLI and --spec files), so an invalid one raises on entry with the runtime's message.
+
+    nsbox extensions (keyword-only): workspace (a host directory bound as /workspace, kept),
+    env (variables for every command), binary (the nsbox executable; default $NSBOX_BIN, else
+    nsbox on PATH), nsbox_env (the environment nsbox runs with, e.g. NSBOX_STATE_DIR; default
+    os.environ).
+    """
+
+    def __init__(self, instance_type="medium", idle_timeout_seconds=0, ttl_seconds=86400,
+                 region="nl-north-1", network=None, egress=None, image=None, setup_script=None,
+                 setup_script_timeout_seconds=600, hooks=(), *, workspace=None, env=None,
+                 binary=None, nsbox_env=None):
+        self.instance_type = instance_type
+        self.idle_timeout_seconds = idle_timeout_seconds
+        self.ttl_seconds = ttl_seconds
+        self.region = region
+        if network is None:
+            network = Network.none()
+        elif isinstance(network, str):
+            network = Network(network)
+        elif not isinstance(network, Network):
+            raise TypeError("network must be Network.none(), Network.all() or "
+                            "Network.allow(hosts=(...))")
+        self.network = network
+        if egress is not None and not isinstance(egress, EgressPolicy):
+            egress = EgressPolicy(egress)
+        self.egress = egress
+        self.image = image
+        if isinstance(setup_script, os.PathLike):
+            with open(setup_script, encoding="utf-8") as f:
+                setup_script = f.read()
+        self.setup_script = setup_script
+        self.setup_script_timeout_seconds = setup_script_timeout_seconds
+        self.hooks = list(hooks or ())
+        for h in self.hooks:
+            if not (hasattr(h, "on_create") or hasattr(h, "on_destroy")):
+                raise TypeError("a hook needs an on_create(ctx) and/or on_destroy(ctx) method "
+                                "(see nsbox.Hook), got %r" % (h,))
+        self.workspace = os.path.abspath(os.fspath(workspace)) if workspace else None
+        self.env = dict(env) if env else None
+        self.binary = binary
+        self.nsbox_env = nsbox_env
+
+    # ---- spec and runtime --------------------------------------------------------------------
+
+    def spec(self):
+        """The spec document (docs/spec.md) given to `nsbox create --spec`."""
+        s = {
+            "instance_type": self.instance_type,
+            "idle_timeout_seconds": self.idle_timeout_seconds,
+            "ttl_seconds": self.ttl_seconds,
+            "region": self.region,
+            "network": self.network.to_spec(),
+            "setup_script_timeout_seconds": self.setup_script_timeout_seconds,
+        }
+        if self.egress is not None:
+            s["egress"] = self.egress.to_spec()
+        if self.image is not None:
+            s["image"] = self.image
+        if self.setup_script is not None:
+            s["setup_script"] = self.setup_script
+        if self.workspace is not None:
+            s["workspace"] = self.workspace
+        if self.env is not None:
+            s["env"] = self.env
+        return s
+
+    def _env(self):
+        return dict(os.environ if self.nsbox_env is None else self.nsbox_env)
+
+    def _binary(self, env):
+        b = self.binary or env.get("NSBOX_BIN") or shutil.which("nsbox", path=env.get("PATH"))
+        if not b:
+            raise errors.SandboxCreationError(
+                "the nsbox binary was not found: install nsbox, put it on PATH, or set "
+                "NSBOX_BIN (or LocalSandbox(binary=...))")
+        return b
+
+    def _create_id(self):
+        env = self._env()
+        binary = self._binary(env)
+        doc = json.dumps(self.spec()).encode("utf-8")
+        # The spec goes in as a memfd on stdin (a regular file, as --spec requires): no
+        # temporary file on disk, nothing to clean up.
+        try:
+            fd = os.memfd_create("nsbox-spec", os.MFD_CLOEXEC)
+            spec_file = os.fdopen(fd, "w+b")
+        except (AttributeError, OSError):
+            spec_file = tempfile.TemporaryFile()
+        with spec_file:
+            spec_file.write(doc)
+            spec_file.flush()
+            spec_file.seek(0)
+            timeout = None
+            if isinstance(self.setup_script_timeout_seconds, int):
+                timeout = self.setup_script_timeout_seconds + 600
+            try:
+                r = subprocess.run([binary, "create", "--spec", "/dev/stdin", "--json"],
+                                   stdin=spec_file, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, env=env, timeout=timeout)
+            except OSError as e:
+                raise errors.SandboxCreationError(
+                    "cannot run nsbox (%s): %s" % (binary, e.strerror)) from None
+            except subprocess.TimeoutExpired:
+                raise errors.SandboxCreationError(
+                    "nsbox create did not finish within %ss" % timeout) from None
+        out = r.stdout.decode("utf-8", "replace").strip()
+        parsed = None
+        if out:
+            try:
+                parsed = json.loads(out.splitlines()[-1])
+            except ValueError:
+                parsed = None
+        if r.returncode != 0:
+            err = parsed.get("error") if isinstance(parsed, dict) else None
+            if isinstance(err, dict) and isinstance(err.get("message"), str):
+                raise creation_error(err["message"], err.get("code"))
+            msg = _message_from_stderr(r.stderr) or (
+                "nsbox create failed with exit code %d" % r.returncode)
+            raise creation_error(msg)
+        if not isinstance(parsed, dict) or not isinstance(parsed.get("id"), str):
+            raise errors.SandboxCreationError("nsbox create printed no sandbox id: %r" % out)
+        rt = parsed.get("runtime_dir") or runtime_dir(env)
+        return parsed["id"], rt
+
+    def create(self):
+        """Create the sandbox and return its Session, without hooks; the caller deletes it
+        (session.delete()). Most code wants `with box.open()` / `async with box.session()`."""
+        sandbox_id, rt = self._create_id()
+        return Session(sandbox_id, rt, self)
+
+    # ---- sessions ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def open(self):
+        """Blocking session: `with box.open() as sb: sb.execute(...)`. Creates the sandbox, runs
+        the on_create hooks, and on exit (even on an exception) runs the on_destroy hooks and
+        deletes the sandbox."""
+        sb = self.create()
+        with contextlib.ExitStack() as stack:
+            stack.callback(sb.delete)
+            for hook in self.hooks:
+                ctx = HookContext(sandbox=sb, sandbox_id=sb.id, options=self)
+                _call_hook_sync(hook, "on_create", ctx, sb)
+                stack.callback(_destroy_sync, hook, ctx, sb)
+            yield sb
+
+    @contextlib.asynccontextmanager
+    async def session(self):
+        """Async session: `async with box.session() as sb: await sb.execute(...)`. Same life
+        cycle as open()."""
+        sb = await asyncio.to_thread(self.create)
+        asb = AsyncSession(sb)
+        async with contextlib.AsyncExitStack() as stack:
+            stack.push_async_callback(asb.delete)
+            for hook in self.hooks:
+                ctx = HookContext(sandbox=asb, sandbox_id=sb.id, options=self)
+                await _call_hook_async(hook, "on_create", ctx, sb, asb)
+                stack.push_async_callback(_destroy_async, hook, ctx, sb, asb)
+            yield asb
+
+    def __repr__(self):
+        return "LocalSandbox(%s)" % ", ".join("%s=%r" % kv for kv in self.spec().items()
+                                              if kv[0] != "setup_script")
+
+
+# ---- hooks -----------------------------------------------------------------------------------
+#
+# A hook's kind decides what ctx.sandbox is: an `async def` hook gets the AsyncSession, a plain
+# one the blocking Session, whichever of open() / session() is used. on_create hooks run in list
+# order after creation; on_destroy hooks in reverse order before deletion, only for hooks whose
+# on_create succeeded, and only while the sandbox still exists (not after its ttl expired).
+
+
+def _hook_fn(hook, name):
+    fn = getattr(hook, name, None)
+    return fn if callable(fn) else None
+
+
+def _run_coroutine_in_thread(make_coro):
+    """Run an async hook from blocking code, even when the caller has an event loop running."""
+    box = {}
+
+    def target():
+        try:
+            box["value"] = asyncio.run(make_coro())
+        except BaseException as e:  # re-raised in the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=target, name="nsbox-hook")
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def _call_hook_sync(hook, name, ctx, sb):
+    fn = _hook_fn(hook, name)
+    if fn is None:
+        return
+    if inspect.iscoroutinefunction(fn):
+        ctx.sandbox = AsyncSession(sb)
+        _run_coroutine_in_thread(lambda: fn(ctx))
+        return
+    ctx.sandbox = sb
+    r = fn(ctx)
+    if inspect.isawaitable(r):
+        _run_coroutine_in_thread(lambda: r)
+
+
+async def _call_hook_async(hook, name, ctx, sb, asb):
+    fn = _hook_fn(hook, name)
+    if fn is None:
+        return
+    if inspect.iscoroutinefunction(fn):
+        ctx.sandbox = asb
+        await fn(ctx)
+        return
+    ctx.sandbox = sb
+    r = await asyncio.to_thread(fn, ctx)
+    if inspect.isawaitable(r):
+        await r
+
+
+def _destroy_sync(hook, ctx, sb):
+    if _hook_fn(hook, "on_destroy") is not None and sb.is_alive():
+        _call_hook_sync(hook, "on_destroy", ctx, sb)
+
+
+async def _destroy_async(hook, ctx, sb, asb):
+    if _hook_fn(hook, "on_destroy") is not None and await asb.is_alive():
+        await _call_hook_async(hook, "on_destroy", ctx, sb, asb)

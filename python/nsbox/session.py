@@ -1,0 +1,417 @@
+"""A live sandbox: Session (blocking calls) and AsyncSession (the same calls as coroutines, run
+in worker threads so that the event loop never blocks)."""
+import asyncio
+import math
+import os
+import tempfile
+import time
+
+from . import errors
+from ._exec import ExecJob
+from ._transport import PROTO_VERSION, Connection
+from .models import FileInfo, ProcessInfo, ProcessLogs
+
+WORKSPACE = "/workspace"
+
+
+def _command_fields(command):
+    if isinstance(command, str):
+        return {"cmd": command}
+    if isinstance(command, (bytes, bytearray)):
+        raise TypeError("command must be a str (run by /bin/sh -c) or a list of str (argv)")
+    argv = [os.fspath(a) if not isinstance(a, str) else a for a in command]
+    if not argv:
+        raise ValueError("command must not be empty")
+    return {"argv": argv}
+
+
+def _cwd(cwd):
+    if cwd is None:
+        return None
+    cwd = os.fspath(cwd)
+    return cwd if cwd.startswith("/") else WORKSPACE + "/" + cwd
+
+
+def _timeout_ms(timeout):
+    if timeout is None or timeout == 0:
+        return None
+    if not isinstance(timeout, (int, float)) or timeout < 0 or math.isnan(timeout):
+        raise ValueError("timeout must be a positive number of seconds (or None)")
+    return max(1, int(math.ceil(timeout * 1000)))
+
+
+def _content_fd(data):
+    """A readable descriptor positioned at the start of `data` (bytes-like, str, or a binary
+    file object): a memfd, so nothing touches the disk."""
+    try:
+        fd = os.memfd_create("nsbox-write", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):
+        f = tempfile.TemporaryFile()
+        fd = os.dup(f.fileno())
+        f.close()
+    try:
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        elif hasattr(data, "read"):
+            while True:
+                chunk = data.read(1 << 20)
+                if not chunk:
+                    break
+                if isinstance(chunk, str):
+                    chunk = chunk.encode("utf-8")
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view):]
+        else:
+            raise TypeError("data must be bytes, str or a binary file object, not %s"
+                            % type(data).__name__)
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _file_info(d, name=None, path=None):
+    return FileInfo(name=d.get("name", name), type=d.get("type", "?"), size=d.get("size", 0),
+                    mode=d.get("mode", 0), mtime=d.get("mtime", 0), path=path,
+                    target=d.get("target"))
+
+
+class Process:
+    """A background process started by Session.start_process()."""
+
+    def __init__(self, session, pid, command):
+        self.session = session
+        self.pid = pid
+        self.command = command
+
+    def logs(self):
+        """Its output so far (the last 1 MiB of each stream): ProcessLogs(stdout, stderr, ...)."""
+        return self.session.process_logs(self.pid)
+
+    def kill(self, signal=15):
+        """Send it a signal (SIGTERM by default)."""
+        self.session.kill_process(self.pid, signal)
+
+    def info(self):
+        """Its ProcessInfo (running, exit_code) from list_processes()."""
+        for p in self.session.list_processes():
+            if p.pid == self.pid:
+                return p
+        raise errors.ProcessNotFound("no background process %d" % self.pid, "not_found")
+
+    @property
+    def running(self):
+        return self.info().running
+
+    @property
+    def exit_code(self):
+        return self.info().exit_code
+
+    def wait(self, timeout=None, poll=0.05):
+        """Wait until it ends; its exit code. TimeoutError after `timeout` seconds."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            p = self.info()
+            if not p.running:
+                return p.exit_code
+            if end is not None and time.monotonic() >= end:
+                raise TimeoutError("process %d still running after %ss" % (self.pid, timeout))
+            time.sleep(poll)
+
+    def __repr__(self):
+        return "<nsbox.Process pid=%d %r>" % (self.pid, self.command)
+
+
+class Session:
+    """A created sandbox. Every call opens its own connection to the sandbox's supervisor, so a
+    Session may be used from several threads at once."""
+
+    def __init__(self, sandbox_id, runtime_dir, options=None):
+        self.id = sandbox_id
+        self.runtime_dir = runtime_dir
+        self.options = options
+        self.closed = False
+
+    @property
+    def socket_path(self):
+        return os.path.join(self.runtime_dir, self.id, "ctl")
+
+    def _connect(self):
+        return Connection(self.id, self.runtime_dir)
+
+    def _call(self, op, **fields):
+        with self._connect() as c:
+            return c.call(op, **fields)
+
+    # ---- commands -----------------------------------------------------------------------
+
+    def _exec_job(self, command, timeout=None, cwd=None, env=None, stdin=None, text=True,
+                  max_output=None):
+        req = {"v": PROTO_VERSION, "op": "exec"}
+        req.update(_command_fields(command))
+        if env:
+            req["env"] = dict(env)
+        c = _cwd(cwd)
+        if c is not None:
+            req["cwd"] = c
+        ms = _timeout_ms(timeout)
+        if ms is not None:
+            req["timeout_ms"] = ms
+        if max_output is not None and max_output < 0:
+            raise ValueError("max_output must be a number of bytes >= 0")
+        return ExecJob(self._connect, req, stdin, text, max_output, timeout)
+
+    def execute(self, command, timeout=None, cwd=None, env=None, stdin=None, *, text=True,
+                max_output=None):
+        """Run `command` (a str, run by /bin/sh -c, or a list: argv) in /workspace and wait.
+
+        Returns SandboxExecutionResult(exit_code, stdout, stderr): str by default (UTF-8,
+        invalid bytes replaced), bytes with text=False. Output is returned whole unless
+        max_output (bytes per stream) is given; then the rest is dropped and `truncated` set.
+        timeout: seconds; past it the command is killed and ExecTimeout raised, with what it
+        printed in `.result` (exit_code 124). cwd: relative to /workspace. env: extra
+        variables. stdin: bytes or str fed to the command (default: /dev/null).
+        """
+        return self._exec_job(command, timeout, cwd, env, stdin, text, max_output).run()
+
+    def start_process(self, command, cwd=None, env=None):
+        """Start `command` in the background; its output goes to a bounded log. A Process."""
+        fields = _command_fields(command)
+        if env:
+            fields["env"] = dict(env)
+        c = _cwd(cwd)
+        if c is not None:
+            fields["cwd"] = c
+        r = self._call("start", **fields)
+        pid = r.get("pid")
+        if not isinstance(pid, int):
+            raise errors.ProtocolError("start reply without a pid")
+        return Process(self, pid, command if isinstance(command, str) else " ".join(command))
+
+    def list_processes(self):
+        """Background processes started in this sandbox, running or ended: [ProcessInfo]."""
+        r = self._call("ps")
+        out = []
+        for p in r.get("processes") or []:
+            cmd = p.get("cmd")
+            if cmd is None and isinstance(p.get("argv"), list):
+                cmd = " ".join(p["argv"])
+            out.append(ProcessInfo(pid=p.get("pid"), command=cmd or "",
+                                   running=bool(p.get("running")),
+                                   exit_code=p.get("exit_code")))
+        return out
+
+    def kill_process(self, pid, signal=15):
+        self._call("kill", pid=int(pid), signal=int(signal))
+
+    def process_logs(self, pid):
+        r = self._call("logs", pid=int(pid))
+        return ProcessLogs(stdout=r.get("stdout", ""), stderr=r.get("stderr", ""),
+                           truncated=bool(r.get("truncated")), running=r.get("running"))
+
+    # ---- files (paths relative to /workspace; "/workspace/x" and "/x" mean the same) -------
+
+    def read_file(self, path):
+        """The whole content of a workspace file, as bytes. SandboxFileNotFoundError (also a
+        FileNotFoundError) if it does not exist."""
+        path = os.fspath(path)
+        with self._connect() as c:
+            reply, fds = c.call("read", keep_fds=True, path=path)
+        if not fds:
+            raise errors.ProtocolError("read reply without a descriptor")
+        for fd in fds[1:]:
+            os.close(fd)
+        with os.fdopen(fds[0], "rb") as f:
+            return f.read()
+
+    def write_file(self, path, data, mode=0o644, mkdir=True):
+        """Write `data` (bytes, str as UTF-8, or a binary file object) to a workspace file,
+        replacing it; mkdir=True creates missing parent directories. Returns the size."""
+        path = os.fspath(path)
+        fd = _content_fd(data)
+        try:
+            with self._connect() as c:
+                r = c.call("write", fds=[fd], path=path, mode=int(mode), mkdir=bool(mkdir))
+        finally:
+            os.close(fd)
+        return r.get("size")
+
+    def list_files(self, path="."):
+        """The entries of a workspace directory: [FileInfo(name, type, size, mode, mtime)]."""
+        path = os.fspath(path)
+        r = self._call("list", path=path)
+        base = path.rstrip("/")
+        return [_file_info(d, path=(d.get("name") if base in ("", ".")
+                                    else base + "/" + str(d.get("name"))))
+                for d in r.get("entries") or []]
+
+    def stat(self, path):
+        path = os.fspath(path)
+        r = self._call("stat", path=path)
+        return _file_info(r, name=os.path.basename(path.rstrip("/")) or path, path=path)
+
+    def exists(self, path):
+        try:
+            self.stat(path)
+            return True
+        except FileNotFoundError:
+            return False
+
+    def remove(self, path, recursive=False):
+        path = os.fspath(path)
+        self._call("remove", path=path, recursive=bool(recursive))
+
+    def mkdir(self, path, parents=True):
+        path = os.fspath(path)
+        self._call("mkdir", path=path, parents=bool(parents))
+
+    # ---- the sandbox itself ----------------------------------------------------------------
+
+    def ping(self):
+        return self._call("ping").get("id")
+
+    def inspect(self):
+        """State, spec, limits, stats and processes, as `nsbox inspect` prints them."""
+        r = dict(self._call("inspect"))
+        r.pop("v", None)
+        r.pop("ok", None)
+        return r
+
+    def is_alive(self):
+        try:
+            self.ping()
+            return True
+        except (errors.SandboxDeletedError, errors.SandboxNotFound):
+            return False
+
+    def delete(self):
+        """Delete the sandbox now (idempotent: a sandbox already gone is not an error). Returns
+        once its runtime state is gone, as `nsbox rm` does."""
+        self.closed = True
+        try:
+            self._call("delete")
+        except (errors.SandboxDeletedError, errors.SandboxNotFound):
+            return
+        d = os.path.join(self.runtime_dir, self.id)
+        end = time.monotonic() + 5
+        while os.path.exists(d) and time.monotonic() < end:
+            time.sleep(0.005)
+
+    close = delete
+
+    def __repr__(self):
+        return "<nsbox.Session %s>" % self.id
+
+
+class AsyncProcess:
+    """A background process started by AsyncSession.start_process()."""
+
+    def __init__(self, process):
+        self._p = process
+        self.pid = process.pid
+        self.command = process.command
+
+    async def logs(self):
+        return await asyncio.to_thread(self._p.logs)
+
+    async def kill(self, signal=15):
+        await asyncio.to_thread(self._p.kill, signal)
+
+    async def info(self):
+        return await asyncio.to_thread(self._p.info)
+
+    async def wait(self, timeout=None, poll=0.05):
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            p = await self.info()
+            if not p.running:
+                return p.exit_code
+            if end is not None and time.monotonic() >= end:
+                raise TimeoutError("process %d still running after %ss" % (self.pid, timeout))
+            await asyncio.sleep(poll)
+
+    def __repr__(self):
+        return "<nsbox.AsyncProcess pid=%d %r>" % (self.pid, self.command)
+
+
+class AsyncSession:
+    """The same operations as Session, as coroutines. The blocking socket work runs in worker
+    threads (asyncio.to_thread); cancelling an execute() kills the command."""
+
+    def __init__(self, session):
+        self.sync = session
+        self.id = session.id
+        self.options = session.options
+
+    @property
+    def socket_path(self):
+        return self.sync.socket_path
+
+    async def execute(self, command, timeout=None, cwd=None, env=None, stdin=None, *, text=True,
+                      max_output=None):
+        job = self.sync._exec_job(command, timeout, cwd, env, stdin, text, max_output)
+        fut = asyncio.ensure_future(asyncio.to_thread(job.run))
+        try:
+            return await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            job.cancel()
+            fut.add_done_callback(lambda f: f.cancelled() or f.exception())
+            raise
+
+    execute.__doc__ = Session.execute.__doc__
+
+    async def start_process(self, command, cwd=None, env=None):
+        return AsyncProcess(await asyncio.to_thread(self.sync.start_process, command, cwd, env))
+
+    async def list_processes(self):
+        return await asyncio.to_thread(self.sync.list_processes)
+
+    async def kill_process(self, pid, signal=15):
+        await asyncio.to_thread(self.sync.kill_process, pid, signal)
+
+    async def process_logs(self, pid):
+        return await asyncio.to_thread(self.sync.process_logs, pid)
+
+    async def read_file(self, path):
+        return await asyncio.to_thread(self.sync.read_file, path)
+
+    async def write_file(self, path, data, mode=0o644, mkdir=True):
+        return await asyncio.to_thread(self.sync.write_file, path, data, mode, mkdir)
+
+    async def list_files(self, path="."):
+        return await asyncio.to_thread(self.sync.list_files, path)
+
+    async def stat(self, path):
+        return await asyncio.to_thread(self.sync.stat, path)
+
+    async def exists(self, path):
+        return await asyncio.to_thread(self.sync.exists, path)
+
+    async def remove(self, path, recursive=False):
+        await asyncio.to_thread(self.sync.remove, path, recursive)
+
+    async def mkdir(self, path, parents=True):
+        await asyncio.to_thread(self.sync.mkdir, path, parents)
+
+    async def ping(self):
+        return await asyncio.to_thread(self.sync.ping)
+
+    async def inspect(self):
+        return await asyncio.to_thread(self.sync.inspect)
+
+    async def is_alive(self):
+        return await asyncio.to_thread(self.sync.is_alive)
+
+    async def delete(self):
+        await asyncio.to_thread(self.sync.delete)
+
+    close = delete
+
+    def __repr__(self):
+        return "<nsbox.AsyncSession %s>" % self.id

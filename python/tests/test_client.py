@@ -1,0 +1,679 @@
+"""Tests of the nsbox Python client against real sandboxes.
+
+Run with the nsbox binary to test in NSBOX_BIN (else nsbox on PATH), as root (as another user
+the module is skipped unless a first sandbox can be created):
+
+    NSBOX_BIN=build/nsbox PYTHONPATH=python python3 -m unittest discover -s python/tests -v
+
+ctest runs them through tests/e2e/test_python_client.py. Each test class works in its own state
+and cache directories, and every test checks that it left no sandbox behind.
+"""
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # python/, so that the tested nsbox is this one
+import nsbox  # noqa: E402
+from nsbox._transport import runtime_dir  # noqa: E402
+
+NSBOX = os.environ.get("NSBOX_BIN") or shutil.which("nsbox") or "nsbox"
+REPO = os.path.dirname(os.path.dirname(HERE))
+EXAMPLE = os.path.join(REPO, "examples", "agent_session.py")
+REGION_MESSAGE = ("This network policy is not supported in region 'us-east-1'; it is supported "
+                  "only in nl-north-1. Pass network=Network.all() or a supported region.")
+
+
+class Dirs:
+    """Private state/cache/data directories (as tests/lib/nsbox_test.py's Dirs)."""
+
+    def __init__(self):
+        self.base = tempfile.mkdtemp(prefix="nsbox-pytest-")
+        os.chmod(self.base, 0o755)
+        self.state = os.path.join(self.base, "state")
+        self.cache = os.path.join(self.base, "cache")
+        self.data = os.environ.get("NSBOX_TEST_DATA_DIR") or os.path.join(self.base, "data")
+        for d in (self.state, self.cache, self.data):
+            os.makedirs(d, exist_ok=True)
+
+    def env(self):
+        env = dict(os.environ)
+        env.update(NSBOX_STATE_DIR=self.state, NSBOX_CACHE_DIR=self.cache,
+                   NSBOX_DATA_DIR=self.data, NSBOX_BIN=NSBOX)
+        return env
+
+    def live_sandboxes(self):
+        if not os.path.isdir(self.state):
+            return []
+        return sorted(n for n in os.listdir(self.state)
+                      if len(n) == 12 and os.path.isdir(os.path.join(self.state, n)))
+
+    def cleanup(self):
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def setUpModule():
+    if os.geteuid() == 0:
+        return
+    # As another user, sandboxes need delegated cgroups and user namespaces: probe once.
+    dirs = Dirs()
+    try:
+        with nsbox.LocalSandbox(binary=NSBOX, nsbox_env=dirs.env()).open():
+            pass
+    except nsbox.SandboxError as e:
+        raise unittest.SkipTest("cannot create sandboxes as uid %d here: %s" % (os.geteuid(), e))
+    finally:
+        dirs.cleanup()
+
+
+class ClientTest(unittest.TestCase):
+    """Base: a LocalSandbox factory bound to this class's directories, and a check that every
+    test deleted what it created."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dirs = Dirs()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dirs.cleanup()
+
+    def box(self, **kw):
+        kw.setdefault("ttl_seconds", 600)  # a crashed test leaves nothing running for long
+        return nsbox.LocalSandbox(binary=NSBOX, nsbox_env=self.dirs.env(), **kw)
+
+    def tearDown(self):
+        left = self.dirs.live_sandboxes()
+        rt = runtime_dir(self.dirs.env())
+        for sid in left:
+            nsbox.Session(sid, rt).delete()
+        self.assertEqual(left, [], "the test left sandboxes behind")
+
+    def skip_if_files_unsupported(self, fn, *args):
+        try:
+            return fn(*args)
+        except nsbox.OperationNotSupported as e:
+            self.skipTest("file operations are not implemented by this nsbox yet: %s" % e)
+
+
+class AsyncClientTest(unittest.IsolatedAsyncioTestCase, ClientTest):
+    pass
+
+
+# ---- the contract of DESIGN.md 1.3 ----------------------------------------------------------
+
+
+class DesignExample(AsyncClientTest):
+    async def test_design_example(self):
+        box = self.box(instance_type="medium", ttl_seconds=3600, network=nsbox.Network.none())
+        async with box.session() as sb:
+            r = await sb.execute("python3 -c 'print(6*7)'", timeout=30)
+            self.assertIsInstance(r, nsbox.SandboxExecutionResult)
+            self.assertTrue(r.exit_code == 0 and r.stdout == "42\n", r)
+            self.assertEqual(r.stderr, "")
+            sid = sb.id
+            self.assertEqual(self.dirs.live_sandboxes(), [sid])
+        self.assertEqual(self.dirs.live_sandboxes(), [])
+
+    async def test_design_example_files_and_process(self):
+        async with self.box().session() as sb:
+            try:
+                await sb.write_file("data.csv", b"a,b\n1,2\n")
+            except nsbox.OperationNotSupported as e:
+                self.skipTest("file operations are not implemented by this nsbox yet: %s" % e)
+            self.assertEqual(await sb.read_file("data.csv"), b"a,b\n1,2\n")
+            p = await sb.start_process("python3 -m http.server 8000")
+            self.assertIsInstance(p.pid, int)
+            r = await sb.execute("for i in $(seq 50); do python3 -c 'import urllib.request as u;"
+                                 "print(u.urlopen(\"http://127.0.0.1:8000/data.csv\").read()"
+                                 ".decode(), end=\"\")' 2>/dev/null && break; sleep 0.1; done",
+                                 timeout=30)
+            self.assertEqual(r.stdout, "a,b\n1,2\n", r)
+            await p.kill()
+
+    async def test_defaults_are_designs(self):
+        box = nsbox.LocalSandbox()
+        self.assertEqual(box.spec(), {
+            "instance_type": "medium", "idle_timeout_seconds": 0, "ttl_seconds": 86400,
+            "region": "nl-north-1", "network": "none", "setup_script_timeout_seconds": 600})
+        self.assertEqual(box.hooks, [])
+        async with self.box().session() as sb:
+            spec = (await sb.inspect())["spec"]
+            self.assertEqual(spec["instance_type"], "medium")
+            self.assertEqual(spec["network"], "none")
+            self.assertEqual(spec["region"], "nl-north-1")
+            self.assertEqual(spec["limits"]["cpus"], 2)
+
+
+# ---- execute ---------------------------------------------------------------------------------
+
+
+class Execute(ClientTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.cm = nsbox.LocalSandbox(binary=NSBOX, nsbox_env=cls.dirs.env(), ttl_seconds=600,
+                                    instance_type="small").open()
+        cls.sb = cls.cm.__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cm.__exit__(None, None, None)
+        super().tearDownClass()
+
+    def tearDown(self):
+        self.assertEqual(self.dirs.live_sandboxes(), [self.sb.id])
+
+    def test_stdout_stderr_exit_code(self):
+        r = self.sb.execute("echo out; echo err >&2; exit 3")
+        self.assertEqual((r.exit_code, r.stdout, r.stderr), (3, "out\n", "err\n"))
+        self.assertFalse(r.ok)
+        self.assertTrue(self.sb.execute("true").ok)
+
+    def test_runs_as_appuser_in_workspace_with_sh(self):
+        r = self.sb.execute("pwd; id -un; echo $0")
+        self.assertEqual(r.stdout, "/workspace\nappuser\n/bin/sh\n", r)
+
+    def test_not_found_and_signal_exit_codes(self):
+        r = self.sb.execute("no-such-command-xyz")
+        self.assertEqual(r.exit_code, 127)
+        self.assertIn("not found", r.stderr)
+        r = self.sb.execute(["no-such-command-xyz"])
+        self.assertEqual(r.exit_code, 127)
+        self.assertIn("no-such-command-xyz", r.stderr)
+        r = self.sb.execute("kill -9 $$")
+        self.assertEqual(r.exit_code, 128 + 9)
+
+    def test_argv_form_is_not_a_shell(self):
+        r = self.sb.execute(["python3", "-c", "import sys; print(sys.argv[1:])", "$HOME", "a b"])
+        self.assertEqual(r.stdout, "['$HOME', 'a b']\n")
+
+    def test_stdin_str_bytes_large_and_default(self):
+        self.assertEqual(self.sb.execute("cat", stdin="héllo\n").stdout, "héllo\n")
+        self.assertEqual(self.sb.execute("wc -c", stdin=b"\x00" * 3_000_000).stdout,
+                         "3000000\n")
+        self.assertEqual(self.sb.execute("cat").stdout, "")  # /dev/null, never waits
+        # a command that does not read its input does not block us
+        self.assertEqual(self.sb.execute("echo x", stdin=b"y" * 3_000_000).stdout, "x\n")
+
+    def test_env(self):
+        r = self.sb.execute("echo $FOO-$BAR; echo ${HOSTENV_SECRET:-none}",
+                            env={"FOO": "1", "BAR": "two words"})
+        self.assertEqual(r.stdout, "1-two words\nnone\n")
+
+    def test_cwd_relative_absolute_and_missing(self):
+        self.sb.execute("mkdir -p sub/dir")
+        self.assertEqual(self.sb.execute("pwd", cwd="sub/dir").stdout, "/workspace/sub/dir\n")
+        self.assertEqual(self.sb.execute("pwd", cwd="/tmp").stdout, "/tmp\n")
+        r = self.sb.execute("pwd", cwd="missing")
+        self.assertNotEqual(r.exit_code, 0)
+        self.assertIn("/workspace/missing", r.stderr)
+
+    def test_timeout_raises_with_partial_output(self):
+        t = time.monotonic()
+        with self.assertRaises(nsbox.ExecTimeout) as cm:
+            self.sb.execute("echo started; echo e >&2; sleep 30", timeout=1)
+        self.assertLess(time.monotonic() - t, 10)
+        res = cm.exception.result
+        self.assertEqual((res.exit_code, res.stdout, res.stderr, res.timed_out),
+                         (124, "started\n", "e\n", True))
+        self.assertIsInstance(cm.exception, TimeoutError)
+        # the command is gone, and the sandbox still works
+        self.assertNotIn("sleep 30", self.sb.execute("ps -eo args").stdout)
+        self.assertEqual(self.sb.execute("echo ok", timeout=10).stdout, "ok\n")
+
+    def test_bytes_on_request_and_invalid_utf8(self):
+        cmd = "printf 'a\\377b'"
+        self.assertEqual(self.sb.execute(cmd, text=False).stdout, b"a\xffb")
+        self.assertEqual(self.sb.execute(cmd).stdout, "a\ufffdb")
+
+    def test_large_output_whole_and_bounded(self):
+        r = self.sb.execute("head -c 20000000 /dev/zero; echo end >&2", text=False)
+        self.assertEqual((len(r.stdout), r.stderr, r.truncated), (20_000_000, b"end\n", False))
+        r = self.sb.execute("head -c 20000000 /dev/zero; echo end >&2", text=False,
+                            max_output=1000)
+        self.assertEqual((len(r.stdout), r.stderr, r.truncated, r.exit_code),
+                         (1000, b"end\n", True, 0))
+
+    def test_background_child_holding_stdout_does_not_hang(self):
+        t = time.monotonic()
+        r = self.sb.execute("sleep 30 & echo started", timeout=20)
+        self.assertEqual(r.stdout, "started\n")
+        self.assertLess(time.monotonic() - t, 10)
+        self.sb.execute("pkill sleep || kill $(pgrep sleep) || true")
+
+    def test_concurrent_executes(self):
+        import concurrent.futures as cf
+        t = time.monotonic()
+        with cf.ThreadPoolExecutor(4) as ex:
+            outs = list(ex.map(lambda i: self.sb.execute("sleep 1; echo %d" % i).stdout,
+                               range(4)))
+        self.assertEqual(outs, ["0\n", "1\n", "2\n", "3\n"])
+        self.assertLess(time.monotonic() - t, 3.5)
+
+    def test_bad_arguments(self):
+        with self.assertRaises(ValueError):
+            self.sb.execute("true", timeout=-1)
+        with self.assertRaises(TypeError):
+            self.sb.execute(b"true")
+        with self.assertRaises(nsbox.InvalidRequest):
+            self.sb.execute("true", env={"BAD NAME": "x"})
+
+
+class AsyncExecute(AsyncClientTest):
+    async def test_async_execute_concurrent_and_cancel(self):
+        async with self.box().session() as sb:
+            self.assertIsInstance(sb, nsbox.AsyncSession)
+            t = time.monotonic()
+            rs = await asyncio.gather(*[sb.execute("sleep 1; echo %d" % i) for i in range(4)])
+            self.assertEqual([r.stdout for r in rs], ["0\n", "1\n", "2\n", "3\n"])
+            self.assertLess(time.monotonic() - t, 3.5)
+
+            # cancelling the task kills the command
+            task = asyncio.ensure_future(sb.execute("sleep 40; echo never"))
+            await asyncio.sleep(0.5)
+            task.cancel()
+            with self.assertRaises(asyncio.CancelledError):
+                await task
+            for _ in range(50):
+                if "sleep 40" not in (await sb.execute("ps -eo args")).stdout:
+                    break
+                await asyncio.sleep(0.1)
+            else:
+                self.fail("the cancelled command still runs")
+
+            with self.assertRaises(nsbox.ExecTimeout) as cm:
+                await sb.execute("echo a; sleep 20", timeout=0.5)
+            self.assertEqual(cm.exception.result.stdout, "a\n")
+
+    async def test_idle_sleep_is_transparent(self):
+        async with self.box(idle_timeout_seconds=1).session() as sb:
+            self.assertEqual((await sb.execute("echo a")).stdout, "a\n")
+            await asyncio.sleep(2.5)
+            self.assertEqual((await sb.execute("echo b")).stdout, "b\n")
+            self.assertGreaterEqual((await sb.inspect())["sleeps"], 1)
+
+
+# ---- options and typed errors ----------------------------------------------------------------
+
+
+class OptionsAndErrors(ClientTest):
+    def test_region_rule_exact_message(self):
+        for network in (None, nsbox.Network.none(), nsbox.Network.allow(hosts=("pypi.org",))):
+            with self.assertRaises(nsbox.PolicyNotSupported) as cm:
+                with self.box(region="us-east-1", network=network).open():
+                    self.fail("created")
+            self.assertEqual(str(cm.exception), REGION_MESSAGE)
+            self.assertIsInstance(cm.exception, nsbox.SandboxCreationError)
+        # the same text as the runtime's own CLI, not a copy kept by the client
+        r = subprocess.run([NSBOX, "create", "--region", "us-east-1"], capture_output=True,
+                           env=self.dirs.env())
+        self.assertEqual(r.returncode, 125)
+        self.assertEqual(r.stderr.decode().strip(), "nsbox: " + REGION_MESSAGE)
+
+    def test_invalid_hosts_raise_with_the_runtimes_message(self):
+        for host, why in (("https://pypi.org", "has a scheme"), ("pypi.org/simple", "path"),
+                          ("*", "wildcard"), ("*.example.com", "wildcard"),
+                          ("a.com:0", "port")):
+            with self.subTest(host=host):
+                with self.assertRaises(nsbox.InvalidOption) as cm:
+                    with self.box(network=nsbox.Network.allow(hosts=(host,))).open():
+                        self.fail("created")
+                msg = str(cm.exception)
+                self.assertTrue(msg.startswith("spec: key 'network': host '%s'" % host), msg)
+                self.assertIn(why, msg)
+                self.assertIsInstance(cm.exception, ValueError)
+                self.assertNotIn("/dev/stdin", msg)  # how the spec got there is not the user's
+                # the runtime says the same through its CLI
+                r = subprocess.run([NSBOX, "create", "--network", "allow=" + host],
+                                   capture_output=True, env=self.dirs.env())
+                self.assertEqual(r.returncode, 125)
+                self.assertIn(msg.split(": ", 2)[2], r.stderr.decode())
+
+    def test_local_type_checks_only(self):
+        with self.assertRaises(TypeError):
+            nsbox.Network.allow(hosts="pypi.org")  # a str is not a sequence of hosts
+        with self.assertRaises(TypeError):
+            nsbox.Network.allow(hosts=(443,))
+        with self.assertRaises(TypeError):
+            nsbox.EgressPolicy(cidrs="10.0.0.0/8")
+        # syntax is the runtime's to judge: building these does not raise
+        nsbox.Network.allow(hosts=("https://x",))
+        nsbox.EgressPolicy(cidrs=("10.1.0.0/8",))
+
+    def test_invalid_values_are_the_runtimes_to_refuse(self):
+        cases = [(dict(ttl_seconds=0), "ttl_seconds"), (dict(instance_type="huge"), "huge"),
+                 (dict(egress=nsbox.EgressPolicy(cidrs=("10.1.0.0/8",))), "host bits"),
+                 (dict(network=nsbox.Network.allow(hosts=())), "network")]
+        for kw, needle in cases:
+            with self.subTest(kw=kw):
+                with self.assertRaises(nsbox.InvalidOption) as cm:
+                    with self.box(**kw).open():
+                        self.fail("created")
+                self.assertIn(needle, str(cm.exception))
+
+    def test_setup_script(self):
+        with self.box(setup_script="echo prepared > ready.txt; id -un >> ready.txt").open() as sb:
+            self.assertEqual(sb.execute("cat ready.txt").stdout, "prepared\nappuser\n")
+        with self.assertRaises(nsbox.SetupScriptError) as cm:
+            with self.box(setup_script="echo broken dependency >&2; exit 3").open():
+                self.fail("created")
+        self.assertIn("broken dependency", str(cm.exception))
+        self.assertIsInstance(cm.exception, nsbox.SandboxCreationError)
+        with self.assertRaises(nsbox.SetupScriptError) as cm:
+            with self.box(setup_script="sleep 30", setup_script_timeout_seconds=1).open():
+                self.fail("created")
+        self.assertIn("setup_script_timeout_seconds=1", str(cm.exception))
+
+    def test_ttl_expiry_is_a_deleted_error_that_says_so(self):
+        with self.box(ttl_seconds=2).open() as sb:
+            self.assertEqual(sb.execute("echo alive").stdout, "alive\n")
+            time.sleep(3)
+            with self.assertRaises(nsbox.SandboxDeletedError) as cm:
+                sb.execute("echo late")
+            self.assertIn("ttl_seconds=2 expired", str(cm.exception))
+            self.assertIn(sb.id, str(cm.exception))
+            with self.assertRaises(nsbox.SandboxDeletedError):
+                sb.list_processes()
+        # leaving the session after the ttl deleted the sandbox is not an error
+
+    def test_ttl_expiry_during_a_command(self):
+        with self.box(ttl_seconds=2).open() as sb:
+            with self.assertRaises(nsbox.SandboxDeletedError) as cm:
+                sb.execute("sleep 20")
+            self.assertIn("ttl_seconds=2 expired", str(cm.exception))
+
+    def test_use_after_close_and_unknown_sandbox(self):
+        with self.box().open() as sb:
+            pass
+        with self.assertRaises(nsbox.SandboxDeletedError) as cm:
+            sb.execute("true")
+        self.assertIn("deleted by rm", str(cm.exception))
+        sb.delete()  # idempotent
+        ghost = nsbox.Session("0123456789ab", runtime_dir(self.dirs.env()))
+        with self.assertRaises(nsbox.SandboxNotFound):
+            ghost.execute("true")
+
+    def test_missing_binary(self):
+        with self.assertRaises(nsbox.SandboxCreationError) as cm:
+            with nsbox.LocalSandbox(binary="/nonexistent/nsbox",
+                                    nsbox_env=self.dirs.env()).open():
+                pass
+        self.assertIn("/nonexistent/nsbox", str(cm.exception))
+
+    def test_session_deleted_even_on_exception(self):
+        with self.assertRaises(ZeroDivisionError):
+            with self.box().open() as sb:
+                sb.execute("true")
+                1 / 0
+        self.assertFalse(sb.is_alive())
+
+    def test_sandbox_env_extension(self):
+        with self.box(env={"MODE": "test"}).open() as sb:
+            self.assertEqual(sb.execute("echo $MODE").stdout, "test\n")
+
+
+# ---- hooks -----------------------------------------------------------------------------------
+
+
+class Recorder(nsbox.Hook):
+    def __init__(self, name, log):
+        self.name, self.log = name, log
+
+    def on_create(self, ctx):
+        r = ctx.sandbox.execute("echo %s > hook-%s.txt; ls" % (self.name, self.name))
+        self.log.append(("create", self.name, r.stdout.split()))
+
+    def on_destroy(self, ctx):
+        r = ctx.sandbox.execute("cat hook-%s.txt" % self.name)
+        self.log.append(("destroy", self.name, r.stdout.strip()))
+
+
+class AsyncRecorder(nsbox.Hook):
+    def __init__(self, name, log):
+        self.name, self.log = name, log
+
+    async def on_create(self, ctx):
+        r = await ctx.sandbox.execute("echo %s > hook-%s.txt" % (self.name, self.name))
+        self.log.append(("create", self.name, r.exit_code))
+
+    async def on_destroy(self, ctx):
+        r = await ctx.sandbox.execute("cat hook-%s.txt" % self.name)
+        self.log.append(("destroy", self.name, r.stdout.strip()))
+
+
+class Hooks(AsyncClientTest):
+    def test_order_sync_session(self):
+        log = []
+        box = self.box(hooks=[Recorder("a", log), AsyncRecorder("b", log)])
+        with box.open() as sb:
+            log.append(("body", sb.execute("cat hook-a.txt hook-b.txt").stdout))
+        self.assertEqual(log, [("create", "a", ["hook-a.txt"]), ("create", "b", 0),
+                               ("body", "a\nb\n"),
+                               ("destroy", "b", "b"), ("destroy", "a", "a")])
+
+    async def test_order_async_session(self):
+        log = []
+        box = self.box(hooks=[AsyncRecorder("a", log), Recorder("b", log)])
+        async with box.session() as sb:
+            log.append(("body", (await sb.execute("cat hook-a.txt hook-b.txt")).stdout))
+        self.assertEqual(log, [("create", "a", 0), ("create", "b", ["hook-a.txt", "hook-b.txt"]),
+                               ("body", "a\nb\n"),
+                               ("destroy", "b", "b"), ("destroy", "a", "a")])
+
+    async def test_function_hooks_and_read_file(self):
+        seen = {}
+
+        async def seed(ctx):
+            seen["id"] = ctx.sandbox_id
+            try:
+                await ctx.sandbox.write_file("seed.txt", "seeded\n")
+            except nsbox.OperationNotSupported:
+                await ctx.sandbox.execute("echo seeded > seed.txt")
+
+        def collect(ctx):
+            try:
+                seen["data"] = ctx.sandbox.read_file("seed.txt")
+            except nsbox.OperationNotSupported:
+                seen["data"] = ctx.sandbox.execute("cat seed.txt", text=False).stdout
+
+        async with self.box(hooks=[nsbox.Hook(on_create=seed, on_destroy=collect)]).session() \
+                as sb:
+            self.assertEqual(seen["id"], sb.id)
+            self.assertEqual((await sb.execute("cat seed.txt")).stdout, "seeded\n")
+        self.assertEqual(seen["data"], b"seeded\n")
+
+    async def test_failing_on_create_deletes_and_propagates(self):
+        log = []
+
+        class Boom(nsbox.Hook):
+            def on_create(self, ctx):
+                raise RuntimeError("seeding failed")
+
+        box = self.box(hooks=[Recorder("a", log), Boom(), Recorder("c", log)])
+        with self.assertRaisesRegex(RuntimeError, "seeding failed"):
+            async with box.session():
+                self.fail("body ran")
+        # the hook that did run its on_create gets its on_destroy; the others never started
+        self.assertEqual(log, [("create", "a", ["hook-a.txt"]), ("destroy", "a", "a")])
+        self.assertEqual(self.dirs.live_sandboxes(), [])
+
+    def test_failing_on_destroy_still_deletes_and_propagates(self):
+        class Boom(nsbox.Hook):
+            def on_destroy(self, ctx):
+                raise RuntimeError("archive failed")
+
+        with self.assertRaisesRegex(RuntimeError, "archive failed"):
+            with self.box(hooks=[Boom()]).open() as sb:
+                sb.execute("true")
+        self.assertEqual(self.dirs.live_sandboxes(), [])
+
+    def test_body_exception_propagates_and_on_destroy_runs(self):
+        log = []
+        with self.assertRaises(KeyError):
+            with self.box(hooks=[Recorder("a", log)]).open():
+                raise KeyError("agent crashed")
+        self.assertEqual([x[0] for x in log], ["create", "destroy"])
+
+    def test_on_destroy_skipped_when_ttl_already_deleted_it(self):
+        log = []
+        with self.box(ttl_seconds=2, hooks=[Recorder("a", log)]).open():
+            time.sleep(3)
+        self.assertEqual([x[0] for x in log], ["create"])
+
+    def test_not_a_hook(self):
+        with self.assertRaises(TypeError):
+            self.box(hooks=[lambda ctx: None])
+
+
+# ---- background processes --------------------------------------------------------------------
+
+
+class Processes(AsyncClientTest):
+    def test_sync_start_logs_list_kill(self):
+        with self.box().open() as sb:
+            p = sb.start_process("echo hello; echo oops >&2; exec sleep 60")
+            self.assertIsInstance(p, nsbox.Process)
+            for _ in range(100):
+                logs = p.logs()
+                if logs.stdout and logs.stderr:
+                    break
+                time.sleep(0.05)
+            self.assertEqual((logs.stdout, logs.stderr), ("hello\n", "oops\n"))
+            self.assertIn(p.pid, [q.pid for q in sb.list_processes() if q.running])
+            self.assertTrue(p.running)
+            p.kill()
+            self.assertEqual(p.wait(timeout=10), 128 + signal.SIGTERM)
+            info = [q for q in sb.list_processes() if q.pid == p.pid][0]
+            self.assertFalse(info.running)
+            self.assertIn("sleep 60", info.command)
+            with self.assertRaises(nsbox.ProcessNotFound):
+                p.kill()
+            with self.assertRaises(nsbox.ProcessNotFound):
+                sb.process_logs(99999)
+
+    async def test_async_process_outlives_execute_and_serves(self):
+        async with self.box().session() as sb:
+            p = await sb.start_process(["python3", "-u", "-c",
+                                        "import time\nfor i in range(3): print(i)\n"
+                                        "time.sleep(60)"], cwd="/tmp", env={"X": "1"})
+            self.assertIsInstance(p, nsbox.AsyncProcess)
+            for _ in range(100):
+                if (await p.logs()).stdout == "0\n1\n2\n":
+                    break
+                await asyncio.sleep(0.05)
+            self.assertEqual((await p.logs()).stdout, "0\n1\n2\n")
+            self.assertEqual([q.pid for q in await sb.list_processes() if q.running], [p.pid])
+            await p.kill(signal.SIGKILL)
+            self.assertEqual(await p.wait(timeout=10), 128 + signal.SIGKILL)
+
+    def test_start_failure(self):
+        with self.box().open() as sb:
+            with self.assertRaises(nsbox.SandboxError):
+                sb.start_process(["no-such-program-xyz"])
+
+
+# ---- files -----------------------------------------------------------------------------------
+
+
+class Files(AsyncClientTest):
+    def test_round_trip_sync(self):
+        with self.box().open() as sb:
+            payload = bytes(range(256)) * 4096  # 1 MiB, every byte value
+            self.assertEqual(self.skip_if_files_unsupported(sb.write_file, "bin.dat", payload),
+                             len(payload))
+            self.assertEqual(sb.read_file("bin.dat"), payload)
+            self.assertEqual(sb.execute("sha256sum bin.dat").stdout.split()[0],
+                             __import__("hashlib").sha256(payload).hexdigest())
+            sb.write_file("dir/sub/note.txt", "héllo\n")  # str as UTF-8, parents made
+            self.assertEqual(sb.execute("cat dir/sub/note.txt").stdout, "héllo\n")
+            self.assertEqual(sb.read_file("/workspace/dir/sub/note.txt"), "héllo\n".encode())
+            sb.execute("echo from-sandbox > made.txt")
+            self.assertEqual(sb.read_file("made.txt"), b"from-sandbox\n")
+            sb.write_file("made.txt", b"replaced")
+            self.assertEqual(sb.execute("cat made.txt").stdout, "replaced")
+
+    async def test_round_trip_async_list_stat_remove(self):
+        async with self.box().session() as sb:
+            try:
+                await sb.write_file("a.txt", b"abc")
+            except nsbox.OperationNotSupported as e:
+                self.skipTest("file operations are not implemented by this nsbox yet: %s" % e)
+            await sb.write_file("d/b.txt", b"12345")
+            await sb.write_file("run.sh", "echo ran\n", mode=0o755)
+            names = {f.name: f for f in await sb.list_files()}
+            self.assertLessEqual({"a.txt", "d", "run.sh"}, set(names))
+            self.assertEqual(names["a.txt"].size, 3)
+            self.assertTrue(names["d"].is_dir)
+            self.assertEqual([f.name for f in await sb.list_files("d")], ["b.txt"])
+            st = await sb.stat("d/b.txt")
+            self.assertEqual((st.size, st.is_file), (5, True))
+            self.assertEqual((await sb.execute("./run.sh")).stdout, "ran\n")
+            await sb.remove("a.txt")
+            self.assertFalse(await sb.exists("a.txt"))
+            await sb.remove("d", recursive=True)
+            self.assertFalse(await sb.exists("d"))
+
+    def test_missing_file_is_a_file_not_found_error(self):
+        with self.box().open() as sb:
+            with self.assertRaises(FileNotFoundError) as cm:
+                self.skip_if_files_unsupported(sb.read_file, "nope.txt")
+            self.assertIsInstance(cm.exception, nsbox.SandboxFileNotFoundError)
+            self.assertIsInstance(cm.exception, nsbox.SandboxError)
+
+    def test_errors_of_file_operations(self):
+        with self.box().open() as sb:
+            self.skip_if_files_unsupported(sb.mkdir, "d")
+            with self.assertRaises(nsbox.InvalidRequest):
+                sb.read_file("d")  # not a regular file
+            with self.assertRaises(FileNotFoundError):
+                sb.write_file("missing/f.txt", b"x", mkdir=False)
+            with self.assertRaises(nsbox.InvalidRequest):
+                sb.remove("d")  # a directory, without recursive
+            with self.assertRaises(FileNotFoundError):
+                sb.list_files("nowhere")
+            sb.execute("ln -s /etc/passwd link")
+            st = sb.stat("link")
+            self.assertEqual((st.type, st.target), ("symlink", "/etc/passwd"))
+            with self.assertRaises(nsbox.InvalidRequest):
+                sb.write_file("link", b"through the link")  # refused, never followed
+
+    def test_paths_stay_in_the_workspace(self):
+        with self.box().open() as sb:
+            self.skip_if_files_unsupported(sb.write_file, "x.txt", b"x")
+            sb.execute("ln -s /etc/passwd link; ln -s ../../../../etc/passwd rel")
+            for bad in ("../../etc/passwd", "/etc/passwd", "link", "rel", "/workspace/../etc/passwd"):
+                try:
+                    data = sb.read_file(bad)
+                except nsbox.SandboxError:
+                    continue
+                self.assertNotIn(b"root:", data)  # "/etc/passwd" means /workspace/etc/passwd
+
+
+# ---- the example -----------------------------------------------------------------------------
+
+
+class Example(ClientTest):
+    def test_agent_session_example_runs(self):
+        if not os.path.exists(EXAMPLE):
+            self.skipTest("examples/agent_session.py is not next to this copy of the tests")
+        env = self.dirs.env()
+        env["PYTHONPATH"] = os.path.dirname(HERE)
+        r = subprocess.run([sys.executable, EXAMPLE], capture_output=True, env=env, timeout=300)
+        out = r.stdout.decode() + r.stderr.decode()
+        if r.returncode != 0 and "is not supported yet" in out:
+            self.skipTest("the example needs file operations, not implemented by this nsbox "
+                          "yet: " + out.strip().splitlines()[-1])
+        self.assertEqual(r.returncode, 0, out)
+        self.assertIn("session ok", out)
+        self.assertIn("best region: north", out)
+
+
+if __name__ == "__main__":
+    unittest.main()

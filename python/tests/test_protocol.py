@@ -1,0 +1,203 @@
+"""The client's side of docs/protocol.md, against a fake supervisor: framing, descriptors in
+both directions, request fields, error codes, tombstones. No root and no nsbox binary needed;
+test_client.py checks the same calls against real sandboxes."""
+import json
+import os
+import shutil
+import socket
+import struct
+import sys
+import tempfile
+import threading
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import nsbox  # noqa: E402
+
+SID = "0123456789ab"
+
+
+def recv_msg(conn):
+    hdr, fds, _, _ = socket.recv_fds(conn, 4, 3)
+    if not hdr:
+        return None, []
+    while len(hdr) < 4:
+        hdr += conn.recv(4 - len(hdr))
+    (n,) = struct.unpack(">I", hdr)
+    body = b""
+    while len(body) < n:
+        body += conn.recv(n - len(body))
+    return json.loads(body), fds
+
+
+def send_msg(conn, obj, fds=()):
+    body = json.dumps(obj).encode()
+    msg = struct.pack(">I", len(body)) + body
+    if fds:
+        socket.send_fds(conn, [msg], list(fds))
+    else:
+        conn.sendall(msg)
+
+
+class FakeSupervisor:
+    """Serves one request per connection, recording each request."""
+
+    def __init__(self, rt):
+        self.rt = rt
+        self.files = {"hello.txt": b"hello\n"}
+        self.requests = []
+        os.makedirs(os.path.join(rt, SID))
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(os.path.join(rt, SID, "ctl"))
+        self.sock.listen(8)
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                req, fds = recv_msg(conn)
+                if req is None:
+                    continue
+                self.requests.append(req)
+                try:
+                    self.handle(conn, req, fds)
+                finally:
+                    for fd in fds:
+                        os.close(fd)
+                if req["op"] == "delete":
+                    self.stop()
+                    return
+
+    def err(self, conn, code, message, **extra):
+        send_msg(conn, dict({"v": 1, "ok": False, "error": {"code": code, "message": message}},
+                            **extra))
+
+    def handle(self, conn, req, fds):
+        op, path = req["op"], req.get("path")
+        ok = {"v": 1, "ok": True}
+        if op == "read":
+            if path not in self.files:
+                return self.err(conn, "not_found", "no such file: %s" % path)
+            fd = os.memfd_create("x")
+            os.write(fd, self.files[path])
+            os.lseek(fd, 0, 0)
+            send_msg(conn, dict(ok, size=len(self.files[path])), [fd])
+            os.close(fd)
+        elif op == "write":
+            data = b""
+            while True:
+                chunk = os.read(fds[0], 65536)
+                if not chunk:
+                    break
+                data += chunk
+            self.files[path] = data
+            send_msg(conn, dict(ok, size=len(data)))
+        elif op == "list":
+            send_msg(conn, dict(ok, entries=[
+                {"name": n, "type": "file", "size": len(d), "mode": 0o644, "mtime": 1.5}
+                for n, d in sorted(self.files.items())]))
+        elif op == "stat":
+            if path not in self.files:
+                return self.err(conn, "not_found", "no such file: %s" % path)
+            send_msg(conn, dict(ok, type="file", size=len(self.files[path]), mode=0o644,
+                                mtime=2.0))
+        elif op in ("remove", "mkdir"):
+            self.files.pop(path, None)
+            send_msg(conn, ok)
+        elif op == "exec":
+            data = os.read(fds[0], 1000)
+            os.write(fds[1], b"out:" + data)
+            os.write(fds[2], b"err\n")
+            send_msg(conn, dict(ok, exit_code=3, timed_out=False, oom_killed=False))
+        elif op == "start":
+            self.err(conn, "exec", "no-such: command not found", exit_code=127)
+        elif op == "kill":
+            self.err(conn, "not_found", "no running process %d started by nsbox" % req["pid"])
+        elif op == "delete":
+            os.makedirs(os.path.join(self.rt, "tombstones"), exist_ok=True)
+            with open(os.path.join(self.rt, "tombstones", SID), "w") as f:
+                f.write("deleted by rm")
+            send_msg(conn, ok)
+        else:
+            self.err(conn, "invalid", "request: unknown op '%s'" % op)
+
+    def stop(self):
+        self.sock.close()
+        shutil.rmtree(os.path.join(self.rt, SID), ignore_errors=True)
+
+
+class Protocol(unittest.TestCase):
+    def setUp(self):
+        self.rt = tempfile.mkdtemp(prefix="nsbox-proto-")
+        self.sup = FakeSupervisor(self.rt)
+        self.sb = nsbox.Session(SID, self.rt)
+
+    def tearDown(self):
+        self.sup.stop()
+        shutil.rmtree(self.rt, ignore_errors=True)
+
+    def test_read_write_descriptors(self):
+        self.assertEqual(self.sb.read_file("hello.txt"), b"hello\n")
+        payload = os.urandom(300_000)
+        self.assertEqual(self.sb.write_file("d/x.bin", payload, mode=0o600), len(payload))
+        self.assertEqual(self.sup.files["d/x.bin"], payload)
+        self.assertEqual(self.sup.requests[-1],
+                         {"v": 1, "op": "write", "path": "d/x.bin", "mode": 0o600, "mkdir": True})
+        self.sb.write_file("t.txt", "é")
+        self.assertEqual(self.sup.files["t.txt"], "é".encode())
+        with open(__file__, "rb") as f:
+            self.sb.write_file("copy.py", f)
+        with open(__file__, "rb") as f:
+            self.assertEqual(self.sup.files["copy.py"], f.read())
+
+    def test_missing_file(self):
+        with self.assertRaises(FileNotFoundError) as cm:
+            self.sb.read_file("nope")
+        self.assertIsInstance(cm.exception, nsbox.SandboxFileNotFoundError)
+        self.assertEqual(cm.exception.filename, "nope")
+        self.assertEqual(str(cm.exception), "no such file: nope")
+        self.assertFalse(self.sb.exists("nope"))
+
+    def test_list_and_stat(self):
+        files = self.sb.list_files("sub")
+        self.assertEqual(files[0], nsbox.FileInfo("hello.txt", "file", 6, 0o644, 1.5,
+                                                  "sub/hello.txt"))
+        self.assertEqual(self.sup.requests[-1], {"v": 1, "op": "list", "path": "sub"})
+        st = self.sb.stat("hello.txt")
+        self.assertEqual((st.name, st.size, st.is_file), ("hello.txt", 6, True))
+
+    def test_exec_fds_and_result(self):
+        r = self.sb.execute("x", stdin="in", cwd="sub", env={"A": "1"}, timeout=1.5)
+        self.assertEqual((r.exit_code, r.stdout, r.stderr), (3, "out:in", "err\n"))
+        self.assertEqual(self.sup.requests[-1],
+                         {"v": 1, "op": "exec", "cmd": "x", "env": {"A": "1"},
+                          "cwd": "/workspace/sub", "timeout_ms": 1500})
+
+    def test_error_codes(self):
+        with self.assertRaises(nsbox.ExecError) as cm:
+            self.sb.start_process(["no-such"])
+        self.assertEqual(cm.exception.exit_code, 127)
+        with self.assertRaises(nsbox.ProcessNotFound):
+            self.sb.kill_process(42)
+        with self.assertRaises(nsbox.InvalidRequest):
+            self.sb.ping()
+
+    def test_delete_then_tombstone(self):
+        self.sb.delete()
+        with self.assertRaises(nsbox.SandboxDeletedError) as cm:
+            self.sb.read_file("hello.txt")
+        self.assertEqual(str(cm.exception), "sandbox %s was deleted by rm" % SID)
+        self.sb.delete()  # idempotent
+
+    def test_never_existed(self):
+        with self.assertRaises(nsbox.SandboxNotFound):
+            nsbox.Session("ba9876543210", self.rt).ping()
+
+
+if __name__ == "__main__":
+    unittest.main()

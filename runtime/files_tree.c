@@ -1,0 +1,318 @@
+/* Directory operations of the file protocol: `list` and recursive `remove`.
+ *
+ * Both read directories the sandbox controls and can fill: every loop is bounded (entries, reply
+ * size, depth, descriptors), and nothing found in a directory is followed. The recursive removal
+ * walks down with one directory descriptor per level and never up: it never opens "..", so a
+ * directory the sandbox moves while we are in it cannot lead the walk above the workspace. */
+#define _GNU_SOURCE
+#include "cleanup.h"
+#include "files_impl.h"
+#include "safepath.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- list ---------------------------------------------------------------------------------- */
+
+/* Room kept in the 1 MiB message for the envelope (tag, truncated, ...). */
+#define LIST_BUDGET (NSBOX_PROTO_MAX - 16384)
+/* Upper bound of one entry's JSON besides its name:
+ * {"name":"","type":"symlink","size":N,"mode":N,"mtime":N}, numbers printed by cJSON. */
+#define LIST_ENTRY_OVERHEAD 128
+
+struct list_ent {
+    char *name; /* valid UTF-8 */
+    struct stat sb;
+};
+
+static int ent_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct list_ent *)a)->name, ((const struct list_ent *)b)->name);
+}
+
+/* Bytes cJSON prints for the string s, quotes excluded. */
+static size_t json_escaped_len(const char *s)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        n += (*p == '"' || *p == '\\') ? 2 : *p < 0x20 ? 6 : 1;
+    return n;
+}
+
+static void free_ents(struct list_ent *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i].name);
+    free(v);
+}
+
+int files_list(struct files_ctx *c, cJSON *reply, struct nsbox_err *e)
+{
+    struct nsbox_err se = {0};
+    /* O_DIRECTORY: the kernel refuses a non-directory before opening it, so a FIFO here cannot
+     * block. The path itself may go through symlinks, resolved inside the workspace. */
+    int fd = nsbox_sp_open(c->ws, c->rel, O_RDONLY | O_DIRECTORY | O_NONBLOCK, 0, 0, &se);
+    if (fd < 0) return files_fail(c, e, se.sys_errno, "cannot list");
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int err = errno;
+        close(fd);
+        return files_fail(c, e, err, "cannot list");
+    }
+    struct list_ent *v = NULL;
+    size_t n = 0, cap = 0, used = 0;
+    bool truncated = false;
+    int err = 0;
+    for (;;) {
+        errno = 0;
+        struct dirent *de = readdir(d);
+        if (!de) {
+            err = errno;
+            break;
+        }
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        struct stat sb;
+        if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+            continue; /* removed since readdir saw it */
+        char u[3 * (NAME_MAX + 1) + 1];
+        files_utf8(u, sizeof u, de->d_name, strlen(de->d_name));
+        size_t cost = LIST_ENTRY_OVERHEAD + json_escaped_len(u);
+        if (n >= NSBOX_FILES_LIST_MAX || used + cost > LIST_BUDGET) {
+            truncated = true;
+            break;
+        }
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            struct list_ent *nv = realloc(v, nc * sizeof *nv);
+            if (!nv) {
+                err = ENOMEM;
+                break;
+            }
+            v = nv, cap = nc;
+        }
+        if (!(v[n].name = strdup(u))) {
+            err = ENOMEM;
+            break;
+        }
+        v[n++].sb = sb;
+        used += cost;
+    }
+    closedir(d);
+    if (err) {
+        free_ents(v, n);
+        return files_fail(c, e, err, "cannot list");
+    }
+    if (n) qsort(v, n, sizeof *v, ent_cmp);
+    cJSON *arr = cJSON_AddArrayToObject(reply, "entries");
+    for (size_t i = 0; arr && i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o) break;
+        cJSON_AddStringToObject(o, "name", v[i].name);
+        files_stat_json(o, &v[i].sb, -1, NULL);
+        cJSON_AddItemToArray(arr, o);
+    }
+    free_ents(v, n);
+    cJSON_AddBoolToObject(reply, "truncated", truncated);
+    if (!arr)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "cannot list %s: out of memory", c->disp);
+    return 0;
+}
+
+/* ---- recursive remove ---------------------------------------------------------------------- */
+
+struct rm_level {
+    DIR *d;
+    char name[NAME_MAX + 1]; /* its name in the level above */
+    size_t wlen;             /* length of `where` before this level's name was appended */
+    int passes;
+};
+
+struct rm_walk {
+    struct files_ctx *c;
+    uint64_t ws_mnt;
+    struct rm_level *stack;
+    int depth;
+    char where[PATH_MAX]; /* the current directory, relative to the workspace, for messages */
+    size_t wlen;
+};
+
+static void where_push(struct rm_walk *w, const char *name)
+{
+    size_t nl = strlen(name);
+    if (w->wlen + 1 + nl + 1 > sizeof w->where)
+        return; /* deeper than PATH_MAX: messages name the deepest directory that fits */
+    if (w->wlen) w->where[w->wlen++] = '/';
+    memcpy(w->where + w->wlen, name, nl + 1);
+    w->wlen += nl;
+}
+
+static int rm_fail(struct rm_walk *w, struct nsbox_err *e, int err, const char *name)
+{
+    char rel[PATH_MAX];
+    if (name)
+        snprintf(rel, sizeof rel, "%s%s%s", w->where, w->wlen ? "/" : "", name);
+    else
+        snprintf(rel, sizeof rel, "%s", w->wlen ? w->where : ".");
+    files_fail_at(w->c, e, err, "cannot remove", rel);
+    return nsbox_err_wrap(e, "cannot remove %s", w->c->disp);
+}
+
+/* Open dirfd/name, a directory, for reading, following no symlink and crossing no mount. The
+ * sandbox may have left it without permissions (mode 0): as its owner (an unprivileged
+ * supervisor) we give ourselves u+rwx back, through the descriptor we already hold. */
+static DIR *rm_opendir(struct rm_walk *w, int dirfd, const char *name, int *err)
+{
+    cleanup_close int pfd = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd < 0) {
+        *err = errno;
+        return NULL;
+    }
+    uint64_t mnt;
+    if (files_mnt_id(pfd, &mnt) < 0) {
+        *err = errno;
+        return NULL;
+    }
+    if (mnt != w->ws_mnt) {
+        /* Something mounted there on the host (the sandbox cannot mount on the host): deleting
+         * its contents would delete another file system's files. */
+        *err = EXDEV;
+        return NULL;
+    }
+    struct stat sb;
+    if (fstat(pfd, &sb) < 0) {
+        *err = errno;
+        return NULL;
+    }
+    if ((sb.st_mode & 0700) != 0700 && sb.st_uid == geteuid()) {
+        char p[64];
+        snprintf(p, sizeof p, "/proc/self/fd/%d", pfd);
+        /* chmod through the magic link acts on the very inode we hold: no name is looked up
+         * again, so nothing can be swapped in between. */
+        if (chmod(p, (sb.st_mode & 07777) | 0700) < 0) {
+            *err = errno;
+            return NULL;
+        }
+    }
+    int fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        *err = errno;
+        return NULL;
+    }
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        *err = errno;
+        close(fd);
+    }
+    return d;
+}
+
+static int rm_push(struct rm_walk *w, int dirfd, const char *name, struct nsbox_err *e)
+{
+    if (w->depth >= NSBOX_FILES_RM_MAX_DEPTH) {
+        char d[FILES_DISP_MAX + 32];
+        files_disp(d, sizeof d, w->where, w->wlen, FILES_DISP_MAX);
+        return nsbox_err_set(e, NSBOX_E_INVALID, ELOOP,
+                             "cannot remove %s: the tree is deeper than %d directories (at "
+                             "/workspace/%s); remove it from inside the sandbox",
+                             w->c->disp, NSBOX_FILES_RM_MAX_DEPTH, d);
+    }
+    int err = 0;
+    DIR *d = rm_opendir(w, dirfd, name, &err);
+    if (!d) {
+        if (err == EXDEV) {
+            char rel[PATH_MAX], dd[FILES_DISP_MAX + 8];
+            snprintf(rel, sizeof rel, "%s%s%s", w->where, w->wlen ? "/" : "", name);
+            files_disp(dd, sizeof dd, rel, strlen(rel), FILES_DISP_MAX);
+            return nsbox_err_set(e, NSBOX_E_INVALID, EXDEV,
+                                 "cannot remove %s: /workspace/%s is a mount point; nsbox does "
+                                 "not remove files of another file system",
+                                 w->c->disp, dd);
+        }
+        return rm_fail(w, e, err, name);
+    }
+    struct rm_level *L = &w->stack[w->depth++];
+    L->d = d;
+    snprintf(L->name, sizeof L->name, "%s", name);
+    L->wlen = w->wlen;
+    L->passes = 0;
+    where_push(w, name);
+    return 0;
+}
+
+static int rm_walk(struct rm_walk *w, int top, const char *name, struct nsbox_err *e)
+{
+    if (rm_push(w, top, name, e) < 0) return -1;
+    while (w->depth > 0) {
+        struct rm_level *L = &w->stack[w->depth - 1];
+        errno = 0;
+        struct dirent *de = readdir(L->d);
+        if (!de) {
+            if (errno) return rm_fail(w, e, errno, NULL);
+            int pfd = w->depth >= 2 ? dirfd(w->stack[w->depth - 2].d) : top;
+            if (unlinkat(pfd, L->name, AT_REMOVEDIR) < 0 && errno != ENOENT) {
+                /* The sandbox is still adding files: read it again, a few times. */
+                if (errno == ENOTEMPTY && ++L->passes < 8) {
+                    rewinddir(L->d);
+                    continue;
+                }
+                int err = errno;
+                w->wlen = L->wlen;
+                w->where[w->wlen] = '\0';
+                return rm_fail(w, e, err, L->name);
+            }
+            closedir(L->d);
+            L->d = NULL;
+            w->depth--;
+            w->wlen = L->wlen;
+            w->where[w->wlen] = '\0';
+            continue;
+        }
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        struct stat sb;
+        if (fstatat(dirfd(L->d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
+            if (errno == ENOENT) continue;
+            return rm_fail(w, e, errno, de->d_name);
+        }
+        if (!S_ISDIR(sb.st_mode)) {
+            /* The name itself goes: a symlink is removed, never followed. */
+            if (unlinkat(dirfd(L->d), de->d_name, 0) == 0 || errno == ENOENT) continue;
+            if (errno != EISDIR) /* else it became a directory meanwhile: descend */
+                return rm_fail(w, e, errno, de->d_name);
+        }
+        char name2[NAME_MAX + 1];
+        snprintf(name2, sizeof name2, "%s", de->d_name);
+        if (rm_push(w, dirfd(L->d), name2, e) < 0) return -1;
+    }
+    return 0;
+}
+
+int files_remove_tree(struct files_ctx *c, int dirfd, const char *name, struct nsbox_err *e)
+{
+    struct rm_walk w = {.c = c};
+    if (files_mnt_id(c->ws, &w.ws_mnt) < 0) return files_fail(c, e, errno, "cannot remove");
+    w.stack = calloc(NSBOX_FILES_RM_MAX_DEPTH, sizeof *w.stack);
+    if (!w.stack) return files_fail(c, e, ENOMEM, "cannot remove");
+    /* where: the request's parent directory, so that messages name full paths */
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", c->rel);
+    size_t len = strlen(parent);
+    while (len > 0 && parent[len - 1] == '/')
+        parent[--len] = '\0';
+    while (len > 0 && parent[len - 1] != '/')
+        parent[--len] = '\0';
+    while (len > 0 && parent[len - 1] == '/')
+        parent[--len] = '\0';
+    snprintf(w.where, sizeof w.where, "%s", parent);
+    w.wlen = strlen(w.where);
+    int r = rm_walk(&w, dirfd, name, e);
+    for (int i = 0; i < w.depth; i++)
+        if (w.stack[i].d) closedir(w.stack[i].d);
+    free(w.stack);
+    return r;
+}

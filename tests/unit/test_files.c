@@ -1,0 +1,1559 @@
+/* File operations under /workspace (runtime/files*.c), called as the supervisor does: a request
+ * parsed by nsbox_proto_parse, nsbox_files_op_ex on a workspace fd, with a fake, unprivileged
+ * struct nsbox_state. Each test gets a fresh mkdtemp tree:
+ *
+ *   <base>/outside/secret  outside/f  outside/outside-only  outside/sub/canary   never reached
+ *   <base>/ws/             the workspace
+ *     etc/passwd ("ws-passwd")        a/b ("ab")
+ *
+ * and plants the symlinks, FIFOs and races it is about. No root needed (the privileged
+ * ownership test and the mount test skip or use a user namespace without it). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "files.h"
+#include "idmap.h"
+#include "proto.h"
+#include "safepath.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct fx {
+    char base[PATH_MAX];
+    char ws[PATH_MAX];
+    int basefd, wsfd;
+    int fds_before;
+    struct nsbox_state st;
+    struct nsbox_files_opts opts;
+    struct stat out_secret, out_f;
+};
+
+struct res {
+    int rc;
+    cJSON *reply;
+    int out_fd;
+    struct nsbox_err e;
+};
+
+/* ---- fixture ------------------------------------------------------------------------------- */
+
+static void put_file(int dirfd, const char *path, const char *content)
+{
+    int fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, content, strlen(content)), (ssize_t)strlen(content));
+    close(fd);
+}
+
+static void put_dir(int dirfd, const char *path)
+{
+    assert_int_equal(mkdirat(dirfd, path, 0755), 0);
+}
+
+static void put_link(int dirfd, const char *target, const char *path)
+{
+    assert_int_equal(symlinkat(target, dirfd, path), 0);
+}
+
+static bool same_inode(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+static int count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return -1;
+    int n = 0;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(f->base, sizeof f->base, "%s/nsbox-files-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(f->base));
+    snprintf(f->ws, sizeof f->ws, "%s/ws", f->base);
+    f->basefd = open(f->base, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(f->basefd >= 0);
+    int b = f->basefd;
+    put_dir(b, "outside");
+    put_file(b, "outside/secret", "host-secret\n");
+    put_file(b, "outside/f", "SECRET");
+    put_file(b, "outside/outside-only", "x");
+    put_dir(b, "outside/sub");
+    put_file(b, "outside/sub/canary", "canary");
+    put_dir(b, "ws");
+    put_dir(b, "ws/etc");
+    put_file(b, "ws/etc/passwd", "ws-passwd");
+    put_dir(b, "ws/a");
+    put_file(b, "ws/a/b", "ab");
+    assert_int_equal(fstatat(b, "outside/secret", &f->out_secret, 0), 0);
+    assert_int_equal(fstatat(b, "outside/f", &f->out_f, 0), 0);
+    f->wsfd = openat(b, "ws", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(f->wsfd >= 0);
+    nsbox_state_init(&f->st);
+    snprintf(f->st.workspace, sizeof f->st.workspace, "%s", f->ws);
+    f->st.privileged = false;
+    nsbox_sp_set_backend(NSBOX_SP_BACKEND_AUTO);
+    f->fds_before = count_fds(); /* every error path must close what it opened */
+    *state = f;
+    return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (type == FTW_DNR || type == FTW_D) chmod(path, 0700);
+    if ((type == FTW_DP ? rmdir(path) : unlink(path)) != 0)
+        fprintf(stderr, "files: cannot remove %s: %s\n", path, strerror(errno));
+    return 0;
+}
+
+static void make_all_accessible(const char *dir)
+{
+    /* Tests leave mode-0 directories; nftw cannot descend into them as a non-root user. */
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        struct stat st;
+        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+            chmod(p, 0700);
+            make_all_accessible(p);
+        }
+    }
+    closedir(d);
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    close(f->wsfd);
+    close(f->basefd);
+    make_all_accessible(f->base);
+    nftw(f->base, rm_entry, 64, FTW_DEPTH | FTW_PHYS);
+    nsbox_sp_set_backend(NSBOX_SP_BACKEND_AUTO);
+    umask(022);
+    alarm(0);
+    free(f);
+    return 0;
+}
+
+/* ---- calling the operations ---------------------------------------------------------------- */
+
+static cJSON *rq(const char *op, const char *path)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "v", 1);
+    cJSON_AddStringToObject(o, "op", op);
+    if (path) cJSON_AddStringToObject(o, "path", path);
+    return o;
+}
+
+static bool valid_utf8(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        size_t k = c < 0x80             ? 1
+                   : (c & 0xe0) == 0xc0 ? 2
+                   : (c & 0xf0) == 0xe0 ? 3
+                   : (c & 0xf8) == 0xf0 ? 4
+                                        : 0;
+        if (!k || i + k > n) return false;
+        for (size_t j = 1; j < k; j++)
+            if ((s[i + j] & 0xc0) != 0x80) return false;
+        i += k;
+    }
+    return true;
+}
+
+/* Run the request (consumed) as the supervisor would. The reply, success or not, must be
+ * printable JSON in valid UTF-8 under the message limit, and messages free of control bytes. */
+static int do_op(struct fx *f, cJSON *req, int in_fd, struct res *r)
+{
+    char *js = cJSON_PrintUnformatted(req);
+    cJSON_Delete(req);
+    assert_non_null(js);
+    struct nsbox_request q;
+    memset(&q, 0, sizeof q);
+    memset(r, 0, sizeof *r);
+    r->out_fd = -1;
+    int p = nsbox_proto_parse(js, strlen(js), &q, &r->e);
+    free(js);
+    if (p < 0) {
+        nsbox_request_free(&q);
+        return r->rc = -1;
+    }
+    r->reply = nsbox_reply_ok(q.tag);
+    r->rc = nsbox_files_op_ex(f->wsfd, &f->st, &f->opts, &q, in_fd, r->reply, &r->out_fd, &r->e);
+    nsbox_request_free(&q);
+    if (r->rc == 0) {
+        char *out = cJSON_PrintUnformatted(r->reply);
+        assert_non_null(out);
+        size_t n = strlen(out);
+        assert_true(n < NSBOX_PROTO_MAX);
+        assert_true(valid_utf8((const unsigned char *)out, n));
+        free(out);
+    } else {
+        assert_true(r->e.msg[0] != '\0');
+        for (const unsigned char *m = (const unsigned char *)r->e.msg; *m; m++)
+            assert_true(*m >= 0x20 && *m != 0x7f);
+        assert_int_equal(r->out_fd, -1);
+    }
+    return r->rc;
+}
+
+static void res_free(struct res *r)
+{
+    if (r->out_fd >= 0) close(r->out_fd);
+    r->out_fd = -1;
+    cJSON_Delete(r->reply);
+    r->reply = NULL;
+}
+
+static double num(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    assert_true(cJSON_IsNumber(v));
+    return v->valuedouble;
+}
+
+static const char *str(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    assert_true(cJSON_IsString(v));
+    return v->valuestring;
+}
+
+/* A memfd (a regular file) holding n bytes of content. */
+static int content_fd(const void *data, size_t n)
+{
+    int fd = memfd_create("content", MFD_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, data, n), (ssize_t)n);
+    assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+    return fd;
+}
+
+static int op_read(struct fx *f, const char *path, struct res *r)
+{
+    return do_op(f, rq("read", path), -1, r);
+}
+
+/* Read path; on success its whole content into buf (NUL-terminated). */
+static int read_str(struct fx *f, const char *path, char *buf, size_t n, struct res *r)
+{
+    if (op_read(f, path, r) < 0) return -1;
+    ssize_t got = read(r->out_fd, buf, n - 1);
+    assert_true(got >= 0);
+    buf[got] = '\0';
+    return 0;
+}
+
+static int write_str(struct fx *f, const char *path, const char *content, bool mkdir, int mode,
+                     struct res *r)
+{
+    cJSON *q = rq("write", path);
+    if (mkdir) cJSON_AddBoolToObject(q, "mkdir", true);
+    if (mode >= 0) cJSON_AddNumberToObject(q, "mode", mode);
+    int fd = content_fd(content, strlen(content));
+    int rc = do_op(f, q, fd, r);
+    close(fd);
+    return rc;
+}
+
+static void file_is(struct fx *f, const char *rel, const char *want)
+{
+    char buf[256];
+    int fd = openat(f->basefd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    assert_true(fd >= 0);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    assert_true(n >= 0);
+    buf[n] = '\0';
+    assert_string_equal(buf, want);
+}
+
+static bool exists(struct fx *f, const char *rel)
+{
+    struct stat st;
+    return fstatat(f->basefd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* The outside tree is exactly as the fixture made it. */
+static void outside_untouched(struct fx *f)
+{
+    file_is(f, "outside/secret", "host-secret\n");
+    file_is(f, "outside/f", "SECRET");
+    file_is(f, "outside/sub/canary", "canary");
+    struct stat st;
+    assert_int_equal(fstatat(f->basefd, "outside/secret", &st, 0), 0);
+    assert_true(same_inode(&st, &f->out_secret));
+    assert_true(st.st_mtim.tv_sec == f->out_secret.st_mtim.tv_sec &&
+                st.st_mtim.tv_nsec == f->out_secret.st_mtim.tv_nsec);
+    assert_int_equal(fstatat(f->basefd, "outside/f", &st, 0), 0);
+    assert_true(st.st_mtim.tv_sec == f->out_f.st_mtim.tv_sec &&
+                st.st_mtim.tv_nsec == f->out_f.st_mtim.tv_nsec);
+    int n = 0;
+    DIR *d = opendir(f->base);
+    assert_non_null(d);
+    closedir(d);
+    char p[PATH_MAX + 16];
+    snprintf(p, sizeof p, "%s/outside", f->base);
+    d = opendir(p);
+    assert_non_null(d);
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) n++;
+    closedir(d);
+    assert_int_equal(n, 4); /* secret f outside-only sub */
+    snprintf(p, sizeof p, "%s/outside/sub", f->base);
+    d = opendir(p);
+    assert_non_null(d);
+    n = 0;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) n++;
+    closedir(d);
+    assert_int_equal(n, 1);
+}
+
+static void check_fds(struct fx *f)
+{
+    assert_int_equal(count_fds(), f->fds_before);
+}
+
+#define FX struct fx *f = *state
+
+/* ---- paths --------------------------------------------------------------------------------- */
+
+static void t_path_forms(void **state)
+{
+    FX;
+    struct stat want, got;
+    assert_int_equal(fstatat(f->basefd, "ws/a/b", &want, 0), 0);
+    const char *same[] = {"a/b",   "/a/b", "/workspace/a/b", "//workspace//a/b", "/workspace/./a/b",
+                          "a/./b", "a//b", "./a/b"};
+    for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
+        struct res r;
+        assert_int_equal(op_read(f, same[i], &r), 0);
+        assert_int_equal(fstat(r.out_fd, &got), 0);
+        assert_true(same_inode(&got, &want));
+        res_free(&r);
+    }
+    /* Only a whole "/workspace" component is the prefix; "workspace/x" is relative. */
+    struct res r;
+    assert_int_equal(op_read(f, "/workspacea/b", &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_NOTFOUND);
+    res_free(&r);
+    assert_int_equal(op_read(f, "workspace/a/b", &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_NOTFOUND);
+    assert_string_equal(r.e.msg, "no such file: /workspace/workspace/a/b");
+    res_free(&r);
+    check_fds(f);
+}
+
+static void t_path_invalid(void **state)
+{
+    FX;
+    struct res r;
+    /* NUL: the request parser refuses it, escaped or raw. */
+    const char *js = "{\"v\":1,\"op\":\"read\",\"path\":\"a\\u0000/../../outside/secret\"}";
+    struct nsbox_request q;
+    memset(&q, 0, sizeof q);
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_proto_parse(js, strlen(js), &q, &e), -1);
+    assert_int_equal(e.code, NSBOX_E_INVALID);
+    nsbox_request_free(&q);
+    const char raw[] = "{\"v\":1,\"op\":\"write\",\"path\":\"a\0b\"}";
+    assert_int_equal(nsbox_proto_parse(raw, sizeof raw - 1, &q, &e), -1);
+    nsbox_request_free(&q);
+
+    /* Longer than PATH_MAX: refused by the parser. */
+    char *longp = malloc(PATH_MAX + 2);
+    memset(longp, 'a', PATH_MAX + 1);
+    for (int i = 100; i < PATH_MAX; i += 100)
+        longp[i] = '/';
+    longp[PATH_MAX + 1] = '\0';
+    assert_int_equal(do_op(f, rq("read", longp), -1, &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_INVALID);
+    res_free(&r);
+    assert_int_equal(do_op(f, rq("write", longp), -1, &r), -1);
+    res_free(&r);
+
+    /* PATH_MAX - 1 bytes passes the parser; a component over NAME_MAX does not pass us. */
+    memset(longp, 'b', PATH_MAX - 1);
+    longp[PATH_MAX - 1] = '\0';
+    assert_int_equal(op_read(f, longp, &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_INVALID);
+    assert_int_equal(r.e.sys_errno, ENAMETOOLONG);
+    res_free(&r);
+    /* Straight to nsbox_files_op, as a request struct that skipped the parser. */
+    struct nsbox_request direct;
+    memset(&direct, 0, sizeof direct);
+    direct.op = NSBOX_OP_STAT;
+    memset(direct.path, 'c', sizeof direct.path);
+    direct.path[sizeof direct.path - 1] = '\0';
+    cJSON *rep = nsbox_reply_ok(NULL);
+    int out = -1;
+    assert_int_equal(nsbox_files_op(f->wsfd, &f->st, &direct, -1, rep, &out, &e), -1);
+    assert_int_equal(e.code, NSBOX_E_INVALID);
+    cJSON_Delete(rep);
+    free(longp);
+
+    /* Empty. */
+    assert_int_equal(op_read(f, "", &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_INVALID);
+    res_free(&r);
+    /* Control characters are shown as '?' in messages. */
+    assert_int_equal(op_read(f, "evil\n\x1b[31mred", &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_NOTFOUND);
+    assert_string_equal(r.e.msg, "no such file: /workspace/evil??[31mred");
+    res_free(&r);
+    check_fds(f);
+}
+
+/* ---- read ---------------------------------------------------------------------------------- */
+
+static void t_read(void **state)
+{
+    FX;
+    struct res r;
+    char buf[64];
+    assert_int_equal(read_str(f, "/workspace/a/b", buf, sizeof buf, &r), 0);
+    assert_string_equal(buf, "ab");
+    assert_int_equal((int)num(r.reply, "size"), 2);
+    /* Read-only, blocking (O_NONBLOCK was only for the open). */
+    assert_int_equal(write(r.out_fd, "x", 1), -1);
+    assert_int_equal(errno, EBADF);
+    assert_int_equal(fcntl(r.out_fd, F_GETFL) & (O_NONBLOCK | O_ACCMODE), O_RDONLY);
+    res_free(&r);
+
+    assert_int_equal(op_read(f, "nope", &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_NOTFOUND);
+    assert_int_equal(r.e.sys_errno, ENOENT);
+    assert_string_equal(r.e.msg, "no such file: /workspace/nope");
+    res_free(&r);
+
+    assert_int_equal(op_read(f, "a", &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_INVALID);
+    assert_non_null(strstr(r.e.msg, "not a regular file (it is a directory)"));
+    res_free(&r);
+    assert_int_equal(op_read(f, "/workspace", &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_INVALID);
+    res_free(&r);
+    assert_int_equal(op_read(f, "a/b/c", &r), -1);
+    assert_int_equal(r.e.sys_errno, ENOTDIR);
+    res_free(&r);
+    check_fds(f);
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char m[] = "test_files: an operation blocked (alarm)\n";
+    ssize_t w = write(2, m, sizeof m - 1);
+    (void)w;
+    _exit(99);
+}
+
+/* A FIFO or socket the sandbox planted: neither read nor written, and nothing blocks. */
+static void t_fifo_and_socket(void **state)
+{
+    FX;
+    signal(SIGALRM, on_alarm);
+    alarm(10);
+    assert_int_equal(mkfifoat(f->basefd, "ws/fifo", 0666), 0);
+    struct res r;
+    assert_int_equal(op_read(f, "fifo", &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_INVALID);
+    assert_non_null(strstr(r.e.msg, "not a regular file (it is a FIFO)"));
+    res_free(&r);
+    assert_int_equal(write_str(f, "fifo", "data", false, -1, &r), -1); /* no reader: ENXIO */
+    assert_non_null(strstr(r.e.msg, "not a regular file"));
+    res_free(&r);
+    /* With a reader, the open succeeds: the type check must still refuse it. */
+    char p[PATH_MAX + 16];
+    snprintf(p, sizeof p, "%s/fifo", f->ws);
+    int reader = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    assert_true(reader >= 0);
+    assert_int_equal(write_str(f, "fifo", "data", false, -1, &r), -1);
+    assert_non_null(strstr(r.e.msg, "not a regular file (it is a FIFO)"));
+    res_free(&r);
+    char c;
+    assert_int_equal(read(reader, &c, 1), 0); /* nothing was written into it */
+    close(reader);
+    struct stat st;
+    assert_int_equal(fstatat(f->basefd, "ws/fifo", &st, AT_SYMLINK_NOFOLLOW), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    /* A FIFO reached through a symlink is still a FIFO. */
+    put_link(f->basefd, "/fifo", "ws/tofifo");
+    assert_int_equal(op_read(f, "tofifo", &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_INVALID);
+    res_free(&r);
+
+    /* A unix socket. */
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(s >= 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int n = snprintf(sa.sun_path, sizeof sa.sun_path, "%s/sock", f->ws);
+    if (n > 0 && (size_t)n < sizeof sa.sun_path) {
+        assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof sa), 0);
+        assert_int_equal(op_read(f, "sock", &r), -1);
+        assert_non_null(strstr(r.e.msg, "not a regular file"));
+        res_free(&r);
+        assert_int_equal(write_str(f, "sock", "x", false, -1, &r), -1);
+        res_free(&r);
+    }
+    close(s);
+    alarm(0);
+    check_fds(f);
+}
+
+/* ---- write --------------------------------------------------------------------------------- */
+
+static mode_t mode_of(struct fx *f, const char *rel)
+{
+    struct stat st;
+    assert_int_equal(fstatat(f->basefd, rel, &st, AT_SYMLINK_NOFOLLOW), 0);
+    return st.st_mode & 07777;
+}
+
+static void t_write(void **state)
+{
+    FX;
+    struct res r;
+    umask(077); /* the supervisor's umask must not decide the modes */
+    assert_int_equal(write_str(f, "new", "hello", false, -1, &r), 0);
+    assert_int_equal((int)num(r.reply, "size"), 5);
+    res_free(&r);
+    file_is(f, "ws/new", "hello");
+    assert_int_equal(mode_of(f, "ws/new"), 0644);
+
+    assert_int_equal(write_str(f, "/workspace/x.sh", "#!/bin/sh\n", false, 0751, &r), 0);
+    res_free(&r);
+    assert_int_equal(mode_of(f, "ws/x.sh"), 0751);
+    /* setuid, setgid, sticky: never given. */
+    assert_int_equal(write_str(f, "/suid", "x", false, 07755, &r), 0);
+    res_free(&r);
+    assert_int_equal(mode_of(f, "ws/suid"), 0755);
+
+    /* Overwrite: truncated, keeps its mode. */
+    assert_int_equal(fchmodat(f->basefd, "ws/a/b", 0600, 0), 0);
+    assert_int_equal(write_str(f, "a/b", "z", false, 0777, &r), 0);
+    res_free(&r);
+    file_is(f, "ws/a/b", "z");
+    assert_int_equal(mode_of(f, "ws/a/b"), 0600);
+    /* Empty content. */
+    assert_int_equal(write_str(f, "a/b", "", false, -1, &r), 0);
+    assert_int_equal((int)num(r.reply, "size"), 0);
+    res_free(&r);
+    file_is(f, "ws/a/b", "");
+
+    /* Missing directories: only with mkdir. */
+    assert_int_equal(write_str(f, "p/q/r/file", "deep", false, -1, &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_NOTFOUND);
+    assert_non_null(strstr(r.e.msg, "pass mkdir"));
+    res_free(&r);
+    assert_false(exists(f, "ws/p"));
+    assert_int_equal(write_str(f, "p/q/r/file", "deep", true, -1, &r), 0);
+    res_free(&r);
+    file_is(f, "ws/p/q/r/file", "deep");
+    assert_int_equal(mode_of(f, "ws/p"), 0755);
+    assert_int_equal(mode_of(f, "ws/p/q/r"), 0755);
+    /* mkdir through a symlink to a directory inside is refused for the missing part, but an
+     * existing directory path through an in-workspace symlink is followed. */
+    put_link(f->basefd, "p/q", "ws/toq");
+    assert_int_equal(write_str(f, "toq/viaq", "v", false, -1, &r), 0);
+    res_free(&r);
+    file_is(f, "ws/p/q/viaq", "v");
+    assert_int_equal(write_str(f, "toq/new/x", "v", true, -1, &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_INVALID);
+    assert_non_null(strstr(r.e.msg, "is a symlink"));
+    res_free(&r);
+
+    /* Not a file name, a directory, no descriptor. */
+    assert_int_equal(write_str(f, "/workspace", "x", false, -1, &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_INVALID);
+    res_free(&r);
+    assert_int_equal(write_str(f, "a/..", "x", false, -1, &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_INVALID);
+    res_free(&r);
+    assert_int_equal(write_str(f, "a", "x", false, -1, &r), -1);
+    assert_int_equal(r.e.sys_errno, EISDIR);
+    res_free(&r);
+    assert_int_equal(do_op(f, rq("write", "nofd"), -1, &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_INVALID);
+    res_free(&r);
+    assert_false(exists(f, "ws/nofd"));
+    /* A write from the middle of the content descriptor takes the rest. */
+    int fd = content_fd("0123456789", 10);
+    assert_int_equal(lseek(fd, 4, SEEK_SET), 4);
+    assert_int_equal(do_op(f, rq("write", "tail"), fd, &r), 0);
+    close(fd);
+    res_free(&r);
+    file_is(f, "ws/tail", "456789");
+    umask(022);
+    check_fds(f);
+}
+
+/* The content descriptor is the destination itself; a lease the sandbox holds: neither empties
+ * the file nor blocks. */
+static void t_write_same_file_and_lease(void **state)
+{
+    FX;
+    struct res r;
+    int fd = openat(f->basefd, "ws/a/b", O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(do_op(f, rq("write", "/workspace/a/b"), fd, &r), -1);
+    assert_non_null(strstr(r.e.msg, "the source file itself"));
+    res_free(&r);
+    close(fd);
+    file_is(f, "ws/a/b", "ab");
+
+    signal(SIGIO, SIG_IGN); /* the lease break notification */
+    signal(SIGALRM, on_alarm);
+    alarm(20);
+    put_file(f->basefd, "ws/leased", "LEASED");
+    int lfd = openat(f->basefd, "ws/leased", O_RDONLY | O_CLOEXEC);
+    assert_true(lfd >= 0);
+    if (fcntl(lfd, F_SETLEASE, F_WRLCK) != 0) {
+        close(lfd);
+        signal(SIGIO, SIG_DFL);
+        skip();
+    }
+    assert_int_equal(write_str(f, "leased", "new", false, -1, &r), -1);
+    assert_int_equal(r.e.sys_errno, EWOULDBLOCK);
+    res_free(&r);
+    char buf[16];
+    int rc = read_str(f, "leased", buf, sizeof buf, &r);
+    res_free(&r);
+    (void)rc; /* refused while the lease is broken, or read: either way, no hang */
+    assert_int_equal(fcntl(lfd, F_SETLEASE, F_UNLCK), 0);
+    close(lfd);
+    alarm(0);
+    signal(SIGIO, SIG_DFL);
+    file_is(f, "ws/leased", "LEASED");
+    check_fds(f);
+}
+
+struct feeder {
+    int fd;
+    size_t total;
+    int close_after; /* 1: close when done */
+};
+
+static unsigned char pattern(size_t i)
+{
+    return (unsigned char)((i * 2654435761u) >> 13);
+}
+
+static void *feed(void *arg)
+{
+    struct feeder *fd = arg;
+    unsigned char buf[65536];
+    size_t done = 0;
+    while (done < fd->total) {
+        size_t n = fd->total - done < sizeof buf ? fd->total - done : sizeof buf;
+        for (size_t i = 0; i < n; i++)
+            buf[i] = pattern(done + i);
+        ssize_t w = write(fd->fd, buf, n);
+        if (w <= 0) break;
+        done += (size_t)w;
+    }
+    if (fd->close_after) close(fd->fd);
+    return NULL;
+}
+
+static void check_pattern(struct fx *f, const char *rel, size_t total)
+{
+    int fd = openat(f->basefd, rel, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    struct stat st;
+    assert_int_equal(fstat(fd, &st), 0);
+    assert_int_equal((size_t)st.st_size, total);
+    unsigned char buf[65536];
+    size_t off = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        assert_true(n >= 0);
+        if (n == 0) break;
+        for (ssize_t i = 0; i < n; i++)
+            if (buf[i] != pattern(off + (size_t)i))
+                fail_msg("%s: byte %zu differs", rel, off + (size_t)i);
+        off += (size_t)n;
+    }
+    close(fd);
+    assert_int_equal(off, total);
+}
+
+/* Pipes are spliced, sockets read through the bounded buffer. */
+static void t_write_streams(void **state)
+{
+    FX;
+    const size_t total = 5u << 20;
+    int pfd[2];
+    assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
+    struct feeder fd = {.fd = pfd[1], .total = total, .close_after = 1};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, feed, &fd), 0);
+    struct res r;
+    assert_int_equal(do_op(f, rq("write", "from_pipe"), pfd[0], &r), 0);
+    pthread_join(th, NULL);
+    close(pfd[0]);
+    assert_int_equal((size_t)num(r.reply, "size"), total);
+    res_free(&r);
+    check_pattern(f, "ws/from_pipe", total);
+
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    fd = (struct feeder){.fd = sv[1], .total = total, .close_after = 1};
+    assert_int_equal(pthread_create(&th, NULL, feed, &fd), 0);
+    assert_int_equal(do_op(f, rq("write", "from_socket"), sv[0], &r), 0);
+    pthread_join(th, NULL);
+    close(sv[0]);
+    assert_int_equal((size_t)num(r.reply, "size"), total);
+    res_free(&r);
+    check_pattern(f, "ws/from_socket", total);
+    check_fds(f);
+}
+
+/* A sparse source stays sparse, and its data lands at the right offsets. */
+static void t_write_sparse(void **state)
+{
+    FX;
+    const off_t size = 256ll << 20;
+    int src = openat(f->basefd, "sparse-src", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    assert_true(src >= 0);
+    assert_int_equal(ftruncate(src, size), 0);
+    assert_int_equal(pwrite(src, "HEAD", 4, 0), 4);
+    assert_int_equal(pwrite(src, "MIDDLE", 6, 100ll << 20), 6);
+    assert_int_equal(pwrite(src, "TAIL", 4, size - 4), 4);
+    assert_int_equal(lseek(src, 0, SEEK_SET), 0);
+    struct res r;
+    assert_int_equal(do_op(f, rq("write", "big"), src, &r), 0);
+    assert_int_equal((off_t)num(r.reply, "size"), size);
+    res_free(&r);
+    close(src);
+    int fd = openat(f->basefd, "ws/big", O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    struct stat st;
+    assert_int_equal(fstat(fd, &st), 0);
+    assert_int_equal(st.st_size, size);
+    assert_true((off_t)st.st_blocks * 512 < (16ll << 20));
+    char b[8] = {0};
+    assert_int_equal(pread(fd, b, 4, 0), 4);
+    assert_memory_equal(b, "HEAD", 4);
+    assert_int_equal(pread(fd, b, 6, 100ll << 20), 6);
+    assert_memory_equal(b, "MIDDLE", 6);
+    assert_int_equal(pread(fd, b, 4, size - 4), 4);
+    assert_memory_equal(b, "TAIL", 4);
+    assert_int_equal(pread(fd, b, 4, 50ll << 20), 4);
+    assert_memory_equal(b, "\0\0\0\0", 4);
+    close(fd);
+    check_fds(f);
+}
+
+static void t_write_limit(void **state)
+{
+    FX;
+    f->opts.max_write_bytes = 1000;
+    put_file(f->basefd, "ws/keep", "ORIGINAL");
+    char big[1001];
+    memset(big, 'x', sizeof big);
+    struct res r;
+    int fd = content_fd(big, sizeof big);
+    assert_int_equal(do_op(f, rq("write", "keep"), fd, &r), -1);
+    close(fd);
+    assert_int_equal(r.e.code, NSBOX_E_INVALID);
+    assert_int_equal(r.e.sys_errno, EFBIG);
+    assert_non_null(strstr(r.e.msg, "disk limit"));
+    res_free(&r);
+    file_is(f, "ws/keep", "ORIGINAL"); /* refused before anything was touched */
+
+    fd = content_fd(big, 1000);
+    assert_int_equal(do_op(f, rq("write", "exact"), fd, &r), 0);
+    close(fd);
+    res_free(&r);
+
+    /* A stream has no size up front: it is cut at the limit and the new file removed. */
+    int pfd[2];
+    assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
+    struct feeder fe = {.fd = pfd[1], .total = 5000, .close_after = 1};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, feed, &fe), 0);
+    assert_int_equal(do_op(f, rq("write", "streamed"), pfd[0], &r), -1);
+    close(pfd[0]);
+    pthread_join(th, NULL);
+    assert_int_equal(r.e.sys_errno, EFBIG);
+    assert_non_null(strstr(r.e.msg, "nothing was written"));
+    res_free(&r);
+    assert_false(exists(f, "ws/streamed"));
+    check_fds(f);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A client that sends part of the content and then nothing cannot hold the supervisor. */
+static void t_write_stall(void **state)
+{
+    FX;
+    f->opts.stall_ms = 200;
+    int pfd[2];
+    assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
+    assert_int_equal(write(pfd[1], "partial", 7), 7);
+    put_file(f->basefd, "ws/old", "old content");
+    struct res r;
+    double t0 = now_s();
+    assert_int_equal(do_op(f, rq("write", "stalled"), pfd[0], &r), -1);
+    assert_true(now_s() - t0 < 5);
+    assert_int_equal(r.e.code, NSBOX_E_TIMEOUT);
+    res_free(&r);
+    assert_false(exists(f, "ws/stalled"));
+    /* An existing file is left, and the message says it is incomplete. */
+    assert_int_equal(do_op(f, rq("write", "old"), pfd[0], &r), -1);
+    assert_non_null(strstr(r.e.msg, "incomplete"));
+    res_free(&r);
+    close(pfd[0]);
+    close(pfd[1]);
+    check_fds(f);
+}
+
+/* ---- stat, list ---------------------------------------------------------------------------- */
+
+static void t_stat(void **state)
+{
+    FX;
+    struct res r;
+    assert_int_equal(do_op(f, rq("stat", "a/b"), -1, &r), 0);
+    assert_string_equal(str(r.reply, "type"), "file");
+    assert_int_equal((int)num(r.reply, "size"), 2);
+    assert_int_equal((int)num(r.reply, "mode"), 0644);
+    assert_true(num(r.reply, "mtime") > 1e9);
+    res_free(&r);
+    assert_int_equal(do_op(f, rq("stat", "/workspace/a"), -1, &r), 0);
+    assert_string_equal(str(r.reply, "type"), "dir");
+    res_free(&r);
+    const char *roots[] = {"/workspace", "/", "/workspace/", ".", "a/..", "../.."};
+    for (size_t i = 0; i < sizeof roots / sizeof *roots; i++) {
+        assert_int_equal(do_op(f, rq("stat", roots[i]), -1, &r), 0);
+        assert_string_equal(str(r.reply, "type"), "dir");
+        res_free(&r);
+    }
+    /* lstat: a symlink is a symlink, with its text; never followed. */
+    put_link(f->basefd, "/etc/passwd", "ws/abs");
+    char t[PATH_MAX + 32];
+    snprintf(t, sizeof t, "%s/outside/secret", f->base);
+    put_link(f->basefd, t, "ws/abs_out");
+    assert_int_equal(do_op(f, rq("stat", "abs"), -1, &r), 0);
+    assert_string_equal(str(r.reply, "type"), "symlink");
+    assert_string_equal(str(r.reply, "target"), "/etc/passwd");
+    res_free(&r);
+    assert_int_equal(do_op(f, rq("stat", "abs_out"), -1, &r), 0);
+    assert_string_equal(str(r.reply, "type"), "symlink");
+    assert_int_equal((int)num(r.reply, "size"), (int)strlen(t));
+    res_free(&r);
+    assert_int_equal(mkfifoat(f->basefd, "ws/fifo", 0600), 0);
+    assert_int_equal(do_op(f, rq("stat", "fifo"), -1, &r), 0);
+    assert_string_equal(str(r.reply, "type"), "other");
+    res_free(&r);
+    assert_int_equal(do_op(f, rq("stat", "missing"), -1, &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_NOTFOUND);
+    assert_string_equal(r.e.msg, "no such file: /workspace/missing");
+    res_free(&r);
+    assert_int_equal(do_op(f, rq("stat", "abs_out/x"), -1, &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_NOTFOUND);
+    res_free(&r);
+    check_fds(f);
+}
+
+static const cJSON *entry(const cJSON *reply, const char *name)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(reply, "entries"))
+    {
+        if (!strcmp(str(it, "name"), name)) return it;
+    }
+    return NULL;
+}
+
+static void t_list(void **state)
+{
+    FX;
+    put_dir(f->basefd, "ws/d");
+    put_file(f->basefd, "ws/d/zeta", "123");
+    put_file(f->basefd, "ws/d/alpha", "1");
+    put_dir(f->basefd, "ws/d/sub");
+    put_link(f->basefd, "/etc/passwd", "ws/d/link");
+    assert_int_equal(mkfifoat(f->basefd, "ws/d/fifo", 0600), 0);
+    put_link(f->basefd, "d", "ws/tod");
+    char t[PATH_MAX + 32];
+    snprintf(t, sizeof t, "%s/outside", f->base);
+    put_link(f->basefd, t, "ws/abs_outdir");
+    put_link(f->basefd, "../outside", "ws/rel_outdir");
+
+    struct res r;
+    const char *same[] = {"d", "/workspace/d", "tod", "tod/", "a/../d"};
+    for (size_t k = 0; k < sizeof same / sizeof *same; k++) {
+        assert_int_equal(do_op(f, rq("list", same[k]), -1, &r), 0);
+        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(r.reply, "entries");
+        assert_int_equal(cJSON_GetArraySize(arr), 5);
+        const char *order[] = {"alpha", "fifo", "link", "sub", "zeta"};
+        for (int i = 0; i < 5; i++)
+            assert_string_equal(str(cJSON_GetArrayItem(arr, i), "name"), order[i]);
+        assert_false(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r.reply, "truncated")));
+        const cJSON *z = entry(r.reply, "zeta");
+        assert_string_equal(str(z, "type"), "file");
+        assert_int_equal((int)num(z, "size"), 3);
+        assert_int_equal((int)num(z, "mode"), 0644);
+        assert_true(num(z, "mtime") > 1e9);
+        assert_string_equal(str(entry(r.reply, "sub"), "type"), "dir");
+        assert_string_equal(str(entry(r.reply, "link"), "type"), "symlink");
+        assert_string_equal(str(entry(r.reply, "fifo"), "type"), "other");
+        res_free(&r);
+    }
+    /* No path: the workspace itself. */
+    assert_int_equal(do_op(f, rq("list", NULL), -1, &r), 0);
+    assert_non_null(entry(r.reply, "d"));
+    assert_non_null(entry(r.reply, "etc"));
+    assert_null(entry(r.reply, "ws"));
+    res_free(&r);
+    assert_int_equal(do_op(f, rq("list", "../.."), -1, &r), 0);
+    assert_non_null(entry(r.reply, "etc"));
+    assert_null(entry(r.reply, "outside"));
+    res_free(&r);
+    /* Links out of the workspace name nothing. */
+    assert_int_equal(do_op(f, rq("list", "abs_outdir"), -1, &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_NOTFOUND);
+    res_free(&r);
+    assert_int_equal(do_op(f, rq("list", "rel_outdir"), -1, &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_NOTFOUND);
+    res_free(&r);
+    assert_int_equal(do_op(f, rq("list", "a/b"), -1, &r), -1);
+    assert_int_equal(r.e.sys_errno, ENOTDIR);
+    res_free(&r);
+    assert_int_equal(do_op(f, rq("list", "d/fifo"), -1, &r), -1);
+    assert_int_equal(r.e.sys_errno, ENOTDIR);
+    res_free(&r);
+    check_fds(f);
+}
+
+/* A directory too big for one message: the reply is cut, says so, and still fits. */
+static void t_list_truncated(void **state)
+{
+    FX;
+    put_dir(f->basefd, "ws/many");
+    int d = openat(f->basefd, "ws/many", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(d >= 0);
+    char name[NAME_MAX + 1];
+    const int n = 6000;
+    for (int i = 0; i < n; i++) {
+        /* 250 bytes, many of them quotes and control characters that JSON escapes */
+        memset(name, '"', 250);
+        snprintf(name, 16, "%06d\x01\x02", i);
+        name[strlen(name)] = '\x03';
+        name[250] = '\0';
+        int fd = openat(d, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        close(fd);
+    }
+    close(d);
+    struct res r;
+    assert_int_equal(do_op(f, rq("list", "many"), -1, &r), 0); /* do_op checks the size */
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r.reply, "truncated")));
+    int got = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r.reply, "entries"));
+    assert_true(got > 100 && got < n);
+    char *out = cJSON_PrintUnformatted(r.reply);
+    assert_true(strlen(out) > NSBOX_PROTO_MAX / 2);
+    free(out);
+    res_free(&r);
+    check_fds(f);
+}
+
+/* Names are bytes; the reply is UTF-8 JSON. */
+static void t_list_names(void **state)
+{
+    FX;
+    put_file(f->basefd, "ws/bad\xff\xfe-name", "x");
+    put_file(f->basefd, "ws/\xc3\xa9t\xc3\xa9", "x");
+    put_file(f->basefd, "ws/ctl\x1b[0m\n", "x");
+    struct res r;
+    assert_int_equal(do_op(f, rq("list", "/"), -1, &r), 0); /* do_op checks valid UTF-8 */
+    assert_non_null(entry(r.reply, "bad\xef\xbf\xbd\xef\xbf\xbd-name"));
+    assert_non_null(entry(r.reply, "\xc3\xa9t\xc3\xa9"));
+    assert_non_null(entry(r.reply, "ctl\x1b[0m\n"));
+    res_free(&r);
+    check_fds(f);
+}
+
+/* ---- remove, mkdir ------------------------------------------------------------------------- */
+
+static void t_remove(void **state)
+{
+    FX;
+    struct res r;
+    char t[PATH_MAX + 32];
+    assert_int_equal(do_op(f, rq("remove", "a/b"), -1, &r), 0);
+    res_free(&r);
+    assert_false(exists(f, "ws/a/b"));
+    assert_int_equal(do_op(f, rq("remove", "a/b"), -1, &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_NOTFOUND);
+    res_free(&r);
+    /* A symlink goes, its target stays. */
+    snprintf(t, sizeof t, "%s/outside/secret", f->base);
+    put_link(f->basefd, t, "ws/abs_out");
+    put_link(f->basefd, "../outside/secret", "ws/rel_out");
+    put_link(f->basefd, "a", "ws/toa");
+    assert_int_equal(do_op(f, rq("remove", "abs_out"), -1, &r), 0);
+    res_free(&r);
+    assert_int_equal(do_op(f, rq("remove", "rel_out"), -1, &r), 0);
+    res_free(&r);
+    assert_int_equal(do_op(f, rq("remove", "toa"), -1, &r), 0); /* even without recursive */
+    res_free(&r);
+    assert_true(exists(f, "ws/a"));
+    assert_false(exists(f, "ws/toa"));
+    /* Directories: only with recursive, even empty ones. */
+    assert_int_equal(do_op(f, rq("remove", "a"), -1, &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_INVALID);
+    assert_non_null(strstr(r.e.msg, "recursive"));
+    res_free(&r);
+    assert_true(exists(f, "ws/a"));
+    /* A tree with links out, a FIFO, and directories the sandbox locked (mode 0). */
+    put_dir(f->basefd, "ws/t");
+    put_dir(f->basefd, "ws/t/u");
+    put_dir(f->basefd, "ws/t/u/v");
+    put_file(f->basefd, "ws/t/u/v/file", "x");
+    put_file(f->basefd, "ws/t/u/f", "x");
+    snprintf(t, sizeof t, "%s/outside", f->base);
+    put_link(f->basefd, t, "ws/t/u/abs_outdir");
+    put_link(f->basefd, "../../../outside", "ws/t/rel_outdir");
+    put_link(f->basefd, "/", "ws/t/root");
+    assert_int_equal(mkfifoat(f->basefd, "ws/t/u/fifo", 0600), 0);
+    put_dir(f->basefd, "ws/t/locked");
+    put_file(f->basefd, "ws/t/locked/in", "x");
+    put_dir(f->basefd, "ws/t/locked/deeper");
+    assert_int_equal(fchmodat(f->basefd, "ws/t/locked/deeper", 0, 0), 0);
+    assert_int_equal(fchmodat(f->basefd, "ws/t/locked", 0, 0), 0);
+    cJSON *q = rq("remove", "/workspace/t");
+    cJSON_AddBoolToObject(q, "recursive", true);
+    assert_int_equal(do_op(f, q, -1, &r), 0);
+    res_free(&r);
+    assert_false(exists(f, "ws/t"));
+    assert_true(exists(f, "ws/etc/passwd"));
+    outside_untouched(f);
+    /* Never the workspace itself. */
+    const char *roots[] = {"/workspace", "/", ".", "/workspace/.", "a/.."};
+    for (size_t i = 0; i < sizeof roots / sizeof *roots; i++) {
+        q = rq("remove", roots[i]);
+        cJSON_AddBoolToObject(q, "recursive", true);
+        assert_int_equal(do_op(f, q, -1, &r), -1);
+        assert_int_equal(r.e.code, NSBOX_E_INVALID);
+        res_free(&r);
+    }
+    assert_true(exists(f, "ws/etc/passwd"));
+    assert_int_equal(do_op(f, rq("remove", "../outside/secret"), -1, &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_NOTFOUND);
+    res_free(&r);
+    outside_untouched(f);
+    check_fds(f);
+}
+
+static void t_remove_deep(void **state)
+{
+    FX;
+    int d = openat(f->basefd, "ws", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    for (int i = 0; i < NSBOX_FILES_RM_MAX_DEPTH + 10; i++) {
+        assert_int_equal(mkdirat(d, "n", 0755), 0);
+        int nd = openat(d, "n", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        assert_true(nd >= 0);
+        close(d);
+        d = nd;
+    }
+    close(d);
+    cJSON *q = rq("remove", "n");
+    cJSON_AddBoolToObject(q, "recursive", true);
+    struct res r;
+    assert_int_equal(do_op(f, q, -1, &r), -1);
+    assert_int_equal(r.e.sys_errno, ELOOP);
+    assert_non_null(strstr(r.e.msg, "deeper than"));
+    res_free(&r);
+    assert_true(exists(f, "ws/n"));
+    check_fds(f);
+}
+
+/* A mount point inside the workspace (the host's doing): its contents are not removed. Needs a
+ * mount namespace: as root, or in a user namespace where the kernel allows one. */
+static void t_remove_mount(void **state)
+{
+    FX;
+    put_dir(f->basefd, "ws/m");
+    put_dir(f->basefd, "ws/m/mnt");
+    put_file(f->basefd, "ws/m/plain", "x");
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        uid_t uid = geteuid();
+        gid_t gid = getegid();
+        if (uid != 0) {
+            if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) _exit(3);
+            char m[64];
+            int fd = open("/proc/self/setgroups", O_WRONLY);
+            if (fd >= 0) {
+                if (write(fd, "deny", 4) < 0) {
+                }
+                close(fd);
+            }
+            snprintf(m, sizeof m, "%u %u 1", uid, uid);
+            fd = open("/proc/self/uid_map", O_WRONLY);
+            if (fd < 0 || write(fd, m, strlen(m)) < 0) _exit(3);
+            close(fd);
+            snprintf(m, sizeof m, "%u %u 1", gid, gid);
+            fd = open("/proc/self/gid_map", O_WRONLY);
+            if (fd < 0 || write(fd, m, strlen(m)) < 0) _exit(3);
+            close(fd);
+        } else if (unshare(CLONE_NEWNS) != 0) {
+            _exit(3);
+        }
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) _exit(3);
+        char p[PATH_MAX + 16];
+        snprintf(p, sizeof p, "%s/m/mnt", f->ws);
+        if (mount("tmpfs", p, "tmpfs", 0, "size=1m") != 0) _exit(3);
+        snprintf(p, sizeof p, "%s/m/mnt/on-tmpfs", f->ws);
+        int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) _exit(4);
+        close(fd);
+        /* The fd from before unshare sees the old namespace's mounts: open the workspace again. */
+        int ws = open(f->ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (ws < 0) _exit(5);
+        struct nsbox_request q;
+        memset(&q, 0, sizeof q);
+        q.op = NSBOX_OP_REMOVE;
+        q.recursive = true;
+        snprintf(q.path, sizeof q.path, "m");
+        struct nsbox_err e = {0};
+        cJSON *rep = nsbox_reply_ok(NULL);
+        int out = -1;
+        int rc = nsbox_files_op(ws, &f->st, &q, -1, rep, &out, &e);
+        cJSON_Delete(rep);
+        if (rc == 0 || e.sys_errno != EXDEV || !strstr(e.msg, "mount point")) _exit(6);
+        if (access(p, F_OK) != 0) _exit(7);
+        umount2(p, MNT_DETACH);
+        _exit(0);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 3) skip();
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void t_mkdir(void **state)
+{
+    FX;
+    umask(077);
+    struct res r;
+    assert_int_equal(do_op(f, rq("mkdir", "m"), -1, &r), 0);
+    res_free(&r);
+    assert_int_equal(mode_of(f, "ws/m"), 0755);
+    assert_int_equal(do_op(f, rq("mkdir", "m"), -1, &r), -1);
+    assert_int_equal(r.e.sys_errno, EEXIST);
+    res_free(&r);
+    assert_int_equal(do_op(f, rq("mkdir", "p/q/r"), -1, &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_NOTFOUND);
+    res_free(&r);
+    cJSON *q = rq("mkdir", "/workspace/p/q/r");
+    cJSON_AddBoolToObject(q, "parents", true);
+    cJSON_AddNumberToObject(q, "mode", 0700);
+    assert_int_equal(do_op(f, q, -1, &r), 0);
+    res_free(&r);
+    assert_int_equal(mode_of(f, "ws/p/q"), 0755);
+    assert_int_equal(mode_of(f, "ws/p/q/r"), 0700);
+    q = rq("mkdir", "p/q/r");
+    cJSON_AddBoolToObject(q, "parents", true);
+    assert_int_equal(do_op(f, q, -1, &r), 0); /* mkdir -p: an existing directory is fine */
+    res_free(&r);
+    q = rq("mkdir", "a/b/c");
+    cJSON_AddBoolToObject(q, "parents", true);
+    assert_int_equal(do_op(f, q, -1, &r), -1);
+    assert_int_equal(r.e.sys_errno, ENOTDIR);
+    assert_non_null(strstr(r.e.msg, "/workspace/a/b exists and is not a directory"));
+    res_free(&r);
+    /* Through symlinks: never out, and -p creates nothing through any symlink. */
+    char t[PATH_MAX + 32];
+    snprintf(t, sizeof t, "%s/outside", f->base);
+    put_link(f->basefd, t, "ws/abs_outdir");
+    put_link(f->basefd, "../outside", "ws/rel_outdir");
+    assert_int_equal(do_op(f, rq("mkdir", "abs_outdir/new"), -1, &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_NOTFOUND);
+    res_free(&r);
+    assert_int_equal(do_op(f, rq("mkdir", "rel_outdir/new"), -1, &r), -1);
+    res_free(&r);
+    q = rq("mkdir", "abs_outdir/new/deeper");
+    cJSON_AddBoolToObject(q, "parents", true);
+    assert_int_equal(do_op(f, q, -1, &r), -1);
+    assert_int_equal(r.e.sys_errno, ELOOP);
+    assert_non_null(strstr(r.e.msg, "is a symlink"));
+    res_free(&r);
+    q = rq("mkdir", "../../outside/new");
+    cJSON_AddBoolToObject(q, "parents", true);
+    assert_int_equal(do_op(f, q, -1, &r), 0); /* `..` stops at the workspace */
+    res_free(&r);
+    assert_true(exists(f, "ws/outside/new"));
+    q = rq("mkdir", "/");
+    assert_int_equal(do_op(f, q, -1, &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_INVALID);
+    res_free(&r);
+    outside_untouched(f);
+    umask(022);
+    check_fds(f);
+}
+
+/* ---- escapes ------------------------------------------------------------------------------- */
+
+static void t_escape_dotdot(void **state)
+{
+    FX;
+    struct res r;
+    const char *paths[] = {"../outside/secret",
+                           "/../../outside/secret",
+                           "/workspace/../outside/secret",
+                           "a/../../../outside/secret",
+                           "../../../../../../../../outside/secret",
+                           "../ws/../outside/f"};
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+        assert_int_equal(op_read(f, paths[i], &r), -1);
+        assert_int_equal(r.e.code, NSBOX_E_NOTFOUND);
+        res_free(&r);
+        assert_int_equal(do_op(f, rq("stat", paths[i]), -1, &r), -1);
+        assert_int_equal(r.e.code, NSBOX_E_NOTFOUND);
+        res_free(&r);
+        assert_int_equal(write_str(f, paths[i], "pwned", false, -1, &r), -1);
+        res_free(&r);
+        assert_int_equal(do_op(f, rq("remove", paths[i]), -1, &r), -1);
+        res_free(&r);
+    }
+    /* `..` clamps at the workspace: "../etc/passwd" is the workspace's. */
+    char buf[64];
+    assert_int_equal(read_str(f, "../../etc/passwd", buf, sizeof buf, &r), 0);
+    assert_string_equal(buf, "ws-passwd");
+    res_free(&r);
+    /* With mkdir, the write lands inside. */
+    assert_int_equal(write_str(f, "../outside/secret", "inside", true, -1, &r), 0);
+    res_free(&r);
+    file_is(f, "ws/outside/secret", "inside");
+    outside_untouched(f);
+    check_fds(f);
+}
+
+static void t_escape_symlinks(void **state)
+{
+    FX;
+    char t[PATH_MAX + 32];
+    put_link(f->basefd, "/etc/passwd", "ws/abs");
+    put_link(f->basefd, "../../../../../../etc/passwd", "ws/rel_escape");
+    snprintf(t, sizeof t, "%s/outside/secret", f->base);
+    put_link(f->basefd, t, "ws/abs_out");
+    put_link(f->basefd, "../outside/secret", "ws/esc_out");
+    snprintf(t, sizeof t, "%s/outside", f->base);
+    put_link(f->basefd, t, "ws/abs_outdir");
+    put_link(f->basefd, "loop2", "ws/loop1");
+    put_link(f->basefd, "loop1", "ws/loop2");
+    put_link(f->basefd, "self", "ws/self");
+    put_link(f->basefd, "/proc/self/root/etc/passwd", "ws/proc");
+    struct stat want, got;
+    assert_int_equal(fstatat(f->basefd, "ws/etc/passwd", &want, 0), 0);
+    struct res r;
+    /* Absolute and climbing links resolve inside: to the workspace's own etc/passwd. */
+    const char *inside[] = {"abs", "rel_escape", "/workspace/abs"};
+    for (size_t i = 0; i < sizeof inside / sizeof *inside; i++) {
+        assert_int_equal(op_read(f, inside[i], &r), 0);
+        assert_int_equal(fstat(r.out_fd, &got), 0);
+        assert_true(same_inode(&got, &want));
+        res_free(&r);
+    }
+    /* Links to the host's files name nothing inside. */
+    const char *out[] = {"abs_out", "esc_out", "abs_outdir/secret", "abs_outdir/../outside/f",
+                         "proc"};
+    for (size_t i = 0; i < sizeof out / sizeof *out; i++) {
+        assert_int_equal(op_read(f, out[i], &r), -1);
+        assert_true(r.e.code == NSBOX_E_NOTFOUND || r.e.sys_errno == ELOOP);
+        res_free(&r);
+        assert_int_equal(write_str(f, out[i], "pwned", false, -1, &r), -1);
+        res_free(&r);
+    }
+    assert_int_equal(op_read(f, "abs_out", &r), -1);
+    assert_non_null(strstr(r.e.msg, "a symlink to"));
+    res_free(&r);
+    /* Loops. */
+    const char *loops[] = {"loop1", "self", "loop2/x"};
+    for (size_t i = 0; i < sizeof loops / sizeof *loops; i++) {
+        assert_int_equal(op_read(f, loops[i], &r), -1);
+        assert_int_equal(r.e.code, NSBOX_E_INVALID);
+        assert_int_equal(r.e.sys_errno, ELOOP);
+        res_free(&r);
+    }
+    assert_int_equal(do_op(f, rq("list", "loop1"), -1, &r), -1);
+    assert_int_equal(r.e.sys_errno, ELOOP);
+    res_free(&r);
+    assert_int_equal(write_str(f, "loop1/x", "x", true, -1, &r), -1);
+    res_free(&r);
+    /* Through a link to an outside directory, with mkdir: refused, nothing created. */
+    assert_int_equal(write_str(f, "abs_outdir/new", "pwned", true, -1, &r), -1);
+    assert_int_equal(r.e.code, NSBOX_E_INVALID);
+    res_free(&r);
+    outside_untouched(f);
+    check_fds(f);
+}
+
+/* A symlink at the leaf of a write is refused, never followed: not even a dangling one. */
+static void t_write_leaf_symlink(void **state)
+{
+    FX;
+    char t[PATH_MAX + 32];
+    snprintf(t, sizeof t, "%s/outside/secret", f->base);
+    put_link(f->basefd, t, "ws/leak");
+    put_link(f->basefd, "../outside/secret", "ws/leak_rel");
+    snprintf(t, sizeof t, "%s/outside/created", f->base);
+    put_link(f->basefd, t, "ws/dangling");
+    put_link(f->basefd, "a/b", "ws/inside_link");
+    struct res r;
+    const char *links[] = {"leak", "leak_rel", "dangling", "/workspace/leak", "inside_link"};
+    for (size_t i = 0; i < sizeof links / sizeof *links; i++) {
+        for (int mk = 0; mk < 2; mk++) {
+            assert_int_equal(write_str(f, links[i], "pwned", mk, -1, &r), -1);
+            assert_int_equal(r.e.code, NSBOX_E_INVALID);
+            assert_int_equal(r.e.sys_errno, ELOOP);
+            assert_non_null(strstr(r.e.msg, "refusing to write through it"));
+            res_free(&r);
+        }
+    }
+    file_is(f, "ws/a/b", "ab");
+    assert_false(exists(f, "outside/created"));
+    assert_false(exists(f, "ws/outside"));
+    outside_untouched(f);
+    check_fds(f);
+}
+
+/* ---- ownership (root only) ----------------------------------------------------------------- */
+
+static void t_privileged_owner(void **state)
+{
+    FX;
+    if (geteuid() != 0) skip();
+    f->st.privileged = true;
+    f->st.slot = 4242;
+    const uid_t want = NSBOX_UID_BASE + 4242;
+    struct res r;
+    assert_int_equal(write_str(f, "own/sub/x", "x", true, -1, &r), 0);
+    res_free(&r);
+    cJSON *q = rq("mkdir", "p/q");
+    cJSON_AddBoolToObject(q, "parents", true);
+    assert_int_equal(do_op(f, q, -1, &r), 0);
+    res_free(&r);
+    assert_int_equal(do_op(f, rq("mkdir", "single"), -1, &r), 0);
+    res_free(&r);
+    const char *made[] = {"ws/own", "ws/own/sub", "ws/own/sub/x", "ws/p", "ws/p/q", "ws/single"};
+    for (size_t i = 0; i < sizeof made / sizeof *made; i++) {
+        struct stat st;
+        assert_int_equal(fstatat(f->basefd, made[i], &st, AT_SYMLINK_NOFOLLOW), 0);
+        assert_int_equal(st.st_uid, want);
+        assert_int_equal(st.st_gid, want);
+    }
+    /* An existing file keeps its owner. */
+    assert_int_equal(write_str(f, "a/b", "new", false, -1, &r), 0);
+    res_free(&r);
+    struct stat st;
+    assert_int_equal(fstatat(f->basefd, "ws/a/b", &st, 0), 0);
+    assert_int_equal(st.st_uid, 0);
+    check_fds(f);
+}
+
+/* ---- the race ------------------------------------------------------------------------------ */
+
+struct swapper {
+    int dirfd;
+    atomic_bool stop;
+    atomic_long swaps;
+};
+
+static void *swap_loop(void *arg)
+{
+    struct swapper *s = arg;
+    while (!atomic_load(&s->stop)) {
+        /* d (a real directory) <-> swap (a link out), then d <-> swap_rel (a relative one) */
+        if (renameat2(s->dirfd, "d", s->dirfd, "swap", RENAME_EXCHANGE) == 0)
+            atomic_fetch_add(&s->swaps, 1);
+        if (renameat2(s->dirfd, "d", s->dirfd, "swap_rel", RENAME_EXCHANGE) == 0)
+            atomic_fetch_add(&s->swaps, 1);
+    }
+    return NULL;
+}
+
+/* While a thread keeps swapping a directory with symlinks to outside the workspace, every
+ * operation through it either acts inside or fails: the outside canaries are never read,
+ * written, listed or removed. */
+static void race(struct fx *f, enum nsbox_sp_backend backend)
+{
+    if (backend == NSBOX_SP_BACKEND_OPENAT2 && !nsbox_sp_have_openat2()) return;
+    nsbox_sp_set_backend(backend);
+    put_dir(f->basefd, "ws/d");
+    put_file(f->basefd, "ws/d/f", "INSIDE");
+    put_dir(f->basefd, "ws/d/sub");
+    char t[PATH_MAX + 32];
+    snprintf(t, sizeof t, "%s/outside", f->base);
+    put_link(f->basefd, t, "ws/swap");
+    put_link(f->basefd, "../outside", "ws/swap_rel");
+    struct swapper s = {.dirfd = openat(f->basefd, "ws", O_PATH | O_DIRECTORY | O_CLOEXEC)};
+    assert_true(s.dirfd >= 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, swap_loop, &s), 0);
+    long ok = 0, failed = 0;
+    double t0 = now_s();
+    for (long i = 0;; i++) {
+        double el = now_s() - t0;
+        if (i >= 3000 && (el > 1.5 || (ok > 200 && el > 0.5))) break;
+        if (el > 8) break;
+        struct res r;
+        char buf[64];
+        int rc;
+        switch (i % 7) {
+        case 0:
+            rc = write_str(f, "d/f", "INSIDE", false, -1, &r);
+            break;
+        case 1:
+            rc = read_str(f, "d/f", buf, sizeof buf, &r);
+            if (rc == 0) {
+                struct stat st;
+                assert_int_equal(fstat(r.out_fd, &st), 0);
+                if (same_inode(&st, &f->out_f) || strstr(buf, "SECRET"))
+                    fail_msg("read d/f returned the outside file (iteration %ld)", i);
+            }
+            break;
+        case 2:
+            rc = write_str(f, "d/new/x", "INSIDE", true, -1, &r);
+            break;
+        case 3:
+            rc = do_op(f, rq("list", "d"), -1, &r);
+            if (rc == 0 && (entry(r.reply, "outside-only") || entry(r.reply, "secret")))
+                fail_msg("list d listed the outside directory (iteration %ld)", i);
+            break;
+        case 4:
+            rc = do_op(f, rq("stat", "d/outside-only"), -1, &r);
+            if (rc == 0) fail_msg("stat reached the outside directory (iteration %ld)", i);
+            break;
+        case 5: {
+            cJSON *q = rq("remove", "d/sub");
+            cJSON_AddBoolToObject(q, "recursive", true);
+            rc = do_op(f, q, -1, &r);
+            break;
+        }
+        default: {
+            cJSON *q = rq("mkdir", "d/sub/deeper");
+            cJSON_AddBoolToObject(q, "parents", true);
+            rc = do_op(f, q, -1, &r);
+            break;
+        }
+        }
+        if (rc == 0)
+            ok++;
+        else
+            failed++;
+        res_free(&r);
+    }
+    atomic_store(&s.stop, true);
+    pthread_join(th, NULL);
+    close(s.dirfd);
+    print_message("      race (%s): %ld swaps; %ld operations succeeded inside, %ld failed "
+                  "cleanly\n",
+                  backend == NSBOX_SP_BACKEND_WALK ? "walker" : "openat2", atomic_load(&s.swaps),
+                  ok, failed);
+    assert_true(atomic_load(&s.swaps) > 0);
+    assert_true(ok > 0);
+    outside_untouched(f);
+    assert_false(exists(f, "outside/new"));
+    assert_false(exists(f, "outside/sub/deeper"));
+}
+
+static void t_race_openat2(void **state)
+{
+    FX;
+    race(f, NSBOX_SP_BACKEND_OPENAT2);
+    check_fds(f);
+}
+
+static void t_race_walker(void **state)
+{
+    FX;
+    race(f, NSBOX_SP_BACKEND_WALK);
+    check_fds(f);
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(t_path_forms),
+        T(t_path_invalid),
+        T(t_read),
+        T(t_fifo_and_socket),
+        T(t_write),
+        T(t_write_streams),
+        T(t_write_sparse),
+        T(t_write_limit),
+        T(t_write_stall),
+        T(t_write_same_file_and_lease),
+        T(t_stat),
+        T(t_list),
+        T(t_list_truncated),
+        T(t_list_names),
+        T(t_remove),
+        T(t_remove_deep),
+        T(t_remove_mount),
+        T(t_mkdir),
+        T(t_escape_dotdot),
+        T(t_escape_symlinks),
+        T(t_write_leaf_symlink),
+        T(t_privileged_owner),
+        T(t_race_openat2),
+        T(t_race_walker),
+    };
+    return cmocka_run_group_tests_name("files", tests, NULL, NULL);
+}
