@@ -4,7 +4,9 @@
 #include "cleanup.h"
 #include "safepath.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -293,6 +295,68 @@ bad:
     reply(sock, NSBOX_AGENT_FAILED, h->seq, 0, 125, "malformed spawn request");
 }
 
+/* Parent pid of a process from /proc/PID/stat ("pid (comm) state ppid ..."; comm may hold
+ * spaces and parentheses, so parse from the last ')'). */
+static int ppid_of(int pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    int ppid;
+    return p && sscanf(p + 1, " %*c %d", &ppid) == 1 ? ppid : -1;
+}
+
+/* Signal a command and everything it started: its process group, and every descendant that
+ * left the group (setsid, setpgid) but is still below it. The sandbox has its own pid namespace,
+ * so the scan of /proc is small. Orphans re-parented to init are out of reach: they belong to
+ * the sandbox, which kills them when it ends. */
+static void kill_tree(int root, int sig)
+{
+    int pids[4096], parents[4096];
+    size_t n = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    while (d && (de = readdir(d)) && n < 4096) {
+        int pid = atoi(de->d_name);
+        if (pid > 1) {
+            pids[n] = pid;
+            parents[n] = ppid_of(pid);
+            n++;
+        }
+    }
+    if (d)
+        closedir(d);
+    if (kill(-root, sig) < 0)
+        kill(root, sig);
+    /* mark descendants: repeat until no change (depth is small) */
+    bool in[4096] = {false};
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t i = 0; i < n; i++) {
+            if (in[i])
+                continue;
+            bool below = parents[i] == root;
+            for (size_t j = 0; !below && j < n; j++)
+                below = in[j] && parents[i] == pids[j];
+            if (below) {
+                in[i] = true;
+                changed = true;
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        if (in[i])
+            kill(pids[i], sig);
+}
+
 static void reap(int sock)
 {
     int status;
@@ -343,9 +407,8 @@ void nsbox_agent_serve(int sock)
                 for (int i = 0; i < 3; i++)
                     if (fds[i] >= 0)
                         close(fds[i]);
-                if (h.type == NSBOX_AGENT_KILL && h.pid > 1 && h.status > 0 && h.status < 65 &&
-                    kill(-h.pid, h.status) < 0)
-                    kill(h.pid, h.status);
+                if (h.type == NSBOX_AGENT_KILL && h.pid > 1 && h.status > 0 && h.status < 65)
+                    kill_tree(h.pid, h.status);
             }
         }
     }

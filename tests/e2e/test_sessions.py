@@ -93,6 +93,15 @@ class Lifecycle(SessionTest):
         r = self.exec(sid, "sh", "-c", "ps -e -o comm= | grep -c sleep || true")
         self.assertEqual(r.stdout.strip(), b"0")
 
+    def test_timeout_reaches_processes_that_left_the_group(self):
+        sid = self.create()
+        r = self.nsbox("exec", "--timeout", "1", sid, "--", "sh", "-c",
+                       "setsid sleep 40 & setsid sleep 41 & wait")
+        self.assertEqual(r.returncode, 124)
+        time.sleep(0.3)
+        r = self.exec(sid, "sh", "-c", "ps -e -o comm= | grep -c sleep || true")
+        self.assertEqual(r.stdout.strip(), b"0")
+
     def test_background_process_ps_logs_kill(self):
         sid = self.create()
         r = self.nsbox("exec", "-d", sid, "--", "sh", "-c",
