@@ -11,6 +11,7 @@
  */
 #include "image.h"
 #include "cleanup.h"
+#include "util.h"
 #include "paths.h"
 
 #include <cjson/cJSON.h>
@@ -134,41 +135,7 @@ int nsbox_image_write_at(int dfd, const char *path, const char *data, size_t len
 
 char *nsbox_image_read_text(int dfd, const char *path, size_t limit)
 {
-    cleanup_close int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    size_t cap = 4096, len = 0;
-    cleanup_free char *buf = malloc(cap);
-    if (!buf)
-        return NULL;
-    for (;;) {
-        if (len + 1 >= cap) {
-            if (cap > limit) {
-                errno = EFBIG;
-                return NULL;
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb)
-                return NULL;
-            buf = nb;
-            cap *= 2;
-        }
-        ssize_t r = read(fd, buf + len, cap - len - 1);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return NULL;
-        }
-        if (r == 0)
-            break;
-        len += (size_t)r;
-    }
-    if (len > limit) {
-        errno = EFBIG;
-        return NULL;
-    }
-    buf[len] = '\0';
-    return nsbox_steal_ptr(&buf);
+    return nsbox_read_text_at(dfd, path, limit);
 }
 
 int nsbox_image_check_exec_in_root(int root_fd, const char *path)

@@ -3,6 +3,7 @@
 #include "agent.h"
 #include "cleanup.h"
 #include "safepath.h"
+#include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -32,16 +33,8 @@ static int send_msg(int sock, const struct nsbox_agent_hdr *h, const char *paylo
         struct cmsghdr align;
     } u;
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = h->len ? 2 : 1};
-    if (nfds) {
-        memset(&u, 0, sizeof u);
-        msg.msg_control = u.buf;
-        msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-        memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-    }
+    if (nfds)
+        nsbox_cmsg_put_fds(&msg, u.buf, fds, nfds);
     ssize_t n;
     do
         n = sendmsg(sock, &msg, MSG_NOSIGNAL);
@@ -175,13 +168,7 @@ static void reply(int sock, uint32_t type, uint32_t seq, int pid, int status, co
 __attribute__((noreturn)) static void exec_child(char *cwd, char **argv, char **env,
                                                  const int fds[3], int errfd)
 {
-    struct sigaction dfl = {.sa_handler = SIG_DFL};
-    for (int sig = 1; sig < NSIG; sig++)
-        if (sig != SIGKILL && sig != SIGSTOP)
-            sigaction(sig, &dfl, NULL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
+    nsbox_reset_signals();
     /* Its own session and process group: kill and timeouts reach the whole tree. */
     setsid();
     for (int i = 0; i < 3; i++)

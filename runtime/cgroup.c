@@ -9,6 +9,7 @@
 #include "cgroup.h"
 #include "cgroup_util.h"
 #include "cleanup.h"
+#include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -143,36 +144,7 @@ static ssize_t read_small(int dirfd, const char *dir, const char *name, char *bu
 /* Whole file of unknown size (cgroup.procs, mountinfo), malloc'd; NULL/errno. */
 static char *read_alloc(const char *path)
 {
-    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    size_t cap = 4096, used = 0;
-    cleanup_free char *buf = malloc(cap);
-    if (!buf)
-        return NULL;
-    for (;;) {
-        if (used + 1 >= cap) {
-            if (cap >= (16u << 20)) {
-                errno = EFBIG;
-                return NULL;
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb)
-                return NULL;
-            buf = nb;
-            cap *= 2;
-        }
-        ssize_t r = read(fd, buf + used, cap - 1 - used);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return NULL;
-        if (r == 0)
-            break;
-        used += (size_t)r;
-    }
-    buf[used] = '\0';
-    return nsbox_steal_ptr(&buf);
+    return nsbox_read_text_at(AT_FDCWD, path, 16u << 20);
 }
 
 static int write_at(int dirfd, const char *dir, const char *name, const char *val)

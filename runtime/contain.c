@@ -9,6 +9,7 @@
 #include "idmap.h"
 #include "launch.h"
 #include "safepath.h"
+#include "util.h"
 #include "seccomp_profile.h"
 #include "sys.h"
 
@@ -229,23 +230,10 @@ static int no_new_privs(struct nsbox_err *e)
 
 /* ---- the workload -------------------------------------------------------------------------- */
 
-static void reset_signals(struct nsbox_launch *L)
-{
-    /* Ignored dispositions survive exec; a caller that ignores SIGPIPE or SIGINT must not pass
-     * that on to the sandbox's command. */
-    struct sigaction dfl = {.sa_handler = SIG_DFL};
-    for (int sig = 1; sig < NSIG; sig++)
-        if (sig != SIGKILL && sig != SIGSTOP)
-            sigaction(sig, &dfl, NULL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
 __attribute__((noreturn)) static void workload_exec(struct nsbox_launch *L)
 {
     struct nsbox_err e = {0};
-    reset_signals(L);
+    nsbox_reset_signals(); /* a caller's ignored SIGPIPE/SIGINT must not reach the command */
     if (set_rlimits(L, &e) < 0 || close_other_fds(L->report_wr) < 0 || new_session(&e) < 0)
         report_and_exit(L, 125, &e);
     if (nsbox_sp_chdir_in_root(L->cwd, &e) < 0)

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "proto.h"
 #include "cleanup.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -303,16 +304,8 @@ int nsbox_proto_send(int sock, const char *json, const int *fds, size_t nfds, st
         struct cmsghdr align;
     } u;
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
-    if (nfds > 0) {
-        memset(&u, 0, sizeof u);
-        msg.msg_control = u.buf;
-        msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-        memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-    }
+    if (nfds > 0)
+        nsbox_cmsg_put_fds(&msg, u.buf, fds, nfds);
     size_t total = 4 + len, sent = 0;
     while (sent < total) {
         ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL);
