@@ -128,6 +128,7 @@ struct ring {
 struct proc {
     bool used, background, spawned, running;
     bool orphaned; /* its exec client left before init said it started */
+    int pending_sig; /* a signal from its client that came before its pid */
     uint32_t seq;
     int pid, exit_code;
     int client; /* index in clients[] waiting for the result (exec), -1 */
@@ -520,13 +521,13 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
         break;
     }
     case NSBOX_OP_SIGNAL: {
+        /* No reply: the connection's one reply belongs to its exec. A signal that arrives
+         * before init reported the command's pid is delivered when it does. */
         int w = S->clients[ci].waiting;
-        if (w < 0 || !S->procs[w].spawned) {
-            nsbox_err_set(&e, NSBOX_E_INVALID, ESRCH, "no command running on this connection");
-            reply_err(S, ci, rq.tag, &e);
-        } else {
+        if (w >= 0 && S->procs[w].spawned)
             nsbox_agent_kill(S->agent, S->procs[w].pid, rq.sig, &e);
-        }
+        else if (w >= 0)
+            S->procs[w].pending_sig = rq.sig;
         break;
     }
     case NSBOX_OP_DELETE:
@@ -583,6 +584,8 @@ static void on_agent(struct sup *S)
         p->spawned = true;
         if (p->orphaned)
             nsbox_agent_kill(S->agent, p->pid, SIGKILL, &e);
+        else if (p->pending_sig)
+            nsbox_agent_kill(S->agent, p->pid, p->pending_sig, &e);
         if (p->background && ci >= 0) {
             cJSON *rep = nsbox_reply_ok(p->tag);
             cJSON_AddNumberToObject(rep, "pid", p->pid);
