@@ -3,11 +3,19 @@
  * module applies it with libnl-route-3 (netlink) and libnftables (one transaction), never by
  * running `ip` or `nft`.
  *
- * Sides of the clone:
- *   parent, before clone:  nsbox_net_prepare      (checks, allocations, host-side objects)
- *   parent, after clone:   nsbox_net_attach       (move the sandbox end into the child's netns)
- *   child, before exec:    nsbox_net_child_setup  (lo up; eth0 address and default route)
- *   parent, at the end:    nsbox_net_teardown     (remove what was added; idempotent)
+ * Sides of the clone (docs/network.md has the details):
+ *   parent, before clone:  nsbox_net_prepare      (checks, config, resolvers, names; the
+ *                                                  sandbox's resolv.conf/hosts; nothing on the
+ *                                                  host's network yet)
+ *   parent, after clone:   nsbox_net_attach       (claim an address slot and add the sandbox's
+ *                                                  nftables elements in one transaction; the
+ *                                                  veth, its peer born in the child's netns)
+ *   child, before exec:    nsbox_net_child_setup  (lo up; eth0 address and default route). The
+ *                                                  struct is shared with the parent (MAP_SHARED):
+ *                                                  it must run after nsbox_net_attach returned,
+ *                                                  which the sync pipe orders; it fails if not.
+ *   parent, at the end:    nsbox_net_teardown     (one transaction removing the elements; the
+ *                                                  veth goes with the child's netns)
  *   anyone, after a crash: nsbox_net_gc           (remove leftovers of a dead sandbox id) */
 #ifndef NSBOX_NET_H
 #define NSBOX_NET_H
@@ -22,8 +30,10 @@
 struct nsbox_net;
 
 /* Fails before anything is set up when the policy cannot be enforced here (no CAP_NET_ADMIN for
- * all/allow, nf_tables missing, ...), with the fix. state_dir: the sandbox's state directory, where
- * per-sandbox files (resolv.conf, hosts) may be written. */
+ * all/allow/egress, IPv6 destinations, no reachable DNS resolver for all, a name that does not
+ * resolve, ...), with the fix. A kernel without nf_tables shows in nsbox_net_attach.
+ * state_dir: the sandbox's state directory, where per-sandbox files (resolv.conf, hosts, and the
+ * marker gc looks for) are written. */
 int nsbox_net_prepare(const struct nsbox_spec *s, const char *id, const char *state_dir,
                       struct nsbox_net **out, struct nsbox_err *e);
 int nsbox_net_attach(struct nsbox_net *n, pid_t child, struct nsbox_err *e);

@@ -32,6 +32,7 @@ int nsbox_netlink_delete(const char *ifname, struct nsbox_err *e);
 struct nsbox_nft;
 
 int nsbox_nft_open(struct nsbox_nft **out, struct nsbox_err *e);
+/* Does not wait for the kernel to release committed transactions (see close_in_background). */
 void nsbox_nft_close(struct nsbox_nft *n);
 /* Runs one batch of commands (text, or JSON when `json`) as one transaction. On failure e->msg
  * has libnftables' first error line and e->sys_errno the errno it names (EEXIST, ENOENT, EPERM,
@@ -39,5 +40,20 @@ void nsbox_nft_close(struct nsbox_nft *n);
 int nsbox_nft_run(struct nsbox_nft *n, const char *cmds, bool json, struct nsbox_err *e);
 /* The JSON listing of `what` (e.g. "table inet nsbox"); *out malloc'd. ENOENT when absent. */
 int nsbox_nft_list_json(struct nsbox_nft *n, const char *what, char **out, struct nsbox_err *e);
+
+/* ---- the sandbox's elements in the table (net_table.c) -------------------------------------- */
+
+struct nsbox_netplan;
+
+/* net.ipv4.ip_forward of our network namespace. */
+int nsbox_net_forwarding(bool *on, struct nsbox_err *e);
+int nsbox_net_forwarding_enable(struct nsbox_err *e);
+/* Claims a free address slot (sets plan->slot) and adds the sandbox's elements, in one
+ * transaction; creates the table first when it does not exist (forward_guard: see
+ * nsbox_netplan_table_text). *del: the transaction that removes exactly them. */
+int nsbox_net_table_add(struct nsbox_nft *nft, struct nsbox_netplan *plan, bool forward_guard,
+                        char **del, struct nsbox_err *e);
+/* Removes every element of sandbox `id`, found by listing the table. */
+int nsbox_net_table_remove(struct nsbox_nft *nft, const char *id, struct nsbox_err *e);
 
 #endif

@@ -17,6 +17,9 @@
 #include <netlink/route/route.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #define NL_FUNCS(X)                                                                                \
     X(nl_socket_alloc)                                                                             \
@@ -34,6 +37,8 @@
     X(rtnl_link_set_ns_pid)                                                                        \
     X(rtnl_link_set_flags)                                                                         \
     X(rtnl_link_set_ifindex)                                                                       \
+    X(rtnl_link_set_num_tx_queues)                                                                 \
+    X(rtnl_link_set_num_rx_queues)                                                                 \
     X(rtnl_link_add)                                                                               \
     X(rtnl_link_change)                                                                            \
     X(rtnl_link_delete)                                                                            \
@@ -65,7 +70,7 @@ static char nl_load_error[256];
 static int load(void)
 {
     /* libnl-route-3 pulls in libnl-3; dlsym on its handle searches both. */
-    void *h = dlopen("libnl-route-3.so.200", RTLD_NOW | RTLD_LOCAL);
+    void *h = dlopen("libnl-route-3.so.200", RTLD_LAZY | RTLD_LOCAL);
     if (!h) {
         const char *m = dlerror();
         snprintf(nl_load_error, sizeof nl_load_error, "%s", m ? m : "dlopen failed");
@@ -161,6 +166,12 @@ int nsbox_netlink_veth(const char *host_if, const char *peer_if, pid_t pid, stru
     nl.rtnl_link_set_name(link, host_if);
     nl.rtnl_link_set_flags(link, IFF_UP);
     nl.rtnl_link_set_name(peer, peer_if);
+    /* One queue each way: by default a veth gets one per possible CPU, and every queue is a
+     * kobject to create (and destroy) in each namespace: milliseconds on a large host. */
+    for (struct rtnl_link *l = link; l; l = l == link ? peer : NULL) {
+        nl.rtnl_link_set_num_tx_queues(l, 1);
+        nl.rtnl_link_set_num_rx_queues(l, 1);
+    }
     /* Born in the sandbox's namespace: it never exists in ours under a name to clash with. */
     nl.rtnl_link_set_ns_pid(peer, pid);
     int r = nl.rtnl_link_add(sk, link, NLM_F_CREATE | NLM_F_EXCL);
@@ -241,6 +252,26 @@ static int default_route(struct nl_sock *sk, int idx, struct in_addr gw, struct 
     return r < 0 ? nl_fail(e, r, "cannot add the default route%s", "") : 0;
 }
 
+/* Until the kernel's link watcher has seen the carrier, the ends of the pair keep a qdisc that
+ * drops everything: a first SYN would be lost and retried a second later. It acts at once for a
+ * veth (an "urgent" event), unless both ends happen to have the same ifindex in their own
+ * namespaces (a fresh host namespace whose first link is ours: 2 and 2), when it waits up to a
+ * second. Normally this loop does not sleep at all. */
+static void wait_running(const char *ifname)
+{
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return;
+    struct ifreq ifr = {0};
+    snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", ifname);
+    for (int i = 0; i < 30000; i++) { /* at most ~3 s */
+        if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0 || (ifr.ifr_flags & IFF_RUNNING))
+            break;
+        usleep(100);
+    }
+    close(s);
+}
+
 int nsbox_netlink_sandbox(const char *ifname, struct in_addr addr, unsigned prefix,
                           struct in_addr gw, struct nsbox_err *e)
 {
@@ -258,6 +289,8 @@ int nsbox_netlink_sandbox(const char *ifname, struct in_addr addr, unsigned pref
                 ? -1
                 : 0;
     nl.nl_socket_free(sk);
+    if (r == 0)
+        wait_running(ifname);
     return r;
 }
 

@@ -1,0 +1,154 @@
+/* The network plan of a sandbox: what runtime/net.c applies for network none/all/allow and
+ * egress CIDRs (docs/network.md). Pure: addresses from a slot of the pool, the nftables text for
+ * the one persistent `inet nsbox` table and for each sandbox's elements in it, resolv.conf and
+ * hosts contents, the garbage collector's deletions. No system calls; unit tested without root.
+ *
+ * Every per-sandbox object is a set element keyed by the sandbox's host-side interface name
+ * ("nsb" + id) or, for its address slot, commented with its id: adding a sandbox is one
+ * transaction of `add element`s, removing it one of `delete element`s, and the table itself is
+ * created once per network namespace and never deleted. */
+#ifndef NSBOX_NETPLAN_H
+#define NSBOX_NETPLAN_H
+
+#include "nsbox.h"
+#include "spec.h"
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NSBOX_NET_TABLE "nsbox"       /* table inet nsbox */
+#define NSBOX_NET_IFPREFIX "nsb"      /* host end of a sandbox's veth: nsb<id> */
+#define NSBOX_NET_SANDBOX_IF "eth0"   /* the sandbox's end */
+#define NSBOX_NET_DEFAULT_POOL "10.171.0.0/16"
+#define NSBOX_NET_SLOT_PREFIX 30      /* one /30 per sandbox: .1 host end, .2 sandbox */
+#define NSBOX_NET_MAX_DNS 3           /* glibc reads at most 3 nameservers (MAXNS) */
+#define NSBOX_NET_MAX_ADDRS 16        /* addresses pinned per allowed name */
+#define NSBOX_NET_ID_MAX 12           /* "nsb" + id fits IFNAMSIZ - 1 */
+#define NSBOX_NET_RESOLV_DEFAULT "/etc/resolv.conf:/run/systemd/resolve/resolv.conf"
+
+/* ---- address pool --------------------------------------------------------------------------- */
+
+struct nsbox_netpool {
+    uint32_t base; /* host byte order, host bits zero */
+    uint8_t prefix;
+};
+
+/* The i-th /30 of the pool. Addresses in network byte order. */
+struct nsbox_netslot {
+    uint32_t index;
+    struct in_addr subnet, host, sandbox;
+};
+
+/* An IPv4 CIDR with prefix 8..30, not in 0/8, 127/8, 169.254/16 or 224/3. */
+int nsbox_netpool_parse(const char *text, struct nsbox_netpool *p, struct nsbox_err *e);
+uint32_t nsbox_netpool_slots(const struct nsbox_netpool *p);
+int nsbox_netpool_slot(const struct nsbox_netpool *p, uint32_t index, struct nsbox_netslot *out,
+                       struct nsbox_err *e);
+bool nsbox_netpool_overlaps(const struct nsbox_netpool *p, const struct nsbox_cidr *c);
+
+/* ---- configuration ("network" in /etc/nsbox/config.json) ------------------------------------ */
+
+struct nsbox_netconfig {
+    struct nsbox_netpool pool;
+    size_t n_dns; /* > 0: these resolvers instead of the host's resolv.conf */
+    struct in_addr dns[NSBOX_NET_MAX_DNS];
+};
+
+void nsbox_netconfig_init(struct nsbox_netconfig *c);
+/* {"network": {"pool": "10.171.0.0/16", "dns": ["192.0.2.53"]}}; other top-level keys belong to
+ * other modules. Unknown keys inside "network" are errors. */
+int nsbox_netconfig_from_json(struct nsbox_netconfig *c, const char *json, size_t len,
+                              struct nsbox_err *e);
+
+/* ---- resolv.conf ---------------------------------------------------------------------------- */
+
+struct nsbox_resolv {
+    size_t n_ns;
+    struct in_addr ns[NSBOX_NET_MAX_DNS];
+    size_t n_skipped;        /* loopback (a local stub such as 127.0.0.53) or IPv6 resolvers */
+    char skipped[64];        /* the first of them, for messages */
+    char search[256];        /* "search"/"domain" value, "" if none */
+    char options[256];       /* "options" values, space separated */
+};
+
+/* Nameservers a sandbox can reach: IPv4 and not loopback (the sandbox's 127.0.0.1 is its own). */
+void nsbox_resolv_parse(const char *text, struct nsbox_resolv *r);
+
+/* ---- the plan ------------------------------------------------------------------------------- */
+
+struct nsbox_netpin {
+    char name[NSBOX_HOSTNAME_MAX + 1];
+    size_t n;
+    struct in_addr addr[NSBOX_NET_MAX_ADDRS];
+};
+
+struct nsbox_nettcp {
+    struct in_addr addr;
+    uint16_t port;
+};
+
+struct nsbox_netcidr {
+    struct in_addr addr;
+    uint8_t prefix;
+};
+
+struct nsbox_netplan {
+    enum nsbox_net_mode mode;
+    bool link; /* a veth: all, allow, or none with egress CIDRs */
+    char id[NSBOX_NET_ID_MAX + 1];
+    char ifname[16];
+    struct nsbox_netpool pool;
+    struct nsbox_netslot slot; /* set with nsbox_netplan_set_slot */
+    size_t n_pins;             /* allow: names resolved at creation, pinned in /etc/hosts */
+    struct nsbox_netpin *pins;
+    size_t n_tcp; /* allow: address . port pairs the sandbox may open */
+    struct nsbox_nettcp *tcp;
+    size_t n_cidr; /* egress, minimal (no range inside another) */
+    struct nsbox_netcidr cidr[NSBOX_MAX_CIDRS];
+    struct nsbox_resolv dns; /* all: the resolvers written in the sandbox's resolv.conf */
+    char dns_source[256];    /* where they came from, for the file's comment */
+};
+
+/* Resolves a name to IPv4 addresses (the host's resolver at creation; a table in tests). */
+typedef int (*nsbox_netplan_resolve_fn)(void *ctx, const char *name, struct in_addr *out,
+                                        size_t max, size_t *n, struct nsbox_err *e);
+
+/* dns: the resolvers for network all (ignored otherwise). Fails (NSBOX_E_UNSUPPORTED) for what
+ * nsbox cannot enforce (IPv6 destinations, no reachable resolver for all) and (NSBOX_E_INVALID)
+ * for egress ranges inside the sandbox pool. */
+int nsbox_netplan_build(const struct nsbox_spec *s, const char *id,
+                        const struct nsbox_netpool *pool, const struct nsbox_resolv *dns,
+                        const char *dns_source, nsbox_netplan_resolve_fn resolve, void *rctx,
+                        struct nsbox_netplan *p, struct nsbox_err *e);
+void nsbox_netplan_free(struct nsbox_netplan *p);
+int nsbox_netplan_set_slot(struct nsbox_netplan *p, uint32_t index, struct nsbox_err *e);
+
+/* ---- nftables text (malloc'd, NULL on ENOMEM) ------------------------------------------------ */
+
+/* The persistent table, created when missing. forward_guard: the host did not forward before
+ * nsbox turned ip_forward on; keep it from forwarding anything but sandbox traffic. */
+char *nsbox_netplan_table_text(bool forward_guard);
+/* One transaction: claim the slot (`create element`: fails with EEXIST when taken) and add the
+ * sandbox's elements. */
+char *nsbox_netplan_add_text(const struct nsbox_netplan *p);
+/* One transaction removing exactly what add_text added. */
+char *nsbox_netplan_del_text(const struct nsbox_netplan *p);
+
+/* From the JSON listing of the table (`nft -j list table inet nsbox`): a JSON transaction that
+ * deletes every element of sandbox `id`, or NULL when there is none (or on ENOMEM: *oom). */
+char *nsbox_netplan_gc_json(const char *listing, const char *id, bool *oom);
+/* From the same listing: a free slot of the pool, chosen from `rnd`; -1 when all are taken. */
+int64_t nsbox_netplan_free_slot(const char *listing, const struct nsbox_netpool *pool,
+                                uint32_t rnd);
+
+/* ---- files bound over the sandbox's /etc ----------------------------------------------------- */
+
+/* all: the resolvers; allow and none+egress: a file that explains why there is no DNS. */
+char *nsbox_netplan_resolv_conf(const struct nsbox_netplan *p);
+/* allow: localhost lines and the pinned names; NULL (keep the image's) otherwise. On ENOMEM
+ * *oom is set. */
+char *nsbox_netplan_hosts(const struct nsbox_netplan *p, bool *oom);
+
+#endif

@@ -1,0 +1,299 @@
+"""A network lab for the network tests (DESIGN.md section 4): nothing here touches the host's own
+network. Everything lives in namespaces the lab makes and removes:
+
+  LAB  (ip netns nsbox-lab-<pid>)     plays "the host": nsbox runs here, so its nftables table,
+                                      veths, routes and ip_forward are the lab's
+        lab0 10.250.0.1/24 --veth-- up0 10.250.0.2/24
+  UP   (ip netns nsbox-labup-<pid>)   a fake upstream: 198.51.100.10, 198.51.100.20 and
+                                      169.254.169.254 on its loopback, TCP listeners on every
+                                      address, a DNS server on 10.250.0.2:53 for *.lab.test
+
+LAB's default route goes to UP; UP has no route anywhere else, so nothing can leave.
+
+nsbox is started as `nsenter --net=LAB unshare --mount sh -c 'mount --bind R /etc/resolv.conf;
+exec nsbox ...'`: in a private mount namespace /etc/resolv.conf names the lab's DNS server (for
+allow-mode names, which the host resolves), and the real /etc is untouched.
+
+Run as a script, this file is the lab's servers: `python3 netlab.py serve ...`.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import socketserver
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+LAB_ADDR = "10.250.0.1"
+UP_ADDR = "10.250.0.2"
+API = "198.51.100.10"      # api.lab.test
+OTHER = "198.51.100.20"    # other.lab.test
+META = "169.254.169.254"   # a cloud metadata address
+HOST_PORT = 7000           # a service of "the host" (LAB), on all its addresses
+UP_PORTS = (80, 443, 8443, 9999)
+DNS_NAMES = {"api.lab.test": API, "other.lab.test": OTHER}
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def sh(*cmd, check=True, **kw):
+    return subprocess.run(list(cmd), check=check, capture_output=True, text=True, **kw)
+
+
+def missing_tools():
+    return [t for t in ("ip", "nsenter", "unshare", "nft", "mount") if not shutil.which(t)]
+
+
+class Lab:
+    def __init__(self):
+        tag = os.getpid()
+        self.lab = f"nsbox-lab-{tag}"
+        self.up = f"nsbox-labup-{tag}"
+        self.tmp = tempfile.mkdtemp(prefix="nsbox-netlab-")
+        os.chmod(self.tmp, 0o755)
+        self.resolv = os.path.join(self.tmp, "resolv.conf")
+        with open(self.resolv, "w") as f:
+            f.write(f"nameserver {UP_ADDR}\nsearch lab.test\n")
+        os.chmod(self.resolv, 0o644)
+        self.procs = []
+        self.made = []
+        try:
+            self._build()
+        except BaseException:
+            self.cleanup()
+            raise
+
+    # ---- building and removing --------------------------------------------------------------
+
+    def _build(self):
+        for ns in (self.lab, self.up):
+            sh("ip", "netns", "add", ns)
+            self.made.append(ns)
+        sh("ip", "-n", self.lab, "link", "add", "name", "lab0", "type", "veth", "peer", "name",
+           "up0", "netns", self.up)
+        L = ("ip", "-n", self.lab)
+        U = ("ip", "-n", self.up)
+        sh(*L, "link", "set", "lo", "up")
+        # A new namespace inherits ip_forward from the host's: start from "the host does not
+        # forward", the case where nsbox must turn it on and guard it.
+        sh("ip", "netns", "exec", self.lab, "sysctl", "-qw", "net.ipv4.ip_forward=0")
+        sh(*L, "addr", "add", f"{LAB_ADDR}/24", "dev", "lab0")
+        sh(*L, "link", "set", "lab0", "up")
+        sh(*L, "route", "add", "default", "via", UP_ADDR)
+        sh(*U, "link", "set", "lo", "up")
+        for a in (API, OTHER, META):
+            sh(*U, "addr", "add", f"{a}/32", "dev", "lo")
+        sh(*U, "addr", "add", f"{UP_ADDR}/24", "dev", "up0")
+        sh(*U, "link", "set", "up0", "up")
+        ports = ",".join(str(p) for p in UP_PORTS)
+        self._serve(self.up, ["--tcp", ports, "--dns", json.dumps(DNS_NAMES)])
+        self._serve(self.lab, ["--tcp", str(HOST_PORT)])
+
+    def _serve(self, ns, args):
+        p = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, os.path.join(HERE, "netlab.py"),
+                              "serve"] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        self.procs.append(p)
+        line = p.stdout.readline()
+        if line.strip() != "READY":
+            raise RuntimeError(f"lab server in {ns} did not start: {line} {p.stderr.read()}")
+
+    def cleanup(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        self.procs = []
+        for ns in reversed(self.made):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        self.made = []
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # ---- running things in the lab ----------------------------------------------------------
+
+    def wrap(self, cmd, user=None, resolv=None):
+        """cmd run in LAB's network namespace, with the lab's resolv.conf bound over
+        /etc/resolv.conf in a private mount namespace; as `user` (a pwd entry) if given."""
+        if user is not None:
+            cmd = ["setpriv", "--reuid", str(user.pw_uid), "--regid", str(user.pw_gid),
+                   "--clear-groups", "--"] + list(cmd)
+        return ["nsenter", f"--net=/run/netns/{self.lab}", "unshare", "--mount",
+                "--propagation", "private", "sh", "-c",
+                'mount --bind "$0" /etc/resolv.conf && exec "$@"', resolv or self.resolv] + list(cmd)
+
+    def exec(self, *cmd, check=True):
+        return sh("ip", "netns", "exec", self.lab, *cmd, check=check)
+
+    def nft_table(self):
+        """The lab's `inet nsbox` table as {set name: [elements]}, or None when absent."""
+        r = self.exec("nft", "-j", "list", "table", "inet", "nsbox", check=False)
+        if r.returncode != 0:
+            return None
+        sets = {}
+        for obj in json.loads(r.stdout)["nftables"]:
+            if "set" in obj:
+                sets[obj["set"]["name"]] = obj["set"].get("elem", [])
+        return sets
+
+    def nft_rules_text(self):
+        return self.exec("nft", "list", "table", "inet", "nsbox", check=False).stdout
+
+    def sandbox_links(self):
+        out = self.exec("ip", "-o", "link").stdout
+        return [l.split(":")[1].strip().split("@")[0] for l in out.splitlines()
+                if l.split(":")[1].strip().startswith("nsb")]
+
+    def pool_routes_and_addrs(self, pool_prefix="10.171."):
+        r = self.exec("ip", "-4", "route").stdout + self.exec("ip", "-4", "-o", "addr").stdout
+        return [l for l in r.splitlines() if pool_prefix in l]
+
+    def ip_forward(self):
+        return self.exec("cat", "/proc/sys/net/ipv4/ip_forward").stdout.strip()
+
+    def tcp_from_lab(self, addr, port, timeout=3):
+        """Connect from LAB itself (to prove a target is really up)."""
+        code = ("import socket,sys\n"
+                "s=socket.create_connection((sys.argv[1],int(sys.argv[2])),timeout=3)\n"
+                "print(s.recv(200).decode().strip())\n")
+        r = self.exec(sys.executable, "-c", code, addr, str(port), check=False)
+        return r.stdout.strip() if r.returncode == 0 else None
+
+
+# ---- the probe that runs inside sandboxes ------------------------------------------------------
+
+PROBE = r"""
+import errno, json, socket, struct, sys
+def gateway():
+    for line in open('/proc/net/route').read().splitlines()[1:]:
+        f = line.split()
+        if f[1] == '00000000':
+            return socket.inet_ntoa(struct.pack('<I', int(f[2], 16)))
+    return None
+def classify(ex):
+    if isinstance(ex, socket.timeout):
+        return 'timeout'
+    n = getattr(ex, 'errno', None)
+    if n == errno.ECONNREFUSED:
+        return 'refused'
+    if n in (errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EACCES, errno.EPERM):
+        return 'unreachable'
+    return 'error:' + (errno.errorcode.get(n, str(n)) if n else repr(ex))
+def tcp(host, port):
+    try:
+        s = socket.create_connection((host, port), timeout=4)
+        s.settimeout(4)
+        data = s.recv(200).decode().strip()
+        return 'ok:' + data
+    except Exception as ex:
+        return classify(ex)
+def dns(server, name):
+    q = struct.pack('>HHHHHH', 0x1234, 0x0100, 1, 0, 0, 0)
+    q += b''.join(bytes([len(p)]) + p.encode() for p in name.split('.')) + b'\0'
+    q += struct.pack('>HH', 1, 1)
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.settimeout(4)
+        s.connect((server, 53))
+        s.send(q)
+        r = s.recv(512)
+        return 'ok:' + socket.inet_ntoa(r[-4:])
+    except Exception as ex:
+        return classify(ex)
+out = {}
+for t in sys.argv[1:]:
+    kind, rest = t.split(':', 1)
+    if kind == 'tcp':
+        host, port = rest.rsplit(':', 1)
+        if host == 'GATEWAY':
+            host = gateway()
+        out[t] = tcp(host, int(port))
+    elif kind == 'dns':
+        server, name = rest.split(':', 1)
+        out[t] = dns(server, name)
+    elif kind == 'resolve':
+        try:
+            out[t] = 'ok:' + socket.gethostbyname(rest)
+        except Exception as ex:
+            out[t] = 'fail'
+print(json.dumps(out))
+"""
+
+
+# ---- servers (python3 netlab.py serve --tcp PORTS [--dns JSON]) --------------------------------
+
+class _Banner(socketserver.BaseRequestHandler):
+    def handle(self):
+        local = self.request.getsockname()
+        peer = self.request.getpeername()
+        try:
+            self.request.sendall(f"HELLO {local[0]}:{local[1]} FROM {peer[0]}\n".encode())
+        except OSError:
+            pass
+
+
+class _TCPServer(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+
+
+def _dns_answer(names, data):
+    if len(data) < 12:
+        return None
+    tid, flags, qd = struct.unpack(">HHH", data[:6])
+    i, labels = 12, []
+    while i < len(data) and data[i]:
+        labels.append(data[i + 1:i + 1 + data[i]].decode(errors="replace"))
+        i += 1 + data[i]
+    qtype, qclass = struct.unpack(">HH", data[i + 1:i + 5])
+    question = data[12:i + 5]
+    name = ".".join(labels).lower()
+    addr = names.get(name)
+    if addr is None:
+        return struct.pack(">HHHHHH", tid, 0x8183, 1, 0, 0, 0) + question
+    if qtype != 1:
+        return struct.pack(">HHHHHH", tid, 0x8180, 1, 0, 0, 0) + question
+    answer = struct.pack(">HHHIH", 0xC00C, 1, 1, 60, 4) + socket.inet_aton(addr)
+    return struct.pack(">HHHHHH", tid, 0x8180, 1, 1, 0, 0) + question + answer
+
+
+def _serve_dns(names):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("0.0.0.0", 53))
+    def loop():
+        while True:
+            data, peer = s.recvfrom(512)
+            try:
+                r = _dns_answer(names, data)
+            except Exception:
+                r = None
+            if r:
+                s.sendto(r, peer)
+    threading.Thread(target=loop, daemon=True).start()
+
+
+def serve(argv):
+    ports, names = [], None
+    it = iter(argv)
+    for a in it:
+        if a == "--tcp":
+            ports = [int(p) for p in next(it).split(",")]
+        elif a == "--dns":
+            names = json.loads(next(it))
+    for p in ports:
+        srv = _TCPServer(("0.0.0.0", p), _Banner)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+    if names:
+        _serve_dns(names)
+    print("READY", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    while True:
+        time.sleep(3600)
+
+
+if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] == "serve":
+    serve(sys.argv[2:])

@@ -1,0 +1,347 @@
+"""End-to-end: network none / all / allow and egress CIDRs, in a lab of network namespaces that
+this module makes and removes (tests/e2e/netlab.py). nsbox runs inside the lab namespace, so the
+nftables table, veths, routes and ip_forward it manages are the lab's, never the host's; no
+packet leaves the lab's namespaces."""
+import json
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+from netlab import (API, DNS_NAMES, HOST_PORT, LAB_ADDR, META, OTHER, PROBE, UP_ADDR, Lab,
+                    missing_tools)
+from nsbox_test import NSBOX, Dirs, ensure_test_user, is_root
+
+REGION_MSG = ("This network policy is not supported in region 'us-east-1'; it is supported only "
+              "in nl-north-1. Pass network=Network.all() or a supported region.")
+
+lab = None
+
+
+def setUpModule():
+    global lab
+    if not is_root():
+        raise unittest.SkipTest("the network lab needs root (network namespaces, veths)")
+    missing = missing_tools()
+    if missing:
+        raise unittest.SkipTest(f"the network lab needs {', '.join(missing)}")
+    if not os.path.isfile("/etc/resolv.conf"):
+        raise unittest.SkipTest("no /etc/resolv.conf to bind the lab's over")
+    try:
+        lab = Lab()
+    except (subprocess.CalledProcessError, RuntimeError) as ex:
+        detail = getattr(ex, "stderr", "") or ""
+        raise unittest.SkipTest(f"cannot build the network lab here: {ex} {detail}")
+
+
+def tearDownModule():
+    if lab:
+        lab.cleanup()
+
+
+class NetTest(unittest.TestCase):
+    maxDiff = None
+
+    def setUp(self):
+        self.dirs = Dirs()
+
+    def tearDown(self):
+        self.dirs.cleanup()
+
+    def nsbox(self, args, user=None, extra_env=None, timeout=60, resolv=None, dirs=None):
+        dirs = dirs or self.dirs
+        env = dirs.env({"NSBOX_RESOLV_CONF": lab.resolv})
+        if extra_env:
+            env.update(extra_env)
+        if user is not None:
+            env["HOME"] = user.pw_dir
+        return subprocess.run(lab.wrap([NSBOX] + list(args), user=user, resolv=resolv),
+                              capture_output=True, timeout=timeout, env=env)
+
+    def probe(self, net_args, *targets):
+        r = self.nsbox(["run"] + net_args + ["--", "python3", "-c", PROBE] + list(targets))
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        return json.loads(r.stdout)
+
+    def sh(self, net_args, script):
+        r = self.nsbox(["run"] + net_args + ["--", "sh", "-c", script])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        return r.stdout.decode()
+
+    def assertOk(self, result, addr=None):
+        self.assertTrue(result.startswith("ok:"), result)
+        if addr:
+            self.assertIn(f"HELLO {addr}:", result)
+
+    def assertRejected(self, result):
+        # refused (TCP reset) or admin-prohibited/no route: visible at once, never a hang
+        self.assertIn(result, ("refused", "unreachable"))
+
+    def assertLabClean(self):
+        """Nothing of any sandbox is left in the lab: set elements, links, addresses, routes.
+        The veth goes away with the sandbox's namespace, asynchronously: poll a little."""
+        sets = lab.nft_table()
+        if sets is not None:
+            self.assertEqual({k: v for k, v in sets.items() if v}, {}, "nft elements left")
+        deadline = time.time() + 5
+        while (lab.sandbox_links() or lab.pool_routes_and_addrs()) and time.time() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(lab.sandbox_links(), [])
+        self.assertEqual(lab.pool_routes_and_addrs(), [])
+        self.assertEqual(self.dirs.leftovers(), [])
+
+
+class LabSanity(NetTest):
+    def test_lab_targets_are_up(self):
+        # Without this, a blocked connection in the tests below would prove nothing.
+        self.assertIn(f"HELLO {API}:443", lab.tcp_from_lab(API, 443) or "")
+        self.assertIn(f"HELLO {META}:80", lab.tcp_from_lab(META, 80) or "")
+        self.assertIn(f"HELLO {LAB_ADDR}:{HOST_PORT}", lab.tcp_from_lab(LAB_ADDR, HOST_PORT) or "")
+
+
+class NetworkNone(NetTest):
+    def test_reaches_nothing(self):
+        res = self.probe([], f"tcp:{API}:443", f"tcp:{LAB_ADDR}:{HOST_PORT}", f"dns:{UP_ADDR}:api.lab.test",
+                         f"tcp:{META}:80")
+        for k, v in res.items():
+            self.assertEqual(v, "unreachable", k)
+        self.assertLabClean()
+
+    def test_only_loopback(self):
+        out = self.sh([], "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '")
+        self.assertEqual(out.split(), ["lo"])
+
+
+class NetworkAll(NetTest):
+    def test_reaches_upstream_with_masquerade(self):
+        res = self.probe(["--network", "all"], f"tcp:{API}:443", f"tcp:{OTHER}:80",
+                         f"tcp:{UP_ADDR}:9999")
+        self.assertOk(res[f"tcp:{API}:443"], API)
+        self.assertOk(res[f"tcp:{OTHER}:80"], OTHER)
+        self.assertOk(res[f"tcp:{UP_ADDR}:9999"], UP_ADDR)
+        # upstream sees the lab host's address, not the sandbox's
+        self.assertTrue(res[f"tcp:{API}:443"].endswith(f"FROM {LAB_ADDR}"), res)
+        self.assertLabClean()
+
+    def test_not_the_host_nor_metadata(self):
+        res = self.probe(["--network", "all"], f"tcp:{LAB_ADDR}:{HOST_PORT}",
+                         f"tcp:GATEWAY:{HOST_PORT}", f"tcp:{META}:80", f"tcp:{META}:443")
+        for k, v in res.items():
+            self.assertRejected(v)
+        self.assertLabClean()
+
+    def test_dns_works(self):
+        out = self.sh(["--network", "all"], "cat /etc/resolv.conf; getent ahostsv4 api.lab.test")
+        self.assertIn(f"nameserver {UP_ADDR}\n", out)
+        self.assertIn(f"{API}", out.split("\n", 3)[-1])
+        res = self.probe(["--network", "all"], "resolve:other.lab.test")
+        self.assertEqual(res["resolve:other.lab.test"], f"ok:{OTHER}")
+
+    def test_dns_behind_a_local_stub(self):
+        # The host's resolv.conf names a 127.0.0.53-style stub, unreachable from a sandbox;
+        # nsbox takes the upstream list (systemd-resolved keeps it in a second file).
+        stub = os.path.join(self.dirs.base, "stub.conf")
+        upstream = os.path.join(self.dirs.base, "upstream.conf")
+        with open(stub, "w") as f:
+            f.write("nameserver 127.0.0.53\noptions edns0 trust-ad\nsearch lab.test\n")
+        with open(upstream, "w") as f:
+            f.write(f"# managed by a resolver daemon\nnameserver {UP_ADDR}\nsearch lab.test\n")
+        r = self.nsbox(["run", "--network", "all", "--", "sh", "-c",
+                        "cat /etc/resolv.conf; getent ahostsv4 api"],
+                       extra_env={"NSBOX_RESOLV_CONF": f"{stub}:{upstream}"})
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        out = r.stdout.decode()
+        self.assertIn(f"nameserver {UP_ADDR}\n", out)
+        self.assertNotIn("127.0.0.53", out)
+        self.assertIn(API, out)
+
+    def test_no_reachable_resolver_is_refused_with_the_fix(self):
+        stub = os.path.join(self.dirs.base, "stub.conf")
+        with open(stub, "w") as f:
+            f.write("nameserver 127.0.0.53\n")
+        r = self.nsbox(["run", "--network", "all", "--", "true"],
+                       extra_env={"NSBOX_RESOLV_CONF": stub})
+        self.assertEqual(r.returncode, 125)
+        err = r.stderr.decode()
+        self.assertIn("127.0.0.53", err)
+        self.assertIn("fix:", err)
+        self.assertLabClean()
+
+    def test_ip_forward_on_and_guarded(self):
+        self.sh(["--network", "all"], "true")
+        self.assertEqual(lab.ip_forward(), "1")
+        # the lab did not forward before nsbox: nsbox keeps it from forwarding anything else
+        self.assertIn('iifname != "nsb*" oifname != "nsb*" drop', lab.nft_rules_text())
+
+    def test_two_sandboxes_cannot_reach_each_other(self):
+        server = ("import socket,sys,struct\n"
+                  "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                  "s.bind(('0.0.0.0', 9000)); s.listen(5)\n"
+                  "u=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.connect(('%s', 9))\n"
+                  "print(u.getsockname()[0], flush=True)\n"
+                  "s.settimeout(20)\n"
+                  "try:\n"
+                  "    c,_=s.accept(); c.sendall(b'LEAK\\n'); print('ACCEPTED', flush=True)\n"
+                  "except socket.timeout: pass\n") % API
+        env = self.dirs.env({"NSBOX_RESOLV_CONF": lab.resolv})
+        a = subprocess.Popen(lab.wrap([NSBOX, "run", "--network", "all", "--", "python3", "-c",
+                                       server]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=env)
+        try:
+            addr = a.stdout.readline().decode().strip()
+            self.assertTrue(addr.startswith("10.171."), addr)
+            res = self.probe(["--network", "all"], f"tcp:{addr}:9000")
+            self.assertRejected(res[f"tcp:{addr}:9000"])
+            # nor through an egress range (which would have to overlap the pool: refused)
+            r = self.nsbox(["run", "--network", "all", "--egress", "10.171.0.0/16", "--", "true"])
+            self.assertEqual(r.returncode, 125)
+            self.assertIn("pool", r.stderr.decode())
+        finally:
+            a.terminate()  # relayed to the sandbox; nsbox then removes what it made
+            a.wait(timeout=30)
+        self.assertNotIn(b"ACCEPTED", a.stdout.read())
+        self.assertLabClean()
+
+    def test_concurrent_creates_get_distinct_slots(self):
+        env = self.dirs.env({"NSBOX_RESOLV_CONF": lab.resolv})
+        script = ("import socket; u=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+                  "u.connect(('%s', 9)); print(u.getsockname()[0])" % API)
+        procs = [subprocess.Popen(lab.wrap([NSBOX, "run", "--network", "all", "--", "python3",
+                                            "-c", script]), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env=env) for _ in range(6)]
+        addrs = []
+        for p in procs:
+            out, err = p.communicate(timeout=60)
+            self.assertEqual(p.returncode, 0, err.decode())
+            addrs.append(out.decode().strip())
+        self.assertEqual(len(set(addrs)), len(addrs), addrs)
+        self.assertLabClean()
+
+
+class NetworkAllow(NetTest):
+    def test_only_listed_host_and_port(self):
+        res = self.probe(["--network", "allow=api.lab.test"], f"tcp:{API}:443", f"tcp:{API}:80",
+                         f"tcp:{API}:8443", f"tcp:{OTHER}:443", f"tcp:{UP_ADDR}:9999",
+                         f"tcp:{LAB_ADDR}:{HOST_PORT}", f"tcp:GATEWAY:{HOST_PORT}",
+                         f"tcp:{META}:80", f"dns:{UP_ADDR}:api.lab.test")
+        self.assertOk(res.pop(f"tcp:{API}:443"), API)
+        # plain HTTP to the allowed host is refused, everything else rejected visibly
+        self.assertEqual(res.pop(f"tcp:{API}:80"), "refused")
+        for k, v in res.items():
+            self.assertRejected(v)
+        self.assertLabClean()
+
+    def test_names_pinned_and_dns_blocked(self):
+        out = self.sh(["--network", "allow=api.lab.test"],
+                      "cat /etc/hosts; echo ---; cat /etc/resolv.conf; echo ---;"
+                      "getent ahostsv4 api.lab.test | head -1; echo ---;"
+                      "getent ahostsv4 other.lab.test || echo NOT-RESOLVED")
+        hosts, resolv, pinned, other = out.split("---\n")
+        self.assertIn(f"{API}\tapi.lab.test\n", hosts)
+        self.assertNotIn("nameserver", resolv)
+        self.assertIn(API, pinned)
+        self.assertIn("NOT-RESOLVED", other)
+
+    def test_port_and_ip_literal(self):
+        res = self.probe(["--network", f"allow=api.lab.test:8443,{OTHER}:80"], f"tcp:{API}:8443",
+                         f"tcp:{API}:443", f"tcp:{OTHER}:80", f"tcp:{OTHER}:443")
+        self.assertOk(res[f"tcp:{API}:8443"], API)
+        self.assertOk(res[f"tcp:{OTHER}:80"], OTHER)
+        self.assertEqual(res[f"tcp:{API}:443"], "refused")
+        self.assertEqual(res[f"tcp:{OTHER}:443"], "refused")
+
+    def test_unknown_name_fails_creation(self):
+        r = self.nsbox(["run", "--network", "allow=nowhere.lab.test", "--", "true"])
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("nowhere.lab.test", r.stderr.decode())
+        self.assertLabClean()
+
+    def test_region_rule_refuses_before_anything(self):
+        before = lab.nft_table()
+        r = self.nsbox(["run", "--region", "us-east-1", "--network", "allow=api.lab.test", "--",
+                        "true"])
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(REGION_MSG, r.stderr.decode())
+        self.assertEqual(lab.nft_table(), before)
+        self.assertLabClean()
+
+
+class Egress(NetTest):
+    def test_cidr_opens_exactly_that_range(self):
+        res = self.probe(["--egress", "198.51.100.16/28"], f"tcp:{OTHER}:443", f"tcp:{OTHER}:80",
+                         f"tcp:{API}:443", f"tcp:{UP_ADDR}:9999", f"tcp:{LAB_ADDR}:{HOST_PORT}",
+                         f"dns:{UP_ADDR}:api.lab.test")
+        self.assertOk(res.pop(f"tcp:{OTHER}:443"), OTHER)
+        self.assertOk(res.pop(f"tcp:{OTHER}:80"), OTHER)
+        for k, v in res.items():
+            self.assertRejected(v)
+        self.assertLabClean()
+
+    def test_on_top_of_allow(self):
+        res = self.probe(["--network", "allow=api.lab.test", "--egress", f"{OTHER},{META}"],
+                         f"tcp:{API}:443", f"tcp:{API}:80", f"tcp:{OTHER}:80", f"tcp:{META}:80",
+                         f"tcp:{UP_ADDR}:9999")
+        self.assertOk(res[f"tcp:{API}:443"], API)
+        self.assertEqual(res[f"tcp:{API}:80"], "refused")
+        self.assertOk(res[f"tcp:{OTHER}:80"], OTHER)
+        # an explicit egress entry opens even a link-local address
+        self.assertOk(res[f"tcp:{META}:80"], META)
+        self.assertRejected(res[f"tcp:{UP_ADDR}:9999"])
+        self.assertLabClean()
+
+    def test_ipv6_refused(self):
+        r = self.nsbox(["run", "--egress", "2001:db8::/32", "--", "true"])
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("IPv6", r.stderr.decode())
+        self.assertLabClean()
+
+
+class Cleanup(NetTest):
+    def test_table_is_persistent_and_sandboxes_leave_nothing(self):
+        for net in (["--network", "all"], ["--network", "allow=api.lab.test"],
+                    ["--egress", "198.51.100.0/24"]):
+            self.sh(net, "true")
+        sets = lab.nft_table()
+        self.assertIsNotNone(sets)  # made once, kept for the next sandbox
+        self.assertEqual(sorted(sets), ["sb_all", "sb_cidr", "sb_dns", "sb_slot", "sb_src",
+                                        "sb_tcp"])
+        self.assertLabClean()
+
+    def test_sigkill_then_gc(self):
+        env = self.dirs.env({"NSBOX_RESOLV_CONF": lab.resolv})
+        p = subprocess.Popen(lab.wrap([NSBOX, "run", "--network", "allow=api.lab.test",
+                                       "--egress", OTHER, "--", "sleep", "60"]),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        try:
+            deadline = time.time() + 20
+            while time.time() < deadline and not lab.sandbox_links():
+                time.sleep(0.05)
+            self.assertTrue(lab.sandbox_links(), "the sandbox never came up")
+        finally:
+            p.send_signal(signal.SIGKILL)  # nsbox itself: its sandbox dies with it
+            p.wait()
+        sets = lab.nft_table()
+        self.assertTrue(sets["sb_slot"] and sets["sb_tcp"] and sets["sb_cidr"], sets)
+        r = self.nsbox(["gc"])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        self.assertLabClean()
+
+
+class Unprivileged(NetTest):
+    def test_all_allow_and_egress_refused_with_the_fix(self):
+        user = ensure_test_user()
+        dirs = Dirs(owner=user)
+        try:
+            before = lab.nft_table()
+            for net in (["--network", "all"], ["--network", "allow=api.lab.test"],
+                        ["--egress", OTHER]):
+                r = self.nsbox(["run"] + net + ["--", "true"], user=user, dirs=dirs)
+                self.assertEqual(r.returncode, 125, r.stderr)
+                err = r.stderr.decode()
+                self.assertIn("CAP_NET_ADMIN", err)
+                self.assertIn("fix:", err)
+            self.assertEqual(lab.nft_table(), before)
+            self.assertEqual(dirs.leftovers(), [])
+        finally:
+            dirs.cleanup()

@@ -1,0 +1,527 @@
+/* The network plan (policy/netplan.c): pool and slots, configuration, resolv.conf parsing, the
+ * plan a spec implies, the nftables text for the persistent table and for one sandbox, gc of a
+ * dead sandbox's elements, and the /etc files. Pure; no root. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "netplan.h"
+#include "spec.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *ip(struct in_addr a)
+{
+    static char buf[4][INET_ADDRSTRLEN];
+    static int k;
+    k = (k + 1) % 4;
+    return inet_ntop(AF_INET, &a, buf[k], INET_ADDRSTRLEN);
+}
+
+static struct nsbox_netpool default_pool(void)
+{
+    struct nsbox_netpool p;
+    assert_int_equal(nsbox_netpool_parse(NSBOX_NET_DEFAULT_POOL, &p, NULL), 0);
+    return p;
+}
+
+/* ---- pool and slots -------------------------------------------------------------------------- */
+
+static void test_pool_slots_are_consecutive_30s(void **state)
+{
+    (void)state;
+    struct nsbox_netpool p = default_pool();
+    assert_int_equal(p.prefix, 16);
+    assert_int_equal(nsbox_netpool_slots(&p), 16384);
+    struct nsbox_netslot s;
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_netpool_slot(&p, 0, &s, &e), 0);
+    assert_string_equal(ip(s.subnet), "10.171.0.0");
+    assert_string_equal(ip(s.host), "10.171.0.1");
+    assert_string_equal(ip(s.sandbox), "10.171.0.2");
+    assert_int_equal(nsbox_netpool_slot(&p, 65, &s, &e), 0);
+    assert_string_equal(ip(s.subnet), "10.171.1.4");
+    assert_string_equal(ip(s.host), "10.171.1.5");
+    assert_string_equal(ip(s.sandbox), "10.171.1.6");
+    assert_int_equal(nsbox_netpool_slot(&p, 16383, &s, &e), 0);
+    assert_string_equal(ip(s.sandbox), "10.171.255.254");
+    assert_int_equal(nsbox_netpool_slot(&p, 16384, &s, &e), -1);
+    assert_int_equal(e.code, NSBOX_E_INVALID);
+}
+
+static void test_pool_rejects_bad_ranges(void **state)
+{
+    (void)state;
+    struct nsbox_netpool p;
+    struct nsbox_err e = {0};
+    const char *bad[] = {"fd00::/64",       "10.0.0.0/31",   "10.0.0.0/7",    "127.0.0.0/16",
+                         "169.254.0.0/16",  "224.0.0.0/8",   "0.0.0.0/8",     "10.1.2.3/16",
+                         "not-an-address",  ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        e.code = 0;
+        assert_int_equal(nsbox_netpool_parse(bad[i], &p, &e), -1);
+        assert_int_equal(e.code, NSBOX_E_INVALID);
+    }
+    assert_int_equal(nsbox_netpool_parse("192.168.77.0/24", &p, &e), 0);
+    assert_int_equal(nsbox_netpool_slots(&p), 64);
+    assert_int_equal(nsbox_netpool_parse("10.9.9.0/30", &p, &e), 0);
+    assert_int_equal(nsbox_netpool_slots(&p), 1);
+}
+
+static void test_pool_overlap(void **state)
+{
+    (void)state;
+    struct nsbox_netpool p = default_pool();
+    struct nsbox_cidr c;
+    assert_int_equal(nsbox_parse_cidr("10.0.0.0/8", &c, NULL), 0);
+    assert_true(nsbox_netpool_overlaps(&p, &c));
+    assert_int_equal(nsbox_parse_cidr("10.171.3.4", &c, NULL), 0);
+    assert_true(nsbox_netpool_overlaps(&p, &c));
+    assert_int_equal(nsbox_parse_cidr("10.172.0.0/16", &c, NULL), 0);
+    assert_false(nsbox_netpool_overlaps(&p, &c));
+    assert_int_equal(nsbox_parse_cidr("0.0.0.0/0", &c, NULL), 0);
+    assert_true(nsbox_netpool_overlaps(&p, &c));
+    assert_int_equal(nsbox_parse_cidr("fd00::/8", &c, NULL), 0);
+    assert_false(nsbox_netpool_overlaps(&p, &c));
+}
+
+/* ---- configuration --------------------------------------------------------------------------- */
+
+static void test_config(void **state)
+{
+    (void)state;
+    struct nsbox_netconfig c;
+    struct nsbox_err e = {0};
+    nsbox_netconfig_init(&c);
+    const char *none = "{\"instance_types\": {}}";
+    assert_int_equal(nsbox_netconfig_from_json(&c, none, strlen(none), &e), 0);
+    assert_int_equal(c.pool.prefix, 16);
+    assert_int_equal(c.n_dns, 0);
+    const char *ok = "{\"network\": {\"pool\": \"172.30.0.0/20\", \"dns\": [\"192.0.2.53\", "
+                     "\"192.0.2.54\"]}}";
+    assert_int_equal(nsbox_netconfig_from_json(&c, ok, strlen(ok), &e), 0);
+    assert_int_equal(c.pool.prefix, 20);
+    assert_int_equal(c.pool.base, 0xac1e0000u);
+    assert_int_equal(c.n_dns, 2);
+    assert_string_equal(ip(c.dns[1]), "192.0.2.54");
+    const char *bad[] = {"{\"network\": {\"pool\": \"fd00::/64\"}}",
+                         "{\"network\": {\"dns\": []}}",
+                         "{\"network\": {\"dns\": [\"::1\"]}}",
+                         "{\"network\": {\"poool\": \"10.0.0.0/16\"}}",
+                         "{\"network\": \"all\"}",
+                         "[1]"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct nsbox_netconfig before = c;
+        assert_int_equal(nsbox_netconfig_from_json(&c, bad[i], strlen(bad[i]), &e), -1);
+        assert_int_equal(e.code, NSBOX_E_INVALID);
+        assert_memory_equal(&before, &c, sizeof c); /* unchanged on error */
+    }
+    assert_non_null(strstr(e.msg, "not a JSON object"));
+}
+
+/* ---- resolv.conf ----------------------------------------------------------------------------- */
+
+static void test_resolv_skips_loopback_and_ipv6(void **state)
+{
+    (void)state;
+    struct nsbox_resolv r;
+    nsbox_resolv_parse("# generated\n"
+                       "nameserver 127.0.0.53\n"
+                       "nameserver ::1\n"
+                       "nameserver 2001:db8::53\n"
+                       "nameserver 192.0.2.1 # first\n"
+                       "nameserver\t192.0.2.2\n"
+                       "nameserver 192.0.2.1\n"
+                       "nameserver 192.0.2.3\n"
+                       "nameserver 192.0.2.4\n"
+                       "domain old.example\n"
+                       "search a.example b.example\n"
+                       "options edns0 trust-ad\n"
+                       "options ndots:2\n",
+                       &r);
+    assert_int_equal(r.n_ns, 3); /* MAXNS, duplicates dropped */
+    assert_string_equal(ip(r.ns[0]), "192.0.2.1");
+    assert_string_equal(ip(r.ns[1]), "192.0.2.2");
+    assert_string_equal(ip(r.ns[2]), "192.0.2.3");
+    assert_int_equal(r.n_skipped, 3);
+    assert_string_equal(r.skipped, "127.0.0.53");
+    assert_string_equal(r.search, "a.example b.example");
+    assert_string_equal(r.options, "edns0 trust-ad ndots:2");
+
+    nsbox_resolv_parse("nameserver 127.0.0.53\noptions edns0\n", &r);
+    assert_int_equal(r.n_ns, 0);
+    assert_string_equal(r.skipped, "127.0.0.53");
+    nsbox_resolv_parse("", &r);
+    assert_int_equal(r.n_ns + r.n_skipped, 0);
+}
+
+/* ---- the plan -------------------------------------------------------------------------------- */
+
+struct fake_dns {
+    int calls;
+};
+
+static int fake_resolve(void *ctx, const char *name, struct in_addr *out, size_t max, size_t *n,
+                        struct nsbox_err *e)
+{
+    struct fake_dns *f = ctx;
+    f->calls++;
+    *n = 0;
+    if (!strcmp(name, "api.example.com")) {
+        inet_pton(AF_INET, "198.51.100.10", &out[(*n)++]);
+        inet_pton(AF_INET, "198.51.100.11", &out[(*n)++]);
+        return 0;
+    }
+    if (!strcmp(name, "v6only.example.com"))
+        return 0;
+    if (!strcmp(name, "inpool.example.com")) {
+        inet_pton(AF_INET, "10.171.9.9", &out[(*n)++]);
+        return 0;
+    }
+    (void)max;
+    return nsbox_err_set(e, NSBOX_E_INVALID, ENOENT, "no such name");
+}
+
+static struct nsbox_spec *spec_with(const char *net, const char *egress)
+{
+    struct nsbox_spec *s = malloc(sizeof *s);
+    nsbox_spec_init(s);
+    struct nsbox_err e = {0};
+    if (net)
+        assert_int_equal(nsbox_spec_set(s, "network", net, &e), 0);
+    if (egress)
+        assert_int_equal(nsbox_spec_set(s, "egress", egress, &e), 0);
+    return s;
+}
+
+static void free_spec(struct nsbox_spec *s)
+{
+    nsbox_spec_free(s);
+    free(s);
+}
+
+static struct nsbox_resolv lab_dns(void)
+{
+    struct nsbox_resolv r;
+    nsbox_resolv_parse("nameserver 192.0.2.53\nsearch lab.test\n", &r);
+    return r;
+}
+
+static int build(const char *net, const char *egress, struct nsbox_netplan *p,
+                 struct nsbox_err *e)
+{
+    struct nsbox_spec *s = spec_with(net, egress);
+    struct nsbox_netpool pool = default_pool();
+    struct nsbox_resolv dns = lab_dns();
+    struct fake_dns f = {0};
+    int r = nsbox_netplan_build(s, "0123456789ab", &pool, &dns, "/etc/resolv.conf", fake_resolve,
+                                &f, p, e);
+    free_spec(s);
+    return r;
+}
+
+static void test_plan_none_has_no_link(void **state)
+{
+    (void)state;
+    struct nsbox_netplan p;
+    struct nsbox_err e = {0};
+    assert_int_equal(build("none", NULL, &p, &e), 0);
+    assert_false(p.link);
+    assert_string_equal(p.ifname, "nsb0123456789ab");
+    nsbox_netplan_free(&p);
+    assert_int_equal(build("none", "192.0.2.0/24", &p, &e), 0);
+    assert_true(p.link);
+    assert_int_equal(p.n_cidr, 1);
+    nsbox_netplan_free(&p);
+}
+
+static void test_plan_allow_resolves_dedups_and_pins(void **state)
+{
+    (void)state;
+    struct nsbox_netplan p;
+    struct nsbox_err e = {0};
+    assert_int_equal(build("allow=api.example.com,API.example.com:8443,203.0.113.7:80,"
+                           "api.example.com",
+                           NULL, &p, &e),
+                     0);
+    assert_int_equal(p.n_pins, 1); /* resolved once, case-insensitively */
+    assert_int_equal(p.pins[0].n, 2);
+    assert_int_equal(p.n_tcp, 5); /* 2 addrs x {443, 8443} + the literal */
+    assert_string_equal(ip(p.tcp[0].addr), "198.51.100.10");
+    assert_int_equal(p.tcp[0].port, 443);
+    assert_int_equal(p.tcp[3].port, 8443);
+    assert_string_equal(ip(p.tcp[4].addr), "203.0.113.7");
+    assert_int_equal(p.tcp[4].port, 80);
+    assert_int_equal(p.dns.n_ns, 0); /* no DNS in allow mode */
+    nsbox_netplan_free(&p);
+}
+
+static void test_plan_refusals(void **state)
+{
+    (void)state;
+    struct nsbox_netplan p;
+    struct nsbox_err e = {0};
+    assert_int_equal(build("allow=2001:db8::1", NULL, &p, &e), -1);
+    assert_int_equal(e.code, NSBOX_E_UNSUPPORTED);
+    assert_non_null(strstr(e.msg, "IPv6"));
+    assert_int_equal(build("all", "2001:db8::/32", &p, &e), -1);
+    assert_int_equal(e.code, NSBOX_E_UNSUPPORTED);
+    assert_int_equal(build("allow=v6only.example.com", NULL, &p, &e), -1);
+    assert_int_equal(e.code, NSBOX_E_UNSUPPORTED);
+    assert_int_equal(build("allow=nowhere.example.com", NULL, &p, &e), -1);
+    assert_non_null(strstr(e.msg, "nowhere.example.com"));
+    /* other sandboxes are never opened: not by egress, not by a name that resolves there */
+    assert_int_equal(build("all", "10.0.0.0/8", &p, &e), -1);
+    assert_int_equal(e.code, NSBOX_E_INVALID);
+    assert_non_null(strstr(e.msg, "pool"));
+    assert_int_equal(build("allow=inpool.example.com", NULL, &p, &e), -1);
+    assert_non_null(strstr(e.msg, "pool"));
+    assert_int_equal(build("allow=10.171.0.6", NULL, &p, &e), -1);
+}
+
+static void test_plan_all_needs_a_reachable_resolver(void **state)
+{
+    (void)state;
+    struct nsbox_spec *s = spec_with("all", NULL);
+    struct nsbox_netpool pool = default_pool();
+    struct nsbox_resolv stub;
+    nsbox_resolv_parse("nameserver 127.0.0.53\n", &stub);
+    struct nsbox_netplan p;
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_netplan_build(s, "0123456789ab", &pool, &stub, "/etc/resolv.conf",
+                                         NULL, NULL, &p, &e),
+                     -1);
+    assert_int_equal(e.code, NSBOX_E_UNSUPPORTED);
+    assert_non_null(strstr(e.msg, "127.0.0.53"));
+    assert_non_null(strstr(e.msg, "fix:"));
+    assert_int_equal(nsbox_netplan_build(s, "bad id!", &pool, &stub, "", NULL, NULL, &p, &e), -1);
+    free_spec(s);
+}
+
+static void test_plan_egress_minimised(void **state)
+{
+    (void)state;
+    struct nsbox_netplan p;
+    struct nsbox_err e = {0};
+    assert_int_equal(build("none", "192.0.2.7,192.0.2.0/24,198.51.100.0/24,198.51.100.0/25,"
+                                   "203.0.113.9",
+                           &p, &e),
+                     0);
+    assert_int_equal(p.n_cidr, 3); /* ranges inside others dropped: nft refuses overlaps */
+    assert_string_equal(ip(p.cidr[0].addr), "192.0.2.0");
+    assert_int_equal(p.cidr[0].prefix, 24);
+    assert_string_equal(ip(p.cidr[1].addr), "198.51.100.0");
+    assert_int_equal(p.cidr[1].prefix, 24);
+    assert_string_equal(ip(p.cidr[2].addr), "203.0.113.9");
+    assert_int_equal(p.cidr[2].prefix, 32);
+    nsbox_netplan_free(&p);
+}
+
+/* ---- nftables text --------------------------------------------------------------------------- */
+
+static void test_table_text(void **state)
+{
+    (void)state;
+    char *t = nsbox_netplan_table_text(false);
+    assert_non_null(t);
+    assert_true(!strncmp(t, "create table inet nsbox\n", 24)); /* made once; EEXIST otherwise */
+    assert_non_null(strstr(t, "add set inet nsbox sb_cidr { type ifname . ipv4_addr; flags "
+                              "interval; }\n"));
+    assert_non_null(strstr(t, "type filter hook forward priority filter; policy accept;"));
+    assert_non_null(strstr(t, "type nat hook postrouting priority srcnat;"));
+    assert_non_null(strstr(t, "postrouting iifname \"nsb*\" oifname != \"nsb*\" masquerade\n"));
+    assert_non_null(strstr(t, "input iifname \"nsb*\" jump to_host\n"));
+    assert_non_null(strstr(t, "from_sandbox ip daddr 169.254.0.0/16 reject"));
+    assert_non_null(strstr(t, "from_sandbox oifname \"nsb*\" reject"));
+    assert_null(strstr(t, "ip_forward")); /* no guard */
+    /* the sandbox-to-sandbox and metadata rejects come before the "all" accept; the explicit
+     * openings (dns, egress, allowed host:port) before the metadata reject */
+    const char *other = strstr(t, "from_sandbox oifname \"nsb*\" reject");
+    const char *cidr = strstr(t, "from_sandbox iifname . ip daddr @sb_cidr accept");
+    const char *meta = strstr(t, "from_sandbox ip daddr 169.254.0.0/16");
+    const char *all = strstr(t, "from_sandbox iifname @sb_all accept");
+    const char *spoof = strstr(t, "from_sandbox iifname . ip saddr != @sb_src drop");
+    assert_true(spoof && other && cidr && meta && all);
+    assert_true(spoof < other && other < cidr && cidr < meta && meta < all);
+    /* every chain ends in a visible reject */
+    assert_non_null(strstr(t, "from_sandbox meta l4proto tcp reject with tcp reset\n"
+                              "add rule inet nsbox from_sandbox reject with icmpx "
+                              "admin-prohibited\n"));
+    assert_non_null(strstr(t, "to_host meta l4proto tcp reject with tcp reset\n"
+                              "add rule inet nsbox to_host reject with icmpx admin-prohibited\n"));
+    free(t);
+    t = nsbox_netplan_table_text(true);
+    assert_non_null(strstr(t, "forward iifname != \"nsb*\" oifname != \"nsb*\" drop comment"));
+    free(t);
+}
+
+static void set_slot(struct nsbox_netplan *p, uint32_t idx)
+{
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_netplan_set_slot(p, idx, &e), 0);
+}
+
+static void test_add_and_del_text_all(void **state)
+{
+    (void)state;
+    struct nsbox_netplan p;
+    struct nsbox_err e = {0};
+    assert_int_equal(build("all", "203.0.113.0/24", &p, &e), 0);
+    set_slot(&p, 1);
+    char *add = nsbox_netplan_add_text(&p), *del = nsbox_netplan_del_text(&p);
+    assert_string_equal(add,
+                        "create element inet nsbox sb_slot { 10.171.0.4 comment \"0123456789ab\" }\n"
+                        "add element inet nsbox sb_src { \"nsb0123456789ab\" . 10.171.0.6 }\n"
+                        "add element inet nsbox sb_all { \"nsb0123456789ab\" }\n"
+                        "add element inet nsbox sb_dns { \"nsb0123456789ab\" . 192.0.2.53 }\n"
+                        "add element inet nsbox sb_cidr { \"nsb0123456789ab\" . 203.0.113.0/24 }\n");
+    assert_string_equal(del,
+                        "delete element inet nsbox sb_slot { 10.171.0.4 }\n"
+                        "delete element inet nsbox sb_src { \"nsb0123456789ab\" . 10.171.0.6 }\n"
+                        "delete element inet nsbox sb_all { \"nsb0123456789ab\" }\n"
+                        "delete element inet nsbox sb_dns { \"nsb0123456789ab\" . 192.0.2.53 }\n"
+                        "delete element inet nsbox sb_cidr { \"nsb0123456789ab\" . 203.0.113.0/24 }\n");
+    free(add);
+    free(del);
+    nsbox_netplan_free(&p);
+}
+
+static void test_add_text_allow(void **state)
+{
+    (void)state;
+    struct nsbox_netplan p;
+    struct nsbox_err e = {0};
+    assert_int_equal(build("allow=api.example.com", NULL, &p, &e), 0);
+    set_slot(&p, 0);
+    char *add = nsbox_netplan_add_text(&p);
+    assert_string_equal(add,
+                        "create element inet nsbox sb_slot { 10.171.0.0 comment \"0123456789ab\" }\n"
+                        "add element inet nsbox sb_src { \"nsb0123456789ab\" . 10.171.0.2 }\n"
+                        "add element inet nsbox sb_tcp { \"nsb0123456789ab\" . 198.51.100.10 . "
+                        "443, \"nsb0123456789ab\" . 198.51.100.11 . 443 }\n");
+    assert_null(strstr(add, "sb_all")); /* neither everything */
+    assert_null(strstr(add, "sb_dns")); /* nor DNS */
+    free(add);
+    nsbox_netplan_free(&p);
+}
+
+/* ---- gc -------------------------------------------------------------------------------------- */
+
+static const char listing[] =
+    "{\"nftables\": [{\"metainfo\": {\"version\": \"1.0.6\"}},"
+    " {\"table\": {\"family\": \"inet\", \"name\": \"nsbox\", \"handle\": 1}},"
+    " {\"set\": {\"family\": \"inet\", \"name\": \"sb_slot\", \"table\": \"nsbox\", \"type\": "
+    "\"ipv4_addr\", \"elem\": [{\"elem\": {\"val\": \"10.171.0.0\", \"comment\": "
+    "\"0123456789ab\"}}, {\"elem\": {\"val\": \"10.171.0.4\", \"comment\": \"aaaaaaaaaaaa\"}}]}},"
+    " {\"set\": {\"family\": \"inet\", \"name\": \"sb_src\", \"table\": \"nsbox\", \"elem\": "
+    "[{\"concat\": [\"nsb0123456789ab\", \"10.171.0.2\"]}, {\"concat\": [\"nsbaaaaaaaaaaaa\", "
+    "\"10.171.0.6\"]}]}},"
+    " {\"set\": {\"family\": \"inet\", \"name\": \"sb_all\", \"table\": \"nsbox\", \"elem\": "
+    "[\"nsbaaaaaaaaaaaa\", \"nsb0123456789ab\"]}},"
+    " {\"set\": {\"family\": \"inet\", \"name\": \"sb_dns\", \"table\": \"nsbox\"}},"
+    " {\"set\": {\"family\": \"inet\", \"name\": \"sb_cidr\", \"table\": \"nsbox\", \"elem\": "
+    "[{\"concat\": [\"nsb0123456789ab\", {\"prefix\": {\"addr\": \"198.51.100.16\", \"len\": "
+    "28}}]}]}},"
+    " {\"set\": {\"family\": \"inet\", \"name\": \"other\", \"table\": \"nsbox\", \"elem\": "
+    "[\"nsb0123456789ab\"]}},"
+    " {\"set\": {\"family\": \"inet\", \"name\": \"sb_all\", \"table\": \"someone-else\", "
+    "\"elem\": [\"nsb0123456789ab\"]}},"
+    " {\"chain\": {\"family\": \"inet\", \"table\": \"nsbox\", \"name\": \"forward\"}}]}";
+
+static void test_gc_json_removes_exactly_one_sandbox(void **state)
+{
+    (void)state;
+    bool oom;
+    char *j = nsbox_netplan_gc_json(listing, "0123456789ab", &oom);
+    assert_false(oom);
+    assert_non_null(j);
+    assert_string_equal(
+        j, "{\"nftables\":["
+           "{\"delete\":{\"element\":{\"family\":\"inet\",\"table\":\"nsbox\",\"name\":\"sb_slot\","
+           "\"elem\":[\"10.171.0.0\"]}}},"
+           "{\"delete\":{\"element\":{\"family\":\"inet\",\"table\":\"nsbox\",\"name\":\"sb_src\","
+           "\"elem\":[{\"concat\":[\"nsb0123456789ab\",\"10.171.0.2\"]}]}}},"
+           "{\"delete\":{\"element\":{\"family\":\"inet\",\"table\":\"nsbox\",\"name\":\"sb_all\","
+           "\"elem\":[\"nsb0123456789ab\"]}}},"
+           "{\"delete\":{\"element\":{\"family\":\"inet\",\"table\":\"nsbox\",\"name\":\"sb_cidr\","
+           "\"elem\":[{\"concat\":[\"nsb0123456789ab\",{\"prefix\":{\"addr\":\"198.51.100.16\","
+           "\"len\":28}}]}]}}}]}");
+    free(j);
+    assert_null(nsbox_netplan_gc_json(listing, "bbbbbbbbbbbb", &oom));
+    assert_false(oom);
+    assert_null(nsbox_netplan_gc_json("not json", "0123456789ab", &oom));
+    assert_null(nsbox_netplan_gc_json(listing, "../../x", &oom));
+}
+
+static void test_free_slot_skips_taken(void **state)
+{
+    (void)state;
+    struct nsbox_netpool p = default_pool();
+    assert_int_equal(nsbox_netplan_free_slot(listing, &p, 0), 2); /* 0 and 1 are taken */
+    assert_int_equal(nsbox_netplan_free_slot(listing, &p, 1), 2);
+    assert_int_equal(nsbox_netplan_free_slot(listing, &p, 7), 7);
+    assert_int_equal(nsbox_netplan_free_slot(listing, &p, 16384 + 5), 5);
+    struct nsbox_netpool small;
+    assert_int_equal(nsbox_netpool_parse("10.171.0.0/29", &small, NULL), 0); /* 2 slots */
+    assert_int_equal(nsbox_netplan_free_slot(listing, &small, 0), -1);
+    assert_int_equal(nsbox_netplan_free_slot(NULL, &small, 1), 1);
+}
+
+/* ---- /etc files ------------------------------------------------------------------------------ */
+
+static void test_etc_files(void **state)
+{
+    (void)state;
+    struct nsbox_netplan p;
+    struct nsbox_err e = {0};
+    bool oom;
+    assert_int_equal(build("all", NULL, &p, &e), 0);
+    char *r = nsbox_netplan_resolv_conf(&p);
+    assert_string_equal(r, "# nsbox: network all; the host's resolvers from /etc/resolv.conf\n"
+                           "nameserver 192.0.2.53\n"
+                           "search lab.test\n");
+    free(r);
+    assert_null(nsbox_netplan_hosts(&p, &oom)); /* the image's own */
+    assert_false(oom);
+    nsbox_netplan_free(&p);
+
+    assert_int_equal(build("allow=api.example.com", NULL, &p, &e), 0);
+    r = nsbox_netplan_resolv_conf(&p);
+    assert_null(strstr(r, "nameserver"));
+    assert_non_null(strstr(r, "DNS is blocked"));
+    free(r);
+    char *h = nsbox_netplan_hosts(&p, &oom);
+    assert_non_null(strstr(h, "127.0.0.1\tlocalhost\n"));
+    assert_non_null(strstr(h, "198.51.100.10\tapi.example.com\n198.51.100.11\tapi.example.com\n"));
+    free(h);
+    nsbox_netplan_free(&p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pool_slots_are_consecutive_30s),
+        cmocka_unit_test(test_pool_rejects_bad_ranges),
+        cmocka_unit_test(test_pool_overlap),
+        cmocka_unit_test(test_config),
+        cmocka_unit_test(test_resolv_skips_loopback_and_ipv6),
+        cmocka_unit_test(test_plan_none_has_no_link),
+        cmocka_unit_test(test_plan_allow_resolves_dedups_and_pins),
+        cmocka_unit_test(test_plan_refusals),
+        cmocka_unit_test(test_plan_all_needs_a_reachable_resolver),
+        cmocka_unit_test(test_plan_egress_minimised),
+        cmocka_unit_test(test_table_text),
+        cmocka_unit_test(test_add_and_del_text_all),
+        cmocka_unit_test(test_add_text_allow),
+        cmocka_unit_test(test_gc_json_removes_exactly_one_sandbox),
+        cmocka_unit_test(test_free_slot_skips_taken),
+        cmocka_unit_test(test_etc_files),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
