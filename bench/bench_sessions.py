@@ -225,8 +225,11 @@ def main():
                 if hybrid:
                     ns.enter()
                 try:
+                    # No pipes: `run -d` leaves the container holding them, and waiting for
+                    # their end would wait for the container.
                     return subprocess.run(["crun", "--cgroup-manager=disabled", *args], check=check,
-                                          capture_output=True)
+                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL)
                 finally:
                     if hybrid:
                         ns.leave()

@@ -335,6 +335,9 @@ void nsbox_child_main(struct nsbox_launch *L)
             report_and_exit(L, 125, &e);
         prctl(PR_SET_NAME, "nsbox-init");
         wipe_cmdline();
+        /* The mount plan and environment were for set-up; an idle sandbox should cost little. */
+        free((void *)L->plan);
+        L->plan = NULL;
         int keep = L->agent_fd;
         if (keep > 3)
             syscall(SYS_close_range, 3, (unsigned)keep - 1, 0);

@@ -141,14 +141,18 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
             nsbox_state_chown_workspace(&c->st, um.outside, gm.outside, e) < 0)
             return -1;
     }
-    struct nsbox_rootfs_cfg cfg = {.img = &img,
-                                   .workspace = c->st.workspace,
-                                   .resolv_conf = nsbox_net_resolv_conf(c->net),
-                                   .hosts = nsbox_net_hosts(c->net)};
+    /* On the heap: it is large (48 entries with their link texts), and stack pages a process
+     * has touched stay with it, which a persistent sandbox's supervisor pays for all its life. */
+    cleanup_free struct nsbox_rootfs_cfg *cfg = malloc(sizeof *cfg);
     c->plan = malloc(sizeof *c->plan);
-    if (!c->plan)
+    if (!cfg || !c->plan)
         return nsbox_err_sys(e, "malloc");
-    if (nsbox_rootfs_scan_image(&cfg, e) < 0 || nsbox_mount_plan_build(&cfg, c->plan, e) < 0)
+    cfg->img = &img;
+    cfg->workspace = c->st.workspace;
+    cfg->n_entries = 0;
+    cfg->resolv_conf = nsbox_net_resolv_conf(c->net);
+    cfg->hosts = nsbox_net_hosts(c->net);
+    if (nsbox_rootfs_scan_image(cfg, e) < 0 || nsbox_mount_plan_build(cfg, c->plan, e) < 0)
         return -1;
     snprintf(c->L.image_root, sizeof c->L.image_root, "%s", img.root);
 

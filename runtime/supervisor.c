@@ -926,8 +926,8 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
     S.agent = S.listen_fd = S.sfd = S.ttl_fd = S.idle_fd = S.ws_fd = -1;
     for (int i = 0; i < MAX_CLIENTS; i++)
         S.clients[i].fd = -1, S.clients[i].waiting = -1;
-    for (int i = 0; i < MAX_PROCS; i++)
-        S.procs[i].out_fd = S.procs[i].err_fd = -1, S.procs[i].client = -1;
+    /* procs[] is not initialised here: a slot's fields are set when it is taken (new_proc), so
+     * the untouched slots cost no memory. */
     prctl(PR_SET_NAME, "nsbox-supervise");
     signal(SIGPIPE, SIG_IGN);
     sigset_t mask;
@@ -970,6 +970,9 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
         nsbox_err_wrap(&e, "sandbox set-up failed");
         goto fail;
     }
+    /* The child has its own copy of the mount plan; ours is no longer needed. */
+    free(S.sb.plan);
+    S.sb.plan = NULL;
     S.ws_fd = open(S.sb.st.workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (S.ws_fd < 0) {
         nsbox_err_sys(&e, "workspace %s", S.sb.st.workspace);
