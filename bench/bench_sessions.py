@@ -158,6 +158,14 @@ def main():
             xs.append(ms(time.perf_counter_ns() - t))
             assert r["exit_code"] == 0, r
         out["exec_roundtrip_protocol_ms"] = stats(xs)
+        # the floor: the same /bin/true run directly on the host (fork + exec + wait), so that
+        # nsbox's own share of the round trip can be told from the cost of exec on this machine
+        xs = []
+        for _ in range(N):
+            t = time.perf_counter_ns()
+            subprocess.run(["/bin/true"])
+            xs.append(ms(time.perf_counter_ns() - t))
+        out["direct_true_ms"] = stats(xs)
         # the CLI, process start included
         xs = []
         for _ in range(N // 2):
@@ -254,6 +262,7 @@ def main():
     print("|---|---|---|---|")
     print(f"| create -> first exec result (median ms) | {out['create_to_first_exec_ms']['median']:.2f} | | |")
     print(f"| exec round trip /bin/true, protocol (median ms) | {out['exec_roundtrip_protocol_ms']['median']:.2f} | | <= 1 |")
+    print(f"| /bin/true run directly on the host, no sandbox (median ms) | {out['direct_true_ms']['median']:.2f} | | (floor) |")
     crun = out.get("crun_exec_cli_ms", {}).get("median")
     print(f"| exec round trip /bin/true, command line (median ms) | {out['exec_roundtrip_cli_ms']['median']:.2f} | "
           f"{crun:.2f} |" if crun else f"| exec round trip, command line (median ms) | {out['exec_roundtrip_cli_ms']['median']:.2f} | n/a |", "|")
