@@ -155,13 +155,11 @@ int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e)
     char rt[PATH_MAX], dir[PATH_MAX], path[PATH_MAX];
     if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0 || path_join(dir, rt, "uids", e) < 0)
         return -1;
-    /* Start at a random slot so that concurrent creates rarely contend for the same lock. */
-    uint32_t start;
-    if (getrandom(&start, sizeof start, 0) != (ssize_t)sizeof start)
-        start = (uint32_t)getpid();
+    /* The lowest free slot: the lock files then number no more than the most sandboxes ever
+     * alive at once (a random start would leave one file per slot ever used, up to 65536).
+     * Contention costs one failed non-blocking flock per live sandbox below us. */
     bool made_dir = false;
-    for (uint32_t i = 0; i < NSBOX_UID_SLOTS; i++) {
-        uint32_t slot = (start + i) % NSBOX_UID_SLOTS;
+    for (uint32_t slot = 0; slot < NSBOX_UID_SLOTS; slot++) {
         snprintf(path, sizeof path, "%s/%u", dir, slot);
         int fd = lock_file(path, true);
         if (fd < 0 && errno == ENOENT && !made_dir) {
@@ -171,9 +169,18 @@ int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e)
             fd = lock_file(path, true);
         }
         if (fd >= 0) {
-            st->slot = slot;
-            st->slot_fd = fd;
-            return 0;
+            /* gc may have unlinked the file between our open and our lock: a lock on an
+             * unlinked file guards nothing. Only a lock on the file still at the path counts. */
+            struct stat a, b;
+            if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
+                a.st_dev == b.st_dev) {
+                st->slot = slot;
+                st->slot_fd = fd;
+                return 0;
+            }
+            close(fd);
+            slot--; /* the same slot again */
+            continue;
         }
         if (errno != EWOULDBLOCK)
             return nsbox_err_sys(e, "cannot lock uid slot %s", path);
@@ -271,6 +278,23 @@ int nsbox_gc(bool verbose, struct nsbox_err *e)
                 ret = -1;
             else
                 removed += r;
+        }
+        closedir(d);
+    }
+    /* uid slot lock files nobody holds: remove them (take the lock first; a creator that
+     * opened the file before the unlink notices, see nsbox_state_take_slot). */
+    char uids[PATH_MAX];
+    if (path_join(uids, rt, "uids", e) == 0 && (d = opendir(uids))) {
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            if (de->d_name[0] == '.')
+                continue;
+            int fd = openat(dirfd(d), de->d_name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+            if (fd < 0)
+                continue;
+            if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+                unlinkat(dirfd(d), de->d_name, 0);
+            close(fd);
         }
         closedir(d);
     }
