@@ -69,6 +69,9 @@ struct nsbox_image_info {
 /* The stored images, sorted by name. *out is malloc'd (free it); *n may be 0. */
 int nsbox_image_list(struct nsbox_image_info **out, size_t *n, struct nsbox_err *e);
 
+/* Remove leftovers of interrupted builds from the store (for `nsbox gc`). */
+void nsbox_image_sweep_store(void);
+
 /* `nsbox image build|ls|rm ...`: argv[0] is "image". Returns the process exit code; prints. */
 int nsbox_cli_image(int argc, char **argv);
 

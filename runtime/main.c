@@ -347,6 +347,9 @@ int main(int argc, char **argv)
     /* A peer that went away (a closed pipe or socket) is an error to report, not a reason to
      * die silently and leave a sandbox behind. Commands in sandboxes get default dispositions. */
     signal(SIGPIPE, SIG_IGN);
+    /* An ignored SIGCHLD survives exec: from a caller that ignores it, nsbox (and the supervisor
+     * and init it forks) would never be told that a child ended, and would wait for ever. */
+    signal(SIGCHLD, SIG_DFL);
     /* Instance types may be overridden by $NSBOX_CONFIG or /etc/nsbox/config.json; a broken
      * file is an error for every command rather than silently different limits. */
     struct nsbox_err e = {0};

@@ -112,7 +112,7 @@ static int rm_rf_at(int dfd, const char *name, dev_t dev, int depth)
         fchmodat(dfd, name, (st.st_mode & 07777) | 0700, 0);
     int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return -1;
+        return errno == ENOENT ? 0 : -1; /* another remover got there first */
     DIR *d = fdopendir(fd);
     if (!d) {
         close(fd);

@@ -4,10 +4,12 @@
 #include "cgroup.h"
 #include "cleanup.h"
 #include "idmap.h"
+#include "image.h"
 #include "net.h"
 #include "paths.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -113,9 +115,9 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, struct
         path_join(st->staging, st->dir, "root", e) < 0 || path_join(lock, st->dir, "lock", e) < 0)
         return -1;
     /* The directory appears under its id only once its lock is held: it is built as
-     * "<id>.new" and renamed. Otherwise a concurrent gc could take the lock of a sandbox being
+     * "<id>.new-<pid>" and renamed. Otherwise a concurrent gc could take the lock of a sandbox being
      * created, find it "dead" and remove it. */
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.new", st->dir) >= sizeof tmp)
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.new-%d", st->dir, (int)getpid()) >= sizeof tmp)
         return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long: %s", st->dir);
     if (mkdir(tmp, 0700) < 0) {
         int r = -1;
@@ -220,6 +222,24 @@ int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e)
     return ret;
 }
 
+/* Alive and not a zombie (kill(pid, 0) succeeds on a zombie until it is reaped). */
+static bool creator_alive(int pid)
+{
+    if (pid <= 0 || (kill(pid, 0) < 0 && errno != EPERM))
+        return false;
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return true;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
+}
+
 /* A sandbox is a leftover when nobody holds its lock any more. */
 static int gc_one(const char *rt, const char *cache_root, const char *id, bool verbose,
                   struct nsbox_err *e)
@@ -231,13 +251,8 @@ static int gc_one(const char *rt, const char *cache_root, const char *id, bool v
     cleanup_close int fd = lock_file(lock, false);
     if (fd < 0 && errno != ENOENT)
         return 0; /* alive (EWOULDBLOCK), or unknown: never remove what might be live */
-    if (fd < 0) {
-        /* Between mkdir and the lock's creation a new sandbox has no lock yet: only a lockless
-         * directory older than a minute is a leftover. */
-        struct stat sb;
-        if (stat(dir, &sb) < 0 || sb.st_mtime > time(NULL) - 60)
-            return 0;
-    }
+    /* No lock file at all: a directory under its id always had its lock from the start (it is
+     * renamed into place locked), so this is a removal that was interrupted. */
     struct nsbox_err ce;
     if (nsbox_cgroup_remove_by_id(id, &ce) < 0 && verbose)
         fprintf(stderr, "nsbox: gc %s: %s\n", id, ce.msg);
@@ -261,13 +276,11 @@ int nsbox_gc(bool verbose, struct nsbox_err *e)
     if (d) {
         struct dirent *de;
         while ((de = readdir(d))) {
-            size_t len = strlen(de->d_name);
-            if (len == NSBOX_ID_LEN + 4 && !strcmp(de->d_name + NSBOX_ID_LEN, ".new")) {
-                /* a create that died in its first microseconds, long ago */
+            if (!strncmp(de->d_name + strnlen(de->d_name, NSBOX_ID_LEN), ".new-", 5)) {
+                /* a create interrupted before its rename: its creator's pid is in the name */
+                int pid = atoi(de->d_name + NSBOX_ID_LEN + 5);
                 char p[PATH_MAX];
-                struct stat sb;
-                if (path_join(p, rt, de->d_name, e) == 0 && stat(p, &sb) == 0 &&
-                    sb.st_mtime < time(NULL) - 60)
+                if (!creator_alive(pid) && path_join(p, rt, de->d_name, e) == 0)
                     nsbox_rm_rf(p, e);
                 continue;
             }
@@ -319,5 +332,6 @@ int nsbox_gc(bool verbose, struct nsbox_err *e)
         }
         closedir(d);
     }
+    nsbox_image_sweep_store(); /* builds that were killed half-way */
     return ret < 0 ? -1 : removed;
 }

@@ -391,7 +391,8 @@ static void test_gc(void **state)
     struct holder h = hold_lock(p);
     set_age(live.dir, 3600);
 
-    /* lockless and young: a sandbox between mkdir and creating its lock */
+    /* lockless, whatever its age: a removal that was interrupted (a directory under its id is
+     * renamed into place with its lock held, so it never exists lockless while alive) */
     char young[NSBOX_ID_LEN + 1], young50[NSBOX_ID_LEN + 1], old[NSBOX_ID_LEN + 1],
         orphan[NSBOX_ID_LEN + 1];
     new_id(young);
@@ -403,13 +404,20 @@ static void test_gc(void **state)
     snprintf(p, sizeof p, "%s/%s", f->state, young50);
     make_dir(p);
     set_age(p, 50);
-    /* lockless and old: died before it could lock */
+    /* lockless and old */
     snprintf(p, sizeof p, "%s/%s", f->state, old);
     make_dir(p);
     snprintf(p, sizeof p, "%s/%s/root", f->state, old);
     make_dir(p);
     snprintf(p, sizeof p, "%s/%s", f->state, old);
     set_age(p, 120);
+    char newlive[NSBOX_ID_LEN + 1], newdead[NSBOX_ID_LEN + 1];
+    new_id(newlive);
+    new_id(newdead);
+    snprintf(p, sizeof p, "%s/%s.new-%d", f->state, newlive, (int)getpid());
+    make_dir(p);
+    snprintf(p, sizeof p, "%s/%s.new-%d", f->state, newdead, 999999999);
+    make_dir(p);
     /* a workspace whose state directory is gone (reboot cleared the runtime dir) */
     snprintf(p, sizeof p, "%s/%s", f->cache, orphan);
     make_dir(p);
@@ -439,9 +447,13 @@ static void test_gc(void **state)
     assert_true(exists("%s", live.staging));
     assert_true(exists("%s", live.workspace));
 
-    assert_true(exists("%s/%s", f->state, young));
-    assert_true(exists("%s/%s", f->state, young50));
+    assert_false(exists("%s/%s", f->state, young));
+    assert_false(exists("%s/%s", f->state, young50));
     assert_false(exists("%s/%s", f->state, old));
+    /* a create in progress (its creator, this process, is alive) is kept; a dead creator's is
+     * removed */
+    assert_true(exists("%s/%s.new-%d", f->state, newlive, (int)getpid()));
+    assert_false(exists("%s/%s.new-%d", f->state, newdead, 999999999));
     assert_false(exists("%s/%s", f->cache, orphan));
 
     /* a uid slot file nobody holds is removed (slots are taken lowest first, see take_slot) */
@@ -450,7 +462,7 @@ static void test_gc(void **state)
     assert_true(exists("%s/keep-me", f->cache));
     assert_true(exists("%s/0123456789abc", f->cache));
 
-    assert_int_equal(removed, 3); /* dead, old, orphan */
+    assert_int_equal(removed, 5); /* dead, young, young50, old, orphan */
 
     /* the owner dies: now it is a leftover */
     release_holder(&h);
@@ -458,7 +470,7 @@ static void test_gc(void **state)
     assert_int_equal(removed, 1);
     assert_false(exists("%s", live.dir));
     assert_false(exists("%s", live.cache));
-    assert_true(exists("%s/%s", f->state, young));
+    assert_true(exists("%s/%s.new-%d", f->state, newlive, (int)getpid()));
 
     /* nothing left to do */
     assert_int_equal(nsbox_gc(false, &e), 0);
