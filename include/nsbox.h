@@ -64,6 +64,7 @@ struct nsbox_run_opts {
     int stdin_fd, stdout_fd, stderr_fd; /* given to the command as 0, 1, 2 */
     uint64_t timeout_ms;                /* 0: none; on expiry the sandbox is killed, status 124 */
     const char *cwd;                    /* inside the sandbox; NULL: /workspace */
+    int *oom_kills;                     /* out (may be NULL): processes the memory limit killed */
 };
 
 /* Create a sandbox from a checked spec, run argv inside, delete it. Returns 0 and sets

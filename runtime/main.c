@@ -246,7 +246,8 @@ static int cmd_run(int argc, char **argv)
     if (ttl_ms && (!o.timeout_ms || ttl_ms < o.timeout_ms))
         o.timeout_ms = ttl_ms;
 
-    int status;
+    int status, oom_kills = 0;
+    o.oom_kills = &oom_kills;
     if (nsbox_run(&spec, argv + i, &o, &status, &e) < 0) {
         if (e.code == NSBOX_E_EXEC) {
             fprintf(stderr, "nsbox: %s\n", e.msg);
@@ -257,6 +258,11 @@ static int cmd_run(int argc, char **argv)
     } else {
         rc = status;
     }
+    if (oom_kills > 0)
+        fprintf(stderr, "nsbox: out of memory: the instance type's limit (%s, %llu MiB) killed %d "
+                        "process%s\n",
+                spec.instance_type, (unsigned long long)(spec.limits.memory_bytes >> 20), oom_kills,
+                oom_kills == 1 ? "" : "es");
     nsbox_spec_free(&spec);
     return rc;
 out_err:

@@ -294,6 +294,22 @@ class SpecAndLimits(RunTest):
         self.assertEqual(int(err), 11)  # EAGAIN
 
 
+class OutOfMemory(RunTest):
+    def test_memory_bomb_is_killed_and_reported(self):
+        r = run_nsbox(["run", "--instance-type", "small", "--", "python3", "-c",
+                       "b = []\nwhile True: b.append(bytearray(64 << 20))"],
+                      self.dirs, timeout=120)
+        self.assertEqual(r.returncode, 137, r.stderr)
+        self.assertIn(b"out of memory: the instance type's limit (small, 1024 MiB) killed 1 process",
+                      r.stderr)
+        self.assertNoLeftovers()
+
+    def test_no_report_without_oom(self):
+        r = self.sh("kill -9 $$")
+        self.assertEqual(r.returncode, 137)
+        self.assertNotIn(b"out of memory", r.stderr)
+
+
 class Signals(RunTest):
     def start(self, script):
         p = subprocess.Popen(["sh", "-c", 'exec "$@"', "sh", os.environ.get("NSBOX_BIN", "nsbox"),
