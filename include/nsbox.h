@@ -41,6 +41,9 @@ int nsbox_err_set(struct nsbox_err *e, int code, int sys_errno, const char *fmt,
     __attribute__((format(printf, 4, 5)));
 /* code NSBOX_E_SYS, sys_errno = errno, message "<fmt>: strerror(errno)". */
 int nsbox_err_sys(struct nsbox_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* code NSBOX_E_INVALID, sys_errno EINVAL: bad input. */
+int nsbox_err_invalid(struct nsbox_err *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Prefix context: msg becomes "<fmt>: <old msg>"; code and errno are kept. */
 int nsbox_err_wrap(struct nsbox_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void nsbox_err_clear(struct nsbox_err *e);

@@ -26,6 +26,19 @@ int nsbox_err_set(struct nsbox_err *e, int code, int sys_errno, const char *fmt,
     return -1;
 }
 
+int nsbox_err_invalid(struct nsbox_err *e, const char *fmt, ...)
+{
+    if (!e)
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vformat(e->msg, sizeof e->msg, fmt, ap);
+    va_end(ap);
+    e->code = NSBOX_E_INVALID;
+    e->sys_errno = EINVAL;
+    return -1;
+}
+
 int nsbox_err_sys(struct nsbox_err *e, const char *fmt, ...)
 {
     int saved = errno;

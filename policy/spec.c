@@ -61,16 +61,8 @@ static struct shown show_text(const char *text)
 }
 #define SHOW(t) (show_text(t).s)
 
-static int invalid(struct nsbox_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int invalid(struct nsbox_err *e, const char *fmt, ...)
-{
-    char msg[NSBOX_ERR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s", msg);
-}
+/* Bad input: NSBOX_E_INVALID with the message (policy/err.c). */
+#define invalid nsbox_err_invalid
 
 /* ---- small syntax checks -------------------------------------------------------------------- */
 

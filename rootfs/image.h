@@ -69,6 +69,10 @@ struct nsbox_image_info {
 /* The stored images, sorted by name. *out is malloc'd (free it); *n may be 0. */
 int nsbox_image_list(struct nsbox_image_info **out, size_t *n, struct nsbox_err *e);
 
+/* The /etc/hosts and /etc/resolv.conf every image gets (network modes bind their own). */
+extern const char nsbox_image_hosts_text[];
+extern const char nsbox_image_resolv_text[];
+
 /* Remove leftovers of interrupted builds from the store (for `nsbox gc`). */
 void nsbox_image_sweep_store(void);
 

@@ -473,13 +473,6 @@ static int run_debootstrap(const char *prog, const char *suite, const char *targ
 
 /* ---- post-processing --------------------------------------------------------------------- */
 
-static const char hosts_text[] = "127.0.0.1\tlocalhost\n"
-                                 "::1\tlocalhost ip6-localhost ip6-loopback\n"
-                                 "ff02::1\tip6-allnodes\n"
-                                 "ff02::2\tip6-allrouters\n";
-static const char resolv_text[] =
-    "# nsbox: this sandbox has no network by default. Network modes that allow traffic\n"
-    "# mount their own resolv.conf over this file.\n";
 
 /* Delete the regular files directly in dir (not subdirectories): apt's downloaded .debs and
  * package lists, which a sandbox user (never root) cannot use and which double the size. */
@@ -535,10 +528,10 @@ static int postprocess(int tmp_fd, struct nsbox_err *e)
         return nsbox_err_sys(e, "cannot chmod /workspace in the image");
     /* debootstrap copied the host's resolv.conf and hostname in: host details that have no
      * business in an image */
-    if (nsbox_image_write_at(rfd, "etc/resolv.conf", resolv_text, sizeof resolv_text - 1, 0644,
+    if (nsbox_image_write_at(rfd, "etc/resolv.conf", nsbox_image_resolv_text, strlen(nsbox_image_resolv_text), 0644,
                              e) < 0 ||
         nsbox_image_write_at(rfd, "etc/hostname", "sandbox\n", 8, 0644, e) < 0 ||
-        nsbox_image_write_at(rfd, "etc/hosts", hosts_text, sizeof hosts_text - 1, 0644, e) < 0)
+        nsbox_image_write_at(rfd, "etc/hosts", nsbox_image_hosts_text, strlen(nsbox_image_hosts_text), 0644, e) < 0)
         return -1;
     empty_dir_files(rfd, "var/cache/apt/archives", ".deb");
     empty_dir_files(rfd, "var/cache/apt", ".bin");

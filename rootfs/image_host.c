@@ -286,12 +286,12 @@ static int copy_host_etc(int hostetc, int etc, struct nsbox_err *e)
 
 /* ---- generated files --------------------------------------------------------------------- */
 
-static const char hosts_text[] = "127.0.0.1\tlocalhost\n"
-                                 "::1\tlocalhost ip6-localhost ip6-loopback\n"
-                                 "ff02::1\tip6-allnodes\n"
-                                 "ff02::2\tip6-allrouters\n";
+const char nsbox_image_hosts_text[] = "127.0.0.1\tlocalhost\n"
+                                     "::1\tlocalhost ip6-localhost ip6-loopback\n"
+                                     "ff02::1\tip6-allnodes\n"
+                                     "ff02::2\tip6-allrouters\n";
 
-static const char resolv_text[] =
+const char nsbox_image_resolv_text[] =
     "# nsbox: this sandbox has no network by default. Network modes that allow traffic\n"
     "# mount their own resolv.conf over this file.\n";
 
@@ -317,8 +317,8 @@ static int write_generated(int etc, const char *shell, struct nsbox_err *e)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     if (nsbox_image_write_at(etc, "passwd", passwd, strlen(passwd), 0644, e) < 0 ||
         nsbox_image_write_at(etc, "group", group, strlen(group), 0644, e) < 0 ||
-        nsbox_image_write_at(etc, "hosts", hosts_text, sizeof hosts_text - 1, 0644, e) < 0 ||
-        nsbox_image_write_at(etc, "resolv.conf", resolv_text, sizeof resolv_text - 1, 0644, e) <
+        nsbox_image_write_at(etc, "hosts", nsbox_image_hosts_text, strlen(nsbox_image_hosts_text), 0644, e) < 0 ||
+        nsbox_image_write_at(etc, "resolv.conf", nsbox_image_resolv_text, strlen(nsbox_image_resolv_text), 0644, e) <
             0 ||
         nsbox_image_write_at(etc, "nsswitch.conf", nsswitch_text, sizeof nsswitch_text - 1, 0644,
                              e) < 0)
