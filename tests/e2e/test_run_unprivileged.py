@@ -94,6 +94,30 @@ class Unprivileged(unittest.TestCase):
         self.assertEqual(self.run_as_user(["run", "--", "sh", "-c", "exit 7"]).returncode, 7)
         self.assertEqual(self.run_as_user(["run", "--", "nope-not-here"]).returncode, 127)
 
+    def test_persistent_sandbox_as_a_user(self):
+        r = self.run_as_user(["create"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.decode().strip()
+        try:
+            r = self.run_as_user(["exec", sid, "--", "sh", "-c",
+                                  "id -u; grep -E '^CapEff:' /proc/self/status"], delegated=False)
+            self.assertEqual(r.stdout.split()[0], b"1000", r.stderr)
+            self.assertEqual(r.stdout.split()[2], b"0000000000000000")
+            src = os.path.join(self.dirs.base, "in.txt")
+            with open(src, "w") as f:
+                f.write("from the host\n")
+            os.chmod(src, 0o644)
+            r = self.run_as_user(["cp", src, sid + ":/workspace/in.txt"], delegated=False)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = self.run_as_user(["exec", sid, "--", "cat", "in.txt"], delegated=False)
+            self.assertEqual(r.stdout, b"from the host\n")
+            # the socket and state belong to the user, mode 0600
+            st = os.stat(os.path.join(self.dirs.state, sid, "ctl"))
+            self.assertEqual((st.st_uid, st.st_mode & 0o777), (self.user.pw_uid, 0o600))
+        finally:
+            self.assertEqual(self.run_as_user(["rm", sid], delegated=False).returncode, 0)
+        self.assertEqual([p for p in self.dirs.leftovers() if "tombstones" not in p], [])
+
     def test_network_all_refused_without_cap_net_admin(self):
         # Refused when the sandbox is built, with the fix, rather than run without a network
         # or with a weaker one.
