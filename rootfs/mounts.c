@@ -16,7 +16,8 @@
 
 /* Kernel interfaces that leak host information or allow host-wide actions. */
 const char *const nsbox_proc_masked_files[] = {"kcore", "keys", "timer_list", "sched_debug",
-                                               "latency_stats", "timer_stats", NULL};
+                                               "latency_stats", "timer_stats", "kallsyms",
+                                               NULL};
 const char *const nsbox_proc_masked_dirs[] = {"acpi", "scsi", NULL};
 const char *const nsbox_proc_readonly[] = {"sys", "sysrq-trigger", "irq", "bus", "fs", NULL};
 const char *const nsbox_dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty", NULL};
