@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -99,13 +100,13 @@ static int append(char *buf, size_t *off, const char *s, struct nsbox_err *e)
 }
 
 int nsbox_agent_spawn(int sock, uint32_t seq, char *const argv[], char *const env[],
-                      const char *cwd, const int fds[3], struct nsbox_err *e)
+                      const char *cwd, const int fds[3], unsigned flags, struct nsbox_err *e)
 {
     cleanup_free char *buf = malloc(NSBOX_AGENT_PAYLOAD_MAX);
     if (!buf)
         return nsbox_err_sys(e, "malloc");
     size_t off = 0;
-    struct nsbox_agent_hdr h = {.type = NSBOX_AGENT_SPAWN, .seq = seq};
+    struct nsbox_agent_hdr h = {.type = NSBOX_AGENT_SPAWN, .seq = seq, .flags = flags};
     if (append(buf, &off, cwd, e) < 0)
         return -1;
     for (; argv[h.argc]; h.argc++)
@@ -166,7 +167,7 @@ static void reply(int sock, uint32_t type, uint32_t seq, int pid, int status, co
 }
 
 __attribute__((noreturn)) static void exec_child(char *cwd, char **argv, char **env,
-                                                 const int fds[3], int errfd)
+                                                 const int fds[3], int errfd, unsigned flags)
 {
     nsbox_reset_signals();
     /* Its own session and process group: kill and timeouts reach the whole tree. */
@@ -174,6 +175,10 @@ __attribute__((noreturn)) static void exec_child(char *cwd, char **argv, char **
     for (int i = 0; i < 3; i++)
         if (dup2(fds[i], i) < 0)
             goto fail;
+    /* exec -t: the client's pseudo-terminal becomes the command's controlling terminal, for
+     * job control and Ctrl-C; TIOCSTI stays denied by seccomp. */
+    if ((flags & NSBOX_AGENT_F_TTY) && isatty(0))
+        ioctl(0, TIOCSCTTY, 0);
     /* Close for real (not only at exec) everything but the error pipe before resolving cwd:
      * no descriptor may offer a /proc/self/fd/N way out of the root (CVE-2024-21626). */
     if (errfd > 3)
@@ -232,7 +237,7 @@ static void do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, i
     pid_t pid = fork();
     if (pid == 0) {
         close(ep[0]);
-        exec_child(cwd, argv, env, fds, ep[1]);
+        exec_child(cwd, argv, env, fds, ep[1], h->flags);
     }
     argv[h->argc] = saved;
     close(ep[1]);

@@ -31,8 +31,10 @@ struct nsbox_agent_hdr {
     uint32_t argc;
     uint32_t envc;
     uint32_t len; /* payload bytes */
-    uint32_t reserved;
+    uint32_t flags; /* SPAWN: NSBOX_AGENT_F_* */
 };
+
+#define NSBOX_AGENT_F_TTY 1u /* stdin is a terminal: make it the command's controlling tty */
 
 struct nsbox_agent_event {
     uint32_t type, seq;
@@ -42,7 +44,7 @@ struct nsbox_agent_event {
 
 /* Supervisor side. */
 int nsbox_agent_spawn(int sock, uint32_t seq, char *const argv[], char *const env[],
-                      const char *cwd, const int fds[3], struct nsbox_err *e);
+                      const char *cwd, const int fds[3], unsigned flags, struct nsbox_err *e);
 int nsbox_agent_kill(int sock, int pid, int sig, struct nsbox_err *e);
 /* Returns 1 with an event, 0 on EOF (init is gone), -1 on error. */
 int nsbox_agent_recv(int sock, struct nsbox_agent_event *ev, struct nsbox_err *e);

@@ -11,12 +11,15 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -90,9 +93,127 @@ int nsbox_client_call(const char *id, cJSON *req, const int *fds, size_t nfds, c
 
 /* ---- exec ------------------------------------------------------------------------------------ */
 
+/* exec -t: a pseudo-terminal of ours becomes the command's controlling terminal; our own
+ * terminal goes raw and we relay bytes both ways (Ctrl-C is a byte the sandbox's line discipline
+ * turns into SIGINT for the command's foreground job). */
+static struct termios saved_tio;
+static bool tio_saved;
+
+static void restore_tty(void)
+{
+    if (tio_saved)
+        tcsetattr(0, TCSADRAIN, &saved_tio);
+    tio_saved = false;
+}
+
+static void copy_winsize(int from, int to)
+{
+    struct winsize ws;
+    if (ioctl(from, TIOCGWINSZ, &ws) == 0)
+        ioctl(to, TIOCSWINSZ, &ws);
+}
+
+static bool relay(int from, int to)
+{
+    char buf[16384];
+    ssize_t n = read(from, buf, sizeof buf);
+    if (n <= 0)
+        return n < 0 && (errno == EAGAIN || errno == EINTR);
+    for (ssize_t off = 0; off < n;) {
+        ssize_t w = write(to, buf + off, (size_t)(n - off));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return false;
+        off += w;
+    }
+    return true;
+}
+
+static int exec_with_tty(const char *id, cJSON *req)
+{
+    struct nsbox_err e = {0};
+    if (!isatty(0))
+        return usage("exec -t needs a terminal on stdin");
+    cleanup_close int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (master < 0 || grantpt(master) < 0 || unlockpt(master) < 0) {
+        nsbox_err_sys(&e, "cannot allocate a pseudo-terminal");
+        return fail(&e);
+    }
+    const char *name = ptsname(master);
+    cleanup_close int slave = name ? open(name, O_RDWR | O_NOCTTY | O_CLOEXEC) : -1;
+    if (slave < 0) {
+        nsbox_err_sys(&e, "cannot open the pseudo-terminal");
+        return fail(&e);
+    }
+    copy_winsize(0, slave);
+    cleanup_close int sock = nsbox_session_connect(id, &e);
+    int fds[3] = {slave, slave, slave};
+    if (sock < 0 || nsbox_proto_send_obj(sock, req, fds, 3, &e) < 0)
+        return fail(&e);
+    nsbox_closep(&slave);
+    slave = -1;
+    if (tcgetattr(0, &saved_tio) == 0) {
+        struct termios raw = saved_tio;
+        cfmakeraw(&raw);
+        tio_saved = tcsetattr(0, TCSADRAIN, &raw) == 0;
+        atexit(restore_tty);
+    }
+    sigset_t mask, old;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGWINCH);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, &old);
+    cleanup_close int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    fcntl(master, F_SETFL, O_NONBLOCK);
+    bool in_open = true;
+    for (;;) {
+        struct pollfd pf[4] = {{sock, POLLIN, 0}, {master, POLLIN, 0}, {sfd, POLLIN, 0},
+                               {in_open ? 0 : -1, POLLIN, 0}};
+        if (poll(pf, 4, -1) < 0 && errno != EINTR)
+            break;
+        if (pf[1].revents & POLLIN)
+            relay(master, 1);
+        if (pf[3].revents & (POLLIN | POLLHUP))
+            in_open = relay(0, master);
+        if (pf[2].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                if (si.ssi_signo == SIGWINCH) {
+                    copy_winsize(0, master);
+                } else {
+                    cJSON *sreq = request("signal");
+                    cJSON_AddNumberToObject(sreq, "signal", si.ssi_signo);
+                    nsbox_proto_send_obj(sock, sreq, NULL, 0, &e);
+                    cJSON_Delete(sreq);
+                }
+            }
+        }
+        if (pf[0].revents & (POLLIN | POLLHUP))
+            break;
+    }
+    while (relay(master, 1)) /* what the command wrote last */
+        if (errno == EAGAIN)
+            break;
+    restore_tty();
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    cJSON *reply = NULL;
+    if (recv_reply(sock, &reply, NULL, &e) < 0)
+        return fail(&e);
+    int rc = EXIT_NSBOX;
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(reply, "exit_code");
+    if (nsbox_client_reply_error(reply, &e) < 0)
+        fprintf(stderr, "nsbox: %s\n", e.msg);
+    if (cJSON_IsNumber(code))
+        rc = code->valueint;
+    cJSON_Delete(reply);
+    return rc;
+}
+
 int nsbox_cli_exec(int argc, char **argv)
 {
-    bool interactive = false, detach = false;
+    bool interactive = false, detach = false, tty = false;
     uint64_t timeout_ms = 0;
     const char *cwd = NULL;
     struct nsbox_err e = {0};
@@ -106,10 +227,9 @@ int nsbox_cli_exec(int argc, char **argv)
             interactive = true;
         else if (!strcmp(a, "-d"))
             detach = true;
-        else if (!strcmp(a, "-t") || !strcmp(a, "-it") || !strcmp(a, "-ti")) {
-            cJSON_Delete(env);
-            return usage("exec -t (a terminal) is not supported yet; use -i for stdin");
-        } else if ((!strcmp(a, "--timeout") || !strcmp(a, "--cwd") || !strcmp(a, "-e")) &&
+        else if (!strcmp(a, "-t") || !strcmp(a, "-it") || !strcmp(a, "-ti"))
+            tty = true, interactive = true;
+        else if ((!strcmp(a, "--timeout") || !strcmp(a, "--cwd") || !strcmp(a, "-e")) &&
                    i + 1 < argc) {
             const char *v = argv[++i];
             if (!strcmp(a, "--cwd"))
@@ -135,7 +255,7 @@ int nsbox_cli_exec(int argc, char **argv)
             }
         } else {
             cJSON_Delete(env);
-            return usage("unknown exec option (exec [-i] [-d] [--timeout S] [--cwd DIR] [-e K=V] "
+            return usage("unknown exec option (exec [-i] [-t] [-d] [--timeout S] [--cwd DIR] [-e K=V] "
                          "ID -- CMD [ARG...])");
         }
     }
@@ -161,6 +281,16 @@ int nsbox_cli_exec(int argc, char **argv)
         cJSON_AddStringToObject(req, "cwd", cwd);
     if (timeout_ms && !detach)
         cJSON_AddNumberToObject(req, "timeout_ms", (double)timeout_ms);
+    if (tty && detach) {
+        cJSON_Delete(req);
+        return usage("exec -t and -d do not go together");
+    }
+    if (tty) {
+        cJSON_AddTrueToObject(req, "tty");
+        int rc = exec_with_tty(id, req);
+        cJSON_Delete(req);
+        return rc;
+    }
 
     cleanup_close int null = interactive ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
     int fds[3] = {interactive ? 0 : null, 1, 2};

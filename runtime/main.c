@@ -30,7 +30,7 @@ static const char usage_text[] =
     "\n"
     "  run [OPTIONS] -- CMD [ARG...]   one-shot sandbox: create, run, delete\n"
     "  create [OPTIONS] [--json]       start a persistent sandbox, print its id\n"
-    "  exec [-i] [-d] [--timeout S] [--cwd DIR] [-e K=V] ID -- CMD [ARG...]\n"
+    "  exec [-i] [-t] [-d] [--timeout S] [--cwd DIR] [-e K=V] ID -- CMD [ARG...]\n"
     "  cp SRC DST                      ID:/path on either side\n"
     "  ls [--json] | inspect ID | rm ID... | ps ID | kill ID PID [SIG] | logs ID PID\n"
     "  info [--json]                   what this machine supports and how to fix what is missing\n"

@@ -11,7 +11,7 @@ static char load_error[256];
 
 static int load(void)
 {
-    void *h = dlopen("libnftables.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *h = dlopen("libnftables.so.1", RTLD_LAZY | RTLD_LOCAL);
     if (!h) {
         const char *m = dlerror();
         snprintf(load_error, sizeof load_error, "%s", m ? m : "dlopen failed");

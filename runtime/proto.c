@@ -229,7 +229,8 @@ int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *r, stru
     uint64_t u;
     switch (r->op) {
     case NSBOX_OP_EXEC:
-        if (get_uint(obj, "timeout_ms", 365ull * 86400 * 1000, &r->timeout_ms, e) < 0)
+        if (get_uint(obj, "timeout_ms", 365ull * 86400 * 1000, &r->timeout_ms, e) < 0 ||
+            get_bool(obj, "tty", &r->tty, e) < 0)
             goto out;
         /* fall through */
     case NSBOX_OP_START:

@@ -53,6 +53,7 @@ struct nsbox_request {
     char path[PATH_MAX];
     unsigned mode;
     bool mkdir, recursive, parents;
+    bool tty; /* exec: stdin is a terminal to make the command's controlling tty */
 };
 
 const char *nsbox_op_name(enum nsbox_op op);

@@ -374,7 +374,8 @@ static void do_spawn(struct sup *S, int ci, const struct nsbox_request *rq, int 
         return;
     }
     cleanup_free char **env = merged_env(S, rq);
-    int r = env ? nsbox_agent_spawn(S->agent, p->seq, rq->argv, env, rq->cwd, use, &e)
+    int r = env ? nsbox_agent_spawn(S->agent, p->seq, rq->argv, env, rq->cwd, use,
+                                    rq->tty ? NSBOX_AGENT_F_TTY : 0, &e)
                 : nsbox_err_sys(&e, "calloc");
     for (int i = 0; i < 3; i++)
         nsbox_closep(&own[i]);
@@ -819,7 +820,7 @@ static int run_setup_script(struct sup *S, struct nsbox_err *e)
     int fds[3] = {open("/dev/null", O_RDONLY | O_CLOEXEC), open("/dev/null", O_WRONLY | O_CLOEXEC),
                   pe[1]};
     char *argv[] = {"/bin/sh", "-c", S->spec->setup_script, NULL};
-    int r = nsbox_agent_spawn(S->agent, 0, argv, S->sb.envp, "/workspace", fds, e);
+    int r = nsbox_agent_spawn(S->agent, 0, argv, S->sb.envp, "/workspace", fds, 0, e);
     for (int i = 0; i < 3; i++)
         nsbox_closep(&fds[i]);
     if (r < 0) {

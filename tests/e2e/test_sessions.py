@@ -239,6 +239,60 @@ class Lifecycle(SessionTest):
         self.assertEqual(self.dirs.leftovers(), [])
 
 
+class Terminal(SessionTest):
+    """exec -t under a real pseudo-terminal, as a person at a terminal would use it."""
+
+    def run_in_pty(self, args, send=b"", rows=30, cols=100, timeout=20):
+        import fcntl
+        import pty
+        import termios
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execve(NSBOX, [NSBOX] + args, self.dirs.env())
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        os.kill(pid, signal.SIGWINCH)
+        out = b""
+        deadline = time.monotonic() + timeout
+        sent = False
+        while time.monotonic() < deadline:
+            import select
+            r, _, _ = select.select([fd], [], [], 0.1)
+            if r:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                out += chunk
+                if send and not sent and b"ready" in out:
+                    os.write(fd, send)
+                    sent = True
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+        return os.waitstatus_to_exitcode(status), out
+
+    def test_exec_t_gives_a_terminal_with_the_window_size(self):
+        sid = self.create()
+        code, out = self.run_in_pty(["exec", "-t", sid, "--", "sh", "-c",
+                                     "test -t 0 && echo TTY; stty size; exit 7"])
+        self.assertEqual(code, 7, out)
+        self.assertIn(b"TTY", out)
+        self.assertIn(b"30 100", out)
+
+    def test_ctrl_c_reaches_the_command(self):
+        sid = self.create()
+        code, out = self.run_in_pty(["exec", "-t", sid, "--", "sh", "-c",
+                                     "echo ready; sleep 30"], send=b"\x03")
+        self.assertEqual(code, 130, out)
+
+    def test_exec_t_refuses_without_a_terminal(self):
+        sid = self.create()
+        r = self.nsbox("exec", "-t", sid, "--", "true")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"needs a terminal", r.stderr)
+
+
 class Crashes(SessionTest):
     def supervisor_pid(self, sid):
         return self.inspect(sid)["supervisor_pid"]
