@@ -230,18 +230,16 @@ static int no_new_privs(struct nsbox_err *e)
 
 /* ---- the workload -------------------------------------------------------------------------- */
 
+/* Forked from an init that is already contained (rlimits, no capabilities, no_new_privs,
+ * seccomp: init_harden), so the workload inherits all of it and loads no filter of its own; what
+ * is left is per process: signals, descriptors, session, working directory. */
 __attribute__((noreturn)) static void workload_exec(struct nsbox_launch *L)
 {
     struct nsbox_err e = {0};
     nsbox_reset_signals(); /* a caller's ignored SIGPIPE/SIGINT must not reach the command */
-    if (set_rlimits(L, &e) < 0 || close_other_fds(L->report_wr) < 0 || new_session(&e) < 0)
+    if (close_other_fds(L->report_wr) < 0 || new_session(&e) < 0)
         report_and_exit(L, 125, &e);
     if (nsbox_sp_chdir_in_root(L->cwd, &e) < 0)
-        report_and_exit(L, 125, &e);
-    if (drop_capabilities(&e) < 0 || no_new_privs(&e) < 0)
-        report_and_exit(L, 125, &e);
-    /* Seccomp last: every step before it may use calls the profile forbids. */
-    if (nsbox_seccomp_load(&L->seccomp, &e) < 0)
         report_and_exit(L, 125, &e);
     extern char **environ;
     environ = L->envp; /* execvp searches the PATH of the sandbox's environment */
@@ -345,22 +343,20 @@ void nsbox_child_main(struct nsbox_launch *L)
         nsbox_agent_serve(keep);
     }
 
+    /* rlimits -> drop caps -> no_new_privs -> seccomp, once, in init: the workload forked next
+     * inherits them, so the filter is loaded (and JIT-compiled) once per sandbox, not twice. */
+    if (set_rlimits(L, &e) < 0 || init_harden(L, &e) < 0)
+        report_and_exit(L, 125, &e);
     pid_t workload = fork();
     if (workload < 0) {
         nsbox_err_sys(&e, "fork");
         report_and_exit(L, 125, &e);
     }
     if (workload == 0)
-        workload_exec(L); /* rlimits, close fds, setsid, drop caps, no_new_privs, seccomp, exec */
+        workload_exec(L); /* close fds, setsid, cwd, exec */
 
     /* The workload has its own copy of the command line now (it was forked); init's may go. */
     wipe_cmdline();
-    /* init keeps no descriptor of the host's but the report pipe until it is hardened; the
-     * parent sees EOF on it only when the workload has exec'd or failed. */
-    if (set_rlimits(L, &e) < 0 || init_harden(L, &e) < 0) {
-        kill(workload, SIGKILL);
-        report_and_exit(L, 125, &e);
-    }
     syscall(SYS_close_range, 3, ~0U, 0);
     init_reap(workload);
 }
