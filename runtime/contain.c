@@ -110,9 +110,8 @@ static int child_become_appuser(struct nsbox_launch *L, struct nsbox_err *e)
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
         return nsbox_err_sys(e, "prctl(PR_SET_PDEATHSIG)");
     struct pollfd pf = {L->sync_rd, POLLIN, 0};
-    if (poll(&pf, 1, 0) != 0)
+    if (poll(&pf, 1, 0) > 0 && (pf.revents & (POLLHUP | POLLERR)))
         return nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "parent went away during set-up");
-    close(L->sync_rd);
     return 0;
 }
 
@@ -142,8 +141,13 @@ static int child_set_hostname(struct nsbox_launch *L, struct nsbox_err *e)
 
 static int child_network(struct nsbox_launch *L, struct nsbox_err *e)
 {
-    /* none: the new namespace has only lo, down; all/allow: also the interface the parent
-     * moved in (see runtime/net.h). */
+    /* The parent set up the host side of the network while we built the root ('n'). none: the
+     * new namespace has only lo, down; all/allow: also the interface the parent moved in (see
+     * runtime/net.h). */
+    int r = read_sync_byte(L, 'n', e);
+    close(L->sync_rd);
+    if (r < 0)
+        return -1;
     return nsbox_net_child_setup(L->net, e);
 }
 

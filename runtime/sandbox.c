@@ -220,9 +220,15 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
     }
     int ret = 0;
     /* cgroup: v2 placed the child with the clone; on v1 it moves itself (child_join_cgroup). */
-    if (parent_write_id_maps(pid, &c->st, e) < 0 || nsbox_net_attach(c->net, pid, e) < 0)
+    /* 'g' as soon as the id maps exist: the child builds its root while we attach the
+     * network (veth, nftables), then 'n'. */
+    if (parent_write_id_maps(pid, &c->st, e) < 0)
         ret = -1;
     else if (write(c->L.sync_wr, "g", 1) != 1)
+        ret = nsbox_err_sys(e, "cannot start the sandbox");
+    else if (nsbox_net_attach(c->net, pid, e) < 0)
+        ret = -1;
+    else if (write(c->L.sync_wr, "n", 1) != 1)
         ret = nsbox_err_sys(e, "cannot start the sandbox");
     /* sync_wr stays open while we live: the child checks it for a hang-up (our death). */
     if (ret < 0) {
