@@ -12,12 +12,14 @@ static inline void nsbox_freep(void *p)
 {
     free(*(void **)p);
 }
+/* Closes and forgets: *fd becomes -1, so closing twice is harmless. */
 static inline void nsbox_closep(int *fd)
 {
     if (*fd >= 0) {
         int saved = errno;
         close(*fd);
         errno = saved;
+        *fd = -1;
     }
 }
 static inline void nsbox_fclosep(FILE **f)

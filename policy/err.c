@@ -13,29 +13,31 @@ static void vformat(char *dst, size_t n, const char *fmt, va_list ap)
         snprintf(dst, n, "(unformattable error message)");
 }
 
-int nsbox_err_set(struct nsbox_err *e, int code, int sys_errno, const char *fmt, ...)
+static int vset(struct nsbox_err *e, int code, int sys_errno, const char *fmt, va_list ap)
 {
     if (!e)
         return -1;
-    va_list ap;
-    va_start(ap, fmt);
     vformat(e->msg, sizeof e->msg, fmt, ap);
-    va_end(ap);
     e->code = code;
     e->sys_errno = sys_errno;
     return -1;
 }
 
-int nsbox_err_invalid(struct nsbox_err *e, const char *fmt, ...)
+int nsbox_err_set(struct nsbox_err *e, int code, int sys_errno, const char *fmt, ...)
 {
-    if (!e)
-        return -1;
     va_list ap;
     va_start(ap, fmt);
-    vformat(e->msg, sizeof e->msg, fmt, ap);
+    vset(e, code, sys_errno, fmt, ap);
     va_end(ap);
-    e->code = NSBOX_E_INVALID;
-    e->sys_errno = EINVAL;
+    return -1;
+}
+
+int nsbox_err_invalid(struct nsbox_err *e, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vset(e, NSBOX_E_INVALID, EINVAL, fmt, ap);
+    va_end(ap);
     return -1;
 }
 

@@ -173,21 +173,9 @@ static int flock_retry(int fd, int op)
 
 static void sweep_leftovers(const char *images);
 
-/* A zombie counts as dead: it holds no lock and will never take one (kill(pid, 0) succeeds on
- * it until its parent reaps it, which may be late). */
 static bool pid_alive(pid_t pid)
 {
-    if (pid <= 0 || (kill(pid, 0) < 0 && errno != EPERM))
-        return false;
-    char path[64], buf[256];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-    if (n <= 0)
-        return true;
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
+    return nsbox_pid_alive((int)pid);
 }
 
 void nsbox_image_sweep_store(void)

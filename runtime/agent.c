@@ -21,10 +21,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef CLOSE_RANGE_CLOEXEC
-#define CLOSE_RANGE_CLOEXEC (1U << 2)
-#endif
-
 static int send_msg(int sock, const struct nsbox_agent_hdr *h, const char *payload,
                     const int *fds, size_t nfds)
 {
@@ -179,11 +175,7 @@ __attribute__((noreturn)) static void exec_child(char *cwd, char **argv, char **
      * job control and Ctrl-C; TIOCSTI stays denied by seccomp. */
     if ((flags & NSBOX_AGENT_F_TTY) && isatty(0))
         ioctl(0, TIOCSCTTY, 0);
-    /* Close for real (not only at exec) everything but the error pipe before resolving cwd:
-     * no descriptor may offer a /proc/self/fd/N way out of the root (CVE-2024-21626). */
-    if (errfd > 3)
-        syscall(SYS_close_range, 3, (unsigned)errfd - 1, 0);
-    syscall(SYS_close_range, (unsigned)errfd + 1, ~0U, 0);
+    nsbox_close_fds_except(errfd); /* before resolving cwd: no way out through /proc/self/fd */
     struct nsbox_err ce;
     if (nsbox_sp_chdir_in_root(cwd, &ce) < 0) {
         int err = ce.sys_errno ? ce.sys_errno : EINVAL;
@@ -287,23 +279,10 @@ bad:
     reply(sock, NSBOX_AGENT_FAILED, h->seq, 0, 125, "malformed spawn request");
 }
 
-/* Parent pid of a process from /proc/PID/stat ("pid (comm) state ppid ..."; comm may hold
- * spaces and parentheses, so parse from the last ')'). */
 static int ppid_of(int pid)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
     int ppid;
-    return p && sscanf(p + 1, " %*c %d", &ppid) == 1 ? ppid : -1;
+    return nsbox_proc_stat(pid, NULL, &ppid) == 0 ? ppid : -1;
 }
 
 /* Signal a command and everything it started: its process group, and every descendant that

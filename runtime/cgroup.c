@@ -788,6 +788,30 @@ static bool has_children(const char *path)
     return stat(path, &st) == 0 && st.st_nlink > 2;
 }
 
+/* Call fn(child, depth + 1) for every child cgroup directory of path. -1 if path can't be read. */
+static int for_each_child(const char *path, int depth, void (*fn)(const char *, int))
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        char child[PATH_MAX];
+        if (nsbox_cg_join(child, sizeof child, path, NULL, de->d_name) == 0)
+            fn(child, depth + 1);
+    }
+    closedir(d);
+    return 0;
+}
+
+static int rmdir_tree(const char *path, int depth);
+static void rmdir_child(const char *path, int depth)
+{
+    rmdir_tree(path, depth);
+}
+
 /* rmdir path; when busy because of child cgroups, remove those depth first and retry. 0 when
  * gone (or absent). A sandbox cannot create child cgroups itself (it has no write access to its
  * cgroup), but a leftover from an older version or a human might have. */
@@ -800,20 +824,10 @@ static int rmdir_tree(const char *path, int depth)
         errno = err;
         return -1;
     }
-    DIR *d = opendir(path);
-    if (!d) {
+    if (for_each_child(path, depth, rmdir_child) < 0) {
         errno = err;
         return -1;
     }
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        char child[PATH_MAX];
-        if (nsbox_cg_join(child, sizeof child, path, NULL, de->d_name) == 0)
-            rmdir_tree(child, depth + 1);
-    }
-    closedir(d);
     if (sys->rmdir(path) == 0 || errno == ENOENT)
         return 0;
     return -1;
@@ -834,18 +848,7 @@ static void kill_tree(const char *path, int depth)
     }
     if (depth > 16 || !has_children(path))
         return;
-    DIR *d = opendir(path);
-    if (!d)
-        return;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        char child[PATH_MAX];
-        if (nsbox_cg_join(child, sizeof child, path, NULL, de->d_name) == 0)
-            kill_tree(child, depth + 1);
-    }
-    closedir(d);
+    for_each_child(path, depth, kill_tree);
 }
 
 /* One kill round over paths[i] (NULL: gone). The first round kills without freezing:
@@ -1086,6 +1089,17 @@ int nsbox_cgroup_freeze(const struct nsbox_cgroup *cg, bool frozen, struct nsbox
     if (!cg || cg->version == 0)
         return nsbox_err_set(e, NSBOX_E_INVALID, 0, "cgroup: freeze: no cgroup");
     return cg->version == 2 ? freeze_v2(cg, frozen, e) : freeze_v1(cg, frozen, e);
+}
+
+uint64_t nsbox_cgroup_oom_kills(const struct nsbox_cgroup *cg)
+{
+    uint64_t n = 0;
+    const char *p;
+    if (cg && cg->version == 2)
+        read_keyed_at(cg->dirfd, cg->path, "memory.events", "oom_kill", &n);
+    else if (cg && cg->version == 1 && (p = v1_path_of(cg, "memory")))
+        read_keyed_at(-1, p, "memory.oom_control", "oom_kill", &n);
+    return n;
 }
 
 int nsbox_cgroup_stats(const struct nsbox_cgroup *cg, struct nsbox_cgroup_stats *st,

@@ -70,6 +70,8 @@ int nsbox_cgroup_remove_by_id(const char *id, struct nsbox_err *e);
 int nsbox_cgroup_freeze(const struct nsbox_cgroup *cg, bool frozen, struct nsbox_err *e);
 /* Missing files leave their field 0 (an old kernel without memory.peak, v1 without cpuacct).
  * memory_limit/pids_limit are UINT64_MAX when unlimited. */
+/* Only the number of processes the memory limit killed (one file): for hot paths. */
+uint64_t nsbox_cgroup_oom_kills(const struct nsbox_cgroup *cg);
 int nsbox_cgroup_stats(const struct nsbox_cgroup *cg, struct nsbox_cgroup_stats *st,
                        struct nsbox_err *e);
 

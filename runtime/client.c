@@ -93,6 +93,16 @@ int nsbox_client_call(const char *id, cJSON *req, const int *fds, size_t nfds, c
 
 /* ---- exec ------------------------------------------------------------------------------------ */
 
+/* Pass a signal we got on to the command of this connection's exec (no reply comes). */
+static void send_signal(int sock, int signo)
+{
+    struct nsbox_err e;
+    cJSON *req = request("signal");
+    cJSON_AddNumberToObject(req, "signal", signo);
+    nsbox_proto_send_obj(sock, req, NULL, 0, &e);
+    cJSON_Delete(req);
+}
+
 /* exec -t: a pseudo-terminal of ours becomes the command's controlling terminal; our own
  * terminal goes raw and we relay bytes both ways (Ctrl-C is a byte the sandbox's line discipline
  * turns into SIGINT for the command's foreground job). */
@@ -152,7 +162,6 @@ static int exec_with_tty(const char *id, cJSON *req)
     if (sock < 0 || nsbox_proto_send_obj(sock, req, fds, 3, &e) < 0)
         return fail(&e);
     nsbox_closep(&slave);
-    slave = -1;
     if (tcgetattr(0, &saved_tio) == 0) {
         struct termios raw = saved_tio;
         cfmakeraw(&raw);
@@ -183,19 +192,19 @@ static int exec_with_tty(const char *id, cJSON *req)
                 if (si.ssi_signo == SIGWINCH) {
                     copy_winsize(0, master);
                 } else {
-                    cJSON *sreq = request("signal");
-                    cJSON_AddNumberToObject(sreq, "signal", si.ssi_signo);
-                    nsbox_proto_send_obj(sock, sreq, NULL, 0, &e);
-                    cJSON_Delete(sreq);
+                    send_signal(sock, (int)si.ssi_signo);
                 }
             }
         }
         if (pf[0].revents & (POLLIN | POLLHUP))
             break;
     }
-    while (relay(master, 1)) /* what the command wrote last */
-        if (errno == EAGAIN)
+    /* What the command wrote last, up to the first empty read (master is non-blocking). */
+    for (char buf[16384];;) {
+        ssize_t n = read(master, buf, sizeof buf);
+        if (n <= 0 || write(1, buf, (size_t)n) != n)
             break;
+    }
     restore_tty();
     sigprocmask(SIG_SETMASK, &old, NULL);
     cJSON *reply = NULL;
@@ -319,10 +328,7 @@ int nsbox_cli_exec(int argc, char **argv)
             if (pf[1].revents & POLLIN) {
                 struct signalfd_siginfo si;
                 if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-                    cJSON *sreq = request("signal");
-                    cJSON_AddNumberToObject(sreq, "signal", si.ssi_signo);
-                    nsbox_proto_send_obj(sock, sreq, NULL, 0, &e);
-                    cJSON_Delete(sreq);
+                    send_signal(sock, (int)si.ssi_signo);
                 }
             }
             if (pf[0].revents & (POLLIN | POLLHUP))

@@ -30,10 +30,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef CLOSE_RANGE_CLOEXEC
-#define CLOSE_RANGE_CLOEXEC (1U << 2)
-#endif
-
 __attribute__((noreturn)) static void report_and_exit(struct nsbox_launch *L, int code, const struct nsbox_err *e)
 {
     struct nsbox_child_report r = {.exit_code = code};
@@ -179,21 +175,6 @@ static int set_rlimits(struct nsbox_launch *L, struct nsbox_err *e)
     return 0;
 }
 
-/* Every descriptor above 2 is closed for real, now, except `keep` (the report pipe, itself
- * close-on-exec): marking them close-on-exec is not enough, because until exec a path such as
- * /proc/self/fd/N would still lead out of the root (CVE-2024-21626). This also covers descriptors
- * the caller of nsbox leaked to us. */
-static int close_other_fds(int keep)
-{
-    if (keep > 3)
-        syscall(SYS_close_range, 3, (unsigned)keep - 1, 0);
-    if (syscall(SYS_close_range, (unsigned)keep + 1, ~0U, 0) == 0)
-        return 0;
-    for (int fd = 3; fd < 65536; fd++)
-        if (fd != keep)
-            close(fd);
-    return 0;
-}
 
 static int new_session(struct nsbox_err *e)
 {
@@ -241,7 +222,9 @@ __attribute__((noreturn)) static void workload_exec(struct nsbox_launch *L)
 {
     struct nsbox_err e = {0};
     nsbox_reset_signals(); /* a caller's ignored SIGPIPE/SIGINT must not reach the command */
-    if (close_other_fds(L->report_wr) < 0 || new_session(&e) < 0)
+    /* all but the report pipe (close-on-exec), also what nsbox's caller leaked to us */
+    nsbox_close_fds_except(L->report_wr);
+    if (new_session(&e) < 0)
         report_and_exit(L, 125, &e);
     if (nsbox_sp_chdir_in_root(L->cwd, &e) < 0)
         report_and_exit(L, 125, &e);
@@ -340,11 +323,8 @@ void nsbox_child_main(struct nsbox_launch *L)
         /* The mount plan and environment were for set-up; an idle sandbox should cost little. */
         free((void *)L->plan);
         L->plan = NULL;
-        int keep = L->agent_fd;
-        if (keep > 3)
-            syscall(SYS_close_range, 3, (unsigned)keep - 1, 0);
-        syscall(SYS_close_range, (unsigned)keep + 1, ~0U, 0);
-        nsbox_agent_serve(keep);
+        nsbox_close_fds_except(L->agent_fd);
+        nsbox_agent_serve(L->agent_fd);
     }
 
     /* rlimits -> drop caps -> no_new_privs -> seccomp, once, in init: the workload forked next
@@ -361,6 +341,6 @@ void nsbox_child_main(struct nsbox_launch *L)
 
     /* The workload has its own copy of the command line now (it was forked); init's may go. */
     wipe_cmdline();
-    syscall(SYS_close_range, 3, ~0U, 0);
+    nsbox_close_fds_except(-1);
     init_reap(workload);
 }

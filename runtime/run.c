@@ -163,10 +163,8 @@ int nsbox_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox
         } else if (ret == 0) {
             *exit_status = exit_code_of(&w);
         }
-        struct nsbox_cgroup_stats cs;
-        struct nsbox_err se;
-        if (o && o->oom_kills && nsbox_cgroup_stats(&sb.cg, &cs, &se) == 0)
-            *o->oom_kills = (int)cs.oom_kills;
+        if (o && o->oom_kills)
+            *o->oom_kills = (int)nsbox_cgroup_oom_kills(&sb.cg);
     }
     struct nsbox_err e2;
     if (nsbox_sandbox_destroy(&sb, ret < 0 ? &e2 : e) < 0)

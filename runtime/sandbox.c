@@ -211,13 +211,8 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
     }
     c->pid = pid;
     nsbox_closep(&c->L.sync_rd);
-    c->L.sync_rd = -1;
     nsbox_closep(&c->L.report_wr);
-    c->L.report_wr = -1;
-    if (c->L.agent_fd >= 0) {
-        nsbox_closep(&c->L.agent_fd); /* the child's end */
-        c->L.agent_fd = -1;
-    }
+    nsbox_closep(&c->L.agent_fd); /* the child's end, when there is one */
     int ret = 0;
     /* cgroup: v2 placed the child with the clone; on v1 it moves itself (child_join_cgroup). */
     /* 'g' as soon as the id maps exist: the child builds its root while we attach the
@@ -265,15 +260,12 @@ int nsbox_sandbox_destroy(struct nsbox_sandbox *c, struct nsbox_err *e)
     free(c->envp);
     c->envp = NULL;
     nsbox_closep(&c->pidfd);
-    c->pidfd = -1;
     nsbox_closep(&c->image_lock_fd);
-    c->image_lock_fd = -1;
     nsbox_closep(&c->L.sync_rd);
     nsbox_closep(&c->L.sync_wr);
     nsbox_closep(&c->L.report_rd);
     nsbox_closep(&c->L.report_wr);
     nsbox_closep(&c->L.agent_fd);
-    c->L.sync_rd = c->L.sync_wr = c->L.report_rd = c->L.report_wr = c->L.agent_fd = -1;
     return ret;
 }
 

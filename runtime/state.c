@@ -7,6 +7,7 @@
 #include "image.h"
 #include "net.h"
 #include "paths.h"
+#include "util.h"
 
 #include <dirent.h>
 #include <signal.h>
@@ -216,28 +217,8 @@ int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e)
         st->dir[0] = '\0';
     }
     nsbox_closep(&st->lock_fd);
-    st->lock_fd = -1;
     nsbox_closep(&st->slot_fd);
-    st->slot_fd = -1;
     return ret;
-}
-
-/* Alive and not a zombie (kill(pid, 0) succeeds on a zombie until it is reaped). */
-static bool creator_alive(int pid)
-{
-    if (pid <= 0 || (kill(pid, 0) < 0 && errno != EPERM))
-        return false;
-    char path[64], buf[256];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-    if (fd >= 0)
-        close(fd);
-    if (n <= 0)
-        return true;
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
 }
 
 /* A sandbox is a leftover when nobody holds its lock any more. */
@@ -280,7 +261,7 @@ int nsbox_gc(bool verbose, struct nsbox_err *e)
                 /* a create interrupted before its rename: its creator's pid is in the name */
                 int pid = atoi(de->d_name + NSBOX_ID_LEN + 5);
                 char p[PATH_MAX];
-                if (!creator_alive(pid) && path_join(p, rt, de->d_name, e) == 0)
+                if (!nsbox_pid_alive(pid) && path_join(p, rt, de->d_name, e) == 0)
                     nsbox_rm_rf(p, e);
                 continue;
             }

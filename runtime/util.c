@@ -5,8 +5,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 void nsbox_reset_signals(void)
@@ -69,4 +71,50 @@ char *nsbox_read_text_at(int dfd, const char *path, size_t limit)
     }
     buf[len] = '\0';
     return nsbox_steal_ptr(&buf);
+}
+
+int nsbox_proc_stat(int pid, char *state, int *ppid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    /* "pid (comm) state ppid ...": comm may hold spaces and parentheses */
+    const char *p = strrchr(buf, ')');
+    char st;
+    int pp;
+    if (!p || sscanf(p + 1, " %c %d", &st, &pp) != 2) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (state)
+        *state = st;
+    if (ppid)
+        *ppid = pp;
+    return 0;
+}
+
+bool nsbox_pid_alive(int pid)
+{
+    if (pid <= 0 || (kill(pid, 0) < 0 && errno != EPERM))
+        return false;
+    char st;
+    if (nsbox_proc_stat(pid, &st, NULL) < 0)
+        return true; /* exists, state unknown: assume alive */
+    return st != 'Z' && st != 'X';
+}
+
+void nsbox_close_fds_except(int keep)
+{
+    if (keep > 3)
+        syscall(SYS_close_range, 3, (unsigned)keep - 1, 0);
+    unsigned from = keep >= 3 ? (unsigned)keep + 1 : 3;
+    if (syscall(SYS_close_range, from, ~0U, 0) == 0)
+        return;
+    for (int fd = 3; fd < 65536; fd++) /* kernels before 5.9 */
+        if (fd != keep)
+            close(fd);
 }

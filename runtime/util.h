@@ -2,6 +2,7 @@
 #ifndef NSBOX_UTIL_H
 #define NSBOX_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/socket.h>
 
@@ -16,5 +17,16 @@ void nsbox_cmsg_put_fds(struct msghdr *msg, void *buf, const int *fds, size_t nf
 /* A whole file (dfd-relative path) as a NUL-terminated string of at most limit bytes; NULL with
  * errno (EFBIG when larger). */
 char *nsbox_read_text_at(int dfd, const char *path, size_t limit);
+
+/* Close every descriptor above 2 except keep (-1: none), for real, now: marking them
+ * close-on-exec is not enough, because until exec /proc/self/fd/N would still lead to whatever
+ * they point at, outside the root (CVE-2024-21626). */
+void nsbox_close_fds_except(int keep);
+
+/* State letter and parent pid from /proc/PID/stat (of our pid namespace). 0 or -1 (errno). */
+int nsbox_proc_stat(int pid, char *state, int *ppid);
+/* Alive and not a zombie: kill(pid, 0) succeeds on a zombie until its parent reaps it, and a
+ * zombie holds no lock and will never take one. */
+bool nsbox_pid_alive(int pid);
 
 #endif

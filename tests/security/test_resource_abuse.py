@@ -107,22 +107,26 @@ class ForkBomb(ResourceTest):
         p, sid = self.start("f(){ f|f& }; f 2>/dev/null; sleep 6; echo survived", timeout=30)
         uid = self.sandbox_uid()
         self.assertGreaterEqual(uid, UID_BASE)
-        lat, pids = [], []
+        lat, pids, exact = [], [], []
         while p.poll() is None:
             lat.append(host_spawn_latency())
             v = cgroup_file(sid, "pids", "pids.current")
             if v:
-                pids.append(int(v))
-            # The bomb's processes are all the sandbox's uid: count them from the host too.
+                exact.append(int(v))
+            # The bomb's processes are all the sandbox's uid: count them from the host too. A walk
+            # of /proc is not atomic (pids exit and are reused during it), so it can count a few
+            # more than were ever alive at once: it shows the bomb got going; the limit is judged
+            # on the kernel's own count when there is one.
             pids.append(len(processes_of_uid(uid)))
             time.sleep(0.2)
+        pids += exact
         out, err = p.communicate(timeout=30)
         print(f"\n  fork bomb: max {max(pids)} processes, host spawn latency max "
               f"{max(lat) * 1000:.0f} ms over {len(lat)} samples", file=sys.stderr)
         self.assertEqual(p.returncode, 0, err)
         self.assertEqual(out, b"survived\n")  # the sandbox's own shell still works
         self.assertGreater(max(pids), 100, "the bomb never got going: the test means nothing")
-        self.assertLessEqual(max(pids), 256)
+        self.assertLessEqual(max(exact or pids), 256)
         self.assertLess(max(lat), 2.0, "the host could not start a process for seconds")
         self.assert_all_gone(sid, uid)
 
