@@ -70,7 +70,7 @@ struct nsbox_spec {
     char image[PATH_MAX];     /* "host", "debian", another stored name, or an absolute dir */
     char *setup_script;       /* heap, may be NULL */
     uint64_t setup_script_timeout_seconds;
-    char workspace[PATH_MAX]; /* "" = fresh per-sandbox directory */
+    char workspace[PATH_MAX]; /* "" = a fresh filesystem of limits.disk_bytes (wsplan.h) */
     size_t n_env;
     char *env[NSBOX_MAX_ENV]; /* heap "K=V" strings; a later K replaces an earlier one */
 };

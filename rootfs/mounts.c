@@ -46,6 +46,7 @@ static struct nsbox_mount_op *push(struct nsbox_mount_plan *p, enum nsbox_mop op
     o->op = op;
     o->src[0] = '\0';
     o->src_in_image = false;
+    o->src_is_fd = false;
     o->target_in_image = false;
     o->recursive = false;
     o->flags = 0;
@@ -181,7 +182,7 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
                            struct nsbox_err *e)
 {
     plan->n = 0;
-    if (!cfg->img || !cfg->workspace || cfg->workspace[0] != '/')
+    if (!cfg->img || (cfg->ws_kind == NSBOX_WS_DIR && (!cfg->workspace || cfg->workspace[0] != '/')))
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "rootfs: image and workspace required");
     if (plan_image(cfg, plan, e) < 0)
         return -1;
@@ -197,10 +198,30 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
         f->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
     }
     PUSH(NSBOX_MOP_MKDIR, "workspace")->mode = 0755;
-    struct nsbox_mount_op *o = PUSH(NSBOX_MOP_BIND, "workspace");
-    if (set_src(o, cfg->workspace, e) < 0)
-        return -1;
-    o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    struct nsbox_mount_op *o;
+    switch (cfg->ws_kind) {
+    case NSBOX_WS_DIR:
+        o = PUSH(NSBOX_MOP_BIND, "workspace");
+        if (set_src(o, cfg->workspace, e) < 0)
+            return -1;
+        o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+        break;
+    case NSBOX_WS_EXT4:
+        o = PUSH(NSBOX_MOP_BIND, "workspace");
+        snprintf(o->src, sizeof o->src, "the workspace filesystem");
+        o->src_is_fd = true;
+        o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+        break;
+    case NSBOX_WS_TMPFS:
+        o = PUSH(NSBOX_MOP_TMPFS, "workspace");
+        o->flags = MS_NOSUID | MS_NODEV;
+        if (nsbox_ws_tmpfs_options(cfg->ws_bytes, o->data, sizeof o->data, e) < 0)
+            return -1;
+        break;
+    default:
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "rootfs: unknown workspace kind %d",
+                             (int)cfg->ws_kind);
+    }
     PUSH(NSBOX_MOP_MKDIR, "tmp")->mode = 01777;
     o = PUSH(NSBOX_MOP_TMPFS, "tmp");
     o->flags = MS_NOSUID | MS_NODEV;
@@ -310,8 +331,8 @@ static int clone_source(const struct nsbox_sys *sys, const struct nsbox_mount_op
 }
 
 int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
-                         const char *staging, const char *image_root, int *fds, int *rootfd,
-                         struct nsbox_err *e)
+                         const char *staging, const char *image_root, int ws_fd, int *fds,
+                         int *rootfd, struct nsbox_err *e)
 {
     for (size_t i = 0; i < plan->n; i++)
         fds[i] = -1;
@@ -333,6 +354,13 @@ int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_p
         const struct nsbox_mount_op *o = &plan->ops[i];
         if (o->op != NSBOX_MOP_BIND && o->op != NSBOX_MOP_BIND_DEV)
             continue;
+        if (o->src_is_fd) {
+            if (ws_fd < 0)
+                return nsbox_err_set(e, NSBOX_E_INVALID, EBADF, "rootfs: %s is missing", o->src);
+            fds[i] = ws_fd;
+            ws_fd = -1;
+            continue;
+        }
         fds[i] = clone_source(sys, o, image_rootfd, e);
         if (fds[i] < 0)
             return -1;

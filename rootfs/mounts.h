@@ -14,6 +14,7 @@
 #include "image.h"
 #include "nsbox.h"
 #include "sys.h"
+#include "wsplan.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -43,6 +44,7 @@ struct nsbox_mount_op {
     char target[NAME_MAX + 32]; /* relative to the new root, no leading '/' */
     char src[PATH_MAX];
     bool src_in_image;     /* src is an entry name inside the image root (opened NOFOLLOW) */
+    bool src_is_fd;        /* BIND of a detached mount the launcher made (src: its name) */
     bool target_in_image;  /* target lies inside an image bind: resolved with no symlinks */
     bool recursive;
     unsigned long flags;   /* mount(2) flags for TMPFS/PROC/DEVPTS */
@@ -59,7 +61,9 @@ struct nsbox_root_entry {
 
 struct nsbox_rootfs_cfg {
     const struct nsbox_image *img;
-    const char *workspace;  /* host directory bound at /workspace */
+    enum nsbox_ws_kind ws_kind;
+    const char *workspace;  /* DIR: host directory bound at /workspace */
+    uint64_t ws_bytes;      /* TMPFS: its size (limits.disk_bytes) */
     size_t n_entries;       /* top-level entries of the image root to expose */
     struct nsbox_root_entry entries[NSBOX_ROOT_ENTRIES_MAX];
     const char *resolv_conf; /* host file bound over /etc/resolv.conf, or NULL */
@@ -91,14 +95,16 @@ int nsbox_rootfs_scan_image(struct nsbox_rootfs_cfg *cfg, struct nsbox_err *e);
  * detached clone of every bind source, with its attributes already set. fds[] gets one entry per
  * plan op (-1 where unused); *rootfd an fd of the new root. Sources are looked up here, in the
  * child's own mount namespace: open_tree refuses to clone a mount that belongs to another one,
- * so descriptors opened by the parent cannot be used.
+ * so descriptors opened by the parent cannot be used. The exception is ws_fd, a detached mount
+ * (fsmount) of the EXT4 workspace: it belongs to no namespace and is moved, not cloned; the
+ * op with src_is_fd takes it over.
  *
  * Phase 2 (as appuser, the only mapped id, so that files created on the new tmpfs have an
  * owner): populate the tree relative to rootfd, attach the clones, pivot_root into it, detach
  * the old root and make the root read-only. No host path is looked up in this phase. */
 int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
-                         const char *staging, const char *image_root, int *fds, int *rootfd,
-                         struct nsbox_err *e);
+                         const char *staging, const char *image_root, int ws_fd, int *fds,
+                         int *rootfd, struct nsbox_err *e);
 int nsbox_rootfs_enter(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
                        int rootfd, int *fds, struct nsbox_err *e);
 

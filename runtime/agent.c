@@ -17,6 +17,7 @@
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -144,6 +145,30 @@ int nsbox_agent_recv(int sock, struct nsbox_agent_event *ev, struct nsbox_err *e
     payload[h.len] = '\0';
     snprintf(ev->msg, sizeof ev->msg, "%s", payload);
     return 1;
+}
+
+int nsbox_agent_recv_workspace(int sock, int *fd, struct nsbox_err *e)
+{
+    struct nsbox_agent_hdr h;
+    char payload[16];
+    int fds[3];
+    *fd = -1;
+    ssize_t n = recv_msg(sock, &h, payload, sizeof payload, fds);
+    if (n == 0)
+        return nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "agent: init ended before it was ready");
+    if (n < 0)
+        return nsbox_err_sys(e, "agent: receive");
+    for (int i = 1; i < 3; i++)
+        nsbox_closep(&fds[i]);
+    struct stat sb;
+    if (h.type != NSBOX_AGENT_WORKSPACE || fds[0] < 0 || fstat(fds[0], &sb) < 0 ||
+        !S_ISDIR(sb.st_mode)) {
+        nsbox_closep(&fds[0]);
+        return nsbox_err_set(e, NSBOX_E_INVALID, EBADMSG,
+                             "agent: expected the workspace, got message %u", h.type);
+    }
+    *fd = fds[0];
+    return 0;
 }
 
 /* ---- init side ------------------------------------------------------------------------------ */
@@ -354,6 +379,11 @@ void nsbox_agent_serve(int sock)
     char *payload = malloc(NSBOX_AGENT_PAYLOAD_MAX + 1);
     if (sfd < 0 || !payload)
         _exit(125);
+    int ws = open("/workspace", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct nsbox_agent_hdr wh = {.type = NSBOX_AGENT_WORKSPACE};
+    if (ws < 0 || send_msg(sock, &wh, NULL, &ws, 1) < 0)
+        _exit(125);
+    close(ws);
     for (;;) {
         struct pollfd pf[2] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}};
         if (poll(pf, 2, -1) < 0 && errno != EINTR)

@@ -21,6 +21,7 @@ enum nsbox_agent_type {
     NSBOX_AGENT_SPAWNED = 101, /* init -> supervisor: seq started as pid */
     NSBOX_AGENT_EXITED = 102,  /* init -> supervisor: pid of seq ended; status = exit code */
     NSBOX_AGENT_FAILED = 103,  /* init -> supervisor: seq could not start; status 125/126/127 */
+    NSBOX_AGENT_WORKSPACE = 104, /* init -> supervisor, first message: 1 fd, O_PATH /workspace */
 };
 
 struct nsbox_agent_hdr {
@@ -48,6 +49,11 @@ int nsbox_agent_spawn(int sock, uint32_t seq, char *const argv[], char *const en
 int nsbox_agent_kill(int sock, int pid, int sig, struct nsbox_err *e);
 /* Returns 1 with an event, 0 on EOF (init is gone), -1 on error. */
 int nsbox_agent_recv(int sock, struct nsbox_agent_event *ev, struct nsbox_err *e);
+
+/* The first message init sends: its /workspace, the root of the supervisor's file operations
+ * whatever the workspace is (a host directory, or a filesystem that exists only inside the
+ * sandbox's mount namespace). *fd gets an O_PATH descriptor of a directory. */
+int nsbox_agent_recv_workspace(int sock, int *fd, struct nsbox_err *e);
 
 /* init side: serve until the supervisor goes away. Never returns. */
 __attribute__((noreturn)) void nsbox_agent_serve(int sock);

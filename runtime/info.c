@@ -13,6 +13,7 @@
 #include "paths.h"
 #include "nftlib.h"
 #include "spec.h"
+#include "workspace.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -712,13 +713,29 @@ static void check_privileges(struct nsbox_check *c)
                   "features depend on what the outer container grants");
 }
 
+/* The limit is always enforced; what differs is how, and what it costs (docs/workspace.md). */
+static void check_workspace_disk(struct nsbox_check *c)
+{
+    char why[256];
+    c->ok = true;
+    if (nsbox_ws_ext4_usable(why, sizeof why)) {
+        DETAIL(c, "ext4 on a loop device: a fresh /workspace is a filesystem of the instance "
+                  "type's disk size, mounted only inside the sandbox");
+        return;
+    }
+    DETAIL(c, "tmpfs: a fresh /workspace is a tmpfs of the instance type's disk size, and what "
+              "it holds counts against the memory limit (ext4 workspaces: %s)",
+           why);
+}
+
 static const char *const check_names[NSBOX_CHECK_COUNT] = {
     [NSBOX_CHECK_USERNS] = "user_namespaces",    [NSBOX_CHECK_NAMESPACES] = "namespaces",
     [NSBOX_CHECK_OVERLAYFS] = "overlayfs",       [NSBOX_CHECK_CGROUPS] = "cgroups",
     [NSBOX_CHECK_SECCOMP] = "seccomp",           [NSBOX_CHECK_NFTABLES] = "nftables",
     [NSBOX_CHECK_NETADMIN] = "net_admin",        [NSBOX_CHECK_IDMAP] = "idmapped_mounts",
     [NSBOX_CHECK_OPENAT2] = "openat2",           [NSBOX_CHECK_IMAGE_HOST] = "image_host",
-    [NSBOX_CHECK_IMAGE_DEBIAN] = "image_debian", [NSBOX_CHECK_PRIVILEGES] = "privileges",
+    [NSBOX_CHECK_IMAGE_DEBIAN] = "image_debian", [NSBOX_CHECK_WORKSPACE_DISK] = "workspace_disk",
+    [NSBOX_CHECK_PRIVILEGES] = "privileges",
 };
 
 /* Without these nsbox cannot create a sandbox that keeps its promises; the rest are features
@@ -797,6 +814,9 @@ void nsbox_check_run(enum nsbox_check_id id, struct nsbox_check *out)
         break;
     case NSBOX_CHECK_IMAGE_DEBIAN:
         check_image_debian(out);
+        break;
+    case NSBOX_CHECK_WORKSPACE_DISK:
+        check_workspace_disk(out);
         break;
     case NSBOX_CHECK_PRIVILEGES:
         check_privileges(out);

@@ -22,6 +22,7 @@ enum nsbox_check_id {
     NSBOX_CHECK_OPENAT2,
     NSBOX_CHECK_IMAGE_HOST,
     NSBOX_CHECK_IMAGE_DEBIAN,
+    NSBOX_CHECK_WORKSPACE_DISK, /* how the /workspace disk limit is enforced here */
     NSBOX_CHECK_PRIVILEGES, /* root or unprivileged, and what that implies */
     NSBOX_CHECK_COUNT
 };

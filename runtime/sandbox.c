@@ -7,6 +7,7 @@
 #include "info.h"
 #include "paths.h"
 #include "seccomp_profile.h"
+#include "workspace.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +34,7 @@ void nsbox_sandbox_init(struct nsbox_sandbox *sb)
     sb->image_lock_fd = -1;
     sb->L.sync_rd = sb->L.sync_wr = sb->L.report_rd = sb->L.report_wr = -1;
     sb->L.agent_fd = -1;
+    sb->L.ws_fd = -1;
 }
 
 /* The environment is built from nothing: the host's variables (tokens, paths, proxies) never
@@ -129,16 +131,26 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
     if (nsbox_image_resolve(s->image, &img, e) < 0)
         return -1;
     c->image_lock_fd = img.lock_fd;
-    if (nsbox_state_create(&c->st, s->workspace, e) < 0)
+    /* The workspace: the caller's directory, or a fresh filesystem of limits.disk_bytes. */
+    bool dir_given = s->workspace[0] != '\0';
+    char why[256];
+    enum nsbox_ws_kind ws_kind =
+        nsbox_ws_choose(dir_given, !dir_given && nsbox_ws_ext4_usable(why, sizeof why));
+    if (nsbox_state_create(&c->st, s->workspace, ws_kind, e) < 0)
         return -1;
     if (nsbox_net_prepare(s, c->st.id, c->st.dir, &c->net, e) < 0)
         return -1;
     c->L.net = c->net;
     if (c->st.privileged) {
         struct nsbox_idmap um, gm;
+        char tag[32];
+        snprintf(tag, sizeof tag, "nsbox-%s", c->st.id);
         if (nsbox_state_take_slot(&c->st, e) < 0 ||
-            nsbox_idmap_compute(true, 0, 0, c->st.slot, &um, &gm, e) < 0 ||
-            nsbox_state_chown_workspace(&c->st, um.outside, gm.outside, e) < 0)
+            nsbox_idmap_compute(true, 0, 0, c->st.slot, &um, &gm, e) < 0)
+            return -1;
+        if (ws_kind == NSBOX_WS_EXT4 &&
+            nsbox_ws_ext4_create(c->st.workspace, s->limits.disk_bytes, um.outside, gm.outside,
+                                 tag, &c->L.ws_fd, e) < 0)
             return -1;
     }
     /* On the heap: it is large (48 entries with their link texts), and stack pages a process
@@ -148,7 +160,9 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
     if (!cfg || !c->plan)
         return nsbox_err_sys(e, "malloc");
     cfg->img = &img;
+    cfg->ws_kind = ws_kind;
     cfg->workspace = c->st.workspace;
+    cfg->ws_bytes = s->limits.disk_bytes;
     cfg->n_entries = 0;
     cfg->resolv_conf = nsbox_net_resolv_conf(c->net);
     cfg->hosts = nsbox_net_hosts(c->net);
@@ -210,6 +224,7 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
         nsbox_child_main(&c->L);
     }
     c->pid = pid;
+    nsbox_closep(&c->L.ws_fd); /* the child has its copy; the namespace holds the mount */
     nsbox_closep(&c->L.sync_rd);
     nsbox_closep(&c->L.report_wr);
     nsbox_closep(&c->L.agent_fd); /* the child's end, when there is one */
@@ -254,6 +269,7 @@ int nsbox_sandbox_destroy(struct nsbox_sandbox *c, struct nsbox_err *e)
     }
     if (nsbox_state_destroy(&c->st, ce) < 0)
         ret = -1;
+    nsbox_closep(&c->L.ws_fd);
     nsbox_seccomp_prog_free(&c->L.seccomp);
     free(c->plan);
     c->plan = NULL;

@@ -25,6 +25,7 @@ void nsbox_state_init(struct nsbox_state *st)
 {
     st->id[0] = st->dir[0] = st->staging[0] = st->cache[0] = st->workspace[0] = '\0';
     st->fresh_workspace = false;
+    st->ws_kind = NSBOX_WS_DIR;
     st->lock_fd = -1;
     st->slot_fd = -1;
     st->slot = 0;
@@ -73,10 +74,14 @@ static int lock_file(const char *path, bool create)
     return fd;
 }
 
-static int make_workspace(struct nsbox_state *st, const char *workspace_arg, struct nsbox_err *e)
+static int make_workspace(struct nsbox_state *st, const char *workspace_arg,
+                          enum nsbox_ws_kind kind, struct nsbox_err *e)
 {
-    if (workspace_arg && workspace_arg[0]) {
+    st->ws_kind = kind;
+    if (kind == NSBOX_WS_DIR) {
         struct stat sb;
+        if (!workspace_arg || !workspace_arg[0])
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "workspace: no directory given");
         if (stat(workspace_arg, &sb) < 0)
             return nsbox_err_sys(e, "workspace %s", workspace_arg);
         if (!S_ISDIR(sb.st_mode))
@@ -87,11 +92,14 @@ static int make_workspace(struct nsbox_state *st, const char *workspace_arg, str
         st->fresh_workspace = false;
         return 0;
     }
+    if (kind == NSBOX_WS_TMPFS)
+        return 0; /* made inside the sandbox's mount namespace: nothing on the host */
+    /* EXT4: the backing file, in a per-sandbox directory only its owner may enter. */
     char cache_root[PATH_MAX];
     if (nsbox_path_cache_dir(cache_root, sizeof cache_root, e) < 0)
         return -1;
     if (path_join(st->cache, cache_root, st->id, e) < 0 ||
-        path_join(st->workspace, st->cache, "workspace", e) < 0)
+        path_join(st->workspace, st->cache, "workspace.ext4", e) < 0)
         return -1;
     if (mkdir(st->cache, 0700) < 0) {
         if (errno != ENOENT)
@@ -99,15 +107,12 @@ static int make_workspace(struct nsbox_state *st, const char *workspace_arg, str
         if (nsbox_mkdir_p(cache_root, 0700, e) < 0 || mkdir(st->cache, 0700) < 0)
             return nsbox_err_sys(e, "cannot create %s", st->cache);
     }
-    /* The per-sandbox parent is 0700 (only its owner may enter); the workspace itself is 0755
-     * and owned by the sandbox's host uid, so appuser can write it. */
-    if (mkdir(st->workspace, 0755) < 0)
-        return nsbox_err_sys(e, "cannot create %s", st->workspace);
     st->fresh_workspace = true;
     return 0;
 }
 
-int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, struct nsbox_err *e)
+int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum nsbox_ws_kind kind,
+                       struct nsbox_err *e)
 {
     char rt[PATH_MAX], lock[PATH_MAX], tmp[PATH_MAX];
     if (!st->id[0] && nsbox_state_new_id(st->id, e) < 0)
@@ -150,7 +155,7 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, struct
     }
     if (mkdir(st->staging, 0700) < 0)
         return nsbox_err_sys(e, "cannot create %s", st->staging);
-    return make_workspace(st, workspace_arg, e);
+    return make_workspace(st, workspace_arg, kind, e);
 }
 
 int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e)
@@ -190,16 +195,6 @@ int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e)
     }
     return nsbox_err_set(e, NSBOX_E_SYS, EUSERS, "all %u nsbox uid slots are in use",
                          NSBOX_UID_SLOTS);
-}
-
-int nsbox_state_chown_workspace(struct nsbox_state *st, uint32_t uid, uint32_t gid,
-                                struct nsbox_err *e)
-{
-    if (!st->fresh_workspace)
-        return 0;
-    if (chown(st->workspace, uid, gid) < 0)
-        return nsbox_err_sys(e, "cannot give the workspace %s to uid %u", st->workspace, uid);
-    return 0;
 }
 
 int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e)

@@ -6,6 +6,7 @@
 #define NSBOX_STATE_H
 
 #include "nsbox.h"
+#include "wsplan.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -17,9 +18,10 @@ struct nsbox_state {
     char id[NSBOX_ID_LEN + 1];
     char dir[PATH_MAX];       /* <runtime>/<id> */
     char staging[PATH_MAX];   /* <runtime>/<id>/root: empty mount point for the new root */
-    char cache[PATH_MAX];     /* <cache>/<id>: holds the fresh workspace */
-    char workspace[PATH_MAX]; /* the directory bound at /workspace */
-    bool fresh_workspace;     /* created by nsbox; removed with the sandbox */
+    char cache[PATH_MAX];     /* <cache>/<id>: holds an ext4 workspace's backing file */
+    enum nsbox_ws_kind ws_kind;
+    char workspace[PATH_MAX]; /* DIR: the directory bound at /workspace; EXT4: backing file */
+    bool fresh_workspace;     /* <cache>/<id> was created by nsbox; removed with the sandbox */
     int lock_fd;              /* flock(LOCK_EX) on <dir>/lock while the sandbox lives */
     bool privileged;
     uint32_t slot;            /* uid slot when privileged */
@@ -30,13 +32,13 @@ void nsbox_state_init(struct nsbox_state *st);
 /* A random id of NSBOX_ID_LEN lowercase hex digits. */
 int nsbox_state_new_id(char *out, struct nsbox_err *e);
 bool nsbox_state_valid_id(const char *id);
-/* Create dir + lock + staging dir, and the workspace (fresh under the cache dir, chowned to
- * host_uid:host_gid when privileged, or the given existing directory). */
-int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, struct nsbox_err *e);
+/* Create dir + lock + staging dir, and the host side of the workspace of the given kind: DIR
+ * checks workspace_arg, EXT4 makes the private <cache>/<id> for the backing file, TMPFS has
+ * nothing on the host. */
+int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum nsbox_ws_kind kind,
+                       struct nsbox_err *e);
 /* Take a free uid slot (privileged only); held until nsbox_state_destroy. */
 int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e);
-int nsbox_state_chown_workspace(struct nsbox_state *st, uint32_t uid, uint32_t gid,
-                                struct nsbox_err *e);
 /* Remove everything the sandbox left on the host (fresh workspace, state dir), release locks. */
 int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e);
 

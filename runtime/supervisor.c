@@ -7,6 +7,7 @@
 #include "paths.h"
 #include "proto.h"
 #include "sandbox.h"
+#include "workspace.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -402,6 +403,27 @@ static cJSON *proc_json(const struct proc *p)
     return o;
 }
 
+/* How /workspace is bounded, and how full it is. */
+static void add_disk(cJSON *r, const struct sup *S)
+{
+    cJSON *d = cJSON_AddObjectToObject(r, "disk");
+    enum nsbox_ws_kind k = S->sb.st.ws_kind;
+    cJSON_AddStringToObject(d, "kind", nsbox_ws_kind_name(k));
+    cJSON_AddBoolToObject(d, "enforced", k != NSBOX_WS_DIR);
+    if (k == NSBOX_WS_DIR) {
+        cJSON_AddStringToObject(d, "note", "the caller's own directory (--workspace): nsbox "
+                                           "puts no limit on it");
+        return;
+    }
+    cJSON_AddNumberToObject(d, "limit_bytes", (double)S->spec->limits.disk_bytes);
+    cJSON_AddNumberToObject(d, "inodes_limit", (double)nsbox_ws_inodes(S->spec->limits.disk_bytes));
+    struct nsbox_ws_usage u;
+    if (S->ws_fd >= 0 && nsbox_ws_usage(S->ws_fd, &u) == 0) {
+        cJSON_AddNumberToObject(d, "used_bytes", (double)u.bytes_used);
+        cJSON_AddNumberToObject(d, "inodes_used", (double)u.inodes_used);
+    }
+}
+
 static void do_inspect(struct sup *S, int ci, const char *tag)
 {
     cJSON *r = nsbox_reply_ok(tag);
@@ -411,7 +433,11 @@ static void do_inspect(struct sup *S, int ci, const char *tag)
     cJSON_AddNumberToObject(r, "created", (double)S->created);
     cJSON_AddNumberToObject(r, "expires", (double)S->expires);
     cJSON_AddNumberToObject(r, "supervisor_pid", getpid());
-    cJSON_AddStringToObject(r, "workspace", S->sb.st.workspace);
+    if (S->sb.st.ws_kind == NSBOX_WS_DIR)
+        cJSON_AddStringToObject(r, "workspace", S->sb.st.workspace);
+    else
+        cJSON_AddNullToObject(r, "workspace"); /* exists only inside the sandbox */
+    add_disk(r, S);
     cJSON *spec = nsbox_spec_to_cjson(S->spec);
     if (spec)
         cJSON_AddItemToObject(r, "spec", spec);
@@ -970,11 +996,8 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
     /* The child has its own copy of the mount plan; ours is no longer needed. */
     free(S.sb.plan);
     S.sb.plan = NULL;
-    S.ws_fd = open(S.sb.st.workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (S.ws_fd < 0) {
-        nsbox_err_sys(&e, "workspace %s", S.sb.st.workspace);
+    if (nsbox_agent_recv_workspace(S.agent, &S.ws_fd, &e) < 0)
         goto fail;
-    }
     S.created = wall_s();
     S.expires = S.created + (int64_t)spec->ttl_seconds;
     set_timer(S.ttl_fd, spec->ttl_seconds);

@@ -117,8 +117,11 @@ class FilesTest(unittest.TestCase):
         # on the host: the sandbox's own uid from nsbox's range, never root
         src = self.put("owned2", b"x")
         self.assertEqual(self.nsbox("cp", src, f"{self.id}:owned2").returncode, 0)
-        ws = json.loads(self.nsbox("inspect", self.id, check=True).stdout)["workspace"]
-        st = os.stat(os.path.join(ws, "owned2"))
+        # (the workspace exists only in the sandbox's mount namespace: look through init's root)
+        sup = json.loads(self.nsbox("inspect", self.id, check=True).stdout)["supervisor_pid"]
+        with open(f"/proc/{sup}/task/{sup}/children") as f:
+            init = int(f.read().split()[0])
+        st = os.stat(f"/proc/{init}/root/workspace/owned2")
         self.assertGreaterEqual(st.st_uid, UID_BASE)
         self.assertGreaterEqual(st.st_gid, UID_BASE)
 

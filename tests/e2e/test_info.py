@@ -15,7 +15,8 @@ import unittest
 NSBOX = os.environ.get("NSBOX_BIN", "")
 CHECKS = [
     "user_namespaces", "namespaces", "overlayfs", "cgroups", "seccomp", "nftables",
-    "net_admin", "idmapped_mounts", "openat2", "image_host", "image_debian", "privileges",
+    "net_admin", "idmapped_mounts", "openat2", "image_host", "image_debian", "workspace_disk",
+    "privileges",
 ]
 REQUIRED = {"user_namespaces", "namespaces", "cgroups", "seccomp", "openat2", "image_host"}
 TEST_USER = "nsbox-info-test"
@@ -136,6 +137,9 @@ class InfoTest(Shape, unittest.TestCase):
         self.assertEqual(proc.returncode, 0)
         self.assertTrue(checks["privileges"]["detail"].startswith("root"), checks["privileges"])
         self.assertTrue(checks["net_admin"]["ok"])
+        if os.path.exists("/dev/loop-control"):
+            self.assertTrue(checks["workspace_disk"]["detail"].startswith("ext4 on a loop device"),
+                            checks["workspace_disk"])
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root to run as another user")
@@ -183,6 +187,10 @@ class UnprivilegedInfoTest(Shape, unittest.TestCase):
         self.assertEqual(net["fix"], NET_ADMIN_FIX)
 
         self.assertFalse(checks["idmapped_mounts"]["ok"])
+        ws = checks["workspace_disk"]
+        self.assertTrue(ws["ok"])  # enforced either way
+        self.assertTrue(ws["detail"].startswith("tmpfs:"), ws)
+        self.assertIn("loop devices need root", ws["detail"])
         self.assertFalse(checks["image_debian"]["ok"])
         self.assertIn("/nonexistent/", checks["image_debian"]["detail"])
 

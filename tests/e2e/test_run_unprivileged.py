@@ -2,6 +2,7 @@
 
 The user gets a delegated cgroup, as systemd's Delegate=yes gives one on cgroup v2; on this
 cgroup-v1 machine the test delegates one per controller itself (tests/lib V1Delegation)."""
+import json
 import os
 import shutil
 import socket
@@ -10,7 +11,7 @@ import tempfile
 import unittest
 
 from nsbox_test import (NSBOX, Dirs, V1Delegation, cgroup_leftovers, cgroup_v1,
-                        ensure_test_user, is_root, run_nsbox)
+                        ensure_test_user, is_root, run_nsbox, write_config)
 
 
 def setUpModule():
@@ -117,6 +118,53 @@ class Unprivileged(unittest.TestCase):
         finally:
             self.assertEqual(self.run_as_user(["rm", sid], delegated=False).returncode, 0)
         self.assertEqual([p for p in self.dirs.leftovers() if "tombstones" not in p], [])
+
+    def test_workspace_is_a_tmpfs_of_the_disk_limit(self):
+        # Loop devices are root's: a user's fresh workspace is a tmpfs of limits.disk_bytes
+        # with one inode per 16 KiB, made inside the sandbox; nothing of it is on the host.
+        env = write_config(self.dirs, {"tiny": {"cpus": 1, "memory": "512MiB", "pids": 128,
+                                                "disk": "64MiB"}})
+        r = self.run_as_user(["run", "--instance-type", "tiny", "--", "sh", "-c",
+                              "stat -f -c '%T %b %S %c' /workspace; "
+                              "head -c 200M /dev/zero > big; echo status=$?; stat -c %s big; "
+                              "rm big; python3 -c \"import os\nn = 0\ntry:\n"
+                              " while n < 5000: os.close(os.open(f'f{n}', os.O_CREAT | "
+                              "os.O_WRONLY)); n += 1\nexcept OSError as e: print(e.strerror)\n"
+                              "print(f'files={n}')\""], extra_env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.decode().splitlines()
+        kind, blocks, bsize, inodes = lines[0].split()
+        self.assertEqual(kind, "tmpfs")
+        self.assertEqual(int(blocks) * int(bsize), 64 << 20)
+        self.assertEqual(int(inodes), 4096)
+        self.assertEqual(lines[1], "status=1")  # head: No space left on device
+        self.assertLessEqual(int(lines[2]), 64 << 20)
+        self.assertGreater(int(lines[2]), 60 << 20)
+        self.assertEqual(lines[3], "No space left on device")
+        files = int(lines[4].split("=")[1])
+        self.assertLess(files, 4096)  # out of inodes before 5000 files
+        self.assertGreater(files, 4000)
+        self.assertEqual(self.dirs.leftovers(), [])
+        # a session shows it in inspect, and file operations reach it
+        r = self.run_as_user(["create", "--instance-type", "tiny"], extra_env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.decode().strip()
+        try:
+            info = json.loads(self.run_as_user(["inspect", sid], delegated=False,
+                                               extra_env=env).stdout)
+            self.assertEqual(info["disk"]["kind"], "tmpfs")
+            self.assertEqual(info["disk"]["limit_bytes"], 64 << 20)
+            src = os.path.join(self.dirs.base, "in.bin")
+            with open(src, "wb") as f:
+                f.write(b"y" * (1 << 20))
+            os.chmod(src, 0o644)
+            r = self.run_as_user(["cp", src, sid + ":in.bin"], delegated=False, extra_env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            info = json.loads(self.run_as_user(["inspect", sid], delegated=False,
+                                               extra_env=env).stdout)
+            self.assertGreaterEqual(info["disk"]["used_bytes"], 1 << 20)
+        finally:
+            self.run_as_user(["rm", sid], delegated=False, extra_env=env)
 
     def test_network_all_refused_without_cap_net_admin(self):
         # Refused when the sandbox is built, with the fix, rather than run without a network

@@ -154,3 +154,30 @@ class V1Delegation:
 
 def cgroup_v1():
     return os.path.isdir("/sys/fs/cgroup/memory") and os.path.isdir("/sys/fs/cgroup/pids")
+
+
+def loop_devices_under(prefix):
+    """Loop devices whose backing file lies under prefix (nsbox's ext4 workspaces), as
+    "/dev/loopN -> path"; a detached but not yet freed device shows its file as "(deleted)"."""
+    found = []
+    for name in sorted(os.listdir("/sys/block")):
+        if not name.startswith("loop"):
+            continue
+        try:
+            with open(f"/sys/block/{name}/loop/backing_file") as f:
+                backing = f.read().strip()
+        except OSError:
+            continue  # not attached
+        if backing.startswith(prefix):
+            found.append(f"/dev/{name} -> {backing}")
+    return found
+
+
+def write_config(dirs, types):
+    """A config file defining extra instance types; returns the env that selects it."""
+    import json
+    path = os.path.join(dirs.base, "config.json")
+    with open(path, "w") as f:
+        json.dump({"instance_types": types}, f)
+    os.chmod(path, 0o644)
+    return {"NSBOX_CONFIG": path}

@@ -62,7 +62,7 @@ import threading
 import time
 import unittest
 
-from nsbox_test import NSBOX, SOURCE_DIR, Dirs, is_root
+from nsbox_test import NSBOX, SOURCE_DIR, Dirs, is_root, loop_devices_under
 
 # The network lab of the e2e tests (namespaces the test makes; never the host's network).
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "e2e"))
@@ -645,6 +645,7 @@ class FaultTest(unittest.TestCase):
         cgs = all_nsbox_cgroups()
         left["nsbox-<id> cgroups (our ids)"] = [p for i in ids & set(cgs) for p in cgs[i]]
         left["mounts"] = mounts_mentioning([self.dirs.base] + list(ids))
+        left["loop devices (ext4 workspaces)"] = loop_devices_under(self.dirs.base)
         left["recorded supervisors and inits alive"] = [
             f"{pid} ({w})" for (pid, s), w in st.procs.items() if alive((pid, s))]
         left["processes (our cgroups or environment)"] = processes_of(ids, self.dirs.base)

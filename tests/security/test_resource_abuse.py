@@ -5,9 +5,9 @@ takes well under three minutes. What is checked is that the limit holds inside t
 that the host does not notice: it can still start processes quickly, nothing is left running,
 nsbox itself stays small.
 
-Not tested because not enforced yet (docs/security.md, "not yet enforced"): the workspace disk
-limit (a sandbox can fill the host filesystem that holds /workspace) and inode exhaustion of
-that filesystem."""
+The workspace disk limit (WorkspaceDisk): filling /workspace ends in ENOSPC inside while the
+host loses no more free space than the limit (and gets it back), and running out of inodes
+there stops at the workspace's own inode count."""
 import json
 import os
 import shutil
@@ -17,7 +17,8 @@ import threading
 import time
 import unittest
 
-from nsbox_test import NSBOX, UID_BASE, Dirs, cgroup_leftovers, is_root, run_nsbox
+from nsbox_test import (NSBOX, UID_BASE, Dirs, cgroup_leftovers, is_root, loop_devices_under,
+                        run_nsbox, write_config)
 
 SEC_BIN = os.environ.get("NSBOX_SECURITY_BIN_DIR", "")
 ATTACK = os.path.join(SEC_BIN, "attack")
@@ -224,6 +225,88 @@ class Files(ResourceTest):
         self.assertEqual(r.stdout, b"10000\n")
         self.assertEqual(self.dirs.leftovers(), [], "the workspace with 10,000 files was kept")
         self.assertLess(time.monotonic() - t, 30)
+
+
+class WorkspaceDisk(ResourceTest):
+    """Fresh workspaces (not --workspace DIR): root gets ext4 on a loop device."""
+
+    def setUp(self):
+        super().setUp()
+        if not os.path.exists("/dev/loop-control"):
+            self.skipTest("no loop devices here: the workspace is a tmpfs (memory-bounded; "
+                          "see test_tmpfs_counts_against_memory_limit)")
+        self.env = write_config(self.dirs, {"fill": {"cpus": 1, "memory": "512MiB",
+                                                     "pids": 128, "disk": "256MiB"}})
+
+    def host_free(self):
+        st = os.statvfs(self.dirs.cache)
+        return st.f_bavail * st.f_frsize
+
+    def session(self, itype):
+        r = run_nsbox(["create", "--instance-type", itype], self.dirs, extra_env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.decode().strip()
+        self.addCleanup(run_nsbox, ["rm", sid], self.dirs, extra_env=self.env)
+        return sid
+
+    def exec(self, sid, script, timeout=120):
+        return run_nsbox(["exec", sid, "--", "sh", "-c", script], self.dirs, extra_env=self.env,
+                         timeout=timeout)
+
+    def test_filling_workspace_is_enospc_inside_host_space_unchanged(self):
+        before = self.host_free()
+        sid = self.session("fill")
+        # 2 GiB asked for, 256 MiB allowed; then the sandbox can still work (and delete).
+        r = self.exec(sid, "head -c 2G /dev/zero > big 2>err; echo status=$?; cat err; "
+                           "python3 -c \"f = open('more', 'w'); f.write('x' * 8192); f.close()\" 2>&1 | "
+                           "tail -1; "
+                           "echo size=$(stat -c %s big)")
+        out = r.stdout.decode()
+        self.assertIn("No space left on device", out)
+        self.assertIn("status=1", out)
+        self.assertIn("OSError: [Errno 28] No space left on device", out)
+        size = int(out.split("size=")[1].split()[0])
+        self.assertLessEqual(size, 256 << 20)
+        during = self.host_free()
+        print(f"\n  fill: wrote {size >> 20} MiB of 2048 asked; host free space "
+              f"{(before - during) >> 20} MiB lower while the sandbox lives", file=sys.stderr)
+        # Without the limit the host would have lost 2 GiB; with it at most the limit (the
+        # slack is for whatever else this machine writes meanwhile).
+        self.assertLess(before - during, (256 + 64) << 20)
+        r = self.exec(sid, "rm big && echo ok > small && cat small")
+        self.assertEqual(r.stdout, b"ok\n", r.stderr)
+        run_nsbox(["rm", sid], self.dirs, extra_env=self.env)
+        self.assertEqual(wait_until(lambda: not loop_devices_under(self.dirs.base)), True)
+        # (the host's ext4 counts freed blocks as free at its next journal commit: seconds)
+        self.assertTrue(wait_until(lambda: self.host_free() > before - (64 << 20), 30),
+                        f"the host did not get it back: {(before - self.host_free()) >> 20} MiB")
+
+    def test_inode_exhaustion_of_workspace_stays_inside(self):
+        if not os.access(ATTACK, os.X_OK):
+            self.skipTest("the prober is not built")
+        sid = self.session("small")  # 2 GiB: 131072 inodes
+        r = run_nsbox(["cp", ATTACK, f"{sid}:attack"], self.dirs, extra_env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.exec(sid, "chmod +x attack && mkdir many && ./attack mkfiles many 1000000 60")
+        res = json.loads(r.stdout.decode().splitlines()[-1])
+        print(f"\n  inodes: {res}", file=sys.stderr)
+        self.assertEqual(res["error"], "ENOSPC", res)
+        self.assertGreater(res["created"], 131072 - 64)
+        self.assertLessEqual(res["created"], 131072)
+        # the sandbox still runs; another sandbox is untouched; the host did not notice
+        r = self.exec(sid, "rm -r many && touch ok && ls")
+        self.assertEqual(r.stdout, b"attack\nok\n", r.stderr)
+        other = self.session("fill")
+        r = self.exec(other, "touch a b c && ls | wc -l")
+        self.assertEqual(r.stdout, b"3\n", r.stderr)
+        self.assertLess(host_spawn_latency(), 1.0)
+
+
+def wait_until(pred, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not pred() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return bool(pred())
 
 
 class ArgvEnv(ResourceTest):

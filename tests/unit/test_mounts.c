@@ -487,6 +487,57 @@ static void test_workspace_bind(void **state)
     }
 }
 
+/* EXT4: the launcher's detached mount is moved in; nothing is looked up on the host. */
+static void test_workspace_ext4_is_the_launchers_mount(void **state)
+{
+    (void)state;
+    struct world *w = host_world();
+    w->cfg.ws_kind = NSBOX_WS_EXT4;
+    w->cfg.workspace = NULL; /* no host path at all */
+    /* the plan may live in reused or malloc'd memory: every op's fields must be set */
+    memset(&w->plan, 0x01, sizeof w->plan); /* 1: a valid "true" for every bool */
+    build_ok(w);
+    assert_int_equal(count(&w->plan, NSBOX_MOP_BIND, "workspace"), 1);
+    const struct nsbox_mount_op *o = &w->plan.ops[idx(&w->plan, NSBOX_MOP_BIND, "workspace")];
+    assert_true(o->src_is_fd);
+    assert_false(o->src_in_image);
+    assert_true(o->attr & MOUNT_ATTR_NOSUID);
+    assert_true(o->attr & MOUNT_ATTR_NODEV);
+    assert_false(o->attr & MOUNT_ATTR_RDONLY);
+    for (size_t i = 0; i < w->plan.n; i++)
+        if (&w->plan.ops[i] != o)
+            assert_false(w->plan.ops[i].src_is_fd);
+    free(w);
+}
+
+/* TMPFS: a bounded tmpfs made inside, sized by the disk limit, one inode per 16 KiB. */
+static void test_workspace_tmpfs_sized_by_disk_limit(void **state)
+{
+    (void)state;
+    struct world *w = host_world();
+    w->cfg.ws_kind = NSBOX_WS_TMPFS;
+    w->cfg.workspace = NULL;
+    w->cfg.ws_bytes = 2ull << 30;
+    build_ok(w);
+    assert_int_equal(count(&w->plan, NSBOX_MOP_BIND, "workspace"), 0);
+    int t = idx(&w->plan, NSBOX_MOP_TMPFS, "workspace");
+    assert_true(t >= 0);
+    const struct nsbox_mount_op *o = &w->plan.ops[t];
+    assert_string_equal(o->data, "mode=0755,size=2147483648,nr_inodes=131072");
+    assert_true(o->flags & MS_NOSUID);
+    assert_true(o->flags & MS_NODEV);
+    int m = idx(&w->plan, NSBOX_MOP_MKDIR, "workspace");
+    assert_true(m >= 0 && m < t);
+    /* a zero limit is refused, not turned into an unlimited tmpfs (size=0 means no limit) */
+    w->cfg.ws_bytes = 0;
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_mount_plan_build(&w->cfg, &w->plan, &e), -1);
+    w->cfg.ws_kind = (enum nsbox_ws_kind)7;
+    w->cfg.ws_bytes = 1 << 20;
+    assert_int_equal(nsbox_mount_plan_build(&w->cfg, &w->plan, &e), -1);
+    free(w);
+}
+
 /* ---- (5) /proc ----------------------------------------------------------------------------- */
 
 static void test_proc_masked_after_mount(void **state)
@@ -1015,6 +1066,7 @@ struct ex {
     int fds[NSBOX_MOUNT_OPS_MAX];
     int fds_after_prepare[NSBOX_MOUNT_OPS_MAX];
     int rootfd;
+    int ws_fd; /* EXT4 workspace mount given to prepare; -1 */
     size_t prepare_calls; /* F.n after prepare */
 };
 
@@ -1043,6 +1095,7 @@ static int ex_setup(void **state)
     struct nsbox_err e = {0};
     if (nsbox_mount_plan_build(&x->w->cfg, &x->w->plan, &e) < 0) return -1;
     x->rootfd = -1;
+    x->ws_fd = -1;
     *state = x;
     return 0;
 }
@@ -1068,7 +1121,8 @@ static int do_prepare(struct ex *x, struct nsbox_err *e)
     if (x->rootfd >= 0) close(x->rootfd);
     x->rootfd = -1;
     memset(x->fds, 0x55, sizeof x->fds);
-    int r = nsbox_rootfs_prepare(&fake, &x->w->plan, x->staging, x->image, x->fds, &x->rootfd, e);
+    int r = nsbox_rootfs_prepare(&fake, &x->w->plan, x->staging, x->image, x->ws_fd, x->fds,
+                                 &x->rootfd, e);
     memcpy(x->fds_after_prepare, x->fds, sizeof x->fds);
     x->prepare_calls = F.n;
     return r;
@@ -1163,6 +1217,33 @@ static void test_prepare_sequence(void **state)
     assert_true(binds > 0);
     /* nothing else: in particular nothing attached, nothing created, no pivot in phase 1 */
     assert_int_equal(F.n, k);
+}
+
+/* EXT4: the launcher's mount fd goes to the workspace op as it is: no open_tree, no second
+ * copy; without it, phase 1 fails instead of leaving /workspace unmounted. */
+static void test_prepare_takes_workspace_mount_fd(void **state)
+{
+    struct ex *x = *state;
+    x->w->cfg.ws_kind = NSBOX_WS_EXT4;
+    struct nsbox_err e = {0};
+    if (nsbox_mount_plan_build(&x->w->cfg, &x->w->plan, &e) < 0) fail_msg("plan: %s", e.msg);
+    int b = idx(&x->w->plan, NSBOX_MOP_BIND, "workspace");
+    assert_true(b >= 0);
+    int fd = open("/", O_PATH | O_CLOEXEC);
+    assert_true(fd >= 0);
+    x->ws_fd = fd;
+    fake_reset();
+    assert_int_equal(do_prepare(x, &e), 0);
+    assert_int_equal(x->fds[b], fd);
+    for (size_t i = 0; i < F.n; i++)
+        if (F.c[i].k == C_OPEN_TREE)
+            assert_string_not_equal(F.c[i].path, x->w->plan.ops[b].src);
+    close(fd);
+    x->fds[b] = -1;
+    x->ws_fd = -1;
+    fake_reset();
+    assert_int_equal(do_prepare(x, &e), -1);
+    assert_non_null(strstr(e.msg, "workspace filesystem"));
 }
 
 static void test_prepare_private_failure_stops(void **state)
@@ -1576,6 +1657,8 @@ int main(void)
         cmocka_unit_test(test_provided_entries_not_exposed),
         cmocka_unit_test(test_tmpfs_flags),
         cmocka_unit_test(test_workspace_bind),
+        cmocka_unit_test(test_workspace_ext4_is_the_launchers_mount),
+        cmocka_unit_test(test_workspace_tmpfs_sized_by_disk_limit),
         cmocka_unit_test(test_proc_masked_after_mount),
         cmocka_unit_test(test_dev),
         cmocka_unit_test(test_order_invariants),
@@ -1587,6 +1670,7 @@ int main(void)
     };
     const struct CMUnitTest exec_tests[] = {
         cmocka_unit_test_setup_teardown(test_prepare_sequence, ex_setup, ex_teardown),
+        cmocka_unit_test_setup_teardown(test_prepare_takes_workspace_mount_fd, ex_setup, ex_teardown),
         cmocka_unit_test_setup_teardown(test_prepare_private_failure_stops, ex_setup, ex_teardown),
         cmocka_unit_test_setup_teardown(test_prepare_tmpfs_failure, ex_setup, ex_teardown),
         cmocka_unit_test_setup_teardown(test_prepare_clone_failure, ex_setup, ex_teardown),

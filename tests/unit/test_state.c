@@ -232,7 +232,7 @@ static void create_fresh_once(struct fx *f)
     struct nsbox_state st;
     nsbox_state_init(&st);
     struct nsbox_err e = {0};
-    if (nsbox_state_create(&st, NULL, &e) != 0) fail_msg("create: %s", e.msg);
+    if (nsbox_state_create(&st, NULL, NSBOX_WS_EXT4, &e) != 0) fail_msg("create: %s", e.msg);
     assert_true(nsbox_state_valid_id(st.id));
 
     char want[PATH_MAX];
@@ -242,9 +242,10 @@ static void create_fresh_once(struct fx *f)
     assert_string_equal(st.staging, want);
     snprintf(want, sizeof want, "%s/%s", f->cache, st.id);
     assert_string_equal(st.cache, want);
-    snprintf(want, sizeof want, "%s/%s/workspace", f->cache, st.id);
+    snprintf(want, sizeof want, "%s/%s/workspace.ext4", f->cache, st.id);
     assert_string_equal(st.workspace, want);
     assert_true(st.fresh_workspace);
+    assert_int_equal(st.ws_kind, NSBOX_WS_EXT4);
 
     struct stat sb;
     assert_int_equal(lstat(st.dir, &sb), 0);
@@ -255,8 +256,11 @@ static void create_fresh_once(struct fx *f)
     assert_int_equal(lstat(st.cache, &sb), 0);
     assert_true(S_ISDIR(sb.st_mode));
     assert_int_equal(sb.st_mode & 0777, 0700); /* only the owner may enter */
-    assert_int_equal(lstat(st.workspace, &sb), 0);
-    assert_true(S_ISDIR(sb.st_mode));
+    /* the backing file is made later (workspace.c); it goes with the sandbox */
+    assert_int_equal(lstat(st.workspace, &sb), -1);
+    int bf = open(st.workspace, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    assert_true(bf >= 0);
+    close(bf);
 
     /* the lock is held for the sandbox's lifetime */
     char lock[PATH_MAX];
@@ -289,6 +293,26 @@ static void test_create_fresh_workspace(void **state)
     create_fresh_once(f);
 }
 
+/* TMPFS: the workspace exists only inside the sandbox; nothing is made on the host for it. */
+static void test_create_tmpfs_workspace_leaves_no_host_trace(void **state)
+{
+    struct fx *f = *state;
+    struct nsbox_state st;
+    nsbox_state_init(&st);
+    struct nsbox_err e = {0};
+    if (nsbox_state_create(&st, NULL, NSBOX_WS_TMPFS, &e) != 0) fail_msg("create: %s", e.msg);
+    assert_int_equal(st.ws_kind, NSBOX_WS_TMPFS);
+    assert_false(st.fresh_workspace);
+    assert_string_equal(st.workspace, "");
+    assert_false(exists("%s/%s", f->cache, st.id));
+    assert_int_equal(nsbox_state_destroy(&st, &e), 0);
+    assert_false(exists("%s/%s", f->state, st.id));
+    /* DIR without a directory is a caller's bug, refused */
+    nsbox_state_init(&st);
+    assert_int_equal(nsbox_state_create(&st, "", NSBOX_WS_DIR, &e), -1);
+    nsbox_state_destroy(&st, &e);
+}
+
 /* A given workspace is the user's: resolved to its real path, never removed. */
 static void test_create_existing_workspace(void **state)
 {
@@ -304,7 +328,7 @@ static void test_create_existing_workspace(void **state)
     struct nsbox_state st;
     nsbox_state_init(&st);
     struct nsbox_err e = {0};
-    if (nsbox_state_create(&st, link, &e) != 0) fail_msg("create: %s", e.msg);
+    if (nsbox_state_create(&st, link, NSBOX_WS_DIR, &e) != 0) fail_msg("create: %s", e.msg);
     char real[PATH_MAX];
     assert_non_null(realpath(ws, real));
     assert_string_equal(st.workspace, real);
@@ -328,7 +352,7 @@ static void test_create_bad_workspace(void **state)
     struct nsbox_state st;
     nsbox_state_init(&st);
     struct nsbox_err e = {0};
-    assert_int_equal(nsbox_state_create(&st, file, &e), -1);
+    assert_int_equal(nsbox_state_create(&st, file, NSBOX_WS_DIR, &e), -1);
     assert_int_equal(e.code, NSBOX_E_INVALID);
     assert_int_equal(e.sys_errno, ENOTDIR);
     assert_non_null(strstr(e.msg, file));
@@ -341,7 +365,7 @@ static void test_create_bad_workspace(void **state)
     assert_true(exists("%s", file));
 
     nsbox_state_init(&st);
-    assert_int_equal(nsbox_state_create(&st, missing, &e), -1);
+    assert_int_equal(nsbox_state_create(&st, missing, NSBOX_WS_DIR, &e), -1);
     assert_int_equal(e.sys_errno, ENOENT);
     assert_int_equal(nsbox_state_destroy(&st, &e), 0);
 }
@@ -354,13 +378,13 @@ static void test_create_given_id_and_collision(void **state)
     nsbox_state_init(&b);
     snprintf(a.id, sizeof a.id, "00112233aabb");
     struct nsbox_err e = {0};
-    assert_int_equal(nsbox_state_create(&a, NULL, &e), 0);
+    assert_int_equal(nsbox_state_create(&a, NULL, NSBOX_WS_EXT4, &e), 0);
     assert_true(exists("%s/00112233aabb/lock", f->state));
     /* a second sandbox with the same id must not take over the first one's directory */
     snprintf(b.id, sizeof b.id, "00112233aabb");
-    assert_int_equal(nsbox_state_create(&b, NULL, &e), -1);
+    assert_int_equal(nsbox_state_create(&b, NULL, NSBOX_WS_EXT4, &e), -1);
     assert_true(exists("%s/00112233aabb/lock", f->state));
-    assert_true(exists("%s/00112233aabb/workspace", f->cache));
+    assert_true(exists("%s/00112233aabb", f->cache));
     assert_int_equal(nsbox_state_destroy(&a, &e), 0);
 }
 
@@ -375,16 +399,15 @@ static void test_gc(void **state)
     /* dead: created, then its owner vanished without destroy (lock released by the kernel) */
     struct nsbox_state dead;
     nsbox_state_init(&dead);
-    assert_int_equal(nsbox_state_create(&dead, NULL, &e), 0);
-    snprintf(p, sizeof p, "%s/file", dead.workspace);
-    make_file(p, "left behind");
+    assert_int_equal(nsbox_state_create(&dead, NULL, NSBOX_WS_EXT4, &e), 0);
+    make_file(dead.workspace, "a backing file left behind");
     close(dead.lock_fd);
     dead.lock_fd = -1;
 
     /* live: lock held by another process; old, to show it is the lock that counts */
     struct nsbox_state live;
     nsbox_state_init(&live);
-    assert_int_equal(nsbox_state_create(&live, NULL, &e), 0);
+    assert_int_equal(nsbox_state_create(&live, NULL, NSBOX_WS_EXT4, &e), 0);
     close(live.lock_fd);
     live.lock_fd = -1;
     snprintf(p, sizeof p, "%s/lock", live.dir);
@@ -445,7 +468,7 @@ static void test_gc(void **state)
 
     assert_true(exists("%s/lock", live.dir));
     assert_true(exists("%s", live.staging));
-    assert_true(exists("%s", live.workspace));
+    assert_true(exists("%s", live.cache));
 
     assert_false(exists("%s/%s", f->state, young));
     assert_false(exists("%s/%s", f->state, young50));
@@ -530,6 +553,8 @@ int main(void)
         cmocka_unit_test(test_new_id),
         cmocka_unit_test(test_valid_id),
         cmocka_unit_test_setup_teardown(test_create_fresh_workspace, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_create_tmpfs_workspace_leaves_no_host_trace, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_create_existing_workspace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_bad_workspace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_given_id_and_collision, setup, teardown),

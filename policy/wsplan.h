@@ -1,0 +1,57 @@
+/* The /workspace a sandbox gets and how its disk limit (limits.disk_bytes) is enforced; pure
+ * decisions, unit tested without root. The I/O is runtime/workspace.c; docs/workspace.md has the
+ * reasons.
+ *
+ *   DIR    `--workspace DIR`: the caller's own directory, bound as it is and kept. nsbox cannot
+ *          bound what a host directory holds, so no limit applies (inspect says so).
+ *   EXT4   as root: a fresh ext4 filesystem of exactly disk_bytes on a loop device, backed by a
+ *          sparse file. Writes past the limit fail with ENOSPC inside; the host loses at most
+ *          disk_bytes of free space, and gets it back when the sandbox ends.
+ *   TMPFS  unprivileged (or where loop devices are unavailable): a fresh tmpfs of disk_bytes.
+ *          Also ENOSPC at the limit; what it holds is memory, charged to the sandbox's memory
+ *          limit, so the smaller of the two binds.
+ *
+ * Both fresh kinds hold one inode per NSBOX_WS_BYTES_PER_INODE of the limit, so that a sandbox
+ * making empty files runs out of inodes (ENOSPC) on its own filesystem only. */
+#ifndef NSBOX_WSPLAN_H
+#define NSBOX_WSPLAN_H
+
+#include "nsbox.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum nsbox_ws_kind {
+    NSBOX_WS_DIR = 0,
+    NSBOX_WS_EXT4 = 1,
+    NSBOX_WS_TMPFS = 2,
+};
+
+#define NSBOX_WS_BYTES_PER_INODE 16384u /* ext4's own default ratio */
+#define NSBOX_WS_INODES_MIN 64u
+/* Bumped when the mkfs options change, so that old templates are not reused. */
+#define NSBOX_WS_TEMPLATE_VERSION 1
+
+/* dir_given: --workspace; ext4_usable: the caller may set up loop devices and has mkfs.ext4. */
+enum nsbox_ws_kind nsbox_ws_choose(bool dir_given, bool ext4_usable);
+const char *nsbox_ws_kind_name(enum nsbox_ws_kind k);
+uint64_t nsbox_ws_inodes(uint64_t disk_bytes);
+/* Mount options of the TMPFS kind. */
+int nsbox_ws_tmpfs_options(uint64_t disk_bytes, char *out, size_t n, struct nsbox_err *e);
+/* File name (no directory) of the cached empty filesystem for a limit. */
+int nsbox_ws_template_name(uint64_t disk_bytes, char *out, size_t n, struct nsbox_err *e);
+
+#define NSBOX_WS_MKFS_ARGV_MAX 20
+struct nsbox_ws_mkfs {
+    char *argv[NSBOX_WS_MKFS_ARGV_MAX];
+    char inodes[32];
+};
+/* argv of mkfs.ext4 making the template at path, whose size is already disk_bytes: no journal
+ * (the filesystem lives as long as the sandbox), no reserved blocks (all of the limit is the
+ * sandbox's), no online-resize reserve, inode tables left for the kernel to skip (mounted with
+ * noinit_itable), so a 10 GiB template takes a few hundred KiB. */
+int nsbox_ws_mkfs_argv(const char *prog, const char *path, uint64_t disk_bytes,
+                       struct nsbox_ws_mkfs *m, struct nsbox_err *e);
+
+#endif

@@ -1,0 +1,30 @@
+/* The fresh /workspace filesystems of policy/wsplan.h, host side: the ext4 kind (root: a sparse
+ * file, a loop device, a detached mount handed to the sandbox) and the checks that choose it. */
+#ifndef NSBOX_WORKSPACE_H
+#define NSBOX_WORKSPACE_H
+
+#include "nsbox.h"
+#include "wsplan.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Can this process make ext4 workspaces? When not, why (for `nsbox info`). */
+bool nsbox_ws_ext4_usable(char *why, size_t n);
+
+/* Make a fresh ext4 filesystem of disk_bytes backed by the new sparse file image (which must not
+ * exist; its directory should be private), owned at its root by uid:gid, and return a detached
+ * mount of it (fsmount: attached nowhere on the host; the sandbox moves it to /workspace). The
+ * loop device goes away by itself when the last mount of the filesystem does. tag names the
+ * loop device (its lo_file_name) so that leftovers can be told apart. */
+int nsbox_ws_ext4_create(const char *image, uint64_t disk_bytes, uint32_t uid, uint32_t gid,
+                         const char *tag, int *mount_fd, struct nsbox_err *e);
+
+/* Usage of a workspace filesystem (fd anywhere on it). */
+struct nsbox_ws_usage {
+    uint64_t bytes_total, bytes_used, inodes_total, inodes_used;
+};
+int nsbox_ws_usage(int fd, struct nsbox_ws_usage *u);
+
+#endif

@@ -1,0 +1,219 @@
+"""End-to-end: the /workspace disk limit (limits.disk_bytes of the instance type).
+
+As root, a fresh workspace is an ext4 filesystem of exactly the limit on a loop device, mounted
+only inside the sandbox; as an unprivileged user, a tmpfs of the limit (see
+tests/e2e/test_run_unprivileged.py); a `--workspace DIR` of the caller's is not limited. The
+abuse side (filling it, running out of inodes) is in tests/security/test_resource_abuse.py."""
+import json
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+from nsbox_test import (NSBOX, Dirs, is_root, loop_devices_under, run_nsbox, write_config)
+
+MiB = 1 << 20
+TINY = {"tiny": {"cpus": 1, "memory": "512MiB", "pids": 128, "disk": "64MiB"}}
+
+
+def setUpModule():
+    if not is_root():
+        raise unittest.SkipTest("ext4 workspaces are root's (loop devices); the unprivileged "
+                                "tmpfs kind is tested in test_run_unprivileged.py")
+    if not os.path.exists("/dev/loop-control"):
+        raise unittest.SkipTest("no /dev/loop-control on this machine: nsbox uses a tmpfs "
+                                "workspace here, tested in test_run_unprivileged.py")
+
+
+def wait_for(pred, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    return pred()
+
+
+class WorkspaceDisk(unittest.TestCase):
+    maxDiff = None
+
+    def setUp(self):
+        self.dirs = Dirs()
+        self.env = write_config(self.dirs, TINY)
+
+    def tearDown(self):
+        self.dirs.cleanup()
+
+    def nsbox(self, *args, **kw):
+        kw.setdefault("extra_env", self.env)
+        return run_nsbox(list(args), self.dirs, **kw)
+
+    def no_loop_left(self):
+        return wait_for(lambda: not loop_devices_under(self.dirs.base), 10) or \
+            self.fail(f"loop devices left: {loop_devices_under(self.dirs.base)}")
+
+    def test_default_workspace_is_an_ext4_of_the_limit(self):
+        # medium: 10 GiB. df inside sees the limit (less ext4's own metadata), ext4, empty.
+        r = self.nsbox("run", "--", "sh", "-c",
+                       "stat -f -c '%T %b %S %c' /workspace; ls -A /workspace | wc -l; "
+                       "touch /workspace/x && stat -c '%U' /workspace/x")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        kind, blocks, bsize, inodes = r.stdout.decode().splitlines()[0].split()
+        self.assertEqual(kind, "ext2/ext3")  # coreutils' name for the ext family
+        size = int(blocks) * int(bsize)
+        self.assertLessEqual(size, 10 << 30)
+        self.assertGreater(size, int(0.97 * (10 << 30)))
+        self.assertEqual(int(inodes), (10 << 30) // 16384)
+        self.assertEqual(r.stdout.decode().splitlines()[1:], ["0", "appuser"])
+        self.assertEqual(self.dirs.leftovers(), [])
+        self.no_loop_left()
+
+    def test_the_limit_holds_and_errors_inside(self):
+        r = self.nsbox("run", "--instance-type", "tiny", "--", "sh", "-c",
+                       "dd if=/dev/zero of=/workspace/big bs=1M count=200 2>&1; "
+                       "echo status=$?; stat -c %s /workspace/big")
+        out = r.stdout.decode()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("No space left on device", out)
+        self.assertIn("status=1", out)
+        written = int(out.strip().splitlines()[-1])
+        self.assertLessEqual(written, 64 * MiB)
+        self.assertGreater(written, 56 * MiB)  # the limit is the sandbox's, not eaten by overhead
+
+    def test_mounted_only_inside_and_gone_after_run(self):
+        p = subprocess.Popen([NSBOX, "run", "--instance-type", "tiny", "--", "sh", "-c",
+                              "echo up; read x"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=self.dirs.env(self.env))
+        try:
+            self.assertEqual(p.stdout.readline(), b"up\n", p.stderr.read1(500) if p.poll() else "")
+            loops = loop_devices_under(self.dirs.cache)
+            self.assertEqual(len(loops), 1, loops)
+            with open("/proc/self/mountinfo") as f:
+                host_mounts = [l for l in f if "/workspace" in l or self.dirs.base in l]
+            self.assertEqual(host_mounts, [], "the workspace appeared in the host's mount table")
+            p.stdin.write(b"\n")
+            p.stdin.close()
+            self.assertEqual(p.wait(30), 0)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            p.stdout.close()
+            p.stderr.close()
+        self.no_loop_left()
+        self.assertEqual(self.dirs.leftovers(), [])
+
+    def test_sigkill_of_run_then_gc_leaves_no_loop_device(self):
+        p = subprocess.Popen([NSBOX, "run", "--instance-type", "tiny", "--", "sh", "-c",
+                              "dd if=/dev/zero of=/workspace/f bs=1M count=8 2>/dev/null; "
+                              "echo up; sleep 60"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=self.dirs.env(self.env))
+        self.assertEqual(p.stdout.readline(), b"up\n")
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        p.stdout.close()
+        p.stderr.close()
+        # init dies with its parent (PDEATHSIG); the namespace, the mount and the loop device
+        # with it. The backing file is gc's.
+        self.no_loop_left()
+        r = self.nsbox("gc")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.dirs.leftovers(), [])
+
+    def test_session_inspect_cp_and_rm(self):
+        r = self.nsbox("create", "--instance-type", "tiny")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.decode().strip()
+        try:
+            info = json.loads(self.nsbox("inspect", sid).stdout)
+            disk = info["disk"]
+            self.assertEqual(disk["kind"], "ext4")
+            self.assertTrue(disk["enforced"])
+            self.assertEqual(disk["limit_bytes"], 64 * MiB)
+            self.assertEqual(disk["inodes_limit"], 4096)
+            self.assertLess(disk["used_bytes"], 4 * MiB)
+            self.assertIsNone(info["workspace"])  # no host path: it exists only inside
+            r = self.nsbox("exec", sid, "--", "sh", "-c",
+                           "dd if=/dev/zero of=fill bs=1M count=100 2>/dev/null; true")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            disk = json.loads(self.nsbox("inspect", sid).stdout)["disk"]
+            self.assertGreater(disk["used_bytes"], 56 * MiB)
+            # a file from the host into a full workspace: a clear error, and nothing half-done
+            src = os.path.join(self.dirs.base, "two-mib")
+            with open(src, "wb") as f:
+                f.write(b"x" * (2 * MiB))
+            r = self.nsbox("cp", src, f"{sid}:copy")
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn(b"disk is full", r.stderr)
+            r = self.nsbox("exec", sid, "--", "sh", "-c", "rm fill && ls")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn(b"copy", r.stdout, "a partial copy was left")
+            r = self.nsbox("cp", src, f"{sid}:copy")
+            self.assertEqual(r.returncode, 0, r.stderr)  # room again once the sandbox freed it
+            self.assertEqual(len(loop_devices_under(self.dirs.cache)), 1)
+        finally:
+            self.nsbox("rm", sid)
+        self.no_loop_left()
+        self.assertEqual([p for p in self.dirs.leftovers() if "tombstones" not in p], [])
+
+    def test_given_directory_is_not_limited_and_says_so(self):
+        ws = os.path.join(self.dirs.base, "mine")
+        os.mkdir(ws)
+        os.chmod(ws, 0o777)
+        r = self.nsbox("run", "--instance-type", "tiny", "--workspace", ws, "--", "sh", "-c",
+                       "dd if=/dev/zero of=/workspace/big bs=1M count=80 2>/dev/null")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.path.getsize(os.path.join(ws, "big")), 80 * MiB)
+        r = self.nsbox("create", "--instance-type", "tiny", "--workspace", ws)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.decode().strip()
+        try:
+            info = json.loads(self.nsbox("inspect", sid).stdout)
+            self.assertEqual(info["workspace"], ws)
+            self.assertEqual(info["disk"]["kind"], "directory")
+            self.assertFalse(info["disk"]["enforced"])
+            self.assertIn("no limit", info["disk"]["note"])
+        finally:
+            self.nsbox("rm", sid)
+        self.assertTrue(os.path.exists(os.path.join(ws, "big")))
+
+    def test_tampered_template_is_not_used(self):
+        # The empty filesystem every workspace is copied from is cached in the data directory.
+        # One that someone else could have written is replaced, never mounted.
+        r = self.nsbox("run", "--instance-type", "tiny", "--", "true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        cache = os.path.join(self.dirs.data, "cache")
+        tpl = [n for n in os.listdir(cache) if n.startswith("workspace-") and n.endswith(".ext4")]
+        self.assertEqual(len(tpl), 1, tpl)
+        path = os.path.join(cache, tpl[0])
+        with open(path, "r+b") as f:
+            f.seek(1024)  # the ext4 superblock
+            f.write(b"\xff" * 1024)
+        os.chmod(path, 0o666)
+        r = self.nsbox("run", "--instance-type", "tiny", "--", "sh", "-c",
+                       "echo ok > /workspace/f && cat /workspace/f")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, b"ok\n")
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+        with open(path, "rb") as f:
+            f.seek(1024 + 56)
+            self.assertEqual(f.read(2), b"\x53\xef")  # the ext4 magic: remade
+
+    def test_host_free_space_is_checked_first(self):
+        # A limit larger than the host can hold is refused before anything is made.
+        st = os.statvfs(self.dirs.cache)
+        free = st.f_bavail * st.f_frsize
+        huge = {"huge": {"cpus": 1, "memory": "512MiB", "pids": 128,
+                         "disk": free + (64 << 30)}}
+        env = write_config(self.dirs, huge)
+        r = self.nsbox("run", "--instance-type", "huge", "--", "true", extra_env=env)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"are free on the filesystem", r.stderr)
+        self.assertEqual(self.dirs.leftovers(), [])
+        self.no_loop_left()
+
+
+if __name__ == "__main__":
+    unittest.main()
