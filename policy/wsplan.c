@@ -77,10 +77,12 @@ int nsbox_ws_mkfs_argv(const char *prog, const char *path, uint64_t disk_bytes,
     m->argv[k++] = (char *)"0";
     m->argv[k++] = (char *)"-N";
     m->argv[k++] = m->inodes;
+    m->argv[k++] = (char *)"-G"; /* all group metadata together: fewer extents to copy */
+    m->argv[k++] = (char *)"1024";
     m->argv[k++] = (char *)"-O";
-    m->argv[k++] = (char *)"^has_journal,^resize_inode";
+    m->argv[k++] = (char *)"^has_journal,^resize_inode,sparse_super2";
     m->argv[k++] = (char *)"-E";
-    m->argv[k++] = (char *)"lazy_itable_init=1,nodiscard";
+    m->argv[k++] = (char *)"lazy_itable_init=1,nodiscard,num_backup_sb=0";
     m->argv[k++] = (char *)"-e";
     m->argv[k++] = (char *)"remount-ro";
     m->argv[k++] = (char *)"-L";

@@ -124,42 +124,23 @@ static pid_t clone_sandbox(const struct nsbox_cgroup *cg, bool *cgroup_ns_in_clo
     return pid;
 }
 
-int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, char *const argv[],
-                          const char *cwd, struct nsbox_err *e)
+/* Everything after the state directory; the ext4 workspace is being made meanwhile. */
+static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, char *const argv[],
+                        const char *cwd, const struct nsbox_image *img,
+                        enum nsbox_ws_kind ws_kind, struct nsbox_err *e)
 {
-    struct nsbox_image img;
-    if (nsbox_image_resolve(s->image, &img, e) < 0)
-        return -1;
-    c->image_lock_fd = img.lock_fd;
-    /* The workspace: the caller's directory, or a fresh filesystem of limits.disk_bytes. */
-    bool dir_given = s->workspace[0] != '\0';
-    char why[256];
-    enum nsbox_ws_kind ws_kind =
-        nsbox_ws_choose(dir_given, !dir_given && nsbox_ws_ext4_usable(why, sizeof why));
-    if (nsbox_state_create(&c->st, s->workspace, ws_kind, e) < 0)
-        return -1;
     if (nsbox_net_prepare(s, c->st.id, c->st.dir, &c->net, e) < 0)
         return -1;
     c->L.net = c->net;
-    if (c->st.privileged) {
-        struct nsbox_idmap um, gm;
-        char tag[32];
-        snprintf(tag, sizeof tag, "nsbox-%s", c->st.id);
-        if (nsbox_state_take_slot(&c->st, e) < 0 ||
-            nsbox_idmap_compute(true, 0, 0, c->st.slot, &um, &gm, e) < 0)
-            return -1;
-        if (ws_kind == NSBOX_WS_EXT4 &&
-            nsbox_ws_ext4_create(c->st.workspace, s->limits.disk_bytes, um.outside, gm.outside,
-                                 tag, &c->L.ws_fd, e) < 0)
-            return -1;
-    }
+    if (c->st.privileged && nsbox_state_take_slot(&c->st, e) < 0)
+        return -1;
     /* On the heap: it is large (48 entries with their link texts), and stack pages a process
      * has touched stay with it, which a persistent sandbox's supervisor pays for all its life. */
     cleanup_free struct nsbox_rootfs_cfg *cfg = malloc(sizeof *cfg);
     c->plan = malloc(sizeof *c->plan);
     if (!cfg || !c->plan)
         return nsbox_err_sys(e, "malloc");
-    cfg->img = &img;
+    cfg->img = img;
     cfg->ws_kind = ws_kind;
     cfg->workspace = c->st.workspace;
     cfg->ws_bytes = s->limits.disk_bytes;
@@ -168,7 +149,7 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
     cfg->hosts = nsbox_net_hosts(c->net);
     if (nsbox_rootfs_scan_image(cfg, e) < 0 || nsbox_mount_plan_build(cfg, c->plan, e) < 0)
         return -1;
-    snprintf(c->L.image_root, sizeof c->L.image_root, "%s", img.root);
+    snprintf(c->L.image_root, sizeof c->L.image_root, "%s", img->root);
 
     char data[PATH_MAX - 16], cache[PATH_MAX];
     if (nsbox_path_data_dir(data, sizeof data, e) < 0)
@@ -193,6 +174,40 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
     c->L.n_rlimits = nsbox_rlimits_for(s, c->st.privileged, c->L.rlimits);
     snprintf(c->L.hostname, sizeof c->L.hostname, "nsbox-%s", c->st.id);
     return 0;
+}
+
+int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, char *const argv[],
+                          const char *cwd, struct nsbox_err *e)
+{
+    struct nsbox_image img;
+    if (nsbox_image_resolve(s->image, &img, e) < 0)
+        return -1;
+    c->image_lock_fd = img.lock_fd;
+    /* The workspace: the caller's directory, or a fresh filesystem of limits.disk_bytes
+     * (policy/wsplan.h). The ext4 kind is made in a thread while the rest is prepared. */
+    bool dir_given = s->workspace[0] != '\0';
+    char why[256];
+    enum nsbox_ws_kind ws_kind =
+        nsbox_ws_choose(dir_given, !dir_given && nsbox_ws_ext4_usable(why, sizeof why));
+    if (nsbox_state_create(&c->st, s->workspace, ws_kind, e) < 0)
+        return -1;
+    struct nsbox_ws_job job = {.started = false};
+    char tag[32];
+    snprintf(tag, sizeof tag, "nsbox-%s", c->st.id);
+    if (ws_kind == NSBOX_WS_EXT4 &&
+        nsbox_ws_ext4_start(&job, c->st.workspace, s->limits.disk_bytes, tag, e) < 0)
+        return -1;
+    int r = prepare_rest(c, s, argv, cwd, &img, ws_kind, e);
+    /* Joined on every path: the clone must not happen with a second thread alive. */
+    struct nsbox_idmap um = {0}, gm = {0};
+    struct nsbox_err we;
+    bool chown = r == 0 && c->st.privileged &&
+                 nsbox_idmap_compute(true, 0, 0, c->st.slot, &um, &gm, &we) == 0;
+    if (nsbox_ws_ext4_finish(&job, chown, um.outside, gm.outside, &c->L.ws_fd, &we) < 0 && r == 0) {
+        *e = we;
+        r = -1;
+    }
+    return r;
 }
 
 static int redirect_stdio(const int stdio[3])

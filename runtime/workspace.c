@@ -19,6 +19,7 @@
 #include <linux/loop.h>
 #include <linux/mount.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -334,10 +335,9 @@ static int check_free_space(const char *image, uint64_t bytes, struct nsbox_err 
     return 0;
 }
 
-int nsbox_ws_ext4_create(const char *image, uint64_t disk_bytes, uint32_t uid, uint32_t gid,
-                         const char *tag, int *mount_fd, struct nsbox_err *e)
+/* Everything but the owner: the part that may run in a thread. */
+static int ext4_make(const char *image, uint64_t disk_bytes, const char *tag, struct nsbox_err *e)
 {
-    *mount_fd = -1;
     if (check_free_space(image, disk_bytes, e) < 0)
         return -1;
     cleanup_close int tpl = template_fd(disk_bytes, e);
@@ -348,15 +348,74 @@ int nsbox_ws_ext4_create(const char *image, uint64_t disk_bytes, uint32_t uid, u
         return nsbox_err_sys(e, "workspace: cannot create %s", image);
     if (copy_sparse(tpl, fd, disk_bytes) < 0)
         return nsbox_err_sys(e, "workspace: cannot copy the empty filesystem to %s", image);
-    int mfd = mount_backing(fd, tag, e);
+    return mount_backing(fd, tag, e);
+}
+
+static int give_root(int mfd, uint32_t uid, uint32_t gid, struct nsbox_err *e)
+{
+    if (fchownat(mfd, "", uid, gid, AT_EMPTY_PATH) < 0)
+        return nsbox_err_sys(e, "workspace: cannot give the workspace to uid %u", uid);
+    return 0;
+}
+
+int nsbox_ws_ext4_create(const char *image, uint64_t disk_bytes, uint32_t uid, uint32_t gid,
+                         const char *tag, int *mount_fd, struct nsbox_err *e)
+{
+    *mount_fd = -1;
+    int mfd = ext4_make(image, disk_bytes, tag, e);
     if (mfd < 0)
         return -1;
-    if (fchownat(mfd, "", uid, gid, AT_EMPTY_PATH) < 0) {
-        nsbox_err_sys(e, "workspace: cannot give the workspace to uid %u", uid);
+    if (give_root(mfd, uid, gid, e) < 0) {
         close(mfd);
         return -1;
     }
     *mount_fd = mfd;
+    return 0;
+}
+
+static void *job_main(void *arg)
+{
+    struct nsbox_ws_job *j = arg;
+    j->mount_fd = ext4_make(j->image, j->disk_bytes, j->tag, &j->err);
+    j->ret = j->mount_fd < 0 ? -1 : 0;
+    return NULL;
+}
+
+int nsbox_ws_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk_bytes,
+                        const char *tag, struct nsbox_err *e)
+{
+    memset(j, 0, sizeof *j);
+    j->image = image;
+    j->tag = tag;
+    j->disk_bytes = disk_bytes;
+    j->mount_fd = -1;
+    int r = pthread_create(&j->thread, NULL, job_main, j);
+    if (r != 0) {
+        errno = r;
+        return nsbox_err_sys(e, "workspace: cannot start a thread");
+    }
+    j->started = true;
+    return 0;
+}
+
+int nsbox_ws_ext4_finish(struct nsbox_ws_job *j, bool chown, uint32_t uid, uint32_t gid,
+                         int *mount_fd, struct nsbox_err *e)
+{
+    *mount_fd = -1;
+    if (!j->started)
+        return 0;
+    pthread_join(j->thread, NULL);
+    j->started = false;
+    if (j->ret < 0) {
+        *e = j->err;
+        return -1;
+    }
+    if (chown && give_root(j->mount_fd, uid, gid, e) < 0) {
+        nsbox_closep(&j->mount_fd);
+        return -1;
+    }
+    *mount_fd = j->mount_fd;
+    j->mount_fd = -1;
     return 0;
 }
 

@@ -6,6 +6,7 @@
 #include "nsbox.h"
 #include "wsplan.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +21,23 @@ bool nsbox_ws_ext4_usable(char *why, size_t n);
  * loop device (its lo_file_name) so that leftovers can be told apart. */
 int nsbox_ws_ext4_create(const char *image, uint64_t disk_bytes, uint32_t uid, uint32_t gid,
                          const char *tag, int *mount_fd, struct nsbox_err *e);
+
+/* The same, in a thread, so that it overlaps the rest of the sandbox's preparation (the loop
+ * device and the mount take milliseconds). finish joins it and gives the root to uid:gid; it
+ * must be called, on error paths too, before the clone: no other thread may run then. */
+struct nsbox_ws_job {
+    const char *image, *tag;
+    uint64_t disk_bytes;
+    bool started;
+    int ret, mount_fd;
+    struct nsbox_err err;
+    pthread_t thread;
+};
+int nsbox_ws_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk_bytes,
+                        const char *tag, struct nsbox_err *e);
+/* chown: whether to give the root to uid:gid (false when only reaping the thread). */
+int nsbox_ws_ext4_finish(struct nsbox_ws_job *j, bool chown, uint32_t uid, uint32_t gid,
+                         int *mount_fd, struct nsbox_err *e);
 
 /* Usage of a workspace filesystem (fd anywhere on it). */
 struct nsbox_ws_usage {

@@ -237,6 +237,13 @@ class WorkspaceDisk(ResourceTest):
                           "see test_tmpfs_counts_against_memory_limit)")
         self.env = write_config(self.dirs, {"fill": {"cpus": 1, "memory": "512MiB",
                                                      "pids": 128, "disk": "256MiB"}})
+        self.sids = []
+
+    def tearDown(self):
+        # before the state directory goes (ResourceTest.tearDown): rm finds sandboxes there
+        for sid in self.sids:
+            run_nsbox(["rm", sid], self.dirs, extra_env=self.env)
+        super().tearDown()
 
     def host_free(self):
         st = os.statvfs(self.dirs.cache)
@@ -246,7 +253,7 @@ class WorkspaceDisk(ResourceTest):
         r = run_nsbox(["create", "--instance-type", itype], self.dirs, extra_env=self.env)
         self.assertEqual(r.returncode, 0, r.stderr)
         sid = r.stdout.decode().strip()
-        self.addCleanup(run_nsbox, ["rm", sid], self.dirs, extra_env=self.env)
+        self.sids.append(sid)
         return sid
 
     def exec(self, sid, script, timeout=120):

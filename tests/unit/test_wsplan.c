@@ -55,7 +55,7 @@ static void test_template_name(void **state)
     char buf[64];
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_ws_template_name(10ull << 30, buf, sizeof buf, &e), 0);
-    assert_string_equal(buf, "workspace-v1-10737418240.ext4");
+    assert_string_equal(buf, "workspace-v2-10737418240.ext4");
     char tiny[10];
     assert_int_equal(nsbox_ws_template_name(10ull << 30, tiny, sizeof tiny, &e), -1);
 }
@@ -86,6 +86,8 @@ static void test_mkfs_argv(void **state)
     const char *feat = arg_after(m.argv, "-O");
     assert_non_null(strstr(feat, "^has_journal"));
     assert_non_null(strstr(feat, "^resize_inode"));
+    assert_non_null(strstr(feat, "sparse_super2"));
+    assert_non_null(strstr(arg_after(m.argv, "-E"), "num_backup_sb=0"));
     assert_non_null(strstr(arg_after(m.argv, "-E"), "lazy_itable_init=1"));
     assert_non_null(arg_after(m.argv, "-F")); /* regular file target */
     assert_int_equal(nsbox_ws_mkfs_argv("mkfs", "/t", 0, &m, &e), -1);
