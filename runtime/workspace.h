@@ -32,6 +32,7 @@ struct nsbox_ws_job {
     int ret, mount_fd;
     struct nsbox_err err;
     pthread_t thread;
+    void *stack;
 };
 int nsbox_ws_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk_bytes,
                         const char *tag, struct nsbox_err *e);
