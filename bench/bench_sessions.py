@@ -9,7 +9,8 @@ equivalent:
                                      `crun exec` as command lines
   host memory per idle sandbox       PSS of supervisor + init (crun: conmon-less, the container's
                                      init process only, for reference)
-  sleep -> wake latency              exec round trip on a frozen sandbox vs a running one
+  sleep -> wake latency              exec round trip on a frozen sandbox minus the exec right
+                                     after it (awake), paired
   creates per second                 2 parallel clients doing create + rm
 
 Prints a markdown table; raw numbers as JSON to bench/results/sessions-<time>.json.
@@ -186,7 +187,7 @@ def main():
         # sleep -> wake
         sid = env.create("--idle-timeout", "1")
         c = Client(env, sid)
-        xs = []
+        xs, awake = [], []
         for _ in range(8 if QUICK else 20):
             deadline = time.monotonic() + 10
             while json.loads(env.nsbox("inspect", sid).stdout)["state"] != "sleeping":
@@ -196,7 +197,13 @@ def main():
             t = time.perf_counter_ns()
             c.exec(["/bin/true"])
             xs.append(ms(time.perf_counter_ns() - t))
+            # the same exec again, now awake: the difference is what waking added
+            t = time.perf_counter_ns()
+            c.exec(["/bin/true"])
+            awake.append(ms(time.perf_counter_ns() - t))
         out["wake_exec_roundtrip_ms"] = stats(xs)
+        out["awake_exec_roundtrip_ms"] = stats(awake)
+        out["wake_latency_ms"] = stats([a - b for a, b in zip(xs, awake)])
         env.nsbox("rm", sid)
 
         # creates per second with two parallel clients
@@ -267,7 +274,8 @@ def main():
     print(f"| exec round trip /bin/true, command line (median ms) | {out['exec_roundtrip_cli_ms']['median']:.2f} | "
           f"{crun:.2f} |" if crun else f"| exec round trip, command line (median ms) | {out['exec_roundtrip_cli_ms']['median']:.2f} | n/a |", "|")
     print(f"| host memory per idle sandbox (PSS KiB) | {out['idle_pss_kib']} | | <= 1024 |")
-    print(f"| sleep -> wake exec round trip (median ms) | {out['wake_exec_roundtrip_ms']['median']:.2f} | | <= 1 |")
+    print(f"| sleep -> wake exec round trip (median ms) | {out['wake_exec_roundtrip_ms']['median']:.2f} | | |")
+    print(f"| wake latency: that minus the next exec, awake (median of pairs, ms) | {out['wake_latency_ms']['median']:.2f} | | <= 1 |")
     print(f"| creates per second, 2 clients (create + rm) | {out['creates_per_second_2_clients']:.0f} | | >= 400 |")
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     path = os.path.join(HERE, "results", time.strftime("sessions-%Y%m%d-%H%M%S.json"))

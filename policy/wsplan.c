@@ -1,9 +1,11 @@
 /* Workspace decisions (see wsplan.h). */
 #include "wsplan.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 enum nsbox_ws_kind nsbox_ws_choose(bool dir_given, bool ext4_usable)
 {
@@ -90,4 +92,47 @@ int nsbox_ws_mkfs_argv(const char *prog, const char *path, uint64_t disk_bytes,
     m->argv[k++] = (char *)path;
     m->argv[k] = NULL;
     return 0;
+}
+
+void nsbox_ws_config_init(struct nsbox_ws_config *c)
+{
+    c->overcommit = false;
+}
+
+int nsbox_ws_config_from_json(const char *text, size_t len, struct nsbox_ws_config *c,
+                              struct nsbox_err *e)
+{
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    if (!root || !cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "config: not a JSON object");
+    }
+    struct nsbox_ws_config out = *c;
+    int ret = 0;
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(root, "workspace");
+    if (ws && !cJSON_IsObject(ws)) {
+        ret = nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                            "config: key 'workspace': must be an object");
+    } else if (ws) {
+        const cJSON *it;
+        cJSON_ArrayForEach(it, ws)
+        {
+            if (!strcmp(it->string, "overcommit") && cJSON_IsBool(it)) {
+                out.overcommit = cJSON_IsTrue(it);
+            } else if (!strcmp(it->string, "overcommit")) {
+                ret = nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                    "config: key 'workspace.overcommit': must be true or false");
+                break;
+            } else {
+                ret = nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                    "config: key 'workspace.%.64s': unknown (known: overcommit)",
+                                    it->string);
+                break;
+            }
+        }
+    }
+    cJSON_Delete(root);
+    if (ret == 0)
+        *c = out;
+    return ret;
 }

@@ -4,7 +4,7 @@
  *
  *   DIR    `--workspace DIR`: the caller's own directory, bound as it is and kept. nsbox cannot
  *          bound what a host directory holds, so no limit applies (inspect says so).
- *   EXT4   as root: a fresh ext4 filesystem of exactly disk_bytes on a loop device, backed by a
+ *   EXT4   as root: a fresh ext4 filesystem of disk_bytes on a loop device, backed by a
  *          sparse file. Writes past the limit fail with ENOSPC inside; the host loses at most
  *          disk_bytes of free space, and gets it back when the sandbox ends.
  *   TMPFS  unprivileged (or where loop devices are unavailable): a fresh tmpfs of disk_bytes.
@@ -41,6 +41,20 @@ uint64_t nsbox_ws_inodes(uint64_t disk_bytes);
 int nsbox_ws_tmpfs_options(uint64_t disk_bytes, char *out, size_t n, struct nsbox_err *e);
 /* File name (no directory) of the cached empty filesystem for a limit. */
 int nsbox_ws_template_name(uint64_t disk_bytes, char *out, size_t n, struct nsbox_err *e);
+
+/* The "workspace" section of the nsbox config file:
+ *   {"workspace": {"overcommit": false}}
+ * overcommit: false (default): an ext4 workspace is refused when the host's free space, less what
+ * the other live workspaces may still write, is below its limit, so sandboxes together never
+ * get more disk than the host has. true: each is checked alone (thin provisioning: more
+ * sandboxes fit, and if together they fill the host's disk, their writes fail with I/O errors). */
+struct nsbox_ws_config {
+    bool overcommit;
+};
+void nsbox_ws_config_init(struct nsbox_ws_config *c);
+/* Parses the whole config text; only the "workspace" key is looked at. */
+int nsbox_ws_config_from_json(const char *text, size_t len, struct nsbox_ws_config *c,
+                              struct nsbox_err *e);
 
 #define NSBOX_WS_MKFS_ARGV_MAX 24
 struct nsbox_ws_mkfs {

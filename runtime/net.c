@@ -8,6 +8,7 @@
 #include "net_impl.h"
 #include "netplan.h"
 #include "paths.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +26,6 @@
 #include <unistd.h>
 
 #define MARKER "net" /* in the state directory: this sandbox has network objects on the host */
-#define SMALL_FILE_MAX (4u << 20)
 
 struct nsbox_net {
     enum nsbox_net_mode mode;
@@ -44,45 +44,6 @@ static const char *mode_name(const struct nsbox_spec *s)
 }
 
 /* ---- small helpers --------------------------------------------------------------------------- */
-
-/* Reads a whole small file; ENOENT is returned as 1 with *out NULL. */
-static int read_small(const char *path, char **out, struct nsbox_err *e)
-{
-    *out = NULL;
-    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) {
-        if (errno == ENOENT)
-            return 1;
-        return nsbox_err_sys(e, "cannot open %s", path);
-    }
-    size_t cap = 4096, len = 0;
-    cleanup_free char *buf = malloc(cap);
-    if (!buf)
-        return nsbox_err_sys(e, "malloc");
-    for (;;) {
-        if (len + 1 >= cap) {
-            if (cap >= SMALL_FILE_MAX)
-                return nsbox_err_set(e, NSBOX_E_INVALID, EFBIG, "%s: larger than %u bytes", path,
-                                     SMALL_FILE_MAX);
-            char *nb = realloc(buf, cap * 2);
-            if (!nb)
-                return nsbox_err_sys(e, "realloc");
-            buf = nb;
-            cap *= 2;
-        }
-        ssize_t r = read(fd, buf + len, cap - 1 - len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return nsbox_err_sys(e, "cannot read %s", path);
-        if (r == 0)
-            break;
-        len += (size_t)r;
-    }
-    buf[len] = '\0';
-    *out = nsbox_steal_ptr(&buf);
-    return 0;
-}
 
 static int write_file(const char *path, const char *text, struct nsbox_err *e)
 {
@@ -129,17 +90,13 @@ static int check_privileges(const struct nsbox_spec *s, struct nsbox_err *e)
 static int load_config(struct nsbox_netconfig *cfg, struct nsbox_err *e)
 {
     nsbox_netconfig_init(cfg);
-    const char *env = getenv("NSBOX_CONFIG");
-    const char *path = env && *env ? env : NSBOX_CONFIG_DEFAULT_PATH;
     cleanup_free char *text = NULL;
-    int r = read_small(path, &text, e);
+    char path[PATH_MAX];
+    int r = nsbox_read_config(&text, path, sizeof path, e);
     if (r < 0)
-        return nsbox_err_wrap(e, "config");
-    if (r == 1) {
-        if (env && *env)
-            return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "config %s: does not exist", path);
+        return -1;
+    if (r == 1)
         return 0;
-    }
     if (nsbox_netconfig_from_json(cfg, text, strlen(text), e) < 0)
         return nsbox_err_wrap(e, "%s", path);
     return 0;
@@ -167,7 +124,7 @@ static int find_resolvers(const struct nsbox_netconfig *cfg, struct nsbox_resolv
     char *save = NULL;
     for (char *path = strtok_r(list, ":", &save); path; path = strtok_r(NULL, ":", &save)) {
         cleanup_free char *text = NULL;
-        int r = read_small(path, &text, e);
+        int r = nsbox_read_small(path, &text, e);
         if (r < 0)
             return -1;
         if (r == 1)

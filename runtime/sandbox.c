@@ -201,8 +201,14 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
     /* Joined on every path: the clone must not happen with a second thread alive. */
     struct nsbox_idmap um = {0}, gm = {0};
     struct nsbox_err we;
-    bool chown = r == 0 && c->st.privileged &&
-                 nsbox_idmap_compute(true, 0, 0, c->st.slot, &um, &gm, &we) == 0;
+    bool chown = false;
+    if (r == 0 && job.started) {
+        /* the root must belong to appuser's host uid, or appuser could not write it */
+        if (nsbox_idmap_compute(true, 0, 0, c->st.slot, &um, &gm, e) < 0)
+            r = -1;
+        else
+            chown = true;
+    }
     if (nsbox_ws_ext4_finish(&job, chown, um.outside, gm.outside, &c->L.ws_fd, &we) < 0 && r == 0) {
         *e = we;
         r = -1;

@@ -416,11 +416,16 @@ static void add_disk(cJSON *r, const struct sup *S)
         return;
     }
     cJSON_AddNumberToObject(d, "limit_bytes", (double)S->spec->limits.disk_bytes);
-    cJSON_AddNumberToObject(d, "inodes_limit", (double)nsbox_ws_inodes(S->spec->limits.disk_bytes));
     struct nsbox_ws_usage u;
     if (S->ws_fd >= 0 && nsbox_ws_usage(S->ws_fd, &u) == 0) {
+        /* the filesystem's own figures: mkfs rounds the inode count to whole groups */
+        cJSON_AddNumberToObject(d, "inodes_limit", (double)u.inodes_total);
+        cJSON_AddNumberToObject(d, "usable_bytes", (double)u.bytes_total);
         cJSON_AddNumberToObject(d, "used_bytes", (double)u.bytes_used);
         cJSON_AddNumberToObject(d, "inodes_used", (double)u.inodes_used);
+    } else {
+        cJSON_AddNumberToObject(d, "inodes_limit",
+                                (double)nsbox_ws_inodes(S->spec->limits.disk_bytes));
     }
 }
 

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "util.h"
 #include "cleanup.h"
+#include "spec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -117,4 +118,56 @@ void nsbox_close_fds_except(int keep)
     for (int fd = 3; fd < 65536; fd++) /* kernels before 5.9 */
         if (fd != keep)
             close(fd);
+}
+
+/* Reads a whole small file; ENOENT is returned as 1 with *out NULL. */
+int nsbox_read_small(const char *path, char **out, struct nsbox_err *e)
+{
+    *out = NULL;
+    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 1;
+        return nsbox_err_sys(e, "cannot open %s", path);
+    }
+    size_t cap = 4096, len = 0;
+    cleanup_free char *buf = malloc(cap);
+    if (!buf)
+        return nsbox_err_sys(e, "malloc");
+    for (;;) {
+        if (len + 1 >= cap) {
+            if (cap >= NSBOX_SMALL_FILE_MAX)
+                return nsbox_err_set(e, NSBOX_E_INVALID, EFBIG, "%s: larger than %u bytes", path,
+                                     NSBOX_SMALL_FILE_MAX);
+            char *nb = realloc(buf, cap * 2);
+            if (!nb)
+                return nsbox_err_sys(e, "realloc");
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + len, cap - 1 - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return nsbox_err_sys(e, "cannot read %s", path);
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    buf[len] = '\0';
+    *out = nsbox_steal_ptr(&buf);
+    return 0;
+}
+
+int nsbox_read_config(char **out, char *path, size_t pathn, struct nsbox_err *e)
+{
+    *out = NULL;
+    const char *env = getenv("NSBOX_CONFIG");
+    snprintf(path, pathn, "%s", env && *env ? env : NSBOX_CONFIG_DEFAULT_PATH);
+    int r = nsbox_read_small(path, out, e);
+    if (r < 0)
+        return nsbox_err_wrap(e, "config");
+    if (r == 1 && env && *env)
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "config %s: does not exist", path);
+    return r;
 }

@@ -2,6 +2,8 @@
 #ifndef NSBOX_UTIL_H
 #define NSBOX_UTIL_H
 
+#include "nsbox.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/socket.h>
@@ -17,6 +19,14 @@ void nsbox_cmsg_put_fds(struct msghdr *msg, void *buf, const int *fds, size_t nf
 /* A whole file (dfd-relative path) as a NUL-terminated string of at most limit bytes; NULL with
  * errno (EFBIG when larger). */
 char *nsbox_read_text_at(int dfd, const char *path, size_t limit);
+
+#define NSBOX_SMALL_FILE_MAX (4u << 20)
+/* Reads a whole file of at most NSBOX_SMALL_FILE_MAX bytes; ENOENT is returned as 1 with *out
+ * NULL. */
+int nsbox_read_small(const char *path, char **out, struct nsbox_err *e);
+/* The nsbox config file: $NSBOX_CONFIG (must exist) or /etc/nsbox/config.json (may not: 1).
+ * path gets the file's name for messages. */
+int nsbox_read_config(char **out, char *path, size_t pathn, struct nsbox_err *e);
 
 /* Close every descriptor above 2 except keep (-1: none), for real, now: marking them
  * close-on-exec is not enough, because until exec /proc/self/fd/N would still lead to whatever

@@ -11,7 +11,10 @@
 #include "workspace.h"
 #include "cleanup.h"
 #include "paths.h"
+#include "state.h"
+#include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -24,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -44,20 +48,44 @@ static const char *find_mkfs(void)
     return NULL;
 }
 
+/* fsopen rather than /proc/filesystems: it loads the ext4 module when it is not loaded yet
+ * (typical where the root filesystem is XFS or btrfs). */
 static bool kernel_has_ext4(void)
 {
-    FILE *f = fopen("/proc/filesystems", "re");
-    if (!f)
+    int fs = (int)syscall(SYS_fsopen, "ext4", FSOPEN_CLOEXEC);
+    if (fs < 0)
         return false;
-    char line[128];
-    bool found = false;
-    while (!found && fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = '\0';
-        const char *name = strrchr(line, '\t');
-        found = strcmp(name ? name + 1 : line, "ext4") == 0;
+    close(fs);
+    return true;
+}
+
+/* /dev/loop-control answers, and the device it names exists here (a container's /dev may have
+ * the one and not the other). */
+static bool loop_devices_work(char *why, size_t n)
+{
+    int fd = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, n, "/dev/loop-control: %s (load the loop module: modprobe loop; in a "
+                         "container, run it with --privileged)", strerror(errno));
+        return false;
     }
-    fclose(f);
-    return found;
+    int nr = ioctl(fd, LOOP_CTL_GET_FREE);
+    int err = errno;
+    close(fd);
+    if (nr < 0) {
+        snprintf(why, n, "/dev/loop-control does not answer LOOP_CTL_GET_FREE: %s",
+                 strerror(err));
+        return false;
+    }
+    char dev[64];
+    snprintf(dev, sizeof dev, "/dev/loop%d", nr);
+    struct stat sb;
+    if (stat(dev, &sb) < 0 || !S_ISBLK(sb.st_mode)) {
+        snprintf(why, n, "%s is missing although the kernel has it (a /dev without the kernel's "
+                         "device nodes: mount devtmpfs on /dev)", dev);
+        return false;
+    }
+    return true;
 }
 
 bool nsbox_ws_ext4_usable(char *why, size_t n)
@@ -66,13 +94,8 @@ bool nsbox_ws_ext4_usable(char *why, size_t n)
         snprintf(why, n, "loop devices need root");
         return false;
     }
-    int fd = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(why, n, "/dev/loop-control: %s (load the loop module: modprobe loop; in a "
-                         "container, run it with --privileged)", strerror(errno));
+    if (!loop_devices_work(why, n))
         return false;
-    }
-    close(fd);
     if (!kernel_has_ext4()) {
         snprintf(why, n, "the kernel has no ext4 (modprobe ext4)");
         return false;
@@ -83,6 +106,16 @@ bool nsbox_ws_ext4_usable(char *why, size_t n)
     }
     snprintf(why, n, "ext4 on a loop device");
     return true;
+}
+
+static void format_size(uint64_t b, char *out, size_t n)
+{
+    if (b >= (1ull << 30) && b % (1ull << 30) == 0)
+        snprintf(out, n, "%" PRIu64 " GiB", b >> 30);
+    else if (b >= (10ull << 30))
+        snprintf(out, n, "%.1f GiB", (double)b / (double)(1ull << 30));
+    else
+        snprintf(out, n, "%" PRIu64 " MiB", b >> 20);
 }
 
 /* ---- loop device and mount ------------------------------------------------------------------ */
@@ -153,7 +186,7 @@ static int mount_backing(int backing_fd, const char *tag, struct nsbox_err *e)
 /* ---- the template ----------------------------------------------------------------------------- */
 
 /* Run mkfs; its stderr (the first few hundred bytes) goes into the error. */
-static int run_mkfs(char *const argv[], struct nsbox_err *e)
+static int run_mkfs(char *const argv[], int keep_fd, struct nsbox_err *e)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
@@ -169,6 +202,11 @@ static int run_mkfs(char *const argv[], struct nsbox_err *e)
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(p[1], 2) < 0)
             _exit(126);
+        /* Forked from the workspace thread while the main thread works on: descriptors it
+         * opened without O_CLOEXEC must not reach mkfs. keep_fd is the template. */
+        if (keep_fd >= 0 && dup2(keep_fd, 3) < 0)
+            _exit(126);
+        nsbox_close_fds_except(keep_fd >= 0 ? 3 : -1);
         char *const envp[] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LC_ALL=C",
                               NULL};
         execve(argv[0], argv, envp);
@@ -223,65 +261,71 @@ static int open_template(const char *path, uint64_t bytes)
     return fd;
 }
 
-static int make_template(const char *path, uint64_t bytes, struct nsbox_err *e)
+/* mkfs into an unnamed file in dir (O_TMPFILE: nothing is left if we are killed), remove
+ * lost+found, make it durable, and link it in as name. Returns 0 also when a concurrent
+ * sandbox linked its own first. */
+static int make_template(int dirfd, const char *dir, const char *name, uint64_t bytes,
+                         struct nsbox_err *e)
 {
     const char *mkfs = find_mkfs();
     if (!mkfs)
         return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOENT,
                              "workspace: mkfs.ext4 not found (apt-get install e2fsprogs)");
-    char tmp[PATH_MAX];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp-%d", path, (int)getpid()) >= sizeof tmp)
-        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long: %s", path);
-    unlink(tmp); /* a leftover of a process that had our pid */
-    {
-        cleanup_close int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-            return nsbox_err_sys(e, "workspace: cannot create %s", tmp);
-        if (ftruncate(fd, (off_t)bytes) < 0) {
-            nsbox_err_sys(e, "workspace: cannot size %s", tmp);
-            unlink(tmp);
-            return -1;
-        }
-    }
+    cleanup_close int fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return nsbox_err_sys(e, "workspace: cannot create a file in %s", dir);
+    if (ftruncate(fd, (off_t)bytes) < 0)
+        return nsbox_err_sys(e, "workspace: cannot size a new filesystem in %s", dir);
     struct nsbox_ws_mkfs m;
-    if (nsbox_ws_mkfs_argv(mkfs, tmp, bytes, &m, e) < 0 || run_mkfs(m.argv, e) < 0) {
-        unlink(tmp);
+    if (nsbox_ws_mkfs_argv(mkfs, "/proc/self/fd/3", bytes, &m, e) < 0 ||
+        run_mkfs(m.argv, fd, e) < 0)
         return -1;
-    }
-    /* mkfs always makes lost+found; a workspace starts empty. Mount the template once to
-     * remove it (the mount is gone when the descriptor is closed). */
+    /* mkfs always makes lost+found; a workspace starts empty. Mount it once to remove it
+     * (the mount is gone when the descriptor is closed). */
     {
-        cleanup_close int fd = open(tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-        cleanup_close int mfd = fd < 0 ? -1 : mount_backing(fd, "nsbox-template", e);
-        if (fd < 0)
-            nsbox_err_sys(e, "workspace: cannot open %s", tmp);
-        if (mfd < 0 || unlinkat(mfd, "lost+found", AT_REMOVEDIR) < 0) {
-            if (mfd >= 0)
-                nsbox_err_sys(e, "workspace: cannot empty the new filesystem");
-            unlink(tmp);
+        cleanup_close int mfd = mount_backing(fd, "nsbox-template", e);
+        if (mfd < 0)
             return -1;
-        }
+        if (unlinkat(mfd, "lost+found", AT_REMOVEDIR) < 0)
+            return nsbox_err_sys(e, "workspace: cannot empty the new filesystem");
     }
-    if (rename(tmp, path) < 0) {
-        nsbox_err_sys(e, "workspace: cannot store %s", path);
-        unlink(tmp);
-        return -1;
-    }
+    /* Durable before it has a name: after a crash, a template of the right size without its
+     * data would break every workspace made from it. */
+    if (fsync(fd) < 0)
+        return nsbox_err_sys(e, "workspace: fsync of a new filesystem in %s", dir);
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    if (linkat(AT_FDCWD, self, dirfd, name, AT_SYMLINK_FOLLOW) < 0 && errno != EEXIST)
+        return nsbox_err_sys(e, "workspace: cannot store %s/%s", dir, name);
+    fsync(dirfd);
     return 0;
 }
 
-static int template_fd(uint64_t bytes, struct nsbox_err *e)
+/* The template for a limit, made on first use. It lives in the cache directory, on the same
+ * filesystem as the copies (copy_file_range and reflinks need that). */
+static int template_fd(const char *cache_root, uint64_t bytes, bool remake, char *path,
+                       size_t pathn, struct nsbox_err *e)
 {
-    char data[PATH_MAX - 64], dir[PATH_MAX - 64], name[64], path[PATH_MAX];
-    if (nsbox_path_data_dir(data, sizeof data, e) < 0 ||
-        nsbox_ws_template_name(bytes, name, sizeof name, e) < 0)
+    char name[64], dir[PATH_MAX];
+    if (nsbox_ws_template_name(bytes, name, sizeof name, e) < 0)
         return -1;
-    snprintf(dir, sizeof dir, "%s/cache", data);
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if ((size_t)snprintf(dir, sizeof dir, "%s/%s", cache_root, NSBOX_WS_SHARED_DIR) >= sizeof dir ||
+        (size_t)snprintf(path, pathn, "%s/%s", dir, name) >= pathn)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long: %s", cache_root);
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return nsbox_err_sys(e, "workspace: cannot create %s", dir);
+    cleanup_close int dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dirfd < 0)
+        return nsbox_err_sys(e, "workspace: cannot open %s", dir);
+    if (remake)
+        unlinkat(dirfd, name, 0);
     int fd = open_template(path, bytes);
     if (fd >= 0)
         return fd;
-    if (nsbox_mkdir_p(dir, 0700, e) < 0 || make_template(path, bytes, e) < 0)
+    /* Not there, or not trustworthy (someone else's, writable by others, the wrong size):
+     * replaced, never used. */
+    unlinkat(dirfd, name, 0);
+    if (make_template(dirfd, dir, name, bytes, e) < 0)
         return -1;
     fd = open_template(path, bytes);
     if (fd < 0)
@@ -295,6 +339,7 @@ static int copy_sparse(int in, int out, uint64_t size)
     if (ftruncate(out, (off_t)size) < 0)
         return -1;
     off_t pos = 0;
+    bool use_cfr = true;
     for (;;) {
         off_t data = lseek(in, pos, SEEK_DATA);
         if (data < 0)
@@ -304,7 +349,26 @@ static int copy_sparse(int in, int out, uint64_t size)
             return -1;
         off_t off_in = data, off_out = data;
         while (off_in < hole) {
-            ssize_t r = copy_file_range(in, &off_in, out, &off_out, (size_t)(hole - off_in), 0);
+            ssize_t r = use_cfr ? copy_file_range(in, &off_in, out, &off_out,
+                                                  (size_t)(hole - off_in), 0)
+                                : -1;
+            if (r < 0 && use_cfr && errno == EINTR)
+                continue;
+            if (r < 0 && use_cfr &&
+                (errno == EXDEV || errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS)) {
+                use_cfr = false; /* other filesystems, or a kernel that will not: copy by hand */
+                continue;
+            }
+            if (!use_cfr) {
+                char buf[65536];
+                size_t want = (size_t)(hole - off_in) < sizeof buf ? (size_t)(hole - off_in)
+                                                                   : sizeof buf;
+                r = pread(in, buf, want, off_in);
+                if (r > 0 && pwrite(out, buf, (size_t)r, off_out) != r)
+                    return -1;
+                if (r > 0)
+                    off_in += r, off_out += r;
+            }
             if (r < 0 && errno == EINTR)
                 continue;
             if (r <= 0)
@@ -314,42 +378,149 @@ static int copy_sparse(int in, int out, uint64_t size)
     }
 }
 
-/* The host must hold what the sandbox may write: the backing file is sparse, so a sandbox that
- * fills its workspace takes up to disk_bytes of the host's disk. */
-static int check_free_space(const char *image, uint64_t bytes, struct nsbox_err *e)
+/* What the live ext4 workspaces under cache_root may still write: each backing file's size
+ * minus what it already holds (that part is already gone from the host's free space). */
+/* A sandbox that died without cleaning up (gc will) promises nothing more. */
+static bool sandbox_alive(const char *rt, const char *id)
 {
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", image);
-    char *slash = strrchr(dir, '/');
-    if (slash && slash != dir)
-        *slash = '\0';
+    char lock[PATH_MAX];
+    if ((size_t)snprintf(lock, sizeof lock, "%s/%s/lock", rt, id) >= sizeof lock)
+        return true;
+    int fd = open(lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno != ENOENT; /* unknown: counted */
+    bool alive = flock(fd, LOCK_EX | LOCK_NB) < 0;
+    close(fd);
+    return alive;
+}
+
+static uint64_t promised(int cache_fd, unsigned *count)
+{
+    uint64_t sum = 0;
+    *count = 0;
+    char rt[PATH_MAX];
+    struct nsbox_err ignored;
+    if (nsbox_path_runtime_dir(rt, sizeof rt, &ignored) < 0)
+        rt[0] = '\0';
+    int dfd = openat(cache_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        return 0;
+    }
+    struct dirent *de;
+    char rel[NAME_MAX + 32];
+    while ((de = readdir(d))) {
+        if (!nsbox_state_valid_id(de->d_name) || (rt[0] && !sandbox_alive(rt, de->d_name)))
+            continue;
+        snprintf(rel, sizeof rel, "%s/workspace.ext4", de->d_name);
+        struct stat sb;
+        if (fstatat(dirfd(d), rel, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(sb.st_mode))
+            continue;
+        uint64_t held = (uint64_t)sb.st_blocks * 512;
+        if ((uint64_t)sb.st_size > held)
+            sum += (uint64_t)sb.st_size - held;
+        (*count)++;
+    }
+    closedir(d);
+    return sum;
+}
+
+/* The host must hold what every sandbox may write: backing files are sparse, so a sandbox
+ * that fills its workspace takes up to its limit of the host's disk. Checked against the free
+ * space minus what the other workspaces may still take; the caller holds the space lock until
+ * its own backing file exists, so two creations cannot both count the same free space. */
+static int check_free_space(int cache_fd, const char *cache_root, uint64_t bytes,
+                            bool overcommit, struct nsbox_err *e)
+{
     struct statvfs sv;
-    if (statvfs(dir, &sv) < 0)
-        return nsbox_err_sys(e, "workspace: statvfs %s", dir);
+    if (fstatvfs(cache_fd, &sv) < 0)
+        return nsbox_err_sys(e, "workspace: statvfs %s", cache_root);
     uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
-    if (avail < bytes)
+    unsigned others = 0;
+    uint64_t taken = overcommit ? 0 : promised(cache_fd, &others);
+    if (avail >= taken && avail - taken >= bytes)
+        return 0;
+    char want[32], free_[32], prom[32];
+    format_size(bytes, want, sizeof want);
+    format_size(avail, free_, sizeof free_);
+    format_size(taken, prom, sizeof prom);
+    if (others == 0)
         return nsbox_err_set(e, NSBOX_E_POLICY, ENOSPC,
-                             "workspace: the disk limit is %" PRIu64 " MiB but only %" PRIu64
-                             " MiB are free on the filesystem of %s; free some space, or use an "
-                             "instance_type with a smaller disk",
-                             bytes >> 20, avail >> 20, dir);
+                             "workspace: the disk limit is %s but only %s are free on the "
+                             "filesystem of %s; free some space, or use an instance_type with a "
+                             "smaller disk",
+                             want, free_, cache_root);
+    return nsbox_err_set(e, NSBOX_E_POLICY, ENOSPC,
+                         "workspace: the disk limit is %s, and of the %s free on the filesystem "
+                         "of %s, %s may still be written by the workspaces of %u other sandboxes; "
+                         "remove sandboxes, free some space, use an instance_type with a smaller "
+                         "disk, or allow overcommit (\"workspace\": {\"overcommit\": true} in the "
+                         "nsbox config; see docs/workspace.md for its risk)",
+                         want, free_, cache_root, prom, others);
+}
+
+/* <cache>/<id>/workspace.ext4 -> <cache> */
+static int cache_root_of(const char *image, char *out, size_t n)
+{
+    if ((size_t)snprintf(out, n, "%s", image) >= n)
+        return -1;
+    for (int i = 0; i < 2; i++) {
+        char *slash = strrchr(out, '/');
+        if (!slash || slash == out)
+            return -1;
+        *slash = '\0';
+    }
     return 0;
 }
 
 /* Everything but the owner: the part that may run in a thread. */
-static int ext4_make(const char *image, uint64_t disk_bytes, const char *tag, struct nsbox_err *e)
+static int ext4_make(const char *image, uint64_t disk_bytes, bool overcommit, const char *tag,
+                     struct nsbox_err *e)
 {
-    if (check_free_space(image, disk_bytes, e) < 0)
-        return -1;
-    cleanup_close int tpl = template_fd(disk_bytes, e);
-    if (tpl < 0)
-        return -1;
-    cleanup_close int fd = open(image, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return nsbox_err_sys(e, "workspace: cannot create %s", image);
-    if (copy_sparse(tpl, fd, disk_bytes) < 0)
-        return nsbox_err_sys(e, "workspace: cannot copy the empty filesystem to %s", image);
-    return mount_backing(fd, tag, e);
+    char cache_root[PATH_MAX], tpl_path[PATH_MAX];
+    if (cache_root_of(image, cache_root, sizeof cache_root) < 0)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "workspace: bad path %s", image);
+    cleanup_close int cache_fd = open(cache_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (cache_fd < 0)
+        return nsbox_err_sys(e, "workspace: cannot open %s", cache_root);
+    cleanup_close int fd = -1;
+    {
+        /* the space lock: from the check until our backing file has its size */
+        if (mkdirat(cache_fd, NSBOX_WS_SHARED_DIR, 0700) < 0 && errno != EEXIST)
+            return nsbox_err_sys(e, "workspace: cannot create %s/%s", cache_root,
+                                 NSBOX_WS_SHARED_DIR);
+        cleanup_close int lock = openat(cache_fd, NSBOX_WS_SHARED_DIR "/space.lock",
+                                        O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (lock < 0 || flock(lock, LOCK_EX) < 0)
+            return nsbox_err_sys(e, "workspace: cannot lock %s/%s/space.lock", cache_root,
+                                 NSBOX_WS_SHARED_DIR);
+        if (check_free_space(cache_fd, cache_root, disk_bytes, overcommit, e) < 0)
+            return -1;
+        fd = open(image, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+            return nsbox_err_sys(e, "workspace: cannot create %s", image);
+        if (ftruncate(fd, (off_t)disk_bytes) < 0)
+            return nsbox_err_sys(e, "workspace: cannot size %s", image);
+    }
+    /* A template that does not mount (damaged: a crash, a full disk) is made again, once. */
+    for (int attempt = 0;; attempt++) {
+        cleanup_close int tpl =
+            template_fd(cache_root, disk_bytes, attempt > 0, tpl_path, sizeof tpl_path, e);
+        if (tpl < 0)
+            return -1;
+        if (copy_sparse(tpl, fd, disk_bytes) < 0)
+            return nsbox_err_sys(e, "workspace: cannot copy %s to %s", tpl_path, image);
+        int mfd = mount_backing(fd, tag, e);
+        if (mfd >= 0 || attempt > 0) {
+            if (mfd < 0)
+                nsbox_err_wrap(e, "made from %s, even after making it again", tpl_path);
+            return mfd;
+        }
+        if (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)disk_bytes) < 0)
+            return nsbox_err_sys(e, "workspace: cannot empty %s", image);
+    }
 }
 
 static int give_root(int mfd, uint32_t uid, uint32_t gid, struct nsbox_err *e)
@@ -359,27 +530,12 @@ static int give_root(int mfd, uint32_t uid, uint32_t gid, struct nsbox_err *e)
     return 0;
 }
 
-int nsbox_ws_ext4_create(const char *image, uint64_t disk_bytes, uint32_t uid, uint32_t gid,
-                         const char *tag, int *mount_fd, struct nsbox_err *e)
-{
-    *mount_fd = -1;
-    int mfd = ext4_make(image, disk_bytes, tag, e);
-    if (mfd < 0)
-        return -1;
-    if (give_root(mfd, uid, gid, e) < 0) {
-        close(mfd);
-        return -1;
-    }
-    *mount_fd = mfd;
-    return 0;
-}
-
 #define WS_STACK (256u * 1024u) /* the deepest path (template, mkfs) needs about 30 KiB */
 
 static void *job_main(void *arg)
 {
     struct nsbox_ws_job *j = arg;
-    j->mount_fd = ext4_make(j->image, j->disk_bytes, j->tag, &j->err);
+    j->mount_fd = ext4_make(j->image, j->disk_bytes, j->overcommit, j->tag, &j->err);
     j->ret = j->mount_fd < 0 ? -1 : 0;
     return NULL;
 }
@@ -387,7 +543,18 @@ static void *job_main(void *arg)
 int nsbox_ws_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk_bytes,
                         const char *tag, struct nsbox_err *e)
 {
+    /* the config is read here, not in the thread */
+    struct nsbox_ws_config cfg;
+    nsbox_ws_config_init(&cfg);
+    cleanup_free char *text = NULL;
+    char path[PATH_MAX];
+    int r = nsbox_read_config(&text, path, sizeof path, e);
+    if (r < 0)
+        return -1;
+    if (r == 0 && nsbox_ws_config_from_json(text, strlen(text), &cfg, e) < 0)
+        return nsbox_err_wrap(e, "%s", path);
     memset(j, 0, sizeof *j);
+    j->overcommit = cfg.overcommit;
     j->image = image;
     j->tag = tag;
     j->disk_bytes = disk_bytes;
@@ -401,7 +568,7 @@ int nsbox_ws_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk
         return nsbox_err_sys(e, "workspace: cannot map a thread stack");
     }
     pthread_attr_t attr;
-    int r = pthread_attr_init(&attr);
+    r = pthread_attr_init(&attr);
     if (r == 0) {
         r = pthread_attr_setstack(&attr, j->stack, WS_STACK);
         if (r == 0)

@@ -11,23 +11,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* In the cache directory, beside the sandboxes' <id> directories: the empty filesystems that
+ * workspaces are copied from (one per size) and the lock of the free-space check. */
+#define NSBOX_WS_SHARED_DIR ".workspace-templates"
+
 /* Can this process make ext4 workspaces? When not, why (for `nsbox info`). */
 bool nsbox_ws_ext4_usable(char *why, size_t n);
 
-/* Make a fresh ext4 filesystem of disk_bytes backed by the new sparse file image (which must not
- * exist; its directory should be private), owned at its root by uid:gid, and return a detached
- * mount of it (fsmount: attached nowhere on the host; the sandbox moves it to /workspace). The
- * loop device goes away by itself when the last mount of the filesystem does. tag names the
- * loop device (its lo_file_name) so that leftovers can be told apart. */
-int nsbox_ws_ext4_create(const char *image, uint64_t disk_bytes, uint32_t uid, uint32_t gid,
-                         const char *tag, int *mount_fd, struct nsbox_err *e);
-
-/* The same, in a thread, so that it overlaps the rest of the sandbox's preparation (the loop
- * device and the mount take milliseconds). finish joins it and gives the root to uid:gid; it
- * must be called, on error paths too, before the clone: no other thread may run then. */
+/* Make a fresh ext4 filesystem of disk_bytes backed by the new sparse file image
+ * (<cache>/<id>/workspace.ext4; its directory should be private) and return a detached mount of
+ * it (fsmount: attached nowhere on the host; the sandbox moves it to /workspace). The loop device
+ * goes away by itself when the last mount of the filesystem does; tag names it (lo_file_name).
+ * Refused when the host's free space, less what other workspaces may still write, is below
+ * disk_bytes.
+ *
+ * It runs in a thread, overlapping the rest of the sandbox's preparation (the loop device and
+ * the mount take milliseconds). finish joins it and gives the root to uid:gid; it must be
+ * called, on error paths too, before the clone: no other thread may run then. */
 struct nsbox_ws_job {
     const char *image, *tag;
     uint64_t disk_bytes;
+    bool overcommit; /* the config's workspace.overcommit */
     bool started;
     int ret, mount_fd;
     struct nsbox_err err;

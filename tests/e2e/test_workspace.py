@@ -184,7 +184,7 @@ class WorkspaceDisk(unittest.TestCase):
         # One that someone else could have written is replaced, never mounted.
         r = self.nsbox("run", "--instance-type", "tiny", "--", "true")
         self.assertEqual(r.returncode, 0, r.stderr)
-        cache = os.path.join(self.dirs.data, "cache")
+        cache = os.path.join(self.dirs.cache, ".workspace-templates")
         tpl = [n for n in os.listdir(cache) if n.startswith("workspace-") and n.endswith(".ext4")]
         self.assertEqual(len(tpl), 1, tpl)
         path = os.path.join(cache, tpl[0])
@@ -200,6 +200,97 @@ class WorkspaceDisk(unittest.TestCase):
         with open(path, "rb") as f:
             f.seek(1024 + 56)
             self.assertEqual(f.read(2), b"\x53\xef")  # the ext4 magic: remade
+
+    def test_damaged_template_of_the_right_size_is_made_again(self):
+        # Root's own file, mode 0600, the right size, but no filesystem in it (a crash before
+        # its data reached the disk): the first mount fails, nsbox makes it again and goes on.
+        r = self.nsbox("run", "--instance-type", "tiny", "--", "true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        tdir = os.path.join(self.dirs.cache, ".workspace-templates")
+        path = os.path.join(tdir, [n for n in os.listdir(tdir) if n.endswith(".ext4")][0])
+        size = os.path.getsize(path)
+        with open(path, "r+b") as f:
+            f.truncate(0)
+            f.truncate(size)
+        r = self.nsbox("run", "--instance-type", "tiny", "--", "sh", "-c", "echo ok > f; cat f")
+        self.assertEqual((r.returncode, r.stdout), (0, b"ok\n"), r.stderr)
+        with open(path, "rb") as f:
+            f.seek(1024 + 56)
+            self.assertEqual(f.read(2), b"\x53\xef")
+
+    def test_cache_and_data_on_different_filesystems(self):
+        # /dev/shm is a tmpfs, the data directory is on the disk: the template is kept beside
+        # the copies (copy_file_range does not cross filesystems).
+        if not os.path.isdir("/dev/shm"):
+            self.skipTest("no /dev/shm")
+        import tempfile, shutil
+        cache = tempfile.mkdtemp(prefix="nsbox-test-cache-", dir="/dev/shm")
+        self.addCleanup(shutil.rmtree, cache, True)
+        env = dict(self.env, NSBOX_CACHE_DIR=cache)
+        r = self.nsbox("run", "--instance-type", "tiny", "--", "sh", "-c",
+                       "stat -f -c %T /workspace", extra_env=env)
+        self.assertEqual((r.returncode, r.stdout), (0, b"ext2/ext3\n"), r.stderr)
+        self.assertTrue(wait_for(lambda: not loop_devices_under(cache)), loop_devices_under(cache))
+        self.assertEqual(sorted(os.listdir(cache)), [".workspace-templates"])
+
+    def in_private_mount_ns(self, script, extra_env=None):
+        """sh -c script in a mount namespace of its own (util-linux unshare: private
+        propagation), so that mounts made to simulate a host change nothing outside."""
+        env = self.dirs.env(dict(self.env, **(extra_env or {})))
+        env["NSBOX"] = NSBOX
+        return subprocess.run(["unshare", "-m", "sh", "-ec", script], capture_output=True,
+                              env=env, timeout=120)
+
+    def test_without_usable_loop_devices_the_workspace_is_a_tmpfs(self):
+        r = self.in_private_mount_ns(
+            'mount --bind /dev/null /dev/loop-control\n'
+            '"$NSBOX" info --json > "$NSBOX_STATE_DIR/../info.json"\n'
+            'exec "$NSBOX" run --instance-type tiny -- stat -f -c "%T %b %S" /workspace')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        kind, blocks, bsize = r.stdout.decode().split()
+        self.assertEqual((kind, int(blocks) * int(bsize)), ("tmpfs", 64 * MiB))
+        with open(os.path.join(self.dirs.base, "info.json")) as f:
+            ws = [c for c in json.load(f)["checks"] if c["name"] == "workspace_disk"][0]
+        self.assertTrue(ws["detail"].startswith("tmpfs:"), ws)
+        self.assertIn("LOOP_CTL_GET_FREE", ws["detail"])
+
+    def test_sandboxes_together_cannot_promise_more_than_the_host_has(self):
+        # A 220 MiB filesystem for the cache directory: one 150 MiB workspace fits, a second
+        # does not while the first may still fill its own; after rm it does.
+        r = self.in_private_mount_ns(
+            'mount -t tmpfs -o size=220m tmpfs "$NSBOX_CACHE_DIR"\n'
+            'a=$("$NSBOX" create --instance-type big)\n'
+            '"$NSBOX" exec "$a" -- sh -c "head -c 20M /dev/zero > f"\n'
+            'if "$NSBOX" create --instance-type big 2> err; then echo SECOND-CREATED; fi\n'
+            'cat err >&2\n'
+            '"$NSBOX" rm "$a"\n'
+            'b=$("$NSBOX" create --instance-type big)\n'
+            '"$NSBOX" rm "$b"\n'
+            'echo done\n',
+            {"NSBOX_CONFIG": write_config(self.dirs, {"big": {
+                "cpus": 1, "memory": "512MiB", "pids": 128, "disk": "150MiB"}})["NSBOX_CONFIG"]})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, b"done\n", r.stderr)
+        self.assertIn(b"may still be written by the workspaces of 1 other sandboxes", r.stderr)
+        self.assertIn(b"overcommit", r.stderr)  # the way out, named
+        # A sandbox that died without its cleanup (SIGKILL) promises nothing more; and with
+        # overcommit allowed, both fit (each checked alone).
+        r = self.in_private_mount_ns(
+            'mount -t tmpfs -o size=220m tmpfs "$NSBOX_CACHE_DIR"\n'
+            '"$NSBOX" run --instance-type big -- sleep 30 & p=$!\n'
+            'until ls "$NSBOX_CACHE_DIR"/*/workspace.ext4 >/dev/null 2>&1; do sleep 0.05; done\n'
+            'kill -9 $p; wait $p || true\n'
+            '"$NSBOX" run --instance-type big -- true\n'
+            'ls "$NSBOX_CACHE_DIR"/*/workspace.ext4 >/dev/null && echo left-for-gc\n'
+            '"$NSBOX" gc\n'
+            'echo \'{"instance_types": {"big": {"cpus": 1, "memory": "512MiB", "pids": 128, '
+            '"disk": "150MiB"}}, "workspace": {"overcommit": true}}\' > "$NSBOX_CONFIG"\n'
+            'a=$("$NSBOX" create --instance-type big)\n'
+            'b=$("$NSBOX" create --instance-type big)\n'
+            '"$NSBOX" rm "$a" "$b"\n'
+            'echo done\n',
+            {"NSBOX_CONFIG": os.path.join(self.dirs.base, "config.json")})
+        self.assertEqual((r.returncode, r.stdout), (0, b"left-for-gc\ndone\n"), r.stderr)
 
     def test_host_free_space_is_checked_first(self):
         # A limit larger than the host can hold is refused before anything is made.

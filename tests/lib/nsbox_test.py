@@ -66,7 +66,8 @@ class Dirs:
         out = []
         for d in (self.state, self.cache):
             for name in os.listdir(d):
-                if name != "uids":
+                # shared, not a sandbox's: uid slot locks; empty-filesystem templates
+                if name not in ("uids", ".workspace-templates"):
                     out.append(os.path.join(d, name))
         return out
 

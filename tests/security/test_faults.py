@@ -62,7 +62,7 @@ import threading
 import time
 import unittest
 
-from nsbox_test import NSBOX, SOURCE_DIR, Dirs, is_root, loop_devices_under
+from nsbox_test import NSBOX, SOURCE_DIR, Dirs, is_root, loop_devices_under, write_config
 
 # The network lab of the e2e tests (namespaces the test makes; never the host's network).
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "e2e"))
@@ -205,6 +205,11 @@ class Storm:
         self.procs = {}           # (pid, starttime) -> "supervisor <id>" / "init <id>"
         self.known_ids = set()
         self.ttl_ids = []
+        # The default type with a 512 MiB workspace: nsbox promises each live sandbox's whole
+        # workspace out of the host's free space (docs/workspace.md), and a storm keeps dozens
+        # alive at once; at 10 GiB each it would be refused on a host with little free disk.
+        self.config = write_config(dirs, {"medium": {"cpus": 2, "memory": "4GiB", "pids": 1024,
+                                                     "disk": "512MiB"}})["NSBOX_CONFIG"]
 
     def count(self, key, n=1):
         with self.lock:
@@ -225,7 +230,10 @@ class Storm:
     # -- helpers ---------------------------------------------------------------------------------
 
     def env(self):
-        return self.dirs.env({"NSBOX_RESOLV_CONF": self.lab.resolv} if self.lab else None)
+        extra = {"NSBOX_CONFIG": self.config}
+        if self.lab:
+            extra["NSBOX_RESOLV_CONF"] = self.lab.resolv
+        return self.dirs.env(extra)
 
     def cmd(self, args):
         # In the lab, every command runs there, not only those that make network objects: a gc

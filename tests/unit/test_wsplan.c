@@ -93,6 +93,35 @@ static void test_mkfs_argv(void **state)
     assert_int_equal(nsbox_ws_mkfs_argv("mkfs", "/t", 0, &m, &e), -1);
 }
 
+static void test_config(void **state)
+{
+    (void)state;
+    struct nsbox_ws_config c;
+    struct nsbox_err e = {0};
+    nsbox_ws_config_init(&c);
+    assert_false(c.overcommit); /* safe by default */
+#define PARSE(s) nsbox_ws_config_from_json(s, strlen(s), &c, &e)
+    assert_int_equal(PARSE("{}"), 0);
+    assert_false(c.overcommit);
+    assert_int_equal(PARSE("{\"instance_types\": {}, \"network\": {\"pool\": 1}}"), 0);
+    assert_int_equal(PARSE("{\"workspace\": {\"overcommit\": true}}"), 0);
+    assert_true(c.overcommit);
+    assert_int_equal(PARSE("{\"workspace\": {\"overcommit\": false}}"), 0);
+    assert_false(c.overcommit);
+    /* errors leave the config as it was, and say which key */
+    c.overcommit = true;
+    assert_int_equal(PARSE("{\"workspace\": {\"overcommit\": \"yes\"}}"), -1);
+    assert_non_null(strstr(e.msg, "workspace.overcommit"));
+    assert_true(c.overcommit);
+    assert_int_equal(PARSE("{\"workspace\": {\"quota\": 1}}"), -1);
+    assert_non_null(strstr(e.msg, "workspace.quota"));
+    assert_int_equal(PARSE("{\"workspace\": true}"), -1);
+    assert_int_equal(PARSE("[1]"), -1);
+    assert_int_equal(PARSE("{"), -1);
+    assert_int_equal(PARSE(""), -1);
+#undef PARSE
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -101,6 +130,7 @@ int main(void)
         cmocka_unit_test(test_tmpfs_options),
         cmocka_unit_test(test_template_name),
         cmocka_unit_test(test_mkfs_argv),
+        cmocka_unit_test(test_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
