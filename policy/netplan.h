@@ -130,11 +130,7 @@ int nsbox_netplan_set_slot(struct nsbox_netplan *p, uint32_t index, struct nsbox
 /* The persistent table, created when missing. forward_guard: the host did not forward before
  * nsbox turned ip_forward on; keep it from forwarding anything but sandbox traffic. */
 char *nsbox_netplan_table_text(bool forward_guard);
-/* One transaction: claim the slot (`create element`: fails with EEXIST when taken) and add the
- * sandbox's elements. */
-char *nsbox_netplan_add_text(const struct nsbox_netplan *p);
-/* One transaction removing exactly what add_text added. */
-char *nsbox_netplan_del_text(const struct nsbox_netplan *p);
+/* A sandbox's own elements are added and removed as netlink batches: policy/nftbatch.h. */
 
 /* From the JSON listing of the table (`nft -j list table inet nsbox`): a JSON transaction that
  * deletes every element of sandbox `id`, or NULL when there is none (or on ENOMEM: *oom). */
