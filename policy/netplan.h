@@ -1,7 +1,8 @@
 /* The network plan of a sandbox: what runtime/net.c applies for network none/all/allow and
  * egress CIDRs (docs/network.md). Pure: addresses from a slot of the pool, the nftables text for
- * the one persistent `inet nsbox` table and for each sandbox's elements in it, resolv.conf and
- * hosts contents, the garbage collector's deletions. No system calls; unit tested without root.
+ * the one persistent `inet nsbox` table (each sandbox's elements in it: nftbatch.h), resolv.conf
+ * and hosts contents, the garbage collector's deletions. No system calls; unit tested without
+ * root.
  *
  * Every per-sandbox object is a set element keyed by the sandbox's host-side interface name
  * ("nsb" + id) or, for its address slot, commented with its id: adding a sandbox is one
