@@ -503,55 +503,6 @@ char *nsbox_netplan_table_text(bool forward_guard)
     return sb_steal(&b);
 }
 
-static void elements(struct sbuf *b, const struct nsbox_netplan *p, const char *verb)
-{
-    char a[INET_ADDRSTRLEN];
-    bool add = !strcmp(verb, "add");
-    if (add)
-        sb_printf(b, "create element " T " sb_slot { %s comment \"%s\" }\n", ip4(p->slot.subnet, a),
-                  p->id);
-    else
-        sb_printf(b, "delete element " T " sb_slot { %s }\n", ip4(p->slot.subnet, a));
-    sb_printf(b, "%s element " T " sb_src { \"%s\" . %s }\n", verb, p->ifname,
-              ip4(p->slot.sandbox, a));
-    if (p->mode == NSBOX_NET_ALL)
-        sb_printf(b, "%s element " T " sb_all { \"%s\" }\n", verb, p->ifname);
-    if (p->mode == NSBOX_NET_ALL && p->dns.n_ns) {
-        sb_printf(b, "%s element " T " sb_dns {", verb);
-        for (size_t i = 0; i < p->dns.n_ns; i++)
-            sb_printf(b, "%s \"%s\" . %s", i ? "," : "", p->ifname, ip4(p->dns.ns[i], a));
-        sb_printf(b, " }\n");
-    }
-    if (p->n_cidr) {
-        sb_printf(b, "%s element " T " sb_cidr {", verb);
-        for (size_t i = 0; i < p->n_cidr; i++)
-            sb_printf(b, "%s \"%s\" . %s/%u", i ? "," : "", p->ifname, ip4(p->cidr[i].addr, a),
-                      p->cidr[i].prefix);
-        sb_printf(b, " }\n");
-    }
-    if (p->n_tcp) {
-        sb_printf(b, "%s element " T " sb_tcp {", verb);
-        for (size_t i = 0; i < p->n_tcp; i++)
-            sb_printf(b, "%s \"%s\" . %s . %u", i ? "," : "", p->ifname, ip4(p->tcp[i].addr, a),
-                      p->tcp[i].port);
-        sb_printf(b, " }\n");
-    }
-}
-
-char *nsbox_netplan_add_text(const struct nsbox_netplan *p)
-{
-    struct sbuf b = {0};
-    elements(&b, p, "add");
-    return sb_steal(&b);
-}
-
-char *nsbox_netplan_del_text(const struct nsbox_netplan *p)
-{
-    struct sbuf b = {0};
-    elements(&b, p, "delete");
-    return sb_steal(&b);
-}
-
 /* ---- garbage collection ---------------------------------------------------------------------- */
 
 /* A listed element, unwrapped: {"elem": {"val": V, "comment": C}} or V itself. */

@@ -1,7 +1,8 @@
 /* The network plan of a sandbox: what runtime/net.c applies for network none/all/allow and
  * egress CIDRs (docs/network.md). Pure: addresses from a slot of the pool, the nftables text for
- * the one persistent `inet nsbox` table and for each sandbox's elements in it, resolv.conf and
- * hosts contents, the garbage collector's deletions. No system calls; unit tested without root.
+ * the one persistent `inet nsbox` table (each sandbox's elements in it: nftbatch.h), resolv.conf
+ * and hosts contents, the garbage collector's deletions. No system calls; unit tested without
+ * root.
  *
  * Every per-sandbox object is a set element keyed by the sandbox's host-side interface name
  * ("nsb" + id) or, for its address slot, commented with its id: adding a sandbox is one
@@ -130,11 +131,7 @@ int nsbox_netplan_set_slot(struct nsbox_netplan *p, uint32_t index, struct nsbox
 /* The persistent table, created when missing. forward_guard: the host did not forward before
  * nsbox turned ip_forward on; keep it from forwarding anything but sandbox traffic. */
 char *nsbox_netplan_table_text(bool forward_guard);
-/* One transaction: claim the slot (`create element`: fails with EEXIST when taken) and add the
- * sandbox's elements. */
-char *nsbox_netplan_add_text(const struct nsbox_netplan *p);
-/* One transaction removing exactly what add_text added. */
-char *nsbox_netplan_del_text(const struct nsbox_netplan *p);
+/* A sandbox's own elements are added and removed as netlink batches: policy/nftbatch.h. */
 
 /* From the JSON listing of the table (`nft -j list table inet nsbox`): a JSON transaction that
  * deletes every element of sandbox `id`, or NULL when there is none (or on ENOMEM: *oom). */

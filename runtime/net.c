@@ -7,6 +7,7 @@
 #include "cleanup.h"
 #include "net_impl.h"
 #include "netplan.h"
+#include "nftbatch.h"
 #include "paths.h"
 #include "util.h"
 
@@ -34,7 +35,7 @@ struct nsbox_net {
     char resolv[PATH_MAX], hosts[PATH_MAX];
     bool has_resolv, has_hosts;
     struct nsbox_nft *nft; /* parent only, from attach to teardown */
-    char *del;             /* the transaction that removes the sandbox's elements, once added */
+    struct nsbox_nftbatch del; /* the batch that removes the sandbox's elements, once added */
     bool attached;         /* written by the parent, read by the child: see net_alloc */
 };
 
@@ -313,13 +314,13 @@ void nsbox_net_teardown(struct nsbox_net *n)
 {
     if (!n)
         return;
-    if (n->nft && n->del) {
+    if (n->nft && n->del.len) {
         struct nsbox_err e;
-        if (nsbox_nft_run(n->nft, n->del, false, &e) < 0) /* changed behind our back */
+        if (nsbox_nft_batch(n->nft, &n->del, &e) < 0) /* changed behind our back */
             nsbox_net_table_remove(n->nft, n->plan.id, &e);
     }
     nsbox_nft_close(n->nft);
-    free(n->del);
+    nsbox_nftbatch_free(&n->del);
     nsbox_netplan_free(&n->plan);
     munmap(n, sizeof *n);
 }

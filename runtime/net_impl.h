@@ -30,11 +30,17 @@ int nsbox_netlink_delete(const char *ifname, struct nsbox_err *e);
 /* ---- nftables (net_nft.c) ------------------------------------------------------------------- */
 
 struct nsbox_nft;
+struct nsbox_nftbatch;
 
+/* Loads nothing yet: libnftables is loaded by the first nsbox_nft_run or nsbox_nft_list_json. */
 int nsbox_nft_open(struct nsbox_nft **out, struct nsbox_err *e);
 /* Does not wait for the kernel to release committed transactions (see close_in_background). */
 void nsbox_nft_close(struct nsbox_nft *n);
-/* Runs one batch of commands (text, or JSON when `json`) as one transaction. On failure e->msg
+/* Sends a sandbox's element batch (policy/nftbatch.h) on nsbox's own netfilter socket: one
+ * transaction, without libnftables. On failure e->sys_errno is the kernel's errno (EEXIST: the
+ * slot is taken; ENOENT: no table or set) and e->msg names the set. */
+int nsbox_nft_batch(struct nsbox_nft *n, const struct nsbox_nftbatch *b, struct nsbox_err *e);
+/* Through libnftables: runs one batch of commands (text, or JSON when `json`) as one transaction. On failure e->msg
  * has libnftables' first error line and e->sys_errno the errno it names (EEXIST, ENOENT, EPERM,
  * ...) when it names one. */
 int nsbox_nft_run(struct nsbox_nft *n, const char *cmds, bool json, struct nsbox_err *e);
@@ -50,9 +56,9 @@ int nsbox_net_forwarding(bool *on, struct nsbox_err *e);
 int nsbox_net_forwarding_enable(struct nsbox_err *e);
 /* Claims a free address slot (sets plan->slot) and adds the sandbox's elements, in one
  * transaction; creates the table first when it does not exist (forward_guard: see
- * nsbox_netplan_table_text). *del: the transaction that removes exactly them. */
+ * nsbox_netplan_table_text). *del (zeroed on failure): the batch that removes exactly them. */
 int nsbox_net_table_add(struct nsbox_nft *nft, struct nsbox_netplan *plan, bool forward_guard,
-                        char **del, struct nsbox_err *e);
+                        struct nsbox_nftbatch *del, struct nsbox_err *e);
 /* Removes every element of sandbox `id`, found by listing the table. */
 int nsbox_net_table_remove(struct nsbox_nft *nft, const char *id, struct nsbox_err *e);
 

@@ -1,7 +1,12 @@
-/* nf_tables through libnftables (runtime/nftlib.c loads it on first use): one call per batch,
- * each batch one kernel transaction. */
+/* nf_tables for the network module. A sandbox's own elements are added and removed with netlink
+ * batches built by policy/nftbatch and sent on nsbox's own netfilter socket: each batch is one
+ * kernel transaction, and nothing needs loading or fetching first. libnftables
+ * (runtime/nftlib.c) is loaded only for the rest: creating the table (its ruleset is text, one
+ * transaction), listing it (a taken slot, gc) and gc's deletions. docs/decisions.md, "Network",
+ * says why. */
 #define _GNU_SOURCE
 #include "net_impl.h"
+#include "nftbatch.h"
 #include "nftlib.h"
 
 #include <dlfcn.h>
@@ -11,6 +16,7 @@
 #include <fcntl.h>
 #include <linux/membarrier.h>
 #include <linux/netlink.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +27,14 @@
 #include <unistd.h>
 
 struct nsbox_nft {
+    int fd;       /* our netfilter socket for element batches, -1 until the first one */
+    bool written; /* a batch went through it */
+    /* libnftables, opened on first need */
     const struct nsbox_nftlib *lib;
     struct nft_ctx *ctx;
     void (*set_output_flags)(struct nft_ctx *, unsigned int); /* JSON listings and input */
-    int fd;       /* the context's netlink socket, when found; see close_in_background */
-    bool written; /* a transaction went through it */
+    int ctx_fd;       /* the context's netlink socket, when found; see close_in_background */
+    bool ctx_written; /* a transaction went through it */
 };
 
 static bool is_nft_socket(int fd)
@@ -51,24 +60,29 @@ static int lowest_free_fd(void)
 
 int nsbox_nft_open(struct nsbox_nft **out, struct nsbox_err *e)
 {
-    *out = NULL;
+    *out = calloc(1, sizeof **out);
+    if (!*out)
+        return nsbox_err_sys(e, "calloc");
+    (*out)->fd = (*out)->ctx_fd = -1;
+    return 0;
+}
+
+static int ctx_open(struct nsbox_nft *n, struct nsbox_err *e)
+{
+    if (n->ctx)
+        return 0;
     const struct nsbox_nftlib *lib = nsbox_nftlib(e);
     if (!lib)
         return -1;
-    struct nsbox_nft *n = calloc(1, sizeof *n);
-    if (!n)
-        return nsbox_err_sys(e, "calloc");
-    n->lib = lib;
     int guess = lowest_free_fd();
-    n->ctx = lib->ctx_new(NFT_CTX_DEFAULT);
-    n->fd = is_nft_socket(guess) ? guess : -1;
-    if (!n->ctx) {
-        free(n);
+    struct nft_ctx *ctx = lib->ctx_new(NFT_CTX_DEFAULT);
+    if (!ctx)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "nftables: cannot create a context");
-    }
-    lib->ctx_buffer_output(n->ctx);
-    lib->ctx_buffer_error(n->ctx);
-    *out = n;
+    n->lib = lib;
+    n->ctx = ctx;
+    n->ctx_fd = is_nft_socket(guess) ? guess : -1;
+    lib->ctx_buffer_output(ctx);
+    lib->ctx_buffer_error(ctx);
     return 0;
 }
 
@@ -78,21 +92,37 @@ int nsbox_nft_open(struct nsbox_nft **out, struct nsbox_err *e)
  * the socket is left open, in exit(). A grandchild that holds the last reference to the socket
  * takes that wait instead; nobody waits for it (it is reparented and reaped by init). */
 struct closer {
-    int keep, pipe_rd;
+    int keep[3]; /* the sockets (or -1) and the pipe */
+    int pipe_rd;
 };
+
+static void sort3(int *v)
+{
+    for (int i = 0; i < 3; i++)
+        for (int j = i + 1; j < 3; j++)
+            if (v[j] < v[i]) {
+                int t = v[i];
+                v[i] = v[j];
+                v[j] = t;
+            }
+}
 
 static void closer_run(const struct closer *c)
 {
-    /* Keep only the socket and the pipe: no lock, no stdout that a caller reads to EOF. */
-    int lo = c->keep < c->pipe_rd ? c->keep : c->pipe_rd;
-    int hi = c->keep < c->pipe_rd ? c->pipe_rd : c->keep;
-    for (int fd = 0; fd < lo; fd++)
-        close(fd);
-    if (hi > lo + 1 && syscall(SYS_close_range, lo + 1, hi - 1, 0) < 0)
-        for (int fd = lo + 1; fd < hi; fd++)
-            close(fd);
-    if (syscall(SYS_close_range, hi + 1, ~0U, 0) < 0)
-        for (int fd = hi + 1; fd < 4096; fd++)
+    /* Keep only the sockets and the pipe: no lock, no stdout that a caller reads to EOF. */
+    int keep[3] = {c->keep[0], c->keep[1], c->keep[2]};
+    sort3(keep);
+    int next = 0; /* the lowest descriptor not dealt with yet */
+    for (int i = 0; i < 3; i++) {
+        if (keep[i] < next)
+            continue; /* -1: no such socket */
+        if (keep[i] > next && syscall(SYS_close_range, next, keep[i] - 1, 0) < 0)
+            for (int fd = next; fd < keep[i]; fd++)
+                close(fd);
+        next = keep[i] + 1;
+    }
+    if (syscall(SYS_close_range, next, ~0U, 0) < 0)
+        for (int fd = next; fd < 4096; fd++)
             close(fd);
     if (chdir("/") != 0) /* pin no directory of the caller's while we linger */
         syscall(SYS_exit_group, 0);
@@ -108,7 +138,7 @@ static void closer_run(const struct closer *c)
             struct timespec ts = {0, 20 * 1000 * 1000};
             nanosleep(&ts, NULL);
         }
-    syscall(SYS_exit_group, 0); /* the socket's last reference goes here */
+    syscall(SYS_exit_group, 0); /* the sockets' last references go here */
 }
 
 /* Runs on its own stack in our memory while we are suspended (CLONE_VM | CLONE_VFORK, as
@@ -121,12 +151,15 @@ static int closer_middle(void *arg)
     return 0;
 }
 
+/* Hands the sockets that committed transactions to the closer, then lets go of them here. */
 static bool close_in_background(struct nsbox_nft *n)
 {
+    int a = n->written && is_nft_socket(n->fd) ? n->fd : -1;
+    int b = n->ctx && n->ctx_written && is_nft_socket(n->ctx_fd) ? n->ctx_fd : -1;
     int p[2];
-    if (n->fd < 0 || !is_nft_socket(n->fd) || pipe2(p, O_CLOEXEC) < 0)
+    if ((a < 0 && b < 0) || pipe2(p, O_CLOEXEC) < 0)
         return false;
-    struct closer c = {n->fd, p[0]};
+    struct closer c = {{a, b, p[0]}, p[0]};
     char stack[16384] __attribute__((aligned(16))); /* ours is suspended meanwhile */
     pid_t mid = clone(closer_middle, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
     close(p[0]);
@@ -134,9 +167,15 @@ static bool close_in_background(struct nsbox_nft *n)
         close(p[1]);
         return false;
     }
-    waitpid(mid, NULL, 0);    /* the middle child: already gone */
-    n->lib->ctx_free(n->ctx); /* not the last reference any more: does not wait */
-    close(p[1]);              /* now the grandchild may go */
+    waitpid(mid, NULL, 0); /* the middle child: already gone */
+    /* not the last references any more: none of these waits */
+    if (n->ctx)
+        n->lib->ctx_free(n->ctx);
+    n->ctx = NULL;
+    if (n->fd >= 0)
+        close(n->fd);
+    n->fd = -1;
+    close(p[1]); /* now the grandchild may go */
     return true;
 }
 
@@ -144,10 +183,75 @@ void nsbox_nft_close(struct nsbox_nft *n)
 {
     if (!n)
         return;
-    if (!n->written || !close_in_background(n))
-        n->lib->ctx_free(n->ctx);
+    if (!close_in_background(n)) {
+        if (n->ctx)
+            n->lib->ctx_free(n->ctx);
+        if (n->fd >= 0)
+            close(n->fd);
+    }
     free(n);
 }
+
+/* ---- element batches on our own socket --------------------------------------------------------- */
+
+static int code_of(int err)
+{
+    return err == EPERM || err == EACCES || err == EOPNOTSUPP || err == EPROTONOSUPPORT ||
+                   err == EAFNOSUPPORT
+               ? NSBOX_E_UNSUPPORTED
+               : NSBOX_E_SYS;
+}
+
+int nsbox_nft_batch(struct nsbox_nft *n, const struct nsbox_nftbatch *b, struct nsbox_err *e)
+{
+    if (n->fd < 0) {
+        n->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+        if (n->fd < 0)
+            return nsbox_err_set(e, code_of(errno), errno, "nftables: netlink socket: %s",
+                                 strerror(errno));
+        int one = 1; /* errors without a copy of our message */
+        (void)setsockopt(n->fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof one);
+    }
+    struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+    ssize_t r;
+    do
+        r = sendto(n->fd, b->buf, b->len, 0, (struct sockaddr *)&kernel, sizeof kernel);
+    while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return nsbox_err_set(e, code_of(errno), errno, "nftables: send: %s", strerror(errno));
+    n->written = true;
+    /* The kernel handles the batch within sendto: its replies are queued by now. The wait is
+     * only a guard against a kernel that would not answer. */
+    struct nsbox_nftverdict v = {0};
+    while (!v.done) {
+        long buf[8192 / sizeof(long)];
+        r = recv(n->fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (r < 0 && errno == EAGAIN) {
+            struct pollfd pfd = {n->fd, POLLIN, 0};
+            int pr = poll(&pfd, 1, 5000);
+            if (pr == 0)
+                return nsbox_err_set(e, NSBOX_E_SYS, ETIMEDOUT,
+                                     "nftables: no answer from the kernel");
+            continue;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return nsbox_err_set(e, code_of(errno), errno, "nftables: receive: %s",
+                                 strerror(errno));
+        if (nsbox_nftbatch_replies(b, buf, (size_t)r, &v) < 0)
+            return nsbox_err_set(e, NSBOX_E_SYS, EPROTO, "nftables: malformed answer");
+    }
+    if (v.err) {
+        if (v.set)
+            return nsbox_err_set(e, code_of(v.err), v.err, "nftables: %s (set inet %s %s)",
+                                 strerror(v.err), NSBOX_NET_TABLE, v.set);
+        return nsbox_err_set(e, code_of(v.err), v.err, "nftables: %s", strerror(v.err));
+    }
+    return 0;
+}
+
+/* ---- libnftables ------------------------------------------------------------------------------- */
 
 /* libnftables reports kernel errors as text ("Error: Could not process rule: File exists");
  * the errno is recovered from its strerror() words. */
@@ -171,11 +275,7 @@ static int nft_error(struct nsbox_nft *n, struct nsbox_err *e)
         buf += 7;
     snprintf(line, sizeof line, "%.*s", (int)strcspn(buf, "\n"), buf);
     int err = errno_of(line);
-    int code = err == EPERM || err == EACCES ? NSBOX_E_UNSUPPORTED
-               : err == EOPNOTSUPP || err == EPROTONOSUPPORT || err == EAFNOSUPPORT
-                   ? NSBOX_E_UNSUPPORTED
-                   : NSBOX_E_SYS;
-    return nsbox_err_set(e, code, err, "nftables: %s", line);
+    return nsbox_err_set(e, code_of(err), err, "nftables: %s", line);
 }
 
 static void set_json(struct nsbox_nft *n, bool on)
@@ -194,10 +294,12 @@ static void set_json(struct nsbox_nft *n, bool on)
 
 int nsbox_nft_run(struct nsbox_nft *n, const char *cmds, bool json, struct nsbox_err *e)
 {
+    if (ctx_open(n, e) < 0)
+        return -1;
     if (json)
         set_json(n, true); /* JSON output makes libnftables parse JSON input too */
     int r = n->lib->run_cmd_from_buffer(n->ctx, cmds);
-    n->written = true; /* even a failed batch may have committed nothing but reached the kernel */
+    n->ctx_written = true; /* even a failed batch may have committed nothing but reached the kernel */
     if (json)
         set_json(n, false);
     if (r != 0)
@@ -211,6 +313,8 @@ int nsbox_nft_run(struct nsbox_nft *n, const char *cmds, bool json, struct nsbox
 int nsbox_nft_list_json(struct nsbox_nft *n, const char *what, char **out, struct nsbox_err *e)
 {
     *out = NULL;
+    if (ctx_open(n, e) < 0)
+        return -1;
     char cmd[128];
     snprintf(cmd, sizeof cmd, "list %s", what);
     set_json(n, true);

@@ -4,6 +4,7 @@
 #include "cleanup.h"
 #include "net_impl.h"
 #include "netplan.h"
+#include "nftbatch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -69,32 +70,37 @@ int nsbox_net_table_remove(struct nsbox_nft *nft, const char *id, struct nsbox_e
     return nsbox_nft_run(nft, del, true, e);
 }
 
+/* Sequence numbers of the element batches: each attempt of the add, then the removal. */
+#define SEQ_ADD(attempt) (1u + 16u * (uint32_t)(attempt))
+#define SEQ_DEL 4096u
+
 /* One transaction claims an address slot and adds the sandbox's elements. The slot is claimed
  * with `create element`, which the kernel refuses when it exists: concurrent creates (any
  * nsbox, any state directory) cannot share a slot, and a crashed nsbox's slot stays taken until
  * gc. The table is created the first time only (a failed batch costs the kernel an RCU grace
- * period, several ms, so the common path must not fail). */
+ * period, several ms, so the common path must not fail). The elements go as a netlink batch
+ * built by policy/nftbatch; libnftables is loaded only to create the table or to list the
+ * taken slots. */
 int nsbox_net_table_add(struct nsbox_nft *nft, struct nsbox_netplan *plan, bool forward_guard,
-                        char **del_out, struct nsbox_err *e)
+                        struct nsbox_nftbatch *del, struct nsbox_err *e)
 {
-    *del_out = NULL;
+    memset(del, 0, sizeof *del);
     uint32_t idx = random32() % nsbox_netpool_slots(&plan->pool);
     bool made_table = false;
     for (int attempt = 0; attempt < 16; attempt++) {
         if (nsbox_netplan_set_slot(plan, idx, e) < 0)
             return -1;
-        cleanup_free char *add = nsbox_netplan_add_text(plan);
-        char *del = nsbox_netplan_del_text(plan);
-        if (!add || !del) {
-            free(del);
+        struct nsbox_nftbatch add;
+        if (nsbox_nftbatch_elements(&add, plan, true, SEQ_ADD(attempt)) < 0)
             return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-        }
         struct nsbox_err e2 = {0};
-        if (nsbox_nft_run(nft, add, false, &e2) == 0) {
-            *del_out = del;
+        int r = nsbox_nft_batch(nft, &add, &e2);
+        nsbox_nftbatch_free(&add);
+        if (r == 0) {
+            if (nsbox_nftbatch_elements(del, plan, false, SEQ_DEL) < 0)
+                return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
             return 0;
         }
-        free(del);
         if (e2.sys_errno == EEXIST) { /* the slot is taken: pick a free one */
             cleanup_free char *listing = NULL;
             if (nsbox_nft_list_json(nft, "set inet " NSBOX_NET_TABLE " sb_slot", &listing,

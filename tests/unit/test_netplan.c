@@ -1,6 +1,6 @@
 /* The network plan (policy/netplan.c): pool and slots, configuration, resolv.conf parsing, the
- * plan a spec implies, the nftables text for the persistent table and for one sandbox, gc of a
- * dead sandbox's elements, and the /etc files. Pure; no root. */
+ * plan a spec implies, the nftables text for the persistent table (a sandbox's own elements are
+ * in test_nftbatch.c), gc of a dead sandbox's elements, and the /etc files. Pure; no root. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -361,56 +361,6 @@ static void test_table_text(void **state)
     free(t);
 }
 
-static void set_slot(struct nsbox_netplan *p, uint32_t idx)
-{
-    struct nsbox_err e = {0};
-    assert_int_equal(nsbox_netplan_set_slot(p, idx, &e), 0);
-}
-
-static void test_add_and_del_text_all(void **state)
-{
-    (void)state;
-    struct nsbox_netplan p;
-    struct nsbox_err e = {0};
-    assert_int_equal(build("all", "203.0.113.0/24", &p, &e), 0);
-    set_slot(&p, 1);
-    char *add = nsbox_netplan_add_text(&p), *del = nsbox_netplan_del_text(&p);
-    assert_string_equal(add,
-                        "create element inet nsbox sb_slot { 10.171.0.4 comment \"0123456789ab\" }\n"
-                        "add element inet nsbox sb_src { \"nsb0123456789ab\" . 10.171.0.6 }\n"
-                        "add element inet nsbox sb_all { \"nsb0123456789ab\" }\n"
-                        "add element inet nsbox sb_dns { \"nsb0123456789ab\" . 192.0.2.53 }\n"
-                        "add element inet nsbox sb_cidr { \"nsb0123456789ab\" . 203.0.113.0/24 }\n");
-    assert_string_equal(del,
-                        "delete element inet nsbox sb_slot { 10.171.0.4 }\n"
-                        "delete element inet nsbox sb_src { \"nsb0123456789ab\" . 10.171.0.6 }\n"
-                        "delete element inet nsbox sb_all { \"nsb0123456789ab\" }\n"
-                        "delete element inet nsbox sb_dns { \"nsb0123456789ab\" . 192.0.2.53 }\n"
-                        "delete element inet nsbox sb_cidr { \"nsb0123456789ab\" . 203.0.113.0/24 }\n");
-    free(add);
-    free(del);
-    nsbox_netplan_free(&p);
-}
-
-static void test_add_text_allow(void **state)
-{
-    (void)state;
-    struct nsbox_netplan p;
-    struct nsbox_err e = {0};
-    assert_int_equal(build("allow=api.example.com", NULL, &p, &e), 0);
-    set_slot(&p, 0);
-    char *add = nsbox_netplan_add_text(&p);
-    assert_string_equal(add,
-                        "create element inet nsbox sb_slot { 10.171.0.0 comment \"0123456789ab\" }\n"
-                        "add element inet nsbox sb_src { \"nsb0123456789ab\" . 10.171.0.2 }\n"
-                        "add element inet nsbox sb_tcp { \"nsb0123456789ab\" . 198.51.100.10 . "
-                        "443, \"nsb0123456789ab\" . 198.51.100.11 . 443 }\n");
-    assert_null(strstr(add, "sb_all")); /* neither everything */
-    assert_null(strstr(add, "sb_dns")); /* nor DNS */
-    free(add);
-    nsbox_netplan_free(&p);
-}
-
 /* ---- gc -------------------------------------------------------------------------------------- */
 
 static const char listing[] =
@@ -517,8 +467,6 @@ int main(void)
         cmocka_unit_test(test_plan_all_needs_a_reachable_resolver),
         cmocka_unit_test(test_plan_egress_minimised),
         cmocka_unit_test(test_table_text),
-        cmocka_unit_test(test_add_and_del_text_all),
-        cmocka_unit_test(test_add_text_allow),
         cmocka_unit_test(test_gc_json_removes_exactly_one_sandbox),
         cmocka_unit_test(test_free_slot_skips_taken),
         cmocka_unit_test(test_etc_files),
