@@ -7,11 +7,15 @@
 #include <stdio.h>
 #include <string.h>
 
-enum nsbox_ws_kind nsbox_ws_choose(bool dir_given, bool ext4_usable)
+int nsbox_ws_choose(bool dir_given, enum nsbox_ws_fs fs, bool ext4_usable)
 {
     if (dir_given)
         return NSBOX_WS_DIR;
-    return ext4_usable ? NSBOX_WS_EXT4 : NSBOX_WS_TMPFS;
+    if (fs == NSBOX_WS_FS_TMPFS)
+        return NSBOX_WS_TMPFS;
+    if (ext4_usable)
+        return NSBOX_WS_EXT4;
+    return fs == NSBOX_WS_FS_EXT4 ? -1 : NSBOX_WS_TMPFS;
 }
 
 const char *nsbox_ws_kind_name(enum nsbox_ws_kind k)
@@ -97,6 +101,7 @@ int nsbox_ws_mkfs_argv(const char *prog, const char *path, uint64_t disk_bytes,
 void nsbox_ws_config_init(struct nsbox_ws_config *c)
 {
     c->overcommit = false;
+    c->fs = NSBOX_WS_FS_AUTO;
 }
 
 int nsbox_ws_config_from_json(const char *text, size_t len, struct nsbox_ws_config *c,
@@ -117,7 +122,21 @@ int nsbox_ws_config_from_json(const char *text, size_t len, struct nsbox_ws_conf
         const cJSON *it;
         cJSON_ArrayForEach(it, ws)
         {
-            if (!strcmp(it->string, "overcommit") && cJSON_IsBool(it)) {
+            if (!strcmp(it->string, "fs")) {
+                const char *v = cJSON_IsString(it) ? it->valuestring : "";
+                if (!strcmp(v, "auto"))
+                    out.fs = NSBOX_WS_FS_AUTO;
+                else if (!strcmp(v, "ext4"))
+                    out.fs = NSBOX_WS_FS_EXT4;
+                else if (!strcmp(v, "tmpfs"))
+                    out.fs = NSBOX_WS_FS_TMPFS;
+                else {
+                    ret = nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                        "config: key 'workspace.fs': must be \"auto\", \"ext4\" "
+                                        "or \"tmpfs\"");
+                    break;
+                }
+            } else if (!strcmp(it->string, "overcommit") && cJSON_IsBool(it)) {
                 out.overcommit = cJSON_IsTrue(it);
             } else if (!strcmp(it->string, "overcommit")) {
                 ret = nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
@@ -125,7 +144,7 @@ int nsbox_ws_config_from_json(const char *text, size_t len, struct nsbox_ws_conf
                 break;
             } else {
                 ret = nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                                    "config: key 'workspace.%.64s': unknown (known: overcommit)",
+                                    "config: key 'workspace.%.64s': unknown (known: fs, overcommit)",
                                     it->string);
                 break;
             }

@@ -28,13 +28,20 @@ enum nsbox_ws_kind {
     NSBOX_WS_TMPFS = 2,
 };
 
+enum nsbox_ws_fs {
+    NSBOX_WS_FS_AUTO = 0, /* ext4 where loop devices work, else tmpfs */
+    NSBOX_WS_FS_EXT4,     /* ext4 or refuse (with why) */
+    NSBOX_WS_FS_TMPFS,    /* always tmpfs: fastest to make, but counted against memory */
+};
+
 #define NSBOX_WS_BYTES_PER_INODE 16384u /* ext4's own default ratio */
 #define NSBOX_WS_INODES_MIN 64u
 /* Bumped when the mkfs options change, so that old templates are not reused. */
 #define NSBOX_WS_TEMPLATE_VERSION 2
 
-/* dir_given: --workspace; ext4_usable: the caller may set up loop devices and has mkfs.ext4. */
-enum nsbox_ws_kind nsbox_ws_choose(bool dir_given, bool ext4_usable);
+/* dir_given: --workspace; ext4_usable: the caller may set up loop devices and has mkfs.ext4.
+ * With fs NSBOX_WS_FS_EXT4 and ext4 not usable, returns -1: the caller refuses. */
+int nsbox_ws_choose(bool dir_given, enum nsbox_ws_fs fs, bool ext4_usable);
 const char *nsbox_ws_kind_name(enum nsbox_ws_kind k);
 uint64_t nsbox_ws_inodes(uint64_t disk_bytes);
 /* Mount options of the TMPFS kind. */
@@ -43,13 +50,15 @@ int nsbox_ws_tmpfs_options(uint64_t disk_bytes, char *out, size_t n, struct nsbo
 int nsbox_ws_template_name(uint64_t disk_bytes, char *out, size_t n, struct nsbox_err *e);
 
 /* The "workspace" section of the nsbox config file:
- *   {"workspace": {"overcommit": false}}
+ *   {"workspace": {"overcommit": false, "fs": "auto"}}
+ * fs: "auto" | "ext4" | "tmpfs" (enum nsbox_ws_fs).
  * overcommit: false (default): an ext4 workspace is refused when the host's free space, less what
  * the other live workspaces may still write, is below its limit, so sandboxes together never
  * get more disk than the host has. true: each is checked alone (thin provisioning: more
  * sandboxes fit, and if together they fill the host's disk, their writes fail with I/O errors). */
 struct nsbox_ws_config {
     bool overcommit;
+    enum nsbox_ws_fs fs;
 };
 void nsbox_ws_config_init(struct nsbox_ws_config *c);
 /* Parses the whole config text; only the "workspace" key is looked at. */

@@ -186,16 +186,26 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
     /* The workspace: the caller's directory, or a fresh filesystem of limits.disk_bytes
      * (policy/wsplan.h). The ext4 kind is made in a thread while the rest is prepared. */
     bool dir_given = s->workspace[0] != '\0';
-    char why[256];
-    enum nsbox_ws_kind ws_kind =
-        nsbox_ws_choose(dir_given, !dir_given && nsbox_ws_ext4_usable(why, sizeof why));
+    struct nsbox_ws_config wcfg;
+    nsbox_ws_config_init(&wcfg);
+    if (!dir_given && nsbox_ws_load_config(&wcfg, e) < 0)
+        return -1;
+    char why[256] = "";
+    bool ext4 = !dir_given && wcfg.fs != NSBOX_WS_FS_TMPFS && nsbox_ws_ext4_usable(why, sizeof why);
+    int kind = nsbox_ws_choose(dir_given, wcfg.fs, ext4);
+    if (kind < 0)
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENODEV,
+                             "workspace: the config asks for ext4 workspaces (workspace.fs), but "
+                             "%s",
+                             why);
+    enum nsbox_ws_kind ws_kind = (enum nsbox_ws_kind)kind;
     if (nsbox_state_create(&c->st, s->workspace, ws_kind, e) < 0)
         return -1;
     struct nsbox_ws_job job = {.started = false};
     char tag[32];
     snprintf(tag, sizeof tag, "nsbox-%s", c->st.id);
-    if (ws_kind == NSBOX_WS_EXT4 &&
-        nsbox_ws_ext4_start(&job, c->st.workspace, s->limits.disk_bytes, tag, e) < 0)
+    if (ws_kind == NSBOX_WS_EXT4 && nsbox_ws_ext4_start(&job, c->st.workspace, s->limits.disk_bytes,
+                                                        wcfg.overcommit, tag, e) < 0)
         return -1;
     int r = prepare_rest(c, s, argv, cwd, &img, ws_kind, e);
     /* Joined on every path: the clone must not happen with a second thread alive. */

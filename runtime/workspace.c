@@ -540,21 +540,24 @@ static void *job_main(void *arg)
     return NULL;
 }
 
-int nsbox_ws_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk_bytes,
-                        const char *tag, struct nsbox_err *e)
+int nsbox_ws_load_config(struct nsbox_ws_config *cfg, struct nsbox_err *e)
 {
-    /* the config is read here, not in the thread */
-    struct nsbox_ws_config cfg;
-    nsbox_ws_config_init(&cfg);
+    nsbox_ws_config_init(cfg);
     cleanup_free char *text = NULL;
     char path[PATH_MAX];
     int r = nsbox_read_config(&text, path, sizeof path, e);
     if (r < 0)
         return -1;
-    if (r == 0 && nsbox_ws_config_from_json(text, strlen(text), &cfg, e) < 0)
+    if (r == 0 && nsbox_ws_config_from_json(text, strlen(text), cfg, e) < 0)
         return nsbox_err_wrap(e, "%s", path);
+    return 0;
+}
+
+int nsbox_ws_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk_bytes,
+                        bool overcommit, const char *tag, struct nsbox_err *e)
+{
     memset(j, 0, sizeof *j);
-    j->overcommit = cfg.overcommit;
+    j->overcommit = overcommit;
     j->image = image;
     j->tag = tag;
     j->disk_bytes = disk_bytes;
@@ -568,7 +571,7 @@ int nsbox_ws_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk
         return nsbox_err_sys(e, "workspace: cannot map a thread stack");
     }
     pthread_attr_t attr;
-    r = pthread_attr_init(&attr);
+    int r = pthread_attr_init(&attr);
     if (r == 0) {
         r = pthread_attr_setstack(&attr, j->stack, WS_STACK);
         if (r == 0)

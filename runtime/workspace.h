@@ -39,10 +39,13 @@ struct nsbox_ws_job {
     void *stack;
 };
 int nsbox_ws_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk_bytes,
-                        const char *tag, struct nsbox_err *e);
+                        bool overcommit, const char *tag, struct nsbox_err *e);
 /* chown: whether to give the root to uid:gid (false when only reaping the thread). */
 int nsbox_ws_ext4_finish(struct nsbox_ws_job *j, bool chown, uint32_t uid, uint32_t gid,
                          int *mount_fd, struct nsbox_err *e);
+
+/* The config file's "workspace" section (policy/wsplan.h); defaults when there is none. */
+int nsbox_ws_load_config(struct nsbox_ws_config *cfg, struct nsbox_err *e);
 
 /* Usage of a workspace filesystem (fd anywhere on it). */
 struct nsbox_ws_usage {

@@ -254,6 +254,34 @@ class WorkspaceDisk(unittest.TestCase):
         self.assertTrue(ws["detail"].startswith("tmpfs:"), ws)
         self.assertIn("LOOP_CTL_GET_FREE", ws["detail"])
 
+    def test_config_chooses_the_filesystem(self):
+        cfg = os.path.join(self.dirs.base, "fs.json")
+        env = {"NSBOX_CONFIG": cfg}
+        # tmpfs on request, also for root: faster to make, counted against memory
+        with open(cfg, "w") as f:
+            json.dump({"instance_types": TINY, "workspace": {"fs": "tmpfs"}}, f)
+        r = self.nsbox("run", "--instance-type", "tiny", "--", "stat", "-f", "-c", "%T %b %S",
+                       "/workspace", extra_env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        kind, blocks, bsize = r.stdout.decode().split()
+        self.assertEqual((kind, int(blocks) * int(bsize)), ("tmpfs", 64 * MiB))
+        self.assertEqual(loop_devices_under(self.dirs.base), [])
+        # ext4 on request where it cannot be had: refused with the reason, not a tmpfs
+        with open(cfg, "w") as f:
+            json.dump({"workspace": {"fs": "ext4"}}, f)
+        r = self.in_private_mount_ns('mount --bind /dev/null /dev/loop-control\n'
+                                     'exec "$NSBOX" run -- true', env)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"asks for ext4 workspaces", r.stderr)
+        self.assertIn(b"LOOP_CTL_GET_FREE", r.stderr)
+        # a typo is an error naming the key, not the default
+        with open(cfg, "w") as f:
+            json.dump({"workspace": {"fs": "xfs"}}, f)
+        r = self.nsbox("run", "--", "true", extra_env=env)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"workspace.fs", r.stderr)
+        self.assertEqual(self.dirs.leftovers(), [])
+
     def test_sandboxes_together_cannot_promise_more_than_the_host_has(self):
         # A 220 MiB filesystem for the cache directory: one 150 MiB workspace fits, a second
         # does not while the first may still fill its own; after rm it does.

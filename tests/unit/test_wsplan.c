@@ -13,11 +13,17 @@ static void test_choose(void **state)
 {
     (void)state;
     /* the caller's directory always wins: it is what they asked for */
-    assert_int_equal(nsbox_ws_choose(true, true), NSBOX_WS_DIR);
-    assert_int_equal(nsbox_ws_choose(true, false), NSBOX_WS_DIR);
+    for (int fs = NSBOX_WS_FS_AUTO; fs <= NSBOX_WS_FS_TMPFS; fs++) {
+        assert_int_equal(nsbox_ws_choose(true, fs, true), NSBOX_WS_DIR);
+        assert_int_equal(nsbox_ws_choose(true, fs, false), NSBOX_WS_DIR);
+    }
     /* otherwise a bounded filesystem, never an unbounded host directory */
-    assert_int_equal(nsbox_ws_choose(false, true), NSBOX_WS_EXT4);
-    assert_int_equal(nsbox_ws_choose(false, false), NSBOX_WS_TMPFS);
+    assert_int_equal(nsbox_ws_choose(false, NSBOX_WS_FS_AUTO, true), NSBOX_WS_EXT4);
+    assert_int_equal(nsbox_ws_choose(false, NSBOX_WS_FS_AUTO, false), NSBOX_WS_TMPFS);
+    assert_int_equal(nsbox_ws_choose(false, NSBOX_WS_FS_TMPFS, true), NSBOX_WS_TMPFS);
+    assert_int_equal(nsbox_ws_choose(false, NSBOX_WS_FS_EXT4, true), NSBOX_WS_EXT4);
+    /* ext4 asked for and impossible: refused, not quietly a tmpfs */
+    assert_int_equal(nsbox_ws_choose(false, NSBOX_WS_FS_EXT4, false), -1);
     assert_string_equal(nsbox_ws_kind_name(NSBOX_WS_DIR), "directory");
     assert_string_equal(nsbox_ws_kind_name(NSBOX_WS_EXT4), "ext4");
     assert_string_equal(nsbox_ws_kind_name(NSBOX_WS_TMPFS), "tmpfs");
@@ -108,6 +114,17 @@ static void test_config(void **state)
     assert_true(c.overcommit);
     assert_int_equal(PARSE("{\"workspace\": {\"overcommit\": false}}"), 0);
     assert_false(c.overcommit);
+    assert_int_equal(c.fs, NSBOX_WS_FS_AUTO);
+    assert_int_equal(PARSE("{\"workspace\": {\"fs\": \"tmpfs\"}}"), 0);
+    assert_int_equal(c.fs, NSBOX_WS_FS_TMPFS);
+    assert_int_equal(PARSE("{\"workspace\": {\"fs\": \"ext4\"}}"), 0);
+    assert_int_equal(c.fs, NSBOX_WS_FS_EXT4);
+    assert_int_equal(PARSE("{\"workspace\": {\"fs\": \"auto\"}}"), 0);
+    assert_int_equal(c.fs, NSBOX_WS_FS_AUTO);
+    assert_int_equal(PARSE("{\"workspace\": {\"fs\": \"xfs\"}}"), -1);
+    assert_non_null(strstr(e.msg, "workspace.fs"));
+    assert_int_equal(PARSE("{\"workspace\": {\"fs\": 1}}"), -1);
+    assert_int_equal(c.fs, NSBOX_WS_FS_AUTO);
     /* errors leave the config as it was, and say which key */
     c.overcommit = true;
     assert_int_equal(PARSE("{\"workspace\": {\"overcommit\": \"yes\"}}"), -1);
