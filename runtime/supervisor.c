@@ -157,6 +157,7 @@ struct sup {
     int64_t created, expires;
     bool sleeping;
     unsigned sleeps;
+    int64_t last_wake_us; /* how long the last thaw took, until the cgroup said THAWED; -1 */
     bool quit;
 };
 
@@ -213,8 +214,14 @@ static void touch(struct sup *S)
 {
     if (S->sleeping) {
         struct nsbox_err e;
-        if (nsbox_cgroup_freeze(&S->sb.cg, false, &e) == 0)
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        if (nsbox_cgroup_freeze(&S->sb.cg, false, &e) == 0) {
             S->sleeping = false;
+            clock_gettime(CLOCK_MONOTONIC, &b);
+            S->last_wake_us = (int64_t)(b.tv_sec - a.tv_sec) * 1000000 +
+                              (b.tv_nsec - a.tv_nsec) / 1000;
+        }
     }
     if (S->spec->idle_timeout_seconds)
         set_timer(S->idle_fd, S->spec->idle_timeout_seconds);
@@ -435,6 +442,8 @@ static void do_inspect(struct sup *S, int ci, const char *tag)
     cJSON_AddStringToObject(r, "id", S->sb.st.id);
     cJSON_AddStringToObject(r, "state", S->sleeping ? "sleeping" : "running");
     cJSON_AddNumberToObject(r, "sleeps", S->sleeps);
+    if (S->last_wake_us >= 0)
+        cJSON_AddNumberToObject(r, "last_wake_us", (double)S->last_wake_us);
     cJSON_AddNumberToObject(r, "created", (double)S->created);
     cJSON_AddNumberToObject(r, "expires", (double)S->expires);
     cJSON_AddNumberToObject(r, "supervisor_pid", getpid());
@@ -952,6 +961,7 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
     char line[NSBOX_ERR_MSG_MAX + 64];
     S.spec = spec;
     S.agent = S.listen_fd = S.sfd = S.ttl_fd = S.idle_fd = S.ws_fd = -1;
+    S.last_wake_us = -1;
     for (int i = 0; i < MAX_CLIENTS; i++)
         S.clients[i].fd = -1, S.clients[i].waiting = -1;
     /* procs[] is not initialised here: a slot's fields are set when it is taken (new_proc), so

@@ -161,13 +161,16 @@ class Lifecycle(SessionTest):
             time.sleep(0.2)
         info = self.inspect(sid)
         self.assertEqual((info["state"], info["sleeps"]), ("sleeping", 1))
+        self.assertNotIn("last_wake_us", info)  # never woken yet
         frozen = [os.path.join(top, "freezer.state") for top, _, files in
                   os.walk("/sys/fs/cgroup/freezer") if os.path.basename(top) == "nsbox-" + sid]
         if frozen:  # cgroup v1 here: the freezer shows it
             self.assertEqual(open(frozen[0]).read().strip(), "FROZEN")
         r = self.exec(sid, "echo", "awake")
         self.assertEqual(r.stdout, b"awake\n")
-        self.assertEqual(self.inspect(sid)["state"], "running")
+        info = self.inspect(sid)
+        self.assertEqual(info["state"], "running")
+        self.assertGreaterEqual(info["last_wake_us"], 0)  # the thaw, timed (bench/ reports it)
 
     def test_setup_script_runs_once_before_first_command(self):
         script = os.path.join(self.dirs.base, "setup.sh")
