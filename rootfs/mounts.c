@@ -204,6 +204,7 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
         o = PUSH(NSBOX_MOP_BIND, "workspace");
         if (set_src(o, cfg->workspace, e) < 0)
             return -1;
+        o->src_is_fd = cfg->ws_premounted; /* then src only names it in messages */
         o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
         break;
     case NSBOX_WS_EXT4:

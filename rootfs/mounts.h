@@ -63,6 +63,7 @@ struct nsbox_rootfs_cfg {
     const struct nsbox_image *img;
     enum nsbox_ws_kind ws_kind;
     const char *workspace;  /* DIR: host directory bound at /workspace */
+    bool ws_premounted;     /* DIR: the launcher bound it already (idmapped): a mount fd */
     uint64_t ws_bytes;      /* TMPFS: its size (limits.disk_bytes) */
     size_t n_entries;       /* top-level entries of the image root to expose */
     struct nsbox_root_entry entries[NSBOX_ROOT_ENTRIES_MAX];

@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -630,23 +631,48 @@ int nsbox_files_op_ex(int ws_fd, const struct nsbox_state *st, const struct nsbo
         c.gid = gm.outside;
     }
     if (set_path(&c, rq->path, e) < 0) return -1;
+    /* Through an idmapped --workspace (workspace.h), only the sandbox's own host ids are
+     * mapped: root's would fail with EOVERFLOW. Act as the sandbox's user, as it would. */
+    bool as_sandbox = st && st->privileged && st->ws_idmapped;
+    if (as_sandbox) {
+        setfsgid(c.gid);
+        setfsuid(c.uid);
+        if ((uint32_t)setfsuid(c.uid) != c.uid || (uint32_t)setfsgid(c.gid) != c.gid) {
+            setfsuid(0);
+            setfsgid(0);
+            return nsbox_err_set(e, NSBOX_E_SYS, EPERM, "cannot act as uid %u for the workspace",
+                                 c.uid);
+        }
+    }
+    int r;
     switch (rq->op) {
     case NSBOX_OP_READ:
-        return op_read(&c, reply, out_fd, e);
+        r = op_read(&c, reply, out_fd, e);
+        break;
     case NSBOX_OP_WRITE:
-        return op_write(&c, rq, in_fd, reply, e);
+        r = op_write(&c, rq, in_fd, reply, e);
+        break;
     case NSBOX_OP_LIST:
-        return files_list(&c, reply, e);
+        r = files_list(&c, reply, e);
+        break;
     case NSBOX_OP_STAT:
-        return op_stat(&c, reply, e);
+        r = op_stat(&c, reply, e);
+        break;
     case NSBOX_OP_REMOVE:
-        return op_remove(&c, rq, e);
+        r = op_remove(&c, rq, e);
+        break;
     case NSBOX_OP_MKDIR:
-        return op_mkdir(&c, rq, e);
+        r = op_mkdir(&c, rq, e);
+        break;
     default:
-        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "'%s' is not a file operation",
-                             nsbox_op_name(rq->op));
+        r = nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "'%s' is not a file operation",
+                          nsbox_op_name(rq->op));
     }
+    if (as_sandbox) {
+        setfsuid(0);
+        setfsgid(0);
+    }
+    return r;
 }
 
 int nsbox_files_op(int ws_fd, const struct nsbox_state *st, const struct nsbox_request *rq,

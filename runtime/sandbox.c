@@ -134,6 +134,17 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     c->L.net = c->net;
     if (c->st.privileged && nsbox_state_take_slot(&c->st, e) < 0)
         return -1;
+    bool premounted = false;
+    if (ws_kind == NSBOX_WS_DIR && c->st.privileged) {
+        /* The caller's directory through an idmapped mount: its owner is appuser inside. */
+        struct nsbox_idmap um, gm;
+        if (nsbox_idmap_compute(true, 0, 0, c->st.slot, &um, &gm, e) < 0)
+            return -1;
+        int r = nsbox_ws_dir_idmapped(c->st.workspace, um.outside, gm.outside, &c->L.ws_fd, e);
+        if (r < 0)
+            return -1;
+        premounted = c->st.ws_idmapped = r == 0;
+    }
     /* On the heap: it is large (48 entries with their link texts), and stack pages a process
      * has touched stay with it, which a persistent sandbox's supervisor pays for all its life. */
     cleanup_free struct nsbox_rootfs_cfg *cfg = malloc(sizeof *cfg);
@@ -143,6 +154,7 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     cfg->img = img;
     cfg->ws_kind = ws_kind;
     cfg->workspace = c->st.workspace;
+    cfg->ws_premounted = premounted;
     cfg->ws_bytes = s->limits.disk_bytes;
     cfg->n_entries = 0;
     cfg->resolv_conf = nsbox_net_resolv_conf(c->net);

@@ -25,6 +25,7 @@ void nsbox_state_init(struct nsbox_state *st)
 {
     st->id[0] = st->dir[0] = st->staging[0] = st->cache[0] = st->workspace[0] = '\0';
     st->fresh_workspace = false;
+    st->ws_idmapped = false;
     st->ws_kind = NSBOX_WS_DIR;
     st->lock_fd = -1;
     st->slot_fd = -1;

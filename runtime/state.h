@@ -22,6 +22,7 @@ struct nsbox_state {
     enum nsbox_ws_kind ws_kind;
     char workspace[PATH_MAX]; /* DIR: the directory bound at /workspace; EXT4: backing file */
     bool fresh_workspace;     /* <cache>/<id> was created by nsbox; removed with the sandbox */
+    bool ws_idmapped;         /* DIR as root: bound through an idmapped mount (workspace.h) */
     int lock_fd;              /* flock(LOCK_EX) on <dir>/lock while the sandbox lives */
     bool privileged;
     uint32_t slot;            /* uid slot when privileged */

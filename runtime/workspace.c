@@ -35,6 +35,7 @@
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sched.h>
 #include <unistd.h>
 
 static const char *const mkfs_paths[] = {"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4",
@@ -591,9 +592,9 @@ int nsbox_ws_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk
 int nsbox_ws_ext4_finish(struct nsbox_ws_job *j, bool chown, uint32_t uid, uint32_t gid,
                          int *mount_fd, struct nsbox_err *e)
 {
-    *mount_fd = -1;
     if (!j->started)
-        return 0;
+        return 0; /* *mount_fd untouched: the workspace may be another kind's */
+    *mount_fd = -1;
     pthread_join(j->thread, NULL);
     j->started = false;
     munmap(j->stack, WS_STACK);
@@ -620,5 +621,98 @@ int nsbox_ws_usage(int fd, struct nsbox_ws_usage *u)
     u->bytes_used = (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
     u->inodes_total = sv.f_files;
     u->inodes_used = sv.f_files - sv.f_ffree;
+    return 0;
+}
+
+/* ---- --workspace DIR as root: an idmapped bind ------------------------------------------------ */
+
+/* A user namespace whose only mapping is inside_uid:inside_gid -> outside_uid:outside_gid, as
+ * an fd (for MOUNT_ATTR_IDMAP). A short-lived child makes it; we write its maps. */
+static int make_userns(uint32_t inside_uid, uint32_t inside_gid, uint32_t outside_uid,
+                       uint32_t outside_gid, struct nsbox_err *e)
+{
+    int go[2];
+    if (pipe2(go, O_CLOEXEC) < 0)
+        return nsbox_err_sys(e, "pipe");
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(go[0]);
+        close(go[1]);
+        return nsbox_err_sys(e, "fork");
+    }
+    if (pid == 0) {
+        close(go[1]);
+        char c;
+        if (unshare(CLONE_NEWUSER) < 0)
+            _exit(1);
+        /* stay until the parent has what it needs (our end of the pipe closes) */
+        while (read(go[0], &c, 1) < 0 && errno == EINTR) {
+        }
+        _exit(0);
+    }
+    close(go[0]);
+    int nsfd = -1;
+    char path[64], map[64];
+    /* The child unshares right away; wait for it to be in its namespace. */
+    for (int i = 0; i < 2000; i++) {
+        snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
+        struct stat a, b;
+        if (stat(path, &a) == 0 && stat("/proc/self/ns/user", &b) == 0 && a.st_ino != b.st_ino)
+            break;
+        usleep(50);
+    }
+    const char *files[] = {"uid_map", "gid_map"};
+    uint32_t ins[] = {inside_uid, inside_gid}, outs[] = {outside_uid, outside_gid};
+    int ok = 1;
+    for (int i = 0; i < 2 && ok; i++) {
+        snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, files[i]);
+        int n = snprintf(map, sizeof map, "%u %u 1\n", ins[i], outs[i]);
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        ok = fd >= 0 && write(fd, map, (size_t)n) == n;
+        if (fd >= 0)
+            close(fd);
+    }
+    if (ok) {
+        snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
+        nsfd = open(path, O_RDONLY | O_CLOEXEC);
+    }
+    int err = errno;
+    close(go[1]);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+    if (nsfd < 0) {
+        errno = err;
+        return nsbox_err_sys(e, "workspace: cannot make a user namespace for the idmapped mount");
+    }
+    return nsfd;
+}
+
+int nsbox_ws_dir_idmapped(const char *dir, uint32_t uid, uint32_t gid, int *mount_fd,
+                          struct nsbox_err *e)
+{
+    *mount_fd = -1;
+    cleanup_close int fd =
+        (int)syscall(SYS_open_tree, AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (fd < 0)
+        return nsbox_err_sys(e, "workspace %s", dir);
+    struct stat sb;
+    if (fstat(fd, &sb) < 0 || !S_ISDIR(sb.st_mode))
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENOTDIR, "workspace %s is not a directory", dir);
+    /* The directory's owner is appuser inside, and what appuser creates belongs to that owner
+     * on disk: the host's files keep their owner. */
+    cleanup_close int nsfd = make_userns(sb.st_uid, sb.st_gid, uid, gid, e);
+    if (nsfd < 0)
+        return -1;
+    struct mount_attr attr = {
+        .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        .userns_fd = (uint64_t)nsfd,
+    };
+    if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
+        if (errno == EINVAL || errno == EOPNOTSUPP || errno == ENOSYS || errno == EPERM)
+            return 1; /* this filesystem (or kernel) has no idmapped mounts: plain bind */
+        return nsbox_err_sys(e, "workspace %s: idmapped mount", dir);
+    }
+    *mount_fd = fd;
+    fd = -1;
     return 0;
 }

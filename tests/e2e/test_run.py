@@ -8,7 +8,7 @@ import threading
 import time
 import unittest
 
-from nsbox_test import (UID_BASE, Dirs, cgroup_leftovers, is_root, run_nsbox)
+from nsbox_test import (NSBOX, UID_BASE, Dirs, cgroup_leftovers, is_root, run_nsbox)
 
 
 def setUpModule():
@@ -66,16 +66,68 @@ class Basics(RunTest):
         self.assertEqual(status["Seccomp"].strip(), "2")
 
     def test_sandbox_uid_is_unprivileged_on_host(self):
-        # The workspace is owned on the host by the sandbox's own uid from nsbox's range.
-        ws = os.path.join(self.dirs.base, "ws")
-        os.mkdir(ws)
-        os.chmod(ws, 0o777)
-        r = run_nsbox(["run", "--workspace", ws, "--", "sh", "-c", "echo x > /workspace/made"],
+        # The sandbox's processes run on the host as its own uid from nsbox's range, never root.
+        p = subprocess.Popen([NSBOX, "run", "--", "sh", "-c", "echo up; sleep 30"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.dirs.env())
+        try:
+            self.assertEqual(p.stdout.readline(), b"up\n")
+            uids = {}
+            todo = [p.pid]
+            while todo:
+                pid = todo.pop()
+                for t in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{t}/children") as f:
+                        todo += [int(c) for c in f.read().split()]
+                if pid != p.pid:
+                    with open(f"/proc/{pid}/status") as f:
+                        st = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+                    uids[pid] = [int(x) for x in st["Uid"].split()]
+            self.assertGreaterEqual(len(uids), 2, uids)  # init and sh (and sleep)
+            for u in uids.values():
+                self.assertTrue(all(x >= UID_BASE for x in u), uids)
+        finally:
+            p.kill()
+            p.wait()
+            p.stdout.close()
+            p.stderr.close()
+
+    def test_given_directory_keeps_its_owner(self):
+        # --workspace DIR as root goes through an idmapped mount: the directory's owner is
+        # appuser inside, and what the sandbox creates belongs to that owner on the host (here
+        # root, as for a checkout made by root in CI), not to an unknown uid.
+        ws = os.path.join(self.dirs.base, "proj")
+        os.mkdir(ws, 0o755)
+        with open(os.path.join(ws, "main.py"), "w") as f:
+            f.write("print('hi')\n")
+        other = os.path.join(ws, "others.txt")
+        with open(other, "w") as f:
+            f.write("not yours\n")
+        os.chown(other, 4242, 4242)
+        r = run_nsbox(["run", "--workspace", ws, "--", "sh", "-c",
+                       "stat -c '%u %n' main.py others.txt; python3 main.py > out.txt; "
+                       "echo more >> main.py; mkdir sub && echo x > sub/f; "
+                       "echo no >> others.txt 2>/dev/null || echo refused"], self.dirs)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.decode().splitlines(),
+                         ["1000 main.py", "65534 others.txt", "refused"])
+        for name in ("out.txt", "main.py", "sub", "sub/f"):
+            st = os.stat(os.path.join(ws, name))
+            self.assertEqual((st.st_uid, st.st_gid), (0, 0), name)
+        with open(os.path.join(ws, "out.txt")) as f:
+            self.assertEqual(f.read(), "hi\n")
+        with open(other) as f:
+            self.assertEqual(f.read(), "not yours\n")
+        # owned by a user: that user gets the files
+        os.chown(ws, 4242, 4343)
+        r = run_nsbox(["run", "--workspace", ws, "--", "sh", "-c", "echo y > by-user"],
                       self.dirs)
         self.assertEqual(r.returncode, 0, r.stderr)
-        st = os.stat(os.path.join(ws, "made"))
-        self.assertGreaterEqual(st.st_uid, UID_BASE)
-        self.assertGreaterEqual(st.st_gid, UID_BASE)
+        st = os.stat(os.path.join(ws, "by-user"))
+        self.assertEqual((st.st_uid, st.st_gid), (4242, 4343))
+        # and no set-id program can be made there (it would be the owner's on the host)
+        r = run_nsbox(["run", "--workspace", ws, "--", "sh", "-c",
+                       "cp /bin/true t && chmod u+s t; ls -l t"], self.dirs)
+        self.assertFalse(os.stat(os.path.join(ws, "t")).st_mode & 0o6000, r.stdout)
 
     def test_hostname_and_clean_environment(self):
         r = self.sh("hostname; env | sort", "-e", "FOO=bar", "-e", "PATH=/usr/bin:/bin")

@@ -175,6 +175,16 @@ class WorkspaceDisk(unittest.TestCase):
             self.assertEqual(info["disk"]["kind"], "directory")
             self.assertFalse(info["disk"]["enforced"])
             self.assertIn("no limit", info["disk"]["note"])
+            # file operations go through the same idmapped mount: the copy is the owner's
+            src = os.path.join(self.dirs.base, "in.txt")
+            with open(src, "w") as f:
+                f.write("from the host\n")
+            r = self.nsbox("cp", src, f"{sid}:copied.txt")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            st = os.stat(os.path.join(ws, "copied.txt"))
+            self.assertEqual((st.st_uid, st.st_gid), (os.stat(ws).st_uid, os.stat(ws).st_gid))
+            r = self.nsbox("exec", sid, "--", "stat", "-c", "%u", "copied.txt")
+            self.assertEqual(r.stdout, b"1000\n", r.stderr)
         finally:
             self.nsbox("rm", sid)
         self.assertTrue(os.path.exists(os.path.join(ws, "big")))

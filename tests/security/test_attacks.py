@@ -74,6 +74,10 @@ GROUPS = {
                   "ioctl_tiocsti_own_ctty_highbit"],
     "devices": ["mknod_char_tmp", "mknod_char_workspace", "mknod_block_tmp",
                 "mknod_char_dev_shm", "dev_minimal", "create_in_dev"],
+    "setid_files": ["chmod_setuid", "chmod_setgid", "fchmod_setuid", "fchmodat_setuid",
+                    "fchmodat2_setuid", "open_create_setuid", "openat_create_setgid",
+                    "creat_setuid", "mknod_regular_setuid", "mknodat_regular_setgid",
+                    "openat2_create_setuid"],
     "proc_sys_writes": ["write_proc_sysrq_trigger", "write_proc_sys_core_pattern",
                         "write_proc_sys_modprobe", "write_proc_sys_drop_caches",
                         "write_proc_sys_ns_last_pid", "write_proc_sys_hostname",
@@ -240,6 +244,9 @@ class ProbeGroups:
 
     def test_no_device_nodes(self):
         self.check("devices")
+
+    def test_no_setuid_or_setgid_files(self):
+        self.check("setid_files")
 
     def test_proc_sys_cgroup_not_writable(self):
         self.check("proc_sys_writes")
