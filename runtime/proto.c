@@ -17,6 +17,7 @@ static const char *const op_names[] = {
     [NSBOX_OP_LOGS] = "logs",   [NSBOX_OP_SIGNAL] = "signal",   [NSBOX_OP_DELETE] = "delete",
     [NSBOX_OP_READ] = "read",   [NSBOX_OP_WRITE] = "write",     [NSBOX_OP_LIST] = "list",
     [NSBOX_OP_STAT] = "stat",   [NSBOX_OP_REMOVE] = "remove",   [NSBOX_OP_MKDIR] = "mkdir",
+    [NSBOX_OP_HOLD] = "hold",
 };
 
 const char *nsbox_op_name(enum nsbox_op op)

@@ -34,6 +34,7 @@ enum nsbox_op {
     NSBOX_OP_STAT,
     NSBOX_OP_REMOVE,
     NSBOX_OP_MKDIR,
+    NSBOX_OP_HOLD, /* delete the sandbox when this connection closes (its client's process ends) */
 };
 
 struct nsbox_request {

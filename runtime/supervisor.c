@@ -145,6 +145,7 @@ struct proc {
 struct client {
     int fd; /* -1: free */
     int waiting; /* proc index of a pending exec/start, -1 */
+    bool holder; /* sent "hold": when it closes, the sandbox is deleted */
 };
 
 struct sup {
@@ -257,9 +258,16 @@ static void close_client(struct sup *S, int ci)
             p->orphaned = true; /* killed when init reports its pid */
         p->client = -1;
     }
+    if (c->holder && !S->quit) {
+        /* The process that holds the sandbox ended (or let go without rm): a cancelled CI job
+         * or a killed agent must not leave its sandbox behind until the ttl. */
+        nsbox_tombstone_write(S->sb.st.id, "deleted because the client holding it went away");
+        S->quit = true;
+    }
     close(c->fd);
     c->fd = -1;
     c->waiting = -1;
+    c->holder = false;
 }
 
 static void free_proc(struct proc *p)
@@ -497,7 +505,7 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
     /* Only requests that need the sandbox to run wake it (and reset the idle timer); looking
      * at it (ping, inspect, ps, logs) does not. */
     if (rq.op != NSBOX_OP_PING && rq.op != NSBOX_OP_INSPECT && rq.op != NSBOX_OP_PS &&
-        rq.op != NSBOX_OP_LOGS)
+        rq.op != NSBOX_OP_LOGS && rq.op != NSBOX_OP_HOLD)
         touch(S);
     switch (rq.op) {
     case NSBOX_OP_PING: {
@@ -568,6 +576,10 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
             S->procs[w].pending_sig = rq.sig;
         break;
     }
+    case NSBOX_OP_HOLD:
+        S->clients[ci].holder = true;
+        send_reply(S, ci, nsbox_reply_ok(rq.tag), NULL, 0);
+        break;
     case NSBOX_OP_DELETE:
         nsbox_tombstone_write(S->sb.st.id, "deleted by rm");
         S->quit = true;

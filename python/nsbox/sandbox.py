@@ -186,10 +186,12 @@ class LocalSandbox:
     def open(self):
         """Blocking session: `with box.open() as sb: sb.execute(...)`. Creates the sandbox, runs
         the on_create hooks, and on exit (even on an exception) runs the on_destroy hooks and
-        deletes the sandbox."""
+        deletes the sandbox. If this process dies first (SIGKILL, SIGTERM, a cancelled CI job),
+        the sandbox is deleted all the same (Session.hold)."""
         sb = self.create()
         with contextlib.ExitStack() as stack:
             stack.callback(sb.delete)
+            sb.hold()  # if this process dies without the delete, the sandbox goes with it
             for hook in self.hooks:
                 ctx = HookContext(sandbox=sb, sandbox_id=sb.id, options=self)
                 _call_hook_sync(hook, "on_create", ctx, sb)
@@ -204,6 +206,7 @@ class LocalSandbox:
         asb = AsyncSession(sb)
         async with contextlib.AsyncExitStack() as stack:
             stack.push_async_callback(asb.delete)
+            await asyncio.to_thread(sb.hold)
             for hook in self.hooks:
                 ctx = HookContext(sandbox=asb, sandbox_id=sb.id, options=self)
                 await _call_hook_async(hook, "on_create", ctx, sb, asb)

@@ -137,6 +137,20 @@ class Session:
         self.runtime_dir = runtime_dir
         self.options = options
         self.closed = False
+        self._holder = None
+
+    def hold(self):
+        """Tie the sandbox's life to this process: the supervisor deletes it when the
+        connection opened here closes, which the kernel does when the process ends however it
+        ends (SIGKILL, a cancelled CI job). open() and session() do this; delete() lets go."""
+        if self._holder is None:
+            c = self._connect()
+            try:
+                c.call("hold")
+            except BaseException:
+                c.close()
+                raise
+            self._holder = c
 
     @property
     def socket_path(self):
@@ -298,6 +312,10 @@ class Session:
             self._call("delete")
         except (errors.SandboxDeletedError, errors.SandboxNotFound):
             return
+        finally:
+            if self._holder is not None:
+                self._holder.close()  # after the delete: the sandbox ends by rm, not by us
+                self._holder = None
         d = os.path.join(self.runtime_dir, self.id)
         end = time.monotonic() + 5
         while os.path.exists(d) and time.monotonic() < end:

@@ -414,6 +414,43 @@ class OptionsAndErrors(ClientTest):
                 1 / 0
         self.assertFalse(sb.is_alive())
 
+    def test_killed_client_takes_its_sandbox_along(self):
+        # A cancelled CI job: the process inside `with box.open()` is SIGKILLed, no cleanup code
+        # runs. The sandbox must not live on until its ttl.
+        code = ("import os, sys, time\n"
+                "sys.path.insert(0, %r)\n"
+                "import nsbox\n"
+                "with nsbox.LocalSandbox(binary=%r, nsbox_env=dict(os.environ), ttl_seconds=600)"
+                ".open() as sb:\n"
+                "    print(sb.id, flush=True)\n"
+                "    time.sleep(60)\n" % (os.path.dirname(os.path.dirname(nsbox.__file__)), NSBOX))
+        p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                             env=self.dirs.env())
+        try:
+            sid = p.stdout.readline().decode().strip()
+            self.assertEqual(len(sid), 12, sid)
+            sb = nsbox.Session(sid, runtime_dir(self.dirs.env()))
+            self.assertTrue(sb.is_alive())
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+            end = time.monotonic() + 10
+            while sb.is_alive() and time.monotonic() < end:
+                time.sleep(0.05)
+            with self.assertRaises(nsbox.SandboxDeletedError) as cm:
+                sb.execute("true")
+            self.assertIn("the client holding it went away", str(cm.exception))
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            p.stdout.close()
+        # and a sandbox made without open() is not tied to anyone
+        sb = self.box().create()
+        try:
+            self.assertTrue(sb.is_alive())
+        finally:
+            sb.delete()
+
     def test_sandbox_env_extension(self):
         with self.box(env={"MODE": "test"}).open() as sb:
             self.assertEqual(sb.execute("echo $MODE").stdout, "test\n")
