@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/sendfile.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
@@ -275,6 +276,16 @@ int nsbox_cli_exec(int argc, char **argv)
         return usage("exec needs a sandbox id");
     }
     const char *id = argv[i++];
+    if (i < argc && argv[i][0] == '-' && strcmp(argv[i], "--") != 0) {
+        /* "exec ID --timeout 1 -- true": options after the id, with a "--" further on, are
+         * a mistake, not a command named "--timeout" */
+        for (int j = i + 1; j < argc; j++)
+            if (!strcmp(argv[j], "--")) {
+                cJSON_Delete(env);
+                return usage("options go before the sandbox id: nsbox exec [OPTIONS] ID -- CMD "
+                             "[ARG...]");
+            }
+    }
     if (i < argc && !strcmp(argv[i], "--"))
         i++;
     if (i >= argc) {
@@ -286,8 +297,13 @@ int nsbox_cli_exec(int argc, char **argv)
     for (; i < argc; i++)
         cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
     cJSON_AddItemToObject(req, "env", env);
-    if (cwd)
-        cJSON_AddStringToObject(req, "cwd", cwd);
+    if (cwd) {
+        /* relative to /workspace, as the Python client's cwd= */
+        char abs[4200];
+        if (cwd[0] != '/')
+            snprintf(abs, sizeof abs, "/workspace/%s", cwd);
+        cJSON_AddStringToObject(req, "cwd", cwd[0] == '/' ? cwd : abs);
+    }
     if (timeout_ms && !detach)
         cJSON_AddNumberToObject(req, "timeout_ms", (double)timeout_ms);
     if (tty && detach) {
@@ -495,14 +511,38 @@ int nsbox_cli_ps(int argc, char **argv)
     return 0;
 }
 
+/* "9", "KILL", "SIGKILL", "sigkill"; -1 when it is none of these. */
+static int parse_signal(const char *s)
+{
+    char *end;
+    long n = strtol(s, &end, 10);
+    if (*s && !*end)
+        return n >= 1 && n <= 64 ? (int)n : -1;
+    if (!strncasecmp(s, "SIG", 3))
+        s += 3;
+    for (int sig = 1; sig < 32; sig++) {
+        const char *name = sigabbrev_np(sig);
+        if (name && !strcasecmp(name, s))
+            return sig;
+    }
+    return -1;
+}
+
 int nsbox_cli_kill(int argc, char **argv)
 {
     if (argc < 3 || argc > 4)
-        return usage("kill needs a sandbox id, a pid and optionally a signal number");
+        return usage("kill needs a sandbox id, a pid and optionally a signal (number or name)");
+    char *end;
+    long pid = strtol(argv[2], &end, 10);
+    if (!*argv[2] || *end || pid < 2)
+        return usage("kill needs a process id (as nsbox ps shows it)");
+    int sig = argc == 4 ? parse_signal(argv[3]) : SIGTERM;
+    if (sig < 0)
+        return usage("kill: not a signal (a number 1-64, or a name: TERM, SIGKILL, ...)");
     struct nsbox_err e = {0};
     cJSON *req = request("kill"), *reply;
-    cJSON_AddNumberToObject(req, "pid", atoi(argv[2]));
-    cJSON_AddNumberToObject(req, "signal", argc == 4 ? atoi(argv[3]) : SIGTERM);
+    cJSON_AddNumberToObject(req, "pid", (double)pid);
+    cJSON_AddNumberToObject(req, "signal", sig);
     if (simple_call(argv[1], req, &reply, &e) < 0)
         return fail(&e);
     cJSON_Delete(reply);

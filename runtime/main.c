@@ -31,6 +31,7 @@ static const char usage_text[] =
     "  run [OPTIONS] -- CMD [ARG...]   one-shot sandbox: create, run, delete\n"
     "  create [OPTIONS] [--json]       start a persistent sandbox, print its id\n"
     "  exec [-i] [-t] [-d] [--timeout S] [--cwd DIR] [-e K=V] ID -- CMD [ARG...]\n"
+    "                                  (--cwd: relative to /workspace)\n"
     "  cp SRC DST                      ID:/path on either side\n"
     "  ls [--json] | inspect ID | rm ID... | ps ID | kill ID PID [SIG] | logs ID PID\n"
     "  info [--json]                   what this machine supports and how to fix what is missing\n"
@@ -38,11 +39,12 @@ static const char usage_text[] =
     "  gc [-v]                         remove what crashed sandboxes left behind\n"
     "  version\n"
     "\n"
-    "run OPTIONS (later ones override earlier ones):\n"
-    "  --instance-type small|medium|large   --ttl S        --idle-timeout S\n"
-    "  --region R       --network none|all|allow=H[,H]    --egress CIDR[,CIDR]\n"
-    "  --image host|debian|NAME|/DIR        --workspace DIR     -e K=V\n"
-    "  --setup-script FILE   --setup-timeout S   --spec FILE.json   --timeout S   --cwd DIR\n"
+    "run and create OPTIONS (later ones override earlier ones):\n"
+    "  --instance-type small|medium|large   --region R    --spec FILE.json   -e K=V\n"
+    "  --network none|all|allow=H[,H]    --egress CIDR[,CIDR]\n"
+    "  --image host|debian|NAME|/DIR     --workspace DIR (yours, kept, no disk limit)\n"
+    "run only:     --timeout S   --cwd DIR (relative: to /workspace)\n"
+    "create only:  --ttl S   --idle-timeout S   --setup-script FILE   --setup-timeout S\n"
     "\n"
     "exit codes: the command's own; 124 timed out; 125 nsbox failed; 126 not executable;\n"
     "127 not found; 128+N killed by signal N\n";
@@ -210,7 +212,11 @@ static int parse_options(int argc, char **argv, struct nsbox_spec *spec,
                 return -2;
             }
         } else if (run_opts && !strcmp(name, "--cwd")) {
-            run_opts->cwd = val;
+            /* relative to /workspace, as for exec and the Python client */
+            static char abs[PATH_MAX + 16];
+            if (val[0] != '/')
+                snprintf(abs, sizeof abs, "/workspace/%s", val);
+            run_opts->cwd = val[0] == '/' ? val : abs;
         } else {
             usage_error("unknown option %s", a);
             return -2;

@@ -129,6 +129,14 @@ class Basics(RunTest):
                        "cp /bin/true t && chmod u+s t; ls -l t"], self.dirs)
         self.assertFalse(os.stat(os.path.join(ws, "t")).st_mode & 0o6000, r.stdout)
 
+    def test_relative_cwd_is_in_the_workspace(self):
+        ws = os.path.join(self.dirs.base, "ws")
+        os.makedirs(os.path.join(ws, "src", "pkg"))
+        r = run_nsbox(["run", "--workspace", ws, "--cwd", "src/pkg", "--", "pwd"], self.dirs)
+        self.assertEqual(r.stdout, b"/workspace/src/pkg\n", r.stderr)
+        r = run_nsbox(["run", "--cwd", "/tmp", "--", "pwd"], self.dirs)
+        self.assertEqual(r.stdout, b"/tmp\n", r.stderr)
+
     def test_hostname_and_clean_environment(self):
         r = self.sh("hostname; env | sort", "-e", "FOO=bar", "-e", "PATH=/usr/bin:/bin")
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -82,6 +82,14 @@ class Lifecycle(SessionTest):
         # without -i the command gets no stdin
         r = self.nsbox("exec", sid, "--", "cat", input=b"ignored")
         self.assertEqual(r.stdout, b"")
+        # a relative --cwd is in /workspace, as the Python client's cwd=
+        self.exec(sid, "mkdir", "-p", "sub/dir")
+        r = self.nsbox("exec", "--cwd", "sub/dir", sid, "--", "pwd")
+        self.assertEqual(r.stdout, b"/workspace/sub/dir\n", r.stderr)
+        # options after the id are a usage error, not a command named "--timeout"
+        r = self.nsbox("exec", sid, "--timeout", "1", "--", "true")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"options go before the sandbox id", r.stderr)
 
     def test_timeout_kills_the_process_tree(self):
         sid = self.create()
@@ -117,6 +125,14 @@ class Lifecycle(SessionTest):
         self.assertEqual(self.nsbox("kill", sid, pid, "9").returncode, 0)
         time.sleep(0.3)
         self.assertRegex(self.nsbox("ps", sid).stdout.decode(), rf"(?m)^{pid}\s+exit 137")
+        # signals by name too, as kill(1) takes them; a wrong one is a usage error
+        pid = self.nsbox("exec", "-d", sid, "--", "sleep", "60").stdout.decode().strip()
+        self.assertEqual(self.nsbox("kill", sid, pid, "SIGINT").returncode, 0)
+        time.sleep(0.3)
+        self.assertRegex(self.nsbox("ps", sid).stdout.decode(), rf"(?m)^{pid}\s+exit 130")
+        r = self.nsbox("kill", sid, pid, "NOPE")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"not a signal", r.stderr)
 
     def test_background_log_is_bounded(self):
         sid = self.create()

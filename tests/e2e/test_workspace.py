@@ -309,7 +309,7 @@ class WorkspaceDisk(unittest.TestCase):
                 "cpus": 1, "memory": "512MiB", "pids": 128, "disk": "150MiB"}})["NSBOX_CONFIG"]})
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout, b"done\n", r.stderr)
-        self.assertIn(b"may still be written by the workspaces of 1 other sandboxes", r.stderr)
+        self.assertIn(b"may still be written by the workspaces of 1 other sandbox ", r.stderr)
         self.assertIn(b"overcommit", r.stderr)  # the way out, named
         # A sandbox that died without its cleanup (SIGKILL) promises nothing more; and with
         # overcommit allowed, both fit (each checked alone).
