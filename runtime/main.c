@@ -371,6 +371,12 @@ int main(int argc, char **argv)
         fputs(usage_text, stdout);
         return 0;
     }
+    /* "nsbox exec --help": the usage, not "unknown exec option" (info and image have their own) */
+    if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")) &&
+        strcmp(cmd, "info") != 0 && strcmp(cmd, "image") != 0) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("nsbox %s\n", NSBOX_VERSION);
         return 0;

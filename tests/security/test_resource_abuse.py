@@ -80,19 +80,26 @@ class ResourceTest(unittest.TestCase):
         """nsbox run in the background; the script's first line of output is the hostname."""
         p = subprocess.Popen([NSBOX, "run", "--instance-type", "small", "--timeout", str(timeout),
                               "--workspace", self.ws] + list(extra) +
-                             ["--", "sh", "-c", "hostname; touch /workspace/.uid; " + script],
+                             ["--", "sh", "-c", "hostname; " + script],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.dirs.env())
         line = p.stdout.readline().decode().strip()
         self.assertTrue(line.startswith("nsbox-"), (line, p.stderr.read(500) if p.poll() else ""))
         return p, line.split("-", 1)[1]
 
-    def sandbox_uid(self):
+    def sandbox_uid(self, sid):
+        """The sandbox's host uid, read off a process in its pids cgroup (files it creates in a
+        given workspace belong to the directory's owner: idmapped)."""
         for _ in range(100):
-            try:
-                return os.stat(os.path.join(self.ws, ".uid")).st_uid
-            except FileNotFoundError:
-                time.sleep(0.02)
-        self.fail("the sandbox never wrote its uid marker")
+            tasks = (cgroup_file(sid, "pids", "tasks") or "").split()
+            for pid in tasks:
+                try:
+                    with open(f"/proc/{pid}/status") as f:
+                        uid = [l for l in f if l.startswith("Uid:")][0].split()[1]
+                    return int(uid)
+                except (OSError, IndexError):
+                    continue
+            time.sleep(0.02)
+        self.fail("no process of the sandbox found in its pids cgroup")
 
     def assert_all_gone(self, sid, uid):
         deadline = time.monotonic() + 10
@@ -106,7 +113,7 @@ class ResourceTest(unittest.TestCase):
 class ForkBomb(ResourceTest):
     def test_fork_bomb_held_by_pids_limit_host_responsive(self):
         p, sid = self.start("f(){ f|f& }; f 2>/dev/null; sleep 6; echo survived", timeout=30)
-        uid = self.sandbox_uid()
+        uid = self.sandbox_uid(sid)
         self.assertGreaterEqual(uid, UID_BASE)
         lat, pids, exact = [], [], []
         while p.poll() is None:
