@@ -504,8 +504,23 @@ int nsbox_cli_ps(int argc, char **argv)
         if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "running")))
             snprintf(status, sizeof status, "exit %d",
                      cJSON_GetObjectItemCaseSensitive(it, "exit_code")->valueint);
-        printf("%-8d  %-8s  %s\n", cJSON_GetObjectItemCaseSensitive(it, "pid")->valueint, status,
-               cJSON_GetObjectItemCaseSensitive(it, "cmd")->valuestring);
+        /* one line per process: control characters of the command (a script's newlines) are
+         * shown escaped, and a long command is cut */
+        const char *cmd = cJSON_GetObjectItemCaseSensitive(it, "cmd")->valuestring;
+        char shown[200];
+        size_t k = 0;
+        const unsigned char *c = (const unsigned char *)cmd;
+        for (; *c && k + 5 < sizeof shown; c++) {
+            if (*c == '\n')
+                shown[k++] = '\\', shown[k++] = 'n';
+            else if (*c < 0x20 || *c == 0x7f)
+                k += (size_t)snprintf(shown + k, sizeof shown - k, "\\x%02x", *c);
+            else
+                shown[k++] = (char)*c;
+        }
+        shown[k] = '\0';
+        printf("%-8d  %-8s  %s%s\n", cJSON_GetObjectItemCaseSensitive(it, "pid")->valueint,
+               status, shown, *c ? "..." : "");
     }
     cJSON_Delete(reply);
     return 0;
@@ -614,16 +629,65 @@ static int copy_fd(int in, int out, struct nsbox_err *e)
     }
 }
 
+/* "ID:path" that is not a sandbox's: a typo in the id deserves its own message. */
+static bool looks_like_remote(const char *arg)
+{
+    const char *colon = strchr(arg, ':');
+    const char *slash = strchr(arg, '/');
+    return colon && colon != arg && (!slash || colon < slash);
+}
+
+static const char *base_name(const char *p)
+{
+    size_t n = strlen(p);
+    while (n > 1 && p[n - 1] == '/')
+        n--;
+    const char *b = p + n;
+    while (b > p && b[-1] != '/')
+        b--;
+    return b;
+}
+
+/* Is the sandbox's path a directory (then a host file goes into it, as cp does)? */
+static bool remote_is_dir(const char *id, const char *path)
+{
+    size_t n = strlen(path);
+    if (n == 0 || path[n - 1] == '/' || !strcmp(path, ".") || !strcmp(path, "/workspace"))
+        return true;
+    struct nsbox_err e = {0};
+    cJSON *req = request("stat"), *reply = NULL;
+    cJSON_AddStringToObject(req, "path", path);
+    int r = nsbox_client_call(id, req, NULL, 0, &reply, NULL, &e);
+    cJSON_Delete(req);
+    const cJSON *t = reply ? cJSON_GetObjectItemCaseSensitive(reply, "type") : NULL;
+    bool dir = r == 0 && cJSON_IsString(t) && !strcmp(t->valuestring, "dir");
+    cJSON_Delete(reply);
+    return dir;
+}
+
 int nsbox_cli_cp(int argc, char **argv)
 {
+    bool parents = false;
+    if (argc > 1 && !strcmp(argv[1], "-p")) {
+        parents = true;
+        argc--, argv++;
+    }
     if (argc != 3)
-        return usage("cp needs SRC and DST, one of them ID:/path");
+        return usage("cp needs SRC and DST, one of them ID:/path (cp [-p] SRC DST)");
     char sid[NSBOX_ID_LEN + 1], did[NSBOX_ID_LEN + 1];
     const char *spath, *dpath;
     bool sr = split_remote(argv[1], sid, &spath), dr = split_remote(argv[2], did, &dpath);
     struct nsbox_err e = {0};
-    if (sr == dr)
+    if (sr == dr) {
+        for (int i = 1; i <= 2; i++)
+            if (!sr && looks_like_remote(argv[i]) && access(argv[i], F_OK) != 0) {
+                fprintf(stderr, "nsbox: %s: '%.*s' is not a sandbox id (12 hex digits; see nsbox "
+                                "ls)\n",
+                        argv[i], (int)(strchr(argv[i], ':') - argv[i]), argv[i]);
+                return EXIT_NSBOX;
+            }
         return usage("cp copies between the host and a sandbox: exactly one side is ID:/path");
+    }
     if (sr) {
         cJSON *req = request("read"), *reply = NULL;
         cJSON_AddStringToObject(req, "path", spath);
@@ -638,18 +702,24 @@ int nsbox_cli_cp(int argc, char **argv)
             return fail(&e);
         }
         cJSON_Delete(reply);
+        /* into a directory of the host: under the file's own name */
+        char target[PATH_MAX];
+        struct stat ds;
+        snprintf(target, sizeof target, "%s", argv[2]);
+        if (strcmp(argv[2], "-") != 0 && stat(argv[2], &ds) == 0 && S_ISDIR(ds.st_mode))
+            snprintf(target, sizeof target, "%s/%s", argv[2], base_name(spath));
         int out = !strcmp(argv[2], "-") ? 1
-                                         : open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                                         : open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
                                                 0644);
         if (out < 0) {
-            nsbox_err_sys(&e, "cannot write %s", argv[2]);
+            nsbox_err_sys(&e, "cannot write %s", target);
             close(rfd);
             return fail(&e);
         }
         r = copy_fd(rfd, out, &e);
         close(rfd);
         if (out != 1 && close(out) < 0 && r == 0)
-            r = nsbox_err_sys(&e, "cannot write %s", argv[2]);
+            r = nsbox_err_sys(&e, "cannot write %s", target);
         return r < 0 ? fail(&e) : 0;
     }
     cleanup_close int in = !strcmp(argv[1], "-") ? dup(0) : open(argv[1], O_RDONLY | O_CLOEXEC);
@@ -658,8 +728,24 @@ int nsbox_cli_cp(int argc, char **argv)
         return fail(&e);
     }
     struct stat st;
+    if (fstat(in, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "nsbox: %s is a directory: cp copies one file; for a tree, use tar: tar -C "
+                        "%s -cf - . | nsbox exec -i %s -- tar -xf -\n",
+                argv[1], argv[1], did);
+        return EXIT_NSBOX;
+    }
+    /* into a directory of the sandbox: under the file's own name */
+    char dest[PATH_MAX];
+    snprintf(dest, sizeof dest, "%s", dpath);
+    if (strcmp(argv[1], "-") != 0 && remote_is_dir(did, dpath)) {
+        size_t n = strlen(dest);
+        snprintf(dest + n, sizeof dest - n, "%s%s", n && dest[n - 1] == '/' ? "" : "/",
+                 base_name(argv[1]));
+    }
     cJSON *req = request("write"), *reply = NULL;
-    cJSON_AddStringToObject(req, "path", dpath);
+    cJSON_AddStringToObject(req, "path", dest);
+    if (parents)
+        cJSON_AddTrueToObject(req, "mkdir"); /* -p: the missing directories too, as mkdir -p */
     if (fstat(in, &st) == 0 && S_ISREG(st.st_mode))
         cJSON_AddNumberToObject(req, "mode", st.st_mode & 0777);
     int r = nsbox_client_call(did, req, &in, 1, &reply, NULL, &e);

@@ -482,8 +482,9 @@ static int op_write(struct files_ctx *c, const struct nsbox_request *rq, int in_
         }
         if (!rq->mkdir)
             return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
-                                 "cannot write %s: its directory does not exist (pass mkdir to "
-                                 "create it)",
+                                 "cannot write %s: its directory does not exist (create it, or "
+                                 "ask for it: nsbox cp -p, write_file(mkdir=True), \"mkdir\": "
+                                 "true)",
                                  c->disp);
         char parent[PATH_MAX];
         split_leaf(c->rel, parent, sizeof parent, leaf, sizeof leaf);

@@ -125,6 +125,26 @@ class FilesTest(unittest.TestCase):
         self.assertGreaterEqual(st.st_uid, UID_BASE)
         self.assertGreaterEqual(st.st_gid, UID_BASE)
 
+    def test_cp_like_cp(self):
+        # into a directory (either side) the file keeps its name; -p makes missing directories
+        src = self.put("report.csv", b"a,b\n")
+        self.assertEqual(self.nsbox("cp", src, f"{self.id}:/workspace/").returncode, 0)
+        self.sh("mkdir -p data")
+        self.assertEqual(self.nsbox("cp", src, f"{self.id}:data").returncode, 0)
+        r = self.nsbox("cp", src, f"{self.id}:new/deep/r.csv")
+        self.assertFails(r, "does not exist", "nsbox cp -p")
+        self.assertEqual(self.nsbox("cp", "-p", src, f"{self.id}:new/deep/r.csv").returncode, 0)
+        r = self.sh("cat report.csv data/report.csv new/deep/r.csv")
+        self.assertEqual(r.stdout, b"a,b\n" * 3, r.stderr)
+        out = self.host("outdir")
+        os.mkdir(out)
+        self.assertEqual(self.nsbox("cp", f"{self.id}:data/report.csv", out).returncode, 0)
+        with open(os.path.join(out, "report.csv"), "rb") as f:
+            self.assertEqual(f.read(), b"a,b\n")
+        # mistakes: a directory as the source, an id with a typo
+        self.assertFails(self.nsbox("cp", out, f"{self.id}:x"), "is a directory", "tar")
+        self.assertFails(self.nsbox("cp", src, "0123:/x"), "'0123' is not a sandbox id")
+
     def test_missing_things(self):
         r = self.nsbox("cp", f"{self.id}:/workspace/does-not-exist", self.host("nope"))
         self.assertFails(r, "no such file: /workspace/does-not-exist")

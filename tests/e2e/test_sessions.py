@@ -134,6 +134,12 @@ class Lifecycle(SessionTest):
         self.assertEqual(self.nsbox("kill", sid, pid, "SIGINT").returncode, 0)
         time.sleep(0.3)
         self.assertRegex(self.nsbox("ps", sid).stdout.decode(), rf"(?m)^{pid}\s+exit 130")
+        # one line per process, whatever the command holds
+        multi = self.nsbox("exec", "-d", sid, "--", "sh", "-c", "sleep 60\necho x").stdout
+        line = [l for l in self.nsbox("ps", sid).stdout.decode().splitlines()
+                if l.startswith(multi.decode().strip() + " ")]
+        self.assertEqual(len(line), 1)
+        self.assertTrue(line[0].endswith("sh -c sleep 60\\necho x"), line)
         r = self.nsbox("kill", sid, pid, "NOPE")
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"not a signal", r.stderr)
