@@ -97,13 +97,15 @@ static int append(char *buf, size_t *off, const char *s, struct nsbox_err *e)
 }
 
 int nsbox_agent_spawn(int sock, uint32_t seq, char *const argv[], char *const env[],
-                      const char *cwd, const int fds[3], unsigned flags, struct nsbox_err *e)
+                      const char *cwd, const int fds[3], unsigned flags, uint32_t winsize,
+                      struct nsbox_err *e)
 {
     cleanup_free char *buf = malloc(NSBOX_AGENT_PAYLOAD_MAX);
     if (!buf)
         return nsbox_err_sys(e, "malloc");
     size_t off = 0;
-    struct nsbox_agent_hdr h = {.type = NSBOX_AGENT_SPAWN, .seq = seq, .flags = flags};
+    struct nsbox_agent_hdr h = {.type = NSBOX_AGENT_SPAWN, .seq = seq, .flags = flags,
+                                .status = (int32_t)winsize};
     if (append(buf, &off, cwd, e) < 0)
         return -1;
     for (; argv[h.argc]; h.argc++)
@@ -113,7 +115,7 @@ int nsbox_agent_spawn(int sock, uint32_t seq, char *const argv[], char *const en
         if (append(buf, &off, env[h.envc], e) < 0)
             return -1;
     h.len = (uint32_t)off;
-    if (send_msg(sock, &h, buf, fds, 3) < 0)
+    if (send_msg(sock, &h, buf, fds, (flags & NSBOX_AGENT_F_TTY) ? 0 : 3) < 0)
         return nsbox_err_sys(e, "agent: send");
     return 0;
 }
@@ -130,11 +132,19 @@ int nsbox_agent_recv(int sock, struct nsbox_agent_event *ev, struct nsbox_err *e
 {
     struct nsbox_agent_hdr h;
     char payload[sizeof ev->msg];
-    ssize_t n = recv_msg(sock, &h, payload, sizeof payload - 1, NULL);
+    int fds[3];
+    ev->fd = -1;
+    ssize_t n = recv_msg(sock, &h, payload, sizeof payload - 1, fds);
     if (n == 0)
         return 0;
     if (n < 0)
         return nsbox_err_sys(e, "agent: receive");
+    for (int i = 1; i < 3; i++)
+        nsbox_closep(&fds[i]);
+    if (h.type == NSBOX_AGENT_SPAWNED)
+        ev->fd = fds[0];
+    else
+        nsbox_closep(&fds[0]);
     if (h.type != NSBOX_AGENT_SPAWNED && h.type != NSBOX_AGENT_EXITED &&
         h.type != NSBOX_AGENT_FAILED)
         return nsbox_err_set(e, NSBOX_E_INVALID, EBADMSG, "agent: unexpected message %u", h.type);
@@ -180,11 +190,44 @@ static struct {
     uint32_t seq;
 } children[MAX_CHILDREN];
 
-static void reply(int sock, uint32_t type, uint32_t seq, int pid, int status, const char *msg)
+static void reply_fd(int sock, uint32_t type, uint32_t seq, int pid, int status, const char *msg,
+                     int fd)
 {
     struct nsbox_agent_hdr h = {.type = type, .seq = seq, .pid = pid, .status = status,
                                 .len = msg ? (uint32_t)strlen(msg) : 0};
-    send_msg(sock, &h, msg, NULL, 0);
+    send_msg(sock, &h, msg, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
+}
+
+static void reply(int sock, uint32_t type, uint32_t seq, int pid, int status, const char *msg)
+{
+    reply_fd(sock, type, seq, pid, status, msg, -1);
+}
+
+/* exec -t: a pseudo-terminal of the sandbox's own devpts, so that the command's tty is a
+ * /dev/pts/N that exists in here (ttyname, tty, ps). The slave's fd fills fds[]. */
+static int open_pty(uint32_t winsize, int fds[3], int *master)
+{
+    int m = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    int unlock = 0;
+    if (m < 0 || ioctl(m, TIOCSPTLCK, &unlock) < 0) {
+        if (m >= 0)
+            close(m);
+        return -1;
+    }
+    int s = ioctl(m, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (s < 0) {
+        close(m);
+        return -1;
+    }
+    struct winsize ws = {.ws_row = (unsigned short)(winsize >> 16),
+                         .ws_col = (unsigned short)(winsize & 0xffff)};
+    if (ws.ws_row && ws.ws_col)
+        ioctl(s, TIOCSWINSZ, &ws);
+    fds[0] = s;
+    fds[1] = dup(s);
+    fds[2] = dup(s);
+    *master = m;
+    return fds[1] < 0 || fds[2] < 0 ? -1 : 0;
 }
 
 __attribute__((noreturn)) static void exec_child(char *cwd, char **argv, char **env,
@@ -224,6 +267,16 @@ static void do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, i
     /* Split the payload: cwd, argv (argc), env (envc); it must hold exactly that many strings. */
     size_t need = 1 + (size_t)h->argc + h->envc, count = 0;
     char **strs = NULL;
+    int master = -1;
+    if ((h->flags & NSBOX_AGENT_F_TTY) && fds[0] < 0 && open_pty((uint32_t)h->status, fds,
+                                                                  &master) < 0) {
+        for (int i = 0; i < 3; i++)
+            if (fds[i] >= 0)
+                close(fds[i]), fds[i] = -1;
+        snprintf(msg, sizeof msg, "cannot make a pseudo-terminal: %s", strerror(errno));
+        reply(sock, NSBOX_AGENT_FAILED, h->seq, 0, 125, msg);
+        return;
+    }
     if (h->argc == 0 || h->argc > 65536 || h->envc > 65536 || fds[0] < 0 || fds[1] < 0 ||
         fds[2] < 0 || h->len == 0 || payload[h->len - 1] != '\0')
         goto bad;
@@ -265,6 +318,8 @@ static void do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, i
         close(ep[0]);
         snprintf(msg, sizeof msg, "cannot start: %s", strerror(errno));
         reply(sock, NSBOX_AGENT_FAILED, h->seq, 0, 125, msg);
+        if (master >= 0)
+            close(master);
         free(strs);
         return;
     }
@@ -283,6 +338,8 @@ static void do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, i
                      err == ENOENT ? "command not found" : strerror(err));
         reply(sock, NSBOX_AGENT_FAILED, h->seq, pid, kind == 'C' ? 125 : err == ENOENT ? 127 : 126,
               msg);
+        if (master >= 0)
+            close(master);
         free(strs);
         return;
     }
@@ -293,10 +350,14 @@ static void do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, i
         children[i].pid = pid;
         children[i].seq = h->seq;
     }
-    reply(sock, NSBOX_AGENT_SPAWNED, h->seq, pid, 0, NULL);
+    reply_fd(sock, NSBOX_AGENT_SPAWNED, h->seq, pid, 0, NULL, master);
+    if (master >= 0)
+        close(master);
     free(strs);
     return;
 bad:
+    if (master >= 0)
+        close(master);
     free(strs);
     for (int i = 0; i < 3; i++)
         if (fds[i] >= 0)

@@ -35,17 +35,22 @@ struct nsbox_agent_hdr {
     uint32_t flags; /* SPAWN: NSBOX_AGENT_F_* */
 };
 
-#define NSBOX_AGENT_F_TTY 1u /* stdin is a terminal: make it the command's controlling tty */
+/* exec -t: init makes a pseudo-terminal in the sandbox's own devpts, runs the command on its
+ * slave (as controlling terminal; size from the header's status: rows << 16 | cols) and
+ * returns the master with SPAWNED. No descriptors come with such a SPAWN. */
+#define NSBOX_AGENT_F_TTY 1u
 
 struct nsbox_agent_event {
     uint32_t type, seq;
     int pid, status;
+    int fd; /* SPAWNED of a F_TTY spawn: the pseudo-terminal's master; else -1 */
     char msg[512];
 };
 
 /* Supervisor side. */
 int nsbox_agent_spawn(int sock, uint32_t seq, char *const argv[], char *const env[],
-                      const char *cwd, const int fds[3], unsigned flags, struct nsbox_err *e);
+                      const char *cwd, const int fds[3], unsigned flags, uint32_t winsize,
+                      struct nsbox_err *e);
 int nsbox_agent_kill(int sock, int pid, int sig, struct nsbox_err *e);
 /* Returns 1 with an event, 0 on EOF (init is gone), -1 on error. */
 int nsbox_agent_recv(int sock, struct nsbox_agent_event *ev, struct nsbox_err *e);

@@ -146,23 +146,32 @@ static int exec_with_tty(const char *id, cJSON *req)
     struct nsbox_err e = {0};
     if (!isatty(0))
         return usage("exec -t needs a terminal on stdin");
-    cleanup_close int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-    if (master < 0 || grantpt(master) < 0 || unlockpt(master) < 0) {
-        nsbox_err_sys(&e, "cannot allocate a pseudo-terminal");
-        return fail(&e);
+    /* The pseudo-terminal is made inside the sandbox (its own devpts, so that the command's
+     * tty exists there); we get its master once the command has started. */
+    struct winsize ws;
+    if (ioctl(0, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col) {
+        cJSON_AddNumberToObject(req, "rows", ws.ws_row);
+        cJSON_AddNumberToObject(req, "cols", ws.ws_col);
     }
-    const char *name = ptsname(master);
-    cleanup_close int slave = name ? open(name, O_RDWR | O_NOCTTY | O_CLOEXEC) : -1;
-    if (slave < 0) {
-        nsbox_err_sys(&e, "cannot open the pseudo-terminal");
-        return fail(&e);
-    }
-    copy_winsize(0, slave);
     cleanup_close int sock = nsbox_session_connect(id, &e);
-    int fds[3] = {slave, slave, slave};
-    if (sock < 0 || nsbox_proto_send_obj(sock, req, fds, 3, &e) < 0)
+    if (sock < 0 || nsbox_proto_send_obj(sock, req, NULL, 0, &e) < 0)
         return fail(&e);
-    nsbox_closep(&slave);
+    cJSON *first = NULL;
+    cleanup_close int master = -1;
+    if (recv_reply(sock, &first, &master, &e) < 0)
+        return fail(&e);
+    if (master < 0) {
+        /* it did not start: this is the final reply, with the error and its exit code */
+        int rc = EXIT_NSBOX;
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(first, "exit_code");
+        if (nsbox_client_reply_error(first, &e) < 0)
+            fprintf(stderr, "nsbox: %s\n", e.msg);
+        if (cJSON_IsNumber(code))
+            rc = code->valueint;
+        cJSON_Delete(first);
+        return rc;
+    }
+    cJSON_Delete(first);
     if (tcgetattr(0, &saved_tio) == 0) {
         struct termios raw = saved_tio;
         cfmakeraw(&raw);

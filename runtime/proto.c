@@ -233,6 +233,14 @@ int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *r, stru
         if (get_uint(obj, "timeout_ms", 365ull * 86400 * 1000, &r->timeout_ms, e) < 0 ||
             get_bool(obj, "tty", &r->tty, e) < 0)
             goto out;
+        u = 0;
+        if (get_uint(obj, "rows", 65535, &u, e) < 0)
+            goto out;
+        r->rows = (uint32_t)u;
+        u = 0;
+        if (get_uint(obj, "cols", 65535, &u, e) < 0)
+            goto out;
+        r->cols = (uint32_t)u;
         /* fall through */
     case NSBOX_OP_START:
         if (parse_command(obj, r, e) < 0)

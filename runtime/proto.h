@@ -54,7 +54,8 @@ struct nsbox_request {
     char path[PATH_MAX];
     unsigned mode;
     bool mkdir, recursive, parents;
-    bool tty; /* exec: stdin is a terminal to make the command's controlling tty */
+    bool tty; /* exec: run the command on a pseudo-terminal of the sandbox (protocol.md) */
+    uint32_t rows, cols; /* exec with tty: the terminal's size */
 };
 
 const char *nsbox_op_name(enum nsbox_op op);

@@ -127,7 +127,7 @@ struct ring {
 };
 
 struct proc {
-    bool used, background, spawned, running;
+    bool used, background, spawned, running, tty;
     bool orphaned; /* its exec client left before init said it started */
     int pending_sig; /* a signal from its client that came before its pid */
     uint32_t seq;
@@ -291,6 +291,7 @@ static struct proc *new_proc(struct sup *S, int *idx)
                 if (p->used)
                     free_proc(p);
                 p->used = true;
+                p->tty = false;
                 p->seq = ++S->next_seq;
                 p->client = -1;
                 p->out_fd = p->err_fd = -1;
@@ -376,6 +377,11 @@ static void do_spawn(struct sup *S, int ci, const struct nsbox_request *rq, int 
         fcntl(p->out_fd, F_SETFL, O_NONBLOCK);
         fcntl(p->err_fd, F_SETFL, O_NONBLOCK);
         use = own;
+    } else if (rq->tty) {
+        /* init makes the pseudo-terminal; the client gets its master when the command starts */
+        for (int i = 0; i < 3; i++)
+            nsbox_closep(&fds[i]);
+        p->tty = true;
     } else if (fds[0] < 0 || fds[1] < 0 || fds[2] < 0) {
         nsbox_err_set(&e, NSBOX_E_INVALID, EINVAL,
                       "exec needs three descriptors (stdin, stdout, stderr) with the request");
@@ -389,7 +395,8 @@ static void do_spawn(struct sup *S, int ci, const struct nsbox_request *rq, int 
     }
     cleanup_free char **env = merged_env(S, rq);
     int r = env ? nsbox_agent_spawn(S->agent, p->seq, rq->argv, env, rq->cwd, use,
-                                    rq->tty ? NSBOX_AGENT_F_TTY : 0, &e)
+                                    rq->tty ? NSBOX_AGENT_F_TTY : 0,
+                                    (rq->rows & 0xffff) << 16 | (rq->cols & 0xffff), &e)
                 : nsbox_err_sys(&e, "calloc");
     for (int i = 0; i < 3; i++)
         nsbox_closep(&own[i]);
@@ -631,6 +638,16 @@ static void on_agent(struct sup *S)
     if (ev.type == NSBOX_AGENT_SPAWNED) {
         p->pid = ev.pid;
         p->spawned = true;
+        if (ev.fd >= 0) {
+            /* exec -t: the terminal's master goes to the client now; the exit status later */
+            if (p->tty && ci >= 0) {
+                cJSON *rep = nsbox_reply_ok(p->tag);
+                cJSON_AddBoolToObject(rep, "tty", true);
+                cJSON_AddNumberToObject(rep, "pid", p->pid);
+                send_reply(S, ci, rep, &ev.fd, 1);
+            }
+            nsbox_closep(&ev.fd);
+        }
         if (p->orphaned)
             nsbox_agent_kill(S->agent, p->pid, SIGKILL, &e);
         else if (p->pending_sig)
@@ -868,7 +885,7 @@ static int run_setup_script(struct sup *S, struct nsbox_err *e)
     int fds[3] = {open("/dev/null", O_RDONLY | O_CLOEXEC), open("/dev/null", O_WRONLY | O_CLOEXEC),
                   pe[1]};
     char *argv[] = {"/bin/sh", "-c", S->spec->setup_script, NULL};
-    int r = nsbox_agent_spawn(S->agent, 0, argv, S->sb.envp, "/workspace", fds, 0, e);
+    int r = nsbox_agent_spawn(S->agent, 0, argv, S->sb.envp, "/workspace", fds, 0, 0, e);
     for (int i = 0; i < 3; i++)
         nsbox_closep(&fds[i]);
     if (r < 0) {
@@ -901,6 +918,7 @@ static int run_setup_script(struct sup *S, struct nsbox_err *e)
             int ar = nsbox_agent_recv(S->agent, &ev, e);
             if (ar <= 0)
                 break;
+            nsbox_closep(&ev.fd);
             if (ev.seq != 0)
                 continue;
             if (ev.type == NSBOX_AGENT_SPAWNED)

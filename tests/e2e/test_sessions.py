@@ -304,10 +304,16 @@ class Terminal(SessionTest):
     def test_exec_t_gives_a_terminal_with_the_window_size(self):
         sid = self.create()
         code, out = self.run_in_pty(["exec", "-t", sid, "--", "sh", "-c",
-                                     "test -t 0 && echo TTY; stty size; exit 7"])
+                                     "test -t 0 && echo TTY; stty size; tty; exit 7"])
         self.assertEqual(code, 7, out)
         self.assertIn(b"TTY", out)
         self.assertIn(b"30 100", out)
+        # the terminal is one of the sandbox's own devpts: it has a name in there
+        self.assertRegex(out, rb"/dev/pts/\d+")
+        self.assertNotIn(b"not a tty", out)
+        code, out = self.run_in_pty(["exec", "-t", sid, "--", "no-such-command"])
+        self.assertEqual(code, 127, out)
+        self.assertIn(b"command not found", out)
 
     def test_ctrl_c_reaches_the_command(self):
         sid = self.create()
