@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -189,7 +190,9 @@ static DIR *rm_opendir(struct rm_walk *w, int dirfd, const char *name, int *err)
         *err = errno;
         return NULL;
     }
-    if ((sb.st_mode & 0700) != 0700 && sb.st_uid == geteuid()) {
+    /* fsuid, not euid: through an idmapped workspace the supervisor acts as the sandbox's user
+     * (files.c), and its files are that user's (setfsuid(-1) only reads it) */
+    if ((sb.st_mode & 0700) != 0700 && sb.st_uid == (uid_t)setfsuid((uid_t)-1)) {
         char p[64];
         snprintf(p, sizeof p, "/proc/self/fd/%d", pfd);
         /* chmod through the magic link acts on the very inode we hold: no name is looked up

@@ -395,7 +395,7 @@ static void do_spawn(struct sup *S, int ci, const struct nsbox_request *rq, int 
     }
     cleanup_free char **env = merged_env(S, rq);
     int r = env ? nsbox_agent_spawn(S->agent, p->seq, rq->argv, env, rq->cwd, use,
-                                    rq->tty ? NSBOX_AGENT_F_TTY : 0,
+                                    p->tty ? NSBOX_AGENT_F_TTY : 0,
                                     (rq->rows & 0xffff) << 16 | (rq->cols & 0xffff), &e)
                 : nsbox_err_sys(&e, "calloc");
     for (int i = 0; i < 3; i++)
@@ -435,6 +435,7 @@ static void add_disk(cJSON *r, const struct sup *S)
     if (k == NSBOX_WS_DIR) {
         cJSON_AddStringToObject(d, "note", "the caller's own directory (--workspace): nsbox "
                                            "puts no limit on it");
+        cJSON_AddBoolToObject(d, "idmapped", S->sb.st.ws_idmapped);
         return;
     }
     cJSON_AddNumberToObject(d, "limit_bytes", (double)S->spec->limits.disk_bytes);

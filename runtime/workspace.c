@@ -200,14 +200,16 @@ static int run_mkfs(char *const argv[], int keep_fd, struct nsbox_err *e)
     }
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        /* keep_fd (the template) out of the way of the dup2s below, then at 3, without
+         * O_CLOEXEC (a dup2 onto itself would keep the flag) */
+        int keep = keep_fd >= 0 ? fcntl(keep_fd, F_DUPFD_CLOEXEC, 10) : -1;
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(p[1], 2) < 0)
+        if ((keep_fd >= 0 && keep < 0) || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
+            dup2(p[1], 2) < 0 || (keep >= 0 && dup2(keep, 3) < 0))
             _exit(126);
         /* Forked from the workspace thread while the main thread works on: descriptors it
-         * opened without O_CLOEXEC must not reach mkfs. keep_fd is the template. */
-        if (keep_fd >= 0 && dup2(keep_fd, 3) < 0)
-            _exit(126);
-        nsbox_close_fds_except(keep_fd >= 0 ? 3 : -1);
+         * opened without O_CLOEXEC must not reach mkfs. */
+        nsbox_close_fds_except(keep >= 0 ? 3 : -1);
         char *const envp[] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LC_ALL=C",
                               NULL};
         execve(argv[0], argv, envp);
@@ -323,9 +325,10 @@ static int template_fd(const char *cache_root, uint64_t bytes, bool remake, char
     int fd = open_template(path, bytes);
     if (fd >= 0)
         return fd;
-    /* Not there, or not trustworthy (someone else's, writable by others, the wrong size):
-     * replaced, never used. */
-    unlinkat(dirfd, name, 0);
+    /* Not trustworthy (someone else's, writable by others, the wrong size): replaced, never
+     * used. Missing: made (never unlink then: a concurrent sandbox may just have linked it). */
+    if (errno != ENOENT)
+        unlinkat(dirfd, name, 0);
     if (make_template(dirfd, dir, name, bytes, e) < 0)
         return -1;
     fd = open_template(path, bytes);
@@ -632,19 +635,28 @@ int nsbox_ws_usage(int fd, struct nsbox_ws_usage *u)
 static int make_userns(uint32_t inside_uid, uint32_t inside_gid, uint32_t outside_uid,
                        uint32_t outside_gid, struct nsbox_err *e)
 {
-    int go[2];
+    int go[2], ready[2];
     if (pipe2(go, O_CLOEXEC) < 0)
         return nsbox_err_sys(e, "pipe");
+    if (pipe2(ready, O_CLOEXEC) < 0) {
+        close(go[0]);
+        close(go[1]);
+        return nsbox_err_sys(e, "pipe");
+    }
     pid_t pid = fork();
     if (pid < 0) {
         close(go[0]);
         close(go[1]);
+        close(ready[0]);
+        close(ready[1]);
         return nsbox_err_sys(e, "fork");
     }
     if (pid == 0) {
         close(go[1]);
-        char c;
+        char c = 0;
         if (unshare(CLONE_NEWUSER) < 0)
+            _exit(1);
+        if (write(ready[1], &c, 1) != 1)
             _exit(1);
         /* stay until the parent has what it needs (our end of the pipe closes) */
         while (read(go[0], &c, 1) < 0 && errno == EINTR) {
@@ -652,19 +664,19 @@ static int make_userns(uint32_t inside_uid, uint32_t inside_gid, uint32_t outsid
         _exit(0);
     }
     close(go[0]);
+    close(ready[1]);
     int nsfd = -1;
-    char path[64], map[64];
-    /* The child unshares right away; wait for it to be in its namespace. */
-    for (int i = 0; i < 2000; i++) {
-        snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
-        struct stat a, b;
-        if (stat(path, &a) == 0 && stat("/proc/self/ns/user", &b) == 0 && a.st_ino != b.st_ino)
-            break;
-        usleep(50);
+    char path[64], map[64], c;
+    /* the child is in its namespace once it says so (EOF: it failed) */
+    ssize_t got;
+    while ((got = read(ready[0], &c, 1)) < 0 && errno == EINTR) {
     }
+    close(ready[0]);
     const char *files[] = {"uid_map", "gid_map"};
     uint32_t ins[] = {inside_uid, inside_gid}, outs[] = {outside_uid, outside_gid};
-    int ok = 1;
+    int ok = got == 1;
+    if (!ok)
+        errno = ECHILD;
     for (int i = 0; i < 2 && ok; i++) {
         snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, files[i]);
         int n = snprintf(map, sizeof map, "%u %u 1\n", ins[i], outs[i]);
@@ -692,13 +704,20 @@ int nsbox_ws_dir_idmapped(const char *dir, uint32_t uid, uint32_t gid, int *moun
                           struct nsbox_err *e)
 {
     *mount_fd = -1;
-    cleanup_close int fd =
-        (int)syscall(SYS_open_tree, AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    /* One lookup: the directory checked is the directory cloned. */
+    cleanup_close int dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat sb;
+    if (dfd < 0 || fstat(dfd, &sb) < 0)
+        return nsbox_err_sys(e, "workspace %s", dir);
+    /* Never map root into a sandbox: its files would be root's on the host, and a set-id
+     * program already there could be rewritten through a shared mapping, which keeps the
+     * set-id bits (seccomp stops only new ones). Such a directory is bound plainly. */
+    if (sb.st_uid == 0 || sb.st_gid == 0)
+        return 1;
+    cleanup_close int fd = (int)syscall(SYS_open_tree, dfd, "",
+                                        AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
     if (fd < 0)
         return nsbox_err_sys(e, "workspace %s", dir);
-    struct stat sb;
-    if (fstat(fd, &sb) < 0 || !S_ISDIR(sb.st_mode))
-        return nsbox_err_set(e, NSBOX_E_INVALID, ENOTDIR, "workspace %s is not a directory", dir);
     /* The directory's owner is appuser inside, and what appuser creates belongs to that owner
      * on disk: the host's files keep their owner. */
     cleanup_close int nsfd = make_userns(sb.st_uid, sb.st_gid, uid, gid, e);

@@ -1,6 +1,7 @@
 """End-to-end: `nsbox run` as root, real sandboxes (namespaces, mounts, cgroups, seccomp)."""
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -93,8 +94,8 @@ class Basics(RunTest):
 
     def test_given_directory_keeps_its_owner(self):
         # --workspace DIR as root goes through an idmapped mount: the directory's owner is
-        # appuser inside, and what the sandbox creates belongs to that owner on the host (here
-        # root, as for a checkout made by root in CI), not to an unknown uid.
+        # appuser inside, and what the sandbox creates belongs to that owner on the host, not
+        # to an unknown uid.
         ws = os.path.join(self.dirs.base, "proj")
         os.mkdir(ws, 0o755)
         with open(os.path.join(ws, "main.py"), "w") as f:
@@ -102,7 +103,9 @@ class Basics(RunTest):
         other = os.path.join(ws, "others.txt")
         with open(other, "w") as f:
             f.write("not yours\n")
-        os.chown(other, 4242, 4242)
+        os.chown(ws, 4242, 4343)
+        os.chown(os.path.join(ws, "main.py"), 4242, 4343)
+        os.chown(other, 5151, 5151)
         r = run_nsbox(["run", "--workspace", ws, "--", "sh", "-c",
                        "stat -c '%u %n' main.py others.txt; python3 main.py > out.txt; "
                        "echo more >> main.py; mkdir sub && echo x > sub/f; "
@@ -112,22 +115,49 @@ class Basics(RunTest):
                          ["1000 main.py", "65534 others.txt", "refused"])
         for name in ("out.txt", "main.py", "sub", "sub/f"):
             st = os.stat(os.path.join(ws, name))
-            self.assertEqual((st.st_uid, st.st_gid), (0, 0), name)
+            self.assertEqual((st.st_uid, st.st_gid), (4242, 4343), name)
         with open(os.path.join(ws, "out.txt")) as f:
             self.assertEqual(f.read(), "hi\n")
         with open(other) as f:
             self.assertEqual(f.read(), "not yours\n")
-        # owned by a user: that user gets the files
-        os.chown(ws, 4242, 4343)
-        r = run_nsbox(["run", "--workspace", ws, "--", "sh", "-c", "echo y > by-user"],
-                      self.dirs)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        st = os.stat(os.path.join(ws, "by-user"))
-        self.assertEqual((st.st_uid, st.st_gid), (4242, 4343))
         # and no set-id program can be made there (it would be the owner's on the host)
         r = run_nsbox(["run", "--workspace", ws, "--", "sh", "-c",
                        "cp /bin/true t && chmod u+s t; ls -l t"], self.dirs)
         self.assertFalse(os.stat(os.path.join(ws, "t")).st_mode & 0o6000, r.stdout)
+
+    def test_root_owned_directory_is_not_mapped_to_the_sandbox(self):
+        # Root is never mapped into a sandbox: a root-owned directory is bound plainly, so the
+        # sandbox writes there only what the mode lets others write. In particular a setuid-root
+        # program there cannot be rewritten, not even through a shared mapping (which, unlike
+        # write(), keeps the set-id bits).
+        ws = os.path.join(self.dirs.base, "rootproj")
+        os.mkdir(ws, 0o755)
+        prog = os.path.join(ws, "helper")
+        shutil.copy("/bin/true", prog)
+        os.chmod(prog, 0o4755)
+        with open(prog, "rb") as f:
+            before = f.read()
+        code = ("import mmap, os\n"
+                "try:\n"
+                "    fd = os.open('helper', os.O_RDWR)\n"
+                "    m = mmap.mmap(fd, 4096)\n"
+                "    m[:4] = b'PWND'\n"
+                "    m.flush()\n"
+                "    print('WROTE')\n"
+                "except OSError as e:\n"
+                "    print('refused', e.errno)\n"
+                "try:\n"
+                "    open('new.txt', 'w').write('x')\n"
+                "    print('CREATED')\n"
+                "except OSError as e:\n"
+                "    print('refused', e.errno)\n")
+        r = run_nsbox(["run", "--workspace", ws, "--", "python3", "-c", code], self.dirs)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.decode().split(), ["refused", "13", "refused", "13"])
+        with open(prog, "rb") as f:
+            self.assertEqual(f.read(), before)
+        self.assertEqual(os.stat(prog).st_mode & 0o7777, 0o4755)
+        self.assertFalse(os.path.exists(os.path.join(ws, "new.txt")))
 
     def test_relative_cwd_is_in_the_workspace(self):
         ws = os.path.join(self.dirs.base, "ws")

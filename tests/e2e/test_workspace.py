@@ -161,7 +161,7 @@ class WorkspaceDisk(unittest.TestCase):
     def test_given_directory_is_not_limited_and_says_so(self):
         ws = os.path.join(self.dirs.base, "mine")
         os.mkdir(ws)
-        os.chmod(ws, 0o777)
+        os.chown(ws, 4242, 4242)  # a user's: idmapped (a root-owned one is bound plainly)
         r = self.nsbox("run", "--instance-type", "tiny", "--workspace", ws, "--", "sh", "-c",
                        "dd if=/dev/zero of=/workspace/big bs=1M count=80 2>/dev/null")
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -174,6 +174,7 @@ class WorkspaceDisk(unittest.TestCase):
             self.assertEqual(info["workspace"], ws)
             self.assertEqual(info["disk"]["kind"], "directory")
             self.assertFalse(info["disk"]["enforced"])
+            self.assertTrue(info["disk"]["idmapped"])
             self.assertIn("no limit", info["disk"]["note"])
             # file operations go through the same idmapped mount: the copy is the owner's
             src = os.path.join(self.dirs.base, "in.txt")

@@ -585,7 +585,7 @@ static void t_write(void **state)
     /* Missing directories: only with mkdir. */
     assert_int_equal(write_str(f, "p/q/r/file", "deep", false, -1, &r), -1);
     assert_int_equal(r.e.code, NSBOX_E_NOTFOUND);
-    assert_non_null(strstr(r.e.msg, "pass mkdir"));
+    assert_non_null(strstr(r.e.msg, "ask for it"));
     res_free(&r);
     assert_false(exists(f, "ws/p"));
     assert_int_equal(write_str(f, "p/q/r/file", "deep", true, -1, &r), 0);
