@@ -620,6 +620,23 @@ class Processes(AsyncClientTest):
 
 
 class Files(AsyncClientTest):
+    @unittest.skipUnless(os.geteuid() == 0, "an idmapped --workspace needs root")
+    def test_given_directory_files_belong_to_its_owner(self):
+        # As root, a user's directory given as the workspace is idmapped: the supervisor's file
+        # operations act as the sandbox's user, so what they create is the owner's on disk, and
+        # a tree the sandbox locked (mode 000) can still be removed.
+        ws = os.path.join(self.dirs.base, "given")
+        os.mkdir(ws)
+        os.chown(ws, 4242, 4343)
+        with self.box(workspace=ws).open() as sb:
+            sb.write_file("notes/a.txt", "x")
+            st = os.stat(os.path.join(ws, "notes", "a.txt"))
+            self.assertEqual((st.st_uid, st.st_gid), (4242, 4343))
+            sb.execute("mkdir -p q/r && touch q/r/f && chmod 000 q/r q")
+            sb.remove("q", recursive=True)
+            self.assertFalse(os.path.exists(os.path.join(ws, "q")))
+        self.assertTrue(os.path.exists(os.path.join(ws, "notes", "a.txt")))
+
     def test_round_trip_sync(self):
         with self.box().open() as sb:
             payload = bytes(range(256)) * 4096  # 1 MiB, every byte value
