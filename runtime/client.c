@@ -141,6 +141,21 @@ static bool relay(int from, int to)
     return true;
 }
 
+/* The final reply of an exec: its exit code (125 when there is none), with the error or the
+ * OOM kill said on stderr. Frees reply. */
+static int exec_result(cJSON *reply)
+{
+    struct nsbox_err e = {0};
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(reply, "exit_code");
+    int rc = cJSON_IsNumber(code) ? code->valueint : EXIT_NSBOX;
+    if (nsbox_client_reply_error(reply, &e) < 0)
+        fprintf(stderr, "nsbox: %s\n", e.msg);
+    else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "oom_killed")))
+        fprintf(stderr, "nsbox: the command was killed: out of memory (instance type limit)\n");
+    cJSON_Delete(reply);
+    return rc;
+}
+
 static int exec_with_tty(const char *id, cJSON *req)
 {
     struct nsbox_err e = {0};
@@ -160,17 +175,8 @@ static int exec_with_tty(const char *id, cJSON *req)
     cleanup_close int master = -1;
     if (recv_reply(sock, &first, &master, &e) < 0)
         return fail(&e);
-    if (master < 0) {
-        /* it did not start: this is the final reply, with the error and its exit code */
-        int rc = EXIT_NSBOX;
-        const cJSON *code = cJSON_GetObjectItemCaseSensitive(first, "exit_code");
-        if (nsbox_client_reply_error(first, &e) < 0)
-            fprintf(stderr, "nsbox: %s\n", e.msg);
-        if (cJSON_IsNumber(code))
-            rc = code->valueint;
-        cJSON_Delete(first);
-        return rc;
-    }
+    if (master < 0) /* it did not start: this is the final reply */
+        return exec_result(first);
     cJSON_Delete(first);
     if (tcgetattr(0, &saved_tio) == 0) {
         struct termios raw = saved_tio;
@@ -220,14 +226,7 @@ static int exec_with_tty(const char *id, cJSON *req)
     cJSON *reply = NULL;
     if (recv_reply(sock, &reply, NULL, &e) < 0)
         return fail(&e);
-    int rc = EXIT_NSBOX;
-    const cJSON *code = cJSON_GetObjectItemCaseSensitive(reply, "exit_code");
-    if (nsbox_client_reply_error(reply, &e) < 0)
-        fprintf(stderr, "nsbox: %s\n", e.msg);
-    if (cJSON_IsNumber(code))
-        rc = code->valueint;
-    cJSON_Delete(reply);
-    return rc;
+    return exec_result(reply);
 }
 
 int nsbox_cli_exec(int argc, char **argv)
@@ -329,7 +328,6 @@ int nsbox_cli_exec(int argc, char **argv)
     cleanup_close int null = interactive ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
     int fds[3] = {interactive ? 0 : null, 1, 2};
     cleanup_close int sock = nsbox_session_connect(id, &e);
-    int rc = EXIT_NSBOX;
     cJSON *reply = NULL;
     if (sock < 0 || nsbox_proto_send_obj(sock, req, fds, detach ? 0 : 3, &e) < 0) {
         cJSON_Delete(req);
@@ -363,21 +361,12 @@ int nsbox_cli_exec(int argc, char **argv)
     }
     if (recv_reply(sock, &reply, NULL, &e) < 0)
         return fail(&e);
-    if (nsbox_client_reply_error(reply, &e) < 0) {
-        const cJSON *code = cJSON_GetObjectItemCaseSensitive(reply, "exit_code");
-        rc = cJSON_IsNumber(code) ? code->valueint : EXIT_NSBOX;
-        fprintf(stderr, "nsbox: %s\n", e.msg);
-    } else if (detach) {
-        printf("%d\n", cJSON_GetObjectItemCaseSensitive(reply, "pid")->valueint);
-        rc = 0;
-    } else {
-        const cJSON *code = cJSON_GetObjectItemCaseSensitive(reply, "exit_code");
-        rc = cJSON_IsNumber(code) ? code->valueint : EXIT_NSBOX;
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "oom_killed")))
-            fprintf(stderr, "nsbox: the command was killed: out of memory (instance type limit)\n");
-    }
+    if (!detach || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
+        return exec_result(reply);
+    const cJSON *pid = cJSON_GetObjectItemCaseSensitive(reply, "pid");
+    printf("%d\n", cJSON_IsNumber(pid) ? pid->valueint : 0);
     cJSON_Delete(reply);
-    return rc;
+    return 0;
 }
 
 /* ---- ls / inspect / rm / ps / kill / logs ---------------------------------------------------- */
