@@ -46,6 +46,8 @@ static const char usage_text[] =
     "  --image host|debian|NAME|/DIR     --workspace DIR (yours, kept, no disk limit)\n"
     "run only:     --timeout S   --cwd DIR (relative: to /workspace)\n"
     "create only:  --ttl S   --idle-timeout S   --setup-script FILE   --setup-timeout S\n"
+    "              --owner-pid PID (deleted when that process ends: --owner-pid $$ in a CI job)\n"
+    "              --json\n"
     "\n"
     "exit codes: the command's own; 124 timed out; 125 nsbox failed; 126 not executable;\n"
     "127 not found; 128+N killed by signal N\n";
@@ -283,13 +285,23 @@ static int cmd_create(int argc, char **argv)
     nsbox_spec_init(&spec);
     struct nsbox_err e = {0};
     bool json = false;
-    /* --json is create's own flag; strip it before the shared parser sees it. */
+    int owner_pid = 0;
+    /* --json and --owner-pid are create's own flags; strip them before the shared parser. */
     int k = 1;
     for (int j = 1; j < argc; j++) {
-        if (!strcmp(argv[j], "--json"))
+        if (!strcmp(argv[j], "--json")) {
             json = true;
-        else
+        } else if (!strcmp(argv[j], "--owner-pid") && j + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++j], &end, 10);
+            if (*end || v < 1 || v > 4194304) {
+                nsbox_spec_free(&spec);
+                return usage_error("--owner-pid needs a process id, not '%s'", argv[j]);
+            }
+            owner_pid = (int)v;
+        } else {
             argv[k++] = argv[j];
+        }
     }
     argc = k;
     int i;
@@ -305,7 +317,7 @@ static int cmd_create(int argc, char **argv)
     char id[NSBOX_ID_LEN + 1];
     struct nsbox_err ge;
     nsbox_gc(false, &ge); /* cheap: a readdir and one flock per sandbox */
-    if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_session_create(&spec, id, &e) < 0) {
+    if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_session_create(&spec, owner_pid, id, &e) < 0) {
         nsbox_spec_free(&spec);
         if (json) {
             /* Machine-readable too: clients map the code to their typed errors. */

@@ -19,6 +19,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
@@ -159,6 +160,8 @@ struct sup {
     bool sleeping;
     unsigned sleeps;
     int64_t last_wake_us; /* how long the last thaw took, until the cgroup said THAWED; -1 */
+    int owner_fd;         /* create --owner-pid: a pidfd; the sandbox ends with that process */
+    int owner_pid;
     bool quit;
 };
 
@@ -463,6 +466,8 @@ static void do_inspect(struct sup *S, int ci, const char *tag)
     cJSON_AddNumberToObject(r, "created", (double)S->created);
     cJSON_AddNumberToObject(r, "expires", (double)S->expires);
     cJSON_AddNumberToObject(r, "supervisor_pid", getpid());
+    if (S->owner_fd >= 0)
+        cJSON_AddNumberToObject(r, "owner_pid", S->owner_pid);
     if (S->sb.st.ws_kind == NSBOX_WS_DIR)
         cJSON_AddStringToObject(r, "workspace", S->sb.st.workspace);
     else
@@ -803,7 +808,7 @@ static void on_idle(struct sup *S)
 
 static void loop(struct sup *S)
 {
-    enum { F_LISTEN, F_SIG, F_TTL, F_IDLE, F_AGENT, F_FIXED };
+    enum { F_LISTEN, F_SIG, F_TTL, F_IDLE, F_AGENT, F_OWNER, F_FIXED };
     struct pollfd pf[F_FIXED + MAX_CLIENTS + 2 * MAX_PROCS];
     int map[F_FIXED + MAX_CLIENTS + 2 * MAX_PROCS];
     while (!S->quit) {
@@ -813,6 +818,7 @@ static void loop(struct sup *S)
         pf[n++] = (struct pollfd){S->ttl_fd, POLLIN, 0};
         pf[n++] = (struct pollfd){S->idle_fd, POLLIN, 0};
         pf[n++] = (struct pollfd){S->agent, POLLIN, 0};
+        pf[n++] = (struct pollfd){S->owner_fd, POLLIN, 0}; /* -1: ignored by poll */
         for (int i = 0; i < MAX_CLIENTS; i++)
             if (S->clients[i].fd >= 0) {
                 map[n] = i;
@@ -850,6 +856,13 @@ static void loop(struct sup *S)
             char why[96];
             snprintf(why, sizeof why, "deleted because ttl_seconds=%llu expired",
                      (unsigned long long)S->spec->ttl_seconds);
+            nsbox_tombstone_write(S->sb.st.id, why);
+            S->quit = true;
+        }
+        if (pf[F_OWNER].revents & (POLLIN | POLLHUP)) {
+            char why[96];
+            snprintf(why, sizeof why, "deleted because its owner process (pid %d) ended",
+                     S->owner_pid);
             nsbox_tombstone_write(S->sb.st.id, why);
             S->quit = true;
         }
@@ -985,9 +998,12 @@ static void report_ready(int fd, const char *line)
 }
 
 /* The supervisor process. Never returns. */
-__attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, int ready_fd)
+__attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, int ready_fd,
+                                                int owner_fd, int owner_pid)
 {
     static struct sup S;
+    S.owner_fd = owner_fd;
+    S.owner_pid = owner_pid;
     struct nsbox_err e = {0};
     char line[NSBOX_ERR_MSG_MAX + 64];
     S.spec = spec;
@@ -1070,8 +1086,17 @@ fail:;
     _exit(ok < 0 ? 125 : 0);
 }
 
-int nsbox_session_create(const struct nsbox_spec *s, char *id, struct nsbox_err *e)
+int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, char *id, struct nsbox_err *e)
 {
+    /* Opened here, before the forks: the pid is checked while it surely names the caller's
+     * process, and the descriptor keeps naming it whatever pids are reused later. */
+    cleanup_close int owner_fd = -1;
+    if (owner_pid > 0) {
+        owner_fd = (int)syscall(SYS_pidfd_open, owner_pid, 0);
+        if (owner_fd < 0)
+            return nsbox_err_set(e, NSBOX_E_INVALID, errno, "--owner-pid %d: %s", owner_pid,
+                                 errno == ESRCH ? "no such process" : strerror(errno));
+    }
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return nsbox_err_sys(e, "pipe");
@@ -1096,7 +1121,7 @@ int nsbox_session_create(const struct nsbox_spec *s, char *id, struct nsbox_err 
         }
         if (chdir("/") < 0)
             _exit(125);
-        supervise(s, p[1]);
+        supervise(s, p[1], owner_fd, owner_pid);
     }
     close(p[1]);
     int status;

@@ -179,6 +179,27 @@ class Lifecycle(SessionTest):
         self.assertIn(b"deleted because ttl_seconds=1 expired", r.stderr)
         self.assertEqual(cgroup_leftovers(sid), [])
 
+    def test_owner_pid_ends_the_sandbox_with_its_process(self):
+        # A CI job's shell gives its own pid: when the job is cancelled, the sandbox goes too.
+        owner = subprocess.Popen(["sleep", "60"])
+        try:
+            sid = self.create("--owner-pid", str(owner.pid))
+            self.assertEqual(self.inspect(sid)["owner_pid"], owner.pid)
+            self.assertEqual(self.exec(sid, "true").returncode, 0)
+        finally:
+            owner.kill()
+            owner.wait()
+        deadline = time.monotonic() + 10
+        while os.path.exists(os.path.join(self.dirs.state, sid)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        r = self.exec(sid, "true")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(f"owner process (pid {owner.pid}) ended".encode(), r.stderr)
+        self.assertEqual(cgroup_leftovers(sid), [])
+        r = self.nsbox("create", "--owner-pid", "4194303")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"no such process", r.stderr)
+
     def test_idle_sleep_and_transparent_wake(self):
         sid = self.create("--idle-timeout", "1")
         self.nsbox("exec", "-d", sid, "--", "sleep", "60")
