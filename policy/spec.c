@@ -1434,8 +1434,11 @@ static int read_small_file(int fd, const char *path, char **out, size_t *len,
     return 0;
 }
 
-int nsbox_instance_types_load(const char *path, struct nsbox_err *e)
+int nsbox_config_text(const char *path, char **text, size_t *len, char *used, size_t usedn,
+                      struct nsbox_err *e)
 {
+    *text = NULL;
+    *len = 0;
     bool must_exist = false;
     if (!path) {
         const char *env = getenv("NSBOX_CONFIG");
@@ -1443,23 +1446,34 @@ int nsbox_instance_types_load(const char *path, struct nsbox_err *e)
         must_exist = env && *env;
         path = must_exist ? env : NSBOX_CONFIG_DEFAULT_PATH;
     }
+    if (used)
+        snprintf(used, usedn, "%s", path);
     cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
-        if (errno == ENOENT && !must_exist) {
-            nsbox_instance_types_reset();
-            return 0;
-        }
+        if (errno == ENOENT && !must_exist)
+            return 1;
         int code = errno == ENOENT ? NSBOX_E_NOTFOUND : NSBOX_E_SYS;
         nsbox_err_sys(e, "config %s", path);
         if (e)
             e->code = code;
         return -1;
     }
+    return read_small_file(fd, path, text, len, e);
+}
+
+int nsbox_instance_types_load(const char *path, struct nsbox_err *e)
+{
     cleanup_free char *buf = NULL;
     size_t len = 0;
-    if (read_small_file(fd, path, &buf, &len, e) < 0)
+    char used[PATH_MAX];
+    int r = nsbox_config_text(path, &buf, &len, used, sizeof used, e);
+    if (r < 0)
         return -1;
+    if (r == 1) {
+        nsbox_instance_types_reset();
+        return 0;
+    }
     if (load_types_json(buf, len, e) < 0)
-        return nsbox_err_wrap(e, "config %s", path);
+        return nsbox_err_wrap(e, "config %s", used);
     return 0;
 }

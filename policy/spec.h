@@ -146,6 +146,13 @@ int nsbox_parse_size(const char *s, uint64_t *out, struct nsbox_err *e);
  * path NULL: $NSBOX_CONFIG if set (must exist), else NSBOX_CONFIG_DEFAULT_PATH (missing = the
  * defaults). An explicit path that does not exist also means the defaults. */
 int nsbox_instance_types_load(const char *path, struct nsbox_err *e);
+/* The config file's text, read with the same rules for every module that has a section in it
+ * (instance_types here, network, workspace): path NULL means $NSBOX_CONFIG (must exist) or
+ * NSBOX_CONFIG_DEFAULT_PATH; missing (but for $NSBOX_CONFIG) returns 1, *text NULL. used gets
+ * the file's name
+ * for messages. A regular file of at most NSBOX_SPEC_JSON_MAX bytes, not empty. */
+int nsbox_config_text(const char *path, char **text, size_t *len, char *used, size_t usedn,
+                      struct nsbox_err *e);
 int nsbox_instance_types_load_json(const char *json, size_t len, struct nsbox_err *e);
 /* Back to the DESIGN.md table (tests). */
 void nsbox_instance_types_reset(void);

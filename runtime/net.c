@@ -92,13 +92,14 @@ static int load_config(struct nsbox_netconfig *cfg, struct nsbox_err *e)
 {
     nsbox_netconfig_init(cfg);
     cleanup_free char *text = NULL;
+    size_t len;
     char path[PATH_MAX];
-    int r = nsbox_read_config(&text, path, sizeof path, e);
+    int r = nsbox_config_text(NULL, &text, &len, path, sizeof path, e);
     if (r < 0)
         return -1;
     if (r == 1)
         return 0;
-    if (nsbox_netconfig_from_json(cfg, text, strlen(text), e) < 0)
+    if (nsbox_netconfig_from_json(cfg, text, len, e) < 0)
         return nsbox_err_wrap(e, "%s", path);
     return 0;
 }

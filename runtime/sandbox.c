@@ -58,18 +58,19 @@ char **nsbox_sandbox_env(const struct nsbox_spec *s, struct nsbox_err *e)
     }
     for (size_t i = 0; i < NSBOX_ARRAY_LEN(base); i++)
         env[k++] = (char *)base[i];
-    for (size_t i = 0; i < s->n_env; i++) {
-        size_t klen = strcspn(s->env[i], "=") + 1;
-        size_t j = 0;
-        for (; j < k; j++)
-            if (!strncmp(env[j], s->env[i], klen))
-                break;
-        env[j] = s->env[i];
-        if (j == k)
-            k++;
-    }
+    for (size_t i = 0; i < s->n_env; i++)
+        k = nsbox_env_put(env, k, s->env[i]);
     env[k] = NULL;
     return env;
+}
+
+size_t nsbox_env_put(char **env, size_t n, char *kv)
+{
+    size_t klen = strcspn(kv, "=") + 1, j = 0;
+    while (j < n && strncmp(env[j], kv, klen) != 0)
+        j++;
+    env[j] = kv;
+    return j == n ? n + 1 : n;
 }
 
 static int write_proc_file(pid_t pid, const char *name, const char *text, struct nsbox_err *e)

@@ -42,6 +42,10 @@ int nsbox_sandbox_destroy(struct nsbox_sandbox *sb, struct nsbox_err *e);
  * descriptors: /proc/self/fd/N would lead through them out of the root. */
 int nsbox_check_stdio(const int fds[3], struct nsbox_err *e);
 
+/* Set "K=V" in env[0..n) (replacing K's entry, or appended: env needs room for one more);
+ * returns the new count. */
+size_t nsbox_env_put(char **env, size_t n, char *kv);
+
 /* The environment every sandbox command starts from, plus spec env (malloc'd array). */
 char **nsbox_sandbox_env(const struct nsbox_spec *s, struct nsbox_err *e);
 

@@ -7,6 +7,7 @@
 #include "paths.h"
 #include "proto.h"
 #include "sandbox.h"
+#include "util.h"
 #include "workspace.h"
 
 #include <errno.h>
@@ -329,15 +330,8 @@ static char **merged_env(struct sup *S, const struct nsbox_request *rq)
     if (!env)
         return NULL;
     memcpy(env, S->sb.envp, n * sizeof *env);
-    for (size_t i = 0; i < rq->nenv; i++) {
-        size_t klen = strcspn(rq->env[i], "=") + 1, j = 0;
-        for (; j < n; j++)
-            if (!strncmp(env[j], rq->env[i], klen))
-                break;
-        env[j] = rq->env[i];
-        if (j == n)
-            n++;
-    }
+    for (size_t i = 0; i < rq->nenv; i++)
+        n = nsbox_env_put(env, n, rq->env[i]);
     return env;
 }
 
@@ -1127,17 +1121,8 @@ int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, char *id, st
     int status;
     waitpid(pid, &status, 0);
     char buf[NSBOX_ERR_MSG_MAX + 64];
-    size_t got = 0;
-    for (;;) {
-        ssize_t n = read(p[0], buf + got, sizeof buf - 1 - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
+    size_t got = nsbox_read_bounded(p[0], buf, sizeof buf);
     close(p[0]);
-    buf[got] = '\0';
     if (!strncmp(buf, "OK ", 3) && got >= 3 + NSBOX_ID_LEN) {
         memcpy(id, buf + 3, NSBOX_ID_LEN);
         id[NSBOX_ID_LEN] = '\0';

@@ -1,7 +1,6 @@
 #define _GNU_SOURCE
 #include "util.h"
 #include "cleanup.h"
-#include "spec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -159,15 +158,21 @@ int nsbox_read_small(const char *path, char **out, struct nsbox_err *e)
     return 0;
 }
 
-int nsbox_read_config(char **out, char *path, size_t pathn, struct nsbox_err *e)
+size_t nsbox_read_bounded(int fd, char *buf, size_t n)
 {
-    *out = NULL;
-    const char *env = getenv("NSBOX_CONFIG");
-    snprintf(path, pathn, "%s", env && *env ? env : NSBOX_CONFIG_DEFAULT_PATH);
-    int r = nsbox_read_small(path, out, e);
-    if (r < 0)
-        return nsbox_err_wrap(e, "config");
-    if (r == 1 && env && *env)
-        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "config %s: does not exist", path);
-    return r;
+    size_t have = 0;
+    for (;;) {
+        char sink[512];
+        bool full = have + 1 >= n;
+        ssize_t r = full ? read(fd, sink, sizeof sink) : read(fd, buf + have, n - 1 - have);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        if (!full)
+            have += (size_t)r;
+    }
+    if (n)
+        buf[have] = '\0';
+    return have;
 }

@@ -20,13 +20,14 @@ void nsbox_cmsg_put_fds(struct msghdr *msg, void *buf, const int *fds, size_t nf
  * errno (EFBIG when larger). */
 char *nsbox_read_text_at(int dfd, const char *path, size_t limit);
 
+/* Read fd to its end, keeping the first n - 1 bytes in buf (NUL-terminated) and dropping the
+ * rest, so that a writer never blocks on a full pipe. Returns the bytes kept. */
+size_t nsbox_read_bounded(int fd, char *buf, size_t n);
+
 #define NSBOX_SMALL_FILE_MAX (4u << 20)
 /* Reads a whole file of at most NSBOX_SMALL_FILE_MAX bytes; ENOENT is returned as 1 with *out
  * NULL. */
 int nsbox_read_small(const char *path, char **out, struct nsbox_err *e);
-/* The nsbox config file: $NSBOX_CONFIG (must exist) or /etc/nsbox/config.json (may not: 1).
- * path gets the file's name for messages. */
-int nsbox_read_config(char **out, char *path, size_t pathn, struct nsbox_err *e);
 
 /* Close every descriptor above 2 except keep (-1: none), for real, now: marking them
  * close-on-exec is not enough, because until exec /proc/self/fd/N would still lead to whatever

@@ -11,6 +11,7 @@
 #include "workspace.h"
 #include "cleanup.h"
 #include "paths.h"
+#include "spec.h"
 #include "state.h"
 #include "util.h"
 
@@ -218,23 +219,8 @@ static int run_mkfs(char *const argv[], int keep_fd, struct nsbox_err *e)
     }
     close(p[1]);
     char msg[384];
-    size_t have = 0;
-    for (;;) {
-        ssize_t r = read(p[0], msg + have, sizeof msg - 1 - have);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        have += (size_t)r;
-        if (have == sizeof msg - 1) { /* keep draining, drop the rest */
-            char sink[512];
-            while (read(p[0], sink, sizeof sink) > 0) {
-            }
-            break;
-        }
-    }
+    size_t have = nsbox_read_bounded(p[0], msg, sizeof msg);
     close(p[0]);
-    msg[have] = '\0';
     while (have && (msg[have - 1] == '\n' || msg[have - 1] == ' '))
         msg[--have] = '\0';
     int st;
@@ -541,7 +527,6 @@ static void *job_main(void *arg)
 {
     struct nsbox_ws_job *j = arg;
     j->mount_fd = ext4_make(j->image, j->disk_bytes, j->overcommit, j->tag, &j->err);
-    j->ret = j->mount_fd < 0 ? -1 : 0;
     return NULL;
 }
 
@@ -549,11 +534,12 @@ int nsbox_ws_load_config(struct nsbox_ws_config *cfg, struct nsbox_err *e)
 {
     nsbox_ws_config_init(cfg);
     cleanup_free char *text = NULL;
+    size_t len;
     char path[PATH_MAX];
-    int r = nsbox_read_config(&text, path, sizeof path, e);
+    int r = nsbox_config_text(NULL, &text, &len, path, sizeof path, e);
     if (r < 0)
         return -1;
-    if (r == 0 && nsbox_ws_config_from_json(text, strlen(text), cfg, e) < 0)
+    if (r == 0 && nsbox_ws_config_from_json(text, len, cfg, e) < 0)
         return nsbox_err_wrap(e, "%s", path);
     return 0;
 }
@@ -603,7 +589,7 @@ int nsbox_ws_ext4_finish(struct nsbox_ws_job *j, bool chown, uint32_t uid, uint3
     j->started = false;
     munmap(j->stack, WS_STACK);
     j->stack = NULL;
-    if (j->ret < 0) {
+    if (j->mount_fd < 0) {
         *e = j->err;
         return -1;
     }

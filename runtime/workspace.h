@@ -33,7 +33,7 @@ struct nsbox_ws_job {
     uint64_t disk_bytes;
     bool overcommit; /* the config's workspace.overcommit */
     bool started;
-    int ret, mount_fd;
+    int mount_fd; /* the thread's result; -1 with err on failure */
     struct nsbox_err err;
     pthread_t thread;
     void *stack;
