@@ -252,6 +252,18 @@ class WorkspaceDisk(unittest.TestCase):
         return subprocess.run(["unshare", "-m", "sh", "-ec", script], capture_output=True,
                               env=env, timeout=120)
 
+    def test_copy_across_filesystems_falls_back_to_read_write(self):
+        # The template store on a filesystem of its own (a tmpfs mounted on it, in a private
+        # mount namespace): copy_file_range cannot cross that (EXDEV), the copy must still work.
+        tdir = os.path.join(self.dirs.cache, ".workspace-templates")
+        os.makedirs(tdir, exist_ok=True)
+        r = self.in_private_mount_ns(
+            'mount -t tmpfs -o mode=0700 tmpfs "$NSBOX_CACHE_DIR/.workspace-templates"\n'
+            'exec "$NSBOX" run --instance-type tiny -- sh -c '
+            '"stat -f -c %T /workspace; echo ok > /workspace/f && cat /workspace/f"')
+        self.assertEqual((r.returncode, r.stdout), (0, b"ext2/ext3\nok\n"), r.stderr)
+        self.no_loop_left()
+
     def test_without_usable_loop_devices_the_workspace_is_a_tmpfs(self):
         r = self.in_private_mount_ns(
             'mount --bind /dev/null /dev/loop-control\n'
