@@ -250,7 +250,7 @@ class WorkspaceDisk(unittest.TestCase):
         env = self.dirs.env(dict(self.env, **(extra_env or {})))
         env["NSBOX"] = NSBOX
         return subprocess.run(["unshare", "-m", "sh", "-ec", script], capture_output=True,
-                              env=env, timeout=120)
+                              env=env, timeout=120, cwd=self.dirs.base)  # scratch files there
 
     def test_copy_across_filesystems_falls_back_to_read_write(self):
         # The template store on a filesystem of its own (a tmpfs mounted on it, in a private
