@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "netplan.h"
 #include "cleanup.h"
+#include "cleanup_cjson.h"
 
 #include <arpa/inet.h>
 #include <cJSON.h>
@@ -147,11 +148,6 @@ void nsbox_netconfig_init(struct nsbox_netconfig *c)
     nsbox_netpool_parse(NSBOX_NET_DEFAULT_POOL, &c->pool, NULL);
 }
 
-static void cjson_deletep(cJSON **j)
-{
-    cJSON_Delete(*j);
-}
-#define cleanup_cjson __attribute__((cleanup(cjson_deletep)))
 
 int nsbox_netconfig_from_json(struct nsbox_netconfig *c, const char *json, size_t len,
                               struct nsbox_err *e)

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "seccomp_profile.h"
 #include "cleanup.h"
+#include "cleanup_cjson.h"
 
 #include <cjson/cJSON.h>
 #include <seccomp.h>
@@ -30,11 +31,6 @@ const char *nsbox_seccomp_default_json(void)
     return nsbox_seccomp_default_json_text;
 }
 
-static void cjson_deletep(cJSON **j)
-{
-    cJSON_Delete(*j);
-}
-#define cleanup_cjson __attribute__((cleanup(cjson_deletep)))
 
 static void scmp_releasep(scmp_filter_ctx *ctx)
 {

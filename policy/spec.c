@@ -3,6 +3,7 @@
  * nsbox_instance_types_load(), which reads the config file. See docs/spec.md for the rules. */
 #include "spec.h"
 #include "cleanup.h"
+#include "cleanup_cjson.h"
 
 #include <arpa/inet.h>
 #include <cJSON.h>
@@ -29,12 +30,6 @@
 #define BYTES_MAX (1ull << 50)
 #define SETUP_TIMEOUT_MAX 86400u
 
-static void cjson_deletep(cJSON **p)
-{
-    if (*p)
-        cJSON_Delete(*p);
-}
-#define cleanup_cjson __attribute__((cleanup(cjson_deletep)))
 
 /* ---- echoing user text in messages ---------------------------------------------------------- */
 

@@ -2,6 +2,7 @@
  * text or JSON. No system calls, so that the unit tests can feed it any machine's files. */
 #include "info.h"
 #include "cleanup.h"
+#include "cleanup_cjson.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -166,12 +167,6 @@ bool nsbox_info_all_required_ok(const struct nsbox_check *checks, size_t n)
     return true;
 }
 
-static void info_cjson_deletep(cJSON **p)
-{
-    if (*p) cJSON_Delete(*p);
-}
-#define cleanup_info_cjson __attribute__((cleanup(info_cjson_deletep)))
-
 /* Add one check as an object to arr; false on ENOMEM. */
 static bool json_add_check(cJSON *arr, const struct nsbox_check *c)
 {
@@ -201,7 +196,7 @@ static bool json_add_type(cJSON *arr, const struct nsbox_instance_type *t)
 static cJSON *json_report(const struct nsbox_check *checks, size_t n,
                           const struct nsbox_instance_type *types, size_t ntypes)
 {
-    cleanup_info_cjson cJSON *root = cJSON_CreateObject();
+    cleanup_cjson cJSON *root = cJSON_CreateObject();
     if (!root || !cJSON_AddBoolToObject(root, "ok", nsbox_info_all_required_ok(checks, n)))
         return NULL;
     cJSON *arr = cJSON_AddArrayToObject(root, "checks");
@@ -219,7 +214,7 @@ int nsbox_info_render_json(const struct nsbox_check *checks, size_t n,
                            const struct nsbox_instance_type *types, size_t ntypes, char *buf,
                            size_t size)
 {
-    cleanup_info_cjson cJSON *root = json_report(checks, n, types, ntypes);
+    cleanup_cjson cJSON *root = json_report(checks, n, types, ntypes);
     cleanup_free char *text = root ? cJSON_PrintUnformatted(root) : NULL;
     if (!text) {
         errno = ENOMEM;
