@@ -9,7 +9,9 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,7 +190,15 @@ int nsbox_agent_recv_workspace(int sock, int *fd, struct nsbox_err *e)
 static struct {
     pid_t pid;
     uint32_t seq;
+    bool last; /* NSBOX_AGENT_F_LAST */
 } children[MAX_CHILDREN];
+
+/* Every process of the sandbox but init: in a pid namespace, kill(-1) from its init reaches
+ * them all, and SIGKILL takes effect before any of them runs another instruction. */
+static void kill_all_others(void)
+{
+    kill(-1, SIGKILL);
+}
 
 static void reply_fd(int sock, uint32_t type, uint32_t seq, int pid, int status, const char *msg,
                      int fd)
@@ -230,34 +240,108 @@ static int open_pty(uint32_t winsize, int fds[3], int *master)
     return fds[1] < 0 || fds[2] < 0 ? -1 : 0;
 }
 
-__attribute__((noreturn)) static void exec_child(char *cwd, char **argv, char **env,
-                                                 const int fds[3], int errfd, unsigned flags)
+/* The child of a spawn runs on its own stack in init's memory until it execs (CLONE_VM |
+ * CLONE_VFORK, as posix_spawn does): no page tables copied, no copy-on-write faults, and init
+ * resumes exactly when the command is running or has failed to start, which the child says in
+ * here. So it must not allocate or touch init's globals (environ included). */
+struct spawn_child {
+    char *cwd;
+    char **argv, **env;
+    const int *fds;
+    unsigned flags;
+    int fail_kind; /* 0: exec'd; 'C': cannot enter cwd; 'E': cannot execute */
+    int fail_errno;
+};
+
+static _Alignas(16) char spawn_stack[256 * 1024];
+
+static const char *env_get(char **env, const char *key)
 {
+    size_t n = strlen(key);
+    for (size_t i = 0; env[i]; i++)
+        if (!strncmp(env[i], key, n) && env[i][n] == '=')
+            return env[i] + n + 1;
+    return NULL;
+}
+
+/* execvp with the command's own PATH (not init's environ), as the shell searches: the first
+ * entry where it can be executed; EACCES only if no entry had it at all. A file without a
+ * #! line (ENOEXEC) runs with /bin/sh, as execvp does. Returns the errno to report. */
+static int exec_search(char **argv, char **env)
+{
+    const char *name = argv[0];
+    char path[PATH_MAX];
+    int err = ENOENT;
+    bool eacces = false;
+    const char *dirs = strchr(name, '/') ? "" : env_get(env, "PATH");
+    if (!dirs)
+        dirs = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = dirs;;) {
+        const char *colon = strchr(p, ':');
+        size_t dl = colon ? (size_t)(colon - p) : strlen(p);
+        const char *file = name;
+        if (!strchr(name, '/')) {
+            if (dl + 1 + strlen(name) + 1 > sizeof path)
+                goto next;
+            memcpy(path, dl ? p : ".", dl ? dl : 1);
+            size_t o = dl ? dl : 1;
+            path[o++] = '/';
+            strcpy(path + o, name);
+            file = path;
+        }
+        execve(file, argv, env);
+        err = errno;
+        if (err == ENOEXEC) {
+            size_t argc = 0;
+            while (argv[argc])
+                argc++;
+            if (argc < 4096) {
+                char *sh[argc + 2];
+                sh[0] = "/bin/sh";
+                sh[1] = (char *)file;
+                memcpy(sh + 2, argv + 1, argc * sizeof *sh); /* with the NULL */
+                execve("/bin/sh", sh, env);
+            }
+            return errno;
+        }
+        if (err == EACCES)
+            eacces = true;
+        else if (err != ENOENT && err != ENOTDIR && err != ESTALE)
+            return err;
+    next:
+        if (!colon || strchr(name, '/')) /* the last entry, or a path: one try */
+            break;
+        p = colon + 1;
+    }
+    return eacces ? EACCES : err;
+}
+
+static int spawn_child_main(void *arg)
+{
+    struct spawn_child *c = arg;
     nsbox_reset_signals();
     /* Its own session and process group: kill and timeouts reach the whole tree. */
     setsid();
     for (int i = 0; i < 3; i++)
-        if (dup2(fds[i], i) < 0)
-            goto fail;
+        if (dup2(c->fds[i], i) < 0) {
+            c->fail_kind = 'E';
+            c->fail_errno = errno;
+            _exit(126);
+        }
     /* exec -t: the client's pseudo-terminal becomes the command's controlling terminal, for
      * job control and Ctrl-C; TIOCSTI stays denied by seccomp. */
-    if ((flags & NSBOX_AGENT_F_TTY) && isatty(0))
+    if ((c->flags & NSBOX_AGENT_F_TTY) && isatty(0))
         ioctl(0, TIOCSCTTY, 0);
-    nsbox_close_fds_except(errfd); /* before resolving cwd: no way out through /proc/self/fd */
+    nsbox_close_fds_except(-1); /* before resolving cwd: no way out through /proc/self/fd */
     struct nsbox_err ce;
-    if (nsbox_sp_chdir_in_root(cwd, &ce) < 0) {
-        int err = ce.sys_errno ? ce.sys_errno : EINVAL;
-        if (write(errfd, "C", 1) < 0 || write(errfd, &err, sizeof err) < 0)
-            _exit(125);
+    if (nsbox_sp_chdir_in_root(c->cwd, &ce) < 0) {
+        c->fail_kind = 'C';
+        c->fail_errno = ce.sys_errno ? ce.sys_errno : EINVAL;
         _exit(125);
     }
-    extern char **environ;
-    environ = env;
-    execvp(argv[0], argv);
-fail:;
-    int err = errno;
-    if (write(errfd, "E", 1) < 0 || write(errfd, &err, sizeof err) < 0)
-        _exit(127);
+    int err = exec_search(c->argv, c->env);
+    c->fail_kind = 'E';
+    c->fail_errno = err;
     _exit(err == ENOENT ? 127 : 126);
 }
 
@@ -299,45 +383,34 @@ static void do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, i
     char *saved = argv[h->argc];
     argv[h->argc] = NULL;
 
-    int ep[2];
-    if (pipe2(ep, O_CLOEXEC) < 0) {
-        free(env);
-        goto bad;
-    }
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(ep[0]);
-        exec_child(cwd, argv, env, fds, ep[1], h->flags);
-    }
+    struct spawn_child c = {.cwd = cwd, .argv = argv, .env = env, .fds = fds, .flags = h->flags};
+    pid_t pid = clone(spawn_child_main, spawn_stack + sizeof spawn_stack,
+                      CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
+    int clone_errno = errno;
     argv[h->argc] = saved;
-    close(ep[1]);
     free(env);
     for (int i = 0; i < 3; i++)
         close(fds[i]);
     if (pid < 0) {
-        close(ep[0]);
-        snprintf(msg, sizeof msg, "cannot start: %s", strerror(errno));
+        snprintf(msg, sizeof msg, "cannot start: %s", strerror(clone_errno));
         reply(sock, NSBOX_AGENT_FAILED, h->seq, 0, 125, msg);
         if (master >= 0)
             close(master);
         free(strs);
         return;
     }
-    char kind = 0;
-    int err = 0;
-    ssize_t n = read(ep[0], &kind, 1);
-    if (n == 1 && read(ep[0], &err, sizeof err) != (ssize_t)sizeof err)
-        err = EIO;
-    close(ep[0]);
-    if (n == 1) {
-        /* It failed before exec and exits by itself; the reaper collects it unreported. */
-        if (kind == 'C')
+    if (c.fail_kind) {
+        /* It failed before exec and has exited; the reaper collects it unreported. */
+        int err = c.fail_errno;
+        if (c.fail_kind == 'C')
             snprintf(msg, sizeof msg, "cannot enter %.200s: %s", cwd, strerror(err));
         else
             snprintf(msg, sizeof msg, "%.200s: %s", argv[0],
                      err == ENOENT ? "command not found" : strerror(err));
-        reply(sock, NSBOX_AGENT_FAILED, h->seq, pid, kind == 'C' ? 125 : err == ENOENT ? 127 : 126,
-              msg);
+        if (h->flags & NSBOX_AGENT_F_LAST)
+            kill_all_others();
+        reply(sock, NSBOX_AGENT_FAILED, h->seq, pid,
+              c.fail_kind == 'C' ? 125 : err == ENOENT ? 127 : 126, msg);
         if (master >= 0)
             close(master);
         free(strs);
@@ -349,6 +422,7 @@ static void do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, i
     if (i < MAX_CHILDREN) {
         children[i].pid = pid;
         children[i].seq = h->seq;
+        children[i].last = (h->flags & NSBOX_AGENT_F_LAST) != 0;
     }
     reply_fd(sock, NSBOX_AGENT_SPAWNED, h->seq, pid, 0, NULL, master);
     if (master >= 0)
@@ -423,6 +497,8 @@ static void reap(int sock)
             if (children[i].pid != p)
                 continue;
             int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            if (children[i].last)
+                kill_all_others();
             reply(sock, NSBOX_AGENT_EXITED, children[i].seq, p, code, NULL);
             children[i].pid = 0;
             break;

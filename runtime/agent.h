@@ -39,6 +39,10 @@ struct nsbox_agent_hdr {
  * slave (as controlling terminal; size from the header's status: rows << 16 | cols) and
  * returns the master with SPAWNED. No descriptors come with such a SPAWN. */
 #define NSBOX_AGENT_F_TTY 1u
+/* The sandbox's last command (nsbox run through the pool): when it ends, init kills every other
+ * process of the sandbox before it reports EXITED (or FAILED), so that nothing of the sandbox
+ * runs on once the run's status is out. */
+#define NSBOX_AGENT_F_LAST 2u
 
 struct nsbox_agent_event {
     uint32_t type, seq;

@@ -104,6 +104,37 @@ static void send_signal(int sock, int signo)
     cJSON_Delete(req);
 }
 
+int nsbox_client_wait(int sock, bool escalate, cJSON **reply, struct nsbox_err *e)
+{
+    static const int relay[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+    sigset_t mask, old;
+    sigemptyset(&mask);
+    for (size_t k = 0; k < NSBOX_ARRAY_LEN(relay); k++)
+        sigaddset(&mask, relay[k]);
+    sigprocmask(SIG_BLOCK, &mask, &old);
+    cleanup_close int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    int stops = 0;
+    for (;;) {
+        struct pollfd pf[2] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}};
+        if (poll(pf, 2, -1) < 0 && errno != EINTR)
+            break;
+        if (pf[1].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                int sig = (int)si.ssi_signo;
+                if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT)
+                    stops++;
+                /* as nsbox run without the pool: a second interrupt means "stop now" */
+                send_signal(sock, escalate && stops >= 2 ? SIGKILL : sig);
+            }
+        }
+        if (pf[0].revents & (POLLIN | POLLHUP))
+            break;
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return recv_reply(sock, reply, NULL, e);
+}
+
 /* exec -t: a pseudo-terminal of ours becomes the command's controlling terminal; our own
  * terminal goes raw and we relay bytes both ways (Ctrl-C is a byte the sandbox's line discipline
  * turns into SIGINT for the command's foreground job). */
@@ -337,30 +368,11 @@ int nsbox_cli_exec(int argc, char **argv)
     if (!detach) {
         /* The command has our descriptors; we wait for its status and pass signals on. */
         nsbox_closep(&null);
-        sigset_t mask, old;
-        sigemptyset(&mask);
-        int relay[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-        for (size_t k = 0; k < NSBOX_ARRAY_LEN(relay); k++)
-            sigaddset(&mask, relay[k]);
-        sigprocmask(SIG_BLOCK, &mask, &old);
-        cleanup_close int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-        for (;;) {
-            struct pollfd pf[2] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}};
-            if (poll(pf, 2, -1) < 0 && errno != EINTR)
-                break;
-            if (pf[1].revents & POLLIN) {
-                struct signalfd_siginfo si;
-                if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-                    send_signal(sock, (int)si.ssi_signo);
-                }
-            }
-            if (pf[0].revents & (POLLIN | POLLHUP))
-                break;
-        }
-        sigprocmask(SIG_SETMASK, &old, NULL);
-    }
-    if (recv_reply(sock, &reply, NULL, &e) < 0)
+        if (nsbox_client_wait(sock, false, &reply, &e) < 0)
+            return fail(&e);
+    } else if (recv_reply(sock, &reply, NULL, &e) < 0) {
         return fail(&e);
+    }
     if (!detach || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
         return exec_result(reply);
     const cJSON *pid = cJSON_GetObjectItemCaseSensitive(reply, "pid");

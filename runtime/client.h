@@ -7,6 +7,7 @@
 #include "proto.h"
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 
 /* One request/reply round trip on a new connection to sandbox id. fds: sent with the request;
  * *reply: the parsed reply (caller frees); rfd: a descriptor that came with the reply, or -1. */
@@ -14,6 +15,11 @@ int nsbox_client_call(const char *id, cJSON *req, const int *fds, size_t nfds, c
                       int *rfd, struct nsbox_err *e);
 /* A reply's error as an nsbox_err; returns -1 when the reply is an error, 0 when ok. */
 int nsbox_client_reply_error(const cJSON *reply, struct nsbox_err *e);
+
+/* After an exec or run request with the command's descriptors: pass SIGINT, SIGTERM, SIGHUP,
+ * SIGQUIT, SIGUSR1 and SIGUSR2 on to the command until the final reply comes, then read it.
+ * escalate: a second interrupt (INT, TERM, HUP, QUIT) is sent as SIGKILL, as nsbox run does. */
+int nsbox_client_wait(int sock, bool escalate, cJSON **reply, struct nsbox_err *e);
 
 int nsbox_cli_exec(int argc, char **argv);
 int nsbox_cli_ls(int argc, char **argv);

@@ -12,6 +12,7 @@
 #include "paths.h"
 #include "proto.h"
 #include "client.h"
+#include "warmpool.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +39,8 @@ static const char usage_text[] =
     "  info [--json]                   what this machine supports and how to fix what is missing\n"
     "  image build host|debian | ls [--json] | rm NAME\n"
     "  gc [-v]                         remove what crashed sandboxes left behind\n"
+    "  pool fill [--size N] [OPTIONS] | drain | ls [--json]\n"
+    "                                  sandboxes made ahead for nsbox run (docs/pool.md)\n"
     "  version\n"
     "\n"
     "run and create OPTIONS (later ones override earlier ones):\n"
@@ -257,7 +260,15 @@ static int cmd_run(int argc, char **argv)
 
     int status, oom_kills = 0;
     o.oom_kills = &oom_kills;
-    if (nsbox_run(&spec, argv + i, &o, &status, &e) < 0) {
+    /* A sandbox made ahead for these settings, when the pool is on (docs/pool.md). */
+    bool pooled_oom = false;
+    int pr2 = nsbox_pool_run(&spec, argv + i, &o, &status, &pooled_oom, &e);
+    if (pr2 < 0)
+        goto out_err;
+    if (pr2 == 1) {
+        rc = status;
+        oom_kills = pooled_oom;
+    } else if (nsbox_run(&spec, argv + i, &o, &status, &e) < 0) {
         if (e.code == NSBOX_E_EXEC) {
             fprintf(stderr, "nsbox: %s\n", e.msg);
             rc = status;
@@ -267,6 +278,8 @@ static int cmd_run(int argc, char **argv)
     } else {
         rc = status;
     }
+    if (pr2 == 0)
+        nsbox_pool_after_cold_run(&spec);
     if (oom_kills > 0)
         fprintf(stderr, "nsbox: out of memory: the instance type's limit (%s, %llu MiB) killed %d "
                         "process%s\n",
@@ -317,7 +330,7 @@ static int cmd_create(int argc, char **argv)
     char id[NSBOX_ID_LEN + 1];
     struct nsbox_err ge;
     nsbox_gc(false, &ge); /* cheap: a readdir and one flock per sandbox */
-    if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_session_create(&spec, owner_pid, id, &e) < 0) {
+    if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_session_create(&spec, owner_pid, NULL, id, &e) < 0) {
         nsbox_spec_free(&spec);
         if (json) {
             /* Machine-readable too: clients map the code to their typed errors. */
@@ -346,6 +359,62 @@ static int cmd_create(int argc, char **argv)
     } else {
         printf("%s\n", id);
     }
+    return 0;
+}
+
+/* nsbox pool fill [--size N] [OPTIONS] | drain | ls [--json] */
+static int cmd_pool(int argc, char **argv)
+{
+    struct nsbox_err e = {0};
+    const char *sub = argc > 1 ? argv[1] : "";
+    if (!strcmp(sub, "drain") && argc == 2) {
+        int n = nsbox_pool_drain(&e);
+        if (n < 0)
+            return fail(&e);
+        printf("deleted %d pooled sandbox%s\n", n, n == 1 ? "" : "es");
+        return 0;
+    }
+    if (!strcmp(sub, "ls") && (argc == 2 || (argc == 3 && !strcmp(argv[2], "--json"))))
+        return nsbox_pool_list(argc == 3, &e) < 0 ? fail(&e) : 0;
+    if (strcmp(sub, "fill") != 0)
+        return usage_error("%s", "usage: nsbox pool fill [--size N] [OPTIONS] | drain | "
+                                 "ls [--json]");
+    unsigned size = 0;
+    bool refill = false;
+    argc--, argv++; /* argv[0] is "fill" now */
+    int k = 1;
+    for (int j = 1; j < argc; j++) {
+        if (!strcmp(argv[j], "--refill")) { /* internal: a used pooled sandbox's replacement */
+            refill = true;
+        } else if (!strcmp(argv[j], "--size") && j + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++j], &end, 10);
+            if (*end || v < 1 || v > 16)
+                return usage_error("--size needs a number from 1 to 16, not '%s'", argv[j]);
+            size = (unsigned)v;
+        } else {
+            argv[k++] = argv[j];
+        }
+    }
+    struct nsbox_spec spec;
+    nsbox_spec_init(&spec);
+    int i;
+    int pr = parse_options(k, argv, &spec, NULL, &i, &e);
+    if (pr != 0) {
+        nsbox_spec_free(&spec);
+        return pr == 1 ? 0 : pr == -2 ? EXIT_USAGE : fail(&e);
+    }
+    if (i < k) {
+        nsbox_spec_free(&spec);
+        return usage_error("pool fill takes no command (unexpected '%s')", argv[i]);
+    }
+    unsigned ready = 0;
+    if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_pool_fill(&spec, size, refill, &ready, &e) < 0) {
+        nsbox_spec_free(&spec);
+        return fail(&e);
+    }
+    nsbox_spec_free(&spec);
+    printf("%u pooled sandbox%s ready\n", ready, ready == 1 ? "" : "es");
     return 0;
 }
 
@@ -402,6 +471,8 @@ int main(int argc, char **argv)
         return nsbox_cli_image(argc - 1, argv + 1);
     if (!strcmp(cmd, "gc"))
         return cmd_gc(argc - 1, argv + 1);
+    if (!strcmp(cmd, "pool"))
+        return cmd_pool(argc - 1, argv + 1);
     if (!strcmp(cmd, "create"))
         return cmd_create(argc - 1, argv + 1);
     if (!strcmp(cmd, "exec"))

@@ -7,6 +7,7 @@
 #include "image.h"
 #include "net.h"
 #include "paths.h"
+#include "pool.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -306,6 +307,19 @@ int nsbox_gc(bool verbose, struct nsbox_err *e)
                 ret = -1;
             else
                 removed++;
+        }
+        closedir(d);
+    }
+    /* Pool entries (docs/pool.md) of sandboxes that are gone. A pooled sandbox's state
+     * directory exists before its entry and outlives it, so this never hides a live one. */
+    char pool[PATH_MAX];
+    if (path_join(pool, rt, "pool", e) == 0 && (d = opendir(pool))) {
+        struct dirent *de;
+        char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1], sdir[PATH_MAX];
+        while ((de = readdir(d))) {
+            if (nsbox_pool_entry_parse(de->d_name, key, id) && path_join(sdir, rt, id, e) == 0 &&
+                access(sdir, F_OK) < 0 && errno == ENOENT)
+                unlinkat(dirfd(d), de->d_name, 0);
         }
         closedir(d);
     }

@@ -5,9 +5,11 @@
 #include "cleanup.h"
 #include "files.h"
 #include "paths.h"
+#include "pool.h"
 #include "proto.h"
 #include "sandbox.h"
 #include "util.h"
+#include "warmpool.h"
 #include "workspace.h"
 
 #include <errno.h>
@@ -163,6 +165,11 @@ struct sup {
     int64_t last_wake_us; /* how long the last thaw took, until the cgroup said THAWED; -1 */
     int owner_fd;         /* create --owner-pid: a pidfd; the sandbox ends with that process */
     int owner_pid;
+    /* A pooled sandbox (pool.md) waits for one "run"; then it runs that command, is deleted,
+     * and its supervisor makes the replacement. */
+    char pool_key[NSBOX_POOL_KEY_LEN + 1];
+    bool claimed;
+    int run_client; /* index in clients[] of that run, -1 */
     bool quit;
 };
 
@@ -262,6 +269,11 @@ static void close_client(struct sup *S, int ci)
             p->orphaned = true; /* killed when init reports its pid */
         p->client = -1;
     }
+    if (ci == S->run_client) {
+        /* nsbox run went away (killed): its one-shot sandbox goes too */
+        S->run_client = -1;
+        S->quit = true;
+    }
     if (c->holder && !S->quit) {
         /* The process that holds the sandbox ended (or let go without rm): a cancelled CI job
          * or a killed agent must not leave its sandbox behind until the ttl. */
@@ -317,6 +329,87 @@ static struct proc *proc_by_seq(struct sup *S, uint32_t seq)
 static uint64_t oom_kills(struct sup *S)
 {
     return nsbox_cgroup_oom_kills(&S->sb.cg);
+}
+
+/* ---- the pool (pool.md) --------------------------------------------------------------------- */
+
+static int pool_entry_path(const struct sup *S, char *out, size_t n, struct nsbox_err *e)
+{
+    char rt[PATH_MAX];
+    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0)
+        return -1;
+    if ((size_t)snprintf(out, n, "%s/pool/%s-%s", rt, S->pool_key, S->sb.st.id) >= n)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "pool entry path too long");
+    return 0;
+}
+
+/* Listed last, when the sandbox is ready for its run. */
+static int pool_entry_create(struct sup *S, struct nsbox_err *e)
+{
+    char path[PATH_MAX];
+    if (pool_entry_path(S, path, sizeof path, e) < 0)
+        return -1;
+    char *slash = strrchr(path, '/');
+    *slash = '\0';
+    if (mkdir(path, 0700) < 0 && errno != EEXIST)
+        return nsbox_err_sys(e, "pool directory %s", path);
+    *slash = '/';
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return nsbox_err_sys(e, "pool entry %s", path);
+    close(fd);
+    return 0;
+}
+
+static void pool_entry_remove(struct sup *S)
+{
+    char path[PATH_MAX];
+    struct nsbox_err e;
+    if (S->pool_key[0] && pool_entry_path(S, path, sizeof path, &e) == 0)
+        unlink(path);
+}
+
+/* Which requests a sandbox takes while pooled: only its one run, and looking at it or deleting
+ * it; nobody else may change what the run will find. The supervisor is single-threaded, so of
+ * two runs that picked the same entry exactly one gets it; the other gets an error without an
+ * exit_code and tries another sandbox. */
+static int pool_gate(struct sup *S, int ci, const struct nsbox_request *rq, struct nsbox_err *e)
+{
+    if (!S->pool_key[0])
+        return rq->op == NSBOX_OP_RUN
+                   ? nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                   "sandbox %s is not a pooled sandbox; use exec", S->sb.st.id)
+                   : 0;
+    switch (rq->op) {
+    case NSBOX_OP_PING:
+    case NSBOX_OP_INSPECT:
+    case NSBOX_OP_DELETE:
+    case NSBOX_OP_SIGNAL: /* only ever to the command of its own connection: the run's */
+        return 0;
+    case NSBOX_OP_RUN:
+        if (S->claimed || S->quit) /* taken, or being deleted (its ttl ran out just now) */
+            return nsbox_err_set(e, NSBOX_E_NOTFOUND, EBUSY,
+                                 "sandbox %s was taken by another nsbox run", S->sb.st.id);
+        /* Its entry is removed once the command is started (off the run's path); a run that
+         * still finds it meanwhile is refused and tries the next one. */
+        S->claimed = true;
+        S->run_client = ci;
+        set_timer(S->ttl_fd, 0); /* the run's own timeout bounds it now */
+        return 0;
+    default:
+        return nsbox_err_set(e, NSBOX_E_INVALID, EPERM,
+                             "sandbox %s is kept for nsbox run (the pool) and takes no other "
+                             "requests", S->sb.st.id);
+    }
+}
+
+/* The run's command ended, and init has killed every other process of the sandbox before it
+ * said so (NSBOX_AGENT_F_LAST): nothing of it runs on once nsbox run has its status. The rest
+ * (init, mounts, cgroup, files) is removed after the reply. */
+static void end_run(struct sup *S, int ci)
+{
+    if (ci >= 0 && ci == S->run_client)
+        S->quit = true;
 }
 
 /* ---- requests ------------------------------------------------------------------------------- */
@@ -391,8 +484,8 @@ static void do_spawn(struct sup *S, int ci, const struct nsbox_request *rq, int 
         return;
     }
     cleanup_free char **env = merged_env(S, rq);
-    int r = env ? nsbox_agent_spawn(S->agent, p->seq, rq->argv, env, rq->cwd, use,
-                                    p->tty ? NSBOX_AGENT_F_TTY : 0,
+    unsigned flags = (p->tty ? NSBOX_AGENT_F_TTY : 0) | (rq->op == NSBOX_OP_RUN ? NSBOX_AGENT_F_LAST : 0);
+    int r = env ? nsbox_agent_spawn(S->agent, p->seq, rq->argv, env, rq->cwd, use, flags,
                                     (rq->rows & 0xffff) << 16 | (rq->cols & 0xffff), &e)
                 : nsbox_err_sys(&e, "calloc");
     for (int i = 0; i < 3; i++)
@@ -404,7 +497,8 @@ static void do_spawn(struct sup *S, int ci, const struct nsbox_request *rq, int 
     }
     p->client = ci;
     p->running = true;
-    p->oom_before = oom_kills(S);
+    /* read after the spawn went out, while init forks; a pooled sandbox has had none */
+    p->oom_before = rq->op == NSBOX_OP_RUN ? 0 : oom_kills(S);
     if (!background && rq->timeout_ms)
         p->deadline = now_ms() + (int64_t)rq->timeout_ms;
     S->clients[ci].waiting = idx;
@@ -453,7 +547,9 @@ static void do_inspect(struct sup *S, int ci, const char *tag)
 {
     cJSON *r = nsbox_reply_ok(tag);
     cJSON_AddStringToObject(r, "id", S->sb.st.id);
-    cJSON_AddStringToObject(r, "state", S->sleeping ? "sleeping" : "running");
+    cJSON_AddStringToObject(r, "state", S->pool_key[0] && !S->claimed ? "pooled"
+                                        : S->sleeping                    ? "sleeping"
+                                                                         : "running");
     cJSON_AddNumberToObject(r, "sleeps", S->sleeps);
     if (S->last_wake_us >= 0)
         cJSON_AddNumberToObject(r, "last_wake_us", (double)S->last_wake_us);
@@ -509,6 +605,13 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
         nsbox_request_free(&rq);
         return;
     }
+    if (pool_gate(S, ci, &rq, &e) < 0) {
+        reply_err(S, ci, rq.tag, &e);
+        for (int i = 0; i < 3; i++)
+            nsbox_closep(&fds[i]);
+        nsbox_request_free(&rq);
+        return;
+    }
     /* Only requests that need the sandbox to run wake it (and reset the idle timer); looking
      * at it (ping, inspect, ps, logs) does not. */
     if (rq.op != NSBOX_OP_PING && rq.op != NSBOX_OP_INSPECT && rq.op != NSBOX_OP_PS &&
@@ -526,6 +629,7 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
         break;
     case NSBOX_OP_EXEC:
     case NSBOX_OP_START:
+    case NSBOX_OP_RUN:
         if (S->clients[ci].waiting >= 0) {
             nsbox_err_set(&e, NSBOX_E_INVALID, EBUSY,
                           "this connection already waits for a command; open another one");
@@ -533,6 +637,11 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
             break;
         }
         do_spawn(S, ci, &rq, fds, rq.op == NSBOX_OP_START);
+        if (rq.op == NSBOX_OP_RUN) {
+            pool_entry_remove(S);
+            if (S->clients[ci].waiting < 0)
+                S->quit = true; /* it could not start: the sandbox was taken all the same */
+        }
         break;
     case NSBOX_OP_PS: {
         cJSON *r = nsbox_reply_ok(rq.tag);
@@ -669,6 +778,7 @@ static void on_agent(struct sup *S)
             cJSON *rep = nsbox_reply_error(p->tag, ev.status == 125 ? NSBOX_E_INVALID : NSBOX_E_EXEC,
                                            ev.msg);
             cJSON_AddNumberToObject(rep, "exit_code", ev.status);
+            end_run(S, ci);
             send_reply(S, ci, rep, NULL, 0);
             S->clients[ci].waiting = -1;
         }
@@ -684,6 +794,7 @@ static void on_agent(struct sup *S)
         cJSON_AddNumberToObject(rep, "exit_code", p->exit_code);
         cJSON_AddBoolToObject(rep, "timed_out", p->timed_out);
         cJSON_AddBoolToObject(rep, "oom_killed", oom);
+        end_run(S, ci);
         send_reply(S, ci, rep, NULL, 0);
         S->clients[ci].waiting = -1;
         p->client = -1;
@@ -850,7 +961,8 @@ static void loop(struct sup *S)
             char why[96];
             snprintf(why, sizeof why, "deleted because ttl_seconds=%llu expired",
                      (unsigned long long)S->spec->ttl_seconds);
-            nsbox_tombstone_write(S->sb.st.id, why);
+            if (!S->pool_key[0]) /* nobody knows a pooled sandbox's id */
+                nsbox_tombstone_write(S->sb.st.id, why);
             S->quit = true;
         }
         if (pf[F_OWNER].revents & (POLLIN | POLLHUP)) {
@@ -993,9 +1105,12 @@ static void report_ready(int fd, const char *line)
 
 /* The supervisor process. Never returns. */
 __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, int ready_fd,
-                                                int owner_fd, int owner_pid)
+                                                int owner_fd, int owner_pid, const char *pool_key)
 {
     static struct sup S;
+    S.run_client = -1;
+    if (pool_key)
+        snprintf(S.pool_key, sizeof S.pool_key, "%s", pool_key);
     S.owner_fd = owner_fd;
     S.owner_pid = owner_pid;
     struct nsbox_err e = {0};
@@ -1063,6 +1178,8 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
         goto fail;
     if (spec->idle_timeout_seconds)
         set_timer(S.idle_fd, spec->idle_timeout_seconds);
+    if (S.pool_key[0] && pool_entry_create(&S, &e) < 0)
+        goto fail;
     snprintf(line, sizeof line, "OK %s\n", S.sb.st.id);
     report_ready(ready_fd, line);
     ready_fd = -1;
@@ -1072,15 +1189,19 @@ fail:;
     /* Everything is removed before a failed creation is reported: when the caller sees the
      * error, nothing of the sandbox is left. */
     struct nsbox_err e2;
+    pool_entry_remove(&S);
     nsbox_sandbox_destroy(&S.sb, &e2);
     if (ok < 0) {
         snprintf(line, sizeof line, "ERR %d %s\n", e.code, e.msg);
         report_ready(ready_fd, line);
     }
+    if (S.claimed)
+        nsbox_pool_refill_exec(spec); /* returns only if it could not */
     _exit(ok < 0 ? 125 : 0);
 }
 
-int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, char *id, struct nsbox_err *e)
+int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *pool_key, char *id,
+                         struct nsbox_err *e)
 {
     /* Opened here, before the forks: the pid is checked while it surely names the caller's
      * process, and the descriptor keeps naming it whatever pids are reused later. */
@@ -1115,7 +1236,11 @@ int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, char *id, st
         }
         if (chdir("/") < 0)
             _exit(125);
-        supervise(s, p[1], owner_fd, owner_pid);
+        /* Nothing of the caller's: an inherited descriptor would live as long as the sandbox
+         * (a flock'ed file would stay locked, a pipe's reader would never see its end). */
+        int keep[] = {p[1], owner_fd};
+        nsbox_close_fds_keep(keep, 2);
+        supervise(s, p[1], owner_fd, owner_pid, pool_key);
     }
     close(p[1]);
     int status;

@@ -12,7 +12,8 @@
 /* Create a persistent sandbox: fork a detached supervisor and wait until the sandbox is ready
  * (set-up script included). Fills id (NSBOX_ID_LEN + 1 bytes). */
 /* owner_pid > 0: the sandbox is deleted when that process ends (create --owner-pid). */
-int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, char *id, struct nsbox_err *e);
+int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *pool_key, char *id,
+                         struct nsbox_err *e);
 
 /* Tombstones: why a sandbox that existed is gone ("deleted by rm", "deleted because
  * ttl_seconds=N expired"). */

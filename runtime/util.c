@@ -107,16 +107,40 @@ bool nsbox_pid_alive(int pid)
     return st != 'Z' && st != 'X';
 }
 
+void nsbox_close_fds_keep(const int *keep, size_t n)
+{
+    int k[8];
+    size_t m = 0;
+    for (size_t i = 0; i < n && m < NSBOX_ARRAY_LEN(k); i++)
+        if (keep[i] >= 3)
+            k[m++] = keep[i];
+    for (size_t i = 1; i < m; i++) /* insertion sort: a handful */
+        for (size_t j = i; j > 0 && k[j - 1] > k[j]; j--) {
+            int t = k[j];
+            k[j] = k[j - 1];
+            k[j - 1] = t;
+        }
+    unsigned from = 3;
+    bool ok = true;
+    for (size_t i = 0; i < m; i++) {
+        if ((unsigned)k[i] > from)
+            ok = syscall(SYS_close_range, from, (unsigned)k[i] - 1, 0) == 0 && ok;
+        from = (unsigned)k[i] + 1;
+    }
+    if (syscall(SYS_close_range, from, ~0U, 0) == 0 && ok)
+        return;
+    for (int fd = 3; fd < 65536; fd++) { /* kernels before 5.9 */
+        bool kept = false;
+        for (size_t i = 0; i < m; i++)
+            kept = kept || k[i] == fd;
+        if (!kept)
+            close(fd);
+    }
+}
+
 void nsbox_close_fds_except(int keep)
 {
-    if (keep > 3)
-        syscall(SYS_close_range, 3, (unsigned)keep - 1, 0);
-    unsigned from = keep >= 3 ? (unsigned)keep + 1 : 3;
-    if (syscall(SYS_close_range, from, ~0U, 0) == 0)
-        return;
-    for (int fd = 3; fd < 65536; fd++) /* kernels before 5.9 */
-        if (fd != keep)
-            close(fd);
+    nsbox_close_fds_keep(&keep, 1);
 }
 
 /* Reads a whole small file; ENOENT is returned as 1 with *out NULL. */

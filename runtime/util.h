@@ -32,6 +32,8 @@ int nsbox_read_small(const char *path, char **out, struct nsbox_err *e);
 /* Close every descriptor above 2 except keep (-1: none), for real, now: marking them
  * close-on-exec is not enough, because until exec /proc/self/fd/N would still lead to whatever
  * they point at, outside the root (CVE-2024-21626). */
+/* Close every descriptor from 3 up but those in keep[] (at most 8). */
+void nsbox_close_fds_keep(const int *keep, size_t n);
 void nsbox_close_fds_except(int keep);
 
 /* State letter and parent pid from /proc/PID/stat (of our pid namespace). 0 or -1 (errno). */

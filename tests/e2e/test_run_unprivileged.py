@@ -14,6 +14,14 @@ from nsbox_test import (NSBOX, Dirs, V1Delegation, cgroup_leftovers, cgroup_v1,
                         ensure_test_user, is_root, run_nsbox, write_config)
 
 
+def write_pool_config(dirs):
+    path = os.path.join(dirs.base, "pool.json")
+    with open(path, "w") as f:
+        json.dump({"pool": {"size": 1, "ttl_seconds": 120}}, f)
+    os.chmod(path, 0o644)
+    return {"NSBOX_CONFIG": path}
+
+
 def setUpModule():
     if not is_root():
         raise unittest.SkipTest("the test switches to its unprivileged user with setpriv: needs root")
@@ -68,6 +76,26 @@ class Unprivileged(unittest.TestCase):
         sid = lines[-1].split("-", 1)[1]
         self.assertEqual(self.dirs.leftovers(), [])
         self.assertEqual(cgroup_leftovers(sid), [])
+
+    def test_pooled_run_as_a_user(self):
+        # the warm pool (docs/pool.md) in the user's own runtime directory
+        env = write_pool_config(self.dirs)
+        r = self.run_as_user(["pool", "fill"], extra_env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.run_as_user(["pool", "ls", "--json"], extra_env=env)
+        (entry,) = json.loads(r.stdout)
+        r = self.run_as_user(["run", "--", "sh", "-c", "hostname; id -u"], extra_env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.decode().split(), ["nsbox-" + entry["id"], "1000"])
+        r = self.run_as_user(["pool", "drain"], extra_env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for _ in range(200):
+            if not [n for n in os.listdir(self.dirs.state) if len(n) == 12]:
+                break
+            import time
+            time.sleep(0.05)
+        self.assertEqual([n for n in os.listdir(self.dirs.state) if len(n) == 12], [])
+        self.assertEqual(cgroup_leftovers(entry["id"]), [])
 
     def test_files_belong_to_the_user_on_the_host(self):
         ws = os.path.join(self.dirs.base, "ws")

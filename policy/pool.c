@@ -1,0 +1,141 @@
+/* The warm pool's pure decisions (see pool.h). */
+#define _GNU_SOURCE
+#include "pool.h"
+#include "cleanup.h"
+#include "cleanup_cjson.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void nsbox_pool_config_init(struct nsbox_pool_config *c)
+{
+    c->size = 0;
+    c->ttl_seconds = NSBOX_POOL_DEFAULT_TTL;
+}
+
+static int bad(struct nsbox_err *e, const char *key, const char *what)
+{
+    return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "config: key 'pool.%s': %s", key, what);
+}
+
+static int get_uint(const cJSON *it, uint64_t min, uint64_t max, uint64_t *out)
+{
+    if (!cJSON_IsNumber(it))
+        return -1;
+    double v = it->valuedouble;
+    if (v != (double)(uint64_t)v || v < (double)min || v > (double)max)
+        return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+int nsbox_pool_config_from_json(const char *text, size_t len, struct nsbox_pool_config *c,
+                                struct nsbox_err *e)
+{
+    cleanup_cjson cJSON *root = cJSON_ParseWithLength(text, len);
+    if (!root || !cJSON_IsObject(root))
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "config: not a JSON object");
+    const cJSON *pool = cJSON_GetObjectItemCaseSensitive(root, "pool");
+    if (!pool)
+        return 0;
+    if (!cJSON_IsObject(pool))
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                             "config: key 'pool': must be an object like {\"size\": 1}");
+    struct nsbox_pool_config out = *c;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, pool)
+    {
+        uint64_t v;
+        if (!strcmp(it->string, "size")) {
+            if (get_uint(it, 0, NSBOX_POOL_MAX_SIZE, &v) < 0)
+                return bad(e, "size", "must be an integer from 0 (no pool) to 16");
+            out.size = (unsigned)v;
+        } else if (!strcmp(it->string, "ttl_seconds")) {
+            if (get_uint(it, 1, 86400, &v) < 0)
+                return bad(e, "ttl_seconds", "must be an integer from 1 to 86400");
+            out.ttl_seconds = v;
+        } else {
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                 "config: key 'pool.%.64s': unknown (known: size, ttl_seconds)",
+                                 it->string);
+        }
+    }
+    *c = out;
+    return 0;
+}
+
+bool nsbox_pool_spec_poolable(const struct nsbox_spec *s)
+{
+    return s->workspace[0] == '\0' && !s->setup_script;
+}
+
+int nsbox_pool_member_spec(const struct nsbox_spec *s, uint64_t ttl_seconds,
+                           struct nsbox_spec *dst, struct nsbox_err *e)
+{
+    if (!nsbox_pool_spec_poolable(s))
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                             "a run with --workspace or a setup script cannot use the pool");
+    *dst = *s;
+    /* per-command: the run passes them with its command */
+    dst->n_env = 0;
+    memset(dst->env, 0, sizeof dst->env);
+    dst->setup_script = NULL;
+    dst->idle_timeout_seconds = 0;
+    dst->ttl_seconds = ttl_seconds;
+    return 0;
+}
+
+/* FNV-1a, 64 bits: a name for a set of settings, not a defence (the pool directory is the
+ * user's own, mode 0700). */
+static uint64_t fnv1a(uint64_t h, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+int nsbox_pool_key(const struct nsbox_spec *s, const char *extra, size_t extra_len,
+                   char out[NSBOX_POOL_KEY_LEN + 1])
+{
+    struct nsbox_spec k = *s;
+    k.n_env = 0;
+    memset(k.env, 0, sizeof k.env);
+    k.idle_timeout_seconds = 0;
+    k.ttl_seconds = 0;
+    cleanup_cjson cJSON *o = nsbox_spec_to_cjson(&k);
+    cleanup_free char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+    if (!text)
+        return -1;
+    uint64_t h = fnv1a(0xcbf29ce484222325ULL, text, strlen(text));
+    h = fnv1a(h, "\0", 1);
+    if (extra)
+        h = fnv1a(h, extra, extra_len);
+    snprintf(out, NSBOX_POOL_KEY_LEN + 1, "%016llx", (unsigned long long)h);
+    return 0;
+}
+
+static bool all_hex(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+            return false;
+    return true;
+}
+
+bool nsbox_pool_entry_parse(const char *name, char key[NSBOX_POOL_KEY_LEN + 1],
+                            char id[NSBOX_POOL_ID_LEN + 1])
+{
+    if (strlen(name) != NSBOX_POOL_KEY_LEN + 1 + NSBOX_POOL_ID_LEN ||
+        name[NSBOX_POOL_KEY_LEN] != '-' || !all_hex(name, NSBOX_POOL_KEY_LEN) ||
+        !all_hex(name + NSBOX_POOL_KEY_LEN + 1, NSBOX_POOL_ID_LEN))
+        return false;
+    memcpy(key, name, NSBOX_POOL_KEY_LEN);
+    key[NSBOX_POOL_KEY_LEN] = '\0';
+    memcpy(id, name + NSBOX_POOL_KEY_LEN + 1, NSBOX_POOL_ID_LEN);
+    id[NSBOX_POOL_ID_LEN] = '\0';
+    return true;
+}

@@ -1,0 +1,55 @@
+/* The warm pool of `nsbox run` (docs/pool.md): pure decisions, unit tested without root.
+ *
+ * With {"pool": {"size": N}} in the nsbox config, `nsbox run` takes a sandbox that was made
+ * ahead of time for the same settings, runs its one command there, and deletes it; a
+ * replacement is made in the background. Which settings must match is the pool key: everything
+ * that shapes the sandbox (image, instance type and limits, network, region, the config file,
+ * the nsbox binary), nothing that only concerns the one command (argv, env, cwd, timeout). */
+#ifndef NSBOX_POOL_H
+#define NSBOX_POOL_H
+
+#include "nsbox.h"
+#include "spec.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NSBOX_POOL_MAX_SIZE 16
+#define NSBOX_POOL_DEFAULT_TTL 300 /* seconds a pooled sandbox waits before it is deleted */
+#define NSBOX_POOL_KEY_LEN 16      /* hex digits */
+#define NSBOX_POOL_ID_LEN 12       /* a sandbox id (runtime/state.h NSBOX_ID_LEN) */
+
+/* The "pool" section of the config file: {"pool": {"size": 0, "ttl_seconds": 300}}.
+ * size 0 (the default) turns the pool off; at most NSBOX_POOL_MAX_SIZE.
+ * ttl_seconds (1..86400): how long an unused pooled sandbox lives. */
+struct nsbox_pool_config {
+    unsigned size;
+    uint64_t ttl_seconds;
+};
+
+void nsbox_pool_config_init(struct nsbox_pool_config *c);
+/* Parses the whole config text; a missing section keeps the defaults. Errors name the key. */
+int nsbox_pool_config_from_json(const char *text, size_t len, struct nsbox_pool_config *c,
+                                struct nsbox_err *e);
+
+/* Can a run with this spec use the pool? Not with the caller's own --workspace directory (it
+ * must be mounted for that run) or a setup script (run refuses those anyway). */
+bool nsbox_pool_spec_poolable(const struct nsbox_spec *s);
+
+/* The key of a spec: a hash of its JSON rendering without the per-command fields (env,
+ * ttl_seconds, idle_timeout_seconds), plus `extra` (the binary's identity and the config text),
+ * as NSBOX_POOL_KEY_LEN hex digits. -1 on ENOMEM. */
+int nsbox_pool_key(const struct nsbox_spec *s, const char *extra, size_t extra_len,
+                   char out[NSBOX_POOL_KEY_LEN + 1]);
+
+/* The spec a pooled sandbox is made with: s without the per-command fields, living ttl_seconds
+ * from the pool config and never put to sleep. dst must be nsbox_spec_free()d. */
+int nsbox_pool_member_spec(const struct nsbox_spec *s, uint64_t ttl_seconds,
+                           struct nsbox_spec *dst, struct nsbox_err *e);
+
+/* Pool entry file names: "<key>-<id>". Returns false for anything else. */
+bool nsbox_pool_entry_parse(const char *name, char key[NSBOX_POOL_KEY_LEN + 1],
+                            char id[NSBOX_POOL_ID_LEN + 1]);
+
+#endif

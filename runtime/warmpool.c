@@ -1,0 +1,441 @@
+/* The warm pool of `nsbox run` (see warmpool.h, docs/pool.md). */
+#define _GNU_SOURCE
+#include "warmpool.h"
+#include "cleanup.h"
+#include "cleanup_cjson.h"
+#include "client.h"
+#include "paths.h"
+#include "pool.h"
+#include "proto.h"
+#include "state.h"
+#include "supervisor.h"
+
+#include <dirent.h>
+#include <elf.h>
+#include <link.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+_Static_assert(NSBOX_POOL_ID_LEN == NSBOX_ID_LEN, "pool entries name sandbox ids");
+
+struct pool_ctx {
+    struct nsbox_pool_config cfg;
+    char key[NSBOX_POOL_KEY_LEN + 1];
+    char dir[PATH_MAX];
+};
+
+/* The nsbox binary's GNU build id, as hex, read from our own program headers (no system call;
+ * the linker writes one by default). -1 when there is none. */
+static int build_id_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    char *out = arg; /* 96 bytes */
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE)
+            continue;
+        const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+        while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *nh = (const void *)p;
+            const char *name = p + sizeof *nh;
+            const unsigned char *desc = (const unsigned char *)name + ((nh->n_namesz + 3) & ~3u);
+            if ((const char *)desc + nh->n_descsz > end)
+                break;
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && !memcmp(name, "GNU", 4) &&
+                nh->n_descsz > 0 && nh->n_descsz <= 40) {
+                for (unsigned k = 0; k < nh->n_descsz; k++)
+                    sprintf(out + 2 * k, "%02x", desc[k]);
+                return 1;
+            }
+            p = (const char *)desc + ((nh->n_descsz + 3) & ~3u);
+        }
+    }
+    return 1; /* the first object is the program itself: stop either way */
+}
+
+static int own_build_id(char *out, size_t n)
+{
+    if (n < 96)
+        return -1;
+    out[0] = '\0';
+    dl_iterate_phdr(build_id_cb, out);
+    return out[0] ? 0 : -1;
+}
+
+/* The config's pool section; with s, also the key of s and the pool directory. The key covers
+ * the binary (a rebuilt nsbox never takes a sandbox an older one made) and the whole config
+ * text (instance types, network and workspace settings shape the sandbox too). */
+static int ctx_load(const struct nsbox_spec *s, struct pool_ctx *c, struct nsbox_err *e)
+{
+    memset(c, 0, sizeof *c);
+    nsbox_pool_config_init(&c->cfg);
+    cleanup_free char *text = NULL;
+    size_t len = 0;
+    char used[PATH_MAX];
+    int r = nsbox_config_text(NULL, &text, &len, used, sizeof used, e);
+    if (r < 0)
+        return -1;
+    if (r == 0 && nsbox_pool_config_from_json(text, len, &c->cfg, e) < 0)
+        return nsbox_err_wrap(e, "%s", used);
+    char rt[PATH_MAX];
+    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0)
+        return -1;
+    if ((size_t)snprintf(c->dir, sizeof c->dir, "%s/pool", rt) >= sizeof c->dir)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "runtime dir too long");
+    if (!s)
+        return 0;
+    char bin[96];
+    if (own_build_id(bin, sizeof bin) < 0) {
+        struct stat st;
+        if (stat("/proc/self/exe", &st) < 0)
+            return nsbox_err_sys(e, "/proc/self/exe");
+        snprintf(bin, sizeof bin, "%llx:%llx:%lld.%09ld", (unsigned long long)st.st_dev,
+                 (unsigned long long)st.st_ino, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+    }
+    size_t cap = 160 + len;
+    cleanup_free char *extra = malloc(cap);
+    if (!extra)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    int n = snprintf(extra, cap, "%s %s\n", NSBOX_VERSION, bin);
+    if (text)
+        memcpy(extra + n, text, len);
+    if (nsbox_pool_key(s, extra, (size_t)n + (text ? len : 0), c->key) < 0)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    return 0;
+}
+
+static cJSON *run_request(const struct nsbox_spec *s, char *const argv[],
+                          const struct nsbox_run_opts *o)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddNumberToObject(r, "v", NSBOX_PROTO_VERSION);
+    cJSON_AddStringToObject(r, "op", "run");
+    cJSON *av = cJSON_AddArrayToObject(r, "argv");
+    for (size_t i = 0; argv[i]; i++)
+        cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
+    cJSON *env = cJSON_AddObjectToObject(r, "env");
+    for (size_t i = 0; i < s->n_env; i++) {
+        const char *eq = strchr(s->env[i], '=');
+        if (!eq)
+            continue;
+        char key[256];
+        snprintf(key, sizeof key, "%.*s", (int)(eq - s->env[i]), s->env[i]);
+        cJSON_DeleteItemFromObjectCaseSensitive(env, key); /* a later K wins, as in the spec */
+        cJSON_AddStringToObject(env, key, eq + 1);
+    }
+    if (o && o->cwd)
+        cJSON_AddStringToObject(r, "cwd", o->cwd);
+    if (o && o->timeout_ms)
+        cJSON_AddNumberToObject(r, "timeout_ms", (double)o->timeout_ms);
+    return r;
+}
+
+/* The reply of a run that happened: its exit code, the error said as nsbox run says it. */
+static int run_result(const cJSON *reply, bool *oom)
+{
+    struct nsbox_err e = {0};
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(reply, "exit_code");
+    if (nsbox_client_reply_error(reply, &e) < 0)
+        fprintf(stderr, "nsbox: %s\n", e.msg);
+    *oom = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "oom_killed"));
+    return cJSON_IsNumber(code) ? code->valueint : 125;
+}
+
+int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox_run_opts *o,
+                   int *exit_status, bool *oom, struct nsbox_err *e)
+{
+    *oom = false;
+    if (!nsbox_pool_spec_poolable(s))
+        return 0;
+    struct pool_ctx c;
+    if (ctx_load(s, &c, e) < 0)
+        return -1;
+    if (!c.cfg.size)
+        return 0;
+    DIR *d = opendir(c.dir);
+    if (!d)
+        return 0;
+    cleanup_cjson cJSON *req = run_request(s, argv, o);
+    int fds[3] = {o ? o->stdin_fd : 0, o ? o->stdout_fd : 1, o ? o->stderr_fd : 2};
+    int ret = 0;
+    struct dirent *de;
+    while (ret == 0 && (de = readdir(d))) {
+        char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1];
+        if (!nsbox_pool_entry_parse(de->d_name, key, id) || strcmp(key, c.key) != 0)
+            continue;
+        struct nsbox_err ce;
+        cleanup_close int sock = nsbox_session_connect(id, &ce);
+        if (sock < 0) {
+            /* its supervisor is gone (killed): the entry is stale, gc removes the rest */
+            unlinkat(dirfd(d), de->d_name, 0);
+            continue;
+        }
+        if (nsbox_proto_send_obj(sock, req, fds, 3, &ce) < 0)
+            continue;
+        cJSON *reply = NULL;
+        if (nsbox_client_wait(sock, true, &reply, &ce) < 0) {
+            /* The supervisor closed the connection without a reply: it may have been taken
+             * and have died with our command running, so the run cannot be repeated. */
+            *e = ce;
+            nsbox_err_wrap(e, "pooled sandbox %s", id);
+            ret = -1;
+            break;
+        }
+        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")) &&
+            !cJSON_GetObjectItemCaseSensitive(reply, "exit_code")) {
+            /* refused (another run took it, or it is being deleted): the next one */
+            cJSON_Delete(reply);
+            continue;
+        }
+        *exit_status = run_result(reply, oom);
+        cJSON_Delete(reply);
+        ret = 1;
+    }
+    closedir(d);
+    return ret;
+}
+
+static int lock_path(const struct pool_ctx *c, char *out, size_t n)
+{
+    return (size_t)snprintf(out, n, "%s/%s.lock", c->dir, c->key) >= n ? -1 : 0;
+}
+
+/* exec `nsbox pool fill --spec /dev/stdin` with s on stdin (a memfd); refill: a used
+ * sandbox's replacement, which `nsbox pool drain` stops (see nsbox_pool_fill). */
+static void exec_filler(const struct nsbox_spec *s, bool refill)
+{
+    cleanup_free char *json = nsbox_spec_to_json(s);
+    if (!json)
+        return;
+    int fd = memfd_create("nsbox-pool-spec", 0);
+    size_t len = strlen(json);
+    if (fd < 0 || write(fd, json, len) != (ssize_t)len || lseek(fd, 0, SEEK_SET) < 0)
+        return;
+    int null = open("/dev/null", O_RDWR);
+    if (null < 0 || dup2(fd, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+        return;
+    close_range(3, ~0U, 0);
+    /* the supervisor's mask and dispositions are not the filler's */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            signal(sig, SIG_DFL);
+    char *args[] = {"nsbox", "pool", "fill", "--spec", "/dev/stdin", refill ? "--refill" : NULL,
+                    NULL};
+    execv("/proc/self/exe", args);
+}
+
+void nsbox_pool_refill_exec(const struct nsbox_spec *s)
+{
+    exec_filler(s, true); /* only 0-2 stay open: nothing of the old sandbox reaches the new ones */
+}
+
+void nsbox_pool_after_cold_run(const struct nsbox_spec *s)
+{
+    struct nsbox_err e;
+    struct pool_ctx c;
+    if (!nsbox_pool_spec_poolable(s) || ctx_load(s, &c, &e) < 0 || !c.cfg.size)
+        return;
+    char lock[PATH_MAX];
+    if (lock_path(&c, lock, sizeof lock) < 0)
+        return;
+    int fd = open(lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0) {
+        /* a filler holds it while it works: it will fill what we took */
+        bool busy = flock(fd, LOCK_EX | LOCK_NB) < 0;
+        close(fd);
+        if (busy)
+            return;
+    }
+    pid_t pid = fork();
+    if (pid < 0)
+        return;
+    if (pid == 0) {
+        /* detached like a supervisor: its own session, not our child, no caller's stdio */
+        setsid();
+        pid_t g = fork();
+        if (g != 0)
+            _exit(0);
+        if (chdir("/") < 0)
+            _exit(125);
+        exec_filler(s, false);
+        _exit(125);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+}
+
+#define DRAINED ".drained"
+
+int nsbox_pool_fill(const struct nsbox_spec *s, unsigned size, bool refill, unsigned *ready,
+                    struct nsbox_err *e)
+{
+    *ready = 0;
+    struct pool_ctx c;
+    if (ctx_load(s, &c, e) < 0)
+        return -1;
+    if (!size)
+        size = c.cfg.size;
+    if (!size)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                             "the pool is off: set {\"pool\": {\"size\": N}} in the nsbox config "
+                             "(docs/pool.md), or give --size N");
+    if (size > NSBOX_POOL_MAX_SIZE)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "--size: at most %d",
+                             NSBOX_POOL_MAX_SIZE);
+    struct nsbox_spec member;
+    if (nsbox_pool_member_spec(s, c.cfg.ttl_seconds, &member, e) < 0)
+        return -1;
+    if (mkdir(c.dir, 0700) < 0 && errno != EEXIST)
+        return nsbox_err_sys(e, "pool directory %s", c.dir);
+    char lock[PATH_MAX];
+    if (lock_path(&c, lock, sizeof lock) < 0)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "pool lock path too long");
+    /* One filler per key at a time; a second waits, then finds the pool full. */
+    cleanup_close int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (lfd < 0 || flock(lfd, LOCK_EX) < 0)
+        return nsbox_err_sys(e, "pool lock %s", lock);
+    /* After `nsbox pool drain`, replacements are not made; a fill somebody asked for (or a cold
+     * run, which shows there is demand) starts the pool again. */
+    int dfd = open(c.dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        bool drained = faccessat(dfd, DRAINED, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+        if (!refill)
+            unlinkat(dfd, DRAINED, 0);
+        close(dfd);
+        if (drained && refill)
+            return 0;
+    }
+    struct nsbox_err ge;
+    nsbox_gc(false, &ge); /* dead pooled sandboxes and their entries */
+    unsigned have = 0;
+    DIR *d = opendir(c.dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1];
+        if (nsbox_pool_entry_parse(de->d_name, key, id) && !strcmp(key, c.key))
+            have++;
+    }
+    if (d)
+        closedir(d);
+    for (; have < size; have++) {
+        char id[NSBOX_ID_LEN + 1];
+        if (nsbox_session_create(&member, 0, c.key, id, e) < 0) {
+            *ready = have;
+            return nsbox_err_wrap(e, "pool fill");
+        }
+    }
+    *ready = have;
+    return 0;
+}
+
+/* Calls fn(id, key, arg) for every entry of the pool directory. */
+static int each_entry(void (*fn)(const char *id, const char *key, void *arg), void *arg,
+                      struct nsbox_err *e)
+{
+    struct pool_ctx c;
+    if (ctx_load(NULL, &c, e) < 0)
+        return -1;
+    DIR *d = opendir(c.dir);
+    if (!d)
+        return errno == ENOENT ? 0 : nsbox_err_sys(e, "%s", c.dir);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1];
+        if (nsbox_pool_entry_parse(de->d_name, key, id))
+            fn(id, key, arg);
+    }
+    closedir(d);
+    return 0;
+}
+
+static void drain_one(const char *id, const char *key, void *arg)
+{
+    (void)key;
+    struct nsbox_err e;
+    cJSON *req = cJSON_CreateObject(), *reply = NULL;
+    cJSON_AddNumberToObject(req, "v", NSBOX_PROTO_VERSION);
+    cJSON_AddStringToObject(req, "op", "delete");
+    if (nsbox_client_call(id, req, NULL, 0, &reply, NULL, &e) == 0 &&
+        nsbox_client_reply_error(reply, &e) == 0)
+        ++*(int *)arg;
+    cJSON_Delete(req);
+    cJSON_Delete(reply);
+}
+
+int nsbox_pool_drain(struct nsbox_err *e)
+{
+    /* First stop the refills: mark the pool drained, then wait for every filler at work (each
+     * holds its key's lock while it makes sandboxes). A filler that takes a lock after that
+     * sees the mark and makes nothing; what the earlier ones made is deleted below. */
+    struct pool_ctx c;
+    if (ctx_load(NULL, &c, e) < 0)
+        return -1;
+    DIR *d = opendir(c.dir);
+    if (!d)
+        return errno == ENOENT ? 0 : nsbox_err_sys(e, "%s", c.dir);
+    int mfd = openat(dirfd(d), DRAINED, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (mfd < 0) {
+        closedir(d);
+        return nsbox_err_sys(e, "%s/%s", c.dir, DRAINED);
+    }
+    close(mfd);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l < 6 || strcmp(de->d_name + l - 5, ".lock") != 0)
+            continue;
+        int lfd = openat(dirfd(d), de->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+        if (lfd >= 0) {
+            flock(lfd, LOCK_EX);
+            close(lfd);
+        }
+    }
+    closedir(d);
+    int n = 0;
+    if (each_entry(drain_one, &n, e) < 0)
+        return -1;
+    struct nsbox_err ge;
+    nsbox_gc(false, &ge);
+    return n;
+}
+
+static void list_one(const char *id, const char *key, void *arg)
+{
+    cJSON *all = arg;
+    if (!all) {
+        printf("%-12s  %s\n", id, key);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", id);
+    cJSON_AddStringToObject(o, "key", key);
+    cJSON_AddItemToArray(all, o);
+}
+
+int nsbox_pool_list(bool json, struct nsbox_err *e)
+{
+    struct nsbox_err ge;
+    nsbox_gc(false, &ge);
+    cleanup_cjson cJSON *all = json ? cJSON_CreateArray() : NULL;
+    if (!json)
+        printf("%-12s  %s\n", "ID", "KEY");
+    if (each_entry(list_one, all, e) < 0)
+        return -1;
+    if (json) {
+        cleanup_free char *t = cJSON_PrintUnformatted(all);
+        printf("%s\n", t ? t : "[]");
+    }
+    return 0;
+}

@@ -1,0 +1,42 @@
+/* The warm pool of `nsbox run` (docs/pool.md), the I/O half; policy/pool.h has the decisions.
+ *
+ * Pooled sandboxes are persistent sandboxes made ahead of time, each listed by an empty file
+ * "<key>-<id>" in <runtime dir>/pool/ once it is ready. A run whose spec has that key connects
+ * to one and sends a "run" request; its supervisor takes exactly one, runs the command with
+ * the caller's descriptors, kills the sandbox, replies with the status, removes the rest and
+ * then makes the replacement (`nsbox pool fill`, exec'd in the same process). */
+#ifndef NSBOX_WARMPOOL_H
+#define NSBOX_WARMPOOL_H
+
+#include "nsbox.h"
+#include "spec.h"
+
+#include <stdbool.h>
+
+/* Run argv in a pooled sandbox for s. Returns 1 when it ran there (*exit_status set as by
+ * nsbox_run; messages about the command, such as "command not found", printed on stderr;
+ * *oom when the memory limit killed it), 0 when the pool is off or holds nothing for this spec
+ * (run it cold, then call nsbox_pool_after_cold_run), -1 on error (e). */
+int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox_run_opts *o,
+                   int *exit_status, bool *oom, struct nsbox_err *e);
+
+/* After a cold run: when the pool is on for this spec and nobody fills it yet, start a
+ * detached `nsbox pool fill` for it. Errors are not reported (the run itself succeeded). */
+void nsbox_pool_after_cold_run(const struct nsbox_spec *s);
+
+/* In a supervisor whose pooled sandbox was used and removed: become `nsbox pool fill` for the
+ * same spec. Returns only if that could not be started. */
+void nsbox_pool_refill_exec(const struct nsbox_spec *s);
+
+/* Fill the pool for s up to size sandboxes (0: the config's size). *ready: how many wait now.
+ * refill: the replacement of a used sandbox, which makes nothing after nsbox_pool_drain()
+ * until a fill that is not a refill (the user's, or after a cold run) starts the pool again. */
+int nsbox_pool_fill(const struct nsbox_spec *s, unsigned size, bool refill, unsigned *ready,
+                    struct nsbox_err *e);
+/* Delete every pooled sandbox (all keys), after stopping the refills and waiting for the fills
+ * at work. Returns how many were asked to go, -1 on error. */
+int nsbox_pool_drain(struct nsbox_err *e);
+/* Print the pooled sandboxes, one "ID KEY" line each (json: an array of objects). */
+int nsbox_pool_list(bool json, struct nsbox_err *e);
+
+#endif
