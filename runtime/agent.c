@@ -316,10 +316,31 @@ static int exec_search(char **argv, char **env)
     return eacces ? EACCES : err;
 }
 
+/* The signals whose disposition in init is not the default (an ignored SIGPIPE, say), found
+ * once when init starts: a command gets every signal at its default, and resetting only these
+ * saves a sigaction call per signal on every spawn. */
+static int nondefault[NSIG];
+static size_t n_nondefault;
+
+static void find_nondefault_signals(void)
+{
+    for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction old;
+        if (sig != SIGKILL && sig != SIGSTOP && sigaction(sig, NULL, &old) == 0 &&
+            old.sa_handler != SIG_DFL)
+            nondefault[n_nondefault++] = sig;
+    }
+}
+
 static int spawn_child_main(void *arg)
 {
     struct spawn_child *c = arg;
-    nsbox_reset_signals();
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    for (size_t i = 0; i < n_nondefault; i++)
+        sigaction(nondefault[i], &dfl, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
     /* Its own session and process group: kill and timeouts reach the whole tree. */
     setsid();
     for (int i = 0; i < 3; i++)
@@ -513,6 +534,7 @@ void nsbox_agent_serve(int sock)
     sigemptyset(&set);
     sigaddset(&set, SIGCHLD);
     int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    find_nondefault_signals();
     char *payload = malloc(NSBOX_AGENT_PAYLOAD_MAX + 1);
     if (sfd < 0 || !payload)
         _exit(125);

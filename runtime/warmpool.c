@@ -340,16 +340,26 @@ int nsbox_pool_fill(const struct nsbox_spec *s, unsigned size, bool refill, unsi
     return 0;
 }
 
+/* The pool directory, open; 0 with *d NULL when there is none yet. */
+static int open_pool_dir(struct pool_ctx *c, DIR **d, struct nsbox_err *e)
+{
+    *d = NULL;
+    if (ctx_load(NULL, c, e) < 0)
+        return -1;
+    *d = opendir(c->dir);
+    return *d || errno == ENOENT ? 0 : nsbox_err_sys(e, "%s", c->dir);
+}
+
 /* Calls fn(id, key, arg) for every entry of the pool directory. */
 static int each_entry(void (*fn)(const char *id, const char *key, void *arg), void *arg,
                       struct nsbox_err *e)
 {
     struct pool_ctx c;
-    if (ctx_load(NULL, &c, e) < 0)
+    DIR *d = NULL;
+    if (open_pool_dir(&c, &d, e) < 0)
         return -1;
-    DIR *d = opendir(c.dir);
     if (!d)
-        return errno == ENOENT ? 0 : nsbox_err_sys(e, "%s", c.dir);
+        return 0;
     struct dirent *de;
     while ((de = readdir(d))) {
         char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1];
@@ -380,11 +390,11 @@ int nsbox_pool_drain(struct nsbox_err *e)
      * holds its key's lock while it makes sandboxes). A filler that takes a lock after that
      * sees the mark and makes nothing; what the earlier ones made is deleted below. */
     struct pool_ctx c;
-    if (ctx_load(NULL, &c, e) < 0)
+    DIR *d = NULL;
+    if (open_pool_dir(&c, &d, e) < 0)
         return -1;
-    DIR *d = opendir(c.dir);
     if (!d)
-        return errno == ENOENT ? 0 : nsbox_err_sys(e, "%s", c.dir);
+        return 0;
     int mfd = openat(dirfd(d), DRAINED, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (mfd < 0) {
         closedir(d);

@@ -69,6 +69,15 @@ class Lifecycle(SessionTest):
         self.assertEqual([l.split()[1] for l in lines[:4]],
                          ["0000000000000000", "0000000000000000", "1", "2"])
 
+    def test_commands_start_with_default_signals(self):
+        # nsbox (and so init) ignores SIGPIPE; a command must not inherit that, nor a blocked
+        # mask: a pipeline whose reader exits would otherwise never end its writer
+        sid = self.create()
+        r = self.exec(sid, "sh", "-c", "grep -E '^Sig(Ign|Blk):' /proc/self/status; "
+                                       "yes | head -1 >/dev/null; echo $?")
+        self.assertEqual(r.stdout.decode().split(),
+                         ["SigBlk:", "0000000000000000", "SigIgn:", "0000000000000000", "0"])
+
     def test_exit_codes_stdin_env_cwd(self):
         sid = self.create()
         self.assertEqual(self.exec(sid, "sh", "-c", "exit 9").returncode, 9)
