@@ -25,7 +25,8 @@ static int get_uint(const cJSON *it, uint64_t min, uint64_t max, uint64_t *out)
     if (!cJSON_IsNumber(it))
         return -1;
     double v = it->valuedouble;
-    if (v != (double)(uint64_t)v || v < (double)min || v > (double)max)
+    /* the range first: converting a negative or huge double to an integer is undefined */
+    if (!(v >= (double)min && v <= (double)max) || v != (double)(uint64_t)v)
         return -1;
     *out = (uint64_t)v;
     return 0;

@@ -15,8 +15,9 @@ CC=clang cmake -S "$root" -B "$root/build-asan" -DNSBOX_SANITIZE=ON -DNSBOX_FUZZ
 cmake --build "$root/build-asan" -j"$(nproc)"
 ctest --test-dir "$root/build-asan" -L 'unit|fuzz' --output-on-failure 2>&1 | tee "$root/build-asan/ctest.log" || status=1
 
-# One closing line for both runs.
-python3 - "$root/build/ctest.log" "$root/build-asan/ctest.log" <<'PY'
+# One closing line for both runs, and the exit status from the logs: `ctest | tee` alone would
+# give tee's status (POSIX sh has no pipefail), and a failed test would pass CI.
+if python3 - "$root/build/ctest.log" "$root/build-asan/ctest.log" <<'PY'
 import re, sys
 passed = failed = skipped = 0
 for path in sys.argv[1:]:
@@ -31,5 +32,7 @@ for path in sys.argv[1:]:
     failed += f
     skipped += s
 print(f"total: {passed} passed, {failed} failed, {skipped} skipped")
+sys.exit(1 if failed else 0)
 PY
+then :; else status=1; fi
 exit $status
