@@ -243,7 +243,9 @@ static int open_pty(uint32_t winsize, int fds[3], int *master)
 /* The child of a spawn runs on its own stack in init's memory until it execs (CLONE_VM |
  * CLONE_VFORK, as posix_spawn does): no page tables copied, no copy-on-write faults, and init
  * resumes exactly when the command is running or has failed to start, which the child says in
- * here. So it must not allocate or touch init's globals (environ included). */
+ * here. So it must not allocate, and it changes nothing of init's that init relies on (not
+ * environ; errno and safepath's openat2 probe are harmless). All signals are blocked around
+ * the clone, so no handler can run in the child with init's memory. */
 struct spawn_child {
     char *cwd;
     char **argv, **env;
@@ -281,8 +283,11 @@ static int exec_search(char **argv, char **env)
         size_t dl = colon ? (size_t)(colon - p) : strlen(p);
         const char *file = name;
         if (!strchr(name, '/')) {
-            if (dl + 1 + strlen(name) + 1 > sizeof path)
+            if (dl + 1 + strlen(name) + 1 > sizeof path) {
+                if (err == ENOENT)
+                    err = ENAMETOOLONG; /* as execvp says it: not "not found" */
                 goto next;
+            }
             memcpy(path, dl ? p : ".", dl ? dl : 1);
             size_t o = dl ? dl : 1;
             path[o++] = '/';
@@ -295,7 +300,7 @@ static int exec_search(char **argv, char **env)
             size_t argc = 0;
             while (argv[argc])
                 argc++;
-            if (argc < 4096) {
+            if (argc <= 4096) { /* NSBOX_PROTO_MAX_ARGS, the most a request has: 32 KiB */
                 char *sh[argc + 2];
                 sh[0] = "/bin/sh";
                 sh[1] = (char *)file;
@@ -405,9 +410,13 @@ static void do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, i
     argv[h->argc] = NULL;
 
     struct spawn_child c = {.cwd = cwd, .argv = argv, .env = env, .fds = fds, .flags = h->flags};
+    sigset_t all, saved_mask;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &saved_mask);
     pid_t pid = clone(spawn_child_main, spawn_stack + sizeof spawn_stack,
                       CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
     int clone_errno = errno;
+    sigprocmask(SIG_SETMASK, &saved_mask, NULL);
     argv[h->argc] = saved;
     free(env);
     for (int i = 0; i < 3; i++)

@@ -104,13 +104,17 @@ static void send_signal(int sock, int signo)
     cJSON_Delete(req);
 }
 
+const int nsbox_run_relayed[8] = {SIGINT,  SIGTERM, SIGHUP,   SIGQUIT,
+                                  SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
+
 int nsbox_client_wait(int sock, bool escalate, cJSON **reply, struct nsbox_err *e)
 {
-    static const int relay[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+    /* exec relays the first six; nsbox run (escalate) all that a cold run relays */
+    size_t nrelay = escalate ? NSBOX_ARRAY_LEN(nsbox_run_relayed) : 6;
     sigset_t mask, old;
     sigemptyset(&mask);
-    for (size_t k = 0; k < NSBOX_ARRAY_LEN(relay); k++)
-        sigaddset(&mask, relay[k]);
+    for (size_t k = 0; k < nrelay; k++)
+        sigaddset(&mask, nsbox_run_relayed[k]);
     sigprocmask(SIG_BLOCK, &mask, &old);
     cleanup_close int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
     int stops = 0;

@@ -16,9 +16,12 @@ int nsbox_client_call(const char *id, cJSON *req, const int *fds, size_t nfds, c
 /* A reply's error as an nsbox_err; returns -1 when the reply is an error, 0 when ok. */
 int nsbox_client_reply_error(const cJSON *reply, struct nsbox_err *e);
 
-/* After an exec or run request with the command's descriptors: pass SIGINT, SIGTERM, SIGHUP,
- * SIGQUIT, SIGUSR1 and SIGUSR2 on to the command until the final reply comes, then read it.
- * escalate: a second interrupt (INT, TERM, HUP, QUIT) is sent as SIGKILL, as nsbox run does. */
+/* The signals nsbox run passes on to its command (the first six: exec's). */
+extern const int nsbox_run_relayed[8];
+/* After an exec or run request with the command's descriptors: pass signals on to the command
+ * until a reply comes, then read it. exec relays SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
+ * SIGUSR2; with escalate (nsbox run) also SIGWINCH and SIGCONT, and a second interrupt (INT,
+ * TERM, HUP, QUIT) is sent as SIGKILL, as a cold run does. */
 int nsbox_client_wait(int sock, bool escalate, cJSON **reply, struct nsbox_err *e);
 
 int nsbox_cli_exec(int argc, char **argv);

@@ -261,13 +261,11 @@ static int cmd_run(int argc, char **argv)
     int status, oom_kills = 0;
     o.oom_kills = &oom_kills;
     /* A sandbox made ahead for these settings, when the pool is on (docs/pool.md). */
-    bool pooled_oom = false;
-    int pr2 = nsbox_pool_run(&spec, argv + i, &o, &status, &pooled_oom, &e);
+    int pr2 = nsbox_pool_run(&spec, argv + i, &o, &status, &oom_kills, &e);
     if (pr2 < 0)
         goto out_err;
     if (pr2 == 1) {
         rc = status;
-        oom_kills = pooled_oom;
     } else if (nsbox_run(&spec, argv + i, &o, &status, &e) < 0) {
         if (e.code == NSBOX_E_EXEC) {
             fprintf(stderr, "nsbox: %s\n", e.msg);
@@ -444,6 +442,15 @@ int main(int argc, char **argv)
     /* An ignored SIGCHLD survives exec: from a caller that ignores it, nsbox (and the supervisor
      * and init it forks) would never be told that a child ended, and would wait for ever. */
     signal(SIGCHLD, SIG_DFL);
+    /* Supervisors and the pool's fillers work from "/": a relative $NSBOX_CONFIG would name
+     * another file there. */
+    const char *cfg = getenv("NSBOX_CONFIG");
+    if (cfg && cfg[0] && cfg[0] != '/') {
+        char *abs = realpath(cfg, NULL);
+        if (abs)
+            setenv("NSBOX_CONFIG", abs, 1);
+        free(abs);
+    }
     /* Instance types may be overridden by $NSBOX_CONFIG or /etc/nsbox/config.json; a broken
      * file is an error for every command rather than silently different limits. */
     struct nsbox_err e = {0};

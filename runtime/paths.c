@@ -44,7 +44,18 @@ int nsbox_path_runtime_dir(char *out, size_t n, struct nsbox_err *e)
         return fmt_path(out, n, e, "%s%s", x, "/nsbox");
     char uid[32];
     snprintf(uid, sizeof uid, "%u", (unsigned)getuid());
-    return fmt_path(out, n, e, "/tmp/nsbox-%s%s", uid, "");
+    if (fmt_path(out, n, e, "/tmp/nsbox-%s%s", uid, "") < 0)
+        return -1;
+    /* /tmp is everyone's: a directory of that name made by another user would hold our
+     * sockets and state. It must be ours and closed to others (nsbox makes it 0700). */
+    struct stat st;
+    if (lstat(out, &st) == 0 &&
+        (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)))
+        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                             "%s is not a directory of yours closed to others (owner uid %u, mode "
+                             "%o): remove it, or set XDG_RUNTIME_DIR or NSBOX_STATE_DIR",
+                             out, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+    return 0;
 }
 
 int nsbox_path_data_dir(char *out, size_t n, struct nsbox_err *e)

@@ -2,6 +2,7 @@
  * child in its cgroup, relay signals, wait, and remove everything. */
 #define _GNU_SOURCE
 #include "cleanup.h"
+#include "client.h"
 #include "sandbox.h"
 
 #include <errno.h>
@@ -19,8 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static const int relayed_signals[] = {SIGINT,  SIGTERM,  SIGHUP,   SIGQUIT,
-                                      SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
 
 /* ---- preparation (once, before the clone) -------------------------------------------------- */
 
@@ -129,8 +128,8 @@ int nsbox_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox
     nsbox_sandbox_init(&sb);
     sigset_t mask, oldmask;
     sigemptyset(&mask);
-    for (size_t i = 0; i < NSBOX_ARRAY_LEN(relayed_signals); i++)
-        sigaddset(&mask, relayed_signals[i]);
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(nsbox_run_relayed); i++)
+        sigaddset(&mask, nsbox_run_relayed[i]);
     sigaddset(&mask, SIGCHLD);
     if (sigprocmask(SIG_BLOCK, &mask, &oldmask) < 0)
         return nsbox_err_sys(e, "sigprocmask");

@@ -110,8 +110,20 @@ int nsbox_session_connect(const char *id, struct nsbox_err *e)
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return nsbox_err_sys(e, "socket");
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+        /* Whoever listens must be us (or root): the descriptors and environment of an exec or
+         * a run go to it, and a socket in a directory others could write would be theirs. */
+        struct ucred cr;
+        socklen_t cl = sizeof cr;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
+            (cr.uid != geteuid() && cr.uid != 0)) {
+            close(fd);
+            return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                                 "refusing sandbox %s: its control socket %s is served by uid "
+                                 "%u, not by you", id, path, (unsigned)cr.uid);
+        }
         return fd;
+    }
     int err = errno;
     close(fd);
     if (nsbox_tombstone_read(id, reason, sizeof reason))
@@ -372,7 +384,10 @@ static void pool_entry_remove(struct sup *S)
 /* Which requests a sandbox takes while pooled: only its one run, and looking at it or deleting
  * it; nobody else may change what the run will find. The supervisor is single-threaded, so of
  * two runs that picked the same entry exactly one gets it; the other gets an error without an
- * exit_code and tries another sandbox. */
+ * exit_code and tries another sandbox. A run is claimed only once its command has gone to
+ * init (claim_run): a request that cannot start (a bad descriptor, too long) is refused
+ * without using the sandbox up. Once claimed, it can no longer be deleted from outside: the
+ * run owns it, and it goes when the run ends (or its client does). */
 static int pool_gate(struct sup *S, int ci, const struct nsbox_request *rq, struct nsbox_err *e)
 {
     if (!S->pool_key[0])
@@ -383,24 +398,38 @@ static int pool_gate(struct sup *S, int ci, const struct nsbox_request *rq, stru
     switch (rq->op) {
     case NSBOX_OP_PING:
     case NSBOX_OP_INSPECT:
-    case NSBOX_OP_DELETE:
     case NSBOX_OP_SIGNAL: /* only ever to the command of its own connection: the run's */
         return 0;
+    case NSBOX_OP_DELETE:
+        return S->claimed && ci != S->run_client
+                   ? nsbox_err_set(e, NSBOX_E_INVALID, EBUSY,
+                                   "sandbox %s is running the command of an nsbox run; it is "
+                                   "deleted when that ends", S->sb.st.id)
+                   : 0;
     case NSBOX_OP_RUN:
         if (S->claimed || S->quit) /* taken, or being deleted (its ttl ran out just now) */
             return nsbox_err_set(e, NSBOX_E_NOTFOUND, EBUSY,
                                  "sandbox %s was taken by another nsbox run", S->sb.st.id);
-        /* Its entry is removed once the command is started (off the run's path); a run that
-         * still finds it meanwhile is refused and tries the next one. */
-        S->claimed = true;
-        S->run_client = ci;
-        set_timer(S->ttl_fd, 0); /* the run's own timeout bounds it now */
         return 0;
     default:
         return nsbox_err_set(e, NSBOX_E_INVALID, EPERM,
                              "sandbox %s is kept for nsbox run (the pool) and takes no other "
                              "requests", S->sb.st.id);
     }
+}
+
+/* The run's command went to init: the sandbox is this run's. The run is told at once, so that
+ * a connection that ends without this ack means "not taken, try another". Its entry goes now
+ * (a run that still finds it meanwhile is refused). */
+static void claim_run(struct sup *S, int ci, const char *tag)
+{
+    S->claimed = true;
+    S->run_client = ci;
+    set_timer(S->ttl_fd, 0); /* the run's own timeout bounds it now */
+    cJSON *ack = nsbox_reply_ok(tag);
+    cJSON_AddTrueToObject(ack, "claimed");
+    send_reply(S, ci, ack, NULL, 0);
+    pool_entry_remove(S);
 }
 
 /* The run's command ended, and init has killed every other process of the sandbox before it
@@ -637,11 +666,8 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
             break;
         }
         do_spawn(S, ci, &rq, fds, rq.op == NSBOX_OP_START);
-        if (rq.op == NSBOX_OP_RUN) {
-            pool_entry_remove(S);
-            if (S->clients[ci].waiting < 0)
-                S->quit = true; /* it could not start: the sandbox was taken all the same */
-        }
+        if (rq.op == NSBOX_OP_RUN && S->clients[ci].waiting >= 0)
+            claim_run(S, ci, rq.tag);
         break;
     case NSBOX_OP_PS: {
         cJSON *r = nsbox_reply_ok(rq.tag);
@@ -697,7 +723,8 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
         send_reply(S, ci, nsbox_reply_ok(rq.tag), NULL, 0);
         break;
     case NSBOX_OP_DELETE:
-        nsbox_tombstone_write(S->sb.st.id, "deleted by rm");
+        if (!S->pool_key[0]) /* nobody knows a pooled sandbox's id: no tombstone to keep */
+            nsbox_tombstone_write(S->sb.st.id, "deleted by rm");
         S->quit = true;
         send_reply(S, ci, nsbox_reply_ok(rq.tag), NULL, 0);
         break;
@@ -794,6 +821,8 @@ static void on_agent(struct sup *S)
         cJSON_AddNumberToObject(rep, "exit_code", p->exit_code);
         cJSON_AddBoolToObject(rep, "timed_out", p->timed_out);
         cJSON_AddBoolToObject(rep, "oom_killed", oom);
+        if (ci == S->run_client) /* all of the sandbox's, as a cold run reports them */
+            cJSON_AddNumberToObject(rep, "oom_kills", (double)oom_kills(S));
         end_run(S, ci);
         send_reply(S, ci, rep, NULL, 0);
         S->clients[ci].waiting = -1;

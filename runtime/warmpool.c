@@ -78,6 +78,13 @@ static int ctx_load(const struct nsbox_spec *s, struct pool_ctx *c, struct nsbox
 {
     memset(c, 0, sizeof *c);
     nsbox_pool_config_init(&c->cfg);
+    char rt[PATH_MAX];
+    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0)
+        return -1;
+    if ((size_t)snprintf(c->dir, sizeof c->dir, "%s/pool", rt) >= sizeof c->dir)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "runtime dir too long");
+    if (!s)
+        return 0; /* drain and ls need the directory only: a config mistake must not stop them */
     cleanup_free char *text = NULL;
     size_t len = 0;
     char used[PATH_MAX];
@@ -86,13 +93,6 @@ static int ctx_load(const struct nsbox_spec *s, struct pool_ctx *c, struct nsbox
         return -1;
     if (r == 0 && nsbox_pool_config_from_json(text, len, &c->cfg, e) < 0)
         return nsbox_err_wrap(e, "%s", used);
-    char rt[PATH_MAX];
-    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0)
-        return -1;
-    if ((size_t)snprintf(c->dir, sizeof c->dir, "%s/pool", rt) >= sizeof c->dir)
-        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "runtime dir too long");
-    if (!s)
-        return 0;
     char bin[96];
     if (own_build_id(bin, sizeof bin) < 0) {
         struct stat st;
@@ -101,14 +101,23 @@ static int ctx_load(const struct nsbox_spec *s, struct pool_ctx *c, struct nsbox
         snprintf(bin, sizeof bin, "%llx:%llx:%lld.%09ld", (unsigned long long)st.st_dev,
                  (unsigned long long)st.st_ino, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
     }
+    /* and the environment variables that shape a sandbox where it is made */
+    static const char *const vars[] = {"NSBOX_DATA_DIR", "NSBOX_CACHE_DIR",
+                                       "NSBOX_CGROUP_PARENT", "NSBOX_RESOLV_CONF"};
     size_t cap = 160 + len;
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(vars); i++)
+        cap += strlen(vars[i]) + 2 + (getenv(vars[i]) ? strlen(getenv(vars[i])) : 0);
     cleanup_free char *extra = malloc(cap);
     if (!extra)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-    int n = snprintf(extra, cap, "%s %s\n", NSBOX_VERSION, bin);
+    size_t n = (size_t)snprintf(extra, cap, "%s %s\n", NSBOX_VERSION, bin);
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(vars); i++) {
+        const char *v = getenv(vars[i]);
+        n += (size_t)snprintf(extra + n, cap - n, "%s=%s\n", vars[i], v ? v : "");
+    }
     if (text)
         memcpy(extra + n, text, len);
-    if (nsbox_pool_key(s, extra, (size_t)n + (text ? len : 0), c->key) < 0)
+    if (nsbox_pool_key(s, extra, n + (text ? len : 0), c->key) < 0)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     return 0;
 }
@@ -123,12 +132,18 @@ static cJSON *run_request(const struct nsbox_spec *s, char *const argv[],
     for (size_t i = 0; argv[i]; i++)
         cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
     cJSON *env = cJSON_AddObjectToObject(r, "env");
+    /* TERM is the caller's, as in a cold run (nsbox_sandbox_env); pooled sandboxes are made
+     * without one (nsbox_pool_fill) */
+    const char *term = getenv("TERM");
+    if (term && strlen(term) < 64 && !strchr(term, '/'))
+        cJSON_AddStringToObject(env, "TERM", term);
     for (size_t i = 0; i < s->n_env; i++) {
         const char *eq = strchr(s->env[i], '=');
         if (!eq)
             continue;
-        char key[256];
-        snprintf(key, sizeof key, "%.*s", (int)(eq - s->env[i]), s->env[i]);
+        cleanup_free char *key = strndup(s->env[i], (size_t)(eq - s->env[i]));
+        if (!key)
+            continue;
         cJSON_DeleteItemFromObjectCaseSensitive(env, key); /* a later K wins, as in the spec */
         cJSON_AddStringToObject(env, key, eq + 1);
     }
@@ -139,21 +154,69 @@ static cJSON *run_request(const struct nsbox_spec *s, char *const argv[],
     return r;
 }
 
-/* The reply of a run that happened: its exit code, the error said as nsbox run says it. */
-static int run_result(const cJSON *reply, bool *oom)
+/* The reply of a run that happened: its exit code, the error said as nsbox run says it, and
+ * how many processes of the sandbox the memory limit killed. */
+static int run_result(const cJSON *reply, int *oom_kills)
 {
     struct nsbox_err e = {0};
     const cJSON *code = cJSON_GetObjectItemCaseSensitive(reply, "exit_code");
+    const cJSON *ooms = cJSON_GetObjectItemCaseSensitive(reply, "oom_kills");
     if (nsbox_client_reply_error(reply, &e) < 0)
         fprintf(stderr, "nsbox: %s\n", e.msg);
-    *oom = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "oom_killed"));
+    *oom_kills = cJSON_IsNumber(ooms) ? ooms->valueint : 0;
     return cJSON_IsNumber(code) ? code->valueint : 125;
 }
 
-int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox_run_opts *o,
-                   int *exit_status, bool *oom, struct nsbox_err *e)
+static bool is_refusal(const cJSON *reply)
 {
-    *oom = false;
+    return !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")) &&
+           !cJSON_GetObjectItemCaseSensitive(reply, "exit_code");
+}
+
+/* One attempt on one pooled sandbox: 1 ran (*exit_status...), 0 not taken (refused, or its
+ * supervisor went away before it said "claimed"), -1 it was ours and the connection broke. */
+static int try_one(const char *id, const cJSON *req, const int fds[3], int *exit_status,
+                   int *oom_kills, struct nsbox_err *e)
+{
+    struct nsbox_err ce;
+    cleanup_close int sock = nsbox_session_connect(id, &ce);
+    if (sock < 0)
+        return -2; /* its supervisor is gone (killed): a stale entry */
+    if (nsbox_proto_send_obj(sock, (cJSON *)req, fds, 3, &ce) < 0)
+        return 0;
+    cJSON *first = NULL;
+    if (nsbox_client_wait(sock, true, &first, &ce) < 0)
+        return 0; /* it ended (ttl, drain) before taking us: nothing ran */
+    if (is_refusal(first)) {
+        cJSON_Delete(first);
+        return 0;
+    }
+    bool claimed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(first, "claimed"));
+    cJSON *reply = first;
+    if (claimed) {
+        cJSON_Delete(first);
+        if (nsbox_client_wait(sock, true, &reply, &ce) < 0) {
+            /* ours, and gone without a status (killed): the command may have run, so it is
+             * not run again elsewhere */
+            *e = ce;
+            return nsbox_err_wrap(e, "pooled sandbox %s", id);
+        }
+    }
+    *exit_status = run_result(reply, oom_kills);
+    cJSON_Delete(reply);
+    return 1;
+}
+
+int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox_run_opts *o,
+                   int *exit_status, int *oom_kills, struct nsbox_err *e)
+{
+    *oom_kills = 0;
+    int fds[3] = {o ? o->stdin_fd : 0, o ? o->stdout_fd : 1, o ? o->stderr_fd : 2};
+    /* A closed 0-2 would be taken by the descriptors opened below and passed on as the
+     * command's: leave that case to the cold run, which refuses it clearly. */
+    for (int i = 0; i < 3; i++)
+        if (fcntl(fds[i], F_GETFD) < 0)
+            return 0;
     if (!nsbox_pool_spec_poolable(s))
         return 0;
     struct pool_ctx c;
@@ -165,42 +228,26 @@ int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct 
     if (!d)
         return 0;
     cleanup_cjson cJSON *req = run_request(s, argv, o);
-    int fds[3] = {o ? o->stdin_fd : 0, o ? o->stdout_fd : 1, o ? o->stderr_fd : 2};
+    /* Signals wait in the mask until a sandbox has the command, then go to it. */
+    sigset_t mask, old;
+    sigemptyset(&mask);
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(nsbox_run_relayed); i++)
+        sigaddset(&mask, nsbox_run_relayed[i]);
+    sigprocmask(SIG_BLOCK, &mask, &old);
     int ret = 0;
     struct dirent *de;
     while (ret == 0 && (de = readdir(d))) {
         char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1];
         if (!nsbox_pool_entry_parse(de->d_name, key, id) || strcmp(key, c.key) != 0)
             continue;
-        struct nsbox_err ce;
-        cleanup_close int sock = nsbox_session_connect(id, &ce);
-        if (sock < 0) {
-            /* its supervisor is gone (killed): the entry is stale, gc removes the rest */
-            unlinkat(dirfd(d), de->d_name, 0);
-            continue;
+        ret = try_one(id, req, fds, exit_status, oom_kills, e);
+        if (ret == -2) {
+            unlinkat(dirfd(d), de->d_name, 0); /* gc removes the rest */
+            ret = 0;
         }
-        if (nsbox_proto_send_obj(sock, req, fds, 3, &ce) < 0)
-            continue;
-        cJSON *reply = NULL;
-        if (nsbox_client_wait(sock, true, &reply, &ce) < 0) {
-            /* The supervisor closed the connection without a reply: it may have been taken
-             * and have died with our command running, so the run cannot be repeated. */
-            *e = ce;
-            nsbox_err_wrap(e, "pooled sandbox %s", id);
-            ret = -1;
-            break;
-        }
-        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")) &&
-            !cJSON_GetObjectItemCaseSensitive(reply, "exit_code")) {
-            /* refused (another run took it, or it is being deleted): the next one */
-            cJSON_Delete(reply);
-            continue;
-        }
-        *exit_status = run_result(reply, oom);
-        cJSON_Delete(reply);
-        ret = 1;
     }
     closedir(d);
+    sigprocmask(SIG_SETMASK, &old, NULL);
     return ret;
 }
 
@@ -285,12 +332,13 @@ int nsbox_pool_fill(const struct nsbox_spec *s, unsigned size, bool refill, unsi
     struct pool_ctx c;
     if (ctx_load(s, &c, e) < 0)
         return -1;
-    if (!size)
-        size = c.cfg.size;
-    if (!size)
+    /* Sandboxes that no run would take (the pool is off) would only wait for their ttl. */
+    if (!c.cfg.size)
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
                              "the pool is off: set {\"pool\": {\"size\": N}} in the nsbox config "
-                             "(docs/pool.md), or give --size N");
+                             "(docs/pool.md)");
+    if (!size)
+        size = c.cfg.size;
     if (size > NSBOX_POOL_MAX_SIZE)
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "--size: at most %d",
                              NSBOX_POOL_MAX_SIZE);
@@ -319,6 +367,8 @@ int nsbox_pool_fill(const struct nsbox_spec *s, unsigned size, bool refill, unsi
     }
     struct nsbox_err ge;
     nsbox_gc(false, &ge); /* dead pooled sandboxes and their entries */
+    /* The sandbox gets the TERM of the run that takes it (run_request), not the filler's. */
+    unsetenv("TERM");
     unsigned have = 0;
     DIR *d = opendir(c.dir);
     struct dirent *de;
@@ -403,14 +453,23 @@ int nsbox_pool_drain(struct nsbox_err *e)
     close(mfd);
     struct dirent *de;
     while ((de = readdir(d))) {
-        size_t l = strlen(de->d_name);
-        if (l < 6 || strcmp(de->d_name + l - 5, ".lock") != 0)
+        char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1];
+        char probe[NSBOX_POOL_KEY_LEN + 1 + NSBOX_ID_LEN + 1];
+        if (strlen(de->d_name) != NSBOX_POOL_KEY_LEN + 5 ||
+            strcmp(de->d_name + NSBOX_POOL_KEY_LEN, ".lock") != 0)
+            continue;
+        /* a key's lock: "<key>.lock", the key checked as an entry name would be */
+        snprintf(probe, sizeof probe, "%.*s-000000000000", NSBOX_POOL_KEY_LEN, de->d_name);
+        if (!nsbox_pool_entry_parse(probe, key, id))
             continue;
         int lfd = openat(dirfd(d), de->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-        if (lfd >= 0) {
-            flock(lfd, LOCK_EX);
-            close(lfd);
-        }
+        if (lfd < 0)
+            continue;
+        /* a filler holds it for as long as it makes its sandboxes: seconds at most */
+        for (int tries = 0; flock(lfd, LOCK_EX | LOCK_NB) < 0 && tries < 600; tries++)
+            usleep(50000);
+        unlinkat(dirfd(d), de->d_name, 0); /* remade by the next fill */
+        close(lfd);
     }
     closedir(d);
     int n = 0;

@@ -15,10 +15,11 @@
 
 /* Run argv in a pooled sandbox for s. Returns 1 when it ran there (*exit_status set as by
  * nsbox_run; messages about the command, such as "command not found", printed on stderr;
- * *oom when the memory limit killed it), 0 when the pool is off or holds nothing for this spec
- * (run it cold, then call nsbox_pool_after_cold_run), -1 on error (e). */
+ * *oom_kills: processes of the sandbox the memory limit killed), 0 when the pool is off or
+ * holds nothing for this spec that takes the run (run it cold, then call
+ * nsbox_pool_after_cold_run), -1 on error (e). */
 int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox_run_opts *o,
-                   int *exit_status, bool *oom, struct nsbox_err *e);
+                   int *exit_status, int *oom_kills, struct nsbox_err *e);
 
 /* After a cold run: when the pool is on for this spec and nobody fills it yet, start a
  * detached `nsbox pool fill` for it. Errors are not reported (the run itself succeeded). */

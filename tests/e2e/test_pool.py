@@ -16,6 +16,19 @@ import unittest
 from nsbox_test import NSBOX, Dirs, cgroup_leftovers, is_root, loop_devices_under, run_nsbox
 
 
+def readline(p, timeout=10.0):
+    """A line of p's stdout, or b"" if none comes in time (a test must fail, not hang)."""
+    import select
+    if select.select([p.stdout], [], [], timeout)[0]:
+        return p.stdout.readline()
+    return b""
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def wait_for(pred, timeout=20.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -165,6 +178,93 @@ class Pool(unittest.TestCase):
         self.assertEqual(r.stdout.decode().strip(), "nsbox-" + sid)
         self.assertTrue(wait_for(self.pooled), "no refill after a new fill")
 
+    def test_drain_leaves_a_run_under_way_alone(self):
+        # The run and the drain reach the supervisor together (it is stopped meanwhile, so
+        # that the drain still lists the sandbox): the run gets it, the drain's delete is
+        # refused, and the run ends normally.
+        (sid,) = self.fill()
+        sup = json.loads(self.nsbox("inspect", sid, check=True).stdout)["supervisor_pid"]
+        env = self.dirs.env(self.env)
+        os.kill(sup, signal.SIGSTOP)
+        try:
+            p = subprocess.Popen([NSBOX, "run", "--", "sh", "-c", "echo started; sleep 1; "
+                                  "echo finished"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env=env)
+            time.sleep(0.5)  # its request is queued
+            d = subprocess.Popen([NSBOX, "pool", "drain"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env=env)
+            time.sleep(0.5)
+        finally:
+            os.kill(sup, signal.SIGCONT)
+        try:
+            out, err = p.communicate(timeout=60)
+            d.communicate(timeout=60)
+        finally:
+            p.kill()
+            d.kill()
+        self.assertEqual((p.returncode, out), (0, b"started\nfinished\n"), err)
+        self.assertTrue(wait_for(lambda: self.gone(sid)))
+
+    def test_a_request_that_cannot_start_keeps_the_pool(self):
+        # a directory as stdin: refused before the sandbox is used up; the cold run says why
+        (sid,) = self.fill()
+        fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            r = subprocess.run([NSBOX, "run", "--", "true"], stdin=fd, capture_output=True,
+                               env=self.dirs.env(self.env), timeout=60)
+        finally:
+            os.close(fd)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"stdin", r.stderr)
+        self.assertEqual(self.pooled(), [sid])
+        # and a closed stdin runs cold, not with the pool directory as its stdin
+        r = subprocess.run([NSBOX, "run", "--", "sh", "-c", "ls -l /proc/self/fd/0 2>&1; true"],
+                           stdin=subprocess.DEVNULL, capture_output=True,
+                           env=self.dirs.env(self.env), timeout=60,
+                           preexec_fn=lambda: os.close(0))
+        self.assertNotIn(b"pool", r.stdout + r.stderr)
+        self.assertEqual(self.pooled(), [sid])
+
+    def test_a_socket_served_by_another_user_gets_nothing(self):
+        # an entry and a control socket that someone else serves: the run must not send its
+        # command, environment and descriptors there
+        if not is_root():
+            self.skipTest("needs a second user to serve the socket")
+        from nsbox_test import ensure_test_user
+        user = ensure_test_user()
+        self.fill()
+        key = json.loads(self.nsbox("pool", "ls", "--json", check=True).stdout)[0]["key"]
+        fake = "aaaaaaaaaaaa"
+        fdir = os.path.join(self.dirs.state, fake)
+        os.mkdir(fdir)
+        os.chown(fdir, user.pw_uid, user.pw_gid)
+        got = os.path.join(self.dirs.base, "got")
+        server = subprocess.Popen(
+            ["setpriv", "--reuid", str(user.pw_uid), "--regid", str(user.pw_gid),
+             "--clear-groups", "--", "python3", "-c",
+             "import socket,sys\n"
+             "s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1)\n"
+             "print('up', flush=True)\n"
+             "c,_=s.accept(); d=c.recv(65536)\n"
+             "open(sys.argv[2],'wb').write(d)\n",
+             os.path.join(fdir, "ctl"), got + ".tmp"],
+            stdout=subprocess.PIPE)
+        try:
+            self.assertEqual(server.stdout.readline(), b"up\n")
+            os.chmod(self.dirs.base, 0o777)  # where the fake may write what it got
+            open(os.path.join(self.dirs.state, "pool", key + "-" + fake), "w").close()
+            # listed first or not, the run must end in a real sandbox and say nothing there
+            for _ in range(3):
+                r = self.nsbox("run", "-e", "API_TOKEN=secret", "--", "echo", "hi")
+                self.assertEqual((r.returncode, r.stdout), (0, b"hi\n"), r.stderr)
+            # the fake may see a connection (it is closed at once), never a byte of the request
+            server.wait(timeout=5) if os.path.exists(got + ".tmp") else None
+            data = open(got + ".tmp", "rb").read() if os.path.exists(got + ".tmp") else b""
+            self.assertEqual(data, b"", "the fake socket received the run")
+        finally:
+            server.kill()
+            server.wait()
+
     def test_gc_clears_the_entry_of_a_killed_supervisor(self):
         (sid,) = self.fill()
         info = json.loads(self.nsbox("inspect", sid, check=True).stdout)
@@ -221,6 +321,7 @@ class Pool(unittest.TestCase):
             (["--", "sh", "-c", "kill -9 $$"], None),
             (["--", "sh", "-c", "ls /workspace /tmp | wc -l; ps -e -o pid= | wc -l"], None),
             (["--", "sh", "-c", "touch /usr/x 2>&1; echo $?"], None),
+            (["--", "sh", "-c", "echo TERM=$TERM; env | sort"], None),
         ]
         cold_env = dict(self.env)
         cold_cfg = os.path.join(self.dirs.base, "cold.json")
@@ -233,6 +334,12 @@ class Pool(unittest.TestCase):
             warm, _ = self.run_pooled(*args, input=stdin)
             self.assertEqual((warm.returncode, warm.stdout, warm.stderr),
                              (cold.returncode, cold.stdout, cold.stderr), args)
+        # the caller's TERM, whatever the filler's was (the pool was filled without one)
+        for term in ("vt100", "xterm-256color"):
+            args = ["--", "sh", "-c", "echo $TERM"]
+            cold = self.nsbox("run", *args, extra_env=dict(cold_env, TERM=term))
+            warm, _ = self.run_pooled(*args, extra_env=dict(self.env, TERM=term))
+            self.assertEqual((warm.stdout, cold.stdout), (term.encode() + b"\n",) * 2)
         # a cwd that does not exist: 125 both ways; the cold run says more about where
         cold = self.nsbox("run", "--cwd", "sub", "--", "pwd", extra_env=cold_env)
         warm, _ = self.run_pooled("--cwd", "sub", "--", "pwd")
@@ -274,7 +381,7 @@ class Pool(unittest.TestCase):
         try:
             self.assertTrue(wait_for(lambda: os.path.getsize(out) > 0, 20), "did not start")
             os.kill(sup, signal.SIGSTOP)
-            self.assertTrue(wait_for(lambda: b"main-done" in open(out, "rb").read(), 20))
+            self.assertTrue(wait_for(lambda: b"main-done" in read(out), 20))
             time.sleep(0.3)
             size = os.path.getsize(out)
             time.sleep(0.5)
@@ -295,11 +402,38 @@ class Pool(unittest.TestCase):
                               'while :; do sleep 0.05; done'],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              env=self.dirs.env(self.env))
-        self.assertEqual(p.stdout.readline(), b"ready\n")
+        self.assertEqual(readline(p), b"ready\n")
         self.assertEqual(self.pooled(), [], "not a pooled run")
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=30)
         self.assertEqual((p.returncode, out), (7, b"got-int\n"), err)
+
+    def test_winch_and_cont_reach_the_command(self):
+        self.fill()
+        wait_for(self.pooled)
+        p = subprocess.Popen([NSBOX, "run", "--", "sh", "-c",
+                              'trap "echo got-winch" WINCH; trap "echo got-cont" CONT; '
+                              'trap "exit 5" TERM; echo ready; while :; do sleep 0.05; done'],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=self.dirs.env(self.env))
+        try:
+            self.assertEqual(readline(p), b"ready\n")
+            p.send_signal(signal.SIGWINCH)
+            self.assertEqual(readline(p), b"got-winch\n")
+            p.send_signal(signal.SIGCONT)
+            self.assertEqual(readline(p), b"got-cont\n")
+            p.send_signal(signal.SIGTERM)
+            p.communicate(timeout=30)
+        finally:
+            p.kill()
+        self.assertEqual(p.returncode, 5)
+
+    def test_a_relative_config_path_fills_the_pool(self):
+        env = dict(self.env, NSBOX_CONFIG="config.json")
+        r = subprocess.run([NSBOX, "run", "--", "true"], cwd=self.dirs.base, capture_output=True,
+                           env=self.dirs.env(env), timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(wait_for(self.pooled), "no fill with a relative NSBOX_CONFIG")
 
     def test_a_second_interrupt_kills(self):
         self.fill()
@@ -308,7 +442,7 @@ class Pool(unittest.TestCase):
                               'trap "" INT; echo ready; while :; do sleep 0.05; done'],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              env=self.dirs.env(self.env))
-        self.assertEqual(p.stdout.readline(), b"ready\n")
+        self.assertEqual(readline(p), b"ready\n")
         p.send_signal(signal.SIGINT)
         time.sleep(0.3)
         self.assertIsNone(p.poll(), "the first interrupt was ignored by the command")
@@ -321,7 +455,7 @@ class Pool(unittest.TestCase):
         p = subprocess.Popen([NSBOX, "run", "--", "sh", "-c", "echo ready; sleep 300"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              env=self.dirs.env(self.env))
-        self.assertEqual(p.stdout.readline(), b"ready\n")
+        self.assertEqual(readline(p), b"ready\n")
         p.kill()
         p.wait()
         self.assertTrue(wait_for(lambda: self.gone(sid)),
@@ -335,12 +469,15 @@ class PoolMemory(unittest.TestCase):
 
     def setUp(self):
         self.dirs = Dirs()
+        tiny = {"tiny": {"cpus": 1, "memory": "64MiB", "pids": 64, "disk": "64MiB"}}
         config = os.path.join(self.dirs.base, "config.json")
         with open(config, "w") as f:
-            json.dump({"pool": {"size": 1},
-                       "instance_types": {"tiny": {"cpus": 1, "memory": "64MiB", "pids": 64,
-                                                   "disk": "64MiB"}}}, f)
+            json.dump({"pool": {"size": 1}, "instance_types": tiny}, f)
+        cold = os.path.join(self.dirs.base, "cold.json")
+        with open(cold, "w") as f:
+            json.dump({"instance_types": tiny}, f)
         self.env = {"NSBOX_CONFIG": config}
+        self.cold_env = {"NSBOX_CONFIG": cold}
 
     def tearDown(self):
         run_nsbox(["pool", "drain"], self.dirs, extra_env=self.env)
@@ -358,6 +495,19 @@ class PoolMemory(unittest.TestCase):
         self.assertIn(b"out of memory", r.stderr)
         after = run_nsbox(["pool", "ls"], self.dirs, extra_env=self.env).stdout
         self.assertNotIn(before, after, "the run did not take the pooled sandbox")
+
+    def test_oom_of_other_processes_counted_as_cold(self):
+        # the command survives; two of its children are killed: both runs say "2 processes"
+        run_nsbox(["pool", "fill", "--instance-type", "tiny"], self.dirs, extra_env=self.env,
+                  check=True)
+        args = ["run", "--instance-type", "tiny", "--", "sh", "-c",
+                "tail /dev/zero; tail /dev/zero; echo after $?"]
+        warm = run_nsbox(args, self.dirs, extra_env=self.env)
+        cold = run_nsbox(args, self.dirs, extra_env=self.cold_env)
+        self.assertEqual(cold.stdout, b"after 137\n")
+        self.assertIn(b"killed 2 processes", cold.stderr)
+        self.assertEqual((warm.returncode, warm.stdout, warm.stderr),
+                         (cold.returncode, cold.stdout, cold.stderr))
 
 
 if __name__ == "__main__":
