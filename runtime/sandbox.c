@@ -218,7 +218,7 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
     char tag[32];
     snprintf(tag, sizeof tag, "nsbox-%s", c->st.id);
     if (ws_kind == NSBOX_WS_EXT4 && nsbox_ws_ext4_start(&job, c->st.workspace, s->limits.disk_bytes,
-                                                        wcfg.overcommit, tag, e) < 0)
+                                                        wcfg.overcommit, !c->pooled, tag, e) < 0)
         return -1;
     int r = prepare_rest(c, s, argv, cwd, &img, ws_kind, e);
     /* Joined on every path: the clone must not happen with a second thread alive. */

@@ -23,6 +23,7 @@ struct nsbox_sandbox {
     int image_lock_fd; /* shared lock on the stored image while the sandbox lives */
     pid_t pid;   /* init (pid 1 inside), in our pid namespace; 0 before the clone */
     int pidfd;
+    bool pooled; /* made for the pool (docs/pool.md): never makes other pooled ones give way */
 };
 
 void nsbox_sandbox_init(struct nsbox_sandbox *sb);

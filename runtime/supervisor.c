@@ -1162,6 +1162,7 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
     sigprocmask(SIG_BLOCK, &mask, NULL);
 
     nsbox_sandbox_init(&S.sb);
+    S.sb.pooled = S.pool_key[0] != '\0';
     int sv[2];
     int ok = -1;
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {

@@ -10,7 +10,10 @@
 #define _GNU_SOURCE
 #include "workspace.h"
 #include "cleanup.h"
+#include "client.h"
 #include "paths.h"
+#include "pool.h"
+#include "proto.h"
 #include "spec.h"
 #include "state.h"
 #include "util.h"
@@ -368,6 +371,18 @@ static int copy_sparse(int in, int out, uint64_t size)
     }
 }
 
+/* A live workspace's promise: its backing file's size minus what it already holds. */
+static uint64_t promise_of(int cache_fd, const char *id)
+{
+    char rel[NAME_MAX + 32];
+    struct stat sb;
+    snprintf(rel, sizeof rel, "%s/workspace.ext4", id);
+    if (fstatat(cache_fd, rel, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(sb.st_mode))
+        return 0;
+    uint64_t held = (uint64_t)sb.st_blocks * 512;
+    return (uint64_t)sb.st_size > held ? (uint64_t)sb.st_size - held : 0;
+}
+
 /* What the live ext4 workspaces under cache_root may still write: each backing file's size
  * minus what it already holds (that part is already gone from the host's free space). */
 /* A sandbox that died without cleaning up (gc will) promises nothing more. */
@@ -408,13 +423,55 @@ static uint64_t promised(int cache_fd, unsigned *count)
         struct stat sb;
         if (fstatat(dirfd(d), rel, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(sb.st_mode))
             continue;
-        uint64_t held = (uint64_t)sb.st_blocks * 512;
-        if ((uint64_t)sb.st_size > held)
-            sum += (uint64_t)sb.st_size - held;
+        sum += promise_of(dirfd(d), de->d_name);
         (*count)++;
     }
     closedir(d);
     return sum;
+}
+
+/* Sandboxes waiting in the pool (docs/pool.md) are spare: they give way to a sandbox that is
+ * wanted now. Deletes waiting ones until their promises cover deficit, and waits (5 s at most)
+ * until their backing files are gone. A sandbox a run has just claimed refuses the delete and
+ * is left alone. Returns how many went. */
+static unsigned evict_pooled(int cache_fd, uint64_t deficit)
+{
+    char rt[PATH_MAX], pool[PATH_MAX + 8];
+    struct nsbox_err e;
+    if (nsbox_path_runtime_dir(rt, sizeof rt, &e) < 0)
+        return 0;
+    snprintf(pool, sizeof pool, "%s/pool", rt);
+    DIR *d = opendir(pool);
+    if (!d)
+        return 0;
+    char gone[NSBOX_POOL_MAX_SIZE * 4][NSBOX_ID_LEN + 1];
+    unsigned n = 0;
+    uint64_t freed = 0;
+    struct dirent *de;
+    while (freed < deficit && n < NSBOX_ARRAY_LEN(gone) && (de = readdir(d))) {
+        char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1];
+        if (!nsbox_pool_entry_parse(de->d_name, key, id))
+            continue;
+        uint64_t p = promise_of(cache_fd, id);
+        if (!p)
+            continue;
+        cJSON *req = cJSON_CreateObject(), *reply = NULL;
+        cJSON_AddNumberToObject(req, "v", NSBOX_PROTO_VERSION);
+        cJSON_AddStringToObject(req, "op", "delete");
+        bool ok = nsbox_client_call(id, req, NULL, 0, &reply, NULL, &e) == 0 &&
+                  nsbox_client_reply_error(reply, &e) == 0;
+        cJSON_Delete(req);
+        cJSON_Delete(reply);
+        if (ok) {
+            memcpy(gone[n++], id, sizeof gone[0]);
+            freed += p;
+        }
+    }
+    closedir(d);
+    for (unsigned i = 0; i < n; i++)
+        for (int t = 0; t < 500 && promise_of(cache_fd, gone[i]); t++)
+            usleep(10000);
+    return n;
 }
 
 /* The host must hold what every sandbox may write: backing files are sparse, so a sandbox
@@ -422,16 +479,22 @@ static uint64_t promised(int cache_fd, unsigned *count)
  * space minus what the other workspaces may still take; the caller holds the space lock until
  * its own backing file exists, so two creations cannot both count the same free space. */
 static int check_free_space(int cache_fd, const char *cache_root, uint64_t bytes,
-                            bool overcommit, struct nsbox_err *e)
+                            bool overcommit, bool evict, struct nsbox_err *e)
 {
     struct statvfs sv;
-    if (fstatvfs(cache_fd, &sv) < 0)
-        return nsbox_err_sys(e, "workspace: statvfs %s", cache_root);
-    uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+    uint64_t avail = 0, taken = 0;
     unsigned others = 0;
-    uint64_t taken = overcommit ? 0 : promised(cache_fd, &others);
-    if (avail >= taken && avail - taken >= bytes)
-        return 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (fstatvfs(cache_fd, &sv) < 0)
+            return nsbox_err_sys(e, "workspace: statvfs %s", cache_root);
+        avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+        taken = overcommit ? 0 : promised(cache_fd, &others);
+        if (avail >= taken && avail - taken >= bytes)
+            return 0;
+        /* short by bytes + taken - avail: waiting pooled sandboxes give way, once */
+        if (pass > 0 || !evict || overcommit || !evict_pooled(cache_fd, bytes + taken - avail))
+            break;
+    }
     char want[32], free_[32], prom[32];
     format_size(bytes, want, sizeof want);
     format_size(avail, free_, sizeof free_);
@@ -467,8 +530,8 @@ static int cache_root_of(const char *image, char *out, size_t n)
 }
 
 /* Everything but the owner: the part that may run in a thread. */
-static int ext4_make(const char *image, uint64_t disk_bytes, bool overcommit, const char *tag,
-                     struct nsbox_err *e)
+static int ext4_make(const char *image, uint64_t disk_bytes, bool overcommit, bool evict,
+                     const char *tag, struct nsbox_err *e)
 {
     char cache_root[PATH_MAX], tpl_path[PATH_MAX];
     if (cache_root_of(image, cache_root, sizeof cache_root) < 0)
@@ -487,7 +550,7 @@ static int ext4_make(const char *image, uint64_t disk_bytes, bool overcommit, co
         if (lock < 0 || flock(lock, LOCK_EX) < 0)
             return nsbox_err_sys(e, "workspace: cannot lock %s/%s/space.lock", cache_root,
                                  NSBOX_WS_SHARED_DIR);
-        if (check_free_space(cache_fd, cache_root, disk_bytes, overcommit, e) < 0)
+        if (check_free_space(cache_fd, cache_root, disk_bytes, overcommit, evict, e) < 0)
             return -1;
         fd = open(image, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
@@ -526,7 +589,7 @@ static int give_root(int mfd, uint32_t uid, uint32_t gid, struct nsbox_err *e)
 static void *job_main(void *arg)
 {
     struct nsbox_ws_job *j = arg;
-    j->mount_fd = ext4_make(j->image, j->disk_bytes, j->overcommit, j->tag, &j->err);
+    j->mount_fd = ext4_make(j->image, j->disk_bytes, j->overcommit, j->evict, j->tag, &j->err);
     return NULL;
 }
 
@@ -545,10 +608,11 @@ int nsbox_ws_load_config(struct nsbox_ws_config *cfg, struct nsbox_err *e)
 }
 
 int nsbox_ws_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk_bytes,
-                        bool overcommit, const char *tag, struct nsbox_err *e)
+                        bool overcommit, bool evict, const char *tag, struct nsbox_err *e)
 {
     memset(j, 0, sizeof *j);
     j->overcommit = overcommit;
+    j->evict = evict;
     j->image = image;
     j->tag = tag;
     j->disk_bytes = disk_bytes;

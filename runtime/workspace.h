@@ -32,6 +32,7 @@ struct nsbox_ws_job {
     const char *image, *tag;
     uint64_t disk_bytes;
     bool overcommit; /* the config's workspace.overcommit */
+    bool evict;      /* waiting pooled sandboxes give way when the disk is short (pool.md) */
     bool started;
     int mount_fd; /* the thread's result; -1 with err on failure */
     struct nsbox_err err;
@@ -39,7 +40,7 @@ struct nsbox_ws_job {
     void *stack;
 };
 int nsbox_ws_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk_bytes,
-                        bool overcommit, const char *tag, struct nsbox_err *e);
+                        bool overcommit, bool evict, const char *tag, struct nsbox_err *e);
 /* chown: whether to give the root to uid:gid (false when only reaping the thread). */
 int nsbox_ws_ext4_finish(struct nsbox_ws_job *j, bool chown, uint32_t uid, uint32_t gid,
                          int *mount_fd, struct nsbox_err *e);

@@ -343,6 +343,31 @@ class WorkspaceDisk(unittest.TestCase):
             {"NSBOX_CONFIG": os.path.join(self.dirs.base, "config.json")})
         self.assertEqual((r.returncode, r.stdout), (0, b"left-for-gc\ndone\n"), r.stderr)
 
+    def test_waiting_pooled_sandboxes_give_way(self):
+        # A 220 MiB filesystem for the cache directory and a pool of two 100 MiB sandboxes
+        # (docs/pool.md): they promise most of it while they wait. A sandbox wanted now gets
+        # its space: one pooled sandbox is deleted for it. A pool fill does not do that.
+        r = self.in_private_mount_ns(
+            'mount -t tmpfs -o size=220m tmpfs "$NSBOX_CACHE_DIR"\n'
+            '"$NSBOX" pool fill --instance-type big --size 2 >/dev/null\n'
+            'a=$("$NSBOX" create --instance-type big)\n'
+            'echo created\n'
+            '"$NSBOX" pool ls --json | python3 -c "import json,sys; print(len(json.load(sys.stdin)))"\n'
+            'if "$NSBOX" pool fill --instance-type big --size 2 2> err; then echo REFILLED; fi\n'
+            'cat err >&2\n'
+            '"$NSBOX" pool ls --json | python3 -c "import json,sys; print(len(json.load(sys.stdin)))"\n'
+            '"$NSBOX" exec "$a" -- true && echo a-alive\n'
+            '"$NSBOX" rm "$a"\n'
+            '"$NSBOX" pool drain >/dev/null\n'
+            'echo done\n',
+            {"NSBOX_CONFIG": write_config(self.dirs, {"big": {
+                "cpus": 1, "memory": "512MiB", "pids": 128, "disk": "100MiB"}},
+                pool={"size": 2})["NSBOX_CONFIG"]})
+        self.assertEqual((r.returncode, r.stdout), (0, b"created\n1\n1\na-alive\ndone\n"),
+                         r.stderr)
+        self.assertIn(b"may still be written by the workspaces of 2 other sandboxes", r.stderr)
+        self.no_loop_left()
+
     def test_host_free_space_is_checked_first(self):
         # A limit larger than the host can hold is refused before anything is made.
         st = os.statvfs(self.dirs.cache)

@@ -174,11 +174,15 @@ def loop_devices_under(prefix):
     return found
 
 
-def write_config(dirs, types):
-    """A config file defining extra instance types; returns the env that selects it."""
+def write_config(dirs, types, pool=None):
+    """A config file defining extra instance types (and a pool section); returns the env that
+    selects it."""
     import json
     path = os.path.join(dirs.base, "config.json")
+    cfg = {"instance_types": types}
+    if pool is not None:
+        cfg["pool"] = pool
     with open(path, "w") as f:
-        json.dump({"instance_types": types}, f)
+        json.dump(cfg, f)
     os.chmod(path, 0o644)
     return {"NSBOX_CONFIG": path}
