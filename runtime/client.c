@@ -78,6 +78,17 @@ static int recv_reply(int sock, cJSON **reply, int *rfd, struct nsbox_err *e)
     return 0;
 }
 
+int nsbox_client_delete(const char *id, struct nsbox_err *e)
+{
+    cJSON *req = request("delete"), *reply = NULL;
+    int r = nsbox_client_call(id, req, NULL, 0, &reply, NULL, e);
+    if (r == 0)
+        r = nsbox_client_reply_error(reply, e);
+    cJSON_Delete(req);
+    cJSON_Delete(reply);
+    return r;
+}
+
 int nsbox_client_call(const char *id, cJSON *req, const int *fds, size_t nfds, cJSON **reply,
                       int *rfd, struct nsbox_err *e)
 {
@@ -478,8 +489,7 @@ int nsbox_cli_rm(int argc, char **argv)
     int rc = 0;
     for (int i = 1; i < argc; i++) {
         struct nsbox_err e = {0};
-        cJSON *reply;
-        if (simple_call(argv[i], request("delete"), &reply, &e) < 0) {
+        if (nsbox_client_delete(argv[i], &e) < 0) {
             /* Idempotent: removing what is already gone is not an error. */
             if (e.code == NSBOX_E_DELETED)
                 continue;
@@ -489,7 +499,6 @@ int nsbox_cli_rm(int argc, char **argv)
             rc = EXIT_NSBOX;
             continue;
         }
-        cJSON_Delete(reply);
         /* The reply comes before the supervisor tears down; wait until its state is gone so
          * that rm returning means the sandbox is gone. */
         char rt[PATH_MAX], dir[PATH_MAX];

@@ -424,14 +424,8 @@ static void drain_one(const char *id, const char *key, void *arg)
 {
     (void)key;
     struct nsbox_err e;
-    cJSON *req = cJSON_CreateObject(), *reply = NULL;
-    cJSON_AddNumberToObject(req, "v", NSBOX_PROTO_VERSION);
-    cJSON_AddStringToObject(req, "op", "delete");
-    if (nsbox_client_call(id, req, NULL, 0, &reply, NULL, &e) == 0 &&
-        nsbox_client_reply_error(reply, &e) == 0)
+    if (nsbox_client_delete(id, &e) == 0)
         ++*(int *)arg;
-    cJSON_Delete(req);
-    cJSON_Delete(reply);
 }
 
 int nsbox_pool_drain(struct nsbox_err *e)

@@ -13,7 +13,6 @@
 #include "client.h"
 #include "paths.h"
 #include "pool.h"
-#include "proto.h"
 #include "spec.h"
 #include "state.h"
 #include "util.h"
@@ -455,14 +454,7 @@ static unsigned evict_pooled(int cache_fd, uint64_t deficit)
         uint64_t p = promise_of(cache_fd, id);
         if (!p)
             continue;
-        cJSON *req = cJSON_CreateObject(), *reply = NULL;
-        cJSON_AddNumberToObject(req, "v", NSBOX_PROTO_VERSION);
-        cJSON_AddStringToObject(req, "op", "delete");
-        bool ok = nsbox_client_call(id, req, NULL, 0, &reply, NULL, &e) == 0 &&
-                  nsbox_client_reply_error(reply, &e) == 0;
-        cJSON_Delete(req);
-        cJSON_Delete(reply);
-        if (ok) {
+        if (nsbox_client_delete(id, &e) == 0) {
             memcpy(gone[n++], id, sizeof gone[0]);
             freed += p;
         }
