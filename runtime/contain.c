@@ -288,16 +288,21 @@ void nsbox_cmdline_region(char *start, char *end)
     cmdline_end = end;
 }
 
-/* Init's /proc/1/cmdline is world-readable in the sandbox: replace nsbox's host command line
- * (paths, -e values) with a neutral name. */
-static void wipe_cmdline(void)
+void nsbox_cmdline_set(const char *text)
 {
     if (!cmdline_start || cmdline_end <= cmdline_start)
         return;
     size_t n = (size_t)(cmdline_end - cmdline_start);
     memset(cmdline_start, 0, n);
-    if (n > sizeof "nsbox-init")
-        memcpy(cmdline_start, "nsbox-init", sizeof "nsbox-init");
+    size_t l = strlen(text);
+    memcpy(cmdline_start, text, l < n ? l : n - 1);
+}
+
+/* Init's /proc/1/cmdline is world-readable in the sandbox: replace nsbox's host command line
+ * (paths, -e values) with a neutral name. */
+static void wipe_cmdline(void)
+{
+    nsbox_cmdline_set("nsbox-init");
 }
 
 /* ---- the sequence --------------------------------------------------------------------------- */

@@ -1211,6 +1211,10 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
     if (S.pool_key[0] && pool_entry_create(&S, &e) < 0)
         goto fail;
     snprintf(line, sizeof line, "OK %s\n", S.sb.st.id);
+    /* what ps shows: not the command line of whoever made it (a pool filler's, say) */
+    char title[64];
+    snprintf(title, sizeof title, "nsbox %s%s", S.sb.st.id, S.pool_key[0] ? " pooled" : "");
+    nsbox_cmdline_set(title);
     report_ready(ready_fd, line);
     ready_fd = -1;
     loop(&S);

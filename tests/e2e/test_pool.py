@@ -287,6 +287,9 @@ class Pool(unittest.TestCase):
             self.assertIn(b"pool", r.stderr, args)
         ls = self.nsbox("ls", check=True).stdout.decode()
         self.assertRegex(ls, sid + r"\s+pooled")
+        # ps names the supervisor by its sandbox, not by the filler's command line
+        sup = json.loads(self.nsbox("inspect", sid, check=True).stdout)["supervisor_pid"]
+        self.assertTrue(read(f"/proc/{sup}/cmdline").startswith(b"nsbox " + sid.encode()))
         # still intact for its run
         r, used = self.run_pooled("--", "sh", "-c", "ls -A /workspace | wc -l")
         self.assertEqual((used, r.stdout), (sid, b"0\n"))
