@@ -160,10 +160,26 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
     return make_workspace(st, workspace_arg, kind, e);
 }
 
+/* Where the uid slots are locked. The host uids they stand for (NSBOX_UID_BASE + slot) are the
+ * machine's, so root keeps one registry for every nsbox, whatever its $NSBOX_STATE_DIR: two
+ * sandboxes of different state directories must never share a host uid (RLIMIT_NPROC and
+ * everything else the kernel counts per uid would be shared too). */
+static int uid_slot_dir(char *out, size_t n, struct nsbox_err *e)
+{
+    if (geteuid() == 0)
+        return (size_t)snprintf(out, n, "%s", NSBOX_UID_SLOT_DIR) >= n
+                   ? nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long")
+                   : 0;
+    char rt[PATH_MAX];
+    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0)
+        return -1;
+    return path_join(out, rt, "uids", e);
+}
+
 int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e)
 {
-    char rt[PATH_MAX], dir[PATH_MAX], path[PATH_MAX];
-    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0 || path_join(dir, rt, "uids", e) < 0)
+    char dir[PATH_MAX], path[PATH_MAX];
+    if (uid_slot_dir(dir, sizeof dir, e) < 0)
         return -1;
     /* The lowest free slot: the lock files then number no more than the most sandboxes ever
      * alive at once (a random start would leave one file per slot ever used, up to 65536).
@@ -275,7 +291,7 @@ int nsbox_gc(bool verbose, struct nsbox_err *e)
     /* uid slot lock files nobody holds: remove them (take the lock first; a creator that
      * opened the file before the unlink notices, see nsbox_state_take_slot). */
     char uids[PATH_MAX];
-    if (path_join(uids, rt, "uids", e) == 0 && (d = opendir(uids))) {
+    if (uid_slot_dir(uids, sizeof uids, e) == 0 && (d = opendir(uids))) {
         struct dirent *de;
         while ((de = readdir(d))) {
             if (de->d_name[0] == '.')

@@ -13,6 +13,8 @@
 #include <stdint.h>
 
 #define NSBOX_ID_LEN 12
+/* Root's uid slot registry, shared by every nsbox on the machine (state.c uid_slot_dir). */
+#define NSBOX_UID_SLOT_DIR "/run/nsbox/uids"
 
 struct nsbox_state {
     char id[NSBOX_ID_LEN + 1];

@@ -69,6 +69,32 @@ class Lifecycle(SessionTest):
         self.assertEqual([l.split()[1] for l in lines[:4]],
                          ["0000000000000000", "0000000000000000", "1", "2"])
 
+    def test_state_directories_never_share_a_host_uid(self):
+        # Host uids are the machine's: two sandboxes of different $NSBOX_STATE_DIR (two tools,
+        # two test suites) must not be given the same one.
+        if not is_root():
+            self.skipTest("sandboxes get reserved host uids only as root")
+        other = Dirs()
+        try:
+            a = self.create()
+            r = run_nsbox(["create"], other, check=True)
+            b = r.stdout.decode().strip()
+
+            def init_uid(dirs, sid):
+                sup = json.loads(run_nsbox(["inspect", sid], dirs, check=True).stdout)[
+                    "supervisor_pid"]
+                with open(f"/proc/{sup}/task/{sup}/children") as f:
+                    init = f.read().split()[0]
+                with open(f"/proc/{init}/status") as f:
+                    return int([l for l in f if l.startswith("Uid:")][0].split()[1])
+
+            ua, ub = init_uid(self.dirs, a), init_uid(other, b)
+            self.assertGreaterEqual(min(ua, ub), 2000000000)
+            self.assertNotEqual(ua, ub)
+            run_nsbox(["rm", b], other, check=True)
+        finally:
+            other.cleanup()
+
     def test_commands_start_with_default_signals(self):
         # nsbox (and so init) ignores SIGPIPE; a command must not inherit that, nor a blocked
         # mask: a pipeline whose reader exits would otherwise never end its writer
