@@ -87,7 +87,9 @@ class Basics(RunTest):
             for u in uids.values():
                 self.assertTrue(all(x >= UID_BASE for x in u), uids)
         finally:
-            p.kill()
+            # SIGTERM: the command ends and nsbox cleans up (a SIGKILL would leave the
+            # sandbox's cgroups for a gc that never comes once the test's directories are gone)
+            p.terminate()
             p.wait()
             p.stdout.close()
             p.stderr.close()

@@ -88,10 +88,12 @@ class Lifecycle(SessionTest):
                 with open(f"/proc/{init}/status") as f:
                     return int([l for l in f if l.startswith("Uid:")][0].split()[1])
 
-            ua, ub = init_uid(self.dirs, a), init_uid(other, b)
+            try:
+                ua, ub = init_uid(self.dirs, a), init_uid(other, b)
+            finally:
+                run_nsbox(["rm", b], other, check=True)
             self.assertGreaterEqual(min(ua, ub), 2000000000)
             self.assertNotEqual(ua, ub)
-            run_nsbox(["rm", b], other, check=True)
         finally:
             other.cleanup()
 
