@@ -162,8 +162,8 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
 
 /* Where the uid slots are locked. The host uids they stand for (NSBOX_UID_BASE + slot) are the
  * machine's, so root keeps one registry for every nsbox, whatever its $NSBOX_STATE_DIR: two
- * sandboxes of different state directories must never share a host uid (RLIMIT_NPROC and
- * everything else the kernel counts per uid would be shared too). */
+ * sandboxes of different state directories must never share a host uid (files one leaves
+ * where the other can reach them would be the other's). */
 static int uid_slot_dir(char *out, size_t n, struct nsbox_err *e)
 {
     if (geteuid() == 0)
