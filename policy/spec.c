@@ -1456,6 +1456,21 @@ int nsbox_config_text(const char *path, char **text, size_t *len, char *used, si
     return read_small_file(fd, path, text, len, e);
 }
 
+int nsbox_config_section(int (*parse)(const char *text, size_t len, void *out,
+                                       struct nsbox_err *e),
+                         void *out, struct nsbox_err *e)
+{
+    cleanup_free char *text = NULL;
+    size_t len = 0;
+    char used[PATH_MAX];
+    int r = nsbox_config_text(NULL, &text, &len, used, sizeof used, e);
+    if (r < 0)
+        return -1;
+    if (r == 0 && parse(text, len, out, e) < 0)
+        return nsbox_err_wrap(e, "%s", used);
+    return 0;
+}
+
 int nsbox_instance_types_load(const char *path, struct nsbox_err *e)
 {
     cleanup_free char *buf = NULL;

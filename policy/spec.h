@@ -153,6 +153,12 @@ int nsbox_instance_types_load(const char *path, struct nsbox_err *e);
  * for messages. A regular file of at most NSBOX_SPEC_JSON_MAX bytes, not empty. */
 int nsbox_config_text(const char *path, char **text, size_t *len, char *used, size_t usedn,
                       struct nsbox_err *e);
+/* One module's section of the config file: its text (nsbox_config_text's rules, path NULL)
+ * given to parse, whose errors get the file's name in front. A missing file leaves *out as
+ * the caller set it up (its defaults). */
+int nsbox_config_section(int (*parse)(const char *text, size_t len, void *out,
+                                       struct nsbox_err *e),
+                         void *out, struct nsbox_err *e);
 int nsbox_instance_types_load_json(const char *json, size_t len, struct nsbox_err *e);
 /* Back to the DESIGN.md table (tests). */
 void nsbox_instance_types_reset(void);

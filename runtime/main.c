@@ -276,7 +276,7 @@ static int cmd_run(int argc, char **argv)
     } else {
         rc = status;
     }
-    if (pr2 == 0)
+    if (pr2 == NSBOX_POOL_EMPTY)
         nsbox_pool_after_cold_run(&spec);
     if (oom_kills > 0)
         fprintf(stderr, "nsbox: out of memory: the instance type's limit (%s, %llu MiB) killed %d "

@@ -88,20 +88,15 @@ static int check_privileges(const struct nsbox_spec *s, struct nsbox_err *e)
                          what);
 }
 
+static int net_section(const char *text, size_t len, void *cfg, struct nsbox_err *e)
+{
+    return nsbox_netconfig_from_json(cfg, text, len, e);
+}
+
 static int load_config(struct nsbox_netconfig *cfg, struct nsbox_err *e)
 {
     nsbox_netconfig_init(cfg);
-    cleanup_free char *text = NULL;
-    size_t len;
-    char path[PATH_MAX];
-    int r = nsbox_config_text(NULL, &text, &len, path, sizeof path, e);
-    if (r < 0)
-        return -1;
-    if (r == 1)
-        return 0;
-    if (nsbox_netconfig_from_json(cfg, text, len, e) < 0)
-        return nsbox_err_wrap(e, "%s", path);
-    return 0;
+    return nsbox_config_section(net_section, cfg, e);
 }
 
 /* The resolvers of network all: "network.dns" from the config, else the first file of

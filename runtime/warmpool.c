@@ -71,9 +71,10 @@ static int own_build_id(char *out, size_t n)
     return out[0] ? 0 : -1;
 }
 
-/* The config's pool section; with s, also the key of s and the pool directory. The key covers
- * the binary (a rebuilt nsbox never takes a sandbox an older one made) and the whole config
- * text (instance types, network and workspace settings shape the sandbox too). */
+/* The pool directory; with s, also the config's pool section and, when the pool is on, the
+ * key of s. The key covers the binary (a rebuilt nsbox never takes a sandbox an older one
+ * made) and the whole config text (instance types, network and workspace settings shape the
+ * sandbox too). With the pool off, every run passes here: nothing beyond the config is done. */
 static int ctx_load(const struct nsbox_spec *s, struct pool_ctx *c, struct nsbox_err *e)
 {
     memset(c, 0, sizeof *c);
@@ -93,6 +94,8 @@ static int ctx_load(const struct nsbox_spec *s, struct pool_ctx *c, struct nsbox
         return -1;
     if (r == 0 && nsbox_pool_config_from_json(text, len, &c->cfg, e) < 0)
         return nsbox_err_wrap(e, "%s", used);
+    if (!c->cfg.size)
+        return 0;
     char bin[96];
     if (own_build_id(bin, sizeof bin) < 0) {
         struct stat st;
@@ -211,12 +214,6 @@ int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct 
                    int *exit_status, int *oom_kills, struct nsbox_err *e)
 {
     *oom_kills = 0;
-    int fds[3] = {o ? o->stdin_fd : 0, o ? o->stdout_fd : 1, o ? o->stderr_fd : 2};
-    /* A closed 0-2 would be taken by the descriptors opened below and passed on as the
-     * command's: leave that case to the cold run, which refuses it clearly. */
-    for (int i = 0; i < 3; i++)
-        if (fcntl(fds[i], F_GETFD) < 0)
-            return 0;
     if (!nsbox_pool_spec_poolable(s))
         return 0;
     struct pool_ctx c;
@@ -224,9 +221,15 @@ int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct 
         return -1;
     if (!c.cfg.size)
         return 0;
+    int fds[3] = {o ? o->stdin_fd : 0, o ? o->stdout_fd : 1, o ? o->stderr_fd : 2};
+    /* A closed 0-2 would be taken by the descriptors opened below and passed on as the
+     * command's: leave that case to the cold run, which refuses it clearly. */
+    for (int i = 0; i < 3; i++)
+        if (fcntl(fds[i], F_GETFD) < 0)
+            return NSBOX_POOL_EMPTY;
     DIR *d = opendir(c.dir);
     if (!d)
-        return 0;
+        return NSBOX_POOL_EMPTY;
     cleanup_cjson cJSON *req = run_request(s, argv, o);
     /* Signals wait in the mask until a sandbox has the command, then go to it. */
     sigset_t mask, old;
@@ -248,7 +251,7 @@ int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct 
     }
     closedir(d);
     sigprocmask(SIG_SETMASK, &old, NULL);
-    return ret;
+    return ret == 0 ? NSBOX_POOL_EMPTY : ret;
 }
 
 static int lock_path(const struct pool_ctx *c, char *out, size_t n)
@@ -292,7 +295,7 @@ void nsbox_pool_after_cold_run(const struct nsbox_spec *s)
 {
     struct nsbox_err e;
     struct pool_ctx c;
-    if (!nsbox_pool_spec_poolable(s) || ctx_load(s, &c, &e) < 0 || !c.cfg.size)
+    if (ctx_load(s, &c, &e) < 0 || !c.cfg.size)
         return;
     char lock[PATH_MAX];
     if (lock_path(&c, lock, sizeof lock) < 0)

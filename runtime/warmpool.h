@@ -13,16 +13,18 @@
 
 #include <stdbool.h>
 
+#define NSBOX_POOL_EMPTY 2
+
 /* Run argv in a pooled sandbox for s. Returns 1 when it ran there (*exit_status set as by
  * nsbox_run; messages about the command, such as "command not found", printed on stderr;
- * *oom_kills: processes of the sandbox the memory limit killed), 0 when the pool is off or
- * holds nothing for this spec that takes the run (run it cold, then call
- * nsbox_pool_after_cold_run), -1 on error (e). */
+ * *oom_kills: processes of the sandbox the memory limit killed), 0 when the pool is off or s
+ * cannot use it (run cold), NSBOX_POOL_EMPTY when it holds nothing for s that takes the run
+ * (run cold, then call nsbox_pool_after_cold_run), -1 on error (e). */
 int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox_run_opts *o,
                    int *exit_status, int *oom_kills, struct nsbox_err *e);
 
-/* After a cold run: when the pool is on for this spec and nobody fills it yet, start a
- * detached `nsbox pool fill` for it. Errors are not reported (the run itself succeeded). */
+/* After a cold run that found the pool empty: unless a filler is at work for this spec, start
+ * a detached `nsbox pool fill` for it. Errors are not reported (the run itself succeeded). */
 void nsbox_pool_after_cold_run(const struct nsbox_spec *s);
 
 /* In a supervisor whose pooled sandbox was used and removed: become `nsbox pool fill` for the

@@ -585,18 +585,15 @@ static void *job_main(void *arg)
     return NULL;
 }
 
+static int ws_section(const char *text, size_t len, void *cfg, struct nsbox_err *e)
+{
+    return nsbox_ws_config_from_json(text, len, cfg, e);
+}
+
 int nsbox_ws_load_config(struct nsbox_ws_config *cfg, struct nsbox_err *e)
 {
     nsbox_ws_config_init(cfg);
-    cleanup_free char *text = NULL;
-    size_t len;
-    char path[PATH_MAX];
-    int r = nsbox_config_text(NULL, &text, &len, path, sizeof path, e);
-    if (r < 0)
-        return -1;
-    if (r == 0 && nsbox_ws_config_from_json(text, len, cfg, e) < 0)
-        return nsbox_err_wrap(e, "%s", path);
-    return 0;
+    return nsbox_config_section(ws_section, cfg, e);
 }
 
 int nsbox_ws_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk_bytes,
