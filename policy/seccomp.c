@@ -236,7 +236,7 @@ static int parse_arg(const cJSON *obj, const char *path, struct nsbox_scmp_arg *
     static const char *const keys[K__N] = {"index", "value", "valueTwo", "op", "comment"};
     const cJSON *f[K__N];
     char fp[96], tmp[48];
-    int idx;
+    int idx = 0;
 
     if (object_fields(obj, path, keys, K__N, f, e) < 0 || check_comment(f[K_COMMENT], path, e) < 0)
         return -1;

@@ -698,7 +698,7 @@ int nsbox_cli_cp(int argc, char **argv)
     if (argc != 3)
         return usage("cp needs SRC and DST, one of them ID:/path (cp [-p] SRC DST)");
     char sid[NSBOX_ID_LEN + 1], did[NSBOX_ID_LEN + 1];
-    const char *spath, *dpath;
+    const char *spath = NULL, *dpath = NULL;
     bool sr = split_remote(argv[1], sid, &spath), dr = split_remote(argv[2], did, &dpath);
     struct nsbox_err e = {0};
     if (sr == dr) {
