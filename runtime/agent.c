@@ -1,6 +1,7 @@
 /* Agent protocol between the supervisor and init (see agent.h). */
 #define _GNU_SOURCE
 #include "agent.h"
+#include "cgroup_util.h"
 #include "cleanup.h"
 #include "safepath.h"
 #include "util.h"
@@ -102,7 +103,14 @@ int nsbox_agent_spawn(int sock, uint32_t seq, char *const argv[], char *const en
                       const char *cwd, const int fds[3], unsigned flags, uint32_t winsize,
                       struct nsbox_err *e)
 {
-    cleanup_free char *buf = malloc(NSBOX_AGENT_PAYLOAD_MAX);
+    /* as large as this request (append() bounds it): a 192 KiB buffer would be a fresh mmap,
+     * page faults and a munmap on every exec */
+    size_t need = strlen(cwd) + 1;
+    for (size_t i = 0; argv[i] && need <= NSBOX_AGENT_PAYLOAD_MAX; i++)
+        need += strlen(argv[i]) + 1;
+    for (size_t i = 0; env && env[i] && need <= NSBOX_AGENT_PAYLOAD_MAX; i++)
+        need += strlen(env[i]) + 1;
+    cleanup_free char *buf = malloc(need < NSBOX_AGENT_PAYLOAD_MAX ? need : NSBOX_AGENT_PAYLOAD_MAX);
     if (!buf)
         return nsbox_err_sys(e, "malloc");
     size_t off = 0;
@@ -130,6 +138,42 @@ int nsbox_agent_kill(int sock, int pid, int sig, struct nsbox_err *e)
     return 0;
 }
 
+int nsbox_agent_listen(int sock, int listen_fd, int oom_fd, struct nsbox_err *e)
+{
+    struct nsbox_agent_hdr h = {.type = NSBOX_AGENT_LISTEN};
+    int fds[2] = {listen_fd, oom_fd};
+    if (send_msg(sock, &h, NULL, fds, oom_fd >= 0 ? 2 : 1) < 0)
+        return nsbox_err_sys(e, "agent: send");
+    return 0;
+}
+
+int nsbox_agent_retire(int sock, void (*on_event)(const struct nsbox_agent_event *ev, void *arg),
+                       void *arg)
+{
+    struct nsbox_agent_hdr h = {.type = NSBOX_AGENT_RETIRE};
+    if (send_msg(sock, &h, NULL, NULL, 0) < 0)
+        return -1;
+    /* init answers at once unless it is starting the run's command: a few ms at most */
+    for (;;) {
+        struct pollfd pf = {sock, POLLIN, 0};
+        if (poll(&pf, 1, 5000) != 1)
+            return -1;
+        struct nsbox_agent_event ev;
+        struct nsbox_err e;
+        int r = nsbox_agent_recv(sock, &ev, &e);
+        if (r == 0 || (r < 0 && e.sys_errno != EBADMSG))
+            return -1;
+        if (r < 0)
+            continue; /* a message init should not have sent: skipped, as on_agent does */
+        if (ev.type == NSBOX_AGENT_RETIRED) {
+            nsbox_closep(&ev.fd);
+            return ev.status ? 1 : 0;
+        }
+        on_event(&ev, arg);
+        nsbox_closep(&ev.fd);
+    }
+}
+
 int nsbox_agent_recv(int sock, struct nsbox_agent_event *ev, struct nsbox_err *e)
 {
     struct nsbox_agent_hdr h;
@@ -148,12 +192,14 @@ int nsbox_agent_recv(int sock, struct nsbox_agent_event *ev, struct nsbox_err *e
     else
         nsbox_closep(&fds[0]);
     if (h.type != NSBOX_AGENT_SPAWNED && h.type != NSBOX_AGENT_EXITED &&
-        h.type != NSBOX_AGENT_FAILED)
+        h.type != NSBOX_AGENT_FAILED && h.type != NSBOX_AGENT_CLAIMED &&
+        h.type != NSBOX_AGENT_RETIRED)
         return nsbox_err_set(e, NSBOX_E_INVALID, EBADMSG, "agent: unexpected message %u", h.type);
     ev->type = h.type;
     ev->seq = h.seq;
     ev->pid = h.pid;
     ev->status = h.status;
+    ev->oom_kills = h.type == NSBOX_AGENT_EXITED ? h.argc : 0;
     payload[h.len] = '\0';
     snprintf(ev->msg, sizeof ev->msg, "%s", payload);
     return 1;
@@ -191,7 +237,17 @@ static struct {
     pid_t pid;
     uint32_t seq;
     bool last; /* NSBOX_AGENT_F_LAST */
+    bool run;  /* the command of the run socket's run */
 } children[MAX_CHILDREN];
+
+/* The run socket of a pooled sandbox (agent.h): listening until a run takes the sandbox, then
+ * the connection of that run until its status is out. */
+static struct {
+    int listen_fd, conn, oom_fd;
+    bool claimed;
+    pid_t pid;     /* its command, once started */
+    uint32_t seq;  /* the client's seq, echoed */
+} run = {-1, -1, -1, false, 0, 0};
 
 /* Every process of the sandbox but init: in a pid namespace, kill(-1) from its init reaches
  * them all, and SIGKILL takes effect before any of them runs another instruction. */
@@ -371,7 +427,11 @@ static int spawn_child_main(void *arg)
     _exit(err == ENOENT ? 127 : 126);
 }
 
-static void do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, int fds[3])
+/* Start the command of a SPAWN; the answer goes to sock. Returns its pid, 0 when it could not
+ * start (FAILED sent with 125/126/127), -1 when the request was malformed (FAILED sent, 125;
+ * on the run socket: status 0, "refused", and nothing was touched). */
+static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, int fds[3],
+                    bool is_run)
 {
     char msg[600];
     /* Split the payload: cwd, argv (argc), env (envc); it must hold exactly that many strings. */
@@ -385,7 +445,7 @@ static void do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, i
                 close(fds[i]), fds[i] = -1;
         snprintf(msg, sizeof msg, "cannot make a pseudo-terminal: %s", strerror(errno));
         reply(sock, NSBOX_AGENT_FAILED, h->seq, 0, 125, msg);
-        return;
+        return 0;
     }
     if (h->argc == 0 || h->argc > 65536 || h->envc > 65536 || fds[0] < 0 || fds[1] < 0 ||
         fds[2] < 0 || h->len == 0 || payload[h->len - 1] != '\0')
@@ -423,11 +483,13 @@ static void do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, i
         close(fds[i]);
     if (pid < 0) {
         snprintf(msg, sizeof msg, "cannot start: %s", strerror(clone_errno));
+        if (h->flags & NSBOX_AGENT_F_LAST)
+            kill_all_others();
         reply(sock, NSBOX_AGENT_FAILED, h->seq, 0, 125, msg);
         if (master >= 0)
             close(master);
         free(strs);
-        return;
+        return 0;
     }
     if (c.fail_kind) {
         /* It failed before exec and has exited; the reaper collects it unreported. */
@@ -444,7 +506,7 @@ static void do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, i
         if (master >= 0)
             close(master);
         free(strs);
-        return;
+        return 0;
     }
     size_t i = 0;
     while (i < MAX_CHILDREN && children[i].pid)
@@ -453,12 +515,13 @@ static void do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, i
         children[i].pid = pid;
         children[i].seq = h->seq;
         children[i].last = (h->flags & NSBOX_AGENT_F_LAST) != 0;
+        children[i].run = is_run;
     }
     reply_fd(sock, NSBOX_AGENT_SPAWNED, h->seq, pid, 0, NULL, master);
     if (master >= 0)
         close(master);
     free(strs);
-    return;
+    return pid;
 bad:
     if (master >= 0)
         close(master);
@@ -466,7 +529,9 @@ bad:
     for (int i = 0; i < 3; i++)
         if (fds[i] >= 0)
             close(fds[i]);
-    reply(sock, NSBOX_AGENT_FAILED, h->seq, 0, 125, "malformed spawn request");
+    reply(sock, NSBOX_AGENT_FAILED, h->seq, 0, is_run ? 0 : 125,
+          is_run ? "refused: malformed run request" : "malformed spawn request");
+    return -1;
 }
 
 static int ppid_of(int pid)
@@ -518,6 +583,33 @@ static void kill_tree(int root, int sig)
             kill(pids[i], sig);
 }
 
+/* The OOM kills of the sandbox's memory cgroup, from the file the supervisor opened for us
+ * (v1 memory.oom_control, v2 memory.events: an "oom_kill N" line in both). */
+static unsigned oom_count(void)
+{
+    char buf[1024];
+    ssize_t n = run.oom_fd >= 0 ? pread(run.oom_fd, buf, sizeof buf - 1, 0) : -1;
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    uint64_t v = 0;
+    return nsbox_cg_parse_keyed(buf, "oom_kill", &v) == 0 && v < UINT32_MAX ? (unsigned)v : 0;
+}
+
+/* The run's status: to its client, then (the sandbox is done) to the supervisor. */
+static void end_run(int sock, uint32_t type, int pid, int code, const char *msg)
+{
+    if (run.conn >= 0) {
+        struct nsbox_agent_hdr h = {.type = type, .seq = run.seq, .pid = pid, .status = code,
+                                    .argc = type == NSBOX_AGENT_EXITED ? oom_count() : 0,
+                                    .len = msg ? (uint32_t)strlen(msg) : 0};
+        send_msg(run.conn, &h, msg, NULL, 0);
+        close(run.conn);
+        run.conn = -1;
+    }
+    reply(sock, type, NSBOX_AGENT_SEQ_RUN, pid, code, msg);
+}
+
 static void reap(int sock)
 {
     int status;
@@ -529,11 +621,76 @@ static void reap(int sock)
             int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
             if (children[i].last)
                 kill_all_others();
-            reply(sock, NSBOX_AGENT_EXITED, children[i].seq, p, code, NULL);
+            if (children[i].run)
+                end_run(sock, NSBOX_AGENT_EXITED, p, code, NULL);
+            else
+                reply(sock, NSBOX_AGENT_EXITED, children[i].seq, p, code, NULL);
             children[i].pid = 0;
             break;
         }
     }
+}
+
+/* A connection on the run socket: its one SPAWN either takes the sandbox or is refused. The
+ * client sends it right after connecting; one that sends nothing for a second is dropped (the
+ * socket is the user's own: only a misbehaving program of theirs would). */
+static void take_run(int sock, char *payload)
+{
+    int c = accept4(run.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (c < 0)
+        return;
+    struct nsbox_agent_hdr h = {0};
+    int fds[3] = {-1, -1, -1};
+    struct pollfd pf = {c, POLLIN, 0};
+    ssize_t n = poll(&pf, 1, 1000) == 1 ? recv_msg(c, &h, payload, NSBOX_AGENT_PAYLOAD_MAX, fds)
+                                         : -1;
+    if (n <= 0 || h.type != NSBOX_AGENT_SPAWN) {
+        for (int i = 0; i < 3; i++)
+            if (fds[i] >= 0)
+                close(fds[i]);
+        if (n > 0)
+            reply(c, NSBOX_AGENT_FAILED, h.seq, 0, 0, "refused: not a run request");
+        close(c);
+        return;
+    }
+    h.flags = NSBOX_AGENT_F_LAST; /* no terminal of init's making; the sandbox ends with it */
+    run.conn = c;
+    run.seq = h.seq;
+    int pid = do_spawn(c, &h, payload, fds, true);
+    if (pid < 0) { /* refused: the next connection may still take the sandbox */
+        close(c);
+        run.conn = -1;
+        return;
+    }
+    close(run.listen_fd);
+    run.listen_fd = -1;
+    run.claimed = true;
+    run.pid = pid;
+    reply(sock, NSBOX_AGENT_CLAIMED, NSBOX_AGENT_SEQ_RUN, pid, 0, NULL);
+    if (pid == 0) { /* it could not start; the client has its FAILED */
+        close(run.conn);
+        run.conn = -1;
+        reply(sock, NSBOX_AGENT_FAILED, NSBOX_AGENT_SEQ_RUN, 0, 125, NULL);
+    }
+}
+
+/* The run's client: signals for its command; when it goes away, so does the sandbox. */
+static void on_run_conn(char *payload)
+{
+    struct nsbox_agent_hdr h;
+    int fds[3];
+    ssize_t n = recv_msg(run.conn, &h, payload, NSBOX_AGENT_PAYLOAD_MAX, fds);
+    for (int i = 0; i < 3; i++)
+        if (n > 0 && fds[i] >= 0)
+            close(fds[i]);
+    if (n == 0 || (n < 0 && errno != EBADMSG && errno != EINTR)) {
+        kill_all_others(); /* nsbox run was killed: its command goes; reap() reports the end */
+        close(run.conn);
+        run.conn = -1;
+        return;
+    }
+    if (n > 0 && h.type == NSBOX_AGENT_KILL && run.pid > 1 && h.status > 0 && h.status < 65)
+        kill_tree(run.pid, h.status);
 }
 
 void nsbox_agent_serve(int sock)
@@ -553,8 +710,9 @@ void nsbox_agent_serve(int sock)
         _exit(125);
     close(ws);
     for (;;) {
-        struct pollfd pf[2] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}};
-        if (poll(pf, 2, -1) < 0 && errno != EINTR)
+        struct pollfd pf[4] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}, {run.listen_fd, POLLIN, 0},
+                               {run.conn, POLLIN, 0}};
+        if (poll(pf, 4, -1) < 0 && errno != EINTR)
             _exit(125);
         if (pf[1].revents & POLLIN) {
             struct signalfd_siginfo si;
@@ -562,6 +720,10 @@ void nsbox_agent_serve(int sock)
                 ;
             reap(sock);
         }
+        if (run.conn >= 0 && (pf[3].revents & (POLLIN | POLLHUP | POLLERR)))
+            on_run_conn(payload);
+        if (run.listen_fd >= 0 && (pf[2].revents & POLLIN))
+            take_run(sock, payload);
         if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             struct nsbox_agent_hdr h;
             int fds[3];
@@ -570,14 +732,26 @@ void nsbox_agent_serve(int sock)
                 _exit(0); /* the supervisor is gone: so is the sandbox */
             if (n < 0)
                 continue;
-            if (h.type == NSBOX_AGENT_SPAWN)
-                do_spawn(sock, &h, payload, fds);
-            else {
+            if (h.type == NSBOX_AGENT_SPAWN) {
+                do_spawn(sock, &h, payload, fds, false);
+            } else if (h.type == NSBOX_AGENT_LISTEN && !run.claimed && run.listen_fd < 0 &&
+                       fds[0] >= 0) {
+                run.listen_fd = fds[0];
+                run.oom_fd = fds[1];
+                if (fds[2] >= 0)
+                    close(fds[2]);
+            } else {
                 for (int i = 0; i < 3; i++)
                     if (fds[i] >= 0)
                         close(fds[i]);
                 if (h.type == NSBOX_AGENT_KILL && h.pid > 1 && h.status > 0 && h.status < 65)
                     kill_tree(h.pid, h.status);
+                if (h.type == NSBOX_AGENT_RETIRE) {
+                    if (run.listen_fd >= 0)
+                        close(run.listen_fd);
+                    run.listen_fd = -1;
+                    reply(sock, NSBOX_AGENT_RETIRED, h.seq, 0, run.claimed, NULL);
+                }
             }
         }
     }

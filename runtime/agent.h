@@ -18,11 +18,31 @@
 enum nsbox_agent_type {
     NSBOX_AGENT_SPAWN = 1,   /* supervisor -> init: payload cwd, argv..., env... ; 3 fds */
     NSBOX_AGENT_KILL = 2,    /* supervisor -> init: signal `status` to process group `pid` */
+    NSBOX_AGENT_LISTEN = 3,  /* supervisor -> init: fds: the run socket (listening), and the
+                              * memory cgroup's file with the OOM count (optional) */
+    NSBOX_AGENT_RETIRE = 4,  /* supervisor -> init: take no run any more; answer RETIRED */
     NSBOX_AGENT_SPAWNED = 101, /* init -> supervisor: seq started as pid */
     NSBOX_AGENT_EXITED = 102,  /* init -> supervisor: pid of seq ended; status = exit code */
     NSBOX_AGENT_FAILED = 103,  /* init -> supervisor: seq could not start; status 125/126/127 */
     NSBOX_AGENT_WORKSPACE = 104, /* init -> supervisor, first message: 1 fd, O_PATH /workspace */
+    NSBOX_AGENT_CLAIMED = 105, /* init -> supervisor: a run took the sandbox (pid: its command) */
+    NSBOX_AGENT_RETIRED = 106, /* init -> supervisor: status 0: no run will come; 1: one came */
 };
+
+/* The run socket of a pooled sandbox (pool.md): nsbox run talks to init itself, without the
+ * supervisor on the way (one process fewer to wake, twice). The supervisor makes the socket
+ * (in its own 0700 directory, so SO_PEERCRED names the supervisor's user) and hands init the
+ * listening end with LISTEN. On it, one connection sends one SPAWN (cwd, argv, the whole
+ * environment; three fds); init answers:
+ *   FAILED, status 0: refused (malformed): nothing ran, the sandbox still waits for a run;
+ *   SPAWNED (pid): the claim. The sandbox is this run's; init stops listening and tells the
+ *     supervisor (CLAIMED). Then EXITED: status = exit code, argc = the sandbox's OOM kills;
+ *   FAILED, status 125/126/127: claimed, but the command could not start.
+ * The client may send KILL (status = signal) for its command's tree. A connection that closes
+ * before the status kills the whole sandbox. Every command's end is F_LAST's: the rest of the
+ * sandbox is killed before the status goes out. The end of a run reaches the supervisor as
+ * EXITED or FAILED with seq NSBOX_AGENT_SEQ_RUN. */
+#define NSBOX_AGENT_SEQ_RUN 0xffffffffu
 
 struct nsbox_agent_hdr {
     uint32_t type;
@@ -48,6 +68,7 @@ struct nsbox_agent_event {
     uint32_t type, seq;
     int pid, status;
     int fd; /* SPAWNED of a F_TTY spawn: the pseudo-terminal's master; else -1 */
+    unsigned oom_kills; /* EXITED on the run socket */
     char msg[512];
 };
 
@@ -56,7 +77,15 @@ int nsbox_agent_spawn(int sock, uint32_t seq, char *const argv[], char *const en
                       const char *cwd, const int fds[3], unsigned flags, uint32_t winsize,
                       struct nsbox_err *e);
 int nsbox_agent_kill(int sock, int pid, int sig, struct nsbox_err *e);
-/* Returns 1 with an event, 0 on EOF (init is gone), -1 on error. */
+/* A pooled sandbox: give init its run socket (listening) and the OOM counter file (or -1). */
+int nsbox_agent_listen(int sock, int listen_fd, int oom_fd, struct nsbox_err *e);
+/* Ask init to take no run any more. Events that come before its answer (CLAIMED, the end of a
+ * run) go to on_event. Returns 1 when a run had already taken the sandbox, 0 when none will,
+ * -1 when init did not answer (it is gone, or stuck: the caller deletes the sandbox anyway). */
+int nsbox_agent_retire(int sock, void (*on_event)(const struct nsbox_agent_event *ev, void *arg),
+                       void *arg);
+/* Returns 1 with an event, 0 on EOF (init is gone), -1 on error. Also the client's side of
+ * the run socket. */
 int nsbox_agent_recv(int sock, struct nsbox_agent_event *ev, struct nsbox_err *e);
 
 /* The first message init sends: its /workspace, the root of the supervisor's file operations

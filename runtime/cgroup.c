@@ -1102,6 +1102,18 @@ uint64_t nsbox_cgroup_oom_kills(const struct nsbox_cgroup *cg)
     return n;
 }
 
+int nsbox_cgroup_oom_fd(const struct nsbox_cgroup *cg)
+{
+    char path[PATH_MAX];
+    const char *p;
+    if (cg && cg->version == 2)
+        return openat(cg->dirfd, "memory.events", O_RDONLY | O_CLOEXEC);
+    if (cg && cg->version == 1 && (p = v1_path_of(cg, "memory")) &&
+        (size_t)snprintf(path, sizeof path, "%s/memory.oom_control", p) < sizeof path)
+        return open(path, O_RDONLY | O_CLOEXEC);
+    return -1;
+}
+
 int nsbox_cgroup_stats(const struct nsbox_cgroup *cg, struct nsbox_cgroup_stats *st,
                        struct nsbox_err *e)
 {

@@ -72,6 +72,9 @@ int nsbox_cgroup_freeze(const struct nsbox_cgroup *cg, bool frozen, struct nsbox
  * memory_limit/pids_limit are UINT64_MAX when unlimited. */
 /* Only the number of processes the memory limit killed (one file): for hot paths. */
 uint64_t nsbox_cgroup_oom_kills(const struct nsbox_cgroup *cg);
+/* The file with the OOM kill count ("oom_kill N": v2 memory.events, v1 memory.oom_control),
+ * open for reading with pread at 0; -1 without a memory controller. */
+int nsbox_cgroup_oom_fd(const struct nsbox_cgroup *cg);
 int nsbox_cgroup_stats(const struct nsbox_cgroup *cg, struct nsbox_cgroup_stats *st,
                        struct nsbox_err *e);
 

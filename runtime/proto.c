@@ -17,7 +17,7 @@ static const char *const op_names[] = {
     [NSBOX_OP_LOGS] = "logs",   [NSBOX_OP_SIGNAL] = "signal",   [NSBOX_OP_DELETE] = "delete",
     [NSBOX_OP_READ] = "read",   [NSBOX_OP_WRITE] = "write",     [NSBOX_OP_LIST] = "list",
     [NSBOX_OP_STAT] = "stat",   [NSBOX_OP_REMOVE] = "remove",   [NSBOX_OP_MKDIR] = "mkdir",
-    [NSBOX_OP_HOLD] = "hold",   [NSBOX_OP_RUN] = "run",
+    [NSBOX_OP_HOLD] = "hold",
 };
 
 const char *nsbox_op_name(enum nsbox_op op)
@@ -230,7 +230,6 @@ int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *r, stru
     uint64_t u;
     switch (r->op) {
     case NSBOX_OP_EXEC:
-    case NSBOX_OP_RUN:
         if (get_uint(obj, "timeout_ms", 365ull * 86400 * 1000, &r->timeout_ms, e) < 0 ||
             get_bool(obj, "tty", &r->tty, e) < 0)
             goto out;

@@ -35,7 +35,6 @@ enum nsbox_op {
     NSBOX_OP_REMOVE,
     NSBOX_OP_MKDIR,
     NSBOX_OP_HOLD, /* delete the sandbox when this connection closes (its client's process ends) */
-    NSBOX_OP_RUN,  /* a pooled sandbox: run its one command like exec, then delete it (pool.md) */
 };
 
 struct nsbox_request {

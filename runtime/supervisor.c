@@ -95,43 +95,62 @@ int nsbox_tombstone_read(const char *id, char *reason, size_t n)
     return 1;
 }
 
-int nsbox_session_connect(const char *id, struct nsbox_err *e)
+/* Connects to the socket `name` of sandbox id; -1 (e) when it cannot. Whoever listens must be
+ * us (or root): the descriptors and environment of an exec or a run go to it, and a socket in a
+ * directory others could write would be theirs. errno keeps connect's error. */
+static int connect_own(const char *id, const char *name, int type, struct nsbox_err *e)
 {
-    char path[PATH_MAX], reason[256];
-    if (!nsbox_state_valid_id(id))
-        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
-                             "no sandbox '%s' (ids are 12 hexadecimal digits; see nsbox ls)", id);
-    if (runtime_path(path, sizeof path, id, "ctl", e) < 0)
+    char path[PATH_MAX];
+    if (runtime_path(path, sizeof path, id, name, e) < 0)
         return -1;
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof sa.sun_path)
         return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "socket path too long: %s", path);
     strcpy(sa.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return nsbox_err_sys(e, "socket");
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
-        /* Whoever listens must be us (or root): the descriptors and environment of an exec or
-         * a run go to it, and a socket in a directory others could write would be theirs. */
-        struct ucred cr;
-        socklen_t cl = sizeof cr;
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
-            (cr.uid != geteuid() && cr.uid != 0)) {
-            close(fd);
-            return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
-                                 "refusing sandbox %s: its control socket %s is served by uid "
-                                 "%u, not by you", id, path, (unsigned)cr.uid);
-        }
-        return fd;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        int err = errno;
+        close(fd);
+        errno = err;
+        return nsbox_err_sys(e, "cannot reach sandbox %s", id);
     }
+    struct ucred cr;
+    socklen_t cl = sizeof cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
+        (cr.uid != geteuid() && cr.uid != 0)) {
+        close(fd);
+        errno = EPERM;
+        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                             "refusing sandbox %s: its socket %s is served by uid %u, not by you",
+                             id, path, (unsigned)cr.uid);
+    }
+    return fd;
+}
+
+int nsbox_session_connect(const char *id, struct nsbox_err *e)
+{
+    char reason[256];
+    if (!nsbox_state_valid_id(id))
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
+                             "no sandbox '%s' (ids are 12 hexadecimal digits; see nsbox ls)", id);
+    int fd = connect_own(id, "ctl", SOCK_STREAM, e);
+    if (fd >= 0 || e->code != NSBOX_E_SYS) /* reached, not ours, or a bad path */
+        return fd;
     int err = errno;
-    close(fd);
     if (nsbox_tombstone_read(id, reason, sizeof reason))
         return nsbox_err_set(e, NSBOX_E_DELETED, err, "sandbox %s was %s", id, reason);
     if (err == ENOENT || err == ECONNREFUSED)
         return nsbox_err_set(e, NSBOX_E_NOTFOUND, err, "no sandbox %s (it never existed)", id);
-    errno = err;
-    return nsbox_err_sys(e, "cannot reach sandbox %s", id);
+    return -1;
+}
+
+int nsbox_session_connect_run(const char *id, struct nsbox_err *e)
+{
+    if (!nsbox_state_valid_id(id))
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "no sandbox '%s'", id);
+    return connect_own(id, "run", SOCK_SEQPACKET, e);
 }
 
 /* ---- state ---------------------------------------------------------------------------------- */
@@ -177,11 +196,10 @@ struct sup {
     int64_t last_wake_us; /* how long the last thaw took, until the cgroup said THAWED; -1 */
     int owner_fd;         /* create --owner-pid: a pidfd; the sandbox ends with that process */
     int owner_pid;
-    /* A pooled sandbox (pool.md) waits for one "run"; then it runs that command, is deleted,
-     * and its supervisor makes the replacement. */
+    /* A pooled sandbox (pool.md) waits for one run, which init takes on the run socket; then
+     * the sandbox is deleted and its supervisor makes the replacement. */
     char pool_key[NSBOX_POOL_KEY_LEN + 1];
     bool claimed;
-    int run_client; /* index in clients[] of that run, -1 */
     bool quit;
 };
 
@@ -281,11 +299,6 @@ static void close_client(struct sup *S, int ci)
             p->orphaned = true; /* killed when init reports its pid */
         p->client = -1;
     }
-    if (ci == S->run_client) {
-        /* nsbox run went away (killed): its one-shot sandbox goes too */
-        S->run_client = -1;
-        S->quit = true;
-    }
     if (c->holder && !S->quit) {
         /* The process that holds the sandbox ended (or let go without rm): a cancelled CI job
          * or a killed agent must not leave its sandbox behind until the ttl. */
@@ -381,64 +394,89 @@ static void pool_entry_remove(struct sup *S)
         unlink(path);
 }
 
-/* Which requests a sandbox takes while pooled: only its one run, and looking at it or deleting
- * it; nobody else may change what the run will find. The supervisor is single-threaded, so of
- * two runs that picked the same entry exactly one gets it; the other gets an error without an
- * exit_code and tries another sandbox. A run is claimed only once its command has gone to
- * init (claim_run): a request that cannot start (a bad descriptor, too long) is refused
- * without using the sandbox up. Once claimed, it can no longer be deleted from outside: the
- * run owns it, and it goes when the run ends (or its client does). */
-static int pool_gate(struct sup *S, int ci, const struct nsbox_request *rq, struct nsbox_err *e)
+static void run_socket_path(const struct sup *S, char *out, size_t n)
+{
+    snprintf(out, n, "%s/run", S->sb.st.dir);
+}
+
+/* The run socket (agent.h): made here, in the sandbox's own 0700 directory, and listened on by
+ * init. The OOM counter goes along, so that init can report the run's OOM kills itself. */
+static int pool_listen(struct sup *S, struct nsbox_err *e)
+{
+    char path[PATH_MAX];
+    run_socket_path(S, path, sizeof path);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG,
+                             "socket path %s is too long for a unix socket", path);
+    strcpy(sa.sun_path, path);
+    cleanup_close int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return nsbox_err_sys(e, "socket");
+    mode_t old = umask(0177);
+    int r = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    umask(old);
+    if (r < 0 || listen(fd, 16) < 0)
+        return nsbox_err_sys(e, "run socket %s", path);
+    cleanup_close int oom = nsbox_cgroup_oom_fd(&S->sb.cg);
+    return nsbox_agent_listen(S->agent, fd, oom, e);
+}
+
+/* A run took the sandbox (init said CLAIMED): it is the run's now. No ttl; nobody else finds
+ * it; it is deleted when the run ends (or its client goes). */
+static void on_claimed(struct sup *S)
+{
+    char path[PATH_MAX];
+    S->claimed = true;
+    set_timer(S->ttl_fd, 0); /* the run's own timeout bounds it now */
+    pool_entry_remove(S);
+    run_socket_path(S, path, sizeof path);
+    unlink(path);
+}
+
+static void on_run_event(const struct nsbox_agent_event *ev, void *arg)
+{
+    struct sup *S = arg;
+    if (ev->type == NSBOX_AGENT_CLAIMED)
+        on_claimed(S);
+    else if (ev->seq == NSBOX_AGENT_SEQ_RUN &&
+             (ev->type == NSBOX_AGENT_EXITED || ev->type == NSBOX_AGENT_FAILED))
+        S->quit = true; /* its run is over: the rest goes, then the replacement is made */
+}
+
+/* Before a pooled sandbox is deleted from outside (rm, drain, its ttl): init stops taking a
+ * run. false when a run took it first: then it is that run's, and goes when the run ends. */
+static bool pool_retire(struct sup *S)
+{
+    if (!S->pool_key[0] || S->claimed)
+        return !S->claimed;
+    int r = nsbox_agent_retire(S->agent, on_run_event, S);
+    if (r == 1 && !S->claimed)
+        on_claimed(S);
+    return r != 1;
+}
+
+/* Which requests a sandbox takes while pooled: looking at it, or deleting it while no run has
+ * taken it; nobody else may change what the run will find. */
+static int pool_gate(struct sup *S, const struct nsbox_request *rq, struct nsbox_err *e)
 {
     if (!S->pool_key[0])
-        return rq->op == NSBOX_OP_RUN
-                   ? nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                                   "sandbox %s is not a pooled sandbox; use exec", S->sb.st.id)
-                   : 0;
+        return 0;
     switch (rq->op) {
     case NSBOX_OP_PING:
     case NSBOX_OP_INSPECT:
-    case NSBOX_OP_SIGNAL: /* only ever to the command of its own connection: the run's */
         return 0;
     case NSBOX_OP_DELETE:
-        return S->claimed && ci != S->run_client
+        return !pool_retire(S)
                    ? nsbox_err_set(e, NSBOX_E_INVALID, EBUSY,
                                    "sandbox %s is running the command of an nsbox run; it is "
                                    "deleted when that ends", S->sb.st.id)
                    : 0;
-    case NSBOX_OP_RUN:
-        if (S->claimed || S->quit) /* taken, or being deleted (its ttl ran out just now) */
-            return nsbox_err_set(e, NSBOX_E_NOTFOUND, EBUSY,
-                                 "sandbox %s was taken by another nsbox run", S->sb.st.id);
-        return 0;
     default:
         return nsbox_err_set(e, NSBOX_E_INVALID, EPERM,
                              "sandbox %s is kept for nsbox run (the pool) and takes no other "
                              "requests", S->sb.st.id);
     }
-}
-
-/* The run's command went to init: the sandbox is this run's. The run is told at once, so that
- * a connection that ends without this ack means "not taken, try another". Its entry goes now
- * (a run that still finds it meanwhile is refused). */
-static void claim_run(struct sup *S, int ci, const char *tag)
-{
-    S->claimed = true;
-    S->run_client = ci;
-    set_timer(S->ttl_fd, 0); /* the run's own timeout bounds it now */
-    cJSON *ack = nsbox_reply_ok(tag);
-    cJSON_AddTrueToObject(ack, "claimed");
-    send_reply(S, ci, ack, NULL, 0);
-    pool_entry_remove(S);
-}
-
-/* The run's command ended, and init has killed every other process of the sandbox before it
- * said so (NSBOX_AGENT_F_LAST): nothing of it runs on once nsbox run has its status. The rest
- * (init, mounts, cgroup, files) is removed after the reply. */
-static void end_run(struct sup *S, int ci)
-{
-    if (ci >= 0 && ci == S->run_client)
-        S->quit = true;
 }
 
 /* ---- requests ------------------------------------------------------------------------------- */
@@ -513,7 +551,7 @@ static void do_spawn(struct sup *S, int ci, const struct nsbox_request *rq, int 
         return;
     }
     cleanup_free char **env = merged_env(S, rq);
-    unsigned flags = (p->tty ? NSBOX_AGENT_F_TTY : 0) | (rq->op == NSBOX_OP_RUN ? NSBOX_AGENT_F_LAST : 0);
+    unsigned flags = p->tty ? NSBOX_AGENT_F_TTY : 0;
     int r = env ? nsbox_agent_spawn(S->agent, p->seq, rq->argv, env, rq->cwd, use, flags,
                                     (rq->rows & 0xffff) << 16 | (rq->cols & 0xffff), &e)
                 : nsbox_err_sys(&e, "calloc");
@@ -526,8 +564,7 @@ static void do_spawn(struct sup *S, int ci, const struct nsbox_request *rq, int 
     }
     p->client = ci;
     p->running = true;
-    /* read after the spawn went out, while init forks; a pooled sandbox has had none */
-    p->oom_before = rq->op == NSBOX_OP_RUN ? 0 : oom_kills(S);
+    p->oom_before = oom_kills(S); /* read after the spawn went out, while init forks */
     if (!background && rq->timeout_ms)
         p->deadline = now_ms() + (int64_t)rq->timeout_ms;
     S->clients[ci].waiting = idx;
@@ -634,7 +671,7 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
         nsbox_request_free(&rq);
         return;
     }
-    if (pool_gate(S, ci, &rq, &e) < 0) {
+    if (pool_gate(S, &rq, &e) < 0) {
         reply_err(S, ci, rq.tag, &e);
         for (int i = 0; i < 3; i++)
             nsbox_closep(&fds[i]);
@@ -658,7 +695,6 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
         break;
     case NSBOX_OP_EXEC:
     case NSBOX_OP_START:
-    case NSBOX_OP_RUN:
         if (S->clients[ci].waiting >= 0) {
             nsbox_err_set(&e, NSBOX_E_INVALID, EBUSY,
                           "this connection already waits for a command; open another one");
@@ -666,8 +702,6 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
             break;
         }
         do_spawn(S, ci, &rq, fds, rq.op == NSBOX_OP_START);
-        if (rq.op == NSBOX_OP_RUN && S->clients[ci].waiting >= 0)
-            claim_run(S, ci, rq.tag);
         break;
     case NSBOX_OP_PS: {
         cJSON *r = nsbox_reply_ok(rq.tag);
@@ -760,11 +794,15 @@ static void on_agent(struct sup *S)
     struct nsbox_err e = {0};
     int r = nsbox_agent_recv(S->agent, &ev, &e);
     if (r <= 0) {
-        if (r == 0 || errno != EBADMSG) {
+        if (r == 0 || e.sys_errno != EBADMSG) {
             /* init is gone: so is the sandbox */
             nsbox_tombstone_write(S->sb.st.id, "deleted because its init process ended");
             S->quit = true;
         }
+        return;
+    }
+    if (ev.type == NSBOX_AGENT_CLAIMED || ev.seq == NSBOX_AGENT_SEQ_RUN) {
+        on_run_event(&ev, S);
         return;
     }
     struct proc *p = proc_by_seq(S, ev.seq);
@@ -805,7 +843,6 @@ static void on_agent(struct sup *S)
             cJSON *rep = nsbox_reply_error(p->tag, ev.status == 125 ? NSBOX_E_INVALID : NSBOX_E_EXEC,
                                            ev.msg);
             cJSON_AddNumberToObject(rep, "exit_code", ev.status);
-            end_run(S, ci);
             send_reply(S, ci, rep, NULL, 0);
             S->clients[ci].waiting = -1;
         }
@@ -821,9 +858,6 @@ static void on_agent(struct sup *S)
         cJSON_AddNumberToObject(rep, "exit_code", p->exit_code);
         cJSON_AddBoolToObject(rep, "timed_out", p->timed_out);
         cJSON_AddBoolToObject(rep, "oom_killed", oom);
-        if (ci == S->run_client) /* all of the sandbox's, as a cold run reports them */
-            cJSON_AddNumberToObject(rep, "oom_kills", (double)oom_kills(S));
-        end_run(S, ci);
         send_reply(S, ci, rep, NULL, 0);
         S->clients[ci].waiting = -1;
         p->client = -1;
@@ -992,7 +1026,8 @@ static void loop(struct sup *S)
                      (unsigned long long)S->spec->ttl_seconds);
             if (!S->pool_key[0]) /* nobody knows a pooled sandbox's id */
                 nsbox_tombstone_write(S->sb.st.id, why);
-            S->quit = true;
+            if (pool_retire(S)) /* else a run has just taken it */
+                S->quit = true;
         }
         if (pf[F_OWNER].revents & (POLLIN | POLLHUP)) {
             char why[96];
@@ -1137,7 +1172,6 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
                                                 int owner_fd, int owner_pid, const char *pool_key)
 {
     static struct sup S;
-    S.run_client = -1;
     if (pool_key)
         snprintf(S.pool_key, sizeof S.pool_key, "%s", pool_key);
     S.owner_fd = owner_fd;
@@ -1208,7 +1242,7 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
         goto fail;
     if (spec->idle_timeout_seconds)
         set_timer(S.idle_fd, spec->idle_timeout_seconds);
-    if (S.pool_key[0] && pool_entry_create(&S, &e) < 0)
+    if (S.pool_key[0] && (pool_listen(&S, &e) < 0 || pool_entry_create(&S, &e) < 0))
         goto fail;
     snprintf(line, sizeof line, "OK %s\n", S.sb.st.id);
     /* what ps shows: not the command line of whoever made it (a pool filler's, say) */

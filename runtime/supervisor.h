@@ -24,5 +24,7 @@ int nsbox_tombstone_read(const char *id, char *reason, size_t n);
 /* Connect to a sandbox's control socket. A sandbox that is gone gets NSBOX_E_DELETED with the
  * tombstone's reason, one that never existed NSBOX_E_NOTFOUND. */
 int nsbox_session_connect(const char *id, struct nsbox_err *e);
+/* The run socket of pooled sandbox id (agent.h), connected, its listener checked as above. */
+int nsbox_session_connect_run(const char *id, struct nsbox_err *e);
 
 #endif

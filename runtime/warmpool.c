@@ -1,12 +1,13 @@
 /* The warm pool of `nsbox run` (see warmpool.h, docs/pool.md). */
 #define _GNU_SOURCE
 #include "warmpool.h"
+#include "agent.h"
 #include "cleanup.h"
 #include "cleanup_cjson.h"
 #include "client.h"
 #include "paths.h"
 #include "pool.h"
-#include "proto.h"
+#include "sandbox.h"
 #include "state.h"
 #include "supervisor.h"
 
@@ -15,14 +16,17 @@
 #include <link.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 _Static_assert(NSBOX_POOL_ID_LEN == NSBOX_ID_LEN, "pool entries name sandbox ids");
@@ -125,89 +129,88 @@ static int ctx_load(const struct nsbox_spec *s, struct pool_ctx *c, struct nsbox
     return 0;
 }
 
-static cJSON *run_request(const struct nsbox_spec *s, char *const argv[],
-                          const struct nsbox_run_opts *o)
+/* Wait for the status of our command, relaying signals to it (a second interrupt: SIGKILL, as
+ * nsbox run does without the pool) and enforcing the run's timeout. */
+static int wait_status(int sock, int pid, int sfd, uint64_t timeout_ms, const char *id,
+                       int *exit_status, int *oom_kills, struct nsbox_err *e)
 {
-    cJSON *r = cJSON_CreateObject();
-    cJSON_AddNumberToObject(r, "v", NSBOX_PROTO_VERSION);
-    cJSON_AddStringToObject(r, "op", "run");
-    cJSON *av = cJSON_AddArrayToObject(r, "argv");
-    for (size_t i = 0; argv[i]; i++)
-        cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
-    cJSON *env = cJSON_AddObjectToObject(r, "env");
-    /* TERM is the caller's, as in a cold run (nsbox_sandbox_env); pooled sandboxes are made
-     * without one (nsbox_pool_fill) */
-    const char *term = getenv("TERM");
-    if (term && strlen(term) < 64 && !strchr(term, '/'))
-        cJSON_AddStringToObject(env, "TERM", term);
-    for (size_t i = 0; i < s->n_env; i++) {
-        const char *eq = strchr(s->env[i], '=');
-        if (!eq)
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    bool timed_out = false;
+    int stops = 0;
+    struct nsbox_err ke;
+    for (;;) {
+        int tmo = -1;
+        if (timeout_ms && !timed_out) {
+            struct timespec t;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            int64_t spent = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+            int64_t left = (int64_t)timeout_ms - spent;
+            tmo = left <= 0 ? 0 : left > 1000000 ? 1000000 : (int)left;
+            if (left <= 0) {
+                timed_out = true; /* init kills the rest once the command is gone */
+                nsbox_agent_kill(sock, pid, SIGKILL, &ke);
+                tmo = -1;
+            }
+        }
+        struct pollfd pf[2] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}};
+        if (poll(pf, 2, tmo) < 0 && errno != EINTR)
+            return nsbox_err_sys(e, "poll");
+        if (pf[1].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                int sig = (int)si.ssi_signo;
+                if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT)
+                    stops++;
+                nsbox_agent_kill(sock, pid, stops >= 2 ? SIGKILL : sig, &ke);
+            }
+        }
+        if (!(pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
             continue;
-        cleanup_free char *key = strndup(s->env[i], (size_t)(eq - s->env[i]));
-        if (!key)
+        struct nsbox_agent_event ev;
+        int r = nsbox_agent_recv(sock, &ev, &ke);
+        if (r > 0 && ev.type == NSBOX_AGENT_EXITED) {
+            *exit_status = timed_out ? 124 : ev.status;
+            *oom_kills = (int)ev.oom_kills;
+            return 1;
+        }
+        if (r > 0)
             continue;
-        cJSON_DeleteItemFromObjectCaseSensitive(env, key); /* a later K wins, as in the spec */
-        cJSON_AddStringToObject(env, key, eq + 1);
+        /* ours, and gone without a status (killed): the command may have run, so it is not run
+         * again elsewhere */
+        return nsbox_err_set(e, NSBOX_E_SYS, EPIPE,
+                             "pooled sandbox %s ended before its command's status", id);
     }
-    if (o && o->cwd)
-        cJSON_AddStringToObject(r, "cwd", o->cwd);
-    if (o && o->timeout_ms)
-        cJSON_AddNumberToObject(r, "timeout_ms", (double)o->timeout_ms);
-    return r;
 }
 
-/* The reply of a run that happened: its exit code, the error said as nsbox run says it, and
- * how many processes of the sandbox the memory limit killed. */
-static int run_result(const cJSON *reply, int *oom_kills)
-{
-    struct nsbox_err e = {0};
-    const cJSON *code = cJSON_GetObjectItemCaseSensitive(reply, "exit_code");
-    const cJSON *ooms = cJSON_GetObjectItemCaseSensitive(reply, "oom_kills");
-    if (nsbox_client_reply_error(reply, &e) < 0)
-        fprintf(stderr, "nsbox: %s\n", e.msg);
-    *oom_kills = cJSON_IsNumber(ooms) ? ooms->valueint : 0;
-    return cJSON_IsNumber(code) ? code->valueint : 125;
-}
-
-static bool is_refusal(const cJSON *reply)
-{
-    return !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")) &&
-           !cJSON_GetObjectItemCaseSensitive(reply, "exit_code");
-}
-
-/* One attempt on one pooled sandbox: 1 ran (*exit_status...), 0 not taken (refused, or its
- * supervisor went away before it said "claimed"), -1 it was ours and the connection broke. */
-static int try_one(const char *id, const cJSON *req, const int fds[3], int *exit_status,
+/* One attempt on one pooled sandbox, through its run socket (agent.h): 1 ran (*exit_status,
+ * *oom_kills; a command that could not start said so on stderr), 0 not taken (refused, or
+ * taken by another run or retired just now), -2 unreachable (a stale entry), -1 it was ours
+ * and the connection broke before the status. */
+static int try_one(const char *id, char *const argv[], char *const env[], const char *cwd,
+                   const int fds[3], uint64_t timeout_ms, int sfd, int *exit_status,
                    int *oom_kills, struct nsbox_err *e)
 {
     struct nsbox_err ce;
-    cleanup_close int sock = nsbox_session_connect(id, &ce);
+    cleanup_close int sock = nsbox_session_connect_run(id, &ce);
     if (sock < 0)
-        return -2; /* its supervisor is gone (killed): a stale entry */
-    if (nsbox_proto_send_obj(sock, (cJSON *)req, fds, 3, &ce) < 0)
+        return -2;
+    if (nsbox_agent_spawn(sock, 1, argv, env, cwd, fds, NSBOX_AGENT_F_LAST, 0, &ce) < 0)
         return 0;
-    cJSON *first = NULL;
-    if (nsbox_client_wait(sock, true, &first, &ce) < 0)
-        return 0; /* it ended (ttl, drain) before taking us: nothing ran */
-    if (is_refusal(first)) {
-        cJSON_Delete(first);
+    struct nsbox_agent_event ev;
+    if (nsbox_agent_recv(sock, &ev, &ce) <= 0)
+        return 0; /* closed without a word: retired or taken meanwhile */
+    nsbox_closep(&ev.fd);
+    if (ev.type == NSBOX_AGENT_FAILED && ev.status == 0)
+        return 0; /* refused: nothing ran */
+    if (ev.type == NSBOX_AGENT_FAILED) {
+        fprintf(stderr, "nsbox: %s\n", ev.msg);
+        *exit_status = ev.status;
+        return 1;
+    }
+    if (ev.type != NSBOX_AGENT_SPAWNED)
         return 0;
-    }
-    bool claimed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(first, "claimed"));
-    cJSON *reply = first;
-    if (claimed) {
-        cJSON_Delete(first);
-        if (nsbox_client_wait(sock, true, &reply, &ce) < 0) {
-            /* ours, and gone without a status (killed): the command may have run, so it is
-             * not run again elsewhere */
-            *e = ce;
-            return nsbox_err_wrap(e, "pooled sandbox %s", id);
-        }
-    }
-    *exit_status = run_result(reply, oom_kills);
-    cJSON_Delete(reply);
-    return 1;
+    return wait_status(sock, ev.pid, sfd, timeout_ms, id, exit_status, oom_kills, e);
 }
 
 int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox_run_opts *o,
@@ -216,6 +219,9 @@ int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct 
     *oom_kills = 0;
     if (!nsbox_pool_spec_poolable(s))
         return 0;
+    const char *cwd = o && o->cwd ? o->cwd : "/workspace";
+    if (cwd[0] != '/')
+        return 0; /* the cold run says what it makes of that */
     struct pool_ctx c;
     if (ctx_load(s, &c, e) < 0)
         return -1;
@@ -223,27 +229,38 @@ int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct 
         return 0;
     int fds[3] = {o ? o->stdin_fd : 0, o ? o->stdout_fd : 1, o ? o->stderr_fd : 2};
     /* A closed 0-2 would be taken by the descriptors opened below and passed on as the
-     * command's: leave that case to the cold run, which refuses it clearly. */
+     * command's: leave that case to the cold run, which refuses it clearly. Descriptors init
+     * could not use are refused there too, before any pooled sandbox is used up. */
+    struct nsbox_err se;
     for (int i = 0; i < 3; i++)
         if (fcntl(fds[i], F_GETFD) < 0)
             return NSBOX_POOL_EMPTY;
+    if (nsbox_check_stdio(fds, &se) < 0)
+        return NSBOX_POOL_EMPTY;
     DIR *d = opendir(c.dir);
     if (!d)
         return NSBOX_POOL_EMPTY;
-    cleanup_cjson cJSON *req = run_request(s, argv, o);
+    /* the environment of a cold run of s: the caller's TERM, the base, then -e */
+    cleanup_free char **env = nsbox_sandbox_env(s, e);
+    if (!env) {
+        closedir(d);
+        return -1;
+    }
     /* Signals wait in the mask until a sandbox has the command, then go to it. */
     sigset_t mask, old;
     sigemptyset(&mask);
     for (size_t i = 0; i < NSBOX_ARRAY_LEN(nsbox_run_relayed); i++)
         sigaddset(&mask, nsbox_run_relayed[i]);
     sigprocmask(SIG_BLOCK, &mask, &old);
-    int ret = 0;
+    cleanup_close int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    int ret = sfd < 0 ? nsbox_err_sys(e, "signalfd") : 0;
     struct dirent *de;
     while (ret == 0 && (de = readdir(d))) {
         char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1];
         if (!nsbox_pool_entry_parse(de->d_name, key, id) || strcmp(key, c.key) != 0)
             continue;
-        ret = try_one(id, req, fds, exit_status, oom_kills, e);
+        ret = try_one(id, argv, env, cwd, fds, o ? o->timeout_ms : 0, sfd, exit_status,
+                      oom_kills, e);
         if (ret == -2) {
             unlinkat(dirfd(d), de->d_name, 0); /* gc removes the rest */
             ret = 0;

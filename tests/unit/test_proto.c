@@ -36,29 +36,16 @@ static void test_exec_request(void **state)
     nsbox_request_free(&rq);
 }
 
-/* run (the warm pool): the same fields as exec, validated the same way */
-static void test_run_request(void **state)
+/* run (the warm pool) is not a request of the control socket: a pooled sandbox's run goes to
+ * its init over the run socket (agent.h), so a supervisor never starts one itself */
+static void test_run_is_not_a_control_op(void **state)
 {
     (void)state;
     struct nsbox_request rq;
     struct nsbox_err e;
-    assert_int_equal(parse("{\"v\":1,\"op\":\"run\",\"argv\":[\"true\"],\"env\":{\"K\":\"V\"},"
-                           "\"cwd\":\"/workspace/sub\",\"timeout_ms\":1000}",
-                           &rq, &e),
-                     0);
-    assert_int_equal(rq.op, NSBOX_OP_RUN);
-    assert_string_equal(nsbox_op_name(rq.op), "run");
-    assert_int_equal(rq.argc, 1);
-    assert_string_equal(rq.env[0], "K=V");
-    assert_string_equal(rq.cwd, "/workspace/sub");
-    assert_int_equal(rq.timeout_ms, 1000);
-    nsbox_request_free(&rq);
-    assert_int_equal(parse("{\"v\":1,\"op\":\"run\"}", &rq, &e), -1);
+    assert_int_equal(parse("{\"v\":1,\"op\":\"run\",\"argv\":[\"true\"]}", &rq, &e), -1);
     assert_int_equal(e.code, NSBOX_E_INVALID);
-    nsbox_request_free(&rq);
-    assert_int_equal(parse("{\"v\":1,\"op\":\"run\",\"argv\":[\"x\"],\"timeout_ms\":-1}", &rq, &e),
-                     -1);
-    assert_non_null(strstr(e.msg, "timeout_ms"));
+    assert_non_null(strstr(e.msg, "unknown op 'run'"));
     nsbox_request_free(&rq);
 }
 
@@ -146,7 +133,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exec_request),
-        cmocka_unit_test(test_run_request),
+        cmocka_unit_test(test_run_is_not_a_control_op),
         cmocka_unit_test(test_cmd_becomes_sh_c),
         cmocka_unit_test(test_errors_name_the_field),
         cmocka_unit_test(test_buffer_not_read_past_length),
