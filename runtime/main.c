@@ -10,6 +10,7 @@
 #include "supervisor.h"
 #include "launch.h"
 #include "paths.h"
+#include "pool.h"
 #include "proto.h"
 #include "client.h"
 #include "warmpool.h"
@@ -290,31 +291,57 @@ out_err:
     return fail(&e);
 }
 
+/* A command's own flags, taken out of argv before the shared option parser sees the rest: one
+ * without a value sets *set; one with a number takes the next argument, from min to max. */
+struct own_flag {
+    const char *name;
+    bool *set;
+    long *value, min, max;
+    const char *what; /* "--name needs <what>, not '...'" */
+};
+
+/* Returns 0, or EXIT_USAGE after saying why. */
+static int strip_own_flags(int *argc, char **argv, const struct own_flag *f, size_t n)
+{
+    int k = 1;
+    for (int j = 1; j < *argc; j++) {
+        size_t i = 0;
+        while (i < n && (strcmp(argv[j], f[i].name) != 0 || (f[i].value && j + 1 >= *argc)))
+            i++;
+        if (i == n) {
+            argv[k++] = argv[j];
+        } else if (f[i].set) {
+            *f[i].set = true;
+        } else {
+            char *end;
+            long v = strtol(argv[++j], &end, 10);
+            if (*end || end == argv[j] || v < f[i].min || v > f[i].max) {
+                char msg[512];
+                snprintf(msg, sizeof msg, "%s needs %s, not '%s'", f[i].name, f[i].what, argv[j]);
+                return usage_error("%s", msg);
+            }
+            *f[i].value = v;
+        }
+    }
+    *argc = k;
+    return 0;
+}
+
 static int cmd_create(int argc, char **argv)
 {
     struct nsbox_spec spec;
     nsbox_spec_init(&spec);
     struct nsbox_err e = {0};
     bool json = false;
-    int owner_pid = 0;
-    /* --json and --owner-pid are create's own flags; strip them before the shared parser. */
-    int k = 1;
-    for (int j = 1; j < argc; j++) {
-        if (!strcmp(argv[j], "--json")) {
-            json = true;
-        } else if (!strcmp(argv[j], "--owner-pid") && j + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++j], &end, 10);
-            if (*end || v < 1 || v > 4194304) {
-                nsbox_spec_free(&spec);
-                return usage_error("--owner-pid needs a process id, not '%s'", argv[j]);
-            }
-            owner_pid = (int)v;
-        } else {
-            argv[k++] = argv[j];
-        }
+    long owner_pid = 0;
+    const struct own_flag own[] = {
+        {"--json", &json, NULL, 0, 0, NULL},
+        {"--owner-pid", NULL, &owner_pid, 1, 4194304, "a process id"},
+    };
+    if (strip_own_flags(&argc, argv, own, NSBOX_ARRAY_LEN(own)) != 0) {
+        nsbox_spec_free(&spec);
+        return EXIT_USAGE;
     }
-    argc = k;
     int i;
     int pr = parse_options(argc, argv, &spec, NULL, &i, &e);
     if (pr != 0) {
@@ -328,7 +355,7 @@ static int cmd_create(int argc, char **argv)
     char id[NSBOX_ID_LEN + 1];
     struct nsbox_err ge;
     nsbox_gc(false, &ge); /* cheap: a readdir and one flock per sandbox */
-    if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_session_create(&spec, owner_pid, NULL, id, &e) < 0) {
+    if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_session_create(&spec, (int)owner_pid, NULL, id, &e) < 0) {
         nsbox_spec_free(&spec);
         if (json) {
             /* Machine-readable too: clients map the code to their typed errors. */
@@ -377,23 +404,16 @@ static int cmd_pool(int argc, char **argv)
     if (strcmp(sub, "fill") != 0)
         return usage_error("%s", "usage: nsbox pool fill [--size N] [OPTIONS] | drain | "
                                  "ls [--json]");
-    unsigned size = 0;
-    bool refill = false;
+    long size = 0;
+    bool refill = false; /* internal: a used pooled sandbox's replacement */
+    const struct own_flag own[] = {
+        {"--refill", &refill, NULL, 0, 0, NULL},
+        {"--size", NULL, &size, 1, NSBOX_POOL_MAX_SIZE, "a number from 1 to 16"},
+    };
     argc--, argv++; /* argv[0] is "fill" now */
-    int k = 1;
-    for (int j = 1; j < argc; j++) {
-        if (!strcmp(argv[j], "--refill")) { /* internal: a used pooled sandbox's replacement */
-            refill = true;
-        } else if (!strcmp(argv[j], "--size") && j + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++j], &end, 10);
-            if (*end || v < 1 || v > 16)
-                return usage_error("--size needs a number from 1 to 16, not '%s'", argv[j]);
-            size = (unsigned)v;
-        } else {
-            argv[k++] = argv[j];
-        }
-    }
+    int k = argc;
+    if (strip_own_flags(&k, argv, own, NSBOX_ARRAY_LEN(own)) != 0)
+        return EXIT_USAGE;
     struct nsbox_spec spec;
     nsbox_spec_init(&spec);
     int i;
@@ -407,7 +427,7 @@ static int cmd_pool(int argc, char **argv)
         return usage_error("pool fill takes no command (unexpected '%s')", argv[i]);
     }
     unsigned ready = 0;
-    if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_pool_fill(&spec, size, refill, &ready, &e) < 0) {
+    if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_pool_fill(&spec, (unsigned)size, refill, &ready, &e) < 0) {
         nsbox_spec_free(&spec);
         return fail(&e);
     }

@@ -9,11 +9,14 @@ drain, gc, mismatching settings, concurrent runs)."""
 import json
 import os
 import signal
+import socket
+import struct
 import subprocess
 import time
 import unittest
 
-from nsbox_test import NSBOX, Dirs, cgroup_leftovers, is_root, loop_devices_under, run_nsbox
+from nsbox_test import (NSBOX, Dirs, cgroup_leftovers, is_root, loop_devices_under, run_nsbox,
+                        wait_for)
 
 
 def readline(p, timeout=10.0):
@@ -27,21 +30,6 @@ def readline(p, timeout=10.0):
 def read(path):
     with open(path, "rb") as f:
         return f.read()
-
-
-def socket_level():
-    import socket
-    return socket.SOL_SOCKET
-
-
-def wait_for(pred, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.02)
-    return pred()
 
 
 class Pool(unittest.TestCase):
@@ -272,7 +260,6 @@ class Pool(unittest.TestCase):
             server.wait()
 
     def run_socket(self, sid):
-        import socket
         path = os.path.join(self.dirs.state, sid, "run")
         self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
         c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -283,7 +270,6 @@ class Pool(unittest.TestCase):
     def test_a_bad_request_on_the_run_socket_leaves_the_sandbox_for_a_run(self):
         # init takes requests on the run socket itself (agent.h): whatever a misbehaving
         # program of the user sends there, nothing runs and the sandbox stays in the pool
-        import struct
         (sid,) = self.fill()
         hdr = struct.Struct("<IIiiIIII")  # type seq pid status argc envc len flags
         payload = b"/workspace\0true\0"
@@ -304,7 +290,7 @@ class Pool(unittest.TestCase):
         c = self.run_socket(sid)
         fds = [0, 1, 2]
         c.sendmsg([hdr.pack(1, 8, 0, 0, 5, 9, len(payload), 0) + payload],
-                  [(socket_level(), 1, struct.pack("3i", *fds))])
+                  [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("3i", *fds))])
         self.assertEqual(hdr.unpack(c.recv(4096)[:hdr.size])[3], 0)
         c.close()
         # a connection that says nothing is dropped after a second

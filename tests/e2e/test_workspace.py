@@ -11,7 +11,8 @@ import subprocess
 import time
 import unittest
 
-from nsbox_test import (NSBOX, Dirs, is_root, loop_devices_under, run_nsbox, write_config)
+from nsbox_test import (NSBOX, Dirs, is_root, loop_devices_under, run_nsbox, wait_for,
+                        write_config)
 
 MiB = 1 << 20
 TINY = {"tiny": {"cpus": 1, "memory": "512MiB", "pids": 128, "disk": "64MiB"}}
@@ -24,16 +25,6 @@ def setUpModule():
     if not os.path.exists("/dev/loop-control"):
         raise unittest.SkipTest("no /dev/loop-control on this machine: nsbox uses a tmpfs "
                                 "workspace here, tested in test_run_unprivileged.py")
-
-
-def wait_for(pred, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    return pred()
 
 
 class WorkspaceDisk(unittest.TestCase):

@@ -5,6 +5,7 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+import time
 import unittest
 
 NSBOX = os.environ.get("NSBOX_BIN") or shutil.which("nsbox") or "nsbox"
@@ -149,8 +150,18 @@ class V1Delegation:
                 except FileNotFoundError:
                     break
                 except OSError:
-                    import time
                     time.sleep(0.05)
+
+
+def wait_for(pred, timeout=20.0, interval=0.02):
+    """pred's first true value within timeout seconds, else its last (false) one."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(interval)
+    return pred()
 
 
 def cgroup_v1():
