@@ -153,10 +153,16 @@ int nsbox_agent_retire(int sock, void (*on_event)(const struct nsbox_agent_event
     struct nsbox_agent_hdr h = {.type = NSBOX_AGENT_RETIRE};
     if (send_msg(sock, &h, NULL, NULL, 0) < 0)
         return -1;
-    /* init answers at once unless it is starting the run's command: a few ms at most */
+    /* init answers at once unless it is starting the run's command or waiting for a run
+     * request (200 ms per connection): a few ms, seconds at worst */
     for (;;) {
         struct pollfd pf = {sock, POLLIN, 0};
-        if (poll(&pf, 1, 5000) != 1)
+        int pr = poll(&pf, 1, 5000);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr == 0)
+            return -2;
+        if (pr < 0)
             return -1;
         struct nsbox_agent_event ev;
         struct nsbox_err e;
@@ -356,7 +362,10 @@ static int exec_search(char **argv, char **env)
             size_t argc = 0;
             while (argv[argc])
                 argc++;
-            if (argc <= 4096) { /* NSBOX_PROTO_MAX_ARGS, the most a request has: 32 KiB */
+            /* on this 256 KiB stack: 32 KiB at most. 4096 is the most an exec request has
+             * (NSBOX_PROTO_MAX_ARGS); a pooled run with more, which no real script takes,
+             * gets 126 where a cold run would run it with sh */
+            if (argc <= 4096) {
                 char *sh[argc + 2];
                 sh[0] = "/bin/sh";
                 sh[1] = (char *)file;
@@ -596,6 +605,35 @@ static unsigned oom_count(void)
     return nsbox_cg_parse_keyed(buf, "oom_kill", &v) == 0 && v < UINT32_MAX ? (unsigned)v : 0;
 }
 
+/* Close the run's connection. What the client sent and init did not read (a signal that came
+ * as the command ended) is read first: a unix socket closed with unread data resets the
+ * peer, whose next receive would fail instead of giving it our last message. */
+static void close_run_conn(void)
+{
+    char buf[64];
+    int fds[3];
+    struct iovec iov = {buf, sizeof buf};
+    union {
+        char b[CMSG_SPACE(sizeof(int) * 3)];
+        struct cmsghdr align;
+    } u;
+    for (;;) {
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+                           .msg_controllen = sizeof u.b};
+        if (recvmsg(run.conn, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) <= 0)
+            break;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+                size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                memcpy(fds, CMSG_DATA(c), (k < 3 ? k : 3) * sizeof(int));
+                for (size_t i = 0; i < k && i < 3; i++)
+                    close(fds[i]);
+            }
+    }
+    close(run.conn);
+    run.conn = -1;
+}
+
 /* The run's status: to its client, then (the sandbox is done) to the supervisor. */
 static void end_run(int sock, uint32_t type, int pid, int code, const char *msg)
 {
@@ -604,8 +642,7 @@ static void end_run(int sock, uint32_t type, int pid, int code, const char *msg)
                                     .argc = type == NSBOX_AGENT_EXITED ? oom_count() : 0,
                                     .len = msg ? (uint32_t)strlen(msg) : 0};
         send_msg(run.conn, &h, msg, NULL, 0);
-        close(run.conn);
-        run.conn = -1;
+        close_run_conn();
     }
     reply(sock, type, NSBOX_AGENT_SEQ_RUN, pid, code, msg);
 }
@@ -631,9 +668,23 @@ static void reap(int sock)
     }
 }
 
+/* The three descriptors of a run, as the exec path checks them (nsbox_check_stdio): open, and
+ * none a directory or an O_PATH descriptor, which would lead out of the root. */
+static bool stdio_ok(const int fds[3])
+{
+    for (int i = 0; i < 3; i++) {
+        struct stat st;
+        int fl = fds[i] >= 0 ? fcntl(fds[i], F_GETFL) : -1;
+        if (fl < 0 || (fl & O_PATH) || fstat(fds[i], &st) < 0 || S_ISDIR(st.st_mode))
+            return false;
+    }
+    return true;
+}
+
 /* A connection on the run socket: its one SPAWN either takes the sandbox or is refused. The
- * client sends it right after connecting; one that sends nothing for a second is dropped (the
- * socket is the user's own: only a misbehaving program of theirs would). */
+ * client sends it right after connecting; one that sends nothing within 200 ms is dropped (the
+ * socket is the user's own: only a misbehaving or stopped program of theirs would), so that a
+ * queue of silent connections cannot keep init from answering RETIRE. */
 static void take_run(int sock, char *payload)
 {
     int c = accept4(run.listen_fd, NULL, NULL, SOCK_CLOEXEC);
@@ -642,14 +693,21 @@ static void take_run(int sock, char *payload)
     struct nsbox_agent_hdr h = {0};
     int fds[3] = {-1, -1, -1};
     struct pollfd pf = {c, POLLIN, 0};
-    ssize_t n = poll(&pf, 1, 1000) == 1 ? recv_msg(c, &h, payload, NSBOX_AGENT_PAYLOAD_MAX, fds)
-                                         : -1;
-    if (n <= 0 || h.type != NSBOX_AGENT_SPAWN) {
+    ssize_t n = poll(&pf, 1, 200) == 1 ? recv_msg(c, &h, payload, NSBOX_AGENT_PAYLOAD_MAX, fds)
+                                        : -1;
+    const char *why = n <= 0 ? NULL
+                      : h.type != NSBOX_AGENT_SPAWN ? "refused: not a run request"
+                      /* its client is gone already: nobody would get the status */
+                      : (pf.revents & POLLHUP) ? "refused: the client went away"
+                      : !stdio_ok(fds) ? "refused: stdin, stdout and stderr must be open "
+                                         "descriptors, none a directory or a path descriptor"
+                      : NULL;
+    if (n <= 0 || why) {
         for (int i = 0; i < 3; i++)
             if (fds[i] >= 0)
                 close(fds[i]);
-        if (n > 0)
-            reply(c, NSBOX_AGENT_FAILED, h.seq, 0, 0, "refused: not a run request");
+        if (why)
+            reply(c, NSBOX_AGENT_FAILED, h.seq, 0, 0, why);
         close(c);
         return;
     }
@@ -668,8 +726,7 @@ static void take_run(int sock, char *payload)
     run.pid = pid;
     reply(sock, NSBOX_AGENT_CLAIMED, NSBOX_AGENT_SEQ_RUN, pid, 0, NULL);
     if (pid == 0) { /* it could not start; the client has its FAILED */
-        close(run.conn);
-        run.conn = -1;
+        close_run_conn();
         reply(sock, NSBOX_AGENT_FAILED, NSBOX_AGENT_SEQ_RUN, 0, 125, NULL);
     }
 }
@@ -685,8 +742,7 @@ static void on_run_conn(char *payload)
             close(fds[i]);
     if (n == 0 || (n < 0 && errno != EBADMSG && errno != EINTR)) {
         kill_all_others(); /* nsbox run was killed: its command goes; reap() reports the end */
-        close(run.conn);
-        run.conn = -1;
+        close_run_conn();
         return;
     }
     if (n > 0 && h.type == NSBOX_AGENT_KILL && run.pid > 1 && h.status > 0 && h.status < 65)
@@ -714,14 +770,15 @@ void nsbox_agent_serve(int sock)
                                {run.conn, POLLIN, 0}};
         if (poll(pf, 4, -1) < 0 && errno != EINTR)
             _exit(125);
+        /* the run's client first: a signal it sent is delivered before reap() reports */
+        if (run.conn >= 0 && (pf[3].revents & (POLLIN | POLLHUP | POLLERR)))
+            on_run_conn(payload);
         if (pf[1].revents & POLLIN) {
             struct signalfd_siginfo si;
             while (read(sfd, &si, sizeof si) > 0)
                 ;
             reap(sock);
         }
-        if (run.conn >= 0 && (pf[3].revents & (POLLIN | POLLHUP | POLLERR)))
-            on_run_conn(payload);
         if (run.listen_fd >= 0 && (pf[2].revents & POLLIN))
             take_run(sock, payload);
         if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {

@@ -3,8 +3,9 @@
  * asks for. Forking from inside means no namespace joining and no cgroup migration per exec.
  *
  * Messages travel over a SOCK_SEQPACKET socketpair: a fixed header, a payload of NUL-separated
- * strings, and for SPAWN three descriptors (stdin, stdout, stderr). init treats the supervisor
- * as its only peer; the supervisor treats what init says as untrusted (bounded, checked). */
+ * strings, and for SPAWN three descriptors (stdin, stdout, stderr). init has two peers: the
+ * supervisor, and in a pooled sandbox the one client of its run socket (below), whose requests
+ * it checks as untrusted; the supervisor treats what init says as untrusted (bounded, checked). */
 #ifndef NSBOX_AGENT_H
 #define NSBOX_AGENT_H
 
@@ -16,8 +17,10 @@
 #define NSBOX_AGENT_PAYLOAD_MAX (192u * 1024u)
 
 enum nsbox_agent_type {
-    NSBOX_AGENT_SPAWN = 1,   /* supervisor -> init: payload cwd, argv..., env... ; 3 fds */
-    NSBOX_AGENT_KILL = 2,    /* supervisor -> init: signal `status` to process group `pid` */
+    NSBOX_AGENT_SPAWN = 1,   /* supervisor or run client -> init: payload cwd, argv..., env...;
+                              * 3 fds */
+    NSBOX_AGENT_KILL = 2,    /* -> init: signal `status` to process group `pid` (on the run
+                              * socket: to the run's command, whatever `pid` says) */
     NSBOX_AGENT_LISTEN = 3,  /* supervisor -> init: fds: the run socket (listening), and the
                               * memory cgroup's file with the OOM count (optional) */
     NSBOX_AGENT_RETIRE = 4,  /* supervisor -> init: take no run any more; answer RETIRED */
@@ -81,7 +84,8 @@ int nsbox_agent_kill(int sock, int pid, int sig, struct nsbox_err *e);
 int nsbox_agent_listen(int sock, int listen_fd, int oom_fd, struct nsbox_err *e);
 /* Ask init to take no run any more. Events that come before its answer (CLAIMED, the end of a
  * run) go to on_event. Returns 1 when a run had already taken the sandbox, 0 when none will,
- * -1 when init did not answer (it is gone, or stuck: the caller deletes the sandbox anyway). */
+ * -1 when init is gone (the sandbox may go), -2 when it did not answer within 5 s (it may be
+ * starting a run: the caller must not delete it now). */
 int nsbox_agent_retire(int sock, void (*on_event)(const struct nsbox_agent_event *ev, void *arg),
                        void *arg);
 /* Returns 1 with an event, 0 on EOF (init is gone), -1 on error. Also the client's side of

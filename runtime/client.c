@@ -78,15 +78,32 @@ static int recv_reply(int sock, cJSON **reply, int *rfd, struct nsbox_err *e)
     return 0;
 }
 
-int nsbox_client_delete(const char *id, struct nsbox_err *e)
+/* The supervisor replies to a delete before it tears the sandbox down, and closes its
+ * connections only when it exits, after the teardown: with wait, return only then (at most
+ * 4 s; a teardown that takes longer is finished by the supervisor, or by gc if it dies). */
+static int delete_sandbox(const char *id, bool wait, struct nsbox_err *e)
 {
+    cleanup_close int sock = nsbox_session_connect(id, e);
+    if (sock < 0)
+        return -1;
     cJSON *req = request("delete"), *reply = NULL;
-    int r = nsbox_client_call(id, req, NULL, 0, &reply, NULL, e);
+    int r = nsbox_proto_send_obj(sock, req, NULL, 0, e);
+    if (r == 0)
+        r = recv_reply(sock, &reply, NULL, e);
     if (r == 0)
         r = nsbox_client_reply_error(reply, e);
     cJSON_Delete(req);
     cJSON_Delete(reply);
+    char buf[256];
+    struct pollfd pf = {sock, POLLIN, 0};
+    while (r == 0 && wait && poll(&pf, 1, 4000) == 1 && read(sock, buf, sizeof buf) > 0)
+        ; /* nothing more is sent; EOF (or an error) is the supervisor's exit */
     return r;
+}
+
+int nsbox_client_delete(const char *id, struct nsbox_err *e)
+{
+    return delete_sandbox(id, false, e);
 }
 
 int nsbox_client_call(const char *id, cJSON *req, const int *fds, size_t nfds, cJSON **reply,
@@ -118,30 +135,26 @@ static void send_signal(int sock, int signo)
 const int nsbox_run_relayed[8] = {SIGINT,  SIGTERM, SIGHUP,   SIGQUIT,
                                   SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
 
-int nsbox_client_wait(int sock, bool escalate, cJSON **reply, struct nsbox_err *e)
+/* After an exec request with the command's descriptors: pass signals on to the command until a
+ * reply comes, then read it. exec relays SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2
+ * (nsbox run, cold or pooled, also SIGWINCH and SIGCONT). */
+static int client_wait(int sock, cJSON **reply, struct nsbox_err *e)
 {
-    /* exec relays the first six; nsbox run (escalate) all that a cold run relays */
-    size_t nrelay = escalate ? NSBOX_ARRAY_LEN(nsbox_run_relayed) : 6;
+    size_t nrelay = 6;
     sigset_t mask, old;
     sigemptyset(&mask);
     for (size_t k = 0; k < nrelay; k++)
         sigaddset(&mask, nsbox_run_relayed[k]);
     sigprocmask(SIG_BLOCK, &mask, &old);
     cleanup_close int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-    int stops = 0;
     for (;;) {
         struct pollfd pf[2] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}};
         if (poll(pf, 2, -1) < 0 && errno != EINTR)
             break;
         if (pf[1].revents & POLLIN) {
             struct signalfd_siginfo si;
-            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-                int sig = (int)si.ssi_signo;
-                if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT)
-                    stops++;
-                /* as nsbox run without the pool: a second interrupt means "stop now" */
-                send_signal(sock, escalate && stops >= 2 ? SIGKILL : sig);
-            }
+            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+                send_signal(sock, (int)si.ssi_signo);
         }
         if (pf[0].revents & (POLLIN | POLLHUP))
             break;
@@ -383,7 +396,7 @@ int nsbox_cli_exec(int argc, char **argv)
     if (!detach) {
         /* The command has our descriptors; we wait for its status and pass signals on. */
         nsbox_closep(&null);
-        if (nsbox_client_wait(sock, false, &reply, &e) < 0)
+        if (client_wait(sock, &reply, &e) < 0)
             return fail(&e);
     } else if (recv_reply(sock, &reply, NULL, &e) < 0) {
         return fail(&e);
@@ -489,7 +502,7 @@ int nsbox_cli_rm(int argc, char **argv)
     int rc = 0;
     for (int i = 1; i < argc; i++) {
         struct nsbox_err e = {0};
-        if (nsbox_client_delete(argv[i], &e) < 0) {
+        if (delete_sandbox(argv[i], true, &e) < 0) {
             /* Idempotent: removing what is already gone is not an error. */
             if (e.code == NSBOX_E_DELETED)
                 continue;
@@ -499,8 +512,8 @@ int nsbox_cli_rm(int argc, char **argv)
             rc = EXIT_NSBOX;
             continue;
         }
-        /* The reply comes before the supervisor tears down; wait until its state is gone so
-         * that rm returning means the sandbox is gone. */
+        /* rm returning means the sandbox is gone: delete_sandbox waited for its supervisor's
+         * exit. Should that have been cut short, wait for the state directory too. */
         char rt[PATH_MAX], dir[PATH_MAX];
         if (nsbox_path_runtime_dir(rt, sizeof rt, &e) == 0) {
             snprintf(dir, sizeof dir, "%s/%s", rt, argv[i]);

@@ -20,11 +20,6 @@ int nsbox_client_reply_error(const cJSON *reply, struct nsbox_err *e);
 
 /* The signals nsbox run passes on to its command (the first six: exec's). */
 extern const int nsbox_run_relayed[8];
-/* After an exec or run request with the command's descriptors: pass signals on to the command
- * until a reply comes, then read it. exec relays SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
- * SIGUSR2; with escalate (nsbox run) also SIGWINCH and SIGCONT, and a second interrupt (INT,
- * TERM, HUP, QUIT) is sent as SIGKILL, as a cold run does. */
-int nsbox_client_wait(int sock, bool escalate, cJSON **reply, struct nsbox_err *e);
 
 int nsbox_cli_exec(int argc, char **argv);
 int nsbox_cli_ls(int argc, char **argv);

@@ -200,6 +200,7 @@ struct sup {
      * the sandbox is deleted and its supervisor makes the replacement. */
     char pool_key[NSBOX_POOL_KEY_LEN + 1];
     bool claimed;
+    bool retired; /* init takes no run any more: the sandbox is being deleted */
     bool quit;
 };
 
@@ -445,15 +446,19 @@ static void on_run_event(const struct nsbox_agent_event *ev, void *arg)
 }
 
 /* Before a pooled sandbox is deleted from outside (rm, drain, its ttl): init stops taking a
- * run. false when a run took it first: then it is that run's, and goes when the run ends. */
-static bool pool_retire(struct sup *S)
+ * run. 1: it may go. 0: a run took it first; it is that run's and goes when the run ends.
+ * -1: init did not answer in time (busy starting a run, say): not now. */
+static int pool_retire(struct sup *S)
 {
     if (!S->pool_key[0] || S->claimed)
         return !S->claimed;
+    if (S->retired)
+        return 1;
     int r = nsbox_agent_retire(S->agent, on_run_event, S);
     if (r == 1 && !S->claimed)
         on_claimed(S);
-    return r != 1;
+    S->retired = r == 0 || r == -1; /* -1: init is gone, and the sandbox with it */
+    return r == 1 ? 0 : r == -2 ? -1 : 1;
 }
 
 /* Which requests a sandbox takes while pooled: looking at it, or deleting it while no run has
@@ -467,11 +472,18 @@ static int pool_gate(struct sup *S, const struct nsbox_request *rq, struct nsbox
     case NSBOX_OP_INSPECT:
         return 0;
     case NSBOX_OP_DELETE:
-        return !pool_retire(S)
-                   ? nsbox_err_set(e, NSBOX_E_INVALID, EBUSY,
-                                   "sandbox %s is running the command of an nsbox run; it is "
-                                   "deleted when that ends", S->sb.st.id)
-                   : 0;
+        switch (pool_retire(S)) {
+        case 1:
+            return 0;
+        case 0:
+            return nsbox_err_set(e, NSBOX_E_INVALID, EBUSY,
+                                 "sandbox %s is running the command of an nsbox run; it is "
+                                 "deleted when that ends", S->sb.st.id);
+        default:
+            return nsbox_err_set(e, NSBOX_E_SYS, EAGAIN,
+                                 "pooled sandbox %s did not answer in time (a run may be "
+                                 "taking it); try again", S->sb.st.id);
+        }
     default:
         return nsbox_err_set(e, NSBOX_E_INVALID, EPERM,
                              "sandbox %s is kept for nsbox run (the pool) and takes no other "
@@ -792,6 +804,10 @@ static void on_agent(struct sup *S)
 {
     struct nsbox_agent_event ev;
     struct nsbox_err e = {0};
+    /* a retire earlier in this round may have read what poll saw: never block here */
+    struct pollfd pf = {S->agent, POLLIN, 0};
+    if (poll(&pf, 1, 0) != 1)
+        return;
     int r = nsbox_agent_recv(S->agent, &ev, &e);
     if (r <= 0) {
         if (r == 0 || e.sys_errno != EBADMSG) {
@@ -1026,8 +1042,12 @@ static void loop(struct sup *S)
                      (unsigned long long)S->spec->ttl_seconds);
             if (!S->pool_key[0]) /* nobody knows a pooled sandbox's id */
                 nsbox_tombstone_write(S->sb.st.id, why);
-            if (pool_retire(S)) /* else a run has just taken it */
+            int pr = pool_retire(S);
+            if (pr == 1)
                 S->quit = true;
+            else if (pr < 0)
+                set_timer(S->ttl_fd, 1); /* init was busy: ask again in a second */
+            /* 0: a run has just taken it */
         }
         if (pf[F_OWNER].revents & (POLLIN | POLLHUP)) {
             char why[96];

@@ -129,6 +129,17 @@ static int ctx_load(const struct nsbox_spec *s, struct pool_ctx *c, struct nsbox
     return 0;
 }
 
+/* An event from init on the run socket. A reset is reported once when init closed the
+ * connection with something of ours unread (it drains first, but a signal can still cross its
+ * last message); what it sent before is still there to read. */
+static int recv_event(int sock, struct nsbox_agent_event *ev, struct nsbox_err *e)
+{
+    int r = nsbox_agent_recv(sock, ev, e);
+    if (r < 0 && e->sys_errno == ECONNRESET)
+        r = nsbox_agent_recv(sock, ev, e);
+    return r;
+}
+
 /* Wait for the status of our command, relaying signals to it (a second interrupt: SIGKILL, as
  * nsbox run does without the pool) and enforcing the run's timeout. */
 static int wait_status(int sock, int pid, int sfd, uint64_t timeout_ms, const char *id,
@@ -168,7 +179,7 @@ static int wait_status(int sock, int pid, int sfd, uint64_t timeout_ms, const ch
         if (!(pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
             continue;
         struct nsbox_agent_event ev;
-        int r = nsbox_agent_recv(sock, &ev, &ke);
+        int r = recv_event(sock, &ev, &ke);
         if (r > 0 && ev.type == NSBOX_AGENT_EXITED) {
             *exit_status = timed_out ? 124 : ev.status;
             *oom_kills = (int)ev.oom_kills;
@@ -193,12 +204,15 @@ static int try_one(const char *id, char *const argv[], char *const env[], const 
 {
     struct nsbox_err ce;
     cleanup_close int sock = nsbox_session_connect_run(id, &ce);
-    if (sock < 0)
-        return -2;
+    if (sock < 0) /* gone, not listening, or not ours: a stale entry; else (EMFILE...) skip */
+        return ce.code == NSBOX_E_POLICY || ce.sys_errno == ENOENT ||
+                       ce.sys_errno == ECONNREFUSED || ce.sys_errno == EPROTOTYPE
+                   ? -2
+                   : 0;
     if (nsbox_agent_spawn(sock, 1, argv, env, cwd, fds, NSBOX_AGENT_F_LAST, 0, &ce) < 0)
         return 0;
     struct nsbox_agent_event ev;
-    if (nsbox_agent_recv(sock, &ev, &ce) <= 0)
+    if (recv_event(sock, &ev, &ce) <= 0)
         return 0; /* closed without a word: retired or taken meanwhile */
     nsbox_closep(&ev.fd);
     if (ev.type == NSBOX_AGENT_FAILED && ev.status == 0)
@@ -229,14 +243,14 @@ int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct 
         return 0;
     int fds[3] = {o ? o->stdin_fd : 0, o ? o->stdout_fd : 1, o ? o->stderr_fd : 2};
     /* A closed 0-2 would be taken by the descriptors opened below and passed on as the
-     * command's: leave that case to the cold run, which refuses it clearly. Descriptors init
-     * could not use are refused there too, before any pooled sandbox is used up. */
+     * command's, and init refuses a directory: leave both to the cold run, which says what it
+     * makes of them (and the pool is not empty: no filler). */
     struct nsbox_err se;
     for (int i = 0; i < 3; i++)
         if (fcntl(fds[i], F_GETFD) < 0)
-            return NSBOX_POOL_EMPTY;
+            return 0;
     if (nsbox_check_stdio(fds, &se) < 0)
-        return NSBOX_POOL_EMPTY;
+        return 0;
     DIR *d = opendir(c.dir);
     if (!d)
         return NSBOX_POOL_EMPTY;
@@ -387,7 +401,8 @@ int nsbox_pool_fill(const struct nsbox_spec *s, unsigned size, bool refill, unsi
     }
     struct nsbox_err ge;
     nsbox_gc(false, &ge); /* dead pooled sandboxes and their entries */
-    /* The sandbox gets the TERM of the run that takes it (run_request), not the filler's. */
+    /* The sandbox gets the TERM of the run that takes it (nsbox_sandbox_env in nsbox_pool_run), not the
+     * filler's. */
     unsetenv("TERM");
     unsigned have = 0;
     DIR *d = opendir(c.dir);

@@ -2,9 +2,10 @@
  *
  * Pooled sandboxes are persistent sandboxes made ahead of time, each listed by an empty file
  * "<key>-<id>" in <runtime dir>/pool/ once it is ready. A run whose spec has that key connects
- * to one and sends a "run" request; its supervisor takes exactly one, runs the command with
- * the caller's descriptors, kills the sandbox, replies with the status, removes the rest and
- * then makes the replacement (`nsbox pool fill`, exec'd in the same process). */
+ * to one's run socket and sends its init the command (agent.h); init takes exactly one run,
+ * starts the command with the caller's descriptors, kills the rest of the sandbox when it ends
+ * and sends the status. The supervisor, told by init, removes the sandbox and then makes the
+ * replacement (`nsbox pool fill`, exec'd in the same process). */
 #ifndef NSBOX_WARMPOOL_H
 #define NSBOX_WARMPOOL_H
 
