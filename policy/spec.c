@@ -1456,34 +1456,45 @@ int nsbox_config_text(const char *path, char **text, size_t *len, char *used, si
     return read_small_file(fd, path, text, len, e);
 }
 
-int nsbox_config_section(int (*parse)(const char *text, size_t len, void *out,
-                                       struct nsbox_err *e),
-                         void *out, struct nsbox_err *e)
+/* The config text (nsbox_config_text's rules) given to parse, whose errors get the file's name
+ * in front (after prefix). With text, the caller keeps the text (NULL without a file). Returns
+ * 0, 1 when there is no config file (parse not called), -1. */
+static int config_parse(const char *path, const char *prefix,
+                        int (*parse)(const char *text, size_t len, void *out, struct nsbox_err *e),
+                        void *out, char **text, size_t *len, struct nsbox_err *e)
 {
-    cleanup_free char *text = NULL;
-    size_t len = 0;
+    cleanup_free char *buf = NULL;
+    size_t n = 0;
     char used[PATH_MAX];
-    int r = nsbox_config_text(NULL, &text, &len, used, sizeof used, e);
+    int r = nsbox_config_text(path, &buf, &n, used, sizeof used, e);
     if (r < 0)
         return -1;
-    if (r == 0 && parse(text, len, out, e) < 0)
-        return nsbox_err_wrap(e, "%s", used);
-    return 0;
+    if (r == 0 && parse(buf, n, out, e) < 0)
+        return nsbox_err_wrap(e, "%s%s", prefix, used);
+    if (text) {
+        *text = nsbox_steal_ptr(&buf);
+        *len = n;
+    }
+    return r;
+}
+
+int nsbox_config_section(int (*parse)(const char *text, size_t len, void *out,
+                                       struct nsbox_err *e),
+                         void *out, char **text, size_t *len, struct nsbox_err *e)
+{
+    return config_parse(NULL, "", parse, out, text, len, e) < 0 ? -1 : 0;
+}
+
+static int types_section(const char *text, size_t len, void *out, struct nsbox_err *e)
+{
+    (void)out;
+    return load_types_json(text, len, e);
 }
 
 int nsbox_instance_types_load(const char *path, struct nsbox_err *e)
 {
-    cleanup_free char *buf = NULL;
-    size_t len = 0;
-    char used[PATH_MAX];
-    int r = nsbox_config_text(path, &buf, &len, used, sizeof used, e);
-    if (r < 0)
-        return -1;
-    if (r == 1) {
+    int r = config_parse(path, "config ", types_section, NULL, NULL, NULL, e);
+    if (r == 1)
         nsbox_instance_types_reset();
-        return 0;
-    }
-    if (load_types_json(buf, len, e) < 0)
-        return nsbox_err_wrap(e, "config %s", used);
-    return 0;
+    return r < 0 ? -1 : 0;
 }

@@ -155,10 +155,11 @@ int nsbox_config_text(const char *path, char **text, size_t *len, char *used, si
                       struct nsbox_err *e);
 /* One module's section of the config file: its text (nsbox_config_text's rules, path NULL)
  * given to parse, whose errors get the file's name in front. A missing file leaves *out as
- * the caller set it up (its defaults). */
+ * the caller set it up (its defaults). With text (else NULL), the caller also gets the text
+ * itself, to free (NULL without a file). */
 int nsbox_config_section(int (*parse)(const char *text, size_t len, void *out,
                                        struct nsbox_err *e),
-                         void *out, struct nsbox_err *e);
+                         void *out, char **text, size_t *len, struct nsbox_err *e);
 int nsbox_instance_types_load_json(const char *json, size_t len, struct nsbox_err *e);
 /* Back to the DESIGN.md table (tests). */
 void nsbox_instance_types_reset(void);

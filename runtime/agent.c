@@ -4,6 +4,7 @@
 #include "cgroup_util.h"
 #include "cleanup.h"
 #include "safepath.h"
+#include "sandbox.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -610,25 +611,17 @@ static unsigned oom_count(void)
  * peer, whose next receive would fail instead of giving it our last message. */
 static void close_run_conn(void)
 {
-    char buf[64];
+    struct nsbox_agent_hdr h;
+    char buf[64]; /* a longer message is cut (EBADMSG), and gone all the same */
     int fds[3];
-    struct iovec iov = {buf, sizeof buf};
-    union {
-        char b[CMSG_SPACE(sizeof(int) * 3)];
-        struct cmsghdr align;
-    } u;
-    for (;;) {
-        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
-                           .msg_controllen = sizeof u.b};
-        if (recvmsg(run.conn, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) <= 0)
+    struct pollfd pf = {run.conn, POLLIN, 0};
+    while (poll(&pf, 1, 0) == 1) {
+        ssize_t n = recv_msg(run.conn, &h, buf, sizeof buf, fds);
+        if (n == 0 || (n < 0 && errno != EBADMSG))
             break;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-                size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                memcpy(fds, CMSG_DATA(c), (k < 3 ? k : 3) * sizeof(int));
-                for (size_t i = 0; i < k && i < 3; i++)
-                    close(fds[i]);
-            }
+        for (int i = 0; n > 0 && i < 3; i++)
+            if (fds[i] >= 0)
+                close(fds[i]);
     }
     close(run.conn);
     run.conn = -1;
@@ -668,19 +661,6 @@ static void reap(int sock)
     }
 }
 
-/* The three descriptors of a run, as the exec path checks them (nsbox_check_stdio): open, and
- * none a directory or an O_PATH descriptor, which would lead out of the root. */
-static bool stdio_ok(const int fds[3])
-{
-    for (int i = 0; i < 3; i++) {
-        struct stat st;
-        int fl = fds[i] >= 0 ? fcntl(fds[i], F_GETFL) : -1;
-        if (fl < 0 || (fl & O_PATH) || fstat(fds[i], &st) < 0 || S_ISDIR(st.st_mode))
-            return false;
-    }
-    return true;
-}
-
 /* A connection on the run socket: its one SPAWN either takes the sandbox or is refused. The
  * client sends it right after connecting; one that sends nothing within 200 ms is dropped (the
  * socket is the user's own: only a misbehaving or stopped program of theirs would), so that a
@@ -695,19 +675,22 @@ static void take_run(int sock, char *payload)
     struct pollfd pf = {c, POLLIN, 0};
     ssize_t n = poll(&pf, 1, 200) == 1 ? recv_msg(c, &h, payload, NSBOX_AGENT_PAYLOAD_MAX, fds)
                                         : -1;
+    /* the descriptors as the exec path checks them; missing ones are do_spawn's to refuse */
+    struct nsbox_err se = {0};
     const char *why = n <= 0 ? NULL
-                      : h.type != NSBOX_AGENT_SPAWN ? "refused: not a run request"
+                      : h.type != NSBOX_AGENT_SPAWN ? "not a run request"
                       /* its client is gone already: nobody would get the status */
-                      : (pf.revents & POLLHUP) ? "refused: the client went away"
-                      : !stdio_ok(fds) ? "refused: stdin, stdout and stderr must be open "
-                                         "descriptors, none a directory or a path descriptor"
+                      : (pf.revents & POLLHUP) ? "the client went away"
+                      : nsbox_check_stdio(fds, &se) < 0 ? se.msg
                       : NULL;
     if (n <= 0 || why) {
         for (int i = 0; i < 3; i++)
             if (fds[i] >= 0)
                 close(fds[i]);
+        char msg[NSBOX_ERR_MSG_MAX + 16];
+        snprintf(msg, sizeof msg, "refused: %s", why ? why : "");
         if (why)
-            reply(c, NSBOX_AGENT_FAILED, h.seq, 0, 0, why);
+            reply(c, NSBOX_AGENT_FAILED, h.seq, 0, 0, msg);
         close(c);
         return;
     }

@@ -175,13 +175,6 @@ static int read_keyed_at(int dirfd, const char *dir, const char *name, const cha
     return nsbox_cg_parse_keyed(buf, key, out);
 }
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* Exponential backoff from 50 us to 10 ms: an exiting process is usually gone within tens of
  * microseconds, so the first retries are cheap and the later ones do not spin. */
 static void backoff(unsigned *us)
@@ -896,7 +889,7 @@ static int kill_and_remove(int version, const char *const *paths, const char *co
     int r = rmdir_all(paths, gone, n, e);
     if (r != 0)
         return r < 0 ? -1 : 0;
-    uint64_t deadline = now_ms() + KILL_TIMEOUT_MS;
+    uint64_t deadline = (uint64_t)nsbox_now_ms() + KILL_TIMEOUT_MS;
     for (unsigned round = 0;; round++) {
         const char *live[NSBOX_CG_V1_MAX];
         const char *freeze_dir = NULL;
@@ -919,7 +912,7 @@ static int kill_and_remove(int version, const char *const *paths, const char *co
             r = rmdir_all(paths, gone, n, e);
             if (r != 0)
                 return r < 0 ? -1 : 0;
-            if (now_ms() > deadline)
+            if ((uint64_t)nsbox_now_ms() > deadline)
                 return nsbox_err_set(e, NSBOX_E_TIMEOUT, EBUSY,
                                      "cgroup: %s still has processes %d s after SIGKILL (stuck "
                                      "in uninterruptible sleep?); `nsbox gc` retries later",
@@ -1035,7 +1028,7 @@ static int freeze_v2(const struct nsbox_cgroup *cg, bool frozen, struct nsbox_er
         return write_error(e, cg->path, "cgroup.freeze", val);
     }
     /* Freezing is asynchronous: cgroup.events says "frozen 1" once every task has stopped. */
-    uint64_t deadline = now_ms() + FREEZE_TIMEOUT_MS;
+    uint64_t deadline = (uint64_t)nsbox_now_ms() + FREEZE_TIMEOUT_MS;
     unsigned us = 50;
     for (;;) {
         uint64_t v;
@@ -1043,7 +1036,7 @@ static int freeze_v2(const struct nsbox_cgroup *cg, bool frozen, struct nsbox_er
             return nsbox_err_sys(e, "cgroup: read %s/cgroup.events", cg->path);
         if ((v != 0) == frozen)
             return 0;
-        if (now_ms() > deadline) {
+        if ((uint64_t)nsbox_now_ms() > deadline) {
             if (frozen)
                 write_at(cg->dirfd, cg->path, "cgroup.freeze", "0");
             return nsbox_err_set(e, NSBOX_E_TIMEOUT, 0, "cgroup: %s did not %s within %d ms",
@@ -1062,7 +1055,7 @@ static int freeze_v1(const struct nsbox_cgroup *cg, bool frozen, struct nsbox_er
                              "/sys/fs/cgroup/freezer: mount -t cgroup -o freezer cgroup "
                              "/sys/fs/cgroup/freezer");
     const char *val = frozen ? "FROZEN" : "THAWED";
-    uint64_t deadline = now_ms() + FREEZE_TIMEOUT_MS;
+    uint64_t deadline = (uint64_t)nsbox_now_ms() + FREEZE_TIMEOUT_MS;
     unsigned us = 50;
     for (;;) {
         /* v1 may stay in FREEZING when a task cannot be frozen right away; writing FROZEN
@@ -1074,7 +1067,7 @@ static int freeze_v1(const struct nsbox_cgroup *cg, bool frozen, struct nsbox_er
             return nsbox_err_sys(e, "cgroup: read %s/freezer.state", dir);
         if (strncmp(st, val, strlen(val)) == 0)
             return 0;
-        if (now_ms() > deadline) {
+        if ((uint64_t)nsbox_now_ms() > deadline) {
             if (frozen)
                 write_at(-1, dir, "freezer.state", "THAWED");
             return nsbox_err_set(e, NSBOX_E_TIMEOUT, 0, "cgroup: %s did not %s within %d ms",

@@ -135,15 +135,21 @@ static void send_signal(int sock, int signo)
 const int nsbox_run_relayed[8] = {SIGINT,  SIGTERM, SIGHUP,   SIGQUIT,
                                   SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
 
+int nsbox_run_relay_signal(int sig, int *stops)
+{
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT)
+        ++*stops;
+    return *stops >= 2 ? SIGKILL : sig;
+}
+
 /* After an exec request with the command's descriptors: pass signals on to the command until a
  * reply comes, then read it. exec relays SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2
  * (nsbox run, cold or pooled, also SIGWINCH and SIGCONT). */
 static int client_wait(int sock, cJSON **reply, struct nsbox_err *e)
 {
-    size_t nrelay = 6;
     sigset_t mask, old;
     sigemptyset(&mask);
-    for (size_t k = 0; k < nrelay; k++)
+    for (size_t k = 0; k < 6; k++)
         sigaddset(&mask, nsbox_run_relayed[k]);
     sigprocmask(SIG_BLOCK, &mask, &old);
     cleanup_close int sfd = signalfd(-1, &mask, SFD_CLOEXEC);

@@ -20,6 +20,10 @@ int nsbox_client_reply_error(const cJSON *reply, struct nsbox_err *e);
 
 /* The signals nsbox run passes on to its command (the first six: exec's). */
 extern const int nsbox_run_relayed[8];
+/* The signal nsbox run passes on for sig: sig itself, but SIGKILL for the second interrupt
+ * (INT, TERM, HUP, QUIT; counted in *stops): a second Ctrl-C means "stop now", even for a
+ * command that ignores the first. */
+int nsbox_run_relay_signal(int sig, int *stops);
 
 int nsbox_cli_exec(int argc, char **argv);
 int nsbox_cli_ls(int argc, char **argv);

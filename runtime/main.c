@@ -411,18 +411,17 @@ static int cmd_pool(int argc, char **argv)
         {"--size", NULL, &size, 1, NSBOX_POOL_MAX_SIZE, "a number from 1 to 16"},
     };
     argc--, argv++; /* argv[0] is "fill" now */
-    int k = argc;
-    if (strip_own_flags(&k, argv, own, NSBOX_ARRAY_LEN(own)) != 0)
+    if (strip_own_flags(&argc, argv, own, NSBOX_ARRAY_LEN(own)) != 0)
         return EXIT_USAGE;
     struct nsbox_spec spec;
     nsbox_spec_init(&spec);
     int i;
-    int pr = parse_options(k, argv, &spec, NULL, &i, &e);
+    int pr = parse_options(argc, argv, &spec, NULL, &i, &e);
     if (pr != 0) {
         nsbox_spec_free(&spec);
         return pr == 1 ? 0 : pr == -2 ? EXIT_USAGE : fail(&e);
     }
-    if (i < k) {
+    if (i < argc) {
         nsbox_spec_free(&spec);
         return usage_error("pool fill takes no command (unexpected '%s')", argv[i]);
     }

@@ -96,7 +96,7 @@ static int net_section(const char *text, size_t len, void *cfg, struct nsbox_err
 static int load_config(struct nsbox_netconfig *cfg, struct nsbox_err *e)
 {
     nsbox_netconfig_init(cfg);
-    return nsbox_config_section(net_section, cfg, e);
+    return nsbox_config_section(net_section, cfg, NULL, NULL, e);
 }
 
 /* The resolvers of network all: "network.dns" from the config, else the first file of

@@ -4,6 +4,7 @@
 #include "cleanup.h"
 #include "client.h"
 #include "sandbox.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,13 +35,6 @@ static int check_supported(const struct nsbox_spec *s, struct nsbox_err *e)
 
 /* ---- waiting -------------------------------------------------------------------------------- */
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 struct wait_result {
     int status;
     bool timed_out;
@@ -65,19 +59,19 @@ static void read_report(int *fd, struct wait_result *w)
 static int parent_wait(pid_t pid, int *report_fd, int sfd, uint64_t timeout_ms,
                        struct wait_result *w, struct nsbox_err *e)
 {
-    int64_t deadline = timeout_ms ? now_ms() + (int64_t)timeout_ms : 0;
-    int term_signals = 0;
+    int64_t deadline = timeout_ms ? nsbox_now_ms() + (int64_t)timeout_ms : 0;
+    int stops = 0;
     for (;;) {
         struct pollfd pf[2] = {{sfd, POLLIN, 0}, {*report_fd, POLLIN, 0}};
         int tmo = -1;
         if (deadline) {
-            int64_t left = deadline - now_ms();
+            int64_t left = deadline - nsbox_now_ms();
             tmo = left > 0 ? (int)(left > 1000000 ? 1000000 : left) : 0;
         }
         int r = poll(pf, *report_fd >= 0 ? 2 : 1, tmo);
         if (r < 0 && errno != EINTR)
             return nsbox_err_sys(e, "poll");
-        if (r == 0 && deadline && now_ms() >= deadline && !w->timed_out) {
+        if (r == 0 && deadline && nsbox_now_ms() >= deadline && !w->timed_out) {
             w->timed_out = true;
             kill(pid, SIGKILL); /* pid 1's death takes the whole namespace with it */
             deadline = 0;
@@ -86,13 +80,8 @@ static int parent_wait(pid_t pid, int *report_fd, int sfd, uint64_t timeout_ms,
             read_report(report_fd, w);
         if (pf[0].revents & POLLIN) {
             struct signalfd_siginfo si;
-            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo != SIGCHLD) {
-                int sig = (int)si.ssi_signo;
-                if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT)
-                    term_signals++;
-                /* A second interrupt means "stop now", even if the command ignores the first. */
-                kill(pid, term_signals >= 2 ? SIGKILL : sig);
-            }
+            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo != SIGCHLD)
+                kill(pid, nsbox_run_relay_signal((int)si.ssi_signo, &stops));
         }
         int status;
         pid_t p = waitpid(pid, &status, WNOHANG);

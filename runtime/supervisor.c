@@ -40,13 +40,6 @@
 
 /* ---- small helpers -------------------------------------------------------------------------- */
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int64_t wall_s(void)
 {
     return (int64_t)time(NULL);
@@ -97,7 +90,7 @@ int nsbox_tombstone_read(const char *id, char *reason, size_t n)
 
 /* Connects to the socket `name` of sandbox id; -1 (e) when it cannot. Whoever listens must be
  * us (or root): the descriptors and environment of an exec or a run go to it, and a socket in a
- * directory others could write would be theirs. errno keeps connect's error. */
+ * directory others could write would be theirs. errno keeps connect's error (NSBOX_E_SYS). */
 static int connect_own(const char *id, const char *name, int type, struct nsbox_err *e)
 {
     char path[PATH_MAX];
@@ -121,7 +114,6 @@ static int connect_own(const char *id, const char *name, int type, struct nsbox_
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
         (cr.uid != geteuid() && cr.uid != 0)) {
         close(fd);
-        errno = EPERM;
         return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
                              "refusing sandbox %s: its socket %s is served by uid %u, not by you",
                              id, path, (unsigned)cr.uid);
@@ -200,7 +192,6 @@ struct sup {
      * the sandbox is deleted and its supervisor makes the replacement. */
     char pool_key[NSBOX_POOL_KEY_LEN + 1];
     bool claimed;
-    bool retired; /* init takes no run any more: the sandbox is being deleted */
     bool quit;
 };
 
@@ -395,30 +386,37 @@ static void pool_entry_remove(struct sup *S)
         unlink(path);
 }
 
-static void run_socket_path(const struct sup *S, char *out, size_t n)
+/* A listening unix socket dir/name, mode 0600 from the start: no window in which another user
+ * could connect. The control socket, and a pooled sandbox's run socket. */
+static int listen_in_dir(const char *dir, const char *name, int type, int backlog,
+                         struct nsbox_err *e)
 {
-    snprintf(out, n, "%s/run", S->sb.st.dir);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if ((size_t)snprintf(sa.sun_path, sizeof sa.sun_path, "%s/%s", dir, name) >=
+        sizeof sa.sun_path)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG,
+                             "socket path %s/%s is too long for a unix socket", dir, name);
+    int fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return nsbox_err_sys(e, "socket");
+    mode_t old = umask(0177);
+    int r = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    umask(old);
+    if (r < 0 || listen(fd, backlog) < 0) {
+        nsbox_err_sys(e, "socket %s", sa.sun_path);
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 /* The run socket (agent.h): made here, in the sandbox's own 0700 directory, and listened on by
  * init. The OOM counter goes along, so that init can report the run's OOM kills itself. */
 static int pool_listen(struct sup *S, struct nsbox_err *e)
 {
-    char path[PATH_MAX];
-    run_socket_path(S, path, sizeof path);
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof sa.sun_path)
-        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG,
-                             "socket path %s is too long for a unix socket", path);
-    strcpy(sa.sun_path, path);
-    cleanup_close int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    cleanup_close int fd = listen_in_dir(S->sb.st.dir, "run", SOCK_SEQPACKET, 16, e);
     if (fd < 0)
-        return nsbox_err_sys(e, "socket");
-    mode_t old = umask(0177);
-    int r = bind(fd, (struct sockaddr *)&sa, sizeof sa);
-    umask(old);
-    if (r < 0 || listen(fd, 16) < 0)
-        return nsbox_err_sys(e, "run socket %s", path);
+        return -1;
     cleanup_close int oom = nsbox_cgroup_oom_fd(&S->sb.cg);
     return nsbox_agent_listen(S->agent, fd, oom, e);
 }
@@ -431,7 +429,7 @@ static void on_claimed(struct sup *S)
     S->claimed = true;
     set_timer(S->ttl_fd, 0); /* the run's own timeout bounds it now */
     pool_entry_remove(S);
-    run_socket_path(S, path, sizeof path);
+    snprintf(path, sizeof path, "%s/run", S->sb.st.dir);
     unlink(path);
 }
 
@@ -452,13 +450,10 @@ static int pool_retire(struct sup *S)
 {
     if (!S->pool_key[0] || S->claimed)
         return !S->claimed;
-    if (S->retired)
-        return 1;
     int r = nsbox_agent_retire(S->agent, on_run_event, S);
     if (r == 1 && !S->claimed)
         on_claimed(S);
-    S->retired = r == 0 || r == -1; /* -1: init is gone, and the sandbox with it */
-    return r == 1 ? 0 : r == -2 ? -1 : 1;
+    return r == 1 ? 0 : r == -2 ? -1 : 1; /* -1 from init: it is gone, and the sandbox with it */
 }
 
 /* Which requests a sandbox takes while pooled: looking at it, or deleting it while no run has
@@ -578,7 +573,7 @@ static void do_spawn(struct sup *S, int ci, const struct nsbox_request *rq, int 
     p->running = true;
     p->oom_before = oom_kills(S); /* read after the spawn went out, while init forks */
     if (!background && rq->timeout_ms)
-        p->deadline = now_ms() + (int64_t)rq->timeout_ms;
+        p->deadline = nsbox_now_ms() + (int64_t)rq->timeout_ms;
     S->clients[ci].waiting = idx;
 }
 
@@ -804,10 +799,6 @@ static void on_agent(struct sup *S)
 {
     struct nsbox_agent_event ev;
     struct nsbox_err e = {0};
-    /* a retire earlier in this round may have read what poll saw: never block here */
-    struct pollfd pf = {S->agent, POLLIN, 0};
-    if (poll(&pf, 1, 0) != 1)
-        return;
     int r = nsbox_agent_recv(S->agent, &ev, &e);
     if (r <= 0) {
         if (r == 0 || e.sys_errno != EBADMSG) {
@@ -1018,11 +1009,11 @@ static void loop(struct sup *S)
             if (p->err_fd >= 0)
                 map[n] = MAX_PROCS + i, pf[n++] = (struct pollfd){p->err_fd, POLLIN, 0};
         }
-        int64_t now = now_ms();
+        int64_t now = nsbox_now_ms();
         int r = poll(pf, n, next_timeout(S, now));
         if (r < 0 && errno != EINTR)
             break;
-        check_deadlines(S, now_ms());
+        check_deadlines(S, nsbox_now_ms());
         if (pf[F_SIG].revents & POLLIN) {
             struct signalfd_siginfo si;
             if (read(S->sfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo != SIGCHLD) {
@@ -1036,6 +1027,10 @@ static void loop(struct sup *S)
                 S->quit = true;
             }
         }
+        /* init's message before the ttl: a retire (the ttl's, or a delete's further down)
+         * reads the agent socket itself, and what poll saw may be gone by then */
+        if (pf[F_AGENT].revents & (POLLIN | POLLHUP | POLLERR))
+            on_agent(S);
         if (pf[F_TTL].revents & POLLIN) {
             char why[96];
             snprintf(why, sizeof why, "deleted because ttl_seconds=%llu expired",
@@ -1058,8 +1053,6 @@ static void loop(struct sup *S)
         }
         if (pf[F_IDLE].revents & POLLIN)
             on_idle(S);
-        if (pf[F_AGENT].revents & (POLLIN | POLLHUP | POLLERR))
-            on_agent(S);
         for (size_t i = F_FIXED; i < first_log; i++)
             if (pf[i].revents & (POLLIN | POLLHUP | POLLERR))
                 on_client(S, map[i]);
@@ -1098,19 +1091,19 @@ static int run_setup_script(struct sup *S, struct nsbox_err *e)
     }
     fcntl(pe[0], F_SETFL, O_NONBLOCK);
     struct ring err = {0};
-    int64_t deadline = now_ms() + (int64_t)S->spec->setup_script_timeout_seconds * 1000;
+    int64_t deadline = nsbox_now_ms() + (int64_t)S->spec->setup_script_timeout_seconds * 1000;
     int pid = 0, status = -1, rfd = pe[0];
     bool timed_out = false, done = false;
     char msg[512] = "";
     while (!done) {
         struct pollfd pf[2] = {{S->agent, POLLIN, 0}, {rfd, POLLIN, 0}};
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - nsbox_now_ms();
         int pr = poll(pf, rfd >= 0 ? 2 : 1, left > 0 ? (int)left : 0);
         if (pr == 0 && !timed_out) {
             timed_out = true;
             if (pid > 0)
                 nsbox_agent_kill(S->agent, pid, SIGKILL, e);
-            deadline = now_ms() + 5000;
+            deadline = nsbox_now_ms() + 5000;
             continue;
         }
         if (pr == 0)
@@ -1158,24 +1151,8 @@ static int run_setup_script(struct sup *S, struct nsbox_err *e)
 
 static int open_listen(struct sup *S, struct nsbox_err *e)
 {
-    char path[PATH_MAX];
-    if ((size_t)snprintf(path, sizeof path, "%s/ctl", S->sb.st.dir) >= sizeof path)
-        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "socket path too long");
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof sa.sun_path)
-        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG,
-                             "socket path %s is too long for a unix socket", path);
-    strcpy(sa.sun_path, path);
-    S->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (S->listen_fd < 0)
-        return nsbox_err_sys(e, "socket");
-    /* 0600 from the start: no window in which another user could connect. */
-    mode_t old = umask(0177);
-    int r = bind(S->listen_fd, (struct sockaddr *)&sa, sizeof sa);
-    umask(old);
-    if (r < 0 || listen(S->listen_fd, 64) < 0)
-        return nsbox_err_sys(e, "control socket %s", path);
-    return 0;
+    S->listen_fd = listen_in_dir(S->sb.st.dir, "ctl", SOCK_STREAM, 64, e);
+    return S->listen_fd < 0 ? -1 : 0;
 }
 
 static void report_ready(int fd, const char *line)

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 /* Default disposition for every signal and an empty mask: ignored dispositions and the mask
@@ -35,6 +36,9 @@ int nsbox_read_small(const char *path, char **out, struct nsbox_err *e);
 /* Close every descriptor from 3 up but those in keep[] (at most 8). */
 void nsbox_close_fds_keep(const int *keep, size_t n);
 void nsbox_close_fds_except(int keep);
+
+/* CLOCK_MONOTONIC in milliseconds. */
+int64_t nsbox_now_ms(void);
 
 /* State letter and parent pid from /proc/PID/stat (of our pid namespace). 0 or -1 (errno). */
 int nsbox_proc_stat(int pid, char *state, int *ppid);

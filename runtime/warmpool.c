@@ -10,6 +10,7 @@
 #include "sandbox.h"
 #include "state.h"
 #include "supervisor.h"
+#include "util.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -75,6 +76,11 @@ static int own_build_id(char *out, size_t n)
     return out[0] ? 0 : -1;
 }
 
+static int pool_section(const char *text, size_t len, void *out, struct nsbox_err *e)
+{
+    return nsbox_pool_config_from_json(text, len, out, e);
+}
+
 /* The pool directory; with s, also the config's pool section and, when the pool is on, the
  * key of s. The key covers the binary (a rebuilt nsbox never takes a sandbox an older one
  * made) and the whole config text (instance types, network and workspace settings shape the
@@ -92,12 +98,8 @@ static int ctx_load(const struct nsbox_spec *s, struct pool_ctx *c, struct nsbox
         return 0; /* drain and ls need the directory only: a config mistake must not stop them */
     cleanup_free char *text = NULL;
     size_t len = 0;
-    char used[PATH_MAX];
-    int r = nsbox_config_text(NULL, &text, &len, used, sizeof used, e);
-    if (r < 0)
+    if (nsbox_config_section(pool_section, &c->cfg, &text, &len, e) < 0)
         return -1;
-    if (r == 0 && nsbox_pool_config_from_json(text, len, &c->cfg, e) < 0)
-        return nsbox_err_wrap(e, "%s", used);
     if (!c->cfg.size)
         return 0;
     char bin[96];
@@ -145,19 +147,15 @@ static int recv_event(int sock, struct nsbox_agent_event *ev, struct nsbox_err *
 static int wait_status(int sock, int pid, int sfd, uint64_t timeout_ms, const char *id,
                        int *exit_status, int *oom_kills, struct nsbox_err *e)
 {
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t deadline = timeout_ms ? nsbox_now_ms() + (int64_t)timeout_ms : 0;
     bool timed_out = false;
     int stops = 0;
     struct nsbox_err ke;
     for (;;) {
         int tmo = -1;
-        if (timeout_ms && !timed_out) {
-            struct timespec t;
-            clock_gettime(CLOCK_MONOTONIC, &t);
-            int64_t spent = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
-            int64_t left = (int64_t)timeout_ms - spent;
-            tmo = left <= 0 ? 0 : left > 1000000 ? 1000000 : (int)left;
+        if (deadline && !timed_out) {
+            int64_t left = deadline - nsbox_now_ms();
+            tmo = left > 1000000 ? 1000000 : (int)left;
             if (left <= 0) {
                 timed_out = true; /* init kills the rest once the command is gone */
                 nsbox_agent_kill(sock, pid, SIGKILL, &ke);
@@ -169,12 +167,9 @@ static int wait_status(int sock, int pid, int sfd, uint64_t timeout_ms, const ch
             return nsbox_err_sys(e, "poll");
         if (pf[1].revents & POLLIN) {
             struct signalfd_siginfo si;
-            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-                int sig = (int)si.ssi_signo;
-                if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT)
-                    stops++;
-                nsbox_agent_kill(sock, pid, stops >= 2 ? SIGKILL : sig, &ke);
-            }
+            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+                nsbox_agent_kill(sock, pid, nsbox_run_relay_signal((int)si.ssi_signo, &stops),
+                                 &ke);
         }
         if (!(pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
             continue;

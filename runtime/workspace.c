@@ -593,7 +593,7 @@ static int ws_section(const char *text, size_t len, void *cfg, struct nsbox_err 
 int nsbox_ws_load_config(struct nsbox_ws_config *cfg, struct nsbox_err *e)
 {
     nsbox_ws_config_init(cfg);
-    return nsbox_config_section(ws_section, cfg, e);
+    return nsbox_config_section(ws_section, cfg, NULL, NULL, e);
 }
 
 int nsbox_ws_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk_bytes,

@@ -349,7 +349,8 @@ class Pool(unittest.TestCase):
             c.close()
         finally:
             os.close(d)
-        self.assertEqual(hdr.unpack(rep[:hdr.size])[0::3][:2], (103, 0), rep)
+        typ, _, _, status = hdr.unpack(rep[:hdr.size])[:4]
+        self.assertEqual((typ, status), (103, 0), rep)
         self.assertEqual(self.pooled(), [sid])
 
     def test_signals_as_the_command_ends_do_not_lose_its_status(self):
