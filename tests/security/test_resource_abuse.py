@@ -112,10 +112,13 @@ class ResourceTest(unittest.TestCase):
 
 class ForkBomb(ResourceTest):
     def test_fork_bomb_held_by_pids_limit_host_responsive(self):
-        # Four seeds: one bomb can die out by chance before it has grown (a CI run saw one peak
-        # at 11 processes), and the test needs the bomb at the limit to show the limit holds.
-        p, sid = self.start("f(){ f|f& }; { f; f; f; f; } 2>/dev/null; sleep 6; echo survived",
-                            timeout=30)
+        # The bomb is bash's: a bash whose fork fails retries it, so the bomb stays at the limit
+        # (dash exits on "Cannot fork", and a dash bomb could die out before it had grown: CI
+        # runs saw peaks of 11 and 100). The outer shell forks its sleep and the bomb before
+        # any bomb process exists, then only waits and echoes (builtins): a shell that must
+        # fork while the bomb holds every pid fails (a CI run saw it exit 2).
+        p, sid = self.start("sleep 6 & s=$!; bash -c 'f(){ f|f& }; f; f; f; f' 2>/dev/null & "
+                            "wait $s; echo survived", timeout=30)
         uid = self.sandbox_uid(sid)
         self.assertGreaterEqual(uid, UID_BASE)
         lat, pids, exact = [], [], []
