@@ -256,11 +256,42 @@ class Direct(Tool):
         return argv, {"PATH": SANDBOX_PATH, "LANG": "C.UTF-8"}, lambda: shutil.rmtree(self.ws)
 
 
+def pool_config(work, name, pool):
+    """A config file with the given pool section (None: none, nsbox's default), merged over
+    $NSBOX_CONFIG's (or /etc/nsbox/config.json's) other sections; the env that selects it."""
+    cfg = {}
+    base = os.environ.get("NSBOX_CONFIG") or "/etc/nsbox/config.json"
+    if os.path.exists(base):
+        with open(base) as f:
+            cfg = json.load(f)
+    cfg.pop("pool", None)
+    if pool is not None:
+        cfg["pool"] = pool
+    path = os.path.join(work, name + "-config.json")
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    return {"NSBOX_CONFIG": path}
+
+
 class Nsbox(Tool):
-    def __init__(self, name, binary, env=None):
+    """nsbox run. pool: the config's pool section; {"size": 0} (the cold run, every time) unless
+    given; None: nsbox's default ("auto": a pool of two once runs repeat, docs/pool.md), which
+    the first rounds start and which is drained at the end."""
+
+    def __init__(self, name, binary, env=None, pool={"size": 0}):
         super().__init__(name)
         self.binary = binary
         self.extra_env = env or {}
+        self.pool = pool
+
+    def setup(self, work):
+        if "NSBOX_CONFIG" not in self.extra_env:
+            self.extra_env = dict(self.extra_env, **pool_config(work, self.name, self.pool))
+
+    def teardown(self):
+        if self.pool is None or self.pool.get("size") != 0:
+            env = dict(os.environ, **self.extra_env)
+            subprocess.run([self.binary, "pool", "drain"], env=env, stdout=subprocess.DEVNULL)
 
     def prepare(self, case, cmd, i):
         env = dict(os.environ)
@@ -654,13 +685,14 @@ def perf_phases(nsbox, runs, gap_ms, work, log):
     if not perf:
         return {"skipped": "perf not installed"}
     data = os.path.join(work, "perf.data")
+    env = dict(os.environ, **pool_config(work, "phases", {"size": 0}))  # cold runs
     out = []
     for k in range(runs):
         if interrupted:
             break
         time.sleep(gap_ms / 1000.0)
         p = subprocess.run([perf, "record", "-q", "-o", data, "-e", PERF_EVENTS, "--", nsbox,
-                            "run", "--", "/bin/true"], capture_output=True, text=True)
+                            "run", "--", "/bin/true"], capture_output=True, text=True, env=env)
         if p.returncode != 0:
             return {"error": "perf record: " + p.stderr.strip()[-500:]}
         s = subprocess.run([perf, "script", "-i", data, "-F", "pid,tid,time,event,trace"],
@@ -738,7 +770,7 @@ def markdown(res):
     for key in ("true", "true-b2b"):
         if key not in res["cases"]:
             continue
-        for name in ("nsbox/bwrap", "nsbox-pool/bwrap"):
+        for name in ("nsbox/bwrap", "nsbox-default/bwrap", "nsbox-pool/bwrap"):
             r = res["cases"][key]["ratios"].get(name)
             if r:
                 ok = r["median_of_round_ratios"] <= 0.6
@@ -792,33 +824,19 @@ def markdown(res):
 
 
 class NsboxPool(Nsbox):
-    """nsbox run with the warm pool on (docs/pool.md): a config file with {"pool": {"size": N}}
-    (merged over $NSBOX_CONFIG's, if any). The pool is filled before the first round, refilled
-    by nsbox itself after every run (untimed unless it overlaps the next one), drained at the
-    end. A run that finds the pool empty runs cold, so back-to-back rounds show what that costs."""
+    """nsbox run with a pool of a set size (docs/pool.md): filled before the first round,
+    refilled by nsbox itself after every run (untimed unless it overlaps the next one), drained
+    at the end. A run that finds the pool empty runs cold, so back-to-back rounds show what that
+    costs."""
 
     def __init__(self, name, binary, size):
-        super().__init__(name, binary)
-        self.size = size
+        super().__init__(name, binary, pool={"size": size, "ttl_seconds": 3600})
 
     def setup(self, work):
-        cfg = {}
-        base = os.environ.get("NSBOX_CONFIG") or "/etc/nsbox/config.json"
-        if os.path.exists(base):
-            with open(base) as f:
-                cfg = json.load(f)
-        cfg["pool"] = {"size": self.size, "ttl_seconds": 3600}
-        path = os.path.join(work, "pool-config.json")
-        with open(path, "w") as f:
-            json.dump(cfg, f)
-        self.extra_env = {"NSBOX_CONFIG": path}
+        super().setup(work)
         env = dict(os.environ, **self.extra_env)
         subprocess.run([self.binary, "pool", "fill"], env=env, check=True,
                        stdout=subprocess.DEVNULL)
-
-    def teardown(self):
-        env = dict(os.environ, **self.extra_env)
-        subprocess.run([self.binary, "pool", "drain"], env=env, stdout=subprocess.DEVNULL)
 
 
 def main():
@@ -828,9 +846,12 @@ def main():
     ap.add_argument("--tag", required=True, help="[a-z0-9]+, names containers and cgroups")
     ap.add_argument("--results", required=True, help="directory for the JSON and markdown")
     ap.add_argument("--cases", default="true,sh,python")
-    ap.add_argument("--tools", default="direct,nsbox,nsbox-pool,bwrap,crun,crun-nocg",
-                    help="crun-nocg: crun --cgroup-manager=disabled; nsbox-pool: nsbox run "
-                         "with the warm pool on (docs/pool.md)")
+    ap.add_argument("--tools",
+                    default="direct,nsbox,nsbox-default,nsbox-pool,bwrap,crun,crun-nocg",
+                    help="nsbox: the cold run (pool off); nsbox-default: nsbox's default "
+                         "settings (the pool starts once runs repeat); nsbox-pool: a pool of "
+                         "--pool-size filled beforehand (docs/pool.md); crun-nocg: crun "
+                         "--cgroup-manager=disabled")
     ap.add_argument("--pool-size", type=int, default=2, help="pool size of nsbox-pool")
     ap.add_argument("--rounds", type=int, default=200, help="rounds for true and sh")
     ap.add_argument("--rounds-python", type=int, default=100)
@@ -891,6 +912,8 @@ def main():
             tools.append(Direct("direct"))
         elif name == "nsbox":
             tools.append(Nsbox("nsbox", nsbox))
+        elif name == "nsbox-default":
+            tools.append(Nsbox("nsbox-default", nsbox, pool=None))
         elif name == "nsbox-pool":
             tools.append(NsboxPool("nsbox-pool", nsbox, a.pool_size))
         elif name == "bwrap":

@@ -115,9 +115,13 @@ def main():
         resolv = os.path.join(work, "resolv.conf")
         with open(resolv, "w") as f:
             f.write("nameserver 192.0.2.53\n")  # TEST-NET-1; never contacted by /bin/true
+        # cold runs: with nsbox's default, repeated runs would soon take pooled sandboxes
+        config = os.path.join(work, "config.json")
+        with open(config, "w") as f:
+            f.write('{"pool": {"size": 0}}')
         env = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "NSBOX_STATE_DIR": f"{work}/state",
                "NSBOX_CACHE_DIR": f"{work}/cache", "NSBOX_DATA_DIR": f"{work}/data",
-               "NSBOX_RESOLV_CONF": resolv}
+               "NSBOX_RESOLV_CONF": resolv, "NSBOX_CONFIG": config}
         for d in ("state", "cache", "data"):
             os.makedirs(f"{work}/{d}")
         cmds = {m: [nsbox, "run", "--network", m, "--", "/bin/true"] for m in ("none", "all")}

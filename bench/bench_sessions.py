@@ -11,7 +11,9 @@ equivalent:
                                      init process only, for reference)
   sleep -> wake latency              exec round trip on a frozen sandbox minus the same on a
                                      sandbox as long idle but awake, paired
-  creates per second                 2 parallel clients doing create + rm
+  creates per second                 2 parallel clients doing create + rm; for scale, the same
+                                     2 clients running one-shot bwrap sandboxes, bare
+                                     namespaces (unshare), /bin/true
 
 Prints a markdown table; raw numbers as JSON to bench/results/sessions-<time>.json.
 Usage: bench/bench_sessions.py [--quick]   (NSBOX_BIN selects the binary)
@@ -87,6 +89,25 @@ class Client:
         while len(buf) < n:
             buf += self.s.recv(n - len(buf))
         return buf
+
+
+def rate(fn, seconds):
+    """Calls of fn per second, two threads calling it in a loop for `seconds`."""
+    counts = [0, 0]
+
+    def worker(i):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            fn()
+            counts[i] += 1
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(counts) / (time.monotonic() - t0)
 
 
 def pss_kb(pid):
@@ -223,22 +244,27 @@ def main():
 
         # creates per second with two parallel clients
         seconds = 3 if QUICK else 10
-        counts = [0, 0]
 
-        def worker(i):
-            end = time.monotonic() + seconds
-            while time.monotonic() < end:
-                s = env.create()
-                env.nsbox("rm", s)
-                counts[i] += 1
+        def create_rm():
+            env.nsbox("rm", env.create())
 
-        threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
-        t0 = time.monotonic()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        out["creates_per_second_2_clients"] = sum(counts) / (time.monotonic() - t0)
+        out["creates_per_second_2_clients"] = rate(create_rm, seconds)
+        # The same harness doing less, for scale on this machine: what 2 clients get through
+        # per second when each "create" is only a one-shot bubblewrap sandbox, only the
+        # namespaces (unshare), or nothing but an exec.
+        refs = {"true": ["/bin/true"],
+                "unshare": ["unshare", "--user", "--map-root-user", "--pid", "--mount", "--net",
+                            "--uts", "--ipc", "--cgroup", "--fork", "/bin/true"]}
+        if shutil.which("bwrap"):
+            refs["bwrap"] = ["bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr",
+                             "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+                             "--symlink", "usr/lib64", "/lib64", "--proc", "/proc",
+                             "--dev", "/dev", "--tmpfs", "/tmp", "/bin/true"]
+        for name, argv in refs.items():
+            def one(argv=argv):
+                subprocess.run(argv, check=True, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            out[f"reference_per_second_2_clients_{name}"] = rate(one, seconds)
 
         # crun exec into a running crun container, same machine, same run. crun refuses this
         # machine's hybrid cgroup layout; bench.py's CrunMountNs hides the cgroup2 mount from it
@@ -295,6 +321,12 @@ def main():
     print(f"| wake latency: the difference (median of pairs, ms) | {out['wake_latency_ms']['median']:.2f} | | |")
     print(f"| wake latency: the thaw itself, timed by the supervisor (median ms) | {out['thaw_ms']['median']:.2f} | | <= 1 |")
     print(f"| creates per second, 2 clients (create + rm) | {out['creates_per_second_2_clients']:.0f} | | >= 400 |")
+    for name, what in (("bwrap", "one-shot bubblewrap sandboxes (`bwrap --unshare-all ... /bin/true`)"),
+                       ("unshare", "namespaces alone (`unshare -Urpmnuic --fork /bin/true`)"),
+                       ("true", "`/bin/true` alone")):
+        v = out.get(f"reference_per_second_2_clients_{name}")
+        if v:
+            print(f"| for scale, the same 2 clients: {what} per second | {v:.0f} | | |")
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     path = os.path.join(HERE, "results", time.strftime("sessions-%Y%m%d-%H%M%S.json"))
     with open(path, "w") as f:

@@ -11,8 +11,9 @@
 
 void nsbox_pool_config_init(struct nsbox_pool_config *c)
 {
-    c->size = 0;
-    c->ttl_seconds = NSBOX_POOL_DEFAULT_TTL;
+    c->size = NSBOX_POOL_AUTO_SIZE;
+    c->on_repeat = true;
+    c->ttl_seconds = NSBOX_POOL_AUTO_TTL;
 }
 
 static int bad(struct nsbox_err *e, const char *key, const char *what)
@@ -45,24 +46,34 @@ int nsbox_pool_config_from_json(const char *text, size_t len, struct nsbox_pool_
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
                              "config: key 'pool': must be an object like {\"size\": 1}");
     struct nsbox_pool_config out = *c;
+    bool ttl_given = false;
     const cJSON *it;
     cJSON_ArrayForEach(it, pool)
     {
         uint64_t v;
         if (!strcmp(it->string, "size")) {
-            if (get_uint(it, 0, NSBOX_POOL_MAX_SIZE, &v) < 0)
-                return bad(e, "size", "must be an integer from 0 (no pool) to 16");
-            out.size = (unsigned)v;
+            if (cJSON_IsString(it) && !strcmp(it->valuestring, "auto")) {
+                out.size = NSBOX_POOL_AUTO_SIZE;
+                out.on_repeat = true;
+            } else if (get_uint(it, 0, NSBOX_POOL_MAX_SIZE, &v) < 0) {
+                return bad(e, "size", "must be \"auto\" or an integer from 0 (no pool) to 16");
+            } else {
+                out.size = (unsigned)v;
+                out.on_repeat = false;
+            }
         } else if (!strcmp(it->string, "ttl_seconds")) {
             if (get_uint(it, 1, 86400, &v) < 0)
                 return bad(e, "ttl_seconds", "must be an integer from 1 to 86400");
             out.ttl_seconds = v;
+            ttl_given = true;
         } else {
             return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
                                  "config: key 'pool.%.64s': unknown (known: size, ttl_seconds)",
                                  it->string);
         }
     }
+    if (!ttl_given)
+        out.ttl_seconds = out.on_repeat ? NSBOX_POOL_AUTO_TTL : NSBOX_POOL_DEFAULT_TTL;
     *c = out;
     return 0;
 }
@@ -138,5 +149,15 @@ bool nsbox_pool_entry_parse(const char *name, char key[NSBOX_POOL_KEY_LEN + 1],
     key[NSBOX_POOL_KEY_LEN] = '\0';
     memcpy(id, name + NSBOX_POOL_KEY_LEN + 1, NSBOX_POOL_ID_LEN);
     id[NSBOX_POOL_ID_LEN] = '\0';
+    return true;
+}
+
+bool nsbox_pool_key_file(const char *name, const char *suffix, char key[NSBOX_POOL_KEY_LEN + 1])
+{
+    if (strlen(name) != NSBOX_POOL_KEY_LEN + strlen(suffix) || !all_hex(name, NSBOX_POOL_KEY_LEN) ||
+        strcmp(name + NSBOX_POOL_KEY_LEN, suffix) != 0)
+        return false;
+    memcpy(key, name, NSBOX_POOL_KEY_LEN);
+    key[NSBOX_POOL_KEY_LEN] = '\0';
     return true;
 }

@@ -16,15 +16,22 @@
 #include <stdint.h>
 
 #define NSBOX_POOL_MAX_SIZE 16
-#define NSBOX_POOL_DEFAULT_TTL 300 /* seconds a pooled sandbox waits before it is deleted */
+#define NSBOX_POOL_DEFAULT_TTL 300 /* seconds a pooled sandbox waits unused, with a set size */
+#define NSBOX_POOL_AUTO_SIZE 2     /* sandboxes per set of settings in the "auto" mode */
+#define NSBOX_POOL_AUTO_TTL 60     /* and how long they wait unused there */
 #define NSBOX_POOL_KEY_LEN 16      /* hex digits */
 #define NSBOX_POOL_ID_LEN 12       /* a sandbox id (runtime/state.h NSBOX_ID_LEN) */
 
-/* The "pool" section of the config file: {"pool": {"size": 0, "ttl_seconds": 300}}.
- * size 0 (the default) turns the pool off; at most NSBOX_POOL_MAX_SIZE.
- * ttl_seconds (1..86400): how long an unused pooled sandbox lives. */
+/* The "pool" section of the config file: {"pool": {"size": "auto", "ttl_seconds": 60}}.
+ * size: "auto" (the default): NSBOX_POOL_AUTO_SIZE sandboxes, made only once runs of the same
+ * settings repeat (a second run within ttl_seconds of the one before; see on_repeat); 0 turns
+ * the pool off; 1..NSBOX_POOL_MAX_SIZE: that many, from the first cold run on.
+ * ttl_seconds (1..86400): how long an unused pooled sandbox lives; NSBOX_POOL_AUTO_TTL in the
+ * auto mode, NSBOX_POOL_DEFAULT_TTL with a size, unless given. */
 struct nsbox_pool_config {
     unsigned size;
+    bool on_repeat; /* "auto": a cold run starts the pool only when it is not the first run of
+                       its settings within ttl_seconds */
     uint64_t ttl_seconds;
 };
 
@@ -51,5 +58,13 @@ int nsbox_pool_member_spec(const struct nsbox_spec *s, uint64_t ttl_seconds,
 /* Pool entry file names: "<key>-<id>". Returns false for anything else. */
 bool nsbox_pool_entry_parse(const char *name, char key[NSBOX_POOL_KEY_LEN + 1],
                             char id[NSBOX_POOL_ID_LEN + 1]);
+
+#define NSBOX_POOL_SEEN ".seen"     /* <key>.seen: the last cold run of the key (auto mode) */
+#define NSBOX_POOL_FAILED ".failed" /* <key>.failed: the last fill of the key failed, and why */
+#define NSBOX_POOL_MARK_MAX_AGE 86400 /* seconds after which gc removes those two */
+
+/* A key's own file in the pool directory: "<key><suffix>" (".lock", ".seen", ".failed").
+ * Returns false for anything else. */
+bool nsbox_pool_key_file(const char *name, const char *suffix, char key[NSBOX_POOL_KEY_LEN + 1]);
 
 #endif

@@ -332,9 +332,16 @@ int nsbox_gc(bool verbose, struct nsbox_err *e)
     if (path_join(pool, rt, "pool", e) == 0 && (d = opendir(pool))) {
         struct dirent *de;
         char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1], sdir[PATH_MAX];
+        struct stat st;
         while ((de = readdir(d))) {
             if (nsbox_pool_entry_parse(de->d_name, key, id) && path_join(sdir, rt, id, e) == 0 &&
                 access(sdir, F_OK) < 0 && errno == ENOENT)
+                unlinkat(dirfd(d), de->d_name, 0);
+            /* the auto mode's marks of settings nobody has run for a day */
+            else if ((nsbox_pool_key_file(de->d_name, NSBOX_POOL_SEEN, key) ||
+                      nsbox_pool_key_file(de->d_name, NSBOX_POOL_FAILED, key)) &&
+                     fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                     time(NULL) - st.st_mtime > NSBOX_POOL_MARK_MAX_AGE)
                 unlinkat(dirfd(d), de->d_name, 0);
         }
         closedir(d);

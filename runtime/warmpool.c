@@ -32,6 +32,10 @@
 
 _Static_assert(NSBOX_POOL_ID_LEN == NSBOX_ID_LEN, "pool entries name sandbox ids");
 
+#define DRAINED ".drained"
+#define SEEN NSBOX_POOL_SEEN
+#define FAILED NSBOX_POOL_FAILED
+
 struct pool_ctx {
     struct nsbox_pool_config cfg;
     char key[NSBOX_POOL_KEY_LEN + 1];
@@ -280,9 +284,15 @@ int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct 
     return ret == 0 ? NSBOX_POOL_EMPTY : ret;
 }
 
+/* "<dir>/<key><suffix>" */
+static int key_file(const struct pool_ctx *c, const char *suffix, char *out, size_t n)
+{
+    return (size_t)snprintf(out, n, "%s/%s%s", c->dir, c->key, suffix) >= n ? -1 : 0;
+}
+
 static int lock_path(const struct pool_ctx *c, char *out, size_t n)
 {
-    return (size_t)snprintf(out, n, "%s/%s.lock", c->dir, c->key) >= n ? -1 : 0;
+    return key_file(c, ".lock", out, n);
 }
 
 /* exec `nsbox pool fill --spec /dev/stdin` with s on stdin (a memfd); refill: a used
@@ -317,11 +327,42 @@ void nsbox_pool_refill_exec(const struct nsbox_spec *s)
     exec_filler(s, true); /* only 0-2 stay open: nothing of the old sandbox reaches the new ones */
 }
 
+/* Was path modified within the last `seconds`? */
+static bool touched_within(const char *path, uint64_t seconds)
+{
+    struct stat st;
+    struct timespec now;
+    if (stat(path, &st) < 0 || clock_gettime(CLOCK_REALTIME, &now) < 0)
+        return false;
+    return st.st_mtim.tv_sec <= now.tv_sec && (uint64_t)(now.tv_sec - st.st_mtim.tv_sec) <= seconds;
+}
+
+/* The auto mode's rule (pool.h): record this cold run of c's key, and say whether the one
+ * before it came within ttl_seconds and no fill of the key failed within that time. A lone
+ * run leaves only the record, an empty file. */
+static bool repeated(const struct pool_ctx *c)
+{
+    char seen[PATH_MAX], failed[PATH_MAX];
+    if (key_file(c, SEEN, seen, sizeof seen) < 0 || key_file(c, FAILED, failed, sizeof failed) < 0)
+        return false;
+    bool recent = touched_within(seen, c->cfg.ttl_seconds);
+    if (mkdir(c->dir, 0700) < 0 && errno != EEXIST)
+        return false;
+    int fd = open(seen, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return false;
+    futimens(fd, NULL);
+    close(fd);
+    return recent && !touched_within(failed, c->cfg.ttl_seconds);
+}
+
 void nsbox_pool_after_cold_run(const struct nsbox_spec *s)
 {
     struct nsbox_err e;
     struct pool_ctx c;
     if (ctx_load(s, &c, &e) < 0 || !c.cfg.size)
+        return;
+    if (c.cfg.on_repeat && !repeated(&c))
         return;
     char lock[PATH_MAX];
     if (lock_path(&c, lock, sizeof lock) < 0)
@@ -352,7 +393,56 @@ void nsbox_pool_after_cold_run(const struct nsbox_spec *s)
     waitpid(pid, &status, 0);
 }
 
-#define DRAINED ".drained"
+
+/* nsbox_pool_fill once the key is known: make member sandboxes until size wait. */
+static int fill_key(const struct pool_ctx *c, const struct nsbox_spec *member, unsigned size,
+                    bool refill, unsigned *ready, struct nsbox_err *e)
+{
+    if (mkdir(c->dir, 0700) < 0 && errno != EEXIST)
+        return nsbox_err_sys(e, "pool directory %s", c->dir);
+    char lock[PATH_MAX];
+    if (lock_path(c, lock, sizeof lock) < 0)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "pool lock path too long");
+    /* One filler per key at a time; a second waits, then finds the pool full. */
+    cleanup_close int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (lfd < 0 || flock(lfd, LOCK_EX) < 0)
+        return nsbox_err_sys(e, "pool lock %s", lock);
+    /* After `nsbox pool drain`, replacements are not made; a fill somebody asked for (or a cold
+     * run, which shows there is demand) starts the pool again. */
+    int dfd = open(c->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        bool drained = faccessat(dfd, DRAINED, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+        if (!refill)
+            unlinkat(dfd, DRAINED, 0);
+        close(dfd);
+        if (drained && refill)
+            return 0;
+    }
+    struct nsbox_err ge;
+    nsbox_gc(false, &ge); /* dead pooled sandboxes and their entries */
+    /* The sandbox gets the TERM of the run that takes it (nsbox_sandbox_env in
+     * nsbox_pool_run), not the filler's. */
+    unsetenv("TERM");
+    unsigned have = 0;
+    DIR *d = opendir(c->dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1];
+        if (nsbox_pool_entry_parse(de->d_name, key, id) && !strcmp(key, c->key))
+            have++;
+    }
+    if (d)
+        closedir(d);
+    for (; have < size; have++) {
+        char id[NSBOX_ID_LEN + 1];
+        if (nsbox_session_create(member, 0, c->key, id, e) < 0) {
+            *ready = have;
+            return -1;
+        }
+    }
+    *ready = have;
+    return 0;
+}
 
 int nsbox_pool_fill(const struct nsbox_spec *s, unsigned size, bool refill, unsigned *ready,
                     struct nsbox_err *e)
@@ -364,8 +454,8 @@ int nsbox_pool_fill(const struct nsbox_spec *s, unsigned size, bool refill, unsi
     /* Sandboxes that no run would take (the pool is off) would only wait for their ttl. */
     if (!c.cfg.size)
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                             "the pool is off: set {\"pool\": {\"size\": N}} in the nsbox config "
-                             "(docs/pool.md)");
+                             "the pool is off ({\"pool\": {\"size\": 0}} in the nsbox config): "
+                             "remove that, or set a size (docs/pool.md)");
     if (!size)
         size = c.cfg.size;
     if (size > NSBOX_POOL_MAX_SIZE)
@@ -374,50 +464,24 @@ int nsbox_pool_fill(const struct nsbox_spec *s, unsigned size, bool refill, unsi
     struct nsbox_spec member;
     if (nsbox_pool_member_spec(s, c.cfg.ttl_seconds, &member, e) < 0)
         return -1;
-    if (mkdir(c.dir, 0700) < 0 && errno != EEXIST)
-        return nsbox_err_sys(e, "pool directory %s", c.dir);
-    char lock[PATH_MAX];
-    if (lock_path(&c, lock, sizeof lock) < 0)
-        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "pool lock path too long");
-    /* One filler per key at a time; a second waits, then finds the pool full. */
-    cleanup_close int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (lfd < 0 || flock(lfd, LOCK_EX) < 0)
-        return nsbox_err_sys(e, "pool lock %s", lock);
-    /* After `nsbox pool drain`, replacements are not made; a fill somebody asked for (or a cold
-     * run, which shows there is demand) starts the pool again. */
-    int dfd = open(c.dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        bool drained = faccessat(dfd, DRAINED, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
-        if (!refill)
-            unlinkat(dfd, DRAINED, 0);
-        close(dfd);
-        if (drained && refill)
-            return 0;
-    }
-    struct nsbox_err ge;
-    nsbox_gc(false, &ge); /* dead pooled sandboxes and their entries */
-    /* The sandbox gets the TERM of the run that takes it (nsbox_sandbox_env in nsbox_pool_run), not the
-     * filler's. */
-    unsetenv("TERM");
-    unsigned have = 0;
-    DIR *d = opendir(c.dir);
-    struct dirent *de;
-    while (d && (de = readdir(d))) {
-        char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1];
-        if (nsbox_pool_entry_parse(de->d_name, key, id) && !strcmp(key, c.key))
-            have++;
-    }
-    if (d)
-        closedir(d);
-    for (; have < size; have++) {
-        char id[NSBOX_ID_LEN + 1];
-        if (nsbox_session_create(&member, 0, c.key, id, e) < 0) {
-            *ready = have;
-            return nsbox_err_wrap(e, "pool fill");
+    int r = fill_key(&c, &member, size, refill, ready, e);
+    nsbox_spec_free(&member);
+    /* Fillers started by runs have no terminal: keep why (for `nsbox pool ls`, and so that the
+     * auto mode does not try again at every run: repeated()); a fill that worked clears it. */
+    char failed[PATH_MAX];
+    if (key_file(&c, FAILED, failed, sizeof failed) == 0) {
+        if (r == 0) {
+            unlink(failed);
+        } else {
+            nsbox_err_wrap(e, "pool fill");
+            int fd = open(failed, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+            if (fd >= 0) {
+                dprintf(fd, "%s\n", e->msg);
+                close(fd);
+            }
         }
     }
-    *ready = have;
-    return 0;
+    return r;
 }
 
 /* The pool directory, open; 0 with *d NULL when there is none yet. */
@@ -477,14 +541,14 @@ int nsbox_pool_drain(struct nsbox_err *e)
     close(mfd);
     struct dirent *de;
     while ((de = readdir(d))) {
-        char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1];
-        char probe[NSBOX_POOL_KEY_LEN + 1 + NSBOX_ID_LEN + 1];
-        if (strlen(de->d_name) != NSBOX_POOL_KEY_LEN + 5 ||
-            strcmp(de->d_name + NSBOX_POOL_KEY_LEN, ".lock") != 0)
+        char key[NSBOX_POOL_KEY_LEN + 1];
+        /* a drained pool starts again only when runs repeat again (or a fill is asked for) */
+        if (nsbox_pool_key_file(de->d_name, SEEN, key) ||
+            nsbox_pool_key_file(de->d_name, FAILED, key)) {
+            unlinkat(dirfd(d), de->d_name, 0);
             continue;
-        /* a key's lock: "<key>.lock", the key checked as an entry name would be */
-        snprintf(probe, sizeof probe, "%.*s-000000000000", NSBOX_POOL_KEY_LEN, de->d_name);
-        if (!nsbox_pool_entry_parse(probe, key, id))
+        }
+        if (!nsbox_pool_key_file(de->d_name, ".lock", key))
             continue;
         int lfd = openat(dirfd(d), de->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
         if (lfd < 0)
@@ -517,6 +581,30 @@ static void list_one(const char *id, const char *key, void *arg)
     cJSON_AddItemToArray(all, o);
 }
 
+/* Fills that failed (their filler had no terminal): why, on stderr. */
+static void report_failures(void)
+{
+    struct pool_ctx c;
+    struct nsbox_err e;
+    DIR *d = NULL;
+    if (open_pool_dir(&c, &d, &e) < 0 || !d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        char key[NSBOX_POOL_KEY_LEN + 1], msg[1024];
+        if (!nsbox_pool_key_file(de->d_name, FAILED, key))
+            continue;
+        int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, msg, sizeof msg - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        msg[n > 0 ? n : 0] = '\0';
+        msg[strcspn(msg, "\n")] = '\0';
+        fprintf(stderr, "nsbox: the last fill for key %s failed: %s\n", key, msg);
+    }
+    closedir(d);
+}
+
 int nsbox_pool_list(bool json, struct nsbox_err *e)
 {
     struct nsbox_err ge;
@@ -530,5 +618,6 @@ int nsbox_pool_list(bool json, struct nsbox_err *e)
         cleanup_free char *t = cJSON_PrintUnformatted(all);
         printf("%s\n", t ? t : "[]");
     }
+    report_failures();
     return 0;
 }

@@ -11,6 +11,8 @@ import subprocess
 import tempfile
 import unittest
 
+from nsbox_test import no_pool_env
+
 NSBOX = os.environ.get("NSBOX_BIN")
 IS_ROOT = os.geteuid() == 0
 SECRETS = {"shadow", "shadow-", "gshadow", "gshadow-", "sudoers", "sudoers.d", "machine-id",
@@ -239,7 +241,8 @@ class RunWithHostImage(unittest.TestCase):
         self.tmp = tempfile.mkdtemp(prefix="nsbox-e2e-image-run-")
         self.addCleanup(shutil.rmtree, self.tmp, True)
         self.env = {"NSBOX_STATE_DIR": os.path.join(self.tmp, "state"),
-                    "NSBOX_CACHE_DIR": os.path.join(self.tmp, "cache")}
+                    "NSBOX_CACHE_DIR": os.path.join(self.tmp, "cache"),
+                    **no_pool_env(self.tmp)}
         self.data = os.path.join(self.tmp, "data")
         probe = nsbox(self.data, "run", "--image", "host", "--", "true", env_extra=self.env,
                       timeout=120)

@@ -1,8 +1,9 @@
 """End-to-end: the warm pool of `nsbox run` (docs/pool.md).
 
-With {"pool": {"size": N}} in the config, `nsbox run` takes a sandbox made ahead of time for
-the same settings, runs its one command there, and deletes it; the used sandbox's supervisor
-makes a replacement. These tests check that a pooled run is the same as a cold one for the
+With a pool (by default once runs of the same settings repeat; with {"pool": {"size": N}} in
+the config from the first run on), `nsbox run` takes a sandbox made ahead of time for the same
+settings, runs its one command there, and deletes it; the used sandbox's supervisor makes a
+replacement. These tests check that a pooled run is the same as a cold one for the
 user (output, exit codes, environment, hardening, signals, a fresh sandbox every time), that
 nothing of a used sandbox outlives its run, and that the pool itself is kept in bounds (ttl,
 drain, gc, mismatching settings, concurrent runs)."""
@@ -108,13 +109,118 @@ class Pool(unittest.TestCase):
         self.assertEqual(len(ids), 1, "no pool fill started after a cold run")
         self.assertNotEqual(ids[0], cold_id)
 
-    def test_no_pool_by_default(self):
-        self.write_config({})
-        r = self.nsbox("run", "--", "true")
-        self.assertEqual(r.returncode, 0, r.stderr)
-        time.sleep(0.5)
+    # ---- the default: "auto", a pool once runs repeat ---------------------------------------
+
+    def marks(self, suffix):
+        d = os.path.join(self.dirs.state, "pool")
+        return sorted(n for n in os.listdir(d) if n.endswith(suffix)) if os.path.isdir(d) else []
+
+    def hostname_run(self):
+        r = self.nsbox("run", "--", "hostname", check=True)
+        return r.stdout.decode().strip()[len("nsbox-"):]
+
+    def test_by_default_a_lone_run_leaves_nothing_running(self):
+        self.write_config({})  # no pool section: nsbox's default
+        sid = self.hostname_run()
+        time.sleep(1.0)  # time enough for a filler to have made something
         self.assertEqual(self.pooled(), [])
         self.assertEqual(self.live_ids(), [])
+        self.assertEqual(cgroup_leftovers(sid), [])
+        # what it keeps is the time of the run, in an empty file named by the settings' key
+        (seen,) = self.marks(".seen")
+        self.assertEqual(os.path.getsize(os.path.join(self.dirs.state, "pool", seen)), 0)
+        self.assertEqual(sorted(os.listdir(os.path.join(self.dirs.state, "pool"))), [seen])
+
+    def test_by_default_the_pool_starts_when_runs_repeat(self):
+        self.write_config({})
+        first = self.hostname_run()
+        self.assertEqual(self.pooled(), [])
+        second = self.hostname_run()
+        ids = wait_for(lambda: len(self.pooled()) == 2 and self.pooled())
+        self.assertTrue(ids, f"no pool of 2 after a repeated run: {self.pooled()}")
+        self.assertFalse({first, second} & set(ids))
+        # the third run takes one of them, and the pool is made whole again
+        self.assertIn(self.hostname_run(), ids)
+        self.assertTrue(wait_for(lambda: len(self.pooled()) == 2), self.pooled())
+        # and the pool keeps the default ttl of the auto mode
+        info = json.loads(self.nsbox("inspect", self.pooled()[0], check=True).stdout)
+        self.assertEqual(info["spec"]["ttl_seconds"], 60, info)
+
+    def test_auto_runs_further_apart_than_the_ttl_make_no_pool(self):
+        self.write_config({"pool": {"size": "auto", "ttl_seconds": 1}})
+        self.hostname_run()
+        time.sleep(2.2)  # the mark has whole seconds: more than 1 s, surely
+        self.hostname_run()
+        time.sleep(1.0)
+        self.assertEqual((self.pooled(), self.live_ids()), ([], []))
+        # two close together do; and then the pool goes after its ttl of 1 s
+        self.hostname_run()
+        ids = wait_for(lambda: len(self.pooled()) == 2 and self.pooled())
+        self.assertTrue(ids, self.pooled())
+        self.assertTrue(wait_for(lambda: not self.pooled() and not self.live_ids(), 20),
+                        "the auto pool outlived its ttl")
+
+    def test_auto_stops_trying_after_a_fill_failed_and_says_why(self):
+        self.write_config({})
+        self.hostname_run()
+        (seen,) = self.marks(".seen")
+        key = seen[:-len(".seen")]
+        # the filler's lock is a directory now: every fill of this key fails
+        lock = os.path.join(self.dirs.state, "pool", key + ".lock")
+        os.mkdir(lock)
+        self.hostname_run()
+        failed = os.path.join(self.dirs.state, "pool", key + ".failed")
+        self.assertTrue(wait_for(lambda: os.path.exists(failed)), "no record of the failed fill")
+        self.assertTrue(wait_for(lambda: not self.live_ids(), 10), self.live_ids())
+        r = self.nsbox("pool", "ls", check=True)
+        self.assertIn(f"the last fill for key {key} failed: pool fill: pool lock".encode(),
+                      r.stderr)
+        # further runs run cold without starting a filler each time (it would rewrite the file)
+        with open(failed, "w") as f:
+            f.write("marker\n")
+        for _ in range(3):
+            self.hostname_run()
+        time.sleep(1.0)
+        self.assertEqual(read(failed), b"marker\n")
+        # once the cause is gone and the record too, repeated runs fill again; and a fill that
+        # works removes the record
+        os.rmdir(lock)
+        os.unlink(failed)
+        self.hostname_run()
+        self.assertTrue(wait_for(lambda: len(self.pooled()) == 2), self.pooled())
+        with open(failed, "w") as f:
+            f.write("old\n")
+        self.nsbox("pool", "fill", check=True)
+        self.assertFalse(os.path.exists(failed))
+
+    def test_drain_forgets_the_runs_and_gc_old_marks(self):
+        self.write_config({})
+        self.hostname_run()
+        self.hostname_run()
+        self.assertTrue(wait_for(lambda: len(self.pooled()) == 2), self.pooled())
+        self.nsbox("pool", "drain", check=True)
+        self.assertTrue(wait_for(lambda: not self.live_ids(), 20), self.live_ids())
+        self.assertEqual(self.marks(".seen"), [])
+        # so one run after a drain is a lone run again
+        self.hostname_run()
+        time.sleep(1.0)
+        self.assertEqual((self.pooled(), self.live_ids()), ([], []))
+        # gc removes marks nobody renewed for a day, and only those
+        (seen,) = self.marks(".seen")
+        old = os.path.join(self.dirs.state, "pool", "0123456789abcdef.seen")
+        with open(old, "w"):
+            pass
+        os.utime(old, (time.time() - 2 * 86400,) * 2)
+        self.nsbox("gc", check=True)
+        self.assertEqual(self.marks(".seen"), [seen])
+
+    def test_size_0_turns_the_pool_off(self):
+        self.write_config({"pool": {"size": 0}})
+        for _ in range(3):
+            r = self.nsbox("run", "--", "true")
+            self.assertEqual(r.returncode, 0, r.stderr)
+        time.sleep(1.0)
+        self.assertEqual((self.pooled(), self.live_ids(), self.marks(".seen")), ([], [], []))
         r = self.nsbox("pool", "fill")
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"the pool is off", r.stderr)
@@ -456,7 +562,7 @@ class Pool(unittest.TestCase):
         cold_env = dict(self.env)
         cold_cfg = os.path.join(self.dirs.base, "cold.json")
         with open(cold_cfg, "w") as f:
-            f.write("{}")
+            f.write('{"pool": {"size": 0}}')
         cold_env["NSBOX_CONFIG"] = cold_cfg
         self.fill()
         for args, stdin in cases:

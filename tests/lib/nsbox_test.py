@@ -32,8 +32,24 @@ def ensure_test_user():
     return pwd.getpwnam(TEST_USER)
 
 
+def no_pool_env(base):
+    """The env that selects a config file (written in base) with the warm pool off.
+
+    By default nsbox keeps sandboxes warm once runs of the same settings repeat
+    (docs/pool.md, "auto"): they would outlive a test that ran twice, whose directories are
+    then removed, and count as leftovers in the next. Tests of the pool choose their own."""
+    import json
+    path = os.path.join(base, "no-pool.json")
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            json.dump({"pool": {"size": 0}}, f)
+        os.chmod(path, 0o644)
+    return {"NSBOX_CONFIG": path}
+
+
 class Dirs:
-    """Private state/cache/data directories for one test, removed afterwards."""
+    """Private state/cache/data directories for one test, removed afterwards (first its pool,
+    if the test made one)."""
 
     def __init__(self, owner=None):
         self.base = tempfile.mkdtemp(prefix="nsbox-test-")
@@ -58,6 +74,7 @@ class Dirs:
             "NSBOX_DATA_DIR": self.data,
             "HOSTENV_SECRET": "must-not-leak",
         }
+        env.update(no_pool_env(self.base))
         if extra:
             env.update(extra)
         return env
@@ -68,11 +85,20 @@ class Dirs:
         for d in (self.state, self.cache):
             for name in os.listdir(d):
                 # shared, not a sandbox's: uid slot locks; empty-filesystem templates
-                if name not in ("uids", ".workspace-templates"):
+                if name not in ("uids", ".workspace-templates", "pool"):
                     out.append(os.path.join(d, name))
+        # the pool's directory: its waiting sandboxes' entries are leftovers; the default
+        # mode's notes of past runs (<key>.seen, docs/pool.md) and fillers' locks are not
+        pool = os.path.join(self.state, "pool")
+        if os.path.isdir(pool):
+            out += [os.path.join(pool, n) for n in os.listdir(pool)
+                    if not n.endswith((".seen", ".failed", ".lock")) and n != ".drained"]
         return out
 
     def cleanup(self):
+        if os.path.isdir(os.path.join(self.state, "pool")):
+            subprocess.run([NSBOX, "pool", "drain"], env=self.env(), capture_output=True,
+                           timeout=60)
         shutil.rmtree(self.base, ignore_errors=True)
 
 
@@ -185,9 +211,9 @@ def loop_devices_under(prefix):
     return found
 
 
-def write_config(dirs, types, pool=None):
-    """A config file defining extra instance types (and a pool section); returns the env that
-    selects it."""
+def write_config(dirs, types, pool={"size": 0}):
+    """A config file defining extra instance types and a pool section (the pool off unless
+    given; None: no section, nsbox's default); returns the env that selects it."""
     import json
     path = os.path.join(dirs.base, "config.json")
     cfg = {"instance_types": types}

@@ -22,18 +22,37 @@ static void test_config(void **state)
     (void)state;
     struct nsbox_pool_config c;
     struct nsbox_err e;
-    /* off unless asked for */
-    assert_int_equal(parse("{}", &c, &e), 0);
+    /* "auto" unless the config says otherwise: two sandboxes, once runs repeat, for 60 s */
+    const char *autos[] = {"{}", "{\"instance_types\": {}}", "{\"pool\": {}}",
+                           "{\"pool\": {\"size\": \"auto\"}}"};
+    for (size_t i = 0; i < sizeof autos / sizeof autos[0]; i++) {
+        assert_int_equal(parse(autos[i], &c, &e), 0);
+        assert_int_equal(c.size, NSBOX_POOL_AUTO_SIZE);
+        assert_true(c.on_repeat);
+        assert_int_equal(c.ttl_seconds, NSBOX_POOL_AUTO_TTL);
+    }
+    assert_int_equal(NSBOX_POOL_AUTO_SIZE, 2);
+    assert_int_equal(NSBOX_POOL_AUTO_TTL, 60);
+    assert_int_equal(parse("{\"pool\": {\"ttl_seconds\": 5, \"size\": \"auto\"}}", &c, &e), 0);
+    assert_true(c.on_repeat);
+    assert_int_equal(c.ttl_seconds, 5);
+    /* 0: off */
+    assert_int_equal(parse("{\"pool\": {\"size\": 0}}", &c, &e), 0);
     assert_int_equal(c.size, 0);
-    assert_int_equal(c.ttl_seconds, NSBOX_POOL_DEFAULT_TTL);
-    assert_int_equal(parse("{\"instance_types\": {}}", &c, &e), 0);
-    assert_int_equal(c.size, 0);
+    assert_false(c.on_repeat);
+    /* a number: that many from the first cold run on, 300 s unless given */
     assert_int_equal(parse("{\"pool\": {\"size\": 2, \"ttl_seconds\": 60}}", &c, &e), 0);
     assert_int_equal(c.size, 2);
+    assert_false(c.on_repeat);
     assert_int_equal(c.ttl_seconds, 60);
     assert_int_equal(parse("{\"pool\": {\"size\": 16}}", &c, &e), 0);
     assert_int_equal(c.size, 16);
+    assert_false(c.on_repeat);
     assert_int_equal(c.ttl_seconds, NSBOX_POOL_DEFAULT_TTL);
+    /* the order of the keys does not matter */
+    assert_int_equal(parse("{\"pool\": {\"ttl_seconds\": 7, \"size\": 3}}", &c, &e), 0);
+    assert_int_equal(c.size, 3);
+    assert_int_equal(c.ttl_seconds, 7);
 
     /* every mistake names its key and leaves the defaults */
     const struct {
@@ -43,7 +62,10 @@ static void test_config(void **state)
         {"{\"pool\": {\"size\": 17}}", "'pool.size'"},
         {"{\"pool\": {\"size\": -1}}", "'pool.size'"},
         {"{\"pool\": {\"size\": 1.5}}", "'pool.size'"},
-        {"{\"pool\": {\"size\": \"2\"}}", "'pool.size'"},
+        {"{\"pool\": {\"size\": \"2\"}}", "'pool.size': must be \"auto\" or an integer"},
+        {"{\"pool\": {\"size\": \"AUTO\"}}", "'pool.size'"},
+        {"{\"pool\": {\"size\": null}}", "'pool.size'"},
+        {"{\"pool\": {\"size\": true}}", "'pool.size'"},
         {"{\"pool\": {\"ttl_seconds\": 0}}", "'pool.ttl_seconds'"},
         {"{\"pool\": {\"ttl_seconds\": 86401}}", "'pool.ttl_seconds'"},
         {"{\"pool\": {\"sise\": 1}}", "'pool.sise': unknown (known: size, ttl_seconds)"},
@@ -55,7 +77,8 @@ static void test_config(void **state)
         assert_int_equal(e.code, NSBOX_E_INVALID);
         if (!strstr(e.msg, bad[i].needle))
             fail_msg("%s: got '%s', wanted '%s'", bad[i].json, e.msg, bad[i].needle);
-        assert_int_equal(c.size, 0);
+        assert_int_equal(c.size, NSBOX_POOL_AUTO_SIZE); /* the defaults, untouched */
+        assert_true(c.on_repeat);
     }
 }
 
@@ -163,6 +186,28 @@ static void test_entry_names(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (nsbox_pool_entry_parse(bad[i], key, id))
             fail_msg("accepted '%s'", bad[i]);
+
+    /* a key's own files: lock, the auto mode's last-run mark, a failed fill */
+    assert_true(nsbox_pool_key_file("0123456789abcdef.seen", NSBOX_POOL_SEEN, key));
+    assert_string_equal(key, "0123456789abcdef");
+    assert_true(nsbox_pool_key_file("fedcba9876543210.failed", NSBOX_POOL_FAILED, key));
+    assert_string_equal(key, "fedcba9876543210");
+    assert_true(nsbox_pool_key_file("0123456789abcdef.lock", ".lock", key));
+    const struct {
+        const char *name, *suffix;
+    } not_ours[] = {
+        {"0123456789abcdef.seen", NSBOX_POOL_FAILED},
+        {"0123456789abcdef.seen.tmp", NSBOX_POOL_SEEN},
+        {"0123456789abcde.seen", NSBOX_POOL_SEEN},
+        {"0123456789ABCDEF.seen", NSBOX_POOL_SEEN},
+        {"0123456789abcdef-0123456789ab", NSBOX_POOL_SEEN},
+        {"../0123456789abc.seen", NSBOX_POOL_SEEN},
+        {".seen", NSBOX_POOL_SEEN},
+        {"", ".lock"},
+    };
+    for (size_t i = 0; i < sizeof not_ours / sizeof not_ours[0]; i++)
+        if (nsbox_pool_key_file(not_ours[i].name, not_ours[i].suffix, key))
+            fail_msg("accepted '%s' as a '%s' file", not_ours[i].name, not_ours[i].suffix);
 }
 
 int main(void)
