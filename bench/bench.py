@@ -289,9 +289,9 @@ class Nsbox(Tool):
             self.extra_env = dict(self.extra_env, **pool_config(work, self.name, self.pool))
 
     def teardown(self):
-        if self.pool is None or self.pool.get("size") != 0:
-            env = dict(os.environ, **self.extra_env)
-            subprocess.run([self.binary, "pool", "drain"], env=env, stdout=subprocess.DEVNULL)
+        # also when the pool was meant to be off: an --extra tool's own config may have one
+        env = dict(os.environ, **self.extra_env)
+        subprocess.run([self.binary, "pool", "drain"], env=env, stdout=subprocess.DEVNULL)
 
     def prepare(self, case, cmd, i):
         env = dict(os.environ)
