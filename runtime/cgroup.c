@@ -1006,6 +1006,55 @@ int nsbox_cgroup_remove_by_id(const char *id, struct nsbox_err *e)
     return r;
 }
 
+/* ---- orphans ------------------------------------------------------------------------------ */
+
+/* A walk of every cgroup hierarchy for "nsbox-<id>" cgroups that nothing can still use: no
+ * process, no child cgroup, made before `before`. A sandbox's cgroup holds its init from a few
+ * milliseconds after it is made until its teardown, which removes it; one that is empty and
+ * old was left by a teardown that never ran, with the state directory that names it gone too
+ * (removed by hand, or a test's). Only rmdir: the kernel refuses a cgroup that has a process,
+ * so nothing alive is touched, and nothing is killed. */
+struct sweep {
+    time_t before;
+    unsigned removed;
+};
+
+static void sweep_dir(struct sweep *w, const char *path, int depth)
+{
+    if (depth > 10)
+        return;
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_type != DT_DIR || de->d_name[0] == '.')
+            continue;
+        char child[PATH_MAX];
+        if (nsbox_cg_join(child, sizeof child, path, NULL, de->d_name) < 0)
+            continue;
+        if (strncmp(de->d_name, "nsbox-", 6) != 0 || !nsbox_cg_valid_id(de->d_name + 6)) {
+            sweep_dir(w, child, depth + 1);
+            continue;
+        }
+        /* a sandbox's: never walked into, removed only when a leaf, empty and old */
+        struct stat st;
+        char procs[16];
+        if (stat(child, &st) == 0 && st.st_nlink == 2 && st.st_mtime < w->before &&
+            read_small(-1, child, "cgroup.procs", procs, sizeof procs) == 0 &&
+            sys->rmdir(child) == 0)
+            w->removed++;
+    }
+    closedir(d);
+}
+
+unsigned nsbox_cgroup_sweep_orphans(unsigned min_age_seconds)
+{
+    struct sweep w = {.before = time(NULL) - (time_t)min_age_seconds, .removed = 0};
+    sweep_dir(&w, sys->root, 0);
+    return w.removed;
+}
+
 /* ---- freeze and stats ---------------------------------------------------------------------- */
 
 static const char *v1_path_of(const struct nsbox_cgroup *cg, const char *controller)

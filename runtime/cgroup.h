@@ -65,6 +65,11 @@ int nsbox_cgroup_destroy(struct nsbox_cgroup *cg, struct nsbox_err *e);
 /* Remove the leftover cgroup of sandbox id (after a SIGKILL): "nsbox-<id>" below the caller's
  * own cgroup and below $NSBOX_CGROUP_PARENT, processes killed as in destroy. Idempotent. */
 int nsbox_cgroup_remove_by_id(const char *id, struct nsbox_err *e);
+/* Remove, in every hierarchy, the "nsbox-<id>" cgroups that have no process and no child
+ * cgroup and were made more than min_age_seconds ago: leftovers whose state directory is gone
+ * too, which remove_by_id never hears of. Only rmdir (nothing is killed). Returns how many. */
+unsigned nsbox_cgroup_sweep_orphans(unsigned min_age_seconds);
+#define NSBOX_GC_ORPHAN_AGE 600 /* `nsbox gc`'s min_age_seconds */
 /* Freeze (true) or thaw and wait until the kernel reports it done (at most 2 s, then
  * NSBOX_E_TIMEOUT and thawed again). NSBOX_E_UNSUPPORTED without a freezer. */
 int nsbox_cgroup_freeze(const struct nsbox_cgroup *cg, bool frozen, struct nsbox_err *e);

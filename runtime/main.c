@@ -10,6 +10,7 @@
 #include "supervisor.h"
 #include "launch.h"
 #include "paths.h"
+#include "cgroup.h"
 #include "pool.h"
 #include "proto.h"
 #include "client.h"
@@ -442,8 +443,13 @@ static int cmd_gc(int argc, char **argv)
     int n = nsbox_gc(verbose, &e);
     if (n < 0)
         return fail(&e);
-    if (verbose)
+    /* Only here, not in the implicit gc of other commands: it walks every hierarchy. */
+    unsigned orphans = nsbox_cgroup_sweep_orphans(NSBOX_GC_ORPHAN_AGE);
+    if (verbose) {
         printf("removed %d leftover sandbox%s\n", n, n == 1 ? "" : "es");
+        printf("removed %u empty sandbox cgroup%s older than %d minutes\n", orphans,
+               orphans == 1 ? "" : "s", NSBOX_GC_ORPHAN_AGE / 60);
+    }
     return 0;
 }
 

@@ -508,6 +508,70 @@ class Cleanup(RunTest):
             p.terminate()
             p.wait()
 
+    def own_cgroup_dir(self):
+        """This process's cgroup in the pids hierarchy (v1), or in the unified one (v2 only)."""
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _, ctrls, path = line.rstrip("\n").split(":", 2)
+                if "pids" in ctrls.split(","):
+                    return "/sys/fs/cgroup/pids" + path
+                if ctrls == "" and os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+                    return "/sys/fs/cgroup" + path
+        self.skipTest("no pids cgroup hierarchy and no pure cgroup v2 here")
+
+    def test_gc_removes_old_empty_sandbox_cgroups_and_nothing_else(self):
+        # Sandbox cgroups whose state directory is gone (removed by hand, or by a test): the
+        # per-sandbox gc never hears of them. `nsbox gc` removes those that are empty, have no
+        # child cgroup and are older than 10 minutes, and touches nothing that holds a process.
+        if not is_root():
+            self.skipTest("making cgroups beside our own needs root here")
+        own = self.own_cgroup_dir()
+        two_hours_ago = time.time() - 7200
+        made = {}
+        for kind in ("old", "fresh", "occupied", "parent"):
+            d = os.path.join(own, "nsbox-" + os.urandom(6).hex())
+            os.mkdir(d)
+            made[kind] = d
+        child = os.path.join(made["parent"], "sub")
+        os.mkdir(child)
+        sleeper = subprocess.Popen(["sleep", "120"])
+        live = subprocess.Popen([NSBOX, "run", "--", "sh", "-c", "hostname; sleep 120"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=self.dirs.env())
+        try:
+            with open(os.path.join(made["occupied"], "cgroup.procs"), "w") as f:
+                f.write(str(sleeper.pid))
+            sid = self.sandbox_id(live.stdout.readline())
+            live_cgs = cgroup_leftovers(sid)
+            self.assertTrue(live_cgs, "the running sandbox has no cgroup")
+            for d in [made["old"], made["occupied"], made["parent"]] + live_cgs:
+                os.utime(d, (two_hours_ago, two_hours_ago))
+            r = run_nsbox(["gc", "-v"], self.dirs)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn(b"removed 1 empty sandbox cgroup older than 10 minutes", r.stdout)
+            self.assertFalse(os.path.exists(made["old"]))
+            for kind in ("fresh", "occupied", "parent"):
+                self.assertTrue(os.path.isdir(made[kind]), kind)
+            self.assertTrue(os.path.isdir(child))
+            self.assertIsNone(sleeper.poll(), "gc killed a process")
+            self.assertEqual(cgroup_leftovers(sid), live_cgs)
+            self.assertIsNone(live.poll(), "gc ended a live sandbox")
+        finally:
+            sleeper.kill()
+            sleeper.wait()
+            live.kill()
+            live.wait()
+            run_nsbox(["gc"], self.dirs)
+            for d in (child, made["occupied"], made["fresh"], made["parent"], made["old"]):
+                for _ in range(100):
+                    try:
+                        os.rmdir(d)
+                        break
+                    except FileNotFoundError:
+                        break
+                    except OSError:
+                        time.sleep(0.05)
+
 
 if __name__ == "__main__":
     unittest.main()
