@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,6 +267,7 @@ static int cmd_run(int argc, char **argv)
     int pr2 = nsbox_pool_run(&spec, argv + i, &o, &status, &oom_kills, &e);
     if (pr2 < 0)
         goto out_err;
+    bool made = true; /* the cold run made its sandbox (a failed command counts, too) */
     if (pr2 == 1) {
         rc = status;
     } else if (nsbox_run(&spec, argv + i, &o, &status, &e) < 0) {
@@ -273,12 +275,15 @@ static int cmd_run(int argc, char **argv)
             fprintf(stderr, "nsbox: %s\n", e.msg);
             rc = status;
         } else {
+            made = false;
             rc = fail(&e);
         }
     } else {
         rc = status;
     }
-    if (pr2 == NSBOX_POOL_EMPTY)
+    /* A run that could not make its sandbox (a missing image, no cgroup delegation) is no
+     * sign of runs to come, and a fill would fail the same way. */
+    if (pr2 == NSBOX_POOL_EMPTY && made)
         nsbox_pool_after_cold_run(&spec);
     if (oom_kills > 0)
         fprintf(stderr, "nsbox: out of memory: the instance type's limit (%s, %llu MiB) killed %d "
@@ -405,10 +410,12 @@ static int cmd_pool(int argc, char **argv)
     if (strcmp(sub, "fill") != 0)
         return usage_error("%s", "usage: nsbox pool fill [--size N] [OPTIONS] | drain | "
                                  "ls [--json]");
-    long size = 0;
+    long size = 0, since_ns = 0;
     bool refill = false; /* internal: a used pooled sandbox's replacement */
     const struct own_flag own[] = {
         {"--refill", &refill, NULL, 0, 0, NULL},
+        /* internal: started by a run at this time (ns), which a later drain stops */
+        {"--after-run", NULL, &since_ns, 1, LONG_MAX, "a time in nanoseconds"},
         {"--size", NULL, &size, 1, NSBOX_POOL_MAX_SIZE, "a number from 1 to 16"},
     };
     argc--, argv++; /* argv[0] is "fill" now */
@@ -427,7 +434,7 @@ static int cmd_pool(int argc, char **argv)
         return usage_error("pool fill takes no command (unexpected '%s')", argv[i]);
     }
     unsigned ready = 0;
-    if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_pool_fill(&spec, (unsigned)size, refill, &ready, &e) < 0) {
+    if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_pool_fill(&spec, (unsigned)size, refill, since_ns, &ready, &e) < 0) {
         nsbox_spec_free(&spec);
         return fail(&e);
     }

@@ -297,7 +297,7 @@ static int lock_path(const struct pool_ctx *c, char *out, size_t n)
 
 /* exec `nsbox pool fill --spec /dev/stdin` with s on stdin (a memfd); refill: a used
  * sandbox's replacement, which `nsbox pool drain` stops (see nsbox_pool_fill). */
-static void exec_filler(const struct nsbox_spec *s, bool refill)
+static void exec_filler(const struct nsbox_spec *s, bool refill, long long since_ns)
 {
     cleanup_free char *json = nsbox_spec_to_json(s);
     if (!json)
@@ -317,14 +317,18 @@ static void exec_filler(const struct nsbox_spec *s, bool refill)
     for (int sig = 1; sig < NSIG; sig++)
         if (sig != SIGKILL && sig != SIGSTOP)
             signal(sig, SIG_DFL);
-    char *args[] = {"nsbox", "pool", "fill", "--spec", "/dev/stdin", refill ? "--refill" : NULL,
-                    NULL};
+    char since[32];
+    snprintf(since, sizeof since, "%lld", since_ns);
+    char *args[] = {"nsbox", "pool", "fill", "--spec", "/dev/stdin", "--after-run", since,
+                    refill ? "--refill" : NULL, NULL};
+    if (!since_ns) /* not started by a run */
+        memmove(&args[5], &args[7], 2 * sizeof args[0]);
     execv("/proc/self/exe", args);
 }
 
 void nsbox_pool_refill_exec(const struct nsbox_spec *s)
 {
-    exec_filler(s, true); /* only 0-2 stay open: nothing of the old sandbox reaches the new ones */
+    exec_filler(s, true, 0); /* only 0-2 stay open: nothing of the old sandbox reaches the new ones */
 }
 
 /* Was path modified within the last `seconds`? */
@@ -364,6 +368,11 @@ void nsbox_pool_after_cold_run(const struct nsbox_spec *s)
         return;
     if (c.cfg.on_repeat && !repeated(&c))
         return;
+    /* A drain that comes after this point wins over the filler started here (fill_key). The
+     * coarse clock, as file times have it: a drain's mark is never dated before this. */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME_COARSE, &now);
+    long long since_ns = (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
     char lock[PATH_MAX];
     if (lock_path(&c, lock, sizeof lock) < 0)
         return;
@@ -386,7 +395,7 @@ void nsbox_pool_after_cold_run(const struct nsbox_spec *s)
             _exit(0);
         if (chdir("/") < 0)
             _exit(125);
-        exec_filler(s, false);
+        exec_filler(s, false, since_ns);
         _exit(125);
     }
     int status;
@@ -396,7 +405,7 @@ void nsbox_pool_after_cold_run(const struct nsbox_spec *s)
 
 /* nsbox_pool_fill once the key is known: make member sandboxes until size wait. */
 static int fill_key(const struct pool_ctx *c, const struct nsbox_spec *member, unsigned size,
-                    bool refill, unsigned *ready, struct nsbox_err *e)
+                    bool refill, long long since_ns, unsigned *ready, struct nsbox_err *e)
 {
     if (mkdir(c->dir, 0700) < 0 && errno != EEXIST)
         return nsbox_err_sys(e, "pool directory %s", c->dir);
@@ -408,14 +417,20 @@ static int fill_key(const struct pool_ctx *c, const struct nsbox_spec *member, u
     if (lfd < 0 || flock(lfd, LOCK_EX) < 0)
         return nsbox_err_sys(e, "pool lock %s", lock);
     /* After `nsbox pool drain`, replacements are not made; a fill somebody asked for (or a cold
-     * run, which shows there is demand) starts the pool again. */
+     * run, which shows there is demand) starts the pool again. A run's filler that the drain
+     * came after (since_ns: when the run decided to start it) gives way to the drain: it may
+     * not have held the lock yet when the drain waited for the fillers. */
     int dfd = open(c->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
-        bool drained = faccessat(dfd, DRAINED, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
-        if (!refill)
+        struct stat st;
+        bool drained = fstatat(dfd, DRAINED, &st, AT_SYMLINK_NOFOLLOW) == 0;
+        bool drained_since = drained && since_ns &&
+                             (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec >=
+                                 since_ns;
+        if (!refill && !drained_since)
             unlinkat(dfd, DRAINED, 0);
         close(dfd);
-        if (drained && refill)
+        if (drained && (refill || drained_since))
             return 0;
     }
     struct nsbox_err ge;
@@ -444,8 +459,8 @@ static int fill_key(const struct pool_ctx *c, const struct nsbox_spec *member, u
     return 0;
 }
 
-int nsbox_pool_fill(const struct nsbox_spec *s, unsigned size, bool refill, unsigned *ready,
-                    struct nsbox_err *e)
+int nsbox_pool_fill(const struct nsbox_spec *s, unsigned size, bool refill, long long since_ns,
+                    unsigned *ready, struct nsbox_err *e)
 {
     *ready = 0;
     struct pool_ctx c;
@@ -464,7 +479,7 @@ int nsbox_pool_fill(const struct nsbox_spec *s, unsigned size, bool refill, unsi
     struct nsbox_spec member;
     if (nsbox_pool_member_spec(s, c.cfg.ttl_seconds, &member, e) < 0)
         return -1;
-    int r = fill_key(&c, &member, size, refill, ready, e);
+    int r = fill_key(&c, &member, size, refill, since_ns, ready, e);
     nsbox_spec_free(&member);
     /* Fillers started by runs have no terminal: keep why (for `nsbox pool ls`, and so that the
      * auto mode does not try again at every run: repeated()); a fill that worked clears it. */
@@ -538,6 +553,7 @@ int nsbox_pool_drain(struct nsbox_err *e)
         closedir(d);
         return nsbox_err_sys(e, "%s/%s", c.dir, DRAINED);
     }
+    futimens(mfd, NULL); /* when: a run's filler started before it gives way (fill_key) */
     close(mfd);
     struct dirent *de;
     while ((de = readdir(d))) {

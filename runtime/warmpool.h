@@ -34,9 +34,11 @@ void nsbox_pool_refill_exec(const struct nsbox_spec *s);
 
 /* Fill the pool for s up to size sandboxes (0: the config's size). *ready: how many wait now.
  * refill: the replacement of a used sandbox, which makes nothing after nsbox_pool_drain()
- * until a fill that is not a refill (the user's, or after a cold run) starts the pool again. */
-int nsbox_pool_fill(const struct nsbox_spec *s, unsigned size, bool refill, unsigned *ready,
-                    struct nsbox_err *e);
+ * until a fill that is not a refill (the user's, or after a cold run) starts the pool again.
+ * since_ns: a filler started by a run, at that time (CLOCK_REALTIME ns; 0 otherwise), which
+ * makes nothing when a drain came after it. */
+int nsbox_pool_fill(const struct nsbox_spec *s, unsigned size, bool refill, long long since_ns,
+                    unsigned *ready, struct nsbox_err *e);
 /* Delete every pooled sandbox (all keys), after stopping the refills and waiting for the fills
  * at work. Returns how many were asked to go, -1 on error. */
 int nsbox_pool_drain(struct nsbox_err *e);

@@ -214,6 +214,26 @@ class Pool(unittest.TestCase):
         self.nsbox("gc", check=True)
         self.assertEqual(self.marks(".seen"), [seen])
 
+    def test_a_drain_right_after_two_runs_wins_over_their_filler(self):
+        # The filler the second run starts may not hold its lock yet when the drain waits for
+        # the fillers at work: it must still make nothing.
+        self.write_config({})
+        for _ in range(4):
+            self.hostname_run()
+            self.hostname_run()
+            self.nsbox("pool", "drain", check=True)
+            time.sleep(1.0)
+            self.assertEqual((self.pooled(), self.live_ids()), ([], []))
+
+    def test_runs_that_cannot_make_their_sandbox_start_no_pool(self):
+        self.write_config({})
+        for _ in range(2):
+            r = self.nsbox("run", "--image", "nosuch", "--", "true")
+            self.assertEqual(r.returncode, 125)
+        time.sleep(1.0)
+        self.assertEqual((self.pooled(), self.live_ids()), ([], []))
+        self.assertEqual((self.marks(".seen"), self.marks(".failed")), ([], []))
+
     def test_size_0_turns_the_pool_off(self):
         self.write_config({"pool": {"size": 0}})
         for _ in range(3):
