@@ -89,7 +89,30 @@ static int pool_section(const char *text, size_t len, void *out, struct nsbox_er
  * key of s. The key covers the binary (a rebuilt nsbox never takes a sandbox an older one
  * made) and the whole config text (instance types, network and workspace settings shape the
  * sandbox too). With the pool off, every run passes here: nothing beyond the config is done. */
+static int ctx_load_uncached(const struct nsbox_spec *s, struct pool_ctx *c,
+                             struct nsbox_err *e);
+
+/* ctx_load, once per spec and process: a cold run loads it to look for a pooled sandbox
+ * (nsbox_pool_run), then again to decide on a filler (nsbox_pool_after_cold_run). */
 static int ctx_load(const struct nsbox_spec *s, struct pool_ctx *c, struct nsbox_err *e)
+{
+    static struct pool_ctx cached;
+    static const struct nsbox_spec *cached_for;
+    if (s && s == cached_for) {
+        *c = cached;
+        return 0;
+    }
+    if (ctx_load_uncached(s, c, e) < 0)
+        return -1;
+    if (s) {
+        cached = *c;
+        cached_for = s;
+    }
+    return 0;
+}
+
+static int ctx_load_uncached(const struct nsbox_spec *s, struct pool_ctx *c,
+                             struct nsbox_err *e)
 {
     memset(c, 0, sizeof *c);
     nsbox_pool_config_init(&c->cfg);
@@ -319,10 +342,15 @@ static void exec_filler(const struct nsbox_spec *s, bool refill, long long since
             signal(sig, SIG_DFL);
     char since[32];
     snprintf(since, sizeof since, "%lld", since_ns);
-    char *args[] = {"nsbox", "pool", "fill", "--spec", "/dev/stdin", "--after-run", since,
-                    refill ? "--refill" : NULL, NULL};
-    if (!since_ns) /* not started by a run */
-        memmove(&args[5], &args[7], 2 * sizeof args[0]);
+    char *args[9] = {"nsbox", "pool", "fill", "--spec", "/dev/stdin"};
+    size_t n = 5;
+    if (since_ns) { /* started by a run */
+        args[n++] = "--after-run";
+        args[n++] = since;
+    }
+    if (refill)
+        args[n++] = "--refill";
+    args[n] = NULL;
     execv("/proc/self/exe", args);
 }
 
@@ -336,7 +364,7 @@ static bool touched_within(const char *path, uint64_t seconds)
 {
     struct stat st;
     struct timespec now;
-    if (stat(path, &st) < 0 || clock_gettime(CLOCK_REALTIME, &now) < 0)
+    if (lstat(path, &st) < 0 || clock_gettime(CLOCK_REALTIME, &now) < 0)
         return false;
     return st.st_mtim.tv_sec <= now.tv_sec && (uint64_t)(now.tv_sec - st.st_mtim.tv_sec) <= seconds;
 }
