@@ -104,6 +104,7 @@ static const struct nsbox_cg_sys real_sys = {
     .rmdir = real_rmdir,
     .write_file = real_write_file,
     .kill = real_kill,
+    .geteuid = geteuid,
 };
 
 static const struct nsbox_cg_sys *sys = &real_sys;
@@ -206,7 +207,7 @@ static const char *const v2_needed[] = {"memory", "cpu", "pids"};
 struct hier {
     char controllers[32]; /* the controllers nsbox uses in this hierarchy, comma separated */
     char own[PATH_MAX];   /* mount + the caller's own cgroup */
-    char cfg[PATH_MAX];   /* mount + $NSBOX_CGROUP_PARENT, "" when unset */
+    char cfg[PATH_MAX];   /* mount + $NSBOX_CGROUP_PARENT (or root's fallback), "" when unset */
 };
 
 static const char *hier_parent(const struct hier *h)
@@ -220,6 +221,7 @@ static struct layout {
     char cfg_rel[PATH_MAX];
     struct hier v2;
     bool v2_subtree_ok; /* the parent's cgroup.subtree_control already has memory cpu pids */
+    bool v2_root_parent; /* the parent is NSBOX_CGROUP_V2_ROOT_PARENT, made by the first create */
     size_t n_v1;
     struct hier v1[C_COUNT];
 } L;
@@ -329,7 +331,21 @@ static int discover_v2(const char *mount, bool unified, const struct nsbox_cg_se
          * domain controllers for its children (the write fails with EBUSY). Moving the
          * caller's processes elsewhere is not ours to do, so say it here. */
         char procs[64];
-        if (read_small(-1, parent, "cgroup.procs", procs, sizeof procs) > 0) {
+        bool busy = read_small(-1, parent, "cgroup.procs", procs, sizeof procs) > 0;
+        if (busy && !cfg_env && sys->geteuid() == 0 &&
+            nsbox_cg_join(h->cfg, sizeof h->cfg, mount, NSBOX_CGROUP_V2_ROOT_PARENT, NULL) == 0) {
+            /* Root in a login session or a service: systemd keeps every process in a leaf
+             * like that. Root may create cgroups anywhere, so its sandboxes go below
+             * NSBOX_CGROUP_V2_ROOT_PARENT at the top, as Docker's go below /docker; the
+             * hierarchy's root is exempt from the rule and enables the controllers for it
+             * (create_v2). Not below the caller's own cgroup, so not within its limits: each
+             * sandbox has its own. Where the top holds processes (a container's cgroup
+             * namespace), that enabling fails with the fix. */
+            snprintf(L.cfg_rel, sizeof L.cfg_rel, "%s", NSBOX_CGROUP_V2_ROOT_PARENT);
+            snprintf(sup->parent, sizeof sup->parent, "%s", h->cfg);
+            L.v2_root_parent = true;
+            L.v2_subtree_ok = false;
+        } else if (busy) {
             WHY("cgroup v2 %s holds processes, so it cannot enable %s for child cgroups (the "
                 "v2 no-internal-process rule): " FIX_V2_INTERNAL,
                 rel, missing);
@@ -595,6 +611,25 @@ static int enable_controllers(const char *parent, struct nsbox_err *e)
     return 0;
 }
 
+/* Root's fallback parent (discover_v2): the hierarchy's root enables the controllers for its
+ * children (the root is exempt from the no-internal-process rule), then the parent is made if
+ * it is not there yet (by an earlier run, or by another nsbox at the same moment). */
+static int make_root_parent(const char *parent, struct nsbox_err *e)
+{
+    char top[PATH_MAX];
+    size_t n = strlen(parent) - strlen(NSBOX_CGROUP_V2_ROOT_PARENT);
+    if (n >= sizeof top)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "cgroup: %s", parent);
+    memcpy(top, parent, n);
+    top[n] = '\0';
+    if (enable_controllers(top, e) < 0)
+        return -1;
+    L.v2_subtree_ok = false; /* that was the top's; the parent's own comes next */
+    if (sys->mkdir(parent, 0755) < 0 && errno != EEXIST)
+        return nsbox_err_sys(e, "cgroup: mkdir %s", parent);
+    return 0;
+}
+
 /* Undo a half-made cgroup: nothing ran in it yet, so this is rmdirs. The first error wins. */
 static int rollback(struct nsbox_cgroup *cg)
 {
@@ -609,6 +644,8 @@ static int create_v2(const char *id, const char *name, const struct nsbox_limits
                      struct nsbox_cgroup *cg, struct nsbox_err *e)
 {
     const char *parent = hier_parent(&L.v2);
+    if (L.v2_root_parent && !L.v2_subtree_ok && make_root_parent(parent, e) < 0)
+        return -1;
     if (!L.v2_subtree_ok && enable_controllers(parent, e) < 0)
         return -1;
     if (nsbox_cg_join(cg->path, sizeof cg->path, parent, NULL, name) < 0)

@@ -46,7 +46,10 @@ struct nsbox_cgroup_support {
  * create cgroups with them there (so `memory && cpu && pids` is "limits are enforceable").
  * Computed once per process (cached; the first call must not race with another thread): the
  * parent is the caller's own cgroup in each hierarchy, or $NSBOX_CGROUP_PARENT (a path relative
- * to the hierarchy root, e.g. "/nsbox"). See docs/cgroups.md. */
+ * to the hierarchy root, e.g. "/nsbox"). On v2, root whose own cgroup holds processes (a login
+ * session, a service) uses NSBOX_CGROUP_V2_ROOT_PARENT below the hierarchy's root instead, as
+ * container engines do. See docs/cgroups.md. */
+#define NSBOX_CGROUP_V2_ROOT_PARENT "/nsbox"
 void nsbox_cgroup_detect(struct nsbox_cgroup_support *sup);
 
 /* An empty handle (version 0, dirfd -1). destroy() of an empty handle does nothing. */
@@ -98,6 +101,7 @@ struct nsbox_cg_sys {
      * kernel treats each write as one command, so it must not be split. -1 and errno. */
     int (*write_file)(int dirfd, const char *name, const char *data, size_t len);
     int (*kill)(pid_t pid, int sig);
+    uid_t (*geteuid)(void); /* who decides whether root's fallback parent applies */
 };
 /* Replace the seam (NULL restores the real kernel) and forget the cached discovery. */
 void nsbox_cgroup_set_sys(const struct nsbox_cg_sys *sys);

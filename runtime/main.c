@@ -47,7 +47,7 @@ static const char usage_text[] =
     "  version\n"
     "\n"
     "run and create OPTIONS (later ones override earlier ones):\n"
-    "  --instance-type small|medium|large   --region R    --spec FILE.json   -e K=V\n"
+    "  --instance-type small|medium|large   --region R    --spec FILE.json|-   -e K=V\n"
     "  --network none|all|allow=H[,H]    --egress CIDR[,CIDR]\n"
     "  --image host|debian|NAME|/DIR     --workspace DIR (yours, kept, no disk limit)\n"
     "run only:     --timeout S   --cwd DIR (relative: to /workspace)\n"
@@ -72,33 +72,50 @@ static int usage_error(const char *fmt, const char *arg)
     return EXIT_USAGE;
 }
 
-/* Read a whole file given on the command line, bounded. */
+/* Read a whole file given on the command line, bounded (the caller's error names it): a regular file, or "-" (standard input)
+ * and other streams such as a pipe, read until their end but never past max bytes. "-" does not
+ * depend on /dev/stdin, which minimal systems lack. */
 static char *read_file_arg(const char *path, size_t max, size_t *len, struct nsbox_err *e)
 {
-    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        nsbox_err_sys(e, "cannot open %s", path);
-        return NULL;
-    }
+    bool std_in = !strcmp(path, "-");
+    cleanup_close int own = std_in ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+    int fd = std_in ? 0 : own;
     struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
-        nsbox_err_set(e, NSBOX_E_INVALID, EFBIG, "%s: not a regular file of at most %zu bytes",
-                      path, max);
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        nsbox_err_sys(e, "cannot open");
         return NULL;
     }
-    char *buf = malloc((size_t)st.st_size + 1);
+    bool regular = S_ISREG(st.st_mode);
+    if (S_ISDIR(st.st_mode) || (regular && (size_t)st.st_size > max)) {
+        nsbox_err_set(e, NSBOX_E_INVALID, EFBIG, "not a file of at most %zu bytes", max);
+        return NULL;
+    }
+    /* a regular file's size says how much to read; a stream is read to its end, one byte past
+     * max at most, to tell an oversized one */
+    size_t want = regular ? (size_t)st.st_size : max + 1;
+    char *buf = malloc(want + 1);
     if (!buf) {
         nsbox_err_sys(e, "malloc");
         return NULL;
     }
     size_t got = 0;
-    while (got < (size_t)st.st_size) {
-        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+    while (got < want) {
+        ssize_t n = read(fd, buf + got, want - got);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
+        if (n < 0) {
+            nsbox_err_sys(e, "cannot read");
+            free(buf);
+            return NULL;
+        }
+        if (n == 0)
             break;
         got += (size_t)n;
+    }
+    if (got > max) {
+        nsbox_err_set(e, NSBOX_E_INVALID, EFBIG, "more than %zu bytes", max);
+        free(buf);
+        return NULL;
     }
     buf[got] = '\0';
     *len = got;
@@ -213,7 +230,9 @@ static int parse_options(int argc, char **argv, struct nsbox_spec *spec,
             if (script && strlen(script) != len)
                 return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
                                      "--setup-script %s: contains a NUL byte", val);
-            if (!script || nsbox_spec_set(spec, "setup_script", script, e) < 0)
+            if (!script)
+                return nsbox_err_wrap(e, "--setup-script %s", val);
+            if (nsbox_spec_set(spec, "setup_script", script, e) < 0)
                 return -1;
         } else if (run_opts && !strcmp(name, "--timeout")) {
             if (parse_seconds(val, 365 * 86400, &run_opts->timeout_ms) < 0) {

@@ -318,7 +318,7 @@ static int lock_path(const struct pool_ctx *c, char *out, size_t n)
     return key_file(c, ".lock", out, n);
 }
 
-/* exec `nsbox pool fill --spec /dev/stdin` with s on stdin (a memfd); refill: a used
+/* exec `nsbox pool fill --spec -` with s on stdin (a memfd); refill: a used
  * sandbox's replacement, which `nsbox pool drain` stops (see nsbox_pool_fill). */
 static void exec_filler(const struct nsbox_spec *s, bool refill, long long since_ns)
 {
@@ -342,7 +342,7 @@ static void exec_filler(const struct nsbox_spec *s, bool refill, long long since
             signal(sig, SIG_DFL);
     char since[32];
     snprintf(since, sizeof since, "%lld", since_ns);
-    char *args[9] = {"nsbox", "pool", "fill", "--spec", "/dev/stdin"};
+    char *args[9] = {"nsbox", "pool", "fill", "--spec", "-"};
     size_t n = 5;
     if (since_ns) { /* started by a run */
         args[n++] = "--after-run";

@@ -146,7 +146,7 @@ class LocalSandbox:
             if isinstance(self.setup_script_timeout_seconds, int):
                 timeout = self.setup_script_timeout_seconds + 600
             try:
-                r = subprocess.run([binary, "create", "--spec", "/dev/stdin", "--json"],
+                r = subprocess.run([binary, "create", "--spec", "-", "--json"],
                                    stdin=spec_file, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, env=env, timeout=timeout)
             except OSError as e:

@@ -9,7 +9,8 @@ import threading
 import time
 import unittest
 
-from nsbox_test import (NSBOX, UID_BASE, Dirs, cgroup_leftovers, is_root, run_nsbox)
+from nsbox_test import (CGROUP_V2_ONLY, NSBOX, UID_BASE, Dirs, cgroup_leftovers, is_root,
+                        run_nsbox, sandbox_cgroup_file)
 
 
 def setUpModule():
@@ -326,6 +327,22 @@ class SpecAndLimits(RunTest):
         r = self.sh("echo $A $B $C", "-e", "C=flag", "--spec", spec, "-e", "B=flag")
         self.assertEqual(r.stdout, b"from-spec flag flag\n", r.stderr)
 
+    def test_spec_from_standard_input_even_a_pipe_and_bounded(self):
+        import json
+        spec = json.dumps({"env": {"A": "from-stdin"}}).encode()
+        # "-" is standard input itself, not /dev/stdin (minimal systems have none); a pipe
+        # works as well as a file
+        r = self.sh("echo $A", "--spec", "-", input=spec)
+        self.assertEqual((r.returncode, r.stdout), (0, b"from-stdin\n"), r.stderr)
+        # a stream longer than the limit is refused, whole, before anything is built
+        r = self.sh("true", "--spec", "-", input=b" " * (4 << 20) + b"{}")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"--spec -: more than 4194304 bytes", r.stderr)
+        r = self.sh("true", "--spec", self.dirs.base)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"not a file of at most", r.stderr)
+        self.assertNoLeftovers()
+
     def test_spec_errors_name_the_key(self):
         for obj, needle in (({"ttl_secondz": 5}, b"ttl_secondz"),
                             ({"ttl_seconds": "5"}, b"ttl_seconds"),
@@ -337,27 +354,19 @@ class SpecAndLimits(RunTest):
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
         self.assertNoLeftovers()
 
-    def cgroup_file(self, sid, controller, name):
-        for top, dirs, files in os.walk(f"/sys/fs/cgroup/{controller}"):
-            if os.path.basename(top) == "nsbox-" + sid and name in files:
-                with open(os.path.join(top, name)) as f:
-                    return f.read().strip()
-            if top.count("/") > 9:
-                dirs[:] = []
-        return None
-
     def test_instance_type_limits_applied(self):
-        if not os.path.isdir("/sys/fs/cgroup/memory"):
-            self.skipTest("checks the v1 limit files; this machine has no v1 memory hierarchy")
         p = subprocess.Popen([os.environ.get("NSBOX_BIN", "nsbox"), "run", "--instance-type",
                               "small", "--", "sh", "-c", "hostname; sleep 60"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.dirs.env())
         try:
             sid = p.stdout.readline().decode().strip().split("-", 1)[1]
-            self.assertEqual(self.cgroup_file(sid, "memory", "memory.limit_in_bytes"),
-                             str(1 << 30))
-            self.assertEqual(self.cgroup_file(sid, "pids", "pids.max"), "256")
-            self.assertEqual(self.cgroup_file(sid, "cpu", "cpu.cfs_quota_us"), "100000")
+            # small: 1 GiB of memory, 256 pids, 1 CPU (v1 and v2 name and write them apart)
+            for controller, v1, v2, want1, want2 in (
+                    ("memory", "memory.limit_in_bytes", "memory.max", str(1 << 30), str(1 << 30)),
+                    ("pids", "pids.max", "pids.max", "256", "256"),
+                    ("cpu", "cpu.cfs_quota_us", "cpu.max", "100000", "100000 100000")):
+                self.assertEqual(sandbox_cgroup_file(sid, controller, v1, v2),
+                                 want2 if CGROUP_V2_ONLY else want1, (v1, v2))
         finally:
             p.terminate()
             p.communicate(timeout=20)
@@ -384,6 +393,58 @@ class SpecAndLimits(RunTest):
         self.assertLess(int(forked), 256)  # small: 256 pids in all
         self.assertGreater(int(forked), 100)
         self.assertEqual(int(err), 11)  # EAGAIN
+
+
+class CgroupV2Root(RunTest):
+    """Root on a cgroup-v2-only machine, in a cgroup that holds processes: what a login
+    session's scope or a service is under systemd, where most users run `sudo nsbox run`."""
+
+    def setUp(self):
+        super().setUp()
+        if not CGROUP_V2_ONLY or not is_root():
+            self.skipTest("needs root and cgroup v2 alone (this host has v1; this runs in the "
+                          "cgroup v2 VM of tests/vm)")
+        self.session = f"/sys/fs/cgroup/nsbox-test-session-{os.getpid()}"
+        os.mkdir(self.session)
+        self.addCleanup(os.rmdir, self.session)
+
+    def test_root_in_a_busy_cgroup_puts_sandboxes_below_the_top_nsbox(self):
+        # the caller's shell stays in the session cgroup: nsbox moves nobody
+        p = subprocess.Popen(["sh", "-c", f"echo $$ > {self.session}/cgroup.procs; exec \"$@\"",
+                              "sh", NSBOX, "run", "--instance-type", "small", "--", "sh", "-c",
+                              "hostname; sleep 30"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.dirs.env())
+        try:
+            line = p.stdout.readline().decode().strip()
+            self.assertTrue(line.startswith("nsbox-"), (line, p.stderr.read(2000) if p.poll()
+                                                        is not None else ""))
+            sid = line.split("-", 1)[1]
+            cg = f"/sys/fs/cgroup/nsbox/nsbox-{sid}"
+            self.assertTrue(os.path.isdir(cg), os.listdir("/sys/fs/cgroup"))
+            with open(os.path.join(cg, "memory.max")) as f:
+                self.assertEqual(f.read().strip(), str(1 << 30))
+            with open(os.path.join(self.session, "cgroup.procs")) as f:
+                self.assertEqual(f.read().split(), [str(p.pid)])
+            with open(os.path.join(self.session, "cgroup.subtree_control")) as f:
+                self.assertEqual(f.read().strip(), "")
+        finally:
+            p.terminate()
+            _, err = p.communicate(timeout=20)
+        self.assertEqual(p.returncode, 128 + signal.SIGTERM, err)
+        self.assertFalse(os.path.exists(cg))
+        self.assertNoLeftovers(sid)
+
+    def test_a_delegated_parent_still_wins(self):
+        parent = f"/sys/fs/cgroup/nsbox-test-parent-{os.getpid()}"
+        os.mkdir(parent)
+        self.addCleanup(os.rmdir, parent)
+        r = subprocess.run(["sh", "-c", f"echo $$ > {self.session}/cgroup.procs; exec \"$@\"",
+                            "sh", NSBOX, "run", "--", "sh", "-c", "hostname"],
+                           capture_output=True, timeout=60,
+                           env=self.dirs.env({"NSBOX_CGROUP_PARENT": "/" + os.path.basename(parent)}))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(parent, "cgroup.subtree_control")) as f:
+            self.assertIn("memory", f.read().split())  # nsbox made its sandbox there
 
 
 class OutOfMemory(RunTest):

@@ -10,7 +10,8 @@ import threading
 import time
 import unittest
 
-from nsbox_test import NSBOX, Dirs, cgroup_leftovers, is_root, run_nsbox
+from nsbox_test import (CGROUP_V2_ONLY, NSBOX, Dirs, cgroup_leftovers, is_root, run_nsbox,
+                        sandbox_cgroup_file)
 
 
 def setUpModule():
@@ -246,10 +247,10 @@ class Lifecycle(SessionTest):
         info = self.inspect(sid)
         self.assertEqual((info["state"], info["sleeps"]), ("sleeping", 1))
         self.assertNotIn("last_wake_us", info)  # never woken yet
-        frozen = [os.path.join(top, "freezer.state") for top, _, files in
-                  os.walk("/sys/fs/cgroup/freezer") if os.path.basename(top) == "nsbox-" + sid]
-        if frozen:  # cgroup v1 here: the freezer shows it
-            self.assertEqual(open(frozen[0]).read().strip(), "FROZEN")
+        # the kernel's freezer says so too: v1 freezer.state, v2 "frozen 1" in cgroup.events
+        frozen = sandbox_cgroup_file(sid, "freezer", "freezer.state", "cgroup.events")
+        self.assertIsNotNone(frozen, "no freezer file for the sandbox's cgroup")
+        self.assertIn("frozen 1" if CGROUP_V2_ONLY else "FROZEN", frozen.splitlines())
         r = self.exec(sid, "echo", "awake")
         self.assertEqual(r.stdout, b"awake\n")
         info = self.inspect(sid)

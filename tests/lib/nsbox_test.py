@@ -116,6 +116,42 @@ def cgroup_leftovers(sandbox_id=None):
     return found
 
 
+# cgroup v2 only (the unified hierarchy at /sys/fs/cgroup, as on most machines and in the test
+# VM of tests/vm), else v1 hierarchies per controller (this project's CI host).
+CGROUP_V2_ONLY = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+
+
+def sandbox_cgroup_file(sid, controller, v1_name, v2_name):
+    """The stripped text of a file of sandbox sid's cgroup, None when there is none: v1_name in
+    the controller's v1 hierarchy, or v2_name in its one v2 cgroup."""
+    top_dir = "/sys/fs/cgroup" if CGROUP_V2_ONLY else f"/sys/fs/cgroup/{controller}"
+    name = v2_name if CGROUP_V2_ONLY else v1_name
+    for top, dirs, files in os.walk(top_dir):
+        if os.path.basename(top) == "nsbox-" + sid and name in files:
+            try:
+                with open(os.path.join(top, name)) as f:
+                    return f.read().strip()
+            except OSError:
+                return None
+        if top.count("/") > 10:
+            dirs[:] = []
+    return None
+
+
+def sandbox_cpu_usage_ns(sid):
+    """CPU time the sandbox's processes used, in ns (v1 cpuacct.usage, v2 cpu.stat), or None."""
+    text = sandbox_cgroup_file(sid, "cpuacct", "cpuacct.usage", "cpu.stat")
+    if text is None:
+        return None
+    if not CGROUP_V2_ONLY:
+        return int(text)
+    for line in text.splitlines():
+        k, _, v = line.partition(" ")
+        if k == "usage_usec":
+            return int(v) * 1000
+    return None
+
+
 def run_nsbox(args, dirs, user=None, input=None, timeout=60, extra_env=None, pass_fds=(),
               check=False, wrap=None):
     """Run nsbox with args; as root, or as `user` (a pwd entry) via setpriv."""
@@ -177,6 +213,50 @@ class V1Delegation:
                     break
                 except OSError:
                     time.sleep(0.05)
+
+
+class V2Delegation:
+    """cgroup v2 delegation for the unprivileged test user, as systemd's Delegate=yes makes it
+    and docs/cgroups.md's recipe uses it: a cgroup below the root whose directory,
+    cgroup.procs, cgroup.subtree_control and cgroup.threads belong to the user, with memory, cpu
+    and pids enabled for it; the caller is moved into a leaf of it ("shell"), so that the
+    delegated cgroup holds no process (the no-internal-process rule), and NSBOX_CGROUP_PARENT
+    names it."""
+
+    def __init__(self, user):
+        self.rel = f"/nsbox-test-deleg-{os.getpid()}"
+        self.path = "/sys/fs/cgroup" + self.rel
+        with open("/sys/fs/cgroup/cgroup.subtree_control", "w") as f:
+            f.write("+memory +cpu +pids")
+        os.makedirs(os.path.join(self.path, "shell"), exist_ok=True)
+        for entry in ("", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads", "shell",
+                      "shell/cgroup.procs"):
+            os.chown(os.path.join(self.path, entry), user.pw_uid, user.pw_gid)
+
+    def wrap(self, cmd):
+        return ["sh", "-c", f"echo $$ > {self.path}/shell/cgroup.procs; "
+                f"export NSBOX_CGROUP_PARENT={self.rel}; " + 'exec "$@"', "sh"] + cmd
+
+    def cleanup(self):
+        for p in (os.path.join(self.path, "shell"), self.path):
+            for _ in range(50):
+                try:
+                    os.rmdir(p)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)
+
+
+def delegation(user):
+    """The user's delegated cgroup(s) on this machine (V1Delegation or V2Delegation), or None
+    when it has neither v1 memory and pids hierarchies nor cgroup v2 alone."""
+    if cgroup_v1():
+        return V1Delegation(user)
+    if CGROUP_V2_ONLY:
+        return V2Delegation(user)
+    return None
 
 
 def wait_for(pred, timeout=20.0, interval=0.02):

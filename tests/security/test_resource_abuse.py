@@ -17,8 +17,9 @@ import threading
 import time
 import unittest
 
-from nsbox_test import (NSBOX, UID_BASE, Dirs, cgroup_leftovers, is_root, loop_devices_under,
-                        run_nsbox, write_config)
+from nsbox_test import (CGROUP_V2_ONLY, NSBOX, UID_BASE, Dirs, cgroup_leftovers, is_root,
+                        loop_devices_under, run_nsbox, sandbox_cgroup_file, sandbox_cpu_usage_ns,
+                        write_config)
 
 SEC_BIN = os.environ.get("NSBOX_SECURITY_BIN_DIR", "")
 ATTACK = os.path.join(SEC_BIN, "attack")
@@ -28,21 +29,10 @@ GiB = 1 << 30
 def setUpModule():
     if not is_root():
         raise unittest.SkipTest("these tests run nsbox as root")
-    if not os.path.isdir("/sys/fs/cgroup/memory") or not os.path.isdir("/sys/fs/cgroup/pids"):
-        raise unittest.SkipTest("the host-side cgroup checks read v1 hierarchies")
-
-
-def cgroup_file(sid, controller, name):
-    for top, dirs, files in os.walk(f"/sys/fs/cgroup/{controller}"):
-        if os.path.basename(top) == "nsbox-" + sid and name in files:
-            try:
-                with open(os.path.join(top, name)) as f:
-                    return f.read().strip()
-            except OSError:
-                return None
-        if top.count("/") > 9:
-            dirs[:] = []
-    return None
+    if not CGROUP_V2_ONLY and not (os.path.isdir("/sys/fs/cgroup/memory") and
+                                   os.path.isdir("/sys/fs/cgroup/pids")):
+        raise unittest.SkipTest("the host-side cgroup checks need v2 only, or v1 memory and pids "
+                                "hierarchies")
 
 
 def processes_of_uid(uid):
@@ -90,7 +80,7 @@ class ResourceTest(unittest.TestCase):
         """The sandbox's host uid, read off a process in its pids cgroup (files it creates in a
         given workspace belong to the directory's owner: idmapped)."""
         for _ in range(100):
-            tasks = (cgroup_file(sid, "pids", "tasks") or "").split()
+            tasks = (sandbox_cgroup_file(sid, "pids", "tasks", "cgroup.procs") or "").split()
             for pid in tasks:
                 try:
                     with open(f"/proc/{pid}/status") as f:
@@ -124,7 +114,7 @@ class ForkBomb(ResourceTest):
         lat, pids, exact = [], [], []
         while p.poll() is None:
             lat.append(host_spawn_latency())
-            v = cgroup_file(sid, "pids", "pids.current")
+            v = sandbox_cgroup_file(sid, "pids", "pids.current", "pids.current")
             if v:
                 exact.append(int(v))
             # The bomb's processes are all the sandbox's uid: count them from the host too. A walk
@@ -148,13 +138,13 @@ class ForkBomb(ResourceTest):
         p, sid = self.start("for i in 1 2 3; do (while :; do :; done) & done; sleep 4; "
                             "echo done", timeout=30)
         time.sleep(1)
-        if cgroup_file(sid, "cpuacct", "cpuacct.usage") is None:
+        if sandbox_cpu_usage_ns(sid) is None:
             p.kill()
             p.communicate()
-            self.skipTest("no v1 cpuacct.usage for the sandbox's cgroup on this host")
-        u0, t0 = int(cgroup_file(sid, "cpuacct", "cpuacct.usage")), time.monotonic()
+            self.skipTest("no cpuacct.usage (v1) or cpu.stat (v2) for the sandbox's cgroup here")
+        u0, t0 = sandbox_cpu_usage_ns(sid), time.monotonic()
         time.sleep(2)
-        u1, t1 = int(cgroup_file(sid, "cpuacct", "cpuacct.usage")), time.monotonic()
+        u1, t1 = sandbox_cpu_usage_ns(sid), time.monotonic()
         out, err = p.communicate(timeout=30)
         cpus = (u1 - u0) / 1e9 / (t1 - t0)
         print(f"\n  3 busy loops in small: {cpus:.2f} CPUs used", file=sys.stderr)

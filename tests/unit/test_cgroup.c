@@ -679,7 +679,14 @@ static int fake_kill(pid_t pid, int sig)
     return 0;
 }
 
+static uid_t g_euid; /* who the fake says we are */
+static uid_t fake_geteuid(void)
+{
+    return g_euid;
+}
+
 static struct nsbox_cg_sys g_fake = {
+    .geteuid = fake_geteuid,
     .fs_magic = fake_magic,
     .mkdir = fake_mkdir,
     .rmdir = fake_rmdir,
@@ -696,6 +703,7 @@ static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw
 static void reset_globals(void)
 {
     g_has_kill = g_has_swap = true;
+    g_euid = 1000; /* a delegated user; tests of root's own rules say so */
     g_fail_file[0] = '\0';
     g_fail_errno = 0;
     g_log[0] = '\0';
@@ -817,6 +825,55 @@ static void test_v2_detect_internal_process(void **state)
     char own[PATH_MAX];
     own_v2(own, "nsbox-a");
     assert_false(exists(own));
+}
+
+/* Root in a cgroup that holds processes (a login session's scope, a service): its sandboxes
+ * go below /nsbox at the top, whose controllers the root enables; nothing else moves. */
+static void test_v2_root_in_a_busy_cgroup_uses_the_top(void **state)
+{
+    (void)state;
+    g_euid = 0;
+    make_v2("cpu memory pids\n", "4242\n");
+    mkfile_in(g_root, "cgroup.subtree_control", "");
+    struct nsbox_cgroup_support sup;
+    nsbox_cgroup_detect(&sup);
+    assert_int_equal(sup.version, 2);
+    assert_true(sup.memory && sup.cpu && sup.pids && sup.freezer);
+    assert_string_equal(sup.why, "");
+    char top[PATH_MAX];
+    pj(top, g_root, "nsbox");
+    assert_string_equal(sup.parent, top);
+    assert_false(exists(top)); /* detection makes nothing */
+
+    struct nsbox_cgroup cg;
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_cgroup_create("a", &k_lim, &cg, &e), 0);
+    char p[PATH_MAX];
+    pj(p, top, "nsbox-a");
+    assert_string_equal(cg.path, p);
+    assert_true(exists(p));
+    pj(p, top, "nsbox-a/memory.max");
+    assert_int_equal(file_u64(p), 1ull << 30);
+    pj(p, g_root, "cgroup.subtree_control");
+    assert_string_equal(rfile(p), "memory cpu pids");
+    own_v2(p, "cgroup.procs");
+    assert_string_equal(rfile(p), "4242\n"); /* the caller's cgroup is left as it was */
+    own_v2(p, "cgroup.subtree_control");
+    assert_string_equal(rfile(p), "");
+    assert_int_equal(nsbox_cgroup_destroy(&cg, &e), 0);
+
+    /* a second create finds /nsbox there and ready */
+    nsbox_cgroup_set_sys(&g_fake);
+    assert_int_equal(nsbox_cgroup_create("b", &k_lim, &cg, &e), 0);
+    pj(p, top, "nsbox-b");
+    assert_true(exists(p));
+    assert_int_equal(nsbox_cgroup_destroy(&cg, &e), 0);
+
+    /* NSBOX_CGROUP_PARENT still wins, and a user other than root gets the rule and its fix */
+    g_euid = 1000;
+    nsbox_cgroup_set_sys(&g_fake);
+    nsbox_cgroup_detect(&sup);
+    assert_non_null(strstr(sup.why, "no-internal-process"));
 }
 
 static void test_v2_parent_env(void **state)
@@ -1334,6 +1391,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_v2_detect_missing_controllers, setup_tree,
                                         teardown_tree),
         cmocka_unit_test_setup_teardown(test_v2_detect_internal_process, setup_tree,
+                                        teardown_tree),
+        cmocka_unit_test_setup_teardown(test_v2_root_in_a_busy_cgroup_uses_the_top, setup_tree,
                                         teardown_tree),
         cmocka_unit_test_setup_teardown(test_v2_parent_env, setup_tree, teardown_tree),
         cmocka_unit_test_setup_teardown(test_v2_mountinfo_fallback, setup_tree, teardown_tree),

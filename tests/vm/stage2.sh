@@ -1,0 +1,44 @@
+#!/bin/bash
+# PID 1 of the test VM once the host's root is mounted (read-only, over 9p): a cgroup-v2-only
+# machine like most users' (Debian 12's own kernel, cgroup2 at /sys/fs/cgroup with every
+# controller), writable tmpfs where a system writes, then the command that tests/vm/run.sh left
+# in the "out" share. Its output goes to out/log and its exit status to out/rc.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1
+mount -t proc proc /proc
+mount -t devtmpfs devtmpfs /dev
+mount -t sysfs sysfs /sys
+mkdir -p /dev/pts /dev/shm
+mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts
+ln -sf pts/ptmx /dev/ptmx 2>/dev/null
+mount -t tmpfs tmpfs /dev/shm
+# /tmp, where the tests keep their directories and sandboxes their workspace images, is an
+# ext4 on the scratch disk (a sparse file on the host), so that big files do not fill the RAM.
+modprobe virtio_blk
+mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1 /dev/vda && mount /dev/vda /tmp
+for d in /run /var/tmp /var/cache /var/lib /root /home; do
+    mount -t tmpfs -o mode=0755,size=300g tmpfs "$d"
+done
+chmod 1777 /tmp /var/tmp
+# /etc writable over the host's (an overlay whose upper layer is in RAM): the tests add their
+# unprivileged user with useradd
+mkdir -p /run/etc-rw && mount -t tmpfs tmpfs /run/etc-rw && mkdir -p /run/etc-rw/up /run/etc-rw/work
+mount -t overlay overlay -o lowerdir=/etc,upperdir=/run/etc-rw/up,workdir=/run/etc-rw/work /etc ||
+    echo "nsbox-vm: /etc stays read-only"
+mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup
+mkdir -p /run/nsboxvm
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 out /run/nsboxvm
+for m in loop overlay nf_tables veth; do modprobe "$m" 2>/dev/null; done
+ip link set lo up
+hostname nsbox-vm
+echo "nsbox-vm: $(uname -r), cgroup2 controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+rc=1
+if [ -f /run/nsboxvm/cmd ]; then
+    bash /run/nsboxvm/cmd < /dev/null > /run/nsboxvm/log 2>&1
+    rc=$?
+fi
+echo "$rc" > /run/nsboxvm/rc
+sync
+umount /run/nsboxvm
+echo o > /proc/sysrq-trigger
+sleep 10
