@@ -222,6 +222,7 @@ static struct layout {
     struct hier v2;
     bool v2_subtree_ok; /* the parent's cgroup.subtree_control already has memory cpu pids */
     bool v2_root_parent; /* the parent is NSBOX_CGROUP_V2_ROOT_PARENT, made by the first create */
+    char v2_top[PATH_MAX]; /* where v2 is mounted */
     size_t n_v1;
     struct hier v1[C_COUNT];
 } L;
@@ -251,6 +252,39 @@ static int resolve_own(const char *mount, const char *path, char *out, size_t n)
 
 #define WHY(...) snprintf(sup->why, sizeof sup->why, __VA_ARGS__)
 
+/* Root whose own cgroup cannot hold sandboxes (it lacks the controllers, or holds processes:
+ * a login session's scope, a service; systemd keeps every process in a leaf like that) and
+ * that did not name a parent: root may create cgroups anywhere, so its sandboxes go below
+ * NSBOX_CGROUP_V2_ROOT_PARENT at the top, as Docker's go below /docker. The top is exempt from
+ * the no-internal-process rule and enables the controllers for it at the first create
+ * (make_root_parent). Not below the caller's own cgroup, so not within its limits: each
+ * sandbox has its own. Where the top does not list the controllers, or holds processes (a
+ * container's cgroup namespace), the own cgroup's error stands or the enabling fails with the
+ * fix. 1 when taken (sup filled). */
+static int use_root_parent(const char *mount, const char *own, struct hier *h)
+{
+    struct nsbox_cgroup_support *sup = &L.sup;
+    char ctl[512], missing[64], p[PATH_MAX];
+    if (sys->geteuid() != 0 || read_small(-1, mount, "cgroup.controllers", ctl, sizeof ctl) < 0 ||
+        nsbox_cg_missing(ctl, v2_needed, NSBOX_ARRAY_LEN(v2_needed), missing, sizeof missing) ||
+        nsbox_cg_join(h->cfg, sizeof h->cfg, mount, NSBOX_CGROUP_V2_ROOT_PARENT, NULL) < 0)
+        return 0;
+    snprintf(L.cfg_rel, sizeof L.cfg_rel, "%s", NSBOX_CGROUP_V2_ROOT_PARENT);
+    L.v2_root_parent = true;
+    L.v2_subtree_ok = false;
+    sup->version = 2;
+    snprintf(sup->parent, sizeof sup->parent, "%s", h->cfg);
+    sup->writable = sup->freezer = true; /* root; cgroup.freeze is in every non-root cgroup */
+    sup->memory = sup->cpu = sup->pids = true;
+    /* swap accounting shows in any cgroup with the memory controller: ours, or the caller's */
+    sup->swap = (nsbox_cg_join(p, sizeof p, h->cfg, NULL, "memory.swap.max") == 0 &&
+                 access(p, F_OK) == 0) ||
+                (nsbox_cg_join(p, sizeof p, own, NULL, "memory.swap.max") == 0 &&
+                 access(p, F_OK) == 0);
+    sup->why[0] = '\0';
+    return 1;
+}
+
 /* 1: v2 is the hierarchy to use (sup filled, maybe with a why); 0: v2 lacks the controllers
  * (why in v2why), the caller may try v1. unified: v2 is the only hierarchy (else hybrid, where
  * v2 without controllers is the normal case and v1 decides). */
@@ -259,6 +293,7 @@ static int discover_v2(const char *mount, bool unified, const struct nsbox_cg_se
 {
     struct nsbox_cgroup_support *sup = &L.sup;
     struct hier *h = &L.v2;
+    snprintf(L.v2_top, sizeof L.v2_top, "%s", mount);
     if (resolve_own(mount, self->v2_path, h->own, sizeof h->own) < 0) {
         snprintf(v2why, whyn, "cgroup v2: cannot find this process's cgroup %s under %s",
                  self->v2_path, mount);
@@ -277,6 +312,8 @@ static int discover_v2(const char *mount, bool unified, const struct nsbox_cg_se
     const char *rel = parent + strlen(mount);
     if (!*rel)
         rel = "/";
+    bool is_root = strcmp(rel, "/") == 0;
+    bool may_use_top = !cfg_env && !is_root; /* root may: use_root_parent */
     char ctl[512];
     if (read_small(-1, parent, "cgroup.controllers", ctl, sizeof ctl) < 0) {
         if (cfg_env && unified) {
@@ -292,6 +329,8 @@ static int discover_v2(const char *mount, bool unified, const struct nsbox_cg_se
     }
     char missing[64];
     if (nsbox_cg_missing(ctl, v2_needed, NSBOX_ARRAY_LEN(v2_needed), missing, sizeof missing)) {
+        if (may_use_top && use_root_parent(mount, parent, h))
+            return 1;
         snprintf(v2why, whyn,
                  "cgroup v2 controllers %s are not delegated to %s (its parent does not enable "
                  "them in cgroup.subtree_control): " FIX_V2_DELEGATE,
@@ -301,7 +340,6 @@ static int discover_v2(const char *mount, bool unified, const struct nsbox_cg_se
 
     sup->version = 2;
     snprintf(sup->parent, sizeof sup->parent, "%s", parent);
-    bool is_root = strcmp(rel, "/") == 0;
     /* The root cgroup has no cgroup.freeze nor memory.swap.max; below it their presence is the
      * feature test (freeze: Linux 5.2; swap: swap accounting compiled in and enabled). */
     sup->freezer = true;
@@ -331,21 +369,9 @@ static int discover_v2(const char *mount, bool unified, const struct nsbox_cg_se
          * domain controllers for its children (the write fails with EBUSY). Moving the
          * caller's processes elsewhere is not ours to do, so say it here. */
         char procs[64];
-        bool busy = read_small(-1, parent, "cgroup.procs", procs, sizeof procs) > 0;
-        if (busy && !cfg_env && sys->geteuid() == 0 &&
-            nsbox_cg_join(h->cfg, sizeof h->cfg, mount, NSBOX_CGROUP_V2_ROOT_PARENT, NULL) == 0) {
-            /* Root in a login session or a service: systemd keeps every process in a leaf
-             * like that. Root may create cgroups anywhere, so its sandboxes go below
-             * NSBOX_CGROUP_V2_ROOT_PARENT at the top, as Docker's go below /docker; the
-             * hierarchy's root is exempt from the rule and enables the controllers for it
-             * (create_v2). Not below the caller's own cgroup, so not within its limits: each
-             * sandbox has its own. Where the top holds processes (a container's cgroup
-             * namespace), that enabling fails with the fix. */
-            snprintf(L.cfg_rel, sizeof L.cfg_rel, "%s", NSBOX_CGROUP_V2_ROOT_PARENT);
-            snprintf(sup->parent, sizeof sup->parent, "%s", h->cfg);
-            L.v2_root_parent = true;
-            L.v2_subtree_ok = false;
-        } else if (busy) {
+        if (read_small(-1, parent, "cgroup.procs", procs, sizeof procs) > 0) {
+            if (may_use_top && use_root_parent(mount, parent, h))
+                return 1;
             WHY("cgroup v2 %s holds processes, so it cannot enable %s for child cgroups (the "
                 "v2 no-internal-process rule): " FIX_V2_INTERNAL,
                 rel, missing);
@@ -607,7 +633,6 @@ static int enable_controllers(const char *parent, struct nsbox_err *e)
         errno = err;
         return write_error(e, parent, "cgroup.subtree_control", add);
     }
-    L.v2_subtree_ok = true;
     return 0;
 }
 
@@ -616,15 +641,8 @@ static int enable_controllers(const char *parent, struct nsbox_err *e)
  * it is not there yet (by an earlier run, or by another nsbox at the same moment). */
 static int make_root_parent(const char *parent, struct nsbox_err *e)
 {
-    char top[PATH_MAX];
-    size_t n = strlen(parent) - strlen(NSBOX_CGROUP_V2_ROOT_PARENT);
-    if (n >= sizeof top)
-        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "cgroup: %s", parent);
-    memcpy(top, parent, n);
-    top[n] = '\0';
-    if (enable_controllers(top, e) < 0)
+    if (enable_controllers(L.v2_top, e) < 0)
         return -1;
-    L.v2_subtree_ok = false; /* that was the top's; the parent's own comes next */
     if (sys->mkdir(parent, 0755) < 0 && errno != EEXIST)
         return nsbox_err_sys(e, "cgroup: mkdir %s", parent);
     return 0;
@@ -644,10 +662,13 @@ static int create_v2(const char *id, const char *name, const struct nsbox_limits
                      struct nsbox_cgroup *cg, struct nsbox_err *e)
 {
     const char *parent = hier_parent(&L.v2);
-    if (L.v2_root_parent && !L.v2_subtree_ok && make_root_parent(parent, e) < 0)
-        return -1;
-    if (!L.v2_subtree_ok && enable_controllers(parent, e) < 0)
-        return -1;
+    if (!L.v2_subtree_ok) {
+        if (L.v2_root_parent && make_root_parent(parent, e) < 0)
+            return -1;
+        if (enable_controllers(parent, e) < 0)
+            return -1;
+        L.v2_subtree_ok = true;
+    }
     if (nsbox_cg_join(cg->path, sizeof cg->path, parent, NULL, name) < 0)
         return nsbox_err_sys(e, "cgroup: path for %s", name);
     if (sys->mkdir(cg->path, 0755) < 0)
@@ -1000,6 +1021,17 @@ int nsbox_cgroup_destroy(struct nsbox_cgroup *cg, struct nsbox_err *e)
     return 0;
 }
 
+/* parents[i] is set and not one of the places before it */
+static bool usable_place(const char *const *parents, int i)
+{
+    if (!parents[i][0])
+        return false;
+    for (int k = 0; k < i; k++)
+        if (strcmp(parents[k], parents[i]) == 0)
+            return false;
+    return true;
+}
+
 int nsbox_cgroup_remove_by_id(const char *id, struct nsbox_err *e)
 {
     if (!nsbox_cg_valid_id(id))
@@ -1009,24 +1041,28 @@ int nsbox_cgroup_remove_by_id(const char *id, struct nsbox_err *e)
     char name[80];
     snprintf(name, sizeof name, "nsbox-%s", id);
     int r = 0;
-    /* Both places a sandbox of ours can be: below our own cgroup and below the configured
-     * parent (the crashed run may have been started with or without it). */
-    for (int where = 0; where < 2; where++) {
+    /* Every place a sandbox of ours can be: below our own cgroup, below the configured parent
+     * (the crashed run may have been started with or without it), and on v2 for root, below
+     * the top's NSBOX_CGROUP_V2_ROOT_PARENT (a run from a session scope, use_root_parent). */
+    char top_parent[PATH_MAX] = "";
+    if (L.sup.version == 2 && sys->geteuid() == 0)
+        nsbox_cg_join(top_parent, sizeof top_parent, L.v2_top, NSBOX_CGROUP_V2_ROOT_PARENT, NULL);
+    for (int where = 0; where < 3; where++) {
         struct nsbox_cgroup cg;
         nsbox_cgroup_init(&cg);
         if (L.sup.version == 2) {
-            const char *parent = where == 0 ? L.v2.own : L.v2.cfg;
-            if (!parent[0] || (where == 1 && strcmp(parent, L.v2.own) == 0) ||
-                nsbox_cg_join(cg.path, sizeof cg.path, parent, NULL, name) < 0 ||
+            const char *const parents[3] = {L.v2.own, L.v2.cfg, top_parent};
+            if (!usable_place(parents, where) ||
+                nsbox_cg_join(cg.path, sizeof cg.path, parents[where], NULL, name) < 0 ||
                 access(cg.path, F_OK) < 0)
                 continue;
             cg.version = 2;
         } else if (L.sup.version == 1) {
             for (size_t i = 0; i < L.n_v1; i++) {
-                const char *parent = where == 0 ? L.v1[i].own : L.v1[i].cfg;
+                const char *const parents[3] = {L.v1[i].own, L.v1[i].cfg, ""};
                 char *path = cg.v1[cg.n_v1].path;
-                if (!parent[0] || (where == 1 && strcmp(parent, L.v1[i].own) == 0) ||
-                    nsbox_cg_join(path, sizeof cg.v1[0].path, parent, NULL, name) < 0 ||
+                if (!usable_place(parents, where) ||
+                    nsbox_cg_join(path, sizeof cg.v1[0].path, parents[where], NULL, name) < 0 ||
                     access(path, F_OK) < 0)
                     continue;
                 snprintf(cg.v1[cg.n_v1].controller, sizeof cg.v1[0].controller, "%s",

@@ -72,9 +72,10 @@ static int usage_error(const char *fmt, const char *arg)
     return EXIT_USAGE;
 }
 
-/* Read a whole file given on the command line, bounded (the caller's error names it): a regular file, or "-" (standard input)
- * and other streams such as a pipe, read until their end but never past max bytes. "-" does not
- * depend on /dev/stdin, which minimal systems lack. */
+/* Read a whole file given on the command line, bounded; the caller's error names it. A regular
+ * file, or "-" (standard input) and other streams such as a pipe, read to their end but never
+ * past max bytes. "-" reads fd 0 itself: /dev/stdin is absent on minimal systems, and cannot be
+ * opened at all when fd 0 is a socket. */
 static char *read_file_arg(const char *path, size_t max, size_t *len, struct nsbox_err *e)
 {
     bool std_in = !strcmp(path, "-");

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <time.h>
 
 /* Default disposition for every signal and an empty mask: ignored dispositions and the mask
  * survive exec, and a caller's (nsbox's, init's) must not pass to a sandbox command. */
@@ -39,6 +40,11 @@ void nsbox_close_fds_except(int keep);
 
 /* CLOCK_MONOTONIC in milliseconds. */
 int64_t nsbox_now_ms(void);
+/* A time (a clock's reading, a file's st_mtim) in nanoseconds. */
+static inline int64_t nsbox_timespec_ns(const struct timespec *t)
+{
+    return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
 
 /* State letter and parent pid from /proc/PID/stat (of our pid namespace). 0 or -1 (errno). */
 int nsbox_proc_stat(int pid, char *state, int *ppid);

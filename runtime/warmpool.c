@@ -90,28 +90,6 @@ static int pool_section(const char *text, size_t len, void *out, struct nsbox_er
  * made) and the whole config text (instance types, network and workspace settings shape the
  * sandbox too). With the pool off, every run passes here: nothing beyond the config is done. */
 static int ctx_load_uncached(const struct nsbox_spec *s, struct pool_ctx *c,
-                             struct nsbox_err *e);
-
-/* ctx_load, once per spec and process: a cold run loads it to look for a pooled sandbox
- * (nsbox_pool_run), then again to decide on a filler (nsbox_pool_after_cold_run). */
-static int ctx_load(const struct nsbox_spec *s, struct pool_ctx *c, struct nsbox_err *e)
-{
-    static struct pool_ctx cached;
-    static const struct nsbox_spec *cached_for;
-    if (s && s == cached_for) {
-        *c = cached;
-        return 0;
-    }
-    if (ctx_load_uncached(s, c, e) < 0)
-        return -1;
-    if (s) {
-        cached = *c;
-        cached_for = s;
-    }
-    return 0;
-}
-
-static int ctx_load_uncached(const struct nsbox_spec *s, struct pool_ctx *c,
                              struct nsbox_err *e)
 {
     memset(c, 0, sizeof *c);
@@ -155,6 +133,25 @@ static int ctx_load_uncached(const struct nsbox_spec *s, struct pool_ctx *c,
         memcpy(extra + n, text, len);
     if (nsbox_pool_key(s, extra, n + (text ? len : 0), c->key) < 0)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    return 0;
+}
+
+/* ctx_load, once per spec and process: a cold run loads it to look for a pooled sandbox
+ * (nsbox_pool_run), then again to decide on a filler (nsbox_pool_after_cold_run). */
+static int ctx_load(const struct nsbox_spec *s, struct pool_ctx *c, struct nsbox_err *e)
+{
+    static struct pool_ctx cached;
+    static const struct nsbox_spec *cached_for;
+    if (s && s == cached_for) {
+        *c = cached;
+        return 0;
+    }
+    if (ctx_load_uncached(s, c, e) < 0)
+        return -1;
+    if (s) {
+        cached = *c;
+        cached_for = s;
+    }
     return 0;
 }
 
@@ -400,7 +397,7 @@ void nsbox_pool_after_cold_run(const struct nsbox_spec *s)
      * coarse clock, as file times have it: a drain's mark is never dated before this. */
     struct timespec now;
     clock_gettime(CLOCK_REALTIME_COARSE, &now);
-    long long since_ns = (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
+    long long since_ns = nsbox_timespec_ns(&now);
     char lock[PATH_MAX];
     if (lock_path(&c, lock, sizeof lock) < 0)
         return;
@@ -452,9 +449,7 @@ static int fill_key(const struct pool_ctx *c, const struct nsbox_spec *member, u
     if (dfd >= 0) {
         struct stat st;
         bool drained = fstatat(dfd, DRAINED, &st, AT_SYMLINK_NOFOLLOW) == 0;
-        bool drained_since = drained && since_ns &&
-                             (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec >=
-                                 since_ns;
+        bool drained_since = drained && since_ns && nsbox_timespec_ns(&st.st_mtim) >= since_ns;
         if (!refill && !drained_since)
             unlinkat(dfd, DRAINED, 0);
         close(dfd);

@@ -334,6 +334,15 @@ class SpecAndLimits(RunTest):
         # works as well as a file
         r = self.sh("echo $A", "--spec", "-", input=spec)
         self.assertEqual((r.returncode, r.stdout), (0, b"from-stdin\n"), r.stderr)
+        # a socket, which open("/dev/stdin") refuses (ENXIO): "-" must read fd 0 itself
+        mine, theirs = socket.socketpair()
+        with mine, theirs:
+            mine.sendall(spec)
+            mine.shutdown(socket.SHUT_WR)
+            r = subprocess.run([NSBOX, "run", "--spec", "-", "--", "sh", "-c", "echo $A"],
+                               stdin=theirs.fileno(), capture_output=True, timeout=60,
+                               env=self.dirs.env())
+        self.assertEqual((r.returncode, r.stdout), (0, b"from-stdin\n"), r.stderr)
         # a stream longer than the limit is refused, whole, before anything is built
         r = self.sh("true", "--spec", "-", input=b" " * (4 << 20) + b"{}")
         self.assertEqual(r.returncode, 125)
@@ -435,6 +444,9 @@ class CgroupV2Root(RunTest):
         self.assertNoLeftovers(sid)
 
     def test_a_delegated_parent_still_wins(self):
+        # delegated as an admin would: the top enables the controllers for it first
+        with open("/sys/fs/cgroup/cgroup.subtree_control", "w") as f:
+            f.write("+memory +cpu +pids")
         parent = f"/sys/fs/cgroup/nsbox-test-parent-{os.getpid()}"
         os.mkdir(parent)
         self.addCleanup(os.rmdir, parent)

@@ -171,6 +171,20 @@ def run_nsbox(args, dirs, user=None, input=None, timeout=60, extra_env=None, pas
     return r
 
 
+def rmdir_cgroups(paths):
+    """Remove test-made cgroup directories, children first, waiting up to 2.5 s each for the
+    processes in them to be gone."""
+    for p in paths:
+        for _ in range(50):
+            try:
+                os.rmdir(p)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.05)
+
+
 class V1Delegation:
     """cgroup v1 delegation for the unprivileged test user: one cgroup per controller below this
     process's own, owned by the user, as systemd's Delegate=yes would give on v2. nsbox run as
@@ -204,15 +218,7 @@ class V1Delegation:
         return ["sh", "-c", joins + ' exec "$@"', "sh"] + cmd
 
     def cleanup(self):
-        for p in self.paths:
-            for _ in range(50):
-                try:
-                    os.rmdir(p)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.05)
+        rmdir_cgroups(self.paths)
 
 
 class V2Delegation:
@@ -238,15 +244,7 @@ class V2Delegation:
                 f"export NSBOX_CGROUP_PARENT={self.rel}; " + 'exec "$@"', "sh"] + cmd
 
     def cleanup(self):
-        for p in (os.path.join(self.path, "shell"), self.path):
-            for _ in range(50):
-                try:
-                    os.rmdir(p)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.05)
+        rmdir_cgroups([os.path.join(self.path, "shell"), self.path])
 
 
 def delegation(user):

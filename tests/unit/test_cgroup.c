@@ -869,11 +869,67 @@ static void test_v2_root_in_a_busy_cgroup_uses_the_top(void **state)
     assert_true(exists(p));
     assert_int_equal(nsbox_cgroup_destroy(&cg, &e), 0);
 
-    /* NSBOX_CGROUP_PARENT still wins, and a user other than root gets the rule and its fix */
+    /* NSBOX_CGROUP_PARENT still wins */
+    char cfg[PATH_MAX];
+    pj(cfg, g_root, "deleg");
+    assert_int_equal(mkdir(cfg, 0755), 0);
+    mkfile_in(cfg, "cgroup.controllers", "cpu memory pids\n");
+    mkfile_in(cfg, "cgroup.subtree_control", "");
+    setenv("NSBOX_CGROUP_PARENT", "/deleg", 1);
+    nsbox_cgroup_set_sys(&g_fake);
+    nsbox_cgroup_detect(&sup);
+    assert_string_equal(sup.parent, cfg);
+    unsetenv("NSBOX_CGROUP_PARENT");
+
+    /* and a user other than root gets the rule and its fix */
     g_euid = 1000;
     nsbox_cgroup_set_sys(&g_fake);
     nsbox_cgroup_detect(&sup);
     assert_non_null(strstr(sup.why, "no-internal-process"));
+}
+
+/* Root in a cgroup whose parent did not enable the controllers for it (a fresh machine with
+ * nothing enabled below the top): the same top-level parent, the controllers enabled by the
+ * top. A user other than root is told the controllers are not delegated. */
+static void test_v2_root_without_controllers_uses_the_top(void **state)
+{
+    (void)state;
+    g_euid = 0;
+    make_v2("cpu io\n", "");
+    mkfile_in(g_root, "cgroup.subtree_control", "");
+    struct nsbox_cgroup_support sup;
+    nsbox_cgroup_detect(&sup);
+    assert_int_equal(sup.version, 2);
+    assert_true(sup.memory && sup.cpu && sup.pids);
+    char top[PATH_MAX];
+    pj(top, g_root, "nsbox");
+    assert_string_equal(sup.parent, top);
+    struct nsbox_cgroup cg;
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_cgroup_create("a", &k_lim, &cg, &e), 0);
+    char p[PATH_MAX];
+    pj(p, top, "nsbox-a/pids.max");
+    assert_int_equal(file_u64(p), 100);
+    close(cg.dirfd); /* its supervisor died: the cgroup is left behind */
+
+    /* root's gc from a cgroup of its own that can hold sandboxes still looks below the top */
+    own_v2(p, "cgroup.controllers");
+    wfile(p, "cpu memory pids\n");
+    nsbox_cgroup_set_sys(&g_fake);
+    nsbox_cgroup_detect(&sup);
+    own_v2(p, NULL);
+    assert_string_equal(sup.parent, p);
+    assert_int_equal(nsbox_cgroup_remove_by_id("a", &e), 0);
+    pj(p, top, "nsbox-a");
+    assert_false(exists(p));
+
+    g_euid = 1000;
+    own_v2(p, "cgroup.controllers");
+    wfile(p, "cpu io\n");
+    nsbox_cgroup_set_sys(&g_fake);
+    nsbox_cgroup_detect(&sup);
+    assert_int_equal(sup.version, 0);
+    assert_non_null(strstr(sup.why, "Delegate=yes"));
 }
 
 static void test_v2_parent_env(void **state)
@@ -1394,6 +1450,8 @@ int main(void)
                                         teardown_tree),
         cmocka_unit_test_setup_teardown(test_v2_root_in_a_busy_cgroup_uses_the_top, setup_tree,
                                         teardown_tree),
+        cmocka_unit_test_setup_teardown(test_v2_root_without_controllers_uses_the_top,
+                                        setup_tree, teardown_tree),
         cmocka_unit_test_setup_teardown(test_v2_parent_env, setup_tree, teardown_tree),
         cmocka_unit_test_setup_teardown(test_v2_mountinfo_fallback, setup_tree, teardown_tree),
         cmocka_unit_test_setup_teardown(test_v2_create_attach_stats_freeze_destroy, setup_tree,
