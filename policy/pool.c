@@ -161,3 +161,17 @@ bool nsbox_pool_key_file(const char *name, const char *suffix, char key[NSBOX_PO
     key[NSBOX_POOL_KEY_LEN] = '\0';
     return true;
 }
+
+void nsbox_pool_format_age(char *out, size_t n, int64_t seconds)
+{
+    if (seconds <= 0)
+        snprintf(out, n, "just now");
+    else if (seconds < 120)
+        snprintf(out, n, "%lld s ago", (long long)seconds);
+    else if (seconds < 2 * 3600)
+        snprintf(out, n, "%lld min ago", (long long)(seconds / 60));
+    else if (seconds < 2 * 86400)
+        snprintf(out, n, "%lld h ago", (long long)(seconds / 3600));
+    else
+        snprintf(out, n, "%lld days ago", (long long)(seconds / 86400));
+}

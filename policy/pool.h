@@ -61,10 +61,16 @@ bool nsbox_pool_entry_parse(const char *name, char key[NSBOX_POOL_KEY_LEN + 1],
 
 #define NSBOX_POOL_SEEN ".seen"     /* <key>.seen: the last cold run of the key (auto mode) */
 #define NSBOX_POOL_FAILED ".failed" /* <key>.failed: the last fill of the key failed, and why */
-#define NSBOX_POOL_MARK_MAX_AGE 86400 /* seconds after which gc removes those two */
+#define NSBOX_POOL_LOCK ".lock"     /* <key>.lock: held by the key's filler while it works */
+#define NSBOX_POOL_MARK_MAX_AGE 86400 /* seconds after which gc removes those three (a lock
+                                         only when nobody holds it) */
 
 /* A key's own file in the pool directory: "<key><suffix>" (".lock", ".seen", ".failed").
  * Returns false for anything else. */
 bool nsbox_pool_key_file(const char *name, const char *suffix, char key[NSBOX_POOL_KEY_LEN + 1]);
+
+/* How long ago, for `pool ls`: "just now", "42 s ago", "5 min ago", "3 h ago", "2 days ago"
+ * (a clock set back gives "just now"). */
+void nsbox_pool_format_age(char *out, size_t n, int64_t seconds);
 
 #endif

@@ -337,12 +337,19 @@ int nsbox_gc(bool verbose, struct nsbox_err *e)
             if (nsbox_pool_entry_parse(de->d_name, key, id) && path_join(sdir, rt, id, e) == 0 &&
                 access(sdir, F_OK) < 0 && errno == ENOENT)
                 unlinkat(dirfd(d), de->d_name, 0);
-            /* the auto mode's marks of settings nobody has run for a day */
+            /* the auto mode's marks, and fillers' locks, of settings nobody has run for a
+             * day (a lock only when nobody holds it: fill_key takes the file at the path) */
             else if ((nsbox_pool_key_file(de->d_name, NSBOX_POOL_SEEN, key) ||
-                      nsbox_pool_key_file(de->d_name, NSBOX_POOL_FAILED, key)) &&
+                      nsbox_pool_key_file(de->d_name, NSBOX_POOL_FAILED, key) ||
+                      nsbox_pool_key_file(de->d_name, NSBOX_POOL_LOCK, key)) &&
                      fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                     time(NULL) - st.st_mtime > NSBOX_POOL_MARK_MAX_AGE)
-                unlinkat(dirfd(d), de->d_name, 0);
+                     time(NULL) - st.st_mtime > NSBOX_POOL_MARK_MAX_AGE) {
+                int lfd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                if (lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) == 0)
+                    unlinkat(dirfd(d), de->d_name, 0);
+                if (lfd >= 0)
+                    close(lfd);
+            }
         }
         closedir(d);
     }

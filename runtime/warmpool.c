@@ -312,7 +312,7 @@ static int key_file(const struct pool_ctx *c, const char *suffix, char *out, siz
 
 static int lock_path(const struct pool_ctx *c, char *out, size_t n)
 {
-    return key_file(c, ".lock", out, n);
+    return key_file(c, NSBOX_POOL_LOCK, out, n);
 }
 
 /* exec `nsbox pool fill --spec -` with s on stdin (a memfd); refill: a used
@@ -437,10 +437,24 @@ static int fill_key(const struct pool_ctx *c, const struct nsbox_spec *member, u
     char lock[PATH_MAX];
     if (lock_path(c, lock, sizeof lock) < 0)
         return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "pool lock path too long");
-    /* One filler per key at a time; a second waits, then finds the pool full. */
-    cleanup_close int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (lfd < 0 || flock(lfd, LOCK_EX) < 0)
-        return nsbox_err_sys(e, "pool lock %s", lock);
+    /* One filler per key at a time; a second waits, then finds the pool full. gc and drain
+     * remove lock files nobody holds: a lock taken on a file no longer at the path guards
+     * nothing, so take the one that is there. */
+    cleanup_close int lfd = -1;
+    for (int tries = 0;; tries++) {
+        lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (lfd < 0 || flock(lfd, LOCK_EX) < 0)
+            return nsbox_err_sys(e, "pool lock %s", lock);
+        struct stat a, b;
+        if (fstat(lfd, &a) == 0 && lstat(lock, &b) == 0 && a.st_ino == b.st_ino &&
+            a.st_dev == b.st_dev)
+            break;
+        if (tries == 100)
+            return nsbox_err_set(e, NSBOX_E_SYS, EAGAIN, "pool lock %s: removed each time it "
+                                 "was taken", lock);
+        close(lfd);
+    }
+    futimens(lfd, NULL); /* in use: gc removes only locks idle for a day */
     /* After `nsbox pool drain`, replacements are not made; a fill somebody asked for (or a cold
      * run, which shows there is demand) starts the pool again. A run's filler that the drain
      * came after (since_ns: when the run decided to start it) gives way to the drain: it may
@@ -587,7 +601,7 @@ int nsbox_pool_drain(struct nsbox_err *e)
             unlinkat(dirfd(d), de->d_name, 0);
             continue;
         }
-        if (!nsbox_pool_key_file(de->d_name, ".lock", key))
+        if (!nsbox_pool_key_file(de->d_name, NSBOX_POOL_LOCK, key))
             continue;
         int lfd = openat(dirfd(d), de->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
         if (lfd < 0)
@@ -634,12 +648,21 @@ static void report_failures(void)
         if (!nsbox_pool_key_file(de->d_name, FAILED, key))
             continue;
         int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
         ssize_t n = fd >= 0 ? read(fd, msg, sizeof msg - 1) : -1;
+        bool dated = fd >= 0 && fstat(fd, &st) == 0;
         if (fd >= 0)
             close(fd);
         msg[n > 0 ? n : 0] = '\0';
         msg[strcspn(msg, "\n")] = '\0';
-        fprintf(stderr, "nsbox: the last fill for key %s failed: %s\n", key, msg);
+        /* when: an old failure (its cause may be gone) reads differently from one just now */
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        char ago[48] = "";
+        if (dated)
+            nsbox_pool_format_age(ago, sizeof ago, now.tv_sec - st.st_mtim.tv_sec);
+        fprintf(stderr, "nsbox: the last fill for key %s failed%s%s: %s\n", key,
+                dated ? " " : "", ago, msg);
     }
     closedir(d);
 }

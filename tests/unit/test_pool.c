@@ -192,7 +192,7 @@ static void test_entry_names(void **state)
     assert_string_equal(key, "0123456789abcdef");
     assert_true(nsbox_pool_key_file("fedcba9876543210.failed", NSBOX_POOL_FAILED, key));
     assert_string_equal(key, "fedcba9876543210");
-    assert_true(nsbox_pool_key_file("0123456789abcdef.lock", ".lock", key));
+    assert_true(nsbox_pool_key_file("0123456789abcdef.lock", NSBOX_POOL_LOCK, key));
     const struct {
         const char *name, *suffix;
     } not_ours[] = {
@@ -203,11 +203,32 @@ static void test_entry_names(void **state)
         {"0123456789abcdef-0123456789ab", NSBOX_POOL_SEEN},
         {"../0123456789abc.seen", NSBOX_POOL_SEEN},
         {".seen", NSBOX_POOL_SEEN},
-        {"", ".lock"},
+        {"", NSBOX_POOL_LOCK},
     };
     for (size_t i = 0; i < sizeof not_ours / sizeof not_ours[0]; i++)
         if (nsbox_pool_key_file(not_ours[i].name, not_ours[i].suffix, key))
             fail_msg("accepted '%s' as a '%s' file", not_ours[i].name, not_ours[i].suffix);
+}
+
+static void test_format_age(void **state)
+{
+    (void)state;
+    const struct {
+        int64_t s;
+        const char *want;
+    } cases[] = {
+        {-5, "just now"},       {0, "just now"},          {1, "1 s ago"},
+        {119, "119 s ago"},     {120, "2 min ago"},       {7199, "119 min ago"},
+        {7200, "2 h ago"},      {2 * 86400 - 1, "47 h ago"}, {2 * 86400, "2 days ago"},
+        {INT64_MAX, "106751991167300 days ago"},
+    };
+    char out[48];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        nsbox_pool_format_age(out, sizeof out, cases[i].s);
+        assert_string_equal(out, cases[i].want);
+    }
+    nsbox_pool_format_age(out, 4, 3600 * 5); /* truncated, still a string */
+    assert_string_equal(out, "5 h");
 }
 
 int main(void)
@@ -217,6 +238,7 @@ int main(void)
         cmocka_unit_test(test_key),
         cmocka_unit_test(test_member_spec),
         cmocka_unit_test(test_entry_names),
+        cmocka_unit_test(test_format_age),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
