@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import unittest
 
-from nsbox_test import (CGROUP_V2_ONLY, NSBOX, Dirs, cgroup_leftovers, cgroup_v1, delegation,
+from nsbox_test import (CGROUP_V1, CGROUP_V2_ONLY, NSBOX, Dirs, cgroup_leftovers, delegation,
                         ensure_test_user, is_root, run_nsbox, write_config)
 
 
@@ -26,7 +26,7 @@ def write_pool_config(dirs):
 def setUpModule():
     if not is_root():
         raise unittest.SkipTest("the test switches to its unprivileged user with setpriv: needs root")
-    if not (cgroup_v1() or CGROUP_V2_ONLY):
+    if not (CGROUP_V1 or CGROUP_V2_ONLY):
         raise unittest.SkipTest("cgroup delegation for the test user needs v1 memory and pids "
                                 "hierarchies, or cgroup v2 alone")
 

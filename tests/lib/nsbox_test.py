@@ -119,6 +119,8 @@ def cgroup_leftovers(sandbox_id=None):
 # cgroup v2 only (the unified hierarchy at /sys/fs/cgroup, as on most machines and in the test
 # VM of tests/vm), else v1 hierarchies per controller (this project's CI host).
 CGROUP_V2_ONLY = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+# v1 hierarchies for memory and pids, what the host-side checks of v1 need
+CGROUP_V1 = os.path.isdir("/sys/fs/cgroup/memory") and os.path.isdir("/sys/fs/cgroup/pids")
 
 
 def sandbox_cgroup_file(sid, controller, v1_name, v2_name):
@@ -250,7 +252,7 @@ class V2Delegation:
 def delegation(user):
     """The user's delegated cgroup(s) on this machine (V1Delegation or V2Delegation), or None
     when it has neither v1 memory and pids hierarchies nor cgroup v2 alone."""
-    if cgroup_v1():
+    if CGROUP_V1:
         return V1Delegation(user)
     if CGROUP_V2_ONLY:
         return V2Delegation(user)
@@ -266,10 +268,6 @@ def wait_for(pred, timeout=20.0, interval=0.02):
             return v
         time.sleep(interval)
     return pred()
-
-
-def cgroup_v1():
-    return os.path.isdir("/sys/fs/cgroup/memory") and os.path.isdir("/sys/fs/cgroup/pids")
 
 
 def loop_devices_under(prefix):

@@ -23,7 +23,7 @@ import tty
 import unittest
 
 import nsbox_test
-from nsbox_test import (CGROUP_V2_ONLY, NSBOX, Dirs, cgroup_v1, delegation, ensure_test_user,
+from nsbox_test import (CGROUP_V1, CGROUP_V2_ONLY, NSBOX, Dirs, delegation, ensure_test_user,
                         is_root, run_nsbox)
 
 SEC_BIN = os.environ.get("NSBOX_SECURITY_BIN_DIR", "")
@@ -323,7 +323,7 @@ class AttacksAsUser(ProbeGroups, unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        if not (cgroup_v1() or CGROUP_V2_ONLY):
+        if not (CGROUP_V1 or CGROUP_V2_ONLY):
             raise unittest.SkipTest("cgroup delegation for the test user needs v1 memory and pids "
                                     "hierarchies, or cgroup v2 alone")
         cls.user = ensure_test_user()
