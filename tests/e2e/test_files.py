@@ -15,6 +15,10 @@ import unittest
 from nsbox_test import NSBOX, UID_BASE, Dirs, is_root, run_nsbox
 
 GiB = 1 << 30
+# The streamed file's size: 1 GiB, as issue #3 asks. The cgroup-v2 VM (tests/vm/module.sh), whose
+# CPU is emulated, streams 256 MiB: still four times the supervisor's 64 MiB bound, so a
+# supervisor that buffered the file would fail there too.
+STREAM = int(os.environ.get("NSBOX_TEST_STREAM_MIB", "1024")) << 20
 
 
 def setUpModule():
@@ -173,13 +177,13 @@ class FilesTest(unittest.TestCase):
         sampler = threading.Thread(target=sample)
         sampler.start()
         try:
-            # 1 GiB of non-repeating data through a pipe: nothing sparse, nothing cached.
+            # 1 GiB (STREAM) of non-repeating data through a pipe: nothing sparse, nothing cached
             block = os.urandom(1 << 20)
             h = hashlib.sha256()
             p = subprocess.Popen([NSBOX, "cp", "-", f"{self.id}:/workspace/big"],
                                  stdin=subprocess.PIPE, stderr=subprocess.PIPE,
                                  env=self.dirs.env())
-            for i in range(GiB >> 20):
+            for i in range(STREAM >> 20):
                 chunk = i.to_bytes(8, "little") + block[8:]
                 h.update(chunk)
                 p.stdin.write(chunk)
@@ -188,7 +192,7 @@ class FilesTest(unittest.TestCase):
             self.assertEqual(p.wait(timeout=300), 0, err)
             want = h.hexdigest()
             r = self.sh("stat -c '%s %u' big; sha256sum big", timeout=300)
-            self.assertEqual(r.stdout.decode().split()[:3], [str(GiB), "1000", want], r.stderr)
+            self.assertEqual(r.stdout.decode().split()[:3], [str(STREAM), "1000", want], r.stderr)
             # and back, to stdout
             p = subprocess.Popen([NSBOX, "cp", f"{self.id}:/workspace/big", "-"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -202,7 +206,7 @@ class FilesTest(unittest.TestCase):
                 n += len(b)
                 h2.update(b)
             self.assertEqual(p.wait(timeout=300), 0, p.stderr.read())
-            self.assertEqual((n, h2.hexdigest()), (GiB, want))
+            self.assertEqual((n, h2.hexdigest()), (STREAM, want))
 
             # a sparse 1 GiB file, with data at both ends
             sparse = self.host("sparse")

@@ -6,28 +6,47 @@
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1
 mount -t proc proc /proc
+# the kernel's modules, unpacked by prepare.sh, where modprobe and the kernel look for them
+modules=$(sed -n 's/.*nsboxvm.modules=\([^ ]*\).*/\1/p' /proc/cmdline)
+[ -n "$modules" ] && mount --bind "$modules" /lib/modules
 mount -t devtmpfs devtmpfs /dev
 mount -t sysfs sysfs /sys
 mkdir -p /dev/pts /dev/shm
 mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts
 ln -sf pts/ptmx /dev/ptmx 2>/dev/null
 mount -t tmpfs tmpfs /dev/shm
+# The work directory's share first: it says which host paths the command needs (its source and
+# build trees), which must stay visible through the tmpfs mounts below.
+mount -t tmpfs -o mode=0755,size=300g tmpfs /run
+mkdir -p /run/nsboxvm /run/keep
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 out /run/nsboxvm
+n=0
+keep=()
+while IFS= read -r p; do
+    [ -d "$p" ] || continue
+    mkdir -p "/run/keep/$n" && mount --bind "$p" "/run/keep/$n" && keep+=("$p")
+    n=$((n + 1))
+done < <(cat /run/nsboxvm/keep 2>/dev/null)
 # /tmp, where the tests keep their directories and sandboxes their workspace images, is an
-# ext4 on the scratch disk (a sparse file on the host), so that big files do not fill the RAM.
+# ext4 on the scratch disk (a sparse file on the host, given back as files are deleted:
+# discard), so that big files do not fill the RAM.
 modprobe virtio_blk
-mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1 /dev/vda && mount /dev/vda /tmp
-for d in /run /var/tmp /var/cache /var/lib /root /home; do
+mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1 /dev/vda && mount -o discard /dev/vda /tmp
+for d in /var/tmp /var/cache /var/lib /root /home; do
     mount -t tmpfs -o mode=0755,size=300g tmpfs "$d"
 done
 chmod 1777 /tmp /var/tmp
+# and the kept paths back where they were (a checkout in /root or /tmp is common)
+for i in "${!keep[@]}"; do
+    mkdir -p "${keep[$i]}" 2>/dev/null
+    mount --bind "/run/keep/$i" "${keep[$i]}" || echo "nsbox-vm: cannot keep ${keep[$i]} visible"
+done
 # /etc writable over the host's (an overlay whose upper layer is in RAM): the tests add their
 # unprivileged user with useradd
 mkdir -p /run/etc-rw && mount -t tmpfs tmpfs /run/etc-rw && mkdir -p /run/etc-rw/up /run/etc-rw/work
 mount -t overlay overlay -o lowerdir=/etc,upperdir=/run/etc-rw/up,workdir=/run/etc-rw/work /etc ||
     echo "nsbox-vm: /etc stays read-only"
 mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup
-mkdir -p /run/nsboxvm
-mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 out /run/nsboxvm
 for m in loop overlay nf_tables veth; do modprobe "$m" 2>/dev/null; done
 ip link set lo up
 hostname nsbox-vm
