@@ -15,6 +15,8 @@ mkdir -p /dev/pts /dev/shm
 mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts
 ln -sf pts/ptmx /dev/ptmx 2>/dev/null
 mount -t tmpfs tmpfs /dev/shm
+# No /dev/fd, /dev/stdin...: a bare devtmpfs, as on minimal systems without udev (nsbox must
+# not need them; neither may this script: no <(...) here).
 # The work directory's share first: it says which host paths the command needs (its source and
 # build trees), which must stay visible through the tmpfs mounts below.
 mount -t tmpfs -o mode=0755,size=300g tmpfs /run
@@ -26,7 +28,7 @@ while IFS= read -r p; do
     [ -d "$p" ] || continue
     mkdir -p "/run/keep/$n" && mount --bind "$p" "/run/keep/$n" && keep+=("$p")
     n=$((n + 1))
-done < <(cat /run/nsboxvm/keep 2>/dev/null)
+done < /run/nsboxvm/keep
 # /tmp, where the tests keep their directories and sandboxes their workspace images, is an
 # ext4 on the scratch disk (a sparse file on the host, given back as files are deleted:
 # discard), so that big files do not fill the RAM.
@@ -40,6 +42,7 @@ chmod 1777 /tmp /var/tmp
 for i in "${!keep[@]}"; do
     mkdir -p "${keep[$i]}" 2>/dev/null
     mount --bind "/run/keep/$i" "${keep[$i]}" || echo "nsbox-vm: cannot keep ${keep[$i]} visible"
+    [ -e "${keep[$i]}" ] || echo "nsbox-vm: ${keep[$i]} is not visible in the guest"
 done
 # /etc writable over the host's (an overlay whose upper layer is in RAM): the tests add their
 # unprivileged user with useradd
