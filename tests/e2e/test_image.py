@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import unittest
 
-from nsbox_test import no_pool_env
+from nsbox_test import no_pool_env, reachable_nsbox
 
 NSBOX = os.environ.get("NSBOX_BIN")
 IS_ROOT = os.geteuid() == 0
@@ -23,7 +23,9 @@ SECRETS = {"shadow", "shadow-", "gshadow", "gshadow-", "sudoers", "sudoers.d", "
 def nsbox(data, *args, env_extra=None, timeout=300, preexec_fn=None):
     env = dict(os.environ, NSBOX_DATA_DIR=data)
     env.update(env_extra or {})
-    return subprocess.run([NSBOX, *args], env=env, capture_output=True, text=True,
+    # another user (preexec_fn) may not reach the build tree (below /root, say)
+    binary = reachable_nsbox() if preexec_fn else NSBOX
+    return subprocess.run([binary, *args], env=env, capture_output=True, text=True,
                           timeout=timeout, preexec_fn=preexec_fn)
 
 

@@ -9,8 +9,9 @@ import os
 import pwd
 import shutil
 import subprocess
-import tempfile
 import unittest
+
+from nsbox_test import reachable_nsbox
 
 NSBOX = os.environ.get("NSBOX_BIN", "")
 CHECKS = [
@@ -154,17 +155,9 @@ class UnprivilegedInfoTest(Shape, unittest.TestCase):
             pw = pwd.getpwnam(TEST_USER)
         cls.uid, cls.gid = pw.pw_uid, pw.pw_gid
         # The build tree may sit below a directory the user cannot enter: run a copy.
-        cls.tmp = tempfile.mkdtemp(prefix="nsbox-info-test-")
-        os.chmod(cls.tmp, 0o755)
-        cls.bin = os.path.join(cls.tmp, "nsbox")
-        shutil.copy2(NSBOX, cls.bin)
-        os.chmod(cls.bin, 0o755)
+        cls.bin = reachable_nsbox()
         # A home that does not exist: nothing of root's (images, caches) leaks into the view.
         cls.env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/nonexistent"}
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def as_user(self, argv):
         return subprocess.run(

@@ -11,7 +11,7 @@ import unittest
 
 from netlab import (API, DNS_NAMES, HOST_PORT, LAB_ADDR, META, OTHER, PROBE, UP_ADDR, Lab,
                     missing_tools)
-from nsbox_test import NSBOX, Dirs, ensure_test_user, is_root
+from nsbox_test import NSBOX, Dirs, ensure_test_user, is_root, reachable_nsbox
 
 REGION_MSG = ("This network policy is not supported in region 'us-east-1'; it is supported only "
               "in nl-north-1. Pass network=Network.all() or a supported region.")
@@ -56,7 +56,8 @@ class NetTest(unittest.TestCase):
             env.update(extra_env)
         if user is not None:
             env["HOME"] = user.pw_dir
-        return subprocess.run(lab.wrap([NSBOX] + list(args), user=user, resolv=resolv),
+        binary = NSBOX if user is None else reachable_nsbox()  # the build tree may be in /root
+        return subprocess.run(lab.wrap([binary] + list(args), user=user, resolv=resolv),
                               capture_output=True, timeout=timeout, env=env)
 
     def probe(self, net_args, *targets):

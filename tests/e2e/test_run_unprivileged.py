@@ -5,13 +5,11 @@ Delegate=yes makes it (tests/lib V2Delegation), on a cgroup-v1 host one per cont
 (V1Delegation)."""
 import json
 import os
-import shutil
 import socket
 import subprocess
-import tempfile
 import unittest
 
-from nsbox_test import (CGROUP_V1, CGROUP_V2_ONLY, NSBOX, Dirs, cgroup_leftovers, delegation,
+from nsbox_test import (CGROUP_V1, CGROUP_V2_ONLY, Dirs, cgroup_leftovers, delegation,
                         ensure_test_user, is_root, run_nsbox, write_config)
 
 
@@ -35,18 +33,11 @@ class Unprivileged(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.user = ensure_test_user()
-        # A copy of the binary the user can reach (the build tree may be under /root).
-        cls.bindir = tempfile.mkdtemp(prefix="nsbox-bin-")
-        os.chmod(cls.bindir, 0o755)
-        cls.nsbox = os.path.join(cls.bindir, "nsbox")
-        shutil.copy(NSBOX, cls.nsbox)
-        os.chmod(cls.nsbox, 0o755)
         cls.deleg = delegation(cls.user)
 
     @classmethod
     def tearDownClass(cls):
         cls.deleg.cleanup()
-        shutil.rmtree(cls.bindir, ignore_errors=True)
 
     def setUp(self):
         self.dirs = Dirs(owner=self.user)
@@ -55,14 +46,8 @@ class Unprivileged(unittest.TestCase):
         self.dirs.cleanup()
 
     def run_as_user(self, args, delegated=True, **kw):
-        import nsbox_test
-        saved = nsbox_test.NSBOX
-        nsbox_test.NSBOX = self.nsbox
-        try:
-            return run_nsbox(args, self.dirs, user=self.user,
-                             wrap=self.deleg.wrap if delegated else None, **kw)
-        finally:
-            nsbox_test.NSBOX = saved
+        return run_nsbox(args, self.dirs, user=self.user,
+                         wrap=self.deleg.wrap if delegated else None, **kw)
 
     def test_python_workspace_identity(self):
         r = self.run_as_user(["run", "--", "sh", "-c",

@@ -1,5 +1,6 @@
 """Helpers shared by the end-to-end and security tests: run the real nsbox binary, as root or
 as an unprivileged test user, each test with its own state and cache directories."""
+import atexit
 import os
 import pwd
 import shutil
@@ -17,6 +18,24 @@ UID_BASE = 2000000000
 
 def is_root():
     return os.geteuid() == 0
+
+
+_reachable = []
+
+
+def reachable_nsbox():
+    """The nsbox binary at a path every user can execute, for tests that run it as another
+    user: the build tree may be below /root (mode 0700). A copy in a directory of its own, made
+    once per test process and removed when it exits."""
+    if not _reachable:
+        d = tempfile.mkdtemp(prefix="nsbox-bin-")
+        atexit.register(shutil.rmtree, d, True)
+        os.chmod(d, 0o755)
+        path = os.path.join(d, "nsbox")
+        shutil.copy(NSBOX, path)
+        os.chmod(path, 0o755)
+        _reachable.append(path)
+    return _reachable[0]
 
 
 def ensure_test_user():
@@ -160,7 +179,7 @@ def run_nsbox(args, dirs, user=None, input=None, timeout=60, extra_env=None, pas
     cmd = [NSBOX] + list(args)
     if user is not None:
         cmd = ["setpriv", "--reuid", str(user.pw_uid), "--regid", str(user.pw_gid),
-               "--clear-groups", "--"] + cmd
+               "--clear-groups", "--", reachable_nsbox()] + list(args)
     if wrap:
         cmd = wrap(cmd)
     env = dirs.env(extra_env)

@@ -17,14 +17,12 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import termios
 import tty
 import unittest
 
-import nsbox_test
 from nsbox_test import (CGROUP_V1, CGROUP_V2_ONLY, NSBOX, Dirs, delegation, ensure_test_user,
-                        is_root, run_nsbox)
+                        is_root, reachable_nsbox, run_nsbox)
 
 SEC_BIN = os.environ.get("NSBOX_SECURITY_BIN_DIR", "")
 ATTACK = os.path.join(SEC_BIN, "attack")
@@ -327,25 +325,16 @@ class AttacksAsUser(ProbeGroups, unittest.TestCase):
             raise unittest.SkipTest("cgroup delegation for the test user needs v1 memory and pids "
                                     "hierarchies, or cgroup v2 alone")
         cls.user = ensure_test_user()
-        cls.bindir = tempfile.mkdtemp(prefix="nsbox-sec-bin-")
-        os.chmod(cls.bindir, 0o755)
-        cls.nsbox = os.path.join(cls.bindir, "nsbox")
-        shutil.copy(NSBOX, cls.nsbox)
-        os.chmod(cls.nsbox, 0o755)
+        cls.nsbox = reachable_nsbox()  # what run_nsbox runs as the user
         cls.deleg = delegation(cls.user)
         cls.dirs = Dirs(owner=cls.user)
         cls.bait = HostBait()
         ws = make_workspace(cls.dirs.base)
         os.chown(ws, cls.user.pw_uid, cls.user.pw_gid)
-        saved = nsbox_test.NSBOX
-        nsbox_test.NSBOX = cls.nsbox
-        try:
-            r = run_nsbox(["run", "--workspace", ws, "--", "/workspace/attack",
-                           "--host-pid", str(os.getpid()), "--hidden", cls.nsbox,
-                           "--hidden", cls.user.pw_dir] + cls.bait.args(),
-                          cls.dirs, user=cls.user, wrap=cls.deleg.wrap, timeout=120)
-        finally:
-            nsbox_test.NSBOX = saved
+        r = run_nsbox(["run", "--workspace", ws, "--", "/workspace/attack",
+                       "--host-pid", str(os.getpid()), "--hidden", cls.nsbox,
+                       "--hidden", cls.user.pw_dir] + cls.bait.args(),
+                      cls.dirs, user=cls.user, wrap=cls.deleg.wrap, timeout=120)
         cls.result = r
         cls.probes = parse(r.stdout)
         print("\n" + table(cls.probes, "attack.c as an unprivileged user"), file=sys.stderr)
@@ -357,7 +346,6 @@ class AttacksAsUser(ProbeGroups, unittest.TestCase):
         cls.bait.close()
         cls.dirs.cleanup()
         cls.deleg.cleanup()
-        shutil.rmtree(cls.bindir, ignore_errors=True)
 
     def test_prober_exit_status(self):
         self.assertEqual(self.result.returncode, 0, self.result.stderr)
