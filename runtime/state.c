@@ -195,11 +195,8 @@ int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e)
             fd = lock_file(path, true);
         }
         if (fd >= 0) {
-            /* gc may have unlinked the file between our open and our lock: a lock on an
-             * unlinked file guards nothing. Only a lock on the file still at the path counts. */
-            struct stat a, b;
-            if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
-                a.st_dev == b.st_dev) {
+            /* gc may have unlinked the file between our open and our lock */
+            if (nsbox_fd_is_at_path(fd, path)) {
                 st->slot = slot;
                 st->slot_fd = fd;
                 return 0;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -207,4 +208,11 @@ size_t nsbox_read_bounded(int fd, char *buf, size_t n)
     if (n)
         buf[have] = '\0';
     return have;
+}
+
+bool nsbox_fd_is_at_path(int fd, const char *path)
+{
+    struct stat a, b;
+    return fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_ino == b.st_ino &&
+           a.st_dev == b.st_dev;
 }

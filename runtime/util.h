@@ -51,5 +51,8 @@ int nsbox_proc_stat(int pid, char *state, int *ppid);
 /* Alive and not a zombie: kill(pid, 0) succeeds on a zombie until its parent reaps it, and a
  * zombie holds no lock and will never take one. */
 bool nsbox_pid_alive(int pid);
+/* Is fd (a lock file it holds) still the file at path? gc removes lock files nobody holds,
+ * and a lock taken on a file unlinked between open and flock guards nothing. */
+bool nsbox_fd_is_at_path(int fd, const char *path);
 
 #endif

@@ -445,9 +445,7 @@ static int fill_key(const struct pool_ctx *c, const struct nsbox_spec *member, u
         lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (lfd < 0 || flock(lfd, LOCK_EX) < 0)
             return nsbox_err_sys(e, "pool lock %s", lock);
-        struct stat a, b;
-        if (fstat(lfd, &a) == 0 && lstat(lock, &b) == 0 && a.st_ino == b.st_ino &&
-            a.st_dev == b.st_dev)
+        if (nsbox_fd_is_at_path(lfd, lock))
             break;
         if (tries == 100)
             return nsbox_err_set(e, NSBOX_E_SYS, EAGAIN, "pool lock %s: removed each time it "

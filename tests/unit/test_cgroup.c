@@ -827,22 +827,31 @@ static void test_v2_detect_internal_process(void **state)
     assert_false(exists(own));
 }
 
+/* Root whose own cgroup has these controllers and processes: detection picks /nsbox at the
+ * top (its path in top), with memory, cpu and pids. */
+static void detect_root_at_the_top(const char *own_controllers, const char *own_procs,
+                                   struct nsbox_cgroup_support *sup, char top[PATH_MAX])
+{
+    g_euid = 0;
+    make_v2(own_controllers, own_procs);
+    mkfile_in(g_root, "cgroup.subtree_control", "");
+    nsbox_cgroup_detect(sup);
+    assert_int_equal(sup->version, 2);
+    assert_true(sup->memory && sup->cpu && sup->pids);
+    pj(top, g_root, "nsbox");
+    assert_string_equal(sup->parent, top);
+}
+
 /* Root in a cgroup that holds processes (a login session's scope, a service): its sandboxes
  * go below /nsbox at the top, whose controllers the root enables; nothing else moves. */
 static void test_v2_root_in_a_busy_cgroup_uses_the_top(void **state)
 {
     (void)state;
-    g_euid = 0;
-    make_v2("cpu memory pids\n", "4242\n");
-    mkfile_in(g_root, "cgroup.subtree_control", "");
     struct nsbox_cgroup_support sup;
-    nsbox_cgroup_detect(&sup);
-    assert_int_equal(sup.version, 2);
-    assert_true(sup.memory && sup.cpu && sup.pids && sup.freezer);
-    assert_string_equal(sup.why, "");
     char top[PATH_MAX];
-    pj(top, g_root, "nsbox");
-    assert_string_equal(sup.parent, top);
+    detect_root_at_the_top("cpu memory pids\n", "4242\n", &sup, top);
+    assert_true(sup.freezer);
+    assert_string_equal(sup.why, "");
     assert_false(exists(top)); /* detection makes nothing */
 
     struct nsbox_cgroup cg;
@@ -894,16 +903,9 @@ static void test_v2_root_in_a_busy_cgroup_uses_the_top(void **state)
 static void test_v2_root_without_controllers_uses_the_top(void **state)
 {
     (void)state;
-    g_euid = 0;
-    make_v2("cpu io\n", "");
-    mkfile_in(g_root, "cgroup.subtree_control", "");
     struct nsbox_cgroup_support sup;
-    nsbox_cgroup_detect(&sup);
-    assert_int_equal(sup.version, 2);
-    assert_true(sup.memory && sup.cpu && sup.pids);
     char top[PATH_MAX];
-    pj(top, g_root, "nsbox");
-    assert_string_equal(sup.parent, top);
+    detect_root_at_the_top("cpu io\n", "", &sup, top);
     struct nsbox_cgroup cg;
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_cgroup_create("a", &k_lim, &cg, &e), 0);
