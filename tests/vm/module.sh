@@ -11,6 +11,8 @@ export NSBOX_BIN=$build/nsbox NSBOX_SOURCE_DIR=$src NSBOX_BUILD_DIR=$build \
 export NSBOX_FAULT_CYCLES=${NSBOX_FAULT_CYCLES:-200} NSBOX_FAULT_NET_CYCLES=${NSBOX_FAULT_NET_CYCLES:-100}
 # and 256 MiB through `nsbox cp` instead of 1 GiB (test_files: still 4x the memory bound)
 export NSBOX_TEST_STREAM_MIB=${NSBOX_TEST_STREAM_MIB:-256}
+# and more time for the inode flood to reach its limit (test_resource_abuse)
+export NSBOX_TEST_INODE_SECONDS=${NSBOX_TEST_INODE_SECONDS:-120}
 cd /tmp
 echo "nsbox-vm: $(uname -r); cgroup v2 only; controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
 exec python3 "$src/tests/run_py_test.py" "$src/$2"
