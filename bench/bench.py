@@ -606,7 +606,7 @@ PERF_LINE = re.compile(r"^\s*(\d+)/(\d+)\s+(\d+\.\d+):\s+([\w:]+):\s*(.*)$")
 
 
 def phases_of_run(events):
-    """One run's phases (ms) from its perf tracepoint events [(pid, t, event, text)]."""
+    """One run's phases (ms) from its perf tracepoint events [(tid, t, event, text, pid)]."""
     def first(pred):
         return next((e for e in events if pred(e)), None)
 
@@ -614,11 +614,18 @@ def phases_of_run(events):
     if not ex:
         return None
     P, t0 = ex[0], ex[1]
-    clone = first(lambda e: e[0] == P and e[2] == "syscalls:sys_enter_clone3")
-    fork = first(lambda e: e[0] == P and e[2] == "sched:sched_process_fork")
-    if not clone or not fork:
+    # The sandbox's pid 1 is the first child that is a process of its own (pid == tid): nsbox
+    # also starts a thread (the workspace job), whose fork event comes first.
+    procs = {e[4] for e in events}
+    fork = first(lambda e: e[0] == P and e[2] == "sched:sched_process_fork"
+                 and int(re.search(r"child_pid=(\d+)", e[3]).group(1)) in procs)
+    if not fork:
         return None
     C = int(re.search(r"child_pid=(\d+)", fork[3]).group(1))
+    clone = next((e for e in reversed(events[:events.index(fork)])
+                  if e[0] == P and e[2] == "syscalls:sys_enter_clone3"), None)
+    if not clone:
+        return None
     wfork = first(lambda e: e[0] == C and e[2] == "sched:sched_process_fork")
     if not wfork:
         return None
@@ -701,7 +708,8 @@ def perf_phases(nsbox, runs, gap_ms, work, log):
         for line in s.stdout.splitlines():
             m = PERF_LINE.match(line)
             if m:
-                events.append((int(m.group(2)), float(m.group(3)), m.group(4), m.group(5)))
+                events.append((int(m.group(2)), float(m.group(3)), m.group(4), m.group(5),
+                               int(m.group(1))))
         r = phases_of_run(events)
         if r:
             out.append(r)
