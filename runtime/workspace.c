@@ -1,9 +1,12 @@
 /* Fresh ext4 workspaces (see workspace.h, policy/wsplan.h, docs/workspace.md).
  *
- * Per sandbox: copy a cached empty filesystem of the right size (sparse: a few hundred KiB even
- * for 20 GiB) into the sandbox's private cache directory, attach it to a free loop device with
- * autoclear, mount it with the new mount API without attaching it anywhere, give its root to the
- * sandbox's uid. The sandbox's child moves that mount to /workspace inside its own mount
+ * Per sandbox: make an empty sparse backing file of the limit's size in the sandbox's private
+ * cache directory, attach it to a free loop device with autoclear, write a cached empty
+ * filesystem of that size (sparse: a few hundred KiB even for 20 GiB) onto the device, mount it
+ * with the new mount API without attaching it anywhere, give its root to the sandbox's uid.
+ * The copy goes through the device, not into the file before attaching it: attaching fsyncs
+ * the backing file (Linux 6.x), which would send the copy to the host's disk, and flush the
+ * disk's cache, on every creation. The sandbox's child moves that mount to /workspace inside its own mount
  * namespace, so the host's mount table never shows it and nothing is left to unmount: when the
  * namespace and the last descriptor go, the filesystem is unmounted and the loop device frees
  * itself. The backing file goes with the sandbox's cache directory. */
@@ -163,13 +166,19 @@ static int fs_flag(int fs, const char *key)
     return (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, key, NULL, 0);
 }
 
-/* Mount the filesystem on backing_fd; returns a detached mount fd. */
-static int mount_backing(int backing_fd, const char *tag, struct nsbox_err *e)
+static int copy_sparse(int in, int out);
+
+/* Mount the filesystem on backing_fd, after writing the template tpl (-1: none) onto its loop
+ * device; returns a detached mount fd. */
+static int mount_backing(int backing_fd, int tpl, const char *tpl_path, const char *tag,
+                         struct nsbox_err *e)
 {
     char dev[64];
     cleanup_close int lfd = loop_attach(backing_fd, tag, dev, sizeof dev, e);
     if (lfd < 0)
         return -1;
+    if (tpl >= 0 && copy_sparse(tpl, lfd) < 0)
+        return nsbox_err_sys(e, "workspace: cannot copy %s to %s", tpl_path, dev);
     cleanup_close int fs = (int)syscall(SYS_fsopen, "ext4", FSOPEN_CLOEXEC);
     if (fs < 0)
         return nsbox_err_sys(e, "workspace: fsopen(ext4)");
@@ -274,7 +283,7 @@ static int make_template(int dirfd, const char *dir, const char *name, uint64_t 
     /* mkfs always makes lost+found; a workspace starts empty. Mount it once to remove it
      * (the mount is gone when the descriptor is closed). */
     {
-        cleanup_close int mfd = mount_backing(fd, "nsbox-template", e);
+        cleanup_close int mfd = mount_backing(fd, -1, NULL, "nsbox-template", e);
         if (mfd < 0)
             return -1;
         if (unlinkat(mfd, "lost+found", AT_REMOVEDIR) < 0)
@@ -292,8 +301,8 @@ static int make_template(int dirfd, const char *dir, const char *name, uint64_t 
     return 0;
 }
 
-/* The template for a limit, made on first use. It lives in the cache directory, on the same
- * filesystem as the copies (copy_file_range and reflinks need that). */
+/* The template for a limit, made on first use. It lives in the cache directory, beside the
+ * backing files. */
 static int template_fd(const char *cache_root, uint64_t bytes, bool remake, char *path,
                        size_t pathn, struct nsbox_err *e)
 {
@@ -325,13 +334,12 @@ static int template_fd(const char *cache_root, uint64_t bytes, bool remake, char
     return fd;
 }
 
-/* Copy only the parts of in that hold data; out is as long as in. */
-static int copy_sparse(int in, int out, uint64_t size)
+/* Copy only the parts of in that hold data onto out (a fresh loop device: as long as in, zeros
+ * where in has holes). */
+static int copy_sparse(int in, int out)
 {
-    if (ftruncate(out, (off_t)size) < 0)
-        return -1;
+    char buf[65536];
     off_t pos = 0;
-    bool use_cfr = true;
     for (;;) {
         off_t data = lseek(in, pos, SEEK_DATA);
         if (data < 0)
@@ -339,32 +347,22 @@ static int copy_sparse(int in, int out, uint64_t size)
         off_t hole = lseek(in, data, SEEK_HOLE);
         if (hole < 0)
             return -1;
-        off_t off_in = data, off_out = data;
-        while (off_in < hole) {
-            ssize_t r = use_cfr ? copy_file_range(in, &off_in, out, &off_out,
-                                                  (size_t)(hole - off_in), 0)
-                                : -1;
-            if (r < 0 && use_cfr && errno == EINTR)
-                continue;
-            if (r < 0 && use_cfr &&
-                (errno == EXDEV || errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS)) {
-                use_cfr = false; /* other filesystems, or a kernel that will not: copy by hand */
-                continue;
-            }
-            if (!use_cfr) {
-                char buf[65536];
-                size_t want = (size_t)(hole - off_in) < sizeof buf ? (size_t)(hole - off_in)
-                                                                   : sizeof buf;
-                r = pread(in, buf, want, off_in);
-                if (r > 0 && pwrite(out, buf, (size_t)r, off_out) != r)
-                    return -1;
-                if (r > 0)
-                    off_in += r, off_out += r;
-            }
+        for (off_t off = data; off < hole;) {
+            size_t want = (size_t)(hole - off) < sizeof buf ? (size_t)(hole - off) : sizeof buf;
+            ssize_t r = pread(in, buf, want, off);
             if (r < 0 && errno == EINTR)
                 continue;
             if (r <= 0)
                 return r == 0 ? (errno = EIO, -1) : -1;
+            for (ssize_t w = 0; w < r;) {
+                ssize_t k = pwrite(out, buf + w, (size_t)(r - w), off + w);
+                if (k < 0 && errno == EINTR)
+                    continue;
+                if (k <= 0)
+                    return k == 0 ? (errno = EIO, -1) : -1;
+                w += k;
+            }
+            off += r;
         }
         pos = hole;
     }
@@ -556,9 +554,7 @@ static int ext4_make(const char *image, uint64_t disk_bytes, bool overcommit, bo
             template_fd(cache_root, disk_bytes, attempt > 0, tpl_path, sizeof tpl_path, e);
         if (tpl < 0)
             return -1;
-        if (copy_sparse(tpl, fd, disk_bytes) < 0)
-            return nsbox_err_sys(e, "workspace: cannot copy %s to %s", tpl_path, image);
-        int mfd = mount_backing(fd, tag, e);
+        int mfd = mount_backing(fd, tpl, tpl_path, tag, e);
         if (mfd >= 0 || attempt > 0) {
             if (mfd < 0)
                 nsbox_err_wrap(e, "made from %s, even after making it again", tpl_path);

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Where `nsbox create` + `nsbox rm` spends its CPU, with two parallel clients (issue #3's
+creates-per-second measure, bench_sessions.py's `create_rm`).
+
+    sudo python3 bench/profile_create.py                      # rate, busy %, CPU per cycle
+    sudo python3 bench/profile_create.py --perf               # ... and a perf profile
+    sudo python3 bench/profile_create.py --rounds 4 \\
+        --variant ext4= --variant dir='--workspace /tmp/wsdir' # A/B of create options
+    sudo python3 bench/profile_create.py --variant new= --variant old= \
+        --bin old=/tmp/old-build/nsbox                          # A/B of two builds
+
+Each round runs the loop for --seconds per variant, variants alternating (this machine is
+noisy: compare variants within one run). CPU per cycle is the whole machine's busy time (from
+/proc/stat, kernel threads included) divided by the cycles made. With --perf, one extra round
+of the first variant runs under `perf record -a -g -e cpu-clock`, and the shares of all CPU by
+process name and the top kernel and user functions are printed. Sandboxes live in a `mktemp -d`
+state and cache directory of their own, removed at the end. Needs root (ext4 workspaces) and
+nsbox built (`$NSBOX_BIN`, else build/nsbox).
+"""
+import argparse
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NSBOX = os.environ.get("NSBOX_BIN") or os.path.join(HERE, "..", "build", "nsbox")
+
+
+def busy_total():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v) - v[3] - v[4], sum(v)
+
+
+def loop(nsbox, env, opts, seconds):
+    """Two threads doing create + rm for `seconds`: (cycles/s, busy share, CPU ms per cycle)."""
+    counts, errors = [0, 0], []
+
+    def cycle():
+        r = subprocess.run([nsbox, "create", *opts], capture_output=True, env=env)
+        if r.returncode != 0:
+            raise RuntimeError("nsbox create %s: %s" % (" ".join(opts), r.stderr.decode().strip()))
+        subprocess.run([nsbox, "rm", r.stdout.decode().strip()], capture_output=True, env=env,
+                       check=True)
+
+    def worker(i):
+        end = time.monotonic() + seconds
+        try:
+            while time.monotonic() < end:
+                cycle()
+                counts[i] += 1
+        except Exception as ex:  # reported by the caller
+            errors.append(ex)
+
+    cycle()  # the template, first-use work
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
+    b0, t0 = busy_total()
+    w0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    b1, t1 = busy_total()
+    wall = time.monotonic() - w0
+    if errors:
+        raise errors[0]
+    n = sum(counts)
+    busy = (b1 - b0) / (t1 - t0) if t1 > t0 else float("nan")
+    ncpu = os.cpu_count() or 1
+    return n / wall, busy, busy * ncpu * wall / n * 1000 if n else float("nan")
+
+
+def perf_report(data, what, limit):
+    r = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", what, "--stdio",
+                        "-g", "none"], capture_output=True, text=True)
+    rows = [line.rstrip() for line in r.stdout.splitlines()
+            if line.strip() and not line.startswith("#")]
+    return rows[:limit]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seconds", type=float, default=4)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--variant", action="append", default=[],
+                    help="LABEL=OPTIONS: extra `nsbox create` options (repeatable)")
+    ap.add_argument("--bin", action="append", default=[],
+                    help="LABEL=PATH: the nsbox binary of a variant (default: $NSBOX_BIN)")
+    ap.add_argument("--perf", action="store_true", help="also profile one round with perf")
+    a = ap.parse_args()
+    if not os.path.exists(NSBOX):
+        sys.exit("no nsbox binary at %s (build first, or set NSBOX_BIN)" % NSBOX)
+    variants = []
+    for v in a.variant or ["default="]:
+        label, _, opts = v.partition("=")
+        variants.append((label, shlex.split(opts)))
+    bins = dict(b.partition("=")[::2] for b in a.bin)
+    for label, path in bins.items():
+        if label not in dict(variants) or not os.path.exists(path):
+            sys.exit("--bin %s=%s: no such variant or no such file" % (label, path))
+    base = tempfile.mkdtemp(prefix="nsbox-profile-")
+    env = dict(os.environ, NSBOX_STATE_DIR=os.path.join(base, "state"),
+               NSBOX_CACHE_DIR=os.path.join(base, "cache"))
+    os.makedirs(env["NSBOX_STATE_DIR"])
+    os.makedirs(env["NSBOX_CACHE_DIR"])
+    results = {label: [] for label, _ in variants}
+    try:
+        for r in range(a.rounds):
+            for label, opts in variants:
+                rate, busy, cpu = loop(bins.get(label, NSBOX), env, opts, a.seconds)
+                results[label].append((rate, busy, cpu))
+                print("round %d %-10s %6.0f cycles/s  busy %3.0f %%  %5.2f ms CPU per cycle"
+                      % (r + 1, label, rate, busy * 100, cpu), flush=True)
+        print()
+        print("| variant | cycles/s (median) | CPU ms per cycle (median) |")
+        print("|---|---:|---:|")
+        for label, _ in variants:
+            xs = results[label]
+            print("| %s | %.0f | %.2f |" % (label, statistics.median(x[0] for x in xs),
+                                           statistics.median(x[2] for x in xs)))
+        if a.perf:
+            if not shutil.which("perf"):
+                print("\nperf is not installed: no profile (apt-get install linux-perf)")
+                return
+            data = os.path.join(base, "perf.data")
+            label, opts = variants[0]
+            cmd = ["perf", "record", "-q", "-a", "-g", "-e", "cpu-clock", "-o", data, "--",
+                   sys.executable, os.path.abspath(__file__), "--rounds", "1", "--seconds",
+                   str(a.seconds), "--variant", "%s=%s" % (label, shlex.join(opts))]
+            if label in bins:
+                cmd += ["--bin", "%s=%s" % (label, bins[label])]
+            subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+            print("\nperf, variant %s: share of all CPU by process name" % label)
+            print("\n".join(perf_report(data, "comm", 15)))
+            print("\ntop functions (self time)")
+            print("\n".join(perf_report(data, "comm,dso,sym", 40)))
+    finally:
+        subprocess.run([NSBOX, "gc"], env=env, capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
