@@ -169,15 +169,24 @@ static int fs_flag(int fs, const char *key)
 static int copy_sparse(int in, int out);
 
 /* Mount the filesystem on backing_fd, after writing the template tpl (-1: none) onto its loop
- * device; returns a detached mount fd. */
+ * device; returns a detached mount fd. *mount_failed tells a mount that failed (the template
+ * may be damaged) from everything else (no loop device, no space for the copy, ...). */
 static int mount_backing(int backing_fd, int tpl, const char *tpl_path, const char *tag,
-                         struct nsbox_err *e)
+                         bool *mount_failed, struct nsbox_err *e)
 {
     char dev[64];
+    *mount_failed = false;
     cleanup_close int lfd = loop_attach(backing_fd, tag, dev, sizeof dev, e);
     if (lfd < 0)
         return -1;
-    if (tpl >= 0 && copy_sparse(tpl, lfd) < 0)
+    /* Written through to the backing file (its page cache: sync_file_range sends no flush, so
+     * the loop device does not fsync the file) before anything else: a full host disk shows
+     * here, as itself, and no page of the copy is left in the device's cache to reach the file
+     * later, when a retry may have emptied it. */
+    if (tpl >= 0 &&
+        (copy_sparse(tpl, lfd) < 0 ||
+         sync_file_range(lfd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                        SYNC_FILE_RANGE_WAIT_AFTER) < 0))
         return nsbox_err_sys(e, "workspace: cannot copy %s to %s", tpl_path, dev);
     cleanup_close int fs = (int)syscall(SYS_fsopen, "ext4", FSOPEN_CLOEXEC);
     if (fs < 0)
@@ -188,8 +197,10 @@ static int mount_backing(int backing_fd, int tpl, const char *tpl_path, const ch
      * outlive the sandbox anyway. */
     if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", dev, 0) < 0 ||
         fs_flag(fs, "noinit_itable") < 0 || fs_flag(fs, "nobarrier") < 0 ||
-        syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+        syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+        *mount_failed = true;
         return nsbox_err_sys(e, "workspace: cannot mount the ext4 filesystem on %s", dev);
+    }
     int mfd = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
     if (mfd < 0)
         return nsbox_err_sys(e, "workspace: fsmount");
@@ -283,7 +294,8 @@ static int make_template(int dirfd, const char *dir, const char *name, uint64_t 
     /* mkfs always makes lost+found; a workspace starts empty. Mount it once to remove it
      * (the mount is gone when the descriptor is closed). */
     {
-        cleanup_close int mfd = mount_backing(fd, -1, NULL, "nsbox-template", e);
+        bool mount_failed;
+        cleanup_close int mfd = mount_backing(fd, -1, NULL, "nsbox-template", &mount_failed, e);
         if (mfd < 0)
             return -1;
         if (unlinkat(mfd, "lost+found", AT_REMOVEDIR) < 0)
@@ -554,7 +566,10 @@ static int ext4_make(const char *image, uint64_t disk_bytes, bool overcommit, bo
             template_fd(cache_root, disk_bytes, attempt > 0, tpl_path, sizeof tpl_path, e);
         if (tpl < 0)
             return -1;
-        int mfd = mount_backing(fd, tpl, tpl_path, tag, e);
+        bool mount_failed;
+        int mfd = mount_backing(fd, tpl, tpl_path, tag, &mount_failed, e);
+        if (mfd < 0 && !mount_failed)
+            return -1;
         if (mfd >= 0 || attempt > 0) {
             if (mfd < 0)
                 nsbox_err_wrap(e, "made from %s, even after making it again", tpl_path);

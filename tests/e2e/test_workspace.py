@@ -222,7 +222,7 @@ class WorkspaceDisk(unittest.TestCase):
 
     def test_cache_and_data_on_different_filesystems(self):
         # /dev/shm is a tmpfs, the data directory is on the disk: the template is kept beside
-        # the copies (copy_file_range does not cross filesystems).
+        # the backing files, in the cache directory.
         if not os.path.isdir("/dev/shm"):
             self.skipTest("no /dev/shm")
         import tempfile, shutil
@@ -243,9 +243,9 @@ class WorkspaceDisk(unittest.TestCase):
         return subprocess.run(["unshare", "-m", "sh", "-ec", script], capture_output=True,
                               env=env, timeout=120, cwd=self.dirs.base)  # scratch files there
 
-    def test_copy_across_filesystems_falls_back_to_read_write(self):
+    def test_template_store_on_a_filesystem_of_its_own(self):
         # The template store on a filesystem of its own (a tmpfs mounted on it, in a private
-        # mount namespace): copy_file_range cannot cross that (EXDEV), the copy must still work.
+        # mount namespace), not the backing files': the copy must still work.
         tdir = os.path.join(self.dirs.cache, ".workspace-templates")
         os.makedirs(tdir, exist_ok=True)
         r = self.in_private_mount_ns(
