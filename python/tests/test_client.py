@@ -95,12 +95,6 @@ class ClientTest(unittest.TestCase):
             nsbox.Session(sid, rt).delete()
         self.assertEqual(left, [], "the test left sandboxes behind")
 
-    def skip_if_files_unsupported(self, fn, *args):
-        try:
-            return fn(*args)
-        except nsbox.OperationNotSupported as e:
-            self.skipTest("file operations are not implemented by this nsbox yet: %s" % e)
-
 
 class AsyncClientTest(unittest.IsolatedAsyncioTestCase, ClientTest):
     pass
@@ -123,10 +117,7 @@ class DesignExample(AsyncClientTest):
 
     async def test_design_example_files_and_process(self):
         async with self.box().session() as sb:
-            try:
-                await sb.write_file("data.csv", b"a,b\n1,2\n")
-            except nsbox.OperationNotSupported as e:
-                self.skipTest("file operations are not implemented by this nsbox yet: %s" % e)
+            await sb.write_file("data.csv", b"a,b\n1,2\n")
             self.assertEqual(await sb.read_file("data.csv"), b"a,b\n1,2\n")
             p = await sb.start_process("python3 -m http.server 8000")
             self.assertIsInstance(p.pid, int)
@@ -509,16 +500,10 @@ class Hooks(AsyncClientTest):
 
         async def seed(ctx):
             seen["id"] = ctx.sandbox_id
-            try:
-                await ctx.sandbox.write_file("seed.txt", "seeded\n")
-            except nsbox.OperationNotSupported:
-                await ctx.sandbox.execute("echo seeded > seed.txt")
+            await ctx.sandbox.write_file("seed.txt", "seeded\n")
 
         def collect(ctx):
-            try:
-                seen["data"] = ctx.sandbox.read_file("seed.txt")
-            except nsbox.OperationNotSupported:
-                seen["data"] = ctx.sandbox.execute("cat seed.txt", text=False).stdout
+            seen["data"] = ctx.sandbox.read_file("seed.txt")
 
         async with self.box(hooks=[nsbox.Hook(on_create=seed, on_destroy=collect)]).session() \
                 as sb:
@@ -640,8 +625,7 @@ class Files(AsyncClientTest):
     def test_round_trip_sync(self):
         with self.box().open() as sb:
             payload = bytes(range(256)) * 4096  # 1 MiB, every byte value
-            self.assertEqual(self.skip_if_files_unsupported(sb.write_file, "bin.dat", payload),
-                             len(payload))
+            self.assertEqual(sb.write_file("bin.dat", payload), len(payload))
             self.assertEqual(sb.read_file("bin.dat"), payload)
             self.assertEqual(sb.execute("sha256sum bin.dat").stdout.split()[0],
                              __import__("hashlib").sha256(payload).hexdigest())
@@ -655,10 +639,7 @@ class Files(AsyncClientTest):
 
     async def test_round_trip_async_list_stat_remove(self):
         async with self.box().session() as sb:
-            try:
-                await sb.write_file("a.txt", b"abc")
-            except nsbox.OperationNotSupported as e:
-                self.skipTest("file operations are not implemented by this nsbox yet: %s" % e)
+            await sb.write_file("a.txt", b"abc")
             await sb.write_file("d/b.txt", b"12345")
             await sb.write_file("run.sh", "echo ran\n", mode=0o755)
             names = {f.name: f for f in await sb.list_files()}
@@ -677,13 +658,13 @@ class Files(AsyncClientTest):
     def test_missing_file_is_a_file_not_found_error(self):
         with self.box().open() as sb:
             with self.assertRaises(FileNotFoundError) as cm:
-                self.skip_if_files_unsupported(sb.read_file, "nope.txt")
+                sb.read_file("nope.txt")
             self.assertIsInstance(cm.exception, nsbox.SandboxFileNotFoundError)
             self.assertIsInstance(cm.exception, nsbox.SandboxError)
 
     def test_errors_of_file_operations(self):
         with self.box().open() as sb:
-            self.skip_if_files_unsupported(sb.mkdir, "d")
+            sb.mkdir("d")
             with self.assertRaises(nsbox.InvalidRequest):
                 sb.read_file("d")  # not a regular file
             with self.assertRaises(FileNotFoundError):
@@ -700,7 +681,7 @@ class Files(AsyncClientTest):
 
     def test_paths_stay_in_the_workspace(self):
         with self.box().open() as sb:
-            self.skip_if_files_unsupported(sb.write_file, "x.txt", b"x")
+            sb.write_file("x.txt", b"x")
             sb.execute("ln -s /etc/passwd link; ln -s ../../../../etc/passwd rel")
             for bad in ("../../etc/passwd", "/etc/passwd", "link", "rel", "/workspace/../etc/passwd"):
                 try:
