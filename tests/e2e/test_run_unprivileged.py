@@ -7,10 +7,11 @@ import json
 import os
 import socket
 import subprocess
+import time
 import unittest
 
 from nsbox_test import (CGROUP_V1, CGROUP_V2_ONLY, Dirs, cgroup_leftovers, delegation,
-                        ensure_test_user, is_root, run_nsbox, write_config)
+                        ensure_test_user, is_root, reachable_nsbox, run_nsbox, write_config)
 
 
 def write_pool_config(dirs):
@@ -109,6 +110,48 @@ class Unprivileged(unittest.TestCase):
     def test_exit_codes(self):
         self.assertEqual(self.run_as_user(["run", "--", "sh", "-c", "exit 7"]).returncode, 7)
         self.assertEqual(self.run_as_user(["run", "--", "nope-not-here"]).returncode, 127)
+
+    def test_signals_timeout_and_read_only_root(self):
+        self.assertEqual(self.run_as_user(["run", "--", "sh", "-c", "kill -TERM $$"]).returncode,
+                         128 + 15)
+        r = self.run_as_user(["run", "--timeout", "1", "--", "sleep", "30"])
+        self.assertEqual(r.returncode, 124, r.stderr)
+        r = self.run_as_user(["run", "--", "sh", "-c", "touch /x 2>/dev/null && echo ROOT-W; "
+                              "touch /usr/x 2>/dev/null && echo USR-W; echo end"])
+        self.assertEqual((r.returncode, r.stdout), (0, b"end\n"), r.stderr)
+
+    def test_sigkill_of_nsbox_then_gc(self):
+        cmd = self.deleg.wrap(["setpriv", "--reuid", str(self.user.pw_uid), "--regid",
+                               str(self.user.pw_gid), "--clear-groups", "--", reachable_nsbox(),
+                               "run", "--", "sh", "-c", "hostname; echo ready; sleep 300"])
+        # a cold run (no pool: the earlier tests' runs may have started one), so that the
+        # sandbox is nsbox's own child; sh and setpriv exec, so p.pid ends up being nsbox
+        env = self.dirs.env(write_config(self.dirs, {}))
+        env["HOME"] = self.user.pw_dir
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        try:
+            host = p.stdout.readline()
+            if not host.startswith(b"nsbox-"):
+                p.kill()
+                self.fail(host + p.stderr.read(2000))
+            sid = host.decode().strip()[len("nsbox-"):]
+            self.assertEqual(p.stdout.readline(), b"ready\n")
+            kids = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True).stdout.split()
+            self.assertEqual(len(kids), 1, kids)
+            init = int(kids[0])
+        finally:
+            p.kill()
+            p.wait()
+        deadline = time.monotonic() + 10
+        while os.path.exists(f"/proc/{init}") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertFalse(os.path.exists(f"/proc/{init}"), "sandbox init survived nsbox's death")
+        self.assertTrue(self.dirs.leftovers())  # until gc runs
+        r = self.run_as_user(["gc", "-v"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(b"removed 1 leftover sandbox", r.stdout)
+        self.assertEqual(self.dirs.leftovers(), [])
+        self.assertEqual(cgroup_leftovers(sid), [])
 
     def test_persistent_sandbox_as_a_user(self):
         r = self.run_as_user(["create"])
