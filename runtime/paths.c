@@ -47,7 +47,7 @@ int nsbox_path_runtime_dir(char *out, size_t n, struct nsbox_err *e)
     if (fmt_path(out, n, e, "/tmp/nsbox-%s%s", uid, "") < 0)
         return -1;
     /* /tmp is everyone's: a directory of that name made by another user would hold our
-     * sockets and state. It must be ours and closed to others (nsbox makes it 0700). */
+     * sockets and state. It must be ours and closed to others (nsbox makes it 0711). */
     struct stat st;
     if (lstat(out, &st) == 0 &&
         (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)))

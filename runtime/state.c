@@ -129,8 +129,16 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
         return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long: %s", st->dir);
     if (mkdir(tmp, 0700) < 0) {
         int r = -1;
-        if (errno == ENOENT && nsbox_mkdir_p(rt, 0711, e) == 0)
+        if (errno == ENOENT) {
+            /* Checked again once it exists: in /tmp (the fallback of an unprivileged user with
+             * no XDG_RUNTIME_DIR), another user could make it between the first check and
+             * ours. */
+            if (nsbox_mkdir_p(rt, 0711, e) < 0 || nsbox_path_runtime_dir(rt, sizeof rt, e) < 0) {
+                st->dir[0] = st->staging[0] = '\0';
+                return -1;
+            }
             r = mkdir(tmp, 0700);
+        }
         if (r < 0) {
             nsbox_err_sys(e, "cannot create state directory %s", tmp);
             /* Not ours (an id collision): destroy must never remove it. */

@@ -5,6 +5,7 @@ Delegate=yes makes it (tests/lib V2Delegation), on a cgroup-v1 host one per cont
 (V1Delegation)."""
 import json
 import os
+import shutil
 import socket
 import subprocess
 import time
@@ -110,6 +111,36 @@ class Unprivileged(unittest.TestCase):
     def test_exit_codes(self):
         self.assertEqual(self.run_as_user(["run", "--", "sh", "-c", "exit 7"]).returncode, 7)
         self.assertEqual(self.run_as_user(["run", "--", "nope-not-here"]).returncode, 127)
+
+    def test_tmp_fallback_state_dir_of_another_user_is_refused(self):
+        # Without NSBOX_STATE_DIR and XDG_RUNTIME_DIR a user's state goes to /tmp/nsbox-UID.
+        # /tmp is everyone's: a directory of that name made first by someone else (here root,
+        # as an attacker would) must be refused, not used. Then nsbox makes its own, the
+        # user's, closed to others. (The test user is the suite's own: so is the path.)
+        path = f"/tmp/nsbox-{self.user.pw_uid}"
+        shutil.rmtree(path, ignore_errors=True)
+        self.addCleanup(shutil.rmtree, path, True)
+        env = self.dirs.env()
+        del env["NSBOX_STATE_DIR"]
+        env["HOME"] = self.user.pw_dir
+
+        def run(*args):
+            cmd = self.deleg.wrap(["setpriv", "--reuid", str(self.user.pw_uid), "--regid",
+                                   str(self.user.pw_gid), "--clear-groups", "--",
+                                   reachable_nsbox(), *args])
+            return subprocess.run(cmd, capture_output=True, env=env, timeout=60)
+
+        os.mkdir(path, 0o755)  # root's
+        r = run("run", "--", "true")
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(f"{path} is not a directory of yours closed to others".encode(), r.stderr)
+        self.assertEqual(os.listdir(path), [])
+        os.rmdir(path)
+        r = run("run", "--", "sh", "-c", "echo ok")
+        self.assertEqual((r.returncode, r.stdout), (0, b"ok\n"), r.stderr)
+        st = os.lstat(path)
+        self.assertEqual(st.st_uid, self.user.pw_uid)
+        self.assertEqual(st.st_mode & 0o022, 0, oct(st.st_mode))
 
     def test_signals_timeout_and_read_only_root(self):
         self.assertEqual(self.run_as_user(["run", "--", "sh", "-c", "kill -TERM $$"]).returncode,
