@@ -196,6 +196,30 @@ class UnprivilegedInfoTest(Shape, unittest.TestCase):
                 # a restrictive sysctl (AppArmor) can make the namespace useless though it exists
                 self.assertIn("sysctl", checks["user_namespaces"]["fix"])
 
+    def test_apparmor_restriction_is_named_with_its_fix(self):
+        # Ubuntu 23.10+'s kernel.apparmor_restrict_unprivileged_userns=1: the namespace is
+        # made but useless, so the probe alone would say OK. This kernel has no such sysctl:
+        # in a mount namespace of its own, a directory holding it (set to 1) stands in for
+        # /proc/sys/kernel while the user runs nsbox info. Nothing outside is touched.
+        import tempfile
+        fake = tempfile.mkdtemp(prefix="nsbox-info-sysctl-")
+        self.addCleanup(shutil.rmtree, fake, True)
+        os.chmod(fake, 0o755)
+        with open(os.path.join(fake, "apparmor_restrict_unprivileged_userns"), "w") as f:
+            f.write("1\n")
+        os.chmod(os.path.join(fake, "apparmor_restrict_unprivileged_userns"), 0o644)
+        proc = subprocess.run(
+            ["unshare", "-m", "sh", "-ec", 'mount --bind "$1" /proc/sys/kernel; shift; exec "$@"',
+             "sh", fake, "setpriv", f"--reuid={self.uid}", f"--regid={self.gid}",
+             "--clear-groups", self.bin, "info", "--json"],
+            capture_output=True, text=True, timeout=60, env=self.env, cwd="/")
+        self.assertIn(proc.returncode, (0, 1), proc.stderr)
+        userns = by_name(json.loads(proc.stdout))["user_namespaces"]
+        self.assertFalse(userns["ok"], userns)
+        self.assertIn("apparmor_restrict_unprivileged_userns=1", userns["detail"])
+        self.assertIn("sysctl -w kernel.apparmor_restrict_unprivileged_userns=0", userns["fix"])
+        self.assertIn("AppArmor profile", userns["fix"])
+
     def test_unprivileged_text(self):
         proc = self.as_user([self.bin, "info"])
         self.assertIn(proc.returncode, (0, 1), proc.stderr)
