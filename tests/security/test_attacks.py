@@ -351,6 +351,51 @@ class AttacksAsUser(ProbeGroups, unittest.TestCase):
         self.assertEqual(self.result.returncode, 0, self.result.stderr)
 
 
+class AttacksPooled(ProbeGroups, unittest.TestCase):
+    """The same prober in a sandbox of the warm pool (docs/pool.md): made ahead by a filler and
+    claimed by the run, the path nsbox's defaults take once runs repeat. The prober comes in on
+    stdin (a pooled sandbox has its own fresh workspace, not a --workspace)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dirs = Dirs()
+        cls.bait = HostBait()
+        cfg = os.path.join(cls.dirs.base, "pool.json")
+        with open(cfg, "w") as f:
+            json.dump({"pool": {"size": 1, "ttl_seconds": 120}}, f)
+        cls.env = {"NSBOX_CONFIG": cfg}
+        run_nsbox(["pool", "fill"], cls.dirs, extra_env=cls.env, check=True, timeout=120)
+        (entry,) = json.loads(run_nsbox(["pool", "ls", "--json"], cls.dirs, extra_env=cls.env,
+                                        check=True).stdout)
+        cls.pooled_id = entry["id"]
+        with open(ATTACK, "rb") as f:
+            prober = f.read()
+        r = run_nsbox(["run", "--", "sh", "-c",
+                       'hostname >&2; cat > /workspace/attack && chmod 755 /workspace/attack && '
+                       'exec /workspace/attack "$@"', "sh",
+                       "--host-pid", str(os.getpid()), "--hidden", NSBOX,
+                       "--hidden", os.path.dirname(os.path.abspath(NSBOX))] + cls.bait.args(),
+                      cls.dirs, extra_env=cls.env, input=prober, timeout=120)
+        cls.result = r
+        cls.probes = parse(r.stdout)
+        print("\n" + table(cls.probes, "attack.c in a pooled sandbox"), file=sys.stderr)
+        cls.extra_names = {"host_invisible": [
+            "host_path_invisible:" + NSBOX,
+            "host_path_invisible:" + os.path.dirname(os.path.abspath(NSBOX))]}
+
+    @classmethod
+    def tearDownClass(cls):
+        run_nsbox(["pool", "drain"], cls.dirs, extra_env=cls.env)
+        cls.bait.close()
+        cls.dirs.cleanup()
+
+    def test_the_run_took_the_pooled_sandbox(self):
+        self.assertIn(f"nsbox-{self.pooled_id}".encode(), self.result.stderr)
+
+    def test_prober_exit_status(self):
+        self.assertEqual(self.result.returncode, 0, self.result.stderr)
+
+
 class WorkingDirectoryOutsideRoot(unittest.TestCase):
     """CVE-2024-21626: a working directory that resolves to a host directory through a descriptor
     still open while the sandbox starts (/proc/self/fd/N) leaves the process outside its root,
