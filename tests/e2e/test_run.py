@@ -1,4 +1,5 @@
 """End-to-end: `nsbox run` as root, real sandboxes (namespaces, mounts, cgroups, seccomp)."""
+import json
 import os
 import re
 import shutil
@@ -180,6 +181,25 @@ class Basics(RunTest):
         self.assertEqual(env.get("PATH"), "/usr/bin:/bin")
         self.assertNotIn("HOSTENV_SECRET", env)
         self.assertNotIn("NSBOX_STATE_DIR", env)
+
+    def test_default_environment_and_a_session_of_its_own(self):
+        # Nothing given with -e: the environment is nsbox's alone. The command leads a new
+        # session without a controlling terminal, so even with TIOCSTI allowed it could not
+        # type into the caller's terminal (the attack suite checks the seccomp side).
+        r = run_nsbox(["run", "--", "python3", "-c",
+                       "import os, json\n"
+                       "try:\n    os.open('/dev/tty', os.O_RDWR); tty = 'has a terminal'\n"
+                       "except OSError as e:\n    tty = e.strerror\n"
+                       "print(json.dumps([dict(os.environ), os.getsid(0) == os.getpid(), tty]))"],
+                      self.dirs)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        env, leader, tty = json.loads(r.stdout)
+        self.assertEqual(env, {
+            "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "HOME": "/workspace", "USER": "appuser", "LOGNAME": "appuser", "SHELL": "/bin/sh",
+            "LANG": "C.UTF-8"})
+        self.assertTrue(leader)
+        self.assertEqual(tty, "No such device or address")
 
     def test_only_loopback_network(self):
         r = run_nsbox(["run", "--", "python3", "-c",
