@@ -141,6 +141,12 @@ class InfoTest(Shape, unittest.TestCase):
         if os.path.exists("/dev/loop-control"):
             self.assertTrue(checks["workspace_disk"]["detail"].startswith("ext4 on a loop device"),
                             checks["workspace_disk"])
+        # nftables, asked of the nft command instead of nsbox, in a throwaway network namespace
+        if shutil.which("nft") and shutil.which("unshare"):
+            probe = subprocess.run(["unshare", "-n", "nft", "list", "tables"],
+                                   capture_output=True, timeout=60)
+            self.assertEqual(checks["nftables"]["ok"], probe.returncode == 0,
+                             (checks["nftables"], probe.stderr))
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root to run as another user")
@@ -180,6 +186,23 @@ class UnprivilegedInfoTest(Shape, unittest.TestCase):
         self.assertEqual(net["fix"], NET_ADMIN_FIX)
 
         self.assertFalse(checks["idmapped_mounts"]["ok"])
+        # This user has no delegated cgroup (unlike the run tests' user): refused, with the way
+        # to get one; and nsbox run refuses with that same cause and fix, word for word.
+        cg = checks["cgroups"]
+        self.assertFalse(cg["ok"], cg)
+        self.assertIn(f"is not writable by uid {self.uid}", cg["fix"])
+        self.assertIn("NSBOX_CGROUP_PARENT", cg["fix"])
+        import tempfile
+        home = tempfile.mkdtemp(prefix="nsbox-info-home-")
+        self.addCleanup(shutil.rmtree, home, True)
+        os.chown(home, self.uid, self.gid)
+        r = subprocess.run(
+            ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups",
+             self.bin, "run", "--", "true"],
+            capture_output=True, text=True, timeout=60, cwd="/",
+            env=dict(self.env, HOME=home, NSBOX_STATE_DIR=home + "/state"))
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(cg["fix"], r.stderr)
         ws = checks["workspace_disk"]
         self.assertTrue(ws["ok"])  # enforced either way
         self.assertTrue(ws["detail"].startswith("tmpfs:"), ws)

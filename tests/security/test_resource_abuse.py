@@ -55,15 +55,15 @@ def host_spawn_latency():
 class ResourceTest(unittest.TestCase):
     def setUp(self):
         self.dirs = Dirs()
+        # a cleanup, not tearDown: it also runs when a subclass's setUp skips the test, and
+        # after the subclasses' tearDown (which remove their sandboxes first)
+        self.addCleanup(self.dirs.cleanup)
         self.ws = os.path.join(self.dirs.base, "ws")
         os.mkdir(self.ws)
         os.chmod(self.ws, 0o777)
         if os.access(ATTACK, os.X_OK):
             shutil.copy(ATTACK, os.path.join(self.ws, "attack"))
             os.chmod(os.path.join(self.ws, "attack"), 0o755)
-
-    def tearDown(self):
-        self.dirs.cleanup()
 
     def start(self, script, *extra, timeout=60):
         """nsbox run in the background; the script's first line of output is the hostname."""
@@ -245,10 +245,9 @@ class WorkspaceDisk(ResourceTest):
         self.sids = []
 
     def tearDown(self):
-        # before the state directory goes (ResourceTest.tearDown): rm finds sandboxes there
+        # before the state directory goes (ResourceTest's cleanup): rm finds sandboxes there
         for sid in self.sids:
             run_nsbox(["rm", sid], self.dirs, extra_env=self.env)
-        super().tearDown()
 
     def host_free(self):
         st = os.statvfs(self.dirs.cache)
