@@ -64,6 +64,11 @@ class HostImage(unittest.TestCase):
         self.assertRegex(nss, r"(?m)^passwd:\s+files$")
         self.assertNotIn("systemd", nss)
         self.assertFalse(os.path.lexists(os.path.join(self.etc, "shadow")))
+        with open(os.path.join(self.etc, "hosts")) as f:
+            hosts = [l.split() for l in f if l.strip() and not l.startswith("#")]
+        self.assertIn(["127.0.0.1", "localhost"], hosts)
+        self.assertIn("localhost", [n for l in hosts if l[0] == "::1" for n in l[1:]])
+        self.assertTrue(os.path.isfile(os.path.join(self.etc, "resolv.conf")))
         if os.path.exists("/etc/ld.so.cache"):
             self.assertTrue(os.path.isfile(os.path.join(self.etc, "ld.so.cache")))
             with open("/etc/ld.so.cache", "rb") as a, \

@@ -181,6 +181,22 @@ class Basics(RunTest):
         self.assertNotIn("HOSTENV_SECRET", env)
         self.assertNotIn("NSBOX_STATE_DIR", env)
 
+    def test_workspace_that_is_not_a_directory_is_refused(self):
+        afile = os.path.join(self.dirs.base, "afile")
+        with open(afile, "w") as f:
+            f.write("kept\n")
+        missing = os.path.join(self.dirs.base, "missing", "dir")
+        for path, why in ((missing, "No such file or directory"), (afile, "is not a directory")):
+            r = self.sh("echo RAN", "--workspace", path)
+            self.assertEqual(r.returncode, 125, r.stderr)
+            self.assertEqual(r.stdout, b"")
+            self.assertIn(f"workspace {path}".encode(), r.stderr)
+            self.assertIn(why.encode(), r.stderr)
+        self.assertFalse(os.path.exists(os.path.dirname(missing)))  # nothing made for it
+        with open(afile) as f:
+            self.assertEqual(f.read(), "kept\n")
+        self.assertNoLeftovers()
+
     def test_default_environment_and_a_session_of_its_own(self):
         # Nothing given with -e: the environment is nsbox's alone. The command leads a new
         # session without a controlling terminal, so even with TIOCSTI allowed it could not
