@@ -6,12 +6,11 @@ import shutil
 import signal
 import socket
 import subprocess
-import threading
 import time
 import unittest
 
 from nsbox_test import (CGROUP_V2_ONLY, NSBOX, UID_BASE, Dirs, cgroup_leftovers, is_root,
-                        run_nsbox, sandbox_cgroup_file)
+                        run_nsbox, sandbox_cgroup_file, sigkill_run_and_check_init_dies)
 
 
 def setUpModule():
@@ -626,16 +625,7 @@ class Cleanup(RunTest):
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.dirs.env())
         sid = self.sandbox_id(p.stdout.readline())
         self.assertEqual(p.stdout.readline(), b"ready\n")
-        # The sandbox's processes: children of nsbox (init) and below.
-        kids = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True).stdout.split()
-        self.assertEqual(len(kids), 1)
-        init = int(kids[0])
-        p.kill()
-        p.wait()
-        deadline = time.monotonic() + 10
-        while os.path.exists(f"/proc/{init}") and time.monotonic() < deadline:
-            time.sleep(0.02)
-        self.assertFalse(os.path.exists(f"/proc/{init}"), "sandbox init survived nsbox's death")
+        sigkill_run_and_check_init_dies(self, p)
         # Leftovers exist until gc runs ...
         self.assertTrue(self.dirs.leftovers())
         r = run_nsbox(["gc", "-v"], self.dirs)

@@ -12,7 +12,8 @@ import time
 import unittest
 
 from nsbox_test import (CGROUP_V1, CGROUP_V2_ONLY, Dirs, cgroup_leftovers, delegation,
-                        ensure_test_user, is_root, reachable_nsbox, run_nsbox, write_config)
+                        ensure_test_user, is_root, reachable_nsbox, run_nsbox,
+                        sigkill_run_and_check_init_dies, write_config)
 
 
 def write_pool_config(dirs):
@@ -160,23 +161,12 @@ class Unprivileged(unittest.TestCase):
         env = self.dirs.env(write_config(self.dirs, {}))
         env["HOME"] = self.user.pw_dir
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-        try:
-            host = p.stdout.readline()
-            if not host.startswith(b"nsbox-"):
-                p.kill()
-                self.fail(host + p.stderr.read(2000))
-            sid = host.decode().strip()[len("nsbox-"):]
-            self.assertEqual(p.stdout.readline(), b"ready\n")
-            kids = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True).stdout.split()
-            self.assertEqual(len(kids), 1, kids)
-            init = int(kids[0])
-        finally:
+        host = p.stdout.readline()
+        if not host.startswith(b"nsbox-") or p.stdout.readline() != b"ready\n":
             p.kill()
-            p.wait()
-        deadline = time.monotonic() + 10
-        while os.path.exists(f"/proc/{init}") and time.monotonic() < deadline:
-            time.sleep(0.02)
-        self.assertFalse(os.path.exists(f"/proc/{init}"), "sandbox init survived nsbox's death")
+            self.fail(host + p.stderr.read(2000))
+        sid = host.decode().strip()[len("nsbox-"):]
+        sigkill_run_and_check_init_dies(self, p)
         self.assertTrue(self.dirs.leftovers())  # until gc runs
         r = self.run_as_user(["gc", "-v"])
         self.assertEqual(r.returncode, 0, r.stderr)

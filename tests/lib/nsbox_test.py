@@ -289,6 +289,20 @@ def wait_for(pred, timeout=20.0, interval=0.02):
     return pred()
 
 
+def sigkill_run_and_check_init_dies(test, p):
+    """SIGKILL a running `nsbox run` (p, a Popen whose pid is nsbox's own) and check that its
+    sandbox's init, nsbox's one child, dies with it."""
+    try:
+        kids = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True).stdout.split()
+        test.assertEqual(len(kids), 1, kids)
+        init = int(kids[0])
+    finally:
+        p.kill()
+        p.wait()
+    test.assertTrue(wait_for(lambda: not os.path.exists(f"/proc/{init}"), 10),
+                    "sandbox init survived nsbox's death")
+
+
 def loop_devices_under(prefix):
     """Loop devices whose backing file lies under prefix (nsbox's ext4 workspaces), as
     "/dev/loopN -> path"; a detached but not yet freed device shows its file as "(deleted)"."""

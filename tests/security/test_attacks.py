@@ -196,6 +196,14 @@ class ProbeGroups:
                   if not self.probes[n]["blocked"]]
         self.assertEqual(failed, [], f"attacks that SUCCEEDED ({group})")
 
+    @classmethod
+    def took(cls, result, title, hidden):
+        """Keep a prober run's result; hidden: the host paths it was told to look for."""
+        cls.result = result
+        cls.probes = parse(result.stdout)
+        print("\n" + table(cls.probes, title), file=sys.stderr)
+        cls.extra_names = {"host_invisible": ["host_path_invisible:" + h for h in hidden]}
+
     def test_prober_ran_to_the_end(self):
         self.assertIn("done", self.probes, "the prober died before its last probe")
 
@@ -292,12 +300,7 @@ class AttacksAsRoot(ProbeGroups, unittest.TestCase):
                           cls.dirs, timeout=120, pass_fds=(cls.leaked,))
         finally:
             os.close(cls.leaked)
-        cls.result = r
-        cls.probes = parse(r.stdout)
-        print("\n" + table(cls.probes, "attack.c as root"), file=sys.stderr)
-        cls.extra_names = {"host_invisible": [
-            "host_path_invisible:" + NSBOX,
-            "host_path_invisible:" + os.path.dirname(os.path.abspath(NSBOX))]}
+        cls.took(r, "attack.c as root", [NSBOX, os.path.dirname(os.path.abspath(NSBOX))])
 
     @classmethod
     def tearDownClass(cls):
@@ -335,11 +338,7 @@ class AttacksAsUser(ProbeGroups, unittest.TestCase):
                        "--host-pid", str(os.getpid()), "--hidden", cls.nsbox,
                        "--hidden", cls.user.pw_dir] + cls.bait.args(),
                       cls.dirs, user=cls.user, wrap=cls.deleg.wrap, timeout=120)
-        cls.result = r
-        cls.probes = parse(r.stdout)
-        print("\n" + table(cls.probes, "attack.c as an unprivileged user"), file=sys.stderr)
-        cls.extra_names = {"host_invisible": ["host_path_invisible:" + cls.nsbox,
-                                              "host_path_invisible:" + cls.user.pw_dir]}
+        cls.took(r, "attack.c as an unprivileged user", [cls.nsbox, cls.user.pw_dir])
 
     @classmethod
     def tearDownClass(cls):
@@ -376,12 +375,8 @@ class AttacksPooled(ProbeGroups, unittest.TestCase):
                        "--host-pid", str(os.getpid()), "--hidden", NSBOX,
                        "--hidden", os.path.dirname(os.path.abspath(NSBOX))] + cls.bait.args(),
                       cls.dirs, extra_env=cls.env, input=prober, timeout=120)
-        cls.result = r
-        cls.probes = parse(r.stdout)
-        print("\n" + table(cls.probes, "attack.c in a pooled sandbox"), file=sys.stderr)
-        cls.extra_names = {"host_invisible": [
-            "host_path_invisible:" + NSBOX,
-            "host_path_invisible:" + os.path.dirname(os.path.abspath(NSBOX))]}
+        cls.took(r, "attack.c in a pooled sandbox",
+                 [NSBOX, os.path.dirname(os.path.abspath(NSBOX))])
 
     @classmethod
     def tearDownClass(cls):
