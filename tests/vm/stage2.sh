@@ -6,9 +6,16 @@
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1
 mount -t proc proc /proc
-# the kernel's modules, unpacked by prepare.sh, where modprobe and the kernel look for them
+# the kernel's modules, unpacked by prepare.sh into ROOT/lib/modules, where modprobe and the
+# kernel look for them: bound over /lib/modules when the host has that directory; a host
+# without loadable modules may not, and its root is read-only here, so then modprobe is told
+# where they are (-d ROOT), and so is the kernel's own module loader (below, once /run exists)
 modules=$(sed -n 's/.*nsboxvm.modules=\([^ ]*\).*/\1/p' /proc/cmdline)
-[ -n "$modules" ] && mount --bind "$modules" /lib/modules
+mroot=
+if [ -n "$modules" ] && [ -d /lib/modules ]; then
+    mount --bind "$modules" /lib/modules
+fi
+modload() { if [ -n "$mroot" ]; then modprobe -d "$mroot" "$@"; else modprobe "$@"; fi; }
 mount -t devtmpfs devtmpfs /dev
 mount -t sysfs sysfs /sys
 mkdir -p /dev/pts /dev/shm
@@ -21,6 +28,13 @@ mount -t tmpfs tmpfs /dev/shm
 # build trees), which must stay visible through the tmpfs mounts below.
 mount -t tmpfs -o mode=0755,size=300g tmpfs /run
 mkdir -p /run/nsboxvm /run/keep
+if [ -n "$modules" ] && [ ! -d /lib/modules ]; then
+    # bound below /run, which stays (/root, where the cache is, gets covered further down)
+    mroot=/run/modules-root
+    mkdir -p "$mroot/lib/modules" && mount --bind "$modules" "$mroot/lib/modules"
+    printf '#!/bin/sh\nexec /sbin/modprobe -d %s "$@"\n' "$mroot" > /run/modprobe
+    chmod 755 /run/modprobe && echo /run/modprobe > /proc/sys/kernel/modprobe
+fi
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 out /run/nsboxvm
 n=0
 keep=()
@@ -32,7 +46,7 @@ done < /run/nsboxvm/keep
 # /tmp, where the tests keep their directories and sandboxes their workspace images, is an
 # ext4 on the scratch disk (a sparse file on the host, given back as files are deleted:
 # discard), so that big files do not fill the RAM.
-modprobe virtio_blk
+modload virtio_blk
 mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1 /dev/vda && mount -o discard /dev/vda /tmp
 for d in /var/tmp /var/cache /var/lib /root /home; do
     mount -t tmpfs -o mode=0755,size=300g tmpfs "$d"
@@ -46,11 +60,12 @@ for i in "${!keep[@]}"; do
 done
 # /etc writable over the host's (an overlay whose upper layer is in RAM): the tests add their
 # unprivileged user with useradd
+modload overlay
 mkdir -p /run/etc-rw && mount -t tmpfs tmpfs /run/etc-rw && mkdir -p /run/etc-rw/up /run/etc-rw/work
 mount -t overlay overlay -o lowerdir=/etc,upperdir=/run/etc-rw/up,workdir=/run/etc-rw/work /etc ||
     echo "nsbox-vm: /etc stays read-only"
 mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup
-for m in loop overlay nf_tables veth; do modprobe "$m" 2>/dev/null; done
+for m in loop nf_tables veth; do modload "$m" || echo "nsbox-vm: cannot load $m"; done
 ip link set lo up
 hostname nsbox-vm
 echo "nsbox-vm: $(uname -r), cgroup2 controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
