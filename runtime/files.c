@@ -632,9 +632,11 @@ int nsbox_files_op_ex(int ws_fd, const struct nsbox_state *st, const struct nsbo
         c.gid = gm.outside;
     }
     if (set_path(&c, rq->path, e) < 0) return -1;
-    /* Through an idmapped --workspace (workspace.h), only the sandbox's own host ids are
-     * mapped: root's would fail with EOVERFLOW. Act as the sandbox's user, as it would. */
-    bool as_sandbox = st && st->privileged && st->ws_idmapped;
+    /* Through an idmapped --workspace (workspace.h), and in a tmpfs workspace (mounted inside
+     * the sandbox's user namespace), only the sandbox's own host ids are mapped: root's would
+     * fail with EOVERFLOW. Act as the sandbox's user, as it would. */
+    bool as_sandbox =
+        st && st->privileged && (st->ws_idmapped || st->ws_kind == NSBOX_WS_TMPFS);
     if (as_sandbox) {
         setfsgid(c.gid);
         setfsuid(c.uid);

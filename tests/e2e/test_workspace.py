@@ -268,6 +268,37 @@ class WorkspaceDisk(unittest.TestCase):
         self.assertTrue(ws["detail"].startswith("tmpfs:"), ws)
         self.assertIn("LOOP_CTL_GET_FREE", ws["detail"])
 
+    def test_file_operations_in_a_tmpfs_workspace_as_root(self):
+        # The tmpfs kind (the config's choice here; also where loop devices are missing) is
+        # mounted inside the sandbox's user namespace, where root is not mapped: the supervisor
+        # writes there as the sandbox's user. Before, every write failed with EOVERFLOW.
+        cfg = os.path.join(self.dirs.base, "fs.json")
+        with open(cfg, "w") as f:
+            json.dump({"instance_types": TINY, "pool": {"size": 0},
+                       "workspace": {"fs": "tmpfs"}}, f)
+        env = {"NSBOX_CONFIG": cfg}
+        r = self.nsbox("create", "--instance-type", "tiny", extra_env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.decode().strip()
+        try:
+            src = os.path.join(self.dirs.base, "in.txt")
+            with open(src, "w") as f:
+                f.write("from the host\n")
+            r = self.nsbox("cp", "-p", src, f"{sid}:/workspace/d/in.txt", extra_env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = self.nsbox("exec", sid, "--", "sh", "-c",
+                           "stat -f -c %T .; stat -c '%U %a' d/in.txt; cat d/in.txt; "
+                           "echo back > out.txt", extra_env=env)
+            self.assertEqual(r.stdout.decode().splitlines(),
+                             ["tmpfs", "appuser 644", "from the host"], r.stderr)
+            dst = os.path.join(self.dirs.base, "out.txt")
+            r = self.nsbox("cp", f"{sid}:/workspace/out.txt", dst, extra_env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(dst) as f:
+                self.assertEqual(f.read(), "back\n")
+        finally:
+            self.assertEqual(self.nsbox("rm", sid, extra_env=env).returncode, 0)
+
     def test_config_chooses_the_filesystem(self):
         cfg = os.path.join(self.dirs.base, "fs.json")
         env = {"NSBOX_CONFIG": cfg}
