@@ -130,10 +130,7 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
     if (mkdir(tmp, 0700) < 0) {
         int r = -1;
         if (errno == ENOENT) {
-            /* Checked again once it exists: in /tmp (the fallback of an unprivileged user with
-             * no XDG_RUNTIME_DIR), another user could make it between the first check and
-             * ours. */
-            if (nsbox_mkdir_p(rt, 0711, e) < 0 || nsbox_path_runtime_dir(rt, sizeof rt, e) < 0) {
+            if (nsbox_mkdir_p(rt, 0711, e) < 0) {
                 st->dir[0] = st->staging[0] = '\0';
                 return -1;
             }
@@ -145,6 +142,15 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
             st->dir[0] = st->staging[0] = '\0';
             return -1;
         }
+    }
+    /* The runtime directory checked again now that something of ours is in it: in /tmp (the
+     * fallback of an unprivileged user without XDG_RUNTIME_DIR) another user could have made
+     * it between the first check and our mkdir. Once it is ours, /tmp's sticky bit keeps it
+     * so. */
+    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0) {
+        rmdir(tmp);
+        st->dir[0] = st->staging[0] = '\0';
+        return -1;
     }
     char tmplock[PATH_MAX];
     if (path_join(tmplock, tmp, "lock", e) < 0)

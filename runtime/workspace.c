@@ -4,12 +4,13 @@
  * cache directory, attach it to a free loop device with autoclear, write a cached empty
  * filesystem of that size (sparse: a few hundred KiB even for 20 GiB) onto the device, mount it
  * with the new mount API without attaching it anywhere, give its root to the sandbox's uid.
- * The copy goes through the device, not into the file before attaching it: attaching fsyncs
- * the backing file (Linux 6.x), which would send the copy to the host's disk, and flush the
- * disk's cache, on every creation. The sandbox's child moves that mount to /workspace inside its own mount
- * namespace, so the host's mount table never shows it and nothing is left to unmount: when the
- * namespace and the last descriptor go, the filesystem is unmounted and the loop device frees
- * itself. The backing file goes with the sandbox's cache directory. */
+ * The copy goes through the device, not into the file before attaching it: recent kernels
+ * (6.18 here) fsync the backing file in LOOP_CONFIGURE, which would send the copy to the host's
+ * disk, and flush the disk's cache, on every creation. The sandbox's child moves that mount to
+ * /workspace inside its own mount namespace, so the host's mount table never shows it and
+ * nothing is left to unmount: when the namespace and the last descriptor go, the filesystem is
+ * unmounted and the loop device frees itself. The backing file goes with the sandbox's cache
+ * directory. */
 #define _GNU_SOURCE
 #include "workspace.h"
 #include "cleanup.h"
@@ -180,9 +181,10 @@ static int mount_backing(int backing_fd, int tpl, const char *tpl_path, const ch
     if (lfd < 0)
         return -1;
     /* Written through to the backing file (its page cache: sync_file_range sends no flush, so
-     * the loop device does not fsync the file) before anything else: a full host disk shows
-     * here, as itself, and no page of the copy is left in the device's cache to reach the file
-     * later, when a retry may have emptied it. */
+     * the loop device does not fsync the file) before anything else: a write that fails (a
+     * full host disk: the loop device reports it as an I/O error) is an error here, not a
+     * mount failure taken for a damaged template, and no page of the copy is left in the
+     * device's cache to reach the file later, when a retry may have emptied it. */
     if (tpl >= 0 &&
         (copy_sparse(tpl, lfd) < 0 ||
          sync_file_range(lfd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
@@ -587,7 +589,7 @@ static int give_root(int mfd, uint32_t uid, uint32_t gid, struct nsbox_err *e)
     return 0;
 }
 
-#define WS_STACK (256u * 1024u) /* the deepest path (template, mkfs) needs about 30 KiB */
+#define WS_STACK (256u * 1024u) /* the deepest path: copy_sparse's 64 KiB buffer, or mkfs */
 
 static void *job_main(void *arg)
 {

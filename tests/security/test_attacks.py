@@ -22,7 +22,7 @@ import tty
 import unittest
 
 from nsbox_test import (CGROUP_V1, CGROUP_V2_ONLY, NSBOX, Dirs, delegation, ensure_test_user,
-                        is_root, reachable_nsbox, run_nsbox)
+                        is_root, reachable_nsbox, run_nsbox, wait_for)
 
 SEC_BIN = os.environ.get("NSBOX_SECURITY_BIN_DIR", "")
 ATTACK = os.path.join(SEC_BIN, "attack")
@@ -357,12 +357,17 @@ class AttacksPooled(ProbeGroups, unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
+        # class cleanups, not tearDownClass: they run even when this set-up fails half-way,
+        # last registered first (drain, then the bait, then the directories)
         cls.dirs = Dirs()
+        cls.addClassCleanup(cls.dirs.cleanup)
         cls.bait = HostBait()
+        cls.addClassCleanup(cls.bait.close)
         cfg = os.path.join(cls.dirs.base, "pool.json")
         with open(cfg, "w") as f:
             json.dump({"pool": {"size": 1, "ttl_seconds": 120}}, f)
         cls.env = {"NSBOX_CONFIG": cfg}
+        cls.addClassCleanup(cls.drain)
         run_nsbox(["pool", "fill"], cls.dirs, extra_env=cls.env, check=True, timeout=120)
         (entry,) = json.loads(run_nsbox(["pool", "ls", "--json"], cls.dirs, extra_env=cls.env,
                                         check=True).stdout)
@@ -379,10 +384,12 @@ class AttacksPooled(ProbeGroups, unittest.TestCase):
                  [NSBOX, os.path.dirname(os.path.abspath(NSBOX))])
 
     @classmethod
-    def tearDownClass(cls):
+    def drain(cls):
+        """The pool drained (the claim started a refill) and every sandbox of it gone."""
         run_nsbox(["pool", "drain"], cls.dirs, extra_env=cls.env)
-        cls.bait.close()
-        cls.dirs.cleanup()
+        live = lambda: [n for n in os.listdir(cls.dirs.state) if len(n) == 12]  # noqa: E731
+        if not wait_for(lambda: not live(), 20):
+            raise AssertionError(f"pooled sandboxes still there after the drain: {live()}")
 
     def test_the_run_took_the_pooled_sandbox(self):
         self.assertIn(f"nsbox-{self.pooled_id}".encode(), self.result.stderr)
