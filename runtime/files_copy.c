@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "cleanup.h"
 #include "files_impl.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,14 +42,9 @@ static int too_big(struct nsbox_err *e, uint64_t max)
 
 static int write_all(int out, const char *buf, size_t len, off_t *outoff, struct nsbox_err *e)
 {
-    while (len > 0) {
-        ssize_t w = pwrite(out, buf, len, *outoff);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return copy_err(e, errno, "writing the file");
-        }
-        buf += w, len -= (size_t)w, *outoff += w;
-    }
+    if (nsbox_pwrite_all(out, buf, len, *outoff) < 0)
+        return copy_err(e, errno, "writing the file");
+    *outoff += (off_t)len;
     return 0;
 }
 

@@ -191,6 +191,23 @@ int nsbox_read_small(const char *path, char **out, struct nsbox_err *e)
     return 0;
 }
 
+int nsbox_pwrite_all(int fd, const void *buf, size_t len, off_t off)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t w = pwrite(fd, p, len, off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = EIO;
+            return -1;
+        }
+        p += w, len -= (size_t)w, off += w;
+    }
+    return 0;
+}
+
 size_t nsbox_read_bounded(int fd, char *buf, size_t n)
 {
     size_t have = 0;

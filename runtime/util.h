@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <time.h>
 
 /* Default disposition for every signal and an empty mask: ignored dispositions and the mask
@@ -25,6 +26,10 @@ char *nsbox_read_text_at(int dfd, const char *path, size_t limit);
 /* Read fd to its end, keeping the first n - 1 bytes in buf (NUL-terminated) and dropping the
  * rest, so that a writer never blocks on a full pipe. Returns the bytes kept. */
 size_t nsbox_read_bounded(int fd, char *buf, size_t n);
+
+/* pwrite all of buf at off, through short writes and EINTR. 0, or -1 with errno (EIO for a
+ * write that wrote nothing). */
+int nsbox_pwrite_all(int fd, const void *buf, size_t len, off_t off);
 
 #define NSBOX_SMALL_FILE_MAX (4u << 20)
 /* Reads a whole file of at most NSBOX_SMALL_FILE_MAX bytes; ENOENT is returned as 1 with *out

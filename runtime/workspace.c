@@ -3,10 +3,8 @@
  * Per sandbox: make an empty sparse backing file of the limit's size in the sandbox's private
  * cache directory, attach it to a free loop device with autoclear, write a cached empty
  * filesystem of that size (sparse: a few hundred KiB even for 20 GiB) onto the device, mount it
- * with the new mount API without attaching it anywhere, give its root to the sandbox's uid.
- * The copy goes through the device, not into the file before attaching it: recent kernels
- * (6.18 here) fsync the backing file in LOOP_CONFIGURE, which would send the copy to the host's
- * disk, and flush the disk's cache, on every creation. The sandbox's child moves that mount to
+ * with the new mount API without attaching it anywhere, give its root to the sandbox's uid
+ * (ext4_make says why the copy goes through the device). The sandbox's child moves that mount to
  * /workspace inside its own mount namespace, so the host's mount table never shows it and
  * nothing is left to unmount: when the namespace and the last descriptor go, the filesystem is
  * unmounted and the loop device frees itself. The backing file goes with the sandbox's cache
@@ -167,29 +165,9 @@ static int fs_flag(int fs, const char *key)
     return (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, key, NULL, 0);
 }
 
-static int copy_sparse(int in, int out);
-
-/* Mount the filesystem on backing_fd, after writing the template tpl (-1: none) onto its loop
- * device; returns a detached mount fd. *mount_failed tells a mount that failed (the template
- * may be damaged) from everything else (no loop device, no space for the copy, ...). */
-static int mount_backing(int backing_fd, int tpl, const char *tpl_path, const char *tag,
-                         bool *mount_failed, struct nsbox_err *e)
+/* Mount the ext4 filesystem on the loop device dev; returns a detached mount fd. */
+static int mount_dev(const char *dev, struct nsbox_err *e)
 {
-    char dev[64];
-    *mount_failed = false;
-    cleanup_close int lfd = loop_attach(backing_fd, tag, dev, sizeof dev, e);
-    if (lfd < 0)
-        return -1;
-    /* Written through to the backing file (its page cache: sync_file_range sends no flush, so
-     * the loop device does not fsync the file) before anything else: a write that fails (a
-     * full host disk: the loop device reports it as an I/O error) is an error here, not a
-     * mount failure taken for a damaged template, and no page of the copy is left in the
-     * device's cache to reach the file later, when a retry may have emptied it. */
-    if (tpl >= 0 &&
-        (copy_sparse(tpl, lfd) < 0 ||
-         sync_file_range(lfd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
-                                        SYNC_FILE_RANGE_WAIT_AFTER) < 0))
-        return nsbox_err_sys(e, "workspace: cannot copy %s to %s", tpl_path, dev);
     cleanup_close int fs = (int)syscall(SYS_fsopen, "ext4", FSOPEN_CLOEXEC);
     if (fs < 0)
         return nsbox_err_sys(e, "workspace: fsopen(ext4)");
@@ -199,10 +177,8 @@ static int mount_backing(int backing_fd, int tpl, const char *tpl_path, const ch
      * outlive the sandbox anyway. */
     if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", dev, 0) < 0 ||
         fs_flag(fs, "noinit_itable") < 0 || fs_flag(fs, "nobarrier") < 0 ||
-        syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
-        *mount_failed = true;
+        syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
         return nsbox_err_sys(e, "workspace: cannot mount the ext4 filesystem on %s", dev);
-    }
     int mfd = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
     if (mfd < 0)
         return nsbox_err_sys(e, "workspace: fsmount");
@@ -296,8 +272,11 @@ static int make_template(int dirfd, const char *dir, const char *name, uint64_t 
     /* mkfs always makes lost+found; a workspace starts empty. Mount it once to remove it
      * (the mount is gone when the descriptor is closed). */
     {
-        bool mount_failed;
-        cleanup_close int mfd = mount_backing(fd, -1, NULL, "nsbox-template", &mount_failed, e);
+        char dev[64];
+        cleanup_close int lfd = loop_attach(fd, "nsbox-template", dev, sizeof dev, e);
+        if (lfd < 0)
+            return -1;
+        cleanup_close int mfd = mount_dev(dev, e);
         if (mfd < 0)
             return -1;
         if (unlinkat(mfd, "lost+found", AT_REMOVEDIR) < 0)
@@ -368,14 +347,8 @@ static int copy_sparse(int in, int out)
                 continue;
             if (r <= 0)
                 return r == 0 ? (errno = EIO, -1) : -1;
-            for (ssize_t w = 0; w < r;) {
-                ssize_t k = pwrite(out, buf + w, (size_t)(r - w), off + w);
-                if (k < 0 && errno == EINTR)
-                    continue;
-                if (k <= 0)
-                    return k == 0 ? (errno = EIO, -1) : -1;
-                w += k;
-            }
+            if (nsbox_pwrite_all(out, buf, (size_t)r, off) < 0)
+                return -1;
             off += r;
         }
         pos = hole;
@@ -568,15 +541,29 @@ static int ext4_make(const char *image, uint64_t disk_bytes, bool overcommit, bo
             template_fd(cache_root, disk_bytes, attempt > 0, tpl_path, sizeof tpl_path, e);
         if (tpl < 0)
             return -1;
-        bool mount_failed;
-        int mfd = mount_backing(fd, tpl, tpl_path, tag, &mount_failed, e);
-        if (mfd < 0 && !mount_failed)
+        char dev[64];
+        cleanup_close int lfd = loop_attach(fd, tag, dev, sizeof dev, e);
+        if (lfd < 0)
             return -1;
+        /* The template is written onto the device, not into the file before attaching it:
+         * recent kernels fsync the backing file in LOOP_CONFIGURE, which would send the copy
+         * to the host's disk, with a cache flush, at every creation. Then through to the file
+         * (its page cache: sync_file_range sends no flush, so the loop device does not fsync
+         * it), before the mount: a write that fails (a full host disk: an I/O error from the
+         * loop device) is an error of its own, not a mount failure taken for a damaged
+         * template, and no page of the copy is left in the device's cache to reach the file
+         * after a retry has emptied it. */
+        if (copy_sparse(tpl, lfd) < 0 ||
+            sync_file_range(lfd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                           SYNC_FILE_RANGE_WAIT_AFTER) < 0)
+            return nsbox_err_sys(e, "workspace: cannot copy %s to %s", tpl_path, dev);
+        int mfd = mount_dev(dev, e);
         if (mfd >= 0 || attempt > 0) {
             if (mfd < 0)
                 nsbox_err_wrap(e, "made from %s, even after making it again", tpl_path);
             return mfd;
         }
+        nsbox_closep(&lfd); /* the device goes (autoclear) before its file is emptied */
         if (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)disk_bytes) < 0)
             return nsbox_err_sys(e, "workspace: cannot empty %s", image);
     }
