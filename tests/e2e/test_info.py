@@ -9,6 +9,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import tempfile
 import unittest
 
 from nsbox_test import reachable_nsbox
@@ -168,10 +169,10 @@ class UnprivilegedInfoTest(Shape, unittest.TestCase):
         # A home that does not exist: nothing of root's (images, caches) leaks into the view.
         cls.env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/nonexistent"}
 
-    def as_user(self, argv):
+    def as_user(self, argv, **env):
         return subprocess.run(
             ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups"] + argv,
-            capture_output=True, text=True, timeout=60, env=self.env, cwd="/")
+            capture_output=True, text=True, timeout=60, env=dict(self.env, **env), cwd="/")
 
     def test_unprivileged_report(self):
         proc = self.as_user([self.bin, "info", "--json"])
@@ -195,15 +196,11 @@ class UnprivilegedInfoTest(Shape, unittest.TestCase):
         self.assertFalse(cg["ok"], cg)
         self.assertIn(f"is not writable by uid {self.uid}", cg["fix"])
         self.assertIn("NSBOX_CGROUP_PARENT", cg["fix"])
-        import tempfile
         home = tempfile.mkdtemp(prefix="nsbox-info-home-")
         self.addCleanup(shutil.rmtree, home, True)
         os.chown(home, self.uid, self.gid)
-        r = subprocess.run(
-            ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups",
-             self.bin, "run", "--", "true"],
-            capture_output=True, text=True, timeout=60, cwd="/",
-            env=dict(self.env, HOME=home, NSBOX_STATE_DIR=home + "/state"))
+        r = self.as_user([self.bin, "run", "--", "true"], HOME=home,
+                         NSBOX_STATE_DIR=home + "/state")
         self.assertEqual(r.returncode, 125, r.stderr)
         self.assertIn(cg["fix"], r.stderr)
         ws = checks["workspace_disk"]
@@ -227,7 +224,6 @@ class UnprivilegedInfoTest(Shape, unittest.TestCase):
         # made but useless, so the probe alone would say OK. This kernel has no such sysctl:
         # in a mount namespace of its own, a directory holding it (set to 1) stands in for
         # /proc/sys/kernel while the user runs nsbox info. Nothing outside is touched.
-        import tempfile
         fake = tempfile.mkdtemp(prefix="nsbox-info-sysctl-")
         self.addCleanup(shutil.rmtree, fake, True)
         os.chmod(fake, 0o755)

@@ -63,7 +63,7 @@ class Pool(unittest.TestCase):
         return [e["id"] for e in json.loads(r.stdout)]
 
     def live_ids(self):
-        return [n for n in os.listdir(self.dirs.state) if len(n) == 12]
+        return self.dirs.live_ids()
 
     def fill(self, n=None):
         args = ["pool", "fill"] + (["--size", str(n)] if n else [])

@@ -8,12 +8,11 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 import unittest
 
 from nsbox_test import (CGROUP_V1, CGROUP_V2_ONLY, Dirs, cgroup_leftovers, delegation,
-                        ensure_test_user, is_root, reachable_nsbox, run_nsbox,
-                        sigkill_run_and_check_init_dies, write_config)
+                        ensure_test_user, is_root, nsbox_command, run_nsbox,
+                        sigkill_run_and_check_init_dies, wait_for, write_config)
 
 
 def write_pool_config(dirs):
@@ -79,12 +78,7 @@ class Unprivileged(unittest.TestCase):
         self.assertEqual(r.stdout.decode().split(), ["nsbox-" + entry["id"], "1000"])
         r = self.run_as_user(["pool", "drain"], extra_env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
-        for _ in range(200):
-            if not [n for n in os.listdir(self.dirs.state) if len(n) == 12]:
-                break
-            import time
-            time.sleep(0.05)
-        self.assertEqual([n for n in os.listdir(self.dirs.state) if len(n) == 12], [])
+        self.assertTrue(wait_for(lambda: not self.dirs.live_ids(), 10), self.dirs.live_ids())
         self.assertEqual(cgroup_leftovers(entry["id"]), [])
 
     def test_files_belong_to_the_user_on_the_host(self):
@@ -121,14 +115,9 @@ class Unprivileged(unittest.TestCase):
         path = f"/tmp/nsbox-{self.user.pw_uid}"
         shutil.rmtree(path, ignore_errors=True)
         self.addCleanup(shutil.rmtree, path, True)
-        env = self.dirs.env()
-        del env["NSBOX_STATE_DIR"]
-        env["HOME"] = self.user.pw_dir
-
         def run(*args):
-            cmd = self.deleg.wrap(["setpriv", "--reuid", str(self.user.pw_uid), "--regid",
-                                   str(self.user.pw_gid), "--clear-groups", "--",
-                                   reachable_nsbox(), *args])
+            cmd, env = nsbox_command(args, self.dirs, self.user, wrap=self.deleg.wrap)
+            del env["NSBOX_STATE_DIR"]
             return subprocess.run(cmd, capture_output=True, env=env, timeout=60)
 
         os.mkdir(path, 0o755)  # root's
@@ -157,12 +146,9 @@ class Unprivileged(unittest.TestCase):
             self.assertIn(f"'{f}': Read-only file system", line)  # EROFS, not just EACCES
 
     def test_sigkill_of_nsbox_then_gc(self):
-        cmd = self.deleg.wrap(["setpriv", "--reuid", str(self.user.pw_uid), "--regid",
-                               str(self.user.pw_gid), "--clear-groups", "--", reachable_nsbox(),
-                               "run", "--", "sh", "-c", "hostname; echo ready; sleep 300"])
-        # sh and setpriv exec: p.pid ends up being nsbox's (a cold run: Dirs turn the pool off)
-        env = self.dirs.env()
-        env["HOME"] = self.user.pw_dir
+        # a cold run (Dirs turn the pool off): the sandbox's init is nsbox's child
+        cmd, env = nsbox_command(["run", "--", "sh", "-c", "hostname; echo ready; sleep 300"],
+                                 self.dirs, self.user, wrap=self.deleg.wrap)
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         host = p.stdout.readline()
         if not host.startswith(b"nsbox-") or p.stdout.readline() != b"ready\n":

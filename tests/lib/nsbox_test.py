@@ -98,6 +98,10 @@ class Dirs:
             env.update(extra)
         return env
 
+    def live_ids(self):
+        """Ids of the sandboxes whose state directories are here (live, or left for gc)."""
+        return [n for n in os.listdir(self.state) if len(n) == 12]
+
     def leftovers(self):
         """Everything a finished sandbox could have left in our directories."""
         out = []
@@ -173,9 +177,10 @@ def sandbox_cpu_usage_ns(sid):
     return None
 
 
-def run_nsbox(args, dirs, user=None, input=None, timeout=60, extra_env=None, pass_fds=(),
-              check=False, wrap=None):
-    """Run nsbox with args; as root, or as `user` (a pwd entry) via setpriv."""
+def nsbox_command(args, dirs, user=None, extra_env=None, wrap=None):
+    """The argv and environment run_nsbox uses: nsbox with args, as root or as `user` (a pwd
+    entry) via setpriv, inside wrap (a delegation's). For a Popen, or an environment to edit.
+    setpriv and the wraps exec, so the process's pid ends up being nsbox's."""
     cmd = [NSBOX] + list(args)
     if user is not None:
         cmd = ["setpriv", "--reuid", str(user.pw_uid), "--regid", str(user.pw_gid),
@@ -185,6 +190,13 @@ def run_nsbox(args, dirs, user=None, input=None, timeout=60, extra_env=None, pas
     env = dirs.env(extra_env)
     if user is not None:
         env["HOME"] = user.pw_dir
+    return cmd, env
+
+
+def run_nsbox(args, dirs, user=None, input=None, timeout=60, extra_env=None, pass_fds=(),
+              check=False, wrap=None):
+    """Run nsbox with args; as root, or as `user` (a pwd entry) via setpriv."""
+    cmd, env = nsbox_command(args, dirs, user, extra_env, wrap)
     r = subprocess.run(cmd, input=input, capture_output=True, timeout=timeout, env=env,
                        pass_fds=pass_fds)
     if check and r.returncode != 0:

@@ -387,9 +387,9 @@ class AttacksPooled(ProbeGroups, unittest.TestCase):
     def drain(cls):
         """The pool drained (the claim started a refill) and every sandbox of it gone."""
         run_nsbox(["pool", "drain"], cls.dirs, extra_env=cls.env)
-        live = lambda: [n for n in os.listdir(cls.dirs.state) if len(n) == 12]  # noqa: E731
-        if not wait_for(lambda: not live(), 20):
-            raise AssertionError(f"pooled sandboxes still there after the drain: {live()}")
+        if not wait_for(lambda: not cls.dirs.live_ids(), 20):
+            raise AssertionError("pooled sandboxes still there after the drain: "
+                                 f"{cls.dirs.live_ids()}")
 
     def test_the_run_took_the_pooled_sandbox(self):
         self.assertIn(f"nsbox-{self.pooled_id}".encode(), self.result.stderr)
