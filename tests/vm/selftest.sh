@@ -44,8 +44,8 @@ check "cgroup v2 only, with memory, cpu and pids" \
 check "nothing the guest wrote reached the host" \
       '[ ! -e "$a/written" ] && [ ! -e "$b/written" ] && [ ! -e /root/guest-file ] &&
        [ ! -e /etc/nsbox-vm-selftest ]'
-# what the e2e modules need of the guest kernel (a host without /lib/modules once left these
-# out: test_network skipped, /etc stayed read-only, workspaces broke)
+# what the e2e modules need of the guest kernel (once missing on a host without /lib/modules:
+# test_network skipped, /etc stayed read-only, workspaces fell back to tmpfs)
 for m in loop overlay nf_tables veth; do
     check "the guest has the $m module" 'grep -qx "module-$m" <<< "$out"'
 done

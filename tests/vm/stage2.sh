@@ -6,16 +6,10 @@
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1
 mount -t proc proc /proc
-# the kernel's modules, unpacked by prepare.sh into ROOT/lib/modules, where modprobe and the
-# kernel look for them: bound over /lib/modules when the host has that directory; a host
-# without loadable modules may not, and its root is read-only here, so then modprobe is told
-# where they are (-d ROOT), and so is the kernel's own module loader (below, once /run exists)
+# the kernel's modules, unpacked by prepare.sh into ROOT/lib/modules: made visible below /run
+# further down (not over /lib/modules: the host's root is read-only here, and a host whose
+# kernel has no loadable modules has no such directory to bind onto)
 modules=$(sed -n 's/.*nsboxvm.modules=\([^ ]*\).*/\1/p' /proc/cmdline)
-mroot=
-if [ -n "$modules" ] && [ -d /lib/modules ]; then
-    mount --bind "$modules" /lib/modules
-fi
-modload() { if [ -n "$mroot" ]; then modprobe -d "$mroot" "$@"; else modprobe "$@"; fi; }
 mount -t devtmpfs devtmpfs /dev
 mount -t sysfs sysfs /sys
 mkdir -p /dev/pts /dev/shm
@@ -28,13 +22,14 @@ mount -t tmpfs tmpfs /dev/shm
 # build trees), which must stay visible through the tmpfs mounts below.
 mount -t tmpfs -o mode=0755,size=300g tmpfs /run
 mkdir -p /run/nsboxvm /run/keep
-if [ -n "$modules" ] && [ ! -d /lib/modules ]; then
-    # bound below /run, which stays (/root, where the cache is, gets covered further down)
-    mroot=/run/modules-root
-    mkdir -p "$mroot/lib/modules" && mount --bind "$modules" "$mroot/lib/modules"
-    printf '#!/bin/sh\nexec /sbin/modprobe -d %s "$@"\n' "$mroot" > /run/modprobe
-    chmod 755 /run/modprobe && echo /run/modprobe > /proc/sys/kernel/modprobe
-fi
+# The modules below /run, which stays (/root, where the cache is, gets covered further down);
+# modprobe is told where they are, by us (modload) and for the kernel's own module loader.
+mroot=/run/modules-root
+mkdir -p "$mroot/lib/modules"
+[ -n "$modules" ] && mount --bind "$modules" "$mroot/lib/modules"
+printf '#!/bin/sh\nexec /sbin/modprobe -d %s "$@"\n' "$mroot" > /run/modprobe
+chmod 755 /run/modprobe && echo /run/modprobe > /proc/sys/kernel/modprobe
+modload() { /run/modprobe "$@"; }
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 out /run/nsboxvm
 n=0
 keep=()
