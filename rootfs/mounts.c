@@ -340,14 +340,8 @@ int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_p
     /* Nothing done from here on may propagate back to the host's mount namespace. */
     if (sys->mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         return nsbox_err_sys(e, "rootfs: make / private");
-    /* Owned by appuser: phase 2 creates the skeleton as appuser (uid 0 is not mapped). The root
-     * is made read-only once populated. */
-    if (sys->mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV,
-                   "mode=0755,size=1m,uid=1000,gid=1000") < 0)
-        return nsbox_err_sys(e, "rootfs: tmpfs root on %s", staging);
-    *rootfd = open(staging, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (*rootfd < 0)
-        return nsbox_err_sys(e, "rootfs: open %s", staging);
+    /* The sources first: the root's mount point may hold some of them (the state directory:
+     * a network's resolv.conf and hosts), which the tmpfs below hides from here on. */
     cleanup_close int image_rootfd = open(image_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (image_rootfd < 0)
         return nsbox_err_sys(e, "rootfs: open image root %s", image_root);
@@ -366,6 +360,14 @@ int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_p
         if (fds[i] < 0)
             return -1;
     }
+    /* Owned by appuser: phase 2 creates the skeleton as appuser (uid 0 is not mapped). The root
+     * is made read-only once populated. */
+    if (sys->mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV,
+                   "mode=0755,size=1m,uid=1000,gid=1000") < 0)
+        return nsbox_err_sys(e, "rootfs: tmpfs root on %s", staging);
+    *rootfd = open(staging, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (*rootfd < 0)
+        return nsbox_err_sys(e, "rootfs: open %s", staging);
     return 0;
 }
 

@@ -92,9 +92,10 @@ int nsbox_rootfs_scan_image(struct nsbox_rootfs_cfg *cfg, struct nsbox_err *e);
 /* Child side, in two phases around the switch to appuser.
  *
  * Phase 1 (still the caller's host uid, so host paths are reachable as their owner): make every
- * mount private, mount the new root's tmpfs on staging (an empty host directory) and take a
- * detached clone of every bind source, with its attributes already set. fds[] gets one entry per
- * plan op (-1 where unused); *rootfd an fd of the new root. Sources are looked up here, in the
+ * mount private, take a detached clone of every bind source, with its attributes already set,
+ * then mount the new root's tmpfs on staging (a host directory: the sandbox's state directory,
+ * hidden by it in this mount namespace only; sources below it are cloned before). fds[] gets
+ * one entry per plan op (-1 where unused); *rootfd an fd of the new root. Sources are looked up here, in the
  * child's own mount namespace: open_tree refuses to clone a mount that belongs to another one,
  * so descriptors opened by the parent cannot be used. The exception is ws_fd, a detached mount
  * (fsmount) of the EXT4 workspace: it belongs to no namespace and is moved, not cloned; the

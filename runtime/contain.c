@@ -118,7 +118,7 @@ static int child_clone_mount_sources(struct nsbox_launch *L, struct nsbox_err *e
 {
     int ws_fd = L->ws_fd;
     L->ws_fd = -1; /* the plan's workspace op owns it now */
-    return nsbox_rootfs_prepare(&nsbox_sys_real, L->plan, L->st->staging, L->image_root, ws_fd,
+    return nsbox_rootfs_prepare(&nsbox_sys_real, L->plan, L->st->dir, L->image_root, ws_fd,
                                 mount_fds, &new_rootfd, e);
 }
 

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
@@ -24,7 +25,7 @@
 
 void nsbox_state_init(struct nsbox_state *st)
 {
-    st->id[0] = st->dir[0] = st->staging[0] = st->cache[0] = st->workspace[0] = '\0';
+    st->id[0] = st->dir[0] = st->cache[0] = st->workspace[0] = '\0';
     st->fresh_workspace = false;
     st->ws_idmapped = false;
     st->ws_kind = NSBOX_WS_DIR;
@@ -113,65 +114,87 @@ static int make_workspace(struct nsbox_state *st, const char *workspace_arg,
     return 0;
 }
 
+/* Take the lock of the state directory dir (its own inode: flock on the directory). A state
+ * directory made by an nsbox before 0.x (a "lock" file inside) is locked through that file, so
+ * that sandboxes still running across an upgrade are not taken for leftovers. Returns the fd, or
+ * -1 with errno: EWOULDBLOCK (alive), ENOENT (gone), ELOOP or ENOTDIR (not a directory: a
+ * symlink or a file in its place, never a sandbox's), other (unknown). */
+int nsbox_state_lock(const char *dir, bool nonblock)
+{
+    char old[PATH_MAX];
+    if ((size_t)snprintf(old, sizeof old, "%s/lock", dir) >= sizeof old) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int ofd = openat(fd, "lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (ofd >= 0) {
+        close(fd);
+        fd = ofd;
+    }
+    if (flock(fd, LOCK_EX | (nonblock ? LOCK_NB : 0)) < 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
 int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum nsbox_ws_kind kind,
                        struct nsbox_err *e)
 {
-    char rt[PATH_MAX], lock[PATH_MAX], tmp[PATH_MAX];
+    char rt[PATH_MAX], tmp[PATH_MAX];
     if (!st->id[0] && nsbox_state_new_id(st->id, e) < 0)
         return -1;
-    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0 || path_join(st->dir, rt, st->id, e) < 0 ||
-        path_join(st->staging, st->dir, "root", e) < 0 || path_join(lock, st->dir, "lock", e) < 0)
+    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0 || path_join(st->dir, rt, st->id, e) < 0)
         return -1;
     /* The directory appears under its id only once its lock is held: it is built as
-     * "<id>.new-<pid>" and renamed. Otherwise a concurrent gc could take the lock of a sandbox being
-     * created, find it "dead" and remove it. */
+     * "<id>.new-<pid>", locked (flock on the directory itself: no lock file, one inode less to
+     * create per sandbox, which matters on a filesystem such as ext4 without a journal, whose
+     * inode allocation skips every recently freed inode one by one) and renamed. Otherwise a
+     * concurrent gc could take the lock of a sandbox being created, find it "dead" and remove
+     * it. */
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.new-%d", st->dir, (int)getpid()) >= sizeof tmp)
         return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long: %s", st->dir);
     if (mkdir(tmp, 0700) < 0) {
         int r = -1;
         if (errno == ENOENT) {
-            if (nsbox_mkdir_p(rt, 0711, e) < 0) {
-                st->dir[0] = st->staging[0] = '\0';
-                return -1;
-            }
+            if (nsbox_mkdir_p(rt, 0711, e) < 0)
+                goto not_ours;
             r = mkdir(tmp, 0700);
         }
         if (r < 0) {
             nsbox_err_sys(e, "cannot create state directory %s", tmp);
-            /* Not ours (an id collision): destroy must never remove it. */
-            st->dir[0] = st->staging[0] = '\0';
-            return -1;
+            goto not_ours; /* an id collision: destroy must never remove it */
         }
     }
     /* The runtime directory checked again now that something of ours is in it: in /tmp (the
      * fallback of an unprivileged user without XDG_RUNTIME_DIR) another user could have made
      * it between the first check and our mkdir. Once it is ours, /tmp's sticky bit keeps it
      * so. */
-    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0) {
-        rmdir(tmp);
-        st->dir[0] = st->staging[0] = '\0';
-        return -1;
-    }
-    char tmplock[PATH_MAX];
-    if (path_join(tmplock, tmp, "lock", e) < 0)
-        return -1;
-    st->lock_fd = lock_file(tmplock, true);
-    if (st->lock_fd < 0) {
-        nsbox_err_sys(e, "cannot lock %s", tmplock);
-        rmdir(tmp);
-        st->dir[0] = st->staging[0] = '\0';
-        return -1;
+    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0)
+        goto remove_tmp;
+    st->lock_fd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (st->lock_fd < 0 || flock(st->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+        nsbox_err_sys(e, "cannot lock %s", tmp);
+        nsbox_closep(&st->lock_fd);
+        goto remove_tmp;
     }
     if (rename(tmp, st->dir) < 0) {
         nsbox_err_sys(e, "cannot create state directory %s", st->dir);
-        unlink(tmplock);
-        rmdir(tmp);
-        st->dir[0] = st->staging[0] = '\0';
-        return -1;
+        nsbox_closep(&st->lock_fd);
+        goto remove_tmp;
     }
-    if (mkdir(st->staging, 0700) < 0)
-        return nsbox_err_sys(e, "cannot create %s", st->staging);
     return make_workspace(st, workspace_arg, kind, e);
+
+remove_tmp:
+    rmdir(tmp);
+not_ours:
+    st->dir[0] = '\0';
+    return -1;
 }
 
 /* Where the uid slots are locked. The host uids they stand for (NSBOX_UID_BASE + slot) are the
@@ -249,15 +272,16 @@ int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e)
 static int gc_one(const char *rt, const char *cache_root, const char *id, bool verbose,
                   struct nsbox_err *e)
 {
-    char dir[PATH_MAX], lock[PATH_MAX], cache[PATH_MAX];
-    if (path_join(dir, rt, id, e) < 0 || path_join(lock, dir, "lock", e) < 0 ||
-        path_join(cache, cache_root, id, e) < 0)
+    char dir[PATH_MAX], cache[PATH_MAX];
+    if (path_join(dir, rt, id, e) < 0 || path_join(cache, cache_root, id, e) < 0)
         return -1;
-    cleanup_close int fd = lock_file(lock, false);
-    if (fd < 0 && errno != ENOENT)
+    cleanup_close int fd = nsbox_state_lock(dir, true);
+    if (fd < 0 && errno != ENOENT && errno != ELOOP && errno != ENOTDIR)
         return 0; /* alive (EWOULDBLOCK), or unknown: never remove what might be live */
-    /* No lock file at all: a directory under its id always had its lock from the start (it is
-     * renamed into place locked), so this is a removal that was interrupted. */
+    if (fd < 0 && errno == ENOENT)
+        return 0; /* removed meanwhile (its own rm, or another gc) */
+    /* Free: its owner is dead, or it is being removed (a removal holds the lock until the
+     * directory is gone). Not a directory (a symlink in its place): only the link goes. */
     struct nsbox_err ce;
     if (nsbox_cgroup_remove_by_id(id, &ce) < 0 && verbose)
         fprintf(stderr, "nsbox: gc %s: %s\n", id, ce.msg);

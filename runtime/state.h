@@ -1,5 +1,5 @@
-/* Per-sandbox state on the host: an id, a state directory holding a lock that its owner keeps
- * for the sandbox's whole life, the staging mount point, and the uid slot. Crash safety comes
+/* Per-sandbox state on the host: an id, a state directory whose lock (flock on the directory)
+ * its owner keeps for the sandbox's whole life, and the uid slot. Crash safety comes
  * from the locks: a sandbox whose owner died (even by SIGKILL) leaves its lock free, which is how
  * `nsbox gc` tells leftovers from live sandboxes without trusting pids. */
 #ifndef NSBOX_STATE_H
@@ -18,14 +18,14 @@
 
 struct nsbox_state {
     char id[NSBOX_ID_LEN + 1];
-    char dir[PATH_MAX];       /* <runtime>/<id> */
-    char staging[PATH_MAX];   /* <runtime>/<id>/root: empty mount point for the new root */
+    char dir[PATH_MAX];       /* <runtime>/<id>; also where the sandbox's new root is mounted,
+                                 in its own mount namespace, before pivot_root */
     char cache[PATH_MAX];     /* <cache>/<id>: holds an ext4 workspace's backing file */
     enum nsbox_ws_kind ws_kind;
     char workspace[PATH_MAX]; /* DIR: the directory bound at /workspace; EXT4: backing file */
     bool fresh_workspace;     /* <cache>/<id> was created by nsbox; removed with the sandbox */
     bool ws_idmapped;         /* DIR as root: bound through an idmapped mount (workspace.h) */
-    int lock_fd;              /* flock(LOCK_EX) on <dir>/lock while the sandbox lives */
+    int lock_fd;              /* flock(LOCK_EX) on <dir> while the sandbox lives */
     bool privileged;
     uint32_t slot;            /* uid slot when privileged */
     int slot_fd;              /* flock on the slot's lock file */
@@ -35,11 +35,13 @@ void nsbox_state_init(struct nsbox_state *st);
 /* A random id of NSBOX_ID_LEN lowercase hex digits. */
 int nsbox_state_new_id(char *out, struct nsbox_err *e);
 bool nsbox_state_valid_id(const char *id);
-/* Create dir + lock + staging dir, and the host side of the workspace of the given kind: DIR
+/* Create the state dir, locked, and the host side of the workspace of the given kind: DIR
  * checks workspace_arg, EXT4 makes the private <cache>/<id> for the backing file, TMPFS has
  * nothing on the host. */
 int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum nsbox_ws_kind kind,
                        struct nsbox_err *e);
+/* Lock an existing state directory (see state.c); -1 with errno EWOULDBLOCK when it is held. */
+int nsbox_state_lock(const char *dir, bool nonblock);
 /* Take a free uid slot (privileged only); held until nsbox_state_destroy. */
 int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e);
 /* Remove everything the sandbox left on the host (fresh workspace, state dir), release locks. */

@@ -372,15 +372,14 @@ static uint64_t promise_of(int cache_fd, const char *id)
 /* A sandbox that died without cleaning up (gc will) promises nothing more. */
 static bool sandbox_alive(const char *rt, const char *id)
 {
-    char lock[PATH_MAX];
-    if ((size_t)snprintf(lock, sizeof lock, "%s/%s/lock", rt, id) >= sizeof lock)
+    char dir[PATH_MAX];
+    if ((size_t)snprintf(dir, sizeof dir, "%s/%s", rt, id) >= sizeof dir)
         return true;
-    int fd = open(lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    int fd = nsbox_state_lock(dir, true);
     if (fd < 0)
-        return errno != ENOENT; /* unknown: counted */
-    bool alive = flock(fd, LOCK_EX | LOCK_NB) < 0;
+        return errno != ENOENT && errno != ELOOP && errno != ENOTDIR; /* unknown: counted */
     close(fd);
-    return alive;
+    return false;
 }
 
 static uint64_t promised(int cache_fd, unsigned *count)

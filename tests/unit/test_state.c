@@ -12,6 +12,7 @@
 #include "state.h"
 #include "idmap.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -126,6 +127,19 @@ static bool lock_held(const char *path)
     return held;
 }
 
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            n++;
+    closedir(d);
+    return n;
+}
+
 static void new_id(char *id)
 {
     struct nsbox_err e = {0};
@@ -150,7 +164,7 @@ static struct holder hold_lock(const char *path)
     if (pid == 0) {
         close(ready[0]);
         close(go[1]);
-        int fd = open(path, O_RDWR | O_CLOEXEC);
+        int fd = open(path, O_RDONLY | O_CLOEXEC); /* a directory, or an old-style lock file */
         char c = (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) ? 'y' : 'n';
         if (write(ready[1], &c, 1) != 1) _exit(1);
         while (read(go[0], &c, 1) > 0)
@@ -239,8 +253,6 @@ static void create_fresh_once(struct fx *f)
     char want[PATH_MAX];
     snprintf(want, sizeof want, "%s/%s", f->state, st.id);
     assert_string_equal(st.dir, want);
-    snprintf(want, sizeof want, "%s/%s/root", f->state, st.id);
-    assert_string_equal(st.staging, want);
     snprintf(want, sizeof want, "%s/%s", f->cache, st.id);
     assert_string_equal(st.cache, want);
     snprintf(want, sizeof want, "%s/%s/workspace.ext4", f->cache, st.id);
@@ -252,8 +264,8 @@ static void create_fresh_once(struct fx *f)
     assert_int_equal(lstat(st.dir, &sb), 0);
     assert_true(S_ISDIR(sb.st_mode));
     assert_int_equal(sb.st_mode & 0777, 0700);
-    assert_int_equal(lstat(st.staging, &sb), 0);
-    assert_true(S_ISDIR(sb.st_mode));
+    /* nothing else in it: the lock is the directory's own, the new root is mounted on it */
+    assert_int_equal(count_entries(st.dir), 0);
     assert_int_equal(lstat(st.cache, &sb), 0);
     assert_true(S_ISDIR(sb.st_mode));
     assert_int_equal(sb.st_mode & 0777, 0700); /* only the owner may enter */
@@ -263,16 +275,12 @@ static void create_fresh_once(struct fx *f)
     assert_true(bf >= 0);
     close(bf);
 
-    /* the lock is held for the sandbox's lifetime */
-    char lock[PATH_MAX];
-    snprintf(lock, sizeof lock, "%s/lock", st.dir);
-    assert_int_equal(lstat(lock, &sb), 0);
-    assert_true(S_ISREG(sb.st_mode));
+    /* the lock (the directory's) is held for the sandbox's lifetime */
     assert_true(st.lock_fd >= 0);
-    assert_true(lock_held(lock));
+    assert_true(lock_held(st.dir));
 
-    /* keep a descriptor of the lock to see it released by destroy */
-    int probe = open(lock, O_RDONLY | O_CLOEXEC);
+    /* keep a descriptor of the directory to see its lock released by destroy */
+    int probe = open(st.dir, O_RDONLY | O_CLOEXEC);
     assert_true(probe >= 0);
     assert_int_equal(nsbox_state_destroy(&st, &e), 0);
     assert_false(exists("%s", want));
@@ -380,11 +388,12 @@ static void test_create_given_id_and_collision(void **state)
     snprintf(a.id, sizeof a.id, "00112233aabb");
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_state_create(&a, NULL, NSBOX_WS_EXT4, &e), 0);
-    assert_true(exists("%s/00112233aabb/lock", f->state));
+    assert_true(exists("%s/00112233aabb", f->state));
     /* a second sandbox with the same id must not take over the first one's directory */
     snprintf(b.id, sizeof b.id, "00112233aabb");
     assert_int_equal(nsbox_state_create(&b, NULL, NSBOX_WS_EXT4, &e), -1);
-    assert_true(exists("%s/00112233aabb/lock", f->state));
+    assert_true(a.lock_fd >= 0);
+    assert_true(lock_held(a.dir));
     assert_true(exists("%s/00112233aabb", f->cache));
     assert_int_equal(nsbox_state_destroy(&a, &e), 0);
 }
@@ -411,12 +420,26 @@ static void test_gc(void **state)
     assert_int_equal(nsbox_state_create(&live, NULL, NSBOX_WS_EXT4, &e), 0);
     close(live.lock_fd);
     live.lock_fd = -1;
-    snprintf(p, sizeof p, "%s/lock", live.dir);
-    struct holder h = hold_lock(p);
+    struct holder h = hold_lock(live.dir);
     set_age(live.dir, 3600);
 
-    /* lockless, whatever its age: a removal that was interrupted (a directory under its id is
-     * renamed into place with its lock held, so it never exists lockless while alive) */
+    /* made by an older nsbox, which locked a "lock" file inside instead of the directory: its
+     * lock is that file's, held (a sandbox still running across an upgrade) or free (dead) */
+    char legacy[NSBOX_ID_LEN + 1], legacy_dead[NSBOX_ID_LEN + 1];
+    new_id(legacy);
+    new_id(legacy_dead);
+    snprintf(p, sizeof p, "%s/%s", f->state, legacy);
+    make_dir(p);
+    snprintf(p, sizeof p, "%s/%s/lock", f->state, legacy);
+    make_file(p, "");
+    struct holder hl = hold_lock(p);
+    snprintf(p, sizeof p, "%s/%s", f->state, legacy_dead);
+    make_dir(p);
+    snprintf(p, sizeof p, "%s/%s/lock", f->state, legacy_dead);
+    make_file(p, "");
+
+    /* unlocked, whatever its age: a removal that was interrupted (a directory under its id is
+     * renamed into place with its lock held, so it never exists unlocked while alive) */
     char young[NSBOX_ID_LEN + 1], young50[NSBOX_ID_LEN + 1], old[NSBOX_ID_LEN + 1],
         orphan[NSBOX_ID_LEN + 1];
     new_id(young);
@@ -477,9 +500,10 @@ static void test_gc(void **state)
     assert_false(exists("%s", dead.dir));
     assert_false(exists("%s", dead.cache));
 
-    assert_true(exists("%s/lock", live.dir));
-    assert_true(exists("%s", live.staging));
+    assert_true(exists("%s", live.dir));
     assert_true(exists("%s", live.cache));
+    assert_true(exists("%s/%s/lock", f->state, legacy));
+    assert_false(exists("%s/%s", f->state, legacy_dead));
 
     assert_false(exists("%s/%s", f->state, young));
     assert_false(exists("%s/%s", f->state, young50));
@@ -502,13 +526,15 @@ static void test_gc(void **state)
     assert_true(exists("%s/keep-me", f->cache));
     assert_true(exists("%s/0123456789abc", f->cache));
 
-    assert_int_equal(removed, 5); /* dead, young, young50, old, orphan */
+    assert_int_equal(removed, 6); /* dead, legacy_dead, young, young50, old, orphan */
 
-    /* the owner dies: now it is a leftover */
+    /* the owners die: now they are leftovers */
+    release_holder(&hl); /* first: its child holds a copy of h's pipe */
     release_holder(&h);
     removed = nsbox_gc(false, &e);
-    assert_int_equal(removed, 1);
+    assert_int_equal(removed, 2);
     assert_false(exists("%s", live.dir));
+    assert_false(exists("%s/%s", f->state, legacy));
     assert_false(exists("%s", live.cache));
     assert_true(exists("%s/%s.new-%d", f->state, newlive, (int)getpid()));
 
