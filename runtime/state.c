@@ -197,6 +197,105 @@ not_ours:
     return -1;
 }
 
+/* ---- tombstones (state.h) ------------------------------------------------------------------ */
+
+static int tomb_paths(char *dir, char *recent, char *older, struct nsbox_err *e)
+{
+    char rt[PATH_MAX];
+    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0 || path_join(dir, rt, "tombstones", e) < 0)
+        return -1;
+    return path_join(recent, dir, "recent", e) < 0 || path_join(older, dir, "older", e) < 0 ? -1
+                                                                                          : 0;
+}
+
+int nsbox_tombstone_write(const char *id, const char *reason)
+{
+    char dir[PATH_MAX], recent[PATH_MAX], older[PATH_MAX];
+    struct nsbox_err e;
+    if (!nsbox_state_valid_id(id) || tomb_paths(dir, recent, older, &e) < 0)
+        return -1;
+    char line[NSBOX_ID_LEN + 1 + NSBOX_TOMB_REASON_MAX + 2];
+    snprintf(line, sizeof line - 1, "%s %.*s", id, NSBOX_TOMB_REASON_MAX, reason);
+    size_t n = strlen(line);
+    for (size_t i = NSBOX_ID_LEN + 1; i < n; i++) /* one line per record, whatever the reason */
+        if (line[i] == '\n' || line[i] == '\r')
+            line[i] = ' ';
+    line[n++] = '\n';
+    int fd = open(recent, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == ENOENT && nsbox_mkdir_p(dir, 0700, &e) == 0)
+        fd = open(recent, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    /* One write with O_APPEND: records of concurrent writers never interleave. */
+    ssize_t w = write(fd, line, n);
+    struct stat sb;
+    /* Full: it becomes "older". Whoever locks it first and still finds it at its path renames
+     * it; a writer that opened it before the rename appends to "older", where it is found too. */
+    if (w == (ssize_t)n && fstat(fd, &sb) == 0 && sb.st_size > NSBOX_TOMB_ROTATE_BYTES &&
+        flock(fd, LOCK_EX) == 0 && nsbox_fd_is_at_path(fd, recent))
+        rename(recent, older);
+    close(fd);
+    return w == (ssize_t)n ? 0 : -1;
+}
+
+/* The newest record of id in the log at path: 1 and its reason, 0 when none. */
+static int tomb_find(const char *path, const char *id, char *reason, size_t n)
+{
+    cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    /* Concurrent appends can take a log a little past the limit before it is renamed. */
+    size_t cap = 2 * NSBOX_TOMB_ROTATE_BYTES, len = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf)
+        return 0;
+    for (ssize_t r; len < cap && (r = read(fd, buf + len, cap - len)) > 0;)
+        len += (size_t)r;
+    buf[len] = '\0';
+    int found = 0;
+    /* from the end: lines "<id> <reason>\n" */
+    for (size_t end = len; end > 0 && !found;) {
+        size_t start = end - 1;
+        while (start > 0 && buf[start - 1] != '\n')
+            start--;
+        if (end - start > NSBOX_ID_LEN + 1 && !memcmp(buf + start, id, NSBOX_ID_LEN) &&
+            buf[start + NSBOX_ID_LEN] == ' ') {
+            size_t k = end - (start + NSBOX_ID_LEN + 1);
+            if (buf[end - 1] == '\n')
+                k--;
+            if (k > n - 1)
+                k = n - 1;
+            memcpy(reason, buf + start + NSBOX_ID_LEN + 1, k);
+            reason[k] = '\0';
+            found = 1;
+        }
+        end = start;
+    }
+    free(buf);
+    return found;
+}
+
+int nsbox_tombstone_read(const char *id, char *reason, size_t n)
+{
+    char dir[PATH_MAX], recent[PATH_MAX], older[PATH_MAX], legacy[PATH_MAX];
+    struct nsbox_err e;
+    if (n == 0 || !nsbox_state_valid_id(id) || tomb_paths(dir, recent, older, &e) < 0)
+        return 0;
+    if (tomb_find(recent, id, reason, n) || tomb_find(older, id, reason, n))
+        return 1;
+    /* one file per id: an nsbox before the log */
+    if (path_join(legacy, dir, id, &e) < 0)
+        return 0;
+    cleanup_close int fd = open(legacy, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t r = read(fd, reason, n - 1);
+    if (r < 0)
+        return 0;
+    reason[r] = '\0';
+    return 1;
+}
+
 /* Where the uid slots are locked. The host uids they stand for (NSBOX_UID_BASE + slot) are the
  * machine's, so root keeps one registry for every nsbox, whatever its $NSBOX_STATE_DIR: two
  * sandboxes of different state directories must never share a host uid (files one leaves

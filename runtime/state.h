@@ -47,6 +47,20 @@ int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e);
 /* Remove everything the sandbox left on the host (fresh workspace, state dir), release locks. */
 int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e);
 
+/* Tombstones: why a sandbox that existed is gone ("deleted by rm", "deleted because
+ * ttl_seconds=N expired"), so that a later request can say so instead of "never existed".
+ * Lines "<id> <reason>" appended to <runtime>/tombstones/recent; when it passes
+ * NSBOX_TOMB_ROTATE_BYTES it becomes tombstones/older (the one before is dropped). So they take
+ * at most about twice that, and the last ~10,000 deletions or more are remembered (a reason is
+ * at most NSBOX_TOMB_REASON_MAX bytes; most are under 50). python/nsbox/_transport.py reads
+ * them too. */
+#define NSBOX_TOMB_ROTATE_BYTES (512 * 1024)
+#define NSBOX_TOMB_REASON_MAX 200
+int nsbox_tombstone_write(const char *id, const char *reason);
+/* 1 and the reason (the newest, if the id appears more than once) when there is one, 0 when
+ * none. */
+int nsbox_tombstone_read(const char *id, char *reason, size_t n);
+
 /* Remove leftovers of sandboxes whose owner died. Returns the number removed. */
 int nsbox_gc(bool verbose, struct nsbox_err *e);
 

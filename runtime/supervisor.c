@@ -55,39 +55,6 @@ static int runtime_path(char *out, size_t n, const char *a, const char *b, struc
     return 0;
 }
 
-int nsbox_tombstone_write(const char *id, const char *reason)
-{
-    char dir[PATH_MAX], path[PATH_MAX];
-    struct nsbox_err e;
-    if (runtime_path(dir, sizeof dir, "tombstones", NULL, &e) < 0 ||
-        nsbox_mkdir_p(dir, 0700, &e) < 0 ||
-        runtime_path(path, sizeof path, "tombstones", id, &e) < 0)
-        return -1;
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        return -1;
-    ssize_t w = write(fd, reason, strlen(reason));
-    close(fd);
-    return w < 0 ? -1 : 0;
-}
-
-int nsbox_tombstone_read(const char *id, char *reason, size_t n)
-{
-    char path[PATH_MAX];
-    struct nsbox_err e;
-    if (!nsbox_state_valid_id(id) || runtime_path(path, sizeof path, "tombstones", id, &e) < 0)
-        return 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return 0;
-    ssize_t r = read(fd, reason, n - 1);
-    close(fd);
-    if (r < 0)
-        return 0;
-    reason[r] = '\0';
-    return 1;
-}
-
 /* Connects to the socket `name` of sandbox id; -1 (e) when it cannot. Whoever listens must be
  * us (or root): the descriptors and environment of an exec or a run go to it, and a socket in a
  * directory others could write would be theirs. errno keeps connect's error (NSBOX_E_SYS). */

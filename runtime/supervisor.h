@@ -5,6 +5,7 @@
 #define NSBOX_SUPERVISOR_H
 
 #include "nsbox.h"
+#include "state.h" /* tombstones */
 #include "spec.h"
 
 #include <stdbool.h>
@@ -14,12 +15,6 @@
 /* owner_pid > 0: the sandbox is deleted when that process ends (create --owner-pid). */
 int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *pool_key, char *id,
                          struct nsbox_err *e);
-
-/* Tombstones: why a sandbox that existed is gone ("deleted by rm", "deleted because
- * ttl_seconds=N expired"). */
-int nsbox_tombstone_write(const char *id, const char *reason);
-/* 1 and the reason when there is one, 0 when none. */
-int nsbox_tombstone_read(const char *id, char *reason, size_t n);
 
 /* Connect to a sandbox's control socket. A sandbox that is gone gets NSBOX_E_DELETED with the
  * tombstone's reason, one that never existed NSBOX_E_NOTFOUND. */

@@ -28,9 +28,26 @@ def runtime_dir(env):
     return "/tmp/nsbox-%d" % os.getuid()
 
 
+TOMB_READ_MAX = 2 * 512 * 1024  # runtime/state.h: twice NSBOX_TOMB_ROTATE_BYTES
+
+
 def read_tombstone(rt, sandbox_id):
+    """Why the sandbox is gone, from the log nsbox keeps (runtime/state.h: lines "<id> <reason>"
+    in tombstones/recent, then tombstones/older; the newest record wins), else from the one
+    file per id of an nsbox before the log; None when there is none."""
+    d = os.path.join(rt, "tombstones")
+    key = sandbox_id.encode() + b" "
+    for name in ("recent", "older"):
+        try:
+            with open(os.path.join(d, name), "rb") as f:
+                data = f.read(TOMB_READ_MAX)
+        except OSError:
+            continue
+        for line in reversed(data.split(b"\n")):
+            if line.startswith(key):
+                return line[len(key):].decode("utf-8", "replace")
     try:
-        with open(os.path.join(rt, "tombstones", sandbox_id), "rb") as f:
+        with open(os.path.join(d, sandbox_id), "rb") as f:
             return f.read(255).decode("utf-8", "replace")
     except OSError:
         return None

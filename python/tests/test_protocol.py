@@ -119,9 +119,13 @@ class FakeSupervisor:
         elif op == "kill":
             self.err(conn, "not_found", "no running process %d started by nsbox" % req["pid"])
         elif op == "delete":
+            # the log's format (runtime/state.h), with records of other sandboxes around
             os.makedirs(os.path.join(self.rt, "tombstones"), exist_ok=True)
-            with open(os.path.join(self.rt, "tombstones", SID), "w") as f:
-                f.write("deleted by rm")
+            with open(os.path.join(self.rt, "tombstones", "older"), "w") as f:
+                f.write("%s deleted because ttl_seconds=5 expired\n" % SID)
+            with open(os.path.join(self.rt, "tombstones", "recent"), "a") as f:
+                f.write("0123456789ab deleted because ttl_seconds=9 expired\n"
+                        "%s deleted by rm\n" % SID)
             send_msg(conn, ok)
         else:
             self.err(conn, "invalid", "request: unknown op '%s'" % op)
@@ -193,6 +197,26 @@ class Protocol(unittest.TestCase):
             self.sb.read_file("hello.txt")
         self.assertEqual(str(cm.exception), "sandbox %s was deleted by rm" % SID)
         self.sb.delete()  # idempotent
+
+    def test_tombstone_files(self):
+        """The reader takes the newest record of the id, in recent then older, and the one
+        file per id an nsbox before the log left."""
+        from nsbox._transport import read_tombstone
+        d = os.path.join(self.rt, "tombstones")
+        os.makedirs(d, exist_ok=True)
+        other = "ba9876543210"
+        self.assertIsNone(read_tombstone(self.rt, other))
+        with open(os.path.join(d, other), "w") as f:
+            f.write("deleted by rm")
+        self.assertEqual(read_tombstone(self.rt, other), "deleted by rm")
+        with open(os.path.join(d, "older"), "w") as f:
+            f.write("%s deleted because ttl_seconds=3 expired\n" % other)
+        self.assertEqual(read_tombstone(self.rt, other), "deleted because ttl_seconds=3 expired")
+        with open(os.path.join(d, "recent"), "w") as f:
+            f.write("%s deleted because its init process ended\n"
+                    "%s deleted by rm\n"
+                    "x%s not this one\n" % (other, other, other[:11]))
+        self.assertEqual(read_tombstone(self.rt, other), "deleted by rm")
 
     def test_never_existed(self):
         with self.assertRaises(nsbox.SandboxNotFound):

@@ -398,6 +398,150 @@ static void test_create_given_id_and_collision(void **state)
     assert_int_equal(nsbox_state_destroy(&a, &e), 0);
 }
 
+/* ---- tombstones ---------------------------------------------------------------------------- */
+
+static off_t file_size(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? sb.st_size : -1;
+}
+
+static void test_tombstones(void **state)
+{
+    struct fx *f = *state;
+    char a[NSBOX_ID_LEN + 1], b[NSBOX_ID_LEN + 1], r[256], p[PATH_MAX];
+    new_id(a);
+    new_id(b);
+    assert_int_equal(nsbox_tombstone_read(a, r, sizeof r), 0); /* nothing yet, no directory */
+    assert_int_equal(nsbox_tombstone_write(a, "deleted because ttl_seconds=5 expired"), 0);
+    assert_int_equal(nsbox_tombstone_write(b, "deleted by rm"), 0);
+    assert_int_equal(nsbox_tombstone_read(a, r, sizeof r), 1);
+    assert_string_equal(r, "deleted because ttl_seconds=5 expired");
+    assert_int_equal(nsbox_tombstone_read(b, r, sizeof r), 1);
+    assert_string_equal(r, "deleted by rm");
+    /* the newest record of an id wins */
+    assert_int_equal(nsbox_tombstone_write(a, "deleted by rm"), 0);
+    assert_int_equal(nsbox_tombstone_read(a, r, sizeof r), 1);
+    assert_string_equal(r, "deleted by rm");
+    /* a reason cannot make a second record (a newline), and is bounded */
+    char c[NSBOX_ID_LEN + 1], forged[64], big[4 * NSBOX_TOMB_REASON_MAX];
+    new_id(c);
+    snprintf(forged, sizeof forged, "x\n%s forged", b);
+    assert_int_equal(nsbox_tombstone_write(c, forged), 0);
+    assert_int_equal(nsbox_tombstone_read(b, r, sizeof r), 1);
+    assert_string_equal(r, "deleted by rm");
+    assert_int_equal(nsbox_tombstone_read(c, r, sizeof r), 1);
+    assert_non_null(strstr(r, " forged"));
+    memset(big, 'y', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    assert_int_equal(nsbox_tombstone_write(c, big), 0);
+    char rbig[sizeof big];
+    assert_int_equal(nsbox_tombstone_read(c, rbig, sizeof rbig), 1);
+    assert_int_equal(strlen(rbig), NSBOX_TOMB_REASON_MAX);
+    /* a small buffer gets the start of the reason */
+    char small[6];
+    assert_int_equal(nsbox_tombstone_read(b, small, sizeof small), 1);
+    assert_string_equal(small, "delet");
+    /* not an id: never looked up, never written */
+    assert_int_equal(nsbox_tombstone_write("../../etc/x", "deleted by rm"), -1);
+    assert_int_equal(nsbox_tombstone_read("0123456789a", r, sizeof r), 0);
+    /* the one file per id of an nsbox before the log */
+    char old[NSBOX_ID_LEN + 1];
+    new_id(old);
+    snprintf(p, sizeof p, "%s/tombstones/%s", f->state, old);
+    make_file(p, "deleted because its init process ended");
+    assert_int_equal(nsbox_tombstone_read(old, r, sizeof r), 1);
+    assert_string_equal(r, "deleted because its init process ended");
+}
+
+/* Bounded: "recent" becomes "older" past the limit, and the one before goes; what is in either
+ * is found. */
+static void test_tombstones_rotate(void **state)
+{
+    struct fx *f = *state;
+    char first[NSBOX_ID_LEN + 1], id[NSBOX_ID_LEN + 1], r[256], recent[PATH_MAX],
+        older[PATH_MAX];
+    snprintf(recent, sizeof recent, "%s/tombstones/recent", f->state);
+    snprintf(older, sizeof older, "%s/tombstones/older", f->state);
+    new_id(first);
+    assert_int_equal(nsbox_tombstone_write(first, "deleted by rm"), 0);
+    const char *reason = "deleted because the client holding it went away"; /* 61 bytes a line */
+    int written = 1;
+    while (file_size(older) < 0) {
+        new_id(id);
+        assert_int_equal(nsbox_tombstone_write(id, reason), 0);
+        written++;
+        assert_true(written < 2 * NSBOX_TOMB_ROTATE_BYTES / 61); /* it does rotate */
+    }
+    assert_true(file_size(older) > NSBOX_TOMB_ROTATE_BYTES);
+    assert_true(file_size(recent) < 0 || file_size(recent) < 100);
+    assert_int_equal(nsbox_tombstone_read(first, r, sizeof r), 1); /* in older */
+    assert_string_equal(r, "deleted by rm");
+    assert_int_equal(nsbox_tombstone_read(id, r, sizeof r), 1);
+    assert_string_equal(r, reason);
+    /* a second rotation drops the first file, and with it the first record */
+    while (file_size(recent) <= NSBOX_TOMB_ROTATE_BYTES - 61) {
+        new_id(id);
+        assert_int_equal(nsbox_tombstone_write(id, reason), 0);
+    }
+    new_id(id);
+    assert_int_equal(nsbox_tombstone_write(id, reason), 0);
+    assert_int_equal(nsbox_tombstone_read(first, r, sizeof r), 0);
+    assert_int_equal(nsbox_tombstone_read(id, r, sizeof r), 1);
+    assert_true(file_size(recent) < 100);
+    assert_true(file_size(older) <= NSBOX_TOMB_ROTATE_BYTES + 61);
+}
+
+/* Writers in parallel, across a rotation: every record whole, none lost. */
+static void test_tombstones_concurrent(void **state)
+{
+    struct fx *f = *state;
+    enum { WRITERS = 4, EACH = 3000 };
+    const char *reason = "deleted because ttl_seconds=86400 expired"; /* 55 bytes a line */
+    fflush(NULL);
+    pid_t pids[WRITERS];
+    for (int w = 0; w < WRITERS; w++) {
+        pids[w] = fork();
+        assert_true(pids[w] >= 0);
+        if (pids[w] == 0) {
+            char id[NSBOX_ID_LEN + 1];
+            for (int i = 0; i < EACH; i++) {
+                snprintf(id, sizeof id, "%02x%010x", w, i);
+                if (nsbox_tombstone_write(id, reason) < 0)
+                    _exit(1);
+            }
+            _exit(0);
+        }
+    }
+    for (int w = 0; w < WRITERS; w++) {
+        int status;
+        assert_int_equal(waitpid(pids[w], &status, 0), pids[w]);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    /* 4 x 3000 x 55 bytes = 660,000: one rotation exactly */
+    int lines = 0;
+    const char *names[] = {"recent", "older"};
+    for (int k = 0; k < 2; k++) {
+        char path[PATH_MAX], line[256];
+        snprintf(path, sizeof path, "%s/tombstones/%s", f->state, names[k]);
+        FILE *fp = fopen(path, "r");
+        assert_non_null(fp);
+        while (fgets(line, sizeof line, fp)) {
+            char id[NSBOX_ID_LEN + 1];
+            snprintf(id, sizeof id, "%.*s", NSBOX_ID_LEN, line);
+            if (!nsbox_state_valid_id(id) || strcmp(line + NSBOX_ID_LEN + 1, "deleted because "
+                                                    "ttl_seconds=86400 expired\n"))
+                fail_msg("a torn record in %s: '%s'", names[k], line);
+            lines++;
+        }
+        fclose(fp);
+    }
+    assert_int_equal(lines, WRITERS * EACH);
+    char r[128];
+    assert_int_equal(nsbox_tombstone_read("000000000000", r, sizeof r), 1);
+    assert_int_equal(nsbox_tombstone_read("030000000bb7", r, sizeof r), 1); /* the last */
+}
+
 /* ---- gc ------------------------------------------------------------------------------------ */
 
 static void test_gc(void **state)
@@ -601,6 +745,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_existing_workspace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_bad_workspace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_given_id_and_collision, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tombstones, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tombstones_rotate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tombstones_concurrent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gc_does_not_follow_symlinks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gc_nothing_there, setup, teardown),
