@@ -183,7 +183,14 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
         nsbox_closep(&st->lock_fd);
         goto remove_tmp;
     }
-    if (rename(tmp, st->dir) < 0) {
+    /* Never over an existing directory: rename(2) replaces an empty one (a one-shot run's state
+     * directory holds nothing). A filesystem without RENAME_NOREPLACE gets a check first. */
+    int r = renameat2(AT_FDCWD, tmp, AT_FDCWD, st->dir, RENAME_NOREPLACE);
+    if (r < 0 && errno == EINVAL) {
+        struct stat sb;
+        r = lstat(st->dir, &sb) == 0 ? (errno = EEXIST, -1) : rename(tmp, st->dir);
+    }
+    if (r < 0) {
         nsbox_err_sys(e, "cannot create state directory %s", st->dir);
         nsbox_closep(&st->lock_fd);
         goto remove_tmp;

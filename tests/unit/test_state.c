@@ -388,10 +388,14 @@ static void test_create_given_id_and_collision(void **state)
     snprintf(a.id, sizeof a.id, "00112233aabb");
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_state_create(&a, NULL, NSBOX_WS_EXT4, &e), 0);
-    assert_true(exists("%s/00112233aabb", f->state));
-    /* a second sandbox with the same id must not take over the first one's directory */
+    struct stat before, after;
+    assert_int_equal(stat(a.dir, &before), 0);
+    /* a second sandbox with the same id must not take over the first one's directory, empty
+     * as it is (rename(2) would replace an empty directory) */
     snprintf(b.id, sizeof b.id, "00112233aabb");
     assert_int_equal(nsbox_state_create(&b, NULL, NSBOX_WS_EXT4, &e), -1);
+    assert_int_equal(stat(a.dir, &after), 0);
+    assert_int_equal(before.st_ino, after.st_ino);
     assert_true(a.lock_fd >= 0);
     assert_true(lock_held(a.dir));
     assert_true(exists("%s/00112233aabb", f->cache));
