@@ -25,7 +25,7 @@
 
 void nsbox_state_init(struct nsbox_state *st)
 {
-    st->id[0] = st->dir[0] = st->cache[0] = st->workspace[0] = '\0';
+    st->id[0] = st->dir[0] = st->workspace[0] = '\0';
     st->fresh_workspace = false;
     st->ws_idmapped = false;
     st->ws_kind = NSBOX_WS_DIR;
@@ -97,19 +97,19 @@ static int make_workspace(struct nsbox_state *st, const char *workspace_arg,
     }
     if (kind == NSBOX_WS_TMPFS)
         return 0; /* made inside the sandbox's mount namespace: nothing on the host */
-    /* EXT4: the backing file, in a per-sandbox directory only its owner may enter. */
-    char cache_root[PATH_MAX];
+    /* EXT4: the backing file, <cache>/<id>.ext4 (mode 0600; workspace.c creates it). Directly
+     * in the cache directory: a directory of its own per sandbox was one more inode, directory
+     * block and metadata write to the host's disk at every creation, for no protection the
+     * file's own mode does not give. */
+    char cache_root[PATH_MAX], name[NSBOX_ID_LEN + sizeof NSBOX_WS_FILE_SUFFIX];
     if (nsbox_path_cache_dir(cache_root, sizeof cache_root, e) < 0)
         return -1;
-    if (path_join(st->cache, cache_root, st->id, e) < 0 ||
-        path_join(st->workspace, st->cache, "workspace.ext4", e) < 0)
+    snprintf(name, sizeof name, "%s" NSBOX_WS_FILE_SUFFIX, st->id);
+    if (path_join(st->workspace, cache_root, name, e) < 0)
         return -1;
-    if (mkdir(st->cache, 0700) < 0) {
-        if (errno != ENOENT)
-            return nsbox_err_sys(e, "cannot create %s", st->cache);
-        if (nsbox_mkdir_p(cache_root, 0700, e) < 0 || mkdir(st->cache, 0700) < 0)
-            return nsbox_err_sys(e, "cannot create %s", st->cache);
-    }
+    if (mkdir(cache_root, 0700) < 0 && errno != EEXIST &&
+        (errno != ENOENT || nsbox_mkdir_p(cache_root, 0700, e) < 0))
+        return nsbox_err_sys(e, "cannot create %s", cache_root);
     st->fresh_workspace = true;
     return 0;
 }
@@ -358,9 +358,9 @@ int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e)
 int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e)
 {
     int ret = 0;
-    if (st->fresh_workspace && st->cache[0]) {
-        if (nsbox_rm_rf(st->cache, e) < 0)
-            ret = -1;
+    if (st->fresh_workspace && st->workspace[0]) {
+        if (unlink(st->workspace) < 0 && errno != ENOENT)
+            ret = nsbox_err_sys(e, "cannot remove %s", st->workspace);
         st->fresh_workspace = false;
     }
     if (st->dir[0]) {
@@ -374,12 +374,32 @@ int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e)
     return ret;
 }
 
+bool nsbox_state_cache_entry(const char *name, char *id, char *rel)
+{
+    size_t n = strnlen(name, NAME_MAX + 1);
+    if (n == NSBOX_ID_LEN + strlen(NSBOX_WS_FILE_SUFFIX) &&
+        !strcmp(name + NSBOX_ID_LEN, NSBOX_WS_FILE_SUFFIX)) {
+        memcpy(id, name, NSBOX_ID_LEN);
+        id[NSBOX_ID_LEN] = '\0';
+        if (!nsbox_state_valid_id(id))
+            return false;
+        snprintf(rel, NAME_MAX + 32, "%s", name);
+        return true;
+    }
+    if (!nsbox_state_valid_id(name))
+        return false;
+    memcpy(id, name, NSBOX_ID_LEN + 1);
+    snprintf(rel, NAME_MAX + 32, "%s/workspace.ext4", name);
+    return true;
+}
+
 /* A sandbox is a leftover when nobody holds its lock any more. */
 static int gc_one(const char *rt, const char *cache_root, const char *id, bool verbose,
                   struct nsbox_err *e)
 {
-    char dir[PATH_MAX], cache[PATH_MAX];
-    if (path_join(dir, rt, id, e) < 0 || path_join(cache, cache_root, id, e) < 0)
+    char dir[PATH_MAX], cache[PATH_MAX], file[PATH_MAX];
+    if (path_join(dir, rt, id, e) < 0 || path_join(cache, cache_root, id, e) < 0 ||
+        (size_t)snprintf(file, sizeof file, "%s" NSBOX_WS_FILE_SUFFIX, cache) >= sizeof file)
         return -1;
     cleanup_close int fd = nsbox_state_lock(dir, true);
     if (fd < 0 && errno != ENOENT && errno != ELOOP && errno != ENOTDIR)
@@ -393,7 +413,8 @@ static int gc_one(const char *rt, const char *cache_root, const char *id, bool v
         fprintf(stderr, "nsbox: gc %s: %s\n", id, ce.msg);
     if (nsbox_net_gc(id, &ce) < 0 && verbose)
         fprintf(stderr, "nsbox: gc %s: %s\n", id, ce.msg);
-    if (nsbox_rm_rf(cache, e) < 0 || nsbox_rm_rf(dir, e) < 0)
+    if ((unlink(file) < 0 && errno != ENOENT && nsbox_err_sys(e, "gc: cannot remove %s", file)) ||
+        nsbox_rm_rf(cache, e) < 0 || nsbox_rm_rf(dir, e) < 0)
         return -1;
     if (verbose)
         fprintf(stderr, "nsbox: gc: removed sandbox %s\n", id);
@@ -451,12 +472,11 @@ int nsbox_gc(bool verbose, struct nsbox_err *e)
     d = opendir(cache_root);
     if (d) {
         struct dirent *de;
-        char sdir[PATH_MAX], cdir[PATH_MAX];
+        char sdir[PATH_MAX], cdir[PATH_MAX], id[NSBOX_ID_LEN + 1], rel[NAME_MAX + 32];
         while ((de = readdir(d))) {
-            if (!nsbox_state_valid_id(de->d_name))
+            if (!nsbox_state_cache_entry(de->d_name, id, rel))
                 continue;
-            if (path_join(sdir, rt, de->d_name, e) < 0 ||
-                path_join(cdir, cache_root, de->d_name, e) < 0)
+            if (path_join(sdir, rt, id, e) < 0 || path_join(cdir, cache_root, de->d_name, e) < 0)
                 continue;
             if (access(sdir, F_OK) == 0)
                 continue;

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #define NSBOX_ID_LEN 12
+#define NSBOX_WS_FILE_SUFFIX ".ext4"
 /* Root's uid slot registry, shared by every nsbox on the machine (state.c uid_slot_dir). */
 #define NSBOX_UID_SLOT_DIR "/run/nsbox/uids"
 
@@ -20,10 +21,10 @@ struct nsbox_state {
     char id[NSBOX_ID_LEN + 1];
     char dir[PATH_MAX];       /* <runtime>/<id>; also where the sandbox's new root is mounted,
                                  in its own mount namespace, before pivot_root */
-    char cache[PATH_MAX];     /* <cache>/<id>: holds an ext4 workspace's backing file */
     enum nsbox_ws_kind ws_kind;
-    char workspace[PATH_MAX]; /* DIR: the directory bound at /workspace; EXT4: backing file */
-    bool fresh_workspace;     /* <cache>/<id> was created by nsbox; removed with the sandbox */
+    char workspace[PATH_MAX]; /* DIR: the directory bound at /workspace; EXT4: the backing
+                                 file, <cache>/<id>.ext4 (NSBOX_WS_FILE_SUFFIX) */
+    bool fresh_workspace;     /* the backing file is nsbox's; removed with the sandbox */
     bool ws_idmapped;         /* DIR as root: bound through an idmapped mount (workspace.h) */
     int lock_fd;              /* flock(LOCK_EX) on <dir> while the sandbox lives */
     bool privileged;
@@ -36,7 +37,7 @@ void nsbox_state_init(struct nsbox_state *st);
 int nsbox_state_new_id(char *out, struct nsbox_err *e);
 bool nsbox_state_valid_id(const char *id);
 /* Create the state dir, locked, and the host side of the workspace of the given kind: DIR
- * checks workspace_arg, EXT4 makes the private <cache>/<id> for the backing file, TMPFS has
+ * checks workspace_arg, EXT4 names the backing file (workspace.c makes it), TMPFS has
  * nothing on the host. */
 int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum nsbox_ws_kind kind,
                        struct nsbox_err *e);
@@ -60,6 +61,11 @@ int nsbox_tombstone_write(const char *id, const char *reason);
 /* 1 and the reason (the newest, if the id appears more than once) when there is one, 0 when
  * none. */
 int nsbox_tombstone_read(const char *id, char *reason, size_t n);
+
+/* The id of a sandbox's entry in the cache directory: "<id>.ext4", or "<id>", the directory
+ * holding workspace.ext4 of an nsbox before the flat layout. rel (NAME_MAX + 32 bytes) gets the
+ * backing file's path relative to the cache directory. False for anything else. */
+bool nsbox_state_cache_entry(const char *name, char *id, char *rel);
 
 /* Remove leftovers of sandboxes whose owner died. Returns the number removed. */
 int nsbox_gc(bool verbose, struct nsbox_err *e);

@@ -355,16 +355,22 @@ static int copy_sparse(int in, int out)
     }
 }
 
-/* A live workspace's promise: its backing file's size minus what it already holds. */
-static uint64_t promise_of(int cache_fd, const char *id)
+/* A live workspace's promise: its backing file's size minus what it already holds. rel: the
+ * file's path in the cache directory (state.h nsbox_state_cache_entry). */
+static uint64_t promise_at(int cache_fd, const char *rel)
 {
-    char rel[NAME_MAX + 32];
     struct stat sb;
-    snprintf(rel, sizeof rel, "%s/workspace.ext4", id);
     if (fstatat(cache_fd, rel, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(sb.st_mode))
         return 0;
     uint64_t held = (uint64_t)sb.st_blocks * 512;
     return (uint64_t)sb.st_size > held ? (uint64_t)sb.st_size - held : 0;
+}
+
+static uint64_t promise_of(int cache_fd, const char *id)
+{
+    char rel[NAME_MAX + 32];
+    snprintf(rel, sizeof rel, "%s" NSBOX_WS_FILE_SUFFIX, id);
+    return promise_at(cache_fd, rel);
 }
 
 /* What the live ext4 workspaces under cache_root may still write: each backing file's size
@@ -398,15 +404,14 @@ static uint64_t promised(int cache_fd, unsigned *count)
         return 0;
     }
     struct dirent *de;
-    char rel[NAME_MAX + 32];
+    char rel[NAME_MAX + 32], id[NSBOX_ID_LEN + 1];
     while ((de = readdir(d))) {
-        if (!nsbox_state_valid_id(de->d_name) || (rt[0] && !sandbox_alive(rt, de->d_name)))
+        if (!nsbox_state_cache_entry(de->d_name, id, rel) || (rt[0] && !sandbox_alive(rt, id)))
             continue;
-        snprintf(rel, sizeof rel, "%s/workspace.ext4", de->d_name);
         struct stat sb;
         if (fstatat(dirfd(d), rel, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(sb.st_mode))
             continue;
-        sum += promise_of(dirfd(d), de->d_name);
+        sum += promise_at(dirfd(d), rel);
         (*count)++;
     }
     closedir(d);
@@ -491,17 +496,15 @@ static int check_free_space(int cache_fd, const char *cache_root, uint64_t bytes
                          want, free_, cache_root, prom, others, others == 1 ? "" : "es");
 }
 
-/* <cache>/<id>/workspace.ext4 -> <cache> */
+/* <cache>/<id>.ext4 -> <cache> */
 static int cache_root_of(const char *image, char *out, size_t n)
 {
     if ((size_t)snprintf(out, n, "%s", image) >= n)
         return -1;
-    for (int i = 0; i < 2; i++) {
-        char *slash = strrchr(out, '/');
-        if (!slash || slash == out)
-            return -1;
-        *slash = '\0';
-    }
+    char *slash = strrchr(out, '/');
+    if (!slash || slash == out)
+        return -1;
+    *slash = '\0';
     return 0;
 }
 

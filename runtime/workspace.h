@@ -19,7 +19,7 @@
 bool nsbox_ws_ext4_usable(char *why, size_t n);
 
 /* Make a fresh ext4 filesystem of disk_bytes backed by the new sparse file image
- * (<cache>/<id>/workspace.ext4; its directory should be private) and return a detached mount of
+ * (<cache>/<id>.ext4, created mode 0600) and return a detached mount of
  * it (fsmount: attached nowhere on the host; the sandbox moves it to /workspace). The loop device
  * goes away by itself when the last mount of the filesystem does; tag names it (lo_file_name).
  * Refused when the host's free space, less what other workspaces may still write, is below

@@ -351,10 +351,10 @@ class WorkspaceDisk(unittest.TestCase):
         r = self.in_private_mount_ns(
             'mount -t tmpfs -o size=220m tmpfs "$NSBOX_CACHE_DIR"\n'
             '"$NSBOX" run --instance-type big -- sleep 30 & p=$!\n'
-            'until ls "$NSBOX_CACHE_DIR"/*/workspace.ext4 >/dev/null 2>&1; do sleep 0.05; done\n'
+            'until ls "$NSBOX_CACHE_DIR"/????????????.ext4 >/dev/null 2>&1; do sleep 0.05; done\n'
             'kill -9 $p; wait $p || true\n'
             '"$NSBOX" run --instance-type big -- true\n'
-            'ls "$NSBOX_CACHE_DIR"/*/workspace.ext4 >/dev/null && echo left-for-gc\n'
+            'ls "$NSBOX_CACHE_DIR"/????????????.ext4 >/dev/null && echo left-for-gc\n'
             '"$NSBOX" gc\n'
             'echo \'{"instance_types": {"big": {"cpus": 1, "memory": "512MiB", "pids": 128, '
             '"disk": "150MiB"}}, "workspace": {"overcommit": true}}\' > "$NSBOX_CONFIG"\n'

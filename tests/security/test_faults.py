@@ -97,7 +97,7 @@ IN_CREATE, IN_MOVED_TO, IN_Q_OVERFLOW = 0x100, 0x80, 0x4000
 
 class IdWatch:
     """Records every name created in the watched directories (a sandbox's state directory is
-    made as <id>.new and renamed to <id>; its workspace is <cache>/<id>)."""
+    made as <id>.new and renamed to <id>; its workspace is <cache>/<id>.ext4)."""
 
     def __init__(self, paths):
         self.libc = ctypes.CDLL(None, use_errno=True)

@@ -253,9 +253,7 @@ static void create_fresh_once(struct fx *f)
     char want[PATH_MAX];
     snprintf(want, sizeof want, "%s/%s", f->state, st.id);
     assert_string_equal(st.dir, want);
-    snprintf(want, sizeof want, "%s/%s", f->cache, st.id);
-    assert_string_equal(st.cache, want);
-    snprintf(want, sizeof want, "%s/%s/workspace.ext4", f->cache, st.id);
+    snprintf(want, sizeof want, "%s/%s.ext4", f->cache, st.id);
     assert_string_equal(st.workspace, want);
     assert_true(st.fresh_workspace);
     assert_int_equal(st.ws_kind, NSBOX_WS_EXT4);
@@ -266,10 +264,11 @@ static void create_fresh_once(struct fx *f)
     assert_int_equal(sb.st_mode & 0777, 0700);
     /* nothing else in it: the lock is the directory's own, the new root is mounted on it */
     assert_int_equal(count_entries(st.dir), 0);
-    assert_int_equal(lstat(st.cache, &sb), 0);
+    /* the cache directory exists (made if it was not there); nothing of the sandbox in it: the
+     * backing file is made later (workspace.c), and goes with the sandbox */
+    assert_int_equal(lstat(f->cache, &sb), 0);
     assert_true(S_ISDIR(sb.st_mode));
-    assert_int_equal(sb.st_mode & 0777, 0700); /* only the owner may enter */
-    /* the backing file is made later (workspace.c); it goes with the sandbox */
+    assert_int_equal(count_entries(f->cache), 0);
     assert_int_equal(lstat(st.workspace, &sb), -1);
     int bf = open(st.workspace, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     assert_true(bf >= 0);
@@ -284,7 +283,7 @@ static void create_fresh_once(struct fx *f)
     assert_true(probe >= 0);
     assert_int_equal(nsbox_state_destroy(&st, &e), 0);
     assert_false(exists("%s", want));
-    assert_false(exists("%s/%s", f->cache, st.id));
+    assert_int_equal(count_entries(f->cache), 0);
     assert_false(exists("%s/%s", f->state, st.id));
     assert_int_equal(st.lock_fd, -1);
     assert_int_equal(flock(probe, LOCK_EX | LOCK_NB), 0);
@@ -397,8 +396,8 @@ static void test_create_given_id_and_collision(void **state)
     assert_int_equal(stat(a.dir, &after), 0);
     assert_int_equal(before.st_ino, after.st_ino);
     assert_true(a.lock_fd >= 0);
-    assert_true(lock_held(a.dir));
-    assert_true(exists("%s/00112233aabb", f->cache));
+    assert_true(lock_held(a.dir)); /* still a's: an empty directory is not replaced either */
+    assert_int_equal(count_entries(f->state), 1);
     assert_int_equal(nsbox_state_destroy(&a, &e), 0);
 }
 
@@ -566,6 +565,7 @@ static void test_gc(void **state)
     struct nsbox_state live;
     nsbox_state_init(&live);
     assert_int_equal(nsbox_state_create(&live, NULL, NSBOX_WS_EXT4, &e), 0);
+    make_file(live.workspace, "a live sandbox's backing file");
     close(live.lock_fd);
     live.lock_fd = -1;
     struct holder h = hold_lock(live.dir);
@@ -613,10 +613,18 @@ static void test_gc(void **state)
     make_dir(p);
     snprintf(p, sizeof p, "%s/%s.new-%d", f->state, newdead, 999999999);
     make_dir(p);
-    /* a workspace whose state directory is gone (reboot cleared the runtime dir) */
+    /* workspaces whose state directory is gone (reboot cleared the runtime dir): a backing
+     * file, and an older nsbox's directory holding one */
+    char orphan2[NSBOX_ID_LEN + 1];
+    new_id(orphan2);
+    snprintf(p, sizeof p, "%s/%s.ext4", f->cache, orphan2);
+    make_file(p, "");
     snprintf(p, sizeof p, "%s/%s", f->cache, orphan);
     make_dir(p);
-    snprintf(p, sizeof p, "%s/%s/workspace", f->cache, orphan);
+    snprintf(p, sizeof p, "%s/%s/workspace.ext4", f->cache, orphan);
+    make_file(p, "");
+    /* an older nsbox's dead sandbox: its workspace directory goes with it */
+    snprintf(p, sizeof p, "%s/%s", f->cache, legacy_dead);
     make_dir(p);
 
     /* not sandboxes: never touched */
@@ -641,15 +649,19 @@ static void test_gc(void **state)
     make_dir(p);
     snprintf(p, sizeof p, "%s/0123456789abc", f->cache); /* 13 digits */
     make_dir(p);
+    snprintf(p, sizeof p, "%s/0123456789ab.ext4.bak", f->cache);
+    make_file(p, "");
+    snprintf(p, sizeof p, "%s/0123456789aB.ext4", f->cache);
+    make_file(p, "");
 
     int removed = nsbox_gc(false, &e);
     if (removed < 0) fail_msg("gc: %s", e.msg);
 
     assert_false(exists("%s", dead.dir));
-    assert_false(exists("%s", dead.cache));
+    assert_false(exists("%s", dead.workspace));
 
     assert_true(exists("%s", live.dir));
-    assert_true(exists("%s", live.cache));
+    assert_true(exists("%s", live.workspace));
     assert_true(exists("%s/%s/lock", f->state, legacy));
     assert_false(exists("%s/%s", f->state, legacy_dead));
 
@@ -661,6 +673,8 @@ static void test_gc(void **state)
     assert_true(exists("%s/%s.new-%d", f->state, newlive, (int)getpid()));
     assert_false(exists("%s/%s.new-%d", f->state, newdead, 999999999));
     assert_false(exists("%s/%s", f->cache, orphan));
+    assert_false(exists("%s/%s.ext4", f->cache, orphan2));
+    assert_false(exists("%s/%s", f->cache, legacy_dead));
 
     /* a uid slot file nobody holds is removed (slots are taken lowest first, see take_slot);
      * root's are not in the state directory at all */
@@ -673,8 +687,10 @@ static void test_gc(void **state)
     assert_true(exists("%s/ABCDEF012345", f->state));
     assert_true(exists("%s/keep-me", f->cache));
     assert_true(exists("%s/0123456789abc", f->cache));
+    assert_true(exists("%s/0123456789ab.ext4.bak", f->cache));
+    assert_true(exists("%s/0123456789aB.ext4", f->cache));
 
-    assert_int_equal(removed, 6); /* dead, legacy_dead, young, young50, old, orphan */
+    assert_int_equal(removed, 7); /* dead, legacy_dead, young, young50, old, orphan, orphan2 */
 
     /* the owners die: now they are leftovers */
     release_holder(&hl); /* first: its child holds a copy of h's pipe */
@@ -683,7 +699,7 @@ static void test_gc(void **state)
     assert_int_equal(removed, 2);
     assert_false(exists("%s", live.dir));
     assert_false(exists("%s/%s", f->state, legacy));
-    assert_false(exists("%s", live.cache));
+    assert_false(exists("%s", live.workspace));
     assert_true(exists("%s/%s.new-%d", f->state, newlive, (int)getpid()));
 
     /* nothing left to do */
