@@ -42,9 +42,8 @@ static struct nsbox_mount_op *push(struct nsbox_mount_plan *p, enum nsbox_mop op
         return NULL;
     }
     struct nsbox_mount_op *o = &p->ops[p->n++];
-    /* Field by field rather than memset: the src buffers are large and mostly unused. */
     o->op = op;
-    o->src[0] = '\0';
+    o->src = "";
     o->src_in_image = false;
     o->src_is_fd = false;
     o->target_in_image = false;
@@ -68,10 +67,18 @@ static struct nsbox_mount_op *push(struct nsbox_mount_plan *p, enum nsbox_mop op
         _o;                                                                                       \
     })
 
-static int set_src(struct nsbox_mount_op *o, const char *src, struct nsbox_err *e)
+static int set_src(struct nsbox_mount_plan *plan, struct nsbox_mount_op *o, const char *src,
+                   struct nsbox_err *e)
 {
-    if ((size_t)snprintf(o->src, sizeof o->src, "%s", src) >= sizeof o->src)
+    size_t n = strlen(src) + 1;
+    if (n > PATH_MAX)
         return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "rootfs: path too long: %s", src);
+    if (n > sizeof plan->strs - plan->strs_used)
+        return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "rootfs: too many mount sources");
+    char *s = plan->strs + plan->strs_used;
+    memcpy(s, src, n);
+    plan->strs_used += n;
+    o->src = s;
     return 0;
 }
 
@@ -95,13 +102,13 @@ static int plan_image(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_pla
             continue;
         if (en->is_symlink) {
             struct nsbox_mount_op *o = PUSH(NSBOX_MOP_SYMLINK, en->name);
-            if (set_src(o, en->link, e) < 0)
+            if (set_src(plan, o, en->link, e) < 0)
                 return -1;
             continue;
         }
         PUSH(NSBOX_MOP_MKDIR, en->name)->mode = 0755;
         struct nsbox_mount_op *o = PUSH(NSBOX_MOP_BIND, en->name);
-        if (set_src(o, en->name, e) < 0)
+        if (set_src(plan, o, en->name, e) < 0)
             return -1;
         o->src_in_image = true;
         o->recursive = true;
@@ -110,7 +117,7 @@ static int plan_image(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_pla
     if (img->kind == NSBOX_IMAGE_HOST) {
         PUSH(NSBOX_MOP_MKDIR, "etc")->mode = 0755;
         struct nsbox_mount_op *o = PUSH(NSBOX_MOP_BIND, "etc");
-        if (set_src(o, img->etc, e) < 0)
+        if (set_src(plan, o, img->etc, e) < 0)
             return -1;
         o->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
     }
@@ -130,7 +137,9 @@ static int plan_dev(struct nsbox_mount_plan *plan, struct nsbox_err *e)
         snprintf(path, sizeof path, "dev/%s", *n);
         PUSH(NSBOX_MOP_FILE, path)->mode = 0666;
         o = PUSH(NSBOX_MOP_BIND_DEV, path);
-        snprintf(o->src, sizeof o->src, "/dev/%s", *n);
+        snprintf(path, sizeof path, "/dev/%s", *n);
+        if (set_src(plan, o, path, e) < 0)
+            return -1;
     }
     static const char *const links[][2] = {{"dev/ptmx", "pts/ptmx"},
                                            {"dev/fd", "/proc/self/fd"},
@@ -138,7 +147,7 @@ static int plan_dev(struct nsbox_mount_plan *plan, struct nsbox_err *e)
                                            {"dev/stdout", "/proc/self/fd/1"},
                                            {"dev/stderr", "/proc/self/fd/2"}};
     for (size_t i = 0; i < NSBOX_ARRAY_LEN(links); i++)
-        snprintf(PUSH(NSBOX_MOP_SYMLINK, links[i][0])->src, PATH_MAX, "%s", links[i][1]);
+        PUSH(NSBOX_MOP_SYMLINK, links[i][0])->src = links[i][1]; /* static */
     PUSH(NSBOX_MOP_MKDIR, "dev/pts")->mode = 0755;
     o = PUSH(NSBOX_MOP_DEVPTS, "dev/pts");
     o->flags = MS_NOSUID | MS_NOEXEC;
@@ -182,6 +191,7 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
                            struct nsbox_err *e)
 {
     plan->n = 0;
+    plan->strs_used = 0;
     if (!cfg->img || (cfg->ws_kind == NSBOX_WS_DIR && (!cfg->workspace || cfg->workspace[0] != '/')))
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "rootfs: image and workspace required");
     if (plan_image(cfg, plan, e) < 0)
@@ -192,7 +202,7 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
         if (!etc_files[i][1])
             continue;
         struct nsbox_mount_op *f = PUSH(NSBOX_MOP_BIND, etc_files[i][0]);
-        if (set_src(f, etc_files[i][1], e) < 0)
+        if (set_src(plan, f, etc_files[i][1], e) < 0)
             return -1;
         f->target_in_image = true;
         f->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
@@ -202,14 +212,14 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
     switch (cfg->ws_kind) {
     case NSBOX_WS_DIR:
         o = PUSH(NSBOX_MOP_BIND, "workspace");
-        if (set_src(o, cfg->workspace, e) < 0)
+        if (set_src(plan, o, cfg->workspace, e) < 0)
             return -1;
         o->src_is_fd = cfg->ws_premounted; /* then src only names it in messages */
         o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
         break;
     case NSBOX_WS_EXT4:
         o = PUSH(NSBOX_MOP_BIND, "workspace");
-        snprintf(o->src, sizeof o->src, "the workspace filesystem");
+        o->src = "the workspace filesystem";
         o->src_is_fd = true;
         o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
         break;

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #define NSBOX_MOUNT_OPS_MAX 128
+#define NSBOX_MOUNT_STRS_MAX (16 * PATH_MAX) /* a plan's sources together (about 1 KiB here) */
 #define NSBOX_ROOT_ENTRIES_MAX 48
 
 enum nsbox_mop {
@@ -42,7 +43,8 @@ enum nsbox_mop {
 struct nsbox_mount_op {
     enum nsbox_mop op;
     char target[NAME_MAX + 32]; /* relative to the new root, no leading '/' */
-    char src[PATH_MAX];
+    const char *src;       /* in the plan's strs (or a literal): never a PATH_MAX buffer per op,
+                              whose pages every sandbox creation would touch */
     bool src_in_image;     /* src is an entry name inside the image root (opened NOFOLLOW) */
     bool src_is_fd;        /* BIND of a detached mount the launcher made (src: its name) */
     bool target_in_image;  /* target lies inside an image bind: resolved with no symlinks */
@@ -74,6 +76,8 @@ struct nsbox_rootfs_cfg {
 struct nsbox_mount_plan {
     size_t n;
     struct nsbox_mount_op ops[NSBOX_MOUNT_OPS_MAX];
+    size_t strs_used;
+    char strs[NSBOX_MOUNT_STRS_MAX]; /* the ops' sources, one after another */
 };
 
 /* Paths of /proc that are hidden (masked) or made read-only, as in the OCI runtime defaults. */
