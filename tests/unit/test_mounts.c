@@ -336,6 +336,42 @@ static void test_host_plan_usr_readonly(void **state)
     free(w);
 }
 
+/* An image of long symlinks at its top: the sources share one pool in the plan, and one that
+ * would overflow it is an error of its own, never a cut-off path. Each source stays whole. */
+static void test_plan_sources_pool_bounded(void **state)
+{
+    (void)state;
+    struct world *w = new_world(NSBOX_IMAGE_DIR);
+    add_dir(&w->cfg, "usr");
+    char link[PATH_MAX], name[16];
+    memset(link, 'a', PATH_MAX - 1);
+    link[0] = '/';
+    link[PATH_MAX - 1] = '\0';
+    size_t fits = (NSBOX_MOUNT_STRS_MAX - 1024) / PATH_MAX;
+    for (size_t i = 0; i < fits; i++) {
+        snprintf(name, sizeof name, "l%zu", i);
+        add_link(&w->cfg, name, link);
+    }
+    build_ok(w);
+    int seen = 0;
+    for (size_t i = 0; i < w->plan.n; i++)
+        if (w->plan.ops[i].op == NSBOX_MOP_SYMLINK && w->plan.ops[i].src[0] == '/' &&
+            strlen(w->plan.ops[i].src) == PATH_MAX - 1) {
+            assert_string_equal(w->plan.ops[i].src, link);
+            seen++;
+        }
+    assert_int_equal(seen, (int)fits);
+    for (size_t i = fits; i < fits + 2; i++) {
+        snprintf(name, sizeof name, "l%zu", i);
+        add_link(&w->cfg, name, link);
+    }
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_mount_plan_build(&w->cfg, &w->plan, &e), -1);
+    assert_int_equal(e.sys_errno, E2BIG);
+    assert_non_null(strstr(e.msg, "too many mount sources"));
+    free(w);
+}
+
 static void test_dir_plan_entries_readonly(void **state)
 {
     (void)state;
@@ -1655,6 +1691,7 @@ int main(void)
     const struct CMUnitTest plan_tests[] = {
         cmocka_unit_test(test_host_plan_usr_readonly),
         cmocka_unit_test(test_dir_plan_entries_readonly),
+        cmocka_unit_test(test_plan_sources_pool_bounded),
         cmocka_unit_test(test_host_plan_etc_from_store),
         cmocka_unit_test(test_symlinks_recreated),
         cmocka_unit_test(test_provided_entries_not_exposed),
