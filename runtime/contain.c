@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -328,7 +329,7 @@ void nsbox_child_main(struct nsbox_launch *L)
         prctl(PR_SET_NAME, "nsbox-init");
         wipe_cmdline();
         /* The mount plan and environment were for set-up; an idle sandbox should cost little. */
-        free((void *)L->plan);
+        munmap((void *)L->plan, sizeof *L->plan); /* mapped by the launcher (sandbox.c) */
         L->plan = NULL;
         nsbox_close_fds_except(L->agent_fd);
         nsbox_agent_serve(L->agent_fd);

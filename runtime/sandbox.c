@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -149,7 +150,11 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     /* On the heap: it is large (48 entries with their link texts), and stack pages a process
      * has touched stay with it, which a persistent sandbox's supervisor pays for all its life. */
     cleanup_free struct nsbox_rootfs_cfg *cfg = malloc(sizeof *cfg);
-    c->plan = malloc(sizeof *c->plan);
+    /* The plan is mapped and unmapped, not malloc'd: at ~120 KiB it would come from the heap,
+     * whose pages stay with a persistent sandbox's supervisor after the free. */
+    void *plan = mmap(NULL, sizeof *c->plan, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                      -1, 0);
+    c->plan = plan == MAP_FAILED ? NULL : plan;
     if (!cfg || !c->plan)
         return nsbox_err_sys(e, "malloc");
     cfg->img = img;
@@ -294,6 +299,13 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
     return 0;
 }
 
+void nsbox_sandbox_free_plan(struct nsbox_sandbox *c)
+{
+    if (c->plan)
+        munmap(c->plan, sizeof *c->plan);
+    c->plan = NULL;
+}
+
 int nsbox_sandbox_destroy(struct nsbox_sandbox *c, struct nsbox_err *e)
 {
     int ret = 0;
@@ -315,8 +327,7 @@ int nsbox_sandbox_destroy(struct nsbox_sandbox *c, struct nsbox_err *e)
         ret = -1;
     nsbox_closep(&c->L.ws_fd);
     nsbox_seccomp_prog_free(&c->L.seccomp);
-    free(c->plan);
-    c->plan = NULL;
+    nsbox_sandbox_free_plan(c);
     free(c->envp);
     c->envp = NULL;
     nsbox_closep(&c->pidfd);

@@ -38,6 +38,8 @@ int nsbox_sandbox_start(struct nsbox_sandbox *sb, const int stdio[3], struct nsb
 /* Kill init if it still runs (the namespace goes with it), remove cgroup, network, state.
  * Idempotent. */
 int nsbox_sandbox_destroy(struct nsbox_sandbox *sb, struct nsbox_err *e);
+/* Give the mount plan's memory back (the child has its own copy once started). */
+void nsbox_sandbox_free_plan(struct nsbox_sandbox *sb);
 
 /* Descriptors given to a sandbox command as 0, 1, 2 must not be directories or O_PATH
  * descriptors: /proc/self/fd/N would lead through them out of the root. */

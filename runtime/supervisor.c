@@ -1193,8 +1193,7 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
         goto fail;
     }
     /* The child has its own copy of the mount plan; ours is no longer needed. */
-    free(S.sb.plan);
-    S.sb.plan = NULL;
+    nsbox_sandbox_free_plan(&S.sb);
     if (nsbox_agent_recv_workspace(S.agent, &S.ws_fd, &e) < 0)
         goto fail;
     S.created = wall_s();
