@@ -115,17 +115,13 @@ static int make_workspace(struct nsbox_state *st, const char *workspace_arg,
 }
 
 /* Take the lock of the state directory dir (its own inode: flock on the directory). A state
- * directory made by an nsbox before 0.x (a "lock" file inside) is locked through that file, so
- * that sandboxes still running across an upgrade are not taken for leftovers. Returns the fd, or
- * -1 with errno: EWOULDBLOCK (alive), ENOENT (gone), ELOOP or ENOTDIR (not a directory: a
- * symlink or a file in its place, never a sandbox's), other (unknown). */
+ * directory made by an nsbox before session 10 has a "lock" file inside, which is its lock, so
+ * that sandboxes still running across an upgrade are not taken for leftovers. Ours has a
+ * symlink by that name instead (NSBOX_STATE_LOCK_MARK). Returns the fd, or -1 with errno:
+ * EWOULDBLOCK (alive), ENOENT (gone), ELOOP or ENOTDIR (not a directory: a symlink or a file in
+ * its place, never a sandbox's), other (unknown: never taken for dead). */
 int nsbox_state_lock(const char *dir, bool nonblock)
 {
-    char old[PATH_MAX];
-    if ((size_t)snprintf(old, sizeof old, "%s/lock", dir) >= sizeof old) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return -1;
@@ -133,6 +129,11 @@ int nsbox_state_lock(const char *dir, bool nonblock)
     if (ofd >= 0) {
         close(fd);
         fd = ofd;
+    } else if (errno != ENOENT && errno != ELOOP) { /* ELOOP: our mark */
+        int saved = errno == ENOTDIR ? EIO : errno; /* never "not a directory": dir is one */
+        close(fd);
+        errno = saved;
+        return -1;
     }
     if (flock(fd, LOCK_EX | (nonblock ? LOCK_NB : 0)) < 0) {
         int saved = errno;
@@ -183,6 +184,15 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
         nsbox_closep(&st->lock_fd);
         goto remove_tmp;
     }
+    /* For an older nsbox (before session 10) on the same runtime directory, a pool filler that
+     * was started before an upgrade say: its gc takes a directory without a "lock" file for an
+     * interrupted removal, and would kill a live sandbox. A symlink by that name it cannot
+     * open, and so leaves the sandbox alone. */
+    if (symlinkat(NSBOX_STATE_LOCK_MARK, st->lock_fd, "lock") < 0) {
+        nsbox_err_sys(e, "cannot create %s/lock", tmp);
+        nsbox_closep(&st->lock_fd);
+        goto remove_tmp;
+    }
     /* Never over an existing directory: rename(2) replaces an empty one (a one-shot run's state
      * directory holds nothing). A filesystem without RENAME_NOREPLACE gets a check first. */
     int r = renameat2(AT_FDCWD, tmp, AT_FDCWD, st->dir, RENAME_NOREPLACE);
@@ -197,8 +207,10 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
     }
     return make_workspace(st, workspace_arg, kind, e);
 
-remove_tmp:
-    rmdir(tmp);
+remove_tmp: {
+    struct nsbox_err ignored; /* e says what failed first */
+    nsbox_rm_rf(tmp, &ignored);
+}
 not_ours:
     st->dir[0] = '\0';
     return -1;
@@ -239,8 +251,8 @@ int nsbox_tombstone_write(const char *id, const char *reason)
     /* Full: it becomes "older". Whoever locks it first and still finds it at its path renames
      * it; a writer that opened it before the rename appends to "older", where it is found too. */
     if (w == (ssize_t)n && fstat(fd, &sb) == 0 && sb.st_size > NSBOX_TOMB_ROTATE_BYTES &&
-        flock(fd, LOCK_EX) == 0 && nsbox_fd_is_at_path(fd, recent))
-        rename(recent, older);
+        flock(fd, LOCK_EX) == 0 && nsbox_fd_is_at_path(fd, recent) && rename(recent, older) < 0)
+        ftruncate(fd, 0); /* "older" cannot be replaced (a directory there?): bounded anyway */
     close(fd);
     return w == (ssize_t)n ? 0 : -1;
 }
@@ -251,19 +263,31 @@ static int tomb_find(const char *path, const char *id, char *reason, size_t n)
     cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return 0;
-    /* Concurrent appends can take a log a little past the limit before it is renamed. */
+    /* Its end, where the newest records are: concurrent appends can take a log a little past
+     * the limit before it is renamed, and one that could not be renamed is cut, but a file put
+     * there by someone else may be of any size. */
     size_t cap = 2 * NSBOX_TOMB_ROTATE_BYTES, len = 0;
+    struct stat sb;
+    if (fstat(fd, &sb) < 0)
+        return 0;
+    off_t from = sb.st_size > (off_t)cap ? sb.st_size - (off_t)cap : 0;
     char *buf = malloc(cap + 1);
     if (!buf)
         return 0;
-    for (ssize_t r; len < cap && (r = read(fd, buf + len, cap - len)) > 0;)
+    for (ssize_t r; len < cap && (r = pread(fd, buf + len, cap - len, from + (off_t)len)) > 0;)
         len += (size_t)r;
     buf[len] = '\0';
+    size_t skip = 0; /* a record cut by where we started is not one */
+    if (from > 0) {
+        while (skip < len && buf[skip] != '\n')
+            skip++;
+        skip = skip < len ? skip + 1 : len;
+    }
     int found = 0;
     /* from the end: lines "<id> <reason>\n" */
-    for (size_t end = len; end > 0 && !found;) {
+    for (size_t end = len; end > skip && !found;) {
         size_t start = end - 1;
-        while (start > 0 && buf[start - 1] != '\n')
+        while (start > skip && buf[start - 1] != '\n')
             start--;
         if (end - start > NSBOX_ID_LEN + 1 && !memcmp(buf + start, id, NSBOX_ID_LEN) &&
             buf[start + NSBOX_ID_LEN] == ' ') {
@@ -398,9 +422,10 @@ static int gc_one(const char *rt, const char *cache_root, const char *id, bool v
                   struct nsbox_err *e)
 {
     char dir[PATH_MAX], cache[PATH_MAX], file[PATH_MAX];
-    if (path_join(dir, rt, id, e) < 0 || path_join(cache, cache_root, id, e) < 0 ||
-        (size_t)snprintf(file, sizeof file, "%s" NSBOX_WS_FILE_SUFFIX, cache) >= sizeof file)
+    if (path_join(dir, rt, id, e) < 0 || path_join(cache, cache_root, id, e) < 0)
         return -1;
+    if ((size_t)snprintf(file, sizeof file, "%s" NSBOX_WS_FILE_SUFFIX, cache) >= sizeof file)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long: %s", cache);
     cleanup_close int fd = nsbox_state_lock(dir, true);
     if (fd < 0 && errno != ENOENT && errno != ELOOP && errno != ENOTDIR)
         return 0; /* alive (EWOULDBLOCK), or unknown: never remove what might be live */
@@ -485,6 +510,16 @@ int nsbox_gc(bool verbose, struct nsbox_err *e)
             else
                 removed++;
         }
+        closedir(d);
+    }
+    /* Tombstones of an nsbox before the log (one file per id, never removed then): gone, so
+     * that they take no more room than the log's bound. Their reasons are lost. */
+    char tomb[PATH_MAX];
+    if (path_join(tomb, rt, "tombstones", e) == 0 && (d = opendir(tomb))) {
+        struct dirent *de;
+        while ((de = readdir(d)))
+            if (nsbox_state_valid_id(de->d_name))
+                unlinkat(dirfd(d), de->d_name, 0);
         closedir(d);
     }
     /* Pool entries (docs/pool.md) of sandboxes that are gone. A pooled sandbox's state

@@ -14,6 +14,8 @@
 
 #define NSBOX_ID_LEN 12
 #define NSBOX_WS_FILE_SUFFIX ".ext4"
+/* The target of <dir>/lock, a symlink that keeps an older nsbox's gc away (state.c). */
+#define NSBOX_STATE_LOCK_MARK "the lock is a flock on this directory"
 /* Root's uid slot registry, shared by every nsbox on the machine (state.c uid_slot_dir). */
 #define NSBOX_UID_SLOT_DIR "/run/nsbox/uids"
 

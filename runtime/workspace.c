@@ -370,7 +370,12 @@ static uint64_t promise_of(int cache_fd, const char *id)
 {
     char rel[NAME_MAX + 32];
     snprintf(rel, sizeof rel, "%s" NSBOX_WS_FILE_SUFFIX, id);
-    return promise_at(cache_fd, rel);
+    uint64_t p = promise_at(cache_fd, rel);
+    if (!p) { /* an older nsbox's sandbox (before session 10) */
+        snprintf(rel, sizeof rel, "%s/workspace.ext4", id);
+        p = promise_at(cache_fd, rel);
+    }
+    return p;
 }
 
 /* What the live ext4 workspaces under cache_root may still write: each backing file's size

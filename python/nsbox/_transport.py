@@ -40,10 +40,16 @@ def read_tombstone(rt, sandbox_id):
     for name in ("recent", "older"):
         try:
             with open(os.path.join(d, name), "rb") as f:
+                # its end, where the newest records are (a line cut there is dropped)
+                start = max(0, os.fstat(f.fileno()).st_size - TOMB_READ_MAX)
+                f.seek(start)
                 data = f.read(TOMB_READ_MAX)
         except OSError:
             continue
-        for line in reversed(data.split(b"\n")):
+        lines = data.split(b"\n")
+        if start > 0:
+            lines = lines[1:]
+        for line in reversed(lines):
             if line.startswith(key):
                 return line[len(key):].decode("utf-8", "replace")
     try:

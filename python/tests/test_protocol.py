@@ -217,6 +217,13 @@ class Protocol(unittest.TestCase):
                     "%s deleted by rm\n"
                     "x%s not this one\n" % (other, other, other[:11]))
         self.assertEqual(read_tombstone(self.rt, other), "deleted by rm")
+        # a log longer than a reader takes in: its end is read
+        with open(os.path.join(d, "recent"), "w") as f:
+            for i in range(60000):
+                f.write("%012x deleted because it was filler\n" % i)
+            f.write("%s deleted because ttl_seconds=4 expired\n" % other)
+        self.assertGreater(os.path.getsize(os.path.join(d, "recent")), 2 * 1024 * 1024)
+        self.assertEqual(read_tombstone(self.rt, other), "deleted because ttl_seconds=4 expired")
 
     def test_never_existed(self):
         with self.assertRaises(nsbox.SandboxNotFound):

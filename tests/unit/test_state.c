@@ -262,8 +262,20 @@ static void create_fresh_once(struct fx *f)
     assert_int_equal(lstat(st.dir, &sb), 0);
     assert_true(S_ISDIR(sb.st_mode));
     assert_int_equal(sb.st_mode & 0777, 0700);
-    /* nothing else in it: the lock is the directory's own, the new root is mounted on it */
-    assert_int_equal(count_entries(st.dir), 0);
+    /* nothing else in it (the lock is the directory's own, the new root is mounted on it) but
+     * a "lock" symlink for older nsbox binaries: their gc opens <dir>/lock (O_RDWR, O_NOFOLLOW,
+     * no O_CREAT) and takes ENOENT for a dead sandbox, any other error for a live one */
+    assert_int_equal(count_entries(st.dir), 1);
+    char mark[PATH_MAX], text[128];
+    snprintf(mark, sizeof mark, "%s/lock", st.dir);
+    assert_int_equal(lstat(mark, &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode));
+    ssize_t tl = readlink(mark, text, sizeof text - 1);
+    assert_true(tl > 0);
+    text[tl] = '\0';
+    assert_string_equal(text, NSBOX_STATE_LOCK_MARK);
+    assert_int_equal(open(mark, O_RDWR | O_NOFOLLOW | O_CLOEXEC), -1);
+    assert_int_not_equal(errno, ENOENT);
     /* the cache directory exists (made if it was not there); nothing of the sandbox in it: the
      * backing file is made later (workspace.c), and goes with the sandbox */
     assert_int_equal(lstat(f->cache, &sb), 0);
@@ -495,6 +507,43 @@ static void test_tombstones_rotate(void **state)
     assert_true(file_size(older) <= NSBOX_TOMB_ROTATE_BYTES + 61);
 }
 
+/* A log that grew past what a reader takes in (put there by someone else, or one that could
+ * not be renamed): the newest records, at its end, are still found; one that cannot become
+ * "older" is cut instead of growing for ever. */
+static void test_tombstones_oversized_log(void **state)
+{
+    struct fx *f = *state;
+    char recent[PATH_MAX], older[PATH_MAX], id[NSBOX_ID_LEN + 1], r[128];
+    snprintf(recent, sizeof recent, "%s/tombstones/recent", f->state);
+    snprintf(older, sizeof older, "%s/tombstones/older", f->state);
+    new_id(id);
+    assert_int_equal(nsbox_tombstone_write(id, "deleted by rm"), 0); /* makes the directory */
+    FILE *fp = fopen(recent, "w");
+    assert_non_null(fp);
+    for (int i = 0; i < 3 * NSBOX_TOMB_ROTATE_BYTES / 40; i++)
+        fprintf(fp, "%012x deleted because it was filler\n", i);
+    fclose(fp);
+    assert_true(file_size(recent) > 2 * NSBOX_TOMB_ROTATE_BYTES);
+    /* "older" cannot be replaced: a directory with something in it */
+    char in[PATH_MAX + 8];
+    make_dir(older);
+    snprintf(in, sizeof in, "%s/x", older);
+    make_file(in, "");
+    new_id(id);
+    assert_int_equal(nsbox_tombstone_write(id, "deleted because ttl_seconds=7 expired"), 0);
+    assert_true(file_size(recent) < 100); /* cut, since it could not be renamed */
+    assert_int_equal(nsbox_tombstone_read(id, r, sizeof r), 0); /* gone with it */
+    /* an oversized log again, this time read: its last record is found */
+    fp = fopen(recent, "w");
+    assert_non_null(fp);
+    for (int i = 0; i < 3 * NSBOX_TOMB_ROTATE_BYTES / 40; i++)
+        fprintf(fp, "%012x deleted because it was filler\n", i);
+    fprintf(fp, "%s deleted because its init process ended\n", id);
+    fclose(fp);
+    assert_int_equal(nsbox_tombstone_read(id, r, sizeof r), 1);
+    assert_string_equal(r, "deleted because its init process ended");
+}
+
 /* Writers in parallel, across a rotation: every record whole, none lost. */
 static void test_tombstones_concurrent(void **state)
 {
@@ -586,6 +635,15 @@ static void test_gc(void **state)
     snprintf(p, sizeof p, "%s/%s/lock", f->state, legacy_dead);
     make_file(p, "");
 
+    /* a "lock" that cannot be opened for another reason than ENOENT or our mark (here a
+     * directory: EISDIR): unknown, so never taken for dead */
+    char odd[NSBOX_ID_LEN + 1];
+    new_id(odd);
+    snprintf(p, sizeof p, "%s/%s", f->state, odd);
+    make_dir(p);
+    snprintf(p, sizeof p, "%s/%s/lock", f->state, odd);
+    make_dir(p);
+
     /* unlocked, whatever its age: a removal that was interrupted (a directory under its id is
      * renamed into place with its lock held, so it never exists unlocked while alive) */
     char young[NSBOX_ID_LEN + 1], young50[NSBOX_ID_LEN + 1], old[NSBOX_ID_LEN + 1],
@@ -654,6 +712,13 @@ static void test_gc(void **state)
     snprintf(p, sizeof p, "%s/0123456789aB.ext4", f->cache);
     make_file(p, "");
 
+    /* tombstones: the log stays; an older nsbox's one file per id goes */
+    char gone_id[NSBOX_ID_LEN + 1];
+    new_id(gone_id);
+    assert_int_equal(nsbox_tombstone_write(gone_id, "deleted by rm"), 0);
+    snprintf(p, sizeof p, "%s/tombstones/%s", f->state, orphan);
+    make_file(p, "deleted by rm");
+
     int removed = nsbox_gc(false, &e);
     if (removed < 0) fail_msg("gc: %s", e.msg);
 
@@ -663,6 +728,7 @@ static void test_gc(void **state)
     assert_true(exists("%s", live.dir));
     assert_true(exists("%s", live.workspace));
     assert_true(exists("%s/%s/lock", f->state, legacy));
+    assert_true(exists("%s/%s/lock", f->state, odd));
     assert_false(exists("%s/%s", f->state, legacy_dead));
 
     assert_false(exists("%s/%s", f->state, young));
@@ -684,6 +750,10 @@ static void test_gc(void **state)
     } else {
         assert_false(exists("%s/uids/7", f->state));
     }
+    assert_false(exists("%s/tombstones/%s", f->state, orphan));
+    assert_true(exists("%s/tombstones/recent", f->state));
+    char why[64];
+    assert_int_equal(nsbox_tombstone_read(gone_id, why, sizeof why), 1);
     assert_true(exists("%s/ABCDEF012345", f->state));
     assert_true(exists("%s/keep-me", f->cache));
     assert_true(exists("%s/0123456789abc", f->cache));
@@ -767,6 +837,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_given_id_and_collision, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tombstones, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tombstones_rotate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tombstones_oversized_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tombstones_concurrent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gc_does_not_follow_symlinks, setup, teardown),
