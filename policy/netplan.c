@@ -694,21 +694,27 @@ char *nsbox_netplan_resolv_conf(const struct nsbox_netplan *p)
     return sb_steal(&b);
 }
 
-char *nsbox_netplan_hosts(const struct nsbox_netplan *p, bool *oom)
+char *nsbox_netplan_hosts(const struct nsbox_netplan *p, const char *hostname, bool *oom)
 {
     *oom = false;
-    if (p->mode != NSBOX_NET_ALLOW)
-        return NULL;
     struct sbuf b = {0};
     char a[INET_ADDRSTRLEN];
     sb_printf(&b, "127.0.0.1\tlocalhost\n"
                   "::1\tlocalhost ip6-localhost ip6-loopback\n"
                   "ff02::1\tip6-allnodes\n"
                   "ff02::2\tip6-allrouters\n");
-    if (p->n_pins)
+    /* a name of letters, digits and hyphens only: nothing else can reach the file */
+    size_t hl = hostname ? strlen(hostname) : 0;
+    bool ok = hl > 0 && hl <= 63 && hostname[0] != '-';
+    for (size_t i = 0; ok && i < hl; i++)
+        ok = isalnum((unsigned char)hostname[i]) || hostname[i] == '-';
+    if (ok)
+        sb_printf(&b, "127.0.1.1\t%s\n", hostname);
+    size_t pins = p && p->mode == NSBOX_NET_ALLOW ? p->n_pins : 0;
+    if (pins)
         sb_printf(&b, "# nsbox network allow: resolved by the host when this sandbox was "
                       "created\n");
-    for (size_t i = 0; i < p->n_pins; i++)
+    for (size_t i = 0; i < pins; i++)
         for (size_t j = 0; j < p->pins[i].n; j++)
             sb_printf(&b, "%s\t%s\n", ip4(p->pins[i].addr[j], a), p->pins[i].name);
     char *r = sb_steal(&b);

@@ -144,8 +144,9 @@ int64_t nsbox_netplan_free_slot(const char *listing, const struct nsbox_netpool 
 
 /* all: the resolvers; allow and none+egress: a file that explains why there is no DNS. */
 char *nsbox_netplan_resolv_conf(const struct nsbox_netplan *p);
-/* allow: localhost lines and the pinned names; NULL (keep the image's) otherwise. On ENOMEM
- * *oom is set. */
-char *nsbox_netplan_hosts(const struct nsbox_netplan *p, bool *oom);
+/* The sandbox's /etc/hosts: localhost lines, its own hostname (127.0.1.1, as Debian does, so
+ * that `getent hosts $(hostname)` and the like work without DNS), and with allow the pinned
+ * names. p is NULL for network none (no plan). NULL with *oom set on ENOMEM. */
+char *nsbox_netplan_hosts(const struct nsbox_netplan *p, const char *hostname, bool *oom);
 
 #endif

@@ -48,6 +48,7 @@ static struct nsbox_mount_op *push(struct nsbox_mount_plan *p, enum nsbox_mop op
     o->src_is_fd = false;
     o->target_in_image = false;
     o->recursive = false;
+    o->optional = false;
     o->flags = 0;
     o->attr = 0;
     o->data[0] = '\0';
@@ -205,6 +206,7 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
         if (set_src(plan, f, etc_files[i][1], e) < 0)
             return -1;
         f->target_in_image = true;
+        f->optional = i == 1 && cfg->hosts_optional;
         f->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
     }
     PUSH(NSBOX_MOP_MKDIR, "workspace")->mode = 0755;
@@ -388,7 +390,14 @@ static int attach(const struct nsbox_sys *sys, int *fd, const struct nsbox_mount
         /* The target is the image's file: a symlink there (to the host's files, or anywhere)
          * is refused instead of followed (CVE-2021-30465 family). */
         cleanup_close int here = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        cleanup_close int tfd = here < 0 ? -1 : nsbox_sp_mount_target(here, o->target, false, e);
+        struct nsbox_err te;
+        cleanup_close int tfd =
+            here < 0 ? -1 : nsbox_sp_mount_target(here, o->target, false, o->optional ? &te : e);
+        if (tfd < 0 && here >= 0 && o->optional) { /* the image's own file stays */
+            sys->close(*fd);
+            *fd = -1;
+            return 0;
+        }
         int r = tfd < 0 ? -1 : sys->move_mount_to_fd(*fd, tfd);
         if (tfd >= 0 && r < 0)
             nsbox_err_sys(e, "rootfs: cannot mount %s on /%s", o->src, o->target);

@@ -49,6 +49,7 @@ struct nsbox_mount_op {
     bool src_is_fd;        /* BIND of a detached mount the launcher made (src: its name) */
     bool target_in_image;  /* target lies inside an image bind: resolved with no symlinks */
     bool recursive;
+    bool optional;         /* target_in_image that cannot be mounted on safely: skipped */
     unsigned long flags;   /* mount(2) flags for TMPFS/PROC/DEVPTS */
     uint64_t attr;         /* MOUNT_ATTR_* set on BIND/READONLY */
     char data[128];        /* mount options */
@@ -71,6 +72,8 @@ struct nsbox_rootfs_cfg {
     struct nsbox_root_entry entries[NSBOX_ROOT_ENTRIES_MAX];
     const char *resolv_conf; /* host file bound over /etc/resolv.conf, or NULL */
     const char *hosts;       /* host file bound over /etc/hosts, or NULL */
+    bool hosts_optional;     /* only where the image's /etc/hosts can be mounted over safely
+                                (not allow: the image's own file will do elsewhere) */
 };
 
 struct nsbox_mount_plan {

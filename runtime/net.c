@@ -4,6 +4,7 @@
  * by policy/netplan and applied here without running `ip` or `nft`. */
 #define _GNU_SOURCE
 #include "net.h"
+#include "state.h"
 #include "cleanup.h"
 #include "net_impl.h"
 #include "netplan.h"
@@ -170,24 +171,35 @@ static int resolve_host(void *ctx, const char *name, struct in_addr *out, size_t
     return 0;
 }
 
-static int write_etc_files(struct nsbox_net *n, const char *state_dir, struct nsbox_err *e)
+/* The sandbox's /etc/hosts, with its hostname: every network mode (plan NULL for none). */
+static int write_hosts(struct nsbox_net *n, const struct nsbox_netplan *plan, const char *id,
+                       const char *state_dir, struct nsbox_err *e)
+{
+    char hostname[NSBOX_SANDBOX_HOSTNAME_MAX];
+    nsbox_state_hostname(id, hostname);
+    bool oom;
+    cleanup_free char *hosts = nsbox_netplan_hosts(plan, hostname, &oom);
+    if (!hosts)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    if ((size_t)snprintf(n->hosts, sizeof n->hosts, "%s/hosts", state_dir) >= sizeof n->hosts)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long: %s", state_dir);
+    if (write_file(n->hosts, hosts, e) < 0)
+        return -1;
+    n->has_hosts = true;
+    return 0;
+}
+
+static int write_etc_files(struct nsbox_net *n, const char *id, const char *state_dir,
+                           struct nsbox_err *e)
 {
     cleanup_free char *resolv = nsbox_netplan_resolv_conf(&n->plan);
-    bool oom;
-    cleanup_free char *hosts = nsbox_netplan_hosts(&n->plan, &oom);
-    if (!resolv || oom)
+    if (!resolv)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     snprintf(n->resolv, sizeof n->resolv, "%s/resolv.conf", state_dir);
     if (write_file(n->resolv, resolv, e) < 0)
         return -1;
     n->has_resolv = true;
-    if (hosts) {
-        snprintf(n->hosts, sizeof n->hosts, "%s/hosts", state_dir);
-        if (write_file(n->hosts, hosts, e) < 0)
-            return -1;
-        n->has_hosts = true;
-    }
-    return 0;
+    return write_hosts(n, &n->plan, id, state_dir, e);
 }
 
 /* ---- the module's interface ------------------------------------------------------------------ */
@@ -212,7 +224,11 @@ int nsbox_net_prepare(const struct nsbox_spec *s, const char *id, const char *st
         return nsbox_err_sys(e, "mmap");
     n->mode = s->net;
     n->link = s->net != NSBOX_NET_NONE || s->n_egress > 0;
-    if (!n->link) { /* loopback only: nothing on the host, no privilege needed */
+    if (!n->link) { /* loopback only: no privilege needed, only the hosts file on the host */
+        if (write_hosts(n, NULL, id, state_dir, e) < 0) {
+            nsbox_net_teardown(n);
+            return -1;
+        }
         *out = n;
         return 0;
     }
@@ -228,7 +244,7 @@ int nsbox_net_prepare(const struct nsbox_spec *s, const char *id, const char *st
         goto fail;
     /* The marker first: from here on, gc knows to look for this sandbox's objects. */
     snprintf(marker, sizeof marker, "%s/" MARKER, state_dir);
-    if (write_file(marker, n->plan.ifname, e) < 0 || write_etc_files(n, state_dir, e) < 0)
+    if (write_file(marker, n->plan.ifname, e) < 0 || write_etc_files(n, id, state_dir, e) < 0)
         goto fail;
     /* The child configures its end with libnl after the clone, when it can no longer load
      * libraries from the host (its root is the image). */

@@ -165,6 +165,9 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     cfg->n_entries = 0;
     cfg->resolv_conf = nsbox_net_resolv_conf(c->net);
     cfg->hosts = nsbox_net_hosts(c->net);
+    /* Unless names are pinned (allow), the hosts file only adds the sandbox's own name: an
+     * image whose /etc/hosts cannot be mounted over safely (a symlink, missing) keeps its own. */
+    cfg->hosts_optional = s->net != NSBOX_NET_ALLOW;
     if (nsbox_rootfs_scan_image(cfg, e) < 0 || nsbox_mount_plan_build(cfg, c->plan, e) < 0)
         return -1;
     snprintf(c->L.image_root, sizeof c->L.image_root, "%s", img->root);
@@ -190,7 +193,7 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     c->L.envp = c->envp;
     c->L.cwd = cwd ? cwd : "/workspace";
     c->L.n_rlimits = nsbox_rlimits_for(s, c->st.privileged, c->L.rlimits);
-    snprintf(c->L.hostname, sizeof c->L.hostname, "nsbox-%s", c->st.id);
+    nsbox_state_hostname(c->st.id, c->L.hostname);
     return 0;
 }
 

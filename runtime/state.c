@@ -55,6 +55,11 @@ bool nsbox_state_valid_id(const char *id)
     return n == NSBOX_ID_LEN;
 }
 
+void nsbox_state_hostname(const char *id, char *out)
+{
+    snprintf(out, NSBOX_SANDBOX_HOSTNAME_MAX, "nsbox-%s", id);
+}
+
 static int path_join(char *out, const char *a, const char *b, struct nsbox_err *e)
 {
     if ((size_t)snprintf(out, PATH_MAX, "%s/%s", a, b) >= PATH_MAX)

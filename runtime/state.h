@@ -38,6 +38,9 @@ void nsbox_state_init(struct nsbox_state *st);
 /* A random id of NSBOX_ID_LEN lowercase hex digits. */
 int nsbox_state_new_id(char *out, struct nsbox_err *e);
 bool nsbox_state_valid_id(const char *id);
+/* A sandbox's hostname, "nsbox-<id>" (at most NSBOX_SANDBOX_HOSTNAME_MAX bytes with its NUL). */
+#define NSBOX_SANDBOX_HOSTNAME_MAX 32
+void nsbox_state_hostname(const char *id, char *out);
 /* Create the state dir, locked, and the host side of the workspace of the given kind: DIR
  * checks workspace_arg, EXT4 names the backing file (workspace.c makes it), TMPFS has
  * nothing on the host. */

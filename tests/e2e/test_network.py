@@ -237,9 +237,12 @@ class NetworkAllow(NetTest):
         out = self.sh(["--network", "allow=api.lab.test"],
                       "cat /etc/hosts; echo ---; cat /etc/resolv.conf; echo ---;"
                       "getent ahostsv4 api.lab.test | head -1; echo ---;"
-                      "getent ahostsv4 other.lab.test || echo NOT-RESOLVED")
-        hosts, resolv, pinned, other = out.split("---\n")
+                      "getent ahostsv4 other.lab.test || echo NOT-RESOLVED; echo ---;"
+                      'hostname; getent hosts "$(hostname)"')
+        hosts, resolv, pinned, other, own = out.split("---\n")
         self.assertIn(f"{API}\tapi.lab.test\n", hosts)
+        name, entry = own.splitlines()  # its own name resolves too, with DNS blocked
+        self.assertEqual(entry.split(), ["127.0.1.1", name])
         self.assertNotIn("nameserver", resolv)
         self.assertIn(API, pinned)
         self.assertIn("NOT-RESOLVED", other)

@@ -184,6 +184,24 @@ class Basics(RunTest):
         self.assertNotIn("HOSTENV_SECRET", env)
         self.assertNotIn("NSBOX_STATE_DIR", env)
 
+    def test_own_hostname_resolves_without_dns(self):
+        """Code that looks up its own host name (socket.gethostbyname(socket.gethostname()),
+        `getent hosts $(hostname)`) gets an answer with network none, from /etc/hosts, as
+        Debian and Docker give one; the file is the sandbox's own and read-only."""
+        r = self.sh('hostname; getent hosts "$(hostname)"; python3 -c "import socket; '
+                    'print(socket.gethostbyname(socket.gethostname()))"; '
+                    'echo x >> /etc/hosts || echo READONLY')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        name, entry, addr, ro = r.stdout.decode().splitlines()
+        self.assertRegex(name, r"^nsbox-[0-9a-f]{12}$")
+        self.assertEqual(entry.split(), ["127.0.1.1", name])
+        self.assertEqual(addr, "127.0.1.1")
+        self.assertEqual(ro, "READONLY")
+        # localhost is still there, and another sandbox has its own name in its own file
+        r2 = self.sh('getent hosts localhost; grep -c nsbox- /etc/hosts; cat /etc/hosts')
+        self.assertIn(b"127.0.0.1", r2.stdout)
+        self.assertNotIn(name.encode(), r2.stdout)
+
     def test_workspace_that_is_not_a_directory_is_refused(self):
         afile = os.path.join(self.dirs.base, "afile")
         with open(afile, "w") as f:

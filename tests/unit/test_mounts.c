@@ -336,6 +336,36 @@ static void test_host_plan_usr_readonly(void **state)
     free(w);
 }
 
+/* The sandbox's own /etc/hosts and resolv.conf go over the image's, resolved inside it (never
+ * through a symlink); the hosts file may be skipped where that is not safe unless it pins
+ * names (network allow), since it then only adds the sandbox's own name. */
+static void test_plan_etc_files(void **state)
+{
+    (void)state;
+    for (int allow = 0; allow < 2; allow++) {
+        struct world *w = host_world();
+        w->cfg.hosts = "/run/nsbox/0123456789ab/hosts";
+        w->cfg.resolv_conf = allow ? "/run/nsbox/0123456789ab/resolv.conf" : NULL;
+        w->cfg.hosts_optional = !allow;
+        build_ok(w);
+        int h = idx(&w->plan, NSBOX_MOP_BIND, "etc/hosts");
+        assert_true(h >= 0);
+        assert_string_equal(w->plan.ops[h].src, w->cfg.hosts);
+        assert_true(w->plan.ops[h].target_in_image);
+        assert_int_equal(w->plan.ops[h].optional, !allow);
+        assert_true(w->plan.ops[h].attr & MOUNT_ATTR_RDONLY);
+        int r = idx(&w->plan, NSBOX_MOP_BIND, "etc/resolv.conf");
+        if (allow) {
+            assert_true(r >= 0);
+            assert_true(w->plan.ops[r].target_in_image);
+            assert_false(w->plan.ops[r].optional); /* never optional */
+        } else {
+            assert_int_equal(r, -1);
+        }
+        free(w);
+    }
+}
+
 /* An image of long symlinks at its top: the sources share one pool in the plan, and one that
  * would overflow it is an error of its own, never a cut-off path. Each source stays whole. */
 static void test_plan_sources_pool_bounded(void **state)
@@ -1692,6 +1722,7 @@ int main(void)
         cmocka_unit_test(test_host_plan_usr_readonly),
         cmocka_unit_test(test_dir_plan_entries_readonly),
         cmocka_unit_test(test_plan_sources_pool_bounded),
+        cmocka_unit_test(test_plan_etc_files),
         cmocka_unit_test(test_host_plan_etc_from_store),
         cmocka_unit_test(test_symlinks_recreated),
         cmocka_unit_test(test_provided_entries_not_exposed),

@@ -437,8 +437,27 @@ static void test_etc_files(void **state)
                            "nameserver 192.0.2.53\n"
                            "search lab.test\n");
     free(r);
-    assert_null(nsbox_netplan_hosts(&p, &oom)); /* the image's own */
+    char *h = nsbox_netplan_hosts(&p, "nsbox-0123456789ab", &oom);
     assert_false(oom);
+    assert_string_equal(h, "127.0.0.1\tlocalhost\n"
+                           "::1\tlocalhost ip6-localhost ip6-loopback\n"
+                           "ff02::1\tip6-allnodes\n"
+                           "ff02::2\tip6-allrouters\n"
+                           "127.0.1.1\tnsbox-0123456789ab\n");
+    free(h);
+    /* network none: no plan, the same file */
+    h = nsbox_netplan_hosts(NULL, "nsbox-0123456789ab", &oom);
+    assert_non_null(strstr(h, "127.0.0.1\tlocalhost\n"));
+    assert_non_null(strstr(h, "\n127.0.1.1\tnsbox-0123456789ab\n"));
+    free(h);
+    /* a name that could add lines or fields is left out, whatever it is */
+    const char *bad[] = {"a\n1.2.3.4 evil", "a b", "-a", "", "a\tb",
+                         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" /* 64 */};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        h = nsbox_netplan_hosts(NULL, bad[i], &oom);
+        assert_null(strstr(h, "127.0.1.1"));
+        free(h);
+    }
     nsbox_netplan_free(&p);
 
     assert_int_equal(build("allow=api.example.com", NULL, &p, &e), 0);
@@ -446,8 +465,9 @@ static void test_etc_files(void **state)
     assert_null(strstr(r, "nameserver"));
     assert_non_null(strstr(r, "DNS is blocked"));
     free(r);
-    char *h = nsbox_netplan_hosts(&p, &oom);
+    h = nsbox_netplan_hosts(&p, "nsbox-0123456789ab", &oom);
     assert_non_null(strstr(h, "127.0.0.1\tlocalhost\n"));
+    assert_non_null(strstr(h, "\n127.0.1.1\tnsbox-0123456789ab\n"));
     assert_non_null(strstr(h, "198.51.100.10\tapi.example.com\n198.51.100.11\tapi.example.com\n"));
     free(h);
     nsbox_netplan_free(&p);
