@@ -158,11 +158,11 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
     if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0 || path_join(st->dir, rt, st->id, e) < 0)
         return -1;
     /* The directory appears under its id only once its lock is held: it is built as
-     * "<id>.new-<pid>", locked (flock on the directory itself: no lock file, one inode less to
-     * create per sandbox, which matters on a filesystem such as ext4 without a journal, whose
-     * inode allocation skips every recently freed inode one by one) and renamed. Otherwise a
-     * concurrent gc could take the lock of a sandbox being created, find it "dead" and remove
-     * it. */
+     * "<id>.new-<pid>", locked (flock on the directory itself, rather than on a file in it:
+     * every inode made per sandbox counts on a disk filesystem such as this project's VM's
+     * journal-less ext4, whose inode allocation skips every recently freed inode one by one)
+     * and renamed. Otherwise a concurrent gc could take the lock of a sandbox being created,
+     * find it "dead" and remove it. */
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.new-%d", st->dir, (int)getpid()) >= sizeof tmp)
         return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long: %s", st->dir);
     if (mkdir(tmp, 0700) < 0) {
@@ -189,8 +189,8 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
         nsbox_closep(&st->lock_fd);
         goto remove_tmp;
     }
-    /* For an older nsbox (before session 10) on the same runtime directory, a pool filler that
-     * was started before an upgrade say: its gc takes a directory without a "lock" file for an
+    /* For an older nsbox (before session 10) on the same runtime directory, such as a pool
+     * filler started before an upgrade: its gc takes a directory without a "lock" file for an
      * interrupted removal, and would kill a live sandbox. A symlink by that name it cannot
      * open, and so leaves the sandbox alone. */
     if (symlinkat(NSBOX_STATE_LOCK_MARK, st->lock_fd, "lock") < 0) {
@@ -245,9 +245,11 @@ int nsbox_tombstone_write(const char *id, const char *reason)
         if (line[i] == '\n' || line[i] == '\r')
             line[i] = ' ';
     line[n++] = '\n';
-    int fd = open(recent, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    /* O_NONBLOCK: a FIFO put there must not hang a supervisor's clean-up */
+    const int flags = O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+    int fd = open(recent, flags, 0600);
     if (fd < 0 && errno == ENOENT && nsbox_mkdir_p(dir, 0700, &e) == 0)
-        fd = open(recent, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        fd = open(recent, flags, 0600);
     if (fd < 0)
         return -1;
     /* One write with O_APPEND: records of concurrent writers never interleave. */
@@ -265,7 +267,7 @@ int nsbox_tombstone_write(const char *id, const char *reason)
 /* The newest record of id in the log at path: 1 and its reason, 0 when none. */
 static int tomb_find(const char *path, const char *id, char *reason, size_t n)
 {
-    cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return 0;
     /* Its end, where the newest records are: concurrent appends can take a log a little past
@@ -273,7 +275,7 @@ static int tomb_find(const char *path, const char *id, char *reason, size_t n)
      * there by someone else may be of any size. */
     size_t cap = 2 * NSBOX_TOMB_ROTATE_BYTES, len = 0;
     struct stat sb;
-    if (fstat(fd, &sb) < 0)
+    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
         return 0;
     off_t from = sb.st_size > (off_t)cap ? sb.st_size - (off_t)cap : 0;
     char *buf = malloc(cap + 1);
@@ -322,8 +324,9 @@ int nsbox_tombstone_read(const char *id, char *reason, size_t n)
     /* one file per id: an nsbox before the log */
     if (path_join(legacy, dir, id, &e) < 0)
         return 0;
-    cleanup_close int fd = open(legacy, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
+    cleanup_close int fd = open(legacy, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
         return 0;
     ssize_t r = read(fd, reason, n - 1);
     if (r < 0)

@@ -467,6 +467,18 @@ static void test_tombstones(void **state)
     make_file(p, "deleted because its init process ended");
     assert_int_equal(nsbox_tombstone_read(old, r, sizeof r), 1);
     assert_string_equal(r, "deleted because its init process ended");
+    /* FIFOs in place of the logs and of an old file: nothing hangs, nothing is found */
+    char recent[PATH_MAX], older[PATH_MAX], fifo_id[NSBOX_ID_LEN + 1];
+    snprintf(recent, sizeof recent, "%s/tombstones/recent", f->state);
+    snprintf(older, sizeof older, "%s/tombstones/older", f->state);
+    new_id(fifo_id);
+    snprintf(p, sizeof p, "%s/tombstones/%s", f->state, fifo_id);
+    assert_int_equal(unlink(recent), 0);
+    assert_int_equal(mkfifo(recent, 0600), 0);
+    assert_int_equal(mkfifo(older, 0600), 0);
+    assert_int_equal(mkfifo(p, 0600), 0);
+    assert_int_equal(nsbox_tombstone_read(fifo_id, r, sizeof r), 0);
+    assert_int_equal(nsbox_tombstone_write(fifo_id, "deleted by rm"), -1); /* no reader: ENXIO */
 }
 
 /* Bounded: "recent" becomes "older" past the limit, and the one before goes; what is in either
