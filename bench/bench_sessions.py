@@ -11,7 +11,8 @@ equivalent:
                                      init process only, for reference)
   sleep -> wake latency              exec round trip on a frozen sandbox minus the same on a
                                      sandbox as long idle but awake, paired
-  creates per second                 2 parallel clients doing create + rm; for scale, the same
+  creates per second                 2 parallel clients doing create + rm (command line, and the
+                                     Python client's open/close); for scale, the same
                                      2 clients running one-shot bwrap sandboxes, bare
                                      namespaces (unshare), /bin/true
 
@@ -249,6 +250,17 @@ def main():
             env.nsbox("rm", env.create())
 
         out["creates_per_second_2_clients"] = rate(create_rm, seconds)
+        # The same through the Python client, as agent code does it: `with box.open():` runs
+        # `nsbox create` and holds the sandbox, then deletes it over its socket (no second exec).
+        sys.path.insert(0, os.path.join(HERE, "..", "python"))
+        import nsbox as nsbox_client
+        box = nsbox_client.LocalSandbox(binary=NSBOX, nsbox_env=env.env)
+
+        def open_close():
+            with box.open():
+                pass
+
+        out["creates_per_second_2_clients_python"] = rate(open_close, seconds)
         # The same harness doing less, for scale on this machine: what 2 clients get through
         # per second when each "create" is only a one-shot bubblewrap sandbox, only the
         # namespaces (unshare), or nothing but an exec.
@@ -321,6 +333,8 @@ def main():
     print(f"| wake latency: the difference (median of pairs, ms) | {out['wake_latency_ms']['median']:.2f} | | |")
     print(f"| wake latency: the thaw itself, timed by the supervisor (median ms) | {out['thaw_ms']['median']:.2f} | | <= 1 |")
     print(f"| creates per second, 2 clients (create + rm) | {out['creates_per_second_2_clients']:.0f} | | >= 400 |")
+    print(f"| the same through the Python client (`with LocalSandbox().open(): pass`) | "
+          f"{out['creates_per_second_2_clients_python']:.0f} | | >= 400 |")
     for name, what in (("bwrap", "one-shot bubblewrap sandboxes (`bwrap --unshare-all ... /bin/true`)"),
                        ("unshare", "namespaces alone (`unshare -Urpmnuic --fork /bin/true`)"),
                        ("true", "`/bin/true` alone")):
