@@ -198,15 +198,19 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
     if (plan_image(cfg, plan, e) < 0)
         return -1;
     /* Per-sandbox network files over the image's own (network all/allow). */
-    const char *etc_files[][2] = {{"etc/resolv.conf", cfg->resolv_conf}, {"etc/hosts", cfg->hosts}};
+    const struct {
+        const char *target, *src;
+        bool optional;
+    } etc_files[] = {{"etc/resolv.conf", cfg->resolv_conf, false},
+                     {"etc/hosts", cfg->hosts, cfg->hosts_optional}};
     for (size_t i = 0; i < NSBOX_ARRAY_LEN(etc_files); i++) {
-        if (!etc_files[i][1])
+        if (!etc_files[i].src)
             continue;
-        struct nsbox_mount_op *f = PUSH(NSBOX_MOP_BIND, etc_files[i][0]);
-        if (set_src(plan, f, etc_files[i][1], e) < 0)
+        struct nsbox_mount_op *f = PUSH(NSBOX_MOP_BIND, etc_files[i].target);
+        if (set_src(plan, f, etc_files[i].src, e) < 0)
             return -1;
         f->target_in_image = true;
-        f->optional = i == 1 && cfg->hosts_optional;
+        f->optional = etc_files[i].optional;
         f->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
     }
     PUSH(NSBOX_MOP_MKDIR, "workspace")->mode = 0755;

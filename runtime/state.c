@@ -67,19 +67,23 @@ static int path_join(char *out, const char *a, const char *b, struct nsbox_err *
     return 0;
 }
 
-/* Open and lock a file; returns the fd, -1 with errno EWOULDBLOCK when someone holds it. */
-static int lock_file(const char *path, bool create)
+/* flock(LOCK_EX) without waiting on fd (an open's result: -1 passes through). Returns fd, or
+ * -1 with errno EWOULDBLOCK when someone holds it, the fd then closed. */
+static int lock_nb(int fd)
 {
-    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600);
-    if (fd < 0)
-        return -1;
-    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
         int saved = errno;
         close(fd);
         errno = saved;
         return -1;
     }
     return fd;
+}
+
+/* Open and lock a file; returns the fd, -1 with errno EWOULDBLOCK when someone holds it. */
+static int lock_file(const char *path, bool create)
+{
+    return lock_nb(open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600));
 }
 
 static int make_workspace(struct nsbox_state *st, const char *workspace_arg,
@@ -106,10 +110,10 @@ static int make_workspace(struct nsbox_state *st, const char *workspace_arg,
      * in the cache directory: a directory of its own per sandbox was one more inode, directory
      * block and metadata write to the host's disk at every creation, for no protection the
      * file's own mode does not give. */
-    char cache_root[PATH_MAX], name[NSBOX_ID_LEN + sizeof NSBOX_WS_FILE_SUFFIX];
+    char cache_root[PATH_MAX], name[NSBOX_WS_NAME_SIZE];
     if (nsbox_path_cache_dir(cache_root, sizeof cache_root, e) < 0)
         return -1;
-    snprintf(name, sizeof name, "%s" NSBOX_WS_FILE_SUFFIX, st->id);
+    nsbox_state_ws_name(st->id, name);
     if (path_join(st->workspace, cache_root, name, e) < 0)
         return -1;
     if (mkdir(cache_root, 0700) < 0 && errno != EEXIST &&
@@ -122,14 +126,15 @@ static int make_workspace(struct nsbox_state *st, const char *workspace_arg,
 /* Take the lock of the state directory dir (its own inode: flock on the directory). A state
  * directory made by an nsbox before session 10 has a "lock" file inside, which is its lock, so
  * that sandboxes still running across an upgrade are not taken for leftovers. Ours has a
- * symlink by that name instead (NSBOX_STATE_LOCK_MARK). Returns the fd, or -1 with errno:
- * EWOULDBLOCK (alive), ENOENT (gone), ELOOP or ENOTDIR (not a directory: a symlink or a file in
- * its place, never a sandbox's), other (unknown: never taken for dead). */
-int nsbox_state_lock(const char *dir, bool nonblock)
+ * symlink by that name instead (NSBOX_STATE_LOCK_MARK). Results: state.h. */
+int nsbox_state_lock(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
+    if (fd < 0) {
+        if (errno == ELOOP)
+            errno = ENOTDIR;
         return -1;
+    }
     int ofd = openat(fd, "lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (ofd >= 0) {
         close(fd);
@@ -140,13 +145,7 @@ int nsbox_state_lock(const char *dir, bool nonblock)
         errno = saved;
         return -1;
     }
-    if (flock(fd, LOCK_EX | (nonblock ? LOCK_NB : 0)) < 0) {
-        int saved = errno;
-        close(fd);
-        errno = saved;
-        return -1;
-    }
-    return fd;
+    return lock_nb(fd);
 }
 
 int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum nsbox_ws_kind kind,
@@ -183,10 +182,9 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
      * so. */
     if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0)
         goto remove_tmp;
-    st->lock_fd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (st->lock_fd < 0 || flock(st->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+    st->lock_fd = lock_nb(open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (st->lock_fd < 0) {
         nsbox_err_sys(e, "cannot lock %s", tmp);
-        nsbox_closep(&st->lock_fd);
         goto remove_tmp;
     }
     /* For an older nsbox (before session 10) on the same runtime directory, such as a pool
@@ -406,6 +404,11 @@ int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e)
     return ret;
 }
 
+void nsbox_state_ws_name(const char *id, char out[NSBOX_WS_NAME_SIZE])
+{
+    snprintf(out, NSBOX_WS_NAME_SIZE, "%s" NSBOX_WS_FILE_SUFFIX, id);
+}
+
 bool nsbox_state_cache_entry(const char *name, char *id, char *rel)
 {
     size_t n = strnlen(name, NAME_MAX + 1);
@@ -429,16 +432,14 @@ bool nsbox_state_cache_entry(const char *name, char *id, char *rel)
 static int gc_one(const char *rt, const char *cache_root, const char *id, bool verbose,
                   struct nsbox_err *e)
 {
-    char dir[PATH_MAX], cache[PATH_MAX], file[PATH_MAX];
-    if (path_join(dir, rt, id, e) < 0 || path_join(cache, cache_root, id, e) < 0)
+    char dir[PATH_MAX], cache[PATH_MAX], file[PATH_MAX], name[NSBOX_WS_NAME_SIZE];
+    nsbox_state_ws_name(id, name);
+    if (path_join(dir, rt, id, e) < 0 || path_join(cache, cache_root, id, e) < 0 ||
+        path_join(file, cache_root, name, e) < 0)
         return -1;
-    if ((size_t)snprintf(file, sizeof file, "%s" NSBOX_WS_FILE_SUFFIX, cache) >= sizeof file)
-        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long: %s", cache);
-    cleanup_close int fd = nsbox_state_lock(dir, true);
-    if (fd < 0 && errno != ENOENT && errno != ELOOP && errno != ENOTDIR)
-        return 0; /* alive (EWOULDBLOCK), or unknown: never remove what might be live */
-    if (fd < 0 && errno == ENOENT)
-        return 0; /* removed meanwhile (its own rm, or another gc) */
+    cleanup_close int fd = nsbox_state_lock(dir);
+    if (fd < 0 && (nsbox_state_maybe_alive(errno) || errno == ENOENT))
+        return 0; /* alive or unknown (never removed), or removed meanwhile */
     /* Free: its owner is dead, or it is being removed (a removal holds the lock until the
      * directory is gone). Not a directory (a symlink in its place): only the link goes. */
     struct nsbox_err ce;

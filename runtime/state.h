@@ -8,12 +8,14 @@
 #include "nsbox.h"
 #include "wsplan.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #define NSBOX_ID_LEN 12
 #define NSBOX_WS_FILE_SUFFIX ".ext4"
+#define NSBOX_WS_NAME_SIZE (NSBOX_ID_LEN + sizeof NSBOX_WS_FILE_SUFFIX)
 /* The target of <dir>/lock, a symlink that keeps an older nsbox's gc away (state.c). */
 #define NSBOX_STATE_LOCK_MARK "the lock is a flock on this directory"
 /* Root's uid slot registry, shared by every nsbox on the machine (state.c uid_slot_dir). */
@@ -46,8 +48,15 @@ void nsbox_state_hostname(const char *id, char *out);
  * nothing on the host. */
 int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum nsbox_ws_kind kind,
                        struct nsbox_err *e);
-/* Lock an existing state directory (see state.c); -1 with errno EWOULDBLOCK when it is held. */
-int nsbox_state_lock(const char *dir, bool nonblock);
+/* Take the lock of an existing state directory without waiting (see state.c): its fd when
+ * nobody holds it (its owner is dead), else -1 with errno ENOENT (nothing there), ENOTDIR (not
+ * a directory: a symlink or a file in its place, never a sandbox's), or anything else: held,
+ * or unknown, so maybe alive (nsbox_state_maybe_alive). */
+int nsbox_state_lock(const char *dir);
+static inline bool nsbox_state_maybe_alive(int lock_errno)
+{
+    return lock_errno != ENOENT && lock_errno != ENOTDIR;
+}
 /* Take a free uid slot (privileged only); held until nsbox_state_destroy. */
 int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e);
 /* Remove everything the sandbox left on the host (fresh workspace, state dir), release locks. */
@@ -71,6 +80,8 @@ int nsbox_tombstone_read(const char *id, char *reason, size_t n);
  * holding workspace.ext4 of an nsbox before the flat layout. rel (NAME_MAX + 32 bytes) gets the
  * backing file's path relative to the cache directory. False for anything else. */
 bool nsbox_state_cache_entry(const char *name, char *id, char *rel);
+/* The name of a sandbox's backing file in the cache directory: "<id>.ext4". */
+void nsbox_state_ws_name(const char *id, char out[NSBOX_WS_NAME_SIZE]);
 
 /* Remove leftovers of sandboxes whose owner died. Returns the number removed. */
 int nsbox_gc(bool verbose, struct nsbox_err *e);

@@ -356,24 +356,27 @@ static int copy_sparse(int in, int out)
 }
 
 /* A live workspace's promise: its backing file's size minus what it already holds. rel: the
- * file's path in the cache directory (state.h nsbox_state_cache_entry). */
-static uint64_t promise_at(int cache_fd, const char *rel)
+ * file's path in the cache directory (state.h nsbox_state_cache_entry). False when there is no
+ * backing file there. */
+static bool promise_at(int cache_fd, const char *rel, uint64_t *promise)
 {
     struct stat sb;
+    *promise = 0;
     if (fstatat(cache_fd, rel, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(sb.st_mode))
-        return 0;
+        return false;
     uint64_t held = (uint64_t)sb.st_blocks * 512;
-    return (uint64_t)sb.st_size > held ? (uint64_t)sb.st_size - held : 0;
+    *promise = (uint64_t)sb.st_size > held ? (uint64_t)sb.st_size - held : 0;
+    return true;
 }
 
 static uint64_t promise_of(int cache_fd, const char *id)
 {
     char rel[NAME_MAX + 32];
-    snprintf(rel, sizeof rel, "%s" NSBOX_WS_FILE_SUFFIX, id);
-    uint64_t p = promise_at(cache_fd, rel);
-    if (!p) { /* an older nsbox's sandbox (before session 10) */
+    uint64_t p;
+    nsbox_state_ws_name(id, rel);
+    if (!promise_at(cache_fd, rel, &p)) { /* an older nsbox's sandbox (before session 10) */
         snprintf(rel, sizeof rel, "%s/workspace.ext4", id);
-        p = promise_at(cache_fd, rel);
+        promise_at(cache_fd, rel, &p);
     }
     return p;
 }
@@ -386,9 +389,9 @@ static bool sandbox_alive(const char *rt, const char *id)
     char dir[PATH_MAX];
     if ((size_t)snprintf(dir, sizeof dir, "%s/%s", rt, id) >= sizeof dir)
         return true;
-    int fd = nsbox_state_lock(dir, true);
+    int fd = nsbox_state_lock(dir);
     if (fd < 0)
-        return errno != ENOENT && errno != ELOOP && errno != ENOTDIR; /* unknown: counted */
+        return nsbox_state_maybe_alive(errno); /* unknown: counted */
     close(fd);
     return false;
 }
@@ -413,11 +416,11 @@ static uint64_t promised(int cache_fd, unsigned *count)
     while ((de = readdir(d))) {
         if (!nsbox_state_cache_entry(de->d_name, id, rel) || (rt[0] && !sandbox_alive(rt, id)))
             continue;
-        struct stat sb;
-        if (fstatat(dirfd(d), rel, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(sb.st_mode))
-            continue;
-        sum += promise_at(dirfd(d), rel);
-        (*count)++;
+        uint64_t p;
+        if (promise_at(dirfd(d), rel, &p)) {
+            sum += p;
+            (*count)++;
+        }
     }
     closedir(d);
     return sum;
