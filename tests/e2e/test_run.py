@@ -198,9 +198,12 @@ class Basics(RunTest):
         self.assertEqual(addr, "127.0.1.1")
         self.assertEqual(ro, "READONLY")
         # localhost is still there, and another sandbox has its own name in its own file
-        r2 = self.sh('getent hosts localhost; grep -c nsbox- /etc/hosts; cat /etc/hosts')
-        self.assertIn(b"127.0.0.1", r2.stdout)
-        self.assertNotIn(name.encode(), r2.stdout)
+        r2 = self.sh('hostname; getent ahostsv4 localhost | head -1; cat /etc/hosts')
+        name2, localhost, hosts = r2.stdout.decode().split("\n", 2)
+        self.assertNotEqual(name2, name)
+        self.assertIn("127.0.0.1", localhost)
+        self.assertIn(f"127.0.1.1\t{name2}\n", hosts)
+        self.assertNotIn(name, hosts)
 
     def test_workspace_that_is_not_a_directory_is_refused(self):
         afile = os.path.join(self.dirs.base, "afile")
