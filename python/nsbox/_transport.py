@@ -5,6 +5,7 @@ import json
 import os
 import socket
 import struct
+import time
 
 from . import errors
 
@@ -128,6 +129,26 @@ class Connection:
 
     def fileno(self):
         return self.sock.fileno()
+
+    def wait_hangup(self, seconds):
+        """Wait up to `seconds` for the supervisor to close this connection (its exit);
+        anything it still sends is dropped. Returns whether it did."""
+        end = time.monotonic() + seconds
+        try:
+            while True:
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                self.sock.settimeout(left)
+                if not self.sock.recv(4096):
+                    return True
+        except socket.timeout:
+            return False
+        except OSError:
+            return True  # reset: the other end is gone all the same
+        finally:
+            if self.sock is not None:
+                self.sock.settimeout(None)
 
     # ---- framing --------------------------------------------------------------------------
 

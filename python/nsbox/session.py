@@ -308,14 +308,22 @@ class Session:
         """Delete the sandbox now (idempotent: a sandbox already gone is not an error). Returns
         once its runtime state is gone, as `nsbox rm` does."""
         self.closed = True
+        # The delete goes over the holding connection when there is one (no second connect),
+        # and its end is the supervisor's exit: it replies first, tears the sandbox down, and
+        # closes its connections only when it exits. Waiting for that hang-up, rather than
+        # polling the state directory, returns as soon as the sandbox is gone.
+        c, self._holder = self._holder, None
         try:
-            self._call("delete")
+            if c is None:
+                c = self._connect()
+            c.call("delete")
+            c.wait_hangup(5)
         except (errors.SandboxDeletedError, errors.SandboxNotFound):
             return
         finally:
-            if self._holder is not None:
-                self._holder.close()  # after the delete: the sandbox ends by rm, not by us
-                self._holder = None
+            if c is not None:
+                c.close()
+        # Should the wait have been cut short, the state directory's removal is the end.
         d = os.path.join(self.runtime_dir, self.id)
         end = time.monotonic() + 5
         while os.path.exists(d) and time.monotonic() < end:

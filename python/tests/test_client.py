@@ -405,6 +405,28 @@ class OptionsAndErrors(ClientTest):
                 1 / 0
         self.assertFalse(sb.is_alive())
 
+    def test_delete_returns_when_the_sandbox_is_gone_without_polling(self):
+        # delete() waits for the supervisor's hang-up, which comes after the teardown; a poll
+        # of the state directory (5 ms sleeps) cost agent loops about a fifth of their rate.
+        import nsbox.session as session_module
+
+        def no_sleep(_seconds):
+            raise AssertionError("delete() polled for the sandbox's removal")
+
+        for _ in range(5):
+            with self.box().open() as sb:
+                d = os.path.join(sb.runtime_dir, sb.id)
+                self.assertTrue(os.path.isdir(d))
+                real = session_module.time.sleep
+                session_module.time.sleep = no_sleep
+                try:
+                    sb.delete()
+                finally:
+                    session_module.time.sleep = real
+            self.assertFalse(os.path.exists(d))
+            self.assertFalse(sb.is_alive())
+            sb.delete()  # still idempotent
+
     def test_killed_client_takes_its_sandbox_along(self):
         # A cancelled CI job: the process inside `with box.open()` is SIGKILLed, no cleanup code
         # runs. The sandbox must not live on until its ttl.
