@@ -5,6 +5,7 @@
 #include "paths.h"
 #include "state.h"
 #include "supervisor.h"
+#include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #define EXIT_NSBOX 125
+#define EXIT_TIMEOUT 124
 
 static int fail(const struct nsbox_err *e)
 {
@@ -330,7 +332,7 @@ int nsbox_cli_exec(int argc, char **argv)
             } else {
                 char *end;
                 double s = strtod(v, &end);
-                if (*end || s < 0 || s > 365 * 86400.0) {
+                if (*end || end == v || !(s >= 0 && s <= 365 * 86400.0)) { /* NaN too */
                     cJSON_Delete(env);
                     return usage("--timeout needs a number of seconds");
                 }
@@ -619,6 +621,66 @@ int nsbox_cli_logs(int argc, char **argv)
     fputs(cJSON_GetObjectItemCaseSensitive(reply, "stderr")->valuestring, stderr);
     cJSON_Delete(reply);
     return 0;
+}
+
+/* nsbox wait [--timeout S] ID PID: until a background process (exec -d) ends; its exit code
+ * is ours. After S seconds without its end: 124, and the process runs on. */
+int nsbox_cli_wait(int argc, char **argv)
+{
+    int i = 1, timeout_ms = -1;
+    if (i + 1 < argc && !strcmp(argv[i], "--timeout")) {
+        char *end;
+        double s = strtod(argv[i + 1], &end);
+        if (*end || end == argv[i + 1] || !(s >= 0 && s <= 86400.0 * 24))
+            return usage("wait: --timeout needs a number of seconds (at most 24 days)");
+        /* at least 50 ms: time for the answer about a process that has already ended */
+        timeout_ms = s < 0.05 ? 50 : (int)(s * 1000 + 0.5);
+        i += 2;
+    }
+    if (argc - i != 2)
+        return usage("wait needs a sandbox id and a pid: nsbox wait [--timeout S] ID PID");
+    const char *id = argv[i];
+    char *end;
+    long pid = strtol(argv[i + 1], &end, 10);
+    if (!*argv[i + 1] || *end || pid < 2 || pid > (1 << 22))
+        return usage("wait needs a process id (as nsbox exec -d printed it, or nsbox ps shows it)");
+    struct nsbox_err e = {0};
+    cleanup_close int sock = nsbox_session_connect(id, &e);
+    if (sock < 0)
+        return fail(&e);
+    cJSON *req = request("wait"), *reply = NULL;
+    cJSON_AddNumberToObject(req, "pid", (double)pid);
+    int r = nsbox_proto_send_obj(sock, req, NULL, 0, &e);
+    cJSON_Delete(req);
+    if (r < 0)
+        return fail(&e);
+    struct pollfd pf = {sock, POLLIN, 0};
+    int64_t deadline = timeout_ms < 0 ? -1 : nsbox_now_ms() + timeout_ms;
+    for (;;) {
+        int left = deadline < 0 ? -1 : (int)(deadline - nsbox_now_ms());
+        if (deadline >= 0 && left < 0)
+            left = 0;
+        int n = poll(&pf, 1, left);
+        if (n > 0)
+            break;
+        if (n == 0) {
+            fprintf(stderr, "nsbox: process %ld is still running after %s s (it runs on)\n",
+                    pid, argv[2]);
+            return EXIT_TIMEOUT;
+        }
+        if (errno != EINTR) {
+            nsbox_err_sys(&e, "wait: poll");
+            return fail(&e);
+        }
+    }
+    if (recv_reply(sock, &reply, NULL, &e) < 0 || nsbox_client_reply_error(reply, &e) < 0) {
+        cJSON_Delete(reply);
+        return fail(&e);
+    }
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(reply, "exit_code");
+    int rc = cJSON_IsNumber(code) ? code->valueint : EXIT_NSBOX;
+    cJSON_Delete(reply);
+    return rc;
 }
 
 /* ---- cp -------------------------------------------------------------------------------------- */

@@ -32,6 +32,7 @@ int nsbox_cli_rm(int argc, char **argv);
 int nsbox_cli_ps(int argc, char **argv);
 int nsbox_cli_kill(int argc, char **argv);
 int nsbox_cli_logs(int argc, char **argv);
+int nsbox_cli_wait(int argc, char **argv);
 int nsbox_cli_cp(int argc, char **argv);
 
 #endif

@@ -39,6 +39,7 @@ static const char usage_text[] =
     "  cp [-p] SRC DST                 ID:path on either side (a path in /workspace; into a\n"
     "                                  directory keeps the name; -p makes missing directories)\n"
     "  ls [--json] | inspect ID | rm ID... | ps ID | kill ID PID [SIG] | logs ID PID\n"
+    "  wait [--timeout S] ID PID       until a background process ends; its exit code\n"
     "  info [--json]                   what this machine supports and how to fix what is missing\n"
     "  image build host|debian | ls [--json] | rm NAME\n"
     "  gc [-v]                         remove what crashed sandboxes left behind\n"
@@ -548,6 +549,8 @@ int main(int argc, char **argv)
         return nsbox_cli_kill(argc - 1, argv + 1);
     if (!strcmp(cmd, "logs"))
         return nsbox_cli_logs(argc - 1, argv + 1);
+    if (!strcmp(cmd, "wait"))
+        return nsbox_cli_wait(argc - 1, argv + 1);
     if (!strcmp(cmd, "cp"))
         return nsbox_cli_cp(argc - 1, argv + 1);
     return usage_error("unknown command '%s'", cmd);

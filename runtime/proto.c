@@ -17,7 +17,7 @@ static const char *const op_names[] = {
     [NSBOX_OP_LOGS] = "logs",   [NSBOX_OP_SIGNAL] = "signal",   [NSBOX_OP_DELETE] = "delete",
     [NSBOX_OP_READ] = "read",   [NSBOX_OP_WRITE] = "write",     [NSBOX_OP_LIST] = "list",
     [NSBOX_OP_STAT] = "stat",   [NSBOX_OP_REMOVE] = "remove",   [NSBOX_OP_MKDIR] = "mkdir",
-    [NSBOX_OP_HOLD] = "hold",
+    [NSBOX_OP_HOLD] = "hold",   [NSBOX_OP_WAIT] = "wait",
 };
 
 const char *nsbox_op_name(enum nsbox_op op)
@@ -247,7 +247,8 @@ int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *r, stru
             goto out;
         break;
     case NSBOX_OP_KILL:
-    case NSBOX_OP_LOGS: {
+    case NSBOX_OP_LOGS:
+    case NSBOX_OP_WAIT: {
         u = 0;
         int got = get_uint(obj, "pid", 1u << 22, &u, e);
         if (got < 0)
@@ -257,7 +258,7 @@ int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *r, stru
             goto out;
         }
         r->pid = (int)u;
-        if (r->op == NSBOX_OP_LOGS)
+        if (r->op != NSBOX_OP_KILL)
             break;
     }
         /* fall through */

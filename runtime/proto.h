@@ -35,6 +35,7 @@ enum nsbox_op {
     NSBOX_OP_REMOVE,
     NSBOX_OP_MKDIR,
     NSBOX_OP_HOLD, /* delete the sandbox when this connection closes (its client's process ends) */
+    NSBOX_OP_WAIT, /* reply when a background process has ended */
 };
 
 struct nsbox_request {

@@ -129,7 +129,7 @@ struct proc {
     int client; /* index in clients[] waiting for the result (exec), -1 */
     char tag[65];
     int64_t deadline;
-    bool timed_out;
+    bool timed_out, oom_killed;
     uint64_t oom_before;
     char cmdline[256];
     int out_fd, err_fd; /* background: read ends of its stdout/stderr */
@@ -139,6 +139,8 @@ struct proc {
 struct client {
     int fd; /* -1: free */
     int waiting; /* proc index of a pending exec/start, -1 */
+    int waits;   /* proc index of the background process whose end it waits for (wait), -1 */
+    char wait_tag[65]; /* that request's tag, for its reply */
     bool holder; /* sent "hold": when it closes, the sandbox is deleted */
 };
 
@@ -266,8 +268,18 @@ static void close_client(struct sup *S, int ci)
     }
     close(c->fd);
     c->fd = -1;
-    c->waiting = -1;
+    c->waiting = c->waits = -1; /* a wait ends with its client; the process runs on */
     c->holder = false;
+}
+
+/* The reply to a wait: how the background process ended. */
+static void reply_wait(struct sup *S, int ci, const char *tag, const struct proc *p, bool oom)
+{
+    cJSON *r = nsbox_reply_ok(tag);
+    cJSON_AddNumberToObject(r, "pid", p->pid);
+    cJSON_AddNumberToObject(r, "exit_code", p->exit_code);
+    cJSON_AddBoolToObject(r, "oom_killed", oom);
+    send_reply(S, ci, r, NULL, 0);
 }
 
 static void free_proc(struct proc *p)
@@ -726,6 +738,24 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
             S->procs[w].pending_sig = rq.sig;
         break;
     }
+    case NSBOX_OP_WAIT: {
+        struct proc *p = proc_by_pid(S, rq.pid);
+        if (!p || !p->background) {
+            nsbox_err_set(&e, NSBOX_E_NOTFOUND, ESRCH, "no background process %d", rq.pid);
+            reply_err(S, ci, rq.tag, &e);
+        } else if (S->clients[ci].waiting >= 0 || S->clients[ci].waits >= 0) {
+            nsbox_err_set(&e, NSBOX_E_INVALID, EBUSY,
+                          "this connection already waits for a command; open another one");
+            reply_err(S, ci, rq.tag, &e);
+        } else if (!p->running) {
+            reply_wait(S, ci, rq.tag, p, p->oom_killed);
+        } else {
+            /* The reply comes when it ends (on_agent's EXITED); the request's tag with it. */
+            S->clients[ci].waits = (int)(p - S->procs);
+            snprintf(S->clients[ci].wait_tag, sizeof S->clients[ci].wait_tag, "%s", rq.tag);
+        }
+        break;
+    }
     case NSBOX_OP_HOLD:
         S->clients[ci].holder = true;
         send_reply(S, ci, nsbox_reply_ok(rq.tag), NULL, 0);
@@ -836,6 +866,15 @@ static void on_agent(struct sup *S)
         S->clients[ci].waiting = -1;
         p->client = -1;
     }
+    if (p->background) {
+        p->oom_killed = oom;
+        int idx = (int)(p - S->procs);
+        for (int i = 0; i < MAX_CLIENTS; i++)
+            if (S->clients[i].fd >= 0 && S->clients[i].waits == idx) {
+                S->clients[i].waits = -1;
+                reply_wait(S, i, S->clients[i].wait_tag, p, oom);
+            }
+    }
     if (!p->background)
         free_proc(p);
 }
@@ -885,7 +924,7 @@ static void on_accept(struct sup *S)
     for (int i = 0; i < MAX_CLIENTS; i++)
         if (S->clients[i].fd < 0) {
             S->clients[i].fd = fd;
-            S->clients[i].waiting = -1;
+            S->clients[i].waiting = S->clients[i].waits = -1;
             return;
         }
     struct nsbox_err e;
@@ -927,8 +966,8 @@ static int next_timeout(struct sup *S, int64_t now)
 static bool busy(struct sup *S)
 {
     for (int i = 0; i < MAX_CLIENTS; i++)
-        if (S->clients[i].fd >= 0 && S->clients[i].waiting >= 0)
-            return true;
+        if (S->clients[i].fd >= 0 && (S->clients[i].waiting >= 0 || S->clients[i].waits >= 0))
+            return true; /* a command's client, or one waiting for a background process */
     return false;
 }
 
@@ -1146,7 +1185,7 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
     S.agent = S.listen_fd = S.sfd = S.ttl_fd = S.idle_fd = S.ws_fd = -1;
     S.last_wake_us = -1;
     for (int i = 0; i < MAX_CLIENTS; i++)
-        S.clients[i].fd = -1, S.clients[i].waiting = -1;
+        S.clients[i].fd = -1, S.clients[i].waiting = S.clients[i].waits = -1;
     /* procs[] is not initialised here: a slot's fields are set when it is taken (new_proc), so
      * the untouched slots cost no memory. */
     prctl(PR_SET_NAME, "nsbox-supervise");

@@ -70,7 +70,7 @@ def error_from_reply(reply, op=None, path=None):
     if code == "not_found":
         if op in _NOT_FOUND_FILE_OPS:
             return errors.SandboxFileNotFoundError(msg, code, path)
-        if op in ("kill", "logs"):
+        if op in ("kill", "logs", "wait"):
             return errors.ProcessNotFound(msg, code)
         return errors.SandboxNotFound(msg, code)
     if code == "invalid":

@@ -139,7 +139,7 @@ class ProcessInfo:
 
 @dataclass(frozen=True)
 class ProcessLogs:
-    """The last 1 MiB of a background process's stdout and stderr."""
+    """The last 64 KiB of a background process's stdout and stderr."""
 
     stdout: str
     stderr: str

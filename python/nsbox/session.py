@@ -3,12 +3,14 @@ in worker threads so that the event loop never blocks)."""
 import asyncio
 import math
 import os
+import socket
 import tempfile
+import threading
 import time
 
 from . import errors
 from ._exec import ExecJob
-from ._transport import PROTO_VERSION, Connection
+from ._transport import PROTO_VERSION, Connection, error_from_reply
 from .models import FileInfo, ProcessInfo, ProcessLogs
 
 WORKSPACE = "/workspace"
@@ -82,6 +84,66 @@ def _file_info(d, name=None, path=None):
                     target=d.get("target"))
 
 
+_NO_WAIT_OP = object()
+
+
+class _Wait:
+    """One wait for a background process's end, on a connection of its own: the supervisor
+    replies when the process ends ("wait", docs/protocol.md). cancel() (from any thread) ends
+    the wait, never the process."""
+
+    def __init__(self, session, pid, timeout):
+        self.session = session
+        self.pid = pid
+        self.timeout = timeout
+        self._conn = None
+        self._lock = threading.Lock()
+        self._cancelled = False
+
+    def cancel(self):
+        with self._lock:
+            self._cancelled = True
+            c = self._conn
+            if c is not None and c.sock is not None:
+                try:
+                    c.sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked recv
+                except OSError:
+                    pass
+
+    def run(self):
+        """The exit code; _NO_WAIT_OP from a supervisor without the op (an older nsbox)."""
+        c = self.session._connect()
+        try:
+            with self._lock:
+                if self._cancelled:
+                    raise errors.SandboxError("the wait was cancelled", "cancelled")
+                self._conn = c
+            c.send({"v": PROTO_VERSION, "op": "wait", "pid": int(self.pid)})
+            if self.timeout is not None:
+                # at least 50 ms, so that wait(timeout=0) still gets an ended process's code
+                c.sock.settimeout(max(float(self.timeout), 0.05))
+            try:
+                reply, fds = c.recv()
+            except (socket.timeout, TimeoutError):
+                raise TimeoutError("process %d still running after %ss"
+                                   % (self.pid, self.timeout)) from None
+            for fd in fds:
+                os.close(fd)
+            if not reply.get("ok"):
+                err = reply.get("error") if isinstance(reply.get("error"), dict) else {}
+                if err.get("code") == "invalid" and "unknown op" in str(err.get("message")):
+                    return _NO_WAIT_OP
+                raise error_from_reply(reply, "wait")
+            code = reply.get("exit_code")
+            if not isinstance(code, int):
+                raise errors.ProtocolError("wait reply without an exit code")
+            return code
+        finally:
+            with self._lock:
+                self._conn = None
+            c.close()
+
+
 class Process:
     """A background process started by Session.start_process()."""
 
@@ -91,7 +153,7 @@ class Process:
         self.command = command
 
     def logs(self):
-        """Its output so far (the last 1 MiB of each stream): ProcessLogs(stdout, stderr, ...)."""
+        """Its output so far (the last 64 KiB of each stream): ProcessLogs(stdout, stderr, ...)."""
         return self.session.process_logs(self.pid)
 
     def kill(self, signal=15):
@@ -114,8 +176,13 @@ class Process:
         return self.info().exit_code
 
     def wait(self, timeout=None, poll=0.05):
-        """Wait until it ends; its exit code. TimeoutError after `timeout` seconds."""
+        """Wait until it ends; its exit code. TimeoutError after `timeout` seconds (the process
+        runs on). The supervisor answers as soon as it ends; `poll` is the interval used only
+        with an older nsbox that cannot."""
         end = None if timeout is None else time.monotonic() + timeout
+        code = _Wait(self.session, self.pid, timeout).run()
+        if code is not _NO_WAIT_OP:
+            return code
         while True:
             p = self.info()
             if not p.running:
@@ -354,6 +421,16 @@ class AsyncProcess:
 
     async def wait(self, timeout=None, poll=0.05):
         end = None if timeout is None else time.monotonic() + timeout
+        job = _Wait(self._p.session, self.pid, timeout)
+        fut = asyncio.ensure_future(asyncio.to_thread(job.run))
+        try:
+            code = await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            job.cancel()  # the wait ends; the process runs on
+            fut.add_done_callback(lambda f: f.cancelled() or f.exception())
+            raise
+        if code is not _NO_WAIT_OP:
+            return code
         while True:
             p = await self.info()
             if not p.running:

@@ -617,6 +617,54 @@ class Processes(AsyncClientTest):
             await p.kill(signal.SIGKILL)
             self.assertEqual(await p.wait(timeout=10), 128 + signal.SIGKILL)
 
+    def test_wait_is_answered_at_the_end_without_polling(self):
+        # wait() is the supervisor's answer when the process ends ("wait" in protocol.md), not
+        # a poll of ps: time.sleep must not be called, and the code comes at once.
+        import nsbox.session as session_module
+
+        def no_sleep(_seconds):
+            raise AssertionError("wait() polled")
+
+        with self.box().open() as sb:
+            p = sb.start_process("sleep 0.4; exit 7")
+            slow = sb.start_process(["sleep", "60"])
+            real = session_module.time.sleep
+            session_module.time.sleep = no_sleep
+            try:
+                t0 = time.monotonic()
+                self.assertEqual(p.wait(timeout=30), 7)
+                took = time.monotonic() - t0
+                self.assertEqual(p.wait(), 7)        # ended: answered at once, again
+                self.assertEqual(p.wait(timeout=0), 7)
+                t0 = time.monotonic()
+                with self.assertRaises(TimeoutError) as cm:
+                    slow.wait(timeout=0.3)
+                self.assertGreaterEqual(time.monotonic() - t0, 0.29)
+                self.assertIn("still running after 0.3s", str(cm.exception))
+            finally:
+                session_module.time.sleep = real
+            self.assertLess(took, 5.0)
+            self.assertTrue(slow.running)            # a wait that timed out kills nothing
+            with self.assertRaises(nsbox.ProcessNotFound):
+                nsbox.session.Process(sb, 99999, "x").wait(timeout=1)
+            slow.kill(signal.SIGKILL)
+            self.assertEqual(slow.wait(timeout=10), 128 + signal.SIGKILL)
+
+    async def test_async_wait_cancelled_leaves_the_process_running(self):
+        async with self.box().session() as sb:
+            p = await sb.start_process(["sleep", "60"])
+            w = asyncio.ensure_future(p.wait())
+            await asyncio.sleep(0.2)
+            self.assertFalse(w.done())
+            w.cancel()
+            with self.assertRaises(asyncio.CancelledError):
+                await w
+            self.assertTrue((await p.info()).running)  # the cancel ended the wait only
+            q = await sb.start_process("exit 3")
+            self.assertEqual(await q.wait(timeout=10), 3)
+            await p.kill(signal.SIGKILL)
+            self.assertEqual(await p.wait(timeout=10), 128 + signal.SIGKILL)
+
     def test_start_failure(self):
         with self.box().open() as sb:
             with self.assertRaises(nsbox.SandboxError):

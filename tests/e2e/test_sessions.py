@@ -182,6 +182,42 @@ class Lifecycle(SessionTest):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"not a signal", r.stderr)
 
+    def test_wait_for_a_background_process(self):
+        sid = self.create()
+        pid = self.nsbox("exec", "-d", sid, "--", "sh", "-c", "sleep 0.5; exit 7").stdout
+        pid = pid.decode().strip()
+        t = time.monotonic()
+        self.assertEqual(self.nsbox("wait", sid, pid).returncode, 7)  # its exit code is ours
+        self.assertGreater(time.monotonic() - t, 0.3)
+        self.assertEqual(self.nsbox("wait", "--timeout", "0", sid, pid).returncode, 7)  # ended
+        slow = self.nsbox("exec", "-d", sid, "--", "sleep", "60").stdout.decode().strip()
+        t = time.monotonic()
+        r = self.nsbox("wait", "--timeout", "0.3", sid, slow)
+        self.assertEqual(r.returncode, 124)
+        self.assertGreaterEqual(time.monotonic() - t, 0.29)
+        self.assertIn(b"still running after 0.3 s", r.stderr)
+        self.assertRegex(self.nsbox("ps", sid).stdout.decode(), rf"(?m)^{slow}\s+running")
+        r = self.nsbox("wait", sid, "99999")
+        self.assertEqual((r.returncode, r.stderr), (125, b"nsbox: no background process 99999\n"))
+        for bad in (["abc"], ["--timeout", "nan", slow], ["--timeout", "-1", slow], [], ["1", "2"]):
+            args = bad[:-1] + [sid, bad[-1]] if bad and bad[0] == "--timeout" else [sid] + bad
+            r = self.nsbox("wait", *args)
+            self.assertEqual(r.returncode, 125, (bad, r.stderr))
+        r = self.nsbox("exec", "--timeout", "nan", sid, "--", "true")  # was taken as a number
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"--timeout needs a number", r.stderr)
+        self.assertEqual(self.nsbox("kill", sid, slow, "KILL").returncode, 0)
+        self.assertEqual(self.nsbox("wait", "--timeout", "10", sid, slow).returncode, 137)
+
+    def test_wait_keeps_the_sandbox_awake(self):
+        # A client waiting for a process is a client at work: the idle timer must not freeze
+        # the process it waits for (it would never end).
+        sid = self.create("--idle-timeout", "1")
+        pid = self.nsbox("exec", "-d", sid, "--", "sh", "-c", "sleep 2.5; exit 4").stdout
+        r = self.nsbox("wait", "--timeout", "20", sid, pid.decode().strip())
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertEqual(self.inspect(sid)["sleeps"], 0)
+
     def test_background_log_is_bounded(self):
         sid = self.create()
         r = self.nsbox("exec", "-d", sid, "--", "sh", "-c",

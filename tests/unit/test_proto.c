@@ -49,6 +49,22 @@ static void test_run_is_not_a_control_op(void **state)
     nsbox_request_free(&rq);
 }
 
+/* wait takes a pid and nothing of kill's: a signal field is not read */
+static void test_wait_takes_a_pid(void **state)
+{
+    (void)state;
+    struct nsbox_request rq;
+    struct nsbox_err e;
+    assert_int_equal(parse("{\"v\":1,\"op\":\"wait\",\"pid\":42,\"signal\":99,\"tag\":\"w\"}",
+                           &rq, &e),
+                     0);
+    assert_int_equal(rq.op, NSBOX_OP_WAIT);
+    assert_int_equal(rq.pid, 42);
+    assert_int_equal(rq.sig, 0);
+    assert_string_equal(nsbox_op_name(rq.op), "wait");
+    nsbox_request_free(&rq);
+}
+
 static void test_cmd_becomes_sh_c(void **state)
 {
     struct nsbox_request rq;
@@ -80,6 +96,9 @@ static void test_errors_name_the_field(void **state)
         {"{\"v\":1,\"op\":\"exec\",\"argv\":[\"a\"],\"cwd\":\"rel\"}", "'cwd'"},
         {"{\"v\":1,\"op\":\"exec\",\"argv\":[\"a\"],\"timeout_ms\":-1}", "'timeout_ms'"},
         {"{\"v\":1,\"op\":\"kill\"}", "'pid' is required"},
+        {"{\"v\":1,\"op\":\"wait\"}", "'pid' is required"},
+        {"{\"v\":1,\"op\":\"wait\",\"pid\":0}", "'pid' is required"},
+        {"{\"v\":1,\"op\":\"wait\",\"pid\":\"3\"}", "'pid'"},
         {"{\"v\":1,\"op\":\"kill\",\"pid\":3,\"signal\":99}", "'signal'"},
         {"{\"v\":1,\"op\":\"read\"}", "'path' is required"},
         {"{\"v\":1,\"op\":\"exec\",\"argv\":[\"a\\u0000b\"]}", "NUL"},
@@ -135,6 +154,7 @@ int main(void)
         cmocka_unit_test(test_exec_request),
         cmocka_unit_test(test_run_is_not_a_control_op),
         cmocka_unit_test(test_cmd_becomes_sh_c),
+        cmocka_unit_test(test_wait_takes_a_pid),
         cmocka_unit_test(test_errors_name_the_field),
         cmocka_unit_test(test_buffer_not_read_past_length),
         cmocka_unit_test(test_limits),
