@@ -612,9 +612,13 @@ int nsbox_cli_logs(int argc, char **argv)
 {
     if (argc != 3)
         return usage("logs needs a sandbox id and a pid");
+    char *end;
+    long pid = strtol(argv[2], &end, 10);
+    if (!*argv[2] || *end || pid < 2 || pid > (1 << 22))
+        return usage("logs needs a process id (as nsbox exec -d printed it, or nsbox ps shows it)");
     struct nsbox_err e = {0};
     cJSON *req = request("logs"), *reply;
-    cJSON_AddNumberToObject(req, "pid", atoi(argv[2]));
+    cJSON_AddNumberToObject(req, "pid", (double)pid);
     if (simple_call(argv[1], req, &reply, &e) < 0)
         return fail(&e);
     fputs(cJSON_GetObjectItemCaseSensitive(reply, "stdout")->valuestring, stdout);

@@ -203,6 +203,9 @@ class Lifecycle(SessionTest):
             args = bad[:-1] + [sid, bad[-1]] if bad and bad[0] == "--timeout" else [sid] + bad
             r = self.nsbox("wait", *args)
             self.assertEqual(r.returncode, 125, (bad, r.stderr))
+        r = self.nsbox("logs", sid, "12x")  # was read as pid 12
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"logs needs a process id", r.stderr)
         r = self.nsbox("exec", "--timeout", "nan", sid, "--", "true")  # was taken as a number
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"--timeout needs a number", r.stderr)
