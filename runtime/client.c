@@ -146,7 +146,8 @@ int nsbox_run_relay_signal(int sig, int *stops)
 
 /* After an exec request with the command's descriptors: pass signals on to the command until a
  * reply comes, then read it. exec relays SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2
- * (nsbox run, cold or pooled, also SIGWINCH and SIGCONT). */
+ * (nsbox run, cold or pooled, also SIGWINCH and SIGCONT). As in run, the second of INT, TERM,
+ * HUP or QUIT becomes SIGKILL: a command that handles Ctrl-C still stops at the second. */
 static int client_wait(int sock, cJSON **reply, struct nsbox_err *e)
 {
     sigset_t mask, old;
@@ -155,6 +156,7 @@ static int client_wait(int sock, cJSON **reply, struct nsbox_err *e)
         sigaddset(&mask, nsbox_run_relayed[k]);
     sigprocmask(SIG_BLOCK, &mask, &old);
     cleanup_close int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    int stops = 0;
     for (;;) {
         struct pollfd pf[2] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}};
         if (poll(pf, 2, -1) < 0 && errno != EINTR)
@@ -162,7 +164,7 @@ static int client_wait(int sock, cJSON **reply, struct nsbox_err *e)
         if (pf[1].revents & POLLIN) {
             struct signalfd_siginfo si;
             if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
-                send_signal(sock, (int)si.ssi_signo);
+                send_signal(sock, nsbox_run_relay_signal((int)si.ssi_signo, &stops));
         }
         if (pf[0].revents & (POLLIN | POLLHUP))
             break;

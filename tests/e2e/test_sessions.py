@@ -474,6 +474,27 @@ class Crashes(SessionTest):
         out, _ = p.communicate(timeout=20)
         self.assertEqual((p.returncode, out), (5, b"int\n"))
 
+    def test_second_sigint_kills_a_command_that_handles_the_first(self):
+        # README: "a second Ctrl-C kills" it, as with nsbox run, also a command that traps INT
+        sid = self.create()
+        p = subprocess.Popen([NSBOX, "exec", sid, "--", "sh", "-c",
+                              'trap "echo int" INT; echo ready; while :; do sleep 0.05; done'],
+                             stdout=subprocess.PIPE, env=self.dirs.env())
+        try:
+            self.assertEqual(p.stdout.readline(), b"ready\n")
+            p.send_signal(signal.SIGINT)
+            self.assertEqual(p.stdout.readline(), b"int\n")  # the first is the command's
+            p.send_signal(signal.SIGINT)
+            out, _ = p.communicate(timeout=20)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.assertEqual((p.returncode, out), (137, b""))
+        r = self.exec(sid, "sh", "-c", "ps -e -o comm= | grep -c sleep || true")
+        self.assertEqual(r.stdout.strip(), b"0")  # its whole tree
+        self.assertEqual(self.exec(sid, "echo", "alive").stdout, b"alive\n")  # the sandbox stays
+
 
 class HostileRequests(SessionTest):
     """The control socket is the supervisor's attack surface from any process of its owner."""
