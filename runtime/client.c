@@ -348,6 +348,17 @@ int nsbox_cli_exec(int argc, char **argv)
     }
     if (i < argc && !strcmp(argv[i], "--"))
         i++;
+    /* A background process has no stdin (its output goes to the log): refuse -i rather than
+     * run the command without what it was given. */
+    const char *lost = !detach     ? NULL
+                       : tty       ? "exec -t and -d do not go together"
+                       : interactive ? "exec -d takes no -i: a background process's stdin is empty "
+                                       "(give it a file: nsbox cp, then CMD < FILE)"
+                                     : NULL;
+    if (lost) {
+        cJSON_Delete(env);
+        return usage(lost);
+    }
     if (i >= argc) {
         cJSON_Delete(env);
         return usage("exec needs a sandbox id");
@@ -381,12 +392,8 @@ int nsbox_cli_exec(int argc, char **argv)
             snprintf(abs, sizeof abs, "/workspace/%s", cwd);
         cJSON_AddStringToObject(req, "cwd", cwd[0] == '/' ? cwd : abs);
     }
-    if (timeout_ms && !detach)
+    if (timeout_ms)
         cJSON_AddNumberToObject(req, "timeout_ms", (double)timeout_ms);
-    if (tty && detach) {
-        cJSON_Delete(req);
-        return usage("exec -t and -d do not go together");
-    }
     if (tty) {
         cJSON_AddTrueToObject(req, "tty");
         int rc = exec_with_tty(id, req);

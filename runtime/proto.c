@@ -229,9 +229,16 @@ int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *r, stru
     r->op = (enum nsbox_op)i;
     uint64_t u;
     switch (r->op) {
+    case NSBOX_OP_START:
     case NSBOX_OP_EXEC:
-        if (get_uint(obj, "timeout_ms", 365ull * 86400 * 1000, &r->timeout_ms, e) < 0 ||
-            get_bool(obj, "tty", &r->tty, e) < 0)
+        if (get_uint(obj, "timeout_ms", 365ull * 86400 * 1000, &r->timeout_ms, e) < 0)
+            goto out;
+        if (r->op == NSBOX_OP_START) {
+            if (parse_command(obj, r, e) < 0)
+                goto out;
+            break;
+        }
+        if (get_bool(obj, "tty", &r->tty, e) < 0)
             goto out;
         u = 0;
         if (get_uint(obj, "rows", 65535, &u, e) < 0)
@@ -241,8 +248,6 @@ int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *r, stru
         if (get_uint(obj, "cols", 65535, &u, e) < 0)
             goto out;
         r->cols = (uint32_t)u;
-        /* fall through */
-    case NSBOX_OP_START:
         if (parse_command(obj, r, e) < 0)
             goto out;
         break;

@@ -551,7 +551,7 @@ static void do_spawn(struct sup *S, int ci, const struct nsbox_request *rq, int 
     p->client = ci;
     p->running = true;
     p->oom_before = oom_kills(S); /* read after the spawn went out, while init forks */
-    if (!background && rq->timeout_ms)
+    if (rq->timeout_ms) /* exec --timeout, and exec -d --timeout (start's timeout_ms) */
         p->deadline = nsbox_now_ms() + (int64_t)rq->timeout_ms;
     S->clients[ci].waiting = idx;
 }
@@ -942,6 +942,7 @@ static void check_deadlines(struct sup *S, int64_t now)
             !p->timed_out) {
             struct nsbox_err e;
             p->timed_out = true;
+            touch(S); /* a sleeping sandbox's init must be awake to kill (a background one's) */
             nsbox_agent_kill(S->agent, p->pid, SIGKILL, &e);
         }
     }

@@ -38,7 +38,7 @@ def _timeout_ms(timeout):
     if timeout is None or timeout == 0:
         return None
     if not isinstance(timeout, (int, float)) or timeout < 0 or math.isnan(timeout):
-        raise ValueError("timeout must be a positive number of seconds (or None)")
+        raise ValueError("timeout must be a number of seconds, 0 or None for none")
     return max(1, int(math.ceil(timeout * 1000)))
 
 
@@ -261,9 +261,14 @@ class Session:
         """
         return self._exec_job(command, timeout, cwd, env, stdin, text, max_output).run()
 
-    def start_process(self, command, cwd=None, env=None):
-        """Start `command` in the background; its output goes to a bounded log. A Process."""
+    def start_process(self, command, cwd=None, env=None, timeout=None):
+        """Start `command` in the background; its output goes to a bounded log. A Process.
+        timeout: seconds from now (sleep included) after which its whole tree is killed; it
+        then ends with exit code 124."""
         fields = _command_fields(command)
+        ms = _timeout_ms(timeout)
+        if ms:
+            fields["timeout_ms"] = ms
         if env:
             fields["env"] = dict(env)
         c = _cwd(cwd)
@@ -469,8 +474,9 @@ class AsyncSession:
 
     execute.__doc__ = Session.execute.__doc__
 
-    async def start_process(self, command, cwd=None, env=None):
-        return AsyncProcess(await asyncio.to_thread(self.sync.start_process, command, cwd, env))
+    async def start_process(self, command, cwd=None, env=None, timeout=None):
+        return AsyncProcess(await asyncio.to_thread(self.sync.start_process, command, cwd, env,
+                                                    timeout))
 
     async def list_processes(self):
         return await asyncio.to_thread(self.sync.list_processes)

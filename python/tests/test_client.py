@@ -650,6 +650,15 @@ class Processes(AsyncClientTest):
             slow.kill(signal.SIGKILL)
             self.assertEqual(slow.wait(timeout=10), 128 + signal.SIGKILL)
 
+    async def test_start_process_timeout(self):
+        async with self.box().session() as sb:
+            p = await sb.start_process("sleep 30 & sleep 31", timeout=0.5)
+            self.assertEqual(await p.wait(timeout=20), 124)
+            r = await sb.execute("ps -e -o comm= | grep -c sleep || true")
+            self.assertEqual(r.stdout.strip(), "0")
+            with self.assertRaises(ValueError):
+                await sb.start_process("true", timeout=-1)
+
     async def test_async_wait_cancelled_leaves_the_process_running(self):
         async with self.box().session() as sb:
             p = await sb.start_process(["sleep", "60"])

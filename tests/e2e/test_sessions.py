@@ -212,6 +212,38 @@ class Lifecycle(SessionTest):
         self.assertEqual(self.nsbox("kill", sid, slow, "KILL").returncode, 0)
         self.assertEqual(self.nsbox("wait", "--timeout", "10", sid, slow).returncode, 137)
 
+    def test_background_timeout_kills_its_tree(self):
+        sid = self.create()
+        pid = self.nsbox("exec", "-d", "--timeout", "1", sid, "--", "sh", "-c",
+                         "sleep 30 & setsid sleep 31 & sleep 32; echo never").stdout
+        pid = pid.decode().strip()
+        self.assertEqual(self.nsbox("wait", "--timeout", "20", sid, pid).returncode, 124)
+        self.assertRegex(self.nsbox("ps", sid).stdout.decode(), rf"(?m)^{pid}\s+exit 124")
+        self.assertEqual(self.nsbox("logs", sid, pid).stdout, b"")
+        r = self.exec(sid, "sh", "-c", "ps -e -o comm= | grep -c sleep || true")
+        self.assertEqual(r.stdout.strip(), b"0")
+        # -i cannot be honoured for a background process: refused, nothing started
+        r = self.nsbox("exec", "-d", "-i", sid, "--", "cat")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"exec -d takes no -i", r.stderr)
+        self.assertEqual(len(self.nsbox("ps", sid).stdout.decode().splitlines()), 2)
+
+    def test_background_timeout_fires_in_a_sleeping_sandbox(self):
+        # The deadline is wall-clock from the start; a sandbox asleep by then is woken to end
+        # the process (ps does not wake it, so only the deadline can).
+        sid = self.create("--idle-timeout", "1")
+        pid = self.nsbox("exec", "-d", "--timeout", "2.5", sid, "--", "sleep", "60").stdout
+        pid = pid.decode().strip()
+        deadline = time.monotonic() + 15
+        ps = ""
+        while time.monotonic() < deadline:
+            ps = self.nsbox("ps", sid).stdout.decode()
+            if "exit 124" in ps:
+                break
+            time.sleep(0.2)
+        self.assertRegex(ps, rf"(?m)^{pid}\s+exit 124")
+        self.assertGreaterEqual(self.inspect(sid)["sleeps"], 1)
+
     def test_wait_keeps_the_sandbox_awake(self):
         # A client waiting for a process is a client at work: the idle timer must not freeze
         # the process it waits for (it would never end).
