@@ -450,6 +450,11 @@ static int gc_one(const char *rt, const char *cache_root, const char *id, bool v
     if ((unlink(file) < 0 && errno != ENOENT && nsbox_err_sys(e, "gc: cannot remove %s", file)) ||
         nsbox_rm_rf(cache, e) < 0 || nsbox_rm_rf(dir, e) < 0)
         return -1;
+    /* Later requests say what happened, not "never existed"; a removal that had begun (rm, a
+     * ttl) has its own reason already. */
+    char reason[8];
+    if (!nsbox_tombstone_read(id, reason, sizeof reason))
+        nsbox_tombstone_write(id, NSBOX_TOMB_SUPERVISOR_GONE);
     if (verbose)
         fprintf(stderr, "nsbox: gc: removed sandbox %s\n", id);
     return 1;

@@ -100,7 +100,15 @@ int nsbox_session_connect(const char *id, struct nsbox_err *e)
     int err = errno;
     if (nsbox_tombstone_read(id, reason, sizeof reason))
         return nsbox_err_set(e, NSBOX_E_DELETED, err, "sandbox %s was %s", id, reason);
-    if (err == ENOENT || err == ECONNREFUSED)
+    if (err == ECONNREFUSED) {
+        /* Its socket is there with nobody listening: the supervisor died without removing
+         * the sandbox. gc removes what it left (and records why). */
+        struct nsbox_err ge;
+        nsbox_gc(false, &ge);
+        return nsbox_err_set(e, NSBOX_E_DELETED, err, "sandbox %s was %s", id,
+                             NSBOX_TOMB_SUPERVISOR_GONE);
+    }
+    if (err == ENOENT)
         return nsbox_err_set(e, NSBOX_E_NOTFOUND, err, "no sandbox %s (it never existed)", id);
     return -1;
 }

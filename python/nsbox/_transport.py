@@ -16,6 +16,10 @@ PROTO_MAX_FDS = 3
 _NOT_FOUND_FILE_OPS = {"read", "write", "list", "stat", "remove", "mkdir"}
 
 
+# runtime/state.h NSBOX_TOMB_SUPERVISOR_GONE
+SUPERVISOR_GONE = "deleted because its supervisor ended without removing it (killed or crashed)"
+
+
 def runtime_dir(env):
     """Where nsbox keeps sandbox sockets, the same choice as runtime/paths.c."""
     o = env.get("NSBOX_STATE_DIR")
@@ -110,7 +114,11 @@ class Connection:
             return errors.SandboxDeletedError(
                 "the sandbox's supervisor closed the connection (sandbox %s deleted?)"
                 % self.sandbox_id, "deleted")
-        if cause.errno in (errno.ENOENT, errno.ECONNREFUSED):
+        if cause.errno == errno.ECONNREFUSED:
+            # its socket is there with nobody listening: the supervisor died (runtime/state.h)
+            return errors.SandboxDeletedError(
+                "sandbox %s was %s" % (self.sandbox_id, SUPERVISOR_GONE), "deleted")
+        if cause.errno == errno.ENOENT:
             return errors.SandboxNotFound(
                 "no sandbox %s (it never existed)" % self.sandbox_id, "not_found")
         return errors.SandboxError(

@@ -427,6 +427,23 @@ class OptionsAndErrors(ClientTest):
             self.assertFalse(sb.is_alive())
             sb.delete()  # still idempotent
 
+    def test_killed_supervisor_is_a_deleted_error(self):
+        sb = self.box().create()
+        pid = sb.inspect()["supervisor_pid"]
+        os.kill(pid, signal.SIGKILL)
+        for _ in range(100):
+            if not os.path.exists("/proc/%d" % pid):
+                break
+            time.sleep(0.02)
+        with self.assertRaises(nsbox.SandboxDeletedError) as cm:
+            sb.execute("true")
+        self.assertIn("its supervisor ended without removing it", str(cm.exception))
+        subprocess.run([NSBOX, "gc"], env=self.dirs.env(), check=True)
+        with self.assertRaises(nsbox.SandboxDeletedError) as cm:  # gc recorded why
+            sb.execute("true")
+        self.assertIn("its supervisor ended without removing it", str(cm.exception))
+        sb.delete()  # idempotent
+
     def test_killed_client_takes_its_sandbox_along(self):
         # A cancelled CI job: the process inside `with box.open()` is SIGKILLed, no cleanup code
         # runs. The sandbox must not live on until its ttl.

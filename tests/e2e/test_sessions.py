@@ -484,6 +484,26 @@ class Crashes(SessionTest):
         time.sleep(0.3)
         self.nsbox("ls")
         self.assertFalse(os.path.exists(os.path.join(self.dirs.state, sid)))
+        # and later requests say what happened, not "never existed"
+        r = self.exec(sid, "true")
+        self.assertEqual(r.returncode, 125)
+        self.assertEqual(r.stderr.decode(), "nsbox: sandbox %s was deleted because its supervisor "
+                         "ended without removing it (killed or crashed)\n" % sid)
+
+    def test_killed_supervisor_is_reported_before_any_gc(self):
+        # The first request after the kill finds the socket with nobody listening: it says
+        # so, and cleans up (the implicit gc), and the next one says the same.
+        sid = self.create()
+        os.kill(self.supervisor_pid(sid), signal.SIGKILL)
+        time.sleep(0.3)
+        self.assertTrue(os.path.exists(os.path.join(self.dirs.state, sid)))
+        want = ("nsbox: sandbox %s was deleted because its supervisor ended without removing "
+                "it (killed or crashed)\n" % sid)
+        for _ in range(2):
+            r = self.exec(sid, "true")
+            self.assertEqual((r.returncode, r.stderr.decode()), (125, want))
+        self.assertFalse(os.path.exists(os.path.join(self.dirs.state, sid)))
+        self.assertEqual(self.nsbox("rm", sid).returncode, 0)  # rm stays idempotent
 
     def test_client_killed_mid_exec_ends_the_command(self):
         sid = self.create()
