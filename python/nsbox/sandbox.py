@@ -272,7 +272,21 @@ async def _call_hook_async(hook, name, ctx, sb, asb):
         await fn(ctx)
         return
     ctx.sandbox = sb
-    r = await asyncio.to_thread(fn, ctx)
+    # A plain function runs in a worker thread. Its exception is raised again here, in the
+    # coroutine, so that it chains to the exception being handled (the session body's) as the
+    # hook's own would; re-raised from the thread's future it lost that __context__.
+    failed = []
+
+    def call():
+        try:
+            return fn(ctx)
+        except BaseException as e:  # noqa: B902 - handed to the coroutine as it is
+            failed.append(e)
+            return None
+
+    r = await asyncio.to_thread(call)
+    if failed:
+        raise failed[0]
     if inspect.isawaitable(r):
         await r
 

@@ -575,6 +575,28 @@ class Hooks(AsyncClientTest):
                 sb.execute("true")
         self.assertEqual(self.dirs.live_sandboxes(), [])
 
+    async def test_failing_on_destroy_keeps_the_body_exception_as_context(self):
+        # docs/python.md: the hook's exception is raised, with the body's as its __context__,
+        # for plain and async hooks, under open() and session() alike.
+        class Plain(nsbox.Hook):
+            def on_destroy(self, ctx):
+                raise RuntimeError("archive failed")
+
+        class Async(nsbox.Hook):
+            async def on_destroy(self, ctx):
+                raise RuntimeError("archive failed")
+
+        for hook in (Plain(), Async()):
+            with self.assertRaisesRegex(RuntimeError, "archive failed") as cm:
+                async with self.box(hooks=[hook]).session():
+                    raise KeyError("agent crashed")
+            self.assertIsInstance(cm.exception.__context__, KeyError, type(hook).__name__)
+            with self.assertRaisesRegex(RuntimeError, "archive failed") as cm:
+                with self.box(hooks=[hook]).open():
+                    raise KeyError("agent crashed")
+            self.assertIsInstance(cm.exception.__context__, KeyError, type(hook).__name__)
+        self.assertEqual(self.dirs.live_sandboxes(), [])
+
     def test_body_exception_propagates_and_on_destroy_runs(self):
         log = []
         with self.assertRaises(KeyError):
