@@ -124,12 +124,28 @@ static char *read_file_arg(const char *path, size_t max, size_t *len, struct nsb
     return buf;
 }
 
+/* As root, a workspace directory owned by root (uid or gid 0) is bound plainly, never
+ * idmapped (docs/workspace.md): the sandbox's appuser writes there only what others may.
+ * Said once on stderr, since a run's or a setup script's first write would fail there. */
+static void note_root_workspace(const char *dir)
+{
+    struct stat sb;
+    if (!dir[0] || geteuid() != 0 || stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode) ||
+        (sb.st_uid != 0 && sb.st_gid != 0) || (sb.st_mode & S_IWOTH))
+        return;
+    fprintf(stderr,
+            "nsbox: note: --workspace %s is owned by root, which is never mapped into a sandbox: "
+            "the sandbox can write there only what others may (chown -R USER %s hands it over; "
+            "docs/workspace.md)\n",
+            dir, dir);
+}
+
 static int parse_seconds(const char *s, uint64_t max, uint64_t *out)
 {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end || v < 0 || v > (double)max)
+    if (errno || end == s || *end || !(v >= 0 && v <= (double)max)) /* NaN fails both */
         return -1;
     *out = (uint64_t)(v * 1000.0 + 0.5);
     return 0;
@@ -255,6 +271,7 @@ static int parse_options(int argc, char **argv, struct nsbox_spec *spec,
     if (i < argc && !strcmp(argv[i], "--"))
         i++;
     *next = i;
+    note_root_workspace(spec->workspace);
     return 0;
 }
 

@@ -442,6 +442,10 @@ static int gc_one(const char *rt, const char *cache_root, const char *id, bool v
         return 0; /* alive or unknown (never removed), or removed meanwhile */
     /* Free: its owner is dead, or it is being removed (a removal holds the lock until the
      * directory is gone). Not a directory (a symlink in its place): only the link goes. */
+    /* A control socket: a sandbox someone may ask for by id (not a one-shot run's). */
+    char ctl[PATH_MAX];
+    bool asked_by_id = path_join(ctl, dir, "ctl", e) == 0 &&
+                       faccessat(AT_FDCWD, ctl, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
     struct nsbox_err ce;
     if (nsbox_cgroup_remove_by_id(id, &ce) < 0 && verbose)
         fprintf(stderr, "nsbox: gc %s: %s\n", id, ce.msg);
@@ -451,9 +455,9 @@ static int gc_one(const char *rt, const char *cache_root, const char *id, bool v
         nsbox_rm_rf(cache, e) < 0 || nsbox_rm_rf(dir, e) < 0)
         return -1;
     /* Later requests say what happened, not "never existed"; a removal that had begun (rm, a
-     * ttl) has its own reason already. */
+     * ttl) has its own reason already, and a one-shot run's sandbox has no one to ask. */
     char reason[8];
-    if (!nsbox_tombstone_read(id, reason, sizeof reason))
+    if (asked_by_id && !nsbox_tombstone_read(id, reason, sizeof reason))
         nsbox_tombstone_write(id, NSBOX_TOMB_SUPERVISOR_GONE);
     if (verbose)
         fprintf(stderr, "nsbox: gc: removed sandbox %s\n", id);

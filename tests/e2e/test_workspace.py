@@ -181,6 +181,27 @@ class WorkspaceDisk(unittest.TestCase):
             self.nsbox("rm", sid)
         self.assertTrue(os.path.exists(os.path.join(ws, "big")))
 
+    @unittest.skipUnless(os.geteuid() == 0, "the note is about root's directories")
+    def test_a_root_owned_directory_is_noted_once(self):
+        # Bound plainly (root is never mapped in): the sandbox cannot write there, and a run
+        # whose first write fails should not leave the user guessing why.
+        ws = os.path.join(self.dirs.base, "roots")
+        os.mkdir(ws, 0o755)
+        r = self.nsbox("run", "--workspace", ws, "--", "touch", "/workspace/x")
+        self.assertEqual(r.returncode, 1)
+        note = r.stderr.decode().splitlines()
+        self.assertEqual(sum("nsbox: note: --workspace" in l for l in note), 1, note)
+        self.assertIn("is owned by root, which is never mapped into a sandbox", note[0])
+        self.assertIn("chown -R USER %s" % ws, note[0])
+        # nothing to say for a directory the sandbox may write, or a user's (idmapped)
+        os.chmod(ws, 0o777)
+        r = self.nsbox("run", "--workspace", ws, "--", "touch", "/workspace/x")
+        self.assertEqual((r.returncode, r.stderr), (0, b""))
+        os.chmod(ws, 0o755)
+        os.chown(ws, 4242, 4242)
+        r = self.nsbox("run", "--workspace", ws, "--", "touch", "/workspace/y")
+        self.assertEqual((r.returncode, r.stderr), (0, b""))
+
     def test_tampered_template_is_not_used(self):
         # The empty filesystem every workspace is copied from is cached in the data directory.
         # One that someone else could have written is replaced, never mounted.
