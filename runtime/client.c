@@ -829,7 +829,12 @@ int nsbox_cli_cp(int argc, char **argv)
                                          : open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
                                                 0644);
         if (out < 0) {
-            nsbox_err_sys(&e, "cannot write %s", target);
+            size_t tl = strlen(target);
+            if (errno == EISDIR && tl && target[tl - 1] == '/') /* "DIR/" that does not exist */
+                nsbox_err_set(&e, NSBOX_E_SYS, ENOENT, "cannot write %s: no such directory",
+                              target);
+            else
+                nsbox_err_sys(&e, "cannot write %s", target);
             close(rfd);
             return fail(&e);
         }

@@ -158,6 +158,10 @@ class FilesTest(unittest.TestCase):
         self.assertFails(r, "/workspace/no/such/dir/x", "does not exist")
         r = self.nsbox("cp", f"{self.id}:/workspace", self.host("dir"))
         self.assertFails(r, "not a regular file")
+        self.sh("echo y > y")  # into a host directory that does not exist: said so, not EISDIR
+        r = self.nsbox("cp", f"{self.id}:y", self.host("absent") + "/")
+        self.assertFails(r, self.host("absent") + "/: no such directory")
+        self.assertFalse(os.path.exists(self.host("absent")))
 
     # ---- size and memory -------------------------------------------------------------------
 
