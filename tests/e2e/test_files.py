@@ -158,8 +158,8 @@ class FilesTest(unittest.TestCase):
         self.assertFails(r, "/workspace/no/such/dir/x", "does not exist")
         r = self.nsbox("cp", f"{self.id}:/workspace", self.host("dir"))
         self.assertFails(r, "not a regular file")
-        self.sh("echo y > y")  # into a host directory that does not exist: said so, not EISDIR
-        r = self.nsbox("cp", f"{self.id}:y", self.host("absent") + "/")
+        self.sh("echo y > cp-out-src")  # into a host directory that does not exist: not EISDIR
+        r = self.nsbox("cp", f"{self.id}:cp-out-src", self.host("absent") + "/")
         self.assertFails(r, self.host("absent") + "/: no such directory")
         self.assertFalse(os.path.exists(self.host("absent")))
 
