@@ -298,6 +298,8 @@ static int exec_with_tty(const char *id, cJSON *req)
     return exec_result(reply);
 }
 
+static int simple_call(const char *id, cJSON *req, cJSON **reply, struct nsbox_err *e);
+
 int nsbox_cli_exec(int argc, char **argv)
 {
     bool interactive = false, detach = false, tty = false;
@@ -421,8 +423,24 @@ int nsbox_cli_exec(int argc, char **argv)
     if (!detach || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
         return exec_result(reply);
     const cJSON *pid = cJSON_GetObjectItemCaseSensitive(reply, "pid");
-    printf("%d\n", cJSON_IsNumber(pid) ? pid->valueint : 0);
+    int p = cJSON_IsNumber(pid) ? pid->valueint : 0;
+    bool bounded = cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(reply, "timeout_ms"));
     cJSON_Delete(reply);
+    if (timeout_ms && !bounded) {
+        /* A supervisor of an older nsbox ignores start's timeout_ms: do not leave a process
+         * running without the bound it was asked for. */
+        cJSON *kreq = request("kill");
+        cJSON_AddNumberToObject(kreq, "pid", p);
+        cJSON_AddNumberToObject(kreq, "signal", SIGKILL);
+        if (simple_call(id, kreq, &reply, &e) == 0)
+            cJSON_Delete(reply);
+        nsbox_err_set(&e, NSBOX_E_INVALID, EOPNOTSUPP,
+                      "this sandbox's supervisor (an older nsbox) cannot bound a background "
+                      "process; it was stopped. Make a new sandbox, or bound it inside: "
+                      "timeout S CMD");
+        return fail(&e);
+    }
+    printf("%d\n", p);
     return 0;
 }
 

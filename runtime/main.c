@@ -134,10 +134,10 @@ static void note_root_workspace(const char *dir)
         (sb.st_uid != 0 && sb.st_gid != 0) || (sb.st_mode & S_IWOTH))
         return;
     fprintf(stderr,
-            "nsbox: note: --workspace %s is owned by root, which is never mapped into a sandbox: "
-            "the sandbox can write there only what others may (chown -R USER %s hands it over; "
-            "docs/workspace.md)\n",
-            dir, dir);
+            "nsbox: note: --workspace %s belongs to root (its %s is 0), which is never mapped into "
+            "a sandbox: the sandbox can write there only what others may (chown -R USER: %s hands "
+            "it to USER and USER's group; docs/workspace.md)\n",
+            dir, sb.st_uid == 0 ? "owner" : "group", dir);
 }
 
 static int parse_seconds(const char *s, uint64_t max, uint64_t *out)

@@ -32,6 +32,7 @@
 
 #define MAX_CLIENTS 64
 #define MAX_PROCS 256
+#define MAX_WAITS 48 /* connections that wait for a background process (of MAX_CLIENTS) */
 /* Kept per stream of a background process: the end of its output. Small enough that a `logs`
  * reply stays under the 1 MiB message limit even if every byte needs a \\uXXXX escape. */
 #define LOG_MAX (64u << 10)
@@ -137,6 +138,7 @@ struct proc {
     int client; /* index in clients[] waiting for the result (exec), -1 */
     char tag[65];
     int64_t deadline;
+    uint64_t timeout_ms;
     bool timed_out, oom_killed;
     uint64_t oom_before;
     char cmdline[256];
@@ -286,8 +288,17 @@ static void reply_wait(struct sup *S, int ci, const char *tag, const struct proc
     cJSON *r = nsbox_reply_ok(tag);
     cJSON_AddNumberToObject(r, "pid", p->pid);
     cJSON_AddNumberToObject(r, "exit_code", p->exit_code);
+    cJSON_AddBoolToObject(r, "timed_out", p->timed_out);
     cJSON_AddBoolToObject(r, "oom_killed", oom);
     send_reply(S, ci, r, NULL, 0);
+}
+
+static int waiters(const struct sup *S)
+{
+    int n = 0;
+    for (int i = 0; i < MAX_CLIENTS; i++)
+        n += S->clients[i].fd >= 0 && S->clients[i].waits >= 0;
+    return n;
 }
 
 static void free_proc(struct proc *p)
@@ -559,8 +570,10 @@ static void do_spawn(struct sup *S, int ci, const struct nsbox_request *rq, int 
     p->client = ci;
     p->running = true;
     p->oom_before = oom_kills(S); /* read after the spawn went out, while init forks */
-    if (rq->timeout_ms) /* exec --timeout, and exec -d --timeout (start's timeout_ms) */
+    if (rq->timeout_ms) { /* exec --timeout, and exec -d --timeout (start's timeout_ms) */
         p->deadline = nsbox_now_ms() + (int64_t)rq->timeout_ms;
+        p->timeout_ms = rq->timeout_ms;
+    }
     S->clients[ci].waiting = idx;
 }
 
@@ -648,12 +661,21 @@ static void do_inspect(struct sup *S, int ci, const char *tag)
     send_reply(S, ci, r, NULL, 0);
 }
 
+/* The process with that pid: the running one when an ended one had the pid before (the
+ * sandbox's pids wrap around). */
 static struct proc *proc_by_pid(struct sup *S, int pid)
 {
-    for (int i = 0; i < MAX_PROCS; i++)
-        if (S->procs[i].used && S->procs[i].spawned && S->procs[i].pid == pid)
-            return &S->procs[i];
-    return NULL;
+    struct proc *ended = NULL;
+    for (int i = 0; i < MAX_PROCS; i++) {
+        struct proc *p = &S->procs[i];
+        if (p->used && p->spawned && p->pid == pid) {
+            if (p->running)
+                return p;
+            if (!ended || p->seq > ended->seq)
+                ended = p;
+        }
+    }
+    return ended;
 }
 
 static void handle_request(struct sup *S, int ci, const char *buf, size_t len, int fds[3])
@@ -675,8 +697,8 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
     /* Only requests that need the sandbox to run wake it (and reset the idle timer); looking
      * at it (ping, inspect, ps, logs) does not. */
     if (rq.op != NSBOX_OP_PING && rq.op != NSBOX_OP_INSPECT && rq.op != NSBOX_OP_PS &&
-        rq.op != NSBOX_OP_LOGS && rq.op != NSBOX_OP_HOLD)
-        touch(S);
+        rq.op != NSBOX_OP_LOGS && rq.op != NSBOX_OP_HOLD && rq.op != NSBOX_OP_WAIT)
+        touch(S); /* a wait wakes it only to wait for a running process, below */
     switch (rq.op) {
     case NSBOX_OP_PING: {
         cJSON *r = nsbox_reply_ok(rq.tag);
@@ -689,7 +711,7 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
         break;
     case NSBOX_OP_EXEC:
     case NSBOX_OP_START:
-        if (S->clients[ci].waiting >= 0) {
+        if (S->clients[ci].waiting >= 0 || S->clients[ci].waits >= 0) {
             nsbox_err_set(&e, NSBOX_E_INVALID, EBUSY,
                           "this connection already waits for a command; open another one");
             reply_err(S, ci, rq.tag, &e);
@@ -757,8 +779,16 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
             reply_err(S, ci, rq.tag, &e);
         } else if (!p->running) {
             reply_wait(S, ci, rq.tag, p, p->oom_killed);
+        } else if (waiters(S) >= MAX_WAITS) {
+            /* Each wait holds a connection: keep some for everything else (rm included). */
+            nsbox_err_set(&e, NSBOX_E_INVALID, EBUSY,
+                          "too many waits at once (at most %d per sandbox); wait for fewer "
+                          "processes at a time", MAX_WAITS);
+            reply_err(S, ci, rq.tag, &e);
         } else {
-            /* The reply comes when it ends (on_agent's EXITED); the request's tag with it. */
+            /* The reply comes when it ends (on_agent's EXITED); the request's tag with it.
+             * A waiting client is a client at work: the sandbox wakes, and stays awake. */
+            touch(S);
             S->clients[ci].waits = (int)(p - S->procs);
             snprintf(S->clients[ci].wait_tag, sizeof S->clients[ci].wait_tag, "%s", rq.tag);
         }
@@ -841,6 +871,8 @@ static void on_agent(struct sup *S)
         if (p->background && ci >= 0) {
             cJSON *rep = nsbox_reply_ok(p->tag);
             cJSON_AddNumberToObject(rep, "pid", p->pid);
+            if (p->deadline) /* says the timeout was taken: an older supervisor ignored it */
+                cJSON_AddNumberToObject(rep, "timeout_ms", (double)p->timeout_ms);
             send_reply(S, ci, rep, NULL, 0);
             S->clients[ci].waiting = -1;
             p->client = -1;

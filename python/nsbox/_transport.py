@@ -1,5 +1,6 @@
 """The wire protocol of docs/protocol.md: 4-byte big-endian length + UTF-8 JSON over the
 sandbox's unix socket, descriptors as SCM_RIGHTS on the first byte of a message."""
+import asyncio
 import errno
 import json
 import os
@@ -160,13 +161,61 @@ class Connection:
 
     # ---- framing --------------------------------------------------------------------------
 
-    def send(self, obj, fds=()):
+    @staticmethod
+    def _frame(obj):
         body = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         if len(body) > PROTO_MAX:
             raise errors.InvalidRequest(
                 "request of %d bytes is larger than the protocol's %d" % (len(body), PROTO_MAX),
                 "invalid")
-        msg = struct.pack(">I", len(body)) + body
+        return struct.pack(">I", len(body)) + body
+
+    @staticmethod
+    def _reply(body):
+        try:
+            reply = json.loads(body.decode("utf-8"))
+        except ValueError:
+            raise errors.ProtocolError("unreadable reply from the supervisor") from None
+        if not isinstance(reply, dict):
+            raise errors.ProtocolError("unreadable reply from the supervisor")
+        return reply
+
+    async def acall_nofds(self, req):
+        """One request and its reply (no descriptors either way) on the running event loop:
+        nothing blocks, no thread is held while the supervisor takes its time (a wait).
+        Returns the reply dict, errors included; the caller closes the connection."""
+        loop = asyncio.get_running_loop()
+        self.sock.setblocking(False)
+        try:
+            await loop.sock_sendall(self.sock, self._frame(req))
+        except (BrokenPipeError, ConnectionResetError):
+            raise self._gone() from None
+
+        async def exact(n):
+            buf = bytearray()
+            while len(buf) < n:
+                try:
+                    data = await loop.sock_recv(self.sock, n - len(buf))
+                except ConnectionResetError:
+                    data = b""
+                if not data:
+                    return None
+                buf += data
+            return bytes(buf)
+
+        hdr = await exact(4)
+        if hdr is None:
+            raise self._gone()
+        (length,) = struct.unpack(">I", hdr)
+        if length == 0 or length > PROTO_MAX:
+            raise errors.ProtocolError("reply of %d bytes from the supervisor" % length)
+        body = await exact(length)
+        if body is None:
+            raise errors.ProtocolError("truncated reply from the supervisor")
+        return self._reply(body)
+
+    def send(self, obj, fds=()):
+        msg = self._frame(obj)
         try:
             if fds:
                 n = socket.send_fds(self.sock, [msg], list(fds))
@@ -209,12 +258,7 @@ class Connection:
             body, _ = self._recv_exact(length, False)
             if body is None:
                 raise errors.ProtocolError("truncated reply from the supervisor")
-            try:
-                reply = json.loads(body.decode("utf-8"))
-            except ValueError:
-                raise errors.ProtocolError("unreadable reply from the supervisor") from None
-            if not isinstance(reply, dict):
-                raise errors.ProtocolError("unreadable reply from the supervisor")
+            reply = self._reply(body)
         except BaseException:
             for fd in fds:
                 os.close(fd)

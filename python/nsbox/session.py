@@ -5,7 +5,6 @@ import math
 import os
 import socket
 import tempfile
-import threading
 import time
 
 from . import errors
@@ -89,59 +88,54 @@ _NO_WAIT_OP = object()
 
 class _Wait:
     """One wait for a background process's end, on a connection of its own: the supervisor
-    replies when the process ends ("wait", docs/protocol.md). cancel() (from any thread) ends
-    the wait, never the process."""
+    replies when the process ends ("wait", docs/protocol.md). Closing the connection (a
+    timeout, a cancelled coroutine) ends the wait, never the process."""
 
     def __init__(self, session, pid, timeout):
         self.session = session
         self.pid = pid
         self.timeout = timeout
-        self._conn = None
-        self._lock = threading.Lock()
-        self._cancelled = False
+        self.req = {"v": PROTO_VERSION, "op": "wait", "pid": int(pid)}
+        # at least 50 ms, so that wait(timeout=0) still gets an ended process's code
+        self.limit = None if timeout is None else max(float(timeout), 0.05)
 
-    def cancel(self):
-        with self._lock:
-            self._cancelled = True
-            c = self._conn
-            if c is not None and c.sock is not None:
-                try:
-                    c.sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked recv
-                except OSError:
-                    pass
+    def _timed_out(self):
+        return TimeoutError("process %d still running after %ss" % (self.pid, self.timeout))
+
+    def _code(self, reply):
+        """The exit code; _NO_WAIT_OP from a supervisor without the op (an older nsbox)."""
+        if not reply.get("ok"):
+            err = reply.get("error") if isinstance(reply.get("error"), dict) else {}
+            if err.get("code") == "invalid" and "unknown op" in str(err.get("message")):
+                return _NO_WAIT_OP
+            raise error_from_reply(reply, "wait")
+        code = reply.get("exit_code")
+        if not isinstance(code, int):
+            raise errors.ProtocolError("wait reply without an exit code")
+        return code
 
     def run(self):
-        """The exit code; _NO_WAIT_OP from a supervisor without the op (an older nsbox)."""
-        c = self.session._connect()
-        try:
-            with self._lock:
-                if self._cancelled:
-                    raise errors.SandboxError("the wait was cancelled", "cancelled")
-                self._conn = c
-            c.send({"v": PROTO_VERSION, "op": "wait", "pid": int(self.pid)})
-            if self.timeout is not None:
-                # at least 50 ms, so that wait(timeout=0) still gets an ended process's code
-                c.sock.settimeout(max(float(self.timeout), 0.05))
+        with self.session._connect() as c:
+            c.send(self.req)
+            if self.limit is not None:
+                c.sock.settimeout(self.limit)
             try:
                 reply, fds = c.recv()
             except (socket.timeout, TimeoutError):
-                raise TimeoutError("process %d still running after %ss"
-                                   % (self.pid, self.timeout)) from None
+                raise self._timed_out() from None
             for fd in fds:
                 os.close(fd)
-            if not reply.get("ok"):
-                err = reply.get("error") if isinstance(reply.get("error"), dict) else {}
-                if err.get("code") == "invalid" and "unknown op" in str(err.get("message")):
-                    return _NO_WAIT_OP
-                raise error_from_reply(reply, "wait")
-            code = reply.get("exit_code")
-            if not isinstance(code, int):
-                raise errors.ProtocolError("wait reply without an exit code")
-            return code
-        finally:
-            with self._lock:
-                self._conn = None
-            c.close()
+        return self._code(reply)
+
+    async def arun(self):
+        # On the event loop itself: a wait may last as long as a server runs, and a worker
+        # thread held that long would starve every other call of the session.
+        with self.session._connect() as c:
+            try:
+                reply = await asyncio.wait_for(c.acall_nofds(self.req), self.limit)
+            except asyncio.TimeoutError:
+                raise self._timed_out() from None
+        return self._code(reply)
 
 
 class Process:
@@ -278,6 +272,16 @@ class Session:
         pid = r.get("pid")
         if not isinstance(pid, int):
             raise errors.ProtocolError("start reply without a pid")
+        if ms and not isinstance(r.get("timeout_ms"), int):
+            # a supervisor of an older nsbox ignores the timeout: no process without its bound
+            try:
+                self.kill_process(pid, 9)
+            except errors.SandboxError:
+                pass
+            raise errors.OperationNotSupported(
+                "this sandbox's supervisor (an older nsbox) cannot bound a background process; "
+                "it was stopped. Make a new sandbox, or bound it inside: timeout S CMD",
+                "unsupported")
         return Process(self, pid, command if isinstance(command, str) else " ".join(command))
 
     def list_processes(self):
@@ -426,14 +430,7 @@ class AsyncProcess:
 
     async def wait(self, timeout=None, poll=0.05):
         end = None if timeout is None else time.monotonic() + timeout
-        job = _Wait(self._p.session, self.pid, timeout)
-        fut = asyncio.ensure_future(asyncio.to_thread(job.run))
-        try:
-            code = await asyncio.shield(fut)
-        except asyncio.CancelledError:
-            job.cancel()  # the wait ends; the process runs on
-            fut.add_done_callback(lambda f: f.cancelled() or f.exception())
-            raise
+        code = await _Wait(self._p.session, self.pid, timeout).arun()
         if code is not _NO_WAIT_OP:
             return code
         while True:

@@ -689,6 +689,24 @@ class Processes(AsyncClientTest):
             slow.kill(signal.SIGKILL)
             self.assertEqual(slow.wait(timeout=10), 128 + signal.SIGKILL)
 
+    async def test_async_waits_hold_no_worker_thread(self):
+        # An agent that awaits several long-running processes must still be able to call the
+        # sandbox: waits run on the event loop, not in the (small) default thread pool.
+        async with self.box().session() as sb:
+            procs = [await sb.start_process(["sleep", "60"]) for _ in range(12)]
+            tasks = [asyncio.ensure_future(p.wait()) for p in procs]
+            await asyncio.sleep(0.3)
+            r = await asyncio.wait_for(sb.execute("echo hi"), 20)
+            self.assertEqual(r.stdout, "hi\n")
+            self.assertFalse(any(t.done() for t in tasks))
+            await procs[0].kill(signal.SIGKILL)
+            self.assertEqual(await asyncio.wait_for(tasks[0], 20), 128 + signal.SIGKILL)
+            for t in tasks[1:]:
+                t.cancel()
+            await asyncio.gather(*tasks[1:], return_exceptions=True)
+            for p in procs[1:]:
+                await p.kill(signal.SIGKILL)
+
     async def test_start_process_timeout(self):
         async with self.box().session() as sb:
             p = await sb.start_process("sleep 30 & sleep 31", timeout=0.5)

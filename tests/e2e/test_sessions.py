@@ -571,6 +571,39 @@ class HostileRequests(SessionTest):
             buf += chunk
         return buf
 
+    def test_waits_are_bounded_and_leave_room_for_others(self):
+        # Each wait holds a connection: at most 48 at once, so that rm, ps and exec still
+        # reach the supervisor (64 connections). A wait and an exec never share a connection.
+        sid = self.create()
+        pid = self.nsbox("exec", "-d", sid, "--", "sleep", "100").stdout.decode().strip()
+        req = json.dumps({"v": 1, "op": "wait", "pid": int(pid)}).encode()
+        waits = []
+        try:
+            for _ in range(48):
+                s = self.connect(sid)
+                waits.append(s)
+                s.sendall(struct.pack(">I", len(req)) + req)
+            time.sleep(0.3)  # all of them registered
+            extra = self.connect(sid)
+            waits.append(extra)
+            r = self.call(extra, req)
+            self.assertFalse(r["ok"])
+            self.assertIn("too many waits at once (at most 48", r["error"]["message"])
+            ps = self.nsbox("ps", sid)
+            self.assertRegex(ps.stdout.decode(), rf"(?m)^{pid}\s+running")
+            r = self.call(waits[0], json.dumps({"v": 1, "op": "exec", "argv": ["true"]}).encode())
+            self.assertFalse(r["ok"])
+            self.assertIn("already waits", r["error"]["message"])
+            self.assertEqual(self.nsbox("kill", sid, pid, "KILL").returncode, 0)
+            for s in waits[1:48]:  # every waiter hears of the end
+                n = struct.unpack(">I", self.recv_exact(s, 4))[0]
+                r = json.loads(self.recv_exact(s, n))
+                self.assertEqual((r["ok"], r["exit_code"], r["timed_out"]), (True, 137, False))
+        finally:
+            for s in waits:
+                s.close()
+        self.assertEqual(self.nsbox("rm", sid).returncode, 0)
+
     def test_socket_is_owner_only(self):
         sid = self.create()
         self.assertEqual(os.stat(self.socket_path(sid)).st_mode & 0o777, 0o600)
