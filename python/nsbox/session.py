@@ -3,13 +3,15 @@ in worker threads so that the event loop never blocks)."""
 import asyncio
 import math
 import os
+import shutil
 import socket
+import subprocess
 import tempfile
 import time
 
 from . import errors
 from ._exec import ExecJob
-from ._transport import PROTO_VERSION, Connection, error_from_reply
+from ._transport import SUPERVISOR_GONE, PROTO_VERSION, Connection, error_from_reply
 from .models import FileInfo, ProcessInfo, ProcessLogs
 
 WORKSPACE = "/workspace"
@@ -394,7 +396,11 @@ class Session:
                 c = self._connect()
             c.call("delete")
             c.wait_hangup(5)
-        except (errors.SandboxDeletedError, errors.SandboxNotFound):
+        except errors.SandboxDeletedError as e:
+            if SUPERVISOR_GONE in str(e):
+                self._gc()  # its supervisor was killed: remove what it left, as nsbox rm does
+            return
+        except errors.SandboxNotFound:
             return
         finally:
             if c is not None:
@@ -406,6 +412,19 @@ class Session:
             time.sleep(0.005)
 
     close = delete
+
+    def _gc(self):
+        """Best effort: `nsbox gc` with this session's binary and environment."""
+        opts = self.options
+        try:
+            env = opts._env() if opts is not None else dict(os.environ)
+            binary = opts._binary(env) if opts is not None else (
+                env.get("NSBOX_BIN") or shutil.which("nsbox", path=env.get("PATH")))
+            if binary:
+                subprocess.run([binary, "gc"], env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+        except (OSError, errors.SandboxError, subprocess.SubprocessError):
+            pass
 
     def __repr__(self):
         return "<nsbox.Session %s>" % self.id

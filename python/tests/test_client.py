@@ -438,11 +438,12 @@ class OptionsAndErrors(ClientTest):
         with self.assertRaises(nsbox.SandboxDeletedError) as cm:
             sb.execute("true")
         self.assertIn("its supervisor ended without removing it", str(cm.exception))
-        subprocess.run([NSBOX, "gc"], env=self.dirs.env(), check=True)
+        self.assertEqual(self.dirs.live_sandboxes(), [sb.id])  # its state, until a gc
+        sb.delete()  # idempotent, and it removes what the supervisor left (nsbox gc)
+        self.assertEqual(self.dirs.live_sandboxes(), [])
         with self.assertRaises(nsbox.SandboxDeletedError) as cm:  # gc recorded why
             sb.execute("true")
         self.assertIn("its supervisor ended without removing it", str(cm.exception))
-        sb.delete()  # idempotent
 
     def test_killed_client_takes_its_sandbox_along(self):
         # A cancelled CI job: the process inside `with box.open()` is SIGKILLed, no cleanup code
