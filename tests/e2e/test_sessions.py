@@ -186,9 +186,7 @@ class Lifecycle(SessionTest):
         sid = self.create()
         pid = self.nsbox("exec", "-d", sid, "--", "sh", "-c", "sleep 0.5; exit 7").stdout
         pid = pid.decode().strip()
-        t = time.monotonic()
-        self.assertEqual(self.nsbox("wait", sid, pid).returncode, 7)  # its exit code is ours
-        self.assertGreater(time.monotonic() - t, 0.3)
+        self.assertEqual(self.nsbox("wait", sid, pid).returncode, 7)  # its exit code: it ended
         self.assertEqual(self.nsbox("wait", "--timeout", "0", sid, pid).returncode, 7)  # ended
         slow = self.nsbox("exec", "-d", sid, "--", "sleep", "60").stdout.decode().strip()
         t = time.monotonic()
@@ -247,9 +245,9 @@ class Lifecycle(SessionTest):
     def test_wait_keeps_the_sandbox_awake(self):
         # A client waiting for a process is a client at work: the idle timer must not freeze
         # the process it waits for (it would never end).
-        sid = self.create("--idle-timeout", "1")
-        pid = self.nsbox("exec", "-d", sid, "--", "sh", "-c", "sleep 2.5; exit 4").stdout
-        r = self.nsbox("wait", "--timeout", "20", sid, pid.decode().strip())
+        sid = self.create("--idle-timeout", "2")
+        pid = self.nsbox("exec", "-d", sid, "--", "sh", "-c", "sleep 5; exit 4").stdout
+        r = self.nsbox("wait", "--timeout", "30", sid, pid.decode().strip())
         self.assertEqual(r.returncode, 4, r.stderr)
         self.assertEqual(self.inspect(sid)["sleeps"], 0)
 
@@ -583,7 +581,8 @@ class HostileRequests(SessionTest):
                 s = self.connect(sid)
                 waits.append(s)
                 s.sendall(struct.pack(">I", len(req)) + req)
-            time.sleep(0.3)  # all of them registered
+            # the supervisor reads each request in the poll round after its accept, in the
+            # order of the accepts: the 49th comes after the 48 before it
             extra = self.connect(sid)
             waits.append(extra)
             r = self.call(extra, req)
