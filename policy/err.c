@@ -95,6 +95,7 @@ const char *nsbox_errcode_name(int code)
     case NSBOX_E_TIMEOUT: return "timeout";
     case NSBOX_E_DELETED: return "deleted";
     case NSBOX_E_EXEC: return "exec";
+    case NSBOX_E_NOSPACE: return "no_space";
     }
     return "unknown";
 }

@@ -128,7 +128,7 @@ static int fail_named(struct nsbox_err *e, int err, const char *verb, const char
         return nsbox_err_set(e, NSBOX_E_INVALID, err, "%s %s: invalid argument", verb, disp);
     case ENOSPC:
     case EDQUOT:
-        return nsbox_err_set(e, NSBOX_E_SYS, err, "%s %s: the workspace's disk is full", verb,
+        return nsbox_err_set(e, NSBOX_E_NOSPACE, err, "%s %s: the workspace's disk is full", verb,
                              disp);
     case EAGAIN:
         return nsbox_err_set(e, NSBOX_E_SYS, err,

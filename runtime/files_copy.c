@@ -27,7 +27,7 @@
 static int copy_err(struct nsbox_err *e, int err, const char *what)
 {
     if (err == ENOSPC || err == EDQUOT)
-        return nsbox_err_set(e, NSBOX_E_SYS, err, "the workspace's disk is full");
+        return nsbox_err_set(e, NSBOX_E_NOSPACE, err, "the workspace's disk is full");
     return nsbox_err_set(e, err == ENOMEM ? NSBOX_E_NOMEM : NSBOX_E_SYS, err, "%s: %s", what,
                          strerror(err));
 }

@@ -454,7 +454,7 @@ static const char *const wire_codes[] = {
     [NSBOX_OK] = "ok",         [NSBOX_E_INVALID] = "invalid",   [NSBOX_E_SYS] = "system",
     [NSBOX_E_UNSUPPORTED] = "unsupported", [NSBOX_E_POLICY] = "policy",
     [NSBOX_E_NOTFOUND] = "not_found", [NSBOX_E_NOMEM] = "system", [NSBOX_E_TIMEOUT] = "timeout",
-    [NSBOX_E_DELETED] = "deleted", [NSBOX_E_EXEC] = "exec",
+    [NSBOX_E_DELETED] = "deleted", [NSBOX_E_EXEC] = "exec",       [NSBOX_E_NOSPACE] = "no_space",
 };
 
 const char *nsbox_errcode_wire(int code)

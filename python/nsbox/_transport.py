@@ -80,6 +80,8 @@ def error_from_reply(reply, op=None, path=None):
         return errors.SandboxNotFound(msg, code)
     if code == "invalid":
         return errors.InvalidRequest(msg, code)
+    if code == "no_space":
+        return errors.SandboxDiskFullError(msg, code, path)
     if code == "unsupported":
         return errors.OperationNotSupported(msg, code)
     if code == "exec":

@@ -3,8 +3,9 @@
 Every error the client raises on behalf of nsbox is a SandboxError. The message is the runtime's
 own text, passed through unchanged (the client does not keep a second copy of the rules), and
 `code` is the wire protocol's error code (`invalid`, `not_found`, `deleted`, `timeout`,
-`unsupported`, `policy`, `system`, `exec`) when there is one.
+`unsupported`, `policy`, `system`, `exec`, `no_space`) when there is one.
 """
+import errno
 
 
 class SandboxError(Exception):
@@ -72,6 +73,20 @@ class SandboxFileNotFoundError(SandboxError, FileNotFoundError):
 
     def __init__(self, message, code="not_found", path=None):
         SandboxError.__init__(self, message, code)
+        self.filename = path
+
+    def __str__(self):
+        return self.message
+
+
+class SandboxDiskFullError(SandboxError, OSError):
+    """A file operation ran out of room: the workspace's disk (its bytes or its inodes) is
+    full. Also an OSError with errno ENOSPC, as a full local disk gives."""
+
+    def __init__(self, message, code="no_space", path=None):
+        SandboxError.__init__(self, message, code)
+        self.errno = errno.ENOSPC
+        self.strerror = message
         self.filename = path
 
     def __str__(self):

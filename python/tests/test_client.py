@@ -9,6 +9,7 @@ ctest runs them through tests/e2e/test_python_client.py. Each test class works i
 and cache directories, and every test checks that it left no sandbox behind.
 """
 import asyncio
+import errno
 import os
 import shutil
 import signal
@@ -791,6 +792,18 @@ class Files(AsyncClientTest):
             self.assertFalse(await sb.exists("a.txt"))
             await sb.remove("d", recursive=True)
             self.assertFalse(await sb.exists("d"))
+
+    def test_a_full_disk_is_an_oserror_enospc(self):
+        with self.box().open() as sb:
+            sb.execute("fallocate -l $(df --output=avail -B1 /workspace | tail -1) fill "
+                       "2>/dev/null; dd if=/dev/zero of=fill2 bs=1M 2>/dev/null; true")
+            with self.assertRaises(nsbox.SandboxDiskFullError) as cm:
+                sb.write_file("big.bin", b"x" * (4 << 20))
+            e = cm.exception
+            self.assertIsInstance(e, OSError)
+            self.assertEqual((e.errno, e.code, e.filename), (errno.ENOSPC, "no_space", "big.bin"))
+            self.assertIn("the workspace's disk is full", str(e))
+            self.assertNotIn("big.bin", [f.name for f in sb.list_files()])  # nothing half-made
 
     def test_missing_file_is_a_file_not_found_error(self):
         with self.box().open() as sb:

@@ -65,6 +65,27 @@ static void test_wait_takes_a_pid(void **state)
     nsbox_request_free(&rq);
 }
 
+/* every error code has its wire name, and the name reads back as the code (no_memory is said
+ * as system on the wire, by design) */
+static void test_error_codes_on_the_wire(void **state)
+{
+    (void)state;
+    static const struct {
+        int code;
+        const char *wire;
+    } cases[] = {
+        {NSBOX_E_INVALID, "invalid"},   {NSBOX_E_SYS, "system"},       {NSBOX_E_UNSUPPORTED, "unsupported"},
+        {NSBOX_E_POLICY, "policy"},     {NSBOX_E_NOTFOUND, "not_found"}, {NSBOX_E_TIMEOUT, "timeout"},
+        {NSBOX_E_DELETED, "deleted"},   {NSBOX_E_EXEC, "exec"},        {NSBOX_E_NOSPACE, "no_space"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_string_equal(nsbox_errcode_wire(cases[i].code), cases[i].wire);
+        assert_int_equal(nsbox_errcode_from_wire(cases[i].wire), cases[i].code);
+    }
+    assert_string_equal(nsbox_errcode_wire(NSBOX_E_NOMEM), "system");
+    assert_string_equal(nsbox_errcode_wire(999), "system");
+}
+
 static void test_cmd_becomes_sh_c(void **state)
 {
     struct nsbox_request rq;
@@ -155,6 +176,7 @@ int main(void)
         cmocka_unit_test(test_run_is_not_a_control_op),
         cmocka_unit_test(test_cmd_becomes_sh_c),
         cmocka_unit_test(test_wait_takes_a_pid),
+        cmocka_unit_test(test_error_codes_on_the_wire),
         cmocka_unit_test(test_errors_name_the_field),
         cmocka_unit_test(test_buffer_not_read_past_length),
         cmocka_unit_test(test_limits),
