@@ -210,6 +210,20 @@ class Lifecycle(SessionTest):
         self.assertEqual(self.nsbox("kill", sid, slow, "KILL").returncode, 0)
         self.assertEqual(self.nsbox("wait", "--timeout", "10", sid, slow).returncode, 137)
 
+    def test_wait_for_an_ended_process_lets_the_sandbox_sleep(self):
+        # Like ps and logs, asking about a process that has ended does not wake the sandbox;
+        # only a wait that has to wait does.
+        sid = self.create("--idle-timeout", "1")
+        pid = self.nsbox("exec", "-d", sid, "--", "sh", "-c", "exit 3").stdout.decode().strip()
+        deadline = time.monotonic() + 10
+        while self.inspect(sid)["state"] != "sleeping" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        self.assertEqual(self.inspect(sid)["state"], "sleeping")
+        self.assertEqual(self.nsbox("wait", "--timeout", "5", sid, pid).returncode, 3)
+        info = self.inspect(sid)
+        self.assertEqual((info["state"], info["sleeps"]), ("sleeping", 1))
+        self.assertNotIn("last_wake_us", info)  # never woken
+
     def test_background_timeout_kills_its_tree(self):
         sid = self.create()
         pid = self.nsbox("exec", "-d", "--timeout", "1", sid, "--", "sh", "-c",
