@@ -334,13 +334,10 @@ int nsbox_cli_exec(int argc, char **argv)
                 cJSON_DeleteItemFromObjectCaseSensitive(env, key);
                 cJSON_AddStringToObject(env, key, eq + 1);
             } else {
-                char *end;
-                double s = strtod(v, &end);
-                if (*end || end == v || !(s >= 0 && s <= 365 * 86400.0)) { /* NaN too */
+                if (nsbox_parse_seconds(v, 365 * 86400, &timeout_ms) < 0) {
                     cJSON_Delete(env);
                     return usage("--timeout needs a number of seconds");
                 }
-                timeout_ms = (uint64_t)(s * 1000 + 0.5);
             }
         } else {
             cJSON_Delete(env);
@@ -618,9 +615,8 @@ int nsbox_cli_kill(int argc, char **argv)
 {
     if (argc < 3 || argc > 4)
         return usage("kill needs a sandbox id, a pid and optionally a signal (number or name)");
-    char *end;
-    long pid = strtol(argv[2], &end, 10);
-    if (!*argv[2] || *end || pid < 2)
+    long pid = nsbox_parse_pid(argv[2]);
+    if (pid < 0)
         return usage("kill needs a process id (as nsbox ps shows it)");
     int sig = argc == 4 ? parse_signal(argv[3]) : SIGTERM;
     if (sig < 0)
@@ -639,9 +635,8 @@ int nsbox_cli_logs(int argc, char **argv)
 {
     if (argc != 3)
         return usage("logs needs a sandbox id and a pid");
-    char *end;
-    long pid = strtol(argv[2], &end, 10);
-    if (!*argv[2] || *end || pid < 2 || pid > (1 << 22))
+    long pid = nsbox_parse_pid(argv[2]);
+    if (pid < 0)
         return usage("logs needs a process id (as nsbox exec -d printed it, or nsbox ps shows it)");
     struct nsbox_err e = {0};
     cJSON *req = request("logs"), *reply;
@@ -660,20 +655,18 @@ int nsbox_cli_wait(int argc, char **argv)
 {
     int i = 1, timeout_ms = -1;
     if (i + 1 < argc && !strcmp(argv[i], "--timeout")) {
-        char *end;
-        double s = strtod(argv[i + 1], &end);
-        if (*end || end == argv[i + 1] || !(s >= 0 && s <= 86400.0 * 24))
+        uint64_t ms;
+        if (nsbox_parse_seconds(argv[i + 1], 24 * 86400, &ms) < 0) /* poll's int: < 24.8 days */
             return usage("wait: --timeout needs a number of seconds (at most 24 days)");
         /* at least 50 ms: time for the answer about a process that has already ended */
-        timeout_ms = s < 0.05 ? 50 : (int)(s * 1000 + 0.5);
+        timeout_ms = ms < 50 ? 50 : (int)ms;
         i += 2;
     }
     if (argc - i != 2)
         return usage("wait needs a sandbox id and a pid: nsbox wait [--timeout S] ID PID");
     const char *id = argv[i];
-    char *end;
-    long pid = strtol(argv[i + 1], &end, 10);
-    if (!*argv[i + 1] || *end || pid < 2 || pid > (1 << 22))
+    long pid = nsbox_parse_pid(argv[i + 1]);
+    if (pid < 0)
         return usage("wait needs a process id (as nsbox exec -d printed it, or nsbox ps shows it)");
     struct nsbox_err e = {0};
     cleanup_close int sock = nsbox_session_connect(id, &e);

@@ -14,6 +14,7 @@
 #include "pool.h"
 #include "proto.h"
 #include "client.h"
+#include "util.h"
 #include "warmpool.h"
 
 #include <errno.h>
@@ -140,17 +141,6 @@ static void note_root_workspace(const char *dir)
             dir, sb.st_uid == 0 ? "owner" : "group", dir);
 }
 
-static int parse_seconds(const char *s, uint64_t max, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= 0 && v <= (double)max)) /* NaN fails both */
-        return -1;
-    *out = (uint64_t)(v * 1000.0 + 0.5);
-    return 0;
-}
-
 struct flag_map {
     const char *flag, *key;
 };
@@ -253,7 +243,7 @@ static int parse_options(int argc, char **argv, struct nsbox_spec *spec,
             if (nsbox_spec_set(spec, "setup_script", script, e) < 0)
                 return -1;
         } else if (run_opts && !strcmp(name, "--timeout")) {
-            if (parse_seconds(val, 365 * 86400, &run_opts->timeout_ms) < 0) {
+            if (nsbox_parse_seconds(val, 365 * 86400, &run_opts->timeout_ms) < 0) {
                 usage_error("--timeout needs a number of seconds, not '%s'", val);
                 return -2;
             }

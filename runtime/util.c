@@ -20,6 +20,25 @@ int64_t nsbox_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int nsbox_parse_seconds(const char *s, uint64_t max_s, uint64_t *ms)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= 0 && v <= (double)max_s)) /* NaN fails both */
+        return -1;
+    *ms = (uint64_t)(v * 1000.0 + 0.5);
+    return 0;
+}
+
+long nsbox_parse_pid(const char *s)
+{
+    char *end;
+    errno = 0;
+    long pid = strtol(s, &end, 10);
+    return !*s || *end || errno || pid < 2 || pid > (1L << 22) ? -1 : pid;
+}
+
 void nsbox_reset_signals(void)
 {
     struct sigaction dfl = {.sa_handler = SIG_DFL};

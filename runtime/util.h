@@ -45,6 +45,11 @@ void nsbox_close_fds_except(int keep);
 
 /* CLOCK_MONOTONIC in milliseconds. */
 int64_t nsbox_now_ms(void);
+/* A command line's number of seconds (decimals allowed), 0 to max_s, as milliseconds (rounded).
+ * -1 for anything else: empty, trailing text, negative, too large, NaN. */
+int nsbox_parse_seconds(const char *s, uint64_t max_s, uint64_t *ms);
+/* A command line's process id (of a sandbox's process): 2 to 2^22, else -1. */
+long nsbox_parse_pid(const char *s);
 /* A time (a clock's reading, a file's st_mtim) in nanoseconds. */
 static inline int64_t nsbox_timespec_ns(const struct timespec *t)
 {

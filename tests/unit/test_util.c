@@ -1,0 +1,50 @@
+/* Command-line numbers shared by run, exec, wait, kill and logs (runtime/util.h). */
+#include "util.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+static void test_seconds(void **state)
+{
+    (void)state;
+    uint64_t ms = 7;
+    assert_int_equal(nsbox_parse_seconds("1.5", 10, &ms), 0);
+    assert_int_equal(ms, 1500);
+    assert_int_equal(nsbox_parse_seconds("0", 10, &ms), 0);
+    assert_int_equal(ms, 0);
+    assert_int_equal(nsbox_parse_seconds("0.0004", 10, &ms), 0);
+    assert_int_equal(ms, 0);
+    assert_int_equal(nsbox_parse_seconds("10", 10, &ms), 0);
+    assert_int_equal(ms, 10000);
+    static const char *const bad[] = {"", "nan", "NaN", "inf", "-1", "-0.5", "1x", " ", "10.001",
+                                      "1e400"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ms = 7;
+        assert_int_equal(nsbox_parse_seconds(bad[i], 10, &ms), -1);
+        assert_int_equal(ms, 7); /* untouched */
+    }
+}
+
+static void test_pid(void **state)
+{
+    (void)state;
+    assert_int_equal(nsbox_parse_pid("2"), 2);
+    assert_int_equal(nsbox_parse_pid("4194304"), 4194304);
+    static const char *const bad[] = {"", "1", "0", "-5", "12x", "x12", "4194305",
+                                      "99999999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(nsbox_parse_pid(bad[i]), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_seconds),
+        cmocka_unit_test(test_pid),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
