@@ -283,14 +283,32 @@ static void close_client(struct sup *S, int ci)
 }
 
 /* The reply to a wait: how the background process ended. */
-static void reply_wait(struct sup *S, int ci, const char *tag, const struct proc *p, bool oom)
+static void reply_wait(struct sup *S, int ci, const char *tag, const struct proc *p)
 {
     cJSON *r = nsbox_reply_ok(tag);
     cJSON_AddNumberToObject(r, "pid", p->pid);
     cJSON_AddNumberToObject(r, "exit_code", p->exit_code);
     cJSON_AddBoolToObject(r, "timed_out", p->timed_out);
-    cJSON_AddBoolToObject(r, "oom_killed", oom);
+    cJSON_AddBoolToObject(r, "oom_killed", p->oom_killed);
     send_reply(S, ci, r, NULL, 0);
+}
+
+/* A connection waits for one thing at a time: a command (exec, start) or a process's end. */
+static bool client_waits(const struct client *c)
+{
+    return c->waiting >= 0 || c->waits >= 0;
+}
+
+/* Refuse a second thing to wait for on connection ci; true when refused. */
+static bool refuse_if_waiting(struct sup *S, int ci, const char *tag)
+{
+    if (!client_waits(&S->clients[ci]))
+        return false;
+    struct nsbox_err e;
+    nsbox_err_set(&e, NSBOX_E_INVALID, EBUSY,
+                  "this connection already waits for a command; open another one");
+    reply_err(S, ci, tag, &e);
+    return true;
 }
 
 static int waiters(const struct sup *S)
@@ -711,13 +729,8 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
         break;
     case NSBOX_OP_EXEC:
     case NSBOX_OP_START:
-        if (S->clients[ci].waiting >= 0 || S->clients[ci].waits >= 0) {
-            nsbox_err_set(&e, NSBOX_E_INVALID, EBUSY,
-                          "this connection already waits for a command; open another one");
-            reply_err(S, ci, rq.tag, &e);
-            break;
-        }
-        do_spawn(S, ci, &rq, fds, rq.op == NSBOX_OP_START);
+        if (!refuse_if_waiting(S, ci, rq.tag))
+            do_spawn(S, ci, &rq, fds, rq.op == NSBOX_OP_START);
         break;
     case NSBOX_OP_PS: {
         cJSON *r = nsbox_reply_ok(rq.tag);
@@ -773,25 +786,27 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
         if (!p || !p->background) {
             nsbox_err_set(&e, NSBOX_E_NOTFOUND, ESRCH, "no background process %d", rq.pid);
             reply_err(S, ci, rq.tag, &e);
-        } else if (S->clients[ci].waiting >= 0 || S->clients[ci].waits >= 0) {
-            nsbox_err_set(&e, NSBOX_E_INVALID, EBUSY,
-                          "this connection already waits for a command; open another one");
-            reply_err(S, ci, rq.tag, &e);
-        } else if (!p->running) {
-            reply_wait(S, ci, rq.tag, p, p->oom_killed);
-        } else if (waiters(S) >= MAX_WAITS) {
+            break;
+        }
+        if (refuse_if_waiting(S, ci, rq.tag))
+            break;
+        if (!p->running) {
+            reply_wait(S, ci, rq.tag, p);
+            break;
+        }
+        if (waiters(S) >= MAX_WAITS) {
             /* Each wait holds a connection: keep some for everything else (rm included). */
             nsbox_err_set(&e, NSBOX_E_INVALID, EBUSY,
                           "too many waits at once (at most %d per sandbox); wait for fewer "
                           "processes at a time", MAX_WAITS);
             reply_err(S, ci, rq.tag, &e);
-        } else {
-            /* The reply comes when it ends (on_agent's EXITED); the request's tag with it.
-             * A waiting client is a client at work: the sandbox wakes, and stays awake. */
-            touch(S);
-            S->clients[ci].waits = (int)(p - S->procs);
-            snprintf(S->clients[ci].wait_tag, sizeof S->clients[ci].wait_tag, "%s", rq.tag);
+            break;
         }
+        /* The reply comes when it ends (on_agent's EXITED); the request's tag with it. A
+         * waiting client is a client at work: the sandbox wakes, and stays awake. */
+        touch(S);
+        S->clients[ci].waits = (int)(p - S->procs);
+        snprintf(S->clients[ci].wait_tag, sizeof S->clients[ci].wait_tag, "%s", rq.tag);
         break;
     }
     case NSBOX_OP_HOLD:
@@ -912,7 +927,7 @@ static void on_agent(struct sup *S)
         for (int i = 0; i < MAX_CLIENTS; i++)
             if (S->clients[i].fd >= 0 && S->clients[i].waits == idx) {
                 S->clients[i].waits = -1;
-                reply_wait(S, i, S->clients[i].wait_tag, p, oom);
+                reply_wait(S, i, S->clients[i].wait_tag, p);
             }
     }
     if (!p->background)
@@ -1007,7 +1022,7 @@ static int next_timeout(struct sup *S, int64_t now)
 static bool busy(struct sup *S)
 {
     for (int i = 0; i < MAX_CLIENTS; i++)
-        if (S->clients[i].fd >= 0 && (S->clients[i].waiting >= 0 || S->clients[i].waits >= 0))
+        if (S->clients[i].fd >= 0 && client_waits(&S->clients[i]))
             return true; /* a command's client, or one waiting for a background process */
     return false;
 }
