@@ -450,25 +450,20 @@ cJSON *nsbox_reply_ok(const char *tag)
     return o;
 }
 
-static const char *const wire_codes[] = {
-    [NSBOX_OK] = "ok",         [NSBOX_E_INVALID] = "invalid",   [NSBOX_E_SYS] = "system",
-    [NSBOX_E_UNSUPPORTED] = "unsupported", [NSBOX_E_POLICY] = "policy",
-    [NSBOX_E_NOTFOUND] = "not_found", [NSBOX_E_NOMEM] = "system", [NSBOX_E_TIMEOUT] = "timeout",
-    [NSBOX_E_DELETED] = "deleted", [NSBOX_E_EXEC] = "exec",       [NSBOX_E_NOSPACE] = "no_space",
-};
-
+/* The wire's names are nsbox_errcode_name's (policy/err.c, the one list), except that running
+ * out of memory is said as "system". */
 const char *nsbox_errcode_wire(int code)
 {
-    return code >= 0 && (size_t)code < NSBOX_ARRAY_LEN(wire_codes) && wire_codes[code]
-               ? wire_codes[code]
-               : "system";
+    const char *name = code == NSBOX_E_NOMEM ? "system" : nsbox_errcode_name(code);
+    return strcmp(name, "unknown") ? name : "system";
 }
 
 int nsbox_errcode_from_wire(const char *s)
 {
-    for (size_t i = 0; s && i < NSBOX_ARRAY_LEN(wire_codes); i++)
-        if (wire_codes[i] && !strcmp(wire_codes[i], s))
-            return (int)i;
+    /* the codes are 0, 1, 2, ...: the first without a name ends them */
+    for (int code = 0; s && strcmp(nsbox_errcode_name(code), "unknown"); code++)
+        if (code != NSBOX_E_NOMEM && !strcmp(nsbox_errcode_name(code), s))
+            return code;
     return NSBOX_E_SYS;
 }
 
