@@ -4,6 +4,7 @@ import asyncio
 import errno
 import json
 import os
+import shutil
 import socket
 import struct
 import time
@@ -19,6 +20,12 @@ _NOT_FOUND_FILE_OPS = {"read", "write", "list", "stat", "remove", "mkdir"}
 
 # runtime/state.h NSBOX_TOMB_SUPERVISOR_GONE
 SUPERVISOR_GONE = "deleted because its supervisor ended without removing it (killed or crashed)"
+
+
+def find_binary(binary, env):
+    """The nsbox binary to run: the one given, else $NSBOX_BIN, else nsbox on env's PATH;
+    None when there is none."""
+    return binary or env.get("NSBOX_BIN") or shutil.which("nsbox", path=env.get("PATH"))
 
 
 def runtime_dir(env):
@@ -173,6 +180,13 @@ class Connection:
         return struct.pack(">I", len(body)) + body
 
     @staticmethod
+    def _length(hdr):
+        (length,) = struct.unpack(">I", hdr)
+        if length == 0 or length > PROTO_MAX:
+            raise errors.ProtocolError("reply of %d bytes from the supervisor" % length)
+        return length
+
+    @staticmethod
     def _reply(body):
         try:
             reply = json.loads(body.decode("utf-8"))
@@ -208,10 +222,7 @@ class Connection:
         hdr = await exact(4)
         if hdr is None:
             raise self._gone()
-        (length,) = struct.unpack(">I", hdr)
-        if length == 0 or length > PROTO_MAX:
-            raise errors.ProtocolError("reply of %d bytes from the supervisor" % length)
-        body = await exact(length)
+        body = await exact(self._length(hdr))
         if body is None:
             raise errors.ProtocolError("truncated reply from the supervisor")
         return self._reply(body)
@@ -253,11 +264,8 @@ class Connection:
             raise self._gone() from None
         if hdr is None:
             raise self._gone()
-        (length,) = struct.unpack(">I", hdr)
         try:
-            if length == 0 or length > PROTO_MAX:
-                raise errors.ProtocolError("reply of %d bytes from the supervisor" % length)
-            body, _ = self._recv_exact(length, False)
+            body, _ = self._recv_exact(self._length(hdr), False)
             if body is None:
                 raise errors.ProtocolError("truncated reply from the supervisor")
             reply = self._reply(body)

@@ -6,13 +6,12 @@ import inspect
 import json
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import threading
 
 from . import errors
-from ._transport import runtime_dir
+from ._transport import find_binary, runtime_dir
 from .models import EgressPolicy, HookContext, Network
 from .session import AsyncSession, Session
 
@@ -120,7 +119,7 @@ class LocalSandbox:
         return dict(os.environ if self.nsbox_env is None else self.nsbox_env)
 
     def _binary(self, env):
-        b = self.binary or env.get("NSBOX_BIN") or shutil.which("nsbox", path=env.get("PATH"))
+        b = find_binary(self.binary, env)
         if not b:
             raise errors.SandboxCreationError(
                 "the nsbox binary was not found: install nsbox, put it on PATH, or set "

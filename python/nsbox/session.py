@@ -3,7 +3,6 @@ in worker threads so that the event loop never blocks)."""
 import asyncio
 import math
 import os
-import shutil
 import socket
 import subprocess
 import tempfile
@@ -11,7 +10,8 @@ import time
 
 from . import errors
 from ._exec import ExecJob
-from ._transport import SUPERVISOR_GONE, PROTO_VERSION, Connection, error_from_reply
+from ._transport import (SUPERVISOR_GONE, PROTO_VERSION, Connection, error_from_reply,
+                         find_binary)
 from .models import FileInfo, ProcessInfo, ProcessLogs
 
 WORKSPACE = "/workspace"
@@ -418,12 +418,11 @@ class Session:
         opts = self.options
         try:
             env = opts._env() if opts is not None else dict(os.environ)
-            binary = opts._binary(env) if opts is not None else (
-                env.get("NSBOX_BIN") or shutil.which("nsbox", path=env.get("PATH")))
+            binary = find_binary(opts.binary if opts is not None else None, env)
             if binary:
                 subprocess.run([binary, "gc"], env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
-        except (OSError, errors.SandboxError, subprocess.SubprocessError):
+        except (OSError, subprocess.SubprocessError):
             pass
 
     def __repr__(self):
