@@ -1,6 +1,7 @@
 /* `nsbox image build|ls|rm`: argument parsing and printing over the image store. */
 #include "image.h"
 #include "cleanup.h"
+#include "help.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -9,11 +10,6 @@
 
 #define EXIT_USAGE 2
 #define EXIT_FAILED 125
-
-static const char usage_text[] =
-    "usage: nsbox image build host|debian [--quiet]   build or rebuild a stored image\n"
-    "       nsbox image ls [--json]                   list stored images\n"
-    "       nsbox image rm [-f] NAME...               remove stored images (-f: missing is ok)\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -138,7 +134,7 @@ int nsbox_cli_image(int argc, char **argv)
         return usage_error("%s", "missing subcommand: build, ls or rm");
     const char *sub = argv[1];
     if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
-        fputs(usage_text, stdout);
+        nsbox_help_print("image", stdout);
         return 0;
     }
     if (!strcmp(sub, "build"))

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "client.h"
 #include "cleanup.h"
+#include "help.h"
 #include "paths.h"
 #include "state.h"
 #include "supervisor.h"
@@ -36,7 +37,8 @@ static int fail(const struct nsbox_err *e)
 
 static int usage(const char *msg)
 {
-    fprintf(stderr, "nsbox: %s\n(see nsbox --help)\n", msg);
+    fprintf(stderr, "nsbox: %s\n", msg);
+    nsbox_help_hint(stderr);
     return EXIT_NSBOX;
 }
 

@@ -10,6 +10,7 @@
 #include "info.h"
 #include "cgroup.h"
 #include "cleanup.h"
+#include "help.h"
 #include "paths.h"
 #include "nftlib.h"
 #include "spec.h"
@@ -859,11 +860,6 @@ int nsbox_diagnose_namespace_failure(int err, struct nsbox_err *e)
 
 /* ---- CLI ----------------------------------------------------------------------------------- */
 
-static const char info_usage[] =
-    "usage: nsbox info [--json]\n"
-    "  what this machine supports, what is missing and how to fix it\n"
-    "  exit 0: every required check passed; 1: a required check failed; 2: usage error\n";
-
 int nsbox_cli_info(int argc, char **argv)
 {
     bool json = false;
@@ -871,10 +867,11 @@ int nsbox_cli_info(int argc, char **argv)
         if (strcmp(argv[i], "--json") == 0) {
             json = true;
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            fputs(info_usage, stdout);
+            nsbox_help_print("info", stdout);
             return 0;
         } else {
-            fprintf(stderr, "nsbox info: unknown argument '%s'\n%s", argv[i], info_usage);
+            fprintf(stderr, "nsbox info: unknown argument '%s'\n", argv[i]);
+            nsbox_help_print("info", stderr);
             return 2;
         }
     }

@@ -14,6 +14,7 @@
 #include "pool.h"
 #include "proto.h"
 #include "client.h"
+#include "help.h"
 #include "util.h"
 #include "warmpool.h"
 
@@ -30,36 +31,6 @@
 #define EXIT_NSBOX 125
 #define EXIT_USAGE 125 /* a usage error is nsbox failing, as docker run does */
 
-static const char usage_text[] =
-    "usage: nsbox COMMAND [ARGS]\n"
-    "\n"
-    "  run [OPTIONS] -- CMD [ARG...]   one-shot sandbox: create, run, delete\n"
-    "  create [OPTIONS] [--json]       start a persistent sandbox, print its id\n"
-    "  exec [-i] [-t] [-d] [--timeout S] [--cwd DIR] [-e K=V] ID -- CMD [ARG...]\n"
-    "                                  (--cwd: relative to /workspace)\n"
-    "  cp [-p] SRC DST                 ID:path on either side (a path in /workspace; into a\n"
-    "                                  directory keeps the name; -p makes missing directories)\n"
-    "  ls [--json] | inspect ID | rm ID... | ps ID | kill ID PID [SIG] | logs ID PID\n"
-    "  wait [--timeout S] ID PID       until a background process ends; its exit code\n"
-    "  info [--json]                   what this machine supports and how to fix what is missing\n"
-    "  image build host|debian | ls [--json] | rm NAME\n"
-    "  gc [-v]                         remove what crashed sandboxes left behind\n"
-    "  pool fill [--size N] [OPTIONS] | drain | ls [--json]\n"
-    "                                  sandboxes made ahead for nsbox run (docs/pool.md)\n"
-    "  version\n"
-    "\n"
-    "run and create OPTIONS (later ones override earlier ones):\n"
-    "  --instance-type small|medium|large   --region R    --spec FILE.json|-   -e K=V\n"
-    "  --network none|all|allow=H[,H]    --egress CIDR[,CIDR]\n"
-    "  --image host|debian|NAME|/DIR     --workspace DIR (yours, kept, no disk limit)\n"
-    "run only:     --timeout S   --cwd DIR (relative: to /workspace)\n"
-    "create only:  --ttl S   --idle-timeout S   --setup-script FILE   --setup-timeout S\n"
-    "              --owner-pid PID (deleted when that process ends: --owner-pid $$ in a CI job)\n"
-    "              --json\n"
-    "\n"
-    "exit codes: the command's own; 124 timed out; 125 nsbox failed; 126 not executable;\n"
-    "127 not found; 128+N killed by signal N\n";
-
 static int fail(const struct nsbox_err *e)
 {
     fprintf(stderr, "nsbox: %s\n", e->msg);
@@ -70,7 +41,8 @@ static int usage_error(const char *fmt, const char *arg)
 {
     fprintf(stderr, "nsbox: ");
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n(see nsbox --help)\n");
+    fputc('\n', stderr);
+    nsbox_help_hint(stderr);
     return EXIT_USAGE;
 }
 
@@ -194,7 +166,7 @@ static int parse_options(int argc, char **argv, struct nsbox_spec *spec,
         if (a[0] != '-') /* first non-option: the command */
             break;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage_text, stdout);
+            nsbox_help_print(nsbox_help_cmd, stdout);
             return 1;
         }
         /* --flag=value and --flag value */
@@ -208,6 +180,15 @@ static int parse_options(int argc, char **argv, struct nsbox_spec *spec,
         } else {
             snprintf(name, sizeof name, "%s", a);
         }
+        const char *key = NULL;
+        for (size_t k = 0; k < NSBOX_ARRAY_LEN(spec_flags); k++)
+            if (!strcmp(name, spec_flags[k].flag))
+                key = spec_flags[k].key;
+        if (!key && strcmp(name, "--spec") != 0 && strcmp(name, "--setup-script") != 0 &&
+            !(run_opts && (!strcmp(name, "--timeout") || !strcmp(name, "--cwd")))) {
+            usage_error("unknown option %s", name);
+            return -2;
+        }
         if (!val) {
             if (i + 1 >= argc) {
                 usage_error("option %s needs a value", a);
@@ -215,10 +196,6 @@ static int parse_options(int argc, char **argv, struct nsbox_spec *spec,
             }
             val = argv[++i];
         }
-        const char *key = NULL;
-        for (size_t k = 0; k < NSBOX_ARRAY_LEN(spec_flags); k++)
-            if (!strcmp(name, spec_flags[k].flag))
-                key = spec_flags[k].key;
         char abs[PATH_MAX];
         if (key && !strcmp(key, "workspace") && val[0] && val[0] != '/') {
             /* The spec takes absolute paths only; a relative one on the command line means
@@ -253,9 +230,6 @@ static int parse_options(int argc, char **argv, struct nsbox_spec *spec,
             if (val[0] != '/')
                 snprintf(abs, sizeof abs, "/workspace/%s", val);
             run_opts->cwd = val[0] == '/' ? val : abs;
-        } else {
-            usage_error("unknown option %s", a);
-            return -2;
         }
     }
     if (i < argc && !strcmp(argv[i], "--"))
@@ -492,7 +466,7 @@ int main(int argc, char **argv)
 {
     nsbox_cmdline_region(argv[0], argv[argc - 1] + strlen(argv[argc - 1]) + 1);
     if (argc < 2) {
-        fputs(usage_text, stderr);
+        nsbox_help_print(NULL, stderr);
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
@@ -517,15 +491,20 @@ int main(int argc, char **argv)
     if (nsbox_instance_types_load(NULL, &e) < 0)
         return fail(&e);
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
-        fputs(usage_text, stdout);
+        /* nsbox help [CMD] */
+        if (argc > 2 && nsbox_help_print(argv[2], stdout) < 0)
+            return usage_error("no command '%s'", argv[2]);
+        if (argc <= 2)
+            nsbox_help_print(NULL, stdout);
         return 0;
     }
-    /* "nsbox exec --help": the usage, not "unknown exec option" (info and image have their own) */
-    if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")) &&
-        strcmp(cmd, "info") != 0 && strcmp(cmd, "image") != 0) {
-        fputs(usage_text, stdout);
-        return 0;
-    }
+    nsbox_help_cmd = cmd;
+    /* nsbox CMD --help, -h among its leading options (not after "--" or the first operand, where
+     * it is the sandbox command's own: nsbox run -- grep -h) */
+    for (int k = 2; k < argc && argv[k][0] == '-' && strcmp(argv[k], "--") != 0; k++)
+        if ((!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) &&
+            nsbox_help_print(cmd, stdout) == 0)
+            return 0;
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("nsbox %s\n", NSBOX_VERSION);
         return 0;

@@ -403,6 +403,52 @@ class ExitCodes(RunTest):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"unknown option", r.stderr)
 
+    def test_bad_option_names_the_option_not_a_missing_value(self):
+        for cmd in ("run", "create"):
+            r = run_nsbox([cmd, "--no-such-flag"], self.dirs)
+            self.assertEqual(r.returncode, 125)
+            self.assertIn(b"unknown option --no-such-flag", r.stderr)
+            self.assertIn(("(see nsbox %s --help)" % cmd).encode(), r.stderr)
+
+    def test_each_command_has_its_own_help(self):
+        # every option each parser takes (runtime/main.c, client.c) must be in its help
+        sandbox = ["--instance-type", "--network", "--egress", "--region", "--image",
+                   "--workspace", "--env", "-e", "--spec"]
+        options = {
+            "run": sandbox + ["--timeout", "--cwd"],
+            "create": sandbox + ["--ttl", "--idle-timeout", "--owner-pid", "--setup-script",
+                                 "--setup-timeout", "--json"],
+            "exec": ["-i", "-t", "-d", "--timeout", "--cwd", "-e", "--env"],
+            "cp": ["-p"], "ls": ["--json"], "inspect": [], "rm": [], "ps": [], "kill": [],
+            "logs": [], "wait": ["--timeout"], "gc": ["-v"], "info": ["--json"],
+            "pool": ["fill", "drain", "ls", "--size"], "image": ["build", "ls", "rm"],
+            "version": [],
+        }
+        for cmd, opts in options.items():
+            r = run_nsbox([cmd, "--help"], self.dirs)
+            self.assertEqual(r.returncode, 0, (cmd, r.stderr))
+            text = r.stdout.decode()
+            self.assertTrue(text.startswith("usage: nsbox %s" % cmd), (cmd, text))
+            for o in opts:
+                self.assertRegex(text, r"(^|[\s\[,])%s[\s\],=]" % re.escape(o), (cmd, o))
+            self.assertEqual(run_nsbox(["help", cmd], self.dirs).stdout, r.stdout, cmd)
+            self.assertEqual(run_nsbox([cmd, "-h"], self.dirs).stdout, r.stdout, cmd)
+        # among the leading options too; after "--" it is the command's own
+        r = run_nsbox(["exec", "-d", "--help"], self.dirs)
+        self.assertTrue(r.stdout.startswith(b"usage: nsbox exec"), r.stdout)
+        r = run_nsbox(["run", "--", "sh", "-c", "echo $0", "-h"], self.dirs)
+        self.assertEqual(r.stdout, b"-h\n", r.stderr)
+        # a usage error points at its command's help; the overview lists every command
+        r = run_nsbox(["exec", "--bogus", "x"], self.dirs)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"(see nsbox exec --help)", r.stderr)
+        overview = run_nsbox(["--help"], self.dirs).stdout.decode()
+        for cmd in options:
+            self.assertRegex(overview, r"\n  (\S+ .*\| )?%s\b" % cmd, cmd)
+        r = run_nsbox(["help", "nope"], self.dirs)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"no command 'nope'", r.stderr)
+
     def test_region_rule_refuses_before_anything_is_built(self):
         r = run_nsbox(["run", "--region", "us-east-1", "--", "true"], self.dirs)
         self.assertEqual(r.returncode, 125)
