@@ -50,6 +50,21 @@ static cJSON *request(const char *op)
     return r;
 }
 
+/* One request and its reply on a connection of its own; an error reply becomes e. */
+static int simple_call(const char *id, cJSON *req, cJSON **reply, struct nsbox_err *e)
+{
+    int r = nsbox_client_call(id, req, NULL, 0, reply, NULL, e);
+    cJSON_Delete(req);
+    if (r < 0)
+        return -1;
+    if (nsbox_client_reply_error(*reply, e) < 0) {
+        cJSON_Delete(*reply);
+        *reply = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 int nsbox_client_reply_error(const cJSON *reply, struct nsbox_err *e)
 {
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
@@ -300,7 +315,6 @@ static int exec_with_tty(const char *id, cJSON *req)
     return exec_result(reply);
 }
 
-static int simple_call(const char *id, cJSON *req, cJSON **reply, struct nsbox_err *e);
 
 int nsbox_cli_exec(int argc, char **argv)
 {
@@ -444,20 +458,6 @@ int nsbox_cli_exec(int argc, char **argv)
 }
 
 /* ---- ls / inspect / rm / ps / kill / logs ---------------------------------------------------- */
-
-static int simple_call(const char *id, cJSON *req, cJSON **reply, struct nsbox_err *e)
-{
-    int r = nsbox_client_call(id, req, NULL, 0, reply, NULL, e);
-    cJSON_Delete(req);
-    if (r < 0)
-        return -1;
-    if (nsbox_client_reply_error(*reply, e) < 0) {
-        cJSON_Delete(*reply);
-        *reply = NULL;
-        return -1;
-    }
-    return 0;
-}
 
 int nsbox_cli_inspect(int argc, char **argv)
 {
@@ -651,6 +651,46 @@ int nsbox_cli_logs(int argc, char **argv)
     return 0;
 }
 
+static int still_running(long pid, const char *seconds)
+{
+    fprintf(stderr, "nsbox: process %ld is still running after %s s (it runs on)\n", pid,
+            seconds);
+    return EXIT_TIMEOUT;
+}
+
+/* wait against the supervisor of an older nsbox, which has no wait op (a sandbox outlives an
+ * upgrade): ask ps every 50 ms, as the Python client does. */
+static int wait_by_polling(const char *id, long pid, int64_t deadline, const char *seconds)
+{
+    for (;;) {
+        struct nsbox_err e = {0};
+        cJSON *reply;
+        if (simple_call(id, request("ps"), &reply, &e) < 0)
+            return fail(&e);
+        const cJSON *it, *found = NULL;
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(reply, "processes"))
+        {
+            const cJSON *p = cJSON_GetObjectItemCaseSensitive(it, "pid");
+            if (cJSON_IsNumber(p) && p->valuedouble == (double)pid)
+                found = it; /* the last: after pid reuse, the newest */
+        }
+        int rc = -1;
+        if (!found) {
+            nsbox_err_set(&e, NSBOX_E_NOTFOUND, ESRCH, "no background process %ld", pid);
+            rc = fail(&e);
+        } else if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(found, "running"))) {
+            const cJSON *code = cJSON_GetObjectItemCaseSensitive(found, "exit_code");
+            rc = cJSON_IsNumber(code) ? code->valueint : EXIT_NSBOX;
+        }
+        cJSON_Delete(reply);
+        if (rc >= 0)
+            return rc;
+        if (deadline >= 0 && nsbox_now_ms() >= deadline)
+            return still_running(pid, seconds);
+        usleep(50 * 1000);
+    }
+}
+
 /* nsbox wait [--timeout S] ID PID: until a background process (exec -d) ends; its exit code
  * is ours. After S seconds without its end: 124, and the process runs on. */
 int nsbox_cli_wait(int argc, char **argv)
@@ -689,11 +729,8 @@ int nsbox_cli_wait(int argc, char **argv)
         int n = poll(&pf, 1, left);
         if (n > 0)
             break;
-        if (n == 0) {
-            fprintf(stderr, "nsbox: process %ld is still running after %s s (it runs on)\n",
-                    pid, argv[2]);
-            return EXIT_TIMEOUT;
-        }
+        if (n == 0)
+            return still_running(pid, argv[2]);
         if (errno != EINTR) {
             nsbox_err_sys(&e, "wait: poll");
             return fail(&e);
@@ -701,6 +738,8 @@ int nsbox_cli_wait(int argc, char **argv)
     }
     if (recv_reply(sock, &reply, NULL, &e) < 0 || nsbox_client_reply_error(reply, &e) < 0) {
         cJSON_Delete(reply);
+        if (e.code == NSBOX_E_INVALID && strstr(e.msg, "unknown op"))
+            return wait_by_polling(id, pid, deadline, timeout_ms < 0 ? NULL : argv[2]);
         return fail(&e);
     }
     const cJSON *code = cJSON_GetObjectItemCaseSensitive(reply, "exit_code");

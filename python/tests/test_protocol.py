@@ -1,11 +1,13 @@
 """The client's side of docs/protocol.md, against a fake supervisor: framing, descriptors in
 both directions, request fields, error codes, tombstones. No root and no nsbox binary needed;
 test_client.py checks the same calls against real sandboxes."""
+import asyncio
 import json
 import os
 import shutil
 import socket
 import struct
+import subprocess
 import sys
 import tempfile
 import threading
@@ -228,6 +230,93 @@ class Protocol(unittest.TestCase):
     def test_never_existed(self):
         with self.assertRaises(nsbox.SandboxNotFound):
             nsbox.Session("ba9876543210", self.rt).ping()
+
+
+class OlderFake(FakeSupervisor):
+    """A supervisor as nsbox made them before session 11: no `wait` op, and `start` ignores
+    `timeout_ms` (so its reply does not echo it). Its one background process, pid 7, is
+    reported running by the first two `ps` and ended with exit code 5 after."""
+
+    def handle(self, conn, req, fds):
+        ok = {"v": 1, "ok": True}
+        if req["op"] == "start":
+            send_msg(conn, dict(ok, pid=7))
+        elif req["op"] == "ps":
+            done = sum(r["op"] == "ps" for r in self.requests) > 2
+            send_msg(conn, dict(ok, processes=[{"pid": 7, "cmd": "x", "running": not done,
+                                                "exit_code": 5 if done else None}]))
+        elif req["op"] == "kill":
+            send_msg(conn, ok)
+        else:
+            super().handle(conn, req, fds)
+
+
+class OlderSupervisor(unittest.TestCase):
+    """The clients' fallbacks for a sandbox whose supervisor an older nsbox started (a sandbox
+    lives on across an upgrade of nsbox)."""
+
+    def setUp(self):
+        self.rt = tempfile.mkdtemp(prefix="nsbox-proto-")
+        self.sup = OlderFake(self.rt)
+        self.sb = nsbox.Session(SID, self.rt)
+
+    def tearDown(self):
+        self.sup.stop()
+        shutil.rmtree(self.rt, ignore_errors=True)
+
+    def ops(self):
+        return [r["op"] for r in self.sup.requests]
+
+    def test_wait_polls_ps_without_the_wait_op(self):
+        p = self.sb.start_process("x")
+        self.assertEqual(p.wait(timeout=10, poll=0.01), 5)
+        self.assertEqual(self.ops(), ["start", "wait", "ps", "ps", "ps"])
+
+    def test_async_wait_polls_ps_without_the_wait_op(self):
+        async def main():
+            p = await nsbox.AsyncSession(self.sb).start_process("x")
+            return await p.wait(timeout=10, poll=0.01)
+        self.assertEqual(asyncio.run(main()), 5)
+        self.assertEqual(self.ops(), ["start", "wait", "ps", "ps", "ps"])
+
+    def test_wait_timeout_while_polling(self):
+        p = self.sb.start_process("x")
+        with self.assertRaises(TimeoutError):
+            p.wait(timeout=0, poll=0.01)  # the first ps says it runs
+
+    def test_ignored_start_timeout_stops_the_process(self):
+        with self.assertRaises(nsbox.OperationNotSupported) as cm:
+            self.sb.start_process("x", timeout=5)
+        self.assertIn("older nsbox", str(cm.exception))
+        self.assertEqual(self.sup.requests[-1], {"v": 1, "op": "kill", "pid": 7, "signal": 9})
+
+    def cli(self, *args):
+        nsbox_bin = os.environ.get("NSBOX_BIN")
+        if not nsbox_bin or not os.access(nsbox_bin, os.X_OK):
+            self.skipTest("needs the nsbox binary (NSBOX_BIN)")
+        return subprocess.run([nsbox_bin] + list(args), capture_output=True, timeout=30,
+                              env=dict(os.environ, NSBOX_STATE_DIR=self.rt))
+
+    def test_cli_wait_polls_ps_without_the_wait_op(self):
+        r = self.cli("wait", SID, "7")
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertEqual(self.ops(), ["wait", "ps", "ps", "ps"])
+        r = self.cli("wait", SID, "8")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"no background process 8", r.stderr)
+
+    def test_cli_wait_timeout_while_polling(self):
+        self.sup.requests.clear()
+        r = self.cli("wait", "--timeout", "0", SID, "7")
+        self.assertEqual(r.returncode, 124, r.stderr)
+        self.assertIn(b"still running", r.stderr)
+
+    def test_cli_ignored_start_timeout_stops_the_process(self):
+        r = self.cli("exec", "-d", "--timeout", "5", SID, "--", "x")
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"older nsbox", r.stderr)
+        self.assertEqual(self.ops()[0], "start")
+        self.assertEqual(self.sup.requests[-1], {"v": 1, "op": "kill", "pid": 7, "signal": 9})
 
 
 if __name__ == "__main__":
