@@ -184,8 +184,16 @@ static int parse_options(int argc, char **argv, struct nsbox_spec *spec,
         for (size_t k = 0; k < NSBOX_ARRAY_LEN(spec_flags); k++)
             if (!strcmp(name, spec_flags[k].flag))
                 key = spec_flags[k].key;
-        if (!key && strcmp(name, "--spec") != 0 && strcmp(name, "--setup-script") != 0 &&
-            !(run_opts && (!strcmp(name, "--timeout") || !strcmp(name, "--cwd")))) {
+        bool run_only = !strcmp(name, "--timeout") || !strcmp(name, "--cwd");
+        if (run_only && !run_opts) {
+            usage_error(!strcmp(name, "--timeout")
+                            ? "%s is an option of run and exec, not of this command (a "
+                              "sandbox's lifetime: --ttl S)"
+                            : "%s is an option of run and exec, not of this command",
+                        name);
+            return -2;
+        }
+        if (!key && !run_only && strcmp(name, "--spec") != 0 && strcmp(name, "--setup-script") != 0) {
             usage_error("unknown option %s", name);
             return -2;
         }

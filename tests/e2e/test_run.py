@@ -409,6 +409,10 @@ class ExitCodes(RunTest):
             self.assertEqual(r.returncode, 125)
             self.assertIn(b"unknown option --no-such-flag", r.stderr)
             self.assertIn(("(see nsbox %s --help)" % cmd).encode(), r.stderr)
+        r = run_nsbox(["create", "--timeout", "5"], self.dirs)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"--timeout is an option of run and exec", r.stderr)
+        self.assertIn(b"--ttl", r.stderr)
 
     def test_each_command_has_its_own_help(self):
         # every option each parser takes (runtime/main.c, client.c) must be in its help
