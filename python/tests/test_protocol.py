@@ -4,6 +4,7 @@ test_client.py checks the same calls against real sandboxes."""
 import asyncio
 import json
 import os
+import re
 import shutil
 import socket
 import struct
@@ -226,6 +227,20 @@ class Protocol(unittest.TestCase):
             f.write("%s deleted because ttl_seconds=4 expired\n" % other)
         self.assertGreater(os.path.getsize(os.path.join(d, "recent")), 2 * 1024 * 1024)
         self.assertEqual(read_tombstone(self.rt, other), "deleted because ttl_seconds=4 expired")
+
+    def test_supervisor_gone_text_is_the_runtimes(self):
+        """The client recognises a killed supervisor's sandbox by the tombstone text that
+        runtime/state.h defines; the two copies must not drift apart."""
+        header = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))), "runtime", "state.h")
+        if not os.path.exists(header):
+            self.skipTest("needs the source tree (a copy of python/ alone has no runtime/)")
+        with open(header) as f:
+            text = f.read()
+        m = re.search(r'#define NSBOX_TOMB_SUPERVISOR_GONE\s*\\?\s*"([^"]*)"', text)
+        self.assertIsNotNone(m)
+        from nsbox._transport import SUPERVISOR_GONE
+        self.assertEqual(SUPERVISOR_GONE, m.group(1))
 
     def test_never_existed(self):
         with self.assertRaises(nsbox.SandboxNotFound):
