@@ -206,6 +206,42 @@ class Lifecycle(SessionTest):
         self.assertEqual(self.nsbox("kill", sid, slow, "KILL").returncode, 0)
         self.assertEqual(self.nsbox("wait", "--timeout", "10", sid, slow).returncode, 137)
 
+    def sandbox_init_host_pid(self, sid):
+        """The host pid of the sandbox's init: pid 1 of a pid namespace, in its cgroup."""
+        for host_pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open("/proc/%s/status" % host_pid) as f:
+                    nspid = [ln.split()[1:] for ln in f if ln.startswith("NSpid:")][0]
+                with open("/proc/%s/cgroup" % host_pid) as f:
+                    cgroups = f.read()
+            except (OSError, IndexError):
+                continue
+            if len(nspid) >= 2 and nspid[-1] == "1" and "/nsbox-%s" % sid in cgroups:
+                return int(host_pid)
+        self.fail("no init of sandbox %s among the host's processes" % sid)
+
+    def test_a_reused_pid_names_the_running_process(self):
+        # After the sandbox's pids wrap around, a pid can name an ended background process and
+        # a running one. wait, kill and logs must act on the running one.
+        sid = self.create()
+        old = self.nsbox("exec", "-d", sid, "--", "sh", "-c", "echo old; exit 3").stdout
+        old = int(old.decode())
+        self.assertEqual(self.nsbox("wait", sid, str(old)).returncode, 3)
+        # make the sandbox's next pid that one again: ns_last_pid of its pid namespace,
+        # written by a process in it (echo is sh's own: no fork takes a pid in between)
+        r = subprocess.run(["nsenter", "--target", str(self.sandbox_init_host_pid(sid)), "--pid",
+                            "--", "sh", "-c", "echo %d > /proc/sys/kernel/ns_last_pid" % (old - 1)],
+                           capture_output=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        new = self.nsbox("exec", "-d", sid, "--", "sh", "-c", "echo new; exec sleep 60").stdout
+        self.assertEqual(int(new.decode()), old, "the pid was not reused: the test proves nothing")
+        self.assertEqual(len(re.findall(rf"(?m)^{old}\s", self.nsbox("ps", sid).stdout.decode())), 2)
+        self.assertEqual(self.nsbox("wait", "--timeout", "0.3", sid, str(old)).returncode, 124)
+        time.sleep(0.2)
+        self.assertEqual(self.nsbox("logs", sid, str(old)).stdout, b"new\n")
+        self.assertEqual(self.nsbox("kill", sid, str(old), "KILL").returncode, 0)
+        self.assertEqual(self.nsbox("wait", "--timeout", "10", sid, str(old)).returncode, 137)
+
     def test_wait_for_an_ended_process_lets_the_sandbox_sleep(self):
         # Like ps and logs, asking about a process that has ended does not wake the sandbox;
         # only a wait that has to wait does.
