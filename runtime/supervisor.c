@@ -1311,6 +1311,15 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
     ready_fd = -1;
     loop(&S);
     ok = 0;
+    if (S.sleeping) {
+        /* Whatever ended the loop (ttl, owner, a holder gone, a signal), a frozen sandbox's
+         * processes cannot die (cgroup v1 freezer) and the teardown's wait for init would last
+         * for ever. Kill init first, so that nothing of the sandbox runs again, then thaw. */
+        if (S.sb.pid > 0)
+            kill(S.sb.pid, SIGKILL);
+        if (nsbox_cgroup_freeze(&S.sb.cg, false, &e) == 0)
+            S.sleeping = false;
+    }
 fail:;
     /* Everything is removed before a failed creation is reported: when the caller sees the
      * error, nothing of the sandbox is left. */

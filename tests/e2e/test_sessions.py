@@ -372,6 +372,66 @@ class Lifecycle(SessionTest):
         self.assertEqual(info["state"], "running")
         self.assertGreaterEqual(info["last_wake_us"], 0)  # the thaw, timed (bench/ reports it)
 
+    def supervisor_pid(self, sid):
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    if f.read().split(b"\0")[0] == b"nsbox " + sid.encode():
+                        return int(pid)
+            except OSError:
+                continue
+        self.fail("no supervisor for %s" % sid)
+
+    def test_a_sleeping_sandbox_is_deleted_whatever_ends_it(self):
+        # Its processes are frozen: with cgroup v1 they cannot die until thawed, and every way
+        # a sandbox ends, not only rm, must thaw it (it hung for ever, and gc could not help).
+        def ended(*opts, trigger, reason):
+            sid = self.create("--idle-timeout", "1", *opts)
+            sleeper = self.nsbox("exec", "-d", sid, "--", "sleep", "60").stdout.decode().strip()
+            self.assertTrue(sleeper.isdigit())
+            deadline = time.monotonic() + 10
+            while self.inspect(sid)["state"] != "sleeping" and time.monotonic() < deadline:
+                time.sleep(0.2)
+            self.assertEqual(self.inspect(sid)["state"], "sleeping")
+            sup = self.supervisor_pid(sid)
+            trigger(sid, sup)
+            deadline = time.monotonic() + 15
+            while os.path.exists(os.path.join(self.dirs.state, sid)) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            self.assertFalse(os.path.exists(os.path.join(self.dirs.state, sid)), reason)
+            self.assertFalse(alive(sup), reason)
+            r = self.exec(sid, "true")
+            self.assertIn(reason.encode(), r.stderr)
+            self.assertEqual(cgroup_leftovers(sid), [])
+
+        def alive(pid):  # a zombie waits for its reaper (the host's init), it has ended
+            try:
+                with open("/proc/%d/stat" % pid) as f:
+                    return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+            except OSError:
+                return False
+
+        def hold_then_go(sid, sup):
+            c = socket.socket(socket.AF_UNIX)
+            c.connect(self.socket_path(sid))
+            req = b'{"v":1,"op":"hold"}'
+            c.sendall(struct.pack(">I", len(req)) + req)
+            c.settimeout(10)
+            self.assertIn(b'"ok":true', c.recv(4096))
+            c.close()
+
+        ended("--ttl", "4", trigger=lambda sid, sup: None, reason="ttl_seconds=4 expired")
+        owner = subprocess.Popen(["sleep", "60"])
+        try:
+            ended("--owner-pid", str(owner.pid), trigger=lambda sid, sup: owner.kill(),
+                  reason="owner process (pid %d) ended" % owner.pid)
+        finally:
+            owner.kill()
+            owner.wait()
+        ended(trigger=lambda sid, sup: os.kill(sup, signal.SIGTERM),
+              reason="its supervisor was stopped")
+        ended(trigger=hold_then_go, reason="the client holding it went away")
+
     def test_setup_script_runs_once_before_first_command(self):
         script = os.path.join(self.dirs.base, "setup.sh")
         with open(script, "w") as f:
