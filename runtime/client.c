@@ -50,21 +50,6 @@ static cJSON *request(const char *op)
     return r;
 }
 
-/* One request and its reply on a connection of its own; an error reply becomes e. */
-static int simple_call(const char *id, cJSON *req, cJSON **reply, struct nsbox_err *e)
-{
-    int r = nsbox_client_call(id, req, NULL, 0, reply, NULL, e);
-    cJSON_Delete(req);
-    if (r < 0)
-        return -1;
-    if (nsbox_client_reply_error(*reply, e) < 0) {
-        cJSON_Delete(*reply);
-        *reply = NULL;
-        return -1;
-    }
-    return 0;
-}
-
 int nsbox_client_reply_error(const cJSON *reply, struct nsbox_err *e)
 {
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
@@ -97,6 +82,51 @@ static int recv_reply(int sock, cJSON **reply, int *rfd, struct nsbox_err *e)
     return 0;
 }
 
+/* The supervisor answers inspect, ps, kill, logs and delete at once (a sleeping sandbox is
+ * thawed in well under a millisecond): a longer silence is a supervisor that is stuck, and a
+ * command must not hang on it for ever. */
+#define ANSWER_S 30
+
+static int recv_reply_within(int sock, const char *id, int seconds, cJSON **reply,
+                             struct nsbox_err *e)
+{
+    struct timeval tv = {.tv_sec = seconds};
+    setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    int r = recv_reply(sock, reply, NULL, e);
+    if (r < 0 && (e->sys_errno == EAGAIN || e->sys_errno == EWOULDBLOCK))
+        nsbox_err_set(e, NSBOX_E_TIMEOUT, ETIMEDOUT,
+                      "sandbox %s: its supervisor did not answer within %d s (stuck; the "
+                      "process 'nsbox %s' on the host: kill it, then nsbox gc)",
+                      id, seconds, id);
+    return r;
+}
+
+/* One request on a connection of its own; the reply within seconds. */
+static int call_within(const char *id, cJSON *req, int seconds, cJSON **reply, struct nsbox_err *e)
+{
+    *reply = NULL;
+    cleanup_close int sock = nsbox_session_connect(id, e);
+    if (sock < 0 || nsbox_proto_send_obj(sock, req, NULL, 0, e) < 0)
+        return -1;
+    return recv_reply_within(sock, id, seconds, reply, e);
+}
+
+/* One request and its reply (within ANSWER_S) on a connection of its own; an error reply
+ * becomes e. */
+static int simple_call(const char *id, cJSON *req, cJSON **reply, struct nsbox_err *e)
+{
+    int r = call_within(id, req, ANSWER_S, reply, e);
+    cJSON_Delete(req);
+    if (r < 0)
+        return -1;
+    if (nsbox_client_reply_error(*reply, e) < 0) {
+        cJSON_Delete(*reply);
+        *reply = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 /* The supervisor replies to a delete before it tears the sandbox down, and closes its
  * connections only when it exits, after the teardown: with wait, return only then (at most
  * 4 s; a teardown that takes longer is finished by the supervisor, or by gc if it dies). */
@@ -108,7 +138,7 @@ static int delete_sandbox(const char *id, bool wait, struct nsbox_err *e)
     cJSON *req = request("delete"), *reply = NULL;
     int r = nsbox_proto_send_obj(sock, req, NULL, 0, e);
     if (r == 0)
-        r = recv_reply(sock, &reply, NULL, e);
+        r = recv_reply_within(sock, id, ANSWER_S, &reply, e);
     if (r == 0)
         r = nsbox_client_reply_error(reply, e);
     cJSON_Delete(req);
@@ -495,10 +525,22 @@ int nsbox_cli_ls(int argc, char **argv)
         snprintf(ctl, sizeof ctl, "%s/%s/ctl", rt, de->d_name);
         if (stat(ctl, &st) < 0)
             continue; /* a one-shot sandbox, or one still starting */
-        cJSON *reply;
-        if (simple_call(de->d_name, request("inspect"), &reply, &e) < 0)
+        /* One stuck supervisor must not hide the others: after 5 s it is listed as such. */
+        cJSON *reply, *req = request("inspect");
+        int r = call_within(de->d_name, req, 5, &reply, &e);
+        cJSON_Delete(req);
+        if (r == 0 && nsbox_client_reply_error(reply, &e) == 0) {
+            cJSON_AddItemToArray(all, reply);
             continue;
-        cJSON_AddItemToArray(all, reply);
+        }
+        cJSON_Delete(reply);
+        if (e.code != NSBOX_E_TIMEOUT)
+            continue; /* gone meanwhile */
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "id", de->d_name);
+        cJSON_AddStringToObject(o, "state", "stuck");
+        cJSON_AddStringToObject(o, "error", e.msg);
+        cJSON_AddItemToArray(all, o);
     }
     if (d)
         closedir(d);
@@ -513,12 +555,19 @@ int nsbox_cli_ls(int argc, char **argv)
         {
             const cJSON *spec = cJSON_GetObjectItemCaseSensitive(it, "spec");
             const cJSON *type = cJSON_GetObjectItemCaseSensitive(spec, "instance_type");
-            char created[32] = "", expires[32] = "";
-            time_t c = (time_t)cJSON_GetObjectItemCaseSensitive(it, "created")->valuedouble;
-            time_t x = (time_t)cJSON_GetObjectItemCaseSensitive(it, "expires")->valuedouble;
+            char created[32] = "-", expires[32] = "-";
+            const cJSON *cj = cJSON_GetObjectItemCaseSensitive(it, "created");
+            const cJSON *xj = cJSON_GetObjectItemCaseSensitive(it, "expires");
             struct tm tm;
-            strftime(created, sizeof created, "%Y-%m-%d %H:%M:%S", localtime_r(&c, &tm));
-            strftime(expires, sizeof expires, "%Y-%m-%d %H:%M:%S", localtime_r(&x, &tm));
+            time_t c = cJSON_IsNumber(cj) ? (time_t)cj->valuedouble : 0;
+            time_t x = cJSON_IsNumber(xj) ? (time_t)xj->valuedouble : 0;
+            if (c)
+                strftime(created, sizeof created, "%Y-%m-%d %H:%M:%S", localtime_r(&c, &tm));
+            if (x)
+                strftime(expires, sizeof expires, "%Y-%m-%d %H:%M:%S", localtime_r(&x, &tm));
+            const cJSON *err = cJSON_GetObjectItemCaseSensitive(it, "error");
+            if (cJSON_IsString(err))
+                fprintf(stderr, "nsbox: %s\n", err->valuestring);
             printf("%-12s  %-8s  %-8s  %-20s  %s\n",
                    cJSON_GetObjectItemCaseSensitive(it, "id")->valuestring,
                    cJSON_GetObjectItemCaseSensitive(it, "state")->valuestring,

@@ -1,7 +1,9 @@
 """End-to-end: persistent sandboxes (create, exec, lifecycle) with real supervisors."""
+import fcntl
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import struct
@@ -744,6 +746,35 @@ class HostileRequests(SessionTest):
         s.sendall(struct.pack(">I", 100) + b'{"v":1')  # then hang up mid-message
         s.close()
         self.assertEqual(self.exec(sid, "echo", "still-here").stdout, b"still-here\n")
+
+    def test_a_stuck_supervisor_is_listed_as_stuck_and_hides_no_other(self):
+        # A supervisor that accepts but never answers (here a socket nobody reads, in a state
+        # directory locked as a live supervisor locks its own): ls gave up on nothing and hung.
+        sid = self.create()
+        stuck = "5711c4000000"
+        d = os.path.join(self.dirs.state, stuck)
+        os.mkdir(d, 0o700)
+        lock = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        srv = socket.socket(socket.AF_UNIX)
+        srv.bind(os.path.join(d, "ctl"))
+        srv.listen(8)
+        try:
+            t = time.monotonic()
+            r = self.nsbox("ls", "--json", timeout=30)
+            self.assertLess(time.monotonic() - t, 20)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            listed = {o["id"]: o for o in json.loads(r.stdout)}
+            self.assertEqual(listed[sid]["state"], "running")
+            self.assertEqual(listed[stuck]["state"], "stuck")
+            self.assertIn("did not answer within 5 s", listed[stuck]["error"])
+            r = self.nsbox("ls", timeout=30)
+            self.assertRegex(r.stdout.decode(), rf"(?m)^{stuck}\s+stuck\s")
+            self.assertIn(b"did not answer", r.stderr)
+        finally:
+            srv.close()
+            os.close(lock)
+            shutil.rmtree(d)
 
     def test_many_idle_connections_do_not_block_others(self):
         sid = self.create()
