@@ -964,6 +964,10 @@ static void on_client(struct sup *S, int ci)
         return;
     }
     handle_request(S, ci, buf, (size_t)n, fds);
+    /* Whatever came with the request is ours to close, whichever way it was answered (a
+     * request that does not parse still brought its descriptors along). */
+    for (int i = 0; i < NSBOX_PROTO_MAX_FDS; i++)
+        nsbox_closep(&fds[i]);
 }
 
 static void on_accept(struct sup *S)

@@ -3,6 +3,7 @@ import fcntl
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -730,6 +731,37 @@ class HostileRequests(SessionTest):
             self.assertFalse(reply["ok"], payload)
             self.assertIn(needle, reply["error"]["message"], payload)
         self.assertTrue(self.call(s, b'{"v":1,"op":"ping"}')["ok"])
+
+    def test_descriptors_of_refused_requests_are_closed(self):
+        # A request that does not parse (an unknown op, a mistyped field: a newer client, or a
+        # hostile one) still brings its descriptors. The supervisor kept them: its descriptor
+        # table filled up, and a client reading the other end of a pipe never saw its end.
+        sid = self.create()
+        s = self.connect(sid)
+        for payload in (b'{"v":1,"op":"nosuchop"}', b'{"v":1,"op":"exec","argv":"ls"}',
+                        b"not json", b'{"v":1,"op":"ping"}'):
+            r, w = os.pipe()
+            socket.send_fds(s, [struct.pack(">I", len(payload)) + payload], [w, w, w])
+            os.close(w)
+            n = struct.unpack(">I", self.recv_exact(s, 4))[0]
+            self.recv_exact(s, n)
+            ready, _, _ = select.select([r], [], [], 10)
+            self.assertEqual(ready, [r], payload)
+            self.assertEqual(os.read(r, 1), b"", payload)  # end of file: no copy is left open
+            os.close(r)
+        sup = [p for p in os.listdir("/proc") if p.isdigit() and
+               open("/proc/%s/cmdline" % p, "rb").read().split(b"\0")[0] == b"nsbox " + sid.encode()]
+        self.assertEqual(len(sup), 1)
+        before = len(os.listdir("/proc/%s/fd" % sup[0]))
+        for _ in range(100):
+            r, w = os.pipe()
+            bad = b'{"v":1,"op":"nosuchop"}'
+            socket.send_fds(s, [struct.pack(">I", len(bad)) + bad], [r, w])
+            os.close(r)
+            os.close(w)
+            n = struct.unpack(">I", self.recv_exact(s, 4))[0]
+            self.recv_exact(s, n)
+        self.assertLess(len(os.listdir("/proc/%s/fd" % sup[0])), before + 10)
 
     def test_oversized_and_truncated_frames(self):
         sid = self.create()
