@@ -1,6 +1,7 @@
 /* Supervisor of a persistent sandbox (see supervisor.h, docs/protocol.md). */
 #define _GNU_SOURCE
 #include "supervisor.h"
+#include "files_impl.h"
 #include "agent.h"
 #include "cleanup.h"
 #include "files.h"
@@ -202,18 +203,22 @@ __attribute__((noinline)) static void ring_put(struct ring *r, const char *data,
     }
 }
 
+/* The log as JSON text: NUL becomes '?', bytes that are not UTF-8 U+FFFD (docs/protocol.md). A
+ * client's JSON parser refuses raw invalid bytes: a sandbox could have hidden its logs. */
 static char *ring_text(const struct ring *r)
 {
-    char *s = malloc(r->len + 1);
-    if (!s)
+    cleanup_free char *raw = malloc(r->len + 1);
+    char *s = malloc(3 * r->len + 1); /* each invalid byte: 3 bytes of U+FFFD */
+    if (!raw || !s) {
+        free(s);
         return NULL;
-    for (size_t i = 0; i < r->len; i++)
-        s[i] = r->buf[(r->start + i) % LOG_MAX];
-    s[r->len] = '\0';
-    /* JSON strings: replace NUL and invalid bytes crudely with '?' for non-UTF-8 safety */
-    for (size_t i = 0; i < r->len; i++)
-        if (s[i] == '\0')
-            s[i] = '?';
+    }
+    for (size_t i = 0; i < r->len; i++) {
+        raw[i] = r->buf[(r->start + i) % LOG_MAX];
+        if (raw[i] == '\0')
+            raw[i] = '?';
+    }
+    files_utf8(s, 3 * r->len + 1, raw, r->len);
     return s;
 }
 

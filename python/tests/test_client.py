@@ -643,6 +643,17 @@ class Processes(AsyncClientTest):
             with self.assertRaises(nsbox.ProcessNotFound):
                 sb.process_logs(99999)
 
+    def test_logs_that_are_not_utf8_are_readable(self):
+        # The supervisor sent the raw bytes, which made the reply unreadable JSON: a sandbox
+        # could hide its logs from the agent. They are replaced (U+FFFD), NUL by '?'.
+        with self.box().open() as sb:
+            p = sb.start_process("printf 'ok\\377\\376bad\\000\\n\\303\\251'; printf "
+                                 "'\\377' >&2")
+            self.assertEqual(p.wait(timeout=10), 0)
+            logs = p.logs()
+            self.assertEqual(logs.stdout, "ok\ufffd\ufffdbad?\n\u00e9")
+            self.assertEqual(logs.stderr, "\ufffd")
+
     async def test_async_process_outlives_execute_and_serves(self):
         async with self.box().session() as sb:
             p = await sb.start_process(["python3", "-u", "-c",
