@@ -812,39 +812,80 @@ static bool split_remote(const char *arg, char *id, const char **path)
     return true;
 }
 
-static int copy_fd(int in, int out, struct nsbox_err *e)
+/* Bytes [*off, end) of in to out (at out's offset), or fewer when in ends first: *off is
+ * where it stopped. */
+static int copy_range(int in, int out, off_t *off, off_t end, struct nsbox_err *e)
 {
-    for (;;) {
-        ssize_t n = sendfile(out, in, NULL, 1 << 20);
-        if (n == 0)
-            return 0;
-        if (n > 0)
-            continue;
-        if (errno == EINTR)
-            continue;
-        if (errno != EINVAL && errno != ENOSYS)
-            return nsbox_err_sys(e, "copy");
-        char buf[65536];
-        for (;;) {
-            ssize_t r = read(in, buf, sizeof buf);
-            if (r == 0)
-                return 0;
-            if (r < 0) {
-                if (errno == EINTR)
-                    continue;
-                return nsbox_err_sys(e, "read");
+    bool plain = false;
+    char buf[65536];
+    while (*off < end) {
+        size_t want = (size_t)(end - *off) < (1u << 20) ? (size_t)(end - *off) : 1u << 20;
+        ssize_t n;
+        if (!plain) {
+            n = sendfile(out, in, off, want);
+            if (n < 0 && (errno == EINVAL || errno == ENOSYS)) {
+                plain = true;
+                continue;
             }
-            for (ssize_t off = 0; off < r;) {
-                ssize_t w = write(out, buf + off, (size_t)(r - off));
-                if (w < 0) {
-                    if (errno == EINTR)
+        } else {
+            n = pread(in, buf, want < sizeof buf ? want : sizeof buf, *off);
+            for (ssize_t w = 0, k; n > 0 && w < n; w += k)
+                if ((k = write(out, buf + w, (size_t)(n - w))) < 0) {
+                    if (errno == EINTR) {
+                        k = 0;
                         continue;
+                    }
                     return nsbox_err_sys(e, "write");
                 }
-                off += w;
-            }
+            if (n > 0)
+                *off += n;
         }
+        if (n == 0)
+            return 0; /* the file got shorter meanwhile */
+        if (n < 0 && errno != EINTR)
+            return nsbox_err_sys(e, "copy");
     }
+    return 0;
+}
+
+/* A sandbox's file (size bytes when the read was answered) to out. At most size bytes: a file
+ * that grows meanwhile is cut there. Into a regular file holes stay holes, so that a sparse file
+ * costs the host's disk what its data costs, not its apparent size (16 TiB in 4 KiB). */
+static int copy_out(int in, int out, uint64_t size, struct nsbox_err *e)
+{
+    struct stat st;
+    bool sparse = fstat(out, &st) == 0 && S_ISREG(st.st_mode);
+    off_t pos = 0, end = size > (uint64_t)INT64_MAX ? INT64_MAX : (off_t)size;
+    while (pos < end) {
+        off_t data = pos, hole = end;
+        if (sparse) {
+            data = lseek(in, pos, SEEK_DATA);
+            if (data < 0 && errno == ENXIO)
+                break; /* a hole up to the end */
+            if (data < 0) {
+                data = pos; /* no SEEK_DATA here: all of it */
+            } else {
+                hole = lseek(in, data, SEEK_HOLE);
+                if (hole < 0 || hole > end)
+                    hole = end;
+            }
+            if (data >= end)
+                break;
+            if (lseek(out, data, SEEK_SET) < 0)
+                return nsbox_err_sys(e, "seek");
+        }
+        off_t at = data;
+        if (copy_range(in, out, &at, hole, e) < 0)
+            return -1;
+        if (at < hole) { /* shorter than when the read was answered */
+            end = at;
+            break;
+        }
+        pos = hole;
+    }
+    if (sparse && ftruncate(out, end) < 0)
+        return nsbox_err_sys(e, "write");
+    return 0;
 }
 
 /* "ID:path" that is not a sandbox's: a typo in the id deserves its own message. */
@@ -919,7 +960,14 @@ int nsbox_cli_cp(int argc, char **argv)
             nsbox_closep(&rfd);
             return fail(&e);
         }
+        const cJSON *sz = cJSON_GetObjectItemCaseSensitive(reply, "size");
+        double size = cJSON_IsNumber(sz) && sz->valuedouble >= 0 ? sz->valuedouble : -1;
         cJSON_Delete(reply);
+        if (size < 0) {
+            close(rfd);
+            nsbox_err_set(&e, NSBOX_E_INVALID, EPROTO, "the read reply has no size");
+            return fail(&e);
+        }
         /* into a directory of the host: under the file's own name */
         char target[PATH_MAX];
         struct stat ds;
@@ -939,7 +987,7 @@ int nsbox_cli_cp(int argc, char **argv)
             close(rfd);
             return fail(&e);
         }
-        r = copy_fd(rfd, out, &e);
+        r = copy_out(rfd, out, (uint64_t)size, &e);
         close(rfd);
         if (out != 1 && close(out) < 0 && r == 0)
             r = nsbox_err_sys(&e, "cannot write %s", target);

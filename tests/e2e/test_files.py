@@ -165,6 +165,31 @@ class FilesTest(unittest.TestCase):
 
     # ---- size and memory -------------------------------------------------------------------
 
+    def test_a_sparse_file_stays_sparse_on_the_host(self):
+        # A 1 TiB file that holds 8 KiB inside the sandbox: copied out byte by byte it wrote
+        # its apparent size of zeros to the host's disk (a sandbox could fill it from 4 KiB).
+        r = self.sh("python3 -c \"import os\n"
+                    "f = os.open('sparse', os.O_WRONLY | os.O_CREAT)\n"
+                    "os.write(f, b'head')\n"
+                    "os.lseek(f, (1 << 40) - 10, 0)\n"
+                    "os.write(f, b'0123456789')\"")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = self.host("sparse.back")
+        r = self.nsbox("cp", f"{self.id}:sparse", out, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        st = os.stat(out)
+        self.assertEqual(st.st_size, 1 << 40)
+        self.assertLess(st.st_blocks * 512, 1 << 20)
+        with open(out, "rb") as f:
+            self.assertEqual(f.read(8), b"head\0\0\0\0")
+            f.seek((1 << 40) - 12)
+            self.assertEqual(f.read(), b"\0\x000123456789")
+        os.unlink(out)
+        # into a pipe the holes are the zeros they read as
+        self.sh("truncate -s 100000 small-sparse; printf end >> small-sparse")
+        r = self.nsbox("cp", f"{self.id}:small-sparse", "-")
+        self.assertEqual(r.stdout, b"\0" * 100000 + b"end", r.stderr)
+
     def test_one_gib_streams_in_bounded_memory(self):
         pid = self.supervisor_pid()
         peak = [vm_hwm_kib(pid)]
