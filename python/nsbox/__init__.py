@@ -13,7 +13,8 @@ See docs/python.md.
 from .errors import (ExecError, ExecTimeout, InvalidOption, InvalidRequest,
                      OperationNotSupported, PolicyNotSupported, ProcessNotFound, ProtocolError,
                      SandboxCreationError, SandboxDeletedError, SandboxDiskFullError,
-                     SandboxError, SandboxFileNotFoundError, SandboxNotFound, SetupScriptError)
+                     SandboxError, SandboxFileNotFoundError, SandboxFileTooLargeError,
+                     SandboxNotFound, SetupScriptError)
 from .models import (EgressPolicy, FileInfo, Hook, HookContext, Network, ProcessInfo,
                      ProcessLogs, SandboxExecutionResult)
 from .sandbox import LocalSandbox
@@ -27,5 +28,5 @@ __all__ = [
     "HookContext", "SandboxError", "SandboxCreationError", "InvalidOption",
     "PolicyNotSupported", "SetupScriptError", "SandboxNotFound", "SandboxDeletedError",
     "ExecTimeout", "ExecError", "SandboxFileNotFoundError", "ProcessNotFound", "InvalidRequest",
-    "OperationNotSupported", "ProtocolError", "SandboxDiskFullError",
+    "OperationNotSupported", "ProtocolError", "SandboxDiskFullError", "SandboxFileTooLargeError",
 ]

@@ -93,6 +93,19 @@ class SandboxDiskFullError(SandboxError, OSError):
         return self.message
 
 
+class SandboxFileTooLargeError(SandboxError, OSError):
+    """read_file(max_bytes=N) of a larger file. Also an OSError with errno EFBIG."""
+
+    def __init__(self, message, code="too_large", path=None):
+        SandboxError.__init__(self, message, code)
+        self.errno = errno.EFBIG
+        self.strerror = message
+        self.filename = path
+
+    def __str__(self):
+        return self.message
+
+
 class ProcessNotFound(SandboxError, LookupError):
     """kill/logs named a pid that is not a (running) process started by start_process()."""
 

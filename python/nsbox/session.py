@@ -15,6 +15,9 @@ from ._transport import (SUPERVISOR_GONE, PROTO_VERSION, Connection, error_from_
 from .models import FileInfo, ProcessInfo, ProcessLogs
 
 WORKSPACE = "/workspace"
+# What execute() keeps of each output stream unless told otherwise (max_output=None: all). A
+# command that prints without end must not take the agent's memory with it.
+DEFAULT_MAX_OUTPUT = 64 << 20
 
 
 def _command_fields(command):
@@ -245,12 +248,13 @@ class Session:
         return ExecJob(self._connect, req, stdin, text, max_output, timeout)
 
     def execute(self, command, timeout=None, cwd=None, env=None, stdin=None, *, text=True,
-                max_output=None):
+                max_output=DEFAULT_MAX_OUTPUT):
         """Run `command` (a str, run by /bin/sh -c, or a list: argv) in /workspace and wait.
 
         Returns SandboxExecutionResult(exit_code, stdout, stderr): str by default (UTF-8,
-        invalid bytes replaced), bytes with text=False. Output is returned whole unless
-        max_output (bytes per stream) is given; then the rest is dropped and `truncated` set.
+        invalid bytes replaced), bytes with text=False. max_output: bytes kept of each stream
+        (64 MiB by default; None: all of it); the rest is dropped, `truncated` set, and the
+        command is never blocked by it.
         timeout: seconds; past it the command is killed and ExecTimeout raised, with what it
         printed in `.result` (exit_code 124). cwd: relative to /workspace. env: extra
         variables. stdin: bytes or str fed to the command (default: /dev/null).
@@ -309,10 +313,15 @@ class Session:
 
     # ---- files (paths relative to /workspace; "/workspace/x" and "/x" mean the same) -------
 
-    def read_file(self, path):
-        """The whole content of a workspace file, as bytes. SandboxFileNotFoundError (also a
-        FileNotFoundError) if it does not exist."""
+    def read_file(self, path, max_bytes=None):
+        """The whole content of a workspace file, as bytes: as long as it was when the read
+        was answered (what it gains meanwhile is not read). SandboxFileNotFoundError (also a
+        FileNotFoundError) if it does not exist. max_bytes: SandboxFileTooLargeError (also an
+        OSError, EFBIG) instead of reading a larger file into memory, for files an untrusted
+        command made."""
         path = os.fspath(path)
+        if max_bytes is not None and max_bytes < 0:
+            raise ValueError("max_bytes must be a number of bytes >= 0")
         with self._connect() as c:
             reply, fds = c.call("read", keep_fds=True, path=path)
         if not fds:
@@ -320,7 +329,13 @@ class Session:
         for fd in fds[1:]:
             os.close(fd)
         with os.fdopen(fds[0], "rb") as f:
-            return f.read()
+            size = reply.get("size")
+            if not isinstance(size, int) or size < 0:
+                raise errors.ProtocolError("read reply without a size")
+            if max_bytes is not None and size > max_bytes:
+                raise errors.SandboxFileTooLargeError(
+                    "%s is %d bytes, more than max_bytes=%d" % (path, size, max_bytes), path=path)
+            return f.read(size)
 
     def write_file(self, path, data, mode=0o644, mkdir=True):
         """Write `data` (bytes, str as UTF-8, or a binary file object) to a workspace file,
@@ -477,7 +492,7 @@ class AsyncSession:
         return self.sync.socket_path
 
     async def execute(self, command, timeout=None, cwd=None, env=None, stdin=None, *, text=True,
-                      max_output=None):
+                      max_output=DEFAULT_MAX_OUTPUT):
         job = self.sync._exec_job(command, timeout, cwd, env, stdin, text, max_output)
         fut = asyncio.ensure_future(asyncio.to_thread(job.run))
         try:
@@ -502,8 +517,8 @@ class AsyncSession:
     async def process_logs(self, pid):
         return await asyncio.to_thread(self.sync.process_logs, pid)
 
-    async def read_file(self, path):
-        return await asyncio.to_thread(self.sync.read_file, path)
+    async def read_file(self, path, max_bytes=None):
+        return await asyncio.to_thread(self.sync.read_file, path, max_bytes)
 
     async def write_file(self, path, data, mode=0o644, mkdir=True):
         return await asyncio.to_thread(self.sync.write_file, path, data, mode, mkdir)

@@ -232,6 +232,13 @@ class Execute(ClientTest):
                             max_output=1000)
         self.assertEqual((len(r.stdout), r.stderr, r.truncated, r.exit_code),
                          (1000, b"end\n", True, 0))
+        # by default 64 MiB of each stream: a command printing without end cannot take the
+        # agent's memory; max_output=None keeps all
+        big = "head -c %d /dev/zero" % ((64 << 20) + 5000)
+        r = self.sb.execute(big, text=False)
+        self.assertEqual((len(r.stdout), r.truncated, r.exit_code), (64 << 20, True, 0))
+        r = self.sb.execute(big, text=False, max_output=None)
+        self.assertEqual((len(r.stdout), r.truncated), ((64 << 20) + 5000, False))
 
     def test_background_child_holding_stdout_does_not_hang(self):
         t = time.monotonic()

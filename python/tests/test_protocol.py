@@ -2,6 +2,7 @@
 both directions, request fields, error codes, tombstones. No root and no nsbox binary needed;
 test_client.py checks the same calls against real sandboxes."""
 import asyncio
+import errno
 import json
 import os
 import re
@@ -87,7 +88,7 @@ class FakeSupervisor:
             if path not in self.files:
                 return self.err(conn, "not_found", "no such file: %s" % path)
             fd = os.memfd_create("x")
-            os.write(fd, self.files[path])
+            os.write(fd, self.files[path] + getattr(self, "extra", b""))
             os.lseek(fd, 0, 0)
             send_msg(conn, dict(ok, size=len(self.files[path])), [fd])
             os.close(fd)
@@ -161,6 +162,21 @@ class Protocol(unittest.TestCase):
             self.sb.write_file("copy.py", f)
         with open(__file__, "rb") as f:
             self.assertEqual(self.sup.files["copy.py"], f.read())
+
+    def test_read_stops_at_the_size_and_max_bytes_refuses(self):
+        # the content the descriptor gives beyond the reply's size (a file that grew after the
+        # read was answered) is not read
+        self.sup.files["grows.txt"] = b"0123456789"
+        self.sup.extra = b"more and more"
+        self.assertEqual(self.sb.read_file("grows.txt"), b"0123456789")
+        self.assertEqual(self.sb.read_file("grows.txt", max_bytes=10), b"0123456789")
+        with self.assertRaises(nsbox.SandboxFileTooLargeError) as cm:
+            self.sb.read_file("grows.txt", max_bytes=9)
+        self.assertIsInstance(cm.exception, OSError)
+        self.assertEqual(cm.exception.errno, errno.EFBIG)
+        self.assertIn("grows.txt is 10 bytes, more than max_bytes=9", str(cm.exception))
+        with self.assertRaises(ValueError):
+            self.sb.read_file("grows.txt", max_bytes=-1)
 
     def test_missing_file(self):
         with self.assertRaises(FileNotFoundError) as cm:
