@@ -5,6 +5,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,8 +308,39 @@ out:
 
 /* ---- framing --------------------------------------------------------------------------------- */
 
+static int frame_limit_ms; /* 0: a message may take as long as its peer takes */
+
+void nsbox_proto_frame_limit(int ms)
+{
+    frame_limit_ms = ms;
+}
+
+static int64_t frame_deadline(void)
+{
+    return frame_limit_ms > 0 ? nsbox_now_ms() + frame_limit_ms : 0;
+}
+
+/* Wait until sock is ready for ev, at most until deadline: -1 with ETIMEDOUT past it. */
+static int wait_ready(int sock, short ev, int64_t deadline)
+{
+    for (;;) {
+        int64_t left = deadline - nsbox_now_ms();
+        struct pollfd p = {.fd = sock, .events = ev};
+        int r = left > 0 ? poll(&p, 1, (int)left) : 0;
+        if (r > 0)
+            return 0;
+        if (r == 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        if (errno != EINTR)
+            return -1;
+    }
+}
+
 int nsbox_proto_send(int sock, const char *json, const int *fds, size_t nfds, struct nsbox_err *e)
 {
+    int64_t deadline = frame_deadline();
     size_t len = strlen(json);
     if (len > NSBOX_PROTO_MAX || nfds > NSBOX_PROTO_MAX_FDS)
         return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "message too large");
@@ -324,9 +356,11 @@ int nsbox_proto_send(int sock, const char *json, const int *fds, size_t nfds, st
         nsbox_cmsg_put_fds(&msg, u.buf, fds, nfds);
     size_t total = 4 + len, sent = 0;
     while (sent < total) {
-        ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+        ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL | (deadline ? MSG_DONTWAIT : 0));
         if (n < 0) {
             if (errno == EINTR)
+                continue;
+            if (deadline && errno == EAGAIN && wait_ready(sock, POLLOUT, deadline) == 0)
                 continue;
             return nsbox_err_sys(e, "send");
         }
@@ -356,7 +390,7 @@ int nsbox_proto_send_obj(int sock, cJSON *obj, const int *fds, size_t nfds, stru
 }
 
 static ssize_t recv_exact(int sock, char *buf, size_t n, int fds[NSBOX_PROTO_MAX_FDS],
-                          bool *got_any)
+                          bool *got_any, int64_t deadline)
 {
     size_t got = 0;
     while (got < n) {
@@ -370,9 +404,11 @@ static ssize_t recv_exact(int sock, char *buf, size_t n, int fds[NSBOX_PROTO_MAX
             msg.msg_control = u.b;
             msg.msg_controllen = sizeof u.b;
         }
-        ssize_t r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        ssize_t r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | (deadline ? MSG_DONTWAIT : 0));
         if (r < 0) {
             if (errno == EINTR)
+                continue;
+            if (deadline && errno == EAGAIN && wait_ready(sock, POLLIN, deadline) == 0)
                 continue;
             return -1;
         }
@@ -411,7 +447,8 @@ ssize_t nsbox_proto_recv(int sock, char **out, int fds[NSBOX_PROTO_MAX_FDS], str
             fds[i] = -1;
     unsigned char hdr[4];
     bool any = false;
-    ssize_t n = recv_exact(sock, (char *)hdr, 4, fds, &any);
+    int64_t deadline = frame_deadline();
+    ssize_t n = recv_exact(sock, (char *)hdr, 4, fds, &any, deadline);
     if (n == 0)
         return 0;
     if (n < 0)
@@ -425,7 +462,7 @@ ssize_t nsbox_proto_recv(int sock, char **out, int fds[NSBOX_PROTO_MAX_FDS], str
     char *buf = malloc(len + 1);
     if (!buf)
         return nsbox_err_sys(e, "malloc");
-    n = recv_exact(sock, buf, len, NULL, &any);
+    n = recv_exact(sock, buf, len, NULL, &any, deadline);
     if (n < 0 || (size_t)n < len) {
         free(buf);
         return n < 0 ? nsbox_err_sys(e, "receive")

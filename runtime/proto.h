@@ -70,6 +70,10 @@ void nsbox_request_free(struct nsbox_request *req);
 int nsbox_proto_send(int sock, const char *json, const int *fds, size_t nfds, struct nsbox_err *e);
 int nsbox_proto_send_obj(int sock, cJSON *obj, const int *fds, size_t nfds, struct nsbox_err *e);
 ssize_t nsbox_proto_recv(int sock, char **out, int fds[NSBOX_PROTO_MAX_FDS], struct nsbox_err *e);
+/* From now on, in this process, a whole message sent or received must take at most ms (0: no
+ * limit, the default): a peer that dribbles it fails with ETIMEDOUT instead of holding a
+ * single-threaded server (the supervisor) for as long as it likes. */
+void nsbox_proto_frame_limit(int ms);
 
 /* Replies. */
 cJSON *nsbox_reply_ok(const char *tag);

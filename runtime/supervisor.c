@@ -38,7 +38,10 @@
  * reply stays under the 1 MiB message limit even if every byte needs a \\uXXXX escape. */
 #define LOG_MAX (64u << 10)
 #define SETUP_STDERR_MAX 65536 /* of a failing setup script, in the error */
-#define CLIENT_RCV_TIMEOUT_S 10
+/* A client must send (or take) a whole message within this: the supervisor serves every
+ * connection from one thread, and one that dribbles a message must not hold the others, the
+ * ttl and the timeouts (nsbox_proto_frame_limit). */
+#define CLIENT_FRAME_MS 5000
 
 /* ---- small helpers -------------------------------------------------------------------------- */
 
@@ -980,11 +983,6 @@ static void on_accept(struct sup *S)
     int fd = accept4(S->listen_fd, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0)
         return;
-    /* Only the owner can connect (socket mode 0600), but a stalled client must not stall the
-     * supervisor: bound every receive. */
-    struct timeval tv = {.tv_sec = CLIENT_RCV_TIMEOUT_S};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     for (int i = 0; i < MAX_CLIENTS; i++)
         if (S->clients[i].fd < 0) {
             S->clients[i].fd = fd;
@@ -1240,6 +1238,9 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
                                                 int owner_fd, int owner_pid, const char *pool_key)
 {
     static struct sup S;
+    /* Only the owner can connect (socket mode 0600), but a stalled client must not stall the
+     * supervisor: every message in or out has CLIENT_FRAME_MS. */
+    nsbox_proto_frame_limit(CLIENT_FRAME_MS);
     if (pool_key)
         snprintf(S.pool_key, sizeof S.pool_key, "%s", pool_key);
     S.owner_fd = owner_fd;

@@ -808,6 +808,34 @@ class HostileRequests(SessionTest):
             os.close(lock)
             shutil.rmtree(d)
 
+    def test_a_client_dribbling_a_message_does_not_hold_the_supervisor(self):
+        # One thread serves every connection: a client that sends a message a byte at a time
+        # held all the others (and the ttl) for as long as it liked. Now it has 5 s for it.
+        sid = self.create()
+        s = self.connect(sid)
+        dropped = threading.Event()
+
+        def dribble():
+            try:
+                s.sendall(struct.pack(">I", 200) + b'{"v":1,')
+                for _ in range(120):
+                    time.sleep(0.5)
+                    s.sendall(b" ")
+            except OSError:
+                dropped.set()
+
+        t = threading.Thread(target=dribble, daemon=True)
+        t.start()
+        try:
+            time.sleep(1)
+            started = time.monotonic()
+            self.assertEqual(self.exec(sid, "echo", "served").stdout, b"served\n")
+            self.assertLess(time.monotonic() - started, 15)
+            self.assertTrue(dropped.wait(20), "the dribbling client was never cut off")
+        finally:
+            s.close()
+            t.join(70)
+
     def test_many_idle_connections_do_not_block_others(self):
         sid = self.create()
         idle = [self.connect(sid) for _ in range(20)]
