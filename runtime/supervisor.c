@@ -38,6 +38,14 @@
  * reply stays under the 1 MiB message limit even if every byte needs a \\uXXXX escape. */
 #define LOG_MAX (64u << 10)
 #define SETUP_STDERR_MAX 65536 /* of a failing setup script, in the error */
+/* Background output is read at most LOG_RATE bytes a second per sandbox (counted in windows of
+ * LOG_WINDOW_MS), and LOG_ROUND per stream in one poll round; beyond that its writers wait on
+ * their full pipes. Reading costs the supervisor's CPU, which no cgroup of the sandbox bounds: a
+ * `cat /dev/zero` in the background took a whole host CPU beside the sandbox's quota, and one
+ * stream read until it ran dry held every request. */
+#define LOG_RATE (8u << 20)
+#define LOG_WINDOW_MS 100
+#define LOG_ROUND (256u << 10)
 /* A client must send (or take) a whole message within this: the supervisor serves every
  * connection from one thread, and one that dribbles a message must not hold the others, the
  * ttl and the timeouts (nsbox_proto_frame_limit). */
@@ -169,6 +177,8 @@ struct sup {
     bool sleeping;
     unsigned sleeps;
     int64_t last_wake_us; /* how long the last thaw took, until the cgroup said THAWED; -1 */
+    int64_t log_window;   /* when the current window of LOG_RATE began */
+    size_t log_left;      /* bytes of background output it may still read in it */
     int owner_fd;         /* create --owner-pid: a pidfd; the sandbox ends with that process */
     int owner_pid;
     /* A pooled sandbox (pool.md) waits for one run, which init takes on the run socket; then
@@ -942,19 +952,36 @@ static void on_agent(struct sup *S)
         free_proc(p);
 }
 
-static void drain(int *fd, struct ring *r)
+/* Read what fd has into r, at most max bytes (a writer faster than us must not keep us here);
+ * at its end, close it. Returns the bytes read. */
+static size_t drain(int *fd, struct ring *r, size_t max)
 {
     char buf[16384];
-    for (;;) {
-        ssize_t n = read(*fd, buf, sizeof buf);
+    size_t got = 0;
+    while (got < max) {
+        ssize_t n = read(*fd, buf, max - got < sizeof buf ? max - got : sizeof buf);
         if (n > 0) {
             ring_put(r, buf, (size_t)n);
+            got += (size_t)n;
             continue;
         }
-        if (n == 0 || (errno != EAGAIN && errno != EINTR))
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0 || errno != EAGAIN)
             nsbox_closep(fd);
-        return;
+        break;
     }
+    return got;
+}
+
+/* The budget of background output for this window (LOG_RATE): 0 once spent. */
+static size_t log_budget(struct sup *S, int64_t now)
+{
+    if (now >= S->log_window + LOG_WINDOW_MS) {
+        S->log_window = now;
+        S->log_left = (size_t)LOG_RATE * LOG_WINDOW_MS / 1000;
+    }
+    return S->log_left;
 }
 
 static void on_client(struct sup *S, int ci)
@@ -1069,7 +1096,14 @@ static void loop(struct sup *S)
                 pf[n++] = (struct pollfd){S->clients[i].fd, POLLIN, 0};
             }
         size_t first_log = n;
-        for (int i = 0; i < MAX_PROCS && !S->sleeping; i++) {
+        int64_t now = nsbox_now_ms();
+        int timeout = next_timeout(S, now);
+        bool logs = !S->sleeping && log_budget(S, now) > 0;
+        if (!S->sleeping && !logs) { /* spent: the writers wait on full pipes until the next */
+            int until = (int)(S->log_window + LOG_WINDOW_MS - now);
+            timeout = timeout < 0 || until < timeout ? until : timeout;
+        }
+        for (int i = 0; i < MAX_PROCS && logs; i++) {
             struct proc *p = &S->procs[i];
             if (!p->used)
                 continue;
@@ -1078,8 +1112,7 @@ static void loop(struct sup *S)
             if (p->err_fd >= 0)
                 map[n] = MAX_PROCS + i, pf[n++] = (struct pollfd){p->err_fd, POLLIN, 0};
         }
-        int64_t now = nsbox_now_ms();
-        int r = poll(pf, n, next_timeout(S, now));
+        int r = poll(pf, n, timeout);
         if (r < 0 && errno != EINTR)
             break;
         check_deadlines(S, nsbox_now_ms());
@@ -1129,10 +1162,10 @@ static void loop(struct sup *S)
             if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
                 continue;
             struct proc *p = &S->procs[map[i] % MAX_PROCS];
-            if (map[i] < MAX_PROCS)
-                drain(&p->out_fd, &p->out);
-            else
-                drain(&p->err_fd, &p->err);
+            size_t max = log_budget(S, nsbox_now_ms());
+            max = max < LOG_ROUND ? max : LOG_ROUND;
+            S->log_left -= map[i] < MAX_PROCS ? drain(&p->out_fd, &p->out, max)
+                                               : drain(&p->err_fd, &p->err, max);
         }
         if (pf[F_LISTEN].revents & POLLIN)
             on_accept(S);
@@ -1178,7 +1211,7 @@ static int run_setup_script(struct sup *S, struct nsbox_err *e)
         if (pr == 0)
             break;
         if (rfd >= 0 && (pf[1].revents & (POLLIN | POLLHUP)))
-            drain(&rfd, &err);
+            drain(&rfd, &err, LOG_ROUND);
         if (pf[0].revents & (POLLIN | POLLHUP)) {
             struct nsbox_agent_event ev;
             int ar = nsbox_agent_recv(S->agent, &ev, e);
@@ -1197,7 +1230,7 @@ static int run_setup_script(struct sup *S, struct nsbox_err *e)
         }
     }
     if (rfd >= 0) {
-        drain(&rfd, &err);
+        drain(&rfd, &err, LOG_MAX); /* the end of what it left: only LOG_MAX are kept */
         nsbox_closep(&rfd);
     }
     cleanup_free char *text = err.buf ? ring_text(&err) : strdup("");

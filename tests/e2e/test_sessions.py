@@ -312,6 +312,31 @@ class Lifecycle(SessionTest):
         logs = self.nsbox("logs", sid, pid)
         self.assertEqual(logs.stdout, b"x" * (64 << 10))  # the last 64 KiB are kept
 
+    def test_background_output_costs_the_host_little_cpu(self):
+        # The supervisor reads background output outside every cgroup of the sandbox: a
+        # `yes &` had it take a whole host CPU beside the sandbox's own quota, and
+        # requests waited behind the reading. It now reads at most 8 MiB/s (the writer waits).
+        sid = self.create("--instance-type", "small")
+        sup = int(self.inspect(sid)["supervisor_pid"])
+
+        def cpu_s():
+            with open("/proc/%d/stat" % sup) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+        flood = self.nsbox("exec", "-d", sid, "--", "yes").stdout.decode().strip()
+        time.sleep(0.5)
+        c0, t0 = cpu_s(), time.monotonic()
+        time.sleep(3)
+        started = time.monotonic()
+        self.assertEqual(self.exec(sid, "echo", "served").stdout, b"served\n")
+        self.assertLess(time.monotonic() - started, 5)
+        used = (cpu_s() - c0) / (time.monotonic() - t0)
+        self.assertLess(used, 0.35, "the supervisor used %.0f%% of a CPU" % (100 * used))
+        logs = self.nsbox("logs", sid, flood).stdout
+        self.assertEqual(logs, b"y\n" * (32 << 10))  # still read: the last 64 KiB are there
+        self.assertEqual(self.nsbox("kill", sid, flood, "KILL").returncode, 0)
+
     def test_rm_never_existed_and_deleted_are_distinct(self):
         sid = self.create()
         self.assertEqual(self.nsbox("rm", sid).returncode, 0)
