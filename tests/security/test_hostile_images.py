@@ -239,6 +239,25 @@ class HostileImages(HostileImageBase):
         self.assertTrue(probes["no_secret:/etc/mem"]["detail"].startswith("open"),
                         probes["no_secret:/etc/mem"])
 
+    def test_the_host_root_is_refused_as_an_image_by_any_path(self):
+        # --image / has a /bin/sh and python3, and showed the sandbox every host file its uid
+        # may read (homes, other sandboxes' parents): an option an agent's model could write.
+        leak = self.c("secret")
+        for image in ("/", "/.", "//usr/.."):
+            r = run_nsbox(["run", "--image", image, "--", "cat", leak], self.dirs, timeout=60)
+            self.assertEqual(r.returncode, 125, (image, r.stdout, r.stderr))
+            self.assertIn(b"the host's own root filesystem", r.stderr)
+            self.assertNotIn(SECRET.encode(), r.stdout)
+        # and by a bind mount of it, in a mount namespace of this test's own
+        alias = os.path.join(self.top, "alias")
+        os.mkdir(alias)
+        r = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                            'mount --bind / "$1" && exec "$2" run --image "$1" -- cat "$3"',
+                            "sh", alias, NSBOX, leak], env=self.dirs.env(), capture_output=True,
+                           timeout=60)
+        self.assertEqual(r.returncode, 125, (r.stdout, r.stderr))
+        self.assertIn(b"the host's own root filesystem", r.stderr)
+
     def test_too_many_top_level_entries_refused_cleanly(self):
         for i in range(60):
             os.mkdir(os.path.join(self.img, f"d{i:02}"))
