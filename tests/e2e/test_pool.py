@@ -293,6 +293,19 @@ class Pool(unittest.TestCase):
         # (the fills those cold runs started) can delay past the run's end
         self.assertTrue(wait_for(lambda: sid not in self.pooled(), 10), self.pooled())
 
+    def test_a_run_from_another_network_namespace_runs_cold(self):
+        # A pooled sandbox's network is made in its filler's network namespace (routes,
+        # firewall); a run under `ip netns exec` (here: unshare -n) took it all the same.
+        if not is_root():
+            self.skipTest("unshare -n needs root")
+        (sid,) = self.fill()
+        r = self.nsbox("run", "--", "hostname", wrap=lambda cmd: ["unshare", "-n"] + cmd)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotEqual(r.stdout.decode().strip(), "nsbox-" + sid)
+        self.assertIn(sid, self.pooled())
+        r = self.nsbox("run", "--", "hostname", check=True)  # from here it is taken
+        self.assertEqual(r.stdout.decode().strip(), "nsbox-" + sid)
+
     def test_ttl_deletes_unused_pooled_sandboxes(self):
         self.write_config({"pool": {"size": 1, "ttl_seconds": 1}})
         (sid,) = self.fill()
