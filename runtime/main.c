@@ -104,13 +104,26 @@ static void note_root_workspace(const char *dir)
 {
     struct stat sb;
     if (!dir[0] || geteuid() != 0 || stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode) ||
-        (sb.st_uid != 0 && sb.st_gid != 0) || (sb.st_mode & S_IWOTH))
+        (sb.st_uid != 0 && sb.st_gid != 0) || (sb.st_mode & S_IWOTH) ||
+        nsbox_workspace_forbidden(dir)) /* refused later, with the reason */
         return;
+    /* chown -R is advice for a project directory, never for the system's own */
+    static const char *const system[] = {"/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64",
+                                         "/opt", "/root", "/run", "/sbin", "/srv", "/usr", "/var"};
+    bool sys = strchr(dir + 1, '/') == NULL; /* any directory right under / */
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(system); i++) {
+        size_t n = strlen(system[i]);
+        sys = sys || (!strncmp(dir, system[i], n) && (dir[n] == '/' || !dir[n]));
+    }
+    char advice[PATH_MAX + 64];
+    snprintf(advice, sizeof advice,
+             sys ? "it is a system directory: give a copy of what the sandbox needs"
+                 : "chown -R USER: %s hands it to USER and USER's group",
+             dir);
     fprintf(stderr,
             "nsbox: note: --workspace %s belongs to root (its %s is 0), which is never mapped into "
-            "a sandbox: the sandbox can write there only what others may (chown -R USER: %s hands "
-            "it to USER and USER's group; docs/workspace.md)\n",
-            dir, sb.st_uid == 0 ? "owner" : "group", dir);
+            "a sandbox: the sandbox can write there only what others may (%s; docs/workspace.md)\n",
+            dir, sb.st_uid == 0 ? "owner" : "group", advice);
 }
 
 struct flag_map {

@@ -86,6 +86,9 @@ int nsbox_tombstone_read(const char *id, char *reason, size_t n);
 bool nsbox_state_cache_entry(const char *name, char *id, char *rel);
 /* The name of a sandbox's backing file in the cache directory: "<id>.ext4". */
 void nsbox_state_ws_name(const char *id, char out[NSBOX_WS_NAME_SIZE]);
+/* Why the directory dir may not be a --workspace (the host's root; a kernel file system such as
+ * /proc, whose bind would show the sandbox the host), or NULL when it may. */
+const char *nsbox_workspace_forbidden(const char *dir);
 
 /* Remove leftovers of sandboxes whose owner died. Returns the number removed. */
 int nsbox_gc(bool verbose, struct nsbox_err *e);

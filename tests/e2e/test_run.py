@@ -221,6 +221,23 @@ class Basics(RunTest):
             self.assertEqual(f.read(), "kept\n")
         self.assertNoLeftovers()
 
+    def test_host_root_and_kernel_file_systems_are_refused_as_workspaces(self):
+        # --workspace /proc showed the sandbox the host's processes; / and /dev/shm the host's
+        # files and shared memory. Refused before anything is made, in one line (no note).
+        for path in ("/", "/proc", "/proc/1", "/sys/fs/cgroup", "/dev", "/dev/shm"):
+            r = self.sh("ls /workspace; echo RAN", "--workspace", path)
+            self.assertEqual(r.returncode, 125, (path, r.stderr))
+            self.assertEqual(r.stdout, b"", path)
+            self.assertIn(b"refusing to hand it to a sandbox", r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        # a system directory still runs (read-only for the sandbox), but without the advice to
+        # chown it
+        r = self.sh("test -r /workspace/passwd && echo RAN", "--workspace", "/etc")
+        self.assertEqual(r.stdout, b"RAN\n", r.stderr)
+        self.assertIn(b"it is a system directory", r.stderr)
+        self.assertNotIn(b"chown", r.stderr)
+        self.assertNoLeftovers()
+
     def test_default_environment_and_a_session_of_its_own(self):
         # Nothing given with -e: the environment is nsbox's alone. The command leads a new
         # session without a controlling terminal, so even with TIOCSTI allowed it could not
