@@ -507,10 +507,19 @@ int main(int argc, char **argv)
         free(abs);
     }
     /* Instance types may be overridden by $NSBOX_CONFIG or /etc/nsbox/config.json; a broken
-     * file is an error for every command rather than silently different limits. */
+     * file is an error for every command that makes a sandbox, rather than silently different
+     * limits. The others (rm, ls, gc, pool drain, ...) do not read it: a mistake in it must not
+     * stop the clean-up. info says what is wrong with it. */
     struct nsbox_err e = {0};
-    if (nsbox_instance_types_load(NULL, &e) < 0)
+    bool makes = !strcmp(cmd, "run") || !strcmp(cmd, "create") ||
+                 (!strcmp(cmd, "pool") && argc > 2 && !strcmp(argv[2], "fill"));
+    if (makes && nsbox_instance_types_load(NULL, &e) < 0)
         return fail(&e);
+    if (!strcmp(cmd, "info") && nsbox_instance_types_load(NULL, &e) < 0) {
+        fprintf(stderr, "nsbox: %s (the instance types below are the defaults)\n", e.msg);
+        int rc = nsbox_cli_info(argc - 1, argv + 1);
+        return rc == 0 ? 1 : rc; /* a required check failed: the config */
+    }
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         /* nsbox help [CMD] */
         if (argc > 2 && nsbox_help_print(argv[2], stdout) < 0)

@@ -470,6 +470,34 @@ class ExitCodes(RunTest):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"no command 'nope'", r.stderr)
 
+    def test_a_broken_config_stops_only_what_makes_sandboxes(self):
+        # Every command failed on a broken config file, pool drain, gc and rm included: the
+        # clean-up could not run until the file was mended.
+        sid = run_nsbox(["create"], self.dirs, check=True).stdout.decode().strip()
+        cfg = os.path.join(self.dirs.base, "config.json")
+        with open(cfg, "w") as f:
+            f.write("{bad")
+        env = {"NSBOX_CONFIG": cfg}
+        for args in (["version"], ["ls"], ["gc"], ["pool", "ls"], ["pool", "drain"],
+                     ["inspect", sid], ["rm", sid]):
+            r = run_nsbox(args, self.dirs, extra_env=env)
+            self.assertEqual(r.returncode, 0, (args, r.stderr))
+        self.assertFalse(os.path.exists(os.path.join(self.dirs.state, sid)))
+        for args in (["run", "--", "true"], ["create"], ["pool", "fill"]):
+            r = run_nsbox(args, self.dirs, extra_env=env)
+            self.assertEqual(r.returncode, 125, args)
+            self.assertIn(b"invalid JSON near byte 2", r.stderr)
+        r = run_nsbox(["info"], self.dirs, extra_env=env)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(b"invalid JSON near byte 2 (the instance types below are the defaults)",
+                      r.stderr)
+        with open(cfg, "w") as f:
+            f.write('{"pol": {"size": 0}}')  # a misspelled section was silently ignored
+        r = run_nsbox(["run", "--", "true"], self.dirs, extra_env=env)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"unknown key 'pol'", r.stderr)
+        self.assertEqual([p for p in self.dirs.leftovers() if not p.endswith("/tombstones")], [])
+
     def test_region_rule_refuses_before_anything_is_built(self):
         r = run_nsbox(["run", "--region", "us-east-1", "--", "true"], self.dirs)
         self.assertEqual(r.returncode, 125)

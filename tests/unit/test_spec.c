@@ -793,7 +793,7 @@ static void test_config_override(void **state)
 {
     struct nsbox_spec *s = *state;
     struct nsbox_err e;
-    char *path = write_tmp("{\"other_module\": {\"x\": 1},"
+    char *path = write_tmp("{\"pool\": {\"size\": 0},"
                            " \"instance_types\": {\"medium\": {\"memory\": \"8GiB\"},"
                            " \"xl\": {\"cpus\": 16, \"memory\": 34359738368, \"pids\": 8192,"
                            " \"disk\": \"100G\"}}}");
@@ -835,6 +835,8 @@ static void test_config_override(void **state)
         {"{\"instance_types\": {\"small\": {\"memory\": 1024}}}",
          "instance_types.small.memory: must be between 1MiB and 1PiB"},
         {"{\"instance_types\": ", "invalid JSON"},
+        /* a misspelled section silently left its settings at their defaults */
+        {"{\"pol\": {\"size\": 0}}", "unknown key 'pol' (the sections are instance_types"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         path = write_tmp(bad[i].json);
