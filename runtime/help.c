@@ -10,7 +10,7 @@ const char *nsbox_help_cmd;
 /* run, create and pool fill describe a sandbox with the same options (runtime/main.c,
  * parse_options; docs/spec.md has the JSON form). */
 #define SANDBOX_OPTIONS                                                                           \
-    "sandbox options (later ones override earlier ones; docs/spec.md):\n"                         \
+    "sandbox options (--spec first, then the others in order, later ones winning; docs/spec.md):\n" \
     "  --instance-type small|medium|large  CPUs, memory, pids and workspace disk (nsbox info)\n"  \
     "  --network none|all|allow=H[,H]      none (default): loopback only; allow: those hosts\n"   \
     "  --egress CIDR[,CIDR]                also allow these IPv4 ranges (in any mode)\n"         \
@@ -39,12 +39,13 @@ static const char overview[] =
     "                                  sandboxes made ahead for nsbox run (docs/pool.md)\n"
     "  version\n"
     "\n"
-    "run and create OPTIONS (later ones override earlier ones):\n"
+    "run and create OPTIONS (--spec first, then the others in order, later ones winning):\n"
     "  --instance-type small|medium|large   --region R    --spec FILE.json|-   -e K=V\n"
     "  --network none|all|allow=H[,H]    --egress CIDR[,CIDR]\n"
     "  --image host|debian|NAME|/DIR     --workspace DIR (yours, kept, no disk limit)\n"
     "run only:     --timeout S   --cwd DIR (relative: to /workspace)\n"
-    "create only:  --ttl S   --idle-timeout S   --setup-script FILE   --setup-timeout S\n"
+    "create only:  --idle-timeout S   --setup-script FILE   --setup-timeout S   (and --ttl S,\n"
+    "              which bounds a run as --timeout does)\n"
     "              --owner-pid PID (deleted when that process ends: --owner-pid $$ in a CI job)\n"
     "              --json\n"
     "\n"
@@ -64,7 +65,8 @@ static const struct {
             "  (runs that repeat take ready-made sandboxes from the warm pool: docs/pool.md)\n"
             "\n"
             "  --timeout S                         kill CMD's whole process tree after S seconds\n"
-            "  --cwd DIR                           where CMD starts (relative: to /workspace)\n" SANDBOX_OPTIONS
+            "  --cwd DIR                           where CMD starts (relative: to /workspace)\n"
+            "  --ttl S                             as --timeout (the sandbox's hard limit)\n" SANDBOX_OPTIONS
             "\n" EXIT_CODES},
     {"create", "usage: nsbox create [OPTIONS] [--json]\n"
                "  start a persistent sandbox and print its id; a supervisor process owns it until\n"

@@ -197,6 +197,14 @@ static int parse_options(int argc, char **argv, struct nsbox_spec *spec,
         for (size_t k = 0; k < NSBOX_ARRAY_LEN(spec_flags); k++)
             if (!strcmp(name, spec_flags[k].flag))
                 key = spec_flags[k].key;
+        if (run_opts && (!strcmp(name, "-i") || !strcmp(name, "-t") || !strcmp(name, "-it") ||
+                         !strcmp(name, "-ti"))) {
+            usage_error("run has no terminal or stdin flags (%s): its stdin is passed through "
+                        "already; for an interactive shell: id=$(nsbox create); nsbox exec -it "
+                        "$id -- bash",
+                        name);
+            return -2;
+        }
         bool run_only = !strcmp(name, "--timeout") || !strcmp(name, "--cwd");
         if (run_only && !run_opts) {
             usage_error(!strcmp(name, "--timeout")
@@ -242,7 +250,9 @@ static int parse_options(int argc, char **argv, struct nsbox_spec *spec,
                 return -1;
         } else if (run_opts && !strcmp(name, "--timeout")) {
             if (nsbox_parse_seconds(val, 365 * 86400, &run_opts->timeout_ms) < 0) {
-                usage_error("--timeout needs a number of seconds, not '%s'", val);
+                usage_error("--timeout needs a number of seconds from 0 to 31536000 (a "
+                            "year), not '%s'",
+                            val);
                 return -2;
             }
         } else if (run_opts && !strcmp(name, "--cwd")) {
@@ -442,6 +452,17 @@ static int cmd_pool(int argc, char **argv)
         {"--size", NULL, &size, 1, NSBOX_POOL_MAX_SIZE, "a number from 1 to 16"},
     };
     argc--, argv++; /* argv[0] is "fill" now */
+    for (int k = 1; k < argc && strcmp(argv[k], "--") != 0; k++) {
+        static const char *const no[] = {"--ttl", "--idle-timeout", "-e", "--env"};
+        for (size_t j = 0; j < NSBOX_ARRAY_LEN(no); j++) {
+            size_t n = strlen(no[j]);
+            if (!strncmp(argv[k], no[j], n) && (!argv[k][n] || argv[k][n] == '='))
+                return usage_error("pool fill: %s does not apply to pooled sandboxes (they live "
+                                   "the pool's ttl_seconds and never sleep; a run brings its own "
+                                   "-e; docs/pool.md)",
+                                   no[j]);
+        }
+    }
     if (strip_own_flags(&argc, argv, own, NSBOX_ARRAY_LEN(own)) != 0)
         return EXIT_USAGE;
     struct nsbox_spec spec;

@@ -430,6 +430,16 @@ class ExitCodes(RunTest):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"--timeout is an option of run and exec", r.stderr)
         self.assertIn(b"--ttl", r.stderr)
+        # what a user tries first, and what each means instead
+        r = run_nsbox(["run", "-it", "--", "bash"], self.dirs)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"nsbox exec -it $id -- bash", r.stderr)
+        r = run_nsbox(["run", "--timeout", "99999999999", "--", "true"], self.dirs)
+        self.assertIn(b"from 0 to 31536000", r.stderr)
+        for opt in (["--ttl", "5"], ["-e", "A=1"], ["--idle-timeout=3"]):
+            r = run_nsbox(["pool", "fill"] + opt, self.dirs)
+            self.assertEqual(r.returncode, 125, opt)
+            self.assertIn(b"does not apply to pooled sandboxes", r.stderr)
 
     def test_each_command_has_its_own_help(self):
         # every option each parser takes (runtime/main.c, client.c) must be in its help
