@@ -34,6 +34,9 @@
 static int fail(const struct nsbox_err *e)
 {
     fprintf(stderr, "nsbox: %s\n", e->msg);
+    /* The region rule's text is the hosted SDK's, to the letter, and speaks Python. */
+    if (strstr(e->msg, "Pass network=Network.all() or a supported region."))
+        fprintf(stderr, "(on the command line: --network all, or --region nl-north-1)\n");
     return EXIT_NSBOX;
 }
 

@@ -514,6 +514,7 @@ class ExitCodes(RunTest):
         self.assertIn(b"This network policy is not supported in region 'us-east-1'; it is "
                       b"supported only in nl-north-1. Pass network=Network.all() or a supported "
                       b"region.", r.stderr)
+        self.assertIn(b"(on the command line: --network all, or --region nl-north-1)", r.stderr)
         self.assertNoLeftovers()
 
 
