@@ -314,7 +314,7 @@ class OptionsAndErrors(ClientTest):
         r = subprocess.run([NSBOX, "create", "--region", "us-east-1"], capture_output=True,
                            env=self.dirs.env())
         self.assertEqual(r.returncode, 125)
-        self.assertEqual(r.stderr.decode().strip(), "nsbox: " + REGION_MESSAGE)
+        self.assertEqual(r.stderr.decode().splitlines()[0], "nsbox: " + REGION_MESSAGE)
 
     def test_invalid_hosts_raise_with_the_runtimes_message(self):
         for host, why in (("https://pypi.org", "has a scheme"), ("pypi.org/simple", "path"),
