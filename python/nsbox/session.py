@@ -223,7 +223,15 @@ class Session:
         return os.path.join(self.runtime_dir, self.id, "ctl")
 
     def _connect(self):
-        return Connection(self.id, self.runtime_dir)
+        try:
+            return Connection(self.id, self.runtime_dir)
+        except errors.SandboxDeletedError as e:
+            # the supervisor's tombstone says "deleted by rm" for every delete: this one was ours
+            if self.closed and str(e).endswith(" was deleted by rm"):
+                raise errors.SandboxDeletedError(
+                    "sandbox %s was deleted by this session (its delete(), or the end of open() "
+                    "or session())" % self.id, "deleted") from None
+            raise
 
     def _call(self, op, **fields):
         with self._connect() as c:
@@ -408,7 +416,7 @@ class Session:
         c, self._holder = self._holder, None
         try:
             if c is None:
-                c = self._connect()
+                c = Connection(self.id, self.runtime_dir)
             c.call("delete")
             c.wait_hangup(5)
         except errors.SandboxDeletedError as e:

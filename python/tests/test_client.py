@@ -393,8 +393,13 @@ class OptionsAndErrors(ClientTest):
             pass
         with self.assertRaises(nsbox.SandboxDeletedError) as cm:
             sb.execute("true")
-        self.assertIn("deleted by rm", str(cm.exception))
+        self.assertIn("was deleted by this session", str(cm.exception))  # not "by rm"
+        self.assertFalse(sb.is_alive())
         sb.delete()  # idempotent
+        other = nsbox.Session(sb.id, sb.runtime_dir)  # another client of it: the tombstone
+        with self.assertRaises(nsbox.SandboxDeletedError) as cm:
+            other.execute("true")
+        self.assertIn("deleted by rm", str(cm.exception))
         ghost = nsbox.Session("0123456789ab", runtime_dir(self.dirs.env()))
         with self.assertRaises(nsbox.SandboxNotFound):
             ghost.execute("true")

@@ -214,6 +214,10 @@ class Protocol(unittest.TestCase):
         self.sb.delete()
         with self.assertRaises(nsbox.SandboxDeletedError) as cm:
             self.sb.read_file("hello.txt")
+        self.assertEqual(str(cm.exception), "sandbox %s was deleted by this session (its "
+                                            "delete(), or the end of open() or session())" % SID)
+        with self.assertRaises(nsbox.SandboxDeletedError) as cm:  # another client of it
+            nsbox.Session(SID, self.rt).read_file("hello.txt")
         self.assertEqual(str(cm.exception), "sandbox %s was deleted by rm" % SID)
         self.sb.delete()  # idempotent
 
