@@ -323,9 +323,13 @@ static int cmd_run(int argc, char **argv)
         nsbox_pool_after_cold_run(&spec);
     if (oom_kills > 0)
         fprintf(stderr, "nsbox: out of memory: the instance type's limit (%s, %llu MiB) killed %d "
-                        "process%s\n",
+                        "process%s%s\n",
                 spec.instance_type, (unsigned long long)(spec.limits.memory_bytes >> 20), oom_kills,
-                oom_kills == 1 ? "" : "es");
+                oom_kills == 1 ? "" : "es",
+                /* a user's workspace is a tmpfs, whose files are memory (docs/workspace.md) */
+                geteuid() != 0 && !spec.workspace[0] ? " (the workspace's files count toward it: "
+                                                      "without root it is a tmpfs)"
+                                                    : "");
     nsbox_spec_free(&spec);
     return rc;
 out_err:

@@ -235,6 +235,19 @@ class Unprivileged(unittest.TestCase):
         finally:
             self.run_as_user(["rm", sid], delegated=False, extra_env=env)
 
+    def test_a_workspace_fuller_than_memory_is_an_oom_that_says_why(self):
+        # A user's workspace is a tmpfs: its files are memory, and a disk limit above the
+        # memory limit ends in the OOM killer, not ENOSPC. The message says so.
+        env = write_config(self.dirs, {"lean": {"cpus": 1, "memory": "64MiB", "pids": 128,
+                                                "disk": "256MiB"}})
+        r = self.run_as_user(["run", "--instance-type", "lean", "--", "sh", "-c",
+                              "head -c 200M /dev/zero > /workspace/f"], extra_env=env)
+        self.assertEqual(r.returncode, 137, r.stderr)
+        self.assertIn(b"out of memory: the instance type's limit (lean, 64 MiB)", r.stderr)
+        self.assertIn(b"the workspace's files count toward it: without root it is a tmpfs",
+                      r.stderr)
+        self.assertEqual(self.dirs.leftovers(), [])
+
     def test_network_all_refused_without_cap_net_admin(self):
         # Refused when the sandbox is built, with the fix, rather than run without a network
         # or with a weaker one.
