@@ -101,6 +101,17 @@ static int recv_reply_within(int sock, const char *id, int seconds, cJSON **repl
     return r;
 }
 
+/* A connection lost during a command: when the sandbox has been deleted meanwhile (its ttl,
+ * an rm), say that, rather than "Connection reset by peer". */
+static struct nsbox_err *lost_why(const char *id, struct nsbox_err *e)
+{
+    char reason[256];
+    if ((e->code == NSBOX_E_DELETED || e->sys_errno == ECONNRESET || e->sys_errno == EPIPE) &&
+        nsbox_tombstone_read(id, reason, sizeof reason))
+        nsbox_err_set(e, NSBOX_E_DELETED, e->sys_errno, "sandbox %s was %s", id, reason);
+    return e;
+}
+
 /* One request on a connection of its own; the reply within seconds. */
 static int call_within(const char *id, cJSON *req, int seconds, cJSON **reply, struct nsbox_err *e)
 {
@@ -459,9 +470,9 @@ int nsbox_cli_exec(int argc, char **argv)
         /* The command has our descriptors; we wait for its status and pass signals on. */
         nsbox_closep(&null);
         if (client_wait(sock, &reply, &e) < 0)
-            return fail(&e);
+            return fail(lost_why(id, &e));
     } else if (recv_reply(sock, &reply, NULL, &e) < 0) {
-        return fail(&e);
+        return fail(lost_why(id, &e));
     }
     if (!detach || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
         return exec_result(reply);

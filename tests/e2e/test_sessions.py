@@ -360,6 +360,15 @@ class Lifecycle(SessionTest):
         self.assertIn(b"deleted because ttl_seconds=1 expired", r.stderr)
         self.assertEqual(cgroup_leftovers(sid), [])
 
+    def test_ttl_during_an_exec_says_so(self):
+        # the command's connection breaks when the ttl deletes the sandbox: the error gives
+        # the reason, not the broken connection's
+        sid = self.create("--ttl", "2")
+        r = self.exec(sid, "sleep", "20", timeout=30)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(f"sandbox {sid} was deleted because ttl_seconds=2 expired".encode(),
+                      r.stderr)
+
     def test_owner_pid_ends_the_sandbox_with_its_process(self):
         # A CI job's shell gives its own pid: when the job is cancelled, the sandbox goes too.
         owner = subprocess.Popen(["sleep", "60"])
