@@ -200,19 +200,18 @@ static int link_up(struct nl_sock *sk, int idx, const char *ifname, struct nsbox
     int r = -NLE_NOMEM;
     if (orig && chg) {
         nl.rtnl_link_set_ifindex(orig, idx);
-        nl.rtnl_link_set_flags(chg, IFF_UP);
         /* No link-local address: the sandbox has IPv4 only, and no DAD or router solicitation
-         * traffic starts. A kernel without IPv6 refuses the attribute: then up alone. */
-        bool v6 = nl.rtnl_link_inet6_set_addr_gen_mode(chg, IN6_ADDR_GEN_MODE_NONE) == 0;
-        r = nl.rtnl_link_change(sk, orig, chg, 0);
-        if (r < 0 && v6) {
-            nl.rtnl_link_put(chg);
-            chg = nl.rtnl_link_alloc();
-            r = -NLE_NOMEM;
-            if (chg) {
-                nl.rtnl_link_set_flags(chg, IFF_UP);
-                r = nl.rtnl_link_change(sk, orig, chg, 0);
-            }
+         * traffic starts. Set before the link goes up, in a change of its own: in the same
+         * change the kernel brings the link up first, and when its peer is already up (a
+         * pooled sandbox's) the carrier is there at once and the address made before the mode
+         * applies. A kernel without IPv6 refuses the attribute: then up alone. */
+        if (nl.rtnl_link_inet6_set_addr_gen_mode(chg, IN6_ADDR_GEN_MODE_NONE) == 0)
+            nl.rtnl_link_change(sk, orig, chg, 0);
+        nl.rtnl_link_put(chg);
+        chg = nl.rtnl_link_alloc();
+        if (chg) {
+            nl.rtnl_link_set_flags(chg, IFF_UP);
+            r = nl.rtnl_link_change(sk, orig, chg, 0);
         }
     }
     if (orig)

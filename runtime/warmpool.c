@@ -118,7 +118,7 @@ static int ctx_load_uncached(const struct nsbox_spec *s, struct pool_ctx *c,
     /* and the environment variables that shape a sandbox where it is made */
     static const char *const vars[] = {"NSBOX_DATA_DIR", "NSBOX_CACHE_DIR",
                                        "NSBOX_CGROUP_PARENT", "NSBOX_RESOLV_CONF"};
-    size_t cap = 160 + 3 * 48 + len;
+    size_t cap = 160 + 2 * 48 + len;
     for (size_t i = 0; i < NSBOX_ARRAY_LEN(vars); i++)
         cap += strlen(vars[i]) + 2 + (getenv(vars[i]) ? strlen(getenv(vars[i])) : 0);
     cleanup_free char *extra = malloc(cap);
@@ -126,9 +126,10 @@ static int ctx_load_uncached(const struct nsbox_spec *s, struct pool_ctx *c,
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     size_t n = (size_t)snprintf(extra, cap, "%s %s\n", NSBOX_VERSION, bin);
     /* and the namespaces it is made from: a pooled sandbox's network is built in its filler's
-     * network namespace (routes, firewall), its image resolved in the filler's mounts. A run
-     * under `ip netns exec` took one made in another namespace. */
-    static const char *const nss[] = {"net", "mnt", "user"};
+     * network namespace (routes, firewall). A run under `ip netns exec` took one made in
+     * another namespace. Not the mount namespace: `ip netns exec` makes a new one for every
+     * command (to remount /sys), and that would leave such runs without a pool. */
+    static const char *const nss[] = {"net", "user"};
     for (size_t i = 0; i < NSBOX_ARRAY_LEN(nss); i++) {
         char p[32];
         struct stat st;

@@ -125,6 +125,29 @@ class NetworkAll(NetTest):
         self.assertTrue(res[f"tcp:{API}:443"].endswith(f"FROM {LAB_ADDR}"), res)
         self.assertLabClean()
 
+    def test_ipv4_only_cold_and_pooled(self):
+        # No IPv6 address at all, not even link-local: a pooled sandbox's eth0 had one (its
+        # link came up with its peer already up, before the "no address" mode applied).
+        cfg = os.path.join(self.dirs.base, "pool.json")
+        with open(cfg, "w") as f:
+            json.dump({"pool": {"size": 1, "ttl_seconds": 120}}, f)
+        env = {"NSBOX_CONFIG": cfg}
+        script = "cat /proc/net/if_inet6; hostname"
+        cold = self.nsbox(["run", "--network", "all", "--", "sh", "-c", script], extra_env=env)
+        self.assertEqual(cold.returncode, 0, cold.stderr)
+        r = self.nsbox(["pool", "fill", "--network", "all"], extra_env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ids = [e["id"] for e in json.loads(self.nsbox(["pool", "ls", "--json"],
+                                                         extra_env=env).stdout)]
+        pooled = self.nsbox(["run", "--network", "all", "--", "sh", "-c", script], extra_env=env)
+        self.assertEqual(pooled.returncode, 0, pooled.stderr)
+        host = pooled.stdout.decode().splitlines()[-1]
+        self.assertIn(host[len("nsbox-"):], ids)  # it was a pooled one
+        for r in (cold, pooled):
+            v6 = [l for l in r.stdout.decode().splitlines()[:-1] if not l.endswith(" lo")]
+            self.assertEqual(v6, [], r.stdout)
+        self.nsbox(["pool", "drain"], extra_env=env)
+
     def test_not_the_host_nor_metadata(self):
         res = self.probe(["--network", "all"], f"tcp:{LAB_ADDR}:{HOST_PORT}",
                          f"tcp:GATEWAY:{HOST_PORT}", f"tcp:{META}:80", f"tcp:{META}:443")
