@@ -79,31 +79,38 @@ class SandboxFileNotFoundError(SandboxError, FileNotFoundError):
         return self.message
 
 
-class SandboxDiskFullError(SandboxError, OSError):
+class _FileError(SandboxError, OSError):
+    """A SandboxError that is also the OSError a local file operation would raise (ERRNO)."""
+
+    ERRNO = 0
+
+    def __init__(self, message, code, path=None):
+        SandboxError.__init__(self, message, code)
+        self.errno = self.ERRNO
+        self.strerror = message
+        self.filename = path
+
+    def __str__(self):
+        return self.message
+
+
+class SandboxDiskFullError(_FileError):
     """A file operation ran out of room: the workspace's disk (its bytes or its inodes) is
     full. Also an OSError with errno ENOSPC, as a full local disk gives."""
 
+    ERRNO = errno.ENOSPC
+
     def __init__(self, message, code="no_space", path=None):
-        SandboxError.__init__(self, message, code)
-        self.errno = errno.ENOSPC
-        self.strerror = message
-        self.filename = path
-
-    def __str__(self):
-        return self.message
+        _FileError.__init__(self, message, code, path)
 
 
-class SandboxFileTooLargeError(SandboxError, OSError):
+class SandboxFileTooLargeError(_FileError):
     """read_file(max_bytes=N) of a larger file. Also an OSError with errno EFBIG."""
 
-    def __init__(self, message, code="too_large", path=None):
-        SandboxError.__init__(self, message, code)
-        self.errno = errno.EFBIG
-        self.strerror = message
-        self.filename = path
+    ERRNO = errno.EFBIG
 
-    def __str__(self):
-        return self.message
+    def __init__(self, message, code="too_large", path=None):
+        _FileError.__init__(self, message, code, path)
 
 
 class ProcessNotFound(SandboxError, LookupError):

@@ -139,15 +139,22 @@ class FakeSupervisor:
         shutil.rmtree(os.path.join(self.rt, SID), ignore_errors=True)
 
 
-class Protocol(unittest.TestCase):
+class FakeTest(unittest.TestCase):
+    """A session of SID against a FAKE supervisor in a runtime directory of the test's own."""
+
+    FAKE = FakeSupervisor
+
     def setUp(self):
         self.rt = tempfile.mkdtemp(prefix="nsbox-proto-")
-        self.sup = FakeSupervisor(self.rt)
+        self.sup = self.FAKE(self.rt)
         self.sb = nsbox.Session(SID, self.rt)
 
     def tearDown(self):
         self.sup.stop()
         shutil.rmtree(self.rt, ignore_errors=True)
+
+
+class Protocol(FakeTest):
 
     def test_read_write_descriptors(self):
         self.assertEqual(self.sb.read_file("hello.txt"), b"hello\n")
@@ -286,18 +293,11 @@ class OlderFake(FakeSupervisor):
             super().handle(conn, req, fds)
 
 
-class OlderSupervisor(unittest.TestCase):
+class OlderSupervisor(FakeTest):
     """The clients' fallbacks for a sandbox whose supervisor an older nsbox started (a sandbox
     lives on across an upgrade of nsbox)."""
 
-    def setUp(self):
-        self.rt = tempfile.mkdtemp(prefix="nsbox-proto-")
-        self.sup = OlderFake(self.rt)
-        self.sb = nsbox.Session(SID, self.rt)
-
-    def tearDown(self):
-        self.sup.stop()
-        shutil.rmtree(self.rt, ignore_errors=True)
+    FAKE = OlderFake
 
     def ops(self):
         return [r["op"] for r in self.sup.requests]
