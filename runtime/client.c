@@ -536,9 +536,9 @@ int nsbox_cli_ls(int argc, char **argv)
         snprintf(ctl, sizeof ctl, "%s/%s/ctl", rt, de->d_name);
         if (stat(ctl, &st) < 0)
             continue; /* a one-shot sandbox, or one still starting */
-        /* One stuck supervisor must not hide the others: after 5 s it is listed as such. */
+        /* One stuck supervisor must not hide the others: after 10 s it is listed as such. */
         cJSON *reply, *req = request("inspect");
-        int r = call_within(de->d_name, req, 5, &reply, &e);
+        int r = call_within(de->d_name, req, 10, &reply, &e);
         cJSON_Delete(req);
         if (r == 0 && nsbox_client_reply_error(reply, &e) == 0) {
             cJSON_AddItemToArray(all, reply);

@@ -828,12 +828,12 @@ class HostileRequests(SessionTest):
         try:
             t = time.monotonic()
             r = self.nsbox("ls", "--json", timeout=30)
-            self.assertLess(time.monotonic() - t, 20)
+            self.assertLess(time.monotonic() - t, 25)
             self.assertEqual(r.returncode, 0, r.stderr)
             listed = {o["id"]: o for o in json.loads(r.stdout)}
             self.assertEqual(listed[sid]["state"], "running")
             self.assertEqual(listed[stuck]["state"], "stuck")
-            self.assertIn("did not answer within 5 s", listed[stuck]["error"])
+            self.assertIn("did not answer within 10 s", listed[stuck]["error"])
             r = self.nsbox("ls", timeout=30)
             self.assertRegex(r.stdout.decode(), rf"(?m)^{stuck}\s+stuck\s")
             self.assertIn(b"did not answer", r.stderr)
