@@ -484,6 +484,7 @@ class ExitCodes(RunTest):
         # Every command failed on a broken config file, pool drain, gc and rm included: the
         # clean-up could not run until the file was mended.
         sid = run_nsbox(["create"], self.dirs, check=True).stdout.decode().strip()
+        self.addCleanup(run_nsbox, ["rm", sid], self.dirs)  # before the directories go
         cfg = os.path.join(self.dirs.base, "config.json")
         with open(cfg, "w") as f:
             f.write("{bad")
