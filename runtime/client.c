@@ -356,7 +356,6 @@ static int exec_with_tty(const char *id, cJSON *req)
     return exec_result(reply);
 }
 
-
 int nsbox_cli_exec(int argc, char **argv)
 {
     bool interactive = false, detach = false, tty = false;
