@@ -222,6 +222,10 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
             return -1;
         o->src_is_fd = cfg->ws_premounted; /* then src only names it in messages */
         o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+        /* With what is mounted below it, as the caller sees the directory (docker binds so
+         * too). Not only a choice: in the sandbox's user namespace those mounts are locked to
+         * their parent, and the kernel refuses a bind that would leave them out (EINVAL). */
+        o->recursive = true;
         break;
     case NSBOX_WS_EXT4:
         o = PUSH(NSBOX_MOP_BIND, "workspace");

@@ -221,6 +221,22 @@ class Basics(RunTest):
             self.assertEqual(f.read(), "kept\n")
         self.assertNoLeftovers()
 
+    def test_a_workspace_with_a_mount_below_it(self):
+        # The sandbox's user namespace locks the mounts below the directory to it, and the
+        # kernel refused the bind that left them out: "cannot bind DIR: Invalid argument".
+        # Bound with them now, as the caller sees the directory. (The mount is made in a mount
+        # namespace of the test's own.)
+        ws = os.path.join(self.dirs.base, "proj")
+        os.makedirs(os.path.join(ws, "data"))
+        script = ('mount -t tmpfs t "$1/data" && echo inside > "$1/data/f" && '
+                  'exec "$2" run --workspace "$1" -- cat /workspace/data/f')
+        r = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script,
+                            "sh", ws, NSBOX], env=self.dirs.env(), capture_output=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, b"inside\n")
+        self.assertEqual(os.listdir(os.path.join(ws, "data")), [])  # it was in that namespace
+        self.assertNoLeftovers()
+
     def test_host_root_and_kernel_file_systems_are_refused_as_workspaces(self):
         # --workspace /proc showed the sandbox the host's processes; / and /dev/shm the host's
         # files and shared memory. Refused before anything is made, in one line (no note).
