@@ -526,9 +526,8 @@ static int resolve_path(const char *path, struct nsbox_image *img, struct nsbox_
     /* The host's own root (by any path that reaches it) would give the sandbox, read-only,
      * every file the sandbox's uid may read: homes, /root's readable parts, the other users'
      * workspaces' parents. "host" is the image that shares the host's system safely. */
-    struct stat is, rs;
-    if (fstat(fd, &is) == 0 && stat("/", &rs) == 0 && is.st_dev == rs.st_dev &&
-        is.st_ino == rs.st_ino)
+    struct stat is;
+    if (fstat(fd, &is) == 0 && nsbox_is_host_root(&is))
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
                              "image %s: that is the host's own root filesystem, which would show "
                              "the sandbox every file it may read; use --image host (the host's "

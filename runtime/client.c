@@ -105,10 +105,8 @@ static int recv_reply_within(int sock, const char *id, int seconds, cJSON **repl
  * an rm), say that, rather than "Connection reset by peer". */
 static struct nsbox_err *lost_why(const char *id, struct nsbox_err *e)
 {
-    char reason[256];
-    if ((e->code == NSBOX_E_DELETED || e->sys_errno == ECONNRESET || e->sys_errno == EPIPE) &&
-        nsbox_tombstone_read(id, reason, sizeof reason))
-        nsbox_err_set(e, NSBOX_E_DELETED, e->sys_errno, "sandbox %s was %s", id, reason);
+    if (e->code == NSBOX_E_DELETED || e->sys_errno == ECONNRESET || e->sys_errno == EPIPE)
+        nsbox_tombstone_err(id, e->sys_errno, e);
     return e;
 }
 

@@ -21,6 +21,10 @@ const char *nsbox_help_cmd;
     "  -e, --env K=V                       an environment variable (repeatable)\n"                \
     "  --spec FILE.json|-                  the options as JSON, applied first\n"
 
+#define EXIT_CODES                                                                                \
+    "exit code: the command's own; 124 timed out; 125 nsbox failed; 126 not executable;\n"        \
+    "127 not found; 128+N killed by signal N\n"
+
 static const char overview[] =
     "usage: nsbox COMMAND [ARGS]     (nsbox COMMAND --help: its options)\n"
     "\n"
@@ -48,13 +52,7 @@ static const char overview[] =
     "              which bounds a run as --timeout does)\n"
     "              --owner-pid PID (deleted when that process ends: --owner-pid $$ in a CI job)\n"
     "              --json\n"
-    "\n"
-    "exit codes: the command's own; 124 timed out; 125 nsbox failed; 126 not executable;\n"
-    "127 not found; 128+N killed by signal N\n";
-
-#define EXIT_CODES                                                                                \
-    "exit code: the command's own; 124 timed out; 125 nsbox failed; 126 not executable;\n"        \
-    "127 not found; 128+N killed by signal N\n"
+    "\n" EXIT_CODES;
 
 static const struct {
     const char *cmd;

@@ -114,10 +114,8 @@ static void note_root_workspace(const char *dir)
     static const char *const system[] = {"/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64",
                                          "/opt", "/root", "/run", "/sbin", "/srv", "/usr", "/var"};
     bool sys = strchr(dir + 1, '/') == NULL; /* any directory right under / */
-    for (size_t i = 0; i < NSBOX_ARRAY_LEN(system); i++) {
-        size_t n = strlen(system[i]);
-        sys = sys || (!strncmp(dir, system[i], n) && (dir[n] == '/' || !dir[n]));
-    }
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(system); i++)
+        sys = sys || nsbox_path_within(dir, system[i]);
     char advice[PATH_MAX + 64];
     snprintf(advice, sizeof advice,
              sys ? "it is a system directory: give a copy of what the sandbox needs"

@@ -94,7 +94,7 @@ const char *nsbox_workspace_forbidden(const char *dir)
     struct statfs fs;
     if (stat(dir, &ws) < 0)
         return NULL; /* the caller says what is wrong with it */
-    if (stat("/", &other) == 0 && ws.st_dev == other.st_dev && ws.st_ino == other.st_ino)
+    if (nsbox_is_host_root(&ws))
         return "the host's root directory";
     /* the kernel's and the devices' file systems: a bind of /proc showed the sandbox the host's
      * processes. By type, and by being on the host's own /proc, /sys or /dev. */
@@ -107,12 +107,10 @@ const char *nsbox_workspace_forbidden(const char *dir)
             if ((unsigned long)fs.f_type == pseudo[i])
                 return "a kernel file system (proc, sys, cgroup, ...)";
     static const char *const hosts[] = {"/proc", "/sys", "/dev"};
-    for (size_t i = 0; i < NSBOX_ARRAY_LEN(hosts); i++) {
-        size_t n = strlen(hosts[i]);
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(hosts); i++)
         if ((stat(hosts[i], &other) == 0 && ws.st_dev == other.st_dev) ||
-            (!strncmp(dir, hosts[i], n) && (dir[n] == '/' || !dir[n]))) /* a tmpfs in them */
+            nsbox_path_within(dir, hosts[i])) /* a tmpfs in them */
             return "in the host's /proc, /sys or /dev";
-    }
     return NULL;
 }
 
@@ -345,6 +343,14 @@ static int tomb_find(const char *path, const char *id, char *reason, size_t n)
     }
     free(buf);
     return found;
+}
+
+int nsbox_tombstone_err(const char *id, int err, struct nsbox_err *e)
+{
+    char reason[NSBOX_TOMB_REASON_MAX + 1];
+    if (!nsbox_tombstone_read(id, reason, sizeof reason))
+        return 0;
+    return nsbox_err_set(e, NSBOX_E_DELETED, err, "sandbox %s was %s", id, reason);
 }
 
 int nsbox_tombstone_read(const char *id, char *reason, size_t n)

@@ -79,6 +79,9 @@ int nsbox_tombstone_write(const char *id, const char *reason);
 /* 1 and the reason (the newest, if the id appears more than once) when there is one, 0 when
  * none. */
 int nsbox_tombstone_read(const char *id, char *reason, size_t n);
+/* When sandbox id has a tombstone: e is "sandbox ID was REASON" (NSBOX_E_DELETED, sys_errno err)
+ * and -1. 0 (e untouched) when it has none. */
+int nsbox_tombstone_err(const char *id, int err, struct nsbox_err *e);
 
 /* The id of a sandbox's entry in the cache directory: "<id>.ext4", or "<id>", the directory
  * holding workspace.ext4 of an nsbox before the flat layout. rel (NAME_MAX + 32 bytes) gets the

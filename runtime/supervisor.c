@@ -103,7 +103,6 @@ static int connect_own(const char *id, const char *name, int type, struct nsbox_
 
 int nsbox_session_connect(const char *id, struct nsbox_err *e)
 {
-    char reason[256];
     if (!nsbox_state_valid_id(id))
         return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
                              "no sandbox '%s' (ids are 12 hexadecimal digits; see nsbox ls)", id);
@@ -111,8 +110,8 @@ int nsbox_session_connect(const char *id, struct nsbox_err *e)
     if (fd >= 0 || e->code != NSBOX_E_SYS) /* reached, not ours, or a bad path */
         return fd;
     int err = errno;
-    if (nsbox_tombstone_read(id, reason, sizeof reason))
-        return nsbox_err_set(e, NSBOX_E_DELETED, err, "sandbox %s was %s", id, reason);
+    if (nsbox_tombstone_err(id, err, e) < 0)
+        return -1;
     if (err == ECONNREFUSED) {
         /* Its socket is there with nobody listening: the supervisor died without removing
          * the sandbox. gc removes what it left (and records why). */

@@ -252,3 +252,15 @@ bool nsbox_fd_is_at_path(int fd, const char *path)
     return fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_ino == b.st_ino &&
            a.st_dev == b.st_dev;
 }
+
+bool nsbox_path_within(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
+}
+
+bool nsbox_is_host_root(const struct stat *st)
+{
+    struct stat root;
+    return stat("/", &root) == 0 && st->st_dev == root.st_dev && st->st_ino == root.st_ino;
+}

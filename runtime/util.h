@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -50,6 +51,10 @@ int64_t nsbox_now_ms(void);
 int nsbox_parse_seconds(const char *s, uint64_t max_s, uint64_t *ms);
 /* A command line's process id (of a sandbox's process): 2 to 2^22, else -1. */
 long nsbox_parse_pid(const char *s);
+/* path is dir or below it, by its text ("/proc/1" is in "/proc", "/procx" is not). */
+bool nsbox_path_within(const char *path, const char *dir);
+/* st is the host's root directory ("/" of this mount namespace), whatever path reached it. */
+bool nsbox_is_host_root(const struct stat *st);
 /* A time (a clock's reading, a file's st_mtim) in nanoseconds. */
 static inline int64_t nsbox_timespec_ns(const struct timespec *t)
 {

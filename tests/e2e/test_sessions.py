@@ -55,6 +55,14 @@ class SessionTest(unittest.TestCase):
     def socket_path(self, sid):
         return os.path.join(self.dirs.state, sid, "ctl")
 
+    def supervisor_pid(self, sid):
+        return int(self.inspect(sid)["supervisor_pid"])
+
+    def init_pid(self, sid):
+        """The host pid of the sandbox's init: its supervisor's child."""
+        r = subprocess.run(["pgrep", "-P", str(self.supervisor_pid(sid))], capture_output=True)
+        return int(r.stdout.split()[0])
+
 
 class Lifecycle(SessionTest):
     def test_create_exec_state_persists(self):
@@ -209,20 +217,6 @@ class Lifecycle(SessionTest):
         self.assertEqual(self.nsbox("kill", sid, slow, "KILL").returncode, 0)
         self.assertEqual(self.nsbox("wait", "--timeout", "10", sid, slow).returncode, 137)
 
-    def sandbox_init_host_pid(self, sid):
-        """The host pid of the sandbox's init: pid 1 of a pid namespace, in its cgroup."""
-        for host_pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                with open("/proc/%s/status" % host_pid) as f:
-                    nspid = [ln.split()[1:] for ln in f if ln.startswith("NSpid:")][0]
-                with open("/proc/%s/cgroup" % host_pid) as f:
-                    cgroups = f.read()
-            except (OSError, IndexError):
-                continue
-            if len(nspid) >= 2 and nspid[-1] == "1" and "/nsbox-%s" % sid in cgroups:
-                return int(host_pid)
-        self.fail("no init of sandbox %s among the host's processes" % sid)
-
     def test_a_reused_pid_names_the_running_process(self):
         # After the sandbox's pids wrap around, a pid can name an ended background process and
         # a running one. wait, kill and logs must act on the running one.
@@ -232,7 +226,7 @@ class Lifecycle(SessionTest):
         self.assertEqual(self.nsbox("wait", sid, str(old)).returncode, 3)
         # make the sandbox's next pid that one again: ns_last_pid of its pid namespace,
         # written by a process in it (echo is sh's own: no fork takes a pid in between)
-        r = subprocess.run(["nsenter", "--target", str(self.sandbox_init_host_pid(sid)), "--pid",
+        r = subprocess.run(["nsenter", "--target", str(self.init_pid(sid)), "--pid",
                             "--", "sh", "-c", "echo %d > /proc/sys/kernel/ns_last_pid" % (old - 1)],
                            capture_output=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -317,7 +311,7 @@ class Lifecycle(SessionTest):
         # `yes &` had it take a whole host CPU beside the sandbox's own quota, and
         # requests waited behind the reading. It now reads at most 8 MiB/s (the writer waits).
         sid = self.create("--instance-type", "small")
-        sup = int(self.inspect(sid)["supervisor_pid"])
+        sup = self.supervisor_pid(sid)
 
         def cpu_s():
             with open("/proc/%d/stat" % sup) as f:
@@ -408,16 +402,6 @@ class Lifecycle(SessionTest):
         info = self.inspect(sid)
         self.assertEqual(info["state"], "running")
         self.assertGreaterEqual(info["last_wake_us"], 0)  # the thaw, timed (bench/ reports it)
-
-    def supervisor_pid(self, sid):
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                with open("/proc/%s/cmdline" % pid, "rb") as f:
-                    if f.read().split(b"\0")[0] == b"nsbox " + sid.encode():
-                        return int(pid)
-            except OSError:
-                continue
-        self.fail("no supervisor for %s" % sid)
 
     def test_a_sleeping_sandbox_is_deleted_whatever_ends_it(self):
         # Its processes are frozen: with cgroup v1 they cannot die until thawed, and every way
@@ -600,15 +584,10 @@ class Terminal(SessionTest):
 
 
 class Crashes(SessionTest):
-    def supervisor_pid(self, sid):
-        return self.inspect(sid)["supervisor_pid"]
-
     def test_sigkill_supervisor_kills_sandbox_and_gc_cleans(self):
         sid = self.create()
         self.nsbox("exec", "-d", sid, "--", "sleep", "300")
-        sup = self.supervisor_pid(sid)
-        init = int(subprocess.run(["pgrep", "-P", str(sup)], capture_output=True)
-                   .stdout.split()[0])
+        sup, init = self.supervisor_pid(sid), self.init_pid(sid)
         os.kill(sup, signal.SIGKILL)
         deadline = time.monotonic() + 10
         while os.path.exists(f"/proc/{init}") and time.monotonic() < deadline:
@@ -783,10 +762,8 @@ class HostileRequests(SessionTest):
             self.assertEqual(ready, [r], payload)
             self.assertEqual(os.read(r, 1), b"", payload)  # end of file: no copy is left open
             os.close(r)
-        sup = [p for p in os.listdir("/proc") if p.isdigit() and
-               open("/proc/%s/cmdline" % p, "rb").read().split(b"\0")[0] == b"nsbox " + sid.encode()]
-        self.assertEqual(len(sup), 1)
-        before = len(os.listdir("/proc/%s/fd" % sup[0]))
+        sup = self.supervisor_pid(sid)
+        before = len(os.listdir("/proc/%d/fd" % sup))
         for _ in range(100):
             r, w = os.pipe()
             bad = b'{"v":1,"op":"nosuchop"}'
@@ -795,7 +772,7 @@ class HostileRequests(SessionTest):
             os.close(w)
             n = struct.unpack(">I", self.recv_exact(s, 4))[0]
             self.recv_exact(s, n)
-        self.assertLess(len(os.listdir("/proc/%s/fd" % sup[0])), before + 10)
+        self.assertLess(len(os.listdir("/proc/%d/fd" % sup)), before + 10)
 
     def test_oversized_and_truncated_frames(self):
         sid = self.create()

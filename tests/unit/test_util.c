@@ -40,11 +40,27 @@ static void test_pid(void **state)
         assert_int_equal(nsbox_parse_pid(bad[i]), -1);
 }
 
+static void test_paths(void **state)
+{
+    (void)state;
+    assert_true(nsbox_path_within("/proc", "/proc"));
+    assert_true(nsbox_path_within("/proc/1/root", "/proc"));
+    assert_false(nsbox_path_within("/procx", "/proc"));
+    assert_false(nsbox_path_within("/pro", "/proc"));
+    assert_false(nsbox_path_within("/", "/proc"));
+    struct stat st;
+    assert_int_equal(stat("/", &st), 0);
+    assert_true(nsbox_is_host_root(&st));
+    assert_int_equal(stat("/tmp", &st), 0);
+    assert_false(nsbox_is_host_root(&st));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seconds),
         cmocka_unit_test(test_pid),
+        cmocka_unit_test(test_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
