@@ -729,7 +729,7 @@ static int wait_by_polling(const char *id, long pid, int64_t deadline, const cha
         {
             const cJSON *p = cJSON_GetObjectItemCaseSensitive(it, "pid");
             if (cJSON_IsNumber(p) && p->valuedouble == (double)pid)
-                found = it; /* the last: after pid reuse, the newest */
+                found = it; /* after pid reuse, ps cannot tell which is ours (no order) */
         }
         int rc = -1;
         if (!found) {
