@@ -81,6 +81,42 @@ static bool in_net(uint32_t a, uint32_t net, unsigned prefix)
     return (a & mask_of(prefix)) == (net & mask_of(prefix));
 }
 
+/* IPv4 ranges with a meaning of their own. All but link-local (which an explicit entry may
+ * open: a cloud VPC's services live there) are never a destination outside the sandbox: from
+ * inside its network namespace, 0/8 and 127/8 are the sandbox itself, and multicast and
+ * 240/4 (broadcast included) are not TCP peers. An allow or egress entry there would open
+ * nothing, while the user most likely meant the host's own "localhost" service. */
+static const struct {
+    uint32_t net;
+    unsigned prefix;
+    const char *what; /* NULL: may be named explicitly */
+} special4[] = {
+    {0x00000000u, 8, "'this network' (0.0.0.0/8): from inside the sandbox that is the sandbox "
+                     "itself"},
+    {0x7f000000u, 8, "loopback (127.0.0.0/8): inside the sandbox that is the sandbox itself, "
+                     "always reachable without an entry"},
+    {0xa9fe0000u, 16, NULL},
+    {0xe0000000u, 4, "multicast (224.0.0.0/4): not a destination a sandbox can reach"},
+    {0xf0000000u, 4, "reserved (240.0.0.0/4, broadcast included): not a destination a sandbox "
+                     "can reach"},
+};
+
+/* What makes a.b.c.d/prefix meaningless as a destination (it lies wholly inside one of the
+ * sandbox-local ranges above), or NULL. */
+static const char *sandbox_local(uint32_t a, unsigned prefix)
+{
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(special4); i++)
+        if (special4[i].what && prefix >= special4[i].prefix &&
+            in_net(a, special4[i].net, special4[i].prefix))
+            return special4[i].what;
+    return NULL;
+}
+
+#define LOCAL_HINT                                                                             \
+    "; a service on this host is reached at one of the host's other addresses that it "       \
+    "listens on, e.g. allow=192.0.2.10:8080 or egress 192.0.2.10 (docs/network.md, \"A "      \
+    "service on the host\")"
+
 int nsbox_netpool_parse(const char *text, struct nsbox_netpool *p, struct nsbox_err *e)
 {
     struct nsbox_cidr c;
@@ -94,17 +130,13 @@ int nsbox_netpool_parse(const char *text, struct nsbox_netpool *p, struct nsbox_
                        "sandbox)", text, NSBOX_NET_SLOT_PREFIX, NSBOX_NET_SLOT_PREFIX);
     uint32_t base = (uint32_t)c.addr[0] << 24 | (uint32_t)c.addr[1] << 16 |
                     (uint32_t)c.addr[2] << 8 | c.addr[3];
-    /* Ranges with a meaning of their own: this host, loopback, link-local (blocked for
-     * sandboxes as cloud metadata), multicast and reserved. */
-    static const struct {
-        uint32_t net;
-        unsigned prefix;
-    } reserved[] = {{0x00000000u, 8}, {0x7f000000u, 8}, {0xa9fe0000u, 16}, {0xe0000000u, 3}};
-    for (size_t i = 0; i < NSBOX_ARRAY_LEN(reserved); i++) {
-        unsigned m = c.prefix < reserved[i].prefix ? c.prefix : reserved[i].prefix;
-        if (in_net(base, reserved[i].net, m))
+    /* Ranges with a meaning of their own: the sandbox-local ones below, and link-local
+     * (blocked for sandboxes as cloud metadata). */
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(special4); i++) {
+        unsigned m = c.prefix < special4[i].prefix ? c.prefix : special4[i].prefix;
+        if (in_net(base, special4[i].net, m))
             return invalid(e, "network pool '%s': overlaps a reserved range (this host, "
-                           "loopback, link-local or multicast)", text);
+                           "loopback, link-local, multicast or reserved)", text);
     }
     p->base = base;
     p->prefix = c.prefix;
@@ -294,6 +326,12 @@ static int plan_egress(const struct nsbox_spec *s, struct nsbox_netplan *p, stru
             return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOTSUP,
                                  "egress '%s': IPv6 destinations are not supported: sandboxes "
                                  "have IPv4 only (docs/network.md)", text);
+        const uint8_t *b = s->egress[i].addr;
+        const char *local = sandbox_local((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
+                                              (uint32_t)b[2] << 8 | b[3],
+                                          s->egress[i].prefix);
+        if (local)
+            return invalid(e, "egress '%s': %s" LOCAL_HINT, text, local);
         if (nsbox_netpool_overlaps(&p->pool, &s->egress[i]))
             return invalid(e, "egress '%s': overlaps the sandbox address pool, which other "
                            "sandboxes use; egress never opens them (network.pool in the config "
@@ -367,6 +405,12 @@ static int plan_allow(const struct nsbox_spec *s, nsbox_netplan_resolve_fn resol
         }
         for (size_t j = 0; j < n; j++) {
             char buf[INET_ADDRSTRLEN];
+            const char *local = sandbox_local(ntohl(addrs[j].s_addr), 32);
+            if (local && !strcmp(ip4(addrs[j], buf), h->name))
+                return invalid(e, "allowed host '%s': %s" LOCAL_HINT, h->name, local);
+            if (local)
+                return invalid(e, "allowed host '%s': resolves to %s, %s" LOCAL_HINT, h->name,
+                               buf, local);
             if (addr_in_pool(&p->pool, addrs[j]))
                 return invalid(e, "allowed host '%s': address %s lies in the sandbox address "
                                "pool, which other sandboxes use", h->name, ip4(addrs[j], buf));

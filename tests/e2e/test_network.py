@@ -278,6 +278,24 @@ class NetworkAllow(NetTest):
         self.assertEqual(res[f"tcp:{API}:443"], "refused")
         self.assertEqual(res[f"tcp:{OTHER}:443"], "refused")
 
+    def test_a_service_on_the_host(self):
+        # The host's "localhost" service is what a user means by allow=localhost; inside the
+        # sandbox 127.0.0.1 is the sandbox itself, so that is refused with the way that works:
+        # the host's own address, as an explicit entry.
+        for bad in (f"localhost:{HOST_PORT}", f"127.0.0.1:{HOST_PORT}"):
+            r = self.nsbox(["run", "--network", f"allow={bad}", "--", "true"])
+            self.assertEqual(r.returncode, 125, r.stderr)
+            err = r.stderr.decode()
+            self.assertIn("loopback", err)
+            self.assertIn("a service on this host is reached at one of the host's other "
+                          "addresses", err)
+            self.assertEqual(err.count("\n"), 1, err)
+        res = self.probe(["--network", f"allow={LAB_ADDR}:{HOST_PORT}"],
+                         f"tcp:{LAB_ADDR}:{HOST_PORT}", f"tcp:{API}:443")
+        self.assertOk(res[f"tcp:{LAB_ADDR}:{HOST_PORT}"], LAB_ADDR)
+        self.assertRejected(res[f"tcp:{API}:443"])
+        self.assertLabClean()
+
     def test_unknown_name_fails_creation(self):
         r = self.nsbox(["run", "--network", "allow=nowhere.lab.test", "--", "true"])
         self.assertEqual(r.returncode, 125)

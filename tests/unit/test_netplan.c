@@ -180,6 +180,15 @@ static int fake_resolve(void *ctx, const char *name, struct in_addr *out, size_t
     }
     if (!strcmp(name, "v6only.example.com"))
         return 0;
+    if (!strcmp(name, "localhost")) {
+        inet_pton(AF_INET, "127.0.0.1", &out[(*n)++]);
+        return 0;
+    }
+    if (!strcmp(name, "sinkholed.example.com")) { /* a DNS filter's answer for a blocked name */
+        inet_pton(AF_INET, "198.51.100.12", &out[(*n)++]);
+        inet_pton(AF_INET, "0.0.0.0", &out[(*n)++]);
+        return 0;
+    }
     if (!strcmp(name, "inpool.example.com")) {
         inet_pton(AF_INET, "10.171.9.9", &out[(*n)++]);
         return 0;
@@ -283,6 +292,50 @@ static void test_plan_refusals(void **state)
     assert_int_equal(build("allow=inpool.example.com", NULL, &p, &e), -1);
     assert_non_null(strstr(e.msg, "pool"));
     assert_int_equal(build("allow=10.171.0.6", NULL, &p, &e), -1);
+}
+
+/* Loopback and the other sandbox-local ranges open nothing: from inside the sandbox's network
+ * namespace they are the sandbox itself. Refused, with the way to reach a service on the host. */
+static void test_plan_refuses_sandbox_local_destinations(void **state)
+{
+    (void)state;
+    struct nsbox_netplan p;
+    struct nsbox_err e = {0};
+    static const struct {
+        const char *net, *egress, *msg;
+    } bad[] = {
+        {"allow=localhost:8080", NULL, "allowed host 'localhost': resolves to 127.0.0.1, loopback"},
+        {"allow=127.0.0.1:11434", NULL, "allowed host '127.0.0.1': loopback (127.0.0.0/8)"},
+        {"allow=127.1.2.3", NULL, "loopback"},
+        {"allow=0.0.0.0:80", NULL, "'this network' (0.0.0.0/8)"},
+        {"allow=sinkholed.example.com", NULL, "resolves to 0.0.0.0, 'this network'"},
+        {"allow=224.0.0.251", NULL, "multicast"},
+        {"allow=255.255.255.255", NULL, "reserved (240.0.0.0/4, broadcast included)"},
+        {"none", "127.0.0.1", "egress '127.0.0.1/32': loopback"},
+        {"all", "127.0.0.0/8", "egress '127.0.0.0/8': loopback"},
+        {"none", "239.0.0.0/8", "multicast"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        e.code = 0;
+        e.msg[0] = '\0';
+        assert_int_equal(build(bad[i].net, bad[i].egress, &p, &e), -1);
+        assert_int_equal(e.code, NSBOX_E_INVALID);
+        if (!strstr(e.msg, bad[i].msg) || !strstr(e.msg, "the host's other addresses"))
+            fail_msg("%s / %s: %s", bad[i].net, bad[i].egress ? bad[i].egress : "-", e.msg);
+    }
+    /* What stays open: ranges that merely contain a local one, link-local named explicitly
+     * (cloud services), and ordinary addresses. */
+    static const struct {
+        const char *net, *egress;
+    } good[] = {
+        {"none", "96.0.0.0/3"}, {"all", "112.0.0.0/4"}, {"allow=169.254.169.254:80", NULL},
+        {"none", "169.254.0.0/16"}, {"allow=198.51.100.99:8080", NULL},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        if (build(good[i].net, good[i].egress, &p, &e) != 0)
+            fail_msg("%s / %s: %s", good[i].net, good[i].egress ? good[i].egress : "-", e.msg);
+        nsbox_netplan_free(&p);
+    }
 }
 
 static void test_plan_all_needs_a_reachable_resolver(void **state)
@@ -484,6 +537,7 @@ int main(void)
         cmocka_unit_test(test_plan_none_has_no_link),
         cmocka_unit_test(test_plan_allow_resolves_dedups_and_pins),
         cmocka_unit_test(test_plan_refusals),
+        cmocka_unit_test(test_plan_refuses_sandbox_local_destinations),
         cmocka_unit_test(test_plan_all_needs_a_reachable_resolver),
         cmocka_unit_test(test_plan_egress_minimised),
         cmocka_unit_test(test_table_text),
