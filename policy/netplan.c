@@ -477,6 +477,65 @@ int nsbox_netplan_set_slot(struct nsbox_netplan *p, uint32_t index, struct nsbox
     return nsbox_netpool_slot(&p->pool, index, &p->slot, e);
 }
 
+/* ---- description (nsbox inspect) ------------------------------------------------------------ */
+
+static bool add_ip(cJSON *to, const char *key, struct in_addr a)
+{
+    char buf[INET_ADDRSTRLEN];
+    cJSON *v = cJSON_CreateString(ip4(a, buf) ? buf : "?");
+    return v && (key ? cJSON_AddItemToObject(to, key, v) : cJSON_AddItemToArray(to, v));
+}
+
+cJSON *nsbox_netplan_describe(const struct nsbox_netplan *p)
+{
+    static const char *const modes[] = {[NSBOX_NET_NONE] = "none", [NSBOX_NET_ALL] = "all",
+                                        [NSBOX_NET_ALLOW] = "allow"};
+    cleanup_cjson cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddStringToObject(o, "mode", modes[p->mode]))
+        return NULL;
+    if (!p->link) { /* loopback only */
+        bool ok = cJSON_AddNullToObject(o, "address") && cJSON_AddArrayToObject(o, "egress");
+        return ok ? nsbox_steal_ptr(&o) : NULL;
+    }
+    char buf[INET6_ADDRSTRLEN + 8];
+    bool ok = add_ip(o, "address", p->slot.sandbox) && add_ip(o, "gateway", p->slot.host) &&
+              cJSON_AddStringToObject(o, "host_interface", p->ifname);
+    if (p->mode == NSBOX_NET_ALL) {
+        cJSON *d = cJSON_AddArrayToObject(o, "dns");
+        ok = ok && d;
+        for (size_t i = 0; ok && i < p->dns.n_ns; i++)
+            ok = add_ip(d, NULL, p->dns.ns[i]);
+    }
+    if (p->mode == NSBOX_NET_ALLOW) {
+        /* what is open, address by address, and the names pinned in its /etc/hosts */
+        cJSON *t = cJSON_AddArrayToObject(o, "allowed");
+        ok = ok && t;
+        for (size_t i = 0; ok && i < p->n_tcp; i++) {
+            char a[INET_ADDRSTRLEN];
+            snprintf(buf, sizeof buf, "%s:%u", ip4(p->tcp[i].addr, a) ? a : "?",
+                     (unsigned)p->tcp[i].port);
+            ok = cJSON_AddItemToArray(t, cJSON_CreateString(buf));
+        }
+        cJSON *pins = cJSON_AddObjectToObject(o, "pinned");
+        ok = ok && pins;
+        for (size_t i = 0; ok && i < p->n_pins; i++) {
+            cJSON *l = cJSON_AddArrayToObject(pins, p->pins[i].name);
+            ok = l != NULL;
+            for (size_t j = 0; ok && j < p->pins[i].n; j++)
+                ok = add_ip(l, NULL, p->pins[i].addr[j]);
+        }
+    }
+    cJSON *eg = cJSON_AddArrayToObject(o, "egress");
+    ok = ok && eg;
+    for (size_t i = 0; ok && i < p->n_cidr; i++) {
+        char a[INET_ADDRSTRLEN];
+        snprintf(buf, sizeof buf, "%s/%u", ip4(p->cidr[i].addr, a) ? a : "?",
+                 (unsigned)p->cidr[i].prefix);
+        ok = cJSON_AddItemToArray(eg, cJSON_CreateString(buf));
+    }
+    return ok ? nsbox_steal_ptr(&o) : NULL;
+}
+
 /* ---- nftables text --------------------------------------------------------------------------- */
 
 #define T "inet " NSBOX_NET_TABLE

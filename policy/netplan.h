@@ -126,6 +126,12 @@ int nsbox_netplan_build(const struct nsbox_spec *s, const char *id,
 void nsbox_netplan_free(struct nsbox_netplan *p);
 int nsbox_netplan_set_slot(struct nsbox_netplan *p, uint32_t index, struct nsbox_err *e);
 
+/* What `nsbox inspect` shows under "network" (docs/protocol.md): mode; the sandbox's address,
+ * gateway and host-side interface (null address: loopback only); the resolvers (all); what is
+ * open, address:port, and the names pinned (allow); egress ranges. NULL on ENOMEM. */
+struct cJSON;
+struct cJSON *nsbox_netplan_describe(const struct nsbox_netplan *p);
+
 /* ---- nftables text (malloc'd, NULL on ENOMEM) ------------------------------------------------ */
 
 /* The persistent table, created when missing. forward_guard: the host did not forward before

@@ -320,6 +320,14 @@ const char *nsbox_net_hosts(const struct nsbox_net *n)
     return n && n->has_hosts ? n->hosts : NULL;
 }
 
+struct cJSON *nsbox_net_describe(const struct nsbox_net *n, enum nsbox_net_mode mode)
+{
+    if (n && n->link)
+        return nsbox_netplan_describe(&n->plan);
+    struct nsbox_netplan none = {.mode = mode}; /* loopback only */
+    return nsbox_netplan_describe(&none);
+}
+
 /* The veth is not deleted: it goes away with the sandbox's network namespace, for free, where
  * deleting it costs tens of milliseconds. Links, addresses and routes all hang off it. */
 void nsbox_net_teardown(struct nsbox_net *n)

@@ -42,6 +42,8 @@ int nsbox_net_child_setup(const struct nsbox_net *n, struct nsbox_err *e);
 /* Host paths of files to bind over the sandbox's /etc/resolv.conf and /etc/hosts, or NULL. */
 const char *nsbox_net_resolv_conf(const struct nsbox_net *n);
 const char *nsbox_net_hosts(const struct nsbox_net *n);
+/* nsbox_netplan_describe of the sandbox's plan (n NULL: loopback only); NULL on ENOMEM. */
+struct cJSON *nsbox_net_describe(const struct nsbox_net *n, enum nsbox_net_mode mode);
 void nsbox_net_teardown(struct nsbox_net *n);
 int nsbox_net_gc(const char *id, struct nsbox_err *e);
 

@@ -671,6 +671,9 @@ static void do_inspect(struct sup *S, int ci, const char *tag)
     else
         cJSON_AddNullToObject(r, "workspace"); /* exists only inside the sandbox */
     add_disk(r, S);
+    cJSON *net = nsbox_net_describe(S->sb.net, S->spec->net);
+    if (net)
+        cJSON_AddItemToObject(r, "network", net);
     cJSON *spec = nsbox_spec_to_cjson(S->spec);
     if (spec)
         cJSON_AddItemToObject(r, "spec", spec);

@@ -296,6 +296,38 @@ class NetworkAllow(NetTest):
         self.assertRejected(res[f"tcp:{API}:443"])
         self.assertLabClean()
 
+    def test_inspect_shows_addresses_and_what_is_open(self):
+        r = self.nsbox(["create", "--network", f"allow=api.lab.test:8443,{OTHER}:80",
+                        "--egress", "192.0.2.0/24"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.decode().strip()
+        try:
+            r = self.nsbox(["inspect", sid])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            net = json.loads(r.stdout)["network"]
+            self.assertEqual(net["mode"], "allow")
+            self.assertEqual(net["host_interface"], f"nsb{sid}")
+            self.assertEqual(sorted(net["allowed"]), sorted([f"{API}:8443", f"{OTHER}:80"]))
+            self.assertEqual(net["pinned"], {"api.lab.test": [API]})
+            self.assertEqual(net["egress"], ["192.0.2.0/24"])
+            # the addresses are the ones really in use, on both ends of the link
+            r = self.nsbox(["exec", sid, "--", "ip", "-4", "-o", "addr", "show", "dev", "eth0"])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn(f" {net['address']}/30 ", r.stdout.decode())
+            host = lab.exec("ip", "-4", "-o", "addr", "show", "dev", net["host_interface"]).stdout
+            self.assertIn(f" {net['gateway']}/30 ", host)
+        finally:
+            self.nsbox(["rm", sid])
+        r = self.nsbox(["create"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.decode().strip()
+        try:
+            net = json.loads(self.nsbox(["inspect", sid]).stdout)["network"]
+            self.assertEqual(net, {"mode": "none", "address": None, "egress": []})
+        finally:
+            self.nsbox(["rm", sid])
+        self.assertLabClean()
+
     def test_unknown_name_fails_creation(self):
         r = self.nsbox(["run", "--network", "allow=nowhere.lab.test", "--", "true"])
         self.assertEqual(r.returncode, 125)

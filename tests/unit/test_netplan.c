@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <cJSON.h>
 
 #include "netplan.h"
 #include "spec.h"
@@ -338,6 +339,41 @@ static void test_plan_refuses_sandbox_local_destinations(void **state)
     }
 }
 
+static void assert_describes(const struct nsbox_netplan *p, const char *want)
+{
+    cJSON *o = nsbox_netplan_describe(p);
+    assert_non_null(o);
+    char *text = cJSON_PrintUnformatted(o);
+    assert_string_equal(text, want);
+    free(text);
+    cJSON_Delete(o);
+}
+
+static void test_plan_described_for_inspect(void **state)
+{
+    (void)state;
+    struct nsbox_netplan p;
+    struct nsbox_err e = {0};
+    assert_int_equal(build("allow=api.example.com:8443,203.0.113.7:80", "192.0.2.0/24", &p, &e),
+                     0);
+    assert_int_equal(nsbox_netplan_set_slot(&p, 3, &e), 0);
+    assert_describes(&p, "{\"mode\":\"allow\",\"address\":\"10.171.0.14\","
+                         "\"gateway\":\"10.171.0.13\",\"host_interface\":\"nsb0123456789ab\","
+                         "\"allowed\":[\"198.51.100.10:8443\",\"198.51.100.11:8443\","
+                         "\"203.0.113.7:80\"],\"pinned\":{\"api.example.com\":"
+                         "[\"198.51.100.10\",\"198.51.100.11\"]},\"egress\":[\"192.0.2.0/24\"]}");
+    nsbox_netplan_free(&p);
+    assert_int_equal(build("all", NULL, &p, &e), 0);
+    assert_int_equal(nsbox_netplan_set_slot(&p, 0, &e), 0);
+    assert_describes(&p, "{\"mode\":\"all\",\"address\":\"10.171.0.2\",\"gateway\":"
+                         "\"10.171.0.1\",\"host_interface\":\"nsb0123456789ab\",\"dns\":"
+                         "[\"192.0.2.53\"],\"egress\":[]}");
+    nsbox_netplan_free(&p);
+    assert_int_equal(build("none", NULL, &p, &e), 0);
+    assert_describes(&p, "{\"mode\":\"none\",\"address\":null,\"egress\":[]}");
+    nsbox_netplan_free(&p);
+}
+
 static void test_plan_all_needs_a_reachable_resolver(void **state)
 {
     (void)state;
@@ -538,6 +574,7 @@ int main(void)
         cmocka_unit_test(test_plan_allow_resolves_dedups_and_pins),
         cmocka_unit_test(test_plan_refusals),
         cmocka_unit_test(test_plan_refuses_sandbox_local_destinations),
+        cmocka_unit_test(test_plan_described_for_inspect),
         cmocka_unit_test(test_plan_all_needs_a_reachable_resolver),
         cmocka_unit_test(test_plan_egress_minimised),
         cmocka_unit_test(test_table_text),
