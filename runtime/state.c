@@ -353,6 +353,71 @@ int nsbox_tombstone_err(const char *id, int err, struct nsbox_err *e)
     return nsbox_err_set(e, NSBOX_E_DELETED, err, "sandbox %s was %s", id, reason);
 }
 
+/* Runtime directories other than ours where a sandbox of that id may be: root's, those of the
+ * user sudo was run by, and our own under another environment (XDG_RUNTIME_DIR set in one shell
+ * and not in another, NSBOX_STATE_DIR). The rules are nsbox_path_runtime_dir's. */
+static bool find_elsewhere(const char *id, const char *ours, char *dir, size_t n, uid_t *owner)
+{
+    char uids[2][24] = {"", ""};
+    snprintf(uids[0], sizeof uids[0], "%u", (unsigned)getuid());
+    const char *sudo = getenv("SUDO_UID");
+    if (sudo && strspn(sudo, "0123456789") == strlen(sudo) && strlen(sudo) < sizeof uids[1])
+        snprintf(uids[1], sizeof uids[1], "%s", sudo);
+    char cand[6][PATH_MAX];
+    size_t k = 0;
+    snprintf(cand[k++], PATH_MAX, "/run/nsbox");
+    const char *x = getenv("XDG_RUNTIME_DIR");
+    if (x && x[0] == '/')
+        snprintf(cand[k++], PATH_MAX, "%.4000s/nsbox", x);
+    for (int i = 0; i < 2; i++) {
+        if (!uids[i][0] || (i == 0 && getuid() == 0))
+            continue;
+        snprintf(cand[k++], PATH_MAX, "/run/user/%s/nsbox", uids[i]);
+        snprintf(cand[k++], PATH_MAX, "/tmp/nsbox-%s", uids[i]);
+    }
+    for (size_t i = 0; i < k; i++) {
+        char path[PATH_MAX + 16];
+        struct stat st;
+        if (!strcmp(cand[i], ours))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", cand[i], id);
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            snprintf(dir, n, "%s", cand[i]);
+            *owner = st.st_uid;
+            return true;
+        }
+    }
+    return false;
+}
+
+int nsbox_state_not_found(const char *id, int err, struct nsbox_err *e)
+{
+    char rt[PATH_MAX], dir[PATH_MAX];
+    uid_t owner;
+    struct nsbox_err pe;
+    if (nsbox_path_runtime_dir(rt, sizeof rt, &pe) < 0)
+        snprintf(rt, sizeof rt, "this user's runtime directory");
+    else if (find_elsewhere(id, rt, dir, sizeof dir, &owner)) {
+        if (owner == geteuid())
+            return nsbox_err_set(e, NSBOX_E_NOTFOUND, err,
+                                 "no sandbox %s in %s, but %s/%s is one: it was made with "
+                                 "another runtime directory (XDG_RUNTIME_DIR or NSBOX_STATE_DIR "
+                                 "differ); NSBOX_STATE_DIR=%s reaches it",
+                                 id, rt, dir, id, dir);
+        if (owner == 0)
+            return nsbox_err_set(e, NSBOX_E_NOTFOUND, err,
+                                 "no sandbox %s in %s, but %s/%s is root's (made with sudo?): "
+                                 "sandboxes are per user; run this command as root too",
+                                 id, rt, dir, id);
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, err,
+                             "no sandbox %s in %s, but %s/%s belongs to uid %u (made without "
+                             "sudo?): sandboxes are per user; run this command as that user",
+                             id, rt, dir, id, (unsigned)owner);
+    }
+    return nsbox_err_set(e, NSBOX_E_NOTFOUND, err, "no sandbox %s in %s (it never existed there)",
+                         id, rt);
+}
+
 int nsbox_tombstone_read(const char *id, char *reason, size_t n)
 {
     char dir[PATH_MAX], recent[PATH_MAX], older[PATH_MAX], legacy[PATH_MAX];

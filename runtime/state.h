@@ -82,6 +82,10 @@ int nsbox_tombstone_read(const char *id, char *reason, size_t n);
 /* When sandbox id has a tombstone: e is "sandbox ID was REASON" (NSBOX_E_DELETED, sys_errno err)
  * and -1. 0 (e untouched) when it has none. */
 int nsbox_tombstone_err(const char *id, int err, struct nsbox_err *e);
+/* e: "no sandbox ID in RUNTIME_DIR (it never existed there)" (NSBOX_E_NOTFOUND, sys_errno
+ * err), or, when a sandbox of that id is in another user's or environment's runtime directory,
+ * whose it is and how to reach it. Returns -1. */
+int nsbox_state_not_found(const char *id, int err, struct nsbox_err *e);
 
 /* The id of a sandbox's entry in the cache directory: "<id>.ext4", or "<id>", the directory
  * holding workspace.ext4 of an nsbox before the flat layout. rel (NAME_MAX + 32 bytes) gets the

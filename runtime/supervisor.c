@@ -121,7 +121,7 @@ int nsbox_session_connect(const char *id, struct nsbox_err *e)
                              NSBOX_TOMB_SUPERVISOR_GONE);
     }
     if (err == ENOENT)
-        return nsbox_err_set(e, NSBOX_E_NOTFOUND, err, "no sandbox %s (it never existed)", id);
+        return nsbox_state_not_found(id, err, e);
     return -1;
 }
 

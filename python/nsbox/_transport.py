@@ -130,7 +130,8 @@ class Connection:
                 "sandbox %s was %s" % (self.sandbox_id, SUPERVISOR_GONE), "deleted")
         if cause.errno == errno.ENOENT:
             return errors.SandboxNotFound(
-                "no sandbox %s (it never existed)" % self.sandbox_id, "not_found")
+                "no sandbox %s in %s (it never existed there)" % (self.sandbox_id, self.rt),
+                "not_found")
         return errors.SandboxError(
             "cannot reach sandbox %s: %s" % (self.sandbox_id, cause.strerror), "system")
 

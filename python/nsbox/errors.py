@@ -42,7 +42,7 @@ class SetupScriptError(SandboxCreationError):
 
 
 class SandboxNotFound(SandboxError):
-    """No such sandbox (it never existed here)."""
+    """No such sandbox in this runtime directory (it never existed there)."""
 
 
 class SandboxDeletedError(SandboxError):

@@ -401,8 +401,10 @@ class OptionsAndErrors(ClientTest):
             other.execute("true")
         self.assertIn("deleted by rm", str(cm.exception))
         ghost = nsbox.Session("0123456789ab", runtime_dir(self.dirs.env()))
-        with self.assertRaises(nsbox.SandboxNotFound):
+        with self.assertRaises(nsbox.SandboxNotFound) as cm:
             ghost.execute("true")
+        self.assertEqual(str(cm.exception), "no sandbox 0123456789ab in %s (it never existed "
+                         "there)" % runtime_dir(self.dirs.env()))
 
     def test_missing_binary(self):
         with self.assertRaises(nsbox.SandboxCreationError) as cm:

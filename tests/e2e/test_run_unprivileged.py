@@ -186,7 +186,7 @@ class Unprivileged(unittest.TestCase):
             self.assertEqual((st.st_uid, st.st_mode & 0o777), (self.user.pw_uid, 0o600))
         finally:
             self.assertEqual(self.run_as_user(["rm", sid], delegated=False).returncode, 0)
-        self.assertEqual([p for p in self.dirs.leftovers() if "tombstones" not in p], [])
+        self.assertEqual(self.dirs.leftovers(), [])
 
     def test_workspace_is_a_tmpfs_of_the_disk_limit(self):
         # Loop devices are root's: a user's fresh workspace is a tmpfs of limits.disk_bytes

@@ -13,8 +13,8 @@ import threading
 import time
 import unittest
 
-from nsbox_test import (CGROUP_V2_ONLY, NSBOX, Dirs, cgroup_leftovers, is_root, run_nsbox,
-                        sandbox_cgroup_file)
+from nsbox_test import (CGROUP_V2_ONLY, NSBOX, Dirs, cgroup_leftovers, ensure_test_user, is_root,
+                        reachable_nsbox, run_nsbox, sandbox_cgroup_file)
 
 
 def setUpModule():
@@ -341,8 +341,38 @@ class Lifecycle(SessionTest):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"never existed", r.stderr)
         self.assertEqual(self.nsbox("rm", sid).returncode, 0)  # idempotent
-        self.assertEqual(self.dirs.leftovers(), [os.path.join(self.dirs.state, "tombstones")])
+        self.assertEqual(self.dirs.leftovers(), [])  # the bounded log of deletions aside
         self.assertEqual(cgroup_leftovers(sid), [])
+
+    def test_another_users_sandbox_is_named_not_never_existed(self):
+        # Runtime directories are per user (and per environment): a sandbox made with sudo is
+        # not in the user's own. "Never existed" would be wrong; say whose it is instead.
+        user = ensure_test_user()
+        root_env = {k: v for k, v in self.dirs.env().items() if k != "NSBOX_STATE_DIR"}
+        r = subprocess.run([NSBOX, "create", "--ttl", "120"], env=root_env, capture_output=True,
+                           timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.decode().strip()
+        try:
+            self.assertTrue(os.path.isdir(os.path.join("/run/nsbox", sid)))
+            r = self.exec(sid, "true")  # root, with another NSBOX_STATE_DIR
+            self.assertEqual(r.returncode, 125)
+            self.assertIn(f"no sandbox {sid} in {self.dirs.state}, but /run/nsbox/{sid} is one"
+                          .encode(), r.stderr)
+            self.assertIn(b"NSBOX_STATE_DIR=/run/nsbox reaches it", r.stderr)
+            user_env = dict(root_env, HOME=user.pw_dir)
+            r = subprocess.run(["setpriv", "--reuid", str(user.pw_uid), "--regid",
+                                str(user.pw_gid), "--clear-groups", "--", reachable_nsbox(),
+                                "inspect", sid], env=user_env, capture_output=True, timeout=60)
+            self.assertEqual(r.returncode, 125)
+            self.assertIn(f"/run/nsbox/{sid} is root's (made with sudo?)".encode(), r.stderr)
+            self.assertNotIn(b"never existed", r.stderr)
+        finally:
+            subprocess.run([NSBOX, "rm", sid], env=root_env, capture_output=True, timeout=60)
+        self.assertFalse(os.path.exists(os.path.join("/run/nsbox", sid)))
+        r = self.exec(sid, "true")
+        self.assertIn(f"no sandbox {sid} in {self.dirs.state} (it never existed there)".encode(),
+                      r.stderr)
 
     def test_ttl_deletes_without_a_client(self):
         sid = self.create("--ttl", "1")
@@ -469,7 +499,7 @@ class Lifecycle(SessionTest):
         r = self.nsbox("create", "--setup-script", script)
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"setup script failed (exit code 3): pip: no such package foo", r.stderr)
-        self.assertEqual([p for p in self.dirs.leftovers() if "tombstones" not in p], [])
+        self.assertEqual(self.dirs.leftovers(), [])
 
     def test_setup_script_timeout(self):
         script = os.path.join(self.dirs.base, "setup.sh")
@@ -595,7 +625,7 @@ class Crashes(SessionTest):
         self.assertFalse(os.path.exists(f"/proc/{init}"), "the sandbox outlived its supervisor")
         r = self.nsbox("gc", "-v")
         self.assertIn(b"removed 1 leftover sandbox", r.stdout)
-        self.assertEqual([p for p in self.dirs.leftovers() if "tombstones" not in p], [])
+        self.assertEqual(self.dirs.leftovers(), [])
         self.assertEqual(cgroup_leftovers(sid), [])
 
     def test_implicit_gc_on_ls(self):

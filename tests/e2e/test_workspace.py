@@ -147,7 +147,7 @@ class WorkspaceDisk(unittest.TestCase):
         finally:
             self.nsbox("rm", sid)
         self.no_loop_left()
-        self.assertEqual([p for p in self.dirs.leftovers() if "tombstones" not in p], [])
+        self.assertEqual(self.dirs.leftovers(), [])
 
     def test_given_directory_is_not_limited_and_says_so(self):
         ws = os.path.join(self.dirs.base, "mine")
