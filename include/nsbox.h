@@ -78,6 +78,9 @@ struct nsbox_run_opts {
  * host is removed before this returns. */
 int nsbox_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox_run_opts *o,
               int *exit_status, struct nsbox_err *e);
+/* What a one-shot run refuses in a checked spec (setup_script, idle_timeout_seconds: they are
+ * for persistent sandboxes), NSBOX_E_UNSUPPORTED; nsbox_run checks it first. */
+int nsbox_run_check(const struct nsbox_spec *s, struct nsbox_err *e);
 
 #ifdef __cplusplus
 }

@@ -287,7 +287,7 @@ static int cmd_run(int argc, char **argv)
         nsbox_spec_free(&spec);
         return usage_error("%s", "run needs a command: nsbox run [OPTIONS] -- CMD [ARG...]");
     }
-    if (nsbox_spec_validate(&spec, &e) < 0)
+    if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_run_check(&spec, &e) < 0)
         goto out_err;
     /* ttl_seconds is a hard limit on the sandbox's life; for a one-shot sandbox it bounds the
      * command like --timeout does, whichever comes first. */

@@ -24,12 +24,19 @@
 
 /* ---- preparation (once, before the clone) -------------------------------------------------- */
 
-static int check_supported(const struct nsbox_spec *s, struct nsbox_err *e)
+int nsbox_run_check(const struct nsbox_spec *s, struct nsbox_err *e)
 {
     if (s->setup_script)
         return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOTSUP,
                              "setup_script is supported for persistent sandboxes (nsbox create), "
                              "not for nsbox run");
+    /* Idle means no request for N seconds; a run's one command is in flight for the sandbox's
+     * whole life, so it would never sleep. Accepting it would promise what never happens. */
+    if (s->idle_timeout_seconds)
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOTSUP,
+                             "idle_timeout_seconds is supported for persistent sandboxes (nsbox "
+                             "create), not for nsbox run: a run's sandbox is busy until its "
+                             "command ends, so it never sleeps");
     return 0;
 }
 
@@ -110,7 +117,7 @@ int nsbox_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox
 {
     if (!argv || !argv[0])
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "no command given");
-    if (check_supported(s, e) < 0)
+    if (nsbox_run_check(s, e) < 0)
         return -1;
     *exit_status = 125;
     struct nsbox_sandbox sb;

@@ -452,6 +452,17 @@ class ExitCodes(RunTest):
         self.assertIn(b"nsbox exec -it $id -- bash", r.stderr)
         r = run_nsbox(["run", "--timeout", "99999999999", "--", "true"], self.dirs)
         self.assertIn(b"from 0 to 31536000", r.stderr)
+        # a run's sandbox is busy for its whole life: an idle timeout would never fire
+        spec = os.path.join(self.dirs.base, "idle.json")
+        with open(spec, "w") as f:
+            json.dump({"idle_timeout_seconds": 30}, f)
+        for opt in (["--idle-timeout", "30"], ["--spec", spec]):
+            r = run_nsbox(["run"] + opt + ["--", "true"], self.dirs)
+            self.assertEqual(r.returncode, 125, opt)
+            self.assertIn(b"idle_timeout_seconds is supported for persistent sandboxes (nsbox "
+                          b"create), not for nsbox run", r.stderr)
+        self.assertEqual(run_nsbox(["run", "--idle-timeout", "0", "--", "true"],
+                                   self.dirs).returncode, 0)
         for opt in (["--ttl", "5"], ["-e", "A=1"], ["--idle-timeout=3"]):
             r = run_nsbox(["pool", "fill"] + opt, self.dirs)
             self.assertEqual(r.returncode, 125, opt)
