@@ -217,6 +217,7 @@ static const char *hier_parent(const struct hier *h)
 
 static struct layout {
     bool done;
+    bool dirty; /* written by an earlier discovery: clear it before the next */
     struct nsbox_cgroup_support sup;
     char cfg_rel[PATH_MAX];
     struct hier v2;
@@ -483,8 +484,11 @@ static void discover(void)
 {
     if (L.done)
         return;
-    memset(&L, 0, sizeof L);
-    L.done = true;
+    /* A first discovery finds L as the program started, zero: clearing it anyway would write
+     * (fault in) all of its 60 KiB for every sandbox's supervisor. */
+    if (L.dirty)
+        memset(&L, 0, sizeof L);
+    L.done = L.dirty = true;
     struct nsbox_cgroup_support *sup = &L.sup;
     const char *cfg_env = getenv("NSBOX_CGROUP_PARENT");
     if (cfg_env && !*cfg_env)

@@ -28,6 +28,11 @@
 void nsbox_sandbox_init(struct nsbox_sandbox *sb)
 {
     memset(sb, 0, sizeof *sb);
+    nsbox_sandbox_init_zeroed(sb);
+}
+
+void nsbox_sandbox_init_zeroed(struct nsbox_sandbox *sb)
+{
     nsbox_state_init(&sb->st);
     sb->cg.version = 0;
     sb->cg.dirfd = -1;

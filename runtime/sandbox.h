@@ -27,6 +27,10 @@ struct nsbox_sandbox {
 };
 
 void nsbox_sandbox_init(struct nsbox_sandbox *sb);
+/* The same for storage known to be all zero (a static never used before): sets only the
+ * fields whose default is not zero, so that the struct's untouched pages (most of its 50 KiB
+ * are path buffers) are never faulted in. */
+void nsbox_sandbox_init_zeroed(struct nsbox_sandbox *sb);
 /* argv: the one-shot command; NULL for a persistent sandbox whose init serves requests over
  * agent_fd (see runtime/agent.h). cwd: inside the sandbox, NULL for /workspace. */
 int nsbox_sandbox_prepare(struct nsbox_sandbox *sb, const struct nsbox_spec *s, char *const argv[],

@@ -163,6 +163,8 @@ struct client {
     int waits;   /* proc index of the background process whose end it waits for (wait), -1 */
     char wait_tag[65]; /* that request's tag, for its reply */
     bool holder; /* sent "hold": when it closes, the sandbox is deleted */
+    bool broken; /* a reply to it failed (not taken within CLIENT_FRAME_MS, or it hung up):
+                  * nothing more is read from or sent to it; closed at the loop's next turn */
 };
 
 struct sup {
@@ -171,6 +173,8 @@ struct sup {
     int agent, listen_fd, sfd, ttl_fd, idle_fd, ws_fd;
     struct client clients[MAX_CLIENTS];
     struct proc procs[MAX_PROCS];
+    int nprocs; /* slots ever taken: procs[nprocs..] are untouched, and never read, so that
+                 * their pages (about 120 KiB in all) are never faulted in */
     uint32_t next_seq;
     int64_t created, expires;
     bool sleeping;
@@ -262,8 +266,11 @@ static void send_reply(struct sup *S, int ci, cJSON *r, const int *fds, size_t n
     if (!r)
         return;
     struct nsbox_err e;
-    if (ci >= 0 && S->clients[ci].fd >= 0)
-        nsbox_proto_send_obj(S->clients[ci].fd, r, fds, nfds, &e);
+    struct client *c = ci >= 0 ? &S->clients[ci] : NULL;
+    /* A reply cut short leaves the stream mid-message: the client cannot read another one.
+     * Without this, each request it had queued cost the supervisor CLIENT_FRAME_MS again. */
+    if (c && c->fd >= 0 && !c->broken && nsbox_proto_send_obj(c->fd, r, fds, nfds, &e) < 0)
+        c->broken = true;
     cJSON_Delete(r);
 }
 
@@ -296,7 +303,7 @@ static void close_client(struct sup *S, int ci)
     close(c->fd);
     c->fd = -1;
     c->waiting = c->waits = -1; /* a wait ends with its client; the process runs on */
-    c->holder = false;
+    c->holder = c->broken = false;
 }
 
 /* The reply to a wait: how the background process ended. */
@@ -357,6 +364,8 @@ static struct proc *new_proc(struct sup *S, int *idx)
                 if (p->used)
                     free_proc(p);
                 p->used = true;
+                if (i >= S->nprocs)
+                    S->nprocs = i + 1;
                 p->tty = false;
                 p->seq = ++S->next_seq;
                 p->client = -1;
@@ -370,7 +379,7 @@ static struct proc *new_proc(struct sup *S, int *idx)
 
 static struct proc *proc_by_seq(struct sup *S, uint32_t seq)
 {
-    for (int i = 0; i < MAX_PROCS; i++)
+    for (int i = 0; i < S->nprocs; i++)
         if (S->procs[i].used && S->procs[i].seq == seq)
             return &S->procs[i];
     return NULL;
@@ -693,7 +702,7 @@ static void do_inspect(struct sup *S, int ci, const char *tag)
         cJSON_AddNumberToObject(so, "oom_kills", (double)st.oom_kills);
     }
     cJSON *ps = cJSON_AddArrayToObject(r, "processes");
-    for (int i = 0; i < MAX_PROCS; i++)
+    for (int i = 0; i < S->nprocs; i++)
         if (S->procs[i].used && S->procs[i].spawned)
             cJSON_AddItemToArray(ps, proc_json(&S->procs[i]));
     send_reply(S, ci, r, NULL, 0);
@@ -704,7 +713,7 @@ static void do_inspect(struct sup *S, int ci, const char *tag)
 static struct proc *proc_by_pid(struct sup *S, int pid)
 {
     struct proc *ended = NULL;
-    for (int i = 0; i < MAX_PROCS; i++) {
+    for (int i = 0; i < S->nprocs; i++) {
         struct proc *p = &S->procs[i];
         if (p->used && p->spawned && p->pid == pid) {
             if (p->running)
@@ -755,7 +764,7 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
     case NSBOX_OP_PS: {
         cJSON *r = nsbox_reply_ok(rq.tag);
         cJSON *ps = cJSON_AddArrayToObject(r, "processes");
-        for (int i = 0; i < MAX_PROCS; i++)
+        for (int i = 0; i < S->nprocs; i++)
             if (S->procs[i].used && S->procs[i].spawned && S->procs[i].background)
                 cJSON_AddItemToArray(ps, proc_json(&S->procs[i]));
         send_reply(S, ci, r, NULL, 0);
@@ -988,6 +997,10 @@ static size_t log_budget(struct sup *S, int64_t now)
 
 static void on_client(struct sup *S, int ci)
 {
+    if (S->clients[ci].broken) {
+        close_client(S, ci);
+        return;
+    }
     cleanup_free char *buf = NULL;
     int fds[NSBOX_PROTO_MAX_FDS];
     struct nsbox_err e = {0};
@@ -1027,7 +1040,7 @@ static void on_accept(struct sup *S)
 
 static void check_deadlines(struct sup *S, int64_t now)
 {
-    for (int i = 0; i < MAX_PROCS; i++) {
+    for (int i = 0; i < S->nprocs; i++) {
         struct proc *p = &S->procs[i];
         if (p->used && p->running && p->spawned && p->deadline && now >= p->deadline &&
             !p->timed_out) {
@@ -1042,7 +1055,7 @@ static void check_deadlines(struct sup *S, int64_t now)
 static int next_timeout(struct sup *S, int64_t now)
 {
     int64_t best = -1;
-    for (int i = 0; i < MAX_PROCS; i++) {
+    for (int i = 0; i < S->nprocs; i++) {
         struct proc *p = &S->procs[i];
         if (p->used && p->running && p->deadline && !p->timed_out) {
             int64_t left = p->deadline - now;
@@ -1105,7 +1118,7 @@ static void loop(struct sup *S)
             int until = (int)(S->log_window + LOG_WINDOW_MS - now);
             timeout = timeout < 0 || until < timeout ? until : timeout;
         }
-        for (int i = 0; i < MAX_PROCS && logs; i++) {
+        for (int i = 0; i < S->nprocs && logs; i++) {
             struct proc *p = &S->procs[i];
             if (!p->used)
                 continue;
@@ -1171,6 +1184,9 @@ static void loop(struct sup *S)
         }
         if (pf[F_LISTEN].revents & POLLIN)
             on_accept(S);
+        for (int i = 0; i < MAX_CLIENTS; i++)
+            if (S->clients[i].broken)
+                close_client(S, i);
     }
 }
 
@@ -1299,7 +1315,7 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
     sigaddset(&mask, SIGHUP);
     sigprocmask(SIG_BLOCK, &mask, NULL);
 
-    nsbox_sandbox_init(&S.sb);
+    nsbox_sandbox_init_zeroed(&S.sb); /* S is static, and this process's only one */
     S.sb.pooled = S.pool_key[0] != '\0';
     int sv[2];
     int ok = -1;

@@ -877,6 +877,45 @@ class HostileRequests(SessionTest):
             s.close()
             t.join(70)
 
+    def test_a_client_that_never_reads_its_replies_does_not_hold_the_supervisor(self):
+        # The send side of the same limit: replies far larger than the socket's buffer, asked
+        # for and never read. A blocking send would hold every other client for ever.
+        sid = self.create()
+        r = self.nsbox("exec", "-d", sid, "--", "sh", "-c",
+                       "head -c 65536 /dev/zero | tr '\\0' '\\1'; "
+                       "head -c 65536 /dev/zero | tr '\\0' '\\1' >&2; exec sleep 600")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pid = int(r.stdout)
+        deadline = time.monotonic() + 10
+        while len(self.nsbox("logs", sid, str(pid)).stdout) < 65536:
+            self.assertLess(time.monotonic(), deadline, "the background output never came")
+            time.sleep(0.1)
+        s = self.connect(sid)
+        req = json.dumps({"v": 1, "op": "logs", "pid": pid}).encode()
+        # each reply: 2 x 64 KiB of \u0001 escapes, about 768 KiB, against ~200 KiB of buffer
+        s.sendall((struct.pack(">I", len(req)) + req) * 4)
+        try:
+            time.sleep(1)
+            started = time.monotonic()
+            self.assertEqual(self.exec(sid, "echo", "served", timeout=60).stdout, b"served\n")
+            self.assertLess(time.monotonic() - started, 15)
+            # and the stalled client was cut off: its stream ends (reset: the requests it had
+            # queued were never read), short of four replies
+            got, deadline = 0, time.monotonic() + 20
+            while time.monotonic() < deadline:
+                try:
+                    chunk = s.recv(1 << 20)
+                except ConnectionResetError:
+                    break
+                if not chunk:
+                    break
+                got += len(chunk)
+            else:
+                self.fail("the client that never read was never cut off")
+            self.assertLess(got, 4 * 700_000)
+        finally:
+            s.close()
+
     def test_many_idle_connections_do_not_block_others(self):
         sid = self.create()
         idle = [self.connect(sid) for _ in range(20)]
