@@ -571,6 +571,17 @@ static int gc_one(const char *rt, const char *cache_root, const char *id, bool v
     return 1;
 }
 
+int nsbox_gc_id(const char *id, struct nsbox_err *e)
+{
+    char rt[PATH_MAX], cache_root[PATH_MAX];
+    if (!nsbox_state_valid_id(id))
+        return 0;
+    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0 ||
+        nsbox_path_cache_dir(cache_root, sizeof cache_root, e) < 0)
+        return -1;
+    return gc_one(rt, cache_root, id, false, e);
+}
+
 int nsbox_gc(bool verbose, struct nsbox_err *e)
 {
     char rt[PATH_MAX], cache_root[PATH_MAX];

@@ -99,5 +99,7 @@ const char *nsbox_workspace_forbidden(const char *dir);
 
 /* Remove leftovers of sandboxes whose owner died. Returns the number removed. */
 int nsbox_gc(bool verbose, struct nsbox_err *e);
+/* The same for one sandbox id only (its lock free: removed, 1; alive or absent: 0). */
+int nsbox_gc_id(const char *id, struct nsbox_err *e);
 
 #endif

@@ -114,9 +114,9 @@ int nsbox_session_connect(const char *id, struct nsbox_err *e)
         return -1;
     if (err == ECONNREFUSED) {
         /* Its socket is there with nobody listening: the supervisor died without removing
-         * the sandbox. gc removes what it left (and records why). */
+         * the sandbox. gc removes what it left (and records why); only this one's. */
         struct nsbox_err ge;
-        nsbox_gc(false, &ge);
+        nsbox_gc_id(id, &ge);
         return nsbox_err_set(e, NSBOX_E_DELETED, err, "sandbox %s was %s", id,
                              NSBOX_TOMB_SUPERVISOR_GONE);
     }
