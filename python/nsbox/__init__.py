@@ -10,7 +10,7 @@ MistralSandbox. Standard library only.
 
 See docs/python.md.
 """
-from .errors import (ExecError, ExecTimeout, InvalidOption, InvalidRequest,
+from .errors import (ExecError, ExecTimeout, InvalidOption, InvalidRequest, NsboxWarning,
                      OperationNotSupported, PolicyNotSupported, ProcessNotFound, ProtocolError,
                      SandboxCreationError, SandboxDeletedError, SandboxDiskFullError,
                      SandboxError, SandboxFileNotFoundError, SandboxFileTooLargeError,
@@ -29,4 +29,5 @@ __all__ = [
     "PolicyNotSupported", "SetupScriptError", "SandboxNotFound", "SandboxDeletedError",
     "ExecTimeout", "ExecError", "SandboxFileNotFoundError", "ProcessNotFound", "InvalidRequest",
     "OperationNotSupported", "ProtocolError", "SandboxDiskFullError", "SandboxFileTooLargeError",
+    "NsboxWarning",
 ]

@@ -127,3 +127,8 @@ class OperationNotSupported(SandboxError):
 
 class ProtocolError(SandboxError):
     """The supervisor's reply could not be understood."""
+
+
+class NsboxWarning(UserWarning):
+    """What nsbox says about a sandbox it did make (warnings.warn): e.g. that a root-owned
+    workspace directory is not writable inside."""

@@ -9,11 +9,12 @@ import re
 import subprocess
 import tempfile
 import threading
+import warnings
 
 from . import errors
 from ._transport import find_binary, runtime_dir
 from .models import EgressPolicy, HookContext, Network
-from .session import AsyncSession, Session
+from .session import AsyncSession, Session, run_blocking
 
 _REGION_MESSAGE = re.compile(r"^This network policy is not supported in region ")
 _SPEC_PREFIX = re.compile(r"^--spec [^:]*: ")
@@ -126,9 +127,12 @@ class LocalSandbox:
                 "NSBOX_BIN (or LocalSandbox(binary=...))")
         return b
 
-    def _create_id(self):
+    def _create_id(self, owner_pid=None):
         env = self._env()
         binary = self._binary(env)
+        argv = [binary, "create", "--spec", "-", "--json"]
+        if owner_pid is not None:
+            argv += ["--owner-pid", str(owner_pid)]
         doc = json.dumps(self.spec()).encode("utf-8")
         # The spec goes in as a memfd on stdin (a regular file, as --spec requires): no
         # temporary file on disk, nothing to clean up.
@@ -145,8 +149,7 @@ class LocalSandbox:
             if isinstance(self.setup_script_timeout_seconds, int):
                 timeout = self.setup_script_timeout_seconds + 600
             try:
-                r = subprocess.run([binary, "create", "--spec", "-", "--json"],
-                                   stdin=spec_file, stdout=subprocess.PIPE,
+                r = subprocess.run(argv, stdin=spec_file, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, env=env, timeout=timeout)
             except OSError as e:
                 raise errors.SandboxCreationError(
@@ -170,6 +173,11 @@ class LocalSandbox:
             raise creation_error(msg)
         if not isinstance(parsed, dict) or not isinstance(parsed.get("id"), str):
             raise errors.SandboxCreationError("nsbox create printed no sandbox id: %r" % out)
+        # What the command line says on success (a root-owned workspace the sandbox cannot
+        # write to, ...) is said here too, as a warning.
+        for line in r.stderr.decode("utf-8", "replace").splitlines():
+            if line.startswith("nsbox: note: "):
+                warnings.warn(line[len("nsbox: note: "):], errors.NsboxWarning, stacklevel=4)
         rt = parsed.get("runtime_dir") or runtime_dir(env)
         return parsed["id"], rt
 
@@ -179,6 +187,23 @@ class LocalSandbox:
         sandbox_id, rt = self._create_id()
         return Session(sandbox_id, rt, self)
 
+    def _create_held(self, abandoned=None):
+        """A session's sandbox: tied to this process from its creation (--owner-pid; before
+        the hold below exists, an interrupted creation would leave it for its whole ttl),
+        then held (Session.hold). abandoned(): true once the caller gave up waiting (a
+        cancelled task): the sandbox is deleted here and None returned."""
+        sandbox_id, rt = self._create_id(owner_pid=os.getpid())
+        sb = Session(sandbox_id, rt, self)
+        try:
+            if abandoned is None or not abandoned(sb):
+                sb.hold()
+                return sb
+        except BaseException:
+            sb.delete()
+            raise
+        sb.delete()
+        return None
+
     # ---- sessions ----------------------------------------------------------------------------
 
     @contextlib.contextmanager
@@ -187,10 +212,9 @@ class LocalSandbox:
         the on_create hooks, and on exit (even on an exception) runs the on_destroy hooks and
         deletes the sandbox. If this process dies first (SIGKILL, SIGTERM, a cancelled CI job),
         the sandbox is deleted all the same (Session.hold)."""
-        sb = self.create()
+        sb = self._create_held()  # if this process dies without the delete, the sandbox too
         with contextlib.ExitStack() as stack:
             stack.callback(sb.delete)
-            sb.hold()  # if this process dies without the delete, the sandbox goes with it
             for hook in self.hooks:
                 ctx = HookContext(sandbox=sb, sandbox_id=sb.id, options=self)
                 _call_hook_sync(hook, "on_create", ctx, sb)
@@ -201,11 +225,30 @@ class LocalSandbox:
     async def session(self):
         """Async session: `async with box.session() as sb: await sb.execute(...)`. Same life
         cycle as open()."""
-        sb = await asyncio.to_thread(self.create)
+        # Cancelled while the creation runs (asyncio.wait_for, a task group), the thread goes
+        # on; whichever of it and this coroutine sees the other's state last deletes the
+        # sandbox, so that it never outlives the cancellation.
+        lock, gave_up, made = threading.Lock(), [], []
+
+        def abandoned(sb):
+            with lock:
+                made.append(sb)
+                return bool(gave_up)
+
+        fut = run_blocking(self._create_held, abandoned)
+        try:
+            sb = await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            with lock:
+                gave_up.append(True)
+                late = made[0] if made else None
+            if late is not None:  # made and held before we gave up: ours to delete
+                fut.add_done_callback(lambda f: f.cancelled() or f.exception())
+                await run_blocking(late.delete)
+            raise
         asb = AsyncSession(sb)
         async with contextlib.AsyncExitStack() as stack:
             stack.push_async_callback(asb.delete)
-            await asyncio.to_thread(sb.hold)
             for hook in self.hooks:
                 ctx = HookContext(sandbox=asb, sandbox_id=sb.id, options=self)
                 await _call_hook_async(hook, "on_create", ctx, sb, asb)
@@ -283,7 +326,7 @@ async def _call_hook_async(hook, name, ctx, sb, asb):
             failed.append(e)
             return None
 
-    r = await asyncio.to_thread(call)
+    r = await run_blocking(call)
     if failed:
         raise failed[0]
     if inspect.isawaitable(r):

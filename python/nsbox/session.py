@@ -1,11 +1,15 @@
 """A live sandbox: Session (blocking calls) and AsyncSession (the same calls as coroutines, run
 in worker threads so that the event loop never blocks)."""
 import asyncio
+import concurrent.futures
+import contextvars
+import functools
 import math
 import os
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 from . import errors
@@ -18,6 +22,30 @@ WORKSPACE = "/workspace"
 # What execute() keeps of each output stream unless told otherwise (max_output=None: all). A
 # command that prints without end must not take the agent's memory with it.
 DEFAULT_MAX_OUTPUT = 64 << 20
+
+
+# The async calls' worker threads. Not the event loop's default executor: that one has
+# min(32, CPUs + 4) threads (6 on two CPUs), so six long execute() calls made every other
+# to_thread() of the application wait, and a seventh command wait for one of them to end.
+# Threads are made as calls need them and reused; the bound is only a backstop.
+_MAX_THREADS = 1024
+_executor = None
+_executor_lock = threading.Lock()
+
+
+def _threads():
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            _executor = concurrent.futures.ThreadPoolExecutor(_MAX_THREADS, "nsbox")
+        return _executor
+
+
+def run_blocking(fn, *args):
+    """fn(*args) in one of nsbox's worker threads (with the caller's context variables, as
+    asyncio.to_thread does): an awaitable future."""
+    call = functools.partial(contextvars.copy_context().run, fn, *args)
+    return asyncio.get_running_loop().run_in_executor(_threads(), call)
 
 
 def _command_fields(command):
@@ -461,13 +489,13 @@ class AsyncProcess:
         self.command = process.command
 
     async def logs(self):
-        return await asyncio.to_thread(self._p.logs)
+        return await run_blocking(self._p.logs)
 
     async def kill(self, signal=15):
-        await asyncio.to_thread(self._p.kill, signal)
+        await run_blocking(self._p.kill, signal)
 
     async def info(self):
-        return await asyncio.to_thread(self._p.info)
+        return await run_blocking(self._p.info)
 
     async def wait(self, timeout=None, poll=0.05):
         end = None if timeout is None else time.monotonic() + timeout
@@ -488,7 +516,8 @@ class AsyncProcess:
 
 class AsyncSession:
     """The same operations as Session, as coroutines. The blocking socket work runs in worker
-    threads (asyncio.to_thread); cancelling an execute() kills the command."""
+    threads of nsbox's own (not the event loop's default executor, whose few threads a handful
+    of long commands would hold); cancelling an execute() kills the command."""
 
     def __init__(self, session):
         self.sync = session
@@ -502,7 +531,7 @@ class AsyncSession:
     async def execute(self, command, timeout=None, cwd=None, env=None, stdin=None, *, text=True,
                       max_output=DEFAULT_MAX_OUTPUT):
         job = self.sync._exec_job(command, timeout, cwd, env, stdin, text, max_output)
-        fut = asyncio.ensure_future(asyncio.to_thread(job.run))
+        fut = run_blocking(job.run)
         try:
             return await asyncio.shield(fut)
         except asyncio.CancelledError:
@@ -513,50 +542,50 @@ class AsyncSession:
     execute.__doc__ = Session.execute.__doc__
 
     async def start_process(self, command, cwd=None, env=None, timeout=None):
-        return AsyncProcess(await asyncio.to_thread(self.sync.start_process, command, cwd, env,
+        return AsyncProcess(await run_blocking(self.sync.start_process, command, cwd, env,
                                                     timeout))
 
     async def list_processes(self):
-        return await asyncio.to_thread(self.sync.list_processes)
+        return await run_blocking(self.sync.list_processes)
 
     async def kill_process(self, pid, signal=15):
-        await asyncio.to_thread(self.sync.kill_process, pid, signal)
+        await run_blocking(self.sync.kill_process, pid, signal)
 
     async def process_logs(self, pid):
-        return await asyncio.to_thread(self.sync.process_logs, pid)
+        return await run_blocking(self.sync.process_logs, pid)
 
     async def read_file(self, path, max_bytes=None):
-        return await asyncio.to_thread(self.sync.read_file, path, max_bytes)
+        return await run_blocking(self.sync.read_file, path, max_bytes)
 
     async def write_file(self, path, data, mode=0o644, mkdir=True):
-        return await asyncio.to_thread(self.sync.write_file, path, data, mode, mkdir)
+        return await run_blocking(self.sync.write_file, path, data, mode, mkdir)
 
     async def list_files(self, path="."):
-        return await asyncio.to_thread(self.sync.list_files, path)
+        return await run_blocking(self.sync.list_files, path)
 
     async def stat(self, path):
-        return await asyncio.to_thread(self.sync.stat, path)
+        return await run_blocking(self.sync.stat, path)
 
     async def exists(self, path):
-        return await asyncio.to_thread(self.sync.exists, path)
+        return await run_blocking(self.sync.exists, path)
 
     async def remove(self, path, recursive=False):
-        await asyncio.to_thread(self.sync.remove, path, recursive)
+        await run_blocking(self.sync.remove, path, recursive)
 
     async def mkdir(self, path, parents=True):
-        await asyncio.to_thread(self.sync.mkdir, path, parents)
+        await run_blocking(self.sync.mkdir, path, parents)
 
     async def ping(self):
-        return await asyncio.to_thread(self.sync.ping)
+        return await run_blocking(self.sync.ping)
 
     async def inspect(self):
-        return await asyncio.to_thread(self.sync.inspect)
+        return await run_blocking(self.sync.inspect)
 
     async def is_alive(self):
-        return await asyncio.to_thread(self.sync.is_alive)
+        return await run_blocking(self.sync.is_alive)
 
     async def delete(self):
-        await asyncio.to_thread(self.sync.delete)
+        await run_blocking(self.sync.delete)
 
     close = delete
 

@@ -291,6 +291,50 @@ class AsyncExecute(AsyncClientTest):
                 await sb.execute("echo a; sleep 20", timeout=0.5)
             self.assertEqual(cm.exception.result.stdout, "a\n")
 
+    async def test_many_concurrent_executes_and_the_apps_own_threads(self):
+        # The async calls ran in the event loop's default executor: min(32, CPUs + 4) threads,
+        # so beyond that many concurrent execute()s the rest queued, and every to_thread() of
+        # the application waited behind them. Here 40 commands wait for each other (they all
+        # must be running at once) and for a file the test writes only after a to_thread().
+        n = 40
+        wait = ("touch arrived/$0; i=0; "
+                "while [ $(ls arrived | wc -l) -lt %d ] && [ $i -lt 300 ]; do "
+                "sleep 0.1; i=$((i+1)); done; ls arrived | wc -l") % (n + 1)
+        async with self.box().session() as sb:
+            await sb.mkdir("arrived")
+            runs = [asyncio.ensure_future(sb.execute(["sh", "-c", wait, str(i)]))
+                    for i in range(n)]
+            for _ in range(200):
+                if len(await sb.list_files("arrived")) == n:
+                    break
+                await asyncio.sleep(0.1)
+            self.assertEqual(len(await sb.list_files("arrived")), n, "not all ran at once")
+            self.assertEqual(await asyncio.wait_for(asyncio.to_thread(lambda: "free"), 10),
+                             "free")
+            await sb.write_file("arrived/last", "")
+            rs = await asyncio.gather(*runs)
+            self.assertEqual({(r.exit_code, r.stdout) for r in rs}, {(0, "%d\n" % (n + 1))})
+
+    async def test_cancelled_while_being_created_leaves_nothing(self):
+        # asyncio.wait_for around the session's entry: the creation (here 2 s of set-up
+        # script) went on in its thread, and its sandbox lived for its whole ttl.
+        box = self.box(setup_script="sleep 2")
+
+        async def enter():
+            async with box.session():
+                self.fail("entered a session that was cancelled")
+
+        with self.assertRaises(asyncio.TimeoutError):
+            await asyncio.wait_for(enter(), 0.5)
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            if not self.dirs.live_sandboxes() and os.path.exists(
+                    os.path.join(self.dirs.state, "tombstones")):
+                break
+        self.assertEqual(self.dirs.live_sandboxes(), [])
+        with open(os.path.join(self.dirs.state, "tombstones", "recent")) as f:
+            self.assertIn("deleted by rm", f.read())  # made, then deleted by the client
+
     async def test_idle_sleep_is_transparent(self):
         async with self.box(idle_timeout_seconds=1).session() as sb:
             self.assertEqual((await sb.execute("echo a")).stdout, "a\n")
@@ -784,6 +828,18 @@ class Files(AsyncClientTest):
             sb.remove("q", recursive=True)
             self.assertFalse(os.path.exists(os.path.join(ws, "q")))
         self.assertTrue(os.path.exists(os.path.join(ws, "notes", "a.txt")))
+
+    @unittest.skipUnless(os.geteuid() == 0, "a root-owned workspace is noted only for root")
+    def test_the_command_lines_notes_are_warnings(self):
+        # nsbox create's note on a root-owned workspace (the sandbox cannot write there) was
+        # thrown away with its stderr: the agent only met "Permission denied" later.
+        ws = os.path.join(self.dirs.base, "rootowned")
+        os.mkdir(ws)
+        with self.assertWarns(nsbox.NsboxWarning) as cm:
+            with self.box(workspace=ws).open() as sb:
+                self.assertNotEqual(sb.execute("touch x").exit_code, 0)
+        self.assertIn("belongs to root", str(cm.warning))
+        self.assertIn("chown -R USER: %s" % ws, str(cm.warning))
 
     def test_round_trip_sync(self):
         with self.box().open() as sb:
