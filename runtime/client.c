@@ -204,7 +204,23 @@ int nsbox_run_relay_signal(int sig, int *stops)
  * reply comes, then read it. exec relays SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2
  * (nsbox run, cold or pooled, also SIGWINCH and SIGCONT). As in run, the second of INT, TERM,
  * HUP or QUIT becomes SIGKILL: a command that handles Ctrl-C still stops at the second. */
-static int client_wait(int sock, cJSON **reply, struct nsbox_err *e)
+/* After a relayed TERM, INT, HUP or QUIT: the supervisor that is to pass it on still answers
+ * (a ping, within 5 s; a sleeping sandbox's supervisor answers without waking it). A stopped or
+ * stuck one would leave us waiting for the command's end for ever, deaf to the signals a CI
+ * job's timeout sends. 0, or -1 with e saying so. */
+#define ALIVE_S 5
+static int supervisor_answers(const char *id, struct nsbox_err *e)
+{
+    cJSON *req = request("ping"), *reply = NULL;
+    int r = call_within(id, req, ALIVE_S, &reply, e);
+    cJSON_Delete(req);
+    cJSON_Delete(reply);
+    if (r < 0 && e->code == NSBOX_E_TIMEOUT)
+        nsbox_err_wrap(e, "the command was signalled, and whether it ended cannot be known");
+    return r;
+}
+
+static int client_wait(const char *id, int sock, cJSON **reply, struct nsbox_err *e)
 {
     sigset_t mask, old;
     sigemptyset(&mask);
@@ -219,8 +235,15 @@ static int client_wait(int sock, cJSON **reply, struct nsbox_err *e)
             break;
         if (pf[1].revents & POLLIN) {
             struct signalfd_siginfo si;
-            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                int before = stops;
                 send_signal(sock, nsbox_run_relay_signal((int)si.ssi_signo, &stops));
+                if (stops > before && !(poll(pf, 1, 0) == 1 && pf[0].revents) &&
+                    supervisor_answers(id, e) < 0) {
+                    sigprocmask(SIG_SETMASK, &old, NULL);
+                    return -1;
+                }
+            }
         }
         if (pf[0].revents & (POLLIN | POLLHUP))
             break;
@@ -334,6 +357,12 @@ static int exec_with_tty(const char *id, cJSON *req)
                     copy_winsize(0, master);
                 } else {
                     send_signal(sock, (int)si.ssi_signo);
+                    if (!(poll(pf, 1, 0) == 1 && pf[0].revents) &&
+                        supervisor_answers(id, &e) < 0) {
+                        restore_tty();
+                        sigprocmask(SIG_SETMASK, &old, NULL);
+                        return fail(&e);
+                    }
                 }
             }
         }
@@ -466,7 +495,7 @@ int nsbox_cli_exec(int argc, char **argv)
     if (!detach) {
         /* The command has our descriptors; we wait for its status and pass signals on. */
         nsbox_closep(&null);
-        if (client_wait(sock, &reply, &e) < 0)
+        if (client_wait(id, sock, &reply, &e) < 0)
             return fail(lost_why(id, &e));
     } else if (recv_reply(sock, &reply, NULL, &e) < 0) {
         return fail(lost_why(id, &e));

@@ -666,6 +666,39 @@ class Crashes(SessionTest):
         r = self.exec(sid, "sh", "-c", "ps -e -o comm= | grep -c sleep || true")
         self.assertEqual(r.stdout.strip(), b"0")
 
+    def test_exec_gives_up_on_a_stopped_supervisor_when_signalled(self):
+        # A CI job's timeout sends SIGTERM: exec passed it on to a supervisor that was stopped
+        # and waited for the command's end for ever, deaf to every further TERM and INT.
+        sid = self.create()
+        sup = self.supervisor_pid(sid)
+        p = subprocess.Popen([NSBOX, "exec", sid, "--", "sh", "-c", "echo go; sleep 100"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.dirs.env())
+        try:
+            self.assertEqual(p.stdout.readline(), b"go\n")
+            os.kill(sup, signal.SIGSTOP)
+            p.send_signal(signal.SIGTERM)
+            p.wait(timeout=30)
+            # the command still holds our stdout and stderr: read what is there, no EOF
+            os.set_blocking(p.stderr.fileno(), False)
+            err = p.stderr.read() or b""
+            self.assertEqual(p.returncode, 125, err)
+            self.assertIn(f"sandbox {sid}: its supervisor did not answer within 5 s".encode(), err)
+            self.assertIn(b"whether it ended cannot be known", err)
+        finally:
+            os.kill(sup, signal.SIGCONT)
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        # a supervisor that answers is waited for as before: the signal reaches the command
+        p = subprocess.Popen([NSBOX, "exec", sid, "--", "sh", "-c",
+                              'trap "echo term; exit 7" TERM; echo ready; '
+                              'while :; do sleep 0.05; done'],
+                             stdout=subprocess.PIPE, env=self.dirs.env())
+        self.assertEqual(p.stdout.readline(), b"ready\n")
+        p.send_signal(signal.SIGTERM)
+        out, _ = p.communicate(timeout=20)
+        self.assertEqual((p.returncode, out), (7, b"term\n"))
+
     def test_sigint_to_exec_client_reaches_the_command(self):
         sid = self.create()
         p = subprocess.Popen([NSBOX, "exec", sid, "--", "sh", "-c",
