@@ -632,11 +632,16 @@ int nsbox_files_op_ex(int ws_fd, const struct nsbox_state *st, const struct nsbo
         c.gid = gm.outside;
     }
     if (set_path(&c, rq->path, e) < 0) return -1;
-    /* Through an idmapped --workspace (workspace.h), and in a tmpfs workspace (mounted inside
-     * the sandbox's user namespace), only the sandbox's own host ids are mapped: root's would
-     * fail with EOVERFLOW. Act as the sandbox's user, as it would. */
-    bool as_sandbox =
-        st && st->privileged && (st->ws_idmapped || st->ws_kind == NSBOX_WS_TMPFS);
+    /* In any workspace but nsbox's own ext4 (whose every file is the sandbox's, or made by us
+     * and handed to it), act as the sandbox's user, with its permissions:
+     * - through an idmapped --workspace (workspace.h), and in a tmpfs workspace (mounted inside
+     *   the sandbox's user namespace), only the sandbox's own host ids are mapped: root's
+     *   would fail with EOVERFLOW;
+     * - a --workspace bound plainly (root's, never idmapped) holds files the sandbox may not
+     *   read or write. As root we would, and a symlink the sandbox plants in a directory it
+     *   may write (out/result -> /secret.key, resolved inside the workspace) would steer our
+     *   reads, writes, removals to them. */
+    bool as_sandbox = st && st->privileged && st->ws_kind != NSBOX_WS_EXT4;
     if (as_sandbox) {
         setfsgid(c.gid);
         setfsuid(c.uid);

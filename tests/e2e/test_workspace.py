@@ -209,6 +209,60 @@ class WorkspaceDisk(unittest.TestCase):
         r = self.nsbox("run", "--workspace", ws, "--", "touch", "/workspace/y")
         self.assertEqual((r.returncode, r.stderr), (0, b""))
 
+    def test_file_operations_in_a_root_owned_directory_have_the_sandboxs_rights(self):
+        # Bound plainly, a root-owned directory holds files the sandbox may not touch. The
+        # supervisor's file operations ran as root: a symlink the sandbox planted where it may
+        # write steered them to those files (reads, writes, removals), and they read any file
+        # there directly too.
+        ws = os.path.join(self.dirs.base, "project")
+        for d, mode in ((ws, 0o755), (os.path.join(ws, "out"), 0o777),
+                        (os.path.join(ws, "protected"), 0o700)):
+            os.mkdir(d)
+            os.chmod(d, mode)
+        secret = os.path.join(ws, "secret.key")
+        with open(secret, "w") as f:
+            f.write("ROOT-ONLY\n")
+        os.chmod(secret, 0o600)
+        keep = os.path.join(ws, "protected", "keep")
+        with open(keep, "w") as f:
+            f.write("kept\n")
+        r = self.nsbox("create", "--workspace", ws)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.decode().strip()
+        try:
+            r = self.nsbox("exec", sid, "--", "sh", "-c",
+                           "cd /workspace/out && ln -s /secret.key result.txt && "
+                           "ln -s /protected reports && echo mine > mine.txt")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            got = os.path.join(self.dirs.base, "got")
+            for src in ("out/result.txt", "secret.key", "out/reports/keep"):
+                r = self.nsbox("cp", f"{sid}:/workspace/{src}", got)
+                self.assertEqual(r.returncode, 125, src)
+                self.assertIn(b"Permission denied", r.stderr, src)
+                self.assertFalse(os.path.exists(got), src)
+            put = os.path.join(self.dirs.base, "put")
+            with open(put, "w") as f:
+                f.write("pwned\n")
+            for dst in ("out/reports/keep", "out/reports/new", "protected/new"):
+                r = self.nsbox("cp", put, f"{sid}:/workspace/{dst}")
+                self.assertEqual(r.returncode, 125, dst)
+                self.assertIn(b"Permission denied", r.stderr, dst)
+            self.assertEqual(sorted(os.listdir(os.path.join(ws, "protected"))), ["keep"])
+            with open(keep) as f:
+                self.assertEqual(f.read(), "kept\n")
+            with open(secret) as f:
+                self.assertEqual(f.read(), "ROOT-ONLY\n")
+            # what the sandbox may do, the file operations still do, as its user
+            r = self.nsbox("cp", f"{sid}:/workspace/out/mine.txt", got)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = self.nsbox("cp", put, f"{sid}:/workspace/out/new.txt")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            st = os.stat(os.path.join(ws, "out", "new.txt"))
+            self.assertEqual(st.st_uid, os.stat(os.path.join(ws, "out", "mine.txt")).st_uid)
+            self.assertNotEqual(st.st_uid, 0)
+        finally:
+            self.nsbox("rm", sid)
+
     def test_tampered_template_is_not_used(self):
         # The empty filesystem every workspace is copied from is cached in the data directory.
         # One that someone else could have written is replaced, never mounted.
