@@ -75,12 +75,16 @@ static ssize_t recv_msg(int sock, struct nsbox_agent_hdr *h, char *payload, size
                 close(in[i]);
         }
     }
-    if ((size_t)n < sizeof *h || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-        h->len != (size_t)n - sizeof *h) {
+    bool whole = (size_t)n >= sizeof *h && !(msg.msg_flags & MSG_TRUNC) &&
+                 h->len == (size_t)n - sizeof *h;
+    if (!whole || (msg.msg_flags & MSG_CTRUNC)) {
         for (int i = 0; fds && i < 3; i++)
             if (fds[i] >= 0)
                 close(fds[i]), fds[i] = -1;
-        errno = EBADMSG;
+        /* EMFILE: the message came whole, but not its descriptors (no room in our table: the
+         * sandbox, whose uid init shares, can lower init's RLIMIT_NOFILE with prlimit). The
+         * header is good, so that the sender can be told. */
+        errno = whole ? EMFILE : EBADMSG;
         return -1;
     }
     return n;
@@ -617,7 +621,7 @@ static void close_run_conn(void)
     struct pollfd pf = {run.conn, POLLIN, 0};
     while (poll(&pf, 1, 0) == 1) {
         ssize_t n = recv_msg(run.conn, &h, buf, sizeof buf, fds);
-        if (n == 0 || (n < 0 && errno != EBADMSG))
+        if (n == 0 || (n < 0 && errno != EBADMSG && errno != EMFILE))
             break;
         for (int i = 0; n > 0 && i < 3; i++)
             if (fds[i] >= 0)
@@ -723,7 +727,7 @@ static void on_run_conn(char *payload)
     for (int i = 0; i < 3; i++)
         if (n > 0 && fds[i] >= 0)
             close(fds[i]);
-    if (n == 0 || (n < 0 && errno != EBADMSG && errno != EINTR)) {
+    if (n == 0 || (n < 0 && errno != EBADMSG && errno != EMFILE && errno != EINTR)) {
         kill_all_others(); /* nsbox run was killed: its command goes; reap() reports the end */
         close_run_conn();
         return;
@@ -768,8 +772,14 @@ void nsbox_agent_serve(int sock)
             struct nsbox_agent_hdr h;
             int fds[3];
             ssize_t n = recv_msg(sock, &h, payload, NSBOX_AGENT_PAYLOAD_MAX, fds);
-            if (n == 0 || (n < 0 && errno != EBADMSG))
+            if (n == 0 || (n < 0 && errno != EBADMSG && errno != EMFILE))
                 _exit(0); /* the supervisor is gone: so is the sandbox */
+            if (n < 0 && errno == EMFILE && h.type == NSBOX_AGENT_SPAWN)
+                /* unanswered, the exec waiting for it would hang until the sandbox ends */
+                reply(sock, NSBOX_AGENT_FAILED, h.seq, 0, 125,
+                      "the sandbox's init could not take the command's descriptors: its "
+                      "open-files limit is full (lowered from inside the sandbox, with prlimit "
+                      "on pid 1?)");
             if (n < 0)
                 continue;
             if (h.type == NSBOX_AGENT_SPAWN) {

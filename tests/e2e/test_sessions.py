@@ -666,6 +666,22 @@ class Crashes(SessionTest):
         r = self.exec(sid, "sh", "-c", "ps -e -o comm= | grep -c sleep || true")
         self.assertEqual(r.stdout.strip(), b"0")
 
+    def test_init_starved_of_descriptors_fails_execs_instead_of_hanging(self):
+        # init shares the workload's uid, so the workload may lower its open-files limit
+        # (prlimit on pid 1). init could then not take a command's stdio, dropped the request
+        # unanswered, and every later exec hung until the sandbox's ttl.
+        sid = self.create("--instance-type", "small")
+        r = self.exec(sid, "prlimit", "--pid", "1", "--nofile=4:4")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for args in (["exec", sid, "--", "echo", "hi"], ["exec", "-d", sid, "--", "true"]):
+            r = self.nsbox(*args, timeout=30)
+            self.assertEqual(r.returncode, 125, args)
+            self.assertIn(b"the sandbox's init could not take the command's descriptors",
+                          r.stderr)
+        # the supervisor still serves what does not need init's descriptors, and deletes it
+        self.assertEqual(self.inspect(sid)["state"], "running")
+        self.assertEqual(self.nsbox("rm", sid).returncode, 0)
+
     def test_exec_gives_up_on_a_stopped_supervisor_when_signalled(self):
         # A CI job's timeout sends SIGTERM: exec passed it on to a supervisor that was stopped
         # and waited for the command's end for ever, deaf to every further TERM and INT.
