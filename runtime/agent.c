@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -416,8 +417,13 @@ static int spawn_child_main(void *arg)
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    /* Its own session and process group: kill and timeouts reach the whole tree. */
+    /* Its own session and process group: kill and timeouts reach the whole tree. And a child
+     * subreaper (kept across execve): what its tree detaches (setsid and a double fork) is
+     * reparented to it, not to init, so that kill_tree still finds it while the command
+     * lives. The command also reaps those orphans (shells and most programs reap any child;
+     * one that does not leaves them zombies until it ends, when init takes them). */
     setsid();
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     for (int i = 0; i < 3; i++)
         if (dup2(c->fds[i], i) < 0) {
             c->fail_kind = 'E';

@@ -159,6 +159,26 @@ class Lifecycle(SessionTest):
         r = self.exec(sid, "sh", "-c", "ps -e -o comm= | grep -c sleep || true")
         self.assertEqual(r.stdout.strip(), b"0")
 
+    def test_timeout_and_kill_reach_processes_that_detached(self):
+        # setsid and a double fork: the grandchild was reparented to init, out of the tree the
+        # kill walks, and outlived the timeout (and kill) that was to end "the whole tree".
+        sid = self.create()
+        detach = "(setsid sh -c 'sleep 45' &); sleep 46"
+        r = self.nsbox("exec", "--timeout", "1", sid, "--", "sh", "-c", detach)
+        self.assertEqual(r.returncode, 124)
+        time.sleep(0.3)
+        r = self.exec(sid, "sh", "-c", "ps -e -o args= | grep -c '^sleep 4' || true")
+        self.assertEqual(r.stdout.strip(), b"0")
+        pid = self.nsbox("exec", "-d", sid, "--", "sh", "-c", detach).stdout.decode().strip()
+        deadline = time.monotonic() + 10
+        while b"sleep 45" not in self.exec(sid, "ps", "-e", "-o", "args=").stdout:
+            self.assertLess(time.monotonic(), deadline, "the detached child never started")
+            time.sleep(0.05)
+        self.assertEqual(self.nsbox("kill", sid, pid, "KILL").returncode, 0)
+        time.sleep(0.3)
+        r = self.exec(sid, "sh", "-c", "ps -e -o args= | grep -c '^sleep 4' || true")
+        self.assertEqual(r.stdout.strip(), b"0")
+
     def test_background_process_ps_logs_kill(self):
         sid = self.create()
         r = self.nsbox("exec", "-d", sid, "--", "sh", "-c",
