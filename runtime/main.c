@@ -17,6 +17,8 @@
 #include "help.h"
 #include "util.h"
 #include "warmpool.h"
+#include "workspace.h"
+#include "net.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -125,6 +127,25 @@ static void note_root_workspace(const char *dir)
             "nsbox: note: --workspace %s belongs to root (its %s is 0), which is never mapped into "
             "a sandbox: the sandbox can write there only what others may (%s; docs/workspace.md)\n",
             dir, sb.st_uid == 0 ? "owner" : "group", advice);
+}
+
+/* For nsbox info: every section of the config file, each as the command that uses it reads
+ * it (a typo in "workspace" or "pool" stopped every run while info said OK, and one in
+ * "network" only showed with --network all), and the directories' environment overrides. */
+static int check_settings(struct nsbox_err *e)
+{
+    if (nsbox_instance_types_load(NULL, e) < 0) {
+        size_t n = strlen(e->msg);
+        snprintf(e->msg + n, sizeof e->msg - n, " (the instance types below are the defaults)");
+        return -1;
+    }
+    struct nsbox_ws_config ws;
+    char dir[PATH_MAX];
+    if (nsbox_ws_load_config(&ws, e) < 0 || nsbox_pool_config_check(e) < 0 ||
+        nsbox_net_config_check(e) < 0 || nsbox_path_runtime_dir(dir, sizeof dir, e) < 0 ||
+        nsbox_path_data_dir(dir, sizeof dir, e) < 0 || nsbox_path_cache_dir(dir, sizeof dir, e) < 0)
+        return -1;
+    return 0;
 }
 
 struct flag_map {
@@ -541,10 +562,10 @@ int main(int argc, char **argv)
                  (!strcmp(cmd, "pool") && argc > 2 && !strcmp(argv[2], "fill"));
     if (makes && nsbox_instance_types_load(NULL, &e) < 0)
         return fail(&e);
-    if (!strcmp(cmd, "info") && nsbox_instance_types_load(NULL, &e) < 0) {
-        fprintf(stderr, "nsbox: %s (the instance types below are the defaults)\n", e.msg);
+    if (!strcmp(cmd, "info") && check_settings(&e) < 0) {
+        fprintf(stderr, "nsbox: %s\n", e.msg);
         int rc = nsbox_cli_info(argc - 1, argv + 1);
-        return rc == 0 ? 1 : rc; /* a required check failed: the config */
+        return rc == 0 ? 1 : rc; /* a required check failed: the settings */
     }
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         /* nsbox help [CMD] */

@@ -104,6 +104,12 @@ static int load_config(struct nsbox_netconfig *cfg, struct nsbox_err *e)
  * $NSBOX_RESOLV_CONF (default NSBOX_NET_RESOLV_DEFAULT, colon separated) that names one a
  * sandbox can reach. Loopback resolvers are skipped: behind a 127.0.0.53-style stub,
  * systemd-resolved keeps the upstream list in /run/systemd/resolve/resolv.conf. */
+int nsbox_net_config_check(struct nsbox_err *e)
+{
+    struct nsbox_netconfig cfg;
+    return load_config(&cfg, e);
+}
+
 static int find_resolvers(const struct nsbox_netconfig *cfg, struct nsbox_resolv *dns, char *src,
                           size_t srclen, struct nsbox_err *e)
 {

@@ -46,5 +46,7 @@ const char *nsbox_net_hosts(const struct nsbox_net *n);
 struct cJSON *nsbox_net_describe(const struct nsbox_net *n, enum nsbox_net_mode mode);
 void nsbox_net_teardown(struct nsbox_net *n);
 int nsbox_net_gc(const char *id, struct nsbox_err *e);
+/* The config's "network" section parses (nsbox info; a run reads it only when it needs it). */
+int nsbox_net_config_check(struct nsbox_err *e);
 
 #endif

@@ -32,10 +32,30 @@ static int fmt_path(char *out, size_t n, struct nsbox_err *e, const char *fmt, c
     return 0;
 }
 
+/* An override from the environment: 1 and *val when set to an absolute path, 0 when unset or
+ * empty, -1 (e says so) when relative. A relative one was ignored, and a CI job that isolated
+ * itself with NSBOX_STATE_DIR=./state used the system-wide directories instead; resolving it
+ * would make every command depend on its working directory. */
+static int env_dir(const char *name, const char **val, struct nsbox_err *e)
+{
+    const char *o = getenv(name);
+    if (!o || !*o)
+        return 0;
+    if (o[0] != '/')
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                             "%s must be an absolute path, not '%s' (e.g. %s=\"$PWD/%s\")",
+                             name, o, name, o);
+    *val = o;
+    return 1;
+}
+
 int nsbox_path_runtime_dir(char *out, size_t n, struct nsbox_err *e)
 {
-    const char *o = getenv("NSBOX_STATE_DIR");
-    if (o && o[0] == '/')
+    const char *o = NULL;
+    int r = env_dir("NSBOX_STATE_DIR", &o, e);
+    if (r < 0)
+        return -1;
+    if (r)
         return fmt_path(out, n, e, "%s%s", o, "");
     if (geteuid() == 0)
         return fmt_path(out, n, e, "%s%s", "/run/nsbox", "");
@@ -60,8 +80,11 @@ int nsbox_path_runtime_dir(char *out, size_t n, struct nsbox_err *e)
 
 int nsbox_path_data_dir(char *out, size_t n, struct nsbox_err *e)
 {
-    const char *o = getenv("NSBOX_DATA_DIR");
-    if (o && o[0] == '/')
+    const char *o = NULL;
+    int r = env_dir("NSBOX_DATA_DIR", &o, e);
+    if (r < 0)
+        return -1;
+    if (r)
         return fmt_path(out, n, e, "%s%s", o, "");
     if (geteuid() == 0)
         return fmt_path(out, n, e, "%s%s", "/var/lib/nsbox", "");
@@ -73,8 +96,11 @@ int nsbox_path_data_dir(char *out, size_t n, struct nsbox_err *e)
 
 int nsbox_path_cache_dir(char *out, size_t n, struct nsbox_err *e)
 {
-    const char *o = getenv("NSBOX_CACHE_DIR");
-    if (o && o[0] == '/')
+    const char *o = NULL;
+    int r = env_dir("NSBOX_CACHE_DIR", &o, e);
+    if (r < 0)
+        return -1;
+    if (r)
         return fmt_path(out, n, e, "%s%s", o, "");
     const char *x = getenv("XDG_CACHE_HOME");
     if (x && x[0] == '/' && geteuid() != 0)

@@ -85,6 +85,13 @@ static int pool_section(const char *text, size_t len, void *out, struct nsbox_er
     return nsbox_pool_config_from_json(text, len, out, e);
 }
 
+int nsbox_pool_config_check(struct nsbox_err *e)
+{
+    struct nsbox_pool_config cfg;
+    nsbox_pool_config_init(&cfg);
+    return nsbox_config_section(pool_section, &cfg, NULL, NULL, e);
+}
+
 /* The pool directory; with s, also the config's pool section and, when the pool is on, the
  * key of s. The key covers the binary (a rebuilt nsbox never takes a sandbox an older one
  * made) and the whole config text (instance types, network and workspace settings shape the

@@ -42,6 +42,8 @@ int nsbox_pool_fill(const struct nsbox_spec *s, unsigned size, bool refill, long
 /* Delete every pooled sandbox (all keys), after stopping the refills and waiting for the fills
  * at work. Returns how many were asked to go, -1 on error. */
 int nsbox_pool_drain(struct nsbox_err *e);
+/* The config's "pool" section parses (nsbox info). */
+int nsbox_pool_config_check(struct nsbox_err *e);
 /* Print the pooled sandboxes, one "ID KEY" line each (json: an array of objects). */
 int nsbox_pool_list(bool json, struct nsbox_err *e);
 

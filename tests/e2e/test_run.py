@@ -534,6 +534,24 @@ class ExitCodes(RunTest):
         r = run_nsbox(["run", "--", "true"], self.dirs, extra_env=env)
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"unknown key 'pol'", r.stderr)
+        # info checks every section as the command that uses it does: a typo in one that a
+        # plain run reads (workspace, pool) or only a networked one (network) said "OK"
+        for text, word in (('{"workspace": {"fss": "tmpfs"}}', b"'workspace.fss': unknown"),
+                           ('{"pool": {"sise": 3}}', b"'pool.sise': unknown"),
+                           ('{"network": {"pol": "x"}}', b"'network.pol': unknown")):
+            with open(cfg, "w") as f:
+                f.write(text)
+            r = run_nsbox(["info"], self.dirs, extra_env=env)
+            self.assertEqual(r.returncode, 1, text)
+            self.assertIn(word, r.stderr)
+        # and the directories' overrides, which a relative path made silently ineffective
+        os.unlink(cfg)
+        for var in ("NSBOX_STATE_DIR", "NSBOX_CACHE_DIR", "NSBOX_DATA_DIR"):
+            for args in (["info"], ["run", "--", "true"]) + ((["ls"],) if "STATE" in var else ()):
+                r = run_nsbox(args, self.dirs, extra_env={var: "relative/dir"})
+                self.assertNotEqual(r.returncode, 0, (var, args))
+                self.assertIn(b"%s must be an absolute path, not 'relative/dir'" % var.encode(),
+                              r.stderr, (var, args))
         self.assertEqual(self.dirs.leftovers(), [])
 
     def test_region_rule_refuses_before_anything_is_built(self):
