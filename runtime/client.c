@@ -626,8 +626,12 @@ int nsbox_cli_rm(int argc, char **argv)
             /* Idempotent: removing what is already gone is not an error. */
             if (e.code == NSBOX_E_DELETED)
                 continue;
-            if (e.code == NSBOX_E_NOTFOUND && nsbox_state_valid_id(argv[i]))
+            if (e.code == NSBOX_E_NOTFOUND && nsbox_state_valid_id(argv[i])) {
+                /* Still not an error, but said: a mistyped id (or one made with sudo) would
+                 * otherwise leave the sandbox meant running for its ttl, in silence. */
+                fprintf(stderr, "nsbox: note: %s: nothing removed\n", e.msg);
                 continue;
+            }
             fail(&e);
             rc = EXIT_NSBOX;
             continue;
@@ -795,7 +799,12 @@ int nsbox_cli_wait(int argc, char **argv)
     const char *id = argv[i];
     long pid = nsbox_parse_pid(argv[i + 1]);
     if (pid < 0)
-        return usage("wait needs a process id (as nsbox exec -d printed it, or nsbox ps shows it)");
+        return usage(!strcmp(argv[i + 1], "1")
+                         ? "wait: pid 1 is the sandbox's init, which ends only with the sandbox; "
+                           "give a background process's pid (as nsbox exec -d printed it, or "
+                           "nsbox ps shows it)"
+                         : "wait needs a process id (as nsbox exec -d printed it, or nsbox ps "
+                           "shows it)");
     struct nsbox_err e = {0};
     cleanup_close int sock = nsbox_session_connect(id, &e);
     if (sock < 0)

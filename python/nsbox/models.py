@@ -63,13 +63,14 @@ class Network:
 
 class EgressPolicy:
     """Extra IP addresses / CIDRs the sandbox may connect to, on top of `network`:
-    EgressPolicy(cidrs=("10.0.0.0/8", "192.0.2.7"))."""
+    EgressPolicy(cidrs=("192.168.0.0/16", "192.0.2.7")) (not the sandbox address pool,
+    10.171.0.0/16 by default)."""
 
     __slots__ = ("cidrs",)
 
     def __init__(self, cidrs=()):
         self.cidrs = _strings(cidrs, "EgressPolicy(cidrs=...)",
-                              "EgressPolicy(cidrs=('10.0.0.0/8',))")
+                              "EgressPolicy(cidrs=('192.168.0.0/16',))")
 
     def to_spec(self):
         return list(self.cidrs)

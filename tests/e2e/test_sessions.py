@@ -228,6 +228,9 @@ class Lifecycle(SessionTest):
             args = bad[:-1] + [sid, bad[-1]] if bad and bad[0] == "--timeout" else [sid] + bad
             r = self.nsbox("wait", *args)
             self.assertEqual(r.returncode, 125, (bad, r.stderr))
+        r = self.nsbox("wait", sid, "1")  # said "wait needs a process id", given one
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"pid 1 is the sandbox's init", r.stderr)
         r = self.nsbox("logs", sid, "12x")  # was read as pid 12
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"logs needs a process id", r.stderr)
@@ -360,7 +363,13 @@ class Lifecycle(SessionTest):
         r = self.exec("0123456789ab", "true")
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"never existed", r.stderr)
-        self.assertEqual(self.nsbox("rm", sid).returncode, 0)  # idempotent
+        r = self.nsbox("rm", sid)
+        self.assertEqual((r.returncode, r.stderr), (0, b""))  # idempotent, and quiet
+        # a mistyped id is not an error either, but said: else the sandbox meant runs on
+        r = self.nsbox("rm", "0123456789ab")
+        self.assertEqual(r.returncode, 0)
+        self.assertEqual(r.stderr.decode(), "nsbox: note: no sandbox 0123456789ab in %s (it "
+                         "never existed there): nothing removed\n" % self.dirs.state)
         self.assertEqual(self.dirs.leftovers(), [])  # the bounded log of deletions aside
         self.assertEqual(cgroup_leftovers(sid), [])
 
