@@ -467,8 +467,13 @@ static int run_debootstrap(const char *prog, const char *suite, const char *targ
         snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(status));
     else
         snprintf(how, sizeof how, "exit code %d", WEXITSTATUS(status));
-    return nsbox_err_set(e, NSBOX_E_SYS, 0, "debootstrap failed (%s): %s (full output: %s)", how,
-                         sink.last[0] ? sink.last : "no output", log_path);
+    /* The usual cause, offline or behind a proxy: the mirror cannot be reached. */
+    return nsbox_err_set(e, NSBOX_E_SYS, 0,
+                         "debootstrap failed (%s): %s (full output: %s). The image's packages "
+                         "are downloaded once, from %s: this host must reach that mirror, or "
+                         "NSBOX_DEBIAN_MIRROR can name one it does reach (http://, or file:/ "
+                         "for a local copy). The host image (the default) needs no download",
+                         how, sink.last[0] ? sink.last : "no output", log_path, mirror);
 }
 
 /* ---- post-processing --------------------------------------------------------------------- */

@@ -497,7 +497,8 @@ static int check_free_space(int cache_fd, const char *cache_root, uint64_t bytes
     return nsbox_err_set(e, NSBOX_E_POLICY, ENOSPC,
                          "workspace: the disk limit is %s, and of the %s free on the filesystem "
                          "of %s, %s may still be written by the workspaces of %u other "
-                         "sandbox%s (nsbox ls; nsbox rm ID); "
+                         "sandbox%s (persistent ones: nsbox ls, nsbox rm ID; a one-shot run "
+                         "frees its share when it ends); "
                          "remove sandboxes, free some space, use an instance_type with a smaller "
                          "disk, or allow overcommit (\"workspace\": {\"overcommit\": true} in the "
                          "nsbox config; see docs/workspace.md for its risk)",
