@@ -248,11 +248,14 @@ static int parse_options(int argc, char **argv, struct nsbox_spec *spec,
             val = argv[++i];
         }
         char abs[PATH_MAX];
-        if (key && !strcmp(key, "workspace") && val[0] && val[0] != '/') {
-            /* The spec takes absolute paths only; a relative one on the command line means
-             * relative to where nsbox was started. */
+        /* The spec takes absolute paths only; a relative one on the command line means
+         * relative to where nsbox was started. An image given by path has a '/' in it (a bare
+         * word is a stored image's name). */
+        bool rel_dir = key && val[0] && val[0] != '/' &&
+                       (!strcmp(key, "workspace") || (!strcmp(key, "image") && strchr(val, '/')));
+        if (rel_dir) {
             if (!realpath(val, abs))
-                return nsbox_err_sys(e, "--workspace %s", val);
+                return nsbox_err_sys(e, "%s %s", name, val);
             val = abs;
         }
         if (key) {

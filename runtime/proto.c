@@ -291,6 +291,13 @@ int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *r, stru
         u = 0644;
         if (get_uint(obj, "mode", 07777, &u, e) < 0)
             goto out;
+        if (u > 0777) { /* they were dropped without a word: say so instead */
+            nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                          "request: 'mode' %#llo has bits beyond 0777: setuid, setgid and sticky "
+                          "bits are never given to a file made through nsbox",
+                          (unsigned long long)u);
+            goto out;
+        }
         r->mode = (unsigned)u;
         if (get_bool(obj, "mkdir", &r->mkdir, e) < 0 ||
             get_bool(obj, "recursive", &r->recursive, e) < 0 ||

@@ -861,6 +861,10 @@ class Files(AsyncClientTest):
             await sb.write_file("a.txt", b"abc")
             await sb.write_file("d/b.txt", b"12345")
             await sb.write_file("run.sh", "echo ran\n", mode=0o755)
+            with self.assertRaises(nsbox.InvalidRequest) as cm:  # was given 0o755, silently
+                await sb.write_file("suid.sh", "x", mode=0o4755)
+            self.assertIn("setuid, setgid and sticky bits are never given", str(cm.exception))
+            self.assertFalse(await sb.exists("suid.sh"))
             names = {f.name: f for f in await sb.list_files()}
             self.assertLessEqual({"a.txt", "d", "run.sh"}, set(names))
             self.assertEqual(names["a.txt"].size, 3)

@@ -173,6 +173,14 @@ class HostImage(unittest.TestCase):
         r = nsbox(self.data, "image", "rm", "../etc")
         self.assertEqual(r.returncode, 125)
         self.assertIn("invalid image name", r.stderr)
+        # a directory image by a relative path, as --workspace takes one (it was refused as
+        # "neither host, an image name nor an absolute path")
+        empty = tempfile.mkdtemp(dir=self.data)
+        r = subprocess.run([NSBOX, "run", "--image", "./" + os.path.basename(empty), "--",
+                            "true"], cwd=self.data, env=dict(os.environ, NSBOX_DATA_DIR=self.data),
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("image %s: no executable bin/sh inside it" % empty, r.stderr)
 
     def test_debian_needs_root(self):
         def drop():

@@ -122,6 +122,8 @@ static void test_errors_name_the_field(void **state)
         {"{\"v\":1,\"op\":\"wait\",\"pid\":\"3\"}", "'pid'"},
         {"{\"v\":1,\"op\":\"kill\",\"pid\":3,\"signal\":99}", "'signal'"},
         {"{\"v\":1,\"op\":\"read\"}", "'path' is required"},
+        {"{\"v\":1,\"op\":\"write\",\"path\":\"f\",\"mode\":2541}",
+         "'mode' 04755 has bits beyond 0777: setuid, setgid and sticky"},
         {"{\"v\":1,\"op\":\"exec\",\"argv\":[\"a\\u0000b\"]}", "NUL"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
