@@ -735,8 +735,14 @@ int nsbox_cli_logs(int argc, char **argv)
     cJSON_AddNumberToObject(req, "pid", (double)pid);
     if (simple_call(argv[1], req, &reply, &e) < 0)
         return fail(&e);
-    fputs(cJSON_GetObjectItemCaseSensitive(reply, "stdout")->valuestring, stdout);
-    fputs(cJSON_GetObjectItemCaseSensitive(reply, "stderr")->valuestring, stderr);
+    const char *out = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(reply, "stdout"));
+    const char *err = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(reply, "stderr"));
+    /* A log that starts mid-line is not a bug in the program: say that its start was dropped */
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "truncated")))
+        fprintf(stderr, "nsbox: note: earlier output of process %ld was dropped (the last 64 KiB "
+                        "of each stream are kept)\n", pid);
+    fputs(out ? out : "", stdout);
+    fputs(err ? err : "", stderr);
     cJSON_Delete(reply);
     return 0;
 }

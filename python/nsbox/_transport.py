@@ -31,7 +31,10 @@ def find_binary(binary, env):
 def runtime_dir(env):
     """Where nsbox keeps sandbox sockets, the same choice as runtime/paths.c."""
     o = env.get("NSBOX_STATE_DIR")
-    if o and o.startswith("/"):
+    if o and not o.startswith("/"):
+        raise errors.SandboxError("NSBOX_STATE_DIR must be an absolute path, not '%s' (e.g. "
+                                  "NSBOX_STATE_DIR=\"$PWD/%s\")" % (o, o), "invalid")
+    if o:
         return o
     if os.geteuid() == 0:
         return "/run/nsbox"

@@ -16,6 +16,7 @@ from . import errors
 from ._exec import ExecJob
 from ._transport import (SUPERVISOR_GONE, PROTO_VERSION, Connection, error_from_reply,
                          find_binary)
+from ._transport import runtime_dir as _runtime_dir
 from .models import FileInfo, ProcessInfo, ProcessLogs
 
 WORKSPACE = "/workspace"
@@ -226,9 +227,11 @@ class Session:
     """A created sandbox. Every call opens its own connection to the sandbox's supervisor, so a
     Session may be used from several threads at once."""
 
-    def __init__(self, sandbox_id, runtime_dir, options=None):
+    def __init__(self, sandbox_id, runtime_dir=None, options=None):
+        """runtime_dir: where nsbox keeps the sandbox's socket; by default the one nsbox
+        itself would use in this process's environment."""
         self.id = sandbox_id
-        self.runtime_dir = runtime_dir
+        self.runtime_dir = runtime_dir if runtime_dir is not None else _runtime_dir(os.environ)
         self.options = options
         self.closed = False
         self._holder = None

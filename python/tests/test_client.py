@@ -444,6 +444,16 @@ class OptionsAndErrors(ClientTest):
         with self.assertRaises(nsbox.SandboxDeletedError) as cm:
             other.execute("true")
         self.assertIn("deleted by rm", str(cm.exception))
+        # runtime_dir may be left out: the one nsbox would use in this environment
+        from unittest import mock
+        with mock.patch.dict(os.environ, NSBOX_STATE_DIR=self.dirs.state):
+            self.assertEqual(nsbox.Session(sb.id).runtime_dir, sb.runtime_dir)
+            with self.assertRaises(nsbox.SandboxDeletedError):
+                nsbox.Session(sb.id).execute("true")
+        with mock.patch.dict(os.environ, NSBOX_STATE_DIR="state"):
+            with self.assertRaises(nsbox.SandboxError) as cm:
+                nsbox.Session(sb.id)
+            self.assertIn("NSBOX_STATE_DIR must be an absolute path", str(cm.exception))
         ghost = nsbox.Session("0123456789ab", runtime_dir(self.dirs.env()))
         with self.assertRaises(nsbox.SandboxNotFound) as cm:
             ghost.execute("true")

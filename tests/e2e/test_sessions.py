@@ -328,6 +328,9 @@ class Lifecycle(SessionTest):
             time.sleep(0.1)
         logs = self.nsbox("logs", sid, pid)
         self.assertEqual(logs.stdout, b"x" * (64 << 10))  # the last 64 KiB are kept
+        # and the log, which now starts mid-stream, says so (the output alone did not)
+        self.assertEqual(logs.stderr.decode(), "nsbox: note: earlier output of process %s was "
+                         "dropped (the last 64 KiB of each stream are kept)\n" % pid)
 
     def test_background_output_costs_the_host_little_cpu(self):
         # The supervisor reads background output outside every cgroup of the sandbox: a
