@@ -125,7 +125,20 @@ static int plan_image(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_pla
     return 0;
 }
 
-static int plan_dev(struct nsbox_mount_plan *plan, struct nsbox_err *e)
+/* /tmp and /dev/shm: tmpfs, whose pages are charged to the sandbox's memory. Without a size
+ * they could grow to half the host's memory, so that filling one ended in an OOM kill of the
+ * sandbox's processes; at half the memory limit each, the writer gets ENOSPC first as long as
+ * the processes themselves use less than the other half. */
+static void tmp_options(const struct nsbox_rootfs_cfg *cfg, char *data, size_t n)
+{
+    if (cfg->tmp_bytes)
+        snprintf(data, n, "mode=1777,size=%llu", (unsigned long long)cfg->tmp_bytes);
+    else
+        snprintf(data, n, "mode=1777");
+}
+
+static int plan_dev(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
+                    struct nsbox_err *e)
 {
     PUSH(NSBOX_MOP_MKDIR, "dev")->mode = 0755;
     /* /dev holds device nodes, so it cannot be nodev; noexec keeps it from being a place to run
@@ -158,7 +171,7 @@ static int plan_dev(struct nsbox_mount_plan *plan, struct nsbox_err *e)
     PUSH(NSBOX_MOP_MKDIR, "dev/shm")->mode = 01777;
     o = PUSH(NSBOX_MOP_TMPFS, "dev/shm");
     o->flags = MS_NOSUID | MS_NODEV;
-    snprintf(o->data, sizeof o->data, "mode=1777");
+    tmp_options(cfg, o->data, sizeof o->data);
     /* The sandbox owns /dev's tmpfs (it made it); read-only keeps it from adding entries.
      * Not recursive: pts and shm stay writable. */
     o = PUSH(NSBOX_MOP_SETATTR, "dev");
@@ -246,12 +259,12 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
     PUSH(NSBOX_MOP_MKDIR, "tmp")->mode = 01777;
     o = PUSH(NSBOX_MOP_TMPFS, "tmp");
     o->flags = MS_NOSUID | MS_NODEV;
-    snprintf(o->data, sizeof o->data, "mode=1777");
+    tmp_options(cfg, o->data, sizeof o->data);
     PUSH(NSBOX_MOP_MKDIR, "run")->mode = 0755;
     o = PUSH(NSBOX_MOP_TMPFS, "run");
     o->flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
     snprintf(o->data, sizeof o->data, "mode=0755,size=1m");
-    if (plan_dev(plan, e) < 0 || plan_proc(plan, e) < 0)
+    if (plan_dev(cfg, plan, e) < 0 || plan_proc(plan, e) < 0)
         return -1;
     return 0;
 }

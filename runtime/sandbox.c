@@ -167,6 +167,7 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     cfg->workspace = c->st.workspace;
     cfg->ws_premounted = premounted;
     cfg->ws_bytes = s->limits.disk_bytes;
+    cfg->tmp_bytes = s->limits.memory_bytes / 2;
     cfg->n_entries = 0;
     cfg->resolv_conf = nsbox_net_resolv_conf(c->net);
     cfg->hosts = nsbox_net_hosts(c->net);

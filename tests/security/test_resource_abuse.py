@@ -171,18 +171,19 @@ class Memory(ResourceTest):
         # docs/security.md lists it as a gap for sessions' `oom_killed`.
 
     def test_tmpfs_counts_against_memory_limit(self):
-        # /tmp is a tmpfs: its pages are memory, charged to the sandbox's cgroup.
-        r = run_nsbox(["run", "--instance-type", "small", "--", "sh", "-c",
-                       "dd if=/dev/zero of=/tmp/fill bs=1M count=2048 2>/dev/null; echo dd=$?;"
-                       "du -m /tmp/fill"], self.dirs, timeout=120)
-        out = r.stdout.decode()
-        print(f"\n  2 GiB into /tmp in small: exit {r.returncode}, {out.split()!r}",
-              file=sys.stderr)
-        # Either dd is killed (and then possibly the shell) or the write fails; never 2 GiB.
-        self.assertNotIn("dd=0", out)
-        for line in out.splitlines():
-            if line.endswith("/tmp/fill"):
-                self.assertLessEqual(int(line.split()[0]), 1024 + 16)
+        # /tmp and /dev/shm are tmpfs: their pages are memory, charged to the sandbox's cgroup.
+        # Each is half the memory limit, so that filling one is ENOSPC for the writer, not an
+        # OOM kill of the sandbox's processes (which it was while they were unsized).
+        for d in ("/tmp", "/dev/shm"):
+            r = run_nsbox(["run", "--instance-type", "small", "--", "sh", "-c",
+                           f"dd if=/dev/zero of={d}/fill bs=1M count=2048 2>/dev/null; "
+                           f"echo dd=$?; du -m {d}/fill"], self.dirs, timeout=120)
+            out = r.stdout.decode()
+            print(f"\n  2 GiB into {d} in small: exit {r.returncode}, {out.split()!r}",
+                  file=sys.stderr)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("dd=1", out)  # ENOSPC
+            self.assertIn(f"512\t{d}/fill", out)  # half of small's 1 GiB
 
     def test_inode_exhaustion_of_tmp_bounded(self):
         if not os.access(ATTACK, os.X_OK):

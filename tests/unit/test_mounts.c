@@ -748,6 +748,21 @@ static bool checker_rejects(const struct nsbox_mount_plan *p)
     return order_violation(p, buf, sizeof buf) != NULL;
 }
 
+/* /tmp and /dev/shm are sized (half the memory limit each, from the launcher): unsized, the
+ * sandbox filling one was OOM-killed instead of getting ENOSPC. */
+static void test_tmp_and_shm_are_sized(void **state)
+{
+    (void)state;
+    struct world *w = dir_world();
+    build_ok(w);
+    int t = idx(&w->plan, NSBOX_MOP_TMPFS, "tmp"), m = idx(&w->plan, NSBOX_MOP_TMPFS, "dev/shm");
+    assert_string_equal(w->plan.ops[t].data, "mode=1777"); /* no size given: the kernel's */
+    w->cfg.tmp_bytes = 512ull << 20;
+    build_ok(w);
+    assert_string_equal(w->plan.ops[t].data, "mode=1777,size=536870912");
+    assert_string_equal(w->plan.ops[m].data, "mode=1777,size=536870912");
+}
+
 static void test_order_checker_is_sharp(void **state)
 {
     (void)state;
@@ -1733,6 +1748,7 @@ int main(void)
         cmocka_unit_test(test_proc_masked_after_mount),
         cmocka_unit_test(test_dev),
         cmocka_unit_test(test_order_invariants),
+        cmocka_unit_test(test_tmp_and_shm_are_sized),
         cmocka_unit_test(test_order_checker_is_sharp),
         cmocka_unit_test(test_bad_entry_names),
         cmocka_unit_test(test_missing_image_or_workspace),
