@@ -1010,10 +1010,20 @@ int nsbox_cli_cp(int argc, char **argv)
                 nsbox_err_set(&e, NSBOX_E_SYS, EPROTO, "no file descriptor in the reply");
             cJSON_Delete(reply);
             nsbox_closep(&rfd);
+            if (strstr(e.msg, "(it is a directory)")) { /* as the other direction says */
+                size_t n = strlen(e.msg);
+                snprintf(e.msg + n, sizeof e.msg - n,
+                         "; cp copies one file: for a tree, use tar: nsbox exec %s -- tar -C %s "
+                         "-cf - . | tar -xf -", sid, spath);
+            }
             return fail(&e);
         }
         const cJSON *sz = cJSON_GetObjectItemCaseSensitive(reply, "size");
         double size = cJSON_IsNumber(sz) && sz->valuedouble >= 0 ? sz->valuedouble : -1;
+        /* a new file gets the sandbox file's permissions, less the umask, as cp gives them
+         * (an executable stays one); an existing file keeps its own */
+        const cJSON *md = cJSON_GetObjectItemCaseSensitive(reply, "mode");
+        mode_t mode = cJSON_IsNumber(md) ? (mode_t)md->valueint & 0777 : 0644;
         cJSON_Delete(reply);
         if (size < 0) {
             close(rfd);
@@ -1028,7 +1038,7 @@ int nsbox_cli_cp(int argc, char **argv)
             snprintf(target, sizeof target, "%s/%s", argv[2], base_name(spath));
         int out = !strcmp(argv[2], "-") ? 1
                                          : open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                                                0644);
+                                                mode);
         if (out < 0) {
             size_t tl = strlen(target);
             if (errno == EISDIR && tl && target[tl - 1] == '/') /* "DIR/" that does not exist */

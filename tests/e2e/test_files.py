@@ -26,6 +26,12 @@ def setUpModule():
         raise unittest.SkipTest("these tests run nsbox as root")
 
 
+def current_umask():
+    m = os.umask(0)
+    os.umask(m)
+    return m
+
+
 def vm_hwm_kib(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -145,8 +151,17 @@ class FilesTest(unittest.TestCase):
         self.assertEqual(self.nsbox("cp", f"{self.id}:data/report.csv", out).returncode, 0)
         with open(os.path.join(out, "report.csv"), "rb") as f:
             self.assertEqual(f.read(), b"a,b\n")
-        # mistakes: a directory as the source, an id with a typo
+        # an executable stays one, both ways (out of the sandbox it became 0644)
+        tool = self.put("tool.sh", b"#!/bin/sh\necho tool\n", mode=0o750)
+        self.assertEqual(self.nsbox("cp", tool, f"{self.id}:tool.sh").returncode, 0)
+        self.assertEqual(self.sh("./tool.sh").stdout, b"tool\n")
+        back = os.path.join(out, "tool-back.sh")
+        self.assertEqual(self.nsbox("cp", f"{self.id}:tool.sh", back).returncode, 0)
+        self.assertEqual(os.stat(back).st_mode & 0o777, 0o750 & ~current_umask())
+        # mistakes: a directory as the source (either side), an id with a typo
         self.assertFails(self.nsbox("cp", out, f"{self.id}:x"), "is a directory", "tar")
+        self.assertFails(self.nsbox("cp", f"{self.id}:data", out), "(it is a directory)",
+                         "for a tree, use tar")
         self.assertFails(self.nsbox("cp", src, "0123:/x"), "'0123' is not a sandbox id")
 
     def test_missing_things(self):
