@@ -465,7 +465,7 @@ static int op_write(struct files_ctx *c, const struct nsbox_request *rq, int in_
             char a[32], b[32];
             human_bytes(len, a, sizeof a);
             human_bytes(max, b, sizeof b);
-            return nsbox_err_set(e, NSBOX_E_INVALID, EFBIG,
+            return nsbox_err_set(e, NSBOX_E_NOSPACE, EFBIG,
                                  "cannot write %s: the file is %s, more than the sandbox's "
                                  "workspace disk limit of %s",
                                  c->disp, a, b);

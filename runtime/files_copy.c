@@ -34,7 +34,7 @@ static int copy_err(struct nsbox_err *e, int err, const char *what)
 
 static int too_big(struct nsbox_err *e, uint64_t max)
 {
-    return nsbox_err_set(e, NSBOX_E_INVALID, EFBIG,
+    return nsbox_err_set(e, NSBOX_E_NOSPACE, EFBIG,
                          "the content is larger than the sandbox's workspace disk limit of %llu "
                          "bytes",
                          (unsigned long long)max);

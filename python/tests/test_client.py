@@ -10,6 +10,7 @@ and cache directories, and every test checks that it left no sandbox behind.
 """
 import asyncio
 import errno
+import io
 import os
 import shutil
 import signal
@@ -899,6 +900,27 @@ class Files(AsyncClientTest):
             self.assertEqual((e.errno, e.code, e.filename), (errno.ENOSPC, "no_space", "big.bin"))
             self.assertIn("the workspace's disk is full", str(e))
             self.assertNotIn("big.bin", [f.name for f in sb.list_files()])  # nothing half-made
+
+    def test_file_objects_are_read_from_their_position(self):
+        with self.box().open() as sb, tempfile.TemporaryFile() as f:
+            f.write(b"skip:" + b"data" * 1000)
+            f.seek(5)
+            self.assertEqual(sb.write_file("from-file", f), 4000)  # a regular file, read direct
+            self.assertEqual(sb.read_file("from-file"), b"data" * 1000)
+            self.assertEqual(f.tell(), 5)  # the caller's file object is left where it was
+            self.assertEqual(sb.write_file("from-bytesio", io.BytesIO(b"abc")), 3)  # copied
+            self.assertEqual(sb.read_file("from-bytesio"), b"abc")
+
+    def test_a_file_larger_than_the_whole_disk_is_the_same_error(self):
+        # It was an InvalidRequest (a ValueError): code that handles a full disk as OSError
+        # or ENOSPC missed it.
+        with self.box(instance_type="small").open() as sb, tempfile.TemporaryFile() as f:
+            f.truncate(3 << 30)  # sparse: more than small's 2 GiB, nothing written to disk
+            with self.assertRaises(nsbox.SandboxDiskFullError) as cm:
+                sb.write_file("huge.bin", f)
+            self.assertIsInstance(cm.exception, OSError)
+            self.assertEqual(cm.exception.code, "no_space")
+            self.assertIn("more than the sandbox's workspace disk limit", str(cm.exception))
 
     def test_missing_file_is_a_file_not_found_error(self):
         with self.box().open() as sb:
