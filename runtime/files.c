@@ -591,8 +591,9 @@ static int op_remove(struct files_ctx *c, const struct nsbox_request *rq, struct
 
 /* ---- entry --------------------------------------------------------------------------------- */
 
-/* The request's path relative to the workspace: "a/b", "/a/b" and "/workspace/a/b" are the same
- * file. */
+/* The request's path relative to the workspace: "a/b" and "/workspace/a/b" are the same file.
+ * Any other absolute path is refused: "/tmp/out.txt" used to mean /workspace/tmp/out.txt, a
+ * file an agent that wrote /tmp/out.txt with a command would never find there. */
 static int set_path(struct files_ctx *c, const char *path, struct nsbox_err *e)
 {
     size_t len = strnlen(path, PATH_MAX);
@@ -603,7 +604,13 @@ static int set_path(struct files_ctx *c, const char *path, struct nsbox_err *e)
     if (p[0] == '/') {
         while (*p == '/')
             p++;
-        if (!strncmp(p, "workspace", 9) && (p[9] == '\0' || p[9] == '/')) p += 9;
+        if (strncmp(p, "workspace", 9) != 0 || (p[9] != '\0' && p[9] != '/'))
+            return nsbox_err_set(e, NSBOX_E_INVALID, EXDEV,
+                                 "path '%s' is outside /workspace: file operations reach only "
+                                 "the workspace (a relative path, or one under /workspace/); "
+                                 "other files are read and written by a command in the sandbox",
+                                 d);
+        p += 9;
         while (*p == '/')
             p++;
     }

@@ -95,10 +95,13 @@ class FilesTest(unittest.TestCase):
         }
         for name, content in data.items():
             src = self.put(name, content)
-            # three spellings of the same place
-            for dst in (f"/workspace/{name}", f"rt-{name}", f"/rt2-{name}"):
+            # three spellings of places in the workspace
+            for dst in (f"/workspace/{name}", f"rt-{name}", f"./rt2-{name}"):
                 r = self.nsbox("cp", src, f"{self.id}:{dst}")
                 self.assertEqual(r.returncode, 0, r.stderr)
+            # and an absolute path elsewhere: refused (it was taken as /workspace/tmp/...)
+            r = self.nsbox("cp", src, f"{self.id}:/tmp/{name}")
+            self.assertFails(r, f"path '/tmp/{name}' is outside /workspace")
             r = self.sh(f"sha256sum /workspace/{name} /workspace/rt-{name} /workspace/rt2-{name}")
             self.assertEqual(r.returncode, 0, r.stderr)
             want = hashlib.sha256(content).hexdigest()
