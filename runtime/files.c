@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/fsuid.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -442,6 +443,46 @@ static void human_bytes(uint64_t b, char *out, size_t n)
         snprintf(out, n, "%llu bytes", (unsigned long long)b);
 }
 
+/* Overwriting an existing file: the content goes to a new file beside it, renamed over the
+ * name once whole, so that a write that fails half-way (a full disk, a client gone) leaves the
+ * file as it was; in place, it was left truncated. Only where the new file can be the old one's
+ * twin: a single link (a hard link stays one only in place), an owner we can give (root's
+ * chown, or the file is already ours), a directory we may create in. 1 replaced, 0 when it
+ * could not be done so (write in place instead), -1 with e when the content failed. */
+static int replace_whole(struct files_ctx *c, int pfd, const char *leaf, const struct stat *old,
+                         int in_fd, uint64_t *written, struct nsbox_err *e)
+{
+    if (old->st_nlink != 1 || (!c->chown && old->st_uid != (uid_t)setfsuid((uid_t)-1)))
+        return 0;
+    char tmp[NAME_MAX + 1];
+    unsigned rnd = 0;
+    if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
+        rnd = (unsigned)getpid() ^ (unsigned)(uintptr_t)&rnd;
+    snprintf(tmp, sizeof tmp, ".nsbox-write-%08x", rnd);
+    cleanup_close int tfd =
+        openat(pfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (tfd < 0)
+        return 0; /* no room for a name, no write permission on the directory: in place */
+    if ((c->chown && fchown(tfd, old->st_uid, old->st_gid) < 0) ||
+        fchmod(tfd, old->st_mode & 0777) < 0) {
+        unlinkat(pfd, tmp, 0);
+        return 0;
+    }
+    struct stat tsb;
+    if (files_copy_in(c, in_fd, tfd, written, e) < 0) {
+        unlinkat(pfd, tmp, 0);
+        return nsbox_err_wrap(e, "cannot write %s (the file is unchanged)", c->disp);
+    }
+    /* The sandbox may have put something else at either name meanwhile: rename moves names,
+     * never follows a link, and stays in this directory. */
+    if (fstat(tfd, &tsb) < 0 || renameat(pfd, tmp, pfd, leaf) < 0) {
+        int err = errno;
+        unlinkat(pfd, tmp, 0);
+        return files_fail(c, e, err, "cannot write");
+    }
+    return 1;
+}
+
 static int op_write(struct files_ctx *c, const struct nsbox_request *rq, int in_fd, cJSON *reply,
                     struct nsbox_err *e)
 {
@@ -503,11 +544,19 @@ static int op_write(struct files_ctx *c, const struct nsbox_request *rq, int in_
     if (S_ISREG(in_sb.st_mode) && in_sb.st_dev == sb.st_dev && in_sb.st_ino == sb.st_ino)
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
                              "cannot write %s: it is the source file itself", c->disp);
+    uint64_t written = 0;
+    if (!created) {
+        int r = replace_whole(c, pfd, leaf, &sb, in_fd, &written, e);
+        if (r < 0) return -1;
+        if (r > 0) {
+            cJSON_AddNumberToObject(reply, "size", (double)written);
+            return 0;
+        }
+    }
     if ((!created && ftruncate(fd, 0) < 0) ||
         (created && files_adopt_fd(c, fd, rq->mode & 0777) < 0) || clear_nonblock(fd) < 0)
         return files_fail(c, e, errno, "cannot write");
 
-    uint64_t written = 0;
     if (files_copy_in(c, in_fd, fd, &written, e) < 0) {
         /* Do not leave a truncated file that looks complete. Remove it only if the name still
          * names the file made here (the sandbox may have replaced it meanwhile). */

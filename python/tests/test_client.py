@@ -891,6 +891,7 @@ class Files(AsyncClientTest):
 
     def test_a_full_disk_is_an_oserror_enospc(self):
         with self.box().open() as sb:
+            sb.write_file("important.txt", "precious data\n")
             sb.execute("fallocate -l $(df --output=avail -B1 /workspace | tail -1) fill "
                        "2>/dev/null; dd if=/dev/zero of=fill2 bs=1M 2>/dev/null; true")
             with self.assertRaises(nsbox.SandboxDiskFullError) as cm:
@@ -900,6 +901,13 @@ class Files(AsyncClientTest):
             self.assertEqual((e.errno, e.code, e.filename), (errno.ENOSPC, "no_space", "big.bin"))
             self.assertIn("the workspace's disk is full", str(e))
             self.assertNotIn("big.bin", [f.name for f in sb.list_files()])  # nothing half-made
+            # an overwrite that does not fit leaves the file as it was (it was truncated)
+            with self.assertRaises(nsbox.SandboxDiskFullError) as cm:
+                sb.write_file("important.txt", b"n" * (4 << 20))
+            self.assertIn("(the file is unchanged)", str(cm.exception))
+            self.assertEqual(sb.read_file("important.txt"), b"precious data\n")
+            self.assertEqual([f.name for f in sb.list_files() if f.name.startswith(".nsbox")],
+                             [])
 
     def test_file_objects_are_read_from_their_position(self):
         with self.box().open() as sb, tempfile.TemporaryFile() as f:

@@ -857,12 +857,46 @@ static void t_write_stall(void **state)
     assert_int_equal(r.e.code, NSBOX_E_TIMEOUT);
     res_free(&r);
     assert_false(exists(f, "ws/stalled"));
-    /* An existing file is left, and the message says it is incomplete. */
+    /* An existing file is left as it was: the content went to a file beside it, removed. It
+     * used to be truncated in place and left incomplete. */
     assert_int_equal(do_op(f, rq("write", "old"), pfd[0], &r), -1);
-    assert_non_null(strstr(r.e.msg, "incomplete"));
+    assert_non_null(strstr(r.e.msg, "(the file is unchanged)"));
+    res_free(&r);
+    file_is(f, "ws/old", "old content");
+    /* in place only where a twin cannot be made: a second hard link stays one */
+    assert_int_equal(linkat(f->basefd, "ws/old", f->basefd, "ws/old2", 0), 0);
+    assert_int_equal(write(pfd[1], "partial", 7), 7);
+    assert_int_equal(do_op(f, rq("write", "old"), pfd[0], &r), -1);
+    assert_non_null(strstr(r.e.msg, "(the file is incomplete)"));
     res_free(&r);
     close(pfd[0]);
     close(pfd[1]);
+    DIR *d = fdopendir(openat(f->basefd, "ws", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    for (struct dirent *de; d && (de = readdir(d));)
+        if (!strncmp(de->d_name, ".nsbox-write-", 13)) fail_msg("left %s", de->d_name);
+    closedir(d);
+    check_fds(f);
+}
+
+/* An overwrite is whole or not at all: a content that ends early (a full disk, a stalled
+ * client) leaves the old file. What it keeps: its mode, and (as root) its owner. */
+static void t_write_replaces_whole(void **state)
+{
+    FX;
+    put_file(f->basefd, "ws/keep.sh", "old");
+    assert_int_equal(fchmodat(f->basefd, "ws/keep.sh", 0751, 0), 0);
+    if (geteuid() == 0) assert_int_equal(fchownat(f->basefd, "ws/keep.sh", 4242, 4343, 0), 0);
+    struct res r;
+    assert_int_equal(write_str(f, "keep.sh", "new content", false, 0600, &r), 0);
+    res_free(&r);
+    file_is(f, "ws/keep.sh", "new content");
+    assert_int_equal(mode_of(f, "ws/keep.sh"), 0751); /* the request's mode is for new files */
+    struct stat st;
+    assert_int_equal(fstatat(f->basefd, "ws/keep.sh", &st, 0), 0);
+    if (geteuid() == 0) {
+        assert_int_equal(st.st_uid, 4242);
+        assert_int_equal(st.st_gid, 4343);
+    }
     check_fds(f);
 }
 
@@ -1584,6 +1618,7 @@ int main(void)
         T(t_write_streams),
         T(t_write_sparse),
         T(t_write_limit),
+        T(t_write_replaces_whole),
         T(t_write_stall),
         T(t_write_same_file_and_lease),
         T(t_stat),
