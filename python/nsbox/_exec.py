@@ -149,6 +149,14 @@ class ExecJob:
                         if not take(what, key.fd):
                             sel.unregister(key.fd)
                             _close(fds.pop(what + "_r"))
+            except errors.SandboxDeletedError as ex:
+                # Deleted under the command (its ttl, an rm): what it printed until then is
+                # the caller's, as the command line prints it as it comes.
+                for name in ("out", "err"):
+                    if name + "_r" in fds:
+                        take(name, fds[name + "_r"])
+                ex.result = self._result(bufs, 137, False, False, truncated[0])
+                raise
             except BaseException:
                 # KeyboardInterrupt, a cancelled task, a lost supervisor: do not leave the
                 # command running on our behalf.

@@ -47,7 +47,13 @@ class SandboxNotFound(SandboxError):
 
 class SandboxDeletedError(SandboxError):
     """The sandbox is gone: deleted by rm, because ttl_seconds expired, or because it died. The
-    message says which (e.g. "sandbox 0123456789ab was deleted because ttl_seconds=2 expired")."""
+    message says which (e.g. "sandbox 0123456789ab was deleted because ttl_seconds=2 expired").
+    Raised by an execute() that the deletion cut off, `result` holds what the command printed
+    until then (exit_code 137: its processes were killed with the sandbox); else None."""
+
+    def __init__(self, message, code=None, result=None):
+        super().__init__(message, code)
+        self.result = result
 
 
 class ExecTimeout(SandboxError, TimeoutError):

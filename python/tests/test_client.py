@@ -430,8 +430,14 @@ class OptionsAndErrors(ClientTest):
     def test_ttl_expiry_during_a_command(self):
         with self.box(ttl_seconds=2).open() as sb:
             with self.assertRaises(nsbox.SandboxDeletedError) as cm:
-                sb.execute("sleep 20")
+                sb.execute("echo before; echo warn >&2; sleep 20")
             self.assertIn("ttl_seconds=2 expired", str(cm.exception))
+            # what it printed until then is kept (the command line shows it as it comes)
+            r = cm.exception.result
+            self.assertEqual((r.exit_code, r.stdout, r.stderr), (137, "before\n", "warn\n"))
+        with self.assertRaises(nsbox.SandboxDeletedError) as cm:
+            sb.execute("true")
+        self.assertIsNone(cm.exception.result)  # nothing ran
 
     def test_use_after_close_and_unknown_sandbox(self):
         with self.box().open() as sb:
