@@ -486,6 +486,14 @@ static bool add_ip(cJSON *to, const char *key, struct in_addr a)
     return v && (key ? cJSON_AddItemToObject(to, key, v) : cJSON_AddItemToArray(to, v));
 }
 
+/* "a.b.c.d<sep>n" (an address and port, or a range) at the end of array `to`. */
+static bool add_ip_n(cJSON *to, struct in_addr a, char sep, unsigned n)
+{
+    char ip[INET_ADDRSTRLEN], buf[INET_ADDRSTRLEN + 8];
+    snprintf(buf, sizeof buf, "%s%c%u", ip4(a, ip) ? ip : "?", sep, n);
+    return cJSON_AddItemToArray(to, cJSON_CreateString(buf));
+}
+
 cJSON *nsbox_netplan_describe(const struct nsbox_netplan *p)
 {
     static const char *const modes[] = {[NSBOX_NET_NONE] = "none", [NSBOX_NET_ALL] = "all",
@@ -497,7 +505,6 @@ cJSON *nsbox_netplan_describe(const struct nsbox_netplan *p)
         bool ok = cJSON_AddNullToObject(o, "address") && cJSON_AddArrayToObject(o, "egress");
         return ok ? nsbox_steal_ptr(&o) : NULL;
     }
-    char buf[INET6_ADDRSTRLEN + 8];
     bool ok = add_ip(o, "address", p->slot.sandbox) && add_ip(o, "gateway", p->slot.host) &&
               cJSON_AddStringToObject(o, "host_interface", p->ifname);
     if (p->mode == NSBOX_NET_ALL) {
@@ -510,12 +517,8 @@ cJSON *nsbox_netplan_describe(const struct nsbox_netplan *p)
         /* what is open, address by address, and the names pinned in its /etc/hosts */
         cJSON *t = cJSON_AddArrayToObject(o, "allowed");
         ok = ok && t;
-        for (size_t i = 0; ok && i < p->n_tcp; i++) {
-            char a[INET_ADDRSTRLEN];
-            snprintf(buf, sizeof buf, "%s:%u", ip4(p->tcp[i].addr, a) ? a : "?",
-                     (unsigned)p->tcp[i].port);
-            ok = cJSON_AddItemToArray(t, cJSON_CreateString(buf));
-        }
+        for (size_t i = 0; ok && i < p->n_tcp; i++)
+            ok = add_ip_n(t, p->tcp[i].addr, ':', p->tcp[i].port);
         cJSON *pins = cJSON_AddObjectToObject(o, "pinned");
         ok = ok && pins;
         for (size_t i = 0; ok && i < p->n_pins; i++) {
@@ -527,12 +530,8 @@ cJSON *nsbox_netplan_describe(const struct nsbox_netplan *p)
     }
     cJSON *eg = cJSON_AddArrayToObject(o, "egress");
     ok = ok && eg;
-    for (size_t i = 0; ok && i < p->n_cidr; i++) {
-        char a[INET_ADDRSTRLEN];
-        snprintf(buf, sizeof buf, "%s/%u", ip4(p->cidr[i].addr, a) ? a : "?",
-                 (unsigned)p->cidr[i].prefix);
-        ok = cJSON_AddItemToArray(eg, cJSON_CreateString(buf));
-    }
+    for (size_t i = 0; ok && i < p->n_cidr; i++)
+        ok = add_ip_n(eg, p->cidr[i].addr, '/', p->cidr[i].prefix);
     return ok ? nsbox_steal_ptr(&o) : NULL;
 }
 

@@ -738,24 +738,20 @@ class Crashes(SessionTest):
                 p.kill()
                 p.wait()
         # a supervisor that answers is waited for as before: the signal reaches the command
+        self.assertSignalReachesTheCommand(sid, "TERM", 7)
+
+    def assertSignalReachesTheCommand(self, sid, name, code):
         p = subprocess.Popen([NSBOX, "exec", sid, "--", "sh", "-c",
-                              'trap "echo term; exit 7" TERM; echo ready; '
+                              f'trap "echo {name}; exit {code}" {name}; echo ready; '
                               'while :; do sleep 0.05; done'],
                              stdout=subprocess.PIPE, env=self.dirs.env())
         self.assertEqual(p.stdout.readline(), b"ready\n")
-        p.send_signal(signal.SIGTERM)
+        p.send_signal(getattr(signal, "SIG" + name))
         out, _ = p.communicate(timeout=20)
-        self.assertEqual((p.returncode, out), (7, b"term\n"))
+        self.assertEqual((p.returncode, out), (code, f"{name}\n".encode()))
 
     def test_sigint_to_exec_client_reaches_the_command(self):
-        sid = self.create()
-        p = subprocess.Popen([NSBOX, "exec", sid, "--", "sh", "-c",
-                              'trap "echo int; exit 5" INT; echo ready; while :; do sleep 0.05; done'],
-                             stdout=subprocess.PIPE, env=self.dirs.env())
-        self.assertEqual(p.stdout.readline(), b"ready\n")
-        p.send_signal(signal.SIGINT)
-        out, _ = p.communicate(timeout=20)
-        self.assertEqual((p.returncode, out), (5, b"int\n"))
+        self.assertSignalReachesTheCommand(self.create(), "INT", 5)
 
     def test_second_sigint_kills_a_command_that_handles_the_first(self):
         # README: "a second Ctrl-C kills" it, as with nsbox run, also a command that traps INT
