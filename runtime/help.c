@@ -93,7 +93,8 @@ static const struct {
              "\n" EXIT_CODES},
     {"cp", "usage: nsbox cp [-p] SRC DST\n"
            "  copy a file between the host and a sandbox; exactly one side is ID:PATH, a path in\n"
-           "  its /workspace (ID:data.csv, ID:/workspace/data.csv and ID:/data.csv are the same)\n"
+           "  its /workspace (ID:data.csv and ID:/workspace/data.csv are the same; another\n"
+           "  absolute path, ID:/tmp/x, is refused: cp reaches only the workspace)\n"
            "  into a directory (DST ending in / or existing) keeps the name\n"
            "\n"
            "  -p                                  make DST's missing directories\n"},
