@@ -119,7 +119,10 @@ int nsbox_mkdir_p(const char *path, unsigned mode, struct nsbox_err *e)
         if (*p == '/' || *p == '\0') {
             char c = *p;
             *p = '\0';
-            if (mkdir(buf, mode) < 0 && errno != EEXIST)
+            /* Directories on the way may at least be passed (mode | 0711): made 0700 by the
+             * first nsbox_mkdir_p("/run/nsbox/uids"), root's runtime directory kept other users
+             * from telling that a sandbox id there is root's (docs/protocol.md). */
+            if (mkdir(buf, c == '\0' ? mode : mode | 0711) < 0 && errno != EEXIST)
                 return nsbox_err_sys(e, "cannot create directory %s", buf);
             *p = c;
             if (c == '\0')

@@ -11,7 +11,8 @@
 int nsbox_path_runtime_dir(char *out, size_t n, struct nsbox_err *e); /* state: <..>/<id>/ */
 int nsbox_path_data_dir(char *out, size_t n, struct nsbox_err *e);    /* images, caches */
 int nsbox_path_cache_dir(char *out, size_t n, struct nsbox_err *e);   /* workspaces */
-/* mkdir -p with mode (each created component gets mode); existing dirs are fine. */
+/* mkdir -p: path itself with mode, the missing directories on the way mode | 0711 (less the
+ * umask); existing ones are left as they are. */
 int nsbox_mkdir_p(const char *path, unsigned mode, struct nsbox_err *e);
 /* Remove a directory tree without following symlinks and without crossing mount points. */
 int nsbox_rm_rf(const char *path, struct nsbox_err *e);

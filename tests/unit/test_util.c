@@ -1,4 +1,5 @@
 /* Command-line numbers shared by run, exec, wait, kill and logs (runtime/util.h). */
+#include "paths.h"
 #include "util.h"
 
 #include <setjmp.h>
@@ -7,6 +8,11 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void test_seconds(void **state)
 {
@@ -55,12 +61,47 @@ static void test_paths(void **state)
     assert_false(nsbox_is_host_root(&st));
 }
 
+/* The directories on the way are made at least passable: a first nsbox_mkdir_p of
+ * /run/nsbox/uids made /run/nsbox 0700, and other users could not tell that an id there was a
+ * sandbox of root's. */
+static void test_mkdir_p_modes(void **state)
+{
+    (void)state;
+    char base[] = "/tmp/nsbox-test-mkdir-XXXXXX", path[256];
+    assert_non_null(mkdtemp(base));
+    mode_t old = umask(022);
+    struct nsbox_err e = {0};
+    snprintf(path, sizeof path, "%s/run/nsbox/uids", base);
+    assert_int_equal(nsbox_mkdir_p(path, 0700, &e), 0);
+    struct stat st;
+    const struct {
+        const char *rel;
+        mode_t mode;
+    } want[] = {{"run", 0711}, {"run/nsbox", 0711}, {"run/nsbox/uids", 0700}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", base, want[i].rel);
+        assert_int_equal(stat(path, &st), 0);
+        if ((st.st_mode & 07777) != want[i].mode)
+            fail_msg("%s: %o, not %o", want[i].rel, st.st_mode & 07777, want[i].mode);
+    }
+    snprintf(path, sizeof path, "%s/img/a", base); /* a wider mode stays as wide on the way */
+    assert_int_equal(nsbox_mkdir_p(path, 0755, &e), 0);
+    snprintf(path, sizeof path, "%s/img", base);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0755);
+    umask(old);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seconds),
         cmocka_unit_test(test_pid),
         cmocka_unit_test(test_paths),
+        cmocka_unit_test(test_mkdir_p_modes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
