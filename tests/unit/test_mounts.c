@@ -761,6 +761,7 @@ static void test_tmp_and_shm_are_sized(void **state)
     build_ok(w);
     assert_string_equal(w->plan.ops[t].data, "mode=1777,size=536870912");
     assert_string_equal(w->plan.ops[m].data, "mode=1777,size=536870912");
+    free(w);
 }
 
 static void test_order_checker_is_sharp(void **state)
