@@ -81,6 +81,12 @@ static bool in_net(uint32_t a, uint32_t net, unsigned prefix)
     return (a & mask_of(prefix)) == (net & mask_of(prefix));
 }
 
+/* A CIDR's IPv4 address (network byte order) as a number. */
+static uint32_t be32(const uint8_t *b)
+{
+    return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
 /* IPv4 ranges with a meaning of their own. All but link-local (which an explicit entry may
  * open: a cloud VPC's services live there) are never a destination outside the sandbox: from
  * inside its network namespace, 0/8 and 127/8 are the sandbox itself, and multicast and
@@ -128,8 +134,7 @@ int nsbox_netpool_parse(const char *text, struct nsbox_netpool *p, struct nsbox_
     if (c.prefix < 8 || c.prefix > NSBOX_NET_SLOT_PREFIX)
         return invalid(e, "network pool '%s': prefix must be between /8 and /%d (one /%d per "
                        "sandbox)", text, NSBOX_NET_SLOT_PREFIX, NSBOX_NET_SLOT_PREFIX);
-    uint32_t base = (uint32_t)c.addr[0] << 24 | (uint32_t)c.addr[1] << 16 |
-                    (uint32_t)c.addr[2] << 8 | c.addr[3];
+    uint32_t base = be32(c.addr);
     /* Ranges with a meaning of their own: the sandbox-local ones below, and link-local
      * (blocked for sandboxes as cloud metadata). */
     for (size_t i = 0; i < NSBOX_ARRAY_LEN(special4); i++) {
@@ -166,8 +171,7 @@ bool nsbox_netpool_overlaps(const struct nsbox_netpool *p, const struct nsbox_ci
 {
     if (c->family != AF_INET)
         return false;
-    uint32_t a = (uint32_t)c->addr[0] << 24 | (uint32_t)c->addr[1] << 16 |
-                 (uint32_t)c->addr[2] << 8 | c->addr[3];
+    uint32_t a = be32(c->addr);
     unsigned m = c->prefix < p->prefix ? c->prefix : p->prefix;
     return in_net(a, p->base, m);
 }
@@ -326,10 +330,7 @@ static int plan_egress(const struct nsbox_spec *s, struct nsbox_netplan *p, stru
             return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOTSUP,
                                  "egress '%s': IPv6 destinations are not supported: sandboxes "
                                  "have IPv4 only (docs/network.md)", text);
-        const uint8_t *b = s->egress[i].addr;
-        const char *local = sandbox_local((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
-                                              (uint32_t)b[2] << 8 | b[3],
-                                          s->egress[i].prefix);
+        const char *local = sandbox_local(be32(s->egress[i].addr), s->egress[i].prefix);
         if (local)
             return invalid(e, "egress '%s': %s" LOCAL_HINT, text, local);
         if (nsbox_netpool_overlaps(&p->pool, &s->egress[i]))
@@ -405,15 +406,16 @@ static int plan_allow(const struct nsbox_spec *s, nsbox_netplan_resolve_fn resol
         }
         for (size_t j = 0; j < n; j++) {
             char buf[INET_ADDRSTRLEN];
+            ip4(addrs[j], buf);
             const char *local = sandbox_local(ntohl(addrs[j].s_addr), 32);
-            if (local && !strcmp(ip4(addrs[j], buf), h->name))
+            if (local && !strcmp(buf, h->name)) /* an address given as such */
                 return invalid(e, "allowed host '%s': %s" LOCAL_HINT, h->name, local);
             if (local)
                 return invalid(e, "allowed host '%s': resolves to %s, %s" LOCAL_HINT, h->name,
                                buf, local);
             if (addr_in_pool(&p->pool, addrs[j]))
                 return invalid(e, "allowed host '%s': address %s lies in the sandbox address "
-                               "pool, which other sandboxes use", h->name, ip4(addrs[j], buf));
+                               "pool, which other sandboxes use", h->name, buf);
             if (add_tcp(p, addrs[j], h->port, cap) < 0)
                 return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "too many allowed addresses");
         }

@@ -209,8 +209,11 @@ int nsbox_run_relay_signal(int sig, int *stops)
  * stuck one would leave us waiting for the command's end for ever, deaf to the signals a CI
  * job's timeout sends. 0, or -1 with e saying so. */
 #define ALIVE_S 5
-static int supervisor_answers(const char *id, struct nsbox_err *e)
+static int supervisor_answers(const char *id, int sock, struct nsbox_err *e)
 {
+    struct pollfd pf = {sock, POLLIN, 0};
+    if (poll(&pf, 1, 0) == 1 && pf.revents)
+        return 0; /* the reply (or the hang-up) is there already */
     cJSON *req = request("ping"), *reply = NULL;
     int r = call_within(id, req, ALIVE_S, &reply, e);
     cJSON_Delete(req);
@@ -238,8 +241,7 @@ static int client_wait(const char *id, int sock, cJSON **reply, struct nsbox_err
             if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
                 int before = stops;
                 send_signal(sock, nsbox_run_relay_signal((int)si.ssi_signo, &stops));
-                if (stops > before && !(poll(pf, 1, 0) == 1 && pf[0].revents) &&
-                    supervisor_answers(id, e) < 0) {
+                if (stops > before && supervisor_answers(id, sock, e) < 0) {
                     sigprocmask(SIG_SETMASK, &old, NULL);
                     return -1;
                 }
@@ -357,8 +359,7 @@ static int exec_with_tty(const char *id, cJSON *req)
                     copy_winsize(0, master);
                 } else {
                     send_signal(sock, (int)si.ssi_signo);
-                    if (!(poll(pf, 1, 0) == 1 && pf[0].revents) &&
-                        supervisor_answers(id, &e) < 0) {
+                    if (supervisor_answers(id, sock, &e) < 0) {
                         restore_tty();
                         sigprocmask(SIG_SETMASK, &old, NULL);
                         return fail(&e);

@@ -468,14 +468,13 @@ static int replace_whole(struct files_ctx *c, int pfd, const char *leaf, const s
         unlinkat(pfd, tmp, 0);
         return 0;
     }
-    struct stat tsb;
     if (files_copy_in(c, in_fd, tfd, written, e) < 0) {
         unlinkat(pfd, tmp, 0);
         return nsbox_err_wrap(e, "cannot write %s (the file is unchanged)", c->disp);
     }
     /* The sandbox may have put something else at either name meanwhile: rename moves names,
      * never follows a link, and stays in this directory. */
-    if (fstat(tfd, &tsb) < 0 || renameat(pfd, tmp, pfd, leaf) < 0) {
+    if (renameat(pfd, tmp, pfd, leaf) < 0) {
         int err = errno;
         unlinkat(pfd, tmp, 0);
         return files_fail(c, e, err, "cannot write");

@@ -58,13 +58,13 @@ int nsbox_path_runtime_dir(char *out, size_t n, struct nsbox_err *e)
     if (r)
         return fmt_path(out, n, e, "%s%s", o, "");
     if (geteuid() == 0)
-        return fmt_path(out, n, e, "%s%s", "/run/nsbox", "");
+        return fmt_path(out, n, e, "%s%s", NSBOX_ROOT_RUNTIME_DIR, "");
     const char *x = getenv("XDG_RUNTIME_DIR");
     if (x && x[0] == '/' && access(x, W_OK) == 0)
-        return fmt_path(out, n, e, "%s%s", x, "/nsbox");
+        return fmt_path(out, n, e, "%s%s", x, NSBOX_RUNTIME_SUBDIR);
     char uid[32];
     snprintf(uid, sizeof uid, "%u", (unsigned)getuid());
-    if (fmt_path(out, n, e, "/tmp/nsbox-%s%s", uid, "") < 0)
+    if (fmt_path(out, n, e, NSBOX_TMP_RUNTIME_FMT "%s", uid, "") < 0)
         return -1;
     /* /tmp is everyone's: a directory of that name made by another user would hold our
      * sockets and state. It must be ours and closed to others (nsbox makes it 0711). */

@@ -8,6 +8,11 @@
 
 #include <stddef.h>
 
+/* Where nsbox_path_runtime_dir looks, without NSBOX_STATE_DIR: root's; $XDG_RUNTIME_DIR plus
+ * NSBOX_RUNTIME_SUBDIR when writable; else NSBOX_TMP_RUNTIME_FMT with the uid. */
+#define NSBOX_ROOT_RUNTIME_DIR "/run/nsbox"
+#define NSBOX_RUNTIME_SUBDIR "/nsbox"
+#define NSBOX_TMP_RUNTIME_FMT "/tmp/nsbox-%s"
 int nsbox_path_runtime_dir(char *out, size_t n, struct nsbox_err *e); /* state: <..>/<id>/ */
 int nsbox_path_data_dir(char *out, size_t n, struct nsbox_err *e);    /* images, caches */
 int nsbox_path_cache_dir(char *out, size_t n, struct nsbox_err *e);   /* workspaces */

@@ -365,15 +365,16 @@ static bool find_elsewhere(const char *id, const char *ours, char *dir, size_t n
         snprintf(uids[1], sizeof uids[1], "%s", sudo);
     char cand[6][PATH_MAX];
     size_t k = 0;
-    snprintf(cand[k++], PATH_MAX, "/run/nsbox");
+    snprintf(cand[k++], PATH_MAX, NSBOX_ROOT_RUNTIME_DIR);
     const char *x = getenv("XDG_RUNTIME_DIR");
     if (x && x[0] == '/')
-        snprintf(cand[k++], PATH_MAX, "%.4000s/nsbox", x);
+        snprintf(cand[k++], PATH_MAX, "%.4000s" NSBOX_RUNTIME_SUBDIR, x);
     for (int i = 0; i < 2; i++) {
         if (!uids[i][0] || (i == 0 && getuid() == 0))
             continue;
-        snprintf(cand[k++], PATH_MAX, "/run/user/%s/nsbox", uids[i]);
-        snprintf(cand[k++], PATH_MAX, "/tmp/nsbox-%s", uids[i]);
+        /* the usual XDG_RUNTIME_DIR of that uid, where its own environment may set it */
+        snprintf(cand[k++], PATH_MAX, "/run/user/%s" NSBOX_RUNTIME_SUBDIR, uids[i]);
+        snprintf(cand[k++], PATH_MAX, NSBOX_TMP_RUNTIME_FMT, uids[i]);
     }
     for (size_t i = 0; i < k; i++) {
         char path[PATH_MAX + 16];
