@@ -562,6 +562,37 @@ int nsbox_image_resolve(const char *name, struct nsbox_image *img, struct nsbox_
     return resolve_stored(images, name, img, e);
 }
 
+/* Which image a sandbox made now would get, as a string that changes with it: the store
+ * directory's (or the directory image's) inode, which every build swaps, and for "host" also
+ * the host files its /etc is made from (a stale host image is rebuilt by the next sandbox).
+ * Cheap (a few stats): the warm pool puts it in its key, so a pooled sandbox made before an
+ * `nsbox image build` (or an apt run on the host) is never handed out after it. Never fails:
+ * what cannot be stat'ed is "-", and the resolve of the sandbox's own image reports it. */
+void nsbox_image_identity(const char *name, char *out, size_t n)
+{
+    struct stat st;
+    char dir[PATH_MAX], images[PATH_MAX];
+    struct nsbox_err e;
+    const char *path = name;
+    if (name[0] != '/') {
+        path = NULL;
+        if (nsbox_image_name_valid(name) && images_path(images, sizeof images, &e) == 0 &&
+            (size_t)snprintf(dir, sizeof dir, "%s/%s", images, name) < sizeof dir)
+            path = dir;
+    }
+    int len = path && stat(path, &st) == 0
+                  ? snprintf(out, n, "%llx:%llx", (unsigned long long)st.st_dev,
+                             (unsigned long long)st.st_ino)
+                  : snprintf(out, n, "-");
+    if (!strcmp(name, "host") && len > 0 && (size_t)len < n) {
+        struct nsbox_host_probe probe;
+        nsbox_image_host_probe(&probe);
+        out[len++] = ' ';
+        if (nsbox_image_host_stamp(&probe, out + len, n - (size_t)len) < 0)
+            out[len] = '\0';
+    }
+}
+
 /* ---- build, rm, ls ----------------------------------------------------------------------- */
 
 int nsbox_image_build(const char *name, bool progress, struct nsbox_err *e)

@@ -4,6 +4,7 @@
 #include "agent.h"
 #include "cleanup.h"
 #include "cleanup_cjson.h"
+#include "image.h"
 #include "client.h"
 #include "paths.h"
 #include "pool.h"
@@ -125,13 +126,18 @@ static int ctx_load_uncached(const struct nsbox_spec *s, struct pool_ctx *c,
     /* and the environment variables that shape a sandbox where it is made */
     static const char *const vars[] = {"NSBOX_DATA_DIR", "NSBOX_CACHE_DIR",
                                        "NSBOX_CGROUP_PARENT", "NSBOX_RESOLV_CONF"};
-    size_t cap = 160 + 2 * 48 + len;
+    size_t cap = 160 + 2 * 48 + NSBOX_IMAGE_IDENTITY_MAX + len;
     for (size_t i = 0; i < NSBOX_ARRAY_LEN(vars); i++)
         cap += strlen(vars[i]) + 2 + (getenv(vars[i]) ? strlen(getenv(vars[i])) : 0);
     cleanup_free char *extra = malloc(cap);
     if (!extra)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     size_t n = (size_t)snprintf(extra, cap, "%s %s\n", NSBOX_VERSION, bin);
+    /* and the image as it is now: a rebuild (or, for "host", a change of the host files its
+     * /etc comes from) must not leave runs taking sandboxes made with the image before it */
+    char image[NSBOX_IMAGE_IDENTITY_MAX];
+    nsbox_image_identity(s->image, image, sizeof image);
+    n += (size_t)snprintf(extra + n, cap - n, "image=%s\n", image);
     /* and the namespaces it is made from: a pooled sandbox's network is built in its filler's
      * network namespace (routes, firewall). A run under `ip netns exec` took one made in
      * another namespace. Not the mount namespace: `ip netns exec` makes a new one for every

@@ -306,6 +306,49 @@ class Pool(unittest.TestCase):
         r = self.nsbox("run", "--", "hostname", check=True)  # from here it is taken
         self.assertEqual(r.stdout.decode().strip(), "nsbox-" + sid)
 
+    def test_a_rebuilt_image_is_not_taken_from_the_pool(self):
+        # A pooled sandbox keeps the image it was made with. After `nsbox image build host`
+        # (which an apt run on the host also triggers), runs took it all the same.
+        (sid,) = self.fill()
+        self.nsbox("image", "build", "host", check=True)
+        r = self.nsbox("run", "--", "hostname", check=True)
+        self.assertNotEqual(r.stdout.decode().strip(), "nsbox-" + sid)
+        self.assertIn(sid, self.pooled())
+
+    def test_a_replaced_directory_image_is_not_taken_from_the_pool(self):
+        # A directory image named through a link that a deploy switches to a new tree: the
+        # pool's sandbox has the old tree mounted. A fill only needs an executable bin/sh; the
+        # runs' command does not exist in either tree (127), what matters is which sandbox ran.
+        trees = []
+        for name in ("v1", "v2"):
+            d = os.path.join(self.dirs.base, name)
+            os.makedirs(os.path.join(d, "bin"))
+            with open(os.path.join(d, "bin", "sh"), "w") as f:
+                f.write("#!/nonexistent\n")
+            os.chmod(os.path.join(d, "bin", "sh"), 0o755)
+            os.chmod(d, 0o755)
+            trees.append(d)
+        os.chmod(self.dirs.base, 0o755)
+        current = os.path.join(self.dirs.base, "current")
+
+        def point_at(tree):
+            os.symlink(tree, current + ".new")
+            os.replace(current + ".new", current)
+
+        def run():
+            return self.nsbox("run", "--image", current, "--", "/nonexistent").returncode
+
+        point_at(trees[0])
+        r = self.nsbox("pool", "fill", "--image", current, check=True)
+        self.assertIn(b"ready", r.stdout)
+        (sid,) = self.pooled()
+        point_at(trees[1])
+        self.assertEqual(run(), 127)
+        self.assertIn(sid, self.pooled(), "a run of the new tree took a sandbox of the old one")
+        point_at(trees[0])  # the same tree again: the same key
+        self.assertEqual(run(), 127)
+        self.assertTrue(wait_for(lambda: sid not in self.pooled(), 10), self.pooled())
+
     def test_ttl_deletes_unused_pooled_sandboxes(self):
         self.write_config({"pool": {"size": 1, "ttl_seconds": 1}})
         (sid,) = self.fill()
