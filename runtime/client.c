@@ -724,26 +724,108 @@ int nsbox_cli_kill(int argc, char **argv)
     return 0;
 }
 
-int nsbox_cli_logs(int argc, char **argv)
+/* One logs reply: its stdout on ours, its stderr on ours, and a note when output was dropped
+ * (following: between two reads). */
+static void print_logs(const cJSON *reply, long pid, bool following)
 {
-    if (argc != 3)
-        return usage("logs needs a sandbox id and a pid");
-    long pid = nsbox_parse_pid(argv[2]);
-    if (pid < 0)
-        return usage("logs needs a process id (as nsbox exec -d printed it, or nsbox ps shows it)");
-    struct nsbox_err e = {0};
-    cJSON *req = request("logs"), *reply;
-    cJSON_AddNumberToObject(req, "pid", (double)pid);
-    if (simple_call(argv[1], req, &reply, &e) < 0)
-        return fail(&e);
     const char *out = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(reply, "stdout"));
     const char *err = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(reply, "stderr"));
     /* A log that starts mid-line is not a bug in the program: say that its start was dropped */
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "truncated")))
-        fprintf(stderr, "nsbox: note: earlier output of process %ld was dropped (the last 64 KiB "
-                        "of each stream are kept)\n", pid);
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "truncated"))) {
+        fflush(stdout);
+        fprintf(stderr,
+                following ? "nsbox: note: output of process %ld was dropped here: it wrote more "
+                            "than the 64 KiB kept of each stream between two reads\n"
+                          : "nsbox: note: earlier output of process %ld was dropped (the last "
+                            "64 KiB of each stream are kept)\n",
+                pid);
+    }
     fputs(out ? out : "", stdout);
+    fflush(stdout);
     fputs(err ? err : "", stderr);
+}
+
+static bool reply_number(const cJSON *reply, const char *key, double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(reply, key);
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0)
+        return false;
+    *out = v->valuedouble;
+    return true;
+}
+
+/* logs -f: what the process writes, as it writes it, until it has ended and its output is all
+ * read (its pipes closed, or nothing more for FOLLOW_QUIET_MS after its end: a child it left
+ * may hold them). Polls: every FOLLOW_MIN_MS while output comes, backing off to FOLLOW_MAX_MS;
+ * the polls do not count as activity, so a followed sandbox still goes to sleep when idle. */
+#define FOLLOW_MIN_MS 20
+#define FOLLOW_MAX_MS 250
+#define FOLLOW_QUIET_MS 1000
+static int follow_logs(const char *id, long pid)
+{
+    double out_end = -1, err_end = -1;
+    int delay = FOLLOW_MIN_MS;
+    int64_t ended_at = -1;
+    for (;;) {
+        struct nsbox_err e = {0};
+        cJSON *req = request("logs"), *reply;
+        cJSON_AddNumberToObject(req, "pid", (double)pid);
+        if (out_end >= 0) {
+            cJSON_AddNumberToObject(req, "stdout_from", out_end);
+            cJSON_AddNumberToObject(req, "stderr_from", err_end);
+        }
+        if (simple_call(id, req, &reply, &e) < 0)
+            return fail(&e);
+        double o0 = out_end, e0 = err_end;
+        if (!reply_number(reply, "stdout_end", &out_end) ||
+            !reply_number(reply, "stderr_end", &err_end)) {
+            cJSON_Delete(reply);
+            nsbox_err_set(&e, NSBOX_E_UNSUPPORTED, ENOTSUP,
+                          "sandbox %s was made by an older nsbox, whose supervisor cannot follow "
+                          "logs; run nsbox logs without -f",
+                          id);
+            return fail(&e);
+        }
+        print_logs(reply, pid, o0 >= 0);
+        bool news = out_end != o0 || err_end != e0;
+        bool running = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "running"));
+        bool eof = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "eof"));
+        cJSON_Delete(reply);
+        if (!running) {
+            int64_t now = nsbox_now_ms();
+            if (ended_at < 0 || news)
+                ended_at = now;
+            if (eof || now - ended_at >= FOLLOW_QUIET_MS)
+                return 0;
+        }
+        delay = news ? FOLLOW_MIN_MS : delay * 2 > FOLLOW_MAX_MS ? FOLLOW_MAX_MS : delay * 2;
+        struct timespec ts = {0, (long)delay * 1000000L};
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+        }
+    }
+}
+
+int nsbox_cli_logs(int argc, char **argv)
+{
+    int i = 1;
+    bool follow = false;
+    if (i < argc && (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--follow"))) {
+        follow = true;
+        i++;
+    }
+    if (argc - i != 2)
+        return usage("logs needs a sandbox id and a pid: nsbox logs [-f] ID PID");
+    long pid = nsbox_parse_pid(argv[i + 1]);
+    if (pid < 0)
+        return usage("logs needs a process id (as nsbox exec -d printed it, or nsbox ps shows it)");
+    if (follow)
+        return follow_logs(argv[i], pid);
+    struct nsbox_err e = {0};
+    cJSON *req = request("logs"), *reply;
+    cJSON_AddNumberToObject(req, "pid", (double)pid);
+    if (simple_call(argv[i], req, &reply, &e) < 0)
+        return fail(&e);
+    print_logs(reply, pid, false);
     cJSON_Delete(reply);
     return 0;
 }

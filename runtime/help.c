@@ -108,9 +108,13 @@ static const struct {
            "  the sandbox's processes started by exec -d: pid, status, command\n"},
     {"kill", "usage: nsbox kill ID PID [SIG]\n"
              "  signal a background process (default TERM; a number or a name: KILL, SIGINT)\n"},
-    {"logs", "usage: nsbox logs ID PID\n"
+    {"logs", "usage: nsbox logs [-f] ID PID\n"
              "  a background process's output: its stdout on ours, its stderr on ours\n"
-             "  (the last 64 KiB of each)\n"},
+             "  (the last 64 KiB of each)\n"
+             "\n"
+             "  -f, --follow    then what it writes, as it writes it, until it has ended\n"
+             "                  and all its output is shown (exit 0; nsbox wait gives its\n"
+             "                  exit code)\n"},
     {"wait", "usage: nsbox wait [--timeout S] ID PID\n"
              "  until a background process ends; its exit code is ours\n"
              "\n"

@@ -187,6 +187,7 @@ static int parse_command(const cJSON *obj, struct nsbox_request *r, struct nsbox
 int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *r, struct nsbox_err *e)
 {
     memset(r, 0, sizeof *r);
+    r->stdout_from = r->stderr_from = UINT64_MAX;
     if (len > NSBOX_PROTO_MAX)
         return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "request larger than %u bytes",
                              NSBOX_PROTO_MAX);
@@ -264,6 +265,10 @@ int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *r, stru
             goto out;
         }
         r->pid = (int)u;
+        if (r->op == NSBOX_OP_LOGS &&
+            (get_uint(obj, "stdout_from", NSBOX_PROTO_MAX_OFFSET, &r->stdout_from, e) < 0 ||
+             get_uint(obj, "stderr_from", NSBOX_PROTO_MAX_OFFSET, &r->stderr_from, e) < 0))
+            goto out;
         if (r->op != NSBOX_OP_KILL)
             break;
     }

@@ -15,6 +15,8 @@
 #define NSBOX_PROTO_VERSION 1
 #define NSBOX_PROTO_MAX (1u << 20)
 #define NSBOX_PROTO_MAX_FDS 3
+/* logs offsets: exact in a JSON number (a double) */
+#define NSBOX_PROTO_MAX_OFFSET ((1ull << 53) - 1)
 #define NSBOX_PROTO_MAX_ARGS 4096
 #define NSBOX_PROTO_MAX_ENV 1024
 
@@ -51,6 +53,9 @@ struct nsbox_request {
     /* kill / signal / logs */
     int pid;
     int sig;
+    /* logs: the stream offsets to start from (a previous reply's stdout_end/stderr_end), or
+     * UINT64_MAX: not given, the whole kept log */
+    uint64_t stdout_from, stderr_from;
     /* files */
     char path[PATH_MAX];
     unsigned mode;

@@ -137,6 +137,7 @@ int nsbox_session_connect_run(const char *id, struct nsbox_err *e)
 struct ring {
     char *buf;
     size_t len, start; /* circular, at most LOG_MAX */
+    uint64_t total;    /* bytes ever put: the stream offset after the last one kept */
     bool truncated;
 };
 
@@ -195,6 +196,7 @@ struct sup {
  * read past drain's 16 KiB buffer, which it can never take there. */
 __attribute__((noinline)) static void ring_put(struct ring *r, const char *data, size_t n)
 {
+    r->total += n;
     if (!r->buf && !(r->buf = malloc(LOG_MAX)))
         return;
     if (n >= LOG_MAX) { /* only the last LOG_MAX bytes can survive */
@@ -219,22 +221,54 @@ __attribute__((noinline)) static void ring_put(struct ring *r, const char *data,
     }
 }
 
-/* The log as JSON text: NUL becomes '?', bytes that are not UTF-8 U+FFFD (docs/protocol.md). A
- * client's JSON parser refuses raw invalid bytes: a sandbox could have hidden its logs. */
-static char *ring_text(const struct ring *r)
+static unsigned char ring_at(const struct ring *r, size_t i)
 {
-    cleanup_free char *raw = malloc(r->len + 1);
-    char *s = malloc(3 * r->len + 1); /* each invalid byte: 3 bytes of U+FFFD */
+    return (unsigned char)r->buf[(r->start + i) % LOG_MAX];
+}
+
+/* How many of the n bytes kept from index skip on are, at their end, the start of a UTF-8
+ * sequence that is not complete yet: a follower gets them with the rest of the character. */
+static size_t utf8_partial_tail(const struct ring *r, size_t skip, size_t n)
+{
+    for (size_t k = 1; k <= 4 && k <= n; k++) {
+        unsigned char c = ring_at(r, skip + n - k);
+        if ((c & 0xC0) == 0x80)
+            continue;
+        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        return need > k ? k : 0;
+    }
+    return 0;
+}
+
+/* The log from stream offset `from` on (UINT64_MAX: all that is kept) as JSON text: NUL becomes
+ * '?', bytes that are not UTF-8 U+FFFD (docs/protocol.md). A client's JSON parser refuses raw
+ * invalid bytes: a sandbox could have hidden its logs. *end: the offset after the bytes given;
+ * *lost: output from `from` on was dropped before it could be given. more: more may follow, so
+ * an incomplete character at the end waits for its other bytes. */
+static char *ring_text(const struct ring *r, uint64_t from, bool more, uint64_t *end, bool *lost)
+{
+    uint64_t first = r->total - r->len;
+    *lost = from == UINT64_MAX ? r->truncated : from < first;
+    if (from == UINT64_MAX || from < first)
+        from = first;
+    if (from > r->total)
+        from = r->total; /* an offset from the future: nothing yet */
+    size_t skip = (size_t)(from - first), n = r->len - skip;
+    if (more)
+        n -= utf8_partial_tail(r, skip, n);
+    *end = from + n;
+    cleanup_free char *raw = malloc(n + 1);
+    char *s = malloc(3 * n + 1); /* each invalid byte: 3 bytes of U+FFFD */
     if (!raw || !s) {
         free(s);
         return NULL;
     }
-    for (size_t i = 0; i < r->len; i++) {
-        raw[i] = r->buf[(r->start + i) % LOG_MAX];
+    for (size_t i = 0; i < n; i++) {
+        raw[i] = (char)ring_at(r, skip + i);
         if (raw[i] == '\0')
             raw[i] = '?';
     }
-    files_utf8(s, 3 * r->len + 1, raw, r->len);
+    files_utf8(s, 3 * n + 1, raw, n);
     return s;
 }
 
@@ -790,12 +824,24 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
             reply_err(S, ci, rq.tag, &e);
             break;
         }
+        /* Open pipes: more may come, even after the process ended (what it left in them,
+         * or a child of it that still writes) */
+        bool more_out = p->out_fd >= 0, more_err = p->err_fd >= 0, lost_out, lost_err;
+        uint64_t end_out, end_err;
+        cleanup_free char *o = ring_text(&p->out, rq.stdout_from, more_out, &end_out, &lost_out);
+        cleanup_free char *er = ring_text(&p->err, rq.stderr_from, more_err, &end_err, &lost_err);
+        if (!o || !er) {
+            nsbox_err_set(&e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+            reply_err(S, ci, rq.tag, &e);
+            break;
+        }
         cJSON *r = nsbox_reply_ok(rq.tag);
-        cleanup_free char *o = p->out.buf ? ring_text(&p->out) : strdup("");
-        cleanup_free char *er = p->err.buf ? ring_text(&p->err) : strdup("");
-        cJSON_AddStringToObject(r, "stdout", o ? o : "");
-        cJSON_AddStringToObject(r, "stderr", er ? er : "");
-        cJSON_AddBoolToObject(r, "truncated", p->out.truncated || p->err.truncated);
+        cJSON_AddStringToObject(r, "stdout", o);
+        cJSON_AddStringToObject(r, "stderr", er);
+        cJSON_AddBoolToObject(r, "truncated", lost_out || lost_err);
+        cJSON_AddNumberToObject(r, "stdout_end", (double)end_out);
+        cJSON_AddNumberToObject(r, "stderr_end", (double)end_err);
+        cJSON_AddBoolToObject(r, "eof", !more_out && !more_err);
         cJSON_AddBoolToObject(r, "running", p->running);
         send_reply(S, ci, r, NULL, 0);
         break;
@@ -1251,7 +1297,9 @@ static int run_setup_script(struct sup *S, struct nsbox_err *e)
         drain(&rfd, &err, LOG_MAX); /* the end of what it left: only LOG_MAX are kept */
         nsbox_closep(&rfd);
     }
-    cleanup_free char *text = err.buf ? ring_text(&err) : strdup("");
+    uint64_t end;
+    bool lost;
+    cleanup_free char *text = ring_text(&err, UINT64_MAX, false, &end, &lost);
     free(err.buf);
     if (text && strlen(text) > SETUP_STDERR_MAX)
         memmove(text, text + strlen(text) - SETUP_STDERR_MAX, SETUP_STDERR_MAX + 1);

@@ -478,7 +478,7 @@ class ExitCodes(RunTest):
                                  "--setup-timeout", "--json"],
             "exec": ["-i", "-t", "-d", "--timeout", "--cwd", "-e", "--env"],
             "cp": ["-p"], "ls": ["--json"], "inspect": [], "rm": [], "ps": [], "kill": [],
-            "logs": [], "wait": ["--timeout"], "gc": ["-v"], "info": ["--json"],
+            "logs": ["-f", "--follow"], "wait": ["--timeout"], "gc": ["-v"], "info": ["--json"],
             "pool": ["fill", "drain", "ls", "--size"], "image": ["build", "ls", "rm"],
             "version": [],
         }

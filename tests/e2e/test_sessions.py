@@ -14,7 +14,7 @@ import time
 import unittest
 
 from nsbox_test import (CGROUP_V2_ONLY, NSBOX, Dirs, cgroup_leftovers, ensure_test_user, is_root,
-                        reachable_nsbox, run_nsbox, sandbox_cgroup_file)
+                        reachable_nsbox, run_nsbox, sandbox_cgroup_file, wait_for)
 
 
 def setUpModule():
@@ -331,6 +331,99 @@ class Lifecycle(SessionTest):
         # and the log, which now starts mid-stream, says so (the output alone did not)
         self.assertEqual(logs.stderr.decode(), "nsbox: note: earlier output of process %s was "
                          "dropped (the last 64 KiB of each stream are kept)\n" % pid)
+
+    def follow(self, sid, pid):
+        return subprocess.Popen([NSBOX, "logs", "-f", sid, pid], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=self.dirs.env())
+
+    def test_logs_follow_streams_output_until_the_process_ends(self):
+        sid = self.create()
+        # "second" only once the test has read "first" through the follower: the output must
+        # arrive while the process runs, not at its end. A character split across two writes
+        # (a 0.3 s gap between its two bytes) arrives whole.
+        pid = self.nsbox("exec", "-d", sid, "--", "sh", "-c",
+                         "echo first; echo oops >&2; while [ ! -e go ]; do sleep 0.05; done; "
+                         "printf 'caf\\303'; sleep 0.3; printf '\\251 second\\n'"
+                         ).stdout.decode().strip()
+        self.assertTrue(pid.isdigit(), pid)
+        p = self.follow(sid, pid)
+        try:
+            ready, _, _ = select.select([p.stdout], [], [], 20)
+            self.assertTrue(ready, "no output while the process runs")
+            self.assertEqual(p.stdout.readline(), b"first\n")
+            self.assertIsNone(p.poll(), "logs -f ended while the process runs")
+            self.exec(sid, "touch", "go")
+            out, err = p.communicate(timeout=20)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(out, "café second\n".encode())
+        self.assertEqual(err, b"oops\n")
+        # the process's own end ended it, and ps agrees
+        self.assertRegex(self.nsbox("ps", sid).stdout.decode(), rf"(?m)^{pid}\s+exit 0")
+
+    def test_logs_follow_ends_when_a_child_keeps_the_output_open(self):
+        # The process ended; a child it left holds its stdout. Following ends once nothing
+        # more came for a second after the end, rather than for as long as the child lives.
+        sid = self.create()
+        pid = self.nsbox("exec", "-d", sid, "--", "sh", "-c",
+                         "sleep 60 & echo bye").stdout.decode().strip()
+        started = time.monotonic()
+        p = self.follow(sid, pid)
+        out, err = p.communicate(timeout=30)
+        self.assertEqual((p.returncode, out, err), (0, b"bye\n", b""))
+        self.assertLess(time.monotonic() - started, 15)
+
+    def test_logs_follow_says_where_output_was_dropped(self):
+        # The supervisor keeps 64 KiB of each stream. A follower that falls further behind
+        # says so where it happened; it never shows a byte twice.
+        sid = self.create()
+        pid = self.nsbox("exec", "-d", sid, "--", "sh", "-c",
+                         "head -c 3000000 /dev/zero | tr '\\0' x").stdout.decode().strip()
+        p = self.follow(sid, pid)
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(out, b"x" * len(out))
+        note = ("nsbox: note: output of process %s was dropped here: it wrote more than the "
+                "64 KiB kept of each stream between two reads\n" % pid)
+        early = "nsbox: note: earlier output of process %s was dropped (the last 64 KiB of " \
+                "each stream are kept)\n" % pid
+        if len(out) == 3000000:
+            self.assertEqual(err, b"")
+        else:
+            self.assertLess(len(out), 3000000)
+            notes = err.decode().splitlines(keepends=True)
+            self.assertTrue(notes and set(notes) <= {note, early}, err)
+
+    def test_logs_offsets_on_the_socket(self):
+        # The protocol under -f: stdout_from/stderr_from give what came after a reply's
+        # stdout_end/stderr_end; an offset the log no longer holds is marked truncated.
+        sid = self.create()
+        pid = int(self.nsbox("exec", "-d", sid, "--", "sh", "-c",
+                             "echo one; echo two >&2").stdout)
+
+        def logs(**kw):
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(15)
+                s.connect(self.socket_path(sid))
+                msg = json.dumps({"v": 1, "op": "logs", "pid": pid, **kw}).encode()
+                s.sendall(struct.pack(">I", len(msg)) + msg)
+                head = s.recv(4, socket.MSG_WAITALL)
+                return json.loads(s.recv(struct.unpack(">I", head)[0], socket.MSG_WAITALL))
+
+        r = wait_for(lambda: (lambda r: r if r.get("eof") else None)(logs()))
+        self.assertTrue(r, "the output pipes were never closed")
+        self.assertEqual((r["stdout"], r["stderr"], r["stdout_end"], r["stderr_end"],
+                          r["truncated"], r["running"]), ("one\n", "two\n", 4, 4, False, False))
+        r = logs(stdout_from=2, stderr_from=4)
+        self.assertEqual((r["stdout"], r["stderr"], r["stdout_end"]), ("e\n", "", 4))
+        r = logs(stdout_from=99, stderr_from=0)  # a future offset: nothing (yet)
+        self.assertEqual((r["stdout"], r["stderr"], r["stdout_end"]), ("", "two\n", 4))
+        r = logs(stdout_from=-1)
+        self.assertFalse(r["ok"])
+        self.assertIn("stdout_from", r["error"]["message"])
 
     def test_background_output_costs_the_host_little_cpu(self):
         # The supervisor reads background output outside every cgroup of the sandbox: a

@@ -5,6 +5,8 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +48,36 @@ static void test_run_is_not_a_control_op(void **state)
     assert_int_equal(parse("{\"v\":1,\"op\":\"run\",\"argv\":[\"true\"]}", &rq, &e), -1);
     assert_int_equal(e.code, NSBOX_E_INVALID);
     assert_non_null(strstr(e.msg, "unknown op 'run'"));
+    nsbox_request_free(&rq);
+}
+
+/* logs: the follow offsets are optional (UINT64_MAX: the whole kept log), exact integers up to
+ * 2^53-1, and read for logs only */
+static void test_logs_offsets(void **state)
+{
+    (void)state;
+    struct nsbox_request rq;
+    struct nsbox_err e;
+    assert_int_equal(parse("{\"v\":1,\"op\":\"logs\",\"pid\":7}", &rq, &e), 0);
+    assert_true(rq.stdout_from == UINT64_MAX && rq.stderr_from == UINT64_MAX);
+    nsbox_request_free(&rq);
+    assert_int_equal(parse("{\"v\":1,\"op\":\"logs\",\"pid\":7,\"stdout_from\":0,"
+                           "\"stderr_from\":9007199254740991}",
+                           &rq, &e),
+                     0);
+    assert_true(rq.stdout_from == 0 && rq.stderr_from == 9007199254740991ull);
+    nsbox_request_free(&rq);
+    const char *bad[] = {"-1", "1.5", "\"3\"", "9007199254740992", "1e300"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char buf[128];
+        snprintf(buf, sizeof buf, "{\"v\":1,\"op\":\"logs\",\"pid\":7,\"stdout_from\":%s}", bad[i]);
+        assert_int_equal(parse(buf, &rq, &e), -1);
+        assert_int_equal(e.code, NSBOX_E_INVALID);
+        assert_non_null(strstr(e.msg, "'stdout_from'"));
+        nsbox_request_free(&rq);
+    }
+    assert_int_equal(parse("{\"v\":1,\"op\":\"wait\",\"pid\":7,\"stdout_from\":3}", &rq, &e), 0);
+    assert_true(rq.stdout_from == UINT64_MAX);
     nsbox_request_free(&rq);
 }
 
@@ -182,6 +214,7 @@ int main(void)
         cmocka_unit_test(test_errors_name_the_field),
         cmocka_unit_test(test_buffer_not_read_past_length),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_logs_offsets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
