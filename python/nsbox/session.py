@@ -199,6 +199,44 @@ class _Wait:
         return self._code(reply)
 
 
+class _LogFollower:
+    """The state of following one process's output (the protocol's logs offsets, as
+    `nsbox logs -f` does): which request to send next, what a reply yields, and how long to
+    wait before the next one. Shared by the sync and async clients."""
+
+    QUIET = 1.0  # after its end, output that stops for this long is all there is
+
+    def __init__(self, pid):
+        self.pid = int(pid)
+        self.pos = {}
+        self.delay = 0.02
+        self.ended_at = None
+        self.done = False
+
+    def request(self):
+        return dict(pid=self.pid, **self.pos)
+
+    def step(self, r):
+        """The ProcessLogs of reply r (or None: nothing new); sets done and delay."""
+        if "stdout_end" not in r:
+            raise errors.OperationNotSupported(
+                "this sandbox's supervisor is from an older nsbox, which cannot follow logs; "
+                "use logs()", "unsupported")
+        pos = {"stdout_from": r["stdout_end"], "stderr_from": r["stderr_end"]}
+        new = pos != self.pos
+        self.pos = pos
+        if not r.get("running"):
+            now = time.monotonic()
+            if self.ended_at is None or new:
+                self.ended_at = now
+            self.done = bool(r.get("eof")) or now - self.ended_at >= self.QUIET
+        self.delay = 0.02 if new else min(self.delay * 2, 0.25)
+        if not (r.get("stdout") or r.get("stderr") or r.get("truncated")):
+            return None
+        return ProcessLogs(stdout=r.get("stdout", ""), stderr=r.get("stderr", ""),
+                           truncated=bool(r.get("truncated")), running=r.get("running"))
+
+
 class Process:
     """A background process started by Session.start_process()."""
 
@@ -210,6 +248,13 @@ class Process:
     def logs(self):
         """Its output so far (the last 64 KiB of each stream): ProcessLogs(stdout, stderr, ...)."""
         return self.session.process_logs(self.pid)
+
+    def follow_logs(self):
+        """Its output as it comes, until it has ended and all of it was read: yields
+        ProcessLogs whose stdout and stderr are the text new since the one before (the first:
+        all that is kept). truncated: output was dropped just before this text (more than the
+        64 KiB kept per stream came between two reads)."""
+        return self.session.follow_process_logs(self.pid)
 
     def kill(self, signal=15):
         """Send it a signal (SIGTERM by default)."""
@@ -377,6 +422,17 @@ class Session:
         return ProcessLogs(stdout=r.get("stdout", ""), stderr=r.get("stderr", ""),
                            truncated=bool(r.get("truncated")), running=r.get("running"))
 
+    def follow_process_logs(self, pid):
+        """Process.follow_logs() by pid: a generator of ProcessLogs."""
+        f = _LogFollower(pid)
+        while True:
+            chunk = f.step(self._call("logs", **f.request()))
+            if chunk is not None:
+                yield chunk
+            if f.done:
+                return
+            time.sleep(f.delay)
+
     # ---- files (paths relative to /workspace; "/workspace/x" and "/x" mean the same) -------
 
     def read_file(self, path, max_bytes=None):
@@ -510,6 +566,19 @@ class Session:
         return "<nsbox.Session %s>" % self.id
 
 
+async def _afollow(session, pid):
+    """Session.follow_process_logs() for the async client: the same requests, off the loop."""
+    f = _LogFollower(pid)
+    while True:
+        chunk = f.step(await run_blocking(functools.partial(session._call, "logs",
+                                                            **f.request())))
+        if chunk is not None:
+            yield chunk
+        if f.done:
+            return
+        await asyncio.sleep(f.delay)
+
+
 class AsyncProcess:
     """A background process started by AsyncSession.start_process()."""
 
@@ -520,6 +589,10 @@ class AsyncProcess:
 
     async def logs(self):
         return await run_blocking(self._p.logs)
+
+    def follow_logs(self):
+        """An async iterator of ProcessLogs: Process.follow_logs()."""
+        return _afollow(self._p.session, self.pid)
 
     async def kill(self, signal=15):
         await run_blocking(self._p.kill, signal)
@@ -583,6 +656,10 @@ class AsyncSession:
 
     async def process_logs(self, pid):
         return await run_blocking(self.sync.process_logs, pid)
+
+    def follow_process_logs(self, pid):
+        """An async iterator of ProcessLogs: Session.follow_process_logs()."""
+        return _afollow(self.sync, pid)
 
     async def read_file(self, path, max_bytes=None):
         return await run_blocking(self.sync.read_file, path, max_bytes)

@@ -732,6 +732,37 @@ class Processes(AsyncClientTest):
             self.assertEqual(logs.stdout, "ok\ufffd\ufffdbad?\n\u00e9")
             self.assertEqual(logs.stderr, "\ufffd")
 
+    def test_sync_follow_logs_streams_until_the_end(self):
+        # The second line is written only once the first has come through the follower: the
+        # output must arrive while the process runs. A character split across two writes
+        # comes whole.
+        with self.box().open() as sb:
+            p = sb.start_process("echo first; echo warn >&2; while [ ! -e go ]; do sleep 0.05; "
+                                 "done; printf 'caf\\303'; sleep 0.3; printf '\\251 done\\n'")
+            out, err = "", ""
+            for chunk in p.follow_logs():
+                self.assertIsInstance(chunk, nsbox.ProcessLogs)
+                self.assertFalse(chunk.truncated)
+                out, err = out + chunk.stdout, err + chunk.stderr
+                if out == "first\n":
+                    self.assertTrue(chunk.running)
+                    sb.write_file("go", b"")
+            self.assertEqual((out, err), ("first\ncafé done\n", "warn\n"))
+            self.assertFalse(p.running)
+
+    async def test_async_follow_logs(self):
+        async with self.box().session() as sb:
+            p = await sb.start_process(["python3", "-u", "-c",
+                                        "import time\nfor i in range(3): print(i); "
+                                        "time.sleep(0.2)"])
+            chunks = [c async for c in p.follow_logs()]
+            self.assertEqual("".join(c.stdout for c in chunks), "0\n1\n2\n")
+            self.assertGreater(len(chunks), 1, "the output came in one piece at the end")
+            self.assertEqual(await p.wait(timeout=10), 0)
+            with self.assertRaises(nsbox.ProcessNotFound):
+                async for _ in sb.follow_process_logs(99999):
+                    pass
+
     async def test_async_process_outlives_execute_and_serves(self):
         async with self.box().session() as sb:
             p = await sb.start_process(["python3", "-u", "-c",
