@@ -173,9 +173,12 @@ int nsbox_client_call(const char *id, cJSON *req, const int *fds, size_t nfds, c
     cleanup_close int sock = nsbox_session_connect(id, e);
     if (sock < 0)
         return -1;
-    if (nsbox_proto_send_obj(sock, req, fds, nfds, e) < 0)
+    /* a file operation under way when the sandbox is deleted (its ttl, an rm) says so */
+    if (nsbox_proto_send_obj(sock, req, fds, nfds, e) < 0 || recv_reply(sock, reply, rfd, e) < 0) {
+        lost_why(id, e);
         return -1;
-    return recv_reply(sock, reply, rfd, e);
+    }
+    return 0;
 }
 
 /* ---- exec ------------------------------------------------------------------------------------ */

@@ -32,6 +32,11 @@
 #include <unistd.h>
 
 #define MAX_CLIENTS 64
+/* File operations that may take long (a recursive remove, a write from a stream or of a big
+ * file) run in a child of the supervisor, so that the loop goes on serving the other clients,
+ * the ttl and the logs meanwhile. At most this many at once; more run in the loop itself. */
+#define MAX_FILE_JOBS 8
+#define FILE_JOB_MIN_BYTES (8u << 20) /* a write from a regular file smaller than this: inline */
 #define MAX_PROCS 256
 #define MAX_WAITS 48 /* connections that wait for a background process (of MAX_CLIENTS) */
 /* Kept per stream of a background process: the end of its output. Small enough that a `logs`
@@ -166,6 +171,8 @@ struct client {
     bool holder; /* sent "hold": when it closes, the sandbox is deleted */
     bool broken; /* a reply to it failed (not taken within CLIENT_FRAME_MS, or it hung up):
                   * nothing more is read from or sent to it; closed at the loop's next turn */
+    pid_t job;     /* a file operation of its, running in a child that replies to it; 0 */
+    int job_pidfd; /* that child's pidfd, polled instead of the client until it ends */
 };
 
 struct sup {
@@ -759,6 +766,99 @@ static struct proc *proc_by_pid(struct sup *S, int pid)
     return ended;
 }
 
+/* ---- file operations ------------------------------------------------------------------------ */
+
+static void file_op(struct sup *S, int ci, const struct nsbox_request *rq, int in_fd)
+{
+    struct nsbox_err e = {0};
+    cJSON *r = nsbox_reply_ok(rq->tag);
+    int out_fd = -1;
+    struct nsbox_files_opts fo = {.max_write_bytes = S->spec->limits.disk_bytes};
+    if (nsbox_files_op_ex(S->ws_fd, &S->sb.st, &fo, rq, in_fd, r, &out_fd, &e) < 0) {
+        cJSON_Delete(r);
+        reply_err(S, ci, rq->tag, &e);
+    } else {
+        send_reply(S, ci, r, out_fd >= 0 ? &out_fd : NULL, out_fd >= 0 ? 1 : 0);
+    }
+    nsbox_closep(&out_fd);
+}
+
+/* A recursive remove (a tree of any size, made by the sandbox), a write from a pipe or socket
+ * (as slow as its writer) or of a big file: each can take seconds or minutes. */
+static bool may_take_long(const struct nsbox_request *rq, int in_fd)
+{
+    if (rq->op == NSBOX_OP_REMOVE)
+        return rq->recursive;
+    if (rq->op != NSBOX_OP_WRITE || in_fd < 0)
+        return false;
+    struct stat st;
+    return fstat(in_fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size >= FILE_JOB_MIN_BYTES;
+}
+
+/* Run the operation in a child that replies to the client itself and exits: 0 when its reply
+ * went out. The client is not read from until then (its next request waits for this reply
+ * anyway). -1: no child (too many, fork failed): the caller does it inline, as before. */
+static int start_file_job(struct sup *S, int ci, const struct nsbox_request *rq, int in_fd)
+{
+    int jobs = 0;
+    for (int i = 0; i < MAX_CLIENTS; i++)
+        jobs += S->clients[i].job > 0;
+    if (jobs >= MAX_FILE_JOBS)
+        return -1;
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        /* The job dies with the supervisor: a SIGKILLed supervisor's sandbox is gc'd, and
+         * nothing of it may go on writing into the workspace. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(1);
+        file_op(S, ci, rq, in_fd);
+        _exit(S->clients[ci].broken ? 1 : 0);
+    }
+    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pfd < 0) {
+        /* cannot watch it: wait for it here, which is the inline case's wait anyway */
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            S->clients[ci].broken = true;
+        return 0;
+    }
+    S->clients[ci].job = pid;
+    S->clients[ci].job_pidfd = pfd;
+    return 0;
+}
+
+/* The job of client ci ended: the client is read from again, or closed if its reply did not
+ * go out whole. */
+static void end_file_job(struct sup *S, int ci)
+{
+    struct client *c = &S->clients[ci];
+    int status = 0;
+    while (waitpid(c->job, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        c->broken = true;
+    nsbox_closep(&c->job_pidfd);
+    c->job = 0;
+    touch(S); /* the end of a long operation is activity, as its start was */
+}
+
+/* At the end: a job still running is killed (its client sees the sandbox go) before the
+ * workspace is unmounted. */
+static void kill_file_jobs(struct sup *S)
+{
+    for (int i = 0; i < MAX_CLIENTS; i++)
+        if (S->clients[i].job > 0) {
+            kill(S->clients[i].job, SIGKILL);
+            end_file_job(S, i);
+        }
+}
+
 static void handle_request(struct sup *S, int ci, const char *buf, size_t len, int fds[3])
 {
     struct nsbox_request rq;
@@ -900,16 +1000,8 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
     case NSBOX_OP_STAT:
     case NSBOX_OP_REMOVE:
     case NSBOX_OP_MKDIR: {
-        cJSON *r = nsbox_reply_ok(rq.tag);
-        int out_fd = -1;
-        struct nsbox_files_opts fo = {.max_write_bytes = S->spec->limits.disk_bytes};
-        if (nsbox_files_op_ex(S->ws_fd, &S->sb.st, &fo, &rq, fds[0], r, &out_fd, &e) < 0) {
-            cJSON_Delete(r);
-            reply_err(S, ci, rq.tag, &e);
-        } else {
-            send_reply(S, ci, r, out_fd >= 0 ? &out_fd : NULL, out_fd >= 0 ? 1 : 0);
-        }
-        nsbox_closep(&out_fd);
+        if (!may_take_long(&rq, fds[0]) || start_file_job(S, ci, &rq, fds[0]) < 0)
+            file_op(S, ci, &rq, fds[0]);
         break;
     }
     }
@@ -1154,7 +1246,9 @@ static void loop(struct sup *S)
         for (int i = 0; i < MAX_CLIENTS; i++)
             if (S->clients[i].fd >= 0) {
                 map[n] = i;
-                pf[n++] = (struct pollfd){S->clients[i].fd, POLLIN, 0};
+                pf[n++] = (struct pollfd){S->clients[i].job > 0 ? S->clients[i].job_pidfd
+                                                                : S->clients[i].fd,
+                                          POLLIN, 0};
             }
         size_t first_log = n;
         int64_t now = nsbox_now_ms();
@@ -1216,9 +1310,14 @@ static void loop(struct sup *S)
         }
         if (pf[F_IDLE].revents & POLLIN)
             on_idle(S);
-        for (size_t i = F_FIXED; i < first_log; i++)
-            if (pf[i].revents & (POLLIN | POLLHUP | POLLERR))
+        for (size_t i = F_FIXED; i < first_log; i++) {
+            if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            if (S->clients[map[i]].job > 0)
+                end_file_job(S, map[i]);
+            else
                 on_client(S, map[i]);
+        }
         for (size_t i = first_log; i < n; i++) {
             if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
                 continue;
@@ -1350,7 +1449,8 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
     S.agent = S.listen_fd = S.sfd = S.ttl_fd = S.idle_fd = S.ws_fd = -1;
     S.last_wake_us = -1;
     for (int i = 0; i < MAX_CLIENTS; i++)
-        S.clients[i].fd = -1, S.clients[i].waiting = S.clients[i].waits = -1;
+        S.clients[i].fd = -1, S.clients[i].waiting = S.clients[i].waits = -1,
+        S.clients[i].job_pidfd = -1;
     /* procs[] is not initialised here: a slot's fields are set when it is taken (new_proc), so
      * the untouched slots cost no memory. */
     prctl(PR_SET_NAME, "nsbox-supervise");
@@ -1419,6 +1519,7 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
     report_ready(ready_fd, line);
     ready_fd = -1;
     loop(&S);
+    kill_file_jobs(&S);
     ok = 0;
     if (S.sleeping) {
         /* Whatever ended the loop (ttl, owner, a holder gone, a signal), a frozen sandbox's

@@ -7,12 +7,16 @@ symlink while the host copies. Every sandbox made here is removed (nsbox rm), ev
 import hashlib
 import json
 import os
+import select
+import signal
+import socket
+import struct
 import subprocess
 import threading
 import time
 import unittest
 
-from nsbox_test import NSBOX, UID_BASE, Dirs, is_root, run_nsbox
+from nsbox_test import NSBOX, UID_BASE, Dirs, is_root, run_nsbox, wait_for
 
 GiB = 1 << 30
 # The streamed file's size: 1 GiB, as issue #3 asks. The cgroup-v2 VM (tests/vm/module.sh), whose
@@ -406,6 +410,123 @@ class DeletedSandbox(unittest.TestCase):
         self.assertFalse(os.path.exists(src + ".back"))
         # the tombstone stays (that is how the message above knows); nothing else does
         self.assertEqual(self.dirs.leftovers(), [])
+
+
+class LongOperations(unittest.TestCase):
+    """A write from a slow stream or a recursive remove of a big tree takes as long as it
+    takes; meanwhile the supervisor serves everyone else (docs/files.md, "Long operations")."""
+
+    def setUp(self):
+        self.dirs = Dirs()
+        r = run_nsbox(["create", "--instance-type", "large"], self.dirs)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.id = r.stdout.decode().strip()
+
+    def tearDown(self):
+        run_nsbox(["rm", self.id], self.dirs)
+        self.dirs.cleanup()
+
+    def served_at_once(self):
+        started = time.monotonic()
+        r = run_nsbox(["exec", self.id, "--", "echo", "served"], self.dirs, timeout=60)
+        self.assertEqual(r.stdout, b"served\n", r.stderr)
+        return time.monotonic() - started
+
+    def slow_cp(self):
+        """nsbox cp from a pipe that the test feeds (or not)."""
+        return subprocess.Popen([NSBOX, "cp", "-", f"{self.id}:slow.txt"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=self.dirs.env())
+
+    def test_a_stalled_write_holds_nothing_else(self):
+        # The write's source sends nothing (for up to 60 s it would be waited for): the
+        # supervisor used to wait in its loop, and every exec, ps or ttl waited with it.
+        cp = self.slow_cp()
+        try:
+            time.sleep(0.5)  # its request is with the supervisor
+            self.assertLess(self.served_at_once(), 20)
+            self.assertIsNone(cp.poll(), "the write ended before its source did")
+            out, err = cp.communicate(b"late\n", timeout=30)
+        finally:
+            if cp.poll() is None:
+                cp.kill()
+                cp.wait()
+        self.assertEqual(cp.returncode, 0, err)
+        r = run_nsbox(["exec", self.id, "--", "cat", "slow.txt"], self.dirs)
+        self.assertEqual(r.stdout, b"late\n")
+
+    def test_rm_during_a_long_write_is_prompt_and_complete(self):
+        cp = self.slow_cp()
+        try:
+            time.sleep(0.5)
+            started = time.monotonic()
+            r = run_nsbox(["rm", self.id], self.dirs, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertLess(time.monotonic() - started, 20)
+            out, err = cp.communicate(timeout=30)
+        finally:
+            if cp.poll() is None:
+                cp.kill()
+                cp.wait()
+        self.assertEqual(cp.returncode, 125)
+        self.assertIn(f"sandbox {self.id} was deleted by rm", err.decode())
+        self.assertEqual(self.dirs.leftovers(), [])
+
+    def test_a_killed_supervisor_takes_its_file_job_along(self):
+        # The long operation runs in a child of the supervisor; SIGKILL of the supervisor (an
+        # OOM kill, a CI runner's cleanup) must not leave it writing into the workspace.
+        cp = self.slow_cp()
+        try:
+            sup = json.loads(run_nsbox(["inspect", self.id], self.dirs, check=True).stdout)
+            sup = sup["supervisor_pid"]
+
+            def children():
+                r = subprocess.run(["pgrep", "-P", str(sup)], capture_output=True)
+                return [int(x) for x in r.stdout.split()]
+
+            kids = wait_for(lambda: len(children()) == 2 and children())
+            self.assertTrue(kids, "no file job beside init: %s" % children())
+            os.kill(sup, signal.SIGKILL)
+            for pid in kids:
+                self.assertTrue(wait_for(lambda: not os.path.exists(f"/proc/{pid}"), 10),
+                                f"child {pid} of the killed supervisor lives on")
+            out, err = cp.communicate(b"late\n", timeout=30)
+        finally:
+            if cp.poll() is None:
+                cp.kill()
+                cp.wait()
+        self.assertEqual(cp.returncode, 125, err)
+        run_nsbox(["gc"], self.dirs, check=True)
+        self.assertEqual(self.dirs.leftovers(), [])
+
+    def test_a_big_recursive_remove_holds_nothing_else(self):
+        r = run_nsbox(["exec", self.id, "--", "python3", "-c",
+                       "import os\nfor i in range(100):\n d = 'big/d%d' % i\n os.makedirs(d)\n"
+                       " for j in range(1000): open(d + '/f%d' % j, 'w').close()"],
+                      self.dirs, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sup = json.loads(run_nsbox(["inspect", self.id], self.dirs, check=True).stdout)
+        init = int(subprocess.run(["pgrep", "-P", str(sup["supervisor_pid"])],
+                                  capture_output=True).stdout.split()[0])
+        big = f"/proc/{init}/root/workspace/big"
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(120)
+            s.connect(os.path.join(self.dirs.state, self.id, "ctl"))
+            req = json.dumps({"v": 1, "op": "remove", "path": "big", "recursive": True})
+            s.sendall(struct.pack(">I", len(req)) + req.encode())
+            # under way: the tree shrinks
+            deadline = time.monotonic() + 60
+            while len(os.listdir(big)) == 100:
+                self.assertLess(time.monotonic(), deadline, "the remove never started")
+                time.sleep(0.005)
+            self.served_at_once()
+            ready, _, _ = select.select([s], [], [], 0)
+            self.assertFalse(ready, "the exec was served only after the remove")
+            self.assertTrue(os.path.exists(big), "the remove ended before the exec")
+            head = s.recv(4, socket.MSG_WAITALL)
+            reply = json.loads(s.recv(struct.unpack(">I", head)[0], socket.MSG_WAITALL))
+        self.assertTrue(reply["ok"], reply)
+        self.assertFalse(os.path.exists(big))
 
 
 class DiskLimit(unittest.TestCase):
