@@ -96,9 +96,10 @@ int nsbox_pool_config_check(struct nsbox_err *e)
 /* The pool directory; with s, also the config's pool section and, when the pool is on, the
  * key of s. The key covers the binary (a rebuilt nsbox never takes a sandbox an older one
  * made) and the whole config text (instance types, network and workspace settings shape the
- * sandbox too). With the pool off, every run passes here: nothing beyond the config is done. */
-static int ctx_load_uncached(const struct nsbox_spec *s, struct pool_ctx *c,
-                             struct nsbox_err *e)
+ * sandbox too). With the pool off, every run passes here: nothing beyond the config is done.
+ * Loaded afresh each time: after a cold run, the image it built (host, the first time) is part
+ * of the key the filler and the later runs will use. */
+static int ctx_load(const struct nsbox_spec *s, struct pool_ctx *c, struct nsbox_err *e)
 {
     memset(c, 0, sizeof *c);
     nsbox_pool_config_init(&c->cfg);
@@ -159,25 +160,6 @@ static int ctx_load_uncached(const struct nsbox_spec *s, struct pool_ctx *c,
         memcpy(extra + n, text, len);
     if (nsbox_pool_key(s, extra, n + (text ? len : 0), c->key) < 0)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-    return 0;
-}
-
-/* ctx_load, once per spec and process: a cold run loads it to look for a pooled sandbox
- * (nsbox_pool_run), then again to decide on a filler (nsbox_pool_after_cold_run). */
-static int ctx_load(const struct nsbox_spec *s, struct pool_ctx *c, struct nsbox_err *e)
-{
-    static struct pool_ctx cached;
-    static const struct nsbox_spec *cached_for;
-    if (s && s == cached_for) {
-        *c = cached;
-        return 0;
-    }
-    if (ctx_load_uncached(s, c, e) < 0)
-        return -1;
-    if (s) {
-        cached = *c;
-        cached_for = s;
-    }
     return 0;
 }
 
@@ -524,6 +506,13 @@ int nsbox_pool_fill(const struct nsbox_spec *s, unsigned size, bool refill, long
                     unsigned *ready, struct nsbox_err *e)
 {
     *ready = 0;
+    /* The image before the key, which names the image as it is: "host" is built here when it
+     * is missing or stale, as the members' creation would do after the key was taken (and the
+     * runs would then never find them). A failure is the members' to report. */
+    struct nsbox_image img;
+    struct nsbox_err ie;
+    if (nsbox_image_resolve(s->image, &img, &ie) == 0)
+        nsbox_image_release(&img);
     struct pool_ctx c;
     if (ctx_load(s, &c, e) < 0)
         return -1;

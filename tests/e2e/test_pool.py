@@ -309,11 +309,15 @@ class Pool(unittest.TestCase):
     def test_a_rebuilt_image_is_not_taken_from_the_pool(self):
         # A pooled sandbox keeps the image it was made with. After `nsbox image build host`
         # (which an apt run on the host also triggers), runs took it all the same.
-        (sid,) = self.fill()
+        (sid,) = self.fill()  # in a new data directory: the fill builds the host image
+        r = self.nsbox("run", "--", "hostname", check=True)
+        self.assertEqual(r.stdout.decode().strip(), "nsbox-" + sid)
+        new = wait_for(self.pooled)
+        self.assertEqual(len(new), 1, "no replacement")
         self.nsbox("image", "build", "host", check=True)
         r = self.nsbox("run", "--", "hostname", check=True)
-        self.assertNotEqual(r.stdout.decode().strip(), "nsbox-" + sid)
-        self.assertIn(sid, self.pooled())
+        self.assertNotEqual(r.stdout.decode().strip(), "nsbox-" + new[0])
+        self.assertIn(new[0], self.pooled())
 
     def test_a_replaced_directory_image_is_not_taken_from_the_pool(self):
         # A directory image named through a link that a deploy switches to a new tree: the
