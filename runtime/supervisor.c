@@ -34,8 +34,7 @@
 #define MAX_CLIENTS 64
 /* File operations that may take long (a recursive remove, a write from a stream or of a big
  * file) run in a child of the supervisor, so that the loop goes on serving the other clients,
- * the ttl and the logs meanwhile. At most this many at once; more run in the loop itself. */
-#define MAX_FILE_JOBS 8
+ * the ttl and the logs meanwhile: one per connection at most, so at most MAX_CLIENTS. */
 #define FILE_JOB_MIN_BYTES (8u << 20) /* a write from a regular file smaller than this: inline */
 #define MAX_PROCS 256
 #define MAX_WAITS 48 /* connections that wait for a background process (of MAX_CLIENTS) */
@@ -341,6 +340,8 @@ static void close_client(struct sup *S, int ci)
         nsbox_tombstone_write(S->sb.st.id, "deleted because the client holding it went away");
         S->quit = true;
     }
+    /* A file job of its (c->job) keeps the slot until it is reaped (end_file_job): the next
+     * connection must not be taken for it, nor the job forgotten. */
     close(c->fd);
     c->fd = -1;
     c->waiting = c->waits = -1; /* a wait ends with its client; the process runs on */
@@ -783,6 +784,8 @@ static void file_op(struct sup *S, int ci, const struct nsbox_request *rq, int i
     nsbox_closep(&out_fd);
 }
 
+static void end_file_job(struct sup *S, int ci);
+
 /* A recursive remove (a tree of any size, made by the sandbox), a write from a pipe or socket
  * (as slow as its writer) or of a big file: each can take seconds or minutes. */
 static bool may_take_long(const struct nsbox_request *rq, int in_fd)
@@ -797,51 +800,45 @@ static bool may_take_long(const struct nsbox_request *rq, int in_fd)
 
 /* Run the operation in a child that replies to the client itself and exits: 0 when its reply
  * went out. The client is not read from until then (its next request waits for this reply
- * anyway). -1: no child (too many, fork failed): the caller does it inline, as before. */
-static int start_file_job(struct sup *S, int ci, const struct nsbox_request *rq, int in_fd)
+ * anyway). Never in the loop: one such operation there would hold everything, the ttl too. */
+static void start_file_job(struct sup *S, int ci, const struct nsbox_request *rq, int in_fd)
 {
-    int jobs = 0;
-    for (int i = 0; i < MAX_CLIENTS; i++)
-        jobs += S->clients[i].job > 0;
-    if (jobs >= MAX_FILE_JOBS)
-        return -1;
     pid_t parent = getpid();
     pid_t pid = fork();
-    if (pid < 0)
-        return -1;
+    if (pid < 0) {
+        struct nsbox_err e;
+        nsbox_err_sys(&e, "cannot start the %s of %s: fork", nsbox_op_name(rq->op), rq->path);
+        reply_err(S, ci, rq->tag, &e);
+        return;
+    }
     if (pid == 0) {
         /* The job dies with the supervisor: a SIGKILLed supervisor's sandbox is gc'd, and
-         * nothing of it may go on writing into the workspace. */
+         * nothing of it may go on writing into the workspace. It holds nothing of the
+         * supervisor's but its client, the workspace and the source: a connection or a log
+         * pipe that the supervisor closes meanwhile is closed. */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(1);
+        int keep[] = {S->clients[ci].fd, S->ws_fd, in_fd};
+        nsbox_close_fds_keep(keep, NSBOX_ARRAY_LEN(keep));
         file_op(S, ci, rq, in_fd);
         _exit(S->clients[ci].broken ? 1 : 0);
     }
-    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    if (pfd < 0) {
-        /* cannot watch it: wait for it here, which is the inline case's wait anyway */
-        int status;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-            S->clients[ci].broken = true;
-        return 0;
-    }
     S->clients[ci].job = pid;
-    S->clients[ci].job_pidfd = pfd;
-    return 0;
+    S->clients[ci].job_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (S->clients[ci].job_pidfd < 0) /* cannot watch it (no pidfds: Linux < 5.3): wait here */
+        end_file_job(S, ci);
 }
 
 /* The job of client ci ended: the client is read from again, or closed if its reply did not
- * go out whole. */
+ * go out whole. A client closed meanwhile kept its slot for this (close_client). */
 static void end_file_job(struct sup *S, int ci)
 {
     struct client *c = &S->clients[ci];
     int status = 0;
     while (waitpid(c->job, &status, 0) < 0 && errno == EINTR) {
     }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    if (c->fd >= 0 && (!WIFEXITED(status) || WEXITSTATUS(status) != 0))
         c->broken = true;
     nsbox_closep(&c->job_pidfd);
     c->job = 0;
@@ -1000,7 +997,11 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
     case NSBOX_OP_STAT:
     case NSBOX_OP_REMOVE:
     case NSBOX_OP_MKDIR: {
-        if (!may_take_long(&rq, fds[0]) || start_file_job(S, ci, &rq, fds[0]) < 0)
+        if (refuse_if_waiting(S, ci, rq.tag))
+            break;
+        if (may_take_long(&rq, fds[0]))
+            start_file_job(S, ci, &rq, fds[0]);
+        else
             file_op(S, ci, &rq, fds[0]);
         break;
     }
@@ -1164,7 +1165,7 @@ static void on_accept(struct sup *S)
     if (fd < 0)
         return;
     for (int i = 0; i < MAX_CLIENTS; i++)
-        if (S->clients[i].fd < 0) {
+        if (S->clients[i].fd < 0 && S->clients[i].job == 0) {
             S->clients[i].fd = fd;
             S->clients[i].waiting = S->clients[i].waits = -1;
             return;
@@ -1244,7 +1245,7 @@ static void loop(struct sup *S)
         pf[n++] = (struct pollfd){S->agent, POLLIN, 0};
         pf[n++] = (struct pollfd){S->owner_fd, POLLIN, 0}; /* -1: ignored by poll */
         for (int i = 0; i < MAX_CLIENTS; i++)
-            if (S->clients[i].fd >= 0) {
+            if (S->clients[i].job > 0 || S->clients[i].fd >= 0) {
                 map[n] = i;
                 pf[n++] = (struct pollfd){S->clients[i].job > 0 ? S->clients[i].job_pidfd
                                                                 : S->clients[i].fd,

@@ -486,6 +486,16 @@ class LongOperations(unittest.TestCase):
 
             kids = wait_for(lambda: len(children()) == 2 and children())
             self.assertTrue(kids, "no file job beside init: %s" % children())
+            (job,) = [k for k in kids if open(f"/proc/{k}/comm").read().strip() != "nsbox-init"]
+            # it holds its client, the workspace and the source, and nothing else of the
+            # supervisor's (the listening socket, other clients, log pipes, locks)
+            links = [os.readlink(f"/proc/{job}/fd/{f}") for f in os.listdir(f"/proc/{job}/fd")]
+            kinds = sorted("socket" if l.startswith("socket:") else "pipe" if
+                           l.startswith("pipe:") else "null" if l == "/dev/null" else
+                           "workspace" if l.split("/")[1:2] == ["workspace"] else l
+                           for l in links)
+            self.assertEqual([k for k in kinds if k not in ("null", "workspace")],
+                             ["pipe", "socket"], links)
             os.kill(sup, signal.SIGKILL)
             for pid in kids:
                 self.assertTrue(wait_for(lambda: not os.path.exists(f"/proc/{pid}"), 10),
@@ -498,6 +508,45 @@ class LongOperations(unittest.TestCase):
         self.assertEqual(cp.returncode, 125, err)
         run_nsbox(["gc"], self.dirs, check=True)
         self.assertEqual(self.dirs.leftovers(), [])
+
+    def test_many_stalled_writes_hold_nothing_else_and_the_ttl_still_deletes(self):
+        # More long operations than any fixed number of workers: none may run in the loop
+        # (where one stalled source held the supervisor, and the ttl, for ever).
+        run_nsbox(["rm", self.id], self.dirs)
+        r = run_nsbox(["create", "--ttl", "8"], self.dirs)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.id = r.stdout.decode().strip()
+        cps = [self.slow_cp() for _ in range(12)]
+        try:
+            time.sleep(1)
+            self.assertLess(self.served_at_once(), 5)
+            self.assertTrue(wait_for(lambda: not os.path.exists(
+                os.path.join(self.dirs.state, self.id, "ctl")), 30), "the ttl did not delete it")
+            for cp in cps:
+                out, err = cp.communicate(timeout=30)
+                self.assertEqual(cp.returncode, 125, err)
+                self.assertIn("ttl_seconds=8 expired", err.decode())
+        finally:
+            for cp in cps:
+                if cp.poll() is None:
+                    cp.kill()
+                    cp.wait()
+
+    def test_a_file_operation_on_a_connection_that_waits_is_refused(self):
+        pid = int(run_nsbox(["exec", "-d", self.id, "--", "sleep", "60"], self.dirs,
+                            check=True).stdout)
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(20)
+            s.connect(os.path.join(self.dirs.state, self.id, "ctl"))
+            for req in ({"op": "wait", "pid": pid},
+                        {"op": "remove", "path": "x", "recursive": True, "tag": "rm"}):
+                msg = json.dumps({"v": 1, **req}).encode()
+                s.sendall(struct.pack(">I", len(msg)) + msg)
+            head = s.recv(4, socket.MSG_WAITALL)
+            reply = json.loads(s.recv(struct.unpack(">I", head)[0], socket.MSG_WAITALL))
+        self.assertEqual((reply["ok"], reply.get("tag")), (False, "rm"), reply)
+        self.assertIn("already waits", reply["error"]["message"])
+        self.assertEqual(self.served_at_once() < 20, True)
 
     def test_a_big_recursive_remove_holds_nothing_else(self):
         r = run_nsbox(["exec", self.id, "--", "python3", "-c",
