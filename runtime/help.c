@@ -113,8 +113,8 @@ static const struct {
              "  (the last 64 KiB of each)\n"
              "\n"
              "  -f, --follow    then what it writes, as it writes it, until it has ended\n"
-             "                  and all its output is shown (exit 0; nsbox wait gives its\n"
-             "                  exit code)\n"},
+             "                  and all its output is shown, or until our reader goes\n"
+             "                  (| grep -m1 ready); exit 0 (nsbox wait gives its exit code)\n"},
     {"wait", "usage: nsbox wait [--timeout S] ID PID\n"
              "  until a background process ends; its exit code is ours\n"
              "\n"

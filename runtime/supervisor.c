@@ -939,6 +939,7 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
         cJSON_AddNumberToObject(r, "stdout_end", (double)end_out);
         cJSON_AddNumberToObject(r, "stderr_end", (double)end_err);
         cJSON_AddBoolToObject(r, "eof", !more_out && !more_err);
+        cJSON_AddBoolToObject(r, "sleeping", S->sleeping); /* its processes are frozen */
         cJSON_AddBoolToObject(r, "running", p->running);
         send_reply(S, ci, r, NULL, 0);
         break;

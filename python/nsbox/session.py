@@ -224,13 +224,17 @@ class _LogFollower:
                 "use logs()", "unsupported")
         pos = {"stdout_from": r["stdout_end"], "stderr_from": r["stderr_end"]}
         new = pos != self.pos
+        got = sum(pos[k] - self.pos.get(k, pos[k]) for k in pos)
         self.pos = pos
         if not r.get("running"):
             now = time.monotonic()
             if self.ended_at is None or new:
                 self.ended_at = now
             self.done = bool(r.get("eof")) or now - self.ended_at >= self.QUIET
-        self.delay = 0.02 if new else min(self.delay * 2, 0.25)
+        # at once after a reply that brought half of what is kept or lost some: the writer is
+        # faster than the pace
+        self.delay = (0 if r.get("truncated") or got >= 32768 else 0.02 if new
+                      else min(self.delay * 2, 0.25))
         if not (r.get("stdout") or r.get("stderr") or r.get("truncated")):
             return None
         return ProcessLogs(stdout=r.get("stdout", ""), stderr=r.get("stderr", ""),

@@ -234,6 +234,13 @@ class Lifecycle(SessionTest):
         r = self.nsbox("logs", sid, "12x")  # was read as pid 12
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"logs needs a process id", r.stderr)
+        for args in (["logs", sid, "1"], ["logs", "-f", sid, "1"]):  # "needs a process id"
+            r = self.nsbox(*args)
+            self.assertEqual(r.returncode, 125)
+            self.assertIn(b"pid 1 is the sandbox's init, which has no logs", r.stderr)
+        r = self.nsbox("logs", sid, slow, "-f", "--follow", "x")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"nsbox logs [-f] ID PID", r.stderr)
         r = self.nsbox("exec", "--timeout", "nan", sid, "--", "true")  # was taken as a number
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"--timeout needs a number", r.stderr)
@@ -375,6 +382,49 @@ class Lifecycle(SessionTest):
         out, err = p.communicate(timeout=30)
         self.assertEqual((p.returncode, out, err), (0, b"bye\n", b""))
         self.assertLess(time.monotonic() - started, 15)
+
+    def test_logs_follow_ends_when_its_reader_goes(self):
+        # `nsbox logs -f ID PID | grep -m1 ready`: after "ready" the process writes only to
+        # stderr, so no write of ours ever fails; the follower must still see its reader go.
+        sid = self.create()
+        pid = self.nsbox("exec", "-d", sid, "--", "sh", "-c",
+                         "echo ready; while :; do echo tick >&2; sleep 0.2; done"
+                         ).stdout.decode().strip()
+        p = subprocess.Popen([NSBOX, "logs", "-f", sid, pid], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, env=self.dirs.env())
+        try:
+            self.assertEqual(p.stdout.readline(), b"ready\n")
+            p.stdout.close()
+            self.assertEqual(p.wait(timeout=10), 0)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        # and logs that cannot be written are an error, not a silent success
+        with open("/dev/full", "w") as full:
+            r = subprocess.run([NSBOX, "logs", sid, pid], stdout=full, stderr=subprocess.PIPE,
+                               env=self.dirs.env())
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"cannot write the logs: No space left on device", r.stderr)
+
+    def test_logs_follow_says_when_the_sandbox_sleeps(self):
+        sid = self.create("--idle-timeout", "1")
+        pid = self.nsbox("exec", "-d", sid, "--", "sh", "-c",
+                         "while :; do echo tick; sleep 0.2; done").stdout.decode().strip()
+        p = subprocess.Popen([NSBOX, "logs", "-f", sid, pid],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             env=self.dirs.env())
+        try:
+            ready, _, _ = select.select([p.stderr], [], [], 20)
+            self.assertTrue(ready, "no note while the sandbox sleeps")
+            self.assertEqual(p.stderr.readline().decode(),
+                             f"nsbox: note: sandbox {sid} is asleep (idle_timeout_seconds): "
+                             f"process {pid} is frozen until a request wakes the sandbox; "
+                             "following on\n")
+            self.assertIsNone(p.poll())
+        finally:
+            p.kill()
+            p.wait()
 
     def test_logs_follow_says_where_output_was_dropped(self):
         # The supervisor keeps 64 KiB of each stream. A follower that falls further behind
