@@ -562,33 +562,54 @@ int nsbox_image_resolve(const char *name, struct nsbox_image *img, struct nsbox_
     return resolve_stored(images, name, img, e);
 }
 
-/* Which image a sandbox made now would get, as a string that changes with it: the store
- * directory's (or the directory image's) inode, which every build swaps, and for "host" also
- * the host files its /etc is made from (a stale host image is rebuilt by the next sandbox).
- * Cheap (a few stats): the warm pool puts it in its key, so a pooled sandbox made before an
- * `nsbox image build` (or an apt run on the host) is never handed out after it. Never fails:
- * what cannot be stat'ed is "-", and the resolve of the sandbox's own image reports it. */
-void nsbox_image_identity(const char *name, char *out, size_t n)
+/* Which image a sandbox made now would get, as a string that changes with it. A sandbox's
+ * root is made of its image's top-level entries, each mounted when the sandbox is made (what
+ * changes below them is seen live), so: the image root's inode (a switched link, a replaced
+ * tree) and its change times (an entry added, removed or renamed over), and for a stored image
+ * also the store directory's inode, which every build swaps. For "host", whose root is the
+ * host's, the host files its /etc is made from (a stale host image is rebuilt by the next
+ * sandbox). Cheap (a few stats): the warm pool puts it in its key, so that a pooled sandbox
+ * made before a change is never handed out after it. Never fails: what cannot be stat'ed is
+ * "-", and the resolve of the sandbox's own image reports it. */
+static int identity_of(const char *path, char *out, size_t n)
 {
     struct stat st;
-    char dir[PATH_MAX], images[PATH_MAX];
+    if (!path || stat(path, &st) < 0)
+        return snprintf(out, n, "- ");
+    return snprintf(out, n, "%llx:%llx:%lld.%ld:%lld.%ld ", (unsigned long long)st.st_dev,
+                    (unsigned long long)st.st_ino, (long long)st.st_mtim.tv_sec,
+                    st.st_mtim.tv_nsec, (long long)st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+}
+
+void nsbox_image_identity(const char *name, char *out, size_t n)
+{
+    char dir[PATH_MAX], root[PATH_MAX + 8], images[PATH_MAX];
     struct nsbox_err e;
-    const char *path = name;
+    const char *store = NULL, *top = name;
     if (name[0] != '/') {
-        path = NULL;
+        top = NULL;
         if (nsbox_image_name_valid(name) && images_path(images, sizeof images, &e) == 0 &&
-            (size_t)snprintf(dir, sizeof dir, "%s/%s", images, name) < sizeof dir)
-            path = dir;
+            (size_t)snprintf(dir, sizeof dir, "%s/%s", images, name) < sizeof dir) {
+            store = dir;
+            snprintf(root, sizeof root, "%s/rootfs", dir);
+            top = strcmp(name, "host") ? root : NULL;
+        }
     }
-    int len = path && stat(path, &st) == 0
-                  ? snprintf(out, n, "%llx:%llx", (unsigned long long)st.st_dev,
-                             (unsigned long long)st.st_ino)
-                  : snprintf(out, n, "-");
-    if (!strcmp(name, "host") && len > 0 && (size_t)len < n) {
+    out[0] = '\0';
+    size_t len = 0;
+    const char *parts[] = {store, top};
+    for (size_t i = 0; i < 2 && len < n; i++) {
+        int r = identity_of(parts[i], out + len, n - len);
+        if (r < 0 || (size_t)r >= n - len) {
+            out[len] = '\0';
+            return;
+        }
+        len += (size_t)r;
+    }
+    if (!strcmp(name, "host") && len < n) {
         struct nsbox_host_probe probe;
         nsbox_image_host_probe(&probe);
-        out[len++] = ' ';
-        if (nsbox_image_host_stamp(&probe, out + len, n - (size_t)len) < 0)
+        if (nsbox_image_host_stamp(&probe, out + len, n - len) < 0)
             out[len] = '\0';
     }
 }

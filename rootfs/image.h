@@ -54,7 +54,7 @@ void nsbox_image_release(struct nsbox_image *img);
 /* A string that changes whenever the image `name` resolves to changes (a rebuild, a replaced
  * directory, for "host" a change of the host files its /etc comes from). For the warm pool's
  * key; a few stats, never fails. */
-#define NSBOX_IMAGE_IDENTITY_MAX 384
+#define NSBOX_IMAGE_IDENTITY_MAX 512
 void nsbox_image_identity(const char *name, char *out, size_t n);
 
 /* Build (or rebuild, idempotently) a stored image: "host" or "debian". progress: lines on

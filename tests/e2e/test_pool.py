@@ -10,6 +10,7 @@ drain, gc, mismatching settings, concurrent runs)."""
 import fcntl
 import json
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -58,9 +59,11 @@ class Pool(unittest.TestCase):
         kw.setdefault("extra_env", self.env)
         return run_nsbox(list(args), self.dirs, **kw)
 
+    def entries(self):
+        return json.loads(self.nsbox("pool", "ls", "--json", check=True).stdout)
+
     def pooled(self):
-        r = self.nsbox("pool", "ls", "--json", check=True)
-        return [e["id"] for e in json.loads(r.stdout)]
+        return [e["id"] for e in self.entries()]
 
     def live_ids(self):
         return self.dirs.live_ids()
@@ -345,13 +348,38 @@ class Pool(unittest.TestCase):
         point_at(trees[0])
         r = self.nsbox("pool", "fill", "--image", current, check=True)
         self.assertIn(b"ready", r.stdout)
-        (sid,) = self.pooled()
+        ((sid, key),) = [(e["id"], e["key"]) for e in self.entries()]
         point_at(trees[1])
         self.assertEqual(run(), 127)
         self.assertIn(sid, self.pooled(), "a run of the new tree took a sandbox of the old one")
         point_at(trees[0])  # the same tree again: the same key
         self.assertEqual(run(), 127)
         self.assertTrue(wait_for(lambda: sid not in self.pooled(), 10), self.pooled())
+        # An entry added at the top of the tree, which a sandbox mounts one by one when it is
+        # made: the pooled sandbox (the replacement of the one just taken) has no /opt.
+        new = wait_for(lambda: [e["id"] for e in self.entries() if e["key"] == key])
+        self.assertEqual(len(new), 1, self.entries())
+        new = new[0]
+        os.mkdir(os.path.join(trees[0], "opt"))
+        self.assertEqual(run(), 127)
+        self.assertIn(new, self.pooled(), "a run took a sandbox made before /opt was added")
+
+    def test_a_stored_image_whose_rootfs_was_replaced_is_not_taken_from_the_pool(self):
+        store = os.path.join(self.dirs.data, "images", "mine")
+        self.addCleanup(shutil.rmtree, store, True)
+        for name in ("rootfs", "rootfs.new"):
+            os.makedirs(os.path.join(store, name, "bin"))
+            with open(os.path.join(store, name, "bin", "sh"), "w") as f:
+                f.write("#!/nonexistent\n")
+            os.chmod(os.path.join(store, name, "bin", "sh"), 0o755)
+        r = self.nsbox("pool", "fill", "--image", "mine", check=True)
+        self.assertIn(b"ready", r.stdout)
+        (sid,) = self.pooled()
+        os.rename(os.path.join(store, "rootfs"), os.path.join(store, "rootfs.old"))
+        os.rename(os.path.join(store, "rootfs.new"), os.path.join(store, "rootfs"))
+        r = self.nsbox("run", "--image", "mine", "--", "/nonexistent")
+        self.assertEqual(r.returncode, 127, r.stderr)
+        self.assertIn(sid, self.pooled(), "a run took a sandbox of the replaced rootfs")
 
     def test_ttl_deletes_unused_pooled_sandboxes(self):
         self.write_config({"pool": {"size": 1, "ttl_seconds": 1}})
