@@ -27,6 +27,9 @@
 struct nsbox_files_opts {
     uint64_t max_write_bytes; /* the instance type's limits.disk_bytes; 0: no limit */
     int stall_ms;             /* 0: NSBOX_FILES_STALL_MS_DEFAULT */
+    /* the requesting client's connection: a stream write whose client has hung up by the
+     * stream's end fails instead of keeping what came; 0 or -1: none (never stdin) */
+    int client_fd;
 };
 
 /* ws_fd: O_PATH|O_DIRECTORY fd of the workspace on the host. in_fd: the descriptor sent with a

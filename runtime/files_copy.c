@@ -191,6 +191,15 @@ static int copy_stream(const struct files_ctx *c, int in, bool pipe, bool sock, 
         total += (uint64_t)n;
         if (max && total > max) return too_big(e, max);
     }
+    /* A stream's end cannot say whether its writer finished or was killed (Ctrl-C on
+     * `producer | nsbox cp - ID:f` ends both). A client that is gone by now did not see its
+     * data through: the write fails, so the old file stays (or the new one goes). */
+    if (c->opts.client_fd > 0) {
+        struct pollfd p = {.fd = c->opts.client_fd, .events = POLLRDHUP};
+        if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+            return nsbox_err_set(e, NSBOX_E_INVALID, ECONNABORTED,
+                                 "its client went away before the end of the content");
+    }
     *written = total;
     return 0;
 }

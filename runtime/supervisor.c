@@ -774,7 +774,8 @@ static void file_op(struct sup *S, int ci, const struct nsbox_request *rq, int i
     struct nsbox_err e = {0};
     cJSON *r = nsbox_reply_ok(rq->tag);
     int out_fd = -1;
-    struct nsbox_files_opts fo = {.max_write_bytes = S->spec->limits.disk_bytes};
+    struct nsbox_files_opts fo = {.max_write_bytes = S->spec->limits.disk_bytes,
+                                  .client_fd = S->clients[ci].fd};
     if (nsbox_files_op_ex(S->ws_fd, &S->sb.st, &fo, rq, in_fd, r, &out_fd, &e) < 0) {
         cJSON_Delete(r);
         reply_err(S, ci, rq->tag, &e);

@@ -426,6 +426,12 @@ class LongOperations(unittest.TestCase):
         run_nsbox(["rm", self.id], self.dirs)
         self.dirs.cleanup()
 
+    def supervisor_children(self):
+        """init, and the file jobs running"""
+        sup = json.loads(run_nsbox(["inspect", self.id], self.dirs, check=True).stdout)
+        r = subprocess.run(["pgrep", "-P", str(sup["supervisor_pid"])], capture_output=True)
+        return [int(x) for x in r.stdout.split()]
+
     def served_at_once(self):
         started = time.monotonic()
         r = run_nsbox(["exec", self.id, "--", "echo", "served"], self.dirs, timeout=60)
@@ -454,6 +460,31 @@ class LongOperations(unittest.TestCase):
         self.assertEqual(cp.returncode, 0, err)
         r = run_nsbox(["exec", self.id, "--", "cat", "slow.txt"], self.dirs)
         self.assertEqual(r.stdout, b"late\n")
+
+    def test_a_stream_write_whose_client_died_changes_nothing(self):
+        # Ctrl-C on `producer | nsbox cp - ID:f` ends both: the stream's end looked like the
+        # end of the data, and the half that came was renamed over the file.
+        r = run_nsbox(["exec", self.id, "--", "sh", "-c", "echo OLD > keep.txt"], self.dirs)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for name, before in (("keep.txt", b"OLD\n"), ("new.txt", None)):
+            cp = subprocess.Popen([NSBOX, "cp", "-", f"{self.id}:{name}"], stdin=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env=self.dirs.env())
+            # our own copy of the pipe's write end outlives the client, as the producer's does
+            w = os.dup(cp.stdin.fileno())
+            try:
+                cp.stdin.write(b"new-partial\n")
+                cp.stdin.flush()
+                time.sleep(0.5)
+                cp.kill()
+                cp.wait()
+                cp.stdin.close()
+            finally:
+                os.close(w)
+            self.assertTrue(wait_for(lambda: len(self.supervisor_children()) == 1),
+                            "the write's job never ended")
+            r = run_nsbox(["exec", self.id, "--", "sh", "-c",
+                           f"cat {name} 2>/dev/null || echo missing"], self.dirs)
+            self.assertEqual(r.stdout, before if before else b"missing\n", name)
 
     def test_rm_during_a_long_write_is_prompt_and_complete(self):
         cp = self.slow_cp()
