@@ -438,25 +438,29 @@ class LongOperations(unittest.TestCase):
         self.assertEqual(r.stdout, b"served\n", r.stderr)
         return time.monotonic() - started
 
-    def slow_cp(self):
-        """nsbox cp from a pipe that the test feeds (or not)."""
-        return subprocess.Popen([NSBOX, "cp", "-", f"{self.id}:slow.txt"],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=self.dirs.env())
+    def slow_cp(self, name="slow.txt"):
+        """nsbox cp from a pipe that the test feeds (or not); killed at the test's end."""
+        cp = subprocess.Popen([NSBOX, "cp", "-", f"{self.id}:{name}"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.dirs.env())
+
+        def end():
+            if cp.poll() is None:
+                cp.kill()
+            cp.wait()
+            for f in (cp.stdin, cp.stdout, cp.stderr):
+                if not f.closed:
+                    f.close()
+        self.addCleanup(end)
+        return cp
 
     def test_a_stalled_write_holds_nothing_else(self):
         # The write's source sends nothing (for up to 60 s it would be waited for): the
         # supervisor used to wait in its loop, and every exec, ps or ttl waited with it.
         cp = self.slow_cp()
-        try:
-            time.sleep(0.5)  # its request is with the supervisor
-            self.assertLess(self.served_at_once(), 20)
-            self.assertIsNone(cp.poll(), "the write ended before its source did")
-            out, err = cp.communicate(b"late\n", timeout=30)
-        finally:
-            if cp.poll() is None:
-                cp.kill()
-                cp.wait()
+        time.sleep(0.5)  # its request is with the supervisor
+        self.assertLess(self.served_at_once(), 20)
+        self.assertIsNone(cp.poll(), "the write ended before its source did")
+        out, err = cp.communicate(b"late\n", timeout=30)
         self.assertEqual(cp.returncode, 0, err)
         r = run_nsbox(["exec", self.id, "--", "cat", "slow.txt"], self.dirs)
         self.assertEqual(r.stdout, b"late\n")
@@ -467,8 +471,7 @@ class LongOperations(unittest.TestCase):
         r = run_nsbox(["exec", self.id, "--", "sh", "-c", "echo OLD > keep.txt"], self.dirs)
         self.assertEqual(r.returncode, 0, r.stderr)
         for name, before in (("keep.txt", b"OLD\n"), ("new.txt", None)):
-            cp = subprocess.Popen([NSBOX, "cp", "-", f"{self.id}:{name}"], stdin=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, env=self.dirs.env())
+            cp = self.slow_cp(name)
             # our own copy of the pipe's write end outlives the client, as the producer's does
             w = os.dup(cp.stdin.fileno())
             try:
@@ -488,17 +491,12 @@ class LongOperations(unittest.TestCase):
 
     def test_rm_during_a_long_write_is_prompt_and_complete(self):
         cp = self.slow_cp()
-        try:
-            time.sleep(0.5)
-            started = time.monotonic()
-            r = run_nsbox(["rm", self.id], self.dirs, timeout=60)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertLess(time.monotonic() - started, 20)
-            out, err = cp.communicate(timeout=30)
-        finally:
-            if cp.poll() is None:
-                cp.kill()
-                cp.wait()
+        time.sleep(0.5)
+        started = time.monotonic()
+        r = run_nsbox(["rm", self.id], self.dirs, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertLess(time.monotonic() - started, 20)
+        out, err = cp.communicate(timeout=30)
         self.assertEqual(cp.returncode, 125)
         self.assertIn(f"sandbox {self.id} was deleted by rm", err.decode())
         self.assertEqual(self.dirs.leftovers(), [])
@@ -507,35 +505,26 @@ class LongOperations(unittest.TestCase):
         # The long operation runs in a child of the supervisor; SIGKILL of the supervisor (an
         # OOM kill, a CI runner's cleanup) must not leave it writing into the workspace.
         cp = self.slow_cp()
-        try:
-            sup = json.loads(run_nsbox(["inspect", self.id], self.dirs, check=True).stdout)
-            sup = sup["supervisor_pid"]
-
-            def children():
-                r = subprocess.run(["pgrep", "-P", str(sup)], capture_output=True)
-                return [int(x) for x in r.stdout.split()]
-
-            kids = wait_for(lambda: len(children()) == 2 and children())
-            self.assertTrue(kids, "no file job beside init: %s" % children())
-            (job,) = [k for k in kids if open(f"/proc/{k}/comm").read().strip() != "nsbox-init"]
-            # it holds its client, the workspace and the source, and nothing else of the
-            # supervisor's (the listening socket, other clients, log pipes, locks)
-            links = [os.readlink(f"/proc/{job}/fd/{f}") for f in os.listdir(f"/proc/{job}/fd")]
-            kinds = sorted("socket" if l.startswith("socket:") else "pipe" if
-                           l.startswith("pipe:") else "null" if l == "/dev/null" else
-                           "workspace" if l.split("/")[1:2] == ["workspace"] else l
-                           for l in links)
-            self.assertEqual([k for k in kinds if k not in ("null", "workspace")],
-                             ["pipe", "socket"], links)
-            os.kill(sup, signal.SIGKILL)
-            for pid in kids:
-                self.assertTrue(wait_for(lambda: not os.path.exists(f"/proc/{pid}"), 10),
-                                f"child {pid} of the killed supervisor lives on")
-            out, err = cp.communicate(b"late\n", timeout=30)
-        finally:
-            if cp.poll() is None:
-                cp.kill()
-                cp.wait()
+        sup = json.loads(run_nsbox(["inspect", self.id], self.dirs, check=True).stdout)
+        sup = sup["supervisor_pid"]
+        kids = wait_for(lambda: len(self.supervisor_children()) == 2 and
+                        self.supervisor_children())
+        self.assertTrue(kids, "no file job beside init: %s" % self.supervisor_children())
+        (job,) = [k for k in kids if open(f"/proc/{k}/comm").read().strip() != "nsbox-init"]
+        # it holds its client, the workspace and the source, and nothing else of the
+        # supervisor's (the listening socket, other clients, log pipes, locks)
+        links = [os.readlink(f"/proc/{job}/fd/{f}") for f in os.listdir(f"/proc/{job}/fd")]
+        kinds = sorted("socket" if l.startswith("socket:") else "pipe" if
+                       l.startswith("pipe:") else "null" if l == "/dev/null" else
+                       "workspace" if l.split("/")[1:2] == ["workspace"] else l
+                       for l in links)
+        self.assertEqual([k for k in kinds if k not in ("null", "workspace")],
+                         ["pipe", "socket"], links)
+        os.kill(sup, signal.SIGKILL)
+        for pid in kids:
+            self.assertTrue(wait_for(lambda: not os.path.exists(f"/proc/{pid}"), 10),
+                            f"child {pid} of the killed supervisor lives on")
+        out, err = cp.communicate(b"late\n", timeout=30)
         self.assertEqual(cp.returncode, 125, err)
         run_nsbox(["gc"], self.dirs, check=True)
         self.assertEqual(self.dirs.leftovers(), [])
@@ -548,20 +537,14 @@ class LongOperations(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.id = r.stdout.decode().strip()
         cps = [self.slow_cp() for _ in range(12)]
-        try:
-            time.sleep(1)
-            self.assertLess(self.served_at_once(), 5)
-            self.assertTrue(wait_for(lambda: not os.path.exists(
-                os.path.join(self.dirs.state, self.id, "ctl")), 30), "the ttl did not delete it")
-            for cp in cps:
-                out, err = cp.communicate(timeout=30)
-                self.assertEqual(cp.returncode, 125, err)
-                self.assertIn("ttl_seconds=8 expired", err.decode())
-        finally:
-            for cp in cps:
-                if cp.poll() is None:
-                    cp.kill()
-                    cp.wait()
+        time.sleep(1)
+        self.assertLess(self.served_at_once(), 5)
+        self.assertTrue(wait_for(lambda: not os.path.exists(
+            os.path.join(self.dirs.state, self.id, "ctl")), 30), "the ttl did not delete it")
+        for cp in cps:
+            out, err = cp.communicate(timeout=30)
+            self.assertEqual(cp.returncode, 125, err)
+            self.assertIn("ttl_seconds=8 expired", err.decode())
 
     def test_a_file_operation_on_a_connection_that_waits_is_refused(self):
         pid = int(run_nsbox(["exec", "-d", self.id, "--", "sleep", "60"], self.dirs,
@@ -577,7 +560,7 @@ class LongOperations(unittest.TestCase):
             reply = json.loads(s.recv(struct.unpack(">I", head)[0], socket.MSG_WAITALL))
         self.assertEqual((reply["ok"], reply.get("tag")), (False, "rm"), reply)
         self.assertIn("already waits", reply["error"]["message"])
-        self.assertEqual(self.served_at_once() < 20, True)
+        self.assertLess(self.served_at_once(), 20)
 
     def test_a_big_recursive_remove_holds_nothing_else(self):
         r = run_nsbox(["exec", self.id, "--", "python3", "-c",
