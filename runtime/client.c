@@ -178,6 +178,19 @@ int nsbox_client_call(const char *id, cJSON *req, const int *fds, size_t nfds, c
         lost_why(id, e);
         return -1;
     }
+    /* A write with confirm: its stream ended, and we are still here, so that was its end (a
+     * Ctrl-C that killed the producer killed us too, and nothing is kept). */
+    if (cJSON_GetObjectItemCaseSensitive(*reply, "end_of_content")) {
+        cJSON_Delete(*reply);
+        *reply = NULL;
+        cJSON *commit = request("commit");
+        int r = nsbox_proto_send_obj(sock, commit, NULL, 0, e);
+        cJSON_Delete(commit);
+        if (r < 0 || recv_reply(sock, reply, rfd, e) < 0) {
+            lost_why(id, e);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -782,8 +795,14 @@ static bool reader_gone_within(int ms)
         if (left < 0)
             left = 0;
         int r = poll(&p, 1, left);
-        if (r > 0)
+        if (r > 0 && (p.revents & POLLNVAL)) {
+            errno = EBADF; /* no stdout at all: an error, not a reader that left */
+            return true;
+        }
+        if (r > 0) {
+            errno = 0;
             return (p.revents & (POLLERR | POLLHUP)) != 0;
+        }
         if (r == 0 || errno != EINTR)
             return false;
     }
@@ -852,7 +871,7 @@ static int follow_logs(const char *id, long pid)
                 : delay * 2 > FOLLOW_MAX_MS ? FOLLOW_MAX_MS
                                             : delay * 2;
         if (reader_gone_within(delay))
-            return 0;
+            return errno == EBADF ? output_failed() : 0;
     }
 }
 
@@ -1225,6 +1244,8 @@ int nsbox_cli_cp(int argc, char **argv)
         cJSON_AddTrueToObject(req, "mkdir"); /* -p: the missing directories too, as mkdir -p */
     if (fstat(in, &st) == 0 && S_ISREG(st.st_mode))
         cJSON_AddNumberToObject(req, "mode", st.st_mode & 0777);
+    else /* a stream: its end is the content's end only if we are still here to say so */
+        cJSON_AddTrueToObject(req, "confirm");
     int r = nsbox_client_call(did, req, &in, 1, &reply, NULL, &e);
     cJSON_Delete(req);
     if (r < 0 || nsbox_client_reply_error(reply, &e) < 0) {

@@ -27,9 +27,14 @@
 struct nsbox_files_opts {
     uint64_t max_write_bytes; /* the instance type's limits.disk_bytes; 0: no limit */
     int stall_ms;             /* 0: NSBOX_FILES_STALL_MS_DEFAULT */
-    /* the requesting client's connection: a stream write whose client has hung up by the
-     * stream's end fails instead of keeping what came; 0 or -1: none (never stdin) */
+    /* the requesting client's connection: a stream write whose client hangs up before the
+     * stream's end fails at once, and one whose client has hung up by then keeps nothing;
+     * 0 or -1: none (never stdin) */
     int client_fd;
+    /* when set, called at a stream's end (bytes: its length): the content is kept only if it
+     * returns 0 (the client confirmed that this was the whole of it) */
+    int (*confirm_end)(void *arg, uint64_t bytes);
+    void *confirm_arg;
 };
 
 /* ws_fd: O_PATH|O_DIRECTORY fd of the workspace on the host. in_fd: the descriptor sent with a

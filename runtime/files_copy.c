@@ -141,12 +141,22 @@ out:
     return ret;
 }
 
-/* Wait until in is readable, at most stall_ms. */
+static int client_gone(struct nsbox_err *e)
+{
+    return nsbox_err_set(e, NSBOX_E_INVALID, ECONNABORTED,
+                         "its client went away before the end of the content");
+}
+
+/* Wait until in is readable, at most stall_ms; or until the client hangs up (it is not there
+ * to see the content through: reading on would fill the disk for nothing, for as long as the
+ * source lives). A client that only shut down its writing half still reads: not gone. */
 static int wait_readable(const struct files_ctx *c, int in, struct nsbox_err *e)
 {
     for (;;) {
-        struct pollfd p = {.fd = in, .events = POLLIN};
-        int r = poll(&p, 1, c->opts.stall_ms);
+        struct pollfd p[2] = {{.fd = in, .events = POLLIN},
+                              {.fd = c->opts.client_fd > 0 ? c->opts.client_fd : -1}};
+        int r = poll(p, 2, c->opts.stall_ms);
+        if (r > 0 && (p[1].revents & (POLLHUP | POLLERR))) return client_gone(e);
         if (r > 0) return 0;
         if (r == 0)
             return nsbox_err_set(e, NSBOX_E_TIMEOUT, ETIMEDOUT,
@@ -192,13 +202,17 @@ static int copy_stream(const struct files_ctx *c, int in, bool pipe, bool sock, 
         if (max && total > max) return too_big(e, max);
     }
     /* A stream's end cannot say whether its writer finished or was killed (Ctrl-C on
-     * `producer | nsbox cp - ID:f` ends both). A client that is gone by now did not see its
-     * data through: the write fails, so the old file stays (or the new one goes). */
-    if (c->opts.client_fd > 0) {
-        struct pollfd p = {.fd = c->opts.client_fd, .events = POLLRDHUP};
-        if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+     * `producer | nsbox cp - ID:f` ends both, the producer often first). A client that asked
+     * for it confirms the end; one that did not is at least asked whether it is still there.
+     * Either way, a write that fails here keeps the old file (or removes the new one). */
+    if (c->opts.confirm_end) {
+        if (c->opts.confirm_end(c->opts.confirm_arg, total) < 0)
             return nsbox_err_set(e, NSBOX_E_INVALID, ECONNABORTED,
-                                 "its client went away before the end of the content");
+                                 "its client did not confirm the end of the content (it was "
+                                 "interrupted, or went away)");
+    } else if (c->opts.client_fd > 0) {
+        struct pollfd p = {.fd = c->opts.client_fd};
+        if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR))) return client_gone(e);
     }
     *written = total;
     return 0;

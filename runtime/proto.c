@@ -306,7 +306,8 @@ int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *r, stru
         r->mode = (unsigned)u;
         if (get_bool(obj, "mkdir", &r->mkdir, e) < 0 ||
             get_bool(obj, "recursive", &r->recursive, e) < 0 ||
-            get_bool(obj, "parents", &r->parents, e) < 0)
+            get_bool(obj, "parents", &r->parents, e) < 0 ||
+            get_bool(obj, "confirm", &r->confirm, e) < 0)
             goto out;
         break;
     default:
@@ -402,7 +403,7 @@ int nsbox_proto_send_obj(int sock, cJSON *obj, const int *fds, size_t nfds, stru
 }
 
 static ssize_t recv_exact(int sock, char *buf, size_t n, int fds[NSBOX_PROTO_MAX_FDS],
-                          bool *got_any, int64_t deadline)
+                          bool *got_any, bool *ctrunc, int64_t deadline)
 {
     size_t got = 0;
     while (got < n) {
@@ -444,7 +445,7 @@ static ssize_t recv_exact(int sock, char *buf, size_t n, int fds[NSBOX_PROTO_MAX
             }
         }
         if (msg.msg_flags & MSG_CTRUNC)
-            errno = EMSGSIZE;
+            *ctrunc = true; /* descriptors were lost: no room for them in this process */
         got += (size_t)r;
         fds = NULL; /* descriptors ride on the first bytes only */
     }
@@ -458,9 +459,9 @@ ssize_t nsbox_proto_recv(int sock, char **out, int fds[NSBOX_PROTO_MAX_FDS], str
         for (int i = 0; i < NSBOX_PROTO_MAX_FDS; i++)
             fds[i] = -1;
     unsigned char hdr[4];
-    bool any = false;
+    bool any = false, ctrunc = false;
     int64_t deadline = frame_deadline();
-    ssize_t n = recv_exact(sock, (char *)hdr, 4, fds, &any, deadline);
+    ssize_t n = recv_exact(sock, (char *)hdr, 4, fds, &any, &ctrunc, deadline);
     if (n == 0)
         return 0;
     if (n < 0)
@@ -474,11 +475,24 @@ ssize_t nsbox_proto_recv(int sock, char **out, int fds[NSBOX_PROTO_MAX_FDS], str
     char *buf = malloc(len + 1);
     if (!buf)
         return nsbox_err_sys(e, "malloc");
-    n = recv_exact(sock, buf, len, NULL, &any, deadline);
+    n = recv_exact(sock, buf, len, NULL, &any, &ctrunc, deadline);
     if (n < 0 || (size_t)n < len) {
         free(buf);
         return n < 0 ? nsbox_err_sys(e, "receive")
                      : nsbox_err_set(e, NSBOX_E_INVALID, EPROTO, "truncated message");
+    }
+    if (ctrunc) {
+        /* Read whole, so the stream stays in step; but a request without the descriptors it
+         * came with (a write's content) must not be mistaken for one that had none. */
+        free(buf);
+        for (int i = 0; fds && i < NSBOX_PROTO_MAX_FDS; i++)
+            if (fds[i] >= 0) {
+                close(fds[i]);
+                fds[i] = -1;
+            }
+        return nsbox_err_set(e, NSBOX_E_SYS, EMFILE,
+                             "the descriptors sent with the message were lost: the receiver is "
+                             "at its limit of open files (ulimit -n)");
     }
     buf[len] = '\0';
     *out = buf;

@@ -60,6 +60,9 @@ struct nsbox_request {
     char path[PATH_MAX];
     unsigned mode;
     bool mkdir, recursive, parents;
+    /* write from a stream: at its end, ask the client (end_of_content) and keep the content
+     * only if it answers commit (protocol.md) */
+    bool confirm;
     bool tty; /* exec: run the command on a pseudo-terminal of the sandbox (protocol.md) */
     uint32_t rows, cols; /* exec with tty: the terminal's size */
 };

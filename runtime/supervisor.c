@@ -35,6 +35,7 @@
 /* File operations that may take long (a recursive remove, a write from a stream or of a big
  * file) run in a child of the supervisor, so that the loop goes on serving the other clients,
  * the ttl and the logs meanwhile: one per connection at most, so at most MAX_CLIENTS. */
+#define ACCEPT_PAUSE_MS 100 /* after an accept that failed for want of descriptors or memory */
 #define FILE_JOB_MIN_BYTES (8u << 20) /* a write from a regular file smaller than this: inline */
 #define MAX_PROCS 256
 #define MAX_WAITS 48 /* connections that wait for a background process (of MAX_CLIENTS) */
@@ -190,6 +191,7 @@ struct sup {
     int64_t log_window;   /* when the current window of LOG_RATE began */
     size_t log_left;      /* bytes of background output it may still read in it */
     int owner_fd;         /* create --owner-pid: a pidfd; the sandbox ends with that process */
+    int64_t accept_after; /* out of descriptors: no accept before this (nsbox_now_ms) */
     int owner_pid;
     /* A pooled sandbox (pool.md) waits for one run, which init takes on the run socket; then
      * the sandbox is deleted and its supervisor makes the replacement. */
@@ -769,13 +771,51 @@ static struct proc *proc_by_pid(struct sup *S, int pid)
 
 /* ---- file operations ------------------------------------------------------------------------ */
 
+struct confirm_ctx {
+    int fd;
+    const char *tag;
+};
+
+/* A write with confirm reached its stream's end: tell the client how much came
+ * (end_of_content) and keep it only if the client answers commit within CLIENT_FRAME_MS. A
+ * client killed with its producer (Ctrl-C) never runs the code that would answer. */
+static int confirm_end(void *arg, uint64_t bytes)
+{
+    const struct confirm_ctx *c = arg;
+    struct nsbox_err e;
+    cJSON *m = nsbox_reply_ok(c->tag);
+    if (!m)
+        return -1;
+    cJSON_AddNumberToObject(m, "end_of_content", (double)bytes);
+    int r = nsbox_proto_send_obj(c->fd, m, NULL, 0, &e);
+    cJSON_Delete(m);
+    struct pollfd p = {c->fd, POLLIN, 0};
+    if (r < 0 || poll(&p, 1, CLIENT_FRAME_MS) <= 0)
+        return -1;
+    cleanup_free char *buf = NULL;
+    int fds[NSBOX_PROTO_MAX_FDS];
+    ssize_t n = nsbox_proto_recv(c->fd, &buf, fds, &e);
+    for (int i = 0; n >= 0 && i < NSBOX_PROTO_MAX_FDS; i++)
+        nsbox_closep(&fds[i]);
+    if (n <= 0)
+        return -1;
+    cJSON *o = cJSON_ParseWithLength(buf, (size_t)n);
+    const char *op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "op"));
+    r = op && !strcmp(op, "commit") ? 0 : -1;
+    cJSON_Delete(o);
+    return r;
+}
+
 static void file_op(struct sup *S, int ci, const struct nsbox_request *rq, int in_fd)
 {
     struct nsbox_err e = {0};
     cJSON *r = nsbox_reply_ok(rq->tag);
     int out_fd = -1;
+    struct confirm_ctx cc = {S->clients[ci].fd, rq->tag};
     struct nsbox_files_opts fo = {.max_write_bytes = S->spec->limits.disk_bytes,
-                                  .client_fd = S->clients[ci].fd};
+                                  .client_fd = S->clients[ci].fd,
+                                  .confirm_end = rq->confirm ? confirm_end : NULL,
+                                  .confirm_arg = &cc};
     if (nsbox_files_op_ex(S->ws_fd, &S->sb.st, &fo, rq, in_fd, r, &out_fd, &e) < 0) {
         cJSON_Delete(r);
         reply_err(S, ci, rq->tag, &e);
@@ -784,8 +824,6 @@ static void file_op(struct sup *S, int ci, const struct nsbox_request *rq, int i
     }
     nsbox_closep(&out_fd);
 }
-
-static void end_file_job(struct sup *S, int ci);
 
 /* A recursive remove (a tree of any size, made by the sandbox), a write from a pipe or socket
  * (as slow as its writer) or of a big file: each can take seconds or minutes. */
@@ -826,24 +864,41 @@ static void start_file_job(struct sup *S, int ci, const struct nsbox_request *rq
         _exit(S->clients[ci].broken ? 1 : 0);
     }
     S->clients[ci].job = pid;
+    /* -1 (no descriptor left, Linux < 5.3): reaped on SIGCHLD instead (reap_file_jobs) */
     S->clients[ci].job_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    if (S->clients[ci].job_pidfd < 0) /* cannot watch it (no pidfds: Linux < 5.3): wait here */
-        end_file_job(S, ci);
 }
 
-/* The job of client ci ended: the client is read from again, or closed if its reply did not
- * go out whole. A client closed meanwhile kept its slot for this (close_client). */
-static void end_file_job(struct sup *S, int ci)
+/* The job of client ci was reaped: the client is read from again, or closed if its reply did
+ * not go out whole. A client closed meanwhile kept its slot for this (close_client). */
+static void job_done(struct sup *S, int ci, int status)
 {
     struct client *c = &S->clients[ci];
-    int status = 0;
-    while (waitpid(c->job, &status, 0) < 0 && errno == EINTR) {
-    }
     if (c->fd >= 0 && (!WIFEXITED(status) || WEXITSTATUS(status) != 0))
         c->broken = true;
     nsbox_closep(&c->job_pidfd);
     c->job = 0;
     touch(S); /* the end of a long operation is activity, as its start was */
+}
+
+/* The job of client ci has ended (its pidfd said so) or was killed: reap it. */
+static void end_file_job(struct sup *S, int ci)
+{
+    int status = 0;
+    while (waitpid(S->clients[ci].job, &status, 0) < 0 && errno == EINTR) {
+    }
+    job_done(S, ci, status);
+}
+
+/* On SIGCHLD: the jobs that have no pidfd (pidfd_open failed: no descriptor left, or a kernel
+ * before 5.3) are reaped here, never waited for in the loop. */
+static void reap_file_jobs(struct sup *S)
+{
+    for (int i = 0; i < MAX_CLIENTS; i++) {
+        int status;
+        if (S->clients[i].job > 0 && S->clients[i].job_pidfd < 0 &&
+            waitpid(S->clients[i].job, &status, WNOHANG) == S->clients[i].job)
+            job_done(S, i, status);
+    }
 }
 
 /* At the end: a job still running is killed (its client sees the sandbox go) before the
@@ -1149,7 +1204,7 @@ static void on_client(struct sup *S, int ci)
     if (n <= 0) {
         for (int i = 0; i < NSBOX_PROTO_MAX_FDS; i++)
             nsbox_closep(&fds[i]);
-        if (n < 0 && e.code == NSBOX_E_INVALID)
+        if (n < 0 && (e.code == NSBOX_E_INVALID || e.sys_errno == EMFILE))
             reply_err(S, ci, NULL, &e);
         close_client(S, ci);
         return;
@@ -1164,8 +1219,13 @@ static void on_client(struct sup *S, int ci)
 static void on_accept(struct sup *S)
 {
     int fd = accept4(S->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0)
+    if (fd < 0) {
+        /* The connection waits in the backlog, and the listening socket stays readable:
+         * without a pause the loop would spin on it until a descriptor is free. */
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+            S->accept_after = nsbox_now_ms() + ACCEPT_PAUSE_MS;
         return;
+    }
     for (int i = 0; i < MAX_CLIENTS; i++)
         if (S->clients[i].fd < 0 && S->clients[i].job == 0) {
             S->clients[i].fd = fd;
@@ -1240,22 +1300,27 @@ static void loop(struct sup *S)
     int map[F_FIXED + MAX_CLIENTS + 2 * MAX_PROCS];
     while (!S->quit) {
         size_t n = 0;
-        pf[n++] = (struct pollfd){S->listen_fd, POLLIN, 0};
+        int64_t now = nsbox_now_ms();
+        bool paused = now < S->accept_after;
+        pf[n++] = (struct pollfd){paused ? -1 : S->listen_fd, POLLIN, 0};
         pf[n++] = (struct pollfd){S->sfd, POLLIN, 0};
         pf[n++] = (struct pollfd){S->ttl_fd, POLLIN, 0};
         pf[n++] = (struct pollfd){S->idle_fd, POLLIN, 0};
         pf[n++] = (struct pollfd){S->agent, POLLIN, 0};
         pf[n++] = (struct pollfd){S->owner_fd, POLLIN, 0}; /* -1: ignored by poll */
-        for (int i = 0; i < MAX_CLIENTS; i++)
-            if (S->clients[i].job > 0 || S->clients[i].fd >= 0) {
+        for (int i = 0; i < MAX_CLIENTS; i++) {
+            struct client *c = &S->clients[i];
+            /* a job's client waits for the job: its pidfd, or without one SIGCHLD */
+            int fd = c->job > 0 ? c->job_pidfd : c->fd;
+            if (fd >= 0) {
                 map[n] = i;
-                pf[n++] = (struct pollfd){S->clients[i].job > 0 ? S->clients[i].job_pidfd
-                                                                : S->clients[i].fd,
-                                          POLLIN, 0};
+                pf[n++] = (struct pollfd){fd, POLLIN, 0};
             }
+        }
         size_t first_log = n;
-        int64_t now = nsbox_now_ms();
         int timeout = next_timeout(S, now);
+        if (paused && (timeout < 0 || S->accept_after - now < timeout))
+            timeout = (int)(S->accept_after - now);
         bool logs = !S->sleeping && log_budget(S, now) > 0;
         if (!S->sleeping && !logs) { /* spent: the writers wait on full pipes until the next */
             int until = (int)(S->log_window + LOG_WINDOW_MS - now);
@@ -1280,6 +1345,7 @@ static void loop(struct sup *S)
                 nsbox_tombstone_write(S->sb.st.id, "deleted: its supervisor was stopped");
                 S->quit = true;
             }
+            reap_file_jobs(S);
             int status;
             if (S->sb.pid > 0 && waitpid(S->sb.pid, &status, WNOHANG) == S->sb.pid) {
                 S->sb.pid = 0;

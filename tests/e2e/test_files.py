@@ -7,6 +7,7 @@ symlink while the host copies. Every sandbox made here is removed (nsbox rm), ev
 import hashlib
 import json
 import os
+import random
 import select
 import signal
 import socket
@@ -489,6 +490,86 @@ class LongOperations(unittest.TestCase):
                            f"cat {name} 2>/dev/null || echo missing"], self.dirs)
             self.assertEqual(r.stdout, before if before else b"missing\n", name)
 
+    def test_ctrl_c_on_a_pipeline_into_cp_keeps_nothing(self):
+        # SIGINT to the whole pipeline, as a terminal's Ctrl-C sends it: the producer usually
+        # dies first, and its pipe's end reached the supervisor while `nsbox cp` was still
+        # alive, so a check for the client's hang-up kept the half (about a third of the
+        # time). cp now confirms the end; killed, it never does.
+        r = run_nsbox(["exec", self.id, "--", "sh", "-c", "echo OLD > g"], self.dirs)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rnd = random.Random(1234)
+        for trial in range(16):
+            name = "g" if trial % 2 else "n%d" % trial
+            p = subprocess.Popen(["sh", "-c", "i=0; while :; do echo $i; i=$((i+1)); done | "
+                                  f"{NSBOX} cp - {self.id}:{name}"],
+                                 env=self.dirs.env(), start_new_session=True,
+                                 stderr=subprocess.DEVNULL,
+                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            time.sleep(rnd.uniform(0.05, 0.6))
+            os.killpg(p.pid, signal.SIGINT)
+            p.wait()
+            self.assertTrue(wait_for(lambda: len(self.supervisor_children()) == 1),
+                            "the write's job never ended")
+            r = run_nsbox(["exec", self.id, "--", "sh", "-c",
+                           f"cat {name} 2>/dev/null || echo missing"], self.dirs)
+            self.assertEqual(r.stdout, b"OLD\n" if name == "g" else b"missing\n", trial)
+        # and a pipe that ends as it should still gives the whole content, every time
+        for _ in range(5):
+            r = subprocess.run(["sh", "-c", f"seq 1 100000 | {NSBOX} cp - {self.id}:seq"],
+                               env=self.dirs.env(), capture_output=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = run_nsbox(["exec", self.id, "--", "sh", "-c", "wc -l < seq; tail -n1 seq"],
+                          self.dirs)
+            self.assertEqual(r.stdout.split(), [b"100000", b"100000"])
+
+    def test_a_stream_write_stops_reading_when_its_client_goes(self):
+        # `yes | nsbox cp - ID:y` with only the cp killed: the job read on into the workspace
+        # until the disk limit, for a result it then threw away.
+        cp = self.slow_cp("y")
+        fill = threading.Thread(target=lambda: self._feed(cp), daemon=True)
+        fill.start()
+        time.sleep(0.5)
+        cp.kill()
+        self.assertTrue(wait_for(lambda: len(self.supervisor_children()) == 1, 10),
+                        "the job read on after its client was gone")
+        r = run_nsbox(["exec", self.id, "--", "sh", "-c", "ls -a; du -sk ."], self.dirs)
+        self.assertNotIn(b".nsbox-write", r.stdout)
+        self.assertNotIn(b"\ny\n", b"\n" + r.stdout)
+
+    @staticmethod
+    def _feed(cp):
+        try:
+            while True:
+                cp.stdin.write(b"y\n" * 65536)
+        except (BrokenPipeError, ValueError, OSError):
+            pass
+
+    def test_a_client_that_shuts_down_its_writing_half_still_gets_its_write(self):
+        r, w = os.pipe()
+        try:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(20)
+                s.connect(os.path.join(self.dirs.state, self.id, "ctl"))
+                msg = json.dumps({"v": 1, "op": "write", "path": "half.txt"}).encode()
+                s.sendmsg([struct.pack(">I", len(msg)) + msg],
+                          [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", r))])
+                os.close(r)
+                r = -1
+                s.shutdown(socket.SHUT_WR)
+                time.sleep(0.3)
+                os.write(w, b"still here\n")
+                os.close(w)
+                w = -1
+                head = s.recv(4, socket.MSG_WAITALL)
+                reply = json.loads(s.recv(struct.unpack(">I", head)[0], socket.MSG_WAITALL))
+        finally:
+            for fd in (r, w):
+                if fd >= 0:
+                    os.close(fd)
+        self.assertTrue(reply["ok"], reply)
+        r = run_nsbox(["exec", self.id, "--", "cat", "half.txt"], self.dirs)
+        self.assertEqual(r.stdout, b"still here\n")
+
     def test_rm_during_a_long_write_is_prompt_and_complete(self):
         cp = self.slow_cp()
         time.sleep(0.5)
@@ -510,7 +591,10 @@ class LongOperations(unittest.TestCase):
         kids = wait_for(lambda: len(self.supervisor_children()) == 2 and
                         self.supervisor_children())
         self.assertTrue(kids, "no file job beside init: %s" % self.supervisor_children())
-        (job,) = [k for k in kids if open(f"/proc/{k}/comm").read().strip() != "nsbox-init"]
+        def comm(pid):
+            with open(f"/proc/{pid}/comm") as f:
+                return f.read().strip()
+        (job,) = [k for k in kids if comm(k) != "nsbox-init"]
         # it holds its client, the workspace and the source, and nothing else of the
         # supervisor's (the listening socket, other clients, log pipes, locks)
         links = [os.readlink(f"/proc/{job}/fd/{f}") for f in os.listdir(f"/proc/{job}/fd")]
@@ -561,6 +645,67 @@ class LongOperations(unittest.TestCase):
         self.assertEqual((reply["ok"], reply.get("tag")), (False, "rm"), reply)
         self.assertIn("already waits", reply["error"]["message"])
         self.assertLess(self.served_at_once(), 20)
+
+    def test_out_of_descriptors_a_job_is_still_never_waited_for_in_the_loop(self):
+        # A supervisor at its open-files limit: the job's pidfd cannot be opened (it is then
+        # reaped on SIGCHLD; it was waited for in the loop, holding every other request and
+        # the ttl), and accept fails (the loop spun on the readable listening socket).
+        run_nsbox(["rm", self.id], self.dirs)
+        r = run_nsbox(["create"], self.dirs, wrap=lambda cmd: ["prlimit", "--nofile=40:40"] + cmd)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.id = r.stdout.decode().strip()
+        ctl = os.path.join(self.dirs.state, self.id, "ctl")
+        sup = json.loads(run_nsbox(["inspect", self.id], self.dirs, check=True).stdout)
+        sup = sup["supervisor_pid"]
+
+        def cpu_s():
+            with open("/proc/%d/stat" % sup) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+        def ping(s, wait=1.0):
+            s.settimeout(wait)
+            msg = b'{"v":1,"op":"ping"}'
+            try:
+                s.sendall(struct.pack(">I", len(msg)) + msg)
+                head = s.recv(4, socket.MSG_WAITALL)
+                return json.loads(s.recv(struct.unpack(">I", head)[0], socket.MSG_WAITALL))["ok"]
+            except (socket.timeout, ConnectionError, struct.error):
+                return False
+
+        idle = []
+        self.addCleanup(lambda: [s.close() for s in idle])
+        while len(idle) < 60:  # until one is not served: no descriptor left to accept it
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(ctl)
+            idle.append(s)
+            if not ping(s):
+                break
+        self.assertLess(len(idle), 60, "the limit of 40 descriptors was never reached")
+        c0 = cpu_s()
+        time.sleep(2)  # the last one waits in the backlog meanwhile
+        self.assertLess(cpu_s() - c0, 0.5, "the supervisor spun on its listening socket")
+        idle.pop().close()  # the one in the backlog
+        idle.pop().close()  # two descriptors free: the write's connection and its pipe, and
+        idle.pop().close()  # none for the job's pidfd
+        time.sleep(0.3)
+        cp = self.slow_cp()
+        time.sleep(0.5)
+        idle.pop().close()  # a descriptor for the next connection
+        time.sleep(0.3)
+        s = socket.socket(socket.AF_UNIX)
+        idle.append(s)
+        s.connect(ctl)
+        self.assertTrue(ping(s, 10), "a request waited for the stalled write")
+        out, err = cp.communicate(b"late\n", timeout=30)
+        self.assertEqual(cp.returncode, 0, err)
+        self.assertTrue(ping(s, 10))
+
+        def children():
+            r = subprocess.run(["pgrep", "-P", str(sup)], capture_output=True)
+            return r.stdout.split()
+        self.assertTrue(wait_for(lambda: len(children()) == 1, 10),
+                        "the job was never reaped (no pidfd: SIGCHLD must do it)")
 
     def test_a_big_recursive_remove_holds_nothing_else(self):
         r = run_nsbox(["exec", self.id, "--", "python3", "-c",

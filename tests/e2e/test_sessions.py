@@ -406,6 +406,13 @@ class Lifecycle(SessionTest):
                                env=self.dirs.env())
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"cannot write the logs: No space left on device", r.stderr)
+        # no stdout at all: an error at once, not a loop of requests as fast as they go (a
+        # process that writes nothing never made a write of ours fail)
+        quiet = self.nsbox("exec", "-d", sid, "--", "sleep", "100").stdout.decode().strip()
+        r = subprocess.run([NSBOX, "logs", "-f", sid, quiet], stderr=subprocess.PIPE,
+                           env=self.dirs.env(), timeout=20, preexec_fn=lambda: os.close(1))
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"cannot write the logs: Bad file descriptor", r.stderr)
 
     def test_logs_follow_says_when_the_sandbox_sleeps(self):
         sid = self.create("--idle-timeout", "1")
