@@ -485,11 +485,17 @@ ssize_t nsbox_proto_recv(int sock, char **out, int fds[NSBOX_PROTO_MAX_FDS], str
         /* Read whole, so the stream stays in step; but a request without the descriptors it
          * came with (a write's content) must not be mistaken for one that had none. */
         free(buf);
+        int got = 0;
         for (int i = 0; fds && i < NSBOX_PROTO_MAX_FDS; i++)
             if (fds[i] >= 0) {
+                got++;
                 close(fds[i]);
                 fds[i] = -1;
             }
+        if (got == NSBOX_PROTO_MAX_FDS) /* the buffer was full: more were sent than it holds */
+            return nsbox_err_set(e, NSBOX_E_INVALID, EMSGSIZE,
+                                 "more than %d descriptors came with the message",
+                                 NSBOX_PROTO_MAX_FDS);
         return nsbox_err_set(e, NSBOX_E_SYS, EMFILE,
                              "the descriptors sent with the message were lost: the receiver is "
                              "at its limit of open files (ulimit -n)");

@@ -1030,6 +1030,18 @@ class HostileRequests(SessionTest):
             n = struct.unpack(">I", self.recv_exact(s, 4))[0]
             self.recv_exact(s, n)
         self.assertLess(len(os.listdir("/proc/%d/fd" % sup)), before + 10)
+        # More descriptors than a request can carry (3): the kernel drops the rest; the request
+        # is refused with that reason (not taken as one that came with fewer), all are closed.
+        r, w = os.pipe()
+        ping = b'{"v":1,"op":"ping"}'
+        socket.send_fds(s, [struct.pack(">I", len(ping)) + ping], [w, w, w, w, w])
+        os.close(w)
+        reply = json.loads(self.recv_exact(s, struct.unpack(">I", self.recv_exact(s, 4))[0]))
+        self.assertEqual(reply["error"]["message"], "more than 3 descriptors came with the message")
+        ready, _, _ = select.select([r], [], [], 10)
+        self.assertEqual(os.read(r, 1), b"")
+        os.close(r)
+        self.assertEqual(self.exec(sid, "echo", "alive").stdout, b"alive\n")
 
     def test_oversized_and_truncated_frames(self):
         sid = self.create()
