@@ -32,10 +32,10 @@
 #include <unistd.h>
 
 #define MAX_CLIENTS 64
+#define ACCEPT_PAUSE_MS 100 /* after an accept that failed for want of descriptors or memory */
 /* File operations that may take long (a recursive remove, a write from a stream or of a big
  * file) run in a child of the supervisor, so that the loop goes on serving the other clients,
  * the ttl and the logs meanwhile: one per connection at most, so at most MAX_CLIENTS. */
-#define ACCEPT_PAUSE_MS 100 /* after an accept that failed for want of descriptors or memory */
 #define FILE_JOB_MIN_BYTES (8u << 20) /* a write from a regular file smaller than this: inline */
 #define MAX_PROCS 256
 #define MAX_WAITS 48 /* connections that wait for a background process (of MAX_CLIENTS) */
@@ -142,8 +142,8 @@ int nsbox_session_connect_run(const char *id, struct nsbox_err *e)
 struct ring {
     char *buf;
     size_t len, start; /* circular, at most LOG_MAX */
-    uint64_t total;    /* bytes ever put: the stream offset after the last one kept */
-    bool truncated;
+    uint64_t total;    /* bytes ever put: the stream offset after the last one kept; more
+                        * than len: the start was dropped */
 };
 
 struct proc {
@@ -208,7 +208,6 @@ __attribute__((noinline)) static void ring_put(struct ring *r, const char *data,
     if (!r->buf && !(r->buf = malloc(LOG_MAX)))
         return;
     if (n >= LOG_MAX) { /* only the last LOG_MAX bytes can survive */
-        r->truncated = r->truncated || n > LOG_MAX || r->len > 0;
         memcpy(r->buf, data + n - LOG_MAX, LOG_MAX);
         r->start = 0;
         r->len = LOG_MAX;
@@ -218,7 +217,6 @@ __attribute__((noinline)) static void ring_put(struct ring *r, const char *data,
     if (drop) {
         r->start = (r->start + drop) % LOG_MAX;
         r->len -= drop;
-        r->truncated = true;
     }
     for (size_t done = 0; done < n;) {
         size_t pos = (r->start + r->len) % LOG_MAX;
@@ -256,8 +254,10 @@ static size_t utf8_partial_tail(const struct ring *r, size_t skip, size_t n)
 static char *ring_text(const struct ring *r, uint64_t from, bool more, uint64_t *end, bool *lost)
 {
     uint64_t first = r->total - r->len;
-    *lost = from == UINT64_MAX ? r->truncated : from < first;
-    if (from == UINT64_MAX || from < first)
+    if (from == UINT64_MAX)
+        from = 0; /* all of it: what was dropped counts as lost */
+    *lost = from < first;
+    if (from < first)
         from = first;
     if (from > r->total)
         from = r->total; /* an offset from the future: nothing yet */

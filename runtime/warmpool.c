@@ -96,10 +96,10 @@ int nsbox_pool_config_check(struct nsbox_err *e)
 /* The pool directory; with s, also the config's pool section and, when the pool is on, the
  * key of s. The key covers the binary (a rebuilt nsbox never takes a sandbox an older one
  * made) and the whole config text (instance types, network and workspace settings shape the
- * sandbox too). With the pool off, every run passes here: nothing beyond the config is done.
- * Loaded afresh each time: after a cold run, the image it built (host, the first time) is part
- * of the key the filler and the later runs will use. */
-static int ctx_load(const struct nsbox_spec *s, struct pool_ctx *c, struct nsbox_err *e)
+ * sandbox too), and the image as it is (image: its identity, filled in). With the pool off,
+ * every run passes here: nothing beyond the config is done. */
+static int ctx_load_uncached(const struct nsbox_spec *s, struct pool_ctx *c,
+                             char image[NSBOX_IMAGE_IDENTITY_MAX], struct nsbox_err *e)
 {
     memset(c, 0, sizeof *c);
     nsbox_pool_config_init(&c->cfg);
@@ -136,8 +136,7 @@ static int ctx_load(const struct nsbox_spec *s, struct pool_ctx *c, struct nsbox
     size_t n = (size_t)snprintf(extra, cap, "%s %s\n", NSBOX_VERSION, bin);
     /* and the image as it is now: a rebuild (or, for "host", a change of the host files its
      * /etc comes from) must not leave runs taking sandboxes made with the image before it */
-    char image[NSBOX_IMAGE_IDENTITY_MAX];
-    nsbox_image_identity(s->image, image, sizeof image);
+    nsbox_image_identity(s->image, image, NSBOX_IMAGE_IDENTITY_MAX);
     n += (size_t)snprintf(extra + n, cap - n, "image=%s\n", image);
     /* and the namespaces it is made from: a pooled sandbox's network is built in its filler's
      * network namespace (routes, firewall). A run under `ip netns exec` took one made in
@@ -160,6 +159,34 @@ static int ctx_load(const struct nsbox_spec *s, struct pool_ctx *c, struct nsbox
         memcpy(extra + n, text, len);
     if (nsbox_pool_key(s, extra, n + (text ? len : 0), c->key) < 0)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    return 0;
+}
+
+/* ctx_load, once per spec and process: a cold run loads it to look for a pooled sandbox
+ * (nsbox_pool_run), then again to decide on a filler (nsbox_pool_after_cold_run). Only the
+ * image is looked at again: the cold run may have built it (host, the first time in a data
+ * directory), and the filler and later runs take the key with it as it is now. */
+static int ctx_load(const struct nsbox_spec *s, struct pool_ctx *c, struct nsbox_err *e)
+{
+    static struct pool_ctx cached;
+    static const struct nsbox_spec *cached_for;
+    static char cached_image[NSBOX_IMAGE_IDENTITY_MAX];
+    if (s && s == cached_for) {
+        char now[NSBOX_IMAGE_IDENTITY_MAX];
+        if (cached.cfg.size)
+            nsbox_image_identity(s->image, now, sizeof now);
+        if (!cached.cfg.size || !strcmp(now, cached_image)) {
+            *c = cached;
+            return 0;
+        }
+    }
+    cached_image[0] = '\0';
+    if (ctx_load_uncached(s, c, cached_image, e) < 0)
+        return -1;
+    if (s) {
+        cached = *c;
+        cached_for = s;
+    }
     return 0;
 }
 

@@ -199,6 +199,12 @@ class _Wait:
         return self._code(reply)
 
 
+def _logs_of(r):
+    """ProcessLogs of a logs reply."""
+    return ProcessLogs(stdout=r.get("stdout", ""), stderr=r.get("stderr", ""),
+                       truncated=bool(r.get("truncated")), running=r.get("running"))
+
+
 class _LogFollower:
     """The state of following one process's output (the protocol's logs offsets, as
     `nsbox logs -f` does): which request to send next, what a reply yields, and how long to
@@ -237,8 +243,7 @@ class _LogFollower:
                       else min(self.delay * 2, 0.25))
         if not (r.get("stdout") or r.get("stderr") or r.get("truncated")):
             return None
-        return ProcessLogs(stdout=r.get("stdout", ""), stderr=r.get("stderr", ""),
-                           truncated=bool(r.get("truncated")), running=r.get("running"))
+        return _logs_of(r)
 
 
 class Process:
@@ -422,9 +427,7 @@ class Session:
         self._call("kill", pid=int(pid), signal=int(signal))
 
     def process_logs(self, pid):
-        r = self._call("logs", pid=int(pid))
-        return ProcessLogs(stdout=r.get("stdout", ""), stderr=r.get("stderr", ""),
-                           truncated=bool(r.get("truncated")), running=r.get("running"))
+        return _logs_of(self._call("logs", pid=int(pid)))
 
     def follow_process_logs(self, pid):
         """Process.follow_logs() by pid: a generator of ProcessLogs."""

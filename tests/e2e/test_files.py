@@ -11,13 +11,13 @@ import random
 import select
 import signal
 import socket
-import struct
 import subprocess
 import threading
 import time
 import unittest
 
-from nsbox_test import NSBOX, UID_BASE, Dirs, is_root, run_nsbox, wait_for
+from nsbox_test import (NSBOX, UID_BASE, Dirs, control_socket, is_root, recv_reply, run_nsbox,
+                        send_request, wait_for)
 
 GiB = 1 << 30
 # The streamed file's size: 1 GiB, as issue #3 asks. The cgroup-v2 VM (tests/vm/module.sh), whose
@@ -427,10 +427,12 @@ class LongOperations(unittest.TestCase):
         run_nsbox(["rm", self.id], self.dirs)
         self.dirs.cleanup()
 
-    def supervisor_children(self):
-        """init, and the file jobs running"""
-        sup = json.loads(run_nsbox(["inspect", self.id], self.dirs, check=True).stdout)
-        r = subprocess.run(["pgrep", "-P", str(sup["supervisor_pid"])], capture_output=True)
+    def supervisor_children(self, sup=None):
+        """init, and the file jobs running (sup: the supervisor's pid, else asked of it)"""
+        if sup is None:
+            sup = json.loads(run_nsbox(["inspect", self.id], self.dirs,
+                                       check=True).stdout)["supervisor_pid"]
+        r = subprocess.run(["pgrep", "-P", str(sup)], capture_output=True)
         return [int(x) for x in r.stdout.split()]
 
     def served_at_once(self):
@@ -547,12 +549,8 @@ class LongOperations(unittest.TestCase):
     def test_a_client_that_shuts_down_its_writing_half_still_gets_its_write(self):
         r, w = os.pipe()
         try:
-            with socket.socket(socket.AF_UNIX) as s:
-                s.settimeout(20)
-                s.connect(os.path.join(self.dirs.state, self.id, "ctl"))
-                msg = json.dumps({"v": 1, "op": "write", "path": "half.txt"}).encode()
-                s.sendmsg([struct.pack(">I", len(msg)) + msg],
-                          [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", r))])
+            with control_socket(self.dirs, self.id) as s:
+                send_request(s, {"op": "write", "path": "half.txt"}, [r])
                 os.close(r)
                 r = -1
                 s.shutdown(socket.SHUT_WR)
@@ -560,8 +558,7 @@ class LongOperations(unittest.TestCase):
                 os.write(w, b"still here\n")
                 os.close(w)
                 w = -1
-                head = s.recv(4, socket.MSG_WAITALL)
-                reply = json.loads(s.recv(struct.unpack(">I", head)[0], socket.MSG_WAITALL))
+                reply = recv_reply(s)
         finally:
             for fd in (r, w):
                 if fd >= 0:
@@ -588,9 +585,9 @@ class LongOperations(unittest.TestCase):
         cp = self.slow_cp()
         sup = json.loads(run_nsbox(["inspect", self.id], self.dirs, check=True).stdout)
         sup = sup["supervisor_pid"]
-        kids = wait_for(lambda: len(self.supervisor_children()) == 2 and
-                        self.supervisor_children())
-        self.assertTrue(kids, "no file job beside init: %s" % self.supervisor_children())
+        kids = wait_for(lambda: len(self.supervisor_children(sup)) == 2 and
+                        self.supervisor_children(sup))
+        self.assertTrue(kids, "no file job beside init: %s" % self.supervisor_children(sup))
         def comm(pid):
             with open(f"/proc/{pid}/comm") as f:
                 return f.read().strip()
@@ -633,15 +630,10 @@ class LongOperations(unittest.TestCase):
     def test_a_file_operation_on_a_connection_that_waits_is_refused(self):
         pid = int(run_nsbox(["exec", "-d", self.id, "--", "sleep", "60"], self.dirs,
                             check=True).stdout)
-        with socket.socket(socket.AF_UNIX) as s:
-            s.settimeout(20)
-            s.connect(os.path.join(self.dirs.state, self.id, "ctl"))
-            for req in ({"op": "wait", "pid": pid},
-                        {"op": "remove", "path": "x", "recursive": True, "tag": "rm"}):
-                msg = json.dumps({"v": 1, **req}).encode()
-                s.sendall(struct.pack(">I", len(msg)) + msg)
-            head = s.recv(4, socket.MSG_WAITALL)
-            reply = json.loads(s.recv(struct.unpack(">I", head)[0], socket.MSG_WAITALL))
+        with control_socket(self.dirs, self.id) as s:
+            send_request(s, {"op": "wait", "pid": pid})
+            send_request(s, {"op": "remove", "path": "x", "recursive": True, "tag": "rm"})
+            reply = recv_reply(s)
         self.assertEqual((reply["ok"], reply.get("tag")), (False, "rm"), reply)
         self.assertIn("already waits", reply["error"]["message"])
         self.assertLess(self.served_at_once(), 20)
@@ -654,7 +646,6 @@ class LongOperations(unittest.TestCase):
         r = run_nsbox(["create"], self.dirs, wrap=lambda cmd: ["prlimit", "--nofile=40:40"] + cmd)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.id = r.stdout.decode().strip()
-        ctl = os.path.join(self.dirs.state, self.id, "ctl")
         sup = json.loads(run_nsbox(["inspect", self.id], self.dirs, check=True).stdout)
         sup = sup["supervisor_pid"]
 
@@ -665,19 +656,16 @@ class LongOperations(unittest.TestCase):
 
         def ping(s, wait=1.0):
             s.settimeout(wait)
-            msg = b'{"v":1,"op":"ping"}'
             try:
-                s.sendall(struct.pack(">I", len(msg)) + msg)
-                head = s.recv(4, socket.MSG_WAITALL)
-                return json.loads(s.recv(struct.unpack(">I", head)[0], socket.MSG_WAITALL))["ok"]
-            except (socket.timeout, ConnectionError, struct.error):
+                send_request(s, {"op": "ping"})
+                return recv_reply(s)["ok"]
+            except (socket.timeout, ConnectionError):
                 return False
 
         idle = []
         self.addCleanup(lambda: [s.close() for s in idle])
         while len(idle) < 60:  # until one is not served: no descriptor left to accept it
-            s = socket.socket(socket.AF_UNIX)
-            s.connect(ctl)
+            s = control_socket(self.dirs, self.id)
             idle.append(s)
             if not ping(s):
                 break
@@ -693,18 +681,13 @@ class LongOperations(unittest.TestCase):
         time.sleep(0.5)
         idle.pop().close()  # a descriptor for the next connection
         time.sleep(0.3)
-        s = socket.socket(socket.AF_UNIX)
+        s = control_socket(self.dirs, self.id)
         idle.append(s)
-        s.connect(ctl)
         self.assertTrue(ping(s, 10), "a request waited for the stalled write")
         out, err = cp.communicate(b"late\n", timeout=30)
         self.assertEqual(cp.returncode, 0, err)
         self.assertTrue(ping(s, 10))
-
-        def children():
-            r = subprocess.run(["pgrep", "-P", str(sup)], capture_output=True)
-            return r.stdout.split()
-        self.assertTrue(wait_for(lambda: len(children()) == 1, 10),
+        self.assertTrue(wait_for(lambda: len(self.supervisor_children(sup)) == 1, 10),
                         "the job was never reaped (no pidfd: SIGCHLD must do it)")
 
     def test_a_big_recursive_remove_holds_nothing_else(self):
@@ -713,15 +696,10 @@ class LongOperations(unittest.TestCase):
                        " for j in range(1000): open(d + '/f%d' % j, 'w').close()"],
                       self.dirs, timeout=300)
         self.assertEqual(r.returncode, 0, r.stderr)
-        sup = json.loads(run_nsbox(["inspect", self.id], self.dirs, check=True).stdout)
-        init = int(subprocess.run(["pgrep", "-P", str(sup["supervisor_pid"])],
-                                  capture_output=True).stdout.split()[0])
+        (init,) = self.supervisor_children()
         big = f"/proc/{init}/root/workspace/big"
-        with socket.socket(socket.AF_UNIX) as s:
-            s.settimeout(120)
-            s.connect(os.path.join(self.dirs.state, self.id, "ctl"))
-            req = json.dumps({"v": 1, "op": "remove", "path": "big", "recursive": True})
-            s.sendall(struct.pack(">I", len(req)) + req.encode())
+        with control_socket(self.dirs, self.id, timeout=120) as s:
+            send_request(s, {"op": "remove", "path": "big", "recursive": True})
             # under way: the tree shrinks
             deadline = time.monotonic() + 60
             while len(os.listdir(big)) == 100:
@@ -731,8 +709,7 @@ class LongOperations(unittest.TestCase):
             ready, _, _ = select.select([s], [], [], 0)
             self.assertFalse(ready, "the exec was served only after the remove")
             self.assertTrue(os.path.exists(big), "the remove ended before the exec")
-            head = s.recv(4, socket.MSG_WAITALL)
-            reply = json.loads(s.recv(struct.unpack(">I", head)[0], socket.MSG_WAITALL))
+            reply = recv_reply(s)
         self.assertTrue(reply["ok"], reply)
         self.assertFalse(os.path.exists(big))
 

@@ -14,7 +14,8 @@ import time
 import unittest
 
 from nsbox_test import (CGROUP_V2_ONLY, NSBOX, Dirs, cgroup_leftovers, ensure_test_user, is_root,
-                        reachable_nsbox, run_nsbox, sandbox_cgroup_file, wait_for)
+                        control_socket, reachable_nsbox, recv_reply, run_nsbox,
+                        sandbox_cgroup_file, send_request, wait_for)
 
 
 def setUpModule():
@@ -462,13 +463,9 @@ class Lifecycle(SessionTest):
                              "echo one; echo two >&2").stdout)
 
         def logs(**kw):
-            with socket.socket(socket.AF_UNIX) as s:
-                s.settimeout(15)
-                s.connect(self.socket_path(sid))
-                msg = json.dumps({"v": 1, "op": "logs", "pid": pid, **kw}).encode()
-                s.sendall(struct.pack(">I", len(msg)) + msg)
-                head = s.recv(4, socket.MSG_WAITALL)
-                return json.loads(s.recv(struct.unpack(">I", head)[0], socket.MSG_WAITALL))
+            with control_socket(self.dirs, sid) as s:
+                send_request(s, {"op": "logs", "pid": pid, **kw})
+                return recv_reply(s)
 
         r = wait_for(lambda: (lambda r: r if r.get("eof") else None)(logs()))
         self.assertTrue(r, "the output pipes were never closed")

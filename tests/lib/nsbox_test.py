@@ -1,9 +1,12 @@
 """Helpers shared by the end-to-end and security tests: run the real nsbox binary, as root or
 as an unprivileged test user, each test with its own state and cache directories."""
 import atexit
+import json
 import os
 import pwd
 import shutil
+import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -345,3 +348,29 @@ def write_config(dirs, types, pool={"size": 0}):
         json.dump(cfg, f)
     os.chmod(path, 0o644)
     return {"NSBOX_CONFIG": path}
+
+
+# ---- the control socket (docs/protocol.md), for tests that speak it directly -------------------
+
+def control_socket(dirs, sid, timeout=20):
+    """A connection to sandbox sid's control socket."""
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(timeout)
+    s.connect(os.path.join(dirs.state, sid, "ctl"))
+    return s
+
+
+def send_request(s, req, fds=()):
+    """One framed request (a dict, or bytes as they are), with descriptors if any."""
+    body = req if isinstance(req, bytes) else json.dumps({"v": 1, **req}).encode()
+    s.sendmsg([struct.pack(">I", len(body)) + body],
+              [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("%di" % len(fds), *fds))]
+              if fds else [])
+
+
+def recv_reply(s):
+    """The next framed reply, as a dict."""
+    head = s.recv(4, socket.MSG_WAITALL)
+    if len(head) < 4:
+        raise ConnectionError("closed")
+    return json.loads(s.recv(struct.unpack(">I", head)[0], socket.MSG_WAITALL))
