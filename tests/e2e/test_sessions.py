@@ -467,8 +467,10 @@ class Lifecycle(SessionTest):
                 send_request(s, {"op": "logs", "pid": pid, **kw})
                 return recv_reply(s)
 
-        r = wait_for(lambda: (lambda r: r if r.get("eof") else None)(logs()))
-        self.assertTrue(r, "the output pipes were never closed")
+        # The pipes close (eof) a moment before the supervisor reaps the process (running
+        # turns false): wait for both.
+        r = wait_for(lambda: (lambda r: r if r.get("eof") and not r.get("running") else None)(logs()))
+        self.assertTrue(r, "the output pipes were never closed or the process never reaped")
         self.assertEqual((r["stdout"], r["stderr"], r["stdout_end"], r["stderr_end"],
                           r["truncated"], r["running"]), ("one\n", "two\n", 4, 4, False, False))
         r = logs(stdout_from=2, stderr_from=4)
