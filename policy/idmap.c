@@ -34,3 +34,14 @@ int nsbox_idmap_format(const struct nsbox_idmap *m, char *buf, size_t n, struct 
         return nsbox_err_set(e, NSBOX_E_INVALID, ENOSPC, "id map buffer too small");
     return r;
 }
+
+uint32_t nsbox_slot_window(uint32_t files, uint32_t slots)
+{
+    uint64_t w = 2 * (uint64_t)files + 64;
+    return w < slots ? (uint32_t)w : slots;
+}
+
+uint32_t nsbox_slot_probe(uint32_t start, uint32_t i, uint32_t window)
+{
+    return i < window ? (start + i) % window : i;
+}

@@ -31,4 +31,12 @@ int nsbox_idmap_compute(bool privileged, uint32_t caller_uid, uint32_t caller_gi
 /* The text written to /proc/PID/{uid,gid}_map. */
 int nsbox_idmap_format(const struct nsbox_idmap *m, char *buf, size_t n, struct nsbox_err *e);
 
+/* Where a new sandbox looks for a free uid slot (state.c): the first 2 * files + 64 slots,
+ * files being how many slot lock files exist (one per live sandbox, and some that gc has not
+ * removed yet), so that at least half of them are free; at most slots. */
+uint32_t nsbox_slot_window(uint32_t files, uint32_t slots);
+/* The i-th slot to try (0 <= i < slots), from start (< window) through the window in turn,
+ * then the slots past it in order: every slot exactly once. */
+uint32_t nsbox_slot_probe(uint32_t start, uint32_t i, uint32_t window);
+
 #endif

@@ -422,7 +422,7 @@ static int cmd_create(int argc, char **argv)
     }
     char id[NSBOX_ID_LEN + 1];
     struct nsbox_err ge;
-    nsbox_gc(false, &ge); /* cheap: a readdir and one flock per sandbox */
+    nsbox_gc_implicit(&ge); /* at most once a second: it visits every sandbox */
     if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_session_create(&spec, (int)owner_pid, NULL, id, &e) < 0) {
         nsbox_spec_free(&spec);
         if (json) {

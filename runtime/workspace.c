@@ -426,6 +426,34 @@ static uint64_t promised(int cache_fd, unsigned *count)
     return sum;
 }
 
+/* The backing files of sandboxes that died without their cleanup (SIGKILL): what they wrote
+ * holds the host's space until a gc. Only the files go, so that this is safe in the thread
+ * that makes a workspace (gc is not: cgroup discovery, nftables); gc removes the rest.
+ * Returns how many went. */
+static unsigned reclaim_dead(int cache_fd)
+{
+    char rt[PATH_MAX];
+    struct nsbox_err ignored;
+    if (nsbox_path_runtime_dir(rt, sizeof rt, &ignored) < 0)
+        return 0;
+    int dfd = openat(cache_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        return 0;
+    }
+    unsigned n = 0;
+    struct dirent *de;
+    char rel[NAME_MAX + 32], id[NSBOX_ID_LEN + 1];
+    while ((de = readdir(d)))
+        if (nsbox_state_cache_entry(de->d_name, id, rel) && !sandbox_alive(rt, id) &&
+            unlinkat(dirfd(d), rel, 0) == 0)
+            n++;
+    closedir(d);
+    return n;
+}
+
 /* Sandboxes waiting in the pool (docs/pool.md) are spare: they give way to a sandbox that is
  * wanted now. Deletes waiting ones until their promises cover deficit, and waits (5 s at most)
  * until their backing files are gone. A sandbox a run has just claimed refuses the delete and
@@ -480,9 +508,26 @@ static int check_free_space(int cache_fd, const char *cache_root, uint64_t bytes
         taken = overcommit ? 0 : promised(cache_fd, &others);
         if (avail >= taken && avail - taken >= bytes)
             return 0;
-        /* short by bytes + taken - avail: waiting pooled sandboxes give way, once */
-        if (pass > 0 || !evict || overcommit || !evict_pooled(cache_fd, bytes + taken - avail))
+        if (pass > 0)
             break;
+        /* Once more after what killed sandboxes wrote is freed (the rest of their leftovers
+         * waits for a gc: create's runs at most once a second, a one-shot run's never), and
+         * after waiting pooled sandboxes, short by bytes + taken - avail, give way. */
+        unsigned dead = reclaim_dead(cache_fd);
+        bool evicted = evict && !overcommit && evict_pooled(cache_fd, bytes + taken - avail);
+        if (!dead && !evicted)
+            break;
+        /* A dead sandbox's file is freed once its loop device lets go, which its namespace's
+         * end does a moment after its processes': up to 2 s. */
+        for (int t = 0; dead && t < 100; t++) {
+            if (fstatvfs(cache_fd, &sv) < 0)
+                break;
+            avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+            taken = overcommit ? 0 : promised(cache_fd, &others);
+            if (avail >= taken && avail - taken >= bytes)
+                return 0;
+            usleep(20000);
+        }
     }
     char want[32], free_[32], prom[32];
     format_size(bytes, want, sizeof want);

@@ -821,6 +821,51 @@ class Crashes(SessionTest):
         self.assertEqual(r.stderr.decode(), "nsbox: sandbox %s was deleted because its supervisor "
                          "ended without removing it (killed or crashed)\n" % sid)
 
+    def test_create_runs_its_gc_at_most_once_a_second(self):
+        # create's implicit gc opens and locks every sandbox's directory and uid slot: with
+        # 300 alive it doubled a create's time. It runs at most once a second per state
+        # directory (its stamp: <state>/gc.stamp); a stamp from the future (a clock set back)
+        # does not stop it.
+        stamp = os.path.join(self.dirs.state, "gc.stamp")
+
+        def killed():
+            sid = self.create()
+            os.kill(self.supervisor_pid(sid), signal.SIGKILL)
+
+            def lock_free():
+                fd = os.open(os.path.join(self.dirs.state, sid), os.O_RDONLY | os.O_DIRECTORY)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return True
+                except BlockingIOError:
+                    return False
+                finally:
+                    os.close(fd)
+            self.assertTrue(wait_for(lock_free), "the killed supervisor's lock stayed held")
+            return os.path.join(self.dirs.state, sid)
+
+        dead = killed()
+        for _ in range(5):  # the create must begin within the second of the stamp
+            open(stamp, "a").close()
+            os.utime(stamp)
+            started = time.monotonic()
+            self.create()
+            if time.monotonic() - started < 0.5:
+                break
+        else:
+            self.fail("five creates in a row took 0.5 s or more: cannot tell")
+        self.assertTrue(os.path.isdir(dead), "a gc ran within a second of the last")
+        future = time.time() + 3600
+        os.utime(stamp, (future, future))
+        self.create()
+        self.assertFalse(os.path.exists(dead), "a stamp from the future stopped the gc")
+        self.assertLess(os.stat(stamp).st_mtime, future - 60)
+        dead = killed()
+        past = time.time() - 5
+        os.utime(stamp, (past, past))
+        self.create()
+        self.assertFalse(os.path.exists(dead), "no gc a second after the last")
+
     def test_killed_supervisor_is_reported_before_any_gc(self):
         # The first request after the kill finds the socket with nobody listening: it says
         # so, and cleans up (the implicit gc), and the next one says the same.

@@ -447,6 +447,27 @@ class WorkspaceDisk(unittest.TestCase):
             {"NSBOX_CONFIG": os.path.join(self.dirs.base, "config.json")})
         self.assertEqual((r.returncode, r.stdout), (0, b"left-for-gc\ndone\n"), r.stderr)
 
+    def test_what_a_killed_sandbox_wrote_does_not_refuse_the_next(self):
+        # A sandbox killed with its supervisor leaves its backing file, with what it wrote,
+        # until a gc. A one-shot run runs none of its own, and create's runs at most once a
+        # second: the disk check runs one before it refuses. Here the dead sandbox wrote
+        # 100 MiB of a 220 MiB filesystem, and the next wants 150 MiB.
+        r = self.in_private_mount_ns(
+            'mount -t tmpfs -o size=220m tmpfs "$NSBOX_CACHE_DIR"\n'
+            '"$NSBOX" run --instance-type big -- sh -c '
+            '"head -c 100M /dev/zero > f && sync && echo written && sleep 60" > out & p=$!\n'
+            'until grep -q written out; do sleep 0.05; done\n'
+            'kill -9 $p; wait $p || true\n'
+            'df -m "$NSBOX_CACHE_DIR" | awk \'NR == 2 && $3 >= 100 { print "dead-holds-space" }\'\n'
+            '"$NSBOX" run --instance-type big -- true\n'
+            'echo ran\n'
+            'ls -A "$NSBOX_CACHE_DIR" | grep -v "^.workspace-templates$" || echo none-left\n',
+            write_config(self.dirs, {"big": {
+                "cpus": 1, "memory": "512MiB", "pids": 128, "disk": "150MiB"}}))
+        self.assertEqual((r.returncode, r.stdout), (0, b"dead-holds-space\nran\nnone-left\n"),
+                         r.stderr)
+        self.no_loop_left()
+
     def test_waiting_pooled_sandboxes_give_way(self):
         # A 220 MiB filesystem for the cache directory and a pool of two 100 MiB sandboxes
         # (docs/pool.md): they promise most of it while they wait. A sandbox wanted now gets

@@ -193,6 +193,44 @@ static void test_format_buffer_too_small(void **state)
     }
 }
 
+/* The slot search's window holds twice the existing lock files plus 64, never more slots than
+ * there are: so at least half of it is free (every live sandbox has its file). */
+static void test_slot_window(void **state)
+{
+    (void)state;
+    assert_int_equal(nsbox_slot_window(0, NSBOX_UID_SLOTS), 64);
+    assert_int_equal(nsbox_slot_window(300, NSBOX_UID_SLOTS), 664);
+    assert_int_equal(nsbox_slot_window(40000, NSBOX_UID_SLOTS), NSBOX_UID_SLOTS);
+    assert_int_equal(nsbox_slot_window(UINT32_MAX, NSBOX_UID_SLOTS), NSBOX_UID_SLOTS);
+    assert_int_equal(nsbox_slot_window(10, 20), 20);
+}
+
+/* Whatever the start, the probe order visits every slot exactly once: a free slot anywhere is
+ * found, and "all slots are in use" is said only when none is free. */
+static void test_slot_probe_visits_every_slot_once(void **state)
+{
+    (void)state;
+    const uint32_t slots = 300;
+    static unsigned char seen[300];
+    const uint32_t windows[] = {1, 64, 177, 300};
+    for (size_t w = 0; w < sizeof windows / sizeof windows[0]; w++) {
+        for (uint32_t start = 0; start < windows[w]; start += 7) {
+            memset(seen, 0, sizeof seen);
+            for (uint32_t i = 0; i < slots; i++) {
+                uint32_t s = nsbox_slot_probe(start, i, windows[w]);
+                assert_true(s < slots);
+                seen[s]++;
+                /* the window first: the search stays among the low slots while it can */
+                if (i < windows[w])
+                    assert_true(s < windows[w]);
+            }
+            for (uint32_t s = 0; s < slots; s++)
+                assert_int_equal(seen[s], 1);
+            assert_int_equal(nsbox_slot_probe(start, 0, windows[w]), start);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -205,6 +243,8 @@ int main(void)
         cmocka_unit_test(test_format_text),
         cmocka_unit_test(test_format_range_checks),
         cmocka_unit_test(test_format_buffer_too_small),
+        cmocka_unit_test(test_slot_window),
+        cmocka_unit_test(test_slot_probe_visits_every_slot_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
