@@ -15,6 +15,8 @@ equivalent:
                                      Python client's open/close); for scale, the same
                                      2 clients running one-shot bwrap sandboxes, bare
                                      namespaces (unshare), /bin/true
+  create with many alive             a create's time with 100 (quick) or 300 sandboxes alive,
+                                     against none
 
 Prints a markdown table; raw numbers as JSON to bench/results/sessions-<time>.json.
 Usage: bench/bench_sessions.py [--quick]   (NSBOX_BIN selects the binary)
@@ -261,6 +263,36 @@ def main():
                 pass
 
         out["creates_per_second_2_clients_python"] = rate(open_close, seconds)
+
+        # A create's time with many sandboxes alive against none (a create used to visit every
+        # sandbox: its gc and the uid slot search). Workspace overcommit, so that the host's
+        # disk does not refuse the many (docs/workspace.md); medians of wall times.
+        cfg = os.path.join(env.base, "overcommit.json")
+        with open(cfg, "w") as f:
+            json.dump({"workspace": {"overcommit": True}}, f)
+        many_env = dict(env.env, NSBOX_CONFIG=cfg)
+
+        def create_ms():
+            t = time.perf_counter_ns()
+            r = subprocess.run([NSBOX, "create"], capture_output=True, env=many_env, check=True)
+            return ms(time.perf_counter_ns() - t), r.stdout.decode().strip()
+
+        alive = 100 if QUICK else 300
+        made = []
+        try:
+            for n in (0, alive):
+                while len(made) < n:
+                    made.append(create_ms()[1])
+                xs = []
+                for _ in range(N // 2):
+                    x, sid = create_ms()
+                    xs.append(x)
+                    env.nsbox("rm", sid)
+                out[f"create_ms_with_{'none' if n == 0 else 'many'}_alive"] = stats(xs)
+            out["alive_for_create_ms"] = alive
+        finally:
+            for sid in made:
+                env.nsbox("rm", sid, check=False)
         # The same harness doing less, for scale on this machine: what 2 clients get through
         # per second when each "create" is only a one-shot bubblewrap sandbox, only the
         # namespaces (unshare), or nothing but an exec.
@@ -335,6 +367,9 @@ def main():
     print(f"| creates per second, 2 clients (create + rm) | {out['creates_per_second_2_clients']:.0f} | | >= 400 |")
     print(f"| the same through the Python client (`with LocalSandbox().open(): pass`) | "
           f"{out['creates_per_second_2_clients_python']:.0f} | | >= 400 |")
+    none, many = out["create_ms_with_none_alive"]["median"], out["create_ms_with_many_alive"]["median"]
+    print(f"| create (median ms) with none alive / with {out['alive_for_create_ms']} alive | "
+          f"{none:.2f} / {many:.2f} ({many / none:.2f} x) | | |")
     for name, what in (("bwrap", "one-shot bubblewrap sandboxes (`bwrap --unshare-all ... /bin/true`)"),
                        ("unshare", "namespaces alone (`unshare -Urpmnuic --fork /bin/true`)"),
                        ("true", "`/bin/true` alone")):
