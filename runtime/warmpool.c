@@ -463,6 +463,16 @@ void nsbox_pool_after_cold_run(const struct nsbox_spec *s)
 }
 
 
+static bool member_dir_exists(const char *id)
+{
+    char rt[PATH_MAX], dir[PATH_MAX + NSBOX_ID_LEN + 2];
+    struct nsbox_err e;
+    if (nsbox_path_runtime_dir(rt, sizeof rt, &e) < 0)
+        return true; /* cannot tell: counted, as before */
+    snprintf(dir, sizeof dir, "%s/%s", rt, id);
+    return access(dir, F_OK) == 0 || errno != ENOENT;
+}
+
 /* nsbox_pool_fill once the key is known: make member sandboxes until size wait. */
 static int fill_key(const struct pool_ctx *c, const struct nsbox_spec *member, unsigned size,
                     bool refill, long long since_ns, unsigned *ready, struct nsbox_err *e)
@@ -503,8 +513,11 @@ static int fill_key(const struct pool_ctx *c, const struct nsbox_spec *member, u
         if (drained && (refill || drained_since))
             return 0;
     }
+    /* The rest of the machine's leftovers at the pace of create's gc: a full one per fill,
+     * which follows every pooled run, visited every sandbox alive. This key's members are
+     * looked at here, each: a dead one (killed, or its ttl) is no member. */
     struct nsbox_err ge;
-    nsbox_gc(false, &ge); /* dead pooled sandboxes and their entries */
+    nsbox_gc_implicit(&ge);
     /* The sandbox gets the TERM of the run that takes it (nsbox_sandbox_env in
      * nsbox_pool_run), not the filler's. */
     unsetenv("TERM");
@@ -513,7 +526,13 @@ static int fill_key(const struct pool_ctx *c, const struct nsbox_spec *member, u
     struct dirent *de;
     while (d && (de = readdir(d))) {
         char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1];
-        if (nsbox_pool_entry_parse(de->d_name, key, id) && !strcmp(key, c->key))
+        if (!nsbox_pool_entry_parse(de->d_name, key, id) || strcmp(key, c->key))
+            continue;
+        /* Its state directory exists before the entry and outlives it (docs/pool.md): an
+         * entry without one, or whose sandbox gc_id removes now, goes. */
+        if (nsbox_gc_id(id, &ge) == 1 || !member_dir_exists(id))
+            unlinkat(dirfd(d), de->d_name, 0);
+        else
             have++;
     }
     if (d)
