@@ -396,7 +396,9 @@ static bool sandbox_alive(const char *rt, const char *id)
     return false;
 }
 
-static uint64_t promised(int cache_fd, unsigned *count)
+/* alive_only: without the promises of sandboxes that died without their cleanup, which takes a
+ * lock per sandbox; with them, an upper bound for one fstatat each. */
+static uint64_t promised(int cache_fd, bool alive_only, unsigned *count)
 {
     uint64_t sum = 0;
     *count = 0;
@@ -414,7 +416,8 @@ static uint64_t promised(int cache_fd, unsigned *count)
     struct dirent *de;
     char rel[NAME_MAX + 32], id[NSBOX_ID_LEN + 1];
     while ((de = readdir(d))) {
-        if (!nsbox_state_cache_entry(de->d_name, id, rel) || (rt[0] && !sandbox_alive(rt, id)))
+        if (!nsbox_state_cache_entry(de->d_name, id, rel) ||
+            (alive_only && rt[0] && !sandbox_alive(rt, id)))
             continue;
         uint64_t p;
         if (promise_at(dirfd(d), rel, &p)) {
@@ -430,8 +433,9 @@ static uint64_t promised(int cache_fd, unsigned *count)
  * holds the host's space until a gc. Only the files go, so that this is safe in the thread
  * that makes a workspace (gc is not: cgroup discovery, nftables); gc removes the rest.
  * Returns how many went. */
-static unsigned reclaim_dead(int cache_fd)
+static unsigned reclaim_dead(int cache_fd, uint64_t *held)
 {
+    *held = 0;
     char rt[PATH_MAX];
     struct nsbox_err ignored;
     if (nsbox_path_runtime_dir(rt, sizeof rt, &ignored) < 0)
@@ -446,10 +450,14 @@ static unsigned reclaim_dead(int cache_fd)
     unsigned n = 0;
     struct dirent *de;
     char rel[NAME_MAX + 32], id[NSBOX_ID_LEN + 1];
+    struct stat sb;
     while ((de = readdir(d)))
         if (nsbox_state_cache_entry(de->d_name, id, rel) && !sandbox_alive(rt, id) &&
-            unlinkat(dirfd(d), rel, 0) == 0)
+            fstatat(dirfd(d), rel, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode) &&
+            unlinkat(dirfd(d), rel, 0) == 0) {
+            *held += (uint64_t)sb.st_blocks * 512;
             n++;
+        }
     closedir(d);
     return n;
 }
@@ -495,38 +503,50 @@ static unsigned evict_pooled(int cache_fd, uint64_t deficit)
  * that fills its workspace takes up to its limit of the host's disk. Checked against the free
  * space minus what the other workspaces may still take; the caller holds the space lock until
  * its own backing file exists, so two creations cannot both count the same free space. */
+static bool fits(uint64_t avail, uint64_t taken, uint64_t bytes)
+{
+    return avail >= taken && avail - taken >= bytes;
+}
+
 static int check_free_space(int cache_fd, const char *cache_root, uint64_t bytes,
                             bool overcommit, bool evict, struct nsbox_err *e)
 {
     struct statvfs sv;
     uint64_t avail = 0, taken = 0;
     unsigned others = 0;
+    if (fstatvfs(cache_fd, &sv) < 0)
+        return nsbox_err_sys(e, "workspace: statvfs %s", cache_root);
+    avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+    /* First counting dead sandboxes' promises too, without a lock per sandbox: what passes
+     * so passes the exact count. */
+    if (fits(avail, overcommit ? 0 : promised(cache_fd, false, &others), bytes))
+        return 0;
     for (int pass = 0; pass < 2; pass++) {
         if (fstatvfs(cache_fd, &sv) < 0)
             return nsbox_err_sys(e, "workspace: statvfs %s", cache_root);
         avail = (uint64_t)sv.f_bavail * sv.f_frsize;
-        taken = overcommit ? 0 : promised(cache_fd, &others);
-        if (avail >= taken && avail - taken >= bytes)
+        taken = overcommit ? 0 : promised(cache_fd, true, &others);
+        if (fits(avail, taken, bytes))
             return 0;
         if (pass > 0)
             break;
         /* Once more after what killed sandboxes wrote is freed (the rest of their leftovers
          * waits for a gc: create's runs at most once a second, a one-shot run's never), and
          * after waiting pooled sandboxes, short by bytes + taken - avail, give way. */
-        unsigned dead = reclaim_dead(cache_fd);
+        uint64_t held;
+        unsigned dead = reclaim_dead(cache_fd, &held);
         bool evicted = evict && !overcommit && evict_pooled(cache_fd, bytes + taken - avail);
         if (!dead && !evicted)
             break;
         /* A dead sandbox's file is freed once its loop device lets go, which its namespace's
-         * end does a moment after its processes': up to 2 s. */
-        for (int t = 0; dead && t < 100; t++) {
+         * end does a moment after its processes': up to 2 s, when that space would do. */
+        for (int t = 0; dead && fits(avail + held, taken, bytes) && t < 100; t++) {
+            usleep(20000);
             if (fstatvfs(cache_fd, &sv) < 0)
                 break;
-            avail = (uint64_t)sv.f_bavail * sv.f_frsize;
-            taken = overcommit ? 0 : promised(cache_fd, &others);
-            if (avail >= taken && avail - taken >= bytes)
+            uint64_t now = (uint64_t)sv.f_bavail * sv.f_frsize;
+            if (fits(now, taken, bytes))
                 return 0;
-            usleep(20000);
         }
     }
     char want[32], free_[32], prom[32];
