@@ -531,6 +531,16 @@ int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e)
         st->dir[0] = '\0';
     }
     nsbox_closep(&st->lock_fd);
+    /* The slot's file goes while we hold its lock (a taker that opened it meanwhile finds its
+     * lock on a file no longer at the path, and tries again): slots are picked at random, and
+     * files left behind by every sandbox that ends would pile up until a gc. */
+    char dir[PATH_MAX], path[PATH_MAX + 16];
+    struct nsbox_err ignored;
+    if (st->slot_fd >= 0 && uid_slot_dir(dir, sizeof dir, &ignored) == 0) {
+        snprintf(path, sizeof path, "%s/%u", dir, st->slot);
+        if (nsbox_fd_is_at_path(st->slot_fd, path))
+            unlink(path);
+    }
     nsbox_closep(&st->slot_fd);
     return ret;
 }
@@ -610,7 +620,9 @@ int nsbox_gc_id(const char *id, struct nsbox_err *e)
  * and locks every live sandbox's directory and uid slot, which made a create with 300 alive
  * take twice as long as with none. What it removes waits a second at most: nothing depends on
  * it sooner (a dead sandbox holds no lock, no uid slot and no promise of disk space, and the
- * disk check runs a gc itself before it refuses; workspace.c check_free_space). The stamp
+ * disk check removes what dead sandboxes wrote before it refuses; workspace.c
+ * check_free_space). A dead sandbox's network address slot waits too: only a network.pool
+ * full to the last slot notices, and its error names gc. The stamp
  * is taken before the gc, so that concurrent creates do not all run one. */
 int nsbox_gc_implicit(struct nsbox_err *e)
 {
@@ -620,12 +632,14 @@ int nsbox_gc_implicit(struct nsbox_err *e)
         return -1;
     struct stat st;
     struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    if (stat(stamp, &st) == 0) {
-        int64_t age_ms = ((int64_t)now.tv_sec - st.st_mtim.tv_sec) * 1000 +
-                         (now.tv_nsec - st.st_mtim.tv_nsec) / 1000000;
-        if (age_ms >= 0 && age_ms < NSBOX_GC_INTERVAL_MS) /* a stamp from the future: a clock
-                                                            that went back; gc now */
+    if (lstat(stamp, &st) == 0 && clock_gettime(CLOCK_REALTIME, &now) == 0) {
+        /* the clock after the stamp: another create's stamp in between must not look like
+         * one from the future (a clock set back, for which the gc runs) */
+        int64_t s = (int64_t)now.tv_sec - (int64_t)st.st_mtim.tv_sec; /* no overflow: */
+        int64_t ms = s < -1 || s > NSBOX_GC_INTERVAL_MS / 1000 + 1 /* far off either way */
+                         ? -1
+                         : s * 1000 + (now.tv_nsec - st.st_mtim.tv_nsec) / 1000000;
+        if (ms >= 0 && ms < NSBOX_GC_INTERVAL_MS)
             return 0;
     }
     int fd = open(stamp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);

@@ -451,13 +451,22 @@ static unsigned reclaim_dead(int cache_fd, uint64_t *held)
     struct dirent *de;
     char rel[NAME_MAX + 32], id[NSBOX_ID_LEN + 1];
     struct stat sb;
-    while ((de = readdir(d)))
-        if (nsbox_state_cache_entry(de->d_name, id, rel) && !sandbox_alive(rt, id) &&
-            fstatat(dirfd(d), rel, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode) &&
-            unlinkat(dirfd(d), rel, 0) == 0) {
+    char dir[PATH_MAX];
+    while ((de = readdir(d))) {
+        if (!nsbox_state_cache_entry(de->d_name, id, rel) ||
+            (size_t)snprintf(dir, sizeof dir, "%s/%s", rt, id) >= sizeof dir)
+            continue;
+        /* Dead: its state directory is there and nobody holds its lock. Not one without a
+         * state directory: a runtime directory that shares this cache directory may hold it
+         * (XDG_RUNTIME_DIR set in one shell and not in another); gc decides about those. The
+         * lock is held while the file goes, so that nothing takes the directory meanwhile. */
+        cleanup_close int lk = nsbox_state_lock(dir);
+        if (lk >= 0 && fstatat(dirfd(d), rel, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(sb.st_mode) && unlinkat(dirfd(d), rel, 0) == 0) {
             *held += (uint64_t)sb.st_blocks * 512;
             n++;
         }
+    }
     closedir(d);
     return n;
 }
@@ -521,32 +530,33 @@ static int check_free_space(int cache_fd, const char *cache_root, uint64_t bytes
      * so passes the exact count. */
     if (fits(avail, overcommit ? 0 : promised(cache_fd, false, &others), bytes))
         return 0;
-    for (int pass = 0; pass < 2; pass++) {
+    /* Exactly: without dead sandboxes (a lock each). Then once more after what killed
+     * sandboxes wrote is freed (the rest of their leftovers waits for a gc: create's runs at
+     * most once a second, a one-shot run's never), and then once more after waiting pooled
+     * sandboxes, short by what is still missing, give way. */
+    for (int step = 0; step < 3; step++) {
         if (fstatvfs(cache_fd, &sv) < 0)
             return nsbox_err_sys(e, "workspace: statvfs %s", cache_root);
         avail = (uint64_t)sv.f_bavail * sv.f_frsize;
         taken = overcommit ? 0 : promised(cache_fd, true, &others);
         if (fits(avail, taken, bytes))
             return 0;
-        if (pass > 0)
-            break;
-        /* Once more after what killed sandboxes wrote is freed (the rest of their leftovers
-         * waits for a gc: create's runs at most once a second, a one-shot run's never), and
-         * after waiting pooled sandboxes, short by bytes + taken - avail, give way. */
-        uint64_t held;
-        unsigned dead = reclaim_dead(cache_fd, &held);
-        bool evicted = evict && !overcommit && evict_pooled(cache_fd, bytes + taken - avail);
-        if (!dead && !evicted)
-            break;
-        /* A dead sandbox's file is freed once its loop device lets go, which its namespace's
-         * end does a moment after its processes': up to 2 s, when that space would do. */
-        for (int t = 0; dead && fits(avail + held, taken, bytes) && t < 100; t++) {
-            usleep(20000);
-            if (fstatvfs(cache_fd, &sv) < 0)
+        if (step == 0) {
+            uint64_t held;
+            /* A dead sandbox's file is freed once its loop device lets go, which its
+             * namespace's end does a moment after its processes': up to 2 s, when that
+             * space would do. */
+            if (reclaim_dead(cache_fd, &held))
+                for (int t = 0; fits(avail + held, taken, bytes) && t < 100; t++) {
+                    usleep(20000);
+                    if (fstatvfs(cache_fd, &sv) < 0)
+                        break;
+                    if (fits((uint64_t)sv.f_bavail * sv.f_frsize, taken, bytes))
+                        return 0;
+                }
+        } else if (step == 1) {
+            if (!evict || overcommit || !evict_pooled(cache_fd, bytes + taken - avail))
                 break;
-            uint64_t now = (uint64_t)sv.f_bavail * sv.f_frsize;
-            if (fits(now, taken, bytes))
-                return 0;
         }
     }
     char want[32], free_[32], prom[32];

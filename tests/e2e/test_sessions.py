@@ -110,6 +110,29 @@ class Lifecycle(SessionTest):
         finally:
             other.cleanup()
 
+    def test_uid_slot_files_do_not_pile_up(self):
+        # A sandbox's uid slot is picked at random among the low free ones (a create no longer
+        # tries every live sandbox's slot from 0); the slot's lock file goes when the sandbox
+        # ends, or one-shot runs, which run no gc, would leave one file per slot they used.
+        uids = "/run/nsbox/uids" if is_root() else os.path.join(self.dirs.state, "uids")
+
+        def files():
+            return len(os.listdir(uids)) if os.path.isdir(uids) else 0
+        # (other sandboxes of the machine may come and go meanwhile: a little slack)
+        before = files()
+        for _ in range(20):
+            r = self.nsbox("run", "--", "true")
+            self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertLessEqual(files(), before + 3, "slot files left by one-shot runs")
+        # persistent ones too, with create's gc (which removes unheld slot files) just run
+        stamp = os.path.join(self.dirs.state, "gc.stamp")
+        before = files()
+        for _ in range(6):
+            open(stamp, "a").close()
+            os.utime(stamp)
+            self.assertEqual(self.nsbox("rm", self.create()).returncode, 0)
+        self.assertLessEqual(files(), before + 3, "slot files left by removed sandboxes")
+
     def test_commands_start_with_default_signals(self):
         # nsbox (and so init) ignores SIGPIPE; a command must not inherit that, nor a blocked
         # mask: a pipeline whose reader exits would otherwise never end its writer

@@ -450,7 +450,8 @@ class WorkspaceDisk(unittest.TestCase):
     def test_what_a_killed_sandbox_wrote_does_not_refuse_the_next(self):
         # A sandbox killed with its supervisor leaves its backing file, with what it wrote,
         # until a gc. A one-shot run runs none of its own, and create's runs at most once a
-        # second: the disk check runs one before it refuses. Here the dead sandbox wrote
+        # second: before it refuses, the disk check removes the backing files of sandboxes
+        # nobody holds the lock of, and looks again. Here the dead sandbox wrote
         # 100 MiB of a 220 MiB filesystem, and the next wants 150 MiB.
         r = self.in_private_mount_ns(
             'mount -t tmpfs -o size=220m tmpfs "$NSBOX_CACHE_DIR"\n'
