@@ -480,8 +480,9 @@ int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e)
      * slot's file is there while its sandbox lives, so at least half of those slots are free
      * and the search tries about two; the lowest free slot, found by trying from 0, cost one
      * open, flock and close per live sandbox below it (a create with 300 alive spent about 1
-     * ms on it). The files stay fewer than twice the most sandboxes alive at once, plus 64;
-     * gc removes those nobody holds. Past the window, the rest in turn, up to the last slot. */
+     * ms on it). A slot's file goes when its sandbox ends (nsbox_state_destroy), and gc removes
+     * those of killed sandboxes: the files are about as many as the sandboxes alive. Past the
+     * window, the rest in turn, up to the last slot. */
     uint32_t window = nsbox_slot_window(count_entries(dir), NSBOX_UID_SLOTS);
     uint32_t start = 0;
     if (getrandom(&start, sizeof start, GRND_NONBLOCK) != (ssize_t)sizeof start)

@@ -396,6 +396,16 @@ static bool sandbox_alive(const char *rt, const char *id)
     return false;
 }
 
+/* The directory cache_fd, to read (its own descriptor), or NULL. */
+static DIR *opendir_at(int cache_fd)
+{
+    int dfd = openat(cache_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+    if (!d && dfd >= 0)
+        close(dfd);
+    return d;
+}
+
 /* alive_only: without the promises of sandboxes that died without their cleanup, which takes a
  * lock per sandbox; with them, an upper bound for one fstatat each. */
 static uint64_t promised(int cache_fd, bool alive_only, unsigned *count)
@@ -406,13 +416,9 @@ static uint64_t promised(int cache_fd, bool alive_only, unsigned *count)
     struct nsbox_err ignored;
     if (nsbox_path_runtime_dir(rt, sizeof rt, &ignored) < 0)
         rt[0] = '\0';
-    int dfd = openat(cache_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
-    if (!d) {
-        if (dfd >= 0)
-            close(dfd);
+    DIR *d = opendir_at(cache_fd);
+    if (!d)
         return 0;
-    }
     struct dirent *de;
     char rel[NAME_MAX + 32], id[NSBOX_ID_LEN + 1];
     while ((de = readdir(d))) {
@@ -440,13 +446,9 @@ static unsigned reclaim_dead(int cache_fd, uint64_t *held)
     struct nsbox_err ignored;
     if (nsbox_path_runtime_dir(rt, sizeof rt, &ignored) < 0)
         return 0;
-    int dfd = openat(cache_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
-    if (!d) {
-        if (dfd >= 0)
-            close(dfd);
+    DIR *d = opendir_at(cache_fd);
+    if (!d)
         return 0;
-    }
     unsigned n = 0;
     struct dirent *de;
     char rel[NAME_MAX + 32], id[NSBOX_ID_LEN + 1];

@@ -18,8 +18,8 @@ import subprocess
 import time
 import unittest
 
-from nsbox_test import (NSBOX, Dirs, cgroup_leftovers, is_root, loop_devices_under, run_nsbox,
-                        wait_for)
+from nsbox_test import (NSBOX, Dirs, cgroup_leftovers, gc_just_ran, is_root, loop_devices_under,
+                        run_nsbox, state_lock_free, wait_for)
 
 
 def readline(p, timeout=10.0):
@@ -653,20 +653,9 @@ class Pool(unittest.TestCase):
         info = json.loads(self.nsbox("inspect", sid, check=True).stdout)
         os.kill(info["supervisor_pid"], signal.SIGKILL)
         sdir = os.path.join(self.dirs.state, sid)
-
-        def lock_free():
-            fd = os.open(sdir, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return True
-            except BlockingIOError:
-                return False
-            finally:
-                os.close(fd)
-        self.assertTrue(wait_for(lock_free), "the killed supervisor's lock stayed held")
-        stamp = os.path.join(self.dirs.state, "gc.stamp")
-        open(stamp, "a").close()
-        os.utime(stamp)  # a gc has just run: the fill's own is skipped
+        self.assertTrue(wait_for(lambda: state_lock_free(self.dirs, sid)),
+                        "the killed supervisor's lock stayed held")
+        gc_just_ran(self.dirs)  # the fill's own is skipped
         self.nsbox("pool", "fill", check=True)
         self.assertFalse(os.path.exists(sdir), "the dead member was left")
         ids = self.pooled()

@@ -14,8 +14,8 @@ import time
 import unittest
 
 from nsbox_test import (CGROUP_V2_ONLY, NSBOX, Dirs, cgroup_leftovers, ensure_test_user, is_root,
-                        control_socket, reachable_nsbox, recv_reply, run_nsbox,
-                        sandbox_cgroup_file, send_request, wait_for)
+                        control_socket, gc_just_ran, reachable_nsbox, recv_reply, run_nsbox,
+                        sandbox_cgroup_file, send_request, state_lock_free, wait_for)
 
 
 def setUpModule():
@@ -125,11 +125,9 @@ class Lifecycle(SessionTest):
             self.assertEqual(r.returncode, 0, r.stderr)
         self.assertLessEqual(files(), before + 3, "slot files left by one-shot runs")
         # persistent ones too, with create's gc (which removes unheld slot files) just run
-        stamp = os.path.join(self.dirs.state, "gc.stamp")
         before = files()
         for _ in range(6):
-            open(stamp, "a").close()
-            os.utime(stamp)
+            gc_just_ran(self.dirs)
             self.assertEqual(self.nsbox("rm", self.create()).returncode, 0)
         self.assertLessEqual(files(), before + 3, "slot files left by removed sandboxes")
 
@@ -849,28 +847,16 @@ class Crashes(SessionTest):
         # 300 alive it doubled a create's time. It runs at most once a second per state
         # directory (its stamp: <state>/gc.stamp); a stamp from the future (a clock set back)
         # does not stop it.
-        stamp = os.path.join(self.dirs.state, "gc.stamp")
-
         def killed():
             sid = self.create()
             os.kill(self.supervisor_pid(sid), signal.SIGKILL)
-
-            def lock_free():
-                fd = os.open(os.path.join(self.dirs.state, sid), os.O_RDONLY | os.O_DIRECTORY)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    return True
-                except BlockingIOError:
-                    return False
-                finally:
-                    os.close(fd)
-            self.assertTrue(wait_for(lock_free), "the killed supervisor's lock stayed held")
+            self.assertTrue(wait_for(lambda: state_lock_free(self.dirs, sid)),
+                            "the killed supervisor's lock stayed held")
             return os.path.join(self.dirs.state, sid)
 
         dead = killed()
         for _ in range(5):  # the create must begin within the second of the stamp
-            open(stamp, "a").close()
-            os.utime(stamp)
+            stamp = gc_just_ran(self.dirs)
             started = time.monotonic()
             self.create()
             if time.monotonic() - started < 0.5:

@@ -337,6 +337,29 @@ def loop_devices_under(prefix):
     return found
 
 
+def state_lock_free(dirs, sid):
+    """Whether nobody holds sandbox sid's lock (a flock on its state directory): how nsbox
+    tells a dead sandbox from a live one."""
+    import fcntl
+    fd = os.open(os.path.join(dirs.state, sid), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def gc_just_ran(dirs):
+    """Stamp the state directory as if create's gc had just run (it then skips its own for a
+    second: <state>/gc.stamp)."""
+    stamp = os.path.join(dirs.state, "gc.stamp")
+    open(stamp, "a").close()
+    os.utime(stamp)
+    return stamp
+
+
 def write_config(dirs, types, pool={"size": 0}):
     """A config file defining extra instance types and a pool section (the pool off unless
     given; None: no section, nsbox's default); returns the env that selects it."""
