@@ -982,24 +982,11 @@ class HostileRequests(SessionTest):
     """The control socket is the supervisor's attack surface from any process of its owner."""
 
     def connect(self, sid):
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(self.socket_path(sid))
-        s.settimeout(15)
-        return s
+        return control_socket(self.dirs, sid, timeout=15)
 
     def call(self, s, payload: bytes):
-        s.sendall(struct.pack(">I", len(payload)) + payload)
-        n = struct.unpack(">I", self.recv_exact(s, 4))[0]
-        return json.loads(self.recv_exact(s, n))
-
-    def recv_exact(self, s, n):
-        buf = b""
-        while len(buf) < n:
-            chunk = s.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("closed")
-            buf += chunk
-        return buf
+        send_request(s, payload)
+        return recv_reply(s)
 
     def test_waits_are_bounded_and_leave_room_for_others(self):
         # Each wait holds a connection: at most 48 at once, so that rm, ps and exec still
@@ -1012,7 +999,7 @@ class HostileRequests(SessionTest):
             for _ in range(48):
                 s = self.connect(sid)
                 waits.append(s)
-                s.sendall(struct.pack(">I", len(req)) + req)
+                send_request(s, req)
             # the supervisor reads each request in the poll round after its accept, in the
             # order of the accepts: the 49th comes after the 48 before it
             extra = self.connect(sid)
@@ -1027,8 +1014,7 @@ class HostileRequests(SessionTest):
             self.assertIn("already waits", r["error"]["message"])
             self.assertEqual(self.nsbox("kill", sid, pid, "KILL").returncode, 0)
             for s in waits[1:48]:  # every waiter hears of the end
-                n = struct.unpack(">I", self.recv_exact(s, 4))[0]
-                r = json.loads(self.recv_exact(s, n))
+                r = recv_reply(s)
                 self.assertEqual((r["ok"], r["exit_code"], r["timed_out"]), (True, 137, False))
         finally:
             for s in waits:
@@ -1064,10 +1050,9 @@ class HostileRequests(SessionTest):
         for payload in (b'{"v":1,"op":"nosuchop"}', b'{"v":1,"op":"exec","argv":"ls"}',
                         b"not json", b'{"v":1,"op":"ping"}'):
             r, w = os.pipe()
-            socket.send_fds(s, [struct.pack(">I", len(payload)) + payload], [w, w, w])
+            send_request(s, payload, [w, w, w])
             os.close(w)
-            n = struct.unpack(">I", self.recv_exact(s, 4))[0]
-            self.recv_exact(s, n)
+            recv_reply(s)
             ready, _, _ = select.select([r], [], [], 10)
             self.assertEqual(ready, [r], payload)
             self.assertEqual(os.read(r, 1), b"", payload)  # end of file: no copy is left open
@@ -1077,19 +1062,18 @@ class HostileRequests(SessionTest):
         for _ in range(100):
             r, w = os.pipe()
             bad = b'{"v":1,"op":"nosuchop"}'
-            socket.send_fds(s, [struct.pack(">I", len(bad)) + bad], [r, w])
+            send_request(s, bad, [r, w])
             os.close(r)
             os.close(w)
-            n = struct.unpack(">I", self.recv_exact(s, 4))[0]
-            self.recv_exact(s, n)
+            recv_reply(s)
         self.assertLess(len(os.listdir("/proc/%d/fd" % sup)), before + 10)
         # More descriptors than a request can carry (3): the kernel drops the rest; the request
         # is refused with that reason (not taken as one that came with fewer), all are closed.
         r, w = os.pipe()
         ping = b'{"v":1,"op":"ping"}'
-        socket.send_fds(s, [struct.pack(">I", len(ping)) + ping], [w, w, w, w, w])
+        send_request(s, ping, [w, w, w, w, w])
         os.close(w)
-        reply = json.loads(self.recv_exact(s, struct.unpack(">I", self.recv_exact(s, 4))[0]))
+        reply = recv_reply(s)
         self.assertEqual(reply["error"]["message"], "more than 3 descriptors came with the message")
         ready, _, _ = select.select([r], [], [], 10)
         self.assertEqual(os.read(r, 1), b"")
@@ -1101,8 +1085,7 @@ class HostileRequests(SessionTest):
         s = self.connect(sid)
         s.sendall(struct.pack(">I", 64 << 20))  # 64 MiB announced: refused, connection closed
         try:
-            n = struct.unpack(">I", self.recv_exact(s, 4))[0]
-            reply = json.loads(self.recv_exact(s, n))
+            reply = recv_reply(s)
             self.assertFalse(reply["ok"])
         except ConnectionError:
             pass
