@@ -510,15 +510,16 @@ static unsigned evict_pooled(int cache_fd, uint64_t deficit)
     return n;
 }
 
-/* The host must hold what every sandbox may write: backing files are sparse, so a sandbox
- * that fills its workspace takes up to its limit of the host's disk. Checked against the free
- * space minus what the other workspaces may still take; the caller holds the space lock until
- * its own backing file exists, so two creations cannot both count the same free space. */
+/* bytes more fit in avail, of which taken is promised to others */
 static bool fits(uint64_t avail, uint64_t taken, uint64_t bytes)
 {
     return avail >= taken && avail - taken >= bytes;
 }
 
+/* The host must hold what every sandbox may write: backing files are sparse, so a sandbox
+ * that fills its workspace takes up to its limit of the host's disk. Checked against the free
+ * space minus what the other workspaces may still take; the caller holds the space lock until
+ * its own backing file exists, so two creations cannot both count the same free space. */
 static int check_free_space(int cache_fd, const char *cache_root, uint64_t bytes,
                             bool overcommit, bool evict, struct nsbox_err *e)
 {
