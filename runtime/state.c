@@ -457,6 +457,12 @@ static int uid_slot_dir(char *out, size_t n, struct nsbox_err *e)
     return path_join(out, rt, "uids", e);
 }
 
+/* <dir>/<slot>: a uid slot's lock file. */
+static void slot_path(char *out, size_t n, const char *dir, uint32_t slot)
+{
+    snprintf(out, n, "%s/%u", dir, slot);
+}
+
 /* How many entries the directory dir holds (0 when it cannot be read). */
 static unsigned count_entries(const char *dir)
 {
@@ -491,7 +497,7 @@ int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e)
     bool made_dir = false;
     for (uint32_t i = 0; i < NSBOX_UID_SLOTS; i++) {
         uint32_t slot = nsbox_slot_probe(start, i, window);
-        snprintf(path, sizeof path, "%s/%u", dir, slot);
+        slot_path(path, sizeof path, dir, slot);
         int fd = lock_file(path, true);
         if (fd < 0 && errno == ENOENT && !made_dir) {
             if (nsbox_mkdir_p(dir, 0700, e) < 0)
@@ -535,10 +541,10 @@ int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e)
     /* The slot's file goes while we hold its lock (a taker that opened it meanwhile finds its
      * lock on a file no longer at the path, and tries again): slots are picked at random, and
      * files left behind by every sandbox that ends would pile up until a gc. */
-    char dir[PATH_MAX], path[PATH_MAX + 16];
+    char dir[PATH_MAX], path[PATH_MAX];
     struct nsbox_err ignored;
     if (st->slot_fd >= 0 && uid_slot_dir(dir, sizeof dir, &ignored) == 0) {
-        snprintf(path, sizeof path, "%s/%u", dir, st->slot);
+        slot_path(path, sizeof path, dir, st->slot);
         if (nsbox_fd_is_at_path(st->slot_fd, path))
             unlink(path);
     }
@@ -606,6 +612,13 @@ static int gc_one(const char *rt, const char *cache_root, const char *id, bool v
     return 1;
 }
 
+bool nsbox_state_dir_gone(const char *rt, const char *id)
+{
+    char dir[PATH_MAX];
+    struct nsbox_err ignored;
+    return path_join(dir, rt, id, &ignored) == 0 && access(dir, F_OK) < 0 && errno == ENOENT;
+}
+
 int nsbox_gc_id(const char *id, struct nsbox_err *e)
 {
     char rt[PATH_MAX], cache_root[PATH_MAX];
@@ -633,14 +646,13 @@ int nsbox_gc_implicit(struct nsbox_err *e)
         return -1;
     struct stat st;
     struct timespec now;
+    /* The clock after the stamp: another create's stamp in between must not look like one
+     * from the future (a clock set back, for which the gc runs). In floating point: a stamp
+     * with any time at all cannot overflow it. */
     if (lstat(stamp, &st) == 0 && clock_gettime(CLOCK_REALTIME, &now) == 0) {
-        /* the clock after the stamp: another create's stamp in between must not look like
-         * one from the future (a clock set back, for which the gc runs) */
-        int64_t s = (int64_t)now.tv_sec - (int64_t)st.st_mtim.tv_sec; /* no overflow: */
-        int64_t ms = s < -1 || s > NSBOX_GC_INTERVAL_MS / 1000 + 1 /* far off either way */
-                         ? -1
-                         : s * 1000 + (now.tv_nsec - st.st_mtim.tv_nsec) / 1000000;
-        if (ms >= 0 && ms < NSBOX_GC_INTERVAL_MS)
+        double age_ms = difftime(now.tv_sec, st.st_mtim.tv_sec) * 1e3 +
+                        (double)(now.tv_nsec - st.st_mtim.tv_nsec) / 1e6;
+        if (age_ms >= 0 && age_ms < NSBOX_GC_INTERVAL_MS)
             return 0;
     }
     int fd = open(stamp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
@@ -732,11 +744,10 @@ int nsbox_gc(bool verbose, struct nsbox_err *e)
     char pool[PATH_MAX];
     if (path_join(pool, rt, "pool", e) == 0 && (d = opendir(pool))) {
         struct dirent *de;
-        char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1], sdir[PATH_MAX];
+        char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1];
         struct stat st;
         while ((de = readdir(d))) {
-            if (nsbox_pool_entry_parse(de->d_name, key, id) && path_join(sdir, rt, id, e) == 0 &&
-                access(sdir, F_OK) < 0 && errno == ENOENT)
+            if (nsbox_pool_entry_parse(de->d_name, key, id) && nsbox_state_dir_gone(rt, id))
                 unlinkat(dirfd(d), de->d_name, 0);
             /* the auto mode's marks, and fillers' locks, of settings nobody has run for a
              * day (a lock only when nobody holds it: fill_key takes the file at the path) */

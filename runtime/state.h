@@ -106,5 +106,8 @@ int nsbox_gc(bool verbose, struct nsbox_err *e);
 int nsbox_gc_implicit(struct nsbox_err *e);
 /* The same for one sandbox id only (its lock free: removed, 1; alive or absent: 0). */
 int nsbox_gc_id(const char *id, struct nsbox_err *e);
+/* Whether sandbox id has no state directory in the runtime directory rt (ENOENT; anything
+ * else, such as a refused look, is not "gone"). */
+bool nsbox_state_dir_gone(const char *rt, const char *id);
 
 #endif

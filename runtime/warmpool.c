@@ -463,16 +463,6 @@ void nsbox_pool_after_cold_run(const struct nsbox_spec *s)
 }
 
 
-static bool member_dir_exists(const char *id)
-{
-    char rt[PATH_MAX], dir[PATH_MAX + NSBOX_ID_LEN + 2];
-    struct nsbox_err e;
-    if (nsbox_path_runtime_dir(rt, sizeof rt, &e) < 0)
-        return true; /* cannot tell: counted, as before */
-    snprintf(dir, sizeof dir, "%s/%s", rt, id);
-    return access(dir, F_OK) == 0 || errno != ENOENT;
-}
-
 /* nsbox_pool_fill once the key is known: make member sandboxes until size wait. */
 static int fill_key(const struct pool_ctx *c, const struct nsbox_spec *member, unsigned size,
                     bool refill, long long since_ns, unsigned *ready, struct nsbox_err *e)
@@ -522,6 +512,9 @@ static int fill_key(const struct pool_ctx *c, const struct nsbox_spec *member, u
      * nsbox_pool_run), not the filler's. */
     unsetenv("TERM");
     unsigned have = 0;
+    char rt[PATH_MAX];
+    if (nsbox_path_runtime_dir(rt, sizeof rt, &ge) < 0)
+        rt[0] = '\0'; /* cannot tell which are gone: all counted, as before */
     DIR *d = opendir(c->dir);
     struct dirent *de;
     while (d && (de = readdir(d))) {
@@ -530,7 +523,7 @@ static int fill_key(const struct pool_ctx *c, const struct nsbox_spec *member, u
             continue;
         /* Its state directory exists before the entry and outlives it (docs/pool.md): an
          * entry without one, or whose sandbox gc_id removes now, goes. */
-        if (nsbox_gc_id(id, &ge) == 1 || !member_dir_exists(id))
+        if (nsbox_gc_id(id, &ge) == 1 || (rt[0] && nsbox_state_dir_gone(rt, id)))
             unlinkat(dirfd(d), de->d_name, 0);
         else
             have++;

@@ -384,12 +384,21 @@ static uint64_t promise_of(int cache_fd, const char *id)
 /* What the live ext4 workspaces under cache_root may still write: each backing file's size
  * minus what it already holds (that part is already gone from the host's free space). */
 /* A sandbox that died without cleaning up (gc will) promises nothing more. */
-static bool sandbox_alive(const char *rt, const char *id)
+/* The lock of sandbox id in the runtime directory rt when nobody holds it (its owner died
+ * without its cleanup), else -1 with errno as nsbox_state_lock says. */
+static int dead_lock(const char *rt, const char *id)
 {
     char dir[PATH_MAX];
-    if ((size_t)snprintf(dir, sizeof dir, "%s/%s", rt, id) >= sizeof dir)
-        return true;
-    int fd = nsbox_state_lock(dir);
+    if ((size_t)snprintf(dir, sizeof dir, "%s/%s", rt, id) >= sizeof dir) {
+        errno = ENAMETOOLONG; /* unknown */
+        return -1;
+    }
+    return nsbox_state_lock(dir);
+}
+
+static bool sandbox_alive(const char *rt, const char *id)
+{
+    int fd = dead_lock(rt, id);
     if (fd < 0)
         return nsbox_state_maybe_alive(errno); /* unknown: counted */
     close(fd);
@@ -453,16 +462,14 @@ static unsigned reclaim_dead(int cache_fd, uint64_t *held)
     struct dirent *de;
     char rel[NAME_MAX + 32], id[NSBOX_ID_LEN + 1];
     struct stat sb;
-    char dir[PATH_MAX];
     while ((de = readdir(d))) {
-        if (!nsbox_state_cache_entry(de->d_name, id, rel) ||
-            (size_t)snprintf(dir, sizeof dir, "%s/%s", rt, id) >= sizeof dir)
+        if (!nsbox_state_cache_entry(de->d_name, id, rel))
             continue;
         /* Dead: its state directory is there and nobody holds its lock. Not one without a
          * state directory: a runtime directory that shares this cache directory may hold it
          * (XDG_RUNTIME_DIR set in one shell and not in another); gc decides about those. The
          * lock is held while the file goes, so that nothing takes the directory meanwhile. */
-        cleanup_close int lk = nsbox_state_lock(dir);
+        cleanup_close int lk = dead_lock(rt, id);
         if (lk >= 0 && fstatat(dirfd(d), rel, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
             S_ISREG(sb.st_mode) && unlinkat(dirfd(d), rel, 0) == 0) {
             *held += (uint64_t)sb.st_blocks * 512;
@@ -516,6 +523,34 @@ static bool fits(uint64_t avail, uint64_t taken, uint64_t bytes)
     return avail >= taken && avail - taken >= bytes;
 }
 
+/* Whether bytes are short on the cache directory's filesystem: 0 they fit, 1 they do not (avail,
+ * taken and others then say why), -1 its free space cannot be read. alive_only: promised(). */
+static int short_of(int cache_fd, uint64_t bytes, bool overcommit, bool alive_only,
+                    uint64_t *avail, uint64_t *taken, unsigned *others)
+{
+    struct statvfs sv;
+    if (fstatvfs(cache_fd, &sv) < 0)
+        return -1;
+    *avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+    *taken = overcommit ? 0 : promised(cache_fd, alive_only, others);
+    return !fits(*avail, *taken, bytes);
+}
+
+/* After reclaim_dead: a dead sandbox's file is freed once its loop device lets go, which its
+ * namespace's end does a moment after its processes'. Whether bytes fit within 2 s. */
+static bool wait_for_space(int cache_fd, uint64_t taken, uint64_t bytes)
+{
+    struct statvfs sv;
+    for (int t = 0; t < 100; t++) {
+        usleep(20000);
+        if (fstatvfs(cache_fd, &sv) < 0)
+            return false;
+        if (fits((uint64_t)sv.f_bavail * sv.f_frsize, taken, bytes))
+            return true;
+    }
+    return false;
+}
+
 /* The host must hold what every sandbox may write: backing files are sparse, so a sandbox
  * that fills its workspace takes up to its limit of the host's disk. Checked against the free
  * space minus what the other workspaces may still take; the caller holds the space lock until
@@ -523,45 +558,27 @@ static bool fits(uint64_t avail, uint64_t taken, uint64_t bytes)
 static int check_free_space(int cache_fd, const char *cache_root, uint64_t bytes,
                             bool overcommit, bool evict, struct nsbox_err *e)
 {
-    struct statvfs sv;
-    uint64_t avail = 0, taken = 0;
+    uint64_t avail = 0, taken = 0, held = 0;
     unsigned others = 0;
-    if (fstatvfs(cache_fd, &sv) < 0)
-        return nsbox_err_sys(e, "workspace: statvfs %s", cache_root);
-    avail = (uint64_t)sv.f_bavail * sv.f_frsize;
     /* First counting dead sandboxes' promises too, without a lock per sandbox: what passes
-     * so passes the exact count. */
-    if (fits(avail, overcommit ? 0 : promised(cache_fd, false, &others), bytes))
+     * so passes the exact count. Then exactly (a lock each). Then after what killed sandboxes
+     * wrote is freed (the rest of their leftovers waits for a gc: create's runs at most once a
+     * second, a one-shot run's never), waiting for it only when it would do. Then after
+     * waiting pooled sandboxes, short by what is still missing, give way. */
+#define SHORT(alive_only) short_of(cache_fd, bytes, overcommit, alive_only, &avail, &taken, &others)
+    int r = SHORT(false);
+    if (r == 1)
+        r = SHORT(true);
+    if (r == 1 && reclaim_dead(cache_fd, &held))
+        r = fits(avail + held, taken, bytes) && wait_for_space(cache_fd, taken, bytes) ? 0
+                                                                                  : SHORT(true);
+    if (r == 1 && evict && !overcommit && evict_pooled(cache_fd, bytes + taken - avail))
+        r = SHORT(true);
+#undef SHORT
+    if (r < 0)
+        return nsbox_err_sys(e, "workspace: statvfs %s", cache_root);
+    if (r == 0)
         return 0;
-    /* Exactly: without dead sandboxes (a lock each). Then once more after what killed
-     * sandboxes wrote is freed (the rest of their leftovers waits for a gc: create's runs at
-     * most once a second, a one-shot run's never), and then once more after waiting pooled
-     * sandboxes, short by what is still missing, give way. */
-    for (int step = 0; step < 3; step++) {
-        if (fstatvfs(cache_fd, &sv) < 0)
-            return nsbox_err_sys(e, "workspace: statvfs %s", cache_root);
-        avail = (uint64_t)sv.f_bavail * sv.f_frsize;
-        taken = overcommit ? 0 : promised(cache_fd, true, &others);
-        if (fits(avail, taken, bytes))
-            return 0;
-        if (step == 0) {
-            uint64_t held;
-            /* A dead sandbox's file is freed once its loop device lets go, which its
-             * namespace's end does a moment after its processes': up to 2 s, when that
-             * space would do. */
-            if (reclaim_dead(cache_fd, &held))
-                for (int t = 0; fits(avail + held, taken, bytes) && t < 100; t++) {
-                    usleep(20000);
-                    if (fstatvfs(cache_fd, &sv) < 0)
-                        break;
-                    if (fits((uint64_t)sv.f_bavail * sv.f_frsize, taken, bytes))
-                        return 0;
-                }
-        } else if (step == 1) {
-            if (!evict || overcommit || !evict_pooled(cache_fd, bytes + taken - avail))
-                break;
-        }
-    }
     char want[32], free_[32], prom[32];
     format_size(bytes, want, sizeof want);
     format_size(avail, free_, sizeof free_);

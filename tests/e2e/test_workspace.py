@@ -469,6 +469,22 @@ class WorkspaceDisk(unittest.TestCase):
                          r.stderr)
         self.no_loop_left()
 
+    def test_a_backing_file_without_a_state_directory_here_is_not_reclaimed(self):
+        # The reclaim above takes only the files of sandboxes whose state directory is there
+        # and unlocked. A file without one may be a live sandbox's of another runtime directory
+        # sharing this cache directory (XDG_RUNTIME_DIR set in one shell, not in another):
+        # the run is refused and the file stays (gc decides about it).
+        r = self.in_private_mount_ns(
+            'mount -t tmpfs -o size=220m tmpfs "$NSBOX_CACHE_DIR"\n'
+            'head -c 100M /dev/zero > "$NSBOX_CACHE_DIR/0123456789ab.ext4"\n'
+            'if "$NSBOX" run --instance-type big -- true; then echo RAN; fi\n'
+            'test -s "$NSBOX_CACHE_DIR/0123456789ab.ext4" && echo kept\n',
+            write_config(self.dirs, {"big": {
+                "cpus": 1, "memory": "512MiB", "pids": 128, "disk": "150MiB"}}))
+        self.assertEqual((r.returncode, r.stdout), (0, b"kept\n"), r.stderr)
+        self.assertIn(b"are free on the filesystem", r.stderr)
+        self.no_loop_left()
+
     def test_waiting_pooled_sandboxes_give_way(self):
         # A 220 MiB filesystem for the cache directory and a pool of two 100 MiB sandboxes
         # (docs/pool.md): they promise most of it while they wait. A sandbox wanted now gets
