@@ -27,6 +27,11 @@ def setUpModule():
                                 "workspace here, tested in test_run_unprivileged.py")
 
 
+
+def big_type(disk):
+    """An instance type "big" with a disk limit of its own, for a small cache filesystem."""
+    return {"big": {"cpus": 1, "memory": "512MiB", "pids": 128, "disk": disk}}
+
 class WorkspaceDisk(unittest.TestCase):
     maxDiff = None
 
@@ -422,8 +427,7 @@ class WorkspaceDisk(unittest.TestCase):
             'b=$("$NSBOX" create --instance-type big)\n'
             '"$NSBOX" rm "$b"\n'
             'echo done\n',
-            {"NSBOX_CONFIG": write_config(self.dirs, {"big": {
-                "cpus": 1, "memory": "512MiB", "pids": 128, "disk": "150MiB"}})["NSBOX_CONFIG"]})
+            write_config(self.dirs, big_type("150MiB")))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout, b"done\n", r.stderr)
         self.assertIn(b"may still be written by the workspaces of 1 other sandbox ", r.stderr)
@@ -463,8 +467,7 @@ class WorkspaceDisk(unittest.TestCase):
             '"$NSBOX" run --instance-type big -- true\n'
             'echo ran\n'
             'ls -A "$NSBOX_CACHE_DIR" | grep -v "^.workspace-templates$" || echo none-left\n',
-            write_config(self.dirs, {"big": {
-                "cpus": 1, "memory": "512MiB", "pids": 128, "disk": "150MiB"}}))
+            write_config(self.dirs, big_type("150MiB")))
         self.assertEqual((r.returncode, r.stdout), (0, b"dead-holds-space\nran\nnone-left\n"),
                          r.stderr)
         self.no_loop_left()
@@ -479,8 +482,7 @@ class WorkspaceDisk(unittest.TestCase):
             'head -c 100M /dev/zero > "$NSBOX_CACHE_DIR/0123456789ab.ext4"\n'
             'if "$NSBOX" run --instance-type big -- true; then echo RAN; fi\n'
             'test -s "$NSBOX_CACHE_DIR/0123456789ab.ext4" && echo kept\n',
-            write_config(self.dirs, {"big": {
-                "cpus": 1, "memory": "512MiB", "pids": 128, "disk": "150MiB"}}))
+            write_config(self.dirs, big_type("150MiB")))
         self.assertEqual((r.returncode, r.stdout), (0, b"kept\n"), r.stderr)
         self.assertIn(b"are free on the filesystem", r.stderr)
         self.no_loop_left()
@@ -502,9 +504,7 @@ class WorkspaceDisk(unittest.TestCase):
             '"$NSBOX" rm "$a"\n'
             '"$NSBOX" pool drain >/dev/null\n'
             'echo done\n',
-            {"NSBOX_CONFIG": write_config(self.dirs, {"big": {
-                "cpus": 1, "memory": "512MiB", "pids": 128, "disk": "100MiB"}},
-                pool={"size": 2})["NSBOX_CONFIG"]})
+            write_config(self.dirs, big_type("100MiB"), pool={"size": 2}))
         self.assertEqual((r.returncode, r.stdout), (0, b"created\n1\n1\na-alive\ndone\n"),
                          r.stderr)
         self.assertIn(b"may still be written by the workspaces of 2 other sandboxes", r.stderr)
