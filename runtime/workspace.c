@@ -381,9 +381,6 @@ static uint64_t promise_of(int cache_fd, const char *id)
     return p;
 }
 
-/* What the live ext4 workspaces under cache_root may still write: each backing file's size
- * minus what it already holds (that part is already gone from the host's free space). */
-/* A sandbox that died without cleaning up (gc will) promises nothing more. */
 /* The lock of sandbox id in the runtime directory rt when nobody holds it (its owner died
  * without its cleanup), else -1 with errno as nsbox_state_lock says. */
 static int dead_lock(const char *rt, const char *id)
@@ -415,8 +412,11 @@ static DIR *opendir_at(int cache_fd)
     return d;
 }
 
-/* alive_only: without the promises of sandboxes that died without their cleanup, which takes a
- * lock per sandbox; with them, an upper bound for one fstatat each. */
+/* What the ext4 workspaces in the cache directory may still write: each backing file's size
+ * minus what it already holds (that part is already gone from the host's free space). A
+ * sandbox that died without its cleanup (gc will do it) promises nothing more: alive_only
+ * leaves it out, for a lock per sandbox; without alive_only, the sum is an upper bound for one
+ * fstatat each. */
 static uint64_t promised(int cache_fd, bool alive_only, unsigned *count)
 {
     uint64_t sum = 0;
@@ -537,18 +537,23 @@ static int short_of(int cache_fd, uint64_t bytes, bool overcommit, bool alive_on
 }
 
 /* After reclaim_dead: a dead sandbox's file is freed once its loop device lets go, which its
- * namespace's end does a moment after its processes'. Whether bytes fit within 2 s. */
-static bool wait_for_space(int cache_fd, uint64_t taken, uint64_t bytes)
+ * namespace's end does a moment after its processes'. Waits (2 s at most) until bytes fit or
+ * the freed space has arrived (avail is what was free before, held what the files held; 1 MiB
+ * of it may stay taken by the filesystem's own bookkeeping), so that what is still missing
+ * after it is measured, not guessed. */
+static void wait_for_space(int cache_fd, uint64_t avail, uint64_t held, uint64_t taken,
+                           uint64_t bytes)
 {
+    uint64_t slack = held < (1u << 20) ? held : (1u << 20);
     struct statvfs sv;
     for (int t = 0; t < 100; t++) {
-        usleep(20000);
         if (fstatvfs(cache_fd, &sv) < 0)
-            return false;
-        if (fits((uint64_t)sv.f_bavail * sv.f_frsize, taken, bytes))
-            return true;
+            return;
+        uint64_t now = (uint64_t)sv.f_bavail * sv.f_frsize;
+        if (fits(now, taken, bytes) || now + slack >= avail + held)
+            return;
+        usleep(20000);
     }
-    return false;
 }
 
 /* The host must hold what every sandbox may write: backing files are sparse, so a sandbox
@@ -563,15 +568,16 @@ static int check_free_space(int cache_fd, const char *cache_root, uint64_t bytes
     /* First counting dead sandboxes' promises too, without a lock per sandbox: what passes
      * so passes the exact count. Then exactly (a lock each). Then after what killed sandboxes
      * wrote is freed (the rest of their leftovers waits for a gc: create's runs at most once a
-     * second, a one-shot run's never), waiting for it only when it would do. Then after
-     * waiting pooled sandboxes, short by what is still missing, give way. */
+     * second, a one-shot run's never). Then after waiting pooled sandboxes, as many as cover
+     * what is still missing, give way. */
 #define SHORT(alive_only) short_of(cache_fd, bytes, overcommit, alive_only, &avail, &taken, &others)
     int r = SHORT(false);
     if (r == 1)
         r = SHORT(true);
-    if (r == 1 && reclaim_dead(cache_fd, &held))
-        r = fits(avail + held, taken, bytes) && wait_for_space(cache_fd, taken, bytes) ? 0
-                                                                                  : SHORT(true);
+    if (r == 1 && reclaim_dead(cache_fd, &held)) {
+        wait_for_space(cache_fd, avail, held, taken, bytes);
+        r = SHORT(true);
+    }
     if (r == 1 && evict && !overcommit && evict_pooled(cache_fd, bytes + taken - avail))
         r = SHORT(true);
 #undef SHORT

@@ -510,6 +510,36 @@ class WorkspaceDisk(unittest.TestCase):
         self.assertIn(b"may still be written by the workspaces of 2 other sandboxes", r.stderr)
         self.no_loop_left()
 
+    def test_pooled_sandboxes_give_way_only_for_what_the_reclaim_left_missing(self):
+        # (Pooled sandboxes are counted in the pool directory: `nsbox pool ls` runs a gc.)
+        # A 260 MiB filesystem: a sandbox writes 90 MiB and is killed with its supervisor,
+        # after two pooled 100 MiB sandboxes were made beside it (their fill allowed to
+        # overcommit). A one-shot run (which runs no gc) of 100 MiB then finds about 165 MiB
+        # free and 194 promised. Freeing the dead one's file leaves it 39 MiB short: one pooled
+        # sandbox covers that, and only one goes. Sized by the free space before the reclaim,
+        # both went.
+        r = self.in_private_mount_ns(
+            'mount -t tmpfs -o size=260m tmpfs "$NSBOX_CACHE_DIR"\n'
+            'python3 -c "import json,sys; c=json.load(open(sys.argv[1])); '
+            'c[\'pool\']={\'size\': 2}; c[\'workspace\']={\'overcommit\': True}; '
+            'json.dump(c, open(sys.argv[1] + \'.oc\', \'w\'))" "$NSBOX_CONFIG"\n'
+            '"$NSBOX" run --instance-type big -- sh -c '
+            '"head -c 90M /dev/zero > f && sync && echo written && sleep 60" > out & p=$!\n'
+            'until grep -q written out; do sleep 0.05; done\n'
+            'NSBOX_CONFIG="$NSBOX_CONFIG.oc" "$NSBOX" pool fill --instance-type big --size 2 '
+            '>/dev/null\n'
+            'kill -9 $p; wait $p || true\n'
+            'pooled() { echo pooled $(ls "$NSBOX_STATE_DIR/pool" | grep -vc "[.]"); }\n'
+            'pooled\n'
+            '"$NSBOX" run --instance-type big -- true\n'
+            'echo ran\n'
+            'pooled\n'
+            '"$NSBOX" pool drain >/dev/null\n',
+            write_config(self.dirs, big_type("100MiB")))
+        self.assertEqual((r.returncode, r.stdout), (0, b"pooled 2\nran\npooled 1\n"),
+                         r.stderr)
+        self.no_loop_left()
+
     def test_host_free_space_is_checked_first(self):
         # A limit larger than the host can hold is refused before anything is made.
         st = os.statvfs(self.dirs.cache)
