@@ -148,23 +148,45 @@ static int check_settings(struct nsbox_err *e)
     return 0;
 }
 
-struct flag_map {
-    const char *flag, *key;
+/* The sandbox OPTIONS of run and create (and pool fill), each with what it sets. */
+enum opt_kind {
+    OPT_SPEC,      /* a spec field: key */
+    OPT_SPEC_FILE, /* --spec: applied before every other option */
+    OPT_SCRIPT,    /* --setup-script: a file's content into setup_script */
+    OPT_TIMEOUT,   /* run only */
+    OPT_CWD,       /* run only */
 };
 
-static const struct flag_map spec_flags[] = {
-    {"--instance-type", "instance_type"},
-    {"--idle-timeout", "idle_timeout_seconds"},
-    {"--ttl", "ttl_seconds"},
-    {"--region", "region"},
-    {"--network", "network"},
-    {"--egress", "egress"},
-    {"--image", "image"},
-    {"--setup-timeout", "setup_script_timeout_seconds"},
-    {"--workspace", "workspace"},
-    {"-e", "env"},
-    {"--env", "env"},
+struct opt_def {
+    const char *flag, *key;
+    enum opt_kind kind;
 };
+
+static const struct opt_def sandbox_opts[] = {
+    {"--instance-type", "instance_type", OPT_SPEC},
+    {"--idle-timeout", "idle_timeout_seconds", OPT_SPEC},
+    {"--ttl", "ttl_seconds", OPT_SPEC},
+    {"--region", "region", OPT_SPEC},
+    {"--network", "network", OPT_SPEC},
+    {"--egress", "egress", OPT_SPEC},
+    {"--image", "image", OPT_SPEC},
+    {"--setup-timeout", "setup_script_timeout_seconds", OPT_SPEC},
+    {"--workspace", "workspace", OPT_SPEC},
+    {"-e", "env", OPT_SPEC},
+    {"--env", "env", OPT_SPEC},
+    {"--spec", NULL, OPT_SPEC_FILE},
+    {"--setup-script", "setup_script", OPT_SCRIPT},
+    {"--timeout", NULL, OPT_TIMEOUT},
+    {"--cwd", NULL, OPT_CWD},
+};
+
+static const struct opt_def *find_opt(const char *name)
+{
+    for (size_t k = 0; k < NSBOX_ARRAY_LEN(sandbox_opts); k++)
+        if (!strcmp(name, sandbox_opts[k].flag))
+            return &sandbox_opts[k];
+    return NULL;
+}
 
 /* Parse sandbox OPTIONS (shared by run and create). Returns 0 with *next at the first
  * non-option (after a "--"), 1 when help was printed, -1 with e filled, -2 after a usage error
@@ -215,10 +237,7 @@ static int parse_options(int argc, char **argv, struct nsbox_spec *spec,
         } else {
             snprintf(name, sizeof name, "%s", a);
         }
-        const char *key = NULL;
-        for (size_t k = 0; k < NSBOX_ARRAY_LEN(spec_flags); k++)
-            if (!strcmp(name, spec_flags[k].flag))
-                key = spec_flags[k].key;
+        const struct opt_def *opt = find_opt(name);
         if (run_opts && (!strcmp(name, "-i") || !strcmp(name, "-t") || !strcmp(name, "-it") ||
                          !strcmp(name, "-ti"))) {
             usage_error("run has no terminal or stdin flags (%s): its stdin is passed through "
@@ -227,17 +246,16 @@ static int parse_options(int argc, char **argv, struct nsbox_spec *spec,
                         name);
             return -2;
         }
-        bool run_only = !strcmp(name, "--timeout") || !strcmp(name, "--cwd");
-        if (run_only && !run_opts) {
-            usage_error(!strcmp(name, "--timeout")
+        if (!opt) {
+            usage_error("unknown option %s", name);
+            return -2;
+        }
+        if ((opt->kind == OPT_TIMEOUT || opt->kind == OPT_CWD) && !run_opts) {
+            usage_error(opt->kind == OPT_TIMEOUT
                             ? "%s is an option of run and exec, not of this command (a "
                               "sandbox's lifetime: --ttl S)"
                             : "%s is an option of run and exec, not of this command",
                         name);
-            return -2;
-        }
-        if (!key && !run_only && strcmp(name, "--spec") != 0 && strcmp(name, "--setup-script") != 0) {
-            usage_error("unknown option %s", name);
             return -2;
         }
         if (!val) {
@@ -247,23 +265,27 @@ static int parse_options(int argc, char **argv, struct nsbox_spec *spec,
             }
             val = argv[++i];
         }
-        char abs[PATH_MAX];
-        /* The spec takes absolute paths only; a relative one on the command line means
-         * relative to where nsbox was started. An image given by path has a '/' in it (a bare
-         * word is a stored image's name). */
-        bool rel_dir = key && val[0] && val[0] != '/' &&
-                       (!strcmp(key, "workspace") || (!strcmp(key, "image") && strchr(val, '/')));
-        if (rel_dir) {
-            if (!realpath(val, abs))
-                return nsbox_err_sys(e, "%s %s", name, val);
-            val = abs;
-        }
-        if (key) {
-            if (nsbox_spec_set(spec, key, val, e) < 0)
+        switch (opt->kind) {
+        case OPT_SPEC: {
+            char abs[PATH_MAX];
+            /* The spec takes absolute paths only; a relative one on the command line means
+             * relative to where nsbox was started. An image given by path has a '/' in it (a
+             * bare word is a stored image's name). */
+            bool rel_dir = val[0] && val[0] != '/' &&
+                           (!strcmp(opt->key, "workspace") ||
+                            (!strcmp(opt->key, "image") && strchr(val, '/')));
+            if (rel_dir) {
+                if (!realpath(val, abs))
+                    return nsbox_err_sys(e, "%s %s", name, val);
+                val = abs;
+            }
+            if (nsbox_spec_set(spec, opt->key, val, e) < 0)
                 return -1;
-        } else if (!strcmp(name, "--spec")) {
-            /* applied above */
-        } else if (!strcmp(name, "--setup-script")) {
+            break;
+        }
+        case OPT_SPEC_FILE: /* applied above */
+            break;
+        case OPT_SCRIPT: {
             size_t len;
             cleanup_free char *script = read_file_arg(val, NSBOX_SCRIPT_MAX, &len, e);
             if (script && strlen(script) != len)
@@ -271,21 +293,26 @@ static int parse_options(int argc, char **argv, struct nsbox_spec *spec,
                                      "--setup-script %s: contains a NUL byte", val);
             if (!script)
                 return nsbox_err_wrap(e, "--setup-script %s", val);
-            if (nsbox_spec_set(spec, "setup_script", script, e) < 0)
+            if (nsbox_spec_set(spec, opt->key, script, e) < 0)
                 return -1;
-        } else if (run_opts && !strcmp(name, "--timeout")) {
+            break;
+        }
+        case OPT_TIMEOUT:
             if (nsbox_parse_seconds(val, 365 * 86400, &run_opts->timeout_ms) < 0) {
                 usage_error("--timeout needs a number of seconds from 0 to 31536000 (a "
                             "year), not '%s'",
                             val);
                 return -2;
             }
-        } else if (run_opts && !strcmp(name, "--cwd")) {
+            break;
+        case OPT_CWD: {
             /* relative to /workspace, as for exec and the Python client */
             static char abs[PATH_MAX + 16];
             if (val[0] != '/')
                 snprintf(abs, sizeof abs, "/workspace/%s", val);
             run_opts->cwd = val[0] == '/' ? val : abs;
+            break;
+        }
         }
     }
     if (i < argc && !strcmp(argv[i], "--"))
