@@ -729,7 +729,10 @@ char *nsbox_netplan_gc_json(const char *listing, const char *id, bool *oom)
 
 struct slot_ctx {
     const struct nsbox_netpool *pool;
-    unsigned char *used;
+    unsigned char *used;                   /* free_slot: a bit per slot */
+    bool (*owner)(const char *id, void *); /* slot_owners: until it returns false */
+    void *owner_ctx;
+    bool stop;
 };
 
 static void slot_set(const cJSON *set, void *ctx)
@@ -743,14 +746,26 @@ static void slot_set(const cJSON *set, void *ctx)
         const char *comment;
         const cJSON *v = elem_value(el, &comment);
         struct in_addr a;
-        if (!cJSON_IsString(v) || inet_pton(AF_INET, v->valuestring, &a) != 1)
+        if (s->stop || !cJSON_IsString(v) || inet_pton(AF_INET, v->valuestring, &a) != 1)
             continue;
         uint32_t h = ntohl(a.s_addr);
         if (!in_net(h, s->pool->base, s->pool->prefix))
             continue;
         uint32_t idx = (h - s->pool->base) >> (32 - NSBOX_NET_SLOT_PREFIX);
-        s->used[idx / 8] |= (unsigned char)(1u << (idx % 8));
+        if (s->used)
+            s->used[idx / 8] |= (unsigned char)(1u << (idx % 8));
+        else if (comment && valid_id(comment))
+            s->stop = !s->owner(comment, s->owner_ctx);
     }
+}
+
+void nsbox_netplan_slot_owners(const char *listing, const struct nsbox_netpool *pool,
+                               bool (*fn)(const char *id, void *ctx), void *ctx)
+{
+    cleanup_cjson cJSON *root = listing ? cJSON_Parse(listing) : NULL;
+    struct slot_ctx s = {.pool = pool, .owner = fn, .owner_ctx = ctx};
+    if (root)
+        for_each_set(root, slot_set, &s);
 }
 
 int64_t nsbox_netplan_free_slot(const char *listing, const struct nsbox_netpool *pool,
@@ -761,7 +776,7 @@ int64_t nsbox_netplan_free_slot(const char *listing, const struct nsbox_netpool 
     cleanup_free unsigned char *used = calloc(n / 8 + 1, 1);
     if (!used)
         return -1;
-    struct slot_ctx s = {pool, used};
+    struct slot_ctx s = {.pool = pool, .used = used};
     if (root)
         for_each_set(root, slot_set, &s);
     for (uint32_t i = 0; i < n; i++) {

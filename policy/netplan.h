@@ -145,6 +145,10 @@ char *nsbox_netplan_gc_json(const char *listing, const char *id, bool *oom);
 /* From the same listing: a free slot of the pool, chosen from `rnd`; -1 when all are taken. */
 int64_t nsbox_netplan_free_slot(const char *listing, const struct nsbox_netpool *pool,
                                 uint32_t rnd);
+/* From the same listing: calls fn with the id of each taken slot of the pool (its comment, when
+ * that is a valid sandbox id) until fn returns false. */
+void nsbox_netplan_slot_owners(const char *listing, const struct nsbox_netpool *pool,
+                               bool (*fn)(const char *id, void *ctx), void *ctx);
 
 /* ---- files bound over the sandbox's /etc ----------------------------------------------------- */
 

@@ -5,9 +5,12 @@
 #include "net_impl.h"
 #include "netplan.h"
 #include "nftbatch.h"
+#include "paths.h"
+#include "state.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -70,6 +73,50 @@ int nsbox_net_table_remove(struct nsbox_nft *nft, const char *id, struct nsbox_e
     return nsbox_nft_run(nft, del, true, e);
 }
 
+/* A full pool: the slots of sandboxes killed with their supervisor (their state directory is
+ * in this runtime directory and nobody holds its lock) are taken back before the pool is
+ * called full. gc would free them, but create's runs at most once a second and a one-shot
+ * run's never. Only their elements go, under their lock; gc removes the rest. Up to 8, so
+ * that a pool of thousands of dead ones costs a create no more than a few listings. */
+#define RECLAIM_MAX 8
+
+struct reclaim {
+    char rt[PATH_MAX];
+    char ids[RECLAIM_MAX][NSBOX_ID_LEN + 1];
+    int locks[RECLAIM_MAX];
+    unsigned n;
+};
+
+static bool note_dead_owner(const char *id, void *ctx)
+{
+    struct reclaim *r = ctx;
+    if (!nsbox_state_valid_id(id))
+        return true;
+    int lk = nsbox_state_dead_lock(r->rt, id);
+    if (lk < 0)
+        return true; /* alive, unknown, or another runtime directory's */
+    memcpy(r->ids[r->n], id, NSBOX_ID_LEN + 1);
+    r->locks[r->n++] = lk;
+    return r->n < RECLAIM_MAX;
+}
+
+static unsigned reclaim_dead_slots(struct nsbox_nft *nft, const char *listing,
+                                   const struct nsbox_netpool *pool)
+{
+    struct reclaim r = {.n = 0};
+    struct nsbox_err e;
+    if (nsbox_path_runtime_dir(r.rt, sizeof r.rt, &e) < 0)
+        return 0;
+    nsbox_netplan_slot_owners(listing, pool, note_dead_owner, &r);
+    unsigned freed = 0;
+    for (unsigned i = 0; i < r.n; i++) {
+        if (nsbox_net_table_remove(nft, r.ids[i], &e) == 0)
+            freed++;
+        close(r.locks[i]);
+    }
+    return freed;
+}
+
 /* Sequence numbers of the element batches: each attempt of the add, then the removal. */
 #define SEQ_ADD(attempt) (1u + 16u * (uint32_t)(attempt))
 #define SEQ_DEL 4096u
@@ -77,7 +124,7 @@ int nsbox_net_table_remove(struct nsbox_nft *nft, const char *id, struct nsbox_e
 /* One transaction claims an address slot and adds the sandbox's elements. The slot is claimed
  * with `create element`, which the kernel refuses when it exists: concurrent creates (any
  * nsbox, any state directory) cannot share a slot, and a crashed nsbox's slot stays taken until
- * gc. The table is created the first time only (a failed batch costs the kernel an RCU grace
+ * gc, or until a create finds the pool full (reclaim_dead_slots). The table is created the first time only (a failed batch costs the kernel an RCU grace
  * period, several ms, so the common path must not fail). The elements go as a netlink batch
  * built by policy/nftbatch; libnftables is loaded only to create the table or to list the
  * taken slots. */
@@ -102,11 +149,16 @@ int nsbox_net_table_add(struct nsbox_nft *nft, struct nsbox_netplan *plan, bool 
             return 0;
         }
         if (e2.sys_errno == EEXIST) { /* the slot is taken: pick a free one */
-            cleanup_free char *listing = NULL;
-            if (nsbox_nft_list_json(nft, "set inet " NSBOX_NET_TABLE " sb_slot", &listing,
-                                    e) < 0)
-                return nsbox_err_wrap(e, "network");
-            int64_t f = nsbox_netplan_free_slot(listing, &plan->pool, random32());
+            int64_t f = -1;
+            for (int look = 0; look < 2 && f < 0; look++) {
+                cleanup_free char *listing = NULL;
+                if (nsbox_nft_list_json(nft, "set inet " NSBOX_NET_TABLE " sb_slot", &listing,
+                                        e) < 0)
+                    return nsbox_err_wrap(e, "network");
+                f = nsbox_netplan_free_slot(listing, &plan->pool, random32());
+                if (f < 0 && (look > 0 || !reclaim_dead_slots(nft, listing, &plan->pool)))
+                    break; /* full, and nothing to take back */
+            }
             if (f < 0)
                 return nsbox_err_set(e, NSBOX_E_SYS, EADDRNOTAVAIL,
                                      "network: all %u address slots of the sandbox pool are in "

@@ -182,6 +182,16 @@ int nsbox_state_lock(const char *dir)
     return lock_nb(fd);
 }
 
+int nsbox_state_dead_lock(const char *rt, const char *id)
+{
+    char dir[PATH_MAX];
+    if ((size_t)snprintf(dir, sizeof dir, "%s/%s", rt, id) >= sizeof dir) {
+        errno = ENAMETOOLONG; /* unknown */
+        return -1;
+    }
+    return nsbox_state_lock(dir);
+}
+
 int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum nsbox_ws_kind kind,
                        struct nsbox_err *e)
 {
@@ -635,9 +645,9 @@ int nsbox_gc_id(const char *id, struct nsbox_err *e)
  * take twice as long as with none. What it removes waits a second at most: nothing depends on
  * it sooner (a dead sandbox holds no lock, no uid slot and no promise of disk space, and the
  * disk check removes what dead sandboxes wrote before it refuses; workspace.c
- * check_free_space). A dead sandbox's network address slot waits too: only a network.pool
- * full to the last slot notices, and its error names gc. The stamp
- * is taken before the gc, so that concurrent creates do not all run one. */
+ * check_free_space), and a network.pool found full takes dead sandboxes' address slots back
+ * (net_table.c). The stamp is taken before the gc, so that concurrent creates do not all run
+ * one. */
 int nsbox_gc_implicit(struct nsbox_err *e)
 {
     char rt[PATH_MAX], stamp[PATH_MAX];

@@ -57,6 +57,9 @@ static inline bool nsbox_state_maybe_alive(int lock_errno)
 {
     return lock_errno != ENOENT && lock_errno != ENOTDIR;
 }
+/* The same for sandbox id of the runtime directory rt: its lock's fd when its owner died
+ * without its cleanup (SIGKILL), which gc would remove; hold it while taking what it left. */
+int nsbox_state_dead_lock(const char *rt, const char *id);
 /* Take a free uid slot (privileged only); held until nsbox_state_destroy. */
 int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e);
 /* Remove everything the sandbox left on the host (fresh workspace, state dir), release locks. */

@@ -381,21 +381,9 @@ static uint64_t promise_of(int cache_fd, const char *id)
     return p;
 }
 
-/* The lock of sandbox id in the runtime directory rt when nobody holds it (its owner died
- * without its cleanup), else -1 with errno as nsbox_state_lock says. */
-static int dead_lock(const char *rt, const char *id)
-{
-    char dir[PATH_MAX];
-    if ((size_t)snprintf(dir, sizeof dir, "%s/%s", rt, id) >= sizeof dir) {
-        errno = ENAMETOOLONG; /* unknown */
-        return -1;
-    }
-    return nsbox_state_lock(dir);
-}
-
 static bool sandbox_alive(const char *rt, const char *id)
 {
-    int fd = dead_lock(rt, id);
+    int fd = nsbox_state_dead_lock(rt, id);
     if (fd < 0)
         return nsbox_state_maybe_alive(errno); /* unknown: counted */
     close(fd);
@@ -469,7 +457,7 @@ static unsigned reclaim_dead(int cache_fd, uint64_t *held)
          * state directory: a runtime directory that shares this cache directory may hold it
          * (XDG_RUNTIME_DIR set in one shell and not in another); gc decides about those. The
          * lock is held while the file goes, so that nothing takes the directory meanwhile. */
-        cleanup_close int lk = dead_lock(rt, id);
+        cleanup_close int lk = nsbox_state_dead_lock(rt, id);
         if (lk >= 0 && fstatat(dirfd(d), rel, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
             S_ISREG(sb.st_mode) && unlinkat(dirfd(d), rel, 0) == 0) {
             *held += (uint64_t)sb.st_blocks * 512;

@@ -404,6 +404,40 @@ class Cleanup(NetTest):
         self.assertEqual(r.returncode, 0, r.stderr.decode())
         self.assertLabClean()
 
+    def test_a_full_pool_takes_back_a_killed_sandboxs_slot(self):
+        # A network.pool of one /30: one sandbox at a time. A live sandbox's slot is never
+        # taken; a sandbox killed with its supervisor keeps its slot until a gc, and a one-shot
+        # run runs none. The next sandbox that finds the pool full takes such a slot back
+        # (its state directory is there, its lock free) instead of failing.
+        cfg = os.path.join(self.dirs.base, "one-slot.json")
+        with open(cfg, "w") as f:
+            json.dump({"pool": {"size": 0}, "network": {"pool": "10.171.0.0/30"}}, f)
+        env = self.dirs.env({"NSBOX_RESOLV_CONF": lab.resolv, "NSBOX_CONFIG": cfg})
+        p = subprocess.Popen(lab.wrap([NSBOX, "run", "--network", "all", "--", "sleep", "60"]),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        try:
+            deadline = time.time() + 20
+            while time.time() < deadline and not lab.sandbox_links():
+                time.sleep(0.05)
+            self.assertTrue(lab.sandbox_links(), "the sandbox never came up")
+            busy = self.nsbox(["run", "--network", "all", "--", "true"],
+                              extra_env={"NSBOX_CONFIG": cfg})
+            self.assertEqual(busy.returncode, 125, busy.stderr.decode())
+            self.assertIn("all 1 address slots of the sandbox pool are in use",
+                          busy.stderr.decode())
+        finally:
+            p.send_signal(signal.SIGKILL)  # nsbox itself: its sandbox dies with it
+            p.wait()
+        self.assertTrue(lab.nft_table()["sb_slot"], "the killed sandbox's slot is gone already")
+        script = ("import socket; u=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+                  "u.connect(('%s', 9)); print(u.getsockname()[0])" % API)
+        r = self.nsbox(["run", "--network", "all", "--", "python3", "-c", script],
+                       extra_env={"NSBOX_CONFIG": cfg})
+        self.assertEqual((r.returncode, r.stdout), (0, b"10.171.0.2\n"), r.stderr.decode())
+        r = self.nsbox(["gc"])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        self.assertLabClean()
+
 
 class Unprivileged(NetTest):
     def test_all_allow_and_egress_refused_with_the_fix(self):

@@ -512,6 +512,46 @@ static void test_free_slot_skips_taken(void **state)
     assert_int_equal(nsbox_netplan_free_slot(NULL, &small, 1), 1);
 }
 
+struct owners {
+    char seen[4][16];
+    int n, stop_after;
+};
+
+static bool note_owner(const char *id, void *ctx)
+{
+    struct owners *o = ctx;
+    snprintf(o->seen[o->n++], sizeof o->seen[0], "%s", id);
+    return o->n < o->stop_after;
+}
+
+static void test_slot_owners_are_the_comments_of_the_pools_slots(void **state)
+{
+    (void)state;
+    struct nsbox_netpool p = default_pool();
+    struct owners o = {.stop_after = 4};
+    nsbox_netplan_slot_owners(listing, &p, note_owner, &o);
+    assert_int_equal(o.n, 2);
+    assert_string_equal(o.seen[0], "0123456789ab");
+    assert_string_equal(o.seen[1], "aaaaaaaaaaaa");
+    /* fn says when to stop */
+    struct owners one = {.stop_after = 1};
+    nsbox_netplan_slot_owners(listing, &p, note_owner, &one);
+    assert_int_equal(one.n, 1);
+    /* slots outside the pool are not its own; a comment that is no id is skipped */
+    struct nsbox_netpool other;
+    assert_int_equal(nsbox_netpool_parse("10.172.0.0/16", &other, NULL), 0);
+    struct owners none = {.stop_after = 4};
+    nsbox_netplan_slot_owners(listing, &other, note_owner, &none);
+    assert_int_equal(none.n, 0);
+    const char *odd = "{\"nftables\": [{\"set\": {\"family\": \"inet\", \"name\": \"sb_slot\", "
+                      "\"table\": \"nsbox\", \"elem\": [{\"elem\": {\"val\": \"10.171.0.0\", "
+                      "\"comment\": \"../../etc\"}}, \"10.171.0.8\"]}}]}";
+    nsbox_netplan_slot_owners(odd, &p, note_owner, &none);
+    nsbox_netplan_slot_owners("not json", &p, note_owner, &none);
+    nsbox_netplan_slot_owners(NULL, &p, note_owner, &none);
+    assert_int_equal(none.n, 0);
+}
+
 /* ---- /etc files ------------------------------------------------------------------------------ */
 
 static void test_etc_files(void **state)
@@ -580,6 +620,7 @@ int main(void)
         cmocka_unit_test(test_table_text),
         cmocka_unit_test(test_gc_json_removes_exactly_one_sandbox),
         cmocka_unit_test(test_free_slot_skips_taken),
+        cmocka_unit_test(test_slot_owners_are_the_comments_of_the_pools_slots),
         cmocka_unit_test(test_etc_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
