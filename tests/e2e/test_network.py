@@ -385,19 +385,27 @@ class Cleanup(NetTest):
                                         "sb_tcp"])
         self.assertLabClean()
 
-    def test_sigkill_then_gc(self):
-        env = self.dirs.env({"NSBOX_RESOLV_CONF": lab.resolv})
-        p = subprocess.Popen(lab.wrap([NSBOX, "run", "--network", "allow=api.lab.test",
-                                       "--egress", OTHER, "--", "sleep", "60"]),
+    def sleeping_run(self, net_args, extra_env=None):
+        """`nsbox run NET_ARGS -- sleep 60` in the lab, once its veth is up."""
+        env = self.dirs.env(dict({"NSBOX_RESOLV_CONF": lab.resolv}, **(extra_env or {})))
+        p = subprocess.Popen(lab.wrap([NSBOX, "run"] + net_args + ["--", "sleep", "60"]),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-        try:
-            deadline = time.time() + 20
-            while time.time() < deadline and not lab.sandbox_links():
-                time.sleep(0.05)
-            self.assertTrue(lab.sandbox_links(), "the sandbox never came up")
-        finally:
-            p.send_signal(signal.SIGKILL)  # nsbox itself: its sandbox dies with it
+        deadline = time.time() + 20
+        while time.time() < deadline and not lab.sandbox_links():
+            time.sleep(0.05)
+        if not lab.sandbox_links():
+            p.kill()
             p.wait()
+            self.fail("the sandbox never came up")
+        return p
+
+    @staticmethod
+    def sigkill(p):
+        p.send_signal(signal.SIGKILL)  # nsbox itself: its sandbox dies with it
+        p.wait()
+
+    def test_sigkill_then_gc(self):
+        self.sigkill(self.sleeping_run(["--network", "allow=api.lab.test", "--egress", OTHER]))
         sets = lab.nft_table()
         self.assertTrue(sets["sb_slot"] and sets["sb_tcp"] and sets["sb_cidr"], sets)
         r = self.nsbox(["gc"])
@@ -412,22 +420,15 @@ class Cleanup(NetTest):
         cfg = os.path.join(self.dirs.base, "one-slot.json")
         with open(cfg, "w") as f:
             json.dump({"pool": {"size": 0}, "network": {"pool": "10.171.0.0/30"}}, f)
-        env = self.dirs.env({"NSBOX_RESOLV_CONF": lab.resolv, "NSBOX_CONFIG": cfg})
-        p = subprocess.Popen(lab.wrap([NSBOX, "run", "--network", "all", "--", "sleep", "60"]),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        p = self.sleeping_run(["--network", "all"], {"NSBOX_CONFIG": cfg})
         try:
-            deadline = time.time() + 20
-            while time.time() < deadline and not lab.sandbox_links():
-                time.sleep(0.05)
-            self.assertTrue(lab.sandbox_links(), "the sandbox never came up")
             busy = self.nsbox(["run", "--network", "all", "--", "true"],
                               extra_env={"NSBOX_CONFIG": cfg})
             self.assertEqual(busy.returncode, 125, busy.stderr.decode())
             self.assertIn("all 1 address slots of the sandbox pool are in use",
                           busy.stderr.decode())
         finally:
-            p.send_signal(signal.SIGKILL)  # nsbox itself: its sandbox dies with it
-            p.wait()
+            self.sigkill(p)
         self.assertTrue(lab.nft_table()["sb_slot"], "the killed sandbox's slot is gone already")
         script = ("import socket; u=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
                   "u.connect(('%s', 9)); print(u.getsockname()[0])" % API)

@@ -32,6 +32,15 @@ def big_type(disk):
     """An instance type "big" with a disk limit of its own, for a small cache filesystem."""
     return {"big": {"cpus": 1, "memory": "512MiB", "pids": 128, "disk": disk}}
 
+
+def writing_run(mib):
+    """Shell lines: a one-shot run of type "big" that writes mib MiB to its workspace, then
+    waits; $p is its nsbox (kill -9 $p: killed with its supervisor, as a crash would)."""
+    return ('"$NSBOX" run --instance-type big -- sh -c '
+            f'"head -c {mib}M /dev/zero > f && sync && echo written && sleep 60" > out & p=$!\n'
+            'until grep -q written out; do sleep 0.05; done\n')
+
+
 class WorkspaceDisk(unittest.TestCase):
     maxDiff = None
 
@@ -459,9 +468,7 @@ class WorkspaceDisk(unittest.TestCase):
         # 100 MiB of a 220 MiB filesystem, and the next wants 150 MiB.
         r = self.in_private_mount_ns(
             'mount -t tmpfs -o size=220m tmpfs "$NSBOX_CACHE_DIR"\n'
-            '"$NSBOX" run --instance-type big -- sh -c '
-            '"head -c 100M /dev/zero > f && sync && echo written && sleep 60" > out & p=$!\n'
-            'until grep -q written out; do sleep 0.05; done\n'
+            + writing_run(100) +
             'kill -9 $p; wait $p || true\n'
             'df -m "$NSBOX_CACHE_DIR" | awk \'NR == 2 && $3 >= 100 { print "dead-holds-space" }\'\n'
             '"$NSBOX" run --instance-type big -- true\n'
@@ -523,9 +530,7 @@ class WorkspaceDisk(unittest.TestCase):
             'python3 -c "import json,sys; c=json.load(open(sys.argv[1])); '
             'c[\'pool\']={\'size\': 2}; c[\'workspace\']={\'overcommit\': True}; '
             'json.dump(c, open(sys.argv[1] + \'.oc\', \'w\'))" "$NSBOX_CONFIG"\n'
-            '"$NSBOX" run --instance-type big -- sh -c '
-            '"head -c 90M /dev/zero > f && sync && echo written && sleep 60" > out & p=$!\n'
-            'until grep -q written out; do sleep 0.05; done\n'
+            + writing_run(90) +
             'NSBOX_CONFIG="$NSBOX_CONFIG.oc" "$NSBOX" pool fill --instance-type big --size 2 '
             '>/dev/null\n'
             'kill -9 $p; wait $p || true\n'
