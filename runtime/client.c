@@ -1064,12 +1064,15 @@ static int copy_range(int in, int out, off_t *off, off_t end, struct nsbox_err *
 }
 
 /* A sandbox's file (size bytes when the read was answered) to out. At most size bytes: a file
- * that grows meanwhile is cut there. Into a regular file holes stay holes, so that a sparse file
- * costs the host's disk what its data costs, not its apparent size (16 TiB in 4 KiB). */
-static int copy_out(int in, int out, uint64_t size, struct nsbox_err *e)
+ * that grows meanwhile is cut there. Into a regular file that cp opened itself (own, empty),
+ * holes stay holes, so that a sparse file costs the host's disk what its data costs, not its
+ * apparent size (16 TiB in 4 KiB). Anything else, stdout even when the shell made it a file
+ * (`>> log`, `{ ...; nsbox cp ID:f -; } > out`), gets every byte at its own offset: a seek
+ * and a truncate there cut what was written before. */
+static int copy_out(int in, int out, bool own, uint64_t size, struct nsbox_err *e)
 {
     struct stat st;
-    bool sparse = fstat(out, &st) == 0 && S_ISREG(st.st_mode);
+    bool sparse = own && fstat(out, &st) == 0 && S_ISREG(st.st_mode);
     off_t pos = 0, end = size > (uint64_t)INT64_MAX ? INT64_MAX : (off_t)size;
     while (pos < end) {
         off_t data = pos, hole = end;
@@ -1199,20 +1202,37 @@ int nsbox_cli_cp(int argc, char **argv)
         snprintf(target, sizeof target, "%s", argv[2]);
         if (strcmp(argv[2], "-") != 0 && stat(argv[2], &ds) == 0 && S_ISDIR(ds.st_mode))
             snprintf(target, sizeof target, "%s/%s", argv[2], base_name(spath));
+        /* -p: the host's missing directories too, as the caller's umask gives them; "DIR/"
+         * is a directory to make, the file going into it under its own name */
+        char *slash = strrchr(target, '/');
+        size_t tl = strlen(target);
+        if (parents && strcmp(argv[2], "-") != 0 && slash && slash != target) {
+            *slash = '\0';
+            int made = nsbox_mkdir_p(target, 0777, &e);
+            *slash = '/';
+            if (made < 0) {
+                close(rfd);
+                return fail(&e);
+            }
+            if (slash == target + tl - 1)
+                snprintf(target + tl, sizeof target - tl, "%s", base_name(spath));
+        }
         int out = !strcmp(argv[2], "-") ? 1
                                          : open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
                                                 mode);
         if (out < 0) {
             size_t tl = strlen(target);
             if (errno == EISDIR && tl && target[tl - 1] == '/') /* "DIR/" that does not exist */
-                nsbox_err_set(&e, NSBOX_E_SYS, ENOENT, "cannot write %s: no such directory",
-                              target);
+                nsbox_err_set(&e, NSBOX_E_SYS, ENOENT,
+                              "cannot write %s: no such directory (cp -p makes it)", target);
+            else if (errno == ENOENT && !parents)
+                nsbox_err_sys(&e, "cannot write %s (cp -p makes missing directories)", target);
             else
                 nsbox_err_sys(&e, "cannot write %s", target);
             close(rfd);
             return fail(&e);
         }
-        r = copy_out(rfd, out, (uint64_t)size, &e);
+        r = copy_out(rfd, out, out != 1, (uint64_t)size, &e);
         close(rfd);
         if (out != 1 && close(out) < 0 && r == 0)
             r = nsbox_err_sys(&e, "cannot write %s", target);

@@ -159,6 +159,15 @@ class FilesTest(unittest.TestCase):
         self.assertEqual(self.nsbox("cp", f"{self.id}:data/report.csv", out).returncode, 0)
         with open(os.path.join(out, "report.csv"), "rb") as f:
             self.assertEqual(f.read(), b"a,b\n")
+        # -p on the host's side too: DST's missing directories, or DIR/ itself
+        r = self.nsbox("cp", f"{self.id}:data/report.csv", self.host("new/deep/r.csv"))
+        self.assertFails(r, "cp -p makes missing directories")
+        for dst in ("new/deep/r.csv", "new/other/"):
+            r = self.nsbox("cp", "-p", f"{self.id}:data/report.csv", self.host(dst))
+            self.assertEqual(r.returncode, 0, r.stderr)
+        for got in ("new/deep/r.csv", "new/other/report.csv"):
+            with open(self.host(got), "rb") as f:
+                self.assertEqual(f.read(), b"a,b\n")
         # an executable stays one, both ways (out of the sandbox it became 0644)
         tool = self.put("tool.sh", b"#!/bin/sh\necho tool\n", mode=0o750)
         self.assertEqual(self.nsbox("cp", tool, f"{self.id}:tool.sh").returncode, 0)
@@ -212,6 +221,27 @@ class FilesTest(unittest.TestCase):
         self.sh("truncate -s 100000 small-sparse; printf end >> small-sparse")
         r = self.nsbox("cp", f"{self.id}:small-sparse", "-")
         self.assertEqual(r.stdout, b"\0" * 100000 + b"end", r.stderr)
+
+    def test_cp_to_stdout_writes_where_stdout_is(self):
+        # stdout that the shell made a regular file is not cp's own: `>> log` appends, and
+        # what a group wrote before stays. The sparse copy once seeked it to 0 and cut it to
+        # the copy's size: the log's start was overwritten, then cut off.
+        self.sh("printf data > f; truncate -s 4096 holes; printf end >> holes")
+        log = self.put("log.txt", b"previous content\n")
+        r = subprocess.run(["sh", "-c", f'"$NSBOX" cp {self.id}:f - >> "$1"', "sh", log],
+                           env=dict(self.dirs.env(), NSBOX=NSBOX), capture_output=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(log, "rb") as f:
+            self.assertEqual(f.read(), b"previous content\ndata")
+        out = self.host("group.txt")
+        r = subprocess.run(["sh", "-c", f'{{ echo before; "$NSBOX" cp {self.id}:holes -; '
+                                        f'echo after; }} > "$1"', "sh", out],
+                           env=dict(self.dirs.env(), NSBOX=NSBOX), capture_output=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(out, "rb") as f:
+            self.assertEqual(f.read(), b"before\n" + b"\0" * 4096 + b"end" + b"after\n")
 
     def test_one_gib_streams_in_bounded_memory(self):
         pid = self.supervisor_pid()
