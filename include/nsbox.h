@@ -29,6 +29,7 @@ enum nsbox_errcode {
     NSBOX_E_DELETED = 8, /* sandbox was deleted (ttl, rm) */
     NSBOX_E_EXEC = 9,    /* the command could not be executed (126/127) */
     NSBOX_E_NOSPACE = 10, /* the workspace's disk (bytes or inodes) is full */
+    NSBOX_E_BUSY = 11,    /* the sandbox has as much under way as it takes: retry later */
 };
 
 struct nsbox_err {

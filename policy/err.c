@@ -96,6 +96,7 @@ const char *nsbox_errcode_name(int code)
     case NSBOX_E_DELETED: return "deleted";
     case NSBOX_E_EXEC: return "exec";
     case NSBOX_E_NOSPACE: return "no_space";
+    case NSBOX_E_BUSY: return "busy";
     }
     return "unknown";
 }

@@ -110,14 +110,49 @@ static struct nsbox_err *lost_why(const char *id, struct nsbox_err *e)
     return e;
 }
 
+/* A sandbox with as much under way as it takes refuses more with "busy" before it starts
+ * anything (supervisor.c refuse_if_busy): such a request is sent again, after 5 ms, then up to
+ * 200 ms apart, for BUSY_RETRY_S at most; then the refusal is the answer. *waited_ms counts. */
+#define BUSY_RETRY_S 60
+static bool again_if_busy(cJSON **reply, int *sock, unsigned *waited_ms)
+{
+    const cJSON *err = *reply ? cJSON_GetObjectItemCaseSensitive(*reply, "error") : NULL;
+    const cJSON *code = err ? cJSON_GetObjectItemCaseSensitive(err, "code") : NULL;
+    if (!cJSON_IsString(code) || strcmp(code->valuestring, "busy") != 0 ||
+        *waited_ms >= BUSY_RETRY_S * 1000u)
+        return false;
+    unsigned pause = *waited_ms < 5 ? 5 : *waited_ms > 200 ? 200 : *waited_ms;
+    cJSON_Delete(*reply);
+    *reply = NULL;
+    nsbox_closep(sock);
+    usleep(pause * 1000u);
+    *waited_ms += pause;
+    return true;
+}
+
+/* Send a request. A supervisor with every connection taken answers "busy" and hangs up
+ * without reading: a send that fails for that is no answer, the reply is read as usual (one
+ * that is not there is a hang-up, which lost_why explains). */
+static int send_req(int sock, cJSON *req, const int *fds, size_t nfds, struct nsbox_err *e)
+{
+    if (nsbox_proto_send_obj(sock, req, fds, nfds, e) == 0)
+        return 0;
+    return e->sys_errno == EPIPE || e->sys_errno == ECONNRESET ? 0 : -1;
+}
+
 /* One request on a connection of its own; the reply within seconds. */
 static int call_within(const char *id, cJSON *req, int seconds, cJSON **reply, struct nsbox_err *e)
 {
     *reply = NULL;
-    cleanup_close int sock = nsbox_session_connect(id, e);
-    if (sock < 0 || nsbox_proto_send_obj(sock, req, NULL, 0, e) < 0)
-        return -1;
-    return recv_reply_within(sock, id, seconds, reply, e);
+    cleanup_close int sock = -1;
+    unsigned waited_ms = 0;
+    do {
+        sock = nsbox_session_connect(id, e);
+        if (sock < 0 || send_req(sock, req, NULL, 0, e) < 0 ||
+            recv_reply_within(sock, id, seconds, reply, e) < 0)
+            return -1;
+    } while (again_if_busy(reply, &sock, &waited_ms));
+    return 0;
 }
 
 /* One request and its reply (within ANSWER_S) on a connection of its own; an error reply
@@ -141,13 +176,20 @@ static int simple_call(const char *id, cJSON *req, cJSON **reply, struct nsbox_e
  * 4 s; a teardown that takes longer is finished by the supervisor, or by gc if it dies). */
 static int delete_sandbox(const char *id, bool wait, struct nsbox_err *e)
 {
-    cleanup_close int sock = nsbox_session_connect(id, e);
-    if (sock < 0)
-        return -1;
+    cleanup_close int sock = -1;
     cJSON *req = request("delete"), *reply = NULL;
-    int r = nsbox_proto_send_obj(sock, req, NULL, 0, e);
-    if (r == 0)
-        r = recv_reply_within(sock, id, ANSWER_S, &reply, e);
+    unsigned waited_ms = 0;
+    int r;
+    do {
+        sock = nsbox_session_connect(id, e);
+        if (sock < 0) {
+            cJSON_Delete(req);
+            return -1;
+        }
+        r = send_req(sock, req, NULL, 0, e);
+        if (r == 0)
+            r = recv_reply_within(sock, id, ANSWER_S, &reply, e);
+    } while (r == 0 && again_if_busy(&reply, &sock, &waited_ms));
     if (r == 0)
         r = nsbox_client_reply_error(reply, e);
     cJSON_Delete(req);
@@ -170,14 +212,18 @@ int nsbox_client_call(const char *id, cJSON *req, const int *fds, size_t nfds, c
     *reply = NULL;
     if (rfd)
         *rfd = -1;
-    cleanup_close int sock = nsbox_session_connect(id, e);
-    if (sock < 0)
-        return -1;
-    /* a file operation under way when the sandbox is deleted (its ttl, an rm) says so */
-    if (nsbox_proto_send_obj(sock, req, fds, nfds, e) < 0 || recv_reply(sock, reply, rfd, e) < 0) {
-        lost_why(id, e);
-        return -1;
-    }
+    cleanup_close int sock = -1;
+    unsigned waited_ms = 0;
+    do {
+        sock = nsbox_session_connect(id, e);
+        if (sock < 0)
+            return -1;
+        /* a file operation under way when the sandbox is deleted (its ttl, an rm) says so */
+        if (send_req(sock, req, fds, nfds, e) < 0 || recv_reply(sock, reply, rfd, e) < 0) {
+            lost_why(id, e);
+            return -1;
+        }
+    } while (again_if_busy(reply, &sock, &waited_ms));
     /* A write with confirm: its stream ended, and we are still here, so that was its end (a
      * Ctrl-C that killed the producer killed us too, and nothing is kept). */
     if (cJSON_GetObjectItemCaseSensitive(*reply, "end_of_content")) {
@@ -335,7 +381,7 @@ static int exec_with_tty(const char *id, cJSON *req)
         cJSON_AddNumberToObject(req, "cols", ws.ws_col);
     }
     cleanup_close int sock = nsbox_session_connect(id, &e);
-    if (sock < 0 || nsbox_proto_send_obj(sock, req, NULL, 0, &e) < 0)
+    if (sock < 0 || send_req(sock, req, NULL, 0, &e) < 0)
         return fail(&e);
     cJSON *first = NULL;
     cleanup_close int master = -1;
@@ -502,21 +548,27 @@ int nsbox_cli_exec(int argc, char **argv)
 
     cleanup_close int null = interactive ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
     int fds[3] = {interactive ? 0 : null, 1, 2};
-    cleanup_close int sock = nsbox_session_connect(id, &e);
+    cleanup_close int sock = -1;
     cJSON *reply = NULL;
-    if (sock < 0 || nsbox_proto_send_obj(sock, req, fds, detach ? 0 : 3, &e) < 0) {
-        cJSON_Delete(req);
-        return fail(&e);
-    }
-    cJSON_Delete(req);
-    if (!detach) {
+    unsigned waited_ms = 0;
+    do {
+        sock = nsbox_session_connect(id, &e);
+        if (sock < 0 || send_req(sock, req, fds, detach ? 0 : 3, &e) < 0) {
+            cJSON_Delete(req);
+            return fail(&e);
+        }
         /* The command has our descriptors; we wait for its status and pass signals on. */
-        nsbox_closep(&null);
-        if (client_wait(id, sock, &reply, &e) < 0)
+        if (!detach && client_wait(id, sock, &reply, &e) < 0) {
+            cJSON_Delete(req);
             return fail(lost_why(id, &e));
-    } else if (recv_reply(sock, &reply, NULL, &e) < 0) {
-        return fail(lost_why(id, &e));
-    }
+        }
+        if (detach && recv_reply(sock, &reply, NULL, &e) < 0) {
+            cJSON_Delete(req);
+            return fail(lost_why(id, &e));
+        }
+    } while (again_if_busy(&reply, &sock, &waited_ms));
+    cJSON_Delete(req);
+    nsbox_closep(&null);
     if (!detach || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
         return exec_result(reply);
     const cJSON *pid = cJSON_GetObjectItemCaseSensitive(reply, "pid");
@@ -980,7 +1032,7 @@ int nsbox_cli_wait(int argc, char **argv)
         return fail(&e);
     cJSON *req = request("wait"), *reply = NULL;
     cJSON_AddNumberToObject(req, "pid", (double)pid);
-    int r = nsbox_proto_send_obj(sock, req, NULL, 0, &e);
+    int r = send_req(sock, req, NULL, 0, &e);
     cJSON_Delete(req);
     if (r < 0)
         return fail(&e);

@@ -38,7 +38,10 @@
  * the ttl and the logs meanwhile: one per connection at most, so at most MAX_CLIENTS. */
 #define FILE_JOB_MIN_BYTES (8u << 20) /* a write from a regular file smaller than this: inline */
 #define MAX_PROCS 256
-#define MAX_WAITS 48 /* connections that wait for a background process (of MAX_CLIENTS) */
+/* Connections at work at once (an exec or start until its reply, a wait, a long file
+ * operation), of MAX_CLIENTS: the rest stay for rm, inspect, ls's look and the short file
+ * operations, which are answered at once. 64 execs took every connection, and rm failed. */
+#define MAX_AT_WORK 48
 /* Kept per stream of a background process: the end of its output. Small enough that a `logs`
  * reply stays under the 1 MiB message limit even if every byte needs a \\uXXXX escape. */
 #define LOG_MAX (64u << 10)
@@ -379,12 +382,25 @@ static bool refuse_if_waiting(struct sup *S, int ci, const char *tag)
     return true;
 }
 
-static int waiters(const struct sup *S)
+/* Refuse a request that keeps connection ci at work when MAX_AT_WORK are; true when refused.
+ * Nothing has started: the client may send it again (the CLI and the Python client do). */
+static bool refuse_if_busy(struct sup *S, int ci, const char *tag)
 {
     int n = 0;
-    for (int i = 0; i < MAX_CLIENTS; i++)
-        n += S->clients[i].fd >= 0 && S->clients[i].waits >= 0;
-    return n;
+    for (int i = 0; i < MAX_CLIENTS; i++) {
+        const struct client *c = &S->clients[i];
+        n += c->job != 0 || (c->fd >= 0 && client_waits(c));
+    }
+    if (n < MAX_AT_WORK)
+        return false;
+    struct nsbox_err e;
+    nsbox_err_set(&e, NSBOX_E_BUSY, EBUSY,
+                  "sandbox %s is busy: %d requests are under way (exec, wait, long file "
+                  "operations: at most %d at once, so that rm and inspect always get through); "
+                  "retry when one ends",
+                  S->sb.st.id, n, MAX_AT_WORK);
+    reply_err(S, ci, tag, &e);
+    return true;
 }
 
 static void free_proc(struct proc *p)
@@ -945,7 +961,7 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
         break;
     case NSBOX_OP_EXEC:
     case NSBOX_OP_START:
-        if (!refuse_if_waiting(S, ci, rq.tag))
+        if (!refuse_if_waiting(S, ci, rq.tag) && !refuse_if_busy(S, ci, rq.tag))
             do_spawn(S, ci, &rq, fds, rq.op == NSBOX_OP_START);
         break;
     case NSBOX_OP_PS: {
@@ -1023,14 +1039,8 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
             reply_wait(S, ci, rq.tag, p);
             break;
         }
-        if (waiters(S) >= MAX_WAITS) {
-            /* Each wait holds a connection: keep some for everything else (rm included). */
-            nsbox_err_set(&e, NSBOX_E_INVALID, EBUSY,
-                          "too many waits at once (at most %d per sandbox); wait for fewer "
-                          "processes at a time", MAX_WAITS);
-            reply_err(S, ci, rq.tag, &e);
+        if (refuse_if_busy(S, ci, rq.tag)) /* each wait holds a connection */
             break;
-        }
         /* The reply comes when it ends (on_agent's EXITED); the request's tag with it. A
          * waiting client is a client at work: the sandbox wakes, and stays awake. */
         touch(S);
@@ -1056,10 +1066,12 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
     case NSBOX_OP_MKDIR: {
         if (refuse_if_waiting(S, ci, rq.tag))
             break;
-        if (may_take_long(&rq, fds[0]))
-            start_file_job(S, ci, &rq, fds[0]);
-        else
+        if (may_take_long(&rq, fds[0])) {
+            if (!refuse_if_busy(S, ci, rq.tag))
+                start_file_job(S, ci, &rq, fds[0]);
+        } else {
             file_op(S, ci, &rq, fds[0]);
+        }
         break;
     }
     }
@@ -1233,7 +1245,10 @@ static void on_accept(struct sup *S)
             return;
         }
     struct nsbox_err e;
-    cJSON *r = nsbox_reply_error(NULL, NSBOX_E_SYS, "too many connections");
+    cJSON *r = nsbox_reply_error(NULL, NSBOX_E_BUSY,
+                                 "too many connections to this sandbox (64 at once); retry when "
+                                 "some close");
+    _Static_assert(MAX_CLIENTS == 64, "the message above");
     nsbox_proto_send_obj(fd, r, NULL, 0, &e);
     cJSON_Delete(r);
     close(fd);

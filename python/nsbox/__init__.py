@@ -12,7 +12,8 @@ See docs/python.md.
 """
 from .errors import (ExecError, ExecTimeout, InvalidOption, InvalidRequest, NsboxWarning,
                      OperationNotSupported, PolicyNotSupported, ProcessNotFound, ProtocolError,
-                     SandboxCreationError, SandboxDeletedError, SandboxDiskFullError,
+                     SandboxBusyError, SandboxCreationError, SandboxDeletedError,
+                     SandboxDiskFullError,
                      SandboxError, SandboxFileNotFoundError, SandboxFileTooLargeError,
                      SandboxNotFound, SetupScriptError)
 from .models import (EgressPolicy, FileInfo, Hook, HookContext, Network, ProcessInfo,
@@ -29,5 +30,5 @@ __all__ = [
     "PolicyNotSupported", "SetupScriptError", "SandboxNotFound", "SandboxDeletedError",
     "ExecTimeout", "ExecError", "SandboxFileNotFoundError", "ProcessNotFound", "InvalidRequest",
     "OperationNotSupported", "ProtocolError", "SandboxDiskFullError", "SandboxFileTooLargeError",
-    "NsboxWarning",
+    "SandboxBusyError", "NsboxWarning",
 ]

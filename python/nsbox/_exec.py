@@ -7,7 +7,7 @@ import threading
 import time
 
 from . import errors
-from ._transport import PROTO_VERSION, error_from_reply
+from ._transport import PROTO_VERSION, busy_pauses, error_from_reply
 from .models import SandboxExecutionResult
 
 # How long past `timeout` we wait for the supervisor's own timeout before killing the command
@@ -55,6 +55,18 @@ class ExecJob:
                 pass
 
     def run(self):
+        # A busy sandbox refuses the command before it starts anything, the descriptors
+        # included: it is sent again (transport.busy_pauses), with new pipes.
+        for pause in busy_pauses():
+            try:
+                return self._run_once()
+            except errors.SandboxBusyError:
+                time.sleep(pause)
+            if self._cancelled:
+                raise errors.SandboxError("execute() was cancelled before it started")
+        return self._run_once()
+
+    def _run_once(self):
         conn = self._connect()
         fds = {}
         sel = None
@@ -114,7 +126,8 @@ class ExecJob:
                 while reply is None:
                     wait = None
                     if deadline is not None:
-                        wait = max(0.0, deadline - time.monotonic())
+                        # in steps of an hour at most: poll() takes a 32-bit count of ms
+                        wait = min(max(0.0, deadline - time.monotonic()), 3600.0)
                     events = sel.select(wait)
                     if not events and deadline is not None and time.monotonic() >= deadline:
                         if killed_by_us:

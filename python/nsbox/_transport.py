@@ -22,6 +22,31 @@ _NOT_FOUND_FILE_OPS = {"read", "write", "list", "stat", "remove", "mkdir"}
 SUPERVISOR_GONE = "deleted because its supervisor ended without removing it (killed or crashed)"
 
 
+# A sandbox with as much under way as it takes refuses more with "busy" before it starts
+# anything (runtime/supervisor.c refuse_if_busy): the request is sent again after 5 ms, then up
+# to 200 ms apart, for BUSY_RETRY_S at most, as `nsbox exec` does.
+BUSY_RETRY_S = 60.0
+
+
+def busy_pauses():
+    """The pauses between the attempts of a request the sandbox refused as busy."""
+    waited = 0.0
+    while waited < BUSY_RETRY_S:
+        pause = min(max(waited, 0.005), 0.2)
+        waited += pause
+        yield pause
+
+
+def retry_if_busy(fn, *args):
+    """fn(*args), sent again while it raises SandboxBusyError, for BUSY_RETRY_S at most."""
+    for pause in busy_pauses():
+        try:
+            return fn(*args)
+        except errors.SandboxBusyError:
+            time.sleep(pause)
+    return fn(*args)
+
+
 def find_binary(binary, env):
     """The nsbox binary to run: the one given, else $NSBOX_BIN, else nsbox on env's PATH;
     None when there is none."""
@@ -94,6 +119,8 @@ def error_from_reply(reply, op=None, path=None):
         return errors.SandboxDiskFullError(msg, code, path)
     if code == "unsupported":
         return errors.OperationNotSupported(msg, code)
+    if code == "busy":
+        return errors.SandboxBusyError(msg, code)
     if code == "exec":
         ec = reply.get("exit_code")
         return errors.ExecError(msg, ec if isinstance(ec, int) else None, code)
@@ -241,6 +268,18 @@ class Connection:
             else:
                 self.sock.sendall(msg)
         except (BrokenPipeError, ConnectionResetError):
+            # A supervisor with every connection taken answers "busy" and hangs up without
+            # reading: that answer, when it is there, says more than the hang-up.
+            early = None
+            try:
+                self.sock.settimeout(1.0)
+                early, fds_ = self.recv()
+                for fd in fds_:
+                    os.close(fd)
+            except (errors.SandboxError, OSError):
+                pass
+            if isinstance(early, dict) and not early.get("ok"):
+                raise error_from_reply(early) from None
             raise self._gone() from None
 
     def _recv_exact(self, n, want_fds):

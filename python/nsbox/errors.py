@@ -131,6 +131,12 @@ class OperationNotSupported(SandboxError):
     """The supervisor does not support this operation (yet, or on this machine)."""
 
 
+class SandboxBusyError(SandboxError):
+    """The sandbox has as much under way as it takes (48 commands, waits and long file
+    operations at once; docs/protocol.md "busy"). Nothing was started. execute(), start_process()
+    and the file operations send the request again for up to 60 s before they raise this."""
+
+
 class ProtocolError(SandboxError):
     """The supervisor's reply could not be understood."""
 

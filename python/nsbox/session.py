@@ -16,7 +16,7 @@ import time
 from . import errors
 from ._exec import ExecJob
 from ._transport import (SUPERVISOR_GONE, PROTO_VERSION, Connection, error_from_reply,
-                         find_binary)
+                         find_binary, retry_if_busy)
 from ._transport import runtime_dir as _runtime_dir
 from .models import FileInfo, ProcessInfo, ProcessLogs
 
@@ -71,8 +71,8 @@ def _cwd(cwd):
 def _timeout_ms(timeout):
     if timeout is None or timeout == 0:
         return None
-    if not isinstance(timeout, (int, float)) or timeout < 0 or math.isnan(timeout):
-        raise ValueError("timeout must be a number of seconds, 0 or None for none")
+    if not isinstance(timeout, (int, float)) or timeout < 0 or not math.isfinite(timeout):
+        raise ValueError("timeout must be a finite number of seconds, 0 or None for none")
     return max(1, int(math.ceil(timeout * 1000)))
 
 
@@ -157,8 +157,10 @@ class _Wait:
         self.pid = pid
         self.timeout = timeout
         self.req = {"v": PROTO_VERSION, "op": "wait", "pid": int(pid)}
-        # at least 50 ms, so that wait(timeout=0) still gets an ended process's code
-        self.limit = None if timeout is None else max(float(timeout), 0.05)
+        # at least 50 ms, so that wait(timeout=0) still gets an ended process's code; beyond
+        # a lifetime (1e9 s), none: a socket's timeout cannot hold more
+        self.limit = (None if timeout is None or float(timeout) >= 1e9
+                      else max(float(timeout), 0.05))
 
     def _timed_out(self):
         return TimeoutError("process %d still running after %ss" % (self.pid, self.timeout))
@@ -346,8 +348,10 @@ class Session:
             raise
 
     def _call(self, op, **fields):
-        with self._connect() as c:
-            return c.call(op, **fields)
+        def once():
+            with self._connect() as c:
+                return c.call(op, **fields)
+        return retry_if_busy(once)
 
     # ---- commands -----------------------------------------------------------------------
 
@@ -471,9 +475,12 @@ class Session:
         replacing it; mkdir=True creates missing parent directories. Returns the size."""
         path = os.fspath(path)
         fd = _content_fd(data)
-        try:
+
+        def once():
             with self._connect() as c:
-                r = c.call("write", fds=[fd], path=path, mode=int(mode), mkdir=bool(mkdir))
+                return c.call("write", fds=[fd], path=path, mode=int(mode), mkdir=bool(mkdir))
+        try:
+            r = retry_if_busy(once)  # refused before it read anything
         finally:
             os.close(fd)
         return r.get("size")

@@ -221,6 +221,20 @@ class Execute(ClientTest):
         self.assertNotIn("sleep 30", self.sb.execute("ps -eo args").stdout)
         self.assertEqual(self.sb.execute("echo ok", timeout=10).stdout, "ok\n")
 
+    def test_any_timeout_the_runtime_takes_works(self):
+        # Up to the runtime's year, a timeout works, also as "no limit in practice"; beyond,
+        # the runtime's own error. A local wait of more than about 24 days overflowed poll()'s
+        # milliseconds (a bare OverflowError), and 1e10 s a socket's timeout.
+        self.assertEqual(self.sb.execute("echo ok", timeout=31536000).stdout, "ok\n")
+        for t in (31536001, 1e10):
+            with self.assertRaises(nsbox.InvalidRequest) as cm:
+                self.sb.execute("true", timeout=t)
+            self.assertIn("timeout_ms", str(cm.exception))
+        with self.assertRaises(ValueError):
+            self.sb.execute("true", timeout=float("inf"))
+        p = self.sb.start_process("true", timeout=31536000)
+        self.assertEqual(p.wait(timeout=1e10), 0)
+
     def test_bytes_on_request_and_invalid_utf8(self):
         cmd = "printf 'a\\377b'"
         self.assertEqual(self.sb.execute(cmd, text=False).stdout, b"a\xffb")
@@ -315,6 +329,22 @@ class AsyncExecute(AsyncClientTest):
             await sb.write_file("arrived/last", "")
             rs = await asyncio.gather(*runs)
             self.assertEqual({(r.exit_code, r.stdout) for r in rs}, {(0, "%d\n" % (n + 1))})
+
+    async def test_more_executes_than_the_sandbox_takes_wait_their_turn(self):
+        # A sandbox takes 48 commands at once (docs/protocol.md "busy"); its 64 connections
+        # were all taken by 64 execute()s, and the rest failed with "too many connections" or
+        # a SandboxDeletedError of a live sandbox. Now the rest are sent again until they run,
+        # and other calls get through meanwhile.
+        async with self.box().session() as sb:
+            t = time.monotonic()
+            runs = [asyncio.ensure_future(sb.execute("sleep 2; echo %d" % i)) for i in range(80)]
+            await asyncio.sleep(1)
+            self.assertIn("state", await sb.inspect())
+            rs = await asyncio.gather(*runs, return_exceptions=True)
+            self.assertEqual([r.stdout if isinstance(r, nsbox.SandboxExecutionResult) else r
+                              for r in rs], ["%d\n" % i for i in range(80)])
+            self.assertGreater(time.monotonic() - t, 3.5)  # in two turns, not at once
+            self.assertTrue(await sb.is_alive())
 
     async def test_cancelled_while_being_created_leaves_nothing(self):
         # asyncio.wait_for around the session's entry: the creation (here 2 s of set-up

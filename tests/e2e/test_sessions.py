@@ -988,38 +988,79 @@ class HostileRequests(SessionTest):
         send_request(s, payload)
         return recv_reply(s)
 
-    def test_waits_are_bounded_and_leave_room_for_others(self):
-        # Each wait holds a connection: at most 48 at once, so that rm, ps and exec still
-        # reach the supervisor (64 connections). A wait and an exec never share a connection.
+    def test_requests_at_work_are_bounded_and_leave_room_for_others(self):
+        # Each exec (until its command ends) and each wait holds a connection: at most 48 at
+        # once, so that rm, inspect, ps and ls still reach the supervisor (64 connections).
+        # Beyond, "busy", before anything starts. A wait and an exec never share a connection.
         sid = self.create()
         pid = self.nsbox("exec", "-d", sid, "--", "sleep", "100").stdout.decode().strip()
-        req = json.dumps({"v": 1, "op": "wait", "pid": int(pid)}).encode()
-        waits = []
+        wait = json.dumps({"v": 1, "op": "wait", "pid": int(pid)}).encode()
+        exec_ = json.dumps({"v": 1, "op": "exec", "argv": ["sleep", "100"]}).encode()
+        null = os.open(os.devnull, os.O_RDWR)
+        conns = []
         try:
-            for _ in range(48):
+            for i in range(48):
                 s = self.connect(sid)
-                waits.append(s)
-                send_request(s, req)
+                conns.append(s)
+                send_request(s, wait if i < 24 else exec_, fds=() if i < 24 else (null,) * 3)
             # the supervisor reads each request in the poll round after its accept, in the
             # order of the accepts: the 49th comes after the 48 before it
-            extra = self.connect(sid)
-            waits.append(extra)
-            r = self.call(extra, req)
-            self.assertFalse(r["ok"])
-            self.assertIn("too many waits at once (at most 48", r["error"]["message"])
+            for req, fds in ((exec_, (null,) * 3), (wait, ())):
+                extra = self.connect(sid)
+                conns.append(extra)
+                send_request(extra, req, fds=fds)
+                r = recv_reply(extra)
+                self.assertEqual((r["ok"], r["error"]["code"]), (False, "busy"), r)
+                self.assertIn("is busy: 48 requests are under way", r["error"]["message"])
             ps = self.nsbox("ps", sid)
             self.assertRegex(ps.stdout.decode(), rf"(?m)^{pid}\s+running")
-            r = self.call(waits[0], json.dumps({"v": 1, "op": "exec", "argv": ["true"]}).encode())
+            self.assertEqual(self.nsbox("inspect", sid).returncode, 0)
+            self.assertIn(sid, self.nsbox("ls").stdout.decode())
+            r = self.call(conns[0], exec_)
             self.assertFalse(r["ok"])
             self.assertIn("already waits", r["error"]["message"])
             self.assertEqual(self.nsbox("kill", sid, pid, "KILL").returncode, 0)
-            for s in waits[1:48]:  # every waiter hears of the end
+            for s in conns[1:24]:  # every waiter hears of the end
                 r = recv_reply(s)
                 self.assertEqual((r["ok"], r["exit_code"], r["timed_out"]), (True, 137, False))
+            self.assertEqual(self.nsbox("rm", sid).returncode, 0)  # the execs end with it
         finally:
-            for s in waits:
+            os.close(null)
+            for s in conns:
                 s.close()
-        self.assertEqual(self.nsbox("rm", sid).returncode, 0)
+
+    def test_more_execs_than_a_sandbox_takes_wait_their_turn(self):
+        # 80 execs at once from the command line (more than its 64 connections): 48 run, the
+        # others are refused as busy and sent again until they run. Meanwhile inspect, ls and
+        # rm get through.
+        sid = self.create()
+        env = self.dirs.env()
+        procs = [subprocess.Popen([NSBOX, "exec", sid, "--", "sh", "-c", "sleep 2; echo ok"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                 for _ in range(80)]
+        try:
+            time.sleep(1)
+            self.assertEqual(self.nsbox("inspect", sid).returncode, 0)
+            self.assertIn(sid, self.nsbox("ls").stdout.decode())
+            for p in procs:
+                out, err = p.communicate(timeout=60)
+                self.assertEqual((p.returncode, out), (0, b"ok\n"), err)
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        other = self.create()
+        procs = [subprocess.Popen([NSBOX, "exec", other, "--", "sleep", "30"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                 for _ in range(80)]
+        try:
+            time.sleep(1)
+            r = self.nsbox("rm", other)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        finally:
+            for p in procs:
+                p.communicate(timeout=60)
 
     def test_socket_is_owner_only(self):
         sid = self.create()
