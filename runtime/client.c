@@ -10,6 +10,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -271,7 +272,7 @@ int nsbox_run_relay_signal(int sig, int *stops)
  * stuck one would leave us waiting for the command's end for ever, deaf to the signals a CI
  * job's timeout sends. 0, or -1 with e saying so. */
 #define ALIVE_S 5
-static int supervisor_answers(const char *id, int sock, struct nsbox_err *e)
+static int supervisor_answers(const char *id, int sock, const char *why, struct nsbox_err *e)
 {
     struct pollfd pf = {sock, POLLIN, 0};
     if (poll(&pf, 1, 0) == 1 && pf.revents)
@@ -281,11 +282,16 @@ static int supervisor_answers(const char *id, int sock, struct nsbox_err *e)
     cJSON_Delete(req);
     cJSON_Delete(reply);
     if (r < 0 && e->code == NSBOX_E_TIMEOUT)
-        nsbox_err_wrap(e, "the command was signalled, and whether it ended cannot be known");
+        nsbox_err_wrap(e, "%s, and whether it ended cannot be known", why);
     return r;
 }
 
-static int client_wait(const char *id, int sock, cJSON **reply, struct nsbox_err *e)
+/* With --timeout S, the supervisor kills the command at S and replies: a reply that has not
+ * come GRACE_S later, from a supervisor that does not answer a ping either (stopped, stuck),
+ * ends the wait with that said, as ls, ps and rm end theirs. */
+#define GRACE_S 10
+static int client_wait(const char *id, int sock, uint64_t timeout_ms, cJSON **reply,
+                       struct nsbox_err *e)
 {
     sigset_t mask, old;
     sigemptyset(&mask);
@@ -294,16 +300,31 @@ static int client_wait(const char *id, int sock, cJSON **reply, struct nsbox_err
     sigprocmask(SIG_BLOCK, &mask, &old);
     cleanup_close int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
     int stops = 0;
+    int64_t check_at = timeout_ms ? nsbox_now_ms() + (int64_t)timeout_ms + GRACE_S * 1000 : -1;
     for (;;) {
         struct pollfd pf[2] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}};
-        if (poll(pf, 2, -1) < 0 && errno != EINTR)
+        int64_t left = check_at < 0 ? -1 : check_at - nsbox_now_ms();
+        int n = poll(pf, 2, left < 0 ? (check_at < 0 ? -1 : 0) : left > INT_MAX ? INT_MAX : (int)left);
+        if (n < 0 && errno != EINTR)
             break;
+        if (n == 0 && check_at >= 0 && nsbox_now_ms() >= check_at) {
+            char why[96];
+            snprintf(why, sizeof why, "the command's --timeout of %.3g s passed %d s ago",
+                     (double)timeout_ms / 1000, GRACE_S);
+            if (supervisor_answers(id, sock, why, e) < 0) {
+                sigprocmask(SIG_SETMASK, &old, NULL);
+                return -1;
+            }
+            check_at = nsbox_now_ms() + GRACE_S * 1000; /* it answers: its reply comes */
+            continue;
+        }
         if (pf[1].revents & POLLIN) {
             struct signalfd_siginfo si;
             if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
                 int before = stops;
                 send_signal(sock, nsbox_run_relay_signal((int)si.ssi_signo, &stops));
-                if (stops > before && supervisor_answers(id, sock, e) < 0) {
+                if (stops > before &&
+                    supervisor_answers(id, sock, "the command was signalled", e) < 0) {
                     sigprocmask(SIG_SETMASK, &old, NULL);
                     return -1;
                 }
@@ -421,7 +442,7 @@ static int exec_with_tty(const char *id, cJSON *req)
                     copy_winsize(0, master);
                 } else {
                     send_signal(sock, (int)si.ssi_signo);
-                    if (supervisor_answers(id, sock, &e) < 0) {
+                    if (supervisor_answers(id, sock, "the command was signalled", &e) < 0) {
                         restore_tty();
                         sigprocmask(SIG_SETMASK, &old, NULL);
                         return fail(&e);
@@ -558,7 +579,7 @@ int nsbox_cli_exec(int argc, char **argv)
             return fail(&e);
         }
         /* The command has our descriptors; we wait for its status and pass signals on. */
-        if (!detach && client_wait(id, sock, &reply, &e) < 0) {
+        if (!detach && client_wait(id, sock, timeout_ms, &reply, &e) < 0) {
             cJSON_Delete(req);
             return fail(lost_why(id, &e));
         }

@@ -9,6 +9,7 @@ import signal
 import socket
 import struct
 import subprocess
+import tempfile
 import threading
 import time
 import unittest
@@ -942,6 +943,37 @@ class Crashes(SessionTest):
                 p.wait()
         # a supervisor that answers is waited for as before: the signal reaches the command
         self.assertSignalReachesTheCommand(sid, "TERM", 7)
+
+    def test_exec_with_a_timeout_gives_up_on_a_stopped_supervisor(self):
+        # exec --timeout S waited for ever on a stopped supervisor: it enforces S, and its
+        # reply never came. Now the wait ends 10 s after S when a ping goes unanswered too
+        # (5 s), as ls, ps and rm give up on it; and a supervisor that answers is waited for.
+        # (Its stdout and stderr are files: descriptors passed to a stopped supervisor wait in
+        # its socket, so pipes would see no end until it runs again.)
+        sid = self.create()
+        sup = self.supervisor_pid(sid)
+        os.kill(sup, signal.SIGSTOP)
+        try:
+            with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+                t = time.monotonic()
+                rc = subprocess.run([NSBOX, "exec", "--timeout", "1", sid, "--", "true"],
+                                    stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                    env=self.dirs.env(), timeout=60).returncode
+                took = time.monotonic() - t
+                err.seek(0)
+                msg = err.read()
+        finally:
+            os.kill(sup, signal.SIGCONT)
+        self.assertEqual(rc, 125, msg)
+        self.assertIn(b"the command's --timeout of 1 s passed 10 s ago, and whether it ended "
+                      b"cannot be known", msg)
+        self.assertIn(f"sandbox {sid}: its supervisor did not answer within 5 s".encode(), msg)
+        self.assertLess(took, 40)
+        # a command that outlives a grace period of its own is ended by the supervisor, as
+        # before (124), and one that is quick is unaffected
+        r = self.nsbox("exec", "--timeout", "1", sid, "--", "sleep", "30", timeout=60)
+        self.assertEqual(r.returncode, 124, r.stderr)
+        self.assertEqual(self.exec(sid, "echo", "ok").stdout, b"ok\n")
 
     def assertSignalReachesTheCommand(self, sid, name, code):
         p = subprocess.Popen([NSBOX, "exec", sid, "--", "sh", "-c",
