@@ -516,6 +516,11 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
         int err = c.fail_errno;
         if (c.fail_kind == 'C')
             snprintf(msg, sizeof msg, "cannot enter %.200s: %s", cwd, strerror(err));
+        else if (err == E2BIG) /* a string over 128 KiB (MAX_ARG_STRLEN), or all of them */
+            snprintf(msg, sizeof msg, "%.200s: %s (the kernel takes 128 KiB per argument or "
+                                      "variable, and less than the stack limit in all: put "
+                                      "long inputs in a file)",
+                     argv[0], strerror(err));
         else
             snprintf(msg, sizeof msg, "%.200s: %s", argv[0],
                      err == ENOENT ? "command not found" : strerror(err));

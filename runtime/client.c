@@ -503,7 +503,10 @@ int nsbox_cli_exec(int argc, char **argv)
             } else {
                 if (nsbox_parse_seconds(v, 365 * 86400, &timeout_ms) < 0) {
                     cJSON_Delete(env);
-                    return usage("--timeout needs a number of seconds");
+                    char msg[128];
+                    snprintf(msg, sizeof msg, "--timeout needs a number of seconds from 0 to "
+                                              "31536000 (a year), not '%.40s'", v);
+                    return usage(msg);
                 }
             }
         } else {

@@ -1,6 +1,7 @@
 /* Wire protocol: framing and request validation. */
 #define _GNU_SOURCE
 #include "proto.h"
+#include "agent.h"
 #include "cleanup.h"
 #include "util.h"
 
@@ -162,9 +163,17 @@ static int parse_command(const cJSON *obj, struct nsbox_request *r, struct nsbox
             for (const char *p = k; ok && *p; p++)
                 ok = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
                      (*p >= '0' && *p <= '9') || *p == '_';
-            if (!ok)
+            if (!ok) {
+                char shown[68]; /* which one, printable and bounded: it is the client's */
+                size_t j = 0;
+                for (const char *p = k; p && *p && j < 64; p++)
+                    shown[j++] = *p >= 0x20 && *p < 0x7f && *p != '\'' ? *p : '?';
+                shown[j] = '\0';
                 return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                                     "request: 'env' has an invalid name");
+                                     "request: 'env' has an invalid name '%s'%s (letters, "
+                                     "digits and _, not first a digit)",
+                                     shown, k && strlen(k) > 64 ? "..." : "");
+            }
             if (!cJSON_IsString(it) || !it->valuestring)
                 return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
                                      "request: 'env.%s' must be a string", k);
@@ -356,7 +365,11 @@ int nsbox_proto_send(int sock, const char *json, const int *fds, size_t nfds, st
     int64_t deadline = frame_deadline();
     size_t len = strlen(json);
     if (len > NSBOX_PROTO_MAX || nfds > NSBOX_PROTO_MAX_FDS)
-        return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "message too large");
+        return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG,
+                             "the request is %zu bytes, more than the protocol's %u (a "
+                             "command's arguments and environment may hold %u KiB in all; pass "
+                             "long inputs in a file)",
+                             len, NSBOX_PROTO_MAX, NSBOX_AGENT_PAYLOAD_MAX / 1024);
     unsigned char hdr[4] = {(unsigned char)(len >> 24), (unsigned char)(len >> 16),
                             (unsigned char)(len >> 8), (unsigned char)len};
     struct iovec iov[2] = {{hdr, 4}, {(void *)json, len}};

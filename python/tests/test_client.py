@@ -235,6 +235,18 @@ class Execute(ClientTest):
         p = self.sb.start_process("true", timeout=31536000)
         self.assertEqual(p.wait(timeout=1e10), 0)
 
+    def test_a_script_over_128_kib_is_said_to_be_one(self):
+        # A str command is one argument of sh -c, and the kernel takes 128 KiB at most (an
+        # agent's heredoc that writes a file, say): exit 126 with what to do, not a bare
+        # "Argument list too long".
+        r = self.sb.execute("echo " + "a" * 140000)
+        self.assertEqual(r.exit_code, 126)
+        self.assertIn("Argument list too long (the kernel takes 128 KiB per argument or "
+                      "variable, and less than the stack limit in all: put long inputs in a "
+                      "file)", r.stderr)
+        self.sb.write_file("long.sh", "echo " + "a" * 140000)
+        self.assertEqual(len(self.sb.execute(["sh", "long.sh"]).stdout), 140001)
+
     def test_bytes_on_request_and_invalid_utf8(self):
         cmd = "printf 'a\\377b'"
         self.assertEqual(self.sb.execute(cmd, text=False).stdout, b"a\xffb")

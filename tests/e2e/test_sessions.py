@@ -163,6 +163,28 @@ class Lifecycle(SessionTest):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"options go before the sandbox id", r.stderr)
 
+    def test_a_commands_limits_are_said_with_their_numbers(self):
+        # Each of these said less: "--timeout needs a number of seconds", "'env' has an
+        # invalid name" (which?), "message too large".
+        sid = self.create()
+        cases = [
+            (["--timeout", "99999999999"], ["true"], 125,
+             b"--timeout needs a number of seconds from 0 to 31536000 (a year), not "
+             b"'99999999999'"),
+            (["-e", "A-B=x"], ["true"], 125, b"'env' has an invalid name 'A-B'"),
+            ([], ["true"] + ["a" * 120000] * 10, 125,
+             b"more than the protocol's 1048576 (a command's arguments and environment may "
+             b"hold 192 KiB in all"),
+            ([], ["true"] + ["a" * 120000] * 2, 125,
+             b"command line and environment exceed 192 KiB"),
+        ]  # (one argument over 128 KiB cannot come this way: the host's kernel refuses it to
+        # nsbox itself; the Python client's test_a_script_over_128_kib_is_said_to_be_one)
+        for opts, cmd, code, msg in cases:
+            r = self.nsbox("exec", *opts, sid, "--", *cmd)
+            self.assertEqual(r.returncode, code, r.stderr[:300])
+            self.assertIn(msg, r.stderr[:400])
+        self.assertEqual(self.exec(sid, "echo", "ok").stdout, b"ok\n")
+
     def test_timeout_kills_the_process_tree(self):
         sid = self.create()
         t = time.monotonic()
