@@ -319,6 +319,18 @@ int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *r, stru
             get_bool(obj, "confirm", &r->confirm, e) < 0)
             goto out;
         break;
+    case NSBOX_OP_DELETE: {
+        char by[16] = "";
+        if (get_string(obj, "by", by, sizeof by, false, e) < 0)
+            goto out;
+        if (by[0] && strcmp(by, "rm") != 0 && strcmp(by, "session") != 0) {
+            nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                          "request: 'by' must be \"rm\" or \"session\"");
+            goto out;
+        }
+        r->by_session = !strcmp(by, "session");
+        break;
+    }
     default:
         break;
     }

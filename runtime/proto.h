@@ -64,6 +64,7 @@ struct nsbox_request {
      * only if it answers commit (protocol.md) */
     bool confirm;
     bool tty; /* exec: run the command on a pseudo-terminal of the sandbox (protocol.md) */
+    bool by_session; /* delete: "by": "session", a client's session ended (its tombstone) */
     uint32_t rows, cols; /* exec with tty: the terminal's size */
 };
 

@@ -1054,7 +1054,8 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
         break;
     case NSBOX_OP_DELETE:
         if (!S->pool_key[0]) /* nobody knows a pooled sandbox's id: no tombstone to keep */
-            nsbox_tombstone_write(S->sb.st.id, "deleted by rm");
+            nsbox_tombstone_write(S->sb.st.id, rq.by_session ? NSBOX_TOMB_SESSION_END
+                                                             : "deleted by rm");
         S->quit = true;
         send_reply(S, ci, nsbox_reply_ok(rq.tag), NULL, 0);
         break;

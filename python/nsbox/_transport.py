@@ -18,6 +18,10 @@ PROTO_MAX_FDS = 3
 _NOT_FOUND_FILE_OPS = {"read", "write", "list", "stat", "remove", "mkdir"}
 
 
+# runtime/state.h NSBOX_TOMB_SESSION_END: a delete with "by": "session" (Session.delete())
+SESSION_END = ("deleted when the session that held it ended (its client's delete(), or the end "
+               "of open() or session())")
+
 # runtime/state.h NSBOX_TOMB_SUPERVISOR_GONE
 SUPERVISOR_GONE = "deleted because its supervisor ended without removing it (killed or crashed)"
 

@@ -15,8 +15,8 @@ import time
 
 from . import errors
 from ._exec import ExecJob
-from ._transport import (SUPERVISOR_GONE, PROTO_VERSION, Connection, error_from_reply,
-                         find_binary, retry_if_busy)
+from ._transport import (SESSION_END, SUPERVISOR_GONE, PROTO_VERSION, Connection,
+                         error_from_reply, find_binary, retry_if_busy)
 from ._transport import runtime_dir as _runtime_dir
 from .models import FileInfo, ProcessInfo, ProcessLogs
 
@@ -340,8 +340,8 @@ class Session:
         try:
             return Connection(self.id, self.runtime_dir)
         except errors.SandboxDeletedError as e:
-            # the supervisor's tombstone says "deleted by rm" for every delete: this one was ours
-            if self.closed and str(e).endswith(" was deleted by rm"):
+            # this session's own delete (an older supervisor's tombstone says "by rm" for it)
+            if self.closed and (str(e).endswith(" was deleted by rm") or SESSION_END in str(e)):
                 raise errors.SandboxDeletedError(
                     "sandbox %s was deleted by this session (its delete(), or the end of open() "
                     "or session())" % self.id, "deleted") from None
@@ -545,7 +545,7 @@ class Session:
         try:
             if c is None:
                 c = Connection(self.id, self.runtime_dir)
-            c.call("delete")
+            c.call("delete", by="session")  # its tombstone: not "by rm" (an older nsbox: it is)
             c.wait_hangup(5)
         except errors.SandboxDeletedError as e:
             if SUPERVISOR_GONE in str(e):

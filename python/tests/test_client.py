@@ -376,7 +376,8 @@ class AsyncExecute(AsyncClientTest):
                 break
         self.assertEqual(self.dirs.live_sandboxes(), [])
         with open(os.path.join(self.dirs.state, "tombstones", "recent")) as f:
-            self.assertIn("deleted by rm", f.read())  # made, then deleted by the client
+            self.assertIn("deleted when the session that held it ended", f.read())  # made,
+            # then deleted by the client
 
     async def test_idle_sleep_is_transparent(self):
         async with self.box(idle_timeout_seconds=1).session() as sb:
@@ -489,10 +490,14 @@ class OptionsAndErrors(ClientTest):
         self.assertIn("was deleted by this session", str(cm.exception))  # not "by rm"
         self.assertFalse(sb.is_alive())
         sb.delete()  # idempotent
-        other = nsbox.Session(sb.id, sb.runtime_dir)  # another client of it: the tombstone
-        with self.assertRaises(nsbox.SandboxDeletedError) as cm:
+        other = nsbox.Session(sb.id, sb.runtime_dir)  # another client of it: the tombstone,
+        with self.assertRaises(nsbox.SandboxDeletedError) as cm:  # which said "by rm" before
             other.execute("true")
-        self.assertIn("deleted by rm", str(cm.exception))
+        self.assertIn("was deleted when the session that held it ended (its client's delete(), "
+                      "or the end of open() or session())", str(cm.exception))
+        r = subprocess.run([NSBOX, "exec", sb.id, "--", "true"], capture_output=True,
+                           env=dict(os.environ, NSBOX_STATE_DIR=sb.runtime_dir))
+        self.assertIn(b"was deleted when the session that held it ended", r.stderr)
         # runtime_dir may be left out: the one nsbox would use in this environment
         from unittest import mock
         with mock.patch.dict(os.environ, NSBOX_STATE_DIR=self.dirs.state):
