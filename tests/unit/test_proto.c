@@ -109,6 +109,7 @@ static void test_error_codes_on_the_wire(void **state)
         {NSBOX_E_INVALID, "invalid"},   {NSBOX_E_SYS, "system"},       {NSBOX_E_UNSUPPORTED, "unsupported"},
         {NSBOX_E_POLICY, "policy"},     {NSBOX_E_NOTFOUND, "not_found"}, {NSBOX_E_TIMEOUT, "timeout"},
         {NSBOX_E_DELETED, "deleted"},   {NSBOX_E_EXEC, "exec"},        {NSBOX_E_NOSPACE, "no_space"},
+        {NSBOX_E_BUSY, "busy"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         assert_string_equal(nsbox_errcode_wire(cases[i].code), cases[i].wire);
@@ -116,6 +117,27 @@ static void test_error_codes_on_the_wire(void **state)
     }
     assert_string_equal(nsbox_errcode_wire(NSBOX_E_NOMEM), "system");
     assert_string_equal(nsbox_errcode_wire(999), "system");
+}
+
+static void test_delete_says_by_whom(void **state)
+{
+    (void)state;
+    struct nsbox_request rq;
+    struct nsbox_err e;
+    static const struct {
+        const char *json;
+        bool session;
+    } cases[] = {
+        {"{\"v\":1,\"op\":\"delete\"}", false},
+        {"{\"v\":1,\"op\":\"delete\",\"by\":\"rm\"}", false},
+        {"{\"v\":1,\"op\":\"delete\",\"by\":\"session\"}", true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(parse(cases[i].json, &rq, &e), 0);
+        assert_int_equal(rq.op, NSBOX_OP_DELETE);
+        assert_int_equal(rq.by_session, cases[i].session);
+        nsbox_request_free(&rq);
+    }
 }
 
 static void test_cmd_becomes_sh_c(void **state)
@@ -146,6 +168,9 @@ static void test_errors_name_the_field(void **state)
         {"{\"v\":1,\"op\":\"exec\",\"argv\":[1]}", "'argv[0]'"},
         {"{\"v\":1,\"op\":\"exec\",\"argv\":[\"\"]}", "'argv[0]' is empty"},
         {"{\"v\":1,\"op\":\"exec\",\"argv\":[\"a\"],\"env\":{\"1X\":\"v\"}}", "'env'"},
+        {"{\"v\":1,\"op\":\"exec\",\"argv\":[\"a\"],\"env\":{\"A-B\\n\":\"v\"}}",
+         "invalid name 'A-B?'"},
+        {"{\"v\":1,\"op\":\"delete\",\"by\":\"ttl\"}", "'by' must be \"rm\" or \"session\""},
         {"{\"v\":1,\"op\":\"exec\",\"argv\":[\"a\"],\"cwd\":\"rel\"}", "'cwd'"},
         {"{\"v\":1,\"op\":\"exec\",\"argv\":[\"a\"],\"timeout_ms\":-1}", "'timeout_ms'"},
         {"{\"v\":1,\"op\":\"kill\"}", "'pid' is required"},
@@ -210,6 +235,7 @@ int main(void)
         cmocka_unit_test(test_run_is_not_a_control_op),
         cmocka_unit_test(test_cmd_becomes_sh_c),
         cmocka_unit_test(test_wait_takes_a_pid),
+        cmocka_unit_test(test_delete_says_by_whom),
         cmocka_unit_test(test_error_codes_on_the_wire),
         cmocka_unit_test(test_errors_name_the_field),
         cmocka_unit_test(test_buffer_not_read_past_length),
