@@ -113,21 +113,24 @@ static struct nsbox_err *lost_why(const char *id, struct nsbox_err *e)
 
 /* A sandbox with as much under way as it takes refuses more with "busy" before it starts
  * anything (supervisor.c refuse_if_busy): such a request is sent again, after 5 ms, then up to
- * 200 ms apart, for BUSY_RETRY_S at most; then the refusal is the answer. *waited_ms counts. */
-#define BUSY_RETRY_S 60
-static bool again_if_busy(cJSON **reply, int *sock, unsigned *waited_ms)
+ * 200 ms apart (so not in the order they came), for limit_ms at most (BUSY_FOREVER: until it
+ * is taken; what waits for a command's end anyway, exec and wait, waits its turn so); then
+ * the refusal is the answer. *waited_ms counts. */
+#define BUSY_RETRY_MS 60000u
+#define BUSY_FOREVER UINT_MAX
+static bool again_if_busy(cJSON **reply, int *sock, unsigned *waited_ms, unsigned limit_ms)
 {
     const cJSON *err = *reply ? cJSON_GetObjectItemCaseSensitive(*reply, "error") : NULL;
     const cJSON *code = err ? cJSON_GetObjectItemCaseSensitive(err, "code") : NULL;
-    if (!cJSON_IsString(code) || strcmp(code->valuestring, "busy") != 0 ||
-        *waited_ms >= BUSY_RETRY_S * 1000u)
+    if (!cJSON_IsString(code) || strcmp(code->valuestring, "busy") != 0 || *waited_ms >= limit_ms)
         return false;
     unsigned pause = *waited_ms < 5 ? 5 : *waited_ms > 200 ? 200 : *waited_ms;
     cJSON_Delete(*reply);
     *reply = NULL;
     nsbox_closep(sock);
     usleep(pause * 1000u);
-    *waited_ms += pause;
+    if (*waited_ms < BUSY_FOREVER - pause)
+        *waited_ms += pause;
     return true;
 }
 
@@ -152,7 +155,7 @@ static int call_within(const char *id, cJSON *req, int seconds, cJSON **reply, s
         if (sock < 0 || send_req(sock, req, NULL, 0, e) < 0 ||
             recv_reply_within(sock, id, seconds, reply, e) < 0)
             return -1;
-    } while (again_if_busy(reply, &sock, &waited_ms));
+    } while (again_if_busy(reply, &sock, &waited_ms, (unsigned)seconds * 1000u));
     return 0;
 }
 
@@ -190,7 +193,7 @@ static int delete_sandbox(const char *id, bool wait, struct nsbox_err *e)
         r = send_req(sock, req, NULL, 0, e);
         if (r == 0)
             r = recv_reply_within(sock, id, ANSWER_S, &reply, e);
-    } while (r == 0 && again_if_busy(&reply, &sock, &waited_ms));
+    } while (r == 0 && again_if_busy(&reply, &sock, &waited_ms, BUSY_RETRY_MS));
     if (r == 0)
         r = nsbox_client_reply_error(reply, e);
     cJSON_Delete(req);
@@ -224,7 +227,7 @@ int nsbox_client_call(const char *id, cJSON *req, const int *fds, size_t nfds, c
             lost_why(id, e);
             return -1;
         }
-    } while (again_if_busy(reply, &sock, &waited_ms));
+    } while (again_if_busy(reply, &sock, &waited_ms, BUSY_RETRY_MS));
     /* A write with confirm: its stream ended, and we are still here, so that was its end (a
      * Ctrl-C that killed the producer killed us too, and nothing is kept). */
     if (cJSON_GetObjectItemCaseSensitive(*reply, "end_of_content")) {
@@ -277,8 +280,12 @@ static int supervisor_answers(const char *id, int sock, const char *why, struct 
     struct pollfd pf = {sock, POLLIN, 0};
     if (poll(&pf, 1, 0) == 1 && pf.revents)
         return 0; /* the reply (or the hang-up) is there already */
+    /* any reply says it runs, "busy" (every connection taken) too: sent once, never again */
     cJSON *req = request("ping"), *reply = NULL;
-    int r = call_within(id, req, ALIVE_S, &reply, e);
+    cleanup_close int ping = nsbox_session_connect(id, e);
+    int r = ping < 0 ? -1 : send_req(ping, req, NULL, 0, e);
+    if (r == 0)
+        r = recv_reply_within(ping, id, ALIVE_S, &reply, e);
     cJSON_Delete(req);
     cJSON_Delete(reply);
     if (r < 0 && e->code == NSBOX_E_TIMEOUT)
@@ -309,8 +316,9 @@ static int client_wait(const char *id, int sock, uint64_t timeout_ms, cJSON **re
             break;
         if (n == 0 && check_at >= 0 && nsbox_now_ms() >= check_at) {
             char why[96];
-            snprintf(why, sizeof why, "the command's --timeout of %.3g s passed %d s ago",
-                     (double)timeout_ms / 1000, GRACE_S);
+            snprintf(why, sizeof why, "the command's --timeout of %llu.%03llu s passed %d s ago",
+                     (unsigned long long)(timeout_ms / 1000),
+                     (unsigned long long)(timeout_ms % 1000), GRACE_S);
             if (supervisor_answers(id, sock, why, e) < 0) {
                 sigprocmask(SIG_SETMASK, &old, NULL);
                 return -1;
@@ -401,13 +409,16 @@ static int exec_with_tty(const char *id, cJSON *req)
         cJSON_AddNumberToObject(req, "rows", ws.ws_row);
         cJSON_AddNumberToObject(req, "cols", ws.ws_col);
     }
-    cleanup_close int sock = nsbox_session_connect(id, &e);
-    if (sock < 0 || send_req(sock, req, NULL, 0, &e) < 0)
-        return fail(&e);
+    cleanup_close int sock = -1;
     cJSON *first = NULL;
     cleanup_close int master = -1;
-    if (recv_reply(sock, &first, &master, &e) < 0)
-        return fail(&e);
+    unsigned waited_ms = 0;
+    do {
+        sock = nsbox_session_connect(id, &e);
+        if (sock < 0 || send_req(sock, req, NULL, 0, &e) < 0 ||
+            recv_reply(sock, &first, &master, &e) < 0)
+            return fail(&e);
+    } while (master < 0 && again_if_busy(&first, &sock, &waited_ms, BUSY_FOREVER));
     if (master < 0) /* it did not start: this is the final reply */
         return exec_result(first);
     cJSON_Delete(first);
@@ -590,7 +601,7 @@ int nsbox_cli_exec(int argc, char **argv)
             cJSON_Delete(req);
             return fail(lost_why(id, &e));
         }
-    } while (again_if_busy(&reply, &sock, &waited_ms));
+    } while (again_if_busy(&reply, &sock, &waited_ms, BUSY_FOREVER));
     cJSON_Delete(req);
     nsbox_closep(&null);
     if (!detach || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
@@ -664,11 +675,11 @@ int nsbox_cli_ls(int argc, char **argv)
             continue;
         }
         cJSON_Delete(reply);
-        if (e.code != NSBOX_E_TIMEOUT)
+        if (e.code != NSBOX_E_TIMEOUT && e.code != NSBOX_E_BUSY)
             continue; /* gone meanwhile */
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "id", de->d_name);
-        cJSON_AddStringToObject(o, "state", "stuck");
+        cJSON_AddStringToObject(o, "state", e.code == NSBOX_E_BUSY ? "busy" : "stuck");
         cJSON_AddStringToObject(o, "error", e.msg);
         cJSON_AddItemToArray(all, o);
     }
@@ -1078,7 +1089,8 @@ int nsbox_cli_wait(int argc, char **argv)
     }
     if (recv_reply(sock, &reply, NULL, &e) < 0 || nsbox_client_reply_error(reply, &e) < 0) {
         cJSON_Delete(reply);
-        if (e.code == NSBOX_E_INVALID && strstr(e.msg, "unknown op"))
+        /* an older supervisor, or one with as many waits as it takes: ps, which it answers */
+        if ((e.code == NSBOX_E_INVALID && strstr(e.msg, "unknown op")) || e.code == NSBOX_E_BUSY)
             return wait_by_polling(id, pid, deadline, timeout_ms < 0 ? NULL : argv[2]);
         return fail(&e);
     }
@@ -1275,9 +1287,15 @@ int nsbox_cli_cp(int argc, char **argv)
         /* into a directory of the host: under the file's own name */
         char target[PATH_MAX];
         struct stat ds;
-        snprintf(target, sizeof target, "%s", argv[2]);
+        size_t want = (size_t)snprintf(target, sizeof target, "%s", argv[2]);
         if (strcmp(argv[2], "-") != 0 && stat(argv[2], &ds) == 0 && S_ISDIR(ds.st_mode))
-            snprintf(target, sizeof target, "%s/%s", argv[2], base_name(spath));
+            want = (size_t)snprintf(target, sizeof target, "%s/%s", argv[2], base_name(spath));
+        if (want >= sizeof target) {
+            close(rfd);
+            nsbox_err_set(&e, NSBOX_E_INVALID, ENAMETOOLONG, "%.64s...: a path longer than %d",
+                          argv[2], PATH_MAX - 1);
+            return fail(&e);
+        }
         /* -p: the host's missing directories too, as the caller's umask gives them; "DIR/"
          * is a directory to make, the file going into it under its own name */
         char *slash = strrchr(target, '/');
@@ -1290,8 +1308,14 @@ int nsbox_cli_cp(int argc, char **argv)
                 close(rfd);
                 return fail(&e);
             }
-            if (slash == target + tl - 1)
-                snprintf(target + tl, sizeof target - tl, "%s", base_name(spath));
+            if (slash == target + tl - 1 &&
+                (size_t)snprintf(target + tl, sizeof target - tl, "%s", base_name(spath)) >=
+                    sizeof target - tl) {
+                close(rfd);
+                nsbox_err_set(&e, NSBOX_E_INVALID, ENAMETOOLONG,
+                              "%.64s...: a path longer than %d", argv[2], PATH_MAX - 1);
+                return fail(&e);
+            }
         }
         int out = !strcmp(argv[2], "-") ? 1
                                          : open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,

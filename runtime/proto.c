@@ -378,7 +378,7 @@ int nsbox_proto_send(int sock, const char *json, const int *fds, size_t nfds, st
     size_t len = strlen(json);
     if (len > NSBOX_PROTO_MAX || nfds > NSBOX_PROTO_MAX_FDS)
         return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG,
-                             "the request is %zu bytes, more than the protocol's %u (a "
+                             "a message of %zu bytes, more than the protocol's %u (a "
                              "command's arguments and environment may hold %u KiB in all; pass "
                              "long inputs in a file)",
                              len, NSBOX_PROTO_MAX, NSBOX_AGENT_PAYLOAD_MAX / 1024);

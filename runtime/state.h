@@ -75,13 +75,13 @@ int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e);
 #define NSBOX_TOMB_ROTATE_BYTES (512 * 1024)
 #define NSBOX_TOMB_REASON_MAX 200
 int nsbox_tombstone_write(const char *id, const char *reason);
-/* The reason gc records for a sandbox whose supervisor died without removing it (SIGKILL, a
- * crash); the clients say the same when its socket has no listener left. */
 /* A delete with "by": "session" (python/nsbox/session.py: delete(), the end of open() and
  * session()); the Python client reads this text too (_transport.py SESSION_END). */
 #define NSBOX_TOMB_SESSION_END                                                                     \
     "deleted when the session that held it ended (its client's delete(), or the end of open() " \
     "or session())"
+/* The reason gc records for a sandbox whose supervisor died without removing it (SIGKILL, a
+ * crash); the clients say the same when its socket has no listener left. */
 #define NSBOX_TOMB_SUPERVISOR_GONE                                                                 \
     "deleted because its supervisor ended without removing it (killed or crashed)"
 /* 1 and the reason (the newest, if the id appears more than once) when there is one, 0 when

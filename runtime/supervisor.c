@@ -40,8 +40,11 @@
 #define MAX_PROCS 256
 /* Connections at work at once (an exec or start until its reply, a wait, a long file
  * operation), of MAX_CLIENTS: the rest stay for rm, inspect, ls's look and the short file
- * operations, which are answered at once. 64 execs took every connection, and rm failed. */
+ * operations, which are answered at once. 64 execs took every connection, and rm failed. Of
+ * those, waits (which last as long as a server runs) take MAX_WAITS at most, so that commands
+ * always find room. */
 #define MAX_AT_WORK 48
+#define MAX_WAITS 32
 /* Kept per stream of a background process: the end of its output. Small enough that a `logs`
  * reply stays under the 1 MiB message limit even if every byte needs a \\uXXXX escape. */
 #define LOG_MAX (64u << 10)
@@ -384,21 +387,28 @@ static bool refuse_if_waiting(struct sup *S, int ci, const char *tag)
 
 /* Refuse a request that keeps connection ci at work when MAX_AT_WORK are; true when refused.
  * Nothing has started: the client may send it again (the CLI and the Python client do). */
-static bool refuse_if_busy(struct sup *S, int ci, const char *tag)
+static bool refuse_if_busy(struct sup *S, int ci, const char *tag, bool wait)
 {
-    int n = 0;
+    int n = 0, waits = 0;
     for (int i = 0; i < MAX_CLIENTS; i++) {
         const struct client *c = &S->clients[i];
         n += c->job != 0 || (c->fd >= 0 && client_waits(c));
+        waits += c->fd >= 0 && c->waits >= 0;
     }
-    if (n < MAX_AT_WORK)
+    if (n < MAX_AT_WORK && (!wait || waits < MAX_WAITS))
         return false;
     struct nsbox_err e;
-    nsbox_err_set(&e, NSBOX_E_BUSY, EBUSY,
-                  "sandbox %s is busy: %d requests are under way (exec, wait, long file "
-                  "operations: at most %d at once, so that rm and inspect always get through); "
-                  "retry when one ends",
-                  S->sb.st.id, n, MAX_AT_WORK);
+    if (n < MAX_AT_WORK)
+        nsbox_err_set(&e, NSBOX_E_BUSY, EBUSY,
+                      "sandbox %s is busy: %d waits are under way (at most %d at once, so that "
+                      "commands always find room); retry when one ends, or poll ps",
+                      S->sb.st.id, waits, MAX_WAITS);
+    else
+        nsbox_err_set(&e, NSBOX_E_BUSY, EBUSY,
+                      "sandbox %s is busy: %d requests are under way (exec, wait, long file "
+                      "operations: at most %d at once, so that rm and inspect always get "
+                      "through); retry when one ends",
+                      S->sb.st.id, n, MAX_AT_WORK);
     reply_err(S, ci, tag, &e);
     return true;
 }
@@ -961,7 +971,7 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
         break;
     case NSBOX_OP_EXEC:
     case NSBOX_OP_START:
-        if (!refuse_if_waiting(S, ci, rq.tag) && !refuse_if_busy(S, ci, rq.tag))
+        if (!refuse_if_waiting(S, ci, rq.tag) && !refuse_if_busy(S, ci, rq.tag, false))
             do_spawn(S, ci, &rq, fds, rq.op == NSBOX_OP_START);
         break;
     case NSBOX_OP_PS: {
@@ -1039,7 +1049,7 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
             reply_wait(S, ci, rq.tag, p);
             break;
         }
-        if (refuse_if_busy(S, ci, rq.tag)) /* each wait holds a connection */
+        if (refuse_if_busy(S, ci, rq.tag, true)) /* each wait holds a connection */
             break;
         /* The reply comes when it ends (on_agent's EXITED); the request's tag with it. A
          * waiting client is a client at work: the sandbox wakes, and stays awake. */
@@ -1068,7 +1078,7 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
         if (refuse_if_waiting(S, ci, rq.tag))
             break;
         if (may_take_long(&rq, fds[0])) {
-            if (!refuse_if_busy(S, ci, rq.tag))
+            if (!refuse_if_busy(S, ci, rq.tag, false))
                 start_file_job(S, ci, &rq, fds[0]);
         } else {
             file_op(S, ci, &rq, fds[0]);

@@ -57,14 +57,13 @@ class ExecJob:
     def run(self):
         # A busy sandbox refuses the command before it starts anything, the descriptors
         # included: it is sent again (transport.busy_pauses), with new pipes.
-        for pause in busy_pauses():
+        for pause in busy_pauses(None):  # a command's turn, for as long as it takes
             try:
                 return self._run_once()
             except errors.SandboxBusyError:
                 time.sleep(pause)
             if self._cancelled:
                 raise errors.SandboxError("execute() was cancelled before it started")
-        return self._run_once()
 
     def _run_once(self):
         conn = self._connect()

@@ -1,6 +1,7 @@
 """The wire protocol of docs/protocol.md: 4-byte big-endian length + UTF-8 JSON over the
 sandbox's unix socket, descriptors as SCM_RIGHTS on the first byte of a message."""
 import asyncio
+import contextvars
 import errno
 import json
 import os
@@ -28,26 +29,43 @@ SUPERVISOR_GONE = "deleted because its supervisor ended without removing it (kil
 
 # A sandbox with as much under way as it takes refuses more with "busy" before it starts
 # anything (runtime/supervisor.c refuse_if_busy): the request is sent again after 5 ms, then up
-# to 200 ms apart, for BUSY_RETRY_S at most, as `nsbox exec` does.
+# to 200 ms apart (so not in the order the requests came), as `nsbox exec` does: for
+# BUSY_RETRY_S at most, or, for what waits for a command's end anyway (execute), until it is
+# taken. An async call's worker thread stops trying once the call is cancelled (CANCELLED).
 BUSY_RETRY_S = 60.0
+CANCELLED = contextvars.ContextVar("nsbox_cancelled", default=None)
 
 
-def busy_pauses():
-    """The pauses between the attempts of a request the sandbox refused as busy."""
+def busy_pauses(limit=BUSY_RETRY_S):
+    """The pauses between the attempts of a request the sandbox refused as busy (limit:
+    seconds in all, None: no end)."""
     waited = 0.0
-    while waited < BUSY_RETRY_S:
+    while limit is None or waited < limit:
         pause = min(max(waited, 0.005), 0.2)
         waited += pause
         yield pause
 
 
-def retry_if_busy(fn, *args):
-    """fn(*args), sent again while it raises SandboxBusyError, for BUSY_RETRY_S at most."""
+def check_cancelled():
+    """Raise if the async call this thread works for was cancelled (session.run_blocking)."""
+    ev = CANCELLED.get()
+    if ev is not None and ev.is_set():
+        raise errors.SandboxError("the call was cancelled before the sandbox took it",
+                                  "cancelled")
+
+
+def retry_if_busy(fn, *args, cancellable=True):
+    """fn(*args), sent again while it raises SandboxBusyError, for BUSY_RETRY_S at most; not
+    once the async call it works for was cancelled, unless not cancellable (a clean-up)."""
     for pause in busy_pauses():
+        if cancellable:
+            check_cancelled()
         try:
             return fn(*args)
         except errors.SandboxBusyError:
             time.sleep(pause)
+    if cancellable:
+        check_cancelled()
     return fn(*args)
 
 
@@ -240,7 +258,7 @@ class Connection:
         try:
             await loop.sock_sendall(self.sock, self._frame(req))
         except (BrokenPipeError, ConnectionResetError):
-            raise self._gone() from None
+            pass  # its answer ("busy") or the hang-up is read below, as in send()
 
         async def exact(n):
             buf = bytearray()
@@ -272,19 +290,10 @@ class Connection:
             else:
                 self.sock.sendall(msg)
         except (BrokenPipeError, ConnectionResetError):
-            # A supervisor with every connection taken answers "busy" and hangs up without
-            # reading: that answer, when it is there, says more than the hang-up.
-            early = None
-            try:
-                self.sock.settimeout(1.0)
-                early, fds_ = self.recv()
-                for fd in fds_:
-                    os.close(fd)
-            except (errors.SandboxError, OSError):
-                pass
-            if isinstance(early, dict) and not early.get("ok"):
-                raise error_from_reply(early) from None
-            raise self._gone() from None
+            # The supervisor hung up before it read this. With every connection taken it
+            # answers "busy" first: the caller's recv() reads that answer, or the hang-up
+            # (_gone), as for a request it did read.
+            pass
 
     def _recv_exact(self, n, want_fds):
         buf = bytearray()

@@ -15,7 +15,7 @@ import time
 
 from . import errors
 from ._exec import ExecJob
-from ._transport import (SESSION_END, SUPERVISOR_GONE, PROTO_VERSION, Connection,
+from ._transport import (CANCELLED, SESSION_END, SUPERVISOR_GONE, PROTO_VERSION, Connection,
                          error_from_reply, find_binary, retry_if_busy)
 from ._transport import runtime_dir as _runtime_dir
 from .models import FileInfo, ProcessInfo, ProcessLogs
@@ -45,9 +45,16 @@ def _threads():
 
 def run_blocking(fn, *args):
     """fn(*args) in one of nsbox's worker threads (with the caller's context variables, as
-    asyncio.to_thread does): an awaitable future."""
-    call = functools.partial(contextvars.copy_context().run, fn, *args)
-    return asyncio.get_running_loop().run_in_executor(_threads(), call)
+    asyncio.to_thread does): an awaitable future. Once the awaiting call is cancelled, the
+    thread sends nothing more that the sandbox refused as busy (_transport.CANCELLED): a
+    start_process() or write_file() the caller gave up on must not happen a minute later."""
+    cancelled = threading.Event()
+    ctx = contextvars.copy_context()
+    ctx.run(CANCELLED.set, cancelled)
+    call = functools.partial(ctx.run, fn, *args)
+    fut = asyncio.get_running_loop().run_in_executor(_threads(), call)
+    fut.add_done_callback(lambda f: f.cancelled() and cancelled.set())
+    return fut
 
 
 def _command_fields(command):
@@ -170,6 +177,8 @@ class _Wait:
         if not reply.get("ok"):
             err = reply.get("error") if isinstance(reply.get("error"), dict) else {}
             if err.get("code") == "invalid" and "unknown op" in str(err.get("message")):
+                return _NO_WAIT_OP
+            if err.get("code") == "busy":  # as many waits as it takes: poll ps, as for an older
                 return _NO_WAIT_OP
             raise error_from_reply(reply, "wait")
         code = reply.get("exit_code")
@@ -324,13 +333,15 @@ class Session:
         connection opened here closes, which the kernel does when the process ends however it
         ends (SIGKILL, a cancelled CI job). open() and session() do this; delete() lets go."""
         if self._holder is None:
-            c = self._connect()
-            try:
-                c.call("hold")
-            except BaseException:
-                c.close()
-                raise
-            self._holder = c
+            def once():
+                c = self._connect()
+                try:
+                    c.call("hold")
+                except BaseException:
+                    c.close()
+                    raise
+                return c
+            self._holder = retry_if_busy(once)
 
     @property
     def socket_path(self):
@@ -455,8 +466,10 @@ class Session:
         path = os.fspath(path)
         if max_bytes is not None and max_bytes < 0:
             raise ValueError("max_bytes must be a number of bytes >= 0")
-        with self._connect() as c:
-            reply, fds = c.call("read", keep_fds=True, path=path)
+        def once():
+            with self._connect() as c:
+                return c.call("read", keep_fds=True, path=path)
+        reply, fds = retry_if_busy(once)
         if not fds:
             raise errors.ProtocolError("read reply without a descriptor")
         for fd in fds[1:]:
@@ -542,10 +555,20 @@ class Session:
         # closes its connections only when it exits. Waiting for that hang-up, rather than
         # polling the state directory, returns as soon as the sandbox is gone.
         c, self._holder = self._holder, None
+
+        def once(held):
+            conn = held if held is not None else Connection(self.id, self.runtime_dir)
+            try:
+                conn.call("delete", by="session")  # its tombstone: not "by rm" (older: it is)
+                return conn
+            except BaseException:
+                if conn is not held:
+                    conn.close()
+                raise
         try:
-            if c is None:
-                c = Connection(self.id, self.runtime_dir)
-            c.call("delete", by="session")  # its tombstone: not "by rm" (an older nsbox: it is)
+            # a holding connection is never refused; a new one may be (every one taken), and
+            # a delete is sent again even for a cancelled call: it is the clean-up
+            c = once(c) if c is not None else retry_if_busy(once, None, cancellable=False)
             c.wait_hangup(5)
         except errors.SandboxDeletedError as e:
             if SUPERVISOR_GONE in str(e):

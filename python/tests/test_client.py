@@ -358,6 +358,40 @@ class AsyncExecute(AsyncClientTest):
             self.assertGreater(time.monotonic() - t, 3.5)  # in two turns, not at once
             self.assertTrue(await sb.is_alive())
 
+    async def test_a_busy_sandbox_waits_by_polling_and_forgets_cancelled_calls(self):
+        # 32 waits held elsewhere: a wait of ours polls ps instead of failing. Then 48
+        # requests at work: a start_process() is sent again and again; cancelled meanwhile, its
+        # worker thread stops trying (before, it could start the process a minute after the
+        # caller had given up on it).
+        from nsbox._transport import Connection
+        async with self.box().session() as sb:
+            p = await sb.start_process(["sleep", "100"])
+            null = os.open(os.devnull, os.O_RDWR)
+            conns = []
+            try:
+                for _ in range(32):
+                    conns.append(Connection(sb.id, sb.sync.runtime_dir))
+                    conns[-1].send({"v": 1, "op": "wait", "pid": p.pid})
+                quick = await sb.start_process("sleep 1; exit 3")
+                self.assertEqual(await quick.wait(timeout=30), 3)
+                for _ in range(16):
+                    conns.append(Connection(sb.id, sb.sync.runtime_dir))
+                    conns[-1].send({"v": 1, "op": "exec", "argv": ["sleep", "100"]}, [null] * 3)
+                task = asyncio.ensure_future(sb.start_process("touch /workspace/started"))
+                await asyncio.sleep(0.5)
+                self.assertFalse(task.done())  # refused as busy, and sent again
+                task.cancel()
+                with self.assertRaises(asyncio.CancelledError):
+                    await task
+            finally:
+                os.close(null)
+                for c in conns:
+                    c.close()  # the execs end with their connections, the waits too
+            await asyncio.sleep(1.5)  # longer than the pauses between attempts
+            self.assertFalse(await sb.exists("started"))
+            self.assertEqual(sorted(x.pid for x in await sb.list_processes()),
+                             sorted([p.pid, quick.pid]))
+
     async def test_cancelled_while_being_created_leaves_nothing(self):
         # asyncio.wait_for around the session's entry: the creation (here 2 s of set-up
         # script) went on in its thread, and its sandbox lived for its whole ttl.

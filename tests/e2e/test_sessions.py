@@ -987,7 +987,7 @@ class Crashes(SessionTest):
         finally:
             os.kill(sup, signal.SIGCONT)
         self.assertEqual(rc, 125, msg)
-        self.assertIn(b"the command's --timeout of 1 s passed 10 s ago, and whether it ended "
+        self.assertIn(b"the command's --timeout of 1.000 s passed 10 s ago, and whether it ended "
                       b"cannot be known", msg)
         self.assertIn(f"sandbox {sid}: its supervisor did not answer within 5 s".encode(), msg)
         self.assertLess(took, 40)
@@ -1044,28 +1044,42 @@ class HostileRequests(SessionTest):
 
     def test_requests_at_work_are_bounded_and_leave_room_for_others(self):
         # Each exec (until its command ends) and each wait holds a connection: at most 48 at
-        # once, so that rm, inspect, ps and ls still reach the supervisor (64 connections).
-        # Beyond, "busy", before anything starts. A wait and an exec never share a connection.
+        # once, so that rm, inspect, ps and ls still reach the supervisor (64 connections);
+        # waits 32 of them at most, so that commands always find room. Beyond, "busy", before
+        # anything starts. A wait and an exec never share a connection.
         sid = self.create()
         pid = self.nsbox("exec", "-d", sid, "--", "sleep", "100").stdout.decode().strip()
         wait = json.dumps({"v": 1, "op": "wait", "pid": int(pid)}).encode()
         exec_ = json.dumps({"v": 1, "op": "exec", "argv": ["sleep", "100"]}).encode()
         null = os.open(os.devnull, os.O_RDWR)
         conns = []
+
+        def refused(req, fds, says):
+            extra = self.connect(sid)
+            conns.append(extra)
+            send_request(extra, req, fds=fds)
+            r = recv_reply(extra)
+            self.assertEqual((r["ok"], r["error"]["code"]), (False, "busy"), r)
+            self.assertIn(says, r["error"]["message"])
+
         try:
-            for i in range(48):
+            for _ in range(32):
                 s = self.connect(sid)
                 conns.append(s)
-                send_request(s, wait if i < 24 else exec_, fds=() if i < 24 else (null,) * 3)
+                send_request(s, wait)
             # the supervisor reads each request in the poll round after its accept, in the
-            # order of the accepts: the 49th comes after the 48 before it
+            # order of the accepts: the 33rd comes after the 32 before it
+            refused(wait, (), "is busy: 32 waits are under way (at most 32 at once")
+            # a wait that finds them taken polls ps instead (nsbox wait; Process.wait too)
+            quick = self.nsbox("exec", "-d", sid, "--", "sh", "-c", "sleep 1; exit 3")
+            r = self.nsbox("wait", sid, quick.stdout.decode().strip(), timeout=30)
+            self.assertEqual(r.returncode, 3, r.stderr)
+            for _ in range(16):
+                s = self.connect(sid)
+                conns.append(s)
+                send_request(s, exec_, fds=(null,) * 3)
             for req, fds in ((exec_, (null,) * 3), (wait, ())):
-                extra = self.connect(sid)
-                conns.append(extra)
-                send_request(extra, req, fds=fds)
-                r = recv_reply(extra)
-                self.assertEqual((r["ok"], r["error"]["code"]), (False, "busy"), r)
-                self.assertIn("is busy: 48 requests are under way", r["error"]["message"])
+                refused(req, fds, "is busy: 48 requests are under way")
             ps = self.nsbox("ps", sid)
             self.assertRegex(ps.stdout.decode(), rf"(?m)^{pid}\s+running")
             self.assertEqual(self.nsbox("inspect", sid).returncode, 0)
@@ -1074,7 +1088,7 @@ class HostileRequests(SessionTest):
             self.assertFalse(r["ok"])
             self.assertIn("already waits", r["error"]["message"])
             self.assertEqual(self.nsbox("kill", sid, pid, "KILL").returncode, 0)
-            for s in conns[1:24]:  # every waiter hears of the end
+            for s in conns[1:32]:  # every waiter hears of the end
                 r = recv_reply(s)
                 self.assertEqual((r["ok"], r["exit_code"], r["timed_out"]), (True, 137, False))
             self.assertEqual(self.nsbox("rm", sid).returncode, 0)  # the execs end with it
