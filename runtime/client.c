@@ -113,7 +113,7 @@ static struct nsbox_err *lost_why(const char *id, struct nsbox_err *e)
 
 /* A sandbox with as much under way as it takes refuses more with "busy" before it starts
  * anything (supervisor.c refuse_if_busy): such a request is sent again, after 5 ms, then up to
- * 200 ms apart (so not in the order they came), for limit_ms at most (BUSY_FOREVER: until it
+ * 50 ms apart (so not in the order they came), for limit_ms at most (BUSY_FOREVER: until it
  * is taken; what waits for a command's end anyway, exec and wait, waits its turn so); then
  * the refusal is the answer. *waited_ms counts. */
 #define BUSY_RETRY_MS 60000u
@@ -124,7 +124,7 @@ static bool again_if_busy(cJSON **reply, int *sock, unsigned *waited_ms, unsigne
     const cJSON *code = err ? cJSON_GetObjectItemCaseSensitive(err, "code") : NULL;
     if (!cJSON_IsString(code) || strcmp(code->valuestring, "busy") != 0 || *waited_ms >= limit_ms)
         return false;
-    unsigned pause = *waited_ms < 5 ? 5 : *waited_ms > 200 ? 200 : *waited_ms;
+    unsigned pause = *waited_ms < 5 ? 5 : *waited_ms > 50 ? 50 : *waited_ms;
     cJSON_Delete(*reply);
     *reply = NULL;
     nsbox_closep(sock);

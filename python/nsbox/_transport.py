@@ -29,7 +29,7 @@ SUPERVISOR_GONE = "deleted because its supervisor ended without removing it (kil
 
 # A sandbox with as much under way as it takes refuses more with "busy" before it starts
 # anything (runtime/supervisor.c refuse_if_busy): the request is sent again after 5 ms, then up
-# to 200 ms apart (so not in the order the requests came), as `nsbox exec` does: for
+# to 50 ms apart (so not in the order the requests came), as `nsbox exec` does: for
 # BUSY_RETRY_S at most, or, for what waits for a command's end anyway (execute), until it is
 # taken. An async call's worker thread stops trying once the call is cancelled (CANCELLED).
 BUSY_RETRY_S = 60.0
@@ -41,7 +41,7 @@ def busy_pauses(limit=BUSY_RETRY_S):
     seconds in all, None: no end)."""
     waited = 0.0
     while limit is None or waited < limit:
-        pause = min(max(waited, 0.005), 0.2)
+        pause = min(max(waited, 0.005), 0.05)
         waited += pause
         yield pause
 
