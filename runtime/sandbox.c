@@ -1,6 +1,7 @@
 /* Host side of a sandbox: prepare once, clone once, id maps, network, cgroup; and removal. */
 #define _GNU_SOURCE
 #include "sandbox.h"
+#include "util.h"
 #include "cleanup.h"
 #include "idmap.h"
 #include "image.h"
@@ -273,6 +274,8 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
         return nsbox_err_sys(e, "pipe");
     c->L.report_rd = rp[0], c->L.report_wr = rp[1];
 
+    if (stdio)
+        nsbox_share_pipes(stdio, 3);
     pid_t pid = clone_sandbox(&c->cg, &c->L.cgroup_ns_in_clone, &c->pidfd);
     if (pid < 0)
         return nsbox_diagnose_namespace_failure(errno, e);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,12 +23,38 @@ int64_t nsbox_now_ms(void)
 
 int nsbox_parse_seconds(const char *s, uint64_t max_s, uint64_t *ms)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= 0 && v <= (double)max_s)) /* NaN fails both */
+    /* decimal digits, and a fraction after a point: no sign, blank, hex or exponent, which
+     * strtod took ("0x2", "2e0", " +2"), as --ttl never did */
+    uint64_t whole = 0, frac = 0;
+    const char *p = s;
+    if (*p < '0' || *p > '9')
         return -1;
-    *ms = (uint64_t)(v * 1000.0 + 0.5);
+    for (; *p >= '0' && *p <= '9'; p++) {
+        whole = whole * 10 + (uint64_t)(*p - '0');
+        if (whole > max_s)
+            return -1;
+    }
+    bool rest = false; /* digits below the millisecond */
+    if (*p == '.') {
+        p++;
+        if (*p < '0' || *p > '9')
+            return -1;
+        for (int d = 0; *p >= '0' && *p <= '9'; p++, d++) {
+            if (d < 3)
+                frac = frac * 10 + (uint64_t)(*p - '0');
+            else
+                rest = rest || *p != '0';
+        }
+        for (size_t d = strspn(strchr(s, '.') + 1, "0123456789"); d < 3; d++)
+            frac *= 10; /* "1.5": 500 ms */
+    }
+    if (*p)
+        return -1;
+    /* what is below a millisecond rounds up: 0.0001 is a timeout, not none */
+    uint64_t v = whole * 1000 + frac + (rest ? 1 : 0);
+    if (v > max_s * 1000)
+        return -1;
+    *ms = v;
     return 0;
 }
 
@@ -264,3 +291,21 @@ bool nsbox_is_host_root(const struct stat *st)
     struct stat root;
     return stat("/", &root) == 0 && st->st_dev == root.st_dev && st->st_ino == root.st_ino;
 }
+
+#ifndef PIPEFS_MAGIC
+#define PIPEFS_MAGIC 0x50495045
+#endif
+
+void nsbox_share_pipes(const int *fds, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        struct statfs sf;
+        if (fds[i] < 0 || fstat(fds[i], &st) < 0 || !S_ISFIFO(st.st_mode) ||
+            (st.st_mode & 0666) == 0666 || fstatfs(fds[i], &sf) < 0 ||
+            sf.f_type != PIPEFS_MAGIC)
+            continue;
+        (void)fchmod(fds[i], (st.st_mode & 07777) | 0666); /* not ours to change: as it was */
+    }
+}
+

@@ -46,9 +46,17 @@ void nsbox_close_fds_except(int keep);
 
 /* CLOCK_MONOTONIC in milliseconds. */
 int64_t nsbox_now_ms(void);
-/* A command line's number of seconds (decimals allowed), 0 to max_s, as milliseconds (rounded).
- * -1 for anything else: empty, trailing text, negative, too large, NaN. */
+/* A command line's number of seconds (decimal digits, a fraction after a point), 0 to max_s,
+ * as milliseconds; what is below a millisecond rounds up (0.0001: 1 ms, a timeout, not none).
+ * -1 for anything else: empty, a sign, a blank, hex, an exponent, trailing text, too large. */
 int nsbox_parse_seconds(const char *s, uint64_t max_s, uint64_t *ms);
+/* The anonymous pipes among fds (a command's stdio), made readable and writable by all: the
+ * sandbox's processes run as another uid, and /dev/stdin, /dev/stdout and /dev/stderr reopen a
+ * pipe through /proc/self/fd, which checks its mode ("echo x > /dev/stderr": Permission
+ * denied). Only a process that can see the descriptor in /proc/PID/fd (ptrace access to a
+ * holder) can reopen a pipe, so this gives nothing to anyone else. A named FIFO's mode is a
+ * file's on disk: never changed; nor a file's or a terminal's. */
+void nsbox_share_pipes(const int *fds, size_t n);
 /* A command line's process id (of a sandbox's process): 2 to 2^22, else -1. */
 long nsbox_parse_pid(const char *s);
 /* path is dir or below it, by its text ("/proc/1" is in "/proc", "/procx" is not). */

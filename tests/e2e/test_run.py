@@ -395,6 +395,29 @@ class Basics(RunTest):
         r = self.sh("echo out; echo err >&2")
         self.assertEqual((r.stdout, r.stderr), (b"out\n", b"err\n"))
 
+    def test_dev_stdin_stdout_and_stderr_reopen_the_callers_pipes(self):
+        # "echo x > /dev/stderr", "cat /dev/stdin": they reopen the caller's pipe through
+        # /proc/self/fd, whose mode (0600, the caller's) refused the sandbox's uid. Cold runs
+        # and exec; pooled runs hand the descriptors over as exec does (test_pool).
+        script = "cat /dev/stdin; echo out > /dev/stdout; echo err > /dev/stderr"
+        r = self.sh(script, input=b"in\n")
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, b"in\nout\n", b"err\n"))
+        sid = run_nsbox(["create"], self.dirs, check=True).stdout.decode().strip()
+        r = run_nsbox(["exec", "-i", sid, "--", "sh", "-c", script], self.dirs, input=b"in\n")
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, b"in\nout\n", b"err\n"))
+        run_nsbox(["rm", sid], self.dirs, check=True)
+        # A named FIFO's mode is a file's on disk: left as it was.
+        fifo = os.path.join(self.dirs.base, "fifo")
+        os.mkfifo(fifo, 0o600)
+        fd = os.open(fifo, os.O_RDWR)  # (O_RDWR: no wait for a writer)
+        try:
+            r = subprocess.run([NSBOX, "run", "--", "true"], stdin=fd, capture_output=True,
+                               env=self.dirs.env(), timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        finally:
+            os.close(fd)
+        self.assertEqual(os.stat(fifo).st_mode & 0o777, 0o600)
+
     def test_rlimits(self):
         r = self.sh("ulimit -c; ulimit -n")
         self.assertEqual(r.stdout.split(), [b"0", b"4096"])

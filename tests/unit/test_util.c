@@ -22,12 +22,24 @@ static void test_seconds(void **state)
     assert_int_equal(ms, 1500);
     assert_int_equal(nsbox_parse_seconds("0", 10, &ms), 0);
     assert_int_equal(ms, 0);
+    /* below a millisecond rounds up: a timeout, not none (it was 0: no timeout) */
     assert_int_equal(nsbox_parse_seconds("0.0004", 10, &ms), 0);
+    assert_int_equal(ms, 1);
+    assert_int_equal(nsbox_parse_seconds("0.0000", 10, &ms), 0);
     assert_int_equal(ms, 0);
+    assert_int_equal(nsbox_parse_seconds("2.25", 10, &ms), 0);
+    assert_int_equal(ms, 2250);
+    assert_int_equal(nsbox_parse_seconds("0.1234", 10, &ms), 0);
+    assert_int_equal(ms, 124);
     assert_int_equal(nsbox_parse_seconds("10", 10, &ms), 0);
     assert_int_equal(ms, 10000);
+    assert_int_equal(nsbox_parse_seconds("10.000", 10, &ms), 0);
+    assert_int_equal(ms, 10000);
+    assert_int_equal(nsbox_parse_seconds("31536000", 31536000, &ms), 0);
+    assert_int_equal(ms, 31536000000ull);
     static const char *const bad[] = {"", "nan", "NaN", "inf", "-1", "-0.5", "1x", " ", "10.001",
-                                      "1e400"};
+                                      "1e400", "0x2", "2e0", " 2", "+2", "2 ", "1.", ".5",
+                                      "10.0001", "99999999999999999999999"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ms = 7;
         assert_int_equal(nsbox_parse_seconds(bad[i], 10, &ms), -1);
