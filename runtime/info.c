@@ -12,8 +12,10 @@
 #include "cleanup.h"
 #include "help.h"
 #include "paths.h"
+#include "net.h"
 #include "nftlib.h"
 #include "spec.h"
+#include "warmpool.h"
 #include "workspace.h"
 
 #include <errno.h>
@@ -729,6 +731,36 @@ static void check_workspace_disk(struct nsbox_check *c)
            why);
 }
 
+/* Every section of the config file, each as the command that uses it reads it (a typo in
+ * "workspace" or "pool" stopped every run while info said OK, and one in "network" only
+ * showed with --network all), and the directories' environment overrides. Required: a
+ * command that makes a sandbox refuses a broken file (before session 16, the report said "OK"
+ * and "ok": true beside an exit code of 1). */
+static void check_config(struct nsbox_check *c)
+{
+    struct nsbox_err e = {0};
+    struct nsbox_ws_config ws;
+    char dir[PATH_MAX];
+    const char *env = getenv("NSBOX_CONFIG");
+    const char *path = env && *env ? env : NSBOX_CONFIG_DEFAULT_PATH;
+    bool types = nsbox_instance_types_load(NULL, &e) == 0;
+    if (types && nsbox_ws_load_config(&ws, &e) == 0 && nsbox_pool_config_check(&e) == 0 &&
+        nsbox_net_config_check(&e) == 0 && nsbox_path_runtime_dir(dir, sizeof dir, &e) == 0 &&
+        nsbox_path_data_dir(dir, sizeof dir, &e) == 0 &&
+        nsbox_path_cache_dir(dir, sizeof dir, &e) == 0) {
+        c->ok = true;
+        if (access(path, F_OK) == 0)
+            snprintf(c->detail, sizeof c->detail, "%.400s: valid", path);
+        else
+            snprintf(c->detail, sizeof c->detail, "no %.400s: the defaults", path);
+        return;
+    }
+    snprintf(c->detail, sizeof c->detail, "%.420s%s", e.msg,
+             types ? "" : " (the instance types below are the defaults)");
+    snprintf(c->fix, sizeof c->fix,
+             "correct %.400s (docs/spec.md), or point NSBOX_CONFIG at a valid file", path);
+}
+
 static const char *const check_names[NSBOX_CHECK_COUNT] = {
     [NSBOX_CHECK_USERNS] = "user_namespaces",    [NSBOX_CHECK_NAMESPACES] = "namespaces",
     [NSBOX_CHECK_OVERLAYFS] = "overlayfs",       [NSBOX_CHECK_CGROUPS] = "cgroups",
@@ -736,7 +768,7 @@ static const char *const check_names[NSBOX_CHECK_COUNT] = {
     [NSBOX_CHECK_NETADMIN] = "net_admin",        [NSBOX_CHECK_IDMAP] = "idmapped_mounts",
     [NSBOX_CHECK_OPENAT2] = "openat2",           [NSBOX_CHECK_IMAGE_HOST] = "image_host",
     [NSBOX_CHECK_IMAGE_DEBIAN] = "image_debian", [NSBOX_CHECK_WORKSPACE_DISK] = "workspace_disk",
-    [NSBOX_CHECK_PRIVILEGES] = "privileges",
+    [NSBOX_CHECK_PRIVILEGES] = "privileges",     [NSBOX_CHECK_CONFIG] = "config",
 };
 
 /* Without these nsbox cannot create a sandbox that keeps its promises; the rest are features
@@ -744,6 +776,7 @@ static const char *const check_names[NSBOX_CHECK_COUNT] = {
 static const bool check_required[NSBOX_CHECK_COUNT] = {
     [NSBOX_CHECK_USERNS] = true,  [NSBOX_CHECK_NAMESPACES] = true, [NSBOX_CHECK_CGROUPS] = true,
     [NSBOX_CHECK_SECCOMP] = true, [NSBOX_CHECK_OPENAT2] = true,    [NSBOX_CHECK_IMAGE_HOST] = true,
+    [NSBOX_CHECK_CONFIG] = true,
 };
 
 const char *nsbox_check_name(enum nsbox_check_id id)
@@ -822,6 +855,9 @@ void nsbox_check_run(enum nsbox_check_id id, struct nsbox_check *out)
     case NSBOX_CHECK_PRIVILEGES:
         check_privileges(out);
         break;
+    case NSBOX_CHECK_CONFIG:
+        check_config(out);
+        break;
     default:
         break;
     }
@@ -877,6 +913,8 @@ int nsbox_cli_info(int argc, char **argv)
     }
     struct nsbox_check checks[NSBOX_CHECK_COUNT];
     nsbox_check_run_all(checks);
+    if (!checks[NSBOX_CHECK_CONFIG].ok) /* said on stderr too, as every command says it */
+        fprintf(stderr, "nsbox: %s\n", checks[NSBOX_CHECK_CONFIG].detail);
     size_t ntypes = 0;
     const struct nsbox_instance_type *types = nsbox_instance_types(&ntypes);
     if (!types) ntypes = 0;

@@ -129,25 +129,6 @@ static void note_root_workspace(const char *dir)
             dir, sb.st_uid == 0 ? "owner" : "group", advice);
 }
 
-/* For nsbox info: every section of the config file, each as the command that uses it reads
- * it (a typo in "workspace" or "pool" stopped every run while info said OK, and one in
- * "network" only showed with --network all), and the directories' environment overrides. */
-static int check_settings(struct nsbox_err *e)
-{
-    if (nsbox_instance_types_load(NULL, e) < 0) {
-        size_t n = strlen(e->msg);
-        snprintf(e->msg + n, sizeof e->msg - n, " (the instance types below are the defaults)");
-        return -1;
-    }
-    struct nsbox_ws_config ws;
-    char dir[PATH_MAX];
-    if (nsbox_ws_load_config(&ws, e) < 0 || nsbox_pool_config_check(e) < 0 ||
-        nsbox_net_config_check(e) < 0 || nsbox_path_runtime_dir(dir, sizeof dir, e) < 0 ||
-        nsbox_path_data_dir(dir, sizeof dir, e) < 0 || nsbox_path_cache_dir(dir, sizeof dir, e) < 0)
-        return -1;
-    return 0;
-}
-
 /* The sandbox OPTIONS of run and create (and pool fill), each with what it sets. */
 enum opt_kind {
     OPT_SPEC,      /* a spec field: key */
@@ -592,11 +573,6 @@ int main(int argc, char **argv)
                  (!strcmp(cmd, "pool") && argc > 2 && !strcmp(argv[2], "fill"));
     if (makes && nsbox_instance_types_load(NULL, &e) < 0)
         return fail(&e);
-    if (!strcmp(cmd, "info") && check_settings(&e) < 0) {
-        fprintf(stderr, "nsbox: %s\n", e.msg);
-        int rc = nsbox_cli_info(argc - 1, argv + 1);
-        return rc == 0 ? 1 : rc; /* a required check failed: the settings */
-    }
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         /* nsbox help [CMD] */
         if (argc > 2 && nsbox_help_print(argv[2], stdout) < 0)

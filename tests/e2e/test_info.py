@@ -18,9 +18,10 @@ NSBOX = os.environ.get("NSBOX_BIN", "")
 CHECKS = [
     "user_namespaces", "namespaces", "overlayfs", "cgroups", "seccomp", "nftables",
     "net_admin", "idmapped_mounts", "openat2", "image_host", "image_debian", "workspace_disk",
-    "privileges",
+    "privileges", "config",
 ]
-REQUIRED = {"user_namespaces", "namespaces", "cgroups", "seccomp", "openat2", "image_host"}
+REQUIRED = {"user_namespaces", "namespaces", "cgroups", "seccomp", "openat2", "image_host",
+            "config"}
 TEST_USER = "nsbox-info-test"
 NET_ADMIN_FIX = "run as root (network all/allow need CAP_NET_ADMIN on the host)"
 
@@ -122,6 +123,30 @@ class InfoTest(Shape, unittest.TestCase):
         self.assertIn("instance types", proc.stdout)
         for t in ("small", "medium", "large"):
             self.assertTrue(any(l.split()[:1] == [t] for l in lines), t)
+
+    def test_a_broken_config_is_a_missing_required_check(self):
+        # The report said "OK" and "ok": true beside the error on stderr and exit code 1.
+        with tempfile.TemporaryDirectory() as d:
+            cfg = os.path.join(d, "config.json")
+            with open(cfg, "w") as f:
+                json.dump({"instance_types": {"medium": {"memory": "8XB"}}}, f)
+            env = dict(os.environ, NSBOX_CONFIG=cfg)
+            proc = run(["info", "--json"], env=env)
+            report = self.assert_report(proc)
+            self.assertFalse(report["ok"])
+            c = by_name(report)["config"]
+            self.assertFalse(c["ok"])
+            self.assertIn("unknown unit 'XB'", c["detail"])
+            self.assertIn(cfg, c["fix"])
+            text = run(["info"], env=env)
+            self.assertEqual(text.returncode, 1)
+            self.assertIn("MISSING 1 required: config", text.stdout)
+            self.assertNotIn("OK, every required check passed", text.stdout)
+            self.assertIn("unknown unit 'XB'", text.stderr)
+            with open(cfg, "w") as f:
+                json.dump({"instance_types": {}}, f)
+            c = by_name(json.loads(run(["info", "--json"], env=env).stdout))["config"]
+            self.assertEqual((c["ok"], c["detail"]), (True, cfg + ": valid"))
 
     def test_usage_error(self):
         proc = run(["info", "--no-such-flag"])
