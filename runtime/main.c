@@ -571,7 +571,9 @@ int main(int argc, char **argv)
     struct nsbox_err e = {0};
     bool makes = !strcmp(cmd, "run") || !strcmp(cmd, "create") ||
                  (!strcmp(cmd, "pool") && argc > 2 && !strcmp(argv[2], "fill"));
-    if (makes && nsbox_instance_types_load(NULL, &e) < 0)
+    /* the network section too, whatever the network: a typo there went unnoticed until a
+     * sandbox with --network all (docs/spec.md promises that misspelled keys fail) */
+    if (makes && (nsbox_instance_types_load(NULL, &e) < 0 || nsbox_net_config_check(&e) < 0))
         return fail(&e);
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         /* nsbox help [CMD] */

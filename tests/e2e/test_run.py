@@ -567,6 +567,11 @@ class ExitCodes(RunTest):
             r = run_nsbox(["info"], self.dirs, extra_env=env)
             self.assertEqual(r.returncode, 1, text)
             self.assertIn(word, r.stderr)
+            # and so does every run, whatever its network (the network section was read only
+            # for --network all: a typo there went unnoticed by every other sandbox)
+            r = run_nsbox(["run", "--", "true"], self.dirs, extra_env=env)
+            self.assertEqual(r.returncode, 125, text)
+            self.assertIn(word, r.stderr)
         # and the directories' overrides, which a relative path made silently ineffective
         os.unlink(cfg)
         for var in ("NSBOX_STATE_DIR", "NSBOX_CACHE_DIR", "NSBOX_DATA_DIR"):
