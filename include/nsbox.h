@@ -8,6 +8,7 @@
 #define NSBOX_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -70,6 +71,7 @@ struct nsbox_run_opts {
     uint64_t timeout_ms;                /* 0: none; on expiry the sandbox is killed, status 124 */
     const char *cwd;                    /* inside the sandbox; NULL: /workspace */
     int *oom_kills;                     /* out (may be NULL): processes the memory limit killed */
+    bool *timed_out;                    /* out (may be NULL): timeout_ms ended the command */
 };
 
 /* Create a sandbox from a checked spec, run argv inside, delete it. Returns 0 and sets

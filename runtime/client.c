@@ -393,6 +393,9 @@ static int exec_result(cJSON *reply)
         fprintf(stderr, "nsbox: %s\n", e.msg);
     else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "oom_killed")))
         fprintf(stderr, "nsbox: the command was killed: out of memory (instance type limit)\n");
+    else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "timed_out")))
+        fprintf(stderr, "nsbox: timed out: the command ran past its --timeout, and its processes "
+                        "were killed (exit code 124)\n");
     cJSON_Delete(reply);
     return rc;
 }

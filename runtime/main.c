@@ -328,7 +328,9 @@ static int cmd_run(int argc, char **argv)
         o.timeout_ms = ttl_ms;
 
     int status, oom_kills = 0;
+    bool timed_out = false;
     o.oom_kills = &oom_kills;
+    o.timed_out = &timed_out;
     /* A sandbox made ahead for these settings, when the pool is on (docs/pool.md). */
     int pr2 = nsbox_pool_run(&spec, argv + i, &o, &status, &oom_kills, &e);
     if (pr2 < 0)
@@ -351,6 +353,13 @@ static int cmd_run(int argc, char **argv)
      * sign of runs to come, and a fill would fail the same way. */
     if (pr2 == NSBOX_POOL_EMPTY && made)
         nsbox_pool_after_cold_run(&spec);
+    /* said, so that it is not taken for a command that exits 124 itself (as an OOM kill is) */
+    if (timed_out)
+        fprintf(stderr, "nsbox: timed out: the command ran past %s of %llu.%03llu s, and its "
+                        "processes were killed (exit code 124)\n",
+                o.timeout_ms == ttl_ms ? "the spec's ttl_seconds" : "--timeout",
+                (unsigned long long)(o.timeout_ms / 1000),
+                (unsigned long long)(o.timeout_ms % 1000));
     if (oom_kills > 0)
         fprintf(stderr, "nsbox: out of memory: the instance type's limit (%s, %llu MiB) killed %d "
                         "process%s%s\n",

@@ -160,6 +160,8 @@ int nsbox_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox
         }
         if (o && o->oom_kills)
             *o->oom_kills = (int)nsbox_cgroup_oom_kills(&sb.cg);
+        if (o && o->timed_out)
+            *o->timed_out = ret == 0 && w.timed_out;
     }
     struct nsbox_err e2;
     if (nsbox_sandbox_destroy(&sb, ret < 0 ? &e2 : e) < 0)

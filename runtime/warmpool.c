@@ -204,7 +204,8 @@ static int recv_event(int sock, struct nsbox_agent_event *ev, struct nsbox_err *
 /* Wait for the status of our command, relaying signals to it (a second interrupt: SIGKILL, as
  * nsbox run does without the pool) and enforcing the run's timeout. */
 static int wait_status(int sock, int pid, int sfd, uint64_t timeout_ms, const char *id,
-                       int *exit_status, int *oom_kills, struct nsbox_err *e)
+                       int *exit_status, int *oom_kills, bool *timed_out_out,
+                       struct nsbox_err *e)
 {
     int64_t deadline = timeout_ms ? nsbox_now_ms() + (int64_t)timeout_ms : 0;
     bool timed_out = false;
@@ -237,6 +238,8 @@ static int wait_status(int sock, int pid, int sfd, uint64_t timeout_ms, const ch
         if (r > 0 && ev.type == NSBOX_AGENT_EXITED) {
             *exit_status = timed_out ? 124 : ev.status;
             *oom_kills = (int)ev.oom_kills;
+            if (timed_out_out)
+                *timed_out_out = timed_out;
             return 1;
         }
         if (r > 0)
@@ -254,7 +257,7 @@ static int wait_status(int sock, int pid, int sfd, uint64_t timeout_ms, const ch
  * and the connection broke before the status. */
 static int try_one(const char *id, char *const argv[], char *const env[], const char *cwd,
                    const int fds[3], uint64_t timeout_ms, int sfd, int *exit_status,
-                   int *oom_kills, struct nsbox_err *e)
+                   int *oom_kills, bool *timed_out, struct nsbox_err *e)
 {
     struct nsbox_err ce;
     cleanup_close int sock = nsbox_session_connect_run(id, &ce);
@@ -278,7 +281,8 @@ static int try_one(const char *id, char *const argv[], char *const env[], const 
     }
     if (ev.type != NSBOX_AGENT_SPAWNED)
         return 0;
-    return wait_status(sock, ev.pid, sfd, timeout_ms, id, exit_status, oom_kills, e);
+    return wait_status(sock, ev.pid, sfd, timeout_ms, id, exit_status, oom_kills, timed_out,
+                       e);
 }
 
 int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox_run_opts *o,
@@ -328,7 +332,7 @@ int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct 
         if (!nsbox_pool_entry_parse(de->d_name, key, id) || strcmp(key, c.key) != 0)
             continue;
         ret = try_one(id, argv, env, cwd, fds, o ? o->timeout_ms : 0, sfd, exit_status,
-                      oom_kills, e);
+                      oom_kills, o ? o->timed_out : NULL, e);
         if (ret == -2) {
             unlinkat(dirfd(d), de->d_name, 0); /* gc removes the rest */
             ret = 0;

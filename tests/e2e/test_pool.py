@@ -742,6 +742,7 @@ class Pool(unittest.TestCase):
         r, sid = self.run_pooled("--timeout", "1", "--", "sh", "-c", "sleep 30; echo no")
         self.assertEqual(r.returncode, 124, r.stderr)
         self.assertEqual(r.stdout, b"")
+        self.assertIn(b"nsbox: timed out: the command ran past --timeout of 1.000 s", r.stderr)
         self.assertLess(time.monotonic() - t, 15)
         self.assertTrue(wait_for(lambda: self.gone(sid)))
 

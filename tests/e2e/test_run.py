@@ -446,6 +446,11 @@ class ExitCodes(RunTest):
         r = run_nsbox(["run", "--timeout", "1", "--", "sleep", "30"], self.dirs)
         self.assertEqual(r.returncode, 124)
         self.assertLess(time.monotonic() - t, 10)
+        # said, so that it is not taken for a command's own 124 (which is not)
+        self.assertEqual(r.stderr, b"nsbox: timed out: the command ran past --timeout of 1.000 "
+                                   b"s, and its processes were killed (exit code 124)\n")
+        r = self.sh("exit 124")
+        self.assertEqual((r.returncode, r.stderr), (124, b""))
 
     def test_nsbox_failure_125_one_line(self):
         r = run_nsbox(["run", "--image", "/nonexistent-image-dir", "--", "true"], self.dirs)

@@ -192,6 +192,10 @@ class Lifecycle(SessionTest):
                        "sleep 30 & sleep 30 & wait")
         self.assertEqual(r.returncode, 124)
         self.assertLess(time.monotonic() - t, 10)
+        self.assertEqual(r.stderr, b"nsbox: timed out: the command ran past its --timeout, and "
+                                   b"its processes were killed (exit code 124)\n")
+        r = self.exec(sid, "sh", "-c", "exit 124")  # its own 124 is not said to be a timeout
+        self.assertEqual((r.returncode, r.stderr), (124, b""))
         r = self.exec(sid, "sh", "-c", "ps -e -o comm= | grep -c sleep || true")
         self.assertEqual(r.stdout.strip(), b"0")
 
