@@ -727,11 +727,14 @@ char *nsbox_netplan_gc_json(const char *listing, const char *id, bool *oom)
     return text;
 }
 
+/* Calls fn with the index and comment (or NULL) of each taken slot of the pool in a listing,
+ * until fn returns false. */
+typedef bool (*slot_fn)(uint32_t idx, const char *comment, void *ctx);
+
 struct slot_ctx {
     const struct nsbox_netpool *pool;
-    unsigned char *used;                   /* free_slot: a bit per slot */
-    bool (*owner)(const char *id, void *); /* slot_owners: until it returns false */
-    void *owner_ctx;
+    slot_fn fn;
+    void *ctx;
     bool stop;
 };
 
@@ -749,36 +752,56 @@ static void slot_set(const cJSON *set, void *ctx)
         if (s->stop || !cJSON_IsString(v) || inet_pton(AF_INET, v->valuestring, &a) != 1)
             continue;
         uint32_t h = ntohl(a.s_addr);
-        if (!in_net(h, s->pool->base, s->pool->prefix))
-            continue;
-        uint32_t idx = (h - s->pool->base) >> (32 - NSBOX_NET_SLOT_PREFIX);
-        if (s->used)
-            s->used[idx / 8] |= (unsigned char)(1u << (idx % 8));
-        else if (comment && valid_id(comment))
-            s->stop = !s->owner(comment, s->owner_ctx);
+        if (in_net(h, s->pool->base, s->pool->prefix))
+            s->stop = !s->fn((h - s->pool->base) >> (32 - NSBOX_NET_SLOT_PREFIX), comment,
+                             s->ctx);
     }
+}
+
+static void each_slot(const char *listing, const struct nsbox_netpool *pool, slot_fn fn,
+                      void *ctx)
+{
+    cleanup_cjson cJSON *root = listing ? cJSON_Parse(listing) : NULL;
+    struct slot_ctx s = {.pool = pool, .fn = fn, .ctx = ctx};
+    if (root)
+        for_each_set(root, slot_set, &s);
+}
+
+struct owners {
+    bool (*fn)(const char *id, void *ctx);
+    void *ctx;
+};
+
+static bool owner_of(uint32_t idx, const char *comment, void *ctx)
+{
+    const struct owners *o = ctx;
+    (void)idx;
+    return !comment || !valid_id(comment) || o->fn(comment, o->ctx);
 }
 
 void nsbox_netplan_slot_owners(const char *listing, const struct nsbox_netpool *pool,
                                bool (*fn)(const char *id, void *ctx), void *ctx)
 {
-    cleanup_cjson cJSON *root = listing ? cJSON_Parse(listing) : NULL;
-    struct slot_ctx s = {.pool = pool, .owner = fn, .owner_ctx = ctx};
-    if (root)
-        for_each_set(root, slot_set, &s);
+    struct owners o = {fn, ctx};
+    each_slot(listing, pool, owner_of, &o);
+}
+
+static bool mark_used(uint32_t idx, const char *comment, void *ctx)
+{
+    unsigned char *used = ctx;
+    (void)comment;
+    used[idx / 8] |= (unsigned char)(1u << (idx % 8));
+    return true;
 }
 
 int64_t nsbox_netplan_free_slot(const char *listing, const struct nsbox_netpool *pool,
                                 uint32_t rnd)
 {
     uint32_t n = nsbox_netpool_slots(pool);
-    cleanup_cjson cJSON *root = listing ? cJSON_Parse(listing) : NULL;
     cleanup_free unsigned char *used = calloc(n / 8 + 1, 1);
     if (!used)
         return -1;
-    struct slot_ctx s = {.pool = pool, .used = used};
-    if (root)
-        for_each_set(root, slot_set, &s);
+    each_slot(listing, pool, mark_used, used);
     for (uint32_t i = 0; i < n; i++) {
         uint32_t idx = (rnd + i) % n;
         if (!(used[idx / 8] & (1u << (idx % 8))))

@@ -144,19 +144,29 @@ static int send_req(int sock, cJSON *req, const int *fds, size_t nfds, struct ns
     return e->sys_errno == EPIPE || e->sys_errno == ECONNRESET ? 0 : -1;
 }
 
+/* One request on a connection of its own, left open in *sock for the caller: connect, send req
+ * with fds, read the reply (and the descriptor that comes with it into *rfd, when rfd is given)
+ * within seconds (0: no limit). A "busy" refusal is sent again for up to busy_ms. */
+static int exchange(const char *id, cJSON *req, const int *fds, size_t nfds, int seconds,
+                    unsigned busy_ms, int *sock, cJSON **reply, int *rfd, struct nsbox_err *e)
+{
+    unsigned waited_ms = 0;
+    *reply = NULL;
+    do {
+        *sock = nsbox_session_connect(id, e);
+        if (*sock < 0 || send_req(*sock, req, fds, nfds, e) < 0 ||
+            (seconds ? recv_reply_within(*sock, id, seconds, reply, e)
+                     : recv_reply(*sock, reply, rfd, e)) < 0)
+            return -1;
+    } while (again_if_busy(reply, sock, &waited_ms, busy_ms));
+    return 0;
+}
+
 /* One request on a connection of its own; the reply within seconds. */
 static int call_within(const char *id, cJSON *req, int seconds, cJSON **reply, struct nsbox_err *e)
 {
-    *reply = NULL;
     cleanup_close int sock = -1;
-    unsigned waited_ms = 0;
-    do {
-        sock = nsbox_session_connect(id, e);
-        if (sock < 0 || send_req(sock, req, NULL, 0, e) < 0 ||
-            recv_reply_within(sock, id, seconds, reply, e) < 0)
-            return -1;
-    } while (again_if_busy(reply, &sock, &waited_ms, (unsigned)seconds * 1000u));
-    return 0;
+    return exchange(id, req, NULL, 0, seconds, (unsigned)seconds * 1000u, &sock, reply, NULL, e);
 }
 
 /* One request and its reply (within ANSWER_S) on a connection of its own; an error reply
@@ -182,18 +192,7 @@ static int delete_sandbox(const char *id, bool wait, struct nsbox_err *e)
 {
     cleanup_close int sock = -1;
     cJSON *req = request("delete"), *reply = NULL;
-    unsigned waited_ms = 0;
-    int r;
-    do {
-        sock = nsbox_session_connect(id, e);
-        if (sock < 0) {
-            cJSON_Delete(req);
-            return -1;
-        }
-        r = send_req(sock, req, NULL, 0, e);
-        if (r == 0)
-            r = recv_reply_within(sock, id, ANSWER_S, &reply, e);
-    } while (r == 0 && again_if_busy(&reply, &sock, &waited_ms, BUSY_RETRY_MS));
+    int r = exchange(id, req, NULL, 0, ANSWER_S, BUSY_RETRY_MS, &sock, &reply, NULL, e);
     if (r == 0)
         r = nsbox_client_reply_error(reply, e);
     cJSON_Delete(req);
@@ -217,17 +216,11 @@ int nsbox_client_call(const char *id, cJSON *req, const int *fds, size_t nfds, c
     if (rfd)
         *rfd = -1;
     cleanup_close int sock = -1;
-    unsigned waited_ms = 0;
-    do {
-        sock = nsbox_session_connect(id, e);
-        if (sock < 0)
-            return -1;
-        /* a file operation under way when the sandbox is deleted (its ttl, an rm) says so */
-        if (send_req(sock, req, fds, nfds, e) < 0 || recv_reply(sock, reply, rfd, e) < 0) {
-            lost_why(id, e);
-            return -1;
-        }
-    } while (again_if_busy(reply, &sock, &waited_ms, BUSY_RETRY_MS));
+    /* a file operation under way when the sandbox is deleted (its ttl, an rm) says so */
+    if (exchange(id, req, fds, nfds, 0, BUSY_RETRY_MS, &sock, reply, rfd, e) < 0) {
+        lost_why(id, e);
+        return -1;
+    }
     /* A write with confirm: its stream ended, and we are still here, so that was its end (a
      * Ctrl-C that killed the producer killed us too, and nothing is kept). */
     if (cJSON_GetObjectItemCaseSensitive(*reply, "end_of_content")) {
@@ -282,10 +275,8 @@ static int supervisor_answers(const char *id, int sock, const char *why, struct 
         return 0; /* the reply (or the hang-up) is there already */
     /* any reply says it runs, "busy" (every connection taken) too: sent once, never again */
     cJSON *req = request("ping"), *reply = NULL;
-    cleanup_close int ping = nsbox_session_connect(id, e);
-    int r = ping < 0 ? -1 : send_req(ping, req, NULL, 0, e);
-    if (r == 0)
-        r = recv_reply_within(ping, id, ALIVE_S, &reply, e);
+    cleanup_close int ping = -1;
+    int r = exchange(id, req, NULL, 0, ALIVE_S, 0, &ping, &reply, NULL, e);
     cJSON_Delete(req);
     cJSON_Delete(reply);
     if (r < 0 && e->code == NSBOX_E_TIMEOUT)
@@ -415,13 +406,8 @@ static int exec_with_tty(const char *id, cJSON *req)
     cleanup_close int sock = -1;
     cJSON *first = NULL;
     cleanup_close int master = -1;
-    unsigned waited_ms = 0;
-    do {
-        sock = nsbox_session_connect(id, &e);
-        if (sock < 0 || send_req(sock, req, NULL, 0, &e) < 0 ||
-            recv_reply(sock, &first, &master, &e) < 0)
-            return fail(&e);
-    } while (master < 0 && again_if_busy(&first, &sock, &waited_ms, BUSY_FOREVER));
+    if (exchange(id, req, NULL, 0, 0, BUSY_FOREVER, &sock, &first, &master, &e) < 0)
+        return fail(&e);
     if (master < 0) /* it did not start: this is the final reply */
         return exec_result(first);
     cJSON_Delete(first);
@@ -515,11 +501,10 @@ int nsbox_cli_exec(int argc, char **argv)
                 cJSON_DeleteItemFromObjectCaseSensitive(env, key);
                 cJSON_AddStringToObject(env, key, eq + 1);
             } else {
-                if (nsbox_parse_seconds(v, 365 * 86400, &timeout_ms) < 0) {
+                if (nsbox_parse_seconds(v, NSBOX_TIMEOUT_MAX_S, &timeout_ms) < 0) {
                     cJSON_Delete(env);
                     char msg[128];
-                    snprintf(msg, sizeof msg, "--timeout needs a number of seconds from 0 to "
-                                              "31536000 (a year), not '%.40s'", v);
+                    snprintf(msg, sizeof msg, NSBOX_TIMEOUT_USAGE, v);
                     return usage(msg);
                 }
             }
@@ -589,23 +574,20 @@ int nsbox_cli_exec(int argc, char **argv)
     cleanup_close int sock = -1;
     cJSON *reply = NULL;
     unsigned waited_ms = 0;
-    do {
+    int r = -1;
+    do { /* exchange(), but for the wait, which passes signals on to the command */
         sock = nsbox_session_connect(id, &e);
-        if (sock < 0 || send_req(sock, req, fds, detach ? 0 : 3, &e) < 0) {
-            cJSON_Delete(req);
-            return fail(&e);
-        }
+        if (sock < 0 || send_req(sock, req, fds, detach ? 0 : 3, &e) < 0)
+            break;
         /* The command has our descriptors; we wait for its status and pass signals on. */
-        if (!detach && client_wait(id, sock, timeout_ms, &reply, &e) < 0) {
-            cJSON_Delete(req);
-            return fail(lost_why(id, &e));
-        }
-        if (detach && recv_reply(sock, &reply, NULL, &e) < 0) {
-            cJSON_Delete(req);
-            return fail(lost_why(id, &e));
-        }
-    } while (again_if_busy(&reply, &sock, &waited_ms, BUSY_FOREVER));
+        r = detach ? recv_reply(sock, &reply, NULL, &e)
+                   : client_wait(id, sock, timeout_ms, &reply, &e);
+        if (r < 0)
+            lost_why(id, &e);
+    } while (r == 0 && again_if_busy(&reply, &sock, &waited_ms, BUSY_FOREVER));
     cJSON_Delete(req);
+    if (!reply)
+        return fail(&e);
     nsbox_closep(&null);
     if (!detach || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
         return exec_result(reply);
@@ -1216,6 +1198,35 @@ static const char *base_name(const char *p)
     return b;
 }
 
+/* Where `nsbox cp ID:SRC DST` writes on the host: DST, or DST/<SRC's name> when DST is a
+ * directory, as cp does. With -p, DST's missing directories are made first (the caller's
+ * umask): "DIR/" is one to make and write into, else DST's parent. */
+static int host_target(const char *dst, const char *spath, bool parents, char target[PATH_MAX],
+                       struct nsbox_err *e)
+{
+    size_t dl = strlen(dst);
+    if (dl >= PATH_MAX)
+        goto too_long;
+    memcpy(target, dst, dl + 1);
+    char *cut = dl && target[dl - 1] == '/' ? target + dl - 1 : strrchr(target, '/');
+    if (parents && cut && cut != target) {
+        *cut = '\0';
+        if (nsbox_mkdir_p(target, 0777, e) < 0)
+            return -1;
+        *cut = '/';
+    }
+    struct stat ds;
+    if (stat(dst, &ds) < 0 || !S_ISDIR(ds.st_mode))
+        return 0;
+    while (dl > 1 && dst[dl - 1] == '/')
+        dl--;
+    if ((size_t)snprintf(target, PATH_MAX, "%.*s/%s", (int)dl, dst, base_name(spath)) < PATH_MAX)
+        return 0;
+too_long:
+    return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "%.64s...: a path longer than %d",
+                         dst, PATH_MAX - 1);
+}
+
 /* Is the sandbox's path a directory (then a host file goes into it, as cp does)? */
 static bool remote_is_dir(const char *id, const char *path)
 {
@@ -1287,42 +1298,13 @@ int nsbox_cli_cp(int argc, char **argv)
             nsbox_err_set(&e, NSBOX_E_INVALID, EPROTO, "the read reply has no size");
             return fail(&e);
         }
-        /* into a directory of the host: under the file's own name */
         char target[PATH_MAX];
-        struct stat ds;
-        size_t want = (size_t)snprintf(target, sizeof target, "%s", argv[2]);
-        if (strcmp(argv[2], "-") != 0 && stat(argv[2], &ds) == 0 && S_ISDIR(ds.st_mode))
-            want = (size_t)snprintf(target, sizeof target, "%s/%s", argv[2], base_name(spath));
-        if (want >= sizeof target) {
+        bool to_stdout = !strcmp(argv[2], "-");
+        if (!to_stdout && host_target(argv[2], spath, parents, target, &e) < 0) {
             close(rfd);
-            nsbox_err_set(&e, NSBOX_E_INVALID, ENAMETOOLONG, "%.64s...: a path longer than %d",
-                          argv[2], PATH_MAX - 1);
             return fail(&e);
         }
-        /* -p: the host's missing directories too, as the caller's umask gives them; "DIR/"
-         * is a directory to make, the file going into it under its own name */
-        char *slash = strrchr(target, '/');
-        size_t tl = strlen(target);
-        if (parents && strcmp(argv[2], "-") != 0 && slash && slash != target) {
-            *slash = '\0';
-            int made = nsbox_mkdir_p(target, 0777, &e);
-            *slash = '/';
-            if (made < 0) {
-                close(rfd);
-                return fail(&e);
-            }
-            if (slash == target + tl - 1 &&
-                (size_t)snprintf(target + tl, sizeof target - tl, "%s", base_name(spath)) >=
-                    sizeof target - tl) {
-                close(rfd);
-                nsbox_err_set(&e, NSBOX_E_INVALID, ENAMETOOLONG,
-                              "%.64s...: a path longer than %d", argv[2], PATH_MAX - 1);
-                return fail(&e);
-            }
-        }
-        int out = !strcmp(argv[2], "-") ? 1
-                                         : open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                                                mode);
+        int out = to_stdout ? 1 : open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
         if (out < 0) {
             size_t tl = strlen(target);
             if (errno == EISDIR && tl && target[tl - 1] == '/') /* "DIR/" that does not exist */

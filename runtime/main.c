@@ -279,10 +279,8 @@ static int parse_options(int argc, char **argv, struct nsbox_spec *spec,
             break;
         }
         case OPT_TIMEOUT:
-            if (nsbox_parse_seconds(val, 365 * 86400, &run_opts->timeout_ms) < 0) {
-                usage_error("--timeout needs a number of seconds from 0 to 31536000 (a "
-                            "year), not '%s'",
-                            val);
+            if (nsbox_parse_seconds(val, NSBOX_TIMEOUT_MAX_S, &run_opts->timeout_ms) < 0) {
+                usage_error(NSBOX_TIMEOUT_USAGE, val);
                 return -2;
             }
             break;

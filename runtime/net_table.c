@@ -124,8 +124,9 @@ static unsigned reclaim_dead_slots(struct nsbox_nft *nft, const char *listing,
 /* One transaction claims an address slot and adds the sandbox's elements. The slot is claimed
  * with `create element`, which the kernel refuses when it exists: concurrent creates (any
  * nsbox, any state directory) cannot share a slot, and a crashed nsbox's slot stays taken until
- * gc, or until a create finds the pool full (reclaim_dead_slots). The table is created the first time only (a failed batch costs the kernel an RCU grace
- * period, several ms, so the common path must not fail). The elements go as a netlink batch
+ * gc, or until a create finds the pool full (reclaim_dead_slots). The table is created the
+ * first time only (a failed batch costs the kernel an RCU grace period, several ms, so the
+ * common path must not fail). The elements go as a netlink batch
  * built by policy/nftbatch; libnftables is loaded only to create the table or to list the
  * taken slots. */
 int nsbox_net_table_add(struct nsbox_nft *nft, struct nsbox_netplan *plan, bool forward_guard,

@@ -242,7 +242,7 @@ int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *r, stru
     switch (r->op) {
     case NSBOX_OP_START:
     case NSBOX_OP_EXEC:
-        if (get_uint(obj, "timeout_ms", 365ull * 86400 * 1000, &r->timeout_ms, e) < 0)
+        if (get_uint(obj, "timeout_ms", NSBOX_TIMEOUT_MAX_S * 1000ull, &r->timeout_ms, e) < 0)
             goto out;
         if (r->op == NSBOX_OP_START) {
             if (parse_command(obj, r, e) < 0)

@@ -39,13 +39,14 @@ int nsbox_parse_seconds(const char *s, uint64_t max_s, uint64_t *ms)
         p++;
         if (*p < '0' || *p > '9')
             return -1;
-        for (int d = 0; *p >= '0' && *p <= '9'; p++, d++) {
+        int d = 0;
+        for (; *p >= '0' && *p <= '9'; p++, d++) {
             if (d < 3)
                 frac = frac * 10 + (uint64_t)(*p - '0');
             else
                 rest = rest || *p != '0';
         }
-        for (size_t d = strspn(strchr(s, '.') + 1, "0123456789"); d < 3; d++)
+        for (; d < 3; d++)
             frac *= 10; /* "1.5": 500 ms */
     }
     if (*p)

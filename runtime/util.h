@@ -50,6 +50,11 @@ int64_t nsbox_now_ms(void);
  * as milliseconds; what is below a millisecond rounds up (0.0001: 1 ms, a timeout, not none).
  * -1 for anything else: empty, a sign, a blank, hex, an exponent, trailing text, too large. */
 int nsbox_parse_seconds(const char *s, uint64_t max_s, uint64_t *ms);
+/* The longest timeout of a command (run and exec --timeout, a request's timeout_ms): a year;
+ * and the usage error for a --timeout beyond it or not a number (with the value given). */
+#define NSBOX_TIMEOUT_MAX_S (365u * 86400u)
+#define NSBOX_TIMEOUT_USAGE                                                                        \
+    "--timeout needs a number of seconds from 0 to 31536000 (a year), not '%.40s'"
 /* The anonymous pipes among fds (a command's stdio), made readable and writable by all: the
  * sandbox's processes run as another uid, and /dev/stdin, /dev/stdout and /dev/stderr reopen a
  * pipe through /proc/self/fd, which checks its mode ("echo x > /dev/stderr": Permission

@@ -7,7 +7,7 @@ import threading
 import time
 
 from . import errors
-from ._transport import PROTO_VERSION, busy_pauses, error_from_reply
+from ._transport import PROTO_VERSION, error_from_reply, retry_if_busy
 from .models import SandboxExecutionResult
 
 # How long past `timeout` we wait for the supervisor's own timeout before killing the command
@@ -56,14 +56,9 @@ class ExecJob:
 
     def run(self):
         # A busy sandbox refuses the command before it starts anything, the descriptors
-        # included: it is sent again (transport.busy_pauses), with new pipes.
-        for pause in busy_pauses(None):  # a command's turn, for as long as it takes
-            try:
-                return self._run_once()
-            except errors.SandboxBusyError:
-                time.sleep(pause)
-            if self._cancelled:
-                raise errors.SandboxError("execute() was cancelled before it started")
+        # included: it is sent again, with new pipes, for as long as it takes (a command's
+        # turn); each attempt first checks that cancel() has not come meanwhile.
+        return retry_if_busy(self._run_once, limit=None)
 
     def _run_once(self):
         conn = self._connect()

@@ -54,10 +54,11 @@ def check_cancelled():
                                   "cancelled")
 
 
-def retry_if_busy(fn, *args, cancellable=True):
-    """fn(*args), sent again while it raises SandboxBusyError, for BUSY_RETRY_S at most; not
-    once the async call it works for was cancelled, unless not cancellable (a clean-up)."""
-    for pause in busy_pauses():
+def retry_if_busy(fn, *args, limit=BUSY_RETRY_S, cancellable=True):
+    """fn(*args), sent again while it raises SandboxBusyError, for `limit` seconds at most
+    (None: until it is taken); not once the async call it works for was cancelled, unless not
+    cancellable (a clean-up)."""
+    for pause in busy_pauses(limit):
         if cancellable:
             check_cancelled()
         try:

@@ -133,8 +133,9 @@ class OperationNotSupported(SandboxError):
 
 class SandboxBusyError(SandboxError):
     """The sandbox has as much under way as it takes (48 commands, waits and long file
-    operations at once; docs/protocol.md "busy"). Nothing was started. execute(), start_process()
-    and the file operations send the request again for up to 60 s before they raise this."""
+    operations at once; docs/protocol.md "busy"). Nothing was started. execute() sends its
+    command again until the sandbox takes it; start_process() and the file operations send
+    theirs again for up to 60 s before they raise this."""
 
 
 class ProtocolError(SandboxError):

@@ -359,6 +359,8 @@ class Session:
             raise
 
     def _call(self, op, **fields):
+        """One request on a connection of its own (Connection.call's arguments), sent again
+        while the sandbox refuses it as busy."""
         def once():
             with self._connect() as c:
                 return c.call(op, **fields)
@@ -466,10 +468,7 @@ class Session:
         path = os.fspath(path)
         if max_bytes is not None and max_bytes < 0:
             raise ValueError("max_bytes must be a number of bytes >= 0")
-        def once():
-            with self._connect() as c:
-                return c.call("read", keep_fds=True, path=path)
-        reply, fds = retry_if_busy(once)
+        reply, fds = self._call("read", keep_fds=True, path=path)
         if not fds:
             raise errors.ProtocolError("read reply without a descriptor")
         for fd in fds[1:]:
@@ -488,12 +487,8 @@ class Session:
         replacing it; mkdir=True creates missing parent directories. Returns the size."""
         path = os.fspath(path)
         fd = _content_fd(data)
-
-        def once():
-            with self._connect() as c:
-                return c.call("write", fds=[fd], path=path, mode=int(mode), mkdir=bool(mkdir))
-        try:
-            r = retry_if_busy(once)  # refused before it read anything
+        try:  # (a busy refusal comes before anything of fd is read: sent again as it is)
+            r = self._call("write", fds=[fd], path=path, mode=int(mode), mkdir=bool(mkdir))
         finally:
             os.close(fd)
         return r.get("size")
