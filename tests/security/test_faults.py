@@ -485,8 +485,22 @@ def processes_of(ids, marker):
         parts = {seg for line in cg.splitlines() for seg in line.split(":", 2)[-1].split("/")}
         if parts & cg_names or marker.encode() in envb:
             if not is_zombie(int(d)):
-                found.append(int(d))
+                found.append(describe(int(d)))
     return found
+
+
+def describe(pid):
+    """A leftover process for the report: pid, state, command line and parent, so that a
+    failure says what was left (a session's fresh run saw one pid, gone by the time it was
+    looked at)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = " ".join(f.read().decode(errors="replace").split())[:160]
+        return f"{pid} {fields[0]} [{cmd}] parent {fields[1]}"
+    except (OSError, IndexError):
+        return f"{pid} (gone while looked at)"
 
 
 def tree(path):
