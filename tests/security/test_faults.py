@@ -497,7 +497,7 @@ def describe(pid):
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            cmd = " ".join(f.read().decode(errors="replace").split())[:160]
+            cmd = " ".join(f.read().decode(errors="replace").replace("\0", " ").split())[:160]
         return f"{pid} {fields[0]} [{cmd}] parent {fields[1]}"
     except (OSError, IndexError):
         return f"{pid} (gone while looked at)"
