@@ -492,23 +492,25 @@ class OptionsAndErrors(ClientTest):
                 self.fail("created")
         self.assertIn("setup_script_timeout_seconds=1", str(cm.exception))
 
+    # These ttls leave room for a first command before they end the sandbox: 2 s did not
+    # always in CI's emulated VM.
     def test_ttl_expiry_is_a_deleted_error_that_says_so(self):
-        with self.box(ttl_seconds=2).open() as sb:
+        with self.box(ttl_seconds=5).open() as sb:
             self.assertEqual(sb.execute("echo alive").stdout, "alive\n")
-            time.sleep(3)
+            time.sleep(6)
             with self.assertRaises(nsbox.SandboxDeletedError) as cm:
                 sb.execute("echo late")
-            self.assertIn("ttl_seconds=2 expired", str(cm.exception))
+            self.assertIn("ttl_seconds=5 expired", str(cm.exception))
             self.assertIn(sb.id, str(cm.exception))
             with self.assertRaises(nsbox.SandboxDeletedError):
                 sb.list_processes()
         # leaving the session after the ttl deleted the sandbox is not an error
 
     def test_ttl_expiry_during_a_command(self):
-        with self.box(ttl_seconds=2).open() as sb:
+        with self.box(ttl_seconds=5).open() as sb:
             with self.assertRaises(nsbox.SandboxDeletedError) as cm:
                 sb.execute("echo before; echo warn >&2; sleep 20")
-            self.assertIn("ttl_seconds=2 expired", str(cm.exception))
+            self.assertIn("ttl_seconds=5 expired", str(cm.exception))
             # what it printed until then is kept (the command line shows it as it comes)
             r = cm.exception.result
             self.assertEqual((r.exit_code, r.stdout, r.stderr), (137, "before\n", "warn\n"))
@@ -767,8 +769,8 @@ class Hooks(AsyncClientTest):
 
     def test_on_destroy_skipped_when_ttl_already_deleted_it(self):
         log = []
-        with self.box(ttl_seconds=2, hooks=[Recorder("a", log)]).open():
-            time.sleep(3)
+        with self.box(ttl_seconds=5, hooks=[Recorder("a", log)]).open():  # room for on_create
+            time.sleep(6)
         self.assertEqual([x[0] for x in log], ["create"])
 
     def test_not_a_hook(self):
@@ -833,10 +835,18 @@ class Processes(AsyncClientTest):
 
     async def test_async_follow_logs(self):
         async with self.box().session() as sb:
+            # It prints "0", then waits for the go the test gives only once "0" came: the rest
+            # cannot come in the same piece however slow the machine is (an emulated VM took
+            # longer than the 0.4 s the process used to run for).
             p = await sb.start_process(["python3", "-u", "-c",
-                                        "import time\nfor i in range(3): print(i); "
-                                        "time.sleep(0.2)"])
-            chunks = [c async for c in p.follow_logs()]
+                                        "import os, time\nprint(0)\n"
+                                        "while not os.path.exists('/workspace/go'): time.sleep(0.02)\n"
+                                        "print(1); print(2)"])
+            chunks = []
+            async for c in p.follow_logs():
+                chunks.append(c)
+                if "0\n" in c.stdout:
+                    await sb.write_file("go", b"")
             self.assertEqual("".join(c.stdout for c in chunks), "0\n1\n2\n")
             self.assertGreater(len(chunks), 1, "the output came in one piece at the end")
             self.assertEqual(await p.wait(timeout=10), 0)

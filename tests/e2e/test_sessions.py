@@ -700,7 +700,10 @@ class Lifecycle(SessionTest):
             self.assertIn(b'"ok":true', c.recv(4096))
             c.close()
 
-        ended("--ttl", "4", trigger=lambda sid, sup: None, reason="ttl_seconds=4 expired")
+        # The ttl counts from the creation, and the sandbox must be seen asleep before it ends:
+        # 4 s was too short in CI's emulated VM, where create, exec -d and each inspect take
+        # most of a second.
+        ended("--ttl", "10", trigger=lambda sid, sup: None, reason="ttl_seconds=10 expired")
         owner = subprocess.Popen(["sleep", "60"])
         try:
             ended("--owner-pid", str(owner.pid), trigger=lambda sid, sup: owner.kill(),
