@@ -26,6 +26,9 @@
  * even exec. */
 #define CPUS_MAX 1024u
 #define PIDS_MAX 4194304u /* the kernel's PID_MAX_LIMIT */
+/* The sandbox's init counts in its pids limit: with 1 nothing could start beside it, and every
+ * run failed with "fork: Resource temporarily unavailable", the limit unnamed. */
+#define PIDS_MIN 2u
 #define BYTES_MIN MiB
 #define BYTES_MAX (1ull << 50)
 #define SETUP_TIMEOUT_MAX 86400u
@@ -603,6 +606,15 @@ static int json_uint(const cJSON *it, uint64_t min, uint64_t max, uint64_t *out,
     return 0;
 }
 
+static int json_pids(const cJSON *it, uint64_t *out, struct nsbox_err *e)
+{
+    if (json_uint(it, PIDS_MIN, PIDS_MAX, out, e) < 0)
+        return invalid(e, "must be an integer between %u and %u (the sandbox's init counts: "
+                          "1 would leave no process for a command)",
+                       PIDS_MIN, PIDS_MAX);
+    return 0;
+}
+
 static int text_uint(const char *v, uint64_t min, uint64_t max, uint64_t *out,
                      struct nsbox_err *e)
 {
@@ -870,8 +882,8 @@ static int json_limits(const cJSON *it, struct nsbox_limits *l, struct nsbox_err
         bool mem = strcmp(k, "memory_bytes") == 0, disk = strcmp(k, "disk_bytes") == 0;
         if (!cpus && !pids && !mem && !disk)
             return invalid(e, "unknown key '%s'", SHOW(k));
-        if (json_uint(c, cpus || pids ? 1 : 0, cpus ? CPUS_MAX : pids ? PIDS_MAX : BYTES_MAX,
-                      &v, e) < 0)
+        if ((pids ? json_pids(c, &v, e)
+                  : json_uint(c, cpus ? 1 : 0, cpus ? CPUS_MAX : BYTES_MAX, &v, e)) < 0)
             return nsbox_err_wrap(e, "'%s'", k);
         if (cpus)
             l->cpus = (uint32_t)v;
@@ -1314,7 +1326,7 @@ static int type_field(struct nsbox_instance_type *t, const cJSON *c, unsigned *s
             return -1;
         *seen |= 2;
     } else if (strcmp(k, "pids") == 0) {
-        if (json_uint(c, 1, PIDS_MAX, &v, e) < 0)
+        if (json_pids(c, &v, e) < 0)
             return -1;
         t->limits.pids = v;
         *seen |= 4;

@@ -826,6 +826,10 @@ static void test_config_override(void **state)
          "instance_types.medium.memory: size '8XB': unknown unit"},
         {"{\"instance_types\": {\"medium\": {\"cpus\": 0}}}",
          "instance_types.medium.cpus: must be an integer between 1 and 1024"},
+        /* the sandbox's init counts: with 1, every run failed without naming the limit */
+        {"{\"instance_types\": {\"medium\": {\"pids\": 1}}}",
+         "instance_types.medium.pids: must be an integer between 2 and 4194304 (the "
+         "sandbox's init counts"},
         {"{\"instance_types\": {\"medium\": {\"cpu\": 2}}}",
          "instance_types.medium.cpu: unknown key"},
         {"{\"instance_types\": {\"new\": {\"cpus\": 2}}}",
