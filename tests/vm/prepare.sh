@@ -33,7 +33,10 @@ fi
 # One preparation at a time (ctest -j, two builds sharing the cache)
 exec 9>"$dir/.lock"
 flock 9
-rm -rf "$dir"/fetch.* "$dir"/initrd.* "$dir"/*.tmp  # of a preparation that was killed
+# what a killed preparation left: its mktemp directories (six characters after the dot; not
+# initrd.gz itself, which a VM booting meanwhile opens: every preparation removed it and built it
+# again, and a second run.sh at the same time failed to boot) and its *.tmp files
+rm -rf "$dir"/fetch.?????? "$dir"/initrd.?????? "$dir"/*.tmp
 if [ -s "$dir/unavailable" ] && [ -n "$(find "$dir/unavailable" -mmin -10)" ]; then
     skip "$(cat "$dir/unavailable") (noted less than 10 minutes ago)"
 fi

@@ -58,7 +58,10 @@ fi
 
 # One boot. A guest kernel that reports a soft lockup (a CPU stuck in the kernel for 20 s and
 # more) is stopped at once: under emulation (TCG) this has been seen, rarely, with both vCPUs
-# stuck at the start of a run; waiting would only reach the timeout.
+# stuck at the start of a run; waiting would only reach the timeout. So is a guest that froze
+# without a word: its heartbeat (stage2.sh writes a new count to out/beat every 10 s of its
+# clock) unchanged for NSBOX_VM_FROZEN_S of the host's (default 240 s).
+frozen_s=${NSBOX_VM_FROZEN_S:-240}
 boot() {
     rm -rf "$out" "$disk"
     mkdir -p "$out"
@@ -75,12 +78,26 @@ boot() {
         > "$work/console.log" 2>&1 &
     local qpid=$!
     lockup=0
+    frozen=0
+    local beat="" seen beat_at
+    beat_at=$(date +%s)
     while kill -0 "$qpid" 2>/dev/null; do
         if grep -q 'soft lockup' "$work/console.log"; then
             lockup=1
             sleep 2  # the rest of its report
             kill "$qpid"
             break
+        fi
+        if [ -f "$out/beat" ] && [ ! -f "$out/rc" ]; then
+            seen=$(cat "$out/beat" 2>/dev/null) || seen=""
+            if [ "$seen" != "$beat" ]; then
+                beat=$seen
+                beat_at=$(date +%s)
+            elif [ $(( $(date +%s) - beat_at )) -gt "$frozen_s" ]; then
+                frozen=1
+                kill "$qpid"
+                break
+            fi
         fi
         sleep 1
     done
@@ -91,13 +108,20 @@ boot() {
 }
 
 boot "$@"
-if [ "$lockup" = 1 ]; then
-    echo "nsbox-vm: the guest kernel locked up (emulated CPUs); its console:"
-    grep -A40 -m1 'soft lockup' "$work/console.log" | head -60
+if [ "$lockup" = 1 ] || [ "$frozen" = 1 ]; then
+    if [ "$lockup" = 1 ]; then
+        echo "nsbox-vm: the guest kernel locked up (emulated CPUs); its console:"
+        grep -A40 -m1 'soft lockup' "$work/console.log" | head -60
+    else
+        echo "nsbox-vm: the guest froze (no heartbeat for ${frozen_s} s); its output until then:"
+        tail -30 "$out/log" 2>/dev/null
+        echo "nsbox-vm: its console:"
+        tail -30 "$work/console.log"
+    fi
     echo "nsbox-vm: booting once more"
     boot "$@"
-    if [ "$lockup" = 1 ]; then
-        echo "nsbox-vm: the guest kernel locked up again; its console:"
+    if [ "$lockup" = 1 ] || [ "$frozen" = 1 ]; then
+        echo "nsbox-vm: the guest kernel locked up or froze again; its console:"
         tail -60 "$work/console.log"
         exit 1
     fi

@@ -64,11 +64,18 @@ for m in loop nf_tables veth; do modload "$m" || echo "nsbox-vm: cannot load $m"
 ip link set lo up
 hostname nsbox-vm
 echo "nsbox-vm: $(uname -r), cgroup2 controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+# A heartbeat in the out share: the host (run.sh) takes a guest whose beat stops for minutes
+# for frozen (seen under emulation, without a word on the console) and boots it once more.
+( n=0; while :; do n=$((n + 1)); echo "$n" > /run/nsboxvm/beat; sleep 10; done ) \
+    < /dev/null > /dev/null 2>&1 &
+beat=$!
 rc=1
 if [ -f /run/nsboxvm/cmd ]; then
     bash /run/nsboxvm/cmd < /dev/null > /run/nsboxvm/log 2>&1
     rc=$?
 fi
+kill "$beat" 2>/dev/null
+wait "$beat" 2>/dev/null
 echo "$rc" > /run/nsboxvm/rc
 sync
 umount /run/nsboxvm
