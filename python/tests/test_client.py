@@ -74,6 +74,15 @@ def setUpModule():
         dirs.cleanup()
 
 
+def all_at_once(n, d):
+    """A command that, run n times at once as `sh -c CMD I`, marks its arrival in directory d
+    and waits (30 s at most) until all n have come, then prints I and how many came: commands
+    that ran one after the other never all come. A barrier, not a time limit, however slow
+    the machine (builtins only in the loop, but for sleep)."""
+    return ("touch %s/$0; i=0; while set -- %s/*; [ $# -lt %d ] && [ $i -lt 300 ]; do "
+            "sleep 0.1; i=$((i+1)); done; echo $0 $#") % (d, d, n)
+
+
 class ClientTest(unittest.TestCase):
     """Base: a LocalSandbox factory bound to this class's directories, and a check that every
     test deleted what it created."""
@@ -209,10 +218,12 @@ class Execute(ClientTest):
         self.assertIn("/workspace/missing", r.stderr)
 
     def test_timeout_raises_with_partial_output(self):
+        # 3 s: the shell must print before the timeout, and starting it can take most of a
+        # second in CI's emulated VM
         t = time.monotonic()
         with self.assertRaises(nsbox.ExecTimeout) as cm:
-            self.sb.execute("echo started; echo e >&2; sleep 30", timeout=1)
-        self.assertLess(time.monotonic() - t, 10)
+            self.sb.execute("echo started; echo e >&2; sleep 30", timeout=3)
+        self.assertLess(time.monotonic() - t, 15)
         res = cm.exception.result
         self.assertEqual((res.exit_code, res.stdout, res.stderr, res.timed_out),
                          (124, "started\n", "e\n", True))
@@ -275,13 +286,15 @@ class Execute(ClientTest):
         self.sb.execute("pkill sleep || kill $(pgrep sleep) || true")
 
     def test_concurrent_executes(self):
+        # They wait for each other (they all must be running at once): a bound on the time of
+        # four 1 s commands could not tell on a slow machine.
         import concurrent.futures as cf
-        t = time.monotonic()
+        self.sb.execute("rm -rf concurrent; mkdir concurrent")
         with cf.ThreadPoolExecutor(4) as ex:
-            outs = list(ex.map(lambda i: self.sb.execute("sleep 1; echo %d" % i).stdout,
-                               range(4)))
-        self.assertEqual(outs, ["0\n", "1\n", "2\n", "3\n"])
-        self.assertLess(time.monotonic() - t, 3.5)
+            outs = list(ex.map(lambda i: self.sb.execute(
+                ["sh", "-c", all_at_once(4, "concurrent"), str(i)]).stdout, range(4)))
+        self.sb.execute("rm -rf concurrent")
+        self.assertEqual(outs, ["0 4\n", "1 4\n", "2 4\n", "3 4\n"])
 
     def test_bad_arguments(self):
         with self.assertRaises(ValueError):
@@ -296,26 +309,31 @@ class AsyncExecute(AsyncClientTest):
     async def test_async_execute_concurrent_and_cancel(self):
         async with self.box().session() as sb:
             self.assertIsInstance(sb, nsbox.AsyncSession)
-            t = time.monotonic()
-            rs = await asyncio.gather(*[sb.execute("sleep 1; echo %d" % i) for i in range(4)])
-            self.assertEqual([r.stdout for r in rs], ["0\n", "1\n", "2\n", "3\n"])
-            self.assertLess(time.monotonic() - t, 3.5)
+            # they wait for each other: all must be running at once (a bound on their time
+            # could not tell on a slow machine)
+            await sb.mkdir("arrived")
+            rs = await asyncio.gather(*[sb.execute(["sh", "-c", all_at_once(4, "arrived"),
+                                                    str(i)]) for i in range(4)])
+            self.assertEqual([r.stdout for r in rs], ["0 4\n", "1 4\n", "2 4\n", "3 4\n"])
 
-            # cancelling the task kills the command
+            # cancelling the task kills the command (once it runs: a fixed pause did not
+            # always see it start on a slow machine)
             task = asyncio.ensure_future(sb.execute("sleep 40; echo never"))
-            await asyncio.sleep(0.5)
+            deadline = time.monotonic() + 30
+            while "sleep 40" not in (await sb.execute("ps -eo args")).stdout:
+                self.assertLess(time.monotonic(), deadline, "the command never started")
+                await asyncio.sleep(0.05)
             task.cancel()
             with self.assertRaises(asyncio.CancelledError):
                 await task
-            for _ in range(50):
-                if "sleep 40" not in (await sb.execute("ps -eo args")).stdout:
-                    break
+            deadline = time.monotonic() + 30
+            while "sleep 40" in (await sb.execute("ps -eo args")).stdout:
+                self.assertLess(time.monotonic(), deadline, "the cancelled command still runs")
                 await asyncio.sleep(0.1)
-            else:
-                self.fail("the cancelled command still runs")
 
+            # 3 s: room for the shell to print first on a slow machine
             with self.assertRaises(nsbox.ExecTimeout) as cm:
-                await sb.execute("echo a; sleep 20", timeout=0.5)
+                await sb.execute("echo a; sleep 20", timeout=3)
             self.assertEqual(cm.exception.result.stdout, "a\n")
 
     async def test_many_concurrent_executes_and_the_apps_own_threads(self):
@@ -323,17 +341,19 @@ class AsyncExecute(AsyncClientTest):
         # so beyond that many concurrent execute()s the rest queued, and every to_thread() of
         # the application waited behind them. Here 40 commands wait for each other (they all
         # must be running at once) and for a file the test writes only after a to_thread().
+        # (The waiting loop counts with builtins: 40 loops forking `ls | wc` every 0.1 s can
+        # keep a slow machine's CPUs so busy that the last commands start later than the test
+        # waited for them.)
         n = 40
         wait = ("touch arrived/$0; i=0; "
-                "while [ $(ls arrived | wc -l) -lt %d ] && [ $i -lt 300 ]; do "
-                "sleep 0.1; i=$((i+1)); done; ls arrived | wc -l") % (n + 1)
+                "while set -- arrived/*; [ $# -lt %d ] && [ $i -lt 600 ]; do "
+                "sleep 0.1; i=$((i+1)); done; echo $#") % (n + 1)
         async with self.box().session() as sb:
             await sb.mkdir("arrived")
             runs = [asyncio.ensure_future(sb.execute(["sh", "-c", wait, str(i)]))
                     for i in range(n)]
-            for _ in range(200):
-                if len(await sb.list_files("arrived")) == n:
-                    break
+            deadline = time.monotonic() + 60  # the commands wait 60 s and more
+            while len(await sb.list_files("arrived")) < n and time.monotonic() < deadline:
                 await asyncio.sleep(0.1)
             self.assertEqual(len(await sb.list_files("arrived")), n, "not all ran at once")
             self.assertEqual(await asyncio.wait_for(asyncio.to_thread(lambda: "free"), 10),
@@ -403,7 +423,10 @@ class AsyncExecute(AsyncClientTest):
 
         with self.assertRaises(asyncio.TimeoutError):
             await asyncio.wait_for(enter(), 0.5)
-        for _ in range(100):
+        # the creation goes on (its set-up script, the create), then the deletion: seconds
+        # on a slow machine
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
             await asyncio.sleep(0.1)
             if not self.dirs.live_sandboxes() and os.path.exists(
                     os.path.join(self.dirs.state, "tombstones")):
@@ -786,7 +809,8 @@ class Processes(AsyncClientTest):
         with self.box().open() as sb:
             p = sb.start_process("echo hello; echo oops >&2; exec sleep 60")
             self.assertIsInstance(p, nsbox.Process)
-            for _ in range(100):
+            deadline = time.monotonic() + 30  # a slow machine takes a while to start sh
+            while time.monotonic() < deadline:
                 logs = p.logs()
                 if logs.stdout and logs.stderr:
                     break
@@ -860,7 +884,8 @@ class Processes(AsyncClientTest):
                                         "import time\nfor i in range(3): print(i)\n"
                                         "time.sleep(60)"], cwd="/tmp", env={"X": "1"})
             self.assertIsInstance(p, nsbox.AsyncProcess)
-            for _ in range(100):
+            deadline = time.monotonic() + 30  # python3 starts slowly on a slow machine
+            while time.monotonic() < deadline:
                 if (await p.logs()).stdout == "0\n1\n2\n":
                     break
                 await asyncio.sleep(0.05)
@@ -922,9 +947,16 @@ class Processes(AsyncClientTest):
 
     async def test_start_process_timeout(self):
         async with self.box().session() as sb:
-            p = await sb.start_process("sleep 30 & sleep 31", timeout=0.5)
+            # 2 s: time for the shell to start both sleeps first, also on a slow machine
+            p = await sb.start_process("sleep 30 & sleep 31", timeout=2)
             self.assertEqual(await p.wait(timeout=20), 124)
-            r = await sb.execute("ps -e -o comm= | grep -c sleep || true")
+            # both killed; the one that is not the process itself is reaped a moment later
+            deadline = time.monotonic() + 20
+            while True:
+                r = await sb.execute("ps -e -o comm= | grep -c sleep || true")
+                if r.stdout.strip() == "0" or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.1)
             self.assertEqual(r.stdout.strip(), "0")
             with self.assertRaises(ValueError):
                 await sb.start_process("true", timeout=-1)

@@ -490,7 +490,9 @@ class LongOperations(unittest.TestCase):
         # The write's source sends nothing (for up to 60 s it would be waited for): the
         # supervisor used to wait in its loop, and every exec, ps or ttl waited with it.
         cp = self.slow_cp()
-        time.sleep(0.5)  # its request is with the supervisor
+        # its request is with the supervisor once its job runs (a fixed pause was not always
+        # enough for nsbox cp to start on a slow machine)
+        self.assertTrue(wait_for(lambda: len(self.supervisor_children()) == 2), "no job")
         self.assertLess(self.served_at_once(), 20)
         self.assertIsNone(cp.poll(), "the write ended before its source did")
         out, err = cp.communicate(b"late\n", timeout=30)
@@ -599,7 +601,7 @@ class LongOperations(unittest.TestCase):
 
     def test_rm_during_a_long_write_is_prompt_and_complete(self):
         cp = self.slow_cp()
-        time.sleep(0.5)
+        self.assertTrue(wait_for(lambda: len(self.supervisor_children()) == 2), "no job")
         started = time.monotonic()
         r = run_nsbox(["rm", self.id], self.dirs, timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -644,18 +646,23 @@ class LongOperations(unittest.TestCase):
         # More long operations than any fixed number of workers: none may run in the loop
         # (where one stalled source held the supervisor, and the ttl, for ever).
         run_nsbox(["rm", self.id], self.dirs)
-        r = run_nsbox(["create", "--ttl", "8"], self.dirs)
+        # The ttl leaves room for the twelve to start and for the exec: 8 s may not on a
+        # machine as slow as CI's emulated VM, where an nsbox command takes about a second.
+        r = run_nsbox(["create", "--ttl", "15"], self.dirs)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.id = r.stdout.decode().strip()
+        sup = json.loads(run_nsbox(["inspect", self.id], self.dirs,
+                                   check=True).stdout)["supervisor_pid"]
         cps = [self.slow_cp() for _ in range(12)]
-        time.sleep(1)
+        self.assertTrue(wait_for(lambda: len(self.supervisor_children(sup)) == 13, 30),
+                        f"not every write's job runs: {self.supervisor_children(sup)}")
         self.assertLess(self.served_at_once(), 5)
         self.assertTrue(wait_for(lambda: not os.path.exists(
-            os.path.join(self.dirs.state, self.id, "ctl")), 30), "the ttl did not delete it")
+            os.path.join(self.dirs.state, self.id, "ctl")), 40), "the ttl did not delete it")
         for cp in cps:
             out, err = cp.communicate(timeout=30)
             self.assertEqual(cp.returncode, 125, err)
-            self.assertIn("ttl_seconds=8 expired", err.decode())
+            self.assertIn("ttl_seconds=15 expired", err.decode())
 
     def test_a_file_operation_on_a_connection_that_waits_is_refused(self):
         pid = int(run_nsbox(["exec", "-d", self.id, "--", "sleep", "60"], self.dirs,
@@ -708,7 +715,10 @@ class LongOperations(unittest.TestCase):
         idle.pop().close()  # none for the job's pidfd
         time.sleep(0.3)
         cp = self.slow_cp()
-        time.sleep(0.5)
+        # its request must have taken the two before one more is freed (nsbox cp may take
+        # longer than a fixed pause to start on a slow machine): its job runs then
+        self.assertTrue(wait_for(lambda: len(self.supervisor_children(sup)) == 2, 30),
+                        "the write's job never started")
         idle.pop().close()  # a descriptor for the next connection
         time.sleep(0.3)
         s = control_socket(self.dirs, self.id)

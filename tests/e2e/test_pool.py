@@ -19,7 +19,7 @@ import time
 import unittest
 
 from nsbox_test import (NSBOX, Dirs, cgroup_leftovers, gc_just_ran, is_root, loop_devices_under,
-                        run_nsbox, state_lock_free, wait_for)
+                        run_nsbox, signal_pending, state_lock_free, wait_for)
 
 
 def readline(p, timeout=10.0):
@@ -151,19 +151,24 @@ class Pool(unittest.TestCase):
         self.assertEqual(info["spec"]["ttl_seconds"], 60, info)
 
     def test_auto_runs_further_apart_than_the_ttl_make_no_pool(self):
-        self.write_config({"pool": {"size": "auto", "ttl_seconds": 1}})
+        # Whether a run repeats the one before is judged as it ends, from the mark the one
+        # before left as it ended; the pool's members live as long. A ttl of 1 s can be
+        # shorter than one run (or the fill of two members) in CI's emulated VM.
+        self.write_config({"pool": {"size": "auto", "ttl_seconds": 10}})
         self.hostname_run()
-        time.sleep(2.2)  # the mark has whole seconds: more than 1 s, surely
+        # as if the next run came 12 s later (the mark has whole seconds: more than the ttl,
+        # surely)
+        (seen,) = self.marks(".seen")
+        past = time.time() - 12
+        os.utime(os.path.join(self.dirs.state, "pool", seen), (past, past))
         self.hostname_run()
         time.sleep(1.0)
         self.assertEqual((self.pooled(), self.live_ids()), ([], []))
-        # two close together do (back to back: the one before came more than 1 s earlier,
-        # which an emulated VM's checks above can take); then the pool goes after its ttl
-        self.hostname_run()
+        # two close together do (this one and the one before); then the pool goes after its ttl
         self.hostname_run()
         ids = wait_for(lambda: len(self.pooled()) == 2 and self.pooled())
         self.assertTrue(ids, self.pooled())
-        self.assertTrue(wait_for(lambda: not self.pooled() and not self.live_ids(), 20),
+        self.assertTrue(wait_for(lambda: not self.pooled() and not self.live_ids(), 40),
                         "the auto pool outlived its ttl")
 
     def test_auto_stops_trying_after_a_fill_failed_and_says_why(self):
@@ -610,25 +615,28 @@ class Pool(unittest.TestCase):
     def test_ttl_and_claim_in_one_round_do_not_hang_the_supervisor(self):
         # the supervisor wakes to its ttl and to init's "claimed" (and the run's end) at once:
         # asking init to retire reads those messages, and the round must not then wait for
-        # one more
-        self.write_config({"pool": {"size": 1, "ttl_seconds": 2}})
+        # one more. It is stopped before its ttl (counted from the fill): 2 s may leave too
+        # little room for the inspect in between in CI's emulated VM.
+        self.write_config({"pool": {"size": 1, "ttl_seconds": 5}})
         (sid,) = self.fill()
+        filled = time.monotonic()
         sup, _ = self.init_pid(sid)
         os.kill(sup, signal.SIGSTOP)
         try:
             r = self.nsbox("run", "--", "echo", "ran")
             self.assertEqual((r.returncode, r.stdout), (0, b"ran\n"), r.stderr)
-            time.sleep(2.5)  # the ttl is due as well
+            time.sleep(max(0.0, filled + 5.5 - time.monotonic()))  # the ttl is due as well
         finally:
             os.kill(sup, signal.SIGCONT)
         self.assertTrue(wait_for(lambda: self.gone(sid), 20), "the supervisor hung")
 
     def test_a_run_outlives_the_ttl_of_the_pool(self):
         # the ttl of a waiting sandbox ends when a run takes it: the run is bounded by its own
-        # --timeout, not by the pool's ttl
-        self.write_config({"pool": {"size": 1, "ttl_seconds": 2}})
+        # --timeout, not by the pool's ttl. The ttl leaves room for the run to take it (2 s
+        # may not, in CI's emulated VM); the command outlasts it.
+        self.write_config({"pool": {"size": 1, "ttl_seconds": 5}})
         (sid,) = self.fill()
-        r = self.nsbox("run", "--", "sh", "-c", "sleep 3; hostname")
+        r = self.nsbox("run", "--", "sh", "-c", "sleep 7; hostname")
         self.assertEqual((r.returncode, r.stdout.decode().strip()), (0, "nsbox-" + sid), r.stderr)
         self.assertTrue(wait_for(lambda: self.gone(sid)))
 
@@ -637,7 +645,8 @@ class Pool(unittest.TestCase):
         info = json.loads(self.nsbox("inspect", sid, check=True).stdout)
         self.assertEqual(info["state"], "pooled")
         os.kill(info["supervisor_pid"], signal.SIGKILL)
-        time.sleep(0.2)
+        self.assertTrue(wait_for(lambda: state_lock_free(self.dirs, sid)),
+                        "the killed supervisor's lock stayed held")
         self.nsbox("gc", check=True)
         self.assertTrue(wait_for(lambda: self.gone(sid)))
         self.assertEqual(self.pooled(), [])
@@ -758,13 +767,14 @@ class Pool(unittest.TestCase):
         # reports the status, so that nothing runs on once nsbox run has returned. Shown with
         # the supervisor stopped: it cannot tear the sandbox down, and still the background
         # writer stops as soon as the command has ended. The status comes from init itself
-        # (the run socket), so nsbox run returns meanwhile.
+        # (the run socket), so nsbox run returns meanwhile. (The command lasts 2 s, for the
+        # test to stop the supervisor first, also on a slow machine.)
         (sid,) = self.fill()
         sup = json.loads(self.nsbox("inspect", sid, check=True).stdout)["supervisor_pid"]
         out = os.path.join(self.dirs.base, "out")
         with open(out, "wb") as f:
             p = subprocess.Popen([NSBOX, "run", "--", "sh", "-c",
-                                  "(while :; do echo tick; sleep 0.01; done) & sleep 0.5; "
+                                  "(while :; do echo tick; sleep 0.01; done) & sleep 2; "
                                   "echo main-done"],
                                  stdout=f, stderr=subprocess.PIPE, env=self.dirs.env(self.env))
         try:
@@ -832,6 +842,9 @@ class Pool(unittest.TestCase):
                              env=self.dirs.env(self.env))
         self.assertEqual(readline(p), b"ready\n")
         p.send_signal(signal.SIGINT)
+        # the second must come after nsbox took the first, or the two are one
+        self.assertTrue(wait_for(lambda: not signal_pending(p.pid, signal.SIGINT)),
+                        "nsbox never took the first SIGINT")
         time.sleep(0.3)
         self.assertIsNone(p.poll(), "the first interrupt was ignored by the command")
         p.send_signal(signal.SIGINT)

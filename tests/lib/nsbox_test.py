@@ -306,6 +306,17 @@ def wait_for(pred, timeout=20.0, interval=0.02):
     return pred()
 
 
+def signal_pending(pid, sig):
+    """Whether signal sig waits for process pid to take it (nsbox reads its signals from a
+    signalfd: one sent again before it took the first would be merged with it)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            masks = [int(l.split()[1], 16) for l in f if l.startswith(("SigPnd:", "ShdPnd:"))]
+    except OSError:
+        return False
+    return any(m & (1 << (sig - 1)) for m in masks)
+
+
 def sigkill_run_and_check_init_dies(test, p):
     """SIGKILL a running `nsbox run` (p, a Popen whose pid is nsbox's own) and check that its
     sandbox's init, nsbox's one child, dies with it."""

@@ -134,16 +134,25 @@ class ForkBomb(ResourceTest):
         self.assert_all_gone(sid, uid)
 
     def test_cpu_limit_holds_for_busy_processes(self):
-        p, sid = self.start("for i in 1 2 3; do (while :; do :; done) & done; sleep 4; "
-                            "echo done", timeout=30)
-        time.sleep(1)
-        if sandbox_cpu_usage_ns(sid) is None:
-            p.kill()
-            p.communicate()
-            self.skipTest("no cpuacct.usage (v1) or cpu.stat (v2) for the sandbox's cgroup here")
-        u0, t0 = sandbox_cpu_usage_ns(sid), time.monotonic()
-        time.sleep(2)
-        u1, t1 = sandbox_cpu_usage_ns(sid), time.monotonic()
+        # The loops run until the test has measured them and says so (a file in the given
+        # workspace): a fixed `sleep 4` left little room for the cgroup walks in between on a
+        # slow machine, and a sample taken after the loops' end measures nothing.
+        stop = os.path.join(self.ws, "stop")
+        p, sid = self.start("for i in 1 2 3; do (while :; do :; done) & done; "
+                            "while [ ! -e /workspace/stop ]; do sleep 0.1; done; echo done",
+                            timeout=30)
+        try:
+            time.sleep(1)
+            if sandbox_cpu_usage_ns(sid) is None:
+                p.kill()
+                p.communicate()
+                self.skipTest("no cpuacct.usage (v1) or cpu.stat (v2) for the sandbox's cgroup "
+                              "here")
+            u0, t0 = sandbox_cpu_usage_ns(sid), time.monotonic()
+            time.sleep(2)
+            u1, t1 = sandbox_cpu_usage_ns(sid), time.monotonic()
+        finally:
+            open(stop, "w").close()
         out, err = p.communicate(timeout=30)
         cpus = (u1 - u0) / 1e9 / (t1 - t0)
         print(f"\n  3 busy loops in small: {cpus:.2f} CPUs used", file=sys.stderr)
