@@ -673,8 +673,26 @@ static void probe_foreign_abis(void)
         emit(x32[i].name, blocked, "%s", d);
     }
 }
+
+/* `attack int80`, run on the host by the tests: whether this kernel has the i386 entry at all.
+ * Without it (IA32 emulation off: ia32_emulation=0, or a kernel built so), int 0x80 is a general
+ * protection fault (SIGSEGV) before any filter sees it, in a sandbox or not. */
+static int int80_main(void)
+{
+    static const struct abi_call getpid32 = {20, 0, 0, 0, 0, 0};
+    struct outcome o = in_child(p_int80, &getpid32);
+    char d[256];
+    describe(&o, d, sizeof d);
+    printf("int80_getpid %s\n", !o.sig && !o.crashed && o.ret > 0 ? "works" : d);
+    return 0;
+}
 #else
 static void probe_foreign_abis(void) {}
+static int int80_main(void)
+{
+    puts("int80_getpid not x86_64");
+    return 0;
+}
 #endif
 
 /* ---- sockets -------------------------------------------------------------------------------- */
@@ -1473,5 +1491,6 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "inspect")) return inspect_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "mkfiles")) return mkfiles_main(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "int80")) return int80_main();
     return attack_main(argc, argv);
 }

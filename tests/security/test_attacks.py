@@ -133,6 +133,8 @@ def table(probes, title):
     rows = [f"--- {title}: {len(probes)} probes ---"]
     for name, o in probes.items():
         mark = "blocked" if o["blocked"] else ("INFO" if name in NOT_A_DEFENCE else "NOT BLOCKED")
+        if mark == "NOT BLOCKED" and name.startswith("i386_") and o["detail"] == host_int80():
+            mark = "no entry"  # the kernel has no int 0x80 (test_foreign_abis_killed)
         rows.append(f"  {mark:<11} {name:<45} {o['detail']}")
     return "\n".join(rows)
 
@@ -153,6 +155,18 @@ def sha256(path):
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+_int80 = []
+
+
+def host_int80():
+    """What int 0x80 (i386 getpid) does on the host, outside any sandbox: "works", or how it
+    ended ("killed by signal 11 (SEGV)" on a kernel without IA32 emulation)."""
+    if not _int80:
+        r = subprocess.run([ATTACK, "int80"], capture_output=True, text=True, timeout=30)
+        _int80.append(r.stdout.strip().partition(" ")[2] or f"no answer: {r.stderr!r}")
+    return _int80[0]
 
 
 class HostBait:
@@ -188,8 +202,8 @@ class ProbeGroups:
     probes = {}
     extra_names = {}  # group -> probe names this run adds (paths passed with --hidden)
 
-    def check(self, group):
-        names = GROUPS[group] + self.extra_names.get(group, [])
+    def check(self, group, leave_out=()):
+        names = [n for n in GROUPS[group] + self.extra_names.get(group, []) if n not in leave_out]
         missing = [n for n in names if n not in self.probes]
         self.assertEqual(missing, [], f"probes missing from the prober's output ({group})")
         failed = [f"{n}: {self.probes[n]['detail']}" for n in names
@@ -240,7 +254,22 @@ class ProbeGroups:
         self.check("other_processes")
 
     def test_foreign_abis_killed(self):
-        self.check("foreign_abis")
+        entry = host_int80()
+        if entry == "works":
+            self.check("foreign_abis")
+            return
+        # This kernel has no i386 entry (the host's own int 0x80 faults): the i386 calls cannot
+        # reach the filter, here or anywhere on this machine. They must still fault, and not
+        # run; the filter's i386 arm is exercised where the entry exists (the VM's Debian
+        # kernel). The x32 calls are checked as everywhere.
+        i386 = [n for n in GROUPS["foreign_abis"] if n.startswith("i386_")]
+        self.assertEqual([n for n in i386 if n not in self.probes], [], "i386 probes missing")
+        ran = [f"{n}: {self.probes[n]['detail']}" for n in i386
+               if not self.probes[n]["blocked"] and self.probes[n]["detail"] != entry]
+        self.assertEqual(ran, [], f"i386 calls that did not fault as the host's does ({entry})")
+        print(f"\n  NOTE: i386 calls not checked against the filter: this kernel has no int "
+              f"0x80 entry (on the host: {entry})", file=sys.stderr)
+        self.check("foreign_abis", leave_out=i386)
 
     def test_socket_families_denied(self):
         self.check("sockets")
