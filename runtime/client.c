@@ -792,13 +792,29 @@ static int parse_signal(const char *s)
     return -1;
 }
 
+/* A PID argument that nsbox_parse_pid refused, said for cmd: pid 1 is a process, but the
+ * sandbox's init, which why (kill said "needs a process id" of it). */
+static int pid_usage(const char *cmd, const char *arg, const char *why)
+{
+    char msg[400];
+    if (!strcmp(arg, "1"))
+        snprintf(msg, sizeof msg,
+                 "%s: pid 1 is the sandbox's init, %s; give a background process's pid (as "
+                 "nsbox exec -d printed it, or nsbox ps shows it)",
+                 cmd, why);
+    else
+        snprintf(msg, sizeof msg,
+                 "%s needs a process id (as nsbox exec -d printed it, or nsbox ps shows it)", cmd);
+    return usage(msg);
+}
+
 int nsbox_cli_kill(int argc, char **argv)
 {
     if (argc < 3 || argc > 4)
         return usage("kill needs a sandbox id, a pid and optionally a signal (number or name)");
     long pid = nsbox_parse_pid(argv[2]);
     if (pid < 0)
-        return usage("kill needs a process id (as nsbox ps shows it)");
+        return pid_usage("kill", argv[2], "which ends only with the sandbox (nsbox rm ID)");
     int sig = argc == 4 ? parse_signal(argv[3]) : SIGTERM;
     if (sig < 0)
         return usage("kill: not a signal (a number 1-64, or a name: TERM, SIGKILL, ...)");
@@ -964,12 +980,7 @@ int nsbox_cli_logs(int argc, char **argv)
         return usage("logs needs a sandbox id and a pid: nsbox logs [-f] ID PID");
     long pid = nsbox_parse_pid(args[1]);
     if (pid < 0)
-        return usage(!strcmp(args[1], "1")
-                         ? "logs: pid 1 is the sandbox's init, which has no logs; give a "
-                           "background process's pid (as nsbox exec -d printed it, or nsbox ps "
-                           "shows it)"
-                         : "logs needs a process id (as nsbox exec -d printed it, or nsbox ps "
-                           "shows it)");
+        return pid_usage("logs", args[1], "which has no logs");
     if (follow)
         return follow_logs(args[0], pid);
     struct nsbox_err e = {0};
@@ -1040,12 +1051,7 @@ int nsbox_cli_wait(int argc, char **argv)
     const char *id = argv[i];
     long pid = nsbox_parse_pid(argv[i + 1]);
     if (pid < 0)
-        return usage(!strcmp(argv[i + 1], "1")
-                         ? "wait: pid 1 is the sandbox's init, which ends only with the sandbox; "
-                           "give a background process's pid (as nsbox exec -d printed it, or "
-                           "nsbox ps shows it)"
-                         : "wait needs a process id (as nsbox exec -d printed it, or nsbox ps "
-                           "shows it)");
+        return pid_usage("wait", argv[i + 1], "which ends only with the sandbox");
     struct nsbox_err e = {0};
     cleanup_close int sock = nsbox_session_connect(id, &e);
     if (sock < 0)
@@ -1077,7 +1083,8 @@ int nsbox_cli_wait(int argc, char **argv)
         /* an older supervisor, or one with as many waits as it takes: ps, which it answers */
         if ((e.code == NSBOX_E_INVALID && strstr(e.msg, "unknown op")) || e.code == NSBOX_E_BUSY)
             return wait_by_polling(id, pid, deadline, timeout_ms < 0 ? NULL : argv[2]);
-        return fail(&e);
+        /* the sandbox deleted during the wait (its ttl, an rm) says why, as exec does */
+        return fail(lost_why(id, &e));
     }
     const cJSON *code = cJSON_GetObjectItemCaseSensitive(reply, "exit_code");
     int rc = cJSON_IsNumber(code) ? code->valueint : EXIT_NSBOX;
@@ -1335,7 +1342,10 @@ int nsbox_cli_cp(int argc, char **argv)
                 argv[1], argv[1], did);
         return EXIT_NSBOX;
     }
-    /* into a directory of the sandbox: under the file's own name */
+    /* into a directory of the sandbox: under the file's own name. "ID:" is the workspace, as
+     * "host:" is the home directory to scp (it came out as "/NAME", outside /workspace). */
+    if (!*dpath)
+        dpath = ".";
     char dest[PATH_MAX];
     snprintf(dest, sizeof dest, "%s", dpath);
     if (strcmp(argv[1], "-") != 0 && remote_is_dir(did, dpath)) {

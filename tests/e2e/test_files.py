@@ -152,6 +152,11 @@ class FilesTest(unittest.TestCase):
         r = self.nsbox("cp", src, f"{self.id}:new/deep/r.csv")
         self.assertFails(r, "does not exist", "nsbox cp -p")
         self.assertEqual(self.nsbox("cp", "-p", src, f"{self.id}:new/deep/r.csv").returncode, 0)
+        # "ID:" alone is the workspace, as "host:" is the home directory to scp (it was taken
+        # for "/report.csv", outside /workspace)
+        self.sh("rm report.csv")
+        r = self.nsbox("cp", src, f"{self.id}:")
+        self.assertEqual(r.returncode, 0, r.stderr)
         r = self.sh("cat report.csv data/report.csv new/deep/r.csv")
         self.assertEqual(r.stdout, b"a,b\n" * 3, r.stderr)
         out = self.host("outdir")

@@ -296,6 +296,9 @@ class Lifecycle(SessionTest):
             r = self.nsbox(*args)
             self.assertEqual(r.returncode, 125)
             self.assertIn(b"pid 1 is the sandbox's init, which has no logs", r.stderr)
+        r = self.nsbox("kill", sid, "1", "KILL")  # said "kill needs a process id", given one
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"pid 1 is the sandbox's init, which ends only with the sandbox", r.stderr)
         r = self.nsbox("logs", sid, slow, "-f", "--follow", "x")
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"nsbox logs [-f] ID PID", r.stderr)
@@ -635,6 +638,16 @@ class Lifecycle(SessionTest):
         self.assertEqual(r.stdout, b"started\n", "the command did not run before the ttl")
         self.assertIn(f"sandbox {sid} was deleted because ttl_seconds=5 expired".encode(),
                       r.stderr)
+
+    def test_ttl_during_a_wait_says_so(self):
+        # as exec: the wait's connection breaks with the sandbox, and the reason is given
+        # (it said "the sandbox's supervisor closed the connection (sandbox deleted?)")
+        sid = self.create("--ttl", "5")
+        pid = self.nsbox("exec", "-d", sid, "--", "sleep", "100").stdout.decode().strip()
+        r = self.nsbox("wait", sid, pid, timeout=30)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertEqual(r.stderr.decode().splitlines()[0],
+                         f"nsbox: sandbox {sid} was deleted because ttl_seconds=5 expired")
 
     def test_owner_pid_ends_the_sandbox_with_its_process(self):
         # A CI job's shell gives its own pid: when the job is cancelled, the sandbox goes too.
