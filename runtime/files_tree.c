@@ -28,7 +28,8 @@
 #define LIST_ENTRY_OVERHEAD 128
 
 struct list_ent {
-    char *name; /* valid UTF-8 */
+    char *name;   /* valid UTF-8 */
+    char *target; /* a symlink's text, valid UTF-8, or NULL (as stat gives it) */
     struct stat sb;
 };
 
@@ -48,8 +49,10 @@ static size_t json_escaped_len(const char *s)
 
 static void free_ents(struct list_ent *v, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         free(v[i].name);
+        free(v[i].target);
+    }
     free(v);
 }
 
@@ -81,9 +84,15 @@ int files_list(struct files_ctx *c, cJSON *reply, struct nsbox_err *e)
         struct stat sb;
         if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
             continue; /* removed since readdir saw it */
-        char u[3 * (NAME_MAX + 1) + 1];
+        char u[3 * (NAME_MAX + 1) + 1], lt[PATH_MAX], tu[3 * PATH_MAX + 1];
         files_utf8(u, sizeof u, de->d_name, strlen(de->d_name));
-        size_t cost = LIST_ENTRY_OVERHEAD + json_escaped_len(u);
+        /* a symlink's text, as stat gives it (list gave none): only a string, never followed */
+        ssize_t tl = S_ISLNK(sb.st_mode) ? readlinkat(dirfd(d), de->d_name, lt, sizeof lt - 1)
+                                         : -1;
+        if (tl >= 0)
+            files_utf8(tu, sizeof tu, lt, (size_t)tl);
+        size_t cost = LIST_ENTRY_OVERHEAD + json_escaped_len(u) +
+                      (tl >= 0 ? json_escaped_len(tu) + 16 : 0);
         if (n >= NSBOX_FILES_LIST_MAX || used + cost > LIST_BUDGET) {
             truncated = true;
             break;
@@ -97,7 +106,9 @@ int files_list(struct files_ctx *c, cJSON *reply, struct nsbox_err *e)
             }
             v = nv, cap = nc;
         }
-        if (!(v[n].name = strdup(u))) {
+        v[n].target = NULL;
+        if (!(v[n].name = strdup(u)) || (tl >= 0 && !(v[n].target = strdup(tu)))) {
+            free(v[n].name);
             err = ENOMEM;
             break;
         }
@@ -116,6 +127,8 @@ int files_list(struct files_ctx *c, cJSON *reply, struct nsbox_err *e)
         if (!o) break;
         cJSON_AddStringToObject(o, "name", v[i].name);
         files_stat_json(o, &v[i].sb, -1, NULL);
+        if (v[i].target)
+            cJSON_AddStringToObject(o, "target", v[i].target);
         cJSON_AddItemToArray(arr, o);
     }
     free_ents(v, n);

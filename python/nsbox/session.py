@@ -494,7 +494,8 @@ class Session:
         return r.get("size")
 
     def list_files(self, path="."):
-        """The entries of a workspace directory: [FileInfo(name, type, size, mode, mtime)]."""
+        """The entries of a workspace directory: [FileInfo(name, type, size, mode, mtime,
+        path, target)], target a symlink's text (None for the others), as stat() gives it."""
         path = os.fspath(path)
         r = self._call("list", path=path)
         base = path.rstrip("/")

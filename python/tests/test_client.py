@@ -1114,6 +1114,11 @@ class Files(AsyncClientTest):
             sb.execute("ln -s /etc/passwd link")
             st = sb.stat("link")
             self.assertEqual((st.type, st.target), ("symlink", "/etc/passwd"))
+            # list_files gives the same (its entries had no target), the others none
+            entries = {f.name: f for f in sb.list_files()}
+            self.assertEqual((entries["link"].type, entries["link"].target),
+                             ("symlink", "/etc/passwd"))
+            self.assertIsNone(entries["d"].target)
             with self.assertRaises(nsbox.InvalidRequest):
                 sb.write_file("link", b"through the link")  # refused, never followed
 
