@@ -140,12 +140,14 @@ class ProcessInfo:
 
 @dataclass(frozen=True)
 class ProcessLogs:
-    """The last 64 KiB of a background process's stdout and stderr."""
+    """The last 64 KiB of a background process's stdout and stderr. sleeping: the sandbox is
+    asleep (idle_timeout_seconds), its processes frozen until a request wakes it."""
 
     stdout: str
     stderr: str
     truncated: bool = False
     running: Optional[bool] = None
+    sleeping: Optional[bool] = None
 
 
 @dataclass

@@ -213,7 +213,8 @@ class _Wait:
 def _logs_of(r):
     """ProcessLogs of a logs reply."""
     return ProcessLogs(stdout=r.get("stdout", ""), stderr=r.get("stderr", ""),
-                       truncated=bool(r.get("truncated")), running=r.get("running"))
+                       truncated=bool(r.get("truncated")), running=r.get("running"),
+                       sleeping=r.get("sleeping"))
 
 
 class _LogFollower:
@@ -229,6 +230,7 @@ class _LogFollower:
         self.delay = 0.02
         self.ended_at = None
         self.done = False
+        self.asleep = False
 
     def request(self):
         return dict(pid=self.pid, **self.pos)
@@ -252,7 +254,11 @@ class _LogFollower:
         # faster than the pace
         self.delay = (0 if r.get("truncated") or got >= 32768 else 0.02 if new
                       else min(self.delay * 2, 0.25))
-        if not (r.get("stdout") or r.get("stderr") or r.get("truncated")):
+        # the sandbox fell asleep while its process runs: said once, with or without text (a
+        # follower waited on in silence, where nsbox logs -f notes it)
+        fell_asleep = bool(r.get("sleeping")) and not self.asleep and bool(r.get("running"))
+        self.asleep = bool(r.get("sleeping"))
+        if not (r.get("stdout") or r.get("stderr") or r.get("truncated") or fell_asleep):
             return None
         return _logs_of(r)
 
@@ -273,7 +279,10 @@ class Process:
         """Its output as it comes, until it has ended and all of it was read: yields
         ProcessLogs whose stdout and stderr are the text new since the one before (the first:
         all that is kept). truncated: output was dropped just before this text (more than the
-        64 KiB kept per stream came between two reads)."""
+        64 KiB kept per stream came between two reads). When the sandbox falls asleep
+        (idle_timeout_seconds) while the process runs, a ProcessLogs with sleeping=True comes
+        (its text may be empty): following does not wake it, and nothing more comes until a
+        request does."""
         return self.session.follow_process_logs(self.pid)
 
     def kill(self, signal=15):

@@ -857,6 +857,22 @@ class Processes(AsyncClientTest):
             self.assertEqual((out, err), ("first\ncafé done\n", "warn\n"))
             self.assertFalse(p.running)
 
+    def test_follow_logs_says_when_the_sandbox_falls_asleep(self):
+        # following does not wake a sleeping sandbox: the follower is told, once, instead of
+        # waiting in silence (it was; nsbox logs -f notes it)
+        with self.box(idle_timeout_seconds=1).open() as sb:
+            p = sb.start_process("echo hi; exec sleep 60")
+            chunks = []
+            for c in p.follow_logs():  # ends after 60 s at most, with the process
+                chunks.append(c)
+                if c.sleeping:
+                    break
+            self.assertTrue(chunks and chunks[-1].sleeping, chunks)
+            self.assertEqual([c for c in chunks if c.sleeping], chunks[-1:])
+            self.assertEqual("".join(c.stdout for c in chunks), "hi\n")
+            self.assertTrue(chunks[-1].running)
+            p.kill(signal.SIGKILL)
+
     async def test_async_follow_logs(self):
         async with self.box().session() as sb:
             # It prints "0", then waits for the go the test gives only once "0" came: the rest
