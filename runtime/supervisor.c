@@ -48,7 +48,10 @@
 /* Kept per stream of a background process: the end of its output. Small enough that a `logs`
  * reply stays under the 1 MiB message limit even if every byte needs a \\uXXXX escape. */
 #define LOG_MAX (64u << 10)
-#define SETUP_STDERR_MAX 65536 /* of a failing setup script, in the error */
+/* Of a failing setup script's output, what goes into the error: its end, as much as the error's
+ * message holds beside the rest (the message was cut at its own end, so that of a script that
+ * wrote more, the lines that said what failed were lost). */
+#define SETUP_TAIL_MAX (NSBOX_ERR_MSG_MAX - 192)
 /* Background output is read at most LOG_RATE bytes a second per sandbox (counted in windows of
  * LOG_WINDOW_MS), and LOG_ROUND per stream in one poll round; beyond that its writers wait on
  * their full pipes. Reading costs the supervisor's CPU, which no cgroup of the sandbox bounds: a
@@ -1432,33 +1435,76 @@ static void loop(struct sup *S)
 
 /* ---- set-up ---------------------------------------------------------------------------------- */
 
-/* Run the set-up script through the agent, as appuser in /workspace, bounded in time; its stderr
- * (the end of it) goes into the error when it fails. */
+/* The end of what a stream of the set-up script left, without its last newlines: at most
+ * SETUP_TAIL_MAX bytes, from the start of a line where one starts in it, after "[...]" when
+ * more came before. NULL when it left nothing. */
+static char *setup_tail(struct ring *r)
+{
+    uint64_t end;
+    bool lost;
+    char *text = ring_text(r, UINT64_MAX, false, &end, &lost);
+    free(r->buf);
+    r->buf = NULL;
+    size_t tl = text ? strlen(text) : 0;
+    while (tl && (text[tl - 1] == '\n' || text[tl - 1] == '\r'))
+        text[--tl] = '\0';
+    if (!tl) {
+        free(text);
+        return NULL;
+    }
+    static const char cut[] = "[...]\n";
+    if (tl > SETUP_TAIL_MAX || lost) {
+        size_t keep = tl > SETUP_TAIL_MAX - (sizeof cut - 1) ? SETUP_TAIL_MAX - (sizeof cut - 1)
+                                                            : tl;
+        const char *from = text + tl - keep, *nl = memchr(from, '\n', keep);
+        if (nl && nl[1] && from > text && from[-1] != '\n')
+            from = nl + 1; /* a whole first line */
+        keep = (size_t)(text + tl - from);
+        char *t = malloc(sizeof cut + keep);
+        if (t) {
+            memcpy(t, cut, sizeof cut - 1);
+            memcpy(t + sizeof cut - 1, from, keep + 1);
+        }
+        free(text);
+        return t;
+    }
+    return text;
+}
+
+/* Run the set-up script through the agent, as appuser in /workspace, bounded in time. Its stderr
+ * (the end of it) goes into the error when it fails; when it wrote nothing there, the end of its
+ * stdout does (pip, apt and make report there, and it was thrown away). */
 static int run_setup_script(struct sup *S, struct nsbox_err *e)
 {
-    int pe[2];
+    int pe[2], po[2];
     if (pipe2(pe, O_CLOEXEC) < 0)
         return nsbox_err_sys(e, "pipe");
-    int fds[3] = {open("/dev/null", O_RDONLY | O_CLOEXEC), open("/dev/null", O_WRONLY | O_CLOEXEC),
-                  pe[1]};
+    if (pipe2(po, O_CLOEXEC) < 0) {
+        close(pe[0]);
+        close(pe[1]);
+        return nsbox_err_sys(e, "pipe");
+    }
+    int fds[3] = {open("/dev/null", O_RDONLY | O_CLOEXEC), po[1], pe[1]};
     char *argv[] = {"/bin/sh", "-c", S->spec->setup_script, NULL};
     int r = nsbox_agent_spawn(S->agent, 0, argv, S->sb.envp, "/workspace", fds, 0, 0, e);
     for (int i = 0; i < 3; i++)
         nsbox_closep(&fds[i]);
     if (r < 0) {
         close(pe[0]);
+        close(po[0]);
         return -1;
     }
     fcntl(pe[0], F_SETFL, O_NONBLOCK);
-    struct ring err = {0};
+    fcntl(po[0], F_SETFL, O_NONBLOCK);
+    struct ring err = {0}, out = {0};
     int64_t deadline = nsbox_now_ms() + (int64_t)S->spec->setup_script_timeout_seconds * 1000;
-    int pid = 0, status = -1, rfd = pe[0];
+    int pid = 0, status = -1, efd = pe[0], ofd = po[0];
     bool timed_out = false, done = false;
     char msg[512] = "";
     while (!done) {
-        struct pollfd pf[2] = {{S->agent, POLLIN, 0}, {rfd, POLLIN, 0}};
+        struct pollfd pf[3] = {{S->agent, POLLIN, 0}, {efd, POLLIN, 0}, {ofd, POLLIN, 0}};
         int64_t left = deadline - nsbox_now_ms();
-        int pr = poll(pf, rfd >= 0 ? 2 : 1, left > 0 ? (int)left : 0);
+        int pr = poll(pf, 3, left > 0 ? (int)left : 0); /* a closed fd (-1) is skipped */
         if (pr == 0 && !timed_out) {
             timed_out = true;
             if (pid > 0)
@@ -1468,8 +1514,10 @@ static int run_setup_script(struct sup *S, struct nsbox_err *e)
         }
         if (pr == 0)
             break;
-        if (rfd >= 0 && (pf[1].revents & (POLLIN | POLLHUP)))
-            drain(&rfd, &err, LOG_ROUND);
+        if (efd >= 0 && (pf[1].revents & (POLLIN | POLLHUP)))
+            drain(&efd, &err, LOG_ROUND);
+        if (ofd >= 0 && (pf[2].revents & (POLLIN | POLLHUP)))
+            drain(&ofd, &out, LOG_ROUND);
         if (pf[0].revents & (POLLIN | POLLHUP)) {
             struct nsbox_agent_event ev;
             int ar = nsbox_agent_recv(S->agent, &ev, e);
@@ -1487,28 +1535,34 @@ static int run_setup_script(struct sup *S, struct nsbox_err *e)
             }
         }
     }
-    if (rfd >= 0) {
-        drain(&rfd, &err, LOG_MAX); /* the end of what it left: only LOG_MAX are kept */
-        nsbox_closep(&rfd);
-    }
-    uint64_t end;
-    bool lost;
-    cleanup_free char *text = ring_text(&err, UINT64_MAX, false, &end, &lost);
-    free(err.buf);
-    if (text && strlen(text) > SETUP_STDERR_MAX)
-        memmove(text, text + strlen(text) - SETUP_STDERR_MAX, SETUP_STDERR_MAX + 1);
-    size_t tl = text ? strlen(text) : 0;
-    while (tl && (text[tl - 1] == '\n' || text[tl - 1] == '\r'))
-        text[--tl] = '\0';
+    /* the end of what it left: only LOG_MAX are kept */
+    if (efd >= 0)
+        drain(&efd, &err, LOG_MAX);
+    if (ofd >= 0)
+        drain(&ofd, &out, LOG_MAX);
+    nsbox_closep(&efd);
+    nsbox_closep(&ofd);
+    cleanup_free char *etext = setup_tail(&err);
+    cleanup_free char *otext = setup_tail(&out);
+    if (!timed_out && status == 0)
+        return 0;
+    char what[64];
     if (timed_out)
-        return nsbox_err_set(e, NSBOX_E_TIMEOUT, ETIMEDOUT,
-                             "setup script timed out after setup_script_timeout_seconds=%llu%s%s",
-                             (unsigned long long)S->spec->setup_script_timeout_seconds,
-                             tl ? "; its stderr: " : "", tl ? text : "");
-    if (status != 0)
-        return nsbox_err_set(e, NSBOX_E_EXEC, 0, "setup script failed (exit code %d): %s", status,
-                             tl ? text : msg[0] ? msg : "(no output on stderr)");
-    return 0;
+        snprintf(what, sizeof what, "timed out after setup_script_timeout_seconds=%llu",
+                 (unsigned long long)S->spec->setup_script_timeout_seconds);
+    else
+        snprintf(what, sizeof what, "failed (exit code %d)", status);
+    return nsbox_err_set(e, timed_out ? NSBOX_E_TIMEOUT : NSBOX_E_EXEC, timed_out ? ETIMEDOUT : 0,
+                         "setup script %s%s%s", what,
+                         etext   ? (timed_out ? "; its stderr: " : ": ")
+                         : otext ? "; nothing on stderr, the end of its stdout: "
+                         : timed_out ? ""
+                                     : ": ",
+                         etext   ? etext
+                         : otext ? otext
+                         : timed_out ? ""
+                         : msg[0]    ? msg
+                                     : "(no output on stderr or stdout)");
 }
 
 static int open_listen(struct sup *S, struct nsbox_err *e)

@@ -760,6 +760,28 @@ class Lifecycle(SessionTest):
         self.assertIn(b"setup script failed (exit code 3): pip: no such package foo", r.stderr)
         self.assertEqual(self.dirs.leftovers(), [])
 
+    def test_a_failing_setup_scripts_error_ends_with_what_it_said_last(self):
+        # Of a script that wrote much, the error had the start of what it kept, and the lines
+        # that said what failed were cut; of one that wrote only to stdout (pip, apt and make
+        # report there), it said "no output on stderr", the stdout thrown away.
+        script = os.path.join(self.dirs.base, "setup.sh")
+        with open(script, "w") as f:
+            f.write('for i in $(seq 300); do echo "progress line $i" >&2; done\n'
+                    'echo "E: the real reason" >&2; exit 5\n')
+        r = self.nsbox("create", "--setup-script", script)
+        self.assertEqual(r.returncode, 125)
+        err = r.stderr.decode()
+        self.assertIn("setup script failed (exit code 5): [...]\n", err)
+        self.assertIn("progress line 300\nE: the real reason", err)
+        self.assertNotIn("progress line 1\n", err)
+        with open(script, "w") as f:
+            f.write("echo Collecting foo; echo 'ERROR: No matching distribution for foo'; exit 1\n")
+        r = self.nsbox("create", "--setup-script", script)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"setup script failed (exit code 1); nothing on stderr, the end of its "
+                      b"stdout: Collecting foo\nERROR: No matching distribution for foo", r.stderr)
+        self.assertEqual(self.dirs.leftovers(), [])
+
     def test_setup_script_timeout(self):
         script = os.path.join(self.dirs.base, "setup.sh")
         with open(script, "w") as f:
