@@ -1275,6 +1275,8 @@ int nsbox_cli_cp(int argc, char **argv)
         return usage("cp copies between the host and a sandbox: exactly one side is ID:/path");
     }
     if (sr) {
+        if (!*spath)
+            spath = "."; /* the workspace: a directory, which the error says with its tar */
         cJSON *req = request("read"), *reply = NULL;
         cJSON_AddStringToObject(req, "path", spath);
         int rfd = -1;

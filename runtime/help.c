@@ -95,7 +95,8 @@ static const struct {
            "  copy a file between the host and a sandbox; exactly one side is ID:PATH, a path in\n"
            "  its /workspace (ID:data.csv and ID:/workspace/data.csv are the same; another\n"
            "  absolute path, ID:/tmp/x, is refused: cp reaches only the workspace)\n"
-           "  into a directory (DST ending in / or existing) keeps the name\n"
+           "  into a directory (DST ending in / or existing) keeps the name; ID: alone is\n"
+           "  the workspace itself\n"
            "\n"
            "  -p                                  make DST's missing directories\n"},
     {"ls", "usage: nsbox ls [--json]\n"
