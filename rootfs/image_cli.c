@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXIT_USAGE 2
+#define EXIT_USAGE 125 /* as every nsbox command's (decisions.md, "Exit codes") */
 #define EXIT_FAILED 125
 
 static int usage_error(const char *fmt, const char *arg)

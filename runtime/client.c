@@ -635,6 +635,8 @@ int nsbox_cli_inspect(int argc, char **argv)
 int nsbox_cli_ls(int argc, char **argv)
 {
     bool json = argc > 1 && !strcmp(argv[1], "--json");
+    if (argc > (json ? 2 : 1)) /* a typo of --json was taken for no option */
+        return usage("ls takes no argument but --json (nsbox ls [--json])");
     struct nsbox_err e = {0};
     nsbox_gc(false, &e);
     char rt[PATH_MAX];

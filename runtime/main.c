@@ -534,6 +534,8 @@ static int cmd_pool(int argc, char **argv)
 static int cmd_gc(int argc, char **argv)
 {
     bool verbose = argc > 1 && !strcmp(argv[1], "-v");
+    if (argc > (verbose ? 2 : 1)) /* a typo of -v was taken for no option */
+        return usage_error("gc: unexpected argument '%s' (nsbox gc [-v])", argv[verbose ? 2 : 1]);
     struct nsbox_err e = {0};
     int n = nsbox_gc(verbose, &e);
     if (n < 0)

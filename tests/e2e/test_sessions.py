@@ -639,6 +639,18 @@ class Lifecycle(SessionTest):
         self.assertIn(f"sandbox {sid} was deleted because ttl_seconds=5 expired".encode(),
                       r.stderr)
 
+    def test_ls_and_gc_refuse_arguments_they_do_not_take(self):
+        # a typo of --json or -v was taken for no option: exit 0, the wrong output
+        for args, said in ((["ls", "--jsno"], "ls takes no argument but --json"),
+                           (["ls", "--json", "x"], "ls takes no argument but --json"),
+                           (["gc", "--verbsoe"], "gc: unexpected argument '--verbsoe'"),
+                           (["gc", "-v", "x"], "gc: unexpected argument 'x'")):
+            r = self.nsbox(*args)
+            self.assertEqual((r.returncode, r.stdout), (125, b""), args)
+            self.assertIn(said, r.stderr.decode(), args)
+        self.assertEqual(json.loads(self.nsbox("ls", "--json").stdout), [])
+        self.assertIn(b"removed 0 leftover", self.nsbox("gc", "-v").stdout)
+
     def test_ttl_during_a_wait_says_so(self):
         # as exec: the wait's connection breaks with the sandbox, and the reason is given
         # (it said "the sandbox's supervisor closed the connection (sandbox deleted?)")
