@@ -380,9 +380,11 @@ class Lifecycle(SessionTest):
         # A client waiting for a process is a client at work: the idle timer must not freeze
         # the process it waits for (it would never end). The wait must come before the idle
         # timeout (counted from the exec): 2 s is short for two nsbox commands in CI's emulated
-        # VM. The process outlives the timeout by 5 s, so that the timer fires during the wait.
+        # VM. The process ends 8 s after the exec: the timer fires during the wait (at 5 s,
+        # then again 5 s later if it is still at work), and the process does not end just as
+        # it fires again (at 10 s it did, and the sandbox fell asleep before the inspect).
         sid = self.create("--idle-timeout", "5")
-        pid = self.nsbox("exec", "-d", sid, "--", "sh", "-c", "sleep 10; exit 4").stdout
+        pid = self.nsbox("exec", "-d", sid, "--", "sh", "-c", "sleep 8; exit 4").stdout
         r = self.nsbox("wait", "--timeout", "30", sid, pid.decode().strip())
         self.assertEqual(r.returncode, 4, r.stderr)
         self.assertEqual(self.inspect(sid)["sleeps"], 0)
