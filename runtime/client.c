@@ -1105,7 +1105,9 @@ static bool split_remote(const char *arg, char *id, const char **path)
     id[NSBOX_ID_LEN] = '\0';
     if (!nsbox_state_valid_id(id))
         return false;
-    *path = colon + 1;
+    /* "ID:" alone is the workspace, as "host:" is the home directory to scp (it came out as
+     * "/NAME", outside /workspace, for a file copied into it) */
+    *path = colon[1] ? colon + 1 : ".";
     return true;
 }
 
@@ -1277,8 +1279,6 @@ int nsbox_cli_cp(int argc, char **argv)
         return usage("cp copies between the host and a sandbox: exactly one side is ID:/path");
     }
     if (sr) {
-        if (!*spath)
-            spath = "."; /* the workspace: a directory, which the error says with its tar */
         cJSON *req = request("read"), *reply = NULL;
         cJSON_AddStringToObject(req, "path", spath);
         int rfd = -1;
@@ -1346,10 +1346,7 @@ int nsbox_cli_cp(int argc, char **argv)
                 argv[1], argv[1], did);
         return EXIT_NSBOX;
     }
-    /* into a directory of the sandbox: under the file's own name. "ID:" is the workspace, as
-     * "host:" is the home directory to scp (it came out as "/NAME", outside /workspace). */
-    if (!*dpath)
-        dpath = ".";
+    /* into a directory of the sandbox: under the file's own name */
     char dest[PATH_MAX];
     snprintf(dest, sizeof dest, "%s", dpath);
     if (strcmp(argv[1], "-") != 0 && remote_is_dir(did, dpath)) {

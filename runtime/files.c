@@ -209,15 +209,20 @@ void files_stat_json(cJSON *obj, const struct stat *sb, int dirfd, const char *n
     cJSON_AddNumberToObject(obj, "mode", (double)(sb->st_mode & 07777));
     cJSON_AddNumberToObject(obj, "mtime",
                             (double)sb->st_mtim.tv_sec + (double)sb->st_mtim.tv_nsec / 1e9);
-    if (S_ISLNK(sb->st_mode) && name) {
-        /* The link's text, as the sandbox wrote it: only a string, never followed here. */
-        char t[PATH_MAX], u[3 * PATH_MAX + 1];
-        ssize_t n = readlinkat(dirfd, name, t, sizeof t - 1);
-        if (n >= 0) {
-            files_utf8(u, sizeof u, t, (size_t)n);
-            cJSON_AddStringToObject(obj, "target", u);
-        }
-    }
+    char u[FILES_LINK_TEXT_MAX];
+    if (S_ISLNK(sb->st_mode) && name && files_link_text(dirfd, name, u))
+        cJSON_AddStringToObject(obj, "target", u);
+}
+
+bool files_link_text(int dirfd, const char *name, char out[FILES_LINK_TEXT_MAX])
+{
+    /* The link's text, as the sandbox wrote it: only a string, never followed here. */
+    char t[PATH_MAX];
+    ssize_t n = readlinkat(dirfd, name, t, sizeof t - 1);
+    if (n < 0)
+        return false;
+    files_utf8(out, FILES_LINK_TEXT_MAX, t, (size_t)n);
+    return true;
 }
 
 int files_mnt_id(int fd, uint64_t *id)

@@ -51,6 +51,10 @@ int files_mnt_id(int fd, uint64_t *id);
 const char *files_type_name(mode_t m);
 /* Add type, size, mode, mtime (and target for a symlink read at dirfd/name) to obj. */
 void files_stat_json(cJSON *obj, const struct stat *sb, int dirfd, const char *name);
+/* The text of symlink name in dirfd, as valid UTF-8 (not followed): false when it cannot be
+ * read. stat's and list's "target". */
+#define FILES_LINK_TEXT_MAX (3 * PATH_MAX + 1)
+bool files_link_text(int dirfd, const char *name, char out[FILES_LINK_TEXT_MAX]);
 
 int files_list(struct files_ctx *c, cJSON *reply, struct nsbox_err *e);
 /* Remove dirfd/name, a directory, and everything below it, never following a symlink nor

@@ -84,15 +84,12 @@ int files_list(struct files_ctx *c, cJSON *reply, struct nsbox_err *e)
         struct stat sb;
         if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
             continue; /* removed since readdir saw it */
-        char u[3 * (NAME_MAX + 1) + 1], lt[PATH_MAX], tu[3 * PATH_MAX + 1];
+        char u[3 * (NAME_MAX + 1) + 1], tu[FILES_LINK_TEXT_MAX];
         files_utf8(u, sizeof u, de->d_name, strlen(de->d_name));
-        /* a symlink's text, as stat gives it (list gave none): only a string, never followed */
-        ssize_t tl = S_ISLNK(sb.st_mode) ? readlinkat(dirfd(d), de->d_name, lt, sizeof lt - 1)
-                                         : -1;
-        if (tl >= 0)
-            files_utf8(tu, sizeof tu, lt, (size_t)tl);
+        /* a symlink's text, as stat gives it (list gave none) */
+        bool link = S_ISLNK(sb.st_mode) && files_link_text(dirfd(d), de->d_name, tu);
         size_t cost = LIST_ENTRY_OVERHEAD + json_escaped_len(u) +
-                      (tl >= 0 ? json_escaped_len(tu) + 16 : 0);
+                      (link ? json_escaped_len(tu) + 16 : 0);
         if (n >= NSBOX_FILES_LIST_MAX || used + cost > LIST_BUDGET) {
             truncated = true;
             break;
@@ -107,7 +104,7 @@ int files_list(struct files_ctx *c, cJSON *reply, struct nsbox_err *e)
             v = nv, cap = nc;
         }
         v[n].target = NULL;
-        if (!(v[n].name = strdup(u)) || (tl >= 0 && !(v[n].target = strdup(tu)))) {
+        if (!(v[n].name = strdup(u)) || (link && !(v[n].target = strdup(tu)))) {
             free(v[n].name);
             err = ENOMEM;
             break;

@@ -1546,23 +1546,21 @@ static int run_setup_script(struct sup *S, struct nsbox_err *e)
     cleanup_free char *otext = setup_tail(&out);
     if (!timed_out && status == 0)
         return 0;
-    char what[64];
+    /* what it said: stderr, else stdout, else (a failure) the agent's word or that it was mute */
+    const char *said = "", *text = "";
+    if (etext)
+        said = timed_out ? "; its stderr: " : ": ", text = etext;
+    else if (otext)
+        said = "; nothing on stderr, the end of its stdout: ", text = otext;
+    else if (!timed_out)
+        said = ": ", text = msg[0] ? msg : "(no output on stderr or stdout)";
     if (timed_out)
-        snprintf(what, sizeof what, "timed out after setup_script_timeout_seconds=%llu",
-                 (unsigned long long)S->spec->setup_script_timeout_seconds);
-    else
-        snprintf(what, sizeof what, "failed (exit code %d)", status);
-    return nsbox_err_set(e, timed_out ? NSBOX_E_TIMEOUT : NSBOX_E_EXEC, timed_out ? ETIMEDOUT : 0,
-                         "setup script %s%s%s", what,
-                         etext   ? (timed_out ? "; its stderr: " : ": ")
-                         : otext ? "; nothing on stderr, the end of its stdout: "
-                         : timed_out ? ""
-                                     : ": ",
-                         etext   ? etext
-                         : otext ? otext
-                         : timed_out ? ""
-                         : msg[0]    ? msg
-                                     : "(no output on stderr or stdout)");
+        return nsbox_err_set(e, NSBOX_E_TIMEOUT, ETIMEDOUT,
+                             "setup script timed out after setup_script_timeout_seconds=%llu%s%s",
+                             (unsigned long long)S->spec->setup_script_timeout_seconds, said,
+                             text);
+    return nsbox_err_set(e, NSBOX_E_EXEC, 0, "setup script failed (exit code %d)%s%s", status,
+                         said, text);
 }
 
 static int open_listen(struct sup *S, struct nsbox_err *e)

@@ -860,10 +860,11 @@ class Processes(AsyncClientTest):
     def test_follow_logs_says_when_the_sandbox_falls_asleep(self):
         # following does not wake a sleeping sandbox: the follower is told, once, instead of
         # waiting in silence (it was; nsbox logs -f notes it)
-        with self.box(idle_timeout_seconds=1).open() as sb:
-            p = sb.start_process("echo hi; exec sleep 60")
+        # (the ttl ends a follow that is never told: the frozen process itself never ends)
+        with self.box(idle_timeout_seconds=1, ttl_seconds=60).open() as sb:
+            p = sb.start_process("echo hi; exec sleep 600")
             chunks = []
-            for c in p.follow_logs():  # ends after 60 s at most, with the process
+            for c in p.follow_logs():
                 chunks.append(c)
                 if c.sleeping:
                     break

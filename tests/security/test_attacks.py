@@ -8,6 +8,7 @@ unchanged after the sandbox went for /proc/1/exe, a terminal of the caller's lef
 working directory that points out of the root.
 
 Each test method below is one line of the defence table in docs/security.md."""
+import functools
 import hashlib
 import json
 import os
@@ -157,16 +158,12 @@ def sha256(path):
     return h.hexdigest()
 
 
-_int80 = []
-
-
+@functools.lru_cache(maxsize=None)
 def host_int80():
     """What int 0x80 (i386 getpid) does on the host, outside any sandbox: "works", or how it
     ended ("killed by signal 11 (SEGV)" on a kernel without IA32 emulation)."""
-    if not _int80:
-        r = subprocess.run([ATTACK, "int80"], capture_output=True, text=True, timeout=30)
-        _int80.append(r.stdout.strip().partition(" ")[2] or f"no answer: {r.stderr!r}")
-    return _int80[0]
+    r = subprocess.run([ATTACK, "int80"], capture_output=True, text=True, timeout=30)
+    return r.stdout.strip().partition(" ")[2] or f"no answer: {r.stderr!r}"
 
 
 class HostBait:
