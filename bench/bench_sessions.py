@@ -377,6 +377,13 @@ def main():
         v = out.get(f"reference_per_second_2_clients_{name}")
         if v:
             print(f"| for scale, the same 2 clients: {what} per second | {v:.0f} | | |")
+    # Machines differ by several times in what a process costs (docs/benchmarks.md, session
+    # 18): the ratios of the same run are what compares across them.
+    bw = out.get("reference_per_second_2_clients_bwrap")
+    if bw:
+        print(f"| creates per second / one-shot bubblewrap per second, same run (command line / "
+              f"Python client) | {out['creates_per_second_2_clients'] / bw:.2f} / "
+              f"{out['creates_per_second_2_clients_python'] / bw:.2f} | | |")
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     path = os.path.join(HERE, "results", time.strftime("sessions-%Y%m%d-%H%M%S.json"))
     with open(path, "w") as f:

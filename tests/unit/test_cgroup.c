@@ -642,7 +642,9 @@ static bool any_frozen_under(const char *dir)
         return false;
     struct dirent *de;
     while ((de = readdir(d)) && !frozen) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+        /* the freezer's hold is frozen for good, and holds no process */
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+            strcmp(de->d_name, "nsbox.freezer-hold") == 0)
             continue;
         char p[PATH_MAX];
         pj(p, dir, de->d_name);
@@ -1432,6 +1434,51 @@ static void test_v1_remove_by_id(void **state)
     assert_int_equal(g_killed[0], 77);
 }
 
+/* The v1 freezer's hold (docs/cgroups.md): an empty cgroup, frozen when a sandbox first
+ * freezes, kept while a sandbox is beside it, removed with the last one, and by gc's sweep
+ * when a killed supervisor left it. */
+static void assert_hold(const char *hold, bool present)
+{
+    assert_int_equal(exists(hold), present);
+    if (!present)
+        return;
+    char st[PATH_MAX];
+    pj(st, hold, "freezer.state");
+    const char *s = rfile(st);
+    assert_non_null(s);
+    assert_string_equal(s, "FROZEN");
+}
+
+static void test_v1_freezer_hold(void **state)
+{
+    (void)state;
+    make_v1(false, true);
+    struct nsbox_cgroup a, b;
+    struct nsbox_err e = {0};
+    char hold[PATH_MAX];
+    snprintf(hold, sizeof hold, "%s/freezer/nsbox.freezer-hold", g_root);
+    assert_int_equal(nsbox_cgroup_create("ha", &k_lim, &a, &e), 0);
+    assert_int_equal(nsbox_cgroup_create("hb", &k_lim, &b, &e), 0);
+    assert_hold(hold, false); /* nothing has slept yet */
+    assert_int_equal(nsbox_cgroup_freeze(&a, true, &e), 0);
+    assert_hold(hold, true);
+    assert_int_equal(nsbox_cgroup_freeze(&a, false, &e), 0);
+    assert_hold(hold, true); /* a thaw leaves it frozen */
+    assert_int_equal(nsbox_cgroup_sweep_orphans(0), 0);
+    assert_hold(hold, true); /* gc keeps it beside sandboxes */
+    assert_int_equal(nsbox_cgroup_destroy(&a, &e), 0);
+    assert_hold(hold, true); /* hb is still there */
+    assert_int_equal(nsbox_cgroup_destroy(&b, &e), 0);
+    assert_hold(hold, false); /* gone with the last one */
+
+    /* Left by a supervisor killed before its teardown, with no sandbox beside it. */
+    assert_int_equal(mkdir(hold, 0755), 0);
+    mkfile_in(hold, "freezer.state", "FROZEN");
+    mkfile_in(hold, "cgroup.procs", "");
+    assert_int_equal(nsbox_cgroup_sweep_orphans(0), 0);
+    assert_hold(hold, false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1475,6 +1522,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_v1_comounted_and_rollback, setup_tree, teardown_tree),
         cmocka_unit_test_setup_teardown(test_v1_parent_env, setup_tree, teardown_tree),
         cmocka_unit_test_setup_teardown(test_v1_remove_by_id, setup_tree, teardown_tree),
+        cmocka_unit_test_setup_teardown(test_v1_freezer_hold, setup_tree, teardown_tree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

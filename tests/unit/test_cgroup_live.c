@@ -15,6 +15,7 @@
 #include "cgroup.h"
 #include "cgroup_util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -64,6 +65,31 @@ static const char *v1_dir(const struct nsbox_cgroup *cg, const char *controller)
         if (nsbox_cg_list_has(cg->v1[i].controller, controller))
             return cg->v1[i].path;
     return NULL;
+}
+
+/* The v1 freezer's hold beside the sandbox's freezer cgroup (docs/cgroups.md), into out. */
+static void hold_of(const struct nsbox_cgroup *cg, char *out, size_t n)
+{
+    const char *fz = v1_dir(cg, "freezer");
+    assert_non_null(fz);
+    const char *slash = strrchr(fz, '/');
+    assert_non_null(slash);
+    snprintf(out, n, "%.*s/nsbox.freezer-hold", (int)(slash - fz), fz);
+}
+
+/* Whether another sandbox's cgroup ("nsbox-<id>") is in the hold's directory. */
+static bool sandbox_beside(const char *hold)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(hold, '/') - hold), hold);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *de;
+    bool found = false;
+    while (!found && (de = readdir(d)))
+        found = de->d_type == DT_DIR && strncmp(de->d_name, "nsbox-", 6) == 0;
+    closedir(d);
+    return found;
 }
 
 static void track(pid_t pid)
@@ -308,9 +334,14 @@ static void test_limits_attach_freeze_stats_destroy(void **state)
     assert_int_equal(nsbox_cgroup_freeze(&g_cg, true, &e), 0);
     assert_int_equal(nsbox_cgroup_stats(&g_cg, &st, &e), 0);
     assert_true(st.frozen);
-    if (g_cg.version == 1)
+    char hold[PATH_MAX] = "";
+    if (g_cg.version == 1) {
         assert_string_equal(read_text(v1_dir(&g_cg, "freezer"), "freezer.state"), "FROZEN");
-    else
+        /* the hold that keeps the kernel's freezer key on: frozen, empty */
+        hold_of(&g_cg, hold, sizeof hold);
+        assert_string_equal(read_text(hold, "freezer.state"), "FROZEN");
+        assert_string_equal(read_text(hold, "cgroup.procs"), "");
+    } else
         assert_string_equal(read_text(g_cg.path, "cgroup.freeze"), "1");
     uint64_t before = *counter;
     usleep(100000);
@@ -326,6 +357,8 @@ static void test_limits_attach_freeze_stats_destroy(void **state)
     assert_int_equal(nsbox_cgroup_destroy(&g_cg, &e), 0);
     assert_int_equal(g_cg.version, 0);
     assert_dirs(&copy, false);
+    if (hold[0] && !sandbox_beside(hold))
+        assert_int_equal(access(hold, F_OK), -1); /* gone with the last sandbox */
     int ws = reap(pid);
     assert_true(WIFSIGNALED(ws));
     assert_int_equal(WTERMSIG(ws), SIGKILL);
