@@ -545,5 +545,21 @@ class CallersTerminal(unittest.TestCase):
             dirs.cleanup()
 
 
+class HostBinaryHardening(unittest.TestCase):
+    """nsbox itself, whose supervisors parse every client's requests, is linked with full RELRO:
+    its table of library calls is read-only once it has started, so a memory bug cannot
+    redirect a call through it. No attack can show this from outside (ptrace and
+    process_vm_writev write through page protections); the test checks how the binary was
+    linked, and fails for a build without -z relro -z now."""
+
+    def test_full_relro(self):
+        if not shutil.which("readelf"):
+            self.skipTest("readelf (binutils) is not installed: the link flags cannot be read")
+        out = subprocess.run(["readelf", "-W", "-l", "-d", NSBOX], capture_output=True,
+                             text=True, check=True).stdout
+        self.assertIn("GNU_RELRO", out)
+        self.assertRegex(out, r"\(FLAGS\)\s+BIND_NOW|\(FLAGS_1\)\s+Flags:.*\bNOW\b")
+
+
 if __name__ == "__main__":
     unittest.main()
