@@ -1713,13 +1713,15 @@ int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *
         return nsbox_err_sys(e, "fork");
     }
     if (pid == 0) {
-        /* Detach: a session of its own, not our child (the double fork), no terminal, stdio
-         * on /dev/null. The caller may exit at once; the sandbox stays. */
+        /* Detach: a session of its own, no terminal, stdio on /dev/null. The caller may exit
+         * at once; the sandbox stays. One fork, not the classic two: our callers are nsbox
+         * commands that exit once the sandbox is ready, never wait for us, and have no other
+         * children to mix us up with; when they exit we are reparented as a grandchild would
+         * be. The second fork cost a whole process per create (docs/benchmarks.md, session
+         * 18). As a session leader the supervisor would take a terminal it opened as its
+         * controlling one: it opens none without O_NOCTTY (the sandbox's ptys included). */
         close(p[0]);
         setsid();
-        pid_t g = fork();
-        if (g != 0)
-            _exit(g < 0 ? 125 : 0);
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null >= 0) {
             dup2(null, 0), dup2(null, 1), dup2(null, 2);
@@ -1735,11 +1737,10 @@ int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *
         supervise(s, p[1], owner_fd, owner_pid, pool_key);
     }
     close(p[1]);
-    int status;
-    waitpid(pid, &status, 0);
     char buf[NSBOX_ERR_MSG_MAX + 64];
     size_t got = nsbox_read_bounded(p[0], buf, sizeof buf);
     close(p[0]);
+    waitpid(pid, NULL, WNOHANG); /* one that failed and is gone already leaves no zombie */
     if (!strncmp(buf, "OK ", 3) && got >= 3 + NSBOX_ID_LEN) {
         memcpy(id, buf + 3, NSBOX_ID_LEN);
         id[NSBOX_ID_LEN] = '\0';
