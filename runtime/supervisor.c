@@ -1719,7 +1719,10 @@ int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *
          * children to mix us up with; when they exit we are reparented as a grandchild would
          * be. The second fork cost a whole process per create (docs/benchmarks.md, session
          * 18). As a session leader the supervisor would take a terminal it opened as its
-         * controlling one: it opens none without O_NOCTTY (the sandbox's ptys included). */
+         * controlling one. What it opens of paths a sandbox or a client can steer (workspace
+         * files) is O_NOCTTY; the rest (cgroup, /proc, state files, /dev/null) cannot be a
+         * terminal; a sandbox's pty is opened by its init, inside, with O_NOCTTY, and only
+         * its master is passed here. New opens of other paths need O_NOCTTY too. */
         close(p[0]);
         setsid();
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -1740,7 +1743,9 @@ int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *
     char buf[NSBOX_ERR_MSG_MAX + 64];
     size_t got = nsbox_read_bounded(p[0], buf, sizeof buf);
     close(p[0]);
-    waitpid(pid, NULL, WNOHANG); /* one that failed and is gone already leaves no zombie */
+    /* One that failed may still be ending: then it is a zombie of ours only until we exit,
+     * moments later (both callers do), and is reparented with the rest. */
+    waitpid(pid, NULL, WNOHANG);
     if (!strncmp(buf, "OK ", 3) && got >= 3 + NSBOX_ID_LEN) {
         memcpy(id, buf + 3, NSBOX_ID_LEN);
         id[NSBOX_ID_LEN] = '\0';
