@@ -992,8 +992,9 @@ static int kill_and_remove(int version, const char *const *paths, const char *co
  * request that wakes it. So before a sandbox first sleeps, its supervisor freezes an empty
  * cgroup beside the sandboxes' (FREEZER_HOLD): while it is frozen, the key stays on and a
  * sandbox's freeze and thaw only count. The last sandbox to go removes it, and `nsbox gc`
- * removes one with no sandbox beside it (left by a supervisor that was killed). Not a valid "nsbox-<id>" name, so nothing takes it
- * for a sandbox's cgroup. v2's freezer has no such key. docs/cgroups.md. */
+ * removes one with no sandbox beside it (left by a supervisor that was killed). Not a valid
+ * "nsbox-<id>" name, so nothing takes it for a sandbox's cgroup. v2's freezer has no such
+ * key. docs/cgroups.md. */
 #define FREEZER_HOLD "nsbox.freezer-hold"
 
 /* <parent of the sandbox's freezer cgroup>/FREEZER_HOLD into out */
