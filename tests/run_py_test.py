@@ -5,6 +5,7 @@ could not run here. A module with some tests skipped and others passed still exi
 skips are printed with their reasons so that they are never silently counted as passes."""
 import os
 import sys
+import time
 import unittest
 
 path = sys.argv[1]
@@ -13,7 +14,40 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib
 mod_name = os.path.splitext(os.path.basename(path))[0]
 module = __import__(mod_name)
 suite = unittest.defaultTestLoader.loadTestsFromModule(module)
-result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
+
+from nsbox_test import cgroup_leftovers  # noqa: E402
+
+
+class LeakWatch(unittest.TextTestResult):
+    """Notes the sandbox cgroups (nsbox-<id>) that appear during each test and are still there
+    after it: a sandbox whose teardown never ran, with its state directory gone, is otherwise
+    found only by a later `nsbox gc` (one was, after a full run, without a name to it)."""
+    appeared = {}
+
+    def startTest(self, test):
+        self._before = set(cgroup_leftovers())
+        super().startTest(test)
+
+    def stopTest(self, test):
+        super().stopTest(test)
+        new = set(cgroup_leftovers()) - self._before
+        if new:
+            LeakWatch.appeared[test.id()] = new
+
+
+result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout,
+                                 resultclass=LeakWatch).run(suite)
+# A sandbox may still be ending when its test returns (a pooled run's teardown follows it):
+# what is gone within 10 s was not left. A report, not a failure: the cause of the one seen is
+# not known yet, and the tests that check their own clean-up fail on their own.
+deadline = time.monotonic() + 10
+while LeakWatch.appeared and time.monotonic() < deadline:
+    alive = set(cgroup_leftovers())
+    LeakWatch.appeared = {t: c & alive for t, c in LeakWatch.appeared.items() if c & alive}
+    if LeakWatch.appeared:
+        time.sleep(0.2)
+for test_id, cgroups in LeakWatch.appeared.items():
+    print(f"LEFT CGROUPS after {test_id}: {' '.join(sorted(cgroups))}")
 for test, reason in result.skipped:
     print(f"SKIPPED {test.id()}: {reason}")
 ran = result.testsRun - len(result.skipped)  # a module-level skip counts as a skip without a run
