@@ -997,53 +997,51 @@ static int kill_and_remove(int version, const char *const *paths, const char *co
  * key. docs/cgroups.md. */
 #define FREEZER_HOLD "nsbox.freezer-hold"
 
-/* <parent of the sandbox's freezer cgroup>/FREEZER_HOLD into out */
-static int hold_path(const char *freezer_dir, char *out, size_t n)
+/* The directory a sandbox's cgroup is in (where the hold goes), into out. */
+static int parent_of(const char *cg_dir, char *out, size_t n)
 {
-    const char *slash = strrchr(freezer_dir, '/');
-    if (!slash || slash == freezer_dir)
+    const char *slash = strrchr(cg_dir, '/');
+    if (!slash || slash == cg_dir)
         return -1;
-    int len = snprintf(out, n, "%.*s/" FREEZER_HOLD, (int)(slash - freezer_dir), freezer_dir);
+    int len = snprintf(out, n, "%.*s", (int)(slash - cg_dir), cg_dir);
     return len < 0 || (size_t)len >= n ? -1 : 0;
 }
 
 /* Best effort: without the hold, freezing works the same, only slower. */
 static void hold_freezer(const char *freezer_dir)
 {
-    char hold[PATH_MAX];
-    if (hold_path(freezer_dir, hold, sizeof hold) < 0)
+    char dir[PATH_MAX], hold[PATH_MAX];
+    if (parent_of(freezer_dir, dir, sizeof dir) < 0 ||
+        nsbox_cg_join(hold, sizeof hold, dir, NULL, FREEZER_HOLD) < 0)
         return;
     if (sys->mkdir(hold, 0755) < 0 && errno != EEXIST)
         return;
     write_at(-1, hold, "freezer.state", "FROZEN");
 }
 
-/* Whether dir has a sandbox's cgroup ("nsbox-<id>") in it. */
+/* Whether dir has a sandbox's cgroup in it (unknown: yes, so that the hold stays). */
 static bool has_sandbox_cgroup(const char *dir)
 {
     DIR *d = opendir(dir);
     if (!d)
-        return true; /* unknown: keep the hold */
+        return true;
     struct dirent *de;
     bool found = false;
     while (!found && (de = readdir(d)))
-        found = de->d_type == DT_DIR && strncmp(de->d_name, "nsbox-", 6) == 0 &&
-                nsbox_cg_valid_id(de->d_name + 6);
+        found = de->d_type == DT_DIR && nsbox_cg_is_sandbox_name(de->d_name);
     closedir(d);
     return found;
 }
 
-/* After a sandbox's freezer cgroup is gone: the hold goes with the last sandbox beside it. A
- * sandbox made meanwhile makes it again when it first sleeps. */
-static void release_hold(const char *hold)
+/* After a sandbox's freezer cgroup in dir is gone: the hold there goes with the last sandbox
+ * beside it. A sandbox made meanwhile makes it again when it first sleeps. One stat when
+ * there is no hold (no sandbox here ever slept). */
+static void release_hold(const char *dir)
 {
-    char parent[PATH_MAX];
-    const char *slash = strrchr(hold, '/');
-    if (!slash || (size_t)(slash - hold) >= sizeof parent)
-        return;
-    snprintf(parent, sizeof parent, "%.*s", (int)(slash - hold), hold);
+    char hold[PATH_MAX];
     struct stat st;
-    if (stat(hold, &st) < 0 || has_sandbox_cgroup(parent))
+    if (nsbox_cg_join(hold, sizeof hold, dir, NULL, FREEZER_HOLD) < 0 || stat(hold, &st) < 0 ||
+        has_sandbox_cgroup(dir))
         return;
     sys->rmdir(hold);
 }
@@ -1063,13 +1061,14 @@ static int destroy_v1(struct nsbox_cgroup *cg, struct nsbox_err *e)
         paths[i] = cg->v1[i].path;
         ctl[i] = cg->v1[i].controller;
     }
-    char hold[PATH_MAX] = "";
+    char freezer_parent[PATH_MAX] = "";
     for (size_t i = 0; i < cg->n_v1; i++)
-        if (nsbox_cg_list_has(ctl[i], "freezer") && hold_path(paths[i], hold, sizeof hold) < 0)
-            hold[0] = '\0';
+        if (nsbox_cg_list_has(ctl[i], "freezer") &&
+            parent_of(paths[i], freezer_parent, sizeof freezer_parent) < 0)
+            freezer_parent[0] = '\0';
     int r = kill_and_remove(1, paths, ctl, gone, cg->n_v1, e);
-    if (r == 0 && hold[0])
-        release_hold(hold);
+    if (r == 0 && freezer_parent[0])
+        release_hold(freezer_parent);
     /* Keep only what is left, so that a retry does not trip over what is gone. */
     size_t k = 0;
     for (size_t i = 0; i < cg->n_v1; i++)
@@ -1174,7 +1173,7 @@ static void sweep_dir(struct sweep *w, const char *path, int depth)
     if (!d)
         return;
     struct dirent *de;
-    char hold[PATH_MAX] = "";
+    bool hold_here = false;
     while ((de = readdir(d))) {
         if (de->d_type != DT_DIR || de->d_name[0] == '.')
             continue;
@@ -1182,10 +1181,10 @@ static void sweep_dir(struct sweep *w, const char *path, int depth)
         if (nsbox_cg_join(child, sizeof child, path, NULL, de->d_name) < 0)
             continue;
         if (strcmp(de->d_name, FREEZER_HOLD) == 0) {
-            snprintf(hold, sizeof hold, "%s", child); /* after the orphans here are gone */
+            hold_here = true; /* released after the orphans here are gone */
             continue;
         }
-        if (strncmp(de->d_name, "nsbox-", 6) != 0 || !nsbox_cg_valid_id(de->d_name + 6)) {
+        if (!nsbox_cg_is_sandbox_name(de->d_name)) {
             sweep_dir(w, child, depth + 1);
             continue;
         }
@@ -1198,8 +1197,8 @@ static void sweep_dir(struct sweep *w, const char *path, int depth)
             w->removed++;
     }
     closedir(d);
-    if (hold[0])
-        release_hold(hold);
+    if (hold_here)
+        release_hold(path);
 }
 
 unsigned nsbox_cgroup_sweep_orphans(unsigned min_age_seconds)

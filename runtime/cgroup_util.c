@@ -294,6 +294,11 @@ bool nsbox_cg_valid_id(const char *id)
     return true;
 }
 
+bool nsbox_cg_is_sandbox_name(const char *name)
+{
+    return strncmp(name, "nsbox-", 6) == 0 && nsbox_cg_valid_id(name + 6);
+}
+
 int nsbox_cg_join(char *out, size_t n, const char *a, const char *rel, const char *leaf)
 {
     while (rel && *rel == '/')

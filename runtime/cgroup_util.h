@@ -72,6 +72,8 @@ int nsbox_cg_fmt_limit(uint64_t v, int version, char *out, size_t n);
 /* [A-Za-z0-9][A-Za-z0-9._-]{0,63}: ids become the directory name "nsbox-<id>", so "/", ".."
  * and control characters must never get through. */
 bool nsbox_cg_valid_id(const char *id);
+/* Whether a cgroup directory name is a sandbox's: "nsbox-" and a valid id. */
+bool nsbox_cg_is_sandbox_name(const char *name);
 /* a + rel + "/" + leaf (leaf may be NULL), with rel's leading "/" and a "/" rel collapsed so
  * that ("/sys/fs/cgroup", "/", "x") is "/sys/fs/cgroup/x". -1/ENAMETOOLONG. */
 int nsbox_cg_join(char *out, size_t n, const char *a, const char *rel, const char *leaf);

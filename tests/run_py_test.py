@@ -22,7 +22,9 @@ class LeakWatch(unittest.TextTestResult):
     """Notes the sandbox cgroups (nsbox-<id>) that appear during each test and are still there
     after it: a sandbox whose teardown never ran, with its state directory gone, is otherwise
     found only by a later `nsbox gc` (one was, after a full run, without a name to it)."""
-    appeared = {}
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.appeared = {}
 
     def startTest(self, test):
         self._before = set(cgroup_leftovers())
@@ -32,7 +34,7 @@ class LeakWatch(unittest.TextTestResult):
         super().stopTest(test)
         new = set(cgroup_leftovers()) - self._before
         if new:
-            LeakWatch.appeared[test.id()] = new
+            self.appeared[test.id()] = new
 
 
 result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout,
@@ -41,12 +43,13 @@ result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout,
 # what is gone within 10 s was not left. A report, not a failure: the cause of the one seen is
 # not known yet, and the tests that check their own clean-up fail on their own.
 deadline = time.monotonic() + 10
-while LeakWatch.appeared and time.monotonic() < deadline:
+left = result.appeared
+while left and time.monotonic() < deadline:
     alive = set(cgroup_leftovers())
-    LeakWatch.appeared = {t: c & alive for t, c in LeakWatch.appeared.items() if c & alive}
-    if LeakWatch.appeared:
+    left = {t: c & alive for t, c in left.items() if c & alive}
+    if left:
         time.sleep(0.2)
-for test_id, cgroups in LeakWatch.appeared.items():
+for test_id, cgroups in left.items():
     print(f"LEFT CGROUPS after {test_id}: {' '.join(sorted(cgroups))}")
 for test, reason in result.skipped:
     print(f"SKIPPED {test.id()}: {reason}")

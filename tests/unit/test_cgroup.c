@@ -241,6 +241,10 @@ static void test_ids_and_paths(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_false(nsbox_cg_valid_id(bad[i]));
     assert_false(nsbox_cg_valid_id(NULL));
+    assert_true(nsbox_cg_is_sandbox_name("nsbox-0123456789ab"));
+    assert_false(nsbox_cg_is_sandbox_name("nsbox.freezer-hold"));
+    assert_false(nsbox_cg_is_sandbox_name("nsbox-"));
+    assert_false(nsbox_cg_is_sandbox_name("other-0123456789ab"));
 
     char p[PATH_MAX];
     assert_int_equal(nsbox_cg_join(p, sizeof p, "/sys/fs/cgroup", "/", "nsbox-x"), 0);

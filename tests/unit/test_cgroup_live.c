@@ -87,8 +87,7 @@ static bool sandbox_beside(const char *hold)
     struct dirent *de;
     bool found = false;
     while (!found && (de = readdir(d)))
-        found = de->d_type == DT_DIR && strncmp(de->d_name, "nsbox-", 6) == 0 &&
-                nsbox_cg_valid_id(de->d_name + 6);
+        found = de->d_type == DT_DIR && nsbox_cg_is_sandbox_name(de->d_name);
     closedir(d);
     if (found)
         print_message("a sandbox cgroup is beside %s: its removal is not checked here\n", hold);
