@@ -586,6 +586,38 @@ bool nsbox_state_cache_entry(const char *name, char *id, char *rel)
     return true;
 }
 
+int nsbox_state_ws_file_hold(int fd)
+{
+    struct stat sb;
+    if (flock(fd, LOCK_SH) < 0 || fstat(fd, &sb) < 0)
+        return -1;
+    if (sb.st_nlink == 0) { /* a gc took it between its creation and this lock */
+        errno = ESTALE;
+        return -1;
+    }
+    return 0;
+}
+
+bool nsbox_state_ws_file_in_use(int dirfd, const char *rel)
+{
+    cleanup_close int fd =
+        openat(dirfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    return fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+}
+
+int nsbox_state_ws_file_remove_unused(int dirfd, const char *rel)
+{
+    cleanup_close int fd =
+        openat(dirfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 1 : -1;
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+        return errno == EWOULDBLOCK ? 0 : -1;
+    /* held while it goes: a creator that opened it meanwhile finds it unlinked when it gets
+     * its lock (nsbox_state_ws_file_hold) */
+    return unlinkat(dirfd, rel, 0) == 0 || errno == ENOENT ? 1 : -1;
+}
+
 /* A sandbox is a leftover when nobody holds its lock any more. */
 static int gc_one(const char *rt, const char *cache_root, const char *id, bool verbose,
                   struct nsbox_err *e)
@@ -720,7 +752,10 @@ int nsbox_gc(bool verbose, struct nsbox_err *e)
         closedir(d);
     }
     /* Workspaces whose state directory is gone (a reboot cleared the runtime dir). A live
-     * sandbox always creates its state directory, locked, before its workspace. */
+     * sandbox always creates its state directory, locked, before its workspace. But a cache
+     * directory may be shared by runtime directories (NSBOX_STATE_DIR set for one CI job and
+     * not its cache, XDG_RUNTIME_DIR set in one shell and not another): a file whose state
+     * directory is elsewhere is left while its workspace is in use (its flock). */
     d = opendir(cache_root);
     if (d) {
         struct dirent *de;
@@ -732,7 +767,12 @@ int nsbox_gc(bool verbose, struct nsbox_err *e)
                 continue;
             if (access(sdir, F_OK) == 0)
                 continue;
-            if (nsbox_rm_rf(cdir, e) < 0)
+            int r = nsbox_state_ws_file_remove_unused(dirfd(d), rel);
+            if (r == 0)
+                continue;
+            /* the rest of an entry of the older layout (a directory), or what is not a
+             * backing file that can be locked */
+            if ((r < 0 || strchr(rel, '/')) && nsbox_rm_rf(cdir, e) < 0)
                 ret = -1;
             else
                 removed++;

@@ -101,6 +101,17 @@ int nsbox_state_not_found(const char *id, int err, struct nsbox_err *e);
 bool nsbox_state_cache_entry(const char *name, char *id, char *rel);
 /* The name of a sandbox's backing file in the cache directory: "<id>.ext4". */
 void nsbox_state_ws_name(const char *id, char out[NSBOX_WS_NAME_SIZE]);
+/* A backing file is in use while a shared flock on it is held. Its creator takes one on the
+ * descriptor the loop device is then attached with, so the lock lasts exactly as long as the
+ * workspace (the device keeps that open file until it is detached), whichever runtime
+ * directory the sandbox is in. 0, or -1 with errno ESTALE when the file was removed before the
+ * lock was taken (make it again), or flock's errno. */
+int nsbox_state_ws_file_hold(int fd);
+/* Whether the backing file rel (below dirfd) is in use (its lock is held). */
+bool nsbox_state_ws_file_in_use(int dirfd, const char *rel);
+/* Remove the backing file rel (below dirfd) unless it is in use. 1 removed, 0 in use, -1 error
+ * (errno). */
+int nsbox_state_ws_file_remove_unused(int dirfd, const char *rel);
 /* Why the directory dir may not be a --workspace (the host's root; a kernel file system such as
  * /proc, whose bind would show the sandbox the host), or NULL when it may. */
 const char *nsbox_workspace_forbidden(const char *dir);

@@ -419,8 +419,11 @@ static uint64_t promised(int cache_fd, bool alive_only, unsigned *count)
     struct dirent *de;
     char rel[NAME_MAX + 32], id[NSBOX_ID_LEN + 1];
     while ((de = readdir(d))) {
+        /* alive: by its state directory's lock here, or for one of another runtime directory
+         * sharing this cache directory, by its backing file's (state.h) */
         if (!nsbox_state_cache_entry(de->d_name, id, rel) ||
-            (alive_only && rt[0] && !sandbox_alive(rt, id)))
+            (alive_only && rt[0] && !sandbox_alive(rt, id) &&
+             !nsbox_state_ws_file_in_use(dirfd(d), rel)))
             continue;
         uint64_t p;
         if (promise_at(dirfd(d), rel, &p)) {
@@ -629,9 +632,19 @@ static int ext4_make(const char *image, uint64_t disk_bytes, bool overcommit, bo
                                  NSBOX_WS_SHARED_DIR);
         if (check_free_space(cache_fd, cache_root, disk_bytes, overcommit, evict, e) < 0)
             return -1;
-        fd = open(image, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-            return nsbox_err_sys(e, "workspace: cannot create %s", image);
+        /* In use from its first moment (the loop device keeps this open file, and with it
+         * the lock, for the workspace's life): a gc of another runtime directory sharing this
+         * cache directory leaves it alone. A gc that took it before the lock: once more. */
+        for (int t = 0;; t++) {
+            fd = open(image, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+            if (fd < 0)
+                return nsbox_err_sys(e, "workspace: cannot create %s", image);
+            if (nsbox_state_ws_file_hold(fd) == 0)
+                break;
+            if (errno != ESTALE || t == 2)
+                return nsbox_err_sys(e, "workspace: cannot lock %s", image);
+            nsbox_closep(&fd);
+        }
         if (ftruncate(fd, (off_t)disk_bytes) < 0)
             return nsbox_err_sys(e, "workspace: cannot size %s", image);
     }

@@ -494,6 +494,51 @@ class WorkspaceDisk(unittest.TestCase):
         self.assertIn(b"are free on the filesystem", r.stderr)
         self.no_loop_left()
 
+    def test_a_gc_of_another_runtime_directory_keeps_a_live_workspace(self):
+        # One cache directory, two runtime directories (a CI job that sets only
+        # NSBOX_STATE_DIR; XDG_RUNTIME_DIR set in one shell and not another): a gc of the
+        # other leaves the backing file of a live sandbox, which the disk check counts; once
+        # that sandbox is dead (its supervisor killed), the same gc removes it.
+        r = self.nsbox("create", "--instance-type", "tiny")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.decode().strip()
+        backing = os.path.join(self.dirs.cache, sid + ".ext4")
+        other = {"NSBOX_STATE_DIR": os.path.join(self.dirs.base, "other-state")}
+        os.mkdir(other["NSBOX_STATE_DIR"])
+        r = self.nsbox("gc", extra_env={**self.env, **other})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.exists(backing), "a live sandbox's workspace file was removed")
+        r = self.nsbox("exec", sid, "--", "sh", "-c", "echo kept > f && cat f")
+        self.assertEqual((r.returncode, r.stdout), (0, b"kept\n"), r.stderr)
+        sup = json.loads(self.nsbox("inspect", sid).stdout)["supervisor_pid"]
+        os.kill(sup, signal.SIGKILL)
+        self.no_loop_left()
+
+        def gone_after_gc():
+            self.assertEqual(self.nsbox("gc", extra_env={**self.env, **other}).returncode, 0)
+            return not os.path.exists(backing)
+
+        self.assertTrue(wait_for(gone_after_gc, 10, 0.1), "a dead sandbox's file was kept")
+        self.assertEqual(self.nsbox("gc").returncode, 0)
+        self.assertEqual(self.dirs.leftovers(), [])
+
+    def test_the_disk_check_counts_live_sandboxes_of_another_runtime_directory(self):
+        # A 220 MiB cache filesystem shared by two runtime directories: a live 150 MiB
+        # workspace of one leaves no room for a second in the other, as in its own.
+        r = self.in_private_mount_ns(
+            'mount -t tmpfs -o size=220m tmpfs "$NSBOX_CACHE_DIR"\n'
+            'a=$("$NSBOX" create --instance-type big)\n'
+            'mkdir -p other\n'
+            'if NSBOX_STATE_DIR="$PWD/other" "$NSBOX" create --instance-type big > b 2> err\n'
+            'then echo OTHER-CREATED; NSBOX_STATE_DIR="$PWD/other" "$NSBOX" rm "$(cat b)"; fi\n'
+            'cat err >&2\n'
+            '"$NSBOX" rm "$a"\n'
+            'echo done\n',
+            write_config(self.dirs, big_type("150MiB")))
+        self.assertEqual((r.returncode, r.stdout), (0, b"done\n"), r.stderr)
+        self.assertIn(b"may still be written by the workspaces of 1 other sandbox ", r.stderr)
+        self.no_loop_left()
+
     def test_waiting_pooled_sandboxes_give_way(self):
         # A 220 MiB filesystem for the cache directory and a pool of two 100 MiB sandboxes
         # (docs/pool.md): they promise most of it while they wait. A sandbox wanted now gets
