@@ -209,6 +209,11 @@ int nsbox_client_delete(const char *id, struct nsbox_err *e)
     return delete_sandbox(id, false, e);
 }
 
+int nsbox_client_delete_wait(const char *id, struct nsbox_err *e)
+{
+    return delete_sandbox(id, true, e);
+}
+
 int nsbox_client_call(const char *id, cJSON *req, const int *fds, size_t nfds, cJSON **reply,
                       int *rfd, struct nsbox_err *e)
 {
@@ -615,6 +620,14 @@ int nsbox_cli_exec(int argc, char **argv)
 
 /* ---- ls / inspect / rm / ps / kill / logs ---------------------------------------------------- */
 
+/* What inspect and ls print of a reply: the sandbox, without the protocol's envelope. */
+static cJSON *unwrapped(cJSON *reply)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(reply, "ok");
+    cJSON_DeleteItemFromObjectCaseSensitive(reply, "v");
+    return reply;
+}
+
 int nsbox_cli_inspect(int argc, char **argv)
 {
     if (argc != 2)
@@ -623,9 +636,7 @@ int nsbox_cli_inspect(int argc, char **argv)
     cJSON *reply;
     if (simple_call(argv[1], request("inspect"), &reply, &e) < 0)
         return fail(&e);
-    cJSON_DeleteItemFromObjectCaseSensitive(reply, "ok");
-    cJSON_DeleteItemFromObjectCaseSensitive(reply, "v");
-    char *s = cJSON_Print(reply);
+    char *s = cJSON_Print(unwrapped(reply));
     printf("%s\n", s ? s : "{}");
     free(s);
     cJSON_Delete(reply);
@@ -658,7 +669,7 @@ int nsbox_cli_ls(int argc, char **argv)
         int r = call_within(de->d_name, req, 10, &reply, &e);
         cJSON_Delete(req);
         if (r == 0 && nsbox_client_reply_error(reply, &e) == 0) {
-            cJSON_AddItemToArray(all, reply);
+            cJSON_AddItemToArray(all, unwrapped(reply));
             continue;
         }
         cJSON_Delete(reply);

@@ -68,7 +68,8 @@ static const struct {
             "\n" EXIT_CODES},
     {"create", "usage: nsbox create [OPTIONS] [--json]\n"
                "  start a persistent sandbox and print its id; a supervisor process owns it until\n"
-               "  nsbox rm, its --ttl or its --owner-pid deletes it\n"
+               "  nsbox rm, its --ttl or its --owner-pid deletes it; a create that is\n"
+               "  interrupted before it has printed the id leaves no sandbox\n"
                "\n"
                "  --ttl S                             deleted S seconds after its creation\n"
                "  --idle-timeout S                    sleeps (frozen) after S seconds without a\n"

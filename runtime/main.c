@@ -400,7 +400,9 @@ static int strip_own_flags(int *argc, char **argv, const struct own_flag *f, siz
             long v = strtol(argv[++j], &end, 10);
             if (*end || end == argv[j] || v < f[i].min || v > f[i].max) {
                 char msg[512];
-                snprintf(msg, sizeof msg, "%s needs %s, not '%s'", f[i].name, f[i].what, argv[j]);
+                char shown[NSBOX_SHOWN_SIZE];
+                snprintf(msg, sizeof msg, "%s needs %s, not '%s'", f[i].name, f[i].what,
+                         nsbox_shown(shown, argv[j]));
                 return usage_error("%s", msg);
             }
             *f[i].value = v;
@@ -433,12 +435,26 @@ static int cmd_create(int argc, char **argv)
     }
     if (i < argc) {
         nsbox_spec_free(&spec);
-        return usage_error("create takes no command (unexpected '%s'); use nsbox exec", argv[i]);
+        char shown[NSBOX_SHOWN_SIZE];
+        return usage_error("create takes no command (unexpected '%s'); use nsbox exec",
+                           nsbox_shown(shown, argv[i]));
+    }
+    /* The id is the only handle on the sandbox: with nowhere to print it, nobody could use or
+     * remove the sandbox. (A closed descriptor 1 would also be taken by the first file nsbox
+     * opens, and the id written there.) */
+    if (fcntl(STDOUT_FILENO, F_GETFD) < 0) {
+        nsbox_spec_free(&spec);
+        nsbox_err_set(&e, NSBOX_E_INVALID, EBADF,
+                      "create: stdout is closed, so the new sandbox's id could not be given; "
+                      "nothing was created");
+        return fail(&e);
     }
     char id[NSBOX_ID_LEN + 1];
     struct nsbox_err ge;
     nsbox_gc_implicit(&ge); /* at most once a second: it visits every sandbox */
-    if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_session_create(&spec, (int)owner_pid, NULL, id, &e) < 0) {
+    int ack = -1;
+    if (nsbox_spec_validate(&spec, &e) < 0 ||
+        nsbox_session_create(&spec, (int)owner_pid, NULL, id, &ack, &e) < 0) {
         nsbox_spec_free(&spec);
         if (json) {
             /* Machine-readable too: clients map the code to their typed errors. */
@@ -453,6 +469,14 @@ static int cmd_create(int argc, char **argv)
         return fail(&e);
     }
     nsbox_spec_free(&spec);
+    /* Until the id is printed and acknowledged, this process's end (a signal, a kill) ends the
+     * sandbox too (its supervisor sees our socket close). From here the usual stop signals
+     * wait, so that a printed id always names a sandbox that stays. */
+    sigset_t stop, old;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT), sigaddset(&stop, SIGTERM), sigaddset(&stop, SIGHUP);
+    sigaddset(&stop, SIGQUIT);
+    sigprocmask(SIG_BLOCK, &stop, &old);
     if (json) {
         char rt[PATH_MAX];
         if (nsbox_path_runtime_dir(rt, sizeof rt, &e) < 0)
@@ -467,6 +491,27 @@ static int cmd_create(int argc, char **argv)
     } else {
         printf("%s\n", id);
     }
+    /* Not written (the reader of a pipe is gone, a full disk): nobody has the id, so the
+     * sandbox goes again rather than live out its ttl unseen. */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        int err = errno;
+        struct nsbox_err de;
+        bool gone = nsbox_client_delete_wait(id, &de) == 0;
+        close(ack); /* without the acknowledgement: the supervisor ends it in any case */
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        nsbox_err_set(&e, NSBOX_E_SYS, err,
+                      "create: cannot write the new sandbox's id to stdout (%s); %s", strerror(err),
+                      gone ? "it was deleted again" : "it is being deleted");
+        return fail(&e);
+    }
+    nsbox_session_ack(ack);
+    /* A stop signal that came meanwhile is too late: the sandbox is made and its id given,
+     * so create has succeeded, and says so with 0 (dying of it now would make a script that
+     * checks the exit code drop an id that names a live sandbox). */
+    struct timespec now = {0, 0};
+    while (sigtimedwait(&stop, NULL, &now) > 0)
+        ;
+    sigprocmask(SIG_SETMASK, &old, NULL);
     return 0;
 }
 
@@ -519,7 +564,9 @@ static int cmd_pool(int argc, char **argv)
     }
     if (i < argc) {
         nsbox_spec_free(&spec);
-        return usage_error("pool fill takes no command (unexpected '%s')", argv[i]);
+        char shown[NSBOX_SHOWN_SIZE];
+        return usage_error("pool fill takes no command (unexpected '%s')",
+                           nsbox_shown(shown, argv[i]));
     }
     unsigned ready = 0;
     if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_pool_fill(&spec, (unsigned)size, refill, since_ns, &ready, &e) < 0) {
@@ -534,8 +581,10 @@ static int cmd_pool(int argc, char **argv)
 static int cmd_gc(int argc, char **argv)
 {
     bool verbose = argc > 1 && !strcmp(argv[1], "-v");
+    char shown[NSBOX_SHOWN_SIZE];
     if (argc > (verbose ? 2 : 1)) /* a typo of -v was taken for no option */
-        return usage_error("gc: unexpected argument '%s' (nsbox gc [-v])", argv[verbose ? 2 : 1]);
+        return usage_error("gc: unexpected argument '%s' (nsbox gc [-v])",
+                           nsbox_shown(shown, argv[verbose ? 2 : 1]));
     struct nsbox_err e = {0};
     int n = nsbox_gc(verbose, &e);
     if (n < 0)
@@ -558,6 +607,7 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
+    char shown[NSBOX_SHOWN_SIZE]; /* an unknown command, echoed */
     /* A peer that went away (a closed pipe or socket) is an error to report, not a reason to
      * die silently and leave a sandbox behind. Commands in sandboxes get default dispositions. */
     signal(SIGPIPE, SIG_IGN);
@@ -587,7 +637,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         /* nsbox help [CMD] */
         if (argc > 2 && nsbox_help_print(argv[2], stdout) < 0)
-            return usage_error("no command '%s'", argv[2]);
+            return usage_error("no command '%s'", nsbox_shown(shown, argv[2]));
         if (argc <= 2)
             nsbox_help_print(NULL, stdout);
         return 0;
@@ -633,5 +683,5 @@ int main(int argc, char **argv)
         return nsbox_cli_wait(argc - 1, argv + 1);
     if (!strcmp(cmd, "cp"))
         return nsbox_cli_cp(argc - 1, argv + 1);
-    return usage_error("unknown command '%s'", cmd);
+    return usage_error("unknown command '%s'", nsbox_shown(shown, cmd));
 }

@@ -61,19 +61,25 @@ static int get_string(const cJSON *obj, const char *key, char *out, size_t n, bo
     return 1;
 }
 
-static int get_uint(const cJSON *obj, const char *key, uint64_t max, uint64_t *out,
-                    struct nsbox_err *e)
+static int get_uint_in(const cJSON *obj, const char *key, uint64_t min, uint64_t max,
+                       uint64_t *out, struct nsbox_err *e)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v)
         return 0;
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > (double)max ||
+    if (!cJSON_IsNumber(v) || v->valuedouble < (double)min || v->valuedouble > (double)max ||
         v->valuedouble != (double)(uint64_t)v->valuedouble)
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                             "request: '%s' must be an integer between 0 and %llu", key,
-                             (unsigned long long)max);
+                             "request: '%s' must be an integer between %llu and %llu", key,
+                             (unsigned long long)min, (unsigned long long)max);
     *out = (uint64_t)v->valuedouble;
     return 1;
+}
+
+static int get_uint(const cJSON *obj, const char *key, uint64_t max, uint64_t *out,
+                    struct nsbox_err *e)
+{
+    return get_uint_in(obj, key, 0, max, out, e);
 }
 
 static int get_bool(const cJSON *obj, const char *key, bool *out, struct nsbox_err *e)
@@ -266,10 +272,10 @@ int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *r, stru
     case NSBOX_OP_LOGS:
     case NSBOX_OP_WAIT: {
         u = 0;
-        int got = get_uint(obj, "pid", 1u << 22, &u, e);
+        int got = get_uint_in(obj, "pid", 1, 1u << 22, &u, e);
         if (got < 0)
             goto out;
-        if (got == 0 || u == 0) {
+        if (got == 0) {
             nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request: 'pid' is required");
             goto out;
         }

@@ -117,9 +117,11 @@ static int connect_own(const char *id, const char *name, int type, struct nsbox_
 
 int nsbox_session_connect(const char *id, struct nsbox_err *e)
 {
+    char shown[NSBOX_SHOWN_SIZE];
     if (!nsbox_state_valid_id(id))
         return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
-                             "no sandbox '%s' (ids are 12 hexadecimal digits; see nsbox ls)", id);
+                             "no sandbox '%s' (ids are 12 hexadecimal digits; see nsbox ls)",
+                             nsbox_shown(shown, id));
     int fd = connect_own(id, "ctl", SOCK_STREAM, e);
     if (fd >= 0 || e->code != NSBOX_E_SYS) /* reached, not ours, or a bad path */
         return fd;
@@ -141,8 +143,10 @@ int nsbox_session_connect(const char *id, struct nsbox_err *e)
 
 int nsbox_session_connect_run(const char *id, struct nsbox_err *e)
 {
+    char shown[NSBOX_SHOWN_SIZE];
     if (!nsbox_state_valid_id(id))
-        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "no sandbox '%s'", id);
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "no sandbox '%s'",
+                             nsbox_shown(shown, id));
     return connect_own(id, "run", SOCK_SEQPACKET, e);
 }
 
@@ -202,6 +206,8 @@ struct sup {
     int owner_fd;         /* create --owner-pid: a pidfd; the sandbox ends with that process */
     int64_t accept_after; /* out of descriptors: no accept before this (nsbox_now_ms) */
     int owner_pid;
+    int ready_fd; /* the socket to whoever waits for the id (create, a pool fill), until it
+                   * says it has it */
     /* A pooled sandbox (pool.md) waits for one run, which init takes on the run socket; then
      * the sandbox is deleted and its supervisor makes the replacement. */
     char pool_key[NSBOX_POOL_KEY_LEN + 1];
@@ -1322,9 +1328,42 @@ static void on_idle(struct sup *S)
     }
 }
 
+/* Without waiting: whether a stop signal (SIGCHLD is not one) or the end of --owner-pid's
+ * process came while the sandbox was being made. -1 with e filled when one did. */
+static int stopped_during_setup(struct sup *S, struct nsbox_err *e)
+{
+    struct pollfd pf[2] = {{S->sfd, POLLIN, 0}, {S->owner_fd, POLLIN, 0}};
+    struct signalfd_siginfo si;
+    if (poll(pf, 2, 0) <= 0)
+        return 0;
+    if (pf[1].revents)
+        return nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "creation abandoned: its owner process ended");
+    while (read(S->sfd, &si, sizeof si) == (ssize_t)sizeof si)
+        if (si.ssi_signo != SIGCHLD)
+            return nsbox_err_set(e, NSBOX_E_SYS, EINTR,
+                                 "creation abandoned: its supervisor was stopped (signal %u)",
+                                 si.ssi_signo);
+    return 0;
+}
+
+/* The creator's socket is readable: its acknowledgement (it has the id), or its end (it went
+ * away before it could give the id to anyone). false: the sandbox is nobody's, and goes. */
+static bool creator_acked(struct sup *S)
+{
+    char c;
+    ssize_t r;
+    do
+        r = read(S->ready_fd, &c, 1);
+    while (r < 0 && errno == EINTR);
+    if (r < 0 && errno == EAGAIN)
+        return true;
+    nsbox_closep(&S->ready_fd);
+    return r == 1;
+}
+
 static void loop(struct sup *S)
 {
-    enum { F_LISTEN, F_SIG, F_TTL, F_IDLE, F_AGENT, F_OWNER, F_FIXED };
+    enum { F_LISTEN, F_SIG, F_TTL, F_IDLE, F_AGENT, F_OWNER, F_CREATOR, F_FIXED };
     struct pollfd pf[F_FIXED + MAX_CLIENTS + 2 * MAX_PROCS];
     int map[F_FIXED + MAX_CLIENTS + 2 * MAX_PROCS];
     while (!S->quit) {
@@ -1337,6 +1376,7 @@ static void loop(struct sup *S)
         pf[n++] = (struct pollfd){S->idle_fd, POLLIN, 0};
         pf[n++] = (struct pollfd){S->agent, POLLIN, 0};
         pf[n++] = (struct pollfd){S->owner_fd, POLLIN, 0}; /* -1: ignored by poll */
+        pf[n++] = (struct pollfd){S->ready_fd, POLLIN, 0}; /* until the creator has the id */
         for (int i = 0; i < MAX_CLIENTS; i++) {
             struct client *c = &S->clients[i];
             /* a job's client waits for the job: its pidfd, or without one SIGCHLD */
@@ -1406,6 +1446,8 @@ static void loop(struct sup *S)
             nsbox_tombstone_write(S->sb.st.id, why);
             S->quit = true;
         }
+        if ((pf[F_CREATOR].revents & (POLLIN | POLLHUP | POLLERR)) && !creator_acked(S))
+            S->quit = true; /* nobody has the id: no tombstone, nobody would ask */
         if (pf[F_IDLE].revents & POLLIN)
             on_idle(S);
         for (size_t i = F_FIXED; i < first_log; i++) {
@@ -1502,9 +1544,33 @@ static int run_setup_script(struct sup *S, struct nsbox_err *e)
     bool timed_out = false, done = false;
     char msg[512] = "";
     while (!done) {
-        struct pollfd pf[3] = {{S->agent, POLLIN, 0}, {efd, POLLIN, 0}, {ofd, POLLIN, 0}};
+        /* Also watched: the pipe to whoever waits for the id (its end is an error once that
+         * process is gone: killed, interrupted, timed out) and --owner-pid's process. Without
+         * them a script of up to 600 s would run on, and the sandbox would be made, for nobody. */
+        struct pollfd pf[6] = {{S->agent, POLLIN, 0},    {efd, POLLIN, 0},
+                               {ofd, POLLIN, 0},         {S->ready_fd, 0, 0},
+                               {S->owner_fd, POLLIN, 0}, {S->sfd, POLLIN, 0}};
         int64_t left = deadline - nsbox_now_ms();
-        int pr = poll(pf, 3, left > 0 ? (int)left : 0); /* a closed fd (-1) is skipped */
+        int pr = poll(pf, 6, left > 0 ? (int)left : 0); /* a closed fd (-1) is skipped */
+        /* and a stop signal (kill, as for a running sandbox); SIGCHLD: init's end shows on
+         * the agent socket */
+        struct signalfd_siginfo si;
+        int stop = (pf[5].revents & POLLIN) &&
+                           read(S->sfd, &si, sizeof si) == (ssize_t)sizeof si &&
+                           si.ssi_signo != SIGCHLD
+                       ? (int)si.ssi_signo
+                       : 0;
+        if (pr > 0 && (pf[3].revents || pf[4].revents || stop)) {
+            nsbox_closep(&efd);
+            nsbox_closep(&ofd);
+            free(err.buf);
+            free(out.buf);
+            return nsbox_err_set(e, NSBOX_E_SYS, EPIPE,
+                                 "creation abandoned during the setup script: %s",
+                                 pf[3].revents ? "its caller is gone"
+                                 : stop        ? "its supervisor was stopped"
+                                               : "its owner process ended");
+        }
         if (pr == 0 && !timed_out) {
             timed_out = true;
             if (pid > 0)
@@ -1569,14 +1635,21 @@ static int open_listen(struct sup *S, struct nsbox_err *e)
     return S->listen_fd < 0 ? -1 : 0;
 }
 
-static void report_ready(int fd, const char *line)
+/* Whether the line reached whoever waits for it. It did not when that process is gone
+ * (EPIPE): a create interrupted, killed, timed out. The socket stays open for the caller's
+ * acknowledgement (creator_acked). */
+static bool report_ready(int fd, const char *line)
 {
     if (fd < 0)
-        return;
-    ssize_t w = write(fd, line, strlen(line));
-    (void)w;
-    close(fd);
+        return false;
+    size_t len = strlen(line);
+    ssize_t w;
+    do
+        w = send(fd, line, len, MSG_NOSIGNAL);
+    while (w < 0 && errno == EINTR);
+    return w == (ssize_t)len;
 }
+
 
 /* The supervisor process. Never returns. */
 __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, int ready_fd,
@@ -1590,6 +1663,7 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
         snprintf(S.pool_key, sizeof S.pool_key, "%s", pool_key);
     S.owner_fd = owner_fd;
     S.owner_pid = owner_pid;
+    S.ready_fd = ready_fd;
     struct nsbox_err e = {0};
     char line[NSBOX_ERR_MSG_MAX + 64];
     S.spec = spec;
@@ -1619,7 +1693,7 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
         goto fail;
     }
     S.agent = sv[0];
-    S.sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    S.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK); /* read after poll only */
     S.ttl_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
     S.idle_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
     if (S.sfd < 0 || S.ttl_fd < 0 || S.idle_fd < 0) {
@@ -1663,9 +1737,20 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
     char title[64];
     snprintf(title, sizeof title, "nsbox %s%s", S.sb.st.id, S.pool_key[0] ? " pooled" : "");
     nsbox_cmdline_set(title);
-    report_ready(ready_fd, line);
-    ready_fd = -1;
-    loop(&S);
+    /* Nobody to give the id to: then nobody could ever use or remove the sandbox (until its
+     * ttl, a day by default), so it goes now. Nor when the caller goes before it says it has
+     * given the id on (loop, creator_acked): a create killed or interrupted at any moment
+     * leaves nothing. */
+    /* A stop signal or the owner's end during the set-up, seen only now: the id is not
+     * given out, so that no caller gets the id of a sandbox about to go. */
+    if (stopped_during_setup(&S, &e) < 0)
+        goto fail;
+    /* A pooled sandbox's handle is its pool entry, made above: it is not its filler's. */
+    if (report_ready(S.ready_fd, line)) {
+        if (S.pool_key[0])
+            nsbox_closep(&S.ready_fd);
+        loop(&S);
+    }
     kill_file_jobs(&S);
     ok = 0;
     if (S.sleeping) {
@@ -1685,15 +1770,42 @@ fail:;
     nsbox_sandbox_destroy(&S.sb, &e2);
     if (ok < 0) {
         snprintf(line, sizeof line, "ERR %d %s\n", e.code, e.msg);
-        report_ready(ready_fd, line);
+        report_ready(S.ready_fd, line);
     }
     if (S.claimed)
         nsbox_pool_refill_exec(spec); /* returns only if it could not */
     _exit(ok < 0 ? 125 : 0);
 }
 
+/* The supervisor's answer into buf, at most n - 1 bytes and a '\0': "OK <id>\n", after which
+ * it keeps the socket open for the acknowledgement, or "ERR ...", which may span lines (a set-up
+ * script's output), up to the end (the supervisor exits after it). */
+static size_t read_answer(int fd, char *buf, size_t n)
+{
+    size_t have = 0;
+    while (have + 1 < n && (have < 3 || strncmp(buf, "OK ", 3) || !memchr(buf, '\n', have))) {
+        ssize_t r = read(fd, buf + have, n - 1 - have);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        have += (size_t)r;
+    }
+    buf[have] = '\0';
+    return have;
+}
+
+void nsbox_session_ack(int fd)
+{
+    if (fd < 0)
+        return;
+    ssize_t w = send(fd, "A", 1, MSG_NOSIGNAL);
+    (void)w; /* a supervisor gone meanwhile has nothing left to keep */
+    close(fd);
+}
+
 int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *pool_key, char *id,
-                         struct nsbox_err *e)
+                         int *ack_fd, struct nsbox_err *e)
 {
     /* Opened here, before the forks: the pid is checked while it surely names the caller's
      * process, and the descriptor keeps naming it whatever pids are reused later. */
@@ -1704,9 +1816,10 @@ int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *
             return nsbox_err_set(e, NSBOX_E_INVALID, errno, "--owner-pid %d: %s", owner_pid,
                                  errno == ESRCH ? "no such process" : strerror(errno));
     }
+    /* A socket, not a pipe: the answer goes one way, the caller's acknowledgement back. */
     int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return nsbox_err_sys(e, "pipe");
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0)
+        return nsbox_err_sys(e, "socketpair");
     pid_t pid = fork();
     if (pid < 0) {
         close(p[0]), close(p[1]);
@@ -1741,16 +1854,20 @@ int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *
     }
     close(p[1]);
     char buf[NSBOX_ERR_MSG_MAX + 64];
-    size_t got = nsbox_read_bounded(p[0], buf, sizeof buf);
-    close(p[0]);
+    size_t got = read_answer(p[0], buf, sizeof buf);
     /* One that failed may still be ending: then it is a zombie of ours only until we exit,
      * moments later (both callers do), and is reparented with the rest. */
     waitpid(pid, NULL, WNOHANG);
     if (!strncmp(buf, "OK ", 3) && got >= 3 + NSBOX_ID_LEN) {
         memcpy(id, buf + 3, NSBOX_ID_LEN);
         id[NSBOX_ID_LEN] = '\0';
+        if (ack_fd)
+            *ack_fd = p[0];
+        else
+            nsbox_session_ack(p[0]);
         return 0;
     }
+    close(p[0]);
     if (!strncmp(buf, "ERR ", 4)) {
         char *end;
         long code = strtol(buf + 4, &end, 10);

@@ -12,9 +12,13 @@
 
 /* Create a persistent sandbox: fork a detached supervisor and wait until the sandbox is ready
  * (set-up script included). Fills id (NSBOX_ID_LEN + 1 bytes). */
-/* owner_pid > 0: the sandbox is deleted when that process ends (create --owner-pid). */
+/* owner_pid > 0: the sandbox is deleted when that process ends (create --owner-pid).
+ * The supervisor deletes the sandbox again if its caller goes before it acknowledges the id:
+ * ack_fd NULL acknowledges at once; else *ack_fd is the socket to pass to nsbox_session_ack
+ * once the id is in safe hands (printed), or to close without it to abandon the sandbox. */
 int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *pool_key, char *id,
-                         struct nsbox_err *e);
+                         int *ack_fd, struct nsbox_err *e);
+void nsbox_session_ack(int fd);
 
 /* Connect to a sandbox's control socket. A sandbox that is gone gets NSBOX_E_DELETED with the
  * tombstone's reason, one that never existed NSBOX_E_NOTFOUND. */

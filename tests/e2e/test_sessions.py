@@ -15,7 +15,8 @@ import time
 import unittest
 
 from nsbox_test import (CGROUP_V2_ONLY, NSBOX, Dirs, cgroup_leftovers, ensure_test_user, is_root,
-                        control_socket, gc_just_ran, reachable_nsbox, recv_reply, run_nsbox,
+                        control_socket, gc_just_ran, nsbox_command, reachable_nsbox, recv_reply,
+                        run_nsbox,
                         sandbox_cgroup_file, send_request, state_lock_free, wait_for)
 
 
@@ -683,6 +684,124 @@ class Lifecycle(SessionTest):
         r = self.nsbox("create", "--owner-pid", "4194303")
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"no such process", r.stderr)
+
+    def live_ids(self):
+        r = self.nsbox("ls", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return {o["id"] for o in json.loads(r.stdout)}
+
+    def test_ls_json_lists_what_inspect_shows(self):
+        # the sandboxes, not the protocol's envelope ("v", "ok") around each
+        sid = self.create()
+        listed = json.loads(self.nsbox("ls", "--json").stdout)
+        self.assertEqual([o["id"] for o in listed], [sid])
+        self.assertEqual(set(listed[0]), set(self.inspect(sid)))
+        self.assertNotIn("ok", listed[0])
+        self.assertNotIn("v", listed[0])
+
+    def test_a_hostile_id_is_not_echoed_raw(self):
+        # an "id" with an escape sequence and a newline, or 5000 bytes, cannot forge lines or
+        # colours on the caller's terminal or in a log
+        for bad, shown in (("a\033[31mred\nFAKE", "a?[31mred?FAKE"),
+                           ("f" * 5000, "f" * 64 + "...")):
+            r = self.nsbox("inspect", bad)
+            self.assertEqual(r.returncode, 125)
+            self.assertEqual(r.stderr.decode(),
+                             f"nsbox: no sandbox '{shown}' (ids are 12 hexadecimal digits; see "
+                             "nsbox ls)\n")
+
+    def test_an_interrupted_create_leaves_no_sandbox(self):
+        # The id is the only handle on a sandbox: a create that is interrupted (Ctrl-C, a CI
+        # step's timeout, a kill) before its caller has the id must not leave one running for
+        # its whole ttl. Creates are interrupted at moments spread over their ~10-20 ms: every
+        # sandbox left is one whose id was printed, and (INT, TERM) every printed id is a
+        # sandbox that stays.
+        cmd, env = nsbox_command(["create", "--instance-type", "small"], self.dirs)
+        printed = set()
+        for i, sig in enumerate([signal.SIGINT, signal.SIGTERM, signal.SIGKILL] * 8):
+            p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            time.sleep((i % 8) * 0.004)
+            p.send_signal(sig)
+            out, _ = p.communicate(timeout=60)
+            sid = out.decode().strip()
+            if sid:
+                self.assertRegex(sid, r"^[0-9a-f]{12}$")
+                self.ids.append(sid)
+                printed.add((sid, sig))
+        self.assertLess(len(printed), 24, "no create was interrupted: the test proves nothing")
+        ids = {sid for sid, _ in printed}
+        # the supervisors of abandoned sandboxes delete them a moment after their caller's end;
+        # state directories, not ls: ls leaves out a sandbox still being made
+        on_disk = lambda: set(self.dirs.live_ids())
+        self.assertTrue(wait_for(lambda: on_disk() <= ids, 20, 0.1),
+                        f"sandboxes nobody got the id of: {on_disk() - ids}")
+        kept = {sid for sid, sig in printed if sig != signal.SIGKILL}
+        self.assertEqual(kept - self.live_ids(), set(), "printed ids whose sandbox went")
+
+    def test_create_gives_its_id_or_leaves_nothing(self):
+        # stdout closed: refused before anything is made; a pipe nobody reads: the write fails
+        # and the sandbox is deleted again, and create says so.
+        cmd, env = nsbox_command(["create"], self.dirs)
+        r = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           preexec_fn=lambda: os.close(1))
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"stdout is closed", r.stderr)
+        rd, wr = os.pipe()
+        os.close(rd)
+        try:
+            r = subprocess.run(cmd, env=env, stdout=wr, stderr=subprocess.PIPE)
+        finally:
+            os.close(wr)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"cannot write the new sandbox's id to stdout (Broken pipe); it was "
+                      b"deleted again", r.stderr)
+        self.assertEqual(self.dirs.leftovers(), [])  # gone when create returns
+        self.assertEqual(self.live_ids(), set())
+
+    def test_a_setup_script_ends_with_its_caller(self):
+        # A setup script may run for up to 600 s: its creator's end (a timeout here) or the
+        # end of --owner-pid's process stops it and removes the sandbox at once.
+        script = os.path.join(self.dirs.base, "setup.sh")
+        with open(script, "w") as f:
+            f.write("touch /workspace/started; sleep 60\n")
+        cmd, env = nsbox_command(["create", "--setup-script", script], self.dirs)
+        t = time.monotonic()
+        r = subprocess.run(["timeout", "3"] + cmd, env=env, capture_output=True)
+        self.assertEqual((r.returncode, r.stdout), (124, b""), r.stderr)
+        self.assertTrue(wait_for(lambda: self.dirs.leftovers() == [], 10, 0.05),
+                        self.dirs.leftovers())
+        self.assertLess(time.monotonic() - t, 15)
+        self.assertEqual(self.live_ids(), set())
+        owner = subprocess.Popen(["sleep", "60"])
+        cmd, env = nsbox_command(["create", "--setup-script", script, "--owner-pid",
+                                  str(owner.pid)], self.dirs)
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            # the script has started once the state directory holds a sandbox
+            self.assertTrue(wait_for(lambda: self.dirs.leftovers() != [], 10, 0.05))
+            time.sleep(0.5)
+        finally:
+            owner.kill()
+            owner.wait()
+        out, err = p.communicate(timeout=15)
+        self.assertEqual(p.returncode, 125, err)
+        self.assertIn(b"creation abandoned during the setup script: its owner process ended",
+                      err)
+        self.assertEqual(self.dirs.leftovers(), [])
+        # and its supervisor's end, as `kill` ends a running sandbox's (the signal waited for
+        # the script's end before)
+        cmd, env = nsbox_command(["create", "--setup-script", script], self.dirs)
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertTrue(wait_for(lambda: self.dirs.leftovers() != [], 10, 0.05))
+        time.sleep(0.5)
+        with open(f"/proc/{p.pid}/task/{p.pid}/children") as f:
+            supervisor = int(f.read().split()[0])
+        os.kill(supervisor, signal.SIGTERM)
+        out, err = p.communicate(timeout=15)
+        self.assertEqual(p.returncode, 125, err)
+        self.assertIn(b"creation abandoned during the setup script: its supervisor was stopped",
+                      err)
+        self.assertEqual(self.dirs.leftovers(), [])
 
     def test_idle_sleep_and_transparent_wake(self):
         sid = self.create("--idle-timeout", "1")

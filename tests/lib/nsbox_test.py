@@ -128,9 +128,12 @@ class Dirs:
             subprocess.run([NSBOX, "pool", "drain"], env=self.env(), capture_output=True,
                            timeout=60)
         # A test may end with a supervisor it killed and no gc after it (the gc tests' last
-        # step): its cgroups, loop device and mounts are found through the state directory
-        # removed below, and were left on the machine for good.
-        if self.live_ids():
+        # step), or fail with sandboxes it never got the ids of: their cgroups, loop devices,
+        # mounts and supervisors are found through the state directory removed below, and
+        # were left on the machine for good.
+        ids = self.live_ids()
+        if ids:
+            subprocess.run([NSBOX, "rm"] + ids, env=self.env(), capture_output=True, timeout=120)
             subprocess.run([NSBOX, "gc"], env=self.env(), capture_output=True, timeout=60)
         shutil.rmtree(self.base, ignore_errors=True)
 

@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -73,6 +74,24 @@ static void test_paths(void **state)
     assert_false(nsbox_is_host_root(&st));
 }
 
+/* echoed user text: bounded, no control characters (no forged lines or escapes) */
+static void test_shown(void **state)
+{
+    (void)state;
+    char out[NSBOX_SHOWN_SIZE];
+    assert_string_equal(nsbox_shown(out, "abc"), "abc");
+    assert_string_equal(nsbox_shown(out, "a\033[31mred\nFAKE\x7f"), "a?[31mred?FAKE?");
+    char long_[5001];
+    memset(long_, 'x', sizeof long_ - 1);
+    long_[sizeof long_ - 1] = '\0';
+    nsbox_shown(out, long_);
+    assert_int_equal(strlen(out), 67);
+    assert_string_equal(out + 64, "...");
+    long_[64] = '\0'; /* exactly 64: whole, no dots */
+    assert_string_equal(nsbox_shown(out, long_), long_);
+    assert_string_equal(nsbox_shown(out, NULL), "");
+}
+
 /* The directories on the way are made at least passable: a first nsbox_mkdir_p of
  * /run/nsbox/uids made /run/nsbox 0700, and other users could not tell that an id there was a
  * sandbox of root's. */
@@ -114,6 +133,7 @@ int main(void)
         cmocka_unit_test(test_pid),
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_mkdir_p_modes),
+        cmocka_unit_test(test_shown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
