@@ -469,14 +469,18 @@ static int cmd_create(int argc, char **argv)
         return fail(&e);
     }
     nsbox_spec_free(&spec);
-    /* Until the id is printed and acknowledged, this process's end (a signal, a kill) ends the
-     * sandbox too (its supervisor sees our socket close). From here the usual stop signals
-     * wait, so that a printed id always names a sandbox that stays. */
+    /* Until the id is acknowledged, this process's end (a signal, a kill) ends the sandbox
+     * too (its supervisor sees our socket close). From here the usual stop signals wait. The
+     * acknowledgement comes before the id is printed, so that a printed id always names a
+     * sandbox that stays, whoever reads it and then kills us; a write of it that fails deletes
+     * the sandbox below. Only a SIGKILL between the two leaves a sandbox whose id nobody got
+     * (its ttl ends it). */
     sigset_t stop, old;
     sigemptyset(&stop);
     sigaddset(&stop, SIGINT), sigaddset(&stop, SIGTERM), sigaddset(&stop, SIGHUP);
     sigaddset(&stop, SIGQUIT);
     sigprocmask(SIG_BLOCK, &stop, &old);
+    nsbox_session_ack(ack);
     if (json) {
         char rt[PATH_MAX];
         if (nsbox_path_runtime_dir(rt, sizeof rt, &e) < 0)
@@ -497,14 +501,14 @@ static int cmd_create(int argc, char **argv)
         int err = errno;
         struct nsbox_err de;
         bool gone = nsbox_client_delete_wait(id, &de) == 0;
-        close(ack); /* without the acknowledgement: the supervisor ends it in any case */
         sigprocmask(SIG_SETMASK, &old, NULL);
         nsbox_err_set(&e, NSBOX_E_SYS, err,
-                      "create: cannot write the new sandbox's id to stdout (%s); %s", strerror(err),
-                      gone ? "it was deleted again" : "it is being deleted");
+                      "create: cannot write the new sandbox's id %s to stdout (%s); %s%s", id,
+                      strerror(err),
+                      gone ? "it was deleted again" : "deleting it failed too: ",
+                      gone ? "" : de.msg);
         return fail(&e);
     }
-    nsbox_session_ack(ack);
     /* A stop signal that came meanwhile is too late: the sandbox is made and its id given,
      * so create has succeeded, and says so with 0 (dying of it now would make a script that
      * checks the exit code drop an id that names a live sandbox). */

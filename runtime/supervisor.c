@@ -1738,9 +1738,8 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
     snprintf(title, sizeof title, "nsbox %s%s", S.sb.st.id, S.pool_key[0] ? " pooled" : "");
     nsbox_cmdline_set(title);
     /* Nobody to give the id to: then nobody could ever use or remove the sandbox (until its
-     * ttl, a day by default), so it goes now. Nor when the caller goes before it says it has
-     * given the id on (loop, creator_acked): a create killed or interrupted at any moment
-     * leaves nothing. */
+     * ttl, a day by default), so it goes now. Nor when the caller goes before it acknowledges
+     * the id, which create does just before printing it (loop, creator_acked; main.c). */
     /* A stop signal or the owner's end during the set-up, seen only now: the id is not
      * given out, so that no caller gets the id of a sandbox about to go. */
     if (stopped_during_setup(&S, &e) < 0)

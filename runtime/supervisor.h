@@ -15,7 +15,7 @@
 /* owner_pid > 0: the sandbox is deleted when that process ends (create --owner-pid).
  * The supervisor deletes the sandbox again if its caller goes before it acknowledges the id:
  * ack_fd NULL acknowledges at once; else *ack_fd is the socket to pass to nsbox_session_ack
- * once the id is in safe hands (printed), or to close without it to abandon the sandbox. */
+ * before the id is given out, or to close without it to abandon the sandbox. */
 int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *pool_key, char *id,
                          int *ack_fd, struct nsbox_err *e);
 void nsbox_session_ack(int fd);

@@ -381,13 +381,20 @@ static uint64_t promise_of(int cache_fd, const char *id)
     return p;
 }
 
-static bool sandbox_alive(const char *rt, const char *id)
+/* Whether the sandbox of the cache entry rel (below dfd) may still write to its workspace: by
+ * its state directory's lock here; one with no state directory here may be another runtime
+ * directory's sharing this cache directory, alive while its file's lock is held (state.h). A
+ * dead one of ours promises nothing more, even while its loop device is still letting go. */
+static bool sandbox_alive(const char *rt, const char *id, int dfd, const char *rel)
 {
     int fd = nsbox_state_dead_lock(rt, id);
-    if (fd < 0)
-        return nsbox_state_maybe_alive(errno); /* unknown: counted */
-    close(fd);
-    return false;
+    if (fd >= 0) {
+        close(fd);
+        return false;
+    }
+    if (errno == ENOENT)
+        return nsbox_state_ws_file_in_use(dfd, rel);
+    return nsbox_state_maybe_alive(errno); /* unknown: counted */
 }
 
 /* The directory cache_fd, to read (its own descriptor), or NULL. */
@@ -419,11 +426,8 @@ static uint64_t promised(int cache_fd, bool alive_only, unsigned *count)
     struct dirent *de;
     char rel[NAME_MAX + 32], id[NSBOX_ID_LEN + 1];
     while ((de = readdir(d))) {
-        /* alive: by its state directory's lock here, or for one of another runtime directory
-         * sharing this cache directory, by its backing file's (state.h) */
         if (!nsbox_state_cache_entry(de->d_name, id, rel) ||
-            (alive_only && rt[0] && !sandbox_alive(rt, id) &&
-             !nsbox_state_ws_file_in_use(dirfd(d), rel)))
+            (alive_only && rt[0] && !sandbox_alive(rt, id, dirfd(d), rel)))
             continue;
         uint64_t p;
         if (promise_at(dirfd(d), rel, &p)) {
