@@ -1544,7 +1544,7 @@ static int run_setup_script(struct sup *S, struct nsbox_err *e)
     bool timed_out = false, done = false;
     char msg[512] = "";
     while (!done) {
-        /* Also watched: the pipe to whoever waits for the id (its end is an error once that
+        /* Also watched: the socket to whoever waits for the id (it hangs up once that
          * process is gone: killed, interrupted, timed out) and --owner-pid's process. Without
          * them a script of up to 600 s would run on, and the sandbox would be made, for nobody. */
         struct pollfd pf[6] = {{S->agent, POLLIN, 0},    {efd, POLLIN, 0},
@@ -1650,7 +1650,6 @@ static bool report_ready(int fd, const char *line)
     return w == (ssize_t)len;
 }
 
-
 /* The supervisor process. Never returns. */
 __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, int ready_fd,
                                                 int owner_fd, int owner_pid, const char *pool_key)
@@ -1737,14 +1736,14 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
     char title[64];
     snprintf(title, sizeof title, "nsbox %s%s", S.sb.st.id, S.pool_key[0] ? " pooled" : "");
     nsbox_cmdline_set(title);
-    /* Nobody to give the id to: then nobody could ever use or remove the sandbox (until its
-     * ttl, a day by default), so it goes now. Nor when the caller goes before it acknowledges
-     * the id, which create does just before printing it (loop, creator_acked; main.c). */
     /* A stop signal or the owner's end during the set-up, seen only now: the id is not
      * given out, so that no caller gets the id of a sandbox about to go. */
     if (stopped_during_setup(&S, &e) < 0)
         goto fail;
-    /* A pooled sandbox's handle is its pool entry, made above: it is not its filler's. */
+    /* Nobody to give the id to: then nobody could ever use or remove the sandbox (until its
+     * ttl, a day by default), so it goes now. Nor when the caller goes before it acknowledges
+     * the id, which create does just before printing it (loop, creator_acked; main.c). A
+     * pooled sandbox's handle is its pool entry, made above: it is not its filler's. */
     if (report_ready(S.ready_fd, line)) {
         if (S.pool_key[0])
             nsbox_closep(&S.ready_fd);
