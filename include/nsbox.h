@@ -39,6 +39,16 @@ struct nsbox_err {
     char msg[NSBOX_ERR_MSG_MAX];
 };
 
+/* User text echoed in one-line error messages that end up on terminals and in logs (a spec's
+ * value, an id that is not one, an unknown command): at most 64 bytes, then "...", with control
+ * characters as '?', so that it cannot forge extra lines or escape sequences. By value, so
+ * that two can appear in one nsbox_err_set() call: NSBOX_SHOW(text). */
+struct nsbox_shown {
+    char s[100];
+};
+struct nsbox_shown nsbox_show(const char *text);
+#define NSBOX_SHOW(t) (nsbox_show(t).s)
+
 /* All return -1 so that `return nsbox_err_set(...)` reads naturally. */
 int nsbox_err_set(struct nsbox_err *e, int code, int sys_errno, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -100,3 +100,18 @@ const char *nsbox_errcode_name(int code)
     }
     return "unknown";
 }
+
+struct nsbox_shown nsbox_show(const char *text)
+{
+    struct nsbox_shown r;
+    size_t o = 0, i = 0;
+    if (!text)
+        text = "(null)";
+    for (; text[i] && o < 64; i++)
+        r.s[o++] = ((unsigned char)text[i] < 0x20 || text[i] == 0x7f) ? '?' : text[i];
+    if (text[i])
+        memcpy(r.s + o, "...", 4);
+    else
+        r.s[o] = '\0';
+    return r;
+}

@@ -34,30 +34,7 @@
 #define SETUP_TIMEOUT_MAX 86400u
 
 
-/* ---- echoing user text in messages ---------------------------------------------------------- */
-
-/* User text goes into one-line error messages that end up on terminals and in logs: bound it
- * and replace control characters so that a hostile spec cannot forge extra lines or escape
- * sequences. Returned by value so that two can appear in one nsbox_err_set() call. */
-struct shown {
-    char s[100];
-};
-
-static struct shown show_text(const char *text)
-{
-    struct shown r;
-    size_t o = 0, i = 0;
-    if (!text)
-        text = "(null)";
-    for (; text[i] && o < 64; i++)
-        r.s[o++] = ((unsigned char)text[i] < 0x20 || text[i] == 0x7f) ? '?' : text[i];
-    if (text[i])
-        memcpy(r.s + o, "...", 4);
-    else
-        r.s[o] = '\0';
-    return r;
-}
-#define SHOW(t) (show_text(t).s)
+#define SHOW(t) NSBOX_SHOW(t) /* user text in messages: include/nsbox.h */
 
 /* Bad input: NSBOX_E_INVALID with the message (policy/err.c). */
 #define invalid nsbox_err_invalid

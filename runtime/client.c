@@ -188,7 +188,7 @@ static int simple_call(const char *id, cJSON *req, cJSON **reply, struct nsbox_e
 /* The supervisor replies to a delete before it tears the sandbox down, and closes its
  * connections only when it exits, after the teardown: with wait, return only then (at most
  * 4 s; a teardown that takes longer is finished by the supervisor, or by gc if it dies). */
-static int delete_sandbox(const char *id, bool wait, struct nsbox_err *e)
+int nsbox_client_delete(const char *id, bool wait, struct nsbox_err *e)
 {
     cleanup_close int sock = -1;
     cJSON *req = request("delete"), *reply = NULL;
@@ -202,16 +202,6 @@ static int delete_sandbox(const char *id, bool wait, struct nsbox_err *e)
     while (r == 0 && wait && poll(&pf, 1, 4000) == 1 && read(sock, buf, sizeof buf) > 0)
         ; /* nothing more is sent; EOF (or an error) is the supervisor's exit */
     return r;
-}
-
-int nsbox_client_delete(const char *id, struct nsbox_err *e)
-{
-    return delete_sandbox(id, false, e);
-}
-
-int nsbox_client_delete_wait(const char *id, struct nsbox_err *e)
-{
-    return delete_sandbox(id, true, e);
 }
 
 int nsbox_client_call(const char *id, cJSON *req, const int *fds, size_t nfds, cJSON **reply,
@@ -724,7 +714,7 @@ int nsbox_cli_rm(int argc, char **argv)
     int rc = 0;
     for (int i = 1; i < argc; i++) {
         struct nsbox_err e = {0};
-        if (delete_sandbox(argv[i], true, &e) < 0) {
+        if (nsbox_client_delete(argv[i], true, &e) < 0) {
             /* Idempotent: removing what is already gone is not an error. */
             if (e.code == NSBOX_E_DELETED)
                 continue;
@@ -738,7 +728,7 @@ int nsbox_cli_rm(int argc, char **argv)
             rc = EXIT_NSBOX;
             continue;
         }
-        /* rm returning means the sandbox is gone: delete_sandbox waited for its supervisor's
+        /* rm returning means the sandbox is gone: nsbox_client_delete waited for its supervisor's
          * exit. Should that have been cut short, wait for the state directory too. */
         char rt[PATH_MAX], dir[PATH_MAX];
         if (nsbox_path_runtime_dir(rt, sizeof rt, &e) == 0) {

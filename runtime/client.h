@@ -13,10 +13,9 @@
  * *reply: the parsed reply (caller frees); rfd: a descriptor that came with the reply, or -1. */
 int nsbox_client_call(const char *id, cJSON *req, const int *fds, size_t nfds, cJSON **reply,
                       int *rfd, struct nsbox_err *e);
-/* Ask sandbox id's supervisor to delete it (the "delete" op). 0 once it said yes. */
-int nsbox_client_delete(const char *id, struct nsbox_err *e);
-/* The same, returning once the sandbox is gone (as rm does). */
-int nsbox_client_delete_wait(const char *id, struct nsbox_err *e);
+/* Ask sandbox id's supervisor to delete it (the "delete" op). 0 once it said yes; with wait,
+ * once the sandbox is gone (as rm does). */
+int nsbox_client_delete(const char *id, bool wait, struct nsbox_err *e);
 /* A reply's error as an nsbox_err; returns -1 when the reply is an error, 0 when ok. */
 int nsbox_client_reply_error(const cJSON *reply, struct nsbox_err *e);
 

@@ -400,9 +400,8 @@ static int strip_own_flags(int *argc, char **argv, const struct own_flag *f, siz
             long v = strtol(argv[++j], &end, 10);
             if (*end || end == argv[j] || v < f[i].min || v > f[i].max) {
                 char msg[512];
-                char shown[NSBOX_SHOWN_SIZE];
                 snprintf(msg, sizeof msg, "%s needs %s, not '%s'", f[i].name, f[i].what,
-                         nsbox_shown(shown, argv[j]));
+                         NSBOX_SHOW(argv[j]));
                 return usage_error("%s", msg);
             }
             *f[i].value = v;
@@ -435,9 +434,8 @@ static int cmd_create(int argc, char **argv)
     }
     if (i < argc) {
         nsbox_spec_free(&spec);
-        char shown[NSBOX_SHOWN_SIZE];
         return usage_error("create takes no command (unexpected '%s'); use nsbox exec",
-                           nsbox_shown(shown, argv[i]));
+                           NSBOX_SHOW(argv[i]));
     }
     /* The id is the only handle on the sandbox: with nowhere to print it, nobody could use or
      * remove the sandbox. (A closed descriptor 1 would also be taken by the first file nsbox
@@ -500,7 +498,7 @@ static int cmd_create(int argc, char **argv)
     if (fflush(stdout) != 0 || ferror(stdout)) {
         int err = errno;
         struct nsbox_err de;
-        bool gone = nsbox_client_delete_wait(id, &de) == 0;
+        bool gone = nsbox_client_delete(id, true, &de) == 0;
         sigprocmask(SIG_SETMASK, &old, NULL);
         nsbox_err_set(&e, NSBOX_E_SYS, err,
                       "create: cannot write the new sandbox's id %s to stdout (%s); %s%s", id,
@@ -568,9 +566,8 @@ static int cmd_pool(int argc, char **argv)
     }
     if (i < argc) {
         nsbox_spec_free(&spec);
-        char shown[NSBOX_SHOWN_SIZE];
         return usage_error("pool fill takes no command (unexpected '%s')",
-                           nsbox_shown(shown, argv[i]));
+                           NSBOX_SHOW(argv[i]));
     }
     unsigned ready = 0;
     if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_pool_fill(&spec, (unsigned)size, refill, since_ns, &ready, &e) < 0) {
@@ -585,10 +582,9 @@ static int cmd_pool(int argc, char **argv)
 static int cmd_gc(int argc, char **argv)
 {
     bool verbose = argc > 1 && !strcmp(argv[1], "-v");
-    char shown[NSBOX_SHOWN_SIZE];
     if (argc > (verbose ? 2 : 1)) /* a typo of -v was taken for no option */
         return usage_error("gc: unexpected argument '%s' (nsbox gc [-v])",
-                           nsbox_shown(shown, argv[verbose ? 2 : 1]));
+                           NSBOX_SHOW(argv[verbose ? 2 : 1]));
     struct nsbox_err e = {0};
     int n = nsbox_gc(verbose, &e);
     if (n < 0)
@@ -611,7 +607,6 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
-    char shown[NSBOX_SHOWN_SIZE]; /* an unknown command, echoed */
     /* A peer that went away (a closed pipe or socket) is an error to report, not a reason to
      * die silently and leave a sandbox behind. Commands in sandboxes get default dispositions. */
     signal(SIGPIPE, SIG_IGN);
@@ -641,7 +636,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         /* nsbox help [CMD] */
         if (argc > 2 && nsbox_help_print(argv[2], stdout) < 0)
-            return usage_error("no command '%s'", nsbox_shown(shown, argv[2]));
+            return usage_error("no command '%s'", NSBOX_SHOW(argv[2]));
         if (argc <= 2)
             nsbox_help_print(NULL, stdout);
         return 0;
@@ -687,5 +682,5 @@ int main(int argc, char **argv)
         return nsbox_cli_wait(argc - 1, argv + 1);
     if (!strcmp(cmd, "cp"))
         return nsbox_cli_cp(argc - 1, argv + 1);
-    return usage_error("unknown command '%s'", nsbox_shown(shown, cmd));
+    return usage_error("unknown command '%s'", NSBOX_SHOW(cmd));
 }

@@ -598,21 +598,24 @@ int nsbox_state_ws_file_hold(int fd)
     return 0;
 }
 
+/* The backing file rel (below dirfd), open and locked exclusively: nobody uses it. -1 with
+ * errno EWOULDBLOCK when it is in use, or open's. */
+static int lock_unused(int dirfd, const char *rel)
+{
+    return lock_nb(openat(dirfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+}
+
 bool nsbox_state_ws_file_in_use(int dirfd, const char *rel)
 {
-    cleanup_close int fd =
-        openat(dirfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    return fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+    cleanup_close int fd = lock_unused(dirfd, rel);
+    return fd < 0 && errno == EWOULDBLOCK;
 }
 
 int nsbox_state_ws_file_remove_unused(int dirfd, const char *rel)
 {
-    cleanup_close int fd =
-        openat(dirfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    cleanup_close int fd = lock_unused(dirfd, rel);
     if (fd < 0)
-        return errno == ENOENT ? 1 : -1;
-    if (flock(fd, LOCK_EX | LOCK_NB) < 0)
-        return errno == EWOULDBLOCK ? 0 : -1;
+        return errno == ENOENT ? 1 : errno == EWOULDBLOCK ? 0 : -1;
     /* held while it goes: a creator that opened it meanwhile finds it unlinked when it gets
      * its lock (nsbox_state_ws_file_hold) */
     return unlinkat(dirfd, rel, 0) == 0 || errno == ENOENT ? 1 : -1;

@@ -117,11 +117,10 @@ static int connect_own(const char *id, const char *name, int type, struct nsbox_
 
 int nsbox_session_connect(const char *id, struct nsbox_err *e)
 {
-    char shown[NSBOX_SHOWN_SIZE];
     if (!nsbox_state_valid_id(id))
         return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
                              "no sandbox '%s' (ids are 12 hexadecimal digits; see nsbox ls)",
-                             nsbox_shown(shown, id));
+                             NSBOX_SHOW(id));
     int fd = connect_own(id, "ctl", SOCK_STREAM, e);
     if (fd >= 0 || e->code != NSBOX_E_SYS) /* reached, not ours, or a bad path */
         return fd;
@@ -143,10 +142,8 @@ int nsbox_session_connect(const char *id, struct nsbox_err *e)
 
 int nsbox_session_connect_run(const char *id, struct nsbox_err *e)
 {
-    char shown[NSBOX_SHOWN_SIZE];
     if (!nsbox_state_valid_id(id))
-        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "no sandbox '%s'",
-                             nsbox_shown(shown, id));
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "no sandbox '%s'", NSBOX_SHOW(id));
     return connect_own(id, "run", SOCK_SEQPACKET, e);
 }
 
@@ -1328,21 +1325,33 @@ static void on_idle(struct sup *S)
     }
 }
 
-/* Without waiting: whether a stop signal (SIGCHLD is not one) or the end of --owner-pid's
- * process came while the sandbox was being made. -1 with e filled when one did. */
-static int stopped_during_setup(struct sup *S, struct nsbox_err *e)
+/* The signals that came (the signalfd is non-blocking): the first that is not SIGCHLD (a
+ * stop: TERM, INT, HUP), or 0. A SIGCHLD needs no more than its read: the callers look at
+ * their children anyway. */
+static int stop_signal(struct sup *S)
+{
+    struct signalfd_siginfo si;
+    while (read(S->sfd, &si, sizeof si) == (ssize_t)sizeof si)
+        if (si.ssi_signo != SIGCHLD)
+            return (int)si.ssi_signo;
+    return 0;
+}
+
+/* Whether the sandbox being made is abandoned (when: where in its making), without waiting:
+ * a stop signal, or the end of --owner-pid's process. -1 with e filled when it is. */
+static int abandoned(struct sup *S, const char *when, struct nsbox_err *e)
 {
     struct pollfd pf[2] = {{S->sfd, POLLIN, 0}, {S->owner_fd, POLLIN, 0}};
-    struct signalfd_siginfo si;
     if (poll(pf, 2, 0) <= 0)
         return 0;
     if (pf[1].revents)
-        return nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "creation abandoned: its owner process ended");
-    while (read(S->sfd, &si, sizeof si) == (ssize_t)sizeof si)
-        if (si.ssi_signo != SIGCHLD)
-            return nsbox_err_set(e, NSBOX_E_SYS, EINTR,
-                                 "creation abandoned: its supervisor was stopped (signal %u)",
-                                 si.ssi_signo);
+        return nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "creation abandoned%s: its owner process ended",
+                             when);
+    int sig = stop_signal(S);
+    if (sig)
+        return nsbox_err_set(e, NSBOX_E_SYS, EINTR,
+                             "creation abandoned%s: its supervisor was stopped (signal %d)", when,
+                             sig);
     return 0;
 }
 
@@ -1409,8 +1418,7 @@ static void loop(struct sup *S)
             break;
         check_deadlines(S, nsbox_now_ms());
         if (pf[F_SIG].revents & POLLIN) {
-            struct signalfd_siginfo si;
-            if (read(S->sfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo != SIGCHLD) {
+            if (stop_signal(S)) {
                 nsbox_tombstone_write(S->sb.st.id, "deleted: its supervisor was stopped");
                 S->quit = true;
             }
@@ -1545,31 +1553,24 @@ static int run_setup_script(struct sup *S, struct nsbox_err *e)
     char msg[512] = "";
     while (!done) {
         /* Also watched: the socket to whoever waits for the id (it hangs up once that
-         * process is gone: killed, interrupted, timed out) and --owner-pid's process. Without
-         * them a script of up to 600 s would run on, and the sandbox would be made, for nobody. */
+         * process is gone: killed, interrupted, timed out), --owner-pid's process and stop
+         * signals (abandoned). Without them a script of up to 600 s would run on, and the
+         * sandbox would be made, for nobody. */
         struct pollfd pf[6] = {{S->agent, POLLIN, 0},    {efd, POLLIN, 0},
                                {ofd, POLLIN, 0},         {S->ready_fd, 0, 0},
                                {S->owner_fd, POLLIN, 0}, {S->sfd, POLLIN, 0}};
         int64_t left = deadline - nsbox_now_ms();
         int pr = poll(pf, 6, left > 0 ? (int)left : 0); /* a closed fd (-1) is skipped */
-        /* and a stop signal (kill, as for a running sandbox); SIGCHLD: init's end shows on
-         * the agent socket */
-        struct signalfd_siginfo si;
-        int stop = (pf[5].revents & POLLIN) &&
-                           read(S->sfd, &si, sizeof si) == (ssize_t)sizeof si &&
-                           si.ssi_signo != SIGCHLD
-                       ? (int)si.ssi_signo
-                       : 0;
-        if (pr > 0 && (pf[3].revents || pf[4].revents || stop)) {
+        if (pr > 0 && (pf[3].revents || ((pf[4].revents || pf[5].revents) &&
+                                          abandoned(S, " during the setup script", e) < 0))) {
             nsbox_closep(&efd);
             nsbox_closep(&ofd);
             free(err.buf);
             free(out.buf);
-            return nsbox_err_set(e, NSBOX_E_SYS, EPIPE,
-                                 "creation abandoned during the setup script: %s",
-                                 pf[3].revents ? "its caller is gone"
-                                 : stop        ? "its supervisor was stopped"
-                                               : "its owner process ended");
+            if (pf[3].revents)
+                nsbox_err_set(e, NSBOX_E_SYS, EPIPE,
+                              "creation abandoned during the setup script: its caller is gone");
+            return -1;
         }
         if (pr == 0 && !timed_out) {
             timed_out = true;
@@ -1738,7 +1739,7 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
     nsbox_cmdline_set(title);
     /* A stop signal or the owner's end during the set-up, seen only now: the id is not
      * given out, so that no caller gets the id of a sandbox about to go. */
-    if (stopped_during_setup(&S, &e) < 0)
+    if (abandoned(&S, "", &e) < 0)
         goto fail;
     /* Nobody to give the id to: then nobody could ever use or remove the sandbox (until its
      * ttl, a day by default), so it goes now. Nor when the caller goes before it acknowledges
@@ -1781,7 +1782,9 @@ fail:;
 static size_t read_answer(int fd, char *buf, size_t n)
 {
     size_t have = 0;
-    while (have + 1 < n && (have < 3 || strncmp(buf, "OK ", 3) || !memchr(buf, '\n', have))) {
+    while (have + 1 < n) {
+        if (have >= 3 && !strncmp(buf, "OK ", 3) && memchr(buf, '\n', have))
+            break; /* the id, whole: the socket stays open */
         ssize_t r = read(fd, buf + have, n - 1 - have);
         if (r < 0 && errno == EINTR)
             continue;

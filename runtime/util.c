@@ -310,16 +310,3 @@ void nsbox_share_pipes(const int *fds, size_t n)
     }
 }
 
-
-const char *nsbox_shown(char out[NSBOX_SHOWN_SIZE], const char *text)
-{
-    size_t o = 0, i = 0;
-    if (!text)
-        text = "";
-    for (; text[i] && o < 64; i++)
-        out[o++] = (unsigned char)text[i] < 0x20 || text[i] == 0x7f ? '?' : text[i];
-    if (text[i])
-        memcpy(out + o, "...", 3), o += 3;
-    out[o] = '\0';
-    return out;
-}

@@ -82,10 +82,5 @@ bool nsbox_pid_alive(int pid);
 /* Is fd (a lock file it holds) still the file at path? gc removes lock files nobody holds,
  * and a lock taken on a file unlinked between open and flock guards nothing. */
 bool nsbox_fd_is_at_path(int fd, const char *path);
-/* User text echoed in a one-line message (an id that is not one, an unknown command): at most
- * 64 bytes of it, then "...", control characters as '?', so that it cannot forge lines or
- * terminal escapes (as docs/spec.md promises for a spec's). out: NSBOX_SHOWN_SIZE bytes. */
-#define NSBOX_SHOWN_SIZE 68
-const char *nsbox_shown(char out[NSBOX_SHOWN_SIZE], const char *text);
 
 #endif

@@ -626,7 +626,7 @@ static void drain_one(const char *id, const char *key, void *arg)
 {
     (void)key;
     struct nsbox_err e;
-    if (nsbox_client_delete(id, &e) == 0)
+    if (nsbox_client_delete(id, false, &e) == 0)
         ++*(int *)arg;
 }
 

@@ -500,7 +500,7 @@ static unsigned evict_pooled(int cache_fd, uint64_t deficit)
         uint64_t p = promise_of(cache_fd, id);
         if (!p)
             continue;
-        if (nsbox_client_delete(id, &e) == 0) {
+        if (nsbox_client_delete(id, false, &e) == 0) {
             memcpy(gone[n++], id, sizeof gone[0]);
             freed += p;
         }

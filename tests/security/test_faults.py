@@ -637,9 +637,10 @@ class FaultTest(unittest.TestCase):
                                       f"{r.returncode} {r.stderr[-200:]!r}, state dir "
                                       f"{os.path.exists(sdir)}, supervisor alive {alive(sup)}")
 
-        # Sandboxes whose create client died after the fork live on (detached, by design) until
-        # their ttl (2-8 s): they are not leaks. Wait for them, and for their teardown, which
-        # takes seconds in an emulated VM (one made at the storm's end has 8 s of ttl left).
+        # Sandboxes whose create client was killed after it had the id live on (detached, by
+        # design) until their ttl (2-8 s): they are not leaks (one killed before goes at once).
+        # Wait for them, and for their teardown, which takes seconds in an emulated VM (one
+        # made at the storm's end has 8 s of ttl left).
         deadline = time.monotonic() + 20
         while True:
             live = [n for n in os.listdir(self.dirs.state)

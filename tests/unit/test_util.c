@@ -74,22 +74,22 @@ static void test_paths(void **state)
     assert_false(nsbox_is_host_root(&st));
 }
 
-/* echoed user text: bounded, no control characters (no forged lines or escapes) */
+/* echoed user text (include/nsbox.h): bounded, no control characters (no forged lines or
+ * escapes) */
 static void test_shown(void **state)
 {
     (void)state;
-    char out[NSBOX_SHOWN_SIZE];
-    assert_string_equal(nsbox_shown(out, "abc"), "abc");
-    assert_string_equal(nsbox_shown(out, "a\033[31mred\nFAKE\x7f"), "a?[31mred?FAKE?");
+    assert_string_equal(NSBOX_SHOW("abc"), "abc");
+    assert_string_equal(NSBOX_SHOW("a\033[31mred\nFAKE\x7f"), "a?[31mred?FAKE?");
     char long_[5001];
     memset(long_, 'x', sizeof long_ - 1);
     long_[sizeof long_ - 1] = '\0';
-    nsbox_shown(out, long_);
-    assert_int_equal(strlen(out), 67);
-    assert_string_equal(out + 64, "...");
+    struct nsbox_shown out = nsbox_show(long_);
+    assert_int_equal(strlen(out.s), 67);
+    assert_string_equal(out.s + 64, "...");
     long_[64] = '\0'; /* exactly 64: whole, no dots */
-    assert_string_equal(nsbox_shown(out, long_), long_);
-    assert_string_equal(nsbox_shown(out, NULL), "");
+    assert_string_equal(NSBOX_SHOW(long_), long_);
+    assert_string_equal(NSBOX_SHOW(NULL), "(null)");
 }
 
 /* The directories on the way are made at least passable: a first nsbox_mkdir_p of
