@@ -447,74 +447,66 @@ static int cmd_create(int argc, char **argv)
                       "nothing was created");
         return fail(&e);
     }
-    char id[NSBOX_ID_LEN + 1];
-    struct nsbox_err ge;
-    nsbox_gc_implicit(&ge); /* at most once a second: it visits every sandbox */
-    int ack = -1;
-    if (nsbox_spec_validate(&spec, &e) < 0 ||
-        nsbox_session_create(&spec, (int)owner_pid, NULL, id, &ack, &e) < 0) {
-        nsbox_spec_free(&spec);
-        if (json) {
-            /* Machine-readable too: clients map the code to their typed errors. */
-            cJSON *o = cJSON_CreateObject(), *er = cJSON_AddObjectToObject(o, "error");
-            cJSON_AddStringToObject(er, "code", nsbox_errcode_wire(e.code));
-            cJSON_AddStringToObject(er, "message", e.msg);
-            char *text = cJSON_PrintUnformatted(o);
-            printf("%s\n", text ? text : "{}");
-            free(text);
-            cJSON_Delete(o);
-        }
-        return fail(&e);
-    }
-    nsbox_spec_free(&spec);
-    /* Until the id is acknowledged, this process's end (a signal, a kill) ends the sandbox
-     * too (its supervisor sees our socket close). From here the usual stop signals wait. The
-     * acknowledgement comes before the id is printed, so that a printed id always names a
-     * sandbox that stays, whoever reads it and then kills us; a write of it that fails deletes
-     * the sandbox below. Only a SIGKILL between the two leaves a sandbox whose id nobody got
-     * (its ttl ends it). */
-    sigset_t stop, old;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT), sigaddset(&stop, SIGTERM), sigaddset(&stop, SIGHUP);
-    sigaddset(&stop, SIGQUIT);
-    sigprocmask(SIG_BLOCK, &stop, &old);
-    nsbox_session_ack(ack);
+    /* What goes around the id on stdout: the supervisor writes it there itself, and that
+     * write is the moment the sandbox is given (nsbox_session_create). */
+    char *text = NULL;
+    const char *before = "", *after = "\n";
     if (json) {
         char rt[PATH_MAX];
         if (nsbox_path_runtime_dir(rt, sizeof rt, &e) < 0)
             rt[0] = '\0';
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "id", id);
+        cJSON_AddStringToObject(o, "id", "@ID@"); /* first: the first "@ID@" is its place */
         cJSON_AddStringToObject(o, "runtime_dir", rt);
-        char *text = cJSON_PrintUnformatted(o);
-        printf("%s\n", text ? text : "{}");
-        free(text);
+        text = cJSON_PrintUnformatted(o);
         cJSON_Delete(o);
-    } else {
-        printf("%s\n", id);
+        char *at = text ? strstr(text, "@ID@") : NULL;
+        if (!at) {
+            free(text);
+            nsbox_spec_free(&spec);
+            nsbox_err_set(&e, NSBOX_E_SYS, ENOMEM, "create: out of memory");
+            return fail(&e);
+        }
+        *at = '\0';
+        before = text;
+        after = at + 4;
     }
-    /* Not written (the reader of a pipe is gone, a full disk): nobody has the id, so the
-     * sandbox goes again rather than live out its ttl unseen. */
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        int err = errno;
-        struct nsbox_err de;
-        bool gone = nsbox_client_delete(id, true, &de) == 0;
-        sigprocmask(SIG_SETMASK, &old, NULL);
-        nsbox_err_set(&e, NSBOX_E_SYS, err,
-                      "create: cannot write the new sandbox's id %s to stdout (%s); %s%s", id,
-                      strerror(err),
-                      gone ? "it was deleted again" : "deleting it failed too: ",
-                      gone ? "" : de.msg);
-        return fail(&e);
+    char *line_end = NULL;
+    if (json && asprintf(&line_end, "%s\n", after) < 0)
+        line_end = NULL;
+    char id[NSBOX_ID_LEN + 1];
+    int signo = 0;
+    const struct nsbox_id_out out = {STDOUT_FILENO, before, line_end ? line_end : after, &signo};
+    struct nsbox_err ge;
+    nsbox_gc_implicit(&ge); /* at most once a second: it visits every sandbox */
+    int r = nsbox_spec_validate(&spec, &e) < 0 ||
+                    nsbox_session_create(&spec, (int)owner_pid, NULL, id, &out, &e) < 0
+                ? -1
+                : 0;
+    nsbox_spec_free(&spec);
+    free(text);
+    free(line_end);
+    if (r == 0)
+        return 0;
+    if (json) {
+        /* Machine-readable too: clients map the code to their typed errors. */
+        cJSON *o = cJSON_CreateObject(), *er = cJSON_AddObjectToObject(o, "error");
+        cJSON_AddStringToObject(er, "code", nsbox_errcode_wire(e.code));
+        cJSON_AddStringToObject(er, "message", e.msg);
+        char *t = cJSON_PrintUnformatted(o);
+        printf("%s\n", t ? t : "{}");
+        free(t);
+        cJSON_Delete(o);
     }
-    /* A stop signal that came meanwhile is too late: the sandbox is made and its id given,
-     * so create has succeeded, and says so with 0 (dying of it now would make a script that
-     * checks the exit code drop an id that names a live sandbox). */
-    struct timespec now = {0, 0};
-    while (sigtimedwait(&stop, NULL, &now) > 0)
-        ;
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    return 0;
+    int code = fail(&e);
+    if (signo) {
+        /* Ended by the signal, as the caller expects of an interrupted command (a shell's
+         * loop stops on it), now that nothing of the sandbox is left. */
+        fflush(stdout);
+        signal(signo, SIG_DFL);
+        raise(signo);
+    }
+    return code;
 }
 
 /* nsbox pool fill [--size N] [OPTIONS] | drain | ls [--json] */

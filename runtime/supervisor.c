@@ -204,7 +204,9 @@ struct sup {
     int64_t accept_after; /* out of descriptors: no accept before this (nsbox_now_ms) */
     int owner_pid;
     int ready_fd; /* the socket to whoever waits for the id (create, a pool fill), until it
-                   * says it has it */
+                   * has it */
+    int out_fd;   /* nsbox create's stdout, until the id is written there (give_id), or -1 */
+    const char *out_before, *out_after; /* what goes around the id there */
     /* A pooled sandbox (pool.md) waits for one run, which init takes on the run socket; then
      * the sandbox is deleted and its supervisor makes the replacement. */
     char pool_key[NSBOX_POOL_KEY_LEN + 1];
@@ -1338,12 +1340,23 @@ static int stop_signal(struct sup *S)
 }
 
 /* Whether the sandbox being made is abandoned (when: where in its making), without waiting:
- * a stop signal, or the end of --owner-pid's process. -1 with e filled when it is. */
+ * its caller's end (the socket hangs up: create or a pool filler killed, interrupted, timed
+ * out) or its word (create's 'X': it got a stop signal), a stop signal, or the end of
+ * --owner-pid's process. -1 with e filled when it is. */
 static int abandoned(struct sup *S, const char *when, struct nsbox_err *e)
 {
-    struct pollfd pf[2] = {{S->sfd, POLLIN, 0}, {S->owner_fd, POLLIN, 0}};
-    if (poll(pf, 2, 0) <= 0)
+    struct pollfd pf[3] = {{S->sfd, POLLIN, 0}, {S->owner_fd, POLLIN, 0}, {S->ready_fd, POLLIN, 0}};
+    if (poll(pf, 3, 0) <= 0)
         return 0;
+    if (pf[2].revents) {
+        char c = 0;
+        ssize_t r = read(S->ready_fd, &c, 1);
+        if (r == 1 && c == 'X')
+            return nsbox_err_set(e, NSBOX_E_SYS, EINTR,
+                                 "creation abandoned%s: nsbox create was interrupted", when);
+        return nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "creation abandoned%s: its caller is gone",
+                             when);
+    }
     if (pf[1].revents)
         return nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "creation abandoned%s: its owner process ended",
                              when);
@@ -1355,24 +1368,9 @@ static int abandoned(struct sup *S, const char *when, struct nsbox_err *e)
     return 0;
 }
 
-/* The creator's socket is readable: its acknowledgement (it has the id), or its end (it went
- * away before it could give the id to anyone). false: the sandbox is nobody's, and goes. */
-static bool creator_acked(struct sup *S)
-{
-    char c;
-    ssize_t r;
-    do
-        r = read(S->ready_fd, &c, 1);
-    while (r < 0 && errno == EINTR);
-    if (r < 0 && errno == EAGAIN)
-        return true;
-    nsbox_closep(&S->ready_fd);
-    return r == 1;
-}
-
 static void loop(struct sup *S)
 {
-    enum { F_LISTEN, F_SIG, F_TTL, F_IDLE, F_AGENT, F_OWNER, F_CREATOR, F_FIXED };
+    enum { F_LISTEN, F_SIG, F_TTL, F_IDLE, F_AGENT, F_OWNER, F_FIXED };
     struct pollfd pf[F_FIXED + MAX_CLIENTS + 2 * MAX_PROCS];
     int map[F_FIXED + MAX_CLIENTS + 2 * MAX_PROCS];
     while (!S->quit) {
@@ -1385,7 +1383,6 @@ static void loop(struct sup *S)
         pf[n++] = (struct pollfd){S->idle_fd, POLLIN, 0};
         pf[n++] = (struct pollfd){S->agent, POLLIN, 0};
         pf[n++] = (struct pollfd){S->owner_fd, POLLIN, 0}; /* -1: ignored by poll */
-        pf[n++] = (struct pollfd){S->ready_fd, POLLIN, 0}; /* until the creator has the id */
         for (int i = 0; i < MAX_CLIENTS; i++) {
             struct client *c = &S->clients[i];
             /* a job's client waits for the job: its pidfd, or without one SIGCHLD */
@@ -1454,8 +1451,6 @@ static void loop(struct sup *S)
             nsbox_tombstone_write(S->sb.st.id, why);
             S->quit = true;
         }
-        if ((pf[F_CREATOR].revents & (POLLIN | POLLHUP | POLLERR)) && !creator_acked(S))
-            S->quit = true; /* nobody has the id: no tombstone, nobody would ask */
         if (pf[F_IDLE].revents & POLLIN)
             on_idle(S);
         for (size_t i = F_FIXED; i < first_log; i++) {
@@ -1552,24 +1547,20 @@ static int run_setup_script(struct sup *S, struct nsbox_err *e)
     bool timed_out = false, done = false;
     char msg[512] = "";
     while (!done) {
-        /* Also watched: the socket to whoever waits for the id (it hangs up once that
-         * process is gone: killed, interrupted, timed out), --owner-pid's process and stop
-         * signals (abandoned). Without them a script of up to 600 s would run on, and the
+        /* Also watched: what abandons the creation (its caller's socket, --owner-pid's
+         * process, stop signals). Without them a script of up to 600 s would run on, and the
          * sandbox would be made, for nobody. */
         struct pollfd pf[6] = {{S->agent, POLLIN, 0},    {efd, POLLIN, 0},
-                               {ofd, POLLIN, 0},         {S->ready_fd, 0, 0},
+                               {ofd, POLLIN, 0},         {S->ready_fd, POLLIN, 0},
                                {S->owner_fd, POLLIN, 0}, {S->sfd, POLLIN, 0}};
         int64_t left = deadline - nsbox_now_ms();
         int pr = poll(pf, 6, left > 0 ? (int)left : 0); /* a closed fd (-1) is skipped */
-        if (pr > 0 && (pf[3].revents || ((pf[4].revents || pf[5].revents) &&
-                                          abandoned(S, " during the setup script", e) < 0))) {
+        if (pr > 0 && (pf[3].revents || pf[4].revents || pf[5].revents) &&
+            abandoned(S, " during the setup script", e) < 0) {
             nsbox_closep(&efd);
             nsbox_closep(&ofd);
             free(err.buf);
             free(out.buf);
-            if (pf[3].revents)
-                nsbox_err_set(e, NSBOX_E_SYS, EPIPE,
-                              "creation abandoned during the setup script: its caller is gone");
             return -1;
         }
         if (pr == 0 && !timed_out) {
@@ -1636,9 +1627,47 @@ static int open_listen(struct sup *S, struct nsbox_err *e)
     return S->listen_fd < 0 ? -1 : 0;
 }
 
+/* The id, written by the supervisor itself to nsbox create's stdout: that write is the moment
+ * the sandbox is given. Before it, create's end or interruption ends the sandbox (abandoned),
+ * and nothing reached the caller; after it, the caller has an id that names a sandbox that
+ * stays, whatever happens to create then. Waits for room there (a pipe not yet read, a
+ * terminal on hold), watching what abandons the creation until the first byte is out. */
+static int give_id(struct sup *S, struct nsbox_err *e)
+{
+    size_t len = strlen(S->out_before) + NSBOX_ID_LEN + strlen(S->out_after), done = 0;
+    char *text = malloc(len + 1);
+    if (!text)
+        return nsbox_err_sys(e, "malloc");
+    snprintf(text, len + 1, "%s%s%s", S->out_before, S->sb.st.id, S->out_after);
+    int r = 0;
+    while (r == 0 && done < len) {
+        struct pollfd pf[4] = {{S->out_fd, POLLOUT, 0},
+                               {S->ready_fd, POLLIN, 0},
+                               {S->sfd, POLLIN, 0},
+                               {S->owner_fd, POLLIN, 0}};
+        if (poll(pf, done ? 1 : 4, -1) < 0)
+            continue; /* EINTR: none is caught, but a stop/continue of a traced process */
+        if (!done && (pf[1].revents || pf[2].revents || pf[3].revents) &&
+            (r = abandoned(S, "", e)) < 0)
+            break;
+        if (!pf[0].revents)
+            continue;
+        ssize_t w = write(S->out_fd, text + done, len - done);
+        if (w > 0)
+            done += (size_t)w;
+        else if (w < 0 && errno != EAGAIN && errno != EINTR)
+            r = nsbox_err_set(e, NSBOX_E_SYS, errno,
+                              "create: cannot write the new sandbox's id %s to stdout (%s); "
+                              "it was deleted again",
+                              S->sb.st.id, strerror(errno));
+    }
+    free(text);
+    nsbox_closep(&S->out_fd); /* the caller's reader sees its end with create's */
+    return r;
+}
+
 /* Whether the line reached whoever waits for it. It did not when that process is gone
- * (EPIPE): a create interrupted, killed, timed out. The socket stays open for the caller's
- * acknowledgement (creator_acked). */
+ * (EPIPE): a create or pool filler interrupted, killed, timed out. */
 static bool report_ready(int fd, const char *line)
 {
     if (fd < 0)
@@ -1653,7 +1682,8 @@ static bool report_ready(int fd, const char *line)
 
 /* The supervisor process. Never returns. */
 __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, int ready_fd,
-                                                int owner_fd, int owner_pid, const char *pool_key)
+                                                int owner_fd, int owner_pid, const char *pool_key,
+                                                int out_fd, const struct nsbox_id_out *out)
 {
     static struct sup S;
     /* Only the owner can connect (socket mode 0600), but a stalled client must not stall the
@@ -1664,6 +1694,9 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
     S.owner_fd = owner_fd;
     S.owner_pid = owner_pid;
     S.ready_fd = ready_fd;
+    S.out_fd = out_fd;
+    if (out)
+        S.out_before = out->before, S.out_after = out->after;
     struct nsbox_err e = {0};
     char line[NSBOX_ERR_MSG_MAX + 64];
     S.spec = spec;
@@ -1739,15 +1772,15 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
     nsbox_cmdline_set(title);
     /* A stop signal or the owner's end during the set-up, seen only now: the id is not
      * given out, so that no caller gets the id of a sandbox about to go. */
-    if (abandoned(&S, "", &e) < 0)
+    bool prints = S.out_fd >= 0;
+    if (abandoned(&S, "", &e) < 0 || (prints && give_id(&S, &e) < 0))
         goto fail;
     /* Nobody to give the id to: then nobody could ever use or remove the sandbox (until its
-     * ttl, a day by default), so it goes now. Nor when the caller goes before it acknowledges
-     * the id, which create does just before printing it (loop, creator_acked; main.c). A
-     * pooled sandbox's handle is its pool entry, made above: it is not its filler's. */
-    if (report_ready(S.ready_fd, line)) {
-        if (S.pool_key[0])
-            nsbox_closep(&S.ready_fd);
+     * ttl, a day by default), so it goes now. When the id went to create's stdout (give_id),
+     * it has been given, and create's end no longer matters. A pooled sandbox's handle is its
+     * pool entry, made above: it is not its filler's. */
+    if (report_ready(S.ready_fd, line) || prints) {
+        nsbox_closep(&S.ready_fd);
         loop(&S);
     }
     kill_file_jobs(&S);
@@ -1763,7 +1796,8 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
     }
 fail:;
     /* Everything is removed before a failed creation is reported: when the caller sees the
-     * error, nothing of the sandbox is left. */
+     * error, nothing of the sandbox is left. Its reader need not wait for that. */
+    nsbox_closep(&S.out_fd);
     struct nsbox_err e2;
     pool_entry_remove(&S);
     nsbox_sandbox_destroy(&S.sb, &e2);
@@ -1776,15 +1810,28 @@ fail:;
     _exit(ok < 0 ? 125 : 0);
 }
 
-/* The supervisor's answer into buf, at most n - 1 bytes and a '\0': "OK <id>\n", after which
- * it keeps the socket open for the acknowledgement, or "ERR ...", which may span lines (a set-up
- * script's output), up to the end (the supervisor exits after it). */
-static size_t read_answer(int fd, char *buf, size_t n)
+/* The supervisor's answer into buf, at most n - 1 bytes and a '\0': "OK <id>\n", or "ERR ...",
+ * which may span lines (a set-up script's output), up to the end (the supervisor exits after
+ * it). sfd >= 0: a signalfd of the stop signals; the first is put in *signo and passed on to the
+ * supervisor ('X'), which then abandons the creation unless the id is already out. */
+static size_t read_answer(int fd, int sfd, int *signo, char *buf, size_t n)
 {
     size_t have = 0;
     while (have + 1 < n) {
         if (have >= 3 && !strncmp(buf, "OK ", 3) && memchr(buf, '\n', have))
-            break; /* the id, whole: the socket stays open */
+            break; /* the id, whole */
+        struct pollfd pf[2] = {{fd, POLLIN, 0}, {sfd, POLLIN, 0}};
+        if (poll(pf, 2, -1) < 0)
+            continue; /* EINTR: nothing of ours is caught, but a traced stop */
+        struct signalfd_siginfo si;
+        if ((pf[1].revents & POLLIN) && read(sfd, &si, sizeof si) == (ssize_t)sizeof si &&
+            !*signo) {
+            *signo = (int)si.ssi_signo;
+            ssize_t w = send(fd, "X", 1, MSG_NOSIGNAL);
+            (void)w; /* a supervisor gone meanwhile has answered, or will be seen gone */
+        }
+        if (!(pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
+            continue;
         ssize_t r = read(fd, buf + have, n - 1 - have);
         if (r < 0 && errno == EINTR)
             continue;
@@ -1796,17 +1843,8 @@ static size_t read_answer(int fd, char *buf, size_t n)
     return have;
 }
 
-void nsbox_session_ack(int fd)
-{
-    if (fd < 0)
-        return;
-    ssize_t w = send(fd, "A", 1, MSG_NOSIGNAL);
-    (void)w; /* a supervisor gone meanwhile has nothing left to keep */
-    close(fd);
-}
-
 int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *pool_key, char *id,
-                         int *ack_fd, struct nsbox_err *e)
+                         const struct nsbox_id_out *out, struct nsbox_err *e)
 {
     /* Opened here, before the forks: the pid is checked while it surely names the caller's
      * process, and the descriptor keeps naming it whatever pids are reused later. */
@@ -1817,13 +1855,30 @@ int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *
             return nsbox_err_set(e, NSBOX_E_INVALID, errno, "--owner-pid %d: %s", owner_pid,
                                  errno == ESRCH ? "no such process" : strerror(errno));
     }
-    /* A socket, not a pipe: the answer goes one way, the caller's acknowledgement back. */
+    /* The supervisor's own descriptor of create's stdout: it writes the id there itself. */
+    cleanup_close int out_fd = out ? fcntl(out->fd, F_DUPFD_CLOEXEC, 3) : -1;
+    if (out && out_fd < 0)
+        return nsbox_err_sys(e, "create: stdout");
+    /* A socket, not a pipe: the answer goes one way, an interruption the other. */
     int p[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0)
         return nsbox_err_sys(e, "socketpair");
+    /* From here the stop signals are read, not taken: one stops the creation through the
+     * supervisor (read_answer), which answers once nothing of the sandbox is left. Without a
+     * signalfd they stay as they were, and kill us: the supervisor sees its socket close. */
+    sigset_t stop, old;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT), sigaddset(&stop, SIGTERM), sigaddset(&stop, SIGHUP);
+    sigaddset(&stop, SIGQUIT);
+    if (out)
+        sigprocmask(SIG_BLOCK, &stop, &old);
     pid_t pid = fork();
     if (pid < 0) {
+        int err = errno;
         close(p[0]), close(p[1]);
+        if (out)
+            sigprocmask(SIG_SETMASK, &old, NULL);
+        errno = err;
         return nsbox_err_sys(e, "fork");
     }
     if (pid == 0) {
@@ -1839,6 +1894,8 @@ int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *
          * its master is passed here. New opens of other paths need O_NOCTTY too. */
         close(p[0]);
         setsid();
+        if (out)
+            sigprocmask(SIG_SETMASK, &old, NULL);
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null >= 0) {
             dup2(null, 0), dup2(null, 1), dup2(null, 2);
@@ -1848,27 +1905,46 @@ int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *
         if (chdir("/") < 0)
             _exit(125);
         /* Nothing of the caller's: an inherited descriptor would live as long as the sandbox
-         * (a flock'ed file would stay locked, a pipe's reader would never see its end). */
-        int keep[] = {p[1], owner_fd};
-        nsbox_close_fds_keep(keep, 2);
-        supervise(s, p[1], owner_fd, owner_pid, pool_key);
+         * (a flock'ed file would stay locked, a pipe's reader would never see its end). Its
+         * stdout only until the id is written there (give_id). */
+        int keep[] = {p[1], owner_fd, out_fd};
+        nsbox_close_fds_keep(keep, 3);
+        supervise(s, p[1], owner_fd, owner_pid, pool_key, out_fd, out);
     }
+    nsbox_closep(&out_fd);
+    int sfd = out ? signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK) : -1;
+    if (out && sfd < 0)
+        sigprocmask(SIG_SETMASK, &old, NULL);
+    int signo = 0;
     close(p[1]);
     char buf[NSBOX_ERR_MSG_MAX + 64];
-    size_t got = read_answer(p[0], buf, sizeof buf);
+    size_t got = read_answer(p[0], sfd, &signo, buf, sizeof buf);
+    close(p[0]);
     /* One that failed may still be ending: then it is a zombie of ours only until we exit,
      * moments later (both callers do), and is reparented with the rest. */
     waitpid(pid, NULL, WNOHANG);
-    if (!strncmp(buf, "OK ", 3) && got >= 3 + NSBOX_ID_LEN) {
+    bool made = !strncmp(buf, "OK ", 3) && got >= 3 + NSBOX_ID_LEN;
+    if (sfd >= 0) {
+        /* Made: a stop signal that came meanwhile is too late, the id is out (a caller that
+         * checks our exit code must not drop an id that names a live sandbox). */
+        struct timespec now = {0, 0};
+        while (made && sigtimedwait(&stop, NULL, &now) > 0)
+            ;
+        close(sfd);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+    }
+    if (out && out->signo)
+        *out->signo = made ? 0 : signo;
+    if (made) {
         memcpy(id, buf + 3, NSBOX_ID_LEN);
         id[NSBOX_ID_LEN] = '\0';
-        if (ack_fd)
-            *ack_fd = p[0];
-        else
-            nsbox_session_ack(p[0]);
         return 0;
     }
-    close(p[0]);
+    if (signo)
+        return nsbox_err_set(e, NSBOX_E_SYS, EINTR,
+                             "create: stopped by signal %d (%s) before the sandbox was ready; "
+                             "nothing was created",
+                             signo, strsignal(signo));
     if (!strncmp(buf, "ERR ", 4)) {
         char *end;
         long code = strtol(buf + 4, &end, 10);

@@ -13,12 +13,19 @@
 /* Create a persistent sandbox: fork a detached supervisor and wait until the sandbox is ready
  * (set-up script included). Fills id (NSBOX_ID_LEN + 1 bytes). */
 /* owner_pid > 0: the sandbox is deleted when that process ends (create --owner-pid).
- * The supervisor deletes the sandbox again if its caller goes before it acknowledges the id:
- * ack_fd NULL acknowledges at once; else *ack_fd is the socket to pass to nsbox_session_ack
- * before the id is given out, or to close without it to abandon the sandbox. */
+ * out NULL (a pool fill): the id is only returned. Else the supervisor itself writes
+ * before, the id and after to out->fd (nsbox create's stdout), once the sandbox is ready: that
+ * write is the moment the sandbox is given, and keeps it. Until it, this call's end (any
+ * signal, SIGKILL included) ends the sandbox, and INT, TERM, HUP and QUIT, blocked here, stop
+ * the creation: it fails with *out->signo set, once nothing of the sandbox is left. One that
+ * comes after the write is discarded (the creation succeeded). */
+struct nsbox_id_out {
+    int fd;
+    const char *before, *after;
+    int *signo;
+};
 int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *pool_key, char *id,
-                         int *ack_fd, struct nsbox_err *e);
-void nsbox_session_ack(int fd);
+                         const struct nsbox_id_out *out, struct nsbox_err *e);
 
 /* Connect to a sandbox's control socket. A sandbox that is gone gets NSBOX_E_DELETED with the
  * tombstone's reason, one that never existed NSBOX_E_NOTFOUND. */

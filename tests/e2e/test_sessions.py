@@ -710,21 +710,32 @@ class Lifecycle(SessionTest):
                              f"nsbox: no sandbox '{shown}' (ids are 12 hexadecimal digits; see "
                              "nsbox ls)\n")
 
-    def interrupted_creates(self, signals):
+    def interrupted_creates(self, signals, args=()):
         """Creates interrupted by signals at moments spread over their ~10-20 ms: the ids
-        they printed, once the sandboxes nobody got the id of have had time to go."""
-        cmd, env = nsbox_command(["create", "--instance-type", "small"], self.dirs)
+        they printed. A stop signal (not SIGKILL) ends create only once nothing is left of
+        its sandbox: that is checked right after each one ended."""
+        cmd, env = nsbox_command(["create", "--instance-type", "small", *args], self.dirs)
         printed = set()
         for i, sig in enumerate(signals):
             p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             time.sleep((i % 8) * 0.004)
             p.send_signal(sig)
-            out, _ = p.communicate(timeout=60)
+            out, err = p.communicate(timeout=60)
             sid = out.decode().strip()
+            if sid and args:  # --json: the id, or the error
+                doc = json.loads(sid)
+                sid = doc.get("id", "")
+                self.assertEqual(bool(sid), "error" not in doc, doc)
             if sid:
+                # made: a stop signal came too late (SIGKILL may come before create's end)
+                self.assertIn(p.returncode, (0, -9) if sig == signal.SIGKILL else (0,), err)
                 self.assertRegex(sid, r"^[0-9a-f]{12}$")
                 self.ids.append(sid)
                 printed.add(sid)
+            else:
+                self.assertEqual(p.returncode, -sig, err)  # it ends of the signal, as usual
+            if sig != signal.SIGKILL:
+                self.assertEqual(set(self.dirs.live_ids()), printed, err)
         self.assertLess(len(printed), len(signals), "no create was interrupted: proves nothing")
         # state directories, not ls: ls leaves out a sandbox still being made
         wait_for(lambda: set(self.dirs.live_ids()) <= printed, 20, 0.1)
@@ -732,21 +743,17 @@ class Lifecycle(SessionTest):
 
     def test_an_interrupted_create_leaves_no_sandbox(self):
         # The id is the only handle on a sandbox: a create that is interrupted (Ctrl-C, a CI
-        # step's timeout) before its caller has the id must not leave one running for its
-        # whole ttl; and every id it printed names a sandbox that stays.
-        printed = self.interrupted_creates([signal.SIGINT, signal.SIGTERM] * 8)
-        self.assertEqual(set(self.dirs.live_ids()), printed)
-        self.assertEqual(self.live_ids(), printed)
-        # SIGKILL too, but for its one unguarded moment, between the supervisor's being told
-        # that the id is taken and the id's printing, which is microseconds: a printed id
-        # still names a sandbox that stays, and (nearly) no other is left.
-        for sid in printed:
-            self.assertEqual(self.nsbox("rm", sid).returncode, 0)
-        printed = self.interrupted_creates([signal.SIGKILL] * 8)
-        left = set(self.dirs.live_ids())
-        self.assertEqual(printed - left, set(), "printed ids whose sandbox went")
-        self.assertLessEqual(len(left - printed), 1, f"nobody got the ids of {left - printed}")
-        self.ids += list(left - printed)
+        # step's timeout, a cancelled job's SIGKILL) before its caller has the id must not
+        # leave one running for its whole ttl; and every id it printed names a sandbox that
+        # stays. Exactly, SIGKILL included: the supervisor writes the id itself.
+        for sigs, args in (([signal.SIGINT, signal.SIGTERM] * 8, ()),
+                           ([signal.SIGKILL] * 8, ()),
+                           ([signal.SIGTERM] * 8, ("--json",))):
+            printed = self.interrupted_creates(sigs, args)
+            self.assertEqual(set(self.dirs.live_ids()), printed, sigs[0])
+            self.assertEqual(self.live_ids(), printed)
+            for sid in printed:
+                self.assertEqual(self.nsbox("rm", sid).returncode, 0)
 
     def test_create_gives_its_id_or_leaves_nothing(self):
         # stdout closed: refused before anything is made; a pipe nobody reads: the write fails
@@ -778,8 +785,9 @@ class Lifecycle(SessionTest):
         t = time.monotonic()
         r = subprocess.run(["timeout", "3"] + cmd, env=env, capture_output=True)
         self.assertEqual((r.returncode, r.stdout), (124, b""), r.stderr)
-        self.assertTrue(wait_for(lambda: self.dirs.leftovers() == [], 10, 0.05),
-                        self.dirs.leftovers())
+        self.assertIn(b"create: stopped by signal 15 (Terminated) before the sandbox was ready; "
+                      b"nothing was created", r.stderr)
+        self.assertEqual(self.dirs.leftovers(), [])  # create ends once they are gone
         self.assertLess(time.monotonic() - t, 15)
         self.assertEqual(self.live_ids(), set())
         owner = subprocess.Popen(["sleep", "60"])
