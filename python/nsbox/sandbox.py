@@ -6,6 +6,7 @@ import inspect
 import json
 import os
 import re
+import signal
 import subprocess
 import tempfile
 import threading
@@ -149,14 +150,22 @@ class LocalSandbox:
             if isinstance(self.setup_script_timeout_seconds, int):
                 timeout = self.setup_script_timeout_seconds + 600
             try:
-                r = subprocess.run(argv, stdin=spec_file, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, env=env, timeout=timeout)
+                p = subprocess.Popen(argv, stdin=spec_file, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=env)
             except OSError as e:
                 raise errors.SandboxCreationError(
                     "cannot run nsbox (%s): %s" % (binary, e.strerror)) from None
-            except subprocess.TimeoutExpired:
-                raise errors.SandboxCreationError(
-                    "nsbox create did not finish within %ss" % timeout) from None
+            try:
+                stdout, stderr = p.communicate(timeout=timeout)
+            except BaseException as e:
+                # Interrupted (Ctrl-C that reached only this process, an exception raised by
+                # a signal handler, the timeout): nothing may outlive it.
+                self._abandon_create(p)
+                if isinstance(e, subprocess.TimeoutExpired):
+                    raise errors.SandboxCreationError(
+                        "nsbox create did not finish within %ss" % timeout) from None
+                raise
+        r = subprocess.CompletedProcess(argv, p.returncode, stdout, stderr)
         out = r.stdout.decode("utf-8", "replace").strip()
         parsed = None
         if out:
@@ -180,6 +189,25 @@ class LocalSandbox:
                 warnings.warn(line[len("nsbox: note: "):], errors.NsboxWarning, stacklevel=4)
         rt = parsed.get("runtime_dir") or runtime_dir(env)
         return parsed["id"], rt
+
+    def _abandon_create(self, p):
+        """Stop an `nsbox create` whose caller gave up: SIGTERM makes it stop the creation and
+        end once nothing of the sandbox is left, or, when it came too late, end with the id,
+        whose sandbox is deleted here. Interrupted again meanwhile, create is killed (its
+        supervisor then ends the sandbox unless the id was already out) and that goes on."""
+        try:
+            p.send_signal(signal.SIGTERM)
+            out, _ = p.communicate(timeout=60)
+        except BaseException:
+            p.kill()
+            p.wait()
+            raise
+        try:
+            parsed = json.loads(out.decode("utf-8", "replace").strip().splitlines()[-1])
+            sandbox_id = parsed["id"]
+        except (ValueError, IndexError, KeyError, TypeError):
+            return  # no id: nothing was made
+        Session(sandbox_id, parsed.get("runtime_dir") or runtime_dir(self._env()), self).delete()
 
     def create(self):
         """Create the sandbox and return its Session, without hooks; the caller deletes it

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -442,6 +443,32 @@ class AsyncExecute(AsyncClientTest):
             await asyncio.sleep(2.5)
             self.assertEqual((await sb.execute("echo b")).stdout, "b\n")
             self.assertGreaterEqual((await sb.inspect())["sleeps"], 1)
+
+
+class Interrupts(ClientTest):
+    def test_an_interrupt_while_being_created_leaves_nothing(self):
+        # A Ctrl-C that reaches only this process (a SIGINT to its pid, as an agent service's
+        # own signal handling may send), at moments spread over the creation: the
+        # KeyboardInterrupt comes, and no sandbox is left. Before, subprocess gave create a
+        # quarter of a second; when it finished in it, the sandbox lived on unnamed.
+        box = self.box(instance_type="small", setup_script="sleep 0.2")
+        during_creation = 0
+        for i in range(12):
+            entered = []
+            t = threading.Timer(0.05 + 0.03 * i, os.kill, (os.getpid(), signal.SIGINT))
+            t.start()
+            try:
+                with box.open():
+                    entered.append(True)
+                    time.sleep(5)
+                self.fail("the interrupt never came")
+            except KeyboardInterrupt:
+                pass
+            finally:
+                t.join()
+            during_creation += not entered
+            self.assertEqual(self.dirs.live_sandboxes(), [], "after %.2f s" % (0.05 + 0.03 * i))
+        self.assertGreater(during_creation, 0, "no interrupt came during a creation")
 
 
 # ---- options and typed errors ----------------------------------------------------------------
