@@ -721,7 +721,7 @@ int nsbox_files_op_ex(int ws_fd, const struct nsbox_state *st, const struct nsbo
         r = op_write(&c, rq, in_fd, reply, e);
         break;
     case NSBOX_OP_LIST:
-        r = files_list(&c, reply, e);
+        r = files_list(&c, rq->cursor, reply, e);
         break;
     case NSBOX_OP_STAT:
         r = op_stat(&c, reply, e);

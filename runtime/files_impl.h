@@ -56,7 +56,8 @@ void files_stat_json(cJSON *obj, const struct stat *sb, int dirfd, const char *n
 #define FILES_LINK_TEXT_MAX (3 * PATH_MAX + 1)
 bool files_link_text(int dirfd, const char *name, char out[FILES_LINK_TEXT_MAX]);
 
-int files_list(struct files_ctx *c, cJSON *reply, struct nsbox_err *e);
+/* As many entries as one reply holds, from cursor ("" the start; else a reply's "next"). */
+int files_list(struct files_ctx *c, const char *cursor, cJSON *reply, struct nsbox_err *e);
 /* Remove dirfd/name, a directory, and everything below it, never following a symlink nor
  * crossing a mount point. */
 int files_remove_tree(struct files_ctx *c, int dirfd, const char *name, struct nsbox_err *e);

@@ -56,14 +56,38 @@ static void free_ents(struct list_ent *v, size_t n)
     free(v);
 }
 
-int files_list(struct files_ctx *c, cJSON *reply, struct nsbox_err *e)
+/* A directory too big for one reply is read in several: each reply ends with the position of
+ * the first entry it could not hold ("next"), and the next request starts there ("cursor"). A
+ * position is the filesystem's own (d_off; ext4: a hash of the name, tmpfs: a stable index, as
+ * NFS uses them), so each request reads only its own part: a sorted listing would read the
+ * whole directory for every part. Entries made or removed meanwhile may be seen or not, as in
+ * any directory read. Each reply is sorted by name; across replies the order is the
+ * directory's, and a client that wants them all sorts the whole (the Python client does). */
+int files_list(struct files_ctx *c, const char *cursor, cJSON *reply, struct nsbox_err *e)
 {
+    long long start = 0;
+    if (*cursor) {
+        char *end;
+        errno = 0;
+        start = strtoll(cursor, &end, 10);
+        if (*end || end == cursor || errno || start < 0)
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                 "request: 'cursor' must be a previous list reply's 'next'");
+    }
     struct nsbox_err se = {0};
     /* O_DIRECTORY: the kernel refuses a non-directory before opening it, so a FIFO here cannot
      * block. The path itself may go through symlinks, resolved inside the workspace. */
     int fd = nsbox_sp_open(c->ws, c->rel, O_RDONLY | O_DIRECTORY | O_NONBLOCK, 0, 0, &se);
     if (fd < 0) return files_fail(c, e, se.sys_errno, "cannot list");
-    DIR *d = fdopendir(fd);
+    /* the kernel's own positions (d_off), not telldir's, which a C library may map */
+    if (start && lseek(fd, (off_t)start, SEEK_SET) < 0) {
+        int err = errno;
+        close(fd);
+        return err == EINVAL ? nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                             "request: 'cursor' is no position in %s", c->disp)
+                             : files_fail(c, e, err, "cannot list");
+    }
+    DIR *d = fdopendir(fd); /* reads on from fd's offset */
     if (!d) {
         int err = errno;
         close(fd);
@@ -71,7 +95,7 @@ int files_list(struct files_ctx *c, cJSON *reply, struct nsbox_err *e)
     }
     struct list_ent *v = NULL;
     size_t n = 0, cap = 0, used = 0;
-    bool truncated = false;
+    long long pos = start, next = -1; /* where the entry read now is; the one that did not fit */
     int err = 0;
     for (;;) {
         errno = 0;
@@ -80,6 +104,8 @@ int files_list(struct files_ctx *c, cJSON *reply, struct nsbox_err *e)
             err = errno;
             break;
         }
+        long long here = pos;
+        pos = (long long)de->d_off; /* where the one after it is */
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
         struct stat sb;
         if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
@@ -91,7 +117,7 @@ int files_list(struct files_ctx *c, cJSON *reply, struct nsbox_err *e)
         size_t cost = LIST_ENTRY_OVERHEAD + json_escaped_len(u) +
                       (link ? json_escaped_len(tu) + 16 : 0);
         if (n >= NSBOX_FILES_LIST_MAX || used + cost > LIST_BUDGET) {
-            truncated = true;
+            next = here;
             break;
         }
         if (n == cap) {
@@ -129,7 +155,12 @@ int files_list(struct files_ctx *c, cJSON *reply, struct nsbox_err *e)
         cJSON_AddItemToArray(arr, o);
     }
     free_ents(v, n);
-    cJSON_AddBoolToObject(reply, "truncated", truncated);
+    cJSON_AddBoolToObject(reply, "truncated", next >= 0);
+    if (next >= 0) {
+        char t[24];
+        snprintf(t, sizeof t, "%lld", next);
+        cJSON_AddStringToObject(reply, "next", t);
+    }
     if (!arr)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "cannot list %s: out of memory", c->disp);
     return 0;

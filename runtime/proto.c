@@ -308,6 +308,9 @@ int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *r, stru
             strcpy(r->path, ".");
         if (get_string(obj, "path", r->path, sizeof r->path, r->op != NSBOX_OP_LIST, e) < 0)
             goto out;
+        if (r->op == NSBOX_OP_LIST &&
+            get_string(obj, "cursor", r->cursor, sizeof r->cursor, false, e) < 0)
+            goto out;
         u = 0644;
         if (get_uint(obj, "mode", 07777, &u, e) < 0)
             goto out;

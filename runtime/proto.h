@@ -58,6 +58,9 @@ struct nsbox_request {
     uint64_t stdout_from, stderr_from;
     /* files */
     char path[PATH_MAX];
+    /* list: where to go on, the previous reply's "next" (a position in the directory, in
+     * decimal: it may not fit a JSON number's 53 bits); "" from the start */
+    char cursor[24];
     unsigned mode;
     bool mkdir, recursive, parents;
     /* write from a stream: at its end, ask the client (end_of_content) and keep the content

@@ -506,11 +506,26 @@ class Session:
         """The entries of a workspace directory: [FileInfo(name, type, size, mode, mtime,
         path, target)], target a symlink's text (None for the others), as stat() gives it."""
         path = os.fspath(path)
-        r = self._call("list", path=path)
+        # A directory too big for one reply comes in parts, each from where the one before
+        # ended; all of them, sorted by name as one reply is.
+        entries, cursor, seen = [], None, set()
+        while True:
+            r = self._call("list", path=path, **({"cursor": cursor} if cursor else {}))
+            entries += r.get("entries") or []
+            if not r.get("truncated"):
+                break
+            cursor = r.get("next")
+            if not isinstance(cursor, str) or cursor in seen:
+                raise errors.SandboxError(
+                    "the listing of %s does not fit one reply and this nsbox runtime cannot "
+                    "give the rest (%d entries came); update nsbox" % (path, len(entries)),
+                    "unsupported")
+            seen.add(cursor)
         base = path.rstrip("/")
+        entries.sort(key=lambda d: str(d.get("name")))
         return [_file_info(d, path=(d.get("name") if base in ("", ".")
                                     else base + "/" + str(d.get("name"))))
-                for d in r.get("entries") or []]
+                for d in entries]
 
     def stat(self, path):
         path = os.fspath(path)

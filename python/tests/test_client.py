@@ -1099,6 +1099,41 @@ class Files(AsyncClientTest):
             await sb.remove("d", recursive=True)
             self.assertFalse(await sb.exists("d"))
 
+    def test_a_directory_bigger_than_a_reply_is_listed_whole(self):
+        # 10,000 long names are several replies (1 MiB each): list_files gave the first
+        # reply's 6,000, in no useful order, without a word. Each part now goes on from where
+        # the one before ended (the supervisor reads only its part each time); all of them,
+        # sorted, come back, in the workspace's ext4 and in a tmpfs one alike.
+        names = ["sample_%06d_with_a_rather_long_and_descriptive_name.json" % i
+                 for i in range(10000)]
+        conf = os.path.join(self.dirs.base, "tmpfs.json")
+        with open(conf, "w") as f:
+            f.write('{"workspace": {"fs": "tmpfs"}}')
+        given = tempfile.mkdtemp(dir=self.dirs.base)
+        os.chown(given, 4242, 4242)
+        for kw in ({}, {"nsbox_env": dict(self.dirs.env(), NSBOX_CONFIG=conf)},
+                   {"workspace": given}):
+            with nsbox.LocalSandbox(binary=NSBOX, **dict({"nsbox_env": self.dirs.env(),
+                                                          "ttl_seconds": 600}, **kw)).open() as sb:
+                self.assertEqual(sb.inspect()["disk"]["kind"],
+                                 "tmpfs" if "nsbox_env" in kw else
+                                 "directory" if kw else "ext4")
+                sb.execute("mkdir data && cd data && seq -f 'sample_%06g_with_a_rather_long_"
+                           "and_descriptive_name.json' 0 9999 | xargs touch && ln -s /etc e")
+                first = sb._call("list", path="data")
+                self.assertTrue(first["truncated"], len(first["entries"]))
+                self.assertLess(len(first["entries"]), 10000)
+                got = sb.list_files("data")
+                self.assertEqual([f.name for f in got], sorted(names + ["e"]), kw)
+                self.assertEqual(got[0].target, "/etc")
+                self.assertEqual(got[1].path, "data/" + names[0])
+                # a cursor that is not a reply's
+                for bad in ("x", "-1", "99999999999999999999999"):
+                    with self.assertRaises(nsbox.SandboxError) as cm:
+                        sb._call("list", path="data", cursor=bad)
+                    self.assertIn("cursor", str(cm.exception))
+                self.assertEqual(sb.execute("ls data | wc -l").stdout, "10001\n")
+
     def test_a_full_disk_is_an_oserror_enospc(self):
         with self.box().open() as sb:
             sb.write_file("important.txt", "precious data\n")

@@ -1055,7 +1055,47 @@ static void t_list_truncated(void **state)
     char *out = cJSON_PrintUnformatted(r.reply);
     assert_true(strlen(out) > NSBOX_PROTO_MAX / 2);
     free(out);
+    /* The rest in parts, each from the reply before's "next": every name exactly once, each
+     * part sorted by name. */
+    static bool seen[6000];
+    memset(seen, 0, sizeof seen);
+    int total = 0, parts = 0;
+    for (;;) {
+        cJSON *es = cJSON_GetObjectItemCaseSensitive(r.reply, "entries"), *x;
+        const char *prev = "";
+        cJSON_ArrayForEach(x, es)
+        {
+            const char *nm = cJSON_GetObjectItemCaseSensitive(x, "name")->valuestring;
+            assert_true(strcmp(prev, nm) < 0);
+            prev = nm;
+            int i = atoi(nm);
+            assert_true(i >= 0 && i < n && !seen[i]);
+            seen[i] = true;
+            total++;
+        }
+        parts++;
+        const cJSON *next = cJSON_GetObjectItemCaseSensitive(r.reply, "next");
+        bool more = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r.reply, "truncated"));
+        assert_int_equal(more, cJSON_IsString(next));
+        if (!more)
+            break;
+        cJSON *q = rq("list", "many");
+        cJSON_AddStringToObject(q, "cursor", next->valuestring);
+        res_free(&r);
+        assert_int_equal(do_op(f, q, -1, &r), 0);
+    }
     res_free(&r);
+    assert_int_equal(total, n);
+    assert_true(parts >= 2);
+    /* a cursor that is no reply's */
+    static const char *const bad[] = {"x", "-1", "12x", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cJSON *q = rq("list", "many");
+        cJSON_AddStringToObject(q, "cursor", bad[i]);
+        assert_int_equal(do_op(f, q, -1, &r), -1);
+        assert_int_equal(r.e.code, NSBOX_E_INVALID);
+        res_free(&r);
+    }
     check_fds(f);
 }
 
