@@ -453,9 +453,10 @@ static void human_bytes(uint64_t b, char *out, size_t n)
  * file as it was; in place, it was left truncated. Only where the new file can be the old one's
  * twin: a single link (a hard link stays one only in place), an owner we can give (root's
  * chown, or the file is already ours), a directory we may create in. 1 replaced, 0 when it
- * could not be done so (write in place instead), -1 with e when the content failed. */
+ * could not be done so (write in place instead), -1 with e when the content failed. mode: the
+ * new file's (set_mode), or -1 for the old one's. */
 static int replace_whole(struct files_ctx *c, int pfd, const char *leaf, const struct stat *old,
-                         int in_fd, uint64_t *written, struct nsbox_err *e)
+                         int mode, int in_fd, uint64_t *written, struct nsbox_err *e)
 {
     if (old->st_nlink != 1 || (!c->chown && old->st_uid != (uid_t)setfsuid((uid_t)-1)))
         return 0;
@@ -469,7 +470,7 @@ static int replace_whole(struct files_ctx *c, int pfd, const char *leaf, const s
     if (tfd < 0)
         return 0; /* no room for a name, no write permission on the directory: in place */
     if ((c->chown && fchown(tfd, old->st_uid, old->st_gid) < 0) ||
-        fchmod(tfd, old->st_mode & 0777) < 0) {
+        fchmod(tfd, (mode >= 0 ? (mode_t)mode : old->st_mode) & 0777) < 0) {
         unlinkat(pfd, tmp, 0);
         return 0;
     }
@@ -550,14 +551,17 @@ static int op_write(struct files_ctx *c, const struct nsbox_request *rq, int in_
                              "cannot write %s: it is the source file itself", c->disp);
     uint64_t written = 0;
     if (!created) {
-        int r = replace_whole(c, pfd, leaf, &sb, in_fd, &written, e);
+        int r = replace_whole(c, pfd, leaf, &sb, rq->set_mode ? (int)rq->mode : -1, in_fd,
+                              &written, e);
         if (r < 0) return -1;
         if (r > 0) {
             cJSON_AddNumberToObject(reply, "size", (double)written);
             return 0;
         }
     }
-    if ((!created && ftruncate(fd, 0) < 0) ||
+    /* the mode first: a file we may not chmod (another owner's) is left as it was */
+    if ((!created && rq->set_mode && fchmod(fd, rq->mode & 0777) < 0) ||
+        (!created && ftruncate(fd, 0) < 0) ||
         (created && files_adopt_fd(c, fd, rq->mode & 0777) < 0) || clear_nonblock(fd) < 0)
         return files_fail(c, e, errno, "cannot write");
 

@@ -325,6 +325,7 @@ int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *r, stru
         if (get_bool(obj, "mkdir", &r->mkdir, e) < 0 ||
             get_bool(obj, "recursive", &r->recursive, e) < 0 ||
             get_bool(obj, "parents", &r->parents, e) < 0 ||
+            get_bool(obj, "set_mode", &r->set_mode, e) < 0 ||
             get_bool(obj, "confirm", &r->confirm, e) < 0)
             goto out;
         break;

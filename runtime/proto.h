@@ -63,6 +63,7 @@ struct nsbox_request {
     char cursor[24];
     unsigned mode;
     bool mkdir, recursive, parents;
+    bool set_mode; /* write: mode applies to an existing file too (else only to a new one) */
     /* write from a stream: at its end, ask the client (end_of_content) and keep the content
      * only if it answers commit (protocol.md) */
     bool confirm;
