@@ -30,6 +30,12 @@ class ExecJob:
     def __init__(self, connect, request, stdin=None, text=True, max_output=None, timeout=None):
         self._connect = connect
         self.request = request
+        if stdin is not None and not isinstance(stdin, (str, bytes, bytearray, memoryview)):
+            if not callable(getattr(stdin, "read", None)):
+                # bytes(5) would be five NUL bytes
+                raise TypeError("stdin must be str, bytes (or bytearray, memoryview) or a file "
+                                "object open for reading, not %s" % type(stdin).__name__)
+            stdin = stdin.read()  # a file object: what is left of it, as write_file takes it
         if isinstance(stdin, str):
             stdin = stdin.encode("utf-8")
         elif stdin is not None:

@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import warnings
@@ -19,6 +20,18 @@ from .session import AsyncSession, Session, run_blocking
 
 _REGION_MESSAGE = re.compile(r"^This network policy is not supported in region ")
 _SPEC_PREFIX = re.compile(r"^--spec [^:]*: ")
+
+
+def _outside_stacklevel():
+    """warnings.warn's stacklevel for the first frame outside this package and contextlib:
+    the caller's line (open() goes through contextlib, create() does not)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    skip = (here + os.sep, os.path.dirname(os.path.abspath(contextlib.__file__)) + os.sep +
+            "contextlib")
+    f, level = sys._getframe(1), 1
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(skip):
+        f, level = f.f_back, level + 1
+    return level
 
 
 def _message_from_stderr(stderr):
@@ -77,7 +90,7 @@ class LocalSandbox:
         if egress is not None and not isinstance(egress, EgressPolicy):
             egress = EgressPolicy(egress)
         self.egress = egress
-        self.image = image
+        self.image = os.fspath(image) if isinstance(image, os.PathLike) else image
         if isinstance(setup_script, os.PathLike):
             with open(setup_script, encoding="utf-8") as f:
                 setup_script = f.read()
@@ -186,7 +199,8 @@ class LocalSandbox:
         # write to, ...) is said here too, as a warning.
         for line in r.stderr.decode("utf-8", "replace").splitlines():
             if line.startswith("nsbox: note: "):
-                warnings.warn(line[len("nsbox: note: "):], errors.NsboxWarning, stacklevel=4)
+                warnings.warn(line[len("nsbox: note: "):], errors.NsboxWarning,
+                              stacklevel=_outside_stacklevel())
         rt = parsed.get("runtime_dir") or runtime_dir(env)
         return parsed["id"], rt
 
@@ -330,6 +344,10 @@ def _call_hook_sync(hook, name, ctx, sb):
     ctx.sandbox = sb
     r = fn(ctx)
     if inspect.isawaitable(r):
+        # Not an `async def` but awaitable all the same (a lambda or partial that returns a
+        # coroutine, an object with an async __call__): a coroutine has not begun, so it
+        # finds the async session, as an `async def` hook does.
+        ctx.sandbox = AsyncSession(sb)
         _run_coroutine_in_thread(lambda: r)
 
 
@@ -358,6 +376,7 @@ async def _call_hook_async(hook, name, ctx, sb, asb):
     if failed:
         raise failed[0]
     if inspect.isawaitable(r):
+        ctx.sandbox = asb  # as above (_call_hook_sync)
         await r
 
 

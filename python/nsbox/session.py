@@ -75,11 +75,17 @@ def _cwd(cwd):
     return cwd if cwd.startswith("/") else WORKSPACE + "/" + cwd
 
 
+TIMEOUT_MAX_S = 365 * 86400
+
+
 def _timeout_ms(timeout):
     if timeout is None or timeout == 0:
         return None
     if not isinstance(timeout, (int, float)) or timeout < 0 or not math.isfinite(timeout):
         raise ValueError("timeout must be a finite number of seconds, 0 or None for none")
+    if timeout > TIMEOUT_MAX_S:  # (the runtime's own message counts milliseconds)
+        raise ValueError("timeout must be at most %d seconds (365 days), not %r"
+                         % (TIMEOUT_MAX_S, timeout))
     return max(1, int(math.ceil(timeout * 1000)))
 
 
@@ -360,8 +366,8 @@ class Session:
         try:
             return Connection(self.id, self.runtime_dir)
         except errors.SandboxDeletedError as e:
-            # this session's own delete (an older supervisor's tombstone says "by rm" for it)
-            if self.closed and (str(e).endswith(" was deleted by rm") or SESSION_END in str(e)):
+            # this session's own delete; another's (nsbox rm: "by rm") keeps its reason
+            if self.closed and SESSION_END in str(e):
                 raise errors.SandboxDeletedError(
                     "sandbox %s was deleted by this session (its delete(), or the end of open() "
                     "or session())" % self.id, "deleted") from None
@@ -491,13 +497,16 @@ class Session:
                     "%s is %d bytes, more than max_bytes=%d" % (path, size, max_bytes), path=path)
             return f.read(size)
 
-    def write_file(self, path, data, mode=0o644, mkdir=True):
+    def write_file(self, path, data, mode=None, mkdir=True):
         """Write `data` (bytes, str as UTF-8, or a binary file object) to a workspace file,
-        replacing it; mkdir=True creates missing parent directories. Returns the size."""
+        replacing it; mode (0 to 0o777) is given to the file whether new or not (None: a new
+        file gets 0o644, an existing one keeps its own); mkdir=True creates missing parent
+        directories. Returns the size."""
         path = os.fspath(path)
+        fields = {} if mode is None else {"mode": int(mode), "set_mode": True}
         fd = _content_fd(data)
         try:  # (a busy refusal comes before anything of fd is read: sent again as it is)
-            r = self._call("write", fds=[fd], path=path, mode=int(mode), mkdir=bool(mkdir))
+            r = self._call("write", fds=[fd], path=path, mkdir=bool(mkdir), **fields)
         finally:
             os.close(fd)
         return r.get("size")
@@ -721,7 +730,7 @@ class AsyncSession:
     async def read_file(self, path, max_bytes=None):
         return await run_blocking(self.sync.read_file, path, max_bytes)
 
-    async def write_file(self, path, data, mode=0o644, mkdir=True):
+    async def write_file(self, path, data, mode=None, mkdir=True):
         return await run_blocking(self.sync.write_file, path, data, mode, mkdir)
 
     async def list_files(self, path="."):

@@ -146,6 +146,10 @@ class DesignExample(AsyncClientTest):
             "instance_type": "medium", "idle_timeout_seconds": 0, "ttl_seconds": 86400,
             "region": "nl-north-1", "network": "none", "setup_script_timeout_seconds": 600})
         self.assertEqual(box.hooks, [])
+        # paths as the caller has them (image= went raw into the JSON and failed there)
+        import pathlib
+        self.assertEqual(nsbox.LocalSandbox(image=pathlib.Path("/srv/img")).spec()["image"],
+                         "/srv/img")
         async with self.box().session() as sb:
             spec = (await sb.inspect())["spec"]
             self.assertEqual(spec["instance_type"], "medium")
@@ -204,6 +208,18 @@ class Execute(ClientTest):
         self.assertEqual(self.sb.execute("cat").stdout, "")  # /dev/null, never waits
         # a command that does not read its input does not block us
         self.assertEqual(self.sb.execute("echo x", stdin=b"y" * 3_000_000).stdout, "x\n")
+        # a file object, from its position, as write_file takes one; other types are refused
+        # (stdin=5 fed five NUL bytes, a file a TypeError about integers)
+        with tempfile.TemporaryFile() as f:
+            f.write(b"skip:data\n")
+            f.seek(5)
+            self.assertEqual(self.sb.execute("cat", stdin=f).stdout, "data\n")
+        self.assertEqual(self.sb.execute("cat", stdin=io.StringIO("text\n")).stdout, "text\n")
+        for bad in (5, 1.5, ["a"], object()):
+            with self.assertRaisesRegex(TypeError, "stdin must be str, bytes"):
+                self.sb.execute("cat", stdin=bad)
+        with self.assertRaisesRegex(ValueError, "at most 31536000 seconds"):
+            self.sb.execute("true", timeout=1e12)
 
     def test_env(self):
         r = self.sb.execute("echo $FOO-$BAR; echo ${HOSTENV_SECRET:-none}",
@@ -594,6 +610,15 @@ class OptionsAndErrors(ClientTest):
             with self.assertRaises(nsbox.SandboxError) as cm:
                 nsbox.Session(sb.id)
             self.assertIn("NSBOX_STATE_DIR must be an absolute path", str(cm.exception))
+        # removed by someone else (nsbox rm) while open: that stays the reason after the end
+        with self.box().open() as sb:
+            subprocess.run([NSBOX, "rm", sb.id], check=True, env=self.dirs.env())
+            with self.assertRaises(nsbox.SandboxDeletedError) as cm:
+                sb.execute("true")
+            self.assertIn("was deleted by rm", str(cm.exception))
+        with self.assertRaises(nsbox.SandboxDeletedError) as cm:
+            sb.execute("true")
+        self.assertIn("was deleted by rm", str(cm.exception))
         ghost = nsbox.Session("0123456789ab", runtime_dir(self.dirs.env()))
         with self.assertRaises(nsbox.SandboxNotFound) as cm:
             ghost.execute("true")
@@ -762,6 +787,25 @@ class Hooks(AsyncClientTest):
             self.assertEqual(seen["id"], sb.id)
             self.assertEqual((await sb.execute("cat seed.txt")).stdout, "seeded\n")
         self.assertEqual(seen["data"], b"seeded\n")
+
+    async def test_hooks_that_return_a_coroutine_get_the_async_session(self):
+        # A lambda or partial around an async function, an object with an async __call__:
+        # not `async def` themselves, they got the blocking session, and their awaits failed.
+        async def seed(ctx, data):
+            await ctx.sandbox.write_file("seed-%s.txt" % data, data)
+
+        class Seeder:
+            async def __call__(self, ctx):
+                await ctx.sandbox.write_file("seed-call.txt", "call")
+
+        hooks = [nsbox.Hook(on_create=lambda ctx: seed(ctx, "lambda")),
+                 nsbox.Hook(on_create=Seeder())]
+        async with self.box(hooks=hooks).session() as sb:
+            self.assertEqual((await sb.execute("cat seed-lambda.txt seed-call.txt")).stdout,
+                             "lambdacall")
+        with self.box(hooks=hooks).open() as sb:
+            self.assertEqual(sb.execute("cat seed-lambda.txt seed-call.txt").stdout,
+                             "lambdacall")
 
     async def test_failing_on_create_deletes_and_propagates(self):
         log = []
@@ -1061,6 +1105,10 @@ class Files(AsyncClientTest):
                 self.assertNotEqual(sb.execute("touch x").exit_code, 0)
         self.assertIn("belongs to root", str(cm.warning))
         self.assertIn("chown -R USER: %s" % ws, str(cm.warning))
+        self.assertEqual(cm.filename, __file__)  # the caller's line, not contextlib's
+        with self.assertWarns(nsbox.NsboxWarning) as cm:
+            self.box(workspace=ws).create().delete()
+        self.assertEqual(cm.filename, __file__)
 
     def test_round_trip_sync(self):
         with self.box().open() as sb:
@@ -1094,6 +1142,19 @@ class Files(AsyncClientTest):
             st = await sb.stat("d/b.txt")
             self.assertEqual((st.size, st.is_file), (5, True))
             self.assertEqual((await sb.execute("./run.sh")).stdout, "ran\n")
+            # an existing file: a mode given is applied (it was ignored: "Permission denied"
+            # on the next run), none given keeps the file's own, in place or replaced whole
+            await sb.write_file("tool.sh", "echo v1\n")
+            await sb.execute("ln tool.sh tool-link.sh")  # two links: written in place
+            for name in ("run.sh", "tool.sh"):
+                await sb.write_file(name, "echo v2\n", mode=0o750)
+                self.assertEqual(((await sb.stat(name)).mode, (await sb.execute("./" + name))
+                                  .stdout), (0o750, "v2\n"))
+                await sb.write_file(name, "echo v3\n")
+                self.assertEqual((await sb.stat(name)).mode, 0o750)
+                await sb.write_file(name, "echo v4\n", mode=0o600)
+                self.assertEqual((await sb.stat(name)).mode, 0o600)
+            await sb.remove("tool-link.sh")
             await sb.remove("a.txt")
             self.assertFalse(await sb.exists("a.txt"))
             await sb.remove("d", recursive=True)
