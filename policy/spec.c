@@ -186,6 +186,21 @@ static int set_host_ip(struct nsbox_host *out, int family, const void *addr)
     return inet_ntop(family, addr, out->name, sizeof out->name) ? 0 : -1;
 }
 
+/* text[slash] is '/': an address and a prefix length (10.0.0.0/8, fd00::/8)? */
+static bool looks_like_range(const char *text, size_t slash)
+{
+    char a[INET6_ADDRSTRLEN];
+    unsigned char addr[16];
+    if (slash == 0 || slash >= sizeof a || !text[slash + 1])
+        return false;
+    for (const char *p = text + slash + 1; *p; p++)
+        if (!is_digit(*p))
+            return false;
+    memcpy(a, text, slash);
+    a[slash] = '\0';
+    return inet_pton(AF_INET, a, addr) == 1 || inet_pton(AF_INET6, a, addr) == 1;
+}
+
 int nsbox_parse_host(const char *text, struct nsbox_host *out, struct nsbox_err *e)
 {
     struct nsbox_host h = {.port = 443};
@@ -205,6 +220,10 @@ int nsbox_parse_host(const char *text, struct nsbox_host *out, struct nsbox_err 
                        "(e.g. 'example.com' or 'example.com:8443')", SHOW(text));
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)text[i];
+        if (c == '/' && looks_like_range(text, i))
+            return invalid(e, "host '%s': an address range; allow lists hosts one by one, "
+                           "and ranges go in egress (--egress %s, EgressPolicy)",
+                           SHOW(text), SHOW(text));
         if (c == '/' || c == '?' || c == '#')
             return invalid(e, "host '%s': has a path; give only the host name", SHOW(text));
         if (c == '*')

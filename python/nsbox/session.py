@@ -6,6 +6,7 @@ import contextvars
 import functools
 import math
 import os
+import re
 import socket
 import stat
 import subprocess
@@ -76,6 +77,7 @@ def _cwd(cwd):
 
 
 TIMEOUT_MAX_S = 365 * 86400
+_ID = re.compile(r"[0-9a-f]{12}")
 
 
 def _timeout_ms(timeout):
@@ -337,6 +339,10 @@ class Session:
     def __init__(self, sandbox_id, runtime_dir=None, options=None):
         """runtime_dir: where nsbox keeps the sandbox's socket; by default the one nsbox
         itself would use in this process's environment."""
+        # the id names a directory under runtime_dir: '../x' or '' would reach other sockets
+        if not isinstance(sandbox_id, str) or not _ID.fullmatch(sandbox_id):
+            raise ValueError("a sandbox id is 12 hex digits, as nsbox create prints it, not %s"
+                             % (repr(sandbox_id)[:40],))
         self.id = sandbox_id
         self.runtime_dir = runtime_dir if runtime_dir is not None else _runtime_dir(os.environ)
         self.options = options

@@ -619,6 +619,11 @@ class OptionsAndErrors(ClientTest):
         with self.assertRaises(nsbox.SandboxDeletedError) as cm:
             sb.execute("true")
         self.assertIn("was deleted by rm", str(cm.exception))
+        # an id is a name under the runtime directory: nothing else is taken for one (an
+        # agent's '../../x' reached sockets outside it)
+        for bad in ("../../etc", "", "0123456789AB", "0123456789abc", "0123456789a/", 12):
+            with self.assertRaisesRegex(ValueError, "a sandbox id is 12 hex digits"):
+                nsbox.Session(bad, self.dirs.state)
         ghost = nsbox.Session("0123456789ab", runtime_dir(self.dirs.env()))
         with self.assertRaises(nsbox.SandboxNotFound) as cm:
             ghost.execute("true")

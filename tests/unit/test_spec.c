@@ -398,6 +398,11 @@ static void test_host_bad(void **state)
         {"http://x:80/", "has a scheme"},
         {"x/y", "has a path"},
         {"x?q", "has a path"},
+        {"10.0.0.0/8", "an address range; allow lists hosts one by one, and ranges go in egress "
+                       "(--egress 10.0.0.0/8"},
+        {"fd00::/8", "an address range"},
+        {"10.0.0.0/x", "has a path"},
+        {"example.com/8", "has a path"},
         {"*.x", "wildcards are not supported"},
         {"x.*", "wildcards are not supported"},
         {"user@x", "user info"},
