@@ -1925,13 +1925,16 @@ int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *
     waitpid(pid, NULL, WNOHANG);
     bool made = !strncmp(buf, "OK ", 3) && got >= 3 + NSBOX_ID_LEN;
     if (sfd >= 0) {
-        /* Made: a stop signal that came meanwhile is too late, the id is out (a caller that
-         * checks our exit code must not drop an id that names a live sandbox). */
+        /* Made: a stop signal that came meanwhile, or comes until create has exited, is too
+         * late, the id is out (a caller that checks our exit code must not drop an id that
+         * names a live sandbox; it may have read the id before we exit): they stay blocked,
+         * and those already here are discarded. */
         struct timespec now = {0, 0};
         while (made && sigtimedwait(&stop, NULL, &now) > 0)
             ;
         close(sfd);
-        sigprocmask(SIG_SETMASK, &old, NULL);
+        if (!made)
+            sigprocmask(SIG_SETMASK, &old, NULL);
     }
     if (out && out->signo)
         *out->signo = made ? 0 : signo;

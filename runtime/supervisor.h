@@ -18,7 +18,8 @@
  * write is the moment the sandbox is given, and keeps it. Until it, this call's end (any
  * signal, SIGKILL included) ends the sandbox, and INT, TERM, HUP and QUIT, blocked here, stop
  * the creation: it fails with *out->signo set, once nothing of the sandbox is left. One that
- * comes after the write is discarded (the creation succeeded). */
+ * comes after the write is discarded (the creation succeeded): after a success they stay
+ * blocked, for the caller exits at once. */
 struct nsbox_id_out {
     int fd;
     const char *before, *after;

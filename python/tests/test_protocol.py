@@ -17,6 +17,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import nsbox  # noqa: E402
+from nsbox._transport import SESSION_END  # noqa: E402
 
 SID = "0123456789ab"
 
@@ -129,7 +130,8 @@ class FakeSupervisor:
                 f.write("%s deleted because ttl_seconds=5 expired\n" % SID)
             with open(os.path.join(self.rt, "tombstones", "recent"), "a") as f:
                 f.write("0123456789ab deleted because ttl_seconds=9 expired\n"
-                        "%s deleted by rm\n" % SID)
+                        "%s %s\n" % (SID, SESSION_END if req.get("by") == "session"
+                                      else "deleted by rm"))
             send_msg(conn, ok)
         else:
             self.err(conn, "invalid", "request: unknown op '%s'" % op)
@@ -162,7 +164,8 @@ class Protocol(FakeTest):
         self.assertEqual(self.sb.write_file("d/x.bin", payload, mode=0o600), len(payload))
         self.assertEqual(self.sup.files["d/x.bin"], payload)
         self.assertEqual(self.sup.requests[-1],
-                         {"v": 1, "op": "write", "path": "d/x.bin", "mode": 0o600, "mkdir": True})
+                         {"v": 1, "op": "write", "path": "d/x.bin", "mode": 0o600, "set_mode": True,
+                          "mkdir": True})
         self.sb.write_file("t.txt", "é")
         self.assertEqual(self.sup.files["t.txt"], "é".encode())
         with open(__file__, "rb") as f:
@@ -225,7 +228,7 @@ class Protocol(FakeTest):
                                             "delete(), or the end of open() or session())" % SID)
         with self.assertRaises(nsbox.SandboxDeletedError) as cm:  # another client of it
             nsbox.Session(SID, self.rt).read_file("hello.txt")
-        self.assertEqual(str(cm.exception), "sandbox %s was deleted by rm" % SID)
+        self.assertEqual(str(cm.exception), "sandbox %s was %s" % (SID, SESSION_END))
         self.sb.delete()  # idempotent
 
     def test_tombstone_files(self):
