@@ -127,12 +127,14 @@ static int plan_image(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_pla
 
 /* /tmp and /dev/shm: tmpfs, whose pages are charged to the sandbox's memory. Without a size
  * they could grow to half the host's memory, so that filling one ended in an OOM kill of the
- * sandbox's processes; at half the memory limit each, the writer gets ENOSPC first as long as
- * the processes themselves use less than the other half. */
-static void tmp_options(const struct nsbox_rootfs_cfg *cfg, char *data, size_t n)
+ * sandbox's processes; sized, the writer gets ENOSPC first. /tmp is half the memory limit,
+ * /dev/shm a quarter (Docker gives it 64 MiB): together they leave a quarter to processes.
+ * Both at half left nothing: full, they held the whole limit, no process owned it, every
+ * command was OOM-killed as it started, and then init, the last one left, with the sandbox. */
+static void tmp_options(uint64_t bytes, char *data, size_t n)
 {
-    if (cfg->tmp_bytes)
-        snprintf(data, n, "mode=1777,size=%llu", (unsigned long long)cfg->tmp_bytes);
+    if (bytes)
+        snprintf(data, n, "mode=1777,size=%llu", (unsigned long long)bytes);
     else
         snprintf(data, n, "mode=1777");
 }
@@ -171,7 +173,7 @@ static int plan_dev(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan 
     PUSH(NSBOX_MOP_MKDIR, "dev/shm")->mode = 01777;
     o = PUSH(NSBOX_MOP_TMPFS, "dev/shm");
     o->flags = MS_NOSUID | MS_NODEV;
-    tmp_options(cfg, o->data, sizeof o->data);
+    tmp_options(cfg->tmp_bytes / 2, o->data, sizeof o->data);
     /* The sandbox owns /dev's tmpfs (it made it); read-only keeps it from adding entries.
      * Not recursive: pts and shm stay writable. */
     o = PUSH(NSBOX_MOP_SETATTR, "dev");
@@ -259,7 +261,7 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
     PUSH(NSBOX_MOP_MKDIR, "tmp")->mode = 01777;
     o = PUSH(NSBOX_MOP_TMPFS, "tmp");
     o->flags = MS_NOSUID | MS_NODEV;
-    tmp_options(cfg, o->data, sizeof o->data);
+    tmp_options(cfg->tmp_bytes, o->data, sizeof o->data);
     PUSH(NSBOX_MOP_MKDIR, "run")->mode = 0755;
     o = PUSH(NSBOX_MOP_TMPFS, "run");
     o->flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;

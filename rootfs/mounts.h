@@ -68,7 +68,7 @@ struct nsbox_rootfs_cfg {
     const char *workspace;  /* DIR: host directory bound at /workspace */
     bool ws_premounted;     /* DIR: the launcher bound it already (idmapped): a mount fd */
     uint64_t ws_bytes;      /* TMPFS: its size (limits.disk_bytes) */
-    uint64_t tmp_bytes;     /* size of /tmp and of /dev/shm each; 0: the kernel's default */
+    uint64_t tmp_bytes;     /* size of /tmp, and twice /dev/shm's; 0: the kernel's default */
     size_t n_entries;       /* top-level entries of the image root to expose */
     struct nsbox_root_entry entries[NSBOX_ROOT_ENTRIES_MAX];
     const char *resolv_conf; /* host file bound over /etc/resolv.conf, or NULL */

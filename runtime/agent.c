@@ -426,6 +426,19 @@ static int spawn_child_main(void *arg)
      * one that does not leaves them zombies until it ends, when init takes them). */
     setsid();
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    /* The OOM killer's first choice over init, whose end would delete the sandbox
+     * (supervisor.c, protect_init). Raising is allowed to anyone; a command that lowers it
+     * again (down to init's) only makes its own sandbox likelier to go. Our /proc files are
+     * root's, which is not mapped here, while we are not dumpable (init, having changed its
+     * ids, is not): dumpable as the command will be after its execve (which decides again,
+     * from the file it runs), they are ours. */
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (adj >= 0) {
+        ssize_t w = write(adj, "500", 3);
+        (void)w;
+        close(adj);
+    }
     for (int i = 0; i < 3; i++)
         if (dup2(c->fds[i], i) < 0) {
             c->fail_kind = 'E';

@@ -1680,6 +1680,24 @@ static bool report_ready(int fd, const char *line)
     return w == (ssize_t)len;
 }
 
+/* Init is the sandbox: if the memory cgroup's OOM killer takes it, the sandbox is deleted with
+ * its workspace. It is as small as a shell, and memory that no process owns (files in /tmp and
+ * /dev/shm, up to the whole limit) can leave it among the few candidates. So its commands are
+ * made likelier victims (agent.c: oom_score_adj 500), and, where we may (root: lowering needs
+ * CAP_SYS_RESOURCE), init itself the last one: -999, not -1000, which would leave a cgroup
+ * with only init in it no victim at all, and init waiting for memory for ever. */
+static void protect_init(pid_t init)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/oom_score_adj", (int)init);
+    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return;
+    ssize_t w = write(fd, "-999", 4);
+    (void)w; /* not allowed (a user's nsbox): its commands still go first */
+    close(fd);
+}
+
 /* The supervisor process. Never returns. */
 __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, int ready_fd,
                                                 int owner_fd, int owner_pid, const char *pool_key,
@@ -1739,6 +1757,7 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
     S.sb.L.blocked = mask;
     if (nsbox_sandbox_start(&S.sb, NULL, &e) < 0)
         goto fail;
+    protect_init(S.sb.pid);
     /* Ready when init closes the report pipe; a report means set-up failed. */
     struct nsbox_child_report rep;
     ssize_t n;

@@ -181,8 +181,9 @@ class Memory(ResourceTest):
 
     def test_tmpfs_counts_against_memory_limit(self):
         # /tmp and /dev/shm are tmpfs: their pages are memory, charged to the sandbox's cgroup.
-        # Each is half the memory limit, so that filling one is ENOSPC for the writer, not an
-        # OOM kill of the sandbox's processes (which it was while they were unsized).
+        # They are half and a quarter of the memory limit, so that filling them is ENOSPC for
+        # the writer, not an OOM kill of the sandbox's processes (which it was while they were
+        # unsized).
         for d in ("/tmp", "/dev/shm"):
             r = run_nsbox(["run", "--instance-type", "small", "--", "sh", "-c",
                            f"dd if=/dev/zero of={d}/fill bs=1M count=2048 2>/dev/null; "
@@ -192,7 +193,39 @@ class Memory(ResourceTest):
                   file=sys.stderr)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn("dd=1", out)  # ENOSPC
-            self.assertIn(f"512\t{d}/fill", out)  # half of small's 1 GiB
+            # half of small's 1 GiB, a quarter for /dev/shm
+            self.assertIn(f"{512 if d == '/tmp' else 256}\t{d}/fill", out)
+
+    def test_full_tmpfs_memory_ooms_commands_not_the_sandbox(self):
+        # /tmp and /dev/shm were half the memory limit each: full, they held all of it, no
+        # process owned those pages, every command was OOM-killed as it started, and then
+        # init (as small as a shell), whose end deleted the sandbox with its workspace. Now
+        # /dev/shm is a quarter, and commands are the OOM killer's first choice.
+        sid = run_nsbox(["create", "--instance-type", "small", "--ttl", "600"], self.dirs,
+                        check=True).stdout.decode().strip()
+        self.addCleanup(run_nsbox, ["rm", sid], self.dirs)
+
+        def ex(script):
+            return run_nsbox(["exec", sid, "--", "sh", "-c", script], self.dirs, timeout=120)
+
+        r = ex("echo data > /workspace/important.txt; cat /proc/self/oom_score_adj")
+        self.assertEqual(r.stdout, b"500\n", r.stderr)
+        r = ex("head -c 600M /dev/zero > /tmp/big; head -c 600M /dev/zero > /dev/shm/big; "
+               "du -m /tmp/big /dev/shm/big")
+        self.assertEqual(r.stdout.split()[::2], [b"512", b"256"], r.stderr)  # ENOSPC both
+        codes = []
+        for _ in range(6):  # more than the quarter left, in a command
+            r = ex("cat /workspace/important.txt; python3 -c 'x = bytearray(400 << 20)'")
+            self.assertNotIn(b"init process ended", r.stderr)
+            self.assertEqual(r.stdout, b"data\n", r.stderr)  # it ran, then was killed
+            codes.append(r.returncode)
+        info = json.loads(run_nsbox(["inspect", sid], self.dirs, check=True).stdout)
+        print(f"\n  6 commands in a small sandbox whose tmpfs hold its memory: exits {codes}, "
+              f"{info['stats']['oom_kills']} OOM kills", file=sys.stderr)
+        self.assertEqual(info["state"], "running")
+        self.assertGreater(info["stats"]["oom_kills"], 0, "no OOM came: proves nothing")
+        r = ex("rm /tmp/big /dev/shm/big; cat /workspace/important.txt")
+        self.assertEqual((r.returncode, r.stdout), (0, b"data\n"), r.stderr)
 
     def test_inode_exhaustion_of_tmp_bounded(self):
         if not os.access(ATTACK, os.X_OK):

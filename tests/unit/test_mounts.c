@@ -748,8 +748,9 @@ static bool checker_rejects(const struct nsbox_mount_plan *p)
     return order_violation(p, buf, sizeof buf) != NULL;
 }
 
-/* /tmp and /dev/shm are sized (half the memory limit each, from the launcher): unsized, the
- * sandbox filling one was OOM-killed instead of getting ENOSPC. */
+/* /tmp and /dev/shm are sized (half and a quarter of the memory limit, from the launcher):
+ * unsized, the sandbox filling one was OOM-killed instead of getting ENOSPC; together they
+ * leave a quarter to processes. */
 static void test_tmp_and_shm_are_sized(void **state)
 {
     (void)state;
@@ -760,7 +761,7 @@ static void test_tmp_and_shm_are_sized(void **state)
     w->cfg.tmp_bytes = 512ull << 20;
     build_ok(w);
     assert_string_equal(w->plan.ops[t].data, "mode=1777,size=536870912");
-    assert_string_equal(w->plan.ops[m].data, "mode=1777,size=536870912");
+    assert_string_equal(w->plan.ops[m].data, "mode=1777,size=268435456");
     free(w);
 }
 
