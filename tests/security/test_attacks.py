@@ -506,6 +506,53 @@ class CallersDescriptors(unittest.TestCase):
             dirs.cleanup()
 
 
+ESCAPE_TREE = r"""
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+# leave the subreaper nsbox made of this command: orphans would then go to init
+r = libc.prctl(36, 0, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER, 0
+print("prctl", r, ctypes.get_errno(), flush=True)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        null = os.open("/dev/null", os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)  # holds no pipe of nsbox's: only found by looking
+        os.execvp("sleep", ["sleep", "1000"])  # the survivor, if any
+    os._exit(0)
+os.wait()
+time.sleep(1000)
+"""
+
+
+class ProcessTreeEscape(unittest.TestCase):
+    """A command that clears the child-subreaper flag nsbox gave it, then detaches a grandchild
+    (setsid and a double fork), sent it to init: --timeout, a second Ctrl-C and kill of a
+    background process ended the command but not it."""
+
+    def test_a_detached_grandchild_dies_with_its_command(self):
+        dirs = Dirs()
+        self.addCleanup(dirs.cleanup)
+        sid = run_nsbox(["create", "--ttl", "300"], dirs, check=True).stdout.decode().strip()
+        self.addCleanup(run_nsbox, ["rm", sid], dirs)
+        r = run_nsbox(["exec", "--timeout", "3", sid, "--", "python3", "-c", ESCAPE_TREE], dirs,
+                      timeout=60)
+        self.assertEqual(r.returncode, 124, r.stderr)
+        self.assertIn(b"prctl -1 1\n", r.stdout)  # EPERM
+        r = run_nsbox(["exec", sid, "--", "sh", "-c", "sleep 0.5; pgrep -x sleep || echo none"],
+                      dirs, timeout=60)
+        self.assertEqual(r.stdout, b"none\n", "a grandchild left its command's tree")
+        # and a background process killed by pid
+        r = run_nsbox(["exec", "-d", sid, "--", "python3", "-c", ESCAPE_TREE], dirs, check=True)
+        pid = r.stdout.decode().strip()
+        run_nsbox(["exec", sid, "--", "sh", "-c", "for i in $(seq 100); do pgrep -x sleep "
+                   ">/dev/null && exit; sleep 0.1; done"], dirs, timeout=60)
+        run_nsbox(["kill", sid, pid], dirs, check=True)
+        r = run_nsbox(["exec", sid, "--", "sh", "-c", "sleep 0.5; pgrep -x sleep || echo none"],
+                      dirs, timeout=60)
+        self.assertEqual(r.stdout, b"none\n", "a grandchild left its command's tree")
+
+
 class CallersTerminal(unittest.TestCase):
     """TIOCSTI on the terminal the caller hands to the sandbox as stdin: nothing may be pushed
     into its input queue (the caller's shell would run it after the sandbox is gone)."""
