@@ -517,7 +517,13 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
     for (int i = 0; i < 3; i++)
         close(fds[i]);
     if (pid < 0) {
-        snprintf(msg, sizeof msg, "cannot start: %s", strerror(clone_errno));
+        if (clone_errno == EAGAIN) /* the pids cgroup's limit (or RLIMIT_NPROC) */
+            snprintf(msg, sizeof msg,
+                     "cannot start: the sandbox has as many processes as its instance type "
+                     "allows (its pids limit, shown by nsbox inspect); end some, or use a larger "
+                     "instance type");
+        else
+            snprintf(msg, sizeof msg, "cannot start: %s", strerror(clone_errno));
         if (h->flags & NSBOX_AGENT_F_LAST)
             kill_all_others();
         reply(sock, NSBOX_AGENT_FAILED, h->seq, 0, 125, msg);

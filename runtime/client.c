@@ -1089,10 +1089,9 @@ int nsbox_cli_wait(int argc, char **argv)
         /* the sandbox deleted during the wait (its ttl, an rm) says why, as exec does */
         return fail(lost_why(id, &e));
     }
-    const cJSON *code = cJSON_GetObjectItemCaseSensitive(reply, "exit_code");
-    int rc = cJSON_IsNumber(code) ? code->valueint : EXIT_NSBOX;
-    cJSON_Delete(reply);
-    return rc;
+    /* its exit code, and why when nsbox ended it (its --timeout, the OOM killer), as exec
+     * says: a 124 or 137 of the process's own has no such line */
+    return exec_result(reply);
 }
 
 /* ---- cp -------------------------------------------------------------------------------------- */

@@ -637,7 +637,11 @@ static void do_spawn(struct sup *S, int ci, const struct nsbox_request *rq, int 
     int idx;
     struct proc *p = new_proc(S, &idx);
     if (!p) {
-        nsbox_err_set(&e, NSBOX_E_SYS, EAGAIN, "too many processes tracked (%d)", MAX_PROCS);
+        nsbox_err_set(&e, NSBOX_E_SYS, EAGAIN,
+                      "cannot start: %d processes started by nsbox (exec, exec -d) still run in "
+                      "this sandbox, the most it tracks; end some (nsbox ps ID, nsbox kill ID "
+                      "PID) and try again",
+                      MAX_PROCS);
         reply_err(S, ci, rq->tag, &e);
         return;
     }

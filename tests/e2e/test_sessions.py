@@ -308,6 +308,14 @@ class Lifecycle(SessionTest):
         self.assertIn(b"--timeout needs a number", r.stderr)
         self.assertEqual(self.nsbox("kill", sid, slow, "KILL").returncode, 0)
         self.assertEqual(self.nsbox("wait", "--timeout", "10", sid, slow).returncode, 137)
+        # why nsbox ended it, as exec says (124 was silent, like a command's own 124)
+        timed = self.nsbox("exec", "-d", "--timeout", "0.3", sid, "--", "sleep", "60").stdout
+        r = self.nsbox("wait", sid, timed.decode().strip())
+        self.assertEqual(r.returncode, 124)
+        self.assertIn(b"timed out: the command ran past its --timeout", r.stderr)
+        own = self.nsbox("exec", "-d", sid, "--", "sh", "-c", "exit 124").stdout
+        r = self.nsbox("wait", sid, own.decode().strip())
+        self.assertEqual((r.returncode, r.stderr), (124, b""))
 
     def test_a_reused_pid_names_the_running_process(self):
         # After the sandbox's pids wrap around, a pid can name an ended background process and

@@ -133,6 +133,36 @@ class ForkBomb(ResourceTest):
         self.assertLess(max(lat), 2.0, "the host could not start a process for seconds")
         self.assert_all_gone(sid, uid)
 
+    def test_at_the_limits_exec_says_which_and_what_to_do(self):
+        # Every pid taken: "cannot start: Resource temporarily unavailable" named neither the
+        # limit nor a way out. 256 background processes: "too many processes tracked (256)".
+        sid = run_nsbox(["create", "--instance-type", "medium", "--ttl", "300"], self.dirs,
+                        check=True).stdout.decode().strip()  # 1024 pids: room for 256 below
+        self.addCleanup(run_nsbox, ["rm", sid], self.dirs)
+        hog = run_nsbox(["exec", "-d", sid, "--", "bash", "-c",
+                         "while :; do sleep 100 & done 2>/dev/null"], self.dirs,
+                        check=True).stdout.decode().strip()
+        deadline, r = time.monotonic() + 60, None
+        while time.monotonic() < deadline:
+            r = run_nsbox(["exec", sid, "--", "true"], self.dirs)
+            if r.returncode == 125:
+                break
+            time.sleep(0.2)
+        self.assertEqual(r.returncode, 125, "the pids limit was never reached")
+        self.assertIn(b"as many processes as its instance type allows (its pids limit", r.stderr)
+        run_nsbox(["kill", sid, hog, "KILL"], self.dirs, check=True)
+        deadline = time.monotonic() + 30
+        while run_nsbox(["exec", sid, "--", "true"], self.dirs).returncode and \
+                time.monotonic() < deadline:
+            time.sleep(0.2)
+        for _ in range(256):  # (the ended hog's slot is taken over by the last)
+            run_nsbox(["exec", "-d", sid, "--", "sleep", "300"], self.dirs, check=True)
+        r = run_nsbox(["exec", sid, "--", "true"], self.dirs)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"256 processes started by nsbox (exec, exec -d) still run in this "
+                      b"sandbox, the most it tracks; end some (nsbox ps ID, nsbox kill ID PID)",
+                      r.stderr)
+
     def test_cpu_limit_holds_for_busy_processes(self):
         # The loops run until the test has measured them and says so (a file in the given
         # workspace): a fixed `sleep 4` left little room for the cgroup walks in between on a
