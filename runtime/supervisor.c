@@ -56,10 +56,16 @@
  * LOG_WINDOW_MS), and LOG_ROUND per stream in one poll round; beyond that its writers wait on
  * their full pipes. Reading costs the supervisor's CPU, which no cgroup of the sandbox bounds: a
  * `cat /dev/zero` in the background took a whole host CPU beside the sandbox's quota, and one
- * stream read until it ran dry held every request. */
+ * stream read until it ran dry held every request. The budget is shared among the streams
+ * that have output (see loop()): read in slot order, four `yes` took every window and the
+ * streams of higher slots were never read, their writers blocked for good. A round gives each
+ * ready stream its part of what is left, at least LOG_CHUNK (one read: parts of a few bytes
+ * would cost a read each), and begins after the stream last read, so that when the budget ends
+ * within a round, the streams it did not reach come first in the next. */
 #define LOG_RATE (8u << 20)
 #define LOG_WINDOW_MS 100
 #define LOG_ROUND (256u << 10)
+#define LOG_CHUNK (16u << 10)
 /* A client must send (or take) a whole message within this: the supervisor serves every
  * connection from one thread, and one that dribbles a message must not hold the others, the
  * ttl and the timeouts (nsbox_proto_frame_limit). */
@@ -200,6 +206,7 @@ struct sup {
     int64_t last_wake_us; /* how long the last thaw took, until the cgroup said THAWED; -1 */
     int64_t log_window;   /* when the current window of LOG_RATE began */
     size_t log_left;      /* bytes of background output it may still read in it */
+    int log_next;         /* the stream read first in the next round (2 * slot, + 1 for stderr) */
     int owner_fd;         /* create --owner-pid: a pidfd; the sandbox ends with that process */
     int64_t accept_after; /* out of descriptors: no accept before this (nsbox_now_ms) */
     int owner_pid;
@@ -1409,10 +1416,11 @@ static void loop(struct sup *S)
             struct proc *p = &S->procs[i];
             if (!p->used)
                 continue;
+            /* 2 * slot (+ 1 for stderr): the streams' order here, which log_next follows */
             if (p->out_fd >= 0)
-                map[n] = i, pf[n++] = (struct pollfd){p->out_fd, POLLIN, 0};
+                map[n] = 2 * i, pf[n++] = (struct pollfd){p->out_fd, POLLIN, 0};
             if (p->err_fd >= 0)
-                map[n] = MAX_PROCS + i, pf[n++] = (struct pollfd){p->err_fd, POLLIN, 0};
+                map[n] = 2 * i + 1, pf[n++] = (struct pollfd){p->err_fd, POLLIN, 0};
         }
         int r = poll(pf, n, timeout);
         if (r < 0 && errno != EINTR)
@@ -1465,14 +1473,32 @@ static void loop(struct sup *S)
             else
                 on_client(S, map[i]);
         }
+        /* Background output: each ready stream gets its part of what is left of the budget
+         * (at least LOG_CHUNK), beginning after the stream last read, so that a slow writer is
+         * read in every window (with more than budget / LOG_CHUNK streams ready, in turn)
+         * however many fast ones there are, and only the fast ones wait. */
+        size_t ready = 0, from = n, logn = n - first_log;
         for (size_t i = first_log; i < n; i++) {
             if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
                 continue;
-            struct proc *p = &S->procs[map[i] % MAX_PROCS];
+            ready++;
+            if (from == n && map[i] >= S->log_next)
+                from = i;
+        }
+        size_t share = ready ? log_budget(S, nsbox_now_ms()) / ready : 0;
+        share = share < LOG_CHUNK ? LOG_CHUNK : share < LOG_ROUND ? share : LOG_ROUND;
+        for (size_t k = 0; ready && k < logn; k++) {
+            size_t i = first_log + (from - first_log + k) % logn; /* from == n: first_log */
+            if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
             size_t max = log_budget(S, nsbox_now_ms());
-            max = max < LOG_ROUND ? max : LOG_ROUND;
-            S->log_left -= map[i] < MAX_PROCS ? drain(&p->out_fd, &p->out, max)
-                                               : drain(&p->err_fd, &p->err, max);
+            if (!max)
+                break; /* the rest come first in the next window */
+            max = max < share ? max : share;
+            struct proc *p = &S->procs[map[i] / 2];
+            S->log_left -= map[i] % 2 ? drain(&p->err_fd, &p->err, max)
+                                      : drain(&p->out_fd, &p->out, max);
+            S->log_next = map[i] + 1;
         }
         if (pf[F_LISTEN].revents & POLLIN)
             on_accept(S);

@@ -579,6 +579,41 @@ class Lifecycle(SessionTest):
         self.assertEqual(logs, b"y\n" * (32 << 10))  # still read: the last 64 KiB are there
         self.assertEqual(self.nsbox("kill", sid, flood, "KILL").returncode, 0)
 
+    def test_background_output_is_shared_among_writers(self):
+        # The budget of background output (8 MiB/s) was spent in slot order: four streams
+        # that never ran dry took every window, the streams of later processes were never read,
+        # and their writers blocked for good on a full pipe (`wait` on them hung). Each stream
+        # with output now has its part of every window: only the fast writers wait.
+        sid = self.create()
+        flood = "yes A & exec yes B >&2"
+        enlarged = ("import fcntl, os\n"
+                    "for fd in (1, 2):\n"
+                    "    fcntl.fcntl(fd, 1031, 1 << 20)  # F_SETPIPE_SZ: 1 MiB a read\n"
+                    "os.execvp('sh', ['sh', '-c', %r])\n" % flood)
+        floods = []
+        for i in range(7):
+            cmd = ["python3", "-c", enlarged] if i < 2 else ["sh", "-c", flood]
+            r = self.nsbox("exec", "-d", sid, "--", *cmd)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            floods.append(r.stdout.decode().strip())
+        r = self.nsbox("exec", "-d", sid, "--", "sh", "-c",
+                       "seq 1 100000; touch /workspace/modest.done")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        modest = r.stdout.decode().strip()
+        self.assertTrue(wait_for(lambda: self.exec(sid, "test", "-e", "/workspace/modest.done")
+                                 .returncode == 0, 60, 0.5),
+                        "the modest writer never got its output out")
+        self.assertTrue(self.ps_shows(sid, r"(?m)^%s\s+exit 0\s" % modest, 60))
+        # its end was still in the pipe when it ended (the last 64 KiB fit there)
+        self.assertTrue(wait_for(lambda: self.nsbox("logs", sid, modest).stdout
+                                 .endswith(b"\n99999\n100000\n"), 60, 0.5),
+                        self.nsbox("logs", sid, modest).stdout[-100:])
+        for pid in floods:  # every stream was read, the flooders' too
+            r = self.nsbox("logs", sid, pid)
+            self.assertTrue(b"A\nA\n" in r.stdout and b"B\nB\n" in r.stderr, pid)
+        for pid in floods:
+            self.assertEqual(self.nsbox("kill", sid, pid, "KILL").returncode, 0)
+
     def test_rm_never_existed_and_deleted_are_distinct(self):
         sid = self.create()
         self.assertEqual(self.nsbox("rm", sid).returncode, 0)
