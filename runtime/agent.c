@@ -410,6 +410,37 @@ static void find_nondefault_signals(void)
     }
 }
 
+/* Commands are the OOM killer's first choice over init, whose end deletes the sandbox (the
+ * supervisor also lowers init's own to -999 where it may: protect_init). A command inherits
+ * its oom_score_adj at the clone; it cannot set its own (its /proc files are root's, unmapped
+ * here, until its execve, and making it dumpable would make init's memory, which it shares
+ * until then, dumpable too). So init raises its own to 500 for the clone and sets it back:
+ * raising is allowed to anyone, and lowering back to where it was too (the kernel refuses
+ * only going below the lowest a privileged writer set). The descriptor was opened before init
+ * changed its ids (contain.c); -1: not done. */
+static int oom_fd = -1;
+
+void nsbox_agent_set_oom_fd(int fd)
+{
+    oom_fd = fd;
+}
+
+static void oom_raise(char *base, size_t n)
+{
+    if (oom_fd < 0)
+        return;
+    ssize_t r = pread(oom_fd, base, n - 1, 0);
+    base[r > 0 ? r : 0] = '\0';
+    if (r <= 0 || pwrite(oom_fd, "500", 3, 0) != 3)
+        base[0] = '\0';
+}
+
+static void oom_restore(const char *base)
+{
+    if (base[0] && pwrite(oom_fd, base, strlen(base), 0) < 0)
+        base = ""; /* nothing else to do: init stays as likely a victim as its commands */
+}
+
 static int spawn_child_main(void *arg)
 {
     struct spawn_child *c = arg;
@@ -426,19 +457,6 @@ static int spawn_child_main(void *arg)
      * one that does not leaves them zombies until it ends, when init takes them). */
     setsid();
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    /* The OOM killer's first choice over init, whose end would delete the sandbox
-     * (supervisor.c, protect_init). Raising is allowed to anyone; a command that lowers it
-     * again (down to init's) only makes its own sandbox likelier to go. Our /proc files are
-     * root's, which is not mapped here, while we are not dumpable (init, having changed its
-     * ids, is not): dumpable as the command will be after its execve (which decides again,
-     * from the file it runs), they are ours. */
-    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-    int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-    if (adj >= 0) {
-        ssize_t w = write(adj, "500", 3);
-        (void)w;
-        close(adj);
-    }
     for (int i = 0; i < 3; i++)
         if (dup2(c->fds[i], i) < 0) {
             c->fail_kind = 'E';
@@ -508,9 +526,12 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
     sigset_t all, saved_mask;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &saved_mask);
+    char base[16] = "";
+    oom_raise(base, sizeof base);
     pid_t pid = clone(spawn_child_main, spawn_stack + sizeof spawn_stack,
                       CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
     int clone_errno = errno;
+    oom_restore(base);
     sigprocmask(SIG_SETMASK, &saved_mask, NULL);
     argv[h->argc] = saved;
     free(env);

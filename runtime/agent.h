@@ -99,5 +99,8 @@ int nsbox_agent_recv_workspace(int sock, int *fd, struct nsbox_err *e);
 
 /* init side: serve until the supervisor goes away. Never returns. */
 __attribute__((noreturn)) void nsbox_agent_serve(int sock);
+/* Init's own /proc/self/oom_score_adj, opened for reading and writing while it still could
+ * (agent.c: commands start with 500). */
+void nsbox_agent_set_oom_fd(int fd);
 
 #endif

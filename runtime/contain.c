@@ -97,6 +97,10 @@ static int child_become_appuser(struct nsbox_launch *L, struct nsbox_err *e)
     /* Files the set-up creates must belong to a mapped id; only appuser is mapped. The
      * capabilities the clone granted in the new user namespace survive this change because the
      * namespace has no root uid for the kernel's setuid fix-up to compare against. */
+    /* A persistent sandbox's init writes its own oom_score_adj around each command's start
+     * (agent.c): the file is its owner's to open only until the ids change. */
+    if (L->agent_fd >= 0)
+        L->oom_fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
     if (setresgid(NSBOX_SANDBOX_GID, NSBOX_SANDBOX_GID, NSBOX_SANDBOX_GID) < 0)
         return nsbox_err_sys(e, "setresgid(%u)", NSBOX_SANDBOX_GID);
     if (setresuid(NSBOX_SANDBOX_UID, NSBOX_SANDBOX_UID, NSBOX_SANDBOX_UID) < 0)
@@ -331,7 +335,9 @@ void nsbox_child_main(struct nsbox_launch *L)
         /* The mount plan and environment were for set-up; an idle sandbox should cost little. */
         munmap((void *)L->plan, sizeof *L->plan); /* mapped by the launcher (sandbox.c) */
         L->plan = NULL;
-        nsbox_close_fds_except(L->agent_fd);
+        int keep[] = {L->agent_fd, L->oom_fd};
+        nsbox_close_fds_keep(keep, 2);
+        nsbox_agent_set_oom_fd(L->oom_fd);
         nsbox_agent_serve(L->agent_fd);
     }
 

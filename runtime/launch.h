@@ -41,6 +41,7 @@ struct nsbox_launch {
     int sync_rd, sync_wr;     /* parent -> child: "maps written, cgroup joined, go" */
     int report_rd, report_wr; /* child -> parent: struct nsbox_child_report, or EOF at exec */
     int agent_fd;             /* persistent sandbox: init's end of the supervisor socket; else -1 */
+    int oom_fd;               /* the child's (init's) own oom_score_adj, opened by it; or -1 */
     int ws_fd;                /* EXT4 workspace: its detached mount (the child takes its copy) */
 };
 
