@@ -10,6 +10,7 @@
 #include "supervisor.h"
 #include "launch.h"
 #include "paths.h"
+#include "relay.h"
 #include "cgroup.h"
 #include "pool.h"
 #include "proto.h"
@@ -329,14 +330,28 @@ static int cmd_run(int argc, char **argv)
     bool timed_out = false;
     o.oom_kills = &oom_kills;
     o.timed_out = &timed_out;
+    /* A file or a terminal of ours is relayed through a pipe, not shared with the command
+     * (relay.h); a pipe, a socket, /dev/null is given as it is. */
+    int stdio[3] = {o.stdin_fd, o.stdout_fd, o.stderr_fd};
+    struct nsbox_relay relay;
+    if (nsbox_relay_start(&relay, stdio) < 0) {
+        nsbox_err_sys(&e, "cannot relay the command's input and output");
+        goto out_err;
+    }
+    o.stdin_fd = stdio[0], o.stdout_fd = stdio[1], o.stderr_fd = stdio[2];
     /* A sandbox made ahead for these settings, when the pool is on (docs/pool.md). */
     int pr2 = nsbox_pool_run(&spec, argv + i, &o, &status, &oom_kills, &e);
-    if (pr2 < 0)
+    if (pr2 < 0) {
+        nsbox_relay_finish(&relay);
         goto out_err;
+    }
     bool made = true; /* the cold run made its sandbox (a failed command counts, too) */
+    int r2 = pr2 == 1 ? 0 : nsbox_run(&spec, argv + i, &o, &status, &e);
+    /* The command has ended: what it wrote is copied before anything of ours is said. */
+    nsbox_relay_finish(&relay);
     if (pr2 == 1) {
         rc = status;
-    } else if (nsbox_run(&spec, argv + i, &o, &status, &e) < 0) {
+    } else if (r2 < 0) {
         if (e.code == NSBOX_E_EXEC) {
             fprintf(stderr, "nsbox: %s\n", e.msg);
             rc = status;

@@ -1,6 +1,7 @@
 """Helpers shared by the end-to-end and security tests: run the real nsbox binary, as root or
 as an unprivileged test user, each test with its own state and cache directories."""
 import atexit
+import fcntl
 import json
 import os
 import pwd
@@ -417,3 +418,91 @@ def recv_reply(s):
     if len(head) < 4:
         raise ConnectionError("closed")
     return json.loads(s.recv(struct.unpack(">I", head)[0], socket.MSG_WAITALL))
+
+
+# ---- the host's own descriptors as a command's stdio (docs/protocol.md) -------------------------
+
+# What a command given the host's open file description of stdout and stderr could do to it:
+# truncate it, clear its O_APPEND, seek to its start; then each stream says "inside N".
+HOST_FD_HARM = """
+import fcntl, os
+for fd in (1, 2):
+    for harm in (lambda: os.ftruncate(fd, 0), lambda: fcntl.fcntl(fd, fcntl.F_SETFL, 0),
+                 lambda: os.lseek(fd, 0, os.SEEK_SET)):
+        try:
+            harm()
+        except OSError:
+            pass
+    os.write(fd, b"inside %d\\n" % fd)
+"""
+
+# What a command given the host's terminal could change in it for after its end: the line
+# discipline's settings (echo, canonical mode) and the window size, through 0, 1 and 2.
+TERMINAL_HARM = """
+import fcntl, struct, termios
+for fd in (0, 1, 2):
+    try:
+        a = termios.tcgetattr(fd)
+        a[3] &= ~(termios.ECHO | termios.ICANON)
+        termios.tcsetattr(fd, termios.TCSANOW, a)
+    except Exception:
+        pass
+    try:
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 5, 7, 0, 0))
+    except Exception:
+        pass
+print("done")
+"""
+
+# 5 MiB of numbered lines on stdout and 1 MiB on stderr, written in turns, then exit 3: what
+# each stream must carry whole and in order. BIG_OUT and BIG_ERR are what they hold.
+BIG_OUTPUT = """
+import os, sys
+o = memoryview(b"".join(b"%07d\\n" % i for i in range(655360)))
+e = memoryview(b"".join(b"e%06d\\n" % i for i in range(131072)))
+while o or e:
+    if o:
+        o = o[os.write(1, o[:70001]):]
+    if e:
+        e = e[os.write(2, e[:13001]):]
+sys.exit(3)
+"""
+BIG_OUT = b"".join(b"%07d\n" % i for i in range(655360))
+BIG_ERR = b"".join(b"e%06d\n" % i for i in range(131072))
+
+
+def run_with_stdio(args, dirs, stdin=None, stdout=None, stderr=None, timeout=60):
+    """nsbox with args, its stdio the given files or descriptors (None: /dev/null); returns its
+    exit code."""
+    cmd, env = nsbox_command(args, dirs)
+    return subprocess.run(cmd, env=env, timeout=timeout,
+                          stdin=subprocess.DEVNULL if stdin is None else stdin,
+                          stdout=subprocess.DEVNULL if stdout is None else stdout,
+                          stderr=subprocess.DEVNULL if stderr is None else stderr).returncode
+
+
+def in_a_terminal(args, dirs, timeout=60):
+    """nsbox with args, its stdin, stdout and stderr a new pseudo-terminal (30 x 100) that is
+    not its controlling one. Returns (exit code, what it printed, (the terminal's settings,
+    window size) before, and after)."""
+    import select
+    import termios
+    master, slave = os.openpty()
+    try:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+
+        def state():
+            return termios.tcgetattr(slave), fcntl.ioctl(slave, termios.TIOCGWINSZ, b"\0" * 8)
+        before = state()
+        code = run_with_stdio(args, dirs, slave, slave, slave, timeout)
+        after = state()
+        out = b""
+        while select.select([master], [], [], 0.2)[0]:
+            chunk = os.read(master, 65536)
+            if not chunk:
+                break
+            out += chunk
+        return code, out, before, after
+    finally:
+        os.close(master)
+        os.close(slave)
