@@ -1,5 +1,4 @@
 """End-to-end: `nsbox run` as root, real sandboxes (namespaces, mounts, cgroups, seccomp)."""
-import fcntl
 import json
 import os
 import re
@@ -10,8 +9,8 @@ import subprocess
 import time
 import unittest
 
-from nsbox_test import (BIG_ERR, BIG_OUT, BIG_OUTPUT, CGROUP_V2_ONLY, HOST_FD_HARM, NSBOX,
-                        TERMINAL_HARM, UID_BASE, Dirs, cgroup_leftovers, in_a_terminal, is_root,
+from nsbox_test import (CGROUP_V2_ONLY, NSBOX, TERMINAL_HARM, UID_BASE, Dirs, HostStdioChecks,
+                        cgroup_leftovers, in_a_terminal, is_root,
                         run_nsbox, run_with_stdio, sandbox_cgroup_file,
                         sigkill_run_and_check_init_dies, signal_pending, wait_for)
 
@@ -602,36 +601,13 @@ class ExitCodes(RunTest):
         self.assertNoLeftovers()
 
 
-class HostDescriptors(RunTest):
+class HostDescriptors(HostStdioChecks, RunTest):
     """run gives the command the host's stdio only when sharing it is harmless (a pipe, a
     socket, /dev/null, a file read from); a file written to or a terminal is relayed through a
     pipe."""
 
-    def paths(self, *names):
-        return [os.path.join(self.dirs.base, n) for n in names]
-
-    @staticmethod
-    def read(path):
-        with open(path, "rb") as f:
-            return f.read()
-
     def test_a_command_cannot_truncate_or_rewind_an_appended_file(self):
-        # { echo keep; nsbox run -- CMD; echo after; } >> log, stdout and stderr each
-        out, err = self.paths("out.log", "err.log")
-        for path in (out, err):
-            with open(path, "wb") as f:
-                f.write(b"keep\n")
-        with open(out, "ab") as o, open(err, "ab") as e:
-            code = run_with_stdio(["run", "--", "python3", "-c", HOST_FD_HARM], self.dirs,
-                                  stdout=o, stderr=e)
-            # the host's open file descriptions are as they were: still appending
-            for f in (o, e):
-                self.assertTrue(fcntl.fcntl(f.fileno(), fcntl.F_GETFL) & os.O_APPEND)
-            o.write(b"after\n")
-            e.write(b"after\n")
-        self.assertEqual(code, 0)
-        self.assertEqual(self.read(out), b"keep\ninside 1\nafter\n")
-        self.assertEqual(self.read(err), b"keep\ninside 2\nafter\n")
+        self.check_appended_files_untouched(["run", "--"])
         self.assertNoLeftovers()
 
     def test_a_stdin_open_for_writing_is_read_not_truncated(self):
@@ -647,29 +623,10 @@ class HostDescriptors(RunTest):
         self.assertEqual((code, self.read(out), self.read(src)), (0, b"data\n", b"data\n"))
 
     def test_output_to_files_comes_whole_and_in_order_with_the_exit_code(self):
-        out, err = self.paths("out", "err")
-        with open(out, "wb") as o, open(err, "wb") as e:
-            code = run_with_stdio(["run", "--", "python3", "-c", BIG_OUTPUT], self.dirs,
-                                  stdout=o, stderr=e)
-        self.assertEqual(code, 3)
-        got_out, got_err = self.read(out), self.read(err)
-        self.assertEqual((len(got_out), len(got_err)), (len(BIG_OUT), len(BIG_ERR)))
-        self.assertTrue(got_out == BIG_OUT and got_err == BIG_ERR, "output out of order")
-        # what the command line says of its own comes after the command's output
-        with open(out, "wb") as o, open(err, "wb") as e:
-            code = run_with_stdio(["run", "--timeout", "1", "--", "sh", "-c",
-                                   "echo said >&2; sleep 30"], self.dirs, stdout=o, stderr=e)
-        self.assertEqual(code, 124)
-        self.assertRegex(self.read(err), rb"^said\nnsbox: timed out")
+        self.check_output_to_files(["run", "--"], ["run", "--timeout", "1", "--"])
 
     def test_stdout_and_stderr_to_one_file_keep_the_commands_order(self):
-        # `> log 2>&1`: one file, so one pipe for both streams
-        (path,) = self.paths("log")
-        script = "for i in 1 2 3 4 5 6; do echo o$i; echo e$i >&2; done"
-        with open(path, "wb") as f:
-            code = run_with_stdio(["run", "--", "sh", "-c", script], self.dirs, stdout=f, stderr=f)
-        self.assertEqual(code, 0)
-        self.assertEqual(self.read(path), b"".join(b"o%d\ne%d\n" % (i, i) for i in range(1, 7)))
+        self.check_one_file_keeps_the_order(["run", "--"])
 
     def test_a_terminal_keeps_its_settings(self):
         code, out, before, after = in_a_terminal(["run", "--", "python3", "-c", TERMINAL_HARM],

@@ -14,8 +14,8 @@ import threading
 import time
 import unittest
 
-from nsbox_test import (BIG_ERR, BIG_OUT, BIG_OUTPUT, CGROUP_V2_ONLY, HOST_FD_HARM, NSBOX,
-                        TERMINAL_HARM, Dirs, cgroup_leftovers, ensure_test_user, in_a_terminal,
+from nsbox_test import (CGROUP_V2_ONLY, NSBOX, TERMINAL_HARM, Dirs, HostStdioChecks,
+                        cgroup_leftovers, ensure_test_user, in_a_terminal,
                         is_root, control_socket, gc_just_ran, nsbox_command, reachable_nsbox,
                         recv_reply, run_nsbox, run_with_stdio,
                         sandbox_cgroup_file, send_request, state_lock_free, wait_for)
@@ -1089,53 +1089,16 @@ class Terminal(SessionTest):
         self.assertIn(b"needs a terminal", r.stderr)
 
 
-class HostDescriptors(SessionTest):
+class HostDescriptors(HostStdioChecks, SessionTest):
     """exec without -t gives the command the host's stdio only when sharing it is harmless (a
     pipe, a socket, /dev/null); a file or a terminal of the host's is relayed through a pipe."""
 
-    def paths(self, *names):
-        return [os.path.join(self.dirs.base, n) for n in names]
-
-    @staticmethod
-    def read(path):
-        with open(path, "rb") as f:
-            return f.read()
-
     def test_a_command_cannot_truncate_or_rewind_an_appended_file(self):
-        # { echo keep; nsbox exec ID -- CMD; echo after; } >> log, stdout and stderr each
-        sid = self.create()
-        out, err = self.paths("out.log", "err.log")
-        for path in (out, err):
-            with open(path, "wb") as f:
-                f.write(b"keep\n")
-        with open(out, "ab") as o, open(err, "ab") as e:
-            code = run_with_stdio(["exec", sid, "--", "python3", "-c", HOST_FD_HARM], self.dirs,
-                                  stdout=o, stderr=e)
-            # the host's open file descriptions are as they were: still appending
-            for f in (o, e):
-                self.assertTrue(fcntl.fcntl(f.fileno(), fcntl.F_GETFL) & os.O_APPEND)
-            o.write(b"after\n")
-            e.write(b"after\n")
-        self.assertEqual(code, 0)
-        self.assertEqual(self.read(out), b"keep\ninside 1\nafter\n")
-        self.assertEqual(self.read(err), b"keep\ninside 2\nafter\n")
+        self.check_appended_files_untouched(["exec", self.create(), "--"])
 
     def test_output_to_files_comes_whole_and_in_order_with_the_exit_code(self):
         sid = self.create()
-        out, err = self.paths("out", "err")
-        with open(out, "wb") as o, open(err, "wb") as e:
-            code = run_with_stdio(["exec", sid, "--", "python3", "-c", BIG_OUTPUT], self.dirs,
-                                  stdout=o, stderr=e)
-        self.assertEqual(code, 3)
-        got_out, got_err = self.read(out), self.read(err)
-        self.assertEqual((len(got_out), len(got_err)), (len(BIG_OUT), len(BIG_ERR)))
-        self.assertTrue(got_out == BIG_OUT and got_err == BIG_ERR, "output out of order")
-        # what the command line says of its own comes after the command's output
-        with open(out, "wb") as o, open(err, "wb") as e:
-            code = run_with_stdio(["exec", "--timeout", "1", sid, "--", "sh", "-c",
-                                   "echo said >&2; sleep 30"], self.dirs, stdout=o, stderr=e)
-        self.assertEqual(code, 124)
-        self.assertRegex(self.read(err), rb"^said\nnsbox: timed out")
+        self.check_output_to_files(["exec", sid, "--"], ["exec", "--timeout", "1", sid, "--"])
 
     def test_a_background_child_holding_a_relayed_stdout_does_not_hold_exec(self):
         # As with a pipe: exec returns when the command ends, with what it wrote.
@@ -1149,14 +1112,7 @@ class HostDescriptors(SessionTest):
         self.assertLess(time.monotonic() - started, 15)
 
     def test_stdout_and_stderr_to_one_file_keep_the_commands_order(self):
-        # `> log 2>&1`: one file, so one pipe for both streams
-        sid = self.create()
-        (path,) = self.paths("log")
-        script = "for i in 1 2 3 4 5 6; do echo o$i; echo e$i >&2; done"
-        with open(path, "wb") as f:
-            code = run_with_stdio(["exec", sid, "--", "sh", "-c", script], self.dirs, stdout=f, stderr=f)
-        self.assertEqual(code, 0)
-        self.assertEqual(self.read(path), b"".join(b"o%d\ne%d\n" % (i, i) for i in range(1, 7)))
+        self.check_one_file_keeps_the_order(["exec", self.create(), "--"])
 
     def test_a_terminal_without_t_keeps_its_settings(self):
         sid = self.create()

@@ -481,6 +481,63 @@ def run_with_stdio(args, dirs, stdin=None, stdout=None, stderr=None, timeout=60)
                           stderr=subprocess.DEVNULL if stderr is None else stderr).returncode
 
 
+class HostStdioChecks:
+    """What run's and exec's tests of the host's stdio share (test_run.py, test_sessions.py):
+    each check takes the nsbox arguments that come before the command (["run", "--"],
+    ["exec", ID, "--"]) and, for the timeout, those with --timeout 1 in them. Needs self.dirs."""
+
+    def paths(self, *names):
+        return [os.path.join(self.dirs.base, n) for n in names]
+
+    @staticmethod
+    def read(path):
+        with open(path, "rb") as f:
+            return f.read()
+
+    def check_appended_files_untouched(self, before):
+        # { echo keep; nsbox ... -- CMD; echo after; } >> log, stdout and stderr each
+        out, err = self.paths("out.log", "err.log")
+        for path in (out, err):
+            with open(path, "wb") as f:
+                f.write(b"keep\n")
+        with open(out, "ab") as o, open(err, "ab") as e:
+            code = run_with_stdio(before + ["python3", "-c", HOST_FD_HARM], self.dirs,
+                                  stdout=o, stderr=e)
+            # the host's open file descriptions are as they were: still appending
+            for f in (o, e):
+                self.assertTrue(fcntl.fcntl(f.fileno(), fcntl.F_GETFL) & os.O_APPEND)
+            o.write(b"after\n")
+            e.write(b"after\n")
+        self.assertEqual(code, 0)
+        self.assertEqual(self.read(out), b"keep\ninside 1\nafter\n")
+        self.assertEqual(self.read(err), b"keep\ninside 2\nafter\n")
+
+    def check_output_to_files(self, before, before_with_timeout_1):
+        out, err = self.paths("out", "err")
+        with open(out, "wb") as o, open(err, "wb") as e:
+            code = run_with_stdio(before + ["python3", "-c", BIG_OUTPUT], self.dirs,
+                                  stdout=o, stderr=e)
+        self.assertEqual(code, 3)
+        got_out, got_err = self.read(out), self.read(err)
+        self.assertEqual((len(got_out), len(got_err)), (len(BIG_OUT), len(BIG_ERR)))
+        self.assertTrue(got_out == BIG_OUT and got_err == BIG_ERR, "output out of order")
+        # what the command line says of its own comes after the command's output
+        with open(out, "wb") as o, open(err, "wb") as e:
+            code = run_with_stdio(before_with_timeout_1 + ["sh", "-c", "echo said >&2; sleep 30"],
+                                  self.dirs, stdout=o, stderr=e)
+        self.assertEqual(code, 124)
+        self.assertRegex(self.read(err), rb"^said\nnsbox: timed out")
+
+    def check_one_file_keeps_the_order(self, before):
+        # `> log 2>&1`: one file, so one pipe for both streams
+        (path,) = self.paths("log")
+        script = "for i in 1 2 3 4 5 6; do echo o$i; echo e$i >&2; done"
+        with open(path, "wb") as f:
+            code = run_with_stdio(before + ["sh", "-c", script], self.dirs, stdout=f, stderr=f)
+        self.assertEqual(code, 0)
+        self.assertEqual(self.read(path), b"".join(b"o%d\ne%d\n" % (i, i) for i in range(1, 7)))
+
+
 def in_a_terminal(args, dirs, timeout=60):
     """nsbox with args, its stdin, stdout and stderr a new pseudo-terminal (30 x 100) that is
     not its controlling one. Returns (exit code, what it printed, (the terminal's settings,
