@@ -897,8 +897,12 @@ class Lifecycle(SessionTest):
             self.assertEqual(self.inspect(sid)["state"], "sleeping")
             sup = self.supervisor_pid(sid)
             trigger(sid, sup)
+            # the state directory goes before the last of the teardown (the workspace's
+            # unmount at the close of its descriptor, slow in CI's emulated VM): the
+            # supervisor's end is waited for too
             deadline = time.monotonic() + 15
-            while os.path.exists(os.path.join(self.dirs.state, sid)) and time.monotonic() < deadline:
+            while (os.path.exists(os.path.join(self.dirs.state, sid)) or alive(sup)) and \
+                    time.monotonic() < deadline:
                 time.sleep(0.1)
             self.assertFalse(os.path.exists(os.path.join(self.dirs.state, sid)), reason)
             self.assertFalse(alive(sup), reason)
