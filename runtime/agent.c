@@ -419,26 +419,34 @@ static void find_nondefault_signals(void)
  * only going below the lowest a privileged writer set). The descriptor was opened before init
  * changed its ids (contain.c); -1: not done. */
 static int oom_fd = -1;
+/* init's own value, read once, at its first command: the supervisor has set it by then
+ * (protect_init comes before the sandbox is ready) */
+static char oom_base[16];
 
 void nsbox_agent_set_oom_fd(int fd)
 {
     oom_fd = fd;
 }
 
-static void oom_raise(char *base, size_t n)
+/* true when raised: oom_restore must follow the clone */
+static bool oom_raise(void)
 {
-    if (oom_fd < 0)
-        return;
-    ssize_t r = pread(oom_fd, base, n - 1, 0);
-    base[r > 0 ? r : 0] = '\0';
-    if (r <= 0 || pwrite(oom_fd, "500", 3, 0) != 3)
-        base[0] = '\0';
+    if (oom_fd >= 0 && !oom_base[0]) {
+        ssize_t r = pread(oom_fd, oom_base, sizeof oom_base - 1, 0);
+        if (r <= 0)
+            nsbox_closep(&oom_fd);
+        else
+            oom_base[r] = '\0';
+    }
+    return oom_fd >= 0 && pwrite(oom_fd, "500", 3, 0) == 3;
 }
 
-static void oom_restore(const char *base)
+static void oom_restore(bool raised)
 {
-    if (base[0] && pwrite(oom_fd, base, strlen(base), 0) < 0)
-        base = ""; /* nothing else to do: init stays as likely a victim as its commands */
+    if (!raised)
+        return;
+    ssize_t w = pwrite(oom_fd, oom_base, strlen(oom_base), 0);
+    (void)w; /* failed: init stays as likely a victim as its commands, nothing better to do */
 }
 
 static int spawn_child_main(void *arg)
@@ -526,12 +534,11 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
     sigset_t all, saved_mask;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &saved_mask);
-    char base[16] = "";
-    oom_raise(base, sizeof base);
+    bool raised = oom_raise();
     pid_t pid = clone(spawn_child_main, spawn_stack + sizeof spawn_stack,
                       CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
     int clone_errno = errno;
-    oom_restore(base);
+    oom_restore(raised);
     sigprocmask(SIG_SETMASK, &saved_mask, NULL);
     argv[h->argc] = saved;
     free(env);

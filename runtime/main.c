@@ -464,34 +464,27 @@ static int cmd_create(int argc, char **argv)
     }
     /* What goes around the id on stdout: the supervisor writes it there itself, and that
      * write is the moment the sandbox is given (nsbox_session_create). */
-    char *text = NULL;
-    const char *before = "", *after = "\n";
+    /* With --json, {"id":"ID","runtime_dir":"..."} as cJSON prints it (ids need no escaping). */
+    char *after = NULL;
     if (json) {
         char rt[PATH_MAX];
         if (nsbox_path_runtime_dir(rt, sizeof rt, &e) < 0)
             rt[0] = '\0';
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "id", "@ID@"); /* first: the first "@ID@" is its place */
-        cJSON_AddStringToObject(o, "runtime_dir", rt);
-        text = cJSON_PrintUnformatted(o);
-        cJSON_Delete(o);
-        char *at = text ? strstr(text, "@ID@") : NULL;
-        if (!at) {
-            free(text);
+        cJSON *s = cJSON_CreateString(rt);
+        char *quoted = s ? cJSON_PrintUnformatted(s) : NULL;
+        cJSON_Delete(s);
+        if (!quoted || asprintf(&after, "\",\"runtime_dir\":%s}\n", quoted) < 0) {
+            free(quoted);
             nsbox_spec_free(&spec);
             nsbox_err_set(&e, NSBOX_E_SYS, ENOMEM, "create: out of memory");
             return fail(&e);
         }
-        *at = '\0';
-        before = text;
-        after = at + 4;
+        free(quoted);
     }
-    char *line_end = NULL;
-    if (json && asprintf(&line_end, "%s\n", after) < 0)
-        line_end = NULL;
     char id[NSBOX_ID_LEN + 1];
     int signo = 0;
-    const struct nsbox_id_out out = {STDOUT_FILENO, before, line_end ? line_end : after, &signo};
+    const struct nsbox_id_out out = {STDOUT_FILENO, json ? "{\"id\":\"" : "",
+                                     json ? after : "\n", &signo};
     struct nsbox_err ge;
     nsbox_gc_implicit(&ge); /* at most once a second: it visits every sandbox */
     int r = nsbox_spec_validate(&spec, &e) < 0 ||
@@ -499,8 +492,7 @@ static int cmd_create(int argc, char **argv)
                 ? -1
                 : 0;
     nsbox_spec_free(&spec);
-    free(text);
-    free(line_end);
+    free(after);
     if (r == 0)
         return 0;
     if (json) {

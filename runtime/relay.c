@@ -175,11 +175,12 @@ static void stream_undo(struct nsbox_relay_stream *s, int fds[3], int i)
 int nsbox_relay_start(struct nsbox_relay *r, int fds[3])
 {
     r->stop = -1;
-    bool any = false;
+    bool any = false, shared[3];
     for (int i = 0; i < 3; i++) {
         r->s[i] = (struct nsbox_relay_stream){.host = fds[i], .pipe_end = -1, .given = -1,
                                               .stop = -1};
-        any = any || !nsbox_stdio_shareable(fds[i], i);
+        shared[i] = nsbox_stdio_shareable(fds[i], i);
+        any = any || !shared[i];
     }
     if (!any)
         return 0; /* the fast path: nothing made, no thread */
@@ -197,7 +198,7 @@ int nsbox_relay_start(struct nsbox_relay *r, int fds[3])
         err = pthread_attr_setstacksize(&attr, RELAY_STACK);
     for (int i = 0; i < 3 && !err; i++) {
         struct nsbox_relay_stream *s = &r->s[i];
-        if (nsbox_stdio_shareable(fds[i], i))
+        if (shared[i])
             continue;
         if (i == 2 && r->s[1].started && same_file(r->s[1].host, fds[2])) {
             fds[2] = r->s[1].given; /* written to our stdout, in order with it */
@@ -243,7 +244,8 @@ int nsbox_relay_start(struct nsbox_relay *r, int fds[3])
     return 0;
 }
 
-void nsbox_relay_given_close(struct nsbox_relay *r)
+/* our copies of the command's ends */
+static void given_close(struct nsbox_relay *r)
 {
     for (int i = 0; i < 3; i++)
         if (r->s[i].given >= 0) {
@@ -256,7 +258,7 @@ void nsbox_relay_finish(struct nsbox_relay *r)
 {
     if (r->stop < 0)
         return;
-    nsbox_relay_given_close(r);
+    given_close(r);
     uint64_t one = 1;
     if (write(r->stop, &one, sizeof one) != (ssize_t)sizeof one)
         perror("nsbox: relay");

@@ -39,9 +39,6 @@ struct nsbox_relay {
  * to stdout, so that their order is the command's. On failure everything is undone, fds are as
  * they were, and -1 with errno. */
 int nsbox_relay_start(struct nsbox_relay *r, int fds[3]);
-/* Once the command has its descriptors (and no retry will send them again): close our copies
- * of its ends, so that its stdin sees its end of file. */
-void nsbox_relay_given_close(struct nsbox_relay *r);
 /* The command has ended: copy what it wrote (all of it is in the pipes by now; a background
  * child that still holds them does not keep us: what comes later is not taken), stop reading
  * stdin, wait for the threads. Says on stderr when an output could not be written (but when its

@@ -213,7 +213,7 @@ struct sup {
     int ready_fd; /* the socket to whoever waits for the id (create, a pool fill), until it
                    * has it */
     int out_fd;   /* nsbox create's stdout, until the id is written there (give_id), or -1 */
-    const char *out_before, *out_after; /* what goes around the id there */
+    const struct nsbox_id_out *out; /* what goes around the id there; NULL: a pool fill */
     /* A pooled sandbox (pool.md) waits for one run, which init takes on the run socket; then
      * the sandbox is deleted and its supervisor makes the replacement. */
     char pool_key[NSBOX_POOL_KEY_LEN + 1];
@@ -1664,11 +1664,11 @@ static int open_listen(struct sup *S, struct nsbox_err *e)
  * terminal on hold), watching what abandons the creation until the first byte is out. */
 static int give_id(struct sup *S, struct nsbox_err *e)
 {
-    size_t len = strlen(S->out_before) + NSBOX_ID_LEN + strlen(S->out_after), done = 0;
+    size_t len = strlen(S->out->before) + NSBOX_ID_LEN + strlen(S->out->after), done = 0;
     char *text = malloc(len + 1);
     if (!text)
         return nsbox_err_sys(e, "malloc");
-    snprintf(text, len + 1, "%s%s%s", S->out_before, S->sb.st.id, S->out_after);
+    snprintf(text, len + 1, "%s%s%s", S->out->before, S->sb.st.id, S->out->after);
     int r = 0;
     while (r == 0 && done < len) {
         struct pollfd pf[4] = {{S->out_fd, POLLOUT, 0},
@@ -1743,8 +1743,7 @@ __attribute__((noreturn)) static void supervise(const struct nsbox_spec *spec, i
     S.owner_pid = owner_pid;
     S.ready_fd = ready_fd;
     S.out_fd = out_fd;
-    if (out)
-        S.out_before = out->before, S.out_after = out->after;
+    S.out = out;
     struct nsbox_err e = {0};
     char line[NSBOX_ERR_MSG_MAX + 64];
     S.spec = spec;

@@ -34,6 +34,15 @@ def _outside_stacklevel():
     return level
 
 
+def _create_output(stdout):
+    """What `nsbox create --json` printed last (its object: the id, or the error), or None."""
+    lines = stdout.decode("utf-8", "replace").strip().splitlines()
+    try:
+        return json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return None
+
+
 def _message_from_stderr(stderr):
     """nsbox's one-line message: without the "nsbox: " prefix, the "(see nsbox --help)" hint,
     and the name of the spec file we gave it (an implementation detail of this client)."""
@@ -178,26 +187,20 @@ class LocalSandbox:
                     raise errors.SandboxCreationError(
                         "nsbox create did not finish within %ss" % timeout) from None
                 raise
-        r = subprocess.CompletedProcess(argv, p.returncode, stdout, stderr)
-        out = r.stdout.decode("utf-8", "replace").strip()
-        parsed = None
-        if out:
-            try:
-                parsed = json.loads(out.splitlines()[-1])
-            except ValueError:
-                parsed = None
-        if r.returncode != 0:
+        out = stdout.decode("utf-8", "replace").strip()
+        parsed = _create_output(stdout)
+        if p.returncode != 0:
             err = parsed.get("error") if isinstance(parsed, dict) else None
             if isinstance(err, dict) and isinstance(err.get("message"), str):
                 raise creation_error(err["message"], err.get("code"))
-            msg = _message_from_stderr(r.stderr) or (
-                "nsbox create failed with exit code %d" % r.returncode)
+            msg = _message_from_stderr(stderr) or (
+                "nsbox create failed with exit code %d" % p.returncode)
             raise creation_error(msg)
         if not isinstance(parsed, dict) or not isinstance(parsed.get("id"), str):
             raise errors.SandboxCreationError("nsbox create printed no sandbox id: %r" % out)
         # What the command line says on success (a root-owned workspace the sandbox cannot
         # write to, ...) is said here too, as a warning.
-        for line in r.stderr.decode("utf-8", "replace").splitlines():
+        for line in stderr.decode("utf-8", "replace").splitlines():
             if line.startswith("nsbox: note: "):
                 warnings.warn(line[len("nsbox: note: "):], errors.NsboxWarning,
                               stacklevel=_outside_stacklevel())
@@ -216,12 +219,10 @@ class LocalSandbox:
             p.kill()
             p.wait()
             raise
-        try:
-            parsed = json.loads(out.decode("utf-8", "replace").strip().splitlines()[-1])
-            sandbox_id = parsed["id"]
-        except (ValueError, IndexError, KeyError, TypeError):
-            return  # no id: nothing was made
-        Session(sandbox_id, parsed.get("runtime_dir") or runtime_dir(self._env()), self).delete()
+        parsed = _create_output(out)
+        if isinstance(parsed, dict) and isinstance(parsed.get("id"), str):  # made all the same
+            Session(parsed["id"], parsed.get("runtime_dir") or runtime_dir(self._env()),
+                    self).delete()
 
     def create(self):
         """Create the sandbox and return its Session, without hooks; the caller deletes it

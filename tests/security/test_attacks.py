@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import termios
+import time
 import tty
 import unittest
 
@@ -525,6 +526,12 @@ time.sleep(1000)
 """
 
 
+# The pids of the sandbox's `sleep` processes, one a line, from /proc itself (a pgrep missing
+# from the image would have printed nothing, as if none were left).
+SLEEPERS = ('for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = sleep ] && '
+            'echo ${p#/proc/}; done; true')
+
+
 class ProcessTreeEscape(unittest.TestCase):
     """A command that clears the child-subreaper flag nsbox gave it, then detaches a grandchild
     (setsid and a double fork), sent it to init: --timeout, a second Ctrl-C and kill of a
@@ -539,18 +546,20 @@ class ProcessTreeEscape(unittest.TestCase):
                       timeout=60)
         self.assertEqual(r.returncode, 124, r.stderr)
         self.assertIn(b"prctl -1 1\n", r.stdout)  # EPERM
-        r = run_nsbox(["exec", sid, "--", "sh", "-c", "sleep 0.5; pgrep -x sleep || echo none"],
-                      dirs, timeout=60)
-        self.assertEqual(r.stdout, b"none\n", "a grandchild left its command's tree")
+        def sleepers():
+            r = run_nsbox(["exec", sid, "--", "sh", "-c", SLEEPERS], dirs, check=True)
+            return r.stdout.split()
+
+        time.sleep(0.5)
+        self.assertEqual(sleepers(), [], "a grandchild left its command's tree")
         # and a background process killed by pid
         r = run_nsbox(["exec", "-d", sid, "--", "python3", "-c", ESCAPE_TREE], dirs, check=True)
         pid = r.stdout.decode().strip()
-        run_nsbox(["exec", sid, "--", "sh", "-c", "for i in $(seq 100); do pgrep -x sleep "
-                   ">/dev/null && exit; sleep 0.1; done"], dirs, timeout=60)
+        self.assertTrue(wait_for(sleepers, 10, 0.1), "the grandchild never started: proves "
+                        "nothing")
         run_nsbox(["kill", sid, pid], dirs, check=True)
-        r = run_nsbox(["exec", sid, "--", "sh", "-c", "sleep 0.5; pgrep -x sleep || echo none"],
-                      dirs, timeout=60)
-        self.assertEqual(r.stdout, b"none\n", "a grandchild left its command's tree")
+        time.sleep(0.5)
+        self.assertEqual(sleepers(), [], "a grandchild left its command's tree")
 
 
 class CallersTerminal(unittest.TestCase):
