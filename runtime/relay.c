@@ -27,7 +27,10 @@ bool nsbox_stdio_shareable(int fd, int which)
     int fl = fcntl(fd, F_GETFL);
     if (S_ISDIR(st.st_mode) || (fl >= 0 && (fl & O_PATH)))
         return true; /* refused as it is, with its reason (nsbox_check_stdio) */
-    if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))
+    /* Not a socket: it is of the host's network namespace. A command could accept on it,
+     * sendto another address with it (a UDP socket: anywhere; a unix one: the host's abstract
+     * names), read what was sent to the caller, or shut it down. */
+    if (S_ISFIFO(st.st_mode))
         return true;
     if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3))
         return true; /* /dev/null */

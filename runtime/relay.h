@@ -4,8 +4,10 @@
  *
  * A descriptor passed on shares its open file description with the host: a command given the
  * shell's `>> log` could ftruncate it, clear its O_APPEND, seek and overwrite its start; given a
- * terminal, change its settings (tcsetattr, the window size, flow) for after it has ended. A
- * pipe, a FIFO, a socket or /dev/null give nothing of that, and keep the fast path. */
+ * terminal, change its settings (tcsetattr, the window size, flow) for after it has ended;
+ * given a socket (of the host's network namespace), accept on it, send to other addresses, read
+ * what was sent to the caller, shut it down. A pipe, a FIFO or /dev/null give nothing of that,
+ * and keep the fast path. */
 #ifndef NSBOX_RELAY_H
 #define NSBOX_RELAY_H
 
@@ -13,7 +15,7 @@
 #include <stdbool.h>
 
 /* Whether fd (0: stdin, 1 and 2: an output) may be handed to a sandboxed command as it is: a
- * pipe or FIFO, a socket, /dev/null; for stdin also a regular file opened read-only (the
+ * pipe or FIFO, /dev/null; for stdin also a regular file opened read-only (the
  * command can read it, not change it). Also true for what nsbox_check_stdio refuses (a
  * directory, an O_PATH descriptor) and for a closed descriptor: they keep their own handling. */
 bool nsbox_stdio_shareable(int fd, int which);

@@ -602,8 +602,8 @@ class ExitCodes(RunTest):
 
 
 class HostDescriptors(HostStdioChecks, RunTest):
-    """run gives the command the host's stdio only when sharing it is harmless (a pipe, a
-    socket, /dev/null, a file read from); a file written to or a terminal is relayed through a
+    """run gives the command the host's stdio only when sharing it is harmless (a pipe,
+    /dev/null, a file read from); a file written to, a socket or a terminal is relayed through a
     pipe."""
 
     def test_a_command_cannot_truncate_or_rewind_an_appended_file(self):
@@ -627,6 +627,10 @@ class HostDescriptors(HostStdioChecks, RunTest):
 
     def test_stdout_and_stderr_to_one_file_keep_the_commands_order(self):
         self.check_one_file_keeps_the_order(["run", "--"])
+
+    def test_host_sockets_are_not_handed_to_the_command(self):
+        self.check_sockets_not_handed_over(["run", "--"])
+        self.assertNoLeftovers()
 
     def test_a_terminal_keeps_its_settings(self):
         code, out, before, after = in_a_terminal(["run", "--", "python3", "-c", TERMINAL_HARM],

@@ -1095,7 +1095,7 @@ class Terminal(SessionTest):
 
 class HostDescriptors(HostStdioChecks, SessionTest):
     """exec without -t gives the command the host's stdio only when sharing it is harmless (a
-    pipe, a socket, /dev/null); a file or a terminal of the host's is relayed through a pipe."""
+    pipe, /dev/null); a file, a socket or a terminal of the host's is relayed through a pipe."""
 
     def test_a_command_cannot_truncate_or_rewind_an_appended_file(self):
         self.check_appended_files_untouched(["exec", self.create(), "--"])
@@ -1117,6 +1117,9 @@ class HostDescriptors(HostStdioChecks, SessionTest):
 
     def test_stdout_and_stderr_to_one_file_keep_the_commands_order(self):
         self.check_one_file_keeps_the_order(["exec", self.create(), "--"])
+
+    def test_host_sockets_are_not_handed_to_the_command(self):
+        self.check_sockets_not_handed_over(["exec", "-i", self.create(), "--"])
 
     def test_a_terminal_without_t_keeps_its_settings(self):
         sid = self.create()

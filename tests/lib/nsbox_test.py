@@ -454,6 +454,29 @@ for fd in (0, 1, 2):
 print("done")
 """
 
+# What a command given the host's sockets as stdin and stdout could do with them: accept a
+# connection waiting on a listening socket, send a datagram to another socket of the host's
+# network namespace (an abstract unix name, argv[1]; a UDP socket would reach any address),
+# read what was sent to the caller, shut the caller's socket down. It says "inside" first, then
+# on stderr which of these worked.
+SOCKET_HARM = """
+import os, socket, sys
+print("inside", flush=True)
+done = []
+for name, harm in (("accept", lambda: socket.socket(fileno=os.dup(0)).accept()),
+                   ("sendto", lambda: socket.socket(fileno=os.dup(1)).sendto(
+                       b"escaped", "\\0" + sys.argv[1])),
+                   ("read", lambda: os.read(1, 100)),
+                   ("shutdown", lambda: socket.socket(fileno=os.dup(1)).shutdown(
+                       socket.SHUT_RDWR))):
+    try:
+        harm()
+        done.append(name)
+    except OSError:
+        pass
+sys.stderr.write("worked: %s\\n" % " ".join(done))
+"""
+
 # 5 MiB of numbered lines on stdout and 1 MiB on stderr, written in turns, then exit 3: what
 # each stream must carry whole and in order. BIG_OUT and BIG_ERR are what they hold.
 BIG_OUTPUT = """
@@ -527,6 +550,38 @@ class HostStdioChecks:
                                   self.dirs, stdout=o, stderr=e)
         self.assertEqual(code, 124)
         self.assertRegex(self.read(err), rb"^said\nnsbox: timed out")
+
+    def check_sockets_not_handed_over(self, before):
+        # stdin a listening unix socket with a client waiting, stdout one end of a datagram
+        # socketpair (the host's network namespace): what SOCKET_HARM tries must all fail, and
+        # the command's output still arrives, as datagrams, at the other end.
+        import random
+        name = "nsbox-test-%d-%x" % (os.getpid(), random.getrandbits(48))
+        (err,) = self.paths("err")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as outside, \
+                socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener, \
+                socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as waiting:
+            outside.bind("\0" + name + "-outside")
+            listener.bind("\0" + name + "-listen")
+            listener.listen(1)
+            waiting.connect("\0" + name + "-listen")
+            mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+            with mine, theirs, open(err, "wb") as e:
+                mine.send(b"secret")
+                code = run_with_stdio(before + ["python3", "-c", SOCKET_HARM,
+                                                name + "-outside"],
+                                      self.dirs, stdin=listener, stdout=theirs, stderr=e)
+                for s in (outside, mine, theirs, listener):
+                    s.setblocking(False)
+                self.assertEqual(self.read(err), b"worked: \n")
+                self.assertEqual(code, 0)
+                self.assertEqual(mine.recv(100), b"inside\n")
+                self.assertEqual(theirs.recv(100), b"secret")  # still the caller's to read
+                with self.assertRaises(BlockingIOError):
+                    outside.recv(100)
+                listener.accept()[0].close()  # the waiting client is still the caller's
+                mine.send(b"after")  # not shut down
+                self.assertEqual(theirs.recv(100), b"after")
 
     def check_one_file_keeps_the_order(self, before):
         # `> log 2>&1`: one file, so one pipe for both streams

@@ -42,7 +42,7 @@ static void test_shareable(void **state)
     int ap = open_file("ap", O_WRONLY | O_APPEND);
     for (int which = 0; which < 3; which++) {
         assert_true(nsbox_stdio_shareable(p[0], which));
-        assert_true(nsbox_stdio_shareable(sp[0], which));
+        assert_false(nsbox_stdio_shareable(sp[0], which)); /* the host's network namespace */
         assert_true(nsbox_stdio_shareable(null, which));
         assert_true(nsbox_stdio_shareable(-1, which)); /* closed stays closed */
         assert_false(nsbox_stdio_shareable(zero, which)); /* another device */
