@@ -132,7 +132,7 @@ int nsbox_agent_spawn(int sock, uint32_t seq, char *const argv[], char *const en
             return -1;
     h.len = (uint32_t)off;
     if (!(flags & NSBOX_AGENT_F_TTY))
-        nsbox_share_pipes(fds, 3);
+        nsbox_share_pipes(fds);
     if (send_msg(sock, &h, buf, fds, (flags & NSBOX_AGENT_F_TTY) ? 0 : 3) < 0)
         return nsbox_err_sys(e, "agent: send");
     return 0;

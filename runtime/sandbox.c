@@ -276,7 +276,7 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
     c->L.report_rd = rp[0], c->L.report_wr = rp[1];
 
     if (stdio)
-        nsbox_share_pipes(stdio, 3);
+        nsbox_share_pipes(stdio);
     pid_t pid = clone_sandbox(&c->cg, &c->L.cgroup_ns_in_clone, &c->pidfd);
     if (pid < 0)
         return nsbox_diagnose_namespace_failure(errno, e);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/syscall.h>
@@ -297,16 +298,33 @@ bool nsbox_is_host_root(const struct stat *st)
 #define PIPEFS_MAGIC 0x50495045
 #endif
 
-void nsbox_share_pipes(const int *fds, size_t n)
+#define SHARE_LOCK_TRIES 20 /* 1 ms apart: a holder of the pipe's flock does not stop us */
+
+void nsbox_share_pipes(const int fds[3])
 {
-    for (size_t i = 0; i < n; i++) {
+    for (int i = 0; i < 3; i++) {
+        mode_t need = i == 0 ? 0044 : 0022; /* group and others: read stdin, write the others */
         struct stat st;
         struct statfs sf;
         if (fds[i] < 0 || fstat(fds[i], &st) < 0 || !S_ISFIFO(st.st_mode) ||
-            (st.st_mode & 0666) == 0666 || fstatfs(fds[i], &sf) < 0 ||
+            (st.st_mode & need) == need || fstatfs(fds[i], &sf) < 0 ||
             sf.f_type != PIPEFS_MAGIC)
             continue;
-        (void)fchmod(fds[i], (st.st_mode & 07777) | 0666); /* not ours to change: as it was */
+        /* Another nsbox may add its bits to this pipe now (the other end of `nsbox run | nsbox
+         * run`): the read and the change are one step under the lock. A lock held by anyone
+         * else (the command, which has the pipe too) only delays us. */
+        bool locked = false;
+        for (int t = 0; t < SHARE_LOCK_TRIES && !locked; t++) {
+            locked = flock(fds[i], LOCK_EX | LOCK_NB) == 0;
+            if (!locked && errno != EWOULDBLOCK && errno != EINTR)
+                break;
+            if (!locked)
+                nanosleep(&(struct timespec){0, 1000000}, NULL);
+        }
+        if (fstat(fds[i], &st) == 0 && (st.st_mode & need) != need)
+            (void)fchmod(fds[i], (st.st_mode & 07777) | need); /* not ours: only add */
+        if (locked)
+            (void)flock(fds[i], LOCK_UN);
     }
 }
 

@@ -55,13 +55,19 @@ int nsbox_parse_seconds(const char *s, uint64_t max_s, uint64_t *ms);
 #define NSBOX_TIMEOUT_MAX_S (365u * 86400u)
 #define NSBOX_TIMEOUT_USAGE                                                                        \
     "--timeout needs a number of seconds from 0 to 31536000 (a year), not '%.40s'"
-/* The anonymous pipes among fds (a command's stdio), made readable and writable by all: the
+/* The anonymous pipes among a command's stdin, stdout and stderr (fds[0..2]) made reopenable by
+ * others the way the command uses them: stdin readable, stdout and stderr writable. The
  * sandbox's processes run as another uid, and /dev/stdin, /dev/stdout and /dev/stderr reopen a
  * pipe through /proc/self/fd, which checks its mode ("echo x > /dev/stderr": Permission
- * denied). Only a process that can see the descriptor in /proc/PID/fd (ptrace access to a
- * holder) can reopen a pipe, so this gives nothing to anyone else. A named FIFO's mode is a
- * file's on disk: never changed; nor a file's or a terminal's. */
-void nsbox_share_pipes(const int *fds, size_t n);
+ * denied). Not the other way: through /proc/self/fd/0 opened for writing, a command wrote
+ * into the caller's stdin what the host read after it (`{ nsbox run -- CMD; read x; } < pipe`),
+ * and through /proc/self/fd/1 opened for reading it took what others wrote for the caller's
+ * reader. Bits are only added (a pipe one nsbox writes to and another reads from gets both),
+ * under an flock of the pipe, so that two such nsbox starting at once lose neither's.
+ * Only a process that can see the descriptor in /proc/PID/fd (ptrace access to a holder) can
+ * reopen a pipe, so this gives nothing to anyone else. A named FIFO's mode is a file's on
+ * disk: never changed; nor a file's or a terminal's. */
+void nsbox_share_pipes(const int fds[3]);
 /* A command line's process id (of a sandbox's process): 2 to 2^22, else -1. */
 long nsbox_parse_pid(const char *s);
 /* path is dir or below it, by its text ("/proc/1" is in "/proc", "/procx" is not). */

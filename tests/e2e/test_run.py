@@ -10,7 +10,7 @@ import time
 import unittest
 
 from nsbox_test import (CGROUP_V2_ONLY, NSBOX, TERMINAL_HARM, UID_BASE, Dirs, HostStdioChecks,
-                        cgroup_leftovers, in_a_terminal, is_root,
+                        cgroup_leftovers, in_a_terminal, is_root, nsbox_command,
                         run_nsbox, run_with_stdio, sandbox_cgroup_file,
                         sigkill_run_and_check_init_dies, signal_pending, wait_for)
 
@@ -627,6 +627,28 @@ class HostDescriptors(HostStdioChecks, RunTest):
 
     def test_stdout_and_stderr_to_one_file_keep_the_commands_order(self):
         self.check_one_file_keeps_the_order(["run", "--"])
+
+    def test_the_callers_pipes_reopen_only_the_way_they_were_given(self):
+        self.check_pipes_reopen_only_one_way(["run", "--"])
+        self.assertNoLeftovers()
+
+    def test_a_pipe_between_two_sandboxes_works_both_ways(self):
+        # `nsbox run ... | nsbox run ...`: the pipe is one's stdout and the other's stdin, and
+        # both reopen it (/dev/stdout, /dev/stdin); each nsbox adds the bits its side needs.
+        cmd, env = nsbox_command(["run", "--", "sh", "-c", "echo hi > /dev/stdout"], self.dirs)
+        cmd2, _ = nsbox_command(["run", "--", "sh", "-c", "cat /dev/stdin"], self.dirs)
+        for _ in range(5):
+            r, w = os.pipe()
+            a = subprocess.Popen(cmd, env=env, stdout=w, stderr=subprocess.PIPE)
+            b = subprocess.Popen(cmd2, env=env, stdin=r, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE)
+            os.close(r)
+            os.close(w)
+            out_b, err_b = b.communicate(timeout=60)
+            _, err_a = a.communicate(timeout=60)
+            self.assertEqual((a.returncode, b.returncode, out_b), (0, 0, b"hi\n"),
+                             err_a + err_b)
+        self.assertNoLeftovers()
 
     def test_host_sockets_are_not_handed_to_the_command(self):
         self.check_sockets_not_handed_over(["run", "--"])

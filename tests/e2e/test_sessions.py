@@ -1118,6 +1118,9 @@ class HostDescriptors(HostStdioChecks, SessionTest):
     def test_stdout_and_stderr_to_one_file_keep_the_commands_order(self):
         self.check_one_file_keeps_the_order(["exec", self.create(), "--"])
 
+    def test_the_callers_pipes_reopen_only_the_way_they_were_given(self):
+        self.check_pipes_reopen_only_one_way(["exec", "-i", self.create(), "--"])
+
     def test_host_sockets_are_not_handed_to_the_command(self):
         self.check_sockets_not_handed_over(["exec", "-i", self.create(), "--"])
 

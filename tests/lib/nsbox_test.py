@@ -477,6 +477,27 @@ for name, harm in (("accept", lambda: socket.socket(fileno=os.dup(0)).accept()),
 sys.stderr.write("worked: %s\\n" % " ".join(done))
 """
 
+# A command given the caller's pipes reopens them through /proc/self/fd: /dev/stdin and
+# /dev/stdout must work, and the other way must not (writing into its stdin, which the host
+# reads after it; reading its stdout, what others wrote for the caller's reader). It reads
+# "first\n" from fd 0 and "second\n" through /dev/stdin, then says what it could do.
+PIPE_HARM = """
+import os
+said = [os.read(0, 6), os.read(os.open("/dev/stdin", os.O_RDONLY), 7)]
+fd = os.open("/dev/stdout", os.O_WRONLY)
+os.write(fd, b"via /dev/stdout\\n")
+for name, path, flags in (("write stdin", "/proc/self/fd/0", os.O_WRONLY),
+                          ("read stdout", "/proc/self/fd/1", os.O_RDONLY | os.O_NONBLOCK)):
+    try:
+        fd = os.open(path, flags)
+        if flags & os.O_WRONLY:
+            os.write(fd, b"INJECTED\\n")
+        said.append(name.encode())
+    except OSError:
+        pass
+print(said, flush=True)
+"""
+
 # 5 MiB of numbered lines on stdout and 1 MiB on stderr, written in turns, then exit 3: what
 # each stream must carry whole and in order. BIG_OUT and BIG_ERR are what they hold.
 BIG_OUTPUT = """
@@ -550,6 +571,32 @@ class HostStdioChecks:
                                   self.dirs, stdout=o, stderr=e)
         self.assertEqual(code, 124)
         self.assertRegex(self.read(err), rb"^said\nnsbox: timed out")
+
+    def check_pipes_reopen_only_one_way(self, before):
+        # The caller's own pipes as stdin and stdout; the test keeps both ends of each.
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        try:
+            os.write(in_w, b"first\nsecond\nthird\n")
+            code = run_with_stdio(before + ["python3", "-c", PIPE_HARM], self.dirs,
+                                  stdin=in_r, stdout=out_w)
+            os.close(in_w)
+            in_w = -1
+            os.close(out_w)
+            out_w = -1
+            with os.fdopen(in_r, "rb") as f:
+                in_r = -1
+                left = f.read()
+            with os.fdopen(out_r, "rb") as f:
+                out_r = -1
+                out = f.read()
+        finally:
+            for fd in (in_r, in_w, out_r, out_w):
+                if fd >= 0:
+                    os.close(fd)
+        self.assertEqual(code, 0, out)
+        self.assertEqual(out, b"via /dev/stdout\n[b'first\\n', b'second\\n']\n")
+        self.assertEqual(left, b"third\n")  # the host reads what it wrote, nothing injected
 
     def check_sockets_not_handed_over(self, before):
         # stdin a listening unix socket with a client waiting, stdout one end of a datagram

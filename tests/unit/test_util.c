@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -126,6 +128,48 @@ static void test_mkdir_p_modes(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+static mode_t mode_of(int fd)
+{
+    struct stat st;
+    assert_int_equal(fstat(fd, &st), 0);
+    return st.st_mode & 07777;
+}
+
+/* stdin's pipe readable by others, stdout's and stderr's writable, nothing else: a command
+ * that reopened its stdin for writing put data in the caller's pipe. */
+static void test_share_pipes_one_way(void **state)
+{
+    (void)state;
+    int in[2], out[2], err[2];
+    assert_int_equal(pipe(in), 0);
+    assert_int_equal(pipe(out), 0);
+    assert_int_equal(pipe(err), 0);
+    assert_int_equal(fchmod(in[0], 0600), 0);
+    assert_int_equal(fchmod(out[1], 0600), 0);
+    assert_int_equal(fchmod(err[1], 0666), 0);
+    /* stdout's pipe locked by another holder (its other end): waited for briefly, then
+     * changed all the same */
+    assert_int_equal(flock(out[0], LOCK_EX | LOCK_NB), 0);
+    nsbox_share_pipes((int[]){in[0], out[1], err[1]});
+    assert_int_equal(mode_of(in[0]), 0644);
+    assert_int_equal(mode_of(out[1]), 0622);
+    assert_int_equal(mode_of(err[1]), 0666); /* bits are only added */
+    /* the pipe between two nsbox (one's stdout, the other's stdin) gets both */
+    nsbox_share_pipes((int[]){out[0], -1, -1});
+    assert_int_equal(mode_of(out[0]), 0666);
+    /* a file is not a pipe: untouched */
+    char path[] = "/tmp/nsbox-test-share-XXXXXX";
+    int f = mkstemp(path);
+    assert_true(f >= 0);
+    unlink(path);
+    assert_int_equal(fchmod(f, 0600), 0);
+    nsbox_share_pipes((int[]){f, f, f});
+    assert_int_equal(mode_of(f), 0600);
+    int all[] = {in[0], in[1], out[0], out[1], err[0], err[1], f};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        close(all[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -134,6 +178,7 @@ int main(void)
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_mkdir_p_modes),
         cmocka_unit_test(test_shown),
+        cmocka_unit_test(test_share_pipes_one_way),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
