@@ -1512,17 +1512,22 @@ static void loop(struct sup *S)
 
 /* The end of what a stream of the set-up script left, without its last newlines: at most
  * SETUP_TAIL_MAX bytes, from the start of a line where one starts in it, after "[...]" when
- * more came before. NULL when it left nothing. */
+ * more came before. NULL when it left nothing. It goes into create's error, printed on the
+ * host: control characters are shown as '?' and its lines after the first are indented
+ * (nsbox_text_shown), so that it cannot print lines that pass for nsbox's own. */
 static char *setup_tail(struct ring *r)
 {
     uint64_t end;
     bool lost;
-    char *text = ring_text(r, UINT64_MAX, false, &end, &lost);
+    char *raw = ring_text(r, UINT64_MAX, false, &end, &lost);
     free(r->buf);
     r->buf = NULL;
-    size_t tl = text ? strlen(text) : 0;
-    while (tl && (text[tl - 1] == '\n' || text[tl - 1] == '\r'))
-        text[--tl] = '\0';
+    size_t tl = raw ? strlen(raw) : 0;
+    while (tl && (raw[tl - 1] == '\n' || raw[tl - 1] == '\r'))
+        raw[--tl] = '\0';
+    char *text = tl ? nsbox_text_shown(raw, "  ") : NULL;
+    free(raw);
+    tl = text ? strlen(text) : 0;
     if (!tl) {
         free(text);
         return NULL;

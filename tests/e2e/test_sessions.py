@@ -971,14 +971,32 @@ class Lifecycle(SessionTest):
         self.assertEqual(r.returncode, 125)
         err = r.stderr.decode()
         self.assertIn("setup script failed (exit code 5): [...]\n", err)
-        self.assertIn("progress line 300\nE: the real reason", err)
+        self.assertIn("  progress line 300\n  E: the real reason", err)
         self.assertNotIn("progress line 1\n", err)
         with open(script, "w") as f:
             f.write("echo Collecting foo; echo 'ERROR: No matching distribution for foo'; exit 1\n")
         r = self.nsbox("create", "--setup-script", script)
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"setup script failed (exit code 1); nothing on stderr, the end of its "
-                      b"stdout: Collecting foo\nERROR: No matching distribution for foo", r.stderr)
+                      b"stdout: Collecting foo\n  ERROR: No matching distribution for foo",
+                      r.stderr)
+        self.assertEqual(self.dirs.leftovers(), [])
+
+    def test_a_setup_scripts_output_cannot_pass_for_nsbox_or_drive_the_terminal(self):
+        # Its output goes into create's error on the host's terminal: raw, an escape sequence
+        # erased the real line and a newline started a line of the script's "nsbox: note: ...".
+        script = os.path.join(self.dirs.base, "setup.sh")
+        with open(script, "w") as f:
+            f.write("printf 'oops\\n\\033[2K\\rnsbox: note: setup passed, sandbox 0123456789ab "
+                    "ready\\n\\033]0;title\\007\\302\\233[31mred\\n' >&2; exit 3\n")
+        for opts in ([], ["--json"]):
+            r = self.nsbox("create", "--setup-script", script, *opts)
+            self.assertEqual(r.returncode, 125)
+            err = r.stderr.decode() if not opts else json.loads(r.stdout)["error"]["message"]
+            self.assertIn("setup script failed (exit code 3): oops\n  ?[2K?nsbox: note: setup "
+                          "passed, sandbox 0123456789ab ready\n  ?]0;title??[31mred", err, opts)
+            self.assertFalse(re.search(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]", err), err)
+            self.assertFalse(re.search(r"^nsbox: note", err, re.M), err)
         self.assertEqual(self.dirs.leftovers(), [])
 
     def test_setup_script_timeout(self):

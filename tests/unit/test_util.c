@@ -170,6 +170,24 @@ static void test_share_pipes_one_way(void **state)
         close(all[i]);
 }
 
+static void test_text_shown(void **state)
+{
+    (void)state;
+    char *t = nsbox_text_shown("a\tb\n\033[2K\rnsbox: x\x7f\n"
+                               "\xc2\x9b" "31m \xc2\xa0\xc3\xa9", "  ");
+    assert_non_null(t);
+    /* tab kept, ESC CR DEL and U+009B shown as '?', lines after the first indented, other
+     * UTF-8 (U+00A0, U+00E9) kept */
+    assert_string_equal(t, "a\tb\n  ?[2K?nsbox: x?\n  ?31m \xc2\xa0\xc3\xa9");
+    free(t);
+    t = nsbox_text_shown("", "  ");
+    assert_string_equal(t, "");
+    free(t);
+    t = nsbox_text_shown("\xc2", ""); /* a lone lead byte at the end: kept, nothing read past */
+    assert_string_equal(t, "\xc2");
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -179,6 +197,7 @@ int main(void)
         cmocka_unit_test(test_mkdir_p_modes),
         cmocka_unit_test(test_shown),
         cmocka_unit_test(test_share_pipes_one_way),
+        cmocka_unit_test(test_text_shown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
