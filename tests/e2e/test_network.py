@@ -391,13 +391,15 @@ class Cleanup(NetTest):
         env = self.dirs.env(dict({"NSBOX_RESOLV_CONF": lab.resolv}, **(extra_env or {})))
         p = subprocess.Popen(lab.wrap([NSBOX, "run"] + net_args + ["--", "sleep", "60"]),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-        deadline = time.time() + 20
-        while time.time() < deadline and not lab.sandbox_links():
+        # 60 s: CI's emulated VM, with the host busy besides, once took more than 20
+        deadline = time.time() + 60
+        while time.time() < deadline and not lab.sandbox_links() and p.poll() is None:
             time.sleep(0.05)
         if not lab.sandbox_links():
             p.kill()
-            p.wait()
-            self.fail("the sandbox never came up")
+            _, err = p.communicate()
+            self.fail(f"the sandbox never came up (nsbox run: exit {p.returncode}, "
+                      f"{err.decode(errors='replace')!r})")
         return p
 
     @staticmethod
