@@ -567,10 +567,10 @@ int nsbox_cli_exec(int argc, char **argv)
 
     cleanup_close int null = interactive ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
     int fds[3] = {interactive ? 0 : null, 1, 2};
-    /* What would share an open file description of the host with the command (a file, a
-     * terminal) goes through a pipe of ours; a pipe, a socket, /dev/null is given as it is. */
-    struct nsbox_relay relay = {.stop = -1};
-    if (!detach && nsbox_relay_start(&relay, fds) < 0) {
+    /* Everything but /dev/null goes through a pipe of ours: what the command leaves running
+     * outlives the exec, and must not keep anything of the caller's (relay.h). */
+    struct nsbox_relay relay;
+    if (!detach && nsbox_relay_start(&relay, fds, true) < 0) {
         cJSON_Delete(req);
         nsbox_err_sys(&e, "cannot relay the command's input and output");
         return fail(&e);
@@ -591,7 +591,8 @@ int nsbox_cli_exec(int argc, char **argv)
     } while (r == 0 && again_if_busy(&reply, &sock, &waited_ms, BUSY_FOREVER));
     cJSON_Delete(req);
     /* The command has ended: what it wrote is copied before anything of ours is said. */
-    nsbox_relay_finish(&relay);
+    if (!detach)
+        nsbox_relay_finish(&relay);
     if (!reply)
         return fail(&e);
     nsbox_closep(&null);

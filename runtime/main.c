@@ -330,11 +330,12 @@ static int cmd_run(int argc, char **argv)
     bool timed_out = false;
     o.oom_kills = &oom_kills;
     o.timed_out = &timed_out;
-    /* A file or a terminal of ours is relayed through a pipe, not shared with the command
-     * (relay.h); a pipe, a socket, /dev/null is given as it is. */
+    /* A file, a terminal, a socket or a named FIFO of ours is relayed through a pipe, not
+     * shared with the command; a pipe is opened anew; /dev/null is given as it is (relay.h).
+     * The sandbox and all in it end with the command. */
     int stdio[3] = {o.stdin_fd, o.stdout_fd, o.stderr_fd};
     struct nsbox_relay relay;
-    if (nsbox_relay_start(&relay, stdio) < 0) {
+    if (nsbox_relay_start(&relay, stdio, false) < 0) {
         nsbox_err_sys(&e, "cannot relay the command's input and output");
         goto out_err;
     }

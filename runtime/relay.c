@@ -14,31 +14,49 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #define RELAY_BUF 65536
 #define RELAY_STACK (256 * 1024)
 
-bool nsbox_stdio_shareable(int fd, int which)
+#ifndef PIPEFS_MAGIC
+#define PIPEFS_MAGIC 0x50495045
+#endif
+
+enum nsbox_stdio_way nsbox_stdio_way(int fd, int which, bool outlives)
 {
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0)
-        return true; /* closed: stays closed */
+        return NSBOX_STDIO_AS_IS; /* closed: stays closed */
     int fl = fcntl(fd, F_GETFL);
     if (S_ISDIR(st.st_mode) || (fl >= 0 && (fl & O_PATH)))
-        return true; /* refused as it is, with its reason (nsbox_check_stdio) */
-    /* Not a socket: it is of the host's network namespace. A command could accept on it,
-     * sendto another address with it (a UDP socket: anywhere; a unix one: the host's abstract
-     * names), read what was sent to the caller, or shut it down. */
-    if (S_ISFIFO(st.st_mode))
-        return true;
+        return NSBOX_STDIO_AS_IS; /* refused as it is, with its reason (nsbox_check_stdio) */
     if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3))
-        return true; /* /dev/null */
+        return NSBOX_STDIO_AS_IS; /* /dev/null */
+    /* What the command leaves running outlives an exec: it would keep anything else of the
+     * caller's (write into its output after exec returned, keep `$(nsbox exec ...)` waiting,
+     * read the caller's stdin meant for what comes next). */
+    if (outlives)
+        return NSBOX_STDIO_RELAY;
+    /* An anonymous pipe, opened anew: the command's own open file description of the same
+     * pipe, so that its fcntl(F_SETFL) (O_NONBLOCK) does not change the caller's. Not a named
+     * FIFO: its mode is a file's on disk, and through /proc/self/fd/1 the command could open it
+     * for reading (a mkfifo's 0644 lets others) and take what other writers put in it. Not a
+     * socket: it is of the host's network namespace. A command could accept on it, sendto
+     * another address with it (UDP: anywhere; a unix one: the host's abstract names), read
+     * what was sent to the caller, or shut it down. */
+    struct statfs sf;
+    if (S_ISFIFO(st.st_mode) && fstatfs(fd, &sf) == 0 && sf.f_type == PIPEFS_MAGIC)
+        return NSBOX_STDIO_REOPEN;
     /* A file read from: the command may read it (and move the offset, as any reader of a
-     * shared stdin does), not truncate or write it. */
-    if (which == 0 && S_ISREG(st.st_mode) && fl >= 0 && (fl & O_ACCMODE) == O_RDONLY)
-        return true;
-    return false;
+     * shared stdin does), not truncate or write it; unless others may write it, which the
+     * command could do through /proc/self/fd/0 (a magic link: the directories' modes do not
+     * stop it). */
+    if (which == 0 && S_ISREG(st.st_mode) && fl >= 0 && (fl & O_ACCMODE) == O_RDONLY &&
+        !(st.st_mode & S_IWOTH))
+        return NSBOX_STDIO_AS_IS;
+    return NSBOX_STDIO_RELAY;
 }
 
 /* Wait until fd is ready for events (0) or stop (when >= 0) has been written (1). */
@@ -175,21 +193,49 @@ static void stream_undo(struct nsbox_relay_stream *s, int fds[3], int i)
     fds[i] = s->host;
 }
 
-int nsbox_relay_start(struct nsbox_relay *r, int fds[3])
+/* A new open file description of the anonymous pipe fd, the way stdio stream `which` uses it;
+ * blocking. -1 when it cannot be had (no /proc, no reader left for an output, the pipe not
+ * ours to open): then it is relayed. */
+static int reopen_pipe(int fd, int which)
+{
+    char path[40];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    /* non-blocking: an output's open would wait for a reader for ever (ENXIO now) */
+    int n = open(path, (which == 0 ? O_RDONLY : O_WRONLY) | O_NONBLOCK | O_CLOEXEC);
+    if (n < 0)
+        return -1;
+    int fl = fcntl(n, F_GETFL);
+    if (fl < 0 || fcntl(n, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+        close(n);
+        return -1;
+    }
+    return above_stdio(n);
+}
+
+int nsbox_relay_start(struct nsbox_relay *r, int fds[3], bool outlives)
 {
     r->stop = -1;
     bool any = false, shared[3];
     for (int i = 0; i < 3; i++) {
         r->s[i] = (struct nsbox_relay_stream){.host = fds[i], .pipe_end = -1, .given = -1,
                                               .stop = -1};
-        shared[i] = nsbox_stdio_shareable(fds[i], i);
+        enum nsbox_stdio_way way = nsbox_stdio_way(fds[i], i, outlives);
+        if (way == NSBOX_STDIO_REOPEN && (r->s[i].given = reopen_pipe(fds[i], i)) >= 0)
+            fds[i] = r->s[i].given; /* closed by nsbox_relay_finish, as a relay's end */
+        shared[i] = way != NSBOX_STDIO_RELAY && (way == NSBOX_STDIO_AS_IS || r->s[i].given >= 0);
         any = any || !shared[i];
     }
     if (!any)
-        return 0; /* the fast path: nothing made, no thread */
+        return 0; /* the fast path: no thread, no pipe */
     r->stop = above_stdio(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (r->stop < 0)
+    if (r->stop < 0) {
+        int err = errno;
+        nsbox_relay_finish(r);
+        for (int i = 0; i < 3; i++)
+            fds[i] = r->s[i].host;
+        errno = err;
         return -1;
+    }
     /* The threads take no signal: ours are handled (signalfd, handlers) by the main thread, and
      * a write to a host whose reader left fails with EPIPE instead of killing us. */
     sigset_t all, old;
@@ -259,9 +305,9 @@ static void given_close(struct nsbox_relay *r)
 
 void nsbox_relay_finish(struct nsbox_relay *r)
 {
+    given_close(r);
     if (r->stop < 0)
         return;
-    given_close(r);
     uint64_t one = 1;
     if (write(r->stop, &one, sizeof one) != (ssize_t)sizeof one)
         perror("nsbox: relay");

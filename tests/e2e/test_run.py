@@ -602,9 +602,9 @@ class ExitCodes(RunTest):
 
 
 class HostDescriptors(HostStdioChecks, RunTest):
-    """run gives the command the host's stdio only when sharing it is harmless (a pipe,
-    /dev/null, a file read from); a file written to, a socket or a terminal is relayed through a
-    pipe."""
+    """run gives the command the host's stdio only when sharing it is harmless (/dev/null, a file
+    read from that others may not write), a pipe opened anew; a file written to, a socket, a
+    named FIFO or a terminal is relayed through a pipe."""
 
     def test_a_command_cannot_truncate_or_rewind_an_appended_file(self):
         self.check_appended_files_untouched(["run", "--"])
@@ -648,6 +648,18 @@ class HostDescriptors(HostStdioChecks, RunTest):
             _, err_a = a.communicate(timeout=60)
             self.assertEqual((a.returncode, b.returncode, out_b), (0, 0, b"hi\n"),
                              err_a + err_b)
+        self.assertNoLeftovers()
+
+    def test_the_callers_pipes_keep_their_flags(self):
+        self.check_pipe_flags_stay_the_callers(["run", "--"])
+        self.assertNoLeftovers()
+
+    def test_a_named_fifo_is_not_reopened_for_reading(self):
+        self.check_named_fifo_not_reopened(["run", "--"])
+        self.assertNoLeftovers()
+
+    def test_a_stdin_file_others_may_write_is_not_written(self):
+        self.check_stdin_file_others_may_write_is_kept(["run", "--"])
         self.assertNoLeftovers()
 
     def test_host_sockets_are_not_handed_to_the_command(self):

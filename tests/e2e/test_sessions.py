@@ -1112,8 +1112,38 @@ class Terminal(SessionTest):
 
 
 class HostDescriptors(HostStdioChecks, SessionTest):
-    """exec without -t gives the command the host's stdio only when sharing it is harmless (a
-    pipe, /dev/null); a file, a socket or a terminal of the host's is relayed through a pipe."""
+    """exec without -t gives the command nothing of the caller's but /dev/null: a pipe, a file,
+    a socket or a terminal is relayed through a pipe of nsbox's, since what the command leaves
+    running outlives the exec."""
+
+    def exec_i(self):
+        return ["exec", "-i", self.create(), "--"]
+
+    def test_what_an_exec_leaves_running_keeps_nothing_of_the_callers(self):
+        # Given the caller's pipes, a background child wrote into the caller's stdout after
+        # exec had returned (between the caller's own lines), kept `$(nsbox exec ...)` waiting
+        # until it ended, and with -i read the caller's stdin meant for what came next.
+        sid = self.create()
+        p = subprocess.Popen(nsbox_command(["exec", sid, "--", "sh", "-c",
+                                            "(sleep 3; echo LATE) & echo now"], self.dirs)[0],
+                             env=self.dirs.env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        out, err = p.communicate(timeout=60)  # to the pipe's end: no writer of the caller's left
+        self.assertEqual((p.returncode, out), (0, b"now\n"), err)
+        in_r, in_w = os.pipe()
+        try:
+            os.write(in_w, b"first\n")
+            code = run_with_stdio(["exec", "-i", sid, "--", "sh", "-c",
+                                   "read a; (sleep 1; cat > /workspace/stolen) & echo $a"],
+                                  self.dirs, stdin=in_r)
+            self.assertEqual(code, 0)
+            os.write(in_w, b"for the caller\n")
+            time.sleep(2)  # the background cat's turn, had it the caller's stdin
+            self.assertEqual(os.read(in_r, 100), b"for the caller\n")
+        finally:
+            os.close(in_r)
+            os.close(in_w)
+        self.assertEqual(self.exec(sid, "cat", "/workspace/stolen").stdout, b"")
 
     def test_a_command_cannot_truncate_or_rewind_an_appended_file(self):
         self.check_appended_files_untouched(["exec", self.create(), "--"])
@@ -1137,10 +1167,19 @@ class HostDescriptors(HostStdioChecks, SessionTest):
         self.check_one_file_keeps_the_order(["exec", self.create(), "--"])
 
     def test_the_callers_pipes_reopen_only_the_way_they_were_given(self):
-        self.check_pipes_reopen_only_one_way(["exec", "-i", self.create(), "--"])
+        self.check_pipes_reopen_only_one_way(self.exec_i(), relayed=True)
+
+    def test_the_callers_pipes_keep_their_flags(self):
+        self.check_pipe_flags_stay_the_callers(self.exec_i())
+
+    def test_a_named_fifo_is_not_reopened_for_reading(self):
+        self.check_named_fifo_not_reopened(self.exec_i())
+
+    def test_a_stdin_file_others_may_write_is_not_written(self):
+        self.check_stdin_file_others_may_write_is_kept(self.exec_i())
 
     def test_host_sockets_are_not_handed_to_the_command(self):
-        self.check_sockets_not_handed_over(["exec", "-i", self.create(), "--"])
+        self.check_sockets_not_handed_over(self.exec_i())
 
     def test_a_terminal_without_t_keeps_its_settings(self):
         sid = self.create()

@@ -572,8 +572,10 @@ class HostStdioChecks:
         self.assertEqual(code, 124)
         self.assertRegex(self.read(err), rb"^said\nnsbox: timed out")
 
-    def check_pipes_reopen_only_one_way(self, before):
+    def check_pipes_reopen_only_one_way(self, before, relayed=False):
         # The caller's own pipes as stdin and stdout; the test keeps both ends of each.
+        # relayed (exec): the pipes are copied through nsbox's own, and what the caller wrote
+        # to stdin while the command ran is taken whole (as ssh and docker exec -i do).
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         try:
@@ -596,7 +598,65 @@ class HostStdioChecks:
                     os.close(fd)
         self.assertEqual(code, 0, out)
         self.assertEqual(out, b"via /dev/stdout\n[b'first\\n', b'second\\n']\n")
-        self.assertEqual(left, b"third\n")  # the host reads what it wrote, nothing injected
+        # the host reads what it wrote and nsbox did not take, nothing injected
+        self.assertEqual(left, b"" if relayed else b"third\n")
+
+    def check_pipe_flags_stay_the_callers(self, before):
+        # O_NONBLOCK set by the command on its stdin and stdout: on the caller's own open file
+        # description it stayed after the command, and the caller's next writer or reader
+        # failed with EAGAIN.
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        try:
+            code = run_with_stdio(before + ["python3", "-c", "import os\nfor fd in (0, 1):\n"
+                                            "    os.set_blocking(fd, False)\nprint('set')"],
+                                  self.dirs, stdin=in_r, stdout=out_w)
+            self.assertEqual(code, 0)
+            for fd in (in_r, in_w, out_r, out_w):
+                self.assertFalse(fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_NONBLOCK, fd)
+            self.assertEqual(os.read(out_r, 100), b"set\n")
+        finally:
+            for fd in (in_r, in_w, out_r, out_w):
+                os.close(fd)
+
+    def check_named_fifo_not_reopened(self, before):
+        # A host FIFO (mkfifo's 0644) as stdout: through /proc/self/fd/1 opened for reading the
+        # command took what other writers put in it for the caller's reader.
+        fifo, err = self.paths("fifo", "err")
+        os.mkfifo(fifo, 0o644)
+        fd = os.open(fifo, os.O_RDWR)  # the reader's end too: the test reads it back
+        try:
+            script = ("import os, sys\nprint('out', flush=True)\ntry:\n"
+                      "    os.open('/proc/self/fd/1', os.O_RDONLY | os.O_NONBLOCK)\n"
+                      "    sys.stderr.write('opened for reading\\n')\n"
+                      "except OSError as e:\n    sys.stderr.write('refused\\n')\n")
+            with open(err, "wb") as e:
+                code = run_with_stdio(before + ["python3", "-c", script], self.dirs,
+                                      stdout=fd, stderr=e)
+            self.assertEqual(code, 0)
+            self.assertEqual(self.read(err), b"refused\n")
+            self.assertEqual(os.read(fd, 100), b"out\n")
+        finally:
+            os.close(fd)
+
+    def check_stdin_file_others_may_write_is_kept(self, before):
+        # A file read from, which others may write, in a directory only root may enter: the
+        # command wrote it through /proc/self/fd/0 (a magic link skips the directories).
+        (d,) = self.paths("private")
+        os.mkdir(d, 0o700)
+        path = os.path.join(d, "input.txt")
+        with open(path, "wb") as f:
+            f.write(b"original\n")
+        os.chmod(path, 0o666)
+        (out,) = self.paths("out")
+        script = ("import os, sys\nsys.stdout.write(sys.stdin.read())\ntry:\n"
+                  "    os.write(os.open('/proc/self/fd/0', os.O_WRONLY), b'overwritten\\n')\n"
+                  "    print('written')\nexcept OSError:\n    print('refused')\n")
+        with open(path, "rb") as i, open(out, "wb") as o:
+            code = run_with_stdio(before + ["python3", "-c", script], self.dirs, stdin=i,
+                                  stdout=o)
+        self.assertEqual((code, self.read(out), self.read(path)),
+                         (0, b"original\nrefused\n", b"original\n"))
 
     def check_sockets_not_handed_over(self, before):
         # stdin a listening unix socket with a client waiting, stdout one end of a datagram

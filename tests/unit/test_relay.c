@@ -29,50 +29,114 @@ static int open_file(const char *name, int flags)
     return fd;
 }
 
-static void test_shareable(void **state)
+static void test_ways(void **state)
 {
     (void)state;
     int p[2], sp[2];
     assert_int_equal(pipe(p), 0);
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
-    int null = open("/dev/null", O_WRONLY);
+    int null = open("/dev/null", O_RDONLY);
     int zero = open("/dev/zero", O_RDONLY);
     int ro = open_file("ro", O_RDONLY);
     int rw = open_file("rw", O_RDWR);
     int ap = open_file("ap", O_WRONLY | O_APPEND);
+    int ro_others_write = open_file("ow", O_RDONLY);
+    assert_int_equal(fchmod(ro_others_write, 0666), 0);
+    char fifo[128];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    int named = open(fifo, O_RDWR);
+    assert_true(named >= 0);
     for (int which = 0; which < 3; which++) {
-        assert_true(nsbox_stdio_shareable(p[0], which));
-        assert_false(nsbox_stdio_shareable(sp[0], which)); /* the host's network namespace */
-        assert_true(nsbox_stdio_shareable(null, which));
-        assert_true(nsbox_stdio_shareable(-1, which)); /* closed stays closed */
-        assert_false(nsbox_stdio_shareable(zero, which)); /* another device */
-        assert_false(nsbox_stdio_shareable(rw, which));
-        assert_false(nsbox_stdio_shareable(ap, which));
-        /* a file read from: only as stdin */
-        assert_int_equal(nsbox_stdio_shareable(ro, which), which == 0);
+        /* a run's */
+        assert_int_equal(nsbox_stdio_way(p[0], which, false), NSBOX_STDIO_REOPEN);
+        assert_int_equal(nsbox_stdio_way(p[1], which, false), NSBOX_STDIO_REOPEN);
+        assert_int_equal(nsbox_stdio_way(sp[0], which, false), NSBOX_STDIO_RELAY);
+        assert_int_equal(nsbox_stdio_way(named, which, false), NSBOX_STDIO_RELAY);
+        assert_int_equal(nsbox_stdio_way(null, which, false), NSBOX_STDIO_AS_IS);
+        assert_int_equal(nsbox_stdio_way(-1, which, false), NSBOX_STDIO_AS_IS);
+        assert_int_equal(nsbox_stdio_way(zero, which, false), NSBOX_STDIO_RELAY);
+        assert_int_equal(nsbox_stdio_way(rw, which, false), NSBOX_STDIO_RELAY);
+        assert_int_equal(nsbox_stdio_way(ap, which, false), NSBOX_STDIO_RELAY);
+        /* a file read from: only as stdin, and only when others may not write it */
+        assert_int_equal(nsbox_stdio_way(ro, which, false),
+                         which == 0 ? NSBOX_STDIO_AS_IS : NSBOX_STDIO_RELAY);
+        assert_int_equal(nsbox_stdio_way(ro_others_write, which, false), NSBOX_STDIO_RELAY);
+        /* an exec's: all but /dev/null (and what keeps its own handling) */
+        assert_int_equal(nsbox_stdio_way(p[0], which, true), NSBOX_STDIO_RELAY);
+        assert_int_equal(nsbox_stdio_way(p[1], which, true), NSBOX_STDIO_RELAY);
+        assert_int_equal(nsbox_stdio_way(ro, which, true), NSBOX_STDIO_RELAY);
+        assert_int_equal(nsbox_stdio_way(null, which, true), NSBOX_STDIO_AS_IS);
+        assert_int_equal(nsbox_stdio_way(-1, which, true), NSBOX_STDIO_AS_IS);
     }
-    int fds[] = {p[0], p[1], sp[0], sp[1], null, zero, ro, rw, ap};
+    int fds[] = {p[0], p[1], sp[0], sp[1], null, zero, ro, rw, ap, ro_others_write, named};
     for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
         close(fds[i]);
+    unlink(fifo);
 }
 
-static void test_fast_path_makes_nothing(void **state)
+/* A run's pipes: a new open of each, no thread; what the command does to its open file
+ * description (O_NONBLOCK) is not the caller's. */
+static void test_a_runs_pipes_are_reopened(void **state)
 {
     (void)state;
-    int p[2];
-    assert_int_equal(pipe(p), 0);
+    int in[2], out[2];
+    assert_int_equal(pipe(in), 0);
+    assert_int_equal(pipe(out), 0);
     int null = open("/dev/null", O_RDONLY);
-    int fds[3] = {null, p[1], p[1]};
+    int fds[3] = {in[0], out[1], null};
     struct nsbox_relay r;
-    assert_int_equal(nsbox_relay_start(&r, fds), 0);
-    assert_int_equal(fds[0], null);
-    assert_int_equal(fds[1], p[1]);
-    assert_int_equal(fds[2], p[1]);
-    assert_int_equal(r.stop, -1);
+    assert_int_equal(nsbox_relay_start(&r, fds, false), 0);
+    assert_int_equal(r.stop, -1); /* no thread */
+    assert_int_equal(fds[2], null);
+    struct stat a, b;
+    for (int i = 0; i < 2; i++) {
+        int caller = i == 0 ? in[0] : out[1];
+        assert_int_not_equal(fds[i], caller);
+        assert_true(fds[i] > 2);
+        assert_int_equal(fstat(fds[i], &a), 0);
+        assert_int_equal(fstat(caller, &b), 0);
+        assert_true(a.st_ino == b.st_ino && a.st_dev == b.st_dev); /* the same pipe */
+        assert_int_equal(fcntl(fds[i], F_GETFL) & O_ACCMODE, i == 0 ? O_RDONLY : O_WRONLY);
+        assert_int_equal(fcntl(fds[i], F_SETFL, O_NONBLOCK), 0);
+        assert_false(fcntl(caller, F_GETFL) & O_NONBLOCK);
+    }
+    assert_int_equal(write(fds[1], "x", 1), 1);
+    char c;
+    assert_int_equal(read(out[0], &c, 1), 1);
+    assert_int_equal(write(in[1], "y", 1), 1);
+    assert_int_equal(read(fds[0], &c, 1), 1);
+    assert_int_equal(c, 'y');
+    int given0 = fds[0];
     nsbox_relay_finish(&r);
-    close(p[0]);
-    close(p[1]);
-    close(null);
+    assert_int_equal(fcntl(given0, F_GETFD), -1); /* ours, closed */
+    int all[] = {in[0], in[1], out[0], out[1], null};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        close(all[i]);
+}
+
+/* An exec's pipe is relayed: once it has finished, what the command left behind (a copy of
+ * the pipe's end) reaches nothing of the caller's, whose pipe ends there. */
+static void test_an_execs_pipe_is_relayed_and_let_go(void **state)
+{
+    (void)state;
+    int out[2];
+    assert_int_equal(pipe(out), 0);
+    int fds[3] = {-1, out[1], -1};
+    struct nsbox_relay r;
+    assert_int_equal(nsbox_relay_start(&r, fds, true), 0);
+    assert_int_not_equal(fds[1], out[1]);
+    int held = dup(fds[1]); /* a background child's */
+    assert_int_equal(write(fds[1], "done\n", 5), 5);
+    nsbox_relay_finish(&r);
+    close(out[1]); /* the caller's own copy: the pipe's last writer now */
+    char buf[16];
+    assert_int_equal(read(out[0], buf, sizeof buf), 5);
+    assert_int_equal(read(out[0], buf, sizeof buf), 0); /* the end, though `held` lives */
+    signal(SIGPIPE, SIG_IGN);
+    assert_int_equal(write(held, "late", 4), -1);
+    close(held);
+    close(out[0]);
 }
 
 /* A file's output through the relay: all of it, after the writer ended, even though a copy of
@@ -84,7 +148,7 @@ static void test_relays_a_file_and_ends_without_eof(void **state)
     int null = open("/dev/null", O_RDONLY);
     int fds[3] = {null, out, -1};
     struct nsbox_relay r;
-    assert_int_equal(nsbox_relay_start(&r, fds), 0);
+    assert_int_equal(nsbox_relay_start(&r, fds, false), 0);
     assert_int_not_equal(fds[1], out);
     struct stat st;
     assert_int_equal(fstat(fds[1], &st), 0);
@@ -116,7 +180,7 @@ static void test_same_file_keeps_the_order_of_both(void **state)
     int out = open_file("both", O_RDWR | O_TRUNC);
     int fds[3] = {-1, out, out};
     struct nsbox_relay r;
-    assert_int_equal(nsbox_relay_start(&r, fds), 0);
+    assert_int_equal(nsbox_relay_start(&r, fds, false), 0);
     assert_int_not_equal(fds[1], out);
     assert_int_equal(fds[2], fds[1]);
     for (int i = 0; i < 200; i++)
@@ -142,8 +206,9 @@ int main(void)
     if (!mkdtemp(dir))
         return 1;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shareable),
-        cmocka_unit_test(test_fast_path_makes_nothing),
+        cmocka_unit_test(test_ways),
+        cmocka_unit_test(test_a_runs_pipes_are_reopened),
+        cmocka_unit_test(test_an_execs_pipe_is_relayed_and_let_go),
         cmocka_unit_test(test_relays_a_file_and_ends_without_eof),
         cmocka_unit_test(test_same_file_keeps_the_order_of_both),
     };
