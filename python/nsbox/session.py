@@ -3,6 +3,7 @@ in worker threads so that the event loop never blocks)."""
 import asyncio
 import concurrent.futures
 import contextvars
+import errno
 import functools
 import math
 import os
@@ -106,6 +107,25 @@ def _regular_file_fd(data):
         os.close(fd)
         raise
     return fd
+
+
+def _copy_exactly(src, dst, size):
+    """At most size bytes from src to dst, 1 MiB at a time (fewer when the file shrank after
+    the read was answered, as read_file's bytes would be); the number copied."""
+    done = 0
+    while done < size:
+        chunk = src.read(min(size - done, 1 << 20))
+        if not chunk:
+            break
+        view = memoryview(chunk)
+        while view:
+            n = dst.write(view)
+            if n is None:  # a non-blocking raw file that would block
+                raise BlockingIOError(errno.EAGAIN, "the destination of read_file(into=) "
+                                      "would block")
+            view = view[n:]
+        done += len(chunk)
+    return done
 
 
 def _content_fd(data):
@@ -476,15 +496,22 @@ class Session:
 
     # ---- files (paths relative to /workspace; "/workspace/x" and "/x" mean the same) -------
 
-    def read_file(self, path, max_bytes=None):
+    def read_file(self, path, max_bytes=None, into=None):
         """The whole content of a workspace file, as bytes: as long as it was when the read
         was answered (what it gains meanwhile is not read). SandboxFileNotFoundError (also a
         FileNotFoundError) if it does not exist. max_bytes: SandboxFileTooLargeError (also an
         OSError, EFBIG) instead of reading a larger file into memory, for files an untrusted
-        command made."""
+        command made. into (a local path, or a binary file object open for writing): the
+        content is copied there in pieces of 1 MiB, never whole in memory, and the number of
+        bytes copied is returned; a path is created (or truncated) only once the size is known
+        to be within max_bytes."""
         path = os.fspath(path)
         if max_bytes is not None and max_bytes < 0:
             raise ValueError("max_bytes must be a number of bytes >= 0")
+        if into is not None and not isinstance(into, (str, bytes, os.PathLike)) \
+                and not callable(getattr(into, "write", None)):
+            raise TypeError("into must be a path or a binary file object open for writing, "
+                            "not %s" % type(into).__name__)
         reply, fds = self._call("read", keep_fds=True, path=path)
         if not fds:
             raise errors.ProtocolError("read reply without a descriptor")
@@ -497,7 +524,12 @@ class Session:
             if max_bytes is not None and size > max_bytes:
                 raise errors.SandboxFileTooLargeError(
                     "%s is %d bytes, more than max_bytes=%d" % (path, size, max_bytes), path=path)
-            return f.read(size)
+            if into is None:
+                return f.read(size)
+            if isinstance(into, (str, bytes, os.PathLike)):
+                with open(into, "wb") as out:
+                    return _copy_exactly(f, out, size)
+            return _copy_exactly(f, into, size)
 
     def write_file(self, path, data, mode=None, mkdir=True):
         """Write `data` (bytes, str as UTF-8, or a binary file object) to a workspace file,
@@ -729,8 +761,8 @@ class AsyncSession:
         """An async iterator of ProcessLogs: Session.follow_process_logs()."""
         return _afollow(self.sync, pid)
 
-    async def read_file(self, path, max_bytes=None):
-        return await run_blocking(self.sync.read_file, path, max_bytes)
+    async def read_file(self, path, max_bytes=None, into=None):
+        return await run_blocking(self.sync.read_file, path, max_bytes, into)
 
     async def write_file(self, path, data, mode=None, mkdir=True):
         return await run_blocking(self.sync.write_file, path, data, mode, mkdir)

@@ -1113,6 +1113,21 @@ class Files(AsyncClientTest):
             self.box(workspace=ws).create().delete()
         self.assertEqual(cm.filename, __file__)
 
+    async def test_read_into_a_local_file(self):
+        # a large result fetched without holding it in memory, sync and async
+        with self.box().open() as sb:
+            sb.execute("head -c 3000000 /dev/urandom > r.bin")
+            digest = sb.execute("sha256sum r.bin").stdout.split()[0]
+            dest = os.path.join(self.dirs.base, "r.bin")
+            self.assertEqual(sb.read_file("r.bin", into=dest), 3000000)
+            with open(dest, "rb") as f:
+                self.assertEqual(__import__("hashlib").sha256(f.read()).hexdigest(), digest)
+        async with self.box().session() as sb:
+            await sb.execute("printf abc > small.txt")
+            buf = __import__("io").BytesIO()
+            self.assertEqual(await sb.read_file("small.txt", into=buf), 3)
+            self.assertEqual(buf.getvalue(), b"abc")
+
     def test_round_trip_sync(self):
         with self.box().open() as sb:
             payload = bytes(range(256)) * 4096  # 1 MiB, every byte value

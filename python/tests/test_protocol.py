@@ -3,6 +3,7 @@ both directions, request fields, error codes, tombstones. No root and no nsbox b
 test_client.py checks the same calls against real sandboxes."""
 import asyncio
 import errno
+import io
 import json
 import os
 import re
@@ -187,6 +188,29 @@ class Protocol(FakeTest):
         self.assertIn("grows.txt is 10 bytes, more than max_bytes=9", str(cm.exception))
         with self.assertRaises(ValueError):
             self.sb.read_file("grows.txt", max_bytes=-1)
+
+    def test_read_into_a_path_or_a_file_object(self):
+        # into=: copied in pieces, never whole in memory; the count returned; a path is not
+        # made when max_bytes refuses the file; the size bounds the copy as it bounds bytes.
+        payload = os.urandom(3 * (1 << 20) + 12345)
+        self.sup.files["big.bin"] = payload
+        dest = os.path.join(self.rt, "big.copy")
+        self.assertEqual(self.sb.read_file("big.bin", into=dest), len(payload))
+        with open(dest, "rb") as f:
+            self.assertEqual(f.read(), payload)
+        buf = io.BytesIO()
+        self.assertEqual(self.sb.read_file("big.bin", into=buf), len(payload))
+        self.assertEqual(buf.getvalue(), payload)
+        refused = os.path.join(self.rt, "refused")
+        with self.assertRaises(nsbox.SandboxFileTooLargeError):
+            self.sb.read_file("big.bin", max_bytes=1 << 20, into=refused)
+        self.assertFalse(os.path.exists(refused))
+        self.sup.files["grows.txt"] = b"0123456789"
+        self.sup.extra = b"more and more"
+        self.assertEqual(self.sb.read_file("grows.txt", into=buf), 10)
+        self.assertTrue(buf.getvalue().endswith(payload[-3:] + b"0123456789"))
+        with self.assertRaises(TypeError):
+            self.sb.read_file("grows.txt", into=123)
 
     def test_missing_file(self):
         with self.assertRaises(FileNotFoundError) as cm:
