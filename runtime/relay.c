@@ -2,6 +2,7 @@
  * through a pipe (relay.h). */
 #define _GNU_SOURCE
 #include "relay.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,15 +15,10 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #define RELAY_BUF 65536
 #define RELAY_STACK (256 * 1024)
-
-#ifndef PIPEFS_MAGIC
-#define PIPEFS_MAGIC 0x50495045
-#endif
 
 enum nsbox_stdio_way nsbox_stdio_way(int fd, int which, bool outlives)
 {
@@ -46,8 +42,7 @@ enum nsbox_stdio_way nsbox_stdio_way(int fd, int which, bool outlives)
      * socket: it is of the host's network namespace. A command could accept on it, sendto
      * another address with it (UDP: anywhere; a unix one: the host's abstract names), read
      * what was sent to the caller, or shut it down. */
-    struct statfs sf;
-    if (S_ISFIFO(st.st_mode) && fstatfs(fd, &sf) == 0 && sf.f_type == PIPEFS_MAGIC)
+    if (nsbox_is_anon_pipe(fd, &st))
         return NSBOX_STDIO_REOPEN;
     /* A file read from: the command may read it (and move the offset, as any reader of a
      * shared stdin does), not truncate or write it; unless others may write it, which the
@@ -222,7 +217,7 @@ int nsbox_relay_start(struct nsbox_relay *r, int fds[3], bool outlives)
         enum nsbox_stdio_way way = nsbox_stdio_way(fds[i], i, outlives);
         if (way == NSBOX_STDIO_REOPEN && (r->s[i].given = reopen_pipe(fds[i], i)) >= 0)
             fds[i] = r->s[i].given; /* closed by nsbox_relay_finish, as a relay's end */
-        shared[i] = way != NSBOX_STDIO_RELAY && (way == NSBOX_STDIO_AS_IS || r->s[i].given >= 0);
+        shared[i] = way == NSBOX_STDIO_AS_IS || (way == NSBOX_STDIO_REOPEN && r->s[i].given >= 0);
         any = any || !shared[i];
     }
     if (!any)

@@ -325,6 +325,12 @@ char *nsbox_text_shown(const char *text, const char *indent)
 #define PIPEFS_MAGIC 0x50495045
 #endif
 
+bool nsbox_is_anon_pipe(int fd, const struct stat *st)
+{
+    struct statfs sf;
+    return S_ISFIFO(st->st_mode) && fstatfs(fd, &sf) == 0 && sf.f_type == PIPEFS_MAGIC;
+}
+
 #define SHARE_LOCK_TRIES 20 /* 1 ms apart: a holder of the pipe's flock does not stop us */
 
 void nsbox_share_pipes(const int fds[3])
@@ -332,10 +338,8 @@ void nsbox_share_pipes(const int fds[3])
     for (int i = 0; i < 3; i++) {
         mode_t need = i == 0 ? 0044 : 0022; /* group and others: read stdin, write the others */
         struct stat st;
-        struct statfs sf;
-        if (fds[i] < 0 || fstat(fds[i], &st) < 0 || !S_ISFIFO(st.st_mode) ||
-            (st.st_mode & need) == need || fstatfs(fds[i], &sf) < 0 ||
-            sf.f_type != PIPEFS_MAGIC)
+        if (fds[i] < 0 || fstat(fds[i], &st) < 0 || (st.st_mode & need) == need ||
+            !nsbox_is_anon_pipe(fds[i], &st))
             continue;
         /* Another nsbox may add its bits to this pipe now (the other end of `nsbox run | nsbox
          * run`): the read and the change are one step under the lock. A lock held by anyone

@@ -55,6 +55,8 @@ int nsbox_parse_seconds(const char *s, uint64_t max_s, uint64_t *ms);
 #define NSBOX_TIMEOUT_MAX_S (365u * 86400u)
 #define NSBOX_TIMEOUT_USAGE                                                                        \
     "--timeout needs a number of seconds from 0 to 31536000 (a year), not '%.40s'"
+/* fd (whose fstat is st) is an anonymous pipe (pipefs), not a named FIFO. */
+bool nsbox_is_anon_pipe(int fd, const struct stat *st);
 /* The anonymous pipes among a command's stdin, stdout and stderr (fds[0..2]) made reopenable by
  * others the way the command uses them: stdin readable, stdout and stderr writable. The
  * sandbox's processes run as another uid, and /dev/stdin, /dev/stdout and /dev/stderr reopen a
