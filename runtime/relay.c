@@ -207,6 +207,16 @@ static int reopen_pipe(int fd, int which)
     return above_stdio(n);
 }
 
+/* A start that failed: everything undone, fds the caller's again; -1 with errno err. */
+static int start_undone(struct nsbox_relay *r, int fds[3], int err)
+{
+    nsbox_relay_finish(r);
+    for (int i = 0; i < 3; i++)
+        fds[i] = r->s[i].host;
+    errno = err;
+    return -1;
+}
+
 int nsbox_relay_start(struct nsbox_relay *r, int fds[3], bool outlives)
 {
     r->stop = -1;
@@ -223,14 +233,8 @@ int nsbox_relay_start(struct nsbox_relay *r, int fds[3], bool outlives)
     if (!any)
         return 0; /* the fast path: no thread, no pipe */
     r->stop = above_stdio(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (r->stop < 0) {
-        int err = errno;
-        nsbox_relay_finish(r);
-        for (int i = 0; i < 3; i++)
-            fds[i] = r->s[i].host;
-        errno = err;
-        return -1;
-    }
+    if (r->stop < 0)
+        return start_undone(r, fds, errno);
     /* The threads take no signal: ours are handled (signalfd, handlers) by the main thread, and
      * a write to a host whose reader left fails with EPIPE instead of killing us. */
     sigset_t all, old;
@@ -278,14 +282,7 @@ int nsbox_relay_start(struct nsbox_relay *r, int fds[3], bool outlives)
     }
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (err) {
-        nsbox_relay_finish(r);
-        for (int i = 0; i < 3; i++)
-            fds[i] = r->s[i].host;
-        errno = err;
-        return -1;
-    }
-    return 0;
+    return err ? start_undone(r, fds, err) : 0;
 }
 
 /* our copies of the command's ends */

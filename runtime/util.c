@@ -347,8 +347,8 @@ void nsbox_share_pipes(const int fds[3])
         bool locked = false;
         for (int t = 0; t < SHARE_LOCK_TRIES && !locked; t++) {
             locked = flock(fds[i], LOCK_EX | LOCK_NB) == 0;
-            if (!locked && errno != EWOULDBLOCK && errno != EINTR)
-                break;
+            if (!locked && errno != EWOULDBLOCK)
+                break; /* no lock to be had: change it all the same */
             if (!locked)
                 nanosleep(&(struct timespec){0, 1000000}, NULL);
         }

@@ -109,7 +109,10 @@ def _regular_file_fd(data):
     return fd
 
 
-def _copy_exactly(src, dst, size):
+_PATH_TYPES = (str, bytes, os.PathLike)
+
+
+def _copy_at_most(src, dst, size):
     """At most size bytes from src to dst, 1 MiB at a time (fewer when the file shrank after
     the read was answered, as read_file's bytes would be); the number copied."""
     done = 0
@@ -508,8 +511,8 @@ class Session:
         path = os.fspath(path)
         if max_bytes is not None and max_bytes < 0:
             raise ValueError("max_bytes must be a number of bytes >= 0")
-        if into is not None and not isinstance(into, (str, bytes, os.PathLike)) \
-                and not callable(getattr(into, "write", None)):
+        into_path = isinstance(into, _PATH_TYPES)
+        if into is not None and not into_path and not callable(getattr(into, "write", None)):
             raise TypeError("into must be a path or a binary file object open for writing, "
                             "not %s" % type(into).__name__)
         reply, fds = self._call("read", keep_fds=True, path=path)
@@ -526,10 +529,10 @@ class Session:
                     "%s is %d bytes, more than max_bytes=%d" % (path, size, max_bytes), path=path)
             if into is None:
                 return f.read(size)
-            if isinstance(into, (str, bytes, os.PathLike)):
+            if into_path:
                 with open(into, "wb") as out:
-                    return _copy_exactly(f, out, size)
-            return _copy_exactly(f, into, size)
+                    return _copy_at_most(f, out, size)
+            return _copy_at_most(f, into, size)
 
     def write_file(self, path, data, mode=None, mkdir=True):
         """Write `data` (bytes, str as UTF-8, or a binary file object) to a workspace file,

@@ -16,7 +16,8 @@ import unittest
 
 from nsbox_test import (CGROUP_V2_ONLY, NSBOX, TERMINAL_HARM, Dirs, HostStdioChecks,
                         cgroup_leftovers, ensure_test_user, in_a_terminal,
-                        is_root, control_socket, gc_just_ran, nsbox_command, reachable_nsbox,
+                        is_root, control_socket, gc_just_ran, nsbox_command, pipe_files,
+                        reachable_nsbox,
                         recv_reply, run_nsbox, run_with_stdio,
                         sandbox_cgroup_file, send_request, state_lock_free, wait_for)
 
@@ -1124,25 +1125,21 @@ class HostDescriptors(HostStdioChecks, SessionTest):
         # exec had returned (between the caller's own lines), kept `$(nsbox exec ...)` waiting
         # until it ended, and with -i read the caller's stdin meant for what came next.
         sid = self.create()
-        p = subprocess.Popen(nsbox_command(["exec", sid, "--", "sh", "-c",
-                                            "(sleep 3; echo LATE) & echo now"], self.dirs)[0],
-                             env=self.dirs.env(), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
+        cmd, env = nsbox_command(["exec", sid, "--", "sh", "-c",
+                                  "(sleep 3; echo LATE) & echo now"], self.dirs)
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         out, err = p.communicate(timeout=60)  # to the pipe's end: no writer of the caller's left
         self.assertEqual((p.returncode, out), (0, b"now\n"), err)
-        in_r, in_w = os.pipe()
-        try:
-            os.write(in_w, b"first\n")
+        in_r, in_w = pipe_files()
+        with in_r, in_w:
+            in_w.write(b"first\n")
             code = run_with_stdio(["exec", "-i", sid, "--", "sh", "-c",
                                    "read a; (sleep 1; cat > /workspace/stolen) & echo $a"],
                                   self.dirs, stdin=in_r)
             self.assertEqual(code, 0)
-            os.write(in_w, b"for the caller\n")
+            in_w.write(b"for the caller\n")
             time.sleep(2)  # the background cat's turn, had it the caller's stdin
-            self.assertEqual(os.read(in_r, 100), b"for the caller\n")
-        finally:
-            os.close(in_r)
-            os.close(in_w)
+            self.assertEqual(in_r.read(100), b"for the caller\n")
         self.assertEqual(self.exec(sid, "cat", "/workspace/stolen").stdout, b"")
 
     def test_a_command_cannot_truncate_or_rewind_an_appended_file(self):

@@ -515,6 +515,12 @@ BIG_OUT = b"".join(b"%07d\n" % i for i in range(655360))
 BIG_ERR = b"".join(b"e%06d\n" % i for i in range(131072))
 
 
+def pipe_files():
+    """A new pipe as (reader, writer) unbuffered binary file objects."""
+    r, w = os.pipe()
+    return os.fdopen(r, "rb", buffering=0), os.fdopen(w, "wb", buffering=0)
+
+
 def run_with_stdio(args, dirs, stdin=None, stdout=None, stderr=None, timeout=60):
     """nsbox with args, its stdio the given files or descriptors (None: /dev/null); returns its
     exit code."""
@@ -576,26 +582,14 @@ class HostStdioChecks:
         # The caller's own pipes as stdin and stdout; the test keeps both ends of each.
         # relayed (exec): the pipes are copied through nsbox's own, and what the caller wrote
         # to stdin while the command ran is taken whole (as ssh and docker exec -i do).
-        in_r, in_w = os.pipe()
-        out_r, out_w = os.pipe()
-        try:
-            os.write(in_w, b"first\nsecond\nthird\n")
+        (in_r, in_w), (out_r, out_w) = pipe_files(), pipe_files()
+        with in_r, in_w, out_r, out_w:
+            in_w.write(b"first\nsecond\nthird\n")
             code = run_with_stdio(before + ["python3", "-c", PIPE_HARM], self.dirs,
                                   stdin=in_r, stdout=out_w)
-            os.close(in_w)
-            in_w = -1
-            os.close(out_w)
-            out_w = -1
-            with os.fdopen(in_r, "rb") as f:
-                in_r = -1
-                left = f.read()
-            with os.fdopen(out_r, "rb") as f:
-                out_r = -1
-                out = f.read()
-        finally:
-            for fd in (in_r, in_w, out_r, out_w):
-                if fd >= 0:
-                    os.close(fd)
+            in_w.close()
+            out_w.close()
+            left, out = in_r.read(), out_r.read()
         self.assertEqual(code, 0, out)
         self.assertEqual(out, b"via /dev/stdout\n[b'first\\n', b'second\\n']\n")
         # the host reads what it wrote and nsbox did not take, nothing injected
@@ -605,19 +599,15 @@ class HostStdioChecks:
         # O_NONBLOCK set by the command on its stdin and stdout: on the caller's own open file
         # description it stayed after the command, and the caller's next writer or reader
         # failed with EAGAIN.
-        in_r, in_w = os.pipe()
-        out_r, out_w = os.pipe()
-        try:
+        (in_r, in_w), (out_r, out_w) = pipe_files(), pipe_files()
+        with in_r, in_w, out_r, out_w:
             code = run_with_stdio(before + ["python3", "-c", "import os\nfor fd in (0, 1):\n"
                                             "    os.set_blocking(fd, False)\nprint('set')"],
                                   self.dirs, stdin=in_r, stdout=out_w)
             self.assertEqual(code, 0)
-            for fd in (in_r, in_w, out_r, out_w):
-                self.assertFalse(fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_NONBLOCK, fd)
-            self.assertEqual(os.read(out_r, 100), b"set\n")
-        finally:
-            for fd in (in_r, in_w, out_r, out_w):
-                os.close(fd)
+            for f in (in_r, in_w, out_r, out_w):
+                self.assertFalse(fcntl.fcntl(f, fcntl.F_GETFL) & os.O_NONBLOCK, f)
+            self.assertEqual(os.read(out_r.fileno(), 100), b"set\n")
 
     def check_named_fifo_not_reopened(self, before):
         # A host FIFO (mkfifo's 0644) as stdout: through /proc/self/fd/1 opened for reading the

@@ -145,14 +145,28 @@ class IdWatch:
 
 # ---- processes -----------------------------------------------------------------------------------
 
+def stat_fields(pid):
+    """The fields of /proc/PID/stat after the command's name (state first), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def start_time(pid):
     """Field 22 of /proc/PID/stat (clock ticks since boot): a pid and its start time name one
     process, even after the pid is reused."""
+    fields = stat_fields(pid)
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
+        return int(fields[19]) if fields else None
+    except (IndexError, ValueError):
         return None
+
+
+def is_zombie(pid):
+    fields = stat_fields(pid)
+    return not fields or fields[0] == "Z"
 
 
 def alive(proc):
@@ -164,28 +178,19 @@ def alive(proc):
 def proc_state(pid):
     """What a process is doing, for a finding: its state, where it sleeps in the kernel, and
     the top of its kernel stack (root only)."""
-    parts = []
-    for name in ("stat", "wchan", "stack"):
+    fields = stat_fields(pid)
+    parts = ["state " + fields[0]] if fields else []
+    for name in ("wchan", "stack"):
         try:
             with open(f"/proc/{pid}/{name}") as f:
                 text = f.read()
         except OSError:
             continue
-        if name == "stat":
-            text = "state " + text.rsplit(")", 1)[1].split()[0]
-        elif name == "stack":
+        if name == "stack":
             text = " < ".join(line.split("] ", 1)[-1].split("+")[0]
                               for line in text.splitlines()[:6])
         parts.append(text)
     return "; ".join(parts) or "gone"
-
-
-def is_zombie(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
 
 
 def children(pid):
