@@ -101,10 +101,10 @@ static int child_become_appuser(struct nsbox_launch *L, struct nsbox_err *e)
      * (agent.c): the file is its owner's to open only until the ids change. */
     if (L->agent_fd >= 0)
         L->oom_fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
-    if (setresgid(NSBOX_SANDBOX_GID, NSBOX_SANDBOX_GID, NSBOX_SANDBOX_GID) < 0)
-        return nsbox_err_sys(e, "setresgid(%u)", NSBOX_SANDBOX_GID);
-    if (setresuid(NSBOX_SANDBOX_UID, NSBOX_SANDBOX_UID, NSBOX_SANDBOX_UID) < 0)
-        return nsbox_err_sys(e, "setresuid(%u)", NSBOX_SANDBOX_UID);
+    /* Not glibc's setresuid: we are a clone of a process that may have threads (util.h). */
+    if (nsbox_set_ids(NSBOX_SANDBOX_UID, NSBOX_SANDBOX_GID) < 0)
+        return nsbox_err_sys(e, "cannot become uid %u gid %u", NSBOX_SANDBOX_UID,
+                             NSBOX_SANDBOX_GID);
     /* A change of credentials clears the parent-death signal: arm it again. The parent keeps
      * its end of the sync pipe open while it lives, so a hang-up here means it died in the
      * window between the two. */

@@ -325,6 +325,13 @@ char *nsbox_text_shown(const char *text, const char *indent)
 #define PIPEFS_MAGIC 0x50495045
 #endif
 
+int nsbox_set_ids(uint32_t uid, uint32_t gid)
+{
+    if (syscall(SYS_setresgid, (gid_t)gid, (gid_t)gid, (gid_t)gid) < 0)
+        return -1;
+    return (int)syscall(SYS_setresuid, (uid_t)uid, (uid_t)uid, (uid_t)uid);
+}
+
 bool nsbox_is_anon_pipe(int fd, const struct stat *st)
 {
     struct statfs sf;

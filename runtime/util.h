@@ -55,6 +55,13 @@ int nsbox_parse_seconds(const char *s, uint64_t max_s, uint64_t *ms);
 #define NSBOX_TIMEOUT_MAX_S (365u * 86400u)
 #define NSBOX_TIMEOUT_USAGE                                                                        \
     "--timeout needs a number of seconds from 0 to 31536000 (a year), not '%.40s'"
+/* The calling thread's real, effective and saved ids become uid and gid (gid first), through
+ * the kernel's calls, not glibc's wrappers: in a multithreaded process those make every thread
+ * change its ids (a signal to each, and a wait for each thread to have started). A child cloned
+ * from such a process (the sandbox's init: `nsbox run` relays stdio with threads) has only the
+ * calling thread, yet glibc still lists the others, and one that had not started when the
+ * clone happened is waited for forever. -1 with errno. */
+int nsbox_set_ids(uint32_t uid, uint32_t gid);
 /* fd (whose fstat is st) is an anonymous pipe (pipefs), not a named FIFO. */
 bool nsbox_is_anon_pipe(int fd, const struct stat *st);
 /* The anonymous pipes among a command's stdin, stdout and stderr (fds[0..2]) made reopenable by

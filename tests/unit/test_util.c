@@ -13,8 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static void test_seconds(void **state)
@@ -188,6 +194,61 @@ static void test_text_shown(void **state)
     free(t);
 }
 
+static void *parked(void *arg)
+{
+    (void)arg;
+    for (;;)
+        pause(); /* a cancellation point */
+    return NULL;
+}
+
+/* The sandbox's init is a raw clone of `nsbox run`, whose relay threads may have been created
+ * just before: on one CPU, a thread just created has not run yet when its creator clones. With
+ * glibc's setresuid the clone waited forever for that thread (it does not exist there); the
+ * ids are changed in the clone, and for the calling thread only. */
+static void test_set_ids_in_a_clone_of_a_threaded_process(void **state)
+{
+    (void)state;
+    uid_t uid = getuid() ? getuid() : 65534;
+    gid_t gid = getuid() ? getgid() : 65534;
+    cpu_set_t old, one;
+    assert_int_equal(sched_getaffinity(0, sizeof old, &old), 0);
+    int cpu = sched_getcpu();
+    CPU_ZERO(&one);
+    CPU_SET(cpu < 0 ? 0 : cpu, &one);
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+    for (int round = 0; round < 5; round++) {
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, parked, NULL), 0);
+        pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+        if (pid == 0) {
+            uid_t r, e, s;
+            gid_t gr, ge, gs;
+            bool ok = nsbox_set_ids(uid, gid) == 0 && getresuid(&r, &e, &s) == 0 &&
+                      getresgid(&gr, &ge, &gs) == 0 && r == uid && e == uid && s == uid &&
+                      gr == gid && ge == gid && gs == gid;
+            _exit(ok ? 0 : 1);
+        }
+        assert_true(pid > 0);
+        int status = -1;
+        for (int i = 0; i < 500 && waitpid(pid, &status, WNOHANG) == 0; i++) {
+            struct timespec ms10 = {0, 10 * 1000 * 1000};
+            nanosleep(&ms10, NULL);
+        }
+        if (status == -1) {
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+        }
+        pthread_cancel(t);
+        pthread_join(t, NULL);
+        if (status == -1)
+            fail_msg("round %d: the clone's id change did not return within 5 s", round);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    assert_int_equal(sched_setaffinity(0, sizeof old, &old), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -198,6 +259,7 @@ int main(void)
         cmocka_unit_test(test_shown),
         cmocka_unit_test(test_share_pipes_one_way),
         cmocka_unit_test(test_text_shown),
+        cmocka_unit_test(test_set_ids_in_a_clone_of_a_threaded_process),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
