@@ -191,6 +191,62 @@ def sandbox_cpu_usage_ns(sid):
     return None
 
 
+def stat_fields(pid):
+    """The fields of /proc/PID/stat after the command's name (state first), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def proc_state(pid):
+    """What a process is doing, for a finding: its state, where it sleeps in the kernel, and
+    the top of its kernel stack (root only)."""
+    fields = stat_fields(pid)
+    parts = ["state " + fields[0]] if fields else []
+    for name in ("wchan", "stack"):
+        try:
+            with open(f"/proc/{pid}/{name}") as f:
+                text = f.read()
+        except OSError:
+            continue
+        if name == "stack":
+            text = " < ".join(line.split("] ", 1)[-1].split("+")[0]
+                              for line in text.splitlines()[:6])
+        parts.append(text)
+    return "; ".join(parts) or "gone"
+
+
+def children(pid):
+    """The pids of pid's children."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        r = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True)
+        return [int(x) for x in r.stdout.split()]
+
+
+def tree_state(pid):
+    """pid and every process below it, a line each: pid, name and proc_state, and each other
+    thread's; for the message of a command that did not end (where each of them waits)."""
+    lines, todo = [], [(pid, 0)]
+    while todo:
+        p, depth = todo.pop()
+        try:
+            with open(f"/proc/{p}/comm") as f:
+                name = f.read().strip()
+            tids = sorted(int(t) for t in os.listdir(f"/proc/{p}/task"))
+        except OSError:
+            continue
+        lines.append("  " * depth + f"{p} {name}: {proc_state(p)}")
+        lines += ["  " * depth + f"  thread {t}: {proc_state(f'{p}/task/{t}')}"
+                  for t in tids if t != p]
+        todo += [(c, depth + 1) for c in reversed(children(p))]
+    return "\n".join(lines)
+
+
 def nsbox_command(args, dirs, user=None, extra_env=None, wrap=None):
     """The argv and environment run_nsbox uses: nsbox with args, as root or as `user` (a pwd
     entry) via setpriv, inside wrap (a delegation's). For a Popen, or an environment to edit.
@@ -211,8 +267,19 @@ def run_nsbox(args, dirs, user=None, input=None, timeout=60, extra_env=None, pas
               check=False, wrap=None):
     """Run nsbox with args; as root, or as `user` (a pwd entry) via setpriv."""
     cmd, env = nsbox_command(args, dirs, user, extra_env, wrap)
-    r = subprocess.run(cmd, input=input, capture_output=True, timeout=timeout, env=env,
-                       pass_fds=pass_fds)
+    p = subprocess.Popen(cmd, stdin=None if input is None else subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                         pass_fds=pass_fds)
+    try:
+        out, err = p.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        # where it waits, for the failure's message (a hang seen once in CI is otherwise lost)
+        state = tree_state(p.pid)
+        p.kill()
+        out, err = p.communicate()
+        raise AssertionError(f"nsbox {args} did not end within {timeout} s; stderr so far: "
+                             f"{err.decode(errors='replace')!r}; its processes then:\n{state}")
+    r = subprocess.CompletedProcess(cmd, p.returncode, out, err)
     if check and r.returncode != 0:
         raise AssertionError(f"nsbox {args} failed ({r.returncode}): {r.stderr.decode()}")
     return r

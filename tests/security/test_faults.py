@@ -62,7 +62,8 @@ import threading
 import time
 import unittest
 
-from nsbox_test import NSBOX, SOURCE_DIR, Dirs, is_root, loop_devices_under, write_config
+from nsbox_test import (NSBOX, SOURCE_DIR, Dirs, children, is_root, loop_devices_under, proc_state,
+                        stat_fields, write_config)
 
 # The network lab of the e2e tests (namespaces the test makes; never the host's network).
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "e2e"))
@@ -145,15 +146,6 @@ class IdWatch:
 
 # ---- processes -----------------------------------------------------------------------------------
 
-def stat_fields(pid):
-    """The fields of /proc/PID/stat after the command's name (state first), or None."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
 def start_time(pid):
     """Field 22 of /proc/PID/stat (clock ticks since boot): a pid and its start time name one
     process, even after the pid is reused."""
@@ -173,33 +165,6 @@ def alive(proc):
     pid, st = proc
     s = start_time(pid)
     return s is not None and s == st and not is_zombie(pid)
-
-
-def proc_state(pid):
-    """What a process is doing, for a finding: its state, where it sleeps in the kernel, and
-    the top of its kernel stack (root only)."""
-    fields = stat_fields(pid)
-    parts = ["state " + fields[0]] if fields else []
-    for name in ("wchan", "stack"):
-        try:
-            with open(f"/proc/{pid}/{name}") as f:
-                text = f.read()
-        except OSError:
-            continue
-        if name == "stack":
-            text = " < ".join(line.split("] ", 1)[-1].split("+")[0]
-                              for line in text.splitlines()[:6])
-        parts.append(text)
-    return "; ".join(parts) or "gone"
-
-
-def children(pid):
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        r = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True)
-        return [int(x) for x in r.stdout.split()]
 
 
 def readable(f, timeout):
