@@ -1267,6 +1267,80 @@ static bool remote_is_dir(const char *id, const char *path)
     return dir;
 }
 
+/* Where `cp ID:SRC DST` copies to: DST is replaced whole or not at all, as a write into a
+ * sandbox is (docs/files.md). The copy goes into an unnamed file (O_TMPFILE) in DST's directory
+ * and takes DST's name only once it is complete, so that a full disk or a Ctrl-C leaves DST as
+ * it was and nothing beside it. An existing DST's permissions (not set-id bits: the content is
+ * the sandbox's) are kept, and its owner when we are root. Written in place, as cp does, where
+ * a new file would not be the same one: DST is not a regular file (a FIFO, a device), is a
+ * symlink (followed), has other hard links, or is someone else's and we could not give it
+ * back; and where its directory takes no file from us (DST itself may be writable) or its
+ * filesystem has no O_TMPFILE. *staged: the copy is to be put in place by host_out_commit;
+ * *made: in place, DST was made here (removed again when the copy fails); *existed: DST was
+ * there before. */
+static int host_out_open(const char *target, mode_t mode, bool *staged, bool *made,
+                         bool *existed)
+{
+    struct stat st;
+    bool exists = *existed = lstat(target, &st) == 0;
+    *staged = *made = false;
+    bool in_place = exists && (!S_ISREG(st.st_mode) || st.st_nlink > 1 ||
+                               (geteuid() != 0 && st.st_uid != geteuid()));
+    const char *slash = strrchr(target, '/');
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash == target ? 1 : slash - target) : 1,
+             slash ? target : ".");
+    int fd = in_place || (slash && slash[1] == '\0')
+                 ? -1
+                 : open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, exists ? st.st_mode & 0777 : mode);
+    if (fd >= 0 && exists &&
+        (fchmod(fd, st.st_mode & 0777) < 0 ||
+         (geteuid() == 0 && (st.st_uid != 0 || st.st_gid != 0) &&
+          fchown(fd, st.st_uid, st.st_gid) < 0))) {
+        close(fd);
+        fd = -1;
+    }
+    if (fd >= 0) {
+        *staged = true;
+        return fd;
+    }
+    fd = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    *made = fd >= 0 && !exists;
+    return fd;
+}
+
+/* The complete copy in fd takes target's name: linked beside it under a name of its own, then
+ * renamed over it. */
+static int host_out_commit(int fd, const char *target, struct nsbox_err *e)
+{
+    const char *slash = strrchr(target, '/');
+    int dl = slash ? (int)(slash - target) + 1 : 0;
+    char tmp[PATH_MAX], proc[40];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    for (int i = 0; i < 100; i++) {
+        if ((size_t)snprintf(tmp, sizeof tmp, "%.*s.nsbox-cp-%d-%d", dl, target, (int)getpid(),
+                             i) >= sizeof tmp)
+            return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "a path too long beside %s",
+                                 target);
+        /* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; the /proc link does not */
+        int r = linkat(fd, "", AT_FDCWD, tmp, AT_EMPTY_PATH);
+        if (r < 0 && errno != EEXIST)
+            r = linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW);
+        if (r < 0 && errno == EEXIST)
+            continue;
+        if (r < 0)
+            return nsbox_err_sys(e, "cannot put the copy in place");
+        if (rename(tmp, target) < 0) {
+            int err = errno;
+            unlink(tmp);
+            errno = err;
+            return nsbox_err_sys(e, "cannot put the copy in place");
+        }
+        return 0;
+    }
+    return nsbox_err_set(e, NSBOX_E_SYS, EEXIST, "cannot put the copy in place: no free name");
+}
+
 int nsbox_cli_cp(int argc, char **argv)
 {
     bool parents = false;
@@ -1327,7 +1401,8 @@ int nsbox_cli_cp(int argc, char **argv)
             close(rfd);
             return fail(&e);
         }
-        int out = to_stdout ? 1 : open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+        bool staged = false, made = false, existed = false;
+        int out = to_stdout ? 1 : host_out_open(target, mode, &staged, &made, &existed);
         if (out < 0) {
             size_t tl = strlen(target);
             if (errno == EISDIR && tl && target[tl - 1] == '/') /* "DIR/" that does not exist */
@@ -1342,9 +1417,23 @@ int nsbox_cli_cp(int argc, char **argv)
         }
         r = copy_out(rfd, out, out != 1, (uint64_t)size, &e);
         close(rfd);
+        if (r == 0 && staged)
+            r = host_out_commit(out, target, &e);
         if (out != 1 && close(out) < 0 && r == 0)
-            r = nsbox_err_sys(&e, "cannot write %s", target);
-        return r < 0 ? fail(&e) : 0;
+            r = nsbox_err_sys(&e, "write");
+        if (r == 0)
+            return 0;
+        if (out != 1) { /* which file, and what became of it */
+            if (made)
+                unlink(target);
+            char msg[sizeof e.msg];
+            snprintf(msg, sizeof msg, "%s", e.msg);
+            snprintf(e.msg, sizeof e.msg, "cannot write %s: %s (%s)", target, msg,
+                     !(staged || made) ? "it is incomplete"
+                     : existed         ? "it was left as it was"
+                                       : "no file was made");
+        }
+        return fail(&e);
     }
     cleanup_close int in = !strcmp(argv[1], "-") ? dup(0) : open(argv[1], O_RDONLY | O_CLOEXEC);
     if (in < 0) {

@@ -186,6 +186,46 @@ class FilesTest(unittest.TestCase):
                          "for a tree, use tar")
         self.assertFails(self.nsbox("cp", src, "0123:/x"), "'0123' is not a sandbox id")
 
+    def test_cp_to_the_host_replaces_whole_or_not_at_all(self):
+        # A full disk (or a Ctrl-C) in the middle of `cp ID:f DST` truncated DST and left a
+        # part of the new content: the old file was lost. Now the copy takes DST's name only
+        # once complete; DST keeps its permissions; a symlink and a file with other hard links
+        # are still written through, in place.
+        self.sh("head -c 3000000 /dev/urandom > big; echo new > small")
+        tiny = self.host("tiny")
+        os.mkdir(tiny)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "nsbox-test", tiny], check=True)
+        self.addCleanup(subprocess.run, ["umount", "-l", tiny])
+        keep = os.path.join(tiny, "keep")
+        with open(keep, "w") as f:
+            f.write("precious\n")
+        os.chmod(keep, 0o640)
+        r = self.nsbox("cp", f"{self.id}:big", keep)
+        self.assertFails(r, f"cannot write {keep}", "No space left on device",
+                         "it was left as it was")
+        with open(keep) as f:
+            self.assertEqual(f.read(), "precious\n")
+        self.assertEqual(os.listdir(tiny), ["keep"])
+        r = self.nsbox("cp", f"{self.id}:big", os.path.join(tiny, "new"))
+        self.assertFails(r, "No space left on device", "no file was made")
+        self.assertEqual(os.listdir(tiny), ["keep"])
+        r = self.nsbox("cp", f"{self.id}:small", keep)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(keep) as f:
+            self.assertEqual(f.read(), "new\n")
+        self.assertEqual(os.stat(keep).st_mode & 0o7777, 0o640)
+        self.assertEqual(os.listdir(tiny), ["keep"])
+        # through a symlink, into a file with a second name: both still see the new content
+        os.symlink("keep", os.path.join(tiny, "link"))
+        os.link(keep, os.path.join(tiny, "second"))
+        self.sh("echo newer > small")
+        r = self.nsbox("cp", f"{self.id}:small", os.path.join(tiny, "link"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.islink(os.path.join(tiny, "link")))
+        for name in ("keep", "second", "link"):
+            with open(os.path.join(tiny, name)) as f:
+                self.assertEqual(f.read(), "newer\n", name)
+
     def test_missing_things(self):
         r = self.nsbox("cp", f"{self.id}:/workspace/does-not-exist", self.host("nope"))
         self.assertFails(r, "no such file: /workspace/does-not-exist")
