@@ -155,10 +155,15 @@ static int exchange(const char *id, cJSON *req, const int *fds, size_t nfds, int
     *reply = NULL;
     do {
         *sock = nsbox_session_connect(id, e);
-        if (*sock < 0 || send_req(*sock, req, fds, nfds, e) < 0 ||
-            (seconds ? recv_reply_within(*sock, id, seconds, reply, e)
-                     : recv_reply(*sock, reply, rfd, e)) < 0)
+        if (*sock < 0)
             return -1;
+        /* a connection lost to a deletion (an rm, the ttl) says which */
+        if (send_req(*sock, req, fds, nfds, e) < 0 ||
+            (seconds ? recv_reply_within(*sock, id, seconds, reply, e)
+                     : recv_reply(*sock, reply, rfd, e)) < 0) {
+            lost_why(id, e);
+            return -1;
+        }
     } while (again_if_busy(reply, sock, &waited_ms, busy_ms));
     return 0;
 }
@@ -213,10 +218,8 @@ int nsbox_client_call(const char *id, cJSON *req, const int *fds, size_t nfds, c
         *rfd = -1;
     cleanup_close int sock = -1;
     /* a file operation under way when the sandbox is deleted (its ttl, an rm) says so */
-    if (exchange(id, req, fds, nfds, 0, BUSY_RETRY_MS, &sock, reply, rfd, e) < 0) {
-        lost_why(id, e);
+    if (exchange(id, req, fds, nfds, 0, BUSY_RETRY_MS, &sock, reply, rfd, e) < 0)
         return -1;
-    }
     /* A write with confirm: its stream ended, and we are still here, so that was its end (a
      * Ctrl-C that killed the producer killed us too, and nothing is kept). */
     if (cJSON_GetObjectItemCaseSensitive(*reply, "end_of_content")) {
@@ -726,10 +729,12 @@ int nsbox_cli_rm(int argc, char **argv)
     int rc = 0;
     for (int i = 1; i < argc; i++) {
         struct nsbox_err e = {0};
-        if (nsbox_client_delete(argv[i], true, &e) < 0) {
-            /* Idempotent: removing what is already gone is not an error. */
-            if (e.code == NSBOX_E_DELETED)
-                continue;
+        /* Idempotent: removing what is already gone, or going (another rm, its ttl: the
+         * supervisor hangs up on requests it has not read when it exits), is not an error. */
+        bool gone = false;
+        if (nsbox_client_delete(argv[i], true, &e) < 0 &&
+            !(gone = e.code == NSBOX_E_DELETED || e.sys_errno == ECONNRESET ||
+                     e.sys_errno == EPIPE)) {
             if (e.code == NSBOX_E_NOTFOUND && nsbox_state_valid_id(argv[i])) {
                 /* Still not an error, but said: a mistyped id (or one made with sudo) would
                  * otherwise leave the sandbox meant running for its ttl, in silence. */
@@ -741,12 +746,18 @@ int nsbox_cli_rm(int argc, char **argv)
             continue;
         }
         /* rm returning means the sandbox is gone: nsbox_client_delete waited for its supervisor's
-         * exit. Should that have been cut short, wait for the state directory too. */
+         * exit. Should that have been cut short, or another been deleting it, wait for the
+         * state directory too. */
         char rt[PATH_MAX], dir[PATH_MAX];
-        if (nsbox_path_runtime_dir(rt, sizeof rt, &e) == 0) {
+        struct nsbox_err pe;
+        if (nsbox_path_runtime_dir(rt, sizeof rt, &pe) == 0) {
             snprintf(dir, sizeof dir, "%s/%s", rt, argv[i]);
             for (int k = 0; k < 2000 && access(dir, F_OK) == 0; k++)
                 usleep(2000);
+            if (gone && e.code != NSBOX_E_DELETED && access(dir, F_OK) == 0) {
+                fail(&e); /* the connection was lost, and the sandbox is still there */
+                rc = EXIT_NSBOX;
+            }
         }
     }
     return rc;
