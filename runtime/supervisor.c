@@ -219,7 +219,18 @@ struct sup {
     char pool_key[NSBOX_POOL_KEY_LEN + 1];
     bool claimed;
     bool quit;
+    char tomb_later[NSBOX_TOMB_REASON_MAX + 1]; /* a record not written yet (tomb) */
 };
+
+/* The sandbox's record for later requests ("was deleted by rm", state.h). Where the state
+ * lives has no inode left, the record's file cannot be made until the sandbox's own files are
+ * gone: it is written again after the teardown, else later requests would say that the sandbox
+ * never existed. */
+static void tomb(struct sup *S, const char *reason)
+{
+    if (nsbox_tombstone_write(S->sb.st.id, reason) < 0)
+        snprintf(S->tomb_later, sizeof S->tomb_later, "%s", reason);
+}
 
 /* noinline: inlined into drain(), gcc's -Warray-bounds mistakes the n >= LOG_MAX branch for a
  * read past drain's 16 KiB buffer, which it can never take there. */
@@ -360,7 +371,7 @@ static void close_client(struct sup *S, int ci)
     if (c->holder && !S->quit) {
         /* The process that holds the sandbox ended (or let go without rm): a cancelled CI job
          * or a killed agent must not leave its sandbox behind until the ttl. */
-        nsbox_tombstone_write(S->sb.st.id, "deleted because the client holding it went away");
+        tomb(S, "deleted because the client holding it went away");
         S->quit = true;
     }
     /* A file job of its (c->job) keeps the slot until it is reaped (end_file_job): the next
@@ -1083,8 +1094,7 @@ static void handle_request(struct sup *S, int ci, const char *buf, size_t len, i
         break;
     case NSBOX_OP_DELETE:
         if (!S->pool_key[0]) /* nobody knows a pooled sandbox's id: no tombstone to keep */
-            nsbox_tombstone_write(S->sb.st.id, rq.by_session ? NSBOX_TOMB_SESSION_END
-                                                             : "deleted by rm");
+            tomb(S, rq.by_session ? NSBOX_TOMB_SESSION_END : "deleted by rm");
         S->quit = true;
         send_reply(S, ci, nsbox_reply_ok(rq.tag), NULL, 0);
         break;
@@ -1120,7 +1130,7 @@ static void on_agent(struct sup *S)
     if (r <= 0) {
         if (r == 0 || e.sys_errno != EBADMSG) {
             /* init is gone: so is the sandbox */
-            nsbox_tombstone_write(S->sb.st.id, "deleted because its init process ended");
+            tomb(S, "deleted because its init process ended");
             S->quit = true;
         }
         return;
@@ -1428,14 +1438,14 @@ static void loop(struct sup *S)
         check_deadlines(S, nsbox_now_ms());
         if (pf[F_SIG].revents & POLLIN) {
             if (stop_signal(S)) {
-                nsbox_tombstone_write(S->sb.st.id, "deleted: its supervisor was stopped");
+                tomb(S, "deleted: its supervisor was stopped");
                 S->quit = true;
             }
             reap_file_jobs(S);
             int status;
             if (S->sb.pid > 0 && waitpid(S->sb.pid, &status, WNOHANG) == S->sb.pid) {
                 S->sb.pid = 0;
-                nsbox_tombstone_write(S->sb.st.id, "deleted because its init process ended");
+                tomb(S, "deleted because its init process ended");
                 S->quit = true;
             }
         }
@@ -1448,7 +1458,7 @@ static void loop(struct sup *S)
             snprintf(why, sizeof why, "deleted because ttl_seconds=%llu expired",
                      (unsigned long long)S->spec->ttl_seconds);
             if (!S->pool_key[0]) /* nobody knows a pooled sandbox's id */
-                nsbox_tombstone_write(S->sb.st.id, why);
+                tomb(S, why);
             int pr = pool_retire(S);
             if (pr == 1)
                 S->quit = true;
@@ -1460,7 +1470,7 @@ static void loop(struct sup *S)
             char why[96];
             snprintf(why, sizeof why, "deleted because its owner process (pid %d) ended",
                      S->owner_pid);
-            nsbox_tombstone_write(S->sb.st.id, why);
+            tomb(S, why);
             S->quit = true;
         }
         if (pf[F_IDLE].revents & POLLIN)
@@ -1853,7 +1863,11 @@ fail:;
     nsbox_closep(&S.out_fd);
     struct nsbox_err e2;
     pool_entry_remove(&S);
+    char id[sizeof S.sb.st.id];
+    memcpy(id, S.sb.st.id, sizeof id);
     nsbox_sandbox_destroy(&S.sb, &e2);
+    if (S.tomb_later[0])
+        nsbox_tombstone_write(id, S.tomb_later);
     if (ok < 0) {
         snprintf(line, sizeof line, "ERR %d %s\n", e.code, e.msg);
         report_ready(S.ready_fd, line);

@@ -1,4 +1,5 @@
 """End-to-end: persistent sandboxes (create, exec, lifecycle) with real supervisors."""
+import errno
 import fcntl
 import json
 import os
@@ -654,6 +655,36 @@ class Lifecycle(SessionTest):
                     self.assertIn(b"deleted by rm", err, (round, c))
             self.assertFalse(os.path.exists(os.path.join(self.dirs.state, sid)))
             self.assertEqual(cgroup_leftovers(sid), [])
+
+    def test_deleted_is_said_even_when_the_state_had_no_inode_left(self):
+        # With every inode of the state's filesystem taken, the supervisor could not make the
+        # file of deletion records, and later requests said the sandbox "never existed" (a
+        # chaos review). The record is written again once the sandbox's own files are gone.
+        state = os.path.join(self.dirs.base, "tiny-state")
+        os.mkdir(state, 0o700)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,nr_inodes=64,mode=0700",
+                        "nsbox-test", state], check=True)
+        self.addCleanup(subprocess.run, ["umount", "-l", state])
+        env = {"NSBOX_STATE_DIR": state}
+        r = self.nsbox("create", extra_env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.decode().strip()
+        self.addCleanup(self.nsbox, "rm", sid, extra_env=env)
+        filler = os.path.join(state, "filler")
+        os.mkdir(filler)
+        try:
+            for i in range(100):
+                open(os.path.join(filler, str(i)), "w").close()
+            self.fail("the tmpfs took 100 more files: nr_inodes not applied")
+        except OSError as ex:
+            self.assertEqual(ex.errno, errno.ENOSPC)
+        # the precondition: no record file yet, whose appends would need no inode
+        self.assertFalse(os.path.exists(os.path.join(state, "tombstones", "recent")))
+        r = self.nsbox("rm", sid, extra_env=env)
+        self.assertEqual((r.returncode, r.stderr), (0, b""))
+        r = self.nsbox("exec", sid, "--", "true", extra_env=env)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"deleted by rm", r.stderr)
 
     def test_another_users_sandbox_is_named_not_never_existed(self):
         # Runtime directories are per user (and per environment): a sandbox made with sudo is
