@@ -237,7 +237,9 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
                                                         wcfg.overcommit, !c->pooled, tag, e) < 0)
         return -1;
     int r = prepare_rest(c, s, argv, cwd, &img, ws_kind, e);
-    /* Joined on every path: the clone must not happen with a second thread alive. */
+    /* Joined on every path before the clone: a thread at work there (this one may take locks
+     * of glibc's) would leave them taken in the clone. The relay threads of `nsbox run` may be
+     * alive; they take none, and the clone waits on no other thread (nsbox_set_ids). */
     struct nsbox_idmap um = {0}, gm = {0};
     struct nsbox_err we;
     bool chown = false;
