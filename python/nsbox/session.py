@@ -131,6 +131,61 @@ def _copy_at_most(src, dst, size):
     return done
 
 
+def _into_path(target, copy):
+    """copy(out) into the local file target, which is replaced whole or not at all, as
+    `nsbox cp ID:f DST` does (docs/files.md): the content goes into an unnamed file in target's
+    directory (O_TMPFILE) that takes target's name once complete, so that a full disk or an
+    interruption leaves target as it was. An existing target keeps its permissions (not set-id
+    bits) and, for root, its owner. Written in place instead where a new file would not be the
+    same one: not a regular file, a symlink (followed), other hard links, another user's; and
+    where the directory takes no new file or has no O_TMPFILE."""
+    target = os.fsdecode(target)
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        st = None
+    in_place = st is not None and (not stat.S_ISREG(st.st_mode) or st.st_nlink > 1 or
+                                   (os.geteuid() != 0 and st.st_uid != os.geteuid()))
+    fd = None
+    if not in_place and hasattr(os, "O_TMPFILE"):
+        try:
+            fd = os.open(os.path.dirname(target) or ".", os.O_TMPFILE | os.O_WRONLY,
+                         st.st_mode & 0o777 if st else 0o666)
+            if st:
+                os.fchmod(fd, st.st_mode & 0o777)
+                if os.geteuid() == 0 and (st.st_uid, st.st_gid) != (0, 0):
+                    os.fchown(fd, st.st_uid, st.st_gid)
+        except OSError:
+            if fd is not None:
+                os.close(fd)
+            fd = None
+    if fd is None:
+        with open(target, "wb") as out:
+            return copy(out)
+    with open(fd, "wb") as out:
+        n = copy(out)
+        out.flush()
+        # a directory descriptor makes os.link a linkat, which follows the /proc link
+        d = os.open(os.path.dirname(target) or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            name = os.path.basename(target)
+            for i in range(100):
+                tmp = ".nsbox-read-%d-%d" % (os.getpid(), i)
+                try:
+                    os.link("/proc/self/fd/%d" % fd, tmp, dst_dir_fd=d, follow_symlinks=True)
+                except FileExistsError:
+                    continue
+                try:
+                    os.replace(tmp, name, src_dir_fd=d, dst_dir_fd=d)
+                except BaseException:
+                    os.unlink(tmp, dir_fd=d)
+                    raise
+                return n
+        finally:
+            os.close(d)
+        raise FileExistsError(errno.EEXIST, "no free name beside %s" % target)
+
+
 def _content_fd(data):
     """A readable descriptor positioned at the start of `data` (bytes-like, str, or a binary
     file object): the file itself when it is a regular file, else a memfd, so nothing touches
@@ -506,8 +561,8 @@ class Session:
         OSError, EFBIG) instead of reading a larger file into memory, for files an untrusted
         command made. into (a local path, or a binary file object open for writing): the
         content is copied there in pieces of 1 MiB, never whole in memory, and the number of
-        bytes copied is returned; a path is created (or truncated) only once the size is known
-        to be within max_bytes."""
+        bytes copied is returned; a path is made only once the size is known to be within
+        max_bytes, and is replaced whole or not at all (a full disk leaves it as it was)."""
         path = os.fspath(path)
         if max_bytes is not None and max_bytes < 0:
             raise ValueError("max_bytes must be a number of bytes >= 0")
@@ -530,8 +585,7 @@ class Session:
             if into is None:
                 return f.read(size)
             if into_path:
-                with open(into, "wb") as out:
-                    return _copy_at_most(f, out, size)
+                return _into_path(into, lambda out: _copy_at_most(f, out, size))
             return _copy_at_most(f, into, size)
 
     def write_file(self, path, data, mode=None, mkdir=True):
