@@ -209,15 +209,18 @@ class FilesTest(unittest.TestCase):
         r = self.nsbox("cp", f"{self.id}:big", os.path.join(tiny, "new"))
         self.assertFails(r, "No space left on device", "no file was made")
         self.assertEqual(os.listdir(tiny), ["keep"])
+        ino = os.stat(keep).st_ino
         r = self.nsbox("cp", f"{self.id}:small", keep)
         self.assertEqual(r.returncode, 0, r.stderr)
         with open(keep) as f:
             self.assertEqual(f.read(), "new\n")
+        self.assertNotEqual(os.stat(keep).st_ino, ino)  # a new file took the name
         self.assertEqual(os.stat(keep).st_mode & 0o7777, 0o640)
         self.assertEqual(os.listdir(tiny), ["keep"])
         # through a symlink, into a file with a second name: both still see the new content
         os.symlink("keep", os.path.join(tiny, "link"))
         os.link(keep, os.path.join(tiny, "second"))
+        ino = os.stat(keep).st_ino
         self.sh("echo newer > small")
         r = self.nsbox("cp", f"{self.id}:small", os.path.join(tiny, "link"))
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -225,6 +228,7 @@ class FilesTest(unittest.TestCase):
         for name in ("keep", "second", "link"):
             with open(os.path.join(tiny, name)) as f:
                 self.assertEqual(f.read(), "newer\n", name)
+        self.assertEqual(os.stat(keep).st_ino, ino)  # in place
 
     def test_missing_things(self):
         r = self.nsbox("cp", f"{self.id}:/workspace/does-not-exist", self.host("nope"))

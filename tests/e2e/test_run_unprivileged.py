@@ -181,6 +181,30 @@ class Unprivileged(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
             r = self.run_as_user(["exec", sid, "--", "cat", "in.txt"], delegated=False)
             self.assertEqual(r.stdout, b"from the host\n")
+            # back over a file of the user's: in the user's directory replaced by a new file
+            # (its inode), made whole before it took the name (O_TMPFILE and a link through
+            # /proc: no CAP_DAC_READ_SEARCH for AT_EMPTY_PATH); in a directory of root's (the
+            # test's base), where no new file can be made, written in place. Its mode is kept
+            # and nothing is left beside it either way.
+            mine = os.path.join(self.dirs.base, "mine")
+            os.mkdir(mine)
+            os.chown(mine, self.user.pw_uid, self.user.pw_gid)
+            for where, replaced in ((mine, True), (self.dirs.base, False)):
+                back = os.path.join(where, "back.txt")
+                with open(back, "w") as f:
+                    f.write("old\n")
+                os.chown(back, self.user.pw_uid, self.user.pw_gid)
+                os.chmod(back, 0o640)
+                before = set(os.listdir(where))
+                ino = os.stat(back).st_ino
+                r = self.run_as_user(["cp", sid + ":in.txt", back], delegated=False)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                with open(back) as f:
+                    self.assertEqual(f.read(), "from the host\n")
+                st = os.stat(back)
+                self.assertEqual(st.st_ino != ino, replaced, where)
+                self.assertEqual((st.st_uid, st.st_mode & 0o7777), (self.user.pw_uid, 0o640))
+                self.assertEqual(set(os.listdir(where)), before)
             # the socket and state belong to the user, mode 0600
             st = os.stat(os.path.join(self.dirs.state, sid, "ctl"))
             self.assertEqual((st.st_uid, st.st_mode & 0o777), (self.user.pw_uid, 0o600))
