@@ -14,13 +14,15 @@ equivalent:
   creates per second                 2 parallel clients doing create + rm (command line, and the
                                      Python client's open/close); for scale, the same
                                      2 clients running one-shot bwrap sandboxes, bare
-                                     namespaces (unshare), /bin/true
+                                     namespaces (unshare), /bin/true; and the kernel's
+                                     floor without exec (clone_floor.c, compiled here)
   create with many alive             a create's time with 100 (quick) or 300 sandboxes alive,
                                      against none
 
 Prints a markdown table; raw numbers as JSON to bench/results/sessions-<time>.json.
 Usage: bench/bench_sessions.py [--quick]   (NSBOX_BIN selects the binary)
 """
+import atexit
 import json
 import os
 import shutil
@@ -155,6 +157,20 @@ def crun_bundle():
     with open(os.path.join(b, "config.json"), "w") as f:
         json.dump(cfg, f)
     return b
+
+
+def clone_floor_binary():
+    """bench/clone_floor.c compiled into a temporary directory (removed at exit), or None
+    without a C compiler."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        return None
+    d = tempfile.mkdtemp(prefix="nsbox-bench-")
+    atexit.register(shutil.rmtree, d, True)
+    binary = os.path.join(d, "clone_floor")
+    r = subprocess.run([cc, "-O2", "-o", binary, os.path.join(HERE, "clone_floor.c")],
+                       capture_output=True)
+    return binary if r.returncode == 0 else None
 
 
 def main():
@@ -309,6 +325,14 @@ def main():
                 subprocess.run(argv, check=True, stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             out[f"reference_per_second_2_clients_{name}"] = rate(one, seconds)
+        # The kernel's floor, in C with no exec (bench/clone_floor.c): a clone into the six
+        # namespaces of a sandbox and its exit, and a plain clone, 2 processes.
+        floor = clone_floor_binary()
+        for name, extra in (("clone_namespaces", []), ("clone", ["-"])):
+            r = subprocess.run([floor, str(seconds), *extra], capture_output=True, text=True) \
+                if floor else None
+            if r is not None and r.returncode == 0:
+                out[f"reference_per_second_2_clients_{name}"] = float(r.stdout)
 
         # crun exec into a running crun container, same machine, same run. crun refuses this
         # machine's hybrid cgroup layout; bench.py's CrunMountNs hides the cgroup2 mount from it
@@ -371,12 +395,17 @@ def main():
     print(f"| create (median ms) with none alive / with {out['alive_for_create_ms']} alive | "
           f"{none['median']:.2f} / {many['median']:.2f} ({many['median'] / none['median']:.2f} x) | | |")
     print(f"| the same, 90th percentile (ms) | {none['p90']:.2f} / {many['p90']:.2f} | | |")
-    for name, what in (("bwrap", "one-shot bubblewrap sandboxes (`bwrap --unshare-all ... /bin/true`)"),
-                       ("unshare", "namespaces alone (`unshare -Urpmnuic --fork /bin/true`)"),
-                       ("true", "`/bin/true` alone")):
+    same = "the same 2 clients: "
+    for name, what in (("bwrap", same + "one-shot bubblewrap sandboxes (`bwrap --unshare-all ... "
+                                        "/bin/true`)"),
+                       ("unshare", same + "namespaces alone (`unshare -Urpmnuic --fork /bin/true`)"),
+                       ("true", same + "`/bin/true` alone"),
+                       ("clone_namespaces", "2 processes in C, no exec: a clone into a sandbox's "
+                                            "6 namespaces and its exit (`clone_floor.c`)"),
+                       ("clone", "2 processes in C, no exec: a plain clone and its exit")):
         v = out.get(f"reference_per_second_2_clients_{name}")
         if v:
-            print(f"| for scale, the same 2 clients: {what} per second | {v:.0f} | | |")
+            print(f"| for scale, {what} per second | {v:.0f} | | |")
     # Machines differ by several times in what a process costs (docs/benchmarks.md, session
     # 18): the ratios of the same run are what compares across them.
     bw = out.get("reference_per_second_2_clients_bwrap")
