@@ -754,8 +754,12 @@ int nsbox_cli_rm(int argc, char **argv)
             snprintf(dir, sizeof dir, "%s/%s", rt, argv[i]);
             for (int k = 0; k < 2000 && access(dir, F_OK) == 0; k++)
                 usleep(2000);
-            if (gone && e.code != NSBOX_E_DELETED && access(dir, F_OK) == 0) {
-                fail(&e); /* the connection was lost, and the sandbox is still there */
+            if (gone && access(dir, F_OK) == 0) {
+                /* the connection was lost, and the sandbox is still there */
+                fprintf(stderr, "nsbox: sandbox %s is not gone: its supervisor hung up (%s), and "
+                                "%s is still there; nsbox rm again, or nsbox gc once no process "
+                                "'nsbox %s' runs\n",
+                        argv[i], e.msg, dir, argv[i]);
                 rc = EXIT_NSBOX;
             }
         }
@@ -1282,11 +1286,11 @@ static bool remote_is_dir(const char *id, const char *path)
  * sandbox is (docs/files.md). The copy goes into an unnamed file (O_TMPFILE) in DST's directory
  * and takes DST's name only once it is complete, so that a full disk or a Ctrl-C leaves DST as
  * it was and nothing beside it. An existing DST's permissions (not set-id bits: the content is
- * the sandbox's) are kept, and its owner when we are root. Written in place, as cp does, where
- * a new file would not be the same one: DST is not a regular file (a FIFO, a device), is a
- * symlink (followed), has other hard links, or is someone else's and we could not give it
- * back; and where its directory takes no file from us (DST itself may be writable) or its
- * filesystem has no O_TMPFILE. *staged: the copy is to be put in place by host_out_commit;
+ * the sandbox's) and group are kept, and its owner when we are root. Written in place, as cp
+ * does, where a new file would not be the same one: DST is not a regular file (a FIFO, a
+ * device), is a symlink (followed), has other hard links, is someone else's, or may not be
+ * written by us (0444: then the open fails, as cp's would); and where its directory takes no
+ * file from us (DST itself may be writable) or its filesystem has no O_TMPFILE. *staged: the copy is to be put in place by host_out_commit;
  * *made: in place, DST was made here (removed again when the copy fails); *existed: DST was
  * there before. */
 static int host_out_open(const char *target, mode_t mode, bool *staged, bool *made,
@@ -1295,8 +1299,10 @@ static int host_out_open(const char *target, mode_t mode, bool *staged, bool *ma
     struct stat st;
     bool exists = *existed = lstat(target, &st) == 0;
     *staged = *made = false;
+    /* a file we may not write (0444, someone else's) fails as cp's would, not replaced */
     bool in_place = exists && (!S_ISREG(st.st_mode) || st.st_nlink > 1 ||
-                               (geteuid() != 0 && st.st_uid != geteuid()));
+                               (geteuid() != 0 && st.st_uid != geteuid()) ||
+                               access(target, W_OK) < 0);
     const char *slash = strrchr(target, '/');
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash == target ? 1 : slash - target) : 1,
@@ -1304,10 +1310,12 @@ static int host_out_open(const char *target, mode_t mode, bool *staged, bool *ma
     int fd = in_place || (slash && slash[1] == '\0')
                  ? -1
                  : open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, exists ? st.st_mode & 0777 : mode);
+    /* its owner as root; its group (one of ours) as anyone: else in place */
     if (fd >= 0 && exists &&
         (fchmod(fd, st.st_mode & 0777) < 0 ||
          (geteuid() == 0 && (st.st_uid != 0 || st.st_gid != 0) &&
-          fchown(fd, st.st_uid, st.st_gid) < 0))) {
+          fchown(fd, st.st_uid, st.st_gid) < 0) ||
+         (geteuid() != 0 && st.st_gid != getegid() && fchown(fd, (uid_t)-1, st.st_gid) < 0))) {
         close(fd);
         fd = -1;
     }
@@ -1321,29 +1329,30 @@ static int host_out_open(const char *target, mode_t mode, bool *staged, bool *ma
 }
 
 /* The complete copy in fd takes target's name: linked beside it under a name of its own, then
- * renamed over it. */
+ * renamed over it (names relative to the directory: a path near PATH_MAX still fits). */
 static int host_out_commit(int fd, const char *target, struct nsbox_err *e)
 {
-    const char *slash = strrchr(target, '/');
-    int dl = slash ? (int)(slash - target) + 1 : 0;
-    char tmp[PATH_MAX], proc[40];
+    const char *slash = strrchr(target, '/'), *name = slash ? slash + 1 : target;
+    char dir[PATH_MAX], tmp[64], proc[40];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash == target ? 1 : slash - target) : 1,
+             slash ? target : ".");
+    cleanup_close int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return nsbox_err_sys(e, "cannot put the copy in place");
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
     for (int i = 0; i < 100; i++) {
-        if ((size_t)snprintf(tmp, sizeof tmp, "%.*s.nsbox-cp-%d-%d", dl, target, (int)getpid(),
-                             i) >= sizeof tmp)
-            return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "a path too long beside %s",
-                                 target);
+        snprintf(tmp, sizeof tmp, ".nsbox-cp-%d-%d", (int)getpid(), i);
         /* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; the /proc link does not */
-        int r = linkat(fd, "", AT_FDCWD, tmp, AT_EMPTY_PATH);
+        int r = linkat(fd, "", dfd, tmp, AT_EMPTY_PATH);
         if (r < 0 && errno != EEXIST)
-            r = linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW);
+            r = linkat(AT_FDCWD, proc, dfd, tmp, AT_SYMLINK_FOLLOW);
         if (r < 0 && errno == EEXIST)
             continue;
         if (r < 0)
             return nsbox_err_sys(e, "cannot put the copy in place");
-        if (rename(tmp, target) < 0) {
+        if (renameat(dfd, tmp, dfd, name) < 0) {
             int err = errno;
-            unlink(tmp);
+            unlinkat(dfd, tmp, 0);
             errno = err;
             return nsbox_err_sys(e, "cannot put the copy in place");
         }

@@ -136,37 +136,50 @@ def _into_path(target, copy):
     `nsbox cp ID:f DST` does (docs/files.md): the content goes into an unnamed file in target's
     directory (O_TMPFILE) that takes target's name once complete, so that a full disk or an
     interruption leaves target as it was. An existing target keeps its permissions (not set-id
-    bits) and, for root, its owner. Written in place instead where a new file would not be the
-    same one: not a regular file, a symlink (followed), other hard links, another user's; and
-    where the directory takes no new file or has no O_TMPFILE."""
+    bits), its group and, for root, its owner. Written in place instead where a new file would
+    not be the same one: not a regular file, a symlink (followed), other hard links, another
+    user's, one we may not write (which then fails as open() does); and where the directory
+    takes no new file or has no O_TMPFILE. A file made here is not left cut by a failure."""
     target = os.fsdecode(target)
     try:
         st = os.lstat(target)
     except FileNotFoundError:
         st = None
+    # a file we may not write (0444, someone else's) fails as open() would, not replaced
     in_place = st is not None and (not stat.S_ISREG(st.st_mode) or st.st_nlink > 1 or
-                                   (os.geteuid() != 0 and st.st_uid != os.geteuid()))
+                                   (os.geteuid() != 0 and st.st_uid != os.geteuid()) or
+                                   not os.access(target, os.W_OK))
     fd = None
     if not in_place and hasattr(os, "O_TMPFILE"):
         try:
             fd = os.open(os.path.dirname(target) or ".", os.O_TMPFILE | os.O_WRONLY,
                          st.st_mode & 0o777 if st else 0o666)
-            if st:
+            if st:  # its permissions; its owner as root, its group (one of ours) as anyone
                 os.fchmod(fd, st.st_mode & 0o777)
                 if os.geteuid() == 0 and (st.st_uid, st.st_gid) != (0, 0):
                     os.fchown(fd, st.st_uid, st.st_gid)
+                elif os.geteuid() != 0 and st.st_gid != os.getegid():
+                    os.fchown(fd, -1, st.st_gid)
         except OSError:
             if fd is not None:
                 os.close(fd)
             fd = None
     if fd is None:
-        with open(target, "wb") as out:
-            return copy(out)
+        try:
+            with open(target, "wb") as out:
+                return copy(out)
+        except BaseException:
+            if st is None:  # made here: not left cut
+                try:
+                    os.unlink(target)
+                except OSError:
+                    pass
+            raise
     with open(fd, "wb") as out:
         n = copy(out)
         out.flush()
         # a directory descriptor makes os.link a linkat, which follows the /proc link
-        d = os.open(os.path.dirname(target) or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        d = os.open(os.path.dirname(target) or ".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             name = os.path.basename(target)
             for i in range(100):

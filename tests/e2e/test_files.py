@@ -229,6 +229,18 @@ class FilesTest(unittest.TestCase):
             with open(os.path.join(tiny, name)) as f:
                 self.assertEqual(f.read(), "newer\n", name)
         self.assertEqual(os.stat(keep).st_ino, ino)  # in place
+        # a path near PATH_MAX, in a directory whose path is as long: the name beside it is
+        # made relative to the directory (as a path, it was too long: ENAMETOOLONG)
+        n, rest = divmod(4085 - len(tiny), 201)
+        deep = os.path.join(tiny, *["d" * 200] * n + (["e" * (rest - 1)] if rest > 1 else []))
+        os.makedirs(deep)
+        far = os.path.join(deep, "f")
+        with open(far, "w") as f:
+            f.write("old\n")
+        r = self.nsbox("cp", f"{self.id}:small", far)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(far) as f:
+            self.assertEqual(f.read(), "newer\n")
 
     def test_missing_things(self):
         r = self.nsbox("cp", f"{self.id}:/workspace/does-not-exist", self.host("nope"))

@@ -205,6 +205,16 @@ class Unprivileged(unittest.TestCase):
                 self.assertEqual(st.st_ino != ino, replaced, where)
                 self.assertEqual((st.st_uid, st.st_mode & 0o7777), (self.user.pw_uid, 0o640))
                 self.assertEqual(set(os.listdir(where)), before)
+            # a file the user made read-only is not replaced: the copy fails, as cp's does
+            ro = os.path.join(mine, "back.txt")
+            os.chmod(ro, 0o444)
+            with open(ro, "w") as f:
+                f.write("read-only\n")
+            r = self.run_as_user(["cp", sid + ":in.txt", ro], delegated=False)
+            self.assertEqual(r.returncode, 125)
+            self.assertIn(b"Permission denied", r.stderr)
+            with open(ro) as f:
+                self.assertEqual(f.read(), "read-only\n")
             # the socket and state belong to the user, mode 0600
             st = os.stat(os.path.join(self.dirs.state, sid, "ctl"))
             self.assertEqual((st.st_uid, st.st_mode & 0o777), (self.user.pw_uid, 0o600))

@@ -656,6 +656,37 @@ class Lifecycle(SessionTest):
             self.assertFalse(os.path.exists(os.path.join(self.dirs.state, sid)))
             self.assertEqual(cgroup_leftovers(sid), [])
 
+    def test_rm_whose_supervisor_hangs_up_while_the_sandbox_stays_fails(self):
+        # A lost connection is taken as the sandbox going only if its state goes too: a
+        # supervisor that reads the delete and hangs up without deleting must not make rm
+        # return 0 in silence (a review of the change above).
+        sid = "abcdef012345"
+        d = os.path.join(self.dirs.state, sid)
+        os.mkdir(d, 0o700)
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(os.path.join(d, "ctl"))
+        srv.listen(8)
+
+        def hang_up():
+            while True:
+                try:
+                    c, _ = srv.accept()
+                except OSError:
+                    return
+                c.recv(65536)
+                c.close()
+        t = threading.Thread(target=hang_up, daemon=True)
+        t.start()
+        try:
+            r = self.nsbox("rm", sid)
+        finally:
+            srv.shutdown(socket.SHUT_RDWR)
+            srv.close()
+            t.join(5)
+            shutil.rmtree(d)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(f"sandbox {sid} is not gone".encode(), r.stderr)
+
     def test_deleted_is_said_even_when_the_state_had_no_inode_left(self):
         # With every inode of the state's filesystem taken, the supervisor could not make the
         # file of deletion records, and later requests said the sandbox "never existed" (a
