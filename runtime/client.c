@@ -1282,6 +1282,16 @@ static bool remote_is_dir(const char *id, const char *path)
     return dir;
 }
 
+/* target's directory into dir ("." for a name alone); its last name is returned ("" for
+ * "DIR/"). */
+static const char *dir_of(const char *target, char dir[PATH_MAX])
+{
+    const char *slash = strrchr(target, '/');
+    snprintf(dir, PATH_MAX, "%.*s", slash ? (int)(slash == target ? 1 : slash - target) : 1,
+             slash ? target : ".");
+    return slash ? slash + 1 : target;
+}
+
 /* Where `cp ID:SRC DST` copies to: DST is replaced whole or not at all, as a write into a
  * sandbox is (docs/files.md). The copy goes into an unnamed file (O_TMPFILE) in DST's directory
  * and takes DST's name only once it is complete, so that a full disk or a Ctrl-C leaves DST as
@@ -1290,9 +1300,9 @@ static bool remote_is_dir(const char *id, const char *path)
  * does, where a new file would not be the same one: DST is not a regular file (a FIFO, a
  * device), is a symlink (followed), has other hard links, is someone else's, or may not be
  * written by us (0444: then the open fails, as cp's would); and where its directory takes no
- * file from us (DST itself may be writable) or its filesystem has no O_TMPFILE. *staged: the copy is to be put in place by host_out_commit;
- * *made: in place, DST was made here (removed again when the copy fails); *existed: DST was
- * there before. */
+ * file from us (DST itself may be writable) or its filesystem has no O_TMPFILE.
+ * *staged: the copy is to be put in place by host_out_commit; *made: in place, DST was made
+ * here (removed again when the copy fails); *existed: DST was there before. */
 static int host_out_open(const char *target, mode_t mode, bool *staged, bool *made,
                          bool *existed)
 {
@@ -1303,11 +1313,8 @@ static int host_out_open(const char *target, mode_t mode, bool *staged, bool *ma
     bool in_place = exists && (!S_ISREG(st.st_mode) || st.st_nlink > 1 ||
                                (geteuid() != 0 && st.st_uid != geteuid()) ||
                                access(target, W_OK) < 0);
-    const char *slash = strrchr(target, '/');
     char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash == target ? 1 : slash - target) : 1,
-             slash ? target : ".");
-    int fd = in_place || (slash && slash[1] == '\0')
+    int fd = in_place || !*dir_of(target, dir) /* "DIR/" */
                  ? -1
                  : open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, exists ? st.st_mode & 0777 : mode);
     /* its owner as root; its group (one of ours) as anyone: else in place */
@@ -1332,10 +1339,8 @@ static int host_out_open(const char *target, mode_t mode, bool *staged, bool *ma
  * renamed over it (names relative to the directory: a path near PATH_MAX still fits). */
 static int host_out_commit(int fd, const char *target, struct nsbox_err *e)
 {
-    const char *slash = strrchr(target, '/'), *name = slash ? slash + 1 : target;
     char dir[PATH_MAX], tmp[64], proc[40];
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash == target ? 1 : slash - target) : 1,
-             slash ? target : ".");
+    const char *name = dir_of(target, dir);
     cleanup_close int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
         return nsbox_err_sys(e, "cannot put the copy in place");

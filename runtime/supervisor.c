@@ -1863,11 +1863,9 @@ fail:;
     nsbox_closep(&S.out_fd);
     struct nsbox_err e2;
     pool_entry_remove(&S);
-    char id[sizeof S.sb.st.id];
-    memcpy(id, S.sb.st.id, sizeof id);
     nsbox_sandbox_destroy(&S.sb, &e2);
-    if (S.tomb_later[0])
-        nsbox_tombstone_write(id, S.tomb_later);
+    if (S.tomb_later[0]) /* the id stays in S.sb.st */
+        nsbox_tombstone_write(S.sb.st.id, S.tomb_later);
     if (ok < 0) {
         snprintf(line, sizeof line, "ERR %d %s\n", e.code, e.msg);
         report_ready(S.ready_fd, line);

@@ -141,6 +141,7 @@ def _into_path(target, copy):
     user's, one we may not write (which then fails as open() does); and where the directory
     takes no new file or has no O_TMPFILE. A file made here is not left cut by a failure."""
     target = os.fsdecode(target)
+    where = os.path.dirname(target) or "."
     try:
         st = os.lstat(target)
     except FileNotFoundError:
@@ -152,7 +153,7 @@ def _into_path(target, copy):
     fd = None
     if not in_place and hasattr(os, "O_TMPFILE"):
         try:
-            fd = os.open(os.path.dirname(target) or ".", os.O_TMPFILE | os.O_WRONLY,
+            fd = os.open(where, os.O_TMPFILE | os.O_WRONLY,
                          st.st_mode & 0o777 if st else 0o666)
             if st:  # its permissions; its owner as root, its group (one of ours) as anyone
                 os.fchmod(fd, st.st_mode & 0o777)
@@ -179,7 +180,7 @@ def _into_path(target, copy):
         n = copy(out)
         out.flush()
         # a directory descriptor makes os.link a linkat, which follows the /proc link
-        d = os.open(os.path.dirname(target) or ".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        d = os.open(where, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             name = os.path.basename(target)
             for i in range(100):

@@ -276,7 +276,11 @@ def run_nsbox(args, dirs, user=None, input=None, timeout=60, extra_env=None, pas
         # where it waits, for the failure's message (a hang seen once in CI is otherwise lost)
         state = tree_state(p.pid)
         p.kill()
-        out, err = p.communicate()
+        try:  # what it left running may hold the pipes (subprocess.run only waits)
+            out, err = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.wait()
+            err = b"(its output pipes stayed open)"
         raise AssertionError(f"nsbox {args} did not end within {timeout} s; stderr so far: "
                              f"{err.decode(errors='replace')!r}; its processes then:\n{state}")
     r = subprocess.CompletedProcess(cmd, p.returncode, out, err)
