@@ -108,7 +108,7 @@ static int recv_reply_within(int sock, const char *id, int seconds, cJSON **repl
 static struct nsbox_err *lost_why(const char *id, struct nsbox_err *e)
 {
     if (e->code == NSBOX_E_DELETED || e->sys_errno == ECONNRESET || e->sys_errno == EPIPE)
-        nsbox_tombstone_err(id, e->sys_errno, e);
+        nsbox_session_lost(id, e->sys_errno, e);
     return e;
 }
 

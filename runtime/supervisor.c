@@ -146,6 +146,44 @@ int nsbox_session_connect(const char *id, struct nsbox_err *e)
     return -1;
 }
 
+int nsbox_session_lost(const char *id, int err, struct nsbox_err *e)
+{
+    if (nsbox_tombstone_err(id, err, e) < 0)
+        return -1;
+    char rt[PATH_MAX];
+    struct nsbox_err ge;
+    if (nsbox_path_runtime_dir(rt, sizeof rt, &ge) < 0)
+        return nsbox_err_set(e, NSBOX_E_DELETED, err,
+                             "sandbox %s: its supervisor closed the connection (deleted?)", id);
+    /* A supervisor that dies closes its connections and lets go of its lock in the same
+     * moment of its exit; one that deletes the sandbox records why first. So a lock still held
+     * a second later is a supervisor that lives and hung up on this request. */
+    for (int i = 0; i < 200; i++) {
+        int fd = nsbox_state_dead_lock(rt, id);
+        int lerr = errno;
+        if (fd >= 0) {
+            close(fd); /* gc takes it again */
+            nsbox_gc_id(id, &ge);
+            if (nsbox_tombstone_err(id, err, e) < 0)
+                return -1;
+            return nsbox_err_set(e, NSBOX_E_DELETED, err, "sandbox %s was %s", id,
+                                 NSBOX_TOMB_SUPERVISOR_GONE);
+        }
+        if (!nsbox_state_maybe_alive(lerr) || nsbox_tombstone_err(id, err, e) < 0)
+            break; /* removed meanwhile (its record, if it has one, is read below) */
+        usleep(5000);
+    }
+    if (nsbox_tombstone_err(id, err, e) < 0)
+        return -1;
+    if (nsbox_state_dir_gone(rt, id))
+        return nsbox_err_set(e, NSBOX_E_DELETED, err,
+                             "sandbox %s was deleted while this request was under way", id);
+    return nsbox_err_set(e, NSBOX_E_SYS, err,
+                         "sandbox %s: its supervisor closed the connection without an answer "
+                         "(the sandbox is still there)",
+                         id);
+}
+
 int nsbox_session_connect_run(const char *id, struct nsbox_err *e)
 {
     if (!nsbox_state_valid_id(id))

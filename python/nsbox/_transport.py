@@ -3,6 +3,7 @@ sandbox's unix socket, descriptors as SCM_RIGHTS on the first byte of a message.
 import asyncio
 import contextvars
 import errno
+import fcntl
 import json
 import os
 import shutil
@@ -152,6 +153,43 @@ def error_from_reply(reply, op=None, path=None):
     return errors.SandboxError(msg, code)
 
 
+def probe_supervisor(rt, sandbox_id):
+    """Whether anybody holds sandbox_id's state directory lock (runtime/state.c
+    nsbox_state_lock; its supervisor does while it lives): "held", "free" (it died without
+    removing the sandbox) or "gone" (no directory)."""
+    try:
+        fd = os.open(os.path.join(rt, sandbox_id),
+                     os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        return "gone" if e.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP) else "held"
+    try:
+        try:  # an nsbox before session 10 locked a "lock" file inside; ours is a symlink
+            lock = os.open("lock", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = lock
+        except OSError as e:
+            if e.errno not in (errno.ENOENT, errno.ELOOP):
+                return "held"
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return "held"
+        return "free"
+    finally:
+        os.close(fd)
+
+
+# A supervisor that dies closes its connections and lets its lock go in the same moment of its
+# exit: a lock still held this long after a hang-up is a supervisor that lives (runtime/
+# supervisor.c nsbox_session_lost).
+LOST_PAUSE_S, LOST_PAUSES = 0.005, 200
+
+# The supervisor answers ping, hold, inspect, ps, kill, logs and delete at once (a sleeping
+# sandbox thaws in well under a millisecond): a longer silence is a stuck supervisor, and a
+# client must not hang on it for ever (runtime/client.c ANSWER_S).
+ANSWER_S = 30
+
+
 class Connection:
     """One connection to a sandbox's supervisor. Requests on one connection are served in
     order; open several for concurrent work."""
@@ -174,9 +212,7 @@ class Connection:
             return errors.SandboxDeletedError(
                 "sandbox %s was %s" % (self.sandbox_id, reason), "deleted")
         if cause is None:
-            return errors.SandboxDeletedError(
-                "the sandbox's supervisor closed the connection (sandbox %s deleted?)"
-                % self.sandbox_id, "deleted")
+            return self._lost_error("held")
         if cause.errno == errno.ECONNREFUSED:
             # its socket is there with nobody listening: the supervisor died (runtime/state.h)
             return errors.SandboxDeletedError(
@@ -187,6 +223,46 @@ class Connection:
                 "not_found")
         return errors.SandboxError(
             "cannot reach sandbox %s: %s" % (self.sandbox_id, cause.strerror), "system")
+
+    def _lost_error(self, fate):
+        """The error for a hang-up without a deletion record: fate is probe_supervisor's."""
+        if fate == "free":
+            return errors.SandboxDeletedError(
+                "sandbox %s was %s" % (self.sandbox_id, SUPERVISOR_GONE), "deleted")
+        if fate == "gone":
+            return errors.SandboxDeletedError(
+                "sandbox %s was deleted while this request was under way" % self.sandbox_id,
+                "deleted")
+        return errors.SandboxError(
+            "sandbox %s: its supervisor closed the connection without an answer (the sandbox "
+            "is still there)" % self.sandbox_id, "system")
+
+    def _lost_now(self):
+        """After a hang-up: the error, or None while the supervisor's fate is not known yet."""
+        reason = read_tombstone(self.rt, self.sandbox_id)
+        if reason:
+            return errors.SandboxDeletedError(
+                "sandbox %s was %s" % (self.sandbox_id, reason), "deleted")
+        fate = probe_supervisor(self.rt, self.sandbox_id)
+        return None if fate == "held" else self._lost_error(fate)
+
+    def _lost(self):
+        """The error for a connection the supervisor ended without an answer."""
+        for _ in range(LOST_PAUSES):
+            err = self._lost_now()
+            if err is not None:
+                return err
+            time.sleep(LOST_PAUSE_S)
+        return self._gone()
+
+    async def _alost(self):
+        """_lost without blocking the event loop."""
+        for _ in range(LOST_PAUSES):
+            err = self._lost_now()
+            if err is not None:
+                return err
+            await asyncio.sleep(LOST_PAUSE_S)
+        return self._gone()
 
     def close(self):
         if self.sock is not None:
@@ -275,7 +351,7 @@ class Connection:
 
         hdr = await exact(4)
         if hdr is None:
-            raise self._gone()
+            raise await self._alost()
         body = await exact(self._length(hdr))
         if body is None:
             raise errors.ProtocolError("truncated reply from the supervisor")
@@ -318,9 +394,9 @@ class Connection:
         try:
             hdr, fds = self._recv_exact(4, True)
         except ConnectionResetError:
-            raise self._gone() from None
+            raise self._lost() from None
         if hdr is None:
-            raise self._gone()
+            raise self._lost()
         try:
             body, _ = self._recv_exact(self._length(hdr), False)
             if body is None:
@@ -332,13 +408,26 @@ class Connection:
             raise
         return reply, fds
 
-    def call(self, op, fds=(), keep_fds=False, **fields):
+    def call(self, op, fds=(), keep_fds=False, answer_s=None, **fields):
         """Send one request and wait for its reply; an error reply is raised as its typed error.
-        Descriptors that come with the reply are returned when keep_fds, else closed."""
+        Descriptors that come with the reply are returned when keep_fds, else closed. With
+        answer_s, a reply that has not come within that many seconds is a SandboxError
+        ("timeout")."""
         req = {"v": PROTO_VERSION, "op": op}
         req.update(fields)
         self.send(req, fds)
-        reply, rfds = self.recv()
+        if answer_s is not None:
+            self.sock.settimeout(answer_s)
+        try:
+            reply, rfds = self.recv()
+        except socket.timeout:
+            raise errors.SandboxError(
+                "sandbox %s: its supervisor did not answer within %g s (stuck; the process "
+                "'nsbox %s' on the host: kill it, then nsbox gc)"
+                % (self.sandbox_id, answer_s, self.sandbox_id), "timeout") from None
+        finally:
+            if answer_s is not None and self.sock is not None:
+                self.sock.settimeout(None)
         if not reply.get("ok"):
             for fd in rfds:
                 os.close(fd)

@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 
-from . import errors
+from . import _transport, errors
 from ._exec import ExecJob
 from ._transport import (CANCELLED, SESSION_END, SUPERVISOR_GONE, PROTO_VERSION, Connection,
                          error_from_reply, find_binary, retry_if_busy)
@@ -78,6 +78,9 @@ def _cwd(cwd):
 
 
 _ID = re.compile(r"[0-9a-f]{12}")
+
+# Requests the supervisor answers without waiting for anything (_transport.ANSWER_S).
+_ANSWERED_AT_ONCE = frozenset({"ping", "inspect", "ps", "kill", "logs"})
 
 
 def _timeout_ms(timeout):
@@ -445,7 +448,7 @@ class Session:
             def once():
                 c = self._connect()
                 try:
-                    c.call("hold")
+                    c.call("hold", answer_s=_transport.ANSWER_S)
                 except BaseException:
                     c.close()
                     raise
@@ -469,7 +472,11 @@ class Session:
 
     def _call(self, op, **fields):
         """One request on a connection of its own (Connection.call's arguments), sent again
-        while the sandbox refuses it as busy."""
+        while the sandbox refuses it as busy. What the supervisor answers at once is answered
+        within ANSWER_S."""
+        if op in _ANSWERED_AT_ONCE:
+            fields["answer_s"] = _transport.ANSWER_S
+
         def once():
             with self._connect() as c:
                 return c.call(op, **fields)
@@ -693,7 +700,7 @@ class Session:
         def once(held):
             conn = held if held is not None else Connection(self.id, self.runtime_dir)
             try:
-                conn.call("delete", by="session")  # its tombstone: not "by rm" (older: it is)
+                conn.call("delete", by="session", answer_s=_transport.ANSWER_S)  # its tombstone: not "by rm" (older: it is)
                 return conn
             except BaseException:
                 if conn is not held:

@@ -10,10 +10,12 @@ and cache directories, and every test checks that it left no sandbox behind.
 """
 import asyncio
 import errno
+import fcntl
 import io
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -82,6 +84,14 @@ def all_at_once(n, d):
     the machine (builtins only in the loop, but for sleep)."""
     return ("touch %s/$0; i=0; while set -- %s/*; [ $# -lt %d ] && [ $i -lt 300 ]; do "
             "sleep 0.1; i=$((i+1)); done; echo $0 $#") % (d, d, n)
+
+
+def running(test, ps, what, seconds=30):
+    """Wait until what shows in ps()'s output."""
+    deadline = time.monotonic() + seconds
+    while what not in ps():
+        test.assertLess(time.monotonic(), deadline, "%r never started" % what)
+        time.sleep(0.05)
 
 
 class ClientTest(unittest.TestCase):
@@ -321,6 +331,20 @@ class Execute(ClientTest):
 
 
 class AsyncExecute(AsyncClientTest):
+    async def test_supervisor_killed_during_an_async_execute_is_said_to_it(self):
+        async with self.box().session() as sb:
+            task = asyncio.ensure_future(sb.execute("sleep 60"))
+            deadline = time.monotonic() + 30
+            while "sleep 60" not in (await sb.execute("ps -eo args")).stdout:
+                self.assertLess(time.monotonic(), deadline, "the command never started")
+                await asyncio.sleep(0.05)
+            os.kill((await sb.inspect())["supervisor_pid"], signal.SIGKILL)
+            with self.assertRaises(nsbox.SandboxDeletedError) as cm:
+                await asyncio.wait_for(task, 30)
+            self.assertEqual(str(cm.exception), "sandbox %s was deleted because its supervisor "
+                             "ended without removing it (killed or crashed)" % sb.id)
+        self.assertEqual(self.dirs.live_sandboxes(), [])
+
     async def test_async_execute_concurrent_and_cancel(self):
         async with self.box().session() as sb:
             self.assertIsInstance(sb, nsbox.AsyncSession)
@@ -664,6 +688,30 @@ class OptionsAndErrors(ClientTest):
             self.assertFalse(sb.is_alive())
             sb.delete()  # still idempotent
 
+    def test_a_stuck_supervisor_is_a_timeout_not_a_hang(self):
+        # What the supervisor answers at once (inspect, ps, kill, logs, ping, delete) waited
+        # for ever on a stuck one: a session's end hung a CI job until its own timeout.
+        sb = self.box().create()
+        pid = sb.inspect()["supervisor_pid"]
+        real = nsbox._transport.ANSWER_S
+        nsbox._transport.ANSWER_S = 1
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            for call in (sb.inspect, sb.list_processes, sb.delete):
+                t = time.monotonic()
+                with self.assertRaises(nsbox.SandboxError) as cm:
+                    call()
+                self.assertLess(time.monotonic() - t, 20, call)
+                self.assertEqual(cm.exception.code, "timeout", call)
+                self.assertEqual(str(cm.exception), "sandbox %s: its supervisor did not answer "
+                                 "within 1 s (stuck; the process 'nsbox %s' on the host: kill "
+                                 "it, then nsbox gc)" % (sb.id, sb.id))
+        finally:
+            nsbox._transport.ANSWER_S = real
+            os.kill(pid, signal.SIGCONT)
+        sb.delete()
+        self.assertEqual(self.dirs.live_sandboxes(), [])
+
     def test_killed_supervisor_is_a_deleted_error(self):
         sb = self.box().create()
         pid = sb.inspect()["supervisor_pid"]
@@ -681,6 +729,62 @@ class OptionsAndErrors(ClientTest):
         with self.assertRaises(nsbox.SandboxDeletedError) as cm:  # gc recorded why
             sb.execute("true")
         self.assertIn("its supervisor ended without removing it", str(cm.exception))
+
+    def test_supervisor_killed_during_an_execute_is_said_to_it(self):
+        # The execute under way said "the sandbox's supervisor closed the connection
+        # (sandbox deleted?)": now it tells the supervisor's death (its lock is free) from a
+        # hang-up, as the command line does.
+        sb = self.box().create()
+        got = []
+
+        def run():
+            try:
+                sb.execute("sleep 60")
+            except Exception as e:  # checked below
+                got.append(e)
+        t = threading.Thread(target=run)
+        t.start()
+        running(self, lambda: sb.execute("ps -eo args").stdout, "sleep 60")
+        os.kill(sb.inspect()["supervisor_pid"], signal.SIGKILL)
+        t.join(30)
+        self.assertFalse(t.is_alive())
+        self.assertEqual(len(got), 1)
+        self.assertIsInstance(got[0], nsbox.SandboxDeletedError)
+        self.assertEqual(str(got[0]), "sandbox %s was deleted because its supervisor ended "
+                         "without removing it (killed or crashed)" % sb.id)
+        sb.delete()
+        self.assertEqual(self.dirs.live_sandboxes(), [])
+
+    def test_a_live_supervisor_that_hangs_up_is_not_a_deletion(self):
+        # A hang-up from a supervisor that still holds its lock is not "deleted". (Gone
+        # before tearDown, which would ask this fake supervisor to delete.)
+        rt = runtime_dir(self.dirs.env())
+        sid = "abcdef012345"
+        d = os.path.join(rt, sid)
+        os.makedirs(d, 0o700)
+        lock = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            srv.bind(os.path.join(d, "ctl"))
+            srv.listen(1)
+
+            def hang_up():
+                c, _ = srv.accept()
+                c.recv(65536)
+                c.close()
+            t = threading.Thread(target=hang_up, daemon=True)
+            t.start()
+            with self.assertRaises(nsbox.SandboxError) as cm:
+                nsbox.Session(sid, rt).inspect()
+            t.join(5)
+        finally:
+            srv.close()
+            os.close(lock)
+            shutil.rmtree(d)
+        self.assertNotIsInstance(cm.exception, nsbox.SandboxDeletedError)
+        self.assertEqual(str(cm.exception), "sandbox %s: its supervisor closed the connection "
+                         "without an answer (the sandbox is still there)" % sid)
 
     def test_killed_client_takes_its_sandbox_along(self):
         # A cancelled CI job: the process inside `with box.open()` is SIGKILLed, no cleanup code

@@ -663,6 +663,10 @@ class Lifecycle(SessionTest):
         sid = "abcdef012345"
         d = os.path.join(self.dirs.state, sid)
         os.mkdir(d, 0o700)
+        # alive as a supervisor is: it holds its directory's lock
+        lock = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        self.addCleanup(os.close, lock)
+        fcntl.flock(lock, fcntl.LOCK_EX)
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         srv.bind(os.path.join(d, "ctl"))
         srv.listen(8)
@@ -1354,6 +1358,42 @@ class Crashes(SessionTest):
             self.assertEqual((r.returncode, r.stderr.decode()), (125, want))
         self.assertFalse(os.path.exists(os.path.join(self.dirs.state, sid)))
         self.assertEqual(self.nsbox("rm", sid).returncode, 0)  # rm stays idempotent
+
+    def test_supervisor_killed_during_a_request_is_said_to_that_request(self):
+        # A request under way when the supervisor is killed said "the sandbox's supervisor
+        # closed the connection (sandbox deleted?)", and only the next request found out what
+        # happened. Now the request that lost its connection tells a death from a hang-up
+        # (the supervisor's lock), says so, and removes what was left.
+        want = ("nsbox: sandbox %s was deleted because its supervisor ended without removing "
+                "it (killed or crashed)\n")
+        for what in ("exec", "cp"):
+            sid = self.create()
+            sup = self.supervisor_pid(sid)
+            fds = len(os.listdir(f"/proc/{sup}/fd"))
+            if what == "exec":
+                argv = [NSBOX, "exec", sid, "--", "sh", "-c", "echo up; exec sleep 60"]
+            else:  # a copy in whose stream has not ended
+                argv = [NSBOX, "cp", "-", sid + ":/workspace/f"]
+            p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env=self.dirs.env())
+            try:
+                if what == "exec":
+                    self.assertEqual(p.stdout.readline(), b"up\n")
+                else:
+                    p.stdin.write(b"x" * 4096)
+                    p.stdin.flush()
+                    # the supervisor has taken the connection
+                    self.assertTrue(wait_for(lambda: len(os.listdir(f"/proc/{sup}/fd")) > fds))
+                os.kill(sup, signal.SIGKILL)
+                _, err = p.communicate(timeout=30)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            self.assertEqual((p.returncode, err.decode()), (125, want % sid), what)
+            # the request itself cleaned up: no gc, no other command
+            self.assertFalse(os.path.exists(os.path.join(self.dirs.state, sid)), what)
+            self.assertEqual(cgroup_leftovers(sid), [], what)
 
     def test_client_killed_mid_exec_ends_the_command(self):
         sid = self.create()
