@@ -15,7 +15,9 @@ equivalent:
                                      Python client's open/close); for scale, the same
                                      2 clients running one-shot bwrap sandboxes, bare
                                      namespaces (unshare), /bin/true; and the kernel's
-                                     floor without exec (clone_floor.c, compiled here)
+                                     floors without exec: the namespaces alone
+                                     (clone_floor.c), a whole sandbox's kernel work
+                                     (setup_floor.c, as root), compiled here
   create with many alive             a create's time with 100 (quick) or 300 sandboxes alive,
                                      against none
 
@@ -159,16 +161,16 @@ def crun_bundle():
     return b
 
 
-def clone_floor_binary():
-    """bench/clone_floor.c compiled into a temporary directory (removed at exit), or None
-    without a C compiler."""
+def floor_binary(name):
+    """bench/<name>.c (clone_floor, setup_floor) compiled into a temporary directory (removed
+    at exit), or None without a C compiler."""
     cc = shutil.which("cc") or shutil.which("gcc")
     if not cc:
         return None
     d = tempfile.mkdtemp(prefix="nsbox-bench-")
     atexit.register(shutil.rmtree, d, True)
-    binary = os.path.join(d, "clone_floor")
-    r = subprocess.run([cc, "-O2", "-o", binary, os.path.join(HERE, "clone_floor.c")],
+    binary = os.path.join(d, name)
+    r = subprocess.run([cc, "-O2", "-o", binary, os.path.join(HERE, name + ".c")],
                        capture_output=True)
     return binary if r.returncode == 0 else None
 
@@ -327,12 +329,23 @@ def main():
             out[f"reference_per_second_2_clients_{name}"] = rate(one, seconds)
         # The kernel's floor, in C with no exec (bench/clone_floor.c): a clone into the six
         # namespaces of a sandbox and its exit, and a plain clone, 2 processes.
-        floor = clone_floor_binary()
-        for name, extra in (("clone_namespaces", []), ("clone", ["-"])):
-            r = subprocess.run([floor, str(seconds), *extra], capture_output=True, text=True) \
-                if floor else None
+        # And the kernel work of a whole sandbox's create + rm, with no process beyond its
+        # init (bench/setup_floor.c; root: loop devices and cgroups): with the ext4 workspace
+        # nsbox makes as root, and with a tmpfs one.
+        floors = [("clone_floor", "clone_namespaces", []), ("clone_floor", "clone", ["-"])]
+        if os.geteuid() == 0:
+            floors += [("setup_floor", "setup_ext4", ["--ws=ext4"]),
+                       ("setup_floor", "setup_tmpfs", ["--ws=tmpfs"])]
+        built = {}
+        for prog, name, extra in floors:
+            if prog not in built:
+                built[prog] = floor_binary(prog)
+            r = subprocess.run([built[prog], str(seconds), *extra], capture_output=True,
+                               text=True) if built[prog] else None
             if r is not None and r.returncode == 0:
                 out[f"reference_per_second_2_clients_{name}"] = float(r.stdout)
+            elif r is not None:
+                print(f"bench: {prog} {' '.join(extra)}: {r.stderr.strip()}", file=sys.stderr)
 
         # crun exec into a running crun container, same machine, same run. crun refuses this
         # machine's hybrid cgroup layout; bench.py's CrunMountNs hides the cgroup2 mount from it
@@ -402,7 +415,10 @@ def main():
                        ("true", same + "`/bin/true` alone"),
                        ("clone_namespaces", "2 processes in C, no exec: a clone into a sandbox's "
                                             "6 namespaces and its exit (`clone_floor.c`)"),
-                       ("clone", "2 processes in C, no exec: a plain clone and its exit")):
+                       ("clone", "2 processes in C, no exec: a plain clone and its exit"),
+                       ("setup_ext4", "2 processes in C, no exec: the kernel work of a whole "
+                                      "sandbox's create + rm, ext4 workspace (`setup_floor.c`)"),
+                       ("setup_tmpfs", "the same with a tmpfs workspace")):
         v = out.get(f"reference_per_second_2_clients_{name}")
         if v:
             print(f"| for scale, {what} per second | {v:.0f} | | |")
@@ -413,6 +429,13 @@ def main():
         print(f"| creates per second / one-shot bubblewrap per second, same run (command line / "
               f"Python client) | {out['creates_per_second_2_clients'] / bw:.2f} / "
               f"{out['creates_per_second_2_clients_python'] / bw:.2f} | | |")
+    fl = out.get("reference_per_second_2_clients_setup_ext4")
+    if fl:
+        # what no implementation of the contract can beat on this machine (setup_floor.c)
+        print(f"| creates per second / the whole sandbox's kernel floor (ext4), same run "
+              f"(command line / Python client) | {out['creates_per_second_2_clients'] / fl:.2f} / "
+              f"{out['creates_per_second_2_clients_python'] / fl:.2f} | | |")
+        print(f"| issue #3's 400 per second / that floor | {400 / fl:.2f} | | |")
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     path = os.path.join(HERE, "results", time.strftime("sessions-%Y%m%d-%H%M%S.json"))
     with open(path, "w") as f:
