@@ -179,6 +179,33 @@ def probe_supervisor(rt, sandbox_id):
         os.close(fd)
 
 
+def connect_now(path):
+    """One connect that does not wait: the socket (blocking), or the OSError (BlockingIOError:
+    the listener's queue is full; ConnectionRefusedError: nobody listens)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # CLOEXEC by default
+    s.setblocking(False)
+    try:
+        s.connect(path)
+    except BaseException:
+        s.close()
+        raise
+    s.setblocking(True)
+    return s
+
+
+def listener_gone(rt, sandbox_id):
+    """Whether nobody listens on sandbox_id's control socket (ECONNREFUSED): its supervisor,
+    which keeps its listener until it exits, is dead, whoever holds its lock now (a gc removing
+    it). A live one with a full queue is alive."""
+    try:
+        connect_now(os.path.join(rt, sandbox_id, "ctl")).close()
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        pass
+    return False
+
+
 # A supervisor that dies closes its connections and lets its lock go in the same moment of its
 # exit: a lock still held this long after a hang-up is a supervisor that lives (runtime/
 # supervisor.c nsbox_session_lost).
@@ -188,6 +215,9 @@ LOST_PAUSE_S, LOST_PAUSES = 0.005, 200
 # sandbox thaws in well under a millisecond): a longer silence is a stuck supervisor, and a
 # client must not hang on it for ever (runtime/client.c ANSWER_S).
 ANSWER_S = 30
+# ... and takes a connection at once: a stopped one whose listener's queue filled up makes a
+# connect wait for a place, for as long at most (runtime/supervisor.c CONNECT_WAIT_S).
+CONNECT_PAUSE_S = 0.01
 
 
 class Connection:
@@ -198,12 +228,21 @@ class Connection:
         self.sandbox_id = sandbox_id
         self.rt = rt
         path = os.path.join(rt, sandbox_id, "ctl")
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # CLOEXEC by default
-        try:
-            self.sock.connect(path)
-        except OSError as e:
-            self.sock.close()
-            raise self._gone(e) from None
+        self.sock = None
+        end = time.monotonic() + ANSWER_S
+        while True:
+            try:
+                self.sock = connect_now(path)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= end:
+                    raise errors.SandboxError(
+                        "sandbox %s: its supervisor took no connection within %g s (stuck; the "
+                        "process 'nsbox %s' on the host: kill it, then nsbox gc)"
+                        % (sandbox_id, ANSWER_S, sandbox_id), "timeout") from None
+                time.sleep(CONNECT_PAUSE_S)
+            except OSError as e:
+                raise self._gone(e) from None
 
     def _gone(self, cause=None):
         """The error for a sandbox we cannot reach (or that hung up on us)."""
@@ -246,10 +285,18 @@ class Connection:
         fate = probe_supervisor(self.rt, self.sandbox_id)
         return None if fate == "held" else self._lost_error(fate)
 
+    def _lost_look(self, i):
+        """_lost_now, and at the first and last of the LOST_PAUSES looks, whether anybody
+        listens (a gc that found the supervisor dead holds its lock while it removes it)."""
+        err = self._lost_now()
+        if err is None and i in (0, LOST_PAUSES - 1) and listener_gone(self.rt, self.sandbox_id):
+            err = self._lost_error("free")
+        return err
+
     def _lost(self):
         """The error for a connection the supervisor ended without an answer."""
-        for _ in range(LOST_PAUSES):
-            err = self._lost_now()
+        for i in range(LOST_PAUSES):
+            err = self._lost_look(i)
             if err is not None:
                 return err
             time.sleep(LOST_PAUSE_S)
@@ -257,8 +304,8 @@ class Connection:
 
     async def _alost(self):
         """_lost without blocking the event loop."""
-        for _ in range(LOST_PAUSES):
-            err = self._lost_now()
+        for i in range(LOST_PAUSES):
+            err = self._lost_look(i)
             if err is not None:
                 return err
             await asyncio.sleep(LOST_PAUSE_S)

@@ -786,6 +786,76 @@ class OptionsAndErrors(ClientTest):
         self.assertEqual(str(cm.exception), "sandbox %s: its supervisor closed the connection "
                          "without an answer (the sandbox is still there)" % sid)
 
+    def test_a_dead_supervisor_whose_lock_a_gc_holds_is_said_dead(self):
+        # A review: a gc that found the supervisor dead holds its lock while it removes the
+        # sandbox; a call that lost its connection then said "still there". Nobody listening
+        # on its socket tells. The test is the gc here, and the supervisor a fake that takes
+        # the request and ends. (Gone before tearDown.)
+        rt = runtime_dir(self.dirs.env())
+        sid = "abcdef012346"
+        d = os.path.join(rt, sid)
+        os.makedirs(d, 0o700)
+        lock = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            srv.bind(os.path.join(d, "ctl"))
+            srv.listen(1)
+
+            def die():
+                c, _ = srv.accept()
+                c.recv(65536)
+                srv.close()
+                c.close()
+            t = threading.Thread(target=die, daemon=True)
+            t.start()
+            with self.assertRaises(nsbox.SandboxDeletedError) as cm:
+                nsbox.Session(sid, rt).inspect()
+            t.join(5)
+        finally:
+            srv.close()
+            os.close(lock)
+            shutil.rmtree(d)
+        self.assertEqual(str(cm.exception), "sandbox %s was deleted because its supervisor ended "
+                         "without removing it (killed or crashed)" % sid)
+
+    def test_a_stopped_supervisor_with_a_full_queue_is_a_timeout_not_a_hang(self):
+        # A review: timed-out calls leave their connections in the stopped supervisor's
+        # queue; once it is full, a connect waited for ever. It waits ANSWER_S at most.
+        sb = self.box().create()
+        pid = sb.inspect()["supervisor_pid"]
+        path = os.path.join(sb.runtime_dir, sb.id, "ctl")
+        real = nsbox._transport.ANSWER_S
+        queued = []
+        nsbox._transport.ANSWER_S = 1
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            while len(queued) < 10000:
+                c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                c.setblocking(False)
+                try:
+                    c.connect(path)
+                except BlockingIOError:
+                    c.close()
+                    break
+                queued.append(c)
+            self.assertLess(len(queued), 10000, "the queue never filled")
+            t = time.monotonic()
+            with self.assertRaises(nsbox.SandboxError) as cm:
+                sb.inspect()
+            self.assertLess(time.monotonic() - t, 20)
+        finally:
+            nsbox._transport.ANSWER_S = real
+            for c in queued:
+                c.close()
+            os.kill(pid, signal.SIGCONT)
+        self.assertEqual(cm.exception.code, "timeout")
+        self.assertEqual(str(cm.exception), "sandbox %s: its supervisor took no connection within "
+                         "1 s (stuck; the process 'nsbox %s' on the host: kill it, then nsbox "
+                         "gc)" % (sb.id, sb.id))
+        sb.delete()
+        self.assertEqual(self.dirs.live_sandboxes(), [])
+
     def test_killed_client_takes_its_sandbox_along(self):
         # A cancelled CI job: the process inside `with box.open()` is SIGKILLed, no cleanup code
         # runs. The sandbox must not live on until its ttl.
