@@ -1363,8 +1363,9 @@ class Crashes(SessionTest):
         # A request under way when the supervisor is killed said "the sandbox's supervisor
         # closed the connection (sandbox deleted?)", and only the next request found out what
         # happened. Now the request that lost its connection tells a death from a hang-up
-        # (the supervisor's lock), says so, and removes what was left. (Not a file copy: the
-        # supervisor hands those to a child of its own, which may finish first.)
+        # (the supervisor's lock), says so, and removes what was left. (Not a `cp -`: the
+        # child that copies dies only late in the supervisor's exit, and a stream that ends
+        # meanwhile may still be answered "ok", rightly: docs/decisions.md, session 23.)
         want = ("nsbox: sandbox %s was deleted because its supervisor ended without removing "
                 "it (killed or crashed)\n")
         for what in ("exec", "wait"):
