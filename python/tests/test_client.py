@@ -10,12 +10,10 @@ and cache directories, and every test checks that it left no sandbox behind.
 """
 import asyncio
 import errno
-import fcntl
 import io
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +25,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # python/, so that the tested nsbox is this one
 import nsbox  # noqa: E402
 from nsbox._transport import runtime_dir  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "lib"))
+from nsbox_test import fake_supervisor, fill_queue  # noqa: E402
 
 NSBOX = os.environ.get("NSBOX_BIN") or shutil.which("nsbox") or "nsbox"
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -756,32 +757,13 @@ class OptionsAndErrors(ClientTest):
         self.assertEqual(self.dirs.live_sandboxes(), [])
 
     def test_a_live_supervisor_that_hangs_up_is_not_a_deletion(self):
-        # A hang-up from a supervisor that still holds its lock is not "deleted". (Gone
-        # before tearDown, which would ask this fake supervisor to delete.)
+        # A hang-up from a supervisor that still holds its lock is not "deleted". (The fake is
+        # gone before tearDown, which would ask it to delete.)
         rt = runtime_dir(self.dirs.env())
         sid = "abcdef012345"
-        d = os.path.join(rt, sid)
-        os.makedirs(d, 0o700)
-        lock = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
-        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            srv.bind(os.path.join(d, "ctl"))
-            srv.listen(1)
-
-            def hang_up():
-                c, _ = srv.accept()
-                c.recv(65536)
-                c.close()
-            t = threading.Thread(target=hang_up, daemon=True)
-            t.start()
+        with fake_supervisor(rt, sid, dies=False):
             with self.assertRaises(nsbox.SandboxError) as cm:
                 nsbox.Session(sid, rt).inspect()
-            t.join(5)
-        finally:
-            srv.close()
-            os.close(lock)
-            shutil.rmtree(d)
         self.assertNotIsInstance(cm.exception, nsbox.SandboxDeletedError)
         self.assertEqual(str(cm.exception), "sandbox %s: its supervisor closed the connection "
                          "without an answer (the sandbox is still there)" % sid)
@@ -789,33 +771,12 @@ class OptionsAndErrors(ClientTest):
     def test_a_dead_supervisor_whose_lock_a_gc_holds_is_said_dead(self):
         # A review: a gc that found the supervisor dead holds its lock while it removes the
         # sandbox; a call that lost its connection then said "still there". Nobody listening
-        # on its socket tells. The test is the gc here, and the supervisor a fake that takes
-        # the request and ends. (Gone before tearDown.)
+        # on its socket tells.
         rt = runtime_dir(self.dirs.env())
         sid = "abcdef012346"
-        d = os.path.join(rt, sid)
-        os.makedirs(d, 0o700)
-        lock = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
-        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            srv.bind(os.path.join(d, "ctl"))
-            srv.listen(1)
-
-            def die():
-                c, _ = srv.accept()
-                c.recv(65536)
-                srv.close()
-                c.close()
-            t = threading.Thread(target=die, daemon=True)
-            t.start()
+        with fake_supervisor(rt, sid, dies=True):
             with self.assertRaises(nsbox.SandboxDeletedError) as cm:
                 nsbox.Session(sid, rt).inspect()
-            t.join(5)
-        finally:
-            srv.close()
-            os.close(lock)
-            shutil.rmtree(d)
         self.assertEqual(str(cm.exception), "sandbox %s was deleted because its supervisor ended "
                          "without removing it (killed or crashed)" % sid)
 
@@ -830,16 +791,7 @@ class OptionsAndErrors(ClientTest):
         nsbox._transport.ANSWER_S = 1
         os.kill(pid, signal.SIGSTOP)
         try:
-            while len(queued) < 10000:
-                c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                c.setblocking(False)
-                try:
-                    c.connect(path)
-                except BlockingIOError:
-                    c.close()
-                    break
-                queued.append(c)
-            self.assertLess(len(queued), 10000, "the queue never filled")
+            queued = fill_queue(path)
             t = time.monotonic()
             with self.assertRaises(nsbox.SandboxError) as cm:
                 sb.inspect()

@@ -16,7 +16,8 @@ import time
 import unittest
 
 from nsbox_test import (CGROUP_V2_ONLY, NSBOX, TERMINAL_HARM, Dirs, HostStdioChecks,
-                        cgroup_leftovers, ensure_test_user, in_a_terminal,
+                        cgroup_leftovers, ensure_test_user, fake_supervisor, fill_queue,
+                        in_a_terminal,
                         is_root, control_socket, gc_just_ran, nsbox_command, pipe_files,
                         reachable_nsbox,
                         recv_reply, run_nsbox, run_with_stdio,
@@ -661,33 +662,8 @@ class Lifecycle(SessionTest):
         # supervisor that reads the delete and hangs up without deleting must not make rm
         # return 0 in silence (a review of the change above).
         sid = "abcdef012345"
-        d = os.path.join(self.dirs.state, sid)
-        os.mkdir(d, 0o700)
-        # alive as a supervisor is: it holds its directory's lock
-        lock = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
-        self.addCleanup(os.close, lock)
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        srv.bind(os.path.join(d, "ctl"))
-        srv.listen(8)
-
-        def hang_up():
-            while True:
-                try:
-                    c, _ = srv.accept()
-                except OSError:
-                    return
-                c.recv(65536)
-                c.close()
-        t = threading.Thread(target=hang_up, daemon=True)
-        t.start()
-        try:
+        with fake_supervisor(self.dirs.state, sid, dies=False):
             r = self.nsbox("rm", sid)
-        finally:
-            srv.shutdown(socket.SHUT_RDWR)
-            srv.close()
-            t.join(5)
-            shutil.rmtree(d)
         self.assertEqual(r.returncode, 125, r.stderr)
         self.assertIn(f"sandbox {sid} is not gone".encode(), r.stderr)
 
@@ -1400,31 +1376,11 @@ class Crashes(SessionTest):
         # A review: when the supervisor died and a gc (another client's) held its lock while
         # it removed the sandbox, a request that lost its connection saw the lock held a
         # second on and said the sandbox "is still there". Nobody listening on its socket
-        # tells. Here the test is the gc (it holds the lock), and the supervisor a fake that
-        # takes the request, then ends: its connection and its listener close.
+        # tells. Here the test is the gc, and the supervisor a fake that takes the request and
+        # ends.
         sid = "abcdef012346"
-        d = os.path.join(self.dirs.state, sid)
-        os.mkdir(d, 0o700)
-        lock = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
-        self.addCleanup(os.close, lock)
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        srv.bind(os.path.join(d, "ctl"))
-        srv.listen(8)
-
-        def die():
-            c, _ = srv.accept()
-            c.recv(65536)
-            srv.close()
-            c.close()
-        t = threading.Thread(target=die, daemon=True)
-        t.start()
-        try:
+        with fake_supervisor(self.dirs.state, sid, dies=True):
             r = self.nsbox("inspect", sid)
-        finally:
-            srv.close()
-            t.join(5)
-            shutil.rmtree(d)
         self.assertEqual((r.returncode, r.stderr.decode()),
                          (125, "nsbox: sandbox %s was deleted because its supervisor ended "
                                "without removing it (killed or crashed)\n" % sid))
@@ -1439,16 +1395,7 @@ class Crashes(SessionTest):
         queued = []
         os.kill(sup, signal.SIGSTOP)
         try:
-            while len(queued) < 10000:
-                c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                c.setblocking(False)
-                try:
-                    c.connect(path)
-                except BlockingIOError:
-                    c.close()
-                    break
-                queued.append(c)
-            self.assertLess(len(queued), 10000, "the queue never filled")
+            queued = fill_queue(path)
             t = time.monotonic()
             r = self.nsbox("inspect", sid)
             waited = time.monotonic() - t

@@ -1,6 +1,7 @@
 """Helpers shared by the end-to-end and security tests: run the real nsbox binary, as root or
 as an unprivileged test user, each test with its own state and cache directories."""
 import atexit
+import contextlib
 import fcntl
 import json
 import os
@@ -10,6 +11,7 @@ import socket
 import struct
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -373,6 +375,65 @@ def delegation(user):
     if CGROUP_V2_ONLY:
         return V2Delegation(user)
     return None
+
+
+@contextlib.contextmanager
+def fake_supervisor(state, sid, dies):
+    """A sandbox sid in the runtime directory state served by a fake supervisor: its directory
+    locked as a live supervisor's is, and a ctl socket whose connections are read and closed
+    without an answer. With dies, the first one ends it as a death does: the listener closes
+    too, while the lock stays held (as by a gc removing the sandbox). Removed at the end."""
+    d = os.path.join(state, sid)
+    os.makedirs(d, 0o700)
+    lock = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    t = None
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        srv.bind(os.path.join(d, "ctl"))
+        srv.listen(8)
+
+        def serve():
+            while True:
+                try:
+                    c, _ = srv.accept()
+                except OSError:
+                    return
+                c.recv(65536)
+                if dies:
+                    srv.close()
+                c.close()
+        t = threading.Thread(target=serve, daemon=True)
+        t.start()
+        yield
+    finally:
+        try:
+            srv.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        srv.close()
+        if t is not None:
+            t.join(5)
+        os.close(lock)
+        shutil.rmtree(d)
+
+
+def fill_queue(path, limit=10000):
+    """Connections to the listening socket path, made without waiting until its queue is full
+    (its server stopped): the list, for the caller to close."""
+    queued = []
+    while len(queued) < limit:
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.setblocking(False)
+        try:
+            c.connect(path)
+        except BlockingIOError:
+            c.close()
+            return queued
+        queued.append(c)
+    for c in queued:
+        c.close()
+    raise AssertionError("the queue of %s never filled" % path)
 
 
 def wait_for(pred, timeout=20.0, interval=0.02):
