@@ -675,6 +675,9 @@ class Lifecycle(SessionTest):
         os.mkdir(state, 0o700)
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,nr_inodes=64,mode=0700",
                         "nsbox-test", state], check=True)
+        # tearDown's removal of the test's directories comes before the cleanups and cannot
+        # remove a mount point: the directories go after the unmount
+        self.addCleanup(shutil.rmtree, self.dirs.base, True)
         self.addCleanup(subprocess.run, ["umount", "-l", state])
         env = {"NSBOX_STATE_DIR": state}
         r = self.nsbox("create", extra_env=env)
