@@ -902,7 +902,7 @@ def main():
                           "pids": int(it["pids"])}
     except (ValueError, KeyError, TypeError, AttributeError):
         pass
-    if limits is None:  # DESIGN.md's default medium instance type
+    if limits is None:  # nsbox's default instance type, medium (docs/spec.md)
         limits = {"memory": 4 << 30, "cpus": 2, "pids": 1024}
 
     mntns = None

@@ -5,9 +5,9 @@ set-up and teardown done with `ip` and `nft` processes, for comparison.
 
     sudo bench/bench_network.py [--rounds 200] [--tools] [--back-to-back N] [--nsbox build/nsbox]
 
-Safety (DESIGN.md section 4): everything runs inside a network namespace this script makes
-(ip netns nsbox-bench-<pid>); nsbox's table, veths and ip_forward are that namespace's, and it is
-deleted at the end. /bin/true sends nothing; the resolver named in the sandboxes' resolv.conf is
+Safety (the host's own network is never touched): everything runs inside a network namespace
+this script makes (ip netns nsbox-bench-<pid>); nsbox's table, veths and ip_forward are that
+namespace's, and it is deleted at the end. /bin/true sends nothing; the resolver named in the sandboxes' resolv.conf is
 never contacted.
 """
 import argparse

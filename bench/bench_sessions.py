@@ -422,8 +422,8 @@ def main():
         v = out.get(f"reference_per_second_2_clients_{name}")
         if v:
             print(f"| for scale, {what} per second | {v:.0f} | | |")
-    # Machines differ by several times in what a process costs (docs/benchmarks.md, session
-    # 18): the ratios of the same run are what compares across them.
+    # Machines differ by several times in what a process costs (docs/benchmarks.md, "Two
+    # kernels"): the ratios of the same run are what compares across them.
     bw = out.get("reference_per_second_2_clients_bwrap")
     if bw:
         print(f"| creates per second / one-shot bubblewrap per second, same run (command line / "

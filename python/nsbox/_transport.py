@@ -163,7 +163,7 @@ def probe_supervisor(rt, sandbox_id):
     except OSError as e:
         return "gone" if e.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP) else "held"
     try:
-        try:  # an nsbox before session 10 locked a "lock" file inside; ours is a symlink
+        try:  # an older nsbox locked a "lock" file inside; ours is a symlink
             lock = os.open("lock", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
             os.close(fd)
             fd = lock

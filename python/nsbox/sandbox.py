@@ -1,4 +1,4 @@
-"""LocalSandbox: the options of DESIGN.md 1.1, and the sessions that create and delete a
+"""LocalSandbox: a sandbox's options (docs/spec.md), and the sessions that create and delete a
 sandbox through the nsbox runtime."""
 import asyncio
 import contextlib

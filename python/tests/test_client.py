@@ -123,7 +123,7 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase, ClientTest):
     pass
 
 
-# ---- the contract of DESIGN.md 1.3 ----------------------------------------------------------
+# ---- the client's contract (docs/python.md) -------------------------------------------------
 
 
 class DesignExample(AsyncClientTest):

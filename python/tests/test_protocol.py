@@ -302,7 +302,7 @@ class Protocol(FakeTest):
 
 
 class OlderFake(FakeSupervisor):
-    """A supervisor as nsbox made them before session 11: no `wait` op, and `start` ignores
+    """A supervisor of an older nsbox: no `wait` op, and `start` ignores
     `timeout_ms` (so its reply does not echo it). Its one background process, pid 7, is
     reported running by the first two `ps` and ended with exit code 5 after."""
 

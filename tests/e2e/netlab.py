@@ -1,5 +1,6 @@
-"""A network lab for the network tests (DESIGN.md section 4): nothing here touches the host's own
-network. Everything lives in namespaces the lab makes and removes:
+"""A network lab for the network tests: nothing here touches the host's own network
+(docs/decisions.md, "Network modes are tested only in a lab namespace"). Everything lives in
+namespaces the lab makes and removes:
 
   LAB  (ip netns nsbox-lab-<pid>)     plays "the host": nsbox runs here, so its nftables table,
                                       veths, routes and ip_forward are the lab's

@@ -1339,12 +1339,13 @@ class Crashes(SessionTest):
         self.assertEqual(self.nsbox("rm", sid).returncode, 0)  # rm stays idempotent
 
     def test_supervisor_killed_during_a_request_is_said_to_that_request(self):
-        # A request under way when the supervisor is killed said "the sandbox's supervisor
-        # closed the connection (sandbox deleted?)", and only the next request found out what
-        # happened. Now the request that lost its connection tells a death from a hang-up
-        # (the supervisor's lock), says so, and removes what was left. (Not a `cp -`: the
-        # child that copies dies only late in the supervisor's exit, and a stream that ends
-        # meanwhile may still be answered "ok", rightly: docs/decisions.md, session 23.)
+        # A request under way when the supervisor is killed must not read as "the sandbox's
+        # supervisor closed the connection (sandbox deleted?)", leaving the next request to
+        # find out what happened: the request that lost its connection tells a death from a
+        # hang-up (the supervisor's lock), says so, and removes what was left. (Not a `cp -`:
+        # the child that copies dies only late in the supervisor's exit, and a stream that
+        # ends meanwhile may still be answered "ok", rightly: docs/decisions.md, "A request
+        # answered before the supervisor's death stands".)
         want = ("nsbox: sandbox %s was deleted because its supervisor ended without removing "
                 "it (killed or crashed)\n")
         for what in ("exec", "wait"):
