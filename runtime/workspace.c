@@ -801,6 +801,18 @@ int nsbox_ws_usage(int fd, struct nsbox_ws_usage *u)
     return 0;
 }
 
+int nsbox_ws_host_usage(const char *image, struct nsbox_ws_host_usage *h)
+{
+    struct stat sb;
+    struct statvfs sv;
+    if (stat(image, &sb) < 0 || statvfs(image, &sv) < 0)
+        return -1;
+    h->backing_bytes = (uint64_t)sb.st_blocks * 512;
+    h->fs_bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
+    h->fs_free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
+    return 0;
+}
+
 /* ---- --workspace DIR as root: an idmapped bind ------------------------------------------------ */
 
 /* A user namespace whose only mapping is inside_uid:inside_gid -> outside_uid:outside_gid, as

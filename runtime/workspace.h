@@ -62,4 +62,12 @@ struct nsbox_ws_usage {
 };
 int nsbox_ws_usage(int fd, struct nsbox_ws_usage *u);
 
+/* The host's side of an ext4 workspace whose backing file is image: what the file holds on the
+ * host's disk, and the size and free space of the filesystem it is on (for `inspect`: with thin
+ * provisioning, a full host disk is what stops a sandbox's writes before its limit). */
+struct nsbox_ws_host_usage {
+    uint64_t backing_bytes, fs_bytes, fs_free_bytes;
+};
+int nsbox_ws_host_usage(const char *image, struct nsbox_ws_host_usage *h);
+
 #endif

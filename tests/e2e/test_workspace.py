@@ -642,6 +642,61 @@ class WorkspaceDisk(unittest.TestCase):
         self.assertEqual(self.dirs.leftovers(), [])
         self.no_loop_left()
 
+    def test_a_full_host_disk_stops_the_writer_not_the_host(self):
+        # A 400 MiB host filesystem and three sandboxes of 200 MiB each (thin, with a floor of
+        # 16 MiB): all three are created. Two fill 300 MiB of it; the third's write then fails
+        # with ENOSPC (at its fsync: the loop device reports the full host disk there), while
+        # its supervisor answers, inspect shows the workspace's use and limit and the host's
+        # free space, and the other sandboxes still work. A fourth creation is refused under the
+        # floor, saying so and how to fix it; rm gives the space back and a creation works again.
+        env = write_config(self.dirs, big_type("200MiB"))
+        with open(env["NSBOX_CONFIG"]) as f:
+            cfg = json.load(f)
+        cfg["workspace"] = {"min_free": "16MiB", "min_free_percent": 0}
+        with open(env["NSBOX_CONFIG"], "w") as f:
+            json.dump(cfg, f)
+        r = self.in_private_mount_ns(
+            self.loop_mounted_cache("400M") +
+            'a=$("$NSBOX" create --instance-type big)\n'
+            'b=$("$NSBOX" create --instance-type big)\n'
+            'c=$("$NSBOX" create --instance-type big)\n'
+            'echo created\n'
+            '"$NSBOX" exec "$a" -- sh -c "head -c 150M /dev/zero > f && sync"\n'
+            '"$NSBOX" exec "$b" -- sh -c "head -c 150M /dev/zero > f && sync"\n'
+            'if "$NSBOX" exec "$c" -- dd if=/dev/zero of=g bs=1M count=150 conv=fsync '
+            '2> dd.err; then echo WROTE-PAST-THE-HOST; fi\n'
+            'grep -o "No space left on device" dd.err\n'
+            '"$NSBOX" inspect "$c" > inspect.json\n'
+            '"$NSBOX" exec "$a" -- sh -c "rm f && echo still-works > x && cat x"\n'
+            'if "$NSBOX" create --instance-type big 2> err; then echo CREATED-UNDER-THE-FLOOR; fi\n'
+            'cat err >&2\n'
+            'df -B1 --output=avail "$NSBOX_CACHE_DIR" | tail -1 > free.full\n'
+            '"$NSBOX" rm "$a" "$b" "$c"\n'
+            'until [ "$(df -B1 --output=avail "$NSBOX_CACHE_DIR" | tail -1)" -gt 300000000 ]; do\n'
+            '  sleep 0.05; done\n'
+            'd=$("$NSBOX" create --instance-type big)\n'
+            '"$NSBOX" rm "$d"\n'
+            'echo done\n',
+            env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, b"created\nNo space left on device\nstill-works\ndone\n",
+                         r.stderr)
+        self.assertIn(b"below the 16 MiB nsbox keeps free there", r.stderr)
+        self.assertIn(b"nsbox rm ID", r.stderr)  # the fixes, named
+        self.assertIn(b"min_free", r.stderr)
+        with open(os.path.join(self.dirs.base, "inspect.json")) as f:
+            disk = json.load(f)["disk"]
+        self.assertEqual((disk["kind"], disk["limit_bytes"]), ("ext4", 200 * MiB))
+        self.assertGreater(disk["used_bytes"], 100 * MiB)  # what dd wrote, as the sandbox sees it
+        host = disk["host"]
+        self.assertLess(host["free_bytes"], 16 * MiB)
+        self.assertGreater(host["fs_bytes"], 300 * MiB)
+        self.assertLessEqual(host["fs_bytes"], 400 * MiB)
+        self.assertTrue(host["backing_file"].endswith(".ext4"))
+        self.assertGreater(host["backing_bytes"], 0)
+        self.assertEqual(self.dirs.leftovers(), [])
+        self.no_loop_left()
+
 
 if __name__ == "__main__":
     unittest.main()
