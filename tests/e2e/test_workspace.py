@@ -618,7 +618,8 @@ class WorkspaceDisk(unittest.TestCase):
     def test_twelve_medium_sandboxes_start_together_on_a_3_gib_filesystem(self):
         # Thin provisioning (the default): each medium workspace is limited to 10 GiB, none is
         # set aside, so 12 of them (120 GiB of limits) start at once on a 3 GiB filesystem,
-        # whose free space stays above the floor (1 GiB). Each still sees its whole limit.
+        # whose free space stays above the floor (1 GiB). Each still sees its whole limit, and
+        # a small one beside them still cannot write past its own 2 GiB.
         r = self.in_private_mount_ns(
             self.loop_mounted_cache("3G") +
             'for i in $(seq 12); do\n'
@@ -629,8 +630,11 @@ class WorkspaceDisk(unittest.TestCase):
             '  id=$(cat id.$i)\n'
             '  [ -n "$id" ] && "$NSBOX" exec "$id" -- stat -f -c "%T %b %S" /workspace\n'
             'done > sizes\n'
+            's=$("$NSBOX" create --instance-type small)\n'
+            '"$NSBOX" exec "$s" -- sh -c "head -c 3G /dev/zero > big; echo status=\\$?; '
+            'stat -c %s big" > small.out 2>&1\n'
             'ids=$(cat id.*)\n'
-            '[ -z "$ids" ] || "$NSBOX" rm $ids\n'
+            '"$NSBOX" rm $ids "$s"\n'
             'cat sizes\n')
         self.assertEqual(r.returncode, 0, r.stderr)
         lines = r.stdout.decode().splitlines()
@@ -639,6 +643,11 @@ class WorkspaceDisk(unittest.TestCase):
             kind, blocks, bsize = line.split()
             self.assertEqual(kind, "ext2/ext3")
             self.assertGreater(int(blocks) * int(bsize), int(0.97 * (10 << 30)))
+        with open(os.path.join(self.dirs.base, "small.out")) as f:
+            out = f.read()
+        self.assertIn("status=1", out)
+        self.assertIn("No space left on device", out)
+        self.assertLessEqual(int(out.splitlines()[-1]), 2 << 30)
         self.assertEqual(self.dirs.leftovers(), [])
         self.no_loop_left()
 
