@@ -1,6 +1,8 @@
 /* Workspace decisions (see wsplan.h). */
 #include "wsplan.h"
 
+#include "spec.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -100,8 +102,43 @@ int nsbox_ws_mkfs_argv(const char *prog, const char *path, uint64_t disk_bytes,
 
 void nsbox_ws_config_init(struct nsbox_ws_config *c)
 {
-    c->overcommit = false;
+    c->reserve = false;
     c->fs = NSBOX_WS_FS_AUTO;
+    c->min_free_bytes = NSBOX_WS_MIN_FREE_DEFAULT;
+    c->min_free_percent = NSBOX_WS_MIN_FREE_PERCENT_DEFAULT;
+}
+
+uint64_t nsbox_ws_min_free(const struct nsbox_ws_config *c, uint64_t fs_bytes)
+{
+    /* no overflow: fs_bytes / 100 * percent <= fs_bytes */
+    uint64_t pct = fs_bytes / 100 * c->min_free_percent + fs_bytes % 100 * c->min_free_percent / 100;
+    return pct > c->min_free_bytes ? pct : c->min_free_bytes;
+}
+
+bool nsbox_ws_admit(const struct nsbox_ws_config *c, const struct nsbox_ws_space *s,
+                    uint64_t bytes, uint64_t *missing)
+{
+    uint64_t need;
+    if (c->reserve) {
+        need = s->promised + bytes;
+        if (need < bytes)
+            need = UINT64_MAX; /* cannot be had */
+    } else {
+        need = nsbox_ws_min_free(c, s->fs_bytes);
+    }
+    if (s->avail >= need) {
+        if (missing)
+            *missing = 0;
+        return true;
+    }
+    if (missing)
+        *missing = need - s->avail;
+    return false;
+}
+
+static int bad_key(struct nsbox_err *e, const char *key, const char *what)
+{
+    return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "config: key 'workspace.%s': %s", key, what);
 }
 
 int nsbox_ws_config_from_json(const char *text, size_t len, struct nsbox_ws_config *c,
@@ -114,6 +151,7 @@ int nsbox_ws_config_from_json(const char *text, size_t len, struct nsbox_ws_conf
     }
     struct nsbox_ws_config out = *c;
     int ret = 0;
+    int reserve = -1, overcommit = -1; /* -1: not given */
     const cJSON *ws = cJSON_GetObjectItemCaseSensitive(root, "workspace");
     if (ws && !cJSON_IsObject(ws)) {
         ret = nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
@@ -136,20 +174,55 @@ int nsbox_ws_config_from_json(const char *text, size_t len, struct nsbox_ws_conf
                                         "or \"tmpfs\"");
                     break;
                 }
-            } else if (!strcmp(it->string, "overcommit") && cJSON_IsBool(it)) {
-                out.overcommit = cJSON_IsTrue(it);
-            } else if (!strcmp(it->string, "overcommit")) {
-                ret = nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                                    "config: key 'workspace.overcommit': must be true or false");
+            } else if (!strcmp(it->string, "reserve") && cJSON_IsBool(it)) {
+                reserve = cJSON_IsTrue(it);
+            } else if (!strcmp(it->string, "reserve")) {
+                ret = bad_key(e, "reserve", "must be true or false");
                 break;
+            } else if (!strcmp(it->string, "overcommit") && cJSON_IsBool(it)) {
+                overcommit = cJSON_IsTrue(it);
+            } else if (!strcmp(it->string, "overcommit")) {
+                ret = bad_key(e, "overcommit", "must be true or false");
+                break;
+            } else if (!strcmp(it->string, "min_free")) {
+                uint64_t v = 0;
+                struct nsbox_err ignored;
+                bool ok = cJSON_IsString(it)
+                              ? nsbox_parse_size(it->valuestring, &v, &ignored) == 0
+                              : cJSON_IsNumber(it) && it->valuedouble >= 0 &&
+                                    it->valuedouble < 0x1p63 &&
+                                    (double)(uint64_t)it->valuedouble == it->valuedouble;
+                if (!ok) {
+                    ret = bad_key(e, "min_free",
+                                  "must be a size (\"1GiB\", \"512MiB\") or a number of bytes");
+                    break;
+                }
+                out.min_free_bytes = cJSON_IsString(it) ? v : (uint64_t)it->valuedouble;
+            } else if (!strcmp(it->string, "min_free_percent")) {
+                double d = cJSON_IsNumber(it) ? it->valuedouble : -1;
+                if (!(d >= 0 && d <= NSBOX_WS_MIN_FREE_PERCENT_MAX) ||
+                    (double)(unsigned)d != d) {
+                    ret = bad_key(e, "min_free_percent", "must be an integer from 0 to 90");
+                    break;
+                }
+                out.min_free_percent = (unsigned)d;
             } else {
                 ret = nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                                    "config: key 'workspace.%.64s': unknown (known: fs, overcommit)",
+                                    "config: key 'workspace.%.64s': unknown (known: fs, reserve, "
+                                    "min_free, min_free_percent, overcommit)",
                                     it->string);
                 break;
             }
         }
     }
+    if (ret == 0 && reserve >= 0 && overcommit >= 0 && reserve == overcommit)
+        ret = bad_key(e, "overcommit",
+                      "contradicts workspace.reserve (overcommit is its older, inverted name: "
+                      "keep reserve only)");
+    else if (ret == 0 && reserve >= 0)
+        out.reserve = reserve;
+    else if (ret == 0 && overcommit >= 0)
+        out.reserve = !overcommit;
     cJSON_Delete(root);
     if (ret == 0)
         *c = out;

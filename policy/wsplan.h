@@ -50,20 +50,47 @@ int nsbox_ws_tmpfs_options(uint64_t disk_bytes, char *out, size_t n, struct nsbo
 int nsbox_ws_template_name(uint64_t disk_bytes, char *out, size_t n, struct nsbox_err *e);
 
 /* The "workspace" section of the nsbox config file:
- *   {"workspace": {"overcommit": false, "fs": "auto"}}
+ *   {"workspace": {"fs": "auto", "reserve": false, "min_free": "1GiB", "min_free_percent": 5}}
  * fs: "auto" | "ext4" | "tmpfs" (enum nsbox_ws_fs).
- * overcommit: false (default): an ext4 workspace is refused when the host's free space, less what
- * the other live workspaces may still write, is below its limit, so sandboxes together never
- * get more disk than the host has. true: each is checked alone (thin provisioning: more
- * sandboxes fit, and if together they fill the host's disk, their writes fail with I/O errors). */
+ * reserve: false (default, thin provisioning): every ext4 workspace keeps its own hard limit
+ * (ENOSPC inside) but none is set aside on the host: a creation is refused only when the host's
+ * free space on the cache directory's filesystem is below the floor, the larger of min_free
+ * (bytes, or a size string) and min_free_percent of that filesystem. More sandboxes fit than
+ * the sum of their limits; if together they fill the host's disk, the ones writing then get
+ * write errors inside. true: the strict promise: the free space, less what the other live
+ * workspaces may still write, must hold the whole limit (sandboxes together never get more
+ * disk than the host has; far fewer fit).
+ * overcommit: the older name of the same choice, inverted (overcommit true = reserve false);
+ * still read, refused when it contradicts reserve. */
 struct nsbox_ws_config {
-    bool overcommit;
+    bool reserve;
     enum nsbox_ws_fs fs;
+    uint64_t min_free_bytes;
+    unsigned min_free_percent;
 };
+#define NSBOX_WS_MIN_FREE_DEFAULT (1ull << 30)
+#define NSBOX_WS_MIN_FREE_PERCENT_DEFAULT 5u
+#define NSBOX_WS_MIN_FREE_PERCENT_MAX 90u
 void nsbox_ws_config_init(struct nsbox_ws_config *c);
 /* Parses the whole config text; only the "workspace" key is looked at. */
 int nsbox_ws_config_from_json(const char *text, size_t len, struct nsbox_ws_config *c,
                               struct nsbox_err *e);
+
+/* The free space the host keeps under thin provisioning on a filesystem of fs_bytes: the larger
+ * of min_free_bytes and min_free_percent of fs_bytes. */
+uint64_t nsbox_ws_min_free(const struct nsbox_ws_config *c, uint64_t fs_bytes);
+
+/* The host's side of an ext4 workspace's creation, as measured on the cache directory's
+ * filesystem: its size, its free space (for unprivileged users too: f_bavail), and what the
+ * other live workspaces may still write (counted only with reserve). */
+struct nsbox_ws_space {
+    uint64_t fs_bytes, avail, promised;
+};
+/* Whether a workspace of limit bytes may be created. When not, *missing (if not NULL) gets
+ * how much more free space would let it: with reserve, bytes + promised - avail; thin, the
+ * floor (nsbox_ws_min_free) - avail. */
+bool nsbox_ws_admit(const struct nsbox_ws_config *c, const struct nsbox_ws_space *s,
+                    uint64_t bytes, uint64_t *missing);
 
 #define NSBOX_WS_MKFS_ARGV_MAX 24
 struct nsbox_ws_mkfs {

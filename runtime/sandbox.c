@@ -234,7 +234,7 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
     char tag[32];
     snprintf(tag, sizeof tag, "nsbox-%s", c->st.id);
     if (ws_kind == NSBOX_WS_EXT4 && nsbox_ws_ext4_start(&job, c->st.workspace, s->limits.disk_bytes,
-                                                        wcfg.overcommit, !c->pooled, tag, e) < 0)
+                                                        &wcfg, !c->pooled, tag, e) < 0)
         return -1;
     int r = prepare_rest(c, s, argv, cwd, &img, ws_kind, e);
     /* Joined on every path before the clone: a thread at work there (this one may take locks

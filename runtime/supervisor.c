@@ -851,6 +851,16 @@ static void add_disk(cJSON *r, const struct sup *S)
         cJSON_AddNumberToObject(d, "inodes_limit",
                                 (double)nsbox_ws_inodes(S->spec->limits.disk_bytes));
     }
+    /* Thin provisioning (docs/workspace.md): the host's free space, not only the limit, bounds
+     * what the sandbox can still write. */
+    struct nsbox_ws_host_usage h;
+    if (k == NSBOX_WS_EXT4 && nsbox_ws_host_usage(S->sb.st.workspace, &h) == 0) {
+        cJSON *host = cJSON_AddObjectToObject(d, "host");
+        cJSON_AddStringToObject(host, "backing_file", S->sb.st.workspace);
+        cJSON_AddNumberToObject(host, "backing_bytes", (double)h.backing_bytes);
+        cJSON_AddNumberToObject(host, "fs_bytes", (double)h.fs_bytes);
+        cJSON_AddNumberToObject(host, "free_bytes", (double)h.fs_free_bytes);
+    }
 }
 
 static void do_inspect(struct sup *S, int ci, const char *tag)

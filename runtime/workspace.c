@@ -512,23 +512,20 @@ static unsigned evict_pooled(int cache_fd, uint64_t deficit)
     return n;
 }
 
-/* bytes more fit in avail, of which taken is promised to others */
-static bool fits(uint64_t avail, uint64_t taken, uint64_t bytes)
-{
-    return avail >= taken && avail - taken >= bytes;
-}
-
-/* Whether bytes are short on the cache directory's filesystem: 0 they fit, 1 they do not (avail,
- * taken and others then say why), -1 its free space cannot be read. alive_only: promised(). */
-static int short_of(int cache_fd, uint64_t bytes, bool overcommit, bool alive_only,
-                    uint64_t *avail, uint64_t *taken, unsigned *others)
+/* Whether a workspace of bytes is refused on the cache directory's filesystem (policy/wsplan.h
+ * nsbox_ws_admit): 0 it is admitted, 1 it is not (sp, missing and others then say why), -1 its
+ * free space cannot be read. alive_only: promised(), which only reserve counts. */
+static int short_of(int cache_fd, uint64_t bytes, const struct nsbox_ws_config *cfg,
+                    bool alive_only, struct nsbox_ws_space *sp, uint64_t *missing,
+                    unsigned *others)
 {
     struct statvfs sv;
     if (fstatvfs(cache_fd, &sv) < 0)
         return -1;
-    *avail = (uint64_t)sv.f_bavail * sv.f_frsize;
-    *taken = overcommit ? 0 : promised(cache_fd, alive_only, others);
-    return !fits(*avail, *taken, bytes);
+    sp->fs_bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
+    sp->avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+    sp->promised = cfg->reserve ? promised(cache_fd, alive_only, others) : 0;
+    return !nsbox_ws_admit(cfg, sp, bytes, missing);
 }
 
 /* After reclaim_dead: a dead sandbox's file is freed once its loop device lets go, which its
@@ -536,44 +533,47 @@ static int short_of(int cache_fd, uint64_t bytes, bool overcommit, bool alive_on
  * the freed space has arrived (avail is what was free before, held what the files held; 1 MiB
  * of it may stay taken by the filesystem's own bookkeeping), so that what is still missing
  * after it is measured, not guessed. */
-static void wait_for_space(int cache_fd, uint64_t avail, uint64_t held, uint64_t taken,
-                           uint64_t bytes)
+static void wait_for_space(int cache_fd, const struct nsbox_ws_space *was, uint64_t held,
+                           const struct nsbox_ws_config *cfg, uint64_t bytes)
 {
     uint64_t slack = held < (1u << 20) ? held : (1u << 20);
     struct statvfs sv;
     for (int t = 0; t < 100; t++) {
         if (fstatvfs(cache_fd, &sv) < 0)
             return;
-        uint64_t now = (uint64_t)sv.f_bavail * sv.f_frsize;
-        if (fits(now, taken, bytes) || now + slack >= avail + held)
+        struct nsbox_ws_space now = *was;
+        now.avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+        if (nsbox_ws_admit(cfg, &now, bytes, NULL) || now.avail + slack >= was->avail + held)
             return;
         usleep(20000);
     }
 }
 
-/* The host must hold what every sandbox may write: backing files are sparse, so a sandbox
- * that fills its workspace takes up to its limit of the host's disk. Checked against the free
- * space minus what the other workspaces may still take; the caller holds the space lock until
- * its own backing file exists, so two creations cannot both count the same free space. */
+/* Backing files are sparse: a sandbox that fills its workspace takes up to its limit of the
+ * host's disk. Thin (the default), a creation only needs the host's free space above the floor
+ * (nsbox_ws_min_free); with reserve, the free space minus what the other workspaces may still
+ * take must hold the whole limit. The caller holds the space lock until its own backing file
+ * exists, so two creations cannot both count the same free space. */
 static int check_free_space(int cache_fd, const char *cache_root, uint64_t bytes,
-                            bool overcommit, bool evict, struct nsbox_err *e)
+                            const struct nsbox_ws_config *cfg, bool evict, struct nsbox_err *e)
 {
-    uint64_t avail = 0, taken = 0, held = 0;
+    struct nsbox_ws_space sp = {0};
+    uint64_t held = 0, missing = 0;
     unsigned others = 0;
     /* First counting dead sandboxes' promises too, without a lock per sandbox: what passes
      * so passes the exact count. Then exactly (a lock each). Then after what killed sandboxes
      * wrote is freed (the rest of their leftovers waits for a gc: create's runs at most once a
      * second, a one-shot run's never). Then after waiting pooled sandboxes, as many as cover
      * what is still missing, give way. */
-#define SHORT(alive_only) short_of(cache_fd, bytes, overcommit, alive_only, &avail, &taken, &others)
+#define SHORT(alive_only) short_of(cache_fd, bytes, cfg, alive_only, &sp, &missing, &others)
     int r = SHORT(false);
-    if (r == 1)
+    if (r == 1 && cfg->reserve)
         r = SHORT(true);
     if (r == 1 && reclaim_dead(cache_fd, &held)) {
-        wait_for_space(cache_fd, avail, held, taken, bytes);
+        wait_for_space(cache_fd, &sp, held, cfg, bytes);
         r = SHORT(true);
     }
-    if (r == 1 && evict && !overcommit && evict_pooled(cache_fd, bytes + taken - avail))
+    if (r == 1 && evict && cfg->reserve && evict_pooled(cache_fd, missing))
         r = SHORT(true);
 #undef SHORT
     if (r < 0)
@@ -582,8 +582,23 @@ static int check_free_space(int cache_fd, const char *cache_root, uint64_t bytes
         return 0;
     char want[32], free_[32], prom[32];
     format_size(bytes, want, sizeof want);
-    format_size(avail, free_, sizeof free_);
-    format_size(taken, prom, sizeof prom);
+    format_size(sp.avail, free_, sizeof free_);
+    format_size(sp.promised, prom, sizeof prom);
+    if (!cfg->reserve) {
+        char floor_[32], min_[32], fs_[32];
+        format_size(nsbox_ws_min_free(cfg, sp.fs_bytes), floor_, sizeof floor_);
+        format_size(cfg->min_free_bytes, min_, sizeof min_);
+        format_size(sp.fs_bytes, fs_, sizeof fs_);
+        return nsbox_err_set(e, NSBOX_E_POLICY, ENOSPC,
+                             "workspace: only %s are free on the filesystem of %s, below the %s "
+                             "nsbox keeps free there (the larger of %s and %u%% of its %s) so "
+                             "that the host and the running sandboxes do not run out; free "
+                             "some space there or remove sandboxes (nsbox ls, nsbox rm ID), or "
+                             "lower the floor (\"workspace\": {\"min_free\": \"512MiB\", "
+                             "\"min_free_percent\": 0} in the nsbox config; see "
+                             "docs/workspace.md)",
+                             free_, cache_root, floor_, min_, cfg->min_free_percent, fs_);
+    }
     if (others == 0)
         return nsbox_err_set(e, NSBOX_E_POLICY, ENOSPC,
                              "workspace: the disk limit is %s but only %s are free on the "
@@ -596,8 +611,9 @@ static int check_free_space(int cache_fd, const char *cache_root, uint64_t bytes
                          "sandbox%s (persistent ones: nsbox ls, nsbox rm ID; a one-shot run "
                          "frees its share when it ends); "
                          "remove sandboxes, free some space, use an instance_type with a smaller "
-                         "disk, or allow overcommit (\"workspace\": {\"overcommit\": true} in the "
-                         "nsbox config; see docs/workspace.md for its risk)",
+                         "disk, or drop the reservation (\"workspace\": {\"reserve\": false} in "
+                         "the nsbox config, the default: thin provisioning; see docs/workspace.md "
+                         "for its risk)",
                          want, free_, cache_root, prom, others, others == 1 ? "" : "es");
 }
 
@@ -614,8 +630,8 @@ static int cache_root_of(const char *image, char *out, size_t n)
 }
 
 /* Everything but the owner: the part that may run in a thread. */
-static int ext4_make(const char *image, uint64_t disk_bytes, bool overcommit, bool evict,
-                     const char *tag, struct nsbox_err *e)
+static int ext4_make(const char *image, uint64_t disk_bytes, const struct nsbox_ws_config *cfg,
+                     bool evict, const char *tag, struct nsbox_err *e)
 {
     char cache_root[PATH_MAX], tpl_path[PATH_MAX];
     if (cache_root_of(image, cache_root, sizeof cache_root) < 0)
@@ -634,7 +650,7 @@ static int ext4_make(const char *image, uint64_t disk_bytes, bool overcommit, bo
         if (lock < 0 || flock(lock, LOCK_EX) < 0)
             return nsbox_err_sys(e, "workspace: cannot lock %s/%s/space.lock", cache_root,
                                  NSBOX_WS_SHARED_DIR);
-        if (check_free_space(cache_fd, cache_root, disk_bytes, overcommit, evict, e) < 0)
+        if (check_free_space(cache_fd, cache_root, disk_bytes, cfg, evict, e) < 0)
             return -1;
         /* In use from its first moment (the loop device keeps this open file, and with it
          * the lock, for the workspace's life): a gc of another runtime directory sharing this
@@ -698,7 +714,7 @@ static int give_root(int mfd, uint32_t uid, uint32_t gid, struct nsbox_err *e)
 static void *job_main(void *arg)
 {
     struct nsbox_ws_job *j = arg;
-    j->mount_fd = ext4_make(j->image, j->disk_bytes, j->overcommit, j->evict, j->tag, &j->err);
+    j->mount_fd = ext4_make(j->image, j->disk_bytes, &j->cfg, j->evict, j->tag, &j->err);
     return NULL;
 }
 
@@ -714,10 +730,11 @@ int nsbox_ws_load_config(struct nsbox_ws_config *cfg, struct nsbox_err *e)
 }
 
 int nsbox_ws_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk_bytes,
-                        bool overcommit, bool evict, const char *tag, struct nsbox_err *e)
+                        const struct nsbox_ws_config *cfg, bool evict, const char *tag,
+                        struct nsbox_err *e)
 {
     memset(j, 0, sizeof *j);
-    j->overcommit = overcommit;
+    j->cfg = *cfg;
     j->evict = evict;
     j->image = image;
     j->tag = tag;
@@ -781,6 +798,18 @@ int nsbox_ws_usage(int fd, struct nsbox_ws_usage *u)
     u->bytes_used = (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
     u->inodes_total = sv.f_files;
     u->inodes_used = sv.f_files - sv.f_ffree;
+    return 0;
+}
+
+int nsbox_ws_host_usage(const char *image, struct nsbox_ws_host_usage *h)
+{
+    struct stat sb;
+    struct statvfs sv;
+    if (stat(image, &sb) < 0 || statvfs(image, &sv) < 0)
+        return -1;
+    h->backing_bytes = (uint64_t)sb.st_blocks * 512;
+    h->fs_bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
+    h->fs_free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
     return 0;
 }
 

@@ -22,8 +22,8 @@ bool nsbox_ws_ext4_usable(char *why, size_t n);
  * (<cache>/<id>.ext4, created mode 0600) and return a detached mount of
  * it (fsmount: attached nowhere on the host; the sandbox moves it to /workspace). The loop device
  * goes away by itself when the last mount of the filesystem does; tag names it (lo_file_name).
- * Refused when the host's free space, less what other workspaces may still write, is below
- * disk_bytes.
+ * Refused when the host's free space is below the config's floor (thin provisioning), or with
+ * cfg->reserve when it is, less what other workspaces may still write, below disk_bytes.
  *
  * It runs in a thread, overlapping the rest of the sandbox's preparation (the loop device and
  * the mount take milliseconds). finish joins it and gives the root to uid:gid; it must be
@@ -31,7 +31,7 @@ bool nsbox_ws_ext4_usable(char *why, size_t n);
 struct nsbox_ws_job {
     const char *image, *tag;
     uint64_t disk_bytes;
-    bool overcommit; /* the config's workspace.overcommit */
+    struct nsbox_ws_config cfg; /* the config's workspace section: reserve, the floor */
     bool evict;      /* waiting pooled sandboxes give way when the disk is short (pool.md) */
     bool started;
     int mount_fd; /* the thread's result; -1 with err on failure */
@@ -40,7 +40,8 @@ struct nsbox_ws_job {
     void *stack;
 };
 int nsbox_ws_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk_bytes,
-                        bool overcommit, bool evict, const char *tag, struct nsbox_err *e);
+                        const struct nsbox_ws_config *cfg, bool evict, const char *tag,
+                        struct nsbox_err *e);
 /* chown: whether to give the root to uid:gid (false when only reaping the thread). */
 int nsbox_ws_ext4_finish(struct nsbox_ws_job *j, bool chown, uint32_t uid, uint32_t gid,
                          int *mount_fd, struct nsbox_err *e);
@@ -60,5 +61,13 @@ struct nsbox_ws_usage {
     uint64_t bytes_total, bytes_used, inodes_total, inodes_used;
 };
 int nsbox_ws_usage(int fd, struct nsbox_ws_usage *u);
+
+/* The host's side of an ext4 workspace whose backing file is image: what the file holds on the
+ * host's disk, and the size and free space of the filesystem it is on (for `inspect`: with thin
+ * provisioning, a full host disk is what stops a sandbox's writes before its limit). */
+struct nsbox_ws_host_usage {
+    uint64_t backing_bytes, fs_bytes, fs_free_bytes;
+};
+int nsbox_ws_host_usage(const char *image, struct nsbox_ws_host_usage *h);
 
 #endif

@@ -33,6 +33,18 @@ def big_type(disk):
     return {"big": {"cpus": 1, "memory": "512MiB", "pids": 128, "disk": disk}}
 
 
+def reserve_config(dirs, types, **kw):
+    """write_config, with the strict reservation of each workspace's whole limit
+    ("workspace": {"reserve": true}) instead of the default thin provisioning."""
+    env = write_config(dirs, types, **kw)
+    with open(env["NSBOX_CONFIG"]) as f:
+        cfg = json.load(f)
+    cfg["workspace"] = {"reserve": True}
+    with open(env["NSBOX_CONFIG"], "w") as f:
+        json.dump(cfg, f)
+    return env
+
+
 def writing_run(mib):
     """Shell lines: a one-shot run of type "big" that writes mib MiB to its workspace, then
     waits; $p is its nsbox (kill -9 $p: killed with its supervisor, as a crash would)."""
@@ -424,7 +436,7 @@ class WorkspaceDisk(unittest.TestCase):
         self.assertEqual(self.dirs.leftovers(), [])
 
     def test_sandboxes_together_cannot_promise_more_than_the_host_has(self):
-        # A 220 MiB filesystem for the cache directory: one 150 MiB workspace fits, a second
+        # With "reserve": a 220 MiB filesystem for the cache directory: one 150 MiB workspace fits, a second
         # does not while the first may still fill its own, in this runtime directory or in
         # another that shares the cache directory; after rm it does.
         r = self.in_private_mount_ns(
@@ -441,14 +453,15 @@ class WorkspaceDisk(unittest.TestCase):
             'b=$("$NSBOX" create --instance-type big)\n'
             '"$NSBOX" rm "$b"\n'
             'echo done\n',
-            write_config(self.dirs, big_type("150MiB")))
+            reserve_config(self.dirs, big_type("150MiB")))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout, b"done\n", r.stderr)
         self.assertEqual(r.stderr.count(b"may still be written by the workspaces of 1 other "
                                         b"sandbox "), 2, r.stderr)
-        self.assertIn(b"overcommit", r.stderr)  # the way out, named
+        self.assertIn(b"\"reserve\": false", r.stderr)  # the way out, named
         # A sandbox that died without its cleanup (SIGKILL) promises nothing more; and with
-        # overcommit allowed, both fit (each checked alone).
+        # the older name of thin provisioning (overcommit) and a floor below the filesystem's
+        # size, both fit.
         r = self.in_private_mount_ns(
             'mount -t tmpfs -o size=220m tmpfs "$NSBOX_CACHE_DIR"\n'
             '"$NSBOX" run --instance-type big -- sleep 30 & p=$!\n'
@@ -458,7 +471,8 @@ class WorkspaceDisk(unittest.TestCase):
             'ls "$NSBOX_CACHE_DIR"/????????????.ext4 >/dev/null && echo left-for-gc\n'
             '"$NSBOX" gc\n'
             'echo \'{"instance_types": {"big": {"cpus": 1, "memory": "512MiB", "pids": 128, '
-            '"disk": "150MiB"}}, "workspace": {"overcommit": true}}\' > "$NSBOX_CONFIG"\n'
+            '"disk": "150MiB"}}, "workspace": {"overcommit": true, "min_free": "16MiB", '
+            '"min_free_percent": 0}}\' > "$NSBOX_CONFIG"\n'
             'a=$("$NSBOX" create --instance-type big)\n'
             'b=$("$NSBOX" create --instance-type big)\n'
             '"$NSBOX" rm "$a" "$b"\n'
@@ -480,7 +494,7 @@ class WorkspaceDisk(unittest.TestCase):
             '"$NSBOX" run --instance-type big -- true\n'
             'echo ran\n'
             'ls -A "$NSBOX_CACHE_DIR" | grep -v "^.workspace-templates$" || echo none-left\n',
-            write_config(self.dirs, big_type("150MiB")))
+            reserve_config(self.dirs, big_type("150MiB")))
         self.assertEqual((r.returncode, r.stdout), (0, b"dead-holds-space\nran\nnone-left\n"),
                          r.stderr)
         self.no_loop_left()
@@ -495,7 +509,7 @@ class WorkspaceDisk(unittest.TestCase):
             'head -c 100M /dev/zero > "$NSBOX_CACHE_DIR/0123456789ab.ext4"\n'
             'if "$NSBOX" run --instance-type big -- true; then echo RAN; fi\n'
             'test -s "$NSBOX_CACHE_DIR/0123456789ab.ext4" && echo kept\n',
-            write_config(self.dirs, big_type("150MiB")))
+            reserve_config(self.dirs, big_type("150MiB")))
         self.assertEqual((r.returncode, r.stdout), (0, b"kept\n"), r.stderr)
         self.assertIn(b"are free on the filesystem", r.stderr)
         self.no_loop_left()
@@ -545,7 +559,7 @@ class WorkspaceDisk(unittest.TestCase):
             '"$NSBOX" rm "$a"\n'
             '"$NSBOX" pool drain >/dev/null\n'
             'echo done\n',
-            write_config(self.dirs, big_type("100MiB"), pool={"size": 2}))
+            reserve_config(self.dirs, big_type("100MiB"), pool={"size": 2}))
         self.assertEqual((r.returncode, r.stdout), (0, b"created\n1\n1\na-alive\ndone\n"),
                          r.stderr)
         self.assertIn(b"may still be written by the workspaces of 2 other sandboxes", r.stderr)
@@ -554,15 +568,15 @@ class WorkspaceDisk(unittest.TestCase):
     def test_pooled_sandboxes_give_way_only_for_what_the_reclaim_left_missing(self):
         # (Pooled sandboxes are counted in the pool directory: `nsbox pool ls` runs a gc.)
         # A 260 MiB filesystem: a sandbox writes 90 MiB and is killed with its supervisor,
-        # after two pooled 100 MiB sandboxes were made beside it (their fill allowed to
-        # overcommit). A one-shot run (which runs no gc) of 100 MiB then finds about 165 MiB
+        # after two pooled 100 MiB sandboxes were made beside it (their fill thin, with no
+        # floor). A one-shot run (which runs no gc) of 100 MiB then finds about 165 MiB
         # free and 194 promised. Freeing the dead one's file leaves it 39 MiB short: one pooled
         # sandbox covers that, and only one goes. Sized by the free space before the reclaim,
         # both went.
         r = self.in_private_mount_ns(
             'mount -t tmpfs -o size=260m tmpfs "$NSBOX_CACHE_DIR"\n'
             'python3 -c "import json,sys; c=json.load(open(sys.argv[1])); '
-            'c[\'pool\']={\'size\': 2}; c[\'workspace\']={\'overcommit\': True}; '
+            'c[\'pool\']={\'size\': 2}; c[\'workspace\']={\'min_free\': 0, \'min_free_percent\': 0}; '
             'json.dump(c, open(sys.argv[1] + \'.oc\', \'w\'))" "$NSBOX_CONFIG"\n'
             + writing_run(90) +
             'NSBOX_CONFIG="$NSBOX_CONFIG.oc" "$NSBOX" pool fill --instance-type big --size 2 '
@@ -574,21 +588,121 @@ class WorkspaceDisk(unittest.TestCase):
             'echo ran\n'
             'pooled\n'
             '"$NSBOX" pool drain >/dev/null\n',
-            write_config(self.dirs, big_type("100MiB")))
+            reserve_config(self.dirs, big_type("100MiB")))
         self.assertEqual((r.returncode, r.stdout), (0, b"pooled 2\nran\npooled 1\n"),
                          r.stderr)
         self.no_loop_left()
 
     def test_host_free_space_is_checked_first(self):
-        # A limit larger than the host can hold is refused before anything is made.
+        # With "reserve", a limit larger than the host can hold is refused before anything is
+        # made.
         st = os.statvfs(self.dirs.cache)
         free = st.f_bavail * st.f_frsize
         huge = {"huge": {"cpus": 1, "memory": "512MiB", "pids": 128,
                          "disk": free + (64 << 30)}}
-        env = write_config(self.dirs, huge)
+        env = reserve_config(self.dirs, huge)
         r = self.nsbox("run", "--instance-type", "huge", "--", "true", extra_env=env)
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"are free on the filesystem", r.stderr)
+        self.assertEqual(self.dirs.leftovers(), [])
+        self.no_loop_left()
+
+    def loop_mounted_cache(self, size):
+        """Shell lines: a fresh ext4 filesystem of size, in an image file of the test's own,
+        loop-mounted on the cache directory (in in_private_mount_ns): a small host disk made
+        for the test, which it can fill without touching the machine's."""
+        return (f'truncate -s {size} disk.img\n'
+                'mkfs.ext4 -q -F -m 0 disk.img\n'
+                'mount -o loop disk.img "$NSBOX_CACHE_DIR"\n')
+
+    def test_twelve_medium_sandboxes_start_together_on_a_3_gib_filesystem(self):
+        # Thin provisioning (the default): each medium workspace is limited to 10 GiB, none is
+        # set aside, so 12 of them (120 GiB of limits) start at once on a 3 GiB filesystem,
+        # whose free space stays above the floor (1 GiB). Each still sees its whole limit, and
+        # a small one beside them still cannot write past its own 2 GiB.
+        r = self.in_private_mount_ns(
+            self.loop_mounted_cache("3G") +
+            'for i in $(seq 12); do\n'
+            '  ( "$NSBOX" create --instance-type medium > id.$i 2> err.$i || cat err.$i >&2 ) &\n'
+            'done\n'
+            'wait\n'
+            'for i in $(seq 12); do\n'
+            '  id=$(cat id.$i)\n'
+            '  [ -n "$id" ] && "$NSBOX" exec "$id" -- stat -f -c "%T %b %S" /workspace\n'
+            'done > sizes\n'
+            's=$("$NSBOX" create --instance-type small)\n'
+            '"$NSBOX" exec "$s" -- sh -c "head -c 3G /dev/zero > big; echo status=\\$?; '
+            'stat -c %s big" > small.out 2>&1\n'
+            'ids=$(cat id.*)\n'
+            '"$NSBOX" rm $ids "$s"\n'
+            'cat sizes\n')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.decode().splitlines()
+        self.assertEqual(len(lines), 12, r.stderr)
+        for line in lines:
+            kind, blocks, bsize = line.split()
+            self.assertEqual(kind, "ext2/ext3")
+            self.assertGreater(int(blocks) * int(bsize), int(0.97 * (10 << 30)))
+        with open(os.path.join(self.dirs.base, "small.out")) as f:
+            out = f.read()
+        self.assertIn("status=1", out)
+        self.assertIn("No space left on device", out)
+        self.assertLessEqual(int(out.splitlines()[-1]), 2 << 30)
+        self.assertEqual(self.dirs.leftovers(), [])
+        self.no_loop_left()
+
+    def test_a_full_host_disk_stops_the_writer_not_the_host(self):
+        # A 400 MiB host filesystem and three sandboxes of 200 MiB each (thin, with a floor of
+        # 16 MiB): all three are created. Two fill 300 MiB of it; the third's write then fails
+        # with ENOSPC (at its fsync: the loop device reports the full host disk there), while
+        # its supervisor answers, inspect shows the workspace's use and limit and the host's
+        # free space, and the other sandboxes still work. A fourth creation is refused under the
+        # floor, saying so and how to fix it; rm gives the space back and a creation works again.
+        env = write_config(self.dirs, big_type("200MiB"))
+        with open(env["NSBOX_CONFIG"]) as f:
+            cfg = json.load(f)
+        cfg["workspace"] = {"min_free": "16MiB", "min_free_percent": 0}
+        with open(env["NSBOX_CONFIG"], "w") as f:
+            json.dump(cfg, f)
+        r = self.in_private_mount_ns(
+            self.loop_mounted_cache("400M") +
+            'a=$("$NSBOX" create --instance-type big)\n'
+            'b=$("$NSBOX" create --instance-type big)\n'
+            'c=$("$NSBOX" create --instance-type big)\n'
+            'echo created\n'
+            '"$NSBOX" exec "$a" -- sh -c "head -c 150M /dev/zero > f && sync"\n'
+            '"$NSBOX" exec "$b" -- sh -c "head -c 150M /dev/zero > f && sync"\n'
+            'if "$NSBOX" exec "$c" -- dd if=/dev/zero of=g bs=1M count=150 conv=fsync '
+            '2> dd.err; then echo WROTE-PAST-THE-HOST; fi\n'
+            'grep -o "No space left on device" dd.err\n'
+            '"$NSBOX" inspect "$c" > inspect.json\n'
+            '"$NSBOX" exec "$a" -- sh -c "rm f && echo still-works > x && cat x"\n'
+            'if "$NSBOX" create --instance-type big 2> err; then echo CREATED-UNDER-THE-FLOOR; fi\n'
+            'cat err >&2\n'
+            'df -B1 --output=avail "$NSBOX_CACHE_DIR" | tail -1 > free.full\n'
+            '"$NSBOX" rm "$a" "$b" "$c"\n'
+            'until [ "$(df -B1 --output=avail "$NSBOX_CACHE_DIR" | tail -1)" -gt 300000000 ]; do\n'
+            '  sleep 0.05; done\n'
+            'd=$("$NSBOX" create --instance-type big)\n'
+            '"$NSBOX" rm "$d"\n'
+            'echo done\n',
+            env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, b"created\nNo space left on device\nstill-works\ndone\n",
+                         r.stderr)
+        self.assertIn(b"below the 16 MiB nsbox keeps free there", r.stderr)
+        self.assertIn(b"nsbox rm ID", r.stderr)  # the fixes, named
+        self.assertIn(b"min_free", r.stderr)
+        with open(os.path.join(self.dirs.base, "inspect.json")) as f:
+            disk = json.load(f)["disk"]
+        self.assertEqual((disk["kind"], disk["limit_bytes"]), ("ext4", 200 * MiB))
+        self.assertGreater(disk["used_bytes"], 100 * MiB)  # what dd wrote, as the sandbox sees it
+        host = disk["host"]
+        self.assertLess(host["free_bytes"], 16 * MiB)
+        self.assertGreater(host["fs_bytes"], 300 * MiB)
+        self.assertLessEqual(host["fs_bytes"], 400 * MiB)
+        self.assertTrue(host["backing_file"].endswith(".ext4"))
+        self.assertGreater(host["backing_bytes"], 0)
         self.assertEqual(self.dirs.leftovers(), [])
         self.no_loop_left()
 

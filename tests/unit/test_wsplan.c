@@ -105,15 +105,45 @@ static void test_config(void **state)
     struct nsbox_ws_config c;
     struct nsbox_err e = {0};
     nsbox_ws_config_init(&c);
-    assert_false(c.overcommit); /* safe by default */
+    /* thin provisioning by default: each workspace limited, none reserved */
+    assert_false(c.reserve);
+    assert_int_equal(c.min_free_bytes, 1ull << 30);
+    assert_int_equal(c.min_free_percent, 5);
 #define PARSE(s) nsbox_ws_config_from_json(s, strlen(s), &c, &e)
     assert_int_equal(PARSE("{}"), 0);
-    assert_false(c.overcommit);
+    assert_false(c.reserve);
     assert_int_equal(PARSE("{\"instance_types\": {}, \"network\": {\"pool\": 1}}"), 0);
-    assert_int_equal(PARSE("{\"workspace\": {\"overcommit\": true}}"), 0);
-    assert_true(c.overcommit);
+    assert_int_equal(PARSE("{\"workspace\": {\"reserve\": true}}"), 0);
+    assert_true(c.reserve);
+    assert_int_equal(PARSE("{\"workspace\": {\"reserve\": false}}"), 0);
+    assert_false(c.reserve);
+    /* the older name, inverted, still read; both given must agree */
     assert_int_equal(PARSE("{\"workspace\": {\"overcommit\": false}}"), 0);
-    assert_false(c.overcommit);
+    assert_true(c.reserve);
+    assert_int_equal(PARSE("{\"workspace\": {\"overcommit\": true}}"), 0);
+    assert_false(c.reserve);
+    assert_int_equal(PARSE("{\"workspace\": {\"overcommit\": true, \"reserve\": false}}"), 0);
+    assert_int_equal(PARSE("{\"workspace\": {\"overcommit\": true, \"reserve\": true}}"), -1);
+    assert_non_null(strstr(e.msg, "workspace.overcommit"));
+    assert_false(c.reserve);
+    /* the floor: a size string or bytes, and a percentage */
+    assert_int_equal(PARSE("{\"workspace\": {\"min_free\": \"64MiB\", \"min_free_percent\": 0}}"),
+                     0);
+    assert_int_equal(c.min_free_bytes, 64ull << 20);
+    assert_int_equal(c.min_free_percent, 0);
+    assert_int_equal(PARSE("{\"workspace\": {\"min_free\": 4096, \"min_free_percent\": 10}}"), 0);
+    assert_int_equal(c.min_free_bytes, 4096);
+    assert_int_equal(c.min_free_percent, 10);
+    assert_int_equal(PARSE("{\"workspace\": {\"min_free\": \"lots\"}}"), -1);
+    assert_non_null(strstr(e.msg, "workspace.min_free"));
+    assert_int_equal(PARSE("{\"workspace\": {\"min_free\": -1}}"), -1);
+    assert_int_equal(PARSE("{\"workspace\": {\"min_free\": 1.5}}"), -1);
+    assert_int_equal(PARSE("{\"workspace\": {\"min_free_percent\": 91}}"), -1);
+    assert_non_null(strstr(e.msg, "workspace.min_free_percent"));
+    assert_int_equal(PARSE("{\"workspace\": {\"min_free_percent\": 2.5}}"), -1);
+    assert_int_equal(PARSE("{\"workspace\": {\"min_free_percent\": \"5\"}}"), -1);
+    assert_int_equal(c.min_free_bytes, 4096); /* unchanged by the errors */
+    assert_int_equal(c.min_free_percent, 10);
     assert_int_equal(c.fs, NSBOX_WS_FS_AUTO);
     assert_int_equal(PARSE("{\"workspace\": {\"fs\": \"tmpfs\"}}"), 0);
     assert_int_equal(c.fs, NSBOX_WS_FS_TMPFS);
@@ -126,10 +156,13 @@ static void test_config(void **state)
     assert_int_equal(PARSE("{\"workspace\": {\"fs\": 1}}"), -1);
     assert_int_equal(c.fs, NSBOX_WS_FS_AUTO);
     /* errors leave the config as it was, and say which key */
-    c.overcommit = true;
+    c.reserve = true;
+    assert_int_equal(PARSE("{\"workspace\": {\"reserve\": \"yes\"}}"), -1);
+    assert_non_null(strstr(e.msg, "workspace.reserve"));
+    assert_true(c.reserve);
     assert_int_equal(PARSE("{\"workspace\": {\"overcommit\": \"yes\"}}"), -1);
     assert_non_null(strstr(e.msg, "workspace.overcommit"));
-    assert_true(c.overcommit);
+    assert_true(c.reserve);
     assert_int_equal(PARSE("{\"workspace\": {\"quota\": 1}}"), -1);
     assert_non_null(strstr(e.msg, "workspace.quota"));
     assert_int_equal(PARSE("{\"workspace\": true}"), -1);
@@ -137,6 +170,79 @@ static void test_config(void **state)
     assert_int_equal(PARSE("{"), -1);
     assert_int_equal(PARSE(""), -1);
 #undef PARSE
+}
+
+static void test_min_free(void **state)
+{
+    (void)state;
+    struct nsbox_ws_config c;
+    nsbox_ws_config_init(&c);
+    const uint64_t GiB = 1ull << 30;
+    /* the larger of 1 GiB and 5 % of the filesystem */
+    assert_int_equal(nsbox_ws_min_free(&c, 0), GiB);
+    assert_int_equal(nsbox_ws_min_free(&c, 3 * GiB), GiB);
+    assert_int_equal(nsbox_ws_min_free(&c, 20 * GiB), GiB); /* 5 % is exactly 1 GiB */
+    assert_int_equal(nsbox_ws_min_free(&c, 100 * GiB), 5 * GiB);
+    assert_int_equal(nsbox_ws_min_free(&c, 2000 * GiB), 100 * GiB);
+    /* no overflow at the largest sizes, and rounded down, never above 5 % */
+    assert_int_equal(nsbox_ws_min_free(&c, UINT64_MAX), UINT64_MAX / 100 * 5 + 15 * 5 / 100);
+    assert_int_equal(nsbox_ws_min_free(&c, 100 * GiB + 99), 5 * GiB + 4);
+    c.min_free_bytes = 64ull << 20;
+    c.min_free_percent = 0;
+    assert_int_equal(nsbox_ws_min_free(&c, 100 * GiB), 64ull << 20);
+    c.min_free_bytes = 0;
+    assert_int_equal(nsbox_ws_min_free(&c, 100 * GiB), 0);
+}
+
+static void test_admit(void **state)
+{
+    (void)state;
+    const uint64_t GiB = 1ull << 30;
+    struct nsbox_ws_config c;
+    nsbox_ws_config_init(&c);
+    uint64_t missing = 7;
+    /* The issue's host: 79 GiB free of 100, seven medium (10 GiB) workspaces live and empty.
+     * Thin: the 8th and the 12th start; so does one larger than all the free space. */
+    struct nsbox_ws_space s = {.fs_bytes = 100 * GiB, .avail = 79 * GiB, .promised = 70 * GiB};
+    assert_true(nsbox_ws_admit(&c, &s, 10 * GiB, &missing));
+    assert_int_equal(missing, 0);
+    s.promised = 110 * GiB;
+    assert_true(nsbox_ws_admit(&c, &s, 10 * GiB, NULL));
+    assert_true(nsbox_ws_admit(&c, &s, 500 * GiB, NULL));
+    /* a CI runner: 14 GiB free of 80 (floor 4 GiB): many medium ones */
+    struct nsbox_ws_space ci = {.fs_bytes = 80 * GiB, .avail = 14 * GiB, .promised = 40 * GiB};
+    assert_true(nsbox_ws_admit(&c, &ci, 10 * GiB, NULL));
+    /* refused only under the floor, with what is missing */
+    s.avail = 5 * GiB; /* the floor of 100 GiB is 5 GiB: still in */
+    assert_true(nsbox_ws_admit(&c, &s, 10 * GiB, NULL));
+    s.avail = 5 * GiB - 1;
+    assert_false(nsbox_ws_admit(&c, &s, 10 * GiB, &missing));
+    assert_int_equal(missing, 1);
+    s.avail = 0;
+    assert_false(nsbox_ws_admit(&c, &s, 1, &missing));
+    assert_int_equal(missing, 5 * GiB);
+    /* a small filesystem: the 1 GiB part of the floor binds */
+    struct nsbox_ws_space small = {.fs_bytes = 3 * GiB, .avail = GiB - 4096};
+    assert_false(nsbox_ws_admit(&c, &small, 2 * GiB, &missing));
+    assert_int_equal(missing, 4096);
+
+    /* reserve: the strict promise, as before thin provisioning was the default */
+    c.reserve = true;
+    s = (struct nsbox_ws_space){.fs_bytes = 100 * GiB, .avail = 79 * GiB, .promised = 70 * GiB};
+    assert_false(nsbox_ws_admit(&c, &s, 10 * GiB, &missing)); /* the 8th medium */
+    assert_int_equal(missing, GiB);
+    s.promised = 69 * GiB;
+    assert_true(nsbox_ws_admit(&c, &s, 10 * GiB, &missing)); /* exactly fits */
+    assert_int_equal(missing, 0);
+    /* no floor in reserve: all the free space may be promised */
+    s = (struct nsbox_ws_space){.fs_bytes = 100 * GiB, .avail = 2 * GiB, .promised = 0};
+    assert_true(nsbox_ws_admit(&c, &s, 2 * GiB, NULL));
+    assert_false(nsbox_ws_admit(&c, &s, 2 * GiB + 1, &missing));
+    assert_int_equal(missing, 1);
+    /* sums that would wrap are never admitted */
+    s.promised = UINT64_MAX;
+    s.avail = UINT64_MAX - 1;
+    assert_false(nsbox_ws_admit(&c, &s, 2, NULL));
 }
 
 int main(void)
@@ -148,6 +254,8 @@ int main(void)
         cmocka_unit_test(test_template_name),
         cmocka_unit_test(test_mkfs_argv),
         cmocka_unit_test(test_config),
+        cmocka_unit_test(test_min_free),
+        cmocka_unit_test(test_admit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
