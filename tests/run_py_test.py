@@ -1,19 +1,46 @@
 """Run one unittest module for ctest.
 
+    run_py_test.py tests/e2e/test_x.py [PATTERN ...]
+
+With patterns, only the tests whose id (test_x.Class.test_name) contains one of them run, as
+with unittest's -k; a pattern that matches no test is an error, so that a renamed test cannot
+silently drop out of a selection (the cgroup-v2 VM runs such selections: tests/vm/cases.txt).
+
 Exit 0 when every test passed, 1 when any failed, 77 (ctest's skip code) when the whole module
 could not run here. A module with some tests skipped and others passed still exits 0, but the
 skips are printed with their reasons so that they are never silently counted as passes."""
+import fnmatch
 import os
 import sys
 import time
 import unittest
 
 path = sys.argv[1]
+patterns = {p: p if "*" in p else f"*{p}*" for p in sys.argv[2:]}  # as given: as matched
 sys.path.insert(0, os.path.dirname(path))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 mod_name = os.path.splitext(os.path.basename(path))[0]
 module = __import__(mod_name)
-suite = unittest.defaultTestLoader.loadTestsFromModule(module)
+
+
+def test_ids(suite):
+    for item in suite:
+        if isinstance(item, unittest.TestSuite):
+            yield from test_ids(item)
+        else:
+            yield item.id()
+
+
+loader = unittest.TestLoader()
+if patterns:
+    every = list(test_ids(loader.loadTestsFromModule(module)))
+    unmatched = [given for given, glob in patterns.items()
+                 if not any(fnmatch.fnmatchcase(t, glob) for t in every)]
+    if unmatched:
+        print(f"{mod_name}: no test matches {', '.join(unmatched)}")
+        sys.exit(1)
+    loader.testNamePatterns = list(patterns.values())
+suite = loader.loadTestsFromModule(module)
 
 from nsbox_test import cgroup_leftovers  # noqa: E402
 
