@@ -1,7 +1,7 @@
 /* nf_tables for the network module. A sandbox's own elements are added and removed with netlink
  * batches built by policy/nftbatch and sent on nsbox's own netfilter socket: each batch is one
  * kernel transaction, and nothing needs loading or fetching first. libnftables
- * (runtime/nftlib.c) is loaded only for the rest: creating the table (its ruleset is text, one
+ * (os/nftlib.c) is loaded only for the rest: creating the table (its ruleset is text, one
  * transaction), listing it (a taken slot, gc) and gc's deletions. docs/decisions.md, "Network",
  * says why. */
 #define _GNU_SOURCE

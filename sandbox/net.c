@@ -1,4 +1,4 @@
-/* Network policy of a sandbox (runtime/net.h, docs/network.md): none is loopback only and needs
+/* Network policy of a sandbox (sandbox/net.h, docs/network.md): none is loopback only and needs
  * nothing from the host; all, allow and egress CIDRs give the sandbox one end of a veth pair,
  * an address slot of the pool, and elements in the persistent `inet nsbox` table, all computed
  * by policy/netplan and applied here without running `ip` or `nft`. */

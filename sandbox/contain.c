@@ -146,7 +146,7 @@ static int child_network(struct nsbox_launch *L, struct nsbox_err *e)
 {
     /* The parent set up the host side of the network while we built the root ('n'). none: the
      * new namespace has only lo, down; all/allow: also the interface the parent moved in (see
-     * runtime/net.h). */
+     * sandbox/net.h). */
     int r = read_sync_byte(L, 'n', e);
     close(L->sync_rd);
     if (r < 0)

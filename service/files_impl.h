@@ -1,4 +1,4 @@
-/* Internals of the file operations (runtime/files*.c), shared between files.c (paths, messages,
+/* Internals of the file operations (service/files*.c), shared between files.c (paths, messages,
  * read/write/stat/mkdir), files_tree.c (list, recursive remove) and files_copy.c (the bounded
  * copy of a write). Not a public interface. */
 #ifndef NSBOX_FILES_IMPL_H

@@ -1,4 +1,4 @@
-/* Internals of the network module (runtime/net*.c): the kernel-facing halves of the plan that
+/* Internals of the network module (sandbox/net*.c): the kernel-facing halves of the plan that
  * policy/netplan computes. net_link.c talks rtnetlink through libnl-route-3, net_nft.c talks
  * nf_tables through libnftables; both libraries are loaded on first use, so that `nsbox run`
  * with network none (the default) maps neither. */

@@ -1,6 +1,6 @@
 /* A sandbox on the host side: everything prepared once before the clone, the clone itself, the
  * id maps and cgroup, and the removal of everything at the end. Used by the one-shot `nsbox run`
- * (runtime/run.c) and by the supervisor of persistent sandboxes. */
+ * (cli/run.c) and by the supervisor of persistent sandboxes. */
 #ifndef NSBOX_SANDBOX_H
 #define NSBOX_SANDBOX_H
 
@@ -32,7 +32,7 @@ void nsbox_sandbox_init(struct nsbox_sandbox *sb);
  * are path buffers) are never faulted in. */
 void nsbox_sandbox_init_zeroed(struct nsbox_sandbox *sb);
 /* argv: the one-shot command; NULL for a persistent sandbox whose init serves requests over
- * agent_fd (see runtime/agent.h). cwd: inside the sandbox, NULL for /workspace. */
+ * agent_fd (see sandbox/agent.h). cwd: inside the sandbox, NULL for /workspace. */
 int nsbox_sandbox_prepare(struct nsbox_sandbox *sb, const struct nsbox_spec *s, char *const argv[],
                           const char *cwd, struct nsbox_err *e);
 /* Clone, write the id maps, attach network and cgroups, let the child go. stdio: fds given to

@@ -1,4 +1,4 @@
-/* The command line's help texts (runtime/help.c). */
+/* The command line's help texts (cli/help.c). */
 #ifndef NSBOX_HELP_H
 #define NSBOX_HELP_H
 
