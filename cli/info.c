@@ -15,6 +15,7 @@
 #include "net.h"
 #include "nftlib.h"
 #include "spec.h"
+#include "text.h"
 #include "warmpool.h"
 #include "workspace.h"
 
@@ -43,60 +44,13 @@
 
 /* ---- small system helpers ------------------------------------------------------------------ */
 
-/* Append to a fixed-size string; truncation is acceptable for report text. */
-static void __attribute__((format(printf, 3, 4))) appendf(char *dst, size_t n, const char *fmt, ...)
-{
-    size_t len = strnlen(dst, n);
-    if (len + 1 >= n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(dst + len, n - len, fmt, ap);
-    va_end(ap);
-}
-
-#define DETAIL(c, ...) appendf((c)->detail, sizeof(c)->detail, __VA_ARGS__)
+#define DETAIL(c, ...) nsbox_text_appendf((c)->detail, sizeof(c)->detail, __VA_ARGS__)
 /* A check can have several causes; their fixes are joined so that one pass fixes all. */
 #define FIX(c, ...)                                                                                \
     do {                                                                                           \
-        if ((c)->fix[0]) appendf((c)->fix, sizeof(c)->fix, "; ");                                  \
-        appendf((c)->fix, sizeof(c)->fix, __VA_ARGS__);                                            \
+        if ((c)->fix[0]) nsbox_text_appendf((c)->fix, sizeof(c)->fix, "; ");                      \
+        nsbox_text_appendf((c)->fix, sizeof(c)->fix, __VA_ARGS__);                                 \
     } while (0)
-
-static const char *errname(int err)
-{
-    const char *s = strerrorname_np(err);
-    return s ? s : "error";
-}
-
-/* Read a small text file (procfs, sysfs) whole; NUL-terminated. -1 with errno on failure. */
-static ssize_t read_text(const char *path, char *buf, size_t n)
-{
-    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) return -1;
-    size_t off = 0;
-    while (off + 1 < n) {
-        ssize_t r = read(fd, buf + off, n - 1 - off);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        if (r == 0) break;
-        off += (size_t)r;
-    }
-    buf[off] = '\0';
-    return (ssize_t)off;
-}
-
-static int read_sysctl(const char *path, long *out)
-{
-    char buf[64];
-    if (read_text(path, buf, sizeof buf) < 0) return -1;
-    if (nsbox_info_parse_sysctl(buf, out) < 0) {
-        errno = EINVAL;
-        return -1;
-    }
-    return 0;
-}
 
 static bool is_root(void)
 {
@@ -116,246 +70,13 @@ static int wait_child(pid_t pid, int *status)
     return 0;
 }
 
-/* ---- namespace probe ----------------------------------------------------------------------- */
-
-static const struct {
-    int flag;
-    const char *name;   /* as /proc/<pid>/ns names it */
-    const char *sysctl; /* its per-user limit in /proc/sys/user */
-    const char *config; /* kernel option without which unshare says EINVAL */
-} ns_kinds[] = {
-    {CLONE_NEWNS, "mnt", "max_mnt_namespaces", "CONFIG_NAMESPACES"},
-    {CLONE_NEWPID, "pid", "max_pid_namespaces", "CONFIG_PID_NS"},
-    {CLONE_NEWUTS, "uts", "max_uts_namespaces", "CONFIG_UTS_NS"},
-    {CLONE_NEWIPC, "ipc", "max_ipc_namespaces", "CONFIG_IPC_NS"},
-    {CLONE_NEWNET, "net", "max_net_namespaces", "CONFIG_NET_NS"},
-    {CLONE_NEWCGROUP, "cgroup", "max_cgroup_namespaces", "CONFIG_CGROUPS"},
-};
-#define NS_KINDS NSBOX_ARRAY_LEN(ns_kinds)
-
-struct ns_probe {
-    int fork_err;         /* the probe could not run (fork, pipe): errno */
-    int userns_err;       /* errno of unshare(CLONE_NEWUSER), 0 when it worked */
-    bool others_probed;   /* only after a user namespace was made, as the launcher does */
-    int ns_err[NS_KINDS]; /* errno of each unshare inside it */
-    int combined_err;     /* all at once failed though each alone worked */
-    int child_signal;     /* with fork_err == ECHILD: the signal that killed the probe */
-};
-
-/* In the child: only system calls, then _exit, so it is safe even if the caller has threads. */
-static void __attribute__((noreturn)) ns_probe_child(int wfd)
-{
-    struct ns_probe p = {0};
-    if (unshare(CLONE_NEWUSER) < 0) {
-        p.userns_err = errno;
-    } else {
-        p.others_probed = true;
-        int all = 0;
-        for (size_t i = 0; i < NS_KINDS; i++)
-            all |= ns_kinds[i].flag;
-        /* One call as the launcher's clone makes them; only when it fails, one at a time to
-         * name the culprit (each unshare replaces the previous throwaway namespace). */
-        if (unshare(all) < 0) {
-            int combined = errno;
-            bool named = false;
-            for (size_t i = 0; i < NS_KINDS; i++) {
-                if (unshare(ns_kinds[i].flag) < 0) {
-                    p.ns_err[i] = errno;
-                    named = true;
-                }
-            }
-            if (!named) p.combined_err = combined;
-        }
-    }
-    ssize_t w;
-    do
-        w = write(wfd, &p, sizeof p);
-    while (w < 0 && errno == EINTR);
-    _exit(0);
-}
-
-static void ns_probe_run(struct ns_probe *out)
-{
-    memset(out, 0, sizeof *out);
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) < 0) {
-        out->fork_err = errno;
-        return;
-    }
-    cleanup_close int rfd = fds[0];
-    cleanup_close int wfd = fds[1];
-    pid_t pid = fork();
-    if (pid < 0) {
-        out->fork_err = errno;
-        return;
-    }
-    if (pid == 0) ns_probe_child(wfd);
-    close(nsbox_steal_fd(&wfd));
-    struct ns_probe p;
-    size_t got = 0;
-    while (got < sizeof p) {
-        ssize_t r = read(rfd, (char *)&p + got, sizeof p - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-    int status = 0;
-    if (wait_child(pid, &status) < 0) {
-        out->fork_err = errno;
-        return;
-    }
-    if (got != sizeof p) {
-        /* The child died before reporting: a seccomp filter that kills on unshare does that. */
-        out->fork_err = ECHILD;
-        out->child_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-        return;
-    }
-    *out = p;
-}
-
-/* ---- checks -------------------------------------------------------------------------------- */
-
-static void fix_for_userns_errno(struct nsbox_check *c, int err)
-{
-    switch (err) {
-    case EPERM:
-    case EACCES:
-        FIX(c, "this process may not create user namespaces (a container's seccomp profile, a "
-               "chroot or a security module blocks it): run nsbox on the host, or start its "
-               "container with a seccomp profile that allows unshare/clone with CLONE_NEWUSER");
-        break;
-    case ENOSPC:
-    case EUSERS:
-        FIX(c,
-            "the user namespace limit is reached (count or nesting depth 32): %ssysctl -w "
-            "user.max_user_namespaces=15000, or run nsbox from a less nested namespace",
-            sudo());
-        break;
-    case EINVAL:
-        FIX(c, "use a kernel built with CONFIG_USER_NS=y");
-        break;
-    case ENOMEM:
-        FIX(c, "free memory (the kernel could not allocate the namespace) and retry");
-        break;
-    default:
-        FIX(c, "unshare(CLONE_NEWUSER) failed unexpectedly; see unshare(2) for %s", errname(err));
-        break;
-    }
-}
-
-static void check_userns_with(struct nsbox_check *c, const struct ns_probe *p)
-{
-    bool root = is_root();
-    c->ok = true;
-    long v;
-    bool sysctl_blocks = false;
-    if (read_sysctl("/proc/sys/user/max_user_namespaces", &v) == 0) {
-        DETAIL(c, "max_user_namespaces=%ld", v);
-        if (v <= 0) {
-            c->ok = false;
-            sysctl_blocks = true;
-            FIX(c, "%ssysctl -w user.max_user_namespaces=15000 (persist it in /etc/sysctl.d/)",
-                sudo());
-        }
-    } else {
-        DETAIL(c, "/proc/sys/user/max_user_namespaces unreadable (%s)", errname(errno));
-    }
-    /* Debian's and Ubuntu's own switch for unprivileged user namespaces; root is not subject. */
-    if (read_sysctl("/proc/sys/kernel/unprivileged_userns_clone", &v) == 0) {
-        DETAIL(c, " unprivileged_userns_clone=%ld", v);
-        if (!root && v != 1) {
-            c->ok = false;
-            sysctl_blocks = true;
-            FIX(c, "sudo sysctl -w kernel.unprivileged_userns_clone=1");
-        }
-    }
-    /* Ubuntu 23.10+: unshare(CLONE_NEWUSER) still succeeds, but AppArmor moves an unconfined
-     * caller into a profile that has no capabilities inside the namespace, so every later step
-     * (mounts, pivot_root) fails with EPERM. The probe alone would report it usable. */
-    if (read_sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0) {
-        DETAIL(c, " apparmor_restrict_unprivileged_userns=%ld", v);
-        if (!root && v != 0) {
-            c->ok = false;
-            sysctl_blocks = true;
-            FIX(c, "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or load an "
-                   "AppArmor profile for nsbox that grants `userns,` (see docs/info.md)");
-        }
-    }
-    if (p->fork_err == ECHILD && p->child_signal) {
-        c->ok = false;
-        DETAIL(c, "; the probe was killed by signal %d (%s) while unsharing", p->child_signal,
-               strsignal(p->child_signal));
-        if (!sysctl_blocks) fix_for_userns_errno(c, EPERM);
-    } else if (p->fork_err) {
-        DETAIL(c, "; probe could not run (%s)", errname(p->fork_err));
-    } else if (p->userns_err) {
-        c->ok = false;
-        DETAIL(c, "; unshare(CLONE_NEWUSER) failed: %s (%s)", errname(p->userns_err),
-               strerror(p->userns_err));
-        if (!sysctl_blocks) fix_for_userns_errno(c, p->userns_err);
-    } else {
-        DETAIL(c, "; unshare(CLONE_NEWUSER) works");
-    }
-}
-
-static void check_namespaces_with(struct nsbox_check *c, const struct ns_probe *p)
-{
-    if (p->fork_err) {
-        c->ok = false;
-        DETAIL(c, "probe could not run: %s (%s)", errname(p->fork_err), strerror(p->fork_err));
-        FIX(c, "retry; a process that cannot fork cannot start sandboxes either");
-        return;
-    }
-    if (!p->others_probed) {
-        c->ok = false;
-        DETAIL(c, "not probed: a user namespace could not be created (see user_namespaces)");
-        FIX(c, "fix user_namespaces first");
-        return;
-    }
-    c->ok = true;
-    bool denied = false;
-    for (size_t i = 0; i < NS_KINDS; i++) {
-        int err = p->ns_err[i];
-        if (!err) continue;
-        if (c->ok) DETAIL(c, "inside a user namespace, failed:");
-        c->ok = false;
-        DETAIL(c, " %s (%s)", ns_kinds[i].name, errname(err));
-        char path[128];
-        long v;
-        snprintf(path, sizeof path, "/proc/sys/user/%s", ns_kinds[i].sysctl);
-        if (err == ENOSPC) {
-            if (read_sysctl(path, &v) == 0) DETAIL(c, " %s=%ld", ns_kinds[i].sysctl, v);
-            FIX(c, "%ssysctl -w user.%s=15000", sudo(), ns_kinds[i].sysctl);
-        } else if (err == EINVAL) {
-            FIX(c, "use a kernel built with %s=y", ns_kinds[i].config);
-        } else if (err == EPERM || err == EACCES) {
-            /* One cause (AppArmor, a seccomp profile) usually denies them all: say it once. */
-            if (!denied)
-                FIX(c, "a security module or seccomp filter denies namespaces inside a user "
-                       "namespace: check kernel.apparmor_restrict_unprivileged_userns and the "
-                       "container's seccomp profile, or run nsbox on the host");
-            denied = true;
-        } else {
-            FIX(c, "unshare(%s) failed with %s; see unshare(2)", ns_kinds[i].name, errname(err));
-        }
-    }
-    if (c->ok && p->combined_err) {
-        c->ok = false;
-        DETAIL(c,
-               "inside a user namespace, each namespace alone works but all six at once "
-               "fail: %s (%s)",
-               errname(p->combined_err), strerror(p->combined_err));
-        FIX(c, "check the per-user namespace limits in /proc/sys/user/ and the security "
-               "modules' logs (dmesg) for a denial");
-    }
-    if (c->ok) DETAIL(c, "mnt pid uts ipc net cgroup: all created inside a user namespace");
-}
+/* ---- checks (the two namespace checks are sandbox/diagnose.c's) ---------------------------- */
 
 static void check_overlayfs(struct nsbox_check *c)
 {
     char buf[8192];
-    if (read_text("/proc/filesystems", buf, sizeof buf) < 0) {
-        DETAIL(c, "cannot read /proc/filesystems (%s)", errname(errno));
+    if (nsbox_text_read("/proc/filesystems", buf, sizeof buf) < 0) {
+        DETAIL(c, "cannot read /proc/filesystems (%s)", nsbox_text_errname(errno));
         FIX(c, "mount /proc (mount -t proc proc /proc)");
         return;
     }
@@ -416,7 +137,7 @@ static void check_seccomp(struct nsbox_check *c)
 {
     char buf[512];
     char status[4096];
-    if (read_text("/proc/sys/kernel/seccomp/actions_avail", buf, sizeof buf) >= 0) {
+    if (nsbox_text_read("/proc/sys/kernel/seccomp/actions_avail", buf, sizeof buf) >= 0) {
         /* The file exists only with CONFIG_SECCOMP_FILTER (Linux 4.14+). */
         buf[strcspn(buf, "\n")] = '\0';
         bool kill = nsbox_info_words_has(buf, "kill_process");
@@ -431,7 +152,7 @@ static void check_seccomp(struct nsbox_check *c)
     } else {
         int saved = errno;
         if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0) {
-            DETAIL(c, "prctl(PR_GET_SECCOMP) failed: %s", errname(errno));
+            DETAIL(c, "prctl(PR_GET_SECCOMP) failed: %s", nsbox_text_errname(errno));
             FIX(c, "use a kernel built with CONFIG_SECCOMP=y and CONFIG_SECCOMP_FILTER=y");
             return;
         }
@@ -441,19 +162,19 @@ static void check_seccomp(struct nsbox_check *c)
         int r = prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, NULL, 0, 0);
         bool filter = r < 0 && errno == EFAULT;
         c->ok = filter;
-        DETAIL(c, "actions_avail unreadable (%s); filter mode %s", errname(saved),
+        DETAIL(c, "actions_avail unreadable (%s); filter mode %s", nsbox_text_errname(saved),
                filter ? "available" : "unavailable");
         if (!filter) FIX(c, "use a kernel built with CONFIG_SECCOMP_FILTER=y");
     }
     /* Running under a filter already (a container) is fine: filters stack, and ours is
      * stricter; but the outer one may block calls the launcher needs, so say so. */
-    if (read_text("/proc/self/status", status, sizeof status) >= 0) {
+    if (nsbox_text_read("/proc/self/status", status, sizeof status) >= 0) {
         const char *s = strstr(status, "\nSeccomp:");
         long mode;
         if (s) {
             char line[32] = "";
             sscanf(s + 9, "%31s", line);
-            if (nsbox_info_parse_sysctl(line, &mode) == 0 && mode == 2)
+            if (nsbox_text_parse_long(line, &mode) == 0 && mode == 2)
                 DETAIL(c, "; nsbox itself already runs under a seccomp filter");
         }
     }
@@ -467,7 +188,7 @@ static enum nft_kernel nft_kernel_state(const char **how)
     struct stat st;
     cleanup_free char *buf = malloc(1u << 20);
     if (!buf) return NFT_K_UNKNOWN;
-    bool have_proc_modules = read_text("/proc/modules", buf, 1u << 20) >= 0;
+    bool have_proc_modules = nsbox_text_read("/proc/modules", buf, 1u << 20) >= 0;
     if (have_proc_modules && nsbox_info_modules_has(buf, "nf_tables")) {
         *how = "loaded module (/proc/modules)";
         return NFT_K_LOADED;
@@ -481,7 +202,7 @@ static enum nft_kernel nft_kernel_state(const char **how)
     if (uname(&u) == 0) {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "/lib/modules/%s/modules.builtin", u.release);
-        if (read_text(path, buf, 1u << 20) >= 0 && nsbox_info_builtin_has(buf, "nf_tables")) {
+        if (nsbox_text_read(path, buf, 1u << 20) >= 0 && nsbox_info_builtin_has(buf, "nf_tables")) {
             *how = "built into the kernel (modules.builtin)";
             return NFT_K_BUILTIN;
         }
@@ -576,7 +297,7 @@ static void check_netadmin(struct nsbox_check *c)
     struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct data[2] = {{0}};
     if (syscall(SYS_capget, &hdr, data) < 0) {
-        DETAIL(c, "cannot read this process's capabilities (%s)", errname(errno));
+        DETAIL(c, "cannot read this process's capabilities (%s)", nsbox_text_errname(errno));
     } else if (data[CAP_NET_ADMIN / 32].effective & (1u << (CAP_NET_ADMIN % 32))) {
         c->ok = true;
         DETAIL(c, "effective CAP_NET_ADMIN; network all/allow can set up veth and nftables");
@@ -590,7 +311,7 @@ static void check_idmap(struct nsbox_check *c)
 {
     struct utsname u;
     if (uname(&u) < 0) {
-        DETAIL(c, "uname failed (%s)", errname(errno));
+        DETAIL(c, "uname failed (%s)", nsbox_text_errname(errno));
         return;
     }
     if (!nsbox_info_kernel_at_least(u.release, 5, 12)) {
@@ -629,14 +350,14 @@ static void check_openat2(struct nsbox_check *c)
         return;
     }
     int err = errno;
-    DETAIL(c, "openat2 failed: %s (%s)", errname(err), strerror(err));
+    DETAIL(c, "openat2 failed: %s (%s)", nsbox_text_errname(err), strerror(err));
     if (err == ENOSYS)
         FIX(c, "upgrade to Linux 5.6 or later");
     else if (err == EPERM)
         FIX(c, "a seccomp filter (container runtime) blocks openat2: run nsbox on the host or "
                "allow openat2 in the container's seccomp profile");
     else
-        FIX(c, "see openat2(2) for %s", errname(err));
+        FIX(c, "see openat2(2) for %s", nsbox_text_errname(err));
 }
 
 static void describe_exe(struct nsbox_check *c, const char *path)
@@ -707,7 +428,7 @@ static void check_privileges(struct nsbox_check *c)
         return;
     }
     bool initial =
-        read_text("/proc/self/uid_map", map, sizeof map) < 0 || nsbox_info_uid_map_is_initial(map);
+        nsbox_text_read("/proc/self/uid_map", map, sizeof map) < 0 || nsbox_info_uid_map_is_initial(map);
     if (initial)
         DETAIL(c, "root (uid 0): cgroup limits, network all/allow and idmapped workspaces are "
                   "available; sandboxed commands still run as an unprivileged user");
@@ -793,13 +514,13 @@ static void check_init(enum nsbox_check_id id, struct nsbox_check *out)
 }
 
 static void check_run_probed(enum nsbox_check_id id, struct nsbox_check *out,
-                             const struct ns_probe *p)
+                             const struct nsbox_ns_probe *p)
 {
     check_init(id, out);
     if (id == NSBOX_CHECK_USERNS)
-        check_userns_with(out, p);
+        nsbox_diagnose_userns(out, p);
     else
-        check_namespaces_with(out, p);
+        nsbox_diagnose_namespaces(out, p);
 }
 
 void nsbox_check_run(enum nsbox_check_id id, struct nsbox_check *out)
@@ -810,11 +531,11 @@ void nsbox_check_run(enum nsbox_check_id id, struct nsbox_check *out)
         snprintf(out->detail, sizeof out->detail, "no such check (%d)", (int)id);
         return;
     }
-    struct ns_probe p;
+    struct nsbox_ns_probe p;
     switch (id) {
     case NSBOX_CHECK_USERNS:
     case NSBOX_CHECK_NAMESPACES:
-        ns_probe_run(&p);
+        nsbox_diagnose_probe(&p);
         check_run_probed(id, out, &p);
         return;
     default:
@@ -867,31 +588,14 @@ void nsbox_check_run(enum nsbox_check_id id, struct nsbox_check *out)
 void nsbox_check_run_all(struct nsbox_check out[NSBOX_CHECK_COUNT])
 {
     /* One probe serves both namespace checks. */
-    struct ns_probe p;
-    ns_probe_run(&p);
+    struct nsbox_ns_probe p;
+    nsbox_diagnose_probe(&p);
     for (int id = 0; id < NSBOX_CHECK_COUNT; id++) {
         if (id == NSBOX_CHECK_USERNS || id == NSBOX_CHECK_NAMESPACES)
             check_run_probed((enum nsbox_check_id)id, &out[id], &p);
         else
             nsbox_check_run((enum nsbox_check_id)id, &out[id]);
     }
-}
-
-int nsbox_diagnose_namespace_failure(int err, struct nsbox_err *e)
-{
-    struct ns_probe p;
-    struct nsbox_check c;
-    ns_probe_run(&p);
-    check_run_probed(NSBOX_CHECK_USERNS, &c, &p);
-    if (!c.ok)
-        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, err,
-                             "user namespaces are not available: %s; fix: %s", c.detail, c.fix);
-    check_run_probed(NSBOX_CHECK_NAMESPACES, &c, &p);
-    if (!c.ok)
-        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, err,
-                             "namespaces are not available: %s; fix: %s", c.detail, c.fix);
-    errno = err;
-    return nsbox_err_sys(e, "cannot create the sandbox's namespaces");
 }
 
 /* ---- CLI ----------------------------------------------------------------------------------- */

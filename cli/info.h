@@ -4,6 +4,7 @@
 #define NSBOX_INFO_H
 
 #include "nsbox.h"
+#include "diagnose.h"
 #include "spec.h"
 
 #include <stdbool.h>
@@ -28,14 +29,6 @@ enum nsbox_check_id {
     NSBOX_CHECK_COUNT
 };
 
-struct nsbox_check {
-    const char *name; /* short stable key, e.g. "user_namespaces" */
-    bool ok;
-    bool required;    /* false: optional feature (nftables, debian image, ...) */
-    char detail[512]; /* what was found */
-    char fix[512];    /* exact fix when !ok, "" otherwise */
-};
-
 /* The stable key of a check ("user_namespaces", ...); NULL for an out-of-range id. */
 const char *nsbox_check_name(enum nsbox_check_id id);
 
@@ -45,10 +38,6 @@ void nsbox_check_run(enum nsbox_check_id id, struct nsbox_check *out);
 /* Run every check, in enum order. */
 void nsbox_check_run_all(struct nsbox_check out[NSBOX_CHECK_COUNT]);
 
-/* After clone()/unshare() failed with errno err, explain why with the fix, filling e
- * (NSBOX_E_UNSUPPORTED) when a known prerequisite is the cause; otherwise a plain system error.
- * Always returns -1. */
-int nsbox_diagnose_namespace_failure(int err, struct nsbox_err *e);
 
 /* `nsbox info [--json]`: argv[0] is "info". Prints, returns the exit code (0 when every required
  * check is OK, 1 otherwise, 2 for a usage error). */
@@ -64,8 +53,6 @@ bool nsbox_info_words_has(const char *content, const char *word);
 bool nsbox_info_modules_has(const char *content, const char *module);
 /* modules.builtin text has a line "<dir>/<module>.ko". */
 bool nsbox_info_builtin_has(const char *content, const char *module);
-/* A sysctl file's text: one decimal integer, surrounding whitespace allowed. 0 or -1. */
-int nsbox_info_parse_sysctl(const char *content, long *out);
 /* uname release "6.18.44-foo" >= major.minor; false when unparsable. */
 bool nsbox_info_kernel_at_least(const char *release, int major, int minor);
 /* /proc/self/uid_map text maps the whole id space 1:1, i.e. we are in the initial user

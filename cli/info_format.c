@@ -110,23 +110,6 @@ bool nsbox_info_builtin_has(const char *content, const char *module)
     return any_line(content, builtin_line, module);
 }
 
-int nsbox_info_parse_sysctl(const char *content, long *out)
-{
-    if (!content) return -1;
-    while (isspace((unsigned char)*content))
-        content++;
-    if (!*content) return -1;
-    char *end;
-    errno = 0;
-    long v = strtol(content, &end, 10);
-    if (errno || end == content) return -1;
-    while (isspace((unsigned char)*end))
-        end++;
-    if (*end) return -1;
-    *out = v;
-    return 0;
-}
-
 bool nsbox_info_kernel_at_least(const char *release, int major, int minor)
 {
     if (!release || !isdigit((unsigned char)release[0])) return false;

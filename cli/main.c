@@ -613,6 +613,7 @@ int main(int argc, char **argv)
     /* An ignored SIGCHLD survives exec: from a caller that ignores it, nsbox (and the supervisor
      * and init it forks) would never be told that a child ended, and would wait for ever. */
     signal(SIGCHLD, SIG_DFL);
+    nsbox_pool_install();
     /* Supervisors and the pool's fillers work from "/": a relative $NSBOX_CONFIG would name
      * another file there. */
     const char *cfg = getenv("NSBOX_CONFIG");

@@ -5,7 +5,7 @@
 #include "cleanup.h"
 #include "idmap.h"
 #include "image.h"
-#include "info.h"
+#include "diagnose.h"
 #include "paths.h"
 #include "seccomp_profile.h"
 #include "workspace.h"

@@ -12,7 +12,6 @@
 #define _GNU_SOURCE
 #include "workspace.h"
 #include "cleanup.h"
-#include "client.h"
 #include "paths.h"
 #include "pool.h"
 #include "spec.h"
@@ -475,12 +474,22 @@ static unsigned reclaim_dead(int cache_fd, uint64_t *held)
     return n;
 }
 
+/* The warm pool's eviction, handed down by it (workspace.h). */
+static nsbox_ws_evict_fn evict_one;
+
+void nsbox_ws_set_evict(nsbox_ws_evict_fn fn)
+{
+    evict_one = fn;
+}
+
 /* Sandboxes waiting in the pool (docs/pool.md) are spare: they give way to a sandbox that is
  * wanted now. Deletes waiting ones until their promises cover deficit, and waits (5 s at most)
  * until their backing files are gone. A sandbox a run has just claimed refuses the delete and
  * is left alone. Returns how many went. */
 static unsigned evict_pooled(int cache_fd, uint64_t deficit)
 {
+    if (!evict_one)
+        return 0;
     char rt[PATH_MAX], pool[PATH_MAX + 8];
     struct nsbox_err e;
     if (nsbox_path_runtime_dir(rt, sizeof rt, &e) < 0)
@@ -500,7 +509,7 @@ static unsigned evict_pooled(int cache_fd, uint64_t deficit)
         uint64_t p = promise_of(cache_fd, id);
         if (!p)
             continue;
-        if (nsbox_client_delete(id, false, &e) == 0) {
+        if (evict_one(id) == 0) {
             memcpy(gone[n++], id, sizeof gone[0]);
             freed += p;
         }

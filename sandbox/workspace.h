@@ -39,6 +39,13 @@ struct nsbox_ws_job {
     pthread_t thread;
     void *stack;
 };
+/* Ask waiting pooled sandbox id to go (the pool's delete, without waiting for the teardown):
+ * 0 when it agreed, -1 when it refused (a run has just claimed it) or cannot be reached. The
+ * warm pool sits in a layer above this one (service/warmpool.c), so it hands its eviction down
+ * with nsbox_ws_set_evict (nsbox_pool_install); without it, pooled sandboxes never give way. */
+typedef int (*nsbox_ws_evict_fn)(const char *id);
+void nsbox_ws_set_evict(nsbox_ws_evict_fn fn);
+
 int nsbox_ws_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk_bytes,
                         bool overcommit, bool evict, const char *tag, struct nsbox_err *e);
 /* chown: whether to give the root to uid:gid (false when only reaping the thread). */

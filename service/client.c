@@ -6,7 +6,7 @@
 #include "paths.h"
 #include "relay.h"
 #include "state.h"
-#include "supervisor.h"
+#include "connect.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -108,7 +108,7 @@ static int recv_reply_within(int sock, const char *id, int seconds, cJSON **repl
 static struct nsbox_err *lost_why(const char *id, struct nsbox_err *e)
 {
     if (e->code == NSBOX_E_DELETED || e->sys_errno == ECONNRESET || e->sys_errno == EPIPE)
-        nsbox_session_lost(id, e->sys_errno, e);
+        nsbox_connect_lost(id, e->sys_errno, e);
     return e;
 }
 
@@ -154,7 +154,7 @@ static int exchange(const char *id, cJSON *req, const int *fds, size_t nfds, int
     unsigned waited_ms = 0;
     *reply = NULL;
     do {
-        *sock = nsbox_session_connect(id, e);
+        *sock = nsbox_connect_ctl(id, e);
         if (*sock < 0)
             return -1;
         /* a connection lost to a deletion (an rm, the ttl) says which */
@@ -583,7 +583,7 @@ int nsbox_cli_exec(int argc, char **argv)
     unsigned waited_ms = 0;
     int r = -1;
     do { /* exchange(), but for the wait, which passes signals on to the command */
-        sock = nsbox_session_connect(id, &e);
+        sock = nsbox_connect_ctl(id, &e);
         if (sock < 0 || send_req(sock, req, fds, detach ? 0 : 3, &e) < 0)
             break;
         /* The command has our descriptors; we wait for its status and pass signals on. */
@@ -1083,7 +1083,7 @@ int nsbox_cli_wait(int argc, char **argv)
     if (pid < 0)
         return pid_usage("wait", argv[i + 1], "which ends only with the sandbox");
     struct nsbox_err e = {0};
-    cleanup_close int sock = nsbox_session_connect(id, &e);
+    cleanup_close int sock = nsbox_connect_ctl(id, &e);
     if (sock < 0)
         return fail(&e);
     cJSON *req = request("wait"), *reply = NULL;

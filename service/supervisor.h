@@ -28,15 +28,5 @@ struct nsbox_id_out {
 int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *pool_key, char *id,
                          const struct nsbox_id_out *out, struct nsbox_err *e);
 
-/* Connect to a sandbox's control socket. A sandbox that is gone gets NSBOX_E_DELETED with the
- * tombstone's reason, one that never existed NSBOX_E_NOTFOUND. */
-int nsbox_session_connect(const char *id, struct nsbox_err *e);
-/* A connection to sandbox id's supervisor ended (err: its errno) without an answer: e says why,
- * and -1. Deleted (NSBOX_E_DELETED): the tombstone's reason, or the supervisor died (it waits
- * up to a second to tell, and gc removes what it left and records that). Otherwise the
- * supervisor lives and hung up (NSBOX_E_SYS). */
-int nsbox_session_lost(const char *id, int err, struct nsbox_err *e);
-/* The run socket of pooled sandbox id (agent.h), connected, its listener checked as above. */
-int nsbox_session_connect_run(const char *id, struct nsbox_err *e);
 
 #endif

@@ -6,12 +6,14 @@
 #include "cleanup_cjson.h"
 #include "image.h"
 #include "client.h"
+#include "connect.h"
 #include "paths.h"
 #include "pool.h"
 #include "sandbox.h"
 #include "state.h"
 #include "supervisor.h"
 #include "util.h"
+#include "workspace.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -260,7 +262,7 @@ static int try_one(const char *id, char *const argv[], char *const env[], const 
                    int *oom_kills, bool *timed_out, struct nsbox_err *e)
 {
     struct nsbox_err ce;
-    cleanup_close int sock = nsbox_session_connect_run(id, &ce);
+    cleanup_close int sock = nsbox_connect_run(id, &ce);
     if (sock < 0) /* gone, not listening, or not ours: a stale entry; else (EMFILE...) skip */
         return ce.code == NSBOX_E_POLICY || ce.sys_errno == ENOENT ||
                        ce.sys_errno == ECONNREFUSED || ce.sys_errno == EPROTOTYPE
@@ -620,6 +622,18 @@ static int each_entry(void (*fn)(const char *id, const char *key, void *arg), vo
     }
     closedir(d);
     return 0;
+}
+
+/* A waiting sandbox gives way to a workspace that is wanted now (sandbox/workspace.c). */
+static int evict(const char *id)
+{
+    struct nsbox_err e;
+    return nsbox_client_delete(id, false, &e);
+}
+
+void nsbox_pool_install(void)
+{
+    nsbox_ws_set_evict(evict);
 }
 
 static void drain_one(const char *id, const char *key, void *arg)

@@ -16,6 +16,11 @@
 
 #define NSBOX_POOL_EMPTY 2
 
+/* Hand the pool's eviction to the workspace layer (nsbox_ws_set_evict): a waiting pooled
+ * sandbox gives way when a sandbox that is wanted now is short of disk (docs/pool.md). Called
+ * once, by main, before any command; the supervisors it forks keep it. */
+void nsbox_pool_install(void);
+
 /* Run argv in a pooled sandbox for s. Returns 1 when it ran there (*exit_status set as by
  * nsbox_run; messages about the command, such as "command not found", printed on stderr;
  * *oom_kills: processes of the sandbox the memory limit killed), 0 when the pool is off or s

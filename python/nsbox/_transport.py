@@ -208,7 +208,7 @@ def listener_gone(rt, sandbox_id):
 
 # A supervisor that dies closes its connections and lets its lock go in the same moment of its
 # exit: a lock still held this long after a hang-up is a supervisor that lives (service/
-# supervisor.c nsbox_session_lost).
+# connect.c nsbox_connect_lost).
 LOST_PAUSE_S, LOST_PAUSES = 0.005, 200
 
 # The supervisor answers ping, hold, inspect, ps, kill, logs and delete at once (a sleeping
@@ -216,7 +216,7 @@ LOST_PAUSE_S, LOST_PAUSES = 0.005, 200
 # client must not hang on it for ever (service/client.c ANSWER_S).
 ANSWER_S = 30
 # ... and takes a connection at once: a stopped one whose listener's queue filled up makes a
-# connect wait for a place, for as long at most (service/supervisor.c CONNECT_WAIT_S).
+# connect wait for a place, for as long at most (service/connect.c CONNECT_WAIT_S).
 CONNECT_PAUSE_S = 0.01
 
 
