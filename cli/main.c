@@ -15,6 +15,7 @@
 #include "pool.h"
 #include "proto.h"
 #include "client.h"
+#include "sessions.h"
 #include "help.h"
 #include "util.h"
 #include "warmpool.h"

@@ -2,6 +2,7 @@
  * child in its cgroup, relay signals, wait, and remove everything. */
 #define _GNU_SOURCE
 #include "cleanup.h"
+#include "signals.h"
 #include "client.h"
 #include "sandbox.h"
 #include "util.h"
@@ -88,7 +89,7 @@ static int parent_wait(pid_t pid, int *report_fd, int sfd, uint64_t timeout_ms,
         if (pf[0].revents & POLLIN) {
             struct signalfd_siginfo si;
             if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo != SIGCHLD)
-                kill(pid, nsbox_run_relay_signal((int)si.ssi_signo, &stops));
+                kill(pid, nsbox_signals_relay((int)si.ssi_signo, &stops));
         }
         int status;
         pid_t p = waitpid(pid, &status, WNOHANG);
@@ -124,8 +125,8 @@ int nsbox_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox
     nsbox_sandbox_init(&sb);
     sigset_t mask, oldmask;
     sigemptyset(&mask);
-    for (size_t i = 0; i < NSBOX_ARRAY_LEN(nsbox_run_relayed); i++)
-        sigaddset(&mask, nsbox_run_relayed[i]);
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(nsbox_signals_relayed); i++)
+        sigaddset(&mask, nsbox_signals_relayed[i]);
     sigaddset(&mask, SIGCHLD);
     if (sigprocmask(SIG_BLOCK, &mask, &oldmask) < 0)
         return nsbox_err_sys(e, "sigprocmask");

@@ -1,5 +1,7 @@
-/* CLI commands for persistent sandboxes (see client.h). */
+/* The commands for persistent sandboxes (see sessions.h): exec, ls, inspect, rm, ps, kill,
+ * logs, wait and cp, which talk to a supervisor through service/client.h and print. */
 #define _GNU_SOURCE
+#include "sessions.h"
 #include "client.h"
 #include "cleanup.h"
 #include "help.h"
@@ -7,6 +9,7 @@
 #include "relay.h"
 #include "state.h"
 #include "connect.h"
+#include "signals.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -44,218 +47,16 @@ static int usage(const char *msg)
     return EXIT_NSBOX;
 }
 
-static cJSON *request(const char *op)
-{
-    cJSON *r = cJSON_CreateObject();
-    cJSON_AddNumberToObject(r, "v", NSBOX_PROTO_VERSION);
-    cJSON_AddStringToObject(r, "op", op);
-    return r;
-}
-
-int nsbox_client_reply_error(const cJSON *reply, struct nsbox_err *e)
-{
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
-        return 0;
-    const cJSON *err = cJSON_GetObjectItemCaseSensitive(reply, "error");
-    const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
-    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(err, "message");
-    return nsbox_err_set(e, nsbox_errcode_from_wire(cJSON_IsString(code) ? code->valuestring : NULL),
-                         0, "%s",
-                         cJSON_IsString(msg) ? msg->valuestring : "the supervisor said no");
-}
-
-static int recv_reply(int sock, cJSON **reply, int *rfd, struct nsbox_err *e)
-{
-    cleanup_free char *buf = NULL;
-    int fds[NSBOX_PROTO_MAX_FDS];
-    ssize_t n = nsbox_proto_recv(sock, &buf, fds, e);
-    for (int i = rfd ? 1 : 0; i < NSBOX_PROTO_MAX_FDS; i++)
-        nsbox_closep(&fds[i]);
-    if (rfd)
-        *rfd = fds[0];
-    if (n == 0)
-        return nsbox_err_set(e, NSBOX_E_DELETED, EPIPE,
-                             "the sandbox's supervisor closed the connection (sandbox deleted?)");
-    if (n < 0)
-        return -1;
-    *reply = cJSON_ParseWithLength(buf, (size_t)n);
-    if (!*reply)
-        return nsbox_err_set(e, NSBOX_E_INVALID, EPROTO, "unreadable reply from the supervisor");
-    return 0;
-}
-
-/* The supervisor answers inspect, ps, kill, logs and delete at once (a sleeping sandbox is
- * thawed in well under a millisecond): a longer silence is a supervisor that is stuck, and a
- * command must not hang on it for ever. */
-#define ANSWER_S 30
-
-static int recv_reply_within(int sock, const char *id, int seconds, cJSON **reply,
-                             struct nsbox_err *e)
-{
-    struct timeval tv = {.tv_sec = seconds};
-    setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    int r = recv_reply(sock, reply, NULL, e);
-    if (r < 0 && (e->sys_errno == EAGAIN || e->sys_errno == EWOULDBLOCK))
-        nsbox_err_set(e, NSBOX_E_TIMEOUT, ETIMEDOUT,
-                      "sandbox %s: its supervisor did not answer within %d s (stuck; the "
-                      "process 'nsbox %s' on the host: kill it, then nsbox gc)",
-                      id, seconds, id);
-    return r;
-}
-
-/* A connection lost during a command: when the sandbox has been deleted meanwhile (its ttl,
- * an rm), say that, rather than "Connection reset by peer". */
-static struct nsbox_err *lost_why(const char *id, struct nsbox_err *e)
-{
-    if (e->code == NSBOX_E_DELETED || e->sys_errno == ECONNRESET || e->sys_errno == EPIPE)
-        nsbox_connect_lost(id, e->sys_errno, e);
-    return e;
-}
-
-/* A sandbox with as much under way as it takes refuses more with "busy" before it starts
- * anything (supervisor.c refuse_if_busy): such a request is sent again, after 5 ms, then up to
- * 50 ms apart (so not in the order they came), for limit_ms at most (BUSY_FOREVER: until it
- * is taken; what waits for a command's end anyway, exec and wait, waits its turn so); then
- * the refusal is the answer. *waited_ms counts. */
-#define BUSY_RETRY_MS 60000u
-#define BUSY_FOREVER UINT_MAX
-static bool again_if_busy(cJSON **reply, int *sock, unsigned *waited_ms, unsigned limit_ms)
-{
-    const cJSON *err = *reply ? cJSON_GetObjectItemCaseSensitive(*reply, "error") : NULL;
-    const cJSON *code = err ? cJSON_GetObjectItemCaseSensitive(err, "code") : NULL;
-    if (!cJSON_IsString(code) || strcmp(code->valuestring, "busy") != 0 || *waited_ms >= limit_ms)
-        return false;
-    unsigned pause = *waited_ms < 5 ? 5 : *waited_ms > 50 ? 50 : *waited_ms;
-    cJSON_Delete(*reply);
-    *reply = NULL;
-    nsbox_closep(sock);
-    usleep(pause * 1000u);
-    if (*waited_ms < BUSY_FOREVER - pause)
-        *waited_ms += pause;
-    return true;
-}
-
-/* Send a request. A supervisor with every connection taken answers "busy" and hangs up
- * without reading: a send that fails for that is no answer, the reply is read as usual (one
- * that is not there is a hang-up, which lost_why explains). */
-static int send_req(int sock, cJSON *req, const int *fds, size_t nfds, struct nsbox_err *e)
-{
-    if (nsbox_proto_send_obj(sock, req, fds, nfds, e) == 0)
-        return 0;
-    return e->sys_errno == EPIPE || e->sys_errno == ECONNRESET ? 0 : -1;
-}
-
-/* One request on a connection of its own, left open in *sock for the caller: connect, send req
- * with fds, read the reply (and the descriptor that comes with it into *rfd, when rfd is given)
- * within seconds (0: no limit). A "busy" refusal is sent again for up to busy_ms. */
-static int exchange(const char *id, cJSON *req, const int *fds, size_t nfds, int seconds,
-                    unsigned busy_ms, int *sock, cJSON **reply, int *rfd, struct nsbox_err *e)
-{
-    unsigned waited_ms = 0;
-    *reply = NULL;
-    do {
-        *sock = nsbox_connect_ctl(id, e);
-        if (*sock < 0)
-            return -1;
-        /* a connection lost to a deletion (an rm, the ttl) says which */
-        if (send_req(*sock, req, fds, nfds, e) < 0 ||
-            (seconds ? recv_reply_within(*sock, id, seconds, reply, e)
-                     : recv_reply(*sock, reply, rfd, e)) < 0) {
-            lost_why(id, e);
-            return -1;
-        }
-    } while (again_if_busy(reply, sock, &waited_ms, busy_ms));
-    return 0;
-}
-
-/* One request on a connection of its own; the reply within seconds. */
-static int call_within(const char *id, cJSON *req, int seconds, cJSON **reply, struct nsbox_err *e)
-{
-    cleanup_close int sock = -1;
-    return exchange(id, req, NULL, 0, seconds, (unsigned)seconds * 1000u, &sock, reply, NULL, e);
-}
-
-/* One request and its reply (within ANSWER_S) on a connection of its own; an error reply
- * becomes e. */
-static int simple_call(const char *id, cJSON *req, cJSON **reply, struct nsbox_err *e)
-{
-    int r = call_within(id, req, ANSWER_S, reply, e);
-    cJSON_Delete(req);
-    if (r < 0)
-        return -1;
-    if (nsbox_client_reply_error(*reply, e) < 0) {
-        cJSON_Delete(*reply);
-        *reply = NULL;
-        return -1;
-    }
-    return 0;
-}
-
-/* The supervisor replies to a delete before it tears the sandbox down, and closes its
- * connections only when it exits, after the teardown: with wait, return only then (at most
- * 4 s; a teardown that takes longer is finished by the supervisor, or by gc if it dies). */
-int nsbox_client_delete(const char *id, bool wait, struct nsbox_err *e)
-{
-    cleanup_close int sock = -1;
-    cJSON *req = request("delete"), *reply = NULL;
-    int r = exchange(id, req, NULL, 0, ANSWER_S, BUSY_RETRY_MS, &sock, &reply, NULL, e);
-    if (r == 0)
-        r = nsbox_client_reply_error(reply, e);
-    cJSON_Delete(req);
-    cJSON_Delete(reply);
-    char buf[256];
-    struct pollfd pf = {sock, POLLIN, 0};
-    while (r == 0 && wait && poll(&pf, 1, 4000) == 1 && read(sock, buf, sizeof buf) > 0)
-        ; /* nothing more is sent; EOF (or an error) is the supervisor's exit */
-    return r;
-}
-
-int nsbox_client_call(const char *id, cJSON *req, const int *fds, size_t nfds, cJSON **reply,
-                      int *rfd, struct nsbox_err *e)
-{
-    *reply = NULL;
-    if (rfd)
-        *rfd = -1;
-    cleanup_close int sock = -1;
-    /* a file operation under way when the sandbox is deleted (its ttl, an rm) says so */
-    if (exchange(id, req, fds, nfds, 0, BUSY_RETRY_MS, &sock, reply, rfd, e) < 0)
-        return -1;
-    /* A write with confirm: its stream ended, and we are still here, so that was its end (a
-     * Ctrl-C that killed the producer killed us too, and nothing is kept). */
-    if (cJSON_GetObjectItemCaseSensitive(*reply, "end_of_content")) {
-        cJSON_Delete(*reply);
-        *reply = NULL;
-        cJSON *commit = request("commit");
-        int r = nsbox_proto_send_obj(sock, commit, NULL, 0, e);
-        cJSON_Delete(commit);
-        if (r < 0 || recv_reply(sock, reply, rfd, e) < 0) {
-            lost_why(id, e);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 /* ---- exec ------------------------------------------------------------------------------------ */
 
 /* Pass a signal we got on to the command of this connection's exec (no reply comes). */
 static void send_signal(int sock, int signo)
 {
     struct nsbox_err e;
-    cJSON *req = request("signal");
+    cJSON *req = nsbox_client_request("signal");
     cJSON_AddNumberToObject(req, "signal", signo);
     nsbox_proto_send_obj(sock, req, NULL, 0, &e);
     cJSON_Delete(req);
-}
-
-const int nsbox_run_relayed[8] = {SIGINT,  SIGTERM, SIGHUP,   SIGQUIT,
-                                  SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
-
-int nsbox_run_relay_signal(int sig, int *stops)
-{
-    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT)
-        ++*stops;
-    return *stops >= 2 ? SIGKILL : sig;
 }
 
 /* After an exec request with the command's descriptors: pass signals on to the command until a
@@ -273,9 +74,9 @@ static int supervisor_answers(const char *id, int sock, const char *why, struct 
     if (poll(&pf, 1, 0) == 1 && pf.revents)
         return 0; /* the reply (or the hang-up) is there already */
     /* any reply says it runs, "busy" (every connection taken) too: sent once, never again */
-    cJSON *req = request("ping"), *reply = NULL;
+    cJSON *req = nsbox_client_request("ping"), *reply = NULL;
     cleanup_close int ping = -1;
-    int r = exchange(id, req, NULL, 0, ALIVE_S, 0, &ping, &reply, NULL, e);
+    int r = nsbox_client_exchange(id, req, NULL, 0, ALIVE_S, 0, &ping, &reply, NULL, e);
     cJSON_Delete(req);
     cJSON_Delete(reply);
     if (r < 0 && e->code == NSBOX_E_TIMEOUT)
@@ -293,7 +94,7 @@ static int client_wait(const char *id, int sock, uint64_t timeout_ms, cJSON **re
     sigset_t mask, old;
     sigemptyset(&mask);
     for (size_t k = 0; k < 6; k++)
-        sigaddset(&mask, nsbox_run_relayed[k]);
+        sigaddset(&mask, nsbox_signals_relayed[k]);
     sigprocmask(SIG_BLOCK, &mask, &old);
     cleanup_close int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
     int stops = 0;
@@ -320,7 +121,7 @@ static int client_wait(const char *id, int sock, uint64_t timeout_ms, cJSON **re
             struct signalfd_siginfo si;
             if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
                 int before = stops;
-                send_signal(sock, nsbox_run_relay_signal((int)si.ssi_signo, &stops));
+                send_signal(sock, nsbox_signals_relay((int)si.ssi_signo, &stops));
                 if (stops > before &&
                     supervisor_answers(id, sock, "the command was signalled", e) < 0) {
                     sigprocmask(SIG_SETMASK, &old, NULL);
@@ -332,7 +133,7 @@ static int client_wait(const char *id, int sock, uint64_t timeout_ms, cJSON **re
             break;
     }
     sigprocmask(SIG_SETMASK, &old, NULL);
-    return recv_reply(sock, reply, NULL, e);
+    return nsbox_client_recv(sock, reply, NULL, e);
 }
 
 /* exec -t: a pseudo-terminal of ours becomes the command's controlling terminal; our own
@@ -405,7 +206,7 @@ static int exec_with_tty(const char *id, cJSON *req)
     cleanup_close int sock = -1;
     cJSON *first = NULL;
     cleanup_close int master = -1;
-    if (exchange(id, req, NULL, 0, 0, BUSY_FOREVER, &sock, &first, &master, &e) < 0)
+    if (nsbox_client_exchange(id, req, NULL, 0, 0, NSBOX_CLIENT_BUSY_FOREVER, &sock, &first, &master, &e) < 0)
         return fail(&e);
     if (master < 0) /* it did not start: this is the final reply */
         return exec_result(first);
@@ -461,7 +262,7 @@ static int exec_with_tty(const char *id, cJSON *req)
     restore_tty();
     sigprocmask(SIG_SETMASK, &old, NULL);
     cJSON *reply = NULL;
-    if (recv_reply(sock, &reply, NULL, &e) < 0)
+    if (nsbox_client_recv(sock, &reply, NULL, &e) < 0)
         return fail(&e);
     return exec_result(reply);
 }
@@ -547,7 +348,7 @@ int nsbox_cli_exec(int argc, char **argv)
         cJSON_Delete(env);
         return usage("exec needs a command: nsbox exec ID -- CMD [ARG...]");
     }
-    cJSON *req = request(detach ? "start" : "exec");
+    cJSON *req = nsbox_client_request(detach ? "start" : "exec");
     cJSON *av = cJSON_AddArrayToObject(req, "argv");
     for (; i < argc; i++)
         cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
@@ -582,16 +383,16 @@ int nsbox_cli_exec(int argc, char **argv)
     cJSON *reply = NULL;
     unsigned waited_ms = 0;
     int r = -1;
-    do { /* exchange(), but for the wait, which passes signals on to the command */
+    do { /* nsbox_client_exchange(), but for the wait, which passes signals on to the command */
         sock = nsbox_connect_ctl(id, &e);
-        if (sock < 0 || send_req(sock, req, fds, detach ? 0 : 3, &e) < 0)
+        if (sock < 0 || nsbox_client_send(sock, req, fds, detach ? 0 : 3, &e) < 0)
             break;
         /* The command has our descriptors; we wait for its status and pass signals on. */
-        r = detach ? recv_reply(sock, &reply, NULL, &e)
+        r = detach ? nsbox_client_recv(sock, &reply, NULL, &e)
                    : client_wait(id, sock, timeout_ms, &reply, &e);
         if (r < 0)
-            lost_why(id, &e);
-    } while (r == 0 && again_if_busy(&reply, &sock, &waited_ms, BUSY_FOREVER));
+            nsbox_client_lost(id, &e);
+    } while (r == 0 && nsbox_client_again_if_busy(&reply, &sock, &waited_ms, NSBOX_CLIENT_BUSY_FOREVER));
     cJSON_Delete(req);
     /* The command has ended: what it wrote is copied before anything of ours is said. */
     if (!detach)
@@ -608,10 +409,10 @@ int nsbox_cli_exec(int argc, char **argv)
     if (timeout_ms && !bounded) {
         /* A supervisor of an older nsbox ignores start's timeout_ms: do not leave a process
          * running without the bound it was asked for. */
-        cJSON *kreq = request("kill");
+        cJSON *kreq = nsbox_client_request("kill");
         cJSON_AddNumberToObject(kreq, "pid", p);
         cJSON_AddNumberToObject(kreq, "signal", SIGKILL);
-        if (simple_call(id, kreq, &reply, &e) == 0)
+        if (nsbox_client_simple_call(id, kreq, &reply, &e) == 0)
             cJSON_Delete(reply);
         nsbox_err_set(&e, NSBOX_E_INVALID, EOPNOTSUPP,
                       "this sandbox's supervisor (an older nsbox) cannot bound a background "
@@ -639,7 +440,7 @@ int nsbox_cli_inspect(int argc, char **argv)
         return usage("inspect needs one sandbox id");
     struct nsbox_err e = {0};
     cJSON *reply;
-    if (simple_call(argv[1], request("inspect"), &reply, &e) < 0)
+    if (nsbox_client_simple_call(argv[1], nsbox_client_request("inspect"), &reply, &e) < 0)
         return fail(&e);
     char *s = cJSON_Print(unwrapped(reply));
     printf("%s\n", s ? s : "{}");
@@ -670,8 +471,8 @@ int nsbox_cli_ls(int argc, char **argv)
         if (stat(ctl, &st) < 0)
             continue; /* a one-shot sandbox, or one still starting */
         /* One stuck supervisor must not hide the others: after 10 s it is listed as such. */
-        cJSON *reply, *req = request("inspect");
-        int r = call_within(de->d_name, req, 10, &reply, &e);
+        cJSON *reply, *req = nsbox_client_request("inspect");
+        int r = nsbox_client_call_within(de->d_name, req, 10, &reply, &e);
         cJSON_Delete(req);
         if (r == 0 && nsbox_client_reply_error(reply, &e) == 0) {
             cJSON_AddItemToArray(all, unwrapped(reply));
@@ -773,7 +574,7 @@ int nsbox_cli_ps(int argc, char **argv)
         return usage("ps needs one sandbox id");
     struct nsbox_err e = {0};
     cJSON *reply;
-    if (simple_call(argv[1], request("ps"), &reply, &e) < 0)
+    if (nsbox_client_simple_call(argv[1], nsbox_client_request("ps"), &reply, &e) < 0)
         return fail(&e);
     printf("%-8s  %-8s  %s\n", "PID", "STATUS", "COMMAND");
     const cJSON *it;
@@ -849,10 +650,10 @@ int nsbox_cli_kill(int argc, char **argv)
     if (sig < 0)
         return usage("kill: not a signal (a number 1-64, or a name: TERM, SIGKILL, ...)");
     struct nsbox_err e = {0};
-    cJSON *req = request("kill"), *reply;
+    cJSON *req = nsbox_client_request("kill"), *reply;
     cJSON_AddNumberToObject(req, "pid", (double)pid);
     cJSON_AddNumberToObject(req, "signal", sig);
-    if (simple_call(argv[1], req, &reply, &e) < 0)
+    if (nsbox_client_simple_call(argv[1], req, &reply, &e) < 0)
         return fail(&e);
     cJSON_Delete(reply);
     return 0;
@@ -943,13 +744,13 @@ static int follow_logs(const char *id, long pid)
     bool asleep = false;
     for (;;) {
         struct nsbox_err e = {0};
-        cJSON *req = request("logs"), *reply;
+        cJSON *req = nsbox_client_request("logs"), *reply;
         cJSON_AddNumberToObject(req, "pid", (double)pid);
         if (out_end >= 0) {
             cJSON_AddNumberToObject(req, "stdout_from", out_end);
             cJSON_AddNumberToObject(req, "stderr_from", err_end);
         }
-        if (simple_call(id, req, &reply, &e) < 0)
+        if (nsbox_client_simple_call(id, req, &reply, &e) < 0)
             return fail(&e);
         double o0 = out_end, e0 = err_end;
         if (!reply_number(reply, "stdout_end", &out_end) ||
@@ -1014,9 +815,9 @@ int nsbox_cli_logs(int argc, char **argv)
     if (follow)
         return follow_logs(args[0], pid);
     struct nsbox_err e = {0};
-    cJSON *req = request("logs"), *reply;
+    cJSON *req = nsbox_client_request("logs"), *reply;
     cJSON_AddNumberToObject(req, "pid", (double)pid);
-    if (simple_call(args[0], req, &reply, &e) < 0)
+    if (nsbox_client_simple_call(args[0], req, &reply, &e) < 0)
         return fail(&e);
     int r = print_logs(reply, pid, false);
     cJSON_Delete(reply);
@@ -1037,7 +838,7 @@ static int wait_by_polling(const char *id, long pid, int64_t deadline, const cha
     for (;;) {
         struct nsbox_err e = {0};
         cJSON *reply;
-        if (simple_call(id, request("ps"), &reply, &e) < 0)
+        if (nsbox_client_simple_call(id, nsbox_client_request("ps"), &reply, &e) < 0)
             return fail(&e);
         const cJSON *it, *found = NULL;
         cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(reply, "processes"))
@@ -1086,9 +887,9 @@ int nsbox_cli_wait(int argc, char **argv)
     cleanup_close int sock = nsbox_connect_ctl(id, &e);
     if (sock < 0)
         return fail(&e);
-    cJSON *req = request("wait"), *reply = NULL;
+    cJSON *req = nsbox_client_request("wait"), *reply = NULL;
     cJSON_AddNumberToObject(req, "pid", (double)pid);
-    int r = send_req(sock, req, NULL, 0, &e);
+    int r = nsbox_client_send(sock, req, NULL, 0, &e);
     cJSON_Delete(req);
     if (r < 0)
         return fail(&e);
@@ -1108,13 +909,13 @@ int nsbox_cli_wait(int argc, char **argv)
             return fail(&e);
         }
     }
-    if (recv_reply(sock, &reply, NULL, &e) < 0 || nsbox_client_reply_error(reply, &e) < 0) {
+    if (nsbox_client_recv(sock, &reply, NULL, &e) < 0 || nsbox_client_reply_error(reply, &e) < 0) {
         cJSON_Delete(reply);
         /* an older supervisor, or one with as many waits as it takes: ps, which it answers */
         if ((e.code == NSBOX_E_INVALID && strstr(e.msg, "unknown op")) || e.code == NSBOX_E_BUSY)
             return wait_by_polling(id, pid, deadline, timeout_ms < 0 ? NULL : argv[2]);
         /* the sandbox deleted during the wait (its ttl, an rm) says why, as exec does */
-        return fail(lost_why(id, &e));
+        return fail(nsbox_client_lost(id, &e));
     }
     /* its exit code, and why when nsbox ended it (its --timeout, the OOM killer), as exec
      * says: a 124 or 137 of the process's own has no such line */
@@ -1272,7 +1073,7 @@ static bool remote_is_dir(const char *id, const char *path)
     if (n == 0 || path[n - 1] == '/' || !strcmp(path, ".") || !strcmp(path, "/workspace"))
         return true;
     struct nsbox_err e = {0};
-    cJSON *req = request("stat"), *reply = NULL;
+    cJSON *req = nsbox_client_request("stat"), *reply = NULL;
     cJSON_AddStringToObject(req, "path", path);
     int r = nsbox_client_call(id, req, NULL, 0, &reply, NULL, &e);
     cJSON_Delete(req);
@@ -1390,7 +1191,7 @@ int nsbox_cli_cp(int argc, char **argv)
         return usage("cp copies between the host and a sandbox: exactly one side is ID:/path");
     }
     if (sr) {
-        cJSON *req = request("read"), *reply = NULL;
+        cJSON *req = nsbox_client_request("read"), *reply = NULL;
         cJSON_AddStringToObject(req, "path", spath);
         int rfd = -1;
         int r = nsbox_client_call(sid, req, NULL, 0, &reply, &rfd, &e);
@@ -1480,7 +1281,7 @@ int nsbox_cli_cp(int argc, char **argv)
         snprintf(dest + n, sizeof dest - n, "%s%s", n && dest[n - 1] == '/' ? "" : "/",
                  base_name(argv[1]));
     }
-    cJSON *req = request("write"), *reply = NULL;
+    cJSON *req = nsbox_client_request("write"), *reply = NULL;
     cJSON_AddStringToObject(req, "path", dest);
     if (parents)
         cJSON_AddTrueToObject(req, "mkdir"); /* -p: the missing directories too, as mkdir -p */

@@ -3,6 +3,7 @@
 #include "warmpool.h"
 #include "agent.h"
 #include "cleanup.h"
+#include "signals.h"
 #include "cleanup_cjson.h"
 #include "image.h"
 #include "client.h"
@@ -230,7 +231,7 @@ static int wait_status(int sock, int pid, int sfd, uint64_t timeout_ms, const ch
         if (pf[1].revents & POLLIN) {
             struct signalfd_siginfo si;
             if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
-                nsbox_agent_kill(sock, pid, nsbox_run_relay_signal((int)si.ssi_signo, &stops),
+                nsbox_agent_kill(sock, pid, nsbox_signals_relay((int)si.ssi_signo, &stops),
                                  &ke);
         }
         if (!(pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -323,8 +324,8 @@ int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct 
     /* Signals wait in the mask until a sandbox has the command, then go to it. */
     sigset_t mask, old;
     sigemptyset(&mask);
-    for (size_t i = 0; i < NSBOX_ARRAY_LEN(nsbox_run_relayed); i++)
-        sigaddset(&mask, nsbox_run_relayed[i]);
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(nsbox_signals_relayed); i++)
+        sigaddset(&mask, nsbox_signals_relayed[i]);
     sigprocmask(SIG_BLOCK, &mask, &old);
     cleanup_close int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
     int ret = sfd < 0 ? nsbox_err_sys(e, "signalfd") : 0;
