@@ -6,6 +6,7 @@
 #include "info.h"
 #include "nsbox.h"
 #include "spec.h"
+#include "gc.h"
 #include "state.h"
 #include "supervisor.h"
 #include "launch.h"

@@ -7,6 +7,7 @@
 #include "help.h"
 #include "paths.h"
 #include "relay.h"
+#include "gc.h"
 #include "state.h"
 #include "connect.h"
 #include "signals.h"

@@ -116,17 +116,10 @@ int nsbox_state_ws_file_remove_unused(int dirfd, const char *rel);
  * /proc, whose bind would show the sandbox the host), or NULL when it may. */
 const char *nsbox_workspace_forbidden(const char *dir);
 
-/* Remove leftovers of sandboxes whose owner died. Returns the number removed. */
-int nsbox_gc(bool verbose, struct nsbox_err *e);
-/* The same, unless one began in this runtime directory less than NSBOX_GC_INTERVAL_MS ago
- * (its stamp: <runtime>/NSBOX_GC_STAMP): 0 then. The implicit gc of create. */
-#define NSBOX_GC_STAMP "gc.stamp"
-#define NSBOX_GC_INTERVAL_MS 1000
-int nsbox_gc_implicit(struct nsbox_err *e);
-/* The same for one sandbox id only (its lock free: removed, 1; alive or absent: 0). */
-int nsbox_gc_id(const char *id, struct nsbox_err *e);
 /* Whether sandbox id has no state directory in the runtime directory rt (ENOENT; anything
  * else, such as a refused look, is not "gone"). */
 bool nsbox_state_dir_gone(const char *rt, const char *id);
+/* The directory of the uid slots' lock files (<runtime>/uids, or one for all of root's). */
+int nsbox_state_uid_slot_dir(char *out, size_t n, struct nsbox_err *e);
 
 #endif

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "connect.h"
 #include "paths.h"
+#include "gc.h"
 #include "state.h"
 
 #include <errno.h>

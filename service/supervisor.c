@@ -10,7 +10,6 @@
 #include "proto.h"
 #include "sandbox.h"
 #include "util.h"
-#include "warmpool.h"
 #include "workspace.h"
 
 #include <errno.h>
@@ -76,6 +75,14 @@
 static int64_t wall_s(void)
 {
     return (int64_t)time(NULL);
+}
+
+/* The warm pool's refill, handed down by it (supervisor.h). */
+static nsbox_session_refill_fn refill;
+
+void nsbox_session_set_refill(nsbox_session_refill_fn fn)
+{
+    refill = fn;
 }
 
 /* ---- state ---------------------------------------------------------------------------------- */
@@ -1795,8 +1802,8 @@ fail:;
         snprintf(line, sizeof line, "ERR %d %s\n", e.code, e.msg);
         report_ready(S.ready_fd, line);
     }
-    if (S.claimed)
-        nsbox_pool_refill_exec(spec); /* returns only if it could not */
+    if (S.claimed && refill)
+        refill(spec); /* returns only if it could not */
     _exit(ok < 0 ? 125 : 0);
 }
 

@@ -11,6 +11,7 @@
 #include "paths.h"
 #include "pool.h"
 #include "sandbox.h"
+#include "gc.h"
 #include "state.h"
 #include "supervisor.h"
 #include "util.h"
@@ -635,6 +636,7 @@ static int evict(const char *id)
 void nsbox_pool_install(void)
 {
     nsbox_ws_set_evict(evict);
+    nsbox_session_set_refill(nsbox_pool_refill_exec);
 }
 
 static void drain_one(const char *id, const char *key, void *arg)

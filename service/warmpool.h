@@ -17,8 +17,10 @@
 #define NSBOX_POOL_EMPTY 2
 
 /* Hand the pool's eviction to the workspace layer (nsbox_ws_set_evict): a waiting pooled
- * sandbox gives way when a sandbox that is wanted now is short of disk (docs/pool.md). Called
- * once, by main, before any command; the supervisors it forks keep it. */
+ * sandbox gives way when a sandbox that is wanted now is short of disk (docs/pool.md); and its
+ * refill to the supervisors (nsbox_session_set_refill): one whose pooled sandbox was used
+ * becomes `nsbox pool fill`. Called once, by main, before any command; the supervisors it
+ * forks keep both. */
 void nsbox_pool_install(void);
 
 /* Run argv in a pooled sandbox for s. Returns 1 when it ran there (*exit_status set as by

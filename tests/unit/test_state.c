@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "gc.h"
 #include "state.h"
 #include "idmap.h"
 
