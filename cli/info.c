@@ -455,8 +455,8 @@ static void check_workspace_disk(struct nsbox_check *c)
 /* Every section of the config file, each as the command that uses it reads it (a typo in
  * "workspace" or "pool" stopped every run while info said OK, and one in "network" only
  * showed with --network all), and the directories' environment overrides. Required: a
- * command that makes a sandbox refuses a broken file (before session 16, the report said "OK"
- * and "ok": true beside an exit code of 1). */
+ * command that makes a sandbox refuses a broken file, so info must not say "OK" and "ok": true
+ * for it beside an exit code of 1. */
 static void check_config(struct nsbox_check *c)
 {
     struct nsbox_err e = {0};

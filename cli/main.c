@@ -1,7 +1,8 @@
 /* nsbox command line. The only place that prints errors and chooses exit codes
- * (DESIGN.md 1.4): the command's own, 124 timed out, 125 nsbox failed, 126, 127, 128+N. */
+ * (docs/architecture.md): the command's own, 124 timed out, 125 nsbox failed, 126, 127, 128+N. */
 #define _GNU_SOURCE
 #include "cleanup.h"
+#include "cmdline.h"
 #include "image.h"
 #include "info.h"
 #include "nsbox.h"

@@ -1,6 +1,6 @@
 /* nsbox public API: one error type, specs, one-shot runs.
  *
- * Conventions (DESIGN.md section 3): every function that can fail returns < 0 and fills a
+ * Conventions (docs/architecture.md): every function that can fail returns < 0 and fills a
  * struct nsbox_err; callers add context with nsbox_err_wrap() on the way up and only main()
  * prints. Nothing below main() calls exit().
  */
@@ -69,7 +69,7 @@ struct nsbox_spec *nsbox_spec_new(void);
 void nsbox_spec_destroy(struct nsbox_spec *s);
 /* Overlay a JSON object on the spec (unknown keys, wrong types, out-of-range values fail). */
 int nsbox_spec_load_json(struct nsbox_spec *s, const char *json, size_t len, struct nsbox_err *e);
-/* Set one option by its DESIGN.md name, value as text (what CLI flags do). */
+/* Set one option by its name in docs/spec.md, value as text (what CLI flags do). */
 int nsbox_spec_set_option(struct nsbox_spec *s, const char *key, const char *value,
                           struct nsbox_err *e);
 /* Cross-field rules (region vs network, instance type resolution). */
@@ -85,7 +85,7 @@ struct nsbox_run_opts {
 };
 
 /* Create a sandbox from a checked spec, run argv inside, delete it. Returns 0 and sets
- * *exit_status to the DESIGN.md exit code (the command's own, 124, 128+N) when the command ran;
+ * *exit_status to nsbox's exit code (the command's own, 124, 128+N) when the command ran;
  * when it could not be executed returns -1 with code NSBOX_E_EXEC and *exit_status 126 or 127;
  * any other failure returns -1 (exit code 125 for the CLI). Everything the sandbox made on the
  * host is removed before this returns. */

@@ -1,4 +1,4 @@
-/* Where nsbox keeps things (DESIGN.md 2, "State"). root: /run/nsbox, /var/lib/nsbox,
+/* Where nsbox keeps things (docs/architecture.md, "State"). root: /run/nsbox, /var/lib/nsbox,
  * /root/.cache/nsbox; a user: $XDG_RUNTIME_DIR/nsbox (or /tmp/nsbox-<uid>), ~/.local/share/nsbox,
  * ~/.cache/nsbox. NSBOX_STATE_DIR, NSBOX_DATA_DIR and NSBOX_CACHE_DIR override (tests). */
 #ifndef NSBOX_PATHS_H

@@ -104,4 +104,12 @@ bool nsbox_pid_alive(int pid);
  * and a lock taken on a file unlinked between open and flock guards nothing. */
 bool nsbox_fd_is_at_path(int fd, const char *path);
 
+/* Descriptors given to a sandbox command as 0, 1, 2 must not be directories or O_PATH
+ * descriptors: /proc/self/fd/N would lead through them out of the root. */
+int nsbox_check_stdio(const int fds[3], struct nsbox_err *e);
+
+/* Set "K=V" in env[0..n) (replacing K's entry, or appended: env needs room for one more);
+ * returns the new count. */
+size_t nsbox_env_put(char **env, size_t n, char *kv);
+
 #endif

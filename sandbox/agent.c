@@ -4,7 +4,6 @@
 #include "cgroup_util.h"
 #include "cleanup.h"
 #include "safepath.h"
-#include "sandbox.h"
 #include "util.h"
 
 #include <dirent.h>

@@ -7,6 +7,7 @@
 #include "cleanup.h"
 #include "agent.h"
 #include "idmap.h"
+#include "cmdline.h"
 #include "launch.h"
 #include "safepath.h"
 #include "util.h"
@@ -283,24 +284,6 @@ __attribute__((noreturn)) static void init_reap(pid_t workload)
         if (sig > 0 && sig != SIGCHLD && kill(-workload, sig) < 0)
             kill(workload, sig); /* not yet a group leader: it is still before setsid */
     }
-}
-
-static char *cmdline_start, *cmdline_end;
-
-void nsbox_cmdline_region(char *start, char *end)
-{
-    cmdline_start = start;
-    cmdline_end = end;
-}
-
-void nsbox_cmdline_set(const char *text)
-{
-    if (!cmdline_start || cmdline_end <= cmdline_start)
-        return;
-    size_t n = (size_t)(cmdline_end - cmdline_start);
-    memset(cmdline_start, 0, n);
-    size_t l = strlen(text);
-    memcpy(cmdline_start, text, l < n ? l : n - 1);
 }
 
 /* Init's /proc/1/cmdline is world-readable in the sandbox: replace nsbox's host command line

@@ -45,12 +45,6 @@ struct nsbox_launch {
     int ws_fd;                /* EXT4 workspace: its detached mount (the child takes its copy) */
 };
 
-/* The memory holding nsbox's own command line (main's argv): the sandbox's init wipes it, since
- * /proc/1/cmdline is readable inside the sandbox and would show the host's paths and options. */
-void nsbox_cmdline_region(char *start, char *end);
-/* Replace the process's command line (what ps shows) with text, cut to the space there is. */
-void nsbox_cmdline_set(const char *text);
-
 /* Child side (contain.c): never returns. */
 __attribute__((noreturn)) void nsbox_child_main(struct nsbox_launch *L);
 

@@ -1,4 +1,4 @@
-/* Network policy of a sandbox (DESIGN.md 1.1, issue "Network policy"): none, all, allow(hosts),
+/* Network policy of a sandbox (docs/network.md): none, all, allow(hosts),
  * plus egress CIDRs. The plan (addresses, routes, ruleset) is computed by policy/netplan; this
  * module applies it with libnl-route-3 (netlink) and libnftables (one transaction), never by
  * running `ip` or `nft`.

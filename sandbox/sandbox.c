@@ -72,15 +72,6 @@ char **nsbox_sandbox_env(const struct nsbox_spec *s, struct nsbox_err *e)
     return env;
 }
 
-size_t nsbox_env_put(char **env, size_t n, char *kv)
-{
-    size_t klen = strcspn(kv, "=") + 1, j = 0;
-    while (j < n && strncmp(env[j], kv, klen) != 0)
-        j++;
-    env[j] = kv;
-    return j == n ? n + 1 : n;
-}
-
 static int write_proc_file(pid_t pid, const char *name, const char *text, struct nsbox_err *e)
 {
     char path[64];
@@ -353,20 +344,4 @@ int nsbox_sandbox_destroy(struct nsbox_sandbox *c, struct nsbox_err *e)
     nsbox_closep(&c->L.report_wr);
     nsbox_closep(&c->L.agent_fd);
     return ret;
-}
-
-int nsbox_check_stdio(const int fds[3], struct nsbox_err *e)
-{
-    static const char *const names[] = {"stdin", "stdout", "stderr"};
-    for (int i = 0; i < 3; i++) {
-        struct stat st;
-        if (fds[i] < 0 || fstat(fds[i], &st) < 0)
-            continue; /* a closed descriptor stays closed */
-        int fl = fcntl(fds[i], F_GETFL);
-        if (S_ISDIR(st.st_mode) || (fl >= 0 && (fl & O_PATH)))
-            return nsbox_err_set(e, NSBOX_E_INVALID, EISDIR,
-                                 "%s is a directory or a path descriptor: refusing to hand it to "
-                                 "the sandbox (it would lead out of the root)", names[i]);
-    }
-    return 0;
 }

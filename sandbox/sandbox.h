@@ -45,14 +45,6 @@ int nsbox_sandbox_destroy(struct nsbox_sandbox *sb, struct nsbox_err *e);
 /* Give the mount plan's memory back (the child has its own copy once started). */
 void nsbox_sandbox_free_plan(struct nsbox_sandbox *sb);
 
-/* Descriptors given to a sandbox command as 0, 1, 2 must not be directories or O_PATH
- * descriptors: /proc/self/fd/N would lead through them out of the root. */
-int nsbox_check_stdio(const int fds[3], struct nsbox_err *e);
-
-/* Set "K=V" in env[0..n) (replacing K's entry, or appended: env needs room for one more);
- * returns the new count. */
-size_t nsbox_env_put(char **env, size_t n, char *kv);
-
 /* The environment every sandbox command starts from, plus spec env (malloc'd array). */
 char **nsbox_sandbox_env(const struct nsbox_spec *s, struct nsbox_err *e);
 

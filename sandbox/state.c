@@ -154,7 +154,7 @@ static int make_workspace(struct nsbox_state *st, const char *workspace_arg,
 }
 
 /* Take the lock of the state directory dir (its own inode: flock on the directory). A state
- * directory made by an nsbox before session 10 has a "lock" file inside, which is its lock, so
+ * directory made by an older nsbox (one that locked a file) has a "lock" file inside, which is its lock, so
  * that sandboxes still running across an upgrade are not taken for leftovers. Ours has a
  * symlink by that name instead (NSBOX_STATE_LOCK_MARK). Results: state.h. */
 int nsbox_state_lock(const char *dir)
@@ -227,7 +227,7 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
         nsbox_err_sys(e, "cannot lock %s", tmp);
         goto remove_tmp;
     }
-    /* For an older nsbox (before session 10) on the same runtime directory, such as a pool
+    /* For an older nsbox (one that locks a "lock" file) on the same runtime directory, such as a pool
      * filler started before an upgrade: its gc takes a directory without a "lock" file for an
      * interrupted removal, and would kill a live sandbox. A symlink by that name it cannot
      * open, and so leaves the sandbox alone. */

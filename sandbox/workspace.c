@@ -373,7 +373,7 @@ static uint64_t promise_of(int cache_fd, const char *id)
     char rel[NAME_MAX + 32];
     uint64_t p;
     nsbox_state_ws_name(id, rel);
-    if (!promise_at(cache_fd, rel, &p)) { /* an older nsbox's sandbox (before session 10) */
+    if (!promise_at(cache_fd, rel, &p)) { /* an older nsbox's sandbox (<id>/workspace.ext4) */
         snprintf(rel, sizeof rel, "%s/workspace.ext4", id);
         promise_at(cache_fd, rel, &p);
     }

@@ -4,6 +4,7 @@
 #include "files_impl.h"
 #include "agent.h"
 #include "cleanup.h"
+#include "cmdline.h"
 #include "files.h"
 #include "paths.h"
 #include "pool.h"
