@@ -571,7 +571,7 @@ def run_cgattach(binary, tag, iters, gap_ms, log):
     have = own_v1_controllers()
     if not have:
         return {"skipped": "no cgroup v1 hierarchy in /proc/self/cgroup"}
-    # The hierarchies nsbox uses on v1 (see runtime/cgroup.c), as far as mounted here.
+    # The hierarchies nsbox uses on v1 (see sandbox/cgroup.c), as far as mounted here.
     nsbox_set = [c for c in ("memory", "cpu", "cpuacct", "pids", "freezer") if c in have]
     sets = [("pids", ["pids"] if "pids" in have else nsbox_set[:1]), ("nsbox-set", nsbox_set)]
     out = {"iters": iters, "runs": []}

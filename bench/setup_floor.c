@@ -6,7 +6,7 @@
  *
  *     cc -O2 -o setup_floor bench/setup_floor.c && sudo ./setup_floor [SECONDS] [OPTIONS]
  *
- * One iteration, mirroring runtime/sandbox.c, contain.c, rootfs/mounts.c, cgroup.c and
+ * One iteration, mirroring sandbox/sandbox.c, contain.c, rootfs/mounts.c, cgroup.c and
  * workspace.c (a persistent sandbox, instance type medium, network none, the host image):
  *   parent  [cgroup] mkdir one cgroup per v1 hierarchy (memory, cpu, pids, cpuacct, freezer)
  *                    and write memory, memsw, cfs period/quota and pids limits

@@ -1,6 +1,6 @@
 /* nsbox public API: one error type, specs, one-shot runs.
  *
- * Conventions: every function that can fail returns < 0 and fills a
+ * Conventions (docs/architecture.md): every function that can fail returns < 0 and fills a
  * struct nsbox_err; callers add context with nsbox_err_wrap() on the way up and only main()
  * prints. Nothing below main() calls exit().
  */

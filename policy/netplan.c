@@ -1,4 +1,4 @@
-/* The network plan: pure computations behind runtime/net.c (see netplan.h, docs/network.md). */
+/* The network plan: pure computations behind sandbox/net.c (see netplan.h, docs/network.md). */
 #define _GNU_SOURCE
 #include "netplan.h"
 #include "cleanup.h"

@@ -1,4 +1,4 @@
-/* The network plan of a sandbox: what runtime/net.c applies for network none/all/allow and
+/* The network plan of a sandbox: what sandbox/net.c applies for network none/all/allow and
  * egress CIDRs (docs/network.md). Pure: addresses from a slot of the pool, the nftables text for
  * the one persistent `inet nsbox` table (each sandbox's elements in it: nftbatch.h), resolv.conf
  * and hosts contents, the garbage collector's deletions. No system calls; unit tested without

@@ -1,5 +1,5 @@
 /* One sandbox's set elements as an nf_tables netlink batch (docs/network.md, docs/decisions.md
- * "Network"): the messages runtime/net_nft.c sends on its own netfilter socket to add or remove
+ * "Network"): the messages sandbox/net_nft.c sends on its own netfilter socket to add or remove
  * a sandbox, and the reading of the kernel's replies. Pure: bytes in, bytes out; unit tested
  * without root.
  *

@@ -20,7 +20,7 @@
 #define NSBOX_POOL_AUTO_SIZE 2     /* sandboxes per set of settings in the "auto" mode */
 #define NSBOX_POOL_AUTO_TTL 60     /* and how long they wait unused there */
 #define NSBOX_POOL_KEY_LEN 16      /* hex digits */
-#define NSBOX_POOL_ID_LEN 12       /* a sandbox id (runtime/state.h NSBOX_ID_LEN) */
+#define NSBOX_POOL_ID_LEN 12       /* a sandbox id (sandbox/state.h NSBOX_ID_LEN) */
 
 /* The "pool" section of the config file: {"pool": {"size": "auto", "ttl_seconds": 60}}.
  * size: "auto" (the default): NSBOX_POOL_AUTO_SIZE sandboxes, made only once runs of the same

@@ -1,4 +1,4 @@
-/* The sandbox spec (DESIGN.md 1.1): defaults, JSON and CLI input, cross-field validation, the
+/* The sandbox spec (docs/spec.md): defaults, JSON and CLI input, cross-field validation, the
  * instance type table and JSON rendering. Everything here is pure except
  * nsbox_instance_types_load(), which reads the config file. See docs/spec.md for the rules. */
 #include "spec.h"
@@ -1169,7 +1169,7 @@ int nsbox_spec_validate(struct nsbox_spec *s, struct nsbox_err *e)
         return invalid(e, "spec: key 'instance_type': unknown type '%s' (valid: %s)",
                        SHOW(s->instance_type), names);
     }
-    /* Only nl-north-1 can block traffic (DESIGN.md 1.1); elsewhere anything but all() would be
+    /* Only nl-north-1 can block traffic (docs/spec.md); elsewhere anything but all() would be
      * a policy the sandbox claims and does not enforce. The message is the hosted service's,
      * word for word, so that code handling it there handles it here. Egress entries are extra
      * addresses on top of network, so with all() they add nothing and are harmless. */

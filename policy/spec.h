@@ -1,4 +1,4 @@
-/* The sandbox spec: the MistralSandbox options of DESIGN.md 1.1 as one validated struct.
+/* The sandbox spec: the MistralSandbox options (docs/spec.md) as one validated struct.
  * Pure: no system calls, testable without root. CLI flags and JSON fill the same struct. */
 #ifndef NSBOX_SPEC_H
 #define NSBOX_SPEC_H
@@ -75,7 +75,7 @@ struct nsbox_spec {
     char *env[NSBOX_MAX_ENV]; /* heap "K=V" strings; a later K replaces an earlier one */
 };
 
-/* Defaults of DESIGN.md 1.1. */
+/* Defaults (docs/spec.md). */
 void nsbox_spec_init(struct nsbox_spec *s);
 void nsbox_spec_free(struct nsbox_spec *s);
 
@@ -102,7 +102,7 @@ int nsbox_parse_host(const char *text, struct nsbox_host *out, struct nsbox_err 
 int nsbox_parse_cidr(const char *text, struct nsbox_cidr *out, struct nsbox_err *e);
 int nsbox_parse_env(const char *kv, struct nsbox_err *e); /* "K=V" with a valid K */
 
-/* Instance type table (defaults of DESIGN.md, possibly overridden by a config file). */
+/* Instance type table (defaults of docs/spec.md, possibly overridden by a config file). */
 const struct nsbox_instance_type *nsbox_instance_type_find(const char *name);
 const struct nsbox_instance_type *nsbox_instance_types(size_t *n);
 
@@ -161,7 +161,7 @@ int nsbox_config_section(int (*parse)(const char *text, size_t len, void *out,
                                        struct nsbox_err *e),
                          void *out, char **text, size_t *len, struct nsbox_err *e);
 int nsbox_instance_types_load_json(const char *json, size_t len, struct nsbox_err *e);
-/* Back to the DESIGN.md table (tests). */
+/* Back to the built-in table (tests). */
 void nsbox_instance_types_reset(void);
 
 #endif

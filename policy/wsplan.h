@@ -1,5 +1,5 @@
 /* The /workspace a sandbox gets and how its disk limit (limits.disk_bytes) is enforced; pure
- * decisions, unit tested without root. The I/O is runtime/workspace.c; docs/workspace.md has the
+ * decisions, unit tested without root. The I/O is sandbox/workspace.c; docs/workspace.md has the
  * reasons.
  *
  *   DIR    `--workspace DIR`: the caller's own directory, bound as it is and kept. nsbox cannot

@@ -1,5 +1,5 @@
-/* Safe path resolution inside a root (DESIGN.md 2: "paths resolved inside the root, never
- * followed out of it").
+/* Safe path resolution inside a root (docs/architecture.md: a path is resolved
+ * inside the root and never followed out of it).
  *
  * Every file operation the host performs on a sandbox's behalf (file transfer, `nsbox cp`, rootfs
  * assembly) names a path that the sandbox, or an image, controls. A plain openat() follows

@@ -20,16 +20,16 @@ PROTO_MAX_FDS = 3
 _NOT_FOUND_FILE_OPS = {"read", "write", "list", "stat", "remove", "mkdir"}
 
 
-# runtime/state.h NSBOX_TOMB_SESSION_END: a delete with "by": "session" (Session.delete())
+# sandbox/state.h NSBOX_TOMB_SESSION_END: a delete with "by": "session" (Session.delete())
 SESSION_END = ("deleted when the session that held it ended (its client's delete(), or the end "
                "of open() or session())")
 
-# runtime/state.h NSBOX_TOMB_SUPERVISOR_GONE
+# sandbox/state.h NSBOX_TOMB_SUPERVISOR_GONE
 SUPERVISOR_GONE = "deleted because its supervisor ended without removing it (killed or crashed)"
 
 
 # A sandbox with as much under way as it takes refuses more with "busy" before it starts
-# anything (runtime/supervisor.c refuse_if_busy): the request is sent again after 5 ms, then up
+# anything (service/supervisor.c refuse_if_busy): the request is sent again after 5 ms, then up
 # to 50 ms apart (so not in the order the requests came), as `nsbox exec` does: for
 # BUSY_RETRY_S at most, or, for what waits for a command's end anyway (execute), until it is
 # taken. An async call's worker thread stops trying once the call is cancelled (CANCELLED).
@@ -78,7 +78,7 @@ def find_binary(binary, env):
 
 
 def runtime_dir(env):
-    """Where nsbox keeps sandbox sockets, the same choice as runtime/paths.c."""
+    """Where nsbox keeps sandbox sockets, the same choice as os/paths.c."""
     o = env.get("NSBOX_STATE_DIR")
     if o and not o.startswith("/"):
         raise errors.SandboxError("NSBOX_STATE_DIR must be an absolute path, not '%s' (e.g. "
@@ -93,11 +93,11 @@ def runtime_dir(env):
     return "/tmp/nsbox-%d" % os.getuid()
 
 
-TOMB_READ_MAX = 2 * 512 * 1024  # runtime/state.h: twice NSBOX_TOMB_ROTATE_BYTES
+TOMB_READ_MAX = 2 * 512 * 1024  # sandbox/state.h: twice NSBOX_TOMB_ROTATE_BYTES
 
 
 def read_tombstone(rt, sandbox_id):
-    """Why the sandbox is gone, from the log nsbox keeps (runtime/state.h: lines "<id> <reason>"
+    """Why the sandbox is gone, from the log nsbox keeps (sandbox/state.h: lines "<id> <reason>"
     in tombstones/recent, then tombstones/older; the newest record wins), else from the one
     file per id of an nsbox before the log; None when there is none."""
     d = os.path.join(rt, "tombstones")
@@ -154,7 +154,7 @@ def error_from_reply(reply, op=None, path=None):
 
 
 def probe_supervisor(rt, sandbox_id):
-    """Whether anybody holds sandbox_id's state directory lock (runtime/state.c
+    """Whether anybody holds sandbox_id's state directory lock (sandbox/state.c
     nsbox_state_lock; its supervisor does while it lives): "held", "free" (it died without
     removing the sandbox) or "gone" (no directory)."""
     try:
@@ -207,16 +207,16 @@ def listener_gone(rt, sandbox_id):
 
 
 # A supervisor that dies closes its connections and lets its lock go in the same moment of its
-# exit: a lock still held this long after a hang-up is a supervisor that lives (runtime/
-# supervisor.c nsbox_session_lost).
+# exit: a lock still held this long after a hang-up is a supervisor that lives (service/
+# connect.c nsbox_connect_lost).
 LOST_PAUSE_S, LOST_PAUSES = 0.005, 200
 
 # The supervisor answers ping, hold, inspect, ps, kill, logs and delete at once (a sleeping
 # sandbox thaws in well under a millisecond): a longer silence is a stuck supervisor, and a
-# client must not hang on it for ever (runtime/client.c ANSWER_S).
+# client must not hang on it for ever (service/client.c ANSWER_S).
 ANSWER_S = 30
 # ... and takes a connection at once: a stopped one whose listener's queue filled up makes a
-# connect wait for a place, for as long at most (runtime/supervisor.c CONNECT_WAIT_S).
+# connect wait for a place, for as long at most (service/connect.c CONNECT_WAIT_S).
 CONNECT_PAUSE_S = 0.01
 
 
@@ -253,7 +253,7 @@ class Connection:
         if cause is None:
             return self._lost_error("held")
         if cause.errno == errno.ECONNREFUSED:
-            # its socket is there with nobody listening: the supervisor died (runtime/state.h)
+            # its socket is there with nobody listening: the supervisor died (sandbox/state.h)
             return errors.SandboxDeletedError(
                 "sandbox %s was %s" % (self.sandbox_id, SUPERVISOR_GONE), "deleted")
         if cause.errno == errno.ENOENT:

@@ -125,7 +125,7 @@ class FakeSupervisor:
         elif op == "kill":
             self.err(conn, "not_found", "no running process %d started by nsbox" % req["pid"])
         elif op == "delete":
-            # the log's format (runtime/state.h), with records of other sandboxes around
+            # the log's format (sandbox/state.h), with records of other sandboxes around
             os.makedirs(os.path.join(self.rt, "tombstones"), exist_ok=True)
             with open(os.path.join(self.rt, "tombstones", "older"), "w") as f:
                 f.write("%s deleted because ttl_seconds=5 expired\n" % SID)
@@ -284,11 +284,11 @@ class Protocol(FakeTest):
 
     def test_supervisor_gone_text_is_the_runtimes(self):
         """The client recognises a killed supervisor's sandbox by the tombstone text that
-        runtime/state.h defines; the two copies must not drift apart."""
+        sandbox/state.h defines; the two copies must not drift apart."""
         header = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-            os.path.abspath(__file__)))), "runtime", "state.h")
+            os.path.abspath(__file__)))), "sandbox", "state.h")
         if not os.path.exists(header):
-            self.skipTest("needs the source tree (a copy of python/ alone has no runtime/)")
+            self.skipTest("needs the source tree (a copy of python/ alone has no sandbox/)")
         with open(header) as f:
             text = f.read()
         m = re.search(r'#define NSBOX_TOMB_SUPERVISOR_GONE\s*\\?\s*"([^"]*)"', text)

@@ -501,7 +501,7 @@ class ExitCodes(RunTest):
             self.assertIn(b"does not apply to pooled sandboxes", r.stderr)
 
     def test_each_command_has_its_own_help(self):
-        # every option each parser takes (runtime/main.c, client.c) must be in its help
+        # every option each parser takes (cli/main.c, client.c) must be in its help
         sandbox = ["--instance-type", "--network", "--egress", "--region", "--image",
                    "--workspace", "--env", "-e", "--spec"]
         options = {

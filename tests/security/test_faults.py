@@ -696,7 +696,7 @@ class FaultTest(unittest.TestCase):
             left["pool routes and addresses (lab)"] = self.lab.pool_routes_and_addrs()
         tomb = os.path.join(self.dirs.state, "tombstones")
 
-        def tombstone_records(d):  # the log of runtime/state.h: a line per deleted sandbox
+        def tombstone_records(d):  # the log of sandbox/state.h: a line per deleted sandbox
             n = 0
             for name in ("recent", "older"):
                 try:

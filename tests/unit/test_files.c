@@ -1,4 +1,4 @@
-/* File operations under /workspace (runtime/files*.c), called as the supervisor does: a request
+/* File operations under /workspace (service/files*.c), called as the supervisor does: a request
  * parsed by nsbox_proto_parse, nsbox_files_op_ex on a workspace fd, with a fake, unprivileged
  * struct nsbox_state. Each test gets a fresh mkdtemp tree:
  *

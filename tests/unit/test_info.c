@@ -3,6 +3,7 @@
  * down machine does (set in a forked child with no_new_privs, so no root is needed and nothing
  * outlives the test). */
 #include "info.h"
+#include "text.h"
 #include "cleanup.h"
 
 #include <cjson/cJSON.h>
@@ -88,21 +89,21 @@ static void test_modules(void **state)
 static void test_sysctl(void **state)
 {
     long v = -7;
-    assert_int_equal(nsbox_info_parse_sysctl("96365\n", &v), 0);
+    assert_int_equal(nsbox_text_parse_long("96365\n", &v), 0);
     assert_int_equal(v, 96365);
-    assert_int_equal(nsbox_info_parse_sysctl("0\n", &v), 0);
+    assert_int_equal(nsbox_text_parse_long("0\n", &v), 0);
     assert_int_equal(v, 0);
-    assert_int_equal(nsbox_info_parse_sysctl("  1  \n", &v), 0);
+    assert_int_equal(nsbox_text_parse_long("  1  \n", &v), 0);
     assert_int_equal(v, 1);
-    assert_int_equal(nsbox_info_parse_sysctl("-1\n", &v), 0);
+    assert_int_equal(nsbox_text_parse_long("-1\n", &v), 0);
     assert_int_equal(v, -1);
     v = 42;
-    assert_int_equal(nsbox_info_parse_sysctl("", &v), -1);
-    assert_int_equal(nsbox_info_parse_sysctl("\n", &v), -1);
-    assert_int_equal(nsbox_info_parse_sysctl("1 2\n", &v), -1);
-    assert_int_equal(nsbox_info_parse_sysctl("yes\n", &v), -1);
-    assert_int_equal(nsbox_info_parse_sysctl("99999999999999999999999\n", &v), -1);
-    assert_int_equal(nsbox_info_parse_sysctl(NULL, &v), -1);
+    assert_int_equal(nsbox_text_parse_long("", &v), -1);
+    assert_int_equal(nsbox_text_parse_long("\n", &v), -1);
+    assert_int_equal(nsbox_text_parse_long("1 2\n", &v), -1);
+    assert_int_equal(nsbox_text_parse_long("yes\n", &v), -1);
+    assert_int_equal(nsbox_text_parse_long("99999999999999999999999\n", &v), -1);
+    assert_int_equal(nsbox_text_parse_long(NULL, &v), -1);
     assert_int_equal(v, 42); /* untouched on failure */
 }
 

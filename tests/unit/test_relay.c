@@ -1,5 +1,5 @@
 /* The command line's stdio for a sandboxed command: which descriptors are passed on as they are,
- * and the relay of the others (runtime/relay.h). */
+ * and the relay of the others (service/relay.h). */
 #include "relay.h"
 
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* Sandbox ids, state directories and garbage collection (runtime/state.c).
+/* Sandbox ids, state directories and garbage collection (sandbox/state.c).
  *
  * NSBOX_STATE_DIR and NSBOX_CACHE_DIR point into a fresh mkdtemp directory for each test, so
  * nothing outside it is touched; no root needed. A live sandbox is simulated by a forked child
@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "gc.h"
 #include "state.h"
 #include "idmap.h"
 #include "paths.h"

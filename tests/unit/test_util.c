@@ -1,4 +1,4 @@
-/* Command-line numbers shared by run, exec, wait, kill and logs (runtime/util.h). */
+/* Command-line numbers shared by run, exec, wait, kill and logs (os/util.h). */
 #include "paths.h"
 #include "util.h"
 

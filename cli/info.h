@@ -1,0 +1,78 @@
+/* What this machine supports, what is missing and how to fix it (`nsbox info`), and the same
+ * diagnoses for `nsbox run` when a prerequisite fails, so users see one named cause and fix. */
+#ifndef NSBOX_INFO_H
+#define NSBOX_INFO_H
+
+#include "nsbox.h"
+#include "diagnose.h"
+#include "spec.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum nsbox_check_id {
+    NSBOX_CHECK_USERNS,     /* user namespaces usable by this user (sysctls, AppArmor) */
+    NSBOX_CHECK_NAMESPACES, /* pid, mount, uts, ipc, net, cgroup namespaces */
+    NSBOX_CHECK_OVERLAYFS,
+    NSBOX_CHECK_CGROUPS, /* version, controllers, delegation */
+    NSBOX_CHECK_SECCOMP,
+    NSBOX_CHECK_NFTABLES, /* nf_tables usable (for network all/allow) */
+    NSBOX_CHECK_NETADMIN, /* CAP_NET_ADMIN on the host (network all/allow) */
+    NSBOX_CHECK_IDMAP,    /* idmapped mounts (--workspace DIR without chown) */
+    NSBOX_CHECK_OPENAT2,
+    NSBOX_CHECK_IMAGE_HOST,
+    NSBOX_CHECK_IMAGE_DEBIAN,
+    NSBOX_CHECK_WORKSPACE_DISK, /* how the /workspace disk limit is enforced here */
+    NSBOX_CHECK_PRIVILEGES, /* root or unprivileged, and what that implies */
+    NSBOX_CHECK_CONFIG,     /* the config file and the directories' environment overrides */
+    NSBOX_CHECK_COUNT
+};
+
+/* The stable key of a check ("user_namespaces", ...); NULL for an out-of-range id. */
+const char *nsbox_check_name(enum nsbox_check_id id);
+
+/* Run one check (cheap; no side effects on the host: probes run in a forked child that makes
+ * throwaway namespaces and exits). */
+void nsbox_check_run(enum nsbox_check_id id, struct nsbox_check *out);
+/* Run every check, in enum order. */
+void nsbox_check_run_all(struct nsbox_check out[NSBOX_CHECK_COUNT]);
+
+
+/* `nsbox info [--json]`: argv[0] is "info". Prints, returns the exit code (0 when every required
+ * check is OK, 1 otherwise, 2 for a usage error). */
+int nsbox_cli_info(int argc, char **argv);
+
+/* ---- pure helpers (no system calls; unit tested) ------------------------------------------ */
+
+/* /proc/filesystems text lists fs ("nodev\toverlay" lines). */
+bool nsbox_info_filesystems_has(const char *content, const char *fs);
+/* /proc/sys/kernel/seccomp/actions_avail text (space separated words) contains action. */
+bool nsbox_info_words_has(const char *content, const char *word);
+/* /proc/modules text has a line whose first field is module. */
+bool nsbox_info_modules_has(const char *content, const char *module);
+/* modules.builtin text has a line "<dir>/<module>.ko". */
+bool nsbox_info_builtin_has(const char *content, const char *module);
+/* uname release "6.18.44-foo" >= major.minor; false when unparsable. */
+bool nsbox_info_kernel_at_least(const char *release, int major, int minor);
+/* /proc/self/uid_map text maps the whole id space 1:1, i.e. we are in the initial user
+ * namespace (so uid 0 is the host's root, not a container's). */
+bool nsbox_info_uid_map_is_initial(const char *content);
+/* "4 GiB", "512 MiB", "1234 bytes". */
+void nsbox_info_format_bytes(uint64_t bytes, char *out, size_t n);
+/* true when every required check is ok. */
+bool nsbox_info_all_required_ok(const struct nsbox_check *checks, size_t n);
+
+/* Render the report into buf (NUL-terminated). JSON: {"ok", "checks": [{"name", "ok",
+ * "required", "detail", "fix"}], "instance_types": [{"name", "cpus", "memory", "pids",
+ * "disk"}]} with memory and disk in bytes. Text: one line per check, an indented "fix:" line
+ * under each one that is missing, the instance type table, then one summary line.
+ * Return the length written, or -1 with errno ENOSPC (buf too small) or ENOMEM. */
+int nsbox_info_render_json(const struct nsbox_check *checks, size_t n,
+                           const struct nsbox_instance_type *types, size_t ntypes, char *buf,
+                           size_t size);
+int nsbox_info_render_text(const struct nsbox_check *checks, size_t n,
+                           const struct nsbox_instance_type *types, size_t ntypes, char *buf,
+                           size_t size);
+
+#endif

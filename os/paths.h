@@ -1,0 +1,25 @@
+/* Where nsbox keeps things (docs/architecture.md, "State"). root: /run/nsbox, /var/lib/nsbox,
+ * /root/.cache/nsbox; a user: $XDG_RUNTIME_DIR/nsbox (or /tmp/nsbox-<uid>), ~/.local/share/nsbox,
+ * ~/.cache/nsbox. NSBOX_STATE_DIR, NSBOX_DATA_DIR and NSBOX_CACHE_DIR override (tests). */
+#ifndef NSBOX_PATHS_H
+#define NSBOX_PATHS_H
+
+#include "nsbox.h"
+
+#include <stddef.h>
+
+/* Where nsbox_path_runtime_dir looks, without NSBOX_STATE_DIR: root's; $XDG_RUNTIME_DIR plus
+ * NSBOX_RUNTIME_SUBDIR when writable; else NSBOX_TMP_RUNTIME_FMT with the uid. */
+#define NSBOX_ROOT_RUNTIME_DIR "/run/nsbox"
+#define NSBOX_RUNTIME_SUBDIR "/nsbox"
+#define NSBOX_TMP_RUNTIME_FMT "/tmp/nsbox-%s"
+int nsbox_path_runtime_dir(char *out, size_t n, struct nsbox_err *e); /* state: <..>/<id>/ */
+int nsbox_path_data_dir(char *out, size_t n, struct nsbox_err *e);    /* images, caches */
+int nsbox_path_cache_dir(char *out, size_t n, struct nsbox_err *e);   /* workspaces */
+/* mkdir -p: path itself with mode, the missing directories on the way mode | 0711 (less the
+ * umask); existing ones are left as they are. */
+int nsbox_mkdir_p(const char *path, unsigned mode, struct nsbox_err *e);
+/* Remove a directory tree without following symlinks and without crossing mount points. */
+int nsbox_rm_rf(const char *path, struct nsbox_err *e);
+
+#endif

@@ -1,0 +1,392 @@
+#define _GNU_SOURCE
+#include "util.h"
+#include "cleanup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+int64_t nsbox_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int nsbox_parse_seconds(const char *s, uint64_t max_s, uint64_t *ms)
+{
+    /* decimal digits, and a fraction after a point: no sign, blank, hex or exponent, which
+     * strtod took ("0x2", "2e0", " +2"), as --ttl never did */
+    uint64_t whole = 0, frac = 0;
+    const char *p = s;
+    if (*p < '0' || *p > '9')
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        whole = whole * 10 + (uint64_t)(*p - '0');
+        if (whole > max_s)
+            return -1;
+    }
+    bool rest = false; /* digits below the millisecond */
+    if (*p == '.') {
+        p++;
+        if (*p < '0' || *p > '9')
+            return -1;
+        int d = 0;
+        for (; *p >= '0' && *p <= '9'; p++, d++) {
+            if (d < 3)
+                frac = frac * 10 + (uint64_t)(*p - '0');
+            else
+                rest = rest || *p != '0';
+        }
+        for (; d < 3; d++)
+            frac *= 10; /* "1.5": 500 ms */
+    }
+    if (*p)
+        return -1;
+    /* what is below a millisecond rounds up: 0.0001 is a timeout, not none */
+    uint64_t v = whole * 1000 + frac + (rest ? 1 : 0);
+    if (v > max_s * 1000)
+        return -1;
+    *ms = v;
+    return 0;
+}
+
+long nsbox_parse_pid(const char *s)
+{
+    char *end;
+    errno = 0;
+    long pid = strtol(s, &end, 10);
+    return !*s || *end || errno || pid < 2 || pid > (1L << 22) ? -1 : pid;
+}
+
+void nsbox_reset_signals(void)
+{
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            sigaction(sig, &dfl, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+void nsbox_cmsg_put_fds(struct msghdr *msg, void *buf, const int *fds, size_t nfds)
+{
+    memset(buf, 0, CMSG_SPACE(sizeof(int) * nfds));
+    msg->msg_control = buf;
+    msg->msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+    struct cmsghdr *c = CMSG_FIRSTHDR(msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+    memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+}
+
+char *nsbox_read_text_at(int dfd, const char *path, size_t limit)
+{
+    cleanup_close int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t cap = 4096, len = 0;
+    cleanup_free char *buf = malloc(cap);
+    if (!buf)
+        return NULL;
+    for (;;) {
+        if (len + 1 >= cap) {
+            if (cap > limit) {
+                errno = EFBIG;
+                return NULL;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb)
+                return NULL;
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + len, cap - len - 1);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return NULL;
+        }
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    if (len > limit) {
+        errno = EFBIG;
+        return NULL;
+    }
+    buf[len] = '\0';
+    return nsbox_steal_ptr(&buf);
+}
+
+int nsbox_proc_stat(int pid, char *state, int *ppid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    /* "pid (comm) state ppid ...": comm may hold spaces and parentheses */
+    const char *p = strrchr(buf, ')');
+    char st;
+    int pp;
+    if (!p || sscanf(p + 1, " %c %d", &st, &pp) != 2) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (state)
+        *state = st;
+    if (ppid)
+        *ppid = pp;
+    return 0;
+}
+
+bool nsbox_pid_alive(int pid)
+{
+    if (pid <= 0 || (kill(pid, 0) < 0 && errno != EPERM))
+        return false;
+    char st;
+    if (nsbox_proc_stat(pid, &st, NULL) < 0)
+        return true; /* exists, state unknown: assume alive */
+    return st != 'Z' && st != 'X';
+}
+
+void nsbox_close_fds_keep(const int *keep, size_t n)
+{
+    int k[8];
+    size_t m = 0;
+    for (size_t i = 0; i < n && m < NSBOX_ARRAY_LEN(k); i++)
+        if (keep[i] >= 3)
+            k[m++] = keep[i];
+    for (size_t i = 1; i < m; i++) /* insertion sort: a handful */
+        for (size_t j = i; j > 0 && k[j - 1] > k[j]; j--) {
+            int t = k[j];
+            k[j] = k[j - 1];
+            k[j - 1] = t;
+        }
+    unsigned from = 3;
+    bool ok = true;
+    for (size_t i = 0; i < m; i++) {
+        if ((unsigned)k[i] > from)
+            ok = syscall(SYS_close_range, from, (unsigned)k[i] - 1, 0) == 0 && ok;
+        from = (unsigned)k[i] + 1;
+    }
+    if (syscall(SYS_close_range, from, ~0U, 0) == 0 && ok)
+        return;
+    for (int fd = 3; fd < 65536; fd++) { /* kernels before 5.9 */
+        bool kept = false;
+        for (size_t i = 0; i < m; i++)
+            kept = kept || k[i] == fd;
+        if (!kept)
+            close(fd);
+    }
+}
+
+void nsbox_close_fds_except(int keep)
+{
+    nsbox_close_fds_keep(&keep, 1);
+}
+
+/* Reads a whole small file; ENOENT is returned as 1 with *out NULL. */
+int nsbox_read_small(const char *path, char **out, struct nsbox_err *e)
+{
+    *out = NULL;
+    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 1;
+        return nsbox_err_sys(e, "cannot open %s", path);
+    }
+    size_t cap = 4096, len = 0;
+    cleanup_free char *buf = malloc(cap);
+    if (!buf)
+        return nsbox_err_sys(e, "malloc");
+    for (;;) {
+        if (len + 1 >= cap) {
+            if (cap >= NSBOX_SMALL_FILE_MAX)
+                return nsbox_err_set(e, NSBOX_E_INVALID, EFBIG, "%s: larger than %u bytes", path,
+                                     NSBOX_SMALL_FILE_MAX);
+            char *nb = realloc(buf, cap * 2);
+            if (!nb)
+                return nsbox_err_sys(e, "realloc");
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + len, cap - 1 - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return nsbox_err_sys(e, "cannot read %s", path);
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    buf[len] = '\0';
+    *out = nsbox_steal_ptr(&buf);
+    return 0;
+}
+
+int nsbox_pwrite_all(int fd, const void *buf, size_t len, off_t off)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t w = pwrite(fd, p, len, off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = EIO;
+            return -1;
+        }
+        p += w, len -= (size_t)w, off += w;
+    }
+    return 0;
+}
+
+size_t nsbox_read_bounded(int fd, char *buf, size_t n)
+{
+    size_t have = 0;
+    for (;;) {
+        char sink[512];
+        bool full = have + 1 >= n;
+        ssize_t r = full ? read(fd, sink, sizeof sink) : read(fd, buf + have, n - 1 - have);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        if (!full)
+            have += (size_t)r;
+    }
+    if (n)
+        buf[have] = '\0';
+    return have;
+}
+
+bool nsbox_fd_is_at_path(int fd, const char *path)
+{
+    struct stat a, b;
+    return fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_ino == b.st_ino &&
+           a.st_dev == b.st_dev;
+}
+
+bool nsbox_path_within(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
+}
+
+bool nsbox_is_host_root(const struct stat *st)
+{
+    struct stat root;
+    return stat("/", &root) == 0 && st->st_dev == root.st_dev && st->st_ino == root.st_ino;
+}
+
+char *nsbox_text_shown(const char *text, const char *indent)
+{
+    size_t lines = 0, il = strlen(indent);
+    for (const char *p = text; *p; p++)
+        lines += *p == '\n';
+    char *out = malloc(strlen(text) + lines * il + 1);
+    if (!out)
+        return NULL;
+    size_t k = 0;
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if (*c == '\n') {
+            out[k++] = '\n';
+            memcpy(out + k, indent, il);
+            k += il;
+        } else if ((*c < 0x20 && *c != '\t') || *c == 0x7f) {
+            out[k++] = '?';
+        } else if (*c == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f) {
+            out[k++] = '?'; /* U+0080-U+009F: CSI and OSC too, for a terminal that takes them */
+            c++;
+        } else {
+            out[k++] = (char)*c;
+        }
+    }
+    out[k] = '\0';
+    return out;
+}
+
+#ifndef PIPEFS_MAGIC
+#define PIPEFS_MAGIC 0x50495045
+#endif
+
+int nsbox_set_ids(uint32_t uid, uint32_t gid)
+{
+    if (syscall(SYS_setresgid, (gid_t)gid, (gid_t)gid, (gid_t)gid) < 0)
+        return -1;
+    return (int)syscall(SYS_setresuid, (uid_t)uid, (uid_t)uid, (uid_t)uid);
+}
+
+bool nsbox_is_anon_pipe(int fd, const struct stat *st)
+{
+    struct statfs sf;
+    return S_ISFIFO(st->st_mode) && fstatfs(fd, &sf) == 0 && sf.f_type == PIPEFS_MAGIC;
+}
+
+#define SHARE_LOCK_TRIES 20 /* 1 ms apart: a holder of the pipe's flock does not stop us */
+
+void nsbox_share_pipes(const int fds[3])
+{
+    for (int i = 0; i < 3; i++) {
+        mode_t need = i == 0 ? 0044 : 0022; /* group and others: read stdin, write the others */
+        struct stat st;
+        if (fds[i] < 0 || fstat(fds[i], &st) < 0 || (st.st_mode & need) == need ||
+            !nsbox_is_anon_pipe(fds[i], &st))
+            continue;
+        /* Another nsbox may add its bits to this pipe now (the other end of `nsbox run | nsbox
+         * run`): the read and the change are one step under the lock. A lock held by anyone
+         * else (the command, which has the pipe too) only delays us. */
+        bool locked = false;
+        for (int t = 0; t < SHARE_LOCK_TRIES && !locked; t++) {
+            locked = flock(fds[i], LOCK_EX | LOCK_NB) == 0;
+            if (!locked && errno != EWOULDBLOCK)
+                break; /* no lock to be had: change it all the same */
+            if (!locked)
+                nanosleep(&(struct timespec){0, 1000000}, NULL);
+        }
+        if (fstat(fds[i], &st) == 0 && (st.st_mode & need) != need)
+            (void)fchmod(fds[i], (st.st_mode & 07777) | need); /* not ours: only add */
+        if (locked)
+            (void)flock(fds[i], LOCK_UN);
+    }
+}
+
+size_t nsbox_env_put(char **env, size_t n, char *kv)
+{
+    size_t klen = strcspn(kv, "=") + 1, j = 0;
+    while (j < n && strncmp(env[j], kv, klen) != 0)
+        j++;
+    env[j] = kv;
+    return j == n ? n + 1 : n;
+}
+
+int nsbox_check_stdio(const int fds[3], struct nsbox_err *e)
+{
+    static const char *const names[] = {"stdin", "stdout", "stderr"};
+    for (int i = 0; i < 3; i++) {
+        struct stat st;
+        if (fds[i] < 0 || fstat(fds[i], &st) < 0)
+            continue; /* a closed descriptor stays closed */
+        int fl = fcntl(fds[i], F_GETFL);
+        if (S_ISDIR(st.st_mode) || (fl >= 0 && (fl & O_PATH)))
+            return nsbox_err_set(e, NSBOX_E_INVALID, EISDIR,
+                                 "%s is a directory or a path descriptor: refusing to hand it to "
+                                 "the sandbox (it would lead out of the root)", names[i]);
+    }
+    return 0;
+}

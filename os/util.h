@@ -1,0 +1,115 @@
+/* Small OS helpers shared across modules. */
+#ifndef NSBOX_UTIL_H
+#define NSBOX_UTIL_H
+
+#include "nsbox.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+
+/* Default disposition for every signal and an empty mask: ignored dispositions and the mask
+ * survive exec, and a caller's (nsbox's, init's) must not pass to a sandbox command. */
+void nsbox_reset_signals(void);
+
+/* Attach nfds descriptors to msg as SCM_RIGHTS, using buf (CMSG_SPACE(sizeof(int) * nfds) bytes
+ * at least, suitably aligned). */
+void nsbox_cmsg_put_fds(struct msghdr *msg, void *buf, const int *fds, size_t nfds);
+
+/* A whole file (dfd-relative path) as a NUL-terminated string of at most limit bytes; NULL with
+ * errno (EFBIG when larger). */
+char *nsbox_read_text_at(int dfd, const char *path, size_t limit);
+
+/* Read fd to its end, keeping the first n - 1 bytes in buf (NUL-terminated) and dropping the
+ * rest, so that a writer never blocks on a full pipe. Returns the bytes kept. */
+size_t nsbox_read_bounded(int fd, char *buf, size_t n);
+
+/* pwrite all of buf at off, through short writes and EINTR. 0, or -1 with errno (EIO for a
+ * write that wrote nothing). */
+int nsbox_pwrite_all(int fd, const void *buf, size_t len, off_t off);
+
+#define NSBOX_SMALL_FILE_MAX (4u << 20)
+/* Reads a whole file of at most NSBOX_SMALL_FILE_MAX bytes; ENOENT is returned as 1 with *out
+ * NULL. */
+int nsbox_read_small(const char *path, char **out, struct nsbox_err *e);
+
+/* Close every descriptor above 2 except keep (-1: none), for real, now: marking them
+ * close-on-exec is not enough, because until exec /proc/self/fd/N would still lead to whatever
+ * they point at, outside the root (CVE-2024-21626). */
+/* Close every descriptor from 3 up but those in keep[] (at most 8). */
+void nsbox_close_fds_keep(const int *keep, size_t n);
+void nsbox_close_fds_except(int keep);
+
+/* CLOCK_MONOTONIC in milliseconds. */
+int64_t nsbox_now_ms(void);
+/* A command line's number of seconds (decimal digits, a fraction after a point), 0 to max_s,
+ * as milliseconds; what is below a millisecond rounds up (0.0001: 1 ms, a timeout, not none).
+ * -1 for anything else: empty, a sign, a blank, hex, an exponent, trailing text, too large. */
+int nsbox_parse_seconds(const char *s, uint64_t max_s, uint64_t *ms);
+/* The longest timeout of a command (run and exec --timeout, a request's timeout_ms): a year;
+ * and the usage error for a --timeout beyond it or not a number (with the value given). */
+#define NSBOX_TIMEOUT_MAX_S (365u * 86400u)
+#define NSBOX_TIMEOUT_USAGE                                                                        \
+    "--timeout needs a number of seconds from 0 to 31536000 (a year), not '%.40s'"
+/* The calling thread's real, effective and saved ids become uid and gid (gid first), through
+ * the kernel's calls, not glibc's wrappers: in a multithreaded process those make every thread
+ * change its ids (a signal to each, and a wait for each thread to have started). A child cloned
+ * from such a process (the sandbox's init: `nsbox run` relays stdio with threads) has only the
+ * calling thread, yet glibc still lists the others, and one that had not started when the
+ * clone happened is waited for forever. -1 with errno. */
+int nsbox_set_ids(uint32_t uid, uint32_t gid);
+/* fd (whose fstat is st) is an anonymous pipe (pipefs), not a named FIFO. */
+bool nsbox_is_anon_pipe(int fd, const struct stat *st);
+/* The anonymous pipes among a command's stdin, stdout and stderr (fds[0..2]) made reopenable by
+ * others the way the command uses them: stdin readable, stdout and stderr writable. The
+ * sandbox's processes run as another uid, and /dev/stdin, /dev/stdout and /dev/stderr reopen a
+ * pipe through /proc/self/fd, which checks its mode ("echo x > /dev/stderr": Permission
+ * denied). Not the other way: through /proc/self/fd/0 opened for writing, a command wrote
+ * into the caller's stdin what the host read after it (`{ nsbox run -- CMD; read x; } < pipe`),
+ * and through /proc/self/fd/1 opened for reading it took what others wrote for the caller's
+ * reader. Bits are only added (a pipe one nsbox writes to and another reads from gets both),
+ * under an flock of the pipe, so that two such nsbox starting at once lose neither's.
+ * Only a process that can see the descriptor in /proc/PID/fd (ptrace access to a holder) can
+ * reopen a pipe, so this gives nothing to anyone else. A named FIFO's mode is a file's on
+ * disk: never changed; nor a file's or a terminal's. */
+void nsbox_share_pipes(const int fds[3]);
+/* text (of a sandbox's: what its setup script wrote) as nsbox may print it on the host, in a
+ * new string: a control character (C0 but tab and newline, DEL, and C1 as UTF-8 encodes it) is
+ * '?', and each newline is followed by indent, so that the text can neither drive the caller's
+ * terminal (escape sequences, carriage returns) nor make a line that looks like nsbox's own
+ * ("nsbox: ..."). NULL when out of memory. */
+char *nsbox_text_shown(const char *text, const char *indent);
+/* A command line's process id (of a sandbox's process): 2 to 2^22, else -1. */
+long nsbox_parse_pid(const char *s);
+/* path is dir or below it, by its text ("/proc/1" is in "/proc", "/procx" is not). */
+bool nsbox_path_within(const char *path, const char *dir);
+/* st is the host's root directory ("/" of this mount namespace), whatever path reached it. */
+bool nsbox_is_host_root(const struct stat *st);
+/* A time (a clock's reading, a file's st_mtim) in nanoseconds. */
+static inline int64_t nsbox_timespec_ns(const struct timespec *t)
+{
+    return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+/* State letter and parent pid from /proc/PID/stat (of our pid namespace). 0 or -1 (errno). */
+int nsbox_proc_stat(int pid, char *state, int *ppid);
+/* Alive and not a zombie: kill(pid, 0) succeeds on a zombie until its parent reaps it, and a
+ * zombie holds no lock and will never take one. */
+bool nsbox_pid_alive(int pid);
+/* Is fd (a lock file it holds) still the file at path? gc removes lock files nobody holds,
+ * and a lock taken on a file unlinked between open and flock guards nothing. */
+bool nsbox_fd_is_at_path(int fd, const char *path);
+
+/* Descriptors given to a sandbox command as 0, 1, 2 must not be directories or O_PATH
+ * descriptors: /proc/self/fd/N would lead through them out of the root. */
+int nsbox_check_stdio(const int fds[3], struct nsbox_err *e);
+
+/* Set "K=V" in env[0..n) (replacing K's entry, or appended: env needs room for one more);
+ * returns the new count. */
+size_t nsbox_env_put(char **env, size_t n, char *kv);
+
+#endif

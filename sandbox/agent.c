@@ -1,0 +1,867 @@
+/* Agent protocol between the supervisor and init (see agent.h). */
+#define _GNU_SOURCE
+#include "agent.h"
+#include "cgroup_util.h"
+#include "cleanup.h"
+#include "safepath.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int send_msg(int sock, const struct nsbox_agent_hdr *h, const char *payload,
+                    const int *fds, size_t nfds)
+{
+    struct iovec iov[2] = {{(void *)h, sizeof *h}, {(void *)payload, h->len}};
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * 3)];
+        struct cmsghdr align;
+    } u;
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = h->len ? 2 : 1};
+    if (nfds)
+        nsbox_cmsg_put_fds(&msg, u.buf, fds, nfds);
+    ssize_t n;
+    do
+        n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    return n < 0 ? -1 : 0;
+}
+
+/* One whole message; fds[] (3) filled with received descriptors or -1. */
+static ssize_t recv_msg(int sock, struct nsbox_agent_hdr *h, char *payload, size_t max, int *fds)
+{
+    struct iovec iov[2] = {{h, sizeof *h}, {payload, max}};
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * 3)];
+        struct cmsghdr align;
+    } u;
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf,
+                         .msg_controllen = sizeof u.buf};
+    for (int i = 0; fds && i < 3; i++)
+        fds[i] = -1;
+    ssize_t n;
+    do
+        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0)
+        return n;
+    size_t k = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int *in = (int *)CMSG_DATA(c);
+        for (size_t i = 0; i < cnt; i++) {
+            if (fds && k < 3)
+                fds[k++] = in[i];
+            else
+                close(in[i]);
+        }
+    }
+    bool whole = (size_t)n >= sizeof *h && !(msg.msg_flags & MSG_TRUNC) &&
+                 h->len == (size_t)n - sizeof *h;
+    if (!whole || (msg.msg_flags & MSG_CTRUNC)) {
+        for (int i = 0; fds && i < 3; i++)
+            if (fds[i] >= 0)
+                close(fds[i]), fds[i] = -1;
+        /* EMFILE: the message came whole, but not its descriptors (no room in our table: the
+         * sandbox, whose uid init shares, can lower init's RLIMIT_NOFILE with prlimit). The
+         * header is good, so that the sender can be told. */
+        errno = whole ? EMFILE : EBADMSG;
+        return -1;
+    }
+    return n;
+}
+
+/* ---- supervisor side ---------------------------------------------------------------------- */
+
+static int append(char *buf, size_t *off, const char *s, struct nsbox_err *e)
+{
+    size_t len = strlen(s) + 1;
+    if (*off + len > NSBOX_AGENT_PAYLOAD_MAX)
+        return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG,
+                             "command line and environment exceed %u KiB; pass long inputs in a "
+                             "file", NSBOX_AGENT_PAYLOAD_MAX / 1024);
+    memcpy(buf + *off, s, len);
+    *off += len;
+    return 0;
+}
+
+int nsbox_agent_spawn(int sock, uint32_t seq, char *const argv[], char *const env[],
+                      const char *cwd, const int fds[3], unsigned flags, uint32_t winsize,
+                      struct nsbox_err *e)
+{
+    /* as large as this request (append() bounds it): a 192 KiB buffer would be a fresh mmap,
+     * page faults and a munmap on every exec */
+    size_t need = strlen(cwd) + 1;
+    for (size_t i = 0; argv[i] && need <= NSBOX_AGENT_PAYLOAD_MAX; i++)
+        need += strlen(argv[i]) + 1;
+    for (size_t i = 0; env && env[i] && need <= NSBOX_AGENT_PAYLOAD_MAX; i++)
+        need += strlen(env[i]) + 1;
+    cleanup_free char *buf = malloc(need < NSBOX_AGENT_PAYLOAD_MAX ? need : NSBOX_AGENT_PAYLOAD_MAX);
+    if (!buf)
+        return nsbox_err_sys(e, "malloc");
+    size_t off = 0;
+    struct nsbox_agent_hdr h = {.type = NSBOX_AGENT_SPAWN, .seq = seq, .flags = flags,
+                                .status = (int32_t)winsize};
+    if (append(buf, &off, cwd, e) < 0)
+        return -1;
+    for (; argv[h.argc]; h.argc++)
+        if (append(buf, &off, argv[h.argc], e) < 0)
+            return -1;
+    for (; env && env[h.envc]; h.envc++)
+        if (append(buf, &off, env[h.envc], e) < 0)
+            return -1;
+    h.len = (uint32_t)off;
+    if (!(flags & NSBOX_AGENT_F_TTY))
+        nsbox_share_pipes(fds);
+    if (send_msg(sock, &h, buf, fds, (flags & NSBOX_AGENT_F_TTY) ? 0 : 3) < 0)
+        return nsbox_err_sys(e, "agent: send");
+    return 0;
+}
+
+int nsbox_agent_kill(int sock, int pid, int sig, struct nsbox_err *e)
+{
+    struct nsbox_agent_hdr h = {.type = NSBOX_AGENT_KILL, .pid = pid, .status = sig};
+    if (send_msg(sock, &h, NULL, NULL, 0) < 0)
+        return nsbox_err_sys(e, "agent: send");
+    return 0;
+}
+
+int nsbox_agent_listen(int sock, int listen_fd, int oom_fd, struct nsbox_err *e)
+{
+    struct nsbox_agent_hdr h = {.type = NSBOX_AGENT_LISTEN};
+    int fds[2] = {listen_fd, oom_fd};
+    if (send_msg(sock, &h, NULL, fds, oom_fd >= 0 ? 2 : 1) < 0)
+        return nsbox_err_sys(e, "agent: send");
+    return 0;
+}
+
+int nsbox_agent_retire(int sock, void (*on_event)(const struct nsbox_agent_event *ev, void *arg),
+                       void *arg)
+{
+    struct nsbox_agent_hdr h = {.type = NSBOX_AGENT_RETIRE};
+    if (send_msg(sock, &h, NULL, NULL, 0) < 0)
+        return -1;
+    /* init answers at once unless it is starting the run's command or waiting for a run
+     * request (200 ms per connection): a few ms, seconds at worst */
+    for (;;) {
+        struct pollfd pf = {sock, POLLIN, 0};
+        int pr = poll(&pf, 1, 5000);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr == 0)
+            return -2;
+        if (pr < 0)
+            return -1;
+        struct nsbox_agent_event ev;
+        struct nsbox_err e;
+        int r = nsbox_agent_recv(sock, &ev, &e);
+        if (r == 0 || (r < 0 && e.sys_errno != EBADMSG))
+            return -1;
+        if (r < 0)
+            continue; /* a message init should not have sent: skipped, as on_agent does */
+        if (ev.type == NSBOX_AGENT_RETIRED) {
+            nsbox_closep(&ev.fd);
+            return ev.status ? 1 : 0;
+        }
+        on_event(&ev, arg);
+        nsbox_closep(&ev.fd);
+    }
+}
+
+int nsbox_agent_recv(int sock, struct nsbox_agent_event *ev, struct nsbox_err *e)
+{
+    struct nsbox_agent_hdr h;
+    char payload[sizeof ev->msg];
+    int fds[3];
+    ev->fd = -1;
+    ssize_t n = recv_msg(sock, &h, payload, sizeof payload - 1, fds);
+    if (n == 0)
+        return 0;
+    if (n < 0)
+        return nsbox_err_sys(e, "agent: receive");
+    for (int i = 1; i < 3; i++)
+        nsbox_closep(&fds[i]);
+    if (h.type == NSBOX_AGENT_SPAWNED)
+        ev->fd = fds[0];
+    else
+        nsbox_closep(&fds[0]);
+    if (h.type != NSBOX_AGENT_SPAWNED && h.type != NSBOX_AGENT_EXITED &&
+        h.type != NSBOX_AGENT_FAILED && h.type != NSBOX_AGENT_CLAIMED &&
+        h.type != NSBOX_AGENT_RETIRED)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EBADMSG, "agent: unexpected message %u", h.type);
+    ev->type = h.type;
+    ev->seq = h.seq;
+    ev->pid = h.pid;
+    ev->status = h.status;
+    ev->oom_kills = h.type == NSBOX_AGENT_EXITED ? h.argc : 0;
+    payload[h.len] = '\0';
+    snprintf(ev->msg, sizeof ev->msg, "%s", payload);
+    return 1;
+}
+
+int nsbox_agent_recv_workspace(int sock, int *fd, struct nsbox_err *e)
+{
+    struct nsbox_agent_hdr h;
+    char payload[16];
+    int fds[3];
+    *fd = -1;
+    ssize_t n = recv_msg(sock, &h, payload, sizeof payload, fds);
+    if (n == 0)
+        return nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "agent: init ended before it was ready");
+    if (n < 0)
+        return nsbox_err_sys(e, "agent: receive");
+    for (int i = 1; i < 3; i++)
+        nsbox_closep(&fds[i]);
+    struct stat sb;
+    if (h.type != NSBOX_AGENT_WORKSPACE || fds[0] < 0 || fstat(fds[0], &sb) < 0 ||
+        !S_ISDIR(sb.st_mode)) {
+        nsbox_closep(&fds[0]);
+        return nsbox_err_set(e, NSBOX_E_INVALID, EBADMSG,
+                             "agent: expected the workspace, got message %u", h.type);
+    }
+    *fd = fds[0];
+    return 0;
+}
+
+/* ---- init side ------------------------------------------------------------------------------ */
+
+#define MAX_CHILDREN 4096
+
+static struct {
+    pid_t pid;
+    uint32_t seq;
+    bool last; /* NSBOX_AGENT_F_LAST */
+    bool run;  /* the command of the run socket's run */
+} children[MAX_CHILDREN];
+
+/* The run socket of a pooled sandbox (agent.h): listening until a run takes the sandbox, then
+ * the connection of that run until its status is out. */
+static struct {
+    int listen_fd, conn, oom_fd;
+    bool claimed;
+    pid_t pid;     /* its command, once started */
+    uint32_t seq;  /* the client's seq, echoed */
+} run = {-1, -1, -1, false, 0, 0};
+
+/* Every process of the sandbox but init: in a pid namespace, kill(-1) from its init reaches
+ * them all, and SIGKILL takes effect before any of them runs another instruction. */
+static void kill_all_others(void)
+{
+    kill(-1, SIGKILL);
+}
+
+static void reply_fd(int sock, uint32_t type, uint32_t seq, int pid, int status, const char *msg,
+                     int fd)
+{
+    struct nsbox_agent_hdr h = {.type = type, .seq = seq, .pid = pid, .status = status,
+                                .len = msg ? (uint32_t)strlen(msg) : 0};
+    send_msg(sock, &h, msg, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
+}
+
+static void reply(int sock, uint32_t type, uint32_t seq, int pid, int status, const char *msg)
+{
+    reply_fd(sock, type, seq, pid, status, msg, -1);
+}
+
+/* exec -t: a pseudo-terminal of the sandbox's own devpts, so that the command's tty is a
+ * /dev/pts/N that exists in here (ttyname, tty, ps). The slave's fd fills fds[]. */
+static int open_pty(uint32_t winsize, int fds[3], int *master)
+{
+    int m = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    int unlock = 0;
+    if (m < 0 || ioctl(m, TIOCSPTLCK, &unlock) < 0) {
+        if (m >= 0)
+            close(m);
+        return -1;
+    }
+    int s = ioctl(m, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (s < 0) {
+        close(m);
+        return -1;
+    }
+    struct winsize ws = {.ws_row = (unsigned short)(winsize >> 16),
+                         .ws_col = (unsigned short)(winsize & 0xffff)};
+    if (ws.ws_row && ws.ws_col)
+        ioctl(s, TIOCSWINSZ, &ws);
+    fds[0] = s;
+    fds[1] = dup(s);
+    fds[2] = dup(s);
+    *master = m;
+    return fds[1] < 0 || fds[2] < 0 ? -1 : 0;
+}
+
+/* The child of a spawn runs on its own stack in init's memory until it execs (CLONE_VM |
+ * CLONE_VFORK, as posix_spawn does): no page tables copied, no copy-on-write faults, and init
+ * resumes exactly when the command is running or has failed to start, which the child says in
+ * here. So it must not allocate, and it changes nothing of init's that init relies on (not
+ * environ; errno and safepath's openat2 probe are harmless). All signals are blocked around
+ * the clone, so no handler can run in the child with init's memory. */
+struct spawn_child {
+    char *cwd;
+    char **argv, **env;
+    const int *fds;
+    unsigned flags;
+    int fail_kind; /* 0: exec'd; 'C': cannot enter cwd; 'E': cannot execute */
+    int fail_errno;
+};
+
+static _Alignas(16) char spawn_stack[256 * 1024];
+
+static const char *env_get(char **env, const char *key)
+{
+    size_t n = strlen(key);
+    for (size_t i = 0; env[i]; i++)
+        if (!strncmp(env[i], key, n) && env[i][n] == '=')
+            return env[i] + n + 1;
+    return NULL;
+}
+
+/* execvp with the command's own PATH (not init's environ), as the shell searches: the first
+ * entry where it can be executed; EACCES only if no entry had it at all. A file without a
+ * #! line (ENOEXEC) runs with /bin/sh, as execvp does. Returns the errno to report. */
+static int exec_search(char **argv, char **env)
+{
+    const char *name = argv[0];
+    char path[PATH_MAX];
+    int err = ENOENT;
+    bool eacces = false;
+    const char *dirs = strchr(name, '/') ? "" : env_get(env, "PATH");
+    if (!dirs)
+        dirs = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = dirs;;) {
+        const char *colon = strchr(p, ':');
+        size_t dl = colon ? (size_t)(colon - p) : strlen(p);
+        const char *file = name;
+        if (!strchr(name, '/')) {
+            if (dl + 1 + strlen(name) + 1 > sizeof path) {
+                if (err == ENOENT)
+                    err = ENAMETOOLONG; /* as execvp says it: not "not found" */
+                goto next;
+            }
+            memcpy(path, dl ? p : ".", dl ? dl : 1);
+            size_t o = dl ? dl : 1;
+            path[o++] = '/';
+            strcpy(path + o, name);
+            file = path;
+        }
+        execve(file, argv, env);
+        err = errno;
+        if (err == ENOEXEC) {
+            size_t argc = 0;
+            while (argv[argc])
+                argc++;
+            /* on this 256 KiB stack: 32 KiB at most. 4096 is the most an exec request has
+             * (NSBOX_PROTO_MAX_ARGS); a pooled run with more, which no real script takes,
+             * gets 126 where a cold run would run it with sh */
+            if (argc <= 4096) {
+                char *sh[argc + 2];
+                sh[0] = "/bin/sh";
+                sh[1] = (char *)file;
+                memcpy(sh + 2, argv + 1, argc * sizeof *sh); /* with the NULL */
+                execve("/bin/sh", sh, env);
+            }
+            return errno;
+        }
+        if (err == EACCES)
+            eacces = true;
+        else if (err != ENOENT && err != ENOTDIR && err != ESTALE)
+            return err;
+    next:
+        if (!colon || strchr(name, '/')) /* the last entry, or a path: one try */
+            break;
+        p = colon + 1;
+    }
+    return eacces ? EACCES : err;
+}
+
+/* The signals whose disposition in init is not the default (an ignored SIGPIPE, say), found
+ * once when init starts: a command gets every signal at its default, and resetting only these
+ * saves a sigaction call per signal on every spawn. */
+static int nondefault[NSIG];
+static size_t n_nondefault;
+
+static void find_nondefault_signals(void)
+{
+    for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction old;
+        if (sig != SIGKILL && sig != SIGSTOP && sigaction(sig, NULL, &old) == 0 &&
+            old.sa_handler != SIG_DFL)
+            nondefault[n_nondefault++] = sig;
+    }
+}
+
+/* Commands are the OOM killer's first choice over init, whose end deletes the sandbox (the
+ * supervisor also lowers init's own to -999 where it may: protect_init). A command inherits
+ * its oom_score_adj at the clone; it cannot set its own (its /proc files are root's, unmapped
+ * here, until its execve, and making it dumpable would make init's memory, which it shares
+ * until then, dumpable too). So init raises its own to 500 for the clone and sets it back:
+ * raising is allowed to anyone, and lowering back to where it was too (the kernel refuses
+ * only going below the lowest a privileged writer set). The descriptor was opened before init
+ * changed its ids (contain.c); -1: not done. */
+static int oom_fd = -1;
+/* init's own value, read once, at its first command: the supervisor has set it by then
+ * (protect_init comes before the sandbox is ready) */
+static char oom_base[16];
+
+void nsbox_agent_set_oom_fd(int fd)
+{
+    oom_fd = fd;
+}
+
+/* true when raised: oom_restore must follow the clone */
+static bool oom_raise(void)
+{
+    if (oom_fd >= 0 && !oom_base[0]) {
+        ssize_t r = pread(oom_fd, oom_base, sizeof oom_base - 1, 0);
+        if (r <= 0)
+            nsbox_closep(&oom_fd);
+        else
+            oom_base[r] = '\0';
+    }
+    return oom_fd >= 0 && pwrite(oom_fd, "500", 3, 0) == 3;
+}
+
+static void oom_restore(bool raised)
+{
+    if (!raised)
+        return;
+    ssize_t w = pwrite(oom_fd, oom_base, strlen(oom_base), 0);
+    (void)w; /* failed: init stays as likely a victim as its commands, nothing better to do */
+}
+
+static int spawn_child_main(void *arg)
+{
+    struct spawn_child *c = arg;
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    for (size_t i = 0; i < n_nondefault; i++)
+        sigaction(nondefault[i], &dfl, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    /* Its own session and process group: kill and timeouts reach the whole tree. And a child
+     * subreaper (kept across execve): what its tree detaches (setsid and a double fork) is
+     * reparented to it, not to init, so that kill_tree still finds it while the command
+     * lives. The command also reaps those orphans (shells and most programs reap any child;
+     * one that does not leaves them zombies until it ends, when init takes them). */
+    setsid();
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    for (int i = 0; i < 3; i++)
+        if (dup2(c->fds[i], i) < 0) {
+            c->fail_kind = 'E';
+            c->fail_errno = errno;
+            _exit(126);
+        }
+    /* exec -t: the client's pseudo-terminal becomes the command's controlling terminal, for
+     * job control and Ctrl-C; TIOCSTI stays denied by seccomp. */
+    if ((c->flags & NSBOX_AGENT_F_TTY) && isatty(0))
+        ioctl(0, TIOCSCTTY, 0);
+    nsbox_close_fds_except(-1); /* before resolving cwd: no way out through /proc/self/fd */
+    struct nsbox_err ce;
+    if (nsbox_sp_chdir_in_root(c->cwd, &ce) < 0) {
+        c->fail_kind = 'C';
+        c->fail_errno = ce.sys_errno ? ce.sys_errno : EINVAL;
+        _exit(125);
+    }
+    int err = exec_search(c->argv, c->env);
+    c->fail_kind = 'E';
+    c->fail_errno = err;
+    _exit(err == ENOENT ? 127 : 126);
+}
+
+/* Start the command of a SPAWN; the answer goes to sock. Returns its pid, 0 when it could not
+ * start (FAILED sent with 125/126/127), -1 when the request was malformed (FAILED sent, 125;
+ * on the run socket: status 0, "refused", and nothing was touched). */
+static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, int fds[3],
+                    bool is_run)
+{
+    char msg[600];
+    /* Split the payload: cwd, argv (argc), env (envc); it must hold exactly that many strings. */
+    size_t need = 1 + (size_t)h->argc + h->envc, count = 0;
+    char **strs = NULL;
+    int master = -1;
+    if ((h->flags & NSBOX_AGENT_F_TTY) && fds[0] < 0 && open_pty((uint32_t)h->status, fds,
+                                                                  &master) < 0) {
+        for (int i = 0; i < 3; i++)
+            if (fds[i] >= 0)
+                close(fds[i]), fds[i] = -1;
+        snprintf(msg, sizeof msg, "cannot make a pseudo-terminal: %s", strerror(errno));
+        reply(sock, NSBOX_AGENT_FAILED, h->seq, 0, 125, msg);
+        return 0;
+    }
+    if (h->argc == 0 || h->argc > 65536 || h->envc > 65536 || fds[0] < 0 || fds[1] < 0 ||
+        fds[2] < 0 || h->len == 0 || payload[h->len - 1] != '\0')
+        goto bad;
+    strs = calloc(need + 2, sizeof *strs);
+    if (!strs)
+        goto bad;
+    for (size_t off = 0; off < h->len; off += strlen(payload + off) + 1) {
+        if (count == need)
+            goto bad;
+        strs[count++] = payload + off;
+    }
+    if (count != need)
+        goto bad;
+    char *cwd = strs[0];
+    char **argv = strs + 1;
+    char **env = calloc(h->envc + 1, sizeof *env);
+    if (!env)
+        goto bad;
+    memcpy(env, strs + 1 + h->argc, h->envc * sizeof *env);
+    char *saved = argv[h->argc];
+    argv[h->argc] = NULL;
+
+    struct spawn_child c = {.cwd = cwd, .argv = argv, .env = env, .fds = fds, .flags = h->flags};
+    sigset_t all, saved_mask;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &saved_mask);
+    bool raised = oom_raise();
+    pid_t pid = clone(spawn_child_main, spawn_stack + sizeof spawn_stack,
+                      CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
+    int clone_errno = errno;
+    oom_restore(raised);
+    sigprocmask(SIG_SETMASK, &saved_mask, NULL);
+    argv[h->argc] = saved;
+    free(env);
+    for (int i = 0; i < 3; i++)
+        close(fds[i]);
+    if (pid < 0) {
+        if (clone_errno == EAGAIN) /* the pids cgroup's limit (or RLIMIT_NPROC) */
+            snprintf(msg, sizeof msg,
+                     "cannot start: the sandbox has as many processes as its instance type "
+                     "allows (its pids limit, shown by nsbox inspect); end some, or use a larger "
+                     "instance type");
+        else
+            snprintf(msg, sizeof msg, "cannot start: %s", strerror(clone_errno));
+        if (h->flags & NSBOX_AGENT_F_LAST)
+            kill_all_others();
+        reply(sock, NSBOX_AGENT_FAILED, h->seq, 0, 125, msg);
+        if (master >= 0)
+            close(master);
+        free(strs);
+        return 0;
+    }
+    if (c.fail_kind) {
+        /* It failed before exec and has exited; the reaper collects it unreported. */
+        int err = c.fail_errno;
+        if (c.fail_kind == 'C')
+            snprintf(msg, sizeof msg, "cannot enter %.200s: %s", cwd, strerror(err));
+        else if (err == E2BIG) /* a string over 128 KiB (MAX_ARG_STRLEN), or all of them */
+            snprintf(msg, sizeof msg, "%.200s: %s (the kernel takes 128 KiB per argument or "
+                                      "variable, and less than the stack limit in all: put "
+                                      "long inputs in a file)",
+                     argv[0], strerror(err));
+        else
+            snprintf(msg, sizeof msg, "%.200s: %s", argv[0],
+                     err == ENOENT ? "command not found" : strerror(err));
+        if (h->flags & NSBOX_AGENT_F_LAST)
+            kill_all_others();
+        reply(sock, NSBOX_AGENT_FAILED, h->seq, pid,
+              c.fail_kind == 'C' ? 125 : err == ENOENT ? 127 : 126, msg);
+        if (master >= 0)
+            close(master);
+        free(strs);
+        return 0;
+    }
+    size_t i = 0;
+    while (i < MAX_CHILDREN && children[i].pid)
+        i++;
+    if (i < MAX_CHILDREN) {
+        children[i].pid = pid;
+        children[i].seq = h->seq;
+        children[i].last = (h->flags & NSBOX_AGENT_F_LAST) != 0;
+        children[i].run = is_run;
+    }
+    reply_fd(sock, NSBOX_AGENT_SPAWNED, h->seq, pid, 0, NULL, master);
+    if (master >= 0)
+        close(master);
+    free(strs);
+    return pid;
+bad:
+    if (master >= 0)
+        close(master);
+    free(strs);
+    for (int i = 0; i < 3; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    reply(sock, NSBOX_AGENT_FAILED, h->seq, 0, is_run ? 0 : 125,
+          is_run ? "refused: malformed run request" : "malformed spawn request");
+    return -1;
+}
+
+static int ppid_of(int pid)
+{
+    int ppid;
+    return nsbox_proc_stat(pid, NULL, &ppid) == 0 ? ppid : -1;
+}
+
+/* Signal a command and everything it started: its process group, and every descendant that
+ * left the group (setsid, setpgid) but is still below it. The sandbox has its own pid namespace,
+ * so the scan of /proc is small. Orphans re-parented to init are out of reach: they belong to
+ * the sandbox, which kills them when it ends. */
+static void kill_tree(int root, int sig)
+{
+    int pids[4096], parents[4096];
+    size_t n = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    while (d && (de = readdir(d)) && n < 4096) {
+        int pid = atoi(de->d_name);
+        if (pid > 1) {
+            pids[n] = pid;
+            parents[n] = ppid_of(pid);
+            n++;
+        }
+    }
+    if (d)
+        closedir(d);
+    if (kill(-root, sig) < 0)
+        kill(root, sig);
+    /* mark descendants: repeat until no change (depth is small) */
+    bool in[4096] = {false};
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t i = 0; i < n; i++) {
+            if (in[i])
+                continue;
+            bool below = parents[i] == root;
+            for (size_t j = 0; !below && j < n; j++)
+                below = in[j] && parents[i] == pids[j];
+            if (below) {
+                in[i] = true;
+                changed = true;
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        if (in[i])
+            kill(pids[i], sig);
+}
+
+/* The OOM kills of the sandbox's memory cgroup, from the file the supervisor opened for us
+ * (v1 memory.oom_control, v2 memory.events: an "oom_kill N" line in both). */
+static unsigned oom_count(void)
+{
+    char buf[1024];
+    ssize_t n = run.oom_fd >= 0 ? pread(run.oom_fd, buf, sizeof buf - 1, 0) : -1;
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    uint64_t v = 0;
+    return nsbox_cg_parse_keyed(buf, "oom_kill", &v) == 0 && v < UINT32_MAX ? (unsigned)v : 0;
+}
+
+/* Close the run's connection. What the client sent and init did not read (a signal that came
+ * as the command ended) is read first: a unix socket closed with unread data resets the
+ * peer, whose next receive would fail instead of giving it our last message. */
+static void close_run_conn(void)
+{
+    struct nsbox_agent_hdr h;
+    char buf[64]; /* a longer message is cut (EBADMSG), and gone all the same */
+    int fds[3];
+    struct pollfd pf = {run.conn, POLLIN, 0};
+    while (poll(&pf, 1, 0) == 1) {
+        ssize_t n = recv_msg(run.conn, &h, buf, sizeof buf, fds);
+        if (n == 0 || (n < 0 && errno != EBADMSG && errno != EMFILE))
+            break;
+        for (int i = 0; n > 0 && i < 3; i++)
+            if (fds[i] >= 0)
+                close(fds[i]);
+    }
+    close(run.conn);
+    run.conn = -1;
+}
+
+/* The run's status: to its client, then (the sandbox is done) to the supervisor. */
+static void end_run(int sock, uint32_t type, int pid, int code, const char *msg)
+{
+    if (run.conn >= 0) {
+        struct nsbox_agent_hdr h = {.type = type, .seq = run.seq, .pid = pid, .status = code,
+                                    .argc = type == NSBOX_AGENT_EXITED ? oom_count() : 0,
+                                    .len = msg ? (uint32_t)strlen(msg) : 0};
+        send_msg(run.conn, &h, msg, NULL, 0);
+        close_run_conn();
+    }
+    reply(sock, type, NSBOX_AGENT_SEQ_RUN, pid, code, msg);
+}
+
+static void reap(int sock)
+{
+    int status;
+    pid_t p;
+    while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
+        for (size_t i = 0; i < MAX_CHILDREN; i++) {
+            if (children[i].pid != p)
+                continue;
+            int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            if (children[i].last)
+                kill_all_others();
+            if (children[i].run)
+                end_run(sock, NSBOX_AGENT_EXITED, p, code, NULL);
+            else
+                reply(sock, NSBOX_AGENT_EXITED, children[i].seq, p, code, NULL);
+            children[i].pid = 0;
+            break;
+        }
+    }
+}
+
+/* A connection on the run socket: its one SPAWN either takes the sandbox or is refused. The
+ * client sends it right after connecting; one that sends nothing within 200 ms is dropped (the
+ * socket is the user's own: only a misbehaving or stopped program of theirs would), so that a
+ * queue of silent connections cannot keep init from answering RETIRE. */
+static void take_run(int sock, char *payload)
+{
+    int c = accept4(run.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (c < 0)
+        return;
+    struct nsbox_agent_hdr h = {0};
+    int fds[3] = {-1, -1, -1};
+    struct pollfd pf = {c, POLLIN, 0};
+    ssize_t n = poll(&pf, 1, 200) == 1 ? recv_msg(c, &h, payload, NSBOX_AGENT_PAYLOAD_MAX, fds)
+                                        : -1;
+    /* the descriptors as the exec path checks them; missing ones are do_spawn's to refuse */
+    struct nsbox_err se = {0};
+    const char *why = n <= 0 ? NULL
+                      : h.type != NSBOX_AGENT_SPAWN ? "not a run request"
+                      /* its client is gone already: nobody would get the status */
+                      : (pf.revents & POLLHUP) ? "the client went away"
+                      : nsbox_check_stdio(fds, &se) < 0 ? se.msg
+                      : NULL;
+    if (n <= 0 || why) {
+        for (int i = 0; i < 3; i++)
+            if (fds[i] >= 0)
+                close(fds[i]);
+        char msg[NSBOX_ERR_MSG_MAX + 16];
+        snprintf(msg, sizeof msg, "refused: %s", why ? why : "");
+        if (why)
+            reply(c, NSBOX_AGENT_FAILED, h.seq, 0, 0, msg);
+        close(c);
+        return;
+    }
+    h.flags = NSBOX_AGENT_F_LAST; /* no terminal of init's making; the sandbox ends with it */
+    run.conn = c;
+    run.seq = h.seq;
+    int pid = do_spawn(c, &h, payload, fds, true);
+    if (pid < 0) { /* refused: the next connection may still take the sandbox */
+        close(c);
+        run.conn = -1;
+        return;
+    }
+    close(run.listen_fd);
+    run.listen_fd = -1;
+    run.claimed = true;
+    run.pid = pid;
+    reply(sock, NSBOX_AGENT_CLAIMED, NSBOX_AGENT_SEQ_RUN, pid, 0, NULL);
+    if (pid == 0) { /* it could not start; the client has its FAILED */
+        close_run_conn();
+        reply(sock, NSBOX_AGENT_FAILED, NSBOX_AGENT_SEQ_RUN, 0, 125, NULL);
+    }
+}
+
+/* The run's client: signals for its command; when it goes away, so does the sandbox. */
+static void on_run_conn(char *payload)
+{
+    struct nsbox_agent_hdr h;
+    int fds[3];
+    ssize_t n = recv_msg(run.conn, &h, payload, NSBOX_AGENT_PAYLOAD_MAX, fds);
+    for (int i = 0; i < 3; i++)
+        if (n > 0 && fds[i] >= 0)
+            close(fds[i]);
+    if (n == 0 || (n < 0 && errno != EBADMSG && errno != EMFILE && errno != EINTR)) {
+        kill_all_others(); /* nsbox run was killed: its command goes; reap() reports the end */
+        close_run_conn();
+        return;
+    }
+    if (n > 0 && h.type == NSBOX_AGENT_KILL && run.pid > 1 && h.status > 0 && h.status < 65)
+        kill_tree(run.pid, h.status);
+}
+
+void nsbox_agent_serve(int sock)
+{
+    /* SIGCHLD is blocked (inherited mask): read it from a signalfd. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    find_nondefault_signals();
+    char *payload = malloc(NSBOX_AGENT_PAYLOAD_MAX + 1);
+    if (sfd < 0 || !payload)
+        _exit(125);
+    int ws = open("/workspace", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct nsbox_agent_hdr wh = {.type = NSBOX_AGENT_WORKSPACE};
+    if (ws < 0 || send_msg(sock, &wh, NULL, &ws, 1) < 0)
+        _exit(125);
+    close(ws);
+    for (;;) {
+        struct pollfd pf[4] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}, {run.listen_fd, POLLIN, 0},
+                               {run.conn, POLLIN, 0}};
+        if (poll(pf, 4, -1) < 0 && errno != EINTR)
+            _exit(125);
+        /* the run's client first: a signal it sent is delivered before reap() reports */
+        if (run.conn >= 0 && (pf[3].revents & (POLLIN | POLLHUP | POLLERR)))
+            on_run_conn(payload);
+        if (pf[1].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof si) > 0)
+                ;
+            reap(sock);
+        }
+        if (run.listen_fd >= 0 && (pf[2].revents & POLLIN))
+            take_run(sock, payload);
+        if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+            struct nsbox_agent_hdr h;
+            int fds[3];
+            ssize_t n = recv_msg(sock, &h, payload, NSBOX_AGENT_PAYLOAD_MAX, fds);
+            if (n == 0 || (n < 0 && errno != EBADMSG && errno != EMFILE))
+                _exit(0); /* the supervisor is gone: so is the sandbox */
+            if (n < 0 && errno == EMFILE && h.type == NSBOX_AGENT_SPAWN)
+                /* unanswered, the exec waiting for it would hang until the sandbox ends */
+                reply(sock, NSBOX_AGENT_FAILED, h.seq, 0, 125,
+                      "the sandbox's init could not take the command's descriptors: its "
+                      "open-files limit is full (lowered from inside the sandbox, with prlimit "
+                      "on pid 1?)");
+            if (n < 0)
+                continue;
+            if (h.type == NSBOX_AGENT_SPAWN) {
+                do_spawn(sock, &h, payload, fds, false);
+            } else if (h.type == NSBOX_AGENT_LISTEN && !run.claimed && run.listen_fd < 0 &&
+                       fds[0] >= 0) {
+                run.listen_fd = fds[0];
+                run.oom_fd = fds[1];
+                if (fds[2] >= 0)
+                    close(fds[2]);
+            } else {
+                for (int i = 0; i < 3; i++)
+                    if (fds[i] >= 0)
+                        close(fds[i]);
+                if (h.type == NSBOX_AGENT_KILL && h.pid > 1 && h.status > 0 && h.status < 65)
+                    kill_tree(h.pid, h.status);
+                if (h.type == NSBOX_AGENT_RETIRE) {
+                    if (run.listen_fd >= 0)
+                        close(run.listen_fd);
+                    run.listen_fd = -1;
+                    reply(sock, NSBOX_AGENT_RETIRED, h.seq, 0, run.claimed, NULL);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,343 @@
+/* The child side of a launch: the containment sequence, in the order it must happen.
+ *
+ * Runs as pid 1 of the new pid namespace, inside new user, mount, uts, ipc, net (and cgroup)
+ * namespaces. The parent has prepared everything that could be computed once (mount plan,
+ * seccomp program, environment, rlimits); this side only performs the steps. */
+#define _GNU_SOURCE
+#include "cleanup.h"
+#include "agent.h"
+#include "idmap.h"
+#include "cmdline.h"
+#include "launch.h"
+#include "safepath.h"
+#include "util.h"
+#include "seccomp_profile.h"
+#include "sys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/securebits.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+__attribute__((noreturn)) static void report_and_exit(struct nsbox_launch *L, int code, const struct nsbox_err *e)
+{
+    struct nsbox_child_report r = {.exit_code = code};
+    r.err = *e;
+    ssize_t w = write(L->report_wr, &r, sizeof r);
+    (void)w;
+    _exit(code);
+}
+
+/* ---- steps run by pid 1 before the workload exists ---------------------------------------- */
+
+static int read_sync_byte(struct nsbox_launch *L, char want, struct nsbox_err *e)
+{
+    char c = 0;
+    ssize_t n;
+    do
+        n = read(L->sync_rd, &c, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1 || c != want)
+        return nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "parent went away during set-up");
+    return 0;
+}
+
+static int child_wait_for_parent(struct nsbox_launch *L, struct nsbox_err *e)
+{
+    /* If the parent dies between clone and here, the death signal below may have been armed
+     * too late; EOF on the sync pipe tells us the same thing. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+        return nsbox_err_sys(e, "prctl(PR_SET_PDEATHSIG)");
+    close(L->sync_wr);
+    close(L->report_rd);
+    return read_sync_byte(L, 'g', e);
+}
+
+/* cgroup v1: the child moves itself. Writing "0" (the caller) to a hierarchy's "tasks" file
+ * migrates one thread without taking the global threadgroup lock for writing, which for a
+ * move by pid (cgroup.procs) waits for an RCU grace period: milliseconds per sandbox. This
+ * process is single-threaded, so the whole of it moves. Done before anything else: as the
+ * caller's host uid (the owner of the cgroup files) and before any untrusted code exists. With
+ * v2 the clone itself placed us (CLONE_INTO_CGROUP). */
+static int child_join_cgroup(struct nsbox_launch *L, struct nsbox_err *e)
+{
+    if (!L->cg || L->cg->version != 1)
+        return 0;
+    for (size_t i = 0; i < L->cg->n_v1; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/tasks", L->cg->v1[i].path);
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+            return nsbox_err_sys(e, "cgroup: open %s", path);
+        ssize_t w = write(fd, "0", 1);
+        int err = errno;
+        close(fd);
+        if (w != 1) {
+            errno = err;
+            return nsbox_err_sys(e, "cgroup: join %s", L->cg->v1[i].path);
+        }
+    }
+    return 0;
+}
+
+static int child_become_appuser(struct nsbox_launch *L, struct nsbox_err *e)
+{
+    /* Files the set-up creates must belong to a mapped id; only appuser is mapped. The
+     * capabilities the clone granted in the new user namespace survive this change because the
+     * namespace has no root uid for the kernel's setuid fix-up to compare against. */
+    /* A persistent sandbox's init writes its own oom_score_adj around each command's start
+     * (agent.c): the file is its owner's to open only until the ids change. */
+    if (L->agent_fd >= 0)
+        L->oom_fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+    /* Not glibc's setresuid: we are a clone of a process that may have threads (util.h). */
+    if (nsbox_set_ids(NSBOX_SANDBOX_UID, NSBOX_SANDBOX_GID) < 0)
+        return nsbox_err_sys(e, "cannot become uid %u gid %u", NSBOX_SANDBOX_UID,
+                             NSBOX_SANDBOX_GID);
+    /* A change of credentials clears the parent-death signal: arm it again. The parent keeps
+     * its end of the sync pipe open while it lives, so a hang-up here means it died in the
+     * window between the two. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+        return nsbox_err_sys(e, "prctl(PR_SET_PDEATHSIG)");
+    struct pollfd pf = {L->sync_rd, POLLIN, 0};
+    if (poll(&pf, 1, 0) > 0 && (pf.revents & (POLLHUP | POLLERR)))
+        return nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "parent went away during set-up");
+    return 0;
+}
+
+static int mount_fds[NSBOX_MOUNT_OPS_MAX];
+static int new_rootfd = -1;
+
+static int child_clone_mount_sources(struct nsbox_launch *L, struct nsbox_err *e)
+{
+    int ws_fd = L->ws_fd;
+    L->ws_fd = -1; /* the plan's workspace op owns it now */
+    return nsbox_rootfs_prepare(&nsbox_sys_real, L->plan, L->st->dir, L->image_root, ws_fd,
+                                mount_fds, &new_rootfd, e);
+}
+
+static int child_mount_root(struct nsbox_launch *L, struct nsbox_err *e)
+{
+    if (nsbox_rootfs_enter(&nsbox_sys_real, L->plan, new_rootfd, mount_fds, e) < 0)
+        return -1;
+    close(new_rootfd);
+    return 0;
+}
+
+static int child_set_hostname(struct nsbox_launch *L, struct nsbox_err *e)
+{
+    if (sethostname(L->hostname, strlen(L->hostname)) < 0)
+        return nsbox_err_sys(e, "sethostname");
+    return 0;
+}
+
+static int child_network(struct nsbox_launch *L, struct nsbox_err *e)
+{
+    /* The parent set up the host side of the network while we built the root ('n'). none: the
+     * new namespace has only lo, down; all/allow: also the interface the parent moved in (see
+     * sandbox/net.h). */
+    int r = read_sync_byte(L, 'n', e);
+    close(L->sync_rd);
+    if (r < 0)
+        return -1;
+    return nsbox_net_child_setup(L->net, e);
+}
+
+static int child_cgroup_namespace(struct nsbox_launch *L, struct nsbox_err *e)
+{
+    /* With cgroup v1 the parent moved us into our cgroups after the clone, so the cgroup
+     * namespace is made now, rooted at them; with v2 the clone itself did it. */
+    if (!L->cgroup_ns_in_clone && unshare(CLONE_NEWCGROUP) < 0)
+        return nsbox_err_sys(e, "unshare(CLONE_NEWCGROUP)");
+    return 0;
+}
+
+/* ---- steps shared by init and the workload ------------------------------------------------ */
+
+static int set_rlimits(struct nsbox_launch *L, struct nsbox_err *e)
+{
+    for (size_t i = 0; i < L->n_rlimits; i++) {
+        struct rlimit want = L->rlimits[i].lim, cur;
+        /* An unprivileged caller cannot raise a hard limit; never ask for more than it has. */
+        if (getrlimit(L->rlimits[i].resource, &cur) == 0) {
+            if (want.rlim_max > cur.rlim_max)
+                want.rlim_max = cur.rlim_max;
+            if (want.rlim_cur > want.rlim_max)
+                want.rlim_cur = want.rlim_max;
+        }
+        if (setrlimit(L->rlimits[i].resource, &want) < 0)
+            return nsbox_err_sys(e, "setrlimit(%d)", L->rlimits[i].resource);
+    }
+    return 0;
+}
+
+
+static int new_session(struct nsbox_err *e)
+{
+    /* No controlling terminal: TIOCSTI into the caller's terminal needs one (and seccomp blocks
+     * the ioctl as well). */
+    if (setsid() < 0)
+        return nsbox_err_sys(e, "setsid");
+    return 0;
+}
+
+static int drop_capabilities(struct nsbox_err *e)
+{
+    /* Lock the securebits first (needs CAP_SETPCAP, still held): even if a future change mapped
+     * uid 0, exec would grant no capabilities and ambient ones could never be raised. */
+    unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP_LOCKED |
+                         SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+                         SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+    if (prctl(PR_SET_SECUREBITS, bits) < 0)
+        return nsbox_err_sys(e, "prctl(PR_SET_SECUREBITS)");
+    for (int cap = 0; prctl(PR_CAPBSET_READ, cap) >= 0; cap++)
+        if (prctl(PR_CAPBSET_DROP, cap) < 0)
+            return nsbox_err_sys(e, "prctl(PR_CAPBSET_DROP, %d)", cap);
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        return nsbox_err_sys(e, "prctl(PR_CAP_AMBIENT_CLEAR_ALL)");
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2] = {{0}};
+    if (syscall(SYS_capset, &hdr, data) < 0)
+        return nsbox_err_sys(e, "capset");
+    return 0;
+}
+
+static int no_new_privs(struct nsbox_err *e)
+{
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        return nsbox_err_sys(e, "prctl(PR_SET_NO_NEW_PRIVS)");
+    return 0;
+}
+
+/* ---- the workload -------------------------------------------------------------------------- */
+
+/* Forked from an init that is already contained (rlimits, no capabilities, no_new_privs,
+ * seccomp: init_harden), so the workload inherits all of it and loads no filter of its own; what
+ * is left is per process: signals, descriptors, session, working directory. */
+__attribute__((noreturn)) static void workload_exec(struct nsbox_launch *L)
+{
+    struct nsbox_err e = {0};
+    nsbox_reset_signals(); /* a caller's ignored SIGPIPE/SIGINT must not reach the command */
+    /* all but the report pipe (close-on-exec), also what nsbox's caller leaked to us */
+    nsbox_close_fds_except(L->report_wr);
+    if (new_session(&e) < 0)
+        report_and_exit(L, 125, &e);
+    if (nsbox_sp_chdir_in_root(L->cwd, &e) < 0)
+        report_and_exit(L, 125, &e);
+    extern char **environ;
+    environ = L->envp; /* execvp searches the PATH of the sandbox's environment */
+    execvp(L->argv[0], L->argv);
+    int err = errno;
+    nsbox_err_set(&e, NSBOX_E_EXEC, err, "%s: %s", L->argv[0],
+                  err == ENOENT ? "command not found" : strerror(err));
+    report_and_exit(L, err == ENOENT ? 127 : 126, &e);
+}
+
+/* ---- init: pid 1 stays as a minimal reaper and signal relay -------------------------------- */
+
+static int init_harden(struct nsbox_launch *L, struct nsbox_err *e)
+{
+    /* Not dumpable: the workload cannot open /proc/1/exe (the nsbox binary on the host,
+     * CVE-2019-5736), /proc/1/mem or /proc/1/environ, nor ptrace init. */
+    if (prctl(PR_SET_DUMPABLE, 0) < 0)
+        return nsbox_err_sys(e, "prctl(PR_SET_DUMPABLE)");
+    if (drop_capabilities(e) < 0 || no_new_privs(e) < 0)
+        return -1;
+    return nsbox_seccomp_load(&L->seccomp, e);
+}
+
+__attribute__((noreturn)) static void init_reap(pid_t workload)
+{
+    /* The parent's signal mask is inherited: SIGCHLD and the relayed signals are blocked, so
+     * they queue for sigwaitinfo even though pid 1 has no handlers for them. */
+    sigset_t set;
+    sigemptyset(&set);
+    int relayed[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(relayed); i++)
+        sigaddset(&set, relayed[i]);
+    sigaddset(&set, SIGCHLD);
+    for (;;) {
+        int status;
+        pid_t p;
+        while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
+            if (p != workload)
+                continue;
+            /* When pid 1 exits the kernel kills everything left in the namespace. */
+            if (WIFEXITED(status))
+                _exit(WEXITSTATUS(status));
+            _exit(128 + WTERMSIG(status));
+        }
+        siginfo_t si;
+        int sig = sigwaitinfo(&set, &si);
+        if (sig > 0 && sig != SIGCHLD && kill(-workload, sig) < 0)
+            kill(workload, sig); /* not yet a group leader: it is still before setsid */
+    }
+}
+
+/* Init's /proc/1/cmdline is world-readable in the sandbox: replace nsbox's host command line
+ * (paths, -e values) with a neutral name. */
+static void wipe_cmdline(void)
+{
+    nsbox_cmdline_set("nsbox-init");
+}
+
+/* ---- the sequence --------------------------------------------------------------------------- */
+
+void nsbox_child_main(struct nsbox_launch *L)
+{
+    struct nsbox_err e = {0};
+    if (child_wait_for_parent(L, &e) < 0 ||     /* user ns: the parent has written the maps */
+        child_join_cgroup(L, &e) < 0 ||         /* cgroup (v1; v2 was joined by the clone) */
+        child_clone_mount_sources(L, &e) < 0 || /* mounts, while host paths are reachable */
+        child_become_appuser(L, &e) < 0 ||         /* the only mapped id */
+        child_mount_root(L, &e) < 0 ||          /* mounts + pivot_root */
+        child_set_hostname(L, &e) < 0 ||        /* hostname */
+        child_network(L, &e) < 0 ||             /* network: lo up (+ eth0 for all/allow) */
+        child_cgroup_namespace(L, &e) < 0)      /* rooted at our own cgroup */
+        report_and_exit(L, 125, &e);
+
+    if (L->agent_fd >= 0) {
+        /* A persistent sandbox: init serves the supervisor's requests (agent.h). Closing the
+         * report pipe tells the supervisor that the sandbox is ready. */
+        if (set_rlimits(L, &e) < 0 || init_harden(L, &e) < 0)
+            report_and_exit(L, 125, &e);
+        prctl(PR_SET_NAME, "nsbox-init");
+        wipe_cmdline();
+        /* The mount plan and environment were for set-up; an idle sandbox should cost little. */
+        munmap((void *)L->plan, sizeof *L->plan); /* mapped by the launcher (sandbox.c) */
+        L->plan = NULL;
+        int keep[] = {L->agent_fd, L->oom_fd};
+        nsbox_close_fds_keep(keep, 2);
+        nsbox_agent_set_oom_fd(L->oom_fd);
+        nsbox_agent_serve(L->agent_fd);
+    }
+
+    /* rlimits -> drop caps -> no_new_privs -> seccomp, once, in init: the workload forked next
+     * inherits them, so the filter is loaded (and JIT-compiled) once per sandbox, not twice. */
+    if (set_rlimits(L, &e) < 0 || init_harden(L, &e) < 0)
+        report_and_exit(L, 125, &e);
+    pid_t workload = fork();
+    if (workload < 0) {
+        nsbox_err_sys(&e, "fork");
+        report_and_exit(L, 125, &e);
+    }
+    if (workload == 0)
+        workload_exec(L); /* close fds, setsid, cwd, exec */
+
+    /* The workload has its own copy of the command line now (it was forked); init's may go. */
+    wipe_cmdline();
+    nsbox_close_fds_except(-1);
+    init_reap(workload);
+}

@@ -1,0 +1,51 @@
+/* Launching a sandbox: the parent-side steps (clone, id maps, cgroup, wait) and the child-side
+ * containment sequence. Both sides share this description, prepared by the parent before the
+ * clone so that the child does no work that could have been done once. */
+#ifndef NSBOX_LAUNCH_H
+#define NSBOX_LAUNCH_H
+
+#include "cgroup.h"
+#include "mounts.h"
+#include "net.h"
+#include "nsbox.h"
+#include "rlimits.h"
+#include "spec.h"
+#include "state.h"
+
+#include <linux/filter.h>
+#include <signal.h>
+#include <stdbool.h>
+
+/* What the child tells the parent when it cannot go on (written once, atomically: < PIPE_BUF). */
+struct nsbox_child_report {
+    int exit_code; /* 125 setup failed, 126 not executable, 127 not found */
+    struct nsbox_err err;
+};
+
+struct nsbox_launch {
+    const struct nsbox_spec *spec;
+    struct nsbox_state *st;
+    const struct nsbox_mount_plan *plan;
+    const struct nsbox_net *net;
+    const struct nsbox_cgroup *cg;
+    char image_root[PATH_MAX];
+    struct sock_fprog seccomp;
+    struct nsbox_rlimit rlimits[NSBOX_RLIMITS_MAX];
+    size_t n_rlimits;
+    char hostname[64];
+    char *const *argv;
+    char **envp;
+    const char *cwd;          /* inside the sandbox; "/workspace" */
+    bool cgroup_ns_in_clone;  /* v2: the child starts in its cgroup, so CLONE_NEWCGROUP works */
+    sigset_t blocked;         /* signals the parent handles; the workload gets them unblocked */
+    int sync_rd, sync_wr;     /* parent -> child: "maps written, cgroup joined, go" */
+    int report_rd, report_wr; /* child -> parent: struct nsbox_child_report, or EOF at exec */
+    int agent_fd;             /* persistent sandbox: init's end of the supervisor socket; else -1 */
+    int oom_fd;               /* the child's (init's) own oom_score_adj, opened by it; or -1 */
+    int ws_fd;                /* EXT4 workspace: its detached mount (the child takes its copy) */
+};
+
+/* Child side (contain.c): never returns. */
+__attribute__((noreturn)) void nsbox_child_main(struct nsbox_launch *L);
+
+#endif

@@ -1,0 +1,374 @@
+/* Network policy of a sandbox (sandbox/net.h, docs/network.md): none is loopback only and needs
+ * nothing from the host; all, allow and egress CIDRs give the sandbox one end of a veth pair,
+ * an address slot of the pool, and elements in the persistent `inet nsbox` table, all computed
+ * by policy/netplan and applied here without running `ip` or `nft`. */
+#define _GNU_SOURCE
+#include "net.h"
+#include "state.h"
+#include "cleanup.h"
+#include "net_impl.h"
+#include "netplan.h"
+#include "nftbatch.h"
+#include "paths.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define MARKER "net" /* in the state directory: this sandbox has network objects on the host */
+
+struct nsbox_net {
+    enum nsbox_net_mode mode;
+    bool link;
+    struct nsbox_netplan plan;
+    char resolv[PATH_MAX], hosts[PATH_MAX];
+    bool has_resolv, has_hosts;
+    struct nsbox_nft *nft; /* parent only, from attach to teardown */
+    struct nsbox_nftbatch del; /* the batch that removes the sandbox's elements, once added */
+    bool attached;         /* written by the parent, read by the child: see net_alloc */
+};
+
+static const char *mode_name(const struct nsbox_spec *s)
+{
+    return s->net == NSBOX_NET_ALL ? "all" : s->net == NSBOX_NET_ALLOW ? "allow" : "none";
+}
+
+/* ---- small helpers --------------------------------------------------------------------------- */
+
+static int write_file(const char *path, const char *text, struct nsbox_err *e)
+{
+    cleanup_close int fd =
+        open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return nsbox_err_sys(e, "cannot create %s", path);
+    size_t len = strlen(text);
+    if (write(fd, text, len) != (ssize_t)len)
+        return nsbox_err_sys(e, "cannot write %s", path);
+    /* the umask may have narrowed the mode; appuser (not the file's owner) must read it */
+    if (fchmod(fd, 0644) < 0)
+        return nsbox_err_sys(e, "chmod %s", path);
+    return 0;
+}
+
+/* ---- checks and inputs (before anything is set up) ------------------------------------------- */
+
+static bool have_cap_net_admin(void)
+{
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2] = {{0}};
+    if (syscall(SYS_capget, &h, d) < 0)
+        return false;
+    return d[CAP_NET_ADMIN / 32].effective & (1u << (CAP_NET_ADMIN % 32));
+}
+
+static int check_privileges(const struct nsbox_spec *s, struct nsbox_err *e)
+{
+    if (have_cap_net_admin())
+        return 0;
+    char what[64];
+    if (s->net == NSBOX_NET_NONE)
+        snprintf(what, sizeof what, "egress CIDRs");
+    else
+        snprintf(what, sizeof what, "network %s", mode_name(s));
+    return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EPERM,
+                         "%s needs CAP_NET_ADMIN on the host (a veth pair and nftables rules in "
+                         "the host's network namespace); fix: run nsbox as root (e.g. sudo), or "
+                         "use network none (user-mode networking such as pasta is not supported)",
+                         what);
+}
+
+static int net_section(const char *text, size_t len, void *cfg, struct nsbox_err *e)
+{
+    return nsbox_netconfig_from_json(cfg, text, len, e);
+}
+
+static int load_config(struct nsbox_netconfig *cfg, struct nsbox_err *e)
+{
+    nsbox_netconfig_init(cfg);
+    return nsbox_config_section(net_section, cfg, NULL, NULL, e);
+}
+
+/* The resolvers of network all: "network.dns" from the config, else the first file of
+ * $NSBOX_RESOLV_CONF (default NSBOX_NET_RESOLV_DEFAULT, colon separated) that names one a
+ * sandbox can reach. Loopback resolvers are skipped: behind a 127.0.0.53-style stub,
+ * systemd-resolved keeps the upstream list in /run/systemd/resolve/resolv.conf. */
+int nsbox_net_config_check(struct nsbox_err *e)
+{
+    struct nsbox_netconfig cfg;
+    return load_config(&cfg, e);
+}
+
+static int find_resolvers(const struct nsbox_netconfig *cfg, struct nsbox_resolv *dns, char *src,
+                          size_t srclen, struct nsbox_err *e)
+{
+    memset(dns, 0, sizeof *dns);
+    if (cfg->n_dns) {
+        dns->n_ns = cfg->n_dns;
+        memcpy(dns->ns, cfg->dns, sizeof cfg->dns);
+        snprintf(src, srclen, "network.dns in the nsbox config");
+        return 0;
+    }
+    const char *env = getenv("NSBOX_RESOLV_CONF");
+    char list[PATH_MAX * 2];
+    snprintf(list, sizeof list, "%s", env && *env ? env : NSBOX_NET_RESOLV_DEFAULT);
+    struct nsbox_resolv first = {0};
+    char first_src[PATH_MAX] = "";
+    char *save = NULL;
+    for (char *path = strtok_r(list, ":", &save); path; path = strtok_r(NULL, ":", &save)) {
+        cleanup_free char *text = NULL;
+        int r = nsbox_read_small(path, &text, e);
+        if (r < 0)
+            return -1;
+        if (r == 1)
+            continue;
+        struct nsbox_resolv cur;
+        nsbox_resolv_parse(text, &cur);
+        if (cur.n_ns) {
+            *dns = cur;
+            snprintf(src, srclen, "%s", path);
+            return 0;
+        }
+        if (!first_src[0]) {
+            first = cur;
+            snprintf(first_src, sizeof first_src, "%s", path);
+        }
+    }
+    *dns = first; /* none usable: the plan explains what was found */
+    snprintf(src, srclen, "%s", first_src);
+    return 0;
+}
+
+static int resolve_host(void *ctx, const char *name, struct in_addr *out, size_t max, size_t *n,
+                        struct nsbox_err *e)
+{
+    (void)ctx;
+    *n = 0;
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *res = NULL;
+    int r = getaddrinfo(name, NULL, &hints, &res);
+    if (r == EAI_NONAME || r == EAI_NODATA)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENOENT,
+                             "the host cannot resolve it to an IPv4 address (%s)",
+                             gai_strerror(r));
+    if (r != 0)
+        return nsbox_err_set(e, NSBOX_E_SYS, r == EAI_SYSTEM ? errno : EAGAIN,
+                             "cannot resolve it: %s", gai_strerror(r));
+    for (struct addrinfo *a = res; a && *n < max; a = a->ai_next) {
+        struct in_addr v = ((struct sockaddr_in *)a->ai_addr)->sin_addr;
+        bool dup = false;
+        for (size_t i = 0; i < *n; i++)
+            dup |= out[i].s_addr == v.s_addr;
+        if (!dup)
+            out[(*n)++] = v;
+    }
+    freeaddrinfo(res);
+    return 0;
+}
+
+/* The sandbox's /etc/hosts, with its hostname: every network mode (plan NULL for none). */
+static int write_hosts(struct nsbox_net *n, const struct nsbox_netplan *plan, const char *id,
+                       const char *state_dir, struct nsbox_err *e)
+{
+    char hostname[NSBOX_SANDBOX_HOSTNAME_MAX];
+    nsbox_state_hostname(id, hostname);
+    bool oom;
+    cleanup_free char *hosts = nsbox_netplan_hosts(plan, hostname, &oom);
+    if (!hosts)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    if ((size_t)snprintf(n->hosts, sizeof n->hosts, "%s/hosts", state_dir) >= sizeof n->hosts)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long: %s", state_dir);
+    if (write_file(n->hosts, hosts, e) < 0)
+        return -1;
+    n->has_hosts = true;
+    return 0;
+}
+
+static int write_etc_files(struct nsbox_net *n, const char *id, const char *state_dir,
+                           struct nsbox_err *e)
+{
+    cleanup_free char *resolv = nsbox_netplan_resolv_conf(&n->plan);
+    if (!resolv)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    snprintf(n->resolv, sizeof n->resolv, "%s/resolv.conf", state_dir);
+    if (write_file(n->resolv, resolv, e) < 0)
+        return -1;
+    n->has_resolv = true;
+    return write_hosts(n, &n->plan, id, state_dir, e);
+}
+
+/* ---- the module's interface ------------------------------------------------------------------ */
+
+/* The struct lives in a shared mapping: the parent claims the address slot in nsbox_net_attach,
+ * after the clone, and the child reads it in nsbox_net_child_setup once the parent has let it
+ * go on (the sync pipe orders the two). So the parent's part may run while the child builds its
+ * root, if the launcher lets the child wait for it just before its network step. */
+static struct nsbox_net *net_alloc(void)
+{
+    void *p = mmap(NULL, sizeof(struct nsbox_net), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+int nsbox_net_prepare(const struct nsbox_spec *s, const char *id, const char *state_dir,
+                      struct nsbox_net **out, struct nsbox_err *e)
+{
+    *out = NULL;
+    struct nsbox_net *n = net_alloc();
+    if (!n)
+        return nsbox_err_sys(e, "mmap");
+    n->mode = s->net;
+    n->link = s->net != NSBOX_NET_NONE || s->n_egress > 0;
+    if (!n->link) { /* loopback only: no privilege needed, only the hosts file on the host */
+        if (write_hosts(n, NULL, id, state_dir, e) < 0) {
+            nsbox_net_teardown(n);
+            return -1;
+        }
+        *out = n;
+        return 0;
+    }
+    struct nsbox_netconfig cfg;
+    struct nsbox_resolv dns = {0};
+    char dns_src[PATH_MAX] = "";
+    char marker[PATH_MAX];
+    if (check_privileges(s, e) < 0 || load_config(&cfg, e) < 0)
+        goto fail;
+    if (s->net == NSBOX_NET_ALL && find_resolvers(&cfg, &dns, dns_src, sizeof dns_src, e) < 0)
+        goto fail;
+    if (nsbox_netplan_build(s, id, &cfg.pool, &dns, dns_src, resolve_host, NULL, &n->plan, e) < 0)
+        goto fail;
+    /* The marker first: from here on, gc knows to look for this sandbox's objects. */
+    snprintf(marker, sizeof marker, "%s/" MARKER, state_dir);
+    if (write_file(marker, n->plan.ifname, e) < 0 || write_etc_files(n, id, state_dir, e) < 0)
+        goto fail;
+    /* The child configures its end with libnl after the clone, when it can no longer load
+     * libraries from the host (its root is the image). */
+    if (nsbox_netlink_load(e) < 0)
+        goto fail;
+    *out = n;
+    return 0;
+fail:
+    nsbox_net_teardown(n);
+    return -1;
+}
+
+int nsbox_net_attach(struct nsbox_net *n, pid_t child, struct nsbox_err *e)
+{
+    if (!n || !n->link)
+        return 0;
+    bool forwarding = true;
+    if (nsbox_net_forwarding(&forwarding, e) < 0 || nsbox_nft_open(&n->nft, e) < 0)
+        return nsbox_err_wrap(e, "network");
+    /* The rules are in place before forwarding is turned on and before the veth exists. */
+    if (nsbox_net_table_add(n->nft, &n->plan, !forwarding, &n->del, e) < 0)
+        return -1;
+    if (!forwarding && nsbox_net_forwarding_enable(e) < 0)
+        return nsbox_err_wrap(e, "network");
+    if (nsbox_netlink_veth(n->plan.ifname, NSBOX_NET_SANDBOX_IF, child, n->plan.slot.host,
+                           NSBOX_NET_SLOT_PREFIX, e) < 0)
+        return nsbox_err_wrap(e, "network");
+    n->attached = true;
+    return 0;
+}
+
+static int loopback_up(struct nsbox_err *e)
+{
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return nsbox_err_sys(e, "socket");
+    struct ifreq ifr = {0};
+    strcpy(ifr.ifr_name, "lo");
+    int r = ioctl(s, SIOCGIFFLAGS, &ifr);
+    if (r == 0) {
+        ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+        r = ioctl(s, SIOCSIFFLAGS, &ifr);
+    }
+    if (r < 0)
+        nsbox_err_sys(e, "loopback up");
+    close(s);
+    return r;
+}
+
+int nsbox_net_child_setup(const struct nsbox_net *n, struct nsbox_err *e)
+{
+    if (loopback_up(e) < 0)
+        return -1;
+    if (!n || !n->link)
+        return 0;
+    if (!n->attached)
+        return nsbox_err_set(e, NSBOX_E_SYS, EINVAL,
+                             "network: the sandbox's interface is not there yet (the parent must "
+                             "run nsbox_net_attach before the child's network step)");
+    if (nsbox_netlink_sandbox(NSBOX_NET_SANDBOX_IF, n->plan.slot.sandbox, NSBOX_NET_SLOT_PREFIX,
+                              n->plan.slot.host, e) < 0)
+        return nsbox_err_wrap(e, "network");
+    return 0;
+}
+
+const char *nsbox_net_resolv_conf(const struct nsbox_net *n)
+{
+    return n && n->has_resolv ? n->resolv : NULL;
+}
+
+const char *nsbox_net_hosts(const struct nsbox_net *n)
+{
+    return n && n->has_hosts ? n->hosts : NULL;
+}
+
+struct cJSON *nsbox_net_describe(const struct nsbox_net *n, enum nsbox_net_mode mode)
+{
+    if (n && n->link)
+        return nsbox_netplan_describe(&n->plan);
+    struct nsbox_netplan none = {.mode = mode}; /* loopback only */
+    return nsbox_netplan_describe(&none);
+}
+
+/* The veth is not deleted: it goes away with the sandbox's network namespace, for free, where
+ * deleting it costs tens of milliseconds. Links, addresses and routes all hang off it. */
+void nsbox_net_teardown(struct nsbox_net *n)
+{
+    if (!n)
+        return;
+    if (n->nft && n->del.len) {
+        struct nsbox_err e;
+        if (nsbox_nft_batch(n->nft, &n->del, &e) < 0) /* changed behind our back */
+            nsbox_net_table_remove(n->nft, n->plan.id, &e);
+    }
+    nsbox_nft_close(n->nft);
+    nsbox_nftbatch_free(&n->del);
+    nsbox_netplan_free(&n->plan);
+    munmap(n, sizeof *n);
+}
+
+int nsbox_net_gc(const char *id, struct nsbox_err *e)
+{
+    char rt[PATH_MAX], marker[PATH_MAX + 32], ifname[16];
+    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0)
+        return -1;
+    snprintf(marker, sizeof marker, "%s/%s/" MARKER, rt, id);
+    if (access(marker, F_OK) < 0)
+        return 0; /* network none: nothing was made on the host */
+    snprintf(ifname, sizeof ifname, NSBOX_NET_IFPREFIX "%.12s", id);
+    struct nsbox_nft *nft;
+    if (nsbox_nft_open(&nft, e) < 0)
+        return nsbox_err_wrap(e, "network gc");
+    int r = nsbox_net_table_remove(nft, id, e);
+    nsbox_nft_close(nft);
+    if (r < 0)
+        return nsbox_err_wrap(e, "network gc");
+    /* Normally gone with the sandbox's namespace; still here if something pins that. */
+    if (nsbox_netlink_delete(ifname, e) < 0)
+        return nsbox_err_wrap(e, "network gc");
+    return 0;
+}

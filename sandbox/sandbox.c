@@ -1,0 +1,347 @@
+/* Host side of a sandbox: prepare once, clone once, id maps, network, cgroup; and removal. */
+#define _GNU_SOURCE
+#include "sandbox.h"
+#include "util.h"
+#include "cleanup.h"
+#include "idmap.h"
+#include "image.h"
+#include "diagnose.h"
+#include "paths.h"
+#include "seccomp_profile.h"
+#include "workspace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SANDBOX_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+void nsbox_sandbox_init(struct nsbox_sandbox *sb)
+{
+    memset(sb, 0, sizeof *sb);
+    nsbox_sandbox_init_zeroed(sb);
+}
+
+void nsbox_sandbox_init_zeroed(struct nsbox_sandbox *sb)
+{
+    nsbox_state_init(&sb->st);
+    sb->cg.version = 0;
+    sb->cg.dirfd = -1;
+    sb->pidfd = -1;
+    sb->image_lock_fd = -1;
+    sb->L.sync_rd = sb->L.sync_wr = sb->L.report_rd = sb->L.report_wr = -1;
+    sb->L.agent_fd = -1;
+    sb->L.oom_fd = -1;
+    sb->L.ws_fd = -1;
+}
+
+/* The environment is built from nothing: the host's variables (tokens, paths, proxies) never
+ * reach the sandbox unless given with -e. */
+char **nsbox_sandbox_env(const struct nsbox_spec *s, struct nsbox_err *e)
+{
+    static const char *const base[] = {("PATH=" SANDBOX_PATH), "HOME=/workspace", "USER=appuser",
+                                       "LOGNAME=appuser", "SHELL=/bin/sh", "LANG=C.UTF-8"};
+    size_t n = NSBOX_ARRAY_LEN(base) + s->n_env + 2;
+    char **env = calloc(n, sizeof *env);
+    if (!env) {
+        nsbox_err_sys(e, "calloc");
+        return NULL;
+    }
+    size_t k = 0;
+    const char *term = getenv("TERM");
+    static char termbuf[128];
+    if (term && strlen(term) < 64 && !strchr(term, '/')) {
+        snprintf(termbuf, sizeof termbuf, "TERM=%s", term);
+        env[k++] = termbuf;
+    }
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(base); i++)
+        env[k++] = (char *)base[i];
+    for (size_t i = 0; i < s->n_env; i++)
+        k = nsbox_env_put(env, k, s->env[i]);
+    env[k] = NULL;
+    return env;
+}
+
+static int write_proc_file(pid_t pid, const char *name, const char *text, struct nsbox_err *e)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
+    cleanup_close int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return nsbox_err_sys(e, "open %s", path);
+    size_t len = strlen(text);
+    if (write(fd, text, len) != (ssize_t)len)
+        return nsbox_err_sys(e, "write %s", path);
+    return 0;
+}
+
+/* Parent side: the child's user namespace gets its single mapping. setgroups is denied first:
+ * required for an unprivileged writer, and it stops the sandbox from dropping supplementary
+ * groups to get around "deny by group" permissions (CVE-2014-8989). */
+static int parent_write_id_maps(pid_t pid, const struct nsbox_state *st, struct nsbox_err *e)
+{
+    struct nsbox_idmap um, gm;
+    char ubuf[64], gbuf[64];
+    if (nsbox_idmap_compute(st->privileged, getuid(), getgid(), st->slot, &um, &gm, e) < 0 ||
+        nsbox_idmap_format(&um, ubuf, sizeof ubuf, e) < 0 ||
+        nsbox_idmap_format(&gm, gbuf, sizeof gbuf, e) < 0)
+        return -1;
+    if (write_proc_file(pid, "setgroups", "deny", e) < 0 ||
+        write_proc_file(pid, "uid_map", ubuf, e) < 0 || write_proc_file(pid, "gid_map", gbuf, e) < 0)
+        return nsbox_err_wrap(e, "user namespace id map");
+    return 0;
+}
+
+static pid_t clone_sandbox(const struct nsbox_cgroup *cg, bool *cgroup_ns_in_clone, int *pidfd)
+{
+    uint64_t flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC |
+                     CLONE_NEWNET;
+    struct clone_args a = {.flags = flags | CLONE_PIDFD, .pidfd = (uintptr_t)pidfd,
+                           .exit_signal = SIGCHLD};
+    *cgroup_ns_in_clone = false;
+    if (cg->version == 2 && cg->dirfd >= 0) {
+        /* Born inside its cgroup: no window in which it runs uncounted, and the cgroup
+         * namespace can be made by the clone itself. */
+        a.flags |= CLONE_INTO_CGROUP | CLONE_NEWCGROUP;
+        a.cgroup = (uint64_t)cg->dirfd;
+        *cgroup_ns_in_clone = true;
+    }
+    pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof a);
+    if (pid < 0 && errno == ENOSYS && !*cgroup_ns_in_clone) {
+        *pidfd = -1;
+        pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, 0, 0, 0, 0);
+    }
+    return pid;
+}
+
+/* Everything after the state directory; the ext4 workspace is being made meanwhile. */
+static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, char *const argv[],
+                        const char *cwd, const struct nsbox_image *img,
+                        enum nsbox_ws_kind ws_kind, struct nsbox_err *e)
+{
+    if (nsbox_net_prepare(s, c->st.id, c->st.dir, &c->net, e) < 0)
+        return -1;
+    c->L.net = c->net;
+    if (c->st.privileged && nsbox_state_take_slot(&c->st, e) < 0)
+        return -1;
+    bool premounted = false;
+    if (ws_kind == NSBOX_WS_DIR && c->st.privileged) {
+        /* The caller's directory through an idmapped mount: its owner is appuser inside. */
+        struct nsbox_idmap um, gm;
+        if (nsbox_idmap_compute(true, 0, 0, c->st.slot, &um, &gm, e) < 0)
+            return -1;
+        int r = nsbox_ws_dir_idmapped(c->st.workspace, um.outside, gm.outside, &c->L.ws_fd, e);
+        if (r < 0)
+            return -1;
+        premounted = c->st.ws_idmapped = r == 0;
+    }
+    /* On the heap: it is large (48 entries with their link texts), and stack pages a process
+     * has touched stay with it, which a persistent sandbox's supervisor pays for all its life. */
+    cleanup_free struct nsbox_rootfs_cfg *cfg = malloc(sizeof *cfg);
+    /* The plan is mapped and unmapped, not malloc'd: at ~120 KiB it would come from the heap,
+     * whose pages stay with a persistent sandbox's supervisor after the free. */
+    void *plan = mmap(NULL, sizeof *c->plan, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                      -1, 0);
+    c->plan = plan == MAP_FAILED ? NULL : plan;
+    if (!cfg || !c->plan)
+        return nsbox_err_sys(e, "malloc");
+    cfg->img = img;
+    cfg->ws_kind = ws_kind;
+    cfg->workspace = c->st.workspace;
+    cfg->ws_premounted = premounted;
+    cfg->ws_bytes = s->limits.disk_bytes;
+    cfg->tmp_bytes = s->limits.memory_bytes / 2;
+    cfg->n_entries = 0;
+    cfg->resolv_conf = nsbox_net_resolv_conf(c->net);
+    cfg->hosts = nsbox_net_hosts(c->net);
+    /* Unless names are pinned (allow), the hosts file only adds the sandbox's own name: an
+     * image whose /etc/hosts cannot be mounted over safely (a symlink, missing) keeps its own. */
+    cfg->hosts_optional = s->net != NSBOX_NET_ALLOW;
+    if (nsbox_rootfs_scan_image(cfg, e) < 0 || nsbox_mount_plan_build(cfg, c->plan, e) < 0)
+        return -1;
+    snprintf(c->L.image_root, sizeof c->L.image_root, "%s", img->root);
+
+    char data[PATH_MAX - 16], cache[PATH_MAX];
+    if (nsbox_path_data_dir(data, sizeof data, e) < 0)
+        return -1;
+    snprintf(cache, sizeof cache, "%s/cache", data);
+    if (nsbox_seccomp_default_prog(cache, &c->L.seccomp, e) < 0)
+        return nsbox_err_wrap(e, "seccomp");
+
+    if (nsbox_cgroup_create(c->st.id, &s->limits, &c->cg, e) < 0)
+        return nsbox_err_wrap(e, "instance type '%s' limits", s->instance_type);
+
+    c->envp = nsbox_sandbox_env(s, e);
+    if (!c->envp)
+        return -1;
+    c->L.spec = s;
+    c->L.st = &c->st;
+    c->L.cg = &c->cg;
+    c->L.plan = c->plan;
+    c->L.argv = argv;
+    c->L.envp = c->envp;
+    c->L.cwd = cwd ? cwd : "/workspace";
+    c->L.n_rlimits = nsbox_rlimits_for(s, c->st.privileged, c->L.rlimits);
+    nsbox_state_hostname(c->st.id, c->L.hostname);
+    return 0;
+}
+
+int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, char *const argv[],
+                          const char *cwd, struct nsbox_err *e)
+{
+    struct nsbox_image img;
+    if (nsbox_image_resolve(s->image, &img, e) < 0)
+        return -1;
+    c->image_lock_fd = img.lock_fd;
+    /* The workspace: the caller's directory, or a fresh filesystem of limits.disk_bytes
+     * (policy/wsplan.h). The ext4 kind is made in a thread while the rest is prepared. */
+    bool dir_given = s->workspace[0] != '\0';
+    struct nsbox_ws_config wcfg;
+    nsbox_ws_config_init(&wcfg);
+    if (!dir_given && nsbox_ws_load_config(&wcfg, e) < 0)
+        return -1;
+    char why[256] = "";
+    bool ext4 = !dir_given && wcfg.fs != NSBOX_WS_FS_TMPFS && nsbox_ws_ext4_usable(why, sizeof why);
+    int kind = nsbox_ws_choose(dir_given, wcfg.fs, ext4);
+    if (kind < 0)
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENODEV,
+                             "workspace: the config asks for ext4 workspaces (workspace.fs), but "
+                             "%s",
+                             why);
+    enum nsbox_ws_kind ws_kind = (enum nsbox_ws_kind)kind;
+    if (nsbox_state_create(&c->st, s->workspace, ws_kind, e) < 0)
+        return -1;
+    struct nsbox_ws_job job = {.started = false};
+    char tag[32];
+    snprintf(tag, sizeof tag, "nsbox-%s", c->st.id);
+    if (ws_kind == NSBOX_WS_EXT4 && nsbox_ws_ext4_start(&job, c->st.workspace, s->limits.disk_bytes,
+                                                        &wcfg, !c->pooled, tag, e) < 0)
+        return -1;
+    int r = prepare_rest(c, s, argv, cwd, &img, ws_kind, e);
+    /* Joined on every path before the clone: a thread at work there (this one may take locks
+     * of glibc's) would leave them taken in the clone. The relay threads of `nsbox run` may be
+     * alive; they take none, and the clone waits on no other thread (nsbox_set_ids). */
+    struct nsbox_idmap um = {0}, gm = {0};
+    struct nsbox_err we;
+    bool chown = false;
+    if (r == 0 && job.started) {
+        /* the root must belong to appuser's host uid, or appuser could not write it */
+        if (nsbox_idmap_compute(true, 0, 0, c->st.slot, &um, &gm, e) < 0)
+            r = -1;
+        else
+            chown = true;
+    }
+    if (nsbox_ws_ext4_finish(&job, chown, um.outside, gm.outside, &c->L.ws_fd, &we) < 0 && r == 0) {
+        *e = we;
+        r = -1;
+    }
+    return r;
+}
+
+static int redirect_stdio(const int stdio[3])
+{
+    if (!stdio)
+        return 0;
+    for (int i = 0; i < 3; i++)
+        if (stdio[i] >= 0 && stdio[i] != i && dup2(stdio[i], i) < 0)
+            return -1;
+    return 0;
+}
+
+int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbox_err *e)
+{
+    int sp[2], rp[2];
+    if (pipe2(sp, O_CLOEXEC) < 0)
+        return nsbox_err_sys(e, "pipe");
+    c->L.sync_rd = sp[0], c->L.sync_wr = sp[1];
+    if (pipe2(rp, O_CLOEXEC) < 0)
+        return nsbox_err_sys(e, "pipe");
+    c->L.report_rd = rp[0], c->L.report_wr = rp[1];
+
+    if (stdio)
+        nsbox_share_pipes(stdio);
+    pid_t pid = clone_sandbox(&c->cg, &c->L.cgroup_ns_in_clone, &c->pidfd);
+    if (pid < 0)
+        return nsbox_diagnose_namespace_failure(errno, e);
+    if (pid == 0) {
+        if (redirect_stdio(stdio) < 0)
+            _exit(125);
+        nsbox_child_main(&c->L);
+    }
+    c->pid = pid;
+    nsbox_closep(&c->L.ws_fd); /* the child has its copy; the namespace holds the mount */
+    nsbox_closep(&c->L.sync_rd);
+    nsbox_closep(&c->L.report_wr);
+    nsbox_closep(&c->L.agent_fd); /* the child's end, when there is one */
+    int ret = 0;
+    /* cgroup: v2 placed the child with the clone; on v1 it moves itself (child_join_cgroup). */
+    /* 'g' as soon as the id maps exist: the child builds its root while we attach the
+     * network (veth, nftables), then 'n'. */
+    if (parent_write_id_maps(pid, &c->st, e) < 0)
+        ret = -1;
+    else if (write(c->L.sync_wr, "g", 1) != 1)
+        ret = nsbox_err_sys(e, "cannot start the sandbox");
+    else if (nsbox_net_attach(c->net, pid, e) < 0)
+        ret = -1;
+    else if (write(c->L.sync_wr, "n", 1) != 1)
+        ret = nsbox_err_sys(e, "cannot start the sandbox");
+    /* sync_wr stays open while we live: the child checks it for a hang-up (our death). */
+    if (ret < 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        c->pid = 0;
+        return -1;
+    }
+    return 0;
+}
+
+void nsbox_sandbox_free_plan(struct nsbox_sandbox *c)
+{
+    if (c->plan)
+        munmap(c->plan, sizeof *c->plan);
+    c->plan = NULL;
+}
+
+int nsbox_sandbox_destroy(struct nsbox_sandbox *c, struct nsbox_err *e)
+{
+    int ret = 0;
+    struct nsbox_err e2;
+    struct nsbox_err *ce = e;
+    if (c->pid > 0) {
+        /* pid 1's death takes every process of the namespace with it. */
+        kill(c->pid, SIGKILL);
+        waitpid(c->pid, NULL, 0);
+        c->pid = 0;
+    }
+    if (c->cg.version && nsbox_cgroup_destroy(&c->cg, ce) < 0)
+        ret = -1, ce = &e2;
+    if (c->net) {
+        nsbox_net_teardown(c->net);
+        c->net = NULL;
+    }
+    if (nsbox_state_destroy(&c->st, ce) < 0)
+        ret = -1;
+    nsbox_closep(&c->L.ws_fd);
+    nsbox_seccomp_prog_free(&c->L.seccomp);
+    nsbox_sandbox_free_plan(c);
+    free(c->envp);
+    c->envp = NULL;
+    nsbox_closep(&c->pidfd);
+    nsbox_closep(&c->image_lock_fd);
+    nsbox_closep(&c->L.sync_rd);
+    nsbox_closep(&c->L.sync_wr);
+    nsbox_closep(&c->L.report_rd);
+    nsbox_closep(&c->L.report_wr);
+    nsbox_closep(&c->L.agent_fd);
+    return ret;
+}

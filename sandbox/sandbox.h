@@ -1,0 +1,51 @@
+/* A sandbox on the host side: everything prepared once before the clone, the clone itself, the
+ * id maps and cgroup, and the removal of everything at the end. Used by the one-shot `nsbox run`
+ * (cli/run.c) and by the supervisor of persistent sandboxes. */
+#ifndef NSBOX_SANDBOX_H
+#define NSBOX_SANDBOX_H
+
+#include "cgroup.h"
+#include "launch.h"
+#include "net.h"
+#include "nsbox.h"
+#include "spec.h"
+#include "state.h"
+
+#include <sys/types.h>
+
+struct nsbox_sandbox {
+    struct nsbox_state st;
+    struct nsbox_cgroup cg;
+    struct nsbox_launch L;
+    struct nsbox_mount_plan *plan;
+    struct nsbox_net *net;
+    char **envp;
+    int image_lock_fd; /* shared lock on the stored image while the sandbox lives */
+    pid_t pid;   /* init (pid 1 inside), in our pid namespace; 0 before the clone */
+    int pidfd;
+    bool pooled; /* made for the pool (docs/pool.md): never makes other pooled ones give way */
+};
+
+void nsbox_sandbox_init(struct nsbox_sandbox *sb);
+/* The same for storage known to be all zero (a static never used before): sets only the
+ * fields whose default is not zero, so that the struct's untouched pages (most of its 50 KiB
+ * are path buffers) are never faulted in. */
+void nsbox_sandbox_init_zeroed(struct nsbox_sandbox *sb);
+/* argv: the one-shot command; NULL for a persistent sandbox whose init serves requests over
+ * agent_fd (see sandbox/agent.h). cwd: inside the sandbox, NULL for /workspace. */
+int nsbox_sandbox_prepare(struct nsbox_sandbox *sb, const struct nsbox_spec *s, char *const argv[],
+                          const char *cwd, struct nsbox_err *e);
+/* Clone, write the id maps, attach network and cgroups, let the child go. stdio: fds given to
+ * the child as 0,1,2 (NULL: inherit). The caller blocks the signals it wants to handle before
+ * (the child inherits the mask; init relays them). */
+int nsbox_sandbox_start(struct nsbox_sandbox *sb, const int stdio[3], struct nsbox_err *e);
+/* Kill init if it still runs (the namespace goes with it), remove cgroup, network, state.
+ * Idempotent. */
+int nsbox_sandbox_destroy(struct nsbox_sandbox *sb, struct nsbox_err *e);
+/* Give the mount plan's memory back (the child has its own copy once started). */
+void nsbox_sandbox_free_plan(struct nsbox_sandbox *sb);
+
+/* The environment every sandbox command starts from, plus spec env (malloc'd array). */
+char **nsbox_sandbox_env(const struct nsbox_spec *s, struct nsbox_err *e);
+
+#endif

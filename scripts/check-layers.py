@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""The layers hold (docs/architecture.md): no source includes a header of a higher layer, and no
+two modules include each other, however indirectly.
+
+Layers, lowest first: include/ and policy/, os/, rootfs/, sandbox/, service/, cli/. A module is a
+.c file and the .h of the same name (foo_impl.h counts as foo's), so "a.c includes b.h and b.c
+includes a.h" is a circle. The build already refuses an upward include (each layer's library sees
+only its own and lower layers' headers); this check says which line does it, and finds the
+circles that the compiler cannot see.
+
+Usage: check-layers.py [SOURCE_DIR]. Exit 0 when clean, 1 with one line per finding."""
+import os
+import re
+import sys
+
+LAYERS = ["include", "policy", "os", "rootfs", "sandbox", "service", "cli"]
+RANK = {"include": 0, "policy": 0, "os": 1, "rootfs": 2, "sandbox": 3, "service": 4, "cli": 5}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def module(folder, name):
+    stem = os.path.splitext(name)[0]
+    if stem.endswith("_impl"):
+        stem = stem[: -len("_impl")]
+    return folder + "/" + stem
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))
+    where = {}  # header name -> folder
+    sources = []  # (folder, name)
+    for folder in LAYERS:
+        d = os.path.join(root, folder)
+        if not os.path.isdir(d):
+            continue
+        for name in sorted(os.listdir(d)):
+            if name.endswith((".c", ".h")):
+                sources.append((folder, name))
+                if name.endswith(".h"):
+                    if name in where:
+                        print(f"{folder}/{name}: the same header name is in {where[name]}/ too")
+                        return 1
+                    where[name] = folder
+    problems = []
+    edges = {}  # module -> {module: "file:line"}
+    for folder, name in sources:
+        path = os.path.join(root, folder, name)
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        me = module(folder, name)
+        edges.setdefault(me, {})
+        for m in INCLUDE.finditer(text):
+            header = os.path.basename(m.group(1))
+            to = where.get(header)
+            if to is None:
+                continue  # a generated or system header
+            line = text.count("\n", 0, m.start()) + 1
+            if RANK[to] > RANK[folder]:
+                problems.append(f"{folder}/{name}:{line}: includes {to}/{header}, a higher "
+                                f"layer ({folder}/ is below {to}/)")
+            other = module(to, header)
+            if other != me:
+                edges[me].setdefault(other, f"{folder}/{name}:{line}")
+    # circles: the strongly connected components of the module graph (Tarjan)
+    index, low, stack, on, comps = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                comps.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    for comp in comps:
+        inside = set(comp)
+        how = [f"{edges[a][b]} -> {b}" for a in comp for b in sorted(edges[a]) if b in inside]
+        problems.append("include circle between " + ", ".join(comp) + ": " + "; ".join(how))
+    for p in problems:
+        print(p)
+    if problems:
+        print(f"check-layers: {len(problems)} problem(s); the layers are in docs/architecture.md")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+/* The supervisor of a persistent sandbox: one process per sandbox, on the host side, detached
+ * from whoever created it. It owns the sandbox (init, cgroup, network, state directory), its
+ * control socket (docs/protocol.md) and its timers (ttl, idle sleep), in one event loop. */
+#ifndef NSBOX_SUPERVISOR_H
+#define NSBOX_SUPERVISOR_H
+
+#include "nsbox.h"
+#include "state.h" /* tombstones */
+#include "spec.h"
+
+#include <stdbool.h>
+
+/* Create a persistent sandbox: fork a detached supervisor and wait until the sandbox is ready
+ * (set-up script included). Fills id (NSBOX_ID_LEN + 1 bytes). */
+/* owner_pid > 0: the sandbox is deleted when that process ends (create --owner-pid).
+ * out NULL (a pool fill): the id is only returned. Else the supervisor itself writes
+ * before, the id and after to out->fd (nsbox create's stdout), once the sandbox is ready: that
+ * write is the moment the sandbox is given, and keeps it. Until it, this call's end (any
+ * signal, SIGKILL included) ends the sandbox, and INT, TERM, HUP and QUIT, blocked here, stop
+ * the creation: it fails with *out->signo set, once nothing of the sandbox is left. One that
+ * comes after the write is discarded (the creation succeeded): after a success they stay
+ * blocked, for the caller exits at once. */
+struct nsbox_id_out {
+    int fd;
+    const char *before, *after;
+    int *signo;
+};
+int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *pool_key, char *id,
+                         const struct nsbox_id_out *out, struct nsbox_err *e);
+
+
+/* What the supervisor of a pooled sandbox that was used and removed becomes: the warm pool's
+ * refill (nsbox_pool_refill_exec; returns only if it could not start). The pool is built on
+ * sessions (it creates them), so it hands its refill down (nsbox_pool_install) rather than
+ * the supervisor calling up into it; without one, a used pooled sandbox is not replaced. */
+typedef void (*nsbox_session_refill_fn)(const struct nsbox_spec *s);
+void nsbox_session_set_refill(nsbox_session_refill_fn fn);
+
+#endif
