@@ -11,6 +11,8 @@ export NSBOX_BIN=$build/nsbox NSBOX_SOURCE_DIR=$src NSBOX_BUILD_DIR=$build \
        NSBOX_SECURITY_BIN_DIR=$build/tests/security-bin
 # TCG runs the fault storms several times slower than the host: fewer kills, the same kinds
 export NSBOX_FAULT_CYCLES=${NSBOX_FAULT_CYCLES:-200}
+# and more time for the tmpfs inode flood to reach its limit (test_resource_abuse's Memory)
+export NSBOX_TEST_INODE_SECONDS=${NSBOX_TEST_INODE_SECONDS:-120}
 cd /tmp
 echo "nsbox-vm: $(uname -r); cgroup v2 only; controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
 exec python3 "$src/tests/run_py_test.py" "$src/$module" "$@"
