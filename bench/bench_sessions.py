@@ -25,6 +25,7 @@ Prints a markdown table; raw numbers as JSON to bench/results/sessions-<time>.js
 Usage: bench/bench_sessions.py [--quick]   (NSBOX_BIN selects the binary)
 """
 import atexit
+import glob
 import json
 import os
 import shutil
@@ -162,16 +163,17 @@ def crun_bundle():
 
 
 def floor_binary(name):
-    """bench/<name>.c (clone_floor, setup_floor) compiled into a temporary directory (removed
-    at exit), or None without a C compiler."""
+    """bench/<name>.c and its parts bench/<name>_*.c (clone_floor, setup_floor) compiled into a
+    temporary directory (removed at exit), or None without a C compiler."""
     cc = shutil.which("cc") or shutil.which("gcc")
     if not cc:
         return None
     d = tempfile.mkdtemp(prefix="nsbox-bench-")
     atexit.register(shutil.rmtree, d, True)
     binary = os.path.join(d, name)
-    r = subprocess.run([cc, "-O2", "-o", binary, os.path.join(HERE, name + ".c")],
-                       capture_output=True)
+    sources = [os.path.join(HERE, name + ".c")] + sorted(
+        glob.glob(os.path.join(HERE, name + "_*.c")))
+    r = subprocess.run([cc, "-O2", "-o", binary] + sources, capture_output=True)
     return binary if r.returncode == 0 else None
 
 

@@ -124,6 +124,110 @@ static void emit(const char *mode, int gap_ms, const char *names[], long long *v
     fflush(stdout);
 }
 
+/* This iteration's cgroup in every hierarchy. -1 (with everything removed) on failure. */
+static int make_dirs(const char *tag, int it)
+{
+    for (int i = 0; i < nh; i++) {
+        snprintf(H[i].dir, sizeof H[i].dir, "%s/nsboxbench-%s-%d", H[i].base, tag, it);
+        if (mkdir(H[i].dir, 0755) < 0) {
+            fprintf(stderr, "cgattach: mkdir %s: %s\n", H[i].dir, strerror(errno));
+            H[i].dir[0] = '\0';
+            remove_all();
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* self: the tasks files the child writes to, opened before the fork; else all -1. */
+static int open_tasks(int fds[MAX_H], int self)
+{
+    for (int i = 0; i < nh; i++) {
+        fds[i] = -1;
+        if (self) {
+            char p[700];
+            snprintf(p, sizeof p, "%s/tasks", H[i].dir);
+            fds[i] = open(p, O_WRONLY | O_CLOEXEC);
+            if (fds[i] < 0) {
+                fprintf(stderr, "cgattach: open %s: %s\n", p, strerror(errno));
+                remove_all();
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The forked child: with self, moves itself and times it; reports on res, waits for EOF on go. */
+__attribute__((noreturn)) static void child_main(const int fds[MAX_H], int self, int go[2],
+                                                 int res[2])
+{
+    close(go[1]);
+    close(res[0]);
+    long long t[2] = {0, 0};
+    if (self) {
+        /* Like nsbox's pid 1 would: move ourselves, one hierarchy after the other. */
+        long long a = now_ns();
+        if (write(fds[0], "0", 1) != 1)
+            _exit(2);
+        long long b = now_ns();
+        for (int i = 1; i < nh; i++)
+            if (write(fds[i], "0", 1) != 1)
+                _exit(2);
+        t[0] = b - a;
+        t[1] = now_ns() - b;
+    }
+    if (write(res[1], t, sizeof t) != sizeof t)
+        _exit(3);
+    char c;
+    while (read(go[0], &c, 1) < 0 && errno == EINTR)
+        ;
+    _exit(0);
+}
+
+/* The parent writes pid to file in every hierarchy: tw[0] before, tw[1] after the first, tw[2]
+ * after the last. 1 when a write failed. */
+static int attach_from_parent(const char *file, pid_t pid, long long tw[3])
+{
+    char val[32];
+    snprintf(val, sizeof val, "%d", (int)pid);
+    int failed = 0;
+    tw[0] = now_ns();
+    for (int i = 0; i < nh; i++) {
+        char p[700];
+        snprintf(p, sizeof p, "%s/%s", H[i].dir, file);
+        if (write_str(p, val) < 0) {
+            fprintf(stderr, "cgattach: write %s: %s\n", p, strerror(errno));
+            failed = 1;
+            break;
+        }
+        if (i == 0)
+            tw[1] = now_ns();
+    }
+    tw[2] = now_ns();
+    return failed;
+}
+
+/* rmdir this iteration's cgroups. 1 when one would not go. */
+static int remove_dirs(void)
+{
+    int failed = 0;
+    for (int i = 0; i < nh; i++) {
+        /* The exited child can linger in the cgroup for a moment: EBUSY, retry. */
+        int k = 0;
+        while (rmdir(H[i].dir) < 0) {
+            if (errno != EBUSY || ++k > 2000) {
+                fprintf(stderr, "cgattach: rmdir %s: %s\n", H[i].dir, strerror(errno));
+                failed = 1;
+                break;
+            }
+            usleep(50);
+        }
+        H[i].dir[0] = '\0';
+    }
+    return failed;
+}
+
 static int run_mode(const char *mode, int iters, int gap_ms, const char *tag)
 {
     long long *mk = calloc(iters, sizeof *mk), *first = calloc(iters, sizeof *first),
@@ -133,86 +237,32 @@ static int run_mode(const char *mode, int iters, int gap_ms, const char *tag)
     int done = 0;
     for (int it = 0; it < iters && !stop; it++) {
         long long t0 = now_ns();
-        for (int i = 0; i < nh; i++) {
-            snprintf(H[i].dir, sizeof H[i].dir, "%s/nsboxbench-%s-%d", H[i].base, tag, it);
-            if (mkdir(H[i].dir, 0755) < 0) {
-                fprintf(stderr, "cgattach: mkdir %s: %s\n", H[i].dir, strerror(errno));
-                H[i].dir[0] = '\0';
-                remove_all();
-                return -1;
-            }
-        }
+        if (make_dirs(tag, it) < 0)
+            return -1;
         long long t1 = now_ns();
 
         int fds[MAX_H];
         int self = !strcmp(mode, "self");
-        for (int i = 0; i < nh; i++) {
-            fds[i] = -1;
-            if (self) {
-                char p[700];
-                snprintf(p, sizeof p, "%s/tasks", H[i].dir);
-                fds[i] = open(p, O_WRONLY | O_CLOEXEC);
-                if (fds[i] < 0) {
-                    fprintf(stderr, "cgattach: open %s: %s\n", p, strerror(errno));
-                    remove_all();
-                    return -1;
-                }
-            }
-        }
+        if (open_tasks(fds, self) < 0)
+            return -1;
         int go[2], res[2];
         if (pipe2(go, O_CLOEXEC) < 0 || pipe2(res, O_CLOEXEC) < 0)
             return -1;
         pid_t pid = fork();
         if (pid < 0)
             return -1;
-        if (pid == 0) {
-            close(go[1]);
-            close(res[0]);
-            long long t[2] = {0, 0};
-            if (self) {
-                /* Like nsbox's pid 1 would: move ourselves, one hierarchy after the other. */
-                long long a = now_ns();
-                if (write(fds[0], "0", 1) != 1)
-                    _exit(2);
-                long long b = now_ns();
-                for (int i = 1; i < nh; i++)
-                    if (write(fds[i], "0", 1) != 1)
-                        _exit(2);
-                t[0] = b - a;
-                t[1] = now_ns() - b;
-            }
-            if (write(res[1], t, sizeof t) != sizeof t)
-                _exit(3);
-            char c;
-            while (read(go[0], &c, 1) < 0 && errno == EINTR)
-                ;
-            _exit(0);
-        }
+        if (pid == 0)
+            child_main(fds, self, go, res);
         close(go[0]);
         close(res[1]);
         for (int i = 0; i < nh; i++)
             if (fds[i] >= 0)
                 close(fds[i]);
-        char val[32];
-        snprintf(val, sizeof val, "%d", (int)pid);
         const char *file = !strcmp(mode, "tasks") ? "tasks" : "cgroup.procs";
-        long long tw0 = 0, tw1 = 0, tw2 = 0;
+        long long tw[3] = {0, 0, 0};
         int failed = 0;
-        if (!self) {
-            tw0 = now_ns();
-            for (int i = 0; i < nh; i++) {
-                char p[700];
-                snprintf(p, sizeof p, "%s/%s", H[i].dir, file);
-                if (write_str(p, val) < 0) {
-                    fprintf(stderr, "cgattach: write %s: %s\n", p, strerror(errno));
-                    failed = 1;
-                    break;
-                }
-                if (i == 0)
-                    tw1 = now_ns();
-            }
-            tw2 = now_ns();
-        }
+        if (!self)
+            failed = attach_from_parent(file, pid, tw);
         long long ct[2] = {0, 0};
         if (read(res[0], ct, sizeof ct) != sizeof ct)
             failed = 1;
@@ -223,27 +273,16 @@ static int run_mode(const char *mode, int iters, int gap_ms, const char *tag)
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
             failed = 1;
         long long t2 = now_ns();
-        for (int i = 0; i < nh; i++) {
-            /* The exited child can linger in the cgroup for a moment: EBUSY, retry. */
-            int k = 0;
-            while (rmdir(H[i].dir) < 0) {
-                if (errno != EBUSY || ++k > 2000) {
-                    fprintf(stderr, "cgattach: rmdir %s: %s\n", H[i].dir, strerror(errno));
-                    failed = 1;
-                    break;
-                }
-                usleep(50);
-            }
-            H[i].dir[0] = '\0';
-        }
+        if (remove_dirs())
+            failed = 1;
         long long t3 = now_ns();
         if (failed) {
             remove_all();
             return -1;
         }
         mk[it] = t1 - t0;
-        first[it] = self ? ct[0] : tw1 - tw0;
-        rest[it] = self ? ct[1] : tw2 - tw1;
+        first[it] = self ? ct[0] : tw[1] - tw[0];
+        rest[it] = self ? ct[1] : tw[2] - tw[1];
         rm[it] = t3 - t2;
         done++;
         if (gap_ms)

@@ -487,6 +487,80 @@ static int spawn_child_main(void *arg)
     _exit(err == ENOENT ? 127 : 126);
 }
 
+/* Split a SPAWN's payload into cwd, argv (argc) and env (envc): it must hold exactly that many
+ * strings, and the descriptors must all be there. The array, with room for two more slots, or
+ * NULL when the request is malformed. */
+static char **spawn_split(const struct nsbox_agent_hdr *h, char *payload, const int fds[3])
+{
+    size_t need = 1 + (size_t)h->argc + h->envc, count = 0;
+    if (h->argc == 0 || h->argc > 65536 || h->envc > 65536 || fds[0] < 0 || fds[1] < 0 ||
+        fds[2] < 0 || h->len == 0 || payload[h->len - 1] != '\0')
+        return NULL;
+    char **strs = calloc(need + 2, sizeof *strs);
+    if (!strs)
+        return NULL;
+    for (size_t off = 0; off < h->len; off += strlen(payload + off) + 1) {
+        if (count == need) {
+            free(strs);
+            return NULL;
+        }
+        strs[count++] = payload + off;
+    }
+    if (count != need) {
+        free(strs);
+        return NULL;
+    }
+    return strs;
+}
+
+/* Clone the command's child with every signal blocked (the child resets its handlers before
+ * it unblocks them) and the OOM score raised for it to inherit. Its pid, or -1 and errno. */
+static pid_t spawn_clone(struct spawn_child *c)
+{
+    sigset_t all, saved_mask;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &saved_mask);
+    bool raised = oom_raise();
+    pid_t pid = clone(spawn_child_main, spawn_stack + sizeof spawn_stack,
+                      CLONE_VM | CLONE_VFORK | SIGCHLD, c);
+    int clone_errno = errno;
+    oom_restore(raised);
+    sigprocmask(SIG_SETMASK, &saved_mask, NULL);
+    errno = clone_errno;
+    return pid;
+}
+
+/* Why a child that failed before exec (c->fail_kind set) did, into msg; its exit status. */
+static int spawn_fail_msg(const struct spawn_child *c, char *msg, size_t n)
+{
+    int err = c->fail_errno;
+    if (c->fail_kind == 'C')
+        snprintf(msg, n, "cannot enter %.200s: %s", c->cwd, strerror(err));
+    else if (err == E2BIG) /* a string over 128 KiB (MAX_ARG_STRLEN), or all of them */
+        snprintf(msg, n, "%.200s: %s (the kernel takes 128 KiB per argument or "
+                         "variable, and less than the stack limit in all: put "
+                         "long inputs in a file)",
+                 c->argv[0], strerror(err));
+    else
+        snprintf(msg, n, "%.200s: %s", c->argv[0],
+                 err == ENOENT ? "command not found" : strerror(err));
+    return c->fail_kind == 'C' ? 125 : err == ENOENT ? 127 : 126;
+}
+
+/* Answer FAILED for a command that did not start, after ending the others when it was to be
+ * the last one. Returns 0 (do_spawn's "could not start"). */
+static int spawn_failed(int sock, const struct nsbox_agent_hdr *h, pid_t pid, int status,
+                        const char *msg, int master, char **strs)
+{
+    if (h->flags & NSBOX_AGENT_F_LAST)
+        kill_all_others();
+    reply(sock, NSBOX_AGENT_FAILED, h->seq, pid, status, msg);
+    if (master >= 0)
+        close(master);
+    free(strs);
+    return 0;
+}
+
 /* Start the command of a SPAWN; the answer goes to sock. Returns its pid, 0 when it could not
  * start (FAILED sent with 125/126/127), -1 when the request was malformed (FAILED sent, 125;
  * on the run socket: status 0, "refused", and nothing was touched). */
@@ -494,8 +568,6 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
                     bool is_run)
 {
     char msg[600];
-    /* Split the payload: cwd, argv (argc), env (envc); it must hold exactly that many strings. */
-    size_t need = 1 + (size_t)h->argc + h->envc, count = 0;
     char **strs = NULL;
     int master = -1;
     if ((h->flags & NSBOX_AGENT_F_TTY) && fds[0] < 0 && open_pty((uint32_t)h->status, fds,
@@ -507,18 +579,8 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
         reply(sock, NSBOX_AGENT_FAILED, h->seq, 0, 125, msg);
         return 0;
     }
-    if (h->argc == 0 || h->argc > 65536 || h->envc > 65536 || fds[0] < 0 || fds[1] < 0 ||
-        fds[2] < 0 || h->len == 0 || payload[h->len - 1] != '\0')
-        goto bad;
-    strs = calloc(need + 2, sizeof *strs);
+    strs = spawn_split(h, payload, fds);
     if (!strs)
-        goto bad;
-    for (size_t off = 0; off < h->len; off += strlen(payload + off) + 1) {
-        if (count == need)
-            goto bad;
-        strs[count++] = payload + off;
-    }
-    if (count != need)
         goto bad;
     char *cwd = strs[0];
     char **argv = strs + 1;
@@ -530,15 +592,8 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
     argv[h->argc] = NULL;
 
     struct spawn_child c = {.cwd = cwd, .argv = argv, .env = env, .fds = fds, .flags = h->flags};
-    sigset_t all, saved_mask;
-    sigfillset(&all);
-    sigprocmask(SIG_SETMASK, &all, &saved_mask);
-    bool raised = oom_raise();
-    pid_t pid = clone(spawn_child_main, spawn_stack + sizeof spawn_stack,
-                      CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
+    pid_t pid = spawn_clone(&c);
     int clone_errno = errno;
-    oom_restore(raised);
-    sigprocmask(SIG_SETMASK, &saved_mask, NULL);
     argv[h->argc] = saved;
     free(env);
     for (int i = 0; i < 3; i++)
@@ -551,35 +606,12 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
                      "instance type");
         else
             snprintf(msg, sizeof msg, "cannot start: %s", strerror(clone_errno));
-        if (h->flags & NSBOX_AGENT_F_LAST)
-            kill_all_others();
-        reply(sock, NSBOX_AGENT_FAILED, h->seq, 0, 125, msg);
-        if (master >= 0)
-            close(master);
-        free(strs);
-        return 0;
+        return spawn_failed(sock, h, 0, 125, msg, master, strs);
     }
     if (c.fail_kind) {
         /* It failed before exec and has exited; the reaper collects it unreported. */
-        int err = c.fail_errno;
-        if (c.fail_kind == 'C')
-            snprintf(msg, sizeof msg, "cannot enter %.200s: %s", cwd, strerror(err));
-        else if (err == E2BIG) /* a string over 128 KiB (MAX_ARG_STRLEN), or all of them */
-            snprintf(msg, sizeof msg, "%.200s: %s (the kernel takes 128 KiB per argument or "
-                                      "variable, and less than the stack limit in all: put "
-                                      "long inputs in a file)",
-                     argv[0], strerror(err));
-        else
-            snprintf(msg, sizeof msg, "%.200s: %s", argv[0],
-                     err == ENOENT ? "command not found" : strerror(err));
-        if (h->flags & NSBOX_AGENT_F_LAST)
-            kill_all_others();
-        reply(sock, NSBOX_AGENT_FAILED, h->seq, pid,
-              c.fail_kind == 'C' ? 125 : err == ENOENT ? 127 : 126, msg);
-        if (master >= 0)
-            close(master);
-        free(strs);
-        return 0;
+        int status = spawn_fail_msg(&c, msg, sizeof msg);
+        return spawn_failed(sock, h, pid, status, msg, master, strs);
     }
     size_t i = 0;
     while (i < MAX_CHILDREN && children[i].pid)

@@ -110,13 +110,12 @@ int nsbox_gc_implicit(struct nsbox_err *e)
     return nsbox_gc(false, e);
 }
 
-int nsbox_gc(bool verbose, struct nsbox_err *e)
+/* The sandboxes' state directories in rt, and what creates interrupted before their rename
+ * left. Adds what was removed to *removed; -1 when one could not be. */
+static int gc_state_dirs(const char *rt, const char *cache_root, bool verbose, int *removed,
+                         struct nsbox_err *e)
 {
-    char rt[PATH_MAX], cache_root[PATH_MAX];
-    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0 ||
-        nsbox_path_cache_dir(cache_root, sizeof cache_root, e) < 0)
-        return -1;
-    int removed = 0, ret = 0;
+    int ret = 0;
     DIR *d = opendir(rt);
     if (d) {
         struct dirent *de;
@@ -135,13 +134,19 @@ int nsbox_gc(bool verbose, struct nsbox_err *e)
             if (r < 0)
                 ret = -1;
             else
-                removed += r;
+                *removed += r;
         }
         closedir(d);
     }
-    /* uid slot lock files nobody holds: remove them (take the lock first; a creator that
-     * opened the file before the unlink notices, see nsbox_state_take_slot). */
+    return ret;
+}
+
+/* uid slot lock files nobody holds: remove them (take the lock first; a creator that
+ * opened the file before the unlink notices, see nsbox_state_take_slot). */
+static void gc_uid_slots(struct nsbox_err *e)
+{
     char uids[PATH_MAX];
+    DIR *d;
     if (nsbox_state_uid_slot_dir(uids, sizeof uids, e) == 0 && (d = opendir(uids))) {
         struct dirent *de;
         while ((de = readdir(d))) {
@@ -156,12 +161,19 @@ int nsbox_gc(bool verbose, struct nsbox_err *e)
         }
         closedir(d);
     }
-    /* Workspaces whose state directory is gone (a reboot cleared the runtime dir). A live
-     * sandbox always creates its state directory, locked, before its workspace. But a cache
-     * directory may be shared by runtime directories (NSBOX_STATE_DIR set for one CI job and
-     * not its cache, XDG_RUNTIME_DIR set in one shell and not another): a file whose state
-     * directory is elsewhere is left while its workspace is in use (its flock). */
-    d = opendir(cache_root);
+}
+
+/* Workspaces whose state directory is gone (a reboot cleared the runtime dir). A live
+ * sandbox always creates its state directory, locked, before its workspace. But a cache
+ * directory may be shared by runtime directories (NSBOX_STATE_DIR set for one CI job and
+ * not its cache, XDG_RUNTIME_DIR set in one shell and not another): a file whose state
+ * directory is elsewhere is left while its workspace is in use (its flock). Adds what was
+ * removed to *removed; -1 when one could not be. */
+static int gc_workspaces(const char *rt, const char *cache_root, int *removed,
+                         struct nsbox_err *e)
+{
+    int ret = 0;
+    DIR *d = opendir(cache_root);
     if (d) {
         struct dirent *de;
         char sdir[PATH_MAX], cdir[PATH_MAX], id[NSBOX_ID_LEN + 1], rel[NAME_MAX + 32];
@@ -180,13 +192,19 @@ int nsbox_gc(bool verbose, struct nsbox_err *e)
             if ((r < 0 || strchr(rel, '/')) && nsbox_rm_rf(cdir, e) < 0)
                 ret = -1;
             else
-                removed++;
+                (*removed)++;
         }
         closedir(d);
     }
-    /* Tombstones of an nsbox before the log (one file per id, never removed then): gone, so
-     * that they take no more room than the log's bound. Their reasons are lost. */
+    return ret;
+}
+
+/* Tombstones of an nsbox before the log (one file per id, never removed then): gone, so
+ * that they take no more room than the log's bound. Their reasons are lost. */
+static void gc_old_tombstones(const char *rt, struct nsbox_err *e)
+{
     char tomb[PATH_MAX];
+    DIR *d;
     if (path_join(tomb, rt, "tombstones", e) == 0 && (d = opendir(tomb))) {
         struct dirent *de;
         while ((de = readdir(d)))
@@ -194,9 +212,14 @@ int nsbox_gc(bool verbose, struct nsbox_err *e)
                 unlinkat(dirfd(d), de->d_name, 0);
         closedir(d);
     }
-    /* Pool entries (docs/pool.md) of sandboxes that are gone. A pooled sandbox's state
-     * directory exists before its entry and outlives it, so this never hides a live one. */
+}
+
+/* Pool entries (docs/pool.md) of sandboxes that are gone. A pooled sandbox's state
+ * directory exists before its entry and outlives it, so this never hides a live one. */
+static void gc_pool_entries(const char *rt, struct nsbox_err *e)
+{
     char pool[PATH_MAX];
+    DIR *d;
     if (path_join(pool, rt, "pool", e) == 0 && (d = opendir(pool))) {
         struct dirent *de;
         char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1];
@@ -220,6 +243,22 @@ int nsbox_gc(bool verbose, struct nsbox_err *e)
         }
         closedir(d);
     }
+}
+
+int nsbox_gc(bool verbose, struct nsbox_err *e)
+{
+    char rt[PATH_MAX], cache_root[PATH_MAX];
+    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0 ||
+        nsbox_path_cache_dir(cache_root, sizeof cache_root, e) < 0)
+        return -1;
+    int removed = 0, ret = 0;
+    if (gc_state_dirs(rt, cache_root, verbose, &removed, e) < 0)
+        ret = -1;
+    gc_uid_slots(e);
+    if (gc_workspaces(rt, cache_root, &removed, e) < 0)
+        ret = -1;
+    gc_old_tombstones(rt, e);
+    gc_pool_entries(rt, e);
     nsbox_image_sweep_store(); /* builds that were killed half-way */
     return ret < 0 ? -1 : removed;
 }

@@ -265,18 +265,9 @@ static void assert_dirs(const struct nsbox_cgroup *cg, bool present)
 
 /* ---- tests --------------------------------------------------------------------------------- */
 
-static void test_limits_attach_freeze_stats_destroy(void **state)
+/* The limit files say what was asked (1 cpu, 64 MiB, 16 pids). */
+static void assert_limit_files(void)
 {
-    (void)state;
-    REQUIRE_LIVE();
-    char id[48];
-    make_id(id, sizeof id, "main");
-    struct nsbox_limits lim = {.cpus = 1, .memory_bytes = 64u << 20, .pids = 16};
-    struct nsbox_err e = {0};
-    assert_int_equal(nsbox_cgroup_create(id, &lim, &g_cg, &e), 0);
-    assert_dirs(&g_cg, true);
-
-    /* The limit files say what was asked. */
     if (g_cg.version == 2) {
         assert_string_equal(read_text(g_cg.path, "memory.max"), "67108864");
         assert_string_equal(read_text(g_cg.path, "cpu.max"), "100000 100000");
@@ -299,6 +290,20 @@ static void test_limits_attach_freeze_stats_destroy(void **state)
         assert_string_equal(read_text(c, "cpu.cfs_quota_us"), "100000");
         assert_string_equal(read_text(p, "pids.max"), "16");
     }
+}
+
+static void test_limits_attach_freeze_stats_destroy(void **state)
+{
+    (void)state;
+    REQUIRE_LIVE();
+    char id[48];
+    make_id(id, sizeof id, "main");
+    struct nsbox_limits lim = {.cpus = 1, .memory_bytes = 64u << 20, .pids = 16};
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_cgroup_create(id, &lim, &g_cg, &e), 0);
+    assert_dirs(&g_cg, true);
+
+    assert_limit_files();
 
     /* A child that counts in shared memory, so we can see whether it runs. */
     volatile uint64_t *counter =

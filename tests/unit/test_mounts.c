@@ -1418,23 +1418,9 @@ static bool fstype_word(const char *s)
     return !strcmp(s, "tmpfs") || !strcmp(s, "proc") || !strcmp(s, "devpts");
 }
 
-static void test_enter_sequence(void **state)
+/* Before the pivot: in the new root, every path relative to it, no host path looked up. */
+static void enter_check_before_pivot(const struct ex *x, size_t start, size_t pivot)
 {
-    struct ex *x = *state;
-    const struct nsbox_mount_plan *p = &x->w->plan;
-    fake_reset();
-    prepare_ok(x);
-    size_t start = F.n;
-    struct nsbox_err e = {0};
-    int r = nsbox_rootfs_enter(&fake, p, x->rootfd, x->fds, &e);
-    if (r != 0) fail_msg("enter: %s", e.msg);
-
-    size_t pivot = start;
-    while (pivot < F.n && F.c[pivot].k != C_PIVOT)
-        pivot++;
-    assert_true(pivot < F.n);
-
-    /* Before the pivot: in the new root, every path relative to it, no host path looked up. */
     for (size_t i = start; i < pivot; i++) {
         const struct call *c = &F.c[i];
         assert_true(same_file(&c->cwd, &x->staging_st));
@@ -1443,9 +1429,14 @@ static void test_enter_sequence(void **state)
         if (c->k == C_MOUNT && !c->src_null && !fstype_word(c->src)) assert_true(c->src[0] != '/');
         if (c->k == C_OPEN_TREE) assert_int_equal(c->dfd, AT_FDCWD);
     }
+}
 
-    /* Each op of the plan, in plan order, maps to exactly these calls. */
-    size_t k = start;
+/* Op i of the plan maps to exactly these calls, from F.c[*k] on (before pivot). */
+static void enter_check_op(const struct ex *x, size_t i, size_t *kp, size_t pivot)
+{
+    const struct nsbox_mount_op *o = &x->w->plan.ops[i];
+    const struct call *c;
+    size_t k = *kp;
 #define NEXT(kind)                                                                                 \
     ({                                                                                             \
         assert_true(k < pivot);                                                                    \
@@ -1455,89 +1446,88 @@ static void test_enter_sequence(void **state)
                      (int)_c->k, (int)(kind));                                                     \
         _c;                                                                                        \
     })
-    for (size_t i = 0; i < p->n; i++) {
-        const struct nsbox_mount_op *o = &p->ops[i];
-        const struct call *c;
-        switch (o->op) {
-        case NSBOX_MOP_MKDIR:
-            c = NEXT(C_MKDIR);
-            assert_string_equal(c->path, o->target);
-            assert_int_equal(c->mode, o->mode);
-            break;
-        case NSBOX_MOP_SYMLINK:
-            c = NEXT(C_SYMLINK);
-            assert_string_equal(c->path, o->target);
-            assert_string_equal(c->src, o->src);
-            break;
-        case NSBOX_MOP_FILE:
-            c = NEXT(C_CREATE);
-            assert_string_equal(c->path, o->target);
-            break;
-        case NSBOX_MOP_WRITE:
-            c = NEXT(C_WRITE);
-            assert_string_equal(c->path, o->target);
-            break;
-        case NSBOX_MOP_TMPFS:
-        case NSBOX_MOP_PROC:
-        case NSBOX_MOP_DEVPTS: {
-            const char *fs = o->op == NSBOX_MOP_TMPFS  ? "tmpfs"
-                             : o->op == NSBOX_MOP_PROC ? "proc"
-                                                       : "devpts";
-            c = NEXT(C_MOUNT);
-            assert_string_equal(c->path, o->target);
-            assert_string_equal(c->fstype, fs);
-            assert_int_equal(c->flags, o->flags);
-            if (o->data[0]) assert_string_equal(c->data, o->data);
-            break;
-        }
-        case NSBOX_MOP_BIND:
-        case NSBOX_MOP_BIND_DEV:
-            /* the clone made (and restricted) in phase 1, attached on its target */
-            c = NEXT(C_MOVE);
-            assert_string_equal(c->path, o->target);
-            assert_int_equal(c->fd, x->fds_after_prepare[i]);
-            c = NEXT(C_CLOSE);
-            assert_int_equal(c->fd, x->fds_after_prepare[i]);
-            assert_int_equal(x->fds[i], -1);
-            break;
-        case NSBOX_MOP_MASK_FILE:
-            c = NEXT(C_MOUNT);
-            assert_string_equal(c->path, o->target);
-            assert_string_equal(c->src, "dev/null");
-            assert_true(c->flags & MS_BIND);
-            break;
-        case NSBOX_MOP_MASK_DIR:
-            c = NEXT(C_MOUNT);
-            assert_string_equal(c->path, o->target);
-            assert_string_equal(c->fstype, "tmpfs");
-            assert_true(c->flags & MS_RDONLY);
-            break;
-        case NSBOX_MOP_READONLY: {
-            c = NEXT(C_OPEN_TREE);
-            assert_string_equal(c->path, o->target);
-            int fd = c->fd;
-            c = NEXT(C_SETATTR_FD);
-            assert_int_equal(c->fd, fd);
-            assert_true(c->set & MOUNT_ATTR_RDONLY);
-            c = NEXT(C_MOVE);
-            assert_int_equal(c->fd, fd);
-            assert_string_equal(c->path, o->target);
-            c = NEXT(C_CLOSE);
-            assert_int_equal(c->fd, fd);
-            break;
-        }
-        case NSBOX_MOP_SETATTR:
-            c = NEXT(C_SETATTR_PATH);
-            assert_string_equal(c->path, o->target);
-            assert_int_equal(c->set, o->attr);
-            assert_int_equal(!!c->recursive, !!o->recursive);
-            break;
-        }
+    switch (o->op) {
+    case NSBOX_MOP_MKDIR:
+        c = NEXT(C_MKDIR);
+        assert_string_equal(c->path, o->target);
+        assert_int_equal(c->mode, o->mode);
+        break;
+    case NSBOX_MOP_SYMLINK:
+        c = NEXT(C_SYMLINK);
+        assert_string_equal(c->path, o->target);
+        assert_string_equal(c->src, o->src);
+        break;
+    case NSBOX_MOP_FILE:
+        c = NEXT(C_CREATE);
+        assert_string_equal(c->path, o->target);
+        break;
+    case NSBOX_MOP_WRITE:
+        c = NEXT(C_WRITE);
+        assert_string_equal(c->path, o->target);
+        break;
+    case NSBOX_MOP_TMPFS:
+    case NSBOX_MOP_PROC:
+    case NSBOX_MOP_DEVPTS: {
+        const char *fs = o->op == NSBOX_MOP_TMPFS  ? "tmpfs"
+                         : o->op == NSBOX_MOP_PROC ? "proc"
+                                                   : "devpts";
+        c = NEXT(C_MOUNT);
+        assert_string_equal(c->path, o->target);
+        assert_string_equal(c->fstype, fs);
+        assert_int_equal(c->flags, o->flags);
+        if (o->data[0]) assert_string_equal(c->data, o->data);
+        break;
+    }
+    case NSBOX_MOP_BIND:
+    case NSBOX_MOP_BIND_DEV:
+        /* the clone made (and restricted) in phase 1, attached on its target */
+        c = NEXT(C_MOVE);
+        assert_string_equal(c->path, o->target);
+        assert_int_equal(c->fd, x->fds_after_prepare[i]);
+        c = NEXT(C_CLOSE);
+        assert_int_equal(c->fd, x->fds_after_prepare[i]);
+        assert_int_equal(x->fds[i], -1);
+        break;
+    case NSBOX_MOP_MASK_FILE:
+        c = NEXT(C_MOUNT);
+        assert_string_equal(c->path, o->target);
+        assert_string_equal(c->src, "dev/null");
+        assert_true(c->flags & MS_BIND);
+        break;
+    case NSBOX_MOP_MASK_DIR:
+        c = NEXT(C_MOUNT);
+        assert_string_equal(c->path, o->target);
+        assert_string_equal(c->fstype, "tmpfs");
+        assert_true(c->flags & MS_RDONLY);
+        break;
+    case NSBOX_MOP_READONLY: {
+        c = NEXT(C_OPEN_TREE);
+        assert_string_equal(c->path, o->target);
+        int fd = c->fd;
+        c = NEXT(C_SETATTR_FD);
+        assert_int_equal(c->fd, fd);
+        assert_true(c->set & MOUNT_ATTR_RDONLY);
+        c = NEXT(C_MOVE);
+        assert_int_equal(c->fd, fd);
+        assert_string_equal(c->path, o->target);
+        c = NEXT(C_CLOSE);
+        assert_int_equal(c->fd, fd);
+        break;
+    }
+    case NSBOX_MOP_SETATTR:
+        c = NEXT(C_SETATTR_PATH);
+        assert_string_equal(c->path, o->target);
+        assert_int_equal(c->set, o->attr);
+        assert_int_equal(!!c->recursive, !!o->recursive);
+        break;
     }
 #undef NEXT
-    assert_int_equal(k, pivot);
+    *kp = k;
+}
 
-    /* Then: pivot_root(".", "."), detach the old root, make "/" read-only, nothing else. */
+/* Then: pivot_root(".", "."), detach the old root, make "/" read-only, nothing else. */
+static void enter_check_after_pivot(const struct ex *x, size_t pivot)
+{
     assert_int_equal(F.n, pivot + 3);
     const struct call *c = &F.c[pivot];
     assert_string_equal(c->path, ".");
@@ -1556,9 +1546,13 @@ static void test_enter_sequence(void **state)
     assert_true(c->flags & MS_NODEV);
     /* by then the process has left the old working directory for the (new) root */
     assert_true(same_file(&c->cwd, &x->root_st));
+}
 
-    /* Across both phases: every attached clone came from open_tree and got its attributes
-     * before it was attached. */
+/* Across both phases: every attached clone came from open_tree and got its attributes before it
+ * was attached, and every clone is closed exactly once. */
+static void enter_check_clones(const struct ex *x)
+{
+    const struct nsbox_mount_plan *p = &x->w->plan;
     for (size_t i = 0; i < F.n; i++) {
         if (F.c[i].k != C_MOVE) continue;
         int fd = F.c[i].fd, opened = -1, attrs = -1;
@@ -1579,6 +1573,32 @@ static void test_enter_sequence(void **state)
             if (F.c[j].k == C_CLOSE && F.c[j].fd == F.c[i].fd) closes++;
         assert_int_equal(closes, 1);
     }
+}
+
+static void test_enter_sequence(void **state)
+{
+    struct ex *x = *state;
+    const struct nsbox_mount_plan *p = &x->w->plan;
+    fake_reset();
+    prepare_ok(x);
+    size_t start = F.n;
+    struct nsbox_err e = {0};
+    int r = nsbox_rootfs_enter(&fake, p, x->rootfd, x->fds, &e);
+    if (r != 0) fail_msg("enter: %s", e.msg);
+
+    size_t pivot = start;
+    while (pivot < F.n && F.c[pivot].k != C_PIVOT)
+        pivot++;
+    assert_true(pivot < F.n);
+
+    enter_check_before_pivot(x, start, pivot);
+    /* Each op of the plan, in plan order, maps to exactly these calls. */
+    size_t k = start;
+    for (size_t i = 0; i < p->n; i++)
+        enter_check_op(x, i, &k, pivot);
+    assert_int_equal(k, pivot);
+    enter_check_after_pivot(x, pivot);
+    enter_check_clones(x);
 }
 
 /* The substring the error message must carry for a failure of call c. */

@@ -610,95 +610,109 @@ static void test_tombstones_concurrent(void **state)
 
 /* ---- gc ------------------------------------------------------------------------------------ */
 
-static void test_gc(void **state)
+/* test_gc's scene: what it makes before gc runs, and the names it checks afterwards. */
+struct gc_scene {
+    struct nsbox_state dead, live;
+    struct holder h, hl;
+    char legacy[NSBOX_ID_LEN + 1], legacy_dead[NSBOX_ID_LEN + 1], odd[NSBOX_ID_LEN + 1];
+    char young[NSBOX_ID_LEN + 1], young50[NSBOX_ID_LEN + 1], old[NSBOX_ID_LEN + 1],
+        orphan[NSBOX_ID_LEN + 1];
+    char newlive[NSBOX_ID_LEN + 1], newdead[NSBOX_ID_LEN + 1], orphan2[NSBOX_ID_LEN + 1];
+    char gone_id[NSBOX_ID_LEN + 1];
+    char slotdir[PATH_MAX], slot[PATH_MAX + 16];
+};
+
+/* Sandboxes with a lock to look at: dead, live, an older nsbox's (locked inside), odd. */
+static void gc_scene_locked(struct fx *f, struct gc_scene *sc)
 {
-    struct fx *f = *state;
     struct nsbox_err e = {0};
     char p[PATH_MAX];
 
     /* dead: created, then its owner vanished without destroy (lock released by the kernel) */
-    struct nsbox_state dead;
-    nsbox_state_init(&dead);
-    assert_int_equal(nsbox_state_create(&dead, NULL, NSBOX_WS_EXT4, &e), 0);
-    make_file(dead.workspace, "a backing file left behind");
-    close(dead.lock_fd);
-    dead.lock_fd = -1;
+    nsbox_state_init(&sc->dead);
+    assert_int_equal(nsbox_state_create(&sc->dead, NULL, NSBOX_WS_EXT4, &e), 0);
+    make_file(sc->dead.workspace, "a backing file left behind");
+    close(sc->dead.lock_fd);
+    sc->dead.lock_fd = -1;
 
     /* live: lock held by another process; old, to show it is the lock that counts */
-    struct nsbox_state live;
-    nsbox_state_init(&live);
-    assert_int_equal(nsbox_state_create(&live, NULL, NSBOX_WS_EXT4, &e), 0);
-    make_file(live.workspace, "a live sandbox's backing file");
-    close(live.lock_fd);
-    live.lock_fd = -1;
-    struct holder h = hold_lock(live.dir);
-    set_age(live.dir, 3600);
+    nsbox_state_init(&sc->live);
+    assert_int_equal(nsbox_state_create(&sc->live, NULL, NSBOX_WS_EXT4, &e), 0);
+    make_file(sc->live.workspace, "a live sandbox's backing file");
+    close(sc->live.lock_fd);
+    sc->live.lock_fd = -1;
+    sc->h = hold_lock(sc->live.dir);
+    set_age(sc->live.dir, 3600);
 
     /* made by an older nsbox, which locked a "lock" file inside instead of the directory: its
      * lock is that file's, held (a sandbox still running across an upgrade) or free (dead) */
-    char legacy[NSBOX_ID_LEN + 1], legacy_dead[NSBOX_ID_LEN + 1];
-    new_id(legacy);
-    new_id(legacy_dead);
-    snprintf(p, sizeof p, "%s/%s", f->state, legacy);
+    new_id(sc->legacy);
+    new_id(sc->legacy_dead);
+    snprintf(p, sizeof p, "%s/%s", f->state, sc->legacy);
     make_dir(p);
-    snprintf(p, sizeof p, "%s/%s/lock", f->state, legacy);
+    snprintf(p, sizeof p, "%s/%s/lock", f->state, sc->legacy);
     make_file(p, "");
-    struct holder hl = hold_lock(p);
-    snprintf(p, sizeof p, "%s/%s", f->state, legacy_dead);
+    sc->hl = hold_lock(p);
+    snprintf(p, sizeof p, "%s/%s", f->state, sc->legacy_dead);
     make_dir(p);
-    snprintf(p, sizeof p, "%s/%s/lock", f->state, legacy_dead);
+    snprintf(p, sizeof p, "%s/%s/lock", f->state, sc->legacy_dead);
     make_file(p, "");
 
     /* a "lock" that cannot be opened for another reason than ENOENT or our mark (here a
      * directory: EISDIR): unknown, so never taken for dead */
-    char odd[NSBOX_ID_LEN + 1];
-    new_id(odd);
-    snprintf(p, sizeof p, "%s/%s", f->state, odd);
+    new_id(sc->odd);
+    snprintf(p, sizeof p, "%s/%s", f->state, sc->odd);
     make_dir(p);
-    snprintf(p, sizeof p, "%s/%s/lock", f->state, odd);
+    snprintf(p, sizeof p, "%s/%s/lock", f->state, sc->odd);
     make_dir(p);
+}
 
+/* Leftovers without a lock: interrupted removals and creates, orphaned workspaces. */
+static void gc_scene_unlocked(struct fx *f, struct gc_scene *sc)
+{
+    char p[PATH_MAX];
     /* unlocked, whatever its age: a removal that was interrupted (a directory under its id is
      * renamed into place with its lock held, so it never exists unlocked while alive) */
-    char young[NSBOX_ID_LEN + 1], young50[NSBOX_ID_LEN + 1], old[NSBOX_ID_LEN + 1],
-        orphan[NSBOX_ID_LEN + 1];
-    new_id(young);
-    new_id(young50);
-    new_id(old);
-    new_id(orphan);
-    snprintf(p, sizeof p, "%s/%s", f->state, young);
+    new_id(sc->young);
+    new_id(sc->young50);
+    new_id(sc->old);
+    new_id(sc->orphan);
+    snprintf(p, sizeof p, "%s/%s", f->state, sc->young);
     make_dir(p);
-    snprintf(p, sizeof p, "%s/%s", f->state, young50);
+    snprintf(p, sizeof p, "%s/%s", f->state, sc->young50);
     make_dir(p);
     set_age(p, 50);
     /* lockless and old */
-    snprintf(p, sizeof p, "%s/%s", f->state, old);
+    snprintf(p, sizeof p, "%s/%s", f->state, sc->old);
     make_dir(p);
-    snprintf(p, sizeof p, "%s/%s/root", f->state, old);
+    snprintf(p, sizeof p, "%s/%s/root", f->state, sc->old);
     make_dir(p);
-    snprintf(p, sizeof p, "%s/%s", f->state, old);
+    snprintf(p, sizeof p, "%s/%s", f->state, sc->old);
     set_age(p, 120);
-    char newlive[NSBOX_ID_LEN + 1], newdead[NSBOX_ID_LEN + 1];
-    new_id(newlive);
-    new_id(newdead);
-    snprintf(p, sizeof p, "%s/%s.new-%d", f->state, newlive, (int)getpid());
+    new_id(sc->newlive);
+    new_id(sc->newdead);
+    snprintf(p, sizeof p, "%s/%s.new-%d", f->state, sc->newlive, (int)getpid());
     make_dir(p);
-    snprintf(p, sizeof p, "%s/%s.new-%d", f->state, newdead, 999999999);
+    snprintf(p, sizeof p, "%s/%s.new-%d", f->state, sc->newdead, 999999999);
     make_dir(p);
     /* workspaces whose state directory is gone (reboot cleared the runtime dir): a backing
      * file, and an older nsbox's directory holding one */
-    char orphan2[NSBOX_ID_LEN + 1];
-    new_id(orphan2);
-    snprintf(p, sizeof p, "%s/%s.ext4", f->cache, orphan2);
+    new_id(sc->orphan2);
+    snprintf(p, sizeof p, "%s/%s.ext4", f->cache, sc->orphan2);
     make_file(p, "");
-    snprintf(p, sizeof p, "%s/%s", f->cache, orphan);
+    snprintf(p, sizeof p, "%s/%s", f->cache, sc->orphan);
     make_dir(p);
-    snprintf(p, sizeof p, "%s/%s/workspace.ext4", f->cache, orphan);
+    snprintf(p, sizeof p, "%s/%s/workspace.ext4", f->cache, sc->orphan);
     make_file(p, "");
     /* an older nsbox's dead sandbox: its workspace directory goes with it */
-    snprintf(p, sizeof p, "%s/%s", f->cache, legacy_dead);
+    snprintf(p, sizeof p, "%s/%s", f->cache, sc->legacy_dead);
     make_dir(p);
+}
 
+/* What is not a sandbox (never touched), uid slots, and tombstones. */
+static void gc_scene_others(struct fx *f, struct gc_scene *sc)
+{
+    char p[PATH_MAX];
     /* not sandboxes: never touched */
     snprintf(p, sizeof p, "%s/uids", f->state);
     make_dir(p);
@@ -706,15 +720,14 @@ static void test_gc(void **state)
     make_file(p, "");
     /* root's uid slots are one registry for the machine, whatever the state directory: a slot
      * file there that nobody holds goes too (the highest slot: no live sandbox has it) */
-    char slotdir[PATH_MAX], slot[PATH_MAX + 16];
-    snprintf(slotdir, sizeof slotdir, "%s", geteuid() == 0 ? NSBOX_UID_SLOT_DIR : "");
-    if (slotdir[0]) {
+    snprintf(sc->slotdir, sizeof sc->slotdir, "%s", geteuid() == 0 ? NSBOX_UID_SLOT_DIR : "");
+    if (sc->slotdir[0]) {
         /* as nsbox makes it: a plain mkdir("/run/nsbox", 0700) on a fresh boot closed root's
          * runtime directory to other users, and their "is root's" hint (state.c) went blind */
         struct nsbox_err me;
-        assert_int_equal(nsbox_mkdir_p(slotdir, 0700, &me), 0);
-        snprintf(slot, sizeof slot, "%s/%u", slotdir, NSBOX_UID_SLOTS - 1);
-        make_file(slot, "");
+        assert_int_equal(nsbox_mkdir_p(sc->slotdir, 0700, &me), 0);
+        snprintf(sc->slot, sizeof sc->slot, "%s/%u", sc->slotdir, NSBOX_UID_SLOTS - 1);
+        make_file(sc->slot, "");
     }
     snprintf(p, sizeof p, "%s/ABCDEF012345", f->state);
     make_dir(p);
@@ -729,47 +742,47 @@ static void test_gc(void **state)
     make_file(p, "");
 
     /* tombstones: the log stays; an older nsbox's one file per id goes */
-    char gone_id[NSBOX_ID_LEN + 1];
-    new_id(gone_id);
-    assert_int_equal(nsbox_tombstone_write(gone_id, "deleted by rm"), 0);
-    snprintf(p, sizeof p, "%s/tombstones/%s", f->state, orphan);
+    new_id(sc->gone_id);
+    assert_int_equal(nsbox_tombstone_write(sc->gone_id, "deleted by rm"), 0);
+    snprintf(p, sizeof p, "%s/tombstones/%s", f->state, sc->orphan);
     make_file(p, "deleted by rm");
+}
 
-    int removed = nsbox_gc(false, &e);
-    if (removed < 0) fail_msg("gc: %s", e.msg);
+/* After the first gc: what it removed and what it kept. */
+static void gc_scene_check(struct fx *f, struct gc_scene *sc, int removed)
+{
+    assert_false(exists("%s", sc->dead.dir));
+    assert_false(exists("%s", sc->dead.workspace));
 
-    assert_false(exists("%s", dead.dir));
-    assert_false(exists("%s", dead.workspace));
+    assert_true(exists("%s", sc->live.dir));
+    assert_true(exists("%s", sc->live.workspace));
+    assert_true(exists("%s/%s/lock", f->state, sc->legacy));
+    assert_true(exists("%s/%s/lock", f->state, sc->odd));
+    assert_false(exists("%s/%s", f->state, sc->legacy_dead));
 
-    assert_true(exists("%s", live.dir));
-    assert_true(exists("%s", live.workspace));
-    assert_true(exists("%s/%s/lock", f->state, legacy));
-    assert_true(exists("%s/%s/lock", f->state, odd));
-    assert_false(exists("%s/%s", f->state, legacy_dead));
-
-    assert_false(exists("%s/%s", f->state, young));
-    assert_false(exists("%s/%s", f->state, young50));
-    assert_false(exists("%s/%s", f->state, old));
+    assert_false(exists("%s/%s", f->state, sc->young));
+    assert_false(exists("%s/%s", f->state, sc->young50));
+    assert_false(exists("%s/%s", f->state, sc->old));
     /* a create in progress (its creator, this process, is alive) is kept; a dead creator's is
      * removed */
-    assert_true(exists("%s/%s.new-%d", f->state, newlive, (int)getpid()));
-    assert_false(exists("%s/%s.new-%d", f->state, newdead, 999999999));
-    assert_false(exists("%s/%s", f->cache, orphan));
-    assert_false(exists("%s/%s.ext4", f->cache, orphan2));
-    assert_false(exists("%s/%s", f->cache, legacy_dead));
+    assert_true(exists("%s/%s.new-%d", f->state, sc->newlive, (int)getpid()));
+    assert_false(exists("%s/%s.new-%d", f->state, sc->newdead, 999999999));
+    assert_false(exists("%s/%s", f->cache, sc->orphan));
+    assert_false(exists("%s/%s.ext4", f->cache, sc->orphan2));
+    assert_false(exists("%s/%s", f->cache, sc->legacy_dead));
 
     /* a uid slot file nobody holds is removed (slots are taken lowest first, see take_slot);
      * root's are not in the state directory at all */
-    if (slotdir[0]) {
-        assert_false(exists("%s", slot));
+    if (sc->slotdir[0]) {
+        assert_false(exists("%s", sc->slot));
         assert_true(exists("%s/uids/7", f->state));
     } else {
         assert_false(exists("%s/uids/7", f->state));
     }
-    assert_false(exists("%s/tombstones/%s", f->state, orphan));
+    assert_false(exists("%s/tombstones/%s", f->state, sc->orphan));
     assert_true(exists("%s/tombstones/recent", f->state));
     char why[64];
-    assert_int_equal(nsbox_tombstone_read(gone_id, why, sizeof why), 1);
+    assert_int_equal(nsbox_tombstone_read(sc->gone_id, why, sizeof why), 1);
     assert_true(exists("%s/ABCDEF012345", f->state));
     assert_true(exists("%s/keep-me", f->cache));
     assert_true(exists("%s/0123456789abc", f->cache));
@@ -777,21 +790,37 @@ static void test_gc(void **state)
     assert_true(exists("%s/0123456789aB.ext4", f->cache));
 
     assert_int_equal(removed, 7); /* dead, legacy_dead, young, young50, old, orphan, orphan2 */
+}
+
+static void test_gc(void **state)
+{
+    struct fx *f = *state;
+    struct nsbox_err e = {0};
+    static struct gc_scene scene;
+    struct gc_scene *sc = &scene;
+    memset(sc, 0, sizeof *sc);
+    gc_scene_locked(f, sc);
+    gc_scene_unlocked(f, sc);
+    gc_scene_others(f, sc);
+
+    int removed = nsbox_gc(false, &e);
+    if (removed < 0) fail_msg("gc: %s", e.msg);
+    gc_scene_check(f, sc, removed);
 
     /* the owners die: now they are leftovers */
-    release_holder(&hl); /* first: its child holds a copy of h's pipe */
-    release_holder(&h);
+    release_holder(&sc->hl); /* first: its child holds a copy of h's pipe */
+    release_holder(&sc->h);
     removed = nsbox_gc(false, &e);
     assert_int_equal(removed, 2);
-    assert_false(exists("%s", live.dir));
-    assert_false(exists("%s/%s", f->state, legacy));
-    assert_false(exists("%s", live.workspace));
-    assert_true(exists("%s/%s.new-%d", f->state, newlive, (int)getpid()));
+    assert_false(exists("%s", sc->live.dir));
+    assert_false(exists("%s/%s", f->state, sc->legacy));
+    assert_false(exists("%s", sc->live.workspace));
+    assert_true(exists("%s/%s.new-%d", f->state, sc->newlive, (int)getpid()));
 
     /* nothing left to do */
     assert_int_equal(nsbox_gc(false, &e), 0);
-    dead.dir[0] = live.dir[0] = '\0';
-    dead.fresh_workspace = live.fresh_workspace = false;
+    sc->dead.dir[0] = sc->live.dir[0] = '\0';
+    sc->dead.fresh_workspace = sc->live.fresh_workspace = false;
 }
 
 /* gc removes links, never what they point at. */

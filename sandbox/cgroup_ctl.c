@@ -1,0 +1,179 @@
+/* What is done to a sandbox's cgroup while it lives: freeze and thaw, the OOM count, stats. */
+#include "cgroup.h"
+#include "cgroup_impl.h"
+#include "cgroup_util.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* How long freeze waits for every task to reach the frozen state. */
+#define FREEZE_TIMEOUT_MS 2000
+
+static int read_u64_at(int dirfd, const char *dir, const char *name, uint64_t *out)
+{
+    char buf[64];
+    if (nsbox_cgio_read_small(dirfd, dir, name, buf, sizeof buf) < 0)
+        return -1;
+    return nsbox_cg_parse_u64(buf, out);
+}
+
+static int read_keyed_at(int dirfd, const char *dir, const char *name, const char *key,
+                         uint64_t *out)
+{
+    char buf[2048];
+    if (nsbox_cgio_read_small(dirfd, dir, name, buf, sizeof buf) < 0)
+        return -1;
+    return nsbox_cg_parse_keyed(buf, key, out);
+}
+
+/* ---- freeze and stats ---------------------------------------------------------------------- */
+
+static const char *v1_path_of(const struct nsbox_cgroup *cg, const char *controller)
+{
+    for (size_t i = 0; i < cg->n_v1; i++)
+        if (nsbox_cg_list_has(cg->v1[i].controller, controller))
+            return cg->v1[i].path;
+    return NULL;
+}
+
+static int freeze_v2(const struct nsbox_cgroup *cg, bool frozen, struct nsbox_err *e)
+{
+    const char *val = frozen ? "1" : "0";
+    if (nsbox_cgio_write_at(cg->dirfd, cg->path, "cgroup.freeze", val) < 0) {
+        if (errno == ENOENT)
+            return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOENT,
+                                 "cgroup: %s/cgroup.freeze does not exist: the v2 freezer needs "
+                                 "Linux 5.2 or newer",
+                                 cg->path);
+        return nsbox_cgroup_write_error(e, cg->path, "cgroup.freeze", val);
+    }
+    /* Freezing is asynchronous: cgroup.events says "frozen 1" once every task has stopped. */
+    uint64_t deadline = (uint64_t)nsbox_now_ms() + FREEZE_TIMEOUT_MS;
+    unsigned us = 50;
+    for (;;) {
+        uint64_t v;
+        if (read_keyed_at(cg->dirfd, cg->path, "cgroup.events", "frozen", &v) < 0)
+            return nsbox_err_sys(e, "cgroup: read %s/cgroup.events", cg->path);
+        if ((v != 0) == frozen)
+            return 0;
+        if ((uint64_t)nsbox_now_ms() > deadline) {
+            if (frozen)
+                nsbox_cgio_write_at(cg->dirfd, cg->path, "cgroup.freeze", "0");
+            return nsbox_err_set(e, NSBOX_E_TIMEOUT, 0, "cgroup: %s did not %s within %d ms",
+                                 cg->path, frozen ? "freeze" : "thaw", FREEZE_TIMEOUT_MS);
+        }
+        nsbox_cgio_backoff(&us);
+    }
+}
+
+static int freeze_v1(const struct nsbox_cgroup *cg, bool frozen, struct nsbox_err *e)
+{
+    const char *dir = v1_path_of(cg, "freezer");
+    if (!dir)
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, 0,
+                             "cgroup: the v1 freezer hierarchy is not mounted at "
+                             "/sys/fs/cgroup/freezer: mount -t cgroup -o freezer cgroup "
+                             "/sys/fs/cgroup/freezer");
+    const char *val = frozen ? "FROZEN" : "THAWED";
+    if (frozen)
+        nsbox_cghold_take(dir);
+    uint64_t deadline = (uint64_t)nsbox_now_ms() + FREEZE_TIMEOUT_MS;
+    unsigned us = 50;
+    for (;;) {
+        /* v1 may stay in FREEZING when a task cannot be frozen right away; writing FROZEN
+         * again retries those tasks (what runc does). */
+        if (nsbox_cgio_write_at(-1, dir, "freezer.state", val) < 0)
+            return nsbox_cgroup_write_error(e, dir, "freezer.state", val);
+        char st[32];
+        if (nsbox_cgio_read_small(-1, dir, "freezer.state", st, sizeof st) < 0)
+            return nsbox_err_sys(e, "cgroup: read %s/freezer.state", dir);
+        if (strncmp(st, val, strlen(val)) == 0)
+            return 0;
+        if ((uint64_t)nsbox_now_ms() > deadline) {
+            if (frozen)
+                nsbox_cgio_write_at(-1, dir, "freezer.state", "THAWED");
+            return nsbox_err_set(e, NSBOX_E_TIMEOUT, 0, "cgroup: %s did not %s within %d ms",
+                                 dir, frozen ? "freeze" : "thaw", FREEZE_TIMEOUT_MS);
+        }
+        nsbox_cgio_backoff(&us);
+    }
+}
+
+int nsbox_cgroup_freeze(const struct nsbox_cgroup *cg, bool frozen, struct nsbox_err *e)
+{
+    if (!cg || cg->version == 0)
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "cgroup: freeze: no cgroup");
+    return cg->version == 2 ? freeze_v2(cg, frozen, e) : freeze_v1(cg, frozen, e);
+}
+
+uint64_t nsbox_cgroup_oom_kills(const struct nsbox_cgroup *cg)
+{
+    uint64_t n = 0;
+    const char *p;
+    if (cg && cg->version == 2)
+        read_keyed_at(cg->dirfd, cg->path, "memory.events", "oom_kill", &n);
+    else if (cg && cg->version == 1 && (p = v1_path_of(cg, "memory")))
+        read_keyed_at(-1, p, "memory.oom_control", "oom_kill", &n);
+    return n;
+}
+
+int nsbox_cgroup_oom_fd(const struct nsbox_cgroup *cg)
+{
+    char path[PATH_MAX];
+    const char *p;
+    if (cg && cg->version == 2)
+        return openat(cg->dirfd, "memory.events", O_RDONLY | O_CLOEXEC);
+    if (cg && cg->version == 1 && (p = v1_path_of(cg, "memory")) &&
+        (size_t)snprintf(path, sizeof path, "%s/memory.oom_control", p) < sizeof path)
+        return open(path, O_RDONLY | O_CLOEXEC);
+    return -1;
+}
+
+int nsbox_cgroup_stats(const struct nsbox_cgroup *cg, struct nsbox_cgroup_stats *st,
+                       struct nsbox_err *e)
+{
+    memset(st, 0, sizeof *st);
+    if (!cg || cg->version == 0)
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "cgroup: stats: no cgroup");
+    char buf[64];
+    uint64_t v;
+    if (cg->version == 2) {
+        int fd = cg->dirfd;
+        const char *p = cg->path;
+        read_u64_at(fd, p, "memory.current", &st->memory_current);
+        read_u64_at(fd, p, "memory.peak", &st->memory_peak); /* Linux 5.19 */
+        if (nsbox_cgio_read_small(fd, p, "memory.max", buf, sizeof buf) >= 0)
+            nsbox_cg_parse_limit(buf, &st->memory_limit);
+        read_keyed_at(fd, p, "memory.events", "oom_kill", &st->oom_kills);
+        read_u64_at(fd, p, "pids.current", &st->pids_current);
+        if (nsbox_cgio_read_small(fd, p, "pids.max", buf, sizeof buf) >= 0)
+            nsbox_cg_parse_limit(buf, &st->pids_limit);
+        read_keyed_at(fd, p, "cpu.stat", "usage_usec", &st->cpu_usage_usec);
+        if (read_keyed_at(fd, p, "cgroup.events", "frozen", &v) == 0)
+            st->frozen = v != 0;
+        return 0;
+    }
+    const char *p;
+    if ((p = v1_path_of(cg, "memory"))) {
+        read_u64_at(-1, p, "memory.usage_in_bytes", &st->memory_current);
+        read_u64_at(-1, p, "memory.max_usage_in_bytes", &st->memory_peak);
+        if (nsbox_cgio_read_small(-1, p, "memory.limit_in_bytes", buf, sizeof buf) >= 0)
+            nsbox_cg_parse_limit(buf, &st->memory_limit);
+        read_keyed_at(-1, p, "memory.oom_control", "oom_kill", &st->oom_kills); /* Linux 4.13 */
+    }
+    if ((p = v1_path_of(cg, "pids"))) {
+        read_u64_at(-1, p, "pids.current", &st->pids_current);
+        if (nsbox_cgio_read_small(-1, p, "pids.max", buf, sizeof buf) >= 0)
+            nsbox_cg_parse_limit(buf, &st->pids_limit);
+    }
+    if ((p = v1_path_of(cg, "cpuacct")) && read_u64_at(-1, p, "cpuacct.usage", &v) == 0)
+        st->cpu_usage_usec = v / 1000; /* cpuacct counts nanoseconds */
+    if ((p = v1_path_of(cg, "freezer")) &&
+        nsbox_cgio_read_small(-1, p, "freezer.state", buf, sizeof buf) >= 0)
+        st->frozen = strncmp(buf, "FROZEN", 6) == 0;
+    return 0;
+}
