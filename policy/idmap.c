@@ -51,7 +51,8 @@ int nsbox_idmap_compute(bool privileged, uint32_t caller_uid, uint32_t caller_gi
     /* appuser stays the caller (its files in the workspace are the caller's); sandbox id N is
      * subordinate id start + N for every other N, so start + 1000 is left unused. */
     if (sub->uid_start == 0 || sub->gid_start == 0 ||
-        sub->uid_start > UINT32_MAX - NSBOX_ID_COUNT || sub->gid_start > UINT32_MAX - NSBOX_ID_COUNT)
+        sub->uid_start > UINT32_MAX - NSBOX_ID_COUNT ||
+        sub->gid_start > UINT32_MAX - NSBOX_ID_COUNT)
         return nsbox_err_set(e, NSBOX_E_INVALID, ERANGE, "subordinate ids %u/%u out of range",
                              sub->uid_start, sub->gid_start);
     set_lines(m->uid, caller_uid, sub->uid_start);

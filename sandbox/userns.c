@@ -161,7 +161,8 @@ int nsbox_userns_write_maps(pid_t pid, const struct nsbox_idmaps *m, bool helper
                nsbox_idmap_format_lines(m->gid, m->n, gbuf, sizeof gbuf, e) < 0) {
         return -1;
     }
-    if (write_proc_file(pid, "uid_map", ubuf, e) < 0 || write_proc_file(pid, "gid_map", gbuf, e) < 0)
+    if (write_proc_file(pid, "uid_map", ubuf, e) < 0 ||
+        write_proc_file(pid, "gid_map", gbuf, e) < 0)
         return nsbox_err_wrap(e, "user namespace id map");
     return 0;
 }

@@ -11,8 +11,8 @@ import unittest
 
 from nsbox_test import (CGROUP_V2_ONLY, CPYTHON, CPYTHON_ID_TESTS, NSBOX, TERMINAL_HARM, UID_BASE,
                         Dirs, HostStdioChecks, cgroup_leftovers, cpython_on_host, cpython_outcomes,
-                        cpython_testsuite_missing, ensure_test_user, in_a_terminal, is_root, nsbox_command,
-                        run_nsbox, run_with_stdio, sandbox_cgroup_file,
+                        cpython_testsuite_missing, ensure_test_user, in_a_terminal, is_root,
+                        nsbox_command, run_nsbox, run_with_stdio, sandbox_cgroup_file,
                         sigkill_run_and_check_init_dies, signal_pending, wait_for)
 
 

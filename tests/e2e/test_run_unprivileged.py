@@ -88,7 +88,8 @@ class Unprivileged(unittest.TestCase):
                               "touch /tmp/f; chown 1 /tmp/f 2>&1 | grep -c 'not permitted'"])
         self.assertEqual(r.returncode, 0, r.stderr)
         lines = [l.split() for l in r.stdout.decode().splitlines()]
-        self.assertEqual(lines[:3], [["0", str(start), "1000"], ["1000", str(self.user.pw_uid), "1"],
+        self.assertEqual(lines[:3], [["0", str(start), "1000"],
+                                     ["1000", str(self.user.pw_uid), "1"],
                                      ["1001", str(start + 1001), "64535"]])
         self.assertEqual(lines[3:], [["1000"], ["1"]])
         r = self.run_as_user(["info", "--json"])

@@ -864,7 +864,8 @@ def cpython_testsuite_missing():
     r = subprocess.run([CPYTHON, "-c", "import test.test_os, test.test_subprocess"],
                        capture_output=True)
     if r.returncode != 0:
-        return f"{CPYTHON} has no test suite (Debian's libpython3.11-testsuite): {r.stderr[-200:]!r}"
+        return (f"{CPYTHON} has no test suite (Debian's libpython3.11-testsuite): "
+                f"{r.stderr[-200:]!r}")
     return None
 
 
