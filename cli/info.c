@@ -16,6 +16,7 @@
 #include "nftlib.h"
 #include "spec.h"
 #include "text.h"
+#include "userns.h"
 #include "warmpool.h"
 #include "workspace.h"
 
@@ -425,13 +426,26 @@ static void check_privileges(struct nsbox_check *c)
                "unprivileged (uid %u): sandboxes run in a user namespace; limits need a "
                "delegated cgroup; network all/allow and idmapped workspaces need root",
                (unsigned)uid);
+        /* which ids a sandbox has (policy/idmap.h) */
+        struct nsbox_subids sub;
+        char why[256];
+        if (nsbox_userns_subids(&sub, why, sizeof why) == 1)
+            DETAIL(c, "; ids 0-%u: appuser (1000) is you, the others your subordinate ids "
+                      "from uid %u and gid %u (/etc/subuid, /etc/subgid, through newuidmap)",
+                   NSBOX_ID_COUNT - 1, sub.uid_start, sub.gid_start);
+        else
+            DETAIL(c, "; only appuser (1000) is mapped, to you, since %s: chown to another "
+                      "user or setuid to nobody fail with EINVAL (grant 65536 subordinate ids "
+                      "with usermod --add-subuids/--add-subgids)", why);
         return;
     }
     bool initial =
         nsbox_text_read("/proc/self/uid_map", map, sizeof map) < 0 || nsbox_info_uid_map_is_initial(map);
     if (initial)
         DETAIL(c, "root (uid 0): cgroup limits, network all/allow and idmapped workspaces are "
-                  "available; sandboxed commands still run as an unprivileged user");
+                  "available; sandboxed commands still run as an unprivileged user; each "
+                  "sandbox has ids 0-%u, a range of host ids of its own from %u (%u slots of "
+                  "%u)", NSBOX_ID_COUNT - 1, NSBOX_UID_BASE, NSBOX_UID_SLOTS, NSBOX_ID_COUNT);
     else
         DETAIL(c, "root inside a user namespace (uid 0, not the host's root): host-level "
                   "features depend on what the outer container grants");

@@ -17,7 +17,7 @@
 
 /* Bumped whenever a builder's output changes, so images made by an older nsbox are rebuilt
  * (host: automatically; debian: `nsbox image ls` shows the version). */
-#define NSBOX_IMAGE_BUILDER_VERSION 1
+#define NSBOX_IMAGE_BUILDER_VERSION 2
 #define NSBOX_IMAGE_NAME_MAX 63
 #define NSBOX_APPUSER_UID 1000
 #define NSBOX_APPUSER_GID 1000

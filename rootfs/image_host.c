@@ -127,10 +127,27 @@ char *nsbox_image_group_add_appuser(const char *group)
 
 char *nsbox_image_passwd_generate(const char *shell)
 {
-    /* nobody: what unmapped ids show as inside a user namespace (ls -l of host files) */
-    char base[512];
+    /* The system users of Debian's base-passwd: a sandbox has the ids an ordinary system has
+     * (policy/idmap.h), and programs look them up by name (chown daemon, setuid to nobody).
+     * nobody is also what unmapped ids (host root's files) show as. */
+    char base[1536];
     snprintf(base, sizeof base,
              "root:x:0:0:root:/root:%s\n"
+             "daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"
+             "bin:x:2:2:bin:/bin:/usr/sbin/nologin\n"
+             "sys:x:3:3:sys:/dev:/usr/sbin/nologin\n"
+             "sync:x:4:65534:sync:/bin:/bin/sync\n"
+             "games:x:5:60:games:/usr/games:/usr/sbin/nologin\n"
+             "man:x:6:12:man:/var/cache/man:/usr/sbin/nologin\n"
+             "lp:x:7:7:lp:/var/spool/lpd:/usr/sbin/nologin\n"
+             "mail:x:8:8:mail:/var/mail:/usr/sbin/nologin\n"
+             "news:x:9:9:news:/var/spool/news:/usr/sbin/nologin\n"
+             "uucp:x:10:10:uucp:/var/spool/uucp:/usr/sbin/nologin\n"
+             "proxy:x:13:13:proxy:/bin:/usr/sbin/nologin\n"
+             "www-data:x:33:33:www-data:/var/www:/usr/sbin/nologin\n"
+             "backup:x:34:34:backup:/var/backups:/usr/sbin/nologin\n"
+             "list:x:38:38:Mailing List Manager:/var/list:/usr/sbin/nologin\n"
+             "irc:x:39:39:ircd:/run/ircd:/usr/sbin/nologin\n"
              "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
              shell);
     return nsbox_image_passwd_add_appuser(base, shell);
@@ -138,9 +155,41 @@ char *nsbox_image_passwd_generate(const char *shell)
 
 char *nsbox_image_group_generate(void)
 {
-    /* tty: the group of /dev/pts/N; nogroup: unmapped gids */
+    /* base-passwd's groups; tty: the group of /dev/pts/N; nogroup: also unmapped gids */
     return nsbox_image_group_add_appuser("root:x:0:\n"
+                                         "daemon:x:1:\n"
+                                         "bin:x:2:\n"
+                                         "sys:x:3:\n"
+                                         "adm:x:4:\n"
                                          "tty:x:5:\n"
+                                         "disk:x:6:\n"
+                                         "lp:x:7:\n"
+                                         "mail:x:8:\n"
+                                         "news:x:9:\n"
+                                         "uucp:x:10:\n"
+                                         "man:x:12:\n"
+                                         "proxy:x:13:\n"
+                                         "kmem:x:15:\n"
+                                         "dialout:x:20:\n"
+                                         "cdrom:x:24:\n"
+                                         "floppy:x:25:\n"
+                                         "tape:x:26:\n"
+                                         "sudo:x:27:\n"
+                                         "audio:x:29:\n"
+                                         "dip:x:30:\n"
+                                         "www-data:x:33:\n"
+                                         "backup:x:34:\n"
+                                         "operator:x:37:\n"
+                                         "list:x:38:\n"
+                                         "irc:x:39:\n"
+                                         "src:x:40:\n"
+                                         "shadow:x:42:\n"
+                                         "utmp:x:43:\n"
+                                         "video:x:44:\n"
+                                         "sasl:x:45:\n"
+                                         "plugdev:x:46:\n"
+                                         "staff:x:50:\n"
+                                         "games:x:60:\n"
                                          "users:x:100:\n"
                                          "nogroup:x:65534:\n");
 }

@@ -395,7 +395,7 @@ int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_p
         if (fds[i] < 0)
             return -1;
     }
-    /* Owned by appuser: phase 2 creates the skeleton as appuser (uid 0 is not mapped). The root
+    /* Owned by appuser: phase 2 creates the skeleton as appuser (a mapped id). The root
      * is made read-only once populated. */
     if (sys->mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV,
                    "mode=0755,size=1m,uid=1000,gid=1000") < 0)

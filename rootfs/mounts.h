@@ -109,7 +109,7 @@ int nsbox_rootfs_scan_image(struct nsbox_rootfs_cfg *cfg, struct nsbox_err *e);
  * (fsmount) of the EXT4 workspace: it belongs to no namespace and is moved, not cloned; the
  * op with src_is_fd takes it over.
  *
- * Phase 2 (as appuser, the only mapped id, so that files created on the new tmpfs have an
+ * Phase 2 (as appuser, the sandbox's user, so that files created on the new tmpfs have an
  * owner): populate the tree relative to rootfd, attach the clones, pivot_root into it, detach
  * the old root and make the root read-only. No host path is looked up in this phase. */
 int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,

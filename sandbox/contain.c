@@ -95,9 +95,10 @@ static int child_join_cgroup(struct nsbox_launch *L, struct nsbox_err *e)
 
 static int child_become_appuser(struct nsbox_launch *L, struct nsbox_err *e)
 {
-    /* Files the set-up creates must belong to a mapped id; only appuser is mapped. The
-     * capabilities the clone granted in the new user namespace survive this change because the
-     * namespace has no root uid for the kernel's setuid fix-up to compare against. */
+    /* Files the set-up creates must belong to a mapped id: appuser's. The capabilities the
+     * clone granted in the new user namespace survive this change because none of our ids is
+     * the namespace's root uid (host root is not mapped, an unprivileged caller is appuser),
+     * so the kernel's setuid fix-up does not apply. */
     /* A persistent sandbox's init writes its own oom_score_adj around each command's start
      * (agent.c): the file is its owner's to open only until the ids change. */
     if (L->agent_fd >= 0)
@@ -301,7 +302,7 @@ void nsbox_child_main(struct nsbox_launch *L)
     if (child_wait_for_parent(L, &e) < 0 ||     /* user ns: the parent has written the maps */
         child_join_cgroup(L, &e) < 0 ||         /* cgroup (v1; v2 was joined by the clone) */
         child_clone_mount_sources(L, &e) < 0 || /* mounts, while host paths are reachable */
-        child_become_appuser(L, &e) < 0 ||         /* the only mapped id */
+        child_become_appuser(L, &e) < 0 ||         /* the set-up's files are appuser's */
         child_mount_root(L, &e) < 0 ||          /* mounts + pivot_root */
         child_set_hostname(L, &e) < 0 ||        /* hostname */
         child_network(L, &e) < 0 ||             /* network: lo up (+ eth0 for all/allow) */

@@ -8,6 +8,7 @@
 #include "diagnose.h"
 #include "paths.h"
 #include "seccomp_profile.h"
+#include "userns.h"
 #include "workspace.h"
 
 #include <errno.h>
@@ -72,34 +73,20 @@ char **nsbox_sandbox_env(const struct nsbox_spec *s, struct nsbox_err *e)
     return env;
 }
 
-static int write_proc_file(pid_t pid, const char *name, const char *text, struct nsbox_err *e)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
-    cleanup_close int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return nsbox_err_sys(e, "open %s", path);
-    size_t len = strlen(text);
-    if (write(fd, text, len) != (ssize_t)len)
-        return nsbox_err_sys(e, "write %s", path);
-    return 0;
-}
-
-/* Parent side: the child's user namespace gets its single mapping. setgroups is denied first:
- * required for an unprivileged writer, and it stops the sandbox from dropping supplementary
- * groups to get around "deny by group" permissions (CVE-2014-8989). */
+/* Parent side: the child's user namespace gets its maps (policy/idmap.h): as root the slot's
+ * range; unprivileged, the caller's subordinate ids through newuidmap/newgidmap where it has
+ * them, else appuser alone. */
 static int parent_write_id_maps(pid_t pid, const struct nsbox_state *st, struct nsbox_err *e)
 {
-    struct nsbox_idmap um, gm;
-    char ubuf[64], gbuf[64];
-    if (nsbox_idmap_compute(st->privileged, getuid(), getgid(), st->slot, &um, &gm, e) < 0 ||
-        nsbox_idmap_format(&um, ubuf, sizeof ubuf, e) < 0 ||
-        nsbox_idmap_format(&gm, gbuf, sizeof gbuf, e) < 0)
+    struct nsbox_idmaps m;
+    struct nsbox_subids sub;
+    char why[256];
+    bool helper = !st->privileged && nsbox_userns_subids(&sub, why, sizeof why) == 1;
+    bool fell_back;
+    if (nsbox_idmap_compute(st->privileged, getuid(), getgid(), st->slot, helper ? &sub : NULL,
+                            &m, e) < 0)
         return -1;
-    if (write_proc_file(pid, "setgroups", "deny", e) < 0 ||
-        write_proc_file(pid, "uid_map", ubuf, e) < 0 || write_proc_file(pid, "gid_map", gbuf, e) < 0)
-        return nsbox_err_wrap(e, "user namespace id map");
-    return 0;
+    return nsbox_userns_write_maps(pid, &m, helper, &fell_back, e);
 }
 
 static pid_t clone_sandbox(const struct nsbox_cgroup *cg, bool *cgroup_ns_in_clone, int *pidfd)
@@ -137,10 +124,11 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     bool premounted = false;
     if (ws_kind == NSBOX_WS_DIR && c->st.privileged) {
         /* The caller's directory through an idmapped mount: its owner is appuser inside. */
-        struct nsbox_idmap um, gm;
-        if (nsbox_idmap_compute(true, 0, 0, c->st.slot, &um, &gm, e) < 0)
+        struct nsbox_idmaps m;
+        if (nsbox_idmap_compute(true, 0, 0, c->st.slot, NULL, &m, e) < 0)
             return -1;
-        int r = nsbox_ws_dir_idmapped(c->st.workspace, um.outside, gm.outside, &c->L.ws_fd, e);
+        int r = nsbox_ws_dir_idmapped(c->st.workspace, nsbox_idmap_slot_base(c->st.slot),
+                                      &c->L.ws_fd, e);
         if (r < 0)
             return -1;
         premounted = c->st.ws_idmapped = r == 0;
@@ -231,17 +219,17 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
     /* Joined on every path before the clone: a thread at work there (this one may take locks
      * of glibc's) would leave them taken in the clone. The relay threads of `nsbox run` may be
      * alive; they take none, and the clone waits on no other thread (nsbox_set_ids). */
-    struct nsbox_idmap um = {0}, gm = {0};
+    struct nsbox_idmaps m = {.app_uid = 0};
     struct nsbox_err we;
     bool chown = false;
     if (r == 0 && job.started) {
         /* the root must belong to appuser's host uid, or appuser could not write it */
-        if (nsbox_idmap_compute(true, 0, 0, c->st.slot, &um, &gm, e) < 0)
+        if (nsbox_idmap_compute(true, 0, 0, c->st.slot, NULL, &m, e) < 0)
             r = -1;
         else
             chown = true;
     }
-    if (nsbox_ws_ext4_finish(&job, chown, um.outside, gm.outside, &c->L.ws_fd, &we) < 0 && r == 0) {
+    if (nsbox_ws_ext4_finish(&job, chown, m.app_uid, m.app_gid, &c->L.ws_fd, &we) < 0 && r == 0) {
         *e = we;
         r = -1;
     }

@@ -447,10 +447,10 @@ int nsbox_tombstone_read(const char *id, char *reason, size_t n)
     return 1;
 }
 
-/* Where the uid slots are locked. The host uids they stand for (NSBOX_UID_BASE + slot) are the
- * machine's, so root keeps one registry for every nsbox, whatever its $NSBOX_STATE_DIR: two
- * sandboxes of different state directories must never share a host uid (files one leaves
- * where the other can reach them would be the other's). */
+/* Where the uid slots are locked. The host ids they stand for (a range per slot,
+ * nsbox_idmap_slot_base) are the machine's, so root keeps one registry for every nsbox,
+ * whatever its $NSBOX_STATE_DIR: two sandboxes of different state directories must never share
+ * a host uid (files one leaves where the other can reach them would be the other's). */
 int nsbox_state_uid_slot_dir(char *out, size_t n, struct nsbox_err *e)
 {
     if (geteuid() == 0)

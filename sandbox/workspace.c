@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include "workspace.h"
 #include "cleanup.h"
+#include "idmap.h"
 #include "paths.h"
 #include "pool.h"
 #include "spec.h"
@@ -824,10 +825,10 @@ int nsbox_ws_host_usage(const char *image, struct nsbox_ws_host_usage *h)
 
 /* ---- --workspace DIR as root: an idmapped bind ------------------------------------------------ */
 
-/* A user namespace whose only mapping is inside_uid:inside_gid -> outside_uid:outside_gid, as
- * an fd (for MOUNT_ATTR_IDMAP). A short-lived child makes it; we write its maps. */
-static int make_userns(uint32_t inside_uid, uint32_t inside_gid, uint32_t outside_uid,
-                       uint32_t outside_gid, struct nsbox_err *e)
+/* A user namespace with the given maps (n lines each), as an fd (for MOUNT_ATTR_IDMAP). A
+ * short-lived child makes it; we write its maps. */
+static int make_userns(const struct nsbox_idmap *um, const struct nsbox_idmap *gm, unsigned n,
+                       struct nsbox_err *e)
 {
     int go[2], ready[2];
     if (pipe2(go, O_CLOEXEC) < 0)
@@ -860,22 +861,23 @@ static int make_userns(uint32_t inside_uid, uint32_t inside_gid, uint32_t outsid
     close(go[0]);
     close(ready[1]);
     int nsfd = -1;
-    char path[64], map[64], c;
+    char path[64], map[256], c;
     /* the child is in its namespace once it says so (EOF: it failed) */
     ssize_t got;
     while ((got = read(ready[0], &c, 1)) < 0 && errno == EINTR) {
     }
     close(ready[0]);
     const char *files[] = {"uid_map", "gid_map"};
-    uint32_t ins[] = {inside_uid, inside_gid}, outs[] = {outside_uid, outside_gid};
+    const struct nsbox_idmap *maps[] = {um, gm};
     int ok = got == 1;
     if (!ok)
         errno = ECHILD;
     for (int i = 0; i < 2 && ok; i++) {
         snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, files[i]);
-        int n = snprintf(map, sizeof map, "%u %u 1\n", ins[i], outs[i]);
-        int fd = open(path, O_WRONLY | O_CLOEXEC);
-        ok = fd >= 0 && write(fd, map, (size_t)n) == n;
+        struct nsbox_err fe;
+        int len = nsbox_idmap_format_lines(maps[i], n, map, sizeof map, &fe);
+        int fd = len < 0 ? -1 : open(path, O_WRONLY | O_CLOEXEC);
+        ok = fd >= 0 && write(fd, map, (size_t)len) == len;
         if (fd >= 0)
             close(fd);
     }
@@ -894,8 +896,7 @@ static int make_userns(uint32_t inside_uid, uint32_t inside_gid, uint32_t outsid
     return nsfd;
 }
 
-int nsbox_ws_dir_idmapped(const char *dir, uint32_t uid, uint32_t gid, int *mount_fd,
-                          struct nsbox_err *e)
+int nsbox_ws_dir_idmapped(const char *dir, uint32_t base, int *mount_fd, struct nsbox_err *e)
 {
     *mount_fd = -1;
     /* One lookup: the directory checked is the directory cloned. */
@@ -913,8 +914,13 @@ int nsbox_ws_dir_idmapped(const char *dir, uint32_t uid, uint32_t gid, int *moun
     if (fd < 0)
         return nsbox_err_sys(e, "workspace %s", dir);
     /* The directory's owner is appuser inside, and what appuser creates belongs to that owner
-     * on disk: the host's files keep their owner. */
-    cleanup_close int nsfd = make_userns(sb.st_uid, sb.st_gid, uid, gid, e);
+     * on disk: the host's files keep their owner. The sandbox's other ids are themselves. */
+    struct nsbox_idmap um[NSBOX_IDMAP_LINES], gm[NSBOX_IDMAP_LINES];
+    unsigned nu = nsbox_idmap_mount_lines(sb.st_uid, base, um);
+    unsigned ng = nsbox_idmap_mount_lines(sb.st_gid, base, gm);
+    if (nu != ng) /* one of them inside the range: appuser alone */
+        nu = ng = 1;
+    cleanup_close int nsfd = make_userns(um, gm, nu, e);
     if (nsfd < 0)
         return -1;
     struct mount_attr attr = {

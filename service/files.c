@@ -689,11 +689,11 @@ int nsbox_files_op_ex(int ws_fd, const struct nsbox_state *st, const struct nsbo
     if (opts) c.opts = *opts;
     if (c.opts.stall_ms <= 0) c.opts.stall_ms = NSBOX_FILES_STALL_MS_DEFAULT;
     if (st && st->privileged) {
-        struct nsbox_idmap um, gm;
-        if (nsbox_idmap_compute(true, 0, 0, st->slot, &um, &gm, e) < 0) return -1;
+        struct nsbox_idmaps m;
+        if (nsbox_idmap_compute(true, 0, 0, st->slot, NULL, &m, e) < 0) return -1;
         c.chown = true;
-        c.uid = um.outside;
-        c.gid = gm.outside;
+        c.uid = m.app_uid;
+        c.gid = m.app_gid;
     }
     if (set_path(&c, rq->path, e) < 0) return -1;
     /* In any workspace but nsbox's own ext4 (whose every file is the sandbox's, or made by us

@@ -9,7 +9,9 @@ import subprocess
 import time
 import unittest
 
-from nsbox_test import (CGROUP_V2_ONLY, NSBOX, UID_BASE, Dirs, cgroup_leftovers, is_root, run_nsbox,
+from nsbox_test import (CGROUP_V2_ONLY, CPYTHON, CPYTHON_ID_TESTS, Dirs, NSBOX, UID_BASE,
+                        cgroup_leftovers, cpython_on_host, cpython_outcomes,
+                        cpython_testsuite_missing, ensure_test_user, is_root, run_nsbox,
                         sandbox_cgroup_file, sigkill_run_and_check_init_dies, signal_pending,
                         wait_for)
 
@@ -98,6 +100,32 @@ class Basics(RunTest):
             p.wait()
             p.stdout.close()
             p.stderr.close()
+
+    def test_cpython_id_tests_pass_as_on_the_host(self):
+        # A sandbox has the ids of an ordinary system (docs/decisions.md "Identity"): CPython's
+        # tests of chown, setuid and setgroups give what they give on the host as a user.
+        why = cpython_testsuite_missing()
+        if why:
+            self.skipTest(why)
+        host = cpython_on_host(ensure_test_user())
+        self.assertIn(b"== Tests result: SUCCESS ==", host.stdout, host.stdout + host.stderr)
+        r = run_nsbox(["run", "--", CPYTHON] + CPYTHON_ID_TESTS, self.dirs, timeout=300)
+        self.assertEqual(cpython_outcomes(r.stdout), cpython_outcomes(host.stdout),
+                         r.stdout + r.stderr)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertTrue(any(l.startswith("test_chown_without_permission ") and l.endswith("ok")
+                            for l in cpython_outcomes(r.stdout)), r.stdout)
+
+    def test_system_users_and_groups(self):
+        # the generated /etc/passwd and /etc/group of the host image: Debian's system entries,
+        # root first, every one of them a mapped id
+        r = self.sh("head -1 /etc/passwd; for u in daemon bin sys nobody; do id -u $u; done;"
+                    "getent group nogroup adm | cut -d: -f1,3; cat /proc/self/uid_map")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.decode().splitlines()
+        self.assertTrue(lines[0].startswith("root:x:0:0:"), lines)
+        self.assertEqual(lines[1:7], ["1", "2", "3", "65534", "nogroup:65534", "adm:4"])
+        self.assertEqual(lines[7].split()[0::2], ["0", "65536"])
 
     def test_given_directory_keeps_its_owner(self):
         # --workspace DIR as root goes through an idmapped mount: the directory's owner is

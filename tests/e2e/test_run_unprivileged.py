@@ -10,8 +10,10 @@ import socket
 import subprocess
 import unittest
 
-from nsbox_test import (CGROUP_V1, CGROUP_V2_ONLY, Dirs, cgroup_leftovers, delegation,
-                        ensure_test_user, is_root, nsbox_command, run_nsbox,
+from nsbox_test import (CGROUP_V1, CGROUP_V2_ONLY, CPYTHON, CPYTHON_ID_TESTS, Dirs,
+                        cgroup_leftovers, cpython_on_host, cpython_outcomes,
+                        cpython_testsuite_missing, delegation, ensure_test_user, is_root,
+                        nsbox_command, run_nsbox,
                         sigkill_run_and_check_init_dies, wait_for, write_config)
 
 
@@ -65,6 +67,46 @@ class Unprivileged(unittest.TestCase):
         sid = lines[-1].split("-", 1)[1]
         self.assertEqual(self.dirs.leftovers(), [])
         self.assertEqual(cgroup_leftovers(sid), [])
+
+    def subids(self):
+        """The test user's subordinate uid range's start, or None (useradd grants one)."""
+        with open("/etc/subuid") as f:
+            for line in f:
+                name, _, rest = line.strip().partition(":")
+                start, _, count = rest.partition(":")
+                if name in (self.user.pw_name, str(self.user.pw_uid)) and int(count) >= 65536:
+                    return int(start)
+        return None
+
+    def test_subordinate_ids_mapped(self):
+        # with newuidmap/newgidmap and a range in /etc/subuid and /etc/subgid, ids 0-65535
+        # exist: appuser is the user, the others its subordinate ids (never host root)
+        start = self.subids()
+        if start is None or not os.path.exists("/usr/bin/newuidmap"):
+            self.skipTest("the test user has no subordinate ids, or uidmap is not installed")
+        r = self.run_as_user(["run", "--", "sh", "-c", "cat /proc/self/uid_map; id -u;"
+                              "touch /tmp/f; chown 1 /tmp/f 2>&1 | grep -c 'not permitted'"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = [l.split() for l in r.stdout.decode().splitlines()]
+        self.assertEqual(lines[:3], [["0", str(start), "1000"],
+                                     ["1000", str(self.user.pw_uid), "1"],
+                                     ["1001", str(start + 1001), "64535"]])
+        self.assertEqual(lines[3:], [["1000"], ["1"]])
+        r = self.run_as_user(["info", "--json"])
+        self.assertIn(b"subordinate ids", r.stdout, r.stdout)
+
+    def test_cpython_id_tests_pass_as_on_the_host(self):
+        why = cpython_testsuite_missing()
+        if why:
+            self.skipTest(why)
+        if self.subids() is None:
+            self.skipTest("the test user has no subordinate ids: the sandbox maps appuser alone")
+        host = cpython_on_host(self.user)
+        self.assertIn(b"== Tests result: SUCCESS ==", host.stdout, host.stdout + host.stderr)
+        r = self.run_as_user(["run", "--", CPYTHON] + CPYTHON_ID_TESTS, timeout=300)
+        self.assertEqual(cpython_outcomes(r.stdout), cpython_outcomes(host.stdout),
+                         r.stdout + r.stderr)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
     def test_pooled_run_as_a_user(self):
         # the warm pool (docs/pool.md) in the user's own runtime directory

@@ -847,3 +847,36 @@ def in_a_terminal(args, dirs, timeout=60):
     finally:
         os.close(master)
         os.close(slave)
+
+
+# CPython's own tests of users and groups (Debian's libpython3.11-testsuite, with Debian's
+# python, not a pyenv one): chown to another user must fail with EPERM, setuid/setgid to nobody
+# and setgroups with EPERM, never EINVAL (issue 28; docs/decisions.md "Identity"). The full
+# modules (python3 -m test test_os test_subprocess) take about 40 s either way; these are the
+# tests of them that a sandbox of one mapped id failed.
+CPYTHON = "/usr/bin/python3"
+CPYTHON_ID_TESTS = ["-m", "test", "-v", "-m", "test_chown*", "-m", "test_user", "-m", "test_group",
+                    "-m", "test_extra_groups", "test_os", "test_subprocess"]
+
+
+def cpython_testsuite_missing():
+    """Why CPython's id tests cannot run here, or None."""
+    r = subprocess.run([CPYTHON, "-c", "import test.test_os, test.test_subprocess"],
+                       capture_output=True)
+    if r.returncode != 0:
+        return (f"{CPYTHON} has no test suite (Debian's libpython3.11-testsuite): "
+                f"{r.stderr[-200:]!r}")
+    return None
+
+
+def cpython_outcomes(stdout):
+    """The per-test lines of a verbose `python3 -m test` run ("name (class) ... ok")."""
+    return sorted(l for l in stdout.decode(errors="replace").splitlines() if " ... " in l)
+
+
+def cpython_on_host(user):
+    """CPython's id tests on the host as `user` (unprivileged), in /tmp."""
+    return subprocess.run(["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}",
+                           "--init-groups", "env", "-i", "HOME=/tmp", "PATH=/usr/bin:/bin",
+                           "LANG=C.UTF-8", CPYTHON] + CPYTHON_ID_TESTS,
+                          cwd="/tmp", capture_output=True, timeout=300)

@@ -276,6 +276,60 @@ static long p_setgroups(const void *a)
     return syscall(SYS_setgroups, 1, &g);
 }
 
+/* Another id of the sandbox's range (nobody), not root: mapped, so only the missing capability
+ * stops the change (EPERM); EINVAL would mean the id does not exist in the sandbox at all. */
+static long p_setuid_other(const void *a)
+{
+    return syscall(SYS_setresuid, 65534, 65534, 65534);
+}
+
+static long p_setgid_other(const void *a)
+{
+    return syscall(SYS_setresgid, 65534, 65534, 65534);
+}
+
+static long p_chown_other(const void *a)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/attack-chown-%d", (int)getpid());
+    int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    close(fd);
+    long r = syscall(SYS_fchownat, AT_FDCWD, path, 1, 1, 0); /* daemon:daemon */
+    int e = errno;
+    unlink(path);
+    errno = e;
+    return r;
+}
+
+/* The id maps hold ids 0-65535 inside, each once, and none of them is host root. */
+static void probe_id_range(void)
+{
+    const char *files[] = {"/proc/self/uid_map", "/proc/self/gid_map"};
+    bool ok = true;
+    char detail[256] = "";
+    size_t dl = 0;
+    for (int f = 0; f < 2; f++) {
+        char *text = read_file(files[f], NULL);
+        unsigned long long total = 0, in, out, count;
+        bool zero = false, host_root = false;
+        for (char *line = text; line && *line;) {
+            char *nl = strchr(line, '\n');
+            if (sscanf(line, "%llu %llu %llu", &in, &out, &count) == 3) {
+                total += count;
+                zero |= in == 0;
+                host_root |= out == 0;
+            }
+            line = nl ? nl + 1 : NULL;
+        }
+        ok = ok && text && total == 65536 && zero && !host_root;
+        dl += (size_t)snprintf(detail + dl, sizeof detail - dl, "%s%s: %llu ids%s%s",
+                               f ? "; " : "", files[f] + 11, total, zero ? "" : ", 0 unmapped",
+                               host_root ? ", HOST ROOT MAPPED" : "");
+    }
+    emit("ids_range_mapped", ok, "%s", detail);
+}
+
 static long p_capset_full(const void *a)
 {
     struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
@@ -320,6 +374,11 @@ static void probe_privilege_gain(void)
     report("rewrite_uid_map", in_child(p_uid_map, "/proc/self/uid_map"), deny_w);
     report("rewrite_gid_map", in_child(p_uid_map, "/proc/self/gid_map"), deny_w);
     report("oom_score_adj_lower", in_child(p_oom_score_adj, NULL), deny_w);
+    static const int eperm[] = {EPERM, 0};
+    report("setresuid_other_mapped", in_child(p_setuid_other, NULL), eperm);
+    report("setresgid_other_mapped", in_child(p_setgid_other, NULL), eperm);
+    report("chown_other_mapped", in_child(p_chown_other, NULL), eperm);
+    probe_id_range();
 }
 
 /* ---- syscalls the filter denies (native ABI) ----------------------------------------------- */

@@ -39,6 +39,8 @@ GROUPS = {
     "privilege_gain": ["setresuid_root", "setresgid_root", "setgroups", "capset_raise_all",
                        "setgroups_denied_in_userns", "rewrite_uid_map", "rewrite_gid_map",
                        "oom_score_adj_lower"],
+    "other_ids": ["ids_range_mapped", "setresuid_other_mapped", "setresgid_other_mapped",
+                  "chown_other_mapped"],
     "namespaces": [f"{k}_{f}" for f in NS for k in ("unshare", "clone", "clone3")]
                   + ["unshare_newtime", "clone3_newtime", "setns", "nested_userns_and_mountns"],
     "mount": ["mount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount", "fsopen",
@@ -232,6 +234,12 @@ class ProbeGroups:
 
     def test_no_privilege_gain(self):
         self.check("privilege_gain")
+
+    def test_other_ids_exist_but_are_out_of_reach(self):
+        # ids 0-65535 are mapped (as root, the slot's range; as the test user, its subordinate
+        # ids: useradd grants them): becoming or giving a file to another of them fails for
+        # want of a capability (EPERM), as on any system, not because the id is missing
+        self.check("other_ids")
 
     def test_no_new_namespaces(self):
         self.check("namespaces")
@@ -619,3 +627,81 @@ class HostBinaryHardening(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class SandboxIdRanges(unittest.TestCase):
+    """Each sandbox's ids (0-65535 inside) are a range of host ids of its own (as root): what it
+    creates under any of them belongs on the host to its range and to no other sandbox's. The
+    other ids are out of the workload's reach (no capability: test_other_ids_...); to create a
+    file under one, host root enters the sandbox's namespaces and becomes it, as a setuid
+    program would if one could run there."""
+
+    def setUp(self):
+        self.dirs = Dirs()
+        self.addCleanup(self.dirs.cleanup)  # after the sandboxes' rm (cleanups run last first)
+
+    def create(self, *opts):
+        r = run_nsbox(["create", *opts], self.dirs, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.decode().strip()
+        self.addCleanup(run_nsbox, ["rm", sid], self.dirs, timeout=60)
+        info = json.loads(run_nsbox(["inspect", sid], self.dirs, check=True).stdout)
+        sup = int(info["supervisor_pid"])
+        with open(f"/proc/{sup}/task/{sup}/children") as f:
+            (init,) = [int(p) for p in f.read().split()]
+        # a directory every sandbox id may write in, made by appuser
+        r = run_nsbox(["exec", sid, "--", "sh", "-c", "mkdir -m 1777 /workspace/shared"],
+                      self.dirs, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return sid, init
+
+    def host_range(self, init):
+        """The first host id of the sandbox's range, from its uid and gid maps."""
+        first = []
+        for name in ("uid_map", "gid_map"):
+            with open(f"/proc/{init}/{name}") as f:
+                lines = [tuple(int(x) for x in l.split()) for l in f if l.strip()]
+            self.assertEqual(len(lines), 1, f"{name}: {lines}")
+            inside, outside, count = lines[0]
+            self.assertEqual((inside, count), (0, 65536), f"{name}: {lines}")
+            self.assertNotEqual(outside, 0)
+            first.append(outside)
+        self.assertEqual(first[0], first[1])
+        return first[0]
+
+    def create_as(self, init, uid, path):
+        r = subprocess.run(["nsenter", "-t", str(init), "-U", "-m", "-r", "--", "setpriv",
+                            f"--reuid={uid}", f"--regid={uid}", "--keep-groups", "sh", "-c",
+                            f"id -u; echo x > {path}"], capture_output=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.decode().split(), [str(uid)])
+
+    def test_files_of_other_ids_belong_to_the_sandbox_range(self):
+        a, init_a = self.create()
+        b, init_b = self.create()
+        base_a, base_b = self.host_range(init_a), self.host_range(init_b)
+        # the two ranges are disjoint, inside nsbox's reserved host ids
+        self.assertGreaterEqual(abs(base_a - base_b), 65536)
+        for base in (base_a, base_b):
+            self.assertGreaterEqual(base, 2000000000)
+            self.assertLess(base + 65535, 2 ** 31)
+        for init, base, other in ((init_a, base_a, base_b), (init_b, base_b, base_a)):
+            for uid in (0, 1, 65534):
+                name = f"/workspace/shared/by-{uid}"
+                self.create_as(init, uid, name)
+                st = os.stat(f"/proc/{init}/root{name}")
+                self.assertEqual((st.st_uid, st.st_gid), (base + uid, base + uid))
+                self.assertFalse(other <= st.st_uid < other + 65536)
+
+    def test_given_directory_other_ids_stay_in_range(self):
+        # --workspace DIR, idmapped: appuser's files are the directory owner's, another id's
+        # belong to that id of the sandbox's range, on disk
+        ws = os.path.join(self.dirs.base, "ws")
+        os.mkdir(ws)
+        os.chown(ws, 4321, 4321)
+        sid, init = self.create("--workspace", ws)
+        base = self.host_range(init)
+        self.assertEqual(os.stat(os.path.join(ws, "shared")).st_uid, 4321)
+        self.create_as(init, 65534, "/workspace/shared/by-nobody")
+        st = os.stat(os.path.join(ws, "shared", "by-nobody"))
+        self.assertEqual((st.st_uid, st.st_gid), (base + 65534, base + 65534))

@@ -888,7 +888,7 @@ static void t_write_replaces_whole(void **state)
     if (geteuid() == 0) { /* as the supervisor of an ext4 workspace: root, handing files over */
         f->st.privileged = true;
         f->st.ws_kind = NSBOX_WS_EXT4;
-        f->st.slot = 4242;
+        f->st.slot = 42;
         assert_int_equal(fchownat(f->basefd, "ws/keep.sh", 4242, 4343, 0), 0);
     }
     struct stat before, st;
@@ -1472,8 +1472,8 @@ static void t_privileged_owner(void **state)
     if (geteuid() != 0) skip();
     f->st.privileged = true;
     f->st.ws_kind = NSBOX_WS_EXT4; /* nsbox's own: root works there and hands files over */
-    f->st.slot = 4242;
-    const uid_t want = NSBOX_UID_BASE + 4242;
+    f->st.slot = 42;
+    const uid_t want = nsbox_idmap_slot_base(42) + NSBOX_SANDBOX_UID;
     struct res r;
     assert_int_equal(write_str(f, "own/sub/x", "x", true, -1, &r), 0);
     res_free(&r);
@@ -1509,7 +1509,7 @@ static void t_privileged_plain_directory(void **state)
     f->st.privileged = true;
     f->st.ws_kind = NSBOX_WS_DIR;
     f->st.ws_idmapped = false;
-    f->st.slot = 4242;
+    f->st.slot = 42;
     put_file(f->basefd, "ws/secret", "ROOT");
     assert_int_equal(fchmodat(f->basefd, "ws/secret", 0600, 0), 0);
     put_dir(f->basefd, "ws/out");
@@ -1529,7 +1529,7 @@ static void t_privileged_plain_directory(void **state)
     res_free(&r);
     struct stat st;
     assert_int_equal(fstatat(f->basefd, "ws/out/mine", &st, 0), 0);
-    assert_int_equal(st.st_uid, NSBOX_UID_BASE + 4242);
+    assert_int_equal(st.st_uid, nsbox_idmap_slot_base(42) + NSBOX_SANDBOX_UID);
     assert_int_equal(setfsuid((uid_t)-1), 0); /* and the supervisor is root again */
     check_fds(f);
 }

@@ -1,5 +1,5 @@
 /* User namespace id maps (policy/idmap.c): who appuser is on the host, and the text written to
- * /proc/PID/{uid,gid}_map. Pure; no root needed. */
+ * /proc/PID/{uid,gid}_map, the subordinate ids of /etc/subuid. Pure; no root needed. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -20,85 +20,135 @@ static void expect_map(const struct nsbox_idmap *m, uint32_t inside, uint32_t ou
     assert_int_equal(m->count, count);
 }
 
-/* ---- privileged: one reserved host uid per slot -------------------------------------------- */
+/* ---- privileged: a reserved range of 65536 host ids per slot ----------------------------- */
 
-static void test_privileged_slot_maps_into_reserved_range(void **state)
+static void test_privileged_slot_maps_a_range(void **state)
 {
     (void)state;
-    struct nsbox_idmap u, g;
+    struct nsbox_idmaps m;
     struct nsbox_err e = {0};
-    assert_int_equal(nsbox_idmap_compute(true, 0, 0, 0, &u, &g, &e), 0);
-    expect_map(&u, NSBOX_SANDBOX_UID, NSBOX_UID_BASE, 1);
-    expect_map(&g, NSBOX_SANDBOX_GID, NSBOX_UID_BASE, 1);
-    assert_int_equal(nsbox_idmap_compute(true, 0, 0, 7, &u, &g, &e), 0);
-    expect_map(&u, 1000, NSBOX_UID_BASE + 7, 1);
-    expect_map(&g, 1000, NSBOX_UID_BASE + 7, 1);
+    assert_int_equal(nsbox_idmap_compute(true, 0, 0, 0, NULL, &m, &e), 0);
+    assert_int_equal(m.n, 1);
+    assert_true(m.range);
+    expect_map(&m.uid[0], 0, NSBOX_UID_BASE, 65536);
+    expect_map(&m.gid[0], 0, NSBOX_UID_BASE, 65536);
+    assert_int_equal(m.app_uid, NSBOX_UID_BASE + 1000);
+    assert_int_equal(m.app_gid, NSBOX_UID_BASE + 1000);
+    assert_int_equal(nsbox_idmap_compute(true, 0, 0, 7, NULL, &m, &e), 0);
+    expect_map(&m.uid[0], 0, NSBOX_UID_BASE + 7 * 65536, 65536);
+    expect_map(&m.gid[0], 0, NSBOX_UID_BASE + 7 * 65536, 65536);
+    assert_int_equal(m.app_uid, 2000000000u + 7 * 65536 + 1000);
+    assert_int_equal(nsbox_idmap_slot_base(7), NSBOX_UID_BASE + 7 * 65536);
 }
 
-/* The caller's own ids (root's 0, or anything else) never leak into a privileged map: the
- * sandbox must never share a host uid with its caller or with host root. */
+/* The caller's own ids (root's 0, or anything else) never leak into a privileged map, and a
+ * privileged map ignores subordinate ids: the sandbox must never share a host uid with its
+ * caller or with host root. */
 static void test_privileged_ignores_caller_ids(void **state)
 {
     (void)state;
-    struct nsbox_idmap u, g;
+    struct nsbox_idmaps m;
     struct nsbox_err e = {0};
-    assert_int_equal(nsbox_idmap_compute(true, 4242, 4343, 3, &u, &g, &e), 0);
-    expect_map(&u, 1000, NSBOX_UID_BASE + 3, 1);
-    expect_map(&g, 1000, NSBOX_UID_BASE + 3, 1);
+    struct nsbox_subids sub = {100000, 100000};
+    assert_int_equal(nsbox_idmap_compute(true, 4242, 4343, 3, &sub, &m, &e), 0);
+    assert_int_equal(m.n, 1);
+    expect_map(&m.uid[0], 0, NSBOX_UID_BASE + 3 * 65536, 65536);
+    expect_map(&m.gid[0], 0, NSBOX_UID_BASE + 3 * 65536, 65536);
 }
 
-/* Every slot: exactly one id, inside the reserved range, never host root, and two slots never
- * share a host uid. */
+/* Every slot: 65536 ids, inside the reserved range, never host root nor (uid_t)-1, below 2^31,
+ * and the ranges of two slots never overlap (each starts where the one before ended). */
 static void test_privileged_every_slot_distinct_never_root(void **state)
 {
     (void)state;
-    uint32_t prev = 0;
+    uint64_t next = NSBOX_UID_BASE;
     for (uint32_t slot = 0; slot < NSBOX_UID_SLOTS; slot++) {
-        struct nsbox_idmap u, g;
+        struct nsbox_idmaps m;
         struct nsbox_err e = {0};
-        assert_int_equal(nsbox_idmap_compute(true, 0, 0, slot, &u, &g, &e), 0);
-        assert_int_not_equal(u.outside, 0);
-        assert_int_not_equal(g.outside, 0);
-        assert_int_equal(u.count, 1);
-        assert_int_equal(g.count, 1);
-        assert_true(u.outside >= NSBOX_UID_BASE);
-        assert_true(u.outside < NSBOX_UID_BASE + NSBOX_UID_SLOTS);
-        assert_true(u.outside != (uint32_t)-1);
-        if (slot > 0) assert_true(u.outside > prev);
-        prev = u.outside;
+        assert_int_equal(nsbox_idmap_compute(true, 0, 0, slot, NULL, &m, &e), 0);
+        assert_int_equal(m.uid[0].count, 65536);
+        assert_int_equal(m.uid[0].inside, 0);
+        assert_int_equal(m.uid[0].outside, next);
+        assert_int_not_equal(m.uid[0].outside, 0);
+        uint64_t last = (uint64_t)m.uid[0].outside + m.uid[0].count - 1;
+        assert_true(last < (uint64_t)UINT32_MAX);
+        assert_true(last < 2147483648u);
+        assert_true(last < 0x7FFE0000u); /* systemd's foreign range */
+        char buf[64];
+        assert_true(nsbox_idmap_format(&m.uid[0], buf, sizeof buf, &e) > 0);
+        next = last + 1;
     }
+    assert_int_equal(next, (uint64_t)NSBOX_UID_BASE + (uint64_t)NSBOX_UID_SLOTS * 65536);
 }
 
 static void test_privileged_slot_out_of_range(void **state)
 {
     (void)state;
-    uint32_t bad[] = {NSBOX_UID_SLOTS, NSBOX_UID_SLOTS + 1, UINT32_MAX};
+    uint32_t bad[] = {NSBOX_UID_SLOTS, NSBOX_UID_SLOTS + 1, 65535, UINT32_MAX};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        struct nsbox_idmap u = {0}, g = {0};
+        struct nsbox_idmaps m;
         struct nsbox_err e = {0};
-        assert_int_equal(nsbox_idmap_compute(true, 0, 0, bad[i], &u, &g, &e), -1);
+        assert_int_equal(nsbox_idmap_compute(true, 0, 0, bad[i], NULL, &m, &e), -1);
         assert_int_equal(e.code, NSBOX_E_INVALID);
         assert_int_equal(e.sys_errno, ERANGE);
         assert_non_null(strstr(e.msg, "slot"));
     }
     /* The last valid slot is accepted (off-by-one on the bound). */
-    struct nsbox_idmap u, g;
+    struct nsbox_idmaps m;
     struct nsbox_err e = {0};
-    assert_int_equal(nsbox_idmap_compute(true, 0, 0, NSBOX_UID_SLOTS - 1, &u, &g, &e), 0);
-    assert_int_equal(u.outside, NSBOX_UID_BASE + NSBOX_UID_SLOTS - 1);
+    assert_int_equal(nsbox_idmap_compute(true, 0, 0, NSBOX_UID_SLOTS - 1, NULL, &m, &e), 0);
+    assert_int_equal(m.uid[0].outside, 2147259392u);
+    assert_int_equal(m.uid[0].outside + 65535u, 2147324927u);
 }
 
-/* ---- unprivileged: the caller's own ids ---------------------------------------------------- */
+/* ---- unprivileged: the caller's own ids, and its subordinate ids ---------------------------- */
 
 static void test_unprivileged_maps_to_caller(void **state)
 {
     (void)state;
-    struct nsbox_idmap u, g;
+    struct nsbox_idmaps m;
     struct nsbox_err e = {0};
     /* slot is irrelevant (and may be anything) without privilege */
-    assert_int_equal(nsbox_idmap_compute(false, 1234, 567, 99999999, &u, &g, &e), 0);
-    expect_map(&u, NSBOX_SANDBOX_UID, 1234, 1);
-    expect_map(&g, NSBOX_SANDBOX_GID, 567, 1);
+    assert_int_equal(nsbox_idmap_compute(false, 1234, 567, 99999999, NULL, &m, &e), 0);
+    assert_int_equal(m.n, 1);
+    assert_false(m.range);
+    expect_map(&m.uid[0], NSBOX_SANDBOX_UID, 1234, 1);
+    expect_map(&m.gid[0], NSBOX_SANDBOX_GID, 567, 1);
+    assert_int_equal(m.app_uid, 1234);
+    assert_int_equal(m.app_gid, 567);
+}
+
+/* With subordinate ids: 0-999 and 1001-65535 are start + N, appuser the caller, so that the
+ * workspace's files stay the caller's. The three lines cover 0-65535 once each. */
+static void test_unprivileged_with_subids(void **state)
+{
+    (void)state;
+    struct nsbox_idmaps m;
+    struct nsbox_err e = {0};
+    struct nsbox_subids sub = {100000, 200000};
+    assert_int_equal(nsbox_idmap_compute(false, 1001, 1002, 0, &sub, &m, &e), 0);
+    assert_int_equal(m.n, 3);
+    assert_true(m.range);
+    expect_map(&m.uid[0], 0, 100000, 1000);
+    expect_map(&m.uid[1], 1000, 1001, 1);
+    expect_map(&m.uid[2], 1001, 101001, 64535);
+    expect_map(&m.gid[0], 0, 200000, 1000);
+    expect_map(&m.gid[1], 1000, 1002, 1);
+    expect_map(&m.gid[2], 1001, 201001, 64535);
+    uint32_t total = 0;
+    for (unsigned i = 0; i < m.n; i++)
+        total += m.uid[i].count;
+    assert_int_equal(total, 65536);
+    char buf[256];
+    assert_int_equal(nsbox_idmap_format_lines(m.uid, m.n, buf, sizeof buf, &e),
+                     (int)strlen("0 100000 1000\n1000 1001 1\n1001 101001 64535\n"));
+    assert_string_equal(buf, "0 100000 1000\n1000 1001 1\n1001 101001 64535\n");
+    /* too small a buffer for the last line is an error */
+    assert_int_equal(nsbox_idmap_format_lines(m.uid, m.n, buf, 30, &e), -1);
+    /* a range holding host root or reaching (uid_t)-1 is refused */
+    struct nsbox_subids bad[] = {{0, 200000}, {100000, 0}, {UINT32_MAX - 65535, 200000}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(nsbox_idmap_compute(false, 1001, 1002, 0, &bad[i], &m, &e), -1);
 }
 
 static void test_unprivileged_rejects_root_and_unmapped(void **state)
@@ -107,14 +157,73 @@ static void test_unprivileged_rejects_root_and_unmapped(void **state)
     struct {
         uint32_t uid, gid;
     } bad[] = {{0, 1000}, {(uint32_t)-1, 1000}, {1000, (uint32_t)-1}, {0, 0}};
+    struct nsbox_subids sub = {100000, 100000};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        struct nsbox_idmap u = {0}, g = {0};
-        struct nsbox_err e = {0};
-        assert_int_equal(nsbox_idmap_compute(false, bad[i].uid, bad[i].gid, 0, &u, &g, &e), -1);
-        assert_int_equal(e.code, NSBOX_E_INVALID);
-        assert_int_equal(e.sys_errno, EINVAL);
-        assert_true(e.msg[0] != '\0');
+        for (int with_sub = 0; with_sub < 2; with_sub++) {
+            struct nsbox_idmaps m;
+            struct nsbox_err e = {0};
+            assert_int_equal(nsbox_idmap_compute(false, bad[i].uid, bad[i].gid, 0,
+                                                 with_sub ? &sub : NULL, &m, &e),
+                             -1);
+            assert_int_equal(e.code, NSBOX_E_INVALID);
+            assert_int_equal(e.sys_errno, EINVAL);
+            assert_true(e.msg[0] != '\0');
+        }
     }
+}
+
+/* ---- /etc/subuid ----------------------------------------------------------------------------- */
+
+static void test_subid_find(void **state)
+{
+    (void)state;
+    uint32_t start = 0;
+    const char *text = "# comment\n"
+                       "alice:100000:65536\n"
+                       "bob:165536:1000\n"       /* too few */
+                       "bob:300000:65536\n"
+                       "1003:400000:70000\n"     /* by number */
+                       "carol:0:65536\n"         /* host root */
+                       "carol:4294901760:65536\n" /* reaches (uid_t)-1 */
+                       "dave:500000:65536x\n"    /* not a number */
+                       "eve:600000\n"            /* no count */
+                       "frank:700000:65536";    /* no newline at the end */
+    assert_true(nsbox_subid_find(text, "alice", 1001, &start));
+    assert_int_equal(start, 100000);
+    assert_true(nsbox_subid_find(text, "bob", 1002, &start));
+    assert_int_equal(start, 300000);
+    assert_true(nsbox_subid_find(text, "nobody-by-name", 1003, &start));
+    assert_int_equal(start, 400000);
+    assert_true(nsbox_subid_find(text, "frank", 1009, &start));
+    assert_int_equal(start, 700000);
+    start = 42;
+    assert_false(nsbox_subid_find(text, "carol", 1004, &start));
+    assert_false(nsbox_subid_find(text, "dave", 1005, &start));
+    assert_false(nsbox_subid_find(text, "eve", 1006, &start));
+    assert_false(nsbox_subid_find(text, "ali", 1007, &start));   /* a prefix is not a name */
+    assert_false(nsbox_subid_find(text, "", 1008, &start));
+    assert_false(nsbox_subid_find("", "alice", 1001, &start));
+    assert_int_equal(start, 42);
+    /* a range that holds the caller's own id would overlap appuser's line */
+    assert_false(nsbox_subid_find("alice:1000:65536\n", "alice", 5000, &start));
+    assert_true(nsbox_subid_find("alice:1000:65536\n", "alice", 999, &start));
+}
+
+/* ---- the idmapped --workspace DIR mount ------------------------------------------------------ */
+
+static void test_mount_lines(void **state)
+{
+    (void)state;
+    struct nsbox_idmap l[NSBOX_IDMAP_LINES];
+    uint32_t base = nsbox_idmap_slot_base(5);
+    assert_int_equal(nsbox_idmap_mount_lines(1234, base, l), 3);
+    expect_map(&l[0], 1234, base + 1000, 1);
+    expect_map(&l[1], base, base, 1000);
+    expect_map(&l[2], base + 1001, base + 1001, 64535);
+    /* an owner inside the range would overlap the other lines: appuser alone */
+    assert_int_equal(nsbox_idmap_mount_lines(base + 7, base, l), 1);
+    expect_map(&l[0], base + 7, base + 1000, 1);
+    assert_int_equal(nsbox_idmap_mount_lines(base + 65536, base, l), 3);
 }
 
 /* ---- format -------------------------------------------------------------------------------- */
@@ -234,12 +343,15 @@ static void test_slot_probe_visits_every_slot_once(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_privileged_slot_maps_into_reserved_range),
+        cmocka_unit_test(test_privileged_slot_maps_a_range),
         cmocka_unit_test(test_privileged_ignores_caller_ids),
         cmocka_unit_test(test_privileged_every_slot_distinct_never_root),
         cmocka_unit_test(test_privileged_slot_out_of_range),
         cmocka_unit_test(test_unprivileged_maps_to_caller),
+        cmocka_unit_test(test_unprivileged_with_subids),
         cmocka_unit_test(test_unprivileged_rejects_root_and_unmapped),
+        cmocka_unit_test(test_subid_find),
+        cmocka_unit_test(test_mount_lines),
         cmocka_unit_test(test_format_text),
         cmocka_unit_test(test_format_range_checks),
         cmocka_unit_test(test_format_buffer_too_small),

@@ -1,0 +1,168 @@
+#define _GNU_SOURCE
+#include "userns.h"
+#include "cleanup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The first range of the file that fits (nsbox_subid_find), one line at a time. */
+static bool find_in_file(const char *path, const char *name, uint32_t id, uint32_t *start)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return false;
+    char *line = NULL;
+    size_t cap = 0;
+    bool found = false;
+    while (!found && getline(&line, &cap, f) > 0)
+        found = nsbox_subid_find(line, name, id, start);
+    free(line);
+    fclose(f);
+    return found;
+}
+
+static bool setuid_root(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == 0 &&
+           (sb.st_mode & S_ISUID) && (sb.st_mode & S_IXOTH);
+}
+
+int nsbox_userns_subids(struct nsbox_subids *sub, char *why, size_t n)
+{
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    if (!setuid_root(NSBOX_NEWUIDMAP) || !setuid_root(NSBOX_NEWGIDMAP)) {
+        snprintf(why, n, "%s and %s are not both installed set-user-ID root (package uidmap)",
+                 NSBOX_NEWUIDMAP, NSBOX_NEWGIDMAP);
+        return 0;
+    }
+    /* newuidmap looks the caller up by name as well as by number */
+    char buf[4096];
+    struct passwd pw, *res = NULL;
+    const char *name = getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res ? pw.pw_name : "";
+    if (!find_in_file("/etc/subuid", name, uid, &sub->uid_start)) {
+        snprintf(why, n, "/etc/subuid grants uid %u%s%s%s no range of %u ids", (unsigned)uid,
+                 *name ? " (" : "", name, *name ? ")" : "", NSBOX_ID_COUNT);
+        return 0;
+    }
+    /* newgidmap takes the user's name (or uid) in /etc/subgid, not the group's */
+    if (!find_in_file("/etc/subgid", name, uid, &sub->gid_start) ||
+        (sub->gid_start <= gid && gid - sub->gid_start < NSBOX_ID_COUNT)) {
+        snprintf(why, n, "/etc/subgid grants uid %u%s%s%s no range of %u ids", (unsigned)uid,
+                 *name ? " (" : "", name, *name ? ")" : "", NSBOX_ID_COUNT);
+        return 0;
+    }
+    return 1;
+}
+
+static int write_proc_file(pid_t pid, const char *name, const char *text, struct nsbox_err *e)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
+    cleanup_close int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return nsbox_err_sys(e, "open %s", path);
+    size_t len = strlen(text);
+    if (write(fd, text, len) != (ssize_t)len)
+        return nsbox_err_sys(e, "write %s", path);
+    return 0;
+}
+
+/* Run helper PID inside outside count ...; its error output becomes the error's text. */
+static int run_helper(const char *helper, pid_t pid, const struct nsbox_idmap *m, unsigned lines,
+                      struct nsbox_err *e)
+{
+    char nums[1 + 3 * NSBOX_IDMAP_LINES][16];
+    char *argv[2 + 1 + 3 * NSBOX_IDMAP_LINES + 1];
+    unsigned k = 0, a = 0;
+    argv[a++] = (char *)helper;
+    snprintf(nums[k], sizeof nums[k], "%d", (int)pid);
+    argv[a++] = nums[k++];
+    for (unsigned i = 0; i < lines; i++) {
+        uint32_t v[3] = {m[i].inside, m[i].outside, m[i].count};
+        for (int j = 0; j < 3; j++) {
+            snprintf(nums[k], sizeof nums[k], "%u", v[j]);
+            argv[a++] = nums[k++];
+        }
+    }
+    argv[a] = NULL;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return nsbox_err_sys(e, "pipe");
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+    char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
+    pid_t child;
+    int r = posix_spawn(&child, helper, &fa, NULL, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    close(p[1]);
+    if (r != 0) {
+        close(p[0]);
+        errno = r;
+        return nsbox_err_sys(e, "cannot run %s", helper);
+    }
+    char out[512];
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof out - 1 &&
+           ((n = read(p[0], out + got, sizeof out - 1 - got)) > 0 || (n < 0 && errno == EINTR)))
+        if (n > 0)
+            got += (size_t)n;
+    close(p[0]);
+    out[got] = '\0';
+    while (got > 0 && (out[got - 1] == '\n' || out[got - 1] == ' '))
+        out[--got] = '\0';
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return nsbox_err_set(e, NSBOX_E_SYS, EPERM, "%s failed (status %d): %s", helper, status,
+                             got ? out : "no message");
+    return 0;
+}
+
+int nsbox_userns_write_maps(pid_t pid, const struct nsbox_idmaps *m, bool helper,
+                            bool *fell_back, struct nsbox_err *e)
+{
+    char ubuf[256], gbuf[256];
+    *fell_back = false;
+    /* setgroups is denied first: required for an unprivileged writer, and it stops the sandbox
+     * from dropping supplementary groups to get around "deny by group" permissions
+     * (CVE-2014-8989). newgidmap leaves a "deny" in place. */
+    if (write_proc_file(pid, "setgroups", "deny", e) < 0)
+        return nsbox_err_wrap(e, "user namespace id map");
+    if (helper) {
+        struct nsbox_err he;
+        if (run_helper(NSBOX_NEWUIDMAP, pid, m->uid, m->n, &he) == 0) {
+            if (run_helper(NSBOX_NEWGIDMAP, pid, m->gid, m->n, e) < 0)
+                return nsbox_err_wrap(e, "user namespace id map");
+            return 0;
+        }
+        /* nothing written yet: the single id, as without subordinate ids */
+        *fell_back = true;
+        struct nsbox_idmap u = {NSBOX_SANDBOX_UID, m->app_uid, 1};
+        struct nsbox_idmap g = {NSBOX_SANDBOX_GID, m->app_gid, 1};
+        if (nsbox_idmap_format(&u, ubuf, sizeof ubuf, e) < 0 ||
+            nsbox_idmap_format(&g, gbuf, sizeof gbuf, e) < 0)
+            return -1;
+    } else if (nsbox_idmap_format_lines(m->uid, m->n, ubuf, sizeof ubuf, e) < 0 ||
+               nsbox_idmap_format_lines(m->gid, m->n, gbuf, sizeof gbuf, e) < 0) {
+        return -1;
+    }
+    if (write_proc_file(pid, "uid_map", ubuf, e) < 0 ||
+        write_proc_file(pid, "gid_map", gbuf, e) < 0)
+        return nsbox_err_wrap(e, "user namespace id map");
+    return 0;
+}

@@ -1,0 +1,28 @@
+/* The id maps of a sandbox's user namespace, written from the host (policy/idmap.h decides
+ * them): by nsbox itself as root or for a single id, through the set-user-ID helpers
+ * newuidmap/newgidmap (Debian's uidmap) for an unprivileged caller's subordinate ids. */
+#ifndef NSBOX_USERNS_H
+#define NSBOX_USERNS_H
+
+#include "nsbox.h"
+#include "idmap.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define NSBOX_NEWUIDMAP "/usr/bin/newuidmap"
+#define NSBOX_NEWGIDMAP "/usr/bin/newgidmap"
+
+/* Whether an unprivileged caller (the real uid and gid) can have a range of ids: both helpers
+ * are set-user-ID root and /etc/subuid and /etc/subgid grant it NSBOX_ID_COUNT ids each. 1 with
+ * *sub filled; 0 with why (of n bytes) saying what is missing. */
+int nsbox_userns_subids(struct nsbox_subids *sub, char *why, size_t n);
+/* The maps of pid's new user namespace: setgroups denied first, then uid_map and gid_map.
+ * helper: through newuidmap/newgidmap (else written by us, which needs root for more than the
+ * caller's own id). A helper that fails before writing anything leaves the single-id maps
+ * (*fell_back true): the sandbox then has appuser only, as without subordinate ids. */
+int nsbox_userns_write_maps(pid_t pid, const struct nsbox_idmaps *m, bool helper,
+                            bool *fell_back, struct nsbox_err *e);
+
+#endif
