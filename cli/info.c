@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #endif
 #include "info.h"
+#include "cli.h"
 #include "cgroup.h"
 #include "cleanup.h"
 #include "help.h"

@@ -82,9 +82,6 @@ extern const char nsbox_image_resolv_text[];
 /* Remove leftovers of interrupted builds from the store (for `nsbox gc`). */
 void nsbox_image_sweep_store(void);
 
-/* `nsbox image build|ls|rm ...`: argv[0] is "image". Returns the process exit code; prints. */
-int nsbox_cli_image(int argc, char **argv);
-
 /* ---- internals shared by image*.c; pure functions are exposed for the unit tests ---------- */
 
 /* [a-z0-9][a-z0-9._-]*, at most NSBOX_IMAGE_NAME_MAX: no '/', no leading '.', so a name can
