@@ -76,7 +76,7 @@ int nsbox_cli_create(int argc, char **argv)
     if (i < argc) {
         nsbox_spec_free(&spec);
         return nsbox_say_usage("create takes no command (unexpected '%s'); use nsbox exec",
-                           NSBOX_SHOW(argv[i]));
+                               NSBOX_SHOW(argv[i]));
     }
     /* The id is the only handle on the sandbox: with nowhere to print it, nobody could use or
      * remove the sandbox. (A closed descriptor 1 would also be taken by the first file nsbox

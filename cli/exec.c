@@ -78,7 +78,10 @@ static int client_wait(const char *id, int sock, uint64_t timeout_ms, cJSON **re
     for (;;) {
         struct pollfd pf[2] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}};
         int64_t left = check_at < 0 ? -1 : check_at - nsbox_now_ms();
-        int n = poll(pf, 2, left < 0 ? (check_at < 0 ? -1 : 0) : left > INT_MAX ? INT_MAX : (int)left);
+        int n = poll(pf, 2,
+                     left < 0         ? (check_at < 0 ? -1 : 0)
+                     : left > INT_MAX ? INT_MAX
+                                      : (int)left);
         if (n < 0 && errno != EINTR)
             break;
         if (n == 0 && check_at >= 0 && nsbox_now_ms() >= check_at) {
@@ -164,7 +167,8 @@ static int exec_with_tty(const char *id, cJSON *req)
     cleanup_close int sock = -1;
     cJSON *first = NULL;
     cleanup_close int master = -1;
-    if (nsbox_client_exchange(id, req, NULL, 0, 0, NSBOX_CLIENT_BUSY_FOREVER, &sock, &first, &master, &e) < 0)
+    if (nsbox_client_exchange(id, req, NULL, 0, 0, NSBOX_CLIENT_BUSY_FOREVER, &sock, &first,
+                              &master, &e) < 0)
         return nsbox_say_fail(&e);
     if (master < 0) /* it did not start: this is the final reply */
         return nsbox_say_exit(first);

@@ -13,8 +13,9 @@ int nsbox_cli_gc(int argc, char **argv)
     bool verbose = argc > 1 && !strcmp(argv[1], "-v");
     if (argc > (verbose ? 2 : 1)) /* a typo of -v was taken for no option */
         return nsbox_say_usage("gc: unexpected argument '%s' (nsbox gc [-v])",
-                           NSBOX_SHOW(argv[verbose ? 2 : 1]));
+                               NSBOX_SHOW(argv[verbose ? 2 : 1]));
     struct nsbox_err e = {0};
+    nsbox_gc_set_note(nsbox_say_note, stderr);
     int n = nsbox_gc(verbose, &e);
     if (n < 0)
         return nsbox_say_fail(&e);

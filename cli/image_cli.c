@@ -37,6 +37,7 @@ static int cmd_build(int argc, char **argv)
     if (strcmp(name, "host") != 0 && strcmp(name, "debian") != 0)
         return usage_error("cannot build '%s': nsbox builds `host` and `debian`", name);
     struct nsbox_err e = {0};
+    nsbox_image_set_note(nsbox_say_note, stderr);
     if (nsbox_image_build(name, !quiet, &e) < 0)
         return nsbox_say_fail(&e);
     return 0;

@@ -28,7 +28,7 @@ int nsbox_cli_pool(int argc, char **argv)
         return nsbox_pool_list(argc == 3, &e) < 0 ? nsbox_say_fail(&e) : 0;
     if (strcmp(sub, "fill") != 0)
         return nsbox_say_usage("%s", "usage: nsbox pool fill [--size N] [OPTIONS] | drain | "
-                                 "ls [--json]");
+                                     "ls [--json]");
     long size = 0, since_ns = 0;
     bool refill = false; /* internal: a used pooled sandbox's replacement */
     const struct nsbox_own_flag own[] = {
@@ -43,10 +43,10 @@ int nsbox_cli_pool(int argc, char **argv)
         for (size_t j = 0; j < NSBOX_ARRAY_LEN(no); j++) {
             size_t n = strlen(no[j]);
             if (!strncmp(argv[k], no[j], n) && (!argv[k][n] || argv[k][n] == '='))
-                return nsbox_say_usage("pool fill: %s does not apply to pooled sandboxes (they live "
-                                   "the pool's ttl_seconds and never sleep; a run brings its own "
-                                   "-e; docs/pool.md)",
-                                   no[j]);
+                return nsbox_say_usage("pool fill: %s does not apply to pooled sandboxes (they "
+                                       "live the pool's ttl_seconds and never sleep; a run "
+                                       "brings its own -e; docs/pool.md)",
+                                       no[j]);
         }
     }
     if (nsbox_options_strip_own(&argc, argv, own, NSBOX_ARRAY_LEN(own)) != 0)
@@ -61,11 +61,11 @@ int nsbox_cli_pool(int argc, char **argv)
     }
     if (i < argc) {
         nsbox_spec_free(&spec);
-        return nsbox_say_usage("pool fill takes no command (unexpected '%s')",
-                           NSBOX_SHOW(argv[i]));
+        return nsbox_say_usage("pool fill takes no command (unexpected '%s')", NSBOX_SHOW(argv[i]));
     }
     unsigned ready = 0;
-    if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_pool_fill(&spec, (unsigned)size, refill, since_ns, &ready, &e) < 0) {
+    if (nsbox_spec_validate(&spec, &e) < 0 ||
+        nsbox_pool_fill(&spec, (unsigned)size, refill, since_ns, &ready, &e) < 0) {
         nsbox_spec_free(&spec);
         return nsbox_say_fail(&e);
     }

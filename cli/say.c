@@ -7,6 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 
+void nsbox_say_note(void *ctx, const char *line)
+{
+    fprintf(ctx, "nsbox: %s\n", line);
+}
+
 int nsbox_say_fail(const struct nsbox_err *e)
 {
     fprintf(stderr, "nsbox: %s\n", e->msg);
@@ -61,7 +66,8 @@ void nsbox_say_oom(const char *type, uint64_t memory_bytes, int kills, bool tmpf
         return;
     }
     fprintf(stderr,
-            "nsbox: out of memory: the instance type's limit (%s, %llu MiB) killed %d process%s%s\n",
+            "nsbox: out of memory: the instance type's limit (%s, %llu MiB) killed %d "
+            "process%s%s\n",
             type, (unsigned long long)(memory_bytes >> 20), kills, kills == 1 ? "" : "es",
             /* a user's workspace is a tmpfs, whose files are memory (docs/workspace.md) */
             tmpfs_workspace ? " (the workspace's files count toward it: without root it is a "

@@ -11,6 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A lower layer's line for the user (nsbox_note_fn; ctx: the FILE to print it on): "nsbox:
+ * LINE". */
+void nsbox_say_note(void *ctx, const char *line);
 /* "nsbox: MESSAGE" for an error: EXIT_NSBOX. */
 int nsbox_say_fail(const struct nsbox_err *e);
 /* "nsbox: " fmt (with one string argument) and the hint at the command's help: EXIT_USAGE. */

@@ -62,13 +62,15 @@ int nsbox_cli_wait(int argc, char **argv)
     if (i + 1 < argc && !strcmp(argv[i], "--timeout")) {
         uint64_t ms;
         if (nsbox_parse_seconds(argv[i + 1], 24 * 86400, &ms) < 0) /* poll's int: < 24.8 days */
-            return nsbox_say_usage("%s", "wait: --timeout needs a number of seconds (at most 24 days)");
+            return nsbox_say_usage("%s",
+                                   "wait: --timeout needs a number of seconds (at most 24 days)");
         /* at least 50 ms: time for the answer about a process that has already ended */
         timeout_ms = ms < 50 ? 50 : (int)ms;
         i += 2;
     }
     if (argc - i != 2)
-        return nsbox_say_usage("%s", "wait needs a sandbox id and a pid: nsbox wait [--timeout S] ID PID");
+        return nsbox_say_usage("%s", "wait needs a sandbox id and a pid: nsbox wait [--timeout S] "
+                                     "ID PID");
     const char *id = argv[i];
     long pid = nsbox_parse_pid(argv[i + 1]);
     if (pid < 0)

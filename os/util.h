@@ -12,6 +12,10 @@
 #include <sys/types.h>
 #include <time.h>
 
+/* Where a layer below cli/ sends a line for the user (a build's progress, `gc -v`'s removals)
+ * instead of printing it: cli/ prints (docs/architecture.md, "Who prints"). */
+typedef void nsbox_note_fn(void *ctx, const char *line);
+
 /* Default disposition for every signal and an empty mask: ignored dispositions and the mask
  * survive exec, and a caller's (nsbox's, init's) must not pass to a sandbox command. */
 void nsbox_reset_signals(void);
