@@ -17,6 +17,7 @@
 #include "nftlib.h"
 #include "spec.h"
 #include "text.h"
+#include "util.h"
 #include "warmpool.h"
 #include "workspace.h"
 
@@ -241,7 +242,7 @@ static int nft_probe(void)
     }
     int status;
     if (wait_child(pid, &status) < 0) return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return nsbox_exit_code(status);
 }
 
 static void check_nftables(struct nsbox_check *c)

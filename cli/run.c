@@ -110,11 +110,7 @@ static int parent_wait(pid_t pid, int *report_fd, int sfd, uint64_t timeout_ms,
 
 static int exit_code_of(const struct wait_result *w)
 {
-    if (w->timed_out)
-        return 124;
-    if (WIFEXITED(w->status))
-        return WEXITSTATUS(w->status);
-    return 128 + WTERMSIG(w->status);
+    return w->timed_out ? EXIT_TIMEOUT : nsbox_exit_code(w->status);
 }
 
 /* ---- the run -------------------------------------------------------------------------------- */

@@ -89,6 +89,9 @@ void nsbox_share_pipes(const int fds[3]);
 char *nsbox_text_shown(const char *text, const char *indent);
 /* A command line's process id (of a sandbox's process): 2 to 2^22, else -1. */
 long nsbox_parse_pid(const char *s);
+/* The exit code that stands for a wait status, as a shell gives it: the process's own, or
+ * 128+N when signal N ended it. */
+int nsbox_exit_code(int status);
 /* path is dir or below it, by its text ("/proc/1" is in "/proc", "/procx" is not). */
 bool nsbox_path_within(const char *path, const char *dir);
 /* st is the host's root directory ("/" of this mount namespace), whatever path reached it. */
