@@ -7,8 +7,8 @@
 
 const char *nsbox_help_cmd;
 
-/* run, create and pool fill describe a sandbox with the same options (cli/main.c,
- * parse_options; docs/spec.md has the JSON form). */
+/* run, create and pool fill describe a sandbox with the same options (cli/options.c,
+ * nsbox_options_parse; docs/spec.md has the JSON form). */
 #define SANDBOX_OPTIONS                                                                           \
     "sandbox options (--spec first, then the others in order, later ones winning; docs/spec.md):\n" \
     "  --instance-type small|medium|large  CPUs, memory, pids and workspace disk (nsbox info)\n"  \

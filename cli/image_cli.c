@@ -1,15 +1,14 @@
 /* `nsbox image build|ls|rm`: argument parsing and printing over the image store. */
 #include "image.h"
 #include "cleanup.h"
+#include "cli.h"
 #include "help.h"
+#include "say.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define EXIT_USAGE 125 /* as every nsbox command's (decisions.md, "Exit codes") */
-#define EXIT_FAILED 125
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -17,12 +16,6 @@ static int usage_error(const char *fmt, const char *arg)
     fprintf(stderr, fmt, arg);
     fprintf(stderr, " (see `nsbox image --help`)\n");
     return EXIT_USAGE;
-}
-
-static int failed(const struct nsbox_err *e)
-{
-    fprintf(stderr, "nsbox: %s\n", e->msg);
-    return EXIT_FAILED;
 }
 
 static int cmd_build(int argc, char **argv)
@@ -44,8 +37,9 @@ static int cmd_build(int argc, char **argv)
     if (strcmp(name, "host") != 0 && strcmp(name, "debian") != 0)
         return usage_error("cannot build '%s': nsbox builds `host` and `debian`", name);
     struct nsbox_err e = {0};
+    nsbox_image_set_note(nsbox_say_note, stderr);
     if (nsbox_image_build(name, !quiet, &e) < 0)
-        return failed(&e);
+        return nsbox_say_fail(&e);
     return 0;
 }
 
@@ -67,7 +61,7 @@ static int print_json(const struct nsbox_image_info *v, size_t n)
     cJSON_Delete(arr);
     if (!text) {
         fprintf(stderr, "nsbox: out of memory\n");
-        return EXIT_FAILED;
+        return EXIT_NSBOX;
     }
     puts(text);
     free(text);
@@ -87,7 +81,7 @@ static int cmd_ls(int argc, char **argv)
     cleanup_free struct nsbox_image_info *v = NULL;
     size_t n = 0;
     if (nsbox_image_list(&v, &n, &e) < 0)
-        return failed(&e);
+        return nsbox_say_fail(&e);
     if (json)
         return print_json(v, n);
     int wname = 4, wkind = 4;
@@ -123,7 +117,7 @@ static int cmd_rm(int argc, char **argv)
             continue;
         struct nsbox_err e = {0};
         if (nsbox_image_remove(argv[i], force, &e) < 0)
-            rc = failed(&e); /* go on with the other names, like rm(1) */
+            rc = nsbox_say_fail(&e); /* go on with the other names, like rm(1) */
     }
     return rc;
 }

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #endif
 #include "info.h"
+#include "cli.h"
 #include "cgroup.h"
 #include "cleanup.h"
 #include "help.h"
@@ -17,6 +18,7 @@
 #include "spec.h"
 #include "text.h"
 #include "userns.h"
+#include "util.h"
 #include "warmpool.h"
 #include "workspace.h"
 
@@ -241,7 +243,7 @@ static int nft_probe(void)
     }
     int status;
     if (wait_child(pid, &status) < 0) return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return nsbox_exit_code(status);
 }
 
 static void check_nftables(struct nsbox_check *c)

@@ -39,10 +39,6 @@ void nsbox_check_run(enum nsbox_check_id id, struct nsbox_check *out);
 void nsbox_check_run_all(struct nsbox_check out[NSBOX_CHECK_COUNT]);
 
 
-/* `nsbox info [--json]`: argv[0] is "info". Prints, returns the exit code (0 when every required
- * check is OK, 1 otherwise, 2 for a usage error). */
-int nsbox_cli_info(int argc, char **argv);
-
 /* ---- pure helpers (no system calls; unit tested) ------------------------------------------ */
 
 /* /proc/filesystems text lists fs ("nodev\toverlay" lines). */

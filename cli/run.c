@@ -1,7 +1,13 @@
-/* The parent side of a one-shot sandbox: prepare once, clone once, write the id maps, put the
- * child in its cgroup, relay signals, wait, and remove everything. */
+/* `nsbox run`: a one-shot sandbox, from the warm pool or cold. The cold run's parent side:
+ * prepare once, clone once, write the id maps, put the child in its cgroup, relay signals,
+ * wait, and remove everything. */
 #define _GNU_SOURCE
 #include "cleanup.h"
+#include "cli.h"
+#include "options.h"
+#include "relay.h"
+#include "say.h"
+#include "warmpool.h"
 #include "signals.h"
 #include "client.h"
 #include "sandbox.h"
@@ -104,11 +110,7 @@ static int parent_wait(pid_t pid, int *report_fd, int sfd, uint64_t timeout_ms,
 
 static int exit_code_of(const struct wait_result *w)
 {
-    if (w->timed_out)
-        return 124;
-    if (WIFEXITED(w->status))
-        return WEXITSTATUS(w->status);
-    return 128 + WTERMSIG(w->status);
+    return w->timed_out ? EXIT_TIMEOUT : nsbox_exit_code(w->status);
 }
 
 /* ---- the run -------------------------------------------------------------------------------- */
@@ -170,4 +172,88 @@ int nsbox_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox
     nsbox_closep(&sfd);
     sigprocmask(SIG_SETMASK, &oldmask, NULL);
     return ret;
+}
+
+/* ---- the command ---------------------------------------------------------------------------- */
+
+int nsbox_cli_run(int argc, char **argv)
+{
+    struct nsbox_spec spec;
+    nsbox_spec_init(&spec);
+    struct nsbox_err e = {0};
+    struct nsbox_run_opts o = {.stdin_fd = 0, .stdout_fd = 1, .stderr_fd = 2};
+    int rc = EXIT_NSBOX, i;
+    int pr = nsbox_options_parse(argc, argv, &spec, &o, &i, &e);
+    if (pr != 0) {
+        nsbox_spec_free(&spec);
+        return pr == 1 ? 0 : pr == -2 ? EXIT_USAGE : nsbox_say_fail(&e);
+    }
+    if (i >= argc) {
+        nsbox_spec_free(&spec);
+        return nsbox_say_usage("%s", "run needs a command: nsbox run [OPTIONS] -- CMD [ARG...]");
+    }
+    if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_run_check(&spec, &e) < 0)
+        goto out_err;
+    /* ttl_seconds is a hard limit on the sandbox's life; for a one-shot sandbox it bounds the
+     * command like --timeout does, whichever comes first. */
+    uint64_t ttl_ms = spec.ttl_seconds * 1000;
+    if (ttl_ms && (!o.timeout_ms || ttl_ms < o.timeout_ms))
+        o.timeout_ms = ttl_ms;
+
+    int status, oom_kills = 0;
+    bool timed_out = false;
+    o.oom_kills = &oom_kills;
+    o.timed_out = &timed_out;
+    /* A file, a terminal, a socket or a named FIFO of ours is relayed through a pipe, not
+     * shared with the command; a pipe is opened anew; /dev/null is given as it is (relay.h).
+     * The sandbox and all in it end with the command. */
+    int stdio[3] = {o.stdin_fd, o.stdout_fd, o.stderr_fd};
+    struct nsbox_relay relay;
+    if (nsbox_relay_start(&relay, stdio, false) < 0) {
+        nsbox_err_sys(&e, "cannot relay the command's input and output");
+        goto out_err;
+    }
+    o.stdin_fd = stdio[0], o.stdout_fd = stdio[1], o.stderr_fd = stdio[2];
+    /* A sandbox made ahead for these settings, when the pool is on (docs/pool.md). */
+    int pr2 = nsbox_pool_run(&spec, argv + i, &o, &status, &oom_kills, &e);
+    if (pr2 < 0) {
+        nsbox_relay_finish(&relay);
+        goto out_err;
+    }
+    bool made = true; /* the cold run made its sandbox (a failed command counts, too) */
+    int r2 = pr2 == 1 ? 0 : nsbox_run(&spec, argv + i, &o, &status, &e);
+    /* The command has ended: what it wrote is copied before anything of ours is said. */
+    nsbox_relay_finish(&relay);
+    if (pr2 == 1) {
+        rc = status;
+    } else if (r2 < 0) {
+        if (e.code == NSBOX_E_EXEC) {
+            nsbox_say_fail(&e); /* 126 or 127: the command's, not nsbox's */
+            rc = status;
+        } else {
+            made = false;
+            rc = nsbox_say_fail(&e);
+        }
+    } else {
+        rc = status;
+    }
+    /* A run that could not make its sandbox (a missing image, no cgroup delegation) is no
+     * sign of runs to come, and a fill would fail the same way. */
+    if (pr2 == NSBOX_POOL_EMPTY && made)
+        nsbox_pool_after_cold_run(&spec);
+    if (timed_out) {
+        char bound[96], s[32];
+        nsbox_say_seconds(s, sizeof s, o.timeout_ms);
+        snprintf(bound, sizeof bound, "%s of %s s",
+                 o.timeout_ms == ttl_ms ? "the spec's ttl_seconds" : "--timeout", s);
+        nsbox_say_timed_out(bound);
+    }
+    if (oom_kills > 0)
+        nsbox_say_oom(spec.instance_type, spec.limits.memory_bytes, oom_kills,
+                      geteuid() != 0 && !spec.workspace[0]);
+    nsbox_spec_free(&spec);
+    return rc;
+out_err:
+    nsbox_spec_free(&spec);
+    return nsbox_say_fail(&e);
 }

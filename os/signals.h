@@ -3,8 +3,10 @@
 #ifndef NSBOX_SIGNALS_H
 #define NSBOX_SIGNALS_H
 
-/* The signals nsbox run passes on to its command (the first six: exec's). */
+/* The signals nsbox run passes on to its command, and its init to the command in turn (the
+ * first NSBOX_SIGNALS_EXEC: exec's). */
 extern const int nsbox_signals_relayed[8];
+#define NSBOX_SIGNALS_EXEC 6
 /* The signal nsbox run passes on for sig: sig itself, but SIGKILL for the second interrupt
  * (INT, TERM, HUP, QUIT; counted in *stops): a second Ctrl-C means "stop now", even for a
  * command that ignores the first. */

@@ -13,6 +13,7 @@
 #include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int64_t nsbox_now_ms(void)
@@ -58,6 +59,11 @@ int nsbox_parse_seconds(const char *s, uint64_t max_s, uint64_t *ms)
         return -1;
     *ms = v;
     return 0;
+}
+
+int nsbox_exit_code(int status)
+{
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 long nsbox_parse_pid(const char *s)

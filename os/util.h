@@ -12,6 +12,10 @@
 #include <sys/types.h>
 #include <time.h>
 
+/* Where a layer below cli/ sends a line for the user (a build's progress, `gc -v`'s removals)
+ * instead of printing it: cli/ prints (docs/architecture.md, "Who prints"). */
+typedef void nsbox_note_fn(void *ctx, const char *line);
+
 /* Default disposition for every signal and an empty mask: ignored dispositions and the mask
  * survive exec, and a caller's (nsbox's, init's) must not pass to a sandbox command. */
 void nsbox_reset_signals(void);
@@ -85,6 +89,9 @@ void nsbox_share_pipes(const int fds[3]);
 char *nsbox_text_shown(const char *text, const char *indent);
 /* A command line's process id (of a sandbox's process): 2 to 2^22, else -1. */
 long nsbox_parse_pid(const char *s);
+/* The exit code that stands for a wait status, as a shell gives it: the process's own, or
+ * 128+N when signal N ended it. */
+int nsbox_exit_code(int status);
 /* path is dir or below it, by its text ("/proc/1" is in "/proc", "/procx" is not). */
 bool nsbox_path_within(const char *path, const char *dir);
 /* st is the host's root directory ("/" of this mount namespace), whatever path reached it. */

@@ -237,9 +237,7 @@ static int take_build_lock(const char *images, const char *name, bool progress,
     if (flock_retry(fd, LOCK_EX | LOCK_NB) < 0) {
         if (errno != EWOULDBLOCK)
             return nsbox_err_sys(e, "cannot lock %s", path);
-        if (progress)
-            fprintf(stderr, "nsbox: image %s: waiting for another build of it to finish...\n",
-                    name);
+        nsbox_image_note(progress, "image %s: waiting for another build of it to finish...", name);
         if (flock_retry(fd, LOCK_EX) < 0)
             return nsbox_err_sys(e, "cannot lock %s", path);
     }
@@ -615,6 +613,27 @@ void nsbox_image_identity(const char *name, char *out, size_t n)
 }
 
 /* ---- build, rm, ls ----------------------------------------------------------------------- */
+
+static nsbox_note_fn *note;
+static void *note_ctx;
+
+void nsbox_image_set_note(nsbox_note_fn *fn, void *ctx)
+{
+    note = fn;
+    note_ctx = ctx;
+}
+
+void nsbox_image_note(bool progress, const char *fmt, ...)
+{
+    if (!progress || !note)
+        return;
+    char line[16384]; /* a debootstrap line whole (8 KiB at most, image_debian.c) */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    note(note_ctx, line);
+}
 
 int nsbox_image_build(const char *name, bool progress, struct nsbox_err *e)
 {

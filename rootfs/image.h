@@ -8,6 +8,7 @@
 #define NSBOX_IMAGE_H
 
 #include "nsbox.h"
+#include "util.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -57,9 +58,12 @@ void nsbox_image_release(struct nsbox_image *img);
 #define NSBOX_IMAGE_IDENTITY_MAX 512
 void nsbox_image_identity(const char *name, char *out, size_t n);
 
-/* Build (or rebuild, idempotently) a stored image: "host" or "debian". progress: lines on
- * stderr. */
+/* Build (or rebuild, idempotently) a stored image: "host" or "debian". progress: lines told to
+ * the note set below. */
 int nsbox_image_build(const char *name, bool progress, struct nsbox_err *e);
+/* Who is told of a build's progress ("image debian: running debootstrap..."): cli/ prints it.
+ * None set: nobody. */
+void nsbox_image_set_note(nsbox_note_fn *note, void *ctx);
 
 /* Remove a stored image. A missing image is NSBOX_E_NOTFOUND unless missing_ok. Files of an
  * image that running sandboxes still hold are deleted at the next build or rm. */
@@ -81,9 +85,6 @@ extern const char nsbox_image_resolv_text[];
 
 /* Remove leftovers of interrupted builds from the store (for `nsbox gc`). */
 void nsbox_image_sweep_store(void);
-
-/* `nsbox image build|ls|rm ...`: argv[0] is "image". Returns the process exit code; prints. */
-int nsbox_cli_image(int argc, char **argv);
 
 /* ---- internals shared by image*.c; pure functions are exposed for the unit tests ---------- */
 
@@ -172,6 +173,9 @@ char *nsbox_image_read_text(int dfd, const char *path, size_t limit);
 /* 0 if `path` opened inside `root_fd` (RESOLVE_IN_ROOT: symlinks, even absolute ones, stay in
  * the image) is an executable regular file; -1 with errno otherwise. */
 int nsbox_image_check_exec_in_root(int root_fd, const char *path);
+
+/* A line of a build's progress, with progress, to the note set (nsbox_image_set_note). */
+__attribute__((format(printf, 2, 3))) void nsbox_image_note(bool progress, const char *fmt, ...);
 
 int nsbox_image_build_host(bool force, bool progress, struct nsbox_err *e);
 int nsbox_image_build_debian(bool progress, struct nsbox_err *e);

@@ -342,8 +342,7 @@ static void sink_line(struct output_sink *o, const char *line, size_t len)
         (void)!write(o->log_fd, line, len);
         (void)!write(o->log_fd, "\n", 1);
     }
-    if (o->progress)
-        fprintf(stderr, "nsbox: image debian: %.*s\n", (int)len, line);
+    nsbox_image_note(o->progress, "image debian: %.*s", (int)len, line);
     bool err = len > 3 && !strncmp(line, "E: ", 3);
     if (err || !o->last_is_error) {
         snprintf(o->last, sizeof o->last, "%.*s", (int)len, line);
@@ -584,10 +583,8 @@ int nsbox_image_build_debian(bool progress, struct nsbox_err *e)
                                                                   .build_lock_fd = -1};
     if (nsbox_image_txn_begin(&t, "debian", progress, e) < 0)
         return -1;
-    if (progress) {
-        fprintf(stderr, "nsbox: image debian: running debootstrap (this takes a few minutes)...\n");
-        fprintf(stderr, "nsbox: image debian: release %s from %s\n", suite, mirror);
-    }
+    nsbox_image_note(progress, "image debian: running debootstrap (this takes a few minutes)...");
+    nsbox_image_note(progress, "image debian: release %s from %s", suite, mirror);
     if (mkdirat(t.tmp_fd, "rootfs", 0755) < 0)
         return nsbox_err_sys(e, "cannot create %s/rootfs", t.tmp);
     char target[PATH_MAX];
@@ -602,11 +599,9 @@ int nsbox_image_build_debian(bool progress, struct nsbox_err *e)
     const char *extra[] = {"suite", suite, "mirror", mirror, NULL};
     if (nsbox_image_txn_commit(&t, "debian", debian_packages, extra, e) < 0)
         return -1;
-    if (progress) {
-        struct timespec t1;
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        fprintf(stderr, "nsbox: image debian: done: %s/debian/rootfs (%ld s)\n", t.images,
-                (long)(t1.tv_sec - t0.tv_sec));
-    }
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    nsbox_image_note(progress, "image debian: done: %s/debian/rootfs (%ld s)", t.images,
+                     (long)(t1.tv_sec - t0.tv_sec));
     return 0;
 }

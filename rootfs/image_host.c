@@ -451,8 +451,7 @@ int nsbox_image_build_host(bool force, bool progress, struct nsbox_err *e)
     const char *extra[] = {"stamp", stamp, NULL};
     if (nsbox_image_txn_commit(&t, "host", NULL, extra, e) < 0)
         return -1;
-    if (progress)
-        fprintf(stderr, "nsbox: image host: built %s/host/etc in %.1f ms\n", t.images,
-                ms_since(&t0));
+    nsbox_image_note(progress, "image host: built %s/host/etc in %.1f ms", t.images,
+                     ms_since(&t0));
     return 0;
 }

@@ -12,6 +12,7 @@
 #include "safepath.h"
 #include "util.h"
 #include "seccomp_profile.h"
+#include "signals.h"
 #include "sys.h"
 
 #include <errno.h>
@@ -265,9 +266,8 @@ __attribute__((noreturn)) static void init_reap(pid_t workload)
      * they queue for sigwaitinfo even though pid 1 has no handlers for them. */
     sigset_t set;
     sigemptyset(&set);
-    int relayed[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
-    for (size_t i = 0; i < NSBOX_ARRAY_LEN(relayed); i++)
-        sigaddset(&set, relayed[i]);
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(nsbox_signals_relayed); i++)
+        sigaddset(&set, nsbox_signals_relayed[i]);
     sigaddset(&set, SIGCHLD);
     for (;;) {
         int status;

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,28 @@ static int path_join(char *out, const char *a, const char *b, struct nsbox_err *
     if ((size_t)snprintf(out, PATH_MAX, "%s/%s", a, b) >= PATH_MAX)
         return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long: %s/%s", a, b);
     return 0;
+}
+
+static nsbox_note_fn *note;
+static void *note_ctx;
+
+void nsbox_gc_set_note(nsbox_note_fn *fn, void *ctx)
+{
+    note = fn;
+    note_ctx = ctx;
+}
+
+/* A line for `nsbox gc -v`, to whoever printing it is (cli/gc.c), if anyone. */
+__attribute__((format(printf, 2, 3))) static void gc_note(bool verbose, const char *fmt, ...)
+{
+    if (!verbose || !note)
+        return;
+    char line[NSBOX_ERR_MSG_MAX + 64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    note(note_ctx, line);
 }
 
 /* A sandbox is a leftover when nobody holds its lock any more. */
@@ -49,10 +72,10 @@ static int gc_one(const char *rt, const char *cache_root, const char *id, bool v
     bool asked_by_id = path_join(ctl, dir, "ctl", e) == 0 &&
                        faccessat(AT_FDCWD, ctl, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
     struct nsbox_err ce;
-    if (nsbox_cgroup_remove_by_id(id, &ce) < 0 && verbose)
-        fprintf(stderr, "nsbox: gc %s: %s\n", id, ce.msg);
-    if (nsbox_net_gc(id, &ce) < 0 && verbose)
-        fprintf(stderr, "nsbox: gc %s: %s\n", id, ce.msg);
+    if (nsbox_cgroup_remove_by_id(id, &ce) < 0)
+        gc_note(verbose, "gc %s: %s", id, ce.msg);
+    if (nsbox_net_gc(id, &ce) < 0)
+        gc_note(verbose, "gc %s: %s", id, ce.msg);
     if ((unlink(file) < 0 && errno != ENOENT && nsbox_err_sys(e, "gc: cannot remove %s", file)) ||
         nsbox_rm_rf(cache, e) < 0 || nsbox_rm_rf(dir, e) < 0)
         return -1;
@@ -61,8 +84,7 @@ static int gc_one(const char *rt, const char *cache_root, const char *id, bool v
     char reason[8];
     if (asked_by_id && !nsbox_tombstone_read(id, reason, sizeof reason))
         nsbox_tombstone_write(id, NSBOX_TOMB_SUPERVISOR_GONE);
-    if (verbose)
-        fprintf(stderr, "nsbox: gc: removed sandbox %s\n", id);
+    gc_note(verbose, "gc: removed sandbox %s", id);
     return 1;
 }
 
@@ -110,139 +132,136 @@ int nsbox_gc_implicit(struct nsbox_err *e)
     return nsbox_gc(false, e);
 }
 
-/* The sandboxes' state directories in rt, and what creates interrupted before their rename
- * left. Adds what was removed to *removed; -1 when one could not be. */
-static int gc_state_dirs(const char *rt, const char *cache_root, bool verbose, int *removed,
-                         struct nsbox_err *e)
+/* The state directories of sandboxes whose owner died, and creates interrupted before their
+ * rename: how many were removed, or -1 with e filled (after trying every one). */
+static int gc_state_dirs(const char *rt, const char *cache_root, bool verbose, struct nsbox_err *e)
 {
-    int ret = 0;
+    int removed = 0, ret = 0;
     DIR *d = opendir(rt);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d))) {
-            if (!strncmp(de->d_name + strnlen(de->d_name, NSBOX_ID_LEN), ".new-", 5)) {
-                /* a create interrupted before its rename: its creator's pid is in the name */
-                int pid = atoi(de->d_name + NSBOX_ID_LEN + 5);
-                char p[PATH_MAX];
-                if (!nsbox_pid_alive(pid) && path_join(p, rt, de->d_name, e) == 0)
-                    nsbox_rm_rf(p, e);
-                continue;
-            }
-            if (!nsbox_state_valid_id(de->d_name))
-                continue;
-            int r = gc_one(rt, cache_root, de->d_name, verbose, e);
-            if (r < 0)
-                ret = -1;
-            else
-                *removed += r;
+    if (!d)
+        return 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strncmp(de->d_name + strnlen(de->d_name, NSBOX_ID_LEN), ".new-", 5)) {
+            /* a create interrupted before its rename: its creator's pid is in the name */
+            int pid = atoi(de->d_name + NSBOX_ID_LEN + 5);
+            char p[PATH_MAX];
+            if (!nsbox_pid_alive(pid) && path_join(p, rt, de->d_name, e) == 0)
+                nsbox_rm_rf(p, e);
+            continue;
         }
-        closedir(d);
+        if (!nsbox_state_valid_id(de->d_name))
+            continue;
+        int r = gc_one(rt, cache_root, de->d_name, verbose, e);
+        if (r < 0)
+            ret = -1;
+        else
+            removed += r;
     }
-    return ret;
+    closedir(d);
+    return ret < 0 ? -1 : removed;
 }
 
-/* uid slot lock files nobody holds: remove them (take the lock first; a creator that
- * opened the file before the unlink notices, see nsbox_state_take_slot). */
+/* uid slot lock files nobody holds: remove them (take the lock first; a creator that opened the
+ * file before the unlink notices, see nsbox_state_take_slot). */
 static void gc_uid_slots(struct nsbox_err *e)
 {
     char uids[PATH_MAX];
     DIR *d;
-    if (nsbox_state_uid_slot_dir(uids, sizeof uids, e) == 0 && (d = opendir(uids))) {
-        struct dirent *de;
-        while ((de = readdir(d))) {
-            if (de->d_name[0] == '.')
-                continue;
-            int fd = openat(dirfd(d), de->d_name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-            if (fd < 0)
-                continue;
-            if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-                unlinkat(dirfd(d), de->d_name, 0);
-            close(fd);
-        }
-        closedir(d);
+    if (nsbox_state_uid_slot_dir(uids, sizeof uids, e) < 0 || !(d = opendir(uids)))
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        int fd = openat(dirfd(d), de->d_name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+            continue;
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+            unlinkat(dirfd(d), de->d_name, 0);
+        close(fd);
     }
+    closedir(d);
 }
 
-/* Workspaces whose state directory is gone (a reboot cleared the runtime dir). A live
- * sandbox always creates its state directory, locked, before its workspace. But a cache
- * directory may be shared by runtime directories (NSBOX_STATE_DIR set for one CI job and
- * not its cache, XDG_RUNTIME_DIR set in one shell and not another): a file whose state
- * directory is elsewhere is left while its workspace is in use (its flock). Adds what was
- * removed to *removed; -1 when one could not be. */
-static int gc_workspaces(const char *rt, const char *cache_root, int *removed,
-                         struct nsbox_err *e)
+/* Workspaces whose state directory is gone (a reboot cleared the runtime dir). A live sandbox
+ * always creates its state directory, locked, before its workspace. But a cache directory may be
+ * shared by runtime directories (NSBOX_STATE_DIR set for one CI job and not its cache,
+ * XDG_RUNTIME_DIR set in one shell and not another): a file whose state directory is elsewhere
+ * is left while its workspace is in use (its flock). How many were removed, or -1. */
+static int gc_cache(const char *rt, const char *cache_root, struct nsbox_err *e)
 {
-    int ret = 0;
+    int removed = 0, ret = 0;
     DIR *d = opendir(cache_root);
-    if (d) {
-        struct dirent *de;
-        char sdir[PATH_MAX], cdir[PATH_MAX], id[NSBOX_ID_LEN + 1], rel[NAME_MAX + 32];
-        while ((de = readdir(d))) {
-            if (!nsbox_state_cache_entry(de->d_name, id, rel))
-                continue;
-            if (path_join(sdir, rt, id, e) < 0 || path_join(cdir, cache_root, de->d_name, e) < 0)
-                continue;
-            if (access(sdir, F_OK) == 0)
-                continue;
-            int r = nsbox_state_ws_file_remove_unused(dirfd(d), rel);
-            if (r == 0)
-                continue;
-            /* the rest of an entry of the older layout (a directory), or what is not a
-             * backing file that can be locked */
-            if ((r < 0 || strchr(rel, '/')) && nsbox_rm_rf(cdir, e) < 0)
-                ret = -1;
-            else
-                (*removed)++;
-        }
-        closedir(d);
+    if (!d)
+        return 0;
+    struct dirent *de;
+    char sdir[PATH_MAX], cdir[PATH_MAX], id[NSBOX_ID_LEN + 1], rel[NAME_MAX + 32];
+    while ((de = readdir(d))) {
+        if (!nsbox_state_cache_entry(de->d_name, id, rel))
+            continue;
+        if (path_join(sdir, rt, id, e) < 0 || path_join(cdir, cache_root, de->d_name, e) < 0)
+            continue;
+        if (access(sdir, F_OK) == 0)
+            continue;
+        int r = nsbox_state_ws_file_remove_unused(dirfd(d), rel);
+        if (r == 0)
+            continue;
+        /* the rest of an entry of the older layout (a directory), or what is not a backing
+         * file that can be locked */
+        if ((r < 0 || strchr(rel, '/')) && nsbox_rm_rf(cdir, e) < 0)
+            ret = -1;
+        else
+            removed++;
     }
-    return ret;
+    closedir(d);
+    return ret < 0 ? -1 : removed;
 }
 
-/* Tombstones of an nsbox before the log (one file per id, never removed then): gone, so
- * that they take no more room than the log's bound. Their reasons are lost. */
+/* Tombstones of an nsbox before the log (one file per id, never removed then): gone, so that
+ * they take no more room than the log's bound. Their reasons are lost. */
 static void gc_old_tombstones(const char *rt, struct nsbox_err *e)
 {
     char tomb[PATH_MAX];
     DIR *d;
-    if (path_join(tomb, rt, "tombstones", e) == 0 && (d = opendir(tomb))) {
-        struct dirent *de;
-        while ((de = readdir(d)))
-            if (nsbox_state_valid_id(de->d_name))
-                unlinkat(dirfd(d), de->d_name, 0);
-        closedir(d);
-    }
+    if (path_join(tomb, rt, "tombstones", e) < 0 || !(d = opendir(tomb)))
+        return;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (nsbox_state_valid_id(de->d_name))
+            unlinkat(dirfd(d), de->d_name, 0);
+    closedir(d);
 }
 
-/* Pool entries (docs/pool.md) of sandboxes that are gone. A pooled sandbox's state
- * directory exists before its entry and outlives it, so this never hides a live one. */
-static void gc_pool_entries(const char *rt, struct nsbox_err *e)
+/* Pool entries (docs/pool.md) of sandboxes that are gone. A pooled sandbox's state directory
+ * exists before its entry and outlives it, so this never hides a live one. */
+static void gc_pool(const char *rt, struct nsbox_err *e)
 {
     char pool[PATH_MAX];
     DIR *d;
-    if (path_join(pool, rt, "pool", e) == 0 && (d = opendir(pool))) {
-        struct dirent *de;
-        char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1];
-        struct stat st;
-        while ((de = readdir(d))) {
-            if (nsbox_pool_entry_parse(de->d_name, key, id) && nsbox_state_dir_gone(rt, id))
+    if (path_join(pool, rt, "pool", e) < 0 || !(d = opendir(pool)))
+        return;
+    struct dirent *de;
+    char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1];
+    struct stat st;
+    while ((de = readdir(d))) {
+        if (nsbox_pool_entry_parse(de->d_name, key, id) && nsbox_state_dir_gone(rt, id))
+            unlinkat(dirfd(d), de->d_name, 0);
+        /* the auto mode's marks, and fillers' locks, of settings nobody has run for a
+         * day (a lock only when nobody holds it: fill_key takes the file at the path) */
+        else if ((nsbox_pool_key_file(de->d_name, NSBOX_POOL_SEEN, key) ||
+                  nsbox_pool_key_file(de->d_name, NSBOX_POOL_FAILED, key) ||
+                  nsbox_pool_key_file(de->d_name, NSBOX_POOL_LOCK, key)) &&
+                 fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                 time(NULL) - st.st_mtime > NSBOX_POOL_MARK_MAX_AGE) {
+            int lfd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+            if (lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) == 0)
                 unlinkat(dirfd(d), de->d_name, 0);
-            /* the auto mode's marks, and fillers' locks, of settings nobody has run for a
-             * day (a lock only when nobody holds it: fill_key takes the file at the path) */
-            else if ((nsbox_pool_key_file(de->d_name, NSBOX_POOL_SEEN, key) ||
-                      nsbox_pool_key_file(de->d_name, NSBOX_POOL_FAILED, key) ||
-                      nsbox_pool_key_file(de->d_name, NSBOX_POOL_LOCK, key)) &&
-                     fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                     time(NULL) - st.st_mtime > NSBOX_POOL_MARK_MAX_AGE) {
-                int lfd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-                if (lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) == 0)
-                    unlinkat(dirfd(d), de->d_name, 0);
-                if (lfd >= 0)
-                    close(lfd);
-            }
+            if (lfd >= 0)
+                close(lfd);
         }
-        closedir(d);
     }
+    closedir(d);
 }
 
 int nsbox_gc(bool verbose, struct nsbox_err *e)
@@ -251,14 +270,11 @@ int nsbox_gc(bool verbose, struct nsbox_err *e)
     if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0 ||
         nsbox_path_cache_dir(cache_root, sizeof cache_root, e) < 0)
         return -1;
-    int removed = 0, ret = 0;
-    if (gc_state_dirs(rt, cache_root, verbose, &removed, e) < 0)
-        ret = -1;
+    int dirs = gc_state_dirs(rt, cache_root, verbose, e);
     gc_uid_slots(e);
-    if (gc_workspaces(rt, cache_root, &removed, e) < 0)
-        ret = -1;
+    int cache = gc_cache(rt, cache_root, e);
     gc_old_tombstones(rt, e);
-    gc_pool_entries(rt, e);
+    gc_pool(rt, e);
     nsbox_image_sweep_store(); /* builds that were killed half-way */
-    return ret < 0 ? -1 : removed;
+    return dirs < 0 || cache < 0 ? -1 : dirs + cache;
 }

@@ -6,11 +6,16 @@
 #define NSBOX_GC_H
 
 #include "nsbox.h"
+#include "util.h"
 
 #include <stdbool.h>
 
-/* Remove leftovers of sandboxes whose owner died. Returns the number removed. */
+/* Remove leftovers of sandboxes whose owner died. Returns the number removed. verbose: each
+ * sandbox removed, and what of one could not be removed, is told to the note set below. */
 int nsbox_gc(bool verbose, struct nsbox_err *e);
+/* Who is told of a verbose gc's lines ("gc: removed sandbox ID"): cli/ prints them. None set:
+ * nobody. */
+void nsbox_gc_set_note(nsbox_note_fn *note, void *ctx);
 /* The same, unless one began in this runtime directory less than NSBOX_GC_INTERVAL_MS ago
  * (its stamp: <runtime>/NSBOX_GC_STAMP): 0 then. The implicit gc of create. */
 #define NSBOX_GC_STAMP "gc.stamp"

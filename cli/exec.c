@@ -1,0 +1,426 @@
+/* `nsbox exec`: a command in a persistent sandbox, run by its supervisor with our stdio (or in
+ * the background with -d, or on a terminal with -t); signals we get are passed on to it. */
+#define _GNU_SOURCE
+#include "cleanup.h"
+#include "cli.h"
+#include "client.h"
+#include "connect.h"
+#include "relay.h"
+#include "say.h"
+#include "signals.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <termios.h>
+#include <unistd.h>
+
+
+/* Pass a signal we got on to the command of this connection's exec (no reply comes). */
+static void send_signal(int sock, int signo)
+{
+    struct nsbox_err e;
+    cJSON *req = nsbox_client_request("signal");
+    cJSON_AddNumberToObject(req, "signal", signo);
+    nsbox_proto_send_obj(sock, req, NULL, 0, &e);
+    cJSON_Delete(req);
+}
+
+/* After an exec request with the command's descriptors: pass signals on to the command until a
+ * reply comes, then read it. exec relays SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2
+ * (nsbox run, cold or pooled, also SIGWINCH and SIGCONT). As in run, the second of INT, TERM,
+ * HUP or QUIT becomes SIGKILL: a command that handles Ctrl-C still stops at the second. */
+/* After a relayed TERM, INT, HUP or QUIT: the supervisor that is to pass it on still answers
+ * (a ping, within 5 s; a sleeping sandbox's supervisor answers without waking it). A stopped or
+ * stuck one would leave us waiting for the command's end for ever, deaf to the signals a CI
+ * job's timeout sends. 0, or -1 with e saying so. */
+#define ALIVE_S 5
+static int supervisor_answers(const char *id, int sock, const char *why, struct nsbox_err *e)
+{
+    struct pollfd pf = {sock, POLLIN, 0};
+    if (poll(&pf, 1, 0) == 1 && pf.revents)
+        return 0; /* the reply (or the hang-up) is there already */
+    /* any reply says it runs, "busy" (every connection taken) too: sent once, never again */
+    cJSON *req = nsbox_client_request("ping"), *reply = NULL;
+    cleanup_close int ping = -1;
+    int r = nsbox_client_exchange(id, req, NULL, 0, ALIVE_S, 0, &ping, &reply, NULL, e);
+    cJSON_Delete(req);
+    cJSON_Delete(reply);
+    if (r < 0 && e->code == NSBOX_E_TIMEOUT)
+        nsbox_err_wrap(e, "%s, and whether it ended cannot be known", why);
+    return r;
+}
+
+/* With --timeout S, the supervisor kills the command at S and replies: a reply that has not
+ * come GRACE_S later, from a supervisor that does not answer a ping either (stopped, stuck),
+ * ends the wait with that said, as ls, ps and rm end theirs. */
+#define GRACE_S 10
+static int client_wait(const char *id, int sock, uint64_t timeout_ms, cJSON **reply,
+                       struct nsbox_err *e)
+{
+    sigset_t mask, old;
+    sigemptyset(&mask);
+    for (size_t k = 0; k < NSBOX_SIGNALS_EXEC; k++)
+        sigaddset(&mask, nsbox_signals_relayed[k]);
+    sigprocmask(SIG_BLOCK, &mask, &old);
+    cleanup_close int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    int stops = 0;
+    int64_t check_at = timeout_ms ? nsbox_now_ms() + (int64_t)timeout_ms + GRACE_S * 1000 : -1;
+    for (;;) {
+        struct pollfd pf[2] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}};
+        int64_t left = check_at < 0 ? -1 : check_at - nsbox_now_ms();
+        int n = poll(pf, 2,
+                     left < 0         ? (check_at < 0 ? -1 : 0)
+                     : left > INT_MAX ? INT_MAX
+                                      : (int)left);
+        if (n < 0 && errno != EINTR)
+            break;
+        if (n == 0 && check_at >= 0 && nsbox_now_ms() >= check_at) {
+            char why[96];
+            snprintf(why, sizeof why, "the command's --timeout of %llu.%03llu s passed %d s ago",
+                     (unsigned long long)(timeout_ms / 1000),
+                     (unsigned long long)(timeout_ms % 1000), GRACE_S);
+            if (supervisor_answers(id, sock, why, e) < 0) {
+                sigprocmask(SIG_SETMASK, &old, NULL);
+                return -1;
+            }
+            check_at = nsbox_now_ms() + GRACE_S * 1000; /* it answers: its reply comes */
+            continue;
+        }
+        if (pf[1].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                int before = stops;
+                send_signal(sock, nsbox_signals_relay((int)si.ssi_signo, &stops));
+                if (stops > before &&
+                    supervisor_answers(id, sock, "the command was signalled", e) < 0) {
+                    sigprocmask(SIG_SETMASK, &old, NULL);
+                    return -1;
+                }
+            }
+        }
+        if (pf[0].revents & (POLLIN | POLLHUP))
+            break;
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return nsbox_client_recv(sock, reply, NULL, e);
+}
+
+/* exec -t: a pseudo-terminal of ours becomes the command's controlling terminal; our own
+ * terminal goes raw and we relay bytes both ways (Ctrl-C is a byte the sandbox's line discipline
+ * turns into SIGINT for the command's foreground job). */
+static struct termios saved_tio;
+static bool tio_saved;
+
+static void restore_tty(void)
+{
+    if (tio_saved)
+        tcsetattr(0, TCSADRAIN, &saved_tio);
+    tio_saved = false;
+}
+
+static void copy_winsize(int from, int to)
+{
+    struct winsize ws;
+    if (ioctl(from, TIOCGWINSZ, &ws) == 0)
+        ioctl(to, TIOCSWINSZ, &ws);
+}
+
+static bool relay(int from, int to)
+{
+    char buf[16384];
+    ssize_t n = read(from, buf, sizeof buf);
+    if (n <= 0)
+        return n < 0 && (errno == EAGAIN || errno == EINTR);
+    for (ssize_t off = 0; off < n;) {
+        ssize_t w = write(to, buf + off, (size_t)(n - off));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return false;
+        off += w;
+    }
+    return true;
+}
+
+static int exec_with_tty(const char *id, cJSON *req)
+{
+    struct nsbox_err e = {0};
+    if (!isatty(0))
+        return nsbox_say_usage("%s", "exec -t needs a terminal on stdin");
+    /* The pseudo-terminal is made inside the sandbox (its own devpts, so that the command's
+     * tty exists there); we get its master once the command has started. */
+    struct winsize ws;
+    if (ioctl(0, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col) {
+        cJSON_AddNumberToObject(req, "rows", ws.ws_row);
+        cJSON_AddNumberToObject(req, "cols", ws.ws_col);
+    }
+    cleanup_close int sock = -1;
+    cJSON *first = NULL;
+    cleanup_close int master = -1;
+    if (nsbox_client_exchange(id, req, NULL, 0, 0, NSBOX_CLIENT_BUSY_FOREVER, &sock, &first,
+                              &master, &e) < 0)
+        return nsbox_say_fail(&e);
+    if (master < 0) /* it did not start: this is the final reply */
+        return nsbox_say_exit(first);
+    cJSON_Delete(first);
+    if (tcgetattr(0, &saved_tio) == 0) {
+        struct termios raw = saved_tio;
+        cfmakeraw(&raw);
+        tio_saved = tcsetattr(0, TCSADRAIN, &raw) == 0;
+        atexit(restore_tty);
+    }
+    sigset_t mask, old;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGWINCH);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, &old);
+    cleanup_close int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    fcntl(master, F_SETFL, O_NONBLOCK);
+    bool in_open = true;
+    for (;;) {
+        struct pollfd pf[4] = {{sock, POLLIN, 0}, {master, POLLIN, 0}, {sfd, POLLIN, 0},
+                               {in_open ? 0 : -1, POLLIN, 0}};
+        if (poll(pf, 4, -1) < 0 && errno != EINTR)
+            break;
+        if (pf[1].revents & POLLIN)
+            relay(master, 1);
+        if (pf[3].revents & (POLLIN | POLLHUP))
+            in_open = relay(0, master);
+        if (pf[2].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                if (si.ssi_signo == SIGWINCH) {
+                    copy_winsize(0, master);
+                } else {
+                    send_signal(sock, (int)si.ssi_signo);
+                    if (supervisor_answers(id, sock, "the command was signalled", &e) < 0) {
+                        restore_tty();
+                        sigprocmask(SIG_SETMASK, &old, NULL);
+                        return nsbox_say_fail(&e);
+                    }
+                }
+            }
+        }
+        if (pf[0].revents & (POLLIN | POLLHUP))
+            break;
+    }
+    /* What the command wrote last, up to the first empty read (master is non-blocking). */
+    for (char buf[16384];;) {
+        ssize_t n = read(master, buf, sizeof buf);
+        if (n <= 0 || write(1, buf, (size_t)n) != n)
+            break;
+    }
+    restore_tty();
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    cJSON *reply = NULL;
+    if (nsbox_client_recv(sock, &reply, NULL, &e) < 0)
+        return nsbox_say_fail(&e);
+    return nsbox_say_exit(reply);
+}
+
+
+/* What exec was asked: its options, the sandbox and where the command starts in argv. */
+struct exec_args {
+    bool interactive, detach, tty;
+    uint64_t timeout_ms;
+    const char *cwd, *id;
+    cJSON *env;
+    int cmd;
+};
+
+/* -e K=V into env: 0, or EXIT_USAGE after saying why. */
+static int exec_env(cJSON *env, const char *v)
+{
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v)
+        return nsbox_say_usage("%s", "-e needs K=V");
+    char key[256];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - v), v);
+    cJSON_DeleteItemFromObjectCaseSensitive(env, key);
+    cJSON_AddStringToObject(env, key, eq + 1);
+    return 0;
+}
+
+/* The option at argv[*i] (and its value, moving *i on): 0, or EXIT_USAGE after saying why. */
+static int exec_option(int argc, char **argv, int *i, struct exec_args *x)
+{
+    const char *a = argv[*i];
+    if (!strcmp(a, "-i")) {
+        x->interactive = true;
+    } else if (!strcmp(a, "-d")) {
+        x->detach = true;
+    } else if (!strcmp(a, "-t") || !strcmp(a, "-it") || !strcmp(a, "-ti")) {
+        x->tty = true, x->interactive = true;
+    } else if ((!strcmp(a, "--timeout") || !strcmp(a, "--cwd") || !strcmp(a, "-e")) &&
+               *i + 1 < argc) {
+        const char *v = argv[++*i];
+        if (!strcmp(a, "--cwd"))
+            x->cwd = v;
+        else if (!strcmp(a, "-e"))
+            return exec_env(x->env, v);
+        else if (nsbox_parse_seconds(v, NSBOX_TIMEOUT_MAX_S, &x->timeout_ms) < 0)
+            return nsbox_say_usage(NSBOX_TIMEOUT_USAGE, v);
+    } else {
+        return nsbox_say_usage("%s", "unknown exec option (exec [-i] [-t] [-d] [--timeout S] "
+                                     "[--cwd DIR] [-e K=V] ID -- CMD [ARG...])");
+    }
+    return 0;
+}
+
+/* exec [OPTIONS] ID -- CMD [ARG...] into x: 0, or EXIT_USAGE after saying why. */
+static int exec_parse(int argc, char **argv, struct exec_args *x)
+{
+    int i = 1, rc;
+    for (; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--") != 0; i++)
+        if ((rc = exec_option(argc, argv, &i, x)) != 0)
+            return rc;
+    if (i < argc && !strcmp(argv[i], "--"))
+        i++;
+    /* A background process has no stdin (its output goes to the log): refuse -i rather than
+     * run the command without what it was given. */
+    const char *lost = !x->detach      ? NULL
+                       : x->tty        ? "exec -t and -d do not go together"
+                       : x->interactive ? "exec -d takes no -i: a background process's stdin is "
+                                          "empty (give it a file: nsbox cp, then CMD < FILE)"
+                                        : NULL;
+    if (lost)
+        return nsbox_say_usage("%s", lost);
+    if (i >= argc)
+        return nsbox_say_usage("%s", "exec needs a sandbox id");
+    x->id = argv[i++];
+    if (i < argc && argv[i][0] == '-' && strcmp(argv[i], "--") != 0) {
+        /* "exec ID --timeout 1 -- true": options after the id, with a "--" further on, are
+         * a mistake, not a command named "--timeout" */
+        for (int j = i + 1; j < argc; j++)
+            if (!strcmp(argv[j], "--"))
+                return nsbox_say_usage("%s", "options go before the sandbox id: nsbox exec "
+                                             "[OPTIONS] ID -- CMD [ARG...]");
+    }
+    if (i < argc && !strcmp(argv[i], "--"))
+        i++;
+    if (i >= argc)
+        return nsbox_say_usage("%s", "exec needs a command: nsbox exec ID -- CMD [ARG...]");
+    x->cmd = i;
+    return 0;
+}
+
+/* The exec (or, with -d, start) request of x; it takes x->env. */
+static cJSON *exec_request(const struct exec_args *x, int argc, char **argv)
+{
+    cJSON *req = nsbox_client_request(x->detach ? "start" : "exec");
+    cJSON *av = cJSON_AddArrayToObject(req, "argv");
+    for (int i = x->cmd; i < argc; i++)
+        cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
+    cJSON_AddItemToObject(req, "env", x->env);
+    if (x->cwd) {
+        /* relative to /workspace, as the Python client's cwd= */
+        char abs[4200];
+        if (x->cwd[0] != '/')
+            snprintf(abs, sizeof abs, "/workspace/%s", x->cwd);
+        cJSON_AddStringToObject(req, "cwd", x->cwd[0] == '/' ? x->cwd : abs);
+    }
+    if (x->timeout_ms)
+        cJSON_AddNumberToObject(req, "timeout_ms", (double)x->timeout_ms);
+    if (x->tty)
+        cJSON_AddTrueToObject(req, "tty");
+    return req;
+}
+
+/* nsbox_client_exchange(), but for the wait, which passes signals on to the command: req with
+ * fds (none with -d) to the supervisor over *sock (the caller's to close, once it is done), and
+ * its final reply (NULL with e filled). */
+static cJSON *exec_exchange(const struct exec_args *x, cJSON *req, int fds[3], int *sock,
+                            struct nsbox_err *e)
+{
+    cJSON *reply = NULL;
+    unsigned waited_ms = 0;
+    int r = -1;
+    do {
+        *sock = nsbox_connect_ctl(x->id, e);
+        if (*sock < 0 || nsbox_client_send(*sock, req, fds, x->detach ? 0 : 3, e) < 0)
+            break;
+        /* The command has our descriptors; we wait for its status and pass signals on. */
+        r = x->detach ? nsbox_client_recv(*sock, &reply, NULL, e)
+                      : client_wait(x->id, *sock, x->timeout_ms, &reply, e);
+        if (r < 0)
+            nsbox_client_lost(x->id, e);
+    } while (r == 0 &&
+             nsbox_client_again_if_busy(&reply, sock, &waited_ms, NSBOX_CLIENT_BUSY_FOREVER));
+    return reply;
+}
+
+/* exec -d's reply (ok): the background process's pid, printed. Frees reply. */
+static int exec_started(const struct exec_args *x, cJSON *reply)
+{
+    struct nsbox_err e = {0};
+    const cJSON *pid = cJSON_GetObjectItemCaseSensitive(reply, "pid");
+    int p = cJSON_IsNumber(pid) ? pid->valueint : 0;
+    bool bounded = cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(reply, "timeout_ms"));
+    cJSON_Delete(reply);
+    if (x->timeout_ms && !bounded) {
+        /* A supervisor of an older nsbox ignores start's timeout_ms: do not leave a process
+         * running without the bound it was asked for. */
+        cJSON *kreq = nsbox_client_request("kill");
+        cJSON_AddNumberToObject(kreq, "pid", p);
+        cJSON_AddNumberToObject(kreq, "signal", SIGKILL);
+        if (nsbox_client_simple_call(x->id, kreq, &reply, &e) == 0)
+            cJSON_Delete(reply);
+        nsbox_err_set(&e, NSBOX_E_INVALID, EOPNOTSUPP,
+                      "this sandbox's supervisor (an older nsbox) cannot bound a background "
+                      "process; it was stopped. Make a new sandbox, or bound it inside: "
+                      "timeout S CMD");
+        return nsbox_say_fail(&e);
+    }
+    printf("%d\n", p);
+    return 0;
+}
+
+int nsbox_cli_exec(int argc, char **argv)
+{
+    struct exec_args x = {.env = cJSON_CreateObject()};
+    int rc = exec_parse(argc, argv, &x);
+    if (rc != 0) {
+        cJSON_Delete(x.env);
+        return rc;
+    }
+    cJSON *req = exec_request(&x, argc, argv);
+    if (x.tty) {
+        rc = exec_with_tty(x.id, req);
+        cJSON_Delete(req);
+        return rc;
+    }
+    struct nsbox_err e = {0};
+    cleanup_close int null = x.interactive ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int fds[3] = {x.interactive ? 0 : null, 1, 2};
+    /* Everything but /dev/null goes through a pipe of ours: what the command leaves running
+     * outlives the exec, and must not keep anything of the caller's (relay.h). */
+    struct nsbox_relay relay;
+    if (!x.detach && nsbox_relay_start(&relay, fds, true) < 0) {
+        cJSON_Delete(req);
+        nsbox_err_sys(&e, "cannot relay the command's input and output");
+        return nsbox_say_fail(&e);
+    }
+    cleanup_close int sock = -1;
+    cJSON *reply = exec_exchange(&x, req, fds, &sock, &e);
+    cJSON_Delete(req);
+    /* The command has ended: what it wrote is copied before anything of ours is said. */
+    if (!x.detach)
+        nsbox_relay_finish(&relay);
+    if (!reply)
+        return nsbox_say_fail(&e);
+    nsbox_closep(&null);
+    if (!x.detach || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
+        return nsbox_say_exit(reply);
+    return exec_started(&x, reply);
+}

@@ -1,0 +1,313 @@
+/* The sandbox OPTIONS of run, create and pool fill (see options.h). */
+#define _GNU_SOURCE
+#include "options.h"
+#include "cleanup.h"
+#include "cli.h"
+#include "help.h"
+#include "say.h"
+#include "state.h"
+#include "util.h"
+#include "workspace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Read a whole file given on the command line, bounded; the caller's error names it. A regular
+ * file, or "-" (standard input) and other streams such as a pipe, read to their end but never
+ * past max bytes. "-" reads fd 0 itself: /dev/stdin is absent on minimal systems, and cannot be
+ * opened at all when fd 0 is a socket. */
+static char *read_file_arg(const char *path, size_t max, size_t *len, struct nsbox_err *e)
+{
+    bool std_in = !strcmp(path, "-");
+    cleanup_close int own = std_in ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+    int fd = std_in ? 0 : own;
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        nsbox_err_sys(e, "cannot open");
+        return NULL;
+    }
+    bool regular = S_ISREG(st.st_mode);
+    if (S_ISDIR(st.st_mode) || (regular && (size_t)st.st_size > max)) {
+        nsbox_err_set(e, NSBOX_E_INVALID, EFBIG, "not a file of at most %zu bytes", max);
+        return NULL;
+    }
+    /* a regular file's size says how much to read; a stream is read to its end, one byte past
+     * max at most, to tell an oversized one */
+    size_t want = regular ? (size_t)st.st_size : max + 1;
+    char *buf = malloc(want + 1);
+    if (!buf) {
+        nsbox_err_sys(e, "malloc");
+        return NULL;
+    }
+    size_t got = 0;
+    while (got < want) {
+        ssize_t n = read(fd, buf + got, want - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            nsbox_err_sys(e, "cannot read");
+            free(buf);
+            return NULL;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    if (got > max) {
+        nsbox_err_set(e, NSBOX_E_INVALID, EFBIG, "more than %zu bytes", max);
+        free(buf);
+        return NULL;
+    }
+    buf[got] = '\0';
+    *len = got;
+    return buf;
+}
+
+/* As root, a workspace directory owned by root (uid or gid 0) is bound plainly, never
+ * idmapped (docs/workspace.md): the sandbox's appuser writes there only what others may.
+ * Said once on stderr, since a run's or a setup script's first write would fail there. */
+static void note_root_workspace(const char *dir)
+{
+    struct stat sb;
+    if (!dir[0] || geteuid() != 0 || stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode) ||
+        (sb.st_uid != 0 && sb.st_gid != 0) || (sb.st_mode & S_IWOTH) ||
+        nsbox_workspace_forbidden(dir)) /* refused later, with the reason */
+        return;
+    /* chown -R is advice for a project directory, never for the system's own */
+    static const char *const system[] = {"/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64",
+                                         "/opt", "/root", "/run", "/sbin", "/srv", "/usr", "/var"};
+    bool sys = strchr(dir + 1, '/') == NULL; /* any directory right under / */
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(system); i++)
+        sys = sys || nsbox_path_within(dir, system[i]);
+    char advice[PATH_MAX + 64];
+    snprintf(advice, sizeof advice,
+             sys ? "it is a system directory: give a copy of what the sandbox needs"
+                 : "chown -R USER: %s hands it to USER and USER's group",
+             dir);
+    fprintf(stderr,
+            "nsbox: note: --workspace %s belongs to root (its %s is 0), which is never mapped into "
+            "a sandbox: the sandbox can write there only what others may (%s; docs/workspace.md)\n",
+            dir, sb.st_uid == 0 ? "owner" : "group", advice);
+}
+
+/* The sandbox OPTIONS of run and create (and pool fill), each with what it sets. */
+enum opt_kind {
+    OPT_SPEC,      /* a spec field: key */
+    OPT_SPEC_FILE, /* --spec: applied before every other option */
+    OPT_SCRIPT,    /* --setup-script: a file's content into setup_script */
+    OPT_TIMEOUT,   /* run only */
+    OPT_CWD,       /* run only */
+};
+
+struct opt_def {
+    const char *flag, *key;
+    enum opt_kind kind;
+};
+
+static const struct opt_def sandbox_opts[] = {
+    {"--instance-type", "instance_type", OPT_SPEC},
+    {"--idle-timeout", "idle_timeout_seconds", OPT_SPEC},
+    {"--ttl", "ttl_seconds", OPT_SPEC},
+    {"--region", "region", OPT_SPEC},
+    {"--network", "network", OPT_SPEC},
+    {"--egress", "egress", OPT_SPEC},
+    {"--image", "image", OPT_SPEC},
+    {"--setup-timeout", "setup_script_timeout_seconds", OPT_SPEC},
+    {"--workspace", "workspace", OPT_SPEC},
+    {"-e", "env", OPT_SPEC},
+    {"--env", "env", OPT_SPEC},
+    {"--spec", NULL, OPT_SPEC_FILE},
+    {"--setup-script", "setup_script", OPT_SCRIPT},
+    {"--timeout", NULL, OPT_TIMEOUT},
+    {"--cwd", NULL, OPT_CWD},
+};
+
+static const struct opt_def *find_opt(const char *name)
+{
+    for (size_t k = 0; k < NSBOX_ARRAY_LEN(sandbox_opts); k++)
+        if (!strcmp(name, sandbox_opts[k].flag))
+            return &sandbox_opts[k];
+    return NULL;
+}
+
+/* --spec is applied first wherever it stands: a JSON key replaces that option's whole value, so
+ * flags must come after it to add to or override it. */
+static int apply_spec_files(int argc, char **argv, struct nsbox_spec *spec, struct nsbox_err *e)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--") || a[0] != '-')
+            break;
+        const char *val = NULL;
+        if (!strncmp(a, "--spec=", 7))
+            val = a + 7;
+        else if (!strcmp(a, "--spec") && i + 1 < argc)
+            val = argv[i + 1];
+        if (!strchr(a, '='))
+            i++; /* every option takes a value: skip it */
+        if (!val)
+            continue;
+        size_t len;
+        cleanup_free char *json = read_file_arg(val, NSBOX_SPEC_JSON_MAX, &len, e);
+        if (!json || nsbox_spec_from_json(spec, json, len, e) < 0)
+            return nsbox_err_wrap(e, "--spec %s", val);
+    }
+    return 0;
+}
+
+/* A usage error of an option: said, -2. */
+static int option_usage(const char *fmt, const char *arg)
+{
+    nsbox_say_usage(fmt, arg);
+    return -2;
+}
+
+/* The option name (its "=value" cut off) refused, with why, before its value is looked at:
+ * -2 after saying so, else 0. */
+static int refuse_option(const char *name, const struct opt_def *opt,
+                         const struct nsbox_run_opts *run_opts)
+{
+    if (run_opts && (!strcmp(name, "-i") || !strcmp(name, "-t") || !strcmp(name, "-it") ||
+                     !strcmp(name, "-ti")))
+        return option_usage("run has no terminal or stdin flags (%s): its stdin is passed "
+                            "through already; for an interactive shell: id=$(nsbox create); "
+                            "nsbox exec -it $id -- bash",
+                            name);
+    if (!opt)
+        return option_usage("unknown option %s", name);
+    if ((opt->kind == OPT_TIMEOUT || opt->kind == OPT_CWD) && !run_opts)
+        return option_usage(opt->kind == OPT_TIMEOUT
+                                ? "%s is an option of run and exec, not of this command (a "
+                                  "sandbox's lifetime: --ttl S)"
+                                : "%s is an option of run and exec, not of this command",
+                            name);
+    return 0;
+}
+
+/* One option's value into spec or run_opts: 0, -1 with e filled, -2 after a usage error. */
+static int apply_option(const struct opt_def *opt, const char *name, const char *val,
+                        struct nsbox_spec *spec, struct nsbox_run_opts *run_opts,
+                        struct nsbox_err *e)
+{
+    switch (opt->kind) {
+    case OPT_SPEC: {
+        char abs[PATH_MAX];
+        /* The spec takes absolute paths only; a relative one on the command line means
+         * relative to where nsbox was started. An image given by path has a '/' in it (a
+         * bare word is a stored image's name). */
+        bool rel_dir = val[0] && val[0] != '/' &&
+                       (!strcmp(opt->key, "workspace") ||
+                        (!strcmp(opt->key, "image") && strchr(val, '/')));
+        if (rel_dir) {
+            if (!realpath(val, abs))
+                return nsbox_err_sys(e, "%s %s", name, val);
+            val = abs;
+        }
+        return nsbox_spec_set(spec, opt->key, val, e) < 0 ? -1 : 0;
+    }
+    case OPT_SPEC_FILE: /* applied first, by apply_spec_files */
+        return 0;
+    case OPT_SCRIPT: {
+        size_t len;
+        cleanup_free char *script = read_file_arg(val, NSBOX_SCRIPT_MAX, &len, e);
+        if (script && strlen(script) != len)
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                 "--setup-script %s: contains a NUL byte", val);
+        if (!script)
+            return nsbox_err_wrap(e, "--setup-script %s", val);
+        return nsbox_spec_set(spec, opt->key, script, e) < 0 ? -1 : 0;
+    }
+    case OPT_TIMEOUT:
+        if (nsbox_parse_seconds(val, NSBOX_TIMEOUT_MAX_S, &run_opts->timeout_ms) < 0)
+            return option_usage(NSBOX_TIMEOUT_USAGE, val);
+        return 0;
+    case OPT_CWD: {
+        /* relative to /workspace, as for exec and the Python client */
+        static char abs[PATH_MAX + 16];
+        if (val[0] != '/')
+            snprintf(abs, sizeof abs, "/workspace/%s", val);
+        run_opts->cwd = val[0] == '/' ? val : abs;
+        return 0;
+    }
+    }
+    return 0;
+}
+
+int nsbox_options_parse(int argc, char **argv, struct nsbox_spec *spec,
+                        struct nsbox_run_opts *run_opts, int *next, struct nsbox_err *e)
+{
+    if (apply_spec_files(argc, argv, spec, e) < 0)
+        return -1;
+    int i;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--"))
+            break;
+        if (a[0] != '-') /* first non-option: the command */
+            break;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            nsbox_help_print(nsbox_help_cmd, stdout);
+            return 1;
+        }
+        /* --flag=value and --flag value */
+        char name[64];
+        const char *val = NULL;
+        const char *eq = strchr(a, '=');
+        if (a[1] == '-' && eq && (size_t)(eq - a) < sizeof name) {
+            memcpy(name, a, (size_t)(eq - a));
+            name[eq - a] = '\0';
+            val = eq + 1;
+        } else {
+            snprintf(name, sizeof name, "%s", a);
+        }
+        const struct opt_def *opt = find_opt(name);
+        if (refuse_option(name, opt, run_opts) < 0)
+            return -2;
+        if (!val) {
+            if (i + 1 >= argc)
+                return option_usage("option %s needs a value", a);
+            val = argv[++i];
+        }
+        int r = apply_option(opt, name, val, spec, run_opts, e);
+        if (r < 0)
+            return r;
+    }
+    if (i < argc && !strcmp(argv[i], "--"))
+        i++;
+    *next = i;
+    note_root_workspace(spec->workspace);
+    return 0;
+}
+
+int nsbox_options_strip_own(int *argc, char **argv, const struct nsbox_own_flag *f, size_t n)
+{
+    int k = 1;
+    for (int j = 1; j < *argc; j++) {
+        size_t i = 0;
+        while (i < n && (strcmp(argv[j], f[i].name) != 0 || (f[i].value && j + 1 >= *argc)))
+            i++;
+        if (i == n) {
+            argv[k++] = argv[j];
+        } else if (f[i].set) {
+            *f[i].set = true;
+        } else {
+            char *end;
+            long v = strtol(argv[++j], &end, 10);
+            if (*end || end == argv[j] || v < f[i].min || v > f[i].max) {
+                char msg[512];
+                snprintf(msg, sizeof msg, "%s needs %s, not '%s'", f[i].name, f[i].what,
+                         NSBOX_SHOW(argv[j]));
+                return nsbox_say_usage("%s", msg);
+            }
+            *f[i].value = v;
+        }
+    }
+    *argc = k;
+    return 0;
+}

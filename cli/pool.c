@@ -1,0 +1,75 @@
+/* `nsbox pool fill|drain|ls`: the warm pool of sandboxes made ahead (docs/pool.md). */
+#include "cleanup.h"
+#include "cli.h"
+#include "options.h"
+#include "pool.h"
+#include "say.h"
+#include "spec.h"
+#include "util.h"
+#include "warmpool.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+/* nsbox pool fill [--size N] [OPTIONS] | drain | ls [--json] */
+int nsbox_cli_pool(int argc, char **argv)
+{
+    struct nsbox_err e = {0};
+    const char *sub = argc > 1 ? argv[1] : "";
+    if (!strcmp(sub, "drain") && argc == 2) {
+        int n = nsbox_pool_drain(&e);
+        if (n < 0)
+            return nsbox_say_fail(&e);
+        printf("deleted %d pooled sandbox%s\n", n, n == 1 ? "" : "es");
+        return 0;
+    }
+    if (!strcmp(sub, "ls") && (argc == 2 || (argc == 3 && !strcmp(argv[2], "--json"))))
+        return nsbox_pool_list(argc == 3, &e) < 0 ? nsbox_say_fail(&e) : 0;
+    if (strcmp(sub, "fill") != 0)
+        return nsbox_say_usage("%s", "usage: nsbox pool fill [--size N] [OPTIONS] | drain | "
+                                     "ls [--json]");
+    long size = 0, since_ns = 0;
+    bool refill = false; /* internal: a used pooled sandbox's replacement */
+    const struct nsbox_own_flag own[] = {
+        {"--refill", &refill, NULL, 0, 0, NULL},
+        /* internal: started by a run at this time (ns), which a later drain stops */
+        {"--after-run", NULL, &since_ns, 1, LONG_MAX, "a time in nanoseconds"},
+        {"--size", NULL, &size, 1, NSBOX_POOL_MAX_SIZE, "a number from 1 to 16"},
+    };
+    argc--, argv++; /* argv[0] is "fill" now */
+    for (int k = 1; k < argc && strcmp(argv[k], "--") != 0; k++) {
+        static const char *const no[] = {"--ttl", "--idle-timeout", "-e", "--env"};
+        for (size_t j = 0; j < NSBOX_ARRAY_LEN(no); j++) {
+            size_t n = strlen(no[j]);
+            if (!strncmp(argv[k], no[j], n) && (!argv[k][n] || argv[k][n] == '='))
+                return nsbox_say_usage("pool fill: %s does not apply to pooled sandboxes (they "
+                                       "live the pool's ttl_seconds and never sleep; a run "
+                                       "brings its own -e; docs/pool.md)",
+                                       no[j]);
+        }
+    }
+    if (nsbox_options_strip_own(&argc, argv, own, NSBOX_ARRAY_LEN(own)) != 0)
+        return EXIT_USAGE;
+    struct nsbox_spec spec;
+    nsbox_spec_init(&spec);
+    int i;
+    int pr = nsbox_options_parse(argc, argv, &spec, NULL, &i, &e);
+    if (pr != 0) {
+        nsbox_spec_free(&spec);
+        return pr == 1 ? 0 : pr == -2 ? EXIT_USAGE : nsbox_say_fail(&e);
+    }
+    if (i < argc) {
+        nsbox_spec_free(&spec);
+        return nsbox_say_usage("pool fill takes no command (unexpected '%s')", NSBOX_SHOW(argv[i]));
+    }
+    unsigned ready = 0;
+    if (nsbox_spec_validate(&spec, &e) < 0 ||
+        nsbox_pool_fill(&spec, (unsigned)size, refill, since_ns, &ready, &e) < 0) {
+        nsbox_spec_free(&spec);
+        return nsbox_say_fail(&e);
+    }
+    nsbox_spec_free(&spec);
+    printf("%u pooled sandbox%s ready\n", ready, ready == 1 ? "" : "es");
+    return 0;
+}

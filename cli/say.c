@@ -1,0 +1,91 @@
+/* What nsbox tells the user in more than one command (see say.h). */
+#include "say.h"
+#include "cli.h"
+#include "client.h"
+#include "help.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void nsbox_say_note(void *ctx, const char *line)
+{
+    fprintf(ctx, "nsbox: %s\n", line);
+}
+
+int nsbox_say_fail(const struct nsbox_err *e)
+{
+    fprintf(stderr, "nsbox: %s\n", e->msg);
+    /* The region rule's text is the hosted SDK's, to the letter, and speaks Python. */
+    if (strstr(e->msg, "Pass network=Network.all() or a supported region."))
+        fprintf(stderr, "(on the command line: --network all, or --region nl-north-1)\n");
+    return EXIT_NSBOX;
+}
+
+int nsbox_say_usage(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "nsbox: ");
+    fprintf(stderr, fmt, arg);
+    fputc('\n', stderr);
+    nsbox_help_hint(stderr);
+    return EXIT_USAGE;
+}
+
+int nsbox_say_pid_usage(const char *cmd, const char *arg, const char *why)
+{
+    char msg[400];
+    /* kill said "needs a process id" of pid 1, which is one */
+    if (!strcmp(arg, "1"))
+        snprintf(msg, sizeof msg,
+                 "%s: pid 1 is the sandbox's init, %s; give a background process's pid (as "
+                 "nsbox exec -d printed it, or nsbox ps shows it)",
+                 cmd, why);
+    else
+        snprintf(msg, sizeof msg,
+                 "%s needs a process id (as nsbox exec -d printed it, or nsbox ps shows it)", cmd);
+    return nsbox_say_usage("%s", msg);
+}
+
+void nsbox_say_seconds(char *buf, size_t size, uint64_t ms)
+{
+    snprintf(buf, size, "%llu.%03llu", (unsigned long long)(ms / 1000),
+             (unsigned long long)(ms % 1000));
+}
+
+void nsbox_say_timed_out(const char *bound)
+{
+    fprintf(stderr,
+            "nsbox: timed out: the command ran past %s, and its processes were killed (exit code "
+            "124)\n",
+            bound);
+}
+
+void nsbox_say_oom(const char *type, uint64_t memory_bytes, int kills, bool tmpfs_workspace)
+{
+    if (!type) {
+        fprintf(stderr, "nsbox: the command was killed: out of memory (instance type limit)\n");
+        return;
+    }
+    fprintf(stderr,
+            "nsbox: out of memory: the instance type's limit (%s, %llu MiB) killed %d "
+            "process%s%s\n",
+            type, (unsigned long long)(memory_bytes >> 20), kills, kills == 1 ? "" : "es",
+            /* a user's workspace is a tmpfs, whose files are memory (docs/workspace.md) */
+            tmpfs_workspace ? " (the workspace's files count toward it: without root it is a "
+                              "tmpfs)"
+                            : "");
+}
+
+int nsbox_say_exit(cJSON *reply)
+{
+    struct nsbox_err e = {0};
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(reply, "exit_code");
+    int rc = cJSON_IsNumber(code) ? code->valueint : EXIT_NSBOX;
+    if (nsbox_client_reply_error(reply, &e) < 0)
+        nsbox_say_fail(&e);
+    else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "oom_killed")))
+        nsbox_say_oom(NULL, 0, 1, false);
+    else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "timed_out")))
+        nsbox_say_timed_out("its --timeout");
+    cJSON_Delete(reply);
+    return rc;
+}
