@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "cleanup.h"
 #include "cmdline.h"
+#include "ociref.h"
 #include "image.h"
 #include "info.h"
 #include "nsbox.h"
@@ -258,7 +259,8 @@ static int parse_options(int argc, char **argv, struct nsbox_spec *spec,
              * bare word is a stored image's name). */
             bool rel_dir = val[0] && val[0] != '/' &&
                            (!strcmp(opt->key, "workspace") ||
-                            (!strcmp(opt->key, "image") && strchr(val, '/')));
+                            (!strcmp(opt->key, "image") && strchr(val, '/') &&
+                             !nsbox_ociref_is_reference(val)));
             if (rel_dir) {
                 if (!realpath(val, abs))
                     return nsbox_err_sys(e, "%s %s", name, val);
