@@ -41,10 +41,12 @@ static void report(const struct nsbox_oci_imported *im, bool quiet)
 static int cmd_pull(int argc, char **argv)
 {
     const char *ref = NULL;
-    bool quiet = false;
+    bool quiet = false, tls_verify = true;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet"))
             quiet = true;
+        else if (!strcmp(argv[i], "--tls-verify=false"))
+            tls_verify = false;
         else if (argv[i][0] == '-')
             return usage("unknown option '%s' for pull", argv[i]);
         else if (ref)
@@ -56,7 +58,7 @@ static int cmd_pull(int argc, char **argv)
         return usage("%s", "pull needs a reference (e.g. python:3.12)");
     struct nsbox_err e = {0};
     struct nsbox_oci_imported im;
-    if (nsbox_oci_pull(ref, !quiet, &im, &e) < 0)
+    if (nsbox_oci_pull(ref, !quiet, tls_verify, &im, &e) < 0)
         return failed(&e);
     report(&im, false);
     return 0;

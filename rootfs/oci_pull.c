@@ -64,7 +64,8 @@ static void explain(const char *ref, char *out, struct nsbox_err *e)
                   NSBOX_SHOW(last[0] ? last : "no message"));
 }
 
-static int run_skopeo(const char *ref, const char *layout, bool progress, struct nsbox_err *e)
+static int run_skopeo(const char *ref, const char *layout, bool progress, bool tls_verify,
+                      struct nsbox_err *e)
 {
     char src[NSBOX_OCIREF_MAX + 16], dst[PATH_MAX + 16];
     snprintf(src, sizeof src, "docker://%s", ref);
@@ -87,9 +88,14 @@ static int run_skopeo(const char *ref, const char *layout, bool progress, struct
         dup2(devnull, 0);
         dup2(progress ? 2 : devnull, 1);
         dup2(p[1], 2);
-        char *argv[] = {(char *)skopeo, "copy", "--quiet", src, dst, NULL};
+        char *argv[] = {(char *)skopeo, "copy", "--quiet", src, dst, NULL, NULL};
         if (progress)
             argv[2] = "--retry-times=2";
+        if (!tls_verify) {
+            argv[3] = "--src-tls-verify=false";
+            argv[4] = src;
+            argv[5] = dst;
+        }
         execvp(skopeo, argv);
         dprintf(2, "exec %s: %s\n", skopeo, strerror(errno));
         _exit(127);
@@ -111,8 +117,8 @@ static int run_skopeo(const char *ref, const char *layout, bool progress, struct
     return -1;
 }
 
-int nsbox_oci_pull(const char *ref, bool progress, struct nsbox_oci_imported *out,
-                   struct nsbox_err *e)
+int nsbox_oci_pull(const char *ref, bool progress, bool tls_verify,
+                   struct nsbox_oci_imported *out, struct nsbox_err *e)
 {
     struct nsbox_ociref r;
     char canon[NSBOX_OCIREF_MAX + 1], layout[PATH_MAX + 16];
@@ -126,7 +132,7 @@ int nsbox_oci_pull(const char *ref, bool progress, struct nsbox_oci_imported *ou
     snprintf(layout, sizeof layout, "%s/layout", t.tmp);
     if (progress)
         fprintf(stderr, "nsbox: pulling %s\n", canon);
-    if (run_skopeo(canon, layout, progress, e) < 0)
+    if (run_skopeo(canon, layout, progress, tls_verify, e) < 0)
         goto out;
     rc = nsbox_oci_store_import(layout, canon, progress, out, e);
 out:

@@ -806,7 +806,7 @@ int nsbox_oci_store_resolve(const char *image, char *name, size_t n, struct nsbo
     if (never)
         return nsbox_err_wrap(e, "NSBOX_PULL=never");
     struct nsbox_oci_imported im;
-    if (nsbox_oci_pull(image, false, &im, e) < 0)
+    if (nsbox_oci_pull(image, false, true, &im, e) < 0)
         return -1;
     snprintf(name, n, "%s", im.name);
     return 0;

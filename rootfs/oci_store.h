@@ -63,8 +63,9 @@ int nsbox_oci_store_resolve(const char *image, char *name, size_t n, struct nsbo
 int nsbox_oci_store_meta(const char *name, char *digest, size_t dn, uint64_t *size,
                          char **config_json, char **manifest_json);
 
-/* oci_pull.c: pull ref from its registry with skopeo and import it. */
-int nsbox_oci_pull(const char *ref, bool progress, struct nsbox_oci_imported *out,
-                   struct nsbox_err *e);
+/* oci_pull.c: pull ref from its registry with skopeo and import it. tls_verify false: plain
+ * HTTP or an untrusted certificate is accepted (skopeo's --src-tls-verify=false). */
+int nsbox_oci_pull(const char *ref, bool progress, bool tls_verify,
+                   struct nsbox_oci_imported *out, struct nsbox_err *e);
 
 #endif

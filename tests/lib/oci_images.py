@@ -16,7 +16,8 @@ import os
 import tarfile
 
 BUSYBOX = "/bin/busybox"
-APPLETS = ["sh", "ls", "cat", "id", "env", "test", "echo", "stat", "readlink", "touch"]
+APPLETS = ["sh", "ls", "cat", "id", "env", "test", "echo", "stat", "readlink", "touch", "true",
+           "grep", "rm"]
 ENV = ["PATH=/usr/local/bin:/usr/bin:/bin:/custom", "FOO=from-image", "BAR=image"]
 
 
