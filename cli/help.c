@@ -16,7 +16,7 @@ const char *nsbox_help_cmd;
     "  --egress CIDR[,CIDR]                also allow these IPv4 ranges (in any mode)\n"         \
     "  --region R                          nl-north-1 (default); elsewhere, as in the hosted\n"   \
     "                                      sandbox, only --network all\n"                          \
-    "  --image host|debian|NAME|/DIR       the root filesystem (docs/images.md)\n"                \
+    "  --image host|debian|NAME|REF|/DIR   the root filesystem; REF: python:3.12 (docs/images.md)\n"                \
     "  --workspace DIR                     bind DIR as /workspace: kept, no disk limit\n"         \
     "  -e, --env K=V                       an environment variable (repeatable)\n"                \
     "  --spec FILE.json|-                  the options as JSON, applied first\n"
@@ -37,7 +37,7 @@ static const char overview[] =
     "  ls [--json] | inspect ID | rm ID... | ps ID | kill ID PID [SIG] | logs ID PID\n"
     "  wait [--timeout S] ID PID       until a background process ends; its exit code\n"
     "  info [--json]                   what this machine supports and how to fix what is missing\n"
-    "  image build host|debian | ls [--json] | rm NAME\n"
+    "  image build host|debian | pull REF | import FILE | ls | inspect | tag | rm | prune\n"
     "  gc [-v]                         remove what crashed sandboxes left behind\n"
     "  pool fill [--size N] [OPTIONS] | drain | ls [--json]\n"
     "                                  sandboxes made ahead for nsbox run (docs/pool.md)\n"
@@ -127,8 +127,16 @@ static const struct {
              "  exit 0: every required check passed; 1: a required check failed; 2: usage error\n"},
     {"image", "usage: nsbox image build host|debian [--quiet]   build or rebuild a stored image\n"
               "       nsbox image ls [--json]                   list stored images\n"
-              "       nsbox image rm [-f] NAME...               remove stored images (-f: missing "
-              "is ok)\n"},
+              "       nsbox image rm [-f] NAME|REF...           remove stored images (-f: missing "
+              "is ok)\n"
+              "       nsbox image pull [-q] [--tls-verify=false] REF  pull an OCI/docker image "
+              "(skopeo)\n"
+              "       nsbox image import [--name REF] FILE|DIR|-  a docker save or OCI archive, "
+              "or an OCI layout\n"
+              "       nsbox image inspect REF                   its config and manifest (JSON)\n"
+              "       nsbox image tag SOURCE REF                another name for an image\n"
+              "       nsbox image prune                         remove images no name refers "
+              "to\n"},
     {"gc", "usage: nsbox gc [-v]\n"
            "  remove what killed or crashed sandboxes left behind: processes, mounts, cgroups,\n"
            "  state; other commands do the cheap part of this on their own\n"

@@ -3,6 +3,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "help.h"
+#include "image_oci.h"
 #include "say.h"
 
 #include <cjson/cJSON.h>
@@ -47,6 +48,10 @@ static int print_json(const struct nsbox_image_info *v, size_t n)
 {
     cJSON *arr = cJSON_CreateArray();
     for (size_t i = 0; arr && i < n; i++) {
+        if (!strcmp(v[i].kind, "oci")) {
+            nsbox_cli_image_oci_ls_row(v[i].name, v[i].created, v[i].path, 0, arr);
+            continue;
+        }
         cJSON *o = cJSON_CreateObject();
         if (!o)
             break;
@@ -84,16 +89,21 @@ static int cmd_ls(int argc, char **argv)
         return nsbox_say_fail(&e);
     if (json)
         return print_json(v, n);
-    int wname = 4, wkind = 4;
+    int wname = 24; /* an OCI image's reference is often longer: it shifts its own row only */
     for (size_t i = 0; i < n; i++) {
-        int ln = (int)strlen(v[i].name), lk = (int)strlen(v[i].kind);
-        wname = ln > wname ? ln : wname;
-        wkind = lk > wkind ? lk : wkind;
+        int ln = (int)strlen(v[i].name);
+        wname = ln > wname && strcmp(v[i].kind, "oci") ? ln : wname;
     }
-    printf("%-*s  %-*s  %-20s  %s\n", wname, "NAME", wkind, "KIND", "CREATED", "PATH");
-    for (size_t i = 0; i < n; i++)
-        printf("%-*s  %-*s  %-20s  %s\n", wname, v[i].name, wkind, v[i].kind, v[i].created,
-               v[i].path);
+    /* DIGEST, SIZE and IN-USE are an OCI image's (docker's columns); "-" for the others */
+    printf("%-*s  %-4s  %-19s  %-8s  %-20s  %-3s  %s\n", wname, "NAME", "KIND", "DIGEST", "SIZE",
+           "CREATED", "USE", "PATH");
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(v[i].kind, "oci"))
+            nsbox_cli_image_oci_ls_row(v[i].name, v[i].created, v[i].path, wname, NULL);
+        else
+            printf("%-*s  %-4s  %-19s  %-8s  %-20s  %-3s  %s\n", wname, v[i].name, v[i].kind,
+                   "-", "-", v[i].created, "-", v[i].path);
+    }
     return 0;
 }
 
@@ -116,8 +126,12 @@ static int cmd_rm(int argc, char **argv)
         if (argv[i][0] == '-')
             continue;
         struct nsbox_err e = {0};
-        if (nsbox_image_remove(argv[i], force, &e) < 0)
+        if (nsbox_cli_image_oci_owns(argv[i])) {
+            int r = nsbox_cli_image_oci_rm(argv[i], force);
+            rc = r ? r : rc;
+        } else if (nsbox_image_remove(argv[i], force, &e) < 0) {
             rc = nsbox_say_fail(&e); /* go on with the other names, like rm(1) */
+        }
     }
     return rc;
 }
@@ -125,17 +139,20 @@ static int cmd_rm(int argc, char **argv)
 int nsbox_cli_image(int argc, char **argv)
 {
     if (argc < 2)
-        return usage_error("%s", "missing subcommand: build, ls or rm");
+        return usage_error("%s", "missing subcommand: build, pull, import, ls, inspect, tag, rm or prune");
     const char *sub = argv[1];
     if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
         nsbox_help_print("image", stdout);
         return 0;
     }
+    int oci = nsbox_cli_image_oci(argc, argv);
+    if (oci >= 0)
+        return oci;
     if (!strcmp(sub, "build"))
         return cmd_build(argc - 1, argv + 1);
     if (!strcmp(sub, "ls") || !strcmp(sub, "list"))
         return cmd_ls(argc - 1, argv + 1);
     if (!strcmp(sub, "rm") || !strcmp(sub, "remove"))
         return cmd_rm(argc - 1, argv + 1);
-    return usage_error("unknown subcommand '%s': use build, ls or rm", sub);
+    return usage_error("unknown subcommand '%s': use build, pull, import, ls, inspect, tag, rm or prune", sub);
 }

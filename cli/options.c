@@ -1,6 +1,7 @@
 /* The sandbox OPTIONS of run, create and pool fill (see options.h). */
 #define _GNU_SOURCE
 #include "options.h"
+#include "ociref.h"
 #include "cleanup.h"
 #include "cli.h"
 #include "help.h"
@@ -203,7 +204,8 @@ static int apply_option(const struct opt_def *opt, const char *name, const char 
          * bare word is a stored image's name). */
         bool rel_dir = val[0] && val[0] != '/' &&
                        (!strcmp(opt->key, "workspace") ||
-                        (!strcmp(opt->key, "image") && strchr(val, '/')));
+                        (!strcmp(opt->key, "image") && strchr(val, '/') &&
+                         !nsbox_ociref_is_reference(val)));
         if (rel_dir) {
             if (!realpath(val, abs))
                 return nsbox_err_sys(e, "%s %s", name, val);

@@ -1,6 +1,7 @@
 /* The sandbox spec (docs/spec.md): defaults, JSON and CLI input, cross-field validation, the
  * instance type table and JSON rendering. Everything here is pure except
  * nsbox_instance_types_load(), which reads the config file. See docs/spec.md for the rules. */
+#include "ociref.h"
 #include "spec.h"
 #include "cleanup.h"
 #include "cleanup_cjson.h"
@@ -667,8 +668,8 @@ static int set_image(struct nsbox_spec *s, const char *v, struct nsbox_err *e)
     if (v[0] == '/') {
         if (n >= PATH_MAX)
             return invalid(e, "path is longer than %d bytes", PATH_MAX - 1);
-    } else if (!name_valid(v)) {
-        return invalid(e, "'%s' is neither \"host\", an image name ([a-z0-9][a-z0-9._-]*, at "
+    } else if (!name_valid(v) && !nsbox_ociref_is_reference(v)) {
+        return invalid(e, "'%s' is neither \"host\", an image reference (python:3.12), an image name ([a-z0-9][a-z0-9._-]*, at "
                        "most %d characters) nor an absolute path", SHOW(v), NSBOX_NAME_MAX - 1);
     }
     memcpy(s->image, v, n + 1);

@@ -11,6 +11,7 @@
  */
 #include "image.h"
 #include "cleanup.h"
+#include "oci_lookup.h"
 #include "util.h"
 #include "paths.h"
 
@@ -485,6 +486,8 @@ static int resolve_stored(const char *images, const char *name, struct nsbox_ima
                              "image '%s' has no executable /bin/sh (in %s/rootfs): an image must "
                              "provide /bin/sh and python3",
                              name, dir);
+    if (!strncmp(name, NSBOX_OCI_NAME_PREFIX, 4) && nsbox_oci_lookup_check(rfd, dir, e) < 0)
+        return -1;
     img->kind = NSBOX_IMAGE_DIR;
     snprintf(img->name, sizeof img->name, "%s", name);
     if (join(img->root, sizeof img->root, e, "%s/rootfs", dir) < 0)
@@ -546,6 +549,12 @@ int nsbox_image_resolve(const char *name, struct nsbox_image *img, struct nsbox_
         return nsbox_err_set(e, NSBOX_E_INVALID, 0, "empty image name");
     if (name[0] == '/')
         return resolve_path(name, img, e);
+    char oci_name[64];
+    if (nsbox_oci_lookup_is_ref(name)) { /* python:3.12, 127.0.0.1:5000/team/py:1 */
+        if (nsbox_oci_lookup_name(name, oci_name, sizeof oci_name, e) < 0)
+            return -1;
+        name = oci_name;
+    }
     if (!nsbox_image_name_valid(name))
         return nsbox_err_set(e, NSBOX_E_INVALID, 0,
                              "invalid image '%s': give `host`, `debian`, another stored image "
@@ -584,6 +593,9 @@ void nsbox_image_identity(const char *name, char *out, size_t n)
     char dir[PATH_MAX], root[PATH_MAX + 8], images[PATH_MAX];
     struct nsbox_err e;
     const char *store = NULL, *top = name;
+    char oci_name[64];
+    if (nsbox_oci_lookup_is_ref(name) && nsbox_oci_lookup_name(name, oci_name, sizeof oci_name, &e) == 0)
+        name = oci_name; /* a re-tag or newer pull changes the store directory below */
     if (name[0] != '/') {
         top = NULL;
         if (nsbox_image_name_valid(name) && images_path(images, sizeof images, &e) == 0 &&

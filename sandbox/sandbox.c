@@ -5,6 +5,7 @@
 #include "cleanup.h"
 #include "idmap.h"
 #include "image.h"
+#include "oci_store.h"
 #include "diagnose.h"
 #include "paths.h"
 #include "seccomp_profile.h"
@@ -52,7 +53,12 @@ char **nsbox_sandbox_env(const struct nsbox_spec *s, struct nsbox_err *e)
 {
     static const char *const base[] = {("PATH=" SANDBOX_PATH), "HOME=/workspace", "USER=appuser",
                                        "LOGNAME=appuser", "SHELL=/bin/sh", "LANG=C.UTF-8"};
-    size_t n = NSBOX_ARRAY_LEN(base) + s->n_env + 2;
+    /* an OCI image's Env (PATH included) is the base; -e wins (docker's order) */
+    cleanup_free char **img_env = nsbox_oci_lookup_env(s->image);
+    size_t n_img = 0;
+    while (img_env && img_env[n_img])
+        n_img++;
+    size_t n = NSBOX_ARRAY_LEN(base) + n_img + s->n_env + 2;
     char **env = calloc(n, sizeof *env);
     if (!env) {
         nsbox_err_sys(e, "calloc");
@@ -67,6 +73,11 @@ char **nsbox_sandbox_env(const struct nsbox_spec *s, struct nsbox_err *e)
     }
     for (size_t i = 0; i < NSBOX_ARRAY_LEN(base); i++)
         env[k++] = (char *)base[i];
+    for (size_t i = 0; i < n_img; i++)
+        k = nsbox_env_put(env, k, img_env[i]);
+    /* the strings live in img_env's block, which the environment keeps */
+    if (n_img)
+        img_env = NULL;
     for (size_t i = 0; i < s->n_env; i++)
         k = nsbox_env_put(env, k, s->env[i]);
     env[k] = NULL;
@@ -188,6 +199,11 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
                           const char *cwd, struct nsbox_err *e)
 {
     struct nsbox_image img;
+    char oci_name[64];
+    /* a reference not in the store is pulled first (NSBOX_PULL: missing, always, never) */
+    if (nsbox_oci_lookup_is_ref(s->image) &&
+        nsbox_oci_store_resolve(s->image, oci_name, sizeof oci_name, e) < 0)
+        return -1;
     if (nsbox_image_resolve(s->image, &img, e) < 0)
         return -1;
     c->image_lock_fd = img.lock_fd;

@@ -137,7 +137,8 @@ class HostImage(unittest.TestCase):
     def test_ls_and_rm(self):
         r = nsbox(self.data, "image", "ls")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(r.stdout.split(), ["NAME", "KIND", "CREATED", "PATH"])
+        self.assertEqual(r.stdout.split(),
+                         ["NAME", "KIND", "DIGEST", "SIZE", "CREATED", "USE", "PATH"])
         self.build_host("--quiet")
         r = nsbox(self.data, "image", "ls")
         self.assertEqual(r.returncode, 0, r.stderr)

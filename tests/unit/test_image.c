@@ -644,7 +644,10 @@ static void test_resolve_errors(void **state)
     assert_int_equal(nsbox_image_resolve("mine", &img, &e), -1);
     assert_int_equal(e.code, NSBOX_E_NOTFOUND);
 
-    const char *bad[] = {"rel/dir", "./x", "..", "", "Host"};
+    /* a reference (docker.io/rel/dir:latest) that the store does not have */
+    assert_int_equal(nsbox_image_resolve("rel/dir", &img, &e), -1);
+    assert_int_equal(e.code, NSBOX_E_NOTFOUND);
+    const char *bad[] = {"rel//dir", "./x", "..", "", "Host"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(nsbox_image_resolve(bad[i], &img, &e), -1);
         assert_int_equal(e.code, NSBOX_E_INVALID);

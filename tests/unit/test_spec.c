@@ -210,7 +210,11 @@ static void test_json_strings(void **state)
     assert_fails_with(load(s, "{\"image\": \"Debian\"}", &e), &e, NSBOX_E_INVALID,
                       "key 'image': 'Debian' is neither");
     assert_fails_with(load(s, "{\"image\": \"../etc\"}", &e), &e, NSBOX_E_INVALID, "key 'image'");
-    assert_fails_with(load(s, "{\"image\": \"a/b\"}", &e), &e, NSBOX_E_INVALID, "key 'image'");
+    assert_fails_with(load(s, "{\"image\": \"a//b\"}", &e), &e, NSBOX_E_INVALID, "key 'image'");
+    /* OCI references (a/b is docker.io/a/b:latest) */
+    assert_int_equal(load(s, "{\"image\": \"a/b\"}", &e), 0);
+    assert_int_equal(load(s, "{\"image\": \"127.0.0.1:5000/team/py:1\"}", &e), 0);
+    assert_string_equal(s->image, "127.0.0.1:5000/team/py:1");
     assert_fails_with(load(s, "{\"image\": \"\"}", &e), &e, NSBOX_E_INVALID, "key 'image'");
     /* Store names become directory names next to a 64-byte buffer: 63 characters at most. */
     char name_json[128];

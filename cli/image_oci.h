@@ -1,0 +1,16 @@
+/* The OCI commands of `nsbox image` (cli/image_oci.c), called by cli/image_cli.c. */
+#ifndef NSBOX_IMAGE_OCI_H
+#define NSBOX_IMAGE_OCI_H
+
+#include <stdbool.h>
+
+/* pull, import, tag, prune, inspect: the exit code; -1 when argv[1] is none of them. */
+int nsbox_cli_image_oci(int argc, char **argv);
+/* Is this `image rm` argument an OCI image (a reference, or an oci-<id>)? */
+bool nsbox_cli_image_oci_owns(const char *arg);
+int nsbox_cli_image_oci_rm(const char *arg, bool force);
+/* Print (or add to the cJSON array json_array) the ls rows of stored OCI image `name`. */
+void nsbox_cli_image_oci_ls_row(const char *name, const char *created, const char *path,
+                                int wname, void *json_array);
+
+#endif

@@ -1,0 +1,653 @@
+/* Unpacking a layer: see oci_layer.h. libarchive reads the tar (and its gzip or zstd), through
+ * a reader that hashes every byte it hands over; nsbox writes the entries itself with *at calls
+ * below directories opened with RESOLVE_IN_ROOT, so that no entry, however named and whatever
+ * symlinks earlier entries made, lands outside the root. */
+#include "oci_layer.h"
+#include "cleanup.h"
+#include "ocimanifest.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define READ_CHUNK (128 * 1024)
+
+void nsbox_oci_layer_limits(struct nsbox_oci_limits *l)
+{
+    l->max_bytes = 64ull << 30;
+    l->max_entries = 2000000;
+    const char *b = getenv("NSBOX_OCI_MAX_BYTES"), *n = getenv("NSBOX_OCI_MAX_ENTRIES");
+    if (b && *b)
+        l->max_bytes = strtoull(b, NULL, 10);
+    if (n && *n)
+        l->max_entries = strtoull(n, NULL, 10);
+}
+
+/* ---- the hashing reader ------------------------------------------------------------------- */
+
+struct hreader {
+    int fd;
+    EVP_MD_CTX *md;
+    uint64_t bytes;
+    int err; /* errno of a failed read */
+    unsigned char buf[READ_CHUNK];
+};
+
+static ssize_t hreader_read(struct archive *a, void *ctx, const void **out)
+{
+    struct hreader *h = ctx;
+    ssize_t n;
+    do
+        n = read(h->fd, h->buf, sizeof h->buf);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        h->err = errno;
+        archive_set_error(a, errno, "read error");
+        return -1;
+    }
+    if (n > 0) {
+        EVP_DigestUpdate(h->md, h->buf, (size_t)n);
+        h->bytes += (uint64_t)n;
+    }
+    *out = h->buf;
+    return n;
+}
+
+static int hreader_init(struct hreader *h, int fd)
+{
+    h->fd = fd;
+    h->bytes = 0;
+    h->err = 0;
+    h->md = EVP_MD_CTX_new();
+    return h->md && EVP_DigestInit_ex(h->md, EVP_sha256(), NULL) == 1 ? 0 : -1;
+}
+
+static void hex_digest(EVP_MD_CTX *md, char out[NSBOX_OCI_DIGEST_LEN + 1])
+{
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned len = 0;
+    EVP_DigestFinal_ex(md, d, &len);
+    strcpy(out, "sha256:");
+    for (unsigned i = 0; i < len && i < 32; i++)
+        snprintf(out + 7 + 2 * i, 3, "%02x", d[i]);
+}
+
+/* Read what libarchive left (the tar's padding, trailing bytes) into the hash, then finish it. */
+static int hreader_finish(struct hreader *h, char out[NSBOX_OCI_DIGEST_LEN + 1])
+{
+    for (;;) {
+        ssize_t n;
+        do
+            n = read(h->fd, h->buf, sizeof h->buf);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+        EVP_DigestUpdate(h->md, h->buf, (size_t)n);
+        h->bytes += (uint64_t)n;
+    }
+    hex_digest(h->md, out);
+    return 0;
+}
+
+static void hreader_free(struct hreader *h)
+{
+    if (h->md)
+        EVP_MD_CTX_free(h->md);
+    h->md = NULL;
+}
+
+int nsbox_oci_layer_hash_fd(int fd, char out[NSBOX_OCI_DIGEST_LEN + 1], uint64_t *len,
+                            struct nsbox_err *e)
+{
+    struct hreader *h = malloc(sizeof *h);
+    if (!h || hreader_init(h, fd) < 0) {
+        free(h);
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    }
+    int r = hreader_finish(h, out);
+    if (r < 0)
+        nsbox_err_sys(e, "read");
+    if (len)
+        *len = h->bytes;
+    hreader_free(h);
+    free(h);
+    return r;
+}
+
+/* ---- directories inside the root ---------------------------------------------------------- */
+
+static int openat2_in_root(int root_fd, const char *rel, int flags)
+{
+    struct open_how how = {
+        .flags = (uint64_t)(flags | O_CLOEXEC),
+        .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+    };
+    return (int)syscall(SYS_openat2, root_fd, rel[0] ? rel : ".", &how, sizeof how);
+}
+
+int nsbox_oci_layer_open_dir(int root_fd, const char *rel, bool create)
+{
+    int fd = openat2_in_root(root_fd, rel, O_PATH | O_DIRECTORY);
+    if (fd >= 0 || errno != ENOENT || !create || !rel[0])
+        return fd;
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", rel);
+    char *slash = strrchr(parent, '/');
+    const char *base = slash ? slash + 1 : parent;
+    if (slash)
+        *slash = '\0';
+    cleanup_close int pfd = nsbox_oci_layer_open_dir(root_fd, slash ? parent : "", true);
+    if (pfd < 0)
+        return -1;
+    if (mkdirat(pfd, base, 0755) < 0 && errno != EEXIST)
+        return -1;
+    return openat2_in_root(root_fd, rel, O_PATH | O_DIRECTORY);
+}
+
+static int remove_entry(int pfd, const char *name);
+
+static int empty_dir(int dfd)
+{
+    int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -1;
+    }
+    int r = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (remove_entry(dirfd(d), de->d_name) < 0) {
+            r = -1;
+            break;
+        }
+    }
+    closedir(d);
+    return r;
+}
+
+/* Remove name (a whole tree if a directory) from pfd; a missing name is fine. */
+static int remove_entry(int pfd, const char *name)
+{
+    if (unlinkat(pfd, name, 0) == 0 || errno == ENOENT)
+        return 0;
+    if (errno != EISDIR && errno != EPERM)
+        return -1;
+    cleanup_close int fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (geteuid() != 0)
+        fchmod(fd, 0700); /* a 0555 directory of the image: its entries must go too */
+    if (empty_dir(fd) < 0)
+        return -1;
+    return unlinkat(pfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+static void split(char *path, const char **parent, const char **base)
+{
+    char *slash = strrchr(path, '/');
+    if (slash) {
+        *slash = '\0';
+        *parent = path;
+        *base = slash + 1;
+    } else {
+        *parent = "";
+        *base = path;
+    }
+}
+
+/* ---- the two passes ----------------------------------------------------------------------- */
+
+struct whiteout {
+    enum nsbox_oci_entry_kind kind;
+    char *path;
+};
+
+struct layer {
+    int root_fd;
+    const char *digest, *diff_id;
+    const struct nsbox_oci_limits *lim;
+    struct nsbox_oci_layer_stats *st;
+    struct whiteout *wh;
+    size_t n_wh, cap_wh;
+    bool root; /* euid 0: modes need no owner bits added to keep working */
+};
+
+/* Two archives in a chain: `outer` undoes the compression (format raw) over the hashing
+ * reader, `tar` reads the tar from outer's data, hashing it too: the uncompressed stream's
+ * sha256 is the layer's diff_id, which the image config (and so the image id) names. */
+struct chain {
+    struct archive *outer, *tar;
+    EVP_MD_CTX *diff;
+    unsigned char buf[READ_CHUNK];
+};
+
+static ssize_t chain_read(struct archive *a, void *ctx, const void **out)
+{
+    struct chain *c = ctx;
+    la_ssize_t n = archive_read_data(c->outer, c->buf, sizeof c->buf);
+    if (n < 0) {
+        archive_set_error(a, archive_errno(c->outer), "%s",
+                          archive_error_string(c->outer) ? archive_error_string(c->outer)
+                                                         : "decompression failed");
+        return -1;
+    }
+    EVP_DigestUpdate(c->diff, c->buf, (size_t)n);
+    *out = c->buf;
+    return n;
+}
+
+static void close_chain(struct chain *c)
+{
+    if (c->tar)
+        archive_read_free(c->tar);
+    if (c->outer)
+        archive_read_free(c->outer);
+    if (c->diff)
+        EVP_MD_CTX_free(c->diff);
+    c->tar = c->outer = NULL;
+    c->diff = NULL;
+}
+
+static int open_chain(struct chain *c, struct hreader *h)
+{
+    struct archive_entry *ent;
+    c->outer = archive_read_new();
+    c->tar = archive_read_new();
+    c->diff = EVP_MD_CTX_new();
+    if (!c->outer || !c->tar || !c->diff || EVP_DigestInit_ex(c->diff, EVP_sha256(), NULL) != 1)
+        return -1;
+    archive_read_support_filter_gzip(c->outer);
+    archive_read_support_filter_zstd(c->outer);
+    archive_read_support_format_raw(c->outer);
+    archive_read_support_format_tar(c->tar);
+    if (archive_read_open(c->outer, h, NULL, hreader_read, NULL) != ARCHIVE_OK ||
+        archive_read_next_header(c->outer, &ent) != ARCHIVE_OK)
+        return -1;
+    return archive_read_open(c->tar, c, NULL, chain_read, NULL) == ARCHIVE_OK ? 0 : -1;
+}
+
+/* After the tar's end: the rest of the uncompressed stream into the diff_id's hash. */
+static int finish_chain(struct chain *c, char diff_id[NSBOX_OCI_DIGEST_LEN + 1])
+{
+    for (;;) {
+        la_ssize_t n = archive_read_data(c->outer, c->buf, sizeof c->buf);
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+        EVP_DigestUpdate(c->diff, c->buf, (size_t)n);
+    }
+    hex_digest(c->diff, diff_id);
+    return 0;
+}
+
+static int tar_error(struct layer *L, struct archive *a, struct nsbox_err *e)
+{
+    return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "layer %s is not a valid tar archive: %s",
+                         L->digest, archive_error_string(a) ? archive_error_string(a) : "?");
+}
+
+static int add_whiteout(struct layer *L, enum nsbox_oci_entry_kind kind, const char *path,
+                        struct nsbox_err *e)
+{
+    if (L->n_wh == L->cap_wh) {
+        size_t cap = L->cap_wh ? L->cap_wh * 2 : 16;
+        struct whiteout *v = realloc(L->wh, cap * sizeof *v);
+        if (!v)
+            return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+        L->wh = v;
+        L->cap_wh = cap;
+    }
+    if (!(L->wh[L->n_wh].path = strdup(path)))
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    L->wh[L->n_wh++].kind = kind;
+    return 0;
+}
+
+/* The checked relative path of an entry (1: skip it). */
+static int entry_path(struct layer *L, const char *raw, char *out, enum nsbox_oci_entry_kind *k,
+                      struct nsbox_err *e)
+{
+    int r = raw ? nsbox_ocimanifest_entry_path(raw, out, PATH_MAX, k) : -1;
+    if (r < 0)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EPERM,
+                             "layer %s: refused entry '%s': an absolute path, a '..' component "
+                             "or a path too long or deep would leave the image",
+                             L->digest, NSBOX_SHOW(raw ? raw : "(unreadable name)"));
+    return r;
+}
+
+/* Pass 1: check every name, count, collect whiteouts, and verify the digest. Nothing is
+ * written. */
+static int scan(struct layer *L, int blob_fd, int64_t size, struct nsbox_err *e)
+{
+    cleanup_free struct hreader *h = malloc(sizeof *h);
+    cleanup_free struct chain *c = calloc(1, sizeof *c);
+    if (!h || !c || hreader_init(h, blob_fd) < 0)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    int rc = -1;
+    bool finished = false;
+    char got[NSBOX_OCI_DIGEST_LEN + 1], diff[NSBOX_OCI_DIGEST_LEN + 1];
+    struct archive *a = NULL;
+    if (open_chain(c, h) < 0) {
+        nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "layer %s: cannot read it: %s", L->digest,
+                      c->outer && archive_error_string(c->outer) ? archive_error_string(c->outer)
+                                                                 : "?");
+        goto out;
+    }
+    a = c->tar;
+    struct archive_entry *ent;
+    char path[PATH_MAX];
+    uint64_t bytes = L->st->bytes, entries = L->st->entries;
+    for (;;) {
+        int r = archive_read_next_header(a, &ent);
+        if (r == ARCHIVE_EOF)
+            break;
+        if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
+            tar_error(L, a, e);
+            goto out;
+        }
+        enum nsbox_oci_entry_kind k;
+        int p = entry_path(L, archive_entry_pathname(ent), path, &k, e);
+        if (p < 0)
+            goto out;
+        const char *hl = archive_entry_hardlink(ent);
+        if (hl) {
+            char t[PATH_MAX];
+            enum nsbox_oci_entry_kind tk;
+            if (entry_path(L, hl, t, &tk, e) < 0)
+                goto out;
+            if (tk != NSBOX_OCI_ENTRY_PLAIN) {
+                nsbox_err_set(e, NSBOX_E_INVALID, EPERM, "layer %s: a hard link to a whiteout",
+                              L->digest);
+                goto out;
+            }
+        }
+        if (++entries > L->lim->max_entries) {
+            nsbox_err_set(e, NSBOX_E_INVALID, E2BIG,
+                          "image has more than %llu entries (NSBOX_OCI_MAX_ENTRIES)",
+                          (unsigned long long)L->lim->max_entries);
+            goto out;
+        }
+        if (archive_entry_size(ent) > 0)
+            bytes += (uint64_t)archive_entry_size(ent);
+        if (bytes > L->lim->max_bytes) {
+            nsbox_err_set(e, NSBOX_E_INVALID, EFBIG,
+                          "image unpacks to more than %llu bytes (NSBOX_OCI_MAX_BYTES)",
+                          (unsigned long long)L->lim->max_bytes);
+            goto out;
+        }
+        if (p == 0 && k != NSBOX_OCI_ENTRY_PLAIN && add_whiteout(L, k, path, e) < 0)
+            goto out;
+        /* data is read (and hashed) by the next call */
+    }
+    if (finish_chain(c, diff) < 0) {
+        tar_error(L, c->outer, e);
+        goto out;
+    }
+    finished = true;
+    if (hreader_finish(h, got) < 0) {
+        nsbox_err_sys(e, "layer %s: read", L->digest);
+        goto out;
+    }
+    if (strcmp(diff, L->diff_id) != 0) {
+        nsbox_err_set(e, NSBOX_E_INVALID, EBADMSG,
+                      "digest mismatch: layer %s unpacks to sha256 %s, the image config says "
+                      "%s; nothing was kept",
+                      L->digest, diff + 7, L->diff_id);
+        goto out;
+    }
+    if (strcmp(got, L->digest) != 0 || (size >= 0 && h->bytes != (uint64_t)size)) {
+        nsbox_err_set(e, NSBOX_E_INVALID, EBADMSG,
+                      "digest mismatch: layer %s has sha256 %s and %llu bytes (expected %lld): "
+                      "the blob is corrupt or was tampered with; nothing was kept",
+                      L->digest, got + 7, (unsigned long long)h->bytes, (long long)size);
+        goto out;
+    }
+    rc = 0;
+out:
+    /* a corrupt blob usually breaks the tar or the compression first: say what it is */
+    if (rc < 0 && !finished && e->code != NSBOX_E_NOMEM && hreader_finish(h, got) == 0 &&
+        strcmp(got, L->digest) != 0)
+        nsbox_err_set(e, NSBOX_E_INVALID, EBADMSG,
+                      "digest mismatch: layer %s has sha256 %s: the blob is corrupt or was "
+                      "tampered with; nothing was kept",
+                      L->digest, got + 7);
+    close_chain(c);
+    hreader_free(h);
+    return rc;
+}
+
+static int apply_whiteouts(struct layer *L, struct nsbox_err *e)
+{
+    for (size_t i = 0; i < L->n_wh; i++) {
+        char *path = L->wh[i].path;
+        if (L->wh[i].kind == NSBOX_OCI_ENTRY_OPAQUE) {
+            cleanup_close int dfd = nsbox_oci_layer_open_dir(L->root_fd, path, false);
+            if (dfd < 0)
+                continue; /* nothing below to hide */
+            if (empty_dir(dfd) < 0)
+                return nsbox_err_sys(e, "layer %s: opaque directory /%s", L->digest, path);
+            continue;
+        }
+        const char *parent, *base;
+        split(path, &parent, &base);
+        cleanup_close int pfd = nsbox_oci_layer_open_dir(L->root_fd, parent, false);
+        if (pfd < 0)
+            continue;
+        if (remove_entry(pfd, base) < 0)
+            return nsbox_err_sys(e, "layer %s: whiteout of /%s%s%s", L->digest, parent,
+                                 parent[0] ? "/" : "", base);
+    }
+    return 0;
+}
+
+static int write_data(struct layer *L, struct archive *a, int fd, int64_t size,
+                      struct nsbox_err *e)
+{
+    const void *buf;
+    size_t len;
+    la_int64_t off;
+    int r;
+    while ((r = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
+        if (off < 0 || (uint64_t)off + len > (uint64_t)(size < 0 ? 0 : size))
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                 "layer %s: an entry's data exceeds its size", L->digest);
+        const char *p = buf;
+        while (len > 0) {
+            ssize_t w = pwrite(fd, p, len, off);
+            if (w < 0) {
+                if (errno == EINTR)
+                    continue;
+                if (errno == ENOSPC || errno == EDQUOT)
+                    return nsbox_err_set(e, NSBOX_E_NOSPACE, errno,
+                                         "out of disk space while unpacking layer %s", L->digest);
+                return nsbox_err_sys(e, "layer %s: write", L->digest);
+            }
+            p += w;
+            off += w;
+            len -= (size_t)w;
+        }
+    }
+    if (r != ARCHIVE_EOF)
+        return tar_error(L, a, e);
+    if (size > 0 && ftruncate(fd, size) < 0) /* a sparse file's hole at its end */
+        return nsbox_err_sys(e, "layer %s: truncate", L->digest);
+    return 0;
+}
+
+static void set_times(int pfd, const char *base, struct archive_entry *ent)
+{
+    struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_OMIT}};
+    if (archive_entry_mtime_is_set(ent)) {
+        ts[1].tv_sec = archive_entry_mtime(ent);
+        ts[1].tv_nsec = archive_entry_mtime_nsec(ent);
+        ts[0] = ts[1];
+    }
+    utimensat(pfd, base, ts, AT_SYMLINK_NOFOLLOW);
+}
+
+static int extract_one(struct layer *L, struct archive *a, struct archive_entry *ent,
+                       char *path, struct nsbox_err *e)
+{
+    const char *parent, *base;
+    split(path, &parent, &base);
+    cleanup_close int pfd = nsbox_oci_layer_open_dir(L->root_fd, parent, true);
+    if (pfd < 0)
+        return nsbox_err_sys(e, "layer %s: directory /%s", L->digest, parent);
+    mode_t perm = archive_entry_perm(ent) & 07777 & ~(mode_t)(S_ISUID | S_ISGID);
+    mode_t type = archive_entry_filetype(ent);
+    const char *hl = archive_entry_hardlink(ent);
+    struct stat old;
+    bool exists = fstatat(pfd, base, &old, AT_SYMLINK_NOFOLLOW) == 0;
+
+    if (!hl && type == AE_IFDIR) {
+        if (!L->root)
+            perm |= S_IRWXU;
+        if (exists && S_ISDIR(old.st_mode))
+            return fchmodat(pfd, base, perm, 0) < 0
+                       ? nsbox_err_sys(e, "layer %s: chmod /%s", L->digest, path) : 0;
+        if (exists && remove_entry(pfd, base) < 0)
+            return nsbox_err_sys(e, "layer %s: replace /%s", L->digest, path);
+        if (mkdirat(pfd, base, perm) < 0 || fchmodat(pfd, base, perm, 0) < 0)
+            return nsbox_err_sys(e, "layer %s: mkdir /%s", L->digest, path);
+        return 0;
+    }
+    if (!hl && type != AE_IFREG && type != AE_IFLNK && type != AE_IFIFO) {
+        L->st->skipped++; /* device nodes, sockets: a sandbox gets nsbox's /dev */
+        return 0;
+    }
+    if (exists && remove_entry(pfd, base) < 0)
+        return nsbox_err_sys(e, "layer %s: replace /%s", L->digest, path);
+    if (hl) {
+        char t[PATH_MAX];
+        enum nsbox_oci_entry_kind tk;
+        if (nsbox_ocimanifest_entry_path(hl, t, sizeof t, &tk) != 0)
+            return nsbox_err_set(e, NSBOX_E_INVALID, EPERM, "layer %s: bad hard link", L->digest);
+        const char *tparent, *tbase;
+        split(t, &tparent, &tbase);
+        cleanup_close int tfd = nsbox_oci_layer_open_dir(L->root_fd, tparent, false);
+        struct stat ts;
+        if (tfd < 0 || fstatat(tfd, tbase, &ts, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(ts.st_mode))
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                 "layer %s: hard link /%s points at /%s, which is not a file of "
+                                 "the image",
+                                 L->digest, path, NSBOX_SHOW(hl));
+        if (linkat(tfd, tbase, pfd, base, 0) < 0)
+            return nsbox_err_sys(e, "layer %s: hard link /%s", L->digest, path);
+        return 0;
+    }
+    if (type == AE_IFLNK) {
+        const char *target = archive_entry_symlink(ent);
+        if (!target || !target[0] || strlen(target) >= PATH_MAX)
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "layer %s: bad symlink /%s",
+                                 L->digest, path);
+        if (symlinkat(target, pfd, base) < 0)
+            return nsbox_err_sys(e, "layer %s: symlink /%s", L->digest, path);
+        set_times(pfd, base, ent);
+        return 0;
+    }
+    if (type == AE_IFIFO) {
+        if (mknodat(pfd, base, S_IFIFO | perm, 0) < 0)
+            return nsbox_err_sys(e, "layer %s: fifo /%s", L->digest, path);
+        return 0;
+    }
+    cleanup_close int fd =
+        openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return nsbox_err_sys(e, "layer %s: create /%s", L->digest, path);
+    if (write_data(L, a, fd, archive_entry_size(ent), e) < 0)
+        return -1;
+    if (fchmod(fd, perm) < 0)
+        return nsbox_err_sys(e, "layer %s: chmod /%s", L->digest, path);
+    set_times(pfd, base, ent);
+    L->st->bytes += archive_entry_size(ent) > 0 ? (uint64_t)archive_entry_size(ent) : 0;
+    return 0;
+}
+
+/* Pass 2: the entries, onto the root. The blob is hashed again: it must be what pass 1
+ * verified. */
+static int extract(struct layer *L, int blob_fd, struct nsbox_err *e)
+{
+    if (lseek(blob_fd, 0, SEEK_SET) < 0)
+        return nsbox_err_sys(e, "layer %s: seek", L->digest);
+    cleanup_free struct hreader *h = malloc(sizeof *h);
+    cleanup_free struct chain *c = calloc(1, sizeof *c);
+    if (!h || !c || hreader_init(h, blob_fd) < 0)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    int rc = -1;
+    struct archive *a = NULL;
+    if (open_chain(c, h) < 0) {
+        nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "layer %s: cannot read it", L->digest);
+        goto out;
+    }
+    a = c->tar;
+    struct archive_entry *ent;
+    char path[PATH_MAX];
+    for (;;) {
+        int r = archive_read_next_header(a, &ent);
+        if (r == ARCHIVE_EOF)
+            break;
+        if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
+            tar_error(L, a, e);
+            goto out;
+        }
+        L->st->entries++;
+        enum nsbox_oci_entry_kind k;
+        int p = entry_path(L, archive_entry_pathname(ent), path, &k, e);
+        if (p < 0)
+            goto out;
+        if (p > 0 || k != NSBOX_OCI_ENTRY_PLAIN)
+            continue;
+        if (extract_one(L, a, ent, path, e) < 0)
+            goto out;
+    }
+    char got[NSBOX_OCI_DIGEST_LEN + 1], diff[NSBOX_OCI_DIGEST_LEN + 1];
+    if (finish_chain(c, diff) < 0 || hreader_finish(h, got) < 0 || strcmp(got, L->digest) != 0 ||
+        strcmp(diff, L->diff_id) != 0) {
+        nsbox_err_set(e, NSBOX_E_INVALID, EBADMSG, "layer %s changed while it was unpacked",
+                      L->digest);
+        goto out;
+    }
+    rc = 0;
+out:
+    close_chain(c);
+    hreader_free(h);
+    return rc;
+}
+
+int nsbox_oci_layer_apply(int root_fd, int blob_fd, const char *digest, const char *diff_id,
+                          int64_t size, const struct nsbox_oci_limits *lim,
+                          struct nsbox_oci_layer_stats *st, struct nsbox_err *e)
+{
+    struct layer L = {.root_fd = root_fd, .digest = digest, .diff_id = diff_id, .lim = lim,
+                      .st = st,
+                      .root = geteuid() == 0};
+    int r = scan(&L, blob_fd, size, e);
+    if (r == 0)
+        r = apply_whiteouts(&L, e);
+    if (r == 0)
+        r = extract(&L, blob_fd, e);
+    for (size_t i = 0; i < L.n_wh; i++)
+        free(L.wh[i].path);
+    free(L.wh);
+    return r;
+}

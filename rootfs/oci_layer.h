@@ -1,0 +1,48 @@
+/* Unpacking one OCI/Docker layer (tar, tar+gzip, tar+zstd) onto a root directory, with the
+ * layer semantics of Docker: whiteouts (.wh.NAME) and opaque directories (.wh..wh..opq) remove
+ * what lower layers put there; hard links, symlinks, modes and mtimes are kept. Dropped: device
+ * nodes, sockets, every xattr (security.* included), ownership (files belong to whoever
+ * unpacks: the store's owner), setuid and setgid bits.
+ *
+ * The layer is hostile input. Every entry name is checked (policy/ocimanifest.h: no absolute
+ * name, no ".."), every directory is opened with openat2(RESOLVE_IN_ROOT): a symlink, from this
+ * layer or a lower one, resolves inside the root, never out of it. Sizes and entry counts are
+ * bounded; the blob's sha256 is computed while it is read and a mismatch fails the layer. */
+#ifndef NSBOX_OCI_LAYER_H
+#define NSBOX_OCI_LAYER_H
+
+#include "nsbox.h"
+#include "ociref.h"
+
+#include <stdint.h>
+
+struct nsbox_oci_limits {
+    uint64_t max_bytes;   /* unpacked bytes of one image, all layers */
+    uint64_t max_entries; /* entries of one image, all layers */
+};
+/* The defaults (64 GiB, 2 million entries), or NSBOX_OCI_MAX_BYTES / NSBOX_OCI_MAX_ENTRIES. */
+void nsbox_oci_layer_limits(struct nsbox_oci_limits *l);
+
+struct nsbox_oci_layer_stats {
+    uint64_t bytes;   /* regular files' sizes */
+    uint64_t entries; /* entries seen */
+    uint64_t skipped; /* device nodes and sockets left out */
+};
+
+/* Apply the layer in blob_fd (a regular file, read twice: whiteouts first, then the entries)
+ * onto root_fd. digest: the blob's expected sha256 ("sha256:..."); diff_id: the expected
+ * sha256 of the uncompressed tar (the image config's); size: the blob's size, or -1. Nothing is
+ * written before both digests are verified. Totals are added to *st, checked against *lim. */
+int nsbox_oci_layer_apply(int root_fd, int blob_fd, const char *digest, const char *diff_id,
+                          int64_t size, const struct nsbox_oci_limits *lim,
+                          struct nsbox_oci_layer_stats *st, struct nsbox_err *e);
+
+/* sha256 of what remains of fd, as "sha256:<hex>", and its length. */
+int nsbox_oci_layer_hash_fd(int fd, char out[NSBOX_OCI_DIGEST_LEN + 1], uint64_t *len,
+                            struct nsbox_err *e);
+
+/* Open the directory `rel` inside root_fd (RESOLVE_IN_ROOT), creating missing components
+ * (0755) when create. O_PATH fd, or -1 with errno. */
+int nsbox_oci_layer_open_dir(int root_fd, const char *rel, bool create);
+
+#endif

@@ -1,0 +1,164 @@
+/* Finding an OCI image of the store by reference, and what a sandbox made from one needs:
+ * its Env and its python3. Below image.c (which resolves references with it) and above nothing
+ * of the store's, so that resolving a name never includes the importer. */
+#include "oci_lookup.h"
+#include "cleanup.h"
+#include "ocimanifest.h"
+#include "paths.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* as nsbox_image_name_valid (image.h), which this file must not include */
+static bool store_name_valid(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63 || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '.' ||
+              s[i] == '_' || s[i] == '-'))
+            return false;
+    return true;
+}
+
+static int exec_in_root(int root_fd, const char *path)
+{
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+                           .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+    cleanup_close int fd = (int)syscall(SYS_openat2, root_fd, path, &how, sizeof how);
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) ? 0 : -1;
+}
+
+/* The canonical form of ref with '/' as '+' (a character no reference has). */
+int nsbox_oci_lookup_ref_file(const char *ref, char *canon, char *file, struct nsbox_err *e)
+{
+    struct nsbox_ociref r;
+    if (nsbox_ociref_parse(ref, &r, e) < 0)
+        return -1;
+    nsbox_ociref_format(&r, canon, NSBOX_OCIREF_MAX + 1);
+    strcpy(file, canon);
+    for (char *p = file; *p; p++)
+        if (*p == '/')
+            *p = '+';
+    return 0;
+}
+
+int nsbox_oci_lookup_name(const char *ref, char *name, size_t n, struct nsbox_err *e)
+{
+    if (!strncmp(ref, NSBOX_OCI_NAME_PREFIX, 4) && store_name_valid(ref)) {
+        snprintf(name, n, "%s", ref);
+        return 0;
+    }
+    char images[PATH_MAX], canon[NSBOX_OCIREF_MAX + 1], file[NSBOX_OCIREF_MAX + 1];
+    char path[PATH_MAX + NSBOX_OCIREF_MAX + 16];
+    if (nsbox_oci_lookup_ref_file(ref, canon, file, e) < 0)
+        return -1;
+    struct nsbox_err ignored;
+    if (nsbox_path_data_dir(images, sizeof images, &ignored) < 0)
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "no image store");
+    snprintf(path, sizeof path, "%s/images/.refs/%s", images, file);
+    ssize_t len = readlink(path, name, n - 1);
+    if (len <= 0)
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
+                             "image %s is not in the store: `nsbox image pull %s` or "
+                             "`nsbox image import`",
+                             canon, canon);
+    name[len] = '\0';
+    if (!store_name_valid(name))
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "reference %s is corrupt", canon);
+    return 0;
+}
+
+bool nsbox_oci_lookup_is_ref(const char *image)
+{
+    if (!image || image[0] == '/' || store_name_valid(image))
+        return false;
+    return nsbox_ociref_is_reference(image);
+}
+
+static char *read_config(const char *name, size_t *len)
+{
+    char data[PATH_MAX], path[PATH_MAX + 80];
+    struct nsbox_err ignored;
+    if (nsbox_path_data_dir(data, sizeof data, &ignored) < 0)
+        return NULL;
+    snprintf(path, sizeof path, "%s/images/%s/config.json", data, name);
+    cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    char *buf = malloc(NSBOX_OCI_JSON_MAX + 2);
+    if (!buf)
+        return NULL;
+    *len = nsbox_read_bounded(fd, buf, NSBOX_OCI_JSON_MAX + 2);
+    return buf;
+}
+
+char **nsbox_oci_lookup_env(const char *image)
+{
+    char name[64];
+    struct nsbox_err ignored;
+    if (!image || image[0] == '/')
+        return NULL;
+    if (nsbox_oci_lookup_is_ref(image)) {
+        if (nsbox_oci_lookup_name(image, name, sizeof name, &ignored) < 0)
+            return NULL;
+    } else if (!strncmp(image, NSBOX_OCI_NAME_PREFIX, 4)) {
+        snprintf(name, sizeof name, "%s", image);
+    } else {
+        return NULL;
+    }
+    size_t len = 0;
+    cleanup_free char *text = read_config(name, &len);
+    cleanup_free struct nsbox_oci_config *c = malloc(sizeof *c);
+    if (!text || !c || nsbox_ocimanifest_config(text, len, c, &ignored) < 0 || !c->n_env)
+        return NULL;
+    size_t bytes = (c->n_env + 1) * sizeof(char *);
+    for (size_t i = 0; i < c->n_env; i++)
+        bytes += strlen(c->env[i]) + 1;
+    char **env = malloc(bytes);
+    if (env) {
+        char *p = (char *)(env + c->n_env + 1);
+        for (size_t i = 0; i < c->n_env; i++) {
+            env[i] = p;
+            p = stpcpy(p, c->env[i]) + 1;
+        }
+        env[c->n_env] = NULL;
+    }
+    nsbox_ocimanifest_config_free(c);
+    return env;
+}
+
+int nsbox_oci_lookup_check(int rootfs_fd, const char *dir, struct nsbox_err *e)
+{
+    const char *name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+    const char *path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    cleanup_free char **env = nsbox_oci_lookup_env(name);
+    for (size_t i = 0; env && env[i]; i++)
+        if (!strncmp(env[i], "PATH=", 5))
+            path = env[i] + 5;
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    char *save = NULL;
+    for (char *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        char p[PATH_MAX];
+        if ((size_t)snprintf(p, sizeof p, "%s/python3", d) < sizeof p &&
+            exec_in_root(rootfs_fd, p[0] == '/' ? p + 1 : p) == 0)
+            return 0;
+    }
+    return nsbox_err_set(e, NSBOX_E_INVALID, ENOENT,
+                         "image %s has no python3 on its PATH (%s): an image must provide "
+                         "/bin/sh and python3",
+                         name, path);
+}
+

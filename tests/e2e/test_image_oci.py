@@ -1,0 +1,202 @@
+"""End to end: OCI and docker images (`nsbox image import|pull|ls|inspect|tag|rm|prune`,
+`--image REF`), with test images made offline from the host's busybox (tests/lib/oci_images.py):
+both archive formats and a layout import to the same image, whose layers' whiteouts, opaque
+directory, hard link and Env are seen inside; a corrupt blob is refused with nothing kept; a
+registry on 127.0.0.1 (Debian's docker-registry, plain HTTP) serves a pull."""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+import oci_images
+from nsbox_test import NSBOX, Dirs, run_nsbox
+
+CHECK = ("id -un; echo \"$PATH|$FOO|$BAR\"; ls /opq; ls /keep; "
+         "test -e /keep/gone && echo gone-visible; "
+         "stat -c %h /bin/hl; stat -c %a /bin/setuid; cat /etc/secret 2>/dev/null || echo no-secret")
+
+
+def text(b):
+    return b if isinstance(b, str) else b.decode()
+
+
+def setUpModule():
+    if not os.path.exists(oci_images.BUSYBOX):
+        raise unittest.SkipTest("needs busybox-static (/bin/busybox)")
+
+
+@unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
+class OciImages(unittest.TestCase):
+    def setUp(self):
+        self.dirs = Dirs()
+        self.addCleanup(self.dirs.cleanup)
+        self.src = tempfile.mkdtemp(prefix="nsbox-oci-src-")
+        self.addCleanup(shutil.rmtree, self.src, True)
+        self.layout = os.path.join(self.src, "layout")
+        oci_images.write_layout(self.layout)
+
+    def nsbox(self, *args, env=None, input=None, check=False):
+        return run_nsbox(list(args), self.dirs, extra_env=env, input=input, timeout=120,
+                         check=check)
+
+    def images(self):
+        d = os.path.join(self.dirs.data, "images")
+        return sorted(n for n in os.listdir(d) if not n.startswith(".lock-")) \
+            if os.path.isdir(d) else []
+
+    def test_formats_import_to_one_image_with_layer_semantics(self):
+        archive = os.path.join(self.src, "oci.tar")
+        oci_images.tar_dir(self.layout, archive)
+        saved = os.path.join(self.src, "docker.tar")
+        oci_images.write_docker_save(saved)
+        ids = set()
+        for args in (["--name", "t/layout:1", self.layout], ["--name", "t/archive:1", archive],
+                     [saved]):
+            r = self.nsbox("image", "import", "-q", *args)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            ids.add(text(r.stdout).split()[-1])
+        with open(archive, "rb") as f:
+            r = self.nsbox("image", "import", "-q", "--name", "t/stdin:1", "-", input=f.read())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ids.add(text(r.stdout).split()[-1])
+        self.assertEqual(len(ids), 1, ids)  # one image id (its config): unpacked once
+        for ref in ("t/layout:1", "docker.io/t/archive:1", "nsbox-test/busybox:1"):
+            r = self.nsbox("run", "--image", ref, "-e", "BAR=cli", "--", "sh", "-c", CHECK)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            lines = r.stdout.decode().split()
+            self.assertEqual(lines[0], "appuser")
+            # the image's Env is the base (PATH included), -e wins
+            self.assertEqual(lines[1], "/usr/local/bin:/usr/bin:/bin:/custom|from-image|cli")
+            self.assertEqual(lines[2], "c")  # opaque: a and b of the lower layer are hidden
+            self.assertEqual(lines[3:5], ["added", "x"])  # whiteout: gone is gone
+            self.assertNotIn("gone-visible", lines)
+            self.assertEqual(lines[5], "2")  # the hard link of layer 2 to layer 1's busybox
+            self.assertEqual(lines[6], "755")  # setuid dropped
+            self.assertEqual(lines[7], "no-secret")  # a 0600 root file stays root's
+
+    def test_ls_inspect_tag_rm_prune(self):
+        self.nsbox("image", "import", "-q", "--name", "t/a:1", self.layout, check=True)
+        r = self.nsbox("image", "ls", "--json", check=True)
+        row = [i for i in json.loads(r.stdout.decode()) if i["name"] == "docker.io/t/a:1"]
+        self.assertEqual(len(row), 1, r.stdout)
+        self.assertTrue(row[0]["digest"].startswith("sha256:"))
+        self.assertGreater(row[0]["size"], 1000000)
+        self.assertFalse(row[0]["in_use"])
+        r = self.nsbox("image", "inspect", "t/a:1", check=True)
+        info = json.loads(r.stdout.decode())
+        self.assertIn("FOO=from-image", info["config"]["config"]["Env"])
+        self.assertEqual(info["refs"], ["docker.io/t/a:1"])
+        self.nsbox("image", "tag", "t/a:1", "t/b:2", check=True)
+        self.nsbox("image", "rm", "t/a:1", check=True)
+        r = self.nsbox("run", "--image", "t/b:2", "--", "true")
+        self.assertEqual(r.returncode, 0, r.stderr)  # the image stays with its other name
+        # in use: refused
+        r = self.nsbox("create", "--image", "t/b:2", check=True)
+        sid = r.stdout.decode().strip()
+        r = self.nsbox("image", "rm", "t/b:2")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"in use", r.stderr)
+        self.nsbox("rm", sid, check=True)
+        self.nsbox("image", "rm", "t/b:2", check=True)
+        self.assertEqual([n for n in self.images() if n.startswith("oci-")], [])
+        # prune: an image no name refers to
+        r = self.nsbox("image", "import", "-q", self.layout, check=True)
+        self.assertEqual(len([n for n in self.images() if n.startswith("oci-")]), 1)
+        r = self.nsbox("image", "prune", check=True)
+        self.assertIn(b"removed 1", r.stdout)
+        self.assertEqual([n for n in self.images() if n.startswith("oci-")], [])
+
+    def test_image_without_python3_is_refused_at_create(self):
+        nopy = os.path.join(self.src, "nopy")
+        oci_images.write_layout(nopy, layers=[oci_images.layer1(python=False),
+                                              oci_images.layer2()])
+        self.nsbox("image", "import", "-q", "--name", "t/nopy:1", nopy, check=True)
+        r = self.nsbox("run", "--image", "t/nopy:1", "--", "true")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"no python3", r.stderr)
+
+    def test_digest_mismatch_keeps_nothing(self):
+        bad = os.path.join(self.src, "bad")
+        oci_images.write_layout(bad, corrupt_layer=True)
+        r = self.nsbox("image", "import", "--name", "t/bad:1", bad)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"digest mismatch", r.stderr)
+        self.assertEqual([n for n in self.images() if n != ".refs"], [])
+        refs = os.path.join(self.dirs.data, "images", ".refs")
+        self.assertEqual(os.listdir(refs) if os.path.isdir(refs) else [], [])
+        # an archive member named by a digest it does not have
+        oci_images.write_layout(bad)
+        blobs = os.path.join(bad, "blobs", "sha256")
+        victim = sorted(os.listdir(blobs))[0]
+        with open(os.path.join(blobs, victim), "ab") as f:
+            f.write(b" ")
+        archive = os.path.join(self.src, "bad.tar")
+        oci_images.tar_dir(bad, archive)
+        r = self.nsbox("image", "import", archive)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"digest mismatch", r.stderr)
+        self.assertEqual([n for n in self.images() if n != ".refs"], [])
+
+    def test_missing_reference_with_pull_never(self):
+        r = self.nsbox("run", "--image", "t/nothere:1", "--", "true", env={"NSBOX_PULL": "never"})
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"not in the store", r.stderr)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
+@unittest.skipIf(not shutil.which("skopeo") or not shutil.which("docker-registry"),
+                 "needs skopeo and docker-registry")
+class Registry(unittest.TestCase):
+    """A pull from a registry on 127.0.0.1 over plain HTTP (--tls-verify=false: Debian's
+    skopeo 1.9 reads no test-local registries.conf)."""
+
+    def test_push_with_skopeo_pull_with_nsbox(self):
+        dirs = Dirs()
+        self.addCleanup(dirs.cleanup)
+        work = tempfile.mkdtemp(prefix="nsbox-registry-")
+        self.addCleanup(shutil.rmtree, work, True)
+        port = free_port()
+        cfg = os.path.join(work, "config.yml")
+        with open(cfg, "w") as f:
+            f.write("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s/data\n"
+                    "http:\n  addr: 127.0.0.1:%d\n" % (work, port))
+        reg = subprocess.Popen(["docker-registry", "serve", cfg], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        self.addCleanup(reg.wait)
+        self.addCleanup(reg.kill)
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        layout = os.path.join(work, "layout")
+        oci_images.write_layout(layout)
+        ref = "127.0.0.1:%d/team/bb:1" % port
+        subprocess.run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false",
+                        "oci:%s:latest" % layout, "docker://" + ref], check=True, timeout=120)
+        env = {}
+        r = run_nsbox(["image", "pull", "-q", "--tls-verify=false", ref], dirs, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = run_nsbox(["run", "--image", ref, "--", "sh", "-c", "echo $FOO"], dirs,
+                      extra_env=env, timeout=120)
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, b"from-image"), r.stderr)
+        # a tag the registry does not have: the cause, named
+        r = run_nsbox(["image", "pull", "-q", "--tls-verify=false", ref[:-1] + "9"], dirs,
+                      timeout=120)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"unknown tag", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,129 @@
+"""Security: hostile OCI image layers (`nsbox image import`). A layer is a tar an attacker
+wrote: its entries must never create, replace or link a file outside the image's own root,
+whatever their names ("../", absolute) or the symlinks earlier entries made; device nodes and
+setuid bits never reach the store. Each attempt targets a file of the test's own outside the
+store and checks it afterwards."""
+import os
+import shutil
+import stat
+import tarfile
+import tempfile
+import unittest
+
+import oci_images
+from nsbox_test import NSBOX, Dirs, run_nsbox
+
+REG, DIR, SYM, LNK, CHR = (tarfile.REGTYPE, tarfile.DIRTYPE, tarfile.SYMTYPE, tarfile.LNKTYPE,
+                           tarfile.CHRTYPE)
+
+
+def setUpModule():
+    if not os.path.exists(oci_images.BUSYBOX):
+        raise unittest.SkipTest("needs busybox-static (/bin/busybox)")
+
+
+@unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
+class HostileLayers(unittest.TestCase):
+    def setUp(self):
+        self.dirs = Dirs()
+        self.addCleanup(self.dirs.cleanup)
+        self.work = tempfile.mkdtemp(prefix="nsbox-hostile-oci-")
+        self.addCleanup(shutil.rmtree, self.work, True)
+        self.outside = os.path.join(self.work, "outside")
+        os.makedirs(self.outside)
+        self.victim = os.path.join(self.outside, "victim")
+        with open(self.victim, "w") as f:
+            f.write("original\n")
+
+    def import_layer(self, entries):
+        """Import busybox + a hostile layer; returns the result and the image's rootfs (or
+        None)."""
+        layout = os.path.join(self.work, "layout")
+        shutil.rmtree(layout, True)
+        oci_images.write_layout(layout, layers=[oci_images.layer1(),
+                                                oci_images.tar_bytes(entries)])
+        r = run_nsbox(["image", "import", "-q", "--name", "evil/x:1", layout], self.dirs,
+                      timeout=120)
+        images = os.path.join(self.dirs.data, "images")
+        roots = [os.path.join(images, n, "rootfs") for n in os.listdir(images)
+                 if n.startswith("oci-")] if os.path.isdir(images) else []
+        return r, (roots[0] if roots else None)
+
+    def assert_outside_untouched(self):
+        with open(self.victim) as f:
+            self.assertEqual(f.read(), "original\n")
+        self.assertEqual(sorted(os.listdir(self.outside)), ["victim"])
+        self.assertEqual(os.stat(self.victim).st_nlink, 1)
+
+    def assert_refused_nothing_kept(self, r, root):
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"refused entry", r.stderr)
+        self.assertIsNone(root)
+        self.assert_outside_untouched()
+
+    def test_dotdot_entry_refused(self):
+        rel = os.path.relpath(self.victim, "/")
+        r, root = self.import_layer([("../../../../../../../../" + rel, b"pwned\n")])
+        self.assert_refused_nothing_kept(r, root)
+
+    def test_absolute_entry_refused(self):
+        r, root = self.import_layer([(self.victim, b"pwned\n")])
+        self.assert_refused_nothing_kept(r, root)
+
+    def test_dotdot_hard_link_refused(self):
+        r, root = self.import_layer([("x", b"", 0o644, LNK, "../../../../../.." + self.victim)])
+        self.assert_refused_nothing_kept(r, root)
+
+    def test_write_through_symlink_stays_inside(self):
+        # a symlink to the host directory, then a file "through" it, then a hard link through
+        # it: each resolves inside the image's root, never on the host
+        r, root = self.import_layer([("evil", b"", 0o777, SYM, self.outside),
+                                     ("evil/victim", b"pwned\n"),
+                                     ("evil/new", b"new\n"),
+                                     ("up", b"", 0o777, SYM, "../../../../../../.." + self.outside),
+                                     ("up/other", b"other\n")])
+        self.assert_outside_untouched()
+        if r.returncode == 0:  # contained: the files are in the image, below its own path
+            inside = os.path.join(root, self.outside.lstrip("/"))
+            with open(os.path.join(inside, "victim")) as f:
+                self.assertEqual(f.read(), "pwned\n")
+            self.assertTrue(os.path.exists(os.path.join(inside, "other")))
+
+    def test_hard_link_through_symlink_stays_inside(self):
+        r, root = self.import_layer([("evil", b"", 0o777, SYM, self.outside),
+                                     ("stolen", b"", 0o644, LNK, "evil/victim")])
+        self.assert_outside_untouched()
+        self.assertEqual(r.returncode, 125)  # no such file inside the image
+        self.assertIsNone(root)
+
+    def test_devices_and_setuid_do_not_reach_the_store(self):
+        r, root = self.import_layer([("bin/su2", b"#!/bin/sh\n", 0o6755),
+                                     ("etc/kmem", b"", 0o666, CHR)])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(os.path.lexists(os.path.join(root, "etc", "kmem")))
+        mode = os.stat(os.path.join(root, "bin", "su2")).st_mode
+        self.assertEqual(mode & (stat.S_ISUID | stat.S_ISGID), 0)
+
+    def test_whiteout_cannot_reach_outside(self):
+        rel = os.path.relpath(self.victim, "/")
+        r, root = self.import_layer([("../../../../../../../../" + os.path.dirname(rel) +
+                                      "/.wh.victim", b"")])
+        self.assert_refused_nothing_kept(r, root)
+        r, root = self.import_layer([("evil", b"", 0o777, SYM, self.outside),
+                                     ("evil/.wh.victim", b"")])
+        self.assert_outside_untouched()
+
+    def test_truncated_and_garbage_layers_leave_nothing(self):
+        layout = os.path.join(self.work, "layout")
+        for blob in (oci_images.tar_bytes([("a", b"x" * 5000)])[:1500], b"\x1f\x8b garbage"):
+            shutil.rmtree(layout, True)
+            oci_images.write_layout(layout, layers=[oci_images.layer1(), blob])
+            r = run_nsbox(["image", "import", "-q", layout], self.dirs, timeout=120)
+            self.assertEqual(r.returncode, 125, r.stderr)
+            images = os.path.join(self.dirs.data, "images")
+            self.assertEqual([n for n in os.listdir(images) if not n.startswith(".lock-")
+                              and n != ".refs"], [])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,150 @@
+/* OCI references, layer entry names and image metadata (policy/ociref.c, ocimanifest.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "ocimanifest.h"
+#include "ociref.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void canon_is(const char *in, const char *want)
+{
+    struct nsbox_ociref r;
+    struct nsbox_err e = {0};
+    char out[NSBOX_OCIREF_MAX + 1];
+    if (nsbox_ociref_parse(in, &r, &e) < 0)
+        fail_msg("%s: %s", in, e.msg);
+    assert_true(nsbox_ociref_format(&r, out, sizeof out) > 0);
+    assert_string_equal(out, want);
+}
+
+static void test_normalise(void **state)
+{
+    (void)state;
+    canon_is("python:3.12", "docker.io/library/python:3.12");
+    canon_is("python", "docker.io/library/python:latest");
+    canon_is("team/py", "docker.io/team/py:latest");
+    canon_is("index.docker.io/library/debian:12", "docker.io/library/debian:12");
+    canon_is("127.0.0.1:5000/team/py:1", "127.0.0.1:5000/team/py:1");
+    canon_is("localhost/x", "localhost/x:latest");
+    canon_is("ghcr.io/a/b/c@sha256:" "0123456789abcdef0123456789abcdef"
+             "0123456789abcdef0123456789abcdef",
+             "ghcr.io/a/b/c@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+    const char *bad[] = {"", "Python:3", "a//b", "a/b:", "a:-x", "a@sha256:12", "a@md5:00",
+                         "/abs", "a/b/", "x:5000:1/y"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct nsbox_ociref r;
+        struct nsbox_err e = {0};
+        if (nsbox_ociref_parse(bad[i], &r, &e) == 0)
+            fail_msg("'%s' was accepted", bad[i]);
+    }
+    assert_true(nsbox_ociref_is_reference("python:3.12"));
+    assert_true(nsbox_ociref_is_reference("team/py"));
+    assert_false(nsbox_ociref_is_reference("debian")); /* a stored name */
+    assert_false(nsbox_ociref_is_reference("./img"));
+    assert_false(nsbox_ociref_is_reference("imgs/py/"));
+    assert_false(nsbox_ociref_is_reference("/srv/rootfs"));
+}
+
+static int entry(const char *name, char *out, enum nsbox_oci_entry_kind *k)
+{
+    return nsbox_ocimanifest_entry_path(name, out, 4096, k);
+}
+
+static void test_entry_names(void **state)
+{
+    (void)state;
+    char out[4096];
+    enum nsbox_oci_entry_kind k;
+    assert_int_equal(entry("./usr//bin/./x/", out, &k), 0);
+    assert_string_equal(out, "usr/bin/x");
+    assert_int_equal(k, NSBOX_OCI_ENTRY_PLAIN);
+    assert_int_equal(entry("./", out, &k), 1);
+    assert_int_equal(entry("etc/.wh.passwd", out, &k), 0);
+    assert_int_equal(k, NSBOX_OCI_ENTRY_WHITEOUT);
+    assert_string_equal(out, "etc/passwd");
+    assert_int_equal(entry("opq/.wh..wh..opq", out, &k), 0);
+    assert_int_equal(k, NSBOX_OCI_ENTRY_OPAQUE);
+    assert_string_equal(out, "opq");
+    assert_int_equal(entry(".wh..wh..opq", out, &k), 0);
+    assert_string_equal(out, "");
+    assert_int_equal(entry(".wh..wh.plnk/1", out, &k), 0); /* inside aufs metadata: a plain name */
+    assert_int_equal(entry("x/.wh..wh.plnk", out, &k), 1);
+    const char *bad[] = {"/etc/passwd", "../x", "a/../../x", "a/..", ".wh..", ".wh.", "x/.wh...",
+                         NULL};
+    for (size_t i = 0; bad[i]; i++)
+        if (entry(bad[i], out, &k) != -1)
+            fail_msg("'%s' was accepted", bad[i]);
+    char deep[4096] = "";
+    for (int i = 0; i < NSBOX_OCI_DEPTH_MAX + 1; i++)
+        strcat(deep, "a/");
+    assert_int_equal(entry(deep, out, &k), -1);
+}
+
+#define D1 "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+#define D2 "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+
+static void test_index_pick(void **state)
+{
+    (void)state;
+    const char *list = "{\"schemaVersion\":2,\"mediaType\":"
+                       "\"application/vnd.docker.distribution.manifest.list.v2+json\","
+                       "\"manifests\":[{\"digest\":\"" D1 "\",\"size\":1,\"platform\":"
+                       "{\"os\":\"linux\",\"architecture\":\"arm64\"}},{\"digest\":\"" D2
+                       "\",\"size\":2,\"platform\":{\"os\":\"linux\",\"architecture\":"
+                       "\"amd64\"}}]}";
+    struct nsbox_oci_desc d;
+    struct nsbox_err e = {0};
+    enum nsbox_ocimanifest_kind kind;
+    assert_int_equal(nsbox_ocimanifest_kind(list, strlen(list), &kind, &e), 0);
+    assert_int_equal(kind, NSBOX_OCI_DOC_INDEX);
+    assert_int_equal(nsbox_ocimanifest_pick(list, strlen(list), NULL, "linux", "amd64", &d, &e), 0);
+    assert_string_equal(d.digest, D2);
+    assert_int_equal(nsbox_ocimanifest_pick(list, strlen(list), NULL, "linux", "s390x", &d, &e),
+                     -1);
+    assert_non_null(strstr(e.msg, "no image for this platform"));
+}
+
+static void test_manifest_and_config(void **state)
+{
+    (void)state;
+    struct nsbox_oci_manifest *m = malloc(sizeof *m);
+    struct nsbox_oci_config *c = malloc(sizeof *c);
+    struct nsbox_err e = {0};
+    const char *man = "{\"schemaVersion\":2,\"config\":{\"digest\":\"" D1 "\",\"size\":3},"
+                      "\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+zstd\","
+                      "\"digest\":\"" D2 "\",\"size\":9}]}";
+    assert_int_equal(nsbox_ocimanifest_parse(man, strlen(man), m, &e), 0);
+    assert_int_equal(m->n_layers, 1);
+    assert_int_equal(m->layers[0].size, 9);
+    const char *bad = "{\"schemaVersion\":2,\"config\":{\"digest\":\"" D1 "\",\"size\":3},"
+                      "\"layers\":[{\"mediaType\":\"application/x-zip\",\"digest\":\"" D2
+                      "\",\"size\":9}]}";
+    assert_int_equal(nsbox_ocimanifest_parse(bad, strlen(bad), m, &e), -1);
+    const char *cfg = "{\"os\":\"linux\",\"architecture\":\"amd64\",\"config\":{\"Env\":"
+                      "[\"PATH=/x\",\"A=b=c\"]},\"rootfs\":{\"diff_ids\":[\"" D1 "\"]}}";
+    assert_int_equal(nsbox_ocimanifest_config(cfg, strlen(cfg), c, &e), 0);
+    assert_int_equal(c->n_env, 2);
+    assert_string_equal(c->env[1], "A=b=c");
+    assert_string_equal(c->diff_ids[0], D1);
+    nsbox_ocimanifest_config_free(c);
+    const char *badenv = "{\"config\":{\"Env\":[\"=x\"]},\"rootfs\":{\"diff_ids\":[]}}";
+    assert_int_equal(nsbox_ocimanifest_config(badenv, strlen(badenv), c, &e), -1);
+    free(m);
+    free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_normalise),
+        cmocka_unit_test(test_entry_names),
+        cmocka_unit_test(test_index_pick),
+        cmocka_unit_test(test_manifest_and_config),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
