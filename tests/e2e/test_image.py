@@ -56,7 +56,12 @@ class HostImage(unittest.TestCase):
             passwd = f.read()
         self.assertIn("\nappuser:x:1000:1000:", passwd)
         self.assertTrue(passwd.startswith("root:x:0:0:"))
-        self.assertEqual(len(passwd.splitlines()), 3, passwd)  # root, nobody, appuser only
+        # Debian's system users, nobody and appuser: never a person of the host (uid >= 1000)
+        entries = [l.split(":") for l in passwd.splitlines()]
+        self.assertIn(["nobody", "x", "65534", "65534"], [e[:4] for e in entries])
+        self.assertTrue({"daemon", "bin", "sys"} <= {e[0] for e in entries}, passwd)
+        self.assertEqual([e[0] for e in entries if int(e[2]) >= 1000 and e[2] != "65534"],
+                         ["appuser"], passwd)
         with open(os.path.join(self.etc, "group")) as f:
             self.assertIn("\nappuser:x:1000:\n", f.read())
         with open(os.path.join(self.etc, "nsswitch.conf")) as f:
