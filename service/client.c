@@ -79,7 +79,7 @@ struct nsbox_err *nsbox_client_lost(const char *id, struct nsbox_err *e)
 }
 
 /* A sandbox with as much under way as it takes refuses more with "busy" before it starts
- * anything (supervisor.c refuse_if_busy): such a request is sent again, after 5 ms, then up to
+ * anything (sup.c nsbox_sup_refuse_if_busy): such a request is sent again, after 5 ms, then up to
  * 50 ms apart (so not in the order they came), for limit_ms at most (BUSY_FOREVER: until it is
  * taken; what waits for a command's end anyway, exec and wait, waits its turn so); then
  * the refusal is the answer. *waited_ms counts. */
