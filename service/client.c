@@ -16,10 +16,7 @@
 
 cJSON *nsbox_client_request(const char *op)
 {
-    cJSON *r = cJSON_CreateObject();
-    cJSON_AddNumberToObject(r, "v", NSBOX_PROTO_VERSION);
-    cJSON_AddStringToObject(r, "op", op);
-    return r;
+    return nsbox_proto_encode_head(op);
 }
 
 int nsbox_client_reply_error(const cJSON *reply, struct nsbox_err *e)
@@ -79,7 +76,7 @@ struct nsbox_err *nsbox_client_lost(const char *id, struct nsbox_err *e)
 }
 
 /* A sandbox with as much under way as it takes refuses more with "busy" before it starts
- * anything (supervisor.c refuse_if_busy): such a request is sent again, after 5 ms, then up to
+ * anything (sup.c nsbox_sup_refuse_if_busy): such a request is sent again, after 5 ms, then up to
  * 50 ms apart (so not in the order they came), for limit_ms at most (BUSY_FOREVER: until it is
  * taken; what waits for a command's end anyway, exec and wait, waits its turn so); then
  * the refusal is the answer. *waited_ms counts. */
@@ -161,7 +158,10 @@ int nsbox_client_simple_call(const char *id, cJSON *req, cJSON **reply, struct n
 int nsbox_client_delete(const char *id, bool wait, struct nsbox_err *e)
 {
     cleanup_close int sock = -1;
-    cJSON *req = nsbox_client_request("delete"), *reply = NULL;
+    struct nsbox_request rq = {.op = NSBOX_OP_DELETE};
+    cJSON *req = nsbox_proto_encode(&rq), *reply = NULL;
+    if (!req)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "cannot make a request");
     int r = nsbox_client_exchange(id, req, NULL, 0, NSBOX_CLIENT_ANSWER_S, NSBOX_CLIENT_BUSY_RETRY_MS, &sock, &reply, NULL, e);
     if (r == 0)
         r = nsbox_client_reply_error(reply, e);
@@ -189,7 +189,7 @@ int nsbox_client_call(const char *id, cJSON *req, const int *fds, size_t nfds, c
     if (cJSON_GetObjectItemCaseSensitive(*reply, "end_of_content")) {
         cJSON_Delete(*reply);
         *reply = NULL;
-        cJSON *commit = nsbox_client_request("commit");
+        cJSON *commit = nsbox_proto_encode_head("commit");
         int r = nsbox_proto_send_obj(sock, commit, NULL, 0, e);
         cJSON_Delete(commit);
         if (r < 0 || nsbox_client_recv(sock, reply, rfd, e) < 0) {

@@ -3,9 +3,11 @@
 #include "proto.h"
 #include "agent.h"
 #include "cleanup.h"
+#include "cleanup_cjson.h"
 #include "util.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,6 +201,135 @@ static int parse_command(const cJSON *obj, struct nsbox_request *r, struct nsbox
     return 0;
 }
 
+/* kill: the signal (15 when not given), 1 to 64. */
+static int parse_signal(const cJSON *obj, struct nsbox_request *r, struct nsbox_err *e)
+{
+    uint64_t u = 15;
+    if (get_uint(obj, "signal", 64, &u, e) < 0)
+        return -1;
+    if (u < 1 || u > 64)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request: 'signal' must be 1 to 64");
+    r->sig = (int)u;
+    return 0;
+}
+
+static int parse_exec(const cJSON *obj, struct nsbox_request *r, struct nsbox_err *e)
+{
+    if (get_uint(obj, "timeout_ms", NSBOX_TIMEOUT_MAX_S * 1000ull, &r->timeout_ms, e) < 0)
+        return -1;
+    if (r->op == NSBOX_OP_START)
+        return parse_command(obj, r, e);
+    uint64_t rows = 0, cols = 0;
+    if (get_bool(obj, "tty", &r->tty, e) < 0 || get_uint(obj, "rows", 65535, &rows, e) < 0)
+        return -1;
+    r->rows = (uint32_t)rows;
+    if (get_uint(obj, "cols", 65535, &cols, e) < 0)
+        return -1;
+    r->cols = (uint32_t)cols;
+    return parse_command(obj, r, e);
+}
+
+/* kill, logs, wait: a process. */
+static int parse_pid(const cJSON *obj, struct nsbox_request *r, struct nsbox_err *e)
+{
+    uint64_t u = 0;
+    int got = get_uint_in(obj, "pid", 1, 1u << 22, &u, e);
+    if (got < 0)
+        return -1;
+    if (got == 0)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request: 'pid' is required");
+    r->pid = (int)u;
+    if (r->op == NSBOX_OP_LOGS &&
+        (get_uint(obj, "stdout_from", NSBOX_PROTO_MAX_OFFSET, &r->stdout_from, e) < 0 ||
+         get_uint(obj, "stderr_from", NSBOX_PROTO_MAX_OFFSET, &r->stderr_from, e) < 0))
+        return -1;
+    return r->op == NSBOX_OP_KILL ? parse_signal(obj, r, e) : 0;
+}
+
+/* The flags of file operations, in the order they are checked. */
+static const struct {
+    const char *key;
+    size_t off;
+} file_flags[] = {
+    {"mkdir", offsetof(struct nsbox_request, mkdir)},
+    {"recursive", offsetof(struct nsbox_request, recursive)},
+    {"parents", offsetof(struct nsbox_request, parents)},
+    {"set_mode", offsetof(struct nsbox_request, set_mode)},
+    {"confirm", offsetof(struct nsbox_request, confirm)},
+};
+
+static int parse_file(const cJSON *obj, struct nsbox_request *r, struct nsbox_err *e)
+{
+    bool list = r->op == NSBOX_OP_LIST;
+    if (list)
+        strcpy(r->path, ".");
+    if (get_string(obj, "path", r->path, sizeof r->path, !list, e) < 0)
+        return -1;
+    if (list && get_string(obj, "cursor", r->cursor, sizeof r->cursor, false, e) < 0)
+        return -1;
+    uint64_t u = 0644;
+    if (get_uint(obj, "mode", 07777, &u, e) < 0)
+        return -1;
+    if (u > 0777) /* they were dropped without a word: say so instead */
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                             "request: 'mode' %#llo has bits beyond 0777: setuid, setgid and "
+                             "sticky bits are never given to a file made through nsbox",
+                             (unsigned long long)u);
+    r->mode = (unsigned)u;
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(file_flags); i++)
+        if (get_bool(obj, file_flags[i].key, (bool *)((char *)r + file_flags[i].off), e) < 0)
+            return -1;
+    return 0;
+}
+
+static int parse_delete(const cJSON *obj, struct nsbox_request *r, struct nsbox_err *e)
+{
+    char by[16] = "";
+    if (get_string(obj, "by", by, sizeof by, false, e) < 0)
+        return -1;
+    if (by[0] && strcmp(by, "rm") != 0 && strcmp(by, "session") != 0)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                             "request: 'by' must be \"rm\" or \"session\"");
+    r->by_session = !strcmp(by, "session");
+    return 0;
+}
+
+/* Each op's fields (NULL: it has none beyond v, op and tag). */
+static int (*const op_fields[])(const cJSON *obj, struct nsbox_request *r, struct nsbox_err *e) = {
+    [NSBOX_OP_EXEC] = parse_exec,     [NSBOX_OP_START] = parse_exec,
+    [NSBOX_OP_KILL] = parse_pid,      [NSBOX_OP_LOGS] = parse_pid,
+    [NSBOX_OP_WAIT] = parse_pid,      [NSBOX_OP_SIGNAL] = parse_signal,
+    [NSBOX_OP_READ] = parse_file,     [NSBOX_OP_WRITE] = parse_file,
+    [NSBOX_OP_LIST] = parse_file,     [NSBOX_OP_STAT] = parse_file,
+    [NSBOX_OP_REMOVE] = parse_file,   [NSBOX_OP_MKDIR] = parse_file,
+    [NSBOX_OP_DELETE] = parse_delete,
+};
+
+/* What every request has: the protocol's version, the op, the tag. */
+static int parse_head(const cJSON *obj, struct nsbox_request *r, struct nsbox_err *e)
+{
+    uint64_t v = 0;
+    if (get_uint(obj, "v", 1000, &v, e) < 0)
+        return -1;
+    if (v != NSBOX_PROTO_VERSION)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EPROTO,
+                             "request: protocol version %llu is not supported (this nsbox speaks "
+                             "%d)",
+                             (unsigned long long)v, NSBOX_PROTO_VERSION);
+    char op[16] = "";
+    if (get_string(obj, "op", op, sizeof op, true, e) < 0 ||
+        get_string(obj, "tag", r->tag, sizeof r->tag, false, e) < 0)
+        return -1;
+    size_t i = 0;
+    for (; i < NSBOX_ARRAY_LEN(op_names); i++)
+        if (!strcmp(op, op_names[i]))
+            break;
+    if (i == NSBOX_ARRAY_LEN(op_names))
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request: unknown op '%s'", op);
+    r->op = (enum nsbox_op)i;
+    return 0;
+}
+
 int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *r, struct nsbox_err *e)
 {
     memset(r, 0, sizeof *r);
@@ -209,145 +340,121 @@ int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *r, stru
     if (memchr(buf, '\0', len))
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request contains a NUL byte");
     const char *end = NULL;
-    cJSON *obj = cJSON_ParseWithLengthOpts(buf, len, &end, false);
+    cleanup_cjson cJSON *obj = cJSON_ParseWithLengthOpts(buf, len, &end, false);
     if (!obj)
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request is not valid JSON");
-    int ret = -1;
-    if (!cJSON_IsObject(obj)) {
-        nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request must be a JSON object");
-        goto out;
-    }
+    if (!cJSON_IsObject(obj))
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request must be a JSON object");
     /* cJSON turns \u0000 into an early end of string: refuse it rather than act on a cut value. */
-    if (memmem(buf, len, "\\u0000", 6)) {
-        nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request contains an escaped NUL");
-        goto out;
+    if (memmem(buf, len, "\\u0000", 6))
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request contains an escaped NUL");
+    if (parse_head(obj, r, e) < 0)
+        return -1;
+    if ((unsigned)r->op < NSBOX_ARRAY_LEN(op_fields) && op_fields[r->op])
+        return op_fields[r->op](obj, r, e) < 0 ? -1 : 0;
+    return 0;
+}
+
+/* ---- encoding: what the parser reads, one encoder per kind of request ------------------------ */
+
+cJSON *nsbox_proto_encode_head(const char *op)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddNumberToObject(o, "v", NSBOX_PROTO_VERSION) ||
+        !cJSON_AddStringToObject(o, "op", op)) {
+        cJSON_Delete(o);
+        return NULL;
     }
-    uint64_t v = 0;
-    if (get_uint(obj, "v", 1000, &v, e) < 0)
-        goto out;
-    if (v != NSBOX_PROTO_VERSION) {
-        nsbox_err_set(e, NSBOX_E_INVALID, EPROTO,
-                      "request: protocol version %llu is not supported (this nsbox speaks %d)",
-                      (unsigned long long)v, NSBOX_PROTO_VERSION);
-        goto out;
-    }
-    char op[16] = "";
-    if (get_string(obj, "op", op, sizeof op, true, e) < 0 ||
-        get_string(obj, "tag", r->tag, sizeof r->tag, false, e) < 0)
-        goto out;
-    size_t i = 0;
-    for (; i < NSBOX_ARRAY_LEN(op_names); i++)
-        if (!strcmp(op, op_names[i]))
-            break;
-    if (i == NSBOX_ARRAY_LEN(op_names)) {
-        nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request: unknown op '%s'", op);
-        goto out;
-    }
-    r->op = (enum nsbox_op)i;
-    uint64_t u;
-    switch (r->op) {
-    case NSBOX_OP_START:
-    case NSBOX_OP_EXEC:
-        if (get_uint(obj, "timeout_ms", NSBOX_TIMEOUT_MAX_S * 1000ull, &r->timeout_ms, e) < 0)
-            goto out;
-        if (r->op == NSBOX_OP_START) {
-            if (parse_command(obj, r, e) < 0)
-                goto out;
-            break;
+    return o;
+}
+
+static bool encode_signal(cJSON *o, const struct nsbox_request *r)
+{
+    return cJSON_AddNumberToObject(o, "signal", r->sig);
+}
+
+/* argv, never cmd: the parser has made a cmd the argv {"/bin/sh", "-c", cmd} */
+static bool encode_exec(cJSON *o, const struct nsbox_request *r)
+{
+    if (r->timeout_ms && !cJSON_AddNumberToObject(o, "timeout_ms", (double)r->timeout_ms))
+        return false;
+    if (r->op == NSBOX_OP_EXEC &&
+        ((r->tty && !cJSON_AddTrueToObject(o, "tty")) ||
+         (r->rows && !cJSON_AddNumberToObject(o, "rows", r->rows)) ||
+         (r->cols && !cJSON_AddNumberToObject(o, "cols", r->cols))))
+        return false;
+    cJSON *argv = cJSON_AddArrayToObject(o, "argv");
+    for (size_t i = 0; argv && i < r->argc; i++) {
+        cJSON *s = cJSON_CreateString(r->argv[i]);
+        if (!s || !cJSON_AddItemToArray(argv, s)) {
+            cJSON_Delete(s);
+            return false;
         }
-        if (get_bool(obj, "tty", &r->tty, e) < 0)
-            goto out;
-        u = 0;
-        if (get_uint(obj, "rows", 65535, &u, e) < 0)
-            goto out;
-        r->rows = (uint32_t)u;
-        u = 0;
-        if (get_uint(obj, "cols", 65535, &u, e) < 0)
-            goto out;
-        r->cols = (uint32_t)u;
-        if (parse_command(obj, r, e) < 0)
-            goto out;
-        break;
-    case NSBOX_OP_KILL:
-    case NSBOX_OP_LOGS:
-    case NSBOX_OP_WAIT: {
-        u = 0;
-        int got = get_uint_in(obj, "pid", 1, 1u << 22, &u, e);
-        if (got < 0)
-            goto out;
-        if (got == 0) {
-            nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request: 'pid' is required");
-            goto out;
-        }
-        r->pid = (int)u;
-        if (r->op == NSBOX_OP_LOGS &&
-            (get_uint(obj, "stdout_from", NSBOX_PROTO_MAX_OFFSET, &r->stdout_from, e) < 0 ||
-             get_uint(obj, "stderr_from", NSBOX_PROTO_MAX_OFFSET, &r->stderr_from, e) < 0))
-            goto out;
-        if (r->op != NSBOX_OP_KILL)
-            break;
     }
-        /* fall through */
-    case NSBOX_OP_SIGNAL:
-        u = 15;
-        if (get_uint(obj, "signal", 64, &u, e) < 0)
-            goto out;
-        if (u < 1 || u > 64) {
-            nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request: 'signal' must be 1 to 64");
-            goto out;
-        }
-        r->sig = (int)u;
-        break;
-    case NSBOX_OP_READ:
-    case NSBOX_OP_WRITE:
-    case NSBOX_OP_LIST:
-    case NSBOX_OP_STAT:
-    case NSBOX_OP_REMOVE:
-    case NSBOX_OP_MKDIR:
-        if (r->op == NSBOX_OP_LIST)
-            strcpy(r->path, ".");
-        if (get_string(obj, "path", r->path, sizeof r->path, r->op != NSBOX_OP_LIST, e) < 0)
-            goto out;
-        if (r->op == NSBOX_OP_LIST &&
-            get_string(obj, "cursor", r->cursor, sizeof r->cursor, false, e) < 0)
-            goto out;
-        u = 0644;
-        if (get_uint(obj, "mode", 07777, &u, e) < 0)
-            goto out;
-        if (u > 0777) { /* they were dropped without a word: say so instead */
-            nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                          "request: 'mode' %#llo has bits beyond 0777: setuid, setgid and sticky "
-                          "bits are never given to a file made through nsbox",
-                          (unsigned long long)u);
-            goto out;
-        }
-        r->mode = (unsigned)u;
-        if (get_bool(obj, "mkdir", &r->mkdir, e) < 0 ||
-            get_bool(obj, "recursive", &r->recursive, e) < 0 ||
-            get_bool(obj, "parents", &r->parents, e) < 0 ||
-            get_bool(obj, "set_mode", &r->set_mode, e) < 0 ||
-            get_bool(obj, "confirm", &r->confirm, e) < 0)
-            goto out;
-        break;
-    case NSBOX_OP_DELETE: {
-        char by[16] = "";
-        if (get_string(obj, "by", by, sizeof by, false, e) < 0)
-            goto out;
-        if (by[0] && strcmp(by, "rm") != 0 && strcmp(by, "session") != 0) {
-            nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                          "request: 'by' must be \"rm\" or \"session\"");
-            goto out;
-        }
-        r->by_session = !strcmp(by, "session");
-        break;
+    cJSON *env = r->nenv ? cJSON_AddObjectToObject(o, "env") : NULL;
+    for (size_t i = 0; env && i < r->nenv; i++) {
+        const char *eq = strchr(r->env[i], '=');
+        cleanup_free char *name = eq ? strndup(r->env[i], (size_t)(eq - r->env[i])) : NULL;
+        if (!name || !cJSON_AddStringToObject(env, name, eq + 1))
+            return false;
     }
-    default:
-        break;
+    return argv && (!r->nenv || env) && cJSON_AddStringToObject(o, "cwd", r->cwd);
+}
+
+static bool encode_pid(cJSON *o, const struct nsbox_request *r)
+{
+    if (!cJSON_AddNumberToObject(o, "pid", r->pid))
+        return false;
+    if (r->op == NSBOX_OP_LOGS &&
+        ((r->stdout_from != UINT64_MAX &&
+          !cJSON_AddNumberToObject(o, "stdout_from", (double)r->stdout_from)) ||
+         (r->stderr_from != UINT64_MAX &&
+          !cJSON_AddNumberToObject(o, "stderr_from", (double)r->stderr_from))))
+        return false;
+    return r->op != NSBOX_OP_KILL || encode_signal(o, r);
+}
+
+static bool encode_file(cJSON *o, const struct nsbox_request *r)
+{
+    if (!cJSON_AddStringToObject(o, "path", r->path) ||
+        (r->cursor[0] && !cJSON_AddStringToObject(o, "cursor", r->cursor)) ||
+        (r->mode != 0644 && !cJSON_AddNumberToObject(o, "mode", r->mode)))
+        return false;
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(file_flags); i++)
+        if (*(const bool *)((const char *)r + file_flags[i].off) &&
+            !cJSON_AddTrueToObject(o, file_flags[i].key))
+            return false;
+    return true;
+}
+
+static bool encode_delete(cJSON *o, const struct nsbox_request *r)
+{
+    return !r->by_session || cJSON_AddStringToObject(o, "by", "session");
+}
+
+/* Each op's fields, as op_fields reads them (NULL: none). */
+static bool (*const op_encoders[])(cJSON *o, const struct nsbox_request *r) = {
+    [NSBOX_OP_EXEC] = encode_exec,     [NSBOX_OP_START] = encode_exec,
+    [NSBOX_OP_KILL] = encode_pid,      [NSBOX_OP_LOGS] = encode_pid,
+    [NSBOX_OP_WAIT] = encode_pid,      [NSBOX_OP_SIGNAL] = encode_signal,
+    [NSBOX_OP_READ] = encode_file,     [NSBOX_OP_WRITE] = encode_file,
+    [NSBOX_OP_LIST] = encode_file,     [NSBOX_OP_STAT] = encode_file,
+    [NSBOX_OP_REMOVE] = encode_file,   [NSBOX_OP_MKDIR] = encode_file,
+    [NSBOX_OP_DELETE] = encode_delete,
+};
+
+cJSON *nsbox_proto_encode(const struct nsbox_request *r)
+{
+    const char *name = nsbox_op_name(r->op);
+    if (!strcmp(name, "?"))
+        return NULL;
+    cJSON *o = nsbox_proto_encode_head(name);
+    if (!o || (r->tag[0] && !cJSON_AddStringToObject(o, "tag", r->tag)) ||
+        (op_encoders[r->op] && !op_encoders[r->op](o, r))) {
+        cJSON_Delete(o);
+        return NULL;
     }
-    ret = 0;
-out:
-    cJSON_Delete(obj);
-    return ret;
+    return o;
 }
 
 /* ---- framing --------------------------------------------------------------------------------- */

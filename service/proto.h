@@ -78,6 +78,14 @@ const char *nsbox_op_name(enum nsbox_op op);
 int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *req, struct nsbox_err *e);
 void nsbox_request_free(struct nsbox_request *req);
 
+/* The encoders, the parser's other half: what a client sends. A request {"v", "op"} (op: a
+ * request's name, or "commit", the answer to a write's end_of_content); caller frees, NULL when
+ * out of memory. */
+cJSON *nsbox_proto_encode_head(const char *op);
+/* The whole request, as nsbox_proto_parse reads it back: parse(encode(r)) gives r again (fuzzed
+ * by tests/fuzz/fuzz_proto.c). NULL when out of memory, or r is not one the parser could give. */
+cJSON *nsbox_proto_encode(const struct nsbox_request *req);
+
 /* Framing over a stream socket. recv: *out malloc'd (NUL-terminated), fds[] filled (-1 unused),
  * returns the length, 0 on orderly EOF before a message, -1 on error. */
 int nsbox_proto_send(int sock, const char *json, const int *fds, size_t nfds, struct nsbox_err *e);

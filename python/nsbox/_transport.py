@@ -29,7 +29,7 @@ SUPERVISOR_GONE = "deleted because its supervisor ended without removing it (kil
 
 
 # A sandbox with as much under way as it takes refuses more with "busy" before it starts
-# anything (service/supervisor.c refuse_if_busy): the request is sent again after 5 ms, then up
+# anything (service/sup.c nsbox_sup_refuse_if_busy): the request is sent again after 5 ms, then up
 # to 50 ms apart (so not in the order the requests came), as `nsbox exec` does: for
 # BUSY_RETRY_S at most, or, for what waits for a command's end anyway (execute), until it is
 # taken. An async call's worker thread stops trying once the call is cancelled (CANCELLED).

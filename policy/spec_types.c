@@ -1,0 +1,274 @@
+/* The instance types (docs/spec.md): the built-in table, and the one the config file replaces it
+ * with; nsbox_instance_types_load() and nsbox_config_text() read that file, the only I/O of the
+ * spec. */
+#include "spec_impl.h"
+#include "cleanup.h"
+#include "cleanup_cjson.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- instance types ------------------------------------------------------------------------- */
+
+#define DEFAULT_TYPES                                                                              \
+    {"small", {1, 1 * GiB, 256, 2 * GiB}}, {"medium", {2, 4 * GiB, 1024, 10 * GiB}},               \
+        {"large", {4, 8 * GiB, 4096, 20 * GiB}}
+
+static const struct nsbox_instance_type default_types[] = {DEFAULT_TYPES};
+static struct nsbox_instance_type types[NSBOX_MAX_INSTANCE_TYPES] = {DEFAULT_TYPES};
+static size_t n_types = NSBOX_ARRAY_LEN(default_types);
+
+const struct nsbox_instance_type *nsbox_instance_type_find(const char *name)
+{
+    for (size_t i = 0; name && i < n_types; i++)
+        if (strcmp(types[i].name, name) == 0)
+            return &types[i];
+    return NULL;
+}
+
+const struct nsbox_instance_type *nsbox_instance_types(size_t *n)
+{
+    *n = n_types;
+    return types;
+}
+
+void nsbox_instance_types_reset(void)
+{
+    memset(types, 0, sizeof types);
+    memcpy(types, default_types, sizeof default_types);
+    n_types = NSBOX_ARRAY_LEN(default_types);
+}
+
+void nsbox_spec_types_names(char *buf, size_t n)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n_types && o < n; i++) {
+        int r = snprintf(buf + o, n - o, "%s%s", i ? ", " : "", types[i].name);
+        if (r < 0)
+            break;
+        o += (size_t)r;
+    }
+}
+
+
+/* ---- instance type config ------------------------------------------------------------------- */
+
+static int type_field(struct nsbox_instance_type *t, const cJSON *c, unsigned *seen,
+                      struct nsbox_err *e)
+{
+    uint64_t v = 0;
+    const char *k = c->string ? c->string : "";
+    if (strcmp(k, "cpus") == 0) {
+        if (nsbox_spec_json_uint(c, 1, CPUS_MAX, &v, e) < 0)
+            return -1;
+        t->limits.cpus = (uint32_t)v;
+        *seen |= 1;
+    } else if (strcmp(k, "memory") == 0) {
+        if (nsbox_spec_json_bytes(c, &t->limits.memory_bytes, e) < 0)
+            return -1;
+        *seen |= 2;
+    } else if (strcmp(k, "pids") == 0) {
+        if (nsbox_spec_json_pids(c, &v, e) < 0)
+            return -1;
+        t->limits.pids = v;
+        *seen |= 4;
+    } else if (strcmp(k, "disk") == 0) {
+        if (nsbox_spec_json_bytes(c, &t->limits.disk_bytes, e) < 0)
+            return -1;
+        *seen |= 8;
+    } else {
+        return invalid(e, "unknown key (expected cpus, memory, pids, disk)");
+    }
+    return 0;
+}
+
+static int load_type(struct nsbox_instance_type *tbl, size_t *n, const cJSON *entry,
+                     struct nsbox_err *e)
+{
+    const char *name = entry->string ? entry->string : "";
+    if (!nsbox_spec_name_valid(name))
+        return invalid(e, "instance_types: '%s' is not a valid name ([a-z0-9][a-z0-9._-]*"
+                       ", at most %d characters)", SHOW(name), NSBOX_NAME_MAX - 1);
+    if (!cJSON_IsObject(entry))
+        return invalid(e, "instance_types.%s: must be an object", name);
+    struct nsbox_instance_type *t = NULL;
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(tbl[i].name, name) == 0)
+            t = &tbl[i];
+    bool is_new = !t;
+    if (is_new) {
+        if (*n >= NSBOX_MAX_INSTANCE_TYPES)
+            return invalid(e, "instance_types: more than %d types",
+                           NSBOX_MAX_INSTANCE_TYPES);
+        t = &tbl[(*n)++];
+        memset(t, 0, sizeof *t);
+        memcpy(t->name, name, strlen(name) + 1);
+    }
+    unsigned seen = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, entry) {
+        if (type_field(t, c, &seen, e) < 0)
+            return nsbox_err_wrap(e, "instance_types.%s.%s", name, SHOW(c->string));
+    }
+    if (is_new && seen != 15)
+        return invalid(e, "instance_types.%s: a new type needs cpus, memory, pids and "
+                       "disk", name);
+    return 0;
+}
+
+/* Messages without a prefix: the callers say which config this was. */
+static int load_types_json(const char *json, size_t len, struct nsbox_err *e)
+{
+    cleanup_cjson cJSON *root = NULL;
+    struct nsbox_instance_type tbl[NSBOX_MAX_INSTANCE_TYPES];
+    size_t n = NSBOX_ARRAY_LEN(default_types);
+    const cJSON *it, *section = NULL;
+
+    if (nsbox_spec_json_parse_object(json, len, NSBOX_SPEC_JSON_MAX, &root, e) < 0)
+        return -1;
+    memset(tbl, 0, sizeof tbl);
+    memcpy(tbl, default_types, sizeof default_types);
+    /* Every section of the file, whoever reads it: a misspelled one ("pol") must not silently
+     * leave its settings at their defaults. */
+    static const char *const sections[] = {"instance_types", "network", "pool", "workspace"};
+    cJSON_ArrayForEach(it, root) {
+        bool known = false;
+        for (size_t i = 0; i < NSBOX_ARRAY_LEN(sections); i++)
+            known = known || (it->string && strcmp(it->string, sections[i]) == 0);
+        if (!known)
+            return invalid(e, "unknown key '%s' (the sections are instance_types, network, pool "
+                              "and workspace)",
+                           SHOW(it->string));
+        if (strcmp(it->string, "instance_types") == 0)
+            section = it;
+    }
+    if (section && !cJSON_IsObject(section))
+        return invalid(e, "instance_types: must be an object of {name: {cpus, memory, "
+                       "pids, disk}}");
+    cJSON_ArrayForEach(it, section) {
+        if (load_type(tbl, &n, it, e) < 0)
+            return -1;
+    }
+    memcpy(types, tbl, sizeof types);
+    n_types = n;
+    return 0;
+}
+
+int nsbox_instance_types_load_json(const char *json, size_t len, struct nsbox_err *e)
+{
+    return load_types_json(json, len, e) < 0 ? nsbox_err_wrap(e, "config") : 0;
+}
+
+static int read_small_file(int fd, const char *path, char **out, size_t *len,
+                           struct nsbox_err *e)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return nsbox_err_sys(e, "config %s", path);
+    if (!S_ISREG(st.st_mode))
+        return invalid(e, "config %s: not a regular file", path);
+    if ((uint64_t)st.st_size > NSBOX_SPEC_JSON_MAX)
+        return invalid(e, "config %s: larger than %u bytes", path, NSBOX_SPEC_JSON_MAX);
+    if (st.st_size == 0)
+        return invalid(e, "config %s: empty file (write {} for the defaults)", path);
+    cleanup_free char *buf = malloc((size_t)st.st_size + 1);
+    size_t n = 0;
+    if (!buf)
+        return nsbox_err_sys(e, "config %s", path);
+    /* Read at most the size fstat() reported, plus one byte to notice a file that grew. */
+    while (n <= (size_t)st.st_size) {
+        ssize_t r = read(fd, buf + n, (size_t)st.st_size + 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return nsbox_err_sys(e, "config %s: read", path);
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    if (n > (size_t)st.st_size)
+        return invalid(e, "config %s: changed while being read", path);
+    *out = nsbox_steal_ptr(&buf);
+    *len = n;
+    return 0;
+}
+
+int nsbox_config_text(const char *path, char **text, size_t *len, char *used, size_t usedn,
+                      struct nsbox_err *e)
+{
+    *text = NULL;
+    *len = 0;
+    bool must_exist = false;
+    if (!path) {
+        const char *env = getenv("NSBOX_CONFIG");
+        /* An explicit $NSBOX_CONFIG that is missing is a typo to report, not a default. */
+        must_exist = env && *env;
+        path = must_exist ? env : NSBOX_CONFIG_DEFAULT_PATH;
+    }
+    if (used)
+        snprintf(used, usedn, "%s", path);
+    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        if (errno == ENOENT && !must_exist)
+            return 1;
+        int code = errno == ENOENT ? NSBOX_E_NOTFOUND : NSBOX_E_SYS;
+        nsbox_err_sys(e, "config %s", path);
+        if (e)
+            e->code = code;
+        return -1;
+    }
+    return read_small_file(fd, path, text, len, e);
+}
+
+/* The config text (nsbox_config_text's rules) given to parse, whose errors get the file's name
+ * in front (after prefix). With text, the caller keeps the text (NULL without a file). Returns
+ * 0, 1 when there is no config file (parse not called), -1. */
+static int config_parse(const char *path, const char *prefix,
+                        int (*parse)(const char *text, size_t len, void *out, struct nsbox_err *e),
+                        void *out, char **text, size_t *len, struct nsbox_err *e)
+{
+    cleanup_free char *buf = NULL;
+    size_t n = 0;
+    char used[PATH_MAX];
+    int r = nsbox_config_text(path, &buf, &n, used, sizeof used, e);
+    if (r < 0)
+        return -1;
+    if (r == 0 && parse(buf, n, out, e) < 0)
+        return nsbox_err_wrap(e, "%s%s", prefix, used);
+    if (text) {
+        *text = nsbox_steal_ptr(&buf);
+        *len = n;
+    }
+    return r;
+}
+
+int nsbox_config_section(int (*parse)(const char *text, size_t len, void *out,
+                                       struct nsbox_err *e),
+                         void *out, char **text, size_t *len, struct nsbox_err *e)
+{
+    return config_parse(NULL, "", parse, out, text, len, e) < 0 ? -1 : 0;
+}
+
+static int types_section(const char *text, size_t len, void *out, struct nsbox_err *e)
+{
+    (void)out;
+    return load_types_json(text, len, e);
+}
+
+int nsbox_instance_types_load(const char *path, struct nsbox_err *e)
+{
+    int r = config_parse(path, "config ", types_section, NULL, NULL, NULL, e);
+    if (r == 1)
+        nsbox_instance_types_reset();
+    return r < 0 ? -1 : 0;
+}
