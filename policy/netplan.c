@@ -220,8 +220,15 @@ int nsbox_netconfig_from_json(struct nsbox_netconfig *c, const char *json, size_
                                    cJSON_IsString(a) ? a->valuestring : "(not a string)");
                 out.n_dns++;
             }
+        } else if (!strcmp(it->string, "allow_names")) {
+            if (!cJSON_IsString(it) || (strcmp(it->valuestring, "tls") &&
+                                        strcmp(it->valuestring, "address")))
+                return invalid(e, "config: key 'network.allow_names': must be \"tls\" (by "
+                               "name, through the egress helper) or \"address\"");
+            out.allow_by_name = !strcmp(it->valuestring, "tls");
         } else {
-            return invalid(e, "config: key 'network.%s': unknown (known: pool, dns)", it->string);
+            return invalid(e, "config: key 'network.%s': unknown (known: pool, dns, "
+                           "allow_names)", it->string);
         }
     }
     *c = out;
@@ -469,14 +476,19 @@ void nsbox_netplan_free(struct nsbox_netplan *p)
 {
     free(p->pins);
     free(p->tcp);
+    free(p->names);
     p->pins = NULL;
     p->tcp = NULL;
-    p->n_pins = p->n_tcp = 0;
+    p->names = NULL;
+    p->n_pins = p->n_tcp = p->n_names = 0;
 }
 
 int nsbox_netplan_set_slot(struct nsbox_netplan *p, uint32_t index, struct nsbox_err *e)
 {
-    return nsbox_netpool_slot(&p->pool, index, &p->slot, e);
+    if (nsbox_netpool_slot(&p->pool, index, &p->slot, e) < 0)
+        return -1;
+    nsbox_netplan_names_gateway(p);
+    return 0;
 }
 
 /* ---- description (nsbox inspect) ------------------------------------------------------------ */

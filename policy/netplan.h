@@ -55,6 +55,7 @@ struct nsbox_netconfig {
     struct nsbox_netpool pool;
     size_t n_dns; /* > 0: these resolvers instead of the host's resolv.conf */
     struct in_addr dns[NSBOX_NET_MAX_DNS];
+    bool allow_by_name; /* "allow_names": "tls": allowed names go through the egress helper */
 };
 
 void nsbox_netconfig_init(struct nsbox_netconfig *c);
@@ -110,6 +111,11 @@ struct nsbox_netplan {
     struct nsbox_netcidr cidr[NSBOX_MAX_CIDRS];
     struct nsbox_resolv dns; /* all: the resolvers written in the sandbox's resolv.conf */
     char dns_source[256];    /* where they came from, for the file's comment */
+    /* allow by name (nsbox_netplan_add_names): the names and ports the egress helper on the
+     * gateway lets through; their pins and sb_tcp entries are the gateway's address. */
+    bool by_name;
+    size_t n_names;
+    struct nsbox_host *names;
 };
 
 /* Resolves a name to IPv4 addresses (the host's resolver at creation; a table in tests). */
@@ -125,6 +131,25 @@ int nsbox_netplan_build(const struct nsbox_spec *s, const char *id,
                         struct nsbox_netplan *p, struct nsbox_err *e);
 void nsbox_netplan_free(struct nsbox_netplan *p);
 int nsbox_netplan_set_slot(struct nsbox_netplan *p, uint32_t index, struct nsbox_err *e);
+
+/* ---- allow by name, through the egress helper (netplan_names.c) ----------------------------- */
+
+/* Splits the allow list: *literals gets a copy of s with only its IP literals (built into the
+ * plan by address, as before), and nsbox_netplan_add_names adds the names of s afterwards:
+ * each pinned to the gateway, its port open on the gateway only. NULL on ENOMEM. */
+struct nsbox_spec *nsbox_netplan_literals_only(const struct nsbox_spec *s);
+bool nsbox_netplan_has_names(const struct nsbox_spec *s);
+int nsbox_netplan_add_names(struct nsbox_netplan *p, const struct nsbox_spec *s,
+                            struct nsbox_err *e);
+/* The gateway's address into the names' pins and entries (nsbox_netplan_set_slot calls it). */
+void nsbox_netplan_names_gateway(struct nsbox_netplan *p);
+/* The helper's decisions: may a connection to gateway:port name `name` (SNI, lower case)? */
+bool nsbox_netplan_name_allowed(const struct nsbox_netplan *p, const char *name, uint16_t port);
+/* May the helper connect to `a`, an address an allowed name resolves to now? NULL if so, else
+ * why not: addresses that are the host itself or never leave it (loopback, 0/8, multicast,
+ * broadcast), link-local and metadata (169.254/16), the sandbox pool. The host's own other
+ * addresses are the caller's check (it needs the kernel). */
+const char *nsbox_netplan_upstream_refusal(const struct nsbox_netplan *p, struct in_addr a);
 
 /* What `nsbox inspect` shows under "network" (docs/protocol.md): mode; the sandbox's address,
  * gateway and host-side interface (null address: loopback only); the resolvers (all); what is
