@@ -4,6 +4,7 @@
  * by policy/netplan and applied here without running `ip` or `nft`. */
 #define _GNU_SOURCE
 #include "net.h"
+#include "egress.h"
 #include "state.h"
 #include "cleanup.h"
 #include "net_impl.h"
@@ -38,6 +39,8 @@ struct nsbox_net {
     struct nsbox_nft *nft; /* parent only, from attach to teardown */
     struct nsbox_nftbatch del; /* the batch that removes the sandbox's elements, once added */
     bool attached;         /* written by the parent, read by the child: see net_alloc */
+    pid_t egress;          /* the egress helper (allow by name), parent only */
+    char egress_log[PATH_MAX];
 };
 
 static const char *mode_name(const struct nsbox_spec *s)
@@ -208,6 +211,37 @@ static int write_etc_files(struct nsbox_net *n, const char *id, const char *stat
     return write_hosts(n, &n->plan, id, state_dir, e);
 }
 
+/* allow by name: the IP literals by address as before, the names through the egress helper. */
+static int plan_by_name(struct nsbox_net *n, const struct nsbox_spec *s, const char *id,
+                        const struct nsbox_netconfig *cfg, const char *state_dir,
+                        struct nsbox_err *e)
+{
+    struct nsbox_spec *lit = nsbox_netplan_literals_only(s);
+    if (!lit)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    int r = nsbox_netplan_build(lit, id, &cfg->pool, NULL, NULL, resolve_host, NULL, &n->plan, e);
+    free(lit);
+    if (r < 0 || nsbox_netplan_add_names(&n->plan, s, e) < 0)
+        return -1;
+    snprintf(n->egress_log, sizeof n->egress_log, "%s/egress.log", state_dir);
+    return 0;
+}
+
+/* The helper listens on the gateway, which exists now; the names in the sandbox's /etc/hosts
+ * point there (the file is bound already: rewritten in place, the sandbox sees the new text). */
+static int start_egress(struct nsbox_net *n, struct nsbox_err *e)
+{
+    char hostname[NSBOX_SANDBOX_HOSTNAME_MAX];
+    bool oom;
+    nsbox_state_hostname(n->plan.id, hostname);
+    cleanup_free char *hosts = nsbox_netplan_hosts(&n->plan, hostname, &oom);
+    if (!hosts)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    if (write_file(n->hosts, hosts, e) < 0)
+        return -1;
+    return nsbox_egress_start(&n->plan, n->egress_log, &n->egress, e);
+}
+
 /* ---- the module's interface ------------------------------------------------------------------ */
 
 /* The struct lives in a shared mapping: the parent claims the address slot in nsbox_net_attach,
@@ -246,8 +280,13 @@ int nsbox_net_prepare(const struct nsbox_spec *s, const char *id, const char *st
         goto fail;
     if (s->net == NSBOX_NET_ALL && find_resolvers(&cfg, &dns, dns_src, sizeof dns_src, e) < 0)
         goto fail;
-    if (nsbox_netplan_build(s, id, &cfg.pool, &dns, dns_src, resolve_host, NULL, &n->plan, e) < 0)
+    if (cfg.allow_by_name && nsbox_netplan_has_names(s)) {
+        if (plan_by_name(n, s, id, &cfg, state_dir, e) < 0)
+            goto fail;
+    } else if (nsbox_netplan_build(s, id, &cfg.pool, &dns, dns_src, resolve_host, NULL,
+                                   &n->plan, e) < 0) {
         goto fail;
+    }
     /* The marker first: from here on, gc knows to look for this sandbox's objects. */
     snprintf(marker, sizeof marker, "%s/" MARKER, state_dir);
     if (write_file(marker, n->plan.ifname, e) < 0 || write_etc_files(n, id, state_dir, e) < 0)
@@ -277,6 +316,8 @@ int nsbox_net_attach(struct nsbox_net *n, pid_t child, struct nsbox_err *e)
         return nsbox_err_wrap(e, "network");
     if (nsbox_netlink_veth(n->plan.ifname, NSBOX_NET_SANDBOX_IF, child, n->plan.slot.host,
                            NSBOX_NET_SLOT_PREFIX, e) < 0)
+        return nsbox_err_wrap(e, "network");
+    if (n->plan.by_name && start_egress(n, e) < 0)
         return nsbox_err_wrap(e, "network");
     n->attached = true;
     return 0;
@@ -340,6 +381,7 @@ void nsbox_net_teardown(struct nsbox_net *n)
 {
     if (!n)
         return;
+    nsbox_egress_stop(n->egress);
     if (n->nft && n->del.len) {
         struct nsbox_err e;
         if (nsbox_nft_batch(n->nft, &n->del, &e) < 0) /* changed behind our back */

@@ -1,0 +1,450 @@
+/* The egress helper (sandbox/egress.h). One thread per connection (bounded), blocking sockets
+ * with poll() for the deadlines, splice(2) through a pipe per direction once the upstream is
+ * connected: the helper copies nothing through user space after the ClientHello. */
+#define _GNU_SOURCE
+#include "egress.h"
+#include "tlshello.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_PORTS NSBOX_MAX_HOSTS
+#define SPLICE_CHUNK (64 * 1024)
+
+static struct nsbox_netplan plan; /* the helper's own copy: the parent's lives on */
+static int log_fd = -1;
+static atomic_int active;
+
+struct conn {
+    int fd, up;
+    uint16_t port;
+    char peer[INET_ADDRSTRLEN + 8];
+};
+
+static void say(const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+    va_end(ap);
+    if (log_fd < 0 || n < 0)
+        return;
+    if ((size_t)n > sizeof line - 2)
+        n = sizeof line - 2;
+    line[n++] = '\n';
+    ssize_t w = write(log_fd, line, (size_t)n); /* one write: lines of threads do not mix */
+    (void)w;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void nodelay(int fd)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+/* Refused connections are reset, not closed: the client sees "connection reset" at once. */
+static void reset(int fd)
+{
+    struct linger l = {.l_onoff = 1, .l_linger = 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    close(fd);
+}
+
+/* Reads until the ClientHello is complete or refused. The bytes read are in buf[0..*len). */
+static enum nsbox_tlshello_verdict read_hello(int fd, uint8_t *buf, size_t *len,
+                                              struct nsbox_tlshello *h)
+{
+    int64_t deadline = now_ms() + NSBOX_EGRESS_HELLO_MS;
+    *len = 0;
+    for (;;) {
+        int64_t left = deadline - now_ms();
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0) {
+            h->why = "no ClientHello in time";
+            return NSBOX_TLSHELLO_BAD;
+        }
+        ssize_t n = read(fd, buf + *len, NSBOX_TLSHELLO_INPUT_MAX - *len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            h->why = "closed before a ClientHello";
+            return NSBOX_TLSHELLO_BAD;
+        }
+        *len += (size_t)n;
+        enum nsbox_tlshello_verdict v = nsbox_tlshello_parse(buf, *len, h);
+        if (v != NSBOX_TLSHELLO_MORE)
+            return v;
+    }
+}
+
+/* Is `a` one of the host's own addresses? Binding to it succeeds only then (no IP_FREEBIND). A
+ * name allowed by the user may resolve to anything at connect time: the host's own services
+ * are as out of reach through the helper as they are for the sandbox's packets. */
+static bool host_local(struct in_addr a)
+{
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return true;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr = a};
+    bool local = bind(s, (struct sockaddr *)&sa, sizeof sa) == 0 || errno != EADDRNOTAVAIL;
+    close(s);
+    return local;
+}
+
+static int connect_timeout(struct in_addr a, uint16_t port)
+{
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (s < 0)
+        return -1;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr = a, .sin_port = htons(port)};
+    if (connect(s, (struct sockaddr *)&sa, sizeof sa) < 0 && errno != EINPROGRESS)
+        goto fail;
+    struct pollfd p = {.fd = s, .events = POLLOUT};
+    int err = 0;
+    socklen_t el = sizeof err;
+    if (poll(&p, 1, NSBOX_EGRESS_CONNECT_MS) <= 0 ||
+        getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err)
+        goto fail;
+    int fl = fcntl(s, F_GETFL);
+    if (fl < 0 || fcntl(s, F_SETFL, fl & ~O_NONBLOCK) < 0)
+        goto fail;
+    nodelay(s);
+    return s;
+fail:
+    close(s);
+    return -1;
+}
+
+/* The name as the host resolves it now, the first address that is allowed and answers. */
+static int connect_upstream(const struct conn *c, const char *name)
+{
+    char port[8];
+    snprintf(port, sizeof port, "%u", c->port);
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *res = NULL;
+    int r = getaddrinfo(name, port, &hints, &res);
+    if (r != 0) {
+        say("refused %s -> %s:%u: cannot resolve (%s)", c->peer, name, c->port,
+            gai_strerror(r));
+        return -1;
+    }
+    int s = -1;
+    for (struct addrinfo *ai = res; ai && s < 0; ai = ai->ai_next) {
+        struct in_addr a = ((struct sockaddr_in *)ai->ai_addr)->sin_addr;
+        char ip[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &a, ip, sizeof ip);
+        const char *why = nsbox_netplan_upstream_refusal(&plan, a);
+        if (!why && host_local(a))
+            why = "an address of this host";
+        if (why) {
+            say("refused %s -> %s:%u: resolves to %s, %s", c->peer, name, c->port, ip, why);
+            continue;
+        }
+        s = connect_timeout(a, c->port);
+        if (s < 0)
+            say("failed %s -> %s:%u: cannot connect to %s", c->peer, name, c->port, ip);
+        else
+            say("allowed %s -> %s:%u at %s", c->peer, name, c->port, ip);
+    }
+    freeaddrinfo(res);
+    return s;
+}
+
+static bool write_all(int fd, const uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+struct pump {
+    int in, out;
+};
+
+/* One direction, in -> out, through a pipe; at in's end, out is shut for writing (half-close
+ * passes through). An error shuts both sockets, which ends the other direction too. */
+static void *pump(void *arg)
+{
+    struct pump *d = arg;
+    int pp[2] = {-1, -1};
+    bool ok = pipe2(pp, O_CLOEXEC) == 0;
+    while (ok) {
+        ssize_t n = splice(d->in, NULL, pp[1], NULL, SPLICE_CHUNK, SPLICE_F_MOVE | SPLICE_F_MORE);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            ok = n == 0;
+            break;
+        }
+        while (n > 0) {
+            ssize_t w = splice(pp[0], NULL, d->out, NULL, (size_t)n, SPLICE_F_MOVE | SPLICE_F_MORE);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0) {
+                ok = false;
+                break;
+            }
+            n -= w;
+        }
+    }
+    if (ok) {
+        shutdown(d->out, SHUT_WR);
+    } else {
+        shutdown(d->in, SHUT_RDWR);
+        shutdown(d->out, SHUT_RDWR);
+    }
+    if (pp[0] >= 0) {
+        close(pp[0]);
+        close(pp[1]);
+    }
+    return NULL;
+}
+
+static void splice_both(struct conn *c)
+{
+    struct pump down = {.in = c->up, .out = c->fd}, upward = {.in = c->fd, .out = c->up};
+    pthread_t t;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setstacksize(&at, 64 * 1024);
+    if (pthread_create(&t, &at, pump, &down) != 0) {
+        pthread_attr_destroy(&at);
+        return;
+    }
+    pthread_attr_destroy(&at);
+    pump(&upward);
+    pthread_join(t, NULL);
+}
+
+static void *serve(void *arg)
+{
+    struct conn *c = arg;
+    uint8_t *buf = malloc(NSBOX_TLSHELLO_INPUT_MAX);
+    struct nsbox_tlshello *h = malloc(sizeof *h);
+    size_t len = 0;
+    c->up = -1;
+    if (!buf || !h)
+        goto out;
+    nodelay(c->fd);
+    enum nsbox_tlshello_verdict v = read_hello(c->fd, buf, &len, h);
+    if (v != NSBOX_TLSHELLO_SNI) {
+        say("refused %s port %u: %s%s%s", c->peer, c->port, nsbox_tlshello_verdict_name(v),
+            h->why ? ": " : "", h->why ? h->why : "");
+        goto out;
+    }
+    if (!nsbox_netplan_name_allowed(&plan, h->name, c->port)) {
+        say("refused %s -> %s:%u: not in the allow list", c->peer, h->name, c->port);
+        goto out;
+    }
+    c->up = connect_upstream(c, h->name);
+    if (c->up < 0 || !write_all(c->up, buf, len))
+        goto out;
+    free(buf);
+    buf = NULL;
+    splice_both(c);
+    close(c->up);
+    close(c->fd);
+    c->fd = c->up = -1;
+out:
+    if (c->up >= 0)
+        close(c->up);
+    if (c->fd >= 0)
+        reset(c->fd);
+    free(buf);
+    free(h);
+    free(c);
+    atomic_fetch_sub(&active, 1);
+    return NULL;
+}
+
+static void accept_one(int lfd, uint16_t port)
+{
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof sa;
+    int fd = accept4(lfd, (struct sockaddr *)&sa, &sl, SOCK_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (atomic_fetch_add(&active, 1) >= NSBOX_EGRESS_MAX_CONNS) {
+        atomic_fetch_sub(&active, 1);
+        say("refused a connection to port %u: %d connections open", port,
+            NSBOX_EGRESS_MAX_CONNS);
+        reset(fd);
+        return;
+    }
+    struct conn *c = calloc(1, sizeof *c);
+    pthread_t t;
+    pthread_attr_t at;
+    if (!c) {
+        reset(fd);
+        atomic_fetch_sub(&active, 1);
+        return;
+    }
+    c->fd = fd;
+    c->port = port;
+    char ip[INET_ADDRSTRLEN] = "?";
+    inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
+    snprintf(c->peer, sizeof c->peer, "%s:%u", ip, ntohs(sa.sin_port));
+    pthread_attr_init(&at);
+    pthread_attr_setstacksize(&at, 128 * 1024);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &at, serve, c) != 0) {
+        reset(fd);
+        free(c);
+        atomic_fetch_sub(&active, 1);
+    }
+    pthread_attr_destroy(&at);
+}
+
+/* Nothing of the parent but the listeners and the log: not its pipes with the sandbox (a
+ * helper holding one would keep the other end waiting), not its terminal. */
+static void close_other_fds(const int *keep, size_t n)
+{
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd = 0; fd < 3 && devnull >= 0; fd++)
+        dup2(devnull, fd);
+    unsigned lo = 3;
+    for (;;) {
+        unsigned next = ~0u;
+        for (size_t i = 0; i < n; i++)
+            if (keep[i] >= 0 && (unsigned)keep[i] >= lo && (unsigned)keep[i] < next)
+                next = (unsigned)keep[i];
+        if (next > lo)
+            syscall(SYS_close_range, lo, next == ~0u ? ~0u : next - 1, 0);
+        if (next == ~0u)
+            break;
+        lo = next + 1;
+    }
+}
+
+static void drop_privileges(void)
+{
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    struct __user_cap_header_struct hd = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2] = {{0}};
+    syscall(SYS_capset, &hd, d); /* it binds nothing more and opens only outgoing sockets */
+}
+
+static void helper_main(const struct nsbox_netplan *p, const int *fds, const uint16_t *ports,
+                        size_t n, pid_t parent)
+{
+    plan = *p;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(0);
+    prctl(PR_SET_NAME, "nsbox-egress");
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    int keep[MAX_PORTS + 1];
+    memcpy(keep, fds, n * sizeof *fds);
+    keep[n] = log_fd;
+    close_other_fds(keep, n + 1);
+    drop_privileges();
+    struct pollfd pf[MAX_PORTS];
+    for (size_t i = 0; i < n; i++)
+        pf[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+    for (;;) {
+        if (poll(pf, n, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            _exit(1);
+        }
+        for (size_t i = 0; i < n; i++)
+            if (pf[i].revents & POLLIN)
+                accept_one(fds[i], ports[i]);
+    }
+}
+
+int nsbox_egress_start(const struct nsbox_netplan *p, const char *log_path, pid_t *pid,
+                       struct nsbox_err *e)
+{
+    int fds[MAX_PORTS];
+    uint16_t ports[MAX_PORTS];
+    size_t n = 0;
+    int r = -1;
+    *pid = -1;
+    for (size_t i = 0; i < p->n_names; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < n; j++)
+            seen |= ports[j] == p->names[i].port;
+        if (seen || n == MAX_PORTS)
+            continue;
+        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr = p->slot.host,
+                                 .sin_port = htons(p->names[i].port)};
+        int one = 1;
+        if (s < 0 || setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+            bind(s, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(s, 128) < 0) {
+            nsbox_err_sys(e, "egress helper: cannot listen on the gateway's port %u",
+                          p->names[i].port);
+            if (s >= 0)
+                close(s);
+            goto out;
+        }
+        fds[n] = s;
+        ports[n++] = p->names[i].port;
+    }
+    if (log_path)
+        log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    pid_t parent = getpid();
+    pid_t child = fork();
+    if (child < 0) {
+        nsbox_err_sys(e, "egress helper: fork");
+        goto out;
+    }
+    if (child == 0)
+        helper_main(p, fds, ports, n, parent);
+    *pid = child;
+    r = 0;
+out:
+    for (size_t i = 0; i < n; i++)
+        close(fds[i]);
+    if (log_fd >= 0)
+        close(log_fd);
+    log_fd = -1;
+    return r;
+}
+
+void nsbox_egress_stop(pid_t pid)
+{
+    if (pid <= 0)
+        return;
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+}
