@@ -222,6 +222,32 @@ class Egress(unittest.TestCase):
         left = subprocess.run(["pgrep", "-x", "nsbox-egress"], capture_output=True, text=True)
         self.assertEqual(left.stdout, "")
 
+    def test_persistent_sandbox_keeps_its_helper_until_rm(self):
+        with open(os.path.join(pki, "ca.pem")) as f:
+            ca = f.read()
+        r = self.nsbox(["create", "--network", f"allow={NAMES[0]}:{PORT}", "-e", f"LAB_CA={ca}"])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        sid = r.stdout.decode().strip()
+        try:
+            for _ in range(2):  # the helper serves every exec, not only the first
+                r = self.nsbox(["exec", sid, "--", "python3", "-c", PROBE,
+                                f"tls:{NAMES[0]}:{PORT}", f"tls:{NAMES[0]}:{PORT}:{NAMES[1]}"])
+                self.assertEqual(r.returncode, 0, r.stderr.decode())
+                res = json.loads(r.stdout)
+                self.assertEqual(res[f"tls:{NAMES[0]}:{PORT}"], f"ok:ORIGIN {NAMES[0]}")
+                self.assertEqual(res[f"tls:{NAMES[0]}:{PORT}:{NAMES[1]}"], "reset")
+            with open(os.path.join(self.dirs.state, sid, "egress.log")) as f:
+                log = f.read()
+            self.assertIn(f"-> {NAMES[0]}:{PORT} at {API}", log)
+            self.assertIn(f"-> {NAMES[1]}:{PORT}: not in the allow list", log)
+            running = subprocess.run(["pgrep", "-x", "nsbox-egress"], capture_output=True)
+            self.assertNotEqual(running.stdout, b"")  # so that the check below means something
+        finally:
+            r = self.nsbox(["rm", sid])
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+        left = subprocess.run(["pgrep", "-x", "nsbox-egress"], capture_output=True, text=True)
+        self.assertEqual(left.stdout, "")
+
 
 if __name__ == "__main__":
     unittest.main()
