@@ -366,6 +366,10 @@ static void helper_main(const struct nsbox_netplan *p, const int *fds, const uin
     if (getppid() != parent)
         _exit(0);
     prctl(PR_SET_NAME, "nsbox-egress");
+    /* the parent's handlers would act on the parent's descriptors, which are closed here */
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            signal(sig, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
