@@ -432,6 +432,7 @@ static int exec_run(const struct exec_args *x, int argc, char **argv)
     /* Everything but /dev/null goes through a pipe of ours: what the command leaves running
      * outlives the exec, and must not keep anything of the caller's (relay.h). */
     struct nsbox_relay relay;
+    nsbox_relay_set_note(nsbox_say_note, stderr);
     if (!x->detach && nsbox_relay_start(&relay, fds, true) < 0) {
         nsbox_err_sys(&e, "cannot relay the command's input and output");
         return nsbox_say_fail(&e);
