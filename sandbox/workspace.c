@@ -229,7 +229,7 @@ static int run_mkfs(char *const argv[], int keep_fd, struct nsbox_err *e)
             return nsbox_err_sys(e, "waitpid");
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         return nsbox_err_set(e, NSBOX_E_SYS, EIO, "workspace: %s failed (status %d): %s",
-                             argv[0], WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
+                             argv[0], nsbox_exit_code(st),
                              have ? msg : "no message");
     return 0;
 }
