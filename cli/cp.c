@@ -169,10 +169,12 @@ static bool remote_is_dir(const char *id, const char *path)
     if (n == 0 || path[n - 1] == '/' || !strcmp(path, ".") || !strcmp(path, "/workspace"))
         return true;
     struct nsbox_err e = {0};
-    cJSON *req = nsbox_client_request("stat"), *reply = NULL;
-    cJSON_AddStringToObject(req, "path", path);
-    int r = nsbox_client_call(id, req, NULL, 0, &reply, NULL, &e);
-    cJSON_Delete(req);
+    struct nsbox_request req;
+    nsbox_request_init(&req, NSBOX_OP_STAT);
+    cJSON *reply = NULL;
+    int r = nsbox_request_set(req.path, sizeof req.path, "path", path, &e);
+    if (r == 0) /* a path too long is not one, as the supervisor would say */
+        r = nsbox_client_call(id, &req, NULL, 0, &reply, NULL, &e);
     const cJSON *t = reply ? cJSON_GetObjectItemCaseSensitive(reply, "type") : NULL;
     bool dir = r == 0 && cJSON_IsString(t) && !strcmp(t->valuestring, "dir");
     cJSON_Delete(reply);
@@ -269,11 +271,13 @@ static int host_out_commit(int fd, const char *target, struct nsbox_err *e)
 static int read_remote(const char *sid, const char *spath, double *size, mode_t *mode,
                        struct nsbox_err *e)
 {
-    cJSON *req = nsbox_client_request("read"), *reply = NULL;
-    cJSON_AddStringToObject(req, "path", spath);
+    struct nsbox_request req;
+    nsbox_request_init(&req, NSBOX_OP_READ);
+    cJSON *reply = NULL;
     int rfd = -1;
-    int r = nsbox_client_call(sid, req, NULL, 0, &reply, &rfd, e);
-    cJSON_Delete(req);
+    int r = nsbox_request_set(req.path, sizeof req.path, "path", spath, e);
+    if (r == 0)
+        r = nsbox_client_call(sid, &req, NULL, 0, &reply, &rfd, e);
     if (r < 0 || nsbox_client_reply_error(reply, e) < 0 || rfd < 0) {
         if (!e->msg[0])
             nsbox_err_set(e, NSBOX_E_SYS, EPROTO, "no file descriptor in the reply");
@@ -380,16 +384,16 @@ static int cp_to_sandbox(const char *src, const char *did, const char *dpath, bo
         snprintf(dest + n, sizeof dest - n, "%s%s", n && dest[n - 1] == '/' ? "" : "/",
                  base_name(src));
     }
-    cJSON *req = nsbox_client_request("write"), *reply = NULL;
-    cJSON_AddStringToObject(req, "path", dest);
-    if (parents)
-        cJSON_AddTrueToObject(req, "mkdir"); /* -p: the missing directories too, as mkdir -p */
+    struct nsbox_request req;
+    nsbox_request_init(&req, NSBOX_OP_WRITE);
+    snprintf(req.path, sizeof req.path, "%s", dest); /* both PATH_MAX: never cut */
+    req.mkdir = parents; /* -p: the missing directories too, as mkdir -p */
     if (fstat(in, &st) == 0 && S_ISREG(st.st_mode))
-        cJSON_AddNumberToObject(req, "mode", st.st_mode & 0777);
+        req.mode = st.st_mode & 0777;
     else /* a stream: its end is the content's end only if we are still here to say so */
-        cJSON_AddTrueToObject(req, "confirm");
-    int r = nsbox_client_call(did, req, &in, 1, &reply, NULL, &e);
-    cJSON_Delete(req);
+        req.confirm = true;
+    cJSON *reply = NULL;
+    int r = nsbox_client_call(did, &req, &in, 1, &reply, NULL, &e);
     if (r < 0 || nsbox_client_reply_error(reply, &e) < 0) {
         cJSON_Delete(reply);
         return nsbox_say_fail(&e);

@@ -2,6 +2,7 @@
  * the background with -d, or on a terminal with -t); signals we get are passed on to it. */
 #define _GNU_SOURCE
 #include "cleanup.h"
+#include "cleanup_cjson.h"
 #include "cli.h"
 #include "client.h"
 #include "connect.h"
@@ -28,11 +29,14 @@
 /* Pass a signal we got on to the command of this connection's exec (no reply comes). */
 static void send_signal(int sock, int signo)
 {
-    struct nsbox_err e;
-    cJSON *req = nsbox_client_request("signal");
-    cJSON_AddNumberToObject(req, "signal", signo);
-    nsbox_proto_send_obj(sock, req, NULL, 0, &e);
-    cJSON_Delete(req);
+    struct nsbox_err e; /* no reply comes, and none is waited for: a signal not passed on is
+                         * one the command did not get, as when it has just ended */
+    struct nsbox_request req;
+    nsbox_request_init(&req, NSBOX_OP_SIGNAL);
+    req.sig = signo;
+    cleanup_cjson cJSON *o = nsbox_proto_encode(&req);
+    if (o)
+        nsbox_proto_send_obj(sock, o, NULL, 0, &e);
 }
 
 /* After an exec request with the command's descriptors: pass signals on to the command until a
@@ -50,10 +54,11 @@ static int supervisor_answers(const char *id, int sock, const char *why, struct 
     if (poll(&pf, 1, 0) == 1 && pf.revents)
         return 0; /* the reply (or the hang-up) is there already */
     /* any reply says it runs, "busy" (every connection taken) too: sent once, never again */
-    cJSON *req = nsbox_client_request("ping"), *reply = NULL;
+    struct nsbox_request req;
+    nsbox_request_init(&req, NSBOX_OP_PING);
+    cJSON *reply = NULL;
     cleanup_close int ping = -1;
-    int r = nsbox_client_exchange(id, req, NULL, 0, ALIVE_S, 0, &ping, &reply, NULL, e);
-    cJSON_Delete(req);
+    int r = nsbox_client_exchange(id, &req, NULL, 0, ALIVE_S, 0, &ping, &reply, NULL, e);
     cJSON_Delete(reply);
     if (r < 0 && e->code == NSBOX_E_TIMEOUT)
         nsbox_err_wrap(e, "%s, and whether it ended cannot be known", why);
@@ -152,7 +157,7 @@ static bool relay(int from, int to)
     return true;
 }
 
-static int exec_with_tty(const char *id, cJSON *req)
+static int exec_with_tty(const char *id, struct nsbox_request *req)
 {
     struct nsbox_err e = {0};
     if (!isatty(0))
@@ -161,8 +166,8 @@ static int exec_with_tty(const char *id, cJSON *req)
      * tty exists there); we get its master once the command has started. */
     struct winsize ws;
     if (ioctl(0, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col) {
-        cJSON_AddNumberToObject(req, "rows", ws.ws_row);
-        cJSON_AddNumberToObject(req, "cols", ws.ws_col);
+        req->rows = ws.ws_row;
+        req->cols = ws.ws_col;
     }
     cleanup_close int sock = -1;
     cJSON *first = NULL;
@@ -235,20 +240,43 @@ struct exec_args {
     bool interactive, detach, tty;
     uint64_t timeout_ms;
     const char *cwd, *id;
-    cJSON *env;
+    char **env; /* "K=V", heap, in the order given; a name given again moves to the end */
+    size_t nenv;
     int cmd;
 };
 
-/* -e K=V into env: 0, or EXIT_USAGE after saying why. */
-static int exec_env(cJSON *env, const char *v)
+static void exec_args_free(struct exec_args *x)
+{
+    for (size_t i = 0; i < x->nenv; i++)
+        free(x->env[i]);
+    free(x->env);
+}
+
+/* -e K=V into x->env (a name longer than 255 bytes is cut there): 0, or EXIT_USAGE after
+ * saying why, or EXIT_NSBOX when out of memory. */
+static int exec_env(struct exec_args *x, const char *v)
 {
     const char *eq = strchr(v, '=');
     if (!eq || eq == v)
         return nsbox_say_usage("%s", "-e needs K=V");
-    char key[256];
-    snprintf(key, sizeof key, "%.*s", (int)(eq - v), v);
-    cJSON_DeleteItemFromObjectCaseSensitive(env, key);
-    cJSON_AddStringToObject(env, key, eq + 1);
+    int klen = eq - v > 255 ? 255 : (int)(eq - v);
+    char *kv = NULL;
+    char **grown = realloc(x->env, (x->nenv + 1) * sizeof *x->env);
+    if (grown)
+        x->env = grown;
+    if (!grown || asprintf(&kv, "%.*s=%s", klen, v, eq + 1) < 0) {
+        struct nsbox_err e = {0};
+        nsbox_err_sys(&e, "cannot keep -e %.*s", klen, v);
+        return nsbox_say_fail(&e);
+    }
+    for (size_t i = 0; i < x->nenv; i++)
+        if (!strncmp(x->env[i], kv, (size_t)klen + 1)) {
+            free(x->env[i]);
+            memmove(&x->env[i], &x->env[i + 1], (x->nenv - i - 1) * sizeof *x->env);
+            x->nenv--;
+            break;
+        }
+    x->env[x->nenv++] = kv;
     return 0;
 }
 
@@ -268,7 +296,7 @@ static int exec_option(int argc, char **argv, int *i, struct exec_args *x)
         if (!strcmp(a, "--cwd"))
             x->cwd = v;
         else if (!strcmp(a, "-e"))
-            return exec_env(x->env, v);
+            return exec_env(x, v);
         else if (nsbox_parse_seconds(v, NSBOX_TIMEOUT_MAX_S, &x->timeout_ms) < 0)
             return nsbox_say_usage(NSBOX_TIMEOUT_USAGE, v);
     } else {
@@ -315,32 +343,35 @@ static int exec_parse(int argc, char **argv, struct exec_args *x)
     return 0;
 }
 
-/* The exec (or, with -d, start) request of x; it takes x->env. */
-static cJSON *exec_request(const struct exec_args *x, int argc, char **argv)
+/* The exec (or, with -d, start) request of x, into req: it points into argv and x->env. 0, or
+ * -1 with e filled: a cwd too long, refused as the supervisor refuses it. */
+static int exec_request(const struct exec_args *x, int argc, char **argv,
+                        struct nsbox_request *req, struct nsbox_err *e)
 {
-    cJSON *req = nsbox_client_request(x->detach ? "start" : "exec");
-    cJSON *av = cJSON_AddArrayToObject(req, "argv");
-    for (int i = x->cmd; i < argc; i++)
-        cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
-    cJSON_AddItemToObject(req, "env", x->env);
+    nsbox_request_init(req, x->detach ? NSBOX_OP_START : NSBOX_OP_EXEC);
+    req->argv = argv + x->cmd;
+    req->argc = (size_t)(argc - x->cmd);
+    req->env = x->env;
+    req->nenv = x->nenv;
     if (x->cwd) {
         /* relative to /workspace, as the Python client's cwd= */
         char abs[4200];
         if (x->cwd[0] != '/')
             snprintf(abs, sizeof abs, "/workspace/%s", x->cwd);
-        cJSON_AddStringToObject(req, "cwd", x->cwd[0] == '/' ? x->cwd : abs);
+        if (nsbox_request_set(req->cwd, sizeof req->cwd, "cwd", x->cwd[0] == '/' ? x->cwd : abs,
+                              e) < 0)
+            return -1;
     }
-    if (x->timeout_ms)
-        cJSON_AddNumberToObject(req, "timeout_ms", (double)x->timeout_ms);
-    if (x->tty)
-        cJSON_AddTrueToObject(req, "tty");
-    return req;
+    req->timeout_ms = x->timeout_ms;
+    req->tty = x->tty;
+    return 0;
 }
 
 /* nsbox_client_exchange(), but for the wait, which passes signals on to the command: req with
  * fds (none with -d) to the supervisor over *sock (the caller's to close, once it is done), and
  * its final reply (NULL with e filled). */
-static cJSON *exec_exchange(const struct exec_args *x, cJSON *req, int fds[3], int *sock,
+static cJSON *exec_exchange(const struct exec_args *x, const struct nsbox_request *req,
+                            int fds[3], int *sock,
                             struct nsbox_err *e)
 {
     cJSON *reply = NULL;
@@ -371,10 +402,11 @@ static int exec_started(const struct exec_args *x, cJSON *reply)
     if (x->timeout_ms && !bounded) {
         /* A supervisor of an older nsbox ignores start's timeout_ms: do not leave a process
          * running without the bound it was asked for. */
-        cJSON *kreq = nsbox_client_request("kill");
-        cJSON_AddNumberToObject(kreq, "pid", p);
-        cJSON_AddNumberToObject(kreq, "signal", SIGKILL);
-        if (nsbox_client_simple_call(x->id, kreq, &reply, &e) == 0)
+        struct nsbox_request kreq;
+        nsbox_request_init(&kreq, NSBOX_OP_KILL);
+        kreq.pid = p;
+        kreq.sig = SIGKILL;
+        if (nsbox_client_simple_call(x->id, &kreq, &reply, &e) == 0)
             cJSON_Delete(reply);
         nsbox_err_set(&e, NSBOX_E_INVALID, EOPNOTSUPP,
                       "this sandbox's supervisor (an older nsbox) cannot bound a background "
@@ -386,41 +418,44 @@ static int exec_started(const struct exec_args *x, cJSON *reply)
     return 0;
 }
 
-int nsbox_cli_exec(int argc, char **argv)
+/* exec as x says. */
+static int exec_run(const struct exec_args *x, int argc, char **argv)
 {
-    struct exec_args x = {.env = cJSON_CreateObject()};
-    int rc = exec_parse(argc, argv, &x);
-    if (rc != 0) {
-        cJSON_Delete(x.env);
-        return rc;
-    }
-    cJSON *req = exec_request(&x, argc, argv);
-    if (x.tty) {
-        rc = exec_with_tty(x.id, req);
-        cJSON_Delete(req);
-        return rc;
-    }
     struct nsbox_err e = {0};
-    cleanup_close int null = x.interactive ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
-    int fds[3] = {x.interactive ? 0 : null, 1, 2};
+    struct nsbox_request req;
+    if (exec_request(x, argc, argv, &req, &e) < 0)
+        return nsbox_say_fail(&e);
+    if (x->tty)
+        return exec_with_tty(x->id, &req);
+    cleanup_close int null = x->interactive ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int fds[3] = {x->interactive ? 0 : null, 1, 2};
     /* Everything but /dev/null goes through a pipe of ours: what the command leaves running
      * outlives the exec, and must not keep anything of the caller's (relay.h). */
     struct nsbox_relay relay;
-    if (!x.detach && nsbox_relay_start(&relay, fds, true) < 0) {
-        cJSON_Delete(req);
+    nsbox_relay_set_note(nsbox_say_note, stderr);
+    if (!x->detach && nsbox_relay_start(&relay, fds, true) < 0) {
         nsbox_err_sys(&e, "cannot relay the command's input and output");
         return nsbox_say_fail(&e);
     }
     cleanup_close int sock = -1;
-    cJSON *reply = exec_exchange(&x, req, fds, &sock, &e);
-    cJSON_Delete(req);
+    cJSON *reply = exec_exchange(x, &req, fds, &sock, &e);
     /* The command has ended: what it wrote is copied before anything of ours is said. */
-    if (!x.detach)
+    if (!x->detach)
         nsbox_relay_finish(&relay);
     if (!reply)
         return nsbox_say_fail(&e);
     nsbox_closep(&null);
-    if (!x.detach || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
+    if (!x->detach || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
         return nsbox_say_exit(reply);
-    return exec_started(&x, reply);
+    return exec_started(x, reply);
+}
+
+int nsbox_cli_exec(int argc, char **argv)
+{
+    struct exec_args x = {0};
+    int rc = exec_parse(argc, argv, &x);
+    if (rc == 0)
+        rc = exec_run(&x, argc, argv);
+    exec_args_free(&x);
+    return rc;
 }

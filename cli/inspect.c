@@ -32,7 +32,9 @@ int nsbox_cli_inspect(int argc, char **argv)
         return nsbox_say_usage("%s", "inspect needs one sandbox id");
     struct nsbox_err e = {0};
     cJSON *reply;
-    if (nsbox_client_simple_call(argv[1], nsbox_client_request("inspect"), &reply, &e) < 0)
+    struct nsbox_request req;
+    nsbox_request_init(&req, NSBOX_OP_INSPECT);
+    if (nsbox_client_simple_call(argv[1], &req, &reply, &e) < 0)
         return nsbox_say_fail(&e);
     char *s = cJSON_Print(unwrapped(reply));
     printf("%s\n", s ? s : "{}");
@@ -63,9 +65,10 @@ int nsbox_cli_ls(int argc, char **argv)
         if (stat(ctl, &st) < 0)
             continue; /* a one-shot sandbox, or one still starting */
         /* One stuck supervisor must not hide the others: after 10 s it is listed as such. */
-        cJSON *reply, *req = nsbox_client_request("inspect");
-        int r = nsbox_client_call_within(de->d_name, req, 10, &reply, &e);
-        cJSON_Delete(req);
+        struct nsbox_request req;
+        nsbox_request_init(&req, NSBOX_OP_INSPECT);
+        cJSON *reply;
+        int r = nsbox_client_call_within(de->d_name, &req, 10, &reply, &e);
         if (r == 0 && nsbox_client_reply_error(reply, &e) == 0) {
             cJSON_AddItemToArray(all, unwrapped(reply));
             continue;

@@ -41,10 +41,12 @@ int nsbox_cli_kill(int argc, char **argv)
         return nsbox_say_usage("%s", "kill: not a signal (a number 1-64, or a name: TERM, "
                                      "SIGKILL, ...)");
     struct nsbox_err e = {0};
-    cJSON *req = nsbox_client_request("kill"), *reply;
-    cJSON_AddNumberToObject(req, "pid", (double)pid);
-    cJSON_AddNumberToObject(req, "signal", sig);
-    if (nsbox_client_simple_call(argv[1], req, &reply, &e) < 0)
+    struct nsbox_request req;
+    nsbox_request_init(&req, NSBOX_OP_KILL);
+    req.pid = (int)pid;
+    req.sig = sig;
+    cJSON *reply;
+    if (nsbox_client_simple_call(argv[1], &req, &reply, &e) < 0)
         return nsbox_say_fail(&e);
     cJSON_Delete(reply);
     return 0;

@@ -56,6 +56,13 @@ static bool reply_number(const cJSON *reply, const char *key, double *out)
     return true;
 }
 
+/* A stream's end as a reply gave it (>= 0), as the next request's offset: one past what the
+ * protocol takes, when it is beyond it, for the supervisor to refuse as before. */
+static uint64_t log_offset(double end)
+{
+    return end <= (double)NSBOX_PROTO_MAX_OFFSET ? (uint64_t)end : NSBOX_PROTO_MAX_OFFSET + 1;
+}
+
 /* Sleep ms, or less when our stdout's reader goes away (a pipe whose reader closed reports
  * POLLERR; a terminal that hung up, POLLHUP): then true. A process that writes only to
  * stderr would otherwise keep a `logs -f | grep -m1 ready` waiting for ever. */
@@ -98,13 +105,15 @@ static int follow_logs(const char *id, long pid)
     bool asleep = false;
     for (;;) {
         struct nsbox_err e = {0};
-        cJSON *req = nsbox_client_request("logs"), *reply;
-        cJSON_AddNumberToObject(req, "pid", (double)pid);
+        struct nsbox_request req;
+        nsbox_request_init(&req, NSBOX_OP_LOGS);
+        req.pid = (int)pid;
         if (out_end >= 0) {
-            cJSON_AddNumberToObject(req, "stdout_from", out_end);
-            cJSON_AddNumberToObject(req, "stderr_from", err_end);
+            req.stdout_from = log_offset(out_end);
+            req.stderr_from = log_offset(err_end);
         }
-        if (nsbox_client_simple_call(id, req, &reply, &e) < 0)
+        cJSON *reply;
+        if (nsbox_client_simple_call(id, &req, &reply, &e) < 0)
             return nsbox_say_fail(&e);
         double o0 = out_end, e0 = err_end;
         if (!reply_number(reply, "stdout_end", &out_end) ||
@@ -169,9 +178,11 @@ int nsbox_cli_logs(int argc, char **argv)
     if (follow)
         return follow_logs(args[0], pid);
     struct nsbox_err e = {0};
-    cJSON *req = nsbox_client_request("logs"), *reply;
-    cJSON_AddNumberToObject(req, "pid", (double)pid);
-    if (nsbox_client_simple_call(args[0], req, &reply, &e) < 0)
+    struct nsbox_request req;
+    nsbox_request_init(&req, NSBOX_OP_LOGS);
+    req.pid = (int)pid;
+    cJSON *reply;
+    if (nsbox_client_simple_call(args[0], &req, &reply, &e) < 0)
         return nsbox_say_fail(&e);
     int r = print_logs(reply, pid, false);
     cJSON_Delete(reply);

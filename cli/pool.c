@@ -1,5 +1,6 @@
 /* `nsbox pool fill|drain|ls`: the warm pool of sandboxes made ahead (docs/pool.md). */
 #include "cleanup.h"
+#include "cleanup_cjson.h"
 #include "cli.h"
 #include "options.h"
 #include "pool.h"
@@ -10,7 +11,39 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* pool ls [--json]: one "ID KEY" line each (json: an array of objects), then the fills that
+ * failed on stderr. */
+static int pool_ls(bool json)
+{
+    struct nsbox_err e = {0};
+    if (!json)
+        printf("%-12s  %s\n", "ID", "KEY");
+    struct nsbox_pool_entry *v;
+    size_t n;
+    if (nsbox_pool_list(&v, &n, &e) < 0)
+        return nsbox_say_fail(&e);
+    if (json) {
+        cleanup_cjson cJSON *all = cJSON_CreateArray();
+        for (size_t i = 0; i < n; i++) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "id", v[i].id);
+            cJSON_AddStringToObject(o, "key", v[i].key);
+            cJSON_AddItemToArray(all, o);
+        }
+        cleanup_free char *t = cJSON_PrintUnformatted(all);
+        printf("%s\n", t ? t : "[]");
+    } else {
+        for (size_t i = 0; i < n; i++)
+            printf("%-12s  %s\n", v[i].id, v[i].key);
+    }
+    free(v);
+    nsbox_pool_set_note(nsbox_say_note, stderr);
+    nsbox_pool_report_failures();
+    return 0;
+}
 
 /* nsbox pool fill [--size N] [OPTIONS] | drain | ls [--json] */
 int nsbox_cli_pool(int argc, char **argv)
@@ -25,7 +58,7 @@ int nsbox_cli_pool(int argc, char **argv)
         return 0;
     }
     if (!strcmp(sub, "ls") && (argc == 2 || (argc == 3 && !strcmp(argv[2], "--json"))))
-        return nsbox_pool_list(argc == 3, &e) < 0 ? nsbox_say_fail(&e) : 0;
+        return pool_ls(argc == 3);
     if (strcmp(sub, "fill") != 0)
         return nsbox_say_usage("%s", "usage: nsbox pool fill [--size N] [OPTIONS] | drain | "
                                      "ls [--json]");

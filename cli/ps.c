@@ -11,7 +11,9 @@ int nsbox_cli_ps(int argc, char **argv)
         return nsbox_say_usage("%s", "ps needs one sandbox id");
     struct nsbox_err e = {0};
     cJSON *reply;
-    if (nsbox_client_simple_call(argv[1], nsbox_client_request("ps"), &reply, &e) < 0)
+    struct nsbox_request req;
+    nsbox_request_init(&req, NSBOX_OP_PS);
+    if (nsbox_client_simple_call(argv[1], &req, &reply, &e) < 0)
         return nsbox_say_fail(&e);
     printf("%-8s  %-8s  %s\n", "PID", "STATUS", "COMMAND");
     const cJSON *it;

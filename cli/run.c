@@ -209,6 +209,8 @@ int nsbox_cli_run(int argc, char **argv)
      * The sandbox and all in it end with the command. */
     int stdio[3] = {o.stdin_fd, o.stdout_fd, o.stderr_fd};
     struct nsbox_relay relay;
+    nsbox_relay_set_note(nsbox_say_note, stderr);
+    nsbox_pool_set_note(nsbox_say_note, stderr); /* a pooled command that could not start */
     if (nsbox_relay_start(&relay, stdio, false) < 0) {
         nsbox_err_sys(&e, "cannot relay the command's input and output");
         goto out_err;

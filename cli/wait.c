@@ -28,7 +28,9 @@ static int wait_by_polling(const char *id, long pid, int64_t deadline, const cha
     for (;;) {
         struct nsbox_err e = {0};
         cJSON *reply;
-        if (nsbox_client_simple_call(id, nsbox_client_request("ps"), &reply, &e) < 0)
+        struct nsbox_request req;
+        nsbox_request_init(&req, NSBOX_OP_PS);
+        if (nsbox_client_simple_call(id, &req, &reply, &e) < 0)
             return nsbox_say_fail(&e);
         const cJSON *it, *found = NULL;
         cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(reply, "processes"))
@@ -79,11 +81,11 @@ int nsbox_cli_wait(int argc, char **argv)
     cleanup_close int sock = nsbox_connect_ctl(id, &e);
     if (sock < 0)
         return nsbox_say_fail(&e);
-    cJSON *req = nsbox_client_request("wait"), *reply = NULL;
-    cJSON_AddNumberToObject(req, "pid", (double)pid);
-    int r = nsbox_client_send(sock, req, NULL, 0, &e);
-    cJSON_Delete(req);
-    if (r < 0)
+    struct nsbox_request req;
+    nsbox_request_init(&req, NSBOX_OP_WAIT);
+    req.pid = (int)pid;
+    cJSON *reply = NULL;
+    if (nsbox_client_send(sock, &req, NULL, 0, &e) < 0)
         return nsbox_say_fail(&e);
     struct pollfd pf = {sock, POLLIN, 0};
     int64_t deadline = timeout_ms < 0 ? -1 : nsbox_now_ms() + timeout_ms;

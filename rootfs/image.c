@@ -364,7 +364,8 @@ int nsbox_image_txn_commit(struct nsbox_image_txn *t, const char *kind, const ch
     nsbox_closep(&t->tmp_fd);
     t->tmp_fd = -1;
     if (had_old) {
-        /* the old image now sits at the tmp path */
+        /* the old image now sits at the tmp path; if it cannot go now, sweep_leftovers takes it
+         * later: the new one is installed either way */
         struct nsbox_err ignored;
         retire(t->images, t->tmp, t->name, &ignored);
     }
@@ -375,7 +376,7 @@ int nsbox_image_txn_commit(struct nsbox_image_txn *t, const char *kind, const ch
 void nsbox_image_txn_end(struct nsbox_image_txn *t)
 {
     if (t->tmp[0]) {
-        struct nsbox_err ignored;
+        struct nsbox_err ignored; /* an unfinished build's; sweep_leftovers takes what stays */
         nsbox_rm_rf(t->tmp, &ignored);
         t->tmp[0] = '\0';
     }

@@ -64,7 +64,7 @@ int nsbox_oci_lookup_name(const char *ref, char *name, size_t n, struct nsbox_er
     char path[PATH_MAX + NSBOX_OCIREF_MAX + 16];
     if (nsbox_oci_lookup_ref_file(ref, canon, file, e) < 0)
         return -1;
-    struct nsbox_err ignored;
+    struct nsbox_err ignored; /* said as what it means here: the image cannot be found */
     if (nsbox_path_data_dir(images, sizeof images, &ignored) < 0)
         return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "no image store");
     snprintf(path, sizeof path, "%s/images/.refs/%s", images, file);
@@ -90,7 +90,7 @@ bool nsbox_oci_lookup_is_ref(const char *image)
 static char *read_config(const char *name, size_t *len)
 {
     char data[PATH_MAX], path[PATH_MAX + 80];
-    struct nsbox_err ignored;
+    struct nsbox_err ignored; /* no store: no config, as for an image without one */
     if (nsbox_path_data_dir(data, sizeof data, &ignored) < 0)
         return NULL;
     snprintf(path, sizeof path, "%s/images/%s/config.json", data, name);
@@ -107,6 +107,7 @@ static char *read_config(const char *name, size_t *len)
 char **nsbox_oci_lookup_env(const char *image)
 {
     char name[64];
+    /* an image not found has no environment here; starting the sandbox says it is missing */
     struct nsbox_err ignored;
     if (!image || image[0] == '/')
         return NULL;

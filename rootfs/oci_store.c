@@ -520,7 +520,7 @@ static int write_ref(const char *ref, const char *name, struct nsbox_err *e)
 static int image_exists(const char *name)
 {
     char images[PATH_MAX], path[PATH_MAX + 80];
-    struct nsbox_err ignored;
+    struct nsbox_err ignored; /* no image store: no image; making it says why it cannot be */
     if (nsbox_path_data_dir(images, sizeof images, &ignored) < 0)
         return 0;
     snprintf(path, sizeof path, "%s/images/%s/rootfs", images, name);
@@ -708,7 +708,7 @@ int nsbox_oci_store_refs(struct nsbox_oci_ref **out, size_t *n, struct nsbox_err
 bool nsbox_oci_store_in_use(const char *name)
 {
     char data[PATH_MAX], path[PATH_MAX + 80];
-    struct nsbox_err ignored;
+    struct nsbox_err ignored; /* no image store: nothing in it is in use */
     if (nsbox_path_data_dir(data, sizeof data, &ignored) < 0)
         return false;
     snprintf(path, sizeof path, "%s/images/%s", data, name);
@@ -718,15 +718,16 @@ bool nsbox_oci_store_in_use(const char *name)
     return flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
 }
 
+/* Whether a reference names image name; also when the references cannot be read (no memory,
+ * no permission): an image that may be tagged is kept, never removed on a guess. */
 static bool has_refs(const char *name)
 {
     struct nsbox_oci_ref *v = NULL;
     size_t n = 0;
-    struct nsbox_err ignored;
-    bool found = false;
-    if (nsbox_oci_store_refs(&v, &n, &ignored) == 0)
-        for (size_t i = 0; i < n && !found; i++)
-            found = !strcmp(v[i].name, name);
+    struct nsbox_err ignored; /* rm and prune keep the image instead */
+    bool found = nsbox_oci_store_refs(&v, &n, &ignored) < 0;
+    for (size_t i = 0; i < n && !found; i++)
+        found = !strcmp(v[i].name, name);
     free(v);
     return found;
 }
@@ -757,6 +758,7 @@ int nsbox_oci_store_remove(const char *ref, struct nsbox_err *e)
             return -1;
         for (size_t i = 0; i < n; i++)
             if (!strcmp(v[i].name, name)) {
+                /* one that cannot be named stays, dangling: a lookup of it finds no image */
                 struct nsbox_err ignored;
                 char dir[PATH_MAX], canon[NSBOX_OCIREF_MAX + 1], file[NSBOX_OCIREF_MAX + 1];
                 if (refs_dir(dir, sizeof dir, &ignored) == 0 &&
@@ -816,7 +818,7 @@ int nsbox_oci_store_meta(const char *name, char *digest, size_t dn, uint64_t *si
                          char **config_json, char **manifest_json)
 {
     char data[PATH_MAX], dir[PATH_MAX + 80];
-    struct nsbox_err ignored;
+    struct nsbox_err ignored; /* -1 says "no metadata"; this function gives no reasons */
     if (nsbox_path_data_dir(data, sizeof data, &ignored) < 0)
         return -1;
     snprintf(dir, sizeof dir, "%s/images/%s", data, name);

@@ -743,7 +743,7 @@ static void reap(int sock)
         for (size_t i = 0; i < MAX_CHILDREN; i++) {
             if (children[i].pid != p)
                 continue;
-            int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            int code = nsbox_exit_code(status);
             if (children[i].last)
                 kill_all_others();
             if (children[i].run)

@@ -504,7 +504,7 @@ static int make_root_parent(const char *parent, struct nsbox_err *e)
 /* Undo a half-made cgroup: nothing ran in it yet, so this is rmdirs. The first error wins. */
 static int rollback(struct nsbox_cgroup *cg)
 {
-    struct nsbox_err ignored;
+    struct nsbox_err ignored; /* the caller's e has the error that made us undo */
     int saved = errno;
     nsbox_cgroup_destroy(cg, &ignored);
     errno = saved;

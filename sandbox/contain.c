@@ -276,9 +276,7 @@ __attribute__((noreturn)) static void init_reap(pid_t workload)
             if (p != workload)
                 continue;
             /* When pid 1 exits the kernel kills everything left in the namespace. */
-            if (WIFEXITED(status))
-                _exit(WEXITSTATUS(status));
-            _exit(128 + WTERMSIG(status));
+            _exit(nsbox_exit_code(status));
         }
         siginfo_t si;
         int sig = sigwaitinfo(&set, &si);

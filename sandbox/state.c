@@ -548,7 +548,7 @@ int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e)
      * lock on a file no longer at the path, and tries again): slots are picked at random, and
      * files left behind by every sandbox that ends would pile up until a gc. */
     char dir[PATH_MAX], path[PATH_MAX];
-    struct nsbox_err ignored;
+    struct nsbox_err ignored; /* a slot directory that cannot be named: its file waits for gc */
     if (st->slot_fd >= 0 && nsbox_state_uid_slot_dir(dir, sizeof dir, &ignored) == 0) {
         slot_path(path, sizeof path, dir, st->slot);
         if (nsbox_fd_is_at_path(st->slot_fd, path))
@@ -620,6 +620,6 @@ int nsbox_state_ws_file_remove_unused(int dirfd, const char *rel)
 bool nsbox_state_dir_gone(const char *rt, const char *id)
 {
     char dir[PATH_MAX];
-    struct nsbox_err ignored;
+    struct nsbox_err ignored; /* a path too long is no sandbox's: not said gone */
     return path_join(dir, rt, id, &ignored) == 0 && access(dir, F_OK) < 0 && errno == ENOENT;
 }

@@ -229,7 +229,7 @@ static int run_mkfs(char *const argv[], int keep_fd, struct nsbox_err *e)
             return nsbox_err_sys(e, "waitpid");
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         return nsbox_err_set(e, NSBOX_E_SYS, EIO, "workspace: %s failed (status %d): %s",
-                             argv[0], WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
+                             argv[0], nsbox_exit_code(st),
                              have ? msg : "no message");
     return 0;
 }
@@ -417,7 +417,7 @@ static uint64_t promised(int cache_fd, bool alive_only, unsigned *count)
     uint64_t sum = 0;
     *count = 0;
     char rt[PATH_MAX];
-    struct nsbox_err ignored;
+    struct nsbox_err ignored; /* without it no sandbox can be told dead: all count (below) */
     if (nsbox_path_runtime_dir(rt, sizeof rt, &ignored) < 0)
         rt[0] = '\0';
     DIR *d = opendir_at(cache_fd);
@@ -447,7 +447,7 @@ static unsigned reclaim_dead(int cache_fd, uint64_t *held)
 {
     *held = 0;
     char rt[PATH_MAX];
-    struct nsbox_err ignored;
+    struct nsbox_err ignored; /* without it no sandbox can be told dead: none is reclaimed */
     if (nsbox_path_runtime_dir(rt, sizeof rt, &ignored) < 0)
         return 0;
     DIR *d = opendir_at(cache_fd);

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "client.h"
 #include "cleanup.h"
+#include "cleanup_cjson.h"
 #include "connect.h"
 
 #include <errno.h>
@@ -14,9 +15,13 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-cJSON *nsbox_client_request(const char *op)
+/* req as the wire has it (caller frees), or NULL with e filled. */
+static cJSON *encode(const struct nsbox_request *req, struct nsbox_err *e)
 {
-    return nsbox_proto_encode_head(op);
+    cJSON *o = nsbox_proto_encode(req);
+    if (!o)
+        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "cannot make a request");
+    return o;
 }
 
 int nsbox_client_reply_error(const cJSON *reply, struct nsbox_err *e)
@@ -99,27 +104,38 @@ bool nsbox_client_again_if_busy(cJSON **reply, int *sock, unsigned *waited_ms, u
 /* Send a request. A supervisor with every connection taken answers "busy" and hangs up
  * without reading: a send that fails for that is no answer, the reply is read as usual (one
  * that is not there is a hang-up, which nsbox_client_lost explains). */
-int nsbox_client_send(int sock, cJSON *req, const int *fds, size_t nfds, struct nsbox_err *e)
+static int send_encoded(int sock, cJSON *req, const int *fds, size_t nfds, struct nsbox_err *e)
 {
     if (nsbox_proto_send_obj(sock, req, fds, nfds, e) == 0)
         return 0;
     return e->sys_errno == EPIPE || e->sys_errno == ECONNRESET ? 0 : -1;
 }
 
+int nsbox_client_send(int sock, const struct nsbox_request *req, const int *fds, size_t nfds,
+                      struct nsbox_err *e)
+{
+    cleanup_cjson cJSON *o = encode(req, e);
+    return o ? send_encoded(sock, o, fds, nfds, e) : -1;
+}
+
 /* One request on a connection of its own, left open in *sock for the caller: connect, send req
  * with fds, read the reply (and the descriptor that comes with it into *rfd, when rfd is given)
  * within seconds (0: no limit). A "busy" refusal is sent again for up to busy_ms. */
-int nsbox_client_exchange(const char *id, cJSON *req, const int *fds, size_t nfds, int seconds,
-                    unsigned busy_ms, int *sock, cJSON **reply, int *rfd, struct nsbox_err *e)
+int nsbox_client_exchange(const char *id, const struct nsbox_request *rq, const int *fds,
+                          size_t nfds, int seconds, unsigned busy_ms, int *sock, cJSON **reply,
+                          int *rfd, struct nsbox_err *e)
 {
     unsigned waited_ms = 0;
     *reply = NULL;
+    cleanup_cjson cJSON *req = encode(rq, e);
+    if (!req)
+        return -1;
     do {
         *sock = nsbox_connect_ctl(id, e);
         if (*sock < 0)
             return -1;
         /* a connection lost to a deletion (an rm, the ttl) says which */
-        if (nsbox_client_send(*sock, req, fds, nfds, e) < 0 ||
+        if (send_encoded(*sock, req, fds, nfds, e) < 0 ||
             (seconds ? recv_reply_within(*sock, id, seconds, reply, e)
                      : nsbox_client_recv(*sock, reply, rfd, e)) < 0) {
             nsbox_client_lost(id, e);
@@ -130,7 +146,8 @@ int nsbox_client_exchange(const char *id, cJSON *req, const int *fds, size_t nfd
 }
 
 /* One request on a connection of its own; the reply within seconds. */
-int nsbox_client_call_within(const char *id, cJSON *req, int seconds, cJSON **reply, struct nsbox_err *e)
+int nsbox_client_call_within(const char *id, const struct nsbox_request *req, int seconds,
+                             cJSON **reply, struct nsbox_err *e)
 {
     cleanup_close int sock = -1;
     return nsbox_client_exchange(id, req, NULL, 0, seconds, (unsigned)seconds * 1000u, &sock, reply, NULL, e);
@@ -138,11 +155,10 @@ int nsbox_client_call_within(const char *id, cJSON *req, int seconds, cJSON **re
 
 /* One request and its reply (within NSBOX_CLIENT_ANSWER_S) on a connection of its own; an error reply
  * becomes e. */
-int nsbox_client_simple_call(const char *id, cJSON *req, cJSON **reply, struct nsbox_err *e)
+int nsbox_client_simple_call(const char *id, const struct nsbox_request *req, cJSON **reply,
+                             struct nsbox_err *e)
 {
-    int r = nsbox_client_call_within(id, req, NSBOX_CLIENT_ANSWER_S, reply, e);
-    cJSON_Delete(req);
-    if (r < 0)
+    if (nsbox_client_call_within(id, req, NSBOX_CLIENT_ANSWER_S, reply, e) < 0)
         return -1;
     if (nsbox_client_reply_error(*reply, e) < 0) {
         cJSON_Delete(*reply);
@@ -158,14 +174,12 @@ int nsbox_client_simple_call(const char *id, cJSON *req, cJSON **reply, struct n
 int nsbox_client_delete(const char *id, bool wait, struct nsbox_err *e)
 {
     cleanup_close int sock = -1;
-    struct nsbox_request rq = {.op = NSBOX_OP_DELETE};
-    cJSON *req = nsbox_proto_encode(&rq), *reply = NULL;
-    if (!req)
-        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "cannot make a request");
-    int r = nsbox_client_exchange(id, req, NULL, 0, NSBOX_CLIENT_ANSWER_S, NSBOX_CLIENT_BUSY_RETRY_MS, &sock, &reply, NULL, e);
+    struct nsbox_request rq;
+    nsbox_request_init(&rq, NSBOX_OP_DELETE);
+    cJSON *reply = NULL;
+    int r = nsbox_client_exchange(id, &rq, NULL, 0, NSBOX_CLIENT_ANSWER_S, NSBOX_CLIENT_BUSY_RETRY_MS, &sock, &reply, NULL, e);
     if (r == 0)
         r = nsbox_client_reply_error(reply, e);
-    cJSON_Delete(req);
     cJSON_Delete(reply);
     char buf[256];
     struct pollfd pf = {sock, POLLIN, 0};
@@ -174,7 +188,7 @@ int nsbox_client_delete(const char *id, bool wait, struct nsbox_err *e)
     return r;
 }
 
-int nsbox_client_call(const char *id, cJSON *req, const int *fds, size_t nfds, cJSON **reply,
+int nsbox_client_call(const char *id, const struct nsbox_request *req, const int *fds, size_t nfds, cJSON **reply,
                       int *rfd, struct nsbox_err *e)
 {
     *reply = NULL;

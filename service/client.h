@@ -12,9 +12,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* Requests are a struct nsbox_request (nsbox_request_init, then its fields), encoded here by
+ * nsbox_proto_encode: the one encoder, the parser's other half. */
+
 /* One request/reply round trip on a new connection to sandbox id. fds: sent with the request;
  * *reply: the parsed reply (caller frees); rfd: a descriptor that came with the reply, or -1. */
-int nsbox_client_call(const char *id, cJSON *req, const int *fds, size_t nfds, cJSON **reply,
+int nsbox_client_call(const char *id, const struct nsbox_request *req, const int *fds, size_t nfds, cJSON **reply,
                       int *rfd, struct nsbox_err *e);
 /* Ask sandbox id's supervisor to delete it (the "delete" op). 0 once it said yes; with wait,
  * once the sandbox is gone (as rm does). */
@@ -33,11 +36,9 @@ int nsbox_client_reply_error(const cJSON *reply, struct nsbox_err *e);
 #define NSBOX_CLIENT_BUSY_RETRY_MS 60000u
 #define NSBOX_CLIENT_BUSY_FOREVER UINT_MAX
 
-/* A new request {"v", "op"} (caller frees). */
-cJSON *nsbox_client_request(const char *op);
 /* Send req with fds on sock. A send that failed because the supervisor hung up ("busy") is no
  * error: the reply (or the hang-up) is read as usual. */
-int nsbox_client_send(int sock, cJSON *req, const int *fds, size_t nfds, struct nsbox_err *e);
+int nsbox_client_send(int sock, const struct nsbox_request *req, const int *fds, size_t nfds, struct nsbox_err *e);
 /* Read one reply (and the descriptor that comes with it into *rfd, when rfd is given). */
 int nsbox_client_recv(int sock, cJSON **reply, int *rfd, struct nsbox_err *e);
 /* A connection lost during a command: when the sandbox has been deleted meanwhile, e says that
@@ -49,13 +50,13 @@ bool nsbox_client_again_if_busy(cJSON **reply, int *sock, unsigned *waited_ms, u
 /* One request on a connection of its own, left open in *sock for the caller: connect, send req
  * with fds, read the reply (and its descriptor into *rfd, when given) within seconds (0: no
  * limit). A "busy" refusal is sent again for up to busy_ms. */
-int nsbox_client_exchange(const char *id, cJSON *req, const int *fds, size_t nfds, int seconds,
+int nsbox_client_exchange(const char *id, const struct nsbox_request *req, const int *fds, size_t nfds, int seconds,
                           unsigned busy_ms, int *sock, cJSON **reply, int *rfd,
                           struct nsbox_err *e);
 /* One request on a connection of its own; the reply within seconds. */
-int nsbox_client_call_within(const char *id, cJSON *req, int seconds, cJSON **reply,
+int nsbox_client_call_within(const char *id, const struct nsbox_request *req, int seconds, cJSON **reply,
                              struct nsbox_err *e);
-/* One request (freed) and its reply within NSBOX_CLIENT_ANSWER_S; an error reply becomes e. */
-int nsbox_client_simple_call(const char *id, cJSON *req, cJSON **reply, struct nsbox_err *e);
+/* One request and its reply within NSBOX_CLIENT_ANSWER_S; an error reply becomes e. */
+int nsbox_client_simple_call(const char *id, const struct nsbox_request *req, cJSON **reply, struct nsbox_err *e);
 
 #endif

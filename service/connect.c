@@ -123,7 +123,7 @@ int nsbox_connect_ctl(const char *id, struct nsbox_err *e)
 static bool listener_gone(const char *id)
 {
     struct sockaddr_un sa;
-    struct nsbox_err ignored;
+    struct nsbox_err ignored; /* a socket that cannot be named cannot be said gone */
     if (socket_addr(id, "ctl", &sa, &ignored) < 0)
         return false;
     int fd = connect_now(&sa, SOCK_STREAM);

@@ -43,6 +43,30 @@ void nsbox_request_free(struct nsbox_request *req)
     req->argc = req->nenv = 0;
 }
 
+void nsbox_request_init(struct nsbox_request *req, enum nsbox_op op)
+{
+    memset(req, 0, sizeof *req);
+    req->op = op;
+    req->stdout_from = req->stderr_from = UINT64_MAX;
+    req->mode = 0644;
+}
+
+static int too_long(const char *key, size_t n, struct nsbox_err *e)
+{
+    return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG,
+                         "request: '%s' is longer than %zu bytes", key, n - 1);
+}
+
+int nsbox_request_set(char *field, size_t size, const char *key, const char *value,
+                      struct nsbox_err *e)
+{
+    size_t len = strlen(value);
+    if (len >= size)
+        return too_long(key, size, e);
+    memcpy(field, value, len + 1);
+    return 0;
+}
+
 /* Strings from the wire: bounded, and no NUL inside (cJSON would cut at it silently). */
 static int get_string(const cJSON *obj, const char *key, char *out, size_t n, bool required,
                       struct nsbox_err *e)
@@ -55,12 +79,7 @@ static int get_string(const cJSON *obj, const char *key, char *out, size_t n, bo
     }
     if (!cJSON_IsString(v) || !v->valuestring)
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request: '%s' must be a string", key);
-    size_t len = strlen(v->valuestring);
-    if (len >= n)
-        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG,
-                             "request: '%s' is longer than %zu bytes", key, n - 1);
-    memcpy(out, v->valuestring, len + 1);
-    return 1;
+    return nsbox_request_set(out, n, key, v->valuestring, e) < 0 ? -1 : 1;
 }
 
 static int get_uint_in(const cJSON *obj, const char *key, uint64_t min, uint64_t max,
@@ -398,7 +417,8 @@ static bool encode_exec(cJSON *o, const struct nsbox_request *r)
         if (!name || !cJSON_AddStringToObject(env, name, eq + 1))
             return false;
     }
-    return argv && (!r->nenv || env) && cJSON_AddStringToObject(o, "cwd", r->cwd);
+    /* no cwd (a client's request that names none): the parser's default */
+    return argv && (!r->nenv || env) && (!r->cwd[0] || cJSON_AddStringToObject(o, "cwd", r->cwd));
 }
 
 static bool encode_pid(cJSON *o, const struct nsbox_request *r)

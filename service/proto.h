@@ -74,6 +74,15 @@ struct nsbox_request {
 
 const char *nsbox_op_name(enum nsbox_op op);
 
+/* A request of op with every field at what the parser gives when it is not sent (logs: no
+ * offsets; files: mode 0644; exec: cwd "", which is not sent: the supervisor's /workspace), for
+ * a client to fill in and encode. */
+void nsbox_request_init(struct nsbox_request *req, enum nsbox_op op);
+/* value into the request's string field (of size bytes) named key: 0, or -1 with e saying what
+ * the parser says of a value that long. */
+int nsbox_request_set(char *field, size_t size, const char *key, const char *value,
+                      struct nsbox_err *e);
+
 /* Parse and validate one request; on error e names the field. req must be freed even on error. */
 int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *req, struct nsbox_err *e);
 void nsbox_request_free(struct nsbox_request *req);

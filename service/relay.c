@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -295,6 +296,27 @@ static void given_close(struct nsbox_relay *r)
         }
 }
 
+static nsbox_note_fn *note;
+static void *note_ctx;
+
+void nsbox_relay_set_note(nsbox_note_fn *fn, void *ctx)
+{
+    note = fn;
+    note_ctx = ctx;
+}
+
+__attribute__((format(printf, 1, 2))) static void relay_note(const char *fmt, ...)
+{
+    if (!note)
+        return;
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    note(note_ctx, line);
+}
+
 void nsbox_relay_finish(struct nsbox_relay *r)
 {
     given_close(r);
@@ -302,7 +324,7 @@ void nsbox_relay_finish(struct nsbox_relay *r)
         return;
     uint64_t one = 1;
     if (write(r->stop, &one, sizeof one) != (ssize_t)sizeof one)
-        perror("nsbox: relay");
+        relay_note("relay: %s", strerror(errno));
     static const char *const names[] = {"stdin", "stdout", "stderr"};
     for (int i = 0; i < 3; i++) {
         struct nsbox_relay_stream *s = &r->s[i];
@@ -311,8 +333,7 @@ void nsbox_relay_finish(struct nsbox_relay *r)
         pthread_join(s->thread, NULL);
         s->started = false;
         if (i > 0 && s->err && s->err != EPIPE)
-            fprintf(stderr, "nsbox: cannot write the command's %s: %s\n", names[i],
-                    strerror(s->err));
+            relay_note("cannot write the command's %s: %s", names[i], strerror(s->err));
     }
     close(r->stop);
     r->stop = -1;

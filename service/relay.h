@@ -12,6 +12,8 @@
 #ifndef NSBOX_RELAY_H
 #define NSBOX_RELAY_H
 
+#include "util.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 
@@ -52,8 +54,10 @@ struct nsbox_relay {
 int nsbox_relay_start(struct nsbox_relay *r, int fds[3], bool outlives);
 /* The command has ended: close our copies of what it was given; copy what it wrote (all of it
  * is in the pipes by now; a background child that still holds them does not keep us: what
- * comes later is not taken), stop reading stdin, wait for the threads. Says on stderr when an output could not be written (but when its
- * reader left: EPIPE). */
+ * comes later is not taken), stop reading stdin, wait for the threads. Tells the note set
+ * below when an output could not be written (but when its reader left: EPIPE). */
 void nsbox_relay_finish(struct nsbox_relay *r);
+/* Who is told what nsbox_relay_finish has to say (cli: nsbox_say_note); nobody by default. */
+void nsbox_relay_set_note(nsbox_note_fn *note, void *ctx);
 
 #endif

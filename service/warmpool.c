@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,8 +256,29 @@ static int wait_status(int sock, int pid, int sfd, uint64_t timeout_ms, const ch
     }
 }
 
+static nsbox_note_fn *note;
+static void *note_ctx;
+
+void nsbox_pool_set_note(nsbox_note_fn *fn, void *ctx)
+{
+    note = fn;
+    note_ctx = ctx;
+}
+
+__attribute__((format(printf, 1, 2))) static void pool_note(const char *fmt, ...)
+{
+    if (!note)
+        return;
+    char line[NSBOX_ERR_MSG_MAX + 1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    note(note_ctx, line);
+}
+
 /* One attempt on one pooled sandbox, through its run socket (agent.h): 1 ran (*exit_status,
- * *oom_kills; a command that could not start said so on stderr), 0 not taken (refused, or
+ * *oom_kills; a command that could not start said so to the note), 0 not taken (refused, or
  * taken by another run or retired just now), -2 unreachable (a stale entry), -1 it was ours
  * and the connection broke before the status. */
 static int try_one(const char *id, char *const argv[], char *const env[], const char *cwd,
@@ -279,7 +301,7 @@ static int try_one(const char *id, char *const argv[], char *const env[], const 
     if (ev.type == NSBOX_AGENT_FAILED && ev.status == 0)
         return 0; /* refused: nothing ran */
     if (ev.type == NSBOX_AGENT_FAILED) {
-        fprintf(stderr, "nsbox: %s\n", ev.msg);
+        pool_note("%s", ev.msg);
         *exit_status = ev.status;
         return 1;
     }
@@ -694,24 +716,35 @@ int nsbox_pool_drain(struct nsbox_err *e)
     return n;
 }
 
+struct list_ctx {
+    struct nsbox_pool_entry *v;
+    size_t n, cap;
+    bool nomem;
+};
+
 static void list_one(const char *id, const char *key, void *arg)
 {
-    cJSON *all = arg;
-    if (!all) {
-        printf("%-12s  %s\n", id, key);
+    struct list_ctx *l = arg;
+    if (l->nomem)
         return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        struct nsbox_pool_entry *v = realloc(l->v, cap * sizeof *v);
+        if (!v) {
+            l->nomem = true;
+            return;
+        }
+        l->v = v, l->cap = cap;
     }
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "id", id);
-    cJSON_AddStringToObject(o, "key", key);
-    cJSON_AddItemToArray(all, o);
+    snprintf(l->v[l->n].id, sizeof l->v[l->n].id, "%s", id);
+    snprintf(l->v[l->n].key, sizeof l->v[l->n].key, "%s", key);
+    l->n++;
 }
 
-/* Fills that failed (their filler had no terminal): why, on stderr. */
-static void report_failures(void)
+void nsbox_pool_report_failures(void)
 {
     struct pool_ctx c;
-    struct nsbox_err e;
+    struct nsbox_err e; /* no pool directory to read: no failure to tell of */
     DIR *d = NULL;
     if (open_pool_dir(&c, &d, &e) < 0 || !d)
         return;
@@ -734,25 +767,21 @@ static void report_failures(void)
         char ago[48] = "";
         if (dated)
             nsbox_pool_format_age(ago, sizeof ago, now.tv_sec - st.st_mtim.tv_sec);
-        fprintf(stderr, "nsbox: the last fill for key %s failed%s%s: %s\n", key,
-                dated ? " " : "", ago, msg);
+        pool_note("the last fill for key %s failed%s%s: %s", key, dated ? " " : "", ago, msg);
     }
     closedir(d);
 }
 
-int nsbox_pool_list(bool json, struct nsbox_err *e)
+int nsbox_pool_list(struct nsbox_pool_entry **v, size_t *n, struct nsbox_err *e)
 {
-    struct nsbox_err ge;
+    struct nsbox_err ge; /* what gc could not remove it says with -v only (nsbox gc) */
     nsbox_gc(false, &ge);
-    cleanup_cjson cJSON *all = json ? cJSON_CreateArray() : NULL;
-    if (!json)
-        printf("%-12s  %s\n", "ID", "KEY");
-    if (each_entry(list_one, all, e) < 0)
-        return -1;
-    if (json) {
-        cleanup_free char *t = cJSON_PrintUnformatted(all);
-        printf("%s\n", t ? t : "[]");
+    struct list_ctx l = {0};
+    *v = NULL, *n = 0;
+    if (each_entry(list_one, &l, e) < 0 || l.nomem) {
+        free(l.v);
+        return l.nomem ? nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "cannot list the pool") : -1;
     }
-    report_failures();
+    *v = l.v, *n = l.n;
     return 0;
 }

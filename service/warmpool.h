@@ -10,9 +10,12 @@
 #define NSBOX_WARMPOOL_H
 
 #include "nsbox.h"
+#include "pool.h"
 #include "spec.h"
+#include "util.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #define NSBOX_POOL_EMPTY 2
 
@@ -51,7 +54,16 @@ int nsbox_pool_fill(const struct nsbox_spec *s, unsigned size, bool refill, long
 int nsbox_pool_drain(struct nsbox_err *e);
 /* The config's "pool" section parses (nsbox info). */
 int nsbox_pool_config_check(struct nsbox_err *e);
-/* Print the pooled sandboxes, one "ID KEY" line each (json: an array of objects). */
-int nsbox_pool_list(bool json, struct nsbox_err *e);
+/* The pooled sandboxes, in the pool directory's order: *v (caller frees) of *n. */
+struct nsbox_pool_entry {
+    char id[NSBOX_POOL_ID_LEN + 1];
+    char key[NSBOX_POOL_KEY_LEN + 1];
+};
+int nsbox_pool_list(struct nsbox_pool_entry **v, size_t *n, struct nsbox_err *e);
+/* Fills that failed (their filler had no terminal): why, a line each, to the note. */
+void nsbox_pool_report_failures(void);
+/* Who is told what the pool has to say: a pooled command that could not start, a fill that
+ * failed (cli: nsbox_say_note); nobody by default. */
+void nsbox_pool_set_note(nsbox_note_fn *note, void *ctx);
 
 #endif
