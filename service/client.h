@@ -1,6 +1,7 @@
 /* The client side of the protocol of persistent sandboxes (docs/protocol.md): a request on a
  * connection of its own to a sandbox's supervisor and its reply. Nothing here prints: the
- * commands (cli/exec.c and the other command files), the warm pool and the workspace's eviction use it. */
+ * commands (cli/exec.c and the other command files), the warm pool and the workspace's
+ * eviction use it. */
 #ifndef NSBOX_CLIENT_H
 #define NSBOX_CLIENT_H
 
