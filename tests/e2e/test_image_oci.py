@@ -2,17 +2,17 @@
 `--image REF`), with test images made offline from the host's busybox (tests/lib/oci_images.py):
 both archive formats and a layout import to the same image, whose layers' whiteouts, opaque
 directory, hard link and Env are seen inside; a corrupt blob is refused with nothing kept; a
-registry on 127.0.0.1 (Debian's docker-registry, plain HTTP) serves a pull."""
+registry on 127.0.0.1 (Debian's docker-registry, tests/lib/oci_registry.py) serves pulls: in
+plain HTTP, and with TLS and htpasswd auth (credentials, a refused password, an unknown tag, an
+untrusted certificate, the --pull policies of run and create)."""
 import json
 import os
 import shutil
-import socket
-import subprocess
 import tempfile
-import time
 import unittest
 
 import oci_images
+import oci_registry
 from nsbox_test import NSBOX, Dirs, run_nsbox
 
 CHECK = ("id -un; echo \"$PATH|$FOO|$BAR\"; ls /opq; ls /keep; "
@@ -147,15 +147,8 @@ class OciImages(unittest.TestCase):
         self.assertIn(b"not in the store", r.stderr)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
-@unittest.skipIf(not shutil.which("skopeo") or not shutil.which("docker-registry"),
-                 "needs skopeo and docker-registry")
+@unittest.skipIf(oci_registry.missing_tools(), "needs %s" % ", ".join(oci_registry.NEEDS))
 class Registry(unittest.TestCase):
     """A pull from a registry on 127.0.0.1 over plain HTTP (--tls-verify=false: Debian's
     skopeo 1.9 reads no test-local registries.conf)."""
@@ -165,37 +158,83 @@ class Registry(unittest.TestCase):
         self.addCleanup(dirs.cleanup)
         work = tempfile.mkdtemp(prefix="nsbox-registry-")
         self.addCleanup(shutil.rmtree, work, True)
-        port = free_port()
-        cfg = os.path.join(work, "config.yml")
-        with open(cfg, "w") as f:
-            f.write("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s/data\n"
-                    "http:\n  addr: 127.0.0.1:%d\n" % (work, port))
-        reg = subprocess.Popen(["docker-registry", "serve", cfg], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-        self.addCleanup(reg.wait)
-        self.addCleanup(reg.kill)
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        reg = oci_registry.Registry(work)
+        self.addCleanup(reg.stop)
         layout = os.path.join(work, "layout")
         oci_images.write_layout(layout)
-        ref = "127.0.0.1:%d/team/bb:1" % port
-        subprocess.run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false",
-                        "oci:%s:latest" % layout, "docker://" + ref], check=True, timeout=120)
-        env = {}
+        ref = reg.push(layout, "team/bb:1")
         r = run_nsbox(["image", "pull", "-q", "--tls-verify=false", ref], dirs, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
-        r = run_nsbox(["run", "--image", ref, "--", "sh", "-c", "echo $FOO"], dirs,
-                      extra_env=env, timeout=120)
+        r = run_nsbox(["run", "--image", ref, "--", "sh", "-c", "echo $FOO"], dirs, timeout=120)
         self.assertEqual((r.returncode, r.stdout.strip()), (0, b"from-image"), r.stderr)
         # a tag the registry does not have: the cause, named
         r = run_nsbox(["image", "pull", "-q", "--tls-verify=false", ref[:-1] + "9"], dirs,
                       timeout=120)
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"unknown tag", r.stderr)
+
+
+@unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
+@unittest.skipIf(oci_registry.missing_tools(), "needs %s" % ", ".join(oci_registry.NEEDS))
+@unittest.skipIf(not os.path.isdir("/etc/containers"), "needs /etc/containers (skopeo's)")
+class SecureRegistry(unittest.TestCase):
+    """A registry with TLS (a lab CA) and htpasswd auth. nsbox runs in a private mount
+    namespace whose /etc/containers/certs.d/127.0.0.1:PORT/ca.crt is the lab CA (the host's
+    files are not touched), with REGISTRY_AUTH_FILE naming an auth.json the test writes."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.work = tempfile.mkdtemp(prefix="nsbox-registry-tls-")
+        cls.reg = oci_registry.Registry(cls.work, tls=True, user="agent", password="s3cret!")
+        layout = os.path.join(cls.work, "layout")
+        oci_images.write_layout(layout)
+        cls.ref = cls.reg.push(layout, "team/bb:1")
+        cls.auth = cls.reg.auth_file(os.path.join(cls.work, "auth.json"))
+        cls.bad_auth = cls.reg.auth_file(os.path.join(cls.work, "bad-auth.json"), "wrong")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.reg.stop()
+        shutil.rmtree(cls.work, True)
+
+    def setUp(self):
+        self.dirs = Dirs()
+        self.addCleanup(self.dirs.cleanup)
+
+    def nsbox(self, *args, auth=None, trust=True, env=None):
+        extra = {"REGISTRY_AUTH_FILE": auth or self.auth}
+        extra.update(env or {})
+        return run_nsbox(list(args), self.dirs, extra_env=extra, timeout=120,
+                         wrap=self.reg.certs_wrap(trust))
+
+    def oci_images(self):
+        d = os.path.join(self.dirs.data, "images")
+        return [n for n in os.listdir(d) if n.startswith("oci-")] if os.path.isdir(d) else []
+
+    def test_pull_with_credentials_and_ca(self):
+        r = self.nsbox("image", "pull", "-q", self.ref)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.nsbox("run", "--image", self.ref, "--", "sh", "-c", "echo $FOO")
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, b"from-image"), r.stderr)
+
+    def test_wrong_password_names_the_credential_file(self):
+        r = self.nsbox("image", "pull", "-q", self.ref, auth=self.bad_auth)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"unauthorized", r.stderr)
+        self.assertIn(("REGISTRY_AUTH_FILE=%s" % self.bad_auth).encode(), r.stderr)
+        self.assertEqual(self.oci_images(), [])
+
+    def test_unknown_tag(self):
+        r = self.nsbox("image", "pull", "-q", self.ref[:-1] + "9")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"unknown tag", r.stderr)
+
+    def test_untrusted_certificate_names_the_ca_paths_searched(self):
+        r = self.nsbox("image", "pull", "-q", self.ref, trust=False)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"TLS failure", r.stderr)
+        self.assertIn(("/etc/containers/certs.d/%s/" % self.reg.host).encode(), r.stderr)
+        self.assertEqual(self.oci_images(), [])
 
 
 if __name__ == "__main__":
