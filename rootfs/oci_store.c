@@ -795,16 +795,32 @@ int nsbox_oci_store_prune(unsigned *removed, struct nsbox_err *e)
 
 /* ---- what a sandbox needs ----------------------------------------------------------------- */
 
-int nsbox_oci_store_resolve(const char *image, char *name, size_t n, struct nsbox_err *e)
+int nsbox_oci_store_resolve(const char *image, enum nsbox_pull pull, char *name, size_t n,
+                            struct nsbox_err *e)
 {
-    const char *pull = getenv("NSBOX_PULL");
-    bool never = pull && !strcmp(pull, "never"), always = pull && !strcmp(pull, "always");
-    if (!always && nsbox_oci_lookup_name(image, name, n, e) == 0)
+    const char *said = "pull";
+    if (pull == NSBOX_PULL_DEFAULT) {
+        const char *env = getenv("NSBOX_PULL");
+        said = "NSBOX_PULL";
+        pull = !env || !*env || !strcmp(env, "missing") ? NSBOX_PULL_MISSING
+               : !strcmp(env, "always")                 ? NSBOX_PULL_ALWAYS
+               : !strcmp(env, "never")                  ? NSBOX_PULL_NEVER
+                                                        : NSBOX_PULL_DEFAULT;
+        if (pull == NSBOX_PULL_DEFAULT)
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                 "NSBOX_PULL='%.32s' is not a pull policy (missing, always or "
+                                 "never)",
+                                 env);
+    }
+    bool is_id = !strncmp(image, NSBOX_OCI_NAME_PREFIX, 4);
+    if ((pull != NSBOX_PULL_ALWAYS || is_id) && nsbox_oci_lookup_name(image, name, n, e) == 0)
         return 0;
-    if (e->code != NSBOX_E_NOTFOUND || !strncmp(image, NSBOX_OCI_NAME_PREFIX, 4))
+    if (pull != NSBOX_PULL_ALWAYS && (e->code != NSBOX_E_NOTFOUND || is_id))
         return -1;
-    if (never)
-        return nsbox_err_wrap(e, "NSBOX_PULL=never");
+    if (is_id)
+        return -1;
+    if (pull == NSBOX_PULL_NEVER)
+        return nsbox_err_wrap(e, "%s=never", said);
     struct nsbox_oci_imported im;
     if (nsbox_oci_pull(image, false, true, &im, e) < 0)
         return -1;

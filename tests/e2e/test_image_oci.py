@@ -8,6 +8,7 @@ untrusted certificate, the --pull policies of run and create)."""
 import json
 import os
 import shutil
+import sys
 import tempfile
 import unittest
 
@@ -235,6 +236,65 @@ class SecureRegistry(unittest.TestCase):
         self.assertIn(b"TLS failure", r.stderr)
         self.assertIn(("/etc/containers/certs.d/%s/" % self.reg.host).encode(), r.stderr)
         self.assertEqual(self.oci_images(), [])
+
+    def test_pull_policies(self):
+        # never: a reference that is not stored is refused, by run, create and a spec
+        for cmd in (["run", "--pull", "never", "--image", self.ref, "--", "true"],
+                    ["create", "--pull=never", "--image", self.ref]):
+            r = self.nsbox(*cmd)
+            self.assertEqual(r.returncode, 125, r.stdout)
+            self.assertIn(b"pull=never", r.stderr)
+            self.assertIn(b"not in the store", r.stderr)
+        spec = json.dumps({"image": self.ref, "pull": "never"}).encode()
+        r = run_nsbox(["run", "--spec", "-", "--", "true"], self.dirs, input=spec,
+                      wrap=self.reg.certs_wrap(), extra_env={"REGISTRY_AUTH_FILE": self.auth})
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"pull=never", r.stderr)
+        self.assertEqual(self.oci_images(), [])
+        # the flag wins over NSBOX_PULL, and its usage errors name it
+        r = self.nsbox("run", "--pull", "sometimes", "--image", self.ref, "--", "true")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"'pull': 'sometimes' is not a pull policy", r.stderr)
+        r = self.nsbox("run", "--pull", "missing", "--image", self.ref, "--", "sh", "-c",
+                       "echo $FOO", env={"NSBOX_PULL": "never"})
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, b"from-image"), r.stderr)
+        # the tag moves: missing keeps the stored image, always follows the tag
+        work = tempfile.mkdtemp(prefix="nsbox-oci-v2-")
+        self.addCleanup(shutil.rmtree, work, True)
+        v2 = os.path.join(work, "layout")
+        oci_images.write_layout(v2, env=["PATH=/usr/bin:/bin", "FOO=v2"])
+        self.reg.push(v2, "team/bb:moving")
+        r = self.nsbox("run", "--image", self.ref[:-1] + "moving", "--", "sh", "-c", "echo $FOO")
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, b"v2"), r.stderr)
+        self.reg.push(os.path.join(self.work, "layout"), "team/bb:moving")
+        for cmd, want in ((["run"], b"v2"), (["run", "--pull", "always"], b"from-image")):
+            r = self.nsbox(*cmd, "--image", self.ref[:-1] + "moving", "--", "sh", "-c",
+                           "echo $FOO")
+            self.assertEqual((r.returncode, r.stdout.strip()), (0, want), (cmd, r.stderr))
+        # NSBOX_PULL=always, when no flag says otherwise, pulls too (v2 again)
+        self.reg.push(v2, "team/bb:moving")
+        r = self.nsbox("run", "--image", self.ref[:-1] + "moving", "--", "sh", "-c", "echo $FOO",
+                       env={"NSBOX_PULL": "always"})
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, b"v2"), r.stderr)
+        # and create --pull always (the first image again)
+        self.reg.push(os.path.join(self.work, "layout"), "team/bb:moving")
+        r = self.nsbox("create", "--pull", "always", "--image", self.ref[:-1] + "moving")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.decode().strip()
+        r = run_nsbox(["exec", sid, "--", "sh", "-c", "echo $FOO"], self.dirs)
+        run_nsbox(["rm", sid], self.dirs, check=True)
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, b"from-image"), r.stderr)
+
+    def test_python_client_pull(self):
+        sys.path.insert(0, os.path.join(os.environ.get("NSBOX_SOURCE_DIR", "."), "python"))
+        import nsbox
+        env = self.dirs.env({"REGISTRY_AUTH_FILE": self.auth})
+        box = nsbox.LocalSandbox(image=self.ref, pull="never", binary=NSBOX, nsbox_env=env)
+        self.assertEqual(box.spec()["pull"], "never")
+        with self.assertRaises(nsbox.errors.SandboxCreationError) as cm:
+            with box.open():
+                pass
+        self.assertIn("pull=never", str(cm.exception))
 
 
 if __name__ == "__main__":
