@@ -367,14 +367,22 @@ static int clone_source(const struct nsbox_sys *sys, const struct nsbox_mount_op
 }
 
 int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
-                         const char *staging, const char *image_root, int ws_fd, int *fds,
-                         int *rootfd, struct nsbox_err *e)
+                         const char *staging, const char *image_root, int image_fd, int ws_fd,
+                         int *fds, int *rootfd, struct nsbox_err *e)
 {
     for (size_t i = 0; i < plan->n; i++)
         fds[i] = -1;
     /* Nothing done from here on may propagate back to the host's mount namespace. */
     if (sys->mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         return nsbox_err_sys(e, "rootfs: make / private");
+    /* The image's idmapped copy over its own directory, in this namespace only: the entries
+     * below are cloned from it, and keep its idmap. */
+    if (image_fd >= 0) {
+        int r = sys->move_mount_to(image_fd, image_root);
+        sys->close(image_fd);
+        if (r < 0)
+            return nsbox_err_sys(e, "rootfs: idmapped image on %s", image_root);
+    }
     /* The sources first: the root's mount point may hold some of them (the state directory:
      * a network's resolv.conf and hosts), which the tmpfs below hides from here on. */
     cleanup_close int image_rootfd = open(image_root, O_PATH | O_DIRECTORY | O_CLOEXEC);

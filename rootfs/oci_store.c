@@ -1,6 +1,7 @@
 /* OCI images in the store: import, references, removal. See oci_store.h. */
 #include "oci_store.h"
 #include "cleanup.h"
+#include "idmap.h"
 #include "image.h"
 #include "oci_layer.h"
 #include "ocimanifest.h"
@@ -483,6 +484,18 @@ static int finish_rootfs(int root_fd, struct nsbox_err *e)
         nsbox_image_write_at(etc, "resolv.conf", nsbox_image_resolv_text,
                              strlen(nsbox_image_resolv_text), 0644, e) < 0)
         return nsbox_err_wrap(e, "the image's /etc");
+    /* files of the image's root, as the layers' are (NSBOX_IMAGE_ID_BASE) */
+    static const char *const written[] = {"passwd", "group", "hosts", "resolv.conf"};
+    for (size_t i = 0; geteuid() == 0 && i < sizeof written / sizeof written[0]; i++)
+        if (fchownat(etc, written[i], nsbox_idmap_image_owner(0), nsbox_idmap_image_owner(0),
+                     AT_SYMLINK_NOFOLLOW) < 0)
+            return nsbox_err_sys(e, "the image's /etc/%s: chown", written[i]);
+    /* the root directory last: its owner, image root, says that the owners are kept (a
+     * sandbox then sees them through an idmapped mount) */
+    if (geteuid() == 0 &&
+        fchownat(root_fd, "", nsbox_idmap_image_owner(0), nsbox_idmap_image_owner(0),
+                 AT_EMPTY_PATH) < 0)
+        return nsbox_err_sys(e, "the image's root: chown");
     return 0;
 }
 

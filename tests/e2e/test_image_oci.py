@@ -111,6 +111,29 @@ class OciImages(unittest.TestCase):
         self.assertIn(b"removed 1", r.stdout)
         self.assertEqual([n for n in self.images() if n.startswith("oci-")], [])
 
+    def test_files_keep_their_owners(self):
+        """As root, the layers' owners are kept (as image ids, shown through an idmapped
+        mount): the image's root files are root's inside, uid 1000's are appuser's, an id
+        beyond 65535 is nobody's."""
+        if os.geteuid() != 0:
+            self.skipTest("owners are kept only in root's store")
+        self.nsbox("image", "import", "-q", "--name", "t/own:1", self.layout, check=True)
+        r = self.nsbox("run", "--image", "t/own:1", "--", "sh", "-c",
+                       "stat -c '%n %u:%g' / /bin/busybox /etc/passwd /etc/mine /etc/high "
+                       "/etc/secret; cat /etc/mine; cat /etc/secret 2>/dev/null || echo denied")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.decode().splitlines(), [
+            "/ 1000:1000",  # nsbox's own tmpfs root
+            "/bin/busybox 0:0", "/etc/passwd 0:0", "/etc/mine 1000:1000",
+            "/etc/high 65534:65534", "/etc/secret 0:0", "appuser's own", "denied"])
+        # on the host: the image-id range, never host root or a sandbox's ids
+        rootfs = [os.path.join(self.dirs.data, "images", n, "rootfs") for n in self.images()
+                  if n.startswith("oci-")][0]
+        base = 2000000000 - 65536
+        self.assertEqual(os.stat(rootfs).st_uid, base)
+        self.assertEqual(os.lstat(os.path.join(rootfs, "etc", "mine")).st_uid, base + 1000)
+        self.assertEqual(os.lstat(os.path.join(rootfs, "bin", "sh")).st_uid, base)
+
     def test_image_without_python3_is_refused_at_create(self):
         nopy = os.path.join(self.src, "nopy")
         oci_images.write_layout(nopy, layers=[oci_images.layer1(python=False),

@@ -1204,7 +1204,7 @@ static int do_prepare(struct ex *x, struct nsbox_err *e)
     if (x->rootfd >= 0) close(x->rootfd);
     x->rootfd = -1;
     memset(x->fds, 0x55, sizeof x->fds);
-    int r = nsbox_rootfs_prepare(&fake, &x->w->plan, x->staging, x->image, x->ws_fd, x->fds,
+    int r = nsbox_rootfs_prepare(&fake, &x->w->plan, x->staging, x->image, -1, x->ws_fd, x->fds,
                                  &x->rootfd, e);
     memcpy(x->fds_after_prepare, x->fds, sizeof x->fds);
     x->prepare_calls = F.n;
