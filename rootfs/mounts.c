@@ -107,12 +107,15 @@ static int plan_image(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_pla
                 return -1;
             continue;
         }
-        PUSH(NSBOX_MOP_MKDIR, en->name)->mode = 0755;
+        if (en->is_file)
+            PUSH(NSBOX_MOP_FILE, en->name);
+        else
+            PUSH(NSBOX_MOP_MKDIR, en->name)->mode = 0755;
         struct nsbox_mount_op *o = PUSH(NSBOX_MOP_BIND, en->name);
         if (set_src(plan, o, en->name, e) < 0)
             return -1;
         o->src_in_image = true;
-        o->recursive = true;
+        o->recursive = !en->is_file;
         o->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
     }
     if (img->kind == NSBOX_IMAGE_HOST) {
@@ -279,10 +282,11 @@ static int scan_one(int rootfd, const char *name, struct nsbox_root_entry *en, b
     *present = false;
     if (fstatat(rootfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return errno == ENOENT ? 0 : -1;
-    if (!S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
-        return 0; /* a stray file at the top level is not exposed */
+    if (!S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode) && !S_ISREG(st.st_mode))
+        return 0; /* fifos, sockets, devices at the top level are not exposed */
     snprintf(en->name, sizeof en->name, "%s", name);
     en->is_symlink = S_ISLNK(st.st_mode);
+    en->is_file = S_ISREG(st.st_mode);
     if (en->is_symlink) {
         ssize_t n = readlinkat(rootfd, name, en->link, sizeof en->link - 1);
         if (n < 0)

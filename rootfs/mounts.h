@@ -59,6 +59,7 @@ struct nsbox_mount_op {
 struct nsbox_root_entry {
     char name[NAME_MAX + 1];
     bool is_symlink;
+    bool is_file;        /* a regular file: bound on an empty file nsbox makes */
     char link[PATH_MAX]; /* link text when is_symlink */
 };
 

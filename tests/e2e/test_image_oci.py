@@ -18,7 +18,8 @@ from nsbox_test import NSBOX, Dirs, run_nsbox
 
 CHECK = ("id -un; echo \"$PATH|$FOO|$BAR\"; ls /opq; ls /keep; "
          "test -e /keep/gone && echo gone-visible; "
-         "stat -c %h /bin/hl; stat -c %a /bin/setuid; cat /etc/secret 2>/dev/null || echo no-secret")
+         "stat -c %h /bin/hl; stat -c %a /bin/setuid; cat /etc/secret 2>/dev/null || echo no-secret; "
+         "cat /top.txt; touch /top.txt 2>/dev/null || echo read-only")
 
 
 def text(b):
@@ -78,6 +79,8 @@ class OciImages(unittest.TestCase):
             self.assertEqual(lines[5], "2")  # the hard link of layer 2 to layer 1's busybox
             self.assertEqual(lines[6], "755")  # setuid dropped
             self.assertEqual(lines[7], "no-secret")  # a 0600 root file stays root's
+            # a regular file at the top level is there, read-only
+            self.assertEqual(lines[8:], ["at", "the", "top", "read-only"])
 
     def test_ls_inspect_tag_rm_prune(self):
         self.nsbox("image", "import", "-q", "--name", "t/a:1", self.layout, check=True)

@@ -6,8 +6,7 @@ only, /keep/{gone,x}, /opq/{a,b}, /etc/secret (0600), /etc/mine (0600, uid 1000)
 70000), /bin/setuid (4755), and, unless python=False, a stand-in
 /usr/bin/python3 (a shell script: nsbox only requires that it exists). Layer 2: a whiteout of
 /keep/gone, an opaque /opq holding only c, a hard link /bin/hl to layer 1's busybox,
-/keep/added. (Files at the top level are not exposed in a sandbox: nsbox mounts an image's
-top-level directories and symlinks.)
+/keep/added, /top.txt (a regular file at the top level).
 The config's Env sets PATH (with /custom appended), FOO and BAR."""
 import gzip
 import hashlib
@@ -67,7 +66,7 @@ def layer1(python=True):
 
 
 def layer2():
-    return tar_bytes([("keep/.wh.gone", b""), ("opq", b"", 0o755, tarfile.DIRTYPE),
+    return tar_bytes([("top.txt", b"at the top\n"), ("keep/.wh.gone", b""), ("opq", b"", 0o755, tarfile.DIRTYPE),
                       ("opq/.wh..wh..opq", b""), ("opq/c", b"c\n"),
                       ("bin/hl", b"", 0o755, tarfile.LNKTYPE, "bin/busybox"),
                       ("keep/added", b"upper\n", 0o644)])
