@@ -17,7 +17,7 @@ const char *nsbox_help_cmd;
     "  --region R                          nl-north-1 (default); elsewhere, as in the hosted\n"   \
     "                                      sandbox, only --network all\n"                          \
     "  --image host|debian|NAME|REF|/DIR   the root filesystem; REF: python:3.12 (docs/images.md)\n"                \
-    "  --pull missing|always|never         when an image REF is pulled (default: missing)\n"   \
+    "  --pull missing|always|never         when an image REF is pulled ($NSBOX_PULL, else missing)\n" \
     "  --workspace DIR                     bind DIR as /workspace: kept, no disk limit\n"         \
     "  -e, --env K=V                       an environment variable (repeatable)\n"                \
     "  --spec FILE.json|-                  the options as JSON, applied first\n"

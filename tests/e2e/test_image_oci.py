@@ -123,12 +123,14 @@ class OciImages(unittest.TestCase):
         self.nsbox("image", "import", "-q", "--name", "t/own:1", self.layout, check=True)
         r = self.nsbox("run", "--image", "t/own:1", "--", "sh", "-c",
                        "stat -c '%n %u:%g' / /bin/busybox /etc/passwd /etc/mine /etc/high "
-                       "/etc/secret; cat /etc/mine; cat /etc/secret 2>/dev/null || echo denied")
+                       "/etc/secret; cat /etc/mine; cat /etc/secret 2>/dev/null || echo denied; "
+                       "echo x 2>/dev/null >>/etc/mine || echo read-only")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.decode().splitlines(), [
             "/ 1000:1000",  # nsbox's own tmpfs root
             "/bin/busybox 0:0", "/etc/passwd 0:0", "/etc/mine 1000:1000",
-            "/etc/high 65534:65534", "/etc/secret 0:0", "appuser's own", "denied"])
+            "/etc/high 65534:65534", "/etc/secret 0:0", "appuser's own", "denied",
+            "read-only"])  # owning a file of the image grants reading it, never writing
         # on the host: the image-id range, never host root or a sandbox's ids
         rootfs = [os.path.join(self.dirs.data, "images", n, "rootfs") for n in self.images()
                   if n.startswith("oci-")][0]
