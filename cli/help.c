@@ -17,6 +17,7 @@ const char *nsbox_help_cmd;
     "  --region R                          nl-north-1 (default); elsewhere, as in the hosted\n"   \
     "                                      sandbox, only --network all\n"                          \
     "  --image host|debian|NAME|REF|/DIR   the root filesystem; REF: python:3.12 (docs/images.md)\n"                \
+    "  --pull missing|always|never         when an image REF is pulled ($NSBOX_PULL, else missing)\n" \
     "  --workspace DIR                     bind DIR as /workspace: kept, no disk limit\n"         \
     "  -e, --env K=V                       an environment variable (repeatable)\n"                \
     "  --spec FILE.json|-                  the options as JSON, applied first\n"
@@ -46,7 +47,8 @@ static const char overview[] =
     "run and create OPTIONS (--spec first, then the others in order, later ones winning):\n"
     "  --instance-type small|medium|large   --region R    --spec FILE.json|-   -e K=V\n"
     "  --network none|all|allow=H[,H]    --egress CIDR[,CIDR]\n"
-    "  --image host|debian|NAME|/DIR     --workspace DIR (yours, kept, no disk limit)\n"
+    "  --image host|debian|NAME|REF|/DIR   --pull missing|always|never\n"
+    "  --workspace DIR (yours, kept, no disk limit)\n"
     "run only:     --timeout S   --cwd DIR (relative: to /workspace)\n"
     "create only:  --idle-timeout S   --setup-script FILE   --setup-timeout S   (and --ttl S,\n"
     "              which bounds a run as --timeout does)\n"

@@ -119,6 +119,7 @@ static const struct opt_def sandbox_opts[] = {
     {"--network", "network", OPT_SPEC},
     {"--egress", "egress", OPT_SPEC},
     {"--image", "image", OPT_SPEC},
+    {"--pull", "pull", OPT_SPEC},
     {"--setup-timeout", "setup_script_timeout_seconds", OPT_SPEC},
     {"--workspace", "workspace", OPT_SPEC},
     {"-e", "env", OPT_SPEC},

@@ -151,3 +151,13 @@ unsigned nsbox_idmap_mount_lines(uint32_t owner, uint32_t base, struct nsbox_idm
                                   NSBOX_ID_COUNT - NSBOX_SANDBOX_UID - 1};
     return 3;
 }
+
+uint32_t nsbox_idmap_image_owner(uint64_t id)
+{
+    return NSBOX_IMAGE_ID_BASE + (uint32_t)(id < NSBOX_ID_COUNT ? id : 65534u);
+}
+
+struct nsbox_idmap nsbox_idmap_image_line(uint32_t slot_base)
+{
+    return (struct nsbox_idmap){NSBOX_IMAGE_ID_BASE, slot_base, NSBOX_ID_COUNT};
+}

@@ -32,6 +32,12 @@
 #define NSBOX_UID_BASE 2000000000u
 #define NSBOX_UID_SLOTS 2248u
 #define NSBOX_IDMAP_LINES 3 /* lines of one map at most */
+/* Owners of the files of OCI images in root's store: image id N is host id
+ * NSBOX_IMAGE_ID_BASE + N (an id of 65536 or more becomes 65534, nobody), the range just below
+ * the sandboxes', which no process has. A sandbox sees them as its own ids 0-65535 through an
+ * idmapped mount (nsbox_idmap_image_line): the image's root is root inside, its other users
+ * theirs. docs/decisions.md "OCI image files keep their owners". */
+#define NSBOX_IMAGE_ID_BASE (NSBOX_UID_BASE - NSBOX_ID_COUNT)
 
 struct nsbox_idmap {
     uint32_t inside, outside, count;
@@ -57,6 +63,11 @@ uint32_t nsbox_idmap_slot_base(uint32_t slot);
 int nsbox_idmap_compute(bool privileged, uint32_t caller_uid, uint32_t caller_gid, uint32_t slot,
                         const struct nsbox_subids *sub, struct nsbox_idmaps *m,
                         struct nsbox_err *e);
+/* The host owner of an image file owned by `id` in its layer (see NSBOX_IMAGE_ID_BASE). */
+uint32_t nsbox_idmap_image_owner(uint64_t id);
+/* The idmapped mount's line that shows image owners as the sandbox whose id 0 is host id
+ * slot_base sees its own ids: on-disk NSBOX_IMAGE_ID_BASE + N is host slot_base + N. */
+struct nsbox_idmap nsbox_idmap_image_line(uint32_t slot_base);
 /* The text of one line written to /proc/PID/{uid,gid}_map. */
 int nsbox_idmap_format(const struct nsbox_idmap *m, char *buf, size_t n, struct nsbox_err *e);
 /* The text of n lines; the kernel takes them in one write. */

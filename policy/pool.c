@@ -80,7 +80,8 @@ int nsbox_pool_config_from_json(const char *text, size_t len, struct nsbox_pool_
 
 bool nsbox_pool_spec_poolable(const struct nsbox_spec *s)
 {
-    return s->workspace[0] == '\0' && !s->setup_script;
+    /* an always-pull must reach the registry: a pooled sandbox holds the image it had */
+    return s->workspace[0] == '\0' && !s->setup_script && s->pull != NSBOX_PULL_ALWAYS;
 }
 
 int nsbox_pool_member_spec(const struct nsbox_spec *s, uint64_t ttl_seconds,
@@ -88,7 +89,8 @@ int nsbox_pool_member_spec(const struct nsbox_spec *s, uint64_t ttl_seconds,
 {
     if (!nsbox_pool_spec_poolable(s))
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                             "a run with --workspace or a setup script cannot use the pool");
+                             "a run with --workspace, a setup script or --pull always cannot "
+                             "use the pool");
     *dst = *s;
     /* per-command: the run passes them with its command */
     dst->n_env = 0;
@@ -118,6 +120,7 @@ int nsbox_pool_key(const struct nsbox_spec *s, const char *extra, size_t extra_l
     memset(k.env, 0, sizeof k.env);
     k.idle_timeout_seconds = 0;
     k.ttl_seconds = 0;
+    k.pull = NSBOX_PULL_DEFAULT; /* how the image came is not what the sandbox is */
     cleanup_cjson cJSON *o = nsbox_spec_to_cjson(&k);
     cleanup_free char *text = o ? cJSON_PrintUnformatted(o) : NULL;
     if (!text)

@@ -233,6 +233,23 @@ static int set_image(struct nsbox_spec *s, const char *v, struct nsbox_err *e)
     return 0;
 }
 
+static const char *const pull_names[] = {"", "missing", "always", "never"};
+
+static int set_pull(struct nsbox_spec *s, const char *v, struct nsbox_err *e)
+{
+    for (int i = NSBOX_PULL_MISSING; i <= NSBOX_PULL_NEVER; i++)
+        if (!strcmp(v, pull_names[i])) {
+            s->pull = (enum nsbox_pull)i;
+            return 0;
+        }
+    return invalid(e, "'%s' is not a pull policy (missing, always or never)", SHOW(v));
+}
+
+const char *nsbox_spec_pull_name(enum nsbox_pull p)
+{
+    return p > NSBOX_PULL_DEFAULT && p <= NSBOX_PULL_NEVER ? pull_names[p] : NULL;
+}
+
 static int set_setup_script(struct nsbox_spec *s, const char *v, struct nsbox_err *e)
 {
     char *copy = NULL;
@@ -487,6 +504,7 @@ static const struct spec_key keys[] = {
     {"network", KEY_NETWORK, 0, 0, 0, NULL, false},
     {"egress", KEY_EGRESS, 0, 0, 0, NULL, true},
     {"image", KEY_STRING, 0, 0, 0, set_image, false},
+    {"pull", KEY_STRING, 0, 0, 0, set_pull, false},
     {"setup_script", KEY_STRING, 0, 0, 0, set_setup_script, true},
     {"setup_script_timeout_seconds", KEY_UINT,
      offsetof(struct nsbox_spec, setup_script_timeout_seconds), 1, SETUP_TIMEOUT_MAX, NULL,
@@ -708,6 +726,8 @@ static int check_fields(const struct nsbox_spec *s, struct nsbox_err *e)
         return invalid(e, "spec: too many hosts, egress entries or env variables");
     if (s->net != NSBOX_NET_NONE && s->net != NSBOX_NET_ALL && s->net != NSBOX_NET_ALLOW)
         return invalid(e, "spec: key 'network': unknown mode %d", (int)s->net);
+    if (s->pull != NSBOX_PULL_DEFAULT && !nsbox_spec_pull_name(s->pull))
+        return invalid(e, "spec: key 'pull': unknown policy %d", (int)s->pull);
     if (s->net == NSBOX_NET_ALLOW && s->n_hosts == 0)
         return invalid(e, "spec: key 'network': allow needs at least one host (use \"none\" to "
                        "block everything)");
@@ -749,6 +769,7 @@ bool nsbox_spec_equal(const struct nsbox_spec *a, const struct nsbox_spec *b)
         a->idle_timeout_seconds != b->idle_timeout_seconds ||
         a->ttl_seconds != b->ttl_seconds ||
         a->setup_script_timeout_seconds != b->setup_script_timeout_seconds || a->net != b->net ||
+        a->pull != b->pull ||
         a->n_hosts != b->n_hosts || a->n_egress != b->n_egress || a->n_env != b->n_env ||
         a->n_hosts > NSBOX_MAX_HOSTS || a->n_egress > NSBOX_MAX_CIDRS || a->n_env > NSBOX_MAX_ENV)
         return false;

@@ -42,6 +42,15 @@ struct nsbox_cidr {
     uint8_t prefix;    /* 0..32 or 0..128 */
 };
 
+/* When a sandbox's image reference is pulled. DEFAULT: not said; NSBOX_PULL in the environment
+ * decides, else MISSING. */
+enum nsbox_pull {
+    NSBOX_PULL_DEFAULT = 0,
+    NSBOX_PULL_MISSING = 1, /* pull a reference that is not in the store */
+    NSBOX_PULL_ALWAYS = 2,  /* pull it again (a moved tag is followed) */
+    NSBOX_PULL_NEVER = 3,   /* refuse a reference that is not in the store */
+};
+
 struct nsbox_limits {
     uint32_t cpus;
     uint64_t memory_bytes;
@@ -68,6 +77,7 @@ struct nsbox_spec {
     struct nsbox_cidr egress[NSBOX_MAX_CIDRS];
 
     char image[PATH_MAX];     /* "host", "debian", another stored name, or an absolute dir */
+    enum nsbox_pull pull;     /* for an image reference */
     char *setup_script;       /* heap, may be NULL */
     uint64_t setup_script_timeout_seconds;
     char workspace[PATH_MAX]; /* "" = a fresh filesystem of limits.disk_bytes (wsplan.h) */
@@ -83,14 +93,14 @@ void nsbox_spec_free(struct nsbox_spec *s);
  *   instance_type: string; idle_timeout_seconds, ttl_seconds, setup_script_timeout_seconds:
  *   non-negative integers; region, image, setup_script, workspace: strings;
  *   network: "none" | "all" | {"allow": ["host", "host:port", ...]};
- *   egress: ["CIDR", ...]; env: {"K": "V", ...}.
+ *   egress: ["CIDR", ...]; env: {"K": "V", ...}; pull: "missing" | "always" | "never".
  * Errors name the key: "spec: key 'ttl_seconds': must be an integer between 1 and 31536000". */
 int nsbox_spec_from_json(struct nsbox_spec *s, const char *json, size_t len, struct nsbox_err *e);
 
 /* One option by its name and textual value (the CLI's flags):
  *   instance_type, idle_timeout_seconds, ttl_seconds, region, image, setup_script (the script
  *   text), setup_script_timeout_seconds, workspace, env ("K=V"),
- *   network ("none" | "all" | "allow=H[,H...]"), egress ("CIDR[,CIDR...]", appends). */
+ *   network ("none" | "all" | "allow=H[,H...]"), egress ("CIDR[,CIDR...]", appends), pull. */
 int nsbox_spec_set(struct nsbox_spec *s, const char *key, const char *value, struct nsbox_err *e);
 
 /* Cross-field rules, run once before anything is built: resolves instance_type into limits,
@@ -101,6 +111,9 @@ int nsbox_spec_validate(struct nsbox_spec *s, struct nsbox_err *e);
 int nsbox_parse_host(const char *text, struct nsbox_host *out, struct nsbox_err *e);
 int nsbox_parse_cidr(const char *text, struct nsbox_cidr *out, struct nsbox_err *e);
 int nsbox_parse_env(const char *kv, struct nsbox_err *e); /* "K=V" with a valid K */
+
+/* "missing", "always", "never"; NULL for NSBOX_PULL_DEFAULT (or a value out of range). */
+const char *nsbox_spec_pull_name(enum nsbox_pull p);
 
 /* Instance type table (defaults of docs/spec.md, possibly overridden by a config file). */
 const struct nsbox_instance_type *nsbox_instance_type_find(const char *name);

@@ -214,6 +214,10 @@ struct cJSON *nsbox_spec_to_cjson(const struct nsbox_spec *s)
         !cJSON_AddStringToObject(o, "region", s->region) || !add_network(o, s) ||
         !add_egress(o, s) || !cJSON_AddStringToObject(o, "image", s->image))
         return NULL;
+    /* only when said: a spec that does not say leaves it to NSBOX_PULL, also once re-read */
+    const char *pull = nsbox_spec_pull_name(s->pull);
+    if (pull && !cJSON_AddStringToObject(o, "pull", pull))
+        return NULL;
     if (!(s->setup_script ? cJSON_AddStringToObject(o, "setup_script", s->setup_script)
                           : cJSON_AddNullToObject(o, "setup_script")))
         return NULL;

@@ -107,12 +107,15 @@ static int plan_image(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_pla
                 return -1;
             continue;
         }
-        PUSH(NSBOX_MOP_MKDIR, en->name)->mode = 0755;
+        if (en->is_file)
+            PUSH(NSBOX_MOP_FILE, en->name);
+        else
+            PUSH(NSBOX_MOP_MKDIR, en->name)->mode = 0755;
         struct nsbox_mount_op *o = PUSH(NSBOX_MOP_BIND, en->name);
         if (set_src(plan, o, en->name, e) < 0)
             return -1;
         o->src_in_image = true;
-        o->recursive = true;
+        o->recursive = !en->is_file;
         o->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
     }
     if (img->kind == NSBOX_IMAGE_HOST) {
@@ -279,10 +282,11 @@ static int scan_one(int rootfd, const char *name, struct nsbox_root_entry *en, b
     *present = false;
     if (fstatat(rootfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return errno == ENOENT ? 0 : -1;
-    if (!S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
-        return 0; /* a stray file at the top level is not exposed */
+    if (!S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode) && !S_ISREG(st.st_mode))
+        return 0; /* fifos, sockets, devices at the top level are not exposed */
     snprintf(en->name, sizeof en->name, "%s", name);
     en->is_symlink = S_ISLNK(st.st_mode);
+    en->is_file = S_ISREG(st.st_mode);
     if (en->is_symlink) {
         ssize_t n = readlinkat(rootfd, name, en->link, sizeof en->link - 1);
         if (n < 0)
@@ -367,14 +371,22 @@ static int clone_source(const struct nsbox_sys *sys, const struct nsbox_mount_op
 }
 
 int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
-                         const char *staging, const char *image_root, int ws_fd, int *fds,
-                         int *rootfd, struct nsbox_err *e)
+                         const char *staging, const char *image_root, int image_fd, int ws_fd,
+                         int *fds, int *rootfd, struct nsbox_err *e)
 {
     for (size_t i = 0; i < plan->n; i++)
         fds[i] = -1;
     /* Nothing done from here on may propagate back to the host's mount namespace. */
     if (sys->mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         return nsbox_err_sys(e, "rootfs: make / private");
+    /* The image's idmapped copy over its own directory, in this namespace only: the entries
+     * below are cloned from it, and keep its idmap. */
+    if (image_fd >= 0) {
+        int r = sys->move_mount_to(image_fd, image_root);
+        sys->close(image_fd);
+        if (r < 0)
+            return nsbox_err_sys(e, "rootfs: idmapped image on %s", image_root);
+    }
     /* The sources first: the root's mount point may hold some of them (the state directory:
      * a network's resolv.conf and hosts), which the tmpfs below hides from here on. */
     cleanup_close int image_rootfd = open(image_root, O_PATH | O_DIRECTORY | O_CLOEXEC);

@@ -59,6 +59,7 @@ struct nsbox_mount_op {
 struct nsbox_root_entry {
     char name[NAME_MAX + 1];
     bool is_symlink;
+    bool is_file;        /* a regular file: bound on an empty file nsbox makes */
     char link[PATH_MAX]; /* link text when is_symlink */
 };
 
@@ -107,14 +108,16 @@ int nsbox_rootfs_scan_image(struct nsbox_rootfs_cfg *cfg, struct nsbox_err *e);
  * child's own mount namespace: open_tree refuses to clone a mount that belongs to another one,
  * so descriptors opened by the parent cannot be used. The exception is ws_fd, a detached mount
  * (fsmount) of the EXT4 workspace: it belongs to no namespace and is moved, not cloned; the
- * op with src_is_fd takes it over.
+ * op with src_is_fd takes it over. image_fd (or -1), a detached idmapped copy of the image root
+ * (an OCI image's owners, sandbox/userns.h), is moved over image_root once the namespace is
+ * private, so that every image entry is cloned from it.
  *
  * Phase 2 (as appuser, the sandbox's user, so that files created on the new tmpfs have an
  * owner): populate the tree relative to rootfd, attach the clones, pivot_root into it, detach
  * the old root and make the root read-only. No host path is looked up in this phase. */
 int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
-                         const char *staging, const char *image_root, int ws_fd, int *fds,
-                         int *rootfd, struct nsbox_err *e);
+                         const char *staging, const char *image_root, int image_fd, int ws_fd,
+                         int *fds, int *rootfd, struct nsbox_err *e);
 int nsbox_rootfs_enter(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
                        int rootfd, int *fds, struct nsbox_err *e);
 

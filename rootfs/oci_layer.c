@@ -4,6 +4,7 @@
  * symlinks earlier entries made, lands outside the root. */
 #include "oci_layer.h"
 #include "cleanup.h"
+#include "idmap.h"
 #include "ocimanifest.h"
 
 #include <archive.h>
@@ -154,6 +155,11 @@ int nsbox_oci_layer_open_dir(int root_fd, const char *rel, bool create)
         return -1;
     if (mkdirat(pfd, base, 0755) < 0 && errno != EEXIST)
         return -1;
+    if (geteuid() == 0) { /* image root's, as the layer's own directories are theirs */
+        int r = fchownat(pfd, base, nsbox_idmap_image_owner(0), nsbox_idmap_image_owner(0),
+                         AT_SYMLINK_NOFOLLOW);
+        (void)r;
+    }
     return openat2_in_root(root_fd, rel, O_PATH | O_DIRECTORY);
 }
 
@@ -505,6 +511,22 @@ static void set_times(int pfd, const char *base, struct archive_entry *ent)
     utimensat(pfd, base, ts, AT_SYMLINK_NOFOLLOW);
 }
 
+/* As root, the owner the layer gives, as an image id (NSBOX_IMAGE_ID_BASE + N): a sandbox sees
+ * it as its own id N through an idmapped mount. Before any chmod (a chown clears set-id bits,
+ * which are dropped anyway). A failure leaves host root, which a sandbox sees as nobody, the
+ * owner of every file before images kept theirs. */
+static void set_owner(const struct layer *L, int pfd, const char *base,
+                      struct archive_entry *ent)
+{
+    if (!L->root)
+        return;
+    la_int64_t uid = archive_entry_uid(ent), gid = archive_entry_gid(ent);
+    int r = fchownat(pfd, base, nsbox_idmap_image_owner(uid < 0 ? 65534 : (uint64_t)uid),
+                     nsbox_idmap_image_owner(gid < 0 ? 65534 : (uint64_t)gid),
+                     AT_SYMLINK_NOFOLLOW);
+    (void)r;
+}
+
 static int extract_one(struct layer *L, struct archive *a, struct archive_entry *ent,
                        char *path, struct nsbox_err *e)
 {
@@ -522,12 +544,17 @@ static int extract_one(struct layer *L, struct archive *a, struct archive_entry 
     if (!hl && type == AE_IFDIR) {
         if (!L->root)
             perm |= S_IRWXU;
-        if (exists && S_ISDIR(old.st_mode))
+        if (exists && S_ISDIR(old.st_mode)) {
+            set_owner(L, pfd, base, ent);
             return fchmodat(pfd, base, perm, 0) < 0
                        ? nsbox_err_sys(e, "layer %s: chmod /%s", L->digest, path) : 0;
+        }
         if (exists && remove_entry(pfd, base) < 0)
             return nsbox_err_sys(e, "layer %s: replace /%s", L->digest, path);
-        if (mkdirat(pfd, base, perm) < 0 || fchmodat(pfd, base, perm, 0) < 0)
+        if (mkdirat(pfd, base, perm) < 0)
+            return nsbox_err_sys(e, "layer %s: mkdir /%s", L->digest, path);
+        set_owner(L, pfd, base, ent);
+        if (fchmodat(pfd, base, perm, 0) < 0)
             return nsbox_err_sys(e, "layer %s: mkdir /%s", L->digest, path);
         return 0;
     }
@@ -562,13 +589,16 @@ static int extract_one(struct layer *L, struct archive *a, struct archive_entry 
                                  L->digest, path);
         if (symlinkat(target, pfd, base) < 0)
             return nsbox_err_sys(e, "layer %s: symlink /%s", L->digest, path);
+        set_owner(L, pfd, base, ent);
         set_times(pfd, base, ent);
         return 0;
     }
     if (type == AE_IFIFO) {
         if (mknodat(pfd, base, S_IFIFO | perm, 0) < 0)
             return nsbox_err_sys(e, "layer %s: fifo /%s", L->digest, path);
-        return 0;
+        set_owner(L, pfd, base, ent);
+        return fchmodat(pfd, base, perm, 0) < 0
+                   ? nsbox_err_sys(e, "layer %s: chmod /%s", L->digest, path) : 0;
     }
     cleanup_close int fd =
         openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -576,6 +606,7 @@ static int extract_one(struct layer *L, struct archive *a, struct archive_entry 
         return nsbox_err_sys(e, "layer %s: create /%s", L->digest, path);
     if (write_data(L, a, fd, archive_entry_size(ent), e) < 0)
         return -1;
+    set_owner(L, pfd, base, ent);
     if (fchmod(fd, perm) < 0)
         return nsbox_err_sys(e, "layer %s: chmod /%s", L->digest, path);
     set_times(pfd, base, ent);

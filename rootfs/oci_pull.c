@@ -17,55 +17,152 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* What a failure is about, which decides what the message adds: the credentials skopeo used,
+ * or where it looked for the registry's CA. */
+enum hint { HINT_NONE, HINT_AUTH, HINT_CA };
+
 static const struct {
     const char *needle, *meaning;
+    enum hint hint;
 } skopeo_errors[] = {
-    {"unauthorized", "unauthorized: the registry refused the credentials (log in with `skopeo "
-                     "login`, or set REGISTRY_AUTH_FILE)"},
-    {"authentication required", "unauthorized: the registry needs credentials (`skopeo login`)"},
-    {"denied", "unauthorized: access denied by the registry"},
-    {"manifest unknown", "unknown tag: the registry has no such tag or digest"},
-    {"name unknown", "unknown repository: the registry has no such image"},
-    {"not found", "unknown tag or repository"},
+    {"unauthorized", "unauthorized: the registry refused the pull", HINT_AUTH},
+    {"authentication required", "unauthorized: the registry needs credentials", HINT_AUTH},
+    {"denied", "unauthorized: access denied by the registry", HINT_AUTH},
+    {"manifest unknown", "unknown tag: the registry has no such tag or digest", HINT_NONE},
+    {"name unknown", "unknown repository: the registry has no such image", HINT_NONE},
+    {"not found", "unknown tag or repository", HINT_NONE},
     {"no image found in manifest list", "no platform match: the image has no linux variant for "
-                                        "this machine's architecture"},
-    {"choosing image instance", "no platform match: the image has no variant for this machine"},
-    {"x509", "TLS failure: the registry's certificate is not trusted (add its CA under "
-             "/etc/containers/certs.d/HOST/)"},
+                                        "this machine's architecture", HINT_NONE},
+    {"choosing image instance", "no platform match: the image has no variant for this machine",
+     HINT_NONE},
+    {"x509", "TLS failure: the registry's certificate is not trusted", HINT_CA},
     {"http response to https client", "TLS failure: the registry speaks plain HTTP (mark it "
-                                      "insecure in registries.conf)"},
-    {"tls:", "TLS failure"},
-    {"digest", "digest mismatch: the registry sent content that does not match its digest"},
-    {"no space left", "out of disk space"},
-    {"connection refused", "cannot reach the registry (connection refused)"},
-    {"no such host", "cannot reach the registry (unknown host)"},
-    {"dial tcp", "cannot reach the registry"},
+                                      "insecure in registries.conf)", HINT_NONE},
+    {"tls:", "TLS failure", HINT_CA},
+    {"digest", "digest mismatch: the registry sent content that does not match its digest",
+     HINT_NONE},
+    {"no space left", "out of disk space", HINT_NONE},
+    {"connection refused", "cannot reach the registry (connection refused)", HINT_NONE},
+    {"no such host", "cannot reach the registry (unknown host)", HINT_NONE},
+    {"dial tcp", "cannot reach the registry", HINT_NONE},
 };
 
-static void explain(const char *ref, char *out, struct nsbox_err *e)
+static bool exists(const char *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+/* The credential files skopeo reads (containers-auth.json(5)): REGISTRY_AUTH_FILE when set,
+ * else the first that exists of auth.json in $XDG_RUNTIME_DIR/containers and
+ * $XDG_CONFIG_HOME/containers; then docker's config.json. Named so that a refused password
+ * points at the file that holds it. */
+static void auth_hint(const char *domain, char *out, size_t n)
+{
+    const char *env = getenv("REGISTRY_AUTH_FILE");
+    if (env && *env) {
+        snprintf(out, n, "with the credentials of REGISTRY_AUTH_FILE=%s%s", env,
+                 exists(env) ? "" : ", which does not exist");
+        return;
+    }
+    char cand[4][PATH_MAX];
+    int k = 0;
+    const char *home = getenv("HOME"), *run = getenv("XDG_RUNTIME_DIR");
+    const char *cfg = getenv("XDG_CONFIG_HOME"), *docker = getenv("DOCKER_CONFIG");
+    if (run && *run)
+        snprintf(cand[k++], PATH_MAX, "%s/containers/auth.json", run);
+    if (cfg && *cfg)
+        snprintf(cand[k++], PATH_MAX, "%s/containers/auth.json", cfg);
+    else if (home && *home)
+        snprintf(cand[k++], PATH_MAX, "%s/.config/containers/auth.json", home);
+    if (docker && *docker)
+        snprintf(cand[k++], PATH_MAX, "%s/config.json", docker);
+    else if (home && *home)
+        snprintf(cand[k++], PATH_MAX, "%s/.docker/config.json", home);
+    for (int i = 0; i < k; i++)
+        if (exists(cand[i])) {
+            snprintf(out, n, "with the credentials of %s (REGISTRY_AUTH_FILE is not set)",
+                     cand[i]);
+            return;
+        }
+    if (!k) {
+        snprintf(out, n, "no credential file: neither REGISTRY_AUTH_FILE nor HOME is set");
+        return;
+    }
+    size_t len = (size_t)snprintf(out, n, "no credential file: REGISTRY_AUTH_FILE is not set "
+                                          "and none of");
+    for (int i = 0; i < k && len < n; i++)
+        len += (size_t)snprintf(out + len, n - len, " %s", cand[i]);
+    if (len < n)
+        snprintf(out + len, n - len, " exists (`skopeo login %s`)", domain);
+}
+
+/* Where containers-certs.d(5) looks for the CA of registry `domain` (host:port): the user's
+ * directory first for others than root, then the system's and docker's. */
+static void ca_hint(const char *domain, char *out, size_t n)
+{
+    const char *home = getenv("HOME");
+    size_t len = 0;
+    if (geteuid() != 0 && home && *home)
+        len = (size_t)snprintf(out, n, "%s/.config/containers/certs.d/%s/, ", home,
+                               domain);
+    if (len < n)
+        snprintf(out + len, n - len,
+                 "/etc/containers/certs.d/%s/ and /etc/docker/certs.d/%s/ searched for a CA "
+                 "(ca.crt); add the registry's CA there, or --tls-verify=false",
+                 domain, domain);
+}
+
+/* skopeo's own words: the msg="..." of its last line, at most its last 240 bytes (the cause
+ * is at the end of Go's wrapped errors), control characters replaced. */
+static void skopeo_said(const char *last, char *out, size_t n)
+{
+    const char *m = strstr(last, "msg=\"");
+    m = m ? m + 5 : last;
+    size_t len = strlen(m);
+    if (m != last && len && m[len - 1] == '"')
+        len--;
+    const char *from = len > 240 ? m + len - 240 : m;
+    size_t k = 0;
+    if (from != m && k + 3 < n)
+        k += (size_t)snprintf(out, n, "...");
+    for (; from < m + len && k + 1 < n; from++)
+        out[k++] = (unsigned char)*from < 0x20 || *from == 0x7f ? '?' : *from;
+    out[k] = '\0';
+}
+
+static void explain(const char *ref, const char *domain, char *out, struct nsbox_err *e)
 {
     size_t n = strlen(out);
     while (n && (out[n - 1] == '\n' || out[n - 1] == ' '))
         out[--n] = '\0';
     char *last = strrchr(out, '\n');
     last = last ? last + 1 : out;
-    char lower[8192];
+    char lower[8192], said[256], hint[PATH_MAX + 256];
     size_t i;
     for (i = 0; out[i] && i + 1 < sizeof lower; i++)
         lower[i] = (out[i] >= 'A' && out[i] <= 'Z') ? (char)(out[i] - 'A' + 'a') : out[i];
     lower[i] = '\0';
+    skopeo_said(last[0] ? last : "no message", said, sizeof said);
     for (size_t k = 0; k < sizeof skopeo_errors / sizeof skopeo_errors[0]; k++)
         if (strstr(lower, skopeo_errors[k].needle)) {
-            nsbox_err_set(e, NSBOX_E_NOTFOUND, EIO, "cannot pull %s: %s (skopeo: %s)", ref,
-                          skopeo_errors[k].meaning, NSBOX_SHOW(last));
+            hint[0] = '\0';
+            if (skopeo_errors[k].hint == HINT_AUTH)
+                auth_hint(domain, hint, sizeof hint);
+            else if (skopeo_errors[k].hint == HINT_CA)
+                ca_hint(domain, hint, sizeof hint);
+            /* paths from the environment, whole (a cut one names no file) but one line */
+            for (char *c = hint; *c; c++)
+                if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                    *c = '?';
+            nsbox_err_set(e, NSBOX_E_NOTFOUND, EIO, "cannot pull %s: %s%s%s (skopeo: %s)", ref,
+                          skopeo_errors[k].meaning, hint[0] ? "; " : "", hint, said);
             return;
         }
-    nsbox_err_set(e, NSBOX_E_SYS, EIO, "cannot pull %s: skopeo failed: %s", ref,
-                  NSBOX_SHOW(last[0] ? last : "no message"));
+    nsbox_err_set(e, NSBOX_E_SYS, EIO, "cannot pull %s: skopeo failed: %s", ref, said);
 }
 
-static int run_skopeo(const char *ref, const char *layout, bool progress, bool tls_verify,
-                      struct nsbox_err *e)
+static int run_skopeo(const char *ref, const char *domain, const char *layout, bool progress,
+                      bool tls_verify, struct nsbox_err *e)
 {
     char src[NSBOX_OCIREF_MAX + 16], dst[PATH_MAX + 16];
     snprintf(src, sizeof src, "docker://%s", ref);
@@ -113,7 +210,7 @@ static int run_skopeo(const char *ref, const char *layout, bool progress, bool t
         return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOENT,
                              "cannot pull %s: skopeo is not installed (apt-get install skopeo)",
                              ref);
-    explain(ref, out, e);
+    explain(ref, domain, out, e);
     return -1;
 }
 
@@ -132,7 +229,7 @@ int nsbox_oci_pull(const char *ref, bool progress, bool tls_verify,
     snprintf(layout, sizeof layout, "%s/layout", t.tmp);
     if (progress)
         fprintf(stderr, "nsbox: pulling %s\n", canon);
-    if (run_skopeo(canon, layout, progress, tls_verify, e) < 0)
+    if (run_skopeo(canon, r.domain, layout, progress, tls_verify, e) < 0)
         goto out;
     rc = nsbox_oci_store_import(layout, canon, progress, out, e);
 out:

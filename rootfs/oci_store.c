@@ -1,6 +1,7 @@
 /* OCI images in the store: import, references, removal. See oci_store.h. */
 #include "oci_store.h"
 #include "cleanup.h"
+#include "idmap.h"
 #include "image.h"
 #include "oci_layer.h"
 #include "ocimanifest.h"
@@ -483,6 +484,18 @@ static int finish_rootfs(int root_fd, struct nsbox_err *e)
         nsbox_image_write_at(etc, "resolv.conf", nsbox_image_resolv_text,
                              strlen(nsbox_image_resolv_text), 0644, e) < 0)
         return nsbox_err_wrap(e, "the image's /etc");
+    /* files of the image's root, as the layers' are (NSBOX_IMAGE_ID_BASE) */
+    static const char *const written[] = {"passwd", "group", "hosts", "resolv.conf"};
+    for (size_t i = 0; geteuid() == 0 && i < sizeof written / sizeof written[0]; i++)
+        if (fchownat(etc, written[i], nsbox_idmap_image_owner(0), nsbox_idmap_image_owner(0),
+                     AT_SYMLINK_NOFOLLOW) < 0)
+            return nsbox_err_sys(e, "the image's /etc/%s: chown", written[i]);
+    /* the root directory last: its owner, image root, says that the owners are kept (a
+     * sandbox then sees them through an idmapped mount) */
+    if (geteuid() == 0 &&
+        fchownat(root_fd, "", nsbox_idmap_image_owner(0), nsbox_idmap_image_owner(0),
+                 AT_EMPTY_PATH) < 0)
+        return nsbox_err_sys(e, "the image's root: chown");
     return 0;
 }
 
@@ -797,16 +810,32 @@ int nsbox_oci_store_prune(unsigned *removed, struct nsbox_err *e)
 
 /* ---- what a sandbox needs ----------------------------------------------------------------- */
 
-int nsbox_oci_store_resolve(const char *image, char *name, size_t n, struct nsbox_err *e)
+int nsbox_oci_store_resolve(const char *image, enum nsbox_pull pull, char *name, size_t n,
+                            struct nsbox_err *e)
 {
-    const char *pull = getenv("NSBOX_PULL");
-    bool never = pull && !strcmp(pull, "never"), always = pull && !strcmp(pull, "always");
-    if (!always && nsbox_oci_lookup_name(image, name, n, e) == 0)
+    const char *said = "pull";
+    if (pull == NSBOX_PULL_DEFAULT) {
+        const char *env = getenv("NSBOX_PULL");
+        said = "NSBOX_PULL";
+        pull = !env || !*env || !strcmp(env, "missing") ? NSBOX_PULL_MISSING
+               : !strcmp(env, "always")                 ? NSBOX_PULL_ALWAYS
+               : !strcmp(env, "never")                  ? NSBOX_PULL_NEVER
+                                                        : NSBOX_PULL_DEFAULT;
+        if (pull == NSBOX_PULL_DEFAULT)
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                 "NSBOX_PULL='%.32s' is not a pull policy (missing, always or "
+                                 "never)",
+                                 env);
+    }
+    bool is_id = !strncmp(image, NSBOX_OCI_NAME_PREFIX, 4);
+    if ((pull != NSBOX_PULL_ALWAYS || is_id) && nsbox_oci_lookup_name(image, name, n, e) == 0)
         return 0;
-    if (e->code != NSBOX_E_NOTFOUND || !strncmp(image, NSBOX_OCI_NAME_PREFIX, 4))
+    if (pull != NSBOX_PULL_ALWAYS && (e->code != NSBOX_E_NOTFOUND || is_id))
         return -1;
-    if (never)
-        return nsbox_err_wrap(e, "NSBOX_PULL=never");
+    if (is_id)
+        return -1;
+    if (pull == NSBOX_PULL_NEVER)
+        return nsbox_err_wrap(e, "%s=never", said);
     struct nsbox_oci_imported im;
     if (nsbox_oci_pull(image, false, true, &im, e) < 0)
         return -1;

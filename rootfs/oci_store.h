@@ -16,6 +16,7 @@
 #include "nsbox.h"
 #include "oci_lookup.h"
 #include "ociref.h"
+#include "spec.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -54,9 +55,11 @@ int nsbox_oci_store_refs(struct nsbox_oci_ref **out, size_t *n, struct nsbox_err
 /* Is the stored image `name` in use by a sandbox (someone holds its lock)? */
 bool nsbox_oci_store_in_use(const char *name);
 
-/* The store name for a reference, pulling it first when it is missing (NSBOX_PULL=never
- * refuses instead; always pulls again). Before nsbox_image_resolve(), which does not pull. */
-int nsbox_oci_store_resolve(const char *image, char *name, size_t n, struct nsbox_err *e);
+/* The store name for a reference, pulling it as pull says (missing: when it is not stored;
+ * always: again; never: refuse a missing one; DEFAULT: as NSBOX_PULL says, else missing). An
+ * id (oci-...) is never pulled. Before nsbox_image_resolve(), which does not pull. */
+int nsbox_oci_store_resolve(const char *image, enum nsbox_pull pull, char *name, size_t n,
+                            struct nsbox_err *e);
 
 /* From image `name`'s store directory: its manifest digest, unpacked size, and (when asked,
  * malloc'd, NULL if absent) its config and manifest JSON. */

@@ -124,10 +124,11 @@ static int new_rootfd = -1;
 
 static int child_clone_mount_sources(struct nsbox_launch *L, struct nsbox_err *e)
 {
-    int ws_fd = L->ws_fd;
+    int ws_fd = L->ws_fd, image_fd = L->image_fd;
     L->ws_fd = -1; /* the plan's workspace op owns it now */
-    return nsbox_rootfs_prepare(&nsbox_sys_real, L->plan, L->st->dir, L->image_root, ws_fd,
-                                mount_fds, &new_rootfd, e);
+    L->image_fd = -1;
+    return nsbox_rootfs_prepare(&nsbox_sys_real, L->plan, L->st->dir, L->image_root, image_fd,
+                                ws_fd, mount_fds, &new_rootfd, e);
 }
 
 static int child_mount_root(struct nsbox_launch *L, struct nsbox_err *e)

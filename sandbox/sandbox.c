@@ -45,6 +45,7 @@ void nsbox_sandbox_init_zeroed(struct nsbox_sandbox *sb)
     sb->L.agent_fd = -1;
     sb->L.oom_fd = -1;
     sb->L.ws_fd = -1;
+    sb->L.image_fd = -1;
 }
 
 /* The environment is built from nothing: the host's variables (tokens, paths, proxies) never
@@ -122,6 +123,15 @@ static pid_t clone_sandbox(const struct nsbox_cgroup *cg, bool *cgroup_ns_in_clo
     return pid;
 }
 
+/* A stored OCI image unpacked by root: its root directory belongs to image id 0. */
+static bool oci_owned(const struct nsbox_image *img)
+{
+    struct stat sb;
+    return img->kind == NSBOX_IMAGE_DIR && img->lock_fd >= 0 &&
+           !strncmp(img->name, NSBOX_OCI_NAME_PREFIX, 4) && stat(img->root, &sb) == 0 &&
+           sb.st_uid == NSBOX_IMAGE_ID_BASE && sb.st_gid == NSBOX_IMAGE_ID_BASE;
+}
+
 /* Everything after the state directory; the ext4 workspace is being made meanwhile. */
 static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, char *const argv[],
                         const char *cwd, const struct nsbox_image *img,
@@ -144,6 +154,12 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
             return -1;
         premounted = c->st.ws_idmapped = r == 0;
     }
+    /* An OCI image whose files keep their owners (NSBOX_IMAGE_ID_BASE + N, made so by a root
+     * import) is seen through an idmapped mount: its ids N are this sandbox's ids N. */
+    if (c->st.privileged && oci_owned(img) &&
+        nsbox_userns_image_tree(img->root, nsbox_idmap_slot_base(c->st.slot), &c->L.image_fd,
+                                e) < 0)
+        return -1;
     /* On the heap: it is large (48 entries with their link texts), and stack pages a process
      * has touched stay with it, which a persistent sandbox's supervisor pays for all its life. */
     cleanup_free struct nsbox_rootfs_cfg *cfg = malloc(sizeof *cfg);
@@ -200,9 +216,9 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
 {
     struct nsbox_image img;
     char oci_name[64];
-    /* a reference not in the store is pulled first (NSBOX_PULL: missing, always, never) */
+    /* a reference not in the store is pulled first (s->pull, else NSBOX_PULL) */
     if (nsbox_oci_lookup_is_ref(s->image) &&
-        nsbox_oci_store_resolve(s->image, oci_name, sizeof oci_name, e) < 0)
+        nsbox_oci_store_resolve(s->image, s->pull, oci_name, sizeof oci_name, e) < 0)
         return -1;
     if (nsbox_image_resolve(s->image, &img, e) < 0)
         return -1;
@@ -284,6 +300,7 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
     }
     c->pid = pid;
     nsbox_closep(&c->L.ws_fd); /* the child has its copy; the namespace holds the mount */
+    nsbox_closep(&c->L.image_fd);
     nsbox_closep(&c->L.sync_rd);
     nsbox_closep(&c->L.report_wr);
     nsbox_closep(&c->L.agent_fd); /* the child's end, when there is one */
@@ -336,6 +353,7 @@ int nsbox_sandbox_destroy(struct nsbox_sandbox *c, struct nsbox_err *e)
     if (nsbox_state_destroy(&c->st, ce) < 0)
         ret = -1;
     nsbox_closep(&c->L.ws_fd);
+    nsbox_closep(&c->L.image_fd);
     nsbox_seccomp_prog_free(&c->L.seccomp);
     nsbox_sandbox_free_plan(c);
     free(c->envp);

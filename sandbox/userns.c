@@ -4,12 +4,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/mount.h>
 #include <pwd.h>
+#include <sched.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -164,5 +167,108 @@ int nsbox_userns_write_maps(pid_t pid, const struct nsbox_idmaps *m, bool helper
     if (write_proc_file(pid, "uid_map", ubuf, e) < 0 ||
         write_proc_file(pid, "gid_map", gbuf, e) < 0)
         return nsbox_err_wrap(e, "user namespace id map");
+    return 0;
+}
+
+/* ---- idmapped mounts ------------------------------------------------------------------------ */
+
+/* A user namespace with the given maps (n lines each), as an fd (for MOUNT_ATTR_IDMAP). A
+ * short-lived child makes it; we write its maps. */
+int nsbox_userns_fd(const struct nsbox_idmap *um, const struct nsbox_idmap *gm, unsigned n,
+                       struct nsbox_err *e)
+{
+    int go[2], ready[2];
+    if (pipe2(go, O_CLOEXEC) < 0)
+        return nsbox_err_sys(e, "pipe");
+    if (pipe2(ready, O_CLOEXEC) < 0) {
+        close(go[0]);
+        close(go[1]);
+        return nsbox_err_sys(e, "pipe");
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(go[0]);
+        close(go[1]);
+        close(ready[0]);
+        close(ready[1]);
+        return nsbox_err_sys(e, "fork");
+    }
+    if (pid == 0) {
+        close(go[1]);
+        char c = 0;
+        if (unshare(CLONE_NEWUSER) < 0)
+            _exit(1);
+        if (write(ready[1], &c, 1) != 1)
+            _exit(1);
+        /* stay until the parent has what it needs (our end of the pipe closes) */
+        while (read(go[0], &c, 1) < 0 && errno == EINTR) {
+        }
+        _exit(0);
+    }
+    close(go[0]);
+    close(ready[1]);
+    int nsfd = -1;
+    char path[64], map[256], c;
+    /* the child is in its namespace once it says so (EOF: it failed) */
+    ssize_t got;
+    while ((got = read(ready[0], &c, 1)) < 0 && errno == EINTR) {
+    }
+    close(ready[0]);
+    const char *files[] = {"uid_map", "gid_map"};
+    const struct nsbox_idmap *maps[] = {um, gm};
+    int ok = got == 1;
+    if (!ok)
+        errno = ECHILD;
+    for (int i = 0; i < 2 && ok; i++) {
+        snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, files[i]);
+        struct nsbox_err fe;
+        int len = nsbox_idmap_format_lines(maps[i], n, map, sizeof map, &fe);
+        int fd = len < 0 ? -1 : open(path, O_WRONLY | O_CLOEXEC);
+        ok = fd >= 0 && write(fd, map, (size_t)len) == len;
+        if (fd >= 0)
+            close(fd);
+    }
+    if (ok) {
+        snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
+        nsfd = open(path, O_RDONLY | O_CLOEXEC);
+    }
+    int err = errno;
+    close(go[1]);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+    if (nsfd < 0) {
+        errno = err;
+        return nsbox_err_sys(e, "cannot make a user namespace for an idmapped mount");
+    }
+    return nsfd;
+}
+
+int nsbox_userns_image_tree(const char *root, uint32_t slot_base, int *mount_fd,
+                            struct nsbox_err *e)
+{
+    *mount_fd = -1;
+    cleanup_close int fd = (int)syscall(SYS_open_tree, AT_FDCWD, root,
+                                        AT_RECURSIVE | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (fd < 0)
+        return nsbox_err_sys(e, "image %s", root);
+    struct nsbox_idmap line = nsbox_idmap_image_line(slot_base);
+    cleanup_close int nsfd = nsbox_userns_fd(&line, &line, 1, e);
+    if (nsfd < 0)
+        return nsbox_err_wrap(e, "image %s", root);
+    /* read-only and without set-id or devices from the start: the entries bound from it keep
+     * these, and add their own */
+    struct mount_attr attr = {
+        .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+                    MOUNT_ATTR_NODEV,
+        .userns_fd = (uint64_t)nsfd,
+    };
+    if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) <
+        0) {
+        if (errno == EINVAL || errno == EOPNOTSUPP || errno == ENOSYS || errno == EPERM)
+            return 1; /* no idmapped mounts here: plain binds, the owners show as nobody */
+        return nsbox_err_sys(e, "image %s: idmapped mount", root);
+    }
+    *mount_fd = fd;
+    fd = -1;
     return 0;
 }

@@ -17,6 +17,7 @@
 #include "pool.h"
 #include "spec.h"
 #include "state.h"
+#include "userns.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -825,77 +826,6 @@ int nsbox_ws_host_usage(const char *image, struct nsbox_ws_host_usage *h)
 
 /* ---- --workspace DIR as root: an idmapped bind ------------------------------------------------ */
 
-/* A user namespace with the given maps (n lines each), as an fd (for MOUNT_ATTR_IDMAP). A
- * short-lived child makes it; we write its maps. */
-static int make_userns(const struct nsbox_idmap *um, const struct nsbox_idmap *gm, unsigned n,
-                       struct nsbox_err *e)
-{
-    int go[2], ready[2];
-    if (pipe2(go, O_CLOEXEC) < 0)
-        return nsbox_err_sys(e, "pipe");
-    if (pipe2(ready, O_CLOEXEC) < 0) {
-        close(go[0]);
-        close(go[1]);
-        return nsbox_err_sys(e, "pipe");
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(go[0]);
-        close(go[1]);
-        close(ready[0]);
-        close(ready[1]);
-        return nsbox_err_sys(e, "fork");
-    }
-    if (pid == 0) {
-        close(go[1]);
-        char c = 0;
-        if (unshare(CLONE_NEWUSER) < 0)
-            _exit(1);
-        if (write(ready[1], &c, 1) != 1)
-            _exit(1);
-        /* stay until the parent has what it needs (our end of the pipe closes) */
-        while (read(go[0], &c, 1) < 0 && errno == EINTR) {
-        }
-        _exit(0);
-    }
-    close(go[0]);
-    close(ready[1]);
-    int nsfd = -1;
-    char path[64], map[256], c;
-    /* the child is in its namespace once it says so (EOF: it failed) */
-    ssize_t got;
-    while ((got = read(ready[0], &c, 1)) < 0 && errno == EINTR) {
-    }
-    close(ready[0]);
-    const char *files[] = {"uid_map", "gid_map"};
-    const struct nsbox_idmap *maps[] = {um, gm};
-    int ok = got == 1;
-    if (!ok)
-        errno = ECHILD;
-    for (int i = 0; i < 2 && ok; i++) {
-        snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, files[i]);
-        struct nsbox_err fe;
-        int len = nsbox_idmap_format_lines(maps[i], n, map, sizeof map, &fe);
-        int fd = len < 0 ? -1 : open(path, O_WRONLY | O_CLOEXEC);
-        ok = fd >= 0 && write(fd, map, (size_t)len) == len;
-        if (fd >= 0)
-            close(fd);
-    }
-    if (ok) {
-        snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
-        nsfd = open(path, O_RDONLY | O_CLOEXEC);
-    }
-    int err = errno;
-    close(go[1]);
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-    }
-    if (nsfd < 0) {
-        errno = err;
-        return nsbox_err_sys(e, "workspace: cannot make a user namespace for the idmapped mount");
-    }
-    return nsfd;
-}
-
 int nsbox_ws_dir_idmapped(const char *dir, uint32_t base, int *mount_fd, struct nsbox_err *e)
 {
     *mount_fd = -1;
@@ -920,9 +850,9 @@ int nsbox_ws_dir_idmapped(const char *dir, uint32_t base, int *mount_fd, struct 
     unsigned ng = nsbox_idmap_mount_lines(sb.st_gid, base, gm);
     if (nu != ng) /* one of them inside the range: appuser alone */
         nu = ng = 1;
-    cleanup_close int nsfd = make_userns(um, gm, nu, e);
+    cleanup_close int nsfd = nsbox_userns_fd(um, gm, nu, e);
     if (nsfd < 0)
-        return -1;
+        return nsbox_err_wrap(e, "workspace");
     struct mount_attr attr = {
         .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
         .userns_fd = (uint64_t)nsfd,

@@ -75,15 +75,16 @@ class LocalSandbox:
     nsbox CLI and --spec files), so an invalid one raises on entry with the runtime's message.
 
     nsbox extensions (keyword-only): workspace (a host directory bound as /workspace, kept),
-    env (variables for every command), binary (the nsbox executable; default $NSBOX_BIN, else
-    nsbox on PATH), nsbox_env (the environment nsbox runs with, e.g. NSBOX_STATE_DIR; default
+    env (variables for every command), pull (when an image reference is pulled: "missing",
+    "always" or "never"; default: NSBOX_PULL, else "missing"), binary (the nsbox executable;
+    default $NSBOX_BIN, else nsbox on PATH), nsbox_env (the environment nsbox runs with, e.g. NSBOX_STATE_DIR; default
     os.environ).
     """
 
     def __init__(self, instance_type="medium", idle_timeout_seconds=0, ttl_seconds=86400,
                  region="nl-north-1", network=None, egress=None, image=None, setup_script=None,
                  setup_script_timeout_seconds=600, hooks=(), *, workspace=None, env=None,
-                 binary=None, nsbox_env=None):
+                 pull=None, binary=None, nsbox_env=None):
         self.instance_type = instance_type
         self.idle_timeout_seconds = idle_timeout_seconds
         self.ttl_seconds = ttl_seconds
@@ -100,6 +101,7 @@ class LocalSandbox:
             egress = EgressPolicy(egress)
         self.egress = egress
         self.image = os.fspath(image) if isinstance(image, os.PathLike) else image
+        self.pull = pull
         if isinstance(setup_script, os.PathLike):
             with open(setup_script, encoding="utf-8") as f:
                 setup_script = f.read()
@@ -131,6 +133,8 @@ class LocalSandbox:
             s["egress"] = self.egress.to_spec()
         if self.image is not None:
             s["image"] = self.image
+        if self.pull is not None:
+            s["pull"] = self.pull
         if self.setup_script is not None:
             s["setup_script"] = self.setup_script
         if self.workspace is not None:

@@ -2,22 +2,24 @@
 `--image REF`), with test images made offline from the host's busybox (tests/lib/oci_images.py):
 both archive formats and a layout import to the same image, whose layers' whiteouts, opaque
 directory, hard link and Env are seen inside; a corrupt blob is refused with nothing kept; a
-registry on 127.0.0.1 (Debian's docker-registry, plain HTTP) serves a pull."""
+registry on 127.0.0.1 (Debian's docker-registry, tests/lib/oci_registry.py) serves pulls: in
+plain HTTP, and with TLS and htpasswd auth (credentials, a refused password, an unknown tag, an
+untrusted certificate, the --pull policies of run and create)."""
 import json
 import os
 import shutil
-import socket
-import subprocess
+import sys
 import tempfile
-import time
 import unittest
 
 import oci_images
+import oci_registry
 from nsbox_test import NSBOX, Dirs, run_nsbox
 
 CHECK = ("id -un; echo \"$PATH|$FOO|$BAR\"; ls /opq; ls /keep; "
          "test -e /keep/gone && echo gone-visible; "
-         "stat -c %h /bin/hl; stat -c %a /bin/setuid; cat /etc/secret 2>/dev/null || echo no-secret")
+         "stat -c %h /bin/hl; stat -c %a /bin/setuid; cat /etc/secret 2>/dev/null || echo no-secret; "
+         "cat /top.txt; touch /top.txt 2>/dev/null || echo read-only")
 
 
 def text(b):
@@ -77,6 +79,8 @@ class OciImages(unittest.TestCase):
             self.assertEqual(lines[5], "2")  # the hard link of layer 2 to layer 1's busybox
             self.assertEqual(lines[6], "755")  # setuid dropped
             self.assertEqual(lines[7], "no-secret")  # a 0600 root file stays root's
+            # a regular file at the top level is there, read-only
+            self.assertEqual(lines[8:], ["at", "the", "top", "read-only"])
 
     def test_ls_inspect_tag_rm_prune(self):
         self.nsbox("image", "import", "-q", "--name", "t/a:1", self.layout, check=True)
@@ -109,6 +113,31 @@ class OciImages(unittest.TestCase):
         r = self.nsbox("image", "prune", check=True)
         self.assertIn(b"removed 1", r.stdout)
         self.assertEqual([n for n in self.images() if n.startswith("oci-")], [])
+
+    def test_files_keep_their_owners(self):
+        """As root, the layers' owners are kept (as image ids, shown through an idmapped
+        mount): the image's root files are root's inside, uid 1000's are appuser's, an id
+        beyond 65535 is nobody's."""
+        if os.geteuid() != 0:
+            self.skipTest("owners are kept only in root's store")
+        self.nsbox("image", "import", "-q", "--name", "t/own:1", self.layout, check=True)
+        r = self.nsbox("run", "--image", "t/own:1", "--", "sh", "-c",
+                       "stat -c '%n %u:%g' / /bin/busybox /etc/passwd /etc/mine /etc/high "
+                       "/etc/secret; cat /etc/mine; cat /etc/secret 2>/dev/null || echo denied; "
+                       "echo x 2>/dev/null >>/etc/mine || echo read-only")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.decode().splitlines(), [
+            "/ 1000:1000",  # nsbox's own tmpfs root
+            "/bin/busybox 0:0", "/etc/passwd 0:0", "/etc/mine 1000:1000",
+            "/etc/high 65534:65534", "/etc/secret 0:0", "appuser's own", "denied",
+            "read-only"])  # owning a file of the image grants reading it, never writing
+        # on the host: the image-id range, never host root or a sandbox's ids
+        rootfs = [os.path.join(self.dirs.data, "images", n, "rootfs") for n in self.images()
+                  if n.startswith("oci-")][0]
+        base = 2000000000 - 65536
+        self.assertEqual(os.stat(rootfs).st_uid, base)
+        self.assertEqual(os.lstat(os.path.join(rootfs, "etc", "mine")).st_uid, base + 1000)
+        self.assertEqual(os.lstat(os.path.join(rootfs, "bin", "sh")).st_uid, base)
 
     def test_image_without_python3_is_refused_at_create(self):
         nopy = os.path.join(self.src, "nopy")
@@ -147,15 +176,8 @@ class OciImages(unittest.TestCase):
         self.assertIn(b"not in the store", r.stderr)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
-@unittest.skipIf(not shutil.which("skopeo") or not shutil.which("docker-registry"),
-                 "needs skopeo and docker-registry")
+@unittest.skipIf(oci_registry.missing_tools(), "needs %s" % ", ".join(oci_registry.NEEDS))
 class Registry(unittest.TestCase):
     """A pull from a registry on 127.0.0.1 over plain HTTP (--tls-verify=false: Debian's
     skopeo 1.9 reads no test-local registries.conf)."""
@@ -165,37 +187,142 @@ class Registry(unittest.TestCase):
         self.addCleanup(dirs.cleanup)
         work = tempfile.mkdtemp(prefix="nsbox-registry-")
         self.addCleanup(shutil.rmtree, work, True)
-        port = free_port()
-        cfg = os.path.join(work, "config.yml")
-        with open(cfg, "w") as f:
-            f.write("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s/data\n"
-                    "http:\n  addr: 127.0.0.1:%d\n" % (work, port))
-        reg = subprocess.Popen(["docker-registry", "serve", cfg], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-        self.addCleanup(reg.wait)
-        self.addCleanup(reg.kill)
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        reg = oci_registry.Registry(work)
+        self.addCleanup(reg.stop)
         layout = os.path.join(work, "layout")
         oci_images.write_layout(layout)
-        ref = "127.0.0.1:%d/team/bb:1" % port
-        subprocess.run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false",
-                        "oci:%s:latest" % layout, "docker://" + ref], check=True, timeout=120)
-        env = {}
+        ref = reg.push(layout, "team/bb:1")
         r = run_nsbox(["image", "pull", "-q", "--tls-verify=false", ref], dirs, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
-        r = run_nsbox(["run", "--image", ref, "--", "sh", "-c", "echo $FOO"], dirs,
-                      extra_env=env, timeout=120)
+        r = run_nsbox(["run", "--image", ref, "--", "sh", "-c", "echo $FOO"], dirs, timeout=120)
         self.assertEqual((r.returncode, r.stdout.strip()), (0, b"from-image"), r.stderr)
         # a tag the registry does not have: the cause, named
         r = run_nsbox(["image", "pull", "-q", "--tls-verify=false", ref[:-1] + "9"], dirs,
                       timeout=120)
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"unknown tag", r.stderr)
+
+
+@unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
+@unittest.skipIf(oci_registry.missing_tools(), "needs %s" % ", ".join(oci_registry.NEEDS))
+@unittest.skipIf(not os.path.isdir("/etc/containers"), "needs /etc/containers (skopeo's)")
+class SecureRegistry(unittest.TestCase):
+    """A registry with TLS (a lab CA) and htpasswd auth. nsbox runs in a private mount
+    namespace whose /etc/containers/certs.d/127.0.0.1:PORT/ca.crt is the lab CA (the host's
+    files are not touched), with REGISTRY_AUTH_FILE naming an auth.json the test writes."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.work = tempfile.mkdtemp(prefix="nsbox-registry-tls-")
+        cls.reg = oci_registry.Registry(cls.work, tls=True, user="agent", password="s3cret!")
+        layout = os.path.join(cls.work, "layout")
+        oci_images.write_layout(layout)
+        cls.ref = cls.reg.push(layout, "team/bb:1")
+        cls.auth = cls.reg.auth_file(os.path.join(cls.work, "auth.json"))
+        cls.bad_auth = cls.reg.auth_file(os.path.join(cls.work, "bad-auth.json"), "wrong")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.reg.stop()
+        shutil.rmtree(cls.work, True)
+
+    def setUp(self):
+        self.dirs = Dirs()
+        self.addCleanup(self.dirs.cleanup)
+
+    def nsbox(self, *args, auth=None, trust=True, env=None):
+        extra = {"REGISTRY_AUTH_FILE": auth or self.auth}
+        extra.update(env or {})
+        return run_nsbox(list(args), self.dirs, extra_env=extra, timeout=120,
+                         wrap=self.reg.certs_wrap(trust))
+
+    def oci_images(self):
+        d = os.path.join(self.dirs.data, "images")
+        return [n for n in os.listdir(d) if n.startswith("oci-")] if os.path.isdir(d) else []
+
+    def test_pull_with_credentials_and_ca(self):
+        r = self.nsbox("image", "pull", "-q", self.ref)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.nsbox("run", "--image", self.ref, "--", "sh", "-c", "echo $FOO")
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, b"from-image"), r.stderr)
+
+    def test_wrong_password_names_the_credential_file(self):
+        r = self.nsbox("image", "pull", "-q", self.ref, auth=self.bad_auth)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"unauthorized", r.stderr)
+        self.assertIn(("REGISTRY_AUTH_FILE=%s" % self.bad_auth).encode(), r.stderr)
+        self.assertEqual(self.oci_images(), [])
+
+    def test_unknown_tag(self):
+        r = self.nsbox("image", "pull", "-q", self.ref[:-1] + "9")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"unknown tag", r.stderr)
+
+    def test_untrusted_certificate_names_the_ca_paths_searched(self):
+        r = self.nsbox("image", "pull", "-q", self.ref, trust=False)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"TLS failure", r.stderr)
+        self.assertIn(("/etc/containers/certs.d/%s/" % self.reg.host).encode(), r.stderr)
+        self.assertEqual(self.oci_images(), [])
+
+    def test_pull_policies(self):
+        # never: a reference that is not stored is refused, by run, create and a spec
+        for cmd in (["run", "--pull", "never", "--image", self.ref, "--", "true"],
+                    ["create", "--pull=never", "--image", self.ref]):
+            r = self.nsbox(*cmd)
+            self.assertEqual(r.returncode, 125, r.stdout)
+            self.assertIn(b"pull=never", r.stderr)
+            self.assertIn(b"not in the store", r.stderr)
+        spec = json.dumps({"image": self.ref, "pull": "never"}).encode()
+        r = run_nsbox(["run", "--spec", "-", "--", "true"], self.dirs, input=spec,
+                      wrap=self.reg.certs_wrap(), extra_env={"REGISTRY_AUTH_FILE": self.auth})
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"pull=never", r.stderr)
+        self.assertEqual(self.oci_images(), [])
+        # the flag wins over NSBOX_PULL, and its usage errors name it
+        r = self.nsbox("run", "--pull", "sometimes", "--image", self.ref, "--", "true")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"'pull': 'sometimes' is not a pull policy", r.stderr)
+        r = self.nsbox("run", "--pull", "missing", "--image", self.ref, "--", "sh", "-c",
+                       "echo $FOO", env={"NSBOX_PULL": "never"})
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, b"from-image"), r.stderr)
+        # the tag moves: missing keeps the stored image, always follows the tag
+        work = tempfile.mkdtemp(prefix="nsbox-oci-v2-")
+        self.addCleanup(shutil.rmtree, work, True)
+        v2 = os.path.join(work, "layout")
+        oci_images.write_layout(v2, env=["PATH=/usr/bin:/bin", "FOO=v2"])
+        self.reg.push(v2, "team/bb:moving")
+        r = self.nsbox("run", "--image", self.ref[:-1] + "moving", "--", "sh", "-c", "echo $FOO")
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, b"v2"), r.stderr)
+        self.reg.push(os.path.join(self.work, "layout"), "team/bb:moving")
+        for cmd, want in ((["run"], b"v2"), (["run", "--pull", "always"], b"from-image")):
+            r = self.nsbox(*cmd, "--image", self.ref[:-1] + "moving", "--", "sh", "-c",
+                           "echo $FOO")
+            self.assertEqual((r.returncode, r.stdout.strip()), (0, want), (cmd, r.stderr))
+        # NSBOX_PULL=always, when no flag says otherwise, pulls too (v2 again)
+        self.reg.push(v2, "team/bb:moving")
+        r = self.nsbox("run", "--image", self.ref[:-1] + "moving", "--", "sh", "-c", "echo $FOO",
+                       env={"NSBOX_PULL": "always"})
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, b"v2"), r.stderr)
+        # and create --pull always (the first image again)
+        self.reg.push(os.path.join(self.work, "layout"), "team/bb:moving")
+        r = self.nsbox("create", "--pull", "always", "--image", self.ref[:-1] + "moving")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.decode().strip()
+        r = run_nsbox(["exec", sid, "--", "sh", "-c", "echo $FOO"], self.dirs)
+        run_nsbox(["rm", sid], self.dirs, check=True)
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, b"from-image"), r.stderr)
+
+    def test_python_client_pull(self):
+        sys.path.insert(0, os.path.join(os.environ.get("NSBOX_SOURCE_DIR", "."), "python"))
+        import nsbox
+        env = self.dirs.env({"REGISTRY_AUTH_FILE": self.auth})
+        box = nsbox.LocalSandbox(image=self.ref, pull="never", binary=NSBOX, nsbox_env=env)
+        self.assertEqual(box.spec()["pull"], "never")
+        with self.assertRaises(nsbox.errors.SandboxCreationError) as cm:
+            with box.open():
+                pass
+        self.assertIn("pull=never", str(cm.exception))
 
 
 if __name__ == "__main__":

@@ -2,11 +2,11 @@
 directory, an OCI archive and a `docker save` archive of the same two layers.
 
 Layer 1: /bin/busybox and links to it (sh, ls, cat, id, env, test), /etc/passwd with root
-only, /keep/{gone,x}, /opq/{a,b}, /etc/secret (0600), /bin/setuid (4755), and, unless python=False, a stand-in
+only, /keep/{gone,x}, /opq/{a,b}, /etc/secret (0600), /etc/mine (0600, uid 1000), /etc/high (uid
+70000), /bin/setuid (4755), and, unless python=False, a stand-in
 /usr/bin/python3 (a shell script: nsbox only requires that it exists). Layer 2: a whiteout of
 /keep/gone, an opaque /opq holding only c, a hard link /bin/hl to layer 1's busybox,
-/keep/added. (Files at the top level are not exposed in a sandbox: nsbox mounts an image's
-top-level directories and symlinks.)
+/keep/added, /top.txt (a regular file at the top level).
 The config's Env sets PATH (with /custom appended), FOO and BAR."""
 import gzip
 import hashlib
@@ -56,6 +56,8 @@ def layer1(python=True):
           ("opq", b"", 0o755, tarfile.DIRTYPE), ("opq/a", b"a\n"), ("opq/b", b"b\n"),
           ("keep/x", b"x\n"),
           ("etc/secret", b"root only\n", 0o600),
+          ("etc/mine", b"appuser's own\n", 0o600, tarfile.REGTYPE, "", 1000),
+          ("etc/high", b"an id beyond 65535\n", 0o644, tarfile.REGTYPE, "", 70000),
           ("bin/setuid", b"#!/bin/sh\n", 0o4755)]
     if python:
         e += [("usr", b"", 0o755, tarfile.DIRTYPE), ("usr/bin", b"", 0o755, tarfile.DIRTYPE),
@@ -64,7 +66,7 @@ def layer1(python=True):
 
 
 def layer2():
-    return tar_bytes([("keep/.wh.gone", b""), ("opq", b"", 0o755, tarfile.DIRTYPE),
+    return tar_bytes([("top.txt", b"at the top\n"), ("keep/.wh.gone", b""), ("opq", b"", 0o755, tarfile.DIRTYPE),
                       ("opq/.wh..wh..opq", b""), ("opq/c", b"c\n"),
                       ("bin/hl", b"", 0o755, tarfile.LNKTYPE, "bin/busybox"),
                       ("keep/added", b"upper\n", 0o644)])

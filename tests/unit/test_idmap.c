@@ -340,6 +340,24 @@ static void test_slot_probe_visits_every_slot_once(void **state)
     }
 }
 
+/* Image owners live just below the sandboxes' ranges, never in one, and the mount line shows
+ * them as a sandbox's own ids. */
+static void test_image_ids(void **state)
+{
+    (void)state;
+    assert_int_equal(nsbox_idmap_image_owner(0), NSBOX_IMAGE_ID_BASE);
+    assert_int_equal(nsbox_idmap_image_owner(1000), NSBOX_IMAGE_ID_BASE + 1000);
+    assert_int_equal(nsbox_idmap_image_owner(65535), NSBOX_IMAGE_ID_BASE + 65535);
+    assert_int_equal(nsbox_idmap_image_owner(65536), NSBOX_IMAGE_ID_BASE + 65534);
+    assert_int_equal(nsbox_idmap_image_owner(UINT64_MAX), NSBOX_IMAGE_ID_BASE + 65534);
+    assert_true(NSBOX_IMAGE_ID_BASE + NSBOX_ID_COUNT == nsbox_idmap_slot_base(0));
+    assert_true(NSBOX_IMAGE_ID_BASE > 0x6FFFFFFFu); /* above systemd's container ranges */
+    struct nsbox_idmap l = nsbox_idmap_image_line(nsbox_idmap_slot_base(7));
+    assert_int_equal(l.inside, NSBOX_IMAGE_ID_BASE); /* on disk */
+    assert_int_equal(l.outside, nsbox_idmap_slot_base(7));
+    assert_int_equal(l.count, NSBOX_ID_COUNT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -357,6 +375,7 @@ int main(void)
         cmocka_unit_test(test_format_buffer_too_small),
         cmocka_unit_test(test_slot_window),
         cmocka_unit_test(test_slot_probe_visits_every_slot_once),
+        cmocka_unit_test(test_image_ids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

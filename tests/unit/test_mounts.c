@@ -402,6 +402,32 @@ static void test_plan_sources_pool_bounded(void **state)
     free(w);
 }
 
+/* A regular file at the image's top level (a .dockerenv, an entrypoint script) is bound, read-only
+ * and alone, on an empty file nsbox makes on its own tmpfs. */
+static void test_top_level_file_bound(void **state)
+{
+    (void)state;
+    struct world *w = dir_world();
+    assert_true(w->cfg.n_entries < NSBOX_ROOT_ENTRIES_MAX);
+    struct nsbox_root_entry *en = &w->cfg.entries[w->cfg.n_entries++];
+    snprintf(en->name, sizeof en->name, "%s", "entrypoint.sh");
+    en->is_symlink = false;
+    en->is_file = true;
+    build_ok(w);
+    check_all(w);
+    int b = idx(&w->plan, NSBOX_MOP_BIND, "entrypoint.sh");
+    assert_true(b >= 0);
+    const struct nsbox_mount_op *o = &w->plan.ops[b];
+    assert_string_equal(o->src, "entrypoint.sh");
+    assert_true(o->src_in_image);
+    assert_false(o->recursive);
+    assert_true((o->attr & RO_SAFE) == RO_SAFE);
+    int f = idx(&w->plan, NSBOX_MOP_FILE, "entrypoint.sh");
+    assert_true(f >= 0 && f < b);
+    assert_int_equal(idx(&w->plan, NSBOX_MOP_MKDIR, "entrypoint.sh"), -1);
+    free(w);
+}
+
 static void test_dir_plan_entries_readonly(void **state)
 {
     (void)state;
@@ -1204,7 +1230,7 @@ static int do_prepare(struct ex *x, struct nsbox_err *e)
     if (x->rootfd >= 0) close(x->rootfd);
     x->rootfd = -1;
     memset(x->fds, 0x55, sizeof x->fds);
-    int r = nsbox_rootfs_prepare(&fake, &x->w->plan, x->staging, x->image, x->ws_fd, x->fds,
+    int r = nsbox_rootfs_prepare(&fake, &x->w->plan, x->staging, x->image, -1, x->ws_fd, x->fds,
                                  &x->rootfd, e);
     memcpy(x->fds_after_prepare, x->fds, sizeof x->fds);
     x->prepare_calls = F.n;
@@ -1758,6 +1784,7 @@ int main(void)
     const struct CMUnitTest plan_tests[] = {
         cmocka_unit_test(test_host_plan_usr_readonly),
         cmocka_unit_test(test_dir_plan_entries_readonly),
+        cmocka_unit_test(test_top_level_file_bound),
         cmocka_unit_test(test_plan_sources_pool_bounded),
         cmocka_unit_test(test_plan_etc_files),
         cmocka_unit_test(test_host_plan_etc_from_store),

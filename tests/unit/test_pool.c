@@ -109,6 +109,7 @@ static void test_key(void **state)
     assert_int_equal(nsbox_spec_set(&b, "env", "K=V", &e), 0);
     assert_int_equal(nsbox_spec_set(&b, "ttl_seconds", "77", &e), 0);
     assert_int_equal(nsbox_spec_set(&b, "idle_timeout_seconds", "5", &e), 0);
+    assert_int_equal(nsbox_spec_set(&b, "pull", "never", &e), 0); /* how, not what */
     key_of(&b, "bin", kb);
     assert_string_equal(ka, kb);
     nsbox_spec_free(&b);
@@ -164,6 +165,14 @@ static void test_member_spec(void **state)
     assert_false(nsbox_pool_spec_poolable(&s));
     assert_int_equal(nsbox_pool_member_spec(&s, 42, &m, &e), -1);
     assert_int_equal(e.code, NSBOX_E_INVALID);
+    nsbox_spec_free(&s);
+
+    /* an always-pull must reach the registry, which a pooled sandbox would skip */
+    spec(&s);
+    assert_int_equal(nsbox_spec_set(&s, "pull", "missing", &e), 0);
+    assert_true(nsbox_pool_spec_poolable(&s));
+    assert_int_equal(nsbox_spec_set(&s, "pull", "always", &e), 0);
+    assert_false(nsbox_pool_spec_poolable(&s));
     nsbox_spec_free(&s);
 }
 

@@ -947,6 +947,42 @@ static void test_to_json_round_trip(void **state)
                       "spec: key 'limits': unknown key 'cpu'");
 }
 
+/* pull: three words, absent from the output until said (NSBOX_PULL decides then), kept by a
+ * round trip, part of equality. */
+static void test_pull(void **state)
+{
+    struct nsbox_spec *s = *state;
+    struct nsbox_err e;
+    assert_int_equal(s->pull, NSBOX_PULL_DEFAULT);
+    char *json = nsbox_spec_to_json(s);
+    assert_null(strstr(json, "\"pull\""));
+    free(json);
+    assert_int_equal(load(s, "{\"image\": \"python:3.12\", \"pull\": \"never\"}", &e), 0);
+    assert_int_equal(s->pull, NSBOX_PULL_NEVER);
+    assert_int_equal(nsbox_spec_set(s, "pull", "always", &e), 0);
+    assert_int_equal(s->pull, NSBOX_PULL_ALWAYS);
+    assert_int_equal(nsbox_spec_set(s, "pull", "missing", &e), 0);
+    assert_int_equal(s->pull, NSBOX_PULL_MISSING);
+    assert_fails_with(nsbox_spec_set(s, "pull", "sometimes", &e), &e, NSBOX_E_INVALID,
+                      "spec: option 'pull': 'sometimes' is not a pull policy");
+    assert_fails_with(load(s, "{\"pull\": true}", &e), &e, NSBOX_E_INVALID,
+                      "spec: key 'pull': must be a string");
+    assert_int_equal(nsbox_spec_set(s, "pull", "always", &e), 0);
+    assert_int_equal(nsbox_spec_validate(s, &e), 0);
+    json = nsbox_spec_to_json(s);
+    assert_non_null(strstr(json, "\"pull\":\t\"always\""));
+    struct nsbox_spec *t = nsbox_spec_new();
+    assert_int_equal(nsbox_spec_from_json(t, json, strlen(json), &e), 0);
+    assert_int_equal(nsbox_spec_validate(t, &e), 0);
+    assert_true(nsbox_spec_equal(s, t));
+    t->pull = NSBOX_PULL_NEVER;
+    assert_false(nsbox_spec_equal(s, t));
+    t->pull = (enum nsbox_pull)7; /* filled by hand */
+    assert_fails_with(nsbox_spec_validate(t, &e), &e, NSBOX_E_INVALID, "spec: key 'pull'");
+    free(json);
+    nsbox_spec_destroy(t);
+}
+
 static void test_public_api(void **state)
 {
     struct nsbox_err e;
@@ -993,6 +1029,7 @@ int main(void)
         T(test_parse_size),
         T(test_config_override),
         T(test_to_json_round_trip),
+        T(test_pull),
         T(test_public_api),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
