@@ -43,6 +43,7 @@ struct nsbox_launch {
     int agent_fd;             /* persistent sandbox: init's end of the supervisor socket; else -1 */
     int oom_fd;               /* the child's (init's) own oom_score_adj, opened by it; or -1 */
     int ws_fd;                /* EXT4 workspace: its detached mount (the child takes its copy) */
+    int start_fd;             /* nsbox-oci: init writes 'r' when set up, runs the workload on 's' */
 };
 
 /* Child side (contain.c): never returns. */

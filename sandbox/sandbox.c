@@ -45,6 +45,7 @@ void nsbox_sandbox_init_zeroed(struct nsbox_sandbox *sb)
     sb->L.agent_fd = -1;
     sb->L.oom_fd = -1;
     sb->L.ws_fd = -1;
+    sb->L.start_fd = -1;
 }
 
 /* The environment is built from nothing: the host's variables (tokens, paths, proxies) never
