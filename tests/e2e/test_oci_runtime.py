@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 import unittest
 
-from nsbox_test import NSBOX, Dirs
+from nsbox_test import NSBOX, Dirs, sandbox_cgroup_file
 
 BUSYBOX = "/bin/busybox"
 OCI = os.path.join(os.path.dirname(NSBOX), "nsbox-oci") if NSBOX else None
@@ -189,6 +189,18 @@ class OciRuntime(unittest.TestCase):
         self.assertEqual(self.output(), "")
         self.assertFalse(os.path.exists(os.path.join(self.root, "c3")))
         self.assertEqual(self.dirs.leftovers(), [])
+
+    def test_resources_become_limits(self):
+        c = config(["true"])
+        c["linux"]["resources"] = {"memory": {"limit": 96 << 20}, "pids": {"limit": 37}}
+        self.write_config(c)
+        self.create()
+        with open(os.path.join(self.root, "c1", "state.json")) as f:
+            sid = json.load(f)["sandbox"]
+        self.assertEqual(sandbox_cgroup_file(sid, "memory", "memory.limit_in_bytes",
+                                             "memory.max"), str(96 << 20))
+        self.assertEqual(sandbox_cgroup_file(sid, "pids", "pids.max", "pids.max"), "37")
+        self.assertEqual(self.oci("delete", "--force", "c1").returncode, 0)
 
     def test_unknown_id(self):
         for cmd in (["state", "nope"], ["start", "nope"], ["kill", "nope", "KILL"],
