@@ -291,6 +291,16 @@ static int make_state_dir(const struct nsbox_ocirt *g, const char *id, char *dir
 {
     if (nsbox_ocistate_dir(g, id, dir, n, e) < 0)
         return -1;
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", g->root);
+    /* the whole path, as runc makes it (containerd's shim gives /run/containerd/runc/NS) */
+    for (char *p = parent + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(parent, 0711) < 0 && errno != EEXIST)
+                return nsbox_err_sys(e, "--root %s", parent);
+            *p = '/';
+        }
     if (mkdir(g->root, 0711) < 0 && errno != EEXIST)
         return nsbox_err_sys(e, "--root %s", g->root);
     if (mkdir(dir, 0700) < 0)

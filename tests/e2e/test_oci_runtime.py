@@ -3,14 +3,21 @@ containerd's shim drives runc: the test process is a subreaper (PR_SET_CHILD_SUB
 a bundle (a busybox-static root and a config.json it writes itself), and runs create (the
 pid-file process must become its child), state, start, kill and delete. Also: an unknown id
 "does not exist" (in the JSON log line callers read), a privileged config is refused, a
-running container is not deleted without --force."""
+running container is not deleted without --force. Then a private containerd (its own root,
+state, socket and config, started and killed by pid here) runs an image the test imports
+from a docker-save archive with `ctr run --runc-binary nsbox-oci`."""
 import ctypes
 import json
 import os
 import shutil
+import signal
 import subprocess
+import tarfile
 import tempfile
+import time
 import unittest
+
+import oci_images
 
 from nsbox_test import NSBOX, Dirs, sandbox_cgroup_file
 
@@ -234,6 +241,116 @@ class OciRuntime(unittest.TestCase):
         r = self.oci("create", "--bundle", self.bundle, "c1")
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("'process.cwd'", r.stderr.decode())
+
+
+CONTAINERD_CONFIG = """version = 2
+root = "{d}/root"
+state = "{d}/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "{d}/c.sock"
+[ttrpc]
+  address = "{d}/c.sock.ttrpc"
+"""
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+@unittest.skipIf(not shutil.which("containerd") or not shutil.which("ctr") or
+                 not shutil.which("containerd-shim-runc-v2"),
+                 "needs containerd (Debian package containerd)")
+class Containerd(unittest.TestCase):
+    """ctr run through containerd's runc shim, with nsbox-oci as its runc."""
+    NS = "nsbox-oci-test"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dirs = Dirs()
+        cls.d = tempfile.mkdtemp(prefix="nsbox-ctd-")
+        with open(os.path.join(cls.d, "config.toml"), "w") as f:
+            f.write(CONTAINERD_CONFIG.format(d=cls.d))
+        cls.log = open(os.path.join(cls.d, "containerd.log"), "w")
+        # nsbox-oci, run by the shim, inherits this environment: the test's own nsbox dirs
+        cls.daemon = subprocess.Popen(
+            ["containerd", "--config", os.path.join(cls.d, "config.toml")],
+            stdout=cls.log, stderr=cls.log, env=cls.dirs.env(), start_new_session=True)
+        sock = os.path.join(cls.d, "c.sock")
+        deadline = time.monotonic() + 30
+        while not os.path.exists(sock) and cls.daemon.poll() is None:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        if not os.path.exists(sock):
+            cls.tearDownClass()
+            raise unittest.SkipTest("the private containerd did not start")
+        layer = oci_images.tar_bytes(
+            [("bin", b"", 0o755, tarfile.DIRTYPE),
+             ("bin/busybox", open(BUSYBOX, "rb").read(), 0o755)] +
+            [("bin/" + a, b"", 0o777, tarfile.SYMTYPE, "busybox")
+             for a in ("sh", "echo", "id", "sleep", "cat")] +
+            [("etc", b"", 0o755, tarfile.DIRTYPE), ("tmp", b"", 0o1777, tarfile.DIRTYPE)])
+        archive = os.path.join(cls.d, "image.tar")
+        oci_images.write_docker_save(archive, layers=[layer], tag="nsbox-test/oci-bb:1")
+        r = cls.ctr("image", "import", archive)
+        if r.returncode != 0:
+            cls.tearDownClass()
+            raise AssertionError(f"ctr image import: {r.stderr}")
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.daemon.poll() is None:
+            for t in cls.ctr("task", "ls", "-q").stdout.split():
+                cls.ctr("task", "kill", "-s", "SIGKILL", t)
+                cls.ctr("task", "rm", "-f", t)
+            for c in cls.ctr("container", "ls", "-q").stdout.split():
+                cls.ctr("container", "rm", c)
+            cls.daemon.send_signal(signal.SIGTERM)
+            try:
+                cls.daemon.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                cls.daemon.kill()
+                cls.daemon.wait()
+        cls.log.close()
+        # containerd's overlay snapshots may still be mounted below its root
+        subprocess.run(["sh", "-c", f"grep -o ' {cls.d}[^ ]*' /proc/mounts | sort -r | "
+                        "xargs -r -n1 umount -l"], check=False)
+        shutil.rmtree(cls.d, True)
+        # the shim's runc root for our namespace (runc's layout), empty once all is deleted
+        try:
+            os.rmdir(f"/run/containerd/runc/{cls.NS}")
+        except OSError:
+            pass
+        cls.dirs.cleanup()
+
+    @classmethod
+    def ctr(cls, *args, timeout=60):
+        return subprocess.run(["ctr", "--address", os.path.join(cls.d, "c.sock"), "-n", cls.NS]
+                              + list(args), capture_output=True, text=True, timeout=timeout)
+
+    def run_ctr(self, name, *cmd, detach=False):
+        return self.ctr("run", *(["-d"] if detach else ["--rm"]),
+                        "--runtime", "io.containerd.runc.v2", "--runc-binary", OCI,
+                        "docker.io/nsbox-test/oci-bb:1", name, *cmd)
+
+    def test_ctr_run(self):
+        r = self.run_ctr("t1", "sh", "-c", "echo hello-from-ctr; id -u")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "hello-from-ctr\n1000\n")
+        r = self.run_ctr("t2", "sh", "-c", "exit 3")
+        self.assertEqual(r.returncode, 3, r.stderr)
+
+    def test_ctr_kill(self):
+        r = self.run_ctr("t3", "sleep", "1000", detach=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("RUNNING", self.ctr("task", "ls").stdout)
+        r = self.ctr("task", "kill", "-s", "SIGKILL", "t3")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        deadline = time.monotonic() + 30
+        while "STOPPED" not in self.ctr("task", "ls").stdout and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertIn("STOPPED", self.ctr("task", "ls").stdout)
+        self.assertEqual(self.ctr("task", "rm", "t3").returncode, 0)
+        self.assertEqual(self.ctr("container", "rm", "t3").returncode, 0)
+        self.assertEqual(self.dirs.leftovers(), [])
 
 
 if __name__ == "__main__":
