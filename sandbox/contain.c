@@ -224,6 +224,25 @@ static int no_new_privs(struct nsbox_err *e)
     return 0;
 }
 
+/* nsbox-oci's start barrier (docs/oci.md): the sandbox is whole, hardened, and waits for
+ * `nsbox-oci start` before the workload exists. Anything but 's' (the runtime went away, the
+ * container was deleted before its start) ends init without running it. */
+static int start_barrier(struct nsbox_launch *L, struct nsbox_err *e)
+{
+    char c = 0;
+    ssize_t n;
+    if (write(L->start_fd, "r", 1) != 1)
+        return nsbox_err_sys(e, "start barrier");
+    do
+        n = read(L->start_fd, &c, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1 || c != 's')
+        return nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "deleted before its start");
+    close(L->start_fd);
+    L->start_fd = -1;
+    return 0;
+}
+
 /* ---- the workload -------------------------------------------------------------------------- */
 
 /* Forked from an init that is already contained (rlimits, no capabilities, no_new_privs,
@@ -327,6 +346,8 @@ void nsbox_child_main(struct nsbox_launch *L)
     /* rlimits -> drop caps -> no_new_privs -> seccomp, once, in init: the workload forked next
      * inherits them, so the filter is loaded (and JIT-compiled) once per sandbox, not twice. */
     if (set_rlimits(L, &e) < 0 || init_harden(L, &e) < 0)
+        report_and_exit(L, 125, &e);
+    if (L->start_fd >= 0 && start_barrier(L, &e) < 0)
         report_and_exit(L, 125, &e);
     pid_t workload = fork();
     if (workload < 0) {

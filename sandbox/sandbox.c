@@ -46,6 +46,7 @@ void nsbox_sandbox_init_zeroed(struct nsbox_sandbox *sb)
     sb->L.oom_fd = -1;
     sb->L.ws_fd = -1;
     sb->L.image_fd = -1;
+    sb->L.start_fd = -1;
 }
 
 /* The environment is built from nothing: the host's variables (tokens, paths, proxies) never

@@ -1,0 +1,141 @@
+/* nsbox-oci: runc's command line over an OCI bundle, running nsbox sandboxes (docs/oci.md).
+ * The only file of oci/ that writes to the log: errors as runc writes them, a JSON line
+ * {"level":"error","msg":...,"time":...} (--log-format json) or a text line, appended to --log,
+ * and to stderr. */
+#include "ocirt.h"
+#include "spec.h"
+
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef NSBOX_VERSION
+#define NSBOX_VERSION "0.0.0"
+#endif
+
+static void log_error(const struct nsbox_ocirt *g, const char *msg)
+{
+    fprintf(stderr, "nsbox-oci: %s\n", msg);
+    if (!g->log)
+        return;
+    FILE *f = fopen(g->log, "ae");
+    if (!f)
+        return;
+    char when[40];
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (g->log_json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "level", "error");
+        cJSON_AddStringToObject(j, "msg", msg);
+        cJSON_AddStringToObject(j, "time", when);
+        char *line = cJSON_PrintUnformatted(j);
+        if (line)
+            fprintf(f, "%s\n", line);
+        free(line);
+        cJSON_Delete(j);
+    } else {
+        fprintf(f, "time=\"%s\" level=error msg=\"", when);
+        for (const char *p = msg; *p; p++)
+            fprintf(f, *p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
+        fprintf(f, "\"\n");
+    }
+    fclose(f);
+}
+
+static const struct {
+    const char *name;
+    int (*fn)(const struct nsbox_ocirt *, int, char **, struct nsbox_err *);
+} commands[] = {
+    {"create", nsbox_ocicreate_create}, {"start", nsbox_ocicmds_start},
+    {"state", nsbox_ocicmds_state},     {"kill", nsbox_ocicmds_kill},
+    {"delete", nsbox_ocicmds_delete},
+};
+
+static void usage(void)
+{
+    printf("usage: nsbox-oci [--root DIR] [--log FILE] [--log-format text|json] "
+           "COMMAND ...\n\n"
+           "  create --bundle DIR [--pid-file FILE] ID   set up, the process waits for start\n"
+           "  start ID                                     run the process\n"
+           "  state ID                                     the container's state as JSON\n"
+           "  kill ID [SIGNAL]                             signal it (default TERM)\n"
+           "  delete [--force] ID                          remove a stopped container\n\n"
+           "An nsbox sandbox for each container: see docs/oci.md.\n");
+}
+
+/* Global flags before the command; "--flag value" and "--flag=value". Returns the command's
+ * index, or -1 with a message in e. */
+static int parse_globals(struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e)
+{
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        char *a = argv[i], *val = NULL, name[32];
+        char *eq = strchr(a, '=');
+        size_t len = eq ? (size_t)(eq - a) : strlen(a);
+        snprintf(name, sizeof name, "%.*s", (int)len, a);
+        bool takes = !strcmp(name, "--root") || !strcmp(name, "--log") ||
+                     !strcmp(name, "--log-format") || !strcmp(name, "--criu") ||
+                     !strcmp(name, "--rootless");
+        if (takes) {
+            val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!val)
+                return nsbox_err_invalid(e, "%s needs a value", name);
+        }
+        if (!strcmp(name, "--root"))
+            snprintf(g->root, sizeof g->root, "%s", val);
+        else if (!strcmp(name, "--log"))
+            g->log = val;
+        else if (!strcmp(name, "--log-format"))
+            g->log_json = !strcmp(val, "json");
+        else if (!strcmp(name, "--debug"))
+            g->debug = true;
+        else if (!strcmp(name, "--version") || !strcmp(name, "-v"))
+            return -2;
+        else if (!strcmp(name, "--help") || !strcmp(name, "-h"))
+            return -3;
+        else if (!takes && strcmp(name, "--systemd-cgroup"))
+            return nsbox_err_invalid(e, "unknown global option %s", NSBOX_SHOW(name));
+    }
+    return i;
+}
+
+int main(int argc, char **argv)
+{
+    static struct nsbox_ocirt g;
+    struct nsbox_err e = {0};
+    snprintf(g.root, sizeof g.root, "%s", NSBOX_OCI_DEFAULT_ROOT);
+    int i = parse_globals(&g, argc, argv, &e);
+    if (i == -2 || (i > 0 && i < argc && !strcmp(argv[i], "--version"))) {
+        /* the first line is runc's, which callers parse */
+        printf("runc version 1.1.0\ncommit: nsbox-oci %s\nspec: 1.0.2\n", NSBOX_VERSION);
+        return 0;
+    }
+    if (i == -3 || (i > 0 && i >= argc)) {
+        usage();
+        return i == -3 ? 0 : 1;
+    }
+    if (i < 0) {
+        log_error(&g, e.msg);
+        return 1;
+    }
+    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) {
+        if (strcmp(argv[i], commands[k].name))
+            continue;
+        if (!strcmp(argv[i], "create") && nsbox_instance_types_load(NULL, &e) < 0) {
+            log_error(&g, e.msg);
+            return 1;
+        }
+        int r = commands[k].fn(&g, argc - i, argv + i, &e);
+        if (r != 0 && e.msg[0])
+            log_error(&g, e.msg);
+        return r;
+    }
+    nsbox_err_invalid(&e, "unknown command '%s'", NSBOX_SHOW(argv[i]));
+    log_error(&g, e.msg);
+    return 1;
+}

@@ -1,0 +1,194 @@
+/* nsbox-oci start, state, kill, delete: over the state directory that create wrote. */
+#include "ocirt.h"
+#include "cleanup.h"
+#include "cleanup_cjson.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int one_id(int argc, char **argv, int first, const char *cmd, struct nsbox_err *e)
+{
+    if (argc - first < 1)
+        return nsbox_err_invalid(e, "%s: give a container id", cmd);
+    return 0;
+}
+
+int nsbox_ocicmds_start(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e)
+{
+    if (one_id(argc, argv, 1, "start", e) < 0)
+        return 1;
+    struct nsbox_ocistate s;
+    if (nsbox_ocistate_read(g, argv[1], &s, e) < 0)
+        return 1;
+    enum nsbox_ocistate_status st = nsbox_ocistate_status(g, &s);
+    if (st != NSBOX_OCI_CREATED) {
+        nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "cannot start a container that is %s%s",
+                      nsbox_ocistate_status_name(st),
+                      st == NSBOX_OCI_STOPPED ? ": container not running" : "");
+        return 1;
+    }
+    char dir[PATH_MAX], fifo[PATH_MAX + 16];
+    if (nsbox_ocistate_dir(g, s.id, dir, sizeof dir, e) < 0)
+        return 1;
+    snprintf(fifo, sizeof fifo, "%s/exec.fifo", dir);
+    /* The monitor holds the read end: no reader (ENXIO) means it is gone. */
+    int fd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENXIO)
+            nsbox_err_set(e, NSBOX_E_INVALID, ENXIO, "container %s: container not running",
+                          s.id);
+        else
+            nsbox_err_sys(e, "open %s", fifo);
+        return 1;
+    }
+    ssize_t w = write(fd, "s", 1);
+    int err = errno;
+    close(fd);
+    if (w != 1) {
+        errno = err;
+        nsbox_err_sys(e, "start %s", s.id);
+        return 1;
+    }
+    unlink(fifo); /* from now on: running */
+    return 0;
+}
+
+int nsbox_ocicmds_state(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e)
+{
+    if (one_id(argc, argv, 1, "state", e) < 0)
+        return 1;
+    struct nsbox_ocistate s;
+    if (nsbox_ocistate_read(g, argv[1], &s, e) < 0)
+        return 1;
+    enum nsbox_ocistate_status st = nsbox_ocistate_status(g, &s);
+    char rootfs[PATH_MAX + 16];
+    snprintf(rootfs, sizeof rootfs, "%s/rootfs", s.bundle);
+    cleanup_cjson cJSON *j = cJSON_CreateObject();
+    if (!j || !cJSON_AddStringToObject(j, "ociVersion", "1.0.2") ||
+        !cJSON_AddStringToObject(j, "id", s.id) ||
+        !cJSON_AddNumberToObject(j, "pid", st == NSBOX_OCI_STOPPED ? 0 : s.pid) ||
+        !cJSON_AddStringToObject(j, "status", nsbox_ocistate_status_name(st)) ||
+        !cJSON_AddStringToObject(j, "bundle", s.bundle) ||
+        !cJSON_AddStringToObject(j, "created", s.created) ||
+        !cJSON_AddStringToObject(j, "owner", "") ||
+        !cJSON_AddObjectToObject(j, "annotations")) {
+        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+        return 1;
+    }
+    cleanup_free char *text = cJSON_Print(j);
+    if (!text) {
+        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+        return 1;
+    }
+    printf("%s\n", text);
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    int sig;
+} signames[] = {
+    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"ILL", SIGILL},
+    {"TRAP", SIGTRAP}, {"ABRT", SIGABRT}, {"BUS", SIGBUS},   {"FPE", SIGFPE},
+    {"KILL", SIGKILL}, {"USR1", SIGUSR1}, {"SEGV", SIGSEGV}, {"USR2", SIGUSR2},
+    {"PIPE", SIGPIPE}, {"ALRM", SIGALRM}, {"TERM", SIGTERM}, {"CHLD", SIGCHLD},
+    {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"TSTP", SIGTSTP}, {"TTIN", SIGTTIN},
+    {"TTOU", SIGTTOU}, {"URG", SIGURG},   {"XCPU", SIGXCPU}, {"XFSZ", SIGXFSZ},
+    {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"IO", SIGIO},
+    {"PWR", SIGPWR},   {"SYS", SIGSYS},
+};
+
+/* "9", "KILL", "SIGKILL" (any case); -1 when it is none. */
+static int parse_signal(const char *text)
+{
+    char *end;
+    long n = strtol(text, &end, 10);
+    if (*text && !*end)
+        return n > 0 && n < 65 ? (int)n : -1;
+    if (!strncasecmp(text, "SIG", 3))
+        text += 3;
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(signames); i++)
+        if (!strcasecmp(text, signames[i].name))
+            return signames[i].sig;
+    return -1;
+}
+
+int nsbox_ocicmds_kill(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e)
+{
+    int first = 1;
+    while (first < argc && argv[first][0] == '-' && argv[first][1]) /* --all, -a */
+        first++;
+    if (one_id(argc, argv, first, "kill", e) < 0)
+        return 1;
+    int sig = SIGTERM;
+    if (argc - first >= 2 && (sig = parse_signal(argv[first + 1])) < 0) {
+        nsbox_err_invalid(e, "kill: unknown signal '%s'", NSBOX_SHOW(argv[first + 1]));
+        return 1;
+    }
+    struct nsbox_ocistate s;
+    if (nsbox_ocistate_read(g, argv[first], &s, e) < 0)
+        return 1;
+    if (nsbox_ocistate_status(g, &s) == NSBOX_OCI_STOPPED ||
+        !nsbox_ocistate_alive(s.init_pid, s.init_start)) {
+        nsbox_err_set(e, NSBOX_E_INVALID, ESRCH, "container %s: container not running", s.id);
+        return 1;
+    }
+    /* To init, pid 1 inside: it passes the signal on to the workload (SIGKILL ends it). */
+    if (kill(s.init_pid, sig) < 0) {
+        nsbox_err_sys(e, "kill %s", s.id);
+        return 1;
+    }
+    return 0;
+}
+
+/* Until the monitor has removed the sandbox and exited. */
+static void wait_gone(const struct nsbox_ocistate *s)
+{
+    int fd = (int)syscall(SYS_pidfd_open, s->pid, 0);
+    if (fd >= 0) {
+        if (nsbox_ocistate_alive(s->pid, s->pid_start)) {
+            struct pollfd pf = {fd, POLLIN, 0};
+            poll(&pf, 1, 10000);
+        }
+        close(fd);
+        return;
+    }
+    for (int i = 0; i < 1000 && nsbox_ocistate_alive(s->pid, s->pid_start); i++)
+        usleep(10000);
+}
+
+int nsbox_ocicmds_delete(const struct nsbox_ocirt *g, int argc, char **argv,
+                         struct nsbox_err *e)
+{
+    bool force = false;
+    int first = 1;
+    for (; first < argc && argv[first][0] == '-'; first++)
+        if (!strcmp(argv[first], "--force") || !strcmp(argv[first], "-f"))
+            force = true;
+    if (one_id(argc, argv, first, "delete", e) < 0)
+        return 1;
+    struct nsbox_ocistate s;
+    if (nsbox_ocistate_read(g, argv[first], &s, e) < 0)
+        return force && e->code == NSBOX_E_NOTFOUND ? 0 : 1;
+    enum nsbox_ocistate_status st = nsbox_ocistate_status(g, &s);
+    if (st != NSBOX_OCI_STOPPED) {
+        if (!force) {
+            nsbox_err_set(e, NSBOX_E_INVALID, EBUSY,
+                          "cannot delete container %s that is not stopped: %s", s.id,
+                          nsbox_ocistate_status_name(st));
+            return 1;
+        }
+        if (nsbox_ocistate_alive(s.init_pid, s.init_start))
+            kill(s.init_pid, SIGKILL);
+        wait_gone(&s);
+    }
+    return nsbox_ocistate_remove(g, s.id, e) < 0 ? 1 : 0;
+}

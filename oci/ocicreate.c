@@ -1,0 +1,396 @@
+/* nsbox-oci create: a sandbox from an OCI bundle, its workload held at a start barrier.
+ *
+ * The lifecycle (docs/oci.md): create forks the monitor and waits until the sandbox is set up;
+ * the monitor is the pid-file process, so once create has exited it is the caller's child
+ * (the caller is a subreaper: containerd's shim, conmon). The monitor is the sandbox's parent
+ * as `nsbox run` is: it holds its cgroup and state, relays signals to init, and exits with
+ * the workload's status after removing the sandbox. Init waits, whole and hardened, on a
+ * socket; `nsbox-oci start` writes to exec.fifo in the state directory, which the monitor
+ * turns into the byte that lets init fork the workload. */
+#include "ocirt.h"
+#include "cleanup.h"
+#include "ocispec.h"
+#include "sandbox.h"
+#include "signals.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct create_args {
+    char bundle[PATH_MAX];
+    const char *pid_file;
+    const char *console_socket;
+    const char *id;
+};
+
+/* What the monitor tells create once the sandbox is set up, or why it is not. */
+struct ready_msg {
+    int ok;
+    pid_t init_pid;
+    char sandbox[64];
+    struct nsbox_err err;
+};
+
+static int parse_args(int argc, char **argv, struct create_args *a, struct nsbox_err *e)
+{
+    static const struct option opts[] = {
+        {"bundle", required_argument, NULL, 'b'},
+        {"pid-file", required_argument, NULL, 'p'},
+        {"console-socket", required_argument, NULL, 'c'},
+        {"no-pivot", no_argument, NULL, 'n'},
+        {"no-new-keyring", no_argument, NULL, 'k'},
+        {"preserve-fds", required_argument, NULL, 'f'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *bundle = ".";
+    int o;
+    optind = 1;
+    while ((o = getopt_long(argc, argv, "+b:", opts, NULL)) != -1) {
+        if (o == 'b')
+            bundle = optarg;
+        else if (o == 'p')
+            a->pid_file = optarg;
+        else if (o == 'c')
+            a->console_socket = optarg;
+        else if (o == '?')
+            return nsbox_err_invalid(e, "create: unknown option");
+    }
+    if (optind != argc - 1)
+        return nsbox_err_invalid(e, "create: give exactly one container id");
+    a->id = argv[optind];
+    if (!realpath(bundle, a->bundle))
+        return nsbox_err_sys(e, "bundle %s", NSBOX_SHOW(bundle));
+    return 0;
+}
+
+/* The sandbox spec of a bundle: its root as a directory image, its environment, its limits
+ * over those of nsbox's default instance type. */
+static int build_spec(const struct create_args *a, const struct nsbox_ocispec *c,
+                      struct nsbox_spec *s, struct nsbox_err *e)
+{
+    char root[2 * PATH_MAX];
+    if (c->root_path[0] == '/')
+        snprintf(root, sizeof root, "%s", c->root_path);
+    else
+        snprintf(root, sizeof root, "%s/%s", a->bundle, c->root_path);
+    if (!realpath(root, s->image))
+        return nsbox_err_sys(e, "root.path %s", NSBOX_SHOW(root));
+    for (size_t i = 0; i < c->n_env; i++)
+        if (nsbox_spec_set(s, "env", c->env[i], e) < 0)
+            return nsbox_err_wrap(e, "config.json: key 'process.env'");
+    if (nsbox_spec_validate(s, e) < 0)
+        return -1;
+    if (c->memory_limit > 0)
+        s->limits.memory_bytes = (uint64_t)c->memory_limit;
+    if (c->cpu_quota > 0 && c->cpu_period > 0)
+        s->limits.cpus = (uint32_t)(((uint64_t)c->cpu_quota + c->cpu_period - 1) / c->cpu_period);
+    if (c->pids_limit > 0)
+        s->limits.pids = (uint64_t)c->pids_limit;
+    return 0;
+}
+
+static int load_config(const struct create_args *a, struct nsbox_ocispec *c,
+                       struct nsbox_err *e)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/config.json", a->bundle);
+    cleanup_free char *text = NULL;
+    int r = nsbox_read_small(path, &text, e);
+    if (r < 0)
+        return -1;
+    if (r == 1)
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "%s does not exist", path);
+    if (nsbox_ocispec_parse(text, strlen(text), c, e) < 0)
+        return -1;
+    if (nsbox_ocispec_check_floor(c, e) < 0)
+        return -1;
+    if (c->terminal)
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOTSUP,
+                             "process.terminal: a console (--console-socket) is not supported "
+                             "by nsbox-oci yet");
+    return 0;
+}
+
+/* ---- the monitor ---------------------------------------------------------------------------- */
+
+struct monitor {
+    struct nsbox_sandbox sb;
+    int start_sock; /* our end of init's start barrier */
+    int fifo;       /* exec.fifo, read end (opened read-write: never EOF, never blocks) */
+    int sfd;        /* signalfd: the relayed signals and SIGCHLD */
+};
+
+/* Until init says 'r' (set up, waiting) or fails: its report, or its death. */
+static int wait_ready(struct monitor *m, struct nsbox_err *e)
+{
+    for (;;) {
+        struct pollfd pf[2] = {{m->start_sock, POLLIN, 0}, {m->sb.L.report_rd, POLLIN, 0}};
+        if (poll(pf, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            return nsbox_err_sys(e, "poll");
+        }
+        char c;
+        if ((pf[0].revents & POLLIN) && read(m->start_sock, &c, 1) == 1 && c == 'r')
+            return 0;
+        if (pf[1].revents & (POLLIN | POLLHUP)) {
+            struct nsbox_child_report rep;
+            if (read(m->sb.L.report_rd, &rep, sizeof rep) == (ssize_t)sizeof rep) {
+                *e = rep.err;
+                return nsbox_err_wrap(e, "sandbox set-up failed");
+            }
+            return nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "sandbox set-up failed: init ended");
+        }
+        if (pf[0].revents & (POLLHUP | POLLERR))
+            return nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "sandbox set-up failed: init ended");
+    }
+}
+
+static void monitor_event(struct monitor *m, int *status, bool *done)
+{
+    struct pollfd pf[2] = {{m->sfd, POLLIN, 0}, {m->fifo, POLLIN, 0}};
+    int r = poll(pf, m->fifo >= 0 ? 2 : 1, -1);
+    if (r < 0)
+        return;
+    if (m->fifo >= 0 && (pf[1].revents & POLLIN)) {
+        char c = 0;
+        if (read(m->fifo, &c, 1) == 1 && c == 's') {
+            ssize_t w = write(m->start_sock, "s", 1);
+            (void)w;
+            nsbox_closep(&m->fifo);
+        }
+    }
+    if (pf[0].revents & POLLIN) {
+        struct signalfd_siginfo si;
+        int stops = 0;
+        if (read(m->sfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo != SIGCHLD)
+            kill(m->sb.pid, nsbox_signals_relay((int)si.ssi_signo, &stops));
+    }
+    if (waitpid(m->sb.pid, status, WNOHANG) == m->sb.pid)
+        *done = true;
+}
+
+/* After the sandbox is gone: the workload's exit status as ours. Init exits with the
+ * workload's code (128+N for a signal); init killed itself (kill -9 of the container) is
+ * re-raised, so that the caller sees the same signal. */
+__attribute__((noreturn)) static void monitor_exit(int status)
+{
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        signal(sig, SIG_DFL);
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, sig);
+        sigprocmask(SIG_UNBLOCK, &set, NULL);
+        raise(sig);
+        _exit(128 + sig);
+    }
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 125);
+}
+
+static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
+                         const struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    sigset_t mask;
+    sigemptyset(&mask);
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(nsbox_signals_relayed); i++)
+        sigaddset(&mask, nsbox_signals_relayed[i]);
+    sigaddset(&mask, SIGCHLD);
+    if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+        return nsbox_err_sys(e, "sigprocmask");
+    m->sb.L.blocked = mask;
+    m->sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    if (m->sfd < 0)
+        return nsbox_err_sys(e, "signalfd");
+    if (nsbox_sandbox_prepare(&m->sb, s, c->args, c->cwd, e) < 0)
+        return -1;
+    if (c->hostname[0] && strlen(c->hostname) < sizeof m->sb.L.hostname)
+        snprintf(m->sb.L.hostname, sizeof m->sb.L.hostname, "%s", c->hostname);
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        return nsbox_err_sys(e, "socketpair");
+    m->start_sock = sv[0];
+    m->sb.L.start_fd = sv[1];
+    int r = nsbox_sandbox_start(&m->sb, NULL, e);
+    nsbox_closep(&m->sb.L.start_fd);
+    if (r < 0)
+        return -1;
+    return wait_ready(m, e);
+}
+
+__attribute__((noreturn)) static void monitor_main(const char *dir, const struct nsbox_spec *s,
+                                                   const struct nsbox_ocispec *c, int ready_fd)
+{
+    static struct monitor m; /* large: the sandbox's buffers */
+    struct ready_msg msg = {0};
+    nsbox_sandbox_init(&m.sb);
+    m.start_sock = m.fifo = m.sfd = -1;
+    setsid(); /* not in the caller's job control: a ^C to it is not for the container */
+    char fifo[PATH_MAX + 16];
+    snprintf(fifo, sizeof fifo, "%s/exec.fifo", dir);
+    m.fifo = open(fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (m.fifo < 0)
+        nsbox_err_sys(&msg.err, "open %s", fifo);
+    else if (monitor_setup(&m, s, c, &msg.err) == 0) {
+        msg.ok = 1;
+        msg.init_pid = m.sb.pid;
+        snprintf(msg.sandbox, sizeof msg.sandbox, "%s", m.sb.st.id);
+    }
+    ssize_t w = write(ready_fd, &msg, sizeof msg);
+    (void)w;
+    close(ready_fd);
+    int status = 125 << 8;
+    if (msg.ok) {
+        /* The caller's streams are the container's now, not ours to keep open. */
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        for (int fd = 0; fd < 3 && null >= 0; fd++)
+            dup2(null, fd);
+        bool done = false;
+        while (!done)
+            monitor_event(&m, &status, &done);
+        m.sb.pid = 0; /* reaped */
+    }
+    struct nsbox_err e2;
+    nsbox_sandbox_destroy(&m.sb, &e2);
+    monitor_exit(status);
+}
+
+/* ---- create ------------------------------------------------------------------------------- */
+
+static int write_pid_file(const char *path, pid_t pid, struct nsbox_err *e)
+{
+    char tmp[PATH_MAX], text[32];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
+        return nsbox_err_invalid(e, "--pid-file: path too long");
+    int n = snprintf(text, sizeof text, "%d", (int)pid); /* no newline: runc's format */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return nsbox_err_sys(e, "--pid-file %s", tmp);
+    int r = nsbox_pwrite_all(fd, text, (size_t)n, 0);
+    close(fd);
+    if (r < 0 || rename(tmp, path) < 0)
+        return nsbox_err_sys(e, "--pid-file %s", path);
+    return 0;
+}
+
+static int make_state_dir(const struct nsbox_ocirt *g, const char *id, char *dir, size_t n,
+                          struct nsbox_err *e)
+{
+    if (nsbox_ocistate_dir(g, id, dir, n, e) < 0)
+        return -1;
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", g->root);
+    /* the whole path, as runc makes it (containerd's shim gives /run/containerd/runc/NS) */
+    for (char *p = parent + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(parent, 0711) < 0 && errno != EEXIST)
+                return nsbox_err_sys(e, "--root %s", parent);
+            *p = '/';
+        }
+    if (mkdir(g->root, 0711) < 0 && errno != EEXIST)
+        return nsbox_err_sys(e, "--root %s", g->root);
+    if (mkdir(dir, 0700) < 0)
+        return errno == EEXIST ? nsbox_err_set(e, NSBOX_E_INVALID, EEXIST,
+                                               "container with id %s already exists", id)
+                               : nsbox_err_sys(e, "mkdir %s", dir);
+    char fifo[PATH_MAX + 16];
+    snprintf(fifo, sizeof fifo, "%s/exec.fifo", dir);
+    if (mkfifo(fifo, 0600) < 0)
+        return nsbox_err_sys(e, "mkfifo %s", fifo);
+    return 0;
+}
+
+static void now_rfc3339(char *out, size_t n)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char base[32];
+    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, n, "%s.%09ldZ", base, ts.tv_nsec);
+}
+
+/* The monitor is forked; create waits for its word, records the state, writes the pid file. */
+static int spawn_monitor(const struct nsbox_ocirt *g, const struct create_args *a,
+                         const char *dir, const struct nsbox_spec *s,
+                         const struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return nsbox_err_sys(e, "pipe");
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return nsbox_err_sys(e, "fork");
+    if (pid == 0) {
+        close(p[0]);
+        monitor_main(dir, s, c, p[1]);
+    }
+    close(p[1]);
+    struct ready_msg msg = {0};
+    ssize_t n;
+    do
+        n = read(p[0], &msg, sizeof msg);
+    while (n < 0 && errno == EINTR);
+    close(p[0]);
+    if (n != (ssize_t)sizeof msg || !msg.ok) {
+        if (n == (ssize_t)sizeof msg)
+            *e = msg.err;
+        else
+            nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "the container's monitor ended during set-up");
+        waitpid(pid, NULL, 0);
+        return -1;
+    }
+    struct nsbox_ocistate st = {.pid = pid, .init_pid = msg.init_pid};
+    snprintf(st.id, sizeof st.id, "%s", a->id);
+    snprintf(st.bundle, sizeof st.bundle, "%s", a->bundle);
+    snprintf(st.sandbox, sizeof st.sandbox, "%s", msg.sandbox);
+    now_rfc3339(st.created, sizeof st.created);
+    st.pid_start = nsbox_ocistate_start_time(pid);
+    st.init_start = nsbox_ocistate_start_time(msg.init_pid);
+    if (nsbox_ocistate_write(g, &st, e) < 0 ||
+        (a->pid_file && write_pid_file(a->pid_file, pid, e) < 0)) {
+        kill(msg.init_pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return -1;
+    }
+    return 0;
+}
+
+int nsbox_ocicreate_create(const struct nsbox_ocirt *g, int argc, char **argv,
+                           struct nsbox_err *e)
+{
+    struct create_args a = {.pid_file = NULL};
+    if (parse_args(argc, argv, &a, e) < 0)
+        return 1;
+    static struct nsbox_ocispec c; /* large: the mounts */
+    static struct nsbox_spec s;
+    nsbox_spec_init(&s);
+    char dir[PATH_MAX];
+    if (load_config(&a, &c, e) < 0 || build_spec(&a, &c, &s, e) < 0 ||
+        make_state_dir(g, a.id, dir, sizeof dir, e) < 0)
+        return 1;
+    if (a.console_socket)
+        fprintf(stderr, "nsbox-oci: --console-socket given without process.terminal: unused\n");
+    if (spawn_monitor(g, &a, dir, &s, &c, e) < 0) {
+        struct nsbox_err e2;
+        nsbox_ocistate_remove(g, a.id, &e2);
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,72 @@
+/* nsbox-oci, the runc-compatible front end (docs/oci.md): what its files share. A front end
+ * beside cli/: it prints (only to the --log file and the standard streams), and calls the
+ * sandbox layer below it. */
+#ifndef NSBOX_OCIRT_H
+#define NSBOX_OCIRT_H
+
+#include "nsbox.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define NSBOX_OCI_DEFAULT_ROOT "/run/nsbox-oci"
+#define NSBOX_OCI_ID_MAX 128
+
+struct nsbox_ocirt {
+    char root[PATH_MAX]; /* --root: one directory per container */
+    const char *log;     /* --log FILE, or NULL: errors go to stderr */
+    bool log_json;       /* --log-format json */
+    bool debug;
+};
+
+enum nsbox_ocistate_status {
+    NSBOX_OCI_CREATED,
+    NSBOX_OCI_RUNNING,
+    NSBOX_OCI_STOPPED,
+};
+
+/* <root>/<id>/state.json: written once by create, read by every other command. */
+struct nsbox_ocistate {
+    char id[NSBOX_OCI_ID_MAX + 1];
+    char bundle[PATH_MAX];
+    char created[40];       /* RFC 3339, UTC */
+    pid_t pid;              /* the monitor: the pid-file process, parent of init */
+    uint64_t pid_start;     /* its start time (/proc/PID/stat field 22), against pid reuse */
+    pid_t init_pid;         /* the sandbox's init (pid 1 inside); signals go there */
+    uint64_t init_start;
+    char sandbox[64];       /* nsbox's own id of the sandbox */
+};
+
+/* ---- ocistate.c ---- */
+/* [A-Za-z0-9][A-Za-z0-9_.+-]*, at most NSBOX_OCI_ID_MAX: a single path component. */
+bool nsbox_ocistate_id_valid(const char *id);
+/* <root>/<id> into out. */
+int nsbox_ocistate_dir(const struct nsbox_ocirt *g, const char *id, char *out, size_t n,
+                       struct nsbox_err *e);
+int nsbox_ocistate_write(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
+                         struct nsbox_err *e);
+/* NSBOX_E_NOTFOUND "container ID does not exist" when there is no state. */
+int nsbox_ocistate_read(const struct nsbox_ocirt *g, const char *id, struct nsbox_ocistate *s,
+                        struct nsbox_err *e);
+/* Start time of pid from /proc (clock ticks since boot); 0 when it is gone. */
+uint64_t nsbox_ocistate_start_time(pid_t pid);
+/* Does pid still name the process that had start time `start`? */
+bool nsbox_ocistate_alive(pid_t pid, uint64_t start);
+enum nsbox_ocistate_status nsbox_ocistate_status(const struct nsbox_ocirt *g,
+                                                 const struct nsbox_ocistate *s);
+const char *nsbox_ocistate_status_name(enum nsbox_ocistate_status st);
+/* Remove <root>/<id> and what is in it (files only: the directory is flat). */
+int nsbox_ocistate_remove(const struct nsbox_ocirt *g, const char *id, struct nsbox_err *e);
+
+/* ---- the commands: return the process's exit code; errors are filled into e ---- */
+int nsbox_ocicreate_create(const struct nsbox_ocirt *g, int argc, char **argv,
+                           struct nsbox_err *e);
+int nsbox_ocicmds_start(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
+int nsbox_ocicmds_state(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
+int nsbox_ocicmds_kill(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
+int nsbox_ocicmds_delete(const struct nsbox_ocirt *g, int argc, char **argv,
+                         struct nsbox_err *e);
+
+#endif

@@ -1,0 +1,183 @@
+/* nsbox-oci's state: one directory per container under --root, holding state.json (written
+ * once by create) and, while the container is created but not started, exec.fifo. */
+#include "ocirt.h"
+#include "cleanup.h"
+#include "cleanup_cjson.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+bool nsbox_ocistate_id_valid(const char *id)
+{
+    size_t n = strlen(id);
+    if (n == 0 || n > NSBOX_OCI_ID_MAX || id[0] == '.' || id[0] == '-' || id[0] == '_')
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = id[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '+' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+int nsbox_ocistate_dir(const struct nsbox_ocirt *g, const char *id, char *out, size_t n,
+                       struct nsbox_err *e)
+{
+    if (!nsbox_ocistate_id_valid(id))
+        return nsbox_err_invalid(e, "invalid container id '%s'", NSBOX_SHOW(id));
+    if ((size_t)snprintf(out, n, "%s/%s", g->root, id) >= n)
+        return nsbox_err_invalid(e, "--root: path too long");
+    return 0;
+}
+
+int nsbox_ocistate_write(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
+                         struct nsbox_err *e)
+{
+    char dir[PATH_MAX], tmp[PATH_MAX + 32], path[PATH_MAX + 16];
+    if (nsbox_ocistate_dir(g, s->id, dir, sizeof dir, e) < 0)
+        return -1;
+    cleanup_cjson cJSON *j = cJSON_CreateObject();
+    if (!j || !cJSON_AddStringToObject(j, "id", s->id) ||
+        !cJSON_AddStringToObject(j, "bundle", s->bundle) ||
+        !cJSON_AddStringToObject(j, "created", s->created) ||
+        !cJSON_AddNumberToObject(j, "pid", s->pid) ||
+        !cJSON_AddNumberToObject(j, "pid_start", (double)s->pid_start) ||
+        !cJSON_AddNumberToObject(j, "init_pid", s->init_pid) ||
+        !cJSON_AddNumberToObject(j, "init_start", (double)s->init_start) ||
+        !cJSON_AddStringToObject(j, "sandbox", s->sandbox))
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    cleanup_free char *text = cJSON_PrintUnformatted(j);
+    if (!text)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    snprintf(tmp, sizeof tmp, "%s/.state.json.tmp", dir);
+    snprintf(path, sizeof path, "%s/state.json", dir);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return nsbox_err_sys(e, "open %s", tmp);
+    int r = nsbox_pwrite_all(fd, text, strlen(text), 0);
+    close(fd);
+    if (r < 0 || rename(tmp, path) < 0)
+        return nsbox_err_sys(e, "write %s", path);
+    return 0;
+}
+
+static int field_num(const cJSON *j, const char *name, double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
+    if (!cJSON_IsNumber(v))
+        return -1;
+    *out = v->valuedouble;
+    return 0;
+}
+
+static int field_str(const cJSON *j, const char *name, char *out, size_t n)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
+    if (!cJSON_IsString(v) || strlen(v->valuestring) >= n)
+        return -1;
+    strcpy(out, v->valuestring);
+    return 0;
+}
+
+int nsbox_ocistate_read(const struct nsbox_ocirt *g, const char *id, struct nsbox_ocistate *s,
+                        struct nsbox_err *e)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 16];
+    if (nsbox_ocistate_dir(g, id, dir, sizeof dir, e) < 0)
+        return -1;
+    snprintf(path, sizeof path, "%s/state.json", dir);
+    cleanup_free char *text = NULL;
+    int r = nsbox_read_small(path, &text, e);
+    if (r < 0)
+        return -1;
+    if (r == 1)
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "container %s does not exist", id);
+    cleanup_cjson cJSON *j = cJSON_Parse(text);
+    double pid, ps, ip, is;
+    memset(s, 0, sizeof *s);
+    if (!j || field_str(j, "id", s->id, sizeof s->id) < 0 ||
+        field_str(j, "bundle", s->bundle, sizeof s->bundle) < 0 ||
+        field_str(j, "created", s->created, sizeof s->created) < 0 ||
+        field_str(j, "sandbox", s->sandbox, sizeof s->sandbox) < 0 ||
+        field_num(j, "pid", &pid) < 0 || field_num(j, "pid_start", &ps) < 0 ||
+        field_num(j, "init_pid", &ip) < 0 || field_num(j, "init_start", &is) < 0)
+        return nsbox_err_invalid(e, "%s: damaged", path);
+    s->pid = (pid_t)pid, s->pid_start = (uint64_t)ps;
+    s->init_pid = (pid_t)ip, s->init_start = (uint64_t)is;
+    return 0;
+}
+
+uint64_t nsbox_ocistate_start_time(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    size_t n = nsbox_read_bounded(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[n] = '\0';
+    /* after the command name, which may hold spaces and ')': field 3 is the state */
+    char *p = strrchr(buf, ')');
+    if (!p || p[1] != ' ')
+        return 0;
+    p += 2;
+    if (*p == 'Z' || *p == 'X')
+        return 0; /* a zombie has exited: it no longer runs anything */
+    for (int field = 3; field < 22; field++) {
+        p = strchr(p, ' ');
+        if (!p)
+            return 0;
+        p++;
+    }
+    return strtoull(p, NULL, 10);
+}
+
+bool nsbox_ocistate_alive(pid_t pid, uint64_t start)
+{
+    return pid > 0 && start && nsbox_ocistate_start_time(pid) == start;
+}
+
+enum nsbox_ocistate_status nsbox_ocistate_status(const struct nsbox_ocirt *g,
+                                                 const struct nsbox_ocistate *s)
+{
+    if (!nsbox_ocistate_alive(s->pid, s->pid_start))
+        return NSBOX_OCI_STOPPED;
+    char dir[PATH_MAX], fifo[PATH_MAX + 16];
+    struct nsbox_err e;
+    if (nsbox_ocistate_dir(g, s->id, dir, sizeof dir, &e) < 0)
+        return NSBOX_OCI_STOPPED;
+    snprintf(fifo, sizeof fifo, "%s/exec.fifo", dir);
+    return access(fifo, F_OK) == 0 ? NSBOX_OCI_CREATED : NSBOX_OCI_RUNNING;
+}
+
+const char *nsbox_ocistate_status_name(enum nsbox_ocistate_status st)
+{
+    return st == NSBOX_OCI_CREATED ? "created" : st == NSBOX_OCI_RUNNING ? "running" : "stopped";
+}
+
+int nsbox_ocistate_remove(const struct nsbox_ocirt *g, const char *id, struct nsbox_err *e)
+{
+    char dir[PATH_MAX];
+    if (nsbox_ocistate_dir(g, id, dir, sizeof dir, e) < 0)
+        return -1;
+    DIR *d = opendir(dir);
+    if (!d)
+        return errno == ENOENT ? 0 : nsbox_err_sys(e, "open %s", dir);
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            unlinkat(dirfd(d), de->d_name, 0);
+    closedir(d);
+    if (rmdir(dir) < 0 && errno != ENOENT)
+        return nsbox_err_sys(e, "remove %s", dir);
+    return 0;
+}

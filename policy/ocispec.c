@@ -1,0 +1,439 @@
+/* config.json of an OCI bundle, read into struct nsbox_ocispec (ocispec.h). */
+#include "ocispec.h"
+#include "cleanup_cjson.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const ns_names[] = {
+    [NSBOX_OCI_NS_PID] = "pid",     [NSBOX_OCI_NS_NETWORK] = "network",
+    [NSBOX_OCI_NS_MOUNT] = "mount", [NSBOX_OCI_NS_IPC] = "ipc",
+    [NSBOX_OCI_NS_UTS] = "uts",     [NSBOX_OCI_NS_USER] = "user",
+    [NSBOX_OCI_NS_CGROUP] = "cgroup", [NSBOX_OCI_NS_TIME] = "time",
+};
+
+const char *nsbox_ocispec_ns_name(enum nsbox_ocispec_ns t)
+{
+    return (size_t)t < sizeof ns_names / sizeof ns_names[0] ? ns_names[t] : "?";
+}
+
+void nsbox_ocispec_init(struct nsbox_ocispec *c)
+{
+    memset(c, 0, sizeof *c);
+    strcpy(c->cwd, "/");
+    c->memory_limit = c->cpu_quota = c->pids_limit = -1;
+}
+
+void nsbox_ocispec_free(struct nsbox_ocispec *c)
+{
+    for (size_t i = 0; c->args && i < c->n_args; i++)
+        free(c->args[i]);
+    free(c->args);
+    c->args = NULL;
+    c->n_args = 0;
+    for (size_t i = 0; i < c->n_env; i++)
+        free(c->env[i]);
+    c->n_env = 0;
+}
+
+static int bad(struct nsbox_err *e, const char *key, const char *what)
+{
+    return nsbox_err_invalid(e, "config.json: key '%s': %s", key, what);
+}
+
+/* A string member of obj into out (n bytes); absent is fine unless required. */
+static int get_str(const cJSON *obj, const char *name, const char *key, char *out, size_t n,
+                   bool required, struct nsbox_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (!v)
+        return required ? bad(e, key, "missing") : 0;
+    if (!cJSON_IsString(v) || !v->valuestring)
+        return bad(e, key, "must be a string");
+    size_t len = strlen(v->valuestring);
+    if (len >= n)
+        return nsbox_err_invalid(e, "config.json: key '%s': longer than %zu bytes", key, n - 1);
+    memcpy(out, v->valuestring, len + 1);
+    return 0;
+}
+
+static int get_bool(const cJSON *obj, const char *name, const char *key, bool *out,
+                    struct nsbox_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (!v)
+        return 0;
+    if (!cJSON_IsBool(v))
+        return bad(e, key, "must be true or false");
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+/* An integer member in [lo, hi]; absent leaves *out. JSON numbers are doubles: beyond 2^53
+ * they are not exact, so the range check is done on the double before the conversion. */
+static int get_int(const cJSON *obj, const char *name, const char *key, double lo, double hi,
+                   int64_t *out, struct nsbox_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble || v->valuedouble < lo ||
+        v->valuedouble > hi || (double)(int64_t)v->valuedouble != v->valuedouble)
+        return nsbox_err_invalid(e, "config.json: key '%s': must be an integer between %.0f and "
+                                 "%.0f", key, lo, hi);
+    *out = (int64_t)v->valuedouble;
+    return 0;
+}
+
+static const cJSON *get_obj(const cJSON *obj, const char *name, const char *key, int *r,
+                            struct nsbox_err *e)
+{
+    const cJSON *v = obj ? cJSON_GetObjectItemCaseSensitive(obj, name) : NULL;
+    *r = 0;
+    if (v && !cJSON_IsObject(v)) {
+        *r = bad(e, key, "must be an object");
+        return NULL;
+    }
+    return v;
+}
+
+/* An array of strings, each shorter than NSBOX_OCISPEC_STR_MAX. */
+static int check_str_array(const cJSON *v, const char *key, size_t max, struct nsbox_err *e)
+{
+    if (!cJSON_IsArray(v))
+        return bad(e, key, "must be an array of strings");
+    size_t n = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v) {
+        if (!cJSON_IsString(it) || !it->valuestring)
+            return bad(e, key, "must be an array of strings");
+        if (strlen(it->valuestring) >= NSBOX_OCISPEC_STR_MAX)
+            return bad(e, key, "an entry is too long");
+        if (++n > max)
+            return nsbox_err_invalid(e, "config.json: key '%s': more than %zu entries", key, max);
+    }
+    return 0;
+}
+
+static int parse_args(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(proc, "args");
+    if (!v || !cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0)
+        return bad(e, "process.args", "must be a non-empty array of strings");
+    if (check_str_array(v, "process.args", NSBOX_OCISPEC_ARGS_MAX, e) < 0)
+        return -1;
+    size_t n = (size_t)cJSON_GetArraySize(v);
+    c->args = calloc(n + 1, sizeof *c->args);
+    if (!c->args)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "config.json: out of memory");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v) {
+        if (!(c->args[c->n_args] = strdup(it->valuestring)))
+            return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "config.json: out of memory");
+        c->n_args++;
+    }
+    if (!c->args[0][0])
+        return bad(e, "process.args", "the command is empty");
+    return 0;
+}
+
+static int parse_env(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(proc, "env");
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (check_str_array(v, "process.env", NSBOX_OCISPEC_ENV_MAX, e) < 0)
+        return -1;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v) {
+        const char *eq = strchr(it->valuestring, '=');
+        if (!eq || eq == it->valuestring)
+            return nsbox_err_invalid(e, "config.json: key 'process.env': '%s' is not KEY=value",
+                                     NSBOX_SHOW(it->valuestring));
+        if (!(c->env[c->n_env] = strdup(it->valuestring)))
+            return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "config.json: out of memory");
+        c->n_env++;
+    }
+    return 0;
+}
+
+static bool names_admin(const cJSON *set)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, set)
+        if (cJSON_IsString(it) && it->valuestring &&
+            (!strcmp(it->valuestring, "CAP_SYS_ADMIN") ||
+             !strcmp(it->valuestring, "CAP_SYS_MODULE")))
+            return true;
+    return false;
+}
+
+static int parse_caps(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    int r;
+    const cJSON *caps = get_obj(proc, "capabilities", "process.capabilities", &r, e);
+    if (r < 0 || !caps)
+        return r;
+    static const char *const sets[] = {"bounding", "effective", "inheritable", "permitted",
+                                       "ambient"};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(caps, sets[i]);
+        if (!v)
+            continue;
+        char key[64];
+        snprintf(key, sizeof key, "process.capabilities.%s", sets[i]);
+        if (check_str_array(v, key, 64, e) < 0)
+            return -1;
+        c->cap_sys_admin |= names_admin(v);
+    }
+    return 0;
+}
+
+static int parse_process(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    int r;
+    const cJSON *proc = get_obj(root, "process", "process", &r, e);
+    if (r < 0)
+        return -1;
+    if (!proc)
+        return bad(e, "process", "missing");
+    if (parse_args(proc, c, e) < 0 || parse_env(proc, c, e) < 0 || parse_caps(proc, c, e) < 0 ||
+        get_str(proc, "cwd", "process.cwd", c->cwd, sizeof c->cwd, false, e) < 0 ||
+        get_bool(proc, "terminal", "process.terminal", &c->terminal, e) < 0 ||
+        get_bool(proc, "noNewPrivileges", "process.noNewPrivileges", &c->no_new_privileges, e) <
+            0)
+        return -1;
+    if (c->cwd[0] != '/')
+        return bad(e, "process.cwd", "must be an absolute path");
+    const cJSON *user = get_obj(proc, "user", "process.user", &r, e);
+    if (r < 0)
+        return -1;
+    int64_t uid = 0, gid = 0;
+    if (user && (get_int(user, "uid", "process.user.uid", 0, 4294967294.0, &uid, e) < 0 ||
+                 get_int(user, "gid", "process.user.gid", 0, 4294967294.0, &gid, e) < 0))
+        return -1;
+    c->uid = (uint32_t)uid, c->gid = (uint32_t)gid;
+    return 0;
+}
+
+static int parse_root(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    int r;
+    const cJSON *rt = get_obj(root, "root", "root", &r, e);
+    if (r < 0)
+        return -1;
+    if (!rt)
+        return bad(e, "root", "missing");
+    if (get_str(rt, "path", "root.path", c->root_path, sizeof c->root_path, true, e) < 0 ||
+        get_bool(rt, "readonly", "root.readonly", &c->root_readonly, e) < 0)
+        return -1;
+    if (!c->root_path[0])
+        return bad(e, "root.path", "is empty");
+    return 0;
+}
+
+static int parse_mount(const cJSON *m, struct nsbox_ocispec_mount *out, struct nsbox_err *e)
+{
+    if (!cJSON_IsObject(m))
+        return bad(e, "mounts", "each entry must be an object");
+    if (get_str(m, "destination", "mounts.destination", out->destination,
+                sizeof out->destination, true, e) < 0 ||
+        get_str(m, "type", "mounts.type", out->type, sizeof out->type, false, e) < 0 ||
+        get_str(m, "source", "mounts.source", out->source, sizeof out->source, false, e) < 0)
+        return -1;
+    if (out->destination[0] != '/')
+        return bad(e, "mounts.destination", "must be an absolute path");
+    const cJSON *opts = cJSON_GetObjectItemCaseSensitive(m, "options");
+    if (!opts || cJSON_IsNull(opts))
+        return 0;
+    if (check_str_array(opts, "mounts.options", 64, e) < 0)
+        return -1;
+    size_t len = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, opts) {
+        size_t l = strlen(it->valuestring);
+        if (len + l + 2 > sizeof out->options)
+            return bad(e, "mounts.options", "too long");
+        if (len)
+            out->options[len++] = ',';
+        memcpy(out->options + len, it->valuestring, l + 1);
+        len += l;
+    }
+    return 0;
+}
+
+static int parse_mounts(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "mounts");
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsArray(v))
+        return bad(e, "mounts", "must be an array");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v) {
+        if (c->n_mounts == NSBOX_OCISPEC_MOUNTS_MAX)
+            return nsbox_err_invalid(e, "config.json: key 'mounts': more than %d entries",
+                                     NSBOX_OCISPEC_MOUNTS_MAX);
+        if (parse_mount(it, &c->mounts[c->n_mounts], e) < 0)
+            return -1;
+        c->n_mounts++;
+    }
+    return 0;
+}
+
+static int parse_namespaces(const cJSON *lx, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(lx, "namespaces");
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsArray(v))
+        return bad(e, "linux.namespaces", "must be an array");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v) {
+        char type[16], path[NSBOX_OCISPEC_PATH_MAX] = "";
+        if (!cJSON_IsObject(it))
+            return bad(e, "linux.namespaces", "each entry must be an object");
+        if (get_str(it, "type", "linux.namespaces.type", type, sizeof type, true, e) < 0 ||
+            get_str(it, "path", "linux.namespaces.path", path, sizeof path, false, e) < 0)
+            return -1;
+        size_t t = 0;
+        while (t < sizeof ns_names / sizeof ns_names[0] && strcmp(ns_names[t], type))
+            t++;
+        if (t == sizeof ns_names / sizeof ns_names[0])
+            return nsbox_err_invalid(e, "config.json: key 'linux.namespaces.type': unknown "
+                                     "namespace '%s'", NSBOX_SHOW(type));
+        for (size_t i = 0; i < c->n_namespaces; i++)
+            if (c->namespaces[i].type == (enum nsbox_ocispec_ns)t)
+                return nsbox_err_invalid(e, "config.json: key 'linux.namespaces': '%s' given "
+                                         "twice", type);
+        c->namespaces[c->n_namespaces].type = (enum nsbox_ocispec_ns)t;
+        c->namespaces[c->n_namespaces++].has_path = path[0] != '\0';
+    }
+    return 0;
+}
+
+static int parse_devices(const cJSON *res, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, "devices");
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsArray(v))
+        return bad(e, "linux.resources.devices", "must be an array");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v) {
+        bool allow = false;
+        if (!cJSON_IsObject(it))
+            return bad(e, "linux.resources.devices", "each entry must be an object");
+        if (get_bool(it, "allow", "linux.resources.devices.allow", &allow, e) < 0)
+            return -1;
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(it, "type");
+        const cJSON *major = cJSON_GetObjectItemCaseSensitive(it, "major");
+        bool any_type = !type || (cJSON_IsString(type) && !strcmp(type->valuestring, "a"));
+        if (allow && any_type && (!major || cJSON_IsNull(major)))
+            c->all_devices = true;
+    }
+    return 0;
+}
+
+static int parse_resources(const cJSON *lx, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    int r;
+    const cJSON *res = get_obj(lx, "resources", "linux.resources", &r, e);
+    if (r < 0 || !res)
+        return r;
+    const cJSON *mem = get_obj(res, "memory", "linux.resources.memory", &r, e);
+    if (r < 0)
+        return -1;
+    const cJSON *cpu = get_obj(res, "cpu", "linux.resources.cpu", &r, e);
+    if (r < 0)
+        return -1;
+    const cJSON *pids = get_obj(res, "pids", "linux.resources.pids", &r, e);
+    if (r < 0)
+        return -1;
+    int64_t period = 0, shares = 0;
+    if ((mem && get_int(mem, "limit", "linux.resources.memory.limit", -1, 9.0e18,
+                        &c->memory_limit, e) < 0) ||
+        (cpu && (get_int(cpu, "quota", "linux.resources.cpu.quota", -1, 9.0e18, &c->cpu_quota,
+                         e) < 0 ||
+                 get_int(cpu, "period", "linux.resources.cpu.period", 0, 9.0e18, &period, e) <
+                     0 ||
+                 get_int(cpu, "shares", "linux.resources.cpu.shares", 0, 9.0e18, &shares, e) <
+                     0)) ||
+        (pids && get_int(pids, "limit", "linux.resources.pids.limit", -1, 9.0e18,
+                         &c->pids_limit, e) < 0))
+        return -1;
+    c->cpu_period = (uint64_t)period, c->cpu_shares = (uint64_t)shares;
+    if (c->memory_limit == 0)
+        c->memory_limit = -1;
+    if (c->pids_limit == 0)
+        c->pids_limit = -1;
+    return parse_devices(res, c, e);
+}
+
+static int parse_linux(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    int r;
+    const cJSON *lx = get_obj(root, "linux", "linux", &r, e);
+    if (r < 0 || !lx)
+        return r;
+    if (parse_namespaces(lx, c, e) < 0 || parse_resources(lx, c, e) < 0)
+        return -1;
+    const cJSON *maps = cJSON_GetObjectItemCaseSensitive(lx, "uidMappings");
+    c->has_uid_mappings = cJSON_IsArray(maps) && cJSON_GetArraySize(maps) > 0;
+    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(lx, "seccomp");
+    c->has_seccomp = sc && !cJSON_IsNull(sc);
+    return 0;
+}
+
+static int parse_doc(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    if (!cJSON_IsObject(root))
+        return nsbox_err_invalid(e, "config.json: not a JSON object");
+    if (get_str(root, "ociVersion", "ociVersion", c->oci_version, sizeof c->oci_version, true,
+                e) < 0)
+        return -1;
+    if (strncmp(c->oci_version, "1.", 2))
+        return nsbox_err_invalid(e, "config.json: key 'ociVersion': '%s' is not 1.x",
+                                 NSBOX_SHOW(c->oci_version));
+    if (parse_process(root, c, e) < 0 || parse_root(root, c, e) < 0 ||
+        get_str(root, "hostname", "hostname", c->hostname, sizeof c->hostname, false, e) < 0 ||
+        parse_mounts(root, c, e) < 0 || parse_linux(root, c, e) < 0)
+        return -1;
+    return 0;
+}
+
+int nsbox_ocispec_parse(const char *text, size_t len, struct nsbox_ocispec *c,
+                        struct nsbox_err *e)
+{
+    nsbox_ocispec_init(c);
+    nsbox_err_clear(e);
+    if (len > NSBOX_OCISPEC_JSON_MAX)
+        return nsbox_err_invalid(e, "config.json: larger than %u bytes", NSBOX_OCISPEC_JSON_MAX);
+    cleanup_cjson cJSON *root = cJSON_ParseWithLength(text, len);
+    if (!root)
+        return nsbox_err_invalid(e, "config.json: not valid JSON");
+    if (parse_doc(root, c, e) < 0) {
+        nsbox_ocispec_free(c);
+        return -1;
+    }
+    return 0;
+}
+
+int nsbox_ocispec_check_floor(const struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    if (c->cap_sys_admin || c->all_devices)
+        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                             "privileged containers are not supported: nsbox-oci never gives a "
+                             "container %s",
+                             c->cap_sys_admin ? "CAP_SYS_ADMIN or CAP_SYS_MODULE"
+                                              : "every device of the host");
+    for (size_t i = 0; i < c->n_namespaces; i++)
+        if (c->namespaces[i].has_path)
+            return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                                 "joining an existing %s namespace (linux.namespaces.path) is "
+                                 "not supported: every nsbox sandbox has its own",
+                                 ns_names[c->namespaces[i].type]);
+    return 0;
+}

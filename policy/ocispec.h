@@ -1,0 +1,90 @@
+/* An OCI runtime bundle's config.json (opencontainers/runtime-spec config.md): the part that
+ * nsbox-oci honours or must refuse, read into one bounded struct. Pure: text in, struct out,
+ * fuzzed (tests/fuzz/fuzz_ocispec.c). Errors name the key: "config.json: key 'process.args':
+ * must be a non-empty array of strings". Keys it does not know are ignored, as runc does. */
+#ifndef NSBOX_OCISPEC_H
+#define NSBOX_OCISPEC_H
+
+#include "nsbox.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NSBOX_OCISPEC_JSON_MAX (4u << 20)
+#define NSBOX_OCISPEC_ARGS_MAX 1024
+#define NSBOX_OCISPEC_ENV_MAX 256 /* as many as a sandbox spec takes (NSBOX_MAX_ENV) */
+#define NSBOX_OCISPEC_STR_MAX 32768
+#define NSBOX_OCISPEC_PATH_MAX 1024
+#define NSBOX_OCISPEC_MOUNTS_MAX 64
+#define NSBOX_OCISPEC_OPTS_MAX 512 /* a mount's options, joined with ',' */
+#define NSBOX_OCISPEC_NS_MAX 8
+
+enum nsbox_ocispec_ns {
+    NSBOX_OCI_NS_PID,
+    NSBOX_OCI_NS_NETWORK,
+    NSBOX_OCI_NS_MOUNT,
+    NSBOX_OCI_NS_IPC,
+    NSBOX_OCI_NS_UTS,
+    NSBOX_OCI_NS_USER,
+    NSBOX_OCI_NS_CGROUP,
+    NSBOX_OCI_NS_TIME,
+};
+
+struct nsbox_ocispec_namespace {
+    enum nsbox_ocispec_ns type;
+    bool has_path; /* join an existing namespace: refused by the floor */
+};
+
+struct nsbox_ocispec_mount {
+    char destination[NSBOX_OCISPEC_PATH_MAX];
+    char type[32];
+    char source[NSBOX_OCISPEC_PATH_MAX];
+    char options[NSBOX_OCISPEC_OPTS_MAX];
+};
+
+struct nsbox_ocispec {
+    char oci_version[32];
+    /* process */
+    size_t n_args;
+    char **args; /* NULL-terminated, malloc'd strings */
+    size_t n_env;
+    char *env[NSBOX_OCISPEC_ENV_MAX]; /* "K=V", malloc'd */
+    char cwd[NSBOX_OCISPEC_PATH_MAX];  /* absolute; "/" when absent */
+    uint32_t uid, gid;
+    bool terminal;
+    bool no_new_privileges;
+    bool cap_sys_admin; /* CAP_SYS_ADMIN or CAP_SYS_MODULE in any capability set */
+    /* root */
+    char root_path[NSBOX_OCISPEC_PATH_MAX]; /* as written: relative to the bundle, or absolute */
+    bool root_readonly;
+    char hostname[254];
+    /* linux */
+    size_t n_namespaces;
+    struct nsbox_ocispec_namespace namespaces[NSBOX_OCISPEC_NS_MAX];
+    bool has_uid_mappings;
+    bool all_devices; /* a linux.resources.devices rule allowing every device (--privileged) */
+    int64_t memory_limit; /* bytes; -1 none */
+    int64_t cpu_quota;    /* microseconds per period; -1 none */
+    uint64_t cpu_period;  /* microseconds; 0 none */
+    uint64_t cpu_shares;  /* 0 none */
+    int64_t pids_limit;   /* -1 none */
+    bool has_seccomp;
+    /* mounts */
+    size_t n_mounts;
+    struct nsbox_ocispec_mount mounts[NSBOX_OCISPEC_MOUNTS_MAX];
+};
+
+void nsbox_ocispec_init(struct nsbox_ocispec *c);
+void nsbox_ocispec_free(struct nsbox_ocispec *c);
+/* Parse config.json. On failure *c is freed (nsbox_ocispec_free) and e names the key. */
+int nsbox_ocispec_parse(const char *text, size_t len, struct nsbox_ocispec *c,
+                        struct nsbox_err *e);
+/* nsbox's floor (docs/oci.md): a config nsbox-oci will not run, with the reason
+ * (NSBOX_E_POLICY): a privileged container (CAP_SYS_ADMIN, every device), joining an existing
+ * namespace. 0 when it may run. */
+int nsbox_ocispec_check_floor(const struct nsbox_ocispec *c, struct nsbox_err *e);
+/* The namespace's name in config.json ("pid", "network", ...). */
+const char *nsbox_ocispec_ns_name(enum nsbox_ocispec_ns t);
+
+#endif

@@ -1,0 +1,357 @@
+"""End to end: nsbox-oci, the runc-compatible runtime (docs/oci.md), driven the way
+containerd's shim drives runc: the test process is a subreaper (PR_SET_CHILD_SUBREAPER), makes
+a bundle (a busybox-static root and a config.json it writes itself), and runs create (the
+pid-file process must become its child), state, start, kill and delete. Also: an unknown id
+"does not exist" (in the JSON log line callers read), a privileged config is refused, a
+running container is not deleted without --force. Then a private containerd (its own root,
+state, socket and config, started and killed by pid here) runs an image the test imports
+from a docker-save archive with `ctr run --runc-binary nsbox-oci`."""
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tarfile
+import tempfile
+import time
+import unittest
+
+import oci_images
+
+from nsbox_test import NSBOX, Dirs, sandbox_cgroup_file
+
+BUSYBOX = "/bin/busybox"
+OCI = os.path.join(os.path.dirname(NSBOX), "nsbox-oci") if NSBOX else None
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def setUpModule():
+    if not os.path.exists(BUSYBOX):
+        raise unittest.SkipTest("needs busybox-static (/bin/busybox)")
+    if os.geteuid() != 0:
+        raise unittest.SkipTest("nsbox-oci runs as root")
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise unittest.SkipTest("cannot become a subreaper")
+
+
+def config(args, **extra):
+    c = {"ociVersion": "1.0.2",
+         "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "args": args,
+                     "env": ["PATH=/bin", "FOO=from-config"], "cwd": "/tmp",
+                     "capabilities": {"bounding": ["CAP_CHOWN", "CAP_KILL"]},
+                     "noNewPrivileges": True},
+         "root": {"path": "rootfs", "readonly": False},
+         "hostname": "ocibox",
+         "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"}],
+         "linux": {"namespaces": [{"type": t} for t in
+                                  ("pid", "network", "ipc", "uts", "mount")],
+                   "resources": {"pids": {"limit": 64}}}}
+    c.update(extra)
+    return c
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class OciRuntime(unittest.TestCase):
+    def setUp(self):
+        self.dirs = Dirs()
+        self.addCleanup(self.dirs.cleanup)
+        self.tmp = tempfile.mkdtemp(prefix="nsbox-oci-test-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.root = os.path.join(self.tmp, "state")
+        self.log = os.path.join(self.tmp, "log.json")
+        self.bundle = os.path.join(self.tmp, "bundle")
+        rootfs = os.path.join(self.bundle, "rootfs")
+        for d in ("bin", "tmp", "etc", "proc"):
+            os.makedirs(os.path.join(rootfs, d))
+        shutil.copy(BUSYBOX, os.path.join(rootfs, "bin", "busybox"))
+        for tool in ("sh", "echo", "sleep", "id", "hostname", "pwd", "cat"):
+            os.symlink("busybox", os.path.join(rootfs, "bin", tool))
+        self.out = os.path.join(self.tmp, "out")
+        self.pidfile = os.path.join(self.tmp, "pid")
+        self.monitors = []
+        self.addCleanup(self.reap)
+
+    def reap(self):
+        # delete --force, not a kill of the monitor: the monitor removes the sandbox
+        for cid in os.listdir(self.root) if os.path.isdir(self.root) else []:
+            self.oci("delete", "--force", cid)
+        for pid in self.monitors:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+    def write_config(self, c):
+        with open(os.path.join(self.bundle, "config.json"), "w") as f:
+            json.dump(c, f)
+
+    def oci(self, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE):
+        env = self.dirs.env()
+        return subprocess.run([OCI, "--root", self.root, "--log", self.log,
+                               "--log-format", "json"] + list(args),
+                              stdout=stdout, stderr=stderr, env=env, timeout=60)
+
+    def create(self, cid="c1"):
+        # the container inherits create's stdout and stderr (as runc's does): files, not pipes
+        # that would stay open after create has exited
+        with open(self.out, "w") as out:
+            r = self.oci("create", "--bundle", self.bundle, "--pid-file", self.pidfile, cid,
+                         stdout=out, stderr=out)
+        self.assertEqual(r.returncode, 0, self.output())
+        with open(self.pidfile) as f:
+            text = f.read()
+        self.assertRegex(text, r"^[0-9]+$")  # decimal, no newline
+        pid = int(text)
+        self.monitors.append(pid)
+        return pid
+
+    def state(self, cid="c1"):
+        r = self.oci("state", cid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+    def output(self):
+        with open(self.out) as f:
+            return f.read()
+
+    def wait(self, pid):
+        _, status = os.waitpid(pid, 0)
+        self.monitors.remove(pid)
+        return status
+
+    def log_errors(self):
+        with open(self.log) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def test_version(self):
+        r = self.oci("--version")
+        self.assertEqual(r.returncode, 0)
+        self.assertTrue(r.stdout.decode().startswith("runc version "), r.stdout)
+
+    def test_lifecycle(self):
+        self.write_config(config(["sh", "-c", "echo hello $FOO; id -u; hostname; pwd"]))
+        pid = self.create()
+        # the pid-file process is the caller's child: a subreaper can wait for it
+        with open(f"/proc/{pid}/stat") as f:
+            ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        self.assertEqual(ppid, os.getpid())
+        st = self.state()
+        self.assertEqual((st["status"], st["pid"], st["id"]), ("created", pid, "c1"))
+        self.assertEqual(st["bundle"], os.path.realpath(self.bundle))
+        self.assertEqual(self.output(), "")  # held at the start barrier
+        r = self.oci("start", "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0)
+        self.assertEqual(self.output(), "hello from-config\n1000\nocibox\n/tmp\n")
+        self.assertEqual(self.state()["status"], "stopped")
+        r = self.oci("start", "c1")
+        self.assertNotEqual(r.returncode, 0)
+        r = self.oci("delete", "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.oci("state", "c1")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("does not exist", r.stderr.decode())
+        self.assertEqual(self.dirs.leftovers(), [])
+
+    def test_exit_code(self):
+        self.write_config(config(["sh", "-c", "exit 7"]))
+        pid = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 7)
+        self.assertEqual(self.oci("delete", "c1").returncode, 0)
+
+    def test_kill_running(self):
+        self.write_config(config(["sleep", "1000"]))
+        pid = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        self.assertEqual(self.state()["status"], "running")
+        r = self.oci("delete", "c1")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("not stopped", r.stderr.decode())
+        r = self.oci("kill", "c1", "SIGTERM")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # the workload died of SIGTERM: init and then the monitor exit 128+15
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 143)
+        self.assertEqual(self.state()["status"], "stopped")
+        r = self.oci("kill", "c1", "9")
+        self.assertIn("container not running", r.stderr.decode())
+        self.assertEqual(self.oci("delete", "c1").returncode, 0)
+        self.assertEqual(self.dirs.leftovers(), [])
+
+    def test_kill_created_and_force_delete(self):
+        self.write_config(config(["echo", "never"]))
+        pid = self.create("c2")
+        r = self.oci("kill", "c2", "KILL")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), -9)
+        self.assertEqual(self.output(), "")
+        self.assertEqual(self.state("c2")["status"], "stopped")
+        self.assertEqual(self.oci("delete", "c2").returncode, 0)
+        pid = self.create("c3")
+        r = self.oci("delete", "--force", "c3")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.wait(pid)
+        self.assertEqual(self.output(), "")
+        self.assertFalse(os.path.exists(os.path.join(self.root, "c3")))
+        self.assertEqual(self.dirs.leftovers(), [])
+
+    def test_resources_become_limits(self):
+        c = config(["true"])
+        c["linux"]["resources"] = {"memory": {"limit": 96 << 20}, "pids": {"limit": 37}}
+        self.write_config(c)
+        self.create()
+        with open(os.path.join(self.root, "c1", "state.json")) as f:
+            sid = json.load(f)["sandbox"]
+        self.assertEqual(sandbox_cgroup_file(sid, "memory", "memory.limit_in_bytes",
+                                             "memory.max"), str(96 << 20))
+        self.assertEqual(sandbox_cgroup_file(sid, "pids", "pids.max", "pids.max"), "37")
+        self.assertEqual(self.oci("delete", "--force", "c1").returncode, 0)
+
+    def test_unknown_id(self):
+        for cmd in (["state", "nope"], ["start", "nope"], ["kill", "nope", "KILL"],
+                    ["delete", "nope"]):
+            r = self.oci(*cmd)
+            self.assertNotEqual(r.returncode, 0, cmd)
+            self.assertIn("does not exist", r.stderr.decode(), cmd)
+        errors = self.log_errors()
+        self.assertEqual(len(errors), 4)
+        for e in errors:
+            self.assertEqual(e["level"], "error")
+            self.assertIn("container nope does not exist", e["msg"])
+            self.assertIn("time", e)
+        self.assertEqual(self.oci("delete", "--force", "nope").returncode, 0)
+
+    def test_privileged_refused(self):
+        c = config(["true"])
+        c["process"]["capabilities"]["bounding"].append("CAP_SYS_ADMIN")
+        self.write_config(c)
+        r = self.oci("create", "--bundle", self.bundle, "--pid-file", self.pidfile, "p1")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("privileged containers are not supported", r.stderr.decode())
+        self.assertIn("privileged", self.log_errors()[0]["msg"])
+        self.assertFalse(os.path.exists(self.pidfile))
+        self.assertFalse(os.path.exists(os.path.join(self.root, "p1")))
+
+    def test_bad_config_names_key(self):
+        c = config(["true"])
+        c["process"]["cwd"] = "relative"
+        self.write_config(c)
+        r = self.oci("create", "--bundle", self.bundle, "c1")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("'process.cwd'", r.stderr.decode())
+
+
+CONTAINERD_CONFIG = """version = 2
+root = "{d}/root"
+state = "{d}/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "{d}/c.sock"
+[ttrpc]
+  address = "{d}/c.sock.ttrpc"
+"""
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+@unittest.skipIf(not shutil.which("containerd") or not shutil.which("ctr") or
+                 not shutil.which("containerd-shim-runc-v2"),
+                 "needs containerd (Debian package containerd)")
+class Containerd(unittest.TestCase):
+    """ctr run through containerd's runc shim, with nsbox-oci as its runc."""
+    NS = "nsbox-oci-test"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dirs = Dirs()
+        cls.d = tempfile.mkdtemp(prefix="nsbox-ctd-")
+        with open(os.path.join(cls.d, "config.toml"), "w") as f:
+            f.write(CONTAINERD_CONFIG.format(d=cls.d))
+        cls.log = open(os.path.join(cls.d, "containerd.log"), "w")
+        # nsbox-oci, run by the shim, inherits this environment: the test's own nsbox dirs
+        cls.daemon = subprocess.Popen(
+            ["containerd", "--config", os.path.join(cls.d, "config.toml")],
+            stdout=cls.log, stderr=cls.log, env=cls.dirs.env(), start_new_session=True)
+        sock = os.path.join(cls.d, "c.sock")
+        deadline = time.monotonic() + 30
+        while not os.path.exists(sock) and cls.daemon.poll() is None:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        if not os.path.exists(sock):
+            cls.tearDownClass()
+            raise unittest.SkipTest("the private containerd did not start")
+        layer = oci_images.tar_bytes(
+            [("bin", b"", 0o755, tarfile.DIRTYPE),
+             ("bin/busybox", open(BUSYBOX, "rb").read(), 0o755)] +
+            [("bin/" + a, b"", 0o777, tarfile.SYMTYPE, "busybox")
+             for a in ("sh", "echo", "id", "sleep", "cat")] +
+            [("etc", b"", 0o755, tarfile.DIRTYPE), ("tmp", b"", 0o1777, tarfile.DIRTYPE)])
+        archive = os.path.join(cls.d, "image.tar")
+        oci_images.write_docker_save(archive, layers=[layer], tag="nsbox-test/oci-bb:1")
+        r = cls.ctr("image", "import", archive)
+        if r.returncode != 0:
+            cls.tearDownClass()
+            raise AssertionError(f"ctr image import: {r.stderr}")
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.daemon.poll() is None:
+            for t in cls.ctr("task", "ls", "-q").stdout.split():
+                cls.ctr("task", "kill", "-s", "SIGKILL", t)
+                cls.ctr("task", "rm", "-f", t)
+            for c in cls.ctr("container", "ls", "-q").stdout.split():
+                cls.ctr("container", "rm", c)
+            cls.daemon.send_signal(signal.SIGTERM)
+            try:
+                cls.daemon.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                cls.daemon.kill()
+                cls.daemon.wait()
+        cls.log.close()
+        # containerd's overlay snapshots may still be mounted below its root
+        subprocess.run(["sh", "-c", f"grep -o ' {cls.d}[^ ]*' /proc/mounts | sort -r | "
+                        "xargs -r -n1 umount -l"], check=False)
+        shutil.rmtree(cls.d, True)
+        # the shim's runc root for our namespace (runc's layout), empty once all is deleted
+        try:
+            os.rmdir(f"/run/containerd/runc/{cls.NS}")
+        except OSError:
+            pass
+        cls.dirs.cleanup()
+
+    @classmethod
+    def ctr(cls, *args, timeout=60):
+        return subprocess.run(["ctr", "--address", os.path.join(cls.d, "c.sock"), "-n", cls.NS]
+                              + list(args), capture_output=True, text=True, timeout=timeout)
+
+    def run_ctr(self, name, *cmd, detach=False):
+        return self.ctr("run", *(["-d"] if detach else ["--rm"]),
+                        "--runtime", "io.containerd.runc.v2", "--runc-binary", OCI,
+                        "docker.io/nsbox-test/oci-bb:1", name, *cmd)
+
+    def test_ctr_run(self):
+        r = self.run_ctr("t1", "sh", "-c", "echo hello-from-ctr; id -u")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "hello-from-ctr\n1000\n")
+        r = self.run_ctr("t2", "sh", "-c", "exit 3")
+        self.assertEqual(r.returncode, 3, r.stderr)
+
+    def test_ctr_kill(self):
+        r = self.run_ctr("t3", "sleep", "1000", detach=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("RUNNING", self.ctr("task", "ls").stdout)
+        r = self.ctr("task", "kill", "-s", "SIGKILL", "t3")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        deadline = time.monotonic() + 30
+        while "STOPPED" not in self.ctr("task", "ls").stdout and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertIn("STOPPED", self.ctr("task", "ls").stdout)
+        self.assertEqual(self.ctr("task", "rm", "t3").returncode, 0)
+        self.assertEqual(self.ctr("container", "rm", "t3").returncode, 0)
+        self.assertEqual(self.dirs.leftovers(), [])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,36 @@
+/* Fuzz the OCI bundle's config.json reader (policy/ocispec.c): any byte string. Besides crashes
+ * and leaks (ASan), it checks what nsbox-oci relies on when a config parses: a NULL-terminated,
+ * non-empty argv, env entries with a '=', absolute cwd and mount destinations, counts in bounds. */
+#include "nsbox.h"
+#include "ocispec.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static struct nsbox_ocispec c;
+    struct nsbox_err e;
+    if (nsbox_ocispec_parse((const char *)data, size, &c, &e) < 0) {
+        if (c.args || c.n_env)
+            abort(); /* a failure frees what it had */
+        return 0;
+    }
+    if (c.n_args == 0 || c.n_args > NSBOX_OCISPEC_ARGS_MAX || !c.args[0] || !c.args[0][0] ||
+        c.args[c.n_args] || c.n_env > NSBOX_OCISPEC_ENV_MAX ||
+        c.n_mounts > NSBOX_OCISPEC_MOUNTS_MAX || c.n_namespaces > NSBOX_OCISPEC_NS_MAX ||
+        c.cwd[0] != '/' || !c.root_path[0])
+        abort();
+    for (size_t i = 0; i < c.n_env; i++)
+        if (!strchr(c.env[i], '=') || c.env[i][0] == '=')
+            abort();
+    for (size_t i = 0; i < c.n_mounts; i++)
+        if (c.mounts[i].destination[0] != '/')
+            abort();
+    (void)nsbox_ocispec_check_floor(&c, &e);
+    nsbox_ocispec_free(&c);
+    return 0;
+}
