@@ -1,6 +1,7 @@
 /* `nsbox image pull|import|inspect|tag|prune`, and the OCI side of `image ls` and `image rm`:
  * argument parsing and printing over rootfs/oci_store.c. */
 #include "image_oci.h"
+#include "image.h"
 #include "cleanup.h"
 #include "cli.h"
 #include "oci_store.h"
@@ -52,6 +53,7 @@ static int cmd_pull(int argc, char **argv)
         return usage("%s", "pull needs a reference (e.g. python:3.12)");
     struct nsbox_err e = {0};
     struct nsbox_oci_imported im;
+    nsbox_image_set_note(nsbox_say_note, stderr);
     if (nsbox_oci_pull(ref, !quiet, tls_verify, &im, &e) < 0)
         return nsbox_say_fail(&e);
     report(&im, false);
@@ -80,6 +82,7 @@ static int cmd_import(int argc, char **argv)
         return usage("%s", "import needs FILE (docker save or OCI archive), DIR (OCI layout) or -");
     struct nsbox_err e = {0};
     struct nsbox_oci_imported im;
+    nsbox_image_set_note(nsbox_say_note, stderr);
     if (nsbox_oci_store_import(src, name, !quiet, &im, &e) < 0)
         return nsbox_say_fail(&e);
     report(&im, false);

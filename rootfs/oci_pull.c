@@ -227,8 +227,7 @@ int nsbox_oci_pull(const char *ref, bool progress, bool tls_verify,
     if (nsbox_image_txn_begin(&t, "oci-pull", progress, e) < 0)
         goto out;
     snprintf(layout, sizeof layout, "%s/layout", t.tmp);
-    if (progress)
-        fprintf(stderr, "nsbox: pulling %s\n", canon);
+    nsbox_image_note(progress, "pulling %s", canon);
     if (run_skopeo(canon, r.domain, layout, progress, tls_verify, e) < 0)
         goto out;
     rc = nsbox_oci_store_import(layout, canon, progress, out, e);

@@ -558,9 +558,8 @@ static int unpack(const struct source *s, const struct plan *p, const char *name
     nsbox_oci_layer_limits(&lim);
     struct nsbox_oci_layer_stats st = {0};
     for (size_t i = 0; i < p->n_layers; i++) {
-        if (progress)
-            fprintf(stderr, "nsbox: image %s: layer %zu/%zu %.19s\n", name, i + 1, p->n_layers,
-                    p->layers[i].digest);
+        nsbox_image_note(progress, "image %s: layer %zu/%zu %.19s", name, i + 1, p->n_layers,
+                         p->layers[i].digest);
         cleanup_close int fd = open_blob(s, p->layers[i].digest);
         if (fd < 0) {
             nsbox_err_set(e, NSBOX_E_INVALID, errno, "layer %s is missing from the image",
