@@ -1,0 +1,235 @@
+/* Unit tests for the spec module (policy/spec.c, policy/spec_api.c), as test_spec.c: the
+ * configuration file, rendering back to JSON, pulls and the public API. */
+
+#include "spec_fixture.h"
+
+static char *write_tmp(const char *text)
+{
+    char *path = strdup("/tmp/nsbox-test-spec-XXXXXX");
+    assert_non_null(path);
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    size_t n = strlen(text);
+    assert_int_equal(write(fd, text, n), (ssize_t)n);
+    close(fd);
+    return path;
+}
+
+static void test_config_override(void **state)
+{
+    struct nsbox_spec *s = *state;
+    struct nsbox_err e;
+    char *path = write_tmp("{\"pool\": {\"size\": 0},"
+                           " \"instance_types\": {\"medium\": {\"memory\": \"8GiB\"},"
+                           " \"xl\": {\"cpus\": 16, \"memory\": 34359738368, \"pids\": 8192,"
+                           " \"disk\": \"100G\"}}}");
+    assert_int_equal(nsbox_instance_types_load(path, &e), 0);
+    const struct nsbox_instance_type *t = nsbox_instance_type_find("medium");
+    assert_non_null(t);
+    assert_int_equal(t->limits.memory_bytes, 8ull << 30);
+    assert_int_equal(t->limits.cpus, 2); /* fields not given keep the default */
+    t = nsbox_instance_type_find("xl");
+    assert_non_null(t);
+    assert_int_equal(t->limits.cpus, 16);
+    assert_int_equal(t->limits.memory_bytes, 32ull << 30);
+    assert_int_equal(t->limits.pids, 8192);
+    assert_int_equal(t->limits.disk_bytes, 100ull << 30);
+    size_t n;
+    nsbox_instance_types(&n);
+    assert_int_equal(n, 4);
+
+    assert_int_equal(nsbox_spec_set(s, "instance_type", "xl", &e), 0);
+    assert_int_equal(nsbox_spec_validate(s, &e), 0);
+    assert_int_equal(s->limits.cpus, 16);
+    unlink(path);
+    free(path);
+
+    /* Malformed: the error names the key and the table stays as it was. */
+    static const struct {
+        const char *json, *msg;
+    } bad[] = {
+        {"{\"instance_types\": {\"medium\": {\"memory\": \"8XB\"}}}",
+         "instance_types.medium.memory: size '8XB': unknown unit"},
+        {"{\"instance_types\": {\"medium\": {\"cpus\": 0}}}",
+         "instance_types.medium.cpus: must be an integer between 1 and 1024"},
+        /* the sandbox's init counts: with 1, every run failed without naming the limit */
+        {"{\"instance_types\": {\"medium\": {\"pids\": 1}}}",
+         "instance_types.medium.pids: must be an integer between 2 and 4194304 (the "
+         "sandbox's init counts"},
+        {"{\"instance_types\": {\"medium\": {\"cpu\": 2}}}",
+         "instance_types.medium.cpu: unknown key"},
+        {"{\"instance_types\": {\"new\": {\"cpus\": 2}}}",
+         "instance_types.new: a new type needs cpus, memory, pids and disk"},
+        {"{\"instance_types\": {\"Big\": {}}}", "'Big' is not a valid name"},
+        {"{\"instance_types\": []}", "instance_types: must be an object"},
+        {"{\"instance_types\": {\"small\": {\"memory\": 1024}}}",
+         "instance_types.small.memory: must be between 1MiB and 1PiB"},
+        {"{\"instance_types\": ", "invalid JSON"},
+        /* a misspelled section silently left its settings at their defaults */
+        {"{\"pol\": {\"size\": 0}}", "unknown key 'pol' (the sections are instance_types"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        path = write_tmp(bad[i].json);
+        nsbox_err_clear(&e);
+        assert_int_equal(nsbox_instance_types_load(path, &e), -1);
+        assert_int_equal(e.code, NSBOX_E_INVALID);
+        if (!strstr(e.msg, bad[i].msg) || strncmp(e.msg, "config /tmp/", 12) != 0)
+            fail_msg("message '%s', wanted 'config <path>: ...%s'", e.msg, bad[i].msg);
+        assert_non_null(nsbox_instance_type_find("xl"));
+        unlink(path);
+        free(path);
+    }
+
+    /* A missing file means the defaults. */
+    assert_int_equal(nsbox_instance_types_load("/nonexistent/nsbox.json", &e), 0);
+    assert_null(nsbox_instance_type_find("xl"));
+    assert_int_equal(nsbox_instance_type_find("medium")->limits.memory_bytes, 4ull << 30);
+
+    /* ... except a missing $NSBOX_CONFIG, which is a typo worth reporting. */
+    setenv("NSBOX_CONFIG", "/nonexistent/nsbox.json", 1);
+    nsbox_err_clear(&e);
+    assert_int_equal(nsbox_instance_types_load(NULL, &e), -1);
+    assert_int_equal(e.code, NSBOX_E_NOTFOUND);
+    path = write_tmp("{\"instance_types\": {\"tiny\": {\"cpus\": 1, \"memory\": \"256MiB\","
+                     " \"pids\": 64, \"disk\": \"1GiB\"}}}");
+    setenv("NSBOX_CONFIG", path, 1);
+    assert_int_equal(nsbox_instance_types_load(NULL, &e), 0);
+    assert_non_null(nsbox_instance_type_find("tiny"));
+    unsetenv("NSBOX_CONFIG");
+    unlink(path);
+    free(path);
+
+    /* Straight from text, too. */
+    assert_int_equal(nsbox_instance_types_load_json("{}", 2, &e), 0);
+    assert_null(nsbox_instance_type_find("tiny"));
+    nsbox_err_clear(&e);
+    assert_int_equal(nsbox_instance_types_load_json("[]", 2, &e), -1);
+    assert_string_equal(e.msg, "config: must be a JSON object");
+}
+
+/* ---- rendering ------------------------------------------------------------------------------- */
+
+static void test_to_json_round_trip(void **state)
+{
+    struct nsbox_spec *s = *state;
+    struct nsbox_err e;
+    assert_int_equal(load(s, "{\"instance_type\": \"small\", \"idle_timeout_seconds\": 10,"
+                             " \"ttl_seconds\": 100, \"network\": {\"allow\": [\"a.com\","
+                             " \"b.com:8443\", \"[2001:db8::1]:444\", \"::1\", \"1.2.3.4:80\"]},"
+                             " \"egress\": [\"10.0.0.0/8\", \"fd00::/8\", \"192.0.2.1\"],"
+                             " \"image\": \"debian\", \"setup_script\": \"echo \\\"hi\\\"\\n\","
+                             " \"setup_script_timeout_seconds\": 5, \"workspace\": \"/w\","
+                             " \"env\": {\"A\": \"1\", \"B\": \"\\u00e9\\t\"}}", &e), 0);
+    assert_int_equal(nsbox_spec_validate(s, &e), 0);
+
+    char *json = nsbox_spec_to_json(s);
+    assert_non_null(json);
+    cJSON *doc = cJSON_Parse(json);
+    assert_non_null(doc);
+    cJSON *lim = cJSON_GetObjectItemCaseSensitive(doc, "limits");
+    assert_non_null(lim);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(lim, "cpus")->valuedouble, 1);
+    assert_true(cJSON_GetObjectItemCaseSensitive(lim, "memory_bytes")->valuedouble ==
+                (double)(1ull << 30));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(doc, "setup_script")) == 0);
+    cJSON_Delete(doc);
+
+    struct nsbox_spec *t = nsbox_spec_new();
+    assert_non_null(t);
+    if (nsbox_spec_from_json(t, json, strlen(json), &e) != 0)
+        fail_msg("own output rejected: %s\n%s", e.msg, json);
+    assert_int_equal(nsbox_spec_validate(t, &e), 0);
+    assert_true(nsbox_spec_equal(s, t));
+    free(json);
+
+    /* The defaults round-trip too (null setup_script, "none" network, empty lists). */
+    nsbox_spec_destroy(t);
+    t = nsbox_spec_new();
+    json = nsbox_spec_to_json(t);
+    assert_non_null(json);
+    assert_non_null(strstr(json, "\"setup_script\":\tnull"));
+    assert_int_equal(load(s, json, &e), 0);
+    assert_true(nsbox_spec_equal(s, t) == false); /* s has resolved limits, t has none yet */
+    assert_int_equal(nsbox_spec_validate(t, &e), 0);
+    assert_true(nsbox_spec_equal(s, t));
+    free(json);
+    nsbox_spec_destroy(t);
+
+    /* "limits" is checked against the instance type, never taken as a setting. */
+    assert_fails_with(load(s, "{\"instance_type\": \"small\", \"limits\": {\"cpus\": 1,"
+                              " \"memory_bytes\": 1073741824, \"pids\": 256,"
+                              " \"disk_bytes\": 4294967296}}", &e),
+                      &e, NSBOX_E_INVALID, "spec: key 'limits': do not match instance_type");
+    assert_fails_with(load(s, "{\"limits\": {\"cpu\": 1}}", &e), &e, NSBOX_E_INVALID,
+                      "spec: key 'limits': unknown key 'cpu'");
+}
+
+/* pull: three words, absent from the output until said (NSBOX_PULL decides then), kept by a
+ * round trip, part of equality. */
+static void test_pull(void **state)
+{
+    struct nsbox_spec *s = *state;
+    struct nsbox_err e;
+    assert_int_equal(s->pull, NSBOX_PULL_DEFAULT);
+    char *json = nsbox_spec_to_json(s);
+    assert_null(strstr(json, "\"pull\""));
+    free(json);
+    assert_int_equal(load(s, "{\"image\": \"python:3.12\", \"pull\": \"never\"}", &e), 0);
+    assert_int_equal(s->pull, NSBOX_PULL_NEVER);
+    assert_int_equal(nsbox_spec_set(s, "pull", "always", &e), 0);
+    assert_int_equal(s->pull, NSBOX_PULL_ALWAYS);
+    assert_int_equal(nsbox_spec_set(s, "pull", "missing", &e), 0);
+    assert_int_equal(s->pull, NSBOX_PULL_MISSING);
+    assert_fails_with(nsbox_spec_set(s, "pull", "sometimes", &e), &e, NSBOX_E_INVALID,
+                      "spec: option 'pull': 'sometimes' is not a pull policy");
+    assert_fails_with(load(s, "{\"pull\": true}", &e), &e, NSBOX_E_INVALID,
+                      "spec: key 'pull': must be a string");
+    assert_int_equal(nsbox_spec_set(s, "pull", "always", &e), 0);
+    assert_int_equal(nsbox_spec_validate(s, &e), 0);
+    json = nsbox_spec_to_json(s);
+    assert_non_null(strstr(json, "\"pull\":\t\"always\""));
+    struct nsbox_spec *t = nsbox_spec_new();
+    assert_int_equal(nsbox_spec_from_json(t, json, strlen(json), &e), 0);
+    assert_int_equal(nsbox_spec_validate(t, &e), 0);
+    assert_true(nsbox_spec_equal(s, t));
+    t->pull = NSBOX_PULL_NEVER;
+    assert_false(nsbox_spec_equal(s, t));
+    t->pull = (enum nsbox_pull)7; /* filled by hand */
+    assert_fails_with(nsbox_spec_validate(t, &e), &e, NSBOX_E_INVALID, "spec: key 'pull'");
+    free(json);
+    nsbox_spec_destroy(t);
+}
+
+static void test_public_api(void **state)
+{
+    struct nsbox_err e;
+    (void)state;
+    struct nsbox_spec *s = nsbox_spec_new();
+    assert_non_null(s);
+    assert_string_equal(s->instance_type, "medium");
+    static const char json[] = "{\"region\": \"us-east-1\", \"network\": \"none\"}";
+    assert_int_equal(nsbox_spec_load_json(s, json, sizeof json - 1, &e), 0);
+    nsbox_err_clear(&e);
+    assert_int_equal(nsbox_spec_check(s, &e), -1);
+    assert_int_equal(e.code, NSBOX_E_POLICY);
+    assert_string_equal(e.msg, REGION_MSG("us-east-1"));
+    assert_int_equal(nsbox_spec_set_option(s, "network", "all", &e), 0);
+    assert_int_equal(nsbox_spec_check(s, &e), 0);
+    assert_fails_with(nsbox_spec_set_option(s, "nope", "1", &e), &e, NSBOX_E_INVALID,
+                      "unknown option 'nope'");
+    nsbox_spec_destroy(s);
+    nsbox_spec_destroy(NULL);
+    assert_fails_with(nsbox_spec_check(NULL, &e), &e, NSBOX_E_INVALID, "NULL spec");
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_config_override),
+        T(test_to_json_round_trip),
+        T(test_pull),
+        T(test_public_api),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
