@@ -53,7 +53,8 @@ static const struct {
 } commands[] = {
     {"create", nsbox_ocicreate_create}, {"start", nsbox_ocicmds_start},
     {"state", nsbox_ocicmds_state},     {"kill", nsbox_ocicmds_kill},
-    {"delete", nsbox_ocicmds_delete},
+    {"delete", nsbox_ocicmds_delete},   {"pause", nsbox_ocicmds_pause},
+    {"resume", nsbox_ocicmds_resume},   {"features", nsbox_ocicmds_features},
 };
 
 static void usage(void)
@@ -64,7 +65,9 @@ static void usage(void)
            "  start ID                                     run the process\n"
            "  state ID                                     the container's state as JSON\n"
            "  kill ID [SIGNAL]                             signal it (default TERM)\n"
-           "  delete [--force] ID                          remove a stopped container\n\n"
+           "  delete [--force] ID                          remove a stopped container\n"
+           "  pause ID, resume ID                          freeze, thaw all its processes\n"
+           "  features                                     what is supported, as JSON\n\n"
            "An nsbox sandbox for each container: see docs/oci.md.\n");
 }
 

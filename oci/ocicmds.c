@@ -78,8 +78,26 @@ int nsbox_ocicmds_state(const struct nsbox_ocirt *g, int argc, char **argv, stru
         !cJSON_AddStringToObject(j, "status", nsbox_ocistate_status_name(st)) ||
         !cJSON_AddStringToObject(j, "bundle", s.bundle) ||
         !cJSON_AddStringToObject(j, "created", s.created) ||
-        !cJSON_AddStringToObject(j, "owner", "") ||
-        !cJSON_AddObjectToObject(j, "annotations")) {
+        !cJSON_AddStringToObject(j, "owner", "")) {
+        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+        return 1;
+    }
+    /* the bundle's annotations, as create recorded them */
+    char dir[PATH_MAX], path[PATH_MAX + 32];
+    cleanup_free char *atext = NULL;
+    cJSON *ann = NULL;
+    struct nsbox_err e2;
+    if (nsbox_ocistate_dir(g, s.id, dir, sizeof dir, e) < 0)
+        return 1;
+    snprintf(path, sizeof path, "%s/%s", dir, NSBOX_OCI_ANNOTATIONS_FILE);
+    if (nsbox_read_small(path, &atext, &e2) == 0) /* none (an older state): {} */
+        ann = cJSON_Parse(atext);
+    if (!cJSON_IsObject(ann)) {
+        cJSON_Delete(ann);
+        ann = cJSON_CreateObject();
+    }
+    if (!ann || !cJSON_AddItemToObject(j, "annotations", ann)) {
+        cJSON_Delete(ann);
         nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
         return 1;
     }
@@ -121,6 +139,15 @@ static int parse_signal(const char *text)
     return -1;
 }
 
+/* A frozen task dies of SIGKILL only once thawed (cgroup v1): a paused container that is
+ * killed is resumed, so that it ends, as runc's kill and delete --force do. */
+static void thaw_if_killed(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s, int sig)
+{
+    struct nsbox_err e2;
+    if (sig == SIGKILL && nsbox_ocistate_status(g, s) == NSBOX_OCI_PAUSED)
+        nsbox_ocictl_call(g, s, "resume", &e2);
+}
+
 int nsbox_ocicmds_kill(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e)
 {
     int first = 1;
@@ -146,6 +173,7 @@ int nsbox_ocicmds_kill(const struct nsbox_ocirt *g, int argc, char **argv, struc
         nsbox_err_sys(e, "kill %s", s.id);
         return 1;
     }
+    thaw_if_killed(g, &s, sig);
     return 0;
 }
 
@@ -188,7 +216,101 @@ int nsbox_ocicmds_delete(const struct nsbox_ocirt *g, int argc, char **argv,
         }
         if (nsbox_ocistate_alive(s.init_pid, s.init_start))
             kill(s.init_pid, SIGKILL);
+        thaw_if_killed(g, &s, SIGKILL);
         wait_gone(&s);
     }
     return nsbox_ocistate_remove(g, s.id, e) < 0 ? 1 : 0;
+}
+
+/* pause and resume: the monitor freezes or thaws the sandbox's cgroup (every process in it). */
+static int pause_resume(const struct nsbox_ocirt *g, int argc, char **argv, bool pause,
+                        struct nsbox_err *e)
+{
+    const char *cmd = pause ? "pause" : "resume";
+    if (one_id(argc, argv, 1, cmd, e) < 0)
+        return 1;
+    struct nsbox_ocistate s;
+    if (nsbox_ocistate_read(g, argv[1], &s, e) < 0)
+        return 1;
+    enum nsbox_ocistate_status st = nsbox_ocistate_status(g, &s);
+    if (st != (pause ? NSBOX_OCI_RUNNING : NSBOX_OCI_PAUSED)) {
+        nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "cannot %s container %s that is %s%s", cmd,
+                      s.id, nsbox_ocistate_status_name(st),
+                      st == NSBOX_OCI_PAUSED ? "" : ": container not running");
+        if (!pause && st == NSBOX_OCI_RUNNING)
+            snprintf(e->msg, sizeof e->msg, "container %s is not paused", s.id);
+        return 1;
+    }
+    if (nsbox_ocictl_call(g, &s, cmd, e) < 0) {
+        nsbox_err_wrap(e, "%s %s", cmd, s.id);
+        return 1;
+    }
+    return 0;
+}
+
+int nsbox_ocicmds_pause(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e)
+{
+    return pause_resume(g, argc, argv, true, e);
+}
+
+int nsbox_ocicmds_resume(const struct nsbox_ocirt *g, int argc, char **argv,
+                         struct nsbox_err *e)
+{
+    return pause_resume(g, argc, argv, false, e);
+}
+
+static cJSON *str_array(const char *const *v, size_t n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a && i < n; i++) {
+        cJSON *s = cJSON_CreateString(v[i]);
+        if (!s || !cJSON_AddItemToArray(a, s)) {
+            cJSON_Delete(s);
+            cJSON_Delete(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+/* What runc's `features` reports, limited to what nsbox-oci really does with a config: no
+ * hooks, no mount options (config mounts are not honoured), every namespace (each sandbox gets
+ * all of them new; none can be joined), no capabilities (all are dropped), cgroup v1 and v2
+ * (nsbox places its own, not through systemd), no config seccomp (nsbox's profile always). */
+int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv,
+                           struct nsbox_err *e)
+{
+    (void)g, (void)argc, (void)argv;
+    static const char *const namespaces[] = {"cgroup", "ipc",  "mount", "network",
+                                             "pid",    "user", "uts"};
+    cleanup_cjson cJSON *j = cJSON_CreateObject();
+    cJSON *linux_ = NULL, *cg = NULL, *sc = NULL, *ann = NULL;
+    if (!j || !cJSON_AddStringToObject(j, "ociVersionMin", "1.0.0") ||
+        !cJSON_AddStringToObject(j, "ociVersionMax", "1.1.0") ||
+        !cJSON_AddItemToObject(j, "hooks", str_array(NULL, 0)) ||
+        !cJSON_AddItemToObject(j, "mountOptions", str_array(NULL, 0)) ||
+        !(linux_ = cJSON_AddObjectToObject(j, "linux")) ||
+        !cJSON_AddItemToObject(linux_, "namespaces",
+                               str_array(namespaces, NSBOX_ARRAY_LEN(namespaces))) ||
+        !cJSON_AddItemToObject(linux_, "capabilities", str_array(NULL, 0)) ||
+        !(cg = cJSON_AddObjectToObject(linux_, "cgroup")) ||
+        !cJSON_AddBoolToObject(cg, "v1", true) || !cJSON_AddBoolToObject(cg, "v2", true) ||
+        !cJSON_AddBoolToObject(cg, "systemd", false) ||
+        !cJSON_AddBoolToObject(cg, "systemdUser", false) ||
+        !(sc = cJSON_AddObjectToObject(linux_, "seccomp")) ||
+        !cJSON_AddBoolToObject(sc, "enabled", false) ||
+        !(ann = cJSON_AddObjectToObject(j, "annotations")) ||
+        !cJSON_AddStringToObject(ann, "org.nsbox.floor",
+                                 "no capabilities, no_new_privs, nsbox's seccomp profile, "
+                                 "an unprivileged user namespace: docs/oci.md")) {
+        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+        return 1;
+    }
+    cleanup_free char *text = cJSON_Print(j);
+    if (!text) {
+        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+        return 1;
+    }
+    printf("%s\n", text);
+    return 0;
 }

@@ -25,6 +25,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -131,7 +132,43 @@ struct monitor {
     int start_sock; /* our end of init's start barrier */
     int fifo;       /* exec.fifo, read end (opened read-write: never EOF, never blocks) */
     int sfd;        /* signalfd: the relayed signals and SIGCHLD */
+    int ctl;        /* the control socket (ocictl.c): pause, resume */
+    const char *dir; /* the state directory */
 };
+
+/* One request on the control socket: the operation, done while the caller waits. */
+static void monitor_ctl(struct monitor *m)
+{
+    int fd = accept4(m->ctl, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct timeval tv = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char op[32] = {0};
+    struct nsbox_err e = {0};
+    ssize_t n = recv(fd, op, sizeof op - 1, 0);
+    char paused[PATH_MAX + 16];
+    snprintf(paused, sizeof paused, "%s/%s", m->dir, NSBOX_OCI_PAUSED_FILE);
+    if (n <= 0) {
+        close(fd);
+        return;
+    }
+    if (!strcmp(op, "pause") || !strcmp(op, "resume")) {
+        bool freeze = op[0] == 'p';
+        if (nsbox_cgroup_freeze(&m->sb.cg, freeze, &e) == 0) {
+            if (freeze) {
+                int pf = open(paused, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+                if (pf >= 0)
+                    close(pf);
+            } else
+                unlink(paused);
+        }
+    } else
+        nsbox_err_invalid(&e, "unknown request '%s'", NSBOX_SHOW(op));
+    ssize_t w = send(fd, &e, sizeof e, MSG_NOSIGNAL);
+    (void)w;
+    close(fd);
+}
 
 /* Until init says 'r' (set up, waiting) or fails: its report, or its death. */
 static int wait_ready(struct monitor *m, struct nsbox_err *e)
@@ -161,11 +198,13 @@ static int wait_ready(struct monitor *m, struct nsbox_err *e)
 
 static void monitor_event(struct monitor *m, int *status, bool *done)
 {
-    struct pollfd pf[2] = {{m->sfd, POLLIN, 0}, {m->fifo, POLLIN, 0}};
-    int r = poll(pf, m->fifo >= 0 ? 2 : 1, -1);
+    struct pollfd pf[3] = {{m->sfd, POLLIN, 0}, {m->ctl, POLLIN, 0}, {m->fifo, POLLIN, 0}};
+    int r = poll(pf, m->fifo >= 0 ? 3 : 2, -1);
     if (r < 0)
         return;
-    if (m->fifo >= 0 && (pf[1].revents & POLLIN)) {
+    if (pf[1].revents & POLLIN)
+        monitor_ctl(m);
+    if (m->fifo >= 0 && (pf[2].revents & POLLIN)) {
         char c = 0;
         if (read(m->fifo, &c, 1) == 1 && c == 's') {
             ssize_t w = write(m->start_sock, "s", 1);
@@ -237,13 +276,16 @@ __attribute__((noreturn)) static void monitor_main(const char *dir, const struct
     static struct monitor m; /* large: the sandbox's buffers */
     struct ready_msg msg = {0};
     nsbox_sandbox_init(&m.sb);
-    m.start_sock = m.fifo = m.sfd = -1;
+    m.start_sock = m.fifo = m.sfd = m.ctl = -1;
+    m.dir = dir;
     setsid(); /* not in the caller's job control: a ^C to it is not for the container */
     char fifo[PATH_MAX + 16];
     snprintf(fifo, sizeof fifo, "%s/exec.fifo", dir);
     m.fifo = open(fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC);
     if (m.fifo < 0)
         nsbox_err_sys(&msg.err, "open %s", fifo);
+    else if ((m.ctl = nsbox_ocictl_listen(dir, &msg.err)) < 0)
+        ;
     else if (monitor_setup(&m, s, c, &msg.err) == 0) {
         msg.ok = 1;
         msg.init_pid = m.sb.pid;
@@ -312,6 +354,19 @@ static int make_state_dir(const struct nsbox_ocirt *g, const char *id, char *dir
     if (mkfifo(fifo, 0600) < 0)
         return nsbox_err_sys(e, "mkfifo %s", fifo);
     return 0;
+}
+
+/* The bundle's annotations, for state to report as they were at create. */
+static int write_annotations(const char *dir, const char *json, struct nsbox_err *e)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/%s", dir, NSBOX_OCI_ANNOTATIONS_FILE);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return nsbox_err_sys(e, "open %s", path);
+    int r = nsbox_pwrite_all(fd, json ? json : "{}", json ? strlen(json) : 2, 0);
+    close(fd);
+    return r < 0 ? nsbox_err_sys(e, "write %s", path) : 0;
 }
 
 static void now_rfc3339(char *out, size_t n)
@@ -385,6 +440,11 @@ int nsbox_ocicreate_create(const struct nsbox_ocirt *g, int argc, char **argv,
     if (load_config(&a, &c, e) < 0 || build_spec(&a, &c, &s, e) < 0 ||
         make_state_dir(g, a.id, dir, sizeof dir, e) < 0)
         return 1;
+    if (write_annotations(dir, c.annotations, e) < 0) {
+        struct nsbox_err e2;
+        nsbox_ocistate_remove(g, a.id, &e2);
+        return 1;
+    }
     if (a.console_socket)
         fprintf(stderr, "nsbox-oci: --console-socket given without process.terminal: unused\n");
     if (spawn_monitor(g, &a, dir, &s, &c, e) < 0) {

@@ -24,6 +24,7 @@ struct nsbox_ocirt {
 enum nsbox_ocistate_status {
     NSBOX_OCI_CREATED,
     NSBOX_OCI_RUNNING,
+    NSBOX_OCI_PAUSED,
     NSBOX_OCI_STOPPED,
 };
 
@@ -60,12 +61,30 @@ const char *nsbox_ocistate_status_name(enum nsbox_ocistate_status st);
 /* Remove <root>/<id> and what is in it (files only: the directory is flat). */
 int nsbox_ocistate_remove(const struct nsbox_ocirt *g, const char *id, struct nsbox_err *e);
 
+/* ---- ocictl.c: the monitor's control socket, <root>/<id>/ctl.sock ----
+ * The monitor owns the sandbox's cgroup; the commands that act on it (pause, resume) ask it
+ * over this socket: a SOCK_SEQPACKET request (the operation's name), a struct nsbox_err reply
+ * (code 0: done). The state directory is 0700: only its owner reaches the socket. */
+#define NSBOX_OCI_CTL_SOCK "ctl.sock"
+#define NSBOX_OCI_ANNOTATIONS_FILE "annotations.json" /* the bundle's, written by create */
+#define NSBOX_OCI_PAUSED_FILE "paused" /* present while the monitor holds the cgroup frozen */
+/* Listening socket in dir (the monitor). */
+int nsbox_ocictl_listen(const char *dir, struct nsbox_err *e);
+/* Send op ("pause", "resume") to the monitor of container s; its answer in e. */
+int nsbox_ocictl_call(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
+                      const char *op, struct nsbox_err *e);
+
 /* ---- the commands: return the process's exit code; errors are filled into e ---- */
 int nsbox_ocicreate_create(const struct nsbox_ocirt *g, int argc, char **argv,
                            struct nsbox_err *e);
 int nsbox_ocicmds_start(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
 int nsbox_ocicmds_state(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
 int nsbox_ocicmds_kill(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
+int nsbox_ocicmds_pause(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
+int nsbox_ocicmds_resume(const struct nsbox_ocirt *g, int argc, char **argv,
+                         struct nsbox_err *e);
+int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv,
+                           struct nsbox_err *e);
 int nsbox_ocicmds_delete(const struct nsbox_ocirt *g, int argc, char **argv,
                          struct nsbox_err *e);
 

@@ -156,12 +156,18 @@ enum nsbox_ocistate_status nsbox_ocistate_status(const struct nsbox_ocirt *g,
     if (nsbox_ocistate_dir(g, s->id, dir, sizeof dir, &e) < 0)
         return NSBOX_OCI_STOPPED;
     snprintf(fifo, sizeof fifo, "%s/exec.fifo", dir);
-    return access(fifo, F_OK) == 0 ? NSBOX_OCI_CREATED : NSBOX_OCI_RUNNING;
+    if (access(fifo, F_OK) == 0)
+        return NSBOX_OCI_CREATED;
+    snprintf(fifo, sizeof fifo, "%s/%s", dir, NSBOX_OCI_PAUSED_FILE);
+    return access(fifo, F_OK) == 0 ? NSBOX_OCI_PAUSED : NSBOX_OCI_RUNNING;
 }
 
 const char *nsbox_ocistate_status_name(enum nsbox_ocistate_status st)
 {
-    return st == NSBOX_OCI_CREATED ? "created" : st == NSBOX_OCI_RUNNING ? "running" : "stopped";
+    return st == NSBOX_OCI_CREATED   ? "created"
+           : st == NSBOX_OCI_RUNNING ? "running"
+           : st == NSBOX_OCI_PAUSED  ? "paused"
+                                     : "stopped";
 }
 
 int nsbox_ocistate_remove(const struct nsbox_ocirt *g, const char *id, struct nsbox_err *e)

@@ -36,6 +36,8 @@ void nsbox_ocispec_free(struct nsbox_ocispec *c)
     for (size_t i = 0; i < c->n_env; i++)
         free(c->env[i]);
     c->n_env = 0;
+    free(c->annotations);
+    c->annotations = NULL;
 }
 
 static int bad(struct nsbox_err *e, const char *key, const char *what)
@@ -387,6 +389,30 @@ static int parse_linux(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_
     return 0;
 }
 
+static int parse_annotations(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "annotations");
+    if (a && !cJSON_IsNull(a)) {
+        if (!cJSON_IsObject(a))
+            return bad(e, "annotations", "must be an object of strings");
+        size_t n = 0;
+        const cJSON *v;
+        cJSON_ArrayForEach(v, a) {
+            if (!cJSON_IsString(v) || !v->string[0])
+                return bad(e, "annotations", "must be an object of strings");
+            if (++n > NSBOX_OCISPEC_ANNOT_MAX)
+                return bad(e, "annotations", "too many entries");
+        }
+        c->annotations = cJSON_PrintUnformatted(a);
+    } else
+        c->annotations = strdup("{}");
+    if (!c->annotations)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    if (strlen(c->annotations) > NSBOX_OCISPEC_ANNOT_BYTES)
+        return bad(e, "annotations", "larger than 64 KiB");
+    return 0;
+}
+
 static int parse_doc(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     if (!cJSON_IsObject(root))
@@ -399,7 +425,8 @@ static int parse_doc(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_er
                                  NSBOX_SHOW(c->oci_version));
     if (parse_process(root, c, e) < 0 || parse_root(root, c, e) < 0 ||
         get_str(root, "hostname", "hostname", c->hostname, sizeof c->hostname, false, e) < 0 ||
-        parse_mounts(root, c, e) < 0 || parse_linux(root, c, e) < 0)
+        parse_mounts(root, c, e) < 0 || parse_linux(root, c, e) < 0 ||
+        parse_annotations(root, c, e) < 0)
         return -1;
     return 0;
 }

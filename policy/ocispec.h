@@ -19,6 +19,8 @@
 #define NSBOX_OCISPEC_MOUNTS_MAX 64
 #define NSBOX_OCISPEC_OPTS_MAX 512 /* a mount's options, joined with ',' */
 #define NSBOX_OCISPEC_NS_MAX 8
+#define NSBOX_OCISPEC_ANNOT_MAX 256        /* annotations: entries */
+#define NSBOX_OCISPEC_ANNOT_BYTES (64u << 10) /* annotations: their JSON text */
 
 enum nsbox_ocispec_ns {
     NSBOX_OCI_NS_PID,
@@ -73,6 +75,9 @@ struct nsbox_ocispec {
     /* mounts */
     size_t n_mounts;
     struct nsbox_ocispec_mount mounts[NSBOX_OCISPEC_MOUNTS_MAX];
+    /* annotations: a string-to-string object, kept as its compact JSON text ("{}" when
+     * absent; malloc'd) for the state to report */
+    char *annotations;
 };
 
 void nsbox_ocispec_init(struct nsbox_ocispec *c);

@@ -209,6 +209,81 @@ class OciRuntime(unittest.TestCase):
         self.assertEqual(sandbox_cgroup_file(sid, "pids", "pids.max", "pids.max"), "37")
         self.assertEqual(self.oci("delete", "--force", "c1").returncode, 0)
 
+    def test_features(self):
+        r = self.oci("features")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        f = json.loads(r.stdout)
+        self.assertEqual((f["ociVersionMin"], f["ociVersionMax"]), ("1.0.0", "1.1.0"))
+        # only what is really done: no hooks, no config mounts, no capabilities, no config
+        # seccomp; every namespace (each sandbox has all of them new)
+        self.assertEqual((f["hooks"], f["mountOptions"]), ([], []))
+        self.assertEqual(f["linux"]["capabilities"], [])
+        self.assertEqual(sorted(f["linux"]["namespaces"]),
+                         ["cgroup", "ipc", "mount", "network", "pid", "user", "uts"])
+        self.assertEqual(f["linux"]["cgroup"], {"v1": True, "v2": True, "systemd": False,
+                                                "systemdUser": False})
+        self.assertEqual(f["linux"]["seccomp"], {"enabled": False})
+
+    def test_state_annotations(self):
+        ann = {"io.kubernetes.cri.container-type": "container", "org.example/x": "a b"}
+        self.write_config(config(["true"], annotations=ann))
+        self.create()
+        self.assertEqual(self.state()["annotations"], ann)
+        self.assertEqual(self.oci("delete", "--force", "c1").returncode, 0)
+        c = config(["true"], annotations={"n": 1})
+        self.write_config(c)
+        r = self.oci("create", "--bundle", self.bundle, "c2")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("'annotations'", r.stderr.decode())
+
+    def test_pause_resume(self):
+        self.write_config(config(["sh", "-c", "while :; do echo t; sleep 0.05; done"]))
+        pid = self.create()
+        r = self.oci("pause", "c1")
+        self.assertNotEqual(r.returncode, 0)  # created, not running
+        self.assertIn("container not running", r.stderr.decode())
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        time.sleep(0.3)
+        r = self.oci("resume", "c1")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("not paused", r.stderr.decode())
+        r = self.oci("pause", "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.state()["status"], "paused")
+        with open(os.path.join(self.root, "c1", "state.json")) as f:
+            sid = json.load(f)["sandbox"]
+        self.assertIn(sandbox_cgroup_file(sid, "freezer", "freezer.state", "cgroup.freeze"),
+                      ("FROZEN", "1"))
+        before = len(self.output())
+        time.sleep(0.5)
+        self.assertEqual(len(self.output()), before)  # nothing runs
+        r = self.oci("resume", "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.state()["status"], "running")
+        time.sleep(0.5)
+        self.assertGreater(len(self.output()), before)
+        # a paused container ends on kill KILL (it is thawed so that it can die)
+        self.assertEqual(self.oci("pause", "c1").returncode, 0)
+        r = self.oci("kill", "c1", "KILL")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), -9)
+        self.assertEqual(self.state()["status"], "stopped")
+        self.assertEqual(self.oci("delete", "c1").returncode, 0)
+        self.assertEqual(self.dirs.leftovers(), [])
+
+    def test_force_delete_paused(self):
+        self.write_config(config(["sleep", "1000"]))
+        pid = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        self.assertEqual(self.oci("pause", "c1").returncode, 0)
+        r = self.oci("delete", "c1")
+        self.assertIn("not stopped", r.stderr.decode())
+        r = self.oci("delete", "--force", "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.wait(pid)
+        self.assertFalse(os.path.exists(os.path.join(self.root, "c1")))
+        self.assertEqual(self.dirs.leftovers(), [])
+
     def test_unknown_id(self):
         for cmd in (["state", "nope"], ["start", "nope"], ["kill", "nope", "KILL"],
                     ["delete", "nope"]):

@@ -23,7 +23,8 @@ static const char *const full =
     "{\"type\":\"network\"}],\"resources\":{\"memory\":{\"limit\":268435456},\"cpu\":"
     "{\"quota\":50000,\"period\":100000,\"shares\":512},\"pids\":{\"limit\":100},\"devices\":"
     "[{\"allow\":false,\"access\":\"rwm\"}]},\"maskedPaths\":[\"/proc/kcore\"],"
-    "\"seccomp\":{\"defaultAction\":\"SCMP_ACT_ERRNO\"}},\"unknown\":{\"x\":1}}";
+    "\"seccomp\":{\"defaultAction\":\"SCMP_ACT_ERRNO\"}},\"unknown\":{\"x\":1},"
+    "\"annotations\":{\"org.example/a\":\"1\",\"b\":\"two words\"}}";
 
 static void test_full(void **state)
 {
@@ -61,6 +62,7 @@ static void test_full(void **state)
     assert_true(c->pids_limit == 100);
     assert_false(c->all_devices);
     assert_true(c->has_seccomp);
+    assert_string_equal(c->annotations, "{\"org.example/a\":\"1\",\"b\":\"two words\"}");
     assert_int_equal(nsbox_ocispec_check_floor(c, &e), 0);
     nsbox_ocispec_free(c);
     free(c);
@@ -80,6 +82,7 @@ static void test_defaults(void **state)
     assert_true(c->memory_limit == -1 && c->pids_limit == -1 && c->cpu_quota == -1);
     assert_int_equal(c->n_mounts, 0);
     assert_false(c->has_seccomp);
+    assert_string_equal(c->annotations, "{}");
     nsbox_ocispec_free(c);
     free(c);
 }
@@ -134,6 +137,9 @@ static void test_errors(void **state)
     fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"resources\":{\"pids\":"
                  "{\"limit\":\"x\"}}}}", "'linux.resources.pids.limit'");
     fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":[]}", "'linux': must be");
+    fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"annotations\":[]}", "'annotations'");
+    fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"annotations\":{\"a\":1}}",
+                 "'annotations'");
 }
 
 static void test_bounds(void **state)

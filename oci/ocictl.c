@@ -1,0 +1,82 @@
+/* The monitor's control socket (ocirt.h): how pause and resume reach the process that owns the
+ * sandbox's cgroup. The path goes through /proc/self/fd/N of the state directory, so that a
+ * deep --root never meets sun_path's 108 bytes. */
+#include "ocirt.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static int sock_addr(const char *dir, int *dirfd, struct sockaddr_un *sa, struct nsbox_err *e)
+{
+    *dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (*dirfd < 0)
+        return nsbox_err_sys(e, "open %s", dir);
+    memset(sa, 0, sizeof *sa);
+    sa->sun_family = AF_UNIX;
+    snprintf(sa->sun_path, sizeof sa->sun_path, "/proc/self/fd/%d/%s", *dirfd,
+             NSBOX_OCI_CTL_SOCK);
+    return 0;
+}
+
+int nsbox_ocictl_listen(const char *dir, struct nsbox_err *e)
+{
+    struct sockaddr_un sa;
+    int dfd;
+    if (sock_addr(dir, &dfd, &sa, e) < 0)
+        return -1;
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 8) < 0) {
+        nsbox_err_sys(e, "control socket in %s", dir);
+        if (fd >= 0)
+            close(fd);
+        close(dfd);
+        return -1;
+    }
+    close(dfd);
+    return fd;
+}
+
+int nsbox_ocictl_call(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
+                      const char *op, struct nsbox_err *e)
+{
+    char dir[PATH_MAX];
+    struct sockaddr_un sa;
+    int dfd;
+    if (nsbox_ocistate_dir(g, s->id, dir, sizeof dir, e) < 0 || sock_addr(dir, &dfd, &sa, e) < 0)
+        return -1;
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        close(dfd);
+        return nsbox_err_sys(e, "socket");
+    }
+    struct timeval tv = {10, 0}; /* a freeze waits at most 2 s */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    int r = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+    close(dfd);
+    if (r < 0) {
+        close(fd);
+        return nsbox_err_set(e, NSBOX_E_INVALID, errno, "container %s: container not running",
+                             s->id);
+    }
+    struct nsbox_err reply;
+    ssize_t n = -1;
+    if (send(fd, op, strlen(op), MSG_NOSIGNAL) == (ssize_t)strlen(op))
+        n = recv(fd, &reply, sizeof reply, 0);
+    close(fd);
+    if (n != (ssize_t)sizeof reply)
+        return nsbox_err_set(e, NSBOX_E_SYS, n < 0 ? errno : EPIPE,
+                             "container %s: no answer from its monitor to %s", s->id, op);
+    if (reply.code != 0) {
+        reply.msg[sizeof reply.msg - 1] = '\0';
+        *e = reply;
+        return -1;
+    }
+    return 0;
+}
