@@ -20,6 +20,7 @@ const char *nsbox_help_cmd;
     "  --pull missing|always|never         when an image REF is pulled ($NSBOX_PULL, else missing)\n" \
     "  --workspace DIR                     bind DIR as /workspace: kept, no disk limit\n"         \
     "  -e, --env K=V                       an environment variable (repeatable)\n"                \
+    "  --no-background-processes           refuse exec -d (supports_background_processes=false)\n" \
     "  --spec FILE.json|-                  the options as JSON, applied first\n"
 
 #define EXIT_CODES                                                                                \

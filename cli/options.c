@@ -104,6 +104,7 @@ enum opt_kind {
     OPT_SCRIPT,    /* --setup-script: a file's content into setup_script */
     OPT_TIMEOUT,   /* run only */
     OPT_CWD,       /* run only */
+    OPT_SPEC_OFF,  /* a flag without a value: sets the spec's boolean key to false */
 };
 
 struct opt_def {
@@ -124,6 +125,7 @@ static const struct opt_def sandbox_opts[] = {
     {"--workspace", "workspace", OPT_SPEC},
     {"-e", "env", OPT_SPEC},
     {"--env", "env", OPT_SPEC},
+    {"--no-background-processes", "supports_background_processes", OPT_SPEC_OFF},
     {"--spec", NULL, OPT_SPEC_FILE},
     {"--setup-script", "setup_script", OPT_SCRIPT},
     {"--timeout", NULL, OPT_TIMEOUT},
@@ -151,8 +153,9 @@ static int apply_spec_files(int argc, char **argv, struct nsbox_spec *spec, stru
             val = a + 7;
         else if (!strcmp(a, "--spec") && i + 1 < argc)
             val = argv[i + 1];
-        if (!strchr(a, '='))
-            i++; /* every option takes a value: skip it */
+        const struct opt_def *o = find_opt(a);
+        if (!strchr(a, '=') && !(o && o->kind == OPT_SPEC_OFF))
+            i++; /* every other option takes a value: skip it */
         if (!val)
             continue;
         size_t len;
@@ -216,6 +219,8 @@ static int apply_option(const struct opt_def *opt, const char *name, const char 
     }
     case OPT_SPEC_FILE: /* applied first, by apply_spec_files */
         return 0;
+    case OPT_SPEC_OFF:
+        return nsbox_spec_set(spec, opt->key, "false", e) < 0 ? -1 : 0;
     case OPT_SCRIPT: {
         size_t len;
         cleanup_free char *script = read_file_arg(val, NSBOX_SCRIPT_MAX, &len, e);
@@ -272,7 +277,11 @@ int nsbox_options_parse(int argc, char **argv, struct nsbox_spec *spec,
         const struct opt_def *opt = find_opt(name);
         if (refuse_option(name, opt, run_opts) < 0)
             return -2;
-        if (!val) {
+        if (opt->kind == OPT_SPEC_OFF) {
+            if (val)
+                return option_usage("option %s takes no value", a);
+            val = "";
+        } else if (!val) {
             if (i + 1 >= argc)
                 return option_usage("option %s needs a value", a);
             val = argv[++i];

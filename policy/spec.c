@@ -483,12 +483,12 @@ static int check_limits_match(const struct nsbox_spec *s, const struct nsbox_lim
 
 /* ---- the key table -------------------------------------------------------------------------- */
 
-enum key_kind { KEY_UINT, KEY_STRING, KEY_NETWORK, KEY_EGRESS, KEY_ENV, KEY_LIMITS };
+enum key_kind { KEY_UINT, KEY_BOOL, KEY_STRING, KEY_NETWORK, KEY_EGRESS, KEY_ENV, KEY_LIMITS };
 
 struct spec_key {
     const char *name;
     enum key_kind kind;
-    size_t off; /* KEY_UINT: offset of the uint64_t field */
+    size_t off; /* KEY_UINT: offset of the uint64_t field; KEY_BOOL: of the bool field */
     uint64_t min, max;
     int (*set_string)(struct nsbox_spec *, const char *, struct nsbox_err *);
     bool nullable; /* KEY_STRING: JSON null means the default */
@@ -512,6 +512,8 @@ static const struct spec_key keys[] = {
     {"workspace", KEY_STRING, 0, 0, 0, set_workspace, true},
     {"env", KEY_ENV, 0, 0, 0, NULL, false},
     {"limits", KEY_LIMITS, 0, 0, 0, NULL, false},
+    {"supports_background_processes", KEY_BOOL,
+     offsetof(struct nsbox_spec, supports_background_processes), 0, 0, NULL, false},
 };
 
 static const struct spec_key *key_find(const char *name)
@@ -527,12 +529,22 @@ static uint64_t *uint_field(struct nsbox_spec *s, const struct spec_key *k)
     return (uint64_t *)((char *)s + k->off);
 }
 
+static bool *bool_field(struct nsbox_spec *s, const struct spec_key *k)
+{
+    return (bool *)((char *)s + k->off);
+}
+
 static int apply_json(struct nsbox_spec *s, const struct spec_key *k, const cJSON *it,
                       struct nsbox_err *e)
 {
     switch (k->kind) {
     case KEY_UINT:
         return nsbox_spec_json_uint(it, k->min, k->max, uint_field(s, k), e);
+    case KEY_BOOL:
+        if (!cJSON_IsBool(it))
+            return invalid(e, "must be true or false");
+        *bool_field(s, k) = cJSON_IsTrue(it);
+        return 0;
     case KEY_STRING:
         if (k->nullable && cJSON_IsNull(it))
             return k->set_string(s, NULL, e);
@@ -557,6 +569,11 @@ static int apply_text(struct nsbox_spec *s, const struct spec_key *k, const char
     switch (k->kind) {
     case KEY_UINT:
         return nsbox_spec_json_text_uint(v, k->min, k->max, uint_field(s, k), e);
+    case KEY_BOOL:
+        if (strcmp(v, "true") && strcmp(v, "false"))
+            return invalid(e, "'%s' is not true or false", SHOW(v));
+        *bool_field(s, k) = !strcmp(v, "true");
+        return 0;
     case KEY_STRING:
         return k->set_string(s, v, e);
     case KEY_NETWORK:
@@ -585,6 +602,7 @@ void nsbox_spec_init(struct nsbox_spec *s)
     s->setup_script = NULL;
     s->setup_script_timeout_seconds = NSBOX_DEFAULT_SETUP_TIMEOUT;
     s->workspace[0] = '\0';
+    s->supports_background_processes = true;
 }
 
 void nsbox_spec_free(struct nsbox_spec *s)
@@ -770,6 +788,7 @@ bool nsbox_spec_equal(const struct nsbox_spec *a, const struct nsbox_spec *b)
         a->ttl_seconds != b->ttl_seconds ||
         a->setup_script_timeout_seconds != b->setup_script_timeout_seconds || a->net != b->net ||
         a->pull != b->pull ||
+        a->supports_background_processes != b->supports_background_processes ||
         a->n_hosts != b->n_hosts || a->n_egress != b->n_egress || a->n_env != b->n_env ||
         a->n_hosts > NSBOX_MAX_HOSTS || a->n_egress > NSBOX_MAX_CIDRS || a->n_env > NSBOX_MAX_ENV)
         return false;

@@ -83,6 +83,9 @@ struct nsbox_spec {
     char workspace[PATH_MAX]; /* "" = a fresh filesystem of limits.disk_bytes (wsplan.h) */
     size_t n_env;
     char *env[NSBOX_MAX_ENV]; /* heap "K=V" strings; a later K replaces an earlier one */
+    /* false: the sandbox refuses background processes (exec -d, start_process), as the hosted
+     * service does for a custom image that cannot keep them (docs/spec.md) */
+    bool supports_background_processes;
 };
 
 /* Defaults (docs/spec.md). */
@@ -93,14 +96,16 @@ void nsbox_spec_free(struct nsbox_spec *s);
  *   instance_type: string; idle_timeout_seconds, ttl_seconds, setup_script_timeout_seconds:
  *   non-negative integers; region, image, setup_script, workspace: strings;
  *   network: "none" | "all" | {"allow": ["host", "host:port", ...]};
- *   egress: ["CIDR", ...]; env: {"K": "V", ...}; pull: "missing" | "always" | "never".
+ *   egress: ["CIDR", ...]; env: {"K": "V", ...}; pull: "missing" | "always" | "never";
+ *   supports_background_processes: true | false.
  * Errors name the key: "spec: key 'ttl_seconds': must be an integer between 1 and 31536000". */
 int nsbox_spec_from_json(struct nsbox_spec *s, const char *json, size_t len, struct nsbox_err *e);
 
 /* One option by its name and textual value (the CLI's flags):
  *   instance_type, idle_timeout_seconds, ttl_seconds, region, image, setup_script (the script
  *   text), setup_script_timeout_seconds, workspace, env ("K=V"),
- *   network ("none" | "all" | "allow=H[,H...]"), egress ("CIDR[,CIDR...]", appends), pull. */
+ *   network ("none" | "all" | "allow=H[,H...]"), egress ("CIDR[,CIDR...]", appends), pull,
+ *   supports_background_processes ("true" | "false"). */
 int nsbox_spec_set(struct nsbox_spec *s, const char *key, const char *value, struct nsbox_err *e);
 
 /* Cross-field rules, run once before anything is built: resolves instance_type into limits,

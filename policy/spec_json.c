@@ -223,7 +223,9 @@ struct cJSON *nsbox_spec_to_cjson(const struct nsbox_spec *s)
         return NULL;
     if (!cJSON_AddNumberToObject(o, "setup_script_timeout_seconds",
                                  (double)s->setup_script_timeout_seconds) ||
-        !cJSON_AddStringToObject(o, "workspace", s->workspace) || !add_env(o, s))
+        !cJSON_AddStringToObject(o, "workspace", s->workspace) || !add_env(o, s) ||
+        !cJSON_AddBoolToObject(o, "supports_background_processes",
+                               s->supports_background_processes))
         return NULL;
     return nsbox_steal_ptr(&o);
 }

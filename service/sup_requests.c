@@ -221,6 +221,17 @@ static void rq_inspect(struct sup *S, int ci, const struct nsbox_request *rq, in
 
 static void rq_spawn(struct sup *S, int ci, const struct nsbox_request *rq, int fds[3])
 {
+    if (rq->op == NSBOX_OP_START && !S->spec->supports_background_processes) {
+        /* the hosted service's option for images that cannot keep a process running between
+         * calls; refused here, before anything starts, so every client says the same */
+        struct nsbox_err e;
+        nsbox_err_set(&e, NSBOX_E_UNSUPPORTED, 0,
+                      "this sandbox was created with supports_background_processes=false: it "
+                      "runs no background processes (exec -d, start_process); run the command "
+                      "in the foreground, or create the sandbox without that option");
+        nsbox_sup_reply_err(S, ci, rq->tag, &e);
+        return;
+    }
     if (!nsbox_sup_refuse_if_waiting(S, ci, rq->tag) &&
         !nsbox_sup_refuse_if_busy(S, ci, rq->tag, false))
         do_spawn(S, ci, rq, fds, rq->op == NSBOX_OP_START);

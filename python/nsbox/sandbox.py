@@ -74,6 +74,9 @@ class LocalSandbox:
     and deletes it on exit. Option values are checked by the runtime (the same checks as the
     nsbox CLI and --spec files), so an invalid one raises on entry with the runtime's message.
 
+    supports_background_processes (keyword-only, the hosted option for custom images): False
+    makes the sandbox refuse start_process() with OperationNotSupported naming the option.
+
     nsbox extensions (keyword-only): workspace (a host directory bound as /workspace, kept),
     env (variables for every command), pull (when an image reference is pulled: "missing",
     "always" or "never"; default: NSBOX_PULL, else "missing"), binary (the nsbox executable;
@@ -83,7 +86,8 @@ class LocalSandbox:
 
     def __init__(self, instance_type="medium", idle_timeout_seconds=0, ttl_seconds=86400,
                  region="nl-north-1", network=None, egress=None, image=None, setup_script=None,
-                 setup_script_timeout_seconds=600, hooks=(), *, workspace=None, env=None,
+                 setup_script_timeout_seconds=600, hooks=(), *,
+                 supports_background_processes=True, workspace=None, env=None,
                  pull=None, binary=None, nsbox_env=None):
         self.instance_type = instance_type
         self.idle_timeout_seconds = idle_timeout_seconds
@@ -107,6 +111,9 @@ class LocalSandbox:
                 setup_script = f.read()
         self.setup_script = setup_script
         self.setup_script_timeout_seconds = setup_script_timeout_seconds
+        if not isinstance(supports_background_processes, bool):
+            raise TypeError("supports_background_processes must be True or False")
+        self.supports_background_processes = supports_background_processes
         self.hooks = list(hooks or ())
         for h in self.hooks:
             if not (hasattr(h, "on_create") or hasattr(h, "on_destroy")):
@@ -141,6 +148,8 @@ class LocalSandbox:
             s["workspace"] = self.workspace
         if self.env is not None:
             s["env"] = self.env
+        if not self.supports_background_processes:
+            s["supports_background_processes"] = False
         return s
 
     def _env(self):

@@ -3,6 +3,7 @@ run them): hooks, processes, file operations, and the example."""
 import asyncio
 import errno
 import io
+import json
 import os
 import signal
 import subprocess
@@ -368,6 +369,56 @@ class Processes(AsyncClientTest):
         with self.box().open() as sb:
             with self.assertRaises(nsbox.SandboxError):
                 sb.start_process(["no-such-program-xyz"])
+
+
+class BackgroundProcessesOption(ClientTest):
+    """supports_background_processes=False (the hosted option, docs/spec.md): start_process()
+    and nsbox exec -d are refused with a message naming the option; the default takes them."""
+
+    def cli(self, *args):
+        env = dict(os.environ, **self.dirs.env())
+        return subprocess.run([NSBOX, *args], env=env, capture_output=True, text=True,
+                              timeout=120)
+
+    def test_client_refuses_start_process(self):
+        with self.assertRaises(TypeError):
+            self.box(supports_background_processes="no")
+        box = self.box(supports_background_processes=False)
+        self.assertIs(box.spec()["supports_background_processes"], False)
+        self.assertNotIn("supports_background_processes", self.box().spec())
+        with box.open() as sb:
+            with self.assertRaises(nsbox.OperationNotSupported) as cm:
+                sb.start_process("sleep 1")
+            self.assertIn("supports_background_processes=false", str(cm.exception))
+            self.assertEqual(sb.list_processes(), [])  # nothing was started
+            self.assertEqual(sb.execute("echo fg").stdout, "fg\n")
+            r = self.cli("exec", "-d", sb.id, "--", "sleep", "1")
+            self.assertEqual(r.returncode, 125, r.stderr)
+            self.assertIn("supports_background_processes=false", r.stderr)
+        with self.box().open() as sb:
+            p = sb.start_process("exit 4")
+            self.assertEqual(p.wait(timeout=30), 4)
+
+    def test_cli_flag(self):
+        for flags, refused in ((["--no-background-processes"], True), ([], False)):
+            r = self.cli("create", "--ttl", "600", *flags)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            sid = r.stdout.strip()
+            try:
+                r = self.cli("exec", "-d", sid, "--", "true")
+                if refused:
+                    self.assertEqual(r.returncode, 125, r.stderr)
+                    self.assertIn("supports_background_processes=false", r.stderr)
+                    self.assertEqual(self.cli("exec", sid, "--", "true").returncode, 0)
+                else:
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                spec = json.loads(self.cli("inspect", sid).stdout)["spec"]
+                self.assertIs(spec["supports_background_processes"], not refused)
+            finally:
+                self.cli("rm", sid)
+        r = self.cli("create", "--no-background-processes=yes")
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("takes no value", r.stderr)
 
 
 # ---- files -----------------------------------------------------------------------------------

@@ -200,6 +200,49 @@ static void test_pull(void **state)
     nsbox_spec_destroy(t);
 }
 
+/* supports_background_processes: the hosted option, true by default and always rendered; a
+ * JSON boolean (not 0/1 or a string), "true"/"false" as text; kept by a round trip, part of
+ * equality. */
+static void test_background_processes(void **state)
+{
+    struct nsbox_spec *s = *state;
+    struct nsbox_err e;
+    assert_true(s->supports_background_processes);
+    char *json = nsbox_spec_to_json(s);
+    assert_non_null(strstr(json, "\"supports_background_processes\":\ttrue"));
+    free(json);
+    assert_int_equal(load(s, "{\"supports_background_processes\": false}", &e), 0);
+    assert_false(s->supports_background_processes);
+    assert_int_equal(load(s, "{\"supports_background_processes\": true}", &e), 0);
+    assert_true(s->supports_background_processes);
+    assert_fails_with(load(s, "{\"supports_background_processes\": 0}", &e), &e,
+                      NSBOX_E_INVALID,
+                      "spec: key 'supports_background_processes': must be true or false");
+    assert_fails_with(load(s, "{\"supports_background_processes\": \"false\"}", &e), &e,
+                      NSBOX_E_INVALID,
+                      "spec: key 'supports_background_processes': must be true or false");
+    assert_fails_with(load(s, "{\"supports_background_processes\": null}", &e), &e,
+                      NSBOX_E_INVALID,
+                      "spec: key 'supports_background_processes': must be true or false");
+    assert_true(s->supports_background_processes); /* failed loads changed nothing */
+    assert_fails_with(nsbox_spec_set(s, "supports_background_processes", "no", &e), &e,
+                      NSBOX_E_INVALID,
+                      "spec: option 'supports_background_processes': 'no' is not true or false");
+    assert_int_equal(nsbox_spec_set(s, "supports_background_processes", "false", &e), 0);
+    assert_false(s->supports_background_processes);
+    assert_int_equal(nsbox_spec_validate(s, &e), 0);
+    json = nsbox_spec_to_json(s);
+    assert_non_null(strstr(json, "\"supports_background_processes\":\tfalse"));
+    struct nsbox_spec *t = nsbox_spec_new();
+    assert_int_equal(nsbox_spec_from_json(t, json, strlen(json), &e), 0);
+    assert_int_equal(nsbox_spec_validate(t, &e), 0);
+    assert_true(nsbox_spec_equal(s, t));
+    t->supports_background_processes = true;
+    assert_false(nsbox_spec_equal(s, t));
+    free(json);
+    nsbox_spec_destroy(t);
+}
+
 static void test_public_api(void **state)
 {
     struct nsbox_err e;
@@ -229,6 +272,7 @@ int main(void)
         T(test_config_override),
         T(test_to_json_round_trip),
         T(test_pull),
+        T(test_background_processes),
         T(test_public_api),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

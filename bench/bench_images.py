@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""OCI images: what an image costs at create, and what nsbox adds to a pull.
+
+    sudo python3 bench/bench_images.py [--quick] [--nsbox build/nsbox] [--rounds N]
+                                       [--pull-rounds N] [--gap-ms 40]
+
+Two measures, each side by side in one run, round-robin (the order rotated every round), wall
+clock with time.perf_counter_ns, medians and p10/p90 plus the median of the per-round ratios:
+
+create  `nsbox create` then `nsbox exec ID -- sh -c 'echo hi'`, timed until exec's output is
+        in, for --image host and for --image REF (the test image below, imported once). The rm
+        that follows is not timed. The pool is off (a config with {"pool": {"size": 0}}), so
+        every create is a cold one. Target: the image within 10 % of host.
+pull    `nsbox image pull --tls-verify=false REF` into an empty data directory vs
+        `skopeo copy --src-tls-verify=false docker://REF oci:DIR:latest` into an empty
+        directory, from Debian's docker-registry on 127.0.0.1 (plain HTTP). nsbox's pull is
+        that same skopeo copy into a staging layout followed by the import (hash, unpack);
+        the difference is the import. Target: within 1.5x of skopeo.
+
+The image: two gzip layers made from host files, no download: the small busybox layer of the
+e2e tests (tests/lib/oci_images.py, with a stand-in python3) and a tar of /usr/lib/python3.11
+(or --big-dir), about 120 MB unpacked / 30 MB compressed on Debian 12.
+
+Needs root, skopeo and docker-registry (apt install skopeo docker-registry). Everything is
+made in one temporary directory, removed on exit (also on Ctrl-C); results as markdown on
+stdout and JSON + markdown in bench/results/ (gitignored).
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
+import oci_images  # noqa: E402
+import oci_registry  # noqa: E402
+
+
+def big_layer(src):
+    """A tar of the directory src as usr/lib/<name>, files in sorted order."""
+    path = tempfile.mktemp(suffix=".tar")
+    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as tar:
+        tar.add(src, arcname=src.lstrip("/"))
+    with open(path, "rb") as f:
+        data = f.read()
+    os.unlink(path)
+    return data
+
+
+def make_layout(d, big_dir):
+    layers = [oci_images.layer1(), big_layer(big_dir)]
+    oci_images.write_layout(d, layers=layers)
+    gz = sum(os.path.getsize(os.path.join(d, "blobs", "sha256", n))
+             for n in os.listdir(os.path.join(d, "blobs", "sha256")))
+    return sum(len(x) for x in layers), gz
+
+
+def run(argv, env, check=True):
+    r = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if check and r.returncode != 0:
+        raise SystemExit("bench_images: %s failed (%d): %s"
+                         % (" ".join(argv), r.returncode, r.stderr.decode(errors="replace")))
+    return r
+
+
+def timed(argvs, env):
+    """Runs the commands one after the other; ns for all, and the first one's stdout."""
+    t0 = time.perf_counter_ns()
+    out = None
+    for a in argvs:
+        r = run(a, env)
+        if out is None:
+            out = r.stdout
+    return time.perf_counter_ns() - t0, out
+
+
+def summary(ns):
+    ms = sorted(x / 1e6 for x in ns)
+    q = statistics.quantiles(ms, n=10, method="inclusive") if len(ms) >= 2 else [ms[0]] * 9
+    return {"median_ms": statistics.median(ms), "p10_ms": q[0], "p90_ms": q[-1], "n": len(ms)}
+
+
+def bench_create(nsbox, env, ref, rounds, gap):
+    res = {"host": [], "image": []}
+    ratios = []
+    for r in range(rounds):
+        order = ["host", "image"] if r % 2 == 0 else ["image", "host"]
+        got = {}
+        for which in order:
+            time.sleep(gap)
+            img = "host" if which == "host" else ref
+            t0 = time.perf_counter_ns()
+            sid = run([nsbox, "create", "--image", img], env).stdout.decode().strip()
+            out = run([nsbox, "exec", sid, "--", "sh", "-c", "echo hi"], env).stdout
+            got[which] = time.perf_counter_ns() - t0
+            run([nsbox, "rm", sid], env)
+            if out != b"hi\n":
+                raise SystemExit("bench_images: exec printed %r" % out)
+        if r == 0:
+            continue  # a warm-up round: caches, the image's first mount
+        for k in got:
+            res[k].append(got[k])
+        ratios.append(got["image"] / got["host"])
+    return res, ratios
+
+
+def bench_pull(nsbox, env, ref, rounds, gap, work):
+    res = {"nsbox": [], "skopeo": []}
+    ratios = []
+    for r in range(rounds):
+        order = ["nsbox", "skopeo"] if r % 2 == 0 else ["skopeo", "nsbox"]
+        got = {}
+        for which in order:
+            dst = os.path.join(work, "pull-" + which)
+            shutil.rmtree(dst, ignore_errors=True)
+            os.makedirs(dst)
+            e = dict(env, NSBOX_DATA_DIR=dst)
+            subprocess.run(["sync"])
+            time.sleep(gap)
+            if which == "nsbox":
+                argv = [nsbox, "image", "pull", "-q", "--tls-verify=false", ref]
+            else:
+                argv = ["skopeo", "copy", "--quiet", "--src-tls-verify=false",
+                        "docker://" + ref, "oci:%s/layout:latest" % dst]
+            got[which], _ = timed([argv], e)
+            shutil.rmtree(dst, ignore_errors=True)
+        for k in got:
+            res[k].append(got[k])
+        ratios.append(got["nsbox"] / got["skopeo"])
+    return res, ratios
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--nsbox", default=os.environ.get("NSBOX_BIN") or
+                    os.path.join(REPO, "build", "nsbox"))
+    ap.add_argument("--quick", action="store_true", help="6 create rounds, 3 pull rounds")
+    ap.add_argument("--rounds", type=int, default=31, help="create rounds (the first: warm-up)")
+    ap.add_argument("--pull-rounds", type=int, default=8)
+    ap.add_argument("--gap-ms", type=int, default=40)
+    ap.add_argument("--big-dir", default="/usr/lib/python3.11")
+    ap.add_argument("--results", default=os.path.join(HERE, "results"))
+    a = ap.parse_args()
+    if a.quick:
+        a.rounds, a.pull_rounds = 6, 3
+    if os.geteuid() != 0:
+        raise SystemExit("bench_images: run as root")
+    if not shutil.which("skopeo") or not shutil.which("docker-registry"):
+        raise SystemExit("bench_images: needs skopeo and docker-registry")
+    nsbox = os.path.abspath(a.nsbox)
+    gap = a.gap_ms / 1000.0
+    work = tempfile.mkdtemp(prefix="nsbox-bench-images.")
+    reg = None
+    try:
+        env = dict(os.environ)
+        for k in ("STATE", "CACHE", "DATA"):
+            env["NSBOX_%s_DIR" % k] = os.path.join(work, k.lower())
+            os.makedirs(env["NSBOX_%s_DIR" % k])
+        cfg = {}
+        base = os.environ.get("NSBOX_CONFIG") or "/etc/nsbox/config.json"
+        if os.path.exists(base):
+            with open(base) as f:
+                cfg = json.load(f)
+        cfg["pool"] = {"size": 0}
+        env["NSBOX_CONFIG"] = os.path.join(work, "config.json")
+        with open(env["NSBOX_CONFIG"], "w") as f:
+            json.dump(cfg, f)
+
+        layout = os.path.join(work, "layout")
+        t0 = time.monotonic()
+        raw, gz = make_layout(layout, a.big_dir)
+        print("image: 2 layers, %.1f MB unpacked, %.1f MB compressed (made in %.0f s)"
+              % (raw / 1e6, gz / 1e6, time.monotonic() - t0), file=sys.stderr)
+        os.makedirs(os.path.join(work, "reg"))
+        reg = oci_registry.Registry(os.path.join(work, "reg"))
+        ref = reg.push(layout, "bench/py:1")
+        run([nsbox, "image", "pull", "-q", "--tls-verify=false", ref], env)
+
+        cres, cratios = bench_create(nsbox, env, ref, a.rounds, gap)
+        pres, pratios = bench_pull(nsbox, env, ref, a.pull_rounds, gap, work)
+    finally:
+        if reg:
+            reg.stop()
+        if "env" in locals():
+            for sid in os.listdir(env["NSBOX_STATE_DIR"]):
+                subprocess.run([nsbox, "rm", sid], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        shutil.rmtree(work, ignore_errors=True)
+
+    report = {"image_unpacked_bytes": raw, "image_compressed_bytes": gz,
+              "create": {k: summary(v) for k, v in cres.items()},
+              "create_ratio_median": statistics.median(cratios),
+              "pull": {k: summary(v) for k, v in pres.items()},
+              "pull_ratio_median": statistics.median(pratios),
+              "rounds": a.rounds - 1, "pull_rounds": a.pull_rounds, "gap_ms": a.gap_ms}
+    lines = ["# nsbox images benchmark", "",
+             "image: 2 gzip layers, %.1f MB unpacked, %.1f MB compressed" % (raw / 1e6, gz / 1e6),
+             "", "| measure | tool | median ms | p10 | p90 | n |", "|---|---|---|---|---|---|"]
+    for m, res in (("create + first exec", report["create"]), ("pull", report["pull"])):
+        for k, s in res.items():
+            lines.append("| %s | %s | %.1f | %.1f | %.1f | %d |"
+                         % (m, k, s["median_ms"], s["p10_ms"], s["p90_ms"], s["n"]))
+    lines += ["", "create: image / host, median of per-round ratios: %.3f (target <= 1.10)"
+              % report["create_ratio_median"],
+              "pull: nsbox / skopeo, median of per-round ratios: %.2f (target <= 1.5)"
+              % report["pull_ratio_median"]]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    os.makedirs(a.results, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    with open(os.path.join(a.results, "images-%s.json" % stamp), "w") as f:
+        json.dump({"summary": report, "create_ns": cres, "pull_ns": pres}, f, indent=1)
+    with open(os.path.join(a.results, "images-%s.md" % stamp), "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()
