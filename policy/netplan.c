@@ -179,6 +179,7 @@ void nsbox_netconfig_init(struct nsbox_netconfig *c)
 {
     memset(c, 0, sizeof *c);
     nsbox_netpool_parse(NSBOX_NET_DEFAULT_POOL, &c->pool, NULL);
+    c->allow_by_name = true; /* "address" is the opt-out (docs/network.md) */
 }
 
 

@@ -172,11 +172,14 @@ static void test_config_key(void **state)
     struct nsbox_netconfig c;
     struct nsbox_err e = {0};
     nsbox_netconfig_init(&c);
+    assert_true(c.allow_by_name); /* by name is the default (issue 30) */
+    const char *addr = "{\"network\": {\"allow_names\": \"address\"}}";
+    assert_int_equal(nsbox_netconfig_from_json(&c, addr, strlen(addr), &e), 0);
     assert_false(c.allow_by_name);
     const char *tls = "{\"network\": {\"allow_names\": \"tls\"}}";
     assert_int_equal(nsbox_netconfig_from_json(&c, tls, strlen(tls), &e), 0);
     assert_true(c.allow_by_name);
-    const char *addr = "{\"network\": {\"allow_names\": \"address\"}}";
+    /* and back to address: the key, not the order of calls, decides */
     assert_int_equal(nsbox_netconfig_from_json(&c, addr, strlen(addr), &e), 0);
     assert_false(c.allow_by_name);
     const char *bad = "{\"network\": {\"allow_names\": true}}";
