@@ -118,10 +118,7 @@ static const char *sandbox_local(uint32_t a, unsigned prefix)
     return NULL;
 }
 
-#define LOCAL_HINT                                                                             \
-    "; a service on this host is reached at one of the host's other addresses that it "       \
-    "listens on, e.g. allow=192.0.2.10:8080 or egress 192.0.2.10 (docs/network.md, \"A "      \
-    "service on the host\")"
+#define LOCAL_HINT NSBOX_NET_LOCAL_HINT
 
 int nsbox_netpool_parse(const char *text, struct nsbox_netpool *p, struct nsbox_err *e)
 {
@@ -182,6 +179,7 @@ void nsbox_netconfig_init(struct nsbox_netconfig *c)
 {
     memset(c, 0, sizeof *c);
     nsbox_netpool_parse(NSBOX_NET_DEFAULT_POOL, &c->pool, NULL);
+    c->allow_by_name = true; /* "address" is the opt-out (docs/network.md) */
 }
 
 
@@ -535,6 +533,15 @@ cJSON *nsbox_netplan_describe(const struct nsbox_netplan *p)
             ok = add_ip_n(t, p->tcp[i].addr, ':', p->tcp[i].port);
         cJSON *pins = cJSON_AddObjectToObject(o, "pinned");
         ok = ok && pins;
+        /* by name: what the egress helper lets through (the pins and the open entries of the
+         * names are the gateway's address, which says nothing of the names' own) */
+        cJSON *names = p->by_name ? cJSON_AddArrayToObject(o, "names") : NULL;
+        ok = ok && (names || !p->by_name);
+        for (size_t i = 0; ok && names && i < p->n_names; i++) {
+            char buf[NSBOX_HOSTNAME_MAX + 8];
+            snprintf(buf, sizeof buf, "%s:%u", p->names[i].name, (unsigned)p->names[i].port);
+            ok = cJSON_AddItemToArray(names, cJSON_CreateString(buf));
+        }
         for (size_t i = 0; ok && i < p->n_pins; i++) {
             cJSON *l = cJSON_AddArrayToObject(pins, p->pins[i].name);
             ok = l != NULL;

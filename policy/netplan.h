@@ -49,13 +49,21 @@ int nsbox_netpool_slot(const struct nsbox_netpool *p, uint32_t index, struct nsb
                        struct nsbox_err *e);
 bool nsbox_netpool_overlaps(const struct nsbox_netpool *p, const struct nsbox_cidr *c);
 
+/* The end of the refusal of a destination inside the sandbox itself (loopback...): the way to
+ * reach a service of the host. */
+#define NSBOX_NET_LOCAL_HINT                                                                   \
+    "; a service on this host is reached at one of the host's other addresses that it "       \
+    "listens on, e.g. allow=192.0.2.10:8080 or egress 192.0.2.10 (docs/network.md, \"A "      \
+    "service on the host\")"
+
 /* ---- configuration ("network" in /etc/nsbox/config.json) ------------------------------------ */
 
 struct nsbox_netconfig {
     struct nsbox_netpool pool;
     size_t n_dns; /* > 0: these resolvers instead of the host's resolv.conf */
     struct in_addr dns[NSBOX_NET_MAX_DNS];
-    bool allow_by_name; /* "allow_names": "tls": allowed names go through the egress helper */
+    bool allow_by_name; /* "allow_names": "tls" (the default): allowed names go through the
+                         * egress helper; "address": resolved at creation, by address */
 };
 
 void nsbox_netconfig_init(struct nsbox_netconfig *c);
@@ -153,7 +161,8 @@ const char *nsbox_netplan_upstream_refusal(const struct nsbox_netplan *p, struct
 
 /* What `nsbox inspect` shows under "network" (docs/protocol.md): mode; the sandbox's address,
  * gateway and host-side interface (null address: loopback only); the resolvers (all); what is
- * open, address:port, and the names pinned (allow); egress ranges. NULL on ENOMEM. */
+ * open, address:port, and the names pinned (allow); by name, "names": name:port as the egress
+ * helper lets them through; egress ranges. NULL on ENOMEM. */
 struct cJSON;
 struct cJSON *nsbox_netplan_describe(const struct nsbox_netplan *p);
 

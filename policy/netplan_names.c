@@ -53,9 +53,28 @@ static int add_gateway_tcp(struct nsbox_netplan *p, uint16_t port)
     return 0;
 }
 
+/* "localhost" and the names below it are loopback wherever they are resolved (RFC 6761), and
+ * so the sandbox itself: refused at creation as the address mode refuses 127.0.0.1, rather than
+ * at every connection by the helper. */
+static bool is_localhost(const char *name)
+{
+    size_t n = strlen(name);
+    if (n && name[n - 1] == '.')
+        n--;
+    static const char lh[] = "localhost";
+    size_t l = sizeof lh - 1;
+    return n >= l && !strncasecmp(name + n - l, lh, l) && (n == l || name[n - l - 1] == '.');
+}
+
 int nsbox_netplan_add_names(struct nsbox_netplan *p, const struct nsbox_spec *s,
                             struct nsbox_err *e)
 {
+    for (size_t i = 0; i < s->n_hosts; i++)
+        if (is_localhost(s->hosts[i].name))
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                 "allowed host '%s': a loopback name (127.0.0.0/8): inside the "
+                                 "sandbox that is the sandbox itself" NSBOX_NET_LOCAL_HINT,
+                                 s->hosts[i].name);
     size_t n = s->n_hosts;
     struct nsbox_nettcp *tcp = realloc(p->tcp, (p->n_tcp + n + 1) * sizeof *tcp);
     if (tcp)

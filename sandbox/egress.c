@@ -414,8 +414,16 @@ int nsbox_egress_start(const struct nsbox_netplan *p, const char *log_path, pid_
         int one = 1;
         if (s < 0 || setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
             bind(s, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(s, 128) < 0) {
-            nsbox_err_sys(e, "egress helper: cannot listen on the gateway's port %u",
-                          p->names[i].port);
+            if (errno == EADDRINUSE)
+                nsbox_err_set(e, NSBOX_E_UNSUPPORTED, errno,
+                              "egress helper: cannot listen on the gateway's port %u: a "
+                              "service of this host listens on that port on all its addresses; "
+                              "fix: have it listen on its own addresses only, or set "
+                              "{\"network\": {\"allow_names\": \"address\"}} in the config "
+                              "(names by address; docs/network.md)", p->names[i].port);
+            else
+                nsbox_err_sys(e, "egress helper: cannot listen on the gateway's port %u",
+                              p->names[i].port);
             if (s >= 0)
                 close(s);
             goto out;

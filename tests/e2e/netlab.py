@@ -178,6 +178,8 @@ def gateway():
 def classify(ex):
     if isinstance(ex, socket.timeout):
         return 'timeout'
+    if isinstance(ex, ConnectionResetError):
+        return 'reset'
     n = getattr(ex, 'errno', None)
     if n == errno.ECONNREFUSED:
         return 'refused'
@@ -190,6 +192,31 @@ def tcp(host, port):
         s.settimeout(4)
         data = s.recv(200).decode().strip()
         return 'ok:' + data
+    except Exception as ex:
+        return classify(ex)
+def hello(sni):
+    # a real TLS ClientHello naming sni (the lab's banner servers speak no TLS: what comes back
+    # is their banner, which says where the connection arrived)
+    import ssl
+    out = ssl.MemoryBIO()
+    ctx = ssl.create_default_context()
+    if not sni:  # a hello without a server name
+        ctx.check_hostname = False
+    o = ctx.wrap_bio(ssl.MemoryBIO(), out, server_hostname=sni or None)
+    try:
+        o.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return out.read()
+def send_first(host, port, data):
+    try:
+        s = socket.create_connection((host, port), timeout=4)
+        s.settimeout(4)
+        s.sendall(data)
+        d = s.recv(200).decode().strip()
+        if not d:
+            raise ConnectionResetError()
+        return 'ok:' + d
     except Exception as ex:
         return classify(ex)
 def dns(server, name):
@@ -213,6 +240,14 @@ for t in sys.argv[1:]:
         if host == 'GATEWAY':
             host = gateway()
         out[t] = tcp(host, int(port))
+    elif kind == 'tls':  # tls:HOST:PORT[:SNI], SNI defaulting to HOST
+        parts = rest.split(':')
+        host, port = parts[0], int(parts[1])
+        out[t] = send_first(host, port, hello(parts[2] if len(parts) > 2 else host))
+    elif kind == 'http':  # http:HOST:PORT, a plain-text request
+        host, port = rest.split(':')
+        out[t] = send_first(host, int(port),
+                            ('GET / HTTP/1.1\r\nHost: %s\r\n\r\n' % host).encode())
     elif kind == 'dns':
         server, name = rest.split(':', 1)
         out[t] = dns(server, name)

@@ -4,7 +4,8 @@ namespace serves two names from one address with a certificate of a lab CA this 
 (openssl); the sandbox trusts that CA through an environment variable, the host's trust store is
 never touched. Checked: the allowed name works with verification; another name on the same
 address is refused, by name through the helper and by address; no SNI and plain text are
-refused; the old address mode lets the neighbour through (what the helper is for)."""
+refused; all of it without a word in the config (by name is the default); the address mode,
+the config's opt-out, lets the neighbour through (what the helper is for)."""
 import json
 import os
 import subprocess
@@ -158,15 +159,17 @@ class Egress(unittest.TestCase):
         self.dirs.cleanup()
 
     def env(self, mode):
-        cfg = os.path.join(self.dirs.base, f"net-{mode}.json")
+        # mode None: the config says nothing, so that these tests check the default (by name)
+        cfg = os.path.join(self.dirs.base, f"net-{mode or 'default'}.json")
         with open(cfg, "w") as f:
-            json.dump({"pool": {"size": 0}, "network": {"allow_names": mode}}, f)
+            json.dump({"pool": {"size": 0}, "network": {"allow_names": mode}} if mode
+                      else {"pool": {"size": 0}}, f)
         os.chmod(cfg, 0o644)
         env = self.dirs.env({"NSBOX_RESOLV_CONF": lab.resolv})
         env["NSBOX_CONFIG"] = cfg
         return env
 
-    def nsbox(self, args, mode="tls"):
+    def nsbox(self, args, mode=None):
         # the lab's resolv.conf and the hosts file with both names, in a private mount namespace
         cmd = ["nsenter", f"--net=/run/netns/{lab.lab}", "unshare", "--mount", "--propagation",
                "private", "sh", "-c",
@@ -174,7 +177,7 @@ class Egress(unittest.TestCase):
                'shift && exec "$@"', lab.resolv, os.path.join(pki, "hosts"), NSBOX] + args
         return subprocess.run(cmd, capture_output=True, timeout=120, env=self.env(mode))
 
-    def probe(self, allow, *targets, mode="tls"):
+    def probe(self, allow, *targets, mode=None):
         with open(os.path.join(pki, "ca.pem")) as f:
             ca = f.read()
         r = self.nsbox(["run", "--network", f"allow={allow}", "-e", f"LAB_CA={ca}", "--",

@@ -60,10 +60,20 @@ class NetTest(unittest.TestCase):
         return subprocess.run(lab.wrap([binary] + list(args), user=user, resolv=resolv),
                               capture_output=True, timeout=timeout, env=env)
 
-    def probe(self, net_args, *targets):
-        r = self.nsbox(["run"] + net_args + ["--", "python3", "-c", PROBE] + list(targets))
+    def probe(self, net_args, *targets, env=None):
+        r = self.nsbox(["run"] + net_args + ["--", "python3", "-c", PROBE] + list(targets),
+                       extra_env=env)
         self.assertEqual(r.returncode, 0, r.stderr.decode())
         return json.loads(r.stdout)
+
+    def address_mode(self):
+        """extra_env for the config's opt-out {"network": {"allow_names": "address"}}: allowed
+        names resolved at creation and enforced by address (docs/network.md)."""
+        cfg = os.path.join(self.dirs.base, "net-address.json")
+        with open(cfg, "w") as f:
+            json.dump({"pool": {"size": 0}, "network": {"allow_names": "address"}}, f)
+        os.chmod(cfg, 0o644)
+        return {"NSBOX_CONFIG": cfg}
 
     def sh(self, net_args, script):
         r = self.nsbox(["run"] + net_args + ["--", "sh", "-c", script])
@@ -245,12 +255,47 @@ class NetworkAll(NetTest):
 
 
 class NetworkAllow(NetTest):
-    def test_only_listed_host_and_port(self):
+    """allow=NAMES as users get it by default: by name, through the egress helper on the
+    sandbox's gateway (docs/network.md, "allow by name"). The lab's upstream servers speak no
+    TLS; the probe's `tls:` sends a real ClientHello and gets their banner back, which says
+    which address and port the connection arrived at. test_egress.py checks full HTTPS with
+    certificate verification against an origin of its own."""
+
+    def test_only_the_listed_name_over_tls(self):
+        res = self.probe(["--network", "allow=api.lab.test"], "tls:api.lab.test:443",
+                         "http:api.lab.test:443", "tls:api.lab.test:443:other.lab.test",
+                         "tls:api.lab.test:443:", "http:api.lab.test:80", "tls:api.lab.test:8443",
+                         f"tls:{API}:443", f"tcp:{API}:443", f"tcp:{OTHER}:443",
+                         f"tcp:{UP_ADDR}:9999", f"tcp:{LAB_ADDR}:{HOST_PORT}",
+                         f"tcp:GATEWAY:{HOST_PORT}", f"tcp:{META}:80",
+                         f"dns:{UP_ADDR}:api.lab.test")
+        # the allowed name, its ClientHello passed on, reaches its address upstream, from the
+        # lab host's address (the helper's connection)
+        self.assertEqual(res.pop("tls:api.lab.test:443"), f"ok:HELLO {API}:443 FROM {LAB_ADDR}")
+        # on the helper's port: plain text, another name, no name: reset by the helper
+        for k in ("http:api.lab.test:443", "tls:api.lab.test:443:other.lab.test",
+                  "tls:api.lab.test:443:"):
+            self.assertEqual(res.pop(k), "reset", k)
+        # plain HTTP and other ports of the name are not open at all
+        self.assertEqual(res.pop("http:api.lab.test:80"), "refused")
+        self.assertEqual(res.pop("tls:api.lab.test:8443"), "refused")
+        # the name's address itself is not open: only the name, through the helper
+        self.assertEqual(res.pop(f"tls:{API}:443"), "refused")
+        self.assertEqual(res.pop(f"tcp:{API}:443"), "refused")
+        for k, v in res.items():
+            self.assertRejected(v)
+        self.assertLabClean()
+
+    def test_by_address_only_listed_host_and_port(self):
+        # The "address" opt-out: the name's addresses at creation, whatever is said over them.
         res = self.probe(["--network", "allow=api.lab.test"], f"tcp:{API}:443", f"tcp:{API}:80",
                          f"tcp:{API}:8443", f"tcp:{OTHER}:443", f"tcp:{UP_ADDR}:9999",
                          f"tcp:{LAB_ADDR}:{HOST_PORT}", f"tcp:GATEWAY:{HOST_PORT}",
-                         f"tcp:{META}:80", f"dns:{UP_ADDR}:api.lab.test")
+                         f"tcp:{META}:80", f"dns:{UP_ADDR}:api.lab.test",
+                         "tls:api.lab.test:443:other.lab.test", env=self.address_mode())
         self.assertOk(res.pop(f"tcp:{API}:443"), API)
+        # by address the neighbour's name passes: what by name is for
+        self.assertOk(res.pop("tls:api.lab.test:443:other.lab.test"), API)
         # plain HTTP to the allowed host is refused, everything else rejected visibly
         self.assertEqual(res.pop(f"tcp:{API}:80"), "refused")
         for k, v in res.items():
@@ -258,22 +303,40 @@ class NetworkAllow(NetTest):
         self.assertLabClean()
 
     def test_names_pinned_and_dns_blocked(self):
-        out = self.sh(["--network", "allow=api.lab.test"],
-                      "cat /etc/hosts; echo ---; cat /etc/resolv.conf; echo ---;"
-                      "getent ahostsv4 api.lab.test | head -1; echo ---;"
-                      "getent ahostsv4 other.lab.test || echo NOT-RESOLVED; echo ---;"
-                      'hostname; getent hosts "$(hostname)"')
-        hosts, resolv, pinned, other, own = out.split("---\n")
-        self.assertIn(f"{API}\tapi.lab.test\n", hosts)
-        name, entry = own.splitlines()  # its own name resolves too, with DNS blocked
-        self.assertEqual(entry.split(), ["127.0.1.1", name])
-        self.assertNotIn("nameserver", resolv)
-        self.assertIn(API, pinned)
-        self.assertIn("NOT-RESOLVED", other)
+        script = ("cat /etc/hosts; echo ---; cat /etc/resolv.conf; echo ---;"
+                  "getent ahostsv4 api.lab.test | head -1; echo ---;"
+                  "getent ahostsv4 other.lab.test || echo NOT-RESOLVED; echo ---;"
+                  'hostname; getent hosts "$(hostname)"; echo ---;'
+                  "ip -4 route show default")
+        # by name, the names point to the gateway (the helper); by address, to their addresses
+        for mode, env in (("name", None), ("address", self.address_mode())):
+            with self.subTest(mode=mode):
+                r = self.nsbox(["run", "--network", "allow=api.lab.test", "--", "sh", "-c",
+                                script], extra_env=env)
+                self.assertEqual(r.returncode, 0, r.stderr.decode())
+                hosts, resolv, pinned, other, own, route = r.stdout.decode().split("---\n")
+                gateway = route.split()[2]  # "default via GATEWAY dev eth0"
+                want = gateway if mode == "name" else API
+                self.assertIn(f"{want}\tapi.lab.test\n", hosts)
+                self.assertEqual(pinned.split()[0], want)
+                name, entry = own.splitlines()  # its own name resolves too, with DNS blocked
+                self.assertEqual(entry.split(), ["127.0.1.1", name])
+                self.assertNotIn("nameserver", resolv)
+                self.assertIn("NOT-RESOLVED", other)
 
     def test_port_and_ip_literal(self):
+        # the name by name on its port, the IP literal by address on its own
+        res = self.probe(["--network", f"allow=api.lab.test:8443,{OTHER}:80"],
+                         "tls:api.lab.test:8443", "tls:api.lab.test:443", f"tcp:{API}:8443",
+                         f"tcp:{OTHER}:80", f"tcp:{OTHER}:443")
+        self.assertEqual(res["tls:api.lab.test:8443"], f"ok:HELLO {API}:8443 FROM {LAB_ADDR}")
+        self.assertOk(res[f"tcp:{OTHER}:80"], OTHER)
+        self.assertEqual(res["tls:api.lab.test:443"], "refused")
+        self.assertEqual(res[f"tcp:{API}:8443"], "refused")
+        self.assertEqual(res[f"tcp:{OTHER}:443"], "refused")
         res = self.probe(["--network", f"allow=api.lab.test:8443,{OTHER}:80"], f"tcp:{API}:8443",
-                         f"tcp:{API}:443", f"tcp:{OTHER}:80", f"tcp:{OTHER}:443")
+                         f"tcp:{API}:443", f"tcp:{OTHER}:80", f"tcp:{OTHER}:443",
+                         env=self.address_mode())
         self.assertOk(res[f"tcp:{API}:8443"], API)
         self.assertOk(res[f"tcp:{OTHER}:80"], OTHER)
         self.assertEqual(res[f"tcp:{API}:443"], "refused")
@@ -297,28 +360,58 @@ class NetworkAllow(NetTest):
         self.assertRejected(res[f"tcp:{API}:443"])
         self.assertLabClean()
 
-    def test_inspect_shows_addresses_and_what_is_open(self):
+    def test_port_of_a_host_wide_service_refused_with_the_fix(self):
+        # By name, the helper listens on the gateway at the name's port; a service of the host
+        # listening on that port on all its addresses (the lab's HOST_PORT) takes it first.
+        r = self.nsbox(["run", "--network", f"allow=api.lab.test:{HOST_PORT}", "--", "true"])
+        self.assertEqual(r.returncode, 125, r.stderr)
+        err = r.stderr.decode()
+        self.assertIn(f"port {HOST_PORT}", err)
+        self.assertIn('fix: have it listen on its own addresses only, or set {"network": '
+                      '{"allow_names": "address"}}', err)
+        self.assertLabClean()
+        # with the opt-out the message names, the sandbox is made (the probe exits 0) and the
+        # port is open by address (nothing upstream listens there: its own reset, "refused")
+        res = self.probe(["--network", f"allow=api.lab.test:{HOST_PORT}"],
+                         f"tcp:{API}:{HOST_PORT}", env=self.address_mode())
+        self.assertEqual(res[f"tcp:{API}:{HOST_PORT}"], "refused")
+        self.assertLabClean()
+
+    def inspect_network(self, env=None):
         r = self.nsbox(["create", "--network", f"allow=api.lab.test:8443,{OTHER}:80",
-                        "--egress", "192.0.2.0/24"])
+                        "--egress", "192.0.2.0/24"], extra_env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
         sid = r.stdout.decode().strip()
         try:
-            r = self.nsbox(["inspect", sid])
+            r = self.nsbox(["inspect", sid], extra_env=env)
             self.assertEqual(r.returncode, 0, r.stderr)
             net = json.loads(r.stdout)["network"]
             self.assertEqual(net["mode"], "allow")
             self.assertEqual(net["host_interface"], f"nsb{sid}")
-            self.assertEqual(sorted(net["allowed"]), sorted([f"{API}:8443", f"{OTHER}:80"]))
-            self.assertEqual(net["pinned"], {"api.lab.test": [API]})
             self.assertEqual(net["egress"], ["192.0.2.0/24"])
             # the addresses are the ones really in use, on both ends of the link
-            r = self.nsbox(["exec", sid, "--", "ip", "-4", "-o", "addr", "show", "dev", "eth0"])
+            r = self.nsbox(["exec", sid, "--", "ip", "-4", "-o", "addr", "show", "dev", "eth0"],
+                           extra_env=env)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn(f" {net['address']}/30 ", r.stdout.decode())
             host = lab.exec("ip", "-4", "-o", "addr", "show", "dev", net["host_interface"]).stdout
             self.assertIn(f" {net['gateway']}/30 ", host)
+            return net
         finally:
-            self.nsbox(["rm", sid])
+            self.nsbox(["rm", sid], extra_env=env)
+
+    def test_inspect_shows_names_addresses_and_what_is_open(self):
+        net = self.inspect_network()
+        # by name: the names as the helper lets them through; what is open for them, and where
+        # they are pinned, is the gateway
+        self.assertEqual(net["names"], ["api.lab.test:8443"])
+        self.assertEqual(sorted(net["allowed"]),
+                         sorted([f"{net['gateway']}:8443", f"{OTHER}:80"]))
+        self.assertEqual(net["pinned"], {"api.lab.test": [net["gateway"]]})
+        net = self.inspect_network(self.address_mode())
+        self.assertNotIn("names", net)
+        self.assertEqual(sorted(net["allowed"]), sorted([f"{API}:8443", f"{OTHER}:80"]))
+        self.assertEqual(net["pinned"], {"api.lab.test": [API]})
         r = self.nsbox(["create"])
         self.assertEqual(r.returncode, 0, r.stderr)
         sid = r.stdout.decode().strip()
@@ -329,8 +422,14 @@ class NetworkAllow(NetTest):
             self.nsbox(["rm", sid])
         self.assertLabClean()
 
-    def test_unknown_name_fails_creation(self):
-        r = self.nsbox(["run", "--network", "allow=nowhere.lab.test", "--", "true"])
+    def test_unknown_name(self):
+        # By name, names are resolved when connected to: a name that does not resolve is
+        # accepted at creation and reset when used.
+        res = self.probe(["--network", "allow=nowhere.lab.test"], "tls:nowhere.lab.test:443")
+        self.assertEqual(res["tls:nowhere.lab.test:443"], "reset")
+        # by address, it fails creation
+        r = self.nsbox(["run", "--network", "allow=nowhere.lab.test", "--", "true"],
+                       extra_env=self.address_mode())
         self.assertEqual(r.returncode, 125)
         self.assertIn("nowhere.lab.test", r.stderr.decode())
         self.assertLabClean()
@@ -358,10 +457,10 @@ class Egress(NetTest):
 
     def test_on_top_of_allow(self):
         res = self.probe(["--network", "allow=api.lab.test", "--egress", f"{OTHER},{META}"],
-                         f"tcp:{API}:443", f"tcp:{API}:80", f"tcp:{OTHER}:80", f"tcp:{META}:80",
-                         f"tcp:{UP_ADDR}:9999")
-        self.assertOk(res[f"tcp:{API}:443"], API)
-        self.assertEqual(res[f"tcp:{API}:80"], "refused")
+                         "tls:api.lab.test:443", "http:api.lab.test:80", f"tcp:{OTHER}:80",
+                         f"tcp:{META}:80", f"tcp:{UP_ADDR}:9999")
+        self.assertEqual(res["tls:api.lab.test:443"], f"ok:HELLO {API}:443 FROM {LAB_ADDR}")
+        self.assertEqual(res["http:api.lab.test:80"], "refused")
         self.assertOk(res[f"tcp:{OTHER}:80"], OTHER)
         # an explicit egress entry opens even a link-local address
         self.assertOk(res[f"tcp:{META}:80"], META)

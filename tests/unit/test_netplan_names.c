@@ -9,6 +9,7 @@
 #include "netplan.h"
 
 #include <arpa/inet.h>
+#include <cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,17 +119,67 @@ static void test_upstream_refusal(void **state)
     nsbox_netplan_free(&p);
 }
 
+static void test_localhost_refused(void **state)
+{
+    (void)state;
+    const char *bad[] = {"allow=localhost:11434", "allow=pypi.org,LOCALHOST.",
+                         "allow=x.localhost", "allow=a.b.localhost:8080"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct nsbox_spec *s = malloc(sizeof *s);
+        struct nsbox_netplan p;
+        struct nsbox_err e = {0};
+        nsbox_spec_init(s);
+        assert_int_equal(nsbox_spec_set(s, "network", bad[i], &e), 0);
+        memset(&p, 0, sizeof p);
+        assert_int_equal(nsbox_netplan_add_names(&p, s, &e), -1);
+        assert_int_equal(e.code, NSBOX_E_INVALID);
+        assert_non_null(strstr(e.msg, "loopback"));
+        assert_non_null(strstr(e.msg, "a service on this host is reached"));
+        nsbox_netplan_free(&p);
+        nsbox_spec_free(s);
+        free(s);
+    }
+    /* names that merely contain it are names like any other */
+    struct nsbox_netplan p;
+    plan_for("allow=localhost.example.com,mylocalhost", &p);
+    assert_int_equal(p.n_names, 2);
+    nsbox_netplan_free(&p);
+}
+
+static void test_described_for_inspect(void **state)
+{
+    (void)state;
+    struct nsbox_netplan p;
+    plan_for("allow=api.example.com:8443,203.0.113.7:80,pypi.org", &p);
+    cJSON *o = nsbox_netplan_describe(&p);
+    assert_non_null(o);
+    char *text = cJSON_PrintUnformatted(o);
+    /* what is open and pinned is the gateway's; "names" is what the helper lets through */
+    assert_string_equal(text, "{\"mode\":\"allow\",\"address\":\"10.171.0.22\",\"gateway\":"
+                              "\"10.171.0.21\",\"host_interface\":\"nsb0123456789ab\","
+                              "\"allowed\":[\"203.0.113.7:80\",\"10.171.0.21:8443\","
+                              "\"10.171.0.21:443\"],\"pinned\":{\"api.example.com\":"
+                              "[\"10.171.0.21\"],\"pypi.org\":[\"10.171.0.21\"]},\"names\":"
+                              "[\"api.example.com:8443\",\"pypi.org:443\"],\"egress\":[]}");
+    free(text);
+    cJSON_Delete(o);
+    nsbox_netplan_free(&p);
+}
+
 static void test_config_key(void **state)
 {
     (void)state;
     struct nsbox_netconfig c;
     struct nsbox_err e = {0};
     nsbox_netconfig_init(&c);
+    assert_true(c.allow_by_name); /* by name is the default (issue 30) */
+    const char *addr = "{\"network\": {\"allow_names\": \"address\"}}";
+    assert_int_equal(nsbox_netconfig_from_json(&c, addr, strlen(addr), &e), 0);
     assert_false(c.allow_by_name);
     const char *tls = "{\"network\": {\"allow_names\": \"tls\"}}";
     assert_int_equal(nsbox_netconfig_from_json(&c, tls, strlen(tls), &e), 0);
     assert_true(c.allow_by_name);
-    const char *addr = "{\"network\": {\"allow_names\": \"address\"}}";
+    /* and back to address: the key, not the order of calls, decides */
     assert_int_equal(nsbox_netconfig_from_json(&c, addr, strlen(addr), &e), 0);
     assert_false(c.allow_by_name);
     const char *bad = "{\"network\": {\"allow_names\": true}}";
@@ -142,6 +193,8 @@ int main(void)
         cmocka_unit_test(test_names_go_to_the_gateway),
         cmocka_unit_test(test_literals_only),
         cmocka_unit_test(test_upstream_refusal),
+        cmocka_unit_test(test_localhost_refused),
+        cmocka_unit_test(test_described_for_inspect),
         cmocka_unit_test(test_config_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
