@@ -47,31 +47,9 @@
 
 /* ---- small system helpers ------------------------------------------------------------------ */
 
-#define DETAIL(c, ...) nsbox_text_appendf((c)->detail, sizeof(c)->detail, __VA_ARGS__)
-/* A check can have several causes; their fixes are joined so that one pass fixes all. */
-#define FIX(c, ...)                                                                                \
-    do {                                                                                           \
-        if ((c)->fix[0]) nsbox_text_appendf((c)->fix, sizeof(c)->fix, "; ");                      \
-        nsbox_text_appendf((c)->fix, sizeof(c)->fix, __VA_ARGS__);                                 \
-    } while (0)
-
-static bool is_root(void)
-{
-    return geteuid() == 0;
-}
-
-/* "sudo " for a user who is not root, so that every fix can be pasted as printed. */
-static const char *sudo(void)
-{
-    return is_root() ? "" : "sudo ";
-}
-
-static int wait_child(pid_t pid, int *status)
-{
-    while (waitpid(pid, status, 0) < 0)
-        if (errno != EINTR) return -1;
-    return 0;
-}
+/* short names for diagnose.h's, as every check uses them */
+#define DETAIL NSBOX_CHECK_DETAIL
+#define FIX NSBOX_CHECK_FIX
 
 /* ---- checks (the two namespace checks are sandbox/diagnose.c's) ---------------------------- */
 
@@ -85,12 +63,13 @@ static void check_overlayfs(struct nsbox_check *c)
     }
     if (!nsbox_info_filesystems_has(buf, "overlay")) {
         DETAIL(c, "overlay is not in /proc/filesystems; sandboxes use bind mounts instead");
-        FIX(c, "%smodprobe overlay", sudo());
+        FIX(c, "%smodprobe overlay", nsbox_diagnose_sudo());
         return;
     }
     struct utsname u;
     /* Overlay mounts inside a user namespace arrived in Linux 5.11. */
-    if (!is_root() && uname(&u) == 0 && !nsbox_info_kernel_at_least(u.release, 5, 11)) {
+    if (!nsbox_diagnose_is_root() && uname(&u) == 0 &&
+        !nsbox_info_kernel_at_least(u.release, 5, 11)) {
         DETAIL(c,
                "overlay is available, but kernel %s cannot mount it inside a user namespace "
                "(5.11+); sandboxes use bind mounts instead",
@@ -124,7 +103,7 @@ static void check_cgroups(struct nsbox_check *c)
         DETAIL(c, "; instance type limits cannot be enforced, so sandboxes are refused");
         if (sup.why[0])
             FIX(c, "%s", sup.why);
-        else if (is_root())
+        else if (nsbox_diagnose_is_root())
             FIX(c, "mount cgroup2 (mount -t cgroup2 none /sys/fs/cgroup) or the v1 memory, cpu "
                    "and pids hierarchies");
         else
@@ -229,7 +208,7 @@ static int nft_probe(void)
     pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) {
-        int flags = CLONE_NEWNET | (is_root() ? 0 : CLONE_NEWUSER);
+        int flags = CLONE_NEWNET | (nsbox_diagnose_is_root() ? 0 : CLONE_NEWUSER);
         if (unshare(flags) < 0) _exit(NFT_PROBE_UNSHARE);
         const struct nsbox_nftlib *nft = nsbox_nftlib(NULL);
         if (!nft) _exit(NFT_PROBE_CTX);
@@ -242,7 +221,7 @@ static int nft_probe(void)
         _exit(r == 0 ? NFT_PROBE_OK : NFT_PROBE_CMD);
     }
     int status;
-    if (wait_child(pid, &status) < 0) return -1;
+    if (nsbox_diagnose_wait(pid, &status) < 0) return -1;
     return nsbox_exit_code(status);
 }
 
@@ -254,7 +233,7 @@ static void check_nftables(struct nsbox_check *c)
         /* Not probed: creating a netfilter socket could make the kernel load modules, which
          * would change the host. */
         DETAIL(c, "%s; needed only for network all/allow", how);
-        FIX(c, "%smodprobe nf_tables", sudo());
+        FIX(c, "%smodprobe nf_tables", nsbox_diagnose_sudo());
         return;
     }
     DETAIL(c, "nf_tables: %s", how);
@@ -276,7 +255,7 @@ static void check_nftables(struct nsbox_check *c)
         return;
     case NFT_PROBE_CTX:
         DETAIL(c, "; libnftables could not create a context");
-        FIX(c, "%sapt-get install --reinstall libnftables1", sudo());
+        FIX(c, "%sapt-get install --reinstall libnftables1", nsbox_diagnose_sudo());
         return;
     case NFT_PROBE_CMD:
         DETAIL(c, "; listing tables in a throwaway network namespace failed (no nf_tables in "
@@ -284,11 +263,11 @@ static void check_nftables(struct nsbox_check *c)
         FIX(c,
             "use a kernel with CONFIG_NF_TABLES and CONFIG_NF_TABLES_INET (y or m), then "
             "%smodprobe nf_tables",
-            sudo());
+            nsbox_diagnose_sudo());
         return;
     default:
         DETAIL(c, "; probe failed (%d)", r);
-        FIX(c, "%smodprobe nf_tables", sudo());
+        FIX(c, "%smodprobe nf_tables", nsbox_diagnose_sudo());
         return;
     }
 }
@@ -324,7 +303,7 @@ static void check_idmap(struct nsbox_check *c)
     }
     /* The kernel requires CAP_SYS_ADMIN in the user namespace that owns the filesystem, which
      * for host filesystems is the initial one: a user cannot idmap their own home directory. */
-    if (!is_root()) {
+    if (!nsbox_diagnose_is_root()) {
         DETAIL(c,
                "kernel %s >= 5.12, but idmapping a host directory needs CAP_SYS_ADMIN on "
                "the host",
@@ -388,8 +367,8 @@ static void check_image_host(struct nsbox_check *c)
         describe_exe(c, "/bin/sh");
     else
         DETAIL(c, " no /bin/sh");
-    if (!py) FIX(c, "%sapt-get install python3", sudo());
-    if (!sh) FIX(c, "%sapt-get install dash", sudo());
+    if (!py) FIX(c, "%sapt-get install python3", nsbox_diagnose_sudo());
+    if (!sh) FIX(c, "%sapt-get install dash", nsbox_diagnose_sudo());
 }
 
 static void check_image_debian(struct nsbox_check *c)

@@ -16,26 +16,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define DETAIL(c, ...) nsbox_text_appendf((c)->detail, sizeof(c)->detail, __VA_ARGS__)
-/* A check can have several causes; their fixes are joined so that one pass fixes all. */
-#define FIX(c, ...)                                                                                \
-    do {                                                                                           \
-        if ((c)->fix[0]) nsbox_text_appendf((c)->fix, sizeof(c)->fix, "; ");                      \
-        nsbox_text_appendf((c)->fix, sizeof(c)->fix, __VA_ARGS__);                                 \
-    } while (0)
+/* short names for diagnose.h's, as every check uses them */
+#define DETAIL NSBOX_CHECK_DETAIL
+#define FIX NSBOX_CHECK_FIX
 
-static bool is_root(void)
+bool nsbox_diagnose_is_root(void)
 {
     return geteuid() == 0;
 }
 
-/* "sudo " for a user who is not root, so that every fix can be pasted as printed. */
-static const char *sudo(void)
+const char *nsbox_diagnose_sudo(void)
 {
-    return is_root() ? "" : "sudo ";
+    return nsbox_diagnose_is_root() ? "" : "sudo ";
 }
 
-static int wait_child(pid_t pid, int *status)
+int nsbox_diagnose_wait(pid_t pid, int *status)
 {
     while (waitpid(pid, status, 0) < 0)
         if (errno != EINTR) return -1;
@@ -118,7 +113,7 @@ void nsbox_diagnose_probe(struct nsbox_ns_probe *out)
         got += (size_t)r;
     }
     int status = 0;
-    if (wait_child(pid, &status) < 0) {
+    if (nsbox_diagnose_wait(pid, &status) < 0) {
         out->fork_err = errno;
         return;
     }
@@ -147,7 +142,7 @@ static void fix_for_userns_errno(struct nsbox_check *c, int err)
         FIX(c,
             "the user namespace limit is reached (count or nesting depth 32): %ssysctl -w "
             "user.max_user_namespaces=15000, or run nsbox from a less nested namespace",
-            sudo());
+            nsbox_diagnose_sudo());
         break;
     case EINVAL:
         FIX(c, "use a kernel built with CONFIG_USER_NS=y");
@@ -163,7 +158,7 @@ static void fix_for_userns_errno(struct nsbox_check *c, int err)
 
 void nsbox_diagnose_userns(struct nsbox_check *c, const struct nsbox_ns_probe *p)
 {
-    bool root = is_root();
+    bool root = nsbox_diagnose_is_root();
     c->ok = true;
     long v;
     bool sysctl_blocks = false;
@@ -173,7 +168,7 @@ void nsbox_diagnose_userns(struct nsbox_check *c, const struct nsbox_ns_probe *p
             c->ok = false;
             sysctl_blocks = true;
             FIX(c, "%ssysctl -w user.max_user_namespaces=15000 (persist it in /etc/sysctl.d/)",
-                sudo());
+                nsbox_diagnose_sudo());
         }
     } else {
         DETAIL(c, "/proc/sys/user/max_user_namespaces unreadable (%s)", nsbox_text_errname(errno));
@@ -243,7 +238,7 @@ void nsbox_diagnose_namespaces(struct nsbox_check *c, const struct nsbox_ns_prob
         snprintf(path, sizeof path, "/proc/sys/user/%s", ns_kinds[i].sysctl);
         if (err == ENOSPC) {
             if (nsbox_text_read_long(path, &v) == 0) DETAIL(c, " %s=%ld", ns_kinds[i].sysctl, v);
-            FIX(c, "%ssysctl -w user.%s=15000", sudo(), ns_kinds[i].sysctl);
+            FIX(c, "%ssysctl -w user.%s=15000", nsbox_diagnose_sudo(), ns_kinds[i].sysctl);
         } else if (err == EINVAL) {
             FIX(c, "use a kernel built with %s=y", ns_kinds[i].config);
         } else if (err == EPERM || err == EACCES) {

@@ -4,8 +4,10 @@
 #define NSBOX_DIAGNOSE_H
 
 #include "nsbox.h"
+#include "text.h"
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 /* One finding of `nsbox info` (cli/info.h lists them): what was found and how to fix it. */
 struct nsbox_check {
@@ -15,6 +17,20 @@ struct nsbox_check {
     char detail[512]; /* what was found */
     char fix[512];    /* exact fix when !ok, "" otherwise */
 };
+
+/* Building a check's text. A check can have several causes; their fixes are joined so that one
+ * pass fixes all. */
+#define NSBOX_CHECK_DETAIL(c, ...) nsbox_text_appendf((c)->detail, sizeof(c)->detail, __VA_ARGS__)
+#define NSBOX_CHECK_FIX(c, ...)                                                                    \
+    do {                                                                                           \
+        if ((c)->fix[0]) nsbox_text_appendf((c)->fix, sizeof(c)->fix, "; ");                      \
+        nsbox_text_appendf((c)->fix, sizeof(c)->fix, __VA_ARGS__);                                 \
+    } while (0)
+bool nsbox_diagnose_is_root(void);
+/* "sudo " for a user who is not root, so that every fix can be pasted as printed. */
+const char *nsbox_diagnose_sudo(void);
+/* waitpid(pid) through EINTR: 0, or -1 with errno. */
+int nsbox_diagnose_wait(pid_t pid, int *status);
 
 /* The namespaces a sandbox gets besides its user namespace: mnt pid uts ipc net cgroup. */
 #define NSBOX_NS_KINDS 6
