@@ -5,6 +5,7 @@
 #include "oci_store.h"
 #include "cleanup.h"
 #include "image.h"
+#include "proc.h"
 #include "util.h"
 
 #include <errno.h>
@@ -170,43 +171,23 @@ static int run_skopeo(const char *ref, const char *domain, const char *layout, b
     const char *skopeo = getenv("NSBOX_SKOPEO");
     if (!skopeo || !*skopeo)
         skopeo = "skopeo";
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return nsbox_err_sys(e, "pipe");
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(p[0]);
-        close(p[1]);
-        return nsbox_err_sys(e, "fork");
+    char *argv[] = {(char *)skopeo, "copy", "--quiet", src, dst, NULL, NULL};
+    if (progress)
+        argv[2] = "--retry-times=2";
+    if (!tls_verify) {
+        argv[3] = "--src-tls-verify=false";
+        argv[4] = src;
+        argv[5] = dst;
     }
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        int devnull = open("/dev/null", O_RDWR);
-        dup2(devnull, 0);
-        dup2(progress ? 2 : devnull, 1);
-        dup2(p[1], 2);
-        char *argv[] = {(char *)skopeo, "copy", "--quiet", src, dst, NULL, NULL};
-        if (progress)
-            argv[2] = "--retry-times=2";
-        if (!tls_verify) {
-            argv[3] = "--src-tls-verify=false";
-            argv[4] = src;
-            argv[5] = dst;
-        }
-        execvp(skopeo, argv);
-        dprintf(2, "exec %s: %s\n", skopeo, strerror(errno));
-        _exit(127);
-    }
-    close(p[1]);
+    /* its progress, on a terminal, to our stderr; its errors kept to be explained */
+    const struct nsbox_proc p = {argv, NULL, true, progress ? 2 : NSBOX_PROC_STDOUT_NULL, -1};
     char out[8192];
-    nsbox_read_bounded(p[0], out, sizeof out);
-    close(p[0]);
     int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    if (nsbox_proc_run(&p, &status, out, sizeof out, e) < 0)
+        return nsbox_err_wrap(e, "cannot pull %s", ref);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return 0;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && strstr(out, "exec "))
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && strstr(out, "cannot execute "))
         return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOENT,
                              "cannot pull %s: skopeo is not installed (apt-get install skopeo)",
                              ref);

@@ -1,13 +1,13 @@
 #define _GNU_SOURCE
 #include "userns.h"
 #include "cleanup.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <pwd.h>
 #include <sched.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,41 +98,15 @@ static int run_helper(const char *helper, pid_t pid, const struct nsbox_idmap *m
         }
     }
     argv[a] = NULL;
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return nsbox_err_sys(e, "pipe");
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 2);
-    char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
-    pid_t child;
-    int r = posix_spawn(&child, helper, &fa, NULL, argv, envp);
-    posix_spawn_file_actions_destroy(&fa);
-    close(p[1]);
-    if (r != 0) {
-        close(p[0]);
-        errno = r;
-        return nsbox_err_sys(e, "cannot run %s", helper);
-    }
+    char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
+    const struct nsbox_proc p = {argv, envp, false, NSBOX_PROC_STDOUT_CAPTURED, -1};
     char out[512];
-    size_t got = 0;
-    ssize_t n;
-    while (got < sizeof out - 1 &&
-           ((n = read(p[0], out + got, sizeof out - 1 - got)) > 0 || (n < 0 && errno == EINTR)))
-        if (n > 0)
-            got += (size_t)n;
-    close(p[0]);
-    out[got] = '\0';
-    while (got > 0 && (out[got - 1] == '\n' || out[got - 1] == ' '))
-        out[--got] = '\0';
-    int status = 0;
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-    }
+    int status;
+    if (nsbox_proc_run(&p, &status, out, sizeof out, e) < 0)
+        return nsbox_err_wrap(e, "cannot run %s", helper);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return nsbox_err_set(e, NSBOX_E_SYS, EPERM, "%s failed (status %d): %s", helper, status,
-                             got ? out : "no message");
+                             out[0] ? out : "no message");
     return 0;
 }
 

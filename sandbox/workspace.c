@@ -14,6 +14,7 @@
 #include "cleanup.h"
 #include "idmap.h"
 #include "paths.h"
+#include "proc.h"
 #include "pool.h"
 #include "spec.h"
 #include "state.h"
@@ -188,50 +189,20 @@ static int mount_dev(const char *dev, struct nsbox_err *e)
 
 /* ---- the template ----------------------------------------------------------------------------- */
 
-/* Run mkfs; its stderr (the first few hundred bytes) goes into the error. */
+/* Run mkfs; its stderr (the first few hundred bytes) goes into the error. Forked from the
+ * workspace thread while the main thread works on: nsbox_proc_run keeps the descriptors it
+ * opened without O_CLOEXEC away from mkfs. */
 static int run_mkfs(char *const argv[], int keep_fd, struct nsbox_err *e)
 {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return nsbox_err_sys(e, "pipe");
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(p[0]);
-        close(p[1]);
-        return nsbox_err_sys(e, "fork");
-    }
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        /* keep_fd (the template) out of the way of the dup2s below, then at 3, without
-         * O_CLOEXEC (a dup2 onto itself would keep the flag) */
-        int keep = keep_fd >= 0 ? fcntl(keep_fd, F_DUPFD_CLOEXEC, 10) : -1;
-        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if ((keep_fd >= 0 && keep < 0) || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
-            dup2(p[1], 2) < 0 || (keep >= 0 && dup2(keep, 3) < 0))
-            _exit(126);
-        /* Forked from the workspace thread while the main thread works on: descriptors it
-         * opened without O_CLOEXEC must not reach mkfs. */
-        nsbox_close_fds_except(keep >= 0 ? 3 : -1);
-        char *const envp[] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LC_ALL=C",
-                              NULL};
-        execve(argv[0], argv, envp);
-        dprintf(2, "cannot execute %s: %s", argv[0], strerror(errno));
-        _exit(127);
-    }
-    close(p[1]);
+    char *const envp[] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LC_ALL=C", NULL};
+    const struct nsbox_proc p = {argv, envp, false, NSBOX_PROC_STDOUT_NULL, keep_fd};
     char msg[384];
-    size_t have = nsbox_read_bounded(p[0], msg, sizeof msg);
-    close(p[0]);
-    while (have && (msg[have - 1] == '\n' || msg[have - 1] == ' '))
-        msg[--have] = '\0';
     int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return nsbox_err_sys(e, "waitpid");
+    if (nsbox_proc_run(&p, &st, msg, sizeof msg, e) < 0)
+        return nsbox_err_wrap(e, "workspace");
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         return nsbox_err_set(e, NSBOX_E_SYS, EIO, "workspace: %s failed (status %d): %s",
-                             argv[0], nsbox_exit_code(st),
-                             have ? msg : "no message");
+                             argv[0], nsbox_exit_code(st), msg[0] ? msg : "no message");
     return 0;
 }
 

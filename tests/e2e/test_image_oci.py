@@ -175,6 +175,14 @@ class OciImages(unittest.TestCase):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"not in the store", r.stderr)
 
+    def test_pull_without_skopeo_says_how_to_install_it(self):
+        # no registry is reached: the transport is missing before anything is asked
+        r = self.nsbox("image", "pull", "-q", "127.0.0.1:1/t/x:1",
+                       env={"NSBOX_SKOPEO": os.path.join(self.src, "no-skopeo")})
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"skopeo is not installed (apt-get install skopeo)", r.stderr)
+        self.assertEqual(self.images(), [])
+
 
 @unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
 @unittest.skipIf(oci_registry.missing_tools(), "needs %s" % ", ".join(oci_registry.NEEDS))
