@@ -487,7 +487,7 @@ static int resolve_stored(const char *images, const char *name, struct nsbox_ima
                              "image '%s' has no executable /bin/sh (in %s/rootfs): an image must "
                              "provide /bin/sh and python3",
                              name, dir);
-    if (!strncmp(name, NSBOX_OCI_NAME_PREFIX, 4) && nsbox_oci_lookup_check(rfd, dir, e) < 0)
+    if (nsbox_oci_lookup_has_prefix(name) && nsbox_oci_lookup_check(rfd, dir, e) < 0)
         return -1;
     img->kind = NSBOX_IMAGE_DIR;
     snprintf(img->name, sizeof img->name, "%s", name);

@@ -56,7 +56,7 @@ int nsbox_oci_lookup_ref_file(const char *ref, char *canon, char *file, struct n
 
 int nsbox_oci_lookup_name(const char *ref, char *name, size_t n, struct nsbox_err *e)
 {
-    if (!strncmp(ref, NSBOX_OCI_NAME_PREFIX, 4) && store_name_valid(ref)) {
+    if (nsbox_oci_lookup_has_prefix(ref) && store_name_valid(ref)) {
         snprintf(name, n, "%s", ref);
         return 0;
     }
@@ -114,7 +114,7 @@ char **nsbox_oci_lookup_env(const char *image)
     if (nsbox_oci_lookup_is_ref(image)) {
         if (nsbox_oci_lookup_name(image, name, sizeof name, &ignored) < 0)
             return NULL;
-    } else if (!strncmp(image, NSBOX_OCI_NAME_PREFIX, 4)) {
+    } else if (nsbox_oci_lookup_has_prefix(image)) {
         snprintf(name, sizeof name, "%s", image);
     } else {
         return NULL;

@@ -11,6 +11,13 @@
 
 #define NSBOX_OCI_NAME_PREFIX "oci-"
 
+#include <string.h>
+/* Does name have the prefix of an OCI image's store name ("oci-<id>")? */
+static inline bool nsbox_oci_lookup_has_prefix(const char *name)
+{
+    return !strncmp(name, NSBOX_OCI_NAME_PREFIX, sizeof NSBOX_OCI_NAME_PREFIX - 1);
+}
+
 /* Is `image` (a spec's image) to be looked up as a reference? Bare names are stored names. */
 bool nsbox_oci_lookup_is_ref(const char *image);
 

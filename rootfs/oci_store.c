@@ -826,7 +826,7 @@ int nsbox_oci_store_resolve(const char *image, enum nsbox_pull pull, char *name,
                                  "never)",
                                  env);
     }
-    bool is_id = !strncmp(image, NSBOX_OCI_NAME_PREFIX, 4);
+    bool is_id = nsbox_oci_lookup_has_prefix(image);
     if ((pull != NSBOX_PULL_ALWAYS || is_id) && nsbox_oci_lookup_name(image, name, n, e) == 0)
         return 0;
     if (pull != NSBOX_PULL_ALWAYS && (e->code != NSBOX_E_NOTFOUND || is_id))
