@@ -21,8 +21,8 @@ struct nsbox_egress_jail {
 };
 
 /* Parent side, before the fork: compiles the filter. set_ids with uid/gid: the ids to take. */
-int nsbox_egress_jail_prepare(struct nsbox_egress_jail *j, bool set_ids, uint32_t uid,
-                              uint32_t gid, struct nsbox_err *e);
+int nsbox_egress_jail_prepare(struct nsbox_egress_jail *j, bool set_ids, uint32_t uid, uint32_t gid,
+                              struct nsbox_err *e);
 void nsbox_egress_jail_free(struct nsbox_egress_jail *j);
 /* Child side, single-threaded, after its listeners are bound and before it reads anything
  * from the sandbox. parent: the pid the helper must die with. 0, or -1 with errno (the helper

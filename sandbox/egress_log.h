@@ -31,7 +31,7 @@ struct nsbox_egress_entry {
     const char *name;    /* the ClientHello's server name */
     uint16_t port;
     const char *verdict, *reason;
-    const char *address; /* the upstream address connected to */
+    const char *address;           /* the upstream address connected to */
     uint64_t bytes_up, bytes_down; /* sandbox -> upstream, upstream -> sandbox */
     const char *method, *path;     /* bound hosts: path is logged without its query */
     int status;                    /* bound hosts: the response's status; 0: none */
@@ -58,9 +58,9 @@ char *nsbox_egress_log_line(const struct nsbox_egress_entry *en, uint64_t seq);
 /* The reader's side: both files open, what was passed on so far. */
 struct nsbox_egress_reader {
     int fd, older_fd;
-    uint64_t pos;  /* in the current file */
-    uint64_t seq;  /* the last entry passed on */
-    bool dropped;  /* entries were lost between two reads (more than a rotation) */
+    uint64_t pos; /* in the current file */
+    uint64_t seq; /* the last entry passed on */
+    bool dropped; /* entries were lost between two reads (more than a rotation) */
 };
 
 /* Opens the log of the state directory dir: 0, or -1 with errno (ENOENT: no log there). */
