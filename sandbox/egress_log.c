@@ -159,6 +159,15 @@ void nsbox_egress_reader_close(struct nsbox_egress_reader *r)
     r->fd = r->older_fd = -1;
 }
 
+/* Lines the writer made are JSON with every control byte escaped: a line with one (a helper
+ * taken over writing terminal escapes for `nsbox logs` to print) is not passed on. */
+static bool printable(const char *text, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)text[i] < 0x20 || text[i] == 0x7f) return false;
+    return true;
+}
+
 static uint64_t seq_of(const char *text, size_t len)
 {
     static const char key[] = "{\"seq\":";
@@ -189,7 +198,7 @@ static int pass_range(struct nsbox_egress_reader *r, int fd, uint64_t from, uint
         if (!nl) break;
         size_t len = (size_t)(nl - (buf + at));
         uint64_t seq = seq_of(buf + at, len);
-        if (seq > r->seq) {
+        if (seq > r->seq && printable(buf + at, len)) {
             if (r->seq && seq > r->seq + 1) r->dropped = true;
             r->seq = seq;
             if (line(ctx, buf + at, len) < 0) return -1;

@@ -193,6 +193,32 @@ static void test_read_mid_rotation_passes_each_once(void **state)
     rmdir_all(d);
 }
 
+/* Lines the writer did not make are not passed on: no seq, or a control byte (terminal
+ * escapes for `nsbox logs` to print). */
+static void test_foreign_lines_are_dropped(void **state)
+{
+    (void)state;
+    char *d = tmpdir();
+    char p[512];
+    snprintf(p, sizeof p, "%s/" NSBOX_EGRESS_LOG_FILE, d);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs("{\"seq\":1,\"name\":\"a\"}\n"
+          "not json\n"
+          "{\"seq\":2,\"name\":\"\x1b]0;pwned\x07\"}\n"
+          "{\"seq\":3,\"name\":\"c\"}\n",
+          f);
+    fclose(f);
+    struct nsbox_egress_reader r;
+    struct seen s = {.ordered = true};
+    assert_int_equal(nsbox_egress_reader_open(&r, d), 0);
+    assert_int_equal(nsbox_egress_reader_next(&r, count_line, &s), 2);
+    assert_int_equal(s.first, 1);
+    assert_int_equal(s.last, 3);
+    nsbox_egress_reader_close(&r);
+    rmdir_all(d);
+}
+
 static void test_no_log_is_enoent(void **state)
 {
     (void)state;
@@ -211,6 +237,7 @@ int main(void)
         cmocka_unit_test(test_bounded_and_read_in_order),
         cmocka_unit_test(test_follower_across_a_rotation),
         cmocka_unit_test(test_read_mid_rotation_passes_each_once),
+        cmocka_unit_test(test_foreign_lines_are_dropped),
         cmocka_unit_test(test_no_log_is_enoent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
