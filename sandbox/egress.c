@@ -214,7 +214,7 @@ static void *pump(void *arg)
     int pp[2] = {-1, -1};
     bool ok = pipe2(pp, O_CLOEXEC) == 0;
     while (ok) {
-        ssize_t n = splice(d->in, NULL, pp[1], NULL, SPLICE_CHUNK, SPLICE_F_MOVE | SPLICE_F_MORE);
+        ssize_t n = splice(d->in, NULL, pp[1], NULL, SPLICE_CHUNK, SPLICE_F_MOVE);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -222,7 +222,9 @@ static void *pump(void *arg)
             break;
         }
         while (n > 0) {
-            ssize_t w = splice(pp[0], NULL, d->out, NULL, (size_t)n, SPLICE_F_MOVE | SPLICE_F_MORE);
+            /* no SPLICE_F_MORE: on a socket it corks, and a small TLS record (a handshake
+             * message, a request) would wait for the 200 ms cork timer */
+            ssize_t w = splice(pp[0], NULL, d->out, NULL, (size_t)n, SPLICE_F_MOVE);
             if (w < 0 && errno == EINTR)
                 continue;
             if (w <= 0) {
