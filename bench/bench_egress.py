@@ -4,7 +4,7 @@ that reaches an HTTPS origin by name through the helper's splice path against on
 the same origin directly through an egress range, alternating: a new connection (TCP connect,
 TLS handshake, a small GET), a 100 MB download (throughput), and the idle helper's PSS.
 
-    sudo bench/bench_egress.py [--rounds 200] [--downloads 5] [--mb 100] [--nsbox build/nsbox]
+    sudo bench/bench_egress.py [--rounds 200] [--downloads 9] [--mb 100] [--nsbox build/nsbox]
 
 Safety (the host's own network is never touched): everything runs in the network lab of
 tests/e2e/netlab.py (two namespaces this script makes and deletes: nsbox's table, veths and
@@ -177,7 +177,7 @@ def main():
                     os.path.join(os.path.dirname(HERE), "build", "nsbox"))
     ap.add_argument("--rounds", type=int, default=200, help="new connections per path")
     ap.add_argument("--batch", type=int, default=20, help="connections per exec")
-    ap.add_argument("--downloads", type=int, default=5, help="downloads per path")
+    ap.add_argument("--downloads", type=int, default=9, help="downloads per path")
     ap.add_argument("--mb", type=int, default=100, help="size of a download")
     ap.add_argument("--json", help="write raw results here")
     a = ap.parse_args()

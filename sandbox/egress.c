@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <malloc.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
@@ -402,6 +403,10 @@ static void helper_main(const struct nsbox_netplan *p, const int *fds, const uin
     keep[n + 1] = elog.older_fd;
     keep[n + 2] = status;
     close_other_fds(keep, n + 3);
+    /* What the parent's heap holds free is the parent's: returned, the helper's share of the
+     * pages it inherited goes; one arena, so that each connection thread's does not stay. */
+    malloc_trim(0);
+    mallopt(M_ARENA_MAX, 1);
     int err = nsbox_egress_jail_enter(jail, parent) < 0 ? (errno ? errno : EPERM) : 0;
     ssize_t w = write(status, &err, sizeof err);
     close(status);
