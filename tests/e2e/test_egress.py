@@ -12,6 +12,7 @@ The network log (docs/network.md "The network log"): `nsbox logs --network [-f]`
 helper's jail (docs/network.md "The egress helper's jail"): from the host, its /proc status, a
 ptrace and /proc/PID/mem attempt as its own uid and as the sandbox's, and its death with a
 killed supervisor. Two sandboxes that allow the same port have their helpers at once."""
+import asyncio
 import ctypes
 import json
 import os
@@ -27,7 +28,7 @@ from nsbox_test import NSBOX, Dirs, is_root
 
 sys.path.insert(0, os.path.join(os.environ.get("NSBOX_SOURCE_DIR") or os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "python"))
-from nsbox.session import Session  # noqa: E402
+from nsbox.session import AsyncSession, Session  # noqa: E402
 
 PORT = 8444  # not one of the lab's banner ports
 NAMES = ("api.lab.test", "neighbour.lab.test")
@@ -381,8 +382,10 @@ class Egress(unittest.TestCase):
             nameless = [e for e in log if "name" not in e]
             self.assertEqual([e["verdict"] for e in nameless], ["refused", "refused"])
             self.assertTrue(all(e["reason"] for e in nameless))
-            # the Python client reads the same entries
-            self.assertEqual(Session(sid, runtime_dir=self.dirs.state).network_log(), log)
+            # the Python client reads the same entries, blocking and async
+            session = Session(sid, runtime_dir=self.dirs.state)
+            self.assertEqual(session.network_log(), log)
+            self.assertEqual(asyncio.run(AsyncSession(session).network_log()), log)
         finally:
             self.rm(sid)
         out, err = follower.communicate(timeout=60)
