@@ -174,7 +174,8 @@ static int print_line(void *ctx, const char *text, size_t len)
     return 0;
 }
 
-/* Whether the sandbox of state directory dir still lives: its lock is held. */
+/* Whether the sandbox of state directory dir still lives: its lock is held (a lock that was
+ * free is let go at once: gc takes it next). */
 static bool sandbox_alive(const char *dir)
 {
     int fd = nsbox_state_lock(dir);
@@ -182,7 +183,7 @@ static bool sandbox_alive(const char *dir)
         close(fd);
         return false;
     }
-    return errno != ENOENT && errno != ENOTDIR;
+    return nsbox_state_maybe_alive(errno);
 }
 
 static int open_network_log(const char *id, char *dir, size_t n, struct nsbox_egress_reader *r)
