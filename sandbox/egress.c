@@ -10,9 +10,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <malloc.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
@@ -54,6 +54,11 @@ static int64_t clock_ms(clockid_t id)
 static int64_t now_ms(void)
 {
     return clock_ms(CLOCK_MONOTONIC);
+}
+
+struct nsbox_egress_log *nsbox_egress_helper_log(void)
+{
+    return &elog;
 }
 
 /* The connection's line in the network log (sandbox/egress_log.h), at its end. */

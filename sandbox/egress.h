@@ -13,7 +13,10 @@
 #include "nsbox.h"
 #include "netplan.h"
 
+#include <stdint.h>
 #include <sys/types.h>
+
+struct nsbox_egress_log;
 
 #define NSBOX_EGRESS_MAX_CONNS 128   /* connections at once; more are reset */
 #define NSBOX_EGRESS_HELLO_MS 10000  /* for the whole ClientHello to arrive */
@@ -25,6 +28,9 @@
  * is not root): the host uid and gid the helper runs as. */
 int nsbox_egress_start(const struct nsbox_netplan *p, const char *log_dir,
                        const uint32_t *helper_id, pid_t *pid, struct nsbox_err *e);
+/* In the helper: its network log, for a path that writes entries of its own (a bound host's
+ * requests: verdict "bound" with method, path and status, sandbox/egress_log.h). */
+struct nsbox_egress_log *nsbox_egress_helper_log(void);
 /* Kills and reaps the helper (pid <= 0: nothing). */
 void nsbox_egress_stop(pid_t pid);
 
