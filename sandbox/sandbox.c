@@ -143,6 +143,8 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     c->L.net = c->net;
     if (c->st.privileged && nsbox_state_take_slot(&c->st, e) < 0)
         return -1;
+    if (c->st.privileged)
+        nsbox_net_set_egress_id(c->net, nsbox_idmap_egress_id(c->st.slot));
     bool premounted = false;
     if (ws_kind == NSBOX_WS_DIR && c->st.privileged) {
         /* The caller's directory through an idmapped mount: its owner is appuser inside. */
