@@ -2,6 +2,7 @@
  * sandbox's cgroup. The path goes through /proc/self/fd/N of the state directory, so that a
  * deep --root never meets sun_path's 108 bytes. */
 #include "ocirt.h"
+#include "cleanup.h"
 #include "util.h"
 
 #include <errno.h>
@@ -43,8 +44,8 @@ int nsbox_ocictl_listen(const char *dir, struct nsbox_err *e)
     return fd;
 }
 
-int nsbox_ocictl_call(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
-                      const char *op, struct nsbox_err *e)
+int nsbox_ocictl_connect(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
+                         struct nsbox_err *e)
 {
     char dir[PATH_MAX];
     struct sockaddr_un sa;
@@ -56,8 +57,6 @@ int nsbox_ocictl_call(const struct nsbox_ocirt *g, const struct nsbox_ocistate *
         close(dfd);
         return nsbox_err_sys(e, "socket");
     }
-    struct timeval tv = {10, 0}; /* a freeze waits at most 2 s */
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     int r = connect(fd, (struct sockaddr *)&sa, sizeof sa);
     close(dfd);
     if (r < 0) {
@@ -65,6 +64,17 @@ int nsbox_ocictl_call(const struct nsbox_ocirt *g, const struct nsbox_ocistate *
         return nsbox_err_set(e, NSBOX_E_INVALID, errno, "container %s: container not running",
                              s->id);
     }
+    return fd;
+}
+
+int nsbox_ocictl_call(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
+                      const char *op, struct nsbox_err *e)
+{
+    int fd = nsbox_ocictl_connect(g, s, e);
+    if (fd < 0)
+        return -1;
+    struct timeval tv = {10, 0}; /* a freeze waits at most 2 s */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     struct nsbox_err reply;
     ssize_t n = -1;
     if (send(fd, op, strlen(op), MSG_NOSIGNAL) == (ssize_t)strlen(op))
@@ -79,4 +89,67 @@ int nsbox_ocictl_call(const struct nsbox_ocirt *g, const struct nsbox_ocistate *
         return -1;
     }
     return 0;
+}
+
+int nsbox_ocictl_send(int fd, const struct nsbox_ocictl_msg *m, const void *payload,
+                      const int *fds, size_t nfds, struct nsbox_err *e)
+{
+    struct iovec iov[2] = {{(void *)m, sizeof *m}, {(void *)payload, m->len}};
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * 3)];
+        struct cmsghdr align;
+    } u;
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = m->len ? 2 : 1};
+    if (nfds)
+        nsbox_cmsg_put_fds(&msg, u.buf, fds, nfds > 3 ? 3 : nfds);
+    ssize_t n;
+    do
+        n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return nsbox_err_sys(e, "control socket: send %s", m->op);
+    return 0;
+}
+
+int nsbox_ocictl_recv(int fd, struct nsbox_ocictl_msg *m, void *payload, size_t max, int fds[3],
+                      struct nsbox_err *e)
+{
+    struct iovec iov[2] = {{m, sizeof *m}, {payload, max}};
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * 3)];
+        struct cmsghdr align;
+    } u;
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf,
+                         .msg_controllen = sizeof u.buf};
+    for (int i = 0; i < 3; i++)
+        fds[i] = -1;
+    ssize_t n;
+    do
+        n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    if (n == 0)
+        return 0;
+    if (n < 0)
+        return nsbox_err_sys(e, "control socket: receive");
+    size_t k = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int *in = (int *)CMSG_DATA(c);
+        for (size_t i = 0; i < cnt; i++) {
+            if (k < 3)
+                fds[k++] = in[i];
+            else
+                close(in[i]);
+        }
+    }
+    if ((size_t)n < sizeof *m || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+        m->len != (size_t)n - sizeof *m) {
+        for (int i = 0; i < 3; i++)
+            nsbox_closep(&fds[i]);
+        return nsbox_err_set(e, NSBOX_E_INVALID, EBADMSG, "control socket: a malformed message");
+    }
+    m->op[sizeof m->op - 1] = '\0';
+    return 1;
 }
