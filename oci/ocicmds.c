@@ -148,11 +148,36 @@ static void thaw_if_killed(const struct nsbox_ocirt *g, const struct nsbox_ocist
         nsbox_ocictl_call(g, s, "resume", &e2);
 }
 
+/* kill --all: every process in the container's cgroup (host pids), as runc signals them. One
+ * that ended meanwhile is no error. */
+static int kill_all(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s, int sig,
+                    struct nsbox_err *e)
+{
+    enum { MAX = 16384 };
+    cleanup_free pid_t *pids = malloc(MAX * sizeof *pids);
+    int n = pids ? nsbox_ocips_pids(g, s, pids, MAX, e) : nsbox_err_sys(e, "malloc");
+    if (n < 0)
+        return 1;
+    /* init last: the end of the container's process that it passes the signal on to ends the
+     * container, and would kill the rest with SIGKILL before they got theirs */
+    for (int i = 0; i < n; i++)
+        if (pids[i] != s->init_pid && kill(pids[i], sig) < 0 && errno != ESRCH) {
+            nsbox_err_sys(e, "kill --all %s: pid %d", s->id, (int)pids[i]);
+            return 1;
+        }
+    if (kill(s->init_pid, sig) < 0 && errno != ESRCH) {
+        nsbox_err_sys(e, "kill --all %s", s->id);
+        return 1;
+    }
+    return 0;
+}
+
 int nsbox_ocicmds_kill(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e)
 {
     int first = 1;
-    while (first < argc && argv[first][0] == '-' && argv[first][1]) /* --all, -a */
-        first++;
+    bool all = false;
+    for (; first < argc && argv[first][0] == '-' && argv[first][1]; first++)
+        all = all || !strcmp(argv[first], "--all") || !strcmp(argv[first], "-a");
     if (one_id(argc, argv, first, "kill", e) < 0)
         return 1;
     int sig = SIGTERM;
@@ -168,7 +193,10 @@ int nsbox_ocicmds_kill(const struct nsbox_ocirt *g, int argc, char **argv, struc
         nsbox_err_set(e, NSBOX_E_INVALID, ESRCH, "container %s: container not running", s.id);
         return 1;
     }
-    /* To init, pid 1 inside: it passes the signal on to the workload (SIGKILL ends it). */
+    if (all && sig != SIGKILL)
+        return kill_all(g, &s, sig, e);
+    /* To init, pid 1 inside: it passes the signal on to the workload (SIGKILL ends it, and with
+     * it every process of the container: --all with KILL is this too). */
     if (kill(s.init_pid, sig) < 0) {
         nsbox_err_sys(e, "kill %s", s.id);
         return 1;

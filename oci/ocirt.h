@@ -149,5 +149,13 @@ int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv,
                            struct nsbox_err *e);
 int nsbox_ocicmds_delete(const struct nsbox_ocirt *g, int argc, char **argv,
                          struct nsbox_err *e);
+int nsbox_ociexec_exec(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
+int nsbox_ocips_ps(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
+int nsbox_ociupdate_update(const struct nsbox_ocirt *g, int argc, char **argv,
+                           struct nsbox_err *e);
+/* The host pids of container s's processes (its cgroup's; its monitor reads them): how many
+ * (at most max), or -1. */
+int nsbox_ocips_pids(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s, pid_t *pids,
+                     size_t max, struct nsbox_err *e);
 
 #endif

@@ -740,28 +740,48 @@ static void end_run(int sock, uint32_t type, int pid, int code, const char *msg)
  * end is the sandbox's, and the signals init is sent are for it. 0 otherwise. */
 static pid_t container_pid;
 
+static void reaped(int sock, pid_t p, int status)
+{
+    for (size_t i = 0; i < MAX_CHILDREN; i++) {
+        if (children[i].pid != p)
+            continue;
+        int code = nsbox_exit_code(status);
+        if (children[i].last)
+            kill_all_others();
+        if (children[i].run)
+            end_run(sock, NSBOX_AGENT_EXITED, p, code, NULL);
+        else
+            reply(sock, NSBOX_AGENT_EXITED, children[i].seq, p, code, NULL);
+        children[i].pid = 0;
+        break;
+    }
+}
+
+/* The container's process ended: so does everything else in it, as in runc. Each exec'd
+ * process's status is still reported, as it died (of a signal sent to it before, or of this
+ * SIGKILL), before init ends with the container's status. */
+__attribute__((noreturn)) static void container_end(int sock, int status)
+{
+    kill_all_others();
+    for (;;) {
+        int st;
+        pid_t p = waitpid(-1, &st, 0);
+        if (p > 0)
+            reaped(sock, p, st);
+        else if (errno != EINTR)
+            break;
+    }
+    _exit(nsbox_exit_code(status));
+}
+
 static void reap(int sock)
 {
     int status;
     pid_t p;
     while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
-        if (container_pid && p == container_pid) {
-            kill_all_others(); /* the exec'd processes end with the container, as in runc */
-            _exit(nsbox_exit_code(status));
-        }
-        for (size_t i = 0; i < MAX_CHILDREN; i++) {
-            if (children[i].pid != p)
-                continue;
-            int code = nsbox_exit_code(status);
-            if (children[i].last)
-                kill_all_others();
-            if (children[i].run)
-                end_run(sock, NSBOX_AGENT_EXITED, p, code, NULL);
-            else
-                reply(sock, NSBOX_AGENT_EXITED, children[i].seq, p, code, NULL);
-            children[i].pid = 0;
-            break;
-        }
+        if (container_pid && p == container_pid)
+            container_end(sock, status);
+        reaped(sock, p, status);
     }
 }
 

@@ -243,6 +243,10 @@ static int start_barrier(struct nsbox_launch *L, struct nsbox_err *e)
     if (master >= 0) { /* the console's master goes with 'r' */
         nsbox_cmsg_put_fds(&msg, u.buf, &master, 1);
         L->console_fd = slave[0];
+        /* and init lets go of the caller's streams, which are not the container's: a caller
+         * waits for their end */
+        for (int fd = 0; fd < 3; fd++)
+            dup2(slave[1], fd);
         close(slave[1]);
         close(slave[2]);
     }
