@@ -9,6 +9,8 @@ from a docker-save archive with `ctr run --runc-binary nsbox-oci`."""
 import ctypes
 import json
 import os
+import pty
+import select
 import shutil
 import signal
 import subprocess
@@ -426,6 +428,47 @@ class Containerd(unittest.TestCase):
         self.assertEqual(self.ctr("task", "rm", "t3").returncode, 0)
         self.assertEqual(self.ctr("container", "rm", "t3").returncode, 0)
         self.assertEqual(self.dirs.leftovers(), [])
+
+    def test_ctr_exec(self):
+        r = self.run_ctr("t4", "sleep", "1000", detach=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.ctr("task", "exec", "--exec-id", "e1", "t4", "sh", "-c",
+                     "echo in-exec; id -u; exit 4")
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertEqual(r.stdout, "in-exec\n1000\n")
+        self.assertEqual(self.ctr("task", "kill", "-s", "SIGKILL", "t4").returncode, 0)
+        deadline = time.monotonic() + 30
+        while "STOPPED" not in self.ctr("task", "ls").stdout and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(self.ctr("task", "rm", "t4").returncode, 0)
+        self.assertEqual(self.ctr("container", "rm", "t4").returncode, 0)
+
+    def test_ctr_run_tty(self):
+        # ctr run -t wants a terminal of its own: a pty whose master the test reads
+        master, slave = pty.openpty()
+        cmd = ["ctr", "--address", os.path.join(self.d, "c.sock"), "-n", self.NS, "run", "-t",
+               "--rm", "--runtime", "io.containerd.runc.v2", "--runc-binary", OCI,
+               "docker.io/nsbox-test/oci-bb:1", "t5", "sh", "-c",
+               "tty; test -t 0 && echo stdin-is-a-tty; exit 6"]
+        p = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave,
+                             start_new_session=True)
+        os.close(slave)
+        out = b""
+        while True:
+            ready, _, _ = select.select([master], [], [], 60)
+            if not ready:
+                break
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: ctr ended, the last slave is closed
+                break
+            if not chunk:
+                break
+            out += chunk
+        os.close(master)
+        self.assertEqual(p.wait(timeout=60), 6, out)
+        self.assertIn(b"/dev/pts/0", out)
+        self.assertIn(b"stdin-is-a-tty", out)
 
 
 if __name__ == "__main__":
