@@ -148,25 +148,16 @@ static void thaw_if_killed(const struct nsbox_ocirt *g, const struct nsbox_ocist
         nsbox_ocictl_call(g, s, "resume", &e2);
 }
 
-/* kill --all: every process in the container's cgroup (host pids), as runc signals them. One
- * that ended meanwhile is no error. */
+/* kill --all: the monitor signals every process of the container's cgroup (ocimon.c). */
 static int kill_all(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s, int sig,
                     struct nsbox_err *e)
 {
-    enum { MAX = 16384 };
-    cleanup_free pid_t *pids = malloc(MAX * sizeof *pids);
-    int n = pids ? nsbox_ocips_pids(g, s, pids, MAX, e) : nsbox_err_sys(e, "malloc");
-    if (n < 0)
-        return 1;
-    /* init last: the end of the container's process that it passes the signal on to ends the
-     * container, and would kill the rest with SIGKILL before they got theirs */
-    for (int i = 0; i < n; i++)
-        if (pids[i] != s->init_pid && kill(pids[i], sig) < 0 && errno != ESRCH) {
-            nsbox_err_sys(e, "kill --all %s: pid %d", s->id, (int)pids[i]);
-            return 1;
-        }
-    if (kill(s->init_pid, sig) < 0 && errno != ESRCH) {
-        nsbox_err_sys(e, "kill --all %s", s->id);
+    struct nsbox_ocictl_msg m = {.op = "killall", .status = sig}, r;
+    if (nsbox_ocistate_status(g, s) == NSBOX_OCI_PAUSED)
+        m.flags = NSBOX_OCICTL_F_PAUSED;
+    char answer[NSBOX_ERR_MSG_MAX];
+    if (nsbox_ocictl_ask(g, s, &m, NULL, &r, answer, sizeof answer, e) < 0) {
+        nsbox_err_wrap(e, "kill --all %s", s->id);
         return 1;
     }
     return 0;

@@ -275,6 +275,7 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
     nsbox_closep(&m->sb.L.start_fd);
     if (r < 0)
         return -1;
+    m->mon.init_pid = m->sb.pid;
     return wait_ready(m, e);
 }
 
@@ -315,6 +316,7 @@ __attribute__((noreturn)) static void monitor_main(const char *dir, const struct
         while (!done)
             monitor_event(&m, &status, &done);
         m.sb.pid = 0; /* reaped */
+        nsbox_ocimon_finish(&m.mon);
     }
     struct nsbox_err e2;
     nsbox_sandbox_destroy(&m.sb, &e2);

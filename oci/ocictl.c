@@ -94,19 +94,7 @@ int nsbox_ocictl_call(const struct nsbox_ocirt *g, const struct nsbox_ocistate *
 int nsbox_ocictl_send(int fd, const struct nsbox_ocictl_msg *m, const void *payload,
                       const int *fds, size_t nfds, struct nsbox_err *e)
 {
-    struct iovec iov[2] = {{(void *)m, sizeof *m}, {(void *)payload, m->len}};
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * 3)];
-        struct cmsghdr align;
-    } u;
-    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = m->len ? 2 : 1};
-    if (nfds)
-        nsbox_cmsg_put_fds(&msg, u.buf, fds, nfds > 3 ? 3 : nfds);
-    ssize_t n;
-    do
-        n = sendmsg(fd, &msg, MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
-    if (n < 0)
+    if (nsbox_msg_send(fd, m, sizeof *m, payload, m->len, fds, nfds) < 0)
         return nsbox_err_sys(e, "control socket: send %s", m->op);
     return 0;
 }
@@ -114,37 +102,13 @@ int nsbox_ocictl_send(int fd, const struct nsbox_ocictl_msg *m, const void *payl
 int nsbox_ocictl_recv(int fd, struct nsbox_ocictl_msg *m, void *payload, size_t max, int fds[3],
                       struct nsbox_err *e)
 {
-    struct iovec iov[2] = {{m, sizeof *m}, {payload, max}};
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * 3)];
-        struct cmsghdr align;
-    } u;
-    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf,
-                         .msg_controllen = sizeof u.buf};
-    for (int i = 0; i < 3; i++)
-        fds[i] = -1;
-    ssize_t n;
-    do
-        n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
-    while (n < 0 && errno == EINTR);
+    int flags;
+    ssize_t n = nsbox_msg_recv(fd, m, sizeof *m, payload, max, fds, &flags);
     if (n == 0)
         return 0;
     if (n < 0)
         return nsbox_err_sys(e, "control socket: receive");
-    size_t k = 0;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-            continue;
-        size_t cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        int *in = (int *)CMSG_DATA(c);
-        for (size_t i = 0; i < cnt; i++) {
-            if (k < 3)
-                fds[k++] = in[i];
-            else
-                close(in[i]);
-        }
-    }
-    if ((size_t)n < sizeof *m || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+    if ((size_t)n < sizeof *m || (flags & (MSG_TRUNC | MSG_CTRUNC)) ||
         m->len != (size_t)n - sizeof *m) {
         for (int i = 0; i < 3; i++)
             nsbox_closep(&fds[i]);
@@ -152,4 +116,28 @@ int nsbox_ocictl_recv(int fd, struct nsbox_ocictl_msg *m, void *payload, size_t 
     }
     m->op[sizeof m->op - 1] = '\0';
     return 1;
+}
+
+int nsbox_ocictl_ask(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
+                     const struct nsbox_ocictl_msg *req, const void *payload,
+                     struct nsbox_ocictl_msg *r, char *buf, size_t max, struct nsbox_err *e)
+{
+    int fd = nsbox_ocictl_connect(g, s, e);
+    if (fd < 0)
+        return -1;
+    int fds[3] = {-1, -1, -1}, got = -1;
+    if (nsbox_ocictl_send(fd, req, payload, NULL, 0, e) == 0)
+        got = nsbox_ocictl_recv(fd, r, buf, max - 1, fds, e);
+    close(fd);
+    for (int i = 0; i < 3; i++)
+        nsbox_closep(&fds[i]);
+    if (got == 0)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ESRCH, "container %s: container not running",
+                             s->id);
+    if (got < 0)
+        return -1;
+    buf[r->len] = '\0';
+    if (!strcmp(r->op, "error"))
+        return nsbox_err_set(e, r->status > 0 ? r->status : NSBOX_E_SYS, EINVAL, "%s", buf);
+    return 0;
 }

@@ -181,6 +181,38 @@ static void serve_update(struct nsbox_ocimon *m, int fd)
     reply_error(fd, &e);
 }
 
+/* kill --all: every process of the cgroup, frozen meanwhile (as runc does), so that none
+ * reacts before all have their signal: otherwise the container's process could die of it first
+ * and init end the rest with SIGKILL. Init last all the same. A paused container (flags)
+ * stays frozen. */
+static void serve_killall(struct nsbox_ocimon *m, int fd, pid_t init_pid)
+{
+    struct nsbox_err e = {0}, e2;
+    struct nsbox_ocictl_msg r;
+    int fds[3];
+    if (nsbox_ocictl_recv(fd, &r, NULL, 0, fds, &e) <= 0)
+        return;
+    for (int k = 0; k < 3; k++)
+        nsbox_closep(&fds[k]);
+    bool paused = r.flags & NSBOX_OCICTL_F_PAUSED;
+    cleanup_free pid_t *pids = malloc(PIDS_MAX * sizeof *pids);
+    bool frozen = !paused && nsbox_cgroup_freeze(m->cg, true, &e2) == 0;
+    int n = pids ? nsbox_cgroup_pids(m->cg, pids, PIDS_MAX, &e) : nsbox_err_sys(&e, "malloc");
+    for (int i = 0; i < n; i++)
+        if (pids[i] != init_pid && kill(pids[i], r.status) < 0 && errno != ESRCH) {
+            n = nsbox_err_sys(&e, "kill --all: pid %d", (int)pids[i]);
+            break;
+        }
+    if (n >= 0 && kill(init_pid, r.status) < 0 && errno != ESRCH)
+        n = nsbox_err_sys(&e, "kill --all: init");
+    if (frozen)
+        nsbox_cgroup_freeze(m->cg, false, &e2);
+    if (n < 0)
+        reply_error(fd, &e);
+    else
+        reply(fd, "ok", 0, 0, NULL, -1);
+}
+
 bool nsbox_ocimon_ctl(struct nsbox_ocimon *m, int fd, const char *op)
 {
     if (!strcmp(op, "exec")) {
@@ -197,6 +229,8 @@ bool nsbox_ocimon_ctl(struct nsbox_ocimon *m, int fd, const char *op)
             nsbox_closep(&fds[k]);
     } else if (!strcmp(op, "update"))
         serve_update(m, fd);
+    else if (!strcmp(op, "killall"))
+        serve_killall(m, fd, m->init_pid);
     else
         return false;
     close(fd);
@@ -272,4 +306,11 @@ void nsbox_ocimon_events(struct nsbox_ocimon *m, const struct pollfd *pf, size_t
         if (m->execs[i].conn >= 0 && m->execs[i].conn == pf[i + 1].fd &&
             (pf[i + 1].revents & (POLLIN | POLLHUP | POLLERR)))
             on_exec_conn(m, i);
+}
+
+void nsbox_ocimon_finish(struct nsbox_ocimon *m)
+{
+    /* init is gone: what it said before it ended is still to be read, then EOF */
+    while (m->agent >= 0)
+        on_agent(m);
 }

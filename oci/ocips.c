@@ -18,28 +18,13 @@
 int nsbox_ocips_pids(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s, pid_t *pids,
                      size_t max, struct nsbox_err *e)
 {
-    int fd = nsbox_ocictl_connect(g, s, e);
-    if (fd < 0)
-        return -1;
     struct nsbox_ocictl_msg m = {.op = "procs"}, r;
-    int fds[3];
-    cleanup_free char *buf = malloc(max * sizeof *pids + NSBOX_ERR_MSG_MAX);
-    int got = !buf ? nsbox_err_sys(e, "malloc")
-              : nsbox_ocictl_send(fd, &m, NULL, NULL, 0, e) < 0
-                  ? -1
-                  : nsbox_ocictl_recv(fd, &r, buf, max * sizeof *pids + NSBOX_ERR_MSG_MAX - 1,
-                                      fds, e);
-    close(fd);
-    if (got <= 0)
-        return got == 0 ? nsbox_err_set(e, NSBOX_E_INVALID, ESRCH,
-                                        "container %s: container not running", s->id)
-                        : -1;
-    for (int i = 0; i < 3; i++)
-        nsbox_closep(&fds[i]);
-    if (strcmp(r.op, "procs")) {
-        buf[r.len] = '\0';
-        return nsbox_err_set(e, r.status > 0 ? r.status : NSBOX_E_SYS, EINVAL, "%s", buf);
-    }
+    size_t size = max * sizeof *pids + NSBOX_ERR_MSG_MAX;
+    cleanup_free char *buf = malloc(size);
+    if (!buf)
+        return nsbox_err_sys(e, "malloc");
+    if (nsbox_ocictl_ask(g, s, &m, NULL, &r, buf, size, e) < 0)
+        return -1;
     size_t n = r.len / sizeof *pids;
     memcpy(pids, buf, n * sizeof *pids);
     return (int)n;
@@ -124,11 +109,8 @@ int nsbox_ocips_ps(const struct nsbox_ocirt *g, int argc, char **argv, struct ns
     if (i >= argc)
         return nsbox_err_invalid(e, "ps: give a container id"), 1;
     struct nsbox_ocistate s;
-    if (nsbox_ocistate_read(g, argv[i], &s, e) < 0)
+    if (nsbox_ocistate_read_live(g, argv[i], &s, e) < 0)
         return 1;
-    if (nsbox_ocistate_status(g, &s) == NSBOX_OCI_STOPPED)
-        return nsbox_err_set(e, NSBOX_E_INVALID, ESRCH, "container %s: container not running",
-                             s.id), 1;
     cleanup_free pid_t *pids = malloc(PS_MAX * sizeof *pids);
     int n = pids ? nsbox_ocips_pids(g, &s, pids, PS_MAX, e) : nsbox_err_sys(e, "malloc");
     if (n < 0)

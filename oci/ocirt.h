@@ -56,6 +56,9 @@ int nsbox_ocistate_read(const struct nsbox_ocirt *g, const char *id, struct nsbo
 uint64_t nsbox_ocistate_start_time(pid_t pid);
 /* Does pid still name the process that had start time `start`? */
 bool nsbox_ocistate_alive(pid_t pid, uint64_t start);
+/* The same, for a container that is not stopped: "container not running" otherwise. */
+int nsbox_ocistate_read_live(const struct nsbox_ocirt *g, const char *id,
+                             struct nsbox_ocistate *s, struct nsbox_err *e);
 enum nsbox_ocistate_status nsbox_ocistate_status(const struct nsbox_ocirt *g,
                                                  const struct nsbox_ocistate *s);
 const char *nsbox_ocistate_status_name(enum nsbox_ocistate_status st);
@@ -84,6 +87,7 @@ struct nsbox_ocictl_msg {
     uint32_t flags, winsize, argc, envc, len;
 };
 #define NSBOX_OCICTL_F_TTY 1u /* exec: on a pseudo-terminal of the container's own devpts */
+#define NSBOX_OCICTL_F_PAUSED 2u /* killall: the container is paused; it stays frozen */
 /* Connected to the monitor of s, or -1 with "container not running". */
 int nsbox_ocictl_connect(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
                          struct nsbox_err *e);
@@ -93,6 +97,12 @@ int nsbox_ocictl_send(int fd, const struct nsbox_ocictl_msg *m, const void *payl
  * 1, or 0 at EOF, or -1. */
 int nsbox_ocictl_recv(int fd, struct nsbox_ocictl_msg *m, void *payload, size_t max, int fds[3],
                       struct nsbox_err *e);
+/* One request (no descriptors) and its one answer into r, its payload into buf (max bytes,
+ * NUL-terminated). 0, or -1: "container not running" when the monitor is gone, the monitor's
+ * message when it answers "error". */
+int nsbox_ocictl_ask(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
+                     const struct nsbox_ocictl_msg *req, const void *payload,
+                     struct nsbox_ocictl_msg *r, char *buf, size_t max, struct nsbox_err *e);
 
 /* ---- ocimon.c: what the monitor serves besides pause and resume ----
  * exec: the monitor holds init's agent socket (sandbox/agent.h); init, which forked the
@@ -101,7 +111,8 @@ int nsbox_ocictl_recv(int fd, struct nsbox_ocictl_msg *m, void *payload, size_t 
  * exec: the request ("exec": cwd, argv, env; stdin, stdout, stderr unless a tty), then the
  * answers "spawned" (pid inside; with a tty its master), "failed" (status 125/126/127, why) or
  * "exited" (status); the caller may send "kill" (status: the signal); a connection closed
- * before the end kills the exec'd process. procs (the cgroup's pids), update (new limits). */
+ * before the end kills the exec'd process. procs (the cgroup's pids), update (new limits),
+ * killall (status: the signal for every process of the cgroup). */
 #define NSBOX_OCIMON_EXECS 64
 #define NSBOX_OCIMON_FDS (NSBOX_OCIMON_EXECS + 1)
 struct nsbox_launch;
@@ -110,6 +121,7 @@ struct nsbox_ocimon {
     int agent;   /* our end of init's agent socket; -1 once init is gone */
     int console; /* the container's console (pty master) from init's 'r', until passed on */
     const struct nsbox_cgroup *cg;
+    pid_t init_pid; /* once started */
     uint32_t seq;
     struct {
         int conn; /* -1: a free slot */
@@ -128,6 +140,9 @@ int nsbox_ocimon_ready(struct nsbox_ocimon *m, int start_sock);
 /* The descriptors to poll (at most NSBOX_OCIMON_FDS), then what came on them. */
 size_t nsbox_ocimon_pollfds(const struct nsbox_ocimon *m, struct pollfd *pf);
 void nsbox_ocimon_events(struct nsbox_ocimon *m, const struct pollfd *pf, size_t n);
+/* Once init has been reaped: the answers it sent before it ended go out (each exec'd
+ * process's status), and every exec's connection closes. */
+void nsbox_ocimon_finish(struct nsbox_ocimon *m);
 /* A control request whose name (peeked) is one of ours: served (fd is taken), true. */
 bool nsbox_ocimon_ctl(struct nsbox_ocimon *m, int fd, const char *op);
 

@@ -203,3 +203,14 @@ int nsbox_ocistate_write_pid_file(const char *path, pid_t pid, struct nsbox_err 
         return nsbox_err_sys(e, "--pid-file %s", path);
     return 0;
 }
+
+int nsbox_ocistate_read_live(const struct nsbox_ocirt *g, const char *id,
+                             struct nsbox_ocistate *s, struct nsbox_err *e)
+{
+    if (nsbox_ocistate_read(g, id, s, e) < 0)
+        return -1;
+    if (nsbox_ocistate_status(g, s) == NSBOX_OCI_STOPPED)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ESRCH, "container %s: container not running",
+                             s->id);
+    return 0;
+}

@@ -43,30 +43,6 @@ static char *read_stdin(struct nsbox_err *e)
     return buf;
 }
 
-static int send_update(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
-                       const struct nsbox_cgroup_update *u, struct nsbox_err *e)
-{
-    int fd = nsbox_ocictl_connect(g, s, e);
-    if (fd < 0)
-        return -1;
-    struct nsbox_ocictl_msg m = {.op = "update", .len = sizeof *u}, r;
-    char text[NSBOX_ERR_MSG_MAX];
-    int fds[3], got = -1;
-    if (nsbox_ocictl_send(fd, &m, u, NULL, 0, e) == 0)
-        got = nsbox_ocictl_recv(fd, &r, text, sizeof text - 1, fds, e);
-    close(fd);
-    if (got <= 0)
-        return got == 0 ? nsbox_err_set(e, NSBOX_E_INVALID, ESRCH,
-                                        "container %s: container not running", s->id)
-                        : -1;
-    for (int i = 0; i < 3; i++)
-        nsbox_closep(&fds[i]);
-    text[r.len] = '\0';
-    if (strcmp(r.op, "ok"))
-        return nsbox_err_set(e, r.status > 0 ? r.status : NSBOX_E_SYS, EINVAL, "%s", text);
-    return 0;
-}
-
 int nsbox_ociupdate_update(const struct nsbox_ocirt *g, int argc, char **argv,
                            struct nsbox_err *e)
 {
@@ -85,11 +61,8 @@ int nsbox_ociupdate_update(const struct nsbox_ocirt *g, int argc, char **argv,
     if (!file || i != argc - 1)
         return nsbox_err_invalid(e, "update: give --resources FILE|- and a container id"), 1;
     struct nsbox_ocistate s;
-    if (nsbox_ocistate_read(g, argv[i], &s, e) < 0)
+    if (nsbox_ocistate_read_live(g, argv[i], &s, e) < 0)
         return 1;
-    if (nsbox_ocistate_status(g, &s) == NSBOX_OCI_STOPPED)
-        return nsbox_err_set(e, NSBOX_E_INVALID, ESRCH, "container %s: container not running",
-                             s.id), 1;
     cleanup_free char *text = NULL;
     if (!strcmp(file, "-"))
         text = read_stdin(e);
@@ -106,7 +79,9 @@ int nsbox_ociupdate_update(const struct nsbox_ocirt *g, int argc, char **argv,
                                     .has_pids = r.has_pids, .memory_bytes = r.memory_bytes,
                                     .cpu_quota_us = r.cpu_quota_us,
                                     .cpu_period_us = r.cpu_period_us, .pids = r.pids};
-    if (send_update(g, &s, &u, e) < 0) {
+    struct nsbox_ocictl_msg m = {.op = "update", .len = sizeof u}, reply;
+    char answer[NSBOX_ERR_MSG_MAX];
+    if (nsbox_ocictl_ask(g, &s, &m, &u, &reply, answer, sizeof answer, e) < 0) {
         nsbox_err_wrap(e, "update %s", s.id);
         return 1;
     }

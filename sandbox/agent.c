@@ -30,55 +30,25 @@
 static int send_msg(int sock, const struct nsbox_agent_hdr *h, const char *payload,
                     const int *fds, size_t nfds)
 {
-    struct iovec iov[2] = {{(void *)h, sizeof *h}, {(void *)payload, h->len}};
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * 3)];
-        struct cmsghdr align;
-    } u;
-    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = h->len ? 2 : 1};
-    if (nfds)
-        nsbox_cmsg_put_fds(&msg, u.buf, fds, nfds);
-    ssize_t n;
-    do
-        n = sendmsg(sock, &msg, MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
-    return n < 0 ? -1 : 0;
+    return nsbox_msg_send(sock, h, sizeof *h, payload, h->len, fds, nfds) < 0 ? -1 : 0;
 }
 
 /* One whole message; fds[] (3) filled with received descriptors or -1. */
 static ssize_t recv_msg(int sock, struct nsbox_agent_hdr *h, char *payload, size_t max, int *fds)
 {
-    struct iovec iov[2] = {{h, sizeof *h}, {payload, max}};
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * 3)];
-        struct cmsghdr align;
-    } u;
-    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf,
-                         .msg_controllen = sizeof u.buf};
-    for (int i = 0; fds && i < 3; i++)
-        fds[i] = -1;
-    ssize_t n;
-    do
-        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-    while (n < 0 && errno == EINTR);
+    int got[3], flags;
+    ssize_t n = nsbox_msg_recv(sock, h, sizeof *h, payload, max, got, &flags);
+    for (int i = 0; i < 3; i++) {
+        if (fds)
+            fds[i] = got[i];
+        else if (got[i] >= 0)
+            close(got[i]);
+    }
     if (n <= 0)
         return n;
-    size_t k = 0;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-            continue;
-        size_t cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        int *in = (int *)CMSG_DATA(c);
-        for (size_t i = 0; i < cnt; i++) {
-            if (fds && k < 3)
-                fds[k++] = in[i];
-            else
-                close(in[i]);
-        }
-    }
-    bool whole = (size_t)n >= sizeof *h && !(msg.msg_flags & MSG_TRUNC) &&
+    bool whole = (size_t)n >= sizeof *h && !(flags & MSG_TRUNC) &&
                  h->len == (size_t)n - sizeof *h;
-    if (!whole || (msg.msg_flags & MSG_CTRUNC)) {
+    if (!whole || (flags & MSG_CTRUNC)) {
         for (int i = 0; fds && i < 3; i++)
             if (fds[i] >= 0)
                 close(fds[i]), fds[i] = -1;
