@@ -94,6 +94,27 @@ class OciExec(unittest.TestCase):
         self.assertEqual(self.oci("kill", "c1", "KILL").returncode, 0)
         self.wait(mon)
 
+    def test_exec_attacks(self):
+        """What an exec'd process tries that its floor forbids: a mount, killing or reading
+        init, entering init's root, a new user namespace."""
+        mon = self.running(["sleep", "1000"])
+        out = os.path.join(self.tmp, "attack.out")
+        relay = self.exec_detached(
+            ["sh", "-c", "mount -t tmpfs none /tmp && echo MOUNTED; kill -KILL 1; "
+             "cat /proc/1/environ && echo READ-INIT; ls /proc/1/root/ && echo ENTERED-INIT; "
+             "unshare -U true && echo USERNS; echo done"], out=out)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(relay)), 0)
+        with open(out) as f:
+            text = f.read()
+        self.assertIn("done", text)
+        # each was tried (busybox has them all) and refused
+        self.assertEqual(text.count("ermission denied") + text.count("not permitted"), 4, text)
+        for bad in ("MOUNTED", "READ-INIT", "ENTERED-INIT", "USERNS"):
+            self.assertNotIn(bad, text)
+        self.assertEqual(self.state()["status"], "running")  # init lives on
+        self.assertEqual(self.oci("kill", "c1", "KILL").returncode, 0)
+        self.wait(mon)
+
     def test_exec_in_cgroup_and_ps(self):
         self.running(["sleep", "1000"])
         relay = self.exec_detached(["sleep", "999"])

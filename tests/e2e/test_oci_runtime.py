@@ -443,13 +443,11 @@ class Containerd(unittest.TestCase):
         self.assertEqual(self.ctr("task", "rm", "t4").returncode, 0)
         self.assertEqual(self.ctr("container", "rm", "t4").returncode, 0)
 
-    def test_ctr_run_tty(self):
-        # ctr run -t wants a terminal of its own: a pty whose master the test reads
+    def on_pty(self, *args):
+        """ctr with a terminal of its own (-t wants one): a pty whose master the test reads
+        until ctr ends. Its exit code and what it wrote."""
         master, slave = pty.openpty()
-        cmd = ["ctr", "--address", os.path.join(self.d, "c.sock"), "-n", self.NS, "run", "-t",
-               "--rm", "--runtime", "io.containerd.runc.v2", "--runc-binary", OCI,
-               "docker.io/nsbox-test/oci-bb:1", "t5", "sh", "-c",
-               "tty; test -t 0 && echo stdin-is-a-tty; exit 6"]
+        cmd = ["ctr", "--address", os.path.join(self.d, "c.sock"), "-n", self.NS] + list(args)
         p = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave,
                              start_new_session=True)
         os.close(slave)
@@ -466,10 +464,30 @@ class Containerd(unittest.TestCase):
                 break
             out += chunk
         os.close(master)
-        self.assertEqual(p.wait(timeout=60), 6, out)
+        return p.wait(timeout=60), out
+
+    def test_ctr_run_tty(self):
+        code, out = self.on_pty("run", "-t", "--rm", "--runtime", "io.containerd.runc.v2",
+                                "--runc-binary", OCI, "docker.io/nsbox-test/oci-bb:1", "t5",
+                                "sh", "-c", "tty; test -t 0 && echo stdin-is-a-tty; exit 6")
+        self.assertEqual(code, 6, out)
         self.assertIn(b"/dev/pts/0", out)
         self.assertIn(b"stdin-is-a-tty", out)
 
+    def test_ctr_exec_tty(self):
+        r = self.run_ctr("t6", "sleep", "1000", detach=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        code, out = self.on_pty("task", "exec", "-t", "--exec-id", "e2", "t6", "sh", "-c",
+                                "tty; test -t 1 && echo exec-has-a-tty; exit 2")
+        self.assertEqual(code, 2, out)
+        self.assertIn(b"/dev/pts/", out)
+        self.assertIn(b"exec-has-a-tty", out)
+        self.assertEqual(self.ctr("task", "kill", "-s", "SIGKILL", "t6").returncode, 0)
+        deadline = time.monotonic() + 30
+        while "STOPPED" not in self.ctr("task", "ls").stdout and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(self.ctr("task", "rm", "t6").returncode, 0)
+        self.assertEqual(self.ctr("container", "rm", "t6").returncode, 0)
 
 if __name__ == "__main__":
     unittest.main()
