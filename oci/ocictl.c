@@ -67,8 +67,8 @@ int nsbox_ocictl_connect(const struct nsbox_ocirt *g, const struct nsbox_ocistat
     return fd;
 }
 
-int nsbox_ocictl_call(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
-                      const char *op, struct nsbox_err *e)
+int nsbox_ocictl_call(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s, const char *op,
+                      struct nsbox_err *e)
 {
     int fd = nsbox_ocictl_connect(g, s, e);
     if (fd < 0)
@@ -91,8 +91,8 @@ int nsbox_ocictl_call(const struct nsbox_ocirt *g, const struct nsbox_ocistate *
     return 0;
 }
 
-int nsbox_ocictl_send(int fd, const struct nsbox_ocictl_msg *m, const void *payload,
-                      const int *fds, size_t nfds, struct nsbox_err *e)
+int nsbox_ocictl_send(int fd, const struct nsbox_ocictl_msg *m, const void *payload, const int *fds,
+                      size_t nfds, struct nsbox_err *e)
 {
     if (nsbox_msg_send(fd, m, sizeof *m, payload, m->len, fds, nfds) < 0)
         return nsbox_err_sys(e, "control socket: send %s", m->op);

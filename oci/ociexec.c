@@ -85,7 +85,8 @@ static int parse_args(int argc, char **argv, struct exec_args *a, struct nsbox_e
             return nsbox_err_invalid(e, "exec: more than %d --env", EXEC_ENV_MAX);
         else if (o == 'e')
             a->env[a->n_env++] = optarg;
-        else if (o == 'C' && (!strcmp(optarg, "CAP_SYS_ADMIN") || !strcmp(optarg, "CAP_SYS_MODULE")))
+        else if (o == 'C' &&
+                 (!strcmp(optarg, "CAP_SYS_ADMIN") || !strcmp(optarg, "CAP_SYS_MODULE")))
             return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
                                  "exec --cap %s: privileged processes are not supported: "
                                  "nsbox-oci gives a container's processes no capabilities",
@@ -139,15 +140,13 @@ static int apply_flags(const struct exec_args *a, struct nsbox_ocispec *c, struc
             return nsbox_err_sys(e, "strdup");
     c->terminal = a->tty;
     if (a->cwd && (a->cwd[0] != '/' || strlen(a->cwd) >= sizeof c->cwd))
-        return nsbox_err_invalid(e, "exec --cwd '%s': give an absolute path",
-                                 NSBOX_SHOW(a->cwd));
+        return nsbox_err_invalid(e, "exec --cwd '%s': give an absolute path", NSBOX_SHOW(a->cwd));
     if (a->cwd)
         snprintf(c->cwd, sizeof c->cwd, "%s", a->cwd);
     for (size_t i = 0; i < a->n_env; i++) {
         const char *eq = strchr(a->env[i], '=');
         if (!eq || eq == a->env[i])
-            return nsbox_err_invalid(e, "exec --env '%s': give KEY=value",
-                                     NSBOX_SHOW(a->env[i]));
+            return nsbox_err_invalid(e, "exec --env '%s': give KEY=value", NSBOX_SHOW(a->env[i]));
         size_t k = 0; /* a key given again replaces the config's */
         while (k < c->n_env && strncmp(c->env[k], a->env[i], (size_t)(eq - a->env[i]) + 1))
             k++;
@@ -218,8 +217,10 @@ static int send_request(int fd, const struct nsbox_ocispec *c, struct nsbox_err 
     if (!buf)
         return nsbox_err_sys(e, "malloc");
     size_t off = 0;
-    struct nsbox_ocictl_msg m = {.op = "exec", .argc = (uint32_t)c->n_args,
-                                 .envc = (uint32_t)c->n_env, .len = (uint32_t)need,
+    struct nsbox_ocictl_msg m = {.op = "exec",
+                                 .argc = (uint32_t)c->n_args,
+                                 .envc = (uint32_t)c->n_env,
+                                 .len = (uint32_t)need,
                                  .flags = c->terminal ? NSBOX_OCICTL_F_TTY : 0};
     memcpy(buf, c->cwd, strlen(c->cwd) + 1);
     off = strlen(c->cwd) + 1;
@@ -360,15 +361,14 @@ static int check_running(const struct nsbox_ocirt *g, const struct nsbox_ocistat
     if (st == NSBOX_OCI_RUNNING)
         return 0;
     if (st == NSBOX_OCI_PAUSED)
-        return nsbox_err_invalid(e, "cannot exec in paused container %s: resume it first",
-                                 s->id);
+        return nsbox_err_invalid(e, "cannot exec in paused container %s: resume it first", s->id);
     if (st == NSBOX_OCI_CREATED)
-        return nsbox_err_invalid(e, "cannot exec in container %s before its start: start it "
-                                    "first (nsbox-oci forks exec'd processes from the "
-                                    "container's init, which waits for start)",
+        return nsbox_err_invalid(e,
+                                 "cannot exec in container %s before its start: start it "
+                                 "first (nsbox-oci forks exec'd processes from the "
+                                 "container's init, which waits for start)",
                                  s->id);
-    return nsbox_err_set(e, NSBOX_E_INVALID, ESRCH, "container %s: container not running",
-                         s->id);
+    return nsbox_err_set(e, NSBOX_E_INVALID, ESRCH, "container %s: container not running", s->id);
 }
 
 int nsbox_ociexec_exec(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e)

@@ -72,7 +72,8 @@ static int ps_table(char **opts, int n_opts, const pid_t *pids, size_t n, struct
         snprintf(copy, sizeof copy, "%s", line);
         int i = 0;
         if (col < 0) { /* the header */
-            for (tok = strtok_r(copy, " \t\n", &save); tok; tok = strtok_r(NULL, " \t\n", &save), i++)
+            for (tok = strtok_r(copy, " \t\n", &save); tok;
+                 tok = strtok_r(NULL, " \t\n", &save), i++)
                 if (!strcmp(tok, "PID"))
                     col = i;
             fputs(line, stdout);

@@ -57,8 +57,8 @@ uint64_t nsbox_ocistate_start_time(pid_t pid);
 /* Does pid still name the process that had start time `start`? */
 bool nsbox_ocistate_alive(pid_t pid, uint64_t start);
 /* The same, for a container that is not stopped: "container not running" otherwise. */
-int nsbox_ocistate_read_live(const struct nsbox_ocirt *g, const char *id,
-                             struct nsbox_ocistate *s, struct nsbox_err *e);
+int nsbox_ocistate_read_live(const struct nsbox_ocirt *g, const char *id, struct nsbox_ocistate *s,
+                             struct nsbox_err *e);
 enum nsbox_ocistate_status nsbox_ocistate_status(const struct nsbox_ocirt *g,
                                                  const struct nsbox_ocistate *s);
 const char *nsbox_ocistate_status_name(enum nsbox_ocistate_status st);
@@ -86,13 +86,13 @@ struct nsbox_ocictl_msg {
     int32_t pid, status;
     uint32_t flags, winsize, argc, envc, len;
 };
-#define NSBOX_OCICTL_F_TTY 1u /* exec: on a pseudo-terminal of the container's own devpts */
+#define NSBOX_OCICTL_F_TTY 1u    /* exec: on a pseudo-terminal of the container's own devpts */
 #define NSBOX_OCICTL_F_PAUSED 2u /* killall: the container is paused; it stays frozen */
 /* Connected to the monitor of s, or -1 with "container not running". */
 int nsbox_ocictl_connect(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
                          struct nsbox_err *e);
-int nsbox_ocictl_send(int fd, const struct nsbox_ocictl_msg *m, const void *payload,
-                      const int *fds, size_t nfds, struct nsbox_err *e);
+int nsbox_ocictl_send(int fd, const struct nsbox_ocictl_msg *m, const void *payload, const int *fds,
+                      size_t nfds, struct nsbox_err *e);
 /* One whole message (payload up to max bytes) and its descriptors (fds[3], -1 when absent):
  * 1, or 0 at EOF, or -1. */
 int nsbox_ocictl_recv(int fd, struct nsbox_ocictl_msg *m, void *payload, size_t max, int fds[3],
@@ -166,8 +166,7 @@ int nsbox_ocicmds_delete(const struct nsbox_ocirt *g, int argc, char **argv,
                          struct nsbox_err *e);
 int nsbox_ociexec_exec(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
 int nsbox_ocips_ps(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
-int nsbox_ociupdate_update(const struct nsbox_ocirt *g, int argc, char **argv,
-                           struct nsbox_err *e);
+int nsbox_ociupdate_update(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
 /* The host pids of container s's processes (its cgroup's; its monitor reads them): how many
  * (at most max), or -1. */
 int nsbox_ocips_pids(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s, pid_t *pids,

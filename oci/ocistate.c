@@ -204,8 +204,8 @@ int nsbox_ocistate_write_pid_file(const char *path, pid_t pid, struct nsbox_err 
     return 0;
 }
 
-int nsbox_ocistate_read_live(const struct nsbox_ocirt *g, const char *id,
-                             struct nsbox_ocistate *s, struct nsbox_err *e)
+int nsbox_ocistate_read_live(const struct nsbox_ocirt *g, const char *id, struct nsbox_ocistate *s,
+                             struct nsbox_err *e)
 {
     if (nsbox_ocistate_read(g, id, s, e) < 0)
         return -1;

@@ -23,7 +23,8 @@ static char *read_stdin(struct nsbox_err *e)
             continue;
         if (n < 0 || len + (size_t)n >= NSBOX_SMALL_FILE_MAX) {
             free(buf);
-            nsbox_err_set(e, NSBOX_E_INVALID, n < 0 ? errno : EFBIG, "update: cannot read the "
+            nsbox_err_set(e, NSBOX_E_INVALID, n < 0 ? errno : EFBIG,
+                          "update: cannot read the "
                           "resources from stdin");
             return NULL;
         }
@@ -43,8 +44,7 @@ static char *read_stdin(struct nsbox_err *e)
     return buf;
 }
 
-int nsbox_ociupdate_update(const struct nsbox_ocirt *g, int argc, char **argv,
-                           struct nsbox_err *e)
+int nsbox_ociupdate_update(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e)
 {
     const char *file = NULL;
     int i = 1;
@@ -54,9 +54,11 @@ int nsbox_ociupdate_update(const struct nsbox_ocirt *g, int argc, char **argv,
         else if (!strncmp(argv[i], "--resources=", 12))
             file = argv[i] + 12;
         else
-            return nsbox_err_invalid(e, "update: only --resources FILE|- is supported (%s is "
-                                        "not): give the limits as runc's resources JSON",
-                                     NSBOX_SHOW(argv[i])), 1;
+            return nsbox_err_invalid(e,
+                                     "update: only --resources FILE|- is supported (%s is "
+                                     "not): give the limits as runc's resources JSON",
+                                     NSBOX_SHOW(argv[i])),
+                   1;
     }
     if (!file || i != argc - 1)
         return nsbox_err_invalid(e, "update: give --resources FILE|- and a container id"), 1;
@@ -67,18 +69,20 @@ int nsbox_ociupdate_update(const struct nsbox_ocirt *g, int argc, char **argv,
     if (!strcmp(file, "-"))
         text = read_stdin(e);
     else if (nsbox_read_small(file, &text, e) == 1)
-        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "--resources %s does not exist",
-                             file), 1;
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "--resources %s does not exist", file), 1;
     struct nsbox_ociproc_resources r;
     if (!text || nsbox_ociproc_parse_resources(text, strlen(text), &r, e) < 0)
         return 1;
     if (r.other)
         fprintf(stderr, "nsbox-oci: update: only memory.limit, cpu.quota, cpu.period and "
                         "pids.limit are applied; the other limits given are ignored\n");
-    struct nsbox_cgroup_update u = {.has_memory = r.has_memory, .has_cpu = r.has_cpu,
-                                    .has_pids = r.has_pids, .memory_bytes = r.memory_bytes,
+    struct nsbox_cgroup_update u = {.has_memory = r.has_memory,
+                                    .has_cpu = r.has_cpu,
+                                    .has_pids = r.has_pids,
+                                    .memory_bytes = r.memory_bytes,
                                     .cpu_quota_us = r.cpu_quota_us,
-                                    .cpu_period_us = r.cpu_period_us, .pids = r.pids};
+                                    .cpu_period_us = r.cpu_period_us,
+                                    .pids = r.pids};
     struct nsbox_ocictl_msg m = {.op = "update", .len = sizeof u}, reply;
     char answer[NSBOX_ERR_MSG_MAX];
     if (nsbox_ocictl_ask(g, &s, &m, &u, &reply, answer, sizeof answer, e) < 0) {

@@ -123,8 +123,8 @@ ssize_t nsbox_msg_recv(int sock, void *hdr, size_t hlen, void *payload, size_t m
         char buf[CMSG_SPACE(sizeof(int) * 3)];
         struct cmsghdr align;
     } u;
-    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf,
-                         .msg_controllen = sizeof u.buf};
+    struct msghdr msg = {
+        .msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
     for (int i = 0; i < 3; i++)
         fds[i] = -1;
     ssize_t n;

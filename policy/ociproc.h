@@ -28,7 +28,7 @@ struct nsbox_ociproc_resources {
     bool other; /* keys nsbox cannot change (blockIO, hugepageLimits, cpus, mems, ...) */
 };
 
-int nsbox_ociproc_parse_resources(const char *text, size_t len,
-                                  struct nsbox_ociproc_resources *r, struct nsbox_err *e);
+int nsbox_ociproc_parse_resources(const char *text, size_t len, struct nsbox_ociproc_resources *r,
+                                  struct nsbox_err *e);
 
 #endif

@@ -46,8 +46,7 @@ static ssize_t recv_msg(int sock, struct nsbox_agent_hdr *h, char *payload, size
     }
     if (n <= 0)
         return n;
-    bool whole = (size_t)n >= sizeof *h && !(flags & MSG_TRUNC) &&
-                 h->len == (size_t)n - sizeof *h;
+    bool whole = (size_t)n >= sizeof *h && !(flags & MSG_TRUNC) && h->len == (size_t)n - sizeof *h;
     if (!whole || (flags & MSG_CTRUNC)) {
         for (int i = 0; fds && i < 3; i++)
             if (fds[i] >= 0)

@@ -91,8 +91,7 @@ int nsbox_cgroup_update(const struct nsbox_cgroup *cg, const struct nsbox_cgroup
                         struct nsbox_err *e);
 /* The host pids of the processes in the cgroup (v2 cgroup.procs; v1 that of its first
  * hierarchy, which every process joins): how many were found (at most max), or -1. */
-int nsbox_cgroup_pids(const struct nsbox_cgroup *cg, pid_t *pids, size_t max,
-                      struct nsbox_err *e);
+int nsbox_cgroup_pids(const struct nsbox_cgroup *cg, pid_t *pids, size_t max, struct nsbox_err *e);
 /* Missing files leave their field 0 (an old kernel without memory.peak, v1 without cpuacct).
  * memory_limit/pids_limit are UINT64_MAX when unlimited. */
 /* Only the number of processes the memory limit killed (one file): for hot paths. */

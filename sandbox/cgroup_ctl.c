@@ -197,8 +197,7 @@ static int update_v1_memory(const char *dir, uint64_t bytes, struct nsbox_err *e
     if (nsbox_cg_fmt_limit(bytes, 1, val, sizeof val) < 0)
         return nsbox_err_sys(e, "cgroup: format limit");
     if (nsbox_cgio_write_at(-1, dir, "memory.limit_in_bytes", val) == 0) {
-        if (nsbox_cgio_write_at(-1, dir, "memory.memsw.limit_in_bytes", val) < 0 &&
-            errno != ENOENT)
+        if (nsbox_cgio_write_at(-1, dir, "memory.memsw.limit_in_bytes", val) < 0 && errno != ENOENT)
             return nsbox_cgroup_write_error(e, dir, "memory.memsw.limit_in_bytes", val);
         return 0;
     }
@@ -227,8 +226,9 @@ static int update_v1(const struct nsbox_cgroup *cg, const struct nsbox_cgroup_up
     const char *mem = v1_path_of(cg, "memory"), *cpu = v1_path_of(cg, "cpu"),
                *pid = v1_path_of(cg, "pids");
     if ((u->has_memory && !mem) || (u->has_cpu && !cpu) || (u->has_pids && !pid))
-        return no_controller(e, u->has_memory && !mem ? "memory" : u->has_cpu && !cpu ? "cpu"
-                                                                                      : "pids");
+        return no_controller(e, u->has_memory && !mem ? "memory"
+                                : u->has_cpu && !cpu  ? "cpu"
+                                                      : "pids");
     if (u->has_memory && update_v1_memory(mem, u->memory_bytes, e) < 0)
         return -1;
     /* the period first: the quota is checked against it */
@@ -280,14 +280,10 @@ int nsbox_cgroup_update(const struct nsbox_cgroup *cg, const struct nsbox_cgroup
     return cg->version == 2 ? update_v2(cg, u, e) : update_v1(cg, u, e);
 }
 
-int nsbox_cgroup_pids(const struct nsbox_cgroup *cg, pid_t *pids, size_t max,
-                      struct nsbox_err *e)
+int nsbox_cgroup_pids(const struct nsbox_cgroup *cg, pid_t *pids, size_t max, struct nsbox_err *e)
 {
     char path[PATH_MAX];
-    const char *dir = !cg                ? NULL
-                      : cg->version == 2 ? cg->path
-                      : cg->n_v1         ? cg->v1[0].path
-                                         : NULL;
+    const char *dir = !cg ? NULL : cg->version == 2 ? cg->path : cg->n_v1 ? cg->v1[0].path : NULL;
     if (!dir || nsbox_cg_join(path, sizeof path, dir, NULL, "cgroup.procs") < 0)
         return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOENT, "cgroup: this sandbox has none");
     cleanup_free char *text = nsbox_cgio_read_alloc(path);

@@ -16,8 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static struct nsbox_ocispec c;
     struct nsbox_err e;
     if (nsbox_ociproc_parse_process((const char *)data, size, &c, &e) == 0) {
-        if (c.n_args == 0 || !c.args[0] || !c.args[0][0] || c.args[c.n_args] ||
-            c.cwd[0] != '/' || c.n_env > NSBOX_OCISPEC_ENV_MAX)
+        if (c.n_args == 0 || !c.args[0] || !c.args[0][0] || c.args[c.n_args] || c.cwd[0] != '/' ||
+            c.n_env > NSBOX_OCISPEC_ENV_MAX)
             abort();
         for (size_t i = 0; i < c.n_env; i++)
             if (!strchr(c.env[i], '=') || c.env[i][0] == '=')
