@@ -238,21 +238,6 @@ class OciExec(unittest.TestCase):
         self.assertEqual(rest, b"")  # one message, no more
         return fds[0]
 
-    def read_all(self, fd):
-        data = b""
-        while True:
-            r, _, _ = select.select([fd], [], [], 30)
-            if not r:
-                break
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:  # EIO: the last slave closed
-                break
-            if not chunk:
-                break
-            data += chunk
-        return data
-
     def test_console_create_and_exec(self):
         c = rt.config(["sh", "-c", "tty; test -t 0 && echo tty-yes; sleep 1000"])
         c["process"]["terminal"] = True
@@ -282,7 +267,7 @@ class OciExec(unittest.TestCase):
         with open(pf) as f:
             relay = int(f.read())
         self.monitors.append(relay)
-        out = self.read_all(master)
+        out = rt.read_pty(master)
         os.close(master)
         self.assertIn(b"/dev/pts/1", out)
         self.assertIn(b"exec-tty", out)

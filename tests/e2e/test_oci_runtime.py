@@ -54,6 +54,20 @@ def config(args, **extra):
     return c
 
 
+def read_pty(master):
+    """What comes on a pty's master until its last slave closes (EIO), or 60 s of silence."""
+    out = b""
+    while select.select([master], [], [], 60)[0]:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the last slave is closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
 @unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
 class OciRuntime(unittest.TestCase):
     def setUp(self):
@@ -429,6 +443,14 @@ class Containerd(unittest.TestCase):
         self.assertEqual(self.ctr("container", "rm", "t3").returncode, 0)
         self.assertEqual(self.dirs.leftovers(), [])
 
+    def kill_and_remove(self, name):
+        self.assertEqual(self.ctr("task", "kill", "-s", "SIGKILL", name).returncode, 0)
+        # task rm needs the task stopped: it is once the shim has reaped the pid-file process
+        deadline = time.monotonic() + 30
+        while self.ctr("task", "rm", name).returncode != 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(self.ctr("container", "rm", name).returncode, 0)
+
     def test_ctr_exec(self):
         r = self.run_ctr("t4", "sleep", "1000", detach=True)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -436,12 +458,7 @@ class Containerd(unittest.TestCase):
                      "echo in-exec; id -u; exit 4")
         self.assertEqual(r.returncode, 4, r.stderr)
         self.assertEqual(r.stdout, "in-exec\n1000\n")
-        self.assertEqual(self.ctr("task", "kill", "-s", "SIGKILL", "t4").returncode, 0)
-        deadline = time.monotonic() + 30
-        while "STOPPED" not in self.ctr("task", "ls").stdout and time.monotonic() < deadline:
-            time.sleep(0.1)
-        self.assertEqual(self.ctr("task", "rm", "t4").returncode, 0)
-        self.assertEqual(self.ctr("container", "rm", "t4").returncode, 0)
+        self.kill_and_remove("t4")
 
     def on_pty(self, *args):
         """ctr with a terminal of its own (-t wants one): a pty whose master the test reads
@@ -451,18 +468,7 @@ class Containerd(unittest.TestCase):
         p = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave,
                              start_new_session=True)
         os.close(slave)
-        out = b""
-        while True:
-            ready, _, _ = select.select([master], [], [], 60)
-            if not ready:
-                break
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:  # EIO: ctr ended, the last slave is closed
-                break
-            if not chunk:
-                break
-            out += chunk
+        out = read_pty(master)
         os.close(master)
         return p.wait(timeout=60), out
 
@@ -482,12 +488,7 @@ class Containerd(unittest.TestCase):
         self.assertEqual(code, 2, out)
         self.assertIn(b"/dev/pts/", out)
         self.assertIn(b"exec-has-a-tty", out)
-        self.assertEqual(self.ctr("task", "kill", "-s", "SIGKILL", "t6").returncode, 0)
-        deadline = time.monotonic() + 30
-        while "STOPPED" not in self.ctr("task", "ls").stdout and time.monotonic() < deadline:
-            time.sleep(0.1)
-        self.assertEqual(self.ctr("task", "rm", "t6").returncode, 0)
-        self.assertEqual(self.ctr("container", "rm", "t6").returncode, 0)
+        self.kill_and_remove("t6")
 
 if __name__ == "__main__":
     unittest.main()
