@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -233,8 +235,9 @@ static int send_request(int fd, const struct nsbox_ocispec *c, struct nsbox_err 
 }
 
 /* Until the process runs: 0, or exec's exit code with e (125 for nsbox's own failures, 126 and
- * 127 for a command that cannot run). The console's master goes to the socket. */
-static int wait_spawned(int fd, const char *console, struct nsbox_err *e)
+ * 127 for a command that cannot run). The console's master goes to the socket, or without one
+ * into *master_out, for relay() to copy. */
+static int wait_spawned(int fd, const char *console, int *master_out, struct nsbox_err *e)
 {
     struct nsbox_ocictl_msg r;
     char text[NSBOX_ERR_MSG_MAX];
@@ -251,6 +254,10 @@ static int wait_spawned(int fd, const char *console, struct nsbox_err *e)
     nsbox_closep(&fds[2]);
     if (!strcmp(r.op, "spawned")) {
         int rc = 0;
+        if (master >= 0 && !console) { /* ours to relay */
+            *master_out = master;
+            return 0;
+        }
         if (master >= 0 && nsbox_ociconsole_send(console, master, e) < 0)
             rc = 125; /* our end closes: the monitor kills the process */
         nsbox_closep(&master);
@@ -265,9 +272,51 @@ static int wait_spawned(int fd, const char *console, struct nsbox_err *e)
     return 125;
 }
 
-/* The process runs: pass our signals on, and end with its status. A lost monitor means the
- * container ended, which killed it. */
-__attribute__((noreturn)) static void relay(int fd)
+/* exec -t without a console socket: our terminal goes raw while we copy bytes both ways (a ^C
+ * is a byte that the container's line discipline turns into SIGINT). */
+static struct termios saved_tio;
+static bool tio_saved;
+
+static void tty_raw(int master)
+{
+    struct winsize ws;
+    if (ioctl(0, TIOCGWINSZ, &ws) == 0)
+        ioctl(master, TIOCSWINSZ, &ws);
+    if (tcgetattr(0, &saved_tio) == 0) {
+        struct termios raw = saved_tio;
+        cfmakeraw(&raw);
+        tio_saved = tcsetattr(0, TCSADRAIN, &raw) == 0;
+    }
+}
+
+/* Copy what is there; false when from is done. */
+static bool copy_some(int from, int to)
+{
+    char buf[16384];
+    ssize_t n = read(from, buf, sizeof buf);
+    if (n <= 0)
+        return n < 0 && (errno == EAGAIN || errno == EINTR);
+    return nsbox_pwrite_all(to, buf, (size_t)n, -1) == 0;
+}
+
+__attribute__((noreturn)) static void relay_end(int master, int code)
+{
+    /* what it wrote last, up to the first empty read */
+    if (master >= 0 && fcntl(master, F_SETFL, O_NONBLOCK) == 0)
+        for (;;) {
+            errno = 0;
+            if (!copy_some(master, 1) || errno == EAGAIN)
+                break;
+        }
+    if (tio_saved)
+        tcsetattr(0, TCSADRAIN, &saved_tio);
+    _exit(code);
+}
+
+/* The process runs: pass our signals on (a window's size to the terminal), copy the terminal
+ * (master >= 0), and end with the process's status. A lost monitor means the container ended,
+ * which killed it. */
+__attribute__((noreturn)) static void relay(int fd, int master)
 {
     sigset_t set;
     sigemptyset(&set);
@@ -277,29 +326,38 @@ __attribute__((noreturn)) static void relay(int fd)
     sigaddset(&set, SIGPIPE);
     sigprocmask(SIG_BLOCK, &set, NULL);
     int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+    bool in_open = master >= 0, out_open = master >= 0;
+    if (master >= 0)
+        tty_raw(master);
     for (;;) {
-        struct pollfd pf[2] = {{fd, POLLIN, 0}, {sfd, POLLIN, 0}};
-        if (poll(pf, 2, -1) < 0)
+        struct pollfd pf[4] = {{fd, POLLIN, 0}, {sfd, POLLIN, 0},
+                               {out_open ? master : -1, POLLIN, 0}, {in_open ? 0 : -1, POLLIN, 0}};
+        if (poll(pf, 4, -1) < 0)
             continue;
-        if (pf[1].revents & POLLIN) {
-            struct signalfd_siginfo si;
-            struct nsbox_err e;
-            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-                struct nsbox_ocictl_msg k = {.op = "kill", .status = (int32_t)si.ssi_signo};
+        if (pf[2].revents & (POLLIN | POLLHUP | POLLERR))
+            out_open = copy_some(master, 1); /* EIO: the process's side is closed */
+        if (pf[3].revents & (POLLIN | POLLHUP))
+            in_open = copy_some(0, master);
+        struct signalfd_siginfo si;
+        struct nsbox_err e;
+        if ((pf[1].revents & POLLIN) && read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+            struct winsize ws;
+            struct nsbox_ocictl_msg k = {.op = "kill", .status = (int32_t)si.ssi_signo};
+            if (si.ssi_signo == SIGWINCH && master >= 0 && ioctl(0, TIOCGWINSZ, &ws) == 0)
+                ioctl(master, TIOCSWINSZ, &ws);
+            else
                 nsbox_ocictl_send(fd, &k, NULL, NULL, 0, &e);
-            }
         }
         if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             struct nsbox_ocictl_msg r;
             int fds[3];
-            struct nsbox_err e;
             int got = nsbox_ocictl_recv(fd, &r, NULL, 0, fds, &e);
             for (int i = 0; i < 3; i++)
                 nsbox_closep(&fds[i]);
             if (got > 0 && !strcmp(r.op, "exited"))
-                _exit(r.status >= 0 && r.status < 256 ? r.status : 125);
+                relay_end(master, r.status >= 0 && r.status < 256 ? r.status : 125);
             if (got == 0 || (got < 0 && e.sys_errno != EBADMSG))
-                _exit(128 + SIGKILL);
+                relay_end(master, 128 + SIGKILL);
         }
     }
 }
@@ -319,7 +377,8 @@ static int exec_detached(int fd, const struct exec_args *a, struct nsbox_err *e)
         close(p[0]);
         setsid(); /* not in the caller's job control */
         struct relay_report rep = {0};
-        rep.code = wait_spawned(fd, a->console_socket, &rep.err);
+        int none = -1;
+        rep.code = wait_spawned(fd, a->console_socket, &none, &rep.err);
         ssize_t w = write(p[1], &rep, sizeof rep);
         (void)w;
         if (rep.code)
@@ -328,7 +387,7 @@ static int exec_detached(int fd, const struct exec_args *a, struct nsbox_err *e)
         for (int i = 0; i < 3 && null >= 0; i++)
             dup2(null, i);
         close(p[1]);
-        relay(fd);
+        relay(fd, -1);
     }
     close(p[1]);
     close(fd);
@@ -379,9 +438,9 @@ int nsbox_ociexec_exec(const struct nsbox_ocirt *g, int argc, char **argv, struc
     if (parse_args(argc, argv, &a, e) < 0 || nsbox_ocistate_read(g, a.id, &s, e) < 0 ||
         check_running(g, &s, e) < 0 || load_process(&a, &s, &c, e) < 0)
         return 1;
-    if (c.terminal && !a.console_socket) {
-        nsbox_err_invalid(e, "exec with a terminal needs --console-socket: nsbox-oci does not "
-                             "relay a terminal itself");
+    if (c.terminal && !a.console_socket && a.detach) {
+        nsbox_err_invalid(e, "exec --detach with a terminal needs --console-socket: nobody "
+                             "would be there to use the terminal");
         return 1;
     }
     if (a.console_socket && !c.terminal) {
@@ -404,10 +463,11 @@ int nsbox_ociexec_exec(const struct nsbox_ocirt *g, int argc, char **argv, struc
         close(fd);
         return 125;
     }
-    int code = wait_spawned(fd, a.console_socket, e);
+    int master = -1;
+    int code = wait_spawned(fd, a.console_socket, &master, e);
     if (code) {
         close(fd);
         return code;
     }
-    relay(fd);
+    relay(fd, master);
 }

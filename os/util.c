@@ -302,7 +302,7 @@ int nsbox_pwrite_all(int fd, const void *buf, size_t len, off_t off)
 {
     const char *p = buf;
     while (len > 0) {
-        ssize_t w = pwrite(fd, p, len, off);
+        ssize_t w = off < 0 ? write(fd, p, len) : pwrite(fd, p, len, off);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
@@ -310,7 +310,7 @@ int nsbox_pwrite_all(int fd, const void *buf, size_t len, off_t off)
                 errno = EIO;
             return -1;
         }
-        p += w, len -= (size_t)w, off += w;
+        p += w, len -= (size_t)w, off += off < 0 ? 0 : w;
     }
     return 0;
 }

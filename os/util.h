@@ -41,8 +41,8 @@ char *nsbox_read_text_at(int dfd, const char *path, size_t limit);
  * rest, so that a writer never blocks on a full pipe. Returns the bytes kept. */
 size_t nsbox_read_bounded(int fd, char *buf, size_t n);
 
-/* pwrite all of buf at off, through short writes and EINTR. 0, or -1 with errno (EIO for a
- * write that wrote nothing). */
+/* pwrite all of buf at off (-1: write at the current position, as for a pipe or a terminal),
+ * through short writes and EINTR. 0, or -1 with errno (EIO for a write that wrote nothing). */
 int nsbox_pwrite_all(int fd, const void *buf, size_t len, off_t off);
 
 #define NSBOX_SMALL_FILE_MAX (4u << 20)

@@ -6,6 +6,7 @@ file); the console socket gets one message with one descriptor, a master of the 
 own devpts. The containerd side (ctr task exec, ctr run -t) is in test_oci_runtime.py."""
 import json
 import os
+import pty
 import select
 import signal
 import socket
@@ -272,9 +273,26 @@ class OciExec(unittest.TestCase):
         self.assertIn(b"/dev/pts/1", out)
         self.assertIn(b"exec-tty", out)
         self.assertEqual(os.waitstatus_to_exitcode(self.wait(relay)), 0)
-        # a terminal without a socket to send it to is refused
-        r = self.oci("exec", "--tty", "c1", "true")
+        # detached, a terminal needs a socket to go to
+        r = self.oci("exec", "--tty", "--detach", "c1", "true")
         self.assertIn("needs --console-socket", r.stderr.decode())
+
+    def test_exec_tty_foreground(self):
+        """exec -t without a console socket, as a person runs it: nsbox-oci relays its own
+        terminal (here a pty of the test's) to one of the container's."""
+        self.running(["sleep", "1000"])
+        master, slave = pty.openpty()
+        p = subprocess.Popen([rt.OCI, "--root", self.root, "exec", "-t", "c1", "sh", "-c",
+                              "tty; read line; echo got-$line; exit 3"],
+                             stdin=slave, stdout=slave, stderr=slave, env=self.dirs.env(),
+                             start_new_session=True)
+        os.close(slave)
+        os.write(master, b"typed\n")
+        out = rt.read_pty(master)
+        os.close(master)
+        self.assertEqual(p.wait(timeout=60), 3, out)
+        self.assertIn(b"/dev/pts/", out)
+        self.assertIn(b"got-typed", out)
 
 
 if __name__ == "__main__":
