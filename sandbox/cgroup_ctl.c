@@ -221,7 +221,8 @@ static int update_v1(const struct nsbox_cgroup *cg, const struct nsbox_cgroup_up
     char quota[32], period[32], pids[32];
     snprintf(quota, sizeof quota, "%lld", u->cpu_quota_us ? (long long)u->cpu_quota_us : -1LL);
     snprintf(period, sizeof period, "%llu", (unsigned long long)u->cpu_period_us);
-    if (nsbox_cg_fmt_limit(u->pids, 1, pids, sizeof pids) < 0)
+    /* v1's pids.max spells no limit as v2 does ("max"; it refuses -1) */
+    if (nsbox_cg_fmt_limit(u->pids, 2, pids, sizeof pids) < 0)
         return nsbox_err_sys(e, "cgroup: format limit");
     const char *mem = v1_path_of(cg, "memory"), *cpu = v1_path_of(cg, "cpu"),
                *pid = v1_path_of(cg, "pids");
