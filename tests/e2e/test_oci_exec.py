@@ -215,11 +215,13 @@ class OciExec(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("resources: key 'pids.limit'", r.stderr.decode())
         self.assertEqual(sandbox_cgroup_file(sid, "pids", "pids.max", "pids.max"), "21")
-        with open(path, "w") as f:
-            json.dump({"memory": {"limit": -1}}, f)
-        self.assertEqual(self.oci("update", "--resources", path, "c1").returncode, 0)
+        with open(path, "w") as f:  # -1: no limit
+            json.dump({"memory": {"limit": -1}, "pids": {"limit": -1}}, f)
+        r = self.oci("update", "--resources", path, "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
         self.assertNotEqual(sandbox_cgroup_file(sid, "memory", "memory.limit_in_bytes",
                                                 "memory.max"), str(80 << 20))
+        self.assertEqual(sandbox_cgroup_file(sid, "pids", "pids.max", "pids.max"), "max")
 
     def console(self):
         path = os.path.join(self.tmp, "console.sock")
