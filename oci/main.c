@@ -3,6 +3,7 @@
  * {"level":"error","msg":...,"time":...} (--log-format json) or a text line, appended to --log,
  * and to stderr. */
 #include "ocirt.h"
+#include "cmdline.h"
 #include "spec.h"
 
 #include <cJSON.h>
@@ -116,6 +117,9 @@ int main(int argc, char **argv)
 {
     static struct nsbox_ocirt g;
     struct nsbox_err e = {0};
+    /* the container's init wipes it: /proc/1/cmdline is readable inside, and would show the
+     * host's paths (root, bundle, log) */
+    nsbox_cmdline_region(argv[0], argv[argc - 1] + strlen(argv[argc - 1]) + 1);
     snprintf(g.root, sizeof g.root, "%s", NSBOX_OCI_DEFAULT_ROOT);
     int i = parse_globals(&g, argc, argv, &e);
     if (i == -2 || (i > 0 && i < argc && !strcmp(argv[i], "--version"))) {

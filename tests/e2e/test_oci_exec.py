@@ -103,7 +103,8 @@ class OciExec(unittest.TestCase):
         relay = self.exec_detached(
             ["sh", "-c", "mount -t tmpfs none /tmp && echo MOUNTED; kill -KILL 1; "
              "cat /proc/1/environ && echo READ-INIT; ls /proc/1/root/ && echo ENTERED-INIT; "
-             "unshare -U true && echo USERNS; echo done"], out=out)
+             "unshare -U true && echo USERNS; echo; cat /proc/1/cmdline; echo; echo done"],
+            out=out)
         self.assertEqual(os.waitstatus_to_exitcode(self.wait(relay)), 0)
         with open(out) as f:
             text = f.read()
@@ -112,6 +113,9 @@ class OciExec(unittest.TestCase):
         self.assertEqual(text.count("ermission denied") + text.count("not permitted"), 4, text)
         for bad in ("MOUNTED", "READ-INIT", "ENTERED-INIT", "USERNS"):
             self.assertNotIn(bad, text)
+        # init's command line is wiped: no host path of nsbox-oci's (root, bundle, log)
+        self.assertIn("nsbox-init", text)
+        self.assertNotIn(self.tmp, text)
         self.assertEqual(self.state()["status"], "running")  # init lives on
         self.assertEqual(self.oci("kill", "c1", "KILL").returncode, 0)
         self.wait(mon)

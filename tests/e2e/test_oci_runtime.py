@@ -458,6 +458,13 @@ class Containerd(unittest.TestCase):
                      "echo in-exec; id -u; exit 4")
         self.assertEqual(r.returncode, 4, r.stderr)
         self.assertEqual(r.stdout, "in-exec\n1000\n")
+        # ctr task ps: the shim's runc ps --format json, the cgroup's pids (init, sleep)
+        r = self.ctr("task", "ps", "t4")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pids = [int(line.split()[0]) for line in r.stdout.splitlines()[1:]]
+        self.assertEqual(len(pids), 2, r.stdout)
+        cmds = sorted(open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")[0] for p in pids)
+        self.assertEqual(cmds, [b"nsbox-init", b"sleep"])
         self.kill_and_remove("t4")
 
     def on_pty(self, *args):
