@@ -43,6 +43,7 @@ void nsbox_sandbox_init_zeroed(struct nsbox_sandbox *sb)
     sb->image_lock_fd = -1;
     sb->L.sync_rd = sb->L.sync_wr = sb->L.report_rd = sb->L.report_wr = -1;
     sb->L.agent_fd = -1;
+    sb->L.console_fd = -1;
     sb->L.oom_fd = -1;
     sb->L.ws_fd = -1;
     sb->L.image_fd = -1;
