@@ -253,25 +253,36 @@ static bool put(uint8_t *out, size_t outmax, size_t *k, const void *p, size_t n)
     return true;
 }
 
-size_t nsbox_httphead_rewrite(const uint8_t *in, const struct nsbox_httphead *h, const char *name,
-                              const char *value, uint8_t *out, size_t outmax)
+static bool is_bound(const uint8_t *line, size_t n, const char *const *names, size_t nn)
+{
+    for (size_t i = 0; i < nn; i++) {
+        size_t l = strlen(names[i]);
+        if (n > l && line[l] == ':' && !strncasecmp((const char *)line, names[i], l))
+            return true;
+    }
+    return false;
+}
+
+size_t nsbox_httphead_rewrite(const uint8_t *in, const struct nsbox_httphead *h,
+                              const char *const *names, const char *const *values, size_t n,
+                              uint8_t *out, size_t outmax)
 {
     size_t k = 0, at = 0, end = h->head_len - 2;
-    size_t nl = strlen(name);
     while (at < end) {
         size_t le = at;
         while (in[le] != '\r')
             le++;
-        bool bound = at > 0 && le - at > nl && in[at + nl] == ':' &&
-                     !strncasecmp((const char *)in + at, name, nl);
-        if (!bound && !put(out, outmax, &k, in + at, le - at + 2))
+        bool drop = at > 0 && is_bound(in + at, le - at, names, n);
+        if (!drop && !put(out, outmax, &k, in + at, le - at + 2))
             return 0;
         at = le + 2;
     }
-    if (!put(out, outmax, &k, name, nl) || !put(out, outmax, &k, ": ", 2) ||
-        !put(out, outmax, &k, value, strlen(value)) || !put(out, outmax, &k, "\r\n\r\n", 4))
-        return 0;
-    return k;
+    for (size_t i = 0; i < n; i++)
+        if (!put(out, outmax, &k, names[i], strlen(names[i])) || !put(out, outmax, &k, ": ", 2) ||
+            !put(out, outmax, &k, values[i], strlen(values[i])) ||
+            !put(out, outmax, &k, "\r\n", 2))
+            return 0;
+    return put(out, outmax, &k, "\r\n", 2) ? k : 0;
 }
 
 size_t nsbox_httphead_error(int status, const char *why, char *out, size_t outmax)

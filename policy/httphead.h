@@ -55,11 +55,14 @@ const char *nsbox_httphead_check_name(const char *name);
  * either end (no CR, LF, NUL: it cannot end the header). NULL if fine, else why not. */
 const char *nsbox_httphead_check_value(const char *value);
 
-/* The head of an OK request (in[0..h->head_len)) with every header named `name` (any case)
- * removed and "name: value" added last. Returns the length written to out, or 0 when outmax is
- * too small (NSBOX_HTTPHEAD_MAX + the binding's length + 4 is always enough). */
-size_t nsbox_httphead_rewrite(const uint8_t *in, const struct nsbox_httphead *h, const char *name,
-                              const char *value, uint8_t *out, size_t outmax);
+/* The head of an OK request (in[0..h->head_len)) with every header named by one of names (any
+ * case) removed and "names[i]: values[i]" added last, for i < n. Returns the length written to
+ * out, or 0 when outmax is too small (NSBOX_HTTPHEAD_MAX + the bindings' lengths + 4 each is
+ * always enough). The result may hold one field per binding more than the limit of a head
+ * received: it is sent, not read again. */
+size_t nsbox_httphead_rewrite(const uint8_t *in, const struct nsbox_httphead *h,
+                              const char *const *names, const char *const *values, size_t n,
+                              uint8_t *out, size_t outmax);
 
 /* A refusal as an HTTP response (status line, Content-Type, Content-Length, Connection: close,
  * the reason as the body). Returns the length, or 0 when outmax is too small. */

@@ -1,7 +1,8 @@
 /* Fuzz the spec reader: any byte string through nsbox_spec_from_json, then validate, render
  * and read the rendering back. Besides crashes and leaks (ASan), it checks two properties that
  * the rest of nsbox relies on: a failed load leaves the spec unchanged, and whatever loads and
- * validates renders to JSON that loads again into an equal spec. */
+ * validates renders to JSON that loads again into an equal spec; a spec with header bindings
+ * renders without their values (and so does not load back). */
 #include "nsbox.h"
 #include "spec.h"
 
@@ -34,6 +35,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *json = nsbox_spec_to_json(&s);
     if (!json)
         goto out; /* ENOMEM only */
+    if (s.n_bindings) {
+        for (size_t i = 0; i < s.n_bindings; i++)
+            if (strstr(json, s.bindings[i].value))
+                abort();
+        free(json);
+        goto out;
+    }
     nsbox_spec_init(&again);
     if (nsbox_spec_from_json(&again, json, strlen(json), &e) < 0 ||
         nsbox_spec_validate(&again, &e) < 0 || !nsbox_spec_equal(&s, &again))

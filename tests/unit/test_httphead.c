@@ -155,10 +155,11 @@ static void test_rewrite_replaces_every_copy(void **state)
                     "authorization:other\r\nAuthorization-Extra: keep\r\n\r\n";
     assert_int_equal(parse(r), NSBOX_HTTPHEAD_OK);
     uint8_t out[1024];
-    size_t n = nsbox_httphead_rewrite((const uint8_t *)r, &H, "Authorization", "Bearer SECRET",
-                                      out, sizeof out);
+    const char *names[] = {"Authorization", "X-Org"}, *values[] = {"Bearer SECRET", "org-1"};
+    size_t n = nsbox_httphead_rewrite((const uint8_t *)r, &H, names, values, 1, out, sizeof out);
     assert_true(n > 0);
-    const char *want = "GET / HTTP/1.1\r\nHost: api.lab.test\r\nAuthorization-Extra: keep\r\n"
+    const char *want;
+    want = "GET / HTTP/1.1\r\nHost: api.lab.test\r\nAuthorization-Extra: keep\r\n"
                        "Authorization: Bearer SECRET\r\n\r\n";
     assert_int_equal(n, strlen(want));
     assert_memory_equal(out, want, n);
@@ -167,9 +168,16 @@ static void test_rewrite_replaces_every_copy(void **state)
     assert_int_equal(H.head_len, n);
     /* too small an output: nothing */
     assert_int_equal(parse(r), NSBOX_HTTPHEAD_OK);
-    assert_int_equal(nsbox_httphead_rewrite((const uint8_t *)r, &H, "Authorization", "x", out,
-                                            40),
-                     0);
+    assert_int_equal(nsbox_httphead_rewrite((const uint8_t *)r, &H, names, values, 1, out, 40), 0);
+    /* two bindings of one host: both removed, both added */
+    const char *two = "GET / HTTP/1.1\r\nX-ORG: mine\r\nHost: api.lab.test\r\n"
+                      "authorization: mine\r\n\r\n";
+    assert_int_equal(parse(two), NSBOX_HTTPHEAD_OK);
+    n = nsbox_httphead_rewrite((const uint8_t *)two, &H, names, values, 2, out, sizeof out);
+    want = "GET / HTTP/1.1\r\nHost: api.lab.test\r\nAuthorization: Bearer SECRET\r\n"
+           "X-Org: org-1\r\n\r\n";
+    assert_int_equal(n, strlen(want));
+    assert_memory_equal(out, want, n);
 }
 
 static void test_names_and_values(void **state)
