@@ -228,6 +228,10 @@ static int apply_binding(const char *val, struct nsbox_spec *spec, struct nsbox_
         if (!(value = strdup(v)))
             return nsbox_err_sys(e, "--header-binding");
         len = strlen(value);
+        /* out of this process's environment, bytes included: the supervisor and the egress
+         * helper it forks would otherwise carry it (and show it in /proc/PID/environ) */
+        explicit_bzero((char *)v, len);
+        unsetenv(src + 4);
     } else if (!strncmp(src, "file:", 5)) {
         value = read_file_arg(src + 5, NSBOX_HTTPHEAD_VALUE_MAX + 2, &len, e);
         if (!value)

@@ -3,6 +3,7 @@
  * connected: the helper copies nothing through user space after the ClientHello. */
 #define _GNU_SOURCE
 #include "egress.h"
+#include "egress_tls.h"
 #include "tlshello.h"
 
 #include <arpa/inet.h>
@@ -31,6 +32,7 @@
 #define SPLICE_CHUNK (64 * 1024)
 
 static struct nsbox_netplan plan; /* the helper's own copy: the parent's lives on */
+static const struct nsbox_egress_tls *bindings; /* the helper's, from the fork */
 static int log_fd = -1;
 static atomic_int active;
 
@@ -40,6 +42,7 @@ struct conn {
     char peer[INET_ADDRSTRLEN + 8];
 };
 
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
 {
     char line[512];
@@ -250,6 +253,11 @@ static void splice_both(struct conn *c)
     pthread_join(t, NULL);
 }
 
+static int connect_bound(void *ctx, const char *name)
+{
+    return connect_upstream(ctx, name);
+}
+
 static void *serve(void *arg)
 {
     struct conn *c = arg;
@@ -268,6 +276,13 @@ static void *serve(void *arg)
     }
     if (!nsbox_netplan_name_allowed(&plan, h->name, c->port)) {
         say("refused %s -> %s:%u: not in the allow list", c->peer, h->name, c->port);
+        goto out;
+    }
+    if (nsbox_egress_tls_bound(bindings, h->name, c->port)) {
+        nsbox_egress_tls_serve(bindings, c->fd, buf, len, h->name, c->port, c->peer,
+                               connect_bound, c, say);
+        close(c->fd);
+        c->fd = -1;
         goto out;
     }
     c->up = connect_upstream(c, h->name);
@@ -319,7 +334,9 @@ static void accept_one(int lfd, uint16_t port)
     inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
     snprintf(c->peer, sizeof c->peer, "%s:%u", ip, ntohs(sa.sin_port));
     pthread_attr_init(&at);
-    pthread_attr_setstacksize(&at, 128 * 1024);
+    /* OpenSSL's handshakes on bound hosts need more than splicing does; untouched pages of a
+     * thread's stack cost nothing */
+    pthread_attr_setstacksize(&at, 512 * 1024);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     if (pthread_create(&t, &at, serve, c) != 0) {
         reset(fd);
@@ -358,11 +375,14 @@ static void drop_privileges(void)
     syscall(SYS_capset, &hd, d); /* it binds nothing more and opens only outgoing sockets */
 }
 
-static void helper_main(const struct nsbox_netplan *p, const int *fds, const uint16_t *ports,
-                        size_t n, pid_t parent)
+static void helper_main(const struct nsbox_netplan *p, const struct nsbox_egress_tls *tls,
+                        const int *fds, const uint16_t *ports, size_t n, pid_t parent)
 {
     plan = *p;
+    bindings = tls;
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* no core dump, no ptrace by the same uid, no /proc/PID/mem: it holds the secrets */
+    prctl(PR_SET_DUMPABLE, 0);
     if (getppid() != parent)
         _exit(0);
     prctl(PR_SET_NAME, "nsbox-egress");
@@ -394,8 +414,8 @@ static void helper_main(const struct nsbox_netplan *p, const int *fds, const uin
     }
 }
 
-int nsbox_egress_start(const struct nsbox_netplan *p, const char *log_path, pid_t *pid,
-                       struct nsbox_err *e)
+int nsbox_egress_start(const struct nsbox_netplan *p, const struct nsbox_egress_tls *tls,
+                       const char *log_path, pid_t *pid, struct nsbox_err *e)
 {
     int fds[MAX_PORTS];
     uint16_t ports[MAX_PORTS];
@@ -440,7 +460,7 @@ int nsbox_egress_start(const struct nsbox_netplan *p, const char *log_path, pid_
         goto out;
     }
     if (child == 0)
-        helper_main(p, fds, ports, n, parent);
+        helper_main(p, tls, fds, ports, n, parent);
     *pid = child;
     r = 0;
 out:

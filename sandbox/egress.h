@@ -19,10 +19,14 @@
 #define NSBOX_EGRESS_HELLO_MS 10000  /* for the whole ClientHello to arrive */
 #define NSBOX_EGRESS_CONNECT_MS 10000
 
+struct nsbox_egress_tls;
+
 /* After the gateway address exists (nsbox_net_attach): binds the listeners, then forks the
- * helper. log_path (may be NULL): one line per decision, appended. */
-int nsbox_egress_start(const struct nsbox_netplan *p, const char *log_path, pid_t *pid,
-                       struct nsbox_err *e);
+ * helper. tls (NULL: none): the header bindings (egress_tls.h), whose hosts the helper ends TLS
+ * for; the helper gets them in its memory at the fork. log_path (may be NULL): one line per
+ * decision, appended. */
+int nsbox_egress_start(const struct nsbox_netplan *p, const struct nsbox_egress_tls *tls,
+                       const char *log_path, pid_t *pid, struct nsbox_err *e);
 /* Kills and reaps the helper (pid <= 0: nothing). */
 void nsbox_egress_stop(pid_t pid);
 

@@ -1,0 +1,52 @@
+/* Header bindings in the egress helper (docs/network.md, "Header bindings"): for a bound host,
+ * the helper ends the sandbox's TLS with a leaf of the sandbox's own CA (egress_ca.h), opens
+ * its own TLS connection upstream, verified against the host's trust store or the config's
+ * "network.upstream_ca", and relays HTTP/1.1: each request head read strictly and rewritten
+ * (policy/httphead.h: every copy of the bound headers the sandbox sent removed, the bound ones
+ * added), bodies and responses streamed, keep-alive kept, the secrets' bytes masked in
+ * responses (policy/scrub.h). Refusals are HTTP error responses that say why.
+ *
+ * The secrets live in pages of their own, excluded from core dumps (MADV_DONTDUMP) and wiped
+ * when freed; the helper gets them in its memory at fork, never through argv, the environment
+ * or a file. */
+#ifndef NSBOX_EGRESS_TLS_H
+#define NSBOX_EGRESS_TLS_H
+
+#include "nsbox.h"
+#include "spec.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NSBOX_EGRESS_SYSTEM_CA "/etc/ssl/certs/ca-certificates.crt"
+#define NSBOX_EGRESS_IDLE_MS (3600 * 1000) /* a relayed connection with no bytes either way */
+
+struct nsbox_egress_tls;
+
+/* Parent side, before the sandbox's root is built: the CA and its leaves for the spec's bound
+ * hosts, the secrets in their own pages, the TLS contexts (upstream_ca: the CA file upstream
+ * certificates are checked against, NULL: NSBOX_EGRESS_SYSTEM_CA). label: the sandbox id. */
+int nsbox_egress_tls_prepare(const struct nsbox_spec *s, const char *upstream_ca,
+                             const char *label, struct nsbox_egress_tls **out,
+                             struct nsbox_err *e);
+/* The CA's certificate (PEM), for the sandbox's trust bundle. */
+const char *nsbox_egress_tls_ca_pem(const struct nsbox_egress_tls *t);
+/* Wipes the secrets and frees everything (NULL: nothing). */
+void nsbox_egress_tls_free(struct nsbox_egress_tls *t);
+
+/* Is name:port bound? */
+bool nsbox_egress_tls_bound(const struct nsbox_egress_tls *t, const char *name, uint16_t port);
+
+/* Opens the TCP connection to the name's upstream: a socket, or -1 (the caller logged why). */
+typedef int (*nsbox_egress_connect_fn)(void *ctx, const char *name);
+typedef void (*nsbox_egress_say_fn)(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+/* One connection of the sandbox to a bound name:port, whose ClientHello (hello, n bytes) was
+ * read already. Returns when the connection is over; closes nothing of the caller's. */
+void nsbox_egress_tls_serve(const struct nsbox_egress_tls *t, int fd, const uint8_t *hello,
+                            size_t n, const char *name, uint16_t port, const char *peer,
+                            nsbox_egress_connect_fn connect, void *ctx, nsbox_egress_say_fn say);
+
+#endif

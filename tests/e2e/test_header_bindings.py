@@ -1,0 +1,371 @@
+"""End-to-end: header bindings (docs/network.md, "Header bindings"), in the network lab of
+tests/e2e/netlab.py. An HTTPS origin in the lab's upstream namespace, with a certificate of a
+lab CA this module makes (openssl), records every request head it receives (in a file on the
+host side) and echoes it back in its response. The egress helper checks the origin against
+that CA through the config's "network.upstream_ca"; the sandbox trusts only its own CA, in its
+system bundle. Checked: curl and Python's urllib reach the bound host with verified TLS and the
+origin receives exactly the bound header, also when the sandbox sent its own; keep-alive;
+the echo does not carry the secret back; Host != SNI, smuggling shapes, TRACE and absolute
+targets are refused with an HTTP error; the secret is nowhere inside the sandbox nor in inspect
+or the state directory; the CA is name-constrained (critical) and has no key inside; with
+network all the bound host is intercepted and the rest passes; an upstream that the host's
+trust store does not vouch for is refused (502); a bound host the network cannot reach fails
+creation."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from netlab import API, OTHER, Lab, missing_tools
+from nsbox_test import NSBOX, Dirs, is_root
+
+PORT = 8445
+NAME = "api.lab.test"
+SECRET = "ghp_s3cr3tVALUE0123456789abcdef"
+BEARER = "Bearer " + SECRET
+
+ORIGIN = r"""
+import http.server, json, ssl, sys, threading
+lock = threading.Lock()
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def handle_one_request(self):
+        super().handle_one_request()
+    def reply(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else b""
+        rec = {"method": self.command, "path": self.path, "peer": self.client_address[1],
+               "headers": [[k, v] for k, v in self.headers.items()], "body_len": len(body)}
+        with lock, open(sys.argv[5], "a") as f:
+            f.write(json.dumps(rec) + "\n")
+        out = json.dumps(rec).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+    do_GET = do_POST = do_PUT = reply
+    def log_message(self, *a):
+        pass
+srv = http.server.ThreadingHTTPServer((sys.argv[1], int(sys.argv[2])), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[3], sys.argv[4])
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+print("READY", flush=True)
+srv.serve_forever()
+"""
+
+# Inside the sandbox: raw requests over TLS (the system bundle, verified), one per argument
+# given as JSON: {"req": "<request head and body>"}; prints each response's status line and body.
+RAW = r"""
+import json, socket, ssl, sys
+out = []
+for a in sys.argv[2:]:
+    ctx = ssl.create_default_context()
+    try:
+        s = ctx.wrap_socket(socket.create_connection((sys.argv[1], %d), timeout=10),
+                            server_hostname=sys.argv[1])
+        s.sendall(a.encode())
+        data = b""
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            data += d
+        head, _, body = data.partition(b"\r\n\r\n")
+        out.append([head.split(b"\r\n")[0].decode(), body.decode(errors="replace")])
+    except Exception as ex:
+        out.append(["error", repr(ex)])
+print(json.dumps(out))
+""" % PORT
+
+# Inside the sandbox: urllib (default context: the system bundle) and http.client keep-alive.
+URLLIB = r"""
+import http.client, json, ssl, sys, urllib.request
+r = urllib.request.urlopen(urllib.request.Request(
+    "https://%s:%d/urllib", headers={"Authorization": "Bearer mine"}), timeout=10)
+first = r.read().decode()
+c = http.client.HTTPSConnection("%s", %d, timeout=10, context=ssl.create_default_context())
+bodies = []
+for i in range(3):
+    c.request("POST", "/keepalive/%%d" %% i, body=b"x" * 1000)
+    bodies.append(c.getresponse().read().decode())
+print(json.dumps({"urllib": first, "keepalive": bodies}))
+""" % (NAME, PORT, NAME, PORT)
+
+lab = None
+pki = None
+received = None
+
+
+def openssl(*args, cwd):
+    return subprocess.run(["openssl"] + list(args), cwd=cwd, check=True, capture_output=True)
+
+
+def make_pki(d):
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+            "-days", "2", "-subj", "/CN=nsbox lab CA", cwd=d)
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr",
+            "-subj", f"/CN={NAME}", cwd=d)
+    with open(os.path.join(d, "ext"), "w") as f:
+        f.write(f"subjectAltName=DNS:{NAME},DNS:other.lab.test\n")
+    openssl("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "ext", cwd=d)
+    for n in os.listdir(d):
+        os.chmod(os.path.join(d, n), 0o644)
+
+
+def setUpModule():
+    global lab, pki, received
+    if not is_root():
+        raise unittest.SkipTest("the network lab needs root (network namespaces, veths)")
+    from shutil import which
+    missing = missing_tools() + [t for t in ("openssl", "curl") if not which(t)]
+    if missing:
+        raise unittest.SkipTest(f"the network lab needs {', '.join(missing)}")
+    pki = tempfile.mkdtemp(prefix="nsbox-bind-pki-")
+    os.chmod(pki, 0o755)
+    make_pki(pki)
+    received = os.path.join(pki, "received.jsonl")
+    with open(os.path.join(pki, "hosts"), "w") as f:
+        f.write(f"127.0.0.1\tlocalhost\n{API}\t{NAME}\n{OTHER}\tother.lab.test\n")
+    try:
+        lab = Lab()
+    except (subprocess.CalledProcessError, RuntimeError) as ex:
+        raise unittest.SkipTest(f"cannot build the network lab here: {ex}")
+    p = subprocess.Popen(["ip", "netns", "exec", lab.up, sys.executable, "-c", ORIGIN, API,
+                          str(PORT), os.path.join(pki, "srv.pem"), os.path.join(pki, "srv.key"),
+                          received], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lab.procs.append(p)
+    line = p.stdout.readline()
+    if line.strip() != "READY":
+        raise RuntimeError(f"the HTTPS origin did not start: {line} {p.stderr.read()}")
+
+
+def tearDownModule():
+    if lab:
+        lab.cleanup()
+    if pki:
+        subprocess.run(["rm", "-rf", pki])
+
+
+class HeaderBindings(unittest.TestCase):
+    maxDiff = None
+
+    def setUp(self):
+        self.dirs = Dirs()
+        open(received, "w").close()
+
+    def tearDown(self):
+        self.dirs.cleanup()
+
+    def env(self, upstream_ca=True):
+        cfg = os.path.join(self.dirs.base, "config.json")
+        net = {"upstream_ca": os.path.join(pki, "ca.pem")} if upstream_ca else {}
+        with open(cfg, "w") as f:
+            json.dump({"pool": {"size": 0}, "network": net}, f)
+        os.chmod(cfg, 0o644)
+        env = self.dirs.env({"NSBOX_RESOLV_CONF": lab.resolv})
+        env["NSBOX_CONFIG"] = cfg
+        env["BOUND_TOKEN"] = BEARER
+        return env
+
+    def nsbox(self, args, upstream_ca=True, timeout=120):
+        cmd = ["nsenter", f"--net=/run/netns/{lab.lab}", "unshare", "--mount", "--propagation",
+               "private", "sh", "-c",
+               'mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && '
+               'shift && exec "$@"', lab.resolv, os.path.join(pki, "hosts"), NSBOX] + args
+        return subprocess.run(cmd, capture_output=True, timeout=timeout,
+                              env=self.env(upstream_ca))
+
+    def run_in(self, network, script, upstream_ca=True):
+        r = self.nsbox(["run", "--network", network, "--header-binding",
+                        f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN", "--", "sh", "-c",
+                        script], upstream_ca=upstream_ca)
+        self.assertEqual(r.returncode, 0, r.stderr.decode() + r.stdout.decode())
+        return r.stdout.decode()
+
+    def received(self):
+        with open(received) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def auth_headers(self, rec):
+        return [v for k, v in rec["headers"] if k.lower() == "authorization"]
+
+    def test_curl_and_urllib_get_exactly_the_bound_header(self):
+        allow = f"allow={NAME}:{PORT}"
+        out = self.run_in(allow, f"curl -sS --fail-with-body https://{NAME}:{PORT}/curl "
+                                 f"-H 'Authorization: Bearer mine' -H 'X-Other: kept'; echo; "
+                                 "python3 -c " + _q(URLLIB))
+        curl_line, py_line = out.strip().splitlines()
+        recs = self.received()
+        self.assertEqual([r["path"] for r in recs],
+                         ["/curl", "/urllib", "/keepalive/0", "/keepalive/1", "/keepalive/2"])
+        for r in recs:
+            self.assertEqual(self.auth_headers(r), [BEARER], r)
+        self.assertIn(["X-Other", "kept"], recs[0]["headers"])
+        # three requests on one connection: one client port at the origin
+        self.assertEqual(len({r["peer"] for r in recs[2:]}), 1)
+        self.assertEqual([r["body_len"] for r in recs[2:]], [1000] * 3)
+        # the origin echoed the head: the secret came back masked
+        for text in (curl_line, py_line):
+            self.assertNotIn(SECRET, text)
+        self.assertIn("*" * len(SECRET), curl_line)
+        self.assertEqual(json.loads(curl_line)["path"], "/curl")
+        self.assertEqual(len(json.loads(py_line)["keepalive"]), 3)
+
+    def test_smuggling_shapes_and_host_mismatch_are_refused(self):
+        h = f"Host: {NAME}\r\n"
+        reqs = [
+            "GET / HTTP/1.1\r\nHost: other.lab.test\r\n\r\n",
+            f"POST / HTTP/1.1\r\n{h}Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+            f"POST / HTTP/1.1\r\n{h}Content-Length: 5\r\nContent-Length: 6\r\n\r\n",
+            f"GET / HTTP/1.1\r\n{h}X-A: 1\r\n folded\r\n\r\n",
+            f"TRACE / HTTP/1.1\r\n{h}\r\n",
+            f"GET http://other.lab.test/ HTTP/1.1\r\n{h}\r\n",
+            # a second request hidden in the first one's body is read as a body, nothing more
+            f"POST /first HTTP/1.1\r\n{h}Content-Length: 40\r\nConnection: close\r\n\r\n"
+            "GET /hidden HTTP/1.1\r\nHost: x\r\n\r\nxxxxxxx",
+        ]
+        script = ("python3 -c " + _q(RAW) + f" {NAME} " + " ".join(_q(r) for r in reqs))
+        out = json.loads(self.run_in(f"allow={NAME}:{PORT}", script))
+        statuses = [o[0] for o in out]
+        self.assertEqual(statuses[:6], ["HTTP/1.1 403 Forbidden", "HTTP/1.1 400 Bad Request",
+                                        "HTTP/1.1 400 Bad Request", "HTTP/1.1 400 Bad Request",
+                                        "HTTP/1.1 405 Method Not Allowed",
+                                        "HTTP/1.1 400 Bad Request"])
+        self.assertIn("another host than the TLS server name", out[0][1])
+        self.assertIn("both Content-Length and Transfer-Encoding", out[1][1])
+        self.assertIn("folding", out[3][1])
+        paths = [r["path"] for r in self.received()]
+        self.assertEqual(paths, ["/first"])  # nothing refused reached the origin
+
+    def test_secret_is_nowhere_inside(self):
+        script = (
+            f"curl -sS -o /dev/null https://{NAME}:{PORT}/x; "
+            f"for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do "
+            f"  grep -l -F -a '{SECRET[:12]}''{SECRET[12:]}' $f 2>/dev/null; done; "
+            f"grep -r -l -F '{SECRET[:12]}''{SECRET[12:]}' /etc /workspace /tmp /run /home "
+            f"  /root 2>/dev/null; "
+            f"echo BUNDLE; grep -c 'PRIVATE KEY' /etc/ssl/certs/ca-certificates.crt; "
+            f"env | grep -E '^(SSL_CERT_FILE|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|PIP_CERT|"
+            f"GIT_SSL_CAINFO|NODE_EXTRA_CA_CERTS)=' | sort")
+        # the secret in pieces on the command line, so that the grep does not find itself
+        out = self.run_in(f"allow={NAME}:{PORT}", script)
+        found, _, rest = out.partition("BUNDLE\n")
+        self.assertEqual(found.strip(), "")
+        lines = rest.strip().splitlines()
+        self.assertEqual(lines[0], "0")
+        self.assertEqual(len(lines[1:]), 6, lines)
+        for line in lines[1:]:
+            self.assertTrue(line.endswith("=/etc/ssl/certs/ca-certificates.crt"), line)
+        self.assertEqual(len(self.received()), 1)
+
+    def test_ca_is_name_constrained_and_the_rest_untrusted(self):
+        script = (
+            # the sandbox's CA: the last certificate of its bundle
+            "awk '/BEGIN CERT/{c=\"\"} {c=c $0 \"\\n\"} END{printf \"%s\", c}' "
+            "/etc/ssl/certs/ca-certificates.crt > /tmp/ca.pem; "
+            "python3 -c 'import ssl,json; "
+            "print(json.dumps(ssl._ssl._test_decode_cert(\"/tmp/ca.pem\")))'; "
+            "openssl x509 -in /tmp/ca.pem -noout -ext nameConstraints,basicConstraints "
+            "2>/dev/null || echo no-openssl-inside; "
+            # the neighbour name, with the origin's real certificate: not trusted inside
+            f"curl -sS -o /dev/null --resolve other.lab.test:{PORT}:{API} "
+            f"https://other.lab.test:{PORT}/ 2>&1 | head -1; true")
+        out = self.run_in("all", script)
+        cert = json.loads(out.splitlines()[0])
+        self.assertIn("header bindings CA", str(cert["subject"]))
+        if "no-openssl-inside" not in out:
+            self.assertIn("X509v3 Name Constraints: critical", out)
+            self.assertIn(f"DNS:{NAME}", out)
+            self.assertIn("IP:0.0.0.0/0.0.0.0", out)
+            self.assertIn("CA:TRUE", out)
+        self.assertIn("SSL certificate problem", out)
+        # checked on the host too, where openssl is known to be
+        r = self.nsbox(["run", "--network", "all", "--header-binding",
+                        f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN", "--", "sh", "-c",
+                        "cat /etc/ssl/certs/ca-certificates.crt"])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        last = r.stdout.decode().rsplit("-----BEGIN CERTIFICATE-----", 1)[1]
+        text = subprocess.run(["openssl", "x509", "-noout", "-text"], capture_output=True,
+                              input="-----BEGIN CERTIFICATE-----" + last, text=True).stdout
+        self.assertIn("X509v3 Name Constraints: critical", text)
+        self.assertIn(f"Permitted:\n                  DNS:{NAME}", text)
+
+    def test_network_all_intercepts_the_bound_host_only(self):
+        out = self.run_in("all", f"curl -sS https://{NAME}:{PORT}/all; echo; "
+                                 f"getent hosts {NAME}; ip -4 route show default; "
+                                 f"python3 -c 'import socket; s=socket.create_connection("
+                                 f"(\"{OTHER}\", 80), timeout=5); print(s.recv(100).decode())'")
+        lines = out.strip().splitlines()
+        self.assertEqual(json.loads(lines[0])["path"], "/all")
+        self.assertEqual(lines[1].split()[0], lines[2].split()[2])  # pinned to the gateway
+        self.assertIn(OTHER, lines[3])  # the lab's banner: the rest passes as with all
+        self.assertEqual([self.auth_headers(r) for r in self.received()], [[BEARER]])
+
+    def test_upstream_not_vouched_for_is_refused(self):
+        # without upstream_ca the helper checks the origin against the host's store, which does
+        # not know the lab CA: the sandbox gets a 502 that says so, the origin nothing
+        out = self.run_in(f"allow={NAME}:{PORT}",
+                          f"curl -sS https://{NAME}:{PORT}/x -w '\\n%{{http_code}}\\n'",
+                          upstream_ca=False)
+        self.assertIn("502", out)
+        self.assertIn("certificate", out)
+        self.assertEqual(self.received(), [])
+
+    def test_inspect_and_state_never_hold_the_secret(self):
+        r = self.nsbox(["create", "--network", f"allow={NAME}:{PORT}", "--header-binding",
+                        f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN"])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        sid = r.stdout.decode().strip()
+        try:
+            r = self.nsbox(["exec", sid, "--", "curl", "-sS", f"https://{NAME}:{PORT}/exec"])
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+            self.assertEqual(json.loads(r.stdout)["path"], "/exec")
+            r = self.nsbox(["inspect", sid])
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+            spec = json.loads(r.stdout)["spec"]
+            self.assertEqual(spec["header_bindings"],
+                             [{"host": f"{NAME}:{PORT}", "header": "Authorization"}])
+            self.assertNotIn(SECRET, r.stdout.decode())
+            state = os.path.join(self.dirs.state, sid)
+            hits = subprocess.run(["grep", "-r", "-l", "-F", SECRET, state], capture_output=True)
+            self.assertEqual(hits.stdout, b"")
+            self.assertTrue(os.path.exists(os.path.join(state, "ca-bundle.crt")))
+            # the helper: not on its command line nor in its environment
+            pids = subprocess.run(["pgrep", "-x", "nsbox-egress"], capture_output=True,
+                                  text=True).stdout.split()
+            self.assertTrue(pids)
+            for pid in pids:
+                for f in ("cmdline", "environ"):
+                    with open(f"/proc/{pid}/{f}", "rb") as fh:
+                        self.assertNotIn(SECRET.encode(), fh.read())
+        finally:
+            r = self.nsbox(["rm", sid])
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+        self.assertEqual([self.auth_headers(r) for r in self.received()], [[BEARER]])
+
+    def test_bound_host_the_network_cannot_reach_fails_creation(self):
+        r = self.nsbox(["create", "--network", f"allow=other.lab.test:{PORT}", "--header-binding",
+                        f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN"])
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("not in the network's allow list", r.stderr.decode())
+        r = self.nsbox(["run", "--header-binding", f"{NAME}:Authorization=env:BOUND_TOKEN",
+                        "--", "true"])
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("the network is none", r.stderr.decode())
+        r = self.nsbox(["run", "--network", "all", "--header-binding",
+                        f"{NAME}:Authorization={SECRET}", "--", "true"])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("never from the command line", r.stderr.decode())
+
+
+def _q(s):
+    return "'" + s.replace("'", "'\"'\"'") + "'"
+
+
+if __name__ == "__main__":
+    unittest.main()
