@@ -134,6 +134,9 @@ int nsbox_parse_env(const char *kv, struct nsbox_err *e); /* "K=V" with a valid 
 int nsbox_spec_bind_add(struct nsbox_spec *s, const char *host, const char *header,
                         const char *value, struct nsbox_err *e);
 void nsbox_spec_bind_clear(struct nsbox_spec *s);
+/* Wipes and frees the values, keeps the hosts and headers (what a process that started the
+ * sandbox keeps for inspect once the egress helper has the values). */
+void nsbox_spec_bind_forget(struct nsbox_spec *s);
 
 /* "missing", "always", "never"; NULL for NSBOX_PULL_DEFAULT (or a value out of range). */
 const char *nsbox_spec_pull_name(enum nsbox_pull p);

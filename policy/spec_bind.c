@@ -28,12 +28,17 @@ static void wipe(char *v)
     }
 }
 
-void nsbox_spec_bind_clear(struct nsbox_spec *s)
+void nsbox_spec_bind_forget(struct nsbox_spec *s)
 {
     for (size_t i = 0; i < s->n_bindings && i < NSBOX_MAX_BINDINGS; i++) {
         wipe(s->bindings[i].value);
         s->bindings[i].value = NULL;
     }
+}
+
+void nsbox_spec_bind_clear(struct nsbox_spec *s)
+{
+    nsbox_spec_bind_forget(s);
     s->n_bindings = 0;
 }
 

@@ -435,6 +435,10 @@ static int start_sandbox(struct sup *S, const sigset_t *mask, struct nsbox_err *
     S->sb.L.blocked = *mask;
     if (nsbox_sandbox_start(&S->sb, NULL, e) < 0)
         return -1;
+    /* The egress helper has the bindings' values now; the supervisor lives as long as the
+     * sandbox and needs only their hosts and headers (inspect). The spec is this process's
+     * own copy, made at its fork. */
+    nsbox_spec_bind_forget((struct nsbox_spec *)S->spec);
     nsbox_sup_setup_protect_init(S->sb.pid);
     /* Ready when init closes the report pipe; a report means set-up failed. */
     struct nsbox_child_report rep;
