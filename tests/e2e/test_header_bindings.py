@@ -395,6 +395,42 @@ class HeaderBindings(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr.decode())
         self.assertEqual([self.auth_headers(r) for r in self.received()], [[BEARER]])
 
+    def test_python_client(self):
+        sys.path.insert(0, os.path.join(os.environ.get("NSBOX_SOURCE_DIR", ""), "python"))
+        import nsbox as client
+        # the client runs nsbox in the lab, as self.nsbox does
+        wrapper = os.path.join(self.dirs.base, "nsbox-in-lab")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\nexec nsenter --net=/run/netns/%s unshare --mount --propagation "
+                    "private sh -c 'mount --bind \"$0\" /etc/resolv.conf && mount --bind \"$1\" "
+                    "/etc/hosts && shift && exec \"$@\"' %s %s %s \"$@\"\n"
+                    % (lab.lab, lab.resolv, os.path.join(pki, "hosts"), NSBOX))
+        os.chmod(wrapper, 0o755)
+        env = self.env()
+        del env["BOUND_TOKEN"]  # the client passes the value in the spec, on a memfd
+        binding = client.HeaderBinding(host=f"{NAME}:{PORT}", header="Authorization",
+                                       value=BEARER)
+        box = client.LocalSandbox(network=client.Network.allow(hosts=[f"{NAME}:{PORT}"]),
+                                  header_bindings=[binding], binary=wrapper, nsbox_env=env)
+        self.assertNotIn(SECRET, repr(box))
+        with box.open() as sb:
+            r = sb.execute(f"curl -sS https://{NAME}:{PORT}/python -H 'Authorization: x'; "
+                           f"echo; env")
+            self.assertEqual(r.exit_code, 0, r.stderr)
+            self.assertEqual(json.loads(r.stdout.splitlines()[0])["path"], "/python")
+            self.assertNotIn(SECRET, r.stdout)
+        self.assertEqual([self.auth_headers(r) for r in self.received()], [[BEARER]])
+        # the hosted SDK's helpers: the hosts and headers they stand for
+        gh = client.LocalSandbox(network=client.Network.all(), header_bindings=[
+            client.GitHubBinding(token="ghp_TOKEN123"), client.MistralApiBinding(api_key="KEY12345")])
+        self.assertEqual([(b["host"], b["header"], b["value"].split()[0])
+                          for b in gh.spec()["header_bindings"]],
+                         [("api.github.com", "Authorization", "Bearer"),
+                          ("github.com", "Authorization", "Basic"),
+                          ("api.mistral.ai", "Authorization", "Bearer")])
+        self.assertNotIn("TOKEN123", repr(gh))
+        self.assertNotIn("KEY12345", repr(gh))
+
     def test_bound_host_the_network_cannot_reach_fails_creation(self):
         r = self.nsbox(["create", "--network", f"allow=other.lab.test:{PORT}", "--header-binding",
                         f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN"])
