@@ -26,9 +26,9 @@ static bool eq_token(const uint8_t *p, size_t n, const char *name)
 
 /* The headers a binding may not name: they frame or route the request, so replacing them
  * would be smuggling done by nsbox itself. */
-static const char *const framing[] = {"host", "content-length", "transfer-encoding", "connection",
-                                      "upgrade", "te", "trailer", "expect", "keep-alive",
-                                      "proxy-connection", NULL};
+static const char *const framing[] = {
+    "host",    "content-length", "transfer-encoding", "connection",       "upgrade", "te",
+    "trailer", "expect",         "keep-alive",        "proxy-connection", NULL};
 
 const char *nsbox_httphead_check_name(const char *name)
 {
@@ -104,8 +104,9 @@ static enum nsbox_httphead_verdict request_line(const uint8_t *p, size_t n,
     memcpy(h->method, p, m);
     h->method[m] = '\0';
     if (!strcmp(h->method, "TRACE") || !strcmp(h->method, "CONNECT"))
-        return refuse(h, 405, "TRACE and CONNECT are refused on a bound host (TRACE would echo "
-                              "the bound header back; CONNECT would open a tunnel around it)");
+        return refuse(h, 405,
+                      "TRACE and CONNECT are refused on a bound host (TRACE would echo "
+                      "the bound header back; CONNECT would open a tunnel around it)");
     size_t t = m + 1, te = t;
     while (te < n && p[te] > 0x20 && p[te] < 0x7f)
         te++;
@@ -113,9 +114,10 @@ static enum nsbox_httphead_verdict request_line(const uint8_t *p, size_t n,
         return refuse(h, 400, "malformed request target");
     bool star = te - t == 1 && p[t] == '*';
     if (p[t] != '/' && !(star && !strcmp(h->method, "OPTIONS")))
-        return refuse(h, 400, "only origin-form targets (/path) are accepted on a bound host: "
-                              "an absolute URL could name another host than the TLS server "
-                              "name");
+        return refuse(h, 400,
+                      "only origin-form targets (/path) are accepted on a bound host: "
+                      "an absolute URL could name another host than the TLS server "
+                      "name");
     const char ver[] = "HTTP/1.1";
     if (n - te - 1 != sizeof ver - 1 || memcmp(p + te + 1, ver, sizeof ver - 1))
         return refuse(h, 505, "only HTTP/1.1 is relayed to a bound host");
@@ -155,8 +157,9 @@ static enum nsbox_httphead_verdict one_field(const uint8_t *p, size_t n, const c
                                              struct nsbox_httphead *h)
 {
     if (p[0] == ' ' || p[0] == '\t')
-        return refuse(h, 400, "obsolete line folding (a header line that begins with white "
-                              "space) is refused");
+        return refuse(h, 400,
+                      "obsolete line folding (a header line that begins with white "
+                      "space) is refused");
     size_t c = 0;
     while (c < n && is_tchar(p[c]))
         c++;
@@ -211,9 +214,8 @@ enum nsbox_httphead_verdict nsbox_httphead_parse(const uint8_t *in, size_t len, 
     if (bad)
         return refuse(h, 400, "a line does not end with CRLF (bare CR or LF)");
     if (!end)
-        return len >= NSBOX_HTTPHEAD_MAX
-                   ? refuse(h, 431, "request head larger than 32 KiB")
-                   : NSBOX_HTTPHEAD_MORE;
+        return len >= NSBOX_HTTPHEAD_MAX ? refuse(h, 431, "request head larger than 32 KiB")
+                                         : NSBOX_HTTPHEAD_MORE;
     if (end == 2 || end == 4)
         return refuse(h, 400, "empty request line");
     size_t eol = 0;
@@ -237,7 +239,7 @@ enum nsbox_httphead_verdict nsbox_httphead_parse(const uint8_t *in, size_t len, 
         return refuse(h, 400, "no Host header");
     if (f.cl && f.te)
         return refuse(h, 400, "both Content-Length and Transfer-Encoding");
-    h->body = f.te ? NSBOX_HTTPBODY_CHUNKED
+    h->body = f.te                        ? NSBOX_HTTPBODY_CHUNKED
               : f.cl && h->content_length ? NSBOX_HTTPBODY_LENGTH
                                           : NSBOX_HTTPBODY_NONE;
     h->head_len = end;
@@ -279,8 +281,7 @@ size_t nsbox_httphead_rewrite(const uint8_t *in, const struct nsbox_httphead *h,
     }
     for (size_t i = 0; i < n; i++)
         if (!put(out, outmax, &k, names[i], strlen(names[i])) || !put(out, outmax, &k, ": ", 2) ||
-            !put(out, outmax, &k, values[i], strlen(values[i])) ||
-            !put(out, outmax, &k, "\r\n", 2))
+            !put(out, outmax, &k, values[i], strlen(values[i])) || !put(out, outmax, &k, "\r\n", 2))
             return 0;
     return put(out, outmax, &k, "\r\n", 2) ? k : 0;
 }

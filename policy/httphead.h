@@ -15,9 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NSBOX_HTTPHEAD_MAX 32768     /* request line and headers, CRLFs included */
+#define NSBOX_HTTPHEAD_MAX 32768      /* request line and headers, CRLFs included */
 #define NSBOX_HTTPHEAD_FIELDS_MAX 100 /* header lines */
-#define NSBOX_HTTPHEAD_NAME_MAX 64   /* a bound header's name */
+#define NSBOX_HTTPHEAD_NAME_MAX 64    /* a bound header's name */
 #define NSBOX_HTTPHEAD_VALUE_MAX 8192 /* a bound header's value */
 
 enum nsbox_httphead_verdict {

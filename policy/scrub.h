@@ -10,9 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NSBOX_SCRUB_MAX 8            /* secrets per stream */
-#define NSBOX_SCRUB_SECRET_MAX 8192  /* bytes of one */
-#define NSBOX_SCRUB_SECRET_MIN 8     /* shorter ones are not added: they would mask anything */
+#define NSBOX_SCRUB_MAX 8           /* secrets per stream */
+#define NSBOX_SCRUB_SECRET_MAX 8192 /* bytes of one */
+#define NSBOX_SCRUB_SECRET_MIN 8    /* shorter ones are not added: they would mask anything */
 
 struct nsbox_scrub {
     size_t n;

@@ -49,26 +49,30 @@ int nsbox_spec_bind_add(struct nsbox_spec *s, const char *host, const char *head
     if (nsbox_parse_host(host, &b.host, e) < 0)
         return -1;
     if (is_literal(b.host.name))
-        return invalid(e, "host '%s': an IP address; a binding names a host by its TLS server "
-                       "name (SNI), which cannot be an address", SHOW(host));
+        return invalid(e,
+                       "host '%s': an IP address; a binding names a host by its TLS server "
+                       "name (SNI), which cannot be an address",
+                       SHOW(host));
     const char *why = nsbox_httphead_check_name(header);
     if (why)
         return invalid(e, "header '%s': %s", SHOW(header), why);
     snprintf(b.header, sizeof b.header, "%s", header);
     if (!value)
-        return invalid(e, "%s: no value (inspect and rendered specs leave values out; give "
-                       "the value again)", b.header);
+        return invalid(e,
+                       "%s: no value (inspect and rendered specs leave values out; give "
+                       "the value again)",
+                       b.header);
     why = nsbox_httphead_check_value(value);
     if (why)
         return invalid(e, "%s for %s: %s", b.header, b.host.name, why); /* never the value */
     if (strlen(value) < NSBOX_BINDING_VALUE_MIN)
-        return invalid(e, "%s for %s: value shorter than %d bytes (a secret that short would "
+        return invalid(e,
+                       "%s for %s: value shorter than %d bytes (a secret that short would "
                        "be guessed; and its bytes are masked in every response from the host)",
                        b.header, b.host.name, NSBOX_BINDING_VALUE_MIN);
     for (size_t i = 0; i < s->n_bindings; i++)
         if (!strcmp(s->bindings[i].host.name, b.host.name) &&
-            s->bindings[i].host.port == b.host.port &&
-            !strcasecmp(s->bindings[i].header, b.header))
+            s->bindings[i].host.port == b.host.port && !strcasecmp(s->bindings[i].header, b.header))
             return invalid(e, "%s is bound twice for %s", b.header, b.host.name);
     if (s->n_bindings >= NSBOX_MAX_BINDINGS)
         return invalid(e, "too many bindings (at most %d)", NSBOX_MAX_BINDINGS);
@@ -88,11 +92,13 @@ int nsbox_spec_bind_json(struct nsbox_spec *s, const cJSON *it, struct nsbox_err
     nsbox_spec_bind_clear(s);
     const cJSON *c;
     size_t i = 0;
-    cJSON_ArrayForEach(c, it) {
+    cJSON_ArrayForEach(c, it)
+    {
         const cJSON *host = NULL, *header = NULL, *value = NULL, *k;
         if (!cJSON_IsObject(c))
             return invalid(e, "%s", form);
-        cJSON_ArrayForEach(k, c) {
+        cJSON_ArrayForEach(k, c)
+        {
             const char *n = k->string ? k->string : "";
             const cJSON **slot = !strcmp(n, "host")     ? &host
                                  : !strcmp(n, "header") ? &header
@@ -184,7 +190,7 @@ int nsbox_spec_bind_check(const struct nsbox_spec *s, struct nsbox_err *e)
         return invalid(e, "spec: key 'header_bindings': too many bindings");
     if (s->net == NSBOX_NET_NONE)
         return invalid(e, "spec: key 'header_bindings': the network is none, so no bound host "
-                       "can be reached; fix: network all, or allow with the bound hosts");
+                          "can be reached; fix: network all, or allow with the bound hosts");
     for (size_t i = 0; i < s->n_bindings; i++) {
         const struct nsbox_header_binding *b = &s->bindings[i];
         if (!b->value || nsbox_httphead_check_value(b->value) ||
@@ -194,14 +200,15 @@ int nsbox_spec_bind_check(const struct nsbox_spec *s, struct nsbox_err *e)
             continue;
         bool allowed = false;
         for (size_t j = 0; j < s->n_hosts; j++)
-            allowed |= !strcmp(s->hosts[j].name, b->host.name) &&
-                       s->hosts[j].port == b->host.port;
+            allowed |= !strcmp(s->hosts[j].name, b->host.name) && s->hosts[j].port == b->host.port;
         if (!allowed) {
             char host[NSBOX_HOSTNAME_MAX + 8];
             nsbox_host_format(&b->host, host, sizeof host);
-            return invalid(e, "spec: key 'header_bindings': host '%s' is bound but not in the "
+            return invalid(e,
+                           "spec: key 'header_bindings': host '%s' is bound but not in the "
                            "network's allow list, so it cannot be reached; fix: add it to "
-                           "allow (or use network all)", host);
+                           "allow (or use network all)",
+                           host);
         }
     }
     return 0;

@@ -16,10 +16,10 @@ struct x509_st;
 struct evp_pkey_st;
 
 struct nsbox_egress_ca {
-    char *ca_pem;               /* the CA's certificate, PEM (malloc'd) */
-    struct evp_pkey_st *key;    /* the leaves' key (one for all of them) */
+    char *ca_pem;            /* the CA's certificate, PEM (malloc'd) */
+    struct evp_pkey_st *key; /* the leaves' key (one for all of them) */
     size_t n;
-    struct x509_st **leaf;      /* leaf[i] for names[i] */
+    struct x509_st **leaf; /* leaf[i] for names[i] */
 };
 
 /* names: the bound host names (lower case); label: into the CA's subject (the sandbox id);

@@ -161,15 +161,14 @@ static int client_ctx(struct nsbox_egress_tls *t, const char *ca, struct nsbox_e
 }
 
 /* The values in pages of their own: out of core dumps, wiped when freed. */
-static int copy_secrets(struct nsbox_egress_tls *t, const struct nsbox_spec *s,
-                        struct nsbox_err *e)
+static int copy_secrets(struct nsbox_egress_tls *t, const struct nsbox_spec *s, struct nsbox_err *e)
 {
     size_t need = 0;
     for (size_t i = 0; i < s->n_bindings; i++)
         need += strlen(s->bindings[i].value) + 1;
     t->secrets_len = (need + 4095) & ~(size_t)4095;
-    void *p = mmap(NULL, t->secrets_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-                   0);
+    void *p =
+        mmap(NULL, t->secrets_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
         t->secrets = NULL;
         return nsbox_err_sys(e, "header bindings: mmap");
@@ -204,9 +203,8 @@ static int fill_hosts(struct nsbox_egress_tls *t, const struct nsbox_spec *s)
     return 0;
 }
 
-int nsbox_egress_tls_prepare(const struct nsbox_spec *s, const char *upstream_ca,
-                             const char *label, struct nsbox_egress_tls **out,
-                             struct nsbox_err *e)
+int nsbox_egress_tls_prepare(const struct nsbox_spec *s, const char *upstream_ca, const char *label,
+                             struct nsbox_egress_tls **out, struct nsbox_err *e)
 {
     *out = NULL;
     struct nsbox_egress_tls *t = calloc(1, sizeof *t);
@@ -272,8 +270,7 @@ void nsbox_egress_tls_free(struct nsbox_egress_tls *t)
     free(t);
 }
 
-static const struct bhost *find(const struct nsbox_egress_tls *t, const char *name,
-                                 uint16_t port)
+static const struct bhost *find(const struct nsbox_egress_tls *t, const char *name, uint16_t port)
 {
     for (size_t i = 0; t && i < t->n_hosts; i++)
         if (t->host[i].port == port && !strcmp(t->host[i].name, name))
@@ -545,7 +542,8 @@ void nsbox_egress_tls_serve(const struct nsbox_egress_tls *t, int fd, const uint
     SSL_set_bio(r->cl, bio, bio);
     if (!handshake(r->cl, fd, true)) {
         say("refused %s -> %s:%u: the sandbox's TLS handshake failed (it must trust the "
-            "sandbox's CA and speak HTTP/1.1)", peer, name, port);
+            "sandbox's CA and speak HTTP/1.1)",
+            peer, name, port);
         goto out;
     }
     r->up = open_upstream(t, r, connect, ctx);

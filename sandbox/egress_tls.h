@@ -27,9 +27,8 @@ struct nsbox_egress_tls;
 /* Parent side, before the sandbox's root is built: the CA and its leaves for the spec's bound
  * hosts, the secrets in their own pages, the TLS contexts (upstream_ca: the CA file upstream
  * certificates are checked against, NULL: NSBOX_EGRESS_SYSTEM_CA). label: the sandbox id. */
-int nsbox_egress_tls_prepare(const struct nsbox_spec *s, const char *upstream_ca,
-                             const char *label, struct nsbox_egress_tls **out,
-                             struct nsbox_err *e);
+int nsbox_egress_tls_prepare(const struct nsbox_spec *s, const char *upstream_ca, const char *label,
+                             struct nsbox_egress_tls **out, struct nsbox_err *e);
 /* The CA's certificate (PEM), for the sandbox's trust bundle. */
 const char *nsbox_egress_tls_ca_pem(const struct nsbox_egress_tls *t);
 /* Wipes the secrets and frees everything (NULL: nothing). */
@@ -40,8 +39,7 @@ bool nsbox_egress_tls_bound(const struct nsbox_egress_tls *t, const char *name, 
 
 /* Opens the TCP connection to the name's upstream: a socket, or -1 (the caller logged why). */
 typedef int (*nsbox_egress_connect_fn)(void *ctx, const char *name);
-typedef void (*nsbox_egress_say_fn)(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
+typedef void (*nsbox_egress_say_fn)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* One connection of the sandbox to a bound name:port, whose ClientHello (hello, n bytes) was
  * read already. Returns when the connection is over; closes nothing of the caller's. */

@@ -96,7 +96,9 @@ static void test_smuggling_shapes(void **state)
         {"Transfer-Encoding : chunked\r\n", 400, "no space before"},
         {"X-A: 1\r\n folded\r\n", 400, "folding"},
         {"X-A: 1\r\n\tfolded\r\n", 400, "folding"},
-        {"X-A: a\x01" "b\r\n", 400, "control character"},
+        {"X-A: a\x01"
+         "b\r\n",
+         400, "control character"},
         {"X-A: a\rb\r\n", 400, "bare CR"},
         {"X-A: a\nX-B: b\r\n", 400, "bare CR or LF"},
         {"Upgrade: h2c\r\n", 400, "Upgrade"},
@@ -116,8 +118,7 @@ static void test_request_line(void **state)
             "TRACE and CONNECT");
     refused("GET http://other.lab.test/ HTTP/1.1\r\nHost: api.lab.test\r\n\r\n", 400,
             "origin-form");
-    refused("GET https://api.lab.test/ HTTP/1.1\r\nHost: api.lab.test\r\n\r\n", 400,
-            "origin-form");
+    refused("GET https://api.lab.test/ HTTP/1.1\r\nHost: api.lab.test\r\n\r\n", 400, "origin-form");
     refused("GET * HTTP/1.1\r\nHost: api.lab.test\r\n\r\n", 400, "origin-form");
     assert_int_equal(parse("OPTIONS * HTTP/1.1\r\nHost: api.lab.test\r\n\r\n"), NSBOX_HTTPHEAD_OK);
     refused("GET / HTTP/1.0\r\nHost: api.lab.test\r\n\r\n", 505, "HTTP/1.1");
@@ -160,7 +161,7 @@ static void test_rewrite_replaces_every_copy(void **state)
     assert_true(n > 0);
     const char *want;
     want = "GET / HTTP/1.1\r\nHost: api.lab.test\r\nAuthorization-Extra: keep\r\n"
-                       "Authorization: Bearer SECRET\r\n\r\n";
+           "Authorization: Bearer SECRET\r\n\r\n";
     assert_int_equal(n, strlen(want));
     assert_memory_equal(out, want, n);
     /* the rewritten head is a valid head again */
