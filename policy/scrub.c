@@ -2,11 +2,28 @@
 #define _GNU_SOURCE
 #include "scrub.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 void nsbox_scrub_init(struct nsbox_scrub *s)
 {
     memset(s, 0, offsetof(struct nsbox_scrub, tail));
+}
+
+static bool in_secrets(const struct nsbox_scrub *s, uint8_t c)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (memchr(s->secret[i], c, s->len[i]))
+            return true;
+    return false;
+}
+
+/* '*' unless a secret holds it; then the first visible ASCII byte none holds, else DEL */
+static void choose_mask(struct nsbox_scrub *s)
+{
+    s->mask = '*';
+    for (unsigned c = 0x21; in_secrets(s, s->mask) && c <= 0x7f; c++)
+        s->mask = (uint8_t)c;
 }
 
 static int add_one(struct nsbox_scrub *s, const char *p, size_t n)
@@ -19,6 +36,7 @@ static int add_one(struct nsbox_scrub *s, const char *p, size_t n)
     s->len[s->n++] = n;
     if (n > s->longest)
         s->longest = n;
+    choose_mask(s);
     return 0;
 }
 
@@ -41,7 +59,7 @@ static void mask(struct nsbox_scrub *s, uint8_t *p, size_t n)
             uint8_t *hit = memmem(at, (size_t)(end - at), s->secret[i], s->len[i]);
             if (!hit)
                 break;
-            memset(hit, '*', s->len[i]);
+            memset(hit, s->mask, s->len[i]);
             at = hit + s->len[i];
         }
     }

@@ -1,7 +1,9 @@
 /* Keeps secrets out of a byte stream: what the egress helper does to every response of a bound
  * host, so that an origin that echoes the request (a debugging endpoint, an error page quoting
  * the headers) does not carry the bound header's value back into the sandbox. Each occurrence
- * is replaced by as many '*' (lengths, and so Content-Length, stay right). Streaming: a tail
+ * is replaced by as many '*' (lengths, and so Content-Length, stay right), or by another byte
+ * that no secret holds when one holds '*': masks next to other bytes could otherwise spell a
+ * secret again. Streaming: a tail
  * that could be the start of a secret is held back until the next bytes show what it is, and
  * only such a tail, so that server-sent events keep their timing. Pure. */
 #ifndef NSBOX_SCRUB_H
@@ -19,6 +21,7 @@ struct nsbox_scrub {
     const char *secret[NSBOX_SCRUB_MAX];
     size_t len[NSBOX_SCRUB_MAX];
     size_t longest;
+    uint8_t mask; /* the byte of the masks: in no secret */
     size_t held;
     uint8_t tail[NSBOX_SCRUB_SECRET_MAX];
 };

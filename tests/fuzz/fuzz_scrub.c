@@ -45,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!memcmp(all + i, secret, slen))
             abort();
     for (size_t i = 0; i < n; i++)
-        if (all[i] != in[i] && all[i] != '*')
+        if (all[i] != in[i] && all[i] != s.mask)
             abort();
     return 0;
 }
