@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "egress_tls.h"
 #include "egress_ca.h"
+#include "egress_ssl.h"
 #include "httphead.h"
 #include "scrub.h"
 
@@ -25,6 +26,9 @@
 #define READ_CHUNK 16384
 #define IN_MAX (NSBOX_HTTPHEAD_MAX + READ_CHUNK)
 #define OUT_MAX (NSBOX_HTTPHEAD_MAX + NSBOX_MAX_BINDINGS * (NSBOX_HTTPHEAD_VALUE_MAX + 80))
+
+static const struct nsbox_ssllib
+    *L; /* set by nsbox_egress_tls_prepare; the helper's from the fork */
 
 struct bhost {
     char name[NSBOX_HOSTNAME_MAX + 1];
@@ -132,23 +136,24 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
 
 static SSL_CTX *server_ctx(EVP_PKEY *key, X509 *leaf)
 {
-    SSL_CTX *c = SSL_CTX_new(TLS_server_method());
-    if (!c || !SSL_CTX_set_min_proto_version(c, TLS1_2_VERSION) ||
-        SSL_CTX_use_certificate(c, leaf) != 1 || SSL_CTX_use_PrivateKey(c, key) != 1) {
-        SSL_CTX_free(c);
+    SSL_CTX *c = L->SSL_CTX_new(L->TLS_server_method());
+    if (!c || !L->SSL_CTX_ctrl(c, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL) ||
+        L->SSL_CTX_use_certificate(c, leaf) != 1 || L->SSL_CTX_use_PrivateKey(c, key) != 1) {
+        L->SSL_CTX_free(c);
         return NULL;
     }
-    SSL_CTX_set_alpn_select_cb(c, alpn_select, NULL);
+    L->SSL_CTX_set_alpn_select_cb(c, alpn_select, NULL);
     return c;
 }
 
 static int client_ctx(struct nsbox_egress_tls *t, const char *ca, struct nsbox_err *e)
 {
-    t->client = SSL_CTX_new(TLS_client_method());
-    if (!t->client || !SSL_CTX_set_min_proto_version(t->client, TLS1_2_VERSION))
+    t->client = L->SSL_CTX_new(L->TLS_client_method());
+    if (!t->client ||
+        !L->SSL_CTX_ctrl(t->client, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL))
         return ossl_err(e, "cannot make the upstream TLS context");
-    SSL_CTX_set_verify(t->client, SSL_VERIFY_PEER, NULL);
-    if (SSL_CTX_load_verify_locations(t->client, ca, NULL) != 1) {
+    L->SSL_CTX_set_verify(t->client, SSL_VERIFY_PEER, NULL);
+    if (L->SSL_CTX_load_verify_locations(t->client, ca, NULL) != 1) {
         ERR_clear_error();
         return nsbox_err_set(e, NSBOX_E_INVALID, ENOENT,
                              "header bindings: cannot read the CA file %s that upstream "
@@ -207,6 +212,8 @@ int nsbox_egress_tls_prepare(const struct nsbox_spec *s, const char *upstream_ca
                              struct nsbox_egress_tls **out, struct nsbox_err *e)
 {
     *out = NULL;
+    if (!(L = nsbox_egress_ssl(e)))
+        return -1;
     struct nsbox_egress_tls *t = calloc(1, sizeof *t);
     if (!t)
         return nsbox_err_sys(e, "header bindings");
@@ -258,8 +265,8 @@ void nsbox_egress_tls_free(struct nsbox_egress_tls *t)
     if (!t)
         return;
     for (size_t i = 0; i < t->n_hosts; i++)
-        SSL_CTX_free(t->host[i].ctx);
-    SSL_CTX_free(t->client);
+        L->SSL_CTX_free(t->host[i].ctx);
+    L->SSL_CTX_free(t->client);
     BIO_meth_free(t->prefix);
     nsbox_egress_ca_free(&t->ca);
     if (t->secrets) {
@@ -296,7 +303,7 @@ static int64_t now_ms(void)
  * the deadline passed. */
 static bool ssl_wait(SSL *ssl, int fd, int r, int64_t deadline)
 {
-    int err = SSL_get_error(ssl, r);
+    int err = L->SSL_get_error(ssl, r);
     if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE)
         return false;
     int64_t left = deadline - now_ms();
@@ -309,7 +316,7 @@ static bool ssl_write_all(SSL *ssl, int fd, const void *buf, size_t n)
     const uint8_t *p = buf;
     while (n > 0) {
         size_t w = 0;
-        int r = SSL_write_ex(ssl, p, n, &w);
+        int r = L->SSL_write_ex(ssl, p, n, &w);
         if (r > 0) {
             p += w;
             n -= w;
@@ -415,18 +422,18 @@ static bool from_client(struct relay *r)
 static bool pump_client(struct relay *r, bool *eof)
 {
     size_t got = 0;
-    int rc = SSL_read_ex(r->cl, r->in + r->in_n, IN_MAX - r->in_n, &got);
+    int rc = L->SSL_read_ex(r->cl, r->in + r->in_n, IN_MAX - r->in_n, &got);
     if (rc > 0) {
         r->in_n += got;
         return from_client(r);
     }
-    int err = SSL_get_error(r->cl, rc);
+    int err = L->SSL_get_error(r->cl, rc);
     if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE)
         return true;
     *eof = true; /* the sandbox is done sending: the upstream may still answer */
     if (r->state != IN_HEAD || r->in_n)
         return false;
-    SSL_shutdown(r->up);
+    L->SSL_shutdown(r->up);
     shutdown(r->ufd, SHUT_WR);
     return true;
 }
@@ -435,18 +442,18 @@ static bool pump_upstream(struct relay *r)
 {
     uint8_t buf[READ_CHUNK];
     size_t got = 0, n;
-    int rc = SSL_read_ex(r->up, buf, sizeof buf, &got);
+    int rc = L->SSL_read_ex(r->up, buf, sizeof buf, &got);
     if (rc > 0) {
         n = nsbox_scrub_feed(&r->scrub, buf, got, r->out);
         return !n || ssl_write_all(r->cl, r->cfd, r->out, n);
     }
-    int err = SSL_get_error(r->up, rc);
+    int err = L->SSL_get_error(r->up, rc);
     if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE)
         return true;
     n = nsbox_scrub_flush(&r->scrub, r->out);
     if (n)
         ssl_write_all(r->cl, r->cfd, r->out, n);
-    SSL_shutdown(r->cl);
+    L->SSL_shutdown(r->cl);
     return false;
 }
 
@@ -456,15 +463,15 @@ static void relay_loop(struct relay *r)
     for (;;) {
         struct pollfd p[2] = {{.fd = cl_eof ? -1 : r->cfd, .events = POLLIN},
                               {.fd = r->ufd, .events = POLLIN}};
-        bool pending = (!cl_eof && SSL_pending(r->cl)) || SSL_pending(r->up);
+        bool pending = (!cl_eof && L->SSL_pending(r->cl)) || L->SSL_pending(r->up);
         int n = poll(p, 2, pending ? 0 : NSBOX_EGRESS_IDLE_MS);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 || (n == 0 && !pending))
             return;
-        if (!cl_eof && (p[0].revents || SSL_pending(r->cl)) && !pump_client(r, &cl_eof))
+        if (!cl_eof && (p[0].revents || L->SSL_pending(r->cl)) && !pump_client(r, &cl_eof))
             return;
-        if ((p[1].revents || SSL_pending(r->up)) && !pump_upstream(r))
+        if ((p[1].revents || L->SSL_pending(r->up)) && !pump_upstream(r))
             return;
     }
 }
@@ -473,7 +480,7 @@ static bool handshake(SSL *ssl, int fd, bool server)
 {
     int64_t deadline = now_ms() + HANDSHAKE_MS;
     for (;;) {
-        int r = server ? SSL_accept(ssl) : SSL_connect(ssl);
+        int r = server ? L->SSL_accept(ssl) : L->SSL_connect(ssl);
         if (r == 1)
             return true;
         if (!ssl_wait(ssl, fd, r, deadline))
@@ -498,21 +505,23 @@ static SSL *open_upstream(const struct nsbox_egress_tls *t, struct relay *r,
         return NULL;
     }
     nonblocking(r->ufd);
-    SSL *up = SSL_new(t->client);
-    if (!up || !SSL_set_fd(up, r->ufd) || !SSL_set_tlsext_host_name(up, r->h->name) ||
-        !SSL_set1_host(up, r->h->name) ||
-        SSL_set_alpn_protos(up, (const unsigned char *)"\x08http/1.1", 9) != 0) {
-        SSL_free(up);
+    SSL *up = L->SSL_new(t->client);
+    if (!up || !L->SSL_set_fd(up, r->ufd) ||
+        !L->SSL_ctrl(up, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                     (void *)r->h->name) ||
+        !L->SSL_set1_host(up, r->h->name) ||
+        L->SSL_set_alpn_protos(up, (const unsigned char *)"\x08http/1.1", 9) != 0) {
+        L->SSL_free(up);
         refuse(r, 502, "cannot set up TLS to the bound host");
         return NULL;
     }
     if (!handshake(up, r->ufd, false)) {
-        long v = SSL_get_verify_result(up);
+        long v = L->SSL_get_verify_result(up);
         char why[300];
         snprintf(why, sizeof why, "TLS to the bound host failed%s%s", v != X509_V_OK ? ": " : "",
                  v != X509_V_OK ? X509_verify_cert_error_string(v) : "");
         refuse(r, 502, why);
-        SSL_free(up);
+        L->SSL_free(up);
         return NULL;
     }
     return up;
@@ -533,13 +542,13 @@ void nsbox_egress_tls_serve(const struct nsbox_egress_tls *t, int fd, const uint
     nonblocking(fd);
     struct prefixed pre = {.p = hello, .n = n, .fd = fd};
     BIO *bio = BIO_new(t->prefix);
-    r->cl = SSL_new(h->ctx);
+    r->cl = L->SSL_new(h->ctx);
     if (!bio || !r->cl) {
         BIO_free(bio);
         goto out;
     }
     BIO_set_data(bio, &pre);
-    SSL_set_bio(r->cl, bio, bio);
+    L->SSL_set_bio(r->cl, bio, bio);
     if (!handshake(r->cl, fd, true)) {
         say("refused %s -> %s:%u: the sandbox's TLS handshake failed (it must trust the "
             "sandbox's CA and speak HTTP/1.1)",
@@ -550,8 +559,8 @@ void nsbox_egress_tls_serve(const struct nsbox_egress_tls *t, int fd, const uint
     if (r->up)
         relay_loop(r);
 out:
-    SSL_free(r->cl);
-    SSL_free(r->up);
+    L->SSL_free(r->cl);
+    L->SSL_free(r->up);
     if (r->ufd >= 0)
         close(r->ufd);
     ERR_clear_error();

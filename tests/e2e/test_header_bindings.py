@@ -389,6 +389,8 @@ class HeaderBindings(unittest.TestCase):
                 if self.dirs.state.encode() in environ:
                     mine.append(comm)
                     self.assertNotIn(SECRET.encode(), environ + cmdline)
+                    if comm == "nsbox-egress":
+                        self.assertIn("libssl.so", maps(pid))
             self.assertIn("nsbox-egress", mine)
         finally:
             r = self.nsbox(["rm", sid])
@@ -431,6 +433,20 @@ class HeaderBindings(unittest.TestCase):
         self.assertNotIn("TOKEN123", repr(gh))
         self.assertNotIn("KEY12345", repr(gh))
 
+    def test_libssl_is_loaded_only_with_bindings(self):
+        r = self.nsbox(["create", "--network", f"allow={NAME}:{PORT}"])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        sid = r.stdout.decode().strip()
+        try:
+            helpers = [pid for pid in subprocess.run(["pgrep", "-x", "nsbox-egress"],
+                                                     capture_output=True, text=True).stdout.split()
+                       if self.dirs.state in open(f"/proc/{pid}/environ", "rb").read().decode(
+                           errors="replace")]
+            self.assertEqual(len(helpers), 1)
+            self.assertNotIn("libssl.so", maps(helpers[0]))
+        finally:
+            self.nsbox(["rm", sid])
+
     def test_bound_host_the_network_cannot_reach_fails_creation(self):
         r = self.nsbox(["create", "--network", f"allow=other.lab.test:{PORT}", "--header-binding",
                         f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN"])
@@ -444,6 +460,11 @@ class HeaderBindings(unittest.TestCase):
                         f"{NAME}:Authorization={SECRET}", "--", "true"])
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("never from the command line", r.stderr.decode())
+
+
+def maps(pid):
+    with open(f"/proc/{pid}/maps") as f:
+        return f.read()
 
 
 def _q(s):
