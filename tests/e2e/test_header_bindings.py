@@ -3,14 +3,15 @@ tests/e2e/netlab.py. An HTTPS origin in the lab's upstream namespace, with a cer
 lab CA this module makes (openssl), records every request head it receives (in a file on the
 host side) and echoes it back in its response. The egress helper checks the origin against
 that CA through the config's "network.upstream_ca"; the sandbox trusts only its own CA, in its
-system bundle. Checked: curl and Python's urllib reach the bound host with verified TLS and the
-origin receives exactly the bound header, also when the sandbox sent its own; keep-alive;
-the echo does not carry the secret back; Host != SNI, smuggling shapes, TRACE and absolute
-targets are refused with an HTTP error; the secret is nowhere inside the sandbox nor in inspect
-or the state directory; the CA is name-constrained (critical) and has no key inside; with
+system bundle. Checked: curl, Python's urllib, git clone, pip and node reach the bound host
+with verified TLS and the origin receives exactly the bound header, also when the sandbox sent
+its own; keep-alive; server-sent events are not held back; the echo does not carry the secret
+back; Host != SNI, smuggling shapes, TRACE and absolute targets are refused with an HTTP error;
+the secret is nowhere inside the sandbox nor in inspect, the state directory or the host-side
+processes' environments; the CA is name-constrained (critical) and has no key inside; with
 network all the bound host is intercepted and the rest passes; an upstream that the host's
-trust store does not vouch for is refused (502); a bound host the network cannot reach fails
-creation."""
+trust store does not vouch for is refused (502); libssl is loaded only with bindings; the
+Python client's bindings; a bound host the network cannot reach fails creation."""
 import json
 import os
 import subprocess
@@ -27,7 +28,7 @@ SECRET = "ghp_s3cr3tVALUE0123456789abcdef"
 BEARER = "Bearer " + SECRET
 
 ORIGIN = r"""
-import http.server, json, ssl, sys, threading
+import http.server, json, os, ssl, sys, threading
 lock = threading.Lock()
 release = threading.Event()
 class H(http.server.BaseHTTPRequestHandler):
@@ -48,6 +49,22 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b"data: two\n\n")
         self.wfile.flush()
         self.close_connection = True
+    def static(self):
+        # files below sys.argv[6]: a bare git repository (dumb HTTP) and a package index
+        rel = self.path.split("?")[0][len("/static/"):]
+        path = os.path.join(sys.argv[6], rel)
+        if rel.endswith("/") or rel == "":
+            path = os.path.join(path, "index.html")
+        if ".." in rel.split("/") or not os.path.isfile(path):
+            body, code = b"not found", 404
+        else:
+            body, code = open(path, "rb").read(), 200
+        self.send_response(code)
+        if path.endswith(".html"):
+            self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
     def reply(self):
         if self.path == "/sse":
             return self.sse()
@@ -59,6 +76,8 @@ class H(http.server.BaseHTTPRequestHandler):
                "headers": [[k, v] for k, v in self.headers.items()], "body_len": len(body)}
         with lock, open(sys.argv[5], "a") as f:
             f.write(json.dumps(rec) + "\n")
+        if self.path.startswith("/static/"):
+            return self.static()
         out = json.dumps(rec).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -150,6 +169,35 @@ def make_pki(d):
         os.chmod(os.path.join(d, n), 0o644)
 
 
+def make_www(www):
+    """A bare git repository served over dumb HTTP and a package index with one wheel."""
+    import zipfile
+    src = os.path.join(www, "src")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+    subprocess.run(git + ["init", "-q", src], check=True)
+    with open(os.path.join(src, "README"), "w") as f:
+        f.write("cloned through the egress helper\n")
+    subprocess.run(git + ["-C", src, "add", "README"], check=True)
+    subprocess.run(git + ["-C", src, "commit", "-q", "-m", "one"], check=True)
+    subprocess.run(git + ["clone", "-q", "--bare", src, os.path.join(www, "repo.git")], check=True)
+    subprocess.run(["git", "-C", os.path.join(www, "repo.git"), "update-server-info"], check=True)
+    simple = os.path.join(www, "simple", "nsboxdemo")
+    os.makedirs(simple)
+    wheel = "nsboxdemo-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(os.path.join(simple, wheel), "w") as z:
+        z.writestr("nsboxdemo/__init__.py", "")
+        z.writestr("nsboxdemo-1.0.dist-info/METADATA",
+                   "Metadata-Version: 2.1\nName: nsboxdemo\nVersion: 1.0\n")
+        z.writestr("nsboxdemo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: t\n"
+                   "Root-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr("nsboxdemo-1.0.dist-info/RECORD", "")
+    with open(os.path.join(www, "simple", "index.html"), "w") as f:
+        f.write('<a href="nsboxdemo/">nsboxdemo</a>\n')
+    with open(os.path.join(simple, "index.html"), "w") as f:
+        f.write(f'<a href="{wheel}">{wheel}</a>\n')
+    subprocess.run(["chmod", "-R", "a+rX", www], check=True)
+
+
 def setUpModule():
     global lab, pki, received
     if not is_root():
@@ -162,6 +210,7 @@ def setUpModule():
     os.chmod(pki, 0o755)
     make_pki(pki)
     received = os.path.join(pki, "received.jsonl")
+    make_www(os.path.join(pki, "www"))
     with open(os.path.join(pki, "hosts"), "w") as f:
         f.write(f"127.0.0.1\tlocalhost\n{API}\t{NAME}\n{OTHER}\tother.lab.test\n")
     try:
@@ -170,7 +219,7 @@ def setUpModule():
         raise unittest.SkipTest(f"cannot build the network lab here: {ex}")
     p = subprocess.Popen(["ip", "netns", "exec", lab.up, sys.executable, "-c", ORIGIN, API,
                           str(PORT), os.path.join(pki, "srv.pem"), os.path.join(pki, "srv.key"),
-                          received], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                          received, os.path.join(pki, "www")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lab.procs.append(p)
     line = p.stdout.readline()
     if line.strip() != "READY":
@@ -338,6 +387,25 @@ class HeaderBindings(unittest.TestCase):
         self.assertEqual(lines[1].split()[0], lines[2].split()[2])  # pinned to the gateway
         self.assertIn(OTHER, lines[3])  # the lab's banner: the rest passes as with all
         self.assertEqual([self.auth_headers(r) for r in self.received()], [[BEARER]])
+
+    def test_git_pip_and_node(self):
+        base = f"https://{NAME}:{PORT}/static"
+        node = ("require('https').get('https://%s:%d/node', r => { let d = ''; "
+                "r.on('data', c => d += c); r.on('end', () => console.log(JSON.parse(d).path)) })"
+                % (NAME, PORT))
+        out = self.run_in(f"allow={NAME}:{PORT}",
+                          f"cd /tmp && git clone -q {base}/repo.git r && cat r/README && "
+                          f"PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip download -q "
+                          f"--no-deps --index-url {base}/simple/ -d dl nsboxdemo && ls dl && "
+                          f"node -e {_q(node)}")
+        self.assertEqual(out.strip().splitlines(), ["cloned through the egress helper",
+                                                    "nsboxdemo-1.0-py3-none-any.whl", "/node"])
+        recs = self.received()
+        agents = {r["path"].split("/")[2] if r["path"].startswith("/static/") else r["path"]
+                  for r in recs}
+        self.assertEqual(agents, {"repo.git", "simple", "/node"})
+        for r in recs:
+            self.assertEqual(self.auth_headers(r), [BEARER], r["path"])
 
     def test_server_sent_events_are_not_held_back(self):
         out = self.run_in(f"allow={NAME}:{PORT}", "python3 -c " + _q(SSE))
