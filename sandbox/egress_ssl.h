@@ -15,6 +15,7 @@
     X(SSL_CTX_new)                                                                                 \
     X(SSL_CTX_free)                                                                                \
     X(SSL_CTX_ctrl)                                                                                \
+    X(SSL_CTX_set_options)                                                                         \
     X(SSL_CTX_use_certificate)                                                                     \
     X(SSL_CTX_use_PrivateKey)                                                                      \
     X(SSL_CTX_set_alpn_select_cb)                                                                  \

@@ -143,6 +143,7 @@ static SSL_CTX *server_ctx(EVP_PKEY *key, X509 *leaf)
         return NULL;
     }
     L->SSL_CTX_set_alpn_select_cb(c, alpn_select, NULL);
+    L->SSL_CTX_set_options(c, SSL_OP_CLEANSE_PLAINTEXT); /* see client_ctx */
     return c;
 }
 
@@ -153,6 +154,9 @@ static int client_ctx(struct nsbox_egress_tls *t, const char *ca, struct nsbox_e
         !L->SSL_CTX_ctrl(t->client, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL))
         return ossl_err(e, "cannot make the upstream TLS context");
     L->SSL_CTX_set_verify(t->client, SSL_VERIFY_PEER, NULL);
+    /* read buffers wiped after use: a response that echoes the bound value would otherwise
+     * leave it in freed memory of the helper, outside the pages kept out of dumps */
+    L->SSL_CTX_set_options(t->client, SSL_OP_CLEANSE_PLAINTEXT);
     if (L->SSL_CTX_load_verify_locations(t->client, ca, NULL) != 1) {
         ERR_clear_error();
         return nsbox_err_set(e, NSBOX_E_INVALID, ENOENT,
@@ -179,7 +183,11 @@ static int copy_secrets(struct nsbox_egress_tls *t, const struct nsbox_spec *s, 
         return nsbox_err_sys(e, "header bindings: mmap");
     }
     t->secrets = p;
-    madvise(p, t->secrets_len, MADV_DONTDUMP);
+    /* Out of core dumps; and zeros in every child forked or cloned before the helper (the
+     * sandbox's init among them) until nsbox_egress_tls_to_helper lets the helper have them. */
+    if (madvise(p, t->secrets_len, MADV_DONTDUMP) < 0 ||
+        madvise(p, t->secrets_len, MADV_WIPEONFORK) < 0)
+        return nsbox_err_sys(e, "header bindings: madvise");
     return 0;
 }
 
@@ -253,6 +261,13 @@ int nsbox_egress_tls_prepare(const struct nsbox_spec *s, const char *upstream_ca
 fail:
     nsbox_egress_tls_free(t);
     return -1;
+}
+
+int nsbox_egress_tls_to_helper(const struct nsbox_egress_tls *t, struct nsbox_err *e)
+{
+    if (t && madvise(t->secrets, t->secrets_len, MADV_KEEPONFORK) < 0)
+        return nsbox_err_sys(e, "header bindings: madvise");
+    return 0;
 }
 
 const char *nsbox_egress_tls_ca_pem(const struct nsbox_egress_tls *t)
@@ -445,6 +460,7 @@ static bool pump_upstream(struct relay *r)
     int rc = L->SSL_read_ex(r->up, buf, sizeof buf, &got);
     if (rc > 0) {
         n = nsbox_scrub_feed(&r->scrub, buf, got, r->out);
+        explicit_bzero(buf, got); /* the response as the host sent it, values included */
         return !n || ssl_write_all(r->cl, r->cfd, r->out, n);
     }
     int err = L->SSL_get_error(r->up, rc);

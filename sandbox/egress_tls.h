@@ -29,6 +29,9 @@ struct nsbox_egress_tls;
  * certificates are checked against, NULL: NSBOX_EGRESS_SYSTEM_CA). label: the sandbox id. */
 int nsbox_egress_tls_prepare(const struct nsbox_spec *s, const char *upstream_ca, const char *label,
                              struct nsbox_egress_tls **out, struct nsbox_err *e);
+/* The secrets' pages are zero-filled in every child until this is called, just before the
+ * helper's fork: the sandbox's init, cloned from the same process earlier, never has them. */
+int nsbox_egress_tls_to_helper(const struct nsbox_egress_tls *t, struct nsbox_err *e);
 /* The CA's certificate (PEM), for the sandbox's trust bundle. */
 const char *nsbox_egress_tls_ca_pem(const struct nsbox_egress_tls *t);
 /* Wipes the secrets and frees everything (NULL: nothing). */

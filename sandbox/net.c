@@ -259,6 +259,8 @@ static int start_egress(struct nsbox_net *n, struct nsbox_err *e)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     if (write_file(n->hosts, hosts, e) < 0)
         return -1;
+    if (nsbox_egress_tls_to_helper(n->tls, e) < 0)
+        return -1;
     int r = nsbox_egress_start(&n->plan, n->tls, n->egress_log, &n->egress, e);
     /* the helper has its own copy of the secrets now; this process needs them no more */
     nsbox_egress_tls_free(n->tls);

@@ -150,6 +150,8 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
 {
     if (nsbox_net_prepare(s, c->st.id, c->st.dir, &c->net, e) < 0)
         return -1;
+    /* the egress helper's state has its own copy, in pages left out of dumps (sandbox.h) */
+    nsbox_spec_bind_forget((struct nsbox_spec *)s);
     c->L.net = c->net;
     if (c->st.privileged && nsbox_state_take_slot(&c->st, e) < 0)
         return -1;

@@ -459,6 +459,12 @@ class HeaderBindings(unittest.TestCase):
                     self.assertNotIn(SECRET.encode(), environ + cmdline)
                     if comm == "nsbox-egress":
                         self.assertIn("libssl.so", maps(pid))
+                        # the pages the helper keeps the secret in are left out of core
+                        # dumps (MADV_DONTDUMP: "dd" in their VmFlags)
+                        # and nowhere else in it: not in the heap it inherited at its fork
+                        self.assertEqual(secret_page_flags(pid), [True])
+                    elif comm != "nsbox-egress":
+                        self.assertEqual(secret_page_flags(pid), [])
             self.assertIn("nsbox-egress", mine)
         finally:
             r = self.nsbox(["rm", sid])
@@ -528,6 +534,32 @@ class HeaderBindings(unittest.TestCase):
                         f"{NAME}:Authorization={SECRET}", "--", "true"])
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("never from the command line", r.stderr.decode())
+
+
+def secret_page_flags(pid):
+    """For each mapping of process pid that holds SECRET (read as root through /proc/PID/mem):
+    whether it is left out of core dumps ("dd" in its VmFlags: MADV_DONTDUMP)."""
+    where, found = [], []
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            head = line.split()
+            if "-" in head[0] and len(head) >= 5:
+                lo, hi = (int(x, 16) for x in head[0].split("-"))
+                where.append([lo, hi, head[1], []])
+            elif line.startswith("VmFlags:"):
+                where[-1][3] = head[1:]
+    with open(f"/proc/{pid}/mem", "rb") as mem:
+        for lo, hi, perms, vmflags in where:
+            if not perms.startswith("r") or hi - lo > 256 << 20:
+                continue
+            try:
+                mem.seek(lo)
+                data = mem.read(hi - lo)
+            except OSError:
+                continue
+            if SECRET.encode() in data:
+                found.append("dd" in vmflags)
+    return found
 
 
 def maps(pid):
