@@ -279,7 +279,7 @@ int nsbox_net_write_bundle(struct nsbox_net *n, const char *image_root, const ch
     /* The walker: an openat2 probe made here would be inherited by the sandbox's child, where
      * seccomp refuses openat2 and the probe's answer would be wrong. */
     enum nsbox_sp_backend was = nsbox_sp_set_backend(NSBOX_SP_BACKEND_WALK);
-    cleanup_close int in = nsbox_sp_open(root, NSBOX_NET_BUNDLE + 1, O_RDONLY | O_NONBLOCK, 0,
+    cleanup_close int in = nsbox_sp_open(root, &NSBOX_NET_BUNDLE[1], O_RDONLY | O_NONBLOCK, 0,
                                          NSBOX_SP_NOFOLLOW_ANY, e);
     nsbox_sp_set_backend(was);
     struct stat st;
