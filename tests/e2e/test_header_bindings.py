@@ -28,7 +28,7 @@ SECRET = "ghp_s3cr3tVALUE0123456789abcdef"
 BEARER = "Bearer " + SECRET
 
 ORIGIN = r"""
-import http.server, json, os, ssl, sys, threading
+import hashlib, http.server, json, os, ssl, sys, threading
 lock = threading.Lock()
 release = threading.Event()
 class H(http.server.BaseHTTPRequestHandler):
@@ -65,15 +65,27 @@ class H(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+    def body(self):
+        if (self.headers.get("Transfer-Encoding") or "").lower() != "chunked":
+            n = int(self.headers.get("Content-Length") or 0)
+            return self.rfile.read(n) if n else b""
+        parts = []
+        while True:
+            size = int(self.rfile.readline().split(b";")[0], 16)
+            if size == 0:
+                self.rfile.readline()
+                return b"".join(parts)
+            parts.append(self.rfile.read(size))
+            self.rfile.readline()
     def reply(self):
         if self.path == "/sse":
             return self.sse()
         if self.path == "/release":
             release.set()
-        n = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(n) if n else b""
+        body = self.body()
         rec = {"method": self.command, "path": self.path, "peer": self.client_address[1],
-               "headers": [[k, v] for k, v in self.headers.items()], "body_len": len(body)}
+               "headers": [[k, v] for k, v in self.headers.items()], "body_len": len(body),
+               "sha256": hashlib.sha256(body).hexdigest()}
         with lock, open(sys.argv[5], "a") as f:
             f.write(json.dumps(rec) + "\n")
         if self.path.startswith("/static/"):
@@ -404,6 +416,33 @@ class HeaderBindings(unittest.TestCase):
         agents = {r["path"].split("/")[2] if r["path"].startswith("/static/") else r["path"]
                   for r in recs}
         self.assertEqual(agents, {"repo.git", "simple", "/node"})
+        for r in recs:
+            self.assertEqual(self.auth_headers(r), [BEARER], r["path"])
+
+    def test_uploads_and_parallel_connections(self):
+        # 20 MB with Content-Length and 20 MB chunked (curl -T - reads a pipe: chunked), their
+        # checksums as the origin computed them; then 64 connections at once
+        url = f"https://{NAME}:{PORT}"
+        par = ("import concurrent.futures as f, json, urllib.request as u\n"
+               "def get(i):\n"
+               "    return json.loads(u.urlopen('%s/par/%%d' %% i, timeout=60).read())['path']\n"
+               "with f.ThreadPoolExecutor(64) as ex:\n"
+               "    print(sorted(ex.map(get, range(64))) == sorted('/par/%%d' %% i "
+               "for i in range(64)))\n" % url)
+        out = self.run_in(f"allow={NAME}:{PORT}",
+                          "head -c 20000000 /dev/urandom > /tmp/up && sha256sum /tmp/up && "
+                          f"curl -sS --data-binary @/tmp/up {url}/length && echo && "
+                          f"cat /tmp/up | curl -sS -T - {url}/chunked && echo && "
+                          "python3 -c " + _q(par))
+        lines = out.strip().splitlines()
+        digest = lines[0].split()[0]
+        length, chunked = json.loads(lines[1]), json.loads(lines[2])
+        self.assertEqual((length["body_len"], length["sha256"]), (20000000, digest))
+        self.assertEqual((chunked["body_len"], chunked["sha256"]), (20000000, digest))
+        self.assertIn(["Transfer-Encoding", "chunked"], chunked["headers"])
+        self.assertEqual(lines[3], "True")
+        recs = self.received()
+        self.assertEqual(len(recs), 66)
         for r in recs:
             self.assertEqual(self.auth_headers(r), [BEARER], r["path"])
 
