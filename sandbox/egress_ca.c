@@ -14,15 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int ossl_fail(struct nsbox_err *e, const char *what)
+int nsbox_egress_ca_error(struct nsbox_err *e, const char *what)
 {
     char buf[256] = "";
     unsigned long code = ERR_get_error();
     if (code)
         ERR_error_string_n(code, buf, sizeof buf);
     ERR_clear_error();
-    return nsbox_err_set(e, NSBOX_E_SYS, EPROTO, "header bindings: %s: %s", what,
-                         buf[0] ? buf : "OpenSSL failed");
+    return nsbox_err_set(e, NSBOX_E_SYS, EPROTO, "header bindings: %s%s%s", what,
+                         buf[0] ? ": " : "", buf);
 }
 
 static bool add_ext(X509 *x, X509V3_CTX *ctx, int nid, const char *value)
@@ -140,24 +140,24 @@ int nsbox_egress_ca_make(const char *const *names, size_t n, const char *label,
     X509 *ca = ca_key ? make_ca(names, n, label, ca_key, valid_seconds) : NULL;
     int r = -1;
     if (!ca) {
-        ossl_fail(e, "cannot make the sandbox's CA");
+        nsbox_egress_ca_error(e, "cannot make the sandbox's CA");
         goto out;
     }
     out->key = EVP_EC_gen("P-256");
     out->leaf = calloc(n, sizeof *out->leaf);
     if (!out->key || !out->leaf) {
-        ossl_fail(e, "cannot make the leaf key");
+        nsbox_egress_ca_error(e, "cannot make the leaf key");
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
         if (!(out->leaf[i] = make_leaf(names[i], ca, ca_key, out->key, valid_seconds))) {
-            ossl_fail(e, "cannot sign a leaf certificate");
+            nsbox_egress_ca_error(e, "cannot sign a leaf certificate");
             goto out;
         }
         out->n = i + 1;
     }
     if (!(out->ca_pem = pem_of(ca))) {
-        ossl_fail(e, "cannot write the CA's certificate");
+        nsbox_egress_ca_error(e, "cannot write the CA's certificate");
         goto out;
     }
     r = 0;

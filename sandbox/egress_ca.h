@@ -27,5 +27,7 @@ struct nsbox_egress_ca {
 int nsbox_egress_ca_make(const char *const *names, size_t n, const char *label,
                          uint64_t valid_seconds, struct nsbox_egress_ca *out, struct nsbox_err *e);
 void nsbox_egress_ca_free(struct nsbox_egress_ca *ca);
+/* -1 with e: "header bindings: WHAT: OpenSSL's first queued error", the queue then emptied. */
+int nsbox_egress_ca_error(struct nsbox_err *e, const char *what);
 
 #endif

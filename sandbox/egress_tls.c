@@ -109,17 +109,6 @@ static int prefix_create(BIO *b)
 
 /* ---- preparation ---------------------------------------------------------------------------- */
 
-static int ossl_err(struct nsbox_err *e, const char *what)
-{
-    char buf[256] = "";
-    unsigned long code = ERR_get_error();
-    if (code)
-        ERR_error_string_n(code, buf, sizeof buf);
-    ERR_clear_error();
-    return nsbox_err_set(e, NSBOX_E_SYS, EPROTO, "header bindings: %s%s%s", what,
-                         buf[0] ? ": " : "", buf);
-}
-
 /* HTTP/1.1 only: the helper reads HTTP/1.1 heads; a client that offers h2 as well gets 1.1. */
 static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
                        const unsigned char *in, unsigned inlen, void *arg)
@@ -152,7 +141,7 @@ static int client_ctx(struct nsbox_egress_tls *t, const char *ca, struct nsbox_e
     t->client = L->SSL_CTX_new(L->TLS_client_method());
     if (!t->client ||
         !L->SSL_CTX_ctrl(t->client, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL))
-        return ossl_err(e, "cannot make the upstream TLS context");
+        return nsbox_egress_ca_error(e, "cannot make the upstream TLS context");
     L->SSL_CTX_set_verify(t->client, SSL_VERIFY_PEER, NULL);
     /* read buffers wiped after use: a response that echoes the bound value would otherwise
      * leave it in freed memory of the helper, outside the pages kept out of dumps */
@@ -244,7 +233,7 @@ int nsbox_egress_tls_prepare(const struct nsbox_spec *s, const char *upstream_ca
         while (strcmp(names[k], t->host[i].name))
             k++;
         if (!(t->host[i].ctx = server_ctx(t->ca.key, t->ca.leaf[k]))) {
-            ossl_err(e, "cannot make the TLS context of a bound host");
+            nsbox_egress_ca_error(e, "cannot make the TLS context of a bound host");
             goto fail;
         }
     }
@@ -253,7 +242,7 @@ int nsbox_egress_tls_prepare(const struct nsbox_spec *s, const char *upstream_ca
         !BIO_meth_set_write_ex(t->prefix, prefix_write) ||
         !BIO_meth_set_ctrl(t->prefix, prefix_ctrl) ||
         !BIO_meth_set_create(t->prefix, prefix_create)) {
-        ossl_err(e, "cannot make a BIO method");
+        nsbox_egress_ca_error(e, "cannot make a BIO method");
         goto fail;
     }
     *out = t;

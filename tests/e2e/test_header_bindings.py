@@ -19,7 +19,7 @@ import sys
 import tempfile
 import unittest
 
-from netlab import API, OTHER, Lab, missing_tools
+from netlab import API, OTHER, TLS_SERVE, Lab, make_pki, missing_tools, start_origin
 from nsbox_test import NSBOX, Dirs, is_root
 
 PORT = 8445
@@ -99,13 +99,7 @@ class H(http.server.BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = reply
     def log_message(self, *a):
         pass
-srv = http.server.ThreadingHTTPServer((sys.argv[1], int(sys.argv[2])), H)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-ctx.load_cert_chain(sys.argv[3], sys.argv[4])
-srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-print("READY", flush=True)
-srv.serve_forever()
-"""
+""" + TLS_SERVE
 
 # Inside the sandbox: raw requests over TLS (the system bundle, verified), one per argument
 # given as JSON: {"req": "<request head and body>"}; prints each response's status line and body.
@@ -164,23 +158,6 @@ pki = None
 received = None
 
 
-def openssl(*args, cwd):
-    return subprocess.run(["openssl"] + list(args), cwd=cwd, check=True, capture_output=True)
-
-
-def make_pki(d):
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-            "-days", "2", "-subj", "/CN=nsbox lab CA", cwd=d)
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr",
-            "-subj", f"/CN={NAME}", cwd=d)
-    with open(os.path.join(d, "ext"), "w") as f:
-        f.write(f"subjectAltName=DNS:{NAME},DNS:other.lab.test\n")
-    openssl("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-            "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "ext", cwd=d)
-    for n in os.listdir(d):
-        os.chmod(os.path.join(d, n), 0o644)
-
-
 def make_www(www):
     """A bare git repository served over dumb HTTP and a package index with one wheel."""
     import zipfile
@@ -220,7 +197,7 @@ def setUpModule():
         raise unittest.SkipTest(f"the network lab needs {', '.join(missing)}")
     pki = tempfile.mkdtemp(prefix="nsbox-bind-pki-")
     os.chmod(pki, 0o755)
-    make_pki(pki)
+    make_pki(pki, (NAME, "other.lab.test"))
     received = os.path.join(pki, "received.jsonl")
     make_www(os.path.join(pki, "www"))
     with open(os.path.join(pki, "hosts"), "w") as f:
@@ -229,13 +206,7 @@ def setUpModule():
         lab = Lab()
     except (subprocess.CalledProcessError, RuntimeError) as ex:
         raise unittest.SkipTest(f"cannot build the network lab here: {ex}")
-    p = subprocess.Popen(["ip", "netns", "exec", lab.up, sys.executable, "-c", ORIGIN, API,
-                          str(PORT), os.path.join(pki, "srv.pem"), os.path.join(pki, "srv.key"),
-                          received, os.path.join(pki, "www")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lab.procs.append(p)
-    line = p.stdout.readline()
-    if line.strip() != "READY":
-        raise RuntimeError(f"the HTTPS origin did not start: {line} {p.stderr.read()}")
+    start_origin(lab, ORIGIN, API, PORT, pki, received, os.path.join(pki, "www"))
 
 
 def tearDownModule():
