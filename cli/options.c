@@ -209,8 +209,12 @@ static int apply_binding(const char *val, struct nsbox_spec *spec, struct nsbox_
 {
     const char *eq = strchr(val, '=');
     const char *colon = eq ? memrchr(val, ':', (size_t)(eq - val)) : NULL;
+    /* what is said back stops before '=': what follows may be a secret given by mistake */
+    char shown[NSBOX_HOSTNAME_MAX + NSBOX_HTTPHEAD_NAME_MAX + 16];
+    snprintf(shown, sizeof shown, "%.*s%s", (int)(eq ? eq - val : (ptrdiff_t)strlen(val)), val,
+             eq ? "=..." : "");
     if (!colon || colon == val || colon + 1 == eq)
-        return option_usage(BINDING_USAGE, val);
+        return option_usage(BINDING_USAGE, shown);
     cleanup_free char *host = strndup(val, (size_t)(colon - val));
     cleanup_free char *header = strndup(colon + 1, (size_t)(eq - colon - 1));
     if (!host || !header)
@@ -224,7 +228,7 @@ static int apply_binding(const char *val, struct nsbox_spec *spec, struct nsbox_
             return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
                                  "--header-binding %s: the variable %s is not set in nsbox's "
                                  "environment (or is empty)",
-                                 NSBOX_SHOW(val), NSBOX_SHOW(src + 4));
+                                 shown, NSBOX_SHOW(src + 4));
         if (!(value = strdup(v)))
             return nsbox_err_sys(e, "--header-binding");
         len = strlen(value);
@@ -241,7 +245,7 @@ static int apply_binding(const char *val, struct nsbox_spec *spec, struct nsbox_
         if (len && value[len - 1] == '\r')
             value[--len] = '\0';
     } else {
-        return option_usage(BINDING_USAGE, val);
+        return option_usage(BINDING_USAGE, shown);
     }
     int r = strlen(value) != len
                 ? nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "contains a NUL byte")

@@ -226,9 +226,11 @@ class HeaderBindings(unittest.TestCase):
     def tearDown(self):
         self.dirs.cleanup()
 
-    def env(self, upstream_ca=True):
+    def env(self, upstream_ca=True, allow_names=None):
         cfg = os.path.join(self.dirs.base, "config.json")
         net = {"upstream_ca": os.path.join(pki, "ca.pem")} if upstream_ca else {}
+        if allow_names:
+            net["allow_names"] = allow_names
         with open(cfg, "w") as f:
             json.dump({"pool": {"size": 0}, "network": net}, f)
         os.chmod(cfg, 0o644)
@@ -237,13 +239,13 @@ class HeaderBindings(unittest.TestCase):
         env["BOUND_TOKEN"] = BEARER
         return env
 
-    def nsbox(self, args, upstream_ca=True, timeout=120):
+    def nsbox(self, args, upstream_ca=True, timeout=120, allow_names=None):
         cmd = ["nsenter", f"--net=/run/netns/{lab.lab}", "unshare", "--mount", "--propagation",
                "private", "sh", "-c",
                'mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && '
                'shift && exec "$@"', lab.resolv, os.path.join(pki, "hosts"), NSBOX] + args
         return subprocess.run(cmd, capture_output=True, timeout=timeout,
-                              env=self.env(upstream_ca))
+                              env=self.env(upstream_ca, allow_names))
 
     def run_in(self, network, script, upstream_ca=True):
         r = self.nsbox(["run", "--network", network, "--header-binding",
@@ -544,6 +546,13 @@ class HeaderBindings(unittest.TestCase):
                         f"{NAME}:Authorization={SECRET}", "--", "true"])
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("never from the command line", r.stderr.decode())
+        self.assertNotIn(SECRET, r.stderr.decode())
+        # names by address (no egress helper) cannot bind
+        r = self.nsbox(["run", "--network", f"allow={NAME}:{PORT}", "--header-binding",
+                        f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN", "--", "true"],
+                       allow_names="address")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("header bindings need the egress helper", r.stderr.decode())
 
 
 def secret_page_flags(pid):
