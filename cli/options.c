@@ -198,9 +198,9 @@ static int refuse_option(const char *name, const struct opt_def *opt,
     return 0;
 }
 
-#define BINDING_USAGE                                                                          \
-    "--header-binding %s: expected HOST:HEADER=env:VAR or HOST:HEADER=file:PATH (the value is "  \
-    "read from nsbox's own environment or a file, never from the command line, where every "    \
+#define BINDING_USAGE                                                                              \
+    "--header-binding %s: expected HOST:HEADER=env:VAR or HOST:HEADER=file:PATH (the value is "    \
+    "read from nsbox's own environment or a file, never from the command line, where every "       \
     "user of this machine could read it)"
 
 /* The secret is read here, from nsbox's environment or a file: argv is readable by everyone in
@@ -247,9 +247,8 @@ static int apply_binding(const char *val, struct nsbox_spec *spec, struct nsbox_
     } else {
         return option_usage(BINDING_USAGE, shown);
     }
-    int r = strlen(value) != len
-                ? nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "contains a NUL byte")
-                : nsbox_spec_bind_add(spec, host, header, value, e);
+    int r = strlen(value) != len ? nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "contains a NUL byte")
+                                 : nsbox_spec_bind_add(spec, host, header, value, e);
     explicit_bzero(value, len);
     free(value);
     return r < 0 ? nsbox_err_wrap(e, "--header-binding %s", NSBOX_SHOW(val)) : 0;
