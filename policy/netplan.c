@@ -228,11 +228,13 @@ int nsbox_netconfig_from_json(struct nsbox_netconfig *c, const char *json, size_
             if (!cJSON_IsString(it) || it->valuestring[0] != '/' ||
                 strlen(it->valuestring) >= sizeof out.upstream_ca)
                 return invalid(e, "config: key 'network.upstream_ca': must be the absolute path "
-                               "of a PEM file of CA certificates");
+                                  "of a PEM file of CA certificates");
             snprintf(out.upstream_ca, sizeof out.upstream_ca, "%s", it->valuestring);
         } else {
-            return invalid(e, "config: key 'network.%s': unknown (known: pool, dns, "
-                           "allow_names, upstream_ca)", it->string);
+            return invalid(e,
+                           "config: key 'network.%s': unknown (known: pool, dns, "
+                           "allow_names, upstream_ca)",
+                           it->string);
         }
     }
     *c = out;

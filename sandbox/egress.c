@@ -279,8 +279,8 @@ static void *serve(void *arg)
         goto out;
     }
     if (nsbox_egress_tls_bound(bindings, h->name, c->port)) {
-        nsbox_egress_tls_serve(bindings, c->fd, buf, len, h->name, c->port, c->peer,
-                               connect_bound, c, say);
+        nsbox_egress_tls_serve(bindings, c->fd, buf, len, h->name, c->port, c->peer, connect_bound,
+                               c, say);
         close(c->fd);
         c->fd = -1;
         goto out;

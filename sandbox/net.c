@@ -243,8 +243,8 @@ static int prepare_bindings(struct nsbox_net *n, const struct nsbox_spec *s, con
             return -1;
         snprintf(n->egress_log, sizeof n->egress_log, "%s/egress.log", state_dir);
     }
-    return nsbox_egress_tls_prepare(s, cfg->upstream_ca[0] ? cfg->upstream_ca : NULL, id,
-                                    &n->tls, e);
+    return nsbox_egress_tls_prepare(s, cfg->upstream_ca[0] ? cfg->upstream_ca : NULL, id, &n->tls,
+                                    e);
 }
 
 /* The helper listens on the gateway, which exists now; the names in the sandbox's /etc/hosts

@@ -61,9 +61,9 @@ char **nsbox_sandbox_env(const struct nsbox_spec *s, struct nsbox_err *e)
     while (img_env && img_env[n_img])
         n_img++;
     static const char *const bundle_env[] = {
-        "SSL_CERT_FILE=" NSBOX_NET_BUNDLE,      "REQUESTS_CA_BUNDLE=" NSBOX_NET_BUNDLE,
-        "CURL_CA_BUNDLE=" NSBOX_NET_BUNDLE,     "PIP_CERT=" NSBOX_NET_BUNDLE,
-        "GIT_SSL_CAINFO=" NSBOX_NET_BUNDLE,     "NODE_EXTRA_CA_CERTS=" NSBOX_NET_BUNDLE,
+        "SSL_CERT_FILE=" NSBOX_NET_BUNDLE,  "REQUESTS_CA_BUNDLE=" NSBOX_NET_BUNDLE,
+        "CURL_CA_BUNDLE=" NSBOX_NET_BUNDLE, "PIP_CERT=" NSBOX_NET_BUNDLE,
+        "GIT_SSL_CAINFO=" NSBOX_NET_BUNDLE, "NODE_EXTRA_CA_CERTS=" NSBOX_NET_BUNDLE,
         "AWS_CA_BUNDLE=" NSBOX_NET_BUNDLE,
     };
     size_t n = NSBOX_ARRAY_LEN(base) + n_img + s->n_env + NSBOX_ARRAY_LEN(bundle_env) + 2;

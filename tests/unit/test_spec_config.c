@@ -273,11 +273,14 @@ static void test_bindings(void **state)
 {
     struct nsbox_spec *s = *state;
     struct nsbox_err e;
-    assert_int_equal(load(s, "{\"network\": {\"allow\": [\"api.github.com\", \"x.test:8443\"]},"
-                             " \"header_bindings\": [{\"host\": \"API.GitHub.com\", \"header\":"
-                             " \"Authorization\", \"value\": \"Bearer " SECRET "\"},"
-                             " {\"host\": \"x.test:8443\", \"header\": \"X-Key\", \"value\":"
-                             " \"" SECRET "\"}]}", &e), 0);
+    assert_int_equal(load(s,
+                          "{\"network\": {\"allow\": [\"api.github.com\", \"x.test:8443\"]},"
+                          " \"header_bindings\": [{\"host\": \"API.GitHub.com\", \"header\":"
+                          " \"Authorization\", \"value\": \"Bearer " SECRET "\"},"
+                          " {\"host\": \"x.test:8443\", \"header\": \"X-Key\", \"value\":"
+                          " \"" SECRET "\"}]}",
+                          &e),
+                     0);
     assert_int_equal(s->n_bindings, 2);
     assert_string_equal(s->bindings[0].host.name, "api.github.com");
     assert_int_equal(s->bindings[1].host.port, 8443);
@@ -314,7 +317,8 @@ static void test_bindings_refused(void **state)
     static const struct {
         const char *binding, *why;
     } bad[] = {
-        {"{\"host\": \"a.test\", \"header\": \"Host\", \"value\": \"" SECRET "\"}", "cannot be bound"},
+        {"{\"host\": \"a.test\", \"header\": \"Host\", \"value\": \"" SECRET "\"}",
+         "cannot be bound"},
         {"{\"host\": \"a.test\", \"header\": \"Content-Length\", \"value\": \"" SECRET "\"}",
          "cannot be bound"},
         {"{\"host\": \"a.test\", \"header\": \"X Y\", \"value\": \"" SECRET "\"}", "token"},
@@ -322,7 +326,8 @@ static void test_bindings_refused(void **state)
          "not visible ASCII"},
         {"{\"host\": \"a.test\", \"header\": \"X-K\", \"value\": \"short\"}", "shorter than 8"},
         {"{\"host\": \"192.0.2.1\", \"header\": \"X-K\", \"value\": \"" SECRET "\"}", "IP address"},
-        {"{\"host\": \"https://a.test\", \"header\": \"X-K\", \"value\": \"" SECRET "\"}", "scheme"},
+        {"{\"host\": \"https://a.test\", \"header\": \"X-K\", \"value\": \"" SECRET "\"}",
+         "scheme"},
         {"{\"host\": \"a.test\", \"header\": \"X-K\"}", "no value"},
         {"{\"host\": \"a.test\", \"value\": \"" SECRET "\"}", "needs"},
         {"{\"host\": \"a.test\", \"header\": \"X-K\", \"value\": 5}", "must be a string"},
@@ -342,10 +347,11 @@ static void test_bindings_refused(void **state)
     snprintf(json, sizeof json, "{\"network\": \"all\", \"header_bindings\": [%s, %s]}", two, two);
     assert_fails_with(load(s, json, &e), &e, NSBOX_E_INVALID, "bound twice");
     /* validation: a bound host the network cannot reach */
-    snprintf(json, sizeof json, "{\"network\": {\"allow\": [\"b.test\"]}, \"header_bindings\": [%s]}",
-             two);
+    snprintf(json, sizeof json,
+             "{\"network\": {\"allow\": [\"b.test\"]}, \"header_bindings\": [%s]}", two);
     assert_int_equal(load(s, json, &e), 0);
-    assert_fails_with(nsbox_spec_validate(s, &e), &e, NSBOX_E_INVALID, "not in the network's allow");
+    assert_fails_with(nsbox_spec_validate(s, &e), &e, NSBOX_E_INVALID,
+                      "not in the network's allow");
     assert_int_equal(load(s, "{\"network\": \"none\"}", &e), 0);
     assert_fails_with(nsbox_spec_validate(s, &e), &e, NSBOX_E_INVALID, "the network is none");
     assert_int_equal(load(s, "{\"network\": \"all\"}", &e), 0);
@@ -356,12 +362,8 @@ int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(test_config_override),
-        T(test_to_json_round_trip),
-        T(test_pull),
-        T(test_background_processes),
-        T(test_public_api),
-        T(test_bindings),
+        T(test_config_override),      T(test_to_json_round_trip), T(test_pull),
+        T(test_background_processes), T(test_public_api),         T(test_bindings),
         T(test_bindings_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
