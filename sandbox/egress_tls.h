@@ -19,14 +19,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NSBOX_EGRESS_SYSTEM_CA "/etc/ssl/certs/ca-certificates.crt"
+/* The host's trust store: the hashed directory of the certificates of
+ * /etc/ssl/certs/ca-certificates.crt (update-ca-certificates makes both). */
+#define NSBOX_EGRESS_SYSTEM_CA_DIR "/etc/ssl/certs"
 #define NSBOX_EGRESS_IDLE_MS (3600 * 1000) /* a relayed connection with no bytes either way */
 
 struct nsbox_egress_tls;
 
 /* Parent side, before the sandbox's root is built: the CA and its leaves for the spec's bound
  * hosts, the secrets in their own pages, the TLS contexts (upstream_ca: the CA file upstream
- * certificates are checked against, NULL: NSBOX_EGRESS_SYSTEM_CA). label: the sandbox id. */
+ * certificates are checked against, NULL: NSBOX_EGRESS_SYSTEM_CA_DIR). label: the sandbox id. */
 int nsbox_egress_tls_prepare(const struct nsbox_spec *s, const char *upstream_ca, const char *label,
                              struct nsbox_egress_tls **out, struct nsbox_err *e);
 /* The secrets' pages are zero-filled in every child until this is called, just before the

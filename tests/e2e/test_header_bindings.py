@@ -14,6 +14,7 @@ trust store does not vouch for is refused (502); libssl is loaded only with bind
 Python client's bindings; a bound host the network cannot reach fails creation."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -239,18 +240,21 @@ class HeaderBindings(unittest.TestCase):
         env["BOUND_TOKEN"] = BEARER
         return env
 
-    def nsbox(self, args, upstream_ca=True, timeout=120, allow_names=None):
+    def nsbox(self, args, upstream_ca=True, timeout=120, allow_names=None, host_store=None):
+        # host_store: a directory bound over the host's /etc/ssl/certs, in the private mount
+        # namespace only (the host's trust store is never touched)
+        store = f'mount --bind "{host_store}" /etc/ssl/certs && ' if host_store else ""
         cmd = ["nsenter", f"--net=/run/netns/{lab.lab}", "unshare", "--mount", "--propagation",
                "private", "sh", "-c",
-               'mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && '
+               'mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && ' + store +
                'shift && exec "$@"', lab.resolv, os.path.join(pki, "hosts"), NSBOX] + args
         return subprocess.run(cmd, capture_output=True, timeout=timeout,
                               env=self.env(upstream_ca, allow_names))
 
-    def run_in(self, network, script, upstream_ca=True):
+    def run_in(self, network, script, upstream_ca=True, host_store=None):
         r = self.nsbox(["run", "--network", network, "--header-binding",
                         f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN", "--", "sh", "-c",
-                        script], upstream_ca=upstream_ca)
+                        script], upstream_ca=upstream_ca, host_store=host_store)
         self.assertEqual(r.returncode, 0, r.stderr.decode() + r.stdout.decode())
         return r.stdout.decode()
 
@@ -432,6 +436,20 @@ class HeaderBindings(unittest.TestCase):
         self.assertIn("502", out)
         self.assertIn("certificate", out)
         self.assertEqual(self.received(), [])
+        # and a host store that has it (a copy of the system's with the lab CA added, hashed
+        # as update-ca-certificates does) lets the same request through
+        store = os.path.join(self.dirs.base, "certs")
+        shutil.copytree("/etc/ssl/certs", store, symlinks=True)
+        shutil.copy(os.path.join(pki, "ca.pem"), os.path.join(store, "nsbox-lab-ca.pem"))
+        with open(os.path.join(store, "ca-certificates.crt"), "a") as f, \
+                open(os.path.join(pki, "ca.pem")) as ca:
+            f.write(ca.read())
+        subprocess.run(["openssl", "rehash", store], check=True, capture_output=True)
+        subprocess.run(["chmod", "-R", "a+rX", store], check=True)
+        out = self.run_in(f"allow={NAME}:{PORT}", f"curl -sS https://{NAME}:{PORT}/stored",
+                          upstream_ca=False, host_store=store)
+        self.assertEqual(json.loads(out)["path"], "/stored")
+        self.assertEqual([self.auth_headers(r) for r in self.received()], [[BEARER]])
 
     def test_inspect_and_state_never_hold_the_secret(self):
         r = self.nsbox(["create", "--network", f"allow={NAME}:{PORT}", "--header-binding",
