@@ -14,6 +14,10 @@ const char *nsbox_help_cmd;
     "  --instance-type small|medium|large  CPUs, memory, pids and workspace disk (nsbox info)\n"  \
     "  --network none|all|allow=H[,H]      none (default): loopback only; allow: those hosts\n"   \
     "  --egress CIDR[,CIDR]                also allow these IPv4 ranges (in any mode)\n"         \
+    "  --header-binding HOST:HEADER=env:VAR|file:PATH\n"                                          \
+    "                                      add HEADER with that value to every HTTPS request to\n" \
+    "                                      HOST; the value never enters the sandbox (repeatable;\n"\
+    "                                      network all, or allow with HOST; docs/network.md)\n"   \
     "  --region R                          nl-north-1 (default); elsewhere, as in the hosted\n"   \
     "                                      sandbox, only --network all\n"                          \
     "  --image host|debian|NAME|REF|/DIR   the root filesystem; REF: python:3.12 (docs/images.md)\n"                \
@@ -38,6 +42,7 @@ static const char overview[] =
     "                                  directory keeps the name; -p makes missing directories)\n"
     "  ls [--json] | inspect ID | rm ID... | ps ID | kill ID PID [SIG] | logs ID PID\n"
     "  logs --network [-f] ID          the sandbox's connections through its egress helper\n"
+    "                                  (a bound host's: each request, no header, no query)\n"
     "  wait [--timeout S] ID PID       until a background process ends; its exit code\n"
     "  info [--json]                   what this machine supports and how to fix what is missing\n"
     "  image build host|debian | pull REF | import FILE | ls | inspect | tag | rm | prune\n"
@@ -49,6 +54,7 @@ static const char overview[] =
     "run and create OPTIONS (--spec first, then the others in order, later ones winning):\n"
     "  --instance-type small|medium|large   --region R    --spec FILE.json|-   -e K=V\n"
     "  --network none|all|allow=H[,H]    --egress CIDR[,CIDR]\n"
+    "  --header-binding HOST:HEADER=env:VAR|file:PATH (a secret header for HOST, kept outside)\n"
     "  --image host|debian|NAME|REF|/DIR   --pull missing|always|never\n"
     "  --workspace DIR (yours, kept, no disk limit)\n"
     "run only:     --timeout S   --cwd DIR (relative: to /workspace)\n"
@@ -68,8 +74,9 @@ static const struct {
             "\n"
             "  --timeout S                         kill CMD's whole process tree after S seconds\n"
             "  --cwd DIR                           where CMD starts (relative: to /workspace)\n"
-            "  --network-log FILE                  with allow=NAMES: the connections through\n"
-            "                                      the egress helper, as JSON lines, into FILE\n"
+            "  --network-log FILE                  with allow=NAMES or --header-binding: the\n"
+            "                                      connections through the egress helper (a\n"
+            "                                      bound host's requests), JSON lines, into FILE\n"
             "  --ttl S                             as --timeout (the sandbox's hard limit)\n" SANDBOX_OPTIONS
             "\n" EXIT_CODES},
     {"create", "usage: nsbox create [OPTIONS] [--json]\n"

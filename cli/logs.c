@@ -207,7 +207,8 @@ static int open_network_log(const char *id, char *dir, size_t n, struct nsbox_eg
     } else if (err == ENOENT) {
         nsbox_err_set(&e, NSBOX_E_NOTFOUND, ENOENT,
                       "sandbox %s has no network log: only a sandbox whose --network allow= names "
-                      "hosts, enforced by name, has one (docs/network.md, \"The network log\")",
+                      "hosts, enforced by name, or that has header bindings has one "
+                      "(docs/network.md, \"The network log\")",
                       id);
     } else {
         errno = err;

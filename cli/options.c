@@ -5,6 +5,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "help.h"
+#include "httphead.h"
 #include "say.h"
 #include "state.h"
 #include "util.h"
@@ -106,6 +107,7 @@ enum opt_kind {
     OPT_CWD,       /* run only */
     OPT_NETLOG,    /* run only */
     OPT_SPEC_OFF,  /* a flag without a value: sets the spec's boolean key to false */
+    OPT_BINDING,   /* --header-binding HOST:HEADER=env:VAR|file:PATH */
 };
 
 struct opt_def {
@@ -127,6 +129,7 @@ static const struct opt_def sandbox_opts[] = {
     {"-e", "env", OPT_SPEC},
     {"--env", "env", OPT_SPEC},
     {"--no-background-processes", "supports_background_processes", OPT_SPEC_OFF},
+    {"--header-binding", NULL, OPT_BINDING},
     {"--spec", NULL, OPT_SPEC_FILE},
     {"--setup-script", "setup_script", OPT_SCRIPT},
     {"--timeout", NULL, OPT_TIMEOUT},
@@ -201,6 +204,62 @@ static int refuse_option(const char *name, const struct opt_def *opt,
     return 0;
 }
 
+#define BINDING_USAGE                                                                              \
+    "--header-binding %s: expected HOST:HEADER=env:VAR or HOST:HEADER=file:PATH (the value is "    \
+    "read from nsbox's own environment or a file, never from the command line, where every "       \
+    "user of this machine could read it)"
+
+/* The secret is read here, from nsbox's environment or a file: argv is readable by everyone in
+ * /proc. One trailing newline of a file is not part of the value (editors and `echo` add it). */
+static int apply_binding(const char *val, struct nsbox_spec *spec, struct nsbox_err *e)
+{
+    const char *eq = strchr(val, '=');
+    const char *colon = eq ? memrchr(val, ':', (size_t)(eq - val)) : NULL;
+    /* what is said back stops before '=': what follows may be a secret given by mistake */
+    char shown[NSBOX_HOSTNAME_MAX + NSBOX_HTTPHEAD_NAME_MAX + 16];
+    snprintf(shown, sizeof shown, "%.*s%s", (int)(eq ? eq - val : (ptrdiff_t)strlen(val)), val,
+             eq ? "=..." : "");
+    if (!colon || colon == val || colon + 1 == eq)
+        return option_usage(BINDING_USAGE, shown);
+    cleanup_free char *host = strndup(val, (size_t)(colon - val));
+    cleanup_free char *header = strndup(colon + 1, (size_t)(eq - colon - 1));
+    if (!host || !header)
+        return nsbox_err_sys(e, "--header-binding");
+    const char *src = eq + 1;
+    char *value = NULL;
+    size_t len = 0;
+    if (!strncmp(src, "env:", 4)) {
+        const char *v = getenv(src + 4);
+        if (!v || !*v)
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                 "--header-binding %s: the variable %s is not set in nsbox's "
+                                 "environment (or is empty)",
+                                 shown, NSBOX_SHOW(src + 4));
+        if (!(value = strdup(v)))
+            return nsbox_err_sys(e, "--header-binding");
+        len = strlen(value);
+        /* out of this process's environment, bytes included: the supervisor and the egress
+         * helper it forks would otherwise carry it (and show it in /proc/PID/environ) */
+        explicit_bzero((char *)v, len);
+        unsetenv(src + 4);
+    } else if (!strncmp(src, "file:", 5)) {
+        value = read_file_arg(src + 5, NSBOX_HTTPHEAD_VALUE_MAX + 2, &len, e);
+        if (!value)
+            return nsbox_err_wrap(e, "--header-binding %s", NSBOX_SHOW(val));
+        if (len && value[len - 1] == '\n')
+            value[--len] = '\0';
+        if (len && value[len - 1] == '\r')
+            value[--len] = '\0';
+    } else {
+        return option_usage(BINDING_USAGE, shown);
+    }
+    int r = strlen(value) != len ? nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "contains a NUL byte")
+                                 : nsbox_spec_bind_add(spec, host, header, value, e);
+    explicit_bzero(value, len);
+    free(value);
+    return r < 0 ? nsbox_err_wrap(e, "--header-binding %s", NSBOX_SHOW(val)) : 0;
+}
+
 /* One option's value into spec or run_opts: 0, -1 with e filled, -2 after a usage error. */
 static int apply_option(const struct opt_def *opt, const char *name, const char *val,
                         struct nsbox_spec *spec, struct nsbox_run_opts *run_opts,
@@ -227,6 +286,8 @@ static int apply_option(const struct opt_def *opt, const char *name, const char 
         return 0;
     case OPT_SPEC_OFF:
         return nsbox_spec_set(spec, opt->key, "false", e) < 0 ? -1 : 0;
+    case OPT_BINDING:
+        return apply_binding(val, spec, e);
     case OPT_SCRIPT: {
         size_t len;
         cleanup_free char *script = read_file_arg(val, NSBOX_SCRIPT_MAX, &len, e);

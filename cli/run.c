@@ -243,11 +243,12 @@ int nsbox_cli_run(int argc, char **argv)
     }
     if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_run_check(&spec, &e) < 0)
         goto out_err;
-    if (o.network_log && !nsbox_netplan_has_names(&spec)) {
+    if (o.network_log && !nsbox_netplan_has_names(&spec) && !spec.n_bindings) {
         nsbox_spec_free(&spec);
         return nsbox_say_usage("%s", "--network-log logs the connections to allowed host names "
-                                     "(--network allow=NAME[:PORT],...), and this run allows "
-                                     "none");
+                                     "(--network allow=NAME[:PORT],...) and the requests to "
+                                     "hosts bound to a header (--header-binding), and this run "
+                                     "has neither");
     }
     if (o.network_log && open_network_log(o.network_log, &o.network_log_fd, &e) < 0)
         goto out_err;

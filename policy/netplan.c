@@ -224,9 +224,17 @@ int nsbox_netconfig_from_json(struct nsbox_netconfig *c, const char *json, size_
                 return invalid(e, "config: key 'network.allow_names': must be \"tls\" (by "
                                "name, through the egress helper) or \"address\"");
             out.allow_by_name = !strcmp(it->valuestring, "tls");
+        } else if (!strcmp(it->string, "upstream_ca")) {
+            if (!cJSON_IsString(it) || it->valuestring[0] != '/' ||
+                strlen(it->valuestring) >= sizeof out.upstream_ca)
+                return invalid(e, "config: key 'network.upstream_ca': must be the absolute path "
+                                  "of a PEM file of CA certificates");
+            snprintf(out.upstream_ca, sizeof out.upstream_ca, "%s", it->valuestring);
         } else {
-            return invalid(e, "config: key 'network.%s': unknown (known: pool, dns, "
-                           "allow_names)", it->string);
+            return invalid(e,
+                           "config: key 'network.%s': unknown (known: pool, dns, "
+                           "allow_names, upstream_ca)",
+                           it->string);
         }
     }
     *c = out;
@@ -871,10 +879,11 @@ char *nsbox_netplan_hosts(const struct nsbox_netplan *p, const char *hostname, b
         ok = isalnum((unsigned char)hostname[i]) || hostname[i] == '-';
     if (ok)
         sb_printf(&b, "127.0.1.1\t%s\n", hostname);
-    size_t pins = p && p->mode == NSBOX_NET_ALLOW ? p->n_pins : 0;
+    size_t pins = p && (p->mode == NSBOX_NET_ALLOW || p->by_name) ? p->n_pins : 0;
     if (pins)
-        sb_printf(&b, "# nsbox network allow: resolved by the host when this sandbox was "
-                      "created\n");
+        sb_printf(&b, p->by_name ? "# nsbox: names served by the egress helper on the gateway\n"
+                                 : "# nsbox network allow: resolved by the host when this "
+                                   "sandbox was created\n");
     for (size_t i = 0; i < pins; i++)
         for (size_t j = 0; j < p->pins[i].n; j++)
             sb_printf(&b, "%s\t%s\n", ip4(p->pins[i].addr[j], a), p->pins[i].name);

@@ -64,6 +64,8 @@ struct nsbox_netconfig {
     struct in_addr dns[NSBOX_NET_MAX_DNS];
     bool allow_by_name; /* "allow_names": "tls" (the default): allowed names go through the
                          * egress helper; "address": resolved at creation, by address */
+    char upstream_ca[256]; /* "upstream_ca": the CA file that bound hosts' certificates are
+                            * checked against; "": the host's system bundle */
 };
 
 void nsbox_netconfig_init(struct nsbox_netconfig *c);
@@ -148,6 +150,10 @@ int nsbox_netplan_set_slot(struct nsbox_netplan *p, uint32_t index, struct nsbox
 struct nsbox_spec *nsbox_netplan_literals_only(const struct nsbox_spec *s);
 bool nsbox_netplan_has_names(const struct nsbox_spec *s);
 int nsbox_netplan_add_names(struct nsbox_netplan *p, const struct nsbox_spec *s,
+                            struct nsbox_err *e);
+/* Network all with header bindings: the bound hosts go through the egress helper (pinned to the
+ * gateway, their ports open there), everything else as with all. */
+int nsbox_netplan_add_bound(struct nsbox_netplan *p, const struct nsbox_spec *s,
                             struct nsbox_err *e);
 /* The gateway's address into the names' pins and entries (nsbox_netplan_set_slot calls it). */
 void nsbox_netplan_names_gateway(struct nsbox_netplan *p);

@@ -108,6 +108,26 @@ int nsbox_netplan_add_names(struct nsbox_netplan *p, const struct nsbox_spec *s,
     return 0;
 }
 
+int nsbox_netplan_add_bound(struct nsbox_netplan *p, const struct nsbox_spec *s,
+                            struct nsbox_err *e)
+{
+    struct nsbox_spec *b = malloc(sizeof *b);
+    if (!b)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    b->n_hosts = 0;
+    for (size_t i = 0; i < s->n_bindings && i < NSBOX_MAX_BINDINGS; i++) {
+        bool dup = false;
+        for (size_t j = 0; j < b->n_hosts; j++)
+            dup |= !strcmp(b->hosts[j].name, s->bindings[i].host.name) &&
+                   b->hosts[j].port == s->bindings[i].host.port;
+        if (!dup)
+            b->hosts[b->n_hosts++] = s->bindings[i].host;
+    }
+    int r = nsbox_netplan_add_names(p, b, e);
+    free(b);
+    return r;
+}
+
 void nsbox_netplan_names_gateway(struct nsbox_netplan *p)
 {
     if (!p->by_name)

@@ -80,8 +80,10 @@ int nsbox_pool_config_from_json(const char *text, size_t len, struct nsbox_pool_
 
 bool nsbox_pool_spec_poolable(const struct nsbox_spec *s)
 {
-    /* an always-pull must reach the registry: a pooled sandbox holds the image it had */
-    return s->workspace[0] == '\0' && !s->setup_script && s->pull != NSBOX_PULL_ALWAYS;
+    /* an always-pull must reach the registry: a pooled sandbox holds the image it had; a
+     * binding's secret would wait in a pooled sandbox's helper for a run that may never come */
+    return s->workspace[0] == '\0' && !s->setup_script && s->pull != NSBOX_PULL_ALWAYS &&
+           !s->n_bindings;
 }
 
 int nsbox_pool_member_spec(const struct nsbox_spec *s, uint64_t ttl_seconds,
@@ -89,8 +91,8 @@ int nsbox_pool_member_spec(const struct nsbox_spec *s, uint64_t ttl_seconds,
 {
     if (!nsbox_pool_spec_poolable(s))
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                             "a run with --workspace, a setup script or --pull always cannot "
-                             "use the pool");
+                             "a run with --workspace, a setup script, --pull always or header "
+                             "bindings cannot use the pool");
     *dst = *s;
     /* per-command: the run passes them with its command */
     dst->n_env = 0;

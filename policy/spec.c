@@ -483,7 +483,16 @@ static int check_limits_match(const struct nsbox_spec *s, const struct nsbox_lim
 
 /* ---- the key table -------------------------------------------------------------------------- */
 
-enum key_kind { KEY_UINT, KEY_BOOL, KEY_STRING, KEY_NETWORK, KEY_EGRESS, KEY_ENV, KEY_LIMITS };
+enum key_kind {
+    KEY_UINT,
+    KEY_BOOL,
+    KEY_STRING,
+    KEY_NETWORK,
+    KEY_EGRESS,
+    KEY_ENV,
+    KEY_LIMITS,
+    KEY_BINDINGS,
+};
 
 struct spec_key {
     const char *name;
@@ -514,6 +523,7 @@ static const struct spec_key keys[] = {
     {"limits", KEY_LIMITS, 0, 0, 0, NULL, false},
     {"supports_background_processes", KEY_BOOL,
      offsetof(struct nsbox_spec, supports_background_processes), 0, 0, NULL, false},
+    {"header_bindings", KEY_BINDINGS, 0, 0, 0, NULL, true},
 };
 
 static const struct spec_key *key_find(const char *name)
@@ -559,6 +569,8 @@ static int apply_json(struct nsbox_spec *s, const struct spec_key *k, const cJSO
         return json_env(s, it, e);
     case KEY_LIMITS:
         break; /* checked after all keys, against the final instance_type */
+    case KEY_BINDINGS:
+        return nsbox_spec_bind_json(s, it, e);
     }
     return 0;
 }
@@ -584,6 +596,8 @@ static int apply_text(struct nsbox_spec *s, const struct spec_key *k, const char
         return text_env(s, v, e);
     case KEY_LIMITS:
         return invalid(e, "is output only; choose an instance_type");
+    case KEY_BINDINGS:
+        return nsbox_spec_bind_text(s, v, e);
     }
     return 0;
 }
@@ -612,17 +626,20 @@ void nsbox_spec_free(struct nsbox_spec *s)
     free(s->setup_script);
     s->setup_script = NULL;
     env_clear(s);
+    nsbox_spec_bind_clear(s);
 }
 
 int nsbox_spec_copy(struct nsbox_spec *dst, const struct nsbox_spec *src, struct nsbox_err *e)
 {
     if (src->n_env > NSBOX_MAX_ENV || src->n_hosts > NSBOX_MAX_HOSTS ||
-        src->n_egress > NSBOX_MAX_CIDRS)
+        src->n_egress > NSBOX_MAX_CIDRS || src->n_bindings > NSBOX_MAX_BINDINGS)
         return invalid(e, "spec: too many hosts, egress entries or env variables");
     memcpy(dst, src, sizeof *dst);
     dst->setup_script = NULL;
     dst->n_env = 0;
     memset(dst->env, 0, sizeof dst->env);
+    if (nsbox_spec_bind_copy(dst, src) < 0)
+        goto nomem;
     if (src->setup_script && !(dst->setup_script = strdup(src->setup_script)))
         goto nomem;
     for (size_t i = 0; i < src->n_env; i++) {
@@ -775,6 +792,8 @@ int nsbox_spec_validate(struct nsbox_spec *s, struct nsbox_err *e)
                              "supported only in nl-north-1. Pass network=Network.all() or a "
                              "supported region.",
                              s->region);
+    if (nsbox_spec_bind_check(s, e) < 0)
+        return -1;
     s->limits = t->limits;
     return 0;
 }
@@ -806,6 +825,6 @@ bool nsbox_spec_equal(const struct nsbox_spec *a, const struct nsbox_spec *b)
     for (size_t i = 0; i < a->n_env; i++)
         if (strcmp(a->env[i], b->env[i]))
             return false;
-    return true;
+    return nsbox_spec_bind_equal(a, b);
 }
 

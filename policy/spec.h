@@ -23,6 +23,8 @@
 #define NSBOX_ENV_MAX 32768     /* one K=V string, bytes */
 #define NSBOX_SCRIPT_MAX (1u << 20) /* setup_script, bytes */
 #define NSBOX_SPEC_JSON_MAX (4u << 20)
+#define NSBOX_MAX_BINDINGS 16     /* header_bindings entries */
+#define NSBOX_BINDING_VALUE_MIN 8 /* bytes of a bound header's value */
 #define NSBOX_TTL_MAX (365u * 86400u)
 
 enum nsbox_net_mode {
@@ -40,6 +42,14 @@ struct nsbox_cidr {
     int family;        /* AF_INET or AF_INET6 */
     uint8_t addr[16];  /* network byte order; host bits are zero */
     uint8_t prefix;    /* 0..32 or 0..128 */
+};
+
+/* A header the egress helper adds to every HTTPS request to host (docs/network.md, "Header
+ * bindings"). value is the secret: heap, wiped when freed, never rendered. */
+struct nsbox_header_binding {
+    struct nsbox_host host; /* a name, not an address */
+    char header[65];
+    char *value;
 };
 
 /* When a sandbox's image reference is pulled. DEFAULT: not said; NSBOX_PULL in the environment
@@ -86,6 +96,8 @@ struct nsbox_spec {
     /* false: the sandbox refuses background processes (exec -d, start_process), as the hosted
      * service does for a custom image that cannot keep them (docs/spec.md) */
     bool supports_background_processes;
+    size_t n_bindings;
+    struct nsbox_header_binding bindings[NSBOX_MAX_BINDINGS];
 };
 
 /* Defaults (docs/spec.md). */
@@ -116,6 +128,15 @@ int nsbox_spec_validate(struct nsbox_spec *s, struct nsbox_err *e);
 int nsbox_parse_host(const char *text, struct nsbox_host *out, struct nsbox_err *e);
 int nsbox_parse_cidr(const char *text, struct nsbox_cidr *out, struct nsbox_err *e);
 int nsbox_parse_env(const char *kv, struct nsbox_err *e); /* "K=V" with a valid K */
+
+/* Header bindings (spec_bind.c). add: one binding, checked (a name, a bindable header, a value
+ * that cannot end the header line, no duplicate); clear: wipes and frees every value. */
+int nsbox_spec_bind_add(struct nsbox_spec *s, const char *host, const char *header,
+                        const char *value, struct nsbox_err *e);
+void nsbox_spec_bind_clear(struct nsbox_spec *s);
+/* Wipes and frees the values, keeps the hosts and headers (what a process that started the
+ * sandbox keeps for inspect once the egress helper has the values). */
+void nsbox_spec_bind_forget(struct nsbox_spec *s);
 
 /* "missing", "always", "never"; NULL for NSBOX_PULL_DEFAULT (or a value out of range). */
 const char *nsbox_spec_pull_name(enum nsbox_pull p);

@@ -64,6 +64,19 @@ int nsbox_spec_json_text_uint(const char *v, uint64_t min, uint64_t max, uint64_
                               struct nsbox_err *e);
 int nsbox_spec_json_bytes(const cJSON *it, uint64_t *out, struct nsbox_err *e);
 
+/* ---- spec_bind.c: header bindings ---------------------------------------------------------- */
+
+int nsbox_spec_bind_json(struct nsbox_spec *s, const cJSON *it, struct nsbox_err *e);
+/* HOST[:PORT]:HEADER=VALUE (appends) */
+int nsbox_spec_bind_text(struct nsbox_spec *s, const char *v, struct nsbox_err *e);
+/* dst's bindings are src's (memcpy'd); gives dst its own copies of the values. -1 on ENOMEM. */
+int nsbox_spec_bind_copy(struct nsbox_spec *dst, const struct nsbox_spec *src);
+bool nsbox_spec_bind_equal(const struct nsbox_spec *a, const struct nsbox_spec *b);
+/* "header_bindings": [{"host", "header"}], no value; nothing without bindings. */
+bool nsbox_spec_bind_render(cJSON *o, const struct nsbox_spec *s);
+/* Validation: every binding sound, the network not none, with allow each bound host allowed. */
+int nsbox_spec_bind_check(const struct nsbox_spec *s, struct nsbox_err *e);
+
 /* ---- spec_types.c --------------------------------------------------------------------------- */
 
 /* The instance types' names, ", "-separated, for messages. */

@@ -225,7 +225,8 @@ struct cJSON *nsbox_spec_to_cjson(const struct nsbox_spec *s)
                                  (double)s->setup_script_timeout_seconds) ||
         !cJSON_AddStringToObject(o, "workspace", s->workspace) || !add_env(o, s) ||
         !cJSON_AddBoolToObject(o, "supports_background_processes",
-                               s->supports_background_processes))
+                               s->supports_background_processes) ||
+        !nsbox_spec_bind_render(o, s))
         return NULL;
     return nsbox_steal_ptr(&o);
 }

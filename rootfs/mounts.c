@@ -220,7 +220,8 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
         const char *target, *src;
         bool optional;
     } etc_files[] = {{"etc/resolv.conf", cfg->resolv_conf, false},
-                     {"etc/hosts", cfg->hosts, cfg->hosts_optional}};
+                     {"etc/hosts", cfg->hosts, cfg->hosts_optional},
+                     {"etc/ssl/certs/ca-certificates.crt", cfg->ca_bundle, false}};
     for (size_t i = 0; i < NSBOX_ARRAY_LEN(etc_files); i++) {
         if (!etc_files[i].src)
             continue;

@@ -74,6 +74,7 @@ struct nsbox_rootfs_cfg {
     struct nsbox_root_entry entries[NSBOX_ROOT_ENTRIES_MAX];
     const char *resolv_conf; /* host file bound over /etc/resolv.conf, or NULL */
     const char *hosts;       /* host file bound over /etc/hosts, or NULL */
+    const char *ca_bundle;   /* host file bound over the system trust bundle, or NULL */
     bool hosts_optional;     /* only where the image's /etc/hosts can be mounted over safely
                                 (not allow: the image's own file will do elsewhere) */
 };

@@ -1,10 +1,13 @@
 /* The egress helper (sandbox/egress.h). One thread per connection (bounded), blocking sockets
  * with poll() for the deadlines, splice(2) through a pipe per direction once the upstream is
- * connected: the helper copies nothing through user space after the ClientHello. */
+ * connected: the helper copies nothing through user space after the ClientHello. A host bound
+ * to a header is the exception: its connections are relayed by sandbox/egress_tls.c, which
+ * writes their entries in the network log through note_bound. */
 #define _GNU_SOURCE
 #include "egress.h"
 #include "egress_jail.h"
 #include "egress_log.h"
+#include "egress_tls.h"
 #include "tlshello.h"
 
 #include <arpa/inet.h>
@@ -33,6 +36,7 @@
 
 static struct nsbox_netplan plan; /* the helper's own copy: the parent's lives on */
 static struct nsbox_egress_log elog = {.fd = -1, .older_fd = -1};
+static const struct nsbox_egress_tls *bindings; /* the helper's, from the fork */
 static atomic_int active;
 
 struct conn {
@@ -42,6 +46,7 @@ struct conn {
     char address[INET_ADDRSTRLEN]; /* the upstream's, once connected */
     char why[160];                 /* refused or failed: the reason */
     uint64_t up_bytes, down_bytes;
+    const char *name; /* a bound host's server name, for the entries of its requests */
 };
 
 static int64_t clock_ms(clockid_t id)
@@ -54,11 +59,6 @@ static int64_t clock_ms(clockid_t id)
 static int64_t now_ms(void)
 {
     return clock_ms(CLOCK_MONOTONIC);
-}
-
-struct nsbox_egress_log *nsbox_egress_helper_log(void)
-{
-    return &elog;
 }
 
 /* The connection's line in the network log (sandbox/egress_log.h), at its end. */
@@ -272,6 +272,23 @@ static void splice_both(struct conn *c)
     c->down_bytes = down.bytes;
 }
 
+static int connect_bound(void *ctx, const char *name)
+{
+    return connect_upstream(ctx, name);
+}
+
+/* An entry of the bound path (sandbox/egress_tls.h): the connection's side of it. */
+static void note_bound(void *ctx, struct nsbox_egress_entry *en)
+{
+    struct conn *c = ctx;
+    en->name = c->name;
+    en->port = c->port;
+    en->address = c->address[0] ? c->address : NULL;
+    if (!strcmp(en->verdict, "failed") && c->why[0])
+        en->reason = c->why; /* why the connect failed says more than "cannot connect" */
+    nsbox_egress_log_write(&elog, en);
+}
+
 static void *serve(void *arg)
 {
     struct conn *c = arg;
@@ -297,6 +314,15 @@ static void *serve(void *arg)
         set_why(c, "not in the allow list%s%s", "", "");
         goto out;
     }
+    if (nsbox_egress_tls_bound(bindings, h->name, c->port)) {
+        c->name = h->name;
+        nsbox_egress_tls_serve(bindings, c->fd, buf, len, h->name, c->port, connect_bound,
+                               note_bound, c);
+        close(c->fd);
+        c->fd = -1;
+        verdict = NULL; /* its requests and refusals have their own entries */
+        goto out;
+    }
     c->up = connect_upstream(c, h->name);
     if (c->up < 0 && !strncmp(c->why, "cannot ", 7))
         verdict = "failed";
@@ -317,7 +343,8 @@ out:
         close(c->up);
     if (c->fd >= 0)
         reset(c->fd);
-    log_conn(c, h && h->name[0] ? h->name : NULL, verdict);
+    if (verdict)
+        log_conn(c, h && h->name[0] ? h->name : NULL, verdict);
     free(buf);
     free(h);
     free(c);
@@ -353,7 +380,9 @@ static void accept_one(int lfd, uint16_t port)
     c->t0 = now_ms();
     c->t0_wall = clock_ms(CLOCK_REALTIME);
     pthread_attr_init(&at);
-    pthread_attr_setstacksize(&at, 128 * 1024);
+    /* OpenSSL's handshakes on bound hosts need more than splicing does; untouched pages of a
+     * thread's stack cost nothing */
+    pthread_attr_setstacksize(&at, 512 * 1024);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     if (pthread_create(&t, &at, serve, c) != 0) {
         reset(fd);
@@ -386,11 +415,15 @@ static void close_other_fds(const int *keep, size_t n)
 
 /* The child: its descriptors, its jail, then the listeners' loop. A jail it cannot enter is
  * reported on status (its errno) and the helper ends: it never serves unjailed. */
-static void helper_main(const struct nsbox_netplan *p, const int *fds, const uint16_t *ports,
-                        size_t n, const struct nsbox_egress_jail *jail, pid_t parent, int status)
+static void helper_main(const struct nsbox_netplan *p, const struct nsbox_egress_tls *tls,
+                        const int *fds, const uint16_t *ports, size_t n,
+                        const struct nsbox_egress_jail *jail, pid_t parent, int status)
 {
     plan = *p;
+    bindings = tls;
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* no core dump, no ptrace by the same uid, no /proc/PID/mem: it holds the secrets */
+    prctl(PR_SET_DUMPABLE, 0);
     if (getppid() != parent)
         _exit(0);
     prctl(PR_SET_NAME, "nsbox-egress");
@@ -433,9 +466,9 @@ static void helper_main(const struct nsbox_netplan *p, const int *fds, const uin
 }
 
 /* Forks the helper and waits for its word that it is jailed. */
-static int fork_helper(const struct nsbox_netplan *p, const int *fds, const uint16_t *ports,
-                       size_t n, const struct nsbox_egress_jail *jail, pid_t *pid,
-                       struct nsbox_err *e)
+static int fork_helper(const struct nsbox_netplan *p, const struct nsbox_egress_tls *tls,
+                       const int *fds, const uint16_t *ports, size_t n,
+                       const struct nsbox_egress_jail *jail, pid_t *pid, struct nsbox_err *e)
 {
     int st[2];
     if (pipe2(st, O_CLOEXEC) < 0)
@@ -449,7 +482,7 @@ static int fork_helper(const struct nsbox_netplan *p, const int *fds, const uint
     }
     if (child == 0) {
         close(st[0]);
-        helper_main(p, fds, ports, n, jail, parent, st[1]);
+        helper_main(p, tls, fds, ports, n, jail, parent, st[1]);
     }
     close(st[1]);
     int err = EIO;
@@ -468,8 +501,9 @@ static int fork_helper(const struct nsbox_netplan *p, const int *fds, const uint
     return 0;
 }
 
-int nsbox_egress_start(const struct nsbox_netplan *p, const char *log_dir,
-                       const uint32_t *helper_id, pid_t *pid, struct nsbox_err *e)
+int nsbox_egress_start(const struct nsbox_netplan *p, const struct nsbox_egress_tls *tls,
+                       const char *log_dir, const uint32_t *helper_id, pid_t *pid,
+                       struct nsbox_err *e)
 {
     int fds[MAX_PORTS];
     uint16_t ports[MAX_PORTS];
@@ -513,7 +547,7 @@ int nsbox_egress_start(const struct nsbox_netplan *p, const char *log_dir,
         nsbox_err_sys(e, "egress helper: cannot open its log in %s", log_dir);
         goto out;
     }
-    r = fork_helper(p, fds, ports, n, &jail, pid, e);
+    r = fork_helper(p, tls, fds, ports, n, &jail, pid, e);
 out:
     for (size_t i = 0; i < n; i++)
         close(fds[i]);

@@ -5,12 +5,14 @@
 #define _GNU_SOURCE
 #include "net.h"
 #include "egress.h"
+#include "egress_tls.h"
 #include "state.h"
 #include "cleanup.h"
 #include "net_impl.h"
 #include "netplan.h"
 #include "nftbatch.h"
 #include "paths.h"
+#include "safepath.h"
 #include "util.h"
 
 #include <errno.h>
@@ -43,6 +45,9 @@ struct nsbox_net {
     char egress_log[PATH_MAX]; /* the directory of its network log: the state directory */
     bool has_egress_id;
     uint32_t egress_id; /* the helper's host uid and gid */
+    struct nsbox_egress_tls *tls; /* header bindings, parent only, until the helper has them */
+    char bundle[PATH_MAX];        /* the sandbox's trust bundle: the image's and its CA */
+    bool has_bundle;
 };
 
 static const char *mode_name(const struct nsbox_spec *s)
@@ -229,6 +234,21 @@ static int plan_by_name(struct nsbox_net *n, const struct nsbox_spec *s, const c
     return 0;
 }
 
+/* Header bindings: with all, the bound hosts go through the helper too; the CA, its leaves and
+ * the secrets are made now, for the helper forked in nsbox_net_attach. */
+static int prepare_bindings(struct nsbox_net *n, const struct nsbox_spec *s, const char *id,
+                            const struct nsbox_netconfig *cfg, const char *state_dir,
+                            struct nsbox_err *e)
+{
+    if (s->net == NSBOX_NET_ALL) {
+        if (nsbox_netplan_add_bound(&n->plan, s, e) < 0)
+            return -1;
+        snprintf(n->egress_log, sizeof n->egress_log, "%s", state_dir);
+    }
+    return nsbox_egress_tls_prepare(s, cfg->upstream_ca[0] ? cfg->upstream_ca : NULL, id, &n->tls,
+                                    e);
+}
+
 /* The helper listens on the gateway, which exists now; the names in the sandbox's /etc/hosts
  * point there (the file is bound already: rewritten in place, the sandbox sees the new text). */
 static int start_egress(struct nsbox_net *n, struct nsbox_err *e)
@@ -241,8 +261,60 @@ static int start_egress(struct nsbox_net *n, struct nsbox_err *e)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     if (write_file(n->hosts, hosts, e) < 0)
         return -1;
-    return nsbox_egress_start(&n->plan, n->egress_log, n->has_egress_id ? &n->egress_id : NULL,
-                              &n->egress, e);
+    if (nsbox_egress_tls_to_helper(n->tls, e) < 0)
+        return -1;
+    int r = nsbox_egress_start(&n->plan, n->tls, n->egress_log,
+                               n->has_egress_id ? &n->egress_id : NULL, &n->egress, e);
+    /* the helper has its own copy of the secrets now; this process needs them no more */
+    nsbox_egress_tls_free(n->tls);
+    n->tls = NULL;
+    return r;
+}
+
+int nsbox_net_write_bundle(struct nsbox_net *n, const char *image_root, const char *state_dir,
+                           struct nsbox_err *e)
+{
+    if (!n || !n->tls)
+        return 0;
+    cleanup_close int root = open(image_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0)
+        return nsbox_err_sys(e, "header bindings: cannot open the image root %s", image_root);
+    /* The walker: an openat2 probe made here would be inherited by the sandbox's child, where
+     * seccomp refuses openat2 and the probe's answer would be wrong. */
+    enum nsbox_sp_backend was = nsbox_sp_set_backend(NSBOX_SP_BACKEND_WALK);
+    cleanup_close int in = nsbox_sp_open(root, &NSBOX_NET_BUNDLE[1], O_RDONLY | O_NONBLOCK, 0,
+                                         NSBOX_SP_NOFOLLOW_ANY, e);
+    nsbox_sp_set_backend(was);
+    struct stat st;
+    if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (16 << 20))
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOENT,
+                             "header bindings: the image has no trust bundle at " NSBOX_NET_BUNDLE
+                             " (a regular file of at most 16 MiB) for nsbox to add the sandbox's "
+                             "CA to; fix: install ca-certificates in the image");
+    snprintf(n->bundle, sizeof n->bundle, "%s/ca-bundle.crt", state_dir);
+    cleanup_close int out =
+        open(n->bundle, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (out < 0)
+        return nsbox_err_sys(e, "cannot create %s", n->bundle);
+    char buf[65536];
+    ssize_t r;
+    off_t off = 0;
+    while ((r = read(in, buf, sizeof buf)) > 0) {
+        if (nsbox_pwrite_all(out, buf, (size_t)r, off) < 0)
+            return nsbox_err_sys(e, "cannot write %s", n->bundle);
+        off += r;
+    }
+    const char *pem = nsbox_egress_tls_ca_pem(n->tls);
+    if (r < 0 || nsbox_pwrite_all(out, "\n", 1, off) < 0 ||
+        nsbox_pwrite_all(out, pem, strlen(pem), off + 1) < 0 || fchmod(out, 0644) < 0)
+        return nsbox_err_sys(e, "cannot write %s", n->bundle);
+    n->has_bundle = true;
+    return 0;
+}
+
+const char *nsbox_net_bundle(const struct nsbox_net *n)
+{
+    return n && n->has_bundle ? n->bundle : NULL;
 }
 
 /* ---- the module's interface ------------------------------------------------------------------ */
@@ -283,6 +355,13 @@ int nsbox_net_prepare(const struct nsbox_spec *s, const char *id, const char *st
         goto fail;
     if (s->net == NSBOX_NET_ALL && find_resolvers(&cfg, &dns, dns_src, sizeof dns_src, e) < 0)
         goto fail;
+    if (s->n_bindings && s->net == NSBOX_NET_ALLOW && !cfg.allow_by_name) {
+        nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL,
+                      "header bindings need the egress helper, which the config turns off "
+                      "(\"allow_names\": \"address\"); fix: remove that key, or use network "
+                      "all");
+        goto fail;
+    }
     if (cfg.allow_by_name && nsbox_netplan_has_names(s)) {
         if (plan_by_name(n, s, id, &cfg, state_dir, e) < 0)
             goto fail;
@@ -290,6 +369,8 @@ int nsbox_net_prepare(const struct nsbox_spec *s, const char *id, const char *st
                                    &n->plan, e) < 0) {
         goto fail;
     }
+    if (s->n_bindings && prepare_bindings(n, s, id, &cfg, state_dir, e) < 0)
+        goto fail;
     /* The marker first: from here on, gc knows to look for this sandbox's objects. */
     snprintf(marker, sizeof marker, "%s/" MARKER, state_dir);
     if (write_file(marker, n->plan.ifname, e) < 0 || write_etc_files(n, id, state_dir, e) < 0)
@@ -393,6 +474,8 @@ void nsbox_net_teardown(struct nsbox_net *n)
     if (!n)
         return;
     nsbox_egress_stop(n->egress);
+    nsbox_egress_tls_free(n->tls);
+    n->tls = NULL;
     if (n->nft && n->del.len) {
         struct nsbox_err e;
         if (nsbox_nft_batch(n->nft, &n->del, &e) < 0) /* changed behind our back */

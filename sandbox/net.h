@@ -45,6 +45,14 @@ int nsbox_net_child_setup(const struct nsbox_net *n, struct nsbox_err *e);
 /* Host paths of files to bind over the sandbox's /etc/resolv.conf and /etc/hosts, or NULL. */
 const char *nsbox_net_resolv_conf(const struct nsbox_net *n);
 const char *nsbox_net_hosts(const struct nsbox_net *n);
+/* The system trust bundle's path inside the sandbox, which nsbox replaces with a copy that also
+ * holds the sandbox's CA when it has header bindings. */
+#define NSBOX_NET_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+/* With header bindings: the image's bundle and the sandbox's CA into the state directory (the
+ * host path is then nsbox_net_bundle, bound read-only over NSBOX_NET_BUNDLE); else nothing. */
+int nsbox_net_write_bundle(struct nsbox_net *n, const char *image_root, const char *state_dir,
+                           struct nsbox_err *e);
+const char *nsbox_net_bundle(const struct nsbox_net *n);
 /* nsbox_netplan_describe of the sandbox's plan (n NULL: loopback only); NULL on ENOMEM. */
 struct cJSON *nsbox_net_describe(const struct nsbox_net *n, enum nsbox_net_mode mode);
 void nsbox_net_teardown(struct nsbox_net *n);

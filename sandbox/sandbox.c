@@ -61,7 +61,13 @@ char **nsbox_sandbox_env(const struct nsbox_spec *s, struct nsbox_err *e)
     size_t n_img = 0;
     while (img_env && img_env[n_img])
         n_img++;
-    size_t n = NSBOX_ARRAY_LEN(base) + n_img + s->n_env + 2;
+    static const char *const bundle_env[] = {
+        "SSL_CERT_FILE=" NSBOX_NET_BUNDLE,  "REQUESTS_CA_BUNDLE=" NSBOX_NET_BUNDLE,
+        "CURL_CA_BUNDLE=" NSBOX_NET_BUNDLE, "PIP_CERT=" NSBOX_NET_BUNDLE,
+        "GIT_SSL_CAINFO=" NSBOX_NET_BUNDLE, "NODE_EXTRA_CA_CERTS=" NSBOX_NET_BUNDLE,
+        "AWS_CA_BUNDLE=" NSBOX_NET_BUNDLE,
+    };
+    size_t n = NSBOX_ARRAY_LEN(base) + n_img + s->n_env + NSBOX_ARRAY_LEN(bundle_env) + 2;
     char **env = calloc(n, sizeof *env);
     if (!env) {
         nsbox_err_sys(e, "calloc");
@@ -81,6 +87,10 @@ char **nsbox_sandbox_env(const struct nsbox_spec *s, struct nsbox_err *e)
     /* the strings live in img_env's block, which the environment keeps */
     if (n_img)
         img_env = NULL;
+    /* the sandbox's CA is in the system bundle; these make the tools that carry their own
+     * bundle (Python's requests and pip: certifi; node) read that one */
+    for (size_t i = 0; s->n_bindings && i < NSBOX_ARRAY_LEN(bundle_env); i++)
+        k = nsbox_env_put(env, k, (char *)bundle_env[i]);
     for (size_t i = 0; i < s->n_env; i++)
         k = nsbox_env_put(env, k, s->env[i]);
     env[k] = NULL;
@@ -141,6 +151,8 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
 {
     if (nsbox_net_prepare(s, c->st.id, c->st.dir, &c->net, e) < 0)
         return -1;
+    /* the egress helper's state has its own copy, in pages left out of dumps (sandbox.h) */
+    nsbox_spec_bind_forget((struct nsbox_spec *)s);
     c->L.net = c->net;
     if (c->st.privileged && nsbox_state_take_slot(&c->st, e) < 0)
         return -1;
@@ -181,11 +193,15 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     cfg->ws_bytes = s->limits.disk_bytes;
     cfg->tmp_bytes = s->limits.memory_bytes / 2;
     cfg->n_entries = 0;
+    if (nsbox_net_write_bundle(c->net, img->root, c->st.dir, e) < 0)
+        return -1;
     cfg->resolv_conf = nsbox_net_resolv_conf(c->net);
     cfg->hosts = nsbox_net_hosts(c->net);
-    /* Unless names are pinned (allow), the hosts file only adds the sandbox's own name: an
-     * image whose /etc/hosts cannot be mounted over safely (a symlink, missing) keeps its own. */
-    cfg->hosts_optional = s->net != NSBOX_NET_ALLOW;
+    cfg->ca_bundle = nsbox_net_bundle(c->net);
+    /* Unless names are pinned (allow, or bound hosts), the hosts file only adds the sandbox's
+     * own name: an image whose /etc/hosts cannot be mounted over safely (a symlink, missing)
+     * keeps its own. */
+    cfg->hosts_optional = s->net != NSBOX_NET_ALLOW && !s->n_bindings;
     if (nsbox_rootfs_scan_image(cfg, e) < 0 || nsbox_mount_plan_build(cfg, c->plan, e) < 0)
         return -1;
     snprintf(c->L.image_root, sizeof c->L.image_root, "%s", img->root);

@@ -32,7 +32,10 @@ void nsbox_sandbox_init(struct nsbox_sandbox *sb);
  * are path buffers) are never faulted in. */
 void nsbox_sandbox_init_zeroed(struct nsbox_sandbox *sb);
 /* argv: the one-shot command; NULL for a persistent sandbox whose init serves requests over
- * agent_fd (see sandbox/agent.h). cwd: inside the sandbox, NULL for /workspace. */
+ * agent_fd (see sandbox/agent.h). cwd: inside the sandbox, NULL for /workspace.
+ * The values of s's header bindings are wiped (nsbox_spec_bind_forget) once the egress
+ * helper's state holds them: no process forked after that, the helper included, inherits
+ * them; s keeps their hosts and headers. */
 int nsbox_sandbox_prepare(struct nsbox_sandbox *sb, const struct nsbox_spec *s, char *const argv[],
                           const char *cwd, struct nsbox_err *e);
 /* Clone, write the id maps, attach network and cgroups, let the child go. stdio: fds given to

@@ -435,6 +435,10 @@ static int start_sandbox(struct sup *S, const sigset_t *mask, struct nsbox_err *
     S->sb.L.blocked = *mask;
     if (nsbox_sandbox_start(&S->sb, NULL, e) < 0)
         return -1;
+    /* The bindings' values were wiped from the spec once the egress helper's state had them
+     * (nsbox_sandbox_prepare); a supervisor with bindings leaves no core dump all the same. */
+    if (S->spec->n_bindings)
+        prctl(PR_SET_DUMPABLE, 0);
     nsbox_sup_setup_protect_init(S->sb.pid);
     /* Ready when init closes the report pipe; a report means set-up failed. */
     struct nsbox_child_report rep;

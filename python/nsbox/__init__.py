@@ -16,15 +16,17 @@ from .errors import (ExecError, ExecTimeout, InvalidOption, InvalidRequest, Nsbo
                      SandboxDiskFullError,
                      SandboxError, SandboxFileNotFoundError, SandboxFileTooLargeError,
                      SandboxNotFound, SetupScriptError)
-from .models import (EgressPolicy, FileInfo, Hook, HookContext, Network, ProcessInfo,
-                     ProcessLogs, SandboxExecutionResult)
+from .models import (EgressPolicy, FileInfo, GitHubBinding, HeaderBinding, Hook, HookContext,
+                     MistralApiBinding, Network, ProcessInfo, ProcessLogs,
+                     SandboxExecutionResult)
 from .sandbox import LocalSandbox
 from .session import AsyncProcess, AsyncSession, Process, Session
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "LocalSandbox", "Network", "EgressPolicy", "SandboxExecutionResult", "Session",
+    "LocalSandbox", "Network", "EgressPolicy", "HeaderBinding", "GitHubBinding",
+    "MistralApiBinding", "SandboxExecutionResult", "Session",
     "AsyncSession", "Process", "AsyncProcess", "FileInfo", "ProcessInfo", "ProcessLogs", "Hook",
     "HookContext", "SandboxError", "SandboxCreationError", "InvalidOption",
     "PolicyNotSupported", "SetupScriptError", "SandboxNotFound", "SandboxDeletedError",

@@ -85,6 +85,89 @@ class EgressPolicy:
         return "EgressPolicy(cidrs=%r)" % (self.cidrs,)
 
 
+class HeaderBinding:
+    """A header added to every HTTPS request the sandbox sends to host, whose value never
+    enters the sandbox (docs/network.md, "Header bindings"): HeaderBinding(host="api.example.com",
+    header="Authorization", value="Bearer ..."). The host must be reachable under the network
+    policy (Network.all(), or Network.allow() with the host)."""
+
+    __slots__ = ("host", "header", "value")
+
+    def __init__(self, host, header, value):
+        for name, v in (("host", host), ("header", header), ("value", value)):
+            if not isinstance(v, str):
+                raise TypeError("HeaderBinding(%s=...) must be a string" % name)
+        self.host = host
+        self.header = header
+        self.value = value
+
+    def _entries(self):
+        return [self]
+
+    def __eq__(self, other):
+        return isinstance(other, HeaderBinding) and (self.host, self.header, self.value) == (
+            other.host, other.header, other.value)
+
+    def __hash__(self):
+        return hash((self.host, self.header))
+
+    def __repr__(self):  # never the value: reprs end up in logs and tracebacks
+        return "HeaderBinding(host=%r, header=%r, value=<hidden>)" % (self.host, self.header)
+
+
+class GitHubBinding:
+    """A GitHub token for api.github.com (Authorization: Bearer TOKEN) and github.com, for git
+    over HTTPS (Authorization: Basic, user x-access-token and the token as password, as GitHub
+    documents for tokens)."""
+
+    __slots__ = ("token",)
+
+    def __init__(self, token):
+        if not isinstance(token, str):
+            raise TypeError("GitHubBinding(token=...) must be a string")
+        self.token = token
+
+    def _entries(self):
+        import base64
+        basic = base64.b64encode(("x-access-token:" + self.token).encode()).decode()
+        return [HeaderBinding("api.github.com", "Authorization", "Bearer " + self.token),
+                HeaderBinding("github.com", "Authorization", "Basic " + basic)]
+
+    def __repr__(self):
+        return "GitHubBinding(token=<hidden>)"
+
+
+class MistralApiBinding:
+    """A Mistral API key for api.mistral.ai (Authorization: Bearer KEY)."""
+
+    __slots__ = ("api_key",)
+
+    def __init__(self, api_key):
+        if not isinstance(api_key, str):
+            raise TypeError("MistralApiBinding(api_key=...) must be a string")
+        self.api_key = api_key
+
+    def _entries(self):
+        return [HeaderBinding("api.mistral.ai", "Authorization", "Bearer " + self.api_key)]
+
+    def __repr__(self):
+        return "MistralApiBinding(api_key=<hidden>)"
+
+
+def binding_entries(bindings):
+    """The HeaderBindings of a list of bindings (GitHubBinding stands for two)."""
+    if isinstance(bindings, (str, bytes, HeaderBinding, GitHubBinding, MistralApiBinding)):
+        raise TypeError("header_bindings must be a list of bindings, e.g. "
+                        "[GitHubBinding(token=...)]")
+    out = []
+    for b in bindings:
+        if not isinstance(b, (HeaderBinding, GitHubBinding, MistralApiBinding)):
+            raise TypeError("header_bindings takes HeaderBinding, GitHubBinding and "
+                            "MistralApiBinding, got %r" % (type(b).__name__,))
+        out.extend(b._entries())
+    return out
+
+
 Output = Union[str, bytes]
 
 

@@ -15,7 +15,7 @@ import warnings
 
 from . import errors
 from ._transport import find_binary, runtime_dir
-from .models import EgressPolicy, HookContext, Network
+from .models import EgressPolicy, HookContext, Network, binding_entries
 from .session import AsyncSession, Session, run_blocking
 
 _REGION_MESSAGE = re.compile(r"^This network policy is not supported in region ")
@@ -77,6 +77,10 @@ class LocalSandbox:
     supports_background_processes (keyword-only, the hosted option for custom images): False
     makes the sandbox refuse start_process() with OperationNotSupported naming the option.
 
+    header_bindings (keyword-only, the hosted option): a list of HeaderBinding, GitHubBinding
+    and MistralApiBinding: headers added to the sandbox's HTTPS requests to those hosts, whose
+    values never enter the sandbox (docs/network.md, "Header bindings").
+
     nsbox extensions (keyword-only): workspace (a host directory bound as /workspace, kept),
     env (variables for every command), pull (when an image reference is pulled: "missing",
     "always" or "never"; default: NSBOX_PULL, else "missing"), binary (the nsbox executable;
@@ -87,8 +91,8 @@ class LocalSandbox:
     def __init__(self, instance_type="medium", idle_timeout_seconds=0, ttl_seconds=86400,
                  region="nl-north-1", network=None, egress=None, image=None, setup_script=None,
                  setup_script_timeout_seconds=600, hooks=(), *,
-                 supports_background_processes=True, workspace=None, env=None,
-                 pull=None, binary=None, nsbox_env=None):
+                 supports_background_processes=True, header_bindings=None, workspace=None,
+                 env=None, pull=None, binary=None, nsbox_env=None):
         self.instance_type = instance_type
         self.idle_timeout_seconds = idle_timeout_seconds
         self.ttl_seconds = ttl_seconds
@@ -114,6 +118,8 @@ class LocalSandbox:
         if not isinstance(supports_background_processes, bool):
             raise TypeError("supports_background_processes must be True or False")
         self.supports_background_processes = supports_background_processes
+        self.header_bindings = list(header_bindings or ())
+        binding_entries(self.header_bindings)  # the types, now rather than at creation
         self.hooks = list(hooks or ())
         for h in self.hooks:
             if not (hasattr(h, "on_create") or hasattr(h, "on_destroy")):
@@ -150,6 +156,9 @@ class LocalSandbox:
             s["env"] = self.env
         if not self.supports_background_processes:
             s["supports_background_processes"] = False
+        if self.header_bindings:
+            s["header_bindings"] = [{"host": b.host, "header": b.header, "value": b.value}
+                                    for b in binding_entries(self.header_bindings)]
         return s
 
     def _env(self):
@@ -176,6 +185,9 @@ class LocalSandbox:
             fd = os.memfd_create("nsbox-spec", os.MFD_CLOEXEC)
             spec_file = os.fdopen(fd, "w+b")
         except (AttributeError, OSError):
+            if self.header_bindings:  # a binding's value is never written to a disk
+                raise errors.SandboxCreationError(
+                    "header bindings need memfd_create (Linux 3.17, Python 3.8)") from None
             spec_file = tempfile.TemporaryFile()
         with spec_file:
             spec_file.write(doc)
@@ -312,8 +324,11 @@ class LocalSandbox:
             yield asb
 
     def __repr__(self):
-        return "LocalSandbox(%s)" % ", ".join("%s=%r" % kv for kv in self.spec().items()
-                                              if kv[0] != "setup_script")
+        parts = ["%s=%r" % kv for kv in self.spec().items()
+                 if kv[0] not in ("setup_script", "header_bindings")]
+        if self.header_bindings:  # their reprs hide the values
+            parts.append("header_bindings=%r" % (self.header_bindings,))
+        return "LocalSandbox(%s)" % ", ".join(parts)
 
 
 # ---- hooks -----------------------------------------------------------------------------------

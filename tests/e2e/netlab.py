@@ -260,6 +260,49 @@ print(json.dumps(out))
 """
 
 
+# ---- HTTPS origins with a lab CA (test_egress.py, test_header_bindings.py) --------------------
+
+# The end of an origin's script (python -c): its handler class H served over TLS on
+# argv[1]:argv[2] with the certificate argv[3] and key argv[4]; "READY" once it listens.
+TLS_SERVE = r"""
+srv = http.server.ThreadingHTTPServer((sys.argv[1], int(sys.argv[2])), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[3], sys.argv[4])
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+print("READY", flush=True)
+srv.serve_forever()
+"""
+
+
+def make_pki(d, names):
+    """In d: a lab CA (ca.pem, ca.key) and a certificate for names (srv.pem, srv.key) signed by
+    it, all readable by the sandboxes' users. Trusted by nothing but what a test gives it to."""
+    def openssl(*args):
+        sh("openssl", *args, cwd=d)
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+            "-days", "2", "-subj", "/CN=nsbox lab CA")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr",
+            "-subj", f"/CN={names[0]}")
+    with open(os.path.join(d, "ext"), "w") as f:
+        f.write("subjectAltName=" + ",".join(f"DNS:{n}" for n in names) + "\n")
+    openssl("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "ext")
+    for n in os.listdir(d):
+        os.chmod(os.path.join(d, n), 0o644)
+
+
+def start_origin(lab, script, address, port, pki, *args):
+    """script (ending with TLS_SERVE) in the lab's upstream namespace, on address:port with
+    pki's certificate, more arguments after it; returns once it listens."""
+    p = subprocess.Popen(["ip", "netns", "exec", lab.up, sys.executable, "-c", script, address,
+                          str(port), os.path.join(pki, "srv.pem"), os.path.join(pki, "srv.key")]
+                         + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lab.procs.append(p)
+    line = p.stdout.readline()
+    if line.strip() != "READY":
+        raise RuntimeError(f"the HTTPS origin did not start: {line} {p.stderr.read()}")
+
+
 # ---- servers (python3 netlab.py serve --tcp PORTS [--dns JSON]) --------------------------------
 
 class _Banner(socketserver.BaseRequestHandler):

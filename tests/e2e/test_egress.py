@@ -23,7 +23,7 @@ import tempfile
 import time
 import unittest
 
-from netlab import API, Lab, missing_tools
+from netlab import API, TLS_SERVE, Lab, make_pki, missing_tools, start_origin
 from nsbox_test import NSBOX, Dirs, is_root
 
 sys.path.insert(0, os.path.join(os.environ.get("NSBOX_SOURCE_DIR") or os.path.dirname(
@@ -44,13 +44,7 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
     def log_message(self, *a):
         pass
-srv = http.server.ThreadingHTTPServer((sys.argv[1], int(sys.argv[2])), H)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-ctx.load_cert_chain(sys.argv[3], sys.argv[4])
-srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-print("READY", flush=True)
-srv.serve_forever()
-"""
+""" + TLS_SERVE
 
 # Runs inside the sandbox: each argument KIND:HOST:PORT[:SNI], the result as JSON.
 PROBE = r"""
@@ -107,24 +101,6 @@ lab = None
 pki = None
 
 
-def openssl(*args, cwd):
-    subprocess.run(["openssl"] + list(args), cwd=cwd, check=True, capture_output=True)
-
-
-def make_pki(d):
-    """A lab CA and a certificate for both names, signed by it."""
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-            "-days", "2", "-subj", "/CN=nsbox lab CA", cwd=d)
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr",
-            "-subj", f"/CN={NAMES[0]}", cwd=d)
-    with open(os.path.join(d, "ext"), "w") as f:
-        f.write("subjectAltName=" + ",".join(f"DNS:{n}" for n in NAMES) + "\n")
-    openssl("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-            "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "ext", cwd=d)
-    for n in os.listdir(d):
-        os.chmod(os.path.join(d, n), 0o644)
-
-
 def setUpModule():
     global lab, pki
     if not is_root():
@@ -134,7 +110,7 @@ def setUpModule():
         raise unittest.SkipTest(f"the network lab needs {', '.join(missing)}")
     pki = tempfile.mkdtemp(prefix="nsbox-egress-pki-")
     os.chmod(pki, 0o755)
-    make_pki(pki)
+    make_pki(pki, NAMES)
     # "The host" resolves both names to the origin's one address: a CDN's shared address.
     with open(os.path.join(pki, "hosts"), "w") as f:
         f.write(f"127.0.0.1\tlocalhost\n{API}\t{' '.join(NAMES)}\n")
@@ -142,13 +118,7 @@ def setUpModule():
         lab = Lab()
     except (subprocess.CalledProcessError, RuntimeError) as ex:
         raise unittest.SkipTest(f"cannot build the network lab here: {ex}")
-    p = subprocess.Popen(["ip", "netns", "exec", lab.up, sys.executable, "-c", ORIGIN, API,
-                          str(PORT), os.path.join(pki, "srv.pem"), os.path.join(pki, "srv.key")],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lab.procs.append(p)
-    line = p.stdout.readline()
-    if line.strip() != "READY":
-        raise RuntimeError(f"the HTTPS origin did not start: {line} {p.stderr.read()}")
+    start_origin(lab, ORIGIN, API, PORT, pki)
 
 
 def tearDownModule():

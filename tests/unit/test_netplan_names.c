@@ -187,9 +187,70 @@ static void test_config_key(void **state)
     assert_non_null(strstr(e.msg, "allow_names"));
 }
 
+static void test_upstream_ca_key(void **state)
+{
+    (void)state;
+    struct nsbox_netconfig c;
+    struct nsbox_err e = {0};
+    nsbox_netconfig_init(&c);
+    assert_string_equal(c.upstream_ca, ""); /* the host's system bundle */
+    const char *ok = "{\"network\": {\"upstream_ca\": \"/etc/nsbox/ca.pem\"}}";
+    assert_int_equal(nsbox_netconfig_from_json(&c, ok, strlen(ok), &e), 0);
+    assert_string_equal(c.upstream_ca, "/etc/nsbox/ca.pem");
+    const char *bad[] = {"{\"network\": {\"upstream_ca\": \"ca.pem\"}}",
+                         "{\"network\": {\"upstream_ca\": 1}}"};
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(nsbox_netconfig_from_json(&c, bad[i], strlen(bad[i]), &e), -1);
+        assert_non_null(strstr(e.msg, "absolute path"));
+    }
+}
+
+/* network all with header bindings: the bound hosts, and only they, go through the helper */
+static void test_bound_hosts_under_all(void **state)
+{
+    (void)state;
+    struct nsbox_spec *s = malloc(sizeof *s);
+    struct nsbox_err e = {0};
+    struct nsbox_netpool pool;
+    struct nsbox_resolv dns = {.n_ns = 1};
+    struct nsbox_netplan p;
+    nsbox_spec_init(s);
+    dns.ns[0] = ip("192.0.2.53");
+    assert_int_equal(nsbox_spec_set(s, "network", "all", &e), 0);
+    assert_int_equal(nsbox_spec_bind_add(s, "api.github.com", "Authorization", "Bearer 0123456789",
+                                         &e), 0);
+    assert_int_equal(nsbox_spec_bind_add(s, "api.github.com", "X-Other", "0123456789", &e), 0);
+    assert_int_equal(nsbox_spec_bind_add(s, "x.test:8443", "X-Key", "0123456789", &e), 0);
+    assert_int_equal(nsbox_netpool_parse("10.171.0.0/16", &pool, &e), 0);
+    assert_int_equal(nsbox_netplan_build(s, "0123456789ab", &pool, &dns, "test", never_resolve,
+                                         NULL, &p, &e), 0);
+    assert_int_equal(nsbox_netplan_add_bound(&p, s, &e), 0);
+    assert_int_equal(nsbox_netplan_set_slot(&p, 5, &e), 0);
+    assert_true(p.by_name);
+    assert_int_equal(p.n_names, 2); /* one per host:port, not per header */
+    assert_true(nsbox_netplan_name_allowed(&p, "api.github.com", 443));
+    assert_true(nsbox_netplan_name_allowed(&p, "x.test", 8443));
+    assert_false(nsbox_netplan_name_allowed(&p, "github.com", 443));
+    /* open on the gateway at both ports; the rest is all's */
+    assert_int_equal(p.n_tcp, 2);
+    for (size_t i = 0; i < p.n_tcp; i++)
+        assert_int_equal(p.tcp[i].addr.s_addr, p.slot.host.s_addr);
+    bool oom;
+    char *hosts = nsbox_netplan_hosts(&p, "nsbox-0123456789ab", &oom);
+    assert_non_null(hosts);
+    assert_non_null(strstr(hosts, "10.171.0.21\tapi.github.com\n"));
+    assert_non_null(strstr(hosts, "10.171.0.21\tx.test\n"));
+    free(hosts);
+    nsbox_netplan_free(&p);
+    nsbox_spec_free(s);
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_upstream_ca_key),
+        cmocka_unit_test(test_bound_hosts_under_all),
         cmocka_unit_test(test_names_go_to_the_gateway),
         cmocka_unit_test(test_literals_only),
         cmocka_unit_test(test_upstream_refusal),

@@ -265,15 +265,106 @@ static void test_public_api(void **state)
     assert_fails_with(nsbox_spec_check(NULL, &e), &e, NSBOX_E_INVALID, "NULL spec");
 }
 
+/* ---- header bindings ------------------------------------------------------------------------ */
+
+#define SECRET "ghp_Secret0123456789"
+
+static void test_bindings(void **state)
+{
+    struct nsbox_spec *s = *state;
+    struct nsbox_err e;
+    assert_int_equal(load(s,
+                          "{\"network\": {\"allow\": [\"api.github.com\", \"x.test:8443\"]},"
+                          " \"header_bindings\": [{\"host\": \"API.GitHub.com\", \"header\":"
+                          " \"Authorization\", \"value\": \"Bearer " SECRET "\"},"
+                          " {\"host\": \"x.test:8443\", \"header\": \"X-Key\", \"value\":"
+                          " \"" SECRET "\"}]}",
+                          &e),
+                     0);
+    assert_int_equal(s->n_bindings, 2);
+    assert_string_equal(s->bindings[0].host.name, "api.github.com");
+    assert_int_equal(s->bindings[1].host.port, 8443);
+    assert_string_equal(s->bindings[0].value, "Bearer " SECRET);
+    assert_int_equal(nsbox_spec_validate(s, &e), 0);
+    /* the rendering shows hosts and headers, never the value */
+    char *json = nsbox_spec_to_json(s);
+    assert_non_null(json);
+    assert_null(strstr(json, SECRET));
+    assert_non_null(strstr(json, "\"Authorization\""));
+    assert_non_null(strstr(json, "\"x.test:8443\""));
+    /* and it does not load back as a binding without its value */
+    struct nsbox_spec again;
+    nsbox_spec_init(&again);
+    assert_fails_with(load(&again, json, &e), &e, NSBOX_E_INVALID, "no value");
+    nsbox_spec_free(&again);
+    free(json);
+    /* copies are deep and equal */
+    struct nsbox_spec c;
+    assert_int_equal(nsbox_spec_copy(&c, s, &e), 0);
+    assert_true(c.bindings[0].value != s->bindings[0].value);
+    assert_true(nsbox_spec_equal(&c, s));
+    nsbox_spec_free(&c);
+    /* the text form appends */
+    assert_int_equal(nsbox_spec_set(s, "header_bindings", "x.test:8443:X-Other=" SECRET, &e), 0);
+    assert_int_equal(s->n_bindings, 3);
+    assert_string_equal(s->bindings[2].header, "X-Other");
+}
+
+static void test_bindings_refused(void **state)
+{
+    struct nsbox_spec *s = *state;
+    struct nsbox_err e;
+    static const struct {
+        const char *binding, *why;
+    } bad[] = {
+        {"{\"host\": \"a.test\", \"header\": \"Host\", \"value\": \"" SECRET "\"}",
+         "cannot be bound"},
+        {"{\"host\": \"a.test\", \"header\": \"Content-Length\", \"value\": \"" SECRET "\"}",
+         "cannot be bound"},
+        {"{\"host\": \"a.test\", \"header\": \"X Y\", \"value\": \"" SECRET "\"}", "token"},
+        {"{\"host\": \"a.test\", \"header\": \"X-K\", \"value\": \"abc\\r\\nX-Evil: 1xx\"}",
+         "not visible ASCII"},
+        {"{\"host\": \"a.test\", \"header\": \"X-K\", \"value\": \"short\"}", "shorter than 8"},
+        {"{\"host\": \"192.0.2.1\", \"header\": \"X-K\", \"value\": \"" SECRET "\"}", "IP address"},
+        {"{\"host\": \"https://a.test\", \"header\": \"X-K\", \"value\": \"" SECRET "\"}",
+         "scheme"},
+        {"{\"host\": \"a.test\", \"header\": \"X-K\"}", "no value"},
+        {"{\"host\": \"a.test\", \"value\": \"" SECRET "\"}", "needs"},
+        {"{\"host\": \"a.test\", \"header\": \"X-K\", \"value\": 5}", "must be a string"},
+        {"{\"host\": \"a.test\", \"header\": \"X-K\", \"value\": \"" SECRET "\", \"x\": \"\"}",
+         "unknown key"},
+    };
+    char json[512];
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(json, sizeof json, "{\"network\": \"all\", \"header_bindings\": [%s]}",
+                 bad[i].binding);
+        int r = load(s, json, &e);
+        if (r != -1 || !strstr(e.msg, bad[i].why) || strstr(e.msg, SECRET))
+            fail_msg("%s: %s", bad[i].binding, r ? e.msg : "accepted");
+    }
+    assert_int_equal(s->n_bindings, 0);
+    const char *two = "{\"host\": \"a.test\", \"header\": \"X-K\", \"value\": \"" SECRET "\"}";
+    snprintf(json, sizeof json, "{\"network\": \"all\", \"header_bindings\": [%s, %s]}", two, two);
+    assert_fails_with(load(s, json, &e), &e, NSBOX_E_INVALID, "bound twice");
+    /* validation: a bound host the network cannot reach */
+    snprintf(json, sizeof json,
+             "{\"network\": {\"allow\": [\"b.test\"]}, \"header_bindings\": [%s]}", two);
+    assert_int_equal(load(s, json, &e), 0);
+    assert_fails_with(nsbox_spec_validate(s, &e), &e, NSBOX_E_INVALID,
+                      "not in the network's allow");
+    assert_int_equal(load(s, "{\"network\": \"none\"}", &e), 0);
+    assert_fails_with(nsbox_spec_validate(s, &e), &e, NSBOX_E_INVALID, "the network is none");
+    assert_int_equal(load(s, "{\"network\": \"all\"}", &e), 0);
+    assert_int_equal(nsbox_spec_validate(s, &e), 0);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(test_config_override),
-        T(test_to_json_round_trip),
-        T(test_pull),
-        T(test_background_processes),
-        T(test_public_api),
+        T(test_config_override),      T(test_to_json_round_trip), T(test_pull),
+        T(test_background_processes), T(test_public_api),         T(test_bindings),
+        T(test_bindings_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,418 @@
+/* HTTP/1.1 request heads (policy/httphead.h). Syntax: RFC 9112 2-3 (message, request line),
+ * 5 (fields), 6 (body length), 7.1 (chunked); RFC 9110 5.6.2 (tokens), 5.5 (field values). Pure. */
+#include "httphead.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+static bool is_tchar(uint8_t c)
+{
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+        return true;
+    return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+/* field-value octets: VCHAR, obs-text, SP, HTAB */
+static bool is_vchar_ws(uint8_t c)
+{
+    return c == ' ' || c == '\t' || (c >= 0x21 && c != 0x7f);
+}
+
+static bool eq_token(const uint8_t *p, size_t n, const char *name)
+{
+    return strlen(name) == n && strncasecmp((const char *)p, name, n) == 0;
+}
+
+/* The headers a binding may not name: they frame or route the request, so replacing them
+ * would be smuggling done by nsbox itself. */
+static const char *const framing[] = {
+    "host",    "content-length", "transfer-encoding", "connection",       "upgrade", "te",
+    "trailer", "expect",         "keep-alive",        "proxy-connection", NULL};
+
+const char *nsbox_httphead_check_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0)
+        return "empty header name";
+    if (n > NSBOX_HTTPHEAD_NAME_MAX)
+        return "header name longer than 64 bytes";
+    for (size_t i = 0; i < n; i++)
+        if (!is_tchar((uint8_t)name[i]))
+            return "header name is not an HTTP token (letters, digits, -, and !#$%&'*+.^_`|~)";
+    for (const char *const *f = framing; *f; f++)
+        if (!strcasecmp(name, *f))
+            return "this header frames or routes the request and cannot be bound";
+    return NULL;
+}
+
+const char *nsbox_httphead_check_value(const char *value)
+{
+    size_t n = strnlen(value, NSBOX_HTTPHEAD_VALUE_MAX + 1);
+    if (n == 0)
+        return "empty value";
+    if (n > NSBOX_HTTPHEAD_VALUE_MAX)
+        return "value longer than 8192 bytes";
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = (uint8_t)value[i];
+        if (c != ' ' && c != '\t' && (c < 0x21 || c > 0x7e))
+            return "value has a byte that is not visible ASCII, space or tab (CR, LF, NUL, "
+                   "control characters and non-ASCII cannot be sent safely)";
+    }
+    if (value[0] == ' ' || value[0] == '\t' || value[n - 1] == ' ' || value[n - 1] == '\t')
+        return "value begins or ends with white space";
+    return NULL;
+}
+
+static enum nsbox_httphead_verdict refuse(struct nsbox_httphead *h, int status, const char *why)
+{
+    h->status = status;
+    h->why = why;
+    return NSBOX_HTTPHEAD_REFUSED;
+}
+
+/* The end of the head: the offset just past "\r\n\r\n", or 0. A CR not followed by LF, or a
+ * bare LF, makes *bad. */
+static size_t head_end(const uint8_t *in, size_t len, bool *bad)
+{
+    *bad = false;
+    for (size_t i = 0; i < len; i++) {
+        if (in[i] == '\n' && (i == 0 || in[i - 1] != '\r')) {
+            *bad = true;
+            return 0;
+        }
+        if (in[i] == '\r' && i + 1 < len && in[i + 1] != '\n') {
+            *bad = true;
+            return 0;
+        }
+        if (in[i] == '\n' && i >= 3 && in[i - 2] == '\n')
+            return i + 1;
+    }
+    return 0;
+}
+
+static enum nsbox_httphead_verdict request_line(const uint8_t *p, size_t n,
+                                                struct nsbox_httphead *h)
+{
+    size_t m = 0;
+    while (m < n && is_tchar(p[m]))
+        m++;
+    if (m == 0 || m >= n || p[m] != ' ')
+        return refuse(h, 400, "malformed request line (expected METHOD SP TARGET SP HTTP/1.1)");
+    if (m >= sizeof h->method)
+        return refuse(h, 405, "unknown method");
+    memcpy(h->method, p, m);
+    h->method[m] = '\0';
+    if (!strcmp(h->method, "TRACE") || !strcmp(h->method, "CONNECT"))
+        return refuse(h, 405,
+                      "TRACE and CONNECT are refused on a bound host (TRACE would echo "
+                      "the bound header back; CONNECT would open a tunnel around it)");
+    size_t t = m + 1, te = t;
+    while (te < n && p[te] > 0x20 && p[te] < 0x7f)
+        te++;
+    if (te == t || te >= n || p[te] != ' ')
+        return refuse(h, 400, "malformed request target");
+    bool star = te - t == 1 && p[t] == '*';
+    if (p[t] != '/' && !(star && !strcmp(h->method, "OPTIONS")))
+        return refuse(h, 400,
+                      "only origin-form targets (/path) are accepted on a bound host: "
+                      "an absolute URL could name another host than the TLS server "
+                      "name");
+    const char ver[] = "HTTP/1.1";
+    if (n - te - 1 != sizeof ver - 1 || memcmp(p + te + 1, ver, sizeof ver - 1))
+        return refuse(h, 505, "only HTTP/1.1 is relayed to a bound host");
+    return NSBOX_HTTPHEAD_OK;
+}
+
+/* Host: the TLS server name, optionally with the connection's port. */
+static bool host_matches(const uint8_t *v, size_t n, const char *sni, uint16_t port)
+{
+    size_t hn = n;
+    for (size_t i = 0; i < n; i++)
+        if (v[i] == ':') {
+            hn = i;
+            break;
+        }
+    if (hn < n) {
+        unsigned long p = 0;
+        if (hn + 1 == n || n - hn - 1 > 5)
+            return false;
+        for (size_t i = hn + 1; i < n; i++) {
+            if (v[i] < '0' || v[i] > '9')
+                return false;
+            p = p * 10 + (v[i] - '0');
+        }
+        if (p != port)
+            return false;
+    }
+    return eq_token(v, hn, sni);
+}
+
+struct fields {
+    int host, cl, te;
+};
+
+static enum nsbox_httphead_verdict one_field(const uint8_t *p, size_t n, const char *sni,
+                                             uint16_t port, struct fields *f,
+                                             struct nsbox_httphead *h)
+{
+    if (p[0] == ' ' || p[0] == '\t')
+        return refuse(h, 400,
+                      "obsolete line folding (a header line that begins with white "
+                      "space) is refused");
+    size_t c = 0;
+    while (c < n && is_tchar(p[c]))
+        c++;
+    if (c == 0 || c >= n || p[c] != ':')
+        return refuse(h, 400, "malformed header line (a name, then ':' with no space before it)");
+    size_t vs = c + 1, ve = n;
+    for (size_t i = vs; i < n; i++)
+        if (!is_vchar_ws(p[i]))
+            return refuse(h, 400, "a header value has a control character");
+    while (vs < ve && (p[vs] == ' ' || p[vs] == '\t'))
+        vs++;
+    while (ve > vs && (p[ve - 1] == ' ' || p[ve - 1] == '\t'))
+        ve--;
+    const uint8_t *v = p + vs;
+    size_t vn = ve - vs;
+    if (eq_token(p, c, "host")) {
+        if (f->host++)
+            return refuse(h, 400, "more than one Host header");
+        if (!host_matches(v, vn, sni, port))
+            return refuse(h, 403, "the Host header names another host than the TLS server name");
+    } else if (eq_token(p, c, "content-length")) {
+        if (f->cl++)
+            return refuse(h, 400, "more than one Content-Length header");
+        if (vn == 0 || vn > 15)
+            return refuse(h, 400, "Content-Length is not a number of at most 15 digits");
+        h->content_length = 0;
+        for (size_t i = 0; i < vn; i++) {
+            if (v[i] < '0' || v[i] > '9')
+                return refuse(h, 400, "Content-Length is not a number of at most 15 digits");
+            h->content_length = h->content_length * 10 + (v[i] - '0');
+        }
+    } else if (eq_token(p, c, "transfer-encoding")) {
+        if (f->te++)
+            return refuse(h, 400, "more than one Transfer-Encoding header");
+        if (!eq_token(v, vn, "chunked"))
+            return refuse(h, 400, "Transfer-Encoding other than exactly 'chunked' is refused");
+    } else if (eq_token(p, c, "connection")) {
+        if (eq_token(v, vn, "close"))
+            h->close = true;
+    } else if (eq_token(p, c, "upgrade")) {
+        return refuse(h, 400, "Upgrade (WebSocket, h2c) is not relayed to a bound host");
+    }
+    return NSBOX_HTTPHEAD_OK;
+}
+
+enum nsbox_httphead_verdict nsbox_httphead_parse(const uint8_t *in, size_t len, const char *sni,
+                                                 uint16_t port, struct nsbox_httphead *h)
+{
+    memset(h, 0, sizeof *h);
+    bool bad;
+    size_t end = head_end(in, len < NSBOX_HTTPHEAD_MAX ? len : NSBOX_HTTPHEAD_MAX, &bad);
+    if (bad)
+        return refuse(h, 400, "a line does not end with CRLF (bare CR or LF)");
+    if (!end)
+        return len >= NSBOX_HTTPHEAD_MAX ? refuse(h, 431, "request head larger than 32 KiB")
+                                         : NSBOX_HTTPHEAD_MORE;
+    if (end == 2 || end == 4)
+        return refuse(h, 400, "empty request line");
+    size_t eol = 0;
+    while (in[eol] != '\r')
+        eol++;
+    if (request_line(in, eol, h) != NSBOX_HTTPHEAD_OK)
+        return NSBOX_HTTPHEAD_REFUSED;
+    struct fields f = {0};
+    size_t nf = 0;
+    for (size_t at = eol + 2; at < end - 2;) {
+        size_t le = at;
+        while (in[le] != '\r')
+            le++;
+        if (++nf > NSBOX_HTTPHEAD_FIELDS_MAX)
+            return refuse(h, 431, "more than 100 header lines");
+        if (one_field(in + at, le - at, sni, port, &f, h) != NSBOX_HTTPHEAD_OK)
+            return NSBOX_HTTPHEAD_REFUSED;
+        at = le + 2;
+    }
+    if (!f.host)
+        return refuse(h, 400, "no Host header");
+    if (f.cl && f.te)
+        return refuse(h, 400, "both Content-Length and Transfer-Encoding");
+    h->body = f.te                        ? NSBOX_HTTPBODY_CHUNKED
+              : f.cl && h->content_length ? NSBOX_HTTPBODY_LENGTH
+                                          : NSBOX_HTTPBODY_NONE;
+    h->head_len = end;
+    return NSBOX_HTTPHEAD_OK;
+}
+
+static bool put(uint8_t *out, size_t outmax, size_t *k, const void *p, size_t n)
+{
+    if (*k + n > outmax)
+        return false;
+    memcpy(out + *k, p, n);
+    *k += n;
+    return true;
+}
+
+static bool is_bound(const uint8_t *line, size_t n, const char *const *names, size_t nn)
+{
+    for (size_t i = 0; i < nn; i++) {
+        size_t l = strlen(names[i]);
+        if (n > l && line[l] == ':' && !strncasecmp((const char *)line, names[i], l))
+            return true;
+    }
+    return false;
+}
+
+size_t nsbox_httphead_rewrite(const uint8_t *in, const struct nsbox_httphead *h,
+                              const char *const *names, const char *const *values, size_t n,
+                              uint8_t *out, size_t outmax)
+{
+    size_t k = 0, at = 0, end = h->head_len - 2;
+    while (at < end) {
+        size_t le = at;
+        while (in[le] != '\r')
+            le++;
+        bool drop = at > 0 && is_bound(in + at, le - at, names, n);
+        if (!drop && !put(out, outmax, &k, in + at, le - at + 2))
+            return 0;
+        at = le + 2;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!put(out, outmax, &k, names[i], strlen(names[i])) || !put(out, outmax, &k, ": ", 2) ||
+            !put(out, outmax, &k, values[i], strlen(values[i])) || !put(out, outmax, &k, "\r\n", 2))
+            return 0;
+    return put(out, outmax, &k, "\r\n", 2) ? k : 0;
+}
+
+size_t nsbox_httphead_error(int status, const char *why, char *out, size_t outmax)
+{
+    const char *reason = status == 403   ? "Forbidden"
+                         : status == 405 ? "Method Not Allowed"
+                         : status == 431 ? "Request Header Fields Too Large"
+                         : status == 502 ? "Bad Gateway"
+                         : status == 505 ? "HTTP Version Not Supported"
+                                         : "Bad Request";
+    char body[512];
+    int bn = snprintf(body, sizeof body, "nsbox egress: %s\n", why);
+    if (bn < 0 || (size_t)bn >= sizeof body)
+        bn = (int)sizeof body - 1;
+    int n = snprintf(out, outmax,
+                     "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                     "Content-Length: %d\r\nConnection: close\r\n\r\n%.*s",
+                     status, reason, bn, bn, body);
+    return n < 0 || (size_t)n >= outmax ? 0 : (size_t)n;
+}
+
+/* ---- chunked bodies ------------------------------------------------------------------------- */
+
+enum { CH_SIZE = 0, CH_EXT, CH_SIZE_LF, CH_DATA, CH_DATA_CR, CH_DATA_LF, CH_END_CR, CH_END_LF };
+
+#define CH_LINE_MAX 4096
+
+static long chunk_bad(struct nsbox_httpchunk *c, const char *why)
+{
+    c->why = why;
+    return -1;
+}
+
+long nsbox_httpchunk_feed(struct nsbox_httpchunk *c, const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n && !c->done) {
+        uint8_t b = p[i];
+        switch (c->state) {
+        case CH_SIZE:
+        case CH_EXT: {
+            if (++c->line > CH_LINE_MAX)
+                return chunk_bad(c, "chunk size line too long");
+            int d = b >= '0' && b <= '9'   ? b - '0'
+                    : b >= 'a' && b <= 'f' ? b - 'a' + 10
+                    : b >= 'A' && b <= 'F' ? b - 'A' + 10
+                                           : -1;
+            if (c->state == CH_SIZE && d >= 0) {
+                if (c->left >> 56)
+                    return chunk_bad(c, "chunk size too large");
+                c->left = c->left * 16 + (uint64_t)d;
+            } else if (b == '\r') {
+                if (c->line == 1)
+                    return chunk_bad(c, "chunk without a size");
+                c->state = CH_SIZE_LF;
+            } else if (b == ';' || c->state == CH_EXT) {
+                if (b != ';' && !is_vchar_ws(b))
+                    return chunk_bad(c, "control character in a chunk extension");
+                c->state = CH_EXT;
+            } else {
+                return chunk_bad(c, "malformed chunk size");
+            }
+            i++;
+            break;
+        }
+        case CH_SIZE_LF:
+            if (b != '\n')
+                return chunk_bad(c, "chunk size line not ended by CRLF");
+            c->line = 0;
+            c->state = c->left ? CH_DATA : CH_END_CR;
+            i++;
+            break;
+        case CH_DATA: {
+            size_t take = n - i < c->left ? n - i : (size_t)c->left;
+            c->left -= take;
+            i += take;
+            if (!c->left)
+                c->state = CH_DATA_CR;
+            break;
+        }
+        case CH_DATA_CR:
+        case CH_END_CR:
+            if (b != '\r')
+                return chunk_bad(c, c->state == CH_END_CR
+                                        ? "trailer fields are refused on a bound host"
+                                        : "chunk data not followed by CRLF");
+            c->state = c->state == CH_DATA_CR ? CH_DATA_LF : CH_END_LF;
+            i++;
+            break;
+        case CH_DATA_LF:
+        case CH_END_LF:
+            if (b != '\n')
+                return chunk_bad(c, "bare CR in chunked framing");
+            if (c->state == CH_END_LF)
+                c->done = true;
+            c->state = CH_SIZE;
+            i++;
+            break;
+        }
+    }
+    return (long)i;
+}
+
+void nsbox_httphead_log_path(const uint8_t *in, const struct nsbox_httphead *h, char *out,
+                             size_t outmax)
+{
+    size_t i = 0, o = 0;
+    while (i < h->head_len && in[i] != ' ')
+        i++;
+    for (i++; i < h->head_len && o + 1 < outmax; i++) {
+        if (in[i] == ' ' || in[i] == '?' || in[i] == '#' || in[i] == '\r')
+            break;
+        out[o++] = (char)in[i];
+    }
+    if (outmax)
+        out[o] = '\0';
+}
+
+int nsbox_httphead_status(const uint8_t *p, size_t n)
+{
+    if (n < NSBOX_HTTPHEAD_STATUS_LEN)
+        return -1;
+    if (memcmp(p, "HTTP/1.", 7) || (p[7] != '0' && p[7] != '1') || p[8] != ' ' || p[12] != ' ')
+        return 0;
+    int st = 0;
+    for (int i = 9; i < 12; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return 0;
+        st = st * 10 + (p[i] - '0');
+    }
+    return st >= 100 && st <= 599 ? st : 0;
+}

@@ -1,0 +1,648 @@
+/* Header bindings in the egress helper (sandbox/egress_tls.h), with OpenSSL 3. One thread per
+ * connection (the helper's), both sockets non-blocking, one poll() loop for both directions:
+ * an SSL object is never used by two threads at once. */
+#define _GNU_SOURCE
+#include "egress_tls.h"
+#include "egress_ca.h"
+#include "egress_log.h"
+#include "egress_ssl.h"
+#include "httphead.h"
+#include "scrub.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HANDSHAKE_MS 10000
+#define READ_CHUNK 16384
+#define IN_MAX (NSBOX_HTTPHEAD_MAX + READ_CHUNK)
+#define OUT_MAX (NSBOX_HTTPHEAD_MAX + NSBOX_MAX_BINDINGS * (NSBOX_HTTPHEAD_VALUE_MAX + 80))
+
+static const struct nsbox_ssllib
+    *L; /* set by nsbox_egress_tls_prepare; the helper's from the fork */
+
+struct bhost {
+    char name[NSBOX_HOSTNAME_MAX + 1];
+    uint16_t port;
+    SSL_CTX *ctx; /* the server side, with this name's leaf */
+    size_t n;
+    const char *header[NSBOX_MAX_BINDINGS];
+    const char *value[NSBOX_MAX_BINDINGS]; /* in the secret pages */
+};
+
+struct nsbox_egress_tls {
+    size_t n_hosts;
+    struct bhost host[NSBOX_MAX_BINDINGS];
+    char header[NSBOX_MAX_BINDINGS][65];
+    SSL_CTX *client;
+    BIO_METHOD *prefix;
+    struct nsbox_egress_ca ca;
+    char *secrets; /* mmap'd, MADV_DONTDUMP */
+    size_t secrets_len;
+};
+
+/* ---- the client's first bytes, then its socket -------------------------------------------- */
+
+/* The ClientHello was read off the socket to find the server name; OpenSSL reads it again from
+ * here, then the socket. */
+struct prefixed {
+    const uint8_t *p;
+    size_t n, off;
+    int fd;
+};
+
+static int prefix_read(BIO *b, char *out, size_t len, size_t *got)
+{
+    struct prefixed *x = BIO_get_data(b);
+    BIO_clear_retry_flags(b);
+    if (x->off < x->n) {
+        size_t k = x->n - x->off < len ? x->n - x->off : len;
+        memcpy(out, x->p + x->off, k);
+        x->off += k;
+        *got = k;
+        return 1;
+    }
+    ssize_t r = read(x->fd, out, len);
+    if (r > 0) {
+        *got = (size_t)r;
+        return 1;
+    }
+    if (r < 0 && (errno == EAGAIN || errno == EINTR))
+        BIO_set_retry_read(b);
+    return 0;
+}
+
+static int prefix_write(BIO *b, const char *in, size_t len, size_t *put)
+{
+    struct prefixed *x = BIO_get_data(b);
+    BIO_clear_retry_flags(b);
+    ssize_t r = send(x->fd, in, len, MSG_NOSIGNAL);
+    if (r > 0) {
+        *put = (size_t)r;
+        return 1;
+    }
+    if (r < 0 && (errno == EAGAIN || errno == EINTR))
+        BIO_set_retry_write(b);
+    return 0;
+}
+
+static long prefix_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+    (void)b, (void)num, (void)ptr;
+    return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+}
+
+static int prefix_create(BIO *b)
+{
+    BIO_set_init(b, 1);
+    return 1;
+}
+
+/* ---- preparation ---------------------------------------------------------------------------- */
+
+/* HTTP/1.1 only: the helper reads HTTP/1.1 heads; a client that offers h2 as well gets 1.1. */
+static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                       const unsigned char *in, unsigned inlen, void *arg)
+{
+    (void)ssl, (void)arg;
+    for (unsigned i = 0; i < inlen; i += 1u + in[i])
+        if (in[i] == 8 && i + 9 <= inlen && !memcmp(in + i + 1, "http/1.1", 8)) {
+            *out = in + i + 1;
+            *outlen = 8;
+            return SSL_TLSEXT_ERR_OK;
+        }
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+
+static SSL_CTX *server_ctx(EVP_PKEY *key, X509 *leaf)
+{
+    SSL_CTX *c = L->SSL_CTX_new(L->TLS_server_method());
+    if (!c || !L->SSL_CTX_ctrl(c, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL) ||
+        L->SSL_CTX_use_certificate(c, leaf) != 1 || L->SSL_CTX_use_PrivateKey(c, key) != 1) {
+        L->SSL_CTX_free(c);
+        return NULL;
+    }
+    L->SSL_CTX_set_alpn_select_cb(c, alpn_select, NULL);
+    L->SSL_CTX_set_options(c, SSL_OP_CLEANSE_PLAINTEXT); /* see client_ctx */
+    return c;
+}
+
+/* ca: a PEM file (the config's upstream_ca), read now; NULL: the system store's hashed
+ * directory, whose certificates are read one by one when a chain needs them (parsing the whole
+ * bundle, ~140 certificates, cost a sandbox's creation 45 ms). */
+static int client_ctx(struct nsbox_egress_tls *t, const char *ca, struct nsbox_err *e)
+{
+    t->client = L->SSL_CTX_new(L->TLS_client_method());
+    if (!t->client ||
+        !L->SSL_CTX_ctrl(t->client, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL))
+        return nsbox_egress_ca_error(e, "cannot make the upstream TLS context");
+    L->SSL_CTX_set_verify(t->client, SSL_VERIFY_PEER, NULL);
+    /* read buffers wiped after use: a response that echoes the bound value would otherwise
+     * leave it in freed memory of the helper, outside the pages kept out of dumps */
+    L->SSL_CTX_set_options(t->client, SSL_OP_CLEANSE_PLAINTEXT);
+    if (L->SSL_CTX_load_verify_locations(t->client, ca, ca ? NULL : NSBOX_EGRESS_SYSTEM_CA_DIR) !=
+        1) {
+        ERR_clear_error();
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENOENT,
+                             "header bindings: cannot read the CA file %s that upstream "
+                             "certificates are checked against; fix: install ca-certificates, "
+                             "or name a PEM bundle with {\"network\": {\"upstream_ca\": PATH}} "
+                             "in the config",
+                             ca ? ca : NSBOX_EGRESS_SYSTEM_CA_DIR);
+    }
+    return 0;
+}
+
+/* The values in pages of their own: out of core dumps, wiped when freed. */
+static int copy_secrets(struct nsbox_egress_tls *t, const struct nsbox_spec *s, struct nsbox_err *e)
+{
+    size_t need = 0;
+    for (size_t i = 0; i < s->n_bindings; i++)
+        need += strlen(s->bindings[i].value) + 1;
+    t->secrets_len = (need + 4095) & ~(size_t)4095;
+    void *p =
+        mmap(NULL, t->secrets_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        t->secrets = NULL;
+        return nsbox_err_sys(e, "header bindings: mmap");
+    }
+    t->secrets = p;
+    /* Out of core dumps; and zeros in every child forked or cloned before the helper (the
+     * sandbox's init among them) until nsbox_egress_tls_to_helper lets the helper have them. */
+    if (madvise(p, t->secrets_len, MADV_DONTDUMP) < 0 ||
+        madvise(p, t->secrets_len, MADV_WIPEONFORK) < 0)
+        return nsbox_err_sys(e, "header bindings: madvise");
+    return 0;
+}
+
+static struct bhost *host_of(struct nsbox_egress_tls *t, const struct nsbox_host *h)
+{
+    for (size_t i = 0; i < t->n_hosts; i++)
+        if (!strcmp(t->host[i].name, h->name) && t->host[i].port == h->port)
+            return &t->host[i];
+    struct bhost *b = &t->host[t->n_hosts++];
+    snprintf(b->name, sizeof b->name, "%s", h->name);
+    b->port = h->port;
+    return b;
+}
+
+static int fill_hosts(struct nsbox_egress_tls *t, const struct nsbox_spec *s)
+{
+    char *at = t->secrets;
+    for (size_t i = 0; i < s->n_bindings; i++) {
+        const struct nsbox_header_binding *b = &s->bindings[i];
+        struct bhost *h = host_of(t, &b->host);
+        snprintf(t->header[i], sizeof t->header[i], "%s", b->header);
+        h->header[h->n] = t->header[i];
+        h->value[h->n++] = at;
+        at = stpcpy(at, b->value) + 1;
+    }
+    return 0;
+}
+
+int nsbox_egress_tls_prepare(const struct nsbox_spec *s, const char *upstream_ca, const char *label,
+                             struct nsbox_egress_tls **out, struct nsbox_err *e)
+{
+    *out = NULL;
+    if (!(L = nsbox_egress_ssl(e)))
+        return -1;
+    struct nsbox_egress_tls *t = calloc(1, sizeof *t);
+    if (!t)
+        return nsbox_err_sys(e, "header bindings");
+    if (copy_secrets(t, s, e) < 0 || fill_hosts(t, s) < 0 || client_ctx(t, upstream_ca, e) < 0)
+        goto fail;
+    const char *names[NSBOX_MAX_BINDINGS];
+    size_t nn = 0;
+    for (size_t i = 0; i < t->n_hosts; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < nn; j++)
+            seen |= !strcmp(names[j], t->host[i].name);
+        if (!seen)
+            names[nn++] = t->host[i].name;
+    }
+    if (nsbox_egress_ca_make(names, nn, label, s->ttl_seconds + 86400, &t->ca, e) < 0)
+        goto fail;
+    for (size_t i = 0; i < t->n_hosts; i++) {
+        size_t k = 0;
+        while (strcmp(names[k], t->host[i].name))
+            k++;
+        if (!(t->host[i].ctx = server_ctx(t->ca.key, t->ca.leaf[k]))) {
+            nsbox_egress_ca_error(e, "cannot make the TLS context of a bound host");
+            goto fail;
+        }
+    }
+    t->prefix = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "nsbox-prefixed");
+    if (!t->prefix || !BIO_meth_set_read_ex(t->prefix, prefix_read) ||
+        !BIO_meth_set_write_ex(t->prefix, prefix_write) ||
+        !BIO_meth_set_ctrl(t->prefix, prefix_ctrl) ||
+        !BIO_meth_set_create(t->prefix, prefix_create)) {
+        nsbox_egress_ca_error(e, "cannot make a BIO method");
+        goto fail;
+    }
+    *out = t;
+    return 0;
+fail:
+    nsbox_egress_tls_free(t);
+    return -1;
+}
+
+int nsbox_egress_tls_to_helper(const struct nsbox_egress_tls *t, struct nsbox_err *e)
+{
+    if (t && madvise(t->secrets, t->secrets_len, MADV_KEEPONFORK) < 0)
+        return nsbox_err_sys(e, "header bindings: madvise");
+    return 0;
+}
+
+const char *nsbox_egress_tls_ca_pem(const struct nsbox_egress_tls *t)
+{
+    return t->ca.ca_pem;
+}
+
+void nsbox_egress_tls_free(struct nsbox_egress_tls *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->n_hosts; i++)
+        L->SSL_CTX_free(t->host[i].ctx);
+    L->SSL_CTX_free(t->client);
+    BIO_meth_free(t->prefix);
+    nsbox_egress_ca_free(&t->ca);
+    if (t->secrets) {
+        explicit_bzero(t->secrets, t->secrets_len);
+        munmap(t->secrets, t->secrets_len);
+    }
+    explicit_bzero(t, sizeof *t);
+    free(t);
+}
+
+static const struct bhost *find(const struct nsbox_egress_tls *t, const char *name, uint16_t port)
+{
+    for (size_t i = 0; t && i < t->n_hosts; i++)
+        if (t->host[i].port == port && !strcmp(t->host[i].name, name))
+            return &t->host[i];
+    return NULL;
+}
+
+bool nsbox_egress_tls_bound(const struct nsbox_egress_tls *t, const char *name, uint16_t port)
+{
+    return find(t, name, port) != NULL;
+}
+
+/* ---- one connection ------------------------------------------------------------------------- */
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* After an SSL call returned r <= 0: waits for what it wants; false when it failed for good or
+ * the deadline passed. */
+static bool ssl_wait(SSL *ssl, int fd, int r, int64_t deadline)
+{
+    int err = L->SSL_get_error(ssl, r);
+    if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE)
+        return false;
+    int64_t left = deadline - now_ms();
+    struct pollfd p = {.fd = fd, .events = err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT};
+    return left > 0 && poll(&p, 1, (int)left) > 0;
+}
+
+static bool ssl_write_all(SSL *ssl, int fd, const void *buf, size_t n)
+{
+    const uint8_t *p = buf;
+    while (n > 0) {
+        size_t w = 0;
+        int r = L->SSL_write_ex(ssl, p, n, &w);
+        if (r > 0) {
+            p += w;
+            n -= w;
+        } else if (!ssl_wait(ssl, fd, r, now_ms() + NSBOX_EGRESS_IDLE_MS)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The request whose response is being relayed, for its entry in the network log. Clients do
+ * not pipeline in practice: the upstream's first bytes after a request are its response. */
+struct breq {
+    bool open;
+    char method[24], path[256];
+    int status;       /* 0: not seen (yet) */
+    bool status_done; /* found, or the response does not start with a status line */
+    uint8_t line[NSBOX_HTTPHEAD_STATUS_LEN];
+    size_t line_n;
+    uint64_t up, down;
+    int64_t t0, t0_wall;
+};
+
+struct relay {
+    const struct bhost *h;
+    SSL *cl, *up;
+    int cfd, ufd;
+    nsbox_egress_note_fn note;
+    void *ctx;
+    enum { IN_HEAD, IN_LENGTH, IN_CHUNKED } state;
+    uint64_t left;
+    struct nsbox_httpchunk chunk;
+    struct breq req;
+    size_t in_n;
+    uint8_t in[IN_MAX];
+    uint8_t out[OUT_MAX];
+    struct nsbox_scrub scrub;
+};
+
+static int64_t wall_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void req_end(struct relay *r)
+{
+    struct breq *q = &r->req;
+    if (!q->open)
+        return;
+    struct nsbox_egress_entry en = {.start_ms = q->t0_wall,
+                                    .duration_ms = now_ms() - q->t0,
+                                    .verdict = "bound",
+                                    .method = q->method,
+                                    .path = q->path,
+                                    .status = q->status,
+                                    .bytes_up = q->up,
+                                    .bytes_down = q->down};
+    r->note(r->ctx, &en);
+    q->open = false;
+}
+
+/* A head was relayed: the previous request's response is over. */
+static void req_begin(struct relay *r, const struct nsbox_httphead *hd)
+{
+    req_end(r);
+    r->req = (struct breq){.open = true, .up = hd->head_len, .t0 = now_ms(), .t0_wall = wall_ms()};
+    snprintf(r->req.method, sizeof r->req.method, "%s", hd->method);
+    nsbox_httphead_log_path(r->in, hd, r->req.path, sizeof r->req.path);
+}
+
+static void req_response(struct relay *r, const uint8_t *p, size_t n)
+{
+    struct breq *q = &r->req;
+    if (!q->open)
+        return;
+    q->down += n;
+    if (q->status_done)
+        return;
+    size_t k = sizeof q->line - q->line_n < n ? sizeof q->line - q->line_n : n;
+    memcpy(q->line + q->line_n, p, k);
+    q->line_n += k;
+    int st = nsbox_httphead_status(q->line, q->line_n);
+    if (st < 0)
+        return;
+    q->status = st;
+    q->status_done = st == 0 || st >= 200;
+    q->line_n = 0; /* an interim response (1xx): the final one's line comes in a later read */
+}
+
+/* A refusal: "refused" when the sandbox's request is at fault, "failed" when the upstream is. */
+static void note_refusal(struct relay *r, const char *verdict, int status, const char *why)
+{
+    struct nsbox_egress_entry en = {
+        .start_ms = wall_ms(), .verdict = verdict, .reason = why, .status = status};
+    r->note(r->ctx, &en);
+}
+
+static void refuse(struct relay *r, int status, const char *why)
+{
+    char resp[1024];
+    size_t n = nsbox_httphead_error(status, why, resp, sizeof resp);
+    req_end(r);
+    note_refusal(r, status == 502 ? "failed" : "refused", status, why);
+    if (n)
+        ssl_write_all(r->cl, r->cfd, resp, n);
+}
+
+static void consume(struct relay *r, size_t n)
+{
+    memmove(r->in, r->in + n, r->in_n - n);
+    r->in_n -= n;
+}
+
+/* What the sandbox sent so far (r->in): heads rewritten, bodies passed on. false: the end. */
+static bool from_client(struct relay *r)
+{
+    while (r->in_n > 0) {
+        if (r->state == IN_HEAD) {
+            struct nsbox_httphead hd;
+            enum nsbox_httphead_verdict v =
+                nsbox_httphead_parse(r->in, r->in_n, r->h->name, r->h->port, &hd);
+            if (v == NSBOX_HTTPHEAD_MORE)
+                return true;
+            if (v == NSBOX_HTTPHEAD_REFUSED) {
+                refuse(r, hd.status, hd.why);
+                return false;
+            }
+            size_t n = nsbox_httphead_rewrite(r->in, &hd, r->h->header, r->h->value, r->h->n,
+                                              r->out, sizeof r->out);
+            req_begin(r, &hd);
+            if (!n || !ssl_write_all(r->up, r->ufd, r->out, n))
+                return false;
+            explicit_bzero(r->out, n);
+            consume(r, hd.head_len);
+            r->state = hd.body == NSBOX_HTTPBODY_LENGTH    ? IN_LENGTH
+                       : hd.body == NSBOX_HTTPBODY_CHUNKED ? IN_CHUNKED
+                                                           : IN_HEAD;
+            r->left = hd.content_length;
+            memset(&r->chunk, 0, sizeof r->chunk);
+            continue;
+        }
+        size_t n;
+        if (r->state == IN_LENGTH) {
+            n = r->in_n < r->left ? r->in_n : (size_t)r->left;
+            r->left -= n;
+        } else {
+            long k = nsbox_httpchunk_feed(&r->chunk, r->in, r->in_n);
+            if (k < 0) {
+                char why[160];
+                snprintf(why, sizeof why, "chunked body: %s", r->chunk.why);
+                req_end(r);
+                note_refusal(r, "refused", 0, why);
+                return false;
+            }
+            n = (size_t)k;
+        }
+        if (n && !ssl_write_all(r->up, r->ufd, r->in, n))
+            return false;
+        r->req.up += n;
+        consume(r, n);
+        if ((r->state == IN_LENGTH && !r->left) || (r->state == IN_CHUNKED && r->chunk.done))
+            r->state = IN_HEAD;
+    }
+    return true;
+}
+
+/* One read of each side that is ready. false: the relay is over. */
+static bool pump_client(struct relay *r, bool *eof)
+{
+    size_t got = 0;
+    int rc = L->SSL_read_ex(r->cl, r->in + r->in_n, IN_MAX - r->in_n, &got);
+    if (rc > 0) {
+        r->in_n += got;
+        return from_client(r);
+    }
+    int err = L->SSL_get_error(r->cl, rc);
+    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE)
+        return true;
+    *eof = true; /* the sandbox is done sending: the upstream may still answer */
+    if (r->state != IN_HEAD || r->in_n)
+        return false;
+    L->SSL_shutdown(r->up);
+    shutdown(r->ufd, SHUT_WR);
+    return true;
+}
+
+static bool pump_upstream(struct relay *r)
+{
+    uint8_t buf[READ_CHUNK];
+    size_t got = 0, n;
+    int rc = L->SSL_read_ex(r->up, buf, sizeof buf, &got);
+    if (rc > 0) {
+        req_response(r, buf, got);
+        n = nsbox_scrub_feed(&r->scrub, buf, got, r->out);
+        explicit_bzero(buf, got); /* the response as the host sent it, values included */
+        return !n || ssl_write_all(r->cl, r->cfd, r->out, n);
+    }
+    int err = L->SSL_get_error(r->up, rc);
+    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE)
+        return true;
+    n = nsbox_scrub_flush(&r->scrub, r->out);
+    if (n)
+        ssl_write_all(r->cl, r->cfd, r->out, n);
+    L->SSL_shutdown(r->cl);
+    return false;
+}
+
+static void relay_loop(struct relay *r)
+{
+    bool cl_eof = false;
+    for (;;) {
+        struct pollfd p[2] = {{.fd = cl_eof ? -1 : r->cfd, .events = POLLIN},
+                              {.fd = r->ufd, .events = POLLIN}};
+        bool pending = (!cl_eof && L->SSL_pending(r->cl)) || L->SSL_pending(r->up);
+        int n = poll(p, 2, pending ? 0 : NSBOX_EGRESS_IDLE_MS);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 || (n == 0 && !pending))
+            return;
+        if (!cl_eof && (p[0].revents || L->SSL_pending(r->cl)) && !pump_client(r, &cl_eof))
+            return;
+        if ((p[1].revents || L->SSL_pending(r->up)) && !pump_upstream(r))
+            return;
+    }
+}
+
+static bool handshake(SSL *ssl, int fd, bool server)
+{
+    int64_t deadline = now_ms() + HANDSHAKE_MS;
+    for (;;) {
+        int r = server ? L->SSL_accept(ssl) : L->SSL_connect(ssl);
+        if (r == 1)
+            return true;
+        if (!ssl_wait(ssl, fd, r, deadline))
+            return false;
+    }
+}
+
+static void nonblocking(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+/* The upstream's TLS, verified; NULL after telling the sandbox why not (502). */
+static SSL *open_upstream(const struct nsbox_egress_tls *t, struct relay *r,
+                          nsbox_egress_connect_fn connect, void *ctx)
+{
+    r->ufd = connect(ctx, r->h->name);
+    if (r->ufd < 0) {
+        refuse(r, 502, "cannot connect to the bound host");
+        return NULL;
+    }
+    nonblocking(r->ufd);
+    SSL *up = L->SSL_new(t->client);
+    if (!up || !L->SSL_set_fd(up, r->ufd) ||
+        !L->SSL_ctrl(up, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                     (void *)r->h->name) ||
+        !L->SSL_set1_host(up, r->h->name) ||
+        L->SSL_set_alpn_protos(up, (const unsigned char *)"\x08http/1.1", 9) != 0) {
+        L->SSL_free(up);
+        refuse(r, 502, "cannot set up TLS to the bound host");
+        return NULL;
+    }
+    if (!handshake(up, r->ufd, false)) {
+        long v = L->SSL_get_verify_result(up);
+        char why[300];
+        snprintf(why, sizeof why, "TLS to the bound host failed%s%s", v != X509_V_OK ? ": " : "",
+                 v != X509_V_OK ? X509_verify_cert_error_string(v) : "");
+        refuse(r, 502, why);
+        L->SSL_free(up);
+        return NULL;
+    }
+    return up;
+}
+
+void nsbox_egress_tls_serve(const struct nsbox_egress_tls *t, int fd, const uint8_t *hello,
+                            size_t n, const char *name, uint16_t port,
+                            nsbox_egress_connect_fn connect, nsbox_egress_note_fn note, void *ctx)
+{
+    const struct bhost *h = find(t, name, port);
+    struct relay *r = h ? calloc(1, sizeof *r) : NULL;
+    if (!r)
+        return;
+    *r = (struct relay){.h = h, .cfd = fd, .ufd = -1, .note = note, .ctx = ctx};
+    nsbox_scrub_init(&r->scrub);
+    for (size_t i = 0; i < h->n; i++)
+        nsbox_scrub_add(&r->scrub, h->value[i]);
+    nonblocking(fd);
+    struct prefixed pre = {.p = hello, .n = n, .fd = fd};
+    BIO *bio = BIO_new(t->prefix);
+    r->cl = L->SSL_new(h->ctx);
+    if (!bio || !r->cl) {
+        BIO_free(bio);
+        note_refusal(r, "failed", 0, "out of memory");
+        goto out;
+    }
+    BIO_set_data(bio, &pre);
+    L->SSL_set_bio(r->cl, bio, bio);
+    if (!handshake(r->cl, fd, true)) {
+        note_refusal(r, "refused", 0,
+                     "the sandbox's TLS handshake failed (it must trust the sandbox's CA and "
+                     "speak HTTP/1.1)");
+        goto out;
+    }
+    r->up = open_upstream(t, r, connect, ctx);
+    if (r->up)
+        relay_loop(r);
+    req_end(r);
+out:
+    L->SSL_free(r->cl);
+    L->SSL_free(r->up);
+    if (r->ufd >= 0)
+        close(r->ufd);
+    ERR_clear_error();
+    explicit_bzero(r, sizeof *r);
+    free(r);
+}

@@ -1,0 +1,304 @@
+/* HTTP/1.1 request heads (policy/httphead.c): what the egress helper relays to a bound host,
+ * every smuggling shape it must refuse, the rewriting of the bound header and chunked bodies. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "httphead.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SNI "api.lab.test"
+
+static struct nsbox_httphead H;
+
+static enum nsbox_httphead_verdict parse(const char *text)
+{
+    return nsbox_httphead_parse((const uint8_t *)text, strlen(text), SNI, 443, &H);
+}
+
+static void refused(const char *text, int status, const char *why_part)
+{
+    enum nsbox_httphead_verdict v = parse(text);
+    if (v != NSBOX_HTTPHEAD_REFUSED || H.status != status || !strstr(H.why, why_part))
+        fail_msg("%s: verdict %d status %d why %s", text, v, H.status, H.why ? H.why : "-");
+}
+
+static void test_plain_get(void **state)
+{
+    (void)state;
+    const char *r = "GET /repos?x=1 HTTP/1.1\r\nHost: api.lab.test\r\nAccept: */*\r\n\r\nNEXT";
+    assert_int_equal(parse(r), NSBOX_HTTPHEAD_OK);
+    assert_int_equal(H.head_len, strlen(r) - 4);
+    assert_string_equal(H.method, "GET");
+    assert_int_equal(H.body, NSBOX_HTTPBODY_NONE);
+    assert_false(H.close);
+    /* every shorter prefix asks for more */
+    for (size_t n = 0; n < H.head_len; n++)
+        assert_int_equal(nsbox_httphead_parse((const uint8_t *)r, n, SNI, 443, &H),
+                         NSBOX_HTTPHEAD_MORE);
+}
+
+static void test_host_forms(void **state)
+{
+    (void)state;
+    assert_int_equal(parse("GET / HTTP/1.1\r\nHost: API.Lab.Test:443\r\n\r\n"), NSBOX_HTTPHEAD_OK);
+    assert_int_equal(parse("GET / HTTP/1.1\r\nhost:api.lab.test \r\n\r\n"), NSBOX_HTTPHEAD_OK);
+    refused("GET / HTTP/1.1\r\nHost: other.lab.test\r\n\r\n", 403, "another host");
+    refused("GET / HTTP/1.1\r\nHost: api.lab.test.evil\r\n\r\n", 403, "another host");
+    refused("GET / HTTP/1.1\r\nHost: api.lab.test:8443\r\n\r\n", 403, "another host");
+    refused("GET / HTTP/1.1\r\nHost: api.lab.test:\r\n\r\n", 403, "another host");
+    refused("GET / HTTP/1.1\r\nHost: api.lab.test\r\nHost: api.lab.test\r\n\r\n", 400,
+            "more than one Host");
+    refused("GET / HTTP/1.1\r\nAccept: x\r\n\r\n", 400, "no Host");
+}
+
+static void test_bodies(void **state)
+{
+    (void)state;
+    assert_int_equal(parse("POST /x HTTP/1.1\r\nHost: api.lab.test\r\nContent-Length: 12\r\n\r\n"),
+                     NSBOX_HTTPHEAD_OK);
+    assert_int_equal(H.body, NSBOX_HTTPBODY_LENGTH);
+    assert_int_equal(H.content_length, 12);
+    assert_int_equal(parse("POST /x HTTP/1.1\r\nHost: api.lab.test\r\n"
+                           "Transfer-Encoding: Chunked\r\nConnection: close\r\n\r\n"),
+                     NSBOX_HTTPHEAD_OK);
+    assert_int_equal(H.body, NSBOX_HTTPBODY_CHUNKED);
+    assert_true(H.close);
+}
+
+static void test_smuggling_shapes(void **state)
+{
+    (void)state;
+    const char *h = "Host: api.lab.test\r\n";
+    char r[512];
+    static const struct {
+        const char *fields;
+        int status;
+        const char *why;
+    } cases[] = {
+        {"Content-Length: 5\r\nContent-Length: 5\r\n", 400, "more than one Content-Length"},
+        {"Content-Length: 5\r\nContent-Length: 6\r\n", 400, "more than one Content-Length"},
+        {"Content-Length: 5, 5\r\n", 400, "not a number"},
+        {"Content-Length: +5\r\n", 400, "not a number"},
+        {"Content-Length: 0x5\r\n", 400, "not a number"},
+        {"Content-Length:\r\n", 400, "not a number"},
+        {"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", 400, "both"},
+        {"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", 400, "both"},
+        {"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n", 400,
+         "more than one Transfer-Encoding"},
+        {"Transfer-Encoding: gzip, chunked\r\n", 400, "exactly 'chunked'"},
+        {"Transfer-Encoding: xchunked\r\n", 400, "exactly 'chunked'"},
+        {"Transfer-Encoding : chunked\r\n", 400, "no space before"},
+        {"X-A: 1\r\n folded\r\n", 400, "folding"},
+        {"X-A: 1\r\n\tfolded\r\n", 400, "folding"},
+        {"X-A: a\x01"
+         "b\r\n",
+         400, "control character"},
+        {"X-A: a\rb\r\n", 400, "bare CR"},
+        {"X-A: a\nX-B: b\r\n", 400, "bare CR or LF"},
+        {"Upgrade: h2c\r\n", 400, "Upgrade"},
+        {": empty name\r\n", 400, "malformed header"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(r, sizeof r, "POST / HTTP/1.1\r\n%s%s\r\n", h, cases[i].fields);
+        refused(r, cases[i].status, cases[i].why);
+    }
+}
+
+static void test_request_line(void **state)
+{
+    (void)state;
+    refused("TRACE / HTTP/1.1\r\nHost: api.lab.test\r\n\r\n", 405, "TRACE and CONNECT");
+    refused("CONNECT api.lab.test:443 HTTP/1.1\r\nHost: api.lab.test\r\n\r\n", 405,
+            "TRACE and CONNECT");
+    refused("GET http://other.lab.test/ HTTP/1.1\r\nHost: api.lab.test\r\n\r\n", 400,
+            "origin-form");
+    refused("GET https://api.lab.test/ HTTP/1.1\r\nHost: api.lab.test\r\n\r\n", 400, "origin-form");
+    refused("GET * HTTP/1.1\r\nHost: api.lab.test\r\n\r\n", 400, "origin-form");
+    assert_int_equal(parse("OPTIONS * HTTP/1.1\r\nHost: api.lab.test\r\n\r\n"), NSBOX_HTTPHEAD_OK);
+    refused("GET / HTTP/1.0\r\nHost: api.lab.test\r\n\r\n", 505, "HTTP/1.1");
+    refused("GET / HTTP/2\r\nHost: api.lab.test\r\n\r\n", 505, "HTTP/1.1");
+    refused("GET  / HTTP/1.1\r\nHost: api.lab.test\r\n\r\n", 400, "target");
+    refused("GET /\x7f HTTP/1.1\r\nHost: api.lab.test\r\n\r\n", 400, "target");
+    refused("\r\nGET / HTTP/1.1\r\nHost: api.lab.test\r\n\r\n", 400, "request line");
+    refused("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 400, "origin-form");
+    refused("G@T / HTTP/1.1\r\nHost: api.lab.test\r\n\r\n", 400, "request line");
+}
+
+static void test_oversize(void **state)
+{
+    (void)state;
+    char *r = malloc(NSBOX_HTTPHEAD_MAX + 64);
+    int n = sprintf(r, "GET / HTTP/1.1\r\nHost: api.lab.test\r\nX-Big: ");
+    memset(r + n, 'a', NSBOX_HTTPHEAD_MAX);
+    assert_int_equal(nsbox_httphead_parse((uint8_t *)r, NSBOX_HTTPHEAD_MAX - 1, SNI, 443, &H),
+                     NSBOX_HTTPHEAD_MORE);
+    assert_int_equal(nsbox_httphead_parse((uint8_t *)r, NSBOX_HTTPHEAD_MAX, SNI, 443, &H),
+                     NSBOX_HTTPHEAD_REFUSED);
+    assert_int_equal(H.status, 431);
+    n = sprintf(r, "GET / HTTP/1.1\r\nHost: api.lab.test\r\n");
+    for (int i = 0; i < 101; i++)
+        n += sprintf(r + n, "X-%d: v\r\n", i);
+    strcpy(r + n, "\r\n");
+    refused(r, 431, "more than 100");
+    free(r);
+}
+
+static void test_rewrite_replaces_every_copy(void **state)
+{
+    (void)state;
+    const char *r = "GET / HTTP/1.1\r\nAuthorization: Bearer mine\r\nHost: api.lab.test\r\n"
+                    "authorization:other\r\nAuthorization-Extra: keep\r\n\r\n";
+    assert_int_equal(parse(r), NSBOX_HTTPHEAD_OK);
+    uint8_t out[1024];
+    const char *names[] = {"Authorization", "X-Org"}, *values[] = {"Bearer SECRET", "org-1"};
+    size_t n = nsbox_httphead_rewrite((const uint8_t *)r, &H, names, values, 1, out, sizeof out);
+    assert_true(n > 0);
+    const char *want;
+    want = "GET / HTTP/1.1\r\nHost: api.lab.test\r\nAuthorization-Extra: keep\r\n"
+           "Authorization: Bearer SECRET\r\n\r\n";
+    assert_int_equal(n, strlen(want));
+    assert_memory_equal(out, want, n);
+    /* the rewritten head is a valid head again */
+    assert_int_equal(nsbox_httphead_parse(out, n, SNI, 443, &H), NSBOX_HTTPHEAD_OK);
+    assert_int_equal(H.head_len, n);
+    /* too small an output: nothing */
+    assert_int_equal(parse(r), NSBOX_HTTPHEAD_OK);
+    assert_int_equal(nsbox_httphead_rewrite((const uint8_t *)r, &H, names, values, 1, out, 40), 0);
+    /* two bindings of one host: both removed, both added */
+    const char *two = "GET / HTTP/1.1\r\nX-ORG: mine\r\nHost: api.lab.test\r\n"
+                      "authorization: mine\r\n\r\n";
+    assert_int_equal(parse(two), NSBOX_HTTPHEAD_OK);
+    n = nsbox_httphead_rewrite((const uint8_t *)two, &H, names, values, 2, out, sizeof out);
+    want = "GET / HTTP/1.1\r\nHost: api.lab.test\r\nAuthorization: Bearer SECRET\r\n"
+           "X-Org: org-1\r\n\r\n";
+    assert_int_equal(n, strlen(want));
+    assert_memory_equal(out, want, n);
+}
+
+static void test_names_and_values(void **state)
+{
+    (void)state;
+    assert_null(nsbox_httphead_check_name("Authorization"));
+    assert_null(nsbox_httphead_check_name("X-Api-Key"));
+    assert_non_null(nsbox_httphead_check_name("Host"));
+    assert_non_null(nsbox_httphead_check_name("content-length"));
+    assert_non_null(nsbox_httphead_check_name("Transfer-Encoding"));
+    assert_non_null(nsbox_httphead_check_name("X Key"));
+    assert_non_null(nsbox_httphead_check_name("X:Key"));
+    assert_non_null(nsbox_httphead_check_name(""));
+    assert_null(nsbox_httphead_check_value("Bearer abc.def-123"));
+    assert_non_null(nsbox_httphead_check_value("a\r\nX-Evil: 1"));
+    assert_non_null(nsbox_httphead_check_value("a\nb"));
+    assert_non_null(nsbox_httphead_check_value(" lead"));
+    assert_non_null(nsbox_httphead_check_value("trail\t"));
+    assert_non_null(nsbox_httphead_check_value(""));
+    assert_non_null(nsbox_httphead_check_value("caf\xc3\xa9"));
+}
+
+static void test_error_response(void **state)
+{
+    (void)state;
+    char out[1024];
+    size_t n = nsbox_httphead_error(403, "the Host header names another host", out, sizeof out);
+    assert_true(n > 0);
+    assert_true(!strncmp(out, "HTTP/1.1 403 Forbidden\r\n", 24));
+    assert_non_null(strstr(out, "Connection: close\r\n"));
+    const char *body = strstr(out, "\r\n\r\n") + 4;
+    char cl[64];
+    snprintf(cl, sizeof cl, "Content-Length: %zu\r\n", strlen(body));
+    assert_non_null(strstr(out, cl));
+    assert_non_null(strstr(body, "another host"));
+    assert_int_equal(nsbox_httphead_error(400, "x", out, 20), 0);
+}
+
+static long feed_all(struct nsbox_httpchunk *c, const char *s, size_t step)
+{
+    size_t n = strlen(s), at = 0;
+    while (at < n && !c->done) {
+        size_t k = n - at < step ? n - at : step;
+        long r = nsbox_httpchunk_feed(c, (const uint8_t *)s + at, k);
+        if (r < 0)
+            return r;
+        at += (size_t)r;
+        if ((size_t)r < k)
+            break;
+    }
+    return (long)at;
+}
+
+static void test_chunked(void **state)
+{
+    (void)state;
+    const char *body = "5\r\nhello\r\n1A;ext=1\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\n\r\n";
+    for (size_t step = 1; step <= strlen(body) + 5; step++) {
+        struct nsbox_httpchunk c = {0};
+        char in[256];
+        snprintf(in, sizeof in, "%sGET / HTTP/1.1", body);
+        assert_int_equal(feed_all(&c, in, step), strlen(body));
+        assert_true(c.done);
+    }
+    static const struct {
+        const char *in, *why;
+    } bad[] = {
+        {"5\r\nhello\r\n0\r\nX-Trailer: 1\r\n\r\n", "trailer"},
+        {"5\r\nhelloXX", "not followed by CRLF"},
+        {"\r\n", "without a size"},
+        {"g\r\n", "malformed"},
+        {"5\n", "malformed"},
+        {"5\rX", "not ended by CRLF"},
+        {"ffffffffffffffffff\r\n", "too large"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct nsbox_httpchunk c = {0};
+        if (feed_all(&c, bad[i].in, 1) != -1 || !strstr(c.why, bad[i].why))
+            fail_msg("%s: %s", bad[i].in, c.why ? c.why : "accepted");
+    }
+}
+
+static void test_log_path_and_status(void **state)
+{
+    (void)state;
+    static const char req[] =
+        "GET /user/repos?token=abc#x HTTP/1.1\r\nHost: api.example.com\r\n\r\n";
+    struct nsbox_httphead h;
+    assert_int_equal(
+        nsbox_httphead_parse((const uint8_t *)req, strlen(req), "api.example.com", 443, &h),
+        NSBOX_HTTPHEAD_OK);
+    char path[64];
+    nsbox_httphead_log_path((const uint8_t *)req, &h, path, sizeof path);
+    assert_string_equal(path, "/user/repos");
+    char small[6];
+    nsbox_httphead_log_path((const uint8_t *)req, &h, small, sizeof small);
+    assert_string_equal(small, "/user");
+
+    assert_int_equal(nsbox_httphead_status((const uint8_t *)"HTTP/1.1 200 OK\r\n", 17), 200);
+    assert_int_equal(nsbox_httphead_status((const uint8_t *)"HTTP/1.0 404 ", 13), 404);
+    assert_int_equal(nsbox_httphead_status((const uint8_t *)"HTTP/1.1 20", 11), -1);
+    assert_int_equal(nsbox_httphead_status((const uint8_t *)"HTTP/2.0 200 OK", 15), 0);
+    assert_int_equal(nsbox_httphead_status((const uint8_t *)"HTTP/1.1 2x0 OK", 15), 0);
+    assert_int_equal(nsbox_httphead_status((const uint8_t *)"HTTP/1.1 999 OK", 15), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plain_get),
+        cmocka_unit_test(test_host_forms),
+        cmocka_unit_test(test_bodies),
+        cmocka_unit_test(test_smuggling_shapes),
+        cmocka_unit_test(test_request_line),
+        cmocka_unit_test(test_oversize),
+        cmocka_unit_test(test_rewrite_replaces_every_copy),
+        cmocka_unit_test(test_names_and_values),
+        cmocka_unit_test(test_error_response),
+        cmocka_unit_test(test_chunked),
+        cmocka_unit_test(test_log_path_and_status),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
