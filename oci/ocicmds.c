@@ -2,6 +2,7 @@
 #include "ocirt.h"
 #include "cleanup.h"
 #include "cleanup_cjson.h"
+#include "ocispec.h"
 #include "util.h"
 
 #include <errno.h>
@@ -58,6 +59,10 @@ int nsbox_ocicmds_start(const struct nsbox_ocirt *g, int argc, char **argv, stru
         return 1;
     }
     unlink(fifo); /* from now on: running */
+    /* A failed poststart hook is a warning: the container runs on (runtime-spec). */
+    struct nsbox_err he = {0};
+    if (nsbox_ocihooks_run(g, &s, NSBOX_OCI_HOOK_POSTSTART, NSBOX_OCI_RUNNING, &he) < 0)
+        fprintf(stderr, "nsbox-oci: warning: %s\n", he.msg);
     return 0;
 }
 
@@ -68,44 +73,9 @@ int nsbox_ocicmds_state(const struct nsbox_ocirt *g, int argc, char **argv, stru
     struct nsbox_ocistate s;
     if (nsbox_ocistate_read(g, argv[1], &s, e) < 0)
         return 1;
-    enum nsbox_ocistate_status st = nsbox_ocistate_status(g, &s);
-    char rootfs[PATH_MAX + 16];
-    snprintf(rootfs, sizeof rootfs, "%s/rootfs", s.bundle);
-    cleanup_cjson cJSON *j = cJSON_CreateObject();
-    if (!j || !cJSON_AddStringToObject(j, "ociVersion", "1.0.2") ||
-        !cJSON_AddStringToObject(j, "id", s.id) ||
-        !cJSON_AddNumberToObject(j, "pid", st == NSBOX_OCI_STOPPED ? 0 : s.pid) ||
-        !cJSON_AddStringToObject(j, "status", nsbox_ocistate_status_name(st)) ||
-        !cJSON_AddStringToObject(j, "bundle", s.bundle) ||
-        !cJSON_AddStringToObject(j, "created", s.created) ||
-        !cJSON_AddStringToObject(j, "owner", "")) {
-        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    cleanup_free char *text = nsbox_ocistate_json(g, &s, nsbox_ocistate_status(g, &s), true, e);
+    if (!text)
         return 1;
-    }
-    /* the bundle's annotations, as create recorded them */
-    char dir[PATH_MAX], path[PATH_MAX + 32];
-    cleanup_free char *atext = NULL;
-    cJSON *ann = NULL;
-    struct nsbox_err e2;
-    if (nsbox_ocistate_dir(g, s.id, dir, sizeof dir, e) < 0)
-        return 1;
-    snprintf(path, sizeof path, "%s/%s", dir, NSBOX_OCI_ANNOTATIONS_FILE);
-    if (nsbox_read_small(path, &atext, &e2) == 0) /* none (an older state): {} */
-        ann = cJSON_Parse(atext);
-    if (!cJSON_IsObject(ann)) {
-        cJSON_Delete(ann);
-        ann = cJSON_CreateObject();
-    }
-    if (!ann || !cJSON_AddItemToObject(j, "annotations", ann)) {
-        cJSON_Delete(ann);
-        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-        return 1;
-    }
-    cleanup_free char *text = cJSON_Print(j);
-    if (!text) {
-        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-        return 1;
-    }
     printf("%s\n", text);
     return 0;
 }
@@ -219,6 +189,10 @@ int nsbox_ocicmds_delete(const struct nsbox_ocirt *g, int argc, char **argv,
         thaw_if_killed(g, &s, SIGKILL);
         wait_gone(&s);
     }
+    /* A failed poststop hook is a warning: the container is deleted all the same. */
+    struct nsbox_err he = {0};
+    if (nsbox_ocihooks_run(g, &s, NSBOX_OCI_HOOK_POSTSTOP, NSBOX_OCI_STOPPED, &he) < 0)
+        fprintf(stderr, "nsbox-oci: warning: %s\n", he.msg);
     return nsbox_ocistate_remove(g, s.id, e) < 0 ? 1 : 0;
 }
 

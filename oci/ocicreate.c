@@ -240,6 +240,33 @@ __attribute__((noreturn)) static void monitor_exit(int status)
     _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 125);
 }
 
+/* The process as the config describes it: its ids, groups, umask, exactly its environment,
+ * its rlimits over nsbox's (the config's win). The floor stays: the ids are the sandbox's own
+ * (0-65535 of its user namespace, never host root), capabilities are dropped. */
+static void apply_process(struct nsbox_launch *L, const struct nsbox_ocispec *c)
+{
+    L->uid = c->uid;
+    L->gid = c->gid;
+    L->set_groups = true;
+    L->n_groups = c->n_groups < NSBOX_ARRAY_LEN(L->groups) ? c->n_groups
+                                                            : NSBOX_ARRAY_LEN(L->groups);
+    memcpy(L->groups, c->groups, L->n_groups * sizeof L->groups[0]);
+    L->umask = c->umask;
+    L->envp = (char **)c->env;
+    for (size_t i = 0; i < c->n_rlimits; i++) {
+        size_t k = 0;
+        while (k < L->n_rlimits && L->rlimits[k].resource != c->rlimits[i].resource)
+            k++;
+        if (k == NSBOX_RLIMITS_MAX)
+            break;
+        if (k == L->n_rlimits)
+            L->n_rlimits++;
+        L->rlimits[k].resource = c->rlimits[i].resource;
+        L->rlimits[k].lim.rlim_cur = (rlim_t)c->rlimits[i].soft;
+        L->rlimits[k].lim.rlim_max = (rlim_t)c->rlimits[i].hard;
+    }
+}
+
 static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
                          const struct nsbox_ocispec *c, struct nsbox_err *e)
 {
@@ -256,6 +283,7 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
         return nsbox_err_sys(e, "signalfd");
     if (nsbox_sandbox_prepare(&m->sb, s, c->args, c->cwd, e) < 0)
         return -1;
+    apply_process(&m->sb.L, c);
     if (c->hostname[0] && strlen(c->hostname) < sizeof m->sb.L.hostname)
         snprintf(m->sb.L.hostname, sizeof m->sb.L.hostname, "%s", c->hostname);
     int sv[2];
@@ -418,7 +446,11 @@ static int spawn_monitor(const struct nsbox_ocirt *g, const struct create_args *
     now_rfc3339(st.created, sizeof st.created);
     st.pid_start = nsbox_ocistate_start_time(pid);
     st.init_start = nsbox_ocistate_start_time(msg.init_pid);
+    /* The hooks see a created container whose pid file is not written yet: a failed one
+     * leaves nothing for the caller to wait on. */
     if (nsbox_ocistate_write(g, &st, e) < 0 ||
+        nsbox_ocihooks_run(g, &st, NSBOX_OCI_HOOK_PRESTART, NSBOX_OCI_CREATED, e) < 0 ||
+        nsbox_ocihooks_run(g, &st, NSBOX_OCI_HOOK_CREATE_RUNTIME, NSBOX_OCI_CREATED, e) < 0 ||
         (a->pid_file && write_pid_file(a->pid_file, pid, e) < 0)) {
         kill(msg.init_pid, SIGKILL);
         waitpid(pid, NULL, 0);
@@ -440,7 +472,8 @@ int nsbox_ocicreate_create(const struct nsbox_ocirt *g, int argc, char **argv,
     if (load_config(&a, &c, e) < 0 || build_spec(&a, &c, &s, e) < 0 ||
         make_state_dir(g, a.id, dir, sizeof dir, e) < 0)
         return 1;
-    if (write_annotations(dir, c.annotations, e) < 0) {
+    if (write_annotations(dir, c.annotations, e) < 0 ||
+        nsbox_ocihooks_save(dir, c.hooks_json, e) < 0) {
         struct nsbox_err e2;
         nsbox_ocistate_remove(g, a.id, &e2);
         return 1;

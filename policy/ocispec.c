@@ -1,11 +1,13 @@
 /* config.json of an OCI bundle, read into struct nsbox_ocispec (ocispec.h). */
 #include "ocispec.h"
+#include "cleanup.h"
 #include "cleanup_cjson.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 static const char *const ns_names[] = {
     [NSBOX_OCI_NS_PID] = "pid",     [NSBOX_OCI_NS_NETWORK] = "network",
@@ -24,6 +26,24 @@ void nsbox_ocispec_init(struct nsbox_ocispec *c)
     memset(c, 0, sizeof *c);
     strcpy(c->cwd, "/");
     c->memory_limit = c->cpu_quota = c->pids_limit = -1;
+    c->umask = -1;
+}
+
+static void free_strv(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+void nsbox_ocispec_hooks_free(struct nsbox_ocispec_hooks *h)
+{
+    for (size_t i = 0; i < h->n; i++) {
+        free_strv(h->h[i].args);
+        free_strv(h->h[i].env);
+        h->h[i].args = h->h[i].env = NULL;
+    }
+    h->n = 0;
 }
 
 void nsbox_ocispec_free(struct nsbox_ocispec *c)
@@ -35,9 +55,13 @@ void nsbox_ocispec_free(struct nsbox_ocispec *c)
     c->n_args = 0;
     for (size_t i = 0; i < c->n_env; i++)
         free(c->env[i]);
+    c->env[0] = NULL;
     c->n_env = 0;
     free(c->annotations);
     c->annotations = NULL;
+    free(c->hooks_json);
+    c->hooks_json = NULL;
+    nsbox_ocispec_hooks_free(&c->hooks);
 }
 
 static int bad(struct nsbox_err *e, const char *key, const char *what)
@@ -193,6 +217,108 @@ static int parse_caps(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_e
     return 0;
 }
 
+/* process.user: uid, gid, additionalGids, umask. */
+static int parse_user(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    int r;
+    const cJSON *user = get_obj(proc, "user", "process.user", &r, e);
+    if (r < 0 || !user) return r;
+    int64_t uid = 0, gid = 0, umask = -1;
+    if (get_int(user, "uid", "process.user.uid", 0, 4294967294.0, &uid, e) < 0 ||
+        get_int(user, "gid", "process.user.gid", 0, 4294967294.0, &gid, e) < 0 ||
+        get_int(user, "umask", "process.user.umask", 0, 0777, &umask, e) < 0)
+        return -1;
+    c->uid = (uint32_t)uid, c->gid = (uint32_t)gid, c->umask = (int)umask;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(user, "additionalGids");
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsArray(v))
+        return bad(e, "process.user.additionalGids", "must be an array of integers");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v)
+    {
+        if (c->n_groups == NSBOX_OCISPEC_GROUPS_MAX)
+            return nsbox_err_invalid(e,
+                                     "config.json: key 'process.user.additionalGids': more "
+                                     "than %d entries",
+                                     NSBOX_OCISPEC_GROUPS_MAX);
+        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 4294967294.0 ||
+            (double)(int64_t)it->valuedouble != it->valuedouble)
+            return bad(e, "process.user.additionalGids", "must be an array of integers");
+        c->groups[c->n_groups++] = (uint32_t)it->valuedouble;
+    }
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    int resource;
+} rlimit_names[] = {
+    {"RLIMIT_AS", RLIMIT_AS},
+    {"RLIMIT_CORE", RLIMIT_CORE},
+    {"RLIMIT_CPU", RLIMIT_CPU},
+    {"RLIMIT_DATA", RLIMIT_DATA},
+    {"RLIMIT_FSIZE", RLIMIT_FSIZE},
+    {"RLIMIT_LOCKS", RLIMIT_LOCKS},
+    {"RLIMIT_MEMLOCK", RLIMIT_MEMLOCK},
+    {"RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE},
+    {"RLIMIT_NICE", RLIMIT_NICE},
+    {"RLIMIT_NOFILE", RLIMIT_NOFILE},
+    {"RLIMIT_NPROC", RLIMIT_NPROC},
+    {"RLIMIT_RSS", RLIMIT_RSS},
+    {"RLIMIT_RTPRIO", RLIMIT_RTPRIO},
+    {"RLIMIT_RTTIME", RLIMIT_RTTIME},
+    {"RLIMIT_SIGPENDING", RLIMIT_SIGPENDING},
+    {"RLIMIT_STACK", RLIMIT_STACK},
+};
+
+static int parse_rlimit(const cJSON *it, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    char type[32];
+    int64_t soft = -1, hard = -1;
+    if (!cJSON_IsObject(it)) return bad(e, "process.rlimits", "each entry must be an object");
+    if (get_str(it, "type", "process.rlimits.type", type, sizeof type, true, e) < 0 ||
+        get_int(it, "soft", "process.rlimits.soft", 0, 1.8e19, &soft, e) < 0 ||
+        get_int(it, "hard", "process.rlimits.hard", 0, 1.8e19, &hard, e) < 0)
+        return -1;
+    if (soft < 0 || hard < 0)
+        return bad(e, "process.rlimits", "each entry needs 'soft' and 'hard'");
+    if (soft > hard)
+        return nsbox_err_invalid(e,
+                                 "config.json: key 'process.rlimits': %s: soft limit above "
+                                 "the hard one",
+                                 type);
+    size_t k = 0;
+    while (k < NSBOX_ARRAY_LEN(rlimit_names) && strcmp(rlimit_names[k].name, type))
+        k++;
+    if (k == NSBOX_ARRAY_LEN(rlimit_names))
+        return nsbox_err_invalid(e,
+                                 "config.json: key 'process.rlimits.type': unknown limit "
+                                 "'%s'",
+                                 NSBOX_SHOW(type));
+    for (size_t i = 0; i < c->n_rlimits; i++)
+        if (c->rlimits[i].resource == rlimit_names[k].resource)
+            return nsbox_err_invalid(e, "config.json: key 'process.rlimits': '%s' given twice",
+                                     type);
+    c->rlimits[c->n_rlimits++] =
+        (struct nsbox_ocispec_rlimit){rlimit_names[k].resource, (uint64_t)soft, (uint64_t)hard};
+    return 0;
+}
+
+static int parse_rlimits(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(proc, "rlimits");
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsArray(v)) return bad(e, "process.rlimits", "must be an array");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v)
+    {
+        if (c->n_rlimits == NSBOX_OCISPEC_RLIMITS_MAX)
+            return bad(e, "process.rlimits", "too many entries");
+        if (parse_rlimit(it, c, e) < 0) return -1;
+    }
+    return 0;
+}
+
 static int parse_process(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     int r;
@@ -207,17 +333,8 @@ static int parse_process(const cJSON *root, struct nsbox_ocispec *c, struct nsbo
         get_bool(proc, "noNewPrivileges", "process.noNewPrivileges", &c->no_new_privileges, e) <
             0)
         return -1;
-    if (c->cwd[0] != '/')
-        return bad(e, "process.cwd", "must be an absolute path");
-    const cJSON *user = get_obj(proc, "user", "process.user", &r, e);
-    if (r < 0)
-        return -1;
-    int64_t uid = 0, gid = 0;
-    if (user && (get_int(user, "uid", "process.user.uid", 0, 4294967294.0, &uid, e) < 0 ||
-                 get_int(user, "gid", "process.user.gid", 0, 4294967294.0, &gid, e) < 0))
-        return -1;
-    c->uid = (uint32_t)uid, c->gid = (uint32_t)gid;
-    return 0;
+    if (c->cwd[0] != '/') return bad(e, "process.cwd", "must be an absolute path");
+    return parse_user(proc, c, e) < 0 || parse_rlimits(proc, c, e) < 0 ? -1 : 0;
 }
 
 static int parse_root(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
@@ -413,6 +530,118 @@ static int parse_annotations(const cJSON *root, struct nsbox_ocispec *c, struct 
     return 0;
 }
 
+static const char *const hook_names[] = {
+    [NSBOX_OCI_HOOK_PRESTART] = "prestart",
+    [NSBOX_OCI_HOOK_CREATE_RUNTIME] = "createRuntime",
+    [NSBOX_OCI_HOOK_CREATE_CONTAINER] = "createContainer",
+    [NSBOX_OCI_HOOK_START_CONTAINER] = "startContainer",
+    [NSBOX_OCI_HOOK_POSTSTART] = "poststart",
+    [NSBOX_OCI_HOOK_POSTSTOP] = "poststop",
+};
+
+const char *nsbox_ocispec_hook_name(enum nsbox_ocispec_hook_kind k)
+{
+    return (size_t)k < NSBOX_ARRAY_LEN(hook_names) ? hook_names[k] : "?";
+}
+
+/* A NULL-terminated copy of an array of strings (checked by check_str_array). */
+static char **dup_strv(const cJSON *v, struct nsbox_err *e)
+{
+    size_t n = v ? (size_t)cJSON_GetArraySize(v) : 0, i = 0;
+    char **out = calloc(n + 1, sizeof *out);
+    if (!out) {
+        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "config.json: out of memory");
+        return NULL;
+    }
+    const cJSON *it;
+    if (v) cJSON_ArrayForEach(it, v)
+        {
+            if (!(out[i++] = strdup(it->valuestring))) {
+                free_strv(out);
+                nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "config.json: out of memory");
+                return NULL;
+            }
+        }
+    return out;
+}
+
+static int parse_hook(const cJSON *it, enum nsbox_ocispec_hook_kind k, struct nsbox_ocispec_hook *h,
+                      struct nsbox_err *e)
+{
+    char key[64];
+    snprintf(key, sizeof key, "hooks.%s", hook_names[k]);
+    if (!cJSON_IsObject(it)) return bad(e, key, "each entry must be an object");
+    int64_t timeout = 0;
+    h->kind = k;
+    if (get_str(it, "path", "hooks.path", h->path, sizeof h->path, true, e) < 0 ||
+        get_int(it, "timeout", "hooks.timeout", 1, 86400, &timeout, e) < 0)
+        return -1;
+    if (h->path[0] != '/') return bad(e, "hooks.path", "must be an absolute path");
+    h->timeout = (int)timeout;
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(it, "args");
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(it, "env");
+    if (cJSON_IsNull(args) || (args && cJSON_GetArraySize(args) == 0)) args = NULL;
+    if (cJSON_IsNull(env)) env = NULL;
+    if ((args && check_str_array(args, "hooks.args", NSBOX_OCISPEC_ARGS_MAX, e) < 0) ||
+        (env && check_str_array(env, "hooks.env", NSBOX_OCISPEC_ENV_MAX, e) < 0))
+        return -1;
+    if (args)
+        h->args = dup_strv(args, e);
+    else if ((h->args = calloc(2, sizeof *h->args)) && !(h->args[0] = strdup(h->path))) {
+        free(h->args);
+        h->args = NULL;
+    }
+    if (!h->args) return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "config.json: out of memory");
+    h->env = dup_strv(env, e);
+    return h->env ? 0 : -1;
+}
+
+static int parse_hooks_obj(const cJSON *v, struct nsbox_ocispec_hooks *h, struct nsbox_err *e)
+{
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsObject(v)) return bad(e, "hooks", "must be an object");
+    for (size_t k = 0; k < NSBOX_ARRAY_LEN(hook_names); k++) {
+        const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, hook_names[k]);
+        if (!list || cJSON_IsNull(list)) continue;
+        if (!cJSON_IsArray(list))
+            return nsbox_err_invalid(e, "config.json: key 'hooks.%s': must be an array",
+                                     hook_names[k]);
+        const cJSON *it;
+        cJSON_ArrayForEach(it, list)
+        {
+            if (h->n == NSBOX_OCISPEC_HOOKS_MAX)
+                return nsbox_err_invalid(e, "config.json: key 'hooks': more than %d hooks",
+                                         NSBOX_OCISPEC_HOOKS_MAX);
+            /* counted before the parse: a failed entry's allocations are freed with the rest */
+            if (parse_hook(it, (enum nsbox_ocispec_hook_kind)k, &h->h[h->n++], e) < 0) return -1;
+        }
+    }
+    return 0;
+}
+
+int nsbox_ocispec_hooks_parse(const char *text, struct nsbox_ocispec_hooks *h, struct nsbox_err *e)
+{
+    memset(h, 0, sizeof *h);
+    cleanup_cjson cJSON *v = cJSON_Parse(text);
+    if (!v) return nsbox_err_invalid(e, "hooks: not valid JSON");
+    if (parse_hooks_obj(v, h, e) < 0) {
+        nsbox_ocispec_hooks_free(h);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_hooks(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "hooks");
+    if (parse_hooks_obj(v, &c->hooks, e) < 0) return -1;
+    c->hooks_json = v && !cJSON_IsNull(v) ? cJSON_PrintUnformatted(v) : strdup("{}");
+    if (!c->hooks_json) return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    if (strlen(c->hooks_json) > NSBOX_OCISPEC_HOOKS_BYTES)
+        return bad(e, "hooks", "larger than 256 KiB");
+    return 0;
+}
+
 static int parse_doc(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     if (!cJSON_IsObject(root))
@@ -426,7 +655,7 @@ static int parse_doc(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_er
     if (parse_process(root, c, e) < 0 || parse_root(root, c, e) < 0 ||
         get_str(root, "hostname", "hostname", c->hostname, sizeof c->hostname, false, e) < 0 ||
         parse_mounts(root, c, e) < 0 || parse_linux(root, c, e) < 0 ||
-        parse_annotations(root, c, e) < 0)
+        parse_annotations(root, c, e) < 0 || parse_hooks(root, c, e) < 0)
         return -1;
     return 0;
 }
@@ -448,6 +677,28 @@ int nsbox_ocispec_parse(const char *text, size_t len, struct nsbox_ocispec *c,
     return 0;
 }
 
+/* What nsbox cannot give a container, though the floor would allow it. */
+static int check_limits(const struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    uint32_t top = c->uid > c->gid ? c->uid : c->gid;
+    for (size_t i = 0; i < c->n_groups; i++)
+        if (c->groups[i] > top) top = c->groups[i];
+    if (top > NSBOX_OCISPEC_ID_MAX)
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL,
+                             "process.user: id %u is outside the container's user namespace, "
+                             "which has ids 0-%u: choose an id in that range",
+                             top, NSBOX_OCISPEC_ID_MAX);
+    for (size_t i = 0; i < c->hooks.n; i++)
+        if (c->hooks.h[i].kind == NSBOX_OCI_HOOK_CREATE_CONTAINER ||
+            c->hooks.h[i].kind == NSBOX_OCI_HOOK_START_CONTAINER)
+            return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOTSUP,
+                                 "hooks.%s: hooks that run inside the container are not "
+                                 "supported by nsbox-oci; run it from the container's process "
+                                 "or as a prestart hook on the host",
+                                 hook_names[c->hooks.h[i].kind]);
+    return 0;
+}
+
 int nsbox_ocispec_check_floor(const struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     if (c->cap_sys_admin || c->all_devices)
@@ -462,5 +713,5 @@ int nsbox_ocispec_check_floor(const struct nsbox_ocispec *c, struct nsbox_err *e
                                  "joining an existing %s namespace (linux.namespaces.path) is "
                                  "not supported: every nsbox sandbox has its own",
                                  ns_names[c->namespaces[i].type]);
-    return 0;
+    return check_limits(c, e);
 }

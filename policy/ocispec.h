@@ -19,8 +19,14 @@
 #define NSBOX_OCISPEC_MOUNTS_MAX 64
 #define NSBOX_OCISPEC_OPTS_MAX 512 /* a mount's options, joined with ',' */
 #define NSBOX_OCISPEC_NS_MAX 8
-#define NSBOX_OCISPEC_ANNOT_MAX 256        /* annotations: entries */
-#define NSBOX_OCISPEC_ANNOT_BYTES (64u << 10) /* annotations: their JSON text */
+#define NSBOX_OCISPEC_ANNOT_MAX 256            /* annotations: entries */
+#define NSBOX_OCISPEC_ANNOT_BYTES (64u << 10)  /* annotations: their JSON text */
+#define NSBOX_OCISPEC_GROUPS_MAX 32            /* process.user.additionalGids */
+#define NSBOX_OCISPEC_RLIMITS_MAX 16           /* process.rlimits: one per RLIMIT_* */
+#define NSBOX_OCISPEC_HOOKS_MAX 32             /* hooks: of all kinds together */
+#define NSBOX_OCISPEC_HOOKS_BYTES (256u << 10) /* hooks: their JSON text */
+/* The ids a process may have: those of nsbox's user namespace (policy/idmap.h). */
+#define NSBOX_OCISPEC_ID_MAX 65535u
 
 enum nsbox_ocispec_ns {
     NSBOX_OCI_NS_PID,
@@ -38,6 +44,36 @@ struct nsbox_ocispec_namespace {
     bool has_path; /* join an existing namespace: refused by the floor */
 };
 
+struct nsbox_ocispec_rlimit {
+    int resource; /* RLIMIT_* */
+    uint64_t soft, hard;
+};
+
+/* When a hook runs (runtime-spec config.md, "POSIX-platform Hooks"). */
+enum nsbox_ocispec_hook_kind {
+    NSBOX_OCI_HOOK_PRESTART,
+    NSBOX_OCI_HOOK_CREATE_RUNTIME,
+    NSBOX_OCI_HOOK_CREATE_CONTAINER,
+    NSBOX_OCI_HOOK_START_CONTAINER,
+    NSBOX_OCI_HOOK_POSTSTART,
+    NSBOX_OCI_HOOK_POSTSTOP,
+    NSBOX_OCI_HOOK_KINDS,
+};
+
+struct nsbox_ocispec_hook {
+    enum nsbox_ocispec_hook_kind kind;
+    char path[NSBOX_OCISPEC_PATH_MAX]; /* absolute, on the host */
+    char **args;                       /* NULL-terminated, malloc'd; {path} when absent */
+    char **env;                        /* NULL-terminated, malloc'd; empty when absent */
+    int timeout;                       /* seconds; 0 none */
+};
+
+/* The bundle's hooks, in the order of config.json within each kind. */
+struct nsbox_ocispec_hooks {
+    size_t n;
+    struct nsbox_ocispec_hook h[NSBOX_OCISPEC_HOOKS_MAX];
+};
+
 struct nsbox_ocispec_mount {
     char destination[NSBOX_OCISPEC_PATH_MAX];
     char type[32];
@@ -51,9 +87,14 @@ struct nsbox_ocispec {
     size_t n_args;
     char **args; /* NULL-terminated, malloc'd strings */
     size_t n_env;
-    char *env[NSBOX_OCISPEC_ENV_MAX]; /* "K=V", malloc'd */
-    char cwd[NSBOX_OCISPEC_PATH_MAX];  /* absolute; "/" when absent */
+    char *env[NSBOX_OCISPEC_ENV_MAX + 1]; /* "K=V", malloc'd; NULL-terminated */
+    char cwd[NSBOX_OCISPEC_PATH_MAX];     /* absolute; "/" when absent */
     uint32_t uid, gid;
+    size_t n_groups;
+    uint32_t groups[NSBOX_OCISPEC_GROUPS_MAX]; /* process.user.additionalGids */
+    int umask;                                 /* process.user.umask; -1 absent */
+    size_t n_rlimits;
+    struct nsbox_ocispec_rlimit rlimits[NSBOX_OCISPEC_RLIMITS_MAX];
     bool terminal;
     bool no_new_privileges;
     bool cap_sys_admin; /* CAP_SYS_ADMIN or CAP_SYS_MODULE in any capability set */
@@ -78,16 +119,26 @@ struct nsbox_ocispec {
     /* annotations: a string-to-string object, kept as its compact JSON text ("{}" when
      * absent; malloc'd) for the state to report */
     char *annotations;
+    /* hooks: the object's compact JSON text ("{}" when absent; malloc'd), which the state
+     * directory keeps for start and delete, and what it says (nsbox_ocispec_hooks_parse) */
+    char *hooks_json;
+    struct nsbox_ocispec_hooks hooks;
 };
 
 void nsbox_ocispec_init(struct nsbox_ocispec *c);
 void nsbox_ocispec_free(struct nsbox_ocispec *c);
 /* Parse config.json. On failure *c is freed (nsbox_ocispec_free) and e names the key. */
-int nsbox_ocispec_parse(const char *text, size_t len, struct nsbox_ocispec *c,
-                        struct nsbox_err *e);
+int nsbox_ocispec_parse(const char *text, size_t len, struct nsbox_ocispec *c, struct nsbox_err *e);
+/* The "hooks" object's text (config.json's, or as create kept it) into h; "{}" or "null" give
+ * none. On failure h is freed and e names the key. */
+int nsbox_ocispec_hooks_parse(const char *text, struct nsbox_ocispec_hooks *h, struct nsbox_err *e);
+void nsbox_ocispec_hooks_free(struct nsbox_ocispec_hooks *h);
+const char *nsbox_ocispec_hook_name(enum nsbox_ocispec_hook_kind k);
 /* nsbox's floor (docs/oci.md): a config nsbox-oci will not run, with the reason
  * (NSBOX_E_POLICY): a privileged container (CAP_SYS_ADMIN, every device), joining an existing
- * namespace. 0 when it may run. */
+ * namespace; and what it cannot give (NSBOX_E_UNSUPPORTED): ids outside its user namespace's
+ * 0-65535, hooks that run inside the container (createContainer, startContainer). 0 when it may
+ * run. */
 int nsbox_ocispec_check_floor(const struct nsbox_ocispec *c, struct nsbox_err *e);
 /* The namespace's name in config.json ("pid", "network", ...). */
 const char *nsbox_ocispec_ns_name(enum nsbox_ocispec_ns t);

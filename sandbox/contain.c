@@ -28,6 +28,7 @@
 #include <sys/mman.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -102,12 +103,17 @@ static int child_become_appuser(struct nsbox_launch *L, struct nsbox_err *e)
      * so the kernel's setuid fix-up does not apply. */
     /* A persistent sandbox's init writes its own oom_score_adj around each command's start
      * (agent.c): the file is its owner's to open only until the ids change. */
-    if (L->agent_fd >= 0)
-        L->oom_fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
-    /* Not glibc's setresuid: we are a clone of a process that may have threads (util.h). */
-    if (nsbox_set_ids(NSBOX_SANDBOX_UID, NSBOX_SANDBOX_GID) < 0)
-        return nsbox_err_sys(e, "cannot become uid %u gid %u", NSBOX_SANDBOX_UID,
-                             NSBOX_SANDBOX_GID);
+    if (L->agent_fd >= 0) L->oom_fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+    /* Not glibc's setgroups or setresuid: we are a clone of a process that may have threads
+     * (util.h). The groups inherited from the caller are host groups: replaced by the
+     * config's (nsbox-oci) where the maps allow it. */
+    gid_t groups[NSBOX_ARRAY_LEN(L->groups)];
+    for (size_t i = 0; i < L->n_groups && i < NSBOX_ARRAY_LEN(groups); i++)
+        groups[i] = (gid_t)L->groups[i];
+    if (L->set_groups && syscall(SYS_setgroups, L->n_groups, groups) < 0)
+        return nsbox_err_sys(e, "cannot set the supplementary groups");
+    if (nsbox_set_ids(L->uid, L->gid) < 0)
+        return nsbox_err_sys(e, "cannot become uid %u gid %u", L->uid, L->gid);
     /* A change of credentials clears the parent-death signal: arm it again. The parent keeps
      * its end of the sync pipe open while it lives, so a hang-up here means it died in the
      * window between the two. */
@@ -254,10 +260,9 @@ __attribute__((noreturn)) static void workload_exec(struct nsbox_launch *L)
     nsbox_reset_signals(); /* a caller's ignored SIGPIPE/SIGINT must not reach the command */
     /* all but the report pipe (close-on-exec), also what nsbox's caller leaked to us */
     nsbox_close_fds_except(L->report_wr);
-    if (new_session(&e) < 0)
-        report_and_exit(L, 125, &e);
-    if (nsbox_sp_chdir_in_root(L->cwd, &e) < 0)
-        report_and_exit(L, 125, &e);
+    if (new_session(&e) < 0) report_and_exit(L, 125, &e);
+    if (nsbox_sp_chdir_in_root(L->cwd, &e) < 0) report_and_exit(L, 125, &e);
+    if (L->umask >= 0) umask((mode_t)L->umask);
     extern char **environ;
     environ = L->envp; /* execvp searches the PATH of the sandbox's environment */
     execvp(L->argv[0], L->argv);

@@ -45,6 +45,15 @@ struct nsbox_launch {
     int ws_fd;                /* EXT4 workspace: its detached mount (the child takes its copy) */
     int image_fd;             /* an OCI image's idmapped copy (userns.h), or -1: likewise */
     int start_fd;             /* nsbox-oci: init writes 'r' when set up, runs the workload on 's' */
+    /* The workload's ids inside the sandbox: appuser's unless nsbox-oci's config names others
+     * (within the user namespace's range; never host root). */
+    uint32_t uid, gid;
+    /* nsbox-oci: init sets these supplementary groups (none: an empty list), so the id maps
+     * leave setgroups allowed; it has dropped CAP_SETGID before the workload exists. */
+    bool set_groups;
+    size_t n_groups;
+    uint32_t groups[32];
+    int umask; /* the workload's umask; -1 inherited */
 };
 
 /* Child side (contain.c): never returns. */

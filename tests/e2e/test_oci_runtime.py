@@ -144,7 +144,7 @@ class OciRuntime(unittest.TestCase):
         r = self.oci("start", "c1")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0)
-        self.assertEqual(self.output(), "hello from-config\n1000\nocibox\n/tmp\n")
+        self.assertEqual(self.output(), "hello from-config\n0\nocibox\n/tmp\n")
         self.assertEqual(self.state()["status"], "stopped")
         r = self.oci("start", "c1")
         self.assertNotEqual(r.returncode, 0)
@@ -409,7 +409,7 @@ class Containerd(unittest.TestCase):
     def test_ctr_run(self):
         r = self.run_ctr("t1", "sh", "-c", "echo hello-from-ctr; id -u")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(r.stdout, "hello-from-ctr\n1000\n")
+        self.assertEqual(r.stdout, "hello-from-ctr\n0\n")
         r = self.run_ctr("t2", "sh", "-c", "exit 3")
         self.assertEqual(r.returncode, 3, r.stderr)
 
