@@ -241,8 +241,9 @@ __attribute__((noreturn)) static void monitor_exit(int status)
 }
 
 /* The process as the config describes it: its ids, groups, umask, exactly its environment,
- * its rlimits over nsbox's (the config's win). The floor stays: the ids are the sandbox's own
- * (0-65535 of its user namespace, never host root), capabilities are dropped. */
+ * its rlimits over nsbox's (the config's win), its capabilities and no_new_privs. The floor
+ * stays: the ids and capabilities are those of the sandbox's user namespace (0-65535 of its
+ * own range, never host root; CAP_SYS_ADMIN was refused at create), nsbox's seccomp filter. */
 static void apply_process(struct nsbox_launch *L, const struct nsbox_ocispec *c)
 {
     L->uid = c->uid;
@@ -252,6 +253,13 @@ static void apply_process(struct nsbox_launch *L, const struct nsbox_ocispec *c)
                                                             : NSBOX_ARRAY_LEN(L->groups);
     memcpy(L->groups, c->groups, L->n_groups * sizeof L->groups[0]);
     L->umask = c->umask;
+    L->config_caps = true;
+    L->cap_bounding = c->caps[NSBOX_OCI_CAPS_BOUNDING];
+    L->cap_effective = c->caps[NSBOX_OCI_CAPS_EFFECTIVE];
+    L->cap_permitted = c->caps[NSBOX_OCI_CAPS_PERMITTED];
+    L->cap_inheritable = c->caps[NSBOX_OCI_CAPS_INHERITABLE];
+    L->cap_ambient = c->caps[NSBOX_OCI_CAPS_AMBIENT];
+    L->no_new_privs = c->no_new_privileges;
     L->envp = (char **)c->env;
     for (size_t i = 0; i < c->n_rlimits; i++) {
         size_t k = 0;

@@ -185,16 +185,31 @@ static int parse_env(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_er
     return 0;
 }
 
-static bool names_admin(const cJSON *set)
+/* Capability names as runtime-spec writes them, by number (linux/capability.h). */
+static const char *const cap_names[] = {
+    "CAP_CHOWN",           "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER",
+    "CAP_FSETID",          "CAP_KILL",         "CAP_SETGID",          "CAP_SETUID",
+    "CAP_SETPCAP",         "CAP_LINUX_IMMUTABLE", "CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST",
+    "CAP_NET_ADMIN",       "CAP_NET_RAW",      "CAP_IPC_LOCK",        "CAP_IPC_OWNER",
+    "CAP_SYS_MODULE",      "CAP_SYS_RAWIO",    "CAP_SYS_CHROOT",      "CAP_SYS_PTRACE",
+    "CAP_SYS_PACCT",       "CAP_SYS_ADMIN",    "CAP_SYS_BOOT",        "CAP_SYS_NICE",
+    "CAP_SYS_RESOURCE",    "CAP_SYS_TIME",     "CAP_SYS_TTY_CONFIG",  "CAP_MKNOD",
+    "CAP_LEASE",           "CAP_AUDIT_WRITE",  "CAP_AUDIT_CONTROL",   "CAP_SETFCAP",
+    "CAP_MAC_OVERRIDE",    "CAP_MAC_ADMIN",    "CAP_SYSLOG",          "CAP_WAKE_ALARM",
+    "CAP_BLOCK_SUSPEND",   "CAP_AUDIT_READ",   "CAP_PERFMON",         "CAP_BPF",
+    "CAP_CHECKPOINT_RESTORE",
+};
+
+int nsbox_ocispec_cap_number(const char *name)
 {
-    const cJSON *it;
-    cJSON_ArrayForEach(it, set)
-        if (cJSON_IsString(it) && it->valuestring &&
-            (!strcmp(it->valuestring, "CAP_SYS_ADMIN") ||
-             !strcmp(it->valuestring, "CAP_SYS_MODULE")))
-            return true;
-    return false;
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(cap_names); i++)
+        if (!strcmp(cap_names[i], name))
+            return (int)i;
+    return -1;
 }
+
+#define CAP_BIT(n) (UINT64_C(1) << (n))
+#define ADMIN_CAPS (CAP_BIT(21) | CAP_BIT(16)) /* CAP_SYS_ADMIN, CAP_SYS_MODULE */
 
 static int parse_caps(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_err *e)
 {
@@ -202,17 +217,27 @@ static int parse_caps(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_e
     const cJSON *caps = get_obj(proc, "capabilities", "process.capabilities", &r, e);
     if (r < 0 || !caps)
         return r;
-    static const char *const sets[] = {"bounding", "effective", "inheritable", "permitted",
-                                       "ambient"};
-    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+    static const char *const sets[] = {
+        [NSBOX_OCI_CAPS_BOUNDING] = "bounding",       [NSBOX_OCI_CAPS_EFFECTIVE] = "effective",
+        [NSBOX_OCI_CAPS_INHERITABLE] = "inheritable", [NSBOX_OCI_CAPS_PERMITTED] = "permitted",
+        [NSBOX_OCI_CAPS_AMBIENT] = "ambient"};
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(sets); i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(caps, sets[i]);
-        if (!v)
+        if (!v || cJSON_IsNull(v))
             continue;
         char key[64];
         snprintf(key, sizeof key, "process.capabilities.%s", sets[i]);
         if (check_str_array(v, key, 64, e) < 0)
             return -1;
-        c->cap_sys_admin |= names_admin(v);
+        const cJSON *it;
+        cJSON_ArrayForEach(it, v) {
+            int n = nsbox_ocispec_cap_number(it->valuestring);
+            if (n < 0)
+                return nsbox_err_invalid(e, "config.json: key '%s': unknown capability '%s'",
+                                         key, NSBOX_SHOW(it->valuestring));
+            c->caps[i] |= CAP_BIT(n);
+        }
+        c->cap_sys_admin |= (c->caps[i] & ADMIN_CAPS) != 0;
     }
     return 0;
 }

@@ -44,6 +44,16 @@ struct nsbox_ocispec_namespace {
     bool has_path; /* join an existing namespace: refused by the floor */
 };
 
+/* The capability sets of process.capabilities. */
+enum nsbox_ocispec_capset {
+    NSBOX_OCI_CAPS_BOUNDING,
+    NSBOX_OCI_CAPS_EFFECTIVE,
+    NSBOX_OCI_CAPS_INHERITABLE,
+    NSBOX_OCI_CAPS_PERMITTED,
+    NSBOX_OCI_CAPS_AMBIENT,
+    NSBOX_OCI_CAPSET_KINDS,
+};
+
 struct nsbox_ocispec_rlimit {
     int resource; /* RLIMIT_* */
     uint64_t soft, hard;
@@ -98,6 +108,8 @@ struct nsbox_ocispec {
     bool terminal;
     bool no_new_privileges;
     bool cap_sys_admin; /* CAP_SYS_ADMIN or CAP_SYS_MODULE in any capability set */
+    /* process.capabilities, as masks of 1 << CAP_*, by set */
+    uint64_t caps[NSBOX_OCI_CAPSET_KINDS];
     /* root */
     char root_path[NSBOX_OCISPEC_PATH_MAX]; /* as written: relative to the bundle, or absolute */
     bool root_readonly;
@@ -140,6 +152,8 @@ const char *nsbox_ocispec_hook_name(enum nsbox_ocispec_hook_kind k);
  * 0-65535, hooks that run inside the container (createContainer, startContainer). 0 when it may
  * run. */
 int nsbox_ocispec_check_floor(const struct nsbox_ocispec *c, struct nsbox_err *e);
+/* CAP_* name to its number; -1 for a name runtime-spec does not know. */
+int nsbox_ocispec_cap_number(const char *name);
 /* The namespace's name in config.json ("pid", "network", ...). */
 const char *nsbox_ocispec_ns_name(enum nsbox_ocispec_ns t);
 

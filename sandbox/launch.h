@@ -54,6 +54,11 @@ struct nsbox_launch {
     size_t n_groups;
     uint32_t groups[32];
     int umask; /* the workload's umask; -1 inherited */
+    /* nsbox-oci: the config's capability sets (masks of 1 << CAP_*) instead of none, inside
+     * the user namespace; no_new_privs only when the config asks for it */
+    bool config_caps;
+    uint64_t cap_bounding, cap_effective, cap_permitted, cap_inheritable, cap_ambient;
+    bool no_new_privs;
 };
 
 /* Child side (contain.c): never returns. */
