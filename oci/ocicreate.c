@@ -275,6 +275,31 @@ static void apply_process(struct nsbox_launch *L, const struct nsbox_ocispec *c)
     }
 }
 
+/* The config's mounts as the mount plan takes them (rootfs/mounts.h): options split into
+ * flags and data, whether a bind's source is a file. */
+static int config_mounts(const struct nsbox_ocispec *c, struct nsbox_rootfs_mount *out,
+                         struct nsbox_ocispec_mount_opts *opts, struct nsbox_err *e)
+{
+    for (size_t i = 0; i < c->n_mounts; i++) {
+        const struct nsbox_ocispec_mount *m = &c->mounts[i];
+        nsbox_ocispec_mount_opts(m, &opts[i]);
+        struct stat st;
+        if (opts[i].bind && stat(m->source, &st) < 0)
+            return nsbox_err_sys(e, "mounts: the source of %s, %s", m->destination,
+                                 NSBOX_SHOW(m->source));
+        out[i] = (struct nsbox_rootfs_mount){
+            .destination = m->destination,
+            .type = opts[i].bind ? "bind" : m->type,
+            .source = m->source,
+            .flags = opts[i].flags,
+            .recursive = opts[i].recursive,
+            .source_is_file = opts[i].bind && !S_ISDIR(st.st_mode),
+            .data = opts[i].data,
+        };
+    }
+    return 0;
+}
+
 static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
                          const struct nsbox_ocispec *c, struct nsbox_err *e)
 {
@@ -289,6 +314,12 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
     m->sfd = signalfd(-1, &mask, SFD_CLOEXEC);
     if (m->sfd < 0)
         return nsbox_err_sys(e, "signalfd");
+    static struct nsbox_rootfs_mount mounts[NSBOX_OCISPEC_MOUNTS_MAX];
+    static struct nsbox_ocispec_mount_opts opts[NSBOX_OCISPEC_MOUNTS_MAX];
+    if (config_mounts(c, mounts, opts, e) < 0)
+        return -1;
+    m->sb.mounts = mounts;
+    m->sb.n_mounts = c->n_mounts;
     if (nsbox_sandbox_prepare(&m->sb, s, c->args, c->cwd, e) < 0)
         return -1;
     apply_process(&m->sb.L, c);

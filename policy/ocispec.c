@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 
 static const char *const ns_names[] = {
@@ -183,6 +184,55 @@ static int parse_env(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_er
         c->n_env++;
     }
     return 0;
+}
+
+static const struct {
+    const char *name;
+    unsigned long set, clear;
+} mount_flags[] = {
+    {"ro", MS_RDONLY, 0},          {"rw", 0, MS_RDONLY},
+    {"nosuid", MS_NOSUID, 0},      {"suid", 0, MS_NOSUID},
+    {"nodev", MS_NODEV, 0},        {"dev", 0, MS_NODEV},
+    {"noexec", MS_NOEXEC, 0},      {"exec", 0, MS_NOEXEC},
+    {"sync", MS_SYNCHRONOUS, 0},   {"async", 0, MS_SYNCHRONOUS},
+    {"noatime", MS_NOATIME, 0},    {"atime", 0, MS_NOATIME},
+    {"nodiratime", MS_NODIRATIME, 0}, {"diratime", 0, MS_NODIRATIME},
+    {"relatime", MS_RELATIME, 0},  {"norelatime", 0, MS_RELATIME},
+    {"strictatime", MS_STRICTATIME, 0}, {"nostrictatime", 0, MS_STRICTATIME},
+    {"dirsync", MS_DIRSYNC, 0},    {"mand", MS_MANDLOCK, 0},
+    {"nomand", 0, MS_MANDLOCK},    {"defaults", 0, 0},
+    {"private", 0, 0},             {"rprivate", 0, 0},
+    {"shared", 0, 0},              {"rshared", 0, 0},
+    {"slave", 0, 0},               {"rslave", 0, 0},
+    {"unbindable", 0, 0},          {"runbindable", 0, 0},
+};
+
+void nsbox_ocispec_mount_opts(const struct nsbox_ocispec_mount *m,
+                              struct nsbox_ocispec_mount_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->bind = !strcmp(m->type, "bind");
+    const char *p = m->options;
+    size_t used = 0;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        char one[NSBOX_OCISPEC_OPTS_MAX];
+        snprintf(one, sizeof one, "%.*s", (int)len, p);
+        p += len + (p[len] == ',');
+        size_t k = 0;
+        while (k < NSBOX_ARRAY_LEN(mount_flags) && strcmp(mount_flags[k].name, one))
+            k++;
+        if (k < NSBOX_ARRAY_LEN(mount_flags)) {
+            o->flags = (o->flags | mount_flags[k].set) & ~mount_flags[k].clear;
+        } else if (!strcmp(one, "bind") || !strcmp(one, "rbind")) {
+            o->bind = true;
+            o->recursive |= one[0] == 'r';
+        } else if (one[0] && used + len + 2 <= sizeof o->data) {
+            /* the whole options text fits in data: nothing is cut */
+            used += (size_t)snprintf(o->data + used, sizeof o->data - used, "%s%s",
+                                     used ? "," : "", one);
+        }
+    }
 }
 
 /* Capability names as runtime-spec writes them, by number (linux/capability.h). */

@@ -91,6 +91,13 @@ struct nsbox_ocispec_mount {
     char options[NSBOX_OCISPEC_OPTS_MAX];
 };
 
+/* A mount's options, split the way mount(2) takes them. */
+struct nsbox_ocispec_mount_opts {
+    unsigned long flags; /* MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_*ATIME, ... */
+    bool bind, recursive; /* "bind", "rbind" */
+    char data[NSBOX_OCISPEC_OPTS_MAX]; /* what is left for the filesystem: "mode=755,size=64k" */
+};
+
 struct nsbox_ocispec {
     char oci_version[32];
     /* process */
@@ -152,6 +159,11 @@ const char *nsbox_ocispec_hook_name(enum nsbox_ocispec_hook_kind k);
  * 0-65535, hooks that run inside the container (createContainer, startContainer). 0 when it may
  * run. */
 int nsbox_ocispec_check_floor(const struct nsbox_ocispec *c, struct nsbox_err *e);
+/* Split m's options into mount flags and the filesystem's data. Propagation options
+ * ("private", "rshared", ...) are accepted and have no effect: every mount of a sandbox is
+ * private. */
+void nsbox_ocispec_mount_opts(const struct nsbox_ocispec_mount *m,
+                              struct nsbox_ocispec_mount_opts *o);
 /* CAP_* name to its number; -1 for a name runtime-spec does not know. */
 int nsbox_ocispec_cap_number(const char *name);
 /* The namespace's name in config.json ("pid", "network", ...). */

@@ -38,6 +38,7 @@ enum nsbox_mop {
     NSBOX_MOP_MASK_DIR,  /* read-only empty tmpfs over target (optional) */
     NSBOX_MOP_READONLY,  /* bind target onto itself read-only (optional: may not exist) */
     NSBOX_MOP_SETATTR,   /* set attr on the mount at target, in place */
+    NSBOX_MOP_FS,        /* a new filesystem of type fstype (mqueue, sysfs) from src, flags, data */
 };
 
 struct nsbox_mount_op {
@@ -53,7 +54,19 @@ struct nsbox_mount_op {
     unsigned long flags;   /* mount(2) flags for TMPFS/PROC/DEVPTS */
     uint64_t attr;         /* MOUNT_ATTR_* set on BIND/READONLY */
     char data[128];        /* mount options */
+    char fstype[16];       /* FS: the filesystem type */
     unsigned mode;
+};
+
+/* A mount a bundle's config asks for (nsbox-oci), in the order it gives. */
+struct nsbox_rootfs_mount {
+    const char *destination; /* absolute, inside the root */
+    const char *type;        /* proc, tmpfs, devpts, mqueue, sysfs, bind */
+    const char *source;      /* bind: a host path; else the name mountinfo shows */
+    unsigned long flags;     /* MS_RDONLY, MS_NOSUID, ... */
+    bool recursive;          /* rbind */
+    bool source_is_file;     /* bind: of a file (the target is made as a file) */
+    const char *data;        /* the filesystem's options */
 };
 
 struct nsbox_root_entry {
@@ -76,6 +89,10 @@ struct nsbox_rootfs_cfg {
     const char *hosts;       /* host file bound over /etc/hosts, or NULL */
     bool hosts_optional;     /* only where the image's /etc/hosts can be mounted over safely
                                 (not allow: the image's own file will do elsewhere) */
+    /* nsbox-oci: the config's mounts, in its order, instead of nsbox's own /proc and /dev
+     * (nsbox's device nodes go into the config's /dev, nsbox's /proc masks over its /proc) */
+    const struct nsbox_rootfs_mount *mounts;
+    size_t n_mounts;
 };
 
 struct nsbox_mount_plan {

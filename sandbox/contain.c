@@ -247,11 +247,14 @@ static int set_config_caps(const struct nsbox_launch *L, uint64_t extra, struct 
         return nsbox_err_sys(e, "capset (process.capabilities)");
     if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
         return nsbox_err_sys(e, "prctl(PR_CAP_AMBIENT_CLEAR_ALL)");
+    /* The kernel raises only what is permitted and inheritable; the rest of the ambient set is
+     * left out, as runc and crun leave it (configs such as `runc spec`'s name ambient
+     * capabilities without inheritable ones). */
+    uint64_t amb = L->cap_ambient & prm & inh;
     for (int cap = 0; cap <= last; cap++)
-        if ((L->cap_ambient & (UINT64_C(1) << cap)) &&
+        if ((amb & (UINT64_C(1) << cap)) &&
             prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) < 0)
-            return nsbox_err_sys(e, "capability %d is ambient but not permitted and inheritable",
-                                 cap);
+            return nsbox_err_sys(e, "prctl(PR_CAP_AMBIENT_RAISE, %d)", cap);
     return 0;
 }
 

@@ -188,6 +188,8 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     /* Unless names are pinned (allow), the hosts file only adds the sandbox's own name: an
      * image whose /etc/hosts cannot be mounted over safely (a symlink, missing) keeps its own. */
     cfg->hosts_optional = s->net != NSBOX_NET_ALLOW;
+    cfg->mounts = c->mounts;
+    cfg->n_mounts = c->n_mounts;
     if (nsbox_rootfs_scan_image(cfg, e) < 0 || nsbox_mount_plan_build(cfg, c->plan, e) < 0)
         return -1;
     snprintf(c->L.image_root, sizeof c->L.image_root, "%s", img->root);
