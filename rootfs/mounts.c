@@ -187,10 +187,14 @@ static int plan_dev(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan 
     o = PUSH(NSBOX_MOP_TMPFS, "dev/shm");
     o->flags = MS_NOSUID | MS_NODEV;
     tmp_options(cfg->tmp_bytes / 2, o->data, sizeof o->data);
-    /* The sandbox owns /dev's tmpfs (it made it); read-only keeps it from adding entries.
-     * Not recursive: pts and shm stay writable. */
-    o = PUSH(NSBOX_MOP_SETATTR, "dev");
-    o->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+    return 0;
+}
+
+/* The sandbox owns /dev's tmpfs (it made it); read-only keeps it from adding entries. Not
+ * recursive: pts and shm stay writable. */
+static int plan_dev_seal(struct nsbox_mount_plan *plan, struct nsbox_err *e)
+{
+    PUSH(NSBOX_MOP_SETATTR, "dev")->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
     return 0;
 }
 
@@ -358,6 +362,7 @@ static int plan_config_mounts(const struct nsbox_rootfs_cfg *cfg, struct nsbox_m
     }
     if (!has_dev && plan_dev(cfg, plan, e) < 0)
         return -1;
+    /* nsbox's /dev is sealed after the config's mounts, which may go below it */
     for (size_t i = 0; i < cfg->n_mounts; i++) {
         const struct nsbox_rootfs_mount *m = &cfg->mounts[i];
         if (plan_config_mount(cfg, m, plan, e) < 0)
@@ -366,6 +371,8 @@ static int plan_config_mounts(const struct nsbox_rootfs_cfg *cfg, struct nsbox_m
             !strcmp(m->type, "tmpfs") && plan_dev_nodes(plan, e) < 0)
             return -1;
     }
+    if (!has_dev && plan_dev_seal(plan, e) < 0)
+        return -1;
     return has_proc ? plan_proc_masks(plan, e) : plan_proc(plan, e);
 }
 
@@ -434,7 +441,7 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
     snprintf(o->data, sizeof o->data, "mode=0755,size=1m");
     if (cfg->mounts)
         return plan_config_mounts(cfg, plan, e);
-    if (plan_dev(cfg, plan, e) < 0 || plan_proc(plan, e) < 0)
+    if (plan_dev(cfg, plan, e) < 0 || plan_dev_seal(plan, e) < 0 || plan_proc(plan, e) < 0)
         return -1;
     return 0;
 }

@@ -6,6 +6,7 @@ their stdin, in their order, a failing or slow prestart hook failing create with
 what nsbox cannot give refused at create with the way out."""
 import json
 import os
+import time
 import unittest
 
 from oci_bundle import OCI, BundleCase, config, require_runtime
@@ -21,6 +22,17 @@ def status_field(pid, name):
             if line.startswith(name + ":"):
                 return line.split(":", 1)[1].split()
     return None
+
+
+def first_child(pid):
+    """pid's first child, waiting for it to be forked (up to 30 s)."""
+    for _ in range(3000):
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            kids = f.read().split()
+        if kids:
+            return int(kids[0])
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} has no child")
 
 
 @unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
@@ -47,8 +59,8 @@ class Process(BundleCase):
         self.write_config(c)
         monitor = self.create()
         self.assertEqual(self.oci("start", "c1").returncode, 0)
-        init = int(open(f"/proc/{monitor}/task/{monitor}/children").read().split()[0])
-        workload = int(open(f"/proc/{init}/task/{init}/children").read().split()[0])
+        init = first_child(monitor)
+        workload = first_child(init)  # forked by init once start's byte has reached it
         uids = status_field(workload, "Uid")
         self.assertTrue(all(int(u) >= 65536 for u in uids), uids)
         with open(f"/proc/{workload}/uid_map") as f:
@@ -181,6 +193,78 @@ class Hooks(BundleCase):
         r = self.oci("create", "--bundle", self.bundle, "c1")
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("hooks.startContainer", self.log_errors()[-1]["msg"])
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class Mounts(BundleCase):
+    TOOLS = BundleCase.TOOLS + ("grep", "touch", "stat", "cut")
+
+    def run_container(self, c):
+        self.write_config(c)
+        pid = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0, self.output())
+        return self.output()
+
+    def test_config_mounts(self):
+        host = os.path.join(self.tmp, "hostdata")
+        os.makedirs(host)
+        with open(os.path.join(host, "f"), "w") as f:
+            f.write("from-the-host\n")
+        extra = os.path.join(self.tmp, "extra")
+        with open(extra, "w") as f:
+            f.write("extra-file\n")
+        open(os.path.join(self.bundle, "rootfs", "etc", "extra"), "w").close()
+        c = config(["sh", "-c",
+                    "grep -E ' /(scratch|data|dev/mqueue|sys|etc/extra) ' /proc/self/mountinfo"
+                    " | cut -d' ' -f5,6,8,9; stat -c %a /scratch; cat /data/f /etc/extra;"
+                    " touch /data/new 2>/dev/null || echo read-only"])
+        c["mounts"] = [
+            {"destination": "/proc", "type": "proc", "source": "proc"},
+            {"destination": "/scratch", "type": "tmpfs", "source": "scr",
+             "options": ["nosuid", "size=1m", "mode=0700"]},
+            {"destination": "/data", "type": "bind", "source": host,
+             "options": ["rbind", "ro"]},
+            {"destination": "/dev/mqueue", "type": "mqueue", "source": "mqueue"},
+            {"destination": "/sys", "type": "sysfs", "source": "sysfs", "options": ["ro"]},
+            {"destination": "/etc/extra", "type": "none", "source": extra,
+             "options": ["bind", "ro"]}]
+        lines = self.run_container(c).splitlines()
+        self.assertIn("/scratch rw,nosuid,relatime tmpfs scr", lines)
+        self.assertIn("/dev/mqueue rw,relatime mqueue mqueue", lines)
+        self.assertIn("/sys ro,relatime sysfs sysfs", lines)
+        self.assertTrue(any(l.startswith("/data ro") for l in lines), lines)
+        self.assertTrue(any(l.startswith("/etc/extra ro") for l in lines), lines)
+        self.assertEqual(lines[-4:], ["700", "from-the-host", "extra-file", "read-only"])
+
+    def test_bind_through_a_symlink_stays_inside(self):
+        # the attack: an image symlink that points at a host directory, and a bind onto a
+        # path below it; the target is resolved inside the root, never on the host
+        outside = os.path.join(self.tmp, "outside")
+        os.makedirs(outside)
+        os.symlink(outside, os.path.join(self.bundle, "rootfs", "etc", "evil"))
+        src = os.path.join(self.tmp, "src")
+        open(src, "w").close()
+        c = config(["true"])
+        c["mounts"] = [{"destination": "/proc", "type": "proc", "source": "proc"},
+                       {"destination": "/etc/evil/x", "type": "bind", "source": src,
+                        "options": ["bind"]}]
+        self.write_config(c)
+        r = self.oci("create", "--bundle", self.bundle, "c1")
+        if r.returncode == 0:
+            self.oci("delete", "--force", "c1")
+        self.assertEqual(os.listdir(outside), [])
+        with open("/proc/self/mountinfo") as f:
+            self.assertNotIn(outside, f.read())
+
+    def test_unsupported_mount_refused(self):
+        c = config(["true"])
+        c["mounts"] = [{"destination": "/etc/ssl", "type": "tmpfs", "source": "tmpfs"}]
+        self.write_config(c)
+        r = self.oci("create", "--bundle", self.bundle, "c1")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("lies inside the image, where nsbox-oci only binds",
+                      self.log_errors()[-1]["msg"])
 
 
 if __name__ == "__main__":

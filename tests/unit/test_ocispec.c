@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 
 static const char *const full =
@@ -326,6 +327,29 @@ static void test_unsupported(void **state)
     }
 }
 
+/* Mount options: flags for mount(2), the rest for the filesystem, binds recognised. */
+static void test_mount_opts(void **state)
+{
+    (void)state;
+    struct nsbox_ocispec_mount m = {.destination = "/dev/shm", .type = "tmpfs"};
+    struct nsbox_ocispec_mount_opts o;
+    snprintf(m.options, sizeof m.options, "nosuid,noexec,nodev,mode=1777,size=65536k,rprivate");
+    nsbox_ocispec_mount_opts(&m, &o);
+    assert_int_equal(o.flags, MS_NOSUID | MS_NOEXEC | MS_NODEV);
+    assert_string_equal(o.data, "mode=1777,size=65536k");
+    assert_false(o.bind);
+    snprintf(m.type, sizeof m.type, "none");
+    snprintf(m.options, sizeof m.options, "rbind,ro,rw,ro,strictatime");
+    nsbox_ocispec_mount_opts(&m, &o);
+    assert_true(o.bind && o.recursive);
+    assert_int_equal(o.flags, MS_RDONLY | MS_STRICTATIME); /* the last of ro/rw wins */
+    assert_string_equal(o.data, "");
+    snprintf(m.type, sizeof m.type, "bind");
+    m.options[0] = '\0';
+    nsbox_ocispec_mount_opts(&m, &o);
+    assert_true(o.bind && !o.recursive);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -338,6 +362,7 @@ int main(void)
         cmocka_unit_test(test_hooks),
         cmocka_unit_test(test_process_errors),
         cmocka_unit_test(test_unsupported),
+        cmocka_unit_test(test_mount_opts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
