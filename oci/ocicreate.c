@@ -275,6 +275,19 @@ static void apply_process(struct nsbox_launch *L, const struct nsbox_ocispec *c)
     }
 }
 
+static int set_oom_score_adj(pid_t pid, int adj, struct nsbox_err *e)
+{
+    char path[64], text[16];
+    snprintf(path, sizeof path, "/proc/%d/oom_score_adj", (int)pid);
+    int n = snprintf(text, sizeof text, "%d", adj);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return nsbox_err_sys(e, "process.oomScoreAdj: open %s", path);
+    int r = nsbox_pwrite_all(fd, text, (size_t)n, 0);
+    close(fd);
+    return r < 0 ? nsbox_err_sys(e, "process.oomScoreAdj: write %s", path) : 0;
+}
+
 /* The config's mounts as the mount plan takes them (rootfs/mounts.h): options split into
  * flags and data, whether a bind's source is a file. */
 static int config_mounts(const struct nsbox_ocispec *c, struct nsbox_rootfs_mount *out,
@@ -333,6 +346,9 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
     int r = nsbox_sandbox_start(&m->sb, NULL, e);
     nsbox_closep(&m->sb.L.start_fd);
     if (r < 0)
+        return -1;
+    /* init's, which the workload it forks at start inherits */
+    if (c->has_oom_score_adj && set_oom_score_adj(m->sb.pid, c->oom_score_adj, e) < 0)
         return -1;
     return wait_ready(m, e);
 }

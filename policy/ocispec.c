@@ -409,6 +409,12 @@ static int parse_process(const cJSON *root, struct nsbox_ocispec *c, struct nsbo
             0)
         return -1;
     if (c->cwd[0] != '/') return bad(e, "process.cwd", "must be an absolute path");
+    int64_t oom = 0;
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(proc, "oomScoreAdj");
+    if (get_int(proc, "oomScoreAdj", "process.oomScoreAdj", -1000, 1000, &oom, e) < 0)
+        return -1;
+    c->has_oom_score_adj = o && !cJSON_IsNull(o);
+    c->oom_score_adj = (int)oom;
     return parse_user(proc, c, e) < 0 || parse_rlimits(proc, c, e) < 0 ? -1 : 0;
 }
 

@@ -110,6 +110,8 @@ struct nsbox_ocispec {
     size_t n_groups;
     uint32_t groups[NSBOX_OCISPEC_GROUPS_MAX]; /* process.user.additionalGids */
     int umask;                                 /* process.user.umask; -1 absent */
+    bool has_oom_score_adj;
+    int oom_score_adj; /* process.oomScoreAdj, -1000..1000 */
     size_t n_rlimits;
     struct nsbox_ocispec_rlimit rlimits[NSBOX_OCISPEC_RLIMITS_MAX];
     bool terminal;

@@ -79,6 +79,11 @@ class Process(BundleCase):
                                    {"type": "RLIMIT_CORE", "soft": 4096, "hard": 4096}]
         self.assertEqual(self.run_container(c), "321\n654\n8\n")  # ulimit -c: 512-byte blocks
 
+    def test_oom_score_adj(self):
+        c = config(["cat", "/proc/self/oom_score_adj"])
+        c["process"]["oomScoreAdj"] = 123
+        self.assertEqual(self.run_container(c), "123\n")
+
     def test_capabilities_and_no_new_privs(self):
         c = config(["grep", "-E", "^(CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):",
                     "/proc/self/status"])

@@ -197,7 +197,7 @@ static void test_process(void **state)
     (void)state;
     const char *j =
         "{\"ociVersion\":\"1.0.2\",\"process\":{\"args\":[\"x\"],\"user\":{\"uid\":1234,"
-        "\"gid\":100,\"additionalGids\":[5,6],\"umask\":18},\"rlimits\":[{\"type\":"
+        "\"gid\":100,\"additionalGids\":[5,6],\"umask\":18},\"oomScoreAdj\":-500,\"rlimits\":[{\"type\":"
         "\"RLIMIT_NOFILE\",\"soft\":512,\"hard\":1024},{\"type\":\"RLIMIT_CORE\",\"soft\":0,"
         "\"hard\":0}],\"capabilities\":{\"bounding\":[\"CAP_CHOWN\",\"CAP_KILL\"],\"effective\":"
         "[\"CAP_KILL\"],\"ambient\":[\"CAP_NET_RAW\"]}}," R "}";
@@ -210,6 +210,8 @@ static void test_process(void **state)
     assert_int_equal(c->n_groups, 2);
     assert_int_equal(c->groups[1], 6);
     assert_int_equal(c->umask, 022);
+    assert_true(c->has_oom_score_adj);
+    assert_int_equal(c->oom_score_adj, -500);
     assert_int_equal(c->n_rlimits, 2);
     assert_int_equal(c->rlimits[0].resource, RLIMIT_NOFILE);
     assert_true(c->rlimits[0].soft == 512 && c->rlimits[0].hard == 1024);
@@ -276,6 +278,7 @@ static void test_process_errors(void **state)
     fails_naming(PX("\"user\":{\"additionalGids\":[\"wheel\"]}"),
                  "'process.user.additionalGids'");
     fails_naming(PX("\"user\":{\"umask\":512}"), "'process.user.umask'");
+    fails_naming(PX("\"oomScoreAdj\":1001"), "'process.oomScoreAdj'");
     fails_naming(PX("\"rlimits\":[{\"type\":\"RLIMIT_BOGUS\",\"soft\":1,\"hard\":1}]"),
                  "unknown limit 'RLIMIT_BOGUS'");
     fails_naming(PX("\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"soft\":9,\"hard\":1}]"),
