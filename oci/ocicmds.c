@@ -251,22 +251,39 @@ static cJSON *str_array(const char *const *v, size_t n)
  * hooks, no mount options (config mounts are not honoured), every namespace (each sandbox gets
  * all of them new; none can be joined), no capabilities (all are dropped), cgroup v1 and v2
  * (nsbox places its own, not through systemd), no config seccomp (nsbox's profile always). */
+/* What a config may name, from the parser's own tables: the mount options, the capabilities
+ * but CAP_SYS_ADMIN and CAP_SYS_MODULE (refused as a privileged container). */
+static cJSON *known_names(bool caps)
+{
+    const char *v[64];
+    size_t n = 0;
+    for (int i = 0; n < NSBOX_ARRAY_LEN(v); i++) {
+        const char *name = caps ? nsbox_ocispec_cap_name(i) : nsbox_ocispec_mount_option((size_t)i);
+        if (!name)
+            break;
+        if (!caps || (strcmp(name, "CAP_SYS_ADMIN") && strcmp(name, "CAP_SYS_MODULE")))
+            v[n++] = name;
+    }
+    return str_array(v, n);
+}
+
 int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv,
                            struct nsbox_err *e)
 {
     (void)g, (void)argc, (void)argv;
+    static const char *const hooks[] = {"prestart", "createRuntime", "poststart", "poststop"};
     static const char *const namespaces[] = {"cgroup", "ipc",  "mount", "network",
                                              "pid",    "user", "uts"};
     cleanup_cjson cJSON *j = cJSON_CreateObject();
     cJSON *linux_ = NULL, *cg = NULL, *sc = NULL, *ann = NULL;
     if (!j || !cJSON_AddStringToObject(j, "ociVersionMin", "1.0.0") ||
         !cJSON_AddStringToObject(j, "ociVersionMax", "1.1.0") ||
-        !cJSON_AddItemToObject(j, "hooks", str_array(NULL, 0)) ||
-        !cJSON_AddItemToObject(j, "mountOptions", str_array(NULL, 0)) ||
+        !cJSON_AddItemToObject(j, "hooks", str_array(hooks, NSBOX_ARRAY_LEN(hooks))) ||
+        !cJSON_AddItemToObject(j, "mountOptions", known_names(false)) ||
         !(linux_ = cJSON_AddObjectToObject(j, "linux")) ||
         !cJSON_AddItemToObject(linux_, "namespaces",
                                str_array(namespaces, NSBOX_ARRAY_LEN(namespaces))) ||
-        !cJSON_AddItemToObject(linux_, "capabilities", str_array(NULL, 0)) ||
+        !cJSON_AddItemToObject(linux_, "capabilities", known_names(true)) ||
         !(cg = cJSON_AddObjectToObject(linux_, "cgroup")) ||
         !cJSON_AddBoolToObject(cg, "v1", true) || !cJSON_AddBoolToObject(cg, "v2", true) ||
         !cJSON_AddBoolToObject(cg, "systemd", false) ||
@@ -275,8 +292,9 @@ int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv,
         !cJSON_AddBoolToObject(sc, "enabled", false) ||
         !(ann = cJSON_AddObjectToObject(j, "annotations")) ||
         !cJSON_AddStringToObject(ann, "org.nsbox.floor",
-                                 "no capabilities, no_new_privs, nsbox's seccomp profile, "
-                                 "an unprivileged user namespace: docs/oci.md")) {
+                                 "an unprivileged user namespace (the config's ids and "
+                                 "capabilities inside it, never CAP_SYS_ADMIN), nsbox's "
+                                 "seccomp profile, no joined namespaces: docs/oci.md")) {
         nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
         return 1;
     }

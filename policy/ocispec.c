@@ -207,6 +207,15 @@ static const struct {
     {"unbindable", 0, 0},          {"runbindable", 0, 0},
 };
 
+const char *nsbox_ocispec_mount_option(size_t i)
+{
+    static const char *const binds[] = {"bind", "rbind"};
+    if (i < NSBOX_ARRAY_LEN(mount_flags))
+        return mount_flags[i].name;
+    i -= NSBOX_ARRAY_LEN(mount_flags);
+    return i < NSBOX_ARRAY_LEN(binds) ? binds[i] : NULL;
+}
+
 void nsbox_ocispec_mount_opts(const struct nsbox_ocispec_mount *m,
                               struct nsbox_ocispec_mount_opts *o)
 {
@@ -249,6 +258,11 @@ static const char *const cap_names[] = {
     "CAP_BLOCK_SUSPEND",   "CAP_AUDIT_READ",   "CAP_PERFMON",         "CAP_BPF",
     "CAP_CHECKPOINT_RESTORE",
 };
+
+const char *nsbox_ocispec_cap_name(int n)
+{
+    return n >= 0 && (size_t)n < NSBOX_ARRAY_LEN(cap_names) ? cap_names[n] : NULL;
+}
 
 int nsbox_ocispec_cap_number(const char *name)
 {

@@ -166,6 +166,10 @@ int nsbox_ocispec_check_floor(const struct nsbox_ocispec *c, struct nsbox_err *e
  * private. */
 void nsbox_ocispec_mount_opts(const struct nsbox_ocispec_mount *m,
                               struct nsbox_ocispec_mount_opts *o);
+/* The mount options it knows, by index; NULL past the last (for `features`). */
+const char *nsbox_ocispec_mount_option(size_t i);
+/* The name of capability n; NULL for a number runtime-spec does not name. */
+const char *nsbox_ocispec_cap_name(int n);
 /* CAP_* name to its number; -1 for a name runtime-spec does not know. */
 int nsbox_ocispec_cap_number(const char *name);
 /* The namespace's name in config.json ("pid", "network", ...). */

@@ -2,7 +2,7 @@
 # OCI runtime conformance: opencontainers/runtime-tools' validation programs against one or
 # more runtimes, side by side (docs/oci.md, "Conformance").
 #
-#   scripts/oci-conformance.sh [-w WORKDIR] [-t SECONDS] [-o REGEX] SOURCE RUNTIME...
+#   scripts/oci-conformance.sh [-w WORKDIR] [-t SECONDS] [-o REGEX] [-e EXPECTED] SOURCE RUNTIME...
 #
 # SOURCE is a runtime-tools checkout (a directory with validation/ and vendor/) or its git
 # directory, of which commit 0105384 (the snapshot Debian packages) is taken. Its programs
@@ -12,22 +12,26 @@
 # --propagation private`), as its propagation tests leave mounts behind. crun 1.8 refuses this
 # host's hybrid cgroup layout, so for a runtime named crun the namespace goes without
 # /sys/fs/cgroup/unified (as bench/ does). -o runs only the programs whose names match REGEX.
+# -e names a file of programs (one a line, # comments) that must pass for every runtime given:
+# the exit status is 1 when one of them does not (the regression test of tests/CMakeLists.txt).
 #
 # Prints one line per program and runtime (PASS, FAIL, TIMEOUT) and the totals; the TAP output
 # of each run is kept in WORKDIR/logs/RUNTIME/PROGRAM.log. A program passes when it exits 0
 # and reports no "not ok". Exit status: 0 when it ran, 77 when it could not be built here, 1 on
-# a usage error. Needs root (the runtimes do).
+# a usage error or an expected program that failed. Needs root (the runtimes do).
 set -eu
 
 COMMIT=0105384
 work=""
 timeout_s=120
 only=""
-while getopts w:t:o: opt; do
+expected=""
+while getopts w:t:o:e: opt; do
     case $opt in
     w) work=$OPTARG ;;
     t) timeout_s=$OPTARG ;;
     o) only=$OPTARG ;;
+    e) expected=$OPTARG ;;
     *) exit 1 ;;
     esac
 done
@@ -148,3 +152,17 @@ done
 printf '%-40s' "passed (of $(echo "$progs" | wc -w))"
 for n in $names; do printf ' %-10s' "$(grep -c '^PASS' "$work/result-$n.txt" || true)"; done
 echo
+
+# Against the expected list: every program in it passed, for every runtime.
+status=0
+if [ -n "$expected" ]; then
+    for p in $(grep -v '^#' "$expected"); do
+        for n in $names; do
+            if ! grep -qx "PASS $p" "$work/result-$n.txt"; then
+                echo "REGRESSION: $p no longer passes with $n (log: $work/logs/$n/$p.log)"
+                status=1
+            fi
+        done
+    done
+fi
+exit $status

@@ -117,10 +117,14 @@ class OciRuntime(BundleCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         f = json.loads(r.stdout)
         self.assertEqual((f["ociVersionMin"], f["ociVersionMax"]), ("1.0.0", "1.1.0"))
-        # only what is really done: no hooks, no config mounts, no capabilities, no config
-        # seccomp; every namespace (each sandbox has all of them new)
-        self.assertEqual((f["hooks"], f["mountOptions"]), ([], []))
-        self.assertEqual(f["linux"]["capabilities"], [])
+        # only what is really done: the hooks run on the host, the mount options it parses,
+        # every capability but CAP_SYS_ADMIN and CAP_SYS_MODULE, no config seccomp; every
+        # namespace (each sandbox has all of them new)
+        self.assertEqual(f["hooks"], ["prestart", "createRuntime", "poststart", "poststop"])
+        self.assertIn("rbind", f["mountOptions"])
+        self.assertIn("nosuid", f["mountOptions"])
+        self.assertIn("CAP_CHOWN", f["linux"]["capabilities"])
+        self.assertNotIn("CAP_SYS_ADMIN", f["linux"]["capabilities"])
         self.assertEqual(sorted(f["linux"]["namespaces"]),
                          ["cgroup", "ipc", "mount", "network", "pid", "user", "uts"])
         self.assertEqual(f["linux"]["cgroup"], {"v1": True, "v2": True, "systemd": False,
