@@ -249,8 +249,8 @@ static void apply_process(struct nsbox_launch *L, const struct nsbox_ocispec *c)
     L->uid = c->uid;
     L->gid = c->gid;
     L->set_groups = true;
-    L->n_groups = c->n_groups < NSBOX_ARRAY_LEN(L->groups) ? c->n_groups
-                                                            : NSBOX_ARRAY_LEN(L->groups);
+    L->n_groups =
+        c->n_groups < NSBOX_ARRAY_LEN(L->groups) ? c->n_groups : NSBOX_ARRAY_LEN(L->groups);
     memcpy(L->groups, c->groups, L->n_groups * sizeof L->groups[0]);
     L->umask = c->umask;
     L->config_caps = true;

@@ -20,7 +20,8 @@ int nsbox_ocihooks_save(const char *dir, const char *json, struct nsbox_err *e)
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/%s", dir, NSBOX_OCI_HOOKS_FILE);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) return nsbox_err_sys(e, "open %s", path);
+    if (fd < 0)
+        return nsbox_err_sys(e, "open %s", path);
     int r = nsbox_pwrite_all(fd, json, strlen(json), 0);
     close(fd);
     return r < 0 ? nsbox_err_sys(e, "write %s", path) : 0;
@@ -32,10 +33,12 @@ static int load(const struct nsbox_ocirt *g, const char *id, struct nsbox_ocispe
     char dir[PATH_MAX], path[PATH_MAX + 32];
     cleanup_free char *text = NULL;
     memset(h, 0, sizeof *h);
-    if (nsbox_ocistate_dir(g, id, dir, sizeof dir, e) < 0) return -1;
+    if (nsbox_ocistate_dir(g, id, dir, sizeof dir, e) < 0)
+        return -1;
     snprintf(path, sizeof path, "%s/%s", dir, NSBOX_OCI_HOOKS_FILE);
     int r = nsbox_read_small(path, &text, e);
-    if (r != 0) return r < 0 ? -1 : 0; /* none kept: no hooks */
+    if (r != 0)
+        return r < 0 ? -1 : 0; /* none kept: no hooks */
     return nsbox_ocispec_hooks_parse(text, h, e);
 }
 
@@ -52,7 +55,8 @@ static int run_one(const struct nsbox_ocispec_hook *h, const char *state, struct
     int status;
     if (nsbox_proc_run(&p, &status, err, sizeof err, e) < 0)
         return nsbox_err_wrap(e, "%s hook %s", nsbox_ocispec_hook_name(h->kind), h->path);
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return 0;
     char how[32];
     if (WIFEXITED(status))
         snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(status));
@@ -67,11 +71,13 @@ int nsbox_ocihooks_run(const struct nsbox_ocirt *g, const struct nsbox_ocistate 
                        enum nsbox_ocistate_status st, struct nsbox_err *e)
 {
     static struct nsbox_ocispec_hooks h; /* large: the paths */
-    if (load(g, s->id, &h, e) < 0) return -1;
+    if (load(g, s->id, &h, e) < 0)
+        return -1;
     cleanup_free char *state = NULL;
     int r = 0;
     for (size_t i = 0; i < h.n && r == 0; i++) {
-        if ((int)h.h[i].kind != kind) continue;
+        if ((int)h.h[i].kind != kind)
+            continue;
         if (!state && !(state = nsbox_ocistate_json(g, s, st, false, e))) {
             r = -1;
             break;

@@ -197,7 +197,8 @@ static cJSON *read_annotations(const struct nsbox_ocirt *g, const char *id)
     struct nsbox_err e;
     if (nsbox_ocistate_dir(g, id, dir, sizeof dir, &e) == 0) {
         snprintf(path, sizeof path, "%s/%s", dir, NSBOX_OCI_ANNOTATIONS_FILE);
-        if (nsbox_read_small(path, &text, &e) == 0) ann = cJSON_Parse(text);
+        if (nsbox_read_small(path, &text, &e) == 0)
+            ann = cJSON_Parse(text);
     }
     if (!cJSON_IsObject(ann)) {
         cJSON_Delete(ann);
@@ -218,11 +219,13 @@ char *nsbox_ocistate_json(const struct nsbox_ocirt *g, const struct nsbox_ocista
         !cJSON_AddStringToObject(j, "bundle", s->bundle) ||
         !cJSON_AddStringToObject(j, "created", s->created) ||
         !cJSON_AddStringToObject(j, "owner", "") || !cJSON_AddItemToObject(j, "annotations", ann)) {
-        if (!cJSON_GetObjectItemCaseSensitive(j, "annotations")) cJSON_Delete(ann);
+        if (!cJSON_GetObjectItemCaseSensitive(j, "annotations"))
+            cJSON_Delete(ann);
         nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
         return NULL;
     }
     char *text = pretty ? cJSON_Print(j) : cJSON_PrintUnformatted(j);
-    if (!text) nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    if (!text)
+        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     return text;
 }

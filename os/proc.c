@@ -46,7 +46,8 @@ static void child(const struct nsbox_proc *p, int in, int err_w)
 static int stdin_fd(const char *text, struct nsbox_err *e)
 {
     int fd = memfd_create("nsbox-stdin", MFD_CLOEXEC);
-    if (fd < 0) return nsbox_err_sys(e, "memfd_create");
+    if (fd < 0)
+        return nsbox_err_sys(e, "memfd_create");
     if (nsbox_pwrite_all(fd, text, strlen(text), 0) < 0) {
         close(fd);
         return nsbox_err_sys(e, "write stdin");
@@ -57,14 +58,16 @@ static int stdin_fd(const char *text, struct nsbox_err *e)
 /* The program's stderr until it closes it or its time is up (then it is killed). */
 static size_t read_until(int fd, pid_t pid, int timeout_s, char *buf, size_t n, bool *killed)
 {
-    if (timeout_s <= 0) return nsbox_read_bounded(fd, buf, n);
+    if (timeout_s <= 0)
+        return nsbox_read_bounded(fd, buf, n);
     int64_t deadline = nsbox_now_ms() + (int64_t)timeout_s * 1000;
     size_t have = 0;
     for (;;) {
         int64_t left = deadline - nsbox_now_ms();
         struct pollfd pf = {fd, POLLIN, 0};
         int r = left > 0 ? poll(&pf, 1, (int)left) : 0;
-        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && errno == EINTR)
+            continue;
         if (r == 0) {
             kill(pid, SIGKILL);
             *killed = true;
@@ -73,11 +76,15 @@ static size_t read_until(int fd, pid_t pid, int timeout_s, char *buf, size_t n, 
         char sink[512];
         bool full = have + 1 >= n;
         ssize_t got = full ? read(fd, sink, sizeof sink) : read(fd, buf + have, n - 1 - have);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) break;
-        if (!full) have += (size_t)got;
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            break;
+        if (!full)
+            have += (size_t)got;
     }
-    if (n) buf[have] = '\0';
+    if (n)
+        buf[have] = '\0';
     return have;
 }
 
@@ -86,7 +93,8 @@ int nsbox_proc_run(const struct nsbox_proc *p, int *status, char *err, size_t n,
 {
     int pipefd[2];
     int in = p->stdin_text ? stdin_fd(p->stdin_text, e) : -1;
-    if (p->stdin_text && in < 0) return -1;
+    if (p->stdin_text && in < 0)
+        return -1;
     if (pipe2(pipefd, O_CLOEXEC) < 0) {
         nsbox_closep(&in);
         return nsbox_err_sys(e, "pipe");
@@ -98,13 +106,15 @@ int nsbox_proc_run(const struct nsbox_proc *p, int *status, char *err, size_t n,
         nsbox_closep(&in);
         return nsbox_err_sys(e, "fork");
     }
-    if (pid == 0) child(p, in, pipefd[1]);
+    if (pid == 0)
+        child(p, in, pipefd[1]);
     close(pipefd[1]);
     nsbox_closep(&in);
     bool killed = false;
     size_t have = read_until(pipefd[0], pid, p->timeout_s, err, n, &killed);
     close(pipefd[0]);
-    if (killed) have = (size_t)snprintf(err, n, "timed out after %d s: killed", p->timeout_s);
+    if (killed)
+        have = (size_t)snprintf(err, n, "timed out after %d s: killed", p->timeout_s);
     while (have && (err[have - 1] == '\n' || err[have - 1] == ' '))
         err[--have] = '\0';
     while (waitpid(pid, status, 0) < 0)

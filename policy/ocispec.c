@@ -190,21 +190,36 @@ static const struct {
     const char *name;
     unsigned long set, clear;
 } mount_flags[] = {
-    {"ro", MS_RDONLY, 0},          {"rw", 0, MS_RDONLY},
-    {"nosuid", MS_NOSUID, 0},      {"suid", 0, MS_NOSUID},
-    {"nodev", MS_NODEV, 0},        {"dev", 0, MS_NODEV},
-    {"noexec", MS_NOEXEC, 0},      {"exec", 0, MS_NOEXEC},
-    {"sync", MS_SYNCHRONOUS, 0},   {"async", 0, MS_SYNCHRONOUS},
-    {"noatime", MS_NOATIME, 0},    {"atime", 0, MS_NOATIME},
-    {"nodiratime", MS_NODIRATIME, 0}, {"diratime", 0, MS_NODIRATIME},
-    {"relatime", MS_RELATIME, 0},  {"norelatime", 0, MS_RELATIME},
-    {"strictatime", MS_STRICTATIME, 0}, {"nostrictatime", 0, MS_STRICTATIME},
-    {"dirsync", MS_DIRSYNC, 0},    {"mand", MS_MANDLOCK, 0},
-    {"nomand", 0, MS_MANDLOCK},    {"defaults", 0, 0},
-    {"private", 0, 0},             {"rprivate", 0, 0},
-    {"shared", 0, 0},              {"rshared", 0, 0},
-    {"slave", 0, 0},               {"rslave", 0, 0},
-    {"unbindable", 0, 0},          {"runbindable", 0, 0},
+    {"ro", MS_RDONLY, 0},
+    {"rw", 0, MS_RDONLY},
+    {"nosuid", MS_NOSUID, 0},
+    {"suid", 0, MS_NOSUID},
+    {"nodev", MS_NODEV, 0},
+    {"dev", 0, MS_NODEV},
+    {"noexec", MS_NOEXEC, 0},
+    {"exec", 0, MS_NOEXEC},
+    {"sync", MS_SYNCHRONOUS, 0},
+    {"async", 0, MS_SYNCHRONOUS},
+    {"noatime", MS_NOATIME, 0},
+    {"atime", 0, MS_NOATIME},
+    {"nodiratime", MS_NODIRATIME, 0},
+    {"diratime", 0, MS_NODIRATIME},
+    {"relatime", MS_RELATIME, 0},
+    {"norelatime", 0, MS_RELATIME},
+    {"strictatime", MS_STRICTATIME, 0},
+    {"nostrictatime", 0, MS_STRICTATIME},
+    {"dirsync", MS_DIRSYNC, 0},
+    {"mand", MS_MANDLOCK, 0},
+    {"nomand", 0, MS_MANDLOCK},
+    {"defaults", 0, 0},
+    {"private", 0, 0},
+    {"rprivate", 0, 0},
+    {"shared", 0, 0},
+    {"rshared", 0, 0},
+    {"slave", 0, 0},
+    {"rslave", 0, 0},
+    {"unbindable", 0, 0},
+    {"runbindable", 0, 0},
 };
 
 const char *nsbox_ocispec_mount_option(size_t i)
@@ -238,24 +253,54 @@ void nsbox_ocispec_mount_opts(const struct nsbox_ocispec_mount *m,
             o->recursive |= one[0] == 'r';
         } else if (one[0] && used + len + 2 <= sizeof o->data) {
             /* the whole options text fits in data: nothing is cut */
-            used += (size_t)snprintf(o->data + used, sizeof o->data - used, "%s%s",
-                                     used ? "," : "", one);
+            used += (size_t)snprintf(o->data + used, sizeof o->data - used, "%s%s", used ? "," : "",
+                                     one);
         }
     }
 }
 
 /* Capability names as runtime-spec writes them, by number (linux/capability.h). */
 static const char *const cap_names[] = {
-    "CAP_CHOWN",           "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER",
-    "CAP_FSETID",          "CAP_KILL",         "CAP_SETGID",          "CAP_SETUID",
-    "CAP_SETPCAP",         "CAP_LINUX_IMMUTABLE", "CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST",
-    "CAP_NET_ADMIN",       "CAP_NET_RAW",      "CAP_IPC_LOCK",        "CAP_IPC_OWNER",
-    "CAP_SYS_MODULE",      "CAP_SYS_RAWIO",    "CAP_SYS_CHROOT",      "CAP_SYS_PTRACE",
-    "CAP_SYS_PACCT",       "CAP_SYS_ADMIN",    "CAP_SYS_BOOT",        "CAP_SYS_NICE",
-    "CAP_SYS_RESOURCE",    "CAP_SYS_TIME",     "CAP_SYS_TTY_CONFIG",  "CAP_MKNOD",
-    "CAP_LEASE",           "CAP_AUDIT_WRITE",  "CAP_AUDIT_CONTROL",   "CAP_SETFCAP",
-    "CAP_MAC_OVERRIDE",    "CAP_MAC_ADMIN",    "CAP_SYSLOG",          "CAP_WAKE_ALARM",
-    "CAP_BLOCK_SUSPEND",   "CAP_AUDIT_READ",   "CAP_PERFMON",         "CAP_BPF",
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_DAC_READ_SEARCH",
+    "CAP_FOWNER",
+    "CAP_FSETID",
+    "CAP_KILL",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETPCAP",
+    "CAP_LINUX_IMMUTABLE",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_NET_BROADCAST",
+    "CAP_NET_ADMIN",
+    "CAP_NET_RAW",
+    "CAP_IPC_LOCK",
+    "CAP_IPC_OWNER",
+    "CAP_SYS_MODULE",
+    "CAP_SYS_RAWIO",
+    "CAP_SYS_CHROOT",
+    "CAP_SYS_PTRACE",
+    "CAP_SYS_PACCT",
+    "CAP_SYS_ADMIN",
+    "CAP_SYS_BOOT",
+    "CAP_SYS_NICE",
+    "CAP_SYS_RESOURCE",
+    "CAP_SYS_TIME",
+    "CAP_SYS_TTY_CONFIG",
+    "CAP_MKNOD",
+    "CAP_LEASE",
+    "CAP_AUDIT_WRITE",
+    "CAP_AUDIT_CONTROL",
+    "CAP_SETFCAP",
+    "CAP_MAC_OVERRIDE",
+    "CAP_MAC_ADMIN",
+    "CAP_SYSLOG",
+    "CAP_WAKE_ALARM",
+    "CAP_BLOCK_SUSPEND",
+    "CAP_AUDIT_READ",
+    "CAP_PERFMON",
+    "CAP_BPF",
     "CAP_CHECKPOINT_RESTORE",
 };
 
@@ -281,10 +326,11 @@ static int parse_caps(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_e
     const cJSON *caps = get_obj(proc, "capabilities", "process.capabilities", &r, e);
     if (r < 0 || !caps)
         return r;
-    static const char *const sets[] = {
-        [NSBOX_OCI_CAPS_BOUNDING] = "bounding",       [NSBOX_OCI_CAPS_EFFECTIVE] = "effective",
-        [NSBOX_OCI_CAPS_INHERITABLE] = "inheritable", [NSBOX_OCI_CAPS_PERMITTED] = "permitted",
-        [NSBOX_OCI_CAPS_AMBIENT] = "ambient"};
+    static const char *const sets[] = {[NSBOX_OCI_CAPS_BOUNDING] = "bounding",
+                                       [NSBOX_OCI_CAPS_EFFECTIVE] = "effective",
+                                       [NSBOX_OCI_CAPS_INHERITABLE] = "inheritable",
+                                       [NSBOX_OCI_CAPS_PERMITTED] = "permitted",
+                                       [NSBOX_OCI_CAPS_AMBIENT] = "ambient"};
     for (size_t i = 0; i < NSBOX_ARRAY_LEN(sets); i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(caps, sets[i]);
         if (!v || cJSON_IsNull(v))
@@ -294,11 +340,12 @@ static int parse_caps(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_e
         if (check_str_array(v, key, 64, e) < 0)
             return -1;
         const cJSON *it;
-        cJSON_ArrayForEach(it, v) {
+        cJSON_ArrayForEach(it, v)
+        {
             int n = nsbox_ocispec_cap_number(it->valuestring);
             if (n < 0)
-                return nsbox_err_invalid(e, "config.json: key '%s': unknown capability '%s'",
-                                         key, NSBOX_SHOW(it->valuestring));
+                return nsbox_err_invalid(e, "config.json: key '%s': unknown capability '%s'", key,
+                                         NSBOX_SHOW(it->valuestring));
             c->caps[i] |= CAP_BIT(n);
         }
         c->cap_sys_admin |= (c->caps[i] & ADMIN_CAPS) != 0;
@@ -311,7 +358,8 @@ static int parse_user(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_e
 {
     int r;
     const cJSON *user = get_obj(proc, "user", "process.user", &r, e);
-    if (r < 0 || !user) return r;
+    if (r < 0 || !user)
+        return r;
     int64_t uid = 0, gid = 0, umask = -1;
     if (get_int(user, "uid", "process.user.uid", 0, 4294967294.0, &uid, e) < 0 ||
         get_int(user, "gid", "process.user.gid", 0, 4294967294.0, &gid, e) < 0 ||
@@ -319,7 +367,8 @@ static int parse_user(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_e
         return -1;
     c->uid = (uint32_t)uid, c->gid = (uint32_t)gid, c->umask = (int)umask;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(user, "additionalGids");
-    if (!v || cJSON_IsNull(v)) return 0;
+    if (!v || cJSON_IsNull(v))
+        return 0;
     if (!cJSON_IsArray(v))
         return bad(e, "process.user.additionalGids", "must be an array of integers");
     const cJSON *it;
@@ -364,7 +413,8 @@ static int parse_rlimit(const cJSON *it, struct nsbox_ocispec *c, struct nsbox_e
 {
     char type[32];
     int64_t soft = -1, hard = -1;
-    if (!cJSON_IsObject(it)) return bad(e, "process.rlimits", "each entry must be an object");
+    if (!cJSON_IsObject(it))
+        return bad(e, "process.rlimits", "each entry must be an object");
     if (get_str(it, "type", "process.rlimits.type", type, sizeof type, true, e) < 0 ||
         get_int(it, "soft", "process.rlimits.soft", 0, 1.8e19, &soft, e) < 0 ||
         get_int(it, "hard", "process.rlimits.hard", 0, 1.8e19, &hard, e) < 0)
@@ -396,14 +446,17 @@ static int parse_rlimit(const cJSON *it, struct nsbox_ocispec *c, struct nsbox_e
 static int parse_rlimits(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(proc, "rlimits");
-    if (!v || cJSON_IsNull(v)) return 0;
-    if (!cJSON_IsArray(v)) return bad(e, "process.rlimits", "must be an array");
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsArray(v))
+        return bad(e, "process.rlimits", "must be an array");
     const cJSON *it;
     cJSON_ArrayForEach(it, v)
     {
         if (c->n_rlimits == NSBOX_OCISPEC_RLIMITS_MAX)
             return bad(e, "process.rlimits", "too many entries");
-        if (parse_rlimit(it, c, e) < 0) return -1;
+        if (parse_rlimit(it, c, e) < 0)
+            return -1;
     }
     return 0;
 }
@@ -422,7 +475,8 @@ static int parse_process(const cJSON *root, struct nsbox_ocispec *c, struct nsbo
         get_bool(proc, "noNewPrivileges", "process.noNewPrivileges", &c->no_new_privileges, e) <
             0)
         return -1;
-    if (c->cwd[0] != '/') return bad(e, "process.cwd", "must be an absolute path");
+    if (c->cwd[0] != '/')
+        return bad(e, "process.cwd", "must be an absolute path");
     int64_t oom = 0;
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(proc, "oomScoreAdj");
     if (get_int(proc, "oomScoreAdj", "process.oomScoreAdj", -1000, 1000, &oom, e) < 0)
@@ -649,7 +703,8 @@ static char **dup_strv(const cJSON *v, struct nsbox_err *e)
         return NULL;
     }
     const cJSON *it;
-    if (v) cJSON_ArrayForEach(it, v)
+    if (v)
+        cJSON_ArrayForEach(it, v)
         {
             if (!(out[i++] = strdup(it->valuestring))) {
                 free_strv(out);
@@ -665,18 +720,22 @@ static int parse_hook(const cJSON *it, enum nsbox_ocispec_hook_kind k, struct ns
 {
     char key[64];
     snprintf(key, sizeof key, "hooks.%s", hook_names[k]);
-    if (!cJSON_IsObject(it)) return bad(e, key, "each entry must be an object");
+    if (!cJSON_IsObject(it))
+        return bad(e, key, "each entry must be an object");
     int64_t timeout = 0;
     h->kind = k;
     if (get_str(it, "path", "hooks.path", h->path, sizeof h->path, true, e) < 0 ||
         get_int(it, "timeout", "hooks.timeout", 1, 86400, &timeout, e) < 0)
         return -1;
-    if (h->path[0] != '/') return bad(e, "hooks.path", "must be an absolute path");
+    if (h->path[0] != '/')
+        return bad(e, "hooks.path", "must be an absolute path");
     h->timeout = (int)timeout;
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(it, "args");
     const cJSON *env = cJSON_GetObjectItemCaseSensitive(it, "env");
-    if (cJSON_IsNull(args) || (args && cJSON_GetArraySize(args) == 0)) args = NULL;
-    if (cJSON_IsNull(env)) env = NULL;
+    if (cJSON_IsNull(args) || (args && cJSON_GetArraySize(args) == 0))
+        args = NULL;
+    if (cJSON_IsNull(env))
+        env = NULL;
     if ((args && check_str_array(args, "hooks.args", NSBOX_OCISPEC_ARGS_MAX, e) < 0) ||
         (env && check_str_array(env, "hooks.env", NSBOX_OCISPEC_ENV_MAX, e) < 0))
         return -1;
@@ -686,18 +745,22 @@ static int parse_hook(const cJSON *it, enum nsbox_ocispec_hook_kind k, struct ns
         free(h->args);
         h->args = NULL;
     }
-    if (!h->args) return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "config.json: out of memory");
+    if (!h->args)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "config.json: out of memory");
     h->env = dup_strv(env, e);
     return h->env ? 0 : -1;
 }
 
 static int parse_hooks_obj(const cJSON *v, struct nsbox_ocispec_hooks *h, struct nsbox_err *e)
 {
-    if (!v || cJSON_IsNull(v)) return 0;
-    if (!cJSON_IsObject(v)) return bad(e, "hooks", "must be an object");
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsObject(v))
+        return bad(e, "hooks", "must be an object");
     for (size_t k = 0; k < NSBOX_ARRAY_LEN(hook_names); k++) {
         const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, hook_names[k]);
-        if (!list || cJSON_IsNull(list)) continue;
+        if (!list || cJSON_IsNull(list))
+            continue;
         if (!cJSON_IsArray(list))
             return nsbox_err_invalid(e, "config.json: key 'hooks.%s': must be an array",
                                      hook_names[k]);
@@ -708,7 +771,8 @@ static int parse_hooks_obj(const cJSON *v, struct nsbox_ocispec_hooks *h, struct
                 return nsbox_err_invalid(e, "config.json: key 'hooks': more than %d hooks",
                                          NSBOX_OCISPEC_HOOKS_MAX);
             /* counted before the parse: a failed entry's allocations are freed with the rest */
-            if (parse_hook(it, (enum nsbox_ocispec_hook_kind)k, &h->h[h->n++], e) < 0) return -1;
+            if (parse_hook(it, (enum nsbox_ocispec_hook_kind)k, &h->h[h->n++], e) < 0)
+                return -1;
         }
     }
     return 0;
@@ -718,7 +782,8 @@ int nsbox_ocispec_hooks_parse(const char *text, struct nsbox_ocispec_hooks *h, s
 {
     memset(h, 0, sizeof *h);
     cleanup_cjson cJSON *v = cJSON_Parse(text);
-    if (!v) return nsbox_err_invalid(e, "hooks: not valid JSON");
+    if (!v)
+        return nsbox_err_invalid(e, "hooks: not valid JSON");
     if (parse_hooks_obj(v, h, e) < 0) {
         nsbox_ocispec_hooks_free(h);
         return -1;
@@ -729,9 +794,11 @@ int nsbox_ocispec_hooks_parse(const char *text, struct nsbox_ocispec_hooks *h, s
 static int parse_hooks(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "hooks");
-    if (parse_hooks_obj(v, &c->hooks, e) < 0) return -1;
+    if (parse_hooks_obj(v, &c->hooks, e) < 0)
+        return -1;
     c->hooks_json = v && !cJSON_IsNull(v) ? cJSON_PrintUnformatted(v) : strdup("{}");
-    if (!c->hooks_json) return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    if (!c->hooks_json)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     if (strlen(c->hooks_json) > NSBOX_OCISPEC_HOOKS_BYTES)
         return bad(e, "hooks", "larger than 256 KiB");
     return 0;
@@ -777,7 +844,8 @@ static int check_limits(const struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     uint32_t top = c->uid > c->gid ? c->uid : c->gid;
     for (size_t i = 0; i < c->n_groups; i++)
-        if (c->groups[i] > top) top = c->groups[i];
+        if (c->groups[i] > top)
+            top = c->groups[i];
     if (top > NSBOX_OCISPEC_ID_MAX)
         return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL,
                              "process.user: id %u is outside the container's user namespace, "

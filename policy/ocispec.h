@@ -93,7 +93,7 @@ struct nsbox_ocispec_mount {
 
 /* A mount's options, split the way mount(2) takes them. */
 struct nsbox_ocispec_mount_opts {
-    unsigned long flags; /* MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_*ATIME, ... */
+    unsigned long flags;  /* MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_*ATIME, ... */
     bool bind, recursive; /* "bind", "rbind" */
     char data[NSBOX_OCISPEC_OPTS_MAX]; /* what is left for the filesystem: "mode=755,size=64k" */
 };

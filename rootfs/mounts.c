@@ -194,7 +194,8 @@ static int plan_dev(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan 
  * recursive: pts and shm stay writable. */
 static int plan_dev_seal(struct nsbox_mount_plan *plan, struct nsbox_err *e)
 {
-    PUSH(NSBOX_MOP_SETATTR, "dev")->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+    PUSH(NSBOX_MOP_SETATTR, "dev")->attr =
+        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
     return 0;
 }
 
@@ -308,8 +309,8 @@ static int plan_config_mount(const struct nsbox_rootfs_cfg *cfg, const struct ns
     static const struct {
         const char *type;
         enum nsbox_mop op;
-    } kinds[] = {{"proc", NSBOX_MOP_PROC},  {"tmpfs", NSBOX_MOP_TMPFS}, {"devpts", NSBOX_MOP_DEVPTS},
-                 {"mqueue", NSBOX_MOP_FS},  {"sysfs", NSBOX_MOP_FS},    {"bind", NSBOX_MOP_BIND},
+    } kinds[] = {{"proc", NSBOX_MOP_PROC}, {"tmpfs", NSBOX_MOP_TMPFS}, {"devpts", NSBOX_MOP_DEVPTS},
+                 {"mqueue", NSBOX_MOP_FS}, {"sysfs", NSBOX_MOP_FS},    {"bind", NSBOX_MOP_BIND},
                  {"cgroup", NSBOX_MOP_FS}};
     size_t k = 0;
     while (k < NSBOX_ARRAY_LEN(kinds) && strcmp(kinds[k].type, m->type))

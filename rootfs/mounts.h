@@ -25,15 +25,15 @@
 #define NSBOX_ROOT_ENTRIES_MAX 48
 
 enum nsbox_mop {
-    NSBOX_MOP_MKDIR,    /* target */
-    NSBOX_MOP_SYMLINK,  /* target -> src (link text) */
-    NSBOX_MOP_FILE,     /* empty file target (a mount point) */
-    NSBOX_MOP_WRITE,    /* target with content data */
-    NSBOX_MOP_TMPFS,    /* tmpfs on target, mount flags, options data */
-    NSBOX_MOP_BIND,     /* src (host path, or entry of the image root) on target, attr */
-    NSBOX_MOP_BIND_DEV, /* a host device node src on the file target (plain bind) */
-    NSBOX_MOP_PROC,     /* fresh procfs on target */
-    NSBOX_MOP_DEVPTS,   /* new devpts instance on target */
+    NSBOX_MOP_MKDIR,     /* target */
+    NSBOX_MOP_SYMLINK,   /* target -> src (link text) */
+    NSBOX_MOP_FILE,      /* empty file target (a mount point) */
+    NSBOX_MOP_WRITE,     /* target with content data */
+    NSBOX_MOP_TMPFS,     /* tmpfs on target, mount flags, options data */
+    NSBOX_MOP_BIND,      /* src (host path, or entry of the image root) on target, attr */
+    NSBOX_MOP_BIND_DEV,  /* a host device node src on the file target (plain bind) */
+    NSBOX_MOP_PROC,      /* fresh procfs on target */
+    NSBOX_MOP_DEVPTS,    /* new devpts instance on target */
     NSBOX_MOP_MASK_FILE, /* /dev/null over target (optional: may not exist) */
     NSBOX_MOP_MASK_DIR,  /* read-only empty tmpfs over target (optional) */
     NSBOX_MOP_READONLY,  /* bind target onto itself read-only (optional: may not exist) */

@@ -103,7 +103,8 @@ static int child_become_appuser(struct nsbox_launch *L, struct nsbox_err *e)
      * so the kernel's setuid fix-up does not apply. */
     /* A persistent sandbox's init writes its own oom_score_adj around each command's start
      * (agent.c): the file is its owner's to open only until the ids change. */
-    if (L->agent_fd >= 0) L->oom_fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+    if (L->agent_fd >= 0)
+        L->oom_fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
     /* Not glibc's setgroups or setresuid: we are a clone of a process that may have threads
      * (util.h). The groups inherited from the caller are host groups: replaced by the
      * config's (nsbox-oci) where the maps allow it. */
@@ -295,9 +296,12 @@ __attribute__((noreturn)) static void workload_exec(struct nsbox_launch *L)
     nsbox_reset_signals(); /* a caller's ignored SIGPIPE/SIGINT must not reach the command */
     /* all but the report pipe (close-on-exec), also what nsbox's caller leaked to us */
     nsbox_close_fds_except(L->report_wr);
-    if (new_session(&e) < 0) report_and_exit(L, 125, &e);
-    if (nsbox_sp_chdir_in_root(L->cwd, &e) < 0) report_and_exit(L, 125, &e);
-    if (L->umask >= 0) umask((mode_t)L->umask);
+    if (new_session(&e) < 0)
+        report_and_exit(L, 125, &e);
+    if (nsbox_sp_chdir_in_root(L->cwd, &e) < 0)
+        report_and_exit(L, 125, &e);
+    if (L->umask >= 0)
+        umask((mode_t)L->umask);
     extern char **environ;
     environ = L->envp; /* execvp searches the PATH of the sandbox's environment */
     execvp(L->argv[0], L->argv);

@@ -32,8 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (c.mounts[i].destination[0] != '/')
             abort();
     if (c.n_groups > NSBOX_OCISPEC_GROUPS_MAX || c.n_rlimits > NSBOX_OCISPEC_RLIMITS_MAX ||
-        c.umask > 0777 || c.hooks.n > NSBOX_OCISPEC_HOOKS_MAX || c.env[c.n_env] ||
-        !c.hooks_json)
+        c.umask > 0777 || c.hooks.n > NSBOX_OCISPEC_HOOKS_MAX || c.env[c.n_env] || !c.hooks_json)
         abort();
     for (size_t i = 0; i < c.n_rlimits; i++)
         if (c.rlimits[i].soft > c.rlimits[i].hard)

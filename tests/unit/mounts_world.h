@@ -101,11 +101,12 @@ static int idx(const struct nsbox_mount_plan *p, enum nsbox_mop op, const char *
 
 /* Ops of kind op (at target, or anywhere with NULL). */
 __attribute__((unused)) static int count(const struct nsbox_mount_plan *p, enum nsbox_mop op,
-                                          const char *target)
+                                         const char *target)
 {
     int n = 0;
     for (size_t i = 0; i < p->n; i++)
-        if (p->ops[i].op == op && (!target || !strcmp(p->ops[i].target, target))) n++;
+        if (p->ops[i].op == op && (!target || !strcmp(p->ops[i].target, target)))
+            n++;
     return n;
 }
 

@@ -50,7 +50,6 @@ static bool is_create(enum nsbox_mop op)
            op == NSBOX_MOP_WRITE;
 }
 
-
 static int count_target(const struct nsbox_mount_plan *p, const char *target)
 {
     int n = 0;

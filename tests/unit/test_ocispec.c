@@ -197,7 +197,8 @@ static void test_process(void **state)
     (void)state;
     const char *j =
         "{\"ociVersion\":\"1.0.2\",\"process\":{\"args\":[\"x\"],\"user\":{\"uid\":1234,"
-        "\"gid\":100,\"additionalGids\":[5,6],\"umask\":18},\"oomScoreAdj\":-500,\"rlimits\":[{\"type\":"
+        "\"gid\":100,\"additionalGids\":[5,6],\"umask\":18},\"oomScoreAdj\":-500,\"rlimits\":[{"
+        "\"type\":"
         "\"RLIMIT_NOFILE\",\"soft\":512,\"hard\":1024},{\"type\":\"RLIMIT_CORE\",\"soft\":0,"
         "\"hard\":0}],\"capabilities\":{\"bounding\":[\"CAP_CHOWN\",\"CAP_KILL\"],\"effective\":"
         "[\"CAP_KILL\"],\"ambient\":[\"CAP_NET_RAW\"]}}," R "}";
@@ -263,8 +264,7 @@ static void test_hooks(void **state)
     nsbox_ocispec_hooks_free(h);
     assert_int_equal(nsbox_ocispec_hooks_parse("{}", h, &e), 0);
     assert_int_equal(h->n, 0);
-    assert_int_equal(nsbox_ocispec_hooks_parse("{\"poststart\":[{\"path\":\"rel\"}]}", h, &e),
-                     -1);
+    assert_int_equal(nsbox_ocispec_hooks_parse("{\"poststart\":[{\"path\":\"rel\"}]}", h, &e), -1);
     assert_non_null(strstr(e.msg, "'hooks.path'"));
     free(h);
     nsbox_ocispec_free(c);
@@ -275,8 +275,7 @@ static void test_process_errors(void **state)
 {
     (void)state;
 #define PX(x) "{\"ociVersion\":\"1.0\",\"process\":{\"args\":[\"x\"]," x "}," R "}"
-    fails_naming(PX("\"user\":{\"additionalGids\":[\"wheel\"]}"),
-                 "'process.user.additionalGids'");
+    fails_naming(PX("\"user\":{\"additionalGids\":[\"wheel\"]}"), "'process.user.additionalGids'");
     fails_naming(PX("\"user\":{\"umask\":512}"), "'process.user.umask'");
     fails_naming(PX("\"oomScoreAdj\":1001"), "'process.oomScoreAdj'");
     fails_naming(PX("\"rlimits\":[{\"type\":\"RLIMIT_BOGUS\",\"soft\":1,\"hard\":1}]"),
@@ -306,8 +305,7 @@ static void test_unsupported(void **state)
 {
     (void)state;
     const char *const cases[][2] = {
-        {"{\"ociVersion\":\"1.0\",\"process\":{\"args\":[\"x\"],\"user\":{\"uid\":70000}}," R
-         "}",
+        {"{\"ociVersion\":\"1.0\",\"process\":{\"args\":[\"x\"],\"user\":{\"uid\":70000}}," R "}",
          "outside the container's user namespace, which has ids 0-65535"},
         {"{\"ociVersion\":\"1.0\",\"process\":{\"args\":[\"x\"],\"user\":{\"uid\":0,"
          "\"additionalGids\":[65536]}}," R "}",
@@ -356,16 +354,11 @@ static void test_mount_opts(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full),
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_bounds),
-        cmocka_unit_test(test_floor),
-        cmocka_unit_test(test_process),
-        cmocka_unit_test(test_hooks),
-        cmocka_unit_test(test_process_errors),
-        cmocka_unit_test(test_unsupported),
-        cmocka_unit_test(test_mount_opts),
+        cmocka_unit_test(test_full),        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_errors),      cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_floor),       cmocka_unit_test(test_process),
+        cmocka_unit_test(test_hooks),       cmocka_unit_test(test_process_errors),
+        cmocka_unit_test(test_unsupported), cmocka_unit_test(test_mount_opts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
