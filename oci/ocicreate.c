@@ -331,8 +331,17 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
     static struct nsbox_ocispec_mount_opts opts[NSBOX_OCISPEC_MOUNTS_MAX];
     if (config_mounts(c, mounts, opts, e) < 0)
         return -1;
+    static const char *masked[NSBOX_OCISPEC_MASKS_MAX], *readonly[NSBOX_OCISPEC_MASKS_MAX];
+    for (size_t i = 0; i < c->n_masked; i++)
+        masked[i] = c->masked[i];
+    for (size_t i = 0; i < c->n_readonly; i++)
+        readonly[i] = c->readonly[i];
     m->sb.mounts = mounts;
     m->sb.n_mounts = c->n_mounts;
+    m->sb.masked = masked;
+    m->sb.n_masked = c->n_masked;
+    m->sb.readonly = readonly;
+    m->sb.n_readonly = c->n_readonly;
     if (nsbox_sandbox_prepare(&m->sb, s, c->args, c->cwd, e) < 0)
         return -1;
     apply_process(&m->sb.L, c);

@@ -640,13 +640,39 @@ static int parse_resources(const cJSON *lx, struct nsbox_ocispec *c, struct nsbo
     return parse_devices(res, c, e);
 }
 
+/* linux.maskedPaths or linux.readonlyPaths: absolute paths. */
+static int parse_paths(const cJSON *lx, const char *name, char (*out)[NSBOX_OCISPEC_MASK_PATH_MAX],
+                       size_t *n, struct nsbox_err *e)
+{
+    char key[32];
+    snprintf(key, sizeof key, "linux.%s", name);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(lx, name);
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (check_str_array(v, key, NSBOX_OCISPEC_MASKS_MAX, e) < 0)
+        return -1;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v) {
+        if (it->valuestring[0] != '/')
+            return nsbox_err_invalid(e, "config.json: key '%s': '%s' is not an absolute path",
+                                     key, NSBOX_SHOW(it->valuestring));
+        if (strlen(it->valuestring) >= NSBOX_OCISPEC_MASK_PATH_MAX)
+            return nsbox_err_invalid(e, "config.json: key '%s': a path longer than %d bytes",
+                                     key, NSBOX_OCISPEC_MASK_PATH_MAX - 1);
+        snprintf(out[(*n)++], NSBOX_OCISPEC_MASK_PATH_MAX, "%s", it->valuestring);
+    }
+    return 0;
+}
+
 static int parse_linux(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     int r;
     const cJSON *lx = get_obj(root, "linux", "linux", &r, e);
     if (r < 0 || !lx)
         return r;
-    if (parse_namespaces(lx, c, e) < 0 || parse_resources(lx, c, e) < 0)
+    if (parse_namespaces(lx, c, e) < 0 || parse_resources(lx, c, e) < 0 ||
+        parse_paths(lx, "maskedPaths", c->masked, &c->n_masked, e) < 0 ||
+        parse_paths(lx, "readonlyPaths", c->readonly, &c->n_readonly, e) < 0)
         return -1;
     const cJSON *maps = cJSON_GetObjectItemCaseSensitive(lx, "uidMappings");
     c->has_uid_mappings = cJSON_IsArray(maps) && cJSON_GetArraySize(maps) > 0;

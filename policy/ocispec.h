@@ -24,6 +24,8 @@
 #define NSBOX_OCISPEC_GROUPS_MAX 32            /* process.user.additionalGids */
 #define NSBOX_OCISPEC_RLIMITS_MAX 16           /* process.rlimits: one per RLIMIT_* */
 #define NSBOX_OCISPEC_HOOKS_MAX 32             /* hooks: of all kinds together */
+#define NSBOX_OCISPEC_MASKS_MAX 64             /* linux.maskedPaths, linux.readonlyPaths: each */
+#define NSBOX_OCISPEC_MASK_PATH_MAX 256        /* one of their paths */
 #define NSBOX_OCISPEC_HOOKS_BYTES (256u << 10) /* hooks: their JSON text */
 /* The ids a process may have: those of nsbox's user namespace (policy/idmap.h). */
 #define NSBOX_OCISPEC_ID_MAX 65535u
@@ -134,6 +136,9 @@ struct nsbox_ocispec {
     uint64_t cpu_shares;  /* 0 none */
     int64_t pids_limit;   /* -1 none */
     bool has_seccomp;
+    size_t n_masked, n_readonly; /* linux.maskedPaths, linux.readonlyPaths: absolute paths */
+    char masked[NSBOX_OCISPEC_MASKS_MAX][NSBOX_OCISPEC_MASK_PATH_MAX];
+    char readonly[NSBOX_OCISPEC_MASKS_MAX][NSBOX_OCISPEC_MASK_PATH_MAX];
     /* mounts */
     size_t n_mounts;
     struct nsbox_ocispec_mount mounts[NSBOX_OCISPEC_MOUNTS_MAX];

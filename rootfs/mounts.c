@@ -349,6 +349,30 @@ static int plan_config_mount(const struct nsbox_rootfs_cfg *cfg, const struct ns
     return 0;
 }
 
+/* The config's masked and read-only paths, after every mount. Inside the image they are left
+ * out: it is read-only, and a target there would have to be resolved without symlinks. */
+static int plan_config_masks(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
+                             struct nsbox_err *e)
+{
+    for (size_t k = 0; k < cfg->n_masked + cfg->n_readonly; k++) {
+        bool mask = k < cfg->n_masked;
+        const char *path = mask ? cfg->masked[k] : cfg->readonly[k - cfg->n_masked];
+        const char *rel = path + strspn(path, "/");
+        struct nsbox_rootfs_mount m = {.destination = path};
+        if (check_destination(rel, &m, e) < 0)
+            return -1;
+        if (in_image(cfg, rel))
+            continue;
+        struct nsbox_mount_op *o = PUSH(mask ? NSBOX_MOP_MASK : NSBOX_MOP_READONLY, rel);
+        o->optional = true;
+        if (!mask) {
+            o->recursive = true;
+            o->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+        }
+    }
+    return 0;
+}
+
 /* nsbox-oci: the config's mounts in its order. nsbox's device nodes go into the config's /dev
  * once it is mounted (or nsbox's /dev is made first when the config has none), and nsbox's
  * /proc masks go last, over the config's /proc (or over nsbox's when the config has none). */
@@ -374,7 +398,9 @@ static int plan_config_mounts(const struct nsbox_rootfs_cfg *cfg, struct nsbox_m
     }
     if (!has_dev && plan_dev_seal(plan, e) < 0)
         return -1;
-    return has_proc ? plan_proc_masks(plan, e) : plan_proc(plan, e);
+    if ((has_proc ? plan_proc_masks(plan, e) : plan_proc(plan, e)) < 0)
+        return -1;
+    return plan_config_masks(cfg, plan, e);
 }
 
 int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
@@ -671,6 +697,16 @@ static int apply_op(const struct nsbox_sys *sys, const struct nsbox_mount_op *o,
         if (sys->mount("dev/null", dst, NULL, MS_BIND, NULL) < 0 && errno != ENOENT)
             return nsbox_err_sys(e, "rootfs: mask /%s", dst);
         return 0;
+    case NSBOX_MOP_MASK:
+        /* a directory takes an empty read-only tmpfs; anything else (ENOTDIR) /dev/null */
+        if (sys->mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                       "size=0,nr_inodes=1") == 0 ||
+            errno == ENOENT)
+            return 0;
+        if (errno == ENOTDIR &&
+            (sys->mount("dev/null", dst, NULL, MS_BIND, NULL) == 0 || errno == ENOENT))
+            return 0;
+        return nsbox_err_sys(e, "rootfs: mask /%s", dst);
     case NSBOX_MOP_MASK_DIR:
         if (sys->mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                        "size=0,nr_inodes=1") < 0 &&

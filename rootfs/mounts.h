@@ -39,6 +39,7 @@ enum nsbox_mop {
     NSBOX_MOP_READONLY,  /* bind target onto itself read-only (optional: may not exist) */
     NSBOX_MOP_SETATTR,   /* set attr on the mount at target, in place */
     NSBOX_MOP_FS,        /* a new filesystem of type fstype (mqueue, sysfs) from src, flags, data */
+    NSBOX_MOP_MASK,      /* MASK_DIR over a directory, else MASK_FILE (optional: may not exist) */
 };
 
 struct nsbox_mount_op {
@@ -93,6 +94,12 @@ struct nsbox_rootfs_cfg {
      * (nsbox's device nodes go into the config's /dev, nsbox's /proc masks over its /proc) */
     const struct nsbox_rootfs_mount *mounts;
     size_t n_mounts;
+    /* ...and its maskedPaths and readonlyPaths (absolute), on the filesystems nsbox or the
+     * config mounts; those inside the image are left as the image has them (read-only) */
+    const char *const *masked;
+    size_t n_masked;
+    const char *const *readonly;
+    size_t n_readonly;
 };
 
 struct nsbox_mount_plan {

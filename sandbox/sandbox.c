@@ -190,6 +190,10 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     cfg->hosts_optional = s->net != NSBOX_NET_ALLOW;
     cfg->mounts = c->mounts;
     cfg->n_mounts = c->n_mounts;
+    cfg->masked = c->masked;
+    cfg->n_masked = c->n_masked;
+    cfg->readonly = c->readonly;
+    cfg->n_readonly = c->n_readonly;
     if (nsbox_rootfs_scan_image(cfg, e) < 0 || nsbox_mount_plan_build(cfg, c->plan, e) < 0)
         return -1;
     snprintf(c->L.image_root, sizeof c->L.image_root, "%s", img->root);

@@ -27,6 +27,8 @@ struct nsbox_sandbox {
     /* nsbox-oci: a bundle's mounts (rootfs/mounts.h), set before nsbox_sandbox_prepare */
     const struct nsbox_rootfs_mount *mounts;
     size_t n_mounts;
+    const char *const *masked, *const *readonly; /* its maskedPaths, readonlyPaths */
+    size_t n_masked, n_readonly;
 };
 
 void nsbox_sandbox_init(struct nsbox_sandbox *sb);

@@ -202,7 +202,7 @@ class Hooks(BundleCase):
 
 @unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
 class Mounts(BundleCase):
-    TOOLS = BundleCase.TOOLS + ("grep", "touch", "stat", "cut")
+    TOOLS = BundleCase.TOOLS + ("grep", "touch", "stat", "cut", "ls", "wc")
 
     def run_container(self, c):
         self.write_config(c)
@@ -241,6 +241,17 @@ class Mounts(BundleCase):
         self.assertTrue(any(l.startswith("/data ro") for l in lines), lines)
         self.assertTrue(any(l.startswith("/etc/extra ro") for l in lines), lines)
         self.assertEqual(lines[-4:], ["700", "from-the-host", "extra-file", "read-only"])
+
+    def test_masked_and_readonly_paths(self):
+        c = config(["sh", "-c", "ls -A /sys/firmware | wc -l; cat /proc/cpuinfo | wc -c;"
+                    " (echo x > /tmp/f) 2>/dev/null || echo read-only"])
+        c["mounts"] = [{"destination": "/proc", "type": "proc", "source": "proc"},
+                       {"destination": "/sys", "type": "sysfs", "source": "sysfs",
+                        "options": ["ro"]},
+                       {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs"}]
+        c["linux"]["maskedPaths"] = ["/sys/firmware", "/proc/cpuinfo", "/proc/nonexistent"]
+        c["linux"]["readonlyPaths"] = ["/tmp"]
+        self.assertEqual(self.run_container(c).split(), ["0", "0", "read-only"])
 
     def test_bind_through_a_symlink_stays_inside(self):
         # the attack: an image symlink that points at a host directory, and a bind onto a

@@ -96,6 +96,31 @@ static void test_config_without_proc_and_dev(void **state)
     free(w);
 }
 
+/* The config's maskedPaths and readonlyPaths: after every mount, on what nsbox or the config
+ * mounted; those inside the image are left as the image has them. */
+static void test_config_masks(void **state)
+{
+    (void)state;
+    static const char *const masked[] = {"/sys/firmware", "/proc/asound", "/etc/shadow"};
+    static const char *const readonly[] = {"/proc/sys", "/sys/fs"};
+    struct world *w = config_world(runc_spec, sizeof runc_spec / sizeof runc_spec[0]);
+    w->cfg.masked = masked;
+    w->cfg.n_masked = 3;
+    w->cfg.readonly = readonly;
+    w->cfg.n_readonly = 2;
+    struct nsbox_err e = {0};
+    if (nsbox_mount_plan_build(&w->cfg, &w->plan, &e) < 0)
+        fail_msg("%s", e.msg);
+    const struct nsbox_mount_plan *p = &w->plan;
+    int fw = idx(p, NSBOX_MOP_MASK, "sys/firmware"), snd = idx(p, NSBOX_MOP_MASK, "proc/asound");
+    int sys = idx(p, NSBOX_MOP_READONLY, "sys/fs"), data = idx(p, NSBOX_MOP_BIND, "data");
+    assert_true(fw > data && snd > fw && sys > snd);
+    assert_true(p->ops[fw].optional && p->ops[sys].recursive);
+    assert_true(p->ops[sys].attr & MOUNT_ATTR_RDONLY);
+    assert_int_equal(idx(p, NSBOX_MOP_MASK, "etc/shadow"), -1); /* inside the image */
+    free(w);
+}
+
 static void refused(const struct nsbox_rootfs_mount *m, int code, const char *want)
 {
     struct world *w = config_world(m, 1);
@@ -132,6 +157,7 @@ int main(void)
         cmocka_unit_test(test_config_order_and_floor),
         cmocka_unit_test(test_config_without_proc_and_dev),
         cmocka_unit_test(test_config_refusals),
+        cmocka_unit_test(test_config_masks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -553,6 +553,9 @@ static void enter_check_op(const struct ex *x, size_t i, size_t *kp, size_t pivo
         c = NEXT(C_WRITE);
         assert_string_equal(c->path, o->target);
         break;
+    case NSBOX_MOP_MASK:
+        fail_msg("op %zu: a config's mask, which these worlds do not have", i);
+        break;
     case NSBOX_MOP_TMPFS:
     case NSBOX_MOP_PROC:
     case NSBOX_MOP_DEVPTS:

@@ -64,6 +64,8 @@ static void test_full(void **state)
     assert_true(c->pids_limit == 100);
     assert_false(c->all_devices);
     assert_true(c->has_seccomp);
+    assert_int_equal(c->n_masked, 1);
+    assert_string_equal(c->masked[0], "/proc/kcore");
     assert_string_equal(c->annotations, "{\"org.example/a\":\"1\",\"b\":\"two words\"}");
     assert_int_equal(nsbox_ocispec_check_floor(c, &e), 0);
     nsbox_ocispec_free(c);
@@ -139,6 +141,8 @@ static void test_errors(void **state)
     fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"resources\":{\"pids\":"
                  "{\"limit\":\"x\"}}}}", "'linux.resources.pids.limit'");
     fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":[]}", "'linux': must be");
+    fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"maskedPaths\":[\"rel\"]}}",
+                 "'linux.maskedPaths': 'rel' is not an absolute path");
     fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"annotations\":[]}", "'annotations'");
     fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"annotations\":{\"a\":1}}",
                  "'annotations'");
