@@ -364,7 +364,7 @@ class Containerd(unittest.TestCase):
         r = self.ctr("task", "exec", "--exec-id", "e1", "t4", "sh", "-c",
                      "echo in-exec; id -u; exit 4")
         self.assertEqual(r.returncode, 4, r.stderr)
-        self.assertEqual(r.stdout, "in-exec\n1000\n")
+        self.assertEqual(r.stdout, "in-exec\n0\n")  # the container's user
         # ctr task ps: the shim's runc ps --format json, the cgroup's pids (init, sleep)
         r = self.ctr("task", "ps", "t4")
         self.assertEqual(r.returncode, 0, r.stderr)
