@@ -58,10 +58,7 @@ static int run_one(const struct nsbox_ocispec_hook *h, const char *state, struct
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return 0;
     char how[32];
-    if (WIFEXITED(status))
-        snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(status));
-    else
-        snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(status));
+    nsbox_proc_status_text(status, how, sizeof how);
     return nsbox_err_set(e, NSBOX_E_SYS, ECANCELED, "%s hook %s failed (%s)%s%s",
                          nsbox_ocispec_hook_name(h->kind), NSBOX_SHOW(h->path), how,
                          err[0] ? ": " : "", NSBOX_SHOW(err));

@@ -73,15 +73,8 @@ static size_t read_until(int fd, pid_t pid, int timeout_s, char *buf, size_t n, 
             *killed = true;
             break;
         }
-        char sink[512];
-        bool full = have + 1 >= n;
-        ssize_t got = full ? read(fd, sink, sizeof sink) : read(fd, buf + have, n - 1 - have);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
+        if (nsbox_read_bounded_once(fd, buf, n, &have) <= 0)
             break;
-        if (!full)
-            have += (size_t)got;
     }
     if (n)
         buf[have] = '\0';
@@ -121,4 +114,12 @@ int nsbox_proc_run(const struct nsbox_proc *p, int *status, char *err, size_t n,
         if (errno != EINTR)
             return nsbox_err_sys(e, "waitpid %s", p->argv[0]);
     return 0;
+}
+
+void nsbox_proc_status_text(int status, char *buf, size_t n)
+{
+    if (WIFSIGNALED(status))
+        snprintf(buf, n, "killed by signal %d", WTERMSIG(status));
+    else
+        snprintf(buf, n, "exit code %d", WEXITSTATUS(status));
 }

@@ -30,5 +30,7 @@ struct nsbox_proc {
  * err saying so. */
 int nsbox_proc_run(const struct nsbox_proc *p, int *status, char *err, size_t n,
                    struct nsbox_err *e);
+/* "exit code N" or "killed by signal N" for a wait status that is not a success. */
+void nsbox_proc_status_text(int status, char *buf, size_t n);
 
 #endif

@@ -167,7 +167,7 @@ class Hooks(BundleCase):
         r = self.oci("create", "--bundle", self.bundle, "--pid-file", self.pidfile, "c1")
         self.assertNotEqual(r.returncode, 0)
         msg = self.log_errors()[-1]["msg"]
-        self.assertIn("prestart hook /bin/sh failed (exit status 3): no bridge here", msg)
+        self.assertIn("prestart hook /bin/sh failed (exit code 3): no bridge here", msg)
         self.assertIn("does not exist", self.oci("state", "c1").stderr.decode())
         self.assertFalse(os.path.exists(self.pidfile))
 
