@@ -17,7 +17,11 @@ equivalent:
                                      namespaces (unshare), /bin/true; and the kernel's
                                      floors without exec: the namespaces alone
                                      (clone_floor.c), a whole sandbox's kernel work
-                                     (setup_floor.c, as root), compiled here
+                                     (setup_floor.c, as root), compiled here; the ratio to
+                                     setup_floor.c also from interleaved rounds (5 with
+                                     --quick, 10 without: the command line, the Python
+                                     client and the floor a slice each, order rotated), the
+                                     median of the rounds' ratios
   create with many alive             a create's time with 100 (quick) or 300 sandboxes alive,
                                      against none
 
