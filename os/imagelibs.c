@@ -10,11 +10,12 @@
  * a shared library, so the loaded libraries' own calls between their functions stay theirs.
  * When a library cannot be loaded (a broken install: both are dependencies of the package), a
  * call fails as the library reports failure (NULL, ARCHIVE_FATAL, 0), and archive_error_string()
- * says why. */
+ * says why; nsbox_imagelibs_load() says so before an import starts. */
 #define _GNU_SOURCE
 /* The C library's headers first, outside the pragma: a hidden reference to snprintf would make
  * the whole link's snprintf hidden, and then libc could not provide it. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +23,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 #include <time.h>
+
+#include "imagelibs.h"
 
 #pragma GCC visibility push(hidden)
 #include <archive.h>
@@ -55,6 +58,19 @@ static void *resolve(struct lib *l, const char *name)
     if (l->handle && !f) snprintf(load_error, sizeof load_error, "%s lacks %s", l->soname, name);
     pthread_mutex_unlock(&load_lock);
     return f;
+}
+
+int nsbox_imagelibs_load(struct nsbox_err *e)
+{
+    if (resolve(&archive_lib, "archive_read_new") && resolve(&crypto_lib, "EVP_sha256")) return 0;
+    pthread_mutex_lock(&load_lock);
+    char why[sizeof load_error];
+    snprintf(why, sizeof why, "%s", load_error);
+    pthread_mutex_unlock(&load_lock);
+    return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ELIBACC,
+                         "images cannot be imported: %s; fix: apt-get install libarchive13 "
+                         "libssl3",
+                         why);
 }
 
 /* One forwarding definition: the real function's address is looked up at the first call and
