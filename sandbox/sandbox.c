@@ -48,6 +48,9 @@ void nsbox_sandbox_init_zeroed(struct nsbox_sandbox *sb)
     sb->L.ws_fd = -1;
     sb->L.image_fd = -1;
     sb->L.start_fd = -1;
+    sb->L.uid = NSBOX_SANDBOX_UID;
+    sb->L.gid = NSBOX_SANDBOX_GID;
+    sb->L.umask = -1;
 }
 
 /* The environment is built from nothing: the host's variables (tokens, paths, proxies) never
@@ -100,7 +103,8 @@ char **nsbox_sandbox_env(const struct nsbox_spec *s, struct nsbox_err *e)
 /* Parent side: the child's user namespace gets its maps (policy/idmap.h): as root the slot's
  * range; unprivileged, the caller's subordinate ids through newuidmap/newgidmap where it has
  * them, else appuser alone. */
-static int parent_write_id_maps(pid_t pid, const struct nsbox_state *st, struct nsbox_err *e)
+static int parent_write_id_maps(pid_t pid, const struct nsbox_state *st, bool allow_setgroups,
+                                struct nsbox_err *e)
 {
     struct nsbox_idmaps m;
     struct nsbox_subids sub;
@@ -110,7 +114,8 @@ static int parent_write_id_maps(pid_t pid, const struct nsbox_state *st, struct 
     if (nsbox_idmap_compute(st->privileged, getuid(), getgid(), st->slot, helper ? &sub : NULL,
                             &m, e) < 0)
         return -1;
-    return nsbox_userns_write_maps(pid, &m, helper, &fell_back, e);
+    return nsbox_userns_write_maps(pid, &m, helper, allow_setgroups && st->privileged, &fell_back,
+                                   e);
 }
 
 static pid_t clone_sandbox(const struct nsbox_cgroup *cg, bool *cgroup_ns_in_clone, int *pidfd)
@@ -202,6 +207,12 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
      * own name: an image whose /etc/hosts cannot be mounted over safely (a symlink, missing)
      * keeps its own. */
     cfg->hosts_optional = s->net != NSBOX_NET_ALLOW && !s->n_bindings;
+    cfg->mounts = c->mounts;
+    cfg->n_mounts = c->n_mounts;
+    cfg->masked = c->masked;
+    cfg->n_masked = c->n_masked;
+    cfg->readonly = c->readonly;
+    cfg->n_readonly = c->n_readonly;
     if (nsbox_rootfs_scan_image(cfg, e) < 0 || nsbox_mount_plan_build(cfg, c->plan, e) < 0)
         return -1;
     snprintf(c->L.image_root, sizeof c->L.image_root, "%s", img->root);
@@ -328,7 +339,7 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
     /* cgroup: v2 placed the child with the clone; on v1 it moves itself (child_join_cgroup). */
     /* 'g' as soon as the id maps exist: the child builds its root while we attach the
      * network (veth, nftables), then 'n'. */
-    if (parent_write_id_maps(pid, &c->st, e) < 0)
+    if (parent_write_id_maps(pid, &c->st, c->L.set_groups, e) < 0)
         ret = -1;
     else if (write(c->L.sync_wr, "g", 1) != 1)
         ret = nsbox_err_sys(e, "cannot start the sandbox");

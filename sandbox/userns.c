@@ -100,7 +100,8 @@ static int run_helper(const char *helper, pid_t pid, const struct nsbox_idmap *m
     }
     argv[a] = NULL;
     char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
-    const struct nsbox_proc p = {argv, envp, false, NSBOX_PROC_STDOUT_CAPTURED, -1};
+    const struct nsbox_proc p = {
+        .argv = argv, .envp = envp, .stdout_fd = NSBOX_PROC_STDOUT_CAPTURED, .keep_fd = -1};
     char out[512];
     int status;
     if (nsbox_proc_run(&p, &status, out, sizeof out, e) < 0)
@@ -112,14 +113,15 @@ static int run_helper(const char *helper, pid_t pid, const struct nsbox_idmap *m
 }
 
 int nsbox_userns_write_maps(pid_t pid, const struct nsbox_idmaps *m, bool helper,
-                            bool *fell_back, struct nsbox_err *e)
+                            bool allow_setgroups, bool *fell_back, struct nsbox_err *e)
 {
     char ubuf[256], gbuf[256];
     *fell_back = false;
     /* setgroups is denied first: required for an unprivileged writer, and it stops the sandbox
      * from dropping supplementary groups to get around "deny by group" permissions
-     * (CVE-2014-8989). newgidmap leaves a "deny" in place. */
-    if (write_proc_file(pid, "setgroups", "deny", e) < 0)
+     * (CVE-2014-8989). newgidmap leaves a "deny" in place. Allowed only for a root writer whose
+     * init sets the groups itself and drops CAP_SETGID before any workload exists. */
+    if ((!allow_setgroups || helper) && write_proc_file(pid, "setgroups", "deny", e) < 0)
         return nsbox_err_wrap(e, "user namespace id map");
     if (helper) {
         struct nsbox_err he;

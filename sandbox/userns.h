@@ -21,9 +21,11 @@ int nsbox_userns_subids(struct nsbox_subids *sub, char *why, size_t n);
 /* The maps of pid's new user namespace: setgroups denied first, then uid_map and gid_map.
  * helper: through newuidmap/newgidmap (else written by us, which needs root for more than the
  * caller's own id). A helper that fails before writing anything leaves the single-id maps
- * (*fell_back true): the sandbox then has appuser only, as without subordinate ids. */
+ * (*fell_back true): the sandbox then has appuser only, as without subordinate ids.
+ * allow_setgroups (not with a helper): setgroups stays allowed, for an init that sets the
+ * workload's supplementary groups itself. */
 int nsbox_userns_write_maps(pid_t pid, const struct nsbox_idmaps *m, bool helper,
-                            bool *fell_back, struct nsbox_err *e);
+                            bool allow_setgroups, bool *fell_back, struct nsbox_err *e);
 
 /* A user namespace with the given maps (n lines each, uid and gid alike), as an fd for
  * MOUNT_ATTR_IDMAP. A short-lived child makes it; we write its maps. */
