@@ -105,10 +105,11 @@ static int cmd_prune(int argc, char **argv)
     if (argc != 1)
         return usage("%s", "prune takes no arguments");
     struct nsbox_err e = {0};
-    unsigned n = 0;
-    if (nsbox_oci_store_prune(&n, &e) < 0)
+    unsigned n = 0, layers = 0;
+    if (nsbox_oci_store_prune(&n, &layers, &e) < 0)
         return nsbox_say_fail(&e);
-    printf("removed %u unreferenced image%s\n", n, n == 1 ? "" : "s");
+    printf("removed %u unreferenced image%s and %u unreferenced layer%s\n", n, n == 1 ? "" : "s",
+           layers, layers == 1 ? "" : "s");
     return 0;
 }
 

@@ -47,8 +47,12 @@ class OciImages(unittest.TestCase):
 
     def images(self):
         d = os.path.join(self.dirs.data, "images")
-        return sorted(n for n in os.listdir(d) if not n.startswith(".lock-")) \
-            if os.path.isdir(d) else []
+        return sorted(n for n in os.listdir(d) if not n.startswith(".lock-") and
+                      n != ".layers") if os.path.isdir(d) else []
+
+    def layers(self):
+        """The layers of the shared store (root's store)."""
+        return oci_images.stored_layers(self.dirs.data)
 
     def test_formats_import_to_one_image_with_layer_semantics(self):
         archive = os.path.join(self.src, "oci.tar")
@@ -131,13 +135,16 @@ class OciImages(unittest.TestCase):
             "/bin/busybox 0:0", "/etc/passwd 0:0", "/etc/mine 1000:1000",
             "/etc/high 65534:65534", "/etc/secret 0:0", "appuser's own", "denied",
             "read-only"])  # owning a file of the image grants reading it, never writing
-        # on the host: the image-id range, never host root or a sandbox's ids
-        rootfs = [os.path.join(self.dirs.data, "images", n, "rootfs") for n in self.images()
-                  if n.startswith("oci-")][0]
+        # on the host: the image-id range, never host root or a sandbox's ids; in the shared
+        # layer store (the bottom layer holds these), and the image's own top layer
+        image = [os.path.join(self.dirs.data, "images", n) for n in self.images()
+                 if n.startswith("oci-")][0]
         base = 2000000000 - 65536
-        self.assertEqual(os.stat(rootfs).st_uid, base)
-        self.assertEqual(os.lstat(os.path.join(rootfs, "etc", "mine")).st_uid, base + 1000)
-        self.assertEqual(os.lstat(os.path.join(rootfs, "bin", "sh")).st_uid, base)
+        self.assertEqual(os.stat(os.path.join(image, "top")).st_uid, base)
+        self.assertEqual(os.lstat(os.path.join(image, "top", "etc", "passwd")).st_uid, base)
+        bottom = oci_images.image_layers(image)[0]
+        self.assertEqual(os.lstat(os.path.join(bottom, "etc", "mine")).st_uid, base + 1000)
+        self.assertEqual(os.lstat(os.path.join(bottom, "bin", "sh")).st_uid, base)
 
     def test_image_without_python3_is_refused_at_create(self):
         nopy = os.path.join(self.src, "nopy")
@@ -155,6 +162,7 @@ class OciImages(unittest.TestCase):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"digest mismatch", r.stderr)
         self.assertEqual([n for n in self.images() if n != ".refs"], [])
+        self.assertEqual(self.layers(), [])  # nor the good layer below the corrupt one
         refs = os.path.join(self.dirs.data, "images", ".refs")
         self.assertEqual(os.listdir(refs) if os.path.isdir(refs) else [], [])
         # an archive member named by a digest it does not have

@@ -36,8 +36,8 @@ class HostileLayers(unittest.TestCase):
             f.write("original\n")
 
     def import_layer(self, entries):
-        """Import busybox + a hostile layer; returns the result and the image's rootfs (or
-        None)."""
+        """Import busybox + a hostile layer; returns the result and the image's store
+        directory (or None)."""
         layout = os.path.join(self.work, "layout")
         shutil.rmtree(layout, True)
         oci_images.write_layout(layout, layers=[oci_images.layer1(),
@@ -45,7 +45,7 @@ class HostileLayers(unittest.TestCase):
         r = run_nsbox(["image", "import", "-q", "--name", "evil/x:1", layout], self.dirs,
                       timeout=120)
         images = os.path.join(self.dirs.data, "images")
-        roots = [os.path.join(images, n, "rootfs") for n in os.listdir(images)
+        roots = [os.path.join(images, n) for n in os.listdir(images)
                  if n.startswith("oci-")] if os.path.isdir(images) else []
         return r, (roots[0] if roots else None)
 
@@ -59,6 +59,7 @@ class HostileLayers(unittest.TestCase):
         self.assertEqual(r.returncode, 125, r.stderr)
         self.assertIn(b"refused entry", r.stderr)
         self.assertIsNone(root)
+        self.assertEqual(oci_images.stored_layers(self.dirs.data), [])  # busybox's neither
         self.assert_outside_untouched()
 
     def test_dotdot_entry_refused(self):
@@ -84,10 +85,10 @@ class HostileLayers(unittest.TestCase):
                                      ("up/other", b"other\n")])
         self.assert_outside_untouched()
         if r.returncode == 0:  # contained: the files are in the image, below its own path
-            inside = os.path.join(root, self.outside.lstrip("/"))
-            with open(os.path.join(inside, "victim")) as f:
+            inside = self.outside.lstrip("/")
+            with open(oci_images.find_in_image(root, inside + "/victim")) as f:
                 self.assertEqual(f.read(), "pwned\n")
-            self.assertTrue(os.path.exists(os.path.join(inside, "other")))
+            self.assertIsNotNone(oci_images.find_in_image(root, inside + "/other"))
 
     def test_hard_link_through_symlink_stays_inside(self):
         r, root = self.import_layer([("evil", b"", 0o777, SYM, self.outside),
@@ -100,8 +101,8 @@ class HostileLayers(unittest.TestCase):
         r, root = self.import_layer([("bin/su2", b"#!/bin/sh\n", 0o6755),
                                      ("etc/kmem", b"", 0o666, CHR)])
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertFalse(os.path.lexists(os.path.join(root, "etc", "kmem")))
-        mode = os.stat(os.path.join(root, "bin", "su2")).st_mode
+        self.assertIsNone(oci_images.find_in_image(root, "etc/kmem"))
+        mode = os.stat(oci_images.find_in_image(root, "bin/su2")).st_mode
         self.assertEqual(mode & (stat.S_ISUID | stat.S_ISGID), 0)
 
     def test_whiteout_cannot_reach_outside(self):
@@ -122,7 +123,8 @@ class HostileLayers(unittest.TestCase):
             self.assertEqual(r.returncode, 125, r.stderr)
             images = os.path.join(self.dirs.data, "images")
             self.assertEqual([n for n in os.listdir(images) if not n.startswith(".lock-")
-                              and n != ".refs"], [])
+                              and n not in (".refs", ".layers")], [])
+            self.assertEqual(oci_images.stored_layers(self.dirs.data), [])
 
 
 if __name__ == "__main__":
