@@ -12,6 +12,7 @@
 #include "image.h"
 #include "cleanup.h"
 #include "oci_layers.h"
+#include "oci_overlay.h"
 #include "oci_lookup.h"
 #include "util.h"
 #include "paths.h"
@@ -485,7 +486,7 @@ static int resolve_stored(const char *images, const char *name, struct nsbox_ima
     cleanup_close int mfd = -1;
     /* made of layers: checked (and later scanned) through their overlay, as a sandbox sees it */
     if (rfd >= 0 && nsbox_oci_layers_is_layered(fd)) {
-        if (nsbox_oci_layers_mount(dir, -1, &mfd, e) < 0)
+        if (nsbox_oci_overlay_image(dir, -1, &mfd, e) < 0)
             return nsbox_err_wrap(e, "image '%s'", name);
         nsbox_closep(&rfd);
         rfd = fcntl(mfd, F_DUPFD_CLOEXEC, 0);

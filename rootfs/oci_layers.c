@@ -10,7 +10,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/mount.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,52 +245,8 @@ bool nsbox_oci_layers_is_layered(int image_dir_fd)
            S_ISREG(st.st_mode);
 }
 
-/* ---- the overlay ---------------------------------------------------------------------------- */
-
-static int fs_error(int fs, const char *what, struct nsbox_err *e)
-{
-    int err = errno;
-    char log[512] = "";
-    ssize_t n = fs >= 0 ? read(fs, log, sizeof log - 1) : -1; /* the kernel's own words */
-    if (n > 0) {
-        log[n] = '\0';
-        log[strcspn(log, "\n")] = '\0';
-    }
-    errno = err;
-    return nsbox_err_sys(e, "overlay of the image's layers: %s%s%s", what, n > 0 ? ": " : "",
-                         n > 0 ? log : "");
-}
-
-int nsbox_oci_layers_overlay(const int *lowers, size_t n, int *mount_fd, struct nsbox_err *e)
-{
-    *mount_fd = -1;
-    cleanup_close int fs = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
-    if (fs < 0)
-        return fs_error(-1, "overlayfs is not available", e);
-    /* user.overlay.* xattrs: the one form that an overlay mounted in a user namespace reads
-     * too (docs/decisions.md) */
-    if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
-        return fs_error(fs, "userxattr", e);
-    for (size_t i = 0; i < n; i++)
-        if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_FD, "lowerdir+", NULL, lowers[i]) < 0) {
-            /* kernels before layers by descriptor: the same directory by its /proc path */
-            char p[64];
-            snprintf(p, sizeof p, "/proc/self/fd/%d", lowers[i]);
-            if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "lowerdir+", p, 0) < 0)
-                return fs_error(fs, "lowerdir", e);
-        }
-    if (syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-        return fs_error(fs, "create", e);
-    int m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
-                         MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-    if (m < 0)
-        return fs_error(fs, "mount", e);
-    *mount_fd = m;
-    return 0;
-}
-
 /* The chain ids an image names (its `layers` file), bottom first; *n of them. */
-static int read_layers(int image_fd, char (*ids)[NSBOX_OCI_CHAIN_HEX + 1], size_t *n)
+int nsbox_oci_layers_read(int image_fd, char (*ids)[NSBOX_OCI_CHAIN_HEX + 1], size_t *n)
 {
     *n = 0;
     cleanup_free char *text = nsbox_read_text_at(image_fd, NSBOX_OCI_LAYERS_FILE, LAYERS_TEXT_MAX);
@@ -306,84 +261,6 @@ static int read_layers(int image_fd, char (*ids)[NSBOX_OCI_CHAIN_HEX + 1], size_
         strcpy(ids[(*n)++], l);
     }
     return 0;
-}
-
-static int open_lowers(int base, const char *name, char (*ids)[NSBOX_OCI_CHAIN_HEX + 1], size_t n,
-                       int *fds, struct nsbox_err *e)
-{
-    char p[NSBOX_OCI_CHAIN_HEX + 80];
-    snprintf(p, sizeof p, "%s/top", name);
-    fds[0] = openat(base, p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fds[0] < 0)
-        return nsbox_err_sys(e, "image %s: its top layer", name);
-    for (size_t i = 0; i < n; i++) {
-        snprintf(p, sizeof p, ".layers/%s/diff", ids[n - 1 - i]);
-        fds[i + 1] = openat(base, p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fds[i + 1] < 0)
-            return nsbox_err_set(e, NSBOX_E_NOTFOUND, errno,
-                                 "image %s: its layer %.19s is missing from the layer store "
-                                 "(%s): `nsbox image rm %s` and import or pull it again",
-                                 name, ids[n - 1 - i], strerror(errno), name);
-    }
-    return 0;
-}
-
-/* The store, seen through an idmapped mount (a detached clone): 1 when there are none here. */
-static int idmapped_store(const char *images, int userns_fd, int *fd, struct nsbox_err *e)
-{
-    *fd = (int)syscall(SYS_open_tree, AT_FDCWD, images, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-    if (*fd < 0)
-        return nsbox_err_sys(e, "image store %s", images);
-    struct mount_attr attr = {.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-                                          MOUNT_ATTR_NODEV,
-                              .userns_fd = (uint64_t)userns_fd};
-    if (syscall(SYS_mount_setattr, *fd, "", AT_EMPTY_PATH, &attr, sizeof attr) == 0)
-        return 0;
-    int err = errno;
-    nsbox_closep(fd);
-    *fd = -1;
-    errno = err;
-    if (err == EINVAL || err == EOPNOTSUPP || err == ENOSYS || err == EPERM)
-        return 1;
-    return nsbox_err_sys(e, "image store %s: idmapped mount", images);
-}
-
-int nsbox_oci_layers_mount(const char *image_dir, int idmap_userns_fd, int *mount_fd,
-                           struct nsbox_err *e)
-{
-    *mount_fd = -1;
-    char images[PATH_MAX];
-    const char *slash = strrchr(image_dir, '/');
-    if (!slash || slash == image_dir || (size_t)(slash - image_dir) >= sizeof images)
-        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "image %s: not in a store", image_dir);
-    snprintf(images, sizeof images, "%.*s", (int)(slash - image_dir), image_dir);
-    const char *name = slash + 1;
-    cleanup_close int dfd = open(image_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    cleanup_free char(*ids)[NSBOX_OCI_CHAIN_HEX + 1] = malloc(LAYERS_MAX * sizeof *ids);
-    size_t n = 0;
-    if (!ids)
-        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-    if (dfd < 0 || read_layers(dfd, ids, &n) < 0)
-        return nsbox_err_sys(e, "image %s: its list of layers", name);
-    cleanup_close int base = -1;
-    if (idmap_userns_fd >= 0) {
-        int r = idmapped_store(images, idmap_userns_fd, &base, e);
-        if (r != 0)
-            return r;
-    } else {
-        base = open(images, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (base < 0)
-            return nsbox_err_sys(e, "image store %s", images);
-    }
-    int fds[LAYERS_MAX + 1];
-    for (size_t i = 0; i <= n; i++)
-        fds[i] = -1;
-    int r = open_lowers(base, name, ids, n, fds, e);
-    if (r == 0)
-        r = nsbox_oci_layers_overlay(fds, n + 1, mount_fd, e);
-    for (size_t i = 0; i <= n; i++)
-        nsbox_closep(&fds[i]);
-    return r;
 }
 
 /* ---- collection ------------------------------------------------------------------------------ */
@@ -419,7 +296,8 @@ static int collect_refs(const char *images, struct refs *r, struct nsbox_err *e)
         size_t n = 0;
         if (fd < 0 || !nsbox_oci_layers_is_layered(fd))
             continue;
-        if (read_layers(fd, ids, &n) < 0) /* unreadable: keep every layer rather than guess */
+        if (nsbox_oci_layers_read(fd, ids, &n) <
+            0) /* unreadable: keep every layer rather than guess */
             return nsbox_err_sys(e, "image %s: its list of layers", de->d_name);
         for (size_t i = 0; i < n; i++) {
             if (r->n == r->cap) {

@@ -7,7 +7,7 @@
  * .layers/.tmp-<chain>-<pid>/, and renamed into place whole: a layer under its own name is
  * never half unpacked. Layers are read-only once in place.
  *
- * An image made of layers (a root import) names them in its store directory's `layers` file,
+ * An image made of layers names them in its store directory's `layers` file,
  * one chain id a line, bottom first; its own top/ holds what nsbox generates (/etc/passwd with
  * appuser, group, hosts, resolv.conf), and its rootfs/ is an empty directory that a sandbox's
  * mount namespace covers with the overlay. The references are counted from those files when
@@ -53,16 +53,9 @@ int nsbox_oci_layers_get(struct nsbox_oci_layers *s, const char *chain, int blob
 /* Is the store directory image_dir_fd an image made of layers? */
 bool nsbox_oci_layers_is_layered(int image_dir_fd);
 
-/* The overlay of lowers (O_PATH directory fds, top first): a detached, read-only (nosuid,
- * nodev) mount. */
-int nsbox_oci_layers_overlay(const int *lowers, size_t n, int *mount_fd, struct nsbox_err *e);
-
-/* The root of the layered image in image_dir (its top/ over its layers) as a detached overlay
- * mount. idmap_userns_fd >= 0: the layers are seen through an idmapped mount of the store made
- * with that user namespace (an overlay cannot be idmapped itself; its lower layers can); 1 when
- * the kernel or filesystem has no idmapped mounts (the caller may ask again without). */
-int nsbox_oci_layers_mount(const char *image_dir, int idmap_userns_fd, int *mount_fd,
-                           struct nsbox_err *e);
+/* The chain ids image_dir_fd's image names (its `layers` file), bottom first: *n of them, in
+ * ids (NSBOX_OCI_LAYERS_MAX entries). -1 with errno. */
+int nsbox_oci_layers_read(int image_dir_fd, char (*ids)[NSBOX_OCI_CHAIN_HEX + 1], size_t *n);
 
 /* Remove every layer no image names. *removed: how many. Nothing when an import holds the
  * store (its layers are not yet named): the next collection takes them. */

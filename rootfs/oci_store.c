@@ -6,6 +6,7 @@
 #include "oci_etc.h"
 #include "oci_layer.h"
 #include "oci_layers.h"
+#include "oci_overlay.h"
 #include "ocimanifest.h"
 #include "paths.h"
 #include "util.h"
@@ -496,7 +497,7 @@ static int open_layer_blob(const struct source *s, const struct plan *p, size_t 
     return fd;
 }
 
-/* An unprivileged store, or NSBOX_OCI_LAYOUT=merged: the layers merged into one rootfs/. */
+/* NSBOX_OCI_LAYOUT=merged, or no overlay for this user: the layers merged into one rootfs/. */
 static int unpack_merged(const struct source *s, const struct plan *p, struct nsbox_image_txn *t,
                          const struct nsbox_oci_limits *lim, struct nsbox_oci_layer_stats *st,
                          bool progress, struct nsbox_err *e)
@@ -517,8 +518,10 @@ static int unpack_merged(const struct source *s, const struct plan *p, struct ns
     return nsbox_oci_etc_write(root_fd, root_fd, e);
 }
 
-/* nsbox's /etc files in the image's own top layer, read from the merge of the layers below. */
-static int write_top(struct nsbox_image_txn *t, const int *diffs, size_t n, struct nsbox_err *e)
+/* nsbox's /etc files in the image's own top layer, read from the merge of the layers below
+ * (chains: their chain ids, bottom first; diffs: their diff/). */
+static int write_top(struct nsbox_image_txn *t, char (*chains)[NSBOX_OCI_CHAIN_HEX + 1],
+                     const int *diffs, size_t n, struct nsbox_err *e)
 {
     if (mkdirat(t->tmp_fd, "top", 0755) < 0 || mkdirat(t->tmp_fd, "rootfs", 0755) < 0)
         return nsbox_err_sys(e, "cannot create %s/top", t->tmp);
@@ -526,16 +529,25 @@ static int write_top(struct nsbox_image_txn *t, const int *diffs, size_t n, stru
     if (top < 0)
         return nsbox_err_sys(e, "cannot open %s/top", t->tmp);
     /* the mount point of the overlay, which sandbox.c finds owned as an image root is */
-    if (fchownat(t->tmp_fd, "rootfs", nsbox_idmap_image_owner(0), nsbox_idmap_image_owner(0),
-                 AT_SYMLINK_NOFOLLOW) < 0)
+    if (geteuid() == 0 && fchownat(t->tmp_fd, "rootfs", nsbox_idmap_image_owner(0),
+                                   nsbox_idmap_image_owner(0), AT_SYMLINK_NOFOLLOW) < 0)
         return nsbox_err_sys(e, "cannot chown %s/rootfs", t->tmp);
     cleanup_close int view = -1;
-    int lowers[NSBOX_OCI_LAYERS_MAX];
-    for (size_t i = 0; i < n; i++)
-        lowers[i] = diffs[n - 1 - i];
-    /* an overlay needs two layers at least */
-    if (n > 1 && nsbox_oci_layers_overlay(lowers, n, &view, e) < 0)
-        return -1;
+    if (n > 1) { /* an overlay needs two layers at least */
+        char(*rel)[NSBOX_OCI_CHAIN_HEX + 16] = malloc(n * sizeof *rel);
+        const char **rv = malloc(n * sizeof *rv);
+        int r = rel && rv ? 0 : nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+        for (size_t i = 0; r == 0 && i < n; i++) {
+            snprintf(rel[i], sizeof rel[i], ".layers/%s/diff", chains[n - 1 - i]);
+            rv[i] = rel[i];
+        }
+        if (r == 0)
+            r = nsbox_oci_overlay_lowers(t->images, -1, rv, n, &view, e);
+        free(rel);
+        free(rv);
+        if (r < 0)
+            return -1;
+    }
     int v = n > 1 ? view : n == 1 ? diffs[0] : top;
     return nsbox_oci_etc_write(v, top, e);
 }
@@ -550,6 +562,10 @@ static int unpack_layered(const struct source *s, const struct plan *p, struct n
         return -1;
     int diffs[NSBOX_OCI_LAYERS_MAX], lowers[NSBOX_OCI_LAYERS_MAX];
     char chain[NSBOX_OCI_CHAIN_HEX + 1] = "";
+    cleanup_free char(*chains)[NSBOX_OCI_CHAIN_HEX + 1] =
+        malloc(NSBOX_OCI_LAYERS_MAX * sizeof *chains);
+    if (!chains)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     char text[NSBOX_OCI_LAYERS_MAX * (NSBOX_OCI_CHAIN_HEX + 1) + 1];
     size_t len = 0, got = 0;
     int rc = 0;
@@ -568,13 +584,13 @@ static int unpack_layered(const struct source *s, const struct plan *p, struct n
             rc = -1;
             break;
         }
-        got++;
+        strcpy(chains[got++], chain);
         nsbox_image_note(progress, "image %s: layer %zu/%zu %.19s%s", t->name, i + 1, p->n_layers,
                          p->layers[i].digest, r == 1 ? " (stored already)" : "");
         len += (size_t)snprintf(text + len, sizeof text - len, "%s\n", chain);
     }
     if (rc == 0)
-        rc = write_top(t, diffs, p->n_layers, e);
+        rc = write_top(t, chains, diffs, p->n_layers, e);
     if (rc == 0)
         rc = nsbox_image_write_at(t->tmp_fd, NSBOX_OCI_LAYERS_FILE, text, len, 0644, e);
     for (size_t i = 0; i < got; i++)
@@ -582,10 +598,33 @@ static int unpack_layered(const struct source *s, const struct plan *p, struct n
     return rc;
 }
 
-static bool layered_store(void)
+/* Layers in the shared store, unless NSBOX_OCI_LAYOUT=merged asks for the merged form, or
+ * this user cannot mount an overlay (an unprivileged user where the kernel forbids overlays in
+ * user namespaces): then merged, as said. Tried on two empty directories of the transaction. */
+static bool layered_store(struct nsbox_image_txn *t)
 {
     const char *v = getenv("NSBOX_OCI_LAYOUT");
-    return geteuid() == 0 && !(v && !strcmp(v, "merged"));
+    if (v && !strcmp(v, "merged"))
+        return false;
+    if (geteuid() == 0)
+        return true;
+    const char *tmp = strrchr(t->tmp, '/') + 1;
+    char a[PATH_MAX], b[PATH_MAX];
+    snprintf(a, sizeof a, "%s/probe-a", tmp);
+    snprintf(b, sizeof b, "%s/probe-b", tmp);
+    const char *rel[] = {a, b};
+    struct nsbox_err e = {0};
+    cleanup_close int m = -1;
+    bool ok = mkdirat(t->tmp_fd, "probe-a", 0755) == 0 &&
+              mkdirat(t->tmp_fd, "probe-b", 0755) == 0 &&
+              nsbox_oci_overlay_lowers(t->images, -1, rel, 2, &m, &e) == 0;
+    unlinkat(t->tmp_fd, "probe-a", AT_REMOVEDIR);
+    unlinkat(t->tmp_fd, "probe-b", AT_REMOVEDIR);
+    if (!ok)
+        nsbox_image_note(true, "note: image %s is stored merged, not as shared layers: this user "
+                               "cannot mount an overlay here (%s)",
+                         t->name, e.msg[0] ? e.msg : strerror(errno));
+    return ok;
 }
 
 static int unpack(const struct source *s, const struct plan *p, const char *name, bool progress,
@@ -599,7 +638,7 @@ static int unpack(const struct source *s, const struct plan *p, const char *name
     struct nsbox_oci_limits lim;
     nsbox_oci_layer_limits(&lim);
     struct nsbox_oci_layer_stats st = {0};
-    if ((layered_store() ? unpack_layered(s, p, &t, &ls, &lim, &st, progress, e)
+    if ((layered_store(&t) ? unpack_layered(s, p, &t, &ls, &lim, &st, progress, e)
                          : unpack_merged(s, p, &t, &lim, &st, progress, e)) < 0)
         goto out;
     if ((p->manifest_text && nsbox_image_write_at(t.tmp_fd, "manifest.json", p->manifest_text,

@@ -1,6 +1,6 @@
 #define _GNU_SOURCE
 #include "userns.h"
-#include "oci_layers.h"
+#include "oci_overlay.h"
 #include "cleanup.h"
 #include "proc.h"
 
@@ -232,7 +232,7 @@ static int layered_tree(const struct nsbox_image *img, uint32_t slot_base, int *
     cleanup_close int nsfd = nsbox_userns_fd(&line, &line, 1, e);
     if (nsfd < 0)
         return nsbox_err_wrap(e, "image %s", img->name);
-    return nsbox_oci_layers_mount(dir, nsfd, mount_fd, e);
+    return nsbox_oci_overlay_image(dir, nsfd, mount_fd, e);
 }
 
 int nsbox_userns_image_tree(const struct nsbox_image *img, uint32_t slot_base, int *mount_fd,

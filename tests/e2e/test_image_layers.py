@@ -1,9 +1,10 @@
-"""End to end: the shared store of OCI layers (root's store, docs/images.md). Two images with a
+"""End to end: the shared store of OCI layers (docs/images.md). Two images with a
 common base hold its files once, on disk and in the sandboxes (one inode, so one page cache);
 20 sandboxes of one image add nothing to the store; `rm` keeps a layer another image uses and
 `prune` removes the layers no image names; a half-unpacked layer left by a crash is never used;
-an image stored in the older merged form keeps working. Disk is counted (blocks and files of
-the store, each inode once), never timed."""
+an image stored in the older merged form keeps working; an unprivileged user's store is made of
+shared layers too, its sandboxes' root an overlay mounted in a user namespace. Disk is counted
+(blocks and files of the store, each inode once), never timed."""
 import json
 import os
 import shutil
@@ -12,7 +13,8 @@ import tempfile
 import unittest
 
 import oci_images
-from nsbox_test import NSBOX, Dirs, run_nsbox
+from nsbox_test import (CGROUP_V1, CGROUP_V2_ONLY, NSBOX, Dirs, delegation, ensure_test_user,
+                        run_nsbox)
 
 BASE = None  # layer 1 of the test images: busybox and its links, about 1-2 MB
 
@@ -22,8 +24,7 @@ def setUpModule():
     if not os.path.exists(oci_images.BUSYBOX):
         raise unittest.SkipTest("needs busybox-static (/bin/busybox)")
     if os.geteuid() != 0:
-        raise unittest.SkipTest("the shared layer store is root's (an unprivileged store "
-                                "keeps merged images)")
+        raise unittest.SkipTest("counts root's store and switches to a test user: needs root")
     BASE = oci_images.layer1()
 
 
@@ -184,6 +185,51 @@ class SharedLayers(unittest.TestCase):
                          ["appuser", "c", "1000", "at the top", ""])
         self.nsbox("image", "rm", "t/old:1", check=True)
         self.assertEqual([n for n in os.listdir(self.store) if n.startswith("oci-")], [])
+
+
+@unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
+@unittest.skipIf(not (CGROUP_V1 or CGROUP_V2_ONLY),
+                 "cgroup delegation for the test user needs v1 memory and pids hierarchies, or "
+                 "cgroup v2 alone")
+class Unprivileged(unittest.TestCase):
+    """An unprivileged user's store: layers shared, a sandbox's root their overlay, mounted in
+    a user namespace, with Docker's layer semantics."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.user = ensure_test_user()
+        cls.deleg = delegation(cls.user)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.deleg.cleanup()
+
+    def setUp(self):
+        self.dirs = Dirs(owner=self.user)
+        self.addCleanup(self.dirs.cleanup)
+        self.src = tempfile.mkdtemp(prefix="nsbox-oci-layers-")
+        os.chmod(self.src, 0o755)
+        self.addCleanup(shutil.rmtree, self.src, True)
+
+    def nsbox(self, *args):
+        return run_nsbox(list(args), self.dirs, user=self.user, wrap=self.deleg.wrap, timeout=120)
+
+    def test_layers_shared_and_overlaid_in_a_user_namespace(self):
+        for name, layers in (("a", [BASE, oci_images.layer2()]), ("b", [BASE, top("b")])):
+            layout = os.path.join(self.src, name)
+            oci_images.write_layout(layout, layers=layers)
+            r = self.nsbox("image", "import", "-q", "--name", "t/%s:1" % name, layout)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(oci_images.stored_layers(self.dirs.data)), 3)  # one base
+        r = self.nsbox("run", "--image", "t/a:1", "--", "sh", "-c",
+                       "id -un; ls /opq; ls /keep; stat -c %h /bin/hl; cat /top.txt; "
+                       "cat /proc/self/mountinfo")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.decode().split("\n")
+        # opaque: only c; whiteout: gone is gone; the hard link across layers: one file
+        self.assertEqual(lines[:6], ["appuser", "c", "added", "x", "2", "at the top"])
+        fs = [m.split(" - ")[1].split()[0] for m in lines[6:] if m and m.split()[4] == "/bin"]
+        self.assertEqual(fs, ["overlay"], r.stdout)
 
 
 if __name__ == "__main__":
