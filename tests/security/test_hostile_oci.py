@@ -3,6 +3,7 @@ wrote: its entries must never create, replace or link a file outside the image's
 whatever their names ("../", absolute) or the symlinks earlier entries made; device nodes and
 setuid bits never reach the store. Each attempt targets a file of the test's own outside the
 store and checks it afterwards."""
+import io
 import os
 import shutil
 import stat
@@ -36,12 +37,14 @@ class HostileLayers(unittest.TestCase):
             f.write("original\n")
 
     def import_layer(self, entries):
+        return self.import_layer_bytes(oci_images.tar_bytes(entries))
+
+    def import_layer_bytes(self, layer):
         """Import busybox + a hostile layer; returns the result and the image's store
         directory (or None)."""
         layout = os.path.join(self.work, "layout")
         shutil.rmtree(layout, True)
-        oci_images.write_layout(layout, layers=[oci_images.layer1(),
-                                                oci_images.tar_bytes(entries)])
+        oci_images.write_layout(layout, layers=[oci_images.layer1(), layer])
         r = run_nsbox(["image", "import", "-q", "--name", "evil/x:1", layout], self.dirs,
                       timeout=120)
         images = os.path.join(self.dirs.data, "images")
@@ -104,6 +107,31 @@ class HostileLayers(unittest.TestCase):
         self.assertIsNone(oci_images.find_in_image(root, "etc/kmem"))
         mode = os.stat(oci_images.find_in_image(root, "bin/su2")).st_mode
         self.assertEqual(mode & (stat.S_ISUID | stat.S_ISGID), 0)
+
+    def test_layer_cannot_forge_overlay_whiteouts_or_opaque_directories(self):
+        """Stored as overlayfs's layers, a whiteout is a 0/0 character device and an opaque
+        directory an xattr: a layer that carries either itself (a device entry, an xattr in its
+        tar) must not hide the files of the layers below."""
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            dev = tarfile.TarInfo("bin/busybox")  # the lower layer's busybox, "whited out"
+            dev.type, dev.devmajor, dev.devminor = CHR, 0, 0
+            tar.addfile(dev)
+            etc = tarfile.TarInfo("etc")  # "opaque": would hide passwd, group, secret
+            etc.type, etc.mode = DIR, 0o755
+            etc.pax_headers = {"SCHILY.xattr.user.overlay.opaque": "y",
+                               "SCHILY.xattr.trusted.overlay.opaque": "y"}
+            tar.addfile(etc)
+            extra = tarfile.TarInfo("etc/extra")
+            extra.size = 3
+            tar.addfile(extra, io.BytesIO(b"ok\n"))
+        r, root = self.import_layer_bytes(buf.getvalue())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = run_nsbox(["run", "--image", "evil/x:1", "--", "sh", "-c",
+                       "ls /bin/busybox; cat /etc/extra; grep -c root /etc/passwd"], self.dirs,
+                      timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.decode().split(), ["/bin/busybox", "ok", "1"])
 
     def test_whiteout_cannot_reach_outside(self):
         rel = os.path.relpath(self.victim, "/")
