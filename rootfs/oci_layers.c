@@ -151,19 +151,25 @@ static int find(struct nsbox_oci_layers *s, const char *chain, const struct nsbo
     }
     struct nsbox_oci_layer_stats own = {0};
     *diff_fd = openat(fd, "diff", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (*diff_fd < 0 || read_info(fd, &own) < 0)
+    if (*diff_fd < 0 || read_info(fd, &own) < 0) {
+        nsbox_closep(diff_fd);
+        *diff_fd = -1;
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
                              "layer %s/%s is damaged (no diff/ or info): remove it and import "
                              "the image again",
                              s->dir, chain);
+    }
     st->bytes += own.bytes;
     st->entries += own.entries;
-    if (st->bytes > lim->max_bytes || st->entries > lim->max_entries)
+    if (st->bytes > lim->max_bytes || st->entries > lim->max_entries) {
+        nsbox_closep(diff_fd);
+        *diff_fd = -1;
         return nsbox_err_set(e, NSBOX_E_INVALID, EFBIG,
                              "image unpacks to more than %llu bytes or %llu entries "
                              "(NSBOX_OCI_MAX_BYTES, NSBOX_OCI_MAX_ENTRIES)",
                              (unsigned long long)lim->max_bytes,
                              (unsigned long long)lim->max_entries);
+    }
     return 1;
 }
 

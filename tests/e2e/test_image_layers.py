@@ -235,6 +235,10 @@ class Unprivileged(unittest.TestCase):
         self.assertEqual(lines[:6], ["appuser", "c", "added", "x", "2", "at the top"])
         fs = [m.split(" - ")[1].split()[0] for m in lines[6:] if m and m.split()[4] == "/bin"]
         self.assertEqual(fs, ["overlay"], r.stdout)
+        for name in ("a", "b"):  # the user's layers go with the images that used them
+            r = self.nsbox("image", "rm", "t/%s:1" % name)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(oci_images.stored_layers(self.dirs.data), [])
 
 
 if __name__ == "__main__":
