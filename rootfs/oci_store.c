@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SHOW(t) NSBOX_SHOW(t)
@@ -497,6 +498,27 @@ static int open_layer_blob(const struct source *s, const struct plan *p, size_t 
     return fd;
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A layer done: its size unpacked, the time and the rate, or that it was stored already. */
+static void note_layer(bool progress, const struct nsbox_image_txn *t, const struct plan *p,
+                       size_t i, uint64_t bytes, uint64_t since, bool stored)
+{
+    double s = (double)(now_ns() - since) / 1e9, mb = (double)bytes / 1e6;
+    if (stored)
+        nsbox_image_note(progress, "image %s: layer %zu/%zu %.19s: stored already (%.1f MB)",
+                         t->name, i + 1, p->n_layers, p->layers[i].digest, mb);
+    else
+        nsbox_image_note(progress, "image %s: layer %zu/%zu %.19s: %.1f MB in %.1f s (%.1f MB/s)",
+                         t->name, i + 1, p->n_layers, p->layers[i].digest, mb, s,
+                         s > 0 ? mb / s : 0.0);
+}
+
 /* NSBOX_OCI_LAYOUT=merged, or no overlay for this user: the layers merged into one rootfs/. */
 static int unpack_merged(const struct source *s, const struct plan *p, struct nsbox_image_txn *t,
                          const struct nsbox_oci_limits *lim, struct nsbox_oci_layer_stats *st,
@@ -508,12 +530,12 @@ static int unpack_merged(const struct source *s, const struct plan *p, struct ns
     if (root_fd < 0)
         return nsbox_err_sys(e, "cannot open %s/rootfs", t->tmp);
     for (size_t i = 0; i < p->n_layers; i++) {
-        nsbox_image_note(progress, "image %s: layer %zu/%zu %.19s", t->name, i + 1, p->n_layers,
-                         p->layers[i].digest);
+        uint64_t since = now_ns(), before = st->bytes;
         cleanup_close int fd = open_layer_blob(s, p, i, e);
         if (fd < 0 || nsbox_oci_layer_apply(root_fd, fd, p->layers[i].digest, p->cfg.diff_ids[i],
                                             p->layers[i].size, lim, NULL, st, e) < 0)
             return -1;
+        note_layer(progress, t, p, i, st->bytes - before, since, false);
     }
     return nsbox_oci_etc_write(root_fd, root_fd, e);
 }
@@ -575,6 +597,7 @@ static int unpack_layered(const struct source *s, const struct plan *p, struct n
         nsbox_oci_layers_chain(parent, p->cfg.diff_ids[i], chain);
         for (size_t j = 0; j < i; j++)
             lowers[j] = diffs[i - 1 - j];
+        uint64_t since = now_ns(), before = st->bytes;
         cleanup_close int fd = open_layer_blob(s, p, i, e);
         int r = fd < 0
                     ? -1
@@ -585,8 +608,7 @@ static int unpack_layered(const struct source *s, const struct plan *p, struct n
             break;
         }
         strcpy(chains[got++], chain);
-        nsbox_image_note(progress, "image %s: layer %zu/%zu %.19s%s", t->name, i + 1, p->n_layers,
-                         p->layers[i].digest, r == 1 ? " (stored already)" : "");
+        note_layer(progress, t, p, i, st->bytes - before, since, r == 1);
         len += (size_t)snprintf(text + len, sizeof text - len, "%s\n", chain);
     }
     if (rc == 0)

@@ -14,7 +14,7 @@ import unittest
 
 import oci_images
 import oci_registry
-from nsbox_test import NSBOX, Dirs, run_nsbox
+from nsbox_test import NSBOX, Dirs, in_a_terminal, run_nsbox
 
 CHECK = ("id -un; echo \"$PATH|$FOO|$BAR\"; ls /opq; ls /keep; "
          "test -e /keep/gone && echo gone-visible; "
@@ -117,6 +117,28 @@ class OciImages(unittest.TestCase):
         r = self.nsbox("image", "prune", check=True)
         self.assertIn(b"removed 1", r.stdout)
         self.assertEqual([n for n in self.images() if n.startswith("oci-")], [])
+
+    def test_progress_on_a_terminal_only_and_json(self):
+        # on a pipe, without -q: the result alone
+        r = self.nsbox("image", "import", "--name", "t/p:1", self.layout)
+        self.assertEqual((r.returncode, r.stderr), (0, b""))
+        self.assertEqual(r.stdout.decode().split()[0], "docker.io/t/p:1")
+        r = self.nsbox("image", "import", "--json", "--name", "t/p:1", self.layout)
+        self.assertEqual((r.returncode, r.stderr), (0, b""))
+        got = json.loads(r.stdout)
+        self.assertEqual((got["ref"], got["existed"]), ("docker.io/t/p:1", True))
+        self.assertTrue(got["name"].startswith("oci-") and got["digest"].startswith("sha256:"))
+        # on a terminal: each layer, its size, time and rate (or that it was stored already)
+        self.nsbox("image", "rm", "t/p:1", check=True)
+        code, out, _, _ = in_a_terminal(["image", "import", "--name", "t/p:1", self.layout],
+                                        self.dirs, timeout=120)
+        self.assertEqual(code, 0, out)
+        for n in (1, 2):
+            self.assertRegex(out, rb"layer %d/2 sha256:[0-9a-f]+: [0-9.]+ MB in [0-9.]+ s "
+                                  rb"\([0-9.]+ MB/s\)" % n)
+        code, out, _, _ = in_a_terminal(["image", "import", "-q", "--name", "t/p:1",
+                                         self.layout], self.dirs, timeout=120)
+        self.assertEqual((code, out.strip()), (0, b"docker.io/t/p:1 (%s)" % got["name"].encode()))
 
     def test_files_keep_their_owners(self):
         """As root, the layers' owners are kept (as image ids, shown through an idmapped
