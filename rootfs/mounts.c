@@ -500,7 +500,9 @@ static int scan_one(int rootfd, const char *name, struct nsbox_root_entry *en, b
 int nsbox_rootfs_scan_image(struct nsbox_rootfs_cfg *cfg, struct nsbox_err *e)
 {
     const struct nsbox_image *img = cfg->img;
-    cleanup_close int rootfd = open(img->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    cleanup_close int rootfd = img->mount_fd >= 0
+                                   ? fcntl(img->mount_fd, F_DUPFD_CLOEXEC, 0)
+                                   : open(img->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (rootfd < 0)
         return nsbox_err_sys(e, "image %s: cannot open %s", img->name, img->root);
     cfg->n_entries = 0;

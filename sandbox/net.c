@@ -271,12 +271,13 @@ static int start_egress(struct nsbox_net *n, struct nsbox_err *e)
     return r;
 }
 
-int nsbox_net_write_bundle(struct nsbox_net *n, const char *image_root, const char *state_dir,
-                           struct nsbox_err *e)
+int nsbox_net_write_bundle(struct nsbox_net *n, int image_fd, const char *image_root,
+                           const char *state_dir, struct nsbox_err *e)
 {
     if (!n || !n->tls)
         return 0;
-    cleanup_close int root = open(image_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    cleanup_close int root = image_fd >= 0 ? fcntl(image_fd, F_DUPFD_CLOEXEC, 0)
+                                           : open(image_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (root < 0)
         return nsbox_err_sys(e, "header bindings: cannot open the image root %s", image_root);
     /* The walker: an openat2 probe made here would be inherited by the sandbox's child, where

@@ -49,9 +49,11 @@ const char *nsbox_net_hosts(const struct nsbox_net *n);
  * holds the sandbox's CA when it has header bindings. */
 #define NSBOX_NET_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 /* With header bindings: the image's bundle and the sandbox's CA into the state directory (the
- * host path is then nsbox_net_bundle, bound read-only over NSBOX_NET_BUNDLE); else nothing. */
-int nsbox_net_write_bundle(struct nsbox_net *n, const char *image_root, const char *state_dir,
-                           struct nsbox_err *e);
+ * host path is then nsbox_net_bundle, bound read-only over NSBOX_NET_BUNDLE); else nothing.
+ * image_fd (>= 0) is the image's root when it is a mount of its layers (rootfs/image.h
+ * mount_fd), which image_root then does not hold; -1: image_root. */
+int nsbox_net_write_bundle(struct nsbox_net *n, int image_fd, const char *image_root,
+                           const char *state_dir, struct nsbox_err *e);
 const char *nsbox_net_bundle(const struct nsbox_net *n);
 /* nsbox_netplan_describe of the sandbox's plan (n NULL: loopback only); NULL on ENOMEM. */
 struct cJSON *nsbox_net_describe(const struct nsbox_net *n, enum nsbox_net_mode mode);

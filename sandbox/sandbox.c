@@ -178,9 +178,12 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     /* An OCI image whose files keep their owners (NSBOX_IMAGE_ID_BASE + N, made so by a root
      * import) is seen through an idmapped mount: its ids N are this sandbox's ids N. */
     if (c->st.privileged && oci_owned(img) &&
-        nsbox_userns_image_tree(img->root, nsbox_idmap_slot_base(c->st.slot), &c->L.image_fd,
-                                e) < 0)
+        nsbox_userns_image_tree(img, nsbox_idmap_slot_base(c->st.slot), &c->L.image_fd, e) < 0)
         return -1;
+    /* an image made of layers without idmapped mounts: their plain overlay (owners as nobody) */
+    if (c->L.image_fd < 0 && img->mount_fd >= 0 &&
+        (c->L.image_fd = fcntl(img->mount_fd, F_DUPFD_CLOEXEC, 0)) < 0)
+        return nsbox_err_sys(e, "image %s", img->name);
     /* On the heap: it is large (48 entries with their link texts), and stack pages a process
      * has touched stay with it, which a persistent sandbox's supervisor pays for all its life. */
     cleanup_free struct nsbox_rootfs_cfg *cfg = malloc(sizeof *cfg);
@@ -198,7 +201,7 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     cfg->ws_bytes = s->limits.disk_bytes;
     cfg->tmp_bytes = s->limits.memory_bytes / 2;
     cfg->n_entries = 0;
-    if (nsbox_net_write_bundle(c->net, img->root, c->st.dir, e) < 0)
+    if (nsbox_net_write_bundle(c->net, img->mount_fd, img->root, c->st.dir, e) < 0)
         return -1;
     cfg->resolv_conf = nsbox_net_resolv_conf(c->net);
     cfg->hosts = nsbox_net_hosts(c->net);
@@ -279,6 +282,7 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
                                                         &wcfg, !c->pooled, tag, e) < 0)
         return -1;
     int r = prepare_rest(c, s, argv, cwd, &img, ws_kind, e);
+    nsbox_closep(&img.mount_fd); /* the sandbox's own copy is in c->L.image_fd */
     /* Joined on every path before the clone: a thread at work there (this one may take locks
      * of glibc's) would leave them taken in the clone. The relay threads of `nsbox run` may be
      * alive; they take none, and the clone waits on no other thread (nsbox_set_ids). */

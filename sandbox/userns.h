@@ -6,6 +6,7 @@
 
 #include "nsbox.h"
 #include "idmap.h"
+#include "image.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -32,11 +33,12 @@ int nsbox_userns_write_maps(pid_t pid, const struct nsbox_idmaps *m, bool helper
 int nsbox_userns_fd(const struct nsbox_idmap *um, const struct nsbox_idmap *gm, unsigned n,
                     struct nsbox_err *e);
 
-/* A detached, read-only (nosuid, nodev) copy of the OCI image tree `root` whose owners
+/* A detached, read-only (nosuid, nodev) copy of the OCI image tree img->root (or, for an
+ * image made of layers, their overlay) whose owners
  * (NSBOX_IMAGE_ID_BASE + N on disk) are the ids N of the sandbox whose id 0 is host id
  * slot_base. 0 with *mount_fd; 1 when the filesystem or kernel has no idmapped mounts (the
  * caller binds plainly: the owners then show as nobody). */
-int nsbox_userns_image_tree(const char *root, uint32_t slot_base, int *mount_fd,
+int nsbox_userns_image_tree(const struct nsbox_image *img, uint32_t slot_base, int *mount_fd,
                             struct nsbox_err *e);
 
 #endif

@@ -56,6 +56,7 @@ static struct world *new_world(enum nsbox_image_kind kind)
     assert_non_null(w);
     w->img.kind = kind;
     w->img.lock_fd = -1;
+    w->img.mount_fd = -1;
     if (kind == NSBOX_IMAGE_HOST) {
         snprintf(w->img.name, sizeof w->img.name, "host");
         snprintf(w->img.root, sizeof w->img.root, "/");
