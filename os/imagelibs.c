@@ -64,14 +64,16 @@ static void *resolve(struct lib *l, const char *name)
         }
     }
     void *f = l->handle ? dlsym(l->handle, name) : NULL;
-    if (l->handle && !f) snprintf(load_error, sizeof load_error, "%s lacks %s", l->soname, name);
+    if (l->handle && !f)
+        snprintf(load_error, sizeof load_error, "%s lacks %s", l->soname, name);
     pthread_mutex_unlock(&load_lock);
     return f;
 }
 
 int nsbox_imagelibs_load(struct nsbox_err *e)
 {
-    if (resolve(&archive_lib, "archive_read_new") && resolve(&crypto_lib, "EVP_sha256")) return 0;
+    if (resolve(&archive_lib, "archive_read_new") && resolve(&crypto_lib, "EVP_sha256"))
+        return 0;
     pthread_mutex_lock(&load_lock);
     char why[sizeof load_error];
     snprintf(why, sizeof why, "%s", load_error);
@@ -91,7 +93,8 @@ int nsbox_imagelibs_load(struct nsbox_err *e)
         ret(*f) params = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);                                   \
         if (!f) {                                                                                  \
             f = (ret(*) params)resolve(LIB, #name);                                                \
-            if (!f) return fail;                                                                   \
+            if (!f)                                                                                \
+                return fail;                                                                       \
             __atomic_store_n(&fn, f, __ATOMIC_RELEASE);                                            \
         }                                                                                          \
         return f args;                                                                             \
@@ -135,7 +138,8 @@ void archive_set_error(struct archive *a, int err, const char *fmt, ...)
     void (*f)(struct archive *, int, const char *, ...) = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
     if (!f) {
         f = (void (*)(struct archive *, int, const char *, ...))resolve(LIB, "archive_set_error");
-        if (!f) return;
+        if (!f)
+            return;
         __atomic_store_n(&fn, f, __ATOMIC_RELEASE);
     }
     char msg[512];
@@ -163,10 +167,12 @@ void EVP_MD_CTX_free(EVP_MD_CTX *c)
 {
     static void (*fn)(EVP_MD_CTX *);
     void (*f)(EVP_MD_CTX *) = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
-    if (!c) return;
+    if (!c)
+        return;
     if (!f) {
         f = (void (*)(EVP_MD_CTX *))resolve(LIB, "EVP_MD_CTX_free");
-        if (!f) return;
+        if (!f)
+            return;
         __atomic_store_n(&fn, f, __ATOMIC_RELEASE);
     }
     f(c);
@@ -182,7 +188,8 @@ void EVP_MD_CTX_free(EVP_MD_CTX *c)
         void(*f) params = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);                                  \
         if (!f) {                                                                                  \
             f = (void(*) params)resolve(LIB, #name);                                               \
-            if (!f) return;                                                                        \
+            if (!f)                                                                                \
+                return;                                                                            \
             __atomic_store_n(&fn, f, __ATOMIC_RELEASE);                                            \
         }                                                                                          \
         f args;                                                                                    \
@@ -212,8 +219,8 @@ FWD(int, BIO_meth_set_create, (BIO_METHOD * m, int (*cb)(BIO *)), (m, cb), 0)
 FWD(int, BIO_meth_set_ctrl, (BIO_METHOD * m, long (*cb)(BIO *, int, long, void *)), (m, cb), 0)
 FWD(int, BIO_meth_set_read_ex, (BIO_METHOD * m, int (*cb)(BIO *, char *, size_t, size_t *)),
     (m, cb), 0)
-FWD(int, BIO_meth_set_write_ex,
-    (BIO_METHOD * m, int (*cb)(BIO *, const char *, size_t, size_t *)), (m, cb), 0)
+FWD(int, BIO_meth_set_write_ex, (BIO_METHOD * m, int (*cb)(BIO *, const char *, size_t, size_t *)),
+    (m, cb), 0)
 FWD(BIO *, BIO_new, (const BIO_METHOD *t), (t), NULL)
 FWD(const BIO_METHOD *, BIO_s_mem, (void), (), NULL)
 FWD(BIGNUM *, BN_new, (void), (), NULL)
@@ -250,7 +257,8 @@ EVP_PKEY *EVP_PKEY_Q_keygen(OSSL_LIB_CTX *ctx, const char *propq, const char *ty
     if (!f) {
         f = (EVP_PKEY * (*)(OSSL_LIB_CTX *, const char *, const char *, ...))
             resolve(LIB, "EVP_PKEY_Q_keygen");
-        if (!f) return NULL;
+        if (!f)
+            return NULL;
         __atomic_store_n(&fn, f, __ATOMIC_RELEASE);
     }
     va_list ap;

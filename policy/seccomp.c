@@ -1,5 +1,5 @@
-/* Seccomp profiles: JSON -> validated struct -> libseccomp -> classic BPF (see seccomp_profile.h and
- * docs/seccomp.md). The parser trusts nothing: sizes are bounded, every key is known, every
+/* Seccomp profiles: JSON -> validated struct -> libseccomp -> classic BPF (see seccomp_profile.h
+ * and docs/seccomp.md). The parser trusts nothing: sizes are bounded, every key is known, every
  * value is range checked, and anything libseccomp would silently reinterpret (two actions for
  * one syscall, a rule equal to the default) is refused with a message naming the field. */
 #define _GNU_SOURCE
@@ -37,10 +37,10 @@ const char *nsbox_seccomp_egress_json(void)
     return nsbox_seccomp_egress_json_text;
 }
 
-
 static void scmp_releasep(scmp_filter_ctx *ctx)
 {
-    if (*ctx) seccomp_release(*ctx);
+    if (*ctx)
+        seccomp_release(*ctx);
 }
 #define cleanup_scmp __attribute__((cleanup(scmp_releasep)))
 
@@ -75,7 +75,8 @@ static const struct {
 static const char *action_name(enum nsbox_scmp_action a)
 {
     for (size_t i = 0; i < NSBOX_ARRAY_LEN(action_names); i++)
-        if (action_names[i].action == a) return action_names[i].name;
+        if (action_names[i].action == a)
+            return action_names[i].name;
     return "(invalid action)";
 }
 
@@ -91,7 +92,8 @@ static const char *printable(const char *s, char *buf, size_t n)
     for (; s[i] && i + 1 < n; i++)
         buf[i] = isprint((unsigned char)s[i]) ? s[i] : '?';
     buf[i] = '\0';
-    if (s[i] && n > 4) memcpy(buf + n - 4, "...", 4);
+    if (s[i] && n > 4)
+        memcpy(buf + n - 4, "...", 4);
     return buf;
 }
 
@@ -146,7 +148,8 @@ static bool parse_u64_text(const char *s, uint64_t *out)
         base = 16;
         s += 2;
     }
-    if (!*s) return false;
+    if (!*s)
+        return false;
     uint64_t v = 0;
     for (; *s; s++) {
         unsigned d;
@@ -158,7 +161,8 @@ static bool parse_u64_text(const char *s, uint64_t *out)
             d = (unsigned)(*s - 'A' + 10);
         else
             return false;
-        if (v > (UINT64_MAX - d) / base) return false;
+        if (v > (UINT64_MAX - d) / base)
+            return false;
         v = v * base + d;
     }
     *out = v;
@@ -251,7 +255,8 @@ static int parse_arg(const cJSON *obj, const char *path, struct nsbox_scmp_arg *
             return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s.%s: missing", path, keys[k]);
 
     snprintf(fp, sizeof fp, "%s.index", path);
-    if (json_int(f[K_INDEX], fp, 0, NSBOX_SECCOMP_MAX_ARGS - 1, &idx, e) < 0) return -1;
+    if (json_int(f[K_INDEX], fp, 0, NSBOX_SECCOMP_MAX_ARGS - 1, &idx, e) < 0)
+        return -1;
     arg->index = (unsigned)idx;
 
     snprintf(fp, sizeof fp, "%s.op", path);
@@ -269,10 +274,12 @@ static int parse_arg(const cJSON *obj, const char *path, struct nsbox_scmp_arg *
     arg->op = op_names[i].op;
 
     snprintf(fp, sizeof fp, "%s.value", path);
-    if (json_u64(f[K_VALUE], fp, &arg->value, e) < 0) return -1;
+    if (json_u64(f[K_VALUE], fp, &arg->value, e) < 0)
+        return -1;
     arg->value2 = 0;
     snprintf(fp, sizeof fp, "%s.valueTwo", path);
-    if (f[K_VALUE2] && json_u64(f[K_VALUE2], fp, &arg->value2, e) < 0) return -1;
+    if (f[K_VALUE2] && json_u64(f[K_VALUE2], fp, &arg->value2, e) < 0)
+        return -1;
     if (arg->op != NSBOX_OP_MASKED_EQ && arg->value2 != 0)
         return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s: only SCMP_CMP_MASKED_EQ uses valueTwo",
                              fp);
@@ -300,7 +307,8 @@ static int check_conflict(const struct nsbox_seccomp_profile *p, const struct ns
 {
     for (size_t i = 0; i < p->n_rules; i++) {
         const struct nsbox_scmp_rule *q = &p->rules[i];
-        if (strcmp(q->name, r->name) != 0) continue;
+        if (strcmp(q->name, r->name) != 0)
+            continue;
         if (!same_action(q->action, q->errno_ret, r->action, r->errno_ret))
             return nsbox_err_set(e, NSBOX_E_INVALID, 0,
                                  "%s: '%s' already has a different action in syscalls[%u]; "
@@ -315,16 +323,19 @@ static int add_rule(struct builder *b, const struct nsbox_scmp_rule *r, const ch
                     struct nsbox_err *e)
 {
     struct nsbox_seccomp_profile *p = b->p;
-    if (check_conflict(p, r, path, e) < 0) return -1;
+    if (check_conflict(p, r, path, e) < 0)
+        return -1;
     if (p->n_rules == NSBOX_SECCOMP_MAX_RULES)
         return nsbox_err_set(e, NSBOX_E_INVALID, 0,
                              "syscalls: more than %d rules (one per name in every \"names\")",
                              NSBOX_SECCOMP_MAX_RULES);
     if (p->n_rules == b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 64;
-        if (cap > NSBOX_SECCOMP_MAX_RULES) cap = NSBOX_SECCOMP_MAX_RULES;
+        if (cap > NSBOX_SECCOMP_MAX_RULES)
+            cap = NSBOX_SECCOMP_MAX_RULES;
         struct nsbox_scmp_rule *n = realloc(p->rules, cap * sizeof *n);
-        if (!n) return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "seccomp profile: out of memory");
+        if (!n)
+            return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "seccomp profile: out of memory");
         p->rules = n;
         b->cap = cap;
     }
@@ -335,9 +346,11 @@ static int add_rule(struct builder *b, const struct nsbox_scmp_rule *r, const ch
 static bool syscall_name_ok(const char *s)
 {
     size_t n = strlen(s);
-    if (n == 0 || n >= NSBOX_SECCOMP_NAME_MAX) return false;
+    if (n == 0 || n >= NSBOX_SECCOMP_NAME_MAX)
+        return false;
     for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_')) return false;
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
+            return false;
     return true;
 }
 
@@ -355,19 +368,24 @@ static int parse_rule(const cJSON *obj, unsigned idx, struct builder *b, struct 
     snprintf(path, sizeof path, "syscalls[%u]", idx);
     if (object_fields(obj, path, keys, K__N, f, e) < 0 || check_comment(f[K_COMMENT], path, e) < 0)
         return -1;
-    if (!f[K_NAMES]) return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s.names: missing", path);
-    if (!f[K_ACTION]) return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s.action: missing", path);
+    if (!f[K_NAMES])
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s.names: missing", path);
+    if (!f[K_ACTION])
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s.action: missing", path);
 
     snprintf(fp, sizeof fp, "%s.action", path);
-    if (json_action(f[K_ACTION], fp, &r.action, e) < 0) return -1;
+    if (json_action(f[K_ACTION], fp, &r.action, e) < 0)
+        return -1;
     r.errno_ret = EPERM; /* as Docker: SCMP_ACT_ERRNO without errnoRet means EPERM */
     if (f[K_ERRNO]) {
         snprintf(fp, sizeof fp, "%s.errnoRet", path);
         if (r.action != NSBOX_SCMP_ERRNO)
             return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s: only valid with SCMP_ACT_ERRNO", fp);
-        if (json_int(f[K_ERRNO], fp, 0, ERRNO_MAX, &r.errno_ret, e) < 0) return -1;
+        if (json_int(f[K_ERRNO], fp, 0, ERRNO_MAX, &r.errno_ret, e) < 0)
+            return -1;
     }
-    if (r.action != NSBOX_SCMP_ERRNO) r.errno_ret = 0;
+    if (r.action != NSBOX_SCMP_ERRNO)
+        r.errno_ret = 0;
     if (same_action(r.action, r.errno_ret, b->p->default_action, b->p->default_errno))
         return nsbox_err_set(e, NSBOX_E_INVALID, 0,
                              "%s.action: same as defaultAction, the rule would have no effect "
@@ -390,7 +408,8 @@ static int parse_rule(const cJSON *obj, unsigned idx, struct builder *b, struct 
                                      path, NSBOX_SECCOMP_MAX_ARGS);
             snprintf(fp, sizeof fp, "%s.args[%d]", path, j);
             struct nsbox_scmp_arg *arg = &r.args[r.n_args];
-            if (parse_arg(a, fp, arg, e) < 0) return -1;
+            if (parse_arg(a, fp, arg, e) < 0)
+                return -1;
             /* libseccomp takes one comparison per argument per rule (it returns EINVAL
              * otherwise); "x not in {a, b}" is written as several rules instead. */
             if (used & (1u << arg->index))
@@ -433,7 +452,8 @@ static int parse_rule(const cJSON *obj, unsigned idx, struct builder *b, struct 
                                  fp, n->valuestring);
         }
         memcpy(r.name, n->valuestring, strlen(n->valuestring) + 1);
-        if (add_rule(b, &r, fp, e) < 0) return -1;
+        if (add_rule(b, &r, fp, e) < 0)
+            return -1;
     }
     return 0;
 }
@@ -448,8 +468,10 @@ static int parse_profile(const cJSON *root, struct nsbox_seccomp_profile *p, str
 
     if (object_fields(root, "", keys, K__N, f, e) < 0 || check_comment(f[K_COMMENT], "", e) < 0)
         return -1;
-    if (!f[K_DEFAULT]) return nsbox_err_set(e, NSBOX_E_INVALID, 0, "defaultAction: missing");
-    if (json_action(f[K_DEFAULT], "defaultAction", &p->default_action, e) < 0) return -1;
+    if (!f[K_DEFAULT])
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "defaultAction: missing");
+    if (json_action(f[K_DEFAULT], "defaultAction", &p->default_action, e) < 0)
+        return -1;
     p->default_errno = p->default_action == NSBOX_SCMP_ERRNO ? EPERM : 0;
     if (f[K_DEFAULT_ERRNO]) {
         if (p->default_action != NSBOX_SCMP_ERRNO)
@@ -463,7 +485,8 @@ static int parse_profile(const cJSON *root, struct nsbox_seccomp_profile *p, str
      * none of the rules: they must never be let through. */
     p->badarch_action = NSBOX_SCMP_KILL_PROCESS;
     if (f[K_BADARCH]) {
-        if (json_action(f[K_BADARCH], "badArchAction", &p->badarch_action, e) < 0) return -1;
+        if (json_action(f[K_BADARCH], "badArchAction", &p->badarch_action, e) < 0)
+            return -1;
         if (p->badarch_action != NSBOX_SCMP_KILL_PROCESS &&
             p->badarch_action != NSBOX_SCMP_KILL_THREAD && p->badarch_action != NSBOX_SCMP_TRAP)
             return nsbox_err_set(e, NSBOX_E_INVALID, 0,
@@ -480,7 +503,8 @@ static int parse_profile(const cJSON *root, struct nsbox_seccomp_profile *p, str
             if (i >= NSBOX_SECCOMP_MAX_RULES)
                 return nsbox_err_set(e, NSBOX_E_INVALID, 0, "syscalls: more than %d entries",
                                      NSBOX_SECCOMP_MAX_RULES);
-            if (parse_rule(r, i, &b, e) < 0) return -1;
+            if (parse_rule(r, i, &b, e) < 0)
+                return -1;
         }
     }
     return 0;
@@ -490,7 +514,8 @@ int nsbox_seccomp_profile_parse(const char *json, size_t len, struct nsbox_secco
                                 struct nsbox_err *e)
 {
     memset(p, 0, sizeof *p);
-    if (!json) return nsbox_err_set(e, NSBOX_E_INVALID, 0, "seccomp profile: no text");
+    if (!json)
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "seccomp profile: no text");
     if (len > NSBOX_SECCOMP_JSON_MAX)
         return nsbox_err_set(e, NSBOX_E_INVALID, 0,
                              "seccomp profile: %zu bytes, more than the limit of %u", len,
@@ -520,7 +545,8 @@ int nsbox_seccomp_profile_parse(const char *json, size_t len, struct nsbox_secco
 
 void nsbox_seccomp_profile_free(struct nsbox_seccomp_profile *p)
 {
-    if (!p) return;
+    if (!p)
+        return;
     free(p->rules);
     memset(p, 0, sizeof *p);
 }
@@ -604,14 +630,16 @@ static int export_bpf(scmp_filter_ctx ctx, struct sock_fprog *prog, struct nsbox
 {
     /* libseccomp 2.5 exports only to a file descriptor (seccomp_export_bpf_mem is 2.6). */
     cleanup_close int fd = memfd_create("nsbox-seccomp-bpf", MFD_CLOEXEC);
-    if (fd < 0) return nsbox_err_sys(e, "seccomp: memfd_create");
+    if (fd < 0)
+        return nsbox_err_sys(e, "seccomp: memfd_create");
     int rc = seccomp_export_bpf(ctx, fd);
     if (rc < 0) {
         errno = -rc;
         return nsbox_err_sys(e, "seccomp: libseccomp could not export the BPF program");
     }
     struct stat st;
-    if (fstat(fd, &st) < 0) return nsbox_err_sys(e, "seccomp: fstat on the exported program");
+    if (fstat(fd, &st) < 0)
+        return nsbox_err_sys(e, "seccomp: fstat on the exported program");
     size_t size = (size_t)st.st_size;
     if (size == 0 || size % sizeof(struct sock_filter) != 0 ||
         size / sizeof(struct sock_filter) > BPF_MAXINSNS)
@@ -620,11 +648,14 @@ static int export_bpf(scmp_filter_ctx ctx, struct sock_fprog *prog, struct nsbox
                              "to %d instructions of %zu bytes",
                              size, BPF_MAXINSNS, sizeof(struct sock_filter));
     cleanup_free struct sock_filter *insns = malloc(size);
-    if (!insns) return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "seccomp: out of memory");
+    if (!insns)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "seccomp: out of memory");
     for (size_t off = 0; off < size;) {
         ssize_t n = pread(fd, (char *)insns + off, size - off, (off_t)off);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return nsbox_err_sys(e, "seccomp: reading the exported program");
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return nsbox_err_sys(e, "seccomp: reading the exported program");
         if (n == 0)
             return nsbox_err_set(e, NSBOX_E_SYS, EIO, "seccomp: exported program truncated");
         off += (size_t)n;
@@ -639,7 +670,8 @@ int nsbox_seccomp_compile(const struct nsbox_seccomp_profile *p, struct sock_fpr
 {
     prog->len = 0;
     prog->filter = NULL;
-    if (check_profile(p, e) < 0) return -1;
+    if (check_profile(p, e) < 0)
+        return -1;
 
     /* seccomp_init() sets up the native architecture only. On x86_64 libseccomp then also
      * sends syscall numbers with the x32 bit (0x40000000) to the bad-arch action, and i386
@@ -670,7 +702,8 @@ int nsbox_seccomp_compile(const struct nsbox_seccomp_profile *p, struct sock_fpr
         const struct nsbox_scmp_rule *r = &p->rules[i];
         int nr = seccomp_syscall_resolve_name(r->name);
         if (nr == __NR_SCMP_ERROR) {
-            if (r->optional) continue;
+            if (r->optional)
+                continue;
             return nsbox_err_set(e, NSBOX_E_INVALID, 0,
                                  "seccomp profile: syscalls[%u]: unknown syscall '%s'",
                                  r->src_index, r->name);
@@ -697,7 +730,8 @@ int nsbox_seccomp_compile(const struct nsbox_seccomp_profile *p, struct sock_fpr
 
 void nsbox_seccomp_prog_free(struct sock_fprog *prog)
 {
-    if (!prog) return;
+    if (!prog)
+        return;
     free(prog->filter);
     prog->filter = NULL;
     prog->len = 0;
@@ -706,7 +740,8 @@ void nsbox_seccomp_prog_free(struct sock_fprog *prog)
 static int prog_copy(const struct sock_fprog *src, struct sock_fprog *dst, struct nsbox_err *e)
 {
     dst->filter = malloc(src->len * sizeof *src->filter);
-    if (!dst->filter) return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "seccomp: out of memory");
+    if (!dst->filter)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "seccomp: out of memory");
     memcpy(dst->filter, src->filter, src->len * sizeof *src->filter);
     dst->len = src->len;
     return 0;
@@ -771,7 +806,8 @@ static int cache_dir_open(const char *dir)
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT && (mkdir(dir, 0700) == 0 || errno == EEXIST))
         fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return -1;
+    if (fd < 0)
+        return -1;
     struct stat st;
     if (fstat(fd, &st) < 0 || (st.st_uid != geteuid() && st.st_uid != 0) ||
         (st.st_mode & (S_IWGRP | S_IWOTH))) {
@@ -788,7 +824,8 @@ static int cache_read(int dirfd, uint64_t key, struct sock_fprog *out)
     /* O_NONBLOCK: opening a FIFO planted under that name must not hang us. */
     cleanup_close int fd =
         openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0) return -1;
+    if (fd < 0)
+        return -1;
     struct stat st;
     const size_t max = sizeof(struct cache_header) + BPF_MAXINSNS * sizeof(struct sock_filter);
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
@@ -797,11 +834,14 @@ static int cache_read(int dirfd, uint64_t key, struct sock_fprog *out)
         return -1;
     size_t size = (size_t)st.st_size;
     cleanup_free char *buf = malloc(size);
-    if (!buf) return -1;
+    if (!buf)
+        return -1;
     for (size_t off = 0; off < size;) {
         ssize_t n = pread(fd, buf + off, size - off, (off_t)off);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return -1;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
         off += (size_t)n;
     }
     struct cache_header h;
@@ -813,7 +853,8 @@ static int cache_read(int dirfd, uint64_t key, struct sock_fprog *out)
         hash_bytes(key, buf + sizeof h, body) != h.checksum)
         return -1;
     out->filter = malloc(body);
-    if (!out->filter) return -1;
+    if (!out->filter)
+        return -1;
     memcpy(out->filter, buf + sizeof h, body);
     out->len = (unsigned short)h.n_insns;
     return 0;
@@ -824,8 +865,10 @@ static int write_all(int fd, const void *data, size_t len)
     const char *p = data;
     while (len) {
         ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return -1;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
         p += n;
         len -= (size_t)n;
     }
@@ -851,12 +894,14 @@ static void cache_write(int dirfd, uint64_t key, const struct sock_fprog *prog)
     h.checksum = hash_bytes(key, prog->filter, prog->len * sizeof *prog->filter);
 
     int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) return;
+    if (fd < 0)
+        return;
     bool ok = write_all(fd, &h, sizeof h) == 0 &&
               write_all(fd, prog->filter, prog->len * sizeof *prog->filter) == 0 &&
               fchmod(fd, 0644) == 0; /* the umask may have narrowed it; never wider */
     ok = close(fd) == 0 && ok;
-    if (!ok || renameat(dirfd, tmp, dirfd, name) < 0) unlinkat(dirfd, tmp, 0);
+    if (!ok || renameat(dirfd, tmp, dirfd, name) < 0)
+        unlinkat(dirfd, tmp, 0);
 }
 
 static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -872,15 +917,18 @@ static int build_default(const char *cache_dir, struct sock_fprog *out, struct n
     if (cache_dir) {
         key = cache_key(text, len);
         dirfd = cache_dir_open(cache_dir);
-        if (dirfd >= 0 && cache_read(dirfd, key, out) == 0) return 0;
+        if (dirfd >= 0 && cache_read(dirfd, key, out) == 0)
+            return 0;
     }
     struct nsbox_seccomp_profile p;
     if (nsbox_seccomp_profile_parse(text, len, &p, e) < 0)
         return nsbox_err_wrap(e, "built-in default profile");
     int rc = nsbox_seccomp_compile(&p, out, e);
     nsbox_seccomp_profile_free(&p);
-    if (rc < 0) return nsbox_err_wrap(e, "built-in default profile");
-    if (dirfd >= 0) cache_write(dirfd, key, out);
+    if (rc < 0)
+        return nsbox_err_wrap(e, "built-in default profile");
+    if (dirfd >= 0)
+        cache_write(dirfd, key, out);
     return 0;
 }
 
@@ -890,8 +938,10 @@ int nsbox_seccomp_default_prog(const char *cache_dir, struct sock_fprog *prog, s
     prog->filter = NULL;
     pthread_mutex_lock(&default_lock);
     int rc = 0;
-    if (!default_prog.filter) rc = build_default(cache_dir, &default_prog, e);
-    if (rc == 0) rc = prog_copy(&default_prog, prog, e);
+    if (!default_prog.filter)
+        rc = build_default(cache_dir, &default_prog, e);
+    if (rc == 0)
+        rc = prog_copy(&default_prog, prog, e);
     pthread_mutex_unlock(&default_lock);
     return rc;
 }
@@ -910,7 +960,8 @@ int nsbox_seccomp_load(const struct sock_fprog *prog, struct nsbox_err *e)
     if (!prog || !prog->filter || prog->len == 0)
         return nsbox_err_set(e, NSBOX_E_INVALID, 0, "seccomp: empty program");
     /* No SECCOMP_FILTER_FLAG_TSYNC: the child is single-threaded at this point. */
-    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog) == 0) return 0;
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog) == 0)
+        return 0;
     if (errno == ENOSYS &&
         prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, (unsigned long)prog, 0, 0) == 0)
         return 0;

@@ -39,7 +39,8 @@ static int drop_caps(void)
 {
     struct __user_cap_header_struct hd = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct d[2] = {{0}};
-    if (syscall(SYS_capset, &hd, d) < 0) return -1;
+    if (syscall(SYS_capset, &hd, d) < 0)
+        return -1;
     return prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL ? -1 : 0;
 }
 
@@ -47,14 +48,17 @@ int nsbox_egress_jail_enter(const struct nsbox_egress_jail *j, pid_t parent)
 {
     if (j->set_ids && (syscall(SYS_setgroups, 0, NULL) < 0 || nsbox_set_ids(j->uid, j->gid) < 0))
         return -1;
-    if (drop_caps() < 0) return -1;
+    if (drop_caps() < 0)
+        return -1;
     /* After the change of ids: the kernel resets both settings when the effective ids change. */
-    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) return -1;
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+        return -1;
     if (getppid() != parent) { /* the parent died before the death signal was armed */
         errno = ESRCH;
         return -1;
     }
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return -1;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        return -1;
     struct nsbox_err e;
     return nsbox_seccomp_load(&j->prog, &e);
 }

@@ -18,7 +18,8 @@
 
 #define CHECK(c)                                                                                   \
     do {                                                                                           \
-        if (!(c)) abort();                                                                         \
+        if (!(c))                                                                                  \
+            abort();                                                                               \
     } while (0)
 
 static char dir[] = "/tmp/nsbox-fuzz-elog-XXXXXX";
@@ -83,7 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(mkdtemp(dir));
         made = true;
     }
-    if (size == 0) return 0;
+    if (size == 0)
+        return 0;
     size_t cut = data[0] * (size - 1) / 255;
     put(NSBOX_EGRESS_LOG_OLDER, data + 1, cut);
     put(NSBOX_EGRESS_LOG_FILE, data + 1 + cut, size - 1 - cut);

@@ -96,7 +96,8 @@ static struct world *dir_world(void)
 static int idx(const struct nsbox_mount_plan *p, enum nsbox_mop op, const char *target)
 {
     for (size_t i = 0; i < p->n; i++)
-        if (p->ops[i].op == op && !strcmp(p->ops[i].target, target)) return (int)i;
+        if (p->ops[i].op == op && !strcmp(p->ops[i].target, target))
+            return (int)i;
     return -1;
 }
 

@@ -145,7 +145,8 @@ static void test_bounded_and_read_in_order(void **state)
     const int n = 20000; /* ~3 MB of lines: several rotations */
     for (int i = 0; i < n; i++) {
         nsbox_egress_log_write(&f->l, &spliced);
-        if (i == 100) assert_int_equal(nsbox_egress_reader_next(&early, count_line, &e1), 101);
+        if (i == 100)
+            assert_int_equal(nsbox_egress_reader_next(&early, count_line, &e1), 101);
     }
     for (const char *name = NSBOX_EGRESS_LOG_FILE;; name = NSBOX_EGRESS_LOG_OLDER) {
         char p[512];
@@ -154,7 +155,8 @@ static void test_bounded_and_read_in_order(void **state)
         assert_int_equal(stat(p, &st), 0);
         assert_true(st.st_size <= NSBOX_EGRESS_LOG_ROTATE_BYTES);
         assert_int_equal(st.st_mode & 0777, 0600);
-        if (!strcmp(name, NSBOX_EGRESS_LOG_OLDER)) break;
+        if (!strcmp(name, NSBOX_EGRESS_LOG_OLDER))
+            break;
     }
     fx_read(f);
     assert_true(nsbox_egress_reader_next(&f->r, count_line, &f->s) > 0);
@@ -179,7 +181,8 @@ static void test_follower_across_a_rotation(void **state)
     const int n = 6000; /* about two rotations */
     for (int i = 0; i < n; i++) {
         nsbox_egress_log_write(&f->l, &spliced);
-        if (i % 700 == 0) assert_true(nsbox_egress_reader_next(&f->r, count_line, &f->s) >= 0);
+        if (i % 700 == 0)
+            assert_true(nsbox_egress_reader_next(&f->r, count_line, &f->s) >= 0);
     }
     assert_true(nsbox_egress_reader_next(&f->r, count_line, &f->s) >= 0);
     assert_true(f->s.ordered);

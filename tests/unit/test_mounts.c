@@ -31,7 +31,8 @@ static void build_ok(struct world *w)
 {
     struct nsbox_err e = {0};
     int r = nsbox_mount_plan_build(&w->cfg, &w->plan, &e);
-    if (r != 0) fail_msg("plan build failed: %s", e.msg);
+    if (r != 0)
+        fail_msg("plan build failed: %s", e.msg);
     assert_true(w->plan.n > 0 && w->plan.n <= NSBOX_MOUNT_OPS_MAX);
 }
 
@@ -54,14 +55,16 @@ static int count_target(const struct nsbox_mount_plan *p, const char *target)
 {
     int n = 0;
     for (size_t i = 0; i < p->n; i++)
-        if (!strcmp(p->ops[i].target, target)) n++;
+        if (!strcmp(p->ops[i].target, target))
+            n++;
     return n;
 }
 
 static bool list_has(const char *const *l, const char *s)
 {
     for (; *l; l++)
-        if (!strcmp(*l, s)) return true;
+        if (!strcmp(*l, s))
+            return true;
     return false;
 }
 
@@ -150,7 +153,8 @@ static void check_order(const struct nsbox_mount_plan *p)
 {
     char buf[512];
     const char *v = order_violation(p, buf, sizeof buf);
-    if (v) fail_msg("%s", v);
+    if (v)
+        fail_msg("%s", v);
 }
 
 /* Binds: image content and host files are always read-only, nosuid, nodev, except the
@@ -171,7 +175,8 @@ static void check_binds(const struct world *w)
         }
         assert_true((o->attr & (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) ==
                     (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV));
-        if (!strcmp(o->target, "workspace")) continue;
+        if (!strcmp(o->target, "workspace"))
+            continue;
         assert_true((o->attr & RO_SAFE) == RO_SAFE);
         if (o->src_in_image) {
             /* an entry name, never a path that could climb out of the image root */
@@ -197,7 +202,8 @@ static void check_all(const struct world *w)
 static void expect_image_bind(const struct world *w, const char *name)
 {
     int b = idx(&w->plan, NSBOX_MOP_BIND, name);
-    if (b < 0) fail_msg("no bind for image entry %s", name);
+    if (b < 0)
+        fail_msg("no bind for image entry %s", name);
     const struct nsbox_mount_op *o = &w->plan.ops[b];
     assert_string_equal(o->src, name);
     assert_true(o->src_in_image);
@@ -350,9 +356,11 @@ static void expect_symlinks(const struct world *w)
 {
     for (size_t k = 0; k < w->cfg.n_entries; k++) {
         const struct nsbox_root_entry *en = &w->cfg.entries[k];
-        if (!en->is_symlink || list_has(provided, en->name)) continue;
+        if (!en->is_symlink || list_has(provided, en->name))
+            continue;
         int s = idx(&w->plan, NSBOX_MOP_SYMLINK, en->name);
-        if (s < 0) fail_msg("symlink entry %s not recreated", en->name);
+        if (s < 0)
+            fail_msg("symlink entry %s not recreated", en->name);
         assert_string_equal(w->plan.ops[s].src, en->link);
         assert_false(w->plan.ops[s].src_in_image);
         /* the only op on that name: no bind through it, no mkdir over it */
@@ -395,7 +403,8 @@ static void test_provided_entries_not_exposed(void **state)
         if (o->src_in_image)
             assert_false(list_has(provided, o->src) || !strcmp(o->src, "lost+found"));
         /* no image symlink of those names either (sys, run are symlinks in the fixture) */
-        if (o->op == NSBOX_MOP_SYMLINK) assert_false(list_has(provided, o->target));
+        if (o->op == NSBOX_MOP_SYMLINK)
+            assert_false(list_has(provided, o->target));
         /* /sys is not provided at all, and lost+found never */
         assert_string_not_equal(o->target, "sys");
         assert_false(is_parent("sys", o->target));
@@ -533,20 +542,23 @@ static void test_proc_masked_after_mount(void **state)
     for (const char *const *n = nsbox_proc_masked_files; *n; n++) {
         snprintf(t, sizeof t, "proc/%s", *n);
         int m = idx(&w->plan, NSBOX_MOP_MASK_FILE, t);
-        if (m < 0) fail_msg("no mask for /%s", t);
+        if (m < 0)
+            fail_msg("no mask for /%s", t);
         assert_true(m > proc);
         assert_true(m > devnull);
     }
     for (const char *const *n = nsbox_proc_masked_dirs; *n; n++) {
         snprintf(t, sizeof t, "proc/%s", *n);
         int m = idx(&w->plan, NSBOX_MOP_MASK_DIR, t);
-        if (m < 0) fail_msg("no mask for /%s", t);
+        if (m < 0)
+            fail_msg("no mask for /%s", t);
         assert_true(m > proc);
     }
     for (const char *const *n = nsbox_proc_readonly; *n; n++) {
         snprintf(t, sizeof t, "proc/%s", *n);
         int m = idx(&w->plan, NSBOX_MOP_READONLY, t);
-        if (m < 0) fail_msg("no read-only bind for /%s", t);
+        if (m < 0)
+            fail_msg("no read-only bind for /%s", t);
         assert_true(m > proc);
         assert_true(w->plan.ops[m].attr & MOUNT_ATTR_RDONLY);
         assert_true(w->plan.ops[m].recursive);
@@ -584,7 +596,8 @@ static void test_dev(void **state)
         assert_string_equal(p->ops[b].src, s);
         int f = idx(p, NSBOX_MOP_FILE, t);
         assert_true(f > tmpfs && f < b);
-        if (b > last_node) last_node = b;
+        if (b > last_node)
+            last_node = b;
     }
     /* no other host device, and nothing bound into /dev otherwise */
     for (size_t i = 0; i < p->n; i++) {

@@ -144,8 +144,10 @@ static int f_open_tree(int dfd, const char *path, unsigned flags)
     struct call *c = rec(C_OPEN_TREE, path);
     c->dfd = dfd;
     c->flags = flags;
-    if (dfd >= 0) c->dfd_st_ok = fstat(dfd, &c->dfd_st) == 0;
-    if (outcome(c, 0) < 0) return -1;
+    if (dfd >= 0)
+        c->dfd_st_ok = fstat(dfd, &c->dfd_st) == 0;
+    if (outcome(c, 0) < 0)
+        return -1;
     c->fd = F.next_fd++;
     c->ret = c->fd;
     return c->fd;
@@ -237,7 +239,7 @@ struct ex {
     int fds[NSBOX_MOUNT_OPS_MAX];
     int fds_after_prepare[NSBOX_MOUNT_OPS_MAX];
     int rootfd;
-    int ws_fd; /* EXT4 workspace mount given to prepare; -1 */
+    int ws_fd;            /* EXT4 workspace mount given to prepare; -1 */
     size_t prepare_calls; /* F.n after prepare */
 };
 
@@ -252,9 +254,11 @@ static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f)
 static int ex_setup(void **state)
 {
     struct ex *x = calloc(1, sizeof *x);
-    if (!x) return -1;
+    if (!x)
+        return -1;
     snprintf(x->base, sizeof x->base, "/tmp/nsbox-test-mounts-XXXXXX");
-    if (!mkdtemp(x->base)) return -1;
+    if (!mkdtemp(x->base))
+        return -1;
     snprintf(x->staging, sizeof x->staging, "%s/staging", x->base);
     snprintf(x->image, sizeof x->image, "%s/image", x->base);
     if (mkdir(x->staging, 0700) < 0 || mkdir(x->image, 0700) < 0 ||
@@ -264,7 +268,8 @@ static int ex_setup(void **state)
     x->w = dir_world();
     snprintf(x->w->img.root, sizeof x->w->img.root, "%s", x->image);
     struct nsbox_err e = {0};
-    if (nsbox_mount_plan_build(&x->w->cfg, &x->w->plan, &e) < 0) return -1;
+    if (nsbox_mount_plan_build(&x->w->cfg, &x->w->plan, &e) < 0)
+        return -1;
     x->rootfd = -1;
     x->ws_fd = -1;
     *state = x;
@@ -274,8 +279,10 @@ static int ex_setup(void **state)
 static int ex_teardown(void **state)
 {
     struct ex *x = *state;
-    if (chdir("/") < 0) return -1;
-    if (x->rootfd >= 0) close(x->rootfd);
+    if (chdir("/") < 0)
+        return -1;
+    if (x->rootfd >= 0)
+        close(x->rootfd);
     nftw(x->base, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
     free(x->w);
     free(x);
@@ -289,7 +296,8 @@ static bool same_file(const struct stat *a, const struct stat *b)
 
 static int do_prepare(struct ex *x, struct nsbox_err *e)
 {
-    if (x->rootfd >= 0) close(x->rootfd);
+    if (x->rootfd >= 0)
+        close(x->rootfd);
     x->rootfd = -1;
     memset(x->fds, 0x55, sizeof x->fds);
     int r = nsbox_rootfs_prepare(&fake, &x->w->plan, x->staging, x->image, -1, x->ws_fd, x->fds,
@@ -303,7 +311,8 @@ static void prepare_ok(struct ex *x)
 {
     struct nsbox_err e = {0};
     F.armed = false;
-    if (do_prepare(x, &e) != 0) fail_msg("prepare: %s", e.msg);
+    if (do_prepare(x, &e) != 0)
+        fail_msg("prepare: %s", e.msg);
     F.armed = true;
 }
 
@@ -311,7 +320,8 @@ static int count_open_fds(void)
 {
     int n = 0;
     for (int fd = 0; fd < 1024; fd++)
-        if (fcntl(fd, F_GETFD) >= 0) n++;
+        if (fcntl(fd, F_GETFD) >= 0)
+            n++;
     return n;
 }
 
@@ -397,7 +407,8 @@ static void test_prepare_takes_workspace_mount_fd(void **state)
     struct ex *x = *state;
     x->w->cfg.ws_kind = NSBOX_WS_EXT4;
     struct nsbox_err e = {0};
-    if (nsbox_mount_plan_build(&x->w->cfg, &x->w->plan, &e) < 0) fail_msg("plan: %s", e.msg);
+    if (nsbox_mount_plan_build(&x->w->cfg, &x->w->plan, &e) < 0)
+        fail_msg("plan: %s", e.msg);
     int b = idx(&x->w->plan, NSBOX_MOP_BIND, "workspace");
     assert_true(b >= 0);
     int fd = open("/", O_PATH | O_CLOEXEC);
@@ -514,8 +525,10 @@ static void enter_check_before_pivot(const struct ex *x, size_t start, size_t pi
         assert_true(same_file(&c->cwd, &x->staging_st));
         assert_true(c->path[0] != '/');
         assert_int_not_equal(c->k, C_UMOUNT2);
-        if (c->k == C_MOUNT && !c->src_null && !fstype_word(c->src)) assert_true(c->src[0] != '/');
-        if (c->k == C_OPEN_TREE) assert_int_equal(c->dfd, AT_FDCWD);
+        if (c->k == C_MOUNT && !c->src_null && !fstype_word(c->src))
+            assert_true(c->src[0] != '/');
+        if (c->k == C_OPEN_TREE)
+            assert_int_equal(c->dfd, AT_FDCWD);
     }
 }
 
@@ -568,7 +581,8 @@ static void enter_check_op(const struct ex *x, size_t i, size_t *kp, size_t pivo
         assert_string_equal(c->path, o->target);
         assert_string_equal(c->fstype, fs);
         assert_int_equal(c->flags, o->flags);
-        if (o->data[0]) assert_string_equal(c->data, o->data);
+        if (o->data[0])
+            assert_string_equal(c->data, o->data);
         break;
     }
     case NSBOX_MOP_BIND:
@@ -647,11 +661,14 @@ static void enter_check_clones(const struct ex *x)
 {
     const struct nsbox_mount_plan *p = &x->w->plan;
     for (size_t i = 0; i < F.n; i++) {
-        if (F.c[i].k != C_MOVE) continue;
+        if (F.c[i].k != C_MOVE)
+            continue;
         int fd = F.c[i].fd, opened = -1, attrs = -1;
         for (size_t j = 0; j < i; j++) {
-            if (F.c[j].k == C_OPEN_TREE && F.c[j].fd == fd) opened = (int)j;
-            if (F.c[j].k == C_SETATTR_FD && F.c[j].fd == fd) attrs = (int)j;
+            if (F.c[j].k == C_OPEN_TREE && F.c[j].fd == fd)
+                opened = (int)j;
+            if (F.c[j].k == C_SETATTR_FD && F.c[j].fd == fd)
+                attrs = (int)j;
         }
         assert_true(opened >= 0);
         for (size_t j = 0; j < p->n; j++)
@@ -660,10 +677,12 @@ static void enter_check_clones(const struct ex *x)
     }
     /* every clone is closed exactly once */
     for (size_t i = 0; i < F.n; i++) {
-        if (F.c[i].k != C_OPEN_TREE) continue;
+        if (F.c[i].k != C_OPEN_TREE)
+            continue;
         int closes = 0;
         for (size_t j = 0; j < F.n; j++)
-            if (F.c[j].k == C_CLOSE && F.c[j].fd == F.c[i].fd) closes++;
+            if (F.c[j].k == C_CLOSE && F.c[j].fd == F.c[i].fd)
+                closes++;
         assert_int_equal(closes, 1);
     }
 }
@@ -677,7 +696,8 @@ static void test_enter_sequence(void **state)
     size_t start = F.n;
     struct nsbox_err e = {0};
     int r = nsbox_rootfs_enter(&fake, p, x->rootfd, x->fds, &e);
-    if (r != 0) fail_msg("enter: %s", e.msg);
+    if (r != 0)
+        fail_msg("enter: %s", e.msg);
 
     size_t pivot = start;
     while (pivot < F.n && F.c[pivot].k != C_PIVOT)
@@ -731,7 +751,8 @@ static void test_enter_each_failure(void **state)
     assert_int_equal(nsbox_rootfs_enter(&fake, p, x->rootfd, x->fds, &e), 0);
     int fallible = 0;
     for (size_t i = start; i < F.n; i++)
-        if (F.c[i].k != C_CLOSE) fallible++;
+        if (F.c[i].k != C_CLOSE)
+            fallible++;
     assert_true(fallible > 30);
 
     for (int nth = 1; nth <= fallible; nth++) {
@@ -742,7 +763,8 @@ static void test_enter_each_failure(void **state)
         F.fail_nth = nth;
         F.fail_errno = EPERM;
         struct nsbox_err e2 = {0};
-        if (chdir("/") < 0) fail();
+        if (chdir("/") < 0)
+            fail();
         assert_int_equal(nsbox_rootfs_enter(&fake, p, x->rootfd, x->fds, &e2), -1);
         assert_int_equal(e2.code, NSBOX_E_SYS);
         assert_int_equal(e2.sys_errno, EPERM);
@@ -752,7 +774,8 @@ static void test_enter_each_failure(void **state)
         assert_true(f < F.n);
         expect_names_failure(&F.c[f], e2.msg);
         assert_true(F.n - f <= 2);
-        if (F.n - f == 2) assert_int_equal(F.c[f + 1].k, C_CLOSE);
+        if (F.n - f == 2)
+            assert_int_equal(F.c[f + 1].k, C_CLOSE);
         bool pivoted = false;
         for (size_t i = start; i < f; i++)
             pivoted |= F.c[i].k == C_PIVOT;
@@ -783,7 +806,8 @@ static void test_enter_fifth_mount_fails(void **state)
     assert_int_equal(mounts, 5);
     char want[600];
     snprintf(want, sizeof want, "/%s", last->path);
-    if (!strstr(e.msg, want)) fail_msg("'%s' does not name %s", e.msg, want);
+    if (!strstr(e.msg, want))
+        fail_msg("'%s' does not name %s", e.msg, want);
     assert_int_equal(e.sys_errno, EACCES);
     assert_non_null(strstr(e.msg, strerror(EACCES)));
 }
@@ -800,7 +824,8 @@ static void test_enter_optional_proc_entries(void **state)
     F.prefix_errno = ENOENT;
     struct nsbox_err e = {0};
     int r = nsbox_rootfs_enter(&fake, p, x->rootfd, x->fds, &e);
-    if (r != 0) fail_msg("ENOENT under /proc should be tolerated: %s", e.msg);
+    if (r != 0)
+        fail_msg("ENOENT under /proc should be tolerated: %s", e.msg);
     assert_int_equal(F.c[F.n - 3].k, C_PIVOT);
 
     fake_reset();
@@ -850,7 +875,8 @@ int main(void)
 {
     const struct CMUnitTest exec_tests[] = {
         cmocka_unit_test_setup_teardown(test_prepare_sequence, ex_setup, ex_teardown),
-        cmocka_unit_test_setup_teardown(test_prepare_takes_workspace_mount_fd, ex_setup, ex_teardown),
+        cmocka_unit_test_setup_teardown(test_prepare_takes_workspace_mount_fd, ex_setup,
+                                        ex_teardown),
         cmocka_unit_test_setup_teardown(test_prepare_private_failure_stops, ex_setup, ex_teardown),
         cmocka_unit_test_setup_teardown(test_prepare_tmpfs_failure, ex_setup, ex_teardown),
         cmocka_unit_test_setup_teardown(test_prepare_clone_failure, ex_setup, ex_teardown),
