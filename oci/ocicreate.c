@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +134,7 @@ struct monitor {
     int fifo;       /* exec.fifo, read end (opened read-write: never EOF, never blocks) */
     int sfd;        /* signalfd: the relayed signals and SIGCHLD */
     int ctl;        /* the control socket (ocictl.c): pause, resume */
+    int own_net;    /* the network namespace the monitor was started in */
     const char *dir; /* the state directory */
 };
 
@@ -270,13 +272,32 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
     return wait_ready(m, e);
 }
 
+/* The monitor is the pid-file process: the pid callers take for the container. Docker's
+ * prestart hook (libnetwork-setkey, which moves eth0 in), CNI plugins and `nsenter -t PID -n`
+ * reach the container's network through /proc/PID/ns/net, so the monitor enters the sandbox's
+ * network namespace; it keeps its own to go back to for the teardown. */
+static int monitor_join_net(struct monitor *m, struct nsbox_err *e)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)m->sb.pid);
+    m->own_net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (m->own_net < 0)
+        return nsbox_err_sys(e, "open /proc/self/ns/net");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return nsbox_err_sys(e, "open %s", path);
+    int r = setns(fd, CLONE_NEWNET);
+    close(fd);
+    return r < 0 ? nsbox_err_sys(e, "enter the container's network namespace") : 0;
+}
+
 __attribute__((noreturn)) static void monitor_main(const char *dir, const struct nsbox_spec *s,
                                                    const struct nsbox_ocispec *c, int ready_fd)
 {
     static struct monitor m; /* large: the sandbox's buffers */
     struct ready_msg msg = {0};
     nsbox_sandbox_init(&m.sb);
-    m.start_sock = m.fifo = m.sfd = m.ctl = -1;
+    m.start_sock = m.fifo = m.sfd = m.ctl = m.own_net = -1;
     m.dir = dir;
     setsid(); /* not in the caller's job control: a ^C to it is not for the container */
     char fifo[PATH_MAX + 16];
@@ -286,7 +307,7 @@ __attribute__((noreturn)) static void monitor_main(const char *dir, const struct
         nsbox_err_sys(&msg.err, "open %s", fifo);
     else if ((m.ctl = nsbox_ocictl_listen(dir, &msg.err)) < 0)
         ;
-    else if (monitor_setup(&m, s, c, &msg.err) == 0) {
+    else if (monitor_setup(&m, s, c, &msg.err) == 0 && monitor_join_net(&m, &msg.err) == 0) {
         msg.ok = 1;
         msg.init_pid = m.sb.pid;
         snprintf(msg.sandbox, sizeof msg.sandbox, "%s", m.sb.st.id);
@@ -306,6 +327,8 @@ __attribute__((noreturn)) static void monitor_main(const char *dir, const struct
         m.sb.pid = 0; /* reaped */
     }
     struct nsbox_err e2;
+    if (m.own_net >= 0 && setns(m.own_net, CLONE_NEWNET) < 0)
+        m.sb.net = NULL; /* its host side is where we could not return: leave it */
     nsbox_sandbox_destroy(&m.sb, &e2);
     monitor_exit(status);
 }
