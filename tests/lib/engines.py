@@ -113,7 +113,7 @@ class Dockerd:
     """A dockerd of our own. runtimes: {name: path} added with --add-runtime; env: the
     environment of dockerd, its containerd, shims and runtimes (nsbox's directories)."""
 
-    def __init__(self, runtimes, env=None, bridge=True):
+    def __init__(self, runtimes, env=None, bridge=True, hide_cgroup2=False):
         self.d = tempfile.mkdtemp(prefix="nsbox-dockerd-")
         self.sock = os.path.join(self.d, "docker.sock")
         self.cgroup_parent = f"nsbox-test-docker-{os.getpid()}"
@@ -134,10 +134,15 @@ class Dockerd:
             args += ["--add-runtime", f"{name}={path}"]
         self.log = open(os.path.join(self.d, "dockerd.log"), "w")
         env = dict(env or {"PATH": PATH})
+        prep = "ip link set lo up"
+        if hide_cgroup2 and os.path.ismount("/sys/fs/cgroup/unified"):
+            # crun refuses a hybrid host whose cgroup2 mount has controllers; without that
+            # mount (in dockerd's mount namespace only) every runtime sees cgroup v1 alone
+            prep += " && umount /sys/fs/cgroup/unified"
         try:
             self.proc = subprocess.Popen(
                 ["unshare", "--net", "--mount", "--propagation", "private", "--",
-                 "sh", "-c", 'ip link set lo up && exec "$@"', "sh"] + args,
+                 "sh", "-c", prep + ' && exec "$@"', "sh"] + args,
                 stdout=self.log, stderr=self.log, env=env, start_new_session=True)
             self._wait_up()
         except BaseException:
