@@ -10,8 +10,9 @@ plus the medians of the per-round ratios nsbox-oci / runc and nsbox-oci / crun:
 
 docker  `docker run --rm --network none --runtime=X IMG true` against a dockerd of our own
         (`--add-runtime nsbox=<nsbox-oci> --add-runtime crun=/usr/bin/crun`; runc is dockerd's
-        default, Debian's /usr/sbin/runc). Network none for every runtime: the bridge's
-        prestart hook is work of Docker's, not of the runtime.
+        default, Debian's /usr/sbin/runc). Network none for every runtime: no veth or
+        address to set up (Docker's config still has its prestart hook, which runc and crun
+        run and nsbox-oci, without hooks yet, does not: see docs/benchmarks.md).
 ctr     `ctr run --rm --runtime io.containerd.runc.v2 --runc-binary X IMG NAME true` against
         that dockerd's own containerd (its namespace nsbox-bench), each runtime with its own
         --runc-root under the work directory.
