@@ -2,12 +2,15 @@
 test's own (Debian's docker.io; tests/lib/engines.py: its own network and mount namespaces,
 data and exec roots, socket and containerd, bridge networking without iptables) gets
 `--add-runtime nsbox=<build>/nsbox-oci` and loads a busybox image the test builds
-(a docker-save archive). Checked: `docker run --runtime=nsbox` output and exit code, `docker
-exec`, `docker stop` (the workload ends of the SIGTERM, not of the SIGKILL after the grace
+(a docker-save archive). Checked: `docker run --runtime=nsbox` output and exit code, `--memory`
+and `--pids-limit` as the sandbox's limits, `docker pause`/`unpause`, `docker exec`, `docker
+stop` (the workload ends of the SIGTERM, not of the SIGKILL after the grace
 period), `docker run -t` (a terminal), bridge networking (eth0 with the address Docker gave,
 set up by Docker's prestart hook), and that nothing is left: no sandbox, no state, no Docker
 chain in the host's ruleset."""
+import glob
 import ipaddress
+import json
 import os
 import re
 import subprocess
@@ -16,7 +19,7 @@ import unittest
 
 import engines
 
-from nsbox_test import NSBOX, Dirs
+from nsbox_test import NSBOX, Dirs, sandbox_cgroup_file
 
 OCI = os.path.join(os.path.dirname(NSBOX), "nsbox-oci") if NSBOX else None
 
@@ -84,6 +87,36 @@ class Docker(unittest.TestCase):
         self.assertEqual(self.docker("inspect", "-f", "{{.State.ExitCode}}", "stopme").stdout,
                          "143\n")
         self.assertEqual(self.dirs.live_ids(), [])
+
+    def sandbox_of(self, cid):
+        """nsbox's id of the sandbox of container cid (nsbox-oci's state, under the runc
+        shim's root in dockerd's exec root)."""
+        found = glob.glob(os.path.join(self.daemon.d, "exec", "runtime-*", "moby", cid,
+                                       "state.json"))
+        self.assertEqual(len(found), 1, found)
+        with open(found[0]) as f:
+            return json.load(f)["sandbox"]
+
+    def test_limits_and_pause(self):
+        r = self.docker("run", "-d", "--name", "limits", "--runtime=nsbox", "--memory", "96m",
+                        "--pids-limit", "37", engines.IMAGE, "sleep", "1000")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.docker, "rm", "-f", "limits")
+        sid = self.sandbox_of(r.stdout.strip())
+        self.assertEqual(sandbox_cgroup_file(sid, "memory", "memory.limit_in_bytes",
+                                             "memory.max"), str(96 << 20))
+        self.assertEqual(sandbox_cgroup_file(sid, "pids", "pids.max", "pids.max"), "37")
+        # docker pause freezes the sandbox's cgroup (nsbox-oci pause), unpause thaws it
+        self.assertEqual(self.docker("pause", "limits").returncode, 0)
+        self.assertEqual(self.docker("inspect", "-f", "{{.State.Status}}", "limits").stdout,
+                         "paused\n")
+        self.assertIn(sandbox_cgroup_file(sid, "freezer", "freezer.state", "cgroup.freeze"),
+                      ("FROZEN", "1"))
+        self.assertEqual(self.docker("unpause", "limits").returncode, 0)
+        self.assertIn(sandbox_cgroup_file(sid, "freezer", "freezer.state", "cgroup.freeze"),
+                      ("THAWED", "0"))
+        self.assertEqual(self.docker("inspect", "-f", "{{.State.Status}}", "limits").stdout,
+                         "running\n")
 
     @unittest.expectedFailure  # nsbox-oci exec: branch oci-exec
     def test_exec(self):
