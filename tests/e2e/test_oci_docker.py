@@ -67,10 +67,13 @@ class Docker(unittest.TestCase):
         return self.docker("run", "--rm", "--runtime=nsbox", *opts, engines.IMAGE, *cmd)
 
     def test_run_output_and_exit_code(self):
-        r = self.run_nsbox("sh", "-c", "echo hi; id -u")
+        r = self.run_nsbox("sh", "-c", "echo hi; cat /proc/self/uid_map")
         self.assertEqual(r.returncode, 0, r.stderr)
-        # an nsbox sandbox: never root, whatever the image says (docs/oci.md, the floor)
-        self.assertEqual(r.stdout, "hi\n1000\n")
+        out, _, uid_map = r.stdout.partition("\n")
+        self.assertEqual(out, "hi")
+        # an nsbox sandbox: a user namespace that never maps the host's root (the floor)
+        self.assertTrue(uid_map.strip(), r.stdout)
+        self.assertFalse(engines.host_root_mapped(uid_map), uid_map)
         r = self.run_nsbox("sh", "-c", "exit 3")
         self.assertEqual(r.returncode, 3, r.stderr)
 

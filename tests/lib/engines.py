@@ -52,6 +52,15 @@ def busybox_archive(path, tag=IMAGE):
     oci_images.write_docker_save(path, layers=[layer], tag=tag)
 
 
+def host_root_mapped(uid_map):
+    """Whether a /proc/PID/uid_map text maps any id onto the host's root (uid 0)."""
+    for line in uid_map.splitlines():
+        inside, outside, count = (int(x) for x in line.split())
+        if outside == 0 and count > 0:
+            return True
+    return False
+
+
 def remove_cgroup(name):
     """The cgroup `name` (a top-level one of ours) and what is below it, in every hierarchy."""
     for top in ["/sys/fs/cgroup"] + [os.path.join("/sys/fs/cgroup", h)
