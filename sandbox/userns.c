@@ -2,6 +2,7 @@
 #include "userns.h"
 #include "cleanup.h"
 #include "proc.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -105,8 +106,8 @@ static int run_helper(const char *helper, pid_t pid, const struct nsbox_idmap *m
     if (nsbox_proc_run(&p, &status, out, sizeof out, e) < 0)
         return nsbox_err_wrap(e, "cannot run %s", helper);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return nsbox_err_set(e, NSBOX_E_SYS, EPERM, "%s failed (status %d): %s", helper, status,
-                             out[0] ? out : "no message");
+        return nsbox_err_set(e, NSBOX_E_SYS, EPERM, "%s failed (status %d): %s", helper,
+                             nsbox_exit_code(status), out[0] ? out : "no message");
     return 0;
 }
 
