@@ -3,7 +3,8 @@ the test's own storage, run and tmp directories, containers.conf and cgroup pare
 (tests/lib/engines.py), cgroupfs, `--runtime <build>/nsbox-oci` (its state in its default root,
 /run/nsbox-oci: podman's cleanup after --rm does not pass --runtime-flag on), network none; the image is a busybox
 docker-save archive the test builds and `podman load`s. Checked: `podman run` output and exit
-code, `podman stop` (the SIGTERM ends it), `podman exec`, and that nothing is left."""
+code, `podman stop` (the SIGTERM ends it), `podman pause`/`unpause`, `podman run -t` (a
+terminal), `podman exec`, and that nothing is left."""
 import os
 import unittest
 
@@ -70,6 +71,22 @@ class Podman(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         r = self.podman("inspect", "-f", "{{.State.ExitCode}}", "stopme")
         self.assertEqual(r.stdout, "143\n", r.stderr)  # SIGTERM's, not the SIGKILL's 137
+
+    def test_pause_unpause(self):
+        self.run_detached("pauseme", "sleep", "1000")
+        self.assertEqual(self.podman("pause", "pauseme").returncode, 0)
+        self.assertEqual(self.podman("inspect", "-f", "{{.State.Status}}", "pauseme").stdout,
+                         "paused\n")
+        self.assertEqual(self.podman("unpause", "pauseme").returncode, 0)
+        self.assertEqual(self.podman("inspect", "-f", "{{.State.Status}}", "pauseme").stdout,
+                         "running\n")
+
+    @unittest.expectedFailure  # the console socket: branch oci-exec
+    def test_run_tty(self):
+        r = self.podman("run", "--rm", "-t", *self.engine.run_args(), IMAGE,
+                        "sh", "-c", "test -t 0 && test -t 1 && tty")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"^/dev/pts/[0-9]+\r?\n$")
 
     @unittest.expectedFailure  # nsbox-oci exec: branch oci-exec
     def test_exec(self):
