@@ -1,10 +1,10 @@
 """End to end: Docker runs nsbox sandboxes through nsbox-oci (docs/oci.md). A dockerd of the
 test's own (Debian's docker.io; tests/lib/engines.py: its own network and mount namespaces,
 data and exec roots, socket and containerd, bridge networking without iptables) gets
-`--add-runtime nsbox=<build>/nsbox-oci` and loads a busybox image the test builds
-(a docker-save archive). Checked: `docker run --runtime=nsbox` output and exit code, `--memory`
-and `--pids-limit` as the sandbox's limits, `docker pause`/`unpause`, `docker exec`, `docker
-stop` (the workload ends of the SIGTERM, not of the SIGKILL after the grace
+`--add-runtime nsbox=<build>/nsbox-oci` and loads a busybox image the test builds (a
+docker-save archive). Checked: `docker run --runtime=nsbox` output and exit code, `--memory`
+and `--pids-limit` as the sandbox's limits, `docker pause`/`unpause`, `docker exec` (also with
+-t), `docker stop` (the workload ends of the SIGTERM, not of the SIGKILL after the grace
 period), `docker run -t` (a terminal), bridge networking (eth0 with the address Docker gave,
 set up by Docker's prestart hook), and that nothing is left: no sandbox, no state, no Docker
 chain in the host's ruleset."""
@@ -135,6 +135,16 @@ class Docker(unittest.TestCase):
     @unittest.expectedFailure  # the console socket: branch oci-exec
     def test_run_tty(self):
         r = self.run_nsbox("sh", "-c", "test -t 0 && test -t 1 && tty", opts=("-t",))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"^/dev/pts/[0-9]+\r?\n$")
+
+    @unittest.expectedFailure  # exec with a console: branch oci-exec
+    def test_exec_tty(self):
+        r = self.docker("run", "-d", "--name", "exectty", "--runtime=nsbox", engines.IMAGE,
+                        "sleep", "1000")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.docker, "rm", "-f", "exectty")
+        r = self.docker("exec", "-t", "exectty", "sh", "-c", "test -t 0 && test -t 1 && tty")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertRegex(r.stdout, r"^/dev/pts/[0-9]+\r?\n$")
 
