@@ -2,11 +2,14 @@
 """nsbox-oci against runc and crun under the engines that call them: start to exit of a
 container that runs `true`.
 
-    sudo python3 bench/bench_oci.py [--quick] [--oci build/nsbox-oci] [--rounds N] [--gap-ms 40]
+    sudo python3 bench/bench_oci.py [--quick] [--oci build/nsbox-oci] [--extra LABEL=PATH]
+                                    [--rounds N] [--gap-ms 40]
 
 Two cases, each run by every runtime in the same run, round-robin (the order rotated every
 round), wall clock with time.perf_counter_ns around the client command, medians and p10/p90
-plus the medians of the per-round ratios nsbox-oci / runc and nsbox-oci / crun:
+plus the medians of the per-round ratios nsbox-oci / runc and nsbox-oci / crun (the runtime is
+named `nsbox` in the tables; `--extra LABEL=PATH` adds another nsbox-oci build to the same
+rotation, for an A/B of a change):
 
 docker  `docker run --rm --network none --runtime=X IMG true` against a dockerd of our own
         (`--add-runtime nsbox=<nsbox-oci> --add-runtime crun=/usr/bin/crun`; runc is dockerd's
@@ -69,30 +72,30 @@ def timed(argv):
     return dt
 
 
-def commands(daemon, oci, work):
-    """{case: {runtime: function(round) -> argv}}"""
+def commands(daemon, ocis, work):
+    """{case: {runtime: function(round) -> argv}}; ocis: {label: path} of the nsbox-oci builds,
+    each a runtime of dockerd named as its label."""
     docker = [engines.DOCKER, "-H", "unix://" + daemon.sock]
     ctr = [engines.CTR, "--address", daemon.containerd_sock, "-n", NS]
-    binaries = {"nsbox-oci": oci, "runc": RUNC, "crun": CRUN}
-    names = {"nsbox-oci": "nsbox", "runc": "runc", "crun": "crun"}
+    binaries = dict(ocis, runc=RUNC, crun=CRUN)
 
     def docker_run(tool):
-        return lambda r: docker + ["run", "--rm", "--network", "none",
-                                   "--runtime=" + names[tool], engines.IMAGE, "true"]
+        return lambda r: docker + ["run", "--rm", "--network", "none", "--runtime=" + tool,
+                                   engines.IMAGE, "true"]
 
     def ctr_run(tool):
-        root = os.path.join(work, "runc-root-" + names[tool])
+        root = os.path.join(work, "runc-root-" + tool)
         return lambda r: ctr + ["run", "--rm", "--runtime", "io.containerd.runc.v2",
                                 "--runc-binary", binaries[tool], "--runc-root", root,
-                                "docker.io/" + engines.IMAGE, "b%d-%s" % (r, names[tool]),
-                                "true"]
+                                "docker.io/" + engines.IMAGE, "b%d-%s" % (r, tool), "true"]
     return {"docker": {t: docker_run(t) for t in binaries},
             "ctr": {t: ctr_run(t) for t in binaries}}
 
 
-def bench(cases, rounds, warmup, gap):
+def bench(cases, ocis, rounds, warmup, gap):
     res = {c: {t: [] for t in tools} for c, tools in cases.items()}
-    ratios = {c: {"runc": [], "crun": []} for c in cases}
+    ratios = {c: {"%s / %s" % (o, ref): [] for o in ocis for ref in ("runc", "crun")}
+              for c in cases}
     for r in range(rounds + warmup):
         for case, tools in cases.items():
             order = list(tools)
@@ -105,8 +108,9 @@ def bench(cases, rounds, warmup, gap):
                 continue
             for t, v in got.items():
                 res[case][t].append(v)
-            for other in ("runc", "crun"):
-                ratios[case][other].append(got["nsbox-oci"] / got[other])
+            for o in ocis:
+                for ref in ("runc", "crun"):
+                    ratios[case]["%s / %s" % (o, ref)].append(got[o] / got[ref])
     return res, ratios
 
 
@@ -117,10 +121,9 @@ def report_text(report):
         for t, s in tools.items():
             lines.append("| %s | %s | %.1f | %.1f | %.1f | %d |"
                          % (case, t, s["median_ms"], s["p10_ms"], s["p90_ms"], s["n"]))
-    lines.append("")
+    lines += ["", "Medians of the per-round ratios (target: nsbox / runc below 1):", ""]
     for case, r in report["ratios"].items():
-        lines.append("%s: nsbox-oci / runc %.2f, nsbox-oci / crun %.2f (medians of per-round "
-                     "ratios; target: below 1 against runc)" % (case, r["runc"], r["crun"]))
+        lines.append("- %s: %s" % (case, ", ".join("%s %.2f" % kv for kv in r.items())))
     return "\n".join(lines) + "\n"
 
 
@@ -128,6 +131,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--oci", default=os.path.join(os.path.dirname(
         os.environ.get("NSBOX_BIN") or os.path.join(REPO, "build", "nsbox")), "nsbox-oci"))
+    ap.add_argument("--extra", action="append", default=[], metavar="LABEL=PATH",
+                    help="another nsbox-oci build in the same rotation (A/B of a change)")
     ap.add_argument("--quick", action="store_true", help="6 rounds, 1 warm-up")
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=2)
@@ -139,9 +144,15 @@ def main():
     why = engines.missing(engines.DOCKERD, engines.DOCKER, engines.CTR, RUNC, CRUN)
     if why:
         raise SystemExit("bench_oci: " + why)
-    oci = os.path.abspath(a.oci)
-    if not os.path.exists(oci):
-        raise SystemExit("bench_oci: no nsbox-oci at %s: build first, or give --oci" % oci)
+    ocis = {"nsbox": os.path.abspath(a.oci)}
+    for x in a.extra:
+        label, sep, path = x.partition("=")
+        if not sep or not label.isalnum() or label in ("nsbox", "runc", "crun"):
+            raise SystemExit("bench_oci: --extra %r: give LABEL=PATH, LABEL a new word" % x)
+        ocis[label] = os.path.abspath(path)
+    for path in ocis.values():
+        if not os.path.exists(path):
+            raise SystemExit("bench_oci: no nsbox-oci at %s: build first, or give --oci" % path)
     work = tempfile.mkdtemp(prefix="nsbox-bench-oci.")
     daemon = None
     try:
@@ -149,14 +160,15 @@ def main():
         for k in ("STATE", "CACHE", "DATA"):  # nsbox's own, private to this run
             env["NSBOX_%s_DIR" % k] = os.path.join(work, k.lower())
             os.makedirs(env["NSBOX_%s_DIR" % k])
-        daemon = engines.Dockerd({"nsbox": oci, "crun": CRUN}, env=env, hide_cgroup2=True)
+        daemon = engines.Dockerd(dict(ocis, crun=CRUN), env=env, hide_cgroup2=True)
         archive = os.path.join(work, "image.tar")
         engines.busybox_archive(archive)
         for r in (daemon.docker("load", "-i", archive),
                   daemon.ctr(NS, "image", "import", archive)):
             if r.returncode != 0:
                 raise SystemExit("bench_oci: image load: " + r.stderr)
-        res, ratios = bench(commands(daemon, oci, work), a.rounds, a.warmup, a.gap_ms / 1000)
+        res, ratios = bench(commands(daemon, ocis, work), ocis, a.rounds, a.warmup,
+                            a.gap_ms / 1000)
     finally:
         if daemon:
             for c in daemon.ctr(NS, "container", "ls", "-q").stdout.split():

@@ -122,7 +122,7 @@ class Dockerd:
     """A dockerd of our own. runtimes: {name: path} added with --add-runtime; env: the
     environment of dockerd, its containerd, shims and runtimes (nsbox's directories)."""
 
-    def __init__(self, runtimes, env=None, bridge=True, hide_cgroup2=False):
+    def __init__(self, runtimes, env=None, hide_cgroup2=False):
         self.d = tempfile.mkdtemp(prefix="nsbox-dockerd-")
         self.sock = os.path.join(self.d, "docker.sock")
         self.cgroup_parent = f"nsbox-test-docker-{os.getpid()}"
@@ -137,8 +137,6 @@ class Dockerd:
                 "--ip-masq=false", "--userland-proxy=false",
                 "--exec-opt", "native.cgroupdriver=cgroupfs",
                 "--cgroup-parent", "/" + self.cgroup_parent]
-        if not bridge:
-            args += ["--bridge", "none"]
         for name, path in runtimes.items():
             args += ["--add-runtime", f"{name}={path}"]
         self.log = open(os.path.join(self.d, "dockerd.log"), "w")
@@ -198,7 +196,8 @@ class Dockerd:
         # what outlived dockerd (its containerd, a shim): ours, since it names our directory
         for pid in _pids_naming(self.d):
             _end(pid, grace=5)
-        self.log.close()
+        if getattr(self, "log", None):
+            self.log.close()
         remove_cgroup(self.cgroup_parent)
         unmount_below(self.d)
         shutil.rmtree(self.d, True)
