@@ -22,11 +22,17 @@
 #include <time.h>
 #include <unistd.h>
 
-/* netbase is not in the hosted image's list but gives /etc/services and /etc/protocols, which
- * socket.getservbyname() and many clients expect; everything else is the hosted image's set. */
+/* The hosted sandbox's default image has Python, git, gh, curl, jq, ripgrep, Node with npm and
+ * pre-commit; these are Debian's packages of each. netbase is not in its list but gives
+ * /etc/services and /etc/protocols, which socket.getservbyname() and many clients expect.
+ * debootstrap's resolver cannot follow a dependency on a virtual package (npm's node-*
+ * dependencies): what needs one is installed afterwards by the image's own apt-get. */
 static const char *const debian_packages[] = {
-    "python3", "git", "curl", "jq", "ripgrep", "ca-certificates", "netbase", NULL,
+    "python3", "git", "curl", "jq", "ripgrep", "ca-certificates", "netbase", "gh", "nodejs",
+    "pre-commit", "npm", NULL,
 };
+/* debootstrap installs the first DEBIAN_BY_DEBOOTSTRAP, apt-get the rest */
+#define DEBIAN_BY_DEBOOTSTRAP 10
 
 /* ---- apt sources ------------------------------------------------------------------------- */
 
@@ -379,8 +385,16 @@ static void pump_output(int fd, struct output_sink *o)
         sink_line(o, buf, have);
 }
 
+/* One program of the build: debootstrap on the host, then apt-get inside the new tree. */
+struct build_step {
+    const char *name;   /* in messages */
+    const char *prog;   /* absolute path; inside `chroot` when that is set */
+    char *const *argv;
+    const char *chroot; /* the new rootfs, for apt-get */
+};
+
 /* Child side: never returns. */
-static void exec_debootstrap(const char *prog, char *const argv[], int out_fd, int keep_fd)
+static void exec_step(const struct build_step *s, int out_fd, int keep_fd)
 {
     /* Die with nsbox: a build nobody waits for must not keep writing into a tree that the next
      * build will sweep. */
@@ -388,49 +402,50 @@ static void exec_debootstrap(const char *prog, char *const argv[], int out_fd, i
     int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null < 0 || dup2(null, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0)
         _exit(126);
-    /* debootstrap mounts /proc and /sys inside the target. In a mount namespace of its own
-     * those mounts vanish with it, even if it is killed, instead of pinning the build
-     * directory (our rm -rf refuses to cross mount points). */
+    /* debootstrap mounts /proc and /sys inside the target, and apt-get's maintainer scripts
+     * want /proc. In a mount namespace of its own those mounts vanish with it, even if it is
+     * killed, instead of pinning the build directory (our rm -rf refuses to cross mount
+     * points). */
     if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-        dprintf(2, "E: cannot create a mount namespace for debootstrap: %s\n", strerror(errno));
+        dprintf(2, "E: cannot create a mount namespace for %s: %s\n", s->name, strerror(errno));
         _exit(126);
     }
-    /* the build directory's lock: held by debootstrap and every process it starts, so the
-     * build counts as alive until the last of them exits */
+    if (s->chroot) {
+        char proc[PATH_MAX];
+        snprintf(proc, sizeof proc, "%s/proc", s->chroot);
+        if (mount("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ||
+            chroot(s->chroot) < 0 || chdir("/") < 0) {
+            dprintf(2, "E: cannot enter the new tree %s: %s\n", s->chroot, strerror(errno));
+            _exit(126);
+        }
+    }
+    /* the build directory's lock: held by every process of the build, so the build counts as
+     * alive until the last of them exits */
     fcntl(keep_fd, F_SETFD, 0);
     setenv("DEBIAN_FRONTEND", "noninteractive", 1);
     const char *path = getenv("PATH");
     char newpath[4096];
-    snprintf(newpath, sizeof newpath, "/usr/sbin:/usr/bin:/sbin:/bin%s%s", path ? ":" : "",
-             path ? path : "");
+    snprintf(newpath, sizeof newpath, "/usr/sbin:/usr/bin:/sbin:/bin%s%s",
+             path && !s->chroot ? ":" : "", path && !s->chroot ? path : "");
     setenv("PATH", newpath, 1);
-    execv(prog, argv);
-    dprintf(2, "E: cannot execute %s: %s\n", prog, strerror(errno));
+    execv(s->prog, s->argv);
+    dprintf(2, "E: cannot execute %s: %s\n", s->prog, strerror(errno));
     _exit(127);
 }
 
-static int run_debootstrap(const char *prog, const char *suite, const char *target,
-                           const char *mirror, const struct nsbox_image_txn *t, bool progress,
-                           struct nsbox_err *e)
+/* Runs one step, its output to the build log (appended after the first step) and, as
+ * progress, to the terminal. */
+static int run_step(const struct build_step *s, const struct nsbox_image_txn *t, bool first,
+                    const char *mirror, bool progress, struct nsbox_err *e)
 {
-    char include[512] = "--include=";
-    for (size_t i = 0; debian_packages[i]; i++) {
-        if (i)
-            strcat(include, ",");
-        strcat(include, debian_packages[i]);
-    }
-    char *const argv[] = {
-        (char *)"debootstrap", (char *)"--variant=minbase", include, (char *)suite,
-        (char *)target,        (char *)mirror,              NULL,
-    };
-
     char log_path[PATH_MAX];
     if (snprintf(log_path, sizeof log_path, "%s/.build-%s.log", t->images, t->name) >=
         (int)sizeof log_path)
         return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long: %s", t->images);
     struct output_sink sink = {.progress = progress, .log_fd = -1};
-    sink.log_fd =
-        open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    sink.log_fd = open(log_path,
+                       O_WRONLY | O_CREAT | (first ? O_TRUNC : O_APPEND) | O_NOFOLLOW | O_CLOEXEC,
+                       0644);
 
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) < 0) {
@@ -446,7 +461,7 @@ static int run_debootstrap(const char *prog, const char *suite, const char *targ
         return nsbox_err_sys(e, "cannot fork");
     }
     if (pid == 0)
-        exec_debootstrap(prog, argv, pipefd[1], t->tmp_fd);
+        exec_step(s, pipefd[1], t->tmp_fd);
     close(pipefd[1]);
     pump_output(pipefd[0], &sink);
     close(pipefd[0]);
@@ -458,7 +473,7 @@ static int run_debootstrap(const char *prog, const char *suite, const char *targ
         r = waitpid(pid, &status, 0);
     while (r < 0 && errno == EINTR);
     if (r < 0)
-        return nsbox_err_sys(e, "cannot wait for debootstrap");
+        return nsbox_err_sys(e, "cannot wait for %s", s->name);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return 0;
     char how[64];
@@ -468,11 +483,43 @@ static int run_debootstrap(const char *prog, const char *suite, const char *targ
         snprintf(how, sizeof how, "exit code %d", WEXITSTATUS(status));
     /* The usual cause, offline or behind a proxy: the mirror cannot be reached. */
     return nsbox_err_set(e, NSBOX_E_SYS, 0,
-                         "debootstrap failed (%s): %s (full output: %s). The image's packages "
+                         "%s failed (%s): %s (full output: %s). The image's packages "
                          "are downloaded once, from %s: this host must reach that mirror, or "
                          "NSBOX_DEBIAN_MIRROR can name one it does reach (http://, or file:/ "
                          "for a local copy). The host image (the default) needs no download",
-                         how, sink.last[0] ? sink.last : "no output", log_path, mirror);
+                         s->name, how, sink.last[0] ? sink.last : "no output", log_path, mirror);
+}
+
+static int run_debootstrap(const char *prog, const char *suite, const char *target,
+                           const char *mirror, const struct nsbox_image_txn *t, bool progress,
+                           struct nsbox_err *e)
+{
+    char include[512] = "--include=";
+    for (size_t i = 0; i < DEBIAN_BY_DEBOOTSTRAP; i++) {
+        if (i)
+            strcat(include, ",");
+        strcat(include, debian_packages[i]);
+    }
+    char *const argv[] = {
+        (char *)"debootstrap", (char *)"--variant=minbase", include, (char *)suite,
+        (char *)target,        (char *)mirror,              NULL,
+    };
+    const struct build_step s = {"debootstrap", prog, argv, NULL};
+    return run_step(&s, t, true, mirror, progress, e);
+}
+
+/* apt-get of the image itself, from the mirror debootstrap wrote into its sources.list */
+static int run_apt_install(const char *target, const char *mirror,
+                           const struct nsbox_image_txn *t, bool progress, struct nsbox_err *e)
+{
+    char cmd[512] = "apt-get update && apt-get install -y --no-install-recommends";
+    for (size_t i = DEBIAN_BY_DEBOOTSTRAP; debian_packages[i]; i++) {
+        strcat(cmd, " ");
+        strcat(cmd, debian_packages[i]);
+    }
+    char *const argv[] = {(char *)"sh", (char *)"-c", cmd, NULL};
+    const struct build_step s = {"apt-get in the image", "/bin/sh", argv, target};
+    return run_step(&s, t, false, mirror, progress, e);
 }
 
 /* ---- post-processing --------------------------------------------------------------------- */
@@ -591,7 +638,7 @@ int nsbox_image_build_debian(bool progress, struct nsbox_err *e)
     if (snprintf(target, sizeof target, "%s/rootfs", t.tmp) >= (int)sizeof target)
         return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long: %s", t.tmp);
     if (run_debootstrap(prog, suite, target, mirror, &t, progress, e) < 0 ||
-        postprocess(t.tmp_fd, e) < 0)
+        run_apt_install(target, mirror, &t, progress, e) < 0 || postprocess(t.tmp_fd, e) < 0)
         return nsbox_err_wrap(e, "building the debian image");
     /* A power cut after the rename must not leave a half-written tree under the real name. */
     if (syncfs(t.tmp_fd) < 0)

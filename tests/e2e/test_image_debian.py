@@ -1,7 +1,7 @@
 """`nsbox image build debian`: a real debootstrap into a temporary NSBOX_DATA_DIR.
 
-It downloads about 60 MB from the Debian mirror configured in the host's apt sources and takes
-from under a minute (nearby mirror) to a few minutes. Needs root, because debootstrap does; as
+It downloads about 250 MB from the Debian mirror configured in the host's apt sources and takes
+a few minutes (twice: the second build checks the atomic replacement). Needs root, because debootstrap does; as
 any other user the whole module is skipped, with that reason."""
 import json
 import os
@@ -61,7 +61,8 @@ class DebianImage(unittest.TestCase):
 
     def test_rootfs_contents(self):
         for rel in ("bin/sh", "usr/bin/python3", "usr/bin/git", "usr/bin/curl", "usr/bin/jq",
-                    "usr/bin/rg"):
+                    "usr/bin/rg", "usr/bin/gh", "usr/bin/node", "usr/bin/npm",
+                    "usr/bin/pre-commit"):
             path = os.path.join(self.rootfs, rel)
             # bin -> usr/bin and python3 -> python3.11 are relative links, safe to follow here
             self.assertTrue(os.path.isfile(path) and os.access(path, os.X_OK), rel)
@@ -79,7 +80,8 @@ class DebianImage(unittest.TestCase):
         with open(os.path.join(self.images, "debian", "image.json")) as f:
             meta = json.load(f)
         self.assertEqual(meta["kind"], "debian")
-        for pkg in ("python3", "git", "curl", "jq", "ripgrep", "ca-certificates"):
+        for pkg in ("python3", "git", "curl", "jq", "ripgrep", "ca-certificates", "gh", "nodejs",
+                    "npm", "pre-commit"):
             self.assertIn(pkg, meta["packages"])
         with open("/etc/os-release") as f:
             codename = [l.split("=", 1)[1].strip().strip('"') for l in f
@@ -123,6 +125,19 @@ class DebianImage(unittest.TestCase):
                   "id -un; cat /etc/debian_version >/dev/null && echo debian; rg --version | "
                   "head -c 7", env_extra=env, timeout=120)
         self.assertEqual((r.returncode, r.stdout), (0, "appuser\ndebian\nripgrep"), r.stderr)
+
+    def test_the_hosted_images_tools_run_in_debian(self):
+        """Node with npm (installed by the image's apt-get, not debootstrap), gh and pre-commit,
+        as a sandbox user."""
+        env = {"NSBOX_STATE_DIR": os.path.join(self.tmp, "state"),
+               "NSBOX_CACHE_DIR": os.path.join(self.tmp, "cache"),
+               **no_pool_env(self.tmp)}
+        r = nsbox(self.data, "run", "--image", "debian", "--", "sh", "-c",
+                  "node -e 'console.log(6 * 7)' && npm --version >/dev/null && echo npm && "
+                  "gh --version | head -c 10 && echo && pre-commit --version | head -c 10",
+                  env_extra=env, timeout=120)
+        self.assertEqual((r.returncode, r.stdout), (0, "42\nnpm\ngh version\npre-commit"),
+                         r.stderr)
 
 
 if __name__ == "__main__":
