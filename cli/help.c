@@ -37,6 +37,7 @@ static const char overview[] =
     "  cp [-p] SRC DST                 ID:path on either side (a path in /workspace; into a\n"
     "                                  directory keeps the name; -p makes missing directories)\n"
     "  ls [--json] | inspect ID | rm ID... | ps ID | kill ID PID [SIG] | logs ID PID\n"
+    "  logs --network [-f] ID          the sandbox's connections through its egress helper\n"
     "  wait [--timeout S] ID PID       until a background process ends; its exit code\n"
     "  info [--json]                   what this machine supports and how to fix what is missing\n"
     "  image build host|debian | pull REF | import FILE | ls | inspect | tag | rm | prune\n"
@@ -67,6 +68,8 @@ static const struct {
             "\n"
             "  --timeout S                         kill CMD's whole process tree after S seconds\n"
             "  --cwd DIR                           where CMD starts (relative: to /workspace)\n"
+            "  --network-log FILE                  with allow=NAMES: the connections through\n"
+            "                                      the egress helper, as JSON lines, into FILE\n"
             "  --ttl S                             as --timeout (the sandbox's hard limit)\n" SANDBOX_OPTIONS
             "\n" EXIT_CODES},
     {"create", "usage: nsbox create [OPTIONS] [--json]\n"
@@ -114,12 +117,17 @@ static const struct {
     {"kill", "usage: nsbox kill ID PID [SIG]\n"
              "  signal a background process (default TERM; a number or a name: KILL, SIGINT)\n"},
     {"logs", "usage: nsbox logs [-f] ID PID\n"
+             "       nsbox logs --network [-f] ID\n"
              "  a background process's output: its stdout on ours, its stderr on ours\n"
              "  (the last 64 KiB of each)\n"
              "\n"
              "  -f, --follow    then what it writes, as it writes it, until it has ended\n"
              "                  and all its output is shown, or until our reader goes\n"
-             "                  (| grep -m1 ready); exit 0 (nsbox wait gives its exit code)\n"},
+             "                  (| grep -m1 ready); exit 0 (nsbox wait gives its exit code)\n"
+             "  --network       the sandbox's network log instead: one JSON object a line\n"
+             "                  per connection its egress helper decided on (allow= with\n"
+             "                  host names; docs/network.md \"The network log\"); with -f,\n"
+             "                  until the sandbox ends\n"},
     {"wait", "usage: nsbox wait [--timeout S] ID PID\n"
              "  until a background process ends; its exit code is ours\n"
              "\n"

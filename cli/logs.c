@@ -1,11 +1,17 @@
-/* `nsbox logs [-f] ID PID`: a background process's output, once or as it is written. */
+/* `nsbox logs [-f] ID PID`: a background process's output, once or as it is written.
+ * `nsbox logs --network [-f] ID`: the sandbox's network log (sandbox/egress_log.h), read from
+ * its state directory. */
 #define _GNU_SOURCE
 #include "cli.h"
 #include "client.h"
+#include "egress_log.h"
+#include "paths.h"
+#include "state.h"
 #include "say.h"
 #include "util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -157,19 +163,113 @@ static int follow_logs(const char *id, long pid)
     }
 }
 
+/* ---- the network log ---------------------------------------------------------------------- */
+
+static int print_line(void *ctx, const char *text, size_t len)
+{
+    (void)ctx;
+    errno = 0;
+    if (fwrite(text, 1, len, stdout) != len || putchar('\n') == EOF)
+        return -1;
+    return 0;
+}
+
+/* Whether the sandbox of state directory dir still lives: its lock is held (a lock that was
+ * free is let go at once: gc takes it next). */
+static bool sandbox_alive(const char *dir)
+{
+    int fd = nsbox_state_lock(dir);
+    if (fd >= 0) {
+        close(fd);
+        return false;
+    }
+    return nsbox_state_maybe_alive(errno);
+}
+
+static int open_network_log(const char *id, char *dir, size_t n, struct nsbox_egress_reader *r)
+{
+    struct nsbox_err e = {0};
+    char rt[PATH_MAX];
+    if (!nsbox_state_valid_id(id)) {
+        nsbox_err_set(&e, NSBOX_E_INVALID, EINVAL,
+                      "'%s' is not a sandbox id (nsbox ls lists them)", id);
+        return nsbox_say_fail(&e);
+    }
+    if (nsbox_path_runtime_dir(rt, sizeof rt, &e) < 0)
+        return nsbox_say_fail(&e);
+    snprintf(dir, n, "%s/%s", rt, id);
+    if (nsbox_egress_reader_open(r, dir) == 0)
+        return 0;
+    int err = errno;
+    if (err == ENOENT && access(dir, F_OK) < 0) {
+        if (nsbox_tombstone_err(id, ENOENT, &e) == 0)
+            nsbox_state_not_found(id, ENOENT, &e);
+    } else if (err == ENOENT) {
+        nsbox_err_set(&e, NSBOX_E_NOTFOUND, ENOENT,
+                      "sandbox %s has no network log: only a sandbox whose --network allow= names "
+                      "hosts, enforced by name, has one (docs/network.md, \"The network log\")",
+                      id);
+    } else {
+        errno = err;
+        nsbox_err_sys(&e, "cannot read the network log of sandbox %s", id);
+    }
+    return nsbox_say_fail(&e);
+}
+
+/* The entries so far; following, the new ones as they come, until the sandbox has ended and
+ * its log is read to the end, or our reader is gone. */
+static int network_logs(const char *id, bool follow)
+{
+    char dir[PATH_MAX];
+    struct nsbox_egress_reader r;
+    int rc = open_network_log(id, dir, sizeof dir, &r);
+    if (rc != 0)
+        return rc;
+    int delay = FOLLOW_MIN_MS;
+    for (;;) {
+        bool alive = follow && sandbox_alive(dir); /* before the read: nothing comes after */
+        int n = nsbox_egress_reader_next(&r, print_line, NULL);
+        if (n < 0 || fflush(stdout) != 0) {
+            nsbox_egress_reader_close(&r);
+            return output_failed();
+        }
+        if (r.dropped) {
+            fprintf(stderr, "nsbox: note: entries of the network log were dropped here: more "
+                            "than it keeps (docs/network.md) came between two reads\n");
+            r.dropped = false;
+        }
+        if (!alive)
+            break;
+        delay = n > 0 ? FOLLOW_MIN_MS : delay * 2 > FOLLOW_MAX_MS ? FOLLOW_MAX_MS : delay * 2;
+        if (reader_gone_within(delay)) {
+            nsbox_egress_reader_close(&r);
+            return errno == EBADF ? output_failed() : 0;
+        }
+    }
+    nsbox_egress_reader_close(&r);
+    return 0;
+}
+
 int nsbox_cli_logs(int argc, char **argv)
 {
-    bool follow = false;
+    bool follow = false, network = false;
     char *args[2];
     int n = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--follow"))
             follow = true;
+        else if (!strcmp(argv[i], "--network"))
+            network = true;
         else if (n < 2)
             args[n++] = argv[i];
         else
             n = 3;
     }
+    if (network && n == 1)
+        return network_logs(args[0], follow);
+    if (network)
+        return nsbox_say_usage("%s", "logs --network needs a sandbox id and nothing more: nsbox "
+                                     "logs --network [-f] ID");
     if (n != 2)
         return nsbox_say_usage("%s", "logs needs a sandbox id and a pid: nsbox logs [-f] ID PID");
     long pid = nsbox_parse_pid(args[1]);

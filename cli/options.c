@@ -104,6 +104,7 @@ enum opt_kind {
     OPT_SCRIPT,    /* --setup-script: a file's content into setup_script */
     OPT_TIMEOUT,   /* run only */
     OPT_CWD,       /* run only */
+    OPT_NETLOG,    /* run only */
     OPT_SPEC_OFF,  /* a flag without a value: sets the spec's boolean key to false */
 };
 
@@ -130,6 +131,7 @@ static const struct opt_def sandbox_opts[] = {
     {"--setup-script", "setup_script", OPT_SCRIPT},
     {"--timeout", NULL, OPT_TIMEOUT},
     {"--cwd", NULL, OPT_CWD},
+    {"--network-log", NULL, OPT_NETLOG},
 };
 
 static const struct opt_def *find_opt(const char *name)
@@ -186,6 +188,10 @@ static int refuse_option(const char *name, const struct opt_def *opt,
                             name);
     if (!opt)
         return option_usage("unknown option %s", name);
+    if (opt->kind == OPT_NETLOG && !run_opts)
+        return option_usage("%s is an option of run: a persistent sandbox keeps its network log "
+                            "in its state directory (nsbox logs --network ID)",
+                            name);
     if ((opt->kind == OPT_TIMEOUT || opt->kind == OPT_CWD) && !run_opts)
         return option_usage(opt->kind == OPT_TIMEOUT
                                 ? "%s is an option of run and exec, not of this command (a "
@@ -234,6 +240,9 @@ static int apply_option(const struct opt_def *opt, const char *name, const char 
     case OPT_TIMEOUT:
         if (nsbox_parse_seconds(val, NSBOX_TIMEOUT_MAX_S, &run_opts->timeout_ms) < 0)
             return option_usage(NSBOX_TIMEOUT_USAGE, val);
+        return 0;
+    case OPT_NETLOG:
+        run_opts->network_log = val;
         return 0;
     case OPT_CWD: {
         /* relative to /workspace, as for exec and the Python client */

@@ -10,6 +10,8 @@
 #include "warmpool.h"
 #include "signals.h"
 #include "client.h"
+#include "egress_log.h"
+#include "netplan.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -113,6 +115,48 @@ static int exit_code_of(const struct wait_result *w)
     return w->timed_out ? EXIT_TIMEOUT : nsbox_exit_code(w->status);
 }
 
+/* ---- the network log ------------------------------------------------------------------------ */
+
+struct copy_to {
+    int fd;
+    off_t off;
+};
+
+static int copy_line(void *ctx, const char *text, size_t len)
+{
+    struct copy_to *c = ctx;
+    if (nsbox_pwrite_all(c->fd, text, len, c->off) < 0 ||
+        nsbox_pwrite_all(c->fd, "\n", 1, c->off + (off_t)len) < 0)
+        return -1;
+    c->off += (off_t)len + 1;
+    return 0;
+}
+
+/* --network-log FILE: the sandbox's network log, copied before its state directory goes. A
+ * sandbox whose names went by address (the config's opt-out) has none: FILE stays empty. */
+static int save_network_log(const struct nsbox_sandbox *sb, int fd, const char *path,
+                            struct nsbox_err *e)
+{
+    struct nsbox_egress_reader r;
+    if (nsbox_egress_reader_open(&r, sb->st.dir) < 0)
+        return errno == ENOENT ? 0 : nsbox_err_sys(e, "--network-log: cannot read the log");
+    struct copy_to to = {fd, 0};
+    int n = nsbox_egress_reader_next(&r, copy_line, &to);
+    nsbox_egress_reader_close(&r);
+    if (n < 0)
+        return nsbox_err_sys(e, "--network-log: cannot write %s", path);
+    return 0;
+}
+
+static int open_network_log(const char *path, int *fd, struct nsbox_err *e)
+{
+    *fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
+    if (*fd < 0)
+        return nsbox_err_sys(e, "--network-log %s: cannot create it (a file of yours, in a "
+                                "directory you can write)", path);
+    return 0;
+}
+
 /* ---- the run -------------------------------------------------------------------------------- */
 
 int nsbox_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox_run_opts *o,
@@ -166,6 +210,10 @@ int nsbox_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox
         if (o && o->timed_out)
             *o->timed_out = ret == 0 && w.timed_out;
     }
+    struct nsbox_err e3;
+    if (o && o->network_log && sb.st.dir[0] &&
+        save_network_log(&sb, o->network_log_fd, o->network_log, ret < 0 ? &e3 : e) < 0)
+        ret = -1;
     struct nsbox_err e2;
     if (nsbox_sandbox_destroy(&sb, ret < 0 ? &e2 : e) < 0)
         ret = -1;
@@ -181,7 +229,8 @@ int nsbox_cli_run(int argc, char **argv)
     struct nsbox_spec spec;
     nsbox_spec_init(&spec);
     struct nsbox_err e = {0};
-    struct nsbox_run_opts o = {.stdin_fd = 0, .stdout_fd = 1, .stderr_fd = 2};
+    struct nsbox_run_opts o = {.stdin_fd = 0, .stdout_fd = 1, .stderr_fd = 2,
+                               .network_log_fd = -1};
     int rc = EXIT_NSBOX, i;
     int pr = nsbox_options_parse(argc, argv, &spec, &o, &i, &e);
     if (pr != 0) {
@@ -193,6 +242,14 @@ int nsbox_cli_run(int argc, char **argv)
         return nsbox_say_usage("%s", "run needs a command: nsbox run [OPTIONS] -- CMD [ARG...]");
     }
     if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_run_check(&spec, &e) < 0)
+        goto out_err;
+    if (o.network_log && !nsbox_netplan_has_names(&spec)) {
+        nsbox_spec_free(&spec);
+        return nsbox_say_usage("%s", "--network-log logs the connections to allowed host names "
+                                     "(--network allow=NAME[:PORT],...), and this run allows "
+                                     "none");
+    }
+    if (o.network_log && open_network_log(o.network_log, &o.network_log_fd, &e) < 0)
         goto out_err;
     /* ttl_seconds is a hard limit on the sandbox's life; for a one-shot sandbox it bounds the
      * command like --timeout does, whichever comes first. */
@@ -217,7 +274,8 @@ int nsbox_cli_run(int argc, char **argv)
     }
     o.stdin_fd = stdio[0], o.stdout_fd = stdio[1], o.stderr_fd = stdio[2];
     /* A sandbox made ahead for these settings, when the pool is on (docs/pool.md). */
-    int pr2 = nsbox_pool_run(&spec, argv + i, &o, &status, &oom_kills, &e);
+    /* a pooled sandbox's log is not this run's to copy: a run that wants it runs cold */
+    int pr2 = o.network_log ? 0 : nsbox_pool_run(&spec, argv + i, &o, &status, &oom_kills, &e);
     if (pr2 < 0) {
         nsbox_relay_finish(&relay);
         goto out_err;
@@ -254,8 +312,10 @@ int nsbox_cli_run(int argc, char **argv)
         nsbox_say_oom(spec.instance_type, spec.limits.memory_bytes, oom_kills,
                       geteuid() != 0 && !spec.workspace[0]);
     nsbox_spec_free(&spec);
+    nsbox_closep(&o.network_log_fd);
     return rc;
 out_err:
+    nsbox_closep(&o.network_log_fd);
     nsbox_spec_free(&spec);
     return nsbox_say_fail(&e);
 }

@@ -82,6 +82,8 @@ struct nsbox_run_opts {
     const char *cwd;                    /* inside the sandbox; NULL: /workspace */
     int *oom_kills;                     /* out (may be NULL): processes the memory limit killed */
     bool *timed_out;                    /* out (may be NULL): timeout_ms ended the command */
+    const char *network_log;            /* --network-log FILE (NULL: none) */
+    int network_log_fd;                 /* FILE, opened: the network log is copied there */
 };
 
 /* Create a sandbox from a checked spec, run argv inside, delete it. Returns 0 and sets

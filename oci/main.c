@@ -3,6 +3,7 @@
  * {"level":"error","msg":...,"time":...} (--log-format json) or a text line, appended to --log,
  * and to stderr. */
 #include "ocirt.h"
+#include "cmdline.h"
 #include "spec.h"
 
 #include <cJSON.h>
@@ -55,6 +56,8 @@ static const struct {
     {"state", nsbox_ocicmds_state},     {"kill", nsbox_ocicmds_kill},
     {"delete", nsbox_ocicmds_delete},   {"pause", nsbox_ocicmds_pause},
     {"resume", nsbox_ocicmds_resume},   {"features", nsbox_ocicmds_features},
+    {"exec", nsbox_ociexec_exec},       {"ps", nsbox_ocips_ps},
+    {"update", nsbox_ociupdate_update},
 };
 
 static void usage(void)
@@ -64,9 +67,12 @@ static void usage(void)
            "  create --bundle DIR [--pid-file FILE] ID   set up, the process waits for start\n"
            "  start ID                                     run the process\n"
            "  state ID                                     the container's state as JSON\n"
-           "  kill ID [SIGNAL]                             signal it (default TERM)\n"
+           "  kill [--all] ID [SIGNAL]                     signal it (default TERM)\n"
            "  delete [--force] ID                          remove a stopped container\n"
            "  pause ID, resume ID                          freeze, thaw all its processes\n"
+           "  exec [--detach] [--pid-file F] (--process F | ID CMD...)   run in a running one\n"
+           "  ps [--format json|table] ID                  its processes (host pids)\n"
+           "  update --resources FILE|- ID                 new memory, cpu, pids limits\n"
            "  features                                     what is supported, as JSON\n\n"
            "An nsbox sandbox for each container: see docs/oci.md.\n");
 }
@@ -111,6 +117,9 @@ int main(int argc, char **argv)
 {
     static struct nsbox_ocirt g;
     struct nsbox_err e = {0};
+    /* the container's init wipes it: /proc/1/cmdline is readable inside, and would show the
+     * host's paths (root, bundle, log) */
+    nsbox_cmdline_region(argv[0], argv[argc - 1] + strlen(argv[argc - 1]) + 1);
     snprintf(g.root, sizeof g.root, "%s", NSBOX_OCI_DEFAULT_ROOT);
     int i = parse_globals(&g, argc, argv, &e);
     if (i == -2 || (i > 0 && i < argc && !strcmp(argv[i], "--version"))) {

@@ -148,11 +148,27 @@ static void thaw_if_killed(const struct nsbox_ocirt *g, const struct nsbox_ocist
         nsbox_ocictl_call(g, s, "resume", &e2);
 }
 
+/* kill --all: the monitor signals every process of the container's cgroup (ocimon.c). */
+static int kill_all(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s, int sig,
+                    struct nsbox_err *e)
+{
+    struct nsbox_ocictl_msg m = {.op = "killall", .status = sig}, r;
+    if (nsbox_ocistate_status(g, s) == NSBOX_OCI_PAUSED)
+        m.flags = NSBOX_OCICTL_F_PAUSED;
+    char answer[NSBOX_ERR_MSG_MAX];
+    if (nsbox_ocictl_ask(g, s, &m, NULL, &r, answer, sizeof answer, e) < 0) {
+        nsbox_err_wrap(e, "kill --all %s", s->id);
+        return 1;
+    }
+    return 0;
+}
+
 int nsbox_ocicmds_kill(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e)
 {
     int first = 1;
-    while (first < argc && argv[first][0] == '-' && argv[first][1]) /* --all, -a */
-        first++;
+    bool all = false;
+    for (; first < argc && argv[first][0] == '-' && argv[first][1]; first++)
+        all = all || !strcmp(argv[first], "--all") || !strcmp(argv[first], "-a");
     if (one_id(argc, argv, first, "kill", e) < 0)
         return 1;
     int sig = SIGTERM;
@@ -168,7 +184,10 @@ int nsbox_ocicmds_kill(const struct nsbox_ocirt *g, int argc, char **argv, struc
         nsbox_err_set(e, NSBOX_E_INVALID, ESRCH, "container %s: container not running", s.id);
         return 1;
     }
-    /* To init, pid 1 inside: it passes the signal on to the workload (SIGKILL ends it). */
+    if (all && sig != SIGKILL)
+        return kill_all(g, &s, sig, e);
+    /* To init, pid 1 inside: it passes the signal on to the workload (SIGKILL ends it, and with
+     * it every process of the container: --all with KILL is this too). */
     if (kill(s.init_pid, sig) < 0) {
         nsbox_err_sys(e, "kill %s", s.id);
         return 1;

@@ -119,10 +119,10 @@ static int load_config(const struct create_args *a, struct nsbox_ocispec *c,
         return -1;
     if (nsbox_ocispec_check_floor(c, e) < 0)
         return -1;
-    if (c->terminal)
-        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOTSUP,
-                             "process.terminal: a console (--console-socket) is not supported "
-                             "by nsbox-oci yet");
+    if (c->terminal && !a->console_socket)
+        return nsbox_err_invalid(e, "process.terminal is true but no --console-socket was "
+                                    "given: the terminal's master has nowhere to go (runc's "
+                                    "rule: give the socket, or set terminal to false)");
     return 0;
 }
 
@@ -136,6 +136,7 @@ struct monitor {
     int ctl;        /* the control socket (ocictl.c): pause, resume */
     int own_net;    /* the network namespace the monitor was started in */
     const char *dir; /* the state directory */
+    struct nsbox_ocimon mon; /* exec, procs, update (ocimon.c) */
 };
 
 /* One request on the control socket: the operation, done while the caller waits. */
@@ -148,7 +149,10 @@ static void monitor_ctl(struct monitor *m)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     char op[32] = {0};
     struct nsbox_err e = {0};
-    ssize_t n = recv(fd, op, sizeof op - 1, 0);
+    ssize_t n = recv(fd, op, sizeof op - 1, MSG_PEEK);
+    if (n > 0 && nsbox_ocimon_ctl(&m->mon, fd, op))
+        return;
+    n = recv(fd, op, sizeof op - 1, 0);
     char paused[PATH_MAX + 16];
     snprintf(paused, sizeof paused, "%s/%s", m->dir, NSBOX_OCI_PAUSED_FILE);
     if (n <= 0) {
@@ -182,8 +186,7 @@ static int wait_ready(struct monitor *m, struct nsbox_err *e)
                 continue;
             return nsbox_err_sys(e, "poll");
         }
-        char c;
-        if ((pf[0].revents & POLLIN) && read(m->start_sock, &c, 1) == 1 && c == 'r')
+        if ((pf[0].revents & POLLIN) && nsbox_ocimon_ready(&m->mon, m->start_sock) == 'r')
             return 0;
         if (pf[1].revents & (POLLIN | POLLHUP)) {
             struct nsbox_child_report rep;
@@ -200,10 +203,13 @@ static int wait_ready(struct monitor *m, struct nsbox_err *e)
 
 static void monitor_event(struct monitor *m, int *status, bool *done)
 {
-    struct pollfd pf[3] = {{m->sfd, POLLIN, 0}, {m->ctl, POLLIN, 0}, {m->fifo, POLLIN, 0}};
-    int r = poll(pf, m->fifo >= 0 ? 3 : 2, -1);
+    struct pollfd pf[3 + NSBOX_OCIMON_FDS] = {
+        {m->sfd, POLLIN, 0}, {m->ctl, POLLIN, 0}, {m->fifo, POLLIN, 0}};
+    size_t n = nsbox_ocimon_pollfds(&m->mon, pf + 3);
+    int r = poll(pf, 3 + n, -1);
     if (r < 0)
         return;
+    nsbox_ocimon_events(&m->mon, pf + 3, n);
     if (pf[1].revents & POLLIN)
         monitor_ctl(m);
     if (m->fifo >= 0 && (pf[2].revents & POLLIN)) {
@@ -265,10 +271,13 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
         return nsbox_err_sys(e, "socketpair");
     m->start_sock = sv[0];
     m->sb.L.start_fd = sv[1];
+    if (nsbox_ocimon_prepare(&m->mon, &m->sb.L, c->terminal, &m->sb.cg, e) < 0)
+        return -1;
     int r = nsbox_sandbox_start(&m->sb, NULL, e);
     nsbox_closep(&m->sb.L.start_fd);
     if (r < 0)
         return -1;
+    m->mon.init_pid = m->sb.pid;
     return wait_ready(m, e);
 }
 
@@ -292,11 +301,13 @@ static int monitor_join_net(struct monitor *m, struct nsbox_err *e)
 }
 
 __attribute__((noreturn)) static void monitor_main(const char *dir, const struct nsbox_spec *s,
-                                                   const struct nsbox_ocispec *c, int ready_fd)
+                                                   const struct nsbox_ocispec *c,
+                                                   const char *console, int ready_fd)
 {
     static struct monitor m; /* large: the sandbox's buffers */
     struct ready_msg msg = {0};
     nsbox_sandbox_init(&m.sb);
+    nsbox_ocimon_init(&m.mon);
     m.start_sock = m.fifo = m.sfd = m.ctl = m.own_net = -1;
     m.dir = dir;
     setsid(); /* not in the caller's job control: a ^C to it is not for the container */
@@ -307,7 +318,8 @@ __attribute__((noreturn)) static void monitor_main(const char *dir, const struct
         nsbox_err_sys(&msg.err, "open %s", fifo);
     else if ((m.ctl = nsbox_ocictl_listen(dir, &msg.err)) < 0)
         ;
-    else if (monitor_setup(&m, s, c, &msg.err) == 0 && monitor_join_net(&m, &msg.err) == 0) {
+    else if (monitor_setup(&m, s, c, &msg.err) == 0 && monitor_join_net(&m, &msg.err) == 0 &&
+             (m.mon.console < 0 || nsbox_ociconsole_send(console, m.mon.console, &msg.err) == 0)) {
         msg.ok = 1;
         msg.init_pid = m.sb.pid;
         snprintf(msg.sandbox, sizeof msg.sandbox, "%s", m.sb.st.id);
@@ -325,6 +337,7 @@ __attribute__((noreturn)) static void monitor_main(const char *dir, const struct
         while (!done)
             monitor_event(&m, &status, &done);
         m.sb.pid = 0; /* reaped */
+        nsbox_ocimon_finish(&m.mon);
     }
     struct nsbox_err e2;
     if (m.own_net >= 0 && setns(m.own_net, CLONE_NEWNET) < 0)
@@ -334,22 +347,6 @@ __attribute__((noreturn)) static void monitor_main(const char *dir, const struct
 }
 
 /* ---- create ------------------------------------------------------------------------------- */
-
-static int write_pid_file(const char *path, pid_t pid, struct nsbox_err *e)
-{
-    char tmp[PATH_MAX], text[32];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
-        return nsbox_err_invalid(e, "--pid-file: path too long");
-    int n = snprintf(text, sizeof text, "%d", (int)pid); /* no newline: runc's format */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return nsbox_err_sys(e, "--pid-file %s", tmp);
-    int r = nsbox_pwrite_all(fd, text, (size_t)n, 0);
-    close(fd);
-    if (r < 0 || rename(tmp, path) < 0)
-        return nsbox_err_sys(e, "--pid-file %s", path);
-    return 0;
-}
 
 static int make_state_dir(const struct nsbox_ocirt *g, const char *id, char *dir, size_t n,
                           struct nsbox_err *e)
@@ -417,7 +414,7 @@ static int spawn_monitor(const struct nsbox_ocirt *g, const struct create_args *
         return nsbox_err_sys(e, "fork");
     if (pid == 0) {
         close(p[0]);
-        monitor_main(dir, s, c, p[1]);
+        monitor_main(dir, s, c, a->console_socket, p[1]);
     }
     close(p[1]);
     struct ready_msg msg = {0};
@@ -442,7 +439,7 @@ static int spawn_monitor(const struct nsbox_ocirt *g, const struct create_args *
     st.pid_start = nsbox_ocistate_start_time(pid);
     st.init_start = nsbox_ocistate_start_time(msg.init_pid);
     if (nsbox_ocistate_write(g, &st, e) < 0 ||
-        (a->pid_file && write_pid_file(a->pid_file, pid, e) < 0)) {
+        (a->pid_file && nsbox_ocistate_write_pid_file(a->pid_file, pid, e) < 0)) {
         kill(msg.init_pid, SIGKILL);
         waitpid(pid, NULL, 0);
         return -1;
@@ -468,7 +465,7 @@ int nsbox_ocicreate_create(const struct nsbox_ocirt *g, int argc, char **argv,
         nsbox_ocistate_remove(g, a.id, &e2);
         return 1;
     }
-    if (a.console_socket)
+    if (a.console_socket && !c.terminal)
         fprintf(stderr, "nsbox-oci: --console-socket given without process.terminal: unused\n");
     if (spawn_monitor(g, &a, dir, &s, &c, e) < 0) {
         struct nsbox_err e2;

@@ -2,6 +2,7 @@
  * sandbox's cgroup. The path goes through /proc/self/fd/N of the state directory, so that a
  * deep --root never meets sun_path's 108 bytes. */
 #include "ocirt.h"
+#include "cleanup.h"
 #include "util.h"
 
 #include <errno.h>
@@ -43,8 +44,8 @@ int nsbox_ocictl_listen(const char *dir, struct nsbox_err *e)
     return fd;
 }
 
-int nsbox_ocictl_call(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
-                      const char *op, struct nsbox_err *e)
+int nsbox_ocictl_connect(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
+                         struct nsbox_err *e)
 {
     char dir[PATH_MAX];
     struct sockaddr_un sa;
@@ -56,8 +57,6 @@ int nsbox_ocictl_call(const struct nsbox_ocirt *g, const struct nsbox_ocistate *
         close(dfd);
         return nsbox_err_sys(e, "socket");
     }
-    struct timeval tv = {10, 0}; /* a freeze waits at most 2 s */
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     int r = connect(fd, (struct sockaddr *)&sa, sizeof sa);
     close(dfd);
     if (r < 0) {
@@ -65,6 +64,17 @@ int nsbox_ocictl_call(const struct nsbox_ocirt *g, const struct nsbox_ocistate *
         return nsbox_err_set(e, NSBOX_E_INVALID, errno, "container %s: container not running",
                              s->id);
     }
+    return fd;
+}
+
+int nsbox_ocictl_call(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s, const char *op,
+                      struct nsbox_err *e)
+{
+    int fd = nsbox_ocictl_connect(g, s, e);
+    if (fd < 0)
+        return -1;
+    struct timeval tv = {10, 0}; /* a freeze waits at most 2 s */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     struct nsbox_err reply;
     ssize_t n = -1;
     if (send(fd, op, strlen(op), MSG_NOSIGNAL) == (ssize_t)strlen(op))
@@ -78,5 +88,56 @@ int nsbox_ocictl_call(const struct nsbox_ocirt *g, const struct nsbox_ocistate *
         *e = reply;
         return -1;
     }
+    return 0;
+}
+
+int nsbox_ocictl_send(int fd, const struct nsbox_ocictl_msg *m, const void *payload, const int *fds,
+                      size_t nfds, struct nsbox_err *e)
+{
+    if (nsbox_msg_send(fd, m, sizeof *m, payload, m->len, fds, nfds) < 0)
+        return nsbox_err_sys(e, "control socket: send %s", m->op);
+    return 0;
+}
+
+int nsbox_ocictl_recv(int fd, struct nsbox_ocictl_msg *m, void *payload, size_t max, int fds[3],
+                      struct nsbox_err *e)
+{
+    int flags;
+    ssize_t n = nsbox_msg_recv(fd, m, sizeof *m, payload, max, fds, &flags);
+    if (n == 0)
+        return 0;
+    if (n < 0)
+        return nsbox_err_sys(e, "control socket: receive");
+    if ((size_t)n < sizeof *m || (flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+        m->len != (size_t)n - sizeof *m) {
+        for (int i = 0; i < 3; i++)
+            nsbox_closep(&fds[i]);
+        return nsbox_err_set(e, NSBOX_E_INVALID, EBADMSG, "control socket: a malformed message");
+    }
+    m->op[sizeof m->op - 1] = '\0';
+    return 1;
+}
+
+int nsbox_ocictl_ask(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
+                     const struct nsbox_ocictl_msg *req, const void *payload,
+                     struct nsbox_ocictl_msg *r, char *buf, size_t max, struct nsbox_err *e)
+{
+    int fd = nsbox_ocictl_connect(g, s, e);
+    if (fd < 0)
+        return -1;
+    int fds[3] = {-1, -1, -1}, got = -1;
+    if (nsbox_ocictl_send(fd, req, payload, NULL, 0, e) == 0)
+        got = nsbox_ocictl_recv(fd, r, buf, max - 1, fds, e);
+    close(fd);
+    for (int i = 0; i < 3; i++)
+        nsbox_closep(&fds[i]);
+    if (got == 0)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ESRCH, "container %s: container not running",
+                             s->id);
+    if (got < 0)
+        return -1;
+    buf[r->len] = '\0';
+    if (!strcmp(r->op, "error"))
+        return nsbox_err_set(e, r->status > 0 ? r->status : NSBOX_E_SYS, EINVAL, "%s", buf);
     return 0;
 }

@@ -7,6 +7,7 @@
 #include "nsbox.h"
 
 #include <limits.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -55,9 +56,14 @@ int nsbox_ocistate_read(const struct nsbox_ocirt *g, const char *id, struct nsbo
 uint64_t nsbox_ocistate_start_time(pid_t pid);
 /* Does pid still name the process that had start time `start`? */
 bool nsbox_ocistate_alive(pid_t pid, uint64_t start);
+/* The same, for a container that is not stopped: "container not running" otherwise. */
+int nsbox_ocistate_read_live(const struct nsbox_ocirt *g, const char *id, struct nsbox_ocistate *s,
+                             struct nsbox_err *e);
 enum nsbox_ocistate_status nsbox_ocistate_status(const struct nsbox_ocirt *g,
                                                  const struct nsbox_ocistate *s);
 const char *nsbox_ocistate_status_name(enum nsbox_ocistate_status st);
+/* The pid file a caller reads: decimal, no newline, written whole (renamed into place). */
+int nsbox_ocistate_write_pid_file(const char *path, pid_t pid, struct nsbox_err *e);
 /* Remove <root>/<id> and what is in it (files only: the directory is flat). */
 int nsbox_ocistate_remove(const struct nsbox_ocirt *g, const char *id, struct nsbox_err *e);
 
@@ -73,6 +79,77 @@ int nsbox_ocictl_listen(const char *dir, struct nsbox_err *e);
 /* Send op ("pause", "resume") to the monitor of container s; its answer in e. */
 int nsbox_ocictl_call(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
                       const char *op, struct nsbox_err *e);
+/* The requests that carry more (exec, procs, update; ocimon.c serves them): a header, then
+ * len bytes of payload, and up to three descriptors. The same shape answers them. */
+struct nsbox_ocictl_msg {
+    char op[16]; /* NUL-terminated: a request's name, or an answer's ("spawned", "error") */
+    int32_t pid, status;
+    uint32_t flags, winsize, argc, envc, len;
+};
+#define NSBOX_OCICTL_F_TTY 1u    /* exec: on a pseudo-terminal of the container's own devpts */
+#define NSBOX_OCICTL_F_PAUSED 2u /* killall: the container is paused; it stays frozen */
+/* Connected to the monitor of s, or -1 with "container not running". */
+int nsbox_ocictl_connect(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
+                         struct nsbox_err *e);
+int nsbox_ocictl_send(int fd, const struct nsbox_ocictl_msg *m, const void *payload, const int *fds,
+                      size_t nfds, struct nsbox_err *e);
+/* One whole message (payload up to max bytes) and its descriptors (fds[3], -1 when absent):
+ * 1, or 0 at EOF, or -1. */
+int nsbox_ocictl_recv(int fd, struct nsbox_ocictl_msg *m, void *payload, size_t max, int fds[3],
+                      struct nsbox_err *e);
+/* One request (no descriptors) and its one answer into r, its payload into buf (max bytes,
+ * NUL-terminated). 0, or -1: "container not running" when the monitor is gone, the monitor's
+ * message when it answers "error". */
+int nsbox_ocictl_ask(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
+                     const struct nsbox_ocictl_msg *req, const void *payload,
+                     struct nsbox_ocictl_msg *r, char *buf, size_t max, struct nsbox_err *e);
+
+/* ---- ocimon.c: what the monitor serves besides pause and resume ----
+ * exec: the monitor holds init's agent socket (sandbox/agent.h); init, which forked the
+ * container's process, forks the exec'd ones too, so that every process of the container is
+ * inside all its namespaces and cgroup and as hardened as init. One control connection per
+ * exec: the request ("exec": cwd, argv, env; stdin, stdout, stderr unless a tty), then the
+ * answers "spawned" (pid inside; with a tty its master), "failed" (status 125/126/127, why) or
+ * "exited" (status); the caller may send "kill" (status: the signal); a connection closed
+ * before the end kills the exec'd process. procs (the cgroup's pids), update (new limits),
+ * killall (status: the signal for every process of the cgroup). */
+#define NSBOX_OCIMON_EXECS 64
+#define NSBOX_OCIMON_FDS (NSBOX_OCIMON_EXECS + 1)
+struct nsbox_launch;
+struct nsbox_cgroup;
+struct nsbox_ocimon {
+    int agent;   /* our end of init's agent socket; -1 once init is gone */
+    int console; /* the container's console (pty master) from init's 'r', until passed on */
+    const struct nsbox_cgroup *cg;
+    pid_t init_pid; /* once started */
+    uint32_t seq;
+    struct {
+        int conn; /* -1: a free slot */
+        uint32_t seq;
+        int pid; /* inside the container; 0 before "spawned" */
+    } execs[NSBOX_OCIMON_EXECS];
+};
+void nsbox_ocimon_init(struct nsbox_ocimon *m);
+/* Before the sandbox starts: the agent socket into L (and the console, when the config asks
+ * for a terminal). */
+int nsbox_ocimon_prepare(struct nsbox_ocimon *m, struct nsbox_launch *L, bool console,
+                         const struct nsbox_cgroup *cg, struct nsbox_err *e);
+/* What init wrote on the start socket ('r' when set up), keeping the console's master that
+ * comes with it: the byte, or -1 at EOF or error. */
+int nsbox_ocimon_ready(struct nsbox_ocimon *m, int start_sock);
+/* The descriptors to poll (at most NSBOX_OCIMON_FDS), then what came on them. */
+size_t nsbox_ocimon_pollfds(const struct nsbox_ocimon *m, struct pollfd *pf);
+void nsbox_ocimon_events(struct nsbox_ocimon *m, const struct pollfd *pf, size_t n);
+/* Once init has been reaped: the answers it sent before it ended go out (each exec'd
+ * process's status), and every exec's connection closes. */
+void nsbox_ocimon_finish(struct nsbox_ocimon *m);
+/* A control request whose name (peeked) is one of ours: served (fd is taken), true. */
+bool nsbox_ocimon_ctl(struct nsbox_ocimon *m, int fd, const char *op);
+
+/* ---- ociconsole.c ---- */
+/* runc's console socket: connect to the unix socket at path and send one message, a non-empty
+ * payload and exactly one descriptor (SCM_RIGHTS), the pty's master. */
+int nsbox_ociconsole_send(const char *path, int master, struct nsbox_err *e);
 
 /* ---- the commands: return the process's exit code; errors are filled into e ---- */
 int nsbox_ocicreate_create(const struct nsbox_ocirt *g, int argc, char **argv,
@@ -87,5 +164,12 @@ int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv,
                            struct nsbox_err *e);
 int nsbox_ocicmds_delete(const struct nsbox_ocirt *g, int argc, char **argv,
                          struct nsbox_err *e);
+int nsbox_ociexec_exec(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
+int nsbox_ocips_ps(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
+int nsbox_ociupdate_update(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
+/* The host pids of container s's processes (its cgroup's; its monitor reads them): how many
+ * (at most max), or -1. */
+int nsbox_ocips_pids(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s, pid_t *pids,
+                     size_t max, struct nsbox_err *e);
 
 #endif

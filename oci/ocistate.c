@@ -187,3 +187,30 @@ int nsbox_ocistate_remove(const struct nsbox_ocirt *g, const char *id, struct ns
         return nsbox_err_sys(e, "remove %s", dir);
     return 0;
 }
+
+int nsbox_ocistate_write_pid_file(const char *path, pid_t pid, struct nsbox_err *e)
+{
+    char tmp[PATH_MAX], text[32];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
+        return nsbox_err_invalid(e, "--pid-file: path too long");
+    int n = snprintf(text, sizeof text, "%d", (int)pid); /* no newline: runc's format */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return nsbox_err_sys(e, "--pid-file %s", tmp);
+    int r = nsbox_pwrite_all(fd, text, (size_t)n, 0);
+    close(fd);
+    if (r < 0 || rename(tmp, path) < 0)
+        return nsbox_err_sys(e, "--pid-file %s", path);
+    return 0;
+}
+
+int nsbox_ocistate_read_live(const struct nsbox_ocirt *g, const char *id, struct nsbox_ocistate *s,
+                             struct nsbox_err *e)
+{
+    if (nsbox_ocistate_read(g, id, s, e) < 0)
+        return -1;
+    if (nsbox_ocistate_status(g, s) == NSBOX_OCI_STOPPED)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ESRCH, "container %s: container not running",
+                             s->id);
+    return 0;
+}

@@ -97,6 +97,59 @@ void nsbox_cmsg_put_fds(struct msghdr *msg, void *buf, const int *fds, size_t nf
     memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
 }
 
+ssize_t nsbox_msg_send(int sock, const void *hdr, size_t hlen, const void *payload, size_t plen,
+                       const int *fds, size_t nfds)
+{
+    struct iovec iov[2] = {{(void *)hdr, hlen}, {(void *)payload, plen}};
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * 3)];
+        struct cmsghdr align;
+    } u;
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = plen ? 2 : 1};
+    if (nfds)
+        nsbox_cmsg_put_fds(&msg, u.buf, fds, nfds > 3 ? 3 : nfds);
+    ssize_t n;
+    do
+        n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    return n;
+}
+
+ssize_t nsbox_msg_recv(int sock, void *hdr, size_t hlen, void *payload, size_t max, int fds[3],
+                       int *flags)
+{
+    struct iovec iov[2] = {{hdr, hlen}, {payload, max}};
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * 3)];
+        struct cmsghdr align;
+    } u;
+    struct msghdr msg = {
+        .msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+    for (int i = 0; i < 3; i++)
+        fds[i] = -1;
+    ssize_t n;
+    do
+        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    *flags = msg.msg_flags;
+    if (n <= 0)
+        return n;
+    size_t k = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int *in = (int *)CMSG_DATA(c);
+        for (size_t i = 0; i < cnt; i++) {
+            if (k < 3)
+                fds[k++] = in[i];
+            else
+                close(in[i]);
+        }
+    }
+    return n;
+}
+
 char *nsbox_read_text_at(int dfd, const char *path, size_t limit)
 {
     cleanup_close int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
@@ -249,7 +302,7 @@ int nsbox_pwrite_all(int fd, const void *buf, size_t len, off_t off)
 {
     const char *p = buf;
     while (len > 0) {
-        ssize_t w = pwrite(fd, p, len, off);
+        ssize_t w = off < 0 ? write(fd, p, len) : pwrite(fd, p, len, off);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
@@ -257,7 +310,7 @@ int nsbox_pwrite_all(int fd, const void *buf, size_t len, off_t off)
                 errno = EIO;
             return -1;
         }
-        p += w, len -= (size_t)w, off += w;
+        p += w, len -= (size_t)w, off += off < 0 ? 0 : w;
     }
     return 0;
 }

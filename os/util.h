@@ -23,6 +23,15 @@ void nsbox_reset_signals(void);
 /* Attach nfds descriptors to msg as SCM_RIGHTS, using buf (CMSG_SPACE(sizeof(int) * nfds) bytes
  * at least, suitably aligned). */
 void nsbox_cmsg_put_fds(struct msghdr *msg, void *buf, const int *fds, size_t nfds);
+/* One message of a header and a payload with up to three descriptors (SCM_RIGHTS), as one
+ * sendmsg (a SOCK_SEQPACKET socket keeps it whole); EINTR is retried. Bytes sent, -1/errno. */
+ssize_t nsbox_msg_send(int sock, const void *hdr, size_t hlen, const void *payload, size_t plen,
+                       const int *fds, size_t nfds);
+/* Its receiving side: fds[0..2] get the descriptors that came (close-on-exec; -1 where none;
+ * beyond three they are closed), *flags the message's flags (MSG_TRUNC, MSG_CTRUNC: the
+ * caller decides what is whole). Bytes, 0 at EOF, -1/errno. */
+ssize_t nsbox_msg_recv(int sock, void *hdr, size_t hlen, void *payload, size_t max, int fds[3],
+                       int *flags);
 
 /* A whole file (dfd-relative path) as a NUL-terminated string of at most limit bytes; NULL with
  * errno (EFBIG when larger). */
@@ -32,8 +41,8 @@ char *nsbox_read_text_at(int dfd, const char *path, size_t limit);
  * rest, so that a writer never blocks on a full pipe. Returns the bytes kept. */
 size_t nsbox_read_bounded(int fd, char *buf, size_t n);
 
-/* pwrite all of buf at off, through short writes and EINTR. 0, or -1 with errno (EIO for a
- * write that wrote nothing). */
+/* pwrite all of buf at off (-1: write at the current position, as for a pipe or a terminal),
+ * through short writes and EINTR. 0, or -1 with errno (EIO for a write that wrote nothing). */
 int nsbox_pwrite_all(int fd, const void *buf, size_t len, off_t off);
 
 #define NSBOX_SMALL_FILE_MAX (4u << 20)

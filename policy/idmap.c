@@ -10,6 +10,11 @@ uint32_t nsbox_idmap_slot_base(uint32_t slot)
     return NSBOX_UID_BASE + slot * NSBOX_ID_COUNT;
 }
 
+uint32_t nsbox_idmap_egress_id(uint32_t slot)
+{
+    return NSBOX_EGRESS_ID_BASE + slot;
+}
+
 static void set_lines(struct nsbox_idmap *m, uint32_t app, uint32_t sub)
 {
     m[0] = (struct nsbox_idmap){0, sub, NSBOX_SANDBOX_UID};

@@ -31,6 +31,11 @@
  * 2248 sandboxes at a time as root. */
 #define NSBOX_UID_BASE 2000000000u
 #define NSBOX_UID_SLOTS 2248u
+/* The egress helper of the sandbox in slot S runs as host uid and gid NSBOX_EGRESS_ID_BASE + S:
+ * the ids just past the last slot's range (2147324928 to 2147327175), still below 2^31 and
+ * systemd's foreign range, which no sandbox maps, so that a helper shares its uid with no
+ * sandbox process and no other sandbox's helper. docs/decisions.md "The egress helper's uid". */
+#define NSBOX_EGRESS_ID_BASE (NSBOX_UID_BASE + NSBOX_UID_SLOTS * NSBOX_ID_COUNT)
 #define NSBOX_IDMAP_LINES 3 /* lines of one map at most */
 /* Owners of the files of OCI images in root's store: image id N is host id
  * NSBOX_IMAGE_ID_BASE + N (an id of 65536 or more becomes 65534, nobody), the range just below
@@ -58,6 +63,8 @@ struct nsbox_subids {
 
 /* Host id of sandbox id 0 for a slot (slot < NSBOX_UID_SLOTS). */
 uint32_t nsbox_idmap_slot_base(uint32_t slot);
+/* Host uid and gid of the egress helper of the sandbox in slot (< NSBOX_UID_SLOTS). */
+uint32_t nsbox_idmap_egress_id(uint32_t slot);
 /* privileged: the caller is root in the initial user namespace (slot must be valid, sub is
  * ignored). Otherwise appuser is the caller's ids, and sub (NULL: none) gives the others. */
 int nsbox_idmap_compute(bool privileged, uint32_t caller_uid, uint32_t caller_gid, uint32_t slot,

@@ -25,10 +25,16 @@
 #include <unistd.h>
 
 extern const char nsbox_seccomp_default_json_text[];
+extern const char nsbox_seccomp_egress_json_text[];
 
 const char *nsbox_seccomp_default_json(void)
 {
     return nsbox_seccomp_default_json_text;
+}
+
+const char *nsbox_seccomp_egress_json(void)
+{
+    return nsbox_seccomp_egress_json_text;
 }
 
 

@@ -64,6 +64,9 @@ struct nsbox_seccomp_profile {
 
 /* The built-in default profile, as JSON text (policy/seccomp-default.json, embedded). */
 const char *nsbox_seccomp_default_json(void);
+/* The egress helper's own filter, an allow-list (policy/seccomp-egress.json, embedded): the one
+ * place that says which system calls the helper makes, TLS for bound hosts included. */
+const char *nsbox_seccomp_egress_json(void);
 
 /* Parse and validate a profile. On error *p is left empty (nothing to free) and e->msg names the
  * offending field, e.g. "syscalls[3].args[0].op: unknown operator 'SCMP_CMP_FOO'". */

@@ -4,6 +4,7 @@
 #include "cgroup_util.h"
 #include "cleanup.h"
 #include "safepath.h"
+#include "signals.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -29,55 +30,24 @@
 static int send_msg(int sock, const struct nsbox_agent_hdr *h, const char *payload,
                     const int *fds, size_t nfds)
 {
-    struct iovec iov[2] = {{(void *)h, sizeof *h}, {(void *)payload, h->len}};
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * 3)];
-        struct cmsghdr align;
-    } u;
-    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = h->len ? 2 : 1};
-    if (nfds)
-        nsbox_cmsg_put_fds(&msg, u.buf, fds, nfds);
-    ssize_t n;
-    do
-        n = sendmsg(sock, &msg, MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
-    return n < 0 ? -1 : 0;
+    return nsbox_msg_send(sock, h, sizeof *h, payload, h->len, fds, nfds) < 0 ? -1 : 0;
 }
 
 /* One whole message; fds[] (3) filled with received descriptors or -1. */
 static ssize_t recv_msg(int sock, struct nsbox_agent_hdr *h, char *payload, size_t max, int *fds)
 {
-    struct iovec iov[2] = {{h, sizeof *h}, {payload, max}};
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * 3)];
-        struct cmsghdr align;
-    } u;
-    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf,
-                         .msg_controllen = sizeof u.buf};
-    for (int i = 0; fds && i < 3; i++)
-        fds[i] = -1;
-    ssize_t n;
-    do
-        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-    while (n < 0 && errno == EINTR);
+    int got[3], flags;
+    ssize_t n = nsbox_msg_recv(sock, h, sizeof *h, payload, max, got, &flags);
+    for (int i = 0; i < 3; i++) {
+        if (fds)
+            fds[i] = got[i];
+        else if (got[i] >= 0)
+            close(got[i]);
+    }
     if (n <= 0)
         return n;
-    size_t k = 0;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-            continue;
-        size_t cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        int *in = (int *)CMSG_DATA(c);
-        for (size_t i = 0; i < cnt; i++) {
-            if (fds && k < 3)
-                fds[k++] = in[i];
-            else
-                close(in[i]);
-        }
-    }
-    bool whole = (size_t)n >= sizeof *h && !(msg.msg_flags & MSG_TRUNC) &&
-                 h->len == (size_t)n - sizeof *h;
-    if (!whole || (msg.msg_flags & MSG_CTRUNC)) {
+    bool whole = (size_t)n >= sizeof *h && !(flags & MSG_TRUNC) && h->len == (size_t)n - sizeof *h;
+    if (!whole || (flags & MSG_CTRUNC)) {
         for (int i = 0; fds && i < 3; i++)
             if (fds[i] >= 0)
                 close(fds[i]), fds[i] = -1;
@@ -284,7 +254,7 @@ static void reply(int sock, uint32_t type, uint32_t seq, int pid, int status, co
 
 /* exec -t: a pseudo-terminal of the sandbox's own devpts, so that the command's tty is a
  * /dev/pts/N that exists in here (ttyname, tty, ps). The slave's fd fills fds[]. */
-static int open_pty(uint32_t winsize, int fds[3], int *master)
+int nsbox_agent_open_pty(uint32_t winsize, int fds[3], int *master)
 {
     int m = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
     int unlock = 0;
@@ -570,8 +540,8 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
     char msg[600];
     char **strs = NULL;
     int master = -1;
-    if ((h->flags & NSBOX_AGENT_F_TTY) && fds[0] < 0 && open_pty((uint32_t)h->status, fds,
-                                                                  &master) < 0) {
+    if ((h->flags & NSBOX_AGENT_F_TTY) && fds[0] < 0 &&
+        nsbox_agent_open_pty((uint32_t)h->status, fds, &master) < 0) {
         for (int i = 0; i < 3; i++)
             if (fds[i] >= 0)
                 close(fds[i]), fds[i] = -1;
@@ -735,24 +705,52 @@ static void end_run(int sock, uint32_t type, int pid, int code, const char *msg)
     reply(sock, type, NSBOX_AGENT_SEQ_RUN, pid, code, msg);
 }
 
+/* nsbox-oci: the container's own process, which init forked before it served (contain.c). Its
+ * end is the sandbox's, and the signals init is sent are for it. 0 otherwise. */
+static pid_t container_pid;
+
+static void reaped(int sock, pid_t p, int status)
+{
+    for (size_t i = 0; i < MAX_CHILDREN; i++) {
+        if (children[i].pid != p)
+            continue;
+        int code = nsbox_exit_code(status);
+        if (children[i].last)
+            kill_all_others();
+        if (children[i].run)
+            end_run(sock, NSBOX_AGENT_EXITED, p, code, NULL);
+        else
+            reply(sock, NSBOX_AGENT_EXITED, children[i].seq, p, code, NULL);
+        children[i].pid = 0;
+        break;
+    }
+}
+
+/* The container's process ended: so does everything else in it, as in runc. Each exec'd
+ * process's status is still reported, as it died (of a signal sent to it before, or of this
+ * SIGKILL), before init ends with the container's status. */
+__attribute__((noreturn)) static void container_end(int sock, int status)
+{
+    kill_all_others();
+    for (;;) {
+        int st;
+        pid_t p = waitpid(-1, &st, 0);
+        if (p > 0)
+            reaped(sock, p, st);
+        else if (errno != EINTR)
+            break;
+    }
+    _exit(nsbox_exit_code(status));
+}
+
 static void reap(int sock)
 {
     int status;
     pid_t p;
     while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
-        for (size_t i = 0; i < MAX_CHILDREN; i++) {
-            if (children[i].pid != p)
-                continue;
-            int code = nsbox_exit_code(status);
-            if (children[i].last)
-                kill_all_others();
-            if (children[i].run)
-                end_run(sock, NSBOX_AGENT_EXITED, p, code, NULL);
-            else
-                reply(sock, NSBOX_AGENT_EXITED, children[i].seq, p, code, NULL);
-            children[i].pid = 0;
-            break;
-        }
+        if (container_pid && p == container_pid)
+            container_end(sock, status);
+        reaped(sock, p, status);
     }
 }
 
@@ -827,22 +825,50 @@ static void on_run_conn(char *payload)
         kill_tree(run.pid, h.status);
 }
 
+/* The signals init is sent go on to the container's process group (a process before its
+ * setsid, or one that left it: to it alone), as init_reap does for a one-shot sandbox. */
+static void relay_signals(int sfd)
+{
+    struct signalfd_siginfo si;
+    while (read(sfd, &si, sizeof si) > 0) {
+        int sig = (int)si.ssi_signo;
+        if (sig != SIGCHLD && container_pid && kill(-container_pid, sig) < 0)
+            kill(container_pid, sig);
+    }
+}
+
+__attribute__((noreturn)) static void serve(int sock);
+
 void nsbox_agent_serve(int sock)
 {
-    /* SIGCHLD is blocked (inherited mask): read it from a signalfd. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    find_nondefault_signals();
-    char *payload = malloc(NSBOX_AGENT_PAYLOAD_MAX + 1);
-    if (sfd < 0 || !payload)
-        _exit(125);
     int ws = open("/workspace", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct nsbox_agent_hdr wh = {.type = NSBOX_AGENT_WORKSPACE};
     if (ws < 0 || send_msg(sock, &wh, NULL, &ws, 1) < 0)
         _exit(125);
     close(ws);
+    serve(sock);
+}
+
+void nsbox_agent_serve_container(int sock, pid_t workload)
+{
+    container_pid = workload;
+    serve(sock);
+}
+
+static void serve(int sock)
+{
+    /* SIGCHLD (and for a container the relayed signals) are blocked, by the inherited mask:
+     * read them from a signalfd. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    for (size_t i = 0; container_pid && i < NSBOX_ARRAY_LEN(nsbox_signals_relayed); i++)
+        sigaddset(&set, nsbox_signals_relayed[i]);
+    int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    find_nondefault_signals();
+    char *payload = malloc(NSBOX_AGENT_PAYLOAD_MAX + 1);
+    if (sfd < 0 || !payload)
+        _exit(125);
     for (;;) {
         struct pollfd pf[4] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}, {run.listen_fd, POLLIN, 0},
                                {run.conn, POLLIN, 0}};
@@ -852,9 +878,7 @@ void nsbox_agent_serve(int sock)
         if (run.conn >= 0 && (pf[3].revents & (POLLIN | POLLHUP | POLLERR)))
             on_run_conn(payload);
         if (pf[1].revents & POLLIN) {
-            struct signalfd_siginfo si;
-            while (read(sfd, &si, sizeof si) > 0)
-                ;
+            relay_signals(sfd);
             reap(sock);
         }
         if (run.listen_fd >= 0 && (pf[2].revents & POLLIN))

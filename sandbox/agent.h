@@ -99,6 +99,14 @@ int nsbox_agent_recv_workspace(int sock, int *fd, struct nsbox_err *e);
 
 /* init side: serve until the supervisor goes away. Never returns. */
 __attribute__((noreturn)) void nsbox_agent_serve(int sock);
+/* nsbox-oci's init, after forking the container's process (workload): serve exec requests (no
+ * WORKSPACE message first), pass the signals init is sent on to the workload's group, and end
+ * when it ends, with its status, after killing everything else in the sandbox. */
+__attribute__((noreturn)) void nsbox_agent_serve_container(int sock, pid_t workload);
+/* A pseudo-terminal of the sandbox's own devpts (run inside it): the master into *master, the
+ * slave into fds[0..2] (three descriptors); the size from winsize (rows << 16 | cols; 0: left).
+ * -1 and errno. */
+int nsbox_agent_open_pty(uint32_t winsize, int fds[3], int *master);
 /* Init's own /proc/self/oom_score_adj, opened for reading and writing while it still could
  * (agent.c: commands start with 500). */
 void nsbox_agent_set_oom_fd(int fd);

@@ -76,6 +76,22 @@ unsigned nsbox_cgroup_sweep_orphans(unsigned min_age_seconds);
 /* Freeze (true) or thaw and wait until the kernel reports it done (at most 2 s, then
  * NSBOX_E_TIMEOUT and thawed again). NSBOX_E_UNSUPPORTED without a freezer. */
 int nsbox_cgroup_freeze(const struct nsbox_cgroup *cg, bool frozen, struct nsbox_err *e);
+/* New limits for a running sandbox (nsbox-oci update). A field whose has_ flag is false stays
+ * as it is; a value of 0 removes that limit. The cpu as runc gives it: a quota of microseconds
+ * per period (period 0: the current one). */
+struct nsbox_cgroup_update {
+    bool has_memory, has_cpu, has_pids;
+    uint64_t memory_bytes;
+    uint64_t cpu_quota_us, cpu_period_us;
+    uint64_t pids;
+};
+/* Write them (v1: every hierarchy that has the controller; memory and memory+swap kept equal,
+ * as at create). The first refusal is the error (naming the file), the rest is not tried. */
+int nsbox_cgroup_update(const struct nsbox_cgroup *cg, const struct nsbox_cgroup_update *u,
+                        struct nsbox_err *e);
+/* The host pids of the processes in the cgroup (v2 cgroup.procs; v1 that of its first
+ * hierarchy, which every process joins): how many were found (at most max), or -1. */
+int nsbox_cgroup_pids(const struct nsbox_cgroup *cg, pid_t *pids, size_t max, struct nsbox_err *e);
 /* Missing files leave their field 0 (an old kernel without memory.peak, v1 without cpuacct).
  * memory_limit/pids_limit are UINT64_MAX when unlimited. */
 /* Only the number of processes the memory limit killed (one file): for hot paths. */

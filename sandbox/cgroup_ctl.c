@@ -2,9 +2,11 @@
 #include "cgroup.h"
 #include "cgroup_impl.h"
 #include "cgroup_util.h"
+#include "cleanup.h"
 #include "util.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -176,4 +178,122 @@ int nsbox_cgroup_stats(const struct nsbox_cgroup *cg, struct nsbox_cgroup_stats 
         nsbox_cgio_read_small(-1, p, "freezer.state", buf, sizeof buf) >= 0)
         st->frozen = strncmp(buf, "FROZEN", 6) == 0;
     return 0;
+}
+
+/* ---- limits of a running sandbox, its processes ------------------------------------------- */
+
+static int write_v1(const char *dir, const char *file, const char *val, struct nsbox_err *e)
+{
+    if (nsbox_cgio_write_at(-1, dir, file, val) < 0)
+        return nsbox_cgroup_write_error(e, dir, file, val);
+    return 0;
+}
+
+/* memory and memory+swap stay equal (no swap, as create makes them); memsw must never be below
+ * memory, so a raise writes it first and a cut writes it last. No memsw: no swap accounting. */
+static int update_v1_memory(const char *dir, uint64_t bytes, struct nsbox_err *e)
+{
+    char val[32];
+    if (nsbox_cg_fmt_limit(bytes, 1, val, sizeof val) < 0)
+        return nsbox_err_sys(e, "cgroup: format limit");
+    if (nsbox_cgio_write_at(-1, dir, "memory.limit_in_bytes", val) == 0) {
+        if (nsbox_cgio_write_at(-1, dir, "memory.memsw.limit_in_bytes", val) < 0 && errno != ENOENT)
+            return nsbox_cgroup_write_error(e, dir, "memory.memsw.limit_in_bytes", val);
+        return 0;
+    }
+    if (errno != EINVAL) /* EINVAL: above memsw; raise that first */
+        return nsbox_cgroup_write_error(e, dir, "memory.limit_in_bytes", val);
+    if (write_v1(dir, "memory.memsw.limit_in_bytes", val, e) < 0)
+        return -1;
+    return write_v1(dir, "memory.limit_in_bytes", val, e);
+}
+
+static int no_controller(struct nsbox_err *e, const char *name)
+{
+    return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOENT,
+                         "cgroup: this sandbox has no %s controller, so no %s limit to change",
+                         name, name);
+}
+
+static int update_v1(const struct nsbox_cgroup *cg, const struct nsbox_cgroup_update *u,
+                     struct nsbox_err *e)
+{
+    char quota[32], period[32], pids[32];
+    snprintf(quota, sizeof quota, "%lld", u->cpu_quota_us ? (long long)u->cpu_quota_us : -1LL);
+    snprintf(period, sizeof period, "%llu", (unsigned long long)u->cpu_period_us);
+    /* v1's pids.max spells no limit as v2 does ("max"; it refuses -1) */
+    if (nsbox_cg_fmt_limit(u->pids, 2, pids, sizeof pids) < 0)
+        return nsbox_err_sys(e, "cgroup: format limit");
+    const char *mem = v1_path_of(cg, "memory"), *cpu = v1_path_of(cg, "cpu"),
+               *pid = v1_path_of(cg, "pids");
+    if ((u->has_memory && !mem) || (u->has_cpu && !cpu) || (u->has_pids && !pid))
+        return no_controller(e, u->has_memory && !mem ? "memory"
+                                : u->has_cpu && !cpu  ? "cpu"
+                                                      : "pids");
+    if (u->has_memory && update_v1_memory(mem, u->memory_bytes, e) < 0)
+        return -1;
+    /* the period first: the quota is checked against it */
+    if (u->has_cpu && ((u->cpu_period_us && write_v1(cpu, "cpu.cfs_period_us", period, e) < 0) ||
+                       write_v1(cpu, "cpu.cfs_quota_us", quota, e) < 0))
+        return -1;
+    if (u->has_pids && write_v1(pid, "pids.max", pids, e) < 0)
+        return -1;
+    return 0;
+}
+
+static int update_v2(const struct nsbox_cgroup *cg, const struct nsbox_cgroup_update *u,
+                     struct nsbox_err *e)
+{
+    char mem[32], cpu[64], pids[32], cur[64];
+    uint64_t period = u->cpu_period_us;
+    if (u->has_cpu && !period) { /* keep the current period: cpu.max is "quota period" */
+        const char *sp = NULL;
+        if (nsbox_cgio_read_small(cg->dirfd, cg->path, "cpu.max", cur, sizeof cur) >= 0)
+            sp = strchr(cur, ' ');
+        period = sp ? strtoull(sp + 1, NULL, 10) : 0;
+        if (!period)
+            period = NSBOX_CG_CPU_PERIOD_US;
+    }
+    if (u->cpu_quota_us)
+        snprintf(cpu, sizeof cpu, "%llu %llu", (unsigned long long)u->cpu_quota_us,
+                 (unsigned long long)period);
+    else
+        snprintf(cpu, sizeof cpu, "max %llu", (unsigned long long)period);
+    if (nsbox_cg_fmt_limit(u->memory_bytes, 2, mem, sizeof mem) < 0 ||
+        nsbox_cg_fmt_limit(u->pids, 2, pids, sizeof pids) < 0)
+        return nsbox_err_sys(e, "cgroup: format limits");
+    const char *file = NULL, *val = NULL;
+    if ((u->has_memory &&
+         nsbox_cgio_write_at(cg->dirfd, cg->path, file = "memory.max", val = mem) < 0) ||
+        (u->has_cpu && nsbox_cgio_write_at(cg->dirfd, cg->path, file = "cpu.max", val = cpu) < 0) ||
+        (u->has_pids &&
+         nsbox_cgio_write_at(cg->dirfd, cg->path, file = "pids.max", val = pids) < 0))
+        return nsbox_cgroup_write_error(e, cg->path, file, val);
+    return 0;
+}
+
+int nsbox_cgroup_update(const struct nsbox_cgroup *cg, const struct nsbox_cgroup_update *u,
+                        struct nsbox_err *e)
+{
+    if (!cg || cg->version == 0)
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOENT,
+                             "cgroup: this sandbox has no cgroup, so no limits to change");
+    return cg->version == 2 ? update_v2(cg, u, e) : update_v1(cg, u, e);
+}
+
+int nsbox_cgroup_pids(const struct nsbox_cgroup *cg, pid_t *pids, size_t max, struct nsbox_err *e)
+{
+    char path[PATH_MAX];
+    const char *dir = !cg ? NULL : cg->version == 2 ? cg->path : cg->n_v1 ? cg->v1[0].path : NULL;
+    if (!dir || nsbox_cg_join(path, sizeof path, dir, NULL, "cgroup.procs") < 0)
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOENT, "cgroup: this sandbox has none");
+    cleanup_free char *text = nsbox_cgio_read_alloc(path);
+    if (!text)
+        return nsbox_err_sys(e, "cgroup: read %s", path);
+    const char *cur = text;
+    size_t n = 0;
+    pid_t pid;
+    while (n < max && nsbox_cg_next_pid(&cur, &pid))
+        pids[n++] = pid;
+    return (int)n;
 }

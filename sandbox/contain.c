@@ -229,9 +229,31 @@ static int no_new_privs(struct nsbox_err *e)
  * container was deleted before its start) ends init without running it. */
 static int start_barrier(struct nsbox_launch *L, struct nsbox_err *e)
 {
-    char c = 0;
+    char c = 'r';
     ssize_t n;
-    if (write(L->start_fd, "r", 1) != 1)
+    int master = -1, slave[3] = {-1, -1, -1};
+    if (L->console && nsbox_agent_open_pty(0, slave, &master) < 0)
+        return nsbox_err_sys(e, "console: cannot make a pseudo-terminal in the container");
+    struct iovec iov = {&c, 1};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    if (master >= 0) { /* the console's master goes with 'r' */
+        nsbox_cmsg_put_fds(&msg, u.buf, &master, 1);
+        L->console_fd = slave[0];
+        /* and init lets go of the caller's streams, which are not the container's: a caller
+         * waits for their end */
+        for (int fd = 0; fd < 3; fd++)
+            dup2(slave[1], fd);
+        close(slave[1]);
+        close(slave[2]);
+    }
+    n = sendmsg(L->start_fd, &msg, MSG_NOSIGNAL);
+    if (master >= 0)
+        close(master);
+    if (n != 1)
         return nsbox_err_sys(e, "start barrier");
     do
         n = read(L->start_fd, &c, 1);
@@ -252,10 +274,20 @@ __attribute__((noreturn)) static void workload_exec(struct nsbox_launch *L)
 {
     struct nsbox_err e = {0};
     nsbox_reset_signals(); /* a caller's ignored SIGPIPE/SIGINT must not reach the command */
+    for (int fd = 0; L->console_fd >= 0 && fd < 3; fd++)
+        if (dup2(L->console_fd, fd) < 0) {
+            nsbox_err_sys(&e, "console");
+            report_and_exit(L, 125, &e);
+        }
     /* all but the report pipe (close-on-exec), also what nsbox's caller leaked to us */
     nsbox_close_fds_except(L->report_wr);
     if (new_session(&e) < 0)
         report_and_exit(L, 125, &e);
+    /* the console is the controlling terminal (job control, ^C); TIOCSTI stays denied */
+    if (L->console_fd >= 0 && ioctl(0, TIOCSCTTY, 0) < 0) {
+        nsbox_err_sys(&e, "console: TIOCSCTTY");
+        report_and_exit(L, 125, &e);
+    }
     if (nsbox_sp_chdir_in_root(L->cwd, &e) < 0)
         report_and_exit(L, 125, &e);
     extern char **environ;
@@ -327,7 +359,7 @@ void nsbox_child_main(struct nsbox_launch *L)
         child_cgroup_namespace(L, &e) < 0)      /* rooted at our own cgroup */
         report_and_exit(L, 125, &e);
 
-    if (L->agent_fd >= 0) {
+    if (L->agent_fd >= 0 && L->start_fd < 0) {
         /* A persistent sandbox: init serves the supervisor's requests (agent.h). Closing the
          * report pipe tells the supervisor that the sandbox is ready. */
         if (set_rlimits(L, &e) < 0 || init_harden(L, &e) < 0)
@@ -359,6 +391,13 @@ void nsbox_child_main(struct nsbox_launch *L)
 
     /* The workload has its own copy of the command line now (it was forked); init's may go. */
     wipe_cmdline();
+    if (L->agent_fd >= 0) {
+        /* nsbox-oci: the container's further processes (exec) are init's children too */
+        int keep[] = {L->agent_fd, L->oom_fd};
+        nsbox_close_fds_keep(keep, 2);
+        nsbox_agent_set_oom_fd(L->oom_fd);
+        nsbox_agent_serve_container(L->agent_fd, workload);
+    }
     nsbox_close_fds_except(-1);
     init_reap(workload);
 }

@@ -3,19 +3,20 @@
  * connected: the helper copies nothing through user space after the ClientHello. */
 #define _GNU_SOURCE
 #include "egress.h"
+#include "egress_jail.h"
+#include "egress_log.h"
 #include "tlshello.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,36 +32,49 @@
 #define SPLICE_CHUNK (64 * 1024)
 
 static struct nsbox_netplan plan; /* the helper's own copy: the parent's lives on */
-static int log_fd = -1;
+static struct nsbox_egress_log elog = {.fd = -1, .older_fd = -1};
 static atomic_int active;
 
 struct conn {
     int fd, up;
     uint16_t port;
-    char peer[INET_ADDRSTRLEN + 8];
+    int64_t t0, t0_wall; /* accepted: monotonic and wall clock, ms */
+    char address[INET_ADDRSTRLEN]; /* the upstream's, once connected */
+    char why[160];                 /* refused or failed: the reason */
+    uint64_t up_bytes, down_bytes;
 };
 
-static void say(const char *fmt, ...)
+static int64_t clock_ms(clockid_t id)
 {
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line - 1, fmt, ap);
-    va_end(ap);
-    if (log_fd < 0 || n < 0)
-        return;
-    if ((size_t)n > sizeof line - 2)
-        n = sizeof line - 2;
-    line[n++] = '\n';
-    ssize_t w = write(log_fd, line, (size_t)n); /* one write: lines of threads do not mix */
-    (void)w;
+    struct timespec t;
+    clock_gettime(id, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
 static int64_t now_ms(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+    return clock_ms(CLOCK_MONOTONIC);
+}
+
+struct nsbox_egress_log *nsbox_egress_helper_log(void)
+{
+    return &elog;
+}
+
+/* The connection's line in the network log (sandbox/egress_log.h), at its end. */
+static void log_conn(const struct conn *c, const char *name, const char *verdict)
+{
+    struct nsbox_egress_entry en = {
+        .start_ms = c->t0_wall, .duration_ms = now_ms() - c->t0, .name = name,
+        .port = c->port, .verdict = verdict, .reason = c->why[0] ? c->why : NULL,
+        .address = c->address[0] ? c->address : NULL, .bytes_up = c->up_bytes,
+        .bytes_down = c->down_bytes};
+    nsbox_egress_log_write(&elog, &en);
+}
+
+static void set_why(struct conn *c, const char *fmt, const char *a, const char *b)
+{
+    snprintf(c->why, sizeof c->why, fmt, a, b);
 }
 
 static void nodelay(int fd)
@@ -142,8 +156,9 @@ fail:
     return -1;
 }
 
-/* The name as the host resolves it now, the first address that is allowed and answers. */
-static int connect_upstream(const struct conn *c, const char *name)
+/* The name as the host resolves it now, the first address that is allowed and answers; when
+ * none is, c->why says why the last one was not. */
+static int connect_upstream(struct conn *c, const char *name)
 {
     char port[8];
     snprintf(port, sizeof port, "%u", c->port);
@@ -151,8 +166,7 @@ static int connect_upstream(const struct conn *c, const char *name)
     struct addrinfo *res = NULL;
     int r = getaddrinfo(name, port, &hints, &res);
     if (r != 0) {
-        say("refused %s -> %s:%u: cannot resolve (%s)", c->peer, name, c->port,
-            gai_strerror(r));
+        set_why(c, "cannot resolve %s%s", gai_strerror(r), "");
         return -1;
     }
     int s = -1;
@@ -164,15 +178,17 @@ static int connect_upstream(const struct conn *c, const char *name)
         if (!why && host_local(a))
             why = "an address of this host";
         if (why) {
-            say("refused %s -> %s:%u: resolves to %s, %s", c->peer, name, c->port, ip, why);
+            set_why(c, "resolves to %s, %s", ip, why);
             continue;
         }
         s = connect_timeout(a, c->port);
         if (s < 0)
-            say("failed %s -> %s:%u: cannot connect to %s", c->peer, name, c->port, ip);
+            set_why(c, "cannot connect to %s%s", ip, "");
         else
-            say("allowed %s -> %s:%u at %s", c->peer, name, c->port, ip);
+            snprintf(c->address, sizeof c->address, "%s", ip);
     }
+    if (s >= 0)
+        c->why[0] = '\0';
     freeaddrinfo(res);
     return s;
 }
@@ -193,6 +209,7 @@ static bool write_all(int fd, const uint8_t *p, size_t n)
 
 struct pump {
     int in, out;
+    uint64_t bytes; /* moved in -> out */
 };
 
 /* One direction, in -> out, through a pipe; at in's end, out is shut for writing (half-close
@@ -203,7 +220,7 @@ static void *pump(void *arg)
     int pp[2] = {-1, -1};
     bool ok = pipe2(pp, O_CLOEXEC) == 0;
     while (ok) {
-        ssize_t n = splice(d->in, NULL, pp[1], NULL, SPLICE_CHUNK, SPLICE_F_MOVE | SPLICE_F_MORE);
+        ssize_t n = splice(d->in, NULL, pp[1], NULL, SPLICE_CHUNK, SPLICE_F_MOVE);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -211,7 +228,9 @@ static void *pump(void *arg)
             break;
         }
         while (n > 0) {
-            ssize_t w = splice(pp[0], NULL, d->out, NULL, (size_t)n, SPLICE_F_MOVE | SPLICE_F_MORE);
+            /* no SPLICE_F_MORE: on a socket it corks, and a small TLS record (a handshake
+             * message, a request) would wait for the 200 ms cork timer */
+            ssize_t w = splice(pp[0], NULL, d->out, NULL, (size_t)n, SPLICE_F_MOVE);
             if (w < 0 && errno == EINTR)
                 continue;
             if (w <= 0) {
@@ -219,6 +238,7 @@ static void *pump(void *arg)
                 break;
             }
             n -= w;
+            d->bytes += (uint64_t)w;
         }
     }
     if (ok) {
@@ -248,6 +268,8 @@ static void splice_both(struct conn *c)
     pthread_attr_destroy(&at);
     pump(&upward);
     pthread_join(t, NULL);
+    c->up_bytes += upward.bytes;
+    c->down_bytes = down.bytes;
 }
 
 static void *serve(void *arg)
@@ -256,23 +278,34 @@ static void *serve(void *arg)
     uint8_t *buf = malloc(NSBOX_TLSHELLO_INPUT_MAX);
     struct nsbox_tlshello *h = malloc(sizeof *h);
     size_t len = 0;
+    const char *verdict = "refused";
     c->up = -1;
-    if (!buf || !h)
+    if (!buf || !h) {
+        set_why(c, "out of memory%s%s", "", "");
         goto out;
+    }
+    h->name[0] = '\0';
     nodelay(c->fd);
     enum nsbox_tlshello_verdict v = read_hello(c->fd, buf, &len, h);
     if (v != NSBOX_TLSHELLO_SNI) {
-        say("refused %s port %u: %s%s%s", c->peer, c->port, nsbox_tlshello_verdict_name(v),
-            h->why ? ": " : "", h->why ? h->why : "");
+        snprintf(c->why, sizeof c->why, "%s%s%s", nsbox_tlshello_verdict_name(v),
+                 h->why ? ": " : "", h->why ? h->why : "");
+        h->name[0] = '\0'; /* what the parser left there is not a server name */
         goto out;
     }
     if (!nsbox_netplan_name_allowed(&plan, h->name, c->port)) {
-        say("refused %s -> %s:%u: not in the allow list", c->peer, h->name, c->port);
+        set_why(c, "not in the allow list%s%s", "", "");
         goto out;
     }
     c->up = connect_upstream(c, h->name);
-    if (c->up < 0 || !write_all(c->up, buf, len))
+    if (c->up < 0 && !strncmp(c->why, "cannot ", 7))
+        verdict = "failed";
+    if (c->up < 0)
         goto out;
+    verdict = "spliced";
+    if (!write_all(c->up, buf, len))
+        goto out;
+    c->up_bytes = len;
     free(buf);
     buf = NULL;
     splice_both(c);
@@ -284,6 +317,7 @@ out:
         close(c->up);
     if (c->fd >= 0)
         reset(c->fd);
+    log_conn(c, h && h->name[0] ? h->name : NULL, verdict);
     free(buf);
     free(h);
     free(c);
@@ -300,9 +334,10 @@ static void accept_one(int lfd, uint16_t port)
         return;
     if (atomic_fetch_add(&active, 1) >= NSBOX_EGRESS_MAX_CONNS) {
         atomic_fetch_sub(&active, 1);
-        say("refused a connection to port %u: %d connections open", port,
-            NSBOX_EGRESS_MAX_CONNS);
+        struct conn full = {.port = port, .t0 = now_ms(), .t0_wall = clock_ms(CLOCK_REALTIME)};
+        snprintf(full.why, sizeof full.why, "%d connections open", NSBOX_EGRESS_MAX_CONNS);
         reset(fd);
+        log_conn(&full, NULL, "refused");
         return;
     }
     struct conn *c = calloc(1, sizeof *c);
@@ -315,9 +350,8 @@ static void accept_one(int lfd, uint16_t port)
     }
     c->fd = fd;
     c->port = port;
-    char ip[INET_ADDRSTRLEN] = "?";
-    inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
-    snprintf(c->peer, sizeof c->peer, "%s:%u", ip, ntohs(sa.sin_port));
+    c->t0 = now_ms();
+    c->t0_wall = clock_ms(CLOCK_REALTIME);
     pthread_attr_init(&at);
     pthread_attr_setstacksize(&at, 128 * 1024);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
@@ -350,16 +384,10 @@ static void close_other_fds(const int *keep, size_t n)
     }
 }
 
-static void drop_privileges(void)
-{
-    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-    struct __user_cap_header_struct hd = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct d[2] = {{0}};
-    syscall(SYS_capset, &hd, d); /* it binds nothing more and opens only outgoing sockets */
-}
-
+/* The child: its descriptors, its jail, then the listeners' loop. A jail it cannot enter is
+ * reported on status (its errno) and the helper ends: it never serves unjailed. */
 static void helper_main(const struct nsbox_netplan *p, const int *fds, const uint16_t *ports,
-                        size_t n, pid_t parent)
+                        size_t n, const struct nsbox_egress_jail *jail, pid_t parent, int status)
 {
     plan = *p;
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -374,11 +402,21 @@ static void helper_main(const struct nsbox_netplan *p, const int *fds, const uin
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_IGN);
-    int keep[MAX_PORTS + 1];
+    int keep[MAX_PORTS + 3];
     memcpy(keep, fds, n * sizeof *fds);
-    keep[n] = log_fd;
-    close_other_fds(keep, n + 1);
-    drop_privileges();
+    keep[n] = elog.fd;
+    keep[n + 1] = elog.older_fd;
+    keep[n + 2] = status;
+    close_other_fds(keep, n + 3);
+    /* What the parent's heap holds free is the parent's: returned, the helper's share of the
+     * pages it inherited goes; one arena, so that each connection thread's does not stay. */
+    malloc_trim(0);
+    mallopt(M_ARENA_MAX, 1);
+    int err = nsbox_egress_jail_enter(jail, parent) < 0 ? (errno ? errno : EPERM) : 0;
+    ssize_t w = write(status, &err, sizeof err);
+    close(status);
+    if (err || w != (ssize_t)sizeof err)
+        _exit(1);
     struct pollfd pf[MAX_PORTS];
     for (size_t i = 0; i < n; i++)
         pf[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
@@ -394,14 +432,54 @@ static void helper_main(const struct nsbox_netplan *p, const int *fds, const uin
     }
 }
 
-int nsbox_egress_start(const struct nsbox_netplan *p, const char *log_path, pid_t *pid,
+/* Forks the helper and waits for its word that it is jailed. */
+static int fork_helper(const struct nsbox_netplan *p, const int *fds, const uint16_t *ports,
+                       size_t n, const struct nsbox_egress_jail *jail, pid_t *pid,
                        struct nsbox_err *e)
+{
+    int st[2];
+    if (pipe2(st, O_CLOEXEC) < 0)
+        return nsbox_err_sys(e, "egress helper: pipe");
+    pid_t parent = getpid();
+    pid_t child = fork();
+    if (child < 0) {
+        close(st[0]);
+        close(st[1]);
+        return nsbox_err_sys(e, "egress helper: fork");
+    }
+    if (child == 0) {
+        close(st[0]);
+        helper_main(p, fds, ports, n, jail, parent, st[1]);
+    }
+    close(st[1]);
+    int err = EIO;
+    ssize_t r;
+    do
+        r = read(st[0], &err, sizeof err);
+    while (r < 0 && errno == EINTR);
+    close(st[0]);
+    if (r != (ssize_t)sizeof err || err) {
+        nsbox_egress_stop(child);
+        errno = r == (ssize_t)sizeof err ? err : EIO;
+        return nsbox_err_sys(e, "egress helper: cannot give up its privileges (its own uid "
+                                "%u, no capability, seccomp)", jail->uid);
+    }
+    *pid = child;
+    return 0;
+}
+
+int nsbox_egress_start(const struct nsbox_netplan *p, const char *log_dir,
+                       const uint32_t *helper_id, pid_t *pid, struct nsbox_err *e)
 {
     int fds[MAX_PORTS];
     uint16_t ports[MAX_PORTS];
     size_t n = 0;
     int r = -1;
+    struct nsbox_egress_jail jail;
     *pid = -1;
+    if (nsbox_egress_jail_prepare(&jail, helper_id != NULL, helper_id ? *helper_id : 0,
+                                  helper_id ? *helper_id : 0, e) < 0)
+        return -1;
     for (size_t i = 0; i < p->n_names; i++) {
         bool seen = false;
         for (size_t j = 0; j < n; j++)
@@ -431,24 +509,16 @@ int nsbox_egress_start(const struct nsbox_netplan *p, const char *log_path, pid_
         fds[n] = s;
         ports[n++] = p->names[i].port;
     }
-    if (log_path)
-        log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-    pid_t parent = getpid();
-    pid_t child = fork();
-    if (child < 0) {
-        nsbox_err_sys(e, "egress helper: fork");
+    if (log_dir && nsbox_egress_log_open(&elog, log_dir) < 0) {
+        nsbox_err_sys(e, "egress helper: cannot open its log in %s", log_dir);
         goto out;
     }
-    if (child == 0)
-        helper_main(p, fds, ports, n, parent);
-    *pid = child;
-    r = 0;
+    r = fork_helper(p, fds, ports, n, &jail, pid, e);
 out:
     for (size_t i = 0; i < n; i++)
         close(fds[i]);
-    if (log_fd >= 0)
-        close(log_fd);
-    log_fd = -1;
+    nsbox_egress_log_close(&elog);
+    nsbox_egress_jail_free(&jail);
     return r;
 }
 

@@ -37,6 +37,9 @@ struct nsbox_launch {
     char **envp;
     const char *cwd;          /* inside the sandbox; "/workspace" */
     bool cgroup_ns_in_clone;  /* v2: the child starts in its cgroup, so CLONE_NEWCGROUP works */
+    bool console;             /* nsbox-oci: the workload's stdio is a pty of the sandbox's devpts,
+                               * whose master goes to the parent with 'r' (SCM_RIGHTS) */
+    int console_fd;           /* the child's: that pty's slave, until the workload takes it */
     sigset_t blocked;         /* signals the parent handles; the workload gets them unblocked */
     int sync_rd, sync_wr;     /* parent -> child: "maps written, cgroup joined, go" */
     int report_rd, report_wr; /* child -> parent: struct nsbox_child_report, or EOF at exec */

@@ -40,7 +40,9 @@ struct nsbox_net {
     struct nsbox_nftbatch del; /* the batch that removes the sandbox's elements, once added */
     bool attached;         /* written by the parent, read by the child: see net_alloc */
     pid_t egress;          /* the egress helper (allow by name), parent only */
-    char egress_log[PATH_MAX];
+    char egress_log[PATH_MAX]; /* the directory of its network log: the state directory */
+    bool has_egress_id;
+    uint32_t egress_id; /* the helper's host uid and gid */
 };
 
 static const char *mode_name(const struct nsbox_spec *s)
@@ -223,7 +225,7 @@ static int plan_by_name(struct nsbox_net *n, const struct nsbox_spec *s, const c
     free(lit);
     if (r < 0 || nsbox_netplan_add_names(&n->plan, s, e) < 0)
         return -1;
-    snprintf(n->egress_log, sizeof n->egress_log, "%s/egress.log", state_dir);
+    snprintf(n->egress_log, sizeof n->egress_log, "%s", state_dir);
     return 0;
 }
 
@@ -239,7 +241,8 @@ static int start_egress(struct nsbox_net *n, struct nsbox_err *e)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     if (write_file(n->hosts, hosts, e) < 0)
         return -1;
-    return nsbox_egress_start(&n->plan, n->egress_log, &n->egress, e);
+    return nsbox_egress_start(&n->plan, n->egress_log, n->has_egress_id ? &n->egress_id : NULL,
+                              &n->egress, e);
 }
 
 /* ---- the module's interface ------------------------------------------------------------------ */
@@ -300,6 +303,14 @@ int nsbox_net_prepare(const struct nsbox_spec *s, const char *id, const char *st
 fail:
     nsbox_net_teardown(n);
     return -1;
+}
+
+void nsbox_net_set_egress_id(struct nsbox_net *n, uint32_t id)
+{
+    if (!n)
+        return;
+    n->has_egress_id = true;
+    n->egress_id = id;
 }
 
 int nsbox_net_attach(struct nsbox_net *n, pid_t child, struct nsbox_err *e)

@@ -36,6 +36,9 @@ struct nsbox_net;
  * marker gc looks for) are written. */
 int nsbox_net_prepare(const struct nsbox_spec *s, const char *id, const char *state_dir,
                       struct nsbox_net **out, struct nsbox_err *e);
+/* As root, before nsbox_net_attach: the host uid and gid of the egress helper
+ * (nsbox_idmap_egress_id of the sandbox's slot). Without it the helper keeps the caller's. */
+void nsbox_net_set_egress_id(struct nsbox_net *n, uint32_t id);
 int nsbox_net_attach(struct nsbox_net *n, pid_t child, struct nsbox_err *e);
 /* Child side, inside the new network namespace (has CAP_NET_ADMIN there). */
 int nsbox_net_child_setup(const struct nsbox_net *n, struct nsbox_err *e);

@@ -43,6 +43,7 @@ void nsbox_sandbox_init_zeroed(struct nsbox_sandbox *sb)
     sb->image_lock_fd = -1;
     sb->L.sync_rd = sb->L.sync_wr = sb->L.report_rd = sb->L.report_wr = -1;
     sb->L.agent_fd = -1;
+    sb->L.console_fd = -1;
     sb->L.oom_fd = -1;
     sb->L.ws_fd = -1;
     sb->L.image_fd = -1;
@@ -143,6 +144,8 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     c->L.net = c->net;
     if (c->st.privileged && nsbox_state_take_slot(&c->st, e) < 0)
         return -1;
+    if (c->st.privileged)
+        nsbox_net_set_egress_id(c->net, nsbox_idmap_egress_id(c->st.slot));
     bool premounted = false;
     if (ws_kind == NSBOX_WS_DIR && c->st.privileged) {
         /* The caller's directory through an idmapped mount: its owner is appuser inside. */

@@ -5,6 +5,7 @@ import concurrent.futures
 import contextvars
 import errno
 import functools
+import json
 import math
 import os
 import re
@@ -316,6 +317,30 @@ def _logs_of(r):
                        sleeping=r.get("sleeping"))
 
 
+# sandbox/egress_log.h: the current file and the one it was last copied to.
+NETWORK_LOG_FILES = ("network.log.1", "network.log")
+
+
+def network_log_of(state_dir):
+    """The entries of the network log in state_dir, oldest first, each once (a read that met
+    the writer's copy sees some twice: its seq tells)."""
+    entries = {}
+    for name in NETWORK_LOG_FILES:
+        try:
+            with open(os.path.join(state_dir, name), "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            continue
+        for line in data.split(b"\n")[:-1]:  # the last is cut short, or empty
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(e, dict) and isinstance(e.get("seq"), int):
+                entries[e["seq"]] = e
+    return [entries[k] for k in sorted(entries)]
+
+
 class _LogFollower:
     """The state of following one process's output (the protocol's logs offsets, as
     `nsbox logs -f` does): which request to send next, what a reply yields, and how long to
@@ -561,6 +586,13 @@ class Session:
 
     def process_logs(self, pid):
         return _logs_of(self._call("logs", pid=int(pid)))
+
+    def network_log(self):
+        """The sandbox's network log (docs/network.md, "The network log"): a list of dicts,
+        oldest first, one per connection its egress helper decided on (time, name, port,
+        verdict, reason, address, bytes_up, bytes_down, duration_ms, seq). Empty for a sandbox
+        whose network policy names no host (it has no egress helper)."""
+        return network_log_of(os.path.join(self.runtime_dir, self.id))
 
     def follow_process_logs(self, pid):
         """Process.follow_logs() by pid: a generator of ProcessLogs."""
@@ -834,6 +866,9 @@ class AsyncSession:
 
     async def process_logs(self, pid):
         return await run_blocking(self.sync.process_logs, pid)
+
+    async def network_log(self):
+        return await run_blocking(self.sync.network_log)
 
     def follow_process_logs(self, pid):
         """An async iterator of ProcessLogs: Session.follow_process_logs()."""

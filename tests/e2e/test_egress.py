@@ -5,16 +5,30 @@ namespace serves two names from one address with a certificate of a lab CA this 
 never touched. Checked: the allowed name works with verification; another name on the same
 address is refused, by name through the helper and by address; no SNI and plain text are
 refused; all of it without a word in the config (by name is the default); the address mode,
-the config's opt-out, lets the neighbour through (what the helper is for)."""
+the config's opt-out, lets the neighbour through (what the helper is for).
+
+The network log (docs/network.md "The network log"): `nsbox logs --network [-f]`, `nsbox run
+--network-log FILE` and the Python client's Session.network_log() show each connection. The
+helper's jail (docs/network.md "The egress helper's jail"): from the host, its /proc status, a
+ptrace and /proc/PID/mem attempt as its own uid and as the sandbox's, and its death with a
+killed supervisor. Two sandboxes that allow the same port have their helpers at once."""
+import asyncio
+import ctypes
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 from netlab import API, Lab, missing_tools
 from nsbox_test import NSBOX, Dirs, is_root
+
+sys.path.insert(0, os.path.join(os.environ.get("NSBOX_SOURCE_DIR") or os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "python"))
+from nsbox.session import AsyncSession, Session  # noqa: E402
 
 PORT = 8444  # not one of the lab's banner ports
 NAMES = ("api.lab.test", "neighbour.lab.test")
@@ -149,6 +163,82 @@ def _which(t):
     return which(t)
 
 
+def lab_helpers():
+    """Pids of the egress helpers in this module's lab (other nsbox runs on the machine have
+    their own): nsbox-egress processes in the lab's network namespace."""
+    lab_ns = os.stat(f"/run/netns/{lab.lab}").st_ino
+    out = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() != "nsbox-egress":
+                    continue
+            if os.stat(f"/proc/{pid}/ns/net").st_ino == lab_ns:
+                out.append(int(pid))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def status_of(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+
+
+def wait_gone(pid, seconds=20):
+    """Whether pid is gone (or a zombie) within seconds: a bound on waiting, not on speed."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            if status_of(pid)["State"].startswith("Z"):
+                return True
+        except (OSError, KeyError):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# Run as uid:gid in a forked child: what an attacker of that uid can do to the helper.
+def attack_as(pid, uid, gid):
+    """{"environ": ..., "mem": ..., "ptrace": ...}: "denied" or what happened."""
+    r, w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(r)
+        res = {}
+        try:
+            os.setgroups([])
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
+            for what in ("environ", "mem"):
+                try:
+                    with open(f"/proc/{pid}/{what}", "rb") as f:
+                        f.read(1)
+                    res[what] = "read"
+                except PermissionError:
+                    res[what] = "denied"
+                except OSError as ex:
+                    res[what] = repr(ex)
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p,
+                                    ctypes.c_void_p]
+            if libc.ptrace(16, pid, None, None) == 0:  # PTRACE_ATTACH
+                res["ptrace"] = "attached"
+                libc.ptrace(17, pid, None, None)  # PTRACE_DETACH
+            else:
+                e = ctypes.get_errno()
+                res["ptrace"] = "denied" if e == 1 else os.strerror(e)
+        except Exception as ex:
+            res["error"] = repr(ex)
+        os.write(w, json.dumps(res).encode())
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        out = f.read()
+    os.waitpid(child, 0)
+    return json.loads(out)
+
+
 class Egress(unittest.TestCase):
     maxDiff = None
 
@@ -177,11 +267,11 @@ class Egress(unittest.TestCase):
                'shift && exec "$@"', lab.resolv, os.path.join(pki, "hosts"), NSBOX] + args
         return subprocess.run(cmd, capture_output=True, timeout=120, env=self.env(mode))
 
-    def probe(self, allow, *targets, mode=None):
+    def probe(self, allow, *targets, mode=None, extra=()):
         with open(os.path.join(pki, "ca.pem")) as f:
             ca = f.read()
-        r = self.nsbox(["run", "--network", f"allow={allow}", "-e", f"LAB_CA={ca}", "--",
-                        "python3", "-c", PROBE] + list(targets), mode=mode)
+        r = self.nsbox(["run", "--network", f"allow={allow}", "-e", f"LAB_CA={ca}"] +
+                       list(extra) + ["--", "python3", "-c", PROBE] + list(targets), mode=mode)
         self.assertEqual(r.returncode, 0, r.stderr.decode())
         return json.loads(r.stdout)
 
@@ -222,34 +312,168 @@ class Egress(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr.decode())
         pinned, route = r.stdout.decode().splitlines()
         self.assertEqual(pinned.split()[0], route.split()[2])  # "default via GATEWAY ..."
-        left = subprocess.run(["pgrep", "-x", "nsbox-egress"], capture_output=True, text=True)
-        self.assertEqual(left.stdout, "")
+        self.assertEqual(lab_helpers(), [])  # the one-shot run's helper ended with it
 
-    def test_persistent_sandbox_keeps_its_helper_until_rm(self):
+    def create(self, allow):
         with open(os.path.join(pki, "ca.pem")) as f:
             ca = f.read()
-        r = self.nsbox(["create", "--network", f"allow={NAMES[0]}:{PORT}", "-e", f"LAB_CA={ca}"])
+        r = self.nsbox(["create", "--network", f"allow={allow}", "-e", f"LAB_CA={ca}"])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        return r.stdout.decode().strip()
+
+    def exec_probe(self, sid, *targets):
+        r = self.nsbox(["exec", sid, "--", "python3", "-c", PROBE] + list(targets))
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        return json.loads(r.stdout)
+
+    def rm(self, sid):
+        r = self.nsbox(["rm", sid])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+
+    def helper_of(self, sid):
+        r = self.nsbox(["inspect", sid])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        sup = int(json.loads(r.stdout)["supervisor_pid"])
+        mine = [p for p in lab_helpers() if status_of(p)["PPid"] == str(sup)]
+        self.assertEqual(len(mine), 1, f"the egress helpers of supervisor {sup}: {mine}")
+        return sup, mine[0]
+
+    def test_persistent_sandbox_keeps_its_helper_until_rm(self):
+        sid = self.create(f"{NAMES[0]}:{PORT}")
+        try:
+            _, helper = self.helper_of(sid)
+            for _ in range(2):  # the helper serves every exec, not only the first
+                res = self.exec_probe(sid, f"tls:{NAMES[0]}:{PORT}",
+                                      f"tls:{NAMES[0]}:{PORT}:{NAMES[1]}")
+                self.assertEqual(res[f"tls:{NAMES[0]}:{PORT}"], f"ok:ORIGIN {NAMES[0]}")
+                self.assertEqual(res[f"tls:{NAMES[0]}:{PORT}:{NAMES[1]}"], "reset")
+        finally:
+            self.rm(sid)
+        self.assertTrue(wait_gone(helper), "the helper outlived nsbox rm")
+
+    def network_log(self, sid, *extra):
+        r = self.nsbox(["logs", "--network"] + list(extra) + [sid])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        return [json.loads(line) for line in r.stdout.decode().splitlines()]
+
+    def test_network_log_has_each_connection(self):
+        sid = self.create(f"{NAMES[0]}:{PORT}")
+        follower = None
+        try:
+            # a follower from before the connections: it shows them, and ends with the sandbox
+            follower = subprocess.Popen(
+                ["nsenter", f"--net=/run/netns/{lab.lab}", NSBOX, "logs", "--network", "-f",
+                 sid], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env(None))
+            self.exec_probe(sid, f"tls:{NAMES[0]}:{PORT}", f"tls:{NAMES[0]}:{PORT}:{NAMES[1]}",
+                            f"nosni:{NAMES[0]}:{PORT}", f"plain:{NAMES[0]}:{PORT}")
+            log = self.network_log(sid)
+            self.assertEqual([e["seq"] for e in log], [1, 2, 3, 4])
+            by_name = {e.get("name"): e for e in log}
+            ok = by_name[NAMES[0]]
+            self.assertEqual((ok["verdict"], ok["port"], ok["address"]), ("spliced", PORT, API))
+            self.assertGreater(ok["bytes_up"], 200)  # a ClientHello at least
+            self.assertGreater(ok["bytes_down"], 1000)  # a certificate at least
+            self.assertGreaterEqual(ok["duration_ms"], 0)
+            self.assertRegex(ok["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+            other = by_name[NAMES[1]]
+            self.assertEqual((other["verdict"], other["reason"]),
+                             ("refused", "not in the allow list"))
+            self.assertNotIn("address", other)
+            nameless = [e for e in log if "name" not in e]
+            self.assertEqual([e["verdict"] for e in nameless], ["refused", "refused"])
+            self.assertTrue(all(e["reason"] for e in nameless))
+            # the Python client reads the same entries, blocking and async
+            session = Session(sid, runtime_dir=self.dirs.state)
+            self.assertEqual(session.network_log(), log)
+            self.assertEqual(asyncio.run(AsyncSession(session).network_log()), log)
+        finally:
+            self.rm(sid)
+        out, err = follower.communicate(timeout=60)
+        self.assertEqual(follower.returncode, 0, err.decode())
+        self.assertEqual([json.loads(line) for line in out.decode().splitlines()], log)
+
+    def test_network_log_of_a_sandbox_without_names_is_an_error(self):
+        r = self.nsbox(["create", "--network", f"allow={API}:{PORT}"])
         self.assertEqual(r.returncode, 0, r.stderr.decode())
         sid = r.stdout.decode().strip()
         try:
-            for _ in range(2):  # the helper serves every exec, not only the first
-                r = self.nsbox(["exec", sid, "--", "python3", "-c", PROBE,
-                                f"tls:{NAMES[0]}:{PORT}", f"tls:{NAMES[0]}:{PORT}:{NAMES[1]}"])
-                self.assertEqual(r.returncode, 0, r.stderr.decode())
-                res = json.loads(r.stdout)
-                self.assertEqual(res[f"tls:{NAMES[0]}:{PORT}"], f"ok:ORIGIN {NAMES[0]}")
-                self.assertEqual(res[f"tls:{NAMES[0]}:{PORT}:{NAMES[1]}"], "reset")
-            with open(os.path.join(self.dirs.state, sid, "egress.log")) as f:
-                log = f.read()
-            self.assertIn(f"-> {NAMES[0]}:{PORT} at {API}", log)
-            self.assertIn(f"-> {NAMES[1]}:{PORT}: not in the allow list", log)
-            running = subprocess.run(["pgrep", "-x", "nsbox-egress"], capture_output=True)
-            self.assertNotEqual(running.stdout, b"")  # so that the check below means something
+            r = self.nsbox(["logs", "--network", sid])
+            self.assertEqual(r.returncode, 125)
+            self.assertIn("has no network log", r.stderr.decode())
         finally:
-            r = self.nsbox(["rm", sid])
-            self.assertEqual(r.returncode, 0, r.stderr.decode())
-        left = subprocess.run(["pgrep", "-x", "nsbox-egress"], capture_output=True, text=True)
-        self.assertEqual(left.stdout, "")
+            self.rm(sid)
+
+    def test_run_network_log_file(self):
+        out = os.path.join(self.dirs.base, "net.jsonl")
+        res = self.probe(f"{NAMES[0]}:{PORT}", f"tls:{NAMES[0]}:{PORT}",
+                         f"tls:{NAMES[0]}:{PORT}:{NAMES[1]}", extra=["--network-log", out])
+        self.assertEqual(res[f"tls:{NAMES[0]}:{PORT}"], f"ok:ORIGIN {NAMES[0]}")
+        with open(out) as f:
+            log = [json.loads(line) for line in f]
+        # in the order the connections ended: the spliced one may close after the refusal
+        self.assertEqual(sorted((e["name"], e["verdict"]) for e in log),
+                         [(NAMES[0], "spliced"), (NAMES[1], "refused")])
+        # a run that allows no name has nothing to log: said, not an empty file
+        r = self.nsbox(["run", "--network-log", out, "--", "true"])
+        self.assertEqual(r.returncode, 125, r.stderr.decode())  # a usage error
+        self.assertIn("--network-log", r.stderr.decode())
+
+    # ---- the helper's jail ----------------------------------------------------------------
+
+    def test_helper_is_jailed(self):
+        sid = self.create(f"{NAMES[0]}:{PORT}")
+        try:
+            _, helper = self.helper_of(sid)
+            st = status_of(helper)
+            uid = int(st["Uid"].split()[0])
+            # its own ids, past the sandboxes' ranges (policy/idmap.h NSBOX_EGRESS_ID_BASE)
+            self.assertEqual(st["Uid"].split(), [str(uid)] * 4)
+            self.assertEqual(st["Gid"].split(), [str(uid)] * 4)
+            self.assertTrue(2147324928 <= uid < 2147324928 + 2248, uid)
+            self.assertEqual(st["Groups"].strip(), "")
+            for cap in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
+                self.assertEqual(int(st[cap], 16), 0, cap)
+            self.assertEqual((st["NoNewPrivs"], st["Seccomp"]), ("1", "2"))
+            # the helper still works jailed
+            res = self.exec_probe(sid, f"tls:{NAMES[0]}:{PORT}")
+            self.assertEqual(res[f"tls:{NAMES[0]}:{PORT}"], f"ok:ORIGIN {NAMES[0]}")
+            # attacks from its own uid, and from the sandbox's appuser on the host
+            # the sandbox's own host uid: its init's, the supervisor's other child
+            sup = int(st["PPid"])
+            kids = subprocess.run(["pgrep", "-P", str(sup)], capture_output=True, text=True)
+            inits = [int(p) for p in kids.stdout.split() if int(p) != helper]
+            self.assertEqual(len(inits), 1, kids.stdout)
+            sandbox_uid = int(status_of(inits[0])["Uid"].split()[1])
+            self.assertNotEqual(sandbox_uid, uid)
+            for who in (uid, sandbox_uid):
+                got = attack_as(helper, who, who)
+                self.assertEqual(got, {"environ": "denied", "mem": "denied", "ptrace": "denied"},
+                                 f"as uid {who}")
+        finally:
+            self.rm(sid)
+
+    def test_helper_dies_with_its_supervisor(self):
+        sid = self.create(f"{NAMES[0]}:{PORT}")
+        sup, helper = self.helper_of(sid)
+        os.kill(sup, signal.SIGKILL)  # a supervisor this test made
+        self.assertTrue(wait_gone(helper), "the helper outlived its supervisor")
+        r = self.nsbox(["gc"])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+
+    def test_two_sandboxes_allow_the_same_port(self):
+        # each helper listens on its own sandbox's gateway address: both at once
+        a = self.create(f"{NAMES[0]}:{PORT}")
+        try:
+            b = self.create(f"{NAMES[0]}:{PORT}")
+            try:
+                self.assertNotEqual(self.helper_of(a)[1], self.helper_of(b)[1])
+                for sid in (a, b, a):
+                    res = self.exec_probe(sid, f"tls:{NAMES[0]}:{PORT}")
+                    self.assertEqual(res[f"tls:{NAMES[0]}:{PORT}"], f"ok:ORIGIN {NAMES[0]}")
+            finally:
+                self.rm(b)
+        finally:
+            self.rm(a)
 
 
 if __name__ == "__main__":

@@ -121,7 +121,6 @@ class Docker(unittest.TestCase):
         self.assertEqual(self.docker("inspect", "-f", "{{.State.Status}}", "limits").stdout,
                          "running\n")
 
-    @unittest.expectedFailure  # nsbox-oci exec: branch oci-exec
     def test_exec(self):
         r = self.docker("run", "-d", "--name", "execme", "--runtime=nsbox", engines.IMAGE,
                         "sleep", "1000")
@@ -132,13 +131,11 @@ class Docker(unittest.TestCase):
         self.assertEqual(r.stdout, "in-" + self.docker("inspect", "-f", "{{.Config.Hostname}}",
                                                        "execme").stdout)
 
-    @unittest.expectedFailure  # the console socket: branch oci-exec
     def test_run_tty(self):
         r = self.run_nsbox("sh", "-c", "test -t 0 && test -t 1 && tty", opts=("-t",))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertRegex(r.stdout, r"^/dev/pts/[0-9]+\r?\n$")
 
-    @unittest.expectedFailure  # exec with a console: branch oci-exec
     def test_exec_tty(self):
         r = self.docker("run", "-d", "--name", "exectty", "--runtime=nsbox", engines.IMAGE,
                         "sleep", "1000")

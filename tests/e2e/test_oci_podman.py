@@ -81,14 +81,12 @@ class Podman(unittest.TestCase):
         self.assertEqual(self.podman("inspect", "-f", "{{.State.Status}}", "pauseme").stdout,
                          "running\n")
 
-    @unittest.expectedFailure  # the console socket: branch oci-exec
     def test_run_tty(self):
         r = self.podman("run", "--rm", "-t", *self.engine.run_args(), IMAGE,
                         "sh", "-c", "test -t 0 && test -t 1 && tty")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertRegex(r.stdout, r"^/dev/pts/[0-9]+\r?\n$")
 
-    @unittest.expectedFailure  # nsbox-oci exec: branch oci-exec
     def test_exec(self):
         self.run_detached("execme", "sleep", "1000")
         r = self.podman("exec", "execme", "sh", "-c", "echo in-$(hostname); exit 4")

@@ -9,6 +9,8 @@ from a docker-save archive with `ctr run --runc-binary nsbox-oci`."""
 import ctypes
 import json
 import os
+import pty
+import select
 import shutil
 import signal
 import subprocess
@@ -50,6 +52,20 @@ def config(args, **extra):
                    "resources": {"pids": {"limit": 64}}}}
     c.update(extra)
     return c
+
+
+def read_pty(master):
+    """What comes on a pty's master until its last slave closes (EIO), or 60 s of silence."""
+    out = b""
+    while select.select([master], [], [], 60)[0]:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the last slave is closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    return out
 
 
 @unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
@@ -441,6 +457,59 @@ class Containerd(unittest.TestCase):
         self.assertEqual(self.ctr("container", "rm", "t3").returncode, 0)
         self.assertEqual(self.dirs.leftovers(), [])
 
+    def kill_and_remove(self, name):
+        self.assertEqual(self.ctr("task", "kill", "-s", "SIGKILL", name).returncode, 0)
+        # task rm needs the task stopped: it is once the shim has reaped the pid-file process
+        deadline = time.monotonic() + 30
+        while self.ctr("task", "rm", name).returncode != 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(self.ctr("container", "rm", name).returncode, 0)
+
+    def test_ctr_exec(self):
+        r = self.run_ctr("t4", "sleep", "1000", detach=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.ctr("task", "exec", "--exec-id", "e1", "t4", "sh", "-c",
+                     "echo in-exec; id -u; exit 4")
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertEqual(r.stdout, "in-exec\n1000\n")
+        # ctr task ps: the shim's runc ps --format json, the cgroup's pids (init, sleep)
+        r = self.ctr("task", "ps", "t4")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pids = [int(line.split()[0]) for line in r.stdout.splitlines()[1:]]
+        self.assertEqual(len(pids), 2, r.stdout)
+        cmds = sorted(open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")[0] for p in pids)
+        self.assertEqual(cmds, [b"nsbox-init", b"sleep"])
+        self.kill_and_remove("t4")
+
+    def on_pty(self, *args):
+        """ctr with a terminal of its own (-t wants one): a pty whose master the test reads
+        until ctr ends. Its exit code and what it wrote."""
+        master, slave = pty.openpty()
+        cmd = ["ctr", "--address", os.path.join(self.d, "c.sock"), "-n", self.NS] + list(args)
+        p = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave,
+                             start_new_session=True)
+        os.close(slave)
+        out = read_pty(master)
+        os.close(master)
+        return p.wait(timeout=60), out
+
+    def test_ctr_run_tty(self):
+        code, out = self.on_pty("run", "-t", "--rm", "--runtime", "io.containerd.runc.v2",
+                                "--runc-binary", OCI, "docker.io/nsbox-test/oci-bb:1", "t5",
+                                "sh", "-c", "tty; test -t 0 && echo stdin-is-a-tty; exit 6")
+        self.assertEqual(code, 6, out)
+        self.assertIn(b"/dev/pts/0", out)
+        self.assertIn(b"stdin-is-a-tty", out)
+
+    def test_ctr_exec_tty(self):
+        r = self.run_ctr("t6", "sleep", "1000", detach=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        code, out = self.on_pty("task", "exec", "-t", "--exec-id", "e2", "t6", "sh", "-c",
+                                "tty; test -t 1 && echo exec-has-a-tty; exit 2")
+        self.assertEqual(code, 2, out)
+        self.assertIn(b"/dev/pts/", out)
+        self.assertIn(b"exec-has-a-tty", out)
+        self.kill_and_remove("t6")
 
 if __name__ == "__main__":
     unittest.main()

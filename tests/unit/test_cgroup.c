@@ -538,6 +538,57 @@ static void test_v1_freezer_hold(void **state)
     assert_hold(hold, false);
 }
 
+
+/* nsbox-oci update: new limits for a running sandbox, memsw kept equal to memory in the order
+ * the kernel accepts (a raise writes memsw first), a removed limit as v1 spells it; and the
+ * cgroup's pids, from its first hierarchy. */
+static void test_v1_update_and_pids(void **state)
+{
+    (void)state;
+    make_v1(true, true);
+    struct nsbox_cgroup cg;
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_cgroup_create("up", &k_lim, &cg, &e), 0);
+    g_log[0] = '\0';
+    struct nsbox_cgroup_update u = {.has_memory = true, .memory_bytes = 2ull << 30};
+    assert_int_equal(nsbox_cgroup_update(&cg, &u, &e), 0);
+    assert_string_equal(g_log, "memory.limit_in_bytes=2147483648;"
+                               "memory.memsw.limit_in_bytes=2147483648;"
+                               "memory.limit_in_bytes=2147483648;");
+    g_log[0] = '\0';
+    u = (struct nsbox_cgroup_update){.has_memory = true, .memory_bytes = 1ull << 29,
+                                     .has_cpu = true, .cpu_quota_us = 50000,
+                                     .cpu_period_us = 200000, .has_pids = true, .pids = 0};
+    assert_int_equal(nsbox_cgroup_update(&cg, &u, &e), 0);
+    assert_string_equal(g_log, "memory.limit_in_bytes=536870912;"
+                               "memory.memsw.limit_in_bytes=536870912;"
+                               "cpu.cfs_period_us=200000;cpu.cfs_quota_us=50000;pids.max=max;");
+    g_log[0] = '\0';
+    u = (struct nsbox_cgroup_update){.has_cpu = true, .has_memory = true};
+    assert_int_equal(nsbox_cgroup_update(&cg, &u, &e), 0); /* no limits: -1, period kept */
+    assert_string_equal(g_log, "memory.limit_in_bytes=-1;memory.memsw.limit_in_bytes=-1;"
+                               "memory.limit_in_bytes=-1;cpu.cfs_quota_us=-1;");
+    snprintf(g_fail_file, sizeof g_fail_file, "pids.max");
+    g_fail_errno = EINVAL;
+    u = (struct nsbox_cgroup_update){.has_pids = true, .pids = 5};
+    assert_int_equal(nsbox_cgroup_update(&cg, &u, &e), -1);
+    assert_non_null(strstr(e.msg, "pids.max"));
+    g_fail_file[0] = '\0';
+
+    assert_int_equal(nsbox_cgroup_attach(&cg, 55, &e), 0);
+    assert_int_equal(nsbox_cgroup_attach(&cg, 66, &e), 0);
+    pid_t pids[4];
+    assert_int_equal(nsbox_cgroup_pids(&cg, pids, 4, &e), 2);
+    assert_int_equal(pids[0], 55);
+    assert_int_equal(pids[1], 66);
+    assert_int_equal(nsbox_cgroup_pids(&cg, pids, 1, &e), 1);
+    assert_int_equal(nsbox_cgroup_destroy(&cg, &e), 0);
+    struct nsbox_cgroup none;
+    nsbox_cgroup_init(&none);
+    assert_int_equal(nsbox_cgroup_update(&none, &u, &e), -1);
+    assert_int_equal(nsbox_cgroup_pids(&none, pids, 4, &e), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -559,6 +610,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_v1_parent_env, setup_tree, teardown_tree),
         cmocka_unit_test_setup_teardown(test_v1_remove_by_id, setup_tree, teardown_tree),
         cmocka_unit_test_setup_teardown(test_v1_freezer_hold, setup_tree, teardown_tree),
+        cmocka_unit_test_setup_teardown(test_v1_update_and_pids, setup_tree, teardown_tree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -483,6 +483,27 @@ static void test_v2_destroy_child_cgroups(void **state)
     assert_false(exists(sub));
 }
 
+
+/* nsbox-oci update on v2: cpu.max keeps its period when none is given; 0 is "max". */
+static void test_v2_update(void **state)
+{
+    (void)state;
+    make_v2("cpu memory pids\n", "");
+    struct nsbox_cgroup cg;
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_cgroup_create("up2", &k_lim, &cg, &e), 0);
+    g_log[0] = '\0';
+    struct nsbox_cgroup_update u = {.has_memory = true, .memory_bytes = 0, .has_cpu = true,
+                                    .cpu_quota_us = 50000, .has_pids = true, .pids = 7};
+    assert_int_equal(nsbox_cgroup_update(&cg, &u, &e), 0);
+    assert_string_equal(g_log, "memory.max=max;cpu.max=50000 100000;pids.max=7;");
+    g_log[0] = '\0';
+    u = (struct nsbox_cgroup_update){.has_cpu = true, .cpu_period_us = 250000};
+    assert_int_equal(nsbox_cgroup_update(&cg, &u, &e), 0);
+    assert_string_equal(g_log, "cpu.max=max 250000;");
+    assert_int_equal(nsbox_cgroup_destroy(&cg, &e), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -509,6 +530,7 @@ int main(void)
                                         teardown_tree),
         cmocka_unit_test_setup_teardown(test_v2_remove_by_id, setup_tree, teardown_tree),
         cmocka_unit_test_setup_teardown(test_v2_destroy_child_cgroups, setup_tree, teardown_tree),
+        cmocka_unit_test_setup_teardown(test_v2_update, setup_tree, teardown_tree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""What the egress helper costs (docs/network.md, "allow by name"): in the same run, a sandbox
+that reaches an HTTPS origin by name through the helper's splice path against one that reaches
+the same origin directly through an egress range, alternating: a new connection (TCP connect,
+TLS handshake, a small GET), a 100 MB download (throughput), and the idle helper's PSS.
+
+    sudo bench/bench_egress.py [--rounds 200] [--downloads 9] [--mb 100] [--nsbox build/nsbox]
+
+Safety (the host's own network is never touched): everything runs in the network lab of
+tests/e2e/netlab.py (two namespaces this script makes and deletes: nsbox's table, veths and
+routes are the lab's; the origin lives in the lab's upstream namespace, with a lab CA that only
+the sandboxes are given). Issue 30's targets: a new connection at most +2 ms through splice, a
+download at least 90 % of direct throughput, an idle helper at most 0.5 MiB PSS without
+bindings.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "e2e"))
+from netlab import API, Lab, missing_tools  # noqa: E402
+
+PORT = 8445
+NAME = "api.lab.test"
+
+ORIGIN = r"""
+import socket, ssl, sys, threading
+chunk = b"\0" * (1 << 20)
+def handle(c):
+    try:
+        req = b""
+        while b"\r\n\r\n" not in req:
+            d = c.recv(4096)
+            if not d:
+                return
+            req += d
+        mb = int(req.split(b" ")[1].strip(b"/") or b"0")
+        body = max(mb, 0) << 20
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % body)
+        if not mb:
+            return
+        for _ in range(mb):
+            c.sendall(chunk)
+    except OSError:
+        pass
+    finally:
+        c.close()
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[3], sys.argv[4])
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(256)
+print("READY", flush=True)
+while True:
+    c, _ = s.accept()
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        c = ctx.wrap_socket(c, server_side=True)
+    except (OSError, ssl.SSLError):
+        c.close()
+        continue
+    threading.Thread(target=handle, args=(c,), daemon=True).start()
+"""
+
+# Inside a sandbox: "conn HOST N" times N new connections (ms each); "get HOST MB" downloads MB
+# (MB/s). TLS verified against the lab CA, with the origin's name whatever HOST is.
+CLIENT = r"""
+import json, os, socket, ssl, sys, time
+ctx = ssl.create_default_context(cadata=os.environ["LAB_CA"])
+def fetch(host, mb):
+    s = socket.create_connection((host, %d), timeout=30)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    s = ctx.wrap_socket(s, server_hostname="%s")
+    s.sendall(b"GET /%%d HTTP/1.1\r\nHost: x\r\n\r\n" %% mb)
+    buf = bytearray(1 << 20)
+    got = 0
+    while True:
+        n = s.recv_into(buf)
+        if not n:
+            break
+        got += n
+    s.close()
+    return got
+kind, host, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+out = []
+if kind == "conn":
+    for _ in range(n):
+        t = time.perf_counter()
+        fetch(host, 0)
+        out.append((time.perf_counter() - t) * 1000)
+else:
+    t = time.perf_counter()
+    got = fetch(host, n)
+    dt = time.perf_counter() - t
+    assert got >= n << 20, got
+    out.append(n / dt)
+print(json.dumps(out))
+""" % (PORT, NAME)
+
+
+def openssl(*args, cwd):
+    subprocess.run(["openssl"] + list(args), cwd=cwd, check=True, capture_output=True)
+
+
+def make_pki(d):
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
+            "ca.pem", "-days", "2", "-subj", "/CN=nsbox bench CA", cwd=d)
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr",
+            "-subj", f"/CN={NAME}", cwd=d)
+    with open(os.path.join(d, "ext"), "w") as f:
+        f.write(f"subjectAltName=DNS:{NAME}\n")
+    openssl("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "ext", cwd=d)
+    for n in os.listdir(d):
+        os.chmod(os.path.join(d, n), 0o644)
+
+
+def summary(xs):
+    xs = sorted(xs)
+    q = lambda p: xs[min(len(xs) - 1, int(p * len(xs)))]
+    return {"median": statistics.median(xs), "p10": q(0.10), "p90": q(0.90), "n": len(xs)}
+
+
+class Bench:
+    def __init__(self, a, lab, work):
+        self.a, self.lab, self.work = a, lab, work
+        self.env = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin",
+                    "NSBOX_STATE_DIR": f"{work}/state", "NSBOX_CACHE_DIR": f"{work}/cache",
+                    "NSBOX_DATA_DIR": f"{work}/data", "NSBOX_RESOLV_CONF": lab.resolv,
+                    "NSBOX_CONFIG": f"{work}/config.json"}
+        for d in ("state", "cache", "data"):
+            os.makedirs(f"{work}/{d}")
+        with open(f"{work}/config.json", "w") as f:
+            f.write('{"pool": {"size": 0}}')
+        with open(f"{work}/pki/ca.pem") as f:
+            self.ca = f.read()
+
+    def nsbox(self, *args):
+        # the lab's resolv.conf and a hosts file naming the origin, in a private mount namespace
+        cmd = ["nsenter", f"--net=/run/netns/{self.lab.lab}", "unshare", "--mount",
+               "--propagation", "private", "sh", "-c",
+               'mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && '
+               'shift && exec "$@"', self.lab.resolv, f"{self.work}/pki/hosts",
+               os.path.abspath(self.a.nsbox)] + list(args)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=self.env, timeout=600)
+        if r.returncode != 0:
+            raise SystemExit(f"nsbox {' '.join(args[:3])}: {r.stderr.strip()}")
+        return r.stdout
+
+    def create(self, *net):
+        return self.nsbox("create", *net, "-e", f"LAB_CA={self.ca}").strip()
+
+    def client(self, sid, *args):
+        return json.loads(self.nsbox("exec", sid, "--", "python3", "-c", CLIENT, *args))
+
+    def helper_pss_kib(self, sid):
+        sup = json.loads(self.nsbox("inspect", sid))["supervisor_pid"]
+        kids = subprocess.run(["pgrep", "-x", "nsbox-egress", "-P", str(sup)],
+                              capture_output=True, text=True).stdout.split()
+        with open(f"/proc/{kids[0]}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+        return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--nsbox", default=os.environ.get("NSBOX_BIN") or
+                    os.path.join(os.path.dirname(HERE), "build", "nsbox"))
+    ap.add_argument("--rounds", type=int, default=200, help="new connections per path")
+    ap.add_argument("--batch", type=int, default=20, help="connections per exec")
+    ap.add_argument("--downloads", type=int, default=9, help="downloads per path")
+    ap.add_argument("--mb", type=int, default=100, help="size of a download")
+    ap.add_argument("--json", help="write raw results here")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("bench_egress: run as root (network namespaces, veths, nftables)")
+    if missing_tools() or not shutil.which("openssl"):
+        raise SystemExit("bench_egress: needs ip, nsenter, unshare, nft, mount and openssl")
+    work = tempfile.mkdtemp(prefix="nsbox-benchegress-")
+    os.chmod(work, 0o755)
+    os.makedirs(f"{work}/pki")
+    make_pki(f"{work}/pki")
+    with open(f"{work}/pki/hosts", "w") as f:
+        f.write(f"127.0.0.1\tlocalhost\n{API}\t{NAME}\n")
+    lab = Lab()
+    sids = []
+    b = None
+    try:
+        p = subprocess.Popen(["ip", "netns", "exec", lab.up, sys.executable, "-c", ORIGIN, API,
+                              str(PORT), f"{work}/pki/srv.pem", f"{work}/pki/srv.key"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lab.procs.append(p)
+        if p.stdout.readline().strip() != "READY":
+            raise SystemExit(f"the origin did not start: {p.stderr.read()}")
+        b = Bench(a, lab, work)
+        spliced = b.create("--network", f"allow={NAME}:{PORT}")
+        sids.append(spliced)
+        direct = b.create("--egress", f"{API}/32")
+        sids.append(direct)
+        paths = {"splice": (spliced, NAME), "direct": (direct, API)}
+        pss_fresh = b.helper_pss_kib(spliced)
+        for sid, host in paths.values():  # warm-up: page cache, the origin's first handshakes
+            b.client(sid, "conn", host, "5")
+        res = {"conn_splice": [], "conn_direct": [], "mbps_splice": [], "mbps_direct": []}
+        # alternating batches, so that both paths see the same load of the machine
+        for _ in range(max(1, a.rounds // a.batch)):
+            for k, (sid, host) in paths.items():
+                res[f"conn_{k}"] += b.client(sid, "conn", host, str(a.batch))
+        for _ in range(a.downloads):
+            for k, (sid, host) in paths.items():
+                res[f"mbps_{k}"] += b.client(sid, "get", host, str(a.mb))
+        pss_idle = b.helper_pss_kib(spliced)
+        out = {k: summary(v) for k, v in res.items()}
+        cs, cd = out["conn_splice"]["median"], out["conn_direct"]["median"]
+        ts, td = out["mbps_splice"]["median"], out["mbps_direct"]["median"]
+        print(f"nsbox {os.path.abspath(a.nsbox)}; {os.cpu_count()} CPUs; "
+              f"load average {os.getloadavg()[0]:.2f}")
+        print(f"{'':28} {'median':>9} {'p10':>9} {'p90':>9}")
+        for k, unit in (("conn_direct", "ms"), ("conn_splice", "ms"), ("mbps_direct", "MB/s"),
+                        ("mbps_splice", "MB/s")):
+            s = out[k]
+            print(f"{k + ' (' + unit + ')':28} {s['median']:9.2f} {s['p10']:9.2f} "
+                  f"{s['p90']:9.2f}")
+        print(f"new connection: splice - direct {cs - cd:+.2f} ms (ratio {cs / cd:.2f}); "
+              f"target <= +2 ms")
+        print(f"{a.mb} MB download: splice / direct throughput {ts / td:.2f}; target >= 0.90")
+        print(f"idle helper PSS: {pss_fresh} KiB fresh, {pss_idle} KiB after the runs; "
+              f"target <= 512 KiB")
+        out["pss_kib"] = {"fresh": pss_fresh, "idle_after": pss_idle}
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump({"summary": out, "raw": res}, f, indent=1)
+    finally:
+        for sid in sids:
+            try:
+                b.nsbox("rm", sid)
+            except SystemExit:
+                pass
+        lab.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

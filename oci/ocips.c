@@ -1,0 +1,129 @@
+/* nsbox-oci ps: the host pids of a container's processes (its cgroup's, which the monitor
+ * reads), as runc prints them: a JSON array with --format json, else ps(1)'s table cut to
+ * them. Also the list kill --all signals. */
+#include "ocirt.h"
+#include "cleanup.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define PS_MAX 16384
+
+int nsbox_ocips_pids(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s, pid_t *pids,
+                     size_t max, struct nsbox_err *e)
+{
+    struct nsbox_ocictl_msg m = {.op = "procs"}, r;
+    size_t size = max * sizeof *pids + NSBOX_ERR_MSG_MAX;
+    cleanup_free char *buf = malloc(size);
+    if (!buf)
+        return nsbox_err_sys(e, "malloc");
+    if (nsbox_ocictl_ask(g, s, &m, NULL, &r, buf, size, e) < 0)
+        return -1;
+    size_t n = r.len / sizeof *pids;
+    memcpy(pids, buf, n * sizeof *pids);
+    return (int)n;
+}
+
+static bool listed(const pid_t *pids, size_t n, long pid)
+{
+    for (size_t i = 0; i < n; i++)
+        if (pids[i] == pid)
+            return true;
+    return false;
+}
+
+/* ps(1) with the caller's options (default -ef), its header and the rows of our pids: the
+ * column named PID says which. */
+static int ps_table(char **opts, int n_opts, const pid_t *pids, size_t n, struct nsbox_err *e)
+{
+    char *argv[64] = {"ps"};
+    int k = 1;
+    if (n_opts == 0)
+        argv[k++] = "-ef";
+    for (int i = 0; i < n_opts && k < 63; i++)
+        argv[k++] = opts[i];
+    argv[k] = NULL;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return nsbox_err_sys(e, "pipe");
+    fflush(NULL);
+    pid_t child = fork();
+    if (child == 0) {
+        dup2(p[1], 1);
+        execvp("ps", argv);
+        _exit(127);
+    }
+    close(p[1]);
+    FILE *f = child > 0 ? fdopen(p[0], "r") : NULL;
+    if (!f) {
+        close(p[0]);
+        return nsbox_err_sys(e, "ps");
+    }
+    char line[4096];
+    int col = -1;
+    while (fgets(line, sizeof line, f)) {
+        char copy[sizeof line], *save = NULL, *tok;
+        snprintf(copy, sizeof copy, "%s", line);
+        int i = 0;
+        if (col < 0) { /* the header */
+            for (tok = strtok_r(copy, " \t\n", &save); tok;
+                 tok = strtok_r(NULL, " \t\n", &save), i++)
+                if (!strcmp(tok, "PID"))
+                    col = i;
+            fputs(line, stdout);
+            continue;
+        }
+        for (tok = strtok_r(copy, " \t\n", &save); tok && i < col; i++)
+            tok = strtok_r(NULL, " \t\n", &save);
+        if (tok && listed(pids, n, strtol(tok, NULL, 10)))
+            fputs(line, stdout);
+    }
+    fclose(f);
+    int status;
+    waitpid(child, &status, 0);
+    if (col < 0)
+        return nsbox_err_invalid(e, "ps: its output has no PID column (ps options?)");
+    return 0;
+}
+
+int nsbox_ocips_ps(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e)
+{
+    bool json = false;
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++) {
+        const char *fmt = !strcmp(argv[i], "--format") || !strcmp(argv[i], "-f")
+                              ? (i + 1 < argc ? argv[++i] : "")
+                          : !strncmp(argv[i], "--format=", 9) ? argv[i] + 9
+                                                              : NULL;
+        if (!fmt)
+            return nsbox_err_invalid(e, "ps: unknown option %s", NSBOX_SHOW(argv[i])), 1;
+        if (strcmp(fmt, "json") && strcmp(fmt, "table"))
+            return nsbox_err_invalid(e, "ps --format: json or table"), 1;
+        json = !strcmp(fmt, "json");
+    }
+    if (i >= argc)
+        return nsbox_err_invalid(e, "ps: give a container id"), 1;
+    struct nsbox_ocistate s;
+    if (nsbox_ocistate_read_live(g, argv[i], &s, e) < 0)
+        return 1;
+    cleanup_free pid_t *pids = malloc(PS_MAX * sizeof *pids);
+    int n = pids ? nsbox_ocips_pids(g, &s, pids, PS_MAX, e) : nsbox_err_sys(e, "malloc");
+    if (n < 0)
+        return 1;
+    if (!json) {
+        if (i + 1 < argc && !strcmp(argv[i + 1], "--"))
+            i++;
+        return ps_table(argv + i + 1, argc - i - 1, pids, (size_t)n, e) < 0 ? 1 : 0;
+    }
+    putchar('[');
+    for (int k = 0; k < n; k++)
+        printf("%s%d", k ? "," : "", (int)pids[k]);
+    printf("]\n");
+    return 0;
+}

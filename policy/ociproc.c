@@ -1,0 +1,145 @@
+/* exec's process.json and update's resources (ociproc.h), read as parts of a config.json. */
+#include "ociproc.h"
+#include "cleanup.h"
+#include "cleanup_cjson.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "config.json: key 'process.args': ..." -> "<doc>: key 'args': ..." (strip drops the part of
+ * the key that the wrapping added). */
+static int rename_error(struct nsbox_err *e, const char *doc, const char *strip)
+{
+    char msg[sizeof e->msg];
+    const char *rest = e->msg;
+    if (!strncmp(rest, "config.json: ", 13))
+        rest += 13;
+    char key[64];
+    snprintf(key, sizeof key, "key '%s", strip);
+    if (!strncmp(rest, key, strlen(key))) {
+        snprintf(msg, sizeof msg, "%s: key '%s", doc, rest + strlen(key));
+    } else
+        snprintf(msg, sizeof msg, "%s: %s", doc, rest);
+    snprintf(e->msg, sizeof e->msg, "%s", msg);
+    return -1;
+}
+
+/* A config.json around obj (placed at path: "process", or "linux" then "resources") and the
+ * parse of it. obj is moved into the document. */
+static int parse_wrapped(cJSON *obj, const char *outer, const char *inner, struct nsbox_ocispec *c,
+                         struct nsbox_err *e)
+{
+    cleanup_cjson cJSON *doc = cJSON_CreateObject();
+    cJSON *root = doc ? cJSON_AddObjectToObject(doc, "root") : NULL, *proc = NULL;
+    if (!root || !cJSON_AddStringToObject(doc, "ociVersion", "1.0.2") ||
+        !cJSON_AddStringToObject(root, "path", "rootfs")) {
+        cJSON_Delete(obj);
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    }
+    cJSON *at = doc;
+    if (inner) {
+        at = cJSON_AddObjectToObject(doc, outer);
+        if (!at || !(proc = cJSON_AddObjectToObject(doc, "process")) ||
+            !cJSON_AddItemToObject(proc, "args",
+                                   cJSON_CreateStringArray((const char *[]){"-"}, 1))) {
+            cJSON_Delete(obj);
+            return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+        }
+    }
+    if (!cJSON_AddItemToObject(at, inner ? inner : outer, obj)) {
+        cJSON_Delete(obj);
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    }
+    cleanup_free char *text = cJSON_PrintUnformatted(doc);
+    if (!text)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    return nsbox_ocispec_parse(text, strlen(text), c, e);
+}
+
+static cJSON *parse_object(const char *text, size_t len, const char *doc, struct nsbox_err *e)
+{
+    if (len > NSBOX_OCISPEC_JSON_MAX) {
+        nsbox_err_invalid(e, "%s: larger than %u bytes", doc, NSBOX_OCISPEC_JSON_MAX);
+        return NULL;
+    }
+    cJSON *obj = cJSON_ParseWithLength(text, len);
+    if (!cJSON_IsObject(obj)) {
+        cJSON_Delete(obj);
+        nsbox_err_invalid(e, "%s: not a JSON object", doc);
+        return NULL;
+    }
+    return obj;
+}
+
+int nsbox_ociproc_parse_process(const char *text, size_t len, struct nsbox_ocispec *c,
+                                struct nsbox_err *e)
+{
+    nsbox_ocispec_init(c);
+    nsbox_err_clear(e);
+    cJSON *obj = parse_object(text, len, "process.json", e);
+    if (!obj)
+        return -1;
+    if (parse_wrapped(obj, "process", NULL, c, e) < 0)
+        return rename_error(e, "process.json", "process.");
+    return 0;
+}
+
+/* A member's limit: absent or null leaves the limit as it is. */
+static bool names(const cJSON *res, const char *obj, const char *key)
+{
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(res, obj);
+    const cJSON *v = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+    return v && !cJSON_IsNull(v);
+}
+
+int nsbox_ociproc_parse_resources(const char *text, size_t len, struct nsbox_ociproc_resources *r,
+                                  struct nsbox_err *e)
+{
+    memset(r, 0, sizeof *r);
+    nsbox_err_clear(e);
+    cJSON *obj = parse_object(text, len, "resources", e);
+    if (!obj)
+        return -1;
+    r->has_memory = names(obj, "memory", "limit");
+    r->has_cpu = names(obj, "cpu", "quota") || names(obj, "cpu", "period");
+    r->has_pids = names(obj, "pids", "limit");
+    /* what else it names: a limit nsbox does not change */
+    static const char *const known[] = {"memory.limit", "cpu.quota", "cpu.period", "pids.limit",
+                                        "devices"};
+    const cJSON *it, *sub;
+    cJSON_ArrayForEach(it, obj)
+    {
+        if (!strcmp(it->string, "devices") || cJSON_IsNull(it))
+            continue;
+        if (!cJSON_IsObject(it)) {
+            r->other = true;
+            continue;
+        }
+        cJSON_ArrayForEach(sub, it)
+        {
+            char key[128];
+            snprintf(key, sizeof key, "%s.%s", it->string, sub->string);
+            bool k = cJSON_IsNull(sub);
+            for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+                k = k || !strcmp(key, known[i]);
+            r->other = r->other || !k;
+        }
+    }
+    static struct nsbox_ocispec c; /* large: the mounts */
+    if (parse_wrapped(obj, "linux", "resources", &c, e) < 0)
+        return rename_error(e, "resources", "linux.resources.");
+    if (c.all_devices) {
+        nsbox_ocispec_free(&c);
+        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                             "resources: key 'devices': allowing every device of the host is "
+                             "not supported (a privileged container)");
+    }
+    r->memory_bytes = c.memory_limit > 0 ? (uint64_t)c.memory_limit : 0;
+    r->cpu_quota_us = c.cpu_quota > 0 ? (uint64_t)c.cpu_quota : 0;
+    r->cpu_period_us = c.cpu_period;
+    r->pids = c.pids_limit > 0 ? (uint64_t)c.pids_limit : 0;
+    nsbox_ocispec_free(&c);
+    return 0;
+}

@@ -1,0 +1,34 @@
+/* The two other documents of runc's command line that nsbox-oci reads: exec's process.json (a
+ * config.json "process" object) and update's resources (a "linux.resources" object). Both are
+ * read by config.json's own parser (ocispec.h), so that a key means and is bounded the same in
+ * all three; errors name the document and the key. Pure, fuzzed (tests/fuzz/fuzz_ociproc.c). */
+#ifndef NSBOX_OCIPROC_H
+#define NSBOX_OCIPROC_H
+
+#include "nsbox.h"
+#include "ocispec.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* process.json into c's process fields (args, env, cwd, user, terminal, capabilities); the
+ * rest of c is as nsbox_ocispec_init leaves it. On failure c is freed and e names the key:
+ * "process.json: key 'args': ...". The caller frees c with nsbox_ocispec_free. */
+int nsbox_ociproc_parse_process(const char *text, size_t len, struct nsbox_ocispec *c,
+                                struct nsbox_err *e);
+
+/* What an update asks for: a has_ flag for each limit the document names; the value 0 means
+ * "no limit" (runc's -1, and a memory or pids limit of 0). */
+struct nsbox_ociproc_resources {
+    bool has_memory, has_cpu, has_pids;
+    uint64_t memory_bytes;
+    uint64_t cpu_quota_us, cpu_period_us; /* period 0: the current one */
+    uint64_t pids;
+    bool other; /* keys nsbox cannot change (blockIO, hugepageLimits, cpus, mems, ...) */
+};
+
+int nsbox_ociproc_parse_resources(const char *text, size_t len, struct nsbox_ociproc_resources *r,
+                                  struct nsbox_err *e);
+
+#endif

@@ -1,0 +1,305 @@
+"""End to end: nsbox-oci's exec, console, ps, update and kill --all (docs/oci.md), called as
+containerd's shim calls runc: the test is a subreaper and waits for the pid in the pid file.
+An exec'd process must be in the container's namespaces and cgroup with the same hardening
+(seccomp, no capabilities, no_new_privs); its status is the exec's (or the relay's in the pid
+file); the console socket gets one message with one descriptor, a master of the container's
+own devpts. The containerd side (ctr task exec, ctr run -t) is in test_oci_runtime.py."""
+import json
+import os
+import pty
+import select
+import signal
+import socket
+import subprocess
+import unittest
+
+import test_oci_runtime as rt
+
+from nsbox_test import sandbox_cgroup_file
+
+HARDENING = ("grep -E '^(NoNewPrivs|Seccomp|CapEff|CapBnd):' /proc/self/status; "
+             "for n in pid mnt net; do readlink /proc/self/ns/$n; done")
+
+
+def setUpModule():
+    rt.setUpModule()
+
+
+@unittest.skipIf(not rt.OCI, "NSBOX_BIN is not set (run through ctest)")
+class OciExec(unittest.TestCase):
+    # the bundle, state and helpers of test_oci_runtime, without its tests
+    setUp = rt.OciRuntime.setUp
+    reap = rt.OciRuntime.reap
+    write_config = rt.OciRuntime.write_config
+    oci = rt.OciRuntime.oci
+    create = rt.OciRuntime.create
+    state = rt.OciRuntime.state
+    output = rt.OciRuntime.output
+    wait = rt.OciRuntime.wait
+    log_errors = rt.OciRuntime.log_errors
+
+    def running(self, args, cid="c1"):
+        self.write_config(rt.config(args))
+        pid = self.create(cid)
+        self.assertEqual(self.oci("start", cid).returncode, 0)
+        return pid
+
+    def process_file(self, args, **extra):
+        p = {"terminal": False, "user": {"uid": 0, "gid": 0}, "args": args,
+             "env": ["PATH=/bin", "X=from-exec"], "cwd": "/tmp",
+             "capabilities": {"bounding": ["CAP_CHOWN"]}, "noNewPrivileges": True}
+        p.update(extra)
+        path = os.path.join(self.tmp, "process.json")
+        with open(path, "w") as f:
+            json.dump(p, f)
+        return path
+
+    def exec_detached(self, args, cid="c1", out=None, **extra):
+        """exec --detach as the shim runs it; the process file is deleted at once."""
+        pf = os.path.join(self.tmp, "exec.pid")
+        path = self.process_file(args, **extra)
+        with open(out or os.devnull, "w") as o:
+            r = self.oci("exec", "--process", path, "--detach", "--pid-file", pf, cid,
+                         stdout=o, stderr=o)
+        os.unlink(path)
+        self.assertEqual(r.returncode, 0, self.log_errors() if os.path.exists(self.log) else r)
+        with open(pf) as f:
+            text = f.read()
+        self.assertRegex(text, r"^[0-9]+$")
+        pid = int(text)
+        self.monitors.append(pid)
+        return pid
+
+    def init_ns(self):
+        with open(os.path.join(self.root, "c1", "state.json")) as f:
+            init = json.load(f)["init_pid"]
+        return [os.readlink(f"/proc/{init}/ns/{n}") for n in ("pid", "mnt", "net")]
+
+    def test_exec_detached_is_contained(self):
+        mon = self.running(["sleep", "1000"])
+        out = os.path.join(self.tmp, "exec.out")
+        relay = self.exec_detached(["sh", "-c", "echo $X; id -u; pwd; " + HARDENING + "; exit 5"],
+                                   out=out)
+        # the pid-file process is ours to wait for, and has the exec'd process's status
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(relay)), 5)
+        with open(out) as f:
+            lines = f.read().split("\n")
+        self.assertEqual(lines[:3], ["from-exec", "1000", "/tmp"])
+        status = dict(line.split(":\t") for line in lines[3:7])
+        self.assertEqual(status["NoNewPrivs"], "1")
+        self.assertEqual(status["Seccomp"], "2")
+        self.assertEqual(int(status["CapEff"], 16), 0)
+        self.assertEqual(int(status["CapBnd"], 16), 0)
+        self.assertEqual(lines[7:10], self.init_ns())
+        self.assertEqual(self.state()["status"], "running")  # the container goes on
+        self.assertEqual(self.oci("kill", "c1", "KILL").returncode, 0)
+        self.wait(mon)
+
+    def test_exec_attacks(self):
+        """What an exec'd process tries that its floor forbids: a mount, killing or reading
+        init, entering init's root, a new user namespace."""
+        mon = self.running(["sleep", "1000"])
+        out = os.path.join(self.tmp, "attack.out")
+        relay = self.exec_detached(
+            ["sh", "-c", "mount -t tmpfs none /tmp && echo MOUNTED; kill -KILL 1; "
+             "cat /proc/1/environ && echo READ-INIT; ls /proc/1/root/ && echo ENTERED-INIT; "
+             "unshare -U true && echo USERNS; echo; cat /proc/1/cmdline; echo; echo done"],
+            out=out)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(relay)), 0)
+        with open(out) as f:
+            text = f.read()
+        self.assertIn("done", text)
+        # each was tried (busybox has them all) and refused
+        self.assertEqual(text.count("ermission denied") + text.count("not permitted"), 4, text)
+        for bad in ("MOUNTED", "READ-INIT", "ENTERED-INIT", "USERNS"):
+            self.assertNotIn(bad, text)
+        # init's command line is wiped: no host path of nsbox-oci's (root, bundle, log)
+        self.assertIn("nsbox-init", text)
+        self.assertNotIn(self.tmp, text)
+        self.assertEqual(self.state()["status"], "running")  # init lives on
+        self.assertEqual(self.oci("kill", "c1", "KILL").returncode, 0)
+        self.wait(mon)
+
+    def test_exec_in_cgroup_and_ps(self):
+        self.running(["sleep", "1000"])
+        relay = self.exec_detached(["sleep", "999"])
+        r = self.oci("ps", "--format", "json", "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pids = json.loads(r.stdout)
+        cmds = {}
+        for p in pids:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                cmds[p] = f.read().split(b"\0")[:2]
+        # init, the container's process and the exec'd one, all in the cgroup
+        self.assertIn([b"sleep", b"1000"], cmds.values())
+        self.assertIn([b"sleep", b"999"], cmds.values())
+        self.assertEqual(len(pids), 3, cmds)
+        r = self.oci("ps", "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        table = r.stdout.decode().splitlines()
+        self.assertIn("PID", table[0])
+        self.assertEqual(len(table), 4, table)
+        # a signal to the pid-file process reaches the exec'd one: its status comes back
+        os.kill(relay, signal.SIGTERM)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(relay)), 128 + signal.SIGTERM)
+        self.assertEqual(len(json.loads(self.oci("ps", "--format", "json", "c1").stdout)), 2)
+
+    def test_exec_foreground(self):
+        self.running(["sleep", "1000"])
+        r = self.oci("exec", "--env", "Y=flag", "--cwd", "/bin", "c1", "sh", "-c",
+                     "echo $Y $FOO; pwd; exit 3")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertEqual(r.stdout.decode(), "flag from-config\n/bin\n")
+        r = self.oci("exec", "c1", "no-such-command")
+        self.assertEqual(r.returncode, 127)
+        self.assertIn("not found", r.stderr.decode())
+
+    def test_exec_errors(self):
+        r = self.oci("exec", "nope", "true")
+        self.assertIn("container nope does not exist", self.log_errors()[-1]["msg"])
+        mon = self.running(["sh", "-c", "exit 0"])
+        self.wait(mon)
+        r = self.oci("exec", "c1", "true")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("container not running", self.log_errors()[-1]["msg"])
+        self.write_config(rt.config(["sleep", "1000"]))
+        self.create("c2")
+        r = self.oci("exec", "c2", "true")  # created, not started
+        self.assertIn("start it first", r.stderr.decode())
+        self.assertEqual(self.oci("start", "c2").returncode, 0)
+        path = self.process_file(["true"], user={"uid": 5, "gid": 5})
+        r = self.oci("exec", "--process", path, "c2")
+        self.assertIn("cannot exec as another user", r.stderr.decode())
+        caps = {"bounding": ["CAP_SYS_ADMIN"]}
+        path = self.process_file(["true"], capabilities=caps)
+        r = self.oci("exec", "--process", path, "c2")
+        self.assertIn("privileged", r.stderr.decode())
+        path = self.process_file([])
+        r = self.oci("exec", "--process", path, "c2")
+        self.assertIn("process.json: key 'args'", r.stderr.decode())
+
+    def test_container_end_kills_execs(self):
+        mon = self.running(["sleep", "1000"])
+        relay = self.exec_detached(["sleep", "999"])
+        self.assertEqual(self.oci("kill", "c1", "KILL").returncode, 0)
+        self.wait(mon)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(relay)), 128 + signal.SIGKILL)
+
+    def test_kill_all(self):
+        mon = self.running(["sleep", "1000"])
+        relay = self.exec_detached(["sleep", "999"])
+        # --all signals the exec'd process itself (TERM); without it, it would die of the
+        # KILL that ends the container after its process died of TERM
+        r = self.oci("kill", "--all", "c1", "TERM")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(relay)), 128 + signal.SIGTERM)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(mon)), 128 + signal.SIGTERM)
+        r = self.oci("kill", "--all", "c1", "TERM")
+        self.assertIn("container not running", r.stderr.decode())
+
+    def test_update(self):
+        self.running(["sleep", "1000"])
+        with open(os.path.join(self.root, "c1", "state.json")) as f:
+            sid = json.load(f)["sandbox"]
+        res = {"memory": {"limit": 80 << 20}, "pids": {"limit": 21},
+               "cpu": {"quota": 50000, "period": 100000}}
+        r = subprocess.run([rt.OCI, "--root", self.root, "update", "--resources", "-", "c1"],
+                           input=json.dumps(res).encode(), capture_output=True,
+                           env=self.dirs.env(), timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sandbox_cgroup_file(sid, "memory", "memory.limit_in_bytes",
+                                             "memory.max"), str(80 << 20))
+        self.assertEqual(sandbox_cgroup_file(sid, "pids", "pids.max", "pids.max"), "21")
+        self.assertIn(sandbox_cgroup_file(sid, "cpu", "cpu.cfs_quota_us", "cpu.max"),
+                      ("50000", "50000 100000"))
+        path = os.path.join(self.tmp, "res.json")
+        with open(path, "w") as f:
+            json.dump({"memory": {"limit": -1}, "pids": {"limit": "x"}}, f)
+        r = self.oci("update", "--resources", path, "c1")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("resources: key 'pids.limit'", r.stderr.decode())
+        self.assertEqual(sandbox_cgroup_file(sid, "pids", "pids.max", "pids.max"), "21")
+        with open(path, "w") as f:  # -1: no limit
+            json.dump({"memory": {"limit": -1}, "pids": {"limit": -1}}, f)
+        r = self.oci("update", "--resources", path, "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotEqual(sandbox_cgroup_file(sid, "memory", "memory.limit_in_bytes",
+                                                "memory.max"), str(80 << 20))
+        self.assertEqual(sandbox_cgroup_file(sid, "pids", "pids.max", "pids.max"), "max")
+
+    def console(self):
+        path = os.path.join(self.tmp, "console.sock")
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(path)
+        srv.listen(1)
+        self.addCleanup(srv.close)
+        return path, srv
+
+    def receive_master(self, srv):
+        conn, _ = srv.accept()
+        with conn:
+            msg, fds, _, _ = socket.recv_fds(conn, 4096, 4)
+            self.assertTrue(msg)
+            self.assertEqual(len(fds), 1)
+            rest = conn.recv(4096)
+        self.assertEqual(rest, b"")  # one message, no more
+        return fds[0]
+
+    def test_console_create_and_exec(self):
+        c = rt.config(["sh", "-c", "tty; test -t 0 && echo tty-yes; sleep 1000"])
+        c["process"]["terminal"] = True
+        self.write_config(c)
+        path, srv = self.console()
+        r = self.oci("create", "--bundle", self.bundle, "--pid-file", self.pidfile,
+                     "--console-socket", path, "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(self.pidfile) as f:
+            self.monitors.append(int(f.read()))
+        master = self.receive_master(srv)
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        buf = b""
+        while b"tty-yes" not in buf:
+            r, _, _ = select.select([master], [], [], 30)
+            self.assertTrue(r, buf)
+            buf += os.read(master, 4096)
+        self.assertIn(b"/dev/pts/0", buf)
+        os.close(master)
+        # exec with a terminal: its own pty, from the same devpts
+        pf = os.path.join(self.tmp, "exec.pid")
+        proc = self.process_file(["sh", "-c", "tty; test -t 1 && echo exec-tty"], terminal=True)
+        r = self.oci("exec", "--process", proc, "--detach", "--pid-file", pf,
+                     "--console-socket", path, "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        master = self.receive_master(srv)
+        with open(pf) as f:
+            relay = int(f.read())
+        self.monitors.append(relay)
+        out = rt.read_pty(master)
+        os.close(master)
+        self.assertIn(b"/dev/pts/1", out)
+        self.assertIn(b"exec-tty", out)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(relay)), 0)
+        # detached, a terminal needs a socket to go to
+        r = self.oci("exec", "--tty", "--detach", "c1", "true")
+        self.assertIn("needs --console-socket", r.stderr.decode())
+
+    def test_exec_tty_foreground(self):
+        """exec -t without a console socket, as a person runs it: nsbox-oci relays its own
+        terminal (here a pty of the test's) to one of the container's."""
+        self.running(["sleep", "1000"])
+        master, slave = pty.openpty()
+        p = subprocess.Popen([rt.OCI, "--root", self.root, "exec", "-t", "c1", "sh", "-c",
+                              "tty; read line; echo got-$line; exit 3"],
+                             stdin=slave, stdout=slave, stderr=slave, env=self.dirs.env(),
+                             start_new_session=True)
+        os.close(slave)
+        os.write(master, b"typed\n")
+        out = rt.read_pty(master)
+        os.close(master)
+        self.assertEqual(p.wait(timeout=60), 3, out)
+        self.assertIn(b"/dev/pts/", out)
+        self.assertIn(b"got-typed", out)
+
+
+if __name__ == "__main__":
+    unittest.main()

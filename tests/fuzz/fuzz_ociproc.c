@@ -1,0 +1,37 @@
+/* Fuzz exec's process.json and update's resources (policy/ociproc.c): any byte string, read as
+ * both. Besides crashes and leaks (ASan), it checks what nsbox-oci relies on when one parses: a
+ * process's NULL-terminated, non-empty argv, env entries with a '=', an absolute cwd; a cpu
+ * period only with a cpu limit asked for. */
+#include "nsbox.h"
+#include "ociproc.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static struct nsbox_ocispec c;
+    struct nsbox_err e;
+    if (nsbox_ociproc_parse_process((const char *)data, size, &c, &e) == 0) {
+        if (c.n_args == 0 || !c.args[0] || !c.args[0][0] || c.args[c.n_args] || c.cwd[0] != '/' ||
+            c.n_env > NSBOX_OCISPEC_ENV_MAX)
+            abort();
+        for (size_t i = 0; i < c.n_env; i++)
+            if (!strchr(c.env[i], '=') || c.env[i][0] == '=')
+                abort();
+        nsbox_ocispec_free(&c);
+    } else if (c.args || c.n_env || !e.msg[0]) {
+        abort(); /* a failure frees what it had, and says why */
+    }
+    struct nsbox_ociproc_resources r;
+    if (nsbox_ociproc_parse_resources((const char *)data, size, &r, &e) == 0) {
+        if (r.cpu_period_us && !r.has_cpu)
+            abort();
+    } else if (!e.msg[0]) {
+        abort();
+    }
+    return 0;
+}

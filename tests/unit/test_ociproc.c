@@ -1,0 +1,100 @@
+/* exec's process.json and update's resources (policy/ociproc.c): what is read, the errors
+ * naming the document and key, the floor, what an update leaves as it is. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "ociproc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static struct nsbox_ocispec c;
+
+static void test_process(void **state)
+{
+    (void)state;
+    const char *p = "{\"terminal\":true,\"user\":{\"uid\":0,\"gid\":3},\"args\":[\"sh\",\"-c\","
+                    "\"tty\"],\"env\":[\"PATH=/bin\",\"A=b\"],\"cwd\":\"/tmp\","
+                    "\"capabilities\":{\"bounding\":[\"CAP_CHOWN\"]}}";
+    struct nsbox_err e = {0};
+    if (nsbox_ociproc_parse_process(p, strlen(p), &c, &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_int_equal(c.n_args, 3);
+    assert_string_equal(c.args[2], "tty");
+    assert_null(c.args[3]);
+    assert_int_equal(c.n_env, 2);
+    assert_string_equal(c.env[1], "A=b");
+    assert_string_equal(c.cwd, "/tmp");
+    assert_true(c.terminal);
+    assert_int_equal(c.gid, 3);
+    assert_int_equal(nsbox_ocispec_check_floor(&c, &e), 0);
+    nsbox_ocispec_free(&c);
+}
+
+static void expect_error(const char *p, const char *want)
+{
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_ociproc_parse_process(p, strlen(p), &c, &e), -1);
+    if (!strstr(e.msg, want))
+        fail_msg("'%s' lacks '%s'", e.msg, want);
+    assert_null(c.args);
+}
+
+static void test_process_errors(void **state)
+{
+    (void)state;
+    expect_error("[]", "process.json: not a JSON object");
+    expect_error("{\"args\":[]}", "process.json: key 'args'");
+    expect_error("{\"args\":[\"x\"],\"cwd\":\"rel\"}", "process.json: key 'cwd'");
+    expect_error("{\"args\":[\"x\"],\"env\":[\"NOEQ\"]}", "process.json: key 'env'");
+    const char *adm = "{\"args\":[\"x\"],\"capabilities\":{\"ambient\":[\"CAP_SYS_ADMIN\"]}}";
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_ociproc_parse_process(adm, strlen(adm), &c, &e), 0);
+    assert_int_equal(nsbox_ocispec_check_floor(&c, &e), -1);
+    assert_int_equal(e.code, NSBOX_E_POLICY);
+    nsbox_ocispec_free(&c);
+}
+
+static void test_resources(void **state)
+{
+    (void)state;
+    struct nsbox_ociproc_resources r;
+    struct nsbox_err e = {0};
+    const char *t = "{\"memory\":{\"limit\":1048576},\"cpu\":{\"quota\":50000,\"period\":"
+                    "100000},\"pids\":{\"limit\":-1}}";
+    if (nsbox_ociproc_parse_resources(t, strlen(t), &r, &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_true(r.has_memory && r.has_cpu && r.has_pids);
+    assert_int_equal(r.memory_bytes, 1048576);
+    assert_int_equal(r.cpu_quota_us, 50000);
+    assert_int_equal(r.cpu_period_us, 100000);
+    assert_int_equal(r.pids, 0); /* -1: no limit */
+    assert_false(r.other);
+    /* what it does not name stays; what nsbox cannot change is noticed */
+    t = "{\"memory\":{\"limit\":-1},\"cpu\":{\"shares\":512},\"blockIO\":{\"weight\":10}}";
+    assert_int_equal(nsbox_ociproc_parse_resources(t, strlen(t), &r, &e), 0);
+    assert_true(r.has_memory);
+    assert_int_equal(r.memory_bytes, 0);
+    assert_false(r.has_cpu);
+    assert_false(r.has_pids);
+    assert_true(r.other);
+    t = "{\"pids\":{\"limit\":\"x\"}}";
+    assert_int_equal(nsbox_ociproc_parse_resources(t, strlen(t), &r, &e), -1);
+    assert_non_null(strstr(e.msg, "resources: key 'pids.limit'"));
+    t = "{\"devices\":[{\"allow\":true,\"access\":\"rwm\"}]}";
+    assert_int_equal(nsbox_ociproc_parse_resources(t, strlen(t), &r, &e), -1);
+    assert_int_equal(e.code, NSBOX_E_POLICY);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_process),
+        cmocka_unit_test(test_process_errors),
+        cmocka_unit_test(test_resources),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
