@@ -11,9 +11,13 @@ creates-per-second measure, bench_sessions.py's `create_rm`).
 
 Each round runs the loop for --seconds per variant, variants alternating (this machine is
 noisy: compare variants within one run). CPU per cycle is the whole machine's busy time (from
-/proc/stat, kernel threads included) divided by the cycles made. With --perf, one extra round
-of the first variant runs under `perf record -a -g -e cpu-clock`, and the shares of all CPU by
-process name and the top kernel and user functions are printed. Sandboxes live in a `mktemp -d`
+/proc/stat, kernel threads included) divided by the cycles made; on a machine shared with other
+work that counts theirs too, so --tree also gives the CPU of the loop's own process tree (its
+clients, their supervisors and sandboxes, the harness; `perf stat -e task-clock`, which follows
+every descendant; not the kernel threads' work for them), each round rerun under perf stat.
+With --perf, one extra round of the first variant runs under `perf record -g -e cpu-clock`
+(the loop's process tree; `-a` with --perf-all), and the shares by process name, with the tree's
+CPU per cycle in ms for each, and the top kernel and user functions are printed. Sandboxes live in a `mktemp -d`
 state and cache directory of their own, removed at the end. Needs root (ext4 workspaces) and
 nsbox built (`$NSBOX_BIN`, else build/nsbox).
 """
@@ -39,7 +43,8 @@ def busy_total():
 
 
 def loop(nsbox, env, opts, seconds):
-    """Two threads doing create + rm for `seconds`: (cycles/s, busy share, CPU ms per cycle)."""
+    """Two threads doing create + rm for `seconds`: (cycles/s, busy share, CPU ms per cycle,
+    cycles)."""
     counts, errors = [0, 0], []
 
     def cycle():
@@ -73,15 +78,41 @@ def loop(nsbox, env, opts, seconds):
     n = sum(counts)
     busy = (b1 - b0) / (t1 - t0) if t1 > t0 else float("nan")
     ncpu = os.cpu_count() or 1
-    return n / wall, busy, busy * ncpu * wall / n * 1000 if n else float("nan")
+    return n / wall, busy, busy * ncpu * wall / n * 1000 if n else float("nan"), n
 
 
-def perf_report(data, what, limit):
+PERF_HZ = 1000  # perf record's default sampling frequency for cpu-clock (-F 1000 below)
+
+
+def perf_report(data, what, limit, samples=False):
+    """perf report's rows (share, then the key); with samples, (share, samples, key) tuples."""
     r = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", what, "--stdio",
-                        "-g", "none"], capture_output=True, text=True)
+                        "-g", "none", *(["-n"] if samples else [])], capture_output=True,
+                       text=True)
     rows = [line.rstrip() for line in r.stdout.splitlines()
             if line.strip() and not line.startswith("#")]
+    if samples:
+        rows = [(float(x.split()[0].rstrip("%")), int(x.split()[1]), " ".join(x.split()[2:]))
+                for x in rows]
     return rows[:limit]
+
+
+def tree_loop(a, label, opts, bins, env, base):
+    """One round of a variant in a child under `perf stat`: (rate, busy, CPU ms per cycle of the
+    whole machine, CPU ms per cycle of the loop's own process tree)."""
+    out, st = os.path.join(base, "tree.cycles"), os.path.join(base, "tree.stat")
+    cmd = ["perf", "stat", "-x,", "-e", "task-clock", "-o", st, "--", sys.executable,
+           os.path.abspath(__file__), "--seconds", str(a.seconds), "--variant",
+           "%s=%s" % (label, shlex.join(opts)), "--cycles-out", out]
+    if label in bins:
+        cmd += ["--bin", "%s=%s" % (label, bins[label])]
+    subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+    with open(out) as f:
+        rate, busy, cpu, n = f.read().split()
+    with open(st) as f:
+        ms = next(float(line.split(",")[0]) for line in f if "task-clock" in line)
+    # the child's first cycle (the template's first use) is outside its count: n + 1
+    return float(rate), float(busy), float(cpu), ms / (int(n) + 1)
 
 
 def main():
@@ -93,6 +124,10 @@ def main():
     ap.add_argument("--bin", action="append", default=[],
                     help="LABEL=PATH: the nsbox binary of a variant (default: $NSBOX_BIN)")
     ap.add_argument("--perf", action="store_true", help="also profile one round with perf")
+    ap.add_argument("--perf-all", action="store_true", help="with --perf: the whole machine")
+    ap.add_argument("--tree", action="store_true",
+                    help="also the CPU per cycle of the loop's own process tree (perf stat)")
+    ap.add_argument("--cycles-out", help=argparse.SUPPRESS)  # a --tree child's cycle count
     a = ap.parse_args()
     if not os.path.exists(NSBOX):
         sys.exit("no nsbox binary at %s (build first, or set NSBOX_BIN)" % NSBOX)
@@ -111,33 +146,54 @@ def main():
     os.makedirs(env["NSBOX_CACHE_DIR"])
     results = {label: [] for label, _ in variants}
     try:
+        if a.cycles_out:  # a --tree child: one loop, its cycle count for the parent
+            label, opts = variants[0]
+            with open(a.cycles_out, "w") as f:
+                f.write("%f %f %f %d" % loop(bins.get(label, NSBOX), env, opts, a.seconds))
+            return
         for r in range(a.rounds):
             for label, opts in variants:
-                rate, busy, cpu = loop(bins.get(label, NSBOX), env, opts, a.seconds)
-                results[label].append((rate, busy, cpu))
+                if a.tree:
+                    rate, busy, cpu, tree = tree_loop(a, label, opts, bins, env, base)
+                else:
+                    rate, busy, cpu, _ = loop(bins.get(label, NSBOX), env, opts, a.seconds)
+                    tree = float("nan")
+                results[label].append((rate, busy, cpu, tree))
                 print("round %d %-10s %6.0f cycles/s  busy %3.0f %%  %5.2f ms CPU per cycle"
-                      % (r + 1, label, rate, busy * 100, cpu), flush=True)
+                      % (r + 1, label, rate, busy * 100, cpu)
+                      + ("  (own tree %5.2f ms)" % tree if a.tree else ""), flush=True)
         print()
-        print("| variant | cycles/s (median) | CPU ms per cycle (median) |")
-        print("|---|---:|---:|")
+        print("| variant | cycles/s (median) | CPU ms per cycle (median) | own tree |")
+        print("|---|---:|---:|---:|")
         for label, _ in variants:
             xs = results[label]
-            print("| %s | %.0f | %.2f |" % (label, statistics.median(x[0] for x in xs),
-                                           statistics.median(x[2] for x in xs)))
+            print("| %s | %.0f | %.2f | %.2f |" % (label, statistics.median(x[0] for x in xs),
+                                                  statistics.median(x[2] for x in xs),
+                                                  statistics.median(x[3] for x in xs)))
         if a.perf:
             if not shutil.which("perf"):
                 print("\nperf is not installed: no profile (apt-get install linux-perf)")
                 return
             data = os.path.join(base, "perf.data")
             label, opts = variants[0]
-            cmd = ["perf", "record", "-q", "-a", "-g", "-e", "cpu-clock", "-o", data, "--",
-                   sys.executable, os.path.abspath(__file__), "--rounds", "1", "--seconds",
-                   str(a.seconds), "--variant", "%s=%s" % (label, shlex.join(opts))]
+            counted = os.path.join(base, "perf.cycles")
+            cmd = ["perf", "record", "-q", *(["-a"] if a.perf_all else []), "-g", "-F", str(PERF_HZ),
+                   "-e", "cpu-clock", "-o", data, "--", sys.executable, os.path.abspath(__file__),
+                   "--rounds", "1", "--seconds", str(a.seconds), "--variant",
+                   "%s=%s" % (label, shlex.join(opts)), "--cycles-out", counted]
             if label in bins:
                 cmd += ["--bin", "%s=%s" % (label, bins[label])]
             subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
-            print("\nperf, variant %s: share of all CPU by process name" % label)
-            print("\n".join(perf_report(data, "comm", 15)))
+            with open(counted) as f:
+                cycles = int(f.read().split()[3]) + 1  # and its first, untimed cycle
+            rows = perf_report(data, "comm", 15, samples=True)
+            total = sum(n for _, n, _ in rows) or 1
+            print("\nperf, variant %s: %s by process name (ms per cycle: 1 sample = 1 ms of "
+                  "cpu-clock, over %d cycles)" % (label, "all CPU" if a.perf_all else
+                                                   "the loop's own tree", cycles))
+            for share, n, comm in rows:
+                print("%8.2f%%  %6.2f ms  %s" % (share, n / cycles * (1000 / PERF_HZ), comm))
+            print("%8s   %6.2f ms  all" % ("", total / cycles * (1000 / PERF_HZ)))
             print("\ntop functions (self time)")
             print("\n".join(perf_report(data, "comm,dso,sym", 40)))
     finally:

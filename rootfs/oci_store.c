@@ -3,6 +3,7 @@
 #include "cleanup.h"
 #include "idmap.h"
 #include "image.h"
+#include "imagelibs.h"
 #include "oci_layer.h"
 #include "ocimanifest.h"
 #include "paths.h"
@@ -621,6 +622,8 @@ int nsbox_oci_store_import(const char *src, const char *ref, bool progress,
                            struct nsbox_oci_imported *out, struct nsbox_err *e)
 {
     memset(out, 0, sizeof *out);
+    if (nsbox_imagelibs_load(e) < 0)
+        return -1;
     if (ref) { /* checked first: a bad name must not cost an unpack */
         struct nsbox_ociref r;
         if (nsbox_ociref_parse(ref, &r, e) < 0)

@@ -82,8 +82,8 @@ while left and time.monotonic() < deadline:
     left = {t: c & alive for t, c in left.items() if c & alive}
     if left:
         time.sleep(0.2)
-for test_id, cgroups in left.items():
-    print(f"LEFT CGROUPS after {test_id}: {' '.join(sorted(cgroups))}")
+for name, cgroups in left.items():  # (not test_id: the function is used below)
+    print(f"LEFT CGROUPS after {name}: {' '.join(sorted(cgroups))}")
 for test, reason in result.skipped:
     print(f"SKIPPED {test_id(test)}: {reason}")
 ran = result.testsRun - len(result.skipped)  # a module-level skip counts as a skip without a run

@@ -168,6 +168,29 @@ class HostImage(unittest.TestCase):
         self.assertEqual((r.returncode, r.stderr), (0, ""))
         self.assertEqual(json.loads(nsbox(self.data, "image", "ls", "--json").stdout), [])
 
+    @unittest.skipUnless(IS_ROOT, "hiding a library takes a private mount namespace (root)")
+    def test_an_import_without_libarchive_says_so(self):
+        # libarchive is loaded when an image is imported, not at start: a machine without it
+        # must hear that, not "out of memory" from the first call that found no library.
+        lib = os.path.realpath(next(
+            l.split("=>")[1].strip() for l in subprocess.run(
+                ["ldconfig", "-p"], capture_output=True, text=True).stdout.splitlines()
+            if "libarchive.so.13 " in l and "x86-64" in l))
+        bad = os.path.join(self.data, "bad.tar")
+        with open(bad, "w") as f:
+            f.write("not a tar")
+        r = subprocess.run(["unshare", "-m", "sh", "-ec",
+                            'mount --make-rprivate /; mount --bind /dev/null "$1"; '
+                            'exec "$2" image import "$3"', "sh", lib, NSBOX, bad],
+                           env=dict(os.environ, NSBOX_DATA_DIR=self.data),
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("images cannot be imported", r.stderr)
+        self.assertIn("apt-get install libarchive13", r.stderr)
+        self.assertNotIn("out of memory", r.stderr)
+        self.assertEqual(nsbox(self.data, "image", "import", bad).stderr.strip(),
+                         "nsbox: not a tar archive: Unrecognized archive format")
+
     def test_usage_errors(self):
         for args in (["image"], ["image", "build"], ["image", "build", "ubuntu"],
                      ["image", "build", "host", "debian"], ["image", "build", "--bogus", "host"],

@@ -518,6 +518,10 @@ static void test_v1_freezer_hold(void **state)
     snprintf(hold, sizeof hold, "%s/freezer/nsbox.freezer-hold", g_root);
     assert_int_equal(nsbox_cgroup_create("ha", &k_lim, &a, &e), 0);
     assert_int_equal(nsbox_cgroup_create("hb", &k_lim, &b, &e), 0);
+    /* each with its init, as live sandboxes: gc's sweep below must not take them for orphans
+     * once the clock has passed the second they were made in */
+    assert_int_equal(nsbox_cgroup_attach(&a, 77, &e), 0);
+    assert_int_equal(nsbox_cgroup_attach(&b, 78, &e), 0);
     assert_hold(hold, false); /* nothing has slept yet */
     assert_int_equal(nsbox_cgroup_freeze(&a, true, &e), 0);
     assert_hold(hold, true);

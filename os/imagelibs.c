@@ -1,0 +1,165 @@
+/* libarchive and libcrypto, loaded on first call. Only image imports and pulls use them (the
+ * layer tar streams and the blob digests in rootfs/oci_*.c), but linked, every `nsbox create`,
+ * `rm` and `exec` maps them and their dependencies (libxml2, ICU, libstdc++, nettle, the
+ * compressors: 17 libraries) and binds their symbols at start-up, a third of a command line
+ * process's CPU (docs/benchmarks.md, "Where a create's time goes").
+ *
+ * This file defines the functions the image code calls under their own names, so that code
+ * stays written against the libraries' documented interfaces; each definition finds the real
+ * function with dlsym() once. The definitions are hidden: the executable never offers them to
+ * a shared library, so the loaded libraries' own calls between their functions stay theirs.
+ * When a library cannot be loaded (a broken install: both are dependencies of the package), a
+ * call fails as the library reports failure (NULL, ARCHIVE_FATAL, 0), and archive_error_string()
+ * says why; nsbox_imagelibs_load() says so before an import starts. */
+#define _GNU_SOURCE
+/* The C library's headers first, outside the pragma: a hidden reference to snprintf would make
+ * the whole link's snprintf hidden, and then libc could not provide it. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "imagelibs.h"
+
+#pragma GCC visibility push(hidden)
+#include <archive.h>
+#include <archive_entry.h>
+#include <openssl/evp.h>
+#pragma GCC visibility pop
+
+struct lib {
+    const char *soname;
+    void *handle; /* set once, under the lock */
+    int failed;
+};
+
+static struct lib archive_lib = {"libarchive.so.13", NULL, 0};
+static struct lib crypto_lib = {"libcrypto.so.3", NULL, 0};
+static char load_error[256];
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *resolve(struct lib *l, const char *name)
+{
+    pthread_mutex_lock(&load_lock);
+    if (!l->handle && !l->failed) {
+        l->handle = dlopen(l->soname, RTLD_NOW | RTLD_LOCAL);
+        if (!l->handle) {
+            const char *m = dlerror();
+            snprintf(load_error, sizeof load_error, "%s", m ? m : l->soname);
+            l->failed = 1;
+        }
+    }
+    void *f = l->handle ? dlsym(l->handle, name) : NULL;
+    if (l->handle && !f) snprintf(load_error, sizeof load_error, "%s lacks %s", l->soname, name);
+    pthread_mutex_unlock(&load_lock);
+    return f;
+}
+
+int nsbox_imagelibs_load(struct nsbox_err *e)
+{
+    if (resolve(&archive_lib, "archive_read_new") && resolve(&crypto_lib, "EVP_sha256")) return 0;
+    pthread_mutex_lock(&load_lock);
+    char why[sizeof load_error];
+    snprintf(why, sizeof why, "%s", load_error);
+    pthread_mutex_unlock(&load_lock);
+    return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ELIBACC,
+                         "images cannot be imported: %s; fix: apt-get install libarchive13 "
+                         "libssl3",
+                         why);
+}
+
+/* One forwarding definition: the real function's address is looked up at the first call and
+ * kept (an atomic pointer: two threads may both look it up, and find the same address). */
+#define FWD(ret, name, params, args, fail)                                                         \
+    ret name params                                                                                \
+    {                                                                                              \
+        static ret(*fn) params;                                                                    \
+        ret(*f) params = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);                                   \
+        if (!f) {                                                                                  \
+            f = (ret(*) params)resolve(LIB, #name);                                                \
+            if (!f) return fail;                                                                   \
+            __atomic_store_n(&fn, f, __ATOMIC_RELEASE);                                            \
+        }                                                                                          \
+        return f args;                                                                             \
+    }
+
+#define A struct archive *a
+#define E struct archive_entry *en
+#define LIB (&archive_lib)
+FWD(struct archive *, archive_read_new, (void), (), NULL)
+FWD(int, archive_read_free, (A), (a), ARCHIVE_FATAL)
+FWD(int, archive_read_support_filter_gzip, (A), (a), ARCHIVE_FATAL)
+FWD(int, archive_read_support_filter_zstd, (A), (a), ARCHIVE_FATAL)
+FWD(int, archive_read_support_format_raw, (A), (a), ARCHIVE_FATAL)
+FWD(int, archive_read_support_format_tar, (A), (a), ARCHIVE_FATAL)
+FWD(int, archive_read_open,
+    (A, void *data, archive_open_callback *o, archive_read_callback *r, archive_close_callback *c),
+    (a, data, o, r, c), ARCHIVE_FATAL)
+FWD(int, archive_read_open_fd, (A, int fd, size_t block), (a, fd, block), ARCHIVE_FATAL)
+FWD(int, archive_read_next_header, (A, struct archive_entry **out), (a, out), ARCHIVE_FATAL)
+FWD(la_ssize_t, archive_read_data, (A, void *buf, size_t n), (a, buf, n), ARCHIVE_FATAL)
+FWD(int, archive_read_data_block, (A, const void **buf, size_t *n, la_int64_t *off),
+    (a, buf, n, off), ARCHIVE_FATAL)
+FWD(int, archive_errno, (A), (a), -1)
+FWD(const char *, archive_error_string, (A), (a), load_error)
+FWD(__LA_MODE_T, archive_entry_filetype, (E), (en), 0)
+FWD(__LA_MODE_T, archive_entry_perm, (E), (en), 0)
+FWD(la_int64_t, archive_entry_uid, (E), (en), 0)
+FWD(la_int64_t, archive_entry_gid, (E), (en), 0)
+FWD(la_int64_t, archive_entry_size, (E), (en), 0)
+FWD(time_t, archive_entry_mtime, (E), (en), 0)
+FWD(long, archive_entry_mtime_nsec, (E), (en), 0)
+FWD(int, archive_entry_mtime_is_set, (E), (en), 0)
+FWD(const char *, archive_entry_pathname, (E), (en), NULL)
+FWD(const char *, archive_entry_hardlink, (E), (en), NULL)
+FWD(const char *, archive_entry_symlink, (E), (en), NULL)
+
+/* Variadic: formatted here, passed on as one string. */
+void archive_set_error(struct archive *a, int err, const char *fmt, ...)
+{
+    static void (*fn)(struct archive *, int, const char *, ...);
+    void (*f)(struct archive *, int, const char *, ...) = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = (void (*)(struct archive *, int, const char *, ...))resolve(LIB, "archive_set_error");
+        if (!f) return;
+        __atomic_store_n(&fn, f, __ATOMIC_RELEASE);
+    }
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    f(a, err, "%s", msg);
+}
+#undef LIB
+#undef A
+#undef E
+
+#define LIB (&crypto_lib)
+FWD(EVP_MD_CTX *, EVP_MD_CTX_new, (void), (), NULL)
+FWD(const EVP_MD *, EVP_sha256, (void), (), NULL)
+FWD(int, EVP_DigestInit_ex, (EVP_MD_CTX * c, const EVP_MD *t, ENGINE *i), (c, t, i), 0)
+FWD(int, EVP_DigestUpdate, (EVP_MD_CTX * c, const void *d, size_t n), (c, d, n), 0)
+FWD(int, EVP_DigestFinal_ex, (EVP_MD_CTX * c, unsigned char *md, unsigned int *s), (c, md, s), 0)
+FWD(int, EVP_Digest,
+    (const void *d, size_t n, unsigned char *md, unsigned int *s, const EVP_MD *t, ENGINE *i),
+    (d, n, md, s, t, i), 0)
+
+void EVP_MD_CTX_free(EVP_MD_CTX *c)
+{
+    static void (*fn)(EVP_MD_CTX *);
+    void (*f)(EVP_MD_CTX *) = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
+    if (!c) return;
+    if (!f) {
+        f = (void (*)(EVP_MD_CTX *))resolve(LIB, "EVP_MD_CTX_free");
+        if (!f) return;
+        __atomic_store_n(&fn, f, __ATOMIC_RELEASE);
+    }
+    f(c);
+}
+#undef LIB
