@@ -11,6 +11,12 @@ create  `nsbox create` then `nsbox exec ID -- sh -c 'echo hi'`, timed until exec
         in, for --image host and for --image REF (the test image below, imported once). The rm
         that follows is not timed. The pool is off (a config with {"pool": {"size": 0}}), so
         every create is a cold one. Target: the image within 10 % of host.
+disk    what a second image with the same base and 20 sandboxes of one image add to the store,
+        counted (blocks of the image store, each inode once), for root's store of shared layers
+        and for the merged form (NSBOX_OCI_LAYOUT=merged, one rootfs/ per image) side by side:
+        image 2 is image 1's two layers plus a small top layer of its own; the 20 sandboxes
+        are `nsbox create` with tmpfs workspaces, their state directories counted too.
+        Target: the second image adds its own layer only; the sandboxes add nothing.
 pull    `nsbox image pull --tls-verify=false REF` into an empty data directory vs
         `skopeo copy --src-tls-verify=false docker://REF oci:DIR:latest` into an empty
         directory, from Debian's docker-registry on 127.0.0.1 (plain HTTP). nsbox's pull is
@@ -26,6 +32,7 @@ made in one temporary directory, removed on exit (also on Ctrl-C); results as ma
 stdout and JSON + markdown in bench/results/ (gitignored).
 """
 import argparse
+import gzip
 import json
 import os
 import shutil
@@ -137,6 +144,65 @@ def bench_pull(nsbox, env, ref, rounds, gap, work):
     return res, ratios
 
 
+def disk(path):
+    """Bytes (blocks) below path, each inode once."""
+    seen, size = set(), 0
+    for root, dirs, files in os.walk(path):
+        for n in dirs + files:
+            st = os.lstat(os.path.join(root, n))
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                size += st.st_blocks * 512
+    return size
+
+
+def bench_disk(nsbox, env, layout, work, sandboxes=20):
+    """Store growth for a second image on the same base and for N sandboxes, per store form."""
+    second = os.path.join(work, "layout2")
+    shutil.copytree(layout, second)
+    with open(os.path.join(layout, "index.json")) as f:
+        mdg = json.load(f)["manifests"][0]["digest"]
+    blobs = os.path.join(layout, "blobs", "sha256")
+    with open(os.path.join(blobs, mdg[7:])) as f:
+        man = json.load(f)
+    with open(os.path.join(blobs, man["config"]["digest"][7:]), "rb") as f:
+        cfg = json.load(f)
+    layers = []
+    for d in man["layers"]:
+        with open(os.path.join(blobs, d["digest"][7:]), "rb") as f:
+            layers.append(gzip.decompress(f.read()))
+    layers.append(oci_images.tar_bytes([("second.txt", b"the second image\n")]))
+    shutil.rmtree(second)
+    oci_images.write_layout(second, layers=layers, env=cfg["config"]["Env"])
+    out = {}
+    for form in ("layers", "merged"):
+        e = dict(env)
+        for k in ("STATE", "CACHE", "DATA"):
+            e["NSBOX_%s_DIR" % k] = os.path.join(work, "disk-" + form, k.lower())
+            os.makedirs(e["NSBOX_%s_DIR" % k])
+        if form == "merged":
+            e["NSBOX_OCI_LAYOUT"] = "merged"
+        cfg_path = os.path.join(work, "disk-" + form, "config.json")
+        with open(cfg_path, "w") as f:
+            json.dump({"pool": {"size": 0}, "workspace": {"fs": "tmpfs"}}, f)
+        e["NSBOX_CONFIG"] = cfg_path
+        store = os.path.join(e["NSBOX_DATA_DIR"], "images")
+        run([nsbox, "image", "import", "-q", "--name", "bench/one:1", layout], e)
+        one = disk(store)
+        run([nsbox, "image", "import", "-q", "--name", "bench/two:1", second], e)
+        two = disk(store)
+        ids = [run([nsbox, "create", "--image", "bench/two:1"], e).stdout.decode().strip()
+               for _ in range(sandboxes)]
+        boxes = disk(store)
+        state = disk(e["NSBOX_STATE_DIR"])
+        for sid in ids:
+            run([nsbox, "rm", sid], e)
+        out[form] = {"first_image": one, "second_image_adds": two - one,
+                     "sandboxes_add_to_store": boxes - two, "sandboxes_state": state,
+                     "sandboxes": sandboxes}
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--nsbox", default=os.environ.get("NSBOX_BIN") or
@@ -183,6 +249,7 @@ def main():
         ref = reg.push(layout, "bench/py:1")
         run([nsbox, "image", "pull", "-q", "--tls-verify=false", ref], env)
 
+        dres = bench_disk(nsbox, env, layout, work)
         cres, cratios = bench_create(nsbox, env, ref, a.rounds, gap)
         pres, pratios = bench_pull(nsbox, env, ref, a.pull_rounds, gap, work)
     finally:
@@ -199,6 +266,7 @@ def main():
               "create_ratio_median": statistics.median(cratios),
               "pull": {k: summary(v) for k, v in pres.items()},
               "pull_ratio_median": statistics.median(pratios),
+              "disk": dres,
               "rounds": a.rounds - 1, "pull_rounds": a.pull_rounds, "gap_ms": a.gap_ms}
     lines = ["# nsbox images benchmark", "",
              "image: 2 gzip layers, %.1f MB unpacked, %.1f MB compressed" % (raw / 1e6, gz / 1e6),
@@ -211,6 +279,12 @@ def main():
               % report["create_ratio_median"],
               "pull: nsbox / skopeo, median of per-round ratios: %.2f (target <= 1.5)"
               % report["pull_ratio_median"]]
+    lines += ["", "| disk (MB) | first image | second image adds | %d sandboxes add to the "
+              "store | their state dirs |" % dres["layers"]["sandboxes"], "|---|---|---|---|---|"]
+    for form, d in dres.items():
+        lines.append("| %s | %.1f | %.2f | %.2f | %.2f |"
+                     % (form, d["first_image"] / 1e6, d["second_image_adds"] / 1e6,
+                        d["sandboxes_add_to_store"] / 1e6, d["sandboxes_state"] / 1e6))
     text = "\n".join(lines) + "\n"
     print(text)
     os.makedirs(a.results, exist_ok=True)

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int usage(const char *fmt, const char *arg)
 {
@@ -21,25 +22,55 @@ static int usage(const char *fmt, const char *arg)
     return EXIT_NSBOX;
 }
 
-static void report(const struct nsbox_oci_imported *im, bool quiet)
+/* Progress (skopeo's and the layers') only on a terminal: on a pipe only the result. */
+static bool progress_wanted(bool quiet)
 {
-    if (quiet)
-        return;
+    return !quiet && isatty(STDERR_FILENO);
+}
+
+/* The result on stdout: a line, or with --json an object (name, ref, digest, existed); with
+ * progress, on stderr, that nothing was unpacked. */
+static int report(const struct nsbox_oci_imported *im, bool json, bool progress)
+{
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddStringToObject(o, "name", im->name) ||
+            !cJSON_AddStringToObject(o, "ref", im->ref) ||
+            !cJSON_AddStringToObject(o, "digest", im->digest) ||
+            !cJSON_AddBoolToObject(o, "existed", im->existed)) {
+            cJSON_Delete(o);
+            fprintf(stderr, "nsbox: out of memory\n");
+            return EXIT_NSBOX;
+        }
+        char *text = cJSON_PrintUnformatted(o);
+        cJSON_Delete(o);
+        if (!text) {
+            fprintf(stderr, "nsbox: out of memory\n");
+            return EXIT_NSBOX;
+        }
+        printf("%s\n", text);
+        free(text);
+        return 0;
+    }
     printf("%s%s%s%s\n", im->ref[0] ? im->ref : im->name, im->ref[0] ? " (" : "",
            im->ref[0] ? im->name : "", im->ref[0] ? ")" : "");
-    if (im->existed)
+    if (im->existed && progress)
         fprintf(stderr, "nsbox: image %s was in the store already: its layers were not unpacked "
                         "again\n",
                 im->name);
+    return 0;
 }
+
 
 static int cmd_pull(int argc, char **argv)
 {
     const char *ref = NULL;
-    bool quiet = false, tls_verify = true;
+    bool quiet = false, tls_verify = true, json = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet"))
             quiet = true;
+        else if (!strcmp(argv[i], "--json"))
+            json = true;
         else if (!strcmp(argv[i], "--tls-verify=false"))
             tls_verify = false;
         else if (argv[i][0] == '-')
@@ -54,19 +85,20 @@ static int cmd_pull(int argc, char **argv)
     struct nsbox_err e = {0};
     struct nsbox_oci_imported im;
     nsbox_image_set_note(nsbox_say_note, stderr);
-    if (nsbox_oci_pull(ref, !quiet, tls_verify, &im, &e) < 0)
+    if (nsbox_oci_pull(ref, progress_wanted(quiet), tls_verify, &im, &e) < 0)
         return nsbox_say_fail(&e);
-    report(&im, false);
-    return 0;
+    return report(&im, json, progress_wanted(quiet));
 }
 
 static int cmd_import(int argc, char **argv)
 {
     const char *src = NULL, *name = NULL;
-    bool quiet = false;
+    bool quiet = false, json = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet"))
             quiet = true;
+        else if (!strcmp(argv[i], "--json"))
+            json = true;
         else if (!strcmp(argv[i], "--name") || !strcmp(argv[i], "-t")) {
             if (i + 1 >= argc)
                 return usage("%s needs a reference", argv[i]);
@@ -83,10 +115,9 @@ static int cmd_import(int argc, char **argv)
     struct nsbox_err e = {0};
     struct nsbox_oci_imported im;
     nsbox_image_set_note(nsbox_say_note, stderr);
-    if (nsbox_oci_store_import(src, name, !quiet, &im, &e) < 0)
+    if (nsbox_oci_store_import(src, name, progress_wanted(quiet), &im, &e) < 0)
         return nsbox_say_fail(&e);
-    report(&im, false);
-    return 0;
+    return report(&im, json, progress_wanted(quiet));
 }
 
 static int cmd_tag(int argc, char **argv)
@@ -105,10 +136,11 @@ static int cmd_prune(int argc, char **argv)
     if (argc != 1)
         return usage("%s", "prune takes no arguments");
     struct nsbox_err e = {0};
-    unsigned n = 0;
-    if (nsbox_oci_store_prune(&n, &e) < 0)
+    unsigned n = 0, layers = 0;
+    if (nsbox_oci_store_prune(&n, &layers, &e) < 0)
         return nsbox_say_fail(&e);
-    printf("removed %u unreferenced image%s\n", n, n == 1 ? "" : "s");
+    printf("removed %u unreferenced image%s and %u unreferenced layer%s\n", n, n == 1 ? "" : "s",
+           layers, layers == 1 ? "" : "s");
     return 0;
 }
 

@@ -2,6 +2,7 @@
 #include "ocirt.h"
 #include "cleanup.h"
 #include "cleanup_cjson.h"
+#include "ocispec.h"
 #include "util.h"
 
 #include <errno.h>
@@ -58,6 +59,10 @@ int nsbox_ocicmds_start(const struct nsbox_ocirt *g, int argc, char **argv, stru
         return 1;
     }
     unlink(fifo); /* from now on: running */
+    /* A failed poststart hook is a warning: the container runs on (runtime-spec). */
+    struct nsbox_err he = {0};
+    if (nsbox_ocihooks_run(g, &s, NSBOX_OCI_HOOK_POSTSTART, NSBOX_OCI_RUNNING, &he) < 0)
+        fprintf(stderr, "nsbox-oci: warning: %s\n", he.msg);
     return 0;
 }
 
@@ -68,44 +73,9 @@ int nsbox_ocicmds_state(const struct nsbox_ocirt *g, int argc, char **argv, stru
     struct nsbox_ocistate s;
     if (nsbox_ocistate_read(g, argv[1], &s, e) < 0)
         return 1;
-    enum nsbox_ocistate_status st = nsbox_ocistate_status(g, &s);
-    char rootfs[PATH_MAX + 16];
-    snprintf(rootfs, sizeof rootfs, "%s/rootfs", s.bundle);
-    cleanup_cjson cJSON *j = cJSON_CreateObject();
-    if (!j || !cJSON_AddStringToObject(j, "ociVersion", "1.0.2") ||
-        !cJSON_AddStringToObject(j, "id", s.id) ||
-        !cJSON_AddNumberToObject(j, "pid", st == NSBOX_OCI_STOPPED ? 0 : s.pid) ||
-        !cJSON_AddStringToObject(j, "status", nsbox_ocistate_status_name(st)) ||
-        !cJSON_AddStringToObject(j, "bundle", s.bundle) ||
-        !cJSON_AddStringToObject(j, "created", s.created) ||
-        !cJSON_AddStringToObject(j, "owner", "")) {
-        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    cleanup_free char *text = nsbox_ocistate_json(g, &s, nsbox_ocistate_status(g, &s), true, e);
+    if (!text)
         return 1;
-    }
-    /* the bundle's annotations, as create recorded them */
-    char dir[PATH_MAX], path[PATH_MAX + 32];
-    cleanup_free char *atext = NULL;
-    cJSON *ann = NULL;
-    struct nsbox_err e2;
-    if (nsbox_ocistate_dir(g, s.id, dir, sizeof dir, e) < 0)
-        return 1;
-    snprintf(path, sizeof path, "%s/%s", dir, NSBOX_OCI_ANNOTATIONS_FILE);
-    if (nsbox_read_small(path, &atext, &e2) == 0) /* none (an older state): {} */
-        ann = cJSON_Parse(atext);
-    if (!cJSON_IsObject(ann)) {
-        cJSON_Delete(ann);
-        ann = cJSON_CreateObject();
-    }
-    if (!ann || !cJSON_AddItemToObject(j, "annotations", ann)) {
-        cJSON_Delete(ann);
-        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-        return 1;
-    }
-    cleanup_free char *text = cJSON_Print(j);
-    if (!text) {
-        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-        return 1;
-    }
     printf("%s\n", text);
     return 0;
 }
@@ -238,6 +208,10 @@ int nsbox_ocicmds_delete(const struct nsbox_ocirt *g, int argc, char **argv,
         thaw_if_killed(g, &s, SIGKILL);
         wait_gone(&s);
     }
+    /* A failed poststop hook is a warning: the container is deleted all the same. */
+    struct nsbox_err he = {0};
+    if (nsbox_ocihooks_run(g, &s, NSBOX_OCI_HOOK_POSTSTOP, NSBOX_OCI_STOPPED, &he) < 0)
+        fprintf(stderr, "nsbox-oci: warning: %s\n", he.msg);
     return nsbox_ocistate_remove(g, s.id, e) < 0 ? 1 : 0;
 }
 
@@ -296,22 +270,39 @@ static cJSON *str_array(const char *const *v, size_t n)
  * hooks, no mount options (config mounts are not honoured), every namespace (each sandbox gets
  * all of them new; none can be joined), no capabilities (all are dropped), cgroup v1 and v2
  * (nsbox places its own, not through systemd), no config seccomp (nsbox's profile always). */
+/* What a config may name, from the parser's own tables: the mount options, the capabilities
+ * but CAP_SYS_ADMIN and CAP_SYS_MODULE (refused as a privileged container). */
+static cJSON *known_names(bool caps)
+{
+    const char *v[64];
+    size_t n = 0;
+    for (int i = 0; n < NSBOX_ARRAY_LEN(v); i++) {
+        const char *name = caps ? nsbox_ocispec_cap_name(i) : nsbox_ocispec_mount_option((size_t)i);
+        if (!name)
+            break;
+        if (!caps || (strcmp(name, "CAP_SYS_ADMIN") && strcmp(name, "CAP_SYS_MODULE")))
+            v[n++] = name;
+    }
+    return str_array(v, n);
+}
+
 int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv,
                            struct nsbox_err *e)
 {
     (void)g, (void)argc, (void)argv;
+    static const char *const hooks[] = {"prestart", "createRuntime", "poststart", "poststop"};
     static const char *const namespaces[] = {"cgroup", "ipc",  "mount", "network",
                                              "pid",    "user", "uts"};
     cleanup_cjson cJSON *j = cJSON_CreateObject();
     cJSON *linux_ = NULL, *cg = NULL, *sc = NULL, *ann = NULL;
     if (!j || !cJSON_AddStringToObject(j, "ociVersionMin", "1.0.0") ||
         !cJSON_AddStringToObject(j, "ociVersionMax", "1.1.0") ||
-        !cJSON_AddItemToObject(j, "hooks", str_array(NULL, 0)) ||
-        !cJSON_AddItemToObject(j, "mountOptions", str_array(NULL, 0)) ||
+        !cJSON_AddItemToObject(j, "hooks", str_array(hooks, NSBOX_ARRAY_LEN(hooks))) ||
+        !cJSON_AddItemToObject(j, "mountOptions", known_names(false)) ||
         !(linux_ = cJSON_AddObjectToObject(j, "linux")) ||
         !cJSON_AddItemToObject(linux_, "namespaces",
                                str_array(namespaces, NSBOX_ARRAY_LEN(namespaces))) ||
-        !cJSON_AddItemToObject(linux_, "capabilities", str_array(NULL, 0)) ||
+        !cJSON_AddItemToObject(linux_, "capabilities", known_names(true)) ||
         !(cg = cJSON_AddObjectToObject(linux_, "cgroup")) ||
         !cJSON_AddBoolToObject(cg, "v1", true) || !cJSON_AddBoolToObject(cg, "v2", true) ||
         !cJSON_AddBoolToObject(cg, "systemd", false) ||
@@ -320,8 +311,9 @@ int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv,
         !cJSON_AddBoolToObject(sc, "enabled", false) ||
         !(ann = cJSON_AddObjectToObject(j, "annotations")) ||
         !cJSON_AddStringToObject(ann, "org.nsbox.floor",
-                                 "no capabilities, no_new_privs, nsbox's seccomp profile, "
-                                 "an unprivileged user namespace: docs/oci.md")) {
+                                 "an unprivileged user namespace (the config's ids and "
+                                 "capabilities inside it, never CAP_SYS_ADMIN), nsbox's "
+                                 "seccomp profile, no joined namespaces: docs/oci.md")) {
         nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
         return 1;
     }

@@ -248,6 +248,79 @@ __attribute__((noreturn)) static void monitor_exit(int status)
     _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 125);
 }
 
+/* The process as the config describes it: its ids, groups, umask, exactly its environment,
+ * its rlimits over nsbox's (the config's win), its capabilities and no_new_privs. The floor
+ * stays: the ids and capabilities are those of the sandbox's user namespace (0-65535 of its
+ * own range, never host root; CAP_SYS_ADMIN was refused at create), nsbox's seccomp filter. */
+static void apply_process(struct nsbox_launch *L, const struct nsbox_ocispec *c)
+{
+    L->uid = c->uid;
+    L->gid = c->gid;
+    L->set_groups = true;
+    L->n_groups =
+        c->n_groups < NSBOX_ARRAY_LEN(L->groups) ? c->n_groups : NSBOX_ARRAY_LEN(L->groups);
+    memcpy(L->groups, c->groups, L->n_groups * sizeof L->groups[0]);
+    L->umask = c->umask;
+    L->config_caps = true;
+    L->cap_bounding = c->caps[NSBOX_OCI_CAPS_BOUNDING];
+    L->cap_effective = c->caps[NSBOX_OCI_CAPS_EFFECTIVE];
+    L->cap_permitted = c->caps[NSBOX_OCI_CAPS_PERMITTED];
+    L->cap_inheritable = c->caps[NSBOX_OCI_CAPS_INHERITABLE];
+    L->cap_ambient = c->caps[NSBOX_OCI_CAPS_AMBIENT];
+    L->no_new_privs = c->no_new_privileges;
+    L->envp = (char **)c->env;
+    for (size_t i = 0; i < c->n_rlimits; i++) {
+        size_t k = 0;
+        while (k < L->n_rlimits && L->rlimits[k].resource != c->rlimits[i].resource)
+            k++;
+        if (k == NSBOX_RLIMITS_MAX)
+            break;
+        if (k == L->n_rlimits)
+            L->n_rlimits++;
+        L->rlimits[k].resource = c->rlimits[i].resource;
+        L->rlimits[k].lim.rlim_cur = (rlim_t)c->rlimits[i].soft;
+        L->rlimits[k].lim.rlim_max = (rlim_t)c->rlimits[i].hard;
+    }
+}
+
+static int set_oom_score_adj(pid_t pid, int adj, struct nsbox_err *e)
+{
+    char path[64], text[16];
+    snprintf(path, sizeof path, "/proc/%d/oom_score_adj", (int)pid);
+    int n = snprintf(text, sizeof text, "%d", adj);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return nsbox_err_sys(e, "process.oomScoreAdj: open %s", path);
+    int r = nsbox_pwrite_all(fd, text, (size_t)n, 0);
+    close(fd);
+    return r < 0 ? nsbox_err_sys(e, "process.oomScoreAdj: write %s", path) : 0;
+}
+
+/* The config's mounts as the mount plan takes them (rootfs/mounts.h): options split into
+ * flags and data, whether a bind's source is a file. */
+static int config_mounts(const struct nsbox_ocispec *c, struct nsbox_rootfs_mount *out,
+                         struct nsbox_ocispec_mount_opts *opts, struct nsbox_err *e)
+{
+    for (size_t i = 0; i < c->n_mounts; i++) {
+        const struct nsbox_ocispec_mount *m = &c->mounts[i];
+        nsbox_ocispec_mount_opts(m, &opts[i]);
+        struct stat st;
+        if (opts[i].bind && stat(m->source, &st) < 0)
+            return nsbox_err_sys(e, "mounts: the source of %s, %s", m->destination,
+                                 NSBOX_SHOW(m->source));
+        out[i] = (struct nsbox_rootfs_mount){
+            .destination = m->destination,
+            .type = opts[i].bind ? "bind" : m->type,
+            .source = m->source,
+            .flags = opts[i].flags,
+            .recursive = opts[i].recursive,
+            .source_is_file = opts[i].bind && !S_ISDIR(st.st_mode),
+            .data = opts[i].data,
+        };
+    }
+    return 0;
+}
+
 static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
                          const struct nsbox_ocispec *c, struct nsbox_err *e)
 {
@@ -262,8 +335,24 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
     m->sfd = signalfd(-1, &mask, SFD_CLOEXEC);
     if (m->sfd < 0)
         return nsbox_err_sys(e, "signalfd");
+    static struct nsbox_rootfs_mount mounts[NSBOX_OCISPEC_MOUNTS_MAX];
+    static struct nsbox_ocispec_mount_opts opts[NSBOX_OCISPEC_MOUNTS_MAX];
+    if (config_mounts(c, mounts, opts, e) < 0)
+        return -1;
+    static const char *masked[NSBOX_OCISPEC_MASKS_MAX], *readonly[NSBOX_OCISPEC_MASKS_MAX];
+    for (size_t i = 0; i < c->n_masked; i++)
+        masked[i] = c->masked[i];
+    for (size_t i = 0; i < c->n_readonly; i++)
+        readonly[i] = c->readonly[i];
+    m->sb.mounts = mounts;
+    m->sb.n_mounts = c->n_mounts;
+    m->sb.masked = masked;
+    m->sb.n_masked = c->n_masked;
+    m->sb.readonly = readonly;
+    m->sb.n_readonly = c->n_readonly;
     if (nsbox_sandbox_prepare(&m->sb, s, c->args, c->cwd, e) < 0)
         return -1;
+    apply_process(&m->sb.L, c);
     if (c->hostname[0] && strlen(c->hostname) < sizeof m->sb.L.hostname)
         snprintf(m->sb.L.hostname, sizeof m->sb.L.hostname, "%s", c->hostname);
     int sv[2];
@@ -278,6 +367,9 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
     if (r < 0)
         return -1;
     m->mon.init_pid = m->sb.pid;
+    /* init's, which the workload it forks at start inherits */
+    if (c->has_oom_score_adj && set_oom_score_adj(m->sb.pid, c->oom_score_adj, e) < 0)
+        return -1;
     return wait_ready(m, e);
 }
 
@@ -438,7 +530,11 @@ static int spawn_monitor(const struct nsbox_ocirt *g, const struct create_args *
     now_rfc3339(st.created, sizeof st.created);
     st.pid_start = nsbox_ocistate_start_time(pid);
     st.init_start = nsbox_ocistate_start_time(msg.init_pid);
+    /* The hooks see a created container whose pid file is not written yet: a failed one
+     * leaves nothing for the caller to wait on. */
     if (nsbox_ocistate_write(g, &st, e) < 0 ||
+        nsbox_ocihooks_run(g, &st, NSBOX_OCI_HOOK_PRESTART, NSBOX_OCI_CREATED, e) < 0 ||
+        nsbox_ocihooks_run(g, &st, NSBOX_OCI_HOOK_CREATE_RUNTIME, NSBOX_OCI_CREATED, e) < 0 ||
         (a->pid_file && nsbox_ocistate_write_pid_file(a->pid_file, pid, e) < 0)) {
         kill(msg.init_pid, SIGKILL);
         waitpid(pid, NULL, 0);
@@ -460,7 +556,8 @@ int nsbox_ocicreate_create(const struct nsbox_ocirt *g, int argc, char **argv,
     if (load_config(&a, &c, e) < 0 || build_spec(&a, &c, &s, e) < 0 ||
         make_state_dir(g, a.id, dir, sizeof dir, e) < 0)
         return 1;
-    if (write_annotations(dir, c.annotations, e) < 0) {
+    if (write_annotations(dir, c.annotations, e) < 0 ||
+        nsbox_ocihooks_save(dir, c.hooks_json, e) < 0) {
         struct nsbox_err e2;
         nsbox_ocistate_remove(g, a.id, &e2);
         return 1;

@@ -62,6 +62,10 @@ int nsbox_ocistate_read_live(const struct nsbox_ocirt *g, const char *id, struct
 enum nsbox_ocistate_status nsbox_ocistate_status(const struct nsbox_ocirt *g,
                                                  const struct nsbox_ocistate *s);
 const char *nsbox_ocistate_status_name(enum nsbox_ocistate_status st);
+/* The state as runtime-spec's runtime.md has it (what `state` prints and hooks read on their
+ * stdin), with the status st; malloc'd. */
+char *nsbox_ocistate_json(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
+                          enum nsbox_ocistate_status st, bool pretty, struct nsbox_err *e);
 /* The pid file a caller reads: decimal, no newline, written whole (renamed into place). */
 int nsbox_ocistate_write_pid_file(const char *path, pid_t pid, struct nsbox_err *e);
 /* Remove <root>/<id> and what is in it (files only: the directory is flat). */
@@ -150,6 +154,17 @@ bool nsbox_ocimon_ctl(struct nsbox_ocimon *m, int fd, const char *op);
 /* runc's console socket: connect to the unix socket at path and send one message, a non-empty
  * payload and exactly one descriptor (SCM_RIGHTS), the pty's master. */
 int nsbox_ociconsole_send(const char *path, int master, struct nsbox_err *e);
+
+/* ---- ocihooks.c: the bundle's hooks, run on the host with the state on their stdin ----
+ * create keeps the config's "hooks" object in the state directory, for start (poststart) and
+ * delete (poststop), which do not read the bundle again. */
+#define NSBOX_OCI_HOOKS_FILE "hooks.json"
+int nsbox_ocihooks_save(const char *dir, const char *json, struct nsbox_err *e);
+/* Run the hooks of kind `kind` (enum nsbox_ocispec_hook_kind) in order, each with the state
+ * (status st) on its stdin and its timeout; the first that fails (exit status not 0, killed,
+ * timed out) stops the rest and is the error, with what it said on stderr. */
+int nsbox_ocihooks_run(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s, int kind,
+                       enum nsbox_ocistate_status st, struct nsbox_err *e);
 
 /* ---- the commands: return the process's exit code; errors are filled into e ---- */
 int nsbox_ocicreate_create(const struct nsbox_ocirt *g, int argc, char **argv,

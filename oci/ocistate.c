@@ -188,6 +188,48 @@ int nsbox_ocistate_remove(const struct nsbox_ocirt *g, const char *id, struct ns
     return 0;
 }
 
+/* The bundle's annotations as create recorded them; {} when there are none. */
+static cJSON *read_annotations(const struct nsbox_ocirt *g, const char *id)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 32];
+    cleanup_free char *text = NULL;
+    cJSON *ann = NULL;
+    struct nsbox_err e;
+    if (nsbox_ocistate_dir(g, id, dir, sizeof dir, &e) == 0) {
+        snprintf(path, sizeof path, "%s/%s", dir, NSBOX_OCI_ANNOTATIONS_FILE);
+        if (nsbox_read_small(path, &text, &e) == 0)
+            ann = cJSON_Parse(text);
+    }
+    if (!cJSON_IsObject(ann)) {
+        cJSON_Delete(ann);
+        ann = cJSON_CreateObject();
+    }
+    return ann;
+}
+
+char *nsbox_ocistate_json(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
+                          enum nsbox_ocistate_status st, bool pretty, struct nsbox_err *e)
+{
+    cleanup_cjson cJSON *j = cJSON_CreateObject();
+    cJSON *ann = read_annotations(g, s->id);
+    if (!j || !ann || !cJSON_AddStringToObject(j, "ociVersion", "1.0.2") ||
+        !cJSON_AddStringToObject(j, "id", s->id) ||
+        !cJSON_AddNumberToObject(j, "pid", st == NSBOX_OCI_STOPPED ? 0 : s->pid) ||
+        !cJSON_AddStringToObject(j, "status", nsbox_ocistate_status_name(st)) ||
+        !cJSON_AddStringToObject(j, "bundle", s->bundle) ||
+        !cJSON_AddStringToObject(j, "created", s->created) ||
+        !cJSON_AddStringToObject(j, "owner", "") || !cJSON_AddItemToObject(j, "annotations", ann)) {
+        if (!cJSON_GetObjectItemCaseSensitive(j, "annotations"))
+            cJSON_Delete(ann);
+        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+        return NULL;
+    }
+    char *text = pretty ? cJSON_Print(j) : cJSON_PrintUnformatted(j);
+    if (!text)
+        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    return text;
+}
+
 int nsbox_ocistate_write_pid_file(const char *path, pid_t pid, struct nsbox_err *e)
 {
     char tmp[PATH_MAX], text[32];

@@ -315,20 +315,25 @@ int nsbox_pwrite_all(int fd, const void *buf, size_t len, off_t off)
     return 0;
 }
 
+ssize_t nsbox_read_bounded_once(int fd, char *buf, size_t n, size_t *have)
+{
+    for (;;) {
+        char sink[512];
+        bool full = *have + 1 >= n;
+        ssize_t r = full ? read(fd, sink, sizeof sink) : read(fd, buf + *have, n - 1 - *have);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r > 0 && !full)
+            *have += (size_t)r;
+        return r;
+    }
+}
+
 size_t nsbox_read_bounded(int fd, char *buf, size_t n)
 {
     size_t have = 0;
-    for (;;) {
-        char sink[512];
-        bool full = have + 1 >= n;
-        ssize_t r = full ? read(fd, sink, sizeof sink) : read(fd, buf + have, n - 1 - have);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        if (!full)
-            have += (size_t)r;
-    }
+    while (nsbox_read_bounded_once(fd, buf, n, &have) > 0)
+        ;
     if (n)
         buf[have] = '\0';
     return have;

@@ -40,6 +40,9 @@ char *nsbox_read_text_at(int dfd, const char *path, size_t limit);
 /* Read fd to its end, keeping the first n - 1 bytes in buf (NUL-terminated) and dropping the
  * rest, so that a writer never blocks on a full pipe. Returns the bytes kept. */
 size_t nsbox_read_bounded(int fd, char *buf, size_t n);
+/* One read of nsbox_read_bounded's: into buf at *have (n bytes in all, one kept for the NUL,
+ * which the caller writes), or into a sink once buf is full; read()'s result, EINTR retried. */
+ssize_t nsbox_read_bounded_once(int fd, char *buf, size_t n, size_t *have);
 
 /* pwrite all of buf at off (-1: write at the current position, as for a pipe or a terminal),
  * through short writes and EINTR. 0, or -1 with errno (EIO for a write that wrote nothing). */

@@ -1,11 +1,14 @@
 /* config.json of an OCI bundle, read into struct nsbox_ocispec (ocispec.h). */
 #include "ocispec.h"
+#include "cleanup.h"
 #include "cleanup_cjson.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
 
 static const char *const ns_names[] = {
     [NSBOX_OCI_NS_PID] = "pid",     [NSBOX_OCI_NS_NETWORK] = "network",
@@ -24,6 +27,24 @@ void nsbox_ocispec_init(struct nsbox_ocispec *c)
     memset(c, 0, sizeof *c);
     strcpy(c->cwd, "/");
     c->memory_limit = c->cpu_quota = c->pids_limit = -1;
+    c->umask = -1;
+}
+
+static void free_strv(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+void nsbox_ocispec_hooks_free(struct nsbox_ocispec_hooks *h)
+{
+    for (size_t i = 0; i < h->n; i++) {
+        free_strv(h->h[i].args);
+        free_strv(h->h[i].env);
+        h->h[i].args = h->h[i].env = NULL;
+    }
+    h->n = 0;
 }
 
 void nsbox_ocispec_free(struct nsbox_ocispec *c)
@@ -35,9 +56,13 @@ void nsbox_ocispec_free(struct nsbox_ocispec *c)
     c->n_args = 0;
     for (size_t i = 0; i < c->n_env; i++)
         free(c->env[i]);
+    c->env[0] = NULL;
     c->n_env = 0;
     free(c->annotations);
     c->annotations = NULL;
+    free(c->hooks_json);
+    c->hooks_json = NULL;
+    nsbox_ocispec_hooks_free(&c->hooks);
 }
 
 static int bad(struct nsbox_err *e, const char *key, const char *what)
@@ -161,16 +186,139 @@ static int parse_env(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_er
     return 0;
 }
 
-static bool names_admin(const cJSON *set)
+static const struct {
+    const char *name;
+    unsigned long set, clear;
+} mount_flags[] = {
+    {"ro", MS_RDONLY, 0},
+    {"rw", 0, MS_RDONLY},
+    {"nosuid", MS_NOSUID, 0},
+    {"suid", 0, MS_NOSUID},
+    {"nodev", MS_NODEV, 0},
+    {"dev", 0, MS_NODEV},
+    {"noexec", MS_NOEXEC, 0},
+    {"exec", 0, MS_NOEXEC},
+    {"sync", MS_SYNCHRONOUS, 0},
+    {"async", 0, MS_SYNCHRONOUS},
+    {"noatime", MS_NOATIME, 0},
+    {"atime", 0, MS_NOATIME},
+    {"nodiratime", MS_NODIRATIME, 0},
+    {"diratime", 0, MS_NODIRATIME},
+    {"relatime", MS_RELATIME, 0},
+    {"norelatime", 0, MS_RELATIME},
+    {"strictatime", MS_STRICTATIME, 0},
+    {"nostrictatime", 0, MS_STRICTATIME},
+    {"dirsync", MS_DIRSYNC, 0},
+    {"mand", MS_MANDLOCK, 0},
+    {"nomand", 0, MS_MANDLOCK},
+    {"defaults", 0, 0},
+    {"private", 0, 0},
+    {"rprivate", 0, 0},
+    {"shared", 0, 0},
+    {"rshared", 0, 0},
+    {"slave", 0, 0},
+    {"rslave", 0, 0},
+    {"unbindable", 0, 0},
+    {"runbindable", 0, 0},
+};
+
+const char *nsbox_ocispec_mount_option(size_t i)
 {
-    const cJSON *it;
-    cJSON_ArrayForEach(it, set)
-        if (cJSON_IsString(it) && it->valuestring &&
-            (!strcmp(it->valuestring, "CAP_SYS_ADMIN") ||
-             !strcmp(it->valuestring, "CAP_SYS_MODULE")))
-            return true;
-    return false;
+    static const char *const binds[] = {"bind", "rbind"};
+    if (i < NSBOX_ARRAY_LEN(mount_flags))
+        return mount_flags[i].name;
+    i -= NSBOX_ARRAY_LEN(mount_flags);
+    return i < NSBOX_ARRAY_LEN(binds) ? binds[i] : NULL;
 }
+
+void nsbox_ocispec_mount_opts(const struct nsbox_ocispec_mount *m,
+                              struct nsbox_ocispec_mount_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->bind = !strcmp(m->type, "bind");
+    const char *p = m->options;
+    size_t used = 0;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        char one[NSBOX_OCISPEC_OPTS_MAX];
+        snprintf(one, sizeof one, "%.*s", (int)len, p);
+        p += len + (p[len] == ',');
+        size_t k = 0;
+        while (k < NSBOX_ARRAY_LEN(mount_flags) && strcmp(mount_flags[k].name, one))
+            k++;
+        if (k < NSBOX_ARRAY_LEN(mount_flags)) {
+            o->flags = (o->flags | mount_flags[k].set) & ~mount_flags[k].clear;
+        } else if (!strcmp(one, "bind") || !strcmp(one, "rbind")) {
+            o->bind = true;
+            o->recursive |= one[0] == 'r';
+        } else if (one[0] && used + len + 2 <= sizeof o->data) {
+            /* the whole options text fits in data: nothing is cut */
+            used += (size_t)snprintf(o->data + used, sizeof o->data - used, "%s%s", used ? "," : "",
+                                     one);
+        }
+    }
+}
+
+/* Capability names as runtime-spec writes them, by number (linux/capability.h). */
+static const char *const cap_names[] = {
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_DAC_READ_SEARCH",
+    "CAP_FOWNER",
+    "CAP_FSETID",
+    "CAP_KILL",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETPCAP",
+    "CAP_LINUX_IMMUTABLE",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_NET_BROADCAST",
+    "CAP_NET_ADMIN",
+    "CAP_NET_RAW",
+    "CAP_IPC_LOCK",
+    "CAP_IPC_OWNER",
+    "CAP_SYS_MODULE",
+    "CAP_SYS_RAWIO",
+    "CAP_SYS_CHROOT",
+    "CAP_SYS_PTRACE",
+    "CAP_SYS_PACCT",
+    "CAP_SYS_ADMIN",
+    "CAP_SYS_BOOT",
+    "CAP_SYS_NICE",
+    "CAP_SYS_RESOURCE",
+    "CAP_SYS_TIME",
+    "CAP_SYS_TTY_CONFIG",
+    "CAP_MKNOD",
+    "CAP_LEASE",
+    "CAP_AUDIT_WRITE",
+    "CAP_AUDIT_CONTROL",
+    "CAP_SETFCAP",
+    "CAP_MAC_OVERRIDE",
+    "CAP_MAC_ADMIN",
+    "CAP_SYSLOG",
+    "CAP_WAKE_ALARM",
+    "CAP_BLOCK_SUSPEND",
+    "CAP_AUDIT_READ",
+    "CAP_PERFMON",
+    "CAP_BPF",
+    "CAP_CHECKPOINT_RESTORE",
+};
+
+const char *nsbox_ocispec_cap_name(int n)
+{
+    return n >= 0 && (size_t)n < NSBOX_ARRAY_LEN(cap_names) ? cap_names[n] : NULL;
+}
+
+int nsbox_ocispec_cap_number(const char *name)
+{
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(cap_names); i++)
+        if (!strcmp(cap_names[i], name))
+            return (int)i;
+    return -1;
+}
+
+#define CAP_BIT(n) (UINT64_C(1) << (n))
+#define ADMIN_CAPS (CAP_BIT(21) | CAP_BIT(16)) /* CAP_SYS_ADMIN, CAP_SYS_MODULE */
 
 static int parse_caps(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_err *e)
 {
@@ -178,17 +326,137 @@ static int parse_caps(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_e
     const cJSON *caps = get_obj(proc, "capabilities", "process.capabilities", &r, e);
     if (r < 0 || !caps)
         return r;
-    static const char *const sets[] = {"bounding", "effective", "inheritable", "permitted",
-                                       "ambient"};
-    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+    static const char *const sets[] = {[NSBOX_OCI_CAPS_BOUNDING] = "bounding",
+                                       [NSBOX_OCI_CAPS_EFFECTIVE] = "effective",
+                                       [NSBOX_OCI_CAPS_INHERITABLE] = "inheritable",
+                                       [NSBOX_OCI_CAPS_PERMITTED] = "permitted",
+                                       [NSBOX_OCI_CAPS_AMBIENT] = "ambient"};
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(sets); i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(caps, sets[i]);
-        if (!v)
+        if (!v || cJSON_IsNull(v))
             continue;
         char key[64];
         snprintf(key, sizeof key, "process.capabilities.%s", sets[i]);
         if (check_str_array(v, key, 64, e) < 0)
             return -1;
-        c->cap_sys_admin |= names_admin(v);
+        const cJSON *it;
+        cJSON_ArrayForEach(it, v)
+        {
+            int n = nsbox_ocispec_cap_number(it->valuestring);
+            if (n < 0)
+                return nsbox_err_invalid(e, "config.json: key '%s': unknown capability '%s'", key,
+                                         NSBOX_SHOW(it->valuestring));
+            c->caps[i] |= CAP_BIT(n);
+        }
+        c->cap_sys_admin |= (c->caps[i] & ADMIN_CAPS) != 0;
+    }
+    return 0;
+}
+
+/* process.user: uid, gid, additionalGids, umask. */
+static int parse_user(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    int r;
+    const cJSON *user = get_obj(proc, "user", "process.user", &r, e);
+    if (r < 0 || !user)
+        return r;
+    int64_t uid = 0, gid = 0, umask = -1;
+    if (get_int(user, "uid", "process.user.uid", 0, 4294967294.0, &uid, e) < 0 ||
+        get_int(user, "gid", "process.user.gid", 0, 4294967294.0, &gid, e) < 0 ||
+        get_int(user, "umask", "process.user.umask", 0, 0777, &umask, e) < 0)
+        return -1;
+    c->uid = (uint32_t)uid, c->gid = (uint32_t)gid, c->umask = (int)umask;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(user, "additionalGids");
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsArray(v))
+        return bad(e, "process.user.additionalGids", "must be an array of integers");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v)
+    {
+        if (c->n_groups == NSBOX_OCISPEC_GROUPS_MAX)
+            return nsbox_err_invalid(e,
+                                     "config.json: key 'process.user.additionalGids': more "
+                                     "than %d entries",
+                                     NSBOX_OCISPEC_GROUPS_MAX);
+        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 4294967294.0 ||
+            (double)(int64_t)it->valuedouble != it->valuedouble)
+            return bad(e, "process.user.additionalGids", "must be an array of integers");
+        c->groups[c->n_groups++] = (uint32_t)it->valuedouble;
+    }
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    int resource;
+} rlimit_names[] = {
+    {"RLIMIT_AS", RLIMIT_AS},
+    {"RLIMIT_CORE", RLIMIT_CORE},
+    {"RLIMIT_CPU", RLIMIT_CPU},
+    {"RLIMIT_DATA", RLIMIT_DATA},
+    {"RLIMIT_FSIZE", RLIMIT_FSIZE},
+    {"RLIMIT_LOCKS", RLIMIT_LOCKS},
+    {"RLIMIT_MEMLOCK", RLIMIT_MEMLOCK},
+    {"RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE},
+    {"RLIMIT_NICE", RLIMIT_NICE},
+    {"RLIMIT_NOFILE", RLIMIT_NOFILE},
+    {"RLIMIT_NPROC", RLIMIT_NPROC},
+    {"RLIMIT_RSS", RLIMIT_RSS},
+    {"RLIMIT_RTPRIO", RLIMIT_RTPRIO},
+    {"RLIMIT_RTTIME", RLIMIT_RTTIME},
+    {"RLIMIT_SIGPENDING", RLIMIT_SIGPENDING},
+    {"RLIMIT_STACK", RLIMIT_STACK},
+};
+
+static int parse_rlimit(const cJSON *it, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    char type[32];
+    int64_t soft = -1, hard = -1;
+    if (!cJSON_IsObject(it))
+        return bad(e, "process.rlimits", "each entry must be an object");
+    if (get_str(it, "type", "process.rlimits.type", type, sizeof type, true, e) < 0 ||
+        get_int(it, "soft", "process.rlimits.soft", 0, 1.8e19, &soft, e) < 0 ||
+        get_int(it, "hard", "process.rlimits.hard", 0, 1.8e19, &hard, e) < 0)
+        return -1;
+    if (soft < 0 || hard < 0)
+        return bad(e, "process.rlimits", "each entry needs 'soft' and 'hard'");
+    if (soft > hard)
+        return nsbox_err_invalid(e,
+                                 "config.json: key 'process.rlimits': %s: soft limit above "
+                                 "the hard one",
+                                 type);
+    size_t k = 0;
+    while (k < NSBOX_ARRAY_LEN(rlimit_names) && strcmp(rlimit_names[k].name, type))
+        k++;
+    if (k == NSBOX_ARRAY_LEN(rlimit_names))
+        return nsbox_err_invalid(e,
+                                 "config.json: key 'process.rlimits.type': unknown limit "
+                                 "'%s'",
+                                 NSBOX_SHOW(type));
+    for (size_t i = 0; i < c->n_rlimits; i++)
+        if (c->rlimits[i].resource == rlimit_names[k].resource)
+            return nsbox_err_invalid(e, "config.json: key 'process.rlimits': '%s' given twice",
+                                     type);
+    c->rlimits[c->n_rlimits++] =
+        (struct nsbox_ocispec_rlimit){rlimit_names[k].resource, (uint64_t)soft, (uint64_t)hard};
+    return 0;
+}
+
+static int parse_rlimits(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(proc, "rlimits");
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsArray(v))
+        return bad(e, "process.rlimits", "must be an array");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v)
+    {
+        if (c->n_rlimits == NSBOX_OCISPEC_RLIMITS_MAX)
+            return bad(e, "process.rlimits", "too many entries");
+        if (parse_rlimit(it, c, e) < 0)
+            return -1;
     }
     return 0;
 }
@@ -209,15 +477,13 @@ static int parse_process(const cJSON *root, struct nsbox_ocispec *c, struct nsbo
         return -1;
     if (c->cwd[0] != '/')
         return bad(e, "process.cwd", "must be an absolute path");
-    const cJSON *user = get_obj(proc, "user", "process.user", &r, e);
-    if (r < 0)
+    int64_t oom = 0;
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(proc, "oomScoreAdj");
+    if (get_int(proc, "oomScoreAdj", "process.oomScoreAdj", -1000, 1000, &oom, e) < 0)
         return -1;
-    int64_t uid = 0, gid = 0;
-    if (user && (get_int(user, "uid", "process.user.uid", 0, 4294967294.0, &uid, e) < 0 ||
-                 get_int(user, "gid", "process.user.gid", 0, 4294967294.0, &gid, e) < 0))
-        return -1;
-    c->uid = (uint32_t)uid, c->gid = (uint32_t)gid;
-    return 0;
+    c->has_oom_score_adj = o && !cJSON_IsNull(o);
+    c->oom_score_adj = (int)oom;
+    return parse_user(proc, c, e) < 0 || parse_rlimits(proc, c, e) < 0 ? -1 : 0;
 }
 
 static int parse_root(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
@@ -374,13 +640,39 @@ static int parse_resources(const cJSON *lx, struct nsbox_ocispec *c, struct nsbo
     return parse_devices(res, c, e);
 }
 
+/* linux.maskedPaths or linux.readonlyPaths: absolute paths. */
+static int parse_paths(const cJSON *lx, const char *name, char (*out)[NSBOX_OCISPEC_MASK_PATH_MAX],
+                       size_t *n, struct nsbox_err *e)
+{
+    char key[32];
+    snprintf(key, sizeof key, "linux.%s", name);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(lx, name);
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (check_str_array(v, key, NSBOX_OCISPEC_MASKS_MAX, e) < 0)
+        return -1;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v) {
+        if (it->valuestring[0] != '/')
+            return nsbox_err_invalid(e, "config.json: key '%s': '%s' is not an absolute path",
+                                     key, NSBOX_SHOW(it->valuestring));
+        if (strlen(it->valuestring) >= NSBOX_OCISPEC_MASK_PATH_MAX)
+            return nsbox_err_invalid(e, "config.json: key '%s': a path longer than %d bytes",
+                                     key, NSBOX_OCISPEC_MASK_PATH_MAX - 1);
+        snprintf(out[(*n)++], NSBOX_OCISPEC_MASK_PATH_MAX, "%s", it->valuestring);
+    }
+    return 0;
+}
+
 static int parse_linux(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     int r;
     const cJSON *lx = get_obj(root, "linux", "linux", &r, e);
     if (r < 0 || !lx)
         return r;
-    if (parse_namespaces(lx, c, e) < 0 || parse_resources(lx, c, e) < 0)
+    if (parse_namespaces(lx, c, e) < 0 || parse_resources(lx, c, e) < 0 ||
+        parse_paths(lx, "maskedPaths", c->masked, &c->n_masked, e) < 0 ||
+        parse_paths(lx, "readonlyPaths", c->readonly, &c->n_readonly, e) < 0)
         return -1;
     const cJSON *maps = cJSON_GetObjectItemCaseSensitive(lx, "uidMappings");
     c->has_uid_mappings = cJSON_IsArray(maps) && cJSON_GetArraySize(maps) > 0;
@@ -413,6 +705,131 @@ static int parse_annotations(const cJSON *root, struct nsbox_ocispec *c, struct 
     return 0;
 }
 
+static const char *const hook_names[] = {
+    [NSBOX_OCI_HOOK_PRESTART] = "prestart",
+    [NSBOX_OCI_HOOK_CREATE_RUNTIME] = "createRuntime",
+    [NSBOX_OCI_HOOK_CREATE_CONTAINER] = "createContainer",
+    [NSBOX_OCI_HOOK_START_CONTAINER] = "startContainer",
+    [NSBOX_OCI_HOOK_POSTSTART] = "poststart",
+    [NSBOX_OCI_HOOK_POSTSTOP] = "poststop",
+};
+
+const char *nsbox_ocispec_hook_name(enum nsbox_ocispec_hook_kind k)
+{
+    return (size_t)k < NSBOX_ARRAY_LEN(hook_names) ? hook_names[k] : "?";
+}
+
+/* A NULL-terminated copy of an array of strings (checked by check_str_array). */
+static char **dup_strv(const cJSON *v, struct nsbox_err *e)
+{
+    size_t n = v ? (size_t)cJSON_GetArraySize(v) : 0, i = 0;
+    char **out = calloc(n + 1, sizeof *out);
+    if (!out) {
+        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "config.json: out of memory");
+        return NULL;
+    }
+    const cJSON *it;
+    if (v)
+        cJSON_ArrayForEach(it, v)
+        {
+            if (!(out[i++] = strdup(it->valuestring))) {
+                free_strv(out);
+                nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "config.json: out of memory");
+                return NULL;
+            }
+        }
+    return out;
+}
+
+static int parse_hook(const cJSON *it, enum nsbox_ocispec_hook_kind k, struct nsbox_ocispec_hook *h,
+                      struct nsbox_err *e)
+{
+    char key[64];
+    snprintf(key, sizeof key, "hooks.%s", hook_names[k]);
+    if (!cJSON_IsObject(it))
+        return bad(e, key, "each entry must be an object");
+    int64_t timeout = 0;
+    h->kind = k;
+    if (get_str(it, "path", "hooks.path", h->path, sizeof h->path, true, e) < 0 ||
+        get_int(it, "timeout", "hooks.timeout", 1, 86400, &timeout, e) < 0)
+        return -1;
+    if (h->path[0] != '/')
+        return bad(e, "hooks.path", "must be an absolute path");
+    h->timeout = (int)timeout;
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(it, "args");
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(it, "env");
+    if (cJSON_IsNull(args) || (args && cJSON_GetArraySize(args) == 0))
+        args = NULL;
+    if (cJSON_IsNull(env))
+        env = NULL;
+    if ((args && check_str_array(args, "hooks.args", NSBOX_OCISPEC_ARGS_MAX, e) < 0) ||
+        (env && check_str_array(env, "hooks.env", NSBOX_OCISPEC_ENV_MAX, e) < 0))
+        return -1;
+    if (args)
+        h->args = dup_strv(args, e);
+    else if ((h->args = calloc(2, sizeof *h->args)) && !(h->args[0] = strdup(h->path))) {
+        free(h->args);
+        h->args = NULL;
+    }
+    if (!h->args)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "config.json: out of memory");
+    h->env = dup_strv(env, e);
+    return h->env ? 0 : -1;
+}
+
+static int parse_hooks_obj(const cJSON *v, struct nsbox_ocispec_hooks *h, struct nsbox_err *e)
+{
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsObject(v))
+        return bad(e, "hooks", "must be an object");
+    for (size_t k = 0; k < NSBOX_ARRAY_LEN(hook_names); k++) {
+        const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, hook_names[k]);
+        if (!list || cJSON_IsNull(list))
+            continue;
+        if (!cJSON_IsArray(list))
+            return nsbox_err_invalid(e, "config.json: key 'hooks.%s': must be an array",
+                                     hook_names[k]);
+        const cJSON *it;
+        cJSON_ArrayForEach(it, list)
+        {
+            if (h->n == NSBOX_OCISPEC_HOOKS_MAX)
+                return nsbox_err_invalid(e, "config.json: key 'hooks': more than %d hooks",
+                                         NSBOX_OCISPEC_HOOKS_MAX);
+            /* counted before the parse: a failed entry's allocations are freed with the rest */
+            if (parse_hook(it, (enum nsbox_ocispec_hook_kind)k, &h->h[h->n++], e) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+int nsbox_ocispec_hooks_parse(const char *text, struct nsbox_ocispec_hooks *h, struct nsbox_err *e)
+{
+    memset(h, 0, sizeof *h);
+    cleanup_cjson cJSON *v = cJSON_Parse(text);
+    if (!v)
+        return nsbox_err_invalid(e, "hooks: not valid JSON");
+    if (parse_hooks_obj(v, h, e) < 0) {
+        nsbox_ocispec_hooks_free(h);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_hooks(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "hooks");
+    if (parse_hooks_obj(v, &c->hooks, e) < 0)
+        return -1;
+    c->hooks_json = v && !cJSON_IsNull(v) ? cJSON_PrintUnformatted(v) : strdup("{}");
+    if (!c->hooks_json)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    if (strlen(c->hooks_json) > NSBOX_OCISPEC_HOOKS_BYTES)
+        return bad(e, "hooks", "larger than 256 KiB");
+    return 0;
+}
+
 static int parse_doc(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     if (!cJSON_IsObject(root))
@@ -426,7 +843,7 @@ static int parse_doc(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_er
     if (parse_process(root, c, e) < 0 || parse_root(root, c, e) < 0 ||
         get_str(root, "hostname", "hostname", c->hostname, sizeof c->hostname, false, e) < 0 ||
         parse_mounts(root, c, e) < 0 || parse_linux(root, c, e) < 0 ||
-        parse_annotations(root, c, e) < 0)
+        parse_annotations(root, c, e) < 0 || parse_hooks(root, c, e) < 0)
         return -1;
     return 0;
 }
@@ -448,6 +865,29 @@ int nsbox_ocispec_parse(const char *text, size_t len, struct nsbox_ocispec *c,
     return 0;
 }
 
+/* What nsbox cannot give a container, though the floor would allow it. */
+static int check_limits(const struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    uint32_t top = c->uid > c->gid ? c->uid : c->gid;
+    for (size_t i = 0; i < c->n_groups; i++)
+        if (c->groups[i] > top)
+            top = c->groups[i];
+    if (top > NSBOX_OCISPEC_ID_MAX)
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL,
+                             "process.user: id %u is outside the container's user namespace, "
+                             "which has ids 0-%u: choose an id in that range",
+                             top, NSBOX_OCISPEC_ID_MAX);
+    for (size_t i = 0; i < c->hooks.n; i++)
+        if (c->hooks.h[i].kind == NSBOX_OCI_HOOK_CREATE_CONTAINER ||
+            c->hooks.h[i].kind == NSBOX_OCI_HOOK_START_CONTAINER)
+            return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOTSUP,
+                                 "hooks.%s: hooks that run inside the container are not "
+                                 "supported by nsbox-oci; run it from the container's process "
+                                 "or as a prestart hook on the host",
+                                 hook_names[c->hooks.h[i].kind]);
+    return 0;
+}
+
 int nsbox_ocispec_check_floor(const struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     if (c->cap_sys_admin || c->all_devices)
@@ -462,5 +902,5 @@ int nsbox_ocispec_check_floor(const struct nsbox_ocispec *c, struct nsbox_err *e
                                  "joining an existing %s namespace (linux.namespaces.path) is "
                                  "not supported: every nsbox sandbox has its own",
                                  ns_names[c->namespaces[i].type]);
-    return 0;
+    return check_limits(c, e);
 }

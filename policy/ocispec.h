@@ -19,8 +19,16 @@
 #define NSBOX_OCISPEC_MOUNTS_MAX 64
 #define NSBOX_OCISPEC_OPTS_MAX 512 /* a mount's options, joined with ',' */
 #define NSBOX_OCISPEC_NS_MAX 8
-#define NSBOX_OCISPEC_ANNOT_MAX 256        /* annotations: entries */
-#define NSBOX_OCISPEC_ANNOT_BYTES (64u << 10) /* annotations: their JSON text */
+#define NSBOX_OCISPEC_ANNOT_MAX 256            /* annotations: entries */
+#define NSBOX_OCISPEC_ANNOT_BYTES (64u << 10)  /* annotations: their JSON text */
+#define NSBOX_OCISPEC_GROUPS_MAX 32            /* process.user.additionalGids */
+#define NSBOX_OCISPEC_RLIMITS_MAX 16           /* process.rlimits: one per RLIMIT_* */
+#define NSBOX_OCISPEC_HOOKS_MAX 32             /* hooks: of all kinds together */
+#define NSBOX_OCISPEC_MASKS_MAX 64             /* linux.maskedPaths, linux.readonlyPaths: each */
+#define NSBOX_OCISPEC_MASK_PATH_MAX 256        /* one of their paths */
+#define NSBOX_OCISPEC_HOOKS_BYTES (256u << 10) /* hooks: their JSON text */
+/* The ids a process may have: those of nsbox's user namespace (policy/idmap.h). */
+#define NSBOX_OCISPEC_ID_MAX 65535u
 
 enum nsbox_ocispec_ns {
     NSBOX_OCI_NS_PID,
@@ -38,11 +46,58 @@ struct nsbox_ocispec_namespace {
     bool has_path; /* join an existing namespace: refused by the floor */
 };
 
+/* The capability sets of process.capabilities. */
+enum nsbox_ocispec_capset {
+    NSBOX_OCI_CAPS_BOUNDING,
+    NSBOX_OCI_CAPS_EFFECTIVE,
+    NSBOX_OCI_CAPS_INHERITABLE,
+    NSBOX_OCI_CAPS_PERMITTED,
+    NSBOX_OCI_CAPS_AMBIENT,
+    NSBOX_OCI_CAPSET_KINDS,
+};
+
+struct nsbox_ocispec_rlimit {
+    int resource; /* RLIMIT_* */
+    uint64_t soft, hard;
+};
+
+/* When a hook runs (runtime-spec config.md, "POSIX-platform Hooks"). */
+enum nsbox_ocispec_hook_kind {
+    NSBOX_OCI_HOOK_PRESTART,
+    NSBOX_OCI_HOOK_CREATE_RUNTIME,
+    NSBOX_OCI_HOOK_CREATE_CONTAINER,
+    NSBOX_OCI_HOOK_START_CONTAINER,
+    NSBOX_OCI_HOOK_POSTSTART,
+    NSBOX_OCI_HOOK_POSTSTOP,
+    NSBOX_OCI_HOOK_KINDS,
+};
+
+struct nsbox_ocispec_hook {
+    enum nsbox_ocispec_hook_kind kind;
+    char path[NSBOX_OCISPEC_PATH_MAX]; /* absolute, on the host */
+    char **args;                       /* NULL-terminated, malloc'd; {path} when absent */
+    char **env;                        /* NULL-terminated, malloc'd; empty when absent */
+    int timeout;                       /* seconds; 0 none */
+};
+
+/* The bundle's hooks, in the order of config.json within each kind. */
+struct nsbox_ocispec_hooks {
+    size_t n;
+    struct nsbox_ocispec_hook h[NSBOX_OCISPEC_HOOKS_MAX];
+};
+
 struct nsbox_ocispec_mount {
     char destination[NSBOX_OCISPEC_PATH_MAX];
     char type[32];
     char source[NSBOX_OCISPEC_PATH_MAX];
     char options[NSBOX_OCISPEC_OPTS_MAX];
+};
+
+/* A mount's options, split the way mount(2) takes them. */
+struct nsbox_ocispec_mount_opts {
+    unsigned long flags;  /* MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_*ATIME, ... */
+    bool bind, recursive; /* "bind", "rbind" */
+    char data[NSBOX_OCISPEC_OPTS_MAX]; /* what is left for the filesystem: "mode=755,size=64k" */
 };
 
 struct nsbox_ocispec {
@@ -51,12 +106,21 @@ struct nsbox_ocispec {
     size_t n_args;
     char **args; /* NULL-terminated, malloc'd strings */
     size_t n_env;
-    char *env[NSBOX_OCISPEC_ENV_MAX]; /* "K=V", malloc'd */
-    char cwd[NSBOX_OCISPEC_PATH_MAX];  /* absolute; "/" when absent */
+    char *env[NSBOX_OCISPEC_ENV_MAX + 1]; /* "K=V", malloc'd; NULL-terminated */
+    char cwd[NSBOX_OCISPEC_PATH_MAX];     /* absolute; "/" when absent */
     uint32_t uid, gid;
+    size_t n_groups;
+    uint32_t groups[NSBOX_OCISPEC_GROUPS_MAX]; /* process.user.additionalGids */
+    int umask;                                 /* process.user.umask; -1 absent */
+    bool has_oom_score_adj;
+    int oom_score_adj; /* process.oomScoreAdj, -1000..1000 */
+    size_t n_rlimits;
+    struct nsbox_ocispec_rlimit rlimits[NSBOX_OCISPEC_RLIMITS_MAX];
     bool terminal;
     bool no_new_privileges;
     bool cap_sys_admin; /* CAP_SYS_ADMIN or CAP_SYS_MODULE in any capability set */
+    /* process.capabilities, as masks of 1 << CAP_*, by set */
+    uint64_t caps[NSBOX_OCI_CAPSET_KINDS];
     /* root */
     char root_path[NSBOX_OCISPEC_PATH_MAX]; /* as written: relative to the bundle, or absolute */
     bool root_readonly;
@@ -72,23 +136,47 @@ struct nsbox_ocispec {
     uint64_t cpu_shares;  /* 0 none */
     int64_t pids_limit;   /* -1 none */
     bool has_seccomp;
+    size_t n_masked, n_readonly; /* linux.maskedPaths, linux.readonlyPaths: absolute paths */
+    char masked[NSBOX_OCISPEC_MASKS_MAX][NSBOX_OCISPEC_MASK_PATH_MAX];
+    char readonly[NSBOX_OCISPEC_MASKS_MAX][NSBOX_OCISPEC_MASK_PATH_MAX];
     /* mounts */
     size_t n_mounts;
     struct nsbox_ocispec_mount mounts[NSBOX_OCISPEC_MOUNTS_MAX];
     /* annotations: a string-to-string object, kept as its compact JSON text ("{}" when
      * absent; malloc'd) for the state to report */
     char *annotations;
+    /* hooks: the object's compact JSON text ("{}" when absent; malloc'd), which the state
+     * directory keeps for start and delete, and what it says (nsbox_ocispec_hooks_parse) */
+    char *hooks_json;
+    struct nsbox_ocispec_hooks hooks;
 };
 
 void nsbox_ocispec_init(struct nsbox_ocispec *c);
 void nsbox_ocispec_free(struct nsbox_ocispec *c);
 /* Parse config.json. On failure *c is freed (nsbox_ocispec_free) and e names the key. */
-int nsbox_ocispec_parse(const char *text, size_t len, struct nsbox_ocispec *c,
-                        struct nsbox_err *e);
+int nsbox_ocispec_parse(const char *text, size_t len, struct nsbox_ocispec *c, struct nsbox_err *e);
+/* The "hooks" object's text (config.json's, or as create kept it) into h; "{}" or "null" give
+ * none. On failure h is freed and e names the key. */
+int nsbox_ocispec_hooks_parse(const char *text, struct nsbox_ocispec_hooks *h, struct nsbox_err *e);
+void nsbox_ocispec_hooks_free(struct nsbox_ocispec_hooks *h);
+const char *nsbox_ocispec_hook_name(enum nsbox_ocispec_hook_kind k);
 /* nsbox's floor (docs/oci.md): a config nsbox-oci will not run, with the reason
  * (NSBOX_E_POLICY): a privileged container (CAP_SYS_ADMIN, every device), joining an existing
- * namespace. 0 when it may run. */
+ * namespace; and what it cannot give (NSBOX_E_UNSUPPORTED): ids outside its user namespace's
+ * 0-65535, hooks that run inside the container (createContainer, startContainer). 0 when it may
+ * run. */
 int nsbox_ocispec_check_floor(const struct nsbox_ocispec *c, struct nsbox_err *e);
+/* Split m's options into mount flags and the filesystem's data. Propagation options
+ * ("private", "rshared", ...) are accepted and have no effect: every mount of a sandbox is
+ * private. */
+void nsbox_ocispec_mount_opts(const struct nsbox_ocispec_mount *m,
+                              struct nsbox_ocispec_mount_opts *o);
+/* The mount options it knows, by index; NULL past the last (for `features`). */
+const char *nsbox_ocispec_mount_option(size_t i);
+/* The name of capability n; NULL for a number runtime-spec does not name. */
+const char *nsbox_ocispec_cap_name(int n);
+/* CAP_* name to its number; -1 for a name runtime-spec does not know. */
+int nsbox_ocispec_cap_number(const char *name);
 /* The namespace's name in config.json ("pid", "network", ...). */
 const char *nsbox_ocispec_ns_name(enum nsbox_ocispec_ns t);
 

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <sys/resource.h>
 
-#define NSBOX_RLIMITS_MAX 8
+#define NSBOX_RLIMITS_MAX 20
 
 struct nsbox_rlimit {
     int resource;

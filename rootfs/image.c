@@ -11,6 +11,8 @@
  */
 #include "image.h"
 #include "cleanup.h"
+#include "oci_layers.h"
+#include "oci_overlay.h"
 #include "oci_lookup.h"
 #include "util.h"
 #include "paths.h"
@@ -420,6 +422,10 @@ void nsbox_image_release(struct nsbox_image *img)
         close(img->lock_fd);
         img->lock_fd = -1;
     }
+    if (img && img->mount_fd >= 0) {
+        close(img->mount_fd);
+        img->mount_fd = -1;
+    }
 }
 
 static int resolve_host(const char *images, struct nsbox_image *img, struct nsbox_err *e)
@@ -477,6 +483,14 @@ static int resolve_stored(const char *images, const char *name, struct nsbox_ima
                              name, images);
     }
     cleanup_close int rfd = openat(fd, "rootfs", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    cleanup_close int mfd = -1;
+    /* made of layers: checked (and later scanned) through their overlay, as a sandbox sees it */
+    if (rfd >= 0 && nsbox_oci_layers_is_layered(fd)) {
+        if (nsbox_oci_overlay_image(dir, -1, &mfd, e) < 0)
+            return nsbox_err_wrap(e, "image '%s'", name);
+        nsbox_closep(&rfd);
+        rfd = fcntl(mfd, F_DUPFD_CLOEXEC, 0);
+    }
     if (rfd < 0)
         return nsbox_err_set(e, NSBOX_E_NOTFOUND, errno,
                              "image '%s' is incomplete (no rootfs/ in %s): rebuild or remove it "
@@ -495,6 +509,7 @@ static int resolve_stored(const char *images, const char *name, struct nsbox_ima
         return -1;
     img->etc[0] = '\0';
     img->lock_fd = nsbox_steal_fd(&fd);
+    img->mount_fd = nsbox_steal_fd(&mfd);
     return 0;
 }
 
@@ -545,7 +560,7 @@ static int resolve_path(const char *path, struct nsbox_image *img, struct nsbox_
 int nsbox_image_resolve(const char *name, struct nsbox_image *img, struct nsbox_err *e)
 {
     memset(img, 0, sizeof *img);
-    img->lock_fd = -1;
+    img->lock_fd = img->mount_fd = -1;
     if (!name || !name[0])
         return nsbox_err_set(e, NSBOX_E_INVALID, 0, "empty image name");
     if (name[0] == '/')

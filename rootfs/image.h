@@ -40,6 +40,10 @@ struct nsbox_image {
      * not delete the files this sandbox mounted. Keep it open for the sandbox's lifetime (the
      * supervisor), or close it with nsbox_image_release(). */
     int lock_fd;
+    /* A stored image made of layers (rootfs/oci_layers.h), else -1: the overlay of its layers,
+     * a detached read-only mount whose root is the image's root (img->root is then its empty
+     * mount point). Closed by nsbox_image_release(). */
+    int mount_fd;
 };
 
 /* Resolve "host", a stored image name ("debian", ...) or an absolute directory path.

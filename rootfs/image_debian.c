@@ -4,6 +4,7 @@
  * whatever mirror (or local proxy) the machine is configured for. */
 #include "image.h"
 #include "cleanup.h"
+#include "proc.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -477,10 +478,7 @@ static int run_step(const struct build_step *s, const struct nsbox_image_txn *t,
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return 0;
     char how[64];
-    if (WIFSIGNALED(status))
-        snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(status));
-    else
-        snprintf(how, sizeof how, "exit code %d", WEXITSTATUS(status));
+    nsbox_proc_status_text(status, how, sizeof how);
     /* The usual cause, offline or behind a proxy: the mirror cannot be reached. */
     return nsbox_err_set(e, NSBOX_E_SYS, 0,
                          "%s failed (%s): %s (full output: %s). The image's packages "

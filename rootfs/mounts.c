@@ -52,6 +52,7 @@ static struct nsbox_mount_op *push(struct nsbox_mount_plan *p, enum nsbox_mop op
     o->flags = 0;
     o->attr = 0;
     o->data[0] = '\0';
+    o->fstype[0] = '\0';
     o->mode = 0;
     if ((size_t)snprintf(o->target, sizeof o->target, "%s", target) >= sizeof o->target) {
         nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "rootfs: path too long: %s", target);
@@ -142,15 +143,10 @@ static void tmp_options(uint64_t bytes, char *data, size_t n)
         snprintf(data, n, "mode=1777");
 }
 
-static int plan_dev(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
-                    struct nsbox_err *e)
+/* nsbox's device nodes (binds of the host's) and /dev's symlinks, in a /dev just mounted. */
+static int plan_dev_nodes(struct nsbox_mount_plan *plan, struct nsbox_err *e)
 {
-    PUSH(NSBOX_MOP_MKDIR, "dev")->mode = 0755;
-    /* /dev holds device nodes, so it cannot be nodev; noexec keeps it from being a place to run
-     * code from. */
-    struct nsbox_mount_op *o = PUSH(NSBOX_MOP_TMPFS, "dev");
-    o->flags = MS_NOSUID | MS_NOEXEC;
-    snprintf(o->data, sizeof o->data, "mode=0755,size=64k,nr_inodes=64");
+    struct nsbox_mount_op *o;
     char path[64];
     for (const char *const *n = nsbox_dev_nodes; *n; n++) {
         snprintf(path, sizeof path, "dev/%s", *n);
@@ -167,6 +163,20 @@ static int plan_dev(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan 
                                            {"dev/stderr", "/proc/self/fd/2"}};
     for (size_t i = 0; i < NSBOX_ARRAY_LEN(links); i++)
         PUSH(NSBOX_MOP_SYMLINK, links[i][0])->src = links[i][1]; /* static */
+    return 0;
+}
+
+static int plan_dev(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
+                    struct nsbox_err *e)
+{
+    PUSH(NSBOX_MOP_MKDIR, "dev")->mode = 0755;
+    /* /dev holds device nodes, so it cannot be nodev; noexec keeps it from being a place to run
+     * code from. */
+    struct nsbox_mount_op *o = PUSH(NSBOX_MOP_TMPFS, "dev");
+    o->flags = MS_NOSUID | MS_NOEXEC;
+    snprintf(o->data, sizeof o->data, "mode=0755,size=64k,nr_inodes=64");
+    if (plan_dev_nodes(plan, e) < 0)
+        return -1;
     PUSH(NSBOX_MOP_MKDIR, "dev/pts")->mode = 0755;
     o = PUSH(NSBOX_MOP_DEVPTS, "dev/pts");
     o->flags = MS_NOSUID | MS_NOEXEC;
@@ -177,17 +187,21 @@ static int plan_dev(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan 
     o = PUSH(NSBOX_MOP_TMPFS, "dev/shm");
     o->flags = MS_NOSUID | MS_NODEV;
     tmp_options(cfg->tmp_bytes / 2, o->data, sizeof o->data);
-    /* The sandbox owns /dev's tmpfs (it made it); read-only keeps it from adding entries.
-     * Not recursive: pts and shm stay writable. */
-    o = PUSH(NSBOX_MOP_SETATTR, "dev");
-    o->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
     return 0;
 }
 
-static int plan_proc(struct nsbox_mount_plan *plan, struct nsbox_err *e)
+/* The sandbox owns /dev's tmpfs (it made it); read-only keeps it from adding entries. Not
+ * recursive: pts and shm stay writable. */
+static int plan_dev_seal(struct nsbox_mount_plan *plan, struct nsbox_err *e)
 {
-    PUSH(NSBOX_MOP_MKDIR, "proc")->mode = 0555;
-    PUSH(NSBOX_MOP_PROC, "proc")->flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+    PUSH(NSBOX_MOP_SETATTR, "dev")->attr =
+        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+    return 0;
+}
+
+/* What of /proc is hidden or read-only (the floor, also over a config's /proc). */
+static int plan_proc_masks(struct nsbox_mount_plan *plan, struct nsbox_err *e)
+{
     char path[64];
     for (const char *const *n = nsbox_proc_masked_files; *n; n++) {
         snprintf(path, sizeof path, "proc/%s", *n);
@@ -204,6 +218,189 @@ static int plan_proc(struct nsbox_mount_plan *plan, struct nsbox_err *e)
         o->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
     }
     return 0;
+}
+
+static int plan_proc(struct nsbox_mount_plan *plan, struct nsbox_err *e)
+{
+    PUSH(NSBOX_MOP_MKDIR, "proc")->mode = 0555;
+    PUSH(NSBOX_MOP_PROC, "proc")->flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+    return plan_proc_masks(plan, e);
+}
+
+/* Is rel (a destination without its leading '/') inside what plan_image binds from the image?
+ * Then only a bind may go there, onto a target resolved inside the image with no symlinks. */
+static bool in_image(const struct nsbox_rootfs_cfg *cfg, const char *rel)
+{
+    size_t len = strcspn(rel, "/");
+    char top[NAME_MAX + 1];
+    snprintf(top, sizeof top, "%.*s", (int)(len < NAME_MAX ? len : NAME_MAX), rel);
+    if (in_list(provided_by_nsbox, top))
+        return false;
+    if (cfg->img->kind == NSBOX_IMAGE_HOST && !strcmp(top, "etc"))
+        return true;
+    for (size_t i = 0; i < cfg->n_entries; i++)
+        if (!strcmp(cfg->entries[i].name, top))
+            return true;
+    return false;
+}
+
+/* The directories leading to rel (and rel itself, unless is_file: then an empty file), on
+ * nsbox's own tmpfs or on a filesystem a config mount just made: never inside the image. */
+static int plan_mount_point(struct nsbox_mount_plan *plan, const char *rel, bool is_file,
+                            struct nsbox_err *e)
+{
+    char path[NAME_MAX + 32];
+    for (const char *p = rel;; p++) {
+        if (*p != '/' && *p)
+            continue;
+        snprintf(path, sizeof path, "%.*s", (int)(p - rel), rel);
+        if (*p || !is_file)
+            PUSH(NSBOX_MOP_MKDIR, path)->mode = 0755;
+        else
+            PUSH(NSBOX_MOP_FILE, path)->mode = 0644;
+        if (!*p)
+            return 0;
+    }
+}
+
+static int check_destination(const char *rel, const struct nsbox_rootfs_mount *m,
+                             struct nsbox_err *e)
+{
+    if (!rel[0])
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL,
+                             "mounts: a mount on / is not supported: the root is root.path");
+    for (const char *p = rel; *p;) {
+        size_t len = strcspn(p, "/");
+        if (len == 0 || (len == 1 && p[0] == '.') || (len == 2 && !strncmp(p, "..", 2)))
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                 "mounts: destination %s: not a clean absolute path (no //, . "
+                                 "or .. components)",
+                                 m->destination);
+        p += len + (p[len] == '/');
+    }
+    if (strlen(rel) >= NAME_MAX + 32)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "mounts: destination %s: too long",
+                             m->destination);
+    return 0;
+}
+
+static uint64_t bind_attr(unsigned long flags)
+{
+    return ((flags & MS_RDONLY) ? MOUNT_ATTR_RDONLY : 0) |
+           ((flags & MS_NOSUID) ? MOUNT_ATTR_NOSUID : 0) |
+           ((flags & MS_NODEV) ? MOUNT_ATTR_NODEV : 0) |
+           ((flags & MS_NOEXEC) ? MOUNT_ATTR_NOEXEC : 0);
+}
+
+/* One config mount: its mount point, then the mount itself. */
+static int plan_config_mount(const struct nsbox_rootfs_cfg *cfg, const struct nsbox_rootfs_mount *m,
+                             struct nsbox_mount_plan *plan, struct nsbox_err *e)
+{
+    const char *rel = m->destination + strspn(m->destination, "/");
+    if (check_destination(rel, m, e) < 0)
+        return -1;
+    bool bind = !strcmp(m->type, "bind");
+    bool image = in_image(cfg, rel);
+    if (image && !bind)
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL,
+                             "mounts: a %s mount at %s lies inside the image, where nsbox-oci "
+                             "only binds: choose a destination outside the image's directories",
+                             m->type, m->destination);
+    static const struct {
+        const char *type;
+        enum nsbox_mop op;
+    } kinds[] = {{"proc", NSBOX_MOP_PROC}, {"tmpfs", NSBOX_MOP_TMPFS}, {"devpts", NSBOX_MOP_DEVPTS},
+                 {"mqueue", NSBOX_MOP_FS}, {"sysfs", NSBOX_MOP_FS},    {"bind", NSBOX_MOP_BIND},
+                 {"cgroup", NSBOX_MOP_FS}};
+    size_t k = 0;
+    while (k < NSBOX_ARRAY_LEN(kinds) && strcmp(kinds[k].type, m->type))
+        k++;
+    if (k == NSBOX_ARRAY_LEN(kinds))
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL,
+                             "mounts: type '%s' (at %s) is not supported by nsbox-oci: it mounts "
+                             "proc, tmpfs, devpts, mqueue, sysfs, cgroup and binds",
+                             m->type, m->destination);
+    if (!image && plan_mount_point(plan, rel, bind && m->source_is_file, e) < 0)
+        return -1;
+    struct nsbox_mount_op *o = PUSH(kinds[k].op, rel);
+    if ((!bind || m->source[0]) && set_src(plan, o, m->source[0] ? m->source : m->type, e) < 0)
+        return -1;
+    o->flags = m->flags & ~(unsigned long)MS_BIND;
+    snprintf(o->fstype, sizeof o->fstype, "%s", m->type);
+    if (!strcmp(m->type, "cgroup")) {
+        /* The sandbox's own cgroup namespace, seen through the unified hierarchy where the
+         * kernel lets a user namespace mount it; a v1-only host leaves the directory empty. */
+        snprintf(o->fstype, sizeof o->fstype, "cgroup2");
+        o->optional = true;
+        o->flags |= MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
+    }
+    if (strlen(m->data) >= sizeof o->data)
+        return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "mounts: the options of %s are too long",
+                             m->destination);
+    snprintf(o->data, sizeof o->data, "%s", m->data);
+    if (bind) {
+        if (m->source[0] != '/')
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                 "mounts: the bind at %s needs an absolute source", m->destination);
+        o->attr = bind_attr(m->flags);
+        o->recursive = m->recursive;
+        o->target_in_image = image;
+    }
+    return 0;
+}
+
+/* The config's masked and read-only paths, after every mount. Inside the image they are left
+ * out: it is read-only, and a target there would have to be resolved without symlinks. */
+static int plan_config_masks(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
+                             struct nsbox_err *e)
+{
+    for (size_t k = 0; k < cfg->n_masked + cfg->n_readonly; k++) {
+        bool mask = k < cfg->n_masked;
+        const char *path = mask ? cfg->masked[k] : cfg->readonly[k - cfg->n_masked];
+        const char *rel = path + strspn(path, "/");
+        struct nsbox_rootfs_mount m = {.destination = path};
+        if (check_destination(rel, &m, e) < 0)
+            return -1;
+        if (in_image(cfg, rel))
+            continue;
+        struct nsbox_mount_op *o = PUSH(mask ? NSBOX_MOP_MASK : NSBOX_MOP_READONLY, rel);
+        o->optional = true;
+        if (!mask) {
+            o->recursive = true;
+            o->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+        }
+    }
+    return 0;
+}
+
+/* nsbox-oci: the config's mounts in its order. nsbox's device nodes go into the config's /dev
+ * once it is mounted (or nsbox's /dev is made first when the config has none), and nsbox's
+ * /proc masks go last, over the config's /proc (or over nsbox's when the config has none). */
+static int plan_config_mounts(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
+                              struct nsbox_err *e)
+{
+    bool has_dev = false, has_proc = false;
+    for (size_t i = 0; i < cfg->n_mounts; i++) {
+        const char *rel = cfg->mounts[i].destination + strspn(cfg->mounts[i].destination, "/");
+        has_dev |= !strcmp(rel, "dev") && !strcmp(cfg->mounts[i].type, "tmpfs");
+        has_proc |= !strcmp(rel, "proc") && !strcmp(cfg->mounts[i].type, "proc");
+    }
+    if (!has_dev && plan_dev(cfg, plan, e) < 0)
+        return -1;
+    /* nsbox's /dev is sealed after the config's mounts, which may go below it */
+    for (size_t i = 0; i < cfg->n_mounts; i++) {
+        const struct nsbox_rootfs_mount *m = &cfg->mounts[i];
+        if (plan_config_mount(cfg, m, plan, e) < 0)
+            return -1;
+        if (!strcmp(m->destination + strspn(m->destination, "/"), "dev") &&
+            !strcmp(m->type, "tmpfs") && plan_dev_nodes(plan, e) < 0)
+            return -1;
+    }
+    if (!has_dev && plan_dev_seal(plan, e) < 0)
+        return -1;
+    if ((has_proc ? plan_proc_masks(plan, e) : plan_proc(plan, e)) < 0)
+        return -1;
+    return plan_config_masks(cfg, plan, e);
 }
 
 int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
@@ -269,7 +466,9 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
     o = PUSH(NSBOX_MOP_TMPFS, "run");
     o->flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
     snprintf(o->data, sizeof o->data, "mode=0755,size=1m");
-    if (plan_dev(cfg, plan, e) < 0 || plan_proc(plan, e) < 0)
+    if (cfg->mounts)
+        return plan_config_mounts(cfg, plan, e);
+    if (plan_dev(cfg, plan, e) < 0 || plan_dev_seal(plan, e) < 0 || plan_proc(plan, e) < 0)
         return -1;
     return 0;
 }
@@ -300,7 +499,9 @@ static int scan_one(int rootfd, const char *name, struct nsbox_root_entry *en, b
 int nsbox_rootfs_scan_image(struct nsbox_rootfs_cfg *cfg, struct nsbox_err *e)
 {
     const struct nsbox_image *img = cfg->img;
-    cleanup_close int rootfd = open(img->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    cleanup_close int rootfd = img->mount_fd >= 0
+                                   ? fcntl(img->mount_fd, F_DUPFD_CLOEXEC, 0)
+                                   : open(img->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (rootfd < 0)
         return nsbox_err_sys(e, "image %s: cannot open %s", img->name, img->root);
     cfg->n_entries = 0;
@@ -473,26 +674,41 @@ static int apply_op(const struct nsbox_sys *sys, const struct nsbox_mount_op *o,
             return nsbox_err_sys(e, "rootfs: write /%s", dst);
         return 0;
     case NSBOX_MOP_TMPFS:
-        if (sys->mount("tmpfs", dst, "tmpfs", o->flags, o->data) < 0)
+        if (sys->mount(o->src[0] ? o->src : "tmpfs", dst, "tmpfs", o->flags, o->data) < 0)
             return nsbox_err_sys(e, "rootfs: tmpfs on /%s", dst);
         return 0;
     case NSBOX_MOP_BIND:
     case NSBOX_MOP_BIND_DEV:
         return attach(sys, fd, o, e);
     case NSBOX_MOP_PROC:
-        if (sys->mount("proc", dst, "proc", o->flags, NULL) < 0)
+        if (sys->mount(o->src[0] ? o->src : "proc", dst, "proc", o->flags, NULL) < 0)
             return nsbox_err_sys(e, "rootfs: mount proc (a pid namespace and an unmasked /proc "
                                     "on the host are needed)");
         return 0;
     case NSBOX_MOP_DEVPTS:
-        if (sys->mount("devpts", dst, "devpts", o->flags, o->data) < 0)
+        if (sys->mount(o->src[0] ? o->src : "devpts", dst, "devpts", o->flags, o->data) < 0)
             return nsbox_err_sys(e, "rootfs: mount devpts");
+        return 0;
+    case NSBOX_MOP_FS:
+        if (sys->mount(o->src, dst, o->fstype, o->flags, o->data[0] ? o->data : NULL) < 0 &&
+            !o->optional)
+            return nsbox_err_sys(e, "rootfs: mount %s on /%s", o->fstype, dst);
         return 0;
     case NSBOX_MOP_MASK_FILE:
         /* dev/null here is the sandbox's own bind of the host's /dev/null, mounted above. */
         if (sys->mount("dev/null", dst, NULL, MS_BIND, NULL) < 0 && errno != ENOENT)
             return nsbox_err_sys(e, "rootfs: mask /%s", dst);
         return 0;
+    case NSBOX_MOP_MASK:
+        /* a directory takes an empty read-only tmpfs; anything else (ENOTDIR) /dev/null */
+        if (sys->mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                       "size=0,nr_inodes=1") == 0 ||
+            errno == ENOENT)
+            return 0;
+        if (errno == ENOTDIR &&
+            (sys->mount("dev/null", dst, NULL, MS_BIND, NULL) == 0 || errno == ENOENT))
+            return 0;
+        return nsbox_err_sys(e, "rootfs: mask /%s", dst);
     case NSBOX_MOP_MASK_DIR:
         if (sys->mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                        "size=0,nr_inodes=1") < 0 &&

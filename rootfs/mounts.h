@@ -25,19 +25,21 @@
 #define NSBOX_ROOT_ENTRIES_MAX 48
 
 enum nsbox_mop {
-    NSBOX_MOP_MKDIR,    /* target */
-    NSBOX_MOP_SYMLINK,  /* target -> src (link text) */
-    NSBOX_MOP_FILE,     /* empty file target (a mount point) */
-    NSBOX_MOP_WRITE,    /* target with content data */
-    NSBOX_MOP_TMPFS,    /* tmpfs on target, mount flags, options data */
-    NSBOX_MOP_BIND,     /* src (host path, or entry of the image root) on target, attr */
-    NSBOX_MOP_BIND_DEV, /* a host device node src on the file target (plain bind) */
-    NSBOX_MOP_PROC,     /* fresh procfs on target */
-    NSBOX_MOP_DEVPTS,   /* new devpts instance on target */
+    NSBOX_MOP_MKDIR,     /* target */
+    NSBOX_MOP_SYMLINK,   /* target -> src (link text) */
+    NSBOX_MOP_FILE,      /* empty file target (a mount point) */
+    NSBOX_MOP_WRITE,     /* target with content data */
+    NSBOX_MOP_TMPFS,     /* tmpfs on target, mount flags, options data */
+    NSBOX_MOP_BIND,      /* src (host path, or entry of the image root) on target, attr */
+    NSBOX_MOP_BIND_DEV,  /* a host device node src on the file target (plain bind) */
+    NSBOX_MOP_PROC,      /* fresh procfs on target */
+    NSBOX_MOP_DEVPTS,    /* new devpts instance on target */
     NSBOX_MOP_MASK_FILE, /* /dev/null over target (optional: may not exist) */
     NSBOX_MOP_MASK_DIR,  /* read-only empty tmpfs over target (optional) */
     NSBOX_MOP_READONLY,  /* bind target onto itself read-only (optional: may not exist) */
     NSBOX_MOP_SETATTR,   /* set attr on the mount at target, in place */
+    NSBOX_MOP_FS,        /* a new filesystem of type fstype (mqueue, sysfs) from src, flags, data */
+    NSBOX_MOP_MASK,      /* MASK_DIR over a directory, else MASK_FILE (optional: may not exist) */
 };
 
 struct nsbox_mount_op {
@@ -53,7 +55,19 @@ struct nsbox_mount_op {
     unsigned long flags;   /* mount(2) flags for TMPFS/PROC/DEVPTS */
     uint64_t attr;         /* MOUNT_ATTR_* set on BIND/READONLY */
     char data[128];        /* mount options */
+    char fstype[16];       /* FS: the filesystem type */
     unsigned mode;
+};
+
+/* A mount a bundle's config asks for (nsbox-oci), in the order it gives. */
+struct nsbox_rootfs_mount {
+    const char *destination; /* absolute, inside the root */
+    const char *type;        /* proc, tmpfs, devpts, mqueue, sysfs, bind */
+    const char *source;      /* bind: a host path; else the name mountinfo shows */
+    unsigned long flags;     /* MS_RDONLY, MS_NOSUID, ... */
+    bool recursive;          /* rbind */
+    bool source_is_file;     /* bind: of a file (the target is made as a file) */
+    const char *data;        /* the filesystem's options */
 };
 
 struct nsbox_root_entry {
@@ -76,6 +90,16 @@ struct nsbox_rootfs_cfg {
     const char *hosts;       /* host file bound over /etc/hosts, or NULL */
     bool hosts_optional;     /* only where the image's /etc/hosts can be mounted over safely
                                 (not allow: the image's own file will do elsewhere) */
+    /* nsbox-oci: the config's mounts, in its order, instead of nsbox's own /proc and /dev
+     * (nsbox's device nodes go into the config's /dev, nsbox's /proc masks over its /proc) */
+    const struct nsbox_rootfs_mount *mounts;
+    size_t n_mounts;
+    /* ...and its maskedPaths and readonlyPaths (absolute), on the filesystems nsbox or the
+     * config mounts; those inside the image are left as the image has them (read-only) */
+    const char *const *masked;
+    size_t n_masked;
+    const char *const *readonly;
+    size_t n_readonly;
 };
 
 struct nsbox_mount_plan {

@@ -6,6 +6,7 @@
 #include "cleanup.h"
 #include "idmap.h"
 #include "ocimanifest.h"
+#include "util.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -20,6 +21,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #define READ_CHUNK (128 * 1024)
@@ -231,10 +234,16 @@ struct layer {
     const char *digest, *diff_id;
     const struct nsbox_oci_limits *lim;
     struct nsbox_oci_layer_stats *st;
+    const struct nsbox_oci_layer_form *form; /* NULL: merged */
     struct whiteout *wh;
     size_t n_wh, cap_wh;
     bool root; /* euid 0: modes need no owner bits added to keep working */
 };
+
+static bool overlay_form(const struct layer *L)
+{
+    return L->form && L->form->overlay;
+}
 
 /* Two archives in a chain: `outer` undoes the compression (format raw) over the hashing
  * reader, `tar` reads the tar from outer's data, hashing it too: the uncompressed stream's
@@ -466,6 +475,33 @@ static int apply_whiteouts(struct layer *L, struct nsbox_err *e)
     return 0;
 }
 
+/* overlayfs's form, in this layer's own directory: a whiteout is a 0/0 character device (which
+ * the kernel lets any user make), an opaque directory is marked with an xattr. Made before the
+ * layer's entries: an entry of the same name in the same layer replaces its whiteout. A layer's
+ * own device nodes are never unpacked, so every such device here is one of these. */
+static int overlay_whiteouts(struct layer *L, struct nsbox_err *e)
+{
+    for (size_t i = 0; i < L->n_wh; i++) {
+        char *path = L->wh[i].path;
+        if (L->wh[i].kind == NSBOX_OCI_ENTRY_OPAQUE) {
+            cleanup_close int dfd = nsbox_oci_layer_open_dir(L->root_fd, path, true);
+            cleanup_close int rfd =
+                dfd < 0 ? -1 : openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (rfd < 0 || fsetxattr(rfd, NSBOX_OCI_OPAQUE_XATTR, "y", 1, 0) < 0)
+                return nsbox_err_sys(e, "layer %s: opaque directory /%s", L->digest, path);
+            continue;
+        }
+        const char *parent, *base;
+        split(path, &parent, &base);
+        cleanup_close int pfd = nsbox_oci_layer_open_dir(L->root_fd, parent, true);
+        if (pfd < 0 || remove_entry(pfd, base) < 0 ||
+            mknodat(pfd, base, S_IFCHR | 0600, makedev(0, 0)) < 0)
+            return nsbox_err_sys(e, "layer %s: whiteout of /%s%s%s", L->digest, parent,
+                                 parent[0] ? "/" : "", base);
+    }
+    return 0;
+}
+
 static int write_data(struct layer *L, struct archive *a, int fd, int64_t size,
                       struct nsbox_err *e)
 {
@@ -527,6 +563,97 @@ static void set_owner(const struct layer *L, int pfd, const char *base,
     (void)r;
 }
 
+static int copy_data(int src, int dst)
+{
+    for (;;) {
+        ssize_t n = copy_file_range(src, NULL, dst, NULL, 1u << 30, 0);
+        if (n == 0)
+            return 0;
+        if (n > 0)
+            continue;
+        if (errno == EINTR)
+            continue;
+        if (errno != EXDEV && errno != ENOSYS && errno != EOPNOTSUPP && errno != EINVAL)
+            return -1;
+        char buf[65536];
+        ssize_t r;
+        off_t at = lseek(dst, 0, SEEK_CUR);
+        while ((r = read(src, buf, sizeof buf)) > 0) {
+            if (nsbox_pwrite_all(dst, buf, (size_t)r, at) < 0)
+                return -1;
+            at += r;
+        }
+        return r < 0 ? -1 : 0;
+    }
+}
+
+/* A hard link's target that is not in this layer (a layer alone cannot link across layers):
+ * copied up from the highest lower layer that has it, as overlayfs copies a file up before a
+ * change, so that both names are one file here. A whiteout on the way ends the search. 0
+ * copied, 1 not found. */
+static int copy_up(struct layer *L, const char *parent, const char *base, struct nsbox_err *e)
+{
+    for (size_t i = 0; i < L->form->n_lower; i++) {
+        cleanup_close int lp = openat2_in_root(L->form->lower_fds[i], parent, O_PATH | O_DIRECTORY);
+        struct stat st;
+        if (lp < 0 || fstatat(lp, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (!S_ISREG(st.st_mode))
+            return 1; /* a whiteout, or not a file */
+        cleanup_close int src = openat(lp, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        cleanup_close int dp = nsbox_oci_layer_open_dir(L->root_fd, parent, true);
+        cleanup_close int dst =
+            dp < 0 ? -1
+                   : openat(dp, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (src < 0 || dst < 0 || copy_data(src, dst) < 0)
+            return errno == ENOSPC || errno == EDQUOT
+                       ? nsbox_err_set(e, NSBOX_E_NOSPACE, errno,
+                                       "out of disk space while unpacking layer %s", L->digest)
+                       : nsbox_err_sys(e, "layer %s: copy up /%s/%s", L->digest, parent, base);
+        if (L->root) {
+            int r = fchown(dst, st.st_uid, st.st_gid); /* an image id already */
+            (void)r;
+        }
+        struct timespec ts[2] = {st.st_atim, st.st_mtim};
+        if (fchmod(dst, st.st_mode & 07777) < 0 || futimens(dst, ts) < 0)
+            return nsbox_err_sys(e, "layer %s: copy up /%s/%s", L->digest, parent, base);
+        L->st->bytes += (uint64_t)st.st_size;
+        return 0;
+    }
+    return 1;
+}
+
+/* A hard link: to a file of this layer, or (overlay form) of a lower one, copied up. */
+static int hard_link(struct layer *L, int pfd, const char *path, const char *base, const char *hl,
+                     struct nsbox_err *e)
+{
+    char t[PATH_MAX];
+    enum nsbox_oci_entry_kind tk;
+    if (nsbox_ocimanifest_entry_path(hl, t, sizeof t, &tk) != 0)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EPERM, "layer %s: bad hard link", L->digest);
+    const char *tparent, *tbase;
+    split(t, &tparent, &tbase);
+    cleanup_close int tfd = nsbox_oci_layer_open_dir(L->root_fd, tparent, false);
+    struct stat ts;
+    bool found = tfd >= 0 && fstatat(tfd, tbase, &ts, AT_SYMLINK_NOFOLLOW) == 0;
+    if (!found && overlay_form(L)) {
+        int r = copy_up(L, tparent, tbase, e);
+        if (r < 0)
+            return -1;
+        nsbox_closep(&tfd);
+        tfd = r == 0 ? nsbox_oci_layer_open_dir(L->root_fd, tparent, false) : -1;
+        found = tfd >= 0 && fstatat(tfd, tbase, &ts, AT_SYMLINK_NOFOLLOW) == 0;
+    }
+    if (!found || S_ISDIR(ts.st_mode) || S_ISCHR(ts.st_mode) || S_ISBLK(ts.st_mode))
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                             "layer %s: hard link /%s points at /%s, which is not a file of "
+                             "the image",
+                             L->digest, path, NSBOX_SHOW(hl));
+    if (linkat(tfd, tbase, pfd, base, 0) < 0)
+        return nsbox_err_sys(e, "layer %s: hard link /%s", L->digest, path);
+    return 0;
+}
+
 static int extract_one(struct layer *L, struct archive *a, struct archive_entry *ent,
                        char *path, struct nsbox_err *e)
 {
@@ -564,24 +691,8 @@ static int extract_one(struct layer *L, struct archive *a, struct archive_entry 
     }
     if (exists && remove_entry(pfd, base) < 0)
         return nsbox_err_sys(e, "layer %s: replace /%s", L->digest, path);
-    if (hl) {
-        char t[PATH_MAX];
-        enum nsbox_oci_entry_kind tk;
-        if (nsbox_ocimanifest_entry_path(hl, t, sizeof t, &tk) != 0)
-            return nsbox_err_set(e, NSBOX_E_INVALID, EPERM, "layer %s: bad hard link", L->digest);
-        const char *tparent, *tbase;
-        split(t, &tparent, &tbase);
-        cleanup_close int tfd = nsbox_oci_layer_open_dir(L->root_fd, tparent, false);
-        struct stat ts;
-        if (tfd < 0 || fstatat(tfd, tbase, &ts, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(ts.st_mode))
-            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                                 "layer %s: hard link /%s points at /%s, which is not a file of "
-                                 "the image",
-                                 L->digest, path, NSBOX_SHOW(hl));
-        if (linkat(tfd, tbase, pfd, base, 0) < 0)
-            return nsbox_err_sys(e, "layer %s: hard link /%s", L->digest, path);
-        return 0;
-    }
+    if (hl)
+        return hard_link(L, pfd, path, base, hl, e);
     if (type == AE_IFLNK) {
         const char *target = archive_entry_symlink(ent);
         if (!target || !target[0] || strlen(target) >= PATH_MAX)
@@ -667,14 +778,16 @@ out:
 
 int nsbox_oci_layer_apply(int root_fd, int blob_fd, const char *digest, const char *diff_id,
                           int64_t size, const struct nsbox_oci_limits *lim,
-                          struct nsbox_oci_layer_stats *st, struct nsbox_err *e)
+                          const struct nsbox_oci_layer_form *form, struct nsbox_oci_layer_stats *st,
+                          struct nsbox_err *e)
 {
     struct layer L = {.root_fd = root_fd, .digest = digest, .diff_id = diff_id, .lim = lim,
                       .st = st,
+                      .form = form,
                       .root = geteuid() == 0};
     int r = scan(&L, blob_fd, size, e);
     if (r == 0)
-        r = apply_whiteouts(&L, e);
+        r = overlay_form(&L) ? overlay_whiteouts(&L, e) : apply_whiteouts(&L, e);
     if (r == 0)
         r = extract(&L, blob_fd, e);
     for (size_t i = 0; i < L.n_wh; i++)

@@ -1,8 +1,8 @@
 /* Unpacking one OCI/Docker layer (tar, tar+gzip, tar+zstd) onto a root directory, with the
  * layer semantics of Docker: whiteouts (.wh.NAME) and opaque directories (.wh..wh..opq) remove
  * what lower layers put there; hard links, symlinks, modes and mtimes are kept. Dropped: device
- * nodes, sockets, every xattr (security.* included), ownership (files belong to whoever
- * unpacks: the store's owner), setuid and setgid bits.
+ * nodes, sockets, every xattr (security.* included), setuid and setgid bits. As root, owners
+ * are kept as image ids (policy/idmap.h); otherwise files belong to whoever unpacks.
  *
  * The layer is hostile input. Every entry name is checked (policy/ocimanifest.h: no absolute
  * name, no ".."), every directory is opened with openat2(RESOLVE_IN_ROOT): a symlink, from this
@@ -14,6 +14,7 @@
 #include "nsbox.h"
 #include "ociref.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct nsbox_oci_limits {
@@ -29,13 +30,26 @@ struct nsbox_oci_layer_stats {
     uint64_t skipped; /* device nodes and sockets left out */
 };
 
+/* How a layer is written. NULL: merged onto the layers below it in one tree (whiteouts and
+ * opaque directories remove what lower layers put there). overlay: alone in its own directory,
+ * in overlayfs's form: a whiteout is a 0/0 character device, an opaque directory has
+ * user.overlay.opaque=y (read by a mount with userxattr); lower_fds (top first, n_lower) are
+ * the layers below it, from which a hard link's target is copied up into this layer. */
+#define NSBOX_OCI_OPAQUE_XATTR "user.overlay.opaque"
+struct nsbox_oci_layer_form {
+    bool overlay;
+    const int *lower_fds;
+    size_t n_lower;
+};
+
 /* Apply the layer in blob_fd (a regular file, read twice: whiteouts first, then the entries)
  * onto root_fd. digest: the blob's expected sha256 ("sha256:..."); diff_id: the expected
  * sha256 of the uncompressed tar (the image config's); size: the blob's size, or -1. Nothing is
  * written before both digests are verified. Totals are added to *st, checked against *lim. */
 int nsbox_oci_layer_apply(int root_fd, int blob_fd, const char *digest, const char *diff_id,
                           int64_t size, const struct nsbox_oci_limits *lim,
-                          struct nsbox_oci_layer_stats *st, struct nsbox_err *e);
+                          const struct nsbox_oci_layer_form *form, struct nsbox_oci_layer_stats *st,
+                          struct nsbox_err *e);
 
 /* sha256 of what remains of fd, as "sha256:<hex>", and its length. */
 int nsbox_oci_layer_hash_fd(int fd, char out[NSBOX_OCI_DIGEST_LEN + 1], uint64_t *len,

@@ -180,7 +180,10 @@ static int run_skopeo(const char *ref, const char *domain, const char *layout, b
         argv[5] = dst;
     }
     /* its progress, on a terminal, to our stderr; its errors kept to be explained */
-    const struct nsbox_proc p = {argv, NULL, true, progress ? 2 : NSBOX_PROC_STDOUT_NULL, -1};
+    const struct nsbox_proc p = {.argv = argv,
+                                 .path_lookup = true,
+                                 .stdout_fd = progress ? 2 : NSBOX_PROC_STDOUT_NULL,
+                                 .keep_fd = -1};
     char out[8192];
     int status;
     if (nsbox_proc_run(&p, &status, out, sizeof out, e) < 0)

@@ -4,7 +4,10 @@
 #include "idmap.h"
 #include "image.h"
 #include "imagelibs.h"
+#include "oci_etc.h"
 #include "oci_layer.h"
+#include "oci_layers.h"
+#include "oci_overlay.h"
 #include "ocimanifest.h"
 #include "paths.h"
 #include "util.h"
@@ -23,6 +26,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SHOW(t) NSBOX_SHOW(t)
@@ -443,63 +447,6 @@ static int load_config(const struct source *s, struct plan *p, struct nsbox_err 
     return 0;
 }
 
-/* ---- the image's root ------------------------------------------------------------------- */
-
-/* Read a regular file inside the root (symlinks resolved inside it), at most 1 MiB. */
-static char *read_text_in_root(int root_fd, const char *path)
-{
-    struct open_how how = {.flags = O_RDONLY | O_CLOEXEC,
-                           .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
-    cleanup_close int fd = (int)syscall(SYS_openat2, root_fd, path, &how, sizeof how);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
-        return NULL;
-    char *buf = malloc((size_t)st.st_size + 2);
-    if (!buf)
-        return NULL;
-    size_t n = nsbox_read_bounded(fd, buf, (size_t)st.st_size + 2);
-    buf[n] = '\0';
-    return buf;
-}
-
-/* appuser in passwd and group, neutral hosts and resolv.conf: as the debian image. */
-static int finish_rootfs(int root_fd, struct nsbox_err *e)
-{
-    cleanup_close int etc = nsbox_oci_layer_open_dir(root_fd, "etc", true);
-    if (etc < 0)
-        return nsbox_err_sys(e, "cannot create the image's /etc");
-    const char *shell = nsbox_image_check_exec_in_root(root_fd, "bin/bash") == 0 ? "/bin/bash"
-                                                                                  : "/bin/sh";
-    cleanup_free char *passwd = read_text_in_root(root_fd, "etc/passwd");
-    cleanup_free char *group = read_text_in_root(root_fd, "etc/group");
-    cleanup_free char *np = passwd ? nsbox_image_passwd_add_appuser(passwd, shell)
-                                   : nsbox_image_passwd_generate(shell);
-    cleanup_free char *ng = group ? nsbox_image_group_add_appuser(group)
-                                  : nsbox_image_group_generate();
-    if (!np || !ng)
-        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-    if (nsbox_image_write_at(etc, "passwd", np, strlen(np), 0644, e) < 0 ||
-        nsbox_image_write_at(etc, "group", ng, strlen(ng), 0644, e) < 0 ||
-        nsbox_image_write_at(etc, "hosts", nsbox_image_hosts_text,
-                             strlen(nsbox_image_hosts_text), 0644, e) < 0 ||
-        nsbox_image_write_at(etc, "resolv.conf", nsbox_image_resolv_text,
-                             strlen(nsbox_image_resolv_text), 0644, e) < 0)
-        return nsbox_err_wrap(e, "the image's /etc");
-    /* files of the image's root, as the layers' are (NSBOX_IMAGE_ID_BASE) */
-    static const char *const written[] = {"passwd", "group", "hosts", "resolv.conf"};
-    for (size_t i = 0; geteuid() == 0 && i < sizeof written / sizeof written[0]; i++)
-        if (fchownat(etc, written[i], nsbox_idmap_image_owner(0), nsbox_idmap_image_owner(0),
-                     AT_SYMLINK_NOFOLLOW) < 0)
-            return nsbox_err_sys(e, "the image's /etc/%s: chown", written[i]);
-    /* the root directory last: its owner, image root, says that the owners are kept (a
-     * sandbox then sees them through an idmapped mount) */
-    if (geteuid() == 0 &&
-        fchownat(root_fd, "", nsbox_idmap_image_owner(0), nsbox_idmap_image_owner(0),
-                 AT_EMPTY_PATH) < 0)
-        return nsbox_err_sys(e, "the image's root: chown");
-    return 0;
-}
-
 /* ---- references ------------------------------------------------------------------------- */
 
 static int refs_dir(char *out, size_t n, struct nsbox_err *e)
@@ -542,36 +489,180 @@ static int image_exists(const char *name)
     return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+static int open_layer_blob(const struct source *s, const struct plan *p, size_t i,
+                           struct nsbox_err *e)
+{
+    int fd = open_blob(s, p->layers[i].digest);
+    if (fd < 0)
+        nsbox_err_set(e, NSBOX_E_INVALID, errno, "layer %s is missing from the image",
+                      p->layers[i].digest);
+    return fd;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A layer done: its size unpacked, the time and the rate, or that it was stored already. */
+static void note_layer(bool progress, const struct nsbox_image_txn *t, const struct plan *p,
+                       size_t i, uint64_t bytes, uint64_t since, bool stored)
+{
+    double s = (double)(now_ns() - since) / 1e9, mb = (double)bytes / 1e6;
+    if (stored)
+        nsbox_image_note(progress, "image %s: layer %zu/%zu %.19s: stored already (%.1f MB)",
+                         t->name, i + 1, p->n_layers, p->layers[i].digest, mb);
+    else
+        nsbox_image_note(progress, "image %s: layer %zu/%zu %.19s: %.1f MB in %.1f s (%.1f MB/s)",
+                         t->name, i + 1, p->n_layers, p->layers[i].digest, mb, s,
+                         s > 0 ? mb / s : 0.0);
+}
+
+/* NSBOX_OCI_LAYOUT=merged, or no overlay for this user: the layers merged into one rootfs/. */
+static int unpack_merged(const struct source *s, const struct plan *p, struct nsbox_image_txn *t,
+                         const struct nsbox_oci_limits *lim, struct nsbox_oci_layer_stats *st,
+                         bool progress, struct nsbox_err *e)
+{
+    if (mkdirat(t->tmp_fd, "rootfs", 0755) < 0)
+        return nsbox_err_sys(e, "cannot create %s/rootfs", t->tmp);
+    cleanup_close int root_fd = openat(t->tmp_fd, "rootfs", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0)
+        return nsbox_err_sys(e, "cannot open %s/rootfs", t->tmp);
+    for (size_t i = 0; i < p->n_layers; i++) {
+        uint64_t since = now_ns(), before = st->bytes;
+        cleanup_close int fd = open_layer_blob(s, p, i, e);
+        if (fd < 0 || nsbox_oci_layer_apply(root_fd, fd, p->layers[i].digest, p->cfg.diff_ids[i],
+                                            p->layers[i].size, lim, NULL, st, e) < 0)
+            return -1;
+        note_layer(progress, t, p, i, st->bytes - before, since, false);
+    }
+    return nsbox_oci_etc_write(root_fd, root_fd, e);
+}
+
+/* nsbox's /etc files in the image's own top layer, read from the merge of the layers below
+ * (chains: their chain ids, bottom first; diffs: their diff/). */
+static int write_top(struct nsbox_image_txn *t, char (*chains)[NSBOX_OCI_CHAIN_HEX + 1],
+                     const int *diffs, size_t n, struct nsbox_err *e)
+{
+    if (mkdirat(t->tmp_fd, "top", 0755) < 0 || mkdirat(t->tmp_fd, "rootfs", 0755) < 0)
+        return nsbox_err_sys(e, "cannot create %s/top", t->tmp);
+    cleanup_close int top = openat(t->tmp_fd, "top", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (top < 0)
+        return nsbox_err_sys(e, "cannot open %s/top", t->tmp);
+    /* the mount point of the overlay, which sandbox.c finds owned as an image root is */
+    if (geteuid() == 0 && fchownat(t->tmp_fd, "rootfs", nsbox_idmap_image_owner(0),
+                                   nsbox_idmap_image_owner(0), AT_SYMLINK_NOFOLLOW) < 0)
+        return nsbox_err_sys(e, "cannot chown %s/rootfs", t->tmp);
+    cleanup_close int view = -1;
+    if (n > 1) { /* an overlay needs two layers at least */
+        char(*rel)[NSBOX_OCI_CHAIN_HEX + 16] = malloc(n * sizeof *rel);
+        const char **rv = malloc(n * sizeof *rv);
+        int r = rel && rv ? 0 : nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+        for (size_t i = 0; r == 0 && i < n; i++) {
+            snprintf(rel[i], sizeof rel[i], ".layers/%s/diff", chains[n - 1 - i]);
+            rv[i] = rel[i];
+        }
+        if (r == 0)
+            r = nsbox_oci_overlay_lowers(t->images, -1, rv, n, &view, e);
+        free(rel);
+        free(rv);
+        if (r < 0)
+            return -1;
+    }
+    int v = n > 1 ? view : n == 1 ? diffs[0] : top;
+    return nsbox_oci_etc_write(v, top, e);
+}
+
+/* As root: each layer once in the shared store (oci_layers.h), named by the image's `layers`;
+ * ls stays open (its lock held) until the image is committed. */
+static int unpack_layered(const struct source *s, const struct plan *p, struct nsbox_image_txn *t,
+                          struct nsbox_oci_layers *ls, const struct nsbox_oci_limits *lim,
+                          struct nsbox_oci_layer_stats *st, bool progress, struct nsbox_err *e)
+{
+    if (nsbox_oci_layers_open(ls, e) < 0)
+        return -1;
+    int diffs[NSBOX_OCI_LAYERS_MAX], lowers[NSBOX_OCI_LAYERS_MAX];
+    char chain[NSBOX_OCI_CHAIN_HEX + 1] = "";
+    cleanup_free char(*chains)[NSBOX_OCI_CHAIN_HEX + 1] =
+        malloc(NSBOX_OCI_LAYERS_MAX * sizeof *chains);
+    if (!chains)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    char text[NSBOX_OCI_LAYERS_MAX * (NSBOX_OCI_CHAIN_HEX + 1) + 1];
+    size_t len = 0, got = 0;
+    int rc = 0;
+    for (size_t i = 0; i < p->n_layers && rc == 0; i++) {
+        char parent[NSBOX_OCI_CHAIN_HEX + 1];
+        strcpy(parent, chain);
+        nsbox_oci_layers_chain(parent, p->cfg.diff_ids[i], chain);
+        for (size_t j = 0; j < i; j++)
+            lowers[j] = diffs[i - 1 - j];
+        uint64_t since = now_ns(), before = st->bytes;
+        cleanup_close int fd = open_layer_blob(s, p, i, e);
+        int r = fd < 0
+                    ? -1
+                    : nsbox_oci_layers_get(ls, chain, fd, p->layers[i].digest, p->cfg.diff_ids[i],
+                                           p->layers[i].size, lim, lowers, i, st, &diffs[i], e);
+        if (r < 0) {
+            rc = -1;
+            break;
+        }
+        strcpy(chains[got++], chain);
+        note_layer(progress, t, p, i, st->bytes - before, since, r == 1);
+        len += (size_t)snprintf(text + len, sizeof text - len, "%s\n", chain);
+    }
+    if (rc == 0)
+        rc = write_top(t, chains, diffs, p->n_layers, e);
+    if (rc == 0)
+        rc = nsbox_image_write_at(t->tmp_fd, NSBOX_OCI_LAYERS_FILE, text, len, 0644, e);
+    for (size_t i = 0; i < got; i++)
+        close(diffs[i]);
+    return rc;
+}
+
+/* Layers in the shared store, unless NSBOX_OCI_LAYOUT=merged asks for the merged form, or
+ * this user cannot mount an overlay (an unprivileged user where the kernel forbids overlays in
+ * user namespaces): then merged, as said. Tried on two empty directories of the transaction. */
+static bool layered_store(struct nsbox_image_txn *t)
+{
+    const char *v = getenv("NSBOX_OCI_LAYOUT");
+    if (v && !strcmp(v, "merged"))
+        return false;
+    if (geteuid() == 0)
+        return true;
+    const char *tmp = strrchr(t->tmp, '/') + 1;
+    char a[PATH_MAX], b[PATH_MAX];
+    snprintf(a, sizeof a, "%s/probe-a", tmp);
+    snprintf(b, sizeof b, "%s/probe-b", tmp);
+    const char *rel[] = {a, b};
+    struct nsbox_err e = {0};
+    cleanup_close int m = -1;
+    bool ok = mkdirat(t->tmp_fd, "probe-a", 0755) == 0 &&
+              mkdirat(t->tmp_fd, "probe-b", 0755) == 0 &&
+              nsbox_oci_overlay_lowers(t->images, -1, rel, 2, &m, &e) == 0;
+    unlinkat(t->tmp_fd, "probe-a", AT_REMOVEDIR);
+    unlinkat(t->tmp_fd, "probe-b", AT_REMOVEDIR);
+    if (!ok)
+        nsbox_image_note(true, "note: image %s is stored merged, not as shared layers: this user "
+                               "cannot mount an overlay here (%s)",
+                         t->name, e.msg[0] ? e.msg : strerror(errno));
+    return ok;
+}
+
 static int unpack(const struct source *s, const struct plan *p, const char *name, bool progress,
                   struct nsbox_err *e)
 {
     struct nsbox_image_txn t;
+    struct nsbox_oci_layers ls = {.dir_fd = -1, .lock_fd = -1};
     int rc = -1;
-    cleanup_close int root_fd = -1;
     if (nsbox_image_txn_begin(&t, name, progress, e) < 0)
         goto out;
-    if (mkdirat(t.tmp_fd, "rootfs", 0755) < 0) {
-        nsbox_err_sys(e, "cannot create %s/rootfs", t.tmp);
-        goto out;
-    }
-    root_fd = openat(t.tmp_fd, "rootfs", O_PATH | O_DIRECTORY | O_CLOEXEC);
     struct nsbox_oci_limits lim;
     nsbox_oci_layer_limits(&lim);
     struct nsbox_oci_layer_stats st = {0};
-    for (size_t i = 0; i < p->n_layers; i++) {
-        nsbox_image_note(progress, "image %s: layer %zu/%zu %.19s", name, i + 1, p->n_layers,
-                         p->layers[i].digest);
-        cleanup_close int fd = open_blob(s, p->layers[i].digest);
-        if (fd < 0) {
-            nsbox_err_set(e, NSBOX_E_INVALID, errno, "layer %s is missing from the image",
-                          p->layers[i].digest);
-            goto out;
-        }
-        if (nsbox_oci_layer_apply(root_fd, fd, p->layers[i].digest, p->cfg.diff_ids[i],
-                                  p->layers[i].size, &lim, &st, e) < 0)
-            goto out;
-    }
-    if (finish_rootfs(root_fd, e) < 0)
+    if ((layered_store(&t) ? unpack_layered(s, p, &t, &ls, &lim, &st, progress, e)
+                         : unpack_merged(s, p, &t, &lim, &st, progress, e)) < 0)
         goto out;
     if ((p->manifest_text && nsbox_image_write_at(t.tmp_fd, "manifest.json", p->manifest_text,
                                                   p->manifest_len, 0644, e) < 0) ||
@@ -588,6 +679,14 @@ static int unpack(const struct source *s, const struct plan *p, const char *name
     rc = nsbox_image_txn_commit(&t, "oci", NULL, kv, e);
 out:
     nsbox_image_txn_end(&t);
+    bool opened = ls.dir_fd >= 0;
+    nsbox_oci_layers_close(&ls); /* after the commit: the image names its layers now */
+    if (rc < 0 && opened) {
+        /* a failed import keeps nothing: the layers it stored that no image names go */
+        struct nsbox_err ignored;
+        unsigned n;
+        nsbox_oci_layers_gc(&n, &ignored);
+    }
     return rc;
 }
 
@@ -785,12 +884,15 @@ int nsbox_oci_store_remove(const char *ref, struct nsbox_err *e)
             }
         free(v);
     }
-    return nsbox_image_remove(name, true, e);
+    if (nsbox_image_remove(name, true, e) < 0)
+        return -1;
+    unsigned layers;
+    return nsbox_oci_layers_gc(&layers, e);
 }
 
-int nsbox_oci_store_prune(unsigned *removed, struct nsbox_err *e)
+int nsbox_oci_store_prune(unsigned *removed, unsigned *layers, struct nsbox_err *e)
 {
-    *removed = 0;
+    *removed = *layers = 0;
     struct nsbox_image_info *v = NULL;
     size_t n = 0;
     if (nsbox_image_list(&v, &n, e) < 0)
@@ -807,7 +909,7 @@ int nsbox_oci_store_prune(unsigned *removed, struct nsbox_err *e)
         (*removed)++;
     }
     free(v);
-    return rc;
+    return rc < 0 ? -1 : nsbox_oci_layers_gc(layers, e);
 }
 
 /* ---- what a sandbox needs ----------------------------------------------------------------- */

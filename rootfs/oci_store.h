@@ -1,10 +1,13 @@
 /* OCI and Docker images in the image store.
  *
  * An image is a stored image (image.c's store: atomic builds, locks, rm) named
- * oci-<first 48 hex digits of its config digest> (its id, as docker's image id), whose rootfs/
- * is the merge of its layers, unpacked once at import (oci_layer.c), plus manifest.json and
- * config.json. References name images through <data>/images/.refs/<ref, '/' as '+'>, a symlink
- * whose text is the image's store name, replaced atomically by a tag or a newer pull.
+ * oci-<first 48 hex digits of its config digest> (its id, as docker's image id) holding
+ * manifest.json and config.json and, in root's store, `layers` (the layers it is made of, each
+ * stored once in the shared layer store, oci_layers.h), its top/ layer of nsbox's /etc files
+ * and rootfs/, the mount point of their overlay; in an unprivileged store (or with
+ * NSBOX_OCI_LAYOUT=merged) rootfs/ is the merge of its layers, made at import. References name
+ * images through <data>/images/.refs/<ref, '/' as '+'>, a symlink whose text is the image's store
+ * name, replaced atomically by a tag or a newer pull.
  *
  * Sources: an OCI layout directory, an OCI archive (a tar of one), a `docker save` archive
  * (either format: manifest.json, or the OCI layout docker 25+ writes), or a registry through
@@ -42,8 +45,9 @@ int nsbox_oci_store_tag(const char *from, const char *ref, struct nsbox_err *e);
  * while a sandbox uses it. */
 int nsbox_oci_store_remove(const char *ref, struct nsbox_err *e);
 
-/* Remove every OCI image that no reference names and no sandbox uses. *removed: how many. */
-int nsbox_oci_store_prune(unsigned *removed, struct nsbox_err *e);
+/* Remove every OCI image that no reference names and no sandbox uses, then every stored layer
+ * that no image names. *removed, *layers: how many. */
+int nsbox_oci_store_prune(unsigned *removed, unsigned *layers, struct nsbox_err *e);
 
 struct nsbox_oci_ref {
     char ref[NSBOX_OCIREF_MAX + 1];

@@ -28,6 +28,7 @@
 #include <sys/mman.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -104,10 +105,16 @@ static int child_become_appuser(struct nsbox_launch *L, struct nsbox_err *e)
      * (agent.c): the file is its owner's to open only until the ids change. */
     if (L->agent_fd >= 0)
         L->oom_fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
-    /* Not glibc's setresuid: we are a clone of a process that may have threads (util.h). */
-    if (nsbox_set_ids(NSBOX_SANDBOX_UID, NSBOX_SANDBOX_GID) < 0)
-        return nsbox_err_sys(e, "cannot become uid %u gid %u", NSBOX_SANDBOX_UID,
-                             NSBOX_SANDBOX_GID);
+    /* Not glibc's setgroups or setresuid: we are a clone of a process that may have threads
+     * (util.h). The groups inherited from the caller are host groups: replaced by the
+     * config's (nsbox-oci) where the maps allow it. */
+    gid_t groups[NSBOX_ARRAY_LEN(L->groups)];
+    for (size_t i = 0; i < L->n_groups && i < NSBOX_ARRAY_LEN(groups); i++)
+        groups[i] = (gid_t)L->groups[i];
+    if (L->set_groups && syscall(SYS_setgroups, L->n_groups, groups) < 0)
+        return nsbox_err_sys(e, "cannot set the supplementary groups");
+    if (nsbox_set_ids(L->uid, L->gid) < 0)
+        return nsbox_err_sys(e, "cannot become uid %u gid %u", L->uid, L->gid);
     /* A change of credentials clears the parent-death signal: arm it again. The parent keeps
      * its end of the sync pipe open while it lives, so a hang-up here means it died in the
      * window between the two. */
@@ -217,6 +224,41 @@ static int drop_capabilities(struct nsbox_err *e)
     return 0;
 }
 
+/* The capability sets a config names (nsbox-oci), within the user namespace: the bounding set
+ * cut to its own, the three sets, then the ambient ones. The kernel's own capabilities beyond
+ * what it knows are left out of every mask. extra stays in the permitted and effective sets
+ * until the caller drops it with a second call (extra 0). */
+static int set_config_caps(const struct nsbox_launch *L, uint64_t extra, struct nsbox_err *e)
+{
+    int last = 0;
+    while (prctl(PR_CAPBSET_READ, last + 1) >= 0)
+        last++;
+    uint64_t known = last >= 63 ? ~UINT64_C(0) : (UINT64_C(1) << (last + 1)) - 1;
+    for (int cap = 0; cap <= last; cap++)
+        if (!(L->cap_bounding & (UINT64_C(1) << cap)) && !(extra & (UINT64_C(1) << cap)) &&
+            prctl(PR_CAPBSET_DROP, cap) < 0)
+            return nsbox_err_sys(e, "prctl(PR_CAPBSET_DROP, %d)", cap);
+    uint64_t eff = (L->cap_effective | extra) & known, prm = (L->cap_permitted | extra) & known;
+    uint64_t inh = L->cap_inheritable & known;
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2] = {
+        {(uint32_t)eff, (uint32_t)prm, (uint32_t)inh},
+        {(uint32_t)(eff >> 32), (uint32_t)(prm >> 32), (uint32_t)(inh >> 32)}};
+    if (syscall(SYS_capset, &hdr, data) < 0)
+        return nsbox_err_sys(e, "capset (process.capabilities)");
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        return nsbox_err_sys(e, "prctl(PR_CAP_AMBIENT_CLEAR_ALL)");
+    /* The kernel raises only what is permitted and inheritable; the rest of the ambient set is
+     * left out, as runc and crun leave it (configs such as `runc spec`'s name ambient
+     * capabilities without inheritable ones). */
+    uint64_t amb = L->cap_ambient & prm & inh;
+    for (int cap = 0; cap <= last; cap++)
+        if ((amb & (UINT64_C(1) << cap)) &&
+            prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) < 0)
+            return nsbox_err_sys(e, "prctl(PR_CAP_AMBIENT_RAISE, %d)", cap);
+    return 0;
+}
+
 static int no_new_privs(struct nsbox_err *e)
 {
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -290,6 +332,8 @@ __attribute__((noreturn)) static void workload_exec(struct nsbox_launch *L)
     }
     if (nsbox_sp_chdir_in_root(L->cwd, &e) < 0)
         report_and_exit(L, 125, &e);
+    if (L->umask >= 0)
+        umask((mode_t)L->umask);
     extern char **environ;
     environ = L->envp; /* execvp searches the PATH of the sandbox's environment */
     execvp(L->argv[0], L->argv);
@@ -307,6 +351,16 @@ static int init_harden(struct nsbox_launch *L, struct nsbox_err *e)
      * CVE-2019-5736), /proc/1/mem or /proc/1/environ, nor ptrace init. */
     if (prctl(PR_SET_DUMPABLE, 0) < 0)
         return nsbox_err_sys(e, "prctl(PR_SET_DUMPABLE)");
+    if (L->config_caps) {
+        /* Without no_new_privs the filter needs CAP_SYS_ADMIN (of this user namespace) to be
+         * loaded, and the second pass CAP_SETPCAP to cut the bounding set: both kept until
+         * then, never past it. */
+        const uint64_t extra = (UINT64_C(1) << CAP_SYS_ADMIN) | (UINT64_C(1) << CAP_SETPCAP);
+        if (set_config_caps(L, extra, e) < 0 || (L->no_new_privs && no_new_privs(e) < 0) ||
+            nsbox_seccomp_load(&L->seccomp, e) < 0)
+            return -1;
+        return set_config_caps(L, 0, e);
+    }
     if (drop_capabilities(e) < 0 || no_new_privs(e) < 0)
         return -1;
     return nsbox_seccomp_load(&L->seccomp, e);

@@ -48,6 +48,20 @@ struct nsbox_launch {
     int ws_fd;                /* EXT4 workspace: its detached mount (the child takes its copy) */
     int image_fd;             /* an OCI image's idmapped copy (userns.h), or -1: likewise */
     int start_fd;             /* nsbox-oci: init writes 'r' when set up, runs the workload on 's' */
+    /* The workload's ids inside the sandbox: appuser's unless nsbox-oci's config names others
+     * (within the user namespace's range; never host root). */
+    uint32_t uid, gid;
+    /* nsbox-oci: init sets these supplementary groups (none: an empty list), so the id maps
+     * leave setgroups allowed; it has dropped CAP_SETGID before the workload exists. */
+    bool set_groups;
+    size_t n_groups;
+    uint32_t groups[32];
+    int umask; /* the workload's umask; -1 inherited */
+    /* nsbox-oci: the config's capability sets (masks of 1 << CAP_*) instead of none, inside
+     * the user namespace; no_new_privs only when the config asks for it */
+    bool config_caps;
+    uint64_t cap_bounding, cap_effective, cap_permitted, cap_inheritable, cap_ambient;
+    bool no_new_privs;
 };
 
 /* Child side (contain.c): never returns. */

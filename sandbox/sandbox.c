@@ -48,6 +48,9 @@ void nsbox_sandbox_init_zeroed(struct nsbox_sandbox *sb)
     sb->L.ws_fd = -1;
     sb->L.image_fd = -1;
     sb->L.start_fd = -1;
+    sb->L.uid = NSBOX_SANDBOX_UID;
+    sb->L.gid = NSBOX_SANDBOX_GID;
+    sb->L.umask = -1;
 }
 
 /* The environment is built from nothing: the host's variables (tokens, paths, proxies) never
@@ -90,7 +93,8 @@ char **nsbox_sandbox_env(const struct nsbox_spec *s, struct nsbox_err *e)
 /* Parent side: the child's user namespace gets its maps (policy/idmap.h): as root the slot's
  * range; unprivileged, the caller's subordinate ids through newuidmap/newgidmap where it has
  * them, else appuser alone. */
-static int parent_write_id_maps(pid_t pid, const struct nsbox_state *st, struct nsbox_err *e)
+static int parent_write_id_maps(pid_t pid, const struct nsbox_state *st, bool allow_setgroups,
+                                struct nsbox_err *e)
 {
     struct nsbox_idmaps m;
     struct nsbox_subids sub;
@@ -100,7 +104,8 @@ static int parent_write_id_maps(pid_t pid, const struct nsbox_state *st, struct 
     if (nsbox_idmap_compute(st->privileged, getuid(), getgid(), st->slot, helper ? &sub : NULL,
                             &m, e) < 0)
         return -1;
-    return nsbox_userns_write_maps(pid, &m, helper, &fell_back, e);
+    return nsbox_userns_write_maps(pid, &m, helper, allow_setgroups && st->privileged, &fell_back,
+                                   e);
 }
 
 static pid_t clone_sandbox(const struct nsbox_cgroup *cg, bool *cgroup_ns_in_clone, int *pidfd)
@@ -161,9 +166,12 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     /* An OCI image whose files keep their owners (NSBOX_IMAGE_ID_BASE + N, made so by a root
      * import) is seen through an idmapped mount: its ids N are this sandbox's ids N. */
     if (c->st.privileged && oci_owned(img) &&
-        nsbox_userns_image_tree(img->root, nsbox_idmap_slot_base(c->st.slot), &c->L.image_fd,
-                                e) < 0)
+        nsbox_userns_image_tree(img, nsbox_idmap_slot_base(c->st.slot), &c->L.image_fd, e) < 0)
         return -1;
+    /* an image made of layers without idmapped mounts: their plain overlay (owners as nobody) */
+    if (c->L.image_fd < 0 && img->mount_fd >= 0 &&
+        (c->L.image_fd = fcntl(img->mount_fd, F_DUPFD_CLOEXEC, 0)) < 0)
+        return nsbox_err_sys(e, "image %s", img->name);
     /* On the heap: it is large (48 entries with their link texts), and stack pages a process
      * has touched stay with it, which a persistent sandbox's supervisor pays for all its life. */
     cleanup_free struct nsbox_rootfs_cfg *cfg = malloc(sizeof *cfg);
@@ -186,6 +194,12 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     /* Unless names are pinned (allow), the hosts file only adds the sandbox's own name: an
      * image whose /etc/hosts cannot be mounted over safely (a symlink, missing) keeps its own. */
     cfg->hosts_optional = s->net != NSBOX_NET_ALLOW;
+    cfg->mounts = c->mounts;
+    cfg->n_mounts = c->n_mounts;
+    cfg->masked = c->masked;
+    cfg->n_masked = c->n_masked;
+    cfg->readonly = c->readonly;
+    cfg->n_readonly = c->n_readonly;
     if (nsbox_rootfs_scan_image(cfg, e) < 0 || nsbox_mount_plan_build(cfg, c->plan, e) < 0)
         return -1;
     snprintf(c->L.image_root, sizeof c->L.image_root, "%s", img->root);
@@ -252,6 +266,7 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
                                                         &wcfg, !c->pooled, tag, e) < 0)
         return -1;
     int r = prepare_rest(c, s, argv, cwd, &img, ws_kind, e);
+    nsbox_closep(&img.mount_fd); /* the sandbox's own copy is in c->L.image_fd */
     /* Joined on every path before the clone: a thread at work there (this one may take locks
      * of glibc's) would leave them taken in the clone. The relay threads of `nsbox run` may be
      * alive; they take none, and the clone waits on no other thread (nsbox_set_ids). */
@@ -312,7 +327,7 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
     /* cgroup: v2 placed the child with the clone; on v1 it moves itself (child_join_cgroup). */
     /* 'g' as soon as the id maps exist: the child builds its root while we attach the
      * network (veth, nftables), then 'n'. */
-    if (parent_write_id_maps(pid, &c->st, e) < 0)
+    if (parent_write_id_maps(pid, &c->st, c->L.set_groups, e) < 0)
         ret = -1;
     else if (write(c->L.sync_wr, "g", 1) != 1)
         ret = nsbox_err_sys(e, "cannot start the sandbox");

@@ -24,6 +24,11 @@ struct nsbox_sandbox {
     pid_t pid;   /* init (pid 1 inside), in our pid namespace; 0 before the clone */
     int pidfd;
     bool pooled; /* made for the pool (docs/pool.md): never makes other pooled ones give way */
+    /* nsbox-oci: a bundle's mounts (rootfs/mounts.h), set before nsbox_sandbox_prepare */
+    const struct nsbox_rootfs_mount *mounts;
+    size_t n_mounts;
+    const char *const *masked, *const *readonly; /* its maskedPaths, readonlyPaths */
+    size_t n_masked, n_readonly;
 };
 
 void nsbox_sandbox_init(struct nsbox_sandbox *sb);

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "userns.h"
+#include "oci_overlay.h"
 #include "cleanup.h"
 #include "proc.h"
 #include "util.h"
@@ -100,7 +101,8 @@ static int run_helper(const char *helper, pid_t pid, const struct nsbox_idmap *m
     }
     argv[a] = NULL;
     char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
-    const struct nsbox_proc p = {argv, envp, false, NSBOX_PROC_STDOUT_CAPTURED, -1};
+    const struct nsbox_proc p = {
+        .argv = argv, .envp = envp, .stdout_fd = NSBOX_PROC_STDOUT_CAPTURED, .keep_fd = -1};
     char out[512];
     int status;
     if (nsbox_proc_run(&p, &status, out, sizeof out, e) < 0)
@@ -112,14 +114,15 @@ static int run_helper(const char *helper, pid_t pid, const struct nsbox_idmap *m
 }
 
 int nsbox_userns_write_maps(pid_t pid, const struct nsbox_idmaps *m, bool helper,
-                            bool *fell_back, struct nsbox_err *e)
+                            bool allow_setgroups, bool *fell_back, struct nsbox_err *e)
 {
     char ubuf[256], gbuf[256];
     *fell_back = false;
     /* setgroups is denied first: required for an unprivileged writer, and it stops the sandbox
      * from dropping supplementary groups to get around "deny by group" permissions
-     * (CVE-2014-8989). newgidmap leaves a "deny" in place. */
-    if (write_proc_file(pid, "setgroups", "deny", e) < 0)
+     * (CVE-2014-8989). newgidmap leaves a "deny" in place. Allowed only for a root writer whose
+     * init sets the groups itself and drops CAP_SETGID before any workload exists. */
+    if ((!allow_setgroups || helper) && write_proc_file(pid, "setgroups", "deny", e) < 0)
         return nsbox_err_wrap(e, "user namespace id map");
     if (helper) {
         struct nsbox_err he;
@@ -218,10 +221,30 @@ int nsbox_userns_fd(const struct nsbox_idmap *um, const struct nsbox_idmap *gm, 
     return nsfd;
 }
 
-int nsbox_userns_image_tree(const char *root, uint32_t slot_base, int *mount_fd,
+/* An image made of layers: their overlay, each layer seen through an idmapped mount of the
+ * store (an overlay cannot be idmapped itself). */
+static int layered_tree(const struct nsbox_image *img, uint32_t slot_base, int *mount_fd,
+                        struct nsbox_err *e)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", img->root);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0'; /* <store>/<name>/rootfs: the image's directory */
+    struct nsbox_idmap line = nsbox_idmap_image_line(slot_base);
+    cleanup_close int nsfd = nsbox_userns_fd(&line, &line, 1, e);
+    if (nsfd < 0)
+        return nsbox_err_wrap(e, "image %s", img->name);
+    return nsbox_oci_overlay_image(dir, nsfd, mount_fd, e);
+}
+
+int nsbox_userns_image_tree(const struct nsbox_image *img, uint32_t slot_base, int *mount_fd,
                             struct nsbox_err *e)
 {
     *mount_fd = -1;
+    if (img->mount_fd >= 0)
+        return layered_tree(img, slot_base, mount_fd, e);
+    const char *root = img->root;
     cleanup_close int fd = (int)syscall(SYS_open_tree, AT_FDCWD, root,
                                         AT_RECURSIVE | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
     if (fd < 0)

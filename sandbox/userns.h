@@ -6,6 +6,7 @@
 
 #include "nsbox.h"
 #include "idmap.h"
+#include "image.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,20 +22,23 @@ int nsbox_userns_subids(struct nsbox_subids *sub, char *why, size_t n);
 /* The maps of pid's new user namespace: setgroups denied first, then uid_map and gid_map.
  * helper: through newuidmap/newgidmap (else written by us, which needs root for more than the
  * caller's own id). A helper that fails before writing anything leaves the single-id maps
- * (*fell_back true): the sandbox then has appuser only, as without subordinate ids. */
+ * (*fell_back true): the sandbox then has appuser only, as without subordinate ids.
+ * allow_setgroups (not with a helper): setgroups stays allowed, for an init that sets the
+ * workload's supplementary groups itself. */
 int nsbox_userns_write_maps(pid_t pid, const struct nsbox_idmaps *m, bool helper,
-                            bool *fell_back, struct nsbox_err *e);
+                            bool allow_setgroups, bool *fell_back, struct nsbox_err *e);
 
 /* A user namespace with the given maps (n lines each, uid and gid alike), as an fd for
  * MOUNT_ATTR_IDMAP. A short-lived child makes it; we write its maps. */
 int nsbox_userns_fd(const struct nsbox_idmap *um, const struct nsbox_idmap *gm, unsigned n,
                     struct nsbox_err *e);
 
-/* A detached, read-only (nosuid, nodev) copy of the OCI image tree `root` whose owners
+/* A detached, read-only (nosuid, nodev) copy of the OCI image tree img->root (or, for an
+ * image made of layers, their overlay) whose owners
  * (NSBOX_IMAGE_ID_BASE + N on disk) are the ids N of the sandbox whose id 0 is host id
  * slot_base. 0 with *mount_fd; 1 when the filesystem or kernel has no idmapped mounts (the
  * caller binds plainly: the owners then show as nobody). */
-int nsbox_userns_image_tree(const char *root, uint32_t slot_base, int *mount_fd,
+int nsbox_userns_image_tree(const struct nsbox_image *img, uint32_t slot_base, int *mount_fd,
                             struct nsbox_err *e);
 
 #endif

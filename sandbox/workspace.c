@@ -195,7 +195,8 @@ static int mount_dev(const char *dev, struct nsbox_err *e)
 static int run_mkfs(char *const argv[], int keep_fd, struct nsbox_err *e)
 {
     char *const envp[] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LC_ALL=C", NULL};
-    const struct nsbox_proc p = {argv, envp, false, NSBOX_PROC_STDOUT_NULL, keep_fd};
+    const struct nsbox_proc p = {
+        .argv = argv, .envp = envp, .stdout_fd = NSBOX_PROC_STDOUT_NULL, .keep_fd = keep_fd};
     char msg[384];
     int st;
     if (nsbox_proc_run(&p, &st, msg, sizeof msg, e) < 0)

@@ -14,7 +14,7 @@ import unittest
 
 import oci_images
 import oci_registry
-from nsbox_test import NSBOX, Dirs, run_nsbox
+from nsbox_test import NSBOX, Dirs, in_a_terminal, run_nsbox
 
 CHECK = ("id -un; echo \"$PATH|$FOO|$BAR\"; ls /opq; ls /keep; "
          "test -e /keep/gone && echo gone-visible; "
@@ -47,8 +47,12 @@ class OciImages(unittest.TestCase):
 
     def images(self):
         d = os.path.join(self.dirs.data, "images")
-        return sorted(n for n in os.listdir(d) if not n.startswith(".lock-")) \
-            if os.path.isdir(d) else []
+        return sorted(n for n in os.listdir(d) if not n.startswith(".lock-") and
+                      n != ".layers") if os.path.isdir(d) else []
+
+    def layers(self):
+        """The layers of the shared store (root's store)."""
+        return oci_images.stored_layers(self.dirs.data)
 
     def test_formats_import_to_one_image_with_layer_semantics(self):
         archive = os.path.join(self.src, "oci.tar")
@@ -114,6 +118,28 @@ class OciImages(unittest.TestCase):
         self.assertIn(b"removed 1", r.stdout)
         self.assertEqual([n for n in self.images() if n.startswith("oci-")], [])
 
+    def test_progress_on_a_terminal_only_and_json(self):
+        # on a pipe, without -q: the result alone
+        r = self.nsbox("image", "import", "--name", "t/p:1", self.layout)
+        self.assertEqual((r.returncode, r.stderr), (0, b""))
+        self.assertEqual(r.stdout.decode().split()[0], "docker.io/t/p:1")
+        r = self.nsbox("image", "import", "--json", "--name", "t/p:1", self.layout)
+        self.assertEqual((r.returncode, r.stderr), (0, b""))
+        got = json.loads(r.stdout)
+        self.assertEqual((got["ref"], got["existed"]), ("docker.io/t/p:1", True))
+        self.assertTrue(got["name"].startswith("oci-") and got["digest"].startswith("sha256:"))
+        # on a terminal: each layer, its size, time and rate (or that it was stored already)
+        self.nsbox("image", "rm", "t/p:1", check=True)
+        code, out, _, _ = in_a_terminal(["image", "import", "--name", "t/p:1", self.layout],
+                                        self.dirs, timeout=120)
+        self.assertEqual(code, 0, out)
+        for n in (1, 2):
+            self.assertRegex(out, rb"layer %d/2 sha256:[0-9a-f]+: [0-9.]+ MB in [0-9.]+ s "
+                                  rb"\([0-9.]+ MB/s\)" % n)
+        code, out, _, _ = in_a_terminal(["image", "import", "-q", "--name", "t/p:1",
+                                         self.layout], self.dirs, timeout=120)
+        self.assertEqual((code, out.strip()), (0, b"docker.io/t/p:1 (%s)" % got["name"].encode()))
+
     def test_files_keep_their_owners(self):
         """As root, the layers' owners are kept (as image ids, shown through an idmapped
         mount): the image's root files are root's inside, uid 1000's are appuser's, an id
@@ -131,13 +157,16 @@ class OciImages(unittest.TestCase):
             "/bin/busybox 0:0", "/etc/passwd 0:0", "/etc/mine 1000:1000",
             "/etc/high 65534:65534", "/etc/secret 0:0", "appuser's own", "denied",
             "read-only"])  # owning a file of the image grants reading it, never writing
-        # on the host: the image-id range, never host root or a sandbox's ids
-        rootfs = [os.path.join(self.dirs.data, "images", n, "rootfs") for n in self.images()
-                  if n.startswith("oci-")][0]
+        # on the host: the image-id range, never host root or a sandbox's ids; in the shared
+        # layer store (the bottom layer holds these), and the image's own top layer
+        image = [os.path.join(self.dirs.data, "images", n) for n in self.images()
+                 if n.startswith("oci-")][0]
         base = 2000000000 - 65536
-        self.assertEqual(os.stat(rootfs).st_uid, base)
-        self.assertEqual(os.lstat(os.path.join(rootfs, "etc", "mine")).st_uid, base + 1000)
-        self.assertEqual(os.lstat(os.path.join(rootfs, "bin", "sh")).st_uid, base)
+        self.assertEqual(os.stat(os.path.join(image, "top")).st_uid, base)
+        self.assertEqual(os.lstat(os.path.join(image, "top", "etc", "passwd")).st_uid, base)
+        bottom = oci_images.image_layers(image)[0]
+        self.assertEqual(os.lstat(os.path.join(bottom, "etc", "mine")).st_uid, base + 1000)
+        self.assertEqual(os.lstat(os.path.join(bottom, "bin", "sh")).st_uid, base)
 
     def test_image_without_python3_is_refused_at_create(self):
         nopy = os.path.join(self.src, "nopy")
@@ -155,6 +184,7 @@ class OciImages(unittest.TestCase):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"digest mismatch", r.stderr)
         self.assertEqual([n for n in self.images() if n != ".refs"], [])
+        self.assertEqual(self.layers(), [])  # nor the good layer below the corrupt one
         refs = os.path.join(self.dirs.data, "images", ".refs")
         self.assertEqual(os.listdir(refs) if os.path.isdir(refs) else [], [])
         # an archive member named by a digest it does not have

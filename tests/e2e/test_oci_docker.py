@@ -145,7 +145,6 @@ class Docker(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertRegex(r.stdout, r"^/dev/pts/[0-9]+\r?\n$")
 
-    @unittest.expectedFailure  # the prestart hook: branch oci-bundle
     def test_bridge_eth0(self):
         subnet = self.docker("network", "inspect", "-f", "{{(index .IPAM.Config 0).Subnet}}",
                              "bridge").stdout.strip()

@@ -14,6 +14,7 @@ import subprocess
 import unittest
 
 import test_oci_runtime as rt
+from oci_bundle import BundleCase
 
 from nsbox_test import sandbox_cgroup_file
 
@@ -26,17 +27,8 @@ def setUpModule():
 
 
 @unittest.skipIf(not rt.OCI, "NSBOX_BIN is not set (run through ctest)")
-class OciExec(unittest.TestCase):
-    # the bundle, state and helpers of test_oci_runtime, without its tests
-    setUp = rt.OciRuntime.setUp
-    reap = rt.OciRuntime.reap
-    write_config = rt.OciRuntime.write_config
-    oci = rt.OciRuntime.oci
-    create = rt.OciRuntime.create
-    state = rt.OciRuntime.state
-    output = rt.OciRuntime.output
-    wait = rt.OciRuntime.wait
-    log_errors = rt.OciRuntime.log_errors
+class OciExec(BundleCase):
+    # the bundle, state and helpers nsbox-oci's tests share (tests/lib/oci_bundle.py)
 
     def running(self, args, cid="c1"):
         self.write_config(rt.config(args))
@@ -84,12 +76,13 @@ class OciExec(unittest.TestCase):
         self.assertEqual(os.waitstatus_to_exitcode(self.wait(relay)), 5)
         with open(out) as f:
             lines = f.read().split("\n")
-        self.assertEqual(lines[:3], ["from-exec", "1000", "/tmp"])
+        # the container's user and capabilities (config(): uid 0, bounding CHOWN and KILL)
+        self.assertEqual(lines[:3], ["from-exec", "0", "/tmp"])
         status = dict(line.split(":\t") for line in lines[3:7])
         self.assertEqual(status["NoNewPrivs"], "1")
         self.assertEqual(status["Seccomp"], "2")
         self.assertEqual(int(status["CapEff"], 16), 0)
-        self.assertEqual(int(status["CapBnd"], 16), 0)
+        self.assertEqual(int(status["CapBnd"], 16), 0x21)
         self.assertEqual(lines[7:10], self.init_ns())
         self.assertEqual(self.state()["status"], "running")  # the container goes on
         self.assertEqual(self.oci("kill", "c1", "KILL").returncode, 0)

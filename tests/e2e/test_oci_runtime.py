@@ -6,7 +6,6 @@ pid-file process must become its child), state, start, kill and delete. Also: an
 running container is not deleted without --force. Then a private containerd (its own root,
 state, socket and config, started and killed by pid here) runs an image the test imports
 from a docker-save archive with `ctr run --runc-binary nsbox-oci`."""
-import ctypes
 import json
 import os
 import pty
@@ -21,37 +20,12 @@ import unittest
 
 import oci_images
 
-from nsbox_test import NSBOX, Dirs, sandbox_cgroup_file
-
-BUSYBOX = "/bin/busybox"
-OCI = os.path.join(os.path.dirname(NSBOX), "nsbox-oci") if NSBOX else None
-PR_SET_CHILD_SUBREAPER = 36
+from nsbox_test import Dirs, sandbox_cgroup_file
+from oci_bundle import BUSYBOX, OCI, BundleCase, config, require_runtime
 
 
 def setUpModule():
-    if not os.path.exists(BUSYBOX):
-        raise unittest.SkipTest("needs busybox-static (/bin/busybox)")
-    if os.geteuid() != 0:
-        raise unittest.SkipTest("nsbox-oci runs as root")
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        raise unittest.SkipTest("cannot become a subreaper")
-
-
-def config(args, **extra):
-    c = {"ociVersion": "1.0.2",
-         "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "args": args,
-                     "env": ["PATH=/bin", "FOO=from-config"], "cwd": "/tmp",
-                     "capabilities": {"bounding": ["CAP_CHOWN", "CAP_KILL"]},
-                     "noNewPrivileges": True},
-         "root": {"path": "rootfs", "readonly": False},
-         "hostname": "ocibox",
-         "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"}],
-         "linux": {"namespaces": [{"type": t} for t in
-                                  ("pid", "network", "ipc", "uts", "mount")],
-                   "resources": {"pids": {"limit": 64}}}}
-    c.update(extra)
-    return c
+    require_runtime()
 
 
 def read_pty(master):
@@ -69,78 +43,7 @@ def read_pty(master):
 
 
 @unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
-class OciRuntime(unittest.TestCase):
-    def setUp(self):
-        self.dirs = Dirs()
-        self.addCleanup(self.dirs.cleanup)
-        self.tmp = tempfile.mkdtemp(prefix="nsbox-oci-test-")
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.root = os.path.join(self.tmp, "state")
-        self.log = os.path.join(self.tmp, "log.json")
-        self.bundle = os.path.join(self.tmp, "bundle")
-        rootfs = os.path.join(self.bundle, "rootfs")
-        for d in ("bin", "tmp", "etc", "proc"):
-            os.makedirs(os.path.join(rootfs, d))
-        shutil.copy(BUSYBOX, os.path.join(rootfs, "bin", "busybox"))
-        for tool in ("sh", "echo", "sleep", "id", "hostname", "pwd", "cat"):
-            os.symlink("busybox", os.path.join(rootfs, "bin", tool))
-        self.out = os.path.join(self.tmp, "out")
-        self.pidfile = os.path.join(self.tmp, "pid")
-        self.monitors = []
-        self.addCleanup(self.reap)
-
-    def reap(self):
-        # delete --force, not a kill of the monitor: the monitor removes the sandbox
-        for cid in os.listdir(self.root) if os.path.isdir(self.root) else []:
-            self.oci("delete", "--force", cid)
-        for pid in self.monitors:
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
-
-    def write_config(self, c):
-        with open(os.path.join(self.bundle, "config.json"), "w") as f:
-            json.dump(c, f)
-
-    def oci(self, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE):
-        env = self.dirs.env()
-        return subprocess.run([OCI, "--root", self.root, "--log", self.log,
-                               "--log-format", "json"] + list(args),
-                              stdout=stdout, stderr=stderr, env=env, timeout=60)
-
-    def create(self, cid="c1"):
-        # the container inherits create's stdout and stderr (as runc's does): files, not pipes
-        # that would stay open after create has exited
-        with open(self.out, "w") as out:
-            r = self.oci("create", "--bundle", self.bundle, "--pid-file", self.pidfile, cid,
-                         stdout=out, stderr=out)
-        self.assertEqual(r.returncode, 0, self.output())
-        with open(self.pidfile) as f:
-            text = f.read()
-        self.assertRegex(text, r"^[0-9]+$")  # decimal, no newline
-        pid = int(text)
-        self.monitors.append(pid)
-        return pid
-
-    def state(self, cid="c1"):
-        r = self.oci("state", cid)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        return json.loads(r.stdout)
-
-    def output(self):
-        with open(self.out) as f:
-            return f.read()
-
-    def wait(self, pid):
-        _, status = os.waitpid(pid, 0)
-        self.monitors.remove(pid)
-        return status
-
-    def log_errors(self):
-        with open(self.log) as f:
-            return [json.loads(line) for line in f if line.strip()]
-
+class OciRuntime(BundleCase):
     def test_version(self):
         r = self.oci("--version")
         self.assertEqual(r.returncode, 0)
@@ -160,7 +63,7 @@ class OciRuntime(unittest.TestCase):
         r = self.oci("start", "c1")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0)
-        self.assertEqual(self.output(), "hello from-config\n1000\nocibox\n/tmp\n")
+        self.assertEqual(self.output(), "hello from-config\n0\nocibox\n/tmp\n")
         self.assertEqual(self.state()["status"], "stopped")
         r = self.oci("start", "c1")
         self.assertNotEqual(r.returncode, 0)
@@ -244,10 +147,14 @@ class OciRuntime(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         f = json.loads(r.stdout)
         self.assertEqual((f["ociVersionMin"], f["ociVersionMax"]), ("1.0.0", "1.1.0"))
-        # only what is really done: no hooks, no config mounts, no capabilities, no config
-        # seccomp; every namespace (each sandbox has all of them new)
-        self.assertEqual((f["hooks"], f["mountOptions"]), ([], []))
-        self.assertEqual(f["linux"]["capabilities"], [])
+        # only what is really done: the hooks run on the host, the mount options it parses,
+        # every capability but CAP_SYS_ADMIN and CAP_SYS_MODULE, no config seccomp; every
+        # namespace (each sandbox has all of them new)
+        self.assertEqual(f["hooks"], ["prestart", "createRuntime", "poststart", "poststop"])
+        self.assertIn("rbind", f["mountOptions"])
+        self.assertIn("nosuid", f["mountOptions"])
+        self.assertIn("CAP_CHOWN", f["linux"]["capabilities"])
+        self.assertNotIn("CAP_SYS_ADMIN", f["linux"]["capabilities"])
         self.assertEqual(sorted(f["linux"]["namespaces"]),
                          ["cgroup", "ipc", "mount", "network", "pid", "user", "uts"])
         self.assertEqual(f["linux"]["cgroup"], {"v1": True, "v2": True, "systemd": False,
@@ -439,7 +346,7 @@ class Containerd(unittest.TestCase):
     def test_ctr_run(self):
         r = self.run_ctr("t1", "sh", "-c", "echo hello-from-ctr; id -u")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(r.stdout, "hello-from-ctr\n1000\n")
+        self.assertEqual(r.stdout, "hello-from-ctr\n0\n")
         r = self.run_ctr("t2", "sh", "-c", "exit 3")
         self.assertEqual(r.returncode, 3, r.stderr)
 
@@ -471,7 +378,7 @@ class Containerd(unittest.TestCase):
         r = self.ctr("task", "exec", "--exec-id", "e1", "t4", "sh", "-c",
                      "echo in-exec; id -u; exit 4")
         self.assertEqual(r.returncode, 4, r.stderr)
-        self.assertEqual(r.stdout, "in-exec\n1000\n")
+        self.assertEqual(r.stdout, "in-exec\n0\n")  # the container's user
         # ctr task ps: the shim's runc ps --format json, the cgroup's pids (init, sleep)
         r = self.ctr("task", "ps", "t4")
         self.assertEqual(r.returncode, 0, r.stderr)

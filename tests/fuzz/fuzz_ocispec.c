@@ -1,6 +1,7 @@
 /* Fuzz the OCI bundle's config.json reader (policy/ocispec.c): any byte string. Besides crashes
  * and leaks (ASan), it checks what nsbox-oci relies on when a config parses: a NULL-terminated,
- * non-empty argv, env entries with a '=', absolute cwd and mount destinations, counts in bounds. */
+ * non-empty argv, env entries with a '=', absolute cwd and mount destinations, counts in bounds,
+ * hooks with an absolute path and an argv, whose kept text reads back to the same hooks. */
 #include "nsbox.h"
 #include "ocispec.h"
 
@@ -30,6 +31,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < c.n_mounts; i++)
         if (c.mounts[i].destination[0] != '/')
             abort();
+    if (c.n_groups > NSBOX_OCISPEC_GROUPS_MAX || c.n_rlimits > NSBOX_OCISPEC_RLIMITS_MAX ||
+        c.umask > 0777 || c.hooks.n > NSBOX_OCISPEC_HOOKS_MAX || c.env[c.n_env] || !c.hooks_json)
+        abort();
+    for (size_t i = 0; i < c.n_rlimits; i++)
+        if (c.rlimits[i].soft > c.rlimits[i].hard)
+            abort();
+    for (size_t i = 0; i < c.hooks.n; i++)
+        if (c.hooks.h[i].path[0] != '/' || !c.hooks.h[i].args || !c.hooks.h[i].args[0] ||
+            !c.hooks.h[i].env || c.hooks.h[i].timeout < 0)
+            abort();
+    /* what create keeps for start and delete reads back to the same hooks */
+    static struct nsbox_ocispec_hooks h;
+    if (nsbox_ocispec_hooks_parse(c.hooks_json, &h, &e) < 0 || h.n != c.hooks.n)
+        abort();
+    nsbox_ocispec_hooks_free(&h);
     (void)nsbox_ocispec_check_floor(&c, &e);
     nsbox_ocispec_free(&c);
     return 0;

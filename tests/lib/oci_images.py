@@ -142,3 +142,32 @@ def write_docker_save(out, layers=None, tag="nsbox-test/busybox:1", env=ENV):
         put(cfg_name, cfg)
         put("manifest.json", json.dumps([{"Config": cfg_name, "RepoTags": [tag],
                                           "Layers": names}]).encode())
+
+
+def stored_layers(data):
+    """The chain ids in the shared layer store of data directory `data` (root's store)."""
+    d = os.path.join(data, "images", ".layers")
+    return sorted(n for n in os.listdir(d) if not n.startswith(".")) if os.path.isdir(d) \
+        else []
+
+
+def image_layers(image_dir):
+    """The diff/ directories of a stored image's layers, bottom first."""
+    with open(os.path.join(image_dir, "layers")) as f:
+        ids = f.read().split()
+    store = os.path.join(os.path.dirname(image_dir), ".layers")
+    return [os.path.join(store, i, "diff") for i in ids]
+
+
+def find_in_image(image_dir, rel):
+    """Where path rel of a stored image is on the host: its merged rootfs/ (an unprivileged
+    store), or the highest of its layers (top/ first) that has it; None when none has it."""
+    if not os.path.exists(os.path.join(image_dir, "layers")):
+        p = os.path.join(image_dir, "rootfs", rel)
+        return p if os.path.lexists(p) else None
+    for d in [os.path.join(image_dir, "top")] + image_layers(image_dir)[::-1]:
+        p = os.path.join(d, rel)
+        if os.path.lexists(p):
+            return p
+    return None
+

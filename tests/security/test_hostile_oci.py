@@ -3,6 +3,7 @@ wrote: its entries must never create, replace or link a file outside the image's
 whatever their names ("../", absolute) or the symlinks earlier entries made; device nodes and
 setuid bits never reach the store. Each attempt targets a file of the test's own outside the
 store and checks it afterwards."""
+import io
 import os
 import shutil
 import stat
@@ -36,16 +37,18 @@ class HostileLayers(unittest.TestCase):
             f.write("original\n")
 
     def import_layer(self, entries):
-        """Import busybox + a hostile layer; returns the result and the image's rootfs (or
-        None)."""
+        return self.import_layer_bytes(oci_images.tar_bytes(entries))
+
+    def import_layer_bytes(self, layer):
+        """Import busybox + a hostile layer; returns the result and the image's store
+        directory (or None)."""
         layout = os.path.join(self.work, "layout")
         shutil.rmtree(layout, True)
-        oci_images.write_layout(layout, layers=[oci_images.layer1(),
-                                                oci_images.tar_bytes(entries)])
+        oci_images.write_layout(layout, layers=[oci_images.layer1(), layer])
         r = run_nsbox(["image", "import", "-q", "--name", "evil/x:1", layout], self.dirs,
                       timeout=120)
         images = os.path.join(self.dirs.data, "images")
-        roots = [os.path.join(images, n, "rootfs") for n in os.listdir(images)
+        roots = [os.path.join(images, n) for n in os.listdir(images)
                  if n.startswith("oci-")] if os.path.isdir(images) else []
         return r, (roots[0] if roots else None)
 
@@ -59,6 +62,7 @@ class HostileLayers(unittest.TestCase):
         self.assertEqual(r.returncode, 125, r.stderr)
         self.assertIn(b"refused entry", r.stderr)
         self.assertIsNone(root)
+        self.assertEqual(oci_images.stored_layers(self.dirs.data), [])  # busybox's neither
         self.assert_outside_untouched()
 
     def test_dotdot_entry_refused(self):
@@ -84,10 +88,10 @@ class HostileLayers(unittest.TestCase):
                                      ("up/other", b"other\n")])
         self.assert_outside_untouched()
         if r.returncode == 0:  # contained: the files are in the image, below its own path
-            inside = os.path.join(root, self.outside.lstrip("/"))
-            with open(os.path.join(inside, "victim")) as f:
+            inside = self.outside.lstrip("/")
+            with open(oci_images.find_in_image(root, inside + "/victim")) as f:
                 self.assertEqual(f.read(), "pwned\n")
-            self.assertTrue(os.path.exists(os.path.join(inside, "other")))
+            self.assertIsNotNone(oci_images.find_in_image(root, inside + "/other"))
 
     def test_hard_link_through_symlink_stays_inside(self):
         r, root = self.import_layer([("evil", b"", 0o777, SYM, self.outside),
@@ -100,9 +104,34 @@ class HostileLayers(unittest.TestCase):
         r, root = self.import_layer([("bin/su2", b"#!/bin/sh\n", 0o6755),
                                      ("etc/kmem", b"", 0o666, CHR)])
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertFalse(os.path.lexists(os.path.join(root, "etc", "kmem")))
-        mode = os.stat(os.path.join(root, "bin", "su2")).st_mode
+        self.assertIsNone(oci_images.find_in_image(root, "etc/kmem"))
+        mode = os.stat(oci_images.find_in_image(root, "bin/su2")).st_mode
         self.assertEqual(mode & (stat.S_ISUID | stat.S_ISGID), 0)
+
+    def test_layer_cannot_forge_overlay_whiteouts_or_opaque_directories(self):
+        """Stored as overlayfs's layers, a whiteout is a 0/0 character device and an opaque
+        directory an xattr: a layer that carries either itself (a device entry, an xattr in its
+        tar) must not hide the files of the layers below."""
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            dev = tarfile.TarInfo("bin/busybox")  # the lower layer's busybox, "whited out"
+            dev.type, dev.devmajor, dev.devminor = CHR, 0, 0
+            tar.addfile(dev)
+            etc = tarfile.TarInfo("etc")  # "opaque": would hide passwd, group, secret
+            etc.type, etc.mode = DIR, 0o755
+            etc.pax_headers = {"SCHILY.xattr.user.overlay.opaque": "y",
+                               "SCHILY.xattr.trusted.overlay.opaque": "y"}
+            tar.addfile(etc)
+            extra = tarfile.TarInfo("etc/extra")
+            extra.size = 3
+            tar.addfile(extra, io.BytesIO(b"ok\n"))
+        r, root = self.import_layer_bytes(buf.getvalue())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = run_nsbox(["run", "--image", "evil/x:1", "--", "sh", "-c",
+                       "ls /bin/busybox; cat /etc/extra; grep -c root /etc/passwd"], self.dirs,
+                      timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.decode().split(), ["/bin/busybox", "ok", "1"])
 
     def test_whiteout_cannot_reach_outside(self):
         rel = os.path.relpath(self.victim, "/")
@@ -122,7 +151,8 @@ class HostileLayers(unittest.TestCase):
             self.assertEqual(r.returncode, 125, r.stderr)
             images = os.path.join(self.dirs.data, "images")
             self.assertEqual([n for n in os.listdir(images) if not n.startswith(".lock-")
-                              and n != ".refs"], [])
+                              and n not in (".refs", ".layers")], [])
+            self.assertEqual(oci_images.stored_layers(self.dirs.data), [])
 
 
 if __name__ == "__main__":

@@ -56,6 +56,7 @@ static struct world *new_world(enum nsbox_image_kind kind)
     assert_non_null(w);
     w->img.kind = kind;
     w->img.lock_fd = -1;
+    w->img.mount_fd = -1;
     if (kind == NSBOX_IMAGE_HOST) {
         snprintf(w->img.name, sizeof w->img.name, "host");
         snprintf(w->img.root, sizeof w->img.root, "/");
@@ -99,8 +100,28 @@ static int idx(const struct nsbox_mount_plan *p, enum nsbox_mop op, const char *
     return -1;
 }
 
+/* Ops of kind op (at target, or anywhere with NULL). */
+__attribute__((unused)) static int count(const struct nsbox_mount_plan *p, enum nsbox_mop op,
+                                         const char *target)
+{
+    int n = 0;
+    for (size_t i = 0; i < p->n; i++)
+        if (p->ops[i].op == op && (!target || !strcmp(p->ops[i].target, target)))
+            n++;
+    return n;
+}
+
+/* Entries of a NULL-terminated list. */
+__attribute__((unused)) static size_t list_len(const char *const *l)
+{
+    size_t n = 0;
+    while (l[n])
+        n++;
+    return n;
+}
+
 /* Is a a proper path prefix of b ("dev" of "dev/pts", not "de" or "dev")? */
-static bool is_parent(const char *a, const char *b)
+__attribute__((unused)) static bool is_parent(const char *a, const char *b)
 {
     size_t n = strlen(a);
     return strncmp(a, b, n) == 0 && b[n] == '/';

@@ -50,15 +50,6 @@ static bool is_create(enum nsbox_mop op)
            op == NSBOX_MOP_WRITE;
 }
 
-
-static int count(const struct nsbox_mount_plan *p, enum nsbox_mop op, const char *target)
-{
-    int n = 0;
-    for (size_t i = 0; i < p->n; i++)
-        if (p->ops[i].op == op && (!target || !strcmp(p->ops[i].target, target))) n++;
-    return n;
-}
-
 static int count_target(const struct nsbox_mount_plan *p, const char *target)
 {
     int n = 0;
@@ -72,14 +63,6 @@ static bool list_has(const char *const *l, const char *s)
     for (; *l; l++)
         if (!strcmp(*l, s)) return true;
     return false;
-}
-
-static size_t list_len(const char *const *l)
-{
-    size_t n = 0;
-    while (l[n])
-        n++;
-    return n;
 }
 
 /* ---- invariants every plan must satisfy ---------------------------------------------------- */

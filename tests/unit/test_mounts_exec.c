@@ -553,12 +553,17 @@ static void enter_check_op(const struct ex *x, size_t i, size_t *kp, size_t pivo
         c = NEXT(C_WRITE);
         assert_string_equal(c->path, o->target);
         break;
+    case NSBOX_MOP_MASK:
+        fail_msg("op %zu: a config's mask, which these worlds do not have", i);
+        break;
     case NSBOX_MOP_TMPFS:
     case NSBOX_MOP_PROC:
-    case NSBOX_MOP_DEVPTS: {
-        const char *fs = o->op == NSBOX_MOP_TMPFS  ? "tmpfs"
-                         : o->op == NSBOX_MOP_PROC ? "proc"
-                                                   : "devpts";
+    case NSBOX_MOP_DEVPTS:
+    case NSBOX_MOP_FS: {
+        const char *fs = o->op == NSBOX_MOP_TMPFS    ? "tmpfs"
+                         : o->op == NSBOX_MOP_PROC   ? "proc"
+                         : o->op == NSBOX_MOP_DEVPTS ? "devpts"
+                                                     : o->fstype;
         c = NEXT(C_MOUNT);
         assert_string_equal(c->path, o->target);
         assert_string_equal(c->fstype, fs);

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
 
 static const char *const full =
     "{\"ociVersion\":\"1.0.2\",\"process\":{\"terminal\":true,\"user\":{\"uid\":0,\"gid\":7},"
@@ -62,6 +64,8 @@ static void test_full(void **state)
     assert_true(c->pids_limit == 100);
     assert_false(c->all_devices);
     assert_true(c->has_seccomp);
+    assert_int_equal(c->n_masked, 1);
+    assert_string_equal(c->masked[0], "/proc/kcore");
     assert_string_equal(c->annotations, "{\"org.example/a\":\"1\",\"b\":\"two words\"}");
     assert_int_equal(nsbox_ocispec_check_floor(c, &e), 0);
     nsbox_ocispec_free(c);
@@ -137,6 +141,8 @@ static void test_errors(void **state)
     fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"resources\":{\"pids\":"
                  "{\"limit\":\"x\"}}}}", "'linux.resources.pids.limit'");
     fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":[]}", "'linux': must be");
+    fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"maskedPaths\":[\"rel\"]}}",
+                 "'linux.maskedPaths': 'rel' is not an absolute path");
     fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"annotations\":[]}", "'annotations'");
     fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"annotations\":{\"a\":1}}",
                  "'annotations'");
@@ -189,14 +195,174 @@ static void test_floor(void **state)
                   "\"network\",\"path\":\"/proc/1/ns/net\"}]}}", "existing network namespace");
 }
 
+/* process.user, rlimits and capabilities as the container's process gets them. */
+static void test_process(void **state)
+{
+    (void)state;
+    const char *j =
+        "{\"ociVersion\":\"1.0.2\",\"process\":{\"args\":[\"x\"],\"user\":{\"uid\":1234,"
+        "\"gid\":100,\"additionalGids\":[5,6],\"umask\":18},\"oomScoreAdj\":-500,\"rlimits\":[{"
+        "\"type\":"
+        "\"RLIMIT_NOFILE\",\"soft\":512,\"hard\":1024},{\"type\":\"RLIMIT_CORE\",\"soft\":0,"
+        "\"hard\":0}],\"capabilities\":{\"bounding\":[\"CAP_CHOWN\",\"CAP_KILL\"],\"effective\":"
+        "[\"CAP_KILL\"],\"ambient\":[\"CAP_NET_RAW\"]}}," R "}";
+    struct nsbox_ocispec *c = malloc(sizeof *c);
+    struct nsbox_err e = {0};
+    if (nsbox_ocispec_parse(j, strlen(j), c, &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_int_equal(c->uid, 1234);
+    assert_int_equal(c->gid, 100);
+    assert_int_equal(c->n_groups, 2);
+    assert_int_equal(c->groups[1], 6);
+    assert_int_equal(c->umask, 022);
+    assert_true(c->has_oom_score_adj);
+    assert_int_equal(c->oom_score_adj, -500);
+    assert_int_equal(c->n_rlimits, 2);
+    assert_int_equal(c->rlimits[0].resource, RLIMIT_NOFILE);
+    assert_true(c->rlimits[0].soft == 512 && c->rlimits[0].hard == 1024);
+    assert_int_equal(c->rlimits[1].resource, RLIMIT_CORE);
+    assert_true(c->caps[NSBOX_OCI_CAPS_BOUNDING] == ((1u << 0) | (1u << 5)));
+    assert_true(c->caps[NSBOX_OCI_CAPS_EFFECTIVE] == (1u << 5));
+    assert_true(c->caps[NSBOX_OCI_CAPS_AMBIENT] == (1u << 13));
+    assert_true(c->caps[NSBOX_OCI_CAPS_PERMITTED] == 0);
+    assert_false(c->cap_sys_admin);
+    assert_int_equal(nsbox_ocispec_check_floor(c, &e), 0);
+    assert_null(c->env[0]);
+    nsbox_ocispec_free(c);
+    free(c);
+    assert_int_equal(nsbox_ocispec_cap_number("CAP_CHECKPOINT_RESTORE"), 40);
+    assert_int_equal(nsbox_ocispec_cap_number("CAP_NOPE"), -1);
+}
+
+static void test_hooks(void **state)
+{
+    (void)state;
+    const char *j = "{\"ociVersion\":\"1.0.2\"," P "," R ",\"hooks\":{\"prestart\":[{\"path\":"
+                    "\"/usr/bin/netns-setup\",\"args\":[\"setup\",\"-x\"],\"env\":[\"A=1\"],"
+                    "\"timeout\":5},{\"path\":\"/bin/true\"}],\"poststop\":[{\"path\":"
+                    "\"/bin/cleanup\"}]}}";
+    struct nsbox_ocispec *c = malloc(sizeof *c);
+    struct nsbox_err e = {0};
+    if (nsbox_ocispec_parse(j, strlen(j), c, &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_int_equal(c->hooks.n, 3);
+    assert_int_equal(c->hooks.h[0].kind, NSBOX_OCI_HOOK_PRESTART);
+    assert_string_equal(c->hooks.h[0].path, "/usr/bin/netns-setup");
+    assert_string_equal(c->hooks.h[0].args[0], "setup");
+    assert_string_equal(c->hooks.h[0].args[1], "-x");
+    assert_null(c->hooks.h[0].args[2]);
+    assert_string_equal(c->hooks.h[0].env[0], "A=1");
+    assert_int_equal(c->hooks.h[0].timeout, 5);
+    /* without args, argv is the path alone; without env, an empty environment */
+    assert_string_equal(c->hooks.h[1].args[0], "/bin/true");
+    assert_null(c->hooks.h[1].args[1]);
+    assert_null(c->hooks.h[1].env[0]);
+    assert_int_equal(c->hooks.h[1].timeout, 0);
+    assert_int_equal(c->hooks.h[2].kind, NSBOX_OCI_HOOK_POSTSTOP);
+    assert_string_equal(nsbox_ocispec_hook_name(c->hooks.h[2].kind), "poststop");
+    /* the kept text reads back to the same hooks (start and delete use it) */
+    struct nsbox_ocispec_hooks *h = malloc(sizeof *h);
+    assert_int_equal(nsbox_ocispec_hooks_parse(c->hooks_json, h, &e), 0);
+    assert_int_equal(h->n, 3);
+    assert_string_equal(h->h[2].path, "/bin/cleanup");
+    nsbox_ocispec_hooks_free(h);
+    assert_int_equal(nsbox_ocispec_hooks_parse("{}", h, &e), 0);
+    assert_int_equal(h->n, 0);
+    assert_int_equal(nsbox_ocispec_hooks_parse("{\"poststart\":[{\"path\":\"rel\"}]}", h, &e), -1);
+    assert_non_null(strstr(e.msg, "'hooks.path'"));
+    free(h);
+    nsbox_ocispec_free(c);
+    free(c);
+}
+
+static void test_process_errors(void **state)
+{
+    (void)state;
+#define PX(x) "{\"ociVersion\":\"1.0\",\"process\":{\"args\":[\"x\"]," x "}," R "}"
+    fails_naming(PX("\"user\":{\"additionalGids\":[\"wheel\"]}"), "'process.user.additionalGids'");
+    fails_naming(PX("\"user\":{\"umask\":512}"), "'process.user.umask'");
+    fails_naming(PX("\"oomScoreAdj\":1001"), "'process.oomScoreAdj'");
+    fails_naming(PX("\"rlimits\":[{\"type\":\"RLIMIT_BOGUS\",\"soft\":1,\"hard\":1}]"),
+                 "unknown limit 'RLIMIT_BOGUS'");
+    fails_naming(PX("\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"soft\":9,\"hard\":1}]"),
+                 "soft limit above the hard one");
+    fails_naming(PX("\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"soft\":1}]"),
+                 "needs 'soft' and 'hard'");
+    fails_naming(PX("\"rlimits\":[{\"type\":\"RLIMIT_CPU\",\"soft\":1,\"hard\":1},"
+                    "{\"type\":\"RLIMIT_CPU\",\"soft\":1,\"hard\":1}]"),
+                 "given twice");
+    fails_naming(PX("\"capabilities\":{\"effective\":[\"CAP_FLY\"]}"),
+                 "unknown capability 'CAP_FLY'");
+    fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"hooks\":{\"prestart\":{}}}",
+                 "'hooks.prestart': must be an array");
+    fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"hooks\":{\"prestart\":[{\"path\":"
+                 "\"/x\",\"timeout\":0}]}}",
+                 "'hooks.timeout'");
+    fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"hooks\":{\"poststop\":[{\"args\":"
+                 "[\"x\"]}]}}",
+                 "'hooks.path': missing");
+#undef PX
+}
+
+/* What nsbox cannot give, said at create with the way out. */
+static void test_unsupported(void **state)
+{
+    (void)state;
+    const char *const cases[][2] = {
+        {"{\"ociVersion\":\"1.0\",\"process\":{\"args\":[\"x\"],\"user\":{\"uid\":70000}}," R "}",
+         "outside the container's user namespace, which has ids 0-65535"},
+        {"{\"ociVersion\":\"1.0\",\"process\":{\"args\":[\"x\"],\"user\":{\"uid\":0,"
+         "\"additionalGids\":[65536]}}," R "}",
+         "id 65536 is outside"},
+        {"{\"ociVersion\":\"1.0\"," P "," R ",\"hooks\":{\"startContainer\":[{\"path\":"
+         "\"/x\"}]}}",
+         "hooks.startContainer: hooks that run inside the container are not supported"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct nsbox_ocispec *c = malloc(sizeof *c);
+        struct nsbox_err e = {0};
+        if (nsbox_ocispec_parse(cases[i][0], strlen(cases[i][0]), c, &e) < 0)
+            fail_msg("%s", e.msg);
+        assert_int_equal(nsbox_ocispec_check_floor(c, &e), -1);
+        assert_int_equal(e.code, NSBOX_E_UNSUPPORTED);
+        if (!strstr(e.msg, cases[i][1]))
+            fail_msg("'%s' does not say '%s'", e.msg, cases[i][1]);
+        nsbox_ocispec_free(c);
+        free(c);
+    }
+}
+
+/* Mount options: flags for mount(2), the rest for the filesystem, binds recognised. */
+static void test_mount_opts(void **state)
+{
+    (void)state;
+    struct nsbox_ocispec_mount m = {.destination = "/dev/shm", .type = "tmpfs"};
+    struct nsbox_ocispec_mount_opts o;
+    snprintf(m.options, sizeof m.options, "nosuid,noexec,nodev,mode=1777,size=65536k,rprivate");
+    nsbox_ocispec_mount_opts(&m, &o);
+    assert_int_equal(o.flags, MS_NOSUID | MS_NOEXEC | MS_NODEV);
+    assert_string_equal(o.data, "mode=1777,size=65536k");
+    assert_false(o.bind);
+    snprintf(m.type, sizeof m.type, "none");
+    snprintf(m.options, sizeof m.options, "rbind,ro,rw,ro,strictatime");
+    nsbox_ocispec_mount_opts(&m, &o);
+    assert_true(o.bind && o.recursive);
+    assert_int_equal(o.flags, MS_RDONLY | MS_STRICTATIME); /* the last of ro/rw wins */
+    assert_string_equal(o.data, "");
+    snprintf(m.type, sizeof m.type, "bind");
+    m.options[0] = '\0';
+    nsbox_ocispec_mount_opts(&m, &o);
+    assert_true(o.bind && !o.recursive);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full),
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_bounds),
-        cmocka_unit_test(test_floor),
+        cmocka_unit_test(test_full),        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_errors),      cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_floor),       cmocka_unit_test(test_process),
+        cmocka_unit_test(test_hooks),       cmocka_unit_test(test_process_errors),
+        cmocka_unit_test(test_unsupported), cmocka_unit_test(test_mount_opts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,287 @@
+"""End to end: what nsbox-oci makes of a bundle's config.json (docs/oci.md, "What of config.json
+is honoured"), checked from inside the container and from the host: the process's ids, groups,
+umask, environment, rlimits and capabilities as the config says, within nsbox's floor (never
+host root, never CAP_SYS_ADMIN, nsbox's seccomp filter); hooks run on the host with the state on
+their stdin, in their order, a failing or slow prestart hook failing create with its reason;
+what nsbox cannot give refused at create with the way out."""
+import json
+import os
+import time
+import unittest
+
+from oci_bundle import OCI, BundleCase, config, require_runtime
+
+
+def setUpModule():
+    require_runtime()
+
+
+def status_field(pid, name):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(name + ":"):
+                return line.split(":", 1)[1].split()
+    return None
+
+
+def first_child(pid):
+    """pid's first child, waiting for it to be forked (up to 30 s)."""
+    for _ in range(3000):
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            kids = f.read().split()
+        if kids:
+            return int(kids[0])
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} has no child")
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class Process(BundleCase):
+    TOOLS = BundleCase.TOOLS + ("grep", "env", "mount", "chown", "touch", "stat")
+
+    def run_container(self, c, cid="c1"):
+        """create, start, wait: the container's output."""
+        self.write_config(c)
+        pid = self.create(cid)
+        r = self.oci("start", cid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0, self.output())
+        return self.output()
+
+    def test_user_groups_umask(self):
+        c = config(["sh", "-c", "id -u; id -g; id -G; umask"])
+        c["process"]["user"] = {"uid": 1234, "gid": 100, "additionalGids": [5, 6], "umask": 0o27}
+        self.assertEqual(self.run_container(c), "1234\n100\n100 5 6\n0027\n")
+
+    def test_root_inside_is_not_root_outside(self):
+        # the config's uid 0 is the container's root: on the host an id of nsbox's range
+        c = config(["sleep", "60"])
+        self.write_config(c)
+        monitor = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        init = first_child(monitor)
+        workload = first_child(init)  # forked by init once start's byte has reached it
+        uids = status_field(workload, "Uid")
+        self.assertTrue(all(int(u) >= 65536 for u in uids), uids)
+        with open(f"/proc/{workload}/uid_map") as f:
+            first = f.read().split()
+        self.assertEqual(first[0], "0")
+        self.assertNotEqual(first[1], "0")
+
+    def test_environment_is_the_configs(self):
+        c = config(["cat", "/proc/self/environ"])
+        c["process"]["env"] = ["PATH=/bin", "A=1"]
+        self.assertEqual(self.run_container(c), "PATH=/bin\0A=1\0")
+
+    def test_rlimits(self):
+        c = config(["sh", "-c", "ulimit -n; ulimit -Hn; ulimit -c"])
+        c["process"]["rlimits"] = [{"type": "RLIMIT_NOFILE", "soft": 321, "hard": 654},
+                                   {"type": "RLIMIT_CORE", "soft": 4096, "hard": 4096}]
+        self.assertEqual(self.run_container(c), "321\n654\n8\n")  # ulimit -c: 512-byte blocks
+
+    def test_oom_score_adj(self):
+        c = config(["cat", "/proc/self/oom_score_adj"])
+        c["process"]["oomScoreAdj"] = 123
+        self.assertEqual(self.run_container(c), "123\n")
+
+    def test_capabilities_and_no_new_privs(self):
+        c = config(["grep", "-E", "^(CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):",
+                    "/proc/self/status"])
+        caps = ["CAP_CHOWN", "CAP_KILL"]
+        c["process"]["capabilities"] = {"bounding": caps, "effective": caps,
+                                        "permitted": caps, "inheritable": caps}
+        c["process"]["noNewPrivileges"] = False
+        got = dict(line.split(":\t") for line in self.run_container(c).splitlines())
+        self.assertEqual(got["CapEff"], "0000000000000021")
+        self.assertEqual(got["CapBnd"], "0000000000000021")
+        self.assertEqual(got["CapAmb"], "0000000000000000")
+        self.assertEqual(got["NoNewPrivs"], "0")
+        self.assertEqual(got["Seccomp"], "2")  # nsbox's filter although no_new_privs is off
+
+    def test_ambient_for_a_non_root_user(self):
+        c = config(["grep", "^CapEff:", "/proc/self/status"])
+        c["process"]["user"] = {"uid": 1000, "gid": 1000}
+        c["process"]["capabilities"] = {k: ["CAP_NET_BIND_SERVICE"] for k in
+                                        ("bounding", "effective", "permitted", "inheritable",
+                                         "ambient")}
+        self.assertEqual(self.run_container(c), "CapEff:\t0000000000000400\n")
+
+    def test_granted_capabilities_do_not_reach_mounts(self):
+        # the attack: a container root with capabilities tries to mount over what nsbox set up
+        c = config(["sh", "-c", "mount -t tmpfs x /tmp && echo MOUNTED; touch /tmp/f && "
+                    "chown 4321 /tmp/f && stat -c %u /tmp/f"])
+        c["process"]["capabilities"] = {k: ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER"]
+                                        for k in ("bounding", "effective", "permitted")}
+        out = self.run_container(c)
+        self.assertNotIn("MOUNTED", out)
+        self.assertTrue(out.endswith("4321\n"), out)  # CAP_CHOWN works inside
+
+    def test_id_outside_the_namespace_refused(self):
+        c = config(["true"])
+        c["process"]["user"] = {"uid": 70000, "gid": 0}
+        self.write_config(c)
+        r = self.oci("create", "--bundle", self.bundle, "c1")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("ids 0-65535", self.log_errors()[-1]["msg"])
+        self.assertNotEqual(self.oci("state", "c1").returncode, 0)
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class Hooks(BundleCase):
+    def hook(self, name, script="cat > \"$0\"", timeout=None):
+        """A host program that keeps its stdin (the state) in OUT/NAME."""
+        h = {"path": "/bin/sh", "args": ["sh", "-c", script, os.path.join(self.tmp, name)]}
+        if timeout:
+            h["timeout"] = timeout
+        return h
+
+    def read_state(self, name):
+        with open(os.path.join(self.tmp, name)) as f:
+            return json.load(f)
+
+    def test_state_on_stdin(self):
+        c = config(["true"], annotations={"org.example/k": "v"})
+        c["hooks"] = {k: [self.hook(k)] for k in
+                      ("prestart", "createRuntime", "poststart", "poststop")}
+        self.write_config(c)
+        pid = self.create()
+        for k in ("prestart", "createRuntime"):
+            st = self.read_state(k)
+            self.assertEqual((st["id"], st["status"], st["pid"]), ("c1", "created", pid))
+            self.assertEqual(st["bundle"], os.path.realpath(self.bundle))
+            self.assertEqual(st["annotations"], {"org.example/k": "v"})
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "poststart")))
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        self.assertEqual(self.read_state("poststart")["status"], "running")
+        self.wait(pid)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "poststop")))
+        self.assertEqual(self.oci("delete", "c1").returncode, 0)
+        st = self.read_state("poststop")
+        self.assertEqual((st["id"], st["status"]), ("c1", "stopped"))
+
+    def test_failing_prestart_fails_create(self):
+        c = config(["true"])
+        c["hooks"] = {"prestart": [self.hook("p", "echo no bridge here >&2; exit 3")],
+                      "poststart": [self.hook("never")]}
+        self.write_config(c)
+        r = self.oci("create", "--bundle", self.bundle, "--pid-file", self.pidfile, "c1")
+        self.assertNotEqual(r.returncode, 0)
+        msg = self.log_errors()[-1]["msg"]
+        self.assertIn("prestart hook /bin/sh failed (exit code 3): no bridge here", msg)
+        self.assertIn("does not exist", self.oci("state", "c1").stderr.decode())
+        self.assertFalse(os.path.exists(self.pidfile))
+
+    def test_prestart_timeout(self):
+        c = config(["true"])
+        c["hooks"] = {"prestart": [self.hook("p", "exec sleep 60", timeout=1)]}
+        self.write_config(c)
+        r = self.oci("create", "--bundle", self.bundle, "c1")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("timed out after 1 s", self.log_errors()[-1]["msg"])
+
+    def test_failing_poststop_is_a_warning(self):
+        c = config(["true"])
+        c["hooks"] = {"poststop": [self.hook("p", "exit 1")]}
+        self.write_config(c)
+        pid = self.create()
+        self.oci("start", "c1")
+        self.wait(pid)
+        r = self.oci("delete", "c1")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn(b"warning: poststop hook", r.stderr)
+        self.assertIn("does not exist", self.oci("state", "c1").stderr.decode())
+
+    def test_hook_inside_container_refused(self):
+        c = config(["true"])
+        c["hooks"] = {"startContainer": [{"path": "/bin/true"}]}
+        self.write_config(c)
+        r = self.oci("create", "--bundle", self.bundle, "c1")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("hooks.startContainer", self.log_errors()[-1]["msg"])
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class Mounts(BundleCase):
+    TOOLS = BundleCase.TOOLS + ("grep", "touch", "stat", "cut", "ls", "wc")
+
+    def run_container(self, c):
+        self.write_config(c)
+        pid = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0, self.output())
+        return self.output()
+
+    def test_config_mounts(self):
+        host = os.path.join(self.tmp, "hostdata")
+        os.makedirs(host)
+        with open(os.path.join(host, "f"), "w") as f:
+            f.write("from-the-host\n")
+        extra = os.path.join(self.tmp, "extra")
+        with open(extra, "w") as f:
+            f.write("extra-file\n")
+        open(os.path.join(self.bundle, "rootfs", "etc", "extra"), "w").close()
+        c = config(["sh", "-c",
+                    "grep -E ' /(scratch|data|dev/mqueue|sys|etc/extra) ' /proc/self/mountinfo"
+                    " | cut -d' ' -f5,6,8,9; stat -c %a /scratch; cat /data/f /etc/extra;"
+                    " touch /data/new 2>/dev/null || echo read-only"])
+        c["mounts"] = [
+            {"destination": "/proc", "type": "proc", "source": "proc"},
+            {"destination": "/scratch", "type": "tmpfs", "source": "scr",
+             "options": ["nosuid", "size=1m", "mode=0700"]},
+            {"destination": "/data", "type": "bind", "source": host,
+             "options": ["rbind", "ro"]},
+            {"destination": "/dev/mqueue", "type": "mqueue", "source": "mqueue"},
+            {"destination": "/sys", "type": "sysfs", "source": "sysfs", "options": ["ro"]},
+            {"destination": "/etc/extra", "type": "none", "source": extra,
+             "options": ["bind", "ro"]}]
+        lines = self.run_container(c).splitlines()
+        self.assertIn("/scratch rw,nosuid,relatime tmpfs scr", lines)
+        self.assertIn("/dev/mqueue rw,relatime mqueue mqueue", lines)
+        self.assertIn("/sys ro,relatime sysfs sysfs", lines)
+        self.assertTrue(any(l.startswith("/data ro") for l in lines), lines)
+        self.assertTrue(any(l.startswith("/etc/extra ro") for l in lines), lines)
+        self.assertEqual(lines[-4:], ["700", "from-the-host", "extra-file", "read-only"])
+
+    def test_masked_and_readonly_paths(self):
+        c = config(["sh", "-c", "ls -A /sys/firmware | wc -l; cat /proc/cpuinfo | wc -c;"
+                    " (echo x > /tmp/f) 2>/dev/null || echo read-only"])
+        c["mounts"] = [{"destination": "/proc", "type": "proc", "source": "proc"},
+                       {"destination": "/sys", "type": "sysfs", "source": "sysfs",
+                        "options": ["ro"]},
+                       {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs"}]
+        c["linux"]["maskedPaths"] = ["/sys/firmware", "/proc/cpuinfo", "/proc/nonexistent"]
+        c["linux"]["readonlyPaths"] = ["/tmp"]
+        self.assertEqual(self.run_container(c).split(), ["0", "0", "read-only"])
+
+    def test_bind_through_a_symlink_stays_inside(self):
+        # the attack: an image symlink that points at a host directory, and a bind onto a
+        # path below it; the target is resolved inside the root, never on the host
+        outside = os.path.join(self.tmp, "outside")
+        os.makedirs(outside)
+        os.symlink(outside, os.path.join(self.bundle, "rootfs", "etc", "evil"))
+        src = os.path.join(self.tmp, "src")
+        open(src, "w").close()
+        c = config(["true"])
+        c["mounts"] = [{"destination": "/proc", "type": "proc", "source": "proc"},
+                       {"destination": "/etc/evil/x", "type": "bind", "source": src,
+                        "options": ["bind"]}]
+        self.write_config(c)
+        r = self.oci("create", "--bundle", self.bundle, "c1")
+        if r.returncode == 0:
+            self.oci("delete", "--force", "c1")
+        self.assertEqual(os.listdir(outside), [])
+        with open("/proc/self/mountinfo") as f:
+            self.assertNotIn(outside, f.read())
+
+    def test_unsupported_mount_refused(self):
+        c = config(["true"])
+        c["mounts"] = [{"destination": "/etc/ssl", "type": "tmpfs", "source": "tmpfs"}]
+        self.write_config(c)
+        r = self.oci("create", "--bundle", self.bundle, "c1")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("lies inside the image, where nsbox-oci only binds",
+                      self.log_errors()[-1]["msg"])
+
+
+if __name__ == "__main__":
+    unittest.main()

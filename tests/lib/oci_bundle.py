@@ -1,0 +1,120 @@
+"""What the nsbox-oci tests share: a bundle with a busybox-static root, the runtime driven as
+containerd's shim drives runc (its own --root, a JSON --log), the config they start from."""
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from nsbox_test import NSBOX, Dirs
+
+BUSYBOX = "/bin/busybox"
+OCI = os.path.join(os.path.dirname(NSBOX), "nsbox-oci") if NSBOX else None
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def require_runtime():
+    """Skips the module where nsbox-oci cannot run; the test process becomes a subreaper, as
+    containerd's shim is, so that the pid-file process is its child."""
+    if not os.path.exists(BUSYBOX):
+        raise unittest.SkipTest("needs busybox-static (/bin/busybox)")
+    if os.geteuid() != 0:
+        raise unittest.SkipTest("nsbox-oci runs as root")
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise unittest.SkipTest("cannot become a subreaper")
+
+
+def config(args, **extra):
+    c = {"ociVersion": "1.0.2",
+         "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "args": args,
+                     "env": ["PATH=/bin", "FOO=from-config"], "cwd": "/tmp",
+                     "capabilities": {"bounding": ["CAP_CHOWN", "CAP_KILL"]},
+                     "noNewPrivileges": True},
+         "root": {"path": "rootfs", "readonly": False},
+         "hostname": "ocibox",
+         "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"}],
+         "linux": {"namespaces": [{"type": t} for t in
+                                  ("pid", "network", "ipc", "uts", "mount")],
+                   "resources": {"pids": {"limit": 64}}}}
+    c.update(extra)
+    return c
+
+
+class BundleCase(unittest.TestCase):
+    """A bundle per test (a busybox-static root, config.json written by the test), nsbox-oci
+    with its own --root and JSON log, and every container deleted (--force) at the end."""
+    TOOLS = ("sh", "echo", "sleep", "id", "hostname", "pwd", "cat")
+
+    def setUp(self):
+        self.dirs = Dirs()
+        self.addCleanup(self.dirs.cleanup)
+        self.tmp = tempfile.mkdtemp(prefix="nsbox-oci-test-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.root = os.path.join(self.tmp, "state")
+        self.log = os.path.join(self.tmp, "log.json")
+        self.bundle = os.path.join(self.tmp, "bundle")
+        rootfs = os.path.join(self.bundle, "rootfs")
+        for d in ("bin", "tmp", "etc", "proc"):
+            os.makedirs(os.path.join(rootfs, d))
+        shutil.copy(BUSYBOX, os.path.join(rootfs, "bin", "busybox"))
+        for tool in self.TOOLS:
+            os.symlink("busybox", os.path.join(rootfs, "bin", tool))
+        self.out = os.path.join(self.tmp, "out")
+        self.pidfile = os.path.join(self.tmp, "pid")
+        self.monitors = []
+        self.addCleanup(self.reap)
+
+    def reap(self):
+        # delete --force, not a kill of the monitor: the monitor removes the sandbox
+        for cid in os.listdir(self.root) if os.path.isdir(self.root) else []:
+            self.oci("delete", "--force", cid)
+        for pid in self.monitors:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+    def write_config(self, c):
+        with open(os.path.join(self.bundle, "config.json"), "w") as f:
+            json.dump(c, f)
+
+    def oci(self, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE):
+        env = self.dirs.env()
+        return subprocess.run([OCI, "--root", self.root, "--log", self.log,
+                               "--log-format", "json"] + list(args),
+                              stdout=stdout, stderr=stderr, env=env, timeout=60)
+
+    def create(self, cid="c1"):
+        # the container inherits create's stdout and stderr (as runc's does): files, not pipes
+        # that would stay open after create has exited
+        with open(self.out, "w") as out:
+            r = self.oci("create", "--bundle", self.bundle, "--pid-file", self.pidfile, cid,
+                         stdout=out, stderr=out)
+        self.assertEqual(r.returncode, 0, self.output())
+        with open(self.pidfile) as f:
+            text = f.read()
+        self.assertRegex(text, r"^[0-9]+$")  # decimal, no newline
+        pid = int(text)
+        self.monitors.append(pid)
+        return pid
+
+    def state(self, cid="c1"):
+        r = self.oci("state", cid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+    def output(self):
+        with open(self.out) as f:
+            return f.read()
+
+    def wait(self, pid):
+        _, status = os.waitpid(pid, 0)
+        self.monitors.remove(pid)
+        return status
+
+    def log_errors(self):
+        with open(self.log) as f:
+            return [json.loads(line) for line in f if line.strip()]

@@ -1,0 +1,163 @@
+/* The mount plan of an OCI bundle (rootfs/mounts.c, nsbox-oci): the config's mounts in its
+ * order in place of nsbox's /proc and /dev, with nsbox's floor kept around them (device nodes
+ * into the config's /dev, /proc masks last), mount points never in the image, what cannot be
+ * mounted refused with the reason. */
+#include "mounts_world.h"
+
+static const struct nsbox_rootfs_mount runc_spec[] = {
+    {"/proc", "proc", "proc", 0, false, false, ""},
+    {"/dev", "tmpfs", "tmpfs", MS_NOSUID | MS_STRICTATIME, false, false, "mode=755,size=65536k"},
+    {"/dev/pts", "devpts", "devpts", MS_NOSUID | MS_NOEXEC, false, false,
+     "newinstance,ptmxmode=0666,mode=0620,gid=5"},
+    {"/dev/shm", "tmpfs", "shm", MS_NOSUID | MS_NOEXEC | MS_NODEV, false, false,
+     "mode=1777,size=65536k"},
+    {"/dev/mqueue", "mqueue", "mqueue", MS_NOSUID | MS_NOEXEC | MS_NODEV, false, false, ""},
+    {"/sys", "sysfs", "sysfs", MS_NOSUID | MS_NOEXEC | MS_NODEV | MS_RDONLY, false, false, ""},
+    {"/sys/fs/cgroup", "cgroup", "cgroup", MS_RDONLY, false, false, ""},
+    {"/etc/hostname", "bind", "/run/ctr/hostname", MS_RDONLY, false, true, ""},
+    {"/data", "bind", "/srv/data", MS_NODEV, true, false, ""},
+};
+
+static struct world *config_world(const struct nsbox_rootfs_mount *m, size_t n)
+{
+    struct world *w = dir_world();
+    w->cfg.ws_kind = NSBOX_WS_TMPFS;
+    w->cfg.ws_bytes = 1 << 30;
+    w->cfg.mounts = m;
+    w->cfg.n_mounts = n;
+    return w;
+}
+
+static void test_config_order_and_floor(void **state)
+{
+    (void)state;
+    struct world *w = config_world(runc_spec, sizeof runc_spec / sizeof runc_spec[0]);
+    struct nsbox_err e = {0};
+    if (nsbox_mount_plan_build(&w->cfg, &w->plan, &e) < 0)
+        fail_msg("%s", e.msg);
+    const struct nsbox_mount_plan *p = &w->plan;
+    int proc = idx(p, NSBOX_MOP_PROC, "proc"), dev = idx(p, NSBOX_MOP_TMPFS, "dev");
+    int pts = idx(p, NSBOX_MOP_DEVPTS, "dev/pts"), shm = idx(p, NSBOX_MOP_TMPFS, "dev/shm");
+    int mq = idx(p, NSBOX_MOP_FS, "dev/mqueue"), sys = idx(p, NSBOX_MOP_FS, "sys");
+    int cg = idx(p, NSBOX_MOP_FS, "sys/fs/cgroup"), host = idx(p, NSBOX_MOP_BIND, "etc/hostname");
+    int data = idx(p, NSBOX_MOP_BIND, "data");
+    /* the config's order */
+    assert_true(proc >= 0 && proc < dev && dev < pts && pts < shm && shm < mq && mq < sys &&
+                sys < cg && cg < host && host < data);
+    /* one /proc and one /dev: the config's, not nsbox's as well */
+    assert_int_equal(count(p, NSBOX_MOP_PROC, NULL), 1);
+    assert_int_equal(count(p, NSBOX_MOP_DEVPTS, NULL), 1);
+    /* the config's flags, data and source name */
+    assert_int_equal(p->ops[dev].flags, MS_NOSUID | MS_STRICTATIME);
+    assert_string_equal(p->ops[dev].data, "mode=755,size=65536k");
+    assert_string_equal(p->ops[shm].src, "shm");
+    assert_string_equal(p->ops[mq].fstype, "mqueue");
+    assert_true(p->ops[sys].flags & MS_RDONLY);
+    /* cgroup: the unified hierarchy, read-only, where it can be had */
+    assert_string_equal(p->ops[cg].fstype, "cgroup2");
+    assert_true(p->ops[cg].optional && (p->ops[cg].flags & MS_RDONLY));
+    /* nsbox's device nodes go into the config's /dev after it is mounted */
+    int null = idx(p, NSBOX_MOP_BIND_DEV, "dev/null");
+    assert_true(null > dev && null < pts);
+    assert_int_equal(count(p, NSBOX_MOP_BIND_DEV, NULL), (int)list_len(nsbox_dev_nodes));
+    /* nsbox's /proc masks, last */
+    for (size_t i = (size_t)data + 1; i < p->n; i++)
+        assert_true(p->ops[i].op == NSBOX_MOP_MASK_FILE || p->ops[i].op == NSBOX_MOP_MASK_DIR ||
+                    p->ops[i].op == NSBOX_MOP_READONLY);
+    assert_int_equal(count(p, NSBOX_MOP_MASK_FILE, NULL), (int)list_len(nsbox_proc_masked_files));
+    /* a bind into the image: its target resolved inside the image, no mount point made there */
+    assert_true(p->ops[host].target_in_image);
+    assert_string_equal(p->ops[host].src, "/run/ctr/hostname");
+    assert_true(p->ops[host].attr & MOUNT_ATTR_RDONLY);
+    assert_int_equal(count(p, NSBOX_MOP_FILE, "etc/hostname"), 0);
+    /* a bind outside it: its mount point on nsbox's tmpfs, recursive */
+    assert_true(idx(p, NSBOX_MOP_MKDIR, "data") >= 0 && idx(p, NSBOX_MOP_MKDIR, "data") < data);
+    assert_false(p->ops[data].target_in_image);
+    assert_true(p->ops[data].recursive);
+    assert_int_equal(p->ops[data].attr, MOUNT_ATTR_NODEV);
+    free(w);
+}
+
+/* No /proc, no /dev in the config: nsbox's own, so that the floor's masks have their /dev/null. */
+static void test_config_without_proc_and_dev(void **state)
+{
+    (void)state;
+    static const struct nsbox_rootfs_mount only[] = {
+        {"/scratch", "tmpfs", "", 0, false, false, "size=1m"}};
+    struct world *w = config_world(only, 1);
+    struct nsbox_err e = {0};
+    if (nsbox_mount_plan_build(&w->cfg, &w->plan, &e) < 0)
+        fail_msg("%s", e.msg);
+    int dev = idx(&w->plan, NSBOX_MOP_TMPFS, "dev"), proc = idx(&w->plan, NSBOX_MOP_PROC, "proc");
+    int scratch = idx(&w->plan, NSBOX_MOP_TMPFS, "scratch");
+    assert_true(dev >= 0 && dev < scratch && scratch < proc);
+    assert_string_equal(w->plan.ops[scratch].src, "tmpfs");
+    assert_true(idx(&w->plan, NSBOX_MOP_MASK_FILE, "proc/kcore") > proc);
+    free(w);
+}
+
+/* The config's maskedPaths and readonlyPaths: after every mount, on what nsbox or the config
+ * mounted; those inside the image are left as the image has them. */
+static void test_config_masks(void **state)
+{
+    (void)state;
+    static const char *const masked[] = {"/sys/firmware", "/proc/asound", "/etc/shadow"};
+    static const char *const readonly[] = {"/proc/sys", "/sys/fs"};
+    struct world *w = config_world(runc_spec, sizeof runc_spec / sizeof runc_spec[0]);
+    w->cfg.masked = masked;
+    w->cfg.n_masked = 3;
+    w->cfg.readonly = readonly;
+    w->cfg.n_readonly = 2;
+    struct nsbox_err e = {0};
+    if (nsbox_mount_plan_build(&w->cfg, &w->plan, &e) < 0)
+        fail_msg("%s", e.msg);
+    const struct nsbox_mount_plan *p = &w->plan;
+    int fw = idx(p, NSBOX_MOP_MASK, "sys/firmware"), snd = idx(p, NSBOX_MOP_MASK, "proc/asound");
+    int sys = idx(p, NSBOX_MOP_READONLY, "sys/fs"), data = idx(p, NSBOX_MOP_BIND, "data");
+    assert_true(fw > data && snd > fw && sys > snd);
+    assert_true(p->ops[fw].optional && p->ops[sys].recursive);
+    assert_true(p->ops[sys].attr & MOUNT_ATTR_RDONLY);
+    assert_int_equal(idx(p, NSBOX_MOP_MASK, "etc/shadow"), -1); /* inside the image */
+    free(w);
+}
+
+static void refused(const struct nsbox_rootfs_mount *m, int code, const char *want)
+{
+    struct world *w = config_world(m, 1);
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_mount_plan_build(&w->cfg, &w->plan, &e), -1);
+    assert_int_equal(e.code, code);
+    if (!strstr(e.msg, want))
+        fail_msg("'%s' does not say '%s'", e.msg, want);
+    free(w);
+}
+
+static void test_config_refusals(void **state)
+{
+    (void)state;
+    const struct nsbox_rootfs_mount cases[] = {
+        {"/etc/ssl", "tmpfs", "tmpfs", 0, false, false, ""},
+        {"/", "tmpfs", "tmpfs", 0, false, false, ""},
+        {"/x/../etc", "bind", "/srv", 0, false, false, ""},
+        {"/x//y", "tmpfs", "tmpfs", 0, false, false, ""},
+        {"/mnt", "nfs", "server:/x", 0, false, false, ""},
+        {"/mnt", "bind", "relative", 0, false, false, ""},
+    };
+    refused(&cases[0], NSBOX_E_UNSUPPORTED, "lies inside the image, where nsbox-oci only binds");
+    refused(&cases[1], NSBOX_E_UNSUPPORTED, "a mount on / is not supported");
+    refused(&cases[2], NSBOX_E_INVALID, "not a clean absolute path");
+    refused(&cases[3], NSBOX_E_INVALID, "not a clean absolute path");
+    refused(&cases[4], NSBOX_E_UNSUPPORTED, "type 'nfs' (at /mnt) is not supported");
+    refused(&cases[5], NSBOX_E_INVALID, "needs an absolute source");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_config_order_and_floor),
+        cmocka_unit_test(test_config_without_proc_and_dev),
+        cmocka_unit_test(test_config_refusals),
+        cmocka_unit_test(test_config_masks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
