@@ -10,6 +10,7 @@
 #include "ocirt.h"
 #include "cleanup.h"
 #include "ocispec.h"
+#include "safepath.h"
 #include "sandbox.h"
 #include "signals.h"
 #include "util.h"
@@ -321,6 +322,40 @@ static int config_mounts(const struct nsbox_ocispec *c, struct nsbox_rootfs_moun
     return 0;
 }
 
+/* A bind whose destination lies in the image (below one of its top-level directories) is
+ * mounted onto that path inside the image, which the sandbox sees read-only: a missing
+ * destination (Podman binds /etc/hosts and /etc/hostname, which small images lack) is created
+ * here first, in the bundle's root on the host, as runc creates its mount points. The same
+ * checks as the sandbox's own (safepath: no symlink, no `..`, inside the root); an empty file
+ * or directory is all that is ever added. */
+static int bundle_mount_points(const char *root, const struct nsbox_rootfs_mount *mounts,
+                               size_t n, struct nsbox_err *e)
+{
+    int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0)
+        return nsbox_err_sys(e, "root.path %s", NSBOX_SHOW(root));
+    int r = 0;
+    for (size_t i = 0; i < n && r == 0; i++) {
+        const char *rel = mounts[i].destination + strspn(mounts[i].destination, "/");
+        char top[NAME_MAX + 1];
+        size_t len = strcspn(rel, "/");
+        struct stat st;
+        if (strcmp(mounts[i].type, "bind") || !rel[len] || len > NAME_MAX)
+            continue; /* not a bind, or at the top: on nsbox's own root, not in the image */
+        snprintf(top, sizeof top, "%.*s", (int)len, rel);
+        if (fstatat(rootfd, top, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+            continue;
+        int fd = nsbox_sp_mount_target(rootfd, rel, !mounts[i].source_is_file, e);
+        if (fd < 0)
+            r = nsbox_err_wrap(e, "mounts: the mount point of %s in the bundle's root",
+                               mounts[i].destination);
+        else
+            close(fd);
+    }
+    close(rootfd);
+    return r;
+}
+
 static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
                          const struct nsbox_ocispec *c, struct nsbox_err *e)
 {
@@ -337,7 +372,8 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
         return nsbox_err_sys(e, "signalfd");
     static struct nsbox_rootfs_mount mounts[NSBOX_OCISPEC_MOUNTS_MAX];
     static struct nsbox_ocispec_mount_opts opts[NSBOX_OCISPEC_MOUNTS_MAX];
-    if (config_mounts(c, mounts, opts, e) < 0)
+    if (config_mounts(c, mounts, opts, e) < 0 ||
+        bundle_mount_points(s->image, mounts, c->n_mounts, e) < 0)
         return -1;
     static const char *masked[NSBOX_OCISPEC_MASKS_MAX], *readonly[NSBOX_OCISPEC_MASKS_MAX];
     for (size_t i = 0; i < c->n_masked; i++)
