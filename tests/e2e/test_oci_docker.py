@@ -1,18 +1,18 @@
-"""End to end: Docker runs nsbox sandboxes through nsbox-oci (docs/oci.md). A dockerd of the
-test's own (Debian's docker.io; tests/lib/engines.py: its own network and mount namespaces,
-data and exec roots, socket and containerd, bridge networking without iptables) gets
-`--add-runtime nsbox=<build>/nsbox-oci` and loads a busybox image the test builds (a
-docker-save archive). Checked: `docker run --runtime=nsbox` output and exit code, `--memory`
-and `--pids-limit` as the sandbox's limits, `docker pause`/`unpause`, `docker exec` (also with
--t), `docker stop` (the workload ends of the SIGTERM, not of the SIGKILL after the grace
-period), `docker run -t` (a terminal), bridge networking (eth0 with the address Docker gave,
-set up by Docker's prestart hook), and that nothing is left: no sandbox, no state, no Docker
-chain in the host's ruleset."""
+"""End to end: Docker runs nsbox sandboxes through nsbox-oci (docs/oci.md). A dockerd of the test's
+own (Debian's docker.io; tests/lib/engines.py: its own network and mount namespaces, data and exec
+roots, socket and containerd, bridge networking without iptables) gets `--add-runtime
+nsbox=<build>/nsbox-oci` and loads a busybox image the test builds (a docker-save archive).
+Checked: `docker run --runtime=nsbox` output and exit code, `--memory` and `--pids-limit` as the
+sandbox's limits, `-v` volumes, `docker pause`/`unpause`, `docker exec` (also with -t), `docker
+stop` (the workload ends of the SIGTERM, not of the SIGKILL after the grace period), `docker run
+-t` (a terminal), bridge networking (eth0 with the address Docker gave, set up by Docker's prestart
+hook), and that nothing is left: no sandbox, no state, no Docker chain in the host's ruleset."""
 import glob
 import ipaddress
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -76,6 +76,21 @@ class Docker(unittest.TestCase):
         self.assertFalse(engines.host_root_mapped(uid_map), uid_map)
         r = self.run_nsbox("sh", "-c", "exit 3")
         self.assertEqual(r.returncode, 3, r.stderr)
+
+    def test_volumes(self):
+        # -v of a directory and of a file, also below one of the image's own directories
+        # (/etc), where nsbox-oci binds onto the image (docs/oci.md, Mounts)
+        host = tempfile.mkdtemp(prefix="nsbox-docker-vol-")
+        self.addCleanup(shutil.rmtree, host, True)
+        os.chmod(host, 0o755)
+        with open(os.path.join(host, "f"), "w") as f:
+            f.write("from-the-host\n")
+        os.chmod(os.path.join(host, "f"), 0o644)
+        r = self.run_nsbox("cat", "/etc/vol/f", "/vol/f", "/etc/one",
+                           opts=("-v", host + ":/etc/vol:ro", "-v", host + ":/vol:ro",
+                                 "-v", os.path.join(host, "f") + ":/etc/one:ro"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "from-the-host\n" * 3)
 
     def test_stop_ends_with_sigterm(self):
         r = self.docker("run", "-d", "--name", "stopme", "--runtime=nsbox", engines.IMAGE,
