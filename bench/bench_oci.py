@@ -14,8 +14,8 @@ rotation, for an A/B of a change):
 docker  `docker run --rm --network none --runtime=X IMG true` against a dockerd of our own
         (`--add-runtime nsbox=<nsbox-oci> --add-runtime crun=/usr/bin/crun`; runc is dockerd's
         default, Debian's /usr/sbin/runc). Network none for every runtime: no veth or
-        address to set up (Docker's config still has its prestart hook, which runc and crun
-        run and nsbox-oci, without hooks yet, does not: see docs/benchmarks.md).
+        address to set up (Docker's config still has its prestart hook, which every runtime
+        runs).
 ctr     `ctr run --rm --runtime io.containerd.runc.v2 --runc-binary X IMG NAME true` against
         that dockerd's own containerd (its namespace nsbox-bench), each runtime with its own
         --runc-root under the work directory.
@@ -29,8 +29,9 @@ containerd). The first --warmup rounds are not counted.
 
 What differs between the runtimes is what each container gets: nsbox-oci makes an nsbox
 sandbox (a user namespace mapping an unprivileged range, every namespace new, nsbox's seccomp
-profile, cgroup limits, its /workspace); runc and crun run Docker's or ctr's config as given
-(no user namespace, Docker's default seccomp profile under docker, none under ctr).
+profile, cgroup limits) with the config's mounts, user and capabilities; runc and crun run
+Docker's or ctr's config as given (no user namespace, Docker's default seccomp profile under
+docker, none under ctr).
 
 Needs root, Debian's docker.io, containerd, runc and crun. Everything is made in one temporary
 directory and the engines' own, removed on exit (also on Ctrl-C); results as markdown on
