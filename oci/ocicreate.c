@@ -10,6 +10,7 @@
 #include "ocirt.h"
 #include "cleanup.h"
 #include "ocispec.h"
+#include "safepath.h"
 #include "sandbox.h"
 #include "signals.h"
 #include "util.h"
@@ -18,6 +19,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +135,7 @@ struct monitor {
     int fifo;       /* exec.fifo, read end (opened read-write: never EOF, never blocks) */
     int sfd;        /* signalfd: the relayed signals and SIGCHLD */
     int ctl;        /* the control socket (ocictl.c): pause, resume */
+    int own_net;    /* the network namespace the monitor was started in */
     const char *dir; /* the state directory */
     struct nsbox_ocimon mon; /* exec, procs, update (ocimon.c) */
 };
@@ -319,6 +322,40 @@ static int config_mounts(const struct nsbox_ocispec *c, struct nsbox_rootfs_moun
     return 0;
 }
 
+/* A bind whose destination lies in the image (below one of its top-level directories) is
+ * mounted onto that path inside the image, which the sandbox sees read-only: a missing
+ * destination (Podman binds /etc/hosts and /etc/hostname, which small images lack) is created
+ * here first, in the bundle's root on the host, as runc creates its mount points. The same
+ * checks as the sandbox's own (safepath: no symlink, no `..`, inside the root); an empty file
+ * or directory is all that is ever added. */
+static int bundle_mount_points(const char *root, const struct nsbox_rootfs_mount *mounts,
+                               size_t n, struct nsbox_err *e)
+{
+    int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0)
+        return nsbox_err_sys(e, "root.path %s", NSBOX_SHOW(root));
+    int r = 0;
+    for (size_t i = 0; i < n && r == 0; i++) {
+        const char *rel = mounts[i].destination + strspn(mounts[i].destination, "/");
+        char top[NAME_MAX + 1];
+        size_t len = strcspn(rel, "/");
+        struct stat st;
+        if (strcmp(mounts[i].type, "bind") || !rel[len] || len > NAME_MAX)
+            continue; /* not a bind, or at the top: on nsbox's own root, not in the image */
+        snprintf(top, sizeof top, "%.*s", (int)len, rel);
+        if (fstatat(rootfd, top, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+            continue;
+        int fd = nsbox_sp_mount_target(rootfd, rel, !mounts[i].source_is_file, e);
+        if (fd < 0)
+            r = nsbox_err_wrap(e, "mounts: the mount point of %s in the bundle's root",
+                               mounts[i].destination);
+        else
+            close(fd);
+    }
+    close(rootfd);
+    return r;
+}
+
 static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
                          const struct nsbox_ocispec *c, struct nsbox_err *e)
 {
@@ -335,7 +372,8 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
         return nsbox_err_sys(e, "signalfd");
     static struct nsbox_rootfs_mount mounts[NSBOX_OCISPEC_MOUNTS_MAX];
     static struct nsbox_ocispec_mount_opts opts[NSBOX_OCISPEC_MOUNTS_MAX];
-    if (config_mounts(c, mounts, opts, e) < 0)
+    if (config_mounts(c, mounts, opts, e) < 0 ||
+        bundle_mount_points(s->image, mounts, c->n_mounts, e) < 0)
         return -1;
     static const char *masked[NSBOX_OCISPEC_MASKS_MAX], *readonly[NSBOX_OCISPEC_MASKS_MAX];
     for (size_t i = 0; i < c->n_masked; i++)
@@ -371,6 +409,25 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
     return wait_ready(m, e);
 }
 
+/* The monitor is the pid-file process: the pid callers take for the container. Docker's
+ * prestart hook (libnetwork-setkey, which moves eth0 in), CNI plugins and `nsenter -t PID -n`
+ * reach the container's network through /proc/PID/ns/net, so the monitor enters the sandbox's
+ * network namespace; it keeps its own to go back to for the teardown. */
+static int monitor_join_net(struct monitor *m, struct nsbox_err *e)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)m->sb.pid);
+    m->own_net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (m->own_net < 0)
+        return nsbox_err_sys(e, "open /proc/self/ns/net");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return nsbox_err_sys(e, "open %s", path);
+    int r = setns(fd, CLONE_NEWNET);
+    close(fd);
+    return r < 0 ? nsbox_err_sys(e, "enter the container's network namespace") : 0;
+}
+
 __attribute__((noreturn)) static void monitor_main(const char *dir, const struct nsbox_spec *s,
                                                    const struct nsbox_ocispec *c,
                                                    const char *console, int ready_fd)
@@ -379,7 +436,7 @@ __attribute__((noreturn)) static void monitor_main(const char *dir, const struct
     struct ready_msg msg = {0};
     nsbox_sandbox_init(&m.sb);
     nsbox_ocimon_init(&m.mon);
-    m.start_sock = m.fifo = m.sfd = m.ctl = -1;
+    m.start_sock = m.fifo = m.sfd = m.ctl = m.own_net = -1;
     m.dir = dir;
     setsid(); /* not in the caller's job control: a ^C to it is not for the container */
     char fifo[PATH_MAX + 16];
@@ -389,7 +446,7 @@ __attribute__((noreturn)) static void monitor_main(const char *dir, const struct
         nsbox_err_sys(&msg.err, "open %s", fifo);
     else if ((m.ctl = nsbox_ocictl_listen(dir, &msg.err)) < 0)
         ;
-    else if (monitor_setup(&m, s, c, &msg.err) == 0 &&
+    else if (monitor_setup(&m, s, c, &msg.err) == 0 && monitor_join_net(&m, &msg.err) == 0 &&
              (m.mon.console < 0 || nsbox_ociconsole_send(console, m.mon.console, &msg.err) == 0)) {
         msg.ok = 1;
         msg.init_pid = m.sb.pid;
@@ -411,6 +468,8 @@ __attribute__((noreturn)) static void monitor_main(const char *dir, const struct
         nsbox_ocimon_finish(&m.mon);
     }
     struct nsbox_err e2;
+    if (m.own_net >= 0 && setns(m.own_net, CLONE_NEWNET) < 0)
+        m.sb.net = NULL; /* its host side is where we could not return: leave it */
     nsbox_sandbox_destroy(&m.sb, &e2);
     monitor_exit(status);
 }

@@ -47,6 +47,7 @@ static struct nsbox_mount_op *push(struct nsbox_mount_plan *p, enum nsbox_mop op
     o->src_in_image = false;
     o->src_is_fd = false;
     o->target_in_image = false;
+    o->target_dir = false;
     o->recursive = false;
     o->optional = false;
     o->flags = 0;
@@ -345,6 +346,7 @@ static int plan_config_mount(const struct nsbox_rootfs_cfg *cfg, const struct ns
         o->attr = bind_attr(m->flags);
         o->recursive = m->recursive;
         o->target_in_image = image;
+        o->target_dir = image && !m->source_is_file;
     }
     return 0;
 }
@@ -629,7 +631,8 @@ static int attach(const struct nsbox_sys *sys, int *fd, const struct nsbox_mount
         cleanup_close int here = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
         struct nsbox_err te;
         cleanup_close int tfd =
-            here < 0 ? -1 : nsbox_sp_mount_target(here, o->target, false, o->optional ? &te : e);
+            here < 0 ? -1
+                     : nsbox_sp_mount_target(here, o->target, o->target_dir, o->optional ? &te : e);
         if (tfd < 0 && here >= 0 && o->optional) { /* the image's own file stays */
             sys->close(*fd);
             *fd = -1;

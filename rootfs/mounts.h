@@ -50,6 +50,7 @@ struct nsbox_mount_op {
     bool src_in_image;     /* src is an entry name inside the image root (opened NOFOLLOW) */
     bool src_is_fd;        /* BIND of a detached mount the launcher made (src: its name) */
     bool target_in_image;  /* target lies inside an image bind: resolved with no symlinks */
+    bool target_dir;       /* target_in_image: a directory (the bind of one), else a file */
     bool recursive;
     bool optional;         /* target_in_image that cannot be mounted on safely: skipped */
     unsigned long flags;   /* mount(2) flags for TMPFS/PROC/DEVPTS */

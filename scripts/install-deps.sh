@@ -20,5 +20,23 @@ fi
 echo "install-deps: installing:$missing" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
+# A package's postinst may start its daemon (docker.io starts a system dockerd and containerd
+# through invoke-rc.d or deb-systemd-invoke). nsbox's tests start their own engines, privately,
+# and a machine's user did not ask for a system-wide one: a policy-rc.d that exits 101 ("not
+# allowed") keeps every service stopped during this install. One that is already there is
+# the machine's own and is left as it is.
+policy=/usr/sbin/policy-rc.d
+made_policy=""
+if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\n# nsbox install-deps: no service starts during its apt-get\nexit 101\n' >"$policy"
+    chmod 755 "$policy"
+    made_policy=1
+    trap 'rm -f "$policy"' EXIT
+    trap 'rm -f "$policy"; exit 130' INT TERM
+fi
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing >/dev/null
+if [ -n "$made_policy" ]; then
+    rm -f "$policy"
+    trap - EXIT INT TERM
+fi

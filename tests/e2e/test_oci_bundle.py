@@ -242,6 +242,21 @@ class Mounts(BundleCase):
         self.assertTrue(any(l.startswith("/etc/extra ro") for l in lines), lines)
         self.assertEqual(lines[-4:], ["700", "from-the-host", "extra-file", "read-only"])
 
+    def test_missing_mount_point_in_the_image_is_made(self):
+        # Podman binds /etc/hosts and /etc/hostname; a small image has neither: nsbox-oci makes
+        # the mount point in the bundle's root (an empty file), as runc does
+        hosts = os.path.join(self.tmp, "hosts")
+        with open(hosts, "w") as f:
+            f.write("127.0.0.1 here\n")
+        made = os.path.join(self.bundle, "rootfs", "etc", "hosts")
+        self.assertFalse(os.path.exists(made))
+        c = config(["cat", "/etc/hosts"])
+        c["mounts"] = [{"destination": "/proc", "type": "proc", "source": "proc"},
+                       {"destination": "/etc/hosts", "type": "bind", "source": hosts,
+                        "options": ["rbind", "ro"]}]
+        self.assertEqual(self.run_container(c), "127.0.0.1 here\n")
+        self.assertEqual(os.path.getsize(made), 0)
+
     def test_masked_and_readonly_paths(self):
         c = config(["sh", "-c", "ls -A /sys/firmware | wc -l; cat /proc/cpuinfo | wc -c;"
                     " (echo x > /tmp/f) 2>/dev/null || echo read-only"])

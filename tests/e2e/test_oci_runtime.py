@@ -81,6 +81,20 @@ class OciRuntime(BundleCase):
         self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 7)
         self.assertEqual(self.oci("delete", "c1").returncode, 0)
 
+    def test_pid_is_in_the_container_network(self):
+        # callers reach the container's network through the pid-file process (Docker's
+        # prestart hook, CNI, nsenter -t PID -n): it is in the sandbox's namespace, not ours
+        self.write_config(config(["true"]))
+        pid = self.create()
+        with open(os.path.join(self.root, "c1", "state.json")) as f:
+            init = json.load(f)["init_pid"]
+        net = os.readlink(f"/proc/{pid}/ns/net")
+        self.assertEqual(net, os.readlink(f"/proc/{init}/ns/net"))
+        self.assertNotEqual(net, os.readlink("/proc/self/ns/net"))
+        self.assertEqual(self.oci("delete", "--force", "c1").returncode, 0)
+        self.wait(pid)
+        self.assertEqual(self.dirs.leftovers(), [])
+
     def test_kill_running(self):
         self.write_config(config(["sleep", "1000"]))
         pid = self.create()

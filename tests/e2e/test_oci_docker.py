@@ -1,0 +1,182 @@
+"""End to end: Docker runs nsbox sandboxes through nsbox-oci (docs/oci.md). A dockerd of the test's
+own (Debian's docker.io; tests/lib/engines.py: its own network and mount namespaces, data and exec
+roots, socket and containerd, bridge networking without iptables) gets `--add-runtime
+nsbox=<build>/nsbox-oci` and loads a busybox image the test builds (a docker-save archive).
+Checked: `docker run --runtime=nsbox` output and exit code, `--memory` and `--pids-limit` as the
+sandbox's limits, `-v` volumes, `docker pause`/`unpause`, `docker exec` (also with -t), `docker
+stop` (the workload ends of the SIGTERM, not of the SIGKILL after the grace period), `docker run
+-t` (a terminal), bridge networking (eth0 with the address Docker gave, set up by Docker's prestart
+hook), and that nothing is left: no sandbox, no state, no Docker chain in the host's ruleset."""
+import glob
+import ipaddress
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import engines
+
+from nsbox_test import NSBOX, Dirs, sandbox_cgroup_file
+
+OCI = os.path.join(os.path.dirname(NSBOX), "nsbox-oci") if NSBOX else None
+
+
+def ruleset():
+    r = subprocess.run(["nft", "list", "ruleset"], capture_output=True, text=True)
+    return r.stdout if r.returncode == 0 else None
+
+
+def setUpModule():
+    why = engines.missing(engines.DOCKERD, engines.DOCKER)
+    if why:
+        raise unittest.SkipTest(why)
+    if not OCI or not os.path.exists(OCI):
+        raise unittest.SkipTest("NSBOX_BIN is not set (run through ctest)")
+
+
+class Docker(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dirs = Dirs()
+        cls.daemon = None
+        try:
+            cls.daemon = engines.Dockerd({"nsbox": OCI}, env=cls.dirs.env())
+            with tempfile.TemporaryDirectory() as t:
+                archive = os.path.join(t, "image.tar")
+                engines.busybox_archive(archive)
+                r = cls.daemon.docker("load", "-i", archive)
+            if r.returncode != 0:
+                raise AssertionError(f"docker load: {r.stderr}")
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.daemon:
+            cls.daemon.stop()
+        cls.dirs.cleanup()
+
+    def docker(self, *args, **kw):
+        return self.daemon.docker(*args, **kw)
+
+    def run_nsbox(self, *cmd, opts=()):
+        return self.docker("run", "--rm", "--runtime=nsbox", *opts, engines.IMAGE, *cmd)
+
+    def test_run_output_and_exit_code(self):
+        r = self.run_nsbox("sh", "-c", "echo hi; cat /proc/self/uid_map")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out, _, uid_map = r.stdout.partition("\n")
+        self.assertEqual(out, "hi")
+        # an nsbox sandbox: a user namespace that never maps the host's root (the floor)
+        self.assertTrue(uid_map.strip(), r.stdout)
+        self.assertFalse(engines.host_root_mapped(uid_map), uid_map)
+        r = self.run_nsbox("sh", "-c", "exit 3")
+        self.assertEqual(r.returncode, 3, r.stderr)
+
+    def test_volumes(self):
+        # -v of a directory and of a file, also below one of the image's own directories
+        # (/etc), where nsbox-oci binds onto the image (docs/oci.md, Mounts)
+        host = tempfile.mkdtemp(prefix="nsbox-docker-vol-")
+        self.addCleanup(shutil.rmtree, host, True)
+        os.chmod(host, 0o755)
+        with open(os.path.join(host, "f"), "w") as f:
+            f.write("from-the-host\n")
+        os.chmod(os.path.join(host, "f"), 0o644)
+        r = self.run_nsbox("cat", "/etc/vol/f", "/vol/f", "/etc/one",
+                           opts=("-v", host + ":/etc/vol:ro", "-v", host + ":/vol:ro",
+                                 "-v", os.path.join(host, "f") + ":/etc/one:ro"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "from-the-host\n" * 3)
+
+    def test_stop_ends_with_sigterm(self):
+        r = self.docker("run", "-d", "--name", "stopme", "--runtime=nsbox", engines.IMAGE,
+                        "sleep", "1000")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.docker, "rm", "-f", "stopme")
+        self.assertEqual(self.docker("inspect", "-f", "{{.State.Running}}", "stopme").stdout,
+                         "true\n")
+        r = self.docker("stop", "-t", "60", "stopme")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # 143: the SIGTERM ended it (a SIGKILL at the grace period's end would be 137)
+        self.assertEqual(self.docker("inspect", "-f", "{{.State.ExitCode}}", "stopme").stdout,
+                         "143\n")
+        self.assertEqual(self.dirs.live_ids(), [])
+
+    def sandbox_of(self, cid):
+        """nsbox's id of the sandbox of container cid (nsbox-oci's state, under the runc
+        shim's root in dockerd's exec root)."""
+        found = glob.glob(os.path.join(self.daemon.d, "exec", "runtime-*", "moby", cid,
+                                       "state.json"))
+        self.assertEqual(len(found), 1, found)
+        with open(found[0]) as f:
+            return json.load(f)["sandbox"]
+
+    def test_limits_and_pause(self):
+        r = self.docker("run", "-d", "--name", "limits", "--runtime=nsbox", "--memory", "96m",
+                        "--pids-limit", "37", engines.IMAGE, "sleep", "1000")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.docker, "rm", "-f", "limits")
+        sid = self.sandbox_of(r.stdout.strip())
+        self.assertEqual(sandbox_cgroup_file(sid, "memory", "memory.limit_in_bytes",
+                                             "memory.max"), str(96 << 20))
+        self.assertEqual(sandbox_cgroup_file(sid, "pids", "pids.max", "pids.max"), "37")
+        # docker pause freezes the sandbox's cgroup (nsbox-oci pause), unpause thaws it
+        self.assertEqual(self.docker("pause", "limits").returncode, 0)
+        self.assertEqual(self.docker("inspect", "-f", "{{.State.Status}}", "limits").stdout,
+                         "paused\n")
+        self.assertIn(sandbox_cgroup_file(sid, "freezer", "freezer.state", "cgroup.freeze"),
+                      ("FROZEN", "1"))
+        self.assertEqual(self.docker("unpause", "limits").returncode, 0)
+        self.assertIn(sandbox_cgroup_file(sid, "freezer", "freezer.state", "cgroup.freeze"),
+                      ("THAWED", "0"))
+        self.assertEqual(self.docker("inspect", "-f", "{{.State.Status}}", "limits").stdout,
+                         "running\n")
+
+    def test_exec(self):
+        r = self.docker("run", "-d", "--name", "execme", "--runtime=nsbox", engines.IMAGE,
+                        "sleep", "1000")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.docker, "rm", "-f", "execme")
+        r = self.docker("exec", "execme", "sh", "-c", "echo in-$(hostname); exit 4")
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertEqual(r.stdout, "in-" + self.docker("inspect", "-f", "{{.Config.Hostname}}",
+                                                       "execme").stdout)
+
+    def test_run_tty(self):
+        r = self.run_nsbox("sh", "-c", "test -t 0 && test -t 1 && tty", opts=("-t",))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"^/dev/pts/[0-9]+\r?\n$")
+
+    def test_exec_tty(self):
+        r = self.docker("run", "-d", "--name", "exectty", "--runtime=nsbox", engines.IMAGE,
+                        "sleep", "1000")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.docker, "rm", "-f", "exectty")
+        r = self.docker("exec", "-t", "exectty", "sh", "-c", "test -t 0 && test -t 1 && tty")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"^/dev/pts/[0-9]+\r?\n$")
+
+    def test_bridge_eth0(self):
+        subnet = self.docker("network", "inspect", "-f", "{{(index .IPAM.Config 0).Subnet}}",
+                             "bridge").stdout.strip()
+        r = self.run_nsbox("ip", "-o", "-4", "addr", "show", "dev", "eth0")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        m = re.search(r" inet ([0-9.]+)/", r.stdout)
+        self.assertTrue(m, r.stdout)
+        self.assertIn(ipaddress.ip_address(m.group(1)), ipaddress.ip_network(subnet))
+
+    def test_zz_nothing_left(self):
+        # runs last (names sort): every container above is gone, and with it its sandbox
+        self.assertEqual(self.docker("ps", "-aq").stdout, "")
+        self.assertEqual(self.dirs.leftovers(), [])
+        # dockerd's chains (DOCKER, DOCKER-USER, ...) never reach the host's ruleset; the full
+        # ruleset is not compared, as other programs on the machine may change it meanwhile
+        self.assertNotIn("DOCKER", ruleset() or "")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,109 @@
+"""End to end: Podman runs nsbox sandboxes through nsbox-oci (docs/oci.md). Debian's podman with
+the test's own storage, run and tmp directories, containers.conf and cgroup parent
+(tests/lib/engines.py), cgroupfs, `--runtime <build>/nsbox-oci` (its state in its default root,
+/run/nsbox-oci: podman's cleanup after --rm does not pass --runtime-flag on), network none; the image is a busybox
+docker-save archive the test builds and `podman load`s. Checked: `podman run` output and exit
+code, `podman stop` (the SIGTERM ends it), `podman pause`/`unpause`, `podman run -t` (a
+terminal), `podman exec`, and that nothing is left."""
+import os
+import unittest
+
+import engines
+
+from nsbox_test import NSBOX, Dirs
+
+OCI = os.path.join(os.path.dirname(NSBOX), "nsbox-oci") if NSBOX else None
+IMAGE = "localhost/" + engines.IMAGE
+OCI_ROOT = "/run/nsbox-oci"
+
+
+def setUpModule():
+    why = engines.missing(engines.PODMAN, "/usr/bin/conmon")
+    if why:
+        raise unittest.SkipTest(why)
+    if not OCI or not os.path.exists(OCI):
+        raise unittest.SkipTest("NSBOX_BIN is not set (run through ctest)")
+
+
+class Podman(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dirs = Dirs()
+        cls.engine = engines.Podman(OCI, env=cls.dirs.env())
+        try:
+            archive = os.path.join(cls.engine.d, "image.tar")
+            engines.busybox_archive(archive)
+            r = cls.engine.podman("load", "-i", archive)
+            if r.returncode != 0:
+                raise AssertionError(f"podman load: {r.stderr}")
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.engine.stop()
+        cls.dirs.cleanup()
+
+    def podman(self, *args, **kw):
+        return self.engine.podman(*args, **kw)
+
+    def run_detached(self, name, *cmd):
+        r = self.podman("run", "-d", "--name", name, *self.engine.run_args(), IMAGE, *cmd)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.podman, "rm", "-f", "-t", "0", name)
+
+    def test_run_output_and_exit_code(self):
+        r = self.podman("run", "--rm", *self.engine.run_args(), IMAGE,
+                        "sh", "-c", "echo hi; cat /proc/self/uid_map")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out, _, uid_map = r.stdout.partition("\n")
+        self.assertEqual(out, "hi")
+        # an nsbox sandbox: a user namespace that never maps the host's root (the floor)
+        self.assertTrue(uid_map.strip(), r.stdout)
+        self.assertFalse(engines.host_root_mapped(uid_map), uid_map)
+        r = self.podman("run", "--rm", *self.engine.run_args(), IMAGE, "sh", "-c", "exit 3")
+        self.assertEqual(r.returncode, 3, r.stderr)
+
+    def test_stop_ends_with_sigterm(self):
+        self.run_detached("stopme", "sleep", "1000")
+        r = self.podman("stop", "-t", "60", "stopme")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.podman("inspect", "-f", "{{.State.ExitCode}}", "stopme")
+        self.assertEqual(r.stdout, "143\n", r.stderr)  # SIGTERM's, not the SIGKILL's 137
+
+    def test_pause_unpause(self):
+        self.run_detached("pauseme", "sleep", "1000")
+        self.assertEqual(self.podman("pause", "pauseme").returncode, 0)
+        self.assertEqual(self.podman("inspect", "-f", "{{.State.Status}}", "pauseme").stdout,
+                         "paused\n")
+        self.assertEqual(self.podman("unpause", "pauseme").returncode, 0)
+        self.assertEqual(self.podman("inspect", "-f", "{{.State.Status}}", "pauseme").stdout,
+                         "running\n")
+
+    def test_run_tty(self):
+        r = self.podman("run", "--rm", "-t", *self.engine.run_args(), IMAGE,
+                        "sh", "-c", "test -t 0 && test -t 1 && tty")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"^/dev/pts/[0-9]+\r?\n$")
+
+    def test_exec(self):
+        self.run_detached("execme", "sleep", "1000")
+        r = self.podman("exec", "execme", "sh", "-c", "echo in-$(hostname); exit 4")
+        self.assertEqual(r.returncode, 4, r.stderr)
+        hostname = self.podman("inspect", "-f", "{{.Config.Hostname}}", "execme").stdout
+        self.assertEqual(r.stdout, "in-" + hostname)
+
+    def test_zz_nothing_left(self):
+        # runs last (names sort): the containers above are gone, and with them their sandboxes
+        self.assertEqual(self.podman("ps", "-aq").stdout, "")
+        self.assertEqual(self.dirs.leftovers(), [])
+        # nor the runtime's state of any container this podman made (the ids are podman's)
+        made = set(self.engine.created)
+        self.assertTrue(made)
+        left = os.listdir(OCI_ROOT) if os.path.isdir(OCI_ROOT) else []
+        self.assertEqual(made.intersection(left), set())
+
+
+if __name__ == "__main__":
+    unittest.main()
