@@ -69,15 +69,9 @@ static int supervisor_answers(const char *id, int sock, const char *why, struct 
  * come GRACE_S later, from a supervisor that does not answer a ping either (stopped, stuck),
  * ends the wait with that said, as ls, ps and rm end theirs. */
 #define GRACE_S 10
-static int client_wait(const char *id, int sock, uint64_t timeout_ms, cJSON **reply,
+static int client_wait(const char *id, int sock, int sfd, uint64_t timeout_ms, cJSON **reply,
                        struct nsbox_err *e)
 {
-    sigset_t mask, old;
-    sigemptyset(&mask);
-    for (size_t k = 0; k < NSBOX_SIGNALS_EXEC; k++)
-        sigaddset(&mask, nsbox_signals_relayed[k]);
-    sigprocmask(SIG_BLOCK, &mask, &old);
-    cleanup_close int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
     int stops = 0;
     int64_t check_at = timeout_ms ? nsbox_now_ms() + (int64_t)timeout_ms + GRACE_S * 1000 : -1;
     for (;;) {
@@ -94,10 +88,8 @@ static int client_wait(const char *id, int sock, uint64_t timeout_ms, cJSON **re
             snprintf(why, sizeof why, "the command's --timeout of %llu.%03llu s passed %d s ago",
                      (unsigned long long)(timeout_ms / 1000),
                      (unsigned long long)(timeout_ms % 1000), GRACE_S);
-            if (supervisor_answers(id, sock, why, e) < 0) {
-                sigprocmask(SIG_SETMASK, &old, NULL);
+            if (supervisor_answers(id, sock, why, e) < 0)
                 return -1;
-            }
             check_at = nsbox_now_ms() + GRACE_S * 1000; /* it answers: its reply comes */
             continue;
         }
@@ -107,16 +99,13 @@ static int client_wait(const char *id, int sock, uint64_t timeout_ms, cJSON **re
                 int before = stops;
                 send_signal(sock, nsbox_signals_relay((int)si.ssi_signo, &stops));
                 if (stops > before &&
-                    supervisor_answers(id, sock, "the command was signalled", e) < 0) {
-                    sigprocmask(SIG_SETMASK, &old, NULL);
+                    supervisor_answers(id, sock, "the command was signalled", e) < 0)
                     return -1;
-                }
             }
         }
         if (pf[0].revents & (POLLIN | POLLHUP))
             break;
     }
-    sigprocmask(SIG_SETMASK, &old, NULL);
     return nsbox_client_recv(sock, reply, NULL, e);
 }
 
@@ -377,13 +366,34 @@ static cJSON *exec_exchange(const struct exec_args *x, const struct nsbox_reques
     cJSON *reply = NULL;
     unsigned waited_ms = 0;
     int r = -1;
+    sigset_t mask, old;
+    sigemptyset(&mask);
+    for (size_t k = 0; k < NSBOX_SIGNALS_EXEC; k++)
+        sigaddset(&mask, nsbox_signals_relayed[k]);
     do {
         *sock = nsbox_connect_ctl(x->id, e);
-        if (*sock < 0 || nsbox_client_send(*sock, req, fds, x->detach ? 0 : 3, e) < 0)
+        if (*sock < 0)
             break;
-        /* The command has our descriptors; we wait for its status and pass signals on. */
-        r = x->detach ? nsbox_client_recv(*sock, &reply, NULL, e)
-                      : client_wait(x->id, *sock, x->timeout_ms, &reply, e);
+        if (x->detach) {
+            if (nsbox_client_send(*sock, req, NULL, 0, e) < 0)
+                break;
+            r = nsbox_client_recv(*sock, &reply, NULL, e);
+        } else {
+            /* The signals are ours to pass on from before the request leaves: once it has,
+             * the command may start, print, and be signalled by whoever reads that, while
+             * ours would still be the default (INT, TERM: our death, and so the command's).
+             * One that comes before the command has started is kept for it by the
+             * supervisor. */
+            sigprocmask(SIG_BLOCK, &mask, &old);
+            cleanup_close int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+            bool sent = nsbox_client_send(*sock, req, fds, 3, e) == 0;
+            /* The command has our descriptors; we wait for its status and pass signals on. */
+            if (sent)
+                r = client_wait(x->id, *sock, sfd, x->timeout_ms, &reply, e);
+            sigprocmask(SIG_SETMASK, &old, NULL);
+            if (!sent)
+                break;
+        }
         if (r < 0)
             nsbox_client_lost(x->id, e);
     } while (r == 0 &&
