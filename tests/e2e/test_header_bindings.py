@@ -11,16 +11,20 @@ the secret is nowhere inside the sandbox nor in inspect, the state directory or 
 processes' environments; the CA is name-constrained (critical) and has no key inside; with
 network all the bound host is intercepted and the rest passes; an upstream that the host's
 trust store does not vouch for is refused (502); libssl is loaded only with bindings; the
-Python client's bindings; a bound host the network cannot reach fails creation."""
+Python client's bindings; a bound host the network cannot reach fails creation; an OCI image
+stored as shared layers (its root an overlay mount, not a directory) gets the bundle from its
+own layers while the store's file stays as it was."""
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import unittest
 
+import oci_images
 from netlab import API, OTHER, TLS_SERVE, Lab, make_pki, missing_tools, start_origin
 from nsbox_test import NSBOX, Dirs, is_root
 
@@ -252,8 +256,9 @@ class HeaderBindings(unittest.TestCase):
         return subprocess.run(cmd, capture_output=True, timeout=timeout,
                               env=self.env(upstream_ca, allow_names))
 
-    def run_in(self, network, script, upstream_ca=True, host_store=None):
-        r = self.nsbox(["run", "--network", network, "--header-binding",
+    def run_in(self, network, script, upstream_ca=True, host_store=None, image=None):
+        r = self.nsbox(["run"] + (["--image", image] if image else []) +
+                       ["--network", network, "--header-binding",
                         f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN", "--", "sh", "-c",
                         script], upstream_ca=upstream_ca, host_store=host_store)
         self.assertEqual(r.returncode, 0, r.stderr.decode() + r.stdout.decode())
@@ -287,6 +292,52 @@ class HeaderBindings(unittest.TestCase):
         self.assertIn("*" * len(SECRET), curl_line)
         self.assertEqual(json.loads(curl_line)["path"], "/curl")
         self.assertEqual(len(json.loads(py_line)["keepalive"]), 3)
+
+    def test_layered_oci_image_bundle_comes_from_its_mount(self):
+        # A layered image's root is a detached overlay mount (rootfs/image.h mount_fd), its
+        # directory in the store an empty mount point: a bundle read from the directory would
+        # find nothing, and one written where it was read would change the shared layer.
+        if not os.path.exists(oci_images.BUSYBOX) or not IMAGE_BUNDLE:
+            self.skipTest("needs busybox-static (/bin/busybox) and the host's " + NSBOX_BUNDLE)
+        archive = os.path.join(self.dirs.base, "curl-image.tar")
+        oci_images.write_docker_save(archive, layers=[oci_images.layer1(), curl_layer(),
+                                                      bundle_layer()], tag="t/bindcurl:1")
+        r = self.nsbox(["image", "import", "-q", archive])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        store = os.path.join(self.dirs.data, "images")
+        image_dir = [os.path.join(store, n) for n in os.listdir(store) if n.startswith("oci-")]
+        self.assertEqual(len(image_dir), 1, os.listdir(store))
+        # the layered form: a merged store's root is a plain directory, not the mount in question
+        self.assertTrue(os.path.exists(os.path.join(image_dir[0], "layers")),
+                        os.listdir(image_dir[0]))
+        stored = oci_images.find_in_image(image_dir[0], NSBOX_BUNDLE)
+        self.assertIsNotNone(stored)
+        with open(stored, "rb") as f:
+            self.assertEqual(f.read(), IMAGE_BUNDLE)
+        where = oci_images.image_layers(image_dir[0]) + [image_dir[0]]
+        before = tree_state(where)
+        out = self.run_in(f"allow={NAME}:{PORT}",
+                          f"curl -sS --fail-with-body https://{NAME}:{PORT}/layered "
+                          f"-H 'Authorization: Bearer mine'; echo; echo BUNDLE; "
+                          f"cat /{NSBOX_BUNDLE}", image="t/bindcurl:1")
+        reply, _, inside = out.partition("\nBUNDLE\n")
+        self.assertEqual(json.loads(reply)["path"], "/layered")
+        self.assertEqual([(r["path"], self.auth_headers(r)) for r in self.received()],
+                         [("/layered", [BEARER])])
+        # the image's own bundle (not the host's), then the sandbox's CA
+        self.assertTrue(inside.startswith(IMAGE_BUNDLE.decode()), inside[:300])
+        ca = inside[len(IMAGE_BUNDLE):]
+        self.assertEqual(ca.count("-----BEGIN CERTIFICATE-----"), 1, inside)
+        subject = subprocess.run(["openssl", "x509", "-noout", "-subject"], input=ca.strip(),
+                                 capture_output=True, text=True)
+        self.assertIn("header bindings CA", subject.stdout, subject.stderr)
+        # the store: every entry of the image's layers and directory as it was, the bundle's
+        # bytes and inode included
+        after = tree_state(where)
+        self.assertEqual(sorted(p for p in before.keys() | after.keys()
+                                if before.get(p) != after.get(p)), [])
+        with open(stored, "rb") as f:
+            self.assertEqual(f.read(), IMAGE_BUNDLE)
 
     def test_smuggling_shapes_and_host_mismatch_are_refused(self):
         h = f"Host: {NAME}\r\n"
@@ -641,6 +692,64 @@ class HeaderBindings(unittest.TestCase):
                        allow_names="address")
         self.assertEqual(r.returncode, 125)
         self.assertIn("header bindings need the egress helper", r.stderr.decode())
+
+
+NSBOX_BUNDLE = "etc/ssl/certs/ca-certificates.crt"
+# The test image's bundle: one certificate of the host's and a line of its own, so that a copy of
+# the host's bundle (or of an empty one) is told apart from the image's
+with open("/" + NSBOX_BUNDLE, "rb") as _f:
+    IMAGE_BUNDLE = (b"# the test image's own bundle\n" + b"-----BEGIN CERTIFICATE-----" +
+                    _f.read().split(b"-----BEGIN CERTIFICATE-----")[1].split(b"-----END")[0] +
+                    b"-----END CERTIFICATE-----\n") if os.path.exists("/" + NSBOX_BUNDLE) \
+        else b""
+
+
+def curl_layer():
+    """The host's curl with the libraries ldd names, below usr/ (lib and lib64 link there, as in
+    a merged-/usr system), and an nsswitch.conf that reads /etc/hosts (where the bound name is
+    pinned)."""
+    curl = shutil.which("curl")
+    ldd = subprocess.run(["ldd", curl], capture_output=True, text=True, check=True).stdout
+    files = [("usr/bin/curl", curl)]
+    for lib in sorted({w for line in ldd.splitlines() for w in line.split() if w[:1] == "/"}):
+        rel = lib.lstrip("/")
+        files.append((rel if rel.startswith("usr/") else "usr/" + rel, lib))
+    dirs = sorted({os.path.dirname(rel)[:i] for rel, _ in files
+                   for i, c in enumerate(os.path.dirname(rel) + "/") if c == "/"})
+    e = [("lib", b"", 0o777, tarfile.SYMTYPE, "usr/lib"),
+         ("lib64", b"", 0o777, tarfile.SYMTYPE, "usr/lib64"),
+         ("etc", b"", 0o755, tarfile.DIRTYPE),
+         ("etc/nsswitch.conf", b"hosts: files dns\n", 0o644)]
+    e += [(d, b"", 0o755, tarfile.DIRTYPE) for d in dirs]
+    for rel, host in files:
+        with open(os.path.realpath(host), "rb") as f:
+            e.append((rel, f.read(), 0o755))
+    return oci_images.tar_bytes(e)
+
+
+def bundle_layer():
+    return oci_images.tar_bytes([("etc", b"", 0o755, tarfile.DIRTYPE),
+                                 ("etc/ssl", b"", 0o755, tarfile.DIRTYPE),
+                                 ("etc/ssl/certs", b"", 0o755, tarfile.DIRTYPE),
+                                 (NSBOX_BUNDLE, IMAGE_BUNDLE, 0o644)])
+
+
+def tree_state(dirs):
+    """Every entry below dirs: its inode, mode, size, times and, for a file, its bytes' hash."""
+    import hashlib
+    out = {}
+    for d in dirs:
+        for root, subdirs, files in os.walk(d):
+            for n in subdirs + files:
+                p = os.path.join(root, n)
+                st = os.lstat(p)
+                h = None
+                if os.path.isfile(p) and not os.path.islink(p):
+                    with open(p, "rb") as f:
+                        h = hashlib.sha256(f.read()).hexdigest()
+                out[p] = (st.st_ino, st.st_mode, st.st_nlink, st.st_size, st.st_mtime_ns,
+                          st.st_ctime_ns, h)
+    return out
 
 
 def status_of(pid):
