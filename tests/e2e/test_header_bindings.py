@@ -449,7 +449,7 @@ class HeaderBindings(unittest.TestCase):
             self.assertEqual(self.auth_headers(r), [BEARER], r["path"])
 
     def test_uploads_and_parallel_connections(self):
-        # 20 MB with Content-Length and 20 MB chunked (curl -T - reads a pipe: chunked), their
+        # 50 MB with Content-Length and 50 MB chunked (curl -T - reads a pipe: chunked), their
         # checksums as the origin computed them; then 64 connections at once
         url = f"https://{NAME}:{PORT}"
         par = ("import concurrent.futures as f, json, urllib.request as u\n"
@@ -459,15 +459,15 @@ class HeaderBindings(unittest.TestCase):
                "    print(sorted(ex.map(get, range(64))) == sorted('/par/%%d' %% i "
                "for i in range(64)))\n" % url)
         out = self.run_in(f"allow={NAME}:{PORT}",
-                          "head -c 20000000 /dev/urandom > /tmp/up && sha256sum /tmp/up && "
-                          f"curl -sS --data-binary @/tmp/up {url}/length && echo && "
-                          f"cat /tmp/up | curl -sS -T - {url}/chunked && echo && "
+                          "head -c 50000000 /dev/urandom > /workspace/up && sha256sum /workspace/up && "
+                          f"curl -sS --data-binary @/workspace/up {url}/length && echo && "
+                          f"cat /workspace/up | curl -sS -T - {url}/chunked && echo && "
                           "python3 -c " + _q(par))
         lines = out.strip().splitlines()
         digest = lines[0].split()[0]
         length, chunked = json.loads(lines[1]), json.loads(lines[2])
-        self.assertEqual((length["body_len"], length["sha256"]), (20000000, digest))
-        self.assertEqual((chunked["body_len"], chunked["sha256"]), (20000000, digest))
+        self.assertEqual((length["body_len"], length["sha256"]), (50000000, digest))
+        self.assertEqual((chunked["body_len"], chunked["sha256"]), (50000000, digest))
         self.assertIn(["Transfer-Encoding", "chunked"], chunked["headers"])
         self.assertEqual(lines[3], "True")
         recs = self.received()
