@@ -313,7 +313,7 @@ int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv,
         !cJSON_AddStringToObject(ann, "org.nsbox.floor",
                                  "an unprivileged user namespace (the config's ids and "
                                  "capabilities inside it, never CAP_SYS_ADMIN), nsbox's "
-                                 "seccomp profile, no joined namespaces: docs/oci.md")) {
+                                 "seccomp profile, no joined or host namespaces: docs/oci.md")) {
         nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
         return 1;
     }

@@ -118,7 +118,7 @@ static int load_config(const struct create_args *a, struct nsbox_ocispec *c,
         return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "%s does not exist", path);
     if (nsbox_ocispec_parse(text, strlen(text), c, e) < 0)
         return -1;
-    if (nsbox_ocispec_check_floor(c, e) < 0)
+    if (nsbox_ocispec_check_floor(c, e) < 0 || nsbox_ocispec_check_namespaces(c, e) < 0)
         return -1;
     if (c->terminal && !a->console_socket)
         return nsbox_err_invalid(e, "process.terminal is true but no --console-socket was "

@@ -904,3 +904,44 @@ int nsbox_ocispec_check_floor(const struct nsbox_ocispec *c, struct nsbox_err *e
                                  ns_names[c->namespaces[i].type]);
     return check_limits(c, e);
 }
+
+/* A type left out of linux.namespaces means the host's namespace of that type (runtime-spec
+ * config-linux.md): how docker run --pid=host, --ipc=host, --uts=host and --network=host and
+ * Kubernetes' hostPID, hostIPC and hostNetwork say it. nsbox gives every sandbox its own, so
+ * such a config is refused rather than run in a namespace it did not ask for. user is not
+ * here: without one nsbox adds its own (never host root). cgroup is not here either: Docker's
+ * default on a cgroup v1 host (cgroupns host) leaves it out of every config, and a sandbox's
+ * cgroup namespace, made all the same, only hides the host's cgroup paths. */
+static const struct {
+    enum nsbox_ocispec_ns type;
+    const char *fix; /* names the option that asked, as the caller knows it */
+} required_ns[] = {
+    {NSBOX_OCI_NS_PID, "drop --pid=host (Kubernetes: hostPID)"},
+    {NSBOX_OCI_NS_IPC, "drop --ipc=host (Kubernetes: hostIPC)"},
+    {NSBOX_OCI_NS_UTS, "drop --uts=host (Kubernetes: hostNetwork)"},
+    {NSBOX_OCI_NS_NETWORK, "drop --network=host (Kubernetes: hostNetwork)"},
+    {NSBOX_OCI_NS_MOUNT, "add a mount entry to linux.namespaces"},
+};
+
+static bool has_ns(const struct nsbox_ocispec *c, enum nsbox_ocispec_ns t)
+{
+    for (size_t i = 0; i < c->n_namespaces; i++)
+        if (c->namespaces[i].type == t)
+            return true;
+    return false;
+}
+
+int nsbox_ocispec_check_namespaces(const struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    for (size_t i = 0; i < sizeof required_ns / sizeof required_ns[0]; i++) {
+        const char *n = ns_names[required_ns[i].type];
+        if (!has_ns(c, required_ns[i].type))
+            return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                                 "sharing the host's %s namespace is not supported: "
+                                 "linux.namespaces has no %s entry, which asks for the host's, "
+                                 "and nsbox-oci never shares a host namespace with a container; "
+                                 "%s to give it its own",
+                                 n, n, required_ns[i].fix);
+    }
+    return 0;
+}

@@ -166,6 +166,11 @@ const char *nsbox_ocispec_hook_name(enum nsbox_ocispec_hook_kind k);
  * 0-65535, hooks that run inside the container (createContainer, startContainer). 0 when it may
  * run. */
 int nsbox_ocispec_check_floor(const struct nsbox_ocispec *c, struct nsbox_err *e);
+/* The rest of the floor, for a container's config (create; exec's process has no namespaces):
+ * a pid, ipc, uts, network or mount namespace left out of linux.namespaces, which asks for
+ * the host's, is refused (NSBOX_E_POLICY) naming it and the option that asked. A missing user
+ * or cgroup namespace is allowed: nsbox makes its own. 0 when it may run. */
+int nsbox_ocispec_check_namespaces(const struct nsbox_ocispec *c, struct nsbox_err *e);
 /* Split m's options into mount flags and the filesystem's data. Propagation options
  * ("private", "rshared", ...) are accepted and have no effect: every mount of a sandbox is
  * private. */

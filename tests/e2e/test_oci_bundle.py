@@ -125,6 +125,23 @@ class Process(BundleCase):
         self.assertIn("ids 0-65535", self.log_errors()[-1]["msg"])
         self.assertNotEqual(self.oci("state", "c1").returncode, 0)
 
+    def test_host_pid_namespace_refused(self):
+        # a config without a pid namespace asks for the host's (docker run --pid=host): refused,
+        # not run in a new one the container did not ask for
+        c = config(["true"])
+        c["linux"]["namespaces"] = [ns for ns in c["linux"]["namespaces"] if ns["type"] != "pid"]
+        self.write_config(c)
+        with open(self.out, "w") as out:  # a container made would hold a pipe open
+            r = self.oci("create", "--bundle", self.bundle, "--pid-file", self.pidfile, "c1",
+                         stdout=out, stderr=out)
+        self.assertNotEqual(r.returncode, 0)
+        msg = self.log_errors()[-1]["msg"]
+        for words in ("host's pid namespace", "never shares a host namespace",
+                      "drop --pid=host"):
+            self.assertIn(words, msg)
+        self.assertEqual(os.listdir(self.root) if os.path.isdir(self.root) else [], [])
+        self.assertFalse(os.path.exists(self.pidfile))
+
 
 @unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
 class Hooks(BundleCase):

@@ -6,7 +6,8 @@ Checked: `docker run --runtime=nsbox` output and exit code, `--memory` and `--pi
 sandbox's limits, `-v` volumes, `docker pause`/`unpause`, `docker exec` (also with -t), `docker
 stop` (the workload ends of the SIGTERM, not of the SIGKILL after the grace period), `docker run
 -t` (a terminal), bridge networking (eth0 with the address Docker gave, set up by Docker's prestart
-hook), and that nothing is left: no sandbox, no state, no Docker chain in the host's ruleset."""
+hook), `--pid=host` refused at create with the reason in docker's output, and that nothing is
+left: no sandbox, no state, no Docker chain in the host's ruleset."""
 import glob
 import ipaddress
 import json
@@ -168,6 +169,17 @@ class Docker(unittest.TestCase):
         m = re.search(r" inet ([0-9.]+)/", r.stdout)
         self.assertTrue(m, r.stdout)
         self.assertIn(ipaddress.ip_address(m.group(1)), ipaddress.ip_network(subnet))
+
+    def test_host_pid_refused(self):
+        # --pid=host leaves the pid namespace out of the config: refused at create with what,
+        # why and the fix, which docker shows as "OCI runtime create failed: <msg>"
+        self.addCleanup(self.docker, "rm", "-f", "hostpid")
+        r = self.docker("run", "--name", "hostpid", "--pid=host", "--runtime=nsbox",
+                        engines.IMAGE, "true")
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        for words in ("OCI runtime create failed", "host's pid namespace",
+                      "never shares a host namespace", "drop --pid=host"):
+            self.assertIn(words, r.stderr)
 
     def test_zz_nothing_left(self):
         # runs last (names sort): every container above is gone, and with it its sandbox

@@ -47,6 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     nsbox_ocispec_hooks_free(&h);
     (void)nsbox_ocispec_check_floor(&c, &e);
+    (void)nsbox_ocispec_check_namespaces(&c, &e);
     nsbox_ocispec_free(&c);
     return 0;
 }

@@ -355,6 +355,64 @@ static void test_mount_opts(void **state)
     assert_true(o.bind && !o.recursive);
 }
 
+/* The config's namespaces with `drop` left out; -1 leaves none out. */
+static int check_namespaces_without(int drop, struct nsbox_err *e)
+{
+    static const char *const types[] = {"pid", "ipc", "uts", "network", "mount"};
+    char j[512];
+    int n = snprintf(j, sizeof j, "{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{"
+                                  "\"namespaces\":[");
+    const char *sep = "";
+    for (int i = 0; i < 5; i++) {
+        if (i == drop)
+            continue;
+        n += snprintf(j + n, sizeof j - (size_t)n, "%s{\"type\":\"%s\"}", sep, types[i]);
+        sep = ",";
+    }
+    snprintf(j + n, sizeof j - (size_t)n, "]}}");
+    struct nsbox_ocispec *c = malloc(sizeof *c);
+    if (nsbox_ocispec_parse(j, strlen(j), c, e) < 0)
+        fail_msg("%s", e->msg);
+    int r = nsbox_ocispec_check_namespaces(c, e);
+    nsbox_ocispec_free(c);
+    free(c);
+    return r;
+}
+
+/* A namespace type left out asks for the host's (docker run --pid=host): refused, naming the
+ * namespace and the option to drop; user and cgroup left out are allowed (nsbox adds its own:
+ * plain docker run on a cgroup v1 host has no cgroup entry). */
+static void test_host_namespaces(void **state)
+{
+    (void)state;
+    static const char *const want[][2] = {
+        {"host's pid namespace", "drop --pid=host"},
+        {"host's ipc namespace", "drop --ipc=host"},
+        {"host's uts namespace", "drop --uts=host"},
+        {"host's network namespace", "drop --network=host"},
+        {"host's mount namespace", "add a mount entry"},
+    };
+    struct nsbox_err e = {0};
+    assert_int_equal(check_namespaces_without(-1, &e), 0);
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(check_namespaces_without(i, &e), -1);
+        assert_int_equal(e.code, NSBOX_E_POLICY);
+        for (int k = 0; k < 2; k++)
+            if (!strstr(e.msg, want[i][k]))
+                fail_msg("'%s' does not say '%s'", e.msg, want[i][k]);
+        if (!strstr(e.msg, "never shares a host namespace"))
+            fail_msg("'%s' does not say why", e.msg);
+    }
+    const char *none = "{\"ociVersion\":\"1.0\"," P "," R "}";
+    struct nsbox_ocispec *c = malloc(sizeof *c);
+    if (nsbox_ocispec_parse(none, strlen(none), c, &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_int_equal(nsbox_ocispec_check_namespaces(c, &e), -1);
+    assert_non_null(strstr(e.msg, "host's pid namespace"));
+    nsbox_ocispec_free(c);
+    free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -363,6 +421,7 @@ int main(void)
         cmocka_unit_test(test_floor),       cmocka_unit_test(test_process),
         cmocka_unit_test(test_hooks),       cmocka_unit_test(test_process_errors),
         cmocka_unit_test(test_unsupported), cmocka_unit_test(test_mount_opts),
+        cmocka_unit_test(test_host_namespaces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
