@@ -2,7 +2,7 @@
 # Fresh Debian 12 machine, as root: install what nsbox needs, build it, and run the tests
 # through ctest.
 #
-#   ./scripts/test.sh           the whole suite (what CI runs: .ci/run), about 25 minutes on
+#   ./scripts/test.sh           the whole suite (what CI runs: .ci/run), about 20 minutes on
 #                               2 cores: unit tests, end-to-end and security tests against real
 #                               sandboxes, and beside them the cgroup tests again in a
 #                               cgroup-v2-only qemu VM (tests/vm, tests/vm/cases.txt); then the
