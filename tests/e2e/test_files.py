@@ -686,14 +686,19 @@ class LongOperations(unittest.TestCase):
                 return f.read().strip()
         (job,) = [k for k in kids if comm(k) != "nsbox-init"]
         # it holds its client, the workspace and the source, and nothing else of the
-        # supervisor's (the listening socket, other clients, log pipes, locks)
-        links = [os.readlink(f"/proc/{job}/fd/{f}") for f in os.listdir(f"/proc/{job}/fd")]
-        kinds = sorted("socket" if l.startswith("socket:") else "pipe" if
-                       l.startswith("pipe:") else "null" if l == "/dev/null" else
-                       "workspace" if l.split("/")[1:2] == ["workspace"] else l
-                       for l in links)
-        self.assertEqual([k for k in kinds if k not in ("null", "workspace")],
-                         ["pipe", "socket"], links)
+        # supervisor's (the listening socket, other clients, log pipes, locks). Right after
+        # its fork it still has them all, until it closes what it does not need: wait for
+        # that, and fail if they stay.
+        def held():
+            links = [os.readlink(f"/proc/{job}/fd/{f}") for f in os.listdir(f"/proc/{job}/fd")]
+            kinds = sorted("socket" if l.startswith("socket:") else "pipe" if
+                           l.startswith("pipe:") else "null" if l == "/dev/null" else
+                           "workspace" if l.split("/")[1:2] == ["workspace"] else l
+                           for l in links)
+            return [k for k in kinds if k not in ("null", "workspace")], links
+        wait_for(lambda: held()[0] == ["pipe", "socket"], 10)
+        kinds, links = held()
+        self.assertEqual(kinds, ["pipe", "socket"], links)
         os.kill(sup, signal.SIGKILL)
         for pid in kids:
             self.assertTrue(wait_for(lambda: not os.path.exists(f"/proc/{pid}"), 10),
