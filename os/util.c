@@ -3,6 +3,7 @@
 #include "cleanup.h"
 
 #include <errno.h>
+#include <linux/openat2.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -64,6 +65,16 @@ int nsbox_parse_seconds(const char *s, uint64_t max_s, uint64_t *ms)
 int nsbox_exit_code(int status)
 {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int nsbox_openat2(int dfd, const char *path, const struct open_how *how)
+{
+    for (int i = 0; i < 256; i++) {
+        long fd = syscall(SYS_openat2, dfd, path, how, sizeof *how);
+        if (fd >= 0 || errno != EAGAIN)
+            return (int)fd;
+    }
+    return -1;
 }
 
 long nsbox_parse_pid(const char *s)

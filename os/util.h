@@ -104,6 +104,14 @@ long nsbox_parse_pid(const char *s);
 /* The exit code that stands for a wait status, as a shell gives it: the process's own, or
  * 128+N when signal N ended it. */
 int nsbox_exit_code(int status);
+
+/* openat2(2), retried while it fails with EAGAIN: with RESOLVE_IN_ROOT or RESOLVE_BENEATH a
+ * walk through `..` fails so whenever any rename or mount happened anywhere on the system
+ * meanwhile (the kernel's rename and mount locks are global), which a busy host does all the
+ * time. Bounded: a process renaming in a tight loop can at worst fail its own lookups.
+ * Returns the descriptor, or -1 with errno. */
+struct open_how;
+int nsbox_openat2(int dfd, const char *path, const struct open_how *how);
 /* path is dir or below it, by its text ("/proc/1" is in "/proc", "/procx" is not). */
 bool nsbox_path_within(const char *path, const char *dir);
 /* st is the host's root directory ("/" of this mount namespace), whatever path reached it. */

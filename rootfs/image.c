@@ -150,7 +150,7 @@ int nsbox_image_check_exec_in_root(int root_fd, const char *path)
         .flags = O_PATH | O_CLOEXEC,
         .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
     };
-    cleanup_close int fd = (int)syscall(SYS_openat2, root_fd, path, &how, sizeof how);
+    cleanup_close int fd = nsbox_openat2(root_fd, path, &how);
     if (fd < 0)
         return -1;
     struct stat st;

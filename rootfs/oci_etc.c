@@ -20,7 +20,7 @@ static char *read_text_in_root(int root_fd, const char *path)
 {
     struct open_how how = {.flags = O_RDONLY | O_CLOEXEC,
                            .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
-    cleanup_close int fd = (int)syscall(SYS_openat2, root_fd, path, &how, sizeof how);
+    cleanup_close int fd = nsbox_openat2(root_fd, path, &how);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
         return NULL;

@@ -139,7 +139,7 @@ static int openat2_in_root(int root_fd, const char *rel, int flags)
         .flags = (uint64_t)(flags | O_CLOEXEC),
         .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
     };
-    return (int)syscall(SYS_openat2, root_fd, rel[0] ? rel : ".", &how, sizeof how);
+    return nsbox_openat2(root_fd, rel[0] ? rel : ".", &how);
 }
 
 int nsbox_oci_layer_open_dir(int root_fd, const char *rel, bool create)

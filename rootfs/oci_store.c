@@ -58,7 +58,7 @@ static int openat_beneath(int dfd, const char *path, int flags)
 {
     struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
                            .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
-    return (int)syscall(SYS_openat2, dfd, path, &how, sizeof how);
+    return nsbox_openat2(dfd, path, &how);
 }
 
 static const char *member_digest(const struct source *s, const char *name)

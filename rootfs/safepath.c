@@ -13,6 +13,7 @@
 #include "safepath.h"
 
 #include "cleanup.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -222,12 +223,8 @@ static int sp_openat2(int rootfd, const char *path, int flags, mode_t mode, unsi
     oh.resolve |= (how & NSBOX_SP_BENEATH) ? RESOLVE_BENEATH : RESOLVE_IN_ROOT;
     if (how & NSBOX_SP_NOFOLLOW_ANY) oh.resolve |= RESOLVE_NO_SYMLINKS;
     if (how & NSBOX_SP_NO_XDEV) oh.resolve |= RESOLVE_NO_XDEV;
-    for (int i = 0; i < SP_RACE_RETRIES; i++) {
-        long fd = syscall(SYS_openat2, rootfd, path, &oh, sizeof oh);
-        if (fd >= 0) return (int)fd;
-        if (errno != EAGAIN) return -errno;
-    }
-    return -EAGAIN;
+    int fd = nsbox_openat2(rootfd, path, &oh);
+    return fd >= 0 ? fd : -errno;
 }
 
 /* ---- fallback walker ----------------------------------------------------------------------- */
