@@ -91,8 +91,8 @@ static int parse_args(int argc, char **argv, struct exec_args *a, struct nsbox_e
                  (!strcmp(optarg, "CAP_SYS_ADMIN") || !strcmp(optarg, "CAP_SYS_MODULE")))
             return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
                                  "exec --cap %s: privileged processes are not supported: "
-                                 "nsbox-oci gives a container's processes no capabilities",
-                                 optarg);
+                                 "nsbox-oci never grants %s (docs/oci.md, the floor)",
+                                 optarg, optarg);
         else if (o == '?')
             return nsbox_err_invalid(e, "exec: unknown option");
     }

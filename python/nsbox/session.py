@@ -590,8 +590,9 @@ class Session:
     def network_log(self):
         """The sandbox's network log (docs/network.md, "The network log"): a list of dicts,
         oldest first, one per connection its egress helper decided on (time, name, port,
-        verdict, reason, address, bytes_up, bytes_down, duration_ms, seq). Empty for a sandbox
-        whose network policy names no host (it has no egress helper)."""
+        verdict, reason, address, bytes_up, bytes_down, duration_ms, seq), and on a bound host
+        one per request (verdict "bound", method, path without its query, status). Empty for
+        a sandbox with neither allowed names nor header bindings (it has no egress helper)."""
         return network_log_of(os.path.join(self.runtime_dir, self.id))
 
     def follow_process_logs(self, pid):
