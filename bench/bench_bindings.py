@@ -7,7 +7,7 @@ through the sandbox's veth and NAT), alternating, medians of the per-round diffe
     sudo bench/bench_bindings.py [--rounds 300] [--nsbox build/nsbox]
 
 Two measures per path: a new connection and its first request (TCP, TLS, one GET), and one
-GET on a kept-alive connection. The issue's targets: bound at most +3 ms per new connection,
+GET on a kept-alive connection. The targets: bound at most +3 ms per new connection,
 +0.3 ms per keep-alive request (docs/benchmarks.md, "Header bindings").
 
 Safety: everything runs in the network lab of tests/e2e/netlab.py (namespaces this script

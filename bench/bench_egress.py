@@ -9,7 +9,7 @@ TLS handshake, a small GET), a 100 MB download (throughput), and the idle helper
 Safety (the host's own network is never touched): everything runs in the network lab of
 tests/e2e/netlab.py (two namespaces this script makes and deletes: nsbox's table, veths and
 routes are the lab's; the origin lives in the lab's upstream namespace, with a lab CA that only
-the sandboxes are given). Issue 30's targets: a new connection at most +2 ms through splice, a
+the sandboxes are given). The targets: a new connection at most +2 ms through splice, a
 download at least 90 % of direct throughput, an idle helper at most 0.5 MiB PSS without
 bindings.
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where `nsbox create` + `nsbox rm` spends its CPU, with two parallel clients (issue #3's
+"""Where `nsbox create` + `nsbox rm` spends its CPU, with two parallel clients (the
 creates-per-second measure, bench_sessions.py's `create_rm`).
 
     sudo python3 bench/profile_create.py                      # rate, busy %, CPU per cycle

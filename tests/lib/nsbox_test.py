@@ -851,7 +851,7 @@ def in_a_terminal(args, dirs, timeout=60):
 
 # CPython's own tests of users and groups (Debian's libpython3.11-testsuite, with Debian's
 # python, not a pyenv one): chown to another user must fail with EPERM, setuid/setgid to nobody
-# and setgroups with EPERM, never EINVAL (issue 28; docs/decisions.md "Identity"). The full
+# and setgroups with EPERM, never EINVAL (docs/decisions.md "Identity"). The full
 # modules (python3 -m test test_os test_subprocess) take about 40 s either way; these are the
 # tests of them that a sandbox of one mapped id failed.
 CPYTHON = "/usr/bin/python3"

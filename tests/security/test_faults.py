@@ -1,4 +1,4 @@
-"""Fault injection (issue 5; docs/security.md, section "Fault injection").
+"""Fault injection (docs/security.md, section "Fault injection").
 
 NSBOX_FAULT_CYCLES create/destroy cycles (default 1000), two at a time, each picking at random
 (NSBOX_FAULT_SEED reproduces the choices and delays, not the exact interleaving; the seed is

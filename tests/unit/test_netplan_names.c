@@ -172,7 +172,7 @@ static void test_config_key(void **state)
     struct nsbox_netconfig c;
     struct nsbox_err e = {0};
     nsbox_netconfig_init(&c);
-    assert_true(c.allow_by_name); /* by name is the default (issue 30) */
+    assert_true(c.allow_by_name); /* by name is the default (docs/network.md) */
     const char *addr = "{\"network\": {\"allow_names\": \"address\"}}";
     assert_int_equal(nsbox_netconfig_from_json(&c, addr, strlen(addr), &e), 0);
     assert_false(c.allow_by_name);
