@@ -21,8 +21,8 @@ from nsbox_test import (NSBOX, UID_BASE, Dirs, control_socket, is_root, recv_rep
 
 GiB = 1 << 30
 # The streamed file's size: 1 GiB, which must stream (docs/files.md). NSBOX_TEST_STREAM_MIB
-# makes it smaller on a slow (emulated) machine; keep it at least four times the supervisor's 64 MiB bound, so that a
-# supervisor that buffered the file would still fail.
+# makes it smaller on a slow (emulated) machine; keep it at least four times the supervisor's
+# 64 MiB bound, so that a supervisor that buffered the file would still fail.
 STREAM = int(os.environ.get("NSBOX_TEST_STREAM_MIB", "1024")) << 20
 
 
