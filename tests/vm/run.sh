@@ -68,7 +68,9 @@ boot() {
     printf '%s\n' "$cmd" > "$out/cmd"
     printf '%s\n' "$src" "$@" > "$out/keep"
     truncate -s 300G "$disk"  # sparse: the host gives only what the guest writes (and discards)
-    timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 \
+    # niced: the suite runs the VM beside the host's own tests (ctest -j2), which then keep the
+    # CPU they need and the VM takes what is left
+    nice -n 10 timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 \
         -accel "$accel" -cpu "$cpu" -m "$mem" -smp "$smp" -nographic -no-reboot -nodefaults \
         -serial stdio -kernel "$kdir/vmlinuz" -initrd "$kdir/initrd.gz" \
         -drive file="$disk",format=raw,if=virtio,cache=unsafe,discard=unmap,werror=report,rerror=report \
