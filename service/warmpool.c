@@ -608,10 +608,16 @@ int nsbox_pool_fill(const struct nsbox_spec *s, unsigned size, bool refill, long
             unlink(failed);
         } else {
             nsbox_err_wrap(e, "pool fill");
-            int fd = open(failed, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+            /* written aside and renamed in: a `pool ls` that finds the file reads the reason
+             * whole, never a file just created and still empty */
+            char tmp[PATH_MAX + 32];
+            snprintf(tmp, sizeof tmp, "%s.tmp-%d", failed, (int)getpid());
+            int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
             if (fd >= 0) {
                 dprintf(fd, "%s\n", e->msg);
                 close(fd);
+                if (rename(tmp, failed) < 0)
+                    unlink(tmp);
             }
         }
     }
