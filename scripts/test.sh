@@ -2,11 +2,12 @@
 # Fresh Debian 12 machine, as root: install what nsbox needs, build it, and run the tests
 # through ctest.
 #
-#   ./scripts/test.sh           the whole suite (what CI runs: .ci/run), about 20 minutes on
+#   ./scripts/test.sh           the whole suite (what CI runs: .ci/run), about 25 minutes on
 #                               2 cores: unit tests, end-to-end and security tests against real
-#                               sandboxes, and beside them the cgroup tests again in a
-#                               cgroup-v2-only qemu VM (tests/vm, tests/vm/cases.txt); then the
-#                               unit tests and fuzz targets again in a clang ASan/UBSan build
+#                               sandboxes, the cgroup tests again in a cgroup-v2-only qemu VM
+#                               (tests/vm, tests/vm/cases.txt), the debian image build beside
+#                               them; then the unit tests and fuzz targets again in a clang
+#                               ASan/UBSan build
 #   ./scripts/test.sh --quick   day-to-day: the unit tests and the fast end-to-end modules
 #                               (ctest label "quick"), about 3 minutes
 set -eu
@@ -26,7 +27,7 @@ if [ "$quick" = 1 ]; then
     ctest --test-dir "$root/build" -L 'unit|quick' -LE vm --output-on-failure --timeout 1200 2>&1 |
         tee "$root/build/ctest.log" || status=1
 else
-    # -j2: the VM and the debian image build run beside the host's tests (tests/CMakeLists.txt)
+    # -j2: the debian image build runs beside the other tests (tests/CMakeLists.txt)
     ctest --test-dir "$root/build" -j2 --output-on-failure --timeout 1200 2>&1 |
         tee "$root/build/ctest.log" || status=1
 

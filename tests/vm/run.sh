@@ -68,8 +68,8 @@ boot() {
     printf '%s\n' "$cmd" > "$out/cmd"
     printf '%s\n' "$src" "$@" > "$out/keep"
     truncate -s 300G "$disk"  # sparse: the host gives only what the guest writes (and discards)
-    # niced: the suite runs the VM beside the host's own tests (ctest -j2), which then keep the
-    # CPU they need and the VM takes what is left
+    # niced: whatever else the machine runs keeps the CPU it needs (the suite's debian image
+    # build beside it, a developer's work) and the VM takes what is left
     nice -n 10 timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 \
         -accel "$accel" -cpu "$cpu" -m "$mem" -smp "$smp" -nographic -no-reboot -nodefaults \
         -serial stdio -kernel "$kdir/vmlinuz" -initrd "$kdir/initrd.gz" \
