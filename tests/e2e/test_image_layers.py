@@ -14,8 +14,7 @@ import tempfile
 import unittest
 
 import oci_images
-from nsbox_test import (CGROUP_V1, CGROUP_V2_ONLY, NSBOX, Dirs, delegation, ensure_test_user,
-                        run_nsbox)
+from nsbox_test import CGROUP_V1, CGROUP_V2_ONLY, NSBOX, AsTestUser, Dirs, run_nsbox
 
 BASE = None  # layer 1 of the test images: busybox and its links, about 1-2 MB
 
@@ -196,28 +195,18 @@ class SharedLayers(unittest.TestCase):
 @unittest.skipIf(not (CGROUP_V1 or CGROUP_V2_ONLY),
                  "cgroup delegation for the test user needs v1 memory and pids hierarchies, or "
                  "cgroup v2 alone")
-class Unprivileged(unittest.TestCase):
+class Unprivileged(AsTestUser):
     """An unprivileged user's store: layers shared, a sandbox's root their overlay, mounted in
     a user namespace, with Docker's layer semantics."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.user = ensure_test_user()
-        cls.deleg = delegation(cls.user)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.deleg.cleanup()
-
     def setUp(self):
-        self.dirs = Dirs(owner=self.user)
-        self.addCleanup(self.dirs.cleanup)
+        super().setUp()
         self.src = tempfile.mkdtemp(prefix="nsbox-oci-layers-")
         os.chmod(self.src, 0o755)
         self.addCleanup(shutil.rmtree, self.src, True)
 
     def nsbox(self, *args):
-        return run_nsbox(list(args), self.dirs, user=self.user, wrap=self.deleg.wrap, timeout=120)
+        return self.run_as_user(list(args), timeout=120)
 
     def test_layers_shared_and_overlaid_in_a_user_namespace(self):
         for name, layers in (("a", [BASE, oci_images.layer2()]), ("b", [BASE, top("b")])):

@@ -10,10 +10,9 @@ import socket
 import subprocess
 import unittest
 
-from nsbox_test import (CGROUP_V1, CGROUP_V2_ONLY, CPYTHON, CPYTHON_ID_TESTS, Dirs,
+from nsbox_test import (CGROUP_V1, CGROUP_V2_ONLY, CPYTHON, CPYTHON_ID_TESTS, AsTestUser,
                         cgroup_leftovers, cpython_on_host, cpython_outcomes,
-                        cpython_testsuite_missing, delegation, ensure_test_user, is_root,
-                        nsbox_command, run_nsbox,
+                        cpython_testsuite_missing, is_root, nsbox_command,
                         sigkill_run_and_check_init_dies, wait_for, write_config)
 
 
@@ -33,26 +32,7 @@ def setUpModule():
                                 "hierarchies, or cgroup v2 alone")
 
 
-class Unprivileged(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.user = ensure_test_user()
-        cls.deleg = delegation(cls.user)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.deleg.cleanup()
-
-    def setUp(self):
-        self.dirs = Dirs(owner=self.user)
-
-    def tearDown(self):
-        self.dirs.cleanup()
-
-    def run_as_user(self, args, delegated=True, **kw):
-        return run_nsbox(args, self.dirs, user=self.user,
-                         wrap=self.deleg.wrap if delegated else None, **kw)
-
+class Unprivileged(AsTestUser):
     def test_python_workspace_identity(self):
         r = self.run_as_user(["run", "--", "sh", "-c",
                               "python3 -c 'print(6*7)'; echo hi > /workspace/f && cat /workspace/f;"

@@ -377,6 +377,28 @@ def delegation(user):
     return None
 
 
+class AsTestUser(unittest.TestCase):
+    """Tests that run nsbox as the unprivileged test user, in its delegated cgroup(s), each
+    with private directories the user owns."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.user = ensure_test_user()
+        cls.deleg = delegation(cls.user)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.deleg.cleanup()
+
+    def setUp(self):
+        self.dirs = Dirs(owner=self.user)
+        self.addCleanup(self.dirs.cleanup)
+
+    def run_as_user(self, args, delegated=True, **kw):
+        return run_nsbox(args, self.dirs, user=self.user,
+                         wrap=self.deleg.wrap if delegated else None, **kw)
+
+
 @contextlib.contextmanager
 def fake_supervisor(state, sid, dies):
     """A sandbox sid in the runtime directory state served by a fake supervisor: its directory
