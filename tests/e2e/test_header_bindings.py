@@ -26,7 +26,7 @@ import unittest
 
 import oci_images
 from netlab import API, OTHER, TLS_SERVE, Lab, make_pki, missing_tools, start_origin
-from nsbox_test import NSBOX, Dirs, is_root
+from nsbox_test import NSBOX, Dirs, is_root, wait_for
 
 PORT = 8445
 NAME = "api.lab.test"
@@ -575,10 +575,6 @@ class HeaderBindings(unittest.TestCase):
             self.assertNotEqual(st["Uid"].split()[0], "0")
             self.assertEqual(int(st["CapEff"], 16), 0)
             self.assertEqual((st["NoNewPrivs"], st["Seccomp"]), ("1", "2"))
-            if os.environ.get("STRACE_HELPER"):
-                tr = subprocess.Popen(["strace", "-f", "-qq", "-o", os.environ["STRACE_HELPER"],
-                                       "-p", str(helper)])
-                time.sleep(1)
             # two requests on one connection (keep-alive), then one the helper refuses
             r = self.nsbox(["exec", sid, "--", "sh", "-c",
                             f"curl -sS -o /dev/null -o /dev/null "
@@ -588,20 +584,15 @@ class HeaderBindings(unittest.TestCase):
                             f"https://{NAME}:{PORT}/refused"])
             self.assertEqual(r.returncode, 0, r.stderr.decode())
             # an entry is written when its connection's thread sees the end: poll briefly
-            deadline = time.monotonic() + 15
-            while True:
+            def read_log():
                 r = self.nsbox(["logs", "--network", sid])
                 self.assertEqual(r.returncode, 0, r.stderr.decode())
-                text = r.stdout.decode()
-                log = [json.loads(line) for line in text.splitlines()]
-                if len(log) >= 3 or time.monotonic() > deadline:
-                    break
-                time.sleep(0.2)
+                return r.stdout.decode()
+            wait_for(lambda: len(read_log().splitlines()) >= 3, 15)
+            text = read_log()
+            log = [json.loads(line) for line in text.splitlines()]
             with open(os.path.join(self.dirs.state, sid, "network.log")) as f:
                 raw = f.read()
-            if os.environ.get("STRACE_HELPER"):
-                tr.terminate()
-                tr.wait()
         finally:
             r = self.nsbox(["rm", sid])
             self.assertEqual(r.returncode, 0, r.stderr.decode())
