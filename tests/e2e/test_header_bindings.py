@@ -21,7 +21,6 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 import unittest
 
 import oci_images
