@@ -31,11 +31,7 @@ def ruleset():
 
 
 def setUpModule():
-    why = engines.missing(engines.DOCKERD, engines.DOCKER)
-    if why:
-        raise unittest.SkipTest(why)
-    if not OCI or not os.path.exists(OCI):
-        raise unittest.SkipTest("NSBOX_BIN is not set (run through ctest)")
+    engines.skip_module_unless(OCI, engines.DOCKERD, engines.DOCKER)
 
 
 class Docker(unittest.TestCase):

@@ -18,11 +18,7 @@ OCI_ROOT = "/run/nsbox-oci"
 
 
 def setUpModule():
-    why = engines.missing(engines.PODMAN, "/usr/bin/conmon")
-    if why:
-        raise unittest.SkipTest(why)
-    if not OCI or not os.path.exists(OCI):
-        raise unittest.SkipTest("NSBOX_BIN is not set (run through ctest)")
+    engines.skip_module_unless(OCI, engines.PODMAN, "/usr/bin/conmon")
 
 
 class Podman(unittest.TestCase):

@@ -16,6 +16,7 @@ import subprocess
 import tarfile
 import tempfile
 import time
+import unittest
 
 import oci_images
 
@@ -39,6 +40,16 @@ def missing(*paths):
         if not os.path.exists(p):
             return f"needs {p} (scripts/install-deps.sh installs Debian's docker.io and podman)"
     return None
+
+
+def skip_module_unless(oci, *paths):
+    """setUpModule of a test module that drives an engine: skip it, with the reason, when the
+    engine or the nsbox-oci build (oci) is not here."""
+    why = missing(*paths)
+    if why:
+        raise unittest.SkipTest(why)
+    if not oci or not os.path.exists(oci):
+        raise unittest.SkipTest("NSBOX_BIN is not set (run through ctest)")
 
 
 def busybox_archive(path, tag=IMAGE):
