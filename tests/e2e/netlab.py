@@ -291,6 +291,17 @@ def make_pki(d, names):
         os.chmod(os.path.join(d, n), 0o644)
 
 
+def in_lab(lab, hosts, argv, store=None):
+    """argv run in the lab's network namespace and a private mount namespace in which
+    /etc/resolv.conf names the lab's DNS server and /etc/hosts is the file hosts (and, with
+    store, /etc/ssl/certs is that directory): the host's own files are never touched."""
+    bind = f'mount --bind "{store}" /etc/ssl/certs && ' if store else ""
+    return ["nsenter", f"--net=/run/netns/{lab.lab}", "unshare", "--mount", "--propagation",
+            "private", "sh", "-c",
+            'mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && ' + bind +
+            'shift && exec "$@"', lab.resolv, hosts] + list(argv)
+
+
 def start_origin(lab, script, address, port, pki, *args):
     """script (ending with TLS_SERVE) in the lab's upstream namespace, on address:port with
     pki's certificate, more arguments after it; returns once it listens."""

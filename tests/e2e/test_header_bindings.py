@@ -24,7 +24,7 @@ import tempfile
 import unittest
 
 import oci_images
-from netlab import API, OTHER, TLS_SERVE, Lab, make_pki, missing_tools, start_origin
+from netlab import API, OTHER, TLS_SERVE, Lab, in_lab, make_pki, missing_tools, start_origin
 from nsbox_test import NSBOX, Dirs, is_root, wait_for
 
 PORT = 8445
@@ -247,11 +247,7 @@ class HeaderBindings(unittest.TestCase):
     def nsbox(self, args, upstream_ca=True, timeout=120, allow_names=None, host_store=None):
         # host_store: a directory bound over the host's /etc/ssl/certs, in the private mount
         # namespace only (the host's trust store is never touched)
-        store = f'mount --bind "{host_store}" /etc/ssl/certs && ' if host_store else ""
-        cmd = ["nsenter", f"--net=/run/netns/{lab.lab}", "unshare", "--mount", "--propagation",
-               "private", "sh", "-c",
-               'mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && ' + store +
-               'shift && exec "$@"', lab.resolv, os.path.join(pki, "hosts"), NSBOX] + args
+        cmd = in_lab(lab, os.path.join(pki, "hosts"), [NSBOX] + args, host_store)
         return subprocess.run(cmd, capture_output=True, timeout=timeout,
                               env=self.env(upstream_ca, allow_names))
 
@@ -653,10 +649,10 @@ class HeaderBindings(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr.decode())
         sid = r.stdout.decode().strip()
         try:
+            # this test's helper: others' (of tests running beside) may end meanwhile
             helpers = [pid for pid in subprocess.run(["pgrep", "-x", "nsbox-egress"],
                                                      capture_output=True, text=True).stdout.split()
-                       if self.dirs.state in open(f"/proc/{pid}/environ", "rb").read().decode(
-                           errors="replace")]
+                       if self.dirs.state in environ_of(pid)]
             self.assertEqual(len(helpers), 1)
             self.assertNotIn("libssl.so", maps(helpers[0]))
         finally:
@@ -771,6 +767,15 @@ def secret_page_flags(pid):
             if SECRET.encode() in data:
                 found.append("dd" in vmflags)
     return found
+
+
+def environ_of(pid):
+    """Process pid's environment as text; empty once it has ended."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def maps(pid):
