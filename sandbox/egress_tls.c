@@ -9,6 +9,7 @@
 #include "httphead.h"
 #include "httpresp.h"
 #include "scrub.h"
+#include "wsframe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -369,6 +370,7 @@ struct relay {
     struct nsbox_httpresp resp;
     bool upgrading;          /* a WebSocket handshake is awaiting its response */
     bool tunnel;             /* its 101 came: both directions are relayed as they are */
+    struct nsbox_wsframe ws; /* the frames coming back then */
     int refusal;             /* a request refused behind others: its status, sent after theirs */
     const char *refusal_why; /* and why */
     size_t in_n;
@@ -566,12 +568,18 @@ static bool to_client(struct relay *r, const uint8_t *p, size_t n)
     return !m || ssl_write_all(r->cl, r->cfd, r->out, m);
 }
 
+/* A tail held back because it could begin a value is no value when a message ends there (a
+ * response, a WebSocket frame, the stream): it goes. */
+static bool let_go(struct relay *r)
+{
+    size_t m = nsbox_scrub_flush(&r->scrub, r->out);
+    return !m || ssl_write_all(r->cl, r->cfd, r->out, m);
+}
+
 /* The oldest request's response ended: its entry, then what waited for it. false: the end. */
 static bool response_ended(struct relay *r)
 {
-    /* a tail held back because it could begin a value is no value: the response ended */
-    size_t m = nsbox_scrub_flush(&r->scrub, r->out);
-    if (m && !ssl_write_all(r->cl, r->cfd, r->out, m))
+    if (!let_go(r))
         return false;
     if (r->resp.state == NSBOX_HTTPRESP_TUNNEL) {
         if (!req_first(r)->upgrade) {
@@ -604,9 +612,12 @@ static bool from_upstream(struct relay *r, const uint8_t *buf, size_t got)
             k = nsbox_httpresp_feed(&r->resp, buf + off, k);
             q->status = r->resp.status ? r->resp.status : q->status;
         }
+        bool frame_end = false;
+        if (q && r->tunnel)
+            k = nsbox_wsframe_feed(&r->ws, buf + off, k, &frame_end);
         if (q)
             q->down += k;
-        if (!to_client(r, buf + off, k))
+        if (!to_client(r, buf + off, k) || (frame_end && !let_go(r)))
             return false;
         if (q && !r->tunnel && r->resp.done && !response_ended(r))
             return false;
@@ -617,7 +628,7 @@ static bool from_upstream(struct relay *r, const uint8_t *buf, size_t got)
 static bool pump_upstream(struct relay *r)
 {
     uint8_t buf[READ_CHUNK];
-    size_t got = 0, n;
+    size_t got = 0;
     int rc = L->SSL_read_ex(r->up, buf, sizeof buf, &got);
     if (rc > 0) {
         bool ok = from_upstream(r, buf, got);
@@ -627,9 +638,7 @@ static bool pump_upstream(struct relay *r)
     int err = L->SSL_get_error(r->up, rc);
     if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE)
         return true;
-    n = nsbox_scrub_flush(&r->scrub, r->out);
-    if (n)
-        ssl_write_all(r->cl, r->cfd, r->out, n);
+    let_go(r);
     L->SSL_shutdown(r->cl);
     return false;
 }

@@ -50,6 +50,17 @@ def missing_tools():
     return [t for t in ("ip", "nsenter", "unshare", "nft", "mount") if not shutil.which(t)]
 
 
+def skip_unless_lab(*tools):
+    """For a module's setUpModule: unittest.SkipTest, with the reason, unless the lab can be
+    built here (root, its tools) and these tools are there too."""
+    import unittest
+    if os.geteuid() != 0:
+        raise unittest.SkipTest("the network lab needs root (network namespaces, veths)")
+    missing = missing_tools() + [t for t in tools if not shutil.which(t)]
+    if missing:
+        raise unittest.SkipTest(f"the network lab needs {', '.join(missing)}")
+
+
 class Lab:
     def __init__(self):
         tag = os.getpid()

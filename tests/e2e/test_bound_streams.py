@@ -5,17 +5,18 @@ bound header, come back in order, and each gets its own entry in the network log
 status; a request refused behind others is answered after their responses; a response whose
 last bytes could begin the bound value is not held back on a kept-alive connection; a WebSocket
 handshake goes out with the bound header, and after its 101 both directions are relayed, the
-value still masked in what comes back; a handshake the origin turns down leaves HTTP going on;
-an HTTP/2-capable client falls back to HTTP/1.1 and an HTTP/2-only one is refused with the
-reason in the log. One sandbox serves the module; each test names its own paths."""
+value still masked in what comes back and a message ending in the value's first bytes not held
+back; a handshake the origin turns down leaves HTTP going on; an HTTP/2-capable client falls
+back to HTTP/1.1 and an HTTP/2-only one is refused with the reason in the log. One sandbox
+serves the module; each test names its own paths."""
 import json
 import os
 import subprocess
 import tempfile
 import unittest
 
-from netlab import API, TLS_SERVE, Lab, in_lab, make_pki, missing_tools, start_origin
-from nsbox_test import NSBOX, Dirs, is_root, wait_for
+from netlab import API, TLS_SERVE, Lab, in_lab, make_pki, skip_unless_lab, start_origin
+from nsbox_test import NSBOX, Dirs, wait_for
 
 PORT = 8446
 NAME = "api.lab.test"
@@ -109,7 +110,9 @@ class H(http.server.BaseHTTPRequestHandler):
                 if op == 8:
                     self.wfile.write(ws_frame(8, b"", False))
                 break
-            reply = head if data == b"headers" else b"echo:" + data
+            reply = (head if data == b"headers" else
+                     b"the end is " + sys.argv[6].encode()[:5] if data == b"tail" else
+                     b"echo:" + data)
             self.wfile.write(ws_frame(op, reply, False))
             self.wfile.flush()
         self.close_connection = True
@@ -187,6 +190,8 @@ s.sendall(ws_frame(1, b"hello", True))
 out["echo"] = ws_read(f)[1].decode()
 s.sendall(ws_frame(1, b"headers", True))
 out["headers"] = ws_read(f)[1].decode()
+s.sendall(ws_frame(1, b"tail", True))
+out["tail"] = ws_read(f)[1].decode()
 s.sendall(ws_frame(2, blob, True))
 op, data = ws_read(f)
 out["blob_ok"] = op == 2 and data == b"echo:" + blob
@@ -247,12 +252,7 @@ def nsbox(*args, timeout=120):
 
 def setUpModule():
     global lab, pki, received, dirs, sid
-    if not is_root():
-        raise unittest.SkipTest("the network lab needs root (network namespaces, veths)")
-    from shutil import which
-    missing = missing_tools() + [t for t in ("openssl", "curl") if not which(t)]
-    if missing:
-        raise unittest.SkipTest(f"the network lab needs {', '.join(missing)}")
+    skip_unless_lab("openssl", "curl")
     pki = tempfile.mkdtemp(prefix="nsbox-streams-pki-")
     os.chmod(pki, 0o755)
     make_pki(pki, (NAME,))
@@ -388,6 +388,8 @@ class BoundStreams(unittest.TestCase):
         self.assertNotIn(SECRET, out["headers"])
         self.assertIn("*" * len(SECRET), out["headers"])
         self.assertEqual(json.loads(out["headers"].replace("*", "x"))["path"], "/ws/ws")
+        # a message whose last bytes begin the value is not held until the next one
+        self.assertEqual(out["tail"], "the end is " + BEARER[:5])
         # turned down, the handshake was an ordinary request: the next one is read and bound
         self.assertEqual(out["refused_status"], 403)
         self.assertEqual(out["after"], [200, "/ws/after-refused"])

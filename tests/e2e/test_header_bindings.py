@@ -24,8 +24,9 @@ import tempfile
 import unittest
 
 import oci_images
-from netlab import API, OTHER, TLS_SERVE, Lab, in_lab, make_pki, missing_tools, start_origin
-from nsbox_test import NSBOX, Dirs, is_root, wait_for
+from netlab import (API, OTHER, TLS_SERVE, Lab, in_lab, make_pki, skip_unless_lab,
+                    start_origin)
+from nsbox_test import NSBOX, Dirs, wait_for
 
 PORT = 8445
 NAME = "api.lab.test"
@@ -194,12 +195,7 @@ def make_www(www):
 
 def setUpModule():
     global lab, pki, received
-    if not is_root():
-        raise unittest.SkipTest("the network lab needs root (network namespaces, veths)")
-    from shutil import which
-    missing = missing_tools() + [t for t in ("openssl", "curl") if not which(t)]
-    if missing:
-        raise unittest.SkipTest(f"the network lab needs {', '.join(missing)}")
+    skip_unless_lab("openssl", "curl")
     pki = tempfile.mkdtemp(prefix="nsbox-bind-pki-")
     os.chmod(pki, 0o755)
     make_pki(pki, (NAME, "other.lab.test"))
