@@ -6,7 +6,8 @@ status; a request refused behind others is answered after their responses; a res
 last bytes could begin the bound value is not held back on a kept-alive connection; a WebSocket
 handshake goes out with the bound header, and after its 101 both directions are relayed, the
 value still masked in what comes back and a message ending in the value's first bytes not held
-back; a handshake the origin turns down leaves HTTP going on; an HTTP/2-capable client falls
+back, with a handshake by hand and with node's WebSocket client; a handshake the origin turns
+down leaves HTTP going on; an HTTP/2-capable client falls
 back to HTTP/1.1 and an HTTP/2-only one is refused with the reason in the log. One sandbox
 serves the module; each test names its own paths."""
 import json
@@ -73,7 +74,7 @@ class H(http.server.BaseHTTPRequestHandler):
         # /TEST/KIND/ARGS: KIND says how to answer
         p = self.path.split("/")
         kind, args = (p[2], p[3:]) if len(p) > 2 else ("", [])
-        if kind == "ws":
+        if kind == "ws":  # /TEST/ws
             return self.websocket(body)
         if kind == "slow":  # slow/MS/STATUS: answered late
             time.sleep(int(args[0]) / 1000)
@@ -407,6 +408,25 @@ class BoundStreams(unittest.TestCase):
                           ("GET", "/ws/ws-refused", 403)])
         self.assertGreater(log[1]["bytes_up"], 200000)
         self.assertGreater(log[1]["bytes_down"], 200000)
+
+    def test_node_websocket_client(self):
+        # a WebSocket client of the real world (node's, undici's): its own handshake, its
+        # extensions offer, its masking of frames
+        script = ("const ws = new WebSocket('wss://%s:%d/node/ws'); "
+                  "ws.onopen = () => ws.send('from node'); "
+                  "ws.onmessage = e => { console.log(e.data); ws.close(); }; "
+                  "ws.onerror = e => { console.log('error', e.message); process.exit(1); };"
+                  % (NAME, PORT))
+        r = nsbox("exec", sid, "--", "node", "--experimental-websocket", "--no-warnings", "-e",
+                  script)
+        if b"bad option" in r.stderr:
+            self.skipTest("this node has no WebSocket client (node 20.10 or later has one)")
+        self.assertEqual((r.returncode, r.stdout.decode()), (0, "echo:from node\n"),
+                         r.stderr.decode())
+        recs = self.received("/node/")
+        self.assertEqual([(r["path"], self.auth(r)) for r in recs], [("/node/ws", [BEARER])])
+        self.assertEqual([(e["path"], e["status"]) for e in self.log("/node/", 1)],
+                         [("/node/ws", 101)])
 
     def test_http2_clients(self):
         # curl can speak h2: it is offered http/1.1 and takes it
