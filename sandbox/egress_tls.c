@@ -348,7 +348,9 @@ static bool ssl_write_all(SSL *ssl, int fd, const void *buf, size_t n)
 /* A request relayed, for its entry in the network log once its response has ended. */
 struct breq {
     char method[24], path[256];
-    bool upgrade; /* a WebSocket handshake: a 101 makes the rest of the connection its own */
+    bool upgrade;  /* a WebSocket handshake: a 101 makes the rest of the connection its own */
+    bool answered; /* its response ended while its body was still being sent (an early 401,
+                      413...): its entry waits for the body's end */
     int status;   /* 0: no status line (yet) */
     uint64_t up, down;
     int64_t t0, t0_wall;
@@ -534,10 +536,14 @@ static bool from_client(struct relay *r)
         }
         if (n && !ssl_write_all(r->up, r->ufd, r->in, n))
             return false;
-        req_last(r)->up += n;
+        struct breq *q = req_last(r);
+        q->up += n;
         consume(r, n);
-        if ((r->state == IN_LENGTH && !r->left) || (r->state == IN_CHUNKED && r->chunk.done))
+        if ((r->state == IN_LENGTH && !r->left) || (r->state == IN_CHUNKED && r->chunk.done)) {
             r->state = IN_HEAD;
+            if (q->answered)
+                req_end(r);
+        }
     }
     return true;
 }
@@ -591,6 +597,10 @@ static bool response_ended(struct relay *r)
         r->upgrading = false;
         return from_client(r);
     }
+    if (r->state != IN_HEAD && r->q_n == 1) {
+        req_first(r)->answered = true; /* the body it answered is still coming */
+        return true;
+    }
     bool was_upgrade = req_first(r)->upgrade;
     req_end(r);
     if (was_upgrade)
@@ -607,6 +617,8 @@ static bool from_upstream(struct relay *r, const uint8_t *buf, size_t got)
 {
     for (size_t off = 0, k; off < got; off += k) {
         struct breq *q = req_first(r);
+        if (q && q->answered)
+            q = NULL; /* bytes no request asked for (yet) */
         k = got - off;
         if (q && !r->tunnel) {
             k = nsbox_httpresp_feed(&r->resp, buf + off, k);

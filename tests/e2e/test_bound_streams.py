@@ -2,7 +2,8 @@
 (docs/network.md, "Header bindings"), in the network lab of tests/e2e/netlab.py: pipelined
 requests (sent in one TLS write, before any response) each reach the origin checked and with the
 bound header, come back in order, and each gets its own entry in the network log with its own
-status; a request refused behind others is answered after their responses; a response whose
+status; a request refused behind others is answered after their responses; a response that
+comes before its request's body is sent leaves the connection going on; a response whose
 last bytes could begin the bound value is not held back on a kept-alive connection; a WebSocket
 handshake goes out with the bound header, and after its 101 both directions are relayed, the
 value still masked in what comes back and a message ending in the value's first bytes not held
@@ -83,6 +84,8 @@ class H(http.server.BaseHTTPRequestHandler):
                   403 if kind == "ws-refused" else 200)
         if kind == "tail":  # a body whose last bytes begin the bound value
             body = b"the end is " + sys.argv[6].encode()[:5]
+        if kind == "early":  # answered before the request's body is read, as a 401 often is
+            status = 401
         self.send_response(status)
         if kind == "chunked":
             self.send_header("Transfer-Encoding", "chunked")
@@ -96,6 +99,9 @@ class H(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
+        if kind == "early":  # then the body is read and dropped
+            self.wfile.flush()
+            self.rfile.read(int(self.headers["Content-Length"]))
     def websocket(self, head):
         # the handshake by hand, then an echo: "headers" is answered with the handshake's head
         # as the origin read it (the bound value in it)
@@ -226,6 +232,28 @@ first = c.getresponse().read().decode()
 c.request("GET", "/tail/status/200")
 second = json.loads(c.getresponse().read())["path"]
 print(json.dumps([first, second]))
+"""
+
+# Inside the sandbox: a POST answered before its body is sent, then its body, then another
+# request on the same connection.
+EARLY = READER + r"""
+import http.client, json, socket, ssl, sys
+name, port = sys.argv[1], int(sys.argv[2])
+s = ssl.create_default_context().wrap_socket(socket.create_connection((name, port), timeout=20),
+                                             server_hostname=name)
+f = s.makefile("rb")
+s.sendall(b"POST /early/early HTTP/1.1\r\nHost: %s:%d\r\nContent-Length: 300000\r\n\r\n"
+          % (name.encode(), port))
+r = http.client.HTTPResponse(Sock(f), method="POST")
+r.begin()
+r.read()
+first = r.status
+s.sendall(b"x" * 300000)
+s.sendall(b"GET /early/status/200 HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n"
+          % (name.encode(), port))
+r = http.client.HTTPResponse(Sock(f), method="GET")
+r.begin()
+print(json.dumps([first, r.status, json.loads(r.read())["path"]]))
 """
 
 # Inside the sandbox: a client that offers only h2 in ALPN.
@@ -371,6 +399,16 @@ class BoundStreams(unittest.TestCase):
         self.assertEqual([r["path"] for r in self.received("/behind/")], ["/behind/slow/300/200"])
         log = self.log("/behind/", 1)
         self.assertEqual([(e["path"], e["status"]) for e in log], [("/behind/slow/300/200", 200)])
+
+    def test_response_before_the_request_body_ends(self):
+        # the origin answers (401) before it reads the body; the body follows, then a request
+        # on the same connection: the entry waits for the body, the connection goes on
+        self.assertEqual(self.inside(EARLY), [401, 200, "/early/status/200"])
+        log = self.log("/early/", 2)
+        self.assertEqual([(e["method"], e["path"], e["status"]) for e in log],
+                         [("POST", "/early/early", 401), ("GET", "/early/status/200", 200)])
+        self.assertGreater(log[0]["bytes_up"], 300000)
+        self.assertEqual([self.auth(r) for r in self.received("/early/")], [[BEARER]] * 2)
 
     def test_tail_that_begins_the_value_is_not_held_back(self):
         # kept alive, the response's end is its last byte: a relay that waited for more bytes
