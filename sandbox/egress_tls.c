@@ -351,7 +351,7 @@ struct breq {
     bool upgrade;  /* a WebSocket handshake: a 101 makes the rest of the connection its own */
     bool answered; /* its response ended while its body was still being sent (an early 401,
                       413...): its entry waits for the body's end */
-    int status;   /* 0: no status line (yet) */
+    int status;    /* 0: no status line (yet) */
     uint64_t up, down;
     int64_t t0, t0_wall;
 };
