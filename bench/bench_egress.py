@@ -2,9 +2,15 @@
 """What the egress helper costs (docs/network.md, "allow by name"): in the same run, a sandbox
 that reaches an HTTPS origin by name through the helper's splice path against one that reaches
 the same origin directly through an egress range, alternating: a new connection (TCP connect,
-TLS handshake, a small GET), a 100 MB download (throughput), and the idle helper's PSS.
+TLS handshake, a small GET), a 100 MB download (throughput), the helper's CPU time per 100 MB
+spliced (where its share of the time goes), and the idle helper's PSS.
 
-    sudo bench/bench_egress.py [--rounds 200] [--downloads 9] [--mb 100] [--nsbox build/nsbox]
+    sudo bench/bench_egress.py [--rounds 200] [--downloads 15] [--mb 100] [--nsbox build/nsbox]
+
+Throughput is judged on rounds: each round downloads once through each path, back to back (the
+order alternating from round to round), and its ratio splice / direct is taken; the verdict is
+the median of the rounds' ratios, with their p10 and p90, so that a load that comes and goes on
+the machine weighs on both paths of a round alike instead of on whichever path it hit.
 
 Safety (the host's own network is never touched): everything runs in the network lab of
 tests/e2e/netlab.py (two namespaces this script makes and deletes: nsbox's table, veths and
@@ -160,11 +166,19 @@ class Bench:
     def client(self, sid, *args):
         return json.loads(self.nsbox("exec", sid, "--", "python3", "-c", CLIENT, *args))
 
-    def helper_pss_kib(self, sid):
+    def helper_pid(self, sid):
         sup = json.loads(self.nsbox("inspect", sid))["supervisor_pid"]
-        kids = subprocess.run(["pgrep", "-x", "nsbox-egress", "-P", str(sup)],
-                              capture_output=True, text=True).stdout.split()
-        with open(f"/proc/{kids[0]}/smaps_rollup") as f:
+        return subprocess.run(["pgrep", "-x", "nsbox-egress", "-P", str(sup)],
+                              capture_output=True, text=True).stdout.split()[0]
+
+    def helper_cpu_ms(self, pid):
+        """CPU time of the helper (its threads', ended ones included: user and system) so far."""
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+    def helper_pss_kib(self, sid):
+        with open(f"/proc/{self.helper_pid(sid)}/smaps_rollup") as f:
             for line in f:
                 if line.startswith("Pss:"):
                     return int(line.split()[1])
@@ -177,7 +191,8 @@ def main():
                     os.path.join(os.path.dirname(HERE), "build", "nsbox"))
     ap.add_argument("--rounds", type=int, default=200, help="new connections per path")
     ap.add_argument("--batch", type=int, default=20, help="connections per exec")
-    ap.add_argument("--downloads", type=int, default=9, help="downloads per path")
+    ap.add_argument("--downloads", type=int, default=15,
+                    help="rounds of downloads (one per path each)")
     ap.add_argument("--mb", type=int, default=100, help="size of a download")
     ap.add_argument("--json", help="write raw results here")
     a = ap.parse_args()
@@ -211,17 +226,30 @@ def main():
         for sid, host in paths.values():  # warm-up: page cache, the origin's first handshakes
             b.client(sid, "conn", host, "5")
         res = {"conn_splice": [], "conn_direct": [], "mbps_splice": [], "mbps_direct": []}
-        # alternating batches, so that both paths see the same load of the machine
-        for _ in range(max(1, a.rounds // a.batch)):
-            for k, (sid, host) in paths.items():
-                res[f"conn_{k}"] += b.client(sid, "conn", host, str(a.batch))
-        for _ in range(a.downloads):
-            for k, (sid, host) in paths.items():
-                res[f"mbps_{k}"] += b.client(sid, "get", host, str(a.mb))
+        rounds = {"conn_delta": [], "mbps_ratio": []}
+        # interleaved rounds, the order alternating, so that both paths see the same load of
+        # the machine; each round gives one difference (connections) or ratio (downloads)
+        order = [list(paths.items()), list(reversed(paths.items()))]
+        for i in range(max(1, a.rounds // a.batch)):
+            got = {}
+            for k, (sid, host) in order[i % 2]:
+                got[k] = b.client(sid, "conn", host, str(a.batch))
+                res[f"conn_{k}"] += got[k]
+            rounds["conn_delta"].append(statistics.median(got["splice"]) -
+                                        statistics.median(got["direct"]))
+        helper = b.helper_pid(spliced)
+        cpu0 = b.helper_cpu_ms(helper)
+        for i in range(a.downloads):
+            got = {}
+            for k, (sid, host) in order[i % 2]:
+                got[k] = b.client(sid, "get", host, str(a.mb))[0]
+                res[f"mbps_{k}"].append(got[k])
+            rounds["mbps_ratio"].append(got["splice"] / got["direct"])
+        cpu_per_100mb = (b.helper_cpu_ms(helper) - cpu0) / a.downloads * 100 / a.mb
         pss_idle = b.helper_pss_kib(spliced)
         out = {k: summary(v) for k, v in res.items()}
+        out.update({k: summary(v) for k, v in rounds.items()})
         cs, cd = out["conn_splice"]["median"], out["conn_direct"]["median"]
-        ts, td = out["mbps_splice"]["median"], out["mbps_direct"]["median"]
         print(f"nsbox {os.path.abspath(a.nsbox)}; {os.cpu_count()} CPUs; "
               f"load average {os.getloadavg()[0]:.2f}")
         print(f"{'':28} {'median':>9} {'p10':>9} {'p90':>9}")
@@ -230,15 +258,20 @@ def main():
             s = out[k]
             print(f"{k + ' (' + unit + ')':28} {s['median']:9.2f} {s['p10']:9.2f} "
                   f"{s['p90']:9.2f}")
-        print(f"new connection: splice - direct {cs - cd:+.2f} ms (ratio {cs / cd:.2f}); "
+        d, r = out["conn_delta"], out["mbps_ratio"]
+        print(f"new connection: splice - direct {d['median']:+.2f} ms (p10 {d['p10']:+.2f}, "
+              f"p90 {d['p90']:+.2f}; {d['n']} rounds; ratio of medians {cs / cd:.2f}); "
               f"target <= +2 ms")
-        print(f"{a.mb} MB download: splice / direct throughput {ts / td:.2f}; target >= 0.90")
+        print(f"{a.mb} MB download: splice / direct throughput {r['median']:.2f} (p10 "
+              f"{r['p10']:.2f}, p90 {r['p90']:.2f}; {r['n']} rounds); target >= 0.90")
+        print(f"helper CPU (user + system) per 100 MB spliced: {cpu_per_100mb:.0f} ms")
         print(f"idle helper PSS: {pss_fresh} KiB fresh, {pss_idle} KiB after the runs; "
               f"target <= 512 KiB")
         out["pss_kib"] = {"fresh": pss_fresh, "idle_after": pss_idle}
+        out["helper_cpu_ms_per_100mb"] = cpu_per_100mb
         if a.json:
             with open(a.json, "w") as f:
-                json.dump({"summary": out, "raw": res}, f, indent=1)
+                json.dump({"summary": out, "raw": res, "rounds": rounds}, f, indent=1)
     finally:
         for sid in sids:
             try:

@@ -107,6 +107,10 @@ static enum nsbox_httphead_verdict request_line(const uint8_t *p, size_t n,
         return refuse(h, 405,
                       "TRACE and CONNECT are refused on a bound host (TRACE would echo "
                       "the bound header back; CONNECT would open a tunnel around it)");
+    if (!strcmp(h->method, "PRI"))
+        return refuse(h, 505,
+                      "HTTP/2 is not relayed to a bound host: the egress helper speaks "
+                      "HTTP/1.1 there (ALPN http/1.1); use HTTP/1.1 (curl --http1.1)");
     size_t t = m + 1, te = t;
     while (te < n && p[te] > 0x20 && p[te] < 0x7f)
         te++;
@@ -149,8 +153,28 @@ static bool host_matches(const uint8_t *v, size_t n, const char *sni, uint16_t p
 }
 
 struct fields {
-    int host, cl, te;
+    int host, cl, te, upgrade;
+    bool conn_upgrade;
 };
+
+/* Is name one of the comma-separated tokens of v (any case, white space around)? */
+static bool has_token(const uint8_t *v, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n;) {
+        size_t e = i;
+        while (e < n && v[e] != ',')
+            e++;
+        size_t s = i, t = e;
+        while (s < t && (v[s] == ' ' || v[s] == '\t'))
+            s++;
+        while (t > s && (v[t - 1] == ' ' || v[t - 1] == '\t'))
+            t--;
+        if (eq_token(v + s, t - s, name))
+            return true;
+        i = e + 1;
+    }
+    return false;
+}
 
 static enum nsbox_httphead_verdict one_field(const uint8_t *p, size_t n, const char *sni,
                                              uint16_t port, struct fields *f,
@@ -197,10 +221,15 @@ static enum nsbox_httphead_verdict one_field(const uint8_t *p, size_t n, const c
         if (!eq_token(v, vn, "chunked"))
             return refuse(h, 400, "Transfer-Encoding other than exactly 'chunked' is refused");
     } else if (eq_token(p, c, "connection")) {
-        if (eq_token(v, vn, "close"))
-            h->close = true;
+        h->close |= has_token(v, vn, "close");
+        f->conn_upgrade |= has_token(v, vn, "upgrade");
     } else if (eq_token(p, c, "upgrade")) {
-        return refuse(h, 400, "Upgrade (WebSocket, h2c) is not relayed to a bound host");
+        if (f->upgrade++)
+            return refuse(h, 400, "more than one Upgrade header");
+        if (!eq_token(v, vn, "websocket"))
+            return refuse(h, 400,
+                          "Upgrade to another protocol than websocket (h2c, TLS) is not "
+                          "relayed to a bound host");
     }
     return NSBOX_HTTPHEAD_OK;
 }
@@ -239,6 +268,14 @@ enum nsbox_httphead_verdict nsbox_httphead_parse(const uint8_t *in, size_t len, 
         return refuse(h, 400, "no Host header");
     if (f.cl && f.te)
         return refuse(h, 400, "both Content-Length and Transfer-Encoding");
+    /* a WebSocket handshake (RFC 6455 4.1): after its 101 the connection is no longer HTTP, so
+     * the helper must know it is one exactly when the origin does */
+    if (f.upgrade &&
+        (!f.conn_upgrade || strcmp(h->method, "GET") || f.te || (f.cl && h->content_length)))
+        return refuse(h, 400,
+                      "a WebSocket upgrade must be a GET without a body whose Connection "
+                      "header lists upgrade");
+    h->upgrade = f.upgrade;
     h->body = f.te                        ? NSBOX_HTTPBODY_CHUNKED
               : f.cl && h->content_length ? NSBOX_HTTPBODY_LENGTH
                                           : NSBOX_HTTPBODY_NONE;
@@ -307,7 +344,17 @@ size_t nsbox_httphead_error(int status, const char *why, char *out, size_t outma
 
 /* ---- chunked bodies ------------------------------------------------------------------------- */
 
-enum { CH_SIZE = 0, CH_EXT, CH_SIZE_LF, CH_DATA, CH_DATA_CR, CH_DATA_LF, CH_END_CR, CH_END_LF };
+enum {
+    CH_SIZE = 0,
+    CH_EXT,
+    CH_SIZE_LF,
+    CH_DATA,
+    CH_DATA_CR,
+    CH_DATA_LF,
+    CH_END_CR,
+    CH_END_LF,
+    CH_TRAILER
+};
 
 #define CH_LINE_MAX 4096
 
@@ -364,8 +411,21 @@ long nsbox_httpchunk_feed(struct nsbox_httpchunk *c, const uint8_t *p, size_t n)
                 c->state = CH_DATA_CR;
             break;
         }
-        case CH_DATA_CR:
+        case CH_TRAILER: /* a trailer field of a response: skipped to its LF */
+            if (b == '\n')
+                c->state = CH_END_CR;
+            i++;
+            break;
         case CH_END_CR:
+            if (c->trailers && b != '\r') {
+                /* LF alone ends the trailer section; anything else begins a trailer field */
+                c->done = b == '\n';
+                c->state = b == '\n' ? CH_SIZE : CH_TRAILER;
+                i++;
+                break;
+            }
+            /* fall through */
+        case CH_DATA_CR:
             if (b != '\r')
                 return chunk_bad(c, c->state == CH_END_CR
                                         ? "trailer fields are refused on a bound host"
@@ -406,7 +466,8 @@ int nsbox_httphead_status(const uint8_t *p, size_t n)
 {
     if (n < NSBOX_HTTPHEAD_STATUS_LEN)
         return -1;
-    if (memcmp(p, "HTTP/1.", 7) || (p[7] != '0' && p[7] != '1') || p[8] != ' ' || p[12] != ' ')
+    if (memcmp(p, "HTTP/1.", 7) || (p[7] != '0' && p[7] != '1') || p[8] != ' ' ||
+        (p[12] != ' ' && p[12] != '\r'))
         return 0;
     int st = 0;
     for (int i = 9; i < 12; i++) {

@@ -6,7 +6,8 @@
  * Strict where a lenient reader and the origin could disagree on where a request ends or what
  * it says (request smuggling, RFC 9112 11.2): CRLF line ends only, no obsolete line folding, no
  * space before a colon, exactly one Host equal to the TLS server name, one Content-Length of
- * digits or one Transfer-Encoding of exactly "chunked", never both; origin-form targets only.
+ * digits or one Transfer-Encoding of exactly "chunked", never both; origin-form targets only;
+ * an Upgrade only to websocket, on a GET without a body that lists upgrade in Connection.
  * The input is everything received so far; call again with more after each read. */
 #ifndef NSBOX_HTTPHEAD_H
 #define NSBOX_HTTPHEAD_H
@@ -38,6 +39,8 @@ struct nsbox_httphead {
     enum nsbox_httphead_body body; /* OK */
     uint64_t content_length;       /* OK, NSBOX_HTTPBODY_LENGTH */
     bool close;                    /* OK: Connection: close */
+    bool upgrade;                  /* OK: a WebSocket handshake (GET, Upgrade: websocket,
+                                      Connection: upgrade, no body) */
     int status;                    /* REFUSED: 400, 403, 405, 431, 505 */
     const char *why;               /* REFUSED: for the error response and the log */
 };
@@ -72,8 +75,9 @@ size_t nsbox_httphead_error(int status, const char *why, char *out, size_t outma
  * or fragment (they may hold tokens of their own), NUL-terminated, cut to outmax - 1 bytes. */
 void nsbox_httphead_log_path(const uint8_t *in, const struct nsbox_httphead *h, char *out,
                              size_t outmax);
-/* The status of a response from its first bytes ("HTTP/1.x NNN "): 100..599, -1 when fewer
- * than NSBOX_HTTPHEAD_STATUS_LEN bytes are there yet, 0 when they are not a status line. */
+/* The status of a response from its first bytes ("HTTP/1.x NNN " or "HTTP/1.x NNN\r"):
+ * 100..599, -1 when fewer than NSBOX_HTTPHEAD_STATUS_LEN bytes are there yet, 0 when they are
+ * not a status line. */
 #define NSBOX_HTTPHEAD_STATUS_LEN 13
 int nsbox_httphead_status(const uint8_t *p, size_t n);
 
@@ -83,6 +87,8 @@ struct nsbox_httpchunk {
     int state;
     uint64_t left;   /* bytes of the current chunk's data still to come */
     size_t line;     /* bytes of the current size line */
+    bool trailers;   /* set before the first feed: trailer fields are skipped (a response's)
+                        rather than refused, and LF alone ends a line of them */
     bool done;       /* the last chunk and the empty trailer line have passed */
     const char *why; /* after -1 */
 };

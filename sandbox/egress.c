@@ -32,12 +32,19 @@
 #include <unistd.h>
 
 #define MAX_PORTS NSBOX_MAX_HOSTS
-#define SPLICE_CHUNK (64 * 1024)
+#define SPLICE_CHUNK (64 * 1024) /* a pipe's default size */
+/* A direction that fills its pipe in one splice moves bulk: its pipe grows to this, which
+ * halves the helper's CPU per byte (fewer splices and wake-ups; docs/benchmarks.md). Only so
+ * many at once: the pages of a uid's pipes beyond fs.pipe-user-pages-soft (64 MiB) would leave
+ * every new pipe of the helper two pages. */
+#define SPLICE_BULK (1024 * 1024)
+#define SPLICE_BULK_PIPES 16
 
 static struct nsbox_netplan plan; /* the helper's own copy: the parent's lives on */
 static struct nsbox_egress_log elog = {.fd = -1, .older_fd = -1};
 static const struct nsbox_egress_tls *bindings; /* the helper's, from the fork */
 static atomic_int active;
+static atomic_int bulk_pipes; /* pipes grown to SPLICE_BULK */
 
 struct conn {
     int fd, up;
@@ -212,6 +219,16 @@ struct pump {
     uint64_t bytes; /* moved in -> out */
 };
 
+/* The pipe grown to SPLICE_BULK, if fewer than SPLICE_BULK_PIPES are. */
+static bool grow_pipe(int fd)
+{
+    if (atomic_fetch_add(&bulk_pipes, 1) < SPLICE_BULK_PIPES &&
+        fcntl(fd, F_SETPIPE_SZ, SPLICE_BULK) >= SPLICE_BULK)
+        return true;
+    atomic_fetch_sub(&bulk_pipes, 1);
+    return false;
+}
+
 /* One direction, in -> out, through a pipe; at in's end, out is shut for writing (half-close
  * passes through). An error shuts both sockets, which ends the other direction too. */
 static void *pump(void *arg)
@@ -219,14 +236,17 @@ static void *pump(void *arg)
     struct pump *d = arg;
     int pp[2] = {-1, -1};
     bool ok = pipe2(pp, O_CLOEXEC) == 0;
+    size_t chunk = SPLICE_CHUNK;
     while (ok) {
-        ssize_t n = splice(d->in, NULL, pp[1], NULL, SPLICE_CHUNK, SPLICE_F_MOVE);
+        ssize_t n = splice(d->in, NULL, pp[1], NULL, chunk, SPLICE_F_MOVE);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
             ok = n == 0;
             break;
         }
+        if ((size_t)n == SPLICE_CHUNK && chunk == SPLICE_CHUNK && grow_pipe(pp[1]))
+            chunk = SPLICE_BULK;
         while (n > 0) {
             /* no SPLICE_F_MORE: on a socket it corks, and a small TLS record (a handshake
              * message, a request) would wait for the 200 ms cork timer */
@@ -251,6 +271,8 @@ static void *pump(void *arg)
         close(pp[0]);
         close(pp[1]);
     }
+    if (chunk == SPLICE_BULK)
+        atomic_fetch_sub(&bulk_pipes, 1);
     return NULL;
 }
 

@@ -7,7 +7,9 @@
 #include "egress_log.h"
 #include "egress_ssl.h"
 #include "httphead.h"
+#include "httpresp.h"
 #include "scrub.h"
+#include "wsframe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -110,7 +112,10 @@ static int prefix_create(BIO *b)
 
 /* ---- preparation ---------------------------------------------------------------------------- */
 
-/* HTTP/1.1 only: the helper reads HTTP/1.1 heads; a client that offers h2 as well gets 1.1. */
+/* HTTP/1.1 only: the helper reads HTTP/1.1 heads; a client that offers h2 as well gets 1.1, one
+ * that offers no http/1.1 is refused (and this thread's connection says why in the log). */
+static __thread bool alpn_refused;
+
 static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
                        const unsigned char *in, unsigned inlen, void *arg)
 {
@@ -121,6 +126,7 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
             *outlen = 8;
             return SSL_TLSEXT_ERR_OK;
         }
+    alpn_refused = true;
     return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
@@ -335,15 +341,17 @@ static bool ssl_write_all(SSL *ssl, int fd, const void *buf, size_t n)
     return true;
 }
 
-/* The request whose response is being relayed, for its entry in the network log. Clients do
- * not pipeline in practice: the upstream's first bytes after a request are its response. */
+/* Requests sent whose responses have not ended: a client that pipelines more waits (the helper
+ * reads no more of what it sends) until some have. */
+#define PIPELINE 16
+
+/* A request relayed, for its entry in the network log once its response has ended. */
 struct breq {
-    bool open;
     char method[24], path[256];
-    int status;       /* 0: not seen (yet) */
-    bool status_done; /* found, or the response does not start with a status line */
-    uint8_t line[NSBOX_HTTPHEAD_STATUS_LEN];
-    size_t line_n;
+    bool upgrade;  /* a WebSocket handshake: a 101 makes the rest of the connection its own */
+    bool answered; /* its response ended while its body was still being sent (an early 401,
+                      413...): its entry waits for the body's end */
+    int status;    /* 0: no status line (yet) */
     uint64_t up, down;
     int64_t t0, t0_wall;
 };
@@ -357,7 +365,16 @@ struct relay {
     enum { IN_HEAD, IN_LENGTH, IN_CHUNKED } state;
     uint64_t left;
     struct nsbox_httpchunk chunk;
-    struct breq req;
+    /* the requests whose responses are awaited, oldest first; responses come in that order
+     * (RFC 9112 9.3.2), each one's end found by resp */
+    struct breq q[PIPELINE];
+    size_t q_first, q_n;
+    struct nsbox_httpresp resp;
+    bool upgrading;          /* a WebSocket handshake is awaiting its response */
+    bool tunnel;             /* its 101 came: both directions are relayed as they are */
+    struct nsbox_wsframe ws; /* the frames coming back then */
+    int refusal;             /* a request refused behind others: its status, sent after theirs */
+    const char *refusal_why; /* and why */
     size_t in_n;
     uint8_t in[IN_MAX];
     uint8_t out[OUT_MAX];
@@ -371,10 +388,26 @@ static int64_t wall_ms(void)
     return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+static struct breq *req_first(struct relay *r)
+{
+    return r->q_n ? &r->q[r->q_first] : NULL;
+}
+
+static struct breq *req_last(struct relay *r)
+{
+    return r->q_n ? &r->q[(r->q_first + r->q_n - 1) % PIPELINE] : NULL;
+}
+
+static bool is_head(const struct breq *q)
+{
+    return !strcmp(q->method, "HEAD");
+}
+
+/* The oldest request's entry: its response is over (or the connection is). */
 static void req_end(struct relay *r)
 {
-    struct breq *q = &r->req;
-    if (!q->open)
+    struct breq *q = req_first(r);
+    if (!q)
         return;
     struct nsbox_egress_entry en = {.start_ms = q->t0_wall,
                                     .duration_ms = now_ms() - q->t0,
@@ -385,35 +418,22 @@ static void req_end(struct relay *r)
                                     .bytes_up = q->up,
                                     .bytes_down = q->down};
     r->note(r->ctx, &en);
-    q->open = false;
+    r->q_first = (r->q_first + 1) % PIPELINE;
+    if (--r->q_n)
+        nsbox_httpresp_start(&r->resp, is_head(req_first(r)));
 }
 
-/* A head was relayed: the previous request's response is over. */
+/* A head was relayed: its response comes after those of the requests before it. */
 static void req_begin(struct relay *r, const struct nsbox_httphead *hd)
 {
-    req_end(r);
-    r->req = (struct breq){.open = true, .up = hd->head_len, .t0 = now_ms(), .t0_wall = wall_ms()};
-    snprintf(r->req.method, sizeof r->req.method, "%s", hd->method);
-    nsbox_httphead_log_path(r->in, hd, r->req.path, sizeof r->req.path);
-}
-
-static void req_response(struct relay *r, const uint8_t *p, size_t n)
-{
-    struct breq *q = &r->req;
-    if (!q->open)
-        return;
-    q->down += n;
-    if (q->status_done)
-        return;
-    size_t k = sizeof q->line - q->line_n < n ? sizeof q->line - q->line_n : n;
-    memcpy(q->line + q->line_n, p, k);
-    q->line_n += k;
-    int st = nsbox_httphead_status(q->line, q->line_n);
-    if (st < 0)
-        return;
-    q->status = st;
-    q->status_done = st == 0 || st >= 200;
-    q->line_n = 0; /* an interim response (1xx): the final one's line comes in a later read */
+    struct breq *q = &r->q[(r->q_first + r->q_n) % PIPELINE];
+    *q = (struct breq){
+        .upgrade = hd->upgrade, .up = hd->head_len, .t0 = now_ms(), .t0_wall = wall_ms()};
+    snprintf(q->method, sizeof q->method, "%s", hd->method);
+    nsbox_httphead_log_path(r->in, hd, q->path, sizeof q->path);
+    if (!r->q_n++)
+        nsbox_httpresp_start(&r->resp, is_head(q));
+    r->upgrading = hd->upgrade;
 }
 
 /* A refusal: "refused" when the sandbox's request is at fault, "failed" when the upstream is. */
@@ -428,7 +448,6 @@ static void refuse(struct relay *r, int status, const char *why)
 {
     char resp[1024];
     size_t n = nsbox_httphead_error(status, why, resp, sizeof resp);
-    req_end(r);
     note_refusal(r, status == 502 ? "failed" : "refused", status, why);
     if (n)
         ssl_write_all(r->cl, r->cfd, resp, n);
@@ -440,32 +459,65 @@ static void consume(struct relay *r, size_t n)
     r->in_n -= n;
 }
 
-/* What the sandbox sent so far (r->in): heads rewritten, bodies passed on. false: the end. */
+/* Reads no more of the sandbox for now: its next head waits for responses (a full pipeline, a
+ * handshake's answer, a refusal to send after the answers before it). */
+static bool client_held(const struct relay *r)
+{
+    return r->q_n == PIPELINE || r->upgrading || r->refusal || r->in_n == IN_MAX;
+}
+
+/* A head in r->in: refused, or rewritten and relayed. false: the end. */
+static bool client_head(struct relay *r, bool *more)
+{
+    struct nsbox_httphead hd;
+    enum nsbox_httphead_verdict v =
+        nsbox_httphead_parse(r->in, r->in_n, r->h->name, r->h->port, &hd);
+    *more = v == NSBOX_HTTPHEAD_MORE;
+    if (*more)
+        return true;
+    if (v == NSBOX_HTTPHEAD_REFUSED) {
+        if (!r->q_n) {
+            refuse(r, hd.status, hd.why);
+            return false;
+        }
+        r->refusal = hd.status; /* after the responses the sandbox is waiting for */
+        r->refusal_why = hd.why;
+        return true;
+    }
+    size_t n = nsbox_httphead_rewrite(r->in, &hd, r->h->header, r->h->value, r->h->n, r->out,
+                                      sizeof r->out);
+    req_begin(r, &hd);
+    if (!n || !ssl_write_all(r->up, r->ufd, r->out, n))
+        return false;
+    explicit_bzero(r->out, n);
+    consume(r, hd.head_len);
+    r->state = hd.body == NSBOX_HTTPBODY_LENGTH    ? IN_LENGTH
+               : hd.body == NSBOX_HTTPBODY_CHUNKED ? IN_CHUNKED
+                                                   : IN_HEAD;
+    r->left = hd.content_length;
+    memset(&r->chunk, 0, sizeof r->chunk);
+    return true;
+}
+
+/* What the sandbox sent so far (r->in): heads rewritten, bodies passed on, a tunnel's bytes as
+ * they are. false: the end. */
 static bool from_client(struct relay *r)
 {
+    if (r->tunnel) {
+        bool ok = !r->in_n || ssl_write_all(r->up, r->ufd, r->in, r->in_n);
+        req_first(r)->up += r->in_n;
+        r->in_n = 0;
+        return ok;
+    }
     while (r->in_n > 0) {
         if (r->state == IN_HEAD) {
-            struct nsbox_httphead hd;
-            enum nsbox_httphead_verdict v =
-                nsbox_httphead_parse(r->in, r->in_n, r->h->name, r->h->port, &hd);
-            if (v == NSBOX_HTTPHEAD_MORE)
+            bool more = false;
+            if (r->q_n == PIPELINE || r->upgrading || r->refusal)
                 return true;
-            if (v == NSBOX_HTTPHEAD_REFUSED) {
-                refuse(r, hd.status, hd.why);
+            if (!client_head(r, &more))
                 return false;
-            }
-            size_t n = nsbox_httphead_rewrite(r->in, &hd, r->h->header, r->h->value, r->h->n,
-                                              r->out, sizeof r->out);
-            req_begin(r, &hd);
-            if (!n || !ssl_write_all(r->up, r->ufd, r->out, n))
-                return false;
-            explicit_bzero(r->out, n);
-            consume(r, hd.head_len);
-            r->state = hd.body == NSBOX_HTTPBODY_LENGTH    ? IN_LENGTH
-                       : hd.body == NSBOX_HTTPBODY_CHUNKED ? IN_CHUNKED
-                                                           : IN_HEAD;
-            r->left = hd.content_length;
-            memset(&r->chunk, 0, sizeof r->chunk);
+            if (more)
+                return true;
             continue;
         }
         size_t n;
@@ -477,7 +529,6 @@ static bool from_client(struct relay *r)
             if (k < 0) {
                 char why[160];
                 snprintf(why, sizeof why, "chunked body: %s", r->chunk.why);
-                req_end(r);
                 note_refusal(r, "refused", 0, why);
                 return false;
             }
@@ -485,10 +536,14 @@ static bool from_client(struct relay *r)
         }
         if (n && !ssl_write_all(r->up, r->ufd, r->in, n))
             return false;
-        r->req.up += n;
+        struct breq *q = req_last(r);
+        q->up += n;
         consume(r, n);
-        if ((r->state == IN_LENGTH && !r->left) || (r->state == IN_CHUNKED && r->chunk.done))
+        if ((r->state == IN_LENGTH && !r->left) || (r->state == IN_CHUNKED && r->chunk.done)) {
             r->state = IN_HEAD;
+            if (q->answered)
+                req_end(r);
+        }
     }
     return true;
 }
@@ -513,23 +568,89 @@ static bool pump_client(struct relay *r, bool *eof)
     return true;
 }
 
+static bool to_client(struct relay *r, const uint8_t *p, size_t n)
+{
+    size_t m = nsbox_scrub_feed(&r->scrub, p, n, r->out);
+    return !m || ssl_write_all(r->cl, r->cfd, r->out, m);
+}
+
+/* A tail held back because it could begin a value is no value when a message ends there (a
+ * response, a WebSocket frame, the stream): it goes. */
+static bool let_go(struct relay *r)
+{
+    size_t m = nsbox_scrub_flush(&r->scrub, r->out);
+    return !m || ssl_write_all(r->cl, r->cfd, r->out, m);
+}
+
+/* The oldest request's response ended: its entry, then what waited for it. false: the end. */
+static bool response_ended(struct relay *r)
+{
+    if (!let_go(r))
+        return false;
+    if (r->resp.state == NSBOX_HTTPRESP_TUNNEL) {
+        if (!req_first(r)->upgrade) {
+            req_end(r);
+            note_refusal(r, "failed", 0, "the bound host switched protocols unasked (101)");
+            return false;
+        }
+        r->tunnel = true; /* the handshake's entry stays open: the session's bytes are its */
+        r->upgrading = false;
+        return from_client(r);
+    }
+    if (r->state != IN_HEAD && r->q_n == 1) {
+        req_first(r)->answered = true; /* the body it answered is still coming */
+        return true;
+    }
+    bool was_upgrade = req_first(r)->upgrade;
+    req_end(r);
+    if (was_upgrade)
+        r->upgrading = false; /* refused by the host: HTTP goes on */
+    if (r->refusal && !r->q_n) {
+        refuse(r, r->refusal, r->refusal_why);
+        return false;
+    }
+    return from_client(r);
+}
+
+/* What the upstream sent: to the sandbox, masked, each byte counted to its request. */
+static bool from_upstream(struct relay *r, const uint8_t *buf, size_t got)
+{
+    for (size_t off = 0, k; off < got; off += k) {
+        struct breq *q = req_first(r);
+        if (q && q->answered)
+            q = NULL; /* bytes no request asked for (yet) */
+        k = got - off;
+        if (q && !r->tunnel) {
+            k = nsbox_httpresp_feed(&r->resp, buf + off, k);
+            q->status = r->resp.status ? r->resp.status : q->status;
+        }
+        bool frame_end = false;
+        if (q && r->tunnel)
+            k = nsbox_wsframe_feed(&r->ws, buf + off, k, &frame_end);
+        if (q)
+            q->down += k;
+        if (!to_client(r, buf + off, k) || (frame_end && !let_go(r)))
+            return false;
+        if (q && !r->tunnel && r->resp.done && !response_ended(r))
+            return false;
+    }
+    return true;
+}
+
 static bool pump_upstream(struct relay *r)
 {
     uint8_t buf[READ_CHUNK];
-    size_t got = 0, n;
+    size_t got = 0;
     int rc = L->SSL_read_ex(r->up, buf, sizeof buf, &got);
     if (rc > 0) {
-        req_response(r, buf, got);
-        n = nsbox_scrub_feed(&r->scrub, buf, got, r->out);
+        bool ok = from_upstream(r, buf, got);
         explicit_bzero(buf, got); /* the response as the host sent it, values included */
-        return !n || ssl_write_all(r->cl, r->cfd, r->out, n);
+        return ok;
     }
     int err = L->SSL_get_error(r->up, rc);
     if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE)
         return true;
-    n = nsbox_scrub_flush(&r->scrub, r->out);
-    if (n)
-        ssl_write_all(r->cl, r->cfd, r->out, n);
+    let_go(r);
     L->SSL_shutdown(r->cl);
     return false;
 }
@@ -538,15 +659,16 @@ static void relay_loop(struct relay *r)
 {
     bool cl_eof = false;
     for (;;) {
-        struct pollfd p[2] = {{.fd = cl_eof ? -1 : r->cfd, .events = POLLIN},
+        bool cl = !cl_eof && !client_held(r);
+        struct pollfd p[2] = {{.fd = cl ? r->cfd : -1, .events = POLLIN},
                               {.fd = r->ufd, .events = POLLIN}};
-        bool pending = (!cl_eof && L->SSL_pending(r->cl)) || L->SSL_pending(r->up);
+        bool pending = (cl && L->SSL_pending(r->cl)) || L->SSL_pending(r->up);
         int n = poll(p, 2, pending ? 0 : NSBOX_EGRESS_IDLE_MS);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 || (n == 0 && !pending))
             return;
-        if (!cl_eof && (p[0].revents || L->SSL_pending(r->cl)) && !pump_client(r, &cl_eof))
+        if (cl && (p[0].revents || L->SSL_pending(r->cl)) && !pump_client(r, &cl_eof))
             return;
         if ((p[1].revents || L->SSL_pending(r->up)) && !pump_upstream(r))
             return;
@@ -627,16 +749,21 @@ void nsbox_egress_tls_serve(const struct nsbox_egress_tls *t, int fd, const uint
     }
     BIO_set_data(bio, &pre);
     L->SSL_set_bio(r->cl, bio, bio);
+    alpn_refused = false;
     if (!handshake(r->cl, fd, true)) {
         note_refusal(r, "refused", 0,
-                     "the sandbox's TLS handshake failed (it must trust the sandbox's CA and "
-                     "speak HTTP/1.1)");
+                     alpn_refused ? "the sandbox's client offers no http/1.1 in ALPN (an "
+                                    "HTTP/2-only client): a bound host is relayed over HTTP/1.1 "
+                                    "only; let the client fall back (curl --http1.1)"
+                                  : "the sandbox's TLS handshake failed (it must trust the "
+                                    "sandbox's CA and speak HTTP/1.1)");
         goto out;
     }
     r->up = open_upstream(t, r, connect, ctx);
     if (r->up)
         relay_loop(r);
-    req_end(r);
+    while (r->q_n)
+        req_end(r);
 out:
     L->SSL_free(r->cl);
     L->SSL_free(r->up);

@@ -50,6 +50,17 @@ def missing_tools():
     return [t for t in ("ip", "nsenter", "unshare", "nft", "mount") if not shutil.which(t)]
 
 
+def skip_unless_lab(*tools):
+    """For a module's setUpModule: unittest.SkipTest, with the reason, unless the lab can be
+    built here (root, its tools) and these tools are there too."""
+    import unittest
+    if os.geteuid() != 0:
+        raise unittest.SkipTest("the network lab needs root (network namespaces, veths)")
+    missing = missing_tools() + [t for t in tools if not shutil.which(t)]
+    if missing:
+        raise unittest.SkipTest(f"the network lab needs {', '.join(missing)}")
+
+
 class Lab:
     def __init__(self):
         tag = os.getpid()
@@ -289,6 +300,17 @@ def make_pki(d, names):
             "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "ext")
     for n in os.listdir(d):
         os.chmod(os.path.join(d, n), 0o644)
+
+
+def in_lab(lab, hosts, argv, store=None):
+    """argv run in the lab's network namespace and a private mount namespace in which
+    /etc/resolv.conf names the lab's DNS server and /etc/hosts is the file hosts (and, with
+    store, /etc/ssl/certs is that directory): the host's own files are never touched."""
+    bind = f'mount --bind "{store}" /etc/ssl/certs && ' if store else ""
+    return ["nsenter", f"--net=/run/netns/{lab.lab}", "unshare", "--mount", "--propagation",
+            "private", "sh", "-c",
+            'mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && ' + bind +
+            'shift && exec "$@"', lab.resolv, hosts] + list(argv)
 
 
 def start_origin(lab, script, address, port, pki, *args):

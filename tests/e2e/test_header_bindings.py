@@ -24,8 +24,9 @@ import tempfile
 import unittest
 
 import oci_images
-from netlab import API, OTHER, TLS_SERVE, Lab, make_pki, missing_tools, start_origin
-from nsbox_test import NSBOX, Dirs, is_root, wait_for
+from netlab import (API, OTHER, TLS_SERVE, Lab, in_lab, make_pki, skip_unless_lab,
+                    start_origin)
+from nsbox_test import NSBOX, Dirs, wait_for
 
 PORT = 8445
 NAME = "api.lab.test"
@@ -194,12 +195,7 @@ def make_www(www):
 
 def setUpModule():
     global lab, pki, received
-    if not is_root():
-        raise unittest.SkipTest("the network lab needs root (network namespaces, veths)")
-    from shutil import which
-    missing = missing_tools() + [t for t in ("openssl", "curl") if not which(t)]
-    if missing:
-        raise unittest.SkipTest(f"the network lab needs {', '.join(missing)}")
+    skip_unless_lab("openssl", "curl")
     pki = tempfile.mkdtemp(prefix="nsbox-bind-pki-")
     os.chmod(pki, 0o755)
     make_pki(pki, (NAME, "other.lab.test"))
@@ -247,11 +243,7 @@ class HeaderBindings(unittest.TestCase):
     def nsbox(self, args, upstream_ca=True, timeout=120, allow_names=None, host_store=None):
         # host_store: a directory bound over the host's /etc/ssl/certs, in the private mount
         # namespace only (the host's trust store is never touched)
-        store = f'mount --bind "{host_store}" /etc/ssl/certs && ' if host_store else ""
-        cmd = ["nsenter", f"--net=/run/netns/{lab.lab}", "unshare", "--mount", "--propagation",
-               "private", "sh", "-c",
-               'mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && ' + store +
-               'shift && exec "$@"', lab.resolv, os.path.join(pki, "hosts"), NSBOX] + args
+        cmd = in_lab(lab, os.path.join(pki, "hosts"), [NSBOX] + args, host_store)
         return subprocess.run(cmd, capture_output=True, timeout=timeout,
                               env=self.env(upstream_ca, allow_names))
 
@@ -653,10 +645,10 @@ class HeaderBindings(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr.decode())
         sid = r.stdout.decode().strip()
         try:
+            # this test's helper: others' (of tests running beside) may end meanwhile
             helpers = [pid for pid in subprocess.run(["pgrep", "-x", "nsbox-egress"],
                                                      capture_output=True, text=True).stdout.split()
-                       if self.dirs.state in open(f"/proc/{pid}/environ", "rb").read().decode(
-                           errors="replace")]
+                       if self.dirs.state in environ_of(pid)]
             self.assertEqual(len(helpers), 1)
             self.assertNotIn("libssl.so", maps(helpers[0]))
         finally:
@@ -771,6 +763,15 @@ def secret_page_flags(pid):
             if SECRET.encode() in data:
                 found.append("dd" in vmflags)
     return found
+
+
+def environ_of(pid):
+    """Process pid's environment as text; empty once it has ended."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def maps(pid):

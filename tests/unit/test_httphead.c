@@ -101,7 +101,7 @@ static void test_smuggling_shapes(void **state)
          400, "control character"},
         {"X-A: a\rb\r\n", 400, "bare CR"},
         {"X-A: a\nX-B: b\r\n", 400, "bare CR or LF"},
-        {"Upgrade: h2c\r\n", 400, "Upgrade"},
+        {"Upgrade: h2c\r\n", 400, "another protocol than websocket"},
         {": empty name\r\n", 400, "malformed header"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -126,8 +126,53 @@ static void test_request_line(void **state)
     refused("GET  / HTTP/1.1\r\nHost: api.lab.test\r\n\r\n", 400, "target");
     refused("GET /\x7f HTTP/1.1\r\nHost: api.lab.test\r\n\r\n", 400, "target");
     refused("\r\nGET / HTTP/1.1\r\nHost: api.lab.test\r\n\r\n", 400, "request line");
-    refused("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 400, "origin-form");
+    refused("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505, "HTTP/2 is not relayed");
     refused("G@T / HTTP/1.1\r\nHost: api.lab.test\r\n\r\n", 400, "request line");
+}
+
+static void test_websocket_upgrade(void **state)
+{
+    (void)state;
+    const char *ok[] = {
+        "GET /ws HTTP/1.1\r\nHost: api.lab.test\r\nUpgrade: websocket\r\n"
+        "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        "Sec-WebSocket-Version: 13\r\n\r\n",
+        /* as Firefox sends it */
+        "GET /ws HTTP/1.1\r\nHost: api.lab.test\r\nConnection: keep-alive, Upgrade\r\n"
+        "Upgrade: WebSocket\r\n\r\n",
+    };
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(parse(ok[i]), NSBOX_HTTPHEAD_OK);
+        assert_true(H.upgrade);
+        assert_false(H.close);
+    }
+    assert_int_equal(parse("GET / HTTP/1.1\r\nHost: api.lab.test\r\nConnection: upgrade, close"
+                           "\r\n\r\n"),
+                     NSBOX_HTTPHEAD_OK);
+    assert_false(H.upgrade);
+    assert_true(H.close);
+    /* the helper must know a handshake exactly when the origin does */
+    refused("GET / HTTP/1.1\r\nHost: api.lab.test\r\nUpgrade: websocket\r\n\r\n", 400,
+            "lists upgrade");
+    refused("POST / HTTP/1.1\r\nHost: api.lab.test\r\nUpgrade: websocket\r\n"
+            "Connection: upgrade\r\n\r\n",
+            400, "a GET without a body");
+    refused("GET / HTTP/1.1\r\nHost: api.lab.test\r\nUpgrade: websocket\r\n"
+            "Connection: upgrade\r\nContent-Length: 3\r\n\r\nabc",
+            400, "a GET without a body");
+    refused("GET / HTTP/1.1\r\nHost: api.lab.test\r\nUpgrade: websocket\r\n"
+            "Connection: upgrade\r\nTransfer-Encoding: chunked\r\n\r\n",
+            400, "a GET without a body");
+    refused("GET / HTTP/1.1\r\nHost: api.lab.test\r\nUpgrade: websocket\r\n"
+            "Upgrade: websocket\r\nConnection: upgrade\r\n\r\n",
+            400, "more than one Upgrade");
+    refused("GET / HTTP/1.1\r\nHost: api.lab.test\r\nUpgrade: websocket, h2c\r\n"
+            "Connection: upgrade\r\n\r\n",
+            400, "another protocol");
+    /* and the Host check holds for handshakes as for any request */
+    refused("GET / HTTP/1.1\r\nHost: other.lab.test\r\nUpgrade: websocket\r\n"
+            "Connection: upgrade\r\n\r\n",
+            403, "another host");
 }
 
 static void test_oversize(void **state)
@@ -279,6 +324,7 @@ static void test_log_path_and_status(void **state)
 
     assert_int_equal(nsbox_httphead_status((const uint8_t *)"HTTP/1.1 200 OK\r\n", 17), 200);
     assert_int_equal(nsbox_httphead_status((const uint8_t *)"HTTP/1.0 404 ", 13), 404);
+    assert_int_equal(nsbox_httphead_status((const uint8_t *)"HTTP/1.1 204\r\n", 14), 204);
     assert_int_equal(nsbox_httphead_status((const uint8_t *)"HTTP/1.1 20", 11), -1);
     assert_int_equal(nsbox_httphead_status((const uint8_t *)"HTTP/2.0 200 OK", 15), 0);
     assert_int_equal(nsbox_httphead_status((const uint8_t *)"HTTP/1.1 2x0 OK", 15), 0);
@@ -288,17 +334,12 @@ static void test_log_path_and_status(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_plain_get),
-        cmocka_unit_test(test_host_forms),
-        cmocka_unit_test(test_bodies),
-        cmocka_unit_test(test_smuggling_shapes),
-        cmocka_unit_test(test_request_line),
-        cmocka_unit_test(test_oversize),
-        cmocka_unit_test(test_rewrite_replaces_every_copy),
-        cmocka_unit_test(test_names_and_values),
-        cmocka_unit_test(test_error_response),
-        cmocka_unit_test(test_chunked),
-        cmocka_unit_test(test_log_path_and_status),
+        cmocka_unit_test(test_plain_get),        cmocka_unit_test(test_host_forms),
+        cmocka_unit_test(test_bodies),           cmocka_unit_test(test_smuggling_shapes),
+        cmocka_unit_test(test_request_line),     cmocka_unit_test(test_websocket_upgrade),
+        cmocka_unit_test(test_oversize),         cmocka_unit_test(test_rewrite_replaces_every_copy),
+        cmocka_unit_test(test_names_and_values), cmocka_unit_test(test_error_response),
+        cmocka_unit_test(test_chunked),          cmocka_unit_test(test_log_path_and_status),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
