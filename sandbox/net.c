@@ -4,7 +4,7 @@
  * by policy/netplan and applied here without running `ip` or `nft`. */
 #define _GNU_SOURCE
 #include "net.h"
-#include "egress.h"
+#include "egress_spawn.h"
 #include "egress_tls.h"
 #include "state.h"
 #include "cleanup.h"
@@ -261,9 +261,7 @@ static int start_egress(struct nsbox_net *n, struct nsbox_err *e)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     if (write_file(n->hosts, hosts, e) < 0)
         return -1;
-    if (nsbox_egress_tls_to_helper(n->tls, e) < 0)
-        return -1;
-    int r = nsbox_egress_start(&n->plan, n->tls, n->egress_log,
+    int r = nsbox_egress_spawn(&n->plan, n->tls, n->egress_log,
                                n->has_egress_id ? &n->egress_id : NULL, &n->egress, e);
     /* the helper has its own copy of the secrets now; this process needs them no more */
     nsbox_egress_tls_free(n->tls);
@@ -474,7 +472,7 @@ void nsbox_net_teardown(struct nsbox_net *n)
 {
     if (!n)
         return;
-    nsbox_egress_stop(n->egress);
+    nsbox_egress_spawn_stop(n->egress);
     nsbox_egress_tls_free(n->tls);
     n->tls = NULL;
     if (n->nft && n->del.len) {

@@ -521,8 +521,8 @@ class HeaderBindings(unittest.TestCase):
             hits = subprocess.run(["grep", "-r", "-l", "-F", SECRET, state], capture_output=True)
             self.assertEqual(hits.stdout, b"")
             self.assertTrue(os.path.exists(os.path.join(state, "ca-bundle.crt")))
-            # the helper (this test's: other sandboxes may run beside) and the supervisor: the
-            # secret neither on their command lines nor in their environments
+            # the supervisor and the sandbox's init (this test's: other sandboxes may run
+            # beside): the secret neither on their command lines nor in their environments
             mine = []
             for pid in subprocess.run(["pgrep", "-f", "nsbox"], capture_output=True,
                                       text=True).stdout.split():
@@ -538,15 +538,18 @@ class HeaderBindings(unittest.TestCase):
                 if self.dirs.state.encode() in environ:
                     mine.append(comm)
                     self.assertNotIn(SECRET.encode(), environ + cmdline)
-                    if comm == "nsbox-egress":
-                        self.assertIn("libssl.so", maps(pid))
-                        # the pages the helper keeps the secret in are left out of core
-                        # dumps (MADV_DONTDUMP: "dd" in their VmFlags)
-                        # and nowhere else in it: not in the heap it inherited at its fork
-                        self.assertEqual(secret_page_flags(pid), [True])
-                    elif comm != "nsbox-egress":
-                        self.assertEqual(secret_page_flags(pid), [])
-            self.assertIn("nsbox-egress", mine)
+                    self.assertEqual(secret_page_flags(pid), [])
+            self.assertIn("nsbox-supervise", mine)
+            # the helper, an executable of its own: an empty environment, its name and the
+            # sandbox's id as argv, libssl mapped; the secret only in pages left out of core
+            # dumps (MADV_DONTDUMP: "dd" in their VmFlags), not in its heap
+            helper = self.helper_of(sid)
+            with open(f"/proc/{helper}/environ", "rb") as fh:
+                self.assertEqual(fh.read(), b"")
+            with open(f"/proc/{helper}/cmdline", "rb") as fh:
+                self.assertEqual(fh.read(), b"nsbox-egress\0" + sid.encode() + b"\0")
+            self.assertIn("libssl.so", maps(helper))
+            self.assertEqual(secret_page_flags(helper), [True])
         finally:
             r = self.nsbox(["rm", sid])
             self.assertEqual(r.returncode, 0, r.stderr.decode())
@@ -649,18 +652,27 @@ class HeaderBindings(unittest.TestCase):
         self.assertNotIn("KEY12345", repr(gh))
 
     def test_libssl_is_loaded_only_with_bindings(self):
-        r = self.nsbox(["create", "--network", f"allow={NAME}:{PORT}"])
-        self.assertEqual(r.returncode, 0, r.stderr.decode())
-        sid = r.stdout.decode().strip()
-        try:
-            helpers = [pid for pid in subprocess.run(["pgrep", "-x", "nsbox-egress"],
-                                                     capture_output=True, text=True).stdout.split()
-                       if self.dirs.state in open(f"/proc/{pid}/environ", "rb").read().decode(
-                           errors="replace")]
-            self.assertEqual(len(helpers), 1)
-            self.assertNotIn("libssl.so", maps(helpers[0]))
-        finally:
-            self.nsbox(["rm", sid])
+        # the helper links libc only; libssl and libcrypto come with bindings, and nothing of
+        # what nsbox itself links (libseccomp, libnl, libnftables, cJSON) ever
+        never = ("libseccomp", "libnl", "libnftables", "libcjson", "libcap")
+        for bound in (False, True):
+            args = ["create", "--network", f"allow={NAME}:{PORT}"]
+            if bound:
+                args += ["--header-binding", f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN"]
+            r = self.nsbox(args)
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+            sid = r.stdout.decode().strip()
+            try:
+                libs = {os.path.basename(line.split()[-1]) for line in
+                        maps(self.helper_of(sid)).splitlines() if ".so" in line}
+            finally:
+                self.nsbox(["rm", sid])
+            self.assertEqual(any(n.startswith("libssl.so") for n in libs), bound, libs)
+            self.assertEqual(any(n.startswith("libcrypto.so") for n in libs), bound, libs)
+            self.assertEqual([n for n in libs if n.startswith(never)], [], libs)
+            if not bound:
+                self.assertEqual([n for n in libs if not n.startswith(("libc.so", "ld-linux"))],
+                                 [], libs)
 
     def test_bound_host_the_network_cannot_reach_fails_creation(self):
         r = self.nsbox(["create", "--network", f"allow=other.lab.test:{PORT}", "--header-binding",
