@@ -2,16 +2,19 @@
 """What the egress helper costs (docs/network.md, "allow by name"): in the same run, a sandbox
 that reaches an HTTPS origin by name through the helper's splice path against one that reaches
 the same origin directly through an egress range, alternating: a new connection (TCP connect,
-TLS handshake, a small GET), a 100 MB download (throughput), and the idle helper's PSS.
+TLS handshake, a small GET), a 100 MB download (throughput); and the idle helper's PSS
+(smaps_rollup), without header bindings and with one (after one bound request), for this
+nsbox and, with --bin NAME=PATH, for others (an older build) side by side.
 
     sudo bench/bench_egress.py [--rounds 200] [--downloads 9] [--mb 100] [--nsbox build/nsbox]
+                               [--bin old=/path/to/other/nsbox] [--pss-only]
 
 Safety (the host's own network is never touched): everything runs in the network lab of
 tests/e2e/netlab.py (two namespaces this script makes and deletes: nsbox's table, veths and
 routes are the lab's; the origin lives in the lab's upstream namespace, with a lab CA that only
 the sandboxes are given). The targets: a new connection at most +2 ms through splice, a
 download at least 90 % of direct throughput, an idle helper at most 0.5 MiB PSS without
-bindings.
+bindings and 3 MiB with.
 """
 import argparse
 import json
@@ -21,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "e2e"))
@@ -104,6 +108,23 @@ else:
 print(json.dumps(out))
 """ % (PORT, NAME)
 
+# Inside a sandbox with a header binding on the origin: one request through the helper, which
+# ends TLS with the sandbox's CA (the sandbox's system bundle has it) and opens its own upstream.
+BOUND = r"""
+import socket, ssl
+ctx = ssl.create_default_context()
+s = ctx.wrap_socket(socket.create_connection(("%s", %d), timeout=30), server_hostname="%s")
+s.sendall(b"GET /0 HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n")
+data = b""
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    data += d
+assert data.startswith(b"HTTP/1.1 200"), data[:80]
+print("ok")
+""" % (NAME, PORT, NAME, NAME, PORT)
+
 
 def openssl(*args, cwd):
     subprocess.run(["openssl"] + list(args), cwd=cwd, check=True, capture_output=True)
@@ -138,30 +159,32 @@ class Bench:
         for d in ("state", "cache", "data"):
             os.makedirs(f"{work}/{d}")
         with open(f"{work}/config.json", "w") as f:
-            f.write('{"pool": {"size": 0}}')
+            json.dump({"pool": {"size": 0},
+                       "network": {"upstream_ca": f"{work}/pki/ca.pem"}}, f)
+        self.env["BENCH_TOKEN"] = "Bearer bench-token-value"
         with open(f"{work}/pki/ca.pem") as f:
             self.ca = f.read()
 
-    def nsbox(self, *args):
+    def nsbox(self, *args, binary=None):
         # the lab's resolv.conf and a hosts file naming the origin, in a private mount namespace
         cmd = ["nsenter", f"--net=/run/netns/{self.lab.lab}", "unshare", "--mount",
                "--propagation", "private", "sh", "-c",
                'mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && '
                'shift && exec "$@"', self.lab.resolv, f"{self.work}/pki/hosts",
-               os.path.abspath(self.a.nsbox)] + list(args)
+               os.path.abspath(binary or self.a.nsbox)] + list(args)
         r = subprocess.run(cmd, capture_output=True, text=True, env=self.env, timeout=600)
         if r.returncode != 0:
             raise SystemExit(f"nsbox {' '.join(args[:3])}: {r.stderr.strip()}")
         return r.stdout
 
-    def create(self, *net):
-        return self.nsbox("create", *net, "-e", f"LAB_CA={self.ca}").strip()
+    def create(self, *net, binary=None):
+        return self.nsbox("create", *net, "-e", f"LAB_CA={self.ca}", binary=binary).strip()
 
     def client(self, sid, *args):
         return json.loads(self.nsbox("exec", sid, "--", "python3", "-c", CLIENT, *args))
 
-    def helper_pss_kib(self, sid):
-        sup = json.loads(self.nsbox("inspect", sid))["supervisor_pid"]
+    def helper_pss_kib(self, sid, binary=None):
+        sup = json.loads(self.nsbox("inspect", sid, binary=binary))["supervisor_pid"]
         kids = subprocess.run(["pgrep", "-x", "nsbox-egress", "-P", str(sup)],
                               capture_output=True, text=True).stdout.split()
         with open(f"/proc/{kids[0]}/smaps_rollup") as f:
@@ -169,6 +192,28 @@ class Bench:
                 if line.startswith("Pss:"):
                     return int(line.split()[1])
         return None
+
+
+def pss_of(b, name, binary):
+    """The idle helper's PSS (KiB) of nsbox `binary`: without bindings (fresh), and with a
+    header binding after one bound request, 1 s idle."""
+    out = {}
+    sid = b.create("--network", f"allow={NAME}:{PORT}", binary=binary)
+    try:
+        out["plain"] = b.helper_pss_kib(sid, binary)
+    finally:
+        b.nsbox("rm", sid, binary=binary)
+    sid = b.create("--network", f"allow={NAME}:{PORT}", "--header-binding",
+                   f"{NAME}:{PORT}:X-Bench=env:BENCH_TOKEN", binary=binary)
+    try:
+        b.nsbox("exec", sid, "--", "python3", "-c", BOUND, binary=binary)
+        time.sleep(1)
+        out["bound"] = b.helper_pss_kib(sid, binary)
+    finally:
+        b.nsbox("rm", sid, binary=binary)
+    print(f"{name:>8}: idle helper PSS {out['plain']} KiB without bindings (target <= 512), "
+          f"{out['bound']} KiB with one after a bound request (target <= 3072)")
+    return out
 
 
 def main():
@@ -180,6 +225,10 @@ def main():
     ap.add_argument("--downloads", type=int, default=9, help="downloads per path")
     ap.add_argument("--mb", type=int, default=100, help="size of a download")
     ap.add_argument("--json", help="write raw results here")
+    ap.add_argument("--bin", action="append", default=[], metavar="NAME=PATH",
+                    help="another nsbox whose helper's PSS is measured beside this one's")
+    ap.add_argument("--pss-only", action="store_true", help="measure the helpers' PSS only")
+    ap.add_argument("--pss-rounds", type=int, default=3, help="PSS measurements per binary")
     a = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("bench_egress: run as root (network namespaces, veths, nftables)")
@@ -202,6 +251,20 @@ def main():
         if p.stdout.readline().strip() != "READY":
             raise SystemExit(f"the origin did not start: {p.stderr.read()}")
         b = Bench(a, lab, work)
+        bins = [("this", a.nsbox)] + [tuple(x.split("=", 1)) for x in a.bin]
+        pss = {name: [] for name, _ in bins}
+        for _ in range(a.pss_rounds):  # alternating, so that both see the same machine
+            for name, path in bins:
+                pss[name].append(pss_of(b, name, path))
+        for name, runs in pss.items():
+            print(f"{name:>8}: median of {len(runs)}: "
+                  f"{statistics.median(r['plain'] for r in runs):.0f} KiB without bindings, "
+                  f"{statistics.median(r['bound'] for r in runs):.0f} KiB with")
+        if a.pss_only:
+            if a.json:
+                with open(a.json, "w") as f:
+                    json.dump({"pss_kib": pss}, f, indent=1)
+            return
         spliced = b.create("--network", f"allow={NAME}:{PORT}")
         sids.append(spliced)
         direct = b.create("--egress", f"{API}/32")
@@ -235,7 +298,7 @@ def main():
         print(f"{a.mb} MB download: splice / direct throughput {ts / td:.2f}; target >= 0.90")
         print(f"idle helper PSS: {pss_fresh} KiB fresh, {pss_idle} KiB after the runs; "
               f"target <= 512 KiB")
-        out["pss_kib"] = {"fresh": pss_fresh, "idle_after": pss_idle}
+        out["pss_kib"] = {"fresh": pss_fresh, "idle_after": pss_idle, "by_binary": pss}
         if a.json:
             with open(a.json, "w") as f:
                 json.dump({"summary": out, "raw": res}, f, indent=1)

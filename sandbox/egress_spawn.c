@@ -41,6 +41,24 @@ int nsbox_egress_spawn_path(char *out, size_t n, struct nsbox_err *e)
     return 0;
 }
 
+int nsbox_egress_spawn_open(char *path, size_t n, struct nsbox_err *e)
+{
+    if (nsbox_egress_spawn_path(path, n, e) < 0)
+        return -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || faccessat(fd, "", X_OK, AT_EMPTY_PATH | AT_EACCESS) < 0) {
+        int err = errno;
+        if (fd >= 0)
+            close(fd);
+        errno = err;
+        return nsbox_err_sys(e, "egress helper: cannot run %s; fix: install %s beside nsbox, "
+                                "executable (the build makes both, `cmake --install` puts them "
+                                "in one directory)",
+                             path, NSBOX_EGRESS_SPAWN_BIN);
+    }
+    return fd;
+}
+
 /* Binds one listener per distinct port of the names, on the gateway. */
 static int listen_all(const struct nsbox_netplan *p, int *fds, uint16_t *ports, size_t *n,
                       struct nsbox_err *e)
@@ -223,13 +241,8 @@ int nsbox_egress_spawn(const struct nsbox_netplan *p, const struct nsbox_egress_
     char path[PATH_MAX];
     int exe = -1, r = -1;
     *pid = -1;
-    if (nsbox_egress_spawn_path(path, sizeof path, e) < 0)
+    if ((exe = nsbox_egress_spawn_open(path, sizeof path, e)) < 0)
         return -1;
-    exe = open(path, O_RDONLY | O_CLOEXEC);
-    if (exe < 0)
-        return nsbox_err_sys(e, "egress helper: cannot open %s; fix: install %s beside %s (the "
-                                "build makes both, `cmake --install` puts them in one directory)",
-                             path, NSBOX_EGRESS_SPAWN_BIN, "nsbox");
     if (listen_all(p, listeners, ports, &n, e) < 0)
         goto out;
     if (log_dir && nsbox_egress_log_open(&log, log_dir) < 0) {

@@ -30,5 +30,9 @@ int nsbox_egress_spawn(const struct nsbox_netplan *p, const struct nsbox_egress_
 void nsbox_egress_spawn_stop(pid_t pid);
 /* The helper's executable: NSBOX_EGRESS_SPAWN_BIN in the directory of the running one. */
 int nsbox_egress_spawn_path(char *out, size_t n, struct nsbox_err *e);
+/* That file opened (close-on-exec) once it is found executable, path set; or -1 with e naming
+ * it and the fix. nsbox_net_prepare calls it too, so that a missing helper fails a sandbox
+ * before anything of it exists. */
+int nsbox_egress_spawn_open(char *path, size_t n, struct nsbox_err *e);
 
 #endif

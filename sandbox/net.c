@@ -249,6 +249,17 @@ static int prepare_bindings(struct nsbox_net *n, const struct nsbox_spec *s, con
                                     e);
 }
 
+/* The helper's executable is there: said before anything of the sandbox exists. */
+static int check_helper(struct nsbox_err *e)
+{
+    char path[PATH_MAX];
+    int fd = nsbox_egress_spawn_open(path, sizeof path, e);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
+}
+
 /* The helper listens on the gateway, which exists now; the names in the sandbox's /etc/hosts
  * point there (the file is bound already: rewritten in place, the sandbox sees the new text). */
 static int start_egress(struct nsbox_net *n, struct nsbox_err *e)
@@ -369,6 +380,8 @@ int nsbox_net_prepare(const struct nsbox_spec *s, const char *id, const char *st
         goto fail;
     }
     if (s->n_bindings && prepare_bindings(n, s, id, &cfg, state_dir, e) < 0)
+        goto fail;
+    if (n->plan.by_name && check_helper(e) < 0)
         goto fail;
     /* The marker first: from here on, gc knows to look for this sandbox's objects. */
     snprintf(marker, sizeof marker, "%s/" MARKER, state_dir);

@@ -233,7 +233,9 @@ class HeaderBindings(unittest.TestCase):
 
     def env(self, upstream_ca=True, allow_names=None):
         cfg = os.path.join(self.dirs.base, "config.json")
-        net = {"upstream_ca": os.path.join(pki, "ca.pem")} if upstream_ca else {}
+        # upstream_ca: True the lab CA, a str another file, False none (the host's store)
+        ca = upstream_ca if isinstance(upstream_ca, str) else os.path.join(pki, "ca.pem")
+        net = {"upstream_ca": ca} if upstream_ca else {}
         if allow_names:
             net["allow_names"] = allow_names
         with open(cfg, "w") as f:
@@ -501,6 +503,22 @@ class HeaderBindings(unittest.TestCase):
                           upstream_ca=False, host_store=store)
         self.assertEqual(json.loads(out)["path"], "/stored")
         self.assertEqual([self.auth_headers(r) for r in self.received()], [[BEARER]])
+
+    def test_upstream_ca_file_only_root_reads(self):
+        # nsbox reads the config's CA file and hands the helper a copy: the helper, under its
+        # own uid, could not open a file of mode 0600
+        ca = os.path.join(self.dirs.base, "root-only-ca.pem")
+        shutil.copy(os.path.join(pki, "ca.pem"), ca)
+        os.chmod(ca, 0o600)
+        out = self.run_in(f"allow={NAME}:{PORT}", f"curl -sS https://{NAME}:{PORT}/rootca",
+                          upstream_ca=ca)
+        self.assertEqual(json.loads(out)["path"], "/rootca")
+        # and a file that is not there fails the run, naming it
+        r = self.nsbox(["run", "--network", f"allow={NAME}:{PORT}", "--header-binding",
+                        f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN", "--", "true"],
+                       upstream_ca=ca + ".missing")
+        self.assertEqual(r.returncode, 125, r.stderr.decode())
+        self.assertIn(ca + ".missing", r.stderr.decode())
 
     def test_inspect_and_state_never_hold_the_secret(self):
         r = self.nsbox(["create", "--network", f"allow={NAME}:{PORT}", "--header-binding",
