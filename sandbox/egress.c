@@ -534,8 +534,9 @@ int nsbox_egress_main(int sock)
     }
     if (nsbox_egress_jail_enter(&st.prog, st.parent) < 0) {
         err = errno ? errno : EPERM;
-        nsbox_egress_wire_send_status(sock, err, "cannot give up its privileges (no "
-                                                 "capability, no_new_privs, seccomp)");
+        nsbox_egress_wire_send_status(sock, err,
+                                      "cannot give up its privileges (no "
+                                      "capability, no_new_privs, seccomp)");
         return 1;
     }
     free(st.prog.filter);

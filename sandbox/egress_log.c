@@ -89,9 +89,14 @@ static void put_string(struct line *l, const char *s, size_t n)
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         char esc[8];
-        const char *short_form = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\b' ? "\\b"
-                                 : c == '\f' ? "\\f" : c == '\n' ? "\\n" : c == '\r' ? "\\r"
-                                 : c == '\t' ? "\\t" : NULL;
+        const char *short_form = c == '"'    ? "\\\""
+                                 : c == '\\' ? "\\\\"
+                                 : c == '\b' ? "\\b"
+                                 : c == '\f' ? "\\f"
+                                 : c == '\n' ? "\\n"
+                                 : c == '\r' ? "\\r"
+                                 : c == '\t' ? "\\t"
+                                             : NULL;
         if (short_form) {
             put_text(l, short_form);
         } else if (c < 0x20) {

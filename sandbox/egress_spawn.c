@@ -51,9 +51,10 @@ int nsbox_egress_spawn_open(char *path, size_t n, struct nsbox_err *e)
         if (fd >= 0)
             close(fd);
         errno = err;
-        return nsbox_err_sys(e, "egress helper: cannot run %s; fix: install %s beside nsbox, "
-                                "executable (the build makes both, `cmake --install` puts them "
-                                "in one directory)",
+        return nsbox_err_sys(e,
+                             "egress helper: cannot run %s; fix: install %s beside nsbox, "
+                             "executable (the build makes both, `cmake --install` puts them "
+                             "in one directory)",
                              path, NSBOX_EGRESS_SPAWN_BIN);
     }
     return fd;
@@ -71,8 +72,8 @@ static int listen_all(const struct nsbox_netplan *p, int *fds, uint16_t *ports, 
         if (seen || *n == MAX_PORTS)
             continue;
         int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr = p->slot.host,
-                                 .sin_port = htons(p->names[i].port)};
+        struct sockaddr_in sa = {
+            .sin_family = AF_INET, .sin_addr = p->slot.host, .sin_port = htons(p->names[i].port)};
         int one = 1;
         if (s < 0 || setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
             bind(s, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(s, 128) < 0) {
@@ -82,7 +83,8 @@ static int listen_all(const struct nsbox_netplan *p, int *fds, uint16_t *ports, 
                               "service of this host listens on that port on all its addresses; "
                               "fix: have it listen on its own addresses only, or set "
                               "{\"network\": {\"allow_names\": \"address\"}} in the config "
-                              "(names by address; docs/network.md)", p->names[i].port);
+                              "(names by address; docs/network.md)",
+                              p->names[i].port);
             else
                 nsbox_err_sys(e, "egress helper: cannot listen on the gateway's port %u",
                               p->names[i].port);
@@ -115,9 +117,9 @@ static int put_filter(struct nsbox_egress_wire *w, struct nsbox_err *e)
 
 /* The message, in the order egress.c reads it; fds gets the descriptors to go with it. */
 static int compose(struct nsbox_egress_wire *w, const struct nsbox_netplan *p,
-                   const struct nsbox_egress_tls *tls, const int *listeners,
-                   const uint16_t *ports, size_t n, const struct nsbox_egress_log *log, int *fds,
-                   size_t *n_fds, struct nsbox_err *e)
+                   const struct nsbox_egress_tls *tls, const int *listeners, const uint16_t *ports,
+                   size_t n, const struct nsbox_egress_log *log, int *fds, size_t *n_fds,
+                   struct nsbox_err *e)
 {
     int ca_fd = -1;
     nsbox_egress_wire_put_u32(w, NSBOX_EGRESS_WIRE_MAGIC);
@@ -154,8 +156,9 @@ static int compose(struct nsbox_egress_wire *w, const struct nsbox_netplan *p,
     }
     *n_fds = at;
     if (w->over)
-        return nsbox_err_set(e, NSBOX_E_SYS, EMSGSIZE, "egress helper: its configuration is "
-                                                       "too large");
+        return nsbox_err_set(e, NSBOX_E_SYS, EMSGSIZE,
+                             "egress helper: its configuration is "
+                             "too large");
     return 0;
 }
 

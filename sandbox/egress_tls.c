@@ -128,8 +128,7 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
 }
 
 /* The leaf and its key as the parent wrote them (DER). */
-static SSL_CTX *server_ctx(const uint8_t *key, size_t key_len, const uint8_t *leaf,
-                           size_t leaf_len)
+static SSL_CTX *server_ctx(const uint8_t *key, size_t key_len, const uint8_t *leaf, size_t leaf_len)
 {
     SSL_CTX *c = L->SSL_CTX_new(L->TLS_server_method());
     if (!c || !L->SSL_CTX_ctrl(c, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL) ||
@@ -147,8 +146,7 @@ static SSL_CTX *server_ctx(const uint8_t *key, size_t key_len, const uint8_t *le
  * memfd: read now, through /proc/self/fd, as the helper cannot open a file only root may read;
  * -1: the system store's hashed directory, whose certificates are read one by one when a chain
  * needs them (parsing the whole bundle, ~140 certificates, cost a sandbox's creation 45 ms). */
-static int client_ctx(struct nsbox_egress_tls *t, int ca_fd, const char *named,
-                      struct nsbox_err *e)
+static int client_ctx(struct nsbox_egress_tls *t, int ca_fd, const char *named, struct nsbox_err *e)
 {
     char ca[64];
     snprintf(ca, sizeof ca, "/proc/self/fd/%d", ca_fd);
@@ -299,8 +297,8 @@ static bool put_der(struct nsbox_egress_wire *w, X509 *x, EVP_PKEY *key)
     return p && (x ? i2d_X509(x, &p) : i2d_PrivateKey(key, &p)) == n;
 }
 
-int nsbox_egress_tls_send(const struct nsbox_egress_tls *t, struct nsbox_egress_wire *w,
-                          int *ca_fd, struct nsbox_err *e)
+int nsbox_egress_tls_send(const struct nsbox_egress_tls *t, struct nsbox_egress_wire *w, int *ca_fd,
+                          struct nsbox_err *e)
 {
     nsbox_egress_wire_put_u32(w, (uint32_t)t->n_hosts);
     for (size_t i = 0; i < t->n_hosts; i++) {

@@ -37,8 +37,8 @@ int nsbox_egress_tls_prepare(const struct nsbox_spec *s, const char *upstream_ca
                              struct nsbox_egress_tls **out, struct nsbox_err *e);
 /* Parent side: the hosts, the values, the leaves and their key into the helper's message;
  * *ca_fd: the descriptor to send with it (-1: none). */
-int nsbox_egress_tls_send(const struct nsbox_egress_tls *t, struct nsbox_egress_wire *w,
-                          int *ca_fd, struct nsbox_err *e);
+int nsbox_egress_tls_send(const struct nsbox_egress_tls *t, struct nsbox_egress_wire *w, int *ca_fd,
+                          struct nsbox_err *e);
 /* Helper side, before its jail: libssl loaded, the values copied into the helper's own secret
  * pages, the TLS contexts made (ca_fd: the descriptor that came with the message, or -1). */
 int nsbox_egress_tls_receive(struct nsbox_egress_wire *w, int ca_fd, struct nsbox_egress_tls **out,

@@ -13,8 +13,8 @@
 int nsbox_egress_wire_init(struct nsbox_egress_wire *w)
 {
     memset(w, 0, sizeof *w);
-    void *p = mmap(NULL, NSBOX_EGRESS_WIRE_MAX, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p = mmap(NULL, NSBOX_EGRESS_WIRE_MAX, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
     if (p == MAP_FAILED)
         return -1;
     /* out of core dumps; and never in a child forked while it holds the values */
@@ -219,8 +219,8 @@ int nsbox_egress_wire_recv(int sock, struct nsbox_egress_wire *w, int *fds, size
         char buf[CMSG_SPACE(sizeof(int) * NSBOX_EGRESS_WIRE_FDS)];
     } c;
     struct iovec iov = {.iov_base = &len, .iov_len = sizeof len};
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf,
-                       .msg_controllen = sizeof c.buf};
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof c.buf};
     *n_fds = 0;
     ssize_t k;
     do
