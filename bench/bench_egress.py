@@ -115,12 +115,7 @@ import socket, ssl
 ctx = ssl.create_default_context()
 s = ctx.wrap_socket(socket.create_connection(("%s", %d), timeout=30), server_hostname="%s")
 s.sendall(b"GET /0 HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n")
-data = b""
-while True:
-    d = s.recv(65536)
-    if not d:
-        break
-    data += d
+data = s.makefile("rb").read()
 assert data.startswith(b"HTTP/1.1 200"), data[:80]
 print("ok")
 """ % (NAME, PORT, NAME, NAME, PORT)
