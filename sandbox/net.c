@@ -235,7 +235,7 @@ static int plan_by_name(struct nsbox_net *n, const struct nsbox_spec *s, const c
 }
 
 /* Header bindings: with all, the bound hosts go through the helper too; the CA, its leaves and
- * the secrets are made now, for the helper forked in nsbox_net_attach. */
+ * the secrets are made now, for the helper started in nsbox_net_attach. */
 static int prepare_bindings(struct nsbox_net *n, const struct nsbox_spec *s, const char *id,
                             const struct nsbox_netconfig *cfg, const char *state_dir,
                             struct nsbox_err *e)
