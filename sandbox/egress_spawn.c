@@ -128,9 +128,8 @@ static int compose(struct nsbox_egress_wire *w, const struct nsbox_netplan *p,
     for (size_t i = 0; i < n; i++)
         nsbox_egress_wire_put_u32(w, ports[i]);
     nsbox_egress_wire_put_u32(w, log->fd >= 0);
-    size_t at = 0; /* the CA's descriptor, known only with the bindings, comes last */
     memcpy(fds, listeners, n * sizeof *fds);
-    at = n;
+    size_t at = n; /* the CA's descriptor, known only with the bindings, comes last */
     if (log->fd >= 0) {
         fds[at++] = log->fd;
         fds[at++] = log->older_fd;
@@ -149,16 +148,16 @@ static int compose(struct nsbox_egress_wire *w, const struct nsbox_netplan *p,
     nsbox_egress_wire_put_u32(w, tls != NULL);
     if (tls && nsbox_egress_tls_send(tls, w, &ca_fd, e) < 0)
         return -1;
+    if (w->over)
+        return nsbox_err_set(e, NSBOX_E_SYS, EMSGSIZE,
+                             "egress helper: its configuration is too "
+                             "large");
     if (ca_fd >= 0) {
         fds[at++] = ca_fd;
         uint32_t one = 1;
         memcpy(w->p + has_ca_at, &one, sizeof one);
     }
     *n_fds = at;
-    if (w->over)
-        return nsbox_err_set(e, NSBOX_E_SYS, EMSGSIZE,
-                             "egress helper: its configuration is "
-                             "too large");
     return 0;
 }
 

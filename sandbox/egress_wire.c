@@ -229,15 +229,13 @@ int nsbox_egress_wire_recv(int sock, struct nsbox_egress_wire *w, int *fds, size
     if (k < 0)
         return -1;
     take_fds(&m, fds, max, n_fds);
-    if ((m.msg_flags & MSG_CTRUNC) || (size_t)k < sizeof len) {
-        if ((size_t)k < sizeof len && k > 0 &&
-            read_all(sock, (uint8_t *)&len + k, sizeof len - (size_t)k) == 0 &&
-            !(m.msg_flags & MSG_CTRUNC))
-            goto body;
+    /* the length may come in pieces; descriptors cut off (MSG_CTRUNC) are a message not whole */
+    if (k == 0 || (m.msg_flags & MSG_CTRUNC) ||
+        ((size_t)k < sizeof len &&
+         read_all(sock, (uint8_t *)&len + k, sizeof len - (size_t)k) < 0)) {
         errno = EPROTO;
         return -1;
     }
-body:
     if (len > NSBOX_EGRESS_WIRE_MAX) {
         errno = EPROTO;
         return -1;
