@@ -228,6 +228,11 @@ static int run_helper(int exe, const char *path, struct nsbox_egress_wire *w, co
     errno = got < 0 ? EIO : st.err ? st.err : EIO;
     if (got < 0)
         return nsbox_err_sys(e, "egress helper %s ended before it was jailed", path);
+    if (errno == EACCES && !strcmp(st.what, "cannot start"))
+        return nsbox_err_sys(e,
+                             "egress helper %s: %s (it runs as its own uid; fix: make the "
+                             "file executable by every user, mode 0755)",
+                             path, st.what);
     return nsbox_err_sys(e, "egress helper %s: %s", path, st.what);
 }
 

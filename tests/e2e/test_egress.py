@@ -508,6 +508,31 @@ class Egress(unittest.TestCase):
         self.assertIn("beside", err)
         self.assertEqual(lab_helpers(), [])
 
+    def test_helper_runs_from_a_directory_only_root_enters(self):
+        # a build below /root: the helper's uid cannot enter the directory, and does not need
+        # to, as nsbox execs the file from a descriptor it opened
+        private = os.path.join(self.dirs.base, "private")
+        os.mkdir(private, 0o700)
+        for name in ("nsbox", "nsbox-egress"):
+            shutil.copy(os.path.join(os.path.dirname(NSBOX), name), private)
+        cmd = ["nsenter", f"--net=/run/netns/{lab.lab}", "unshare", "--mount", "--propagation",
+               "private", "sh", "-c",
+               'mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && '
+               'shift && exec "$@"', lab.resolv, os.path.join(pki, "hosts"),
+               os.path.join(private, "nsbox"), "run", "--network", f"allow={NAMES[0]}:{PORT}",
+               "-e", f"LAB_CA={open(os.path.join(pki, 'ca.pem')).read()}", "--", "python3",
+               "-c", PROBE, f"tls:{NAMES[0]}:{PORT}"]
+        r = subprocess.run(cmd, capture_output=True, timeout=120, env=self.env(None))
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        self.assertEqual(json.loads(r.stdout)[f"tls:{NAMES[0]}:{PORT}"], f"ok:ORIGIN {NAMES[0]}")
+        # the file itself must be executable by the helper's uid: said, with the fix
+        os.chmod(os.path.join(private, "nsbox-egress"), 0o700)
+        r = subprocess.run(cmd, capture_output=True, timeout=120, env=self.env(None))
+        self.assertEqual(r.returncode, 125, r.stderr.decode())
+        self.assertIn(os.path.join(private, "nsbox-egress"), r.stderr.decode())
+        self.assertIn("mode 0755", r.stderr.decode())
+        self.assertEqual(lab_helpers(), [])
+
     def test_helper_dies_with_its_supervisor(self):
         sid = self.create(f"{NAMES[0]}:{PORT}")
         sup, helper = self.helper_of(sid)
