@@ -3,9 +3,12 @@
 that reaches an HTTPS origin by name through the helper's splice path against one that reaches
 the same origin directly through an egress range, alternating: a new connection (TCP connect,
 TLS handshake, a small GET), a 100 MB download (throughput), the helper's CPU time per 100 MB
-spliced (where its share of the time goes), and the idle helper's PSS.
+spliced (where its share of the time goes); and the idle helper's PSS (smaps_rollup), without
+header bindings and with one (after one bound request), for this nsbox and, with --bin
+NAME=PATH, for others (an older build) side by side.
 
     sudo bench/bench_egress.py [--rounds 200] [--downloads 15] [--mb 100] [--nsbox build/nsbox]
+                               [--bin old=/path/to/other/nsbox] [--pss-only]
 
 Throughput is judged on rounds: each round downloads once through each path, back to back (the
 order alternating from round to round), and its ratio splice / direct is taken; the verdict is
@@ -17,7 +20,7 @@ tests/e2e/netlab.py (two namespaces this script makes and deletes: nsbox's table
 routes are the lab's; the origin lives in the lab's upstream namespace, with a lab CA that only
 the sandboxes are given). The targets: a new connection at most +2 ms through splice, a
 download at least 90 % of direct throughput, an idle helper at most 0.5 MiB PSS without
-bindings.
+bindings and 3 MiB with.
 """
 import argparse
 import json
@@ -27,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "e2e"))
@@ -110,6 +114,18 @@ else:
 print(json.dumps(out))
 """ % (PORT, NAME)
 
+# Inside a sandbox with a header binding on the origin: one request through the helper, which
+# ends TLS with the sandbox's CA (the sandbox's system bundle has it) and opens its own upstream.
+BOUND = r"""
+import socket, ssl
+ctx = ssl.create_default_context()
+s = ctx.wrap_socket(socket.create_connection(("%s", %d), timeout=30), server_hostname="%s")
+s.sendall(b"GET /0 HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n")
+data = s.makefile("rb").read()
+assert data.startswith(b"HTTP/1.1 200"), data[:80]
+print("ok")
+""" % (NAME, PORT, NAME, NAME, PORT)
+
 
 def openssl(*args, cwd):
     subprocess.run(["openssl"] + list(args), cwd=cwd, check=True, capture_output=True)
@@ -144,30 +160,32 @@ class Bench:
         for d in ("state", "cache", "data"):
             os.makedirs(f"{work}/{d}")
         with open(f"{work}/config.json", "w") as f:
-            f.write('{"pool": {"size": 0}}')
+            json.dump({"pool": {"size": 0},
+                       "network": {"upstream_ca": f"{work}/pki/ca.pem"}}, f)
+        self.env["BENCH_TOKEN"] = "Bearer bench-token-value"
         with open(f"{work}/pki/ca.pem") as f:
             self.ca = f.read()
 
-    def nsbox(self, *args):
+    def nsbox(self, *args, binary=None):
         # the lab's resolv.conf and a hosts file naming the origin, in a private mount namespace
         cmd = ["nsenter", f"--net=/run/netns/{self.lab.lab}", "unshare", "--mount",
                "--propagation", "private", "sh", "-c",
                'mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && '
                'shift && exec "$@"', self.lab.resolv, f"{self.work}/pki/hosts",
-               os.path.abspath(self.a.nsbox)] + list(args)
+               os.path.abspath(binary or self.a.nsbox)] + list(args)
         r = subprocess.run(cmd, capture_output=True, text=True, env=self.env, timeout=600)
         if r.returncode != 0:
             raise SystemExit(f"nsbox {' '.join(args[:3])}: {r.stderr.strip()}")
         return r.stdout
 
-    def create(self, *net):
-        return self.nsbox("create", *net, "-e", f"LAB_CA={self.ca}").strip()
+    def create(self, *net, binary=None):
+        return self.nsbox("create", *net, "-e", f"LAB_CA={self.ca}", binary=binary).strip()
 
     def client(self, sid, *args):
         return json.loads(self.nsbox("exec", sid, "--", "python3", "-c", CLIENT, *args))
 
-    def helper_pid(self, sid):
-        sup = json.loads(self.nsbox("inspect", sid))["supervisor_pid"]
+    def helper_pid(self, sid, binary=None):
+        sup = json.loads(self.nsbox("inspect", sid, binary=binary))["supervisor_pid"]
         return subprocess.run(["pgrep", "-x", "nsbox-egress", "-P", str(sup)],
                               capture_output=True, text=True).stdout.split()[0]
 
@@ -177,12 +195,43 @@ class Bench:
             fields = f.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
-    def helper_pss_kib(self, sid):
-        with open(f"/proc/{self.helper_pid(sid)}/smaps_rollup") as f:
+    def helper_pss_kib(self, sid, binary=None, supervisor=False):
+        """The PSS (KiB) of the sandbox's helper; supervisor: of its supervisor instead."""
+        if supervisor:
+            pid = json.loads(self.nsbox("inspect", sid, binary=binary))["supervisor_pid"]
+        else:
+            pid = self.helper_pid(sid, binary)
+        with open(f"/proc/{pid}/smaps_rollup") as f:
             for line in f:
                 if line.startswith("Pss:"):
                     return int(line.split()[1])
         return None
+
+
+def pss_of(b, name, binary):
+    """The idle helper's PSS (KiB) of nsbox `binary`: without bindings (fresh), and with a
+    header binding after one bound request, 1 s idle; and its supervisor's beside (a forked
+    helper shares pages with it, which PSS splits between the two)."""
+    out = {}
+    sid = b.create("--network", f"allow={NAME}:{PORT}", binary=binary)
+    try:
+        out["plain"] = b.helper_pss_kib(sid, binary)
+        out["plain_sup"] = b.helper_pss_kib(sid, binary, supervisor=True)
+    finally:
+        b.nsbox("rm", sid, binary=binary)
+    sid = b.create("--network", f"allow={NAME}:{PORT}", "--header-binding",
+                   f"{NAME}:{PORT}:X-Bench=env:BENCH_TOKEN", binary=binary)
+    try:
+        b.nsbox("exec", sid, "--", "python3", "-c", BOUND, binary=binary)
+        time.sleep(1)
+        out["bound"] = b.helper_pss_kib(sid, binary)
+        out["bound_sup"] = b.helper_pss_kib(sid, binary, supervisor=True)
+    finally:
+        b.nsbox("rm", sid, binary=binary)
+    print(f"{name:>8}: idle helper PSS {out['plain']} KiB without bindings (target <= 512), "
+          f"{out['bound']} KiB with one after a bound request (target <= 3072); its "
+          f"supervisor's {out['plain_sup']} / {out['bound_sup']} KiB")
+    return out
 
 
 def main():
@@ -195,6 +244,10 @@ def main():
                     help="rounds of downloads (one per path each)")
     ap.add_argument("--mb", type=int, default=100, help="size of a download")
     ap.add_argument("--json", help="write raw results here")
+    ap.add_argument("--bin", action="append", default=[], metavar="NAME=PATH",
+                    help="another nsbox whose helper's PSS is measured beside this one's")
+    ap.add_argument("--pss-only", action="store_true", help="measure the helpers' PSS only")
+    ap.add_argument("--pss-rounds", type=int, default=3, help="PSS measurements per binary")
     a = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("bench_egress: run as root (network namespaces, veths, nftables)")
@@ -217,6 +270,22 @@ def main():
         if p.stdout.readline().strip() != "READY":
             raise SystemExit(f"the origin did not start: {p.stderr.read()}")
         b = Bench(a, lab, work)
+        bins = [("this", a.nsbox)] + [tuple(x.split("=", 1)) for x in a.bin]
+        pss = {name: [] for name, _ in bins}
+        for _ in range(a.pss_rounds):  # alternating, so that both see the same machine
+            for name, path in bins:
+                pss[name].append(pss_of(b, name, path))
+        for name, runs in pss.items():
+            med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+            print(f"{name:>8}: median of {len(runs)}: helper {med['plain']:.0f} KiB without "
+                  f"bindings, {med['bound']:.0f} KiB with; helper + supervisor "
+                  f"{med['plain'] + med['plain_sup']:.0f} / {med['bound'] + med['bound_sup']:.0f}"
+                  f" KiB")
+        if a.pss_only:
+            if a.json:
+                with open(a.json, "w") as f:
+                    json.dump({"pss_kib": pss}, f, indent=1)
+            return
         spliced = b.create("--network", f"allow={NAME}:{PORT}")
         sids.append(spliced)
         direct = b.create("--egress", f"{API}/32")
@@ -267,7 +336,7 @@ def main():
         print(f"helper CPU (user + system) per 100 MB spliced: {cpu_per_100mb:.0f} ms")
         print(f"idle helper PSS: {pss_fresh} KiB fresh, {pss_idle} KiB after the runs; "
               f"target <= 512 KiB")
-        out["pss_kib"] = {"fresh": pss_fresh, "idle_after": pss_idle}
+        out["pss_kib"] = {"fresh": pss_fresh, "idle_after": pss_idle, "by_binary": pss}
         out["helper_cpu_ms_per_100mb"] = cpu_per_100mb
         if a.json:
             with open(a.json, "w") as f:

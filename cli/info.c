@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "cgroup.h"
 #include "cleanup.h"
+#include "egress_spawn.h"
 #include "help.h"
 #include "paths.h"
 #include "net.h"
@@ -477,6 +478,28 @@ static void check_config(struct nsbox_check *c)
              "correct %.400s (docs/spec.md), or point NSBOX_CONFIG at a valid file", path);
 }
 
+/* The egress helper's executable, where nsbox runs it from (sandbox/egress_spawn.h). */
+static void check_egress(struct nsbox_check *c)
+{
+    char path[PATH_MAX];
+    struct nsbox_err e = {0};
+    int fd = nsbox_egress_spawn_open(path, sizeof path, &e);
+    if (fd < 0) {
+        if (nsbox_egress_spawn_path(path, sizeof path, &e) < 0)
+            DETAIL(c, "%.400s", e.msg);
+        else
+            DETAIL(c,
+                   "cannot run %.400s (%s); needed only for network allow by name and header "
+                   "bindings",
+                   path, nsbox_text_errname(e.sys_errno));
+        FIX(c, "install nsbox-egress beside nsbox (`cmake --install build` installs both)");
+        return;
+    }
+    close(fd);
+    c->ok = true;
+    DETAIL(c, "%.400s, the egress helper of network allow by name and header bindings", path);
+}
+
 static const char *const check_names[NSBOX_CHECK_COUNT] = {
     [NSBOX_CHECK_USERNS] = "user_namespaces",    [NSBOX_CHECK_NAMESPACES] = "namespaces",
     [NSBOX_CHECK_OVERLAYFS] = "overlayfs",       [NSBOX_CHECK_CGROUPS] = "cgroups",
@@ -485,6 +508,7 @@ static const char *const check_names[NSBOX_CHECK_COUNT] = {
     [NSBOX_CHECK_OPENAT2] = "openat2",           [NSBOX_CHECK_IMAGE_HOST] = "image_host",
     [NSBOX_CHECK_IMAGE_DEBIAN] = "image_debian", [NSBOX_CHECK_WORKSPACE_DISK] = "workspace_disk",
     [NSBOX_CHECK_PRIVILEGES] = "privileges",     [NSBOX_CHECK_CONFIG] = "config",
+    [NSBOX_CHECK_EGRESS] = "egress_helper",
 };
 
 /* Without these nsbox cannot create a sandbox that keeps its promises; the rest are features
@@ -573,6 +597,9 @@ void nsbox_check_run(enum nsbox_check_id id, struct nsbox_check *out)
         break;
     case NSBOX_CHECK_CONFIG:
         check_config(out);
+        break;
+    case NSBOX_CHECK_EGRESS:
+        check_egress(out);
         break;
     default:
         break;

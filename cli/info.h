@@ -24,8 +24,9 @@ enum nsbox_check_id {
     NSBOX_CHECK_IMAGE_HOST,
     NSBOX_CHECK_IMAGE_DEBIAN,
     NSBOX_CHECK_WORKSPACE_DISK, /* how the /workspace disk limit is enforced here */
-    NSBOX_CHECK_PRIVILEGES, /* root or unprivileged, and what that implies */
-    NSBOX_CHECK_CONFIG,     /* the config file and the directories' environment overrides */
+    NSBOX_CHECK_PRIVILEGES,     /* root or unprivileged, and what that implies */
+    NSBOX_CHECK_CONFIG,         /* the config file and the directories' environment overrides */
+    NSBOX_CHECK_EGRESS,         /* nsbox-egress beside nsbox (allow by name, header bindings) */
     NSBOX_CHECK_COUNT
 };
 

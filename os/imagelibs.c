@@ -247,6 +247,8 @@ FWD(int, X509_set_pubkey, (X509 * x, EVP_PKEY *k), (x, k), 0)
 FWD(int, X509_set_version, (X509 * x, long v), (x, v), 0)
 FWD(int, X509_sign, (X509 * x, EVP_PKEY *k, const EVP_MD *md), (x, k, md), 0)
 FWD(const char *, X509_verify_cert_error_string, (long n), (n), load_error)
+FWD(int, i2d_X509, (const X509 *x, unsigned char **out), (x, out), -1)
+FWD(int, i2d_PrivateKey, (const EVP_PKEY *k, unsigned char **out), (k, out), -1)
 
 /* Variadic: only EVP_EC_gen's form (one curve name after the type) is called. */
 EVP_PKEY *EVP_PKEY_Q_keygen(OSSL_LIB_CTX *ctx, const char *propq, const char *type, ...)

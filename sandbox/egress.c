@@ -8,6 +8,8 @@
 #include "egress_jail.h"
 #include "egress_log.h"
 #include "egress_tls.h"
+#include "egress_wire.h"
+#include "netplan.h"
 #include "tlshello.h"
 
 #include <arpa/inet.h>
@@ -23,11 +25,11 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <linux/filter.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,7 +44,7 @@
 
 static struct nsbox_netplan plan; /* the helper's own copy: the parent's lives on */
 static struct nsbox_egress_log elog = {.fd = -1, .older_fd = -1};
-static const struct nsbox_egress_tls *bindings; /* the helper's, from the fork */
+static struct nsbox_egress_tls *bindings; /* header bindings (NULL: none) */
 static atomic_int active;
 static atomic_int bulk_pipes; /* pipes grown to SPLICE_BULK */
 
@@ -414,175 +416,155 @@ static void accept_one(int lfd, uint16_t port)
     pthread_attr_destroy(&at);
 }
 
-/* Nothing of the parent but the listeners and the log: not its pipes with the sandbox (a
- * helper holding one would keep the other end waiting), not its terminal. */
-static void close_other_fds(const int *keep, size_t n)
+/* The message's fixed part (egress_spawn.c writes it in this order); fds: the descriptors in
+ * the order the parent sent them: the listeners, the log's two, the upstream CA. */
+struct setup {
+    pid_t parent;
+    size_t n;
+    int fds[MAX_PORTS];
+    uint16_t ports[MAX_PORTS];
+    int ca_fd;
+    struct sock_fprog prog;
+};
+
+static bool receive_head(struct nsbox_egress_wire *w, const int *fds, size_t n_fds,
+                         struct setup *st)
 {
-    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-    for (int fd = 0; fd < 3 && devnull >= 0; fd++)
-        dup2(devnull, fd);
-    unsigned lo = 3;
-    for (;;) {
-        unsigned next = ~0u;
-        for (size_t i = 0; i < n; i++)
-            if (keep[i] >= 0 && (unsigned)keep[i] >= lo && (unsigned)keep[i] < next)
-                next = (unsigned)keep[i];
-        if (next > lo)
-            syscall(SYS_close_range, lo, next == ~0u ? ~0u : next - 1, 0);
-        if (next == ~0u)
-            break;
-        lo = next + 1;
+    uint32_t magic, parent, n, port, has_log, has_ca;
+    if (!nsbox_egress_wire_get_u32(w, &magic) || magic != NSBOX_EGRESS_WIRE_MAGIC ||
+        !nsbox_egress_wire_get_u32(w, &parent) || !nsbox_egress_wire_get_u32(w, &n) ||
+        n > MAX_PORTS)
+        return false;
+    st->parent = (pid_t)parent;
+    for (st->n = 0; st->n < n; st->n++) {
+        if (!nsbox_egress_wire_get_u32(w, &port) || port > 65535)
+            return false;
+        st->ports[st->n] = (uint16_t)port;
     }
+    if (!nsbox_egress_wire_get_u32(w, &has_log) || !nsbox_egress_wire_get_u32(w, &has_ca) ||
+        n + (has_log ? 2 : 0) + (has_ca ? 1 : 0) != n_fds)
+        return false;
+    memcpy(st->fds, fds, n * sizeof *fds);
+    if (has_log) {
+        elog.fd = fds[n];
+        elog.older_fd = fds[n + 1];
+        pthread_mutex_init(&elog.mu, NULL);
+    }
+    st->ca_fd = has_ca ? fds[n_fds - 1] : -1;
+    const uint8_t *bpf;
+    size_t len;
+    if (!nsbox_egress_wire_get_bytes(w, &bpf, &len) || !len || len % sizeof(struct sock_filter) ||
+        len / sizeof(struct sock_filter) > BPF_MAXINSNS || !(st->prog.filter = malloc(len)))
+        return false;
+    memcpy(st->prog.filter, bpf, len);
+    st->prog.len = (unsigned short)(len / sizeof(struct sock_filter));
+    return true;
 }
 
-/* The child: its descriptors, its jail, then the listeners' loop. A jail it cannot enter is
- * reported on status (its errno) and the helper ends: it never serves unjailed. */
-static void helper_main(const struct nsbox_netplan *p, const struct nsbox_egress_tls *tls,
-                        const int *fds, const uint16_t *ports, size_t n,
-                        const struct nsbox_egress_jail *jail, pid_t parent, int status)
+/* The plan's part the helper reads: the pool (refused upstream) and the allowed names. */
+static bool receive_plan(struct nsbox_egress_wire *w)
 {
-    plan = *p;
-    bindings = tls;
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    /* no core dump, no ptrace by the same uid, no /proc/PID/mem: it holds the secrets */
-    prctl(PR_SET_DUMPABLE, 0);
-    if (getppid() != parent)
-        _exit(0);
-    prctl(PR_SET_NAME, "nsbox-egress");
-    /* the parent's handlers would act on the parent's descriptors, which are closed here */
-    for (int sig = 1; sig < NSIG; sig++)
-        if (sig != SIGKILL && sig != SIGSTOP)
-            signal(sig, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    int keep[MAX_PORTS + 3];
-    memcpy(keep, fds, n * sizeof *fds);
-    keep[n] = elog.fd;
-    keep[n + 1] = elog.older_fd;
-    keep[n + 2] = status;
-    close_other_fds(keep, n + 3);
-    /* What the parent's heap holds free is the parent's: returned, the helper's share of the
-     * pages it inherited goes; one arena, so that each connection thread's does not stay. */
-    malloc_trim(0);
-    mallopt(M_ARENA_MAX, 1);
-    int err = nsbox_egress_jail_enter(jail, parent) < 0 ? (errno ? errno : EPERM) : 0;
-    ssize_t w = write(status, &err, sizeof err);
-    close(status);
-    if (err || w != (ssize_t)sizeof err)
-        _exit(1);
+    uint32_t base, prefix, n, port;
+    if (!nsbox_egress_wire_get_u32(w, &base) || !nsbox_egress_wire_get_u32(w, &prefix) ||
+        prefix > 32 || !nsbox_egress_wire_get_u32(w, &n) || n > NSBOX_MAX_HOSTS)
+        return false;
+    plan.pool.base = base;
+    plan.pool.prefix = (uint8_t)prefix;
+    plan.by_name = true;
+    if (n && !(plan.names = calloc(n, sizeof *plan.names)))
+        return false;
+    for (plan.n_names = 0; plan.n_names < n; plan.n_names++) {
+        struct nsbox_host *h = &plan.names[plan.n_names];
+        if (!nsbox_egress_wire_get_str(w, h->name, sizeof h->name) ||
+            !nsbox_egress_wire_get_u32(w, &port) || port > 65535)
+            return false;
+        h->port = (uint16_t)port;
+    }
+    return true;
+}
+
+/* Everything the helper is given, read before anything of the sandbox's. 0, or -1 with *err
+ * and what failed in e. */
+static int receive(int sock, struct setup *st, struct nsbox_egress_tls **tls, struct nsbox_err *e)
+{
+    struct nsbox_egress_wire w;
+    int fds[NSBOX_EGRESS_WIRE_FDS];
+    size_t n_fds = 0;
+    uint32_t has_bindings = 0;
+    int r = -1;
+    if (nsbox_egress_wire_init(&w) < 0)
+        return nsbox_err_sys(e, "no memory for its configuration");
+    if (nsbox_egress_wire_recv(sock, &w, fds, NSBOX_EGRESS_WIRE_FDS, &n_fds) < 0) {
+        nsbox_err_sys(e, "cannot read its configuration");
+        goto out;
+    }
+    if (!receive_head(&w, fds, n_fds, st) || !receive_plan(&w) ||
+        !nsbox_egress_wire_get_u32(&w, &has_bindings)) {
+        nsbox_err_set(e, NSBOX_E_SYS, EPROTO, "its configuration is not whole");
+        goto out;
+    }
+    r = has_bindings ? nsbox_egress_tls_receive(&w, st->ca_fd, tls, e) : 0;
+    if (r == 0 && w.at != w.n)
+        r = nsbox_err_set(e, NSBOX_E_SYS, EPROTO, "its configuration has more than it reads");
+out:
+    nsbox_egress_wire_free(&w);
+    if (st->ca_fd >= 0)
+        close(st->ca_fd); /* the CA is read (or failed): no use under the jail */
+    st->ca_fd = -1;
+    return r;
+}
+
+static void serve_forever(const struct setup *st)
+{
     struct pollfd pf[MAX_PORTS];
-    for (size_t i = 0; i < n; i++)
-        pf[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+    for (size_t i = 0; i < st->n; i++)
+        pf[i] = (struct pollfd){.fd = st->fds[i], .events = POLLIN};
     for (;;) {
-        if (poll(pf, n, -1) < 0) {
+        if (poll(pf, st->n, -1) < 0) {
             if (errno == EINTR)
                 continue;
             _exit(1);
         }
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < st->n; i++)
             if (pf[i].revents & POLLIN)
-                accept_one(fds[i], ports[i]);
+                accept_one(st->fds[i], st->ports[i]);
     }
 }
 
-/* Forks the helper and waits for its word that it is jailed. */
-static int fork_helper(const struct nsbox_netplan *p, const struct nsbox_egress_tls *tls,
-                       const int *fds, const uint16_t *ports, size_t n,
-                       const struct nsbox_egress_jail *jail, pid_t *pid, struct nsbox_err *e)
+int nsbox_egress_main(int sock)
 {
-    int st[2];
-    if (pipe2(st, O_CLOEXEC) < 0)
-        return nsbox_err_sys(e, "egress helper: pipe");
-    pid_t parent = getpid();
-    pid_t child = fork();
-    if (child < 0) {
-        close(st[0]);
-        close(st[1]);
-        return nsbox_err_sys(e, "egress helper: fork");
+    struct nsbox_err e = {0};
+    struct setup st = {.ca_fd = -1};
+    int err = 0;
+    if (nsbox_egress_jail_seal() < 0) {
+        nsbox_egress_wire_send_status(sock, errno, "cannot make itself not dumpable");
+        return 1;
     }
-    if (child == 0) {
-        close(st[0]);
-        helper_main(p, tls, fds, ports, n, jail, parent, st[1]);
+    prctl(PR_SET_NAME, "nsbox-egress"); /* an exec from a descriptor names it after the fd */
+    /* one malloc arena: each connection thread's would otherwise stay */
+    mallopt(M_ARENA_MAX, 1);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int sig = 1; sig < NSIG; sig++) /* what the parent ignored, an exec keeps ignored */
+        if (sig != SIGKILL && sig != SIGSTOP)
+            signal(sig, SIG_DFL);
+    signal(SIGPIPE, SIG_IGN);
+    if (receive(sock, &st, &bindings, &e) < 0) {
+        nsbox_egress_wire_send_status(sock, e.sys_errno ? e.sys_errno : EPROTO, e.msg);
+        return 1;
     }
-    close(st[1]);
-    int err = EIO;
-    ssize_t r;
-    do
-        r = read(st[0], &err, sizeof err);
-    while (r < 0 && errno == EINTR);
-    close(st[0]);
-    if (r != (ssize_t)sizeof err || err) {
-        nsbox_egress_stop(child);
-        errno = r == (ssize_t)sizeof err ? err : EIO;
-        return nsbox_err_sys(e, "egress helper: cannot give up its privileges (its own uid "
-                                "%u, no capability, seccomp)", jail->uid);
+    if (nsbox_egress_jail_enter(&st.prog, st.parent) < 0) {
+        err = errno ? errno : EPERM;
+        nsbox_egress_wire_send_status(sock, err,
+                                      "cannot give up its privileges (no "
+                                      "capability, no_new_privs, seccomp)");
+        return 1;
     }
-    *pid = child;
+    free(st.prog.filter);
+    if (nsbox_egress_wire_send_status(sock, 0, NULL) < 0)
+        return 1;
+    close(sock);
+    serve_forever(&st);
     return 0;
-}
-
-int nsbox_egress_start(const struct nsbox_netplan *p, const struct nsbox_egress_tls *tls,
-                       const char *log_dir, const uint32_t *helper_id, pid_t *pid,
-                       struct nsbox_err *e)
-{
-    int fds[MAX_PORTS];
-    uint16_t ports[MAX_PORTS];
-    size_t n = 0;
-    int r = -1;
-    struct nsbox_egress_jail jail;
-    *pid = -1;
-    if (nsbox_egress_jail_prepare(&jail, helper_id != NULL, helper_id ? *helper_id : 0,
-                                  helper_id ? *helper_id : 0, e) < 0)
-        return -1;
-    for (size_t i = 0; i < p->n_names; i++) {
-        bool seen = false;
-        for (size_t j = 0; j < n; j++)
-            seen |= ports[j] == p->names[i].port;
-        if (seen || n == MAX_PORTS)
-            continue;
-        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr = p->slot.host,
-                                 .sin_port = htons(p->names[i].port)};
-        int one = 1;
-        if (s < 0 || setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-            bind(s, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(s, 128) < 0) {
-            if (errno == EADDRINUSE)
-                nsbox_err_set(e, NSBOX_E_UNSUPPORTED, errno,
-                              "egress helper: cannot listen on the gateway's port %u: a "
-                              "service of this host listens on that port on all its addresses; "
-                              "fix: have it listen on its own addresses only, or set "
-                              "{\"network\": {\"allow_names\": \"address\"}} in the config "
-                              "(names by address; docs/network.md)", p->names[i].port);
-            else
-                nsbox_err_sys(e, "egress helper: cannot listen on the gateway's port %u",
-                              p->names[i].port);
-            if (s >= 0)
-                close(s);
-            goto out;
-        }
-        fds[n] = s;
-        ports[n++] = p->names[i].port;
-    }
-    if (log_dir && nsbox_egress_log_open(&elog, log_dir) < 0) {
-        nsbox_err_sys(e, "egress helper: cannot open its log in %s", log_dir);
-        goto out;
-    }
-    r = fork_helper(p, tls, fds, ports, n, &jail, pid, e);
-out:
-    for (size_t i = 0; i < n; i++)
-        close(fds[i]);
-    nsbox_egress_log_close(&elog);
-    nsbox_egress_jail_free(&jail);
-    return r;
-}
-
-void nsbox_egress_stop(pid_t pid)
-{
-    if (pid <= 0)
-        return;
-    kill(pid, SIGKILL);
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-    }
 }

@@ -2,9 +2,7 @@
 #define _GNU_SOURCE
 #include "egress_log.h"
 #include "cleanup.h"
-#include "cleanup_cjson.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -52,7 +50,83 @@ void nsbox_egress_log_close(struct nsbox_egress_log *l)
     l->fd = l->older_fd = -1;
 }
 
-static void add_time(cJSON *o, int64_t ms)
+/* The line is written by hand, not with cJSON: the helper is an executable of its own that
+ * links libc only (docs/decisions.md, "The egress helper is an executable of its own"). Strings
+ * are escaped as cJSON escapes them: quote, backslash and every byte below 0x20. */
+struct line {
+    char *p;
+    size_t n, cap;
+    bool oom;
+};
+
+static void put(struct line *l, const char *s, size_t n)
+{
+    if (l->oom)
+        return;
+    if (l->n + n + 2 > l->cap) {
+        size_t cap = (l->cap + n) * 2 + 256;
+        char *p = realloc(l->p, cap);
+        if (!p) {
+            l->oom = true;
+            return;
+        }
+        l->p = p;
+        l->cap = cap;
+    }
+    memcpy(l->p + l->n, s, n);
+    l->n += n;
+    l->p[l->n] = '\0';
+}
+
+static void put_text(struct line *l, const char *s)
+{
+    put(l, s, strlen(s));
+}
+
+static void put_string(struct line *l, const char *s, size_t n)
+{
+    put(l, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[8];
+        const char *short_form = c == '"'    ? "\\\""
+                                 : c == '\\' ? "\\\\"
+                                 : c == '\b' ? "\\b"
+                                 : c == '\f' ? "\\f"
+                                 : c == '\n' ? "\\n"
+                                 : c == '\r' ? "\\r"
+                                 : c == '\t' ? "\\t"
+                                             : NULL;
+        if (short_form) {
+            put_text(l, short_form);
+        } else if (c < 0x20) {
+            snprintf(esc, sizeof esc, "\\u%04x", c);
+            put_text(l, esc);
+        } else {
+            put(l, (const char *)&s[i], 1);
+        }
+    }
+    put(l, "\"", 1);
+}
+
+static void add_str(struct line *l, const char *key, const char *v)
+{
+    if (!v)
+        return;
+    put(l, ",\"", 2);
+    put_text(l, key);
+    put(l, "\":", 2);
+    put_string(l, v, strlen(v));
+}
+
+static void add_num(struct line *l, const char *key, long long v)
+{
+    char num[32];
+    snprintf(num, sizeof num, "%s\"%s\":%lld", l->n > 1 ? "," : "", key, v);
+    put_text(l, num);
+}
+
+static void add_time(struct line *l, int64_t ms)
 {
     time_t s = (time_t)(ms / 1000);
     struct tm tm;
@@ -61,48 +135,44 @@ static void add_time(cJSON *o, int64_t ms)
         return;
     size_t n = strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &tm);
     snprintf(text + n, sizeof text - n, ".%03dZ", (int)(ms % 1000));
-    cJSON_AddStringToObject(o, "time", text);
-}
-
-static void add_str(cJSON *o, const char *key, const char *v)
-{
-    if (v)
-        cJSON_AddStringToObject(o, key, v);
+    add_str(l, "time", text);
 }
 
 /* A query string can hold a token: only what comes before '?' (and a fragment's '#'). */
-static void add_path(cJSON *o, const char *path)
+static void add_path(struct line *l, const char *path)
 {
-    char buf[PATH_WITHOUT_QUERY_MAX];
     size_t n = strcspn(path, "?#");
-    if (n >= sizeof buf)
-        n = sizeof buf - 1;
-    memcpy(buf, path, n);
-    buf[n] = '\0';
-    cJSON_AddStringToObject(o, "path", buf);
+    if (n > PATH_WITHOUT_QUERY_MAX - 1)
+        n = PATH_WITHOUT_QUERY_MAX - 1;
+    put_text(l, ",\"path\":");
+    put_string(l, path, n);
 }
 
 char *nsbox_egress_log_line(const struct nsbox_egress_entry *en, uint64_t seq)
 {
-    cleanup_cjson cJSON *o = cJSON_CreateObject();
-    if (!o)
-        return NULL;
-    cJSON_AddNumberToObject(o, "seq", (double)seq); /* first: readers find it at the start */
-    add_time(o, en->start_ms);
-    add_str(o, "name", en->name);
-    cJSON_AddNumberToObject(o, "port", en->port);
-    add_str(o, "verdict", en->verdict);
-    add_str(o, "reason", en->reason);
-    add_str(o, "address", en->address);
-    add_str(o, "method", en->method);
+    struct line l = {0};
+    put(&l, "{", 1);
+    add_num(&l, "seq", (long long)seq); /* first: readers find it at the start */
+    add_time(&l, en->start_ms);
+    add_str(&l, "name", en->name);
+    add_num(&l, "port", en->port);
+    add_str(&l, "verdict", en->verdict);
+    add_str(&l, "reason", en->reason);
+    add_str(&l, "address", en->address);
+    add_str(&l, "method", en->method);
     if (en->path)
-        add_path(o, en->path);
+        add_path(&l, en->path);
     if (en->status)
-        cJSON_AddNumberToObject(o, "status", en->status);
-    cJSON_AddNumberToObject(o, "bytes_up", (double)en->bytes_up);
-    cJSON_AddNumberToObject(o, "bytes_down", (double)en->bytes_down);
-    cJSON_AddNumberToObject(o, "duration_ms", (double)en->duration_ms);
-    return cJSON_PrintUnformatted(o);
+        add_num(&l, "status", en->status);
+    add_num(&l, "bytes_up", (long long)en->bytes_up);
+    add_num(&l, "bytes_down", (long long)en->bytes_down);
+    add_num(&l, "duration_ms", (long long)en->duration_ms);
+    put(&l, "}", 1);
+    if (l.oom) {
+        free(l.p);
+        return NULL;
+    }
+    return l.p;
 }
 
 /* The current file's text over the older one's, then the current one emptied. A reader that
@@ -132,14 +202,14 @@ void nsbox_egress_log_write(struct nsbox_egress_log *l, const struct nsbox_egres
     if (line) {
         l->seq++;
         size_t n = strlen(line);
-        line[n] = '\n'; /* over the NUL: cJSON's buffer ends there */
+        line[n] = '\n'; /* over the NUL: the buffer has room for it */
         struct stat st;
         if (fstat(l->fd, &st) == 0 && st.st_size > 0 &&
             (uint64_t)st.st_size + n + 1 > NSBOX_EGRESS_LOG_ROTATE_BYTES)
             rotate(l, st.st_size);
         ssize_t w = write(l->fd, line, n + 1); /* one write: O_APPEND keeps lines whole */
         (void)w;
-        cJSON_free(line);
+        free(line);
     }
     pthread_mutex_unlock(&l->mu);
 }

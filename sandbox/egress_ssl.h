@@ -16,8 +16,8 @@
     X(SSL_CTX_free)                                                                                \
     X(SSL_CTX_ctrl)                                                                                \
     X(SSL_CTX_set_options)                                                                         \
-    X(SSL_CTX_use_certificate)                                                                     \
-    X(SSL_CTX_use_PrivateKey)                                                                      \
+    X(SSL_CTX_use_certificate_ASN1)                                                                \
+    X(SSL_CTX_use_PrivateKey_ASN1)                                                                 \
     X(SSL_CTX_set_alpn_select_cb)                                                                  \
     X(SSL_CTX_set_verify)                                                                          \
     X(SSL_CTX_load_verify_locations)                                                               \

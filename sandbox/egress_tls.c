@@ -6,6 +6,7 @@
 #include "egress_ca.h"
 #include "egress_log.h"
 #include "egress_ssl.h"
+#include "egress_wire.h"
 #include "httphead.h"
 #include "httpresp.h"
 #include "scrub.h"
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,8 +32,7 @@
 #define IN_MAX (NSBOX_HTTPHEAD_MAX + READ_CHUNK)
 #define OUT_MAX (NSBOX_HTTPHEAD_MAX + NSBOX_MAX_BINDINGS * (NSBOX_HTTPHEAD_VALUE_MAX + 80))
 
-static const struct nsbox_ssllib
-    *L; /* set by nsbox_egress_tls_prepare; the helper's from the fork */
+static const struct nsbox_ssllib *L; /* the helper's: set by nsbox_egress_tls_receive */
 
 struct bhost {
     char name[NSBOX_HOSTNAME_MAX + 1];
@@ -48,7 +49,9 @@ struct nsbox_egress_tls {
     char header[NSBOX_MAX_BINDINGS][65];
     SSL_CTX *client;
     BIO_METHOD *prefix;
-    struct nsbox_egress_ca ca;
+    struct nsbox_egress_ca ca; /* the parent's */
+    int ca_fd; /* the parent's: a memfd with the upstream CA file's text; -1: the system store */
+    char ca_path[256]; /* that file's name, for messages */
     char *secrets; /* mmap'd, MADV_DONTDUMP */
     size_t secrets_len;
 };
@@ -130,11 +133,13 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
     return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
-static SSL_CTX *server_ctx(EVP_PKEY *key, X509 *leaf)
+/* The leaf and its key as the parent wrote them (DER). */
+static SSL_CTX *server_ctx(const uint8_t *key, size_t key_len, const uint8_t *leaf, size_t leaf_len)
 {
     SSL_CTX *c = L->SSL_CTX_new(L->TLS_server_method());
     if (!c || !L->SSL_CTX_ctrl(c, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL) ||
-        L->SSL_CTX_use_certificate(c, leaf) != 1 || L->SSL_CTX_use_PrivateKey(c, key) != 1) {
+        L->SSL_CTX_use_certificate_ASN1(c, (int)leaf_len, leaf) != 1 ||
+        L->SSL_CTX_use_PrivateKey_ASN1(EVP_PKEY_EC, c, key, (long)key_len) != 1) {
         L->SSL_CTX_free(c);
         return NULL;
     }
@@ -143,11 +148,14 @@ static SSL_CTX *server_ctx(EVP_PKEY *key, X509 *leaf)
     return c;
 }
 
-/* ca: a PEM file (the config's upstream_ca), read now; NULL: the system store's hashed
- * directory, whose certificates are read one by one when a chain needs them (parsing the whole
- * bundle, ~140 certificates, cost a sandbox's creation 45 ms). */
-static int client_ctx(struct nsbox_egress_tls *t, const char *ca, struct nsbox_err *e)
+/* ca_fd: the config's upstream_ca file (named `named` in messages), copied by the parent into a
+ * memfd: read now, through /proc/self/fd, as the helper cannot open a file only root may read;
+ * -1: the system store's hashed directory, whose certificates are read one by one when a chain
+ * needs them (parsing the whole bundle, ~140 certificates, cost a sandbox's creation 45 ms). */
+static int client_ctx(struct nsbox_egress_tls *t, int ca_fd, const char *named, struct nsbox_err *e)
 {
+    char ca[64];
+    snprintf(ca, sizeof ca, "/proc/self/fd/%d", ca_fd);
     t->client = L->SSL_CTX_new(L->TLS_client_method());
     if (!t->client ||
         !L->SSL_CTX_ctrl(t->client, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL))
@@ -156,26 +164,27 @@ static int client_ctx(struct nsbox_egress_tls *t, const char *ca, struct nsbox_e
     /* read buffers wiped after use: a response that echoes the bound value would otherwise
      * leave it in freed memory of the helper, outside the pages kept out of dumps */
     L->SSL_CTX_set_options(t->client, SSL_OP_CLEANSE_PLAINTEXT);
-    if (L->SSL_CTX_load_verify_locations(t->client, ca, ca ? NULL : NSBOX_EGRESS_SYSTEM_CA_DIR) !=
-        1) {
+    if (L->SSL_CTX_load_verify_locations(t->client, ca_fd >= 0 ? ca : NULL,
+                                         ca_fd >= 0 ? NULL : NSBOX_EGRESS_SYSTEM_CA_DIR) != 1) {
         ERR_clear_error();
         return nsbox_err_set(e, NSBOX_E_INVALID, ENOENT,
                              "header bindings: cannot read the CA file %s that upstream "
                              "certificates are checked against; fix: install ca-certificates, "
                              "or name a PEM bundle with {\"network\": {\"upstream_ca\": PATH}} "
                              "in the config",
-                             ca ? ca : NSBOX_EGRESS_SYSTEM_CA_DIR);
+                             ca_fd >= 0 ? named : NSBOX_EGRESS_SYSTEM_CA_DIR);
     }
     return 0;
 }
 
-/* The values in pages of their own: out of core dumps, wiped when freed. */
-static int copy_secrets(struct nsbox_egress_tls *t, const struct nsbox_spec *s, struct nsbox_err *e)
+/* The values in pages of their own (size: at least their bytes): out of core dumps, wiped when
+ * freed, and zeros in every child forked while they are held: a child of the parent (the
+ * sandbox's init, the helper before its exec) never has them. */
+static int copy_secrets(struct nsbox_egress_tls *t, size_t need, struct nsbox_err *e)
 {
-    size_t need = 0;
-    for (size_t i = 0; i < s->n_bindings; i++)
-        need += strlen(s->bindings[i].value) + 1;
     t->secrets_len = (need + 4095) & ~(size_t)4095;
+    if (!t->secrets_len)
+        t->secrets_len = 4096;
     void *p =
         mmap(NULL, t->secrets_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
@@ -183,51 +192,38 @@ static int copy_secrets(struct nsbox_egress_tls *t, const struct nsbox_spec *s, 
         return nsbox_err_sys(e, "header bindings: mmap");
     }
     t->secrets = p;
-    /* Out of core dumps; and zeros in every child forked or cloned before the helper (the
-     * sandbox's init among them) until nsbox_egress_tls_to_helper lets the helper have them. */
     if (madvise(p, t->secrets_len, MADV_DONTDUMP) < 0 ||
         madvise(p, t->secrets_len, MADV_WIPEONFORK) < 0)
         return nsbox_err_sys(e, "header bindings: madvise");
     return 0;
 }
 
-static struct bhost *host_of(struct nsbox_egress_tls *t, const struct nsbox_host *h)
+static struct bhost *host_of(struct nsbox_egress_tls *t, const char *name, uint16_t port)
 {
     for (size_t i = 0; i < t->n_hosts; i++)
-        if (!strcmp(t->host[i].name, h->name) && t->host[i].port == h->port)
+        if (!strcmp(t->host[i].name, name) && t->host[i].port == port)
             return &t->host[i];
     struct bhost *b = &t->host[t->n_hosts++];
-    snprintf(b->name, sizeof b->name, "%s", h->name);
-    b->port = h->port;
+    snprintf(b->name, sizeof b->name, "%s", name);
+    b->port = port;
     return b;
 }
 
-static int fill_hosts(struct nsbox_egress_tls *t, const struct nsbox_spec *s)
+/* Binding k: header and value (len bytes) onto host h; *at: where the next value goes. */
+static void add_binding(struct nsbox_egress_tls *t, struct bhost *h, size_t k, const char *header,
+                        const char *value, size_t len, char **at)
 {
-    char *at = t->secrets;
-    for (size_t i = 0; i < s->n_bindings; i++) {
-        const struct nsbox_header_binding *b = &s->bindings[i];
-        struct bhost *h = host_of(t, &b->host);
-        snprintf(t->header[i], sizeof t->header[i], "%s", b->header);
-        h->header[h->n] = t->header[i];
-        h->value[h->n++] = at;
-        at = stpcpy(at, b->value) + 1;
-    }
-    return 0;
+    snprintf(t->header[k], sizeof t->header[k], "%s", header);
+    h->header[h->n] = t->header[k];
+    h->value[h->n++] = *at;
+    memcpy(*at, value, len);
+    (*at)[len] = '\0';
+    *at += len + 1;
 }
 
-int nsbox_egress_tls_prepare(const struct nsbox_spec *s, const char *upstream_ca, const char *label,
-                             struct nsbox_egress_tls **out, struct nsbox_err *e)
+/* The bound names, each once, in the order of the hosts: the CA's leaves are in this order. */
+static size_t unique_names(const struct nsbox_egress_tls *t, const char **names)
 {
-    *out = NULL;
-    if (!(L = nsbox_egress_ssl(e)))
-        return -1;
-    struct nsbox_egress_tls *t = calloc(1, sizeof *t);
-    if (!t)
-        return nsbox_err_sys(e, "header bindings");
-    if (copy_secrets(t, s, e) < 0 || fill_hosts(t, s) < 0 || client_ctx(t, upstream_ca, e) < 0)
-        goto fail;
-    const char *names[NSBOX_MAX_BINDINGS];
     size_t nn = 0;
     for (size_t i = 0; i < t->n_hosts; i++) {
         bool seen = false;
@@ -236,17 +232,178 @@ int nsbox_egress_tls_prepare(const struct nsbox_spec *s, const char *upstream_ca
         if (!seen)
             names[nn++] = t->host[i].name;
     }
+    return nn;
+}
+
+/* The config's upstream CA file, read now (by the parent, which may read what the helper's uid
+ * may not) into a memfd for the helper. */
+static int copy_ca_file(struct nsbox_egress_tls *t, const char *path, struct nsbox_err *e)
+{
+    int in = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    struct stat st;
+    if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
+        if (in >= 0)
+            close(in);
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENOENT,
+                             "header bindings: cannot read the CA file %s that upstream "
+                             "certificates are checked against; fix: name a readable PEM bundle "
+                             "with {\"network\": {\"upstream_ca\": PATH}} in the config",
+                             path);
+    }
+    t->ca_fd = memfd_create("nsbox-upstream-ca", MFD_CLOEXEC);
+    char buf[65536];
+    ssize_t n = 0;
+    while (t->ca_fd >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+        if (write(t->ca_fd, buf, (size_t)n) != n)
+            n = -1;
+    close(in);
+    if (t->ca_fd < 0 || n < 0)
+        return nsbox_err_sys(e, "header bindings: cannot copy the CA file %s", path);
+    snprintf(t->ca_path, sizeof t->ca_path, "%s", path);
+    return 0;
+}
+
+int nsbox_egress_tls_prepare(const struct nsbox_spec *s, const char *upstream_ca, const char *label,
+                             struct nsbox_egress_tls **out, struct nsbox_err *e)
+{
+    *out = NULL;
+    struct nsbox_egress_tls *t = calloc(1, sizeof *t);
+    if (!t)
+        return nsbox_err_sys(e, "header bindings");
+    t->ca_fd = -1;
+    size_t need = 0;
+    for (size_t i = 0; i < s->n_bindings; i++)
+        need += strlen(s->bindings[i].value) + 1;
+    if (copy_secrets(t, need, e) < 0)
+        goto fail;
+    char *at = t->secrets;
+    for (size_t i = 0; i < s->n_bindings; i++) {
+        const struct nsbox_header_binding *b = &s->bindings[i];
+        add_binding(t, host_of(t, b->host.name, b->host.port), i, b->header, b->value,
+                    strlen(b->value), &at);
+    }
+    if (upstream_ca && copy_ca_file(t, upstream_ca, e) < 0)
+        goto fail;
+    const char *names[NSBOX_MAX_BINDINGS];
+    size_t nn = unique_names(t, names);
     if (nsbox_egress_ca_make(names, nn, label, s->ttl_seconds + 86400, &t->ca, e) < 0)
         goto fail;
+    *out = t;
+    return 0;
+fail:
+    nsbox_egress_tls_free(t);
+    return -1;
+}
+
+/* DER of x (a certificate) or of the key, straight into the message. */
+static bool put_der(struct nsbox_egress_wire *w, X509 *x, EVP_PKEY *key)
+{
+    int n = x ? i2d_X509(x, NULL) : i2d_PrivateKey(key, NULL);
+    uint8_t *p = n > 0 ? nsbox_egress_wire_put_space(w, (size_t)n) : NULL;
+    return p && (x ? i2d_X509(x, &p) : i2d_PrivateKey(key, &p)) == n;
+}
+
+int nsbox_egress_tls_send(const struct nsbox_egress_tls *t, struct nsbox_egress_wire *w, int *ca_fd,
+                          struct nsbox_err *e)
+{
+    nsbox_egress_wire_put_u32(w, (uint32_t)t->n_hosts);
     for (size_t i = 0; i < t->n_hosts; i++) {
-        size_t k = 0;
-        while (strcmp(names[k], t->host[i].name))
-            k++;
-        if (!(t->host[i].ctx = server_ctx(t->ca.key, t->ca.leaf[k]))) {
-            nsbox_egress_ca_error(e, "cannot make the TLS context of a bound host");
-            goto fail;
+        const struct bhost *h = &t->host[i];
+        nsbox_egress_wire_put_str(w, h->name);
+        nsbox_egress_wire_put_u32(w, h->port);
+        nsbox_egress_wire_put_u32(w, (uint32_t)h->n);
+        for (size_t k = 0; k < h->n; k++) {
+            nsbox_egress_wire_put_str(w, h->header[k]);
+            nsbox_egress_wire_put_str(w, h->value[k]);
         }
     }
+    const char *names[NSBOX_MAX_BINDINGS];
+    size_t nn = unique_names(t, names);
+    bool ok = put_der(w, NULL, t->ca.key);
+    nsbox_egress_wire_put_u32(w, (uint32_t)nn);
+    for (size_t i = 0; ok && i < nn; i++) {
+        nsbox_egress_wire_put_str(w, names[i]);
+        ok = put_der(w, t->ca.leaf[i], NULL);
+    }
+    nsbox_egress_wire_put_str(w, t->ca_path);
+    *ca_fd = t->ca_fd;
+    if (!ok || w->over)
+        return nsbox_egress_ca_error(e, "cannot write the leaves for the egress helper");
+    return 0;
+}
+
+/* The hosts, their headers and values (into the secret pages), from the message. */
+static bool receive_hosts(struct nsbox_egress_tls *t, struct nsbox_egress_wire *w)
+{
+    uint32_t n_hosts, port, n;
+    char *at = t->secrets;
+    size_t k = 0;
+    if (!nsbox_egress_wire_get_u32(w, &n_hosts) || n_hosts > NSBOX_MAX_BINDINGS)
+        return false;
+    for (uint32_t i = 0; i < n_hosts; i++) {
+        char name[NSBOX_HOSTNAME_MAX + 1], header[65];
+        if (!nsbox_egress_wire_get_str(w, name, sizeof name) ||
+            !nsbox_egress_wire_get_u32(w, &port) || port > 65535 ||
+            !nsbox_egress_wire_get_u32(w, &n) || n > NSBOX_MAX_BINDINGS - k)
+            return false;
+        struct bhost *h = host_of(t, name, (uint16_t)port);
+        for (uint32_t j = 0; j < n; j++, k++) {
+            const uint8_t *v;
+            size_t len;
+            if (!nsbox_egress_wire_get_str(w, header, sizeof header) ||
+                !nsbox_egress_wire_get_bytes(w, &v, &len) ||
+                len + 1 > t->secrets_len - (size_t)(at - t->secrets) || memchr(v, '\0', len))
+                return false;
+            add_binding(t, h, k, header, (const char *)v, len, &at);
+        }
+    }
+    return true;
+}
+
+/* The leaves: each bound host's server context, with its name's leaf. */
+static bool receive_leaves(struct nsbox_egress_tls *t, struct nsbox_egress_wire *w)
+{
+    const uint8_t *key, *leaf;
+    size_t key_len, leaf_len;
+    uint32_t nn;
+    if (!nsbox_egress_wire_get_bytes(w, &key, &key_len) || !nsbox_egress_wire_get_u32(w, &nn) ||
+        nn > NSBOX_MAX_BINDINGS)
+        return false;
+    for (uint32_t i = 0; i < nn; i++) {
+        char name[NSBOX_HOSTNAME_MAX + 1];
+        if (!nsbox_egress_wire_get_str(w, name, sizeof name) ||
+            !nsbox_egress_wire_get_bytes(w, &leaf, &leaf_len))
+            return false;
+        for (size_t h = 0; h < t->n_hosts; h++)
+            if (!t->host[h].ctx && !strcmp(t->host[h].name, name) &&
+                !(t->host[h].ctx = server_ctx(key, key_len, leaf, leaf_len)))
+                return false;
+    }
+    for (size_t h = 0; h < t->n_hosts; h++)
+        if (!t->host[h].ctx)
+            return false;
+    return true;
+}
+
+int nsbox_egress_tls_receive(struct nsbox_egress_wire *w, int ca_fd, struct nsbox_egress_tls **out,
+                             struct nsbox_err *e)
+{
+    *out = NULL;
+    if (!(L = nsbox_egress_ssl(e)))
+        return -1;
+    struct nsbox_egress_tls *t = calloc(1, sizeof *t);
+    if (!t)
+        return nsbox_err_sys(e, "header bindings");
+    t->ca_fd = -1;
+    if (copy_secrets(t, w->n - w->at, e) < 0)
+        goto fail;
+    if (!receive_hosts(t, w) || !receive_leaves(t, w) ||
+        !nsbox_egress_wire_get_str(w, t->ca_path, sizeof t->ca_path)) {
+        nsbox_egress_ca_error(e, "the bindings the egress helper was given are not whole");
+        goto fail;
+    }
+    if (client_ctx(t, ca_fd, t->ca_path, e) < 0)
+        goto fail;
     t->prefix = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "nsbox-prefixed");
     if (!t->prefix || !BIO_meth_set_read_ex(t->prefix, prefix_read) ||
         !BIO_meth_set_write_ex(t->prefix, prefix_write) ||
@@ -262,13 +419,6 @@ fail:
     return -1;
 }
 
-int nsbox_egress_tls_to_helper(const struct nsbox_egress_tls *t, struct nsbox_err *e)
-{
-    if (t && madvise(t->secrets, t->secrets_len, MADV_KEEPONFORK) < 0)
-        return nsbox_err_sys(e, "header bindings: madvise");
-    return 0;
-}
-
 const char *nsbox_egress_tls_ca_pem(const struct nsbox_egress_tls *t)
 {
     return t->ca.ca_pem;
@@ -278,11 +428,14 @@ void nsbox_egress_tls_free(struct nsbox_egress_tls *t)
 {
     if (!t)
         return;
-    for (size_t i = 0; i < t->n_hosts; i++)
+    for (size_t i = 0; L && i < t->n_hosts; i++)
         L->SSL_CTX_free(t->host[i].ctx);
-    L->SSL_CTX_free(t->client);
+    if (L)
+        L->SSL_CTX_free(t->client);
     BIO_meth_free(t->prefix);
     nsbox_egress_ca_free(&t->ca);
+    if (t->ca_fd >= 0)
+        close(t->ca_fd);
     if (t->secrets) {
         explicit_bzero(t->secrets, t->secrets_len);
         munmap(t->secrets, t->secrets_len);

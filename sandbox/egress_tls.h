@@ -7,8 +7,9 @@
  * responses (policy/scrub.h). Refusals are HTTP error responses that say why.
  *
  * The secrets live in pages of their own, excluded from core dumps (MADV_DONTDUMP) and wiped
- * when freed; the helper gets them in its memory at fork, never through argv, the environment
- * or a file. */
+ * when freed; the parent sends them to the helper on its socketpair (egress_wire.h), never
+ * through argv, the environment or a file. The parent makes the CA and its leaves and never
+ * loads libssl; the helper makes the TLS contexts from what it is sent. */
 #ifndef NSBOX_EGRESS_TLS_H
 #define NSBOX_EGRESS_TLS_H
 
@@ -26,14 +27,22 @@
 
 struct nsbox_egress_tls;
 
+struct nsbox_egress_wire;
+
 /* Parent side, before the sandbox's root is built: the CA and its leaves for the spec's bound
- * hosts, the secrets in their own pages, the TLS contexts (upstream_ca: the CA file upstream
- * certificates are checked against, NULL: NSBOX_EGRESS_SYSTEM_CA_DIR). label: the sandbox id. */
+ * hosts, the secrets in their own pages (zeros in every child the parent forks or clones: the
+ * sandbox's init never has them), and a copy of upstream_ca (the CA file upstream certificates
+ * are checked against, read now; NULL: NSBOX_EGRESS_SYSTEM_CA_DIR). label: the sandbox id. */
 int nsbox_egress_tls_prepare(const struct nsbox_spec *s, const char *upstream_ca, const char *label,
                              struct nsbox_egress_tls **out, struct nsbox_err *e);
-/* The secrets' pages are zero-filled in every child until this is called, just before the
- * helper's fork: the sandbox's init, cloned from the same process earlier, never has them. */
-int nsbox_egress_tls_to_helper(const struct nsbox_egress_tls *t, struct nsbox_err *e);
+/* Parent side: the hosts, the values, the leaves and their key into the helper's message;
+ * *ca_fd: the descriptor to send with it (-1: none). */
+int nsbox_egress_tls_send(const struct nsbox_egress_tls *t, struct nsbox_egress_wire *w, int *ca_fd,
+                          struct nsbox_err *e);
+/* Helper side, before its jail: libssl loaded, the values copied into the helper's own secret
+ * pages, the TLS contexts made (ca_fd: the descriptor that came with the message, or -1). */
+int nsbox_egress_tls_receive(struct nsbox_egress_wire *w, int ca_fd, struct nsbox_egress_tls **out,
+                             struct nsbox_err *e);
 /* The CA's certificate (PEM), for the sandbox's trust bundle. */
 const char *nsbox_egress_tls_ca_pem(const struct nsbox_egress_tls *t);
 /* Wipes the secrets and frees everything (NULL: nothing). */

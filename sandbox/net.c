@@ -4,7 +4,7 @@
  * by policy/netplan and applied here without running `ip` or `nft`. */
 #define _GNU_SOURCE
 #include "net.h"
-#include "egress.h"
+#include "egress_spawn.h"
 #include "egress_tls.h"
 #include "state.h"
 #include "cleanup.h"
@@ -235,7 +235,7 @@ static int plan_by_name(struct nsbox_net *n, const struct nsbox_spec *s, const c
 }
 
 /* Header bindings: with all, the bound hosts go through the helper too; the CA, its leaves and
- * the secrets are made now, for the helper forked in nsbox_net_attach. */
+ * the secrets are made now, for the helper started in nsbox_net_attach. */
 static int prepare_bindings(struct nsbox_net *n, const struct nsbox_spec *s, const char *id,
                             const struct nsbox_netconfig *cfg, const char *state_dir,
                             struct nsbox_err *e)
@@ -247,6 +247,17 @@ static int prepare_bindings(struct nsbox_net *n, const struct nsbox_spec *s, con
     }
     return nsbox_egress_tls_prepare(s, cfg->upstream_ca[0] ? cfg->upstream_ca : NULL, id, &n->tls,
                                     e);
+}
+
+/* The helper's executable is there: said before anything of the sandbox exists. */
+static int check_helper(struct nsbox_err *e)
+{
+    char path[PATH_MAX];
+    int fd = nsbox_egress_spawn_open(path, sizeof path, e);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
 }
 
 /* The helper listens on the gateway, which exists now; the names in the sandbox's /etc/hosts
@@ -261,9 +272,7 @@ static int start_egress(struct nsbox_net *n, struct nsbox_err *e)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     if (write_file(n->hosts, hosts, e) < 0)
         return -1;
-    if (nsbox_egress_tls_to_helper(n->tls, e) < 0)
-        return -1;
-    int r = nsbox_egress_start(&n->plan, n->tls, n->egress_log,
+    int r = nsbox_egress_spawn(&n->plan, n->tls, n->egress_log,
                                n->has_egress_id ? &n->egress_id : NULL, &n->egress, e);
     /* the helper has its own copy of the secrets now; this process needs them no more */
     nsbox_egress_tls_free(n->tls);
@@ -372,6 +381,8 @@ int nsbox_net_prepare(const struct nsbox_spec *s, const char *id, const char *st
     }
     if (s->n_bindings && prepare_bindings(n, s, id, &cfg, state_dir, e) < 0)
         goto fail;
+    if (n->plan.by_name && check_helper(e) < 0)
+        goto fail;
     /* The marker first: from here on, gc knows to look for this sandbox's objects. */
     snprintf(marker, sizeof marker, "%s/" MARKER, state_dir);
     if (write_file(marker, n->plan.ifname, e) < 0 || write_etc_files(n, id, state_dir, e) < 0)
@@ -474,7 +485,7 @@ void nsbox_net_teardown(struct nsbox_net *n)
 {
     if (!n)
         return;
-    nsbox_egress_stop(n->egress);
+    nsbox_egress_spawn_stop(n->egress);
     nsbox_egress_tls_free(n->tls);
     n->tls = NULL;
     if (n->nft && n->del.len) {

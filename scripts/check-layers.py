@@ -2,8 +2,8 @@
 """The layers hold (docs/architecture.md): no source includes a header of a higher layer, and no
 two modules include each other, however indirectly.
 
-Layers, lowest first: include/ and policy/, os/, rootfs/, sandbox/, service/, then the two front
-ends cli/ and oci/ (nsbox-oci), which do not see each other. A module is a
+Layers, lowest first: include/ and policy/, os/, rootfs/, sandbox/, service/, then the front
+ends cli/, oci/ (nsbox-oci) and egress/ (nsbox-egress), which do not see each other. A module is a
 .c file and the .h of the same name (foo_impl.h counts as foo's), so "a.c includes b.h and b.c
 includes a.h" is a circle. The build already refuses an upward include (each layer's library sees
 only its own and lower layers' headers); this check says which line does it, and finds the
@@ -14,8 +14,9 @@ import os
 import re
 import sys
 
-LAYERS = ["include", "policy", "os", "rootfs", "sandbox", "service", "cli", "oci"]
-RANK = {"include": 0, "policy": 0, "os": 1, "rootfs": 2, "sandbox": 3, "service": 4, "cli": 5, "oci": 5}
+LAYERS = ["include", "policy", "os", "rootfs", "sandbox", "service", "cli", "oci", "egress"]
+RANK = {"include": 0, "policy": 0, "os": 1, "rootfs": 2, "sandbox": 3, "service": 4, "cli": 5, "oci": 5,
+        "egress": 5}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -62,7 +63,7 @@ def main():
                                 f"layer ({folder}/ is below {to}/)")
             elif RANK[to] == RANK["cli"] and to != folder:
                 problems.append(f"{folder}/{name}:{line}: includes {to}/{header}: the front "
-                                f"ends cli/ and oci/ do not see each other")
+                                f"ends cli/, oci/ and egress/ do not see each other")
             other = module(to, header)
             if other != me:
                 edges[me].setdefault(other, f"{folder}/{name}:{line}")

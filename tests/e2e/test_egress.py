@@ -16,6 +16,7 @@ import asyncio
 import ctypes
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -155,6 +156,17 @@ def status_of(pid):
         return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
 
 
+def wait_for_exec(pid, comm, seconds=20):
+    """Waits until pid runs comm (Popen returns before the child's exec)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        with open(f"/proc/{pid}/comm") as f:
+            if f.read().strip() == comm:
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"{pid} did not exec {comm}")
+
+
 def wait_gone(pid, seconds=20):
     """Whether pid is gone (or a zombie) within seconds: a bound on waiting, not on speed."""
     end = time.monotonic() + seconds
@@ -170,7 +182,7 @@ def wait_gone(pid, seconds=20):
 
 # Run as uid:gid in a forked child: what an attacker of that uid can do to the helper.
 def attack_as(pid, uid, gid):
-    """{"environ": ..., "mem": ..., "ptrace": ...}: "denied" or what happened."""
+    """{"environ", "maps", "mem", "ptrace", "vm_readv"}: "denied" or what happened."""
     r, w = os.pipe()
     child = os.fork()
     if child == 0:
@@ -180,9 +192,11 @@ def attack_as(pid, uid, gid):
             os.setgroups([])
             os.setresgid(gid, gid, gid)
             os.setresuid(uid, uid, uid)
-            for what in ("environ", "mem"):
+            for what in ("environ", "maps", "mem"):
                 try:
                     with open(f"/proc/{pid}/{what}", "rb") as f:
+                        if what == "mem":  # the first byte of its first mapping
+                            f.seek(first_mapping(pid))
                         f.read(1)
                     res[what] = "read"
                 except PermissionError:
@@ -194,10 +208,12 @@ def attack_as(pid, uid, gid):
                                     ctypes.c_void_p]
             if libc.ptrace(16, pid, None, None) == 0:  # PTRACE_ATTACH
                 res["ptrace"] = "attached"
+                os.waitpid(pid, 0)
                 libc.ptrace(17, pid, None, None)  # PTRACE_DETACH
             else:
                 e = ctypes.get_errno()
                 res["ptrace"] = "denied" if e == 1 else os.strerror(e)
+            res["vm_readv"] = vm_readv(libc, pid)
         except Exception as ex:
             res["error"] = repr(ex)
         os.write(w, json.dumps(res).encode())
@@ -207,6 +223,37 @@ def attack_as(pid, uid, gid):
         out = f.read()
     os.waitpid(child, 0)
     return json.loads(out)
+
+
+class _Iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+def first_mapping(pid):
+    """The start of pid's first mapping, when its maps can be read; else any address (an access
+    that is denied is denied before the address is looked at)."""
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return int(f.readline().split("-")[0], 16)
+    except OSError:
+        return 0x400000
+
+
+def vm_readv(libc, pid):
+    """process_vm_readv of 16 bytes of pid's first mapping."""
+    buf = ctypes.create_string_buffer(16)
+    local = _Iovec(ctypes.cast(buf, ctypes.c_void_p), 16)
+    remote = _Iovec(first_mapping(pid), 16)
+    libc.process_vm_readv.argtypes = [ctypes.c_int, ctypes.POINTER(_Iovec), ctypes.c_ulong,
+                                      ctypes.POINTER(_Iovec), ctypes.c_ulong, ctypes.c_ulong]
+    n = libc.process_vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+    if n == 16:
+        return "read"
+    e = ctypes.get_errno()
+    return "denied" if e == 1 else os.strerror(e)
+
+
+DENIED = {k: "denied" for k in ("environ", "maps", "mem", "ptrace", "vm_readv")}
 
 
 class Egress(unittest.TestCase):
@@ -416,11 +463,75 @@ class Egress(unittest.TestCase):
             sandbox_uid = int(status_of(inits[0])["Uid"].split()[1])
             self.assertNotEqual(sandbox_uid, uid)
             for who in (uid, sandbox_uid):
-                got = attack_as(helper, who, who)
-                self.assertEqual(got, {"environ": "denied", "mem": "denied", "ptrace": "denied"},
-                                 f"as uid {who}")
+                self.assertEqual(attack_as(helper, who, who), DENIED, f"as uid {who}")
         finally:
             self.rm(sid)
+
+    def test_helper_is_not_dumpable(self):
+        # The helper runs an executable of its own under its own uid, with an empty
+        # environment: the exec leaves it dumpable (its uid is its euid), and only its
+        # PR_SET_DUMPABLE keeps a process of that uid out of its environ, maps, memory, ptrace
+        # and process_vm_readv. The control: a dumpable process of the same uid, which the
+        # same attacks reach, so that a denial is the helper's doing and not the attack's.
+        sid = self.create(f"{NAMES[0]}:{PORT}")
+        control = None
+        try:
+            _, helper = self.helper_of(sid)
+            uid = int(status_of(helper)["Uid"].split()[0])
+            control = subprocess.Popen(["sleep", "120"], user=uid, group=uid, extra_groups=[],
+                                       env={"CONTROL": "1"})
+            wait_for_exec(control.pid, "sleep")
+            reached = attack_as(control.pid, uid, uid)
+            self.assertEqual(reached, {"environ": "read", "maps": "read", "mem": "read",
+                                       "ptrace": "attached", "vm_readv": "read"})
+            self.assertEqual(attack_as(helper, uid, uid), DENIED)
+            # and the helper still serves
+            res = self.exec_probe(sid, f"tls:{NAMES[0]}:{PORT}")
+            self.assertEqual(res[f"tls:{NAMES[0]}:{PORT}"], f"ok:ORIGIN {NAMES[0]}")
+        finally:
+            if control:
+                control.kill()  # the sleep this test started
+                control.wait()
+            self.rm(sid)
+
+    def test_missing_helper_executable_is_named(self):
+        # nsbox runs nsbox-egress from its own directory: a copy of nsbox alone says so
+        alone = os.path.join(self.dirs.base, "alone")
+        os.mkdir(alone)
+        shutil.copy(NSBOX, alone)
+        cmd = ["nsenter", f"--net=/run/netns/{lab.lab}", os.path.join(alone, "nsbox"), "run",
+               "--network", f"allow={NAMES[0]}:{PORT}", "--", "true"]
+        r = subprocess.run(cmd, capture_output=True, timeout=120, env=self.env(None))
+        self.assertEqual(r.returncode, 125, r.stderr.decode())
+        err = r.stderr.decode()
+        self.assertIn(os.path.join(alone, "nsbox-egress"), err)
+        self.assertIn("beside", err)
+        self.assertEqual(lab_helpers(), [])
+
+    def test_helper_runs_from_a_directory_only_root_enters(self):
+        # a build below /root: the helper's uid cannot enter the directory, and does not need
+        # to, as nsbox execs the file from a descriptor it opened
+        private = os.path.join(self.dirs.base, "private")
+        os.mkdir(private, 0o700)
+        for name in ("nsbox", "nsbox-egress"):
+            shutil.copy(os.path.join(os.path.dirname(NSBOX), name), private)
+        cmd = ["nsenter", f"--net=/run/netns/{lab.lab}", "unshare", "--mount", "--propagation",
+               "private", "sh", "-c",
+               'mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && '
+               'shift && exec "$@"', lab.resolv, os.path.join(pki, "hosts"),
+               os.path.join(private, "nsbox"), "run", "--network", f"allow={NAMES[0]}:{PORT}",
+               "-e", f"LAB_CA={open(os.path.join(pki, 'ca.pem')).read()}", "--", "python3",
+               "-c", PROBE, f"tls:{NAMES[0]}:{PORT}"]
+        r = subprocess.run(cmd, capture_output=True, timeout=120, env=self.env(None))
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        self.assertEqual(json.loads(r.stdout)[f"tls:{NAMES[0]}:{PORT}"], f"ok:ORIGIN {NAMES[0]}")
+        # the file itself must be executable by the helper's uid: said, with the fix
+        os.chmod(os.path.join(private, "nsbox-egress"), 0o700)
+        r = subprocess.run(cmd, capture_output=True, timeout=120, env=self.env(None))
+        self.assertEqual(r.returncode, 125, r.stderr.decode())
+        self.assertIn(os.path.join(private, "nsbox-egress"), r.stderr.decode())
+        self.assertIn("mode 0755", r.stderr.decode())
+        self.assertEqual(lab_helpers(), [])
 
     def test_helper_dies_with_its_supervisor(self):
         sid = self.create(f"{NAMES[0]}:{PORT}")

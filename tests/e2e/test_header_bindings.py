@@ -229,7 +229,9 @@ class HeaderBindings(unittest.TestCase):
 
     def env(self, upstream_ca=True, allow_names=None):
         cfg = os.path.join(self.dirs.base, "config.json")
-        net = {"upstream_ca": os.path.join(pki, "ca.pem")} if upstream_ca else {}
+        # upstream_ca: True the lab CA, a str another file, False none (the host's store)
+        ca = upstream_ca if isinstance(upstream_ca, str) else os.path.join(pki, "ca.pem")
+        net = {"upstream_ca": ca} if upstream_ca else {}
         if allow_names:
             net["allow_names"] = allow_names
         with open(cfg, "w") as f:
@@ -494,6 +496,22 @@ class HeaderBindings(unittest.TestCase):
         self.assertEqual(json.loads(out)["path"], "/stored")
         self.assertEqual([self.auth_headers(r) for r in self.received()], [[BEARER]])
 
+    def test_upstream_ca_file_only_root_reads(self):
+        # nsbox reads the config's CA file and hands the helper a copy: the helper, under its
+        # own uid, could not open a file of mode 0600
+        ca = os.path.join(self.dirs.base, "root-only-ca.pem")
+        shutil.copy(os.path.join(pki, "ca.pem"), ca)
+        os.chmod(ca, 0o600)
+        out = self.run_in(f"allow={NAME}:{PORT}", f"curl -sS https://{NAME}:{PORT}/rootca",
+                          upstream_ca=ca)
+        self.assertEqual(json.loads(out)["path"], "/rootca")
+        # and a file that is not there fails the run, naming it
+        r = self.nsbox(["run", "--network", f"allow={NAME}:{PORT}", "--header-binding",
+                        f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN", "--", "true"],
+                       upstream_ca=ca + ".missing")
+        self.assertEqual(r.returncode, 125, r.stderr.decode())
+        self.assertIn(ca + ".missing", r.stderr.decode())
+
     def test_inspect_and_state_never_hold_the_secret(self):
         r = self.nsbox(["create", "--network", f"allow={NAME}:{PORT}", "--header-binding",
                         f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN"])
@@ -513,8 +531,8 @@ class HeaderBindings(unittest.TestCase):
             hits = subprocess.run(["grep", "-r", "-l", "-F", SECRET, state], capture_output=True)
             self.assertEqual(hits.stdout, b"")
             self.assertTrue(os.path.exists(os.path.join(state, "ca-bundle.crt")))
-            # the helper (this test's: other sandboxes may run beside) and the supervisor: the
-            # secret neither on their command lines nor in their environments
+            # the supervisor and the sandbox's init (this test's: other sandboxes may run
+            # beside): the secret neither on their command lines nor in their environments
             mine = []
             for pid in subprocess.run(["pgrep", "-f", "nsbox"], capture_output=True,
                                       text=True).stdout.split():
@@ -530,15 +548,18 @@ class HeaderBindings(unittest.TestCase):
                 if self.dirs.state.encode() in environ:
                     mine.append(comm)
                     self.assertNotIn(SECRET.encode(), environ + cmdline)
-                    if comm == "nsbox-egress":
-                        self.assertIn("libssl.so", maps(pid))
-                        # the pages the helper keeps the secret in are left out of core
-                        # dumps (MADV_DONTDUMP: "dd" in their VmFlags)
-                        # and nowhere else in it: not in the heap it inherited at its fork
-                        self.assertEqual(secret_page_flags(pid), [True])
-                    elif comm != "nsbox-egress":
-                        self.assertEqual(secret_page_flags(pid), [])
-            self.assertIn("nsbox-egress", mine)
+                    self.assertEqual(secret_page_flags(pid), [])
+            self.assertIn("nsbox-supervise", mine)
+            # the helper, an executable of its own: an empty environment, its name and the
+            # sandbox's id as argv, libssl mapped; the secret only in pages left out of core
+            # dumps (MADV_DONTDUMP: "dd" in their VmFlags), not in its heap
+            helper = self.helper_of(sid)
+            with open(f"/proc/{helper}/environ", "rb") as fh:
+                self.assertEqual(fh.read(), b"")
+            with open(f"/proc/{helper}/cmdline", "rb") as fh:
+                self.assertEqual(fh.read(), b"nsbox-egress\0" + sid.encode() + b"\0")
+            self.assertIn("libssl.so", maps(helper))
+            self.assertEqual(secret_page_flags(helper), [True])
         finally:
             r = self.nsbox(["rm", sid])
             self.assertEqual(r.returncode, 0, r.stderr.decode())
@@ -641,18 +662,27 @@ class HeaderBindings(unittest.TestCase):
         self.assertNotIn("KEY12345", repr(gh))
 
     def test_libssl_is_loaded_only_with_bindings(self):
-        r = self.nsbox(["create", "--network", f"allow={NAME}:{PORT}"])
-        self.assertEqual(r.returncode, 0, r.stderr.decode())
-        sid = r.stdout.decode().strip()
-        try:
-            # this test's helper: others' (of tests running beside) may end meanwhile
-            helpers = [pid for pid in subprocess.run(["pgrep", "-x", "nsbox-egress"],
-                                                     capture_output=True, text=True).stdout.split()
-                       if self.dirs.state in environ_of(pid)]
-            self.assertEqual(len(helpers), 1)
-            self.assertNotIn("libssl.so", maps(helpers[0]))
-        finally:
-            self.nsbox(["rm", sid])
+        # the helper links libc only; libssl and libcrypto come with bindings, and nothing of
+        # what nsbox itself links (libseccomp, libnl, libnftables, cJSON) ever
+        never = ("libseccomp", "libnl", "libnftables", "libcjson", "libcap")
+        for bound in (False, True):
+            args = ["create", "--network", f"allow={NAME}:{PORT}"]
+            if bound:
+                args += ["--header-binding", f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN"]
+            r = self.nsbox(args)
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+            sid = r.stdout.decode().strip()
+            try:
+                libs = {os.path.basename(line.split()[-1]) for line in
+                        maps(self.helper_of(sid)).splitlines() if ".so" in line}
+            finally:
+                self.nsbox(["rm", sid])
+            self.assertEqual(any(n.startswith("libssl.so") for n in libs), bound, libs)
+            self.assertEqual(any(n.startswith("libcrypto.so") for n in libs), bound, libs)
+            self.assertEqual([n for n in libs if n.startswith(never)], [], libs)
+            if not bound:
+                self.assertEqual([n for n in libs if not n.startswith(("libc.so", "ld-linux"))],
+                                 [], libs)
 
     def test_bound_host_the_network_cannot_reach_fails_creation(self):
         r = self.nsbox(["create", "--network", f"allow=other.lab.test:{PORT}", "--header-binding",

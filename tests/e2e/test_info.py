@@ -18,7 +18,7 @@ NSBOX = os.environ.get("NSBOX_BIN", "")
 CHECKS = [
     "user_namespaces", "namespaces", "overlayfs", "cgroups", "seccomp", "nftables",
     "net_admin", "idmapped_mounts", "openat2", "image_host", "image_debian", "workspace_disk",
-    "privileges", "config",
+    "privileges", "config", "egress_helper",
 ]
 REQUIRED = {"user_namespaces", "namespaces", "cgroups", "seccomp", "openat2", "image_host",
             "config"}
@@ -123,6 +123,22 @@ class InfoTest(Shape, unittest.TestCase):
         self.assertIn("instance types", proc.stdout)
         for t in ("small", "medium", "large"):
             self.assertTrue(any(l.split()[:1] == [t] for l in lines), t)
+
+    def test_egress_helper_beside_nsbox(self):
+        # nsbox runs nsbox-egress from its own directory: the build's is found; a copy of nsbox
+        # alone reports it missing, optional, naming the path
+        c = by_name(json.loads(run(["info", "--json"]).stdout))["egress_helper"]
+        helper = os.path.join(os.path.dirname(os.path.realpath(NSBOX)), "nsbox-egress")
+        self.assertEqual((c["ok"], c["required"]), (True, False), c)
+        self.assertTrue(c["detail"].startswith(helper + ","), c)
+        with tempfile.TemporaryDirectory() as d:
+            shutil.copy(NSBOX, d)
+            proc = subprocess.run([os.path.join(d, "nsbox"), "info", "--json"],
+                                  capture_output=True, text=True, timeout=60)
+            c = by_name(json.loads(proc.stdout))["egress_helper"]
+        self.assertEqual((c["ok"], c["required"]), (False, False), c)
+        self.assertIn(os.path.join(d, "nsbox-egress") + " (ENOENT)", c["detail"])
+        self.assertIn("install nsbox-egress beside nsbox", c["fix"])
 
     def test_a_broken_config_is_a_missing_required_check(self):
         # The report said "OK" and "ok": true beside the error on stderr and exit code 1.

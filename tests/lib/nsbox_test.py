@@ -40,6 +40,10 @@ def reachable_nsbox():
         path = os.path.join(d, "nsbox")
         shutil.copy(NSBOX, path)
         os.chmod(path, 0o755)
+        helper = os.path.join(os.path.dirname(NSBOX), "nsbox-egress")  # run from beside nsbox
+        if os.path.exists(helper):
+            shutil.copy(helper, d)
+            os.chmod(os.path.join(d, "nsbox-egress"), 0o755)
         _reachable.append(path)
     return _reachable[0]
 

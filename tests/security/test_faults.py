@@ -483,9 +483,10 @@ def sockets_mentioning(prefix):
 
 
 def processes_of(ids, marker):
-    """pids whose cgroup is an nsbox-<id> of ours, or whose environment names our private
+    """pids whose cgroup is an nsbox-<id> of ours, whose environment names our private
     directories (supervisors, inits, and clients; commands inside get a clean environment but
-    are in the cgroup)."""
+    are in the cgroup), or egress helpers of our ids (an empty environment; argv
+    `nsbox-egress ID`)."""
     found = []
     cg_names = {"nsbox-" + i for i in ids}
     for d in os.listdir("/proc"):
@@ -496,10 +497,13 @@ def processes_of(ids, marker):
                 cg = f.read()
             with open(f"/proc/{d}/environ", "rb") as f:
                 envb = f.read()
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
         except OSError:
             continue
         parts = {seg for line in cg.splitlines() for seg in line.split(":", 2)[-1].split("/")}
-        if parts & cg_names or marker.encode() in envb:
+        helper = argv[0] == b"nsbox-egress" and len(argv) > 1 and argv[1].decode() in ids
+        if parts & cg_names or marker.encode() in envb or helper:
             if not is_zombie(int(d)):
                 found.append(describe(int(d)))
     return found
@@ -577,9 +581,9 @@ class FaultTest(unittest.TestCase):
             if alive(proc):
                 os.kill(proc[0], signal.SIGKILL)
         ids = self.watch.ids | st.known_ids
-        for pid in processes_of(ids, self.dirs.base):
+        for found in processes_of(ids, self.dirs.base):  # "PID STATE [CMD] parent PPID"
             try:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(int(found.split()[0]), signal.SIGKILL)
             except ProcessLookupError:
                 pass
         time.sleep(0.2)
