@@ -129,6 +129,9 @@ static int load_config(const struct create_args *a, struct nsbox_ocispec *c,
 
 /* ---- the monitor ---------------------------------------------------------------------------- */
 
+/* The bundle's cgroupsPath and limits (ociplace.c); NULL: nsbox places the cgroup. */
+static const struct nsbox_cgroup_place *cg_place;
+
 struct monitor {
     struct nsbox_sandbox sb;
     int start_sock; /* our end of init's start barrier */
@@ -386,6 +389,7 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
     m->sb.n_masked = c->n_masked;
     m->sb.readonly = readonly;
     m->sb.n_readonly = c->n_readonly;
+    m->sb.cg_place = cg_place;
     if (nsbox_sandbox_prepare(&m->sb, s, c->args, c->cwd, e) < 0)
         return -1;
     apply_process(&m->sb.L, c);
@@ -590,6 +594,7 @@ int nsbox_ocicreate_create(const struct nsbox_ocirt *g, int argc, char **argv,
     nsbox_spec_init(&s);
     char dir[PATH_MAX];
     if (load_config(&a, &c, e) < 0 || build_spec(&a, &c, &s, e) < 0 ||
+        nsbox_ociplace_build(g, &c, &s, &cg_place, e) < 0 ||
         make_state_dir(g, a.id, dir, sizeof dir, e) < 0)
         return 1;
     if (write_annotations(dir, c.annotations, e) < 0 ||

@@ -27,6 +27,8 @@
 #define NSBOX_OCISPEC_MASKS_MAX 64             /* linux.maskedPaths, linux.readonlyPaths: each */
 #define NSBOX_OCISPEC_MASK_PATH_MAX 256        /* one of their paths */
 #define NSBOX_OCISPEC_HOOKS_BYTES (256u << 10) /* hooks: their JSON text */
+#define NSBOX_OCISPEC_DEVRULES_MAX 64          /* linux.resources.devices */
+#define NSBOX_OCISPEC_CPUSET_MAX 128           /* linux.resources.cpu.cpus, .mems */
 /* The ids a process may have: those of nsbox's user namespace (policy/idmap.h). */
 #define NSBOX_OCISPEC_ID_MAX 65535u
 
@@ -100,6 +102,14 @@ struct nsbox_ocispec_mount_opts {
     char data[NSBOX_OCISPEC_OPTS_MAX]; /* what is left for the filesystem: "mode=755,size=64k" */
 };
 
+/* One linux.resources.devices entry (the v1 devices controller's rule). */
+struct nsbox_ocispec_devrule {
+    bool allow;
+    char type;            /* 'a', 'b', 'c' */
+    int64_t major, minor; /* -1: any */
+    char access[4];       /* a non-empty subset of "rwm" */
+};
+
 struct nsbox_ocispec {
     char oci_version[32];
     /* process */
@@ -134,7 +144,11 @@ struct nsbox_ocispec {
     int64_t cpu_quota;    /* microseconds per period; -1 none */
     uint64_t cpu_period;  /* microseconds; 0 none */
     uint64_t cpu_shares;  /* 0 none */
+    char cpus[NSBOX_OCISPEC_CPUSET_MAX], mems[NSBOX_OCISPEC_CPUSET_MAX]; /* cpuset; "" none */
     int64_t pids_limit;   /* -1 none */
+    size_t n_devrules;
+    struct nsbox_ocispec_devrule devrules[NSBOX_OCISPEC_DEVRULES_MAX];
+    char cgroups_path[NSBOX_OCISPEC_PATH_MAX]; /* linux.cgroupsPath as written; "" none */
     bool has_seccomp;
     size_t n_masked, n_readonly; /* linux.maskedPaths, linux.readonlyPaths: absolute paths */
     char masked[NSBOX_OCISPEC_MASKS_MAX][NSBOX_OCISPEC_MASK_PATH_MAX];

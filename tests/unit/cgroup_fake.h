@@ -139,8 +139,14 @@ static int fake_mkdir(const char *path, mode_t mode)
             if (g_has_swap)
                 mkfile_in(path, "memory.swap.max", "max\n");
         }
-        if (nsbox_cg_list_has(enabled, "cpu"))
+        if (nsbox_cg_list_has(enabled, "cpu")) {
             mkfile_in(path, "cpu.max", "max 100000\n");
+            mkfile_in(path, "cpu.weight", "100\n");
+        }
+        if (nsbox_cg_list_has(enabled, "cpuset")) {
+            mkfile_in(path, "cpuset.cpus", "");
+            mkfile_in(path, "cpuset.mems", "");
+        }
         if (nsbox_cg_list_has(enabled, "pids")) {
             mkfile_in(path, "pids.max", "max\n");
             mkfile_in(path, "pids.current", "0\n");
@@ -168,6 +174,16 @@ static int fake_mkdir(const char *path, mode_t mode)
     }
     if (in_hier(path, "freezer"))
         mkfile_in(path, "freezer.state", "THAWED\n");
+    if (in_hier(path, "cpu") || in_hier(path, "cpu,cpuacct"))
+        mkfile_in(path, "cpu.shares", "1024\n");
+    if (in_hier(path, "cpuset")) { /* a new cpuset has none until it is given some */
+        mkfile_in(path, "cpuset.cpus", "");
+        mkfile_in(path, "cpuset.mems", "");
+    }
+    if (in_hier(path, "devices")) {
+        mkfile_in(path, "devices.allow", "");
+        mkfile_in(path, "devices.deny", "");
+    }
     return 0;
 }
 

@@ -1,0 +1,124 @@
+/* config.json's "linux" object, the parts about the container's cgroup: linux.resources
+ * (memory, cpu and cpuset, pids, the device rules) and linux.cgroupsPath (ocispec.h). */
+#include "ocispec.h"
+#include "ocispec_impl.h"
+#include "ocicgroup.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define DEV_KEY "linux.resources.devices"
+
+/* One device rule: type a (every device, the default), b or c; major and minor (absent or
+ * null: any); access, a non-empty subset of "rwm" (absent: all three). */
+static int parse_devrule(const cJSON *it, struct nsbox_ocispec_devrule *d, struct nsbox_err *e)
+{
+    if (!cJSON_IsObject(it))
+        return nsbox_ocispec_bad(e, DEV_KEY, "each entry must be an object");
+    char type[4] = "a", access[8] = "rwm";
+    d->major = d->minor = -1;
+    if (nsbox_ocispec_get_bool(it, "allow", DEV_KEY ".allow", &d->allow, e) < 0 ||
+        nsbox_ocispec_get_str(it, "type", DEV_KEY ".type", type, sizeof type, false, e) < 0 ||
+        nsbox_ocispec_get_str(it, "access", DEV_KEY ".access", access, sizeof access, false, e) <
+            0 ||
+        nsbox_ocispec_get_int(it, "major", DEV_KEY ".major", -1, 4095, &d->major, e) < 0 ||
+        nsbox_ocispec_get_int(it, "minor", DEV_KEY ".minor", -1, 1048575, &d->minor, e) < 0)
+        return -1;
+    if (strlen(type) != 1 || !strchr("abc", type[0]))
+        return nsbox_ocispec_bad(e, DEV_KEY ".type", "must be \"a\", \"b\" or \"c\"");
+    if (!access[0] || access[strspn(access, "rwm")] || strlen(access) > 3)
+        return nsbox_ocispec_bad(e, DEV_KEY ".access", "must be made of r, w and m");
+    d->type = type[0];
+    snprintf(d->access, sizeof d->access, "%s", access);
+    return 0;
+}
+
+static int parse_devices(const cJSON *res, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, "devices");
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsArray(v))
+        return nsbox_ocispec_bad(e, DEV_KEY, "must be an array");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v)
+    {
+        if (c->n_devrules == NSBOX_OCISPEC_DEVRULES_MAX)
+            return nsbox_ocispec_bad(e, DEV_KEY, "more than 64 entries");
+        struct nsbox_ocispec_devrule *d = &c->devrules[c->n_devrules++];
+        if (parse_devrule(it, d, e) < 0)
+            return -1;
+        if (d->allow && d->type == 'a' && d->major < 0)
+            c->all_devices = true;
+    }
+    return 0;
+}
+
+/* cpu.cpus, cpu.mems: a cpuset list ("0-3,6"), as the kernel's cpuset files take it. */
+static int get_cpuset(const cJSON *cpu, const char *name, const char *key, char *out,
+                      struct nsbox_err *e)
+{
+    if (nsbox_ocispec_get_str(cpu, name, key, out, NSBOX_OCISPEC_CPUSET_MAX, false, e) < 0)
+        return -1;
+    if (out[strspn(out, "0123456789,-")])
+        return nsbox_ocispec_bad(e, key, "must be a list of numbers and ranges (0-3,6)");
+    return 0;
+}
+
+static int parse_cpu(const cJSON *cpu, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    int64_t period = 0, shares = 0;
+    if (nsbox_ocispec_get_int(cpu, "quota", "linux.resources.cpu.quota", -1, 9.0e18, &c->cpu_quota,
+                              e) < 0 ||
+        nsbox_ocispec_get_int(cpu, "period", "linux.resources.cpu.period", 0, 9.0e18, &period, e) <
+            0 ||
+        nsbox_ocispec_get_int(cpu, "shares", "linux.resources.cpu.shares", 0, 9.0e18, &shares, e) <
+            0 ||
+        get_cpuset(cpu, "cpus", "linux.resources.cpu.cpus", c->cpus, e) < 0 ||
+        get_cpuset(cpu, "mems", "linux.resources.cpu.mems", c->mems, e) < 0)
+        return -1;
+    c->cpu_period = (uint64_t)period, c->cpu_shares = (uint64_t)shares;
+    return 0;
+}
+
+static int parse_resources(const cJSON *lx, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    int r;
+    const cJSON *res = nsbox_ocispec_get_obj(lx, "resources", "linux.resources", &r, e);
+    if (r < 0 || !res)
+        return r;
+    const cJSON *mem = nsbox_ocispec_get_obj(res, "memory", "linux.resources.memory", &r, e);
+    if (r < 0)
+        return -1;
+    const cJSON *cpu = nsbox_ocispec_get_obj(res, "cpu", "linux.resources.cpu", &r, e);
+    if (r < 0)
+        return -1;
+    const cJSON *pids = nsbox_ocispec_get_obj(res, "pids", "linux.resources.pids", &r, e);
+    if (r < 0)
+        return -1;
+    if ((mem && nsbox_ocispec_get_int(mem, "limit", "linux.resources.memory.limit", -1, 9.0e18,
+                                      &c->memory_limit, e) < 0) ||
+        (cpu && parse_cpu(cpu, c, e) < 0) ||
+        (pids && nsbox_ocispec_get_int(pids, "limit", "linux.resources.pids.limit", -1, 9.0e18,
+                                       &c->pids_limit, e) < 0))
+        return -1;
+    if (c->memory_limit == 0)
+        c->memory_limit = -1;
+    if (c->pids_limit == 0)
+        c->pids_limit = -1;
+    return parse_devices(res, c, e);
+}
+
+int nsbox_ocispec_parse_linux(const cJSON *lx, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    if (nsbox_ocispec_get_str(lx, "cgroupsPath", "linux.cgroupsPath", c->cgroups_path,
+                              sizeof c->cgroups_path, false, e) < 0)
+        return -1;
+    /* The form is checked here, with the path form's rules (the systemd form, which only
+     * --systemd-cgroup selects, is checked again by create): a config no runtime could place
+     * fails at once, naming the key. Its ':' are fine in a path. */
+    struct nsbox_ocicgroup_path p;
+    if (nsbox_ocicgroup_parse(c->cgroups_path, false, &p, e) < 0)
+        return -1;
+    return parse_resources(lx, c, e);
+}
