@@ -118,7 +118,8 @@ static int load_config(const struct create_args *a, struct nsbox_ocispec *c,
         return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "%s does not exist", path);
     if (nsbox_ocispec_parse(text, strlen(text), c, e) < 0)
         return -1;
-    if (nsbox_ocispec_check_floor(c, e) < 0 || nsbox_ocispec_check_namespaces(c, e) < 0)
+    if (nsbox_ocispec_check_floor(c, e) < 0 || nsbox_ocispec_check_namespaces(c, e) < 0 ||
+        nsbox_ocispec_check_devices(c, e) < 0)
         return -1;
     if (c->terminal && !a->console_socket)
         return nsbox_err_invalid(e, "process.terminal is true but no --console-socket was "
@@ -373,10 +374,12 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
     m->sfd = signalfd(-1, &mask, SFD_CLOEXEC);
     if (m->sfd < 0)
         return nsbox_err_sys(e, "signalfd");
-    static struct nsbox_rootfs_mount mounts[NSBOX_OCISPEC_MOUNTS_MAX];
+    static struct nsbox_rootfs_mount mounts[NSBOX_OCISPEC_MOUNTS_MAX + NSBOX_OCISPEC_DEVICES_MAX];
     static struct nsbox_ocispec_mount_opts opts[NSBOX_OCISPEC_MOUNTS_MAX];
+    size_t n_dev = 0; /* linux.devices: binds after the config's mounts (ocidevices.c) */
     if (config_mounts(c, mounts, opts, e) < 0 ||
-        bundle_mount_points(s->image, mounts, c->n_mounts, e) < 0)
+        bundle_mount_points(s->image, mounts, c->n_mounts, e) < 0 ||
+        nsbox_ocidevices_mounts(c, mounts + c->n_mounts, &n_dev, e) < 0)
         return -1;
     static const char *masked[NSBOX_OCISPEC_MASKS_MAX], *readonly[NSBOX_OCISPEC_MASKS_MAX];
     for (size_t i = 0; i < c->n_masked; i++)
@@ -384,7 +387,7 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
     for (size_t i = 0; i < c->n_readonly; i++)
         readonly[i] = c->readonly[i];
     m->sb.mounts = mounts;
-    m->sb.n_mounts = c->n_mounts;
+    m->sb.n_mounts = c->n_mounts + n_dev;
     m->sb.masked = masked;
     m->sb.n_masked = c->n_masked;
     m->sb.readonly = readonly;

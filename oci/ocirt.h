@@ -163,6 +163,13 @@ int nsbox_ociplace_build(const struct nsbox_ocirt *g, const struct nsbox_ocispec
                          const struct nsbox_spec *s, const struct nsbox_cgroup_place **out,
                          struct nsbox_err *e);
 
+/* ---- ocidevices.c: linux.devices ---- */
+/* The binds of the host nodes for c's devices (at most NSBOX_OCISPEC_DEVICES_MAX) into out,
+ * how many in *n; -1 with the reason for a device the floor refuses or the host lacks. */
+struct nsbox_rootfs_mount;
+int nsbox_ocidevices_mounts(const struct nsbox_ocispec *c, struct nsbox_rootfs_mount *out,
+                            size_t *n, struct nsbox_err *e);
+
 /* ---- ociconsole.c ---- */
 /* runc's console socket: connect to the unix socket at path and send one message, a non-empty
  * payload and exactly one descriptor (SCM_RIGHTS), the pty's master. */

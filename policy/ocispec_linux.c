@@ -1,9 +1,12 @@
-/* config.json's "linux" object, the parts about the container's cgroup: linux.resources
- * (memory, cpu and cpuset, pids, the device rules) and linux.cgroupsPath (ocispec.h). */
+/* config.json's "linux" object, the parts about the container's cgroup and devices:
+ * linux.resources (memory, cpu and cpuset, pids, the device rules), linux.cgroupsPath and
+ * linux.devices (ocispec.h). */
 #include "ocispec.h"
 #include "ocispec_impl.h"
 #include "ocicgroup.h"
 
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -109,6 +112,102 @@ static int parse_resources(const cJSON *lx, struct nsbox_ocispec *c, struct nsbo
     return parse_devices(res, c, e);
 }
 
+/* ---- linux.devices ---- */
+
+/* The character devices a container may be given: harmless to the host, and usable from a user
+ * namespace (fuse and tun act within the container's own mount and network namespaces). */
+static const struct {
+    int64_t major, minor;
+    const char *host;
+} safe_devices[] = {
+    {1, 3, "/dev/null"},   {1, 5, "/dev/zero"},    {1, 7, "/dev/full"},
+    {1, 8, "/dev/random"}, {1, 9, "/dev/urandom"}, {5, 0, "/dev/tty"},
+    {10, 229, "/dev/fuse"}, {10, 200, "/dev/net/tun"},
+};
+
+const char *nsbox_ocispec_device_host_path(int64_t major, int64_t minor)
+{
+    for (size_t i = 0; i < sizeof safe_devices / sizeof safe_devices[0]; i++)
+        if (safe_devices[i].major == major && safe_devices[i].minor == minor)
+            return safe_devices[i].host;
+    return NULL;
+}
+
+static int parse_device(const cJSON *it, struct nsbox_ocispec_device *d, struct nsbox_err *e)
+{
+    char type[4] = "";
+    if (!cJSON_IsObject(it))
+        return nsbox_ocispec_bad(e, "linux.devices", "each entry must be an object");
+    d->major = d->minor = -1;
+    if (nsbox_ocispec_get_str(it, "path", "linux.devices.path", d->path, sizeof d->path, true,
+                              e) < 0 ||
+        nsbox_ocispec_get_str(it, "type", "linux.devices.type", type, sizeof type, true, e) < 0 ||
+        nsbox_ocispec_get_int(it, "major", "linux.devices.major", 0, 4095, &d->major, e) < 0 ||
+        nsbox_ocispec_get_int(it, "minor", "linux.devices.minor", 0, 1048575, &d->minor, e) < 0)
+        return -1;
+    if (strlen(type) != 1 || !strchr("cubp", type[0]))
+        return nsbox_ocispec_bad(e, "linux.devices.type", "must be \"c\", \"u\", \"b\" or \"p\"");
+    d->type = type[0];
+    if (d->type != 'p' && (d->major < 0 || d->minor < 0))
+        return nsbox_ocispec_bad(e, "linux.devices", "a device needs its major and minor");
+    /* below /dev, one name per level: a device goes on the container's own /dev, never into
+     * the image nor through a '..' */
+    if (strncmp(d->path, "/dev/", 5) || strstr(d->path, "/../") || strstr(d->path, "/./") ||
+        strstr(d->path, "//") || d->path[strlen(d->path) - 1] == '/' ||
+        !strcmp(d->path + strlen(d->path) - 3, "/..") ||
+        !strcmp(d->path + strlen(d->path) - 2, "/."))
+        return nsbox_err_invalid(e, "config.json: key 'linux.devices.path': '%s' is not a path "
+                                    "below /dev (absolute, without . or ..)",
+                                 NSBOX_SHOW(d->path));
+    return 0;
+}
+
+static int parse_devices_list(const cJSON *lx, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(lx, "devices");
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsArray(v))
+        return nsbox_ocispec_bad(e, "linux.devices", "must be an array");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v) {
+        if (c->n_devices == NSBOX_OCISPEC_DEVICES_MAX)
+            return nsbox_ocispec_bad(e, "linux.devices", "more than 32 entries");
+        if (parse_device(it, &c->devices[c->n_devices++], e) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int nsbox_ocispec_check_devices(const struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    for (size_t i = 0; i < c->n_devices; i++) {
+        const struct nsbox_ocispec_device *d = &c->devices[i];
+        if (d->type == 'b')
+            return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                                 "linux.devices: %s is a block device (%" PRId64 ":%" PRId64
+                                 "): nsbox-oci gives a container no block device, since raw "
+                                 "access to a disk passes every file permission on it; mount "
+                                 "its filesystem on the host and bind the directory (mounts, "
+                                 "docker -v) instead of --device",
+                                 d->path, d->major, d->minor);
+        if (d->type == 'p')
+            return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOTSUP,
+                                 "linux.devices: %s is a fifo, which nsbox-oci does not make; "
+                                 "make it from the container's process (mkfifo)",
+                                 d->path);
+        if (!nsbox_ocispec_device_host_path(d->major, d->minor))
+            return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                                 "linux.devices: %s (c %" PRId64 ":%" PRId64 ") is not a "
+                                 "device nsbox-oci gives containers: only null, zero, full, "
+                                 "random, urandom, tty, fuse and net/tun are (the host's node "
+                                 "bound in; mknod is impossible in the container's user "
+                                 "namespace); drop --device for it",
+                                 d->path, d->major, d->minor);
+    }
+    return 0;
+}
+
 int nsbox_ocispec_parse_linux(const cJSON *lx, struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     if (nsbox_ocispec_get_str(lx, "cgroupsPath", "linux.cgroupsPath", c->cgroups_path,
@@ -120,5 +219,5 @@ int nsbox_ocispec_parse_linux(const cJSON *lx, struct nsbox_ocispec *c, struct n
     struct nsbox_ocicgroup_path p;
     if (nsbox_ocicgroup_parse(c->cgroups_path, false, &p, e) < 0)
         return -1;
-    return parse_resources(lx, c, e);
+    return parse_resources(lx, c, e) < 0 ? -1 : parse_devices_list(lx, c, e);
 }

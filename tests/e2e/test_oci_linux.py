@@ -2,7 +2,9 @@
 (docs/oci.md, "cgroupsPath"): the container's cgroup where the config names it, in the path
 form and in systemd's slice:prefix:name form (--systemd-cgroup), with the cpu quota, period and
 shares, memory and pids exactly as written, removed by delete; hostile paths refused at create,
-and a cgroup that holds processes never taken (its removal would kill them)."""
+and a cgroup that holds processes never taken (its removal would kill them). linux.devices
+(docs/oci.md, "linux.devices"): a device of the safe list usable inside, a block device and any
+other refused at create, and no way to make one inside."""
 import os
 import signal
 import subprocess
@@ -148,6 +150,61 @@ class CgroupsPath(BundleCase):
         with open(os.path.join(cg_dir("pids", path), "cgroup.procs")) as f:
             self.assertEqual(f.read().split(), [str(victim.pid)])
         victim.send_signal(signal.SIGKILL)
+
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class Devices(BundleCase):
+    TOOLS = BundleCase.TOOLS + ("dd", "wc", "test", "mknod", "ls")
+
+    def run_container(self, c):
+        self.write_config(c)
+        pid = self.create()
+        r = self.oci("start", "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0, self.output())
+        return self.output()
+
+    def refused(self, dev, why):
+        c = config(["true"])
+        c["linux"]["devices"] = [dev]
+        self.write_config(c)
+        r = self.oci("create", "--bundle", self.bundle, "c1")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(why, r.stderr.decode())
+        self.assertFalse(os.path.exists(os.path.join(self.root, "c1")))
+
+    def test_allowed_device_works_inside(self):
+        c = config(["sh", "-c", "test -c /dev/myzero && dd if=/dev/myzero bs=4 count=1 "
+                                "2>/dev/null | wc -c"])
+        c["linux"]["devices"] = [{"path": "/dev/myzero", "type": "c", "major": 1, "minor": 5,
+                                  "fileMode": 0o666, "uid": 0, "gid": 0}]
+        self.assertEqual(self.run_container(c).strip(), "4")
+
+    def test_block_device_refused(self):
+        self.refused({"path": "/dev/sda", "type": "b", "major": 8, "minor": 0}, "block device")
+
+    def test_other_device_refused(self):
+        # /dev/mem, the host's physical memory
+        self.refused({"path": "/dev/mem", "type": "c", "major": 1, "minor": 1},
+                     "not a device nsbox-oci gives")
+        self.refused({"path": "/etc/zero", "type": "c", "major": 1, "minor": 5}, "below /dev")
+        self.refused({"path": "/dev/../etc/zero", "type": "c", "major": 1, "minor": 5},
+                     "below /dev")
+
+    def test_no_device_can_be_made_inside(self):
+        # the attack a refused --device leaves: the container makes the node itself, with
+        # CAP_MKNOD in every set
+        caps = ["CAP_MKNOD", "CAP_CHOWN", "CAP_DAC_OVERRIDE"]
+        c = config(["sh", "-c", "mknod /tmp/sda b 8 0 && echo made; "
+                                "dd if=/tmp/sda bs=1 count=1 2>/dev/null && echo read; true"])
+        c["process"]["capabilities"] = {k: caps for k in
+                                        ("bounding", "effective", "permitted", "inheritable")}
+        c["mounts"].append({"destination": "/tmp", "type": "tmpfs", "source": "tmpfs"})
+        out = self.run_container(c)
+        self.assertIn("mknod: /tmp/sda: Operation not permitted", out)
+        self.assertNotIn("made", out)
+        self.assertNotIn("read", out)
 
 
 if __name__ == "__main__":
