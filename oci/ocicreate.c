@@ -119,7 +119,7 @@ static int load_config(const struct create_args *a, struct nsbox_ocispec *c,
     if (nsbox_ocispec_parse(text, strlen(text), c, e) < 0)
         return -1;
     if (nsbox_ocispec_check_floor(c, e) < 0 || nsbox_ocispec_check_namespaces(c, e) < 0 ||
-        nsbox_ocispec_check_devices(c, e) < 0)
+        nsbox_ocispec_check_devices(c, e) < 0 || nsbox_ocispec_check_sysctl(c, e) < 0)
         return -1;
     if (c->terminal && !a->console_socket)
         return nsbox_err_invalid(e, "process.terminal is true but no --console-socket was "
@@ -413,7 +413,9 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
     /* init's, which the workload it forks at start inherits */
     if (c->has_oom_score_adj && set_oom_score_adj(m->sb.pid, c->oom_score_adj, e) < 0)
         return -1;
-    return wait_ready(m, e);
+    if (wait_ready(m, e) < 0)
+        return -1;
+    return nsbox_ocisysctl_apply(m->sb.pid, c, e); /* before start: the workload sees them */
 }
 
 /* The monitor is the pid-file process: the pid callers take for the container. Docker's

@@ -170,6 +170,11 @@ struct nsbox_rootfs_mount;
 int nsbox_ocidevices_mounts(const struct nsbox_ocispec *c, struct nsbox_rootfs_mount *out,
                             size_t *n, struct nsbox_err *e);
 
+/* ---- ocisysctl.c: linux.sysctl ---- */
+/* Write c's sysctls (checked at create) in the network, ipc and uts namespaces of init, which
+ * waits at its start barrier; the first failure is the error, naming the key. */
+int nsbox_ocisysctl_apply(pid_t init, const struct nsbox_ocispec *c, struct nsbox_err *e);
+
 /* ---- ociconsole.c ---- */
 /* runc's console socket: connect to the unix socket at path and send one message, a non-empty
  * payload and exactly one descriptor (SCM_RIGHTS), the pty's master. */

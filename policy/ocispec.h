@@ -30,6 +30,7 @@
 #define NSBOX_OCISPEC_DEVRULES_MAX 64          /* linux.resources.devices */
 #define NSBOX_OCISPEC_CPUSET_MAX 128           /* linux.resources.cpu.cpus, .mems */
 #define NSBOX_OCISPEC_DEVICES_MAX 32 /* linux.devices */
+#define NSBOX_OCISPEC_SYSCTL_MAX 64  /* linux.sysctl: entries */
 /* The ids a process may have: those of nsbox's user namespace (policy/idmap.h). */
 #define NSBOX_OCISPEC_ID_MAX 65535u
 
@@ -111,6 +112,12 @@ struct nsbox_ocispec_devrule {
     char access[4];       /* a non-empty subset of "rwm" */
 };
 
+/* One linux.sysctl entry. */
+struct nsbox_ocispec_sysctl {
+    char key[128]; /* NSBOX_SYSCTL_KEY_MAX */
+    char value[256];
+};
+
 /* One linux.devices entry: a node the config asks for in the container. */
 struct nsbox_ocispec_device {
     char path[NSBOX_OCISPEC_MASK_PATH_MAX]; /* absolute, below /dev */
@@ -159,6 +166,8 @@ struct nsbox_ocispec {
     char cgroups_path[NSBOX_OCISPEC_PATH_MAX]; /* linux.cgroupsPath as written; "" none */
     size_t n_devices;
     struct nsbox_ocispec_device devices[NSBOX_OCISPEC_DEVICES_MAX]; /* linux.devices */
+    size_t n_sysctl;
+    struct nsbox_ocispec_sysctl sysctl[NSBOX_OCISPEC_SYSCTL_MAX]; /* linux.sysctl */
     bool has_seccomp;
     size_t n_masked, n_readonly; /* linux.maskedPaths, linux.readonlyPaths: absolute paths */
     char masked[NSBOX_OCISPEC_MASKS_MAX][NSBOX_OCISPEC_MASK_PATH_MAX];
@@ -200,6 +209,9 @@ int nsbox_ocispec_check_namespaces(const struct nsbox_ocispec *c, struct nsbox_e
  * random, urandom, tty, fuse, net/tun); a block device, a fifo, or any other device is refused
  * (NSBOX_E_POLICY) naming it, why and the way out. 0 when every entry may be given. */
 int nsbox_ocispec_check_devices(const struct nsbox_ocispec *c, struct nsbox_err *e);
+/* linux.sysctl: only keys of the container's own namespaces (policy/sysctl.h); a host-wide one
+ * (kernel.*, vm.*, ...) is refused (NSBOX_E_POLICY) naming it. 0 when all may be applied. */
+int nsbox_ocispec_check_sysctl(const struct nsbox_ocispec *c, struct nsbox_err *e);
 /* The host node nsbox-oci binds for a character device major:minor of that list; NULL when
  * it is not on it. */
 const char *nsbox_ocispec_device_host_path(int64_t major, int64_t minor);

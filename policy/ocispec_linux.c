@@ -4,6 +4,7 @@
 #include "ocispec.h"
 #include "ocispec_impl.h"
 #include "ocicgroup.h"
+#include "sysctl.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -208,6 +209,49 @@ int nsbox_ocispec_check_devices(const struct nsbox_ocispec *c, struct nsbox_err 
     return 0;
 }
 
+/* ---- linux.sysctl ---- */
+
+/* An object of strings; each key well formed (its namespace is checked at create). */
+static int parse_sysctl(const cJSON *lx, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(lx, "sysctl");
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsObject(v))
+        return nsbox_ocispec_bad(e, "linux.sysctl", "must be an object of strings");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v)
+    {
+        if (!cJSON_IsString(it) || !it->valuestring)
+            return nsbox_ocispec_bad(e, "linux.sysctl", "must be an object of strings");
+        if (c->n_sysctl == NSBOX_OCISPEC_SYSCTL_MAX)
+            return nsbox_ocispec_bad(e, "linux.sysctl", "more than 64 entries");
+        struct nsbox_ocispec_sysctl *s = &c->sysctl[c->n_sysctl];
+        struct nsbox_err ignored;
+        if (nsbox_sysctl_check(it->string, &ignored) < 0 && ignored.code == NSBOX_E_INVALID) {
+            *e = ignored;
+            return -1;
+        }
+        if (strlen(it->valuestring) >= sizeof s->value || strchr(it->valuestring, '\n'))
+            return nsbox_err_invalid(e,
+                                     "config.json: key 'linux.sysctl': the value of %s is "
+                                     "longer than 255 bytes or has a newline",
+                                     it->string);
+        snprintf(s->key, sizeof s->key, "%s", it->string);
+        snprintf(s->value, sizeof s->value, "%s", it->valuestring);
+        c->n_sysctl++;
+    }
+    return 0;
+}
+
+int nsbox_ocispec_check_sysctl(const struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    for (size_t i = 0; i < c->n_sysctl; i++)
+        if (nsbox_sysctl_check(c->sysctl[i].key, e) < 0)
+            return -1;
+    return 0;
+}
+
 int nsbox_ocispec_parse_linux(const cJSON *lx, struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     if (nsbox_ocispec_get_str(lx, "cgroupsPath", "linux.cgroupsPath", c->cgroups_path,
@@ -219,5 +263,7 @@ int nsbox_ocispec_parse_linux(const cJSON *lx, struct nsbox_ocispec *c, struct n
     struct nsbox_ocicgroup_path p;
     if (nsbox_ocicgroup_parse(c->cgroups_path, false, &p, e) < 0)
         return -1;
-    return parse_resources(lx, c, e) < 0 ? -1 : parse_devices_list(lx, c, e);
+    if (parse_resources(lx, c, e) < 0 || parse_devices_list(lx, c, e) < 0)
+        return -1;
+    return parse_sysctl(lx, c, e);
 }

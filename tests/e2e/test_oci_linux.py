@@ -4,7 +4,9 @@ form and in systemd's slice:prefix:name form (--systemd-cgroup), with the cpu qu
 shares, memory and pids exactly as written, removed by delete; hostile paths refused at create,
 and a cgroup that holds processes never taken (its removal would kill them). linux.devices
 (docs/oci.md, "linux.devices"): a device of the safe list usable inside, a block device and any
-other refused at create, and no way to make one inside."""
+other refused at create, and no way to make one inside. linux.sysctl (docs/oci.md,
+"linux.sysctl"): the network, ipc and uts namespaces' keys applied inside before the process
+starts, with the host's values unchanged; a host-wide key refused at create."""
 import os
 import signal
 import subprocess
@@ -205,6 +207,58 @@ class Devices(BundleCase):
         self.assertIn("mknod: /tmp/sda: Operation not permitted", out)
         self.assertNotIn("made", out)
         self.assertNotIn("read", out)
+
+
+
+def host_sysctl(path):
+    with open("/proc/sys/" + path) as f:
+        return f.read().strip()
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class Sysctl(BundleCase):
+    KEYS = {"net.ipv4.ip_unprivileged_port_start": ("net/ipv4/ip_unprivileged_port_start", "81"),
+            "kernel.shmmni": ("kernel/shmmni", "1234"),
+            "fs.mqueue.msg_max": ("fs/mqueue/msg_max", "17"),
+            "kernel.domainname": ("kernel/domainname", "nsbox.test")}
+
+    def test_namespaced_keys_applied_inside_only(self):
+        before = {k: host_sysctl(p) for k, (p, _) in self.KEYS.items()}
+        for k, (_, v) in self.KEYS.items():
+            self.assertNotEqual(before[k], v, k)  # a value the container could not inherit
+        paths = " ".join("/proc/sys/" + p for p, _ in self.KEYS.values())
+        c = config(["cat"] + ["/proc/sys/" + p for p, _ in self.KEYS.values()])
+        c["linux"]["sysctl"] = {k: v for k, (_, v) in self.KEYS.items()}
+        c["linux"]["namespaces"].append({"type": "user"})
+        self.write_config(c)
+        pid = self.create()
+        r = self.oci("start", "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0, self.output())
+        self.assertEqual(self.output().split("\n")[:4], [v for _, v in self.KEYS.values()],
+                         paths)
+        self.assertEqual({k: host_sysctl(p) for k, (p, _) in self.KEYS.items()}, before)
+
+    def test_host_wide_key_refused(self):
+        for key, path in (("kernel.panic", "kernel/panic"), ("vm.swappiness", "vm/swappiness")):
+            before = host_sysctl(path)
+            c = config(["true"])
+            c["linux"]["sysctl"] = {key: "42" if before != "42" else "43"}
+            self.write_config(c)
+            r = self.oci("create", "--bundle", self.bundle, "c1")
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn(f"{key} is not in a namespace of the container's own",
+                          r.stderr.decode())
+            self.assertEqual(host_sysctl(path), before)
+            self.assertFalse(os.path.exists(os.path.join(self.root, "c1")))
+
+    def test_malformed_key_refused(self):
+        c = config(["true"])
+        c["linux"]["sysctl"] = {"net/../../kernel/panic": "1"}
+        self.write_config(c)
+        r = self.oci("create", "--bundle", self.bundle, "c1")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("is not a sysctl name", r.stderr.decode())
 
 
 if __name__ == "__main__":
