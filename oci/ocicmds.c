@@ -212,6 +212,11 @@ int nsbox_ocicmds_delete(const struct nsbox_ocirt *g, int argc, char **argv,
     struct nsbox_err he = {0};
     if (nsbox_ocihooks_run(g, &s, NSBOX_OCI_HOOK_POSTSTOP, NSBOX_OCI_STOPPED, &he) < 0)
         fprintf(stderr, "nsbox-oci: warning: %s\n", he.msg);
+    /* the cgroup at the config's cgroupsPath, when a killed monitor could not remove it */
+    char dir[PATH_MAX];
+    if (nsbox_ocistate_dir(g, s.id, dir, sizeof dir, &he) == 0 &&
+        nsbox_ociplace_remove(dir, &he) < 0)
+        fprintf(stderr, "nsbox-oci: warning: %s\n", he.msg);
     return nsbox_ocistate_remove(g, s.id, e) < 0 ? 1 : 0;
 }
 

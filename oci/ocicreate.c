@@ -393,7 +393,8 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
     m->sb.readonly = readonly;
     m->sb.n_readonly = c->n_readonly;
     m->sb.cg_place = cg_place;
-    if (nsbox_sandbox_prepare(&m->sb, s, c->args, c->cwd, e) < 0)
+    if (nsbox_sandbox_prepare(&m->sb, s, c->args, c->cwd, e) < 0 ||
+        (cg_place && nsbox_ociplace_save(m->dir, &m->sb.cg, e) < 0))
         return -1;
     apply_process(&m->sb.L, c);
     if (c->hostname[0] && strlen(c->hostname) < sizeof m->sb.L.hostname)

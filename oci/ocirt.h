@@ -162,6 +162,14 @@ struct nsbox_spec;
 int nsbox_ociplace_build(const struct nsbox_ocirt *g, const struct nsbox_ocispec *c,
                          const struct nsbox_spec *s, const struct nsbox_cgroup_place **out,
                          struct nsbox_err *e);
+/* <state dir>/cgroups: the directories of a placed cgroup, one a line (the monitor writes it
+ * once the cgroup is made; delete removes what the monitor could not, with rmdir only: the
+ * kernel refuses a cgroup that still holds processes). */
+#define NSBOX_OCI_CGROUPS_FILE "cgroups"
+struct nsbox_cgroup;
+int nsbox_ociplace_save(const char *dir, const struct nsbox_cgroup *cg, struct nsbox_err *e);
+/* rmdir each directory of <dir>/cgroups (none: 0); the first that stays is the error. */
+int nsbox_ociplace_remove(const char *dir, struct nsbox_err *e);
 
 /* ---- ocidevices.c: linux.devices ---- */
 /* The binds of the host nodes for c's devices (at most NSBOX_OCISPEC_DEVICES_MAX) into out,

@@ -13,6 +13,7 @@ import subprocess
 import unittest
 import uuid
 
+from nsbox_test import wait_for
 from oci_bundle import OCI, BundleCase, config, require_runtime
 
 CG = "/sys/fs/cgroup"
@@ -83,6 +84,23 @@ class CgroupsPath(BundleCase):
         r = self.oci("delete", "--force", "c1")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertFalse(os.path.exists(cg_dir("pids", path)))
+
+    def test_delete_removes_what_a_killed_monitor_left(self):
+        path = self.top + "/ctr"
+        c = config(["sleep", "60"])
+        c["linux"]["cgroupsPath"] = path
+        self.write_config(c)
+        monitor = self.create()
+        os.kill(monitor, signal.SIGKILL)  # init goes with it, the cgroup stays
+        self.wait(monitor)
+        self.assertTrue(os.path.exists(cg_dir("pids", path)))
+        # init's death (its parent-death signal) empties the cgroup
+        procs = os.path.join(cg_dir("pids", path), "cgroup.procs")
+        self.assertTrue(wait_for(lambda: not open(procs).read().strip()))
+        r = self.oci("delete", "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(os.path.exists(cg_dir("pids", path)))
+        self.assertFalse(os.path.exists(cg_dir("memory", path)))
 
     def test_relative_path_is_below_the_runtimes_cgroup(self):
         rel = self.top.lstrip("/") + "/ctr"
