@@ -5,23 +5,11 @@
 
 #include "cgroup_fake.h"
 
+/* make_v2's tree, whose root enables nothing yet and whose caller may enable cpuset too */
 static void make_v2_tree(void)
 {
-    g_version = 2;
-    wfile(g_self, "0::/user.slice/u.scope\n");
-    char p[PATH_MAX], own[PATH_MAX];
-    pj(p, g_root, "user.slice");
-    assert_int_equal(mkdir(p, 0755), 0);
-    pj(own, p, "u.scope");
-    assert_int_equal(mkdir(own, 0755), 0);
-    mkfile_in(g_root, "cgroup.controllers", "cpuset cpu io memory hugetlb pids\n");
+    make_v2("cpuset cpu io memory pids\n", "");
     mkfile_in(g_root, "cgroup.subtree_control", "");
-    mkfile_in(own, "cgroup.controllers", "cpuset cpu io memory pids\n");
-    mkfile_in(own, "cgroup.subtree_control", "");
-    mkfile_in(own, "cgroup.procs", "");
-    mkfile_in(own, "cgroup.freeze", "0\n");
-    mkfile_in(own, "memory.swap.max", "max\n");
-    nsbox_cgroup_set_sys(&g_fake);
 }
 
 static const struct nsbox_cgroup_place k_place = {
