@@ -56,9 +56,12 @@ def rmdir_all(top):
 @unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
 class CgroupsPath(BundleCase):
     def setUp(self):
+        # registered first, so run last: after BundleCase has deleted the containers
+        self.cg_tops = []
+        self.addCleanup(lambda: [rmdir_all(t) for t in self.cg_tops])
         super().setUp()
         self.top = "/nsbox-test-" + uuid.uuid4().hex[:8]
-        self.addCleanup(rmdir_all, self.top)
+        self.cg_tops.append(self.top)
 
     def test_path_form_limits_exact(self):
         path = self.top + "/ctr"
@@ -115,12 +118,12 @@ class CgroupsPath(BundleCase):
             mine = [ln.split(":", 2)[2].strip() for ln in f
                     if (ln.split(":")[1] == "" if V2 else "pids" in ln.split(":")[1].split(","))]
         self.assertEqual(mine[0], os.path.join(own[0], rel))
-        self.addCleanup(rmdir_all, os.path.join(own[0], self.top.lstrip("/")))
+        self.cg_tops.append(os.path.join(own[0], self.top.lstrip("/")))
         self.assertEqual(read("pids", mine[0], "pids.max"), "64")
 
     def test_systemd_form(self):
         slice_ = self.top.lstrip("/").replace("-", "") + ".slice"
-        self.addCleanup(rmdir_all, "/" + slice_)
+        self.cg_tops.append("/" + slice_)
         c = config(["sleep", "60"])
         c["linux"]["cgroupsPath"] = f"{slice_}:nsbox:abc"
         self.write_config(c)
