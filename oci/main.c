@@ -64,7 +64,8 @@ static void usage(void)
 {
     printf("usage: nsbox-oci [--root DIR] [--log FILE] [--log-format text|json] "
            "COMMAND ...\n"
-           "       (and runc's --systemd-cgroup, --debug: accepted)\n"
+           "       --systemd-cgroup: linux.cgroupsPath is systemd's slice:prefix:name\n"
+           "       (and runc's --debug: accepted)\n"
            "       nsbox-oci --version\n\n"
            "  create --bundle DIR [--pid-file FILE] [--console-socket S] ID\n"
            "                                               set up, the process waits for start\n"
@@ -107,11 +108,13 @@ static int parse_globals(struct nsbox_ocirt *g, int argc, char **argv, struct ns
             g->log_json = !strcmp(val, "json");
         else if (!strcmp(name, "--debug"))
             g->debug = true;
+        else if (!strcmp(name, "--systemd-cgroup"))
+            g->systemd_cgroup = true;
         else if (!strcmp(name, "--version") || !strcmp(name, "-v"))
             return -2;
         else if (!strcmp(name, "--help") || !strcmp(name, "-h"))
             return -3;
-        else if (!takes && strcmp(name, "--systemd-cgroup"))
+        else if (!takes)
             return nsbox_err_invalid(e, "unknown global option %s", NSBOX_SHOW(name));
     }
     return i;

@@ -212,6 +212,11 @@ int nsbox_ocicmds_delete(const struct nsbox_ocirt *g, int argc, char **argv,
     struct nsbox_err he = {0};
     if (nsbox_ocihooks_run(g, &s, NSBOX_OCI_HOOK_POSTSTOP, NSBOX_OCI_STOPPED, &he) < 0)
         fprintf(stderr, "nsbox-oci: warning: %s\n", he.msg);
+    /* the cgroup at the config's cgroupsPath, when a killed monitor could not remove it */
+    char dir[PATH_MAX];
+    if (nsbox_ocistate_dir(g, s.id, dir, sizeof dir, &he) == 0 &&
+        nsbox_ociplace_remove(dir, &he) < 0)
+        fprintf(stderr, "nsbox-oci: warning: %s\n", he.msg);
     return nsbox_ocistate_remove(g, s.id, e) < 0 ? 1 : 0;
 }
 
@@ -269,7 +274,8 @@ static cJSON *str_array(const char *const *v, size_t n)
 /* What runc's `features` reports, limited to what nsbox-oci really does with a config: no
  * hooks, no mount options (config mounts are not honoured), every namespace (each sandbox gets
  * all of them new; none can be joined), no capabilities (all are dropped), cgroup v1 and v2
- * (nsbox places its own, not through systemd), no config seccomp (nsbox's profile always). */
+ * and systemd's cgroupsPath form (the unit's cgroup made through cgroupfs), no config seccomp
+ * (nsbox's profile always). */
 /* What a config may name, from the parser's own tables: the mount options, the capabilities
  * but CAP_SYS_ADMIN and CAP_SYS_MODULE (refused as a privileged container). */
 static cJSON *known_names(bool caps)
@@ -305,7 +311,7 @@ int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv,
         !cJSON_AddItemToObject(linux_, "capabilities", known_names(true)) ||
         !(cg = cJSON_AddObjectToObject(linux_, "cgroup")) ||
         !cJSON_AddBoolToObject(cg, "v1", true) || !cJSON_AddBoolToObject(cg, "v2", true) ||
-        !cJSON_AddBoolToObject(cg, "systemd", false) ||
+        !cJSON_AddBoolToObject(cg, "systemd", true) ||
         !cJSON_AddBoolToObject(cg, "systemdUser", false) ||
         !(sc = cJSON_AddObjectToObject(linux_, "seccomp")) ||
         !cJSON_AddBoolToObject(sc, "enabled", false) ||

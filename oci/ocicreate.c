@@ -118,7 +118,8 @@ static int load_config(const struct create_args *a, struct nsbox_ocispec *c,
         return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "%s does not exist", path);
     if (nsbox_ocispec_parse(text, strlen(text), c, e) < 0)
         return -1;
-    if (nsbox_ocispec_check_floor(c, e) < 0 || nsbox_ocispec_check_namespaces(c, e) < 0)
+    if (nsbox_ocispec_check_floor(c, e) < 0 || nsbox_ocispec_check_namespaces(c, e) < 0 ||
+        nsbox_ocispec_check_devices(c, e) < 0 || nsbox_ocispec_check_sysctl(c, e) < 0)
         return -1;
     if (c->terminal && !a->console_socket)
         return nsbox_err_invalid(e, "process.terminal is true but no --console-socket was "
@@ -128,6 +129,9 @@ static int load_config(const struct create_args *a, struct nsbox_ocispec *c,
 }
 
 /* ---- the monitor ---------------------------------------------------------------------------- */
+
+/* The bundle's cgroupsPath and limits (ociplace.c); NULL: nsbox places the cgroup. */
+static const struct nsbox_cgroup_place *cg_place;
 
 struct monitor {
     struct nsbox_sandbox sb;
@@ -370,10 +374,12 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
     m->sfd = signalfd(-1, &mask, SFD_CLOEXEC);
     if (m->sfd < 0)
         return nsbox_err_sys(e, "signalfd");
-    static struct nsbox_rootfs_mount mounts[NSBOX_OCISPEC_MOUNTS_MAX];
+    static struct nsbox_rootfs_mount mounts[NSBOX_OCISPEC_MOUNTS_MAX + NSBOX_OCISPEC_DEVICES_MAX];
     static struct nsbox_ocispec_mount_opts opts[NSBOX_OCISPEC_MOUNTS_MAX];
+    size_t n_dev = 0; /* linux.devices: binds after the config's mounts (ocidevices.c) */
     if (config_mounts(c, mounts, opts, e) < 0 ||
-        bundle_mount_points(s->image, mounts, c->n_mounts, e) < 0)
+        bundle_mount_points(s->image, mounts, c->n_mounts, e) < 0 ||
+        nsbox_ocidevices_mounts(c, mounts + c->n_mounts, &n_dev, e) < 0)
         return -1;
     static const char *masked[NSBOX_OCISPEC_MASKS_MAX], *readonly[NSBOX_OCISPEC_MASKS_MAX];
     for (size_t i = 0; i < c->n_masked; i++)
@@ -381,12 +387,14 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
     for (size_t i = 0; i < c->n_readonly; i++)
         readonly[i] = c->readonly[i];
     m->sb.mounts = mounts;
-    m->sb.n_mounts = c->n_mounts;
+    m->sb.n_mounts = c->n_mounts + n_dev;
     m->sb.masked = masked;
     m->sb.n_masked = c->n_masked;
     m->sb.readonly = readonly;
     m->sb.n_readonly = c->n_readonly;
-    if (nsbox_sandbox_prepare(&m->sb, s, c->args, c->cwd, e) < 0)
+    m->sb.cg_place = cg_place;
+    if (nsbox_sandbox_prepare(&m->sb, s, c->args, c->cwd, e) < 0 ||
+        (cg_place && nsbox_ociplace_save(m->dir, &m->sb.cg, e) < 0))
         return -1;
     apply_process(&m->sb.L, c);
     if (c->hostname[0] && strlen(c->hostname) < sizeof m->sb.L.hostname)
@@ -406,7 +414,9 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
     /* init's, which the workload it forks at start inherits */
     if (c->has_oom_score_adj && set_oom_score_adj(m->sb.pid, c->oom_score_adj, e) < 0)
         return -1;
-    return wait_ready(m, e);
+    if (wait_ready(m, e) < 0)
+        return -1;
+    return nsbox_ocisysctl_apply(m->sb.pid, c, e); /* before start: the workload sees them */
 }
 
 /* The monitor is the pid-file process: the pid callers take for the container. Docker's
@@ -590,6 +600,7 @@ int nsbox_ocicreate_create(const struct nsbox_ocirt *g, int argc, char **argv,
     nsbox_spec_init(&s);
     char dir[PATH_MAX];
     if (load_config(&a, &c, e) < 0 || build_spec(&a, &c, &s, e) < 0 ||
+        nsbox_ociplace_build(g, &c, &s, &cg_place, e) < 0 ||
         make_state_dir(g, a.id, dir, sizeof dir, e) < 0)
         return 1;
     if (write_annotations(dir, c.annotations, e) < 0 ||

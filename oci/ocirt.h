@@ -20,6 +20,7 @@ struct nsbox_ocirt {
     const char *log;     /* --log FILE, or NULL: errors go to stderr */
     bool log_json;       /* --log-format json */
     bool debug;
+    bool systemd_cgroup; /* --systemd-cgroup: cgroupsPath is systemd's slice:prefix:name */
 };
 
 enum nsbox_ocistate_status {
@@ -149,6 +150,38 @@ void nsbox_ocimon_events(struct nsbox_ocimon *m, const struct pollfd *pf, size_t
 void nsbox_ocimon_finish(struct nsbox_ocimon *m);
 /* A control request whose name (peeked) is one of ours: served (fd is taken), true. */
 bool nsbox_ocimon_ctl(struct nsbox_ocimon *m, int fd, const char *op);
+
+/* ---- ociplace.c: the container's cgroup as the bundle places and limits it ---- */
+/* The placement of config c (its linux.cgroupsPath, in the form --systemd-cgroup says) with
+ * its limits exactly as written, over spec s's memory and pids when the config has none (the
+ * floor); NULL in *out when the config has no cgroupsPath (nsbox places the cgroup, with s's
+ * limits). -1 with the reason for a hostile or malformed path. */
+struct nsbox_cgroup_place;
+struct nsbox_ocispec;
+struct nsbox_spec;
+int nsbox_ociplace_build(const struct nsbox_ocirt *g, const struct nsbox_ocispec *c,
+                         const struct nsbox_spec *s, const struct nsbox_cgroup_place **out,
+                         struct nsbox_err *e);
+/* <state dir>/cgroups: the directories of a placed cgroup, one a line (the monitor writes it
+ * once the cgroup is made; delete removes what the monitor could not, with rmdir only: the
+ * kernel refuses a cgroup that still holds processes). */
+#define NSBOX_OCI_CGROUPS_FILE "cgroups"
+struct nsbox_cgroup;
+int nsbox_ociplace_save(const char *dir, const struct nsbox_cgroup *cg, struct nsbox_err *e);
+/* rmdir each directory of <dir>/cgroups (none: 0); the first that stays is the error. */
+int nsbox_ociplace_remove(const char *dir, struct nsbox_err *e);
+
+/* ---- ocidevices.c: linux.devices ---- */
+/* The binds of the host nodes for c's devices (at most NSBOX_OCISPEC_DEVICES_MAX) into out,
+ * how many in *n; -1 with the reason for a device the floor refuses or the host lacks. */
+struct nsbox_rootfs_mount;
+int nsbox_ocidevices_mounts(const struct nsbox_ocispec *c, struct nsbox_rootfs_mount *out,
+                            size_t *n, struct nsbox_err *e);
+
+/* ---- ocisysctl.c: linux.sysctl ---- */
+/* Write c's sysctls (checked at create) in the network, ipc and uts namespaces of init, which
+ * waits at its start barrier; the first failure is the error, naming the key. */
+int nsbox_ocisysctl_apply(pid_t init, const struct nsbox_ocispec *c, struct nsbox_err *e);
 
 /* ---- ociconsole.c ---- */
 /* runc's console socket: connect to the unix socket at path and send one message, a non-empty

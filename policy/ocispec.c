@@ -1,5 +1,6 @@
 /* config.json of an OCI bundle, read into struct nsbox_ocispec (ocispec.h). */
 #include "ocispec.h"
+#include "ocispec_impl.h"
 #include "cleanup.h"
 #include "cleanup_cjson.h"
 
@@ -65,20 +66,20 @@ void nsbox_ocispec_free(struct nsbox_ocispec *c)
     nsbox_ocispec_hooks_free(&c->hooks);
 }
 
-static int bad(struct nsbox_err *e, const char *key, const char *what)
+int nsbox_ocispec_bad(struct nsbox_err *e, const char *key, const char *what)
 {
     return nsbox_err_invalid(e, "config.json: key '%s': %s", key, what);
 }
 
 /* A string member of obj into out (n bytes); absent is fine unless required. */
-static int get_str(const cJSON *obj, const char *name, const char *key, char *out, size_t n,
-                   bool required, struct nsbox_err *e)
+int nsbox_ocispec_get_str(const cJSON *obj, const char *name, const char *key, char *out, size_t n,
+                          bool required, struct nsbox_err *e)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
     if (!v)
-        return required ? bad(e, key, "missing") : 0;
+        return required ? nsbox_ocispec_bad(e, key, "missing") : 0;
     if (!cJSON_IsString(v) || !v->valuestring)
-        return bad(e, key, "must be a string");
+        return nsbox_ocispec_bad(e, key, "must be a string");
     size_t len = strlen(v->valuestring);
     if (len >= n)
         return nsbox_err_invalid(e, "config.json: key '%s': longer than %zu bytes", key, n - 1);
@@ -86,22 +87,22 @@ static int get_str(const cJSON *obj, const char *name, const char *key, char *ou
     return 0;
 }
 
-static int get_bool(const cJSON *obj, const char *name, const char *key, bool *out,
-                    struct nsbox_err *e)
+int nsbox_ocispec_get_bool(const cJSON *obj, const char *name, const char *key, bool *out,
+                           struct nsbox_err *e)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
     if (!v)
         return 0;
     if (!cJSON_IsBool(v))
-        return bad(e, key, "must be true or false");
+        return nsbox_ocispec_bad(e, key, "must be true or false");
     *out = cJSON_IsTrue(v);
     return 0;
 }
 
 /* An integer member in [lo, hi]; absent leaves *out. JSON numbers are doubles: beyond 2^53
  * they are not exact, so the range check is done on the double before the conversion. */
-static int get_int(const cJSON *obj, const char *name, const char *key, double lo, double hi,
-                   int64_t *out, struct nsbox_err *e)
+int nsbox_ocispec_get_int(const cJSON *obj, const char *name, const char *key, double lo, double hi,
+                          int64_t *out, struct nsbox_err *e)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
     if (!v || cJSON_IsNull(v))
@@ -114,30 +115,30 @@ static int get_int(const cJSON *obj, const char *name, const char *key, double l
     return 0;
 }
 
-static const cJSON *get_obj(const cJSON *obj, const char *name, const char *key, int *r,
-                            struct nsbox_err *e)
+const cJSON *nsbox_ocispec_get_obj(const cJSON *obj, const char *name, const char *key, int *r,
+                                   struct nsbox_err *e)
 {
     const cJSON *v = obj ? cJSON_GetObjectItemCaseSensitive(obj, name) : NULL;
     *r = 0;
     if (v && !cJSON_IsObject(v)) {
-        *r = bad(e, key, "must be an object");
+        *r = nsbox_ocispec_bad(e, key, "must be an object");
         return NULL;
     }
     return v;
 }
 
 /* An array of strings, each shorter than NSBOX_OCISPEC_STR_MAX. */
-static int check_str_array(const cJSON *v, const char *key, size_t max, struct nsbox_err *e)
+int nsbox_ocispec_check_str_array(const cJSON *v, const char *key, size_t max, struct nsbox_err *e)
 {
     if (!cJSON_IsArray(v))
-        return bad(e, key, "must be an array of strings");
+        return nsbox_ocispec_bad(e, key, "must be an array of strings");
     size_t n = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, v) {
         if (!cJSON_IsString(it) || !it->valuestring)
-            return bad(e, key, "must be an array of strings");
+            return nsbox_ocispec_bad(e, key, "must be an array of strings");
         if (strlen(it->valuestring) >= NSBOX_OCISPEC_STR_MAX)
-            return bad(e, key, "an entry is too long");
+            return nsbox_ocispec_bad(e, key, "an entry is too long");
         if (++n > max)
             return nsbox_err_invalid(e, "config.json: key '%s': more than %zu entries", key, max);
     }
@@ -148,8 +149,8 @@ static int parse_args(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_e
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(proc, "args");
     if (!v || !cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0)
-        return bad(e, "process.args", "must be a non-empty array of strings");
-    if (check_str_array(v, "process.args", NSBOX_OCISPEC_ARGS_MAX, e) < 0)
+        return nsbox_ocispec_bad(e, "process.args", "must be a non-empty array of strings");
+    if (nsbox_ocispec_check_str_array(v, "process.args", NSBOX_OCISPEC_ARGS_MAX, e) < 0)
         return -1;
     size_t n = (size_t)cJSON_GetArraySize(v);
     c->args = calloc(n + 1, sizeof *c->args);
@@ -162,7 +163,7 @@ static int parse_args(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_e
         c->n_args++;
     }
     if (!c->args[0][0])
-        return bad(e, "process.args", "the command is empty");
+        return nsbox_ocispec_bad(e, "process.args", "the command is empty");
     return 0;
 }
 
@@ -171,7 +172,7 @@ static int parse_env(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_er
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(proc, "env");
     if (!v || cJSON_IsNull(v))
         return 0;
-    if (check_str_array(v, "process.env", NSBOX_OCISPEC_ENV_MAX, e) < 0)
+    if (nsbox_ocispec_check_str_array(v, "process.env", NSBOX_OCISPEC_ENV_MAX, e) < 0)
         return -1;
     const cJSON *it;
     cJSON_ArrayForEach(it, v) {
@@ -323,7 +324,7 @@ int nsbox_ocispec_cap_number(const char *name)
 static int parse_caps(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     int r;
-    const cJSON *caps = get_obj(proc, "capabilities", "process.capabilities", &r, e);
+    const cJSON *caps = nsbox_ocispec_get_obj(proc, "capabilities", "process.capabilities", &r, e);
     if (r < 0 || !caps)
         return r;
     static const char *const sets[] = {[NSBOX_OCI_CAPS_BOUNDING] = "bounding",
@@ -337,7 +338,7 @@ static int parse_caps(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_e
             continue;
         char key[64];
         snprintf(key, sizeof key, "process.capabilities.%s", sets[i]);
-        if (check_str_array(v, key, 64, e) < 0)
+        if (nsbox_ocispec_check_str_array(v, key, 64, e) < 0)
             return -1;
         const cJSON *it;
         cJSON_ArrayForEach(it, v)
@@ -357,20 +358,20 @@ static int parse_caps(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_e
 static int parse_user(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     int r;
-    const cJSON *user = get_obj(proc, "user", "process.user", &r, e);
+    const cJSON *user = nsbox_ocispec_get_obj(proc, "user", "process.user", &r, e);
     if (r < 0 || !user)
         return r;
     int64_t uid = 0, gid = 0, umask = -1;
-    if (get_int(user, "uid", "process.user.uid", 0, 4294967294.0, &uid, e) < 0 ||
-        get_int(user, "gid", "process.user.gid", 0, 4294967294.0, &gid, e) < 0 ||
-        get_int(user, "umask", "process.user.umask", 0, 0777, &umask, e) < 0)
+    if (nsbox_ocispec_get_int(user, "uid", "process.user.uid", 0, 4294967294.0, &uid, e) < 0 ||
+        nsbox_ocispec_get_int(user, "gid", "process.user.gid", 0, 4294967294.0, &gid, e) < 0 ||
+        nsbox_ocispec_get_int(user, "umask", "process.user.umask", 0, 0777, &umask, e) < 0)
         return -1;
     c->uid = (uint32_t)uid, c->gid = (uint32_t)gid, c->umask = (int)umask;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(user, "additionalGids");
     if (!v || cJSON_IsNull(v))
         return 0;
     if (!cJSON_IsArray(v))
-        return bad(e, "process.user.additionalGids", "must be an array of integers");
+        return nsbox_ocispec_bad(e, "process.user.additionalGids", "must be an array of integers");
     const cJSON *it;
     cJSON_ArrayForEach(it, v)
     {
@@ -381,7 +382,8 @@ static int parse_user(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_e
                                      NSBOX_OCISPEC_GROUPS_MAX);
         if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 4294967294.0 ||
             (double)(int64_t)it->valuedouble != it->valuedouble)
-            return bad(e, "process.user.additionalGids", "must be an array of integers");
+            return nsbox_ocispec_bad(e, "process.user.additionalGids",
+                                     "must be an array of integers");
         c->groups[c->n_groups++] = (uint32_t)it->valuedouble;
     }
     return 0;
@@ -414,13 +416,13 @@ static int parse_rlimit(const cJSON *it, struct nsbox_ocispec *c, struct nsbox_e
     char type[32];
     int64_t soft = -1, hard = -1;
     if (!cJSON_IsObject(it))
-        return bad(e, "process.rlimits", "each entry must be an object");
-    if (get_str(it, "type", "process.rlimits.type", type, sizeof type, true, e) < 0 ||
-        get_int(it, "soft", "process.rlimits.soft", 0, 1.8e19, &soft, e) < 0 ||
-        get_int(it, "hard", "process.rlimits.hard", 0, 1.8e19, &hard, e) < 0)
+        return nsbox_ocispec_bad(e, "process.rlimits", "each entry must be an object");
+    if (nsbox_ocispec_get_str(it, "type", "process.rlimits.type", type, sizeof type, true, e) < 0 ||
+        nsbox_ocispec_get_int(it, "soft", "process.rlimits.soft", 0, 1.8e19, &soft, e) < 0 ||
+        nsbox_ocispec_get_int(it, "hard", "process.rlimits.hard", 0, 1.8e19, &hard, e) < 0)
         return -1;
     if (soft < 0 || hard < 0)
-        return bad(e, "process.rlimits", "each entry needs 'soft' and 'hard'");
+        return nsbox_ocispec_bad(e, "process.rlimits", "each entry needs 'soft' and 'hard'");
     if (soft > hard)
         return nsbox_err_invalid(e,
                                  "config.json: key 'process.rlimits': %s: soft limit above "
@@ -449,12 +451,12 @@ static int parse_rlimits(const cJSON *proc, struct nsbox_ocispec *c, struct nsbo
     if (!v || cJSON_IsNull(v))
         return 0;
     if (!cJSON_IsArray(v))
-        return bad(e, "process.rlimits", "must be an array");
+        return nsbox_ocispec_bad(e, "process.rlimits", "must be an array");
     const cJSON *it;
     cJSON_ArrayForEach(it, v)
     {
         if (c->n_rlimits == NSBOX_OCISPEC_RLIMITS_MAX)
-            return bad(e, "process.rlimits", "too many entries");
+            return nsbox_ocispec_bad(e, "process.rlimits", "too many entries");
         if (parse_rlimit(it, c, e) < 0)
             return -1;
     }
@@ -464,22 +466,22 @@ static int parse_rlimits(const cJSON *proc, struct nsbox_ocispec *c, struct nsbo
 static int parse_process(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     int r;
-    const cJSON *proc = get_obj(root, "process", "process", &r, e);
+    const cJSON *proc = nsbox_ocispec_get_obj(root, "process", "process", &r, e);
     if (r < 0)
         return -1;
     if (!proc)
-        return bad(e, "process", "missing");
+        return nsbox_ocispec_bad(e, "process", "missing");
     if (parse_args(proc, c, e) < 0 || parse_env(proc, c, e) < 0 || parse_caps(proc, c, e) < 0 ||
-        get_str(proc, "cwd", "process.cwd", c->cwd, sizeof c->cwd, false, e) < 0 ||
-        get_bool(proc, "terminal", "process.terminal", &c->terminal, e) < 0 ||
-        get_bool(proc, "noNewPrivileges", "process.noNewPrivileges", &c->no_new_privileges, e) <
-            0)
+        nsbox_ocispec_get_str(proc, "cwd", "process.cwd", c->cwd, sizeof c->cwd, false, e) < 0 ||
+        nsbox_ocispec_get_bool(proc, "terminal", "process.terminal", &c->terminal, e) < 0 ||
+        nsbox_ocispec_get_bool(proc, "noNewPrivileges", "process.noNewPrivileges",
+                               &c->no_new_privileges, e) < 0)
         return -1;
     if (c->cwd[0] != '/')
-        return bad(e, "process.cwd", "must be an absolute path");
+        return nsbox_ocispec_bad(e, "process.cwd", "must be an absolute path");
     int64_t oom = 0;
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(proc, "oomScoreAdj");
-    if (get_int(proc, "oomScoreAdj", "process.oomScoreAdj", -1000, 1000, &oom, e) < 0)
+    if (nsbox_ocispec_get_int(proc, "oomScoreAdj", "process.oomScoreAdj", -1000, 1000, &oom, e) < 0)
         return -1;
     c->has_oom_score_adj = o && !cJSON_IsNull(o);
     c->oom_score_adj = (int)oom;
@@ -489,41 +491,44 @@ static int parse_process(const cJSON *root, struct nsbox_ocispec *c, struct nsbo
 static int parse_root(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     int r;
-    const cJSON *rt = get_obj(root, "root", "root", &r, e);
+    const cJSON *rt = nsbox_ocispec_get_obj(root, "root", "root", &r, e);
     if (r < 0)
         return -1;
     if (!rt)
-        return bad(e, "root", "missing");
-    if (get_str(rt, "path", "root.path", c->root_path, sizeof c->root_path, true, e) < 0 ||
-        get_bool(rt, "readonly", "root.readonly", &c->root_readonly, e) < 0)
+        return nsbox_ocispec_bad(e, "root", "missing");
+    if (nsbox_ocispec_get_str(rt, "path", "root.path", c->root_path, sizeof c->root_path, true, e) <
+            0 ||
+        nsbox_ocispec_get_bool(rt, "readonly", "root.readonly", &c->root_readonly, e) < 0)
         return -1;
     if (!c->root_path[0])
-        return bad(e, "root.path", "is empty");
+        return nsbox_ocispec_bad(e, "root.path", "is empty");
     return 0;
 }
 
 static int parse_mount(const cJSON *m, struct nsbox_ocispec_mount *out, struct nsbox_err *e)
 {
     if (!cJSON_IsObject(m))
-        return bad(e, "mounts", "each entry must be an object");
-    if (get_str(m, "destination", "mounts.destination", out->destination,
-                sizeof out->destination, true, e) < 0 ||
-        get_str(m, "type", "mounts.type", out->type, sizeof out->type, false, e) < 0 ||
-        get_str(m, "source", "mounts.source", out->source, sizeof out->source, false, e) < 0)
+        return nsbox_ocispec_bad(e, "mounts", "each entry must be an object");
+    if (nsbox_ocispec_get_str(m, "destination", "mounts.destination", out->destination,
+                              sizeof out->destination, true, e) < 0 ||
+        nsbox_ocispec_get_str(m, "type", "mounts.type", out->type, sizeof out->type, false, e) <
+            0 ||
+        nsbox_ocispec_get_str(m, "source", "mounts.source", out->source, sizeof out->source, false,
+                              e) < 0)
         return -1;
     if (out->destination[0] != '/')
-        return bad(e, "mounts.destination", "must be an absolute path");
+        return nsbox_ocispec_bad(e, "mounts.destination", "must be an absolute path");
     const cJSON *opts = cJSON_GetObjectItemCaseSensitive(m, "options");
     if (!opts || cJSON_IsNull(opts))
         return 0;
-    if (check_str_array(opts, "mounts.options", 64, e) < 0)
+    if (nsbox_ocispec_check_str_array(opts, "mounts.options", 64, e) < 0)
         return -1;
     size_t len = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, opts) {
         size_t l = strlen(it->valuestring);
         if (len + l + 2 > sizeof out->options)
-            return bad(e, "mounts.options", "too long");
+            return nsbox_ocispec_bad(e, "mounts.options", "too long");
         if (len)
             out->options[len++] = ',';
         memcpy(out->options + len, it->valuestring, l + 1);
@@ -538,7 +543,7 @@ static int parse_mounts(const cJSON *root, struct nsbox_ocispec *c, struct nsbox
     if (!v || cJSON_IsNull(v))
         return 0;
     if (!cJSON_IsArray(v))
-        return bad(e, "mounts", "must be an array");
+        return nsbox_ocispec_bad(e, "mounts", "must be an array");
     const cJSON *it;
     cJSON_ArrayForEach(it, v) {
         if (c->n_mounts == NSBOX_OCISPEC_MOUNTS_MAX)
@@ -557,14 +562,16 @@ static int parse_namespaces(const cJSON *lx, struct nsbox_ocispec *c, struct nsb
     if (!v || cJSON_IsNull(v))
         return 0;
     if (!cJSON_IsArray(v))
-        return bad(e, "linux.namespaces", "must be an array");
+        return nsbox_ocispec_bad(e, "linux.namespaces", "must be an array");
     const cJSON *it;
     cJSON_ArrayForEach(it, v) {
         char type[16], path[NSBOX_OCISPEC_PATH_MAX] = "";
         if (!cJSON_IsObject(it))
-            return bad(e, "linux.namespaces", "each entry must be an object");
-        if (get_str(it, "type", "linux.namespaces.type", type, sizeof type, true, e) < 0 ||
-            get_str(it, "path", "linux.namespaces.path", path, sizeof path, false, e) < 0)
+            return nsbox_ocispec_bad(e, "linux.namespaces", "each entry must be an object");
+        if (nsbox_ocispec_get_str(it, "type", "linux.namespaces.type", type, sizeof type, true, e) <
+                0 ||
+            nsbox_ocispec_get_str(it, "path", "linux.namespaces.path", path, sizeof path, false,
+                                  e) < 0)
             return -1;
         size_t t = 0;
         while (t < sizeof ns_names / sizeof ns_names[0] && strcmp(ns_names[t], type))
@@ -582,64 +589,6 @@ static int parse_namespaces(const cJSON *lx, struct nsbox_ocispec *c, struct nsb
     return 0;
 }
 
-static int parse_devices(const cJSON *res, struct nsbox_ocispec *c, struct nsbox_err *e)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, "devices");
-    if (!v || cJSON_IsNull(v))
-        return 0;
-    if (!cJSON_IsArray(v))
-        return bad(e, "linux.resources.devices", "must be an array");
-    const cJSON *it;
-    cJSON_ArrayForEach(it, v) {
-        bool allow = false;
-        if (!cJSON_IsObject(it))
-            return bad(e, "linux.resources.devices", "each entry must be an object");
-        if (get_bool(it, "allow", "linux.resources.devices.allow", &allow, e) < 0)
-            return -1;
-        const cJSON *type = cJSON_GetObjectItemCaseSensitive(it, "type");
-        const cJSON *major = cJSON_GetObjectItemCaseSensitive(it, "major");
-        bool any_type = !type || (cJSON_IsString(type) && !strcmp(type->valuestring, "a"));
-        if (allow && any_type && (!major || cJSON_IsNull(major)))
-            c->all_devices = true;
-    }
-    return 0;
-}
-
-static int parse_resources(const cJSON *lx, struct nsbox_ocispec *c, struct nsbox_err *e)
-{
-    int r;
-    const cJSON *res = get_obj(lx, "resources", "linux.resources", &r, e);
-    if (r < 0 || !res)
-        return r;
-    const cJSON *mem = get_obj(res, "memory", "linux.resources.memory", &r, e);
-    if (r < 0)
-        return -1;
-    const cJSON *cpu = get_obj(res, "cpu", "linux.resources.cpu", &r, e);
-    if (r < 0)
-        return -1;
-    const cJSON *pids = get_obj(res, "pids", "linux.resources.pids", &r, e);
-    if (r < 0)
-        return -1;
-    int64_t period = 0, shares = 0;
-    if ((mem && get_int(mem, "limit", "linux.resources.memory.limit", -1, 9.0e18,
-                        &c->memory_limit, e) < 0) ||
-        (cpu && (get_int(cpu, "quota", "linux.resources.cpu.quota", -1, 9.0e18, &c->cpu_quota,
-                         e) < 0 ||
-                 get_int(cpu, "period", "linux.resources.cpu.period", 0, 9.0e18, &period, e) <
-                     0 ||
-                 get_int(cpu, "shares", "linux.resources.cpu.shares", 0, 9.0e18, &shares, e) <
-                     0)) ||
-        (pids && get_int(pids, "limit", "linux.resources.pids.limit", -1, 9.0e18,
-                         &c->pids_limit, e) < 0))
-        return -1;
-    c->cpu_period = (uint64_t)period, c->cpu_shares = (uint64_t)shares;
-    if (c->memory_limit == 0)
-        c->memory_limit = -1;
-    if (c->pids_limit == 0)
-        c->pids_limit = -1;
-    return parse_devices(res, c, e);
-}
-
 /* linux.maskedPaths or linux.readonlyPaths: absolute paths. */
 static int parse_paths(const cJSON *lx, const char *name, char (*out)[NSBOX_OCISPEC_MASK_PATH_MAX],
                        size_t *n, struct nsbox_err *e)
@@ -649,7 +598,7 @@ static int parse_paths(const cJSON *lx, const char *name, char (*out)[NSBOX_OCIS
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(lx, name);
     if (!v || cJSON_IsNull(v))
         return 0;
-    if (check_str_array(v, key, NSBOX_OCISPEC_MASKS_MAX, e) < 0)
+    if (nsbox_ocispec_check_str_array(v, key, NSBOX_OCISPEC_MASKS_MAX, e) < 0)
         return -1;
     const cJSON *it;
     cJSON_ArrayForEach(it, v) {
@@ -667,10 +616,10 @@ static int parse_paths(const cJSON *lx, const char *name, char (*out)[NSBOX_OCIS
 static int parse_linux(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     int r;
-    const cJSON *lx = get_obj(root, "linux", "linux", &r, e);
+    const cJSON *lx = nsbox_ocispec_get_obj(root, "linux", "linux", &r, e);
     if (r < 0 || !lx)
         return r;
-    if (parse_namespaces(lx, c, e) < 0 || parse_resources(lx, c, e) < 0 ||
+    if (parse_namespaces(lx, c, e) < 0 || nsbox_ocispec_parse_linux(lx, c, e) < 0 ||
         parse_paths(lx, "maskedPaths", c->masked, &c->n_masked, e) < 0 ||
         parse_paths(lx, "readonlyPaths", c->readonly, &c->n_readonly, e) < 0)
         return -1;
@@ -686,14 +635,14 @@ static int parse_annotations(const cJSON *root, struct nsbox_ocispec *c, struct 
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "annotations");
     if (a && !cJSON_IsNull(a)) {
         if (!cJSON_IsObject(a))
-            return bad(e, "annotations", "must be an object of strings");
+            return nsbox_ocispec_bad(e, "annotations", "must be an object of strings");
         size_t n = 0;
         const cJSON *v;
         cJSON_ArrayForEach(v, a) {
             if (!cJSON_IsString(v) || !v->string[0])
-                return bad(e, "annotations", "must be an object of strings");
+                return nsbox_ocispec_bad(e, "annotations", "must be an object of strings");
             if (++n > NSBOX_OCISPEC_ANNOT_MAX)
-                return bad(e, "annotations", "too many entries");
+                return nsbox_ocispec_bad(e, "annotations", "too many entries");
         }
         c->annotations = cJSON_PrintUnformatted(a);
     } else
@@ -701,7 +650,7 @@ static int parse_annotations(const cJSON *root, struct nsbox_ocispec *c, struct 
     if (!c->annotations)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     if (strlen(c->annotations) > NSBOX_OCISPEC_ANNOT_BYTES)
-        return bad(e, "annotations", "larger than 64 KiB");
+        return nsbox_ocispec_bad(e, "annotations", "larger than 64 KiB");
     return 0;
 }
 
@@ -747,14 +696,14 @@ static int parse_hook(const cJSON *it, enum nsbox_ocispec_hook_kind k, struct ns
     char key[64];
     snprintf(key, sizeof key, "hooks.%s", hook_names[k]);
     if (!cJSON_IsObject(it))
-        return bad(e, key, "each entry must be an object");
+        return nsbox_ocispec_bad(e, key, "each entry must be an object");
     int64_t timeout = 0;
     h->kind = k;
-    if (get_str(it, "path", "hooks.path", h->path, sizeof h->path, true, e) < 0 ||
-        get_int(it, "timeout", "hooks.timeout", 1, 86400, &timeout, e) < 0)
+    if (nsbox_ocispec_get_str(it, "path", "hooks.path", h->path, sizeof h->path, true, e) < 0 ||
+        nsbox_ocispec_get_int(it, "timeout", "hooks.timeout", 1, 86400, &timeout, e) < 0)
         return -1;
     if (h->path[0] != '/')
-        return bad(e, "hooks.path", "must be an absolute path");
+        return nsbox_ocispec_bad(e, "hooks.path", "must be an absolute path");
     h->timeout = (int)timeout;
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(it, "args");
     const cJSON *env = cJSON_GetObjectItemCaseSensitive(it, "env");
@@ -762,8 +711,9 @@ static int parse_hook(const cJSON *it, enum nsbox_ocispec_hook_kind k, struct ns
         args = NULL;
     if (cJSON_IsNull(env))
         env = NULL;
-    if ((args && check_str_array(args, "hooks.args", NSBOX_OCISPEC_ARGS_MAX, e) < 0) ||
-        (env && check_str_array(env, "hooks.env", NSBOX_OCISPEC_ENV_MAX, e) < 0))
+    if ((args &&
+         nsbox_ocispec_check_str_array(args, "hooks.args", NSBOX_OCISPEC_ARGS_MAX, e) < 0) ||
+        (env && nsbox_ocispec_check_str_array(env, "hooks.env", NSBOX_OCISPEC_ENV_MAX, e) < 0))
         return -1;
     if (args)
         h->args = dup_strv(args, e);
@@ -782,7 +732,7 @@ static int parse_hooks_obj(const cJSON *v, struct nsbox_ocispec_hooks *h, struct
     if (!v || cJSON_IsNull(v))
         return 0;
     if (!cJSON_IsObject(v))
-        return bad(e, "hooks", "must be an object");
+        return nsbox_ocispec_bad(e, "hooks", "must be an object");
     for (size_t k = 0; k < NSBOX_ARRAY_LEN(hook_names); k++) {
         const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, hook_names[k]);
         if (!list || cJSON_IsNull(list))
@@ -826,7 +776,7 @@ static int parse_hooks(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_
     if (!c->hooks_json)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     if (strlen(c->hooks_json) > NSBOX_OCISPEC_HOOKS_BYTES)
-        return bad(e, "hooks", "larger than 256 KiB");
+        return nsbox_ocispec_bad(e, "hooks", "larger than 256 KiB");
     return 0;
 }
 
@@ -834,14 +784,15 @@ static int parse_doc(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_er
 {
     if (!cJSON_IsObject(root))
         return nsbox_err_invalid(e, "config.json: not a JSON object");
-    if (get_str(root, "ociVersion", "ociVersion", c->oci_version, sizeof c->oci_version, true,
-                e) < 0)
+    if (nsbox_ocispec_get_str(root, "ociVersion", "ociVersion", c->oci_version,
+                              sizeof c->oci_version, true, e) < 0)
         return -1;
     if (strncmp(c->oci_version, "1.", 2))
         return nsbox_err_invalid(e, "config.json: key 'ociVersion': '%s' is not 1.x",
                                  NSBOX_SHOW(c->oci_version));
     if (parse_process(root, c, e) < 0 || parse_root(root, c, e) < 0 ||
-        get_str(root, "hostname", "hostname", c->hostname, sizeof c->hostname, false, e) < 0 ||
+        nsbox_ocispec_get_str(root, "hostname", "hostname", c->hostname, sizeof c->hostname, false,
+                              e) < 0 ||
         parse_mounts(root, c, e) < 0 || parse_linux(root, c, e) < 0 ||
         parse_annotations(root, c, e) < 0 || parse_hooks(root, c, e) < 0)
         return -1;

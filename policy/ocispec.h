@@ -27,6 +27,10 @@
 #define NSBOX_OCISPEC_MASKS_MAX 64             /* linux.maskedPaths, linux.readonlyPaths: each */
 #define NSBOX_OCISPEC_MASK_PATH_MAX 256        /* one of their paths */
 #define NSBOX_OCISPEC_HOOKS_BYTES (256u << 10) /* hooks: their JSON text */
+#define NSBOX_OCISPEC_DEVRULES_MAX 64          /* linux.resources.devices */
+#define NSBOX_OCISPEC_CPUSET_MAX 128           /* linux.resources.cpu.cpus, .mems */
+#define NSBOX_OCISPEC_DEVICES_MAX 32 /* linux.devices */
+#define NSBOX_OCISPEC_SYSCTL_MAX 64  /* linux.sysctl: entries */
 /* The ids a process may have: those of nsbox's user namespace (policy/idmap.h). */
 #define NSBOX_OCISPEC_ID_MAX 65535u
 
@@ -100,6 +104,27 @@ struct nsbox_ocispec_mount_opts {
     char data[NSBOX_OCISPEC_OPTS_MAX]; /* what is left for the filesystem: "mode=755,size=64k" */
 };
 
+/* One linux.resources.devices entry (the v1 devices controller's rule). */
+struct nsbox_ocispec_devrule {
+    bool allow;
+    char type;            /* 'a', 'b', 'c' */
+    int64_t major, minor; /* -1: any */
+    char access[4];       /* a non-empty subset of "rwm" */
+};
+
+/* One linux.sysctl entry. */
+struct nsbox_ocispec_sysctl {
+    char key[128]; /* NSBOX_SYSCTL_KEY_MAX */
+    char value[256];
+};
+
+/* One linux.devices entry: a node the config asks for in the container. */
+struct nsbox_ocispec_device {
+    char path[NSBOX_OCISPEC_MASK_PATH_MAX]; /* absolute, below /dev */
+    char type;                              /* 'c', 'u', 'b', 'p' */
+    int64_t major, minor;
+};
+
 struct nsbox_ocispec {
     char oci_version[32];
     /* process */
@@ -134,7 +159,15 @@ struct nsbox_ocispec {
     int64_t cpu_quota;    /* microseconds per period; -1 none */
     uint64_t cpu_period;  /* microseconds; 0 none */
     uint64_t cpu_shares;  /* 0 none */
+    char cpus[NSBOX_OCISPEC_CPUSET_MAX], mems[NSBOX_OCISPEC_CPUSET_MAX]; /* cpuset; "" none */
     int64_t pids_limit;   /* -1 none */
+    size_t n_devrules;
+    struct nsbox_ocispec_devrule devrules[NSBOX_OCISPEC_DEVRULES_MAX];
+    char cgroups_path[NSBOX_OCISPEC_PATH_MAX]; /* linux.cgroupsPath as written; "" none */
+    size_t n_devices;
+    struct nsbox_ocispec_device devices[NSBOX_OCISPEC_DEVICES_MAX]; /* linux.devices */
+    size_t n_sysctl;
+    struct nsbox_ocispec_sysctl sysctl[NSBOX_OCISPEC_SYSCTL_MAX]; /* linux.sysctl */
     bool has_seccomp;
     size_t n_masked, n_readonly; /* linux.maskedPaths, linux.readonlyPaths: absolute paths */
     char masked[NSBOX_OCISPEC_MASKS_MAX][NSBOX_OCISPEC_MASK_PATH_MAX];
@@ -171,6 +204,17 @@ int nsbox_ocispec_check_floor(const struct nsbox_ocispec *c, struct nsbox_err *e
  * the host's, is refused (NSBOX_E_POLICY) naming it and the option that asked. A missing user
  * or cgroup namespace is allowed: nsbox makes its own. 0 when it may run. */
 int nsbox_ocispec_check_namespaces(const struct nsbox_ocispec *c, struct nsbox_err *e);
+/* linux.devices: a container gets the host's node, bound in (mknod is impossible in its user
+ * namespace), for a character device of a short list of harmless ones (null, zero, full,
+ * random, urandom, tty, fuse, net/tun); a block device, a fifo, or any other device is refused
+ * (NSBOX_E_POLICY) naming it, why and the way out. 0 when every entry may be given. */
+int nsbox_ocispec_check_devices(const struct nsbox_ocispec *c, struct nsbox_err *e);
+/* linux.sysctl: only keys of the container's own namespaces (policy/sysctl.h); a host-wide one
+ * (kernel.*, vm.*, ...) is refused (NSBOX_E_POLICY) naming it. 0 when all may be applied. */
+int nsbox_ocispec_check_sysctl(const struct nsbox_ocispec *c, struct nsbox_err *e);
+/* The host node nsbox-oci binds for a character device major:minor of that list; NULL when
+ * it is not on it. */
+const char *nsbox_ocispec_device_host_path(int64_t major, int64_t minor);
 /* Split m's options into mount flags and the filesystem's data. Propagation options
  * ("private", "rshared", ...) are accepted and have no effect: every mount of a sandbox is
  * private. */

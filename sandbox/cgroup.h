@@ -61,6 +61,29 @@ void nsbox_cgroup_init(struct nsbox_cgroup *cg);
  * is empty. v2: cg->dirfd is ready for clone3(CLONE_INTO_CGROUP). */
 int nsbox_cgroup_create(const char *id, const struct nsbox_limits *lim, struct nsbox_cgroup *cg,
                         struct nsbox_err *e);
+/* nsbox-oci: the cgroup at a path the caller names (a bundle's linux.cgroupsPath, resolved
+ * and checked by policy/ocicgroup.h) with its limits exactly as given, in every hierarchy nsbox
+ * uses and, on v1, cpuset and devices where they are mounted. Directories missing on the way
+ * are made (v2: each enables memory, cpu, pids, and cpuset when asked, for the next); the last
+ * must be new or an empty leaf (NSBOX_E_POLICY otherwise: removal kills what is in it). destroy
+ * removes that last directory only. */
+struct nsbox_cgroup_devrule {
+    bool allow;    /* devices.allow, else devices.deny */
+    char rule[48]; /* "c 1:3 rwm", "a *:* rwm" */
+};
+struct nsbox_cgroup_place {
+    const char *path; /* "/a/b": from each hierarchy's root, or below the caller's own cgroup */
+    bool relative;
+    uint64_t memory_bytes, pids;            /* 0: no limit */
+    int64_t cpu_quota_us;                   /* <= 0: none */
+    uint64_t cpu_period_us;                 /* 0: the kernel's */
+    uint64_t cpu_shares, cpu_weight;        /* v1 cpu.shares, v2 cpu.weight; 0: the kernel's */
+    const char *cpus, *mems;                /* cpuset; NULL or "": the parent's */
+    const struct nsbox_cgroup_devrule *dev; /* v1 devices controller, in this order */
+    size_t n_dev;
+};
+int nsbox_cgroup_create_at(const struct nsbox_cgroup_place *p, struct nsbox_cgroup *cg,
+                           struct nsbox_err *e);
 /* Move pid into the cgroup (all v1 hierarchies, or v2). */
 int nsbox_cgroup_attach(const struct nsbox_cgroup *cg, pid_t pid, struct nsbox_err *e);
 /* Kill every process left in it, then remove it. Idempotent; cg->version becomes 0. */

@@ -227,7 +227,10 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     if (nsbox_seccomp_default_prog(cache, &c->L.seccomp, e) < 0)
         return nsbox_err_wrap(e, "seccomp");
 
-    if (nsbox_cgroup_create(c->st.id, &s->limits, &c->cg, e) < 0)
+    if (c->cg_place) {
+        if (nsbox_cgroup_create_at(c->cg_place, &c->cg, e) < 0)
+            return nsbox_err_wrap(e, "linux.cgroupsPath %s", c->cg_place->path);
+    } else if (nsbox_cgroup_create(c->st.id, &s->limits, &c->cg, e) < 0)
         return nsbox_err_wrap(e, "instance type '%s' limits", s->instance_type);
 
     c->envp = nsbox_sandbox_env(s, e);

@@ -29,6 +29,9 @@ struct nsbox_sandbox {
     size_t n_mounts;
     const char *const *masked, *const *readonly; /* its maskedPaths, readonlyPaths */
     size_t n_masked, n_readonly;
+    /* nsbox-oci: the bundle's cgroupsPath and limits (nsbox_cgroup_create_at); NULL: nsbox
+     * places the cgroup and applies the spec's limits */
+    const struct nsbox_cgroup_place *cg_place;
 };
 
 void nsbox_sandbox_init(struct nsbox_sandbox *sb);

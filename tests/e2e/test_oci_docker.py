@@ -20,7 +20,7 @@ import unittest
 
 import engines
 
-from nsbox_test import NSBOX, Dirs, sandbox_cgroup_file
+from nsbox_test import CGROUP_V2_ONLY, NSBOX, Dirs
 
 OCI = os.path.join(os.path.dirname(NSBOX), "nsbox-oci") if NSBOX else None
 
@@ -32,6 +32,23 @@ def ruleset():
 
 def setUpModule():
     engines.skip_module_unless(OCI, engines.DOCKERD, engines.DOCKER)
+
+
+def cgroup_of(pid, controller):
+    """pid's cgroup in the hierarchy of controller (v2: its one cgroup)."""
+    with open(f"/proc/{pid}/cgroup") as f:
+        for line in f:
+            _, ctl, path = line.rstrip("\n").split(":", 2)
+            if (not ctl) if CGROUP_V2_ONLY else controller in ctl.split(","):
+                return path
+    return None
+
+
+def cgroup_file_of(pid, controller, v1_name, v2_name):
+    top = "/sys/fs/cgroup" if CGROUP_V2_ONLY else f"/sys/fs/cgroup/{controller}"
+    path = top + cgroup_of(pid, controller)
+    with open(os.path.join(path, v2_name if CGROUP_V2_ONLY else v1_name)) as f:
+        return f.read().strip()
 
 
 class Docker(unittest.TestCase):
@@ -103,32 +120,36 @@ class Docker(unittest.TestCase):
                          "143\n")
         self.assertEqual(self.dirs.live_ids(), [])
 
-    def sandbox_of(self, cid):
-        """nsbox's id of the sandbox of container cid (nsbox-oci's state, under the runc
-        shim's root in dockerd's exec root)."""
+    def state_of(self, cid):
+        """nsbox-oci's state of container cid (under the runc shim's root in dockerd's exec
+        root)."""
         found = glob.glob(os.path.join(self.daemon.d, "exec", "runtime-*", "moby", cid,
                                        "state.json"))
         self.assertEqual(len(found), 1, found)
         with open(found[0]) as f:
-            return json.load(f)["sandbox"]
+            return json.load(f)
 
     def test_limits_and_pause(self):
         r = self.docker("run", "-d", "--name", "limits", "--runtime=nsbox", "--memory", "96m",
                         "--pids-limit", "37", engines.IMAGE, "sleep", "1000")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.addCleanup(self.docker, "rm", "-f", "limits")
-        sid = self.sandbox_of(r.stdout.strip())
-        self.assertEqual(sandbox_cgroup_file(sid, "memory", "memory.limit_in_bytes",
-                                             "memory.max"), str(96 << 20))
-        self.assertEqual(sandbox_cgroup_file(sid, "pids", "pids.max", "pids.max"), "37")
+        cid = r.stdout.strip()
+        # the container's cgroup is where Docker's config puts it (cgroupsPath: /docker/ID,
+        # or the systemd form), with Docker's limits
+        init = self.state_of(cid)["init_pid"]
+        self.assertTrue(cgroup_of(init, "memory").endswith(cid), cgroup_of(init, "memory"))
+        self.assertEqual(cgroup_file_of(init, "memory", "memory.limit_in_bytes", "memory.max"),
+                         str(96 << 20))
+        self.assertEqual(cgroup_file_of(init, "pids", "pids.max", "pids.max"), "37")
         # docker pause freezes the sandbox's cgroup (nsbox-oci pause), unpause thaws it
         self.assertEqual(self.docker("pause", "limits").returncode, 0)
         self.assertEqual(self.docker("inspect", "-f", "{{.State.Status}}", "limits").stdout,
                          "paused\n")
-        self.assertIn(sandbox_cgroup_file(sid, "freezer", "freezer.state", "cgroup.freeze"),
+        self.assertIn(cgroup_file_of(init, "freezer", "freezer.state", "cgroup.freeze"),
                       ("FROZEN", "1"))
         self.assertEqual(self.docker("unpause", "limits").returncode, 0)
-        self.assertIn(sandbox_cgroup_file(sid, "freezer", "freezer.state", "cgroup.freeze"),
+        self.assertIn(cgroup_file_of(init, "freezer", "freezer.state", "cgroup.freeze"),
                       ("THAWED", "0"))
         self.assertEqual(self.docker("inspect", "-f", "{{.State.Status}}", "limits").stdout,
                          "running\n")

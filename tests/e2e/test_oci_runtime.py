@@ -157,7 +157,8 @@ class OciRuntime(BundleCase):
         self.assertNotIn("CAP_SYS_ADMIN", f["linux"]["capabilities"])
         self.assertEqual(sorted(f["linux"]["namespaces"]),
                          ["cgroup", "ipc", "mount", "network", "pid", "user", "uts"])
-        self.assertEqual(f["linux"]["cgroup"], {"v1": True, "v2": True, "systemd": False,
+        # systemd: the slice:prefix:name form of cgroupsPath (made through cgroupfs)
+        self.assertEqual(f["linux"]["cgroup"], {"v1": True, "v2": True, "systemd": True,
                                                 "systemdUser": False})
         self.assertEqual(f["linux"]["seccomp"], {"enabled": False})
 

@@ -139,8 +139,14 @@ static int fake_mkdir(const char *path, mode_t mode)
             if (g_has_swap)
                 mkfile_in(path, "memory.swap.max", "max\n");
         }
-        if (nsbox_cg_list_has(enabled, "cpu"))
+        if (nsbox_cg_list_has(enabled, "cpu")) {
             mkfile_in(path, "cpu.max", "max 100000\n");
+            mkfile_in(path, "cpu.weight", "100\n");
+        }
+        if (nsbox_cg_list_has(enabled, "cpuset")) {
+            mkfile_in(path, "cpuset.cpus", "");
+            mkfile_in(path, "cpuset.mems", "");
+        }
         if (nsbox_cg_list_has(enabled, "pids")) {
             mkfile_in(path, "pids.max", "max\n");
             mkfile_in(path, "pids.current", "0\n");
@@ -168,6 +174,16 @@ static int fake_mkdir(const char *path, mode_t mode)
     }
     if (in_hier(path, "freezer"))
         mkfile_in(path, "freezer.state", "THAWED\n");
+    if (in_hier(path, "cpu") || in_hier(path, "cpu,cpuacct"))
+        mkfile_in(path, "cpu.shares", "1024\n");
+    if (in_hier(path, "cpuset")) { /* a new cpuset has none until it is given some */
+        mkfile_in(path, "cpuset.cpus", "");
+        mkfile_in(path, "cpuset.mems", "");
+    }
+    if (in_hier(path, "devices")) {
+        mkfile_in(path, "devices.allow", "");
+        mkfile_in(path, "devices.deny", "");
+    }
     return 0;
 }
 
@@ -470,5 +486,25 @@ static int teardown_tree(void **state)
 }
 
 static const struct nsbox_limits k_lim = {.cpus = 2, .memory_bytes = 1ull << 30, .pids = 100};
+
+/* A unified tree: the caller lives in /user.slice/u.scope, which may enable ctl for children. */
+__attribute__((unused)) static void make_v2(const char *ctl, const char *own_procs)
+{
+    g_version = 2;
+    wfile(g_self, "0::/user.slice/u.scope\n");
+    char p[PATH_MAX], own[PATH_MAX];
+    pj(p, g_root, "user.slice");
+    assert_int_equal(mkdir(p, 0755), 0);
+    pj(own, p, "u.scope");
+    assert_int_equal(mkdir(own, 0755), 0);
+    mkfile_in(g_root, "cgroup.controllers", "cpuset cpu io memory hugetlb pids\n");
+    mkfile_in(own, "cgroup.controllers", ctl);
+    mkfile_in(own, "cgroup.subtree_control", "");
+    mkfile_in(own, "cgroup.procs", own_procs);
+    mkfile_in(own, "cgroup.freeze", "0\n");
+    if (g_has_swap)
+        mkfile_in(own, "memory.swap.max", "max\n");
+    nsbox_cgroup_set_sys(&g_fake);
+}
 
 #endif

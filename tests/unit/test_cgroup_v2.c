@@ -3,26 +3,6 @@
 
 #include "cgroup_fake.h"
 
-/* A unified tree: the caller lives in /user.slice/u.scope, which may enable ctl for children. */
-static void make_v2(const char *ctl, const char *own_procs)
-{
-    g_version = 2;
-    wfile(g_self, "0::/user.slice/u.scope\n");
-    char p[PATH_MAX], own[PATH_MAX];
-    pj(p, g_root, "user.slice");
-    assert_int_equal(mkdir(p, 0755), 0);
-    pj(own, p, "u.scope");
-    assert_int_equal(mkdir(own, 0755), 0);
-    mkfile_in(g_root, "cgroup.controllers", "cpuset cpu io memory hugetlb pids\n");
-    mkfile_in(own, "cgroup.controllers", ctl);
-    mkfile_in(own, "cgroup.subtree_control", "");
-    mkfile_in(own, "cgroup.procs", own_procs);
-    mkfile_in(own, "cgroup.freeze", "0\n");
-    if (g_has_swap)
-        mkfile_in(own, "memory.swap.max", "max\n");
-    nsbox_cgroup_set_sys(&g_fake);
-}
-
 static void own_v2(char *out, const char *leaf)
 {
     snprintf(out, PATH_MAX, "%s/user.slice/u.scope%s%s", g_root, leaf ? "/" : "", leaf ? leaf : "");

@@ -1,0 +1,117 @@
+/* The container's cgroup as the bundle says: linux.cgroupsPath (policy/ocicgroup.h) and
+ * linux.resources exactly as written (docs/oci.md, "cgroupsPath"). The floor stays: memory and
+ * pids keep the limits of nsbox's default instance type when the config sets none (a
+ * container never gets the host's whole memory or an unbounded fork), and on v1 the device
+ * nodes nsbox puts in every container stay usable after the config's device rules. The state
+ * directory keeps the cgroup's directories, so that delete removes them when the monitor could
+ * not (it was killed). */
+#include "ocirt.h"
+#include "cgroup.h"
+#include "ocicgroup.h"
+#include "ocispec.h"
+#include "spec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The nodes of nsbox's /dev (rootfs/mounts.c binds them) and the terminal's: null, zero, full,
+ * random, urandom, tty, console, ptmx, the pts. */
+static const char *const floor_rules[] = {
+    "c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm",   "c 1:9 rwm",
+    "c 5:0 rwm", "c 5:1 rwm", "c 5:2 rwm", "c 136:* rwm",
+};
+
+static struct nsbox_ocicgroup_path path;
+static struct nsbox_cgroup_place place;
+static struct nsbox_cgroup_devrule rules[NSBOX_OCISPEC_DEVRULES_MAX + 16];
+
+static int device_rules(const struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->n_devrules; i++, n++) {
+        const struct nsbox_ocispec_devrule *d = &c->devrules[i];
+        rules[n].allow = d->allow;
+        if (nsbox_ocicgroup_device_rule(d->type, d->major, d->minor, d->access, rules[n].rule,
+                                        sizeof rules[n].rule) < 0)
+            return nsbox_err_invalid(e,
+                                     "config.json: key 'linux.resources.devices': entry %zu "
+                                     "cannot be written as a device rule",
+                                     i);
+    }
+    for (size_t i = 0; c->n_devrules && i < sizeof floor_rules / sizeof floor_rules[0]; i++, n++) {
+        rules[n].allow = true;
+        snprintf(rules[n].rule, sizeof rules[n].rule, "%s", floor_rules[i]);
+    }
+    place.dev = rules;
+    place.n_dev = n;
+    return 0;
+}
+
+int nsbox_ociplace_build(const struct nsbox_ocirt *g, const struct nsbox_ocispec *c,
+                         const struct nsbox_spec *s, const struct nsbox_cgroup_place **out,
+                         struct nsbox_err *e)
+{
+    *out = NULL;
+    if (nsbox_ocicgroup_parse(c->cgroups_path, g->systemd_cgroup, &path, e) < 0)
+        return -1;
+    if (!path.path[0])
+        return 0;
+    memset(&place, 0, sizeof place);
+    place.path = path.path;
+    place.relative = path.relative;
+    place.memory_bytes = c->memory_limit > 0 ? (uint64_t)c->memory_limit : s->limits.memory_bytes;
+    place.pids = c->pids_limit > 0 ? (uint64_t)c->pids_limit : s->limits.pids;
+    place.cpu_quota_us = c->cpu_quota;
+    place.cpu_period_us = c->cpu_period;
+    place.cpu_shares = c->cpu_shares;
+    place.cpu_weight = nsbox_ocicgroup_shares_to_weight(c->cpu_shares);
+    place.cpus = c->cpus;
+    place.mems = c->mems;
+    if (device_rules(c, e) < 0)
+        return -1;
+    *out = &place;
+    return 0;
+}
+
+int nsbox_ociplace_save(const char *dir, const struct nsbox_cgroup *cg, struct nsbox_err *e)
+{
+    static char text[(NSBOX_CG_V1_MAX + 1) * (PATH_MAX + 1)];
+    char path[PATH_MAX + 16];
+    size_t used = 0;
+    if (cg->version == 2)
+        used = (size_t)snprintf(text, sizeof text, "%s\n", cg->path);
+    for (size_t i = 0; cg->version == 1 && i < cg->n_v1; i++)
+        used += (size_t)snprintf(text + used, sizeof text - used, "%s\n", cg->v1[i].path);
+    snprintf(path, sizeof path, "%s/%s", dir, NSBOX_OCI_CGROUPS_FILE);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return nsbox_err_sys(e, "%s", path);
+    ssize_t w = write(fd, text, used);
+    close(fd);
+    return w == (ssize_t)used ? 0 : nsbox_err_sys(e, "write %s", path);
+}
+
+int nsbox_ociplace_remove(const char *dir, struct nsbox_err *e)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/%s", dir, NSBOX_OCI_CGROUPS_FILE);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return errno == ENOENT ? 0 : nsbox_err_sys(e, "%s", path);
+    char line[PATH_MAX + 2];
+    int r = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        /* only what create wrote: a cgroup below the hierarchies, never a '..' */
+        if (strncmp(line, "/sys/fs/cgroup/", 15) || strstr(line, "/..") || strstr(line, "/./"))
+            continue;
+        if (rmdir(line) < 0 && errno != ENOENT && r == 0)
+            r = nsbox_err_sys(e, "cgroup %s was left in place", line);
+    }
+    fclose(f);
+    return r;
+}

@@ -1,0 +1,30 @@
+/* Internals of config.json's parser (policy/ocispec.c, policy/ocispec_linux.c), which nothing
+ * else includes: the typed getters whose errors name the key, and the "linux" object's parts
+ * that ocispec_linux.c reads. */
+#ifndef NSBOX_OCISPEC_IMPL_H
+#define NSBOX_OCISPEC_IMPL_H
+
+#include "ocispec.h"
+
+#include <cJSON.h>
+
+/* "config.json: key 'KEY': WHAT" (NSBOX_E_INVALID); -1. */
+int nsbox_ocispec_bad(struct nsbox_err *e, const char *key, const char *what);
+/* A string member of obj into out (n bytes); absent is fine unless required. */
+int nsbox_ocispec_get_str(const cJSON *obj, const char *name, const char *key, char *out, size_t n,
+                          bool required, struct nsbox_err *e);
+int nsbox_ocispec_get_bool(const cJSON *obj, const char *name, const char *key, bool *out,
+                           struct nsbox_err *e);
+/* An integer member in [lo, hi]; absent (or null) leaves *out. */
+int nsbox_ocispec_get_int(const cJSON *obj, const char *name, const char *key, double lo, double hi,
+                          int64_t *out, struct nsbox_err *e);
+/* An object member (NULL when absent; *r -1 when it is not an object). */
+const cJSON *nsbox_ocispec_get_obj(const cJSON *obj, const char *name, const char *key, int *r,
+                                   struct nsbox_err *e);
+/* An array of at most max strings, each shorter than NSBOX_OCISPEC_STR_MAX. */
+int nsbox_ocispec_check_str_array(const cJSON *v, const char *key, size_t max, struct nsbox_err *e);
+
+/* ---- ocispec_linux.c: linux.resources, linux.cgroupsPath ---- */
+int nsbox_ocispec_parse_linux(const cJSON *lx, struct nsbox_ocispec *c, struct nsbox_err *e);
+
+#endif
