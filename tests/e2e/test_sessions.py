@@ -747,13 +747,19 @@ class Lifecycle(SessionTest):
 class Terminal(SessionTest):
     """exec -t under a real pseudo-terminal, as a person at a terminal would use it."""
 
-    def run_in_pty(self, args, send=b"", rows=30, cols=100, timeout=20):
+    def run_in_pty(self, args, send=b"", rows=30, cols=100, timeout=20, signal_at_connect=0):
+        """args' exit code and what it wrote to the terminal, a pty. With signal_at_connect,
+        that signal is sent as soon as nsbox has connected to the supervisor: the command is
+        about to start, and exec has yet to hear that it did."""
         import fcntl
         import pty
         import termios
         pid, fd = pty.fork()
         if pid == 0:
             os.execve(NSBOX, [NSBOX] + args, self.dirs.env())
+        if signal_at_connect:
+            self.assertTrue(wait_for(lambda: self.has_a_socket(pid), 20, 0.001))
+            os.kill(pid, signal_at_connect)
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         os.kill(pid, signal.SIGWINCH)
         out = b""
@@ -776,6 +782,31 @@ class Terminal(SessionTest):
         _, status = os.waitpid(pid, 0)
         os.close(fd)
         return os.waitstatus_to_exitcode(status), out
+
+    @staticmethod
+    def has_a_socket(pid):
+        """Whether process pid, once it runs nsbox, has a socket open."""
+        try:
+            if os.readlink(f"/proc/{pid}/exe") != os.path.realpath(NSBOX):
+                return False
+            return any(os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+                       for fd in os.listdir(f"/proc/{pid}/fd"))
+        except OSError:  # it is between its fork and its exec, or a descriptor just closed
+            return False
+
+    def test_term_and_hup_right_after_start_reach_the_command(self):
+        """A TERM (a CI job's timeout) or a HUP (the terminal closed) that comes while exec -t
+        waits for its command to start goes to the command: exec does not die of it, leaving
+        the command to be killed as an orphan."""
+        sid = self.create()
+        for sig, trapped in ((signal.SIGTERM, 42), (signal.SIGHUP, 43)):
+            name = signal.Signals(sig).name[3:]
+            code, out = self.run_in_pty(
+                ["exec", "-t", sid, "--", "sh", "-c",
+                 f"trap 'echo got-{name}; kill $!; exit {trapped}' {name}; sleep 30 & wait"],
+                signal_at_connect=sig)
+            # the command ended of the signal: in its trap, or before its trap was set
+            self.assertIn(code, (trapped, 128 + sig), (name, out))
 
     def test_exec_t_gives_a_terminal_with_the_window_size(self):
         sid = self.create()
