@@ -1,4 +1,4 @@
-/* The config file (docs/spec.md, "Instance types"): where it is, reading it with the same rules
+/* The config file (docs/spec.md, "Config file"): where it is, reading it with the same rules
  * for every module that has a section in it, and handing each its section's parser. What a
  * section means is its module's (policy/spec_types.c the instance types, sandbox/net.c,
  * sandbox/workspace.c, service/warmpool.c). */

@@ -21,12 +21,9 @@ struct nsbox_dynlib {
     int table; /* 0 not resolved, 1 resolved, -1 failed */
     char why[256];
 };
-#define NSBOX_DYNLIB_INIT(soname, package, mode)                                                   \
+#define NSBOX_DYNLIB_INIT(so, pkg, how)                                                            \
     {                                                                                              \
-        (soname), (package), (mode), NULL, 0, 0,                                                   \
-        {                                                                                          \
-            0                                                                                      \
-        }                                                                                          \
+        .soname = (so), .package = (pkg), .mode = (how)                                            \
     }
 
 /* One entry of a table of functions: where the address goes and the symbol's name. */

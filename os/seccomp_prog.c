@@ -41,7 +41,7 @@ static int prog_copy(const struct sock_fprog *src, struct sock_fprog *dst, struc
  * libseccomp and this architecture, with a checksum over the instructions. */
 
 #define CACHE_MAGIC "NSBXBPF1"
-/* Part of the key: bump when the compile options above change the produced program. */
+/* Part of the key: bump when policy/seccomp_compile.c's options change the produced program. */
 #define CACHE_FORMAT "nsbox-seccomp-cache-v1 optimize=2"
 
 struct cache_header {
