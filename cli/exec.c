@@ -146,6 +146,35 @@ static bool relay(int from, int to)
     return true;
 }
 
+static bool reply_busy(const cJSON *reply)
+{
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(reply, "error");
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
+    return cJSON_IsString(code) && !strcmp(code->valuestring, "busy");
+}
+
+/* exec -t's request, with mask blocked: its first reply, with the terminal's master once the
+ * command has started (else the final reply). A supervisor with every connection taken is asked
+ * again, with old's mask while waiting: nothing has started, and a TERM or HUP then ends us as
+ * it would have without a command. 0, or -1 with e filled. */
+static int tty_start(const char *id, const struct nsbox_request *req, const sigset_t *mask,
+                     const sigset_t *old, int *sock, cJSON **first, int *master,
+                     struct nsbox_err *e)
+{
+    unsigned waited_ms = 0;
+    for (;;) {
+        if (nsbox_client_exchange(id, req, NULL, 0, 0, 0, sock, first, master, e) < 0)
+            return -1;
+        if (*master >= 0 || !reply_busy(*first))
+            return 0;
+        sigprocmask(SIG_SETMASK, old, NULL);
+        bool again = nsbox_client_again_if_busy(first, sock, &waited_ms, NSBOX_CLIENT_BUSY_FOREVER);
+        sigprocmask(SIG_BLOCK, mask, NULL);
+        if (!again)
+            return 0;
+    }
+}
+
 static int exec_with_tty(const char *id, struct nsbox_request *req)
 {
     struct nsbox_err e = {0};
@@ -158,21 +187,10 @@ static int exec_with_tty(const char *id, struct nsbox_request *req)
         req->rows = ws.ws_row;
         req->cols = ws.ws_col;
     }
-    cleanup_close int sock = -1;
-    cJSON *first = NULL;
-    cleanup_close int master = -1;
-    if (nsbox_client_exchange(id, req, NULL, 0, 0, NSBOX_CLIENT_BUSY_FOREVER, &sock, &first,
-                              &master, &e) < 0)
-        return nsbox_say_fail(&e);
-    if (master < 0) /* it did not start: this is the final reply */
-        return nsbox_say_exit(first);
-    cJSON_Delete(first);
-    if (tcgetattr(0, &saved_tio) == 0) {
-        struct termios raw = saved_tio;
-        cfmakeraw(&raw);
-        tio_saved = tcsetattr(0, TCSADRAIN, &raw) == 0;
-        atexit(restore_tty);
-    }
+    /* TERM and HUP are ours to pass on from before the request leaves, as in exec_exchange:
+     * the command may start at once, and a TERM (a CI job's timeout) or a HUP (the terminal
+     * closed) with its default action would end us, and with us the command. One that comes
+     * before the first reply waits in sfd and goes to the command once it has started. */
     sigset_t mask, old;
     sigemptyset(&mask);
     sigaddset(&mask, SIGWINCH);
@@ -180,6 +198,24 @@ static int exec_with_tty(const char *id, struct nsbox_request *req)
     sigaddset(&mask, SIGHUP);
     sigprocmask(SIG_BLOCK, &mask, &old);
     cleanup_close int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    cleanup_close int sock = -1;
+    cJSON *first = NULL;
+    cleanup_close int master = -1;
+    if (tty_start(id, req, &mask, &old, &sock, &first, &master, &e) < 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        return nsbox_say_fail(&e);
+    }
+    if (master < 0) { /* it did not start: this is the final reply */
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        return nsbox_say_exit(first);
+    }
+    cJSON_Delete(first);
+    if (tcgetattr(0, &saved_tio) == 0) {
+        struct termios raw = saved_tio;
+        cfmakeraw(&raw);
+        tio_saved = tcsetattr(0, TCSADRAIN, &raw) == 0;
+        atexit(restore_tty);
+    }
     fcntl(master, F_SETFL, O_NONBLOCK);
     bool in_open = true;
     for (;;) {

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "cgroup.h"
 #include "cleanup.h"
+#include "config.h"
 #include "egress_spawn.h"
 #include "help.h"
 #include "paths.h"
@@ -460,7 +461,7 @@ static void check_config(struct nsbox_check *c)
     char dir[PATH_MAX];
     const char *env = getenv("NSBOX_CONFIG");
     const char *path = env && *env ? env : NSBOX_CONFIG_DEFAULT_PATH;
-    bool types = nsbox_instance_types_load(NULL, &e) == 0;
+    bool types = nsbox_config_load_types(NULL, &e) == 0;
     if (types && nsbox_ws_load_config(&ws, &e) == 0 && nsbox_pool_config_check(&e) == 0 &&
         nsbox_net_config_check(&e) == 0 && nsbox_path_runtime_dir(dir, sizeof dir, &e) == 0 &&
         nsbox_path_data_dir(dir, sizeof dir, &e) == 0 &&

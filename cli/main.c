@@ -4,6 +4,7 @@
  * 126, 127, 128+N. */
 #define _GNU_SOURCE
 #include "cleanup.h"
+#include "config.h"
 #include "cli.h"
 #include "cmdline.h"
 #include "help.h"
@@ -112,7 +113,7 @@ int main(int argc, char **argv)
     bool makes = c && c->makes && (!c->makes[0] || (argc > 2 && !strcmp(argv[2], c->makes)));
     /* the network section too, whatever the network: a typo there went unnoticed until a
      * sandbox with --network all (docs/spec.md promises that misspelled keys fail) */
-    if (makes && (nsbox_instance_types_load(NULL, &e) < 0 || nsbox_net_config_check(&e) < 0))
+    if (makes && (nsbox_config_load_types(NULL, &e) < 0 || nsbox_net_config_check(&e) < 0))
         return nsbox_say_fail(&e);
     if (c && c->handler == cmd_help)
         return cmd_help(argc - 1, argv + 1);

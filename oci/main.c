@@ -4,6 +4,7 @@
  * and to stderr. */
 #include "ocirt.h"
 #include "cmdline.h"
+#include "config.h"
 #include "spec.h"
 
 #include <cJSON.h>
@@ -145,7 +146,7 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) {
         if (strcmp(argv[i], commands[k].name))
             continue;
-        if (!strcmp(argv[i], "create") && nsbox_instance_types_load(NULL, &e) < 0) {
+        if (!strcmp(argv[i], "create") && nsbox_config_load_types(NULL, &e) < 0) {
             log_error(&g, e.msg);
             return 1;
         }

@@ -18,8 +18,6 @@
 /* The C library's headers first, outside the pragma: a hidden reference to snprintf would make
  * the whole link's snprintf hidden, and then libc could not provide it. */
 #include <dlfcn.h>
-#include <errno.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,6 +26,8 @@
 #include <time.h>
 
 #include "imagelibs.h"
+
+#include "dynlib.h"
 
 #pragma GCC visibility push(hidden)
 #include <archive.h>
@@ -41,47 +41,17 @@
 #include <openssl/x509v3.h>
 #pragma GCC visibility pop
 
-struct lib {
-    const char *soname;
-    void *handle; /* set once, under the lock */
-    int failed;
-};
-
-static struct lib archive_lib = {"libarchive.so.13", NULL, 0};
-static struct lib crypto_lib = {"libcrypto.so.3", NULL, 0};
-static char load_error[256];
-static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void *resolve(struct lib *l, const char *name)
-{
-    pthread_mutex_lock(&load_lock);
-    if (!l->handle && !l->failed) {
-        l->handle = dlopen(l->soname, RTLD_NOW | RTLD_LOCAL);
-        if (!l->handle) {
-            const char *m = dlerror();
-            snprintf(load_error, sizeof load_error, "%s", m ? m : l->soname);
-            l->failed = 1;
-        }
-    }
-    void *f = l->handle ? dlsym(l->handle, name) : NULL;
-    if (l->handle && !f)
-        snprintf(load_error, sizeof load_error, "%s lacks %s", l->soname, name);
-    pthread_mutex_unlock(&load_lock);
-    return f;
-}
+static struct nsbox_dynlib archive_lib =
+    NSBOX_DYNLIB_INIT("libarchive.so.13", "libarchive13", RTLD_NOW);
+static struct nsbox_dynlib crypto_lib = NSBOX_DYNLIB_INIT("libcrypto.so.3", "libssl3", RTLD_NOW);
 
 int nsbox_imagelibs_load(struct nsbox_err *e)
 {
-    if (resolve(&archive_lib, "archive_read_new") && resolve(&crypto_lib, "EVP_sha256"))
-        return 0;
-    pthread_mutex_lock(&load_lock);
-    char why[sizeof load_error];
-    snprintf(why, sizeof why, "%s", load_error);
-    pthread_mutex_unlock(&load_lock);
-    return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ELIBACC,
-                         "images cannot be imported: %s; fix: apt-get install libarchive13 "
-                         "libssl3",
-                         why);
+    if (!nsbox_dynlib_sym(&archive_lib, "archive_read_new"))
+        return nsbox_dynlib_fail(&archive_lib, "images cannot be imported", e);
+    if (!nsbox_dynlib_sym(&crypto_lib, "EVP_sha256"))
+        return nsbox_dynlib_fail(&crypto_lib, "images cannot be imported", e);
+    return 0;
 }
 
 /* One forwarding definition: the real function's address is looked up at the first call and
@@ -92,7 +62,7 @@ int nsbox_imagelibs_load(struct nsbox_err *e)
         static ret(*fn) params;                                                                    \
         ret(*f) params = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);                                   \
         if (!f) {                                                                                  \
-            f = (ret(*) params)resolve(LIB, #name);                                                \
+            f = (ret(*) params)nsbox_dynlib_sym(LIB, #name);                                       \
             if (!f)                                                                                \
                 return fail;                                                                       \
             __atomic_store_n(&fn, f, __ATOMIC_RELEASE);                                            \
@@ -118,7 +88,7 @@ FWD(la_ssize_t, archive_read_data, (A, void *buf, size_t n), (a, buf, n), ARCHIV
 FWD(int, archive_read_data_block, (A, const void **buf, size_t *n, la_int64_t *off),
     (a, buf, n, off), ARCHIVE_FATAL)
 FWD(int, archive_errno, (A), (a), -1)
-FWD(const char *, archive_error_string, (A), (a), load_error)
+FWD(const char *, archive_error_string, (A), (a), nsbox_dynlib_why(LIB))
 FWD(__LA_MODE_T, archive_entry_filetype, (E), (en), 0)
 FWD(__LA_MODE_T, archive_entry_perm, (E), (en), 0)
 FWD(la_int64_t, archive_entry_uid, (E), (en), 0)
@@ -137,7 +107,8 @@ void archive_set_error(struct archive *a, int err, const char *fmt, ...)
     static void (*fn)(struct archive *, int, const char *, ...);
     void (*f)(struct archive *, int, const char *, ...) = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
     if (!f) {
-        f = (void (*)(struct archive *, int, const char *, ...))resolve(LIB, "archive_set_error");
+        f = (void (*)(struct archive *, int, const char *, ...))nsbox_dynlib_sym(
+            LIB, "archive_set_error");
         if (!f)
             return;
         __atomic_store_n(&fn, f, __ATOMIC_RELEASE);
@@ -170,7 +141,7 @@ void EVP_MD_CTX_free(EVP_MD_CTX *c)
     if (!c)
         return;
     if (!f) {
-        f = (void (*)(EVP_MD_CTX *))resolve(LIB, "EVP_MD_CTX_free");
+        f = (void (*)(EVP_MD_CTX *))nsbox_dynlib_sym(LIB, "EVP_MD_CTX_free");
         if (!f)
             return;
         __atomic_store_n(&fn, f, __ATOMIC_RELEASE);
@@ -187,7 +158,7 @@ void EVP_MD_CTX_free(EVP_MD_CTX *c)
         static void(*fn) params;                                                                   \
         void(*f) params = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);                                  \
         if (!f) {                                                                                  \
-            f = (void(*) params)resolve(LIB, #name);                                               \
+            f = (void(*) params)nsbox_dynlib_sym(LIB, #name);                                      \
             if (!f)                                                                                \
                 return;                                                                            \
             __atomic_store_n(&fn, f, __ATOMIC_RELEASE);                                            \
@@ -246,7 +217,7 @@ FWD(int, X509_set_issuer_name, (X509 * x, const X509_NAME *n), (x, n), 0)
 FWD(int, X509_set_pubkey, (X509 * x, EVP_PKEY *k), (x, k), 0)
 FWD(int, X509_set_version, (X509 * x, long v), (x, v), 0)
 FWD(int, X509_sign, (X509 * x, EVP_PKEY *k, const EVP_MD *md), (x, k, md), 0)
-FWD(const char *, X509_verify_cert_error_string, (long n), (n), load_error)
+FWD(const char *, X509_verify_cert_error_string, (long n), (n), nsbox_dynlib_why(LIB))
 FWD(int, i2d_X509, (const X509 *x, unsigned char **out), (x, out), -1)
 FWD(int, i2d_PrivateKey, (const EVP_PKEY *k, unsigned char **out), (k, out), -1)
 
@@ -258,7 +229,7 @@ EVP_PKEY *EVP_PKEY_Q_keygen(OSSL_LIB_CTX *ctx, const char *propq, const char *ty
         __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
     if (!f) {
         f = (EVP_PKEY * (*)(OSSL_LIB_CTX *, const char *, const char *, ...))
-            resolve(LIB, "EVP_PKEY_Q_keygen");
+            nsbox_dynlib_sym(LIB, "EVP_PKEY_Q_keygen");
         if (!f)
             return NULL;
         __atomic_store_n(&fn, f, __ATOMIC_RELEASE);

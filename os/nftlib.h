@@ -16,6 +16,7 @@ struct nsbox_nftlib {
     const char *(*ctx_get_error_buffer)(struct nft_ctx *ctx);
     const char *(*ctx_get_output_buffer)(struct nft_ctx *ctx);
     int (*run_cmd_from_buffer)(struct nft_ctx *ctx, const char *buf);
+    void (*output_set_flags)(struct nft_ctx *ctx, unsigned int flags); /* JSON in and out */
 };
 
 /* The loaded library, or NULL with e filled (NSBOX_E_UNSUPPORTED and the package to install). */

@@ -1,6 +1,7 @@
 /* Seccomp profiles: JSON profile -> libseccomp filter -> classic BPF program.
- * Parsing and rule building are pure (unit tested, fuzzed); only loading the program into the
- * kernel is a system call, done in the child as the last step before exec.
+ * Parsing (seccomp.c) and compiling (seccomp_compile.c) are pure (unit tested, fuzzed); the
+ * default program's cache on disk and loading a program into the kernel, in the child as the
+ * last step before exec, are os/seccomp_prog.c's.
  * The profile format and the default profile's choices are documented in docs/seccomp.md. */
 #ifndef NSBOX_SECCOMP_H
 #define NSBOX_SECCOMP_H
@@ -73,21 +74,13 @@ const char *nsbox_seccomp_egress_json(void);
 int nsbox_seccomp_profile_parse(const char *json, size_t len, struct nsbox_seccomp_profile *p,
                                 struct nsbox_err *e);
 void nsbox_seccomp_profile_free(struct nsbox_seccomp_profile *p);
+/* What libseccomp would misread in a profile (one may be built by hand, not parsed): an invalid
+ * action, a syscall name without its NUL, an argument index out of range. */
+int nsbox_seccomp_profile_check(const struct nsbox_seccomp_profile *p, struct nsbox_err *e);
 
 /* Build the BPF program for the native architecture. prog->filter is malloc'd. */
 int nsbox_seccomp_compile(const struct nsbox_seccomp_profile *p, struct sock_fprog *prog,
                           struct nsbox_err *e);
-/* Default profile, compiled once per process and cached (and on disk when cache_dir != NULL).
- * Each call hands out its own malloc'd copy: free it with nsbox_seccomp_prog_free(). Thread-safe;
- * call it before clone()/fork(), not in the child. An unusable cache directory (not ours, or
- * writable by others) is not used; a missing or corrupt cache file is rewritten. */
-int nsbox_seccomp_default_prog(const char *cache_dir, struct sock_fprog *prog, struct nsbox_err *e);
-/* Drop the in-process copy so that the next call compiles or reads the disk cache again
- * (tests and benchmarks). */
-void nsbox_seccomp_default_forget(void);
 void nsbox_seccomp_prog_free(struct sock_fprog *prog);
-
-/* Child side: install prog (no_new_privs must already be set). */
-int nsbox_seccomp_load(const struct sock_fprog *prog, struct nsbox_err *e);
 
 #endif

@@ -177,28 +177,14 @@ int nsbox_cidr_format(const struct nsbox_cidr *c, char *buf, size_t n);
  * 1024 (as docker and cgroups read them). Integers only. */
 int nsbox_parse_size(const char *s, uint64_t *out, struct nsbox_err *e);
 
-/* Instance type overrides from a config file: {"instance_types": {"name": {"cpus": N,
- * "memory": "4GiB" | bytes, "pids": N, "disk": "10GiB" | bytes}}}. Named types are merged over
- * the defaults (a known name may give only some fields; a new name must give all four); other
- * top-level keys belong to other modules and are ignored. The table is rebuilt from the defaults
- * on every call and replaced only on success.
- * path NULL: $NSBOX_CONFIG if set (must exist), else NSBOX_CONFIG_DEFAULT_PATH (missing = the
- * defaults). An explicit path that does not exist also means the defaults. */
-int nsbox_instance_types_load(const char *path, struct nsbox_err *e);
-/* The config file's text, read with the same rules for every module that has a section in it
- * (instance_types here, network, workspace): path NULL means $NSBOX_CONFIG (must exist) or
- * NSBOX_CONFIG_DEFAULT_PATH; missing (but for $NSBOX_CONFIG) returns 1, *text NULL. used gets
- * the file's name
- * for messages. A regular file of at most NSBOX_SPEC_JSON_MAX bytes, not empty. */
-int nsbox_config_text(const char *path, char **text, size_t *len, char *used, size_t usedn,
-                      struct nsbox_err *e);
-/* One module's section of the config file: its text (nsbox_config_text's rules, path NULL)
- * given to parse, whose errors get the file's name in front. A missing file leaves *out as
- * the caller set it up (its defaults). With text (else NULL), the caller also gets the text
- * itself, to free (NULL without a file). */
-int nsbox_config_section(int (*parse)(const char *text, size_t len, void *out,
-                                       struct nsbox_err *e),
-                         void *out, char **text, size_t *len, struct nsbox_err *e);
+/* Instance type overrides, the config file's (os/config.c) section "instance_types":
+ * {"instance_types": {"name": {"cpus": N, "memory": "4GiB" | bytes, "pids": N, "disk": "10GiB" |
+ * bytes}}}. Named types are merged over the defaults (a known name may give only some fields; a
+ * new name must give all four); the other sections belong to other modules, but a section that
+ * none has is an error. The table is rebuilt from the defaults on every call and replaced only on
+ * success. Messages without a prefix: the caller says which config this was. */
+int nsbox_instance_types_parse(const char *json, size_t len, struct nsbox_err *e);
+/* The same, messages prefixed "config: ". */
 int nsbox_instance_types_load_json(const char *json, size_t len, struct nsbox_err *e);
 /* Back to the built-in table (tests). */
 void nsbox_instance_types_reset(void);

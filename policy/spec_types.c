@@ -1,6 +1,5 @@
-/* The instance types (docs/spec.md): the built-in table, and the one the config file replaces it
- * with; nsbox_instance_types_load() and nsbox_config_text() read that file, the only I/O of the
- * spec. */
+/* The instance types (docs/spec.md): the built-in table, and the one the config file's section
+ * replaces it with (os/config.c reads the file). */
 #include "spec_impl.h"
 #include "cleanup.h"
 #include "cleanup_cjson.h"
@@ -126,8 +125,7 @@ static int load_type(struct nsbox_instance_type *tbl, size_t *n, const cJSON *en
     return 0;
 }
 
-/* Messages without a prefix: the callers say which config this was. */
-static int load_types_json(const char *json, size_t len, struct nsbox_err *e)
+int nsbox_instance_types_parse(const char *json, size_t len, struct nsbox_err *e)
 {
     cleanup_cjson cJSON *root = NULL;
     struct nsbox_instance_type tbl[NSBOX_MAX_INSTANCE_TYPES];
@@ -166,109 +164,5 @@ static int load_types_json(const char *json, size_t len, struct nsbox_err *e)
 
 int nsbox_instance_types_load_json(const char *json, size_t len, struct nsbox_err *e)
 {
-    return load_types_json(json, len, e) < 0 ? nsbox_err_wrap(e, "config") : 0;
-}
-
-static int read_small_file(int fd, const char *path, char **out, size_t *len,
-                           struct nsbox_err *e)
-{
-    struct stat st;
-    if (fstat(fd, &st) < 0)
-        return nsbox_err_sys(e, "config %s", path);
-    if (!S_ISREG(st.st_mode))
-        return invalid(e, "config %s: not a regular file", path);
-    if ((uint64_t)st.st_size > NSBOX_SPEC_JSON_MAX)
-        return invalid(e, "config %s: larger than %u bytes", path, NSBOX_SPEC_JSON_MAX);
-    if (st.st_size == 0)
-        return invalid(e, "config %s: empty file (write {} for the defaults)", path);
-    cleanup_free char *buf = malloc((size_t)st.st_size + 1);
-    size_t n = 0;
-    if (!buf)
-        return nsbox_err_sys(e, "config %s", path);
-    /* Read at most the size fstat() reported, plus one byte to notice a file that grew. */
-    while (n <= (size_t)st.st_size) {
-        ssize_t r = read(fd, buf + n, (size_t)st.st_size + 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return nsbox_err_sys(e, "config %s: read", path);
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    if (n > (size_t)st.st_size)
-        return invalid(e, "config %s: changed while being read", path);
-    *out = nsbox_steal_ptr(&buf);
-    *len = n;
-    return 0;
-}
-
-int nsbox_config_text(const char *path, char **text, size_t *len, char *used, size_t usedn,
-                      struct nsbox_err *e)
-{
-    *text = NULL;
-    *len = 0;
-    bool must_exist = false;
-    if (!path) {
-        const char *env = getenv("NSBOX_CONFIG");
-        /* An explicit $NSBOX_CONFIG that is missing is a typo to report, not a default. */
-        must_exist = env && *env;
-        path = must_exist ? env : NSBOX_CONFIG_DEFAULT_PATH;
-    }
-    if (used)
-        snprintf(used, usedn, "%s", path);
-    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) {
-        if (errno == ENOENT && !must_exist)
-            return 1;
-        int code = errno == ENOENT ? NSBOX_E_NOTFOUND : NSBOX_E_SYS;
-        nsbox_err_sys(e, "config %s", path);
-        if (e)
-            e->code = code;
-        return -1;
-    }
-    return read_small_file(fd, path, text, len, e);
-}
-
-/* The config text (nsbox_config_text's rules) given to parse, whose errors get the file's name
- * in front (after prefix). With text, the caller keeps the text (NULL without a file). Returns
- * 0, 1 when there is no config file (parse not called), -1. */
-static int config_parse(const char *path, const char *prefix,
-                        int (*parse)(const char *text, size_t len, void *out, struct nsbox_err *e),
-                        void *out, char **text, size_t *len, struct nsbox_err *e)
-{
-    cleanup_free char *buf = NULL;
-    size_t n = 0;
-    char used[PATH_MAX];
-    int r = nsbox_config_text(path, &buf, &n, used, sizeof used, e);
-    if (r < 0)
-        return -1;
-    if (r == 0 && parse(buf, n, out, e) < 0)
-        return nsbox_err_wrap(e, "%s%s", prefix, used);
-    if (text) {
-        *text = nsbox_steal_ptr(&buf);
-        *len = n;
-    }
-    return r;
-}
-
-int nsbox_config_section(int (*parse)(const char *text, size_t len, void *out,
-                                       struct nsbox_err *e),
-                         void *out, char **text, size_t *len, struct nsbox_err *e)
-{
-    return config_parse(NULL, "", parse, out, text, len, e) < 0 ? -1 : 0;
-}
-
-static int types_section(const char *text, size_t len, void *out, struct nsbox_err *e)
-{
-    (void)out;
-    return load_types_json(text, len, e);
-}
-
-int nsbox_instance_types_load(const char *path, struct nsbox_err *e)
-{
-    int r = config_parse(path, "config ", types_section, NULL, NULL, NULL, e);
-    if (r == 1)
-        nsbox_instance_types_reset();
-    return r < 0 ? -1 : 0;
+    return nsbox_instance_types_parse(json, len, e) < 0 ? nsbox_err_wrap(e, "config") : 0;
 }

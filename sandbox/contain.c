@@ -11,7 +11,7 @@
 #include "launch.h"
 #include "safepath.h"
 #include "util.h"
-#include "seccomp_profile.h"
+#include "seccomp_prog.h"
 #include "signals.h"
 #include "sys.h"
 

@@ -8,6 +8,7 @@
 #include "egress_tls.h"
 #include "state.h"
 #include "cleanup.h"
+#include "config.h"
 #include "net_impl.h"
 #include "netplan.h"
 #include "nftbatch.h"

@@ -4,6 +4,8 @@
 #define _GNU_SOURCE
 #include "net_impl.h"
 
+#include "dynlib.h"
+
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -64,38 +66,20 @@ static struct {
     NL_FUNCS(FIELD)
 #undef FIELD
 } nl;
-static int nl_loaded; /* 0 not tried, 1 ok, -1 failed */
-static char nl_load_error[256];
 
-static int load(void)
-{
-    /* libnl-route-3 pulls in libnl-3; dlsym on its handle searches both. */
-    void *h = dlopen("libnl-route-3.so.200", RTLD_LAZY | RTLD_LOCAL);
-    if (!h) {
-        const char *m = dlerror();
-        snprintf(nl_load_error, sizeof nl_load_error, "%s", m ? m : "dlopen failed");
-        return -1;
-    }
-#define SYM(name)                                                                                  \
-    if (!(nl.name = (__typeof__(&name))dlsym(h, #name))) {                                         \
-        snprintf(nl_load_error, sizeof nl_load_error, "libnl-route-3 lacks %s", #name);            \
-        return -1;                                                                                 \
-    }
-    NL_FUNCS(SYM)
-#undef SYM
-    return 0;
-}
+/* libnl-route-3 pulls in libnl-3; dlsym on its handle searches both. */
+static struct nsbox_dynlib nl_so =
+    NSBOX_DYNLIB_INIT("libnl-route-3.so.200", "libnl-route-3-200", RTLD_LAZY);
 
 int nsbox_netlink_load(struct nsbox_err *e)
 {
-    if (!nl_loaded)
-        nl_loaded = load() == 0 ? 1 : -1;
-    if (nl_loaded < 0)
-        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOENT,
-                             "libnl-route-3 is not available (%s); fix: apt-get install "
-                             "libnl-route-3-200",
-                             nl_load_error);
-    return 0;
+    static const struct nsbox_dynlib_sym syms[] = {
+#define SYM(name) {(void **)&nl.name, #name},
+        NL_FUNCS(SYM)
+#undef SYM
+    };
+    return nsbox_dynlib_load(&nl_so, syms, sizeof syms / sizeof syms[0],
+                             "libnl-route-3 is not available", e);
 }
 
 static int nl_fail(struct nsbox_err *e, int nlerr, const char *fmt, const char *arg)

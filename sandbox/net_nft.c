@@ -9,7 +9,6 @@
 #include "nftbatch.h"
 #include "nftlib.h"
 
-#include <dlfcn.h>
 #include <sched.h>
 #include <signal.h>
 #include <errno.h>
@@ -32,7 +31,6 @@ struct nsbox_nft {
     /* libnftables, opened on first need */
     const struct nsbox_nftlib *lib;
     struct nft_ctx *ctx;
-    void (*set_output_flags)(struct nft_ctx *, unsigned int); /* JSON listings and input */
     int ctx_fd;       /* the context's netlink socket, when found; see close_in_background */
     bool ctx_written; /* a transaction went through it */
 };
@@ -280,16 +278,7 @@ static int nft_error(struct nsbox_nft *n, struct nsbox_err *e)
 
 static void set_json(struct nsbox_nft *n, bool on)
 {
-    if (!n->set_output_flags) {
-        /* nftlib.h does not carry this one; the library is loaded already. */
-        void *h = dlopen("libnftables.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL);
-        if (h)
-            n->set_output_flags = (void (*)(struct nft_ctx *, unsigned int))dlsym(
-                h, "nft_ctx_output_set_flags");
-        if (!n->set_output_flags)
-            return;
-    }
-    n->set_output_flags(n->ctx, on ? NFT_CTX_OUTPUT_JSON : 0);
+    n->lib->output_set_flags(n->ctx, on ? NFT_CTX_OUTPUT_JSON : 0);
 }
 
 int nsbox_nft_run(struct nsbox_nft *n, const char *cmds, bool json, struct nsbox_err *e)

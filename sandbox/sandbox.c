@@ -8,7 +8,7 @@
 #include "oci_store.h"
 #include "diagnose.h"
 #include "paths.h"
-#include "seccomp_profile.h"
+#include "seccomp_prog.h"
 #include "userns.h"
 #include "workspace.h"
 

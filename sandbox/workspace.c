@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include "workspace.h"
 #include "cleanup.h"
+#include "config.h"
 #include "idmap.h"
 #include "paths.h"
 #include "proc.h"

@@ -9,6 +9,11 @@ includes a.h" is a circle. The build already refuses an upward include (each lay
 only its own and lower layers' headers); this check says which line does it, and finds the
 circles that the compiler cannot see.
 
+policy/ does no I/O: its sources call none of the functions that open, read, write, list or
+remove files, print, or make system calls (IO_CALLS), comments and strings aside. The one
+exception is named in IO_ALLOWED with its reason. Headers are not read: cleanup.h's close() is a
+helper for the layers above.
+
 Usage: check-layers.py [SOURCE_DIR]. Exit 0 when clean, 1 with one line per finding."""
 import os
 import re
@@ -18,6 +23,38 @@ LAYERS = ["include", "policy", "os", "rootfs", "sandbox", "service", "cli", "oci
 RANK = {"include": 0, "policy": 0, "os": 1, "rootfs": 2, "sandbox": 3, "service": 4, "cli": 5, "oci": 5,
         "egress": 5}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+IO_CALLS = re.compile(
+    r"(?<![\w.>])(fopen|fdopen|freopen|open|openat|openat2|creat|read|pread|readv|preadv|write|"
+    r"pwrite|writev|pwritev|close|stat|fstat|lstat|fstatat|statx|access|faccessat|mkdir|mkdirat|"
+    r"rename|renameat|renameat2|unlink|unlinkat|rmdir|link|linkat|symlink|symlinkat|chmod|fchmod|"
+    r"chown|fchown|truncate|ftruncate|opendir|fdopendir|readdir|scandir|fread|fwrite|fgets|fputs|"
+    r"fputc|fprintf|vfprintf|printf|vprintf|puts|perror|getline|getdelim|dprintf|socket|connect|"
+    r"ioctl|memfd_create|syscall|prctl|mmap|dup|dup2|dup3|pipe|pipe2|fork|vfork|clone|execve|"
+    r"execvp|execv|system|popen|mount|umount|umount2|sendfile|splice|copy_file_range)\s*\(")
+# (file, call): why it is not I/O
+IO_ALLOWED = {
+    ("seccomp_compile.c", "memfd_create"): "libseccomp 2.5 exports a program only to a file "
+    "descriptor: an anonymous memory file, no file system",
+    ("seccomp_compile.c", "fstat"): "the size of that memory file",
+    ("seccomp_compile.c", "pread"): "reading the program back from that memory file",
+}
+# comments, string and character literals: what they say is not a call
+NOT_CODE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+
+
+def io_calls(folder, name, text):
+    """policy/ sources that do I/O: one line per call."""
+    if folder != "policy" or not name.endswith(".c"):
+        return []
+    code = NOT_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+    found = []
+    for m in IO_CALLS.finditer(code):
+        if (name, m.group(1)) in IO_ALLOWED:
+            continue
+        line = code.count("\n", 0, m.start()) + 1
+        found.append(f"{folder}/{name}:{line}: calls {m.group(1)}(): policy/ does no I/O; the "
+                     f"layer above that acts does it (os/ at the lowest)")
+    return found
 
 
 def module(folder, name):
@@ -50,6 +87,7 @@ def main():
         path = os.path.join(root, folder, name)
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
+        problems += io_calls(folder, name, text)
         me = module(folder, name)
         edges.setdefault(me, {})
         for m in INCLUDE.finditer(text):

@@ -3,6 +3,7 @@
 #include "warmpool.h"
 #include "agent.h"
 #include "cleanup.h"
+#include "config.h"
 #include "signals.h"
 #include "cleanup_cjson.h"
 #include "image.h"

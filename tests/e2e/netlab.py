@@ -16,9 +16,19 @@ exec nsbox ...'`: in a private mount namespace /etc/resolv.conf names the lab's 
 allow-mode names, which the host resolves), and the real /etc is untouched.
 
 Run as a script, this file is the lab's servers: `python3 netlab.py serve ...`.
+
+A lab is removed whichever way its test process ends. Its cleanup is registered with atexit
+before the first namespace is made: a module or class set-up that fails after the lab was built
+(unittest then skips its tearDownModule or tearDownClass), a KeyboardInterrupt and sys.exit all
+run it. The servers die with the process that started them (PR_SET_PDEATHSIG), so a test killed
+outright (SIGKILL, a ctest timeout) leaves none running; its namespaces and directory, named
+after its pid, are removed by the next Lab() once that pid is gone (sweep_stale).
 """
+import atexit
+import ctypes
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -61,19 +71,64 @@ def skip_unless_lab(*tools):
         raise unittest.SkipTest(f"the network lab needs {', '.join(missing)}")
 
 
+# The names of a lab's namespaces and directory carry the pid of the test process that made it.
+STALE_NETNS = re.compile(r"nsbox-lab(?:up)?-([0-9]+)")
+STALE_TMP = re.compile(r"nsbox-netlab-([0-9]+)-.+")
+
+# Prepended to a lab server's script: it dies with the test process that started it (argv[1]
+# gives that one's pid, in case it is gone before the request was made).
+DIE_WITH_PARENT = r"""
+import ctypes, os, signal, sys
+ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+if os.getppid() != int(sys.argv.pop(1)):
+    os._exit(1)
+"""
+
+
+def die_with_parent(parent):
+    """In a lab server: be killed when the test process, pid parent, ends."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def sweep_stale():
+    """Remove the namespaces and directories of labs whose test process is gone (killed before
+    it could clean up). A lab of a live process, another test's, is left alone."""
+    def gone(pid):
+        return not os.path.exists(f"/proc/{pid}")
+    try:
+        names = os.listdir("/run/netns")
+    except OSError:
+        names = []
+    for name in names:
+        m = STALE_NETNS.fullmatch(name)
+        if m and gone(m.group(1)):
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    tmp = tempfile.gettempdir()
+    for name in os.listdir(tmp):
+        m = STALE_TMP.fullmatch(name)
+        if m and gone(m.group(1)):
+            shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+
+
 class Lab:
     def __init__(self):
         tag = os.getpid()
         self.lab = f"nsbox-lab-{tag}"
         self.up = f"nsbox-labup-{tag}"
-        self.tmp = tempfile.mkdtemp(prefix="nsbox-netlab-")
+        self.procs = []
+        self.made = []
+        self.tmp = None
+        self.owner = tag  # a forked child that exits (pty.fork's, exec failed) removes nothing
+        sweep_stale()
+        atexit.register(self.cleanup)
+        self.tmp = tempfile.mkdtemp(prefix=f"nsbox-netlab-{tag}-")
         os.chmod(self.tmp, 0o755)
         self.resolv = os.path.join(self.tmp, "resolv.conf")
         with open(self.resolv, "w") as f:
             f.write(f"nameserver {UP_ADDR}\nsearch lab.test\n")
         os.chmod(self.resolv, 0o644)
-        self.procs = []
-        self.made = []
         try:
             self._build()
         except BaseException:
@@ -84,8 +139,8 @@ class Lab:
 
     def _build(self):
         for ns in (self.lab, self.up):
+            self.made.append(ns)  # before: a name half made is removed too (del is harmless)
             sh("ip", "netns", "add", ns)
-            self.made.append(ns)
         sh("ip", "-n", self.lab, "link", "add", "name", "lab0", "type", "veth", "peer", "name",
            "up0", "netns", self.up)
         L = ("ip", "-n", self.lab)
@@ -107,24 +162,37 @@ class Lab:
         self._serve(self.lab, ["--tcp", str(HOST_PORT)])
 
     def _serve(self, ns, args):
-        p = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, os.path.join(HERE, "netlab.py"),
-                              "serve"] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+        p = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable,
+                              os.path.join(HERE, "netlab.py"), "serve", str(os.getpid())] + args,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.procs.append(p)
         line = p.stdout.readline()
         if line.strip() != "READY":
             raise RuntimeError(f"lab server in {ns} did not start: {line} {p.stderr.read()}")
 
     def cleanup(self):
+        """Remove the lab: its servers (by pid), then whatever else still runs in its namespaces
+        (all started by this test: a sandbox's helper a failed test left), then the namespaces
+        and the directory. Safe to call again."""
+        if os.getpid() != self.owner:
+            return
         for p in self.procs:
             if p.poll() is None:
                 p.kill()
             p.wait()
         self.procs = []
         for ns in reversed(self.made):
+            pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
+            for pid in pids.stdout.split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         self.made = []
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.tmp:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
 
     # ---- running things in the lab ----------------------------------------------------------
 
@@ -316,8 +384,9 @@ def in_lab(lab, hosts, argv, store=None):
 def start_origin(lab, script, address, port, pki, *args):
     """script (ending with TLS_SERVE) in the lab's upstream namespace, on address:port with
     pki's certificate, more arguments after it; returns once it listens."""
-    p = subprocess.Popen(["ip", "netns", "exec", lab.up, sys.executable, "-c", script, address,
-                          str(port), os.path.join(pki, "srv.pem"), os.path.join(pki, "srv.key")]
+    p = subprocess.Popen(["ip", "netns", "exec", lab.up, sys.executable, "-c",
+                          DIE_WITH_PARENT + script, str(os.getpid()), address, str(port),
+                          os.path.join(pki, "srv.pem"), os.path.join(pki, "srv.key")]
                          + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lab.procs.append(p)
     line = p.stdout.readline()
@@ -325,7 +394,7 @@ def start_origin(lab, script, address, port, pki, *args):
         raise RuntimeError(f"the HTTPS origin did not start: {line} {p.stderr.read()}")
 
 
-# ---- servers (python3 netlab.py serve --tcp PORTS [--dns JSON]) --------------------------------
+# ---- servers (python3 netlab.py serve PARENT_PID --tcp PORTS [--dns JSON]) ---------------------
 
 class _Banner(socketserver.BaseRequestHandler):
     def handle(self):
@@ -378,8 +447,9 @@ def _serve_dns(names):
 
 
 def serve(argv):
+    die_with_parent(int(argv[0]))
     ports, names = [], None
-    it = iter(argv)
+    it = iter(argv[1:])
     for a in it:
         if a == "--tcp":
             ports = [int(p) for p in next(it).split(",")]

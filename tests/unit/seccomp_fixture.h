@@ -10,7 +10,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "seccomp_profile.h"
+#include "seccomp_prog.h"
 #include <seccomp.h>
 
 #include <errno.h>

@@ -1,7 +1,9 @@
 /* Unit tests for the spec module (policy/spec.c, policy/spec_api.c), as test_spec.c: the
- * configuration file, rendering back to JSON, pulls and the public API. */
+ * configuration file (read by os/config.c), rendering back to JSON, pulls and the public API. */
 
 #include "spec_fixture.h"
+
+#include "config.h"
 
 static char *write_tmp(const char *text)
 {
@@ -23,7 +25,7 @@ static void test_config_override(void **state)
                            " \"instance_types\": {\"medium\": {\"memory\": \"8GiB\"},"
                            " \"xl\": {\"cpus\": 16, \"memory\": 34359738368, \"pids\": 8192,"
                            " \"disk\": \"100G\"}}}");
-    assert_int_equal(nsbox_instance_types_load(path, &e), 0);
+    assert_int_equal(nsbox_config_load_types(path, &e), 0);
     const struct nsbox_instance_type *t = nsbox_instance_type_find("medium");
     assert_non_null(t);
     assert_int_equal(t->limits.memory_bytes, 8ull << 30);
@@ -71,7 +73,7 @@ static void test_config_override(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         path = write_tmp(bad[i].json);
         nsbox_err_clear(&e);
-        assert_int_equal(nsbox_instance_types_load(path, &e), -1);
+        assert_int_equal(nsbox_config_load_types(path, &e), -1);
         assert_int_equal(e.code, NSBOX_E_INVALID);
         if (!strstr(e.msg, bad[i].msg) || strncmp(e.msg, "config /tmp/", 12) != 0)
             fail_msg("message '%s', wanted 'config <path>: ...%s'", e.msg, bad[i].msg);
@@ -81,19 +83,19 @@ static void test_config_override(void **state)
     }
 
     /* A missing file means the defaults. */
-    assert_int_equal(nsbox_instance_types_load("/nonexistent/nsbox.json", &e), 0);
+    assert_int_equal(nsbox_config_load_types("/nonexistent/nsbox.json", &e), 0);
     assert_null(nsbox_instance_type_find("xl"));
     assert_int_equal(nsbox_instance_type_find("medium")->limits.memory_bytes, 4ull << 30);
 
     /* ... except a missing $NSBOX_CONFIG, which is a typo worth reporting. */
     setenv("NSBOX_CONFIG", "/nonexistent/nsbox.json", 1);
     nsbox_err_clear(&e);
-    assert_int_equal(nsbox_instance_types_load(NULL, &e), -1);
+    assert_int_equal(nsbox_config_load_types(NULL, &e), -1);
     assert_int_equal(e.code, NSBOX_E_NOTFOUND);
     path = write_tmp("{\"instance_types\": {\"tiny\": {\"cpus\": 1, \"memory\": \"256MiB\","
                      " \"pids\": 64, \"disk\": \"1GiB\"}}}");
     setenv("NSBOX_CONFIG", path, 1);
-    assert_int_equal(nsbox_instance_types_load(NULL, &e), 0);
+    assert_int_equal(nsbox_config_load_types(NULL, &e), 0);
     assert_non_null(nsbox_instance_type_find("tiny"));
     unsetenv("NSBOX_CONFIG");
     unlink(path);

@@ -1,0 +1,241 @@
+/* The seccomp programs a sandbox installs: the default profile's, compiled once per process and
+ * kept in a cache on disk, and loading a program in the child (policy/seccomp.c parses profiles,
+ * policy/seccomp_compile.c compiles them). */
+#define _GNU_SOURCE
+#include "seccomp_prog.h"
+#include "cleanup.h"
+#include "util.h"
+
+#include <seccomp.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/seccomp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int prog_copy(const struct sock_fprog *src, struct sock_fprog *dst, struct nsbox_err *e)
+{
+    dst->filter = malloc(src->len * sizeof *src->filter);
+    if (!dst->filter)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "seccomp: out of memory");
+    memcpy(dst->filter, src->filter, src->len * sizeof *src->filter);
+    dst->len = src->len;
+    return 0;
+}
+
+/* ---- on-disk cache of the default program ------------------------------------------------
+ * Compiling costs about a millisecond and a half (parse, libseccomp's tree, export); reading
+ * the cached program back costs a few microseconds. The program is the sandbox's syscall
+ * policy, so the cache is only trusted when nobody else could have written it: the directory
+ * and the file must be ours and not writable by group or others, the file a regular file
+ * opened without following symlinks, and its header must match this profile text, this
+ * libseccomp and this architecture, with a checksum over the instructions. */
+
+#define CACHE_MAGIC "NSBXBPF1"
+/* Part of the key: bump when policy/seccomp_compile.c's options change the produced program. */
+#define CACHE_FORMAT "nsbox-seccomp-cache-v1 optimize=2"
+
+struct cache_header {
+    char magic[8];
+    uint64_t key;
+    uint32_t arch;
+    uint32_t n_insns;
+    uint64_t checksum;
+};
+
+/* Not cryptographic: the input is our own embedded profile, so the hash only has to tell
+ * versions apart, and anyone able to write the cache directory could write any program. */
+static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *s = data;
+    for (; len >= 8; s += 8, len -= 8) {
+        uint64_t w;
+        memcpy(&w, s, sizeof w);
+        h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+        h ^= h >> 31;
+    }
+    for (; len; s++, len--) {
+        h = (h ^ *s) * 0x100000001b3ull;
+        h ^= h >> 31;
+    }
+    return h;
+}
+
+static uint64_t cache_key(const char *text, size_t len)
+{
+    const struct scmp_version *v = seccomp_version();
+    char tag[128];
+    int n = snprintf(tag, sizeof tag, "%s libseccomp=%u.%u.%u arch=%#x len=%zu", CACHE_FORMAT,
+                     v->major, v->minor, v->micro, seccomp_arch_native(), len);
+    uint64_t h = hash_bytes(0xcbf29ce484222325ull, tag, (size_t)n);
+    return hash_bytes(h, text, len);
+}
+
+static void cache_name(uint64_t key, char *buf, size_t n)
+{
+    snprintf(buf, n, "seccomp-%016" PRIx64 ".bpf", key);
+}
+
+/* The cache directory fd, or -1 when there is none we can trust. */
+static int cache_dir_open(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && (mkdir(dir, 0700) == 0 || errno == EEXIST))
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || (st.st_uid != geteuid() && st.st_uid != 0) ||
+        (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int cache_read(int dirfd, uint64_t key, struct sock_fprog *out)
+{
+    char name[64];
+    cache_name(key, name, sizeof name);
+    /* O_NONBLOCK: opening a FIFO planted under that name must not hang us. */
+    cleanup_close int fd =
+        openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    const size_t max = sizeof(struct cache_header) + BPF_MAXINSNS * sizeof(struct sock_filter);
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+        (st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_size < (off_t)sizeof(struct cache_header) ||
+        (size_t)st.st_size > max)
+        return -1;
+    size_t size = (size_t)st.st_size;
+    cleanup_free char *buf = malloc(size);
+    if (!buf)
+        return -1;
+    for (size_t off = 0; off < size;) {
+        ssize_t n = pread(fd, buf + off, size - off, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        off += (size_t)n;
+    }
+    struct cache_header h;
+    memcpy(&h, buf, sizeof h);
+    size_t body = size - sizeof h;
+    if (memcmp(h.magic, CACHE_MAGIC, sizeof h.magic) != 0 || h.key != key ||
+        h.arch != seccomp_arch_native() || h.n_insns == 0 || h.n_insns > BPF_MAXINSNS ||
+        body != (size_t)h.n_insns * sizeof(struct sock_filter) ||
+        hash_bytes(key, buf + sizeof h, body) != h.checksum)
+        return -1;
+    out->filter = malloc(body);
+    if (!out->filter)
+        return -1;
+    memcpy(out->filter, buf + sizeof h, body);
+    out->len = (unsigned short)h.n_insns;
+    return 0;
+}
+
+/* Best effort: a failure leaves no file behind and the caller still has its program. The temp
+ * file + rename means a reader sees the old file or the complete new one, never half; no fsync,
+ * since a file torn by a crash fails the checksum and is simply rewritten. */
+static void cache_write(int dirfd, uint64_t key, const struct sock_fprog *prog)
+{
+    static unsigned counter; /* under default_lock */
+    char name[64], tmp[96];
+    cache_name(key, name, sizeof name);
+    snprintf(tmp, sizeof tmp, ".%s.%ld.%u.tmp", name, (long)getpid(), counter++);
+
+    struct cache_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, CACHE_MAGIC, sizeof h.magic);
+    h.key = key;
+    h.arch = seccomp_arch_native();
+    h.n_insns = prog->len;
+    h.checksum = hash_bytes(key, prog->filter, prog->len * sizeof *prog->filter);
+
+    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return;
+    bool ok = nsbox_pwrite_all(fd, &h, sizeof h, -1) == 0 &&
+              nsbox_pwrite_all(fd, prog->filter, prog->len * sizeof *prog->filter, -1) == 0 &&
+              fchmod(fd, 0644) == 0; /* the umask may have narrowed it; never wider */
+    ok = close(fd) == 0 && ok;
+    if (!ok || renameat(dirfd, tmp, dirfd, name) < 0)
+        unlinkat(dirfd, tmp, 0);
+}
+
+static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sock_fprog default_prog; /* filter == NULL until built */
+
+static int build_default(const char *cache_dir, struct sock_fprog *out, struct nsbox_err *e)
+{
+    const char *text = nsbox_seccomp_default_json();
+    size_t len = strlen(text);
+    uint64_t key = 0;
+    cleanup_close int dirfd = -1;
+
+    if (cache_dir) {
+        key = cache_key(text, len);
+        dirfd = cache_dir_open(cache_dir);
+        if (dirfd >= 0 && cache_read(dirfd, key, out) == 0)
+            return 0;
+    }
+    struct nsbox_seccomp_profile p;
+    if (nsbox_seccomp_profile_parse(text, len, &p, e) < 0)
+        return nsbox_err_wrap(e, "built-in default profile");
+    int rc = nsbox_seccomp_compile(&p, out, e);
+    nsbox_seccomp_profile_free(&p);
+    if (rc < 0)
+        return nsbox_err_wrap(e, "built-in default profile");
+    if (dirfd >= 0)
+        cache_write(dirfd, key, out);
+    return 0;
+}
+
+int nsbox_seccomp_default_prog(const char *cache_dir, struct sock_fprog *prog, struct nsbox_err *e)
+{
+    prog->len = 0;
+    prog->filter = NULL;
+    pthread_mutex_lock(&default_lock);
+    int rc = 0;
+    if (!default_prog.filter)
+        rc = build_default(cache_dir, &default_prog, e);
+    if (rc == 0)
+        rc = prog_copy(&default_prog, prog, e);
+    pthread_mutex_unlock(&default_lock);
+    return rc;
+}
+
+void nsbox_seccomp_default_forget(void)
+{
+    pthread_mutex_lock(&default_lock);
+    nsbox_seccomp_prog_free(&default_prog);
+    pthread_mutex_unlock(&default_lock);
+}
+
+/* ---- loading (child side) ---------------------------------------------------------------- */
+
+int nsbox_seccomp_load(const struct sock_fprog *prog, struct nsbox_err *e)
+{
+    if (!prog || !prog->filter || prog->len == 0)
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "seccomp: empty program");
+    /* No SECCOMP_FILTER_FLAG_TSYNC: the child is single-threaded at this point. */
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog) == 0)
+        return 0;
+    if (errno == ENOSYS &&
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, (unsigned long)prog, 0, 0) == 0)
+        return 0;
+    if (errno == EACCES)
+        return nsbox_err_sys(e, "seccomp: loading the filter needs no_new_privs set first");
+    return nsbox_err_sys(e, "seccomp: loading the filter");
+}

@@ -1,0 +1,20 @@
+/* The seccomp programs a sandbox installs (os/seccomp_prog.c): the default profile's, and
+ * loading one in the child. Profiles themselves are policy/seccomp_profile.h's. */
+#ifndef NSBOX_SECCOMP_PROG_H
+#define NSBOX_SECCOMP_PROG_H
+
+#include "seccomp_profile.h"
+
+/* Default profile, compiled once per process and cached (and on disk when cache_dir != NULL).
+ * Each call hands out its own malloc'd copy: free it with nsbox_seccomp_prog_free(). Thread-safe;
+ * call it before clone()/fork(), not in the child. An unusable cache directory (not ours, or
+ * writable by others) is not used; a missing or corrupt cache file is rewritten. */
+int nsbox_seccomp_default_prog(const char *cache_dir, struct sock_fprog *prog, struct nsbox_err *e);
+/* Drop the in-process copy so that the next call compiles or reads the disk cache again
+ * (tests and benchmarks). */
+void nsbox_seccomp_default_forget(void);
+
+/* Child side: install prog (no_new_privs must already be set). */
+int nsbox_seccomp_load(const struct sock_fprog *prog, struct nsbox_err *e);
+
+#endif
