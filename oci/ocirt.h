@@ -34,10 +34,10 @@ struct nsbox_ocistate {
     char id[NSBOX_OCI_ID_MAX + 1];
     char bundle[PATH_MAX];
     char created[40];       /* RFC 3339, UTC */
-    pid_t pid;              /* the monitor: the pid-file process, parent of init */
+    pid_t pid;              /* the sandbox's init (pid 1 inside): the pid-file process */
     uint64_t pid_start;     /* its start time (/proc/PID/stat field 22), against pid reuse */
-    pid_t init_pid;         /* the sandbox's init (pid 1 inside); signals go there */
-    uint64_t init_start;
+    pid_t monitor;          /* the monitor: init's launcher, owner of its cgroup and state */
+    uint64_t monitor_start;
     char sandbox[64];       /* nsbox's own id of the sandbox */
 };
 

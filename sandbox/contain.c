@@ -61,7 +61,7 @@ static int child_wait_for_parent(struct nsbox_launch *L, struct nsbox_err *e)
 {
     /* If the parent dies between clone and here, the death signal below may have been armed
      * too late; EOF on the sync pipe tells us the same thing. */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+    if (!L->sibling && prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
         return nsbox_err_sys(e, "prctl(PR_SET_PDEATHSIG)");
     close(L->sync_wr);
     close(L->report_rd);
@@ -118,7 +118,7 @@ static int child_become_appuser(struct nsbox_launch *L, struct nsbox_err *e)
     /* A change of credentials clears the parent-death signal: arm it again. The parent keeps
      * its end of the sync pipe open while it lives, so a hang-up here means it died in the
      * window between the two. */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+    if (!L->sibling && prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
         return nsbox_err_sys(e, "prctl(PR_SET_PDEATHSIG)");
     struct pollfd pf = {L->sync_rd, POLLIN, 0};
     if (poll(&pf, 1, 0) > 0 && (pf.revents & (POLLHUP | POLLERR)))

@@ -62,6 +62,11 @@ struct nsbox_launch {
     bool config_caps;
     uint64_t cap_bounding, cap_effective, cap_permitted, cap_inheritable, cap_ambient;
     bool no_new_privs;
+    /* nsbox-oci: init is cloned as the launcher's sibling (CLONE_PARENT), the child of the
+     * runtime's caller, which waits for it as for runc's init; it outlives the launcher's
+     * parent, so it has no parent-death signal (the launcher's death shows as EOF on the sync
+     * pipe, the start barrier and the agent socket instead). */
+    bool sibling;
 };
 
 /* Child side (contain.c): never returns. */

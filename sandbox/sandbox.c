@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -118,12 +119,14 @@ static int parent_write_id_maps(pid_t pid, const struct nsbox_state *st, bool al
                                    e);
 }
 
-static pid_t clone_sandbox(const struct nsbox_cgroup *cg, bool *cgroup_ns_in_clone, int *pidfd)
+static pid_t clone_sandbox(const struct nsbox_cgroup *cg, bool sibling, bool *cgroup_ns_in_clone,
+                           int *pidfd)
 {
     uint64_t flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC |
-                     CLONE_NEWNET;
+                     CLONE_NEWNET | (sibling ? CLONE_PARENT : 0);
+    /* a sibling's exit signal is ours, as our parent asked for it: clone3 takes none */
     struct clone_args a = {.flags = flags | CLONE_PIDFD, .pidfd = (uintptr_t)pidfd,
-                           .exit_signal = SIGCHLD};
+                           .exit_signal = sibling ? 0 : SIGCHLD};
     *cgroup_ns_in_clone = false;
     if (cg->version == 2 && cg->dirfd >= 0) {
         /* Born inside its cgroup: no window in which it runs uncounted, and the cgroup
@@ -325,7 +328,7 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
 
     if (stdio)
         nsbox_share_pipes(stdio);
-    pid_t pid = clone_sandbox(&c->cg, &c->L.cgroup_ns_in_clone, &c->pidfd);
+    pid_t pid = clone_sandbox(&c->cg, c->L.sibling, &c->L.cgroup_ns_in_clone, &c->pidfd);
     if (pid < 0)
         return nsbox_diagnose_namespace_failure(errno, e);
     if (pid == 0) {
@@ -353,12 +356,28 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
         ret = nsbox_err_sys(e, "cannot start the sandbox");
     /* sync_wr stays open while we live: the child checks it for a hang-up (our death). */
     if (ret < 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        c->pid = 0;
+        nsbox_sandbox_kill_init(c);
         return -1;
     }
     return 0;
+}
+
+void nsbox_sandbox_kill_init(struct nsbox_sandbox *c)
+{
+    if (c->pid <= 0)
+        return;
+    /* by its pidfd where there is one: a sibling's pid is not ours to reap, and could be
+     * another process's once its parent has */
+    if (c->pidfd < 0 || syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0) < 0)
+        kill(c->pid, SIGKILL);
+    if (waitpid(c->pid, NULL, 0) < 0 && errno == ECHILD && c->pidfd >= 0) {
+        /* a sibling (launch.h): its parent reaps it; it is gone when its pidfd is readable,
+         * and with it, pid 1, every process of its namespace */
+        struct pollfd pf = {c->pidfd, POLLIN, 0};
+        while (poll(&pf, 1, -1) < 0 && errno == EINTR)
+            ;
+    }
+    c->pid = 0;
 }
 
 void nsbox_sandbox_free_plan(struct nsbox_sandbox *c)
@@ -373,12 +392,8 @@ int nsbox_sandbox_destroy(struct nsbox_sandbox *c, struct nsbox_err *e)
     int ret = 0;
     struct nsbox_err e2;
     struct nsbox_err *ce = e;
-    if (c->pid > 0) {
-        /* pid 1's death takes every process of the namespace with it. */
-        kill(c->pid, SIGKILL);
-        waitpid(c->pid, NULL, 0);
-        c->pid = 0;
-    }
+    /* pid 1's death takes every process of the namespace with it. */
+    nsbox_sandbox_kill_init(c);
     if (c->cg.version && nsbox_cgroup_destroy(&c->cg, ce) < 0)
         ret = -1, ce = &e2;
     if (c->net) {
