@@ -121,6 +121,12 @@ class Docker(unittest.TestCase):
         self.assertEqual(sandbox_cgroup_file(sid, "memory", "memory.limit_in_bytes",
                                              "memory.max"), str(96 << 20))
         self.assertEqual(sandbox_cgroup_file(sid, "pids", "pids.max", "pids.max"), "37")
+        # docker stats reads the cgroup of the state's pid (containerd's task metrics): the
+        # sandbox's, with its limit and its two processes (init, sleep)
+        r = self.docker("stats", "--no-stream", "--format", "{{.MemUsage}} pids={{.PIDs}}",
+                        "limits")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("/ 96MiB pids=2", r.stdout)
         # docker pause freezes the sandbox's cgroup (nsbox-oci pause), unpause thaws it
         self.assertEqual(self.docker("pause", "limits").returncode, 0)
         self.assertEqual(self.docker("inspect", "-f", "{{.State.Status}}", "limits").stdout,
