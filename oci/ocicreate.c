@@ -44,6 +44,7 @@ struct create_args {
 struct ready_msg {
     int ok;
     pid_t init_pid;
+    pid_t helper; /* what entered the joined namespaces (launch.h): create reaps it */
     char sandbox[64];
     struct nsbox_err err;
 };
@@ -372,9 +373,11 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
         return nsbox_err_sys(e, "socketpair");
     m->start_sock = sv[0];
     m->sb.L.start_fd = sv[1];
-    if (nsbox_ocimon_prepare(&m->mon, &m->sb.L, c->terminal, &m->sb.cg, e) < 0)
+    if (nsbox_ocimon_prepare(&m->mon, &m->sb.L, c->terminal, &m->sb.cg, e) < 0 ||
+        nsbox_ocins_open(c, &m->sb.L, e) < 0)
         return -1;
     int r = nsbox_sandbox_start(&m->sb, NULL, e);
+    nsbox_ocins_close(&m->sb.L);
     nsbox_closep(&m->sb.L.start_fd);
     if (r < 0)
         return -1;
@@ -411,6 +414,7 @@ __attribute__((noreturn)) static void monitor_main(const char *dir, const struct
         msg.init_pid = m.sb.pid;
         snprintf(msg.sandbox, sizeof msg.sandbox, "%s", m.sb.st.id);
     }
+    msg.helper = m.sb.helper;
     ssize_t w = write(ready_fd, &msg, sizeof msg);
     (void)w;
     close(ready_fd);
@@ -486,9 +490,11 @@ static void now_rfc3339(char *out, size_t n)
 
 /* After a failed create: the monitor, which has removed the sandbox, and init (our child too,
  * ended by then), so that the caller is left nothing to reap. */
-static void reap_children(pid_t monitor)
+static void reap_children(pid_t monitor, pid_t helper)
 {
     waitpid(monitor, NULL, 0);
+    if (helper > 0)
+        waitpid(helper, NULL, 0);
     while (waitpid(-1, NULL, WNOHANG) > 0)
         ;
 }
@@ -522,9 +528,11 @@ static int spawn_monitor(const struct nsbox_ocirt *g, const struct create_args *
             *e = msg.err;
         else
             nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "the container's monitor ended during set-up");
-        reap_children(pid);
+        reap_children(pid, n == (ssize_t)sizeof msg ? msg.helper : 0);
         return -1;
     }
+    if (msg.helper > 0)
+        waitpid(msg.helper, NULL, 0); /* it has sent init's pid and exited */
     struct nsbox_ocistate st = {.pid = msg.init_pid, .monitor = pid};
     snprintf(st.id, sizeof st.id, "%s", a->id);
     snprintf(st.bundle, sizeof st.bundle, "%s", a->bundle);
@@ -539,7 +547,7 @@ static int spawn_monitor(const struct nsbox_ocirt *g, const struct create_args *
         nsbox_ocihooks_run(g, &st, NSBOX_OCI_HOOK_CREATE_RUNTIME, NSBOX_OCI_CREATED, e) < 0 ||
         (a->pid_file && nsbox_ocistate_write_pid_file(a->pid_file, msg.init_pid, e) < 0)) {
         kill(msg.init_pid, SIGKILL);
-        reap_children(pid);
+        reap_children(pid, 0);
         return -1;
     }
     return 0;

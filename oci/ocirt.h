@@ -150,6 +150,14 @@ void nsbox_ocimon_finish(struct nsbox_ocimon *m);
 /* A control request whose name (peeked) is one of ours: served (fd is taken), true. */
 bool nsbox_ocimon_ctl(struct nsbox_ocimon *m, int fd, const char *op);
 
+/* ---- ocins.c: the namespaces a config joins (linux.namespaces[].path) ----
+ * Opened and checked (the type named, never the host's; the user namespace decided: the pod's,
+ * or a new one) into L->joins, in the order the launch enters them (sandbox/launch.h). */
+struct nsbox_launch;
+struct nsbox_ocispec;
+int nsbox_ocins_open(const struct nsbox_ocispec *c, struct nsbox_launch *L, struct nsbox_err *e);
+void nsbox_ocins_close(struct nsbox_launch *L);
+
 /* ---- ociconsole.c ---- */
 /* runc's console socket: connect to the unix socket at path and send one message, a non-empty
  * payload and exactly one descriptor (SCM_RIGHTS), the pty's master. */

@@ -148,6 +148,8 @@ static int child_mount_root(struct nsbox_launch *L, struct nsbox_err *e)
 
 static int child_set_hostname(struct nsbox_launch *L, struct nsbox_err *e)
 {
+    if (nsbox_launch_joins(L, CLONE_NEWUTS))
+        return 0; /* a pod's: its hostname is the one its owner set */
     if (sethostname(L->hostname, strlen(L->hostname)) < 0)
         return nsbox_err_sys(e, "sethostname");
     return 0;
@@ -162,6 +164,8 @@ static int child_network(struct nsbox_launch *L, struct nsbox_err *e)
     close(L->sync_rd);
     if (r < 0)
         return -1;
+    if (nsbox_launch_joins(L, CLONE_NEWNET))
+        return 0; /* set up by whoever made it (another container, a CNI plugin) */
     return nsbox_net_child_setup(L->net, e);
 }
 

@@ -23,6 +23,7 @@ struct nsbox_sandbox {
     int image_lock_fd; /* shared lock on the stored image while the sandbox lives */
     pid_t pid;   /* init (pid 1 inside), in our pid namespace; 0 before the clone */
     int pidfd;
+    pid_t helper; /* the helper that entered joined namespaces (launch.h): our parent's to reap */
     bool pooled; /* made for the pool (docs/pool.md): never makes other pooled ones give way */
     /* nsbox-oci: a bundle's mounts (rootfs/mounts.h), set before nsbox_sandbox_prepare */
     const struct nsbox_rootfs_mount *mounts;
