@@ -271,10 +271,6 @@ static cJSON *str_array(const char *const *v, size_t n)
     return a;
 }
 
-/* What runc's `features` reports, limited to what nsbox-oci really does with a config: no
- * hooks, no mount options (config mounts are not honoured), every namespace (each sandbox gets
- * all of them new; none can be joined), no capabilities (all are dropped), cgroup v1 and v2
- * (nsbox places its own, not through systemd), no config seccomp (nsbox's profile always). */
 /* What a config may name, from the parser's own tables: the mount options, the capabilities
  * but CAP_SYS_ADMIN and CAP_SYS_MODULE (refused as a privileged container). */
 static cJSON *known_names(bool caps)
@@ -291,6 +287,7 @@ static cJSON *known_names(bool caps)
     return str_array(v, n);
 }
 
+/* What runc's `features` reports, limited to what nsbox-oci really does with a config. */
 int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv,
                            struct nsbox_err *e)
 {
@@ -318,7 +315,8 @@ int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv,
         !cJSON_AddStringToObject(ann, "org.nsbox.floor",
                                  "an unprivileged user namespace (the config's ids and "
                                  "capabilities inside it, never CAP_SYS_ADMIN), nsbox's "
-                                 "seccomp profile, no joined or host namespaces: docs/oci.md")) {
+                                 "seccomp profile, no host namespaces; network, ipc, uts "
+                                 "and a pod's user namespace joined by path: docs/oci.md")) {
         nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
         return 1;
     }
