@@ -107,11 +107,19 @@ int nsbox_ocistate_read(const struct nsbox_ocirt *g, const char *id, struct nsbo
         field_str(j, "bundle", s->bundle, sizeof s->bundle) < 0 ||
         field_str(j, "created", s->created, sizeof s->created) < 0 ||
         field_str(j, "sandbox", s->sandbox, sizeof s->sandbox) < 0 ||
-        field_num(j, "pid", &pid) < 0 || field_num(j, "pid_start", &ps) < 0 ||
-        field_num(j, "monitor_pid", &mp) < 0 || field_num(j, "monitor_start", &ms) < 0)
+        field_num(j, "pid", &pid) < 0 || field_num(j, "pid_start", &ps) < 0)
         return nsbox_err_invalid(e, "%s: damaged", path);
     s->pid = (pid_t)pid, s->pid_start = (uint64_t)ps;
-    s->monitor = (pid_t)mp, s->monitor_start = (uint64_t)ms;
+    if (field_num(j, "monitor_pid", &mp) == 0 && field_num(j, "monitor_start", &ms) == 0) {
+        s->monitor = (pid_t)mp, s->monitor_start = (uint64_t)ms;
+        return 0;
+    }
+    /* a container created by a version whose pid was the monitor's, init's beside it: still
+     * stopped, killed and deleted through init and the monitor (an upgraded node) */
+    if (field_num(j, "init_pid", &mp) < 0 || field_num(j, "init_start", &ms) < 0)
+        return nsbox_err_invalid(e, "%s: damaged", path);
+    s->monitor = s->pid, s->monitor_start = s->pid_start;
+    s->pid = (pid_t)mp, s->pid_start = (uint64_t)ms;
     return 0;
 }
 

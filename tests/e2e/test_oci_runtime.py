@@ -115,6 +115,26 @@ class OciRuntime(BundleCase):
         self.assertEqual(self.oci("delete", "c1").returncode, 0)
         self.assertEqual(self.dirs.leftovers(), [])
 
+    def test_state_of_an_older_version(self):
+        # a container created before an upgrade recorded the monitor as "pid" and init as
+        # "init_pid": it is still stopped, killed and deleted through them
+        self.write_config(config(["sleep", "1000"]))
+        pid = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        path = os.path.join(self.root, "c1", "state.json")
+        with open(path) as f:
+            st = json.load(f)
+        old = dict(st, pid=st["monitor_pid"], pid_start=st["monitor_start"],
+                   init_pid=st["pid"], init_start=st["pid_start"])
+        del old["monitor_pid"], old["monitor_start"]
+        with open(path, "w") as f:
+            json.dump(old, f)
+        self.assertEqual((self.state()["status"], self.state()["pid"]), ("running", pid))
+        self.assertEqual(self.oci("kill", "c1", "KILL").returncode, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), -9)
+        self.assertEqual(self.oci("delete", "c1").returncode, 0)
+        self.assertEqual(self.dirs.leftovers(), [])
+
     def test_kill_running(self):
         self.write_config(config(["sleep", "1000"]))
         pid = self.create()
