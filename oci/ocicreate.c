@@ -275,21 +275,30 @@ static int set_oom_score_adj(pid_t pid, int adj, struct nsbox_err *e)
 }
 
 /* The config's mounts as the mount plan takes them (rootfs/mounts.h): options split into
- * flags and data, whether a bind's source is a file. */
+ * flags and data, whether a bind's source is a file. In a network namespace of the host's user
+ * namespace (a CNI plugin's) the kernel lets only that namespace's owner mount sysfs: the
+ * host's /sys is bound there instead, with the config's flags (read-only), as runc does
+ * (docs/decisions.md). */
 static int config_mounts(const struct nsbox_ocispec *c, struct nsbox_rootfs_mount *out,
                          struct nsbox_ocispec_mount_opts *opts, struct nsbox_err *e)
 {
+    bool host_net = nsbox_ocins_host_owned(c, NSBOX_OCI_NS_NETWORK);
     for (size_t i = 0; i < c->n_mounts; i++) {
         const struct nsbox_ocispec_mount *m = &c->mounts[i];
         nsbox_ocispec_mount_opts(m, &opts[i]);
+        bool host_sys = host_net && !opts[i].bind && !strcmp(m->type, "sysfs");
+        if (host_sys) {
+            opts[i].bind = opts[i].recursive = true; /* its submounts are locked to it */
+            opts[i].data[0] = '\0';
+        }
         struct stat st;
-        if (opts[i].bind && stat(m->source, &st) < 0)
+        if (opts[i].bind && stat(host_sys ? "/sys" : m->source, &st) < 0)
             return nsbox_err_sys(e, "mounts: the source of %s, %s", m->destination,
                                  NSBOX_SHOW(m->source));
         out[i] = (struct nsbox_rootfs_mount){
             .destination = m->destination,
             .type = opts[i].bind ? "bind" : m->type,
-            .source = m->source,
+            .source = host_sys ? "/sys" : m->source,
             .flags = opts[i].flags,
             .recursive = opts[i].recursive,
             .source_is_file = opts[i].bind && !S_ISDIR(st.st_mode),

@@ -200,6 +200,23 @@ static int pod_userns(const int *fds, const struct nsbox_ocispec_namespace **nss
     return 0;
 }
 
+bool nsbox_ocins_host_owned(const struct nsbox_ocispec *c, int type)
+{
+    for (size_t i = 0; i < c->n_namespaces; i++) {
+        if ((int)c->namespaces[i].type != type || !c->namespaces[i].has_path)
+            continue;
+        int fd = open(c->namespaces[i].path, O_RDONLY | O_CLOEXEC);
+        int owner = fd >= 0 ? ioctl(fd, NS_GET_USERNS) : -1;
+        bool host = owner >= 0 && is_host(owner, "user");
+        if (owner >= 0)
+            close(owner);
+        if (fd >= 0)
+            close(fd);
+        return host;
+    }
+    return false;
+}
+
 int nsbox_ocins_open(const struct nsbox_ocispec *c, struct nsbox_launch *L, struct nsbox_err *e)
 {
     int fds[NSBOX_ARRAY_LEN(kinds)] = {-1, -1, -1, -1};

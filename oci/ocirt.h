@@ -157,6 +157,9 @@ struct nsbox_launch;
 struct nsbox_ocispec;
 int nsbox_ocins_open(const struct nsbox_ocispec *c, struct nsbox_launch *L, struct nsbox_err *e);
 void nsbox_ocins_close(struct nsbox_launch *L);
+/* Does c join a namespace of that type (enum nsbox_ocispec_ns) of the host's user namespace,
+ * as a CNI plugin's network namespace is? */
+bool nsbox_ocins_host_owned(const struct nsbox_ocispec *c, int type);
 
 /* ---- ociconsole.c ---- */
 /* runc's console socket: connect to the unix socket at path and send one message, a non-empty

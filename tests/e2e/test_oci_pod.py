@@ -148,15 +148,21 @@ class Pod(BundleCase):
         # container's own user namespace; the test's own process in it is seen from inside
         netns = f"/proc/{self.holder('--net')}/ns/net"
         self.assertNotEqual(os.readlink(netns), os.readlink("/proc/self/ns/net"))
-        self.write_config(pod_config(["readlink", "/proc/self/ns/net"], "x",
-                                     {"network": netns}))
+        # the config's sysfs, which the kernel lets only the namespace's owner mount: the
+        # host's /sys bound read-only instead
+        c = pod_config(["sh", "-c", "readlink /proc/self/ns/net; test -d /sys/kernel && "
+                        "echo sys; touch /sys/x 2>/dev/null || echo read-only"], "x",
+                       {"network": netns})
+        c["mounts"].append({"destination": "/sys", "type": "sysfs", "source": "sysfs",
+                            "options": ["nosuid", "noexec", "nodev", "ro"]})
+        self.write_config(c)
         pid = self.create("cni")
         self.assertEqual(os.readlink(f"/proc/{pid}/ns/net"), os.readlink(netns))
         self.assertNotEqual(os.readlink(f"/proc/{pid}/ns/user"),
                             os.readlink("/proc/self/ns/user"))
         self.assertEqual(self.oci("start", "cni").returncode, 0)
         self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0, self.output())
-        self.assertEqual(self.output(), os.readlink(netns) + "\n")
+        self.assertEqual(self.output(), os.readlink(netns) + "\nsys\nread-only\n")
         self.assertEqual(self.oci("delete", "cni").returncode, 0)
         self.assertEqual(self.dirs.leftovers(), [])
 
