@@ -122,11 +122,13 @@ static int parent_write_id_maps(pid_t pid, const struct nsbox_state *st, bool al
 static pid_t clone_sandbox(const struct nsbox_cgroup *cg, bool sibling, uint64_t joined,
                            bool *cgroup_ns_in_clone, int *pidfd)
 {
-    uint64_t flags = ((CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC |
-                       CLONE_NEWNET) & ~joined) |
-                     (sibling ? CLONE_PARENT : 0);
+    uint64_t flags =
+        ((CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET) &
+         ~joined) |
+        (sibling ? CLONE_PARENT : 0);
     /* a sibling's exit signal is ours, as our parent asked for it: clone3 takes none */
-    struct clone_args a = {.flags = flags | CLONE_PIDFD, .pidfd = (uintptr_t)pidfd,
+    struct clone_args a = {.flags = flags | CLONE_PIDFD,
+                           .pidfd = (uintptr_t)pidfd,
                            .exit_signal = sibling ? 0 : SIGCHLD};
     *cgroup_ns_in_clone = false;
     if (cg->version == 2 && cg->dirfd >= 0) {
@@ -320,7 +322,7 @@ static int redirect_stdio(const int stdio[3])
 /* What the join helper tells the launcher: init's pid, or why there is none. */
 struct join_reply {
     pid_t pid;
-    int err; /* errno */
+    int err;    /* errno */
     int nstype; /* the namespace it could not enter, or 0 */
 };
 
@@ -389,8 +391,9 @@ static int join_failure(int nstype, int err, struct nsbox_err *e)
                                                 : NULL;
     if (!name)
         return nsbox_diagnose_namespace_failure(err, e);
-    return nsbox_err_set(e, NSBOX_E_SYS, err, "cannot join the %s namespace (linux.namespaces.path): %s",
-                         name, strerror(err));
+    return nsbox_err_set(e, NSBOX_E_SYS, err,
+                         "cannot join the %s namespace (linux.namespaces.path): %s", name,
+                         strerror(err));
 }
 
 int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbox_err *e)
@@ -408,9 +411,9 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
     if (stdio)
         nsbox_share_pipes(stdio);
     int failed_ns = 0;
-    pid_t pid = c->L.n_joins ? clone_joined(c, &failed_ns)
-                             : clone_sandbox(&c->cg, c->L.sibling, 0, &c->L.cgroup_ns_in_clone,
-                                             &c->pidfd);
+    pid_t pid = c->L.n_joins
+                    ? clone_joined(c, &failed_ns)
+                    : clone_sandbox(&c->cg, c->L.sibling, 0, &c->L.cgroup_ns_in_clone, &c->pidfd);
     if (pid < 0)
         return join_failure(failed_ns, errno, e);
     if (pid == 0) {

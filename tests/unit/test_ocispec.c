@@ -192,9 +192,11 @@ static void test_floor(void **state)
     floor_refuses("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"resources\":{\"devices\":"
                   "[{\"allow\":true,\"access\":\"rwm\"}]}}}", "every device");
     floor_refuses("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"namespaces\":[{\"type\":"
-                  "\"pid\",\"path\":\"/proc/9/ns/pid\"}]}}", "existing pid namespace");
+                  "\"pid\",\"path\":\"/proc/9/ns/pid\"}]}}",
+                  "existing pid namespace");
     floor_refuses("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"namespaces\":[{\"type\":"
-                  "\"mount\",\"path\":\"/proc/9/ns/mnt\"}]}}", "its own root");
+                  "\"mount\",\"path\":\"/proc/9/ns/mnt\"}]}}",
+                  "its own root");
     /* a pod's shared namespaces pass the floor (create refuses the host's, by inode) */
     static struct nsbox_ocispec c;
     struct nsbox_err e = {0};
@@ -209,7 +211,8 @@ static void test_floor(void **state)
     assert_string_equal(c.namespaces[1].path, "/proc/9/ns/ipc");
     nsbox_ocispec_free(&c);
     fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"namespaces\":[{\"type\":"
-                 "\"network\",\"path\":\"ns/net\"}]}}", "'linux.namespaces.path'");
+                 "\"network\",\"path\":\"ns/net\"}]}}",
+                 "'linux.namespaces.path'");
 }
 
 /* process.user, rlimits and capabilities as the container's process gets them. */
