@@ -135,6 +135,21 @@ class OciRuntime(BundleCase):
         self.assertEqual(self.oci("delete", "c1").returncode, 0)
         self.assertEqual(self.dirs.leftovers(), [])
 
+    def test_monitor_killed(self):
+        # the monitor (which would remove the sandbox) dies of SIGKILL: the container ends as
+        # killed, not as a success, and delete has nsbox's gc remove what the monitor left
+        self.write_config(config(["sleep", "1000"]))
+        pid = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        with open(os.path.join(self.root, "c1", "state.json")) as f:
+            monitor = json.load(f)["monitor_pid"]
+        os.kill(monitor, signal.SIGKILL)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 137)
+        self.assertEqual(self.state()["status"], "stopped")
+        r = self.oci("delete", "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.dirs.leftovers(), [])
+
     def test_kill_running(self):
         self.write_config(config(["sleep", "1000"]))
         pid = self.create()
