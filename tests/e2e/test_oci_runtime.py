@@ -143,11 +143,33 @@ class OciRuntime(BundleCase):
         self.assertEqual(self.oci("start", "c1").returncode, 0)
         with open(os.path.join(self.root, "c1", "state.json")) as f:
             monitor = json.load(f)["monitor_pid"]
+        for _ in range(3000):  # until the monitor has let init fork the workload
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                if f.read().split():
+                    break
+            time.sleep(0.01)
         os.kill(monitor, signal.SIGKILL)
         self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 137)
         self.assertEqual(self.state()["status"], "stopped")
         r = self.oci("delete", "c1")
         self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.dirs.leftovers(), [])
+
+    def test_monitor_killed_before_start(self):
+        # the same at the start barrier: init, which holds nothing of the monitor's there,
+        # sees it gone and ends without running the workload
+        self.write_config(config(["sh", "-c", "echo never"]))
+        pid = self.create()
+        with open(os.path.join(self.root, "c1", "state.json")) as f:
+            os.kill(json.load(f)["monitor_pid"], signal.SIGKILL)
+        fd = os.pidfd_open(pid)
+        self.addCleanup(os.close, fd)
+        if not select.select([fd], [], [], 30)[0]:  # a guard against a hang, not a measure
+            os.kill(pid, signal.SIGKILL)
+            self.fail("init still waits at its start barrier with its monitor gone")
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 125)
+        self.assertEqual(self.output(), "")
+        self.assertEqual(self.oci("delete", "c1").returncode, 0)
         self.assertEqual(self.dirs.leftovers(), [])
 
     def test_kill_running(self):
