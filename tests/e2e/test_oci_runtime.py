@@ -109,6 +109,10 @@ class OciRuntime(BundleCase):
         with open(f"/proc/{pid}/status") as f:
             nspid = [line.split()[1:] for line in f if line.startswith("NSpid:")][0]
         self.assertEqual(nspid[-1], "1")
+        self.kill_and_delete(pid)
+
+    def kill_and_delete(self, pid):
+        """kill c1 KILL: its pid-file process (pid) dies of it; then nothing is left."""
         r = self.oci("kill", "c1", "KILL")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), -9)
@@ -130,10 +134,7 @@ class OciRuntime(BundleCase):
         with open(path, "w") as f:
             json.dump(old, f)
         self.assertEqual((self.state()["status"], self.state()["pid"]), ("running", pid))
-        self.assertEqual(self.oci("kill", "c1", "KILL").returncode, 0)
-        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), -9)
-        self.assertEqual(self.oci("delete", "c1").returncode, 0)
-        self.assertEqual(self.dirs.leftovers(), [])
+        self.kill_and_delete(pid)
 
     def test_monitor_killed(self):
         # the monitor (which would remove the sandbox) dies of SIGKILL: the container ends as
