@@ -2,6 +2,7 @@
 #include "ocirt.h"
 #include "cleanup.h"
 #include "cleanup_cjson.h"
+#include "gc.h"
 #include "ocispec.h"
 #include "util.h"
 
@@ -149,8 +150,7 @@ int nsbox_ocicmds_kill(const struct nsbox_ocirt *g, int argc, char **argv, struc
     struct nsbox_ocistate s;
     if (nsbox_ocistate_read(g, argv[first], &s, e) < 0)
         return 1;
-    if (nsbox_ocistate_status(g, &s) == NSBOX_OCI_STOPPED ||
-        !nsbox_ocistate_alive(s.init_pid, s.init_start)) {
+    if (nsbox_ocistate_status(g, &s) == NSBOX_OCI_STOPPED) {
         nsbox_err_set(e, NSBOX_E_INVALID, ESRCH, "container %s: container not running", s.id);
         return 1;
     }
@@ -158,7 +158,7 @@ int nsbox_ocicmds_kill(const struct nsbox_ocirt *g, int argc, char **argv, struc
         return kill_all(g, &s, sig, e);
     /* To init, pid 1 inside: it passes the signal on to the workload (SIGKILL ends it, and with
      * it every process of the container: --all with KILL is this too). */
-    if (kill(s.init_pid, sig) < 0) {
+    if (kill(s.pid, sig) < 0) {
         nsbox_err_sys(e, "kill %s", s.id);
         return 1;
     }
@@ -166,19 +166,19 @@ int nsbox_ocicmds_kill(const struct nsbox_ocirt *g, int argc, char **argv, struc
     return 0;
 }
 
-/* Until the monitor has removed the sandbox and exited. */
+/* Until the monitor has removed the sandbox and exited: it does once init has ended. */
 static void wait_gone(const struct nsbox_ocistate *s)
 {
-    int fd = (int)syscall(SYS_pidfd_open, s->pid, 0);
+    int fd = (int)syscall(SYS_pidfd_open, s->monitor, 0);
     if (fd >= 0) {
-        if (nsbox_ocistate_alive(s->pid, s->pid_start)) {
+        if (nsbox_ocistate_alive(s->monitor, s->monitor_start)) {
             struct pollfd pf = {fd, POLLIN, 0};
             poll(&pf, 1, 10000);
         }
         close(fd);
         return;
     }
-    for (int i = 0; i < 1000 && nsbox_ocistate_alive(s->pid, s->pid_start); i++)
+    for (int i = 0; i < 1000 && nsbox_ocistate_alive(s->monitor, s->monitor_start); i++)
         usleep(10000);
 }
 
@@ -203,11 +203,16 @@ int nsbox_ocicmds_delete(const struct nsbox_ocirt *g, int argc, char **argv,
                           nsbox_ocistate_status_name(st));
             return 1;
         }
-        if (nsbox_ocistate_alive(s.init_pid, s.init_start))
-            kill(s.init_pid, SIGKILL);
+        if (nsbox_ocistate_alive(s.pid, s.pid_start))
+            kill(s.pid, SIGKILL);
         thaw_if_killed(g, &s, SIGKILL);
-        wait_gone(&s);
     }
+    /* Init is the caller's to reap and may be gone before the monitor has removed the
+     * sandbox; a monitor that died without doing so (SIGKILL) leaves it to nsbox's gc. */
+    wait_gone(&s);
+    struct nsbox_err ge;
+    if (s.sandbox[0] && nsbox_gc_id(s.sandbox, &ge) < 0)
+        fprintf(stderr, "nsbox-oci: warning: %s\n", ge.msg);
     /* A failed poststop hook is a warning: the container is deleted all the same. */
     struct nsbox_err he = {0};
     if (nsbox_ocihooks_run(g, &s, NSBOX_OCI_HOOK_POSTSTOP, NSBOX_OCI_STOPPED, &he) < 0)
@@ -271,11 +276,6 @@ static cJSON *str_array(const char *const *v, size_t n)
     return a;
 }
 
-/* What runc's `features` reports, limited to what nsbox-oci really does with a config: no
- * hooks, no mount options (config mounts are not honoured), every namespace (each sandbox gets
- * all of them new; none can be joined), no capabilities (all are dropped), cgroup v1 and v2
- * and systemd's cgroupsPath form (the unit's cgroup made through cgroupfs), no config seccomp
- * (nsbox's profile always). */
 /* What a config may name, from the parser's own tables: the mount options, the capabilities
  * but CAP_SYS_ADMIN and CAP_SYS_MODULE (refused as a privileged container). */
 static cJSON *known_names(bool caps)
@@ -292,6 +292,7 @@ static cJSON *known_names(bool caps)
     return str_array(v, n);
 }
 
+/* What runc's `features` reports, limited to what nsbox-oci really does with a config. */
 int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv,
                            struct nsbox_err *e)
 {
@@ -319,7 +320,8 @@ int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv,
         !cJSON_AddStringToObject(ann, "org.nsbox.floor",
                                  "an unprivileged user namespace (the config's ids and "
                                  "capabilities inside it, never CAP_SYS_ADMIN), nsbox's "
-                                 "seccomp profile, no joined or host namespaces: docs/oci.md")) {
+                                 "seccomp profile, no host namespaces; network, ipc, uts "
+                                 "and a pod's user namespace joined by path: docs/oci.md")) {
         nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
         return 1;
     }

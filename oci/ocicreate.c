@@ -1,10 +1,11 @@
 /* nsbox-oci create: a sandbox from an OCI bundle, its workload held at a start barrier.
  *
- * The lifecycle (docs/oci.md): create forks the monitor and waits until the sandbox is set up;
- * the monitor is the pid-file process, so once create has exited it is the caller's child
- * (the caller is a subreaper: containerd's shim, conmon). The monitor is the sandbox's parent
- * as `nsbox run` is: it holds its cgroup and state, relays signals to init, and exits with
- * the workload's status after removing the sandbox. Init waits, whole and hardened, on a
+ * The lifecycle (docs/oci.md): create forks the monitor and waits until the sandbox is set up.
+ * The monitor makes the sandbox, but clones its init as its own sibling (CLONE_PARENT): init is
+ * create's child, the pid-file process, and once create has exited the caller's (a subreaper:
+ * containerd's shim, conmon), which waits for it as for runc's init and reads its status, the
+ * container's. The monitor holds the sandbox's cgroup and state, watches init through its
+ * pidfd and removes the sandbox once it has ended. Init waits, whole and hardened, on a
  * socket; `nsbox-oci start` writes to exec.fifo in the state directory, which the monitor
  * turns into the byte that lets init fork the workload. */
 #include "ocirt.h"
@@ -24,7 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -43,6 +44,7 @@ struct create_args {
 struct ready_msg {
     int ok;
     pid_t init_pid;
+    pid_t helper; /* what entered the joined namespaces (launch.h): create reaps it */
     char sandbox[64];
     struct nsbox_err err;
 };
@@ -137,9 +139,7 @@ struct monitor {
     struct nsbox_sandbox sb;
     int start_sock; /* our end of init's start barrier */
     int fifo;       /* exec.fifo, read end (opened read-write: never EOF, never blocks) */
-    int sfd;        /* signalfd: the relayed signals and SIGCHLD */
     int ctl;        /* the control socket (ocictl.c): pause, resume */
-    int own_net;    /* the network namespace the monitor was started in */
     const char *dir; /* the state directory */
     struct nsbox_ocimon mon; /* exec, procs, update (ocimon.c) */
 };
@@ -206,10 +206,11 @@ static int wait_ready(struct monitor *m, struct nsbox_err *e)
     }
 }
 
-static void monitor_event(struct monitor *m, int *status, bool *done)
+static void monitor_event(struct monitor *m, bool *done)
 {
+    /* init is not our child: its pidfd is readable once it has ended */
     struct pollfd pf[3 + NSBOX_OCIMON_FDS] = {
-        {m->sfd, POLLIN, 0}, {m->ctl, POLLIN, 0}, {m->fifo, POLLIN, 0}};
+        {m->sb.pidfd, POLLIN, 0}, {m->ctl, POLLIN, 0}, {m->fifo, POLLIN, 0}};
     size_t n = nsbox_ocimon_pollfds(&m->mon, pf + 3);
     int r = poll(pf, 3 + n, -1);
     if (r < 0)
@@ -225,32 +226,8 @@ static void monitor_event(struct monitor *m, int *status, bool *done)
             nsbox_closep(&m->fifo);
         }
     }
-    if (pf[0].revents & POLLIN) {
-        struct signalfd_siginfo si;
-        int stops = 0;
-        if (read(m->sfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo != SIGCHLD)
-            kill(m->sb.pid, nsbox_signals_relay((int)si.ssi_signo, &stops));
-    }
-    if (waitpid(m->sb.pid, status, WNOHANG) == m->sb.pid)
+    if (pf[0].revents & (POLLIN | POLLHUP | POLLERR))
         *done = true;
-}
-
-/* After the sandbox is gone: the workload's exit status as ours. Init exits with the
- * workload's code (128+N for a signal); init killed itself (kill -9 of the container) is
- * re-raised, so that the caller sees the same signal. */
-__attribute__((noreturn)) static void monitor_exit(int status)
-{
-    if (WIFSIGNALED(status)) {
-        int sig = WTERMSIG(status);
-        signal(sig, SIG_DFL);
-        sigset_t set;
-        sigemptyset(&set);
-        sigaddset(&set, sig);
-        sigprocmask(SIG_UNBLOCK, &set, NULL);
-        raise(sig);
-        _exit(128 + sig);
-    }
-    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 125);
 }
 
 /* The process as the config describes it: its ids, groups, umask, exactly its environment,
@@ -302,21 +279,30 @@ static int set_oom_score_adj(pid_t pid, int adj, struct nsbox_err *e)
 }
 
 /* The config's mounts as the mount plan takes them (rootfs/mounts.h): options split into
- * flags and data, whether a bind's source is a file. */
+ * flags and data, whether a bind's source is a file. In a network namespace of the host's user
+ * namespace (a CNI plugin's) the kernel lets only that namespace's owner mount sysfs: the
+ * host's /sys is bound there instead, with the config's flags (read-only), as runc does
+ * (docs/decisions.md). */
 static int config_mounts(const struct nsbox_ocispec *c, struct nsbox_rootfs_mount *out,
                          struct nsbox_ocispec_mount_opts *opts, struct nsbox_err *e)
 {
+    bool host_net = nsbox_ocins_host_owned(c, NSBOX_OCI_NS_NETWORK);
     for (size_t i = 0; i < c->n_mounts; i++) {
         const struct nsbox_ocispec_mount *m = &c->mounts[i];
         nsbox_ocispec_mount_opts(m, &opts[i]);
+        bool host_sys = host_net && !opts[i].bind && !strcmp(m->type, "sysfs");
+        if (host_sys) {
+            opts[i].bind = opts[i].recursive = true; /* its submounts are locked to it */
+            opts[i].data[0] = '\0';
+        }
         struct stat st;
-        if (opts[i].bind && stat(m->source, &st) < 0)
+        if (opts[i].bind && stat(host_sys ? "/sys" : m->source, &st) < 0)
             return nsbox_err_sys(e, "mounts: the source of %s, %s", m->destination,
                                  NSBOX_SHOW(m->source));
         out[i] = (struct nsbox_rootfs_mount){
             .destination = m->destination,
             .type = opts[i].bind ? "bind" : m->type,
-            .source = m->source,
+            .source = host_sys ? "/sys" : m->source,
             .flags = opts[i].flags,
             .recursive = opts[i].recursive,
             .source_is_file = opts[i].bind && !S_ISDIR(st.st_mode),
@@ -363,6 +349,8 @@ static int bundle_mount_points(const char *root, const struct nsbox_rootfs_mount
 static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
                          const struct nsbox_ocispec *c, struct nsbox_err *e)
 {
+    /* Init inherits the mask: it takes the relayed signals (from kill, sent to it) with
+     * sigwaitinfo. The monitor has nothing to do with them: the container is init. */
     sigset_t mask;
     sigemptyset(&mask);
     for (size_t i = 0; i < NSBOX_ARRAY_LEN(nsbox_signals_relayed); i++)
@@ -371,9 +359,7 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
     if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
         return nsbox_err_sys(e, "sigprocmask");
     m->sb.L.blocked = mask;
-    m->sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-    if (m->sfd < 0)
-        return nsbox_err_sys(e, "signalfd");
+    m->sb.L.sibling = true;
     static struct nsbox_rootfs_mount mounts[NSBOX_OCISPEC_MOUNTS_MAX + NSBOX_OCISPEC_DEVICES_MAX];
     static struct nsbox_ocispec_mount_opts opts[NSBOX_OCISPEC_MOUNTS_MAX];
     size_t n_dev = 0; /* linux.devices: binds after the config's mounts (ocidevices.c) */
@@ -404,38 +390,23 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
         return nsbox_err_sys(e, "socketpair");
     m->start_sock = sv[0];
     m->sb.L.start_fd = sv[1];
-    if (nsbox_ocimon_prepare(&m->mon, &m->sb.L, c->terminal, &m->sb.cg, e) < 0)
+    if (nsbox_ocimon_prepare(&m->mon, &m->sb.L, c->terminal, &m->sb.cg, e) < 0 ||
+        nsbox_ocins_open(c, &m->sb.L, e) < 0)
         return -1;
     int r = nsbox_sandbox_start(&m->sb, NULL, e);
+    nsbox_ocins_close(&m->sb.L);
     nsbox_closep(&m->sb.L.start_fd);
     if (r < 0)
         return -1;
     m->mon.init_pid = m->sb.pid;
+    if (m->sb.pidfd < 0 && (m->sb.pidfd = (int)syscall(SYS_pidfd_open, m->sb.pid, 0)) < 0)
+        return nsbox_err_sys(e, "pidfd_open (Linux 5.3 or later is needed)");
     /* init's, which the workload it forks at start inherits */
     if (c->has_oom_score_adj && set_oom_score_adj(m->sb.pid, c->oom_score_adj, e) < 0)
         return -1;
     if (wait_ready(m, e) < 0)
         return -1;
     return nsbox_ocisysctl_apply(m->sb.pid, c, e); /* before start: the workload sees them */
-}
-
-/* The monitor is the pid-file process: the pid callers take for the container. Docker's
- * prestart hook (libnetwork-setkey, which moves eth0 in), CNI plugins and `nsenter -t PID -n`
- * reach the container's network through /proc/PID/ns/net, so the monitor enters the sandbox's
- * network namespace; it keeps its own to go back to for the teardown. */
-static int monitor_join_net(struct monitor *m, struct nsbox_err *e)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)m->sb.pid);
-    m->own_net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-    if (m->own_net < 0)
-        return nsbox_err_sys(e, "open /proc/self/ns/net");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return nsbox_err_sys(e, "open %s", path);
-    int r = setns(fd, CLONE_NEWNET);
-    close(fd);
-    return r < 0 ? nsbox_err_sys(e, "enter the container's network namespace") : 0;
 }
 
 __attribute__((noreturn)) static void monitor_main(const char *dir, const struct nsbox_spec *s,
@@ -446,7 +417,7 @@ __attribute__((noreturn)) static void monitor_main(const char *dir, const struct
     struct ready_msg msg = {0};
     nsbox_sandbox_init(&m.sb);
     nsbox_ocimon_init(&m.mon);
-    m.start_sock = m.fifo = m.sfd = m.ctl = m.own_net = -1;
+    m.start_sock = m.fifo = m.ctl = -1;
     m.dir = dir;
     setsid(); /* not in the caller's job control: a ^C to it is not for the container */
     char fifo[PATH_MAX + 16];
@@ -456,16 +427,16 @@ __attribute__((noreturn)) static void monitor_main(const char *dir, const struct
         nsbox_err_sys(&msg.err, "open %s", fifo);
     else if ((m.ctl = nsbox_ocictl_listen(dir, &msg.err)) < 0)
         ;
-    else if (monitor_setup(&m, s, c, &msg.err) == 0 && monitor_join_net(&m, &msg.err) == 0 &&
+    else if (monitor_setup(&m, s, c, &msg.err) == 0 &&
              (m.mon.console < 0 || nsbox_ociconsole_send(console, m.mon.console, &msg.err) == 0)) {
         msg.ok = 1;
         msg.init_pid = m.sb.pid;
         snprintf(msg.sandbox, sizeof msg.sandbox, "%s", m.sb.st.id);
     }
+    msg.helper = m.sb.helper;
     ssize_t w = write(ready_fd, &msg, sizeof msg);
     (void)w;
     close(ready_fd);
-    int status = 125 << 8;
     if (msg.ok) {
         /* The caller's streams are the container's now, not ours to keep open. */
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -473,15 +444,13 @@ __attribute__((noreturn)) static void monitor_main(const char *dir, const struct
             dup2(null, fd);
         bool done = false;
         while (!done)
-            monitor_event(&m, &status, &done);
-        m.sb.pid = 0; /* reaped */
+            monitor_event(&m, &done);
+        m.sb.pid = 0; /* ended: its pid is its parent's to reap, and may be reused */
         nsbox_ocimon_finish(&m.mon);
     }
     struct nsbox_err e2;
-    if (m.own_net >= 0 && setns(m.own_net, CLONE_NEWNET) < 0)
-        m.sb.net = NULL; /* its host side is where we could not return: leave it */
     nsbox_sandbox_destroy(&m.sb, &e2);
-    monitor_exit(status);
+    _exit(msg.ok ? 0 : 125);
 }
 
 /* ---- create ------------------------------------------------------------------------------- */
@@ -538,7 +507,19 @@ static void now_rfc3339(char *out, size_t n)
     snprintf(out, n, "%s.%09ldZ", base, ts.tv_nsec);
 }
 
-/* The monitor is forked; create waits for its word, records the state, writes the pid file. */
+/* After a failed create: the monitor, which has removed the sandbox, and init (our child too,
+ * ended by then), so that the caller is left nothing to reap. */
+static void reap_children(pid_t monitor, pid_t helper)
+{
+    waitpid(monitor, NULL, 0);
+    if (helper > 0)
+        waitpid(helper, NULL, 0);
+    while (waitpid(-1, NULL, WNOHANG) > 0)
+        ;
+}
+
+/* The monitor is forked; create waits for its word, records the state, writes the pid file:
+ * init's, our child (the monitor cloned it as its sibling). */
 static int spawn_monitor(const struct nsbox_ocirt *g, const struct create_args *a,
                          const char *dir, const struct nsbox_spec *s,
                          const struct nsbox_ocispec *c, struct nsbox_err *e)
@@ -566,24 +547,26 @@ static int spawn_monitor(const struct nsbox_ocirt *g, const struct create_args *
             *e = msg.err;
         else
             nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "the container's monitor ended during set-up");
-        waitpid(pid, NULL, 0);
+        reap_children(pid, n == (ssize_t)sizeof msg ? msg.helper : 0);
         return -1;
     }
-    struct nsbox_ocistate st = {.pid = pid, .init_pid = msg.init_pid};
+    if (msg.helper > 0)
+        waitpid(msg.helper, NULL, 0); /* it has sent init's pid and exited */
+    struct nsbox_ocistate st = {.pid = msg.init_pid, .monitor = pid};
     snprintf(st.id, sizeof st.id, "%s", a->id);
     snprintf(st.bundle, sizeof st.bundle, "%s", a->bundle);
     snprintf(st.sandbox, sizeof st.sandbox, "%s", msg.sandbox);
     now_rfc3339(st.created, sizeof st.created);
-    st.pid_start = nsbox_ocistate_start_time(pid);
-    st.init_start = nsbox_ocistate_start_time(msg.init_pid);
+    st.pid_start = nsbox_ocistate_start_time(msg.init_pid);
+    st.monitor_start = nsbox_ocistate_start_time(pid);
     /* The hooks see a created container whose pid file is not written yet: a failed one
      * leaves nothing for the caller to wait on. */
     if (nsbox_ocistate_write(g, &st, e) < 0 ||
         nsbox_ocihooks_run(g, &st, NSBOX_OCI_HOOK_PRESTART, NSBOX_OCI_CREATED, e) < 0 ||
         nsbox_ocihooks_run(g, &st, NSBOX_OCI_HOOK_CREATE_RUNTIME, NSBOX_OCI_CREATED, e) < 0 ||
-        (a->pid_file && nsbox_ocistate_write_pid_file(a->pid_file, pid, e) < 0)) {
+        (a->pid_file && nsbox_ocistate_write_pid_file(a->pid_file, msg.init_pid, e) < 0)) {
         kill(msg.init_pid, SIGKILL);
-        waitpid(pid, NULL, 0);
+        reap_children(pid, 0);
         return -1;
     }
     return 0;

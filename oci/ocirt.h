@@ -35,10 +35,10 @@ struct nsbox_ocistate {
     char id[NSBOX_OCI_ID_MAX + 1];
     char bundle[PATH_MAX];
     char created[40];       /* RFC 3339, UTC */
-    pid_t pid;              /* the monitor: the pid-file process, parent of init */
+    pid_t pid;              /* the sandbox's init (pid 1 inside): the pid-file process */
     uint64_t pid_start;     /* its start time (/proc/PID/stat field 22), against pid reuse */
-    pid_t init_pid;         /* the sandbox's init (pid 1 inside); signals go there */
-    uint64_t init_start;
+    pid_t monitor;          /* the monitor: init's launcher, owner of its cgroup and state */
+    uint64_t monitor_start;
     char sandbox[64];       /* nsbox's own id of the sandbox */
 };
 
@@ -182,6 +182,16 @@ int nsbox_ocidevices_mounts(const struct nsbox_ocispec *c, struct nsbox_rootfs_m
 /* Write c's sysctls (checked at create) in the network, ipc and uts namespaces of init, which
  * waits at its start barrier; the first failure is the error, naming the key. */
 int nsbox_ocisysctl_apply(pid_t init, const struct nsbox_ocispec *c, struct nsbox_err *e);
+
+/* ---- ocins.c: the namespaces a config joins (linux.namespaces[].path) ----
+ * Opened and checked (the type named, never the host's; the user namespace decided: the pod's,
+ * or a new one) into L->joins, in the order the launch enters them (sandbox/launch.h). */
+struct nsbox_launch;
+int nsbox_ocins_open(const struct nsbox_ocispec *c, struct nsbox_launch *L, struct nsbox_err *e);
+void nsbox_ocins_close(struct nsbox_launch *L);
+/* Does c join a namespace of that type (enum nsbox_ocispec_ns) of the host's user namespace,
+ * as a CNI plugin's network namespace is? */
+bool nsbox_ocins_host_owned(const struct nsbox_ocispec *c, int type);
 
 /* ---- ociconsole.c ---- */
 /* runc's console socket: connect to the unix socket at path and send one message, a non-empty

@@ -50,8 +50,8 @@ int nsbox_ocistate_write(const struct nsbox_ocirt *g, const struct nsbox_ocistat
         !cJSON_AddStringToObject(j, "created", s->created) ||
         !cJSON_AddNumberToObject(j, "pid", s->pid) ||
         !cJSON_AddNumberToObject(j, "pid_start", (double)s->pid_start) ||
-        !cJSON_AddNumberToObject(j, "init_pid", s->init_pid) ||
-        !cJSON_AddNumberToObject(j, "init_start", (double)s->init_start) ||
+        !cJSON_AddNumberToObject(j, "monitor_pid", s->monitor) ||
+        !cJSON_AddNumberToObject(j, "monitor_start", (double)s->monitor_start) ||
         !cJSON_AddStringToObject(j, "sandbox", s->sandbox))
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     cleanup_free char *text = cJSON_PrintUnformatted(j);
@@ -101,17 +101,25 @@ int nsbox_ocistate_read(const struct nsbox_ocirt *g, const char *id, struct nsbo
     if (r == 1)
         return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "container %s does not exist", id);
     cleanup_cjson cJSON *j = cJSON_Parse(text);
-    double pid, ps, ip, is;
+    double pid, ps, mp, ms;
     memset(s, 0, sizeof *s);
     if (!j || field_str(j, "id", s->id, sizeof s->id) < 0 ||
         field_str(j, "bundle", s->bundle, sizeof s->bundle) < 0 ||
         field_str(j, "created", s->created, sizeof s->created) < 0 ||
         field_str(j, "sandbox", s->sandbox, sizeof s->sandbox) < 0 ||
-        field_num(j, "pid", &pid) < 0 || field_num(j, "pid_start", &ps) < 0 ||
-        field_num(j, "init_pid", &ip) < 0 || field_num(j, "init_start", &is) < 0)
+        field_num(j, "pid", &pid) < 0 || field_num(j, "pid_start", &ps) < 0)
         return nsbox_err_invalid(e, "%s: damaged", path);
     s->pid = (pid_t)pid, s->pid_start = (uint64_t)ps;
-    s->init_pid = (pid_t)ip, s->init_start = (uint64_t)is;
+    if (field_num(j, "monitor_pid", &mp) == 0 && field_num(j, "monitor_start", &ms) == 0) {
+        s->monitor = (pid_t)mp, s->monitor_start = (uint64_t)ms;
+        return 0;
+    }
+    /* a container created by a version whose pid was the monitor's, init's beside it: still
+     * stopped, killed and deleted through init and the monitor (an upgraded node) */
+    if (field_num(j, "init_pid", &mp) < 0 || field_num(j, "init_start", &ms) < 0)
+        return nsbox_err_invalid(e, "%s: damaged", path);
+    s->monitor = s->pid, s->monitor_start = s->pid_start;
+    s->pid = (pid_t)mp, s->pid_start = (uint64_t)ms;
     return 0;
 }
 

@@ -583,8 +583,12 @@ static int parse_namespaces(const cJSON *lx, struct nsbox_ocispec *c, struct nsb
             if (c->namespaces[i].type == (enum nsbox_ocispec_ns)t)
                 return nsbox_err_invalid(e, "config.json: key 'linux.namespaces': '%s' given "
                                          "twice", type);
-        c->namespaces[c->n_namespaces].type = (enum nsbox_ocispec_ns)t;
-        c->namespaces[c->n_namespaces++].has_path = path[0] != '\0';
+        if (path[0] && path[0] != '/')
+            return bad(e, "linux.namespaces.path", "must be an absolute path");
+        struct nsbox_ocispec_namespace *ns = &c->namespaces[c->n_namespaces++];
+        ns->type = (enum nsbox_ocispec_ns)t;
+        ns->has_path = path[0] != '\0';
+        snprintf(ns->path, sizeof ns->path, "%s", path);
     }
     return 0;
 }
@@ -847,12 +851,24 @@ int nsbox_ocispec_check_floor(const struct nsbox_ocispec *c, struct nsbox_err *e
                              "container %s",
                              c->cap_sys_admin ? "CAP_SYS_ADMIN or CAP_SYS_MODULE"
                                               : "every device of the host");
-    for (size_t i = 0; i < c->n_namespaces; i++)
-        if (c->namespaces[i].has_path)
+    for (size_t i = 0; i < c->n_namespaces; i++) {
+        const struct nsbox_ocispec_namespace *ns = &c->namespaces[i];
+        if (ns->has_path && ns->type != NSBOX_OCI_NS_NETWORK && ns->type != NSBOX_OCI_NS_IPC &&
+            ns->type != NSBOX_OCI_NS_UTS && ns->type != NSBOX_OCI_NS_USER)
             return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
-                                 "joining an existing %s namespace (linux.namespaces.path) is "
-                                 "not supported: every nsbox sandbox has its own",
-                                 ns_names[c->namespaces[i].type]);
+                                 "joining an existing %s namespace (linux.namespaces.path %s) "
+                                 "is not supported: %s; only network, ipc, uts and user "
+                                 "namespaces are joined (a pod's shared ones)",
+                                 ns_names[ns->type], NSBOX_SHOW(ns->path),
+                                 ns->type == NSBOX_OCI_NS_PID
+                                     ? "nsbox's init is pid 1 of the container's own pid "
+                                       "namespace, whose end ends every process of the "
+                                       "container (Kubernetes: leave shareProcessNamespace off)"
+                                 : ns->type == NSBOX_OCI_NS_MOUNT
+                                     ? "every nsbox sandbox builds its own root in its own "
+                                       "mount namespace"
+                                     : "every nsbox sandbox has its own, rooted at its cgroup");
+    }
     return check_limits(c, e);
 }
 

@@ -47,7 +47,9 @@ enum nsbox_ocispec_ns {
 
 struct nsbox_ocispec_namespace {
     enum nsbox_ocispec_ns type;
-    bool has_path; /* join an existing namespace: refused by the floor */
+    bool has_path; /* join an existing namespace (network, ipc, uts, user; the floor refuses
+                    * the others, and create the host's) */
+    char path[NSBOX_OCISPEC_PATH_MAX]; /* absolute, on the host */
 };
 
 /* The capability sets of process.capabilities. */

@@ -887,6 +887,13 @@ static void serve(int sock)
             struct nsbox_agent_hdr h;
             int fds[3];
             ssize_t n = recv_msg(sock, &h, payload, NSBOX_AGENT_PAYLOAD_MAX, fds);
+            if ((n == 0 || (n < 0 && errno != EBADMSG && errno != EMFILE)) && container_pid) {
+                /* nsbox-oci's monitor is gone: nothing would remove the sandbox, so it ends,
+                 * as killed (its caller waits for init, and must not read a success) */
+                kill(-container_pid, SIGKILL);
+                kill(container_pid, SIGKILL);
+                container_end(-1, SIGKILL);
+            }
             if (n == 0 || (n < 0 && errno != EBADMSG && errno != EMFILE))
                 _exit(0); /* the supervisor is gone: so is the sandbox */
             if (n < 0 && errno == EMFILE && h.type == NSBOX_AGENT_SPAWN)

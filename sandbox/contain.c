@@ -61,7 +61,7 @@ static int child_wait_for_parent(struct nsbox_launch *L, struct nsbox_err *e)
 {
     /* If the parent dies between clone and here, the death signal below may have been armed
      * too late; EOF on the sync pipe tells us the same thing. */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+    if (!L->sibling && prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
         return nsbox_err_sys(e, "prctl(PR_SET_PDEATHSIG)");
     close(L->sync_wr);
     close(L->report_rd);
@@ -118,7 +118,7 @@ static int child_become_appuser(struct nsbox_launch *L, struct nsbox_err *e)
     /* A change of credentials clears the parent-death signal: arm it again. The parent keeps
      * its end of the sync pipe open while it lives, so a hang-up here means it died in the
      * window between the two. */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+    if (!L->sibling && prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
         return nsbox_err_sys(e, "prctl(PR_SET_PDEATHSIG)");
     struct pollfd pf = {L->sync_rd, POLLIN, 0};
     if (poll(&pf, 1, 0) > 0 && (pf.revents & (POLLHUP | POLLERR)))
@@ -148,6 +148,8 @@ static int child_mount_root(struct nsbox_launch *L, struct nsbox_err *e)
 
 static int child_set_hostname(struct nsbox_launch *L, struct nsbox_err *e)
 {
+    if (nsbox_launch_joins(L, CLONE_NEWUTS))
+        return 0; /* a pod's: its hostname is the one its owner set */
     if (sethostname(L->hostname, strlen(L->hostname)) < 0)
         return nsbox_err_sys(e, "sethostname");
     return 0;
@@ -162,6 +164,8 @@ static int child_network(struct nsbox_launch *L, struct nsbox_err *e)
     close(L->sync_rd);
     if (r < 0)
         return -1;
+    if (nsbox_launch_joins(L, CLONE_NEWNET))
+        return 0; /* set up by whoever made it (another container, a CNI plugin) */
     return nsbox_net_child_setup(L->net, e);
 }
 
@@ -433,8 +437,15 @@ void nsbox_child_main(struct nsbox_launch *L)
      * inherits them, so the filter is loaded (and JIT-compiled) once per sandbox, not twice. */
     if (set_rlimits(L, &e) < 0 || init_harden(L, &e) < 0)
         report_and_exit(L, 125, &e);
-    if (L->start_fd >= 0 && start_barrier(L, &e) < 0)
-        report_and_exit(L, 125, &e);
+    if (L->start_fd >= 0) {
+        /* Nothing of the launcher's is kept but what init uses from here on: a sibling init
+         * (launch.h) learns of the launcher's death by EOF at the barrier, which its own copy
+         * of the launcher's end would keep from coming. */
+        int keep[] = {L->start_fd, L->report_wr, L->agent_fd, L->oom_fd};
+        nsbox_close_fds_keep(keep, NSBOX_ARRAY_LEN(keep));
+        if (start_barrier(L, &e) < 0)
+            report_and_exit(L, 125, &e);
+    }
     pid_t workload = fork();
     if (workload < 0) {
         nsbox_err_sys(&e, "fork");

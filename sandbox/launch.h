@@ -62,7 +62,33 @@ struct nsbox_launch {
     bool config_caps;
     uint64_t cap_bounding, cap_effective, cap_permitted, cap_inheritable, cap_ambient;
     bool no_new_privs;
+    /* nsbox-oci: init is cloned as the launcher's sibling (CLONE_PARENT), the child of the
+     * runtime's caller, which waits for it as for runc's init; it outlives the launcher's
+     * parent, so it has no parent-death signal (the launcher's death shows as EOF on the sync
+     * pipe, the start barrier and the agent socket instead). */
+    bool sibling;
+    /* nsbox-oci: existing namespaces the sandbox joins (linux.namespaces[].path), opened by
+     * the front end, in the order they are entered: those of the host's user namespace first
+     * (entered with the host's privileges), then a user namespace (no new one: its id maps are
+     * its own), then those it owns. Each joined type is left out of the clone; a joined
+     * network namespace is left as it is (no loopback set-up), a joined uts namespace keeps
+     * its hostname. Needs sibling: a helper cloned as the launcher's sibling enters them and
+     * clones init, so that init is still the launcher's parent's child. */
+    struct nsbox_launch_join {
+        int fd;
+        int nstype; /* CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWUSER */
+    } joins[4];
+    size_t n_joins;
 };
+
+/* Whether L joins a namespace of type nstype (CLONE_NEW*). */
+static inline bool nsbox_launch_joins(const struct nsbox_launch *L, int nstype)
+{
+    for (size_t i = 0; i < L->n_joins; i++)
+        if (L->joins[i].nstype == nstype)
+            return true;
+    return false;
+}
 
 /* Child side (contain.c): never returns. */
 __attribute__((noreturn)) void nsbox_child_main(struct nsbox_launch *L);

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -118,12 +119,17 @@ static int parent_write_id_maps(pid_t pid, const struct nsbox_state *st, bool al
                                    e);
 }
 
-static pid_t clone_sandbox(const struct nsbox_cgroup *cg, bool *cgroup_ns_in_clone, int *pidfd)
+static pid_t clone_sandbox(const struct nsbox_cgroup *cg, bool sibling, uint64_t joined,
+                           bool *cgroup_ns_in_clone, int *pidfd)
 {
-    uint64_t flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC |
-                     CLONE_NEWNET;
-    struct clone_args a = {.flags = flags | CLONE_PIDFD, .pidfd = (uintptr_t)pidfd,
-                           .exit_signal = SIGCHLD};
+    uint64_t flags =
+        ((CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET) &
+         ~joined) |
+        (sibling ? CLONE_PARENT : 0);
+    /* a sibling's exit signal is ours, as our parent asked for it: clone3 takes none */
+    struct clone_args a = {.flags = flags | CLONE_PIDFD,
+                           .pidfd = (uintptr_t)pidfd,
+                           .exit_signal = sibling ? 0 : SIGCHLD};
     *cgroup_ns_in_clone = false;
     if (cg->version == 2 && cg->dirfd >= 0) {
         /* Born inside its cgroup: no window in which it runs uncounted, and the cgroup
@@ -316,8 +322,87 @@ static int redirect_stdio(const int stdio[3])
     return 0;
 }
 
+/* What the join helper tells the launcher: init's pid, or why there is none. */
+struct join_reply {
+    pid_t pid;
+    int err;    /* errno */
+    int nstype; /* the namespace it could not enter, or 0 */
+};
+
+/* The helper (launch.h): cloned as our sibling, it enters the joined namespaces, clones init
+ * as its own sibling (our parent's child, as without joins) with the other namespaces new, and
+ * sends us init's pid and pidfd. Returns init's pid, 0 in init, -1 (errno set, *failed_ns
+ * the namespace that could not be entered). The helper is our parent's to reap (c->helper). */
+static pid_t clone_joined(struct nsbox_sandbox *c, int *failed_ns)
+{
+    uint64_t joined = 0;
+    for (size_t i = 0; i < c->L.n_joins; i++)
+        joined |= (uint64_t)c->L.joins[i].nstype;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+        return -1;
+    pid_t h = (pid_t)syscall(SYS_clone, CLONE_PARENT, 0, 0, 0, 0);
+    if (h == 0) {
+        close(sv[0]);
+        struct join_reply r = {0};
+        int pidfd = -1;
+        for (size_t i = 0; i < c->L.n_joins && !r.err; i++)
+            if (setns(c->L.joins[i].fd, c->L.joins[i].nstype) < 0)
+                r.err = errno, r.nstype = c->L.joins[i].nstype;
+        if (!r.err) {
+            r.pid = clone_sandbox(&c->cg, true, joined, &c->L.cgroup_ns_in_clone, &pidfd);
+            if (r.pid == 0) {
+                close(sv[1]);
+                return 0;
+            }
+            if (r.pid < 0)
+                r.err = errno;
+        }
+        nsbox_msg_send(sv[1], &r, sizeof r, NULL, 0, &pidfd, pidfd >= 0 ? 1 : 0);
+        _exit(0);
+    }
+    int saved = errno;
+    close(sv[1]);
+    if (h < 0) {
+        close(sv[0]);
+        errno = saved;
+        return -1;
+    }
+    c->helper = h;
+    struct join_reply r = {0};
+    int fds[3] = {-1, -1, -1}, flags;
+    ssize_t n = nsbox_msg_recv(sv[0], &r, sizeof r, NULL, 0, fds, &flags);
+    close(sv[0]);
+    nsbox_closep(&fds[1]);
+    nsbox_closep(&fds[2]);
+    if (n != (ssize_t)sizeof r || r.err || r.pid <= 0) {
+        nsbox_closep(&fds[0]);
+        *failed_ns = r.nstype;
+        errno = n != (ssize_t)sizeof r ? EPIPE : r.err ? r.err : ECHILD;
+        return -1;
+    }
+    c->pidfd = fds[0];
+    return r.pid;
+}
+
+static int join_failure(int nstype, int err, struct nsbox_err *e)
+{
+    const char *name = nstype == CLONE_NEWUSER  ? "user"
+                       : nstype == CLONE_NEWNET ? "network"
+                       : nstype == CLONE_NEWIPC ? "ipc"
+                       : nstype == CLONE_NEWUTS ? "uts"
+                                                : NULL;
+    if (!name)
+        return nsbox_diagnose_namespace_failure(err, e);
+    return nsbox_err_set(e, NSBOX_E_SYS, err,
+                         "cannot join the %s namespace (linux.namespaces.path): %s", name,
+                         strerror(err));
+}
+
 int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbox_err *e)
 {
+    if (c->L.n_joins && !c->L.sibling)
+        return nsbox_err_invalid(e, "joined namespaces need a sibling init (launch.h)");
     int sp[2], rp[2];
     if (pipe2(sp, O_CLOEXEC) < 0)
         return nsbox_err_sys(e, "pipe");
@@ -328,9 +413,12 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
 
     if (stdio)
         nsbox_share_pipes(stdio);
-    pid_t pid = clone_sandbox(&c->cg, &c->L.cgroup_ns_in_clone, &c->pidfd);
+    int failed_ns = 0;
+    pid_t pid = c->L.n_joins
+                    ? clone_joined(c, &failed_ns)
+                    : clone_sandbox(&c->cg, c->L.sibling, 0, &c->L.cgroup_ns_in_clone, &c->pidfd);
     if (pid < 0)
-        return nsbox_diagnose_namespace_failure(errno, e);
+        return join_failure(failed_ns, errno, e);
     if (pid == 0) {
         if (redirect_stdio(stdio) < 0)
             _exit(125);
@@ -346,7 +434,9 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
     /* cgroup: v2 placed the child with the clone; on v1 it moves itself (child_join_cgroup). */
     /* 'g' as soon as the id maps exist: the child builds its root while we attach the
      * network (veth, nftables), then 'n'. */
-    if (parent_write_id_maps(pid, &c->st, c->L.set_groups, e) < 0)
+    /* a joined user namespace has its maps (its owner wrote them) */
+    if (!nsbox_launch_joins(&c->L, CLONE_NEWUSER) &&
+        parent_write_id_maps(pid, &c->st, c->L.set_groups, e) < 0)
         ret = -1;
     else if (write(c->L.sync_wr, "g", 1) != 1)
         ret = nsbox_err_sys(e, "cannot start the sandbox");
@@ -356,12 +446,28 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
         ret = nsbox_err_sys(e, "cannot start the sandbox");
     /* sync_wr stays open while we live: the child checks it for a hang-up (our death). */
     if (ret < 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        c->pid = 0;
+        nsbox_sandbox_kill_init(c);
         return -1;
     }
     return 0;
+}
+
+void nsbox_sandbox_kill_init(struct nsbox_sandbox *c)
+{
+    if (c->pid <= 0)
+        return;
+    /* by its pidfd where there is one: a sibling's pid is not ours to reap, and could be
+     * another process's once its parent has */
+    if (c->pidfd < 0 || syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0) < 0)
+        kill(c->pid, SIGKILL);
+    if (waitpid(c->pid, NULL, 0) < 0 && errno == ECHILD && c->pidfd >= 0) {
+        /* a sibling (launch.h): its parent reaps it; it is gone when its pidfd is readable,
+         * and with it, pid 1, every process of its namespace */
+        struct pollfd pf = {c->pidfd, POLLIN, 0};
+        while (poll(&pf, 1, -1) < 0 && errno == EINTR)
+            ;
+    }
+    c->pid = 0;
 }
 
 void nsbox_sandbox_free_plan(struct nsbox_sandbox *c)
@@ -376,12 +482,8 @@ int nsbox_sandbox_destroy(struct nsbox_sandbox *c, struct nsbox_err *e)
     int ret = 0;
     struct nsbox_err e2;
     struct nsbox_err *ce = e;
-    if (c->pid > 0) {
-        /* pid 1's death takes every process of the namespace with it. */
-        kill(c->pid, SIGKILL);
-        waitpid(c->pid, NULL, 0);
-        c->pid = 0;
-    }
+    /* pid 1's death takes every process of the namespace with it. */
+    nsbox_sandbox_kill_init(c);
     if (c->cg.version && nsbox_cgroup_destroy(&c->cg, ce) < 0)
         ret = -1, ce = &e2;
     if (c->net) {

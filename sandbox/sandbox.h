@@ -23,6 +23,7 @@ struct nsbox_sandbox {
     int image_lock_fd; /* shared lock on the stored image while the sandbox lives */
     pid_t pid;   /* init (pid 1 inside), in our pid namespace; 0 before the clone */
     int pidfd;
+    pid_t helper; /* the helper that entered joined namespaces (launch.h): our parent's to reap */
     bool pooled; /* made for the pool (docs/pool.md): never makes other pooled ones give way */
     /* nsbox-oci: a bundle's mounts (rootfs/mounts.h), set before nsbox_sandbox_prepare */
     const struct nsbox_rootfs_mount *mounts;
@@ -50,6 +51,9 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *sb, const struct nsbox_spec *s, 
  * the child as 0,1,2 (NULL: inherit). The caller blocks the signals it wants to handle before
  * (the child inherits the mask; init relays them). */
 int nsbox_sandbox_start(struct nsbox_sandbox *sb, const int stdio[3], struct nsbox_err *e);
+/* Kill init (by its pidfd when there is one) and wait until it has ended: reaped when it is
+ * our child, exited when it is a sibling (launch.h). Nothing when it is known gone (pid 0). */
+void nsbox_sandbox_kill_init(struct nsbox_sandbox *sb);
 /* Kill init if it still runs (the namespace goes with it), remove cgroup, network, state.
  * Idempotent. */
 int nsbox_sandbox_destroy(struct nsbox_sandbox *sb, struct nsbox_err *e);

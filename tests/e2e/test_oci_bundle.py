@@ -57,9 +57,8 @@ class Process(BundleCase):
         # the config's uid 0 is the container's root: on the host an id of nsbox's range
         c = config(["sleep", "60"])
         self.write_config(c)
-        monitor = self.create()
+        init = self.create()
         self.assertEqual(self.oci("start", "c1").returncode, 0)
-        init = first_child(monitor)
         workload = first_child(init)  # forked by init once start's byte has reached it
         uids = status_field(workload, "Uid")
         self.assertTrue(all(int(u) >= 65536 for u in uids), uids)

@@ -136,12 +136,18 @@ class Docker(unittest.TestCase):
         self.addCleanup(self.docker, "rm", "-f", "limits")
         cid = r.stdout.strip()
         # the container's cgroup is where Docker's config puts it (cgroupsPath: /docker/ID,
-        # or the systemd form), with Docker's limits
-        init = self.state_of(cid)["init_pid"]
+        # or the systemd form), with Docker's limits; the state's pid is the container's init
+        init = self.state_of(cid)["pid"]
         self.assertTrue(cgroup_of(init, "memory").endswith(cid), cgroup_of(init, "memory"))
         self.assertEqual(cgroup_file_of(init, "memory", "memory.limit_in_bytes", "memory.max"),
                          str(96 << 20))
         self.assertEqual(cgroup_file_of(init, "pids", "pids.max", "pids.max"), "37")
+        # docker stats reads the cgroup of the state's pid (containerd's task metrics): the
+        # sandbox's, with its limit and its two processes (init, sleep)
+        r = self.docker("stats", "--no-stream", "--format", "{{.MemUsage}} pids={{.PIDs}}",
+                        "limits")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("/ 96MiB pids=2", r.stdout)
         # docker pause freezes the sandbox's cgroup (nsbox-oci pause), unpause thaws it
         self.assertEqual(self.docker("pause", "limits").returncode, 0)
         self.assertEqual(self.docker("inspect", "-f", "{{.State.Status}}", "limits").stdout,

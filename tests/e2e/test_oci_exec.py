@@ -59,12 +59,12 @@ class OciExec(BundleCase):
             text = f.read()
         self.assertRegex(text, r"^[0-9]+$")
         pid = int(text)
-        self.monitors.append(pid)
+        self.waited_pids.append(pid)
         return pid
 
     def init_ns(self):
         with open(os.path.join(self.root, "c1", "state.json")) as f:
-            init = json.load(f)["init_pid"]
+            init = json.load(f)["pid"]
         return [os.readlink(f"/proc/{init}/ns/{n}") for n in ("pid", "mnt", "net")]
 
     def test_exec_detached_is_contained(self):
@@ -247,7 +247,7 @@ class OciExec(BundleCase):
                      "--console-socket", path, "c1")
         self.assertEqual(r.returncode, 0, r.stderr)
         with open(self.pidfile) as f:
-            self.monitors.append(int(f.read()))
+            self.waited_pids.append(int(f.read()))
         master = self.receive_master(srv)
         self.assertEqual(self.oci("start", "c1").returncode, 0)
         buf = b""
@@ -266,7 +266,7 @@ class OciExec(BundleCase):
         master = self.receive_master(srv)
         with open(pf) as f:
             relay = int(f.read())
-        self.monitors.append(relay)
+        self.waited_pids.append(relay)
         out = rt.read_pty(master)
         os.close(master)
         self.assertIn(b"/dev/pts/1", out)

@@ -81,18 +81,96 @@ class OciRuntime(BundleCase):
         self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 7)
         self.assertEqual(self.oci("delete", "c1").returncode, 0)
 
-    def test_pid_is_in_the_container_network(self):
-        # callers reach the container's network through the pid-file process (Docker's
-        # prestart hook, CNI, nsenter -t PID -n): it is in the sandbox's namespace, not ours
-        self.write_config(config(["true"]))
+    def test_state_pid_is_the_container(self):
+        # the pid callers are given (pid file, state) is the container's init: callers read
+        # and enter the container through /proc/PID (Docker's prestart hook and CNI: ns/net;
+        # docker stats and containerd's metrics: cgroup; nsenter, runc-exec-style joins: every
+        # ns/): all must be the container's, those of its workload
+        self.write_config(config(["sleep", "1000"]))
+        pid = self.create()
+        self.assertEqual(self.state()["pid"], pid)
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        r = self.oci("ps", "--format", "json", "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        workload = [p for p in json.loads(r.stdout) if p != pid]
+        self.assertEqual(len(workload), 1, r.stdout)
+        with open(os.path.join(self.root, "c1", "state.json")) as f:
+            sid = json.load(f)["sandbox"]
+        for ns in ("net", "ipc", "uts", "pid", "mnt", "user", "cgroup"):
+            mine = os.readlink(f"/proc/{pid}/ns/{ns}")
+            self.assertEqual(mine, os.readlink(f"/proc/{workload[0]}/ns/{ns}"), ns)
+            self.assertNotEqual(mine, os.readlink(f"/proc/self/ns/{ns}"), ns)
+        with open(f"/proc/{pid}/cgroup") as f:
+            cgroup = f.read()
+        with open(f"/proc/{workload[0]}/cgroup") as f:
+            self.assertEqual(cgroup, f.read())
+        self.assertIn(sid, cgroup)
+        # pid 1 inside
+        with open(f"/proc/{pid}/status") as f:
+            nspid = [line.split()[1:] for line in f if line.startswith("NSpid:")][0]
+        self.assertEqual(nspid[-1], "1")
+        self.kill_and_delete(pid)
+
+    def kill_and_delete(self, pid):
+        """kill c1 KILL: its pid-file process (pid) dies of it; then nothing is left."""
+        r = self.oci("kill", "c1", "KILL")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), -9)
+        self.assertEqual(self.oci("delete", "c1").returncode, 0)
+        self.assertEqual(self.dirs.leftovers(), [])
+
+    def test_state_of_an_older_version(self):
+        # a container created before an upgrade recorded the monitor as "pid" and init as
+        # "init_pid": it is still stopped, killed and deleted through them
+        self.write_config(config(["sleep", "1000"]))
+        pid = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        path = os.path.join(self.root, "c1", "state.json")
+        with open(path) as f:
+            st = json.load(f)
+        old = dict(st, pid=st["monitor_pid"], pid_start=st["monitor_start"],
+                   init_pid=st["pid"], init_start=st["pid_start"])
+        del old["monitor_pid"], old["monitor_start"]
+        with open(path, "w") as f:
+            json.dump(old, f)
+        self.assertEqual((self.state()["status"], self.state()["pid"]), ("running", pid))
+        self.kill_and_delete(pid)
+
+    def test_monitor_killed(self):
+        # the monitor (which would remove the sandbox) dies of SIGKILL: the container ends as
+        # killed, not as a success, and delete has nsbox's gc remove what the monitor left
+        self.write_config(config(["sleep", "1000"]))
+        pid = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        with open(os.path.join(self.root, "c1", "state.json")) as f:
+            monitor = json.load(f)["monitor_pid"]
+        for _ in range(3000):  # until the monitor has let init fork the workload
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                if f.read().split():
+                    break
+            time.sleep(0.01)
+        os.kill(monitor, signal.SIGKILL)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 137)
+        self.assertEqual(self.state()["status"], "stopped")
+        r = self.oci("delete", "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.dirs.leftovers(), [])
+
+    def test_monitor_killed_before_start(self):
+        # the same at the start barrier: init, which holds nothing of the monitor's there,
+        # sees it gone and ends without running the workload
+        self.write_config(config(["sh", "-c", "echo never"]))
         pid = self.create()
         with open(os.path.join(self.root, "c1", "state.json")) as f:
-            init = json.load(f)["init_pid"]
-        net = os.readlink(f"/proc/{pid}/ns/net")
-        self.assertEqual(net, os.readlink(f"/proc/{init}/ns/net"))
-        self.assertNotEqual(net, os.readlink("/proc/self/ns/net"))
-        self.assertEqual(self.oci("delete", "--force", "c1").returncode, 0)
-        self.wait(pid)
+            os.kill(json.load(f)["monitor_pid"], signal.SIGKILL)
+        fd = os.pidfd_open(pid)
+        self.addCleanup(os.close, fd)
+        if not select.select([fd], [], [], 30)[0]:  # a guard against a hang, not a measure
+            os.kill(pid, signal.SIGKILL)
+            self.fail("init still waits at its start barrier with its monitor gone")
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 125)
+        self.assertEqual(self.output(), "")
+        self.assertEqual(self.oci("delete", "c1").returncode, 0)
         self.assertEqual(self.dirs.leftovers(), [])
 
     def test_kill_running(self):
@@ -105,7 +183,7 @@ class OciRuntime(BundleCase):
         self.assertIn("not stopped", r.stderr.decode())
         r = self.oci("kill", "c1", "SIGTERM")
         self.assertEqual(r.returncode, 0, r.stderr)
-        # the workload died of SIGTERM: init and then the monitor exit 128+15
+        # the workload died of SIGTERM: init exits 128+15
         self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 143)
         self.assertEqual(self.state()["status"], "stopped")
         r = self.oci("kill", "c1", "9")

@@ -64,14 +64,14 @@ class BundleCase(unittest.TestCase):
             os.symlink("busybox", os.path.join(rootfs, "bin", tool))
         self.out = os.path.join(self.tmp, "out")
         self.pidfile = os.path.join(self.tmp, "pid")
-        self.monitors = []
+        self.waited_pids = []
         self.addCleanup(self.reap)
 
     def reap(self):
-        # delete --force, not a kill of the monitor: the monitor removes the sandbox
+        # delete --force, not a kill of init: delete waits until the monitor has removed the sandbox
         for cid in os.listdir(self.root) if os.path.isdir(self.root) else []:
             self.oci("delete", "--force", cid)
-        for pid in self.monitors:
+        for pid in self.waited_pids:
             try:
                 os.waitpid(pid, 0)
             except ChildProcessError:
@@ -98,7 +98,7 @@ class BundleCase(unittest.TestCase):
             text = f.read()
         self.assertRegex(text, r"^[0-9]+$")  # decimal, no newline
         pid = int(text)
-        self.monitors.append(pid)
+        self.waited_pids.append(pid)
         return pid
 
     def state(self, cid="c1"):
@@ -112,7 +112,7 @@ class BundleCase(unittest.TestCase):
 
     def wait(self, pid):
         _, status = os.waitpid(pid, 0)
-        self.monitors.remove(pid)
+        self.waited_pids.remove(pid)
         return status
 
     def log_errors(self):

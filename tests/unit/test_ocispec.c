@@ -192,7 +192,27 @@ static void test_floor(void **state)
     floor_refuses("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"resources\":{\"devices\":"
                   "[{\"allow\":true,\"access\":\"rwm\"}]}}}", "every device");
     floor_refuses("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"namespaces\":[{\"type\":"
-                  "\"network\",\"path\":\"/proc/1/ns/net\"}]}}", "existing network namespace");
+                  "\"pid\",\"path\":\"/proc/9/ns/pid\"}]}}",
+                  "existing pid namespace");
+    floor_refuses("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"namespaces\":[{\"type\":"
+                  "\"mount\",\"path\":\"/proc/9/ns/mnt\"}]}}",
+                  "its own root");
+    /* a pod's shared namespaces pass the floor (create refuses the host's, by inode) */
+    static struct nsbox_ocispec c;
+    struct nsbox_err e = {0};
+    const char *j = "{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"namespaces\":[{\"type\":"
+                    "\"network\",\"path\":\"/proc/9/ns/net\"},{\"type\":\"ipc\",\"path\":"
+                    "\"/proc/9/ns/ipc\"},{\"type\":\"uts\",\"path\":\"/proc/9/ns/uts\"},"
+                    "{\"type\":\"user\",\"path\":\"/proc/9/ns/user\"}]}}";
+    if (nsbox_ocispec_parse(j, strlen(j), &c, &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_int_equal(nsbox_ocispec_check_floor(&c, &e), 0);
+    assert_true(c.namespaces[0].has_path);
+    assert_string_equal(c.namespaces[1].path, "/proc/9/ns/ipc");
+    nsbox_ocispec_free(&c);
+    fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"namespaces\":[{\"type\":"
+                 "\"network\",\"path\":\"ns/net\"}]}}",
+                 "'linux.namespaces.path'");
 }
 
 /* process.user, rlimits and capabilities as the container's process gets them. */

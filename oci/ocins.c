@@ -1,0 +1,275 @@
+/* The namespaces a config joins (linux.namespaces[].path): a pod's, shared by its containers.
+ *
+ * Each is opened and checked against the floor: the type the config names, never the host's
+ * (compared by device and inode with pid 1's and the runtime's own). The user namespace is
+ * decided here (docs/decisions.md, "A pod's containers share its user namespace"): the joined
+ * namespaces that belong to another user namespace than the host's (another nsbox-oci
+ * container's) make the container join that one too, so that it has the same ids and its
+ * capabilities cover them; there may be only one such. A user namespace is joined only when it
+ * is a child of the host's and maps no host id 0 (never host root). Namespaces of the host's
+ * user namespace (a CNI plugin's network namespace) are entered first, with the host's
+ * privileges, and the container gets its own user namespace as without joins. */
+#include "ocirt.h"
+#include "cleanup.h"
+#include "launch.h"
+#include "ocispec.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/nsfs.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const struct {
+    enum nsbox_ocispec_ns type;
+    int nstype;
+    const char *proc; /* its name in /proc/PID/ns */
+} kinds[] = {
+    {NSBOX_OCI_NS_NETWORK, CLONE_NEWNET, "net"},
+    {NSBOX_OCI_NS_IPC, CLONE_NEWIPC, "ipc"},
+    {NSBOX_OCI_NS_UTS, CLONE_NEWUTS, "uts"},
+    {NSBOX_OCI_NS_USER, CLONE_NEWUSER, "user"},
+};
+
+static bool same_file(int fd, const char *path)
+{
+    struct stat a, b;
+    return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
+
+/* The host's namespace of that kind: pid 1's, or the runtime's own. */
+static bool is_host(int fd, const char *proc)
+{
+    char p1[64], self[64];
+    snprintf(p1, sizeof p1, "/proc/1/ns/%s", proc);
+    snprintf(self, sizeof self, "/proc/self/ns/%s", proc);
+    return same_file(fd, p1) || same_file(fd, self);
+}
+
+static bool same_ns(int a, int b)
+{
+    struct stat x, y;
+    return fstat(a, &x) == 0 && fstat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* Does one of the "inside outside count" lines of a map cover host id 0? */
+static bool maps_host_root(const char *map)
+{
+    unsigned long in, out, count;
+    int used;
+    while (sscanf(map, "%lu %lu %lu%n", &in, &out, &count, &used) == 3) {
+        if (out == 0 && count > 0)
+            return true;
+        map += used;
+    }
+    return false;
+}
+
+/* A child enters the user namespace and reads its maps, which it sees relative to the parent
+ * namespace, the host's: 0 when no host id 0 is mapped, 1 when one is, -1 when unreadable. */
+static int userns_maps_root(int userfd)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        if (setns(userfd, CLONE_NEWUSER) < 0)
+            _exit(2);
+        int root = 0;
+        static const char *const maps[] = {"/proc/self/uid_map", "/proc/self/gid_map"};
+        for (size_t i = 0; i < 2; i++) {
+            char *text = NULL;
+            struct nsbox_err e;
+            if (nsbox_read_small(maps[i], &text, &e) != 0)
+                _exit(2);
+            root |= maps_host_root(text);
+            free(text);
+        }
+        _exit(root);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(status) && WEXITSTATUS(status) < 2 ? WEXITSTATUS(status) : -1;
+}
+
+/* A user namespace a container may join: a child of the host's that maps no host id 0. */
+static int check_userns(int userfd, const char *path, struct nsbox_err *e)
+{
+    if (is_host(userfd, "user"))
+        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                             "joining the host's user namespace (%s) is not supported: the "
+                             "container's root would be the host's; nsbox-oci gives it its "
+                             "own, or a pod's",
+                             NSBOX_SHOW(path));
+    int parent = ioctl(userfd, NS_GET_PARENT);
+    bool top = parent >= 0 && is_host(parent, "user");
+    if (parent >= 0)
+        close(parent);
+    int root = top ? userns_maps_root(userfd) : -1;
+    if (!top || root != 0)
+        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                             "the user namespace of %s cannot be joined: %s; nsbox-oci joins "
+                             "only a pod's, one an nsbox-oci container made (a child of the "
+                             "host's that maps no host id 0)",
+                             NSBOX_SHOW(path),
+                             !top       ? "it is not a child of the host's user namespace"
+                             : root > 0 ? "it maps the host's root (id 0)"
+                                        : "its id maps cannot be read");
+    return 0;
+}
+
+/* One joined namespace: opened, of the type named, not the host's. */
+static int open_one(const struct nsbox_ocispec_namespace *ns, size_t k, struct nsbox_err *e)
+{
+    const char *name = nsbox_ocispec_ns_name(ns->type);
+    int fd = open(ns->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return nsbox_err_sys(e, "linux.namespaces.path %s (%s)", NSBOX_SHOW(ns->path), name);
+    int type = ioctl(fd, NS_GET_NSTYPE);
+    if (type != kinds[k].nstype) {
+        close(fd);
+        return nsbox_err_invalid(e, "linux.namespaces.path %s is not a %s namespace",
+                                 NSBOX_SHOW(ns->path), name);
+    }
+    if (kinds[k].nstype != CLONE_NEWUSER && is_host(fd, kinds[k].proc)) {
+        close(fd);
+        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                             "joining the host's %s namespace (linux.namespaces.path %s) is "
+                             "not supported: nsbox-oci never shares a host namespace with a "
+                             "container; join another container's, or leave the path out to "
+                             "give it its own",
+                             name, NSBOX_SHOW(ns->path));
+    }
+    return fd;
+}
+
+/* The joined user namespace, or -1 when the container gets its own: the config's user path, or
+ * the one owner of the joined namespaces that is not the host's user namespace. */
+static int pod_userns(const int *fds, const struct nsbox_ocispec_namespace **nss, size_t n,
+                      int *user_fd, struct nsbox_err *e)
+{
+    *user_fd = -1;
+    const char *from = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (nss[i]->type == NSBOX_OCI_NS_USER) {
+            *user_fd = fcntl(fds[i], F_DUPFD_CLOEXEC, 0);
+            from = nss[i]->path;
+        }
+    for (size_t i = 0; i < n; i++) {
+        if (nss[i]->type == NSBOX_OCI_NS_USER)
+            continue;
+        int owner = ioctl(fds[i], NS_GET_USERNS);
+        if (owner < 0) {
+            nsbox_closep(user_fd);
+            return nsbox_err_sys(e, "linux.namespaces.path %s: its user namespace",
+                                 NSBOX_SHOW(nss[i]->path));
+        }
+        if (is_host(owner, "user")) {
+            close(owner);
+            continue;
+        }
+        if (*user_fd < 0) {
+            *user_fd = owner;
+            from = nss[i]->path;
+        } else {
+            bool same = same_ns(owner, *user_fd);
+            close(owner);
+            if (!same) {
+                nsbox_closep(user_fd);
+                return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                                     "the joined namespaces %s and %s belong to different user "
+                                     "namespaces: a container joins one pod's",
+                                     NSBOX_SHOW(from), NSBOX_SHOW(nss[i]->path));
+            }
+        }
+    }
+    if (*user_fd >= 0 && check_userns(*user_fd, from, e) < 0) {
+        nsbox_closep(user_fd);
+        return -1;
+    }
+    return 0;
+}
+
+bool nsbox_ocins_host_owned(const struct nsbox_ocispec *c, int type)
+{
+    for (size_t i = 0; i < c->n_namespaces; i++) {
+        if ((int)c->namespaces[i].type != type || !c->namespaces[i].has_path)
+            continue;
+        int fd = open(c->namespaces[i].path, O_RDONLY | O_CLOEXEC);
+        int owner = fd >= 0 ? ioctl(fd, NS_GET_USERNS) : -1;
+        bool host = owner >= 0 && is_host(owner, "user");
+        if (owner >= 0)
+            close(owner);
+        if (fd >= 0)
+            close(fd);
+        return host;
+    }
+    return false;
+}
+
+int nsbox_ocins_open(const struct nsbox_ocispec *c, struct nsbox_launch *L, struct nsbox_err *e)
+{
+    int fds[NSBOX_ARRAY_LEN(kinds)] = {-1, -1, -1, -1};
+    const struct nsbox_ocispec_namespace *nss[NSBOX_ARRAY_LEN(kinds)];
+    size_t n = 0, kind[NSBOX_ARRAY_LEN(kinds)];
+    int r = 0;
+    L->n_joins = 0;
+    for (size_t i = 0; i < c->n_namespaces && r == 0; i++) {
+        size_t k = 0;
+        while (k < NSBOX_ARRAY_LEN(kinds) && kinds[k].type != c->namespaces[i].type)
+            k++;
+        if (!c->namespaces[i].has_path || k == NSBOX_ARRAY_LEN(kinds))
+            continue; /* a new one; the floor refused paths of the other kinds */
+        if ((fds[n] = open_one(&c->namespaces[i], k, e)) < 0)
+            r = -1;
+        else
+            nss[n] = &c->namespaces[i], kind[n++] = k;
+    }
+    int user = -1;
+    if (r == 0)
+        r = pod_userns(fds, nss, n, &user, e);
+    /* the host's user namespace's first, then the pod's user namespace, then what it owns */
+    bool host_owned[NSBOX_ARRAY_LEN(kinds)];
+    for (size_t i = 0; i < n; i++) {
+        int owner = ioctl(fds[i], NS_GET_USERNS);
+        host_owned[i] = owner >= 0 && is_host(owner, "user");
+        if (owner >= 0)
+            close(owner);
+    }
+    for (int pass = 0; pass < 2 && r == 0; pass++) {
+        for (size_t i = 0; i < n; i++)
+            if (kinds[kind[i]].nstype != CLONE_NEWUSER && host_owned[i] == (pass == 0))
+                L->joins[L->n_joins++] = (struct nsbox_launch_join){
+                    fcntl(fds[i], F_DUPFD_CLOEXEC, 0), kinds[kind[i]].nstype};
+        if (pass == 0 && user >= 0) {
+            L->joins[L->n_joins++] = (struct nsbox_launch_join){user, CLONE_NEWUSER};
+            user = -1;
+        }
+    }
+    nsbox_closep(&user);
+    for (size_t i = 0; i < n; i++)
+        close(fds[i]);
+    for (size_t i = 0; i < L->n_joins && r == 0; i++)
+        if (L->joins[i].fd < 0)
+            r = nsbox_err_sys(e, "linux.namespaces.path");
+    if (r < 0)
+        nsbox_ocins_close(L);
+    return r;
+}
+
+void nsbox_ocins_close(struct nsbox_launch *L)
+{
+    for (size_t i = 0; i < L->n_joins; i++)
+        nsbox_closep(&L->joins[i].fd);
+    L->n_joins = 0;
+}

@@ -1,0 +1,171 @@
+"""End to end: a pod made by nsbox-oci directly (docs/oci.md, "Joined namespaces"). A first
+container (the pod's sandbox, as Kubernetes' pause container) has its own namespaces; a second
+joins its network, ipc and uts namespaces by path (/proc/PID/ns/..., as containerd's CRI
+writes an app container's config), and with them its user namespace: it sees the first's
+hostname, talks to it over loopback, sees its message queue, and has its ids. The floor still
+refuses the host's namespaces (pid 1's), and a namespace made by the host's root (as a CNI
+plugin's network namespace) is joined with a user namespace of the container's own."""
+import json
+import os
+import shutil
+import subprocess
+import time
+import unittest
+
+from oci_bundle import OCI, BundleCase, config, require_runtime
+
+
+def setUpModule():
+    require_runtime()
+
+
+def pod_config(args, hostname, joins=None):
+    c = config(args, hostname=hostname)
+    c["mounts"].append({"destination": "/dev/mqueue", "type": "mqueue", "source": "mqueue"})
+    paths = joins or {}
+    c["linux"]["namespaces"] = [dict({"type": t}, **({"path": paths[t]} if t in paths else {}))
+                                for t in ("pid", "network", "ipc", "uts", "mount")]
+    return c
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class Pod(BundleCase):
+    TOOLS = BundleCase.TOOLS + ("nc", "touch", "ls", "seq", "readlink")
+
+    def second_bundle(self, c):
+        """A bundle beside the first, on the same root, with config c."""
+        b = os.path.join(self.tmp, "bundle2")
+        os.makedirs(b, exist_ok=True)
+        if not os.path.exists(os.path.join(b, "rootfs")):
+            os.symlink(os.path.join(self.bundle, "rootfs"), os.path.join(b, "rootfs"))
+        with open(os.path.join(b, "config.json"), "w") as f:
+            json.dump(c, f)
+        return b
+
+    def create_in(self, bundle, cid, out):
+        pidfile = os.path.join(self.tmp, cid + ".pid")
+        with open(out, "w") as o:
+            r = self.oci("create", "--bundle", bundle, "--pid-file", pidfile, cid,
+                         stdout=o, stderr=o)
+        return r, pidfile
+
+    def start_pause(self):
+        """The pod's first container: its hostname, a message queue in its ipc namespace, a
+        listener on its loopback; its pid once running."""
+        self.write_config(pod_config(
+            ["sh", "-c", "touch /dev/mqueue/podq && echo pod-hello | nc -l -p 7777; "
+             "sleep 1000"], "pod-a"))
+        pid = self.create("pause")
+        self.assertEqual(self.oci("start", "pause").returncode, 0)
+        return pid
+
+    def test_app_joins_the_pods_namespaces(self):
+        pause = self.start_pause()
+        joins = {t: f"/proc/{pause}/ns/{n}"
+                 for t, n in (("network", "net"), ("ipc", "ipc"), ("uts", "uts"))}
+        # its own hostname is not set over the pod's
+        app = pod_config(["sh", "-c", "hostname; ls /dev/mqueue; "
+                          "for i in $(seq 100); do nc 127.0.0.1 7777 && break; sleep 0.1; done"],
+                         "app-b", joins)
+        out = os.path.join(self.tmp, "app.out")
+        r, pidfile = self.create_in(self.second_bundle(app), "app", out)
+        with open(out) as f:
+            self.assertEqual(r.returncode, 0, f.read())
+        with open(pidfile) as f:
+            apid = int(f.read())
+        self.waited_pids.append(apid)
+        for ns in ("net", "ipc", "uts", "user"):
+            self.assertEqual(os.readlink(f"/proc/{apid}/ns/{ns}"),
+                             os.readlink(f"/proc/{pause}/ns/{ns}"), ns)
+        for ns in ("pid", "mnt"):  # its own
+            self.assertNotEqual(os.readlink(f"/proc/{apid}/ns/{ns}"),
+                                os.readlink(f"/proc/{pause}/ns/{ns}"), ns)
+        self.assertNotEqual(os.readlink(f"/proc/{apid}/ns/user"),
+                            os.readlink("/proc/self/ns/user"))
+        self.assertEqual(self.oci("start", "app").returncode, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(apid)), 0)
+        with open(out) as f:
+            self.assertEqual(f.read(), "pod-a\npodq\npod-hello\n")
+        # the pod's sandbox goes on, and both go cleanly
+        self.assertEqual(self.state("pause")["status"], "running")
+        self.assertEqual(self.oci("delete", "app").returncode, 0)
+        self.assertEqual(self.oci("kill", "pause", "KILL").returncode, 0)
+        self.wait(pause)
+        self.assertEqual(self.oci("delete", "pause").returncode, 0)
+        self.assertEqual(self.dirs.leftovers(), [])
+
+    def test_host_namespaces_refused(self):
+        for t, n in (("network", "net"), ("ipc", "ipc"), ("uts", "uts")):
+            # the runtime's own (pid 1's is the same on a host; not always readable here)
+            self.write_config(pod_config(["true"], "x", {t: f"/proc/{os.getpid()}/ns/{n}"}))
+            r = self.oci("create", "--bundle", self.bundle, "h")
+            self.assertNotEqual(r.returncode, 0, t)
+            self.assertIn(f"joining the host's {t} namespace", r.stderr.decode())
+            self.assertFalse(os.path.exists(os.path.join(self.root, "h")))
+        c = pod_config(["true"], "x")
+        c["linux"]["namespaces"].append({"type": "user",
+                                         "path": f"/proc/{os.getpid()}/ns/user"})
+        self.write_config(c)
+        r = self.oci("create", "--bundle", self.bundle, "h")
+        self.assertIn("the host's user namespace", r.stderr.decode())
+        # a namespace of another type than the entry's
+        self.write_config(pod_config(["true"], "x", {"ipc": "/proc/self/ns/net"}))
+        r = self.oci("create", "--bundle", self.bundle, "h")
+        self.assertIn("is not a ipc namespace", r.stderr.decode())
+        self.assertEqual(self.dirs.leftovers(), [])
+
+    def holder(self, *unshare_opts):
+        """A process in namespaces that `unshare` (the host's root) makes: its pid."""
+        p = subprocess.Popen(["unshare", *unshare_opts, "sleep", "1000"])
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        for _ in range(500):  # until unshare has made them and run sleep
+            if open(f"/proc/{p.pid}/comm").read() == "sleep\n":
+                break
+            time.sleep(0.01)
+        return p.pid
+
+    @unittest.skipIf(not shutil.which("unshare"), "needs unshare (util-linux)")
+    def test_user_namespace_mapping_host_root_refused(self):
+        # the attack: a user namespace whose root is the host's uid 0, joined directly or
+        # through a namespace it owns, would make the container's root the host's
+        pid = self.holder("--user", "--map-root-user", "--net")
+        with open(f"/proc/{pid}/uid_map") as f:
+            self.assertEqual(f.read().split()[:2], ["0", "0"])
+        c = pod_config(["true"], "x")
+        c["linux"]["namespaces"].append({"type": "user", "path": f"/proc/{pid}/ns/user"})
+        for config in (c, pod_config(["true"], "x", {"network": f"/proc/{pid}/ns/net"})):
+            self.write_config(config)
+            r = self.oci("create", "--bundle", self.bundle, "--pid-file", self.pidfile, "r")
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("it maps the host's root (id 0)", r.stderr.decode())
+            self.assertFalse(os.path.exists(self.pidfile))
+        self.assertEqual(self.dirs.leftovers(), [])
+
+    @unittest.skipIf(not shutil.which("unshare"), "needs unshare (util-linux)")
+    def test_host_made_network_namespace(self):
+        # a network namespace the host's root made (as a CNI plugin's): joined, with the
+        # container's own user namespace; the test's own process in it is seen from inside
+        netns = f"/proc/{self.holder('--net')}/ns/net"
+        self.assertNotEqual(os.readlink(netns), os.readlink("/proc/self/ns/net"))
+        # the config's sysfs, which the kernel lets only the namespace's owner mount: the
+        # host's /sys bound read-only instead
+        c = pod_config(["sh", "-c", "readlink /proc/self/ns/net; test -d /sys/kernel && "
+                        "echo sys; touch /sys/x 2>/dev/null || echo read-only"], "x",
+                       {"network": netns})
+        c["mounts"].append({"destination": "/sys", "type": "sysfs", "source": "sysfs",
+                            "options": ["nosuid", "noexec", "nodev", "ro"]})
+        self.write_config(c)
+        pid = self.create("cni")
+        self.assertEqual(os.readlink(f"/proc/{pid}/ns/net"), os.readlink(netns))
+        self.assertNotEqual(os.readlink(f"/proc/{pid}/ns/user"),
+                            os.readlink("/proc/self/ns/user"))
+        self.assertEqual(self.oci("start", "cni").returncode, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0, self.output())
+        self.assertEqual(self.output(), os.readlink(netns) + "\nsys\nread-only\n")
+        self.assertEqual(self.oci("delete", "cni").returncode, 0)
+        self.assertEqual(self.dirs.leftovers(), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
