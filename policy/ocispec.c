@@ -584,7 +584,7 @@ static int parse_namespaces(const cJSON *lx, struct nsbox_ocispec *c, struct nsb
                 return nsbox_err_invalid(e, "config.json: key 'linux.namespaces': '%s' given "
                                          "twice", type);
         if (path[0] && path[0] != '/')
-            return bad(e, "linux.namespaces.path", "must be an absolute path");
+            return nsbox_ocispec_bad(e, "linux.namespaces.path", "must be an absolute path");
         struct nsbox_ocispec_namespace *ns = &c->namespaces[c->n_namespaces++];
         ns->type = (enum nsbox_ocispec_ns)t;
         ns->has_path = path[0] != '\0';
