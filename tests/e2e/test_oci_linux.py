@@ -7,6 +7,7 @@ and a cgroup that holds processes never taken (its removal would kill them). lin
 other refused at create, and no way to make one inside. linux.sysctl (docs/oci.md,
 "linux.sysctl"): the network, ipc and uts namespaces' keys applied inside before the process
 starts, with the host's values unchanged; a host-wide key refused at create."""
+import json
 import os
 import signal
 import subprocess
@@ -22,11 +23,6 @@ V2 = os.path.exists(os.path.join(CG, "cgroup.controllers"))
 
 def setUpModule():
     require_runtime()
-
-
-def first_child(pid):
-    with open(f"/proc/{pid}/task/{pid}/children") as f:
-        return int(f.read().split()[0])
 
 
 def cg_dir(controller, path):
@@ -70,7 +66,7 @@ class CgroupsPath(BundleCase):
         c["linux"]["resources"] = {"cpu": {"quota": 50000, "period": 100000, "shares": 512},
                                    "memory": {"limit": 64 << 20}, "pids": {"limit": 77}}
         self.write_config(c)
-        init = first_child(self.create())
+        init = self.create()  # the state's pid: the container's init
         with open(f"/proc/{init}/cgroup") as f:
             self.assertIn(path, f.read())  # the container's init is in it
         self.assertEqual(read("pids", path, "pids.max"), "77")
@@ -93,11 +89,13 @@ class CgroupsPath(BundleCase):
         c = config(["sleep", "60"])
         c["linux"]["cgroupsPath"] = path
         self.write_config(c)
-        monitor = self.create()
-        os.kill(monitor, signal.SIGKILL)  # init goes with it, the cgroup stays
-        self.wait(monitor)
+        init = self.create()
+        with open(os.path.join(self.root, "c1", "state.json")) as f:
+            monitor = json.load(f)["monitor_pid"]
+        os.kill(monitor, signal.SIGKILL)  # init ends at its start barrier, the cgroup stays
+        self.wait(init)
         self.assertTrue(os.path.exists(cg_dir("pids", path)))
-        # init's death (its parent-death signal) empties the cgroup
+        # init's end empties the cgroup
         procs = os.path.join(cg_dir("pids", path), "cgroup.procs")
         self.assertTrue(wait_for(lambda: not open(procs).read().strip()))
         r = self.oci("delete", "c1")
@@ -110,7 +108,7 @@ class CgroupsPath(BundleCase):
         c = config(["sleep", "60"])
         c["linux"]["cgroupsPath"] = rel
         self.write_config(c)
-        init = first_child(self.create())
+        init = self.create()  # the state's pid: the container's init
         with open("/proc/self/cgroup") as f:
             own = [ln.split(":", 2)[2].strip() for ln in f
                    if (ln.split(":")[1] == "" if V2 else "pids" in ln.split(":")[1].split(","))]
@@ -132,7 +130,7 @@ class CgroupsPath(BundleCase):
                          self.pidfile, "c1", stdout=out, stderr=out)
         self.assertEqual(r.returncode, 0, self.output())
         with open(self.pidfile) as f:
-            self.monitors.append(int(f.read()))
+            self.waited_pids.append(int(f.read()))
         self.assertEqual(read("pids", f"/{slice_}/nsbox-abc.scope", "pids.max"), "64")
         # without --systemd-cgroup a path is expected: that form is refused by the flag
         c["linux"]["cgroupsPath"] = self.top + "/x"
