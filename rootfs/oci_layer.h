@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct nsbox_oci_limits {
     uint64_t max_bytes;   /* unpacked bytes of one image, all layers */
@@ -50,6 +51,10 @@ int nsbox_oci_layer_apply(int root_fd, int blob_fd, const char *digest, const ch
                           int64_t size, const struct nsbox_oci_limits *lim,
                           const struct nsbox_oci_layer_form *form, struct nsbox_oci_layer_stats *st,
                           struct nsbox_err *e);
+
+/* The process's umask, read without changing it (0777, that is "every mode needs a chmod",
+ * when /proc does not say). */
+mode_t nsbox_oci_layer_umask(void);
 
 /* sha256 of what remains of fd, as "sha256:<hex>", and its length. */
 int nsbox_oci_layer_hash_fd(int fd, char out[NSBOX_OCI_DIGEST_LEN + 1], uint64_t *len,
