@@ -253,6 +253,10 @@ struct layer {
     char parent[PATH_MAX];
     int parent_fd;
     bool parent_valid;
+    /* the layers below (form->lowers), asked for at the first hard link that needs them */
+    bool lowers_asked;
+    const int *lower_fds;
+    size_t n_lower;
 };
 
 static bool overlay_form(const struct layer *L)
@@ -365,6 +369,27 @@ static int entry_path(struct layer *L, const char *raw, char *out, enum nsbox_oc
     return r;
 }
 
+/* Add n to a total of the image: this layer's alone (*own, on top of the layers before it), or
+ * the total of all the layers unpacked beside it. The new total. */
+static uint64_t charge(struct layer *L, bool entries, uint64_t *own, uint64_t n)
+{
+    struct nsbox_oci_layer_shared *sh = L->form ? L->form->shared : NULL;
+    if (!sh)
+        return *own += n;
+    return atomic_fetch_add(entries ? &sh->entries : &sh->bytes, n) + n;
+}
+
+/* Another layer of the image failed: this one stops too, and keeps nothing. */
+static bool stopped(struct layer *L, struct nsbox_err *e)
+{
+    struct nsbox_oci_layer_shared *sh = L->form ? L->form->shared : NULL;
+    if (!sh || !atomic_load(&sh->cancel))
+        return false;
+    nsbox_err_set(e, NSBOX_E_INVALID, ECANCELED,
+                  "layer %s: stopped, another layer of the image failed", L->digest);
+    return true;
+}
+
 /* Pass 1: check every name, count, collect whiteouts, and verify the digest. Nothing is
  * written. */
 static int scan(struct layer *L, int blob_fd, int64_t size, struct nsbox_err *e)
@@ -411,15 +436,16 @@ static int scan(struct layer *L, int blob_fd, int64_t size, struct nsbox_err *e)
                 goto out;
             }
         }
-        if (++entries > L->lim->max_entries) {
+        if (stopped(L, e))
+            goto out;
+        if (charge(L, true, &entries, 1) > L->lim->max_entries) {
             nsbox_err_set(e, NSBOX_E_INVALID, E2BIG,
                           "image has more than %llu entries (NSBOX_OCI_MAX_ENTRIES)",
                           (unsigned long long)L->lim->max_entries);
             goto out;
         }
-        if (archive_entry_size(ent) > 0)
-            bytes += (uint64_t)archive_entry_size(ent);
-        if (bytes > L->lim->max_bytes) {
+        uint64_t size = archive_entry_size(ent) > 0 ? (uint64_t)archive_entry_size(ent) : 0;
+        if (charge(L, false, &bytes, size) > L->lim->max_bytes) {
             nsbox_err_set(e, NSBOX_E_INVALID, EFBIG,
                           "image unpacks to more than %llu bytes (NSBOX_OCI_MAX_BYTES)",
                           (unsigned long long)L->lim->max_bytes);
@@ -616,8 +642,13 @@ static int copy_data(int src, int dst)
  * copied, 1 not found. */
 static int copy_up(struct layer *L, const char *parent, const char *base, struct nsbox_err *e)
 {
-    for (size_t i = 0; i < L->form->n_lower; i++) {
-        cleanup_close int lp = openat2_in_root(L->form->lower_fds[i], parent, O_PATH | O_DIRECTORY);
+    if (!L->lowers_asked && L->form->lowers) {
+        L->lowers_asked = true;
+        if (L->form->lowers(L->form->ctx, &L->lower_fds, &L->n_lower, e) < 0)
+            return nsbox_err_wrap(e, "layer %s: a hard link to a file of a layer below", L->digest);
+    }
+    for (size_t i = 0; i < L->n_lower; i++) {
+        cleanup_close int lp = openat2_in_root(L->lower_fds[i], parent, O_PATH | O_DIRECTORY);
         struct stat st;
         if (lp < 0 || fstatat(lp, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
             continue;
@@ -821,6 +852,8 @@ static int extract(struct layer *L, int blob_fd, struct nsbox_err *e)
             goto out;
         }
         L->st->entries++;
+        if (stopped(L, e))
+            goto out;
         enum nsbox_oci_entry_kind k;
         int p = entry_path(L, archive_entry_pathname(ent), path, &k, e);
         if (p < 0)

@@ -14,6 +14,7 @@
 #include "nsbox.h"
 #include "ociref.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -31,22 +32,34 @@ struct nsbox_oci_layer_stats {
     uint64_t skipped; /* device nodes and sockets left out */
 };
 
+/* What the layers of one image unpacked side by side share: the image's totals, charged
+ * entry by entry against its limits, and a flag that stops the others when one fails. */
+struct nsbox_oci_layer_shared {
+    _Atomic uint64_t bytes, entries;
+    atomic_bool cancel;
+};
+
 /* How a layer is written. NULL: merged onto the layers below it in one tree (whiteouts and
  * opaque directories remove what lower layers put there). overlay: alone in its own directory,
  * in overlayfs's form: a whiteout is a 0/0 character device, an opaque directory has
- * user.overlay.opaque=y (read by a mount with userxattr); lower_fds (top first, n_lower) are
- * the layers below it, from which a hard link's target is copied up into this layer. */
+ * user.overlay.opaque=y (read by a mount with userxattr). lowers (may be NULL): the diff/ of
+ * the layers below it, top first, from which a hard link's target is copied up into this
+ * layer; asked for only by a layer that has such a link, it may wait until they are whole, and
+ * fails when one of them failed. shared (may be NULL): what it shares with the layers unpacked
+ * beside it. */
 #define NSBOX_OCI_OPAQUE_XATTR "user.overlay.opaque"
 struct nsbox_oci_layer_form {
     bool overlay;
-    const int *lower_fds;
-    size_t n_lower;
+    int (*lowers)(void *ctx, const int **fds, size_t *n, struct nsbox_err *e);
+    void *ctx;
+    struct nsbox_oci_layer_shared *shared;
 };
 
 /* Apply the layer in blob_fd (a regular file, read twice: whiteouts first, then the entries)
  * onto root_fd. digest: the blob's expected sha256 ("sha256:..."); diff_id: the expected
  * sha256 of the uncompressed tar (the image config's); size: the blob's size, or -1. Nothing is
- * written before both digests are verified. Totals are added to *st, checked against *lim. */
+ * written before both digests are verified. Totals are added to *st, checked against *lim
+ * (with form->shared, the image's totals there). */
 int nsbox_oci_layer_apply(int root_fd, int blob_fd, const char *digest, const char *diff_id,
                           int64_t size, const struct nsbox_oci_limits *lim,
                           const struct nsbox_oci_layer_form *form, struct nsbox_oci_layer_stats *st,
