@@ -776,10 +776,12 @@ static int extract_file(struct layer *L, struct archive *a, struct archive_entry
 }
 
 static int extract_one(struct layer *L, struct archive *a, struct archive_entry *ent,
-                       char *path, struct nsbox_err *e)
+                       char *name, struct nsbox_err *e)
 {
+    char path[PATH_MAX]; /* whole, for messages: name is split in two */
+    snprintf(path, sizeof path, "%s", name);
     const char *parent, *base;
-    split(path, &parent, &base);
+    split(name, &parent, &base);
     int pfd = parent_dir(L, parent);
     if (pfd < 0)
         return nsbox_err_sys(e, "layer %s: directory /%s", L->digest, parent);
