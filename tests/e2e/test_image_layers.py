@@ -5,11 +5,13 @@ common base hold its files once, on disk and in the sandboxes (one inode, so one
 an image stored in the older merged form keeps working; an unprivileged user's store is made of
 shared layers too, its sandboxes' root an overlay mounted in a user namespace. Disk is counted
 (blocks and files of the store, each inode once), never timed."""
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import subprocess
+import tarfile
 import tempfile
 import unittest
 
@@ -171,6 +173,48 @@ class SharedLayers(unittest.TestCase):
         self.assertFalse(os.path.exists(half))  # swept by the import
         self.assertEqual(len(self.busyboxes()), 1)  # unpacked again, whole
         self.assertEqual(self.sandbox_inode("t/b:1")[1], "image b\n")
+
+    def assert_nothing_kept(self):
+        self.assertEqual([n for n in os.listdir(self.store) if n.startswith(("oci-", ".tmp-"))],
+                         [])
+        self.assertEqual(oci_images.stored_layers(self.dirs.data), [])
+        self.assertEqual([n for n in os.listdir(os.path.join(self.store, ".layers"))
+                          if n.startswith((".tmp-", ".del-"))], [])
+
+    def test_failing_layer_stops_the_other_and_keeps_nothing(self):
+        """Two layers unpacked side by side: the top one is corrupt and fails at once, while
+        the bottom one (thousands of files) is still unpacking. The bottom one stops, and
+        neither is stored, even while another import holds the layer store (so that the
+        collection a failed import runs cannot remove what it left); the error is the corrupt
+        layer's, not the stopped one's."""
+        many = oci_images.tar_bytes([("many", b"", 0o755, tarfile.DIRTYPE)] +
+                                    [("many/f%05d" % i, b"x") for i in range(5000)])
+        layout = os.path.join(self.src, "bad-top")
+        oci_images.write_layout(layout, layers=[many, top("b")], corrupt_layer=True)
+        os.makedirs(os.path.join(self.store, ".layers"), exist_ok=True)
+        with open(os.path.join(self.store, ".layers", ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_SH)  # another import, as far as collection can tell
+            r = self.nsbox("image", "import", "-q", layout, env={"NSBOX_OCI_JOBS": "2"})
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"digest mismatch: layer " + oci_images.gz_digest(top("b")).encode(),
+                      r.stderr)
+        self.assertNotIn(b"stopped", r.stderr)
+        self.assert_nothing_kept()
+
+    def test_failing_bottom_layer_fails_the_layer_that_links_to_it(self):
+        """The top layer hard-links a file of the bottom one, so it waits for the bottom one
+        to be whole; the bottom one is corrupt: both fail, the error is the bottom one's."""
+        layout = os.path.join(self.src, "bad-bottom")
+        oci_images.write_layout(layout, layers=[BASE, oci_images.layer2()])
+        blobs = os.path.join(layout, "blobs", "sha256")
+        bottom = oci_images.gz_digest(BASE)
+        with open(os.path.join(blobs, bottom[7:]), "r+b") as f:  # its bytes, not its name
+            f.seek(os.path.getsize(f.name) // 2)
+            f.write(b"\0corrupt\0")
+        r = self.nsbox("image", "import", "-q", layout, env={"NSBOX_OCI_JOBS": "2"})
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"digest mismatch: layer " + bottom.encode(), r.stderr)
+        self.assert_nothing_kept()
 
     def test_image_stored_merged_keeps_working(self):
         """An image imported before layers were shared (a merged rootfs/, no `layers`) runs as
