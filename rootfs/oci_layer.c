@@ -369,6 +369,36 @@ static int entry_path(struct layer *L, const char *raw, char *out, enum nsbox_oc
     return r;
 }
 
+static int extract_one(struct layer *L, struct archive *a, struct archive_entry *ent,
+                       char *name, struct nsbox_err *e);
+
+/* overlayfs's form, in this layer's own directory: a whiteout is a 0/0 character device (which
+ * the kernel lets any user make), an opaque directory is marked with an xattr. A whiteout of a
+ * name this layer has made already is not made: an entry of the same name in the same layer
+ * wins, wherever it is in the tar (and one that comes after the whiteout replaces it). A
+ * layer's own device nodes are never unpacked, so every such device here is one of these. */
+static int overlay_whiteout(struct layer *L, enum nsbox_oci_entry_kind kind, char *path,
+                            struct nsbox_err *e)
+{
+    if (kind == NSBOX_OCI_ENTRY_OPAQUE) {
+        cleanup_close int dfd = nsbox_oci_layer_open_dir(L->root_fd, path, true);
+        cleanup_close int rfd = dfd < 0 ? -1 : openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (rfd < 0 || fsetxattr(rfd, NSBOX_OCI_OPAQUE_XATTR, "y", 1, 0) < 0)
+            return nsbox_err_sys(e, "layer %s: opaque directory /%s", L->digest, path);
+        return 0;
+    }
+    const char *parent, *base;
+    split(path, &parent, &base);
+    cleanup_close int pfd = nsbox_oci_layer_open_dir(L->root_fd, parent, true);
+    struct stat st;
+    if (pfd >= 0 && fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return 0;
+    if (pfd < 0 || mknodat(pfd, base, S_IFCHR | 0600, makedev(0, 0)) < 0)
+        return nsbox_err_sys(e, "layer %s: whiteout of /%s%s%s", L->digest, parent,
+                             parent[0] ? "/" : "", base);
+    return 0;
+}
+
 /* Add n to a total of the image: this layer's alone (*own, on top of the layers before it), or
  * the total of all the layers unpacked beside it. The new total. */
 static uint64_t charge(struct layer *L, bool entries, uint64_t *own, uint64_t n)
@@ -390,9 +420,12 @@ static bool stopped(struct layer *L, struct nsbox_err *e)
     return true;
 }
 
-/* Pass 1: check every name, count, collect whiteouts, and verify the digest. Nothing is
- * written. */
-static int scan(struct layer *L, int blob_fd, int64_t size, struct nsbox_err *e)
+/* Check every name, count, and verify the digests. Without unpack (a merged layer's first
+ * pass), nothing is written: the whiteouts are collected, to remove what lower layers put there
+ * before this layer's entries are written. With it (the overlay form, where whiteouts are this
+ * layer's own entries), every entry is written as it comes, in one reading of the blob: a
+ * mismatch is found at its end, and the caller removes the layer's directory. */
+static int scan(struct layer *L, int blob_fd, int64_t size, bool unpack, struct nsbox_err *e)
 {
     cleanup_free struct hreader *h = malloc(sizeof *h);
     cleanup_free struct chain *c = calloc(1, sizeof *c);
@@ -451,9 +484,15 @@ static int scan(struct layer *L, int blob_fd, int64_t size, struct nsbox_err *e)
                           (unsigned long long)L->lim->max_bytes);
             goto out;
         }
-        if (p == 0 && k != NSBOX_OCI_ENTRY_PLAIN && add_whiteout(L, k, path, e) < 0)
+        if (!unpack) {
+            if (p == 0 && k != NSBOX_OCI_ENTRY_PLAIN && add_whiteout(L, k, path, e) < 0)
+                goto out;
+            continue; /* data is read (and hashed) by the next call */
+        }
+        L->st->entries++;
+        if (p == 0 && (k != NSBOX_OCI_ENTRY_PLAIN ? overlay_whiteout(L, k, path, e)
+                                                  : extract_one(L, a, ent, path, e)) < 0)
             goto out;
-        /* data is read (and hashed) by the next call */
     }
     if (finish_chain(c, diff) < 0) {
         tar_error(L, c->outer, e);
@@ -481,7 +520,8 @@ static int scan(struct layer *L, int blob_fd, int64_t size, struct nsbox_err *e)
     rc = 0;
 out:
     /* a corrupt blob usually breaks the tar or the compression first: say what it is */
-    if (rc < 0 && !finished && e->code != NSBOX_E_NOMEM && hreader_finish(h, got) == 0 &&
+    if (rc < 0 && !finished && e->code != NSBOX_E_NOMEM && e->sys_errno != ECANCELED &&
+        hreader_finish(h, got) == 0 &&
         strcmp(got, L->digest) != 0)
         nsbox_err_set(e, NSBOX_E_INVALID, EBADMSG,
                       "digest mismatch: layer %s has sha256 %s: the blob is corrupt or was "
@@ -510,33 +550,6 @@ static int apply_whiteouts(struct layer *L, struct nsbox_err *e)
         if (pfd < 0)
             continue;
         if (remove_entry(pfd, base) < 0)
-            return nsbox_err_sys(e, "layer %s: whiteout of /%s%s%s", L->digest, parent,
-                                 parent[0] ? "/" : "", base);
-    }
-    return 0;
-}
-
-/* overlayfs's form, in this layer's own directory: a whiteout is a 0/0 character device (which
- * the kernel lets any user make), an opaque directory is marked with an xattr. Made before the
- * layer's entries: an entry of the same name in the same layer replaces its whiteout. A layer's
- * own device nodes are never unpacked, so every such device here is one of these. */
-static int overlay_whiteouts(struct layer *L, struct nsbox_err *e)
-{
-    for (size_t i = 0; i < L->n_wh; i++) {
-        char *path = L->wh[i].path;
-        if (L->wh[i].kind == NSBOX_OCI_ENTRY_OPAQUE) {
-            cleanup_close int dfd = nsbox_oci_layer_open_dir(L->root_fd, path, true);
-            cleanup_close int rfd =
-                dfd < 0 ? -1 : openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-            if (rfd < 0 || fsetxattr(rfd, NSBOX_OCI_OPAQUE_XATTR, "y", 1, 0) < 0)
-                return nsbox_err_sys(e, "layer %s: opaque directory /%s", L->digest, path);
-            continue;
-        }
-        const char *parent, *base;
-        split(path, &parent, &base);
-        cleanup_close int pfd = nsbox_oci_layer_open_dir(L->root_fd, parent, true);
-        if (pfd < 0 || remove_entry(pfd, base) < 0 ||
-            mknodat(pfd, base, S_IFCHR | 0600, makedev(0, 0)) < 0)
             return nsbox_err_sys(e, "layer %s: whiteout of /%s%s%s", L->digest, parent,
                                  parent[0] ? "/" : "", base);
     }
@@ -893,10 +906,10 @@ int nsbox_oci_layer_apply(int root_fd, int blob_fd, const char *digest, const ch
                       .root = geteuid() == 0,
                       .umask = nsbox_oci_layer_umask(),
                       .parent_fd = -1};
-    int r = scan(&L, blob_fd, size, e);
-    if (r == 0)
-        r = overlay_form(&L) ? overlay_whiteouts(&L, e) : apply_whiteouts(&L, e);
-    if (r == 0)
+    int r = scan(&L, blob_fd, size, overlay_form(&L), e);
+    if (r == 0 && !overlay_form(&L))
+        r = apply_whiteouts(&L, e);
+    if (r == 0 && !overlay_form(&L))
         r = extract(&L, blob_fd, e);
     for (size_t i = 0; i < L.n_wh; i++)
         free(L.wh[i].path);

@@ -55,10 +55,13 @@ struct nsbox_oci_layer_form {
     struct nsbox_oci_layer_shared *shared;
 };
 
-/* Apply the layer in blob_fd (a regular file, read twice: whiteouts first, then the entries)
- * onto root_fd. digest: the blob's expected sha256 ("sha256:..."); diff_id: the expected
- * sha256 of the uncompressed tar (the image config's); size: the blob's size, or -1. Nothing is
- * written before both digests are verified. Totals are added to *st, checked against *lim
+/* Apply the layer in blob_fd (a regular file) onto root_fd. digest: the blob's expected sha256
+ * ("sha256:..."); diff_id: the expected sha256 of the uncompressed tar (the image config's);
+ * size: the blob's size, or -1. Merged (form NULL), the blob is read twice, and nothing is
+ * written before both digests are verified: its whiteouts remove what the layers below put
+ * there. In the overlay form, it is read once and its entries written as they come into the
+ * layer's own directory, which the caller removes when this fails (a mismatch is found at the
+ * end). Totals are added to *st, checked against *lim
  * (with form->shared, the image's totals there). */
 int nsbox_oci_layer_apply(int root_fd, int blob_fd, const char *digest, const char *diff_id,
                           int64_t size, const struct nsbox_oci_limits *lim,

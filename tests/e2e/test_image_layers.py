@@ -174,6 +174,16 @@ class SharedLayers(unittest.TestCase):
         self.assertEqual(len(self.busyboxes()), 1)  # unpacked again, whole
         self.assertEqual(self.sandbox_inode("t/b:1")[1], "image b\n")
 
+    def test_entry_wins_over_its_whiteout_in_one_layer_in_either_order(self):
+        """A layer is unpacked in one reading: a whiteout of a name the same layer has (before
+        or after it in the tar) hides only the layers below, as Docker applies it."""
+        upper = oci_images.tar_bytes([("keep/gone", b"mine, before\n"), ("keep/.wh.gone", b""),
+                                      ("keep/.wh.x", b""), ("keep/x", b"mine, after\n")])
+        self.import_image("w", [BASE, upper], "t/w:1")
+        r = self.nsbox("run", "--image", "t/w:1", "--", "sh", "-c", "cat /keep/gone /keep/x")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, b"mine, before\nmine, after\n")
+
     def assert_nothing_kept(self):
         self.assertEqual([n for n in os.listdir(self.store) if n.startswith(("oci-", ".tmp-"))],
                          [])
