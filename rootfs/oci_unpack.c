@@ -348,7 +348,8 @@ static bool layered_store(struct nsbox_image_txn *t)
     if (!ok)
         nsbox_image_note(true,
                          "note: image %s is stored merged, not as shared layers: this user "
-                         "cannot mount an overlay here (%s)",
+                         "cannot mount an overlay here (%s); its sandboxes work the same, but "
+                         "its files are a copy of its own, on disk and in memory",
                          t->name, e.msg[0] ? e.msg : strerror(errno));
     return ok;
 }
