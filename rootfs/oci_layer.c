@@ -420,6 +420,39 @@ static bool stopped(struct layer *L, struct nsbox_err *e)
     return true;
 }
 
+/* An entry's checks: its name (and a hard link's target), then the image's limits, charged
+ * with it. 0, 1 to skip it, or -1. */
+static int check_entry(struct layer *L, struct archive_entry *ent, char *path,
+                       enum nsbox_oci_entry_kind *k, uint64_t *entries, uint64_t *bytes,
+                       struct nsbox_err *e)
+{
+    int p = entry_path(L, archive_entry_pathname(ent), path, k, e);
+    if (p < 0)
+        return -1;
+    const char *hl = archive_entry_hardlink(ent);
+    if (hl) {
+        char t[PATH_MAX];
+        enum nsbox_oci_entry_kind tk;
+        if (entry_path(L, hl, t, &tk, e) < 0)
+            return -1;
+        if (tk != NSBOX_OCI_ENTRY_PLAIN)
+            return nsbox_err_set(e, NSBOX_E_INVALID, EPERM,
+                                 "layer %s: a hard link to a whiteout", L->digest);
+    }
+    if (stopped(L, e))
+        return -1;
+    if (charge(L, true, entries, 1) > L->lim->max_entries)
+        return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG,
+                             "image has more than %llu entries (NSBOX_OCI_MAX_ENTRIES)",
+                             (unsigned long long)L->lim->max_entries);
+    uint64_t n = archive_entry_size(ent) > 0 ? (uint64_t)archive_entry_size(ent) : 0;
+    if (charge(L, false, bytes, n) > L->lim->max_bytes)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EFBIG,
+                             "image unpacks to more than %llu bytes (NSBOX_OCI_MAX_BYTES)",
+                             (unsigned long long)L->lim->max_bytes);
+    return p;
+}
+
 /* Check every name, count, and verify the digests. Without unpack (a merged layer's first
  * pass), nothing is written: the whiteouts are collected, to remove what lower layers put there
  * before this layer's entries are written. With it (the overlay form, where whiteouts are this
@@ -454,36 +487,9 @@ static int scan(struct layer *L, int blob_fd, int64_t size, bool unpack, struct 
             goto out;
         }
         enum nsbox_oci_entry_kind k;
-        int p = entry_path(L, archive_entry_pathname(ent), path, &k, e);
+        int p = check_entry(L, ent, path, &k, &entries, &bytes, e);
         if (p < 0)
             goto out;
-        const char *hl = archive_entry_hardlink(ent);
-        if (hl) {
-            char t[PATH_MAX];
-            enum nsbox_oci_entry_kind tk;
-            if (entry_path(L, hl, t, &tk, e) < 0)
-                goto out;
-            if (tk != NSBOX_OCI_ENTRY_PLAIN) {
-                nsbox_err_set(e, NSBOX_E_INVALID, EPERM, "layer %s: a hard link to a whiteout",
-                              L->digest);
-                goto out;
-            }
-        }
-        if (stopped(L, e))
-            goto out;
-        if (charge(L, true, &entries, 1) > L->lim->max_entries) {
-            nsbox_err_set(e, NSBOX_E_INVALID, E2BIG,
-                          "image has more than %llu entries (NSBOX_OCI_MAX_ENTRIES)",
-                          (unsigned long long)L->lim->max_entries);
-            goto out;
-        }
-        uint64_t size = archive_entry_size(ent) > 0 ? (uint64_t)archive_entry_size(ent) : 0;
-        if (charge(L, false, &bytes, size) > L->lim->max_bytes) {
-            nsbox_err_set(e, NSBOX_E_INVALID, EFBIG,
-                          "image unpacks to more than %llu bytes (NSBOX_OCI_MAX_BYTES)",
-                          (unsigned long long)L->lim->max_bytes);
-            goto out;
-        }
         if (!unpack) {
             if (p == 0 && k != NSBOX_OCI_ENTRY_PLAIN && add_whiteout(L, k, path, e) < 0)
                 goto out;
