@@ -369,8 +369,8 @@ static int entry_path(struct layer *L, const char *raw, char *out, enum nsbox_oc
     return r;
 }
 
-static int extract_one(struct layer *L, struct archive *a, struct archive_entry *ent,
-                       char *name, struct nsbox_err *e);
+static int extract_one(struct layer *L, struct archive *a, struct archive_entry *ent, char *name,
+                       struct nsbox_err *e);
 
 /* overlayfs's form, in this layer's own directory: a whiteout is a 0/0 character device (which
  * the kernel lets any user make), an opaque directory is marked with an xattr. A whiteout of a
@@ -436,8 +436,8 @@ static int check_entry(struct layer *L, struct archive_entry *ent, char *path,
         if (entry_path(L, hl, t, &tk, e) < 0)
             return -1;
         if (tk != NSBOX_OCI_ENTRY_PLAIN)
-            return nsbox_err_set(e, NSBOX_E_INVALID, EPERM,
-                                 "layer %s: a hard link to a whiteout", L->digest);
+            return nsbox_err_set(e, NSBOX_E_INVALID, EPERM, "layer %s: a hard link to a whiteout",
+                                 L->digest);
     }
     if (stopped(L, e))
         return -1;
@@ -527,8 +527,7 @@ static int scan(struct layer *L, int blob_fd, int64_t size, bool unpack, struct 
 out:
     /* a corrupt blob usually breaks the tar or the compression first: say what it is */
     if (rc < 0 && !finished && e->code != NSBOX_E_NOMEM && e->sys_errno != ECANCELED &&
-        hreader_finish(h, got) == 0 &&
-        strcmp(got, L->digest) != 0)
+        hreader_finish(h, got) == 0 && strcmp(got, L->digest) != 0)
         nsbox_err_set(e, NSBOX_E_INVALID, EBADMSG,
                       "digest mismatch: layer %s has sha256 %s: the blob is corrupt or was "
                       "tampered with; nothing was kept",
@@ -794,8 +793,8 @@ static int extract_file(struct layer *L, struct archive *a, struct archive_entry
     return 0;
 }
 
-static int extract_one(struct layer *L, struct archive *a, struct archive_entry *ent,
-                       char *name, struct nsbox_err *e)
+static int extract_one(struct layer *L, struct archive *a, struct archive_entry *ent, char *name,
+                       struct nsbox_err *e)
 {
     char path[PATH_MAX]; /* whole, for messages: name is split in two */
     snprintf(path, sizeof path, "%s", name);
