@@ -38,6 +38,14 @@ void nsbox_oci_layer_limits(struct nsbox_oci_limits *l)
         l->max_entries = strtoull(n, NULL, 10);
 }
 
+mode_t nsbox_oci_layer_umask(void)
+{
+    /* read, not set and restored: layers may be unpacked by several threads at once */
+    cleanup_free char *text = nsbox_read_text_at(AT_FDCWD, "/proc/self/status", 4096);
+    const char *u = text ? strstr(text, "\nUmask:") : NULL;
+    return u ? (mode_t)(strtoul(u + 7, NULL, 8) & 0777) : 0777;
+}
+
 /* ---- the hashing reader ------------------------------------------------------------------- */
 
 struct hreader {
@@ -237,7 +245,18 @@ struct layer {
     const struct nsbox_oci_layer_form *form; /* NULL: merged */
     struct whiteout *wh;
     size_t n_wh, cap_wh;
-    bool root; /* euid 0: modes need no owner bits added to keep working */
+    bool root;    /* euid 0: modes need no owner bits added to keep working */
+    mode_t umask; /* a mode it leaves whole is given at creation, no chmod after */
+    /* the directory of the last entry: consecutive entries of one directory resolve it once;
+     * forgotten whenever an entry is removed or replaced, the only change that could make
+     * the same path resolve elsewhere */
+    char parent[PATH_MAX];
+    int parent_fd;
+    bool parent_valid;
+    /* the layers below (form->lowers), asked for at the first hard link that needs them */
+    bool lowers_asked;
+    const int *lower_fds;
+    size_t n_lower;
 };
 
 static bool overlay_form(const struct layer *L)
@@ -350,9 +369,96 @@ static int entry_path(struct layer *L, const char *raw, char *out, enum nsbox_oc
     return r;
 }
 
-/* Pass 1: check every name, count, collect whiteouts, and verify the digest. Nothing is
- * written. */
-static int scan(struct layer *L, int blob_fd, int64_t size, struct nsbox_err *e)
+static int extract_one(struct layer *L, struct archive *a, struct archive_entry *ent, char *name,
+                       struct nsbox_err *e);
+
+/* overlayfs's form, in this layer's own directory: a whiteout is a 0/0 character device (which
+ * the kernel lets any user make), an opaque directory is marked with an xattr. A whiteout of a
+ * name this layer has made already is not made: an entry of the same name in the same layer
+ * wins, wherever it is in the tar (and one that comes after the whiteout replaces it). A
+ * layer's own device nodes are never unpacked, so every such device here is one of these. */
+static int overlay_whiteout(struct layer *L, enum nsbox_oci_entry_kind kind, char *path,
+                            struct nsbox_err *e)
+{
+    if (kind == NSBOX_OCI_ENTRY_OPAQUE) {
+        cleanup_close int dfd = nsbox_oci_layer_open_dir(L->root_fd, path, true);
+        cleanup_close int rfd = dfd < 0 ? -1 : openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (rfd < 0 || fsetxattr(rfd, NSBOX_OCI_OPAQUE_XATTR, "y", 1, 0) < 0)
+            return nsbox_err_sys(e, "layer %s: opaque directory /%s", L->digest, path);
+        return 0;
+    }
+    const char *parent, *base;
+    split(path, &parent, &base);
+    cleanup_close int pfd = nsbox_oci_layer_open_dir(L->root_fd, parent, true);
+    struct stat st;
+    if (pfd >= 0 && fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return 0;
+    if (pfd < 0 || mknodat(pfd, base, S_IFCHR | 0600, makedev(0, 0)) < 0)
+        return nsbox_err_sys(e, "layer %s: whiteout of /%s%s%s", L->digest, parent,
+                             parent[0] ? "/" : "", base);
+    return 0;
+}
+
+/* Add n to a total of the image: this layer's alone (*own, on top of the layers before it), or
+ * the total of all the layers unpacked beside it. The new total. */
+static uint64_t charge(struct layer *L, bool entries, uint64_t *own, uint64_t n)
+{
+    struct nsbox_oci_layer_shared *sh = L->form ? L->form->shared : NULL;
+    if (!sh)
+        return *own += n;
+    return atomic_fetch_add(entries ? &sh->entries : &sh->bytes, n) + n;
+}
+
+/* Another layer of the image failed: this one stops too, and keeps nothing. */
+static bool stopped(struct layer *L, struct nsbox_err *e)
+{
+    struct nsbox_oci_layer_shared *sh = L->form ? L->form->shared : NULL;
+    if (!sh || !atomic_load(&sh->cancel))
+        return false;
+    nsbox_err_set(e, NSBOX_E_INVALID, ECANCELED,
+                  "layer %s: stopped, another layer of the image failed", L->digest);
+    return true;
+}
+
+/* An entry's checks: its name (and a hard link's target), then the image's limits, charged
+ * with it. 0, 1 to skip it, or -1. */
+static int check_entry(struct layer *L, struct archive_entry *ent, char *path,
+                       enum nsbox_oci_entry_kind *k, uint64_t *entries, uint64_t *bytes,
+                       struct nsbox_err *e)
+{
+    int p = entry_path(L, archive_entry_pathname(ent), path, k, e);
+    if (p < 0)
+        return -1;
+    const char *hl = archive_entry_hardlink(ent);
+    if (hl) {
+        char t[PATH_MAX];
+        enum nsbox_oci_entry_kind tk;
+        if (entry_path(L, hl, t, &tk, e) < 0)
+            return -1;
+        if (tk != NSBOX_OCI_ENTRY_PLAIN)
+            return nsbox_err_set(e, NSBOX_E_INVALID, EPERM, "layer %s: a hard link to a whiteout",
+                                 L->digest);
+    }
+    if (stopped(L, e))
+        return -1;
+    if (charge(L, true, entries, 1) > L->lim->max_entries)
+        return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG,
+                             "image has more than %llu entries (NSBOX_OCI_MAX_ENTRIES)",
+                             (unsigned long long)L->lim->max_entries);
+    uint64_t n = archive_entry_size(ent) > 0 ? (uint64_t)archive_entry_size(ent) : 0;
+    if (charge(L, false, bytes, n) > L->lim->max_bytes)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EFBIG,
+                             "image unpacks to more than %llu bytes (NSBOX_OCI_MAX_BYTES)",
+                             (unsigned long long)L->lim->max_bytes);
+    return p;
+}
+
+/* Check every name, count, and verify the digests. Without unpack (a merged layer's first
+ * pass), nothing is written: the whiteouts are collected, to remove what lower layers put there
+ * before this layer's entries are written. With it (the overlay form, where whiteouts are this
+ * layer's own entries), every entry is written as it comes, in one reading of the blob: a
+ * mismatch is found at its end, and the caller removes the layer's directory. */
+static int scan(struct layer *L, int blob_fd, int64_t size, bool unpack, struct nsbox_err *e)
 {
     cleanup_free struct hreader *h = malloc(sizeof *h);
     cleanup_free struct chain *c = calloc(1, sizeof *c);
@@ -381,38 +487,18 @@ static int scan(struct layer *L, int blob_fd, int64_t size, struct nsbox_err *e)
             goto out;
         }
         enum nsbox_oci_entry_kind k;
-        int p = entry_path(L, archive_entry_pathname(ent), path, &k, e);
+        int p = check_entry(L, ent, path, &k, &entries, &bytes, e);
         if (p < 0)
             goto out;
-        const char *hl = archive_entry_hardlink(ent);
-        if (hl) {
-            char t[PATH_MAX];
-            enum nsbox_oci_entry_kind tk;
-            if (entry_path(L, hl, t, &tk, e) < 0)
+        if (!unpack) {
+            if (p == 0 && k != NSBOX_OCI_ENTRY_PLAIN && add_whiteout(L, k, path, e) < 0)
                 goto out;
-            if (tk != NSBOX_OCI_ENTRY_PLAIN) {
-                nsbox_err_set(e, NSBOX_E_INVALID, EPERM, "layer %s: a hard link to a whiteout",
-                              L->digest);
-                goto out;
-            }
+            continue; /* data is read (and hashed) by the next call */
         }
-        if (++entries > L->lim->max_entries) {
-            nsbox_err_set(e, NSBOX_E_INVALID, E2BIG,
-                          "image has more than %llu entries (NSBOX_OCI_MAX_ENTRIES)",
-                          (unsigned long long)L->lim->max_entries);
+        L->st->entries++;
+        if (p == 0 && (k != NSBOX_OCI_ENTRY_PLAIN ? overlay_whiteout(L, k, path, e)
+                                                  : extract_one(L, a, ent, path, e)) < 0)
             goto out;
-        }
-        if (archive_entry_size(ent) > 0)
-            bytes += (uint64_t)archive_entry_size(ent);
-        if (bytes > L->lim->max_bytes) {
-            nsbox_err_set(e, NSBOX_E_INVALID, EFBIG,
-                          "image unpacks to more than %llu bytes (NSBOX_OCI_MAX_BYTES)",
-                          (unsigned long long)L->lim->max_bytes);
-            goto out;
-        }
-        if (p == 0 && k != NSBOX_OCI_ENTRY_PLAIN && add_whiteout(L, k, path, e) < 0)
-            goto out;
-        /* data is read (and hashed) by the next call */
     }
     if (finish_chain(c, diff) < 0) {
         tar_error(L, c->outer, e);
@@ -440,8 +526,8 @@ static int scan(struct layer *L, int blob_fd, int64_t size, struct nsbox_err *e)
     rc = 0;
 out:
     /* a corrupt blob usually breaks the tar or the compression first: say what it is */
-    if (rc < 0 && !finished && e->code != NSBOX_E_NOMEM && hreader_finish(h, got) == 0 &&
-        strcmp(got, L->digest) != 0)
+    if (rc < 0 && !finished && e->code != NSBOX_E_NOMEM && e->sys_errno != ECANCELED &&
+        hreader_finish(h, got) == 0 && strcmp(got, L->digest) != 0)
         nsbox_err_set(e, NSBOX_E_INVALID, EBADMSG,
                       "digest mismatch: layer %s has sha256 %s: the blob is corrupt or was "
                       "tampered with; nothing was kept",
@@ -475,33 +561,6 @@ static int apply_whiteouts(struct layer *L, struct nsbox_err *e)
     return 0;
 }
 
-/* overlayfs's form, in this layer's own directory: a whiteout is a 0/0 character device (which
- * the kernel lets any user make), an opaque directory is marked with an xattr. Made before the
- * layer's entries: an entry of the same name in the same layer replaces its whiteout. A layer's
- * own device nodes are never unpacked, so every such device here is one of these. */
-static int overlay_whiteouts(struct layer *L, struct nsbox_err *e)
-{
-    for (size_t i = 0; i < L->n_wh; i++) {
-        char *path = L->wh[i].path;
-        if (L->wh[i].kind == NSBOX_OCI_ENTRY_OPAQUE) {
-            cleanup_close int dfd = nsbox_oci_layer_open_dir(L->root_fd, path, true);
-            cleanup_close int rfd =
-                dfd < 0 ? -1 : openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-            if (rfd < 0 || fsetxattr(rfd, NSBOX_OCI_OPAQUE_XATTR, "y", 1, 0) < 0)
-                return nsbox_err_sys(e, "layer %s: opaque directory /%s", L->digest, path);
-            continue;
-        }
-        const char *parent, *base;
-        split(path, &parent, &base);
-        cleanup_close int pfd = nsbox_oci_layer_open_dir(L->root_fd, parent, true);
-        if (pfd < 0 || remove_entry(pfd, base) < 0 ||
-            mknodat(pfd, base, S_IFCHR | 0600, makedev(0, 0)) < 0)
-            return nsbox_err_sys(e, "layer %s: whiteout of /%s%s%s", L->digest, parent,
-                                 parent[0] ? "/" : "", base);
-    }
-    return 0;
-}
-
 static int write_data(struct layer *L, struct archive *a, int fd, int64_t size,
                       struct nsbox_err *e)
 {
@@ -509,6 +568,7 @@ static int write_data(struct layer *L, struct archive *a, int fd, int64_t size,
     size_t len;
     la_int64_t off;
     int r;
+    uint64_t end = 0; /* the furthest byte written */
     while ((r = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
         if (off < 0 || (uint64_t)off + len > (uint64_t)(size < 0 ? 0 : size))
             return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
@@ -528,38 +588,45 @@ static int write_data(struct layer *L, struct archive *a, int fd, int64_t size,
             off += w;
             len -= (size_t)w;
         }
+        if ((uint64_t)off > end)
+            end = (uint64_t)off;
     }
     if (r != ARCHIVE_EOF)
         return tar_error(L, a, e);
-    if (size > 0 && ftruncate(fd, size) < 0) /* a sparse file's hole at its end */
+    /* a sparse file's hole at its end: the only case where the size is not written already */
+    if (size > 0 && end < (uint64_t)size && ftruncate(fd, size) < 0)
         return nsbox_err_sys(e, "layer %s: truncate", L->digest);
     return 0;
 }
 
+/* The entry's mtime (and atime), on fd when it is open (base NULL), else on pfd/base. */
 static void set_times(int pfd, const char *base, struct archive_entry *ent)
 {
-    struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_OMIT}};
-    if (archive_entry_mtime_is_set(ent)) {
-        ts[1].tv_sec = archive_entry_mtime(ent);
-        ts[1].tv_nsec = archive_entry_mtime_nsec(ent);
-        ts[0] = ts[1];
-    }
-    utimensat(pfd, base, ts, AT_SYMLINK_NOFOLLOW);
+    if (!archive_entry_mtime_is_set(ent))
+        return; /* nothing to set: the creation's time stays */
+    struct timespec ts[2];
+    ts[1].tv_sec = archive_entry_mtime(ent);
+    ts[1].tv_nsec = archive_entry_mtime_nsec(ent);
+    ts[0] = ts[1];
+    if (base)
+        utimensat(pfd, base, ts, AT_SYMLINK_NOFOLLOW);
+    else
+        futimens(pfd, ts);
 }
 
 /* As root, the owner the layer gives, as an image id (NSBOX_IMAGE_ID_BASE + N): a sandbox sees
  * it as its own id N through an idmapped mount. Before any chmod (a chown clears set-id bits,
  * which are dropped anyway). A failure leaves host root, which a sandbox sees as nobody, the
- * owner of every file before images kept theirs. */
+ * owner of every file before images kept theirs. On fd when it is open (base NULL). */
 static void set_owner(const struct layer *L, int pfd, const char *base,
                       struct archive_entry *ent)
 {
     if (!L->root)
         return;
     la_int64_t uid = archive_entry_uid(ent), gid = archive_entry_gid(ent);
-    int r = fchownat(pfd, base, nsbox_idmap_image_owner(uid < 0 ? 65534 : (uint64_t)uid),
-                     nsbox_idmap_image_owner(gid < 0 ? 65534 : (uint64_t)gid),
-                     AT_SYMLINK_NOFOLLOW);
+    uid_t u = nsbox_idmap_image_owner(uid < 0 ? 65534 : (uint64_t)uid);
+    gid_t g = nsbox_idmap_image_owner(gid < 0 ? 65534 : (uint64_t)gid);
+    int r = base ? fchownat(pfd, base, u, g, AT_SYMLINK_NOFOLLOW) : fchown(pfd, u, g);
     (void)r;
 }
 
@@ -593,8 +660,13 @@ static int copy_data(int src, int dst)
  * copied, 1 not found. */
 static int copy_up(struct layer *L, const char *parent, const char *base, struct nsbox_err *e)
 {
-    for (size_t i = 0; i < L->form->n_lower; i++) {
-        cleanup_close int lp = openat2_in_root(L->form->lower_fds[i], parent, O_PATH | O_DIRECTORY);
+    if (!L->lowers_asked && L->form->lowers) {
+        L->lowers_asked = true;
+        if (L->form->lowers(L->form->ctx, &L->lower_fds, &L->n_lower, e) < 0)
+            return nsbox_err_wrap(e, "layer %s: a hard link to a file of a layer below", L->digest);
+    }
+    for (size_t i = 0; i < L->n_lower; i++) {
+        cleanup_close int lp = openat2_in_root(L->lower_fds[i], parent, O_PATH | O_DIRECTORY);
         struct stat st;
         if (lp < 0 || fstatat(lp, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
             continue;
@@ -654,75 +726,122 @@ static int hard_link(struct layer *L, int pfd, const char *path, const char *bas
     return 0;
 }
 
-static int extract_one(struct layer *L, struct archive *a, struct archive_entry *ent,
-                       char *path, struct nsbox_err *e)
+/* The directory `parent` of the layer, created if missing: a descriptor the layer keeps (the
+ * last one asked for), or -1 with errno. */
+static int parent_dir(struct layer *L, const char *parent)
 {
+    if (L->parent_valid && !strcmp(L->parent, parent))
+        return L->parent_fd;
+    nsbox_closep(&L->parent_fd);
+    L->parent_fd = nsbox_oci_layer_open_dir(L->root_fd, parent, true);
+    L->parent_valid = L->parent_fd >= 0;
+    if (L->parent_valid)
+        snprintf(L->parent, sizeof L->parent, "%s", parent);
+    return L->parent_fd;
+}
+
+/* Remove what an entry replaces; the remembered directory may have gone with it. */
+static int replace(struct layer *L, int pfd, const char *base)
+{
+    L->parent_valid = false; /* pfd stays open for this entry; the next resolves again */
+    return remove_entry(pfd, base);
+}
+
+static int extract_dir(struct layer *L, struct archive_entry *ent, int pfd, const char *path,
+                       const char *base, mode_t perm, struct nsbox_err *e)
+{
+    if (!L->root)
+        perm |= S_IRWXU;
+    bool chmod_needed = (perm & ~L->umask) != perm;
+    if (mkdirat(pfd, base, perm) < 0) {
+        struct stat old;
+        if (errno != EEXIST || fstatat(pfd, base, &old, AT_SYMLINK_NOFOLLOW) < 0)
+            return nsbox_err_sys(e, "layer %s: mkdir /%s", L->digest, path);
+        chmod_needed = true;
+        if (!S_ISDIR(old.st_mode) && (replace(L, pfd, base) < 0 || mkdirat(pfd, base, perm) < 0))
+            return nsbox_err_sys(e, "layer %s: replace /%s", L->digest, path);
+    }
+    set_owner(L, pfd, base, ent);
+    if (chmod_needed && fchmodat(pfd, base, perm, 0) < 0)
+        return nsbox_err_sys(e, "layer %s: chmod /%s", L->digest, path);
+    return 0;
+}
+
+/* A regular file: created with its mode (when the umask keeps it whole), written, owned and
+ * timed through its descriptor; a name in the way is replaced only when the create finds it. */
+static int extract_file(struct layer *L, struct archive *a, struct archive_entry *ent, int pfd,
+                        const char *path, const char *base, mode_t perm, struct nsbox_err *e)
+{
+    bool chmod_needed = (perm & ~L->umask) != perm;
+    int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+    mode_t mode = chmod_needed ? 0600 : perm;
+    cleanup_close int fd = openat(pfd, base, flags, mode);
+    if (fd < 0 && errno == EEXIST) {
+        if (replace(L, pfd, base) < 0)
+            return nsbox_err_sys(e, "layer %s: replace /%s", L->digest, path);
+        fd = openat(pfd, base, flags, mode);
+    }
+    if (fd < 0)
+        return nsbox_err_sys(e, "layer %s: create /%s", L->digest, path);
+    if (write_data(L, a, fd, archive_entry_size(ent), e) < 0)
+        return -1;
+    set_owner(L, fd, NULL, ent);
+    if (chmod_needed && fchmod(fd, perm) < 0)
+        return nsbox_err_sys(e, "layer %s: chmod /%s", L->digest, path);
+    set_times(fd, NULL, ent);
+    L->st->bytes += archive_entry_size(ent) > 0 ? (uint64_t)archive_entry_size(ent) : 0;
+    return 0;
+}
+
+static int extract_one(struct layer *L, struct archive *a, struct archive_entry *ent, char *name,
+                       struct nsbox_err *e)
+{
+    char path[PATH_MAX]; /* whole, for messages: name is split in two */
+    snprintf(path, sizeof path, "%s", name);
     const char *parent, *base;
-    split(path, &parent, &base);
-    cleanup_close int pfd = nsbox_oci_layer_open_dir(L->root_fd, parent, true);
+    split(name, &parent, &base);
+    int pfd = parent_dir(L, parent);
     if (pfd < 0)
         return nsbox_err_sys(e, "layer %s: directory /%s", L->digest, parent);
     mode_t perm = archive_entry_perm(ent) & 07777 & ~(mode_t)(S_ISUID | S_ISGID);
     mode_t type = archive_entry_filetype(ent);
     const char *hl = archive_entry_hardlink(ent);
-    struct stat old;
-    bool exists = fstatat(pfd, base, &old, AT_SYMLINK_NOFOLLOW) == 0;
-
-    if (!hl && type == AE_IFDIR) {
-        if (!L->root)
-            perm |= S_IRWXU;
-        if (exists && S_ISDIR(old.st_mode)) {
-            set_owner(L, pfd, base, ent);
-            return fchmodat(pfd, base, perm, 0) < 0
-                       ? nsbox_err_sys(e, "layer %s: chmod /%s", L->digest, path) : 0;
-        }
-        if (exists && remove_entry(pfd, base) < 0)
-            return nsbox_err_sys(e, "layer %s: replace /%s", L->digest, path);
-        if (mkdirat(pfd, base, perm) < 0)
-            return nsbox_err_sys(e, "layer %s: mkdir /%s", L->digest, path);
-        set_owner(L, pfd, base, ent);
-        if (fchmodat(pfd, base, perm, 0) < 0)
-            return nsbox_err_sys(e, "layer %s: mkdir /%s", L->digest, path);
-        return 0;
-    }
-    if (!hl && type != AE_IFREG && type != AE_IFLNK && type != AE_IFIFO) {
+    if (!hl && type == AE_IFDIR)
+        return extract_dir(L, ent, pfd, path, base, perm, e);
+    if (!hl && type == AE_IFREG)
+        return extract_file(L, a, ent, pfd, path, base, perm, e);
+    if (!hl && type != AE_IFLNK && type != AE_IFIFO) {
         L->st->skipped++; /* device nodes, sockets: a sandbox gets nsbox's /dev */
         return 0;
     }
-    if (exists && remove_entry(pfd, base) < 0)
-        return nsbox_err_sys(e, "layer %s: replace /%s", L->digest, path);
-    if (hl)
-        return hard_link(L, pfd, path, base, hl, e);
-    if (type == AE_IFLNK) {
+    if (!hl && type == AE_IFLNK) {
         const char *target = archive_entry_symlink(ent);
         if (!target || !target[0] || strlen(target) >= PATH_MAX)
             return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "layer %s: bad symlink /%s",
                                  L->digest, path);
-        if (symlinkat(target, pfd, base) < 0)
+        int r = symlinkat(target, pfd, base);
+        if (r < 0 && errno == EEXIST) {
+            if (replace(L, pfd, base) < 0)
+                return nsbox_err_sys(e, "layer %s: replace /%s", L->digest, path);
+            r = symlinkat(target, pfd, base);
+        }
+        if (r < 0)
             return nsbox_err_sys(e, "layer %s: symlink /%s", L->digest, path);
         set_owner(L, pfd, base, ent);
         set_times(pfd, base, ent);
         return 0;
     }
-    if (type == AE_IFIFO) {
-        if (mknodat(pfd, base, S_IFIFO | perm, 0) < 0)
-            return nsbox_err_sys(e, "layer %s: fifo /%s", L->digest, path);
-        set_owner(L, pfd, base, ent);
-        return fchmodat(pfd, base, perm, 0) < 0
-                   ? nsbox_err_sys(e, "layer %s: chmod /%s", L->digest, path) : 0;
-    }
-    cleanup_close int fd =
-        openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return nsbox_err_sys(e, "layer %s: create /%s", L->digest, path);
-    if (write_data(L, a, fd, archive_entry_size(ent), e) < 0)
-        return -1;
+    struct stat old;
+    if (fstatat(pfd, base, &old, AT_SYMLINK_NOFOLLOW) == 0 && replace(L, pfd, base) < 0)
+        return nsbox_err_sys(e, "layer %s: replace /%s", L->digest, path);
+    if (hl)
+        return hard_link(L, pfd, path, base, hl, e);
+    if (mknodat(pfd, base, S_IFIFO | perm, 0) < 0)
+        return nsbox_err_sys(e, "layer %s: fifo /%s", L->digest, path);
     set_owner(L, pfd, base, ent);
-    if (fchmod(fd, perm) < 0)
-        return nsbox_err_sys(e, "layer %s: chmod /%s", L->digest, path);
-    set_times(pfd, base, ent);
-    L->st->bytes += archive_entry_size(ent) > 0 ? (uint64_t)archive_entry_size(ent) : 0;
-    return 0;
+    return fchmodat(pfd, base, perm, 0) < 0
+               ? nsbox_err_sys(e, "layer %s: chmod /%s", L->digest, path)
+               : 0;
 }
 
 /* Pass 2: the entries, onto the root. The blob is hashed again: it must be what pass 1
@@ -753,6 +872,8 @@ static int extract(struct layer *L, int blob_fd, struct nsbox_err *e)
             goto out;
         }
         L->st->entries++;
+        if (stopped(L, e))
+            goto out;
         enum nsbox_oci_entry_kind k;
         int p = entry_path(L, archive_entry_pathname(ent), path, &k, e);
         if (p < 0)
@@ -781,17 +902,23 @@ int nsbox_oci_layer_apply(int root_fd, int blob_fd, const char *digest, const ch
                           const struct nsbox_oci_layer_form *form, struct nsbox_oci_layer_stats *st,
                           struct nsbox_err *e)
 {
-    struct layer L = {.root_fd = root_fd, .digest = digest, .diff_id = diff_id, .lim = lim,
+    struct layer L = {.root_fd = root_fd,
+                      .digest = digest,
+                      .diff_id = diff_id,
+                      .lim = lim,
                       .st = st,
                       .form = form,
-                      .root = geteuid() == 0};
-    int r = scan(&L, blob_fd, size, e);
-    if (r == 0)
-        r = overlay_form(&L) ? overlay_whiteouts(&L, e) : apply_whiteouts(&L, e);
-    if (r == 0)
+                      .root = geteuid() == 0,
+                      .umask = nsbox_oci_layer_umask(),
+                      .parent_fd = -1};
+    int r = scan(&L, blob_fd, size, overlay_form(&L), e);
+    if (r == 0 && !overlay_form(&L))
+        r = apply_whiteouts(&L, e);
+    if (r == 0 && !overlay_form(&L))
         r = extract(&L, blob_fd, e);
     for (size_t i = 0; i < L.n_wh; i++)
         free(L.wh[i].path);
     free(L.wh);
+    nsbox_closep(&L.parent_fd);
     return r;
 }

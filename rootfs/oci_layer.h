@@ -14,8 +14,10 @@
 #include "nsbox.h"
 #include "ociref.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct nsbox_oci_limits {
     uint64_t max_bytes;   /* unpacked bytes of one image, all layers */
@@ -30,26 +32,45 @@ struct nsbox_oci_layer_stats {
     uint64_t skipped; /* device nodes and sockets left out */
 };
 
+/* What the layers of one image unpacked side by side share: the image's totals, charged
+ * entry by entry against its limits, and a flag that stops the others when one fails. */
+struct nsbox_oci_layer_shared {
+    _Atomic uint64_t bytes, entries;
+    atomic_bool cancel;
+};
+
 /* How a layer is written. NULL: merged onto the layers below it in one tree (whiteouts and
  * opaque directories remove what lower layers put there). overlay: alone in its own directory,
  * in overlayfs's form: a whiteout is a 0/0 character device, an opaque directory has
- * user.overlay.opaque=y (read by a mount with userxattr); lower_fds (top first, n_lower) are
- * the layers below it, from which a hard link's target is copied up into this layer. */
+ * user.overlay.opaque=y (read by a mount with userxattr). lowers (may be NULL): the diff/ of
+ * the layers below it, top first, from which a hard link's target is copied up into this
+ * layer; asked for only by a layer that has such a link, it may wait until they are whole, and
+ * fails when one of them failed. shared (may be NULL): what it shares with the layers unpacked
+ * beside it. */
 #define NSBOX_OCI_OPAQUE_XATTR "user.overlay.opaque"
 struct nsbox_oci_layer_form {
     bool overlay;
-    const int *lower_fds;
-    size_t n_lower;
+    int (*lowers)(void *ctx, const int **fds, size_t *n, struct nsbox_err *e);
+    void *ctx;
+    struct nsbox_oci_layer_shared *shared;
 };
 
-/* Apply the layer in blob_fd (a regular file, read twice: whiteouts first, then the entries)
- * onto root_fd. digest: the blob's expected sha256 ("sha256:..."); diff_id: the expected
- * sha256 of the uncompressed tar (the image config's); size: the blob's size, or -1. Nothing is
- * written before both digests are verified. Totals are added to *st, checked against *lim. */
+/* Apply the layer in blob_fd (a regular file) onto root_fd. digest: the blob's expected sha256
+ * ("sha256:..."); diff_id: the expected sha256 of the uncompressed tar (the image config's);
+ * size: the blob's size, or -1. Merged (form NULL), the blob is read twice, and nothing is
+ * written before both digests are verified: its whiteouts remove what the layers below put
+ * there. In the overlay form, it is read once and its entries written as they come into the
+ * layer's own directory, which the caller removes when this fails (a mismatch is found at the
+ * end). Totals are added to *st, checked against *lim
+ * (with form->shared, the image's totals there). */
 int nsbox_oci_layer_apply(int root_fd, int blob_fd, const char *digest, const char *diff_id,
                           int64_t size, const struct nsbox_oci_limits *lim,
                           const struct nsbox_oci_layer_form *form, struct nsbox_oci_layer_stats *st,
                           struct nsbox_err *e);
+
+/* The process's umask, read without changing it (0777, that is "every mode needs a chmod",
+ * when /proc does not say). */
+mode_t nsbox_oci_layer_umask(void);
 
 /* sha256 of what remains of fd, as "sha256:<hex>", and its length. */
 int nsbox_oci_layer_hash_fd(int fd, char out[NSBOX_OCI_DIGEST_LEN + 1], uint64_t *len,

@@ -138,9 +138,9 @@ static int read_info(int layer_fd, struct nsbox_oci_layer_stats *own)
     return 0;
 }
 
-/* The stored layer `chain`: 1 with its diff/ and its totals added, 0 when it is not stored. */
-static int find(struct nsbox_oci_layers *s, const char *chain, const struct nsbox_oci_limits *lim,
-                struct nsbox_oci_layer_stats *st, int *diff_fd, struct nsbox_err *e)
+int nsbox_oci_layers_find(struct nsbox_oci_layers *s, const char *chain,
+                          const struct nsbox_oci_limits *lim, struct nsbox_oci_layer_stats *st,
+                          int *diff_fd, struct nsbox_err *e)
 {
     cleanup_close int fd =
         openat(s->dir_fd, chain, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -174,8 +174,9 @@ static int find(struct nsbox_oci_layers *s, const char *chain, const struct nsbo
 }
 
 static int unpack_into(int tmp_fd, int blob_fd, const char *digest, const char *diff_id,
-                       int64_t size, const struct nsbox_oci_limits *lim, const int *lower_fds,
-                       size_t n_lower, struct nsbox_oci_layer_stats *st, struct nsbox_err *e)
+                       int64_t size, const struct nsbox_oci_limits *lim,
+                       const struct nsbox_oci_layer_form *form, struct nsbox_oci_layer_stats *st,
+                       struct nsbox_err *e)
 {
     if (mkdirat(tmp_fd, "diff", 0755) < 0)
         return nsbox_err_sys(e, "layer %s: mkdir", digest);
@@ -185,10 +186,8 @@ static int unpack_into(int tmp_fd, int blob_fd, const char *digest, const char *
     if (geteuid() == 0 && fchownat(diff, "", nsbox_idmap_image_owner(0), nsbox_idmap_image_owner(0),
                                    AT_EMPTY_PATH) < 0)
         return nsbox_err_sys(e, "layer %s: chown", digest);
-    struct nsbox_oci_layer_form form = {
-        .overlay = true, .lower_fds = lower_fds, .n_lower = n_lower};
     struct nsbox_oci_layer_stats before = *st;
-    if (nsbox_oci_layer_apply(diff, blob_fd, digest, diff_id, size, lim, &form, st, e) < 0)
+    if (nsbox_oci_layer_apply(diff, blob_fd, digest, diff_id, size, lim, form, st, e) < 0)
         return -1;
     char info[64];
     int n =
@@ -203,11 +202,12 @@ static int unpack_into(int tmp_fd, int blob_fd, const char *digest, const char *
 
 int nsbox_oci_layers_get(struct nsbox_oci_layers *s, const char *chain, int blob_fd,
                          const char *digest, const char *diff_id, int64_t size,
-                         const struct nsbox_oci_limits *lim, const int *lower_fds, size_t n_lower,
-                         struct nsbox_oci_layer_stats *st, int *diff_fd, struct nsbox_err *e)
+                         const struct nsbox_oci_limits *lim,
+                         const struct nsbox_oci_layer_form *form, struct nsbox_oci_layer_stats *st,
+                         int *diff_fd, struct nsbox_err *e)
 {
     *diff_fd = -1;
-    int r = find(s, chain, lim, st, diff_fd, e);
+    int r = nsbox_oci_layers_find(s, chain, lim, st, diff_fd, e);
     if (r != 0)
         return r;
     char tmp[NSBOX_OCI_CHAIN_HEX + 32], path[2 * PATH_MAX];
@@ -222,7 +222,7 @@ int nsbox_oci_layers_get(struct nsbox_oci_layers *s, const char *chain, int blob
     if (tfd < 0 || flock(tfd, LOCK_EX | LOCK_NB) < 0)
         r = nsbox_err_sys(e, "cannot lock %s", path);
     else
-        r = unpack_into(tfd, blob_fd, digest, diff_id, size, lim, lower_fds, n_lower, &mine, e);
+        r = unpack_into(tfd, blob_fd, digest, diff_id, size, lim, form, &mine, e);
     /* whole, or not at all: a crash before this rename leaves a .tmp- that the next import
      * sweeps; another import that stored the same layer first wins, and ours goes */
     if (r == 0 && renameat2(s->dir_fd, tmp, s->dir_fd, chain, RENAME_NOREPLACE) < 0) {
@@ -236,7 +236,7 @@ int nsbox_oci_layers_get(struct nsbox_oci_layers *s, const char *chain, int blob
         nsbox_rm_rf(path, &ignored);
         if (r < 0)
             return -1;
-        return find(s, chain, lim, st, diff_fd, e) == 1 ? 1 : -1;
+        return nsbox_oci_layers_find(s, chain, lim, st, diff_fd, e) == 1 ? 1 : -1;
     }
     *st = mine;
     snprintf(path, sizeof path, "%s/diff", chain);

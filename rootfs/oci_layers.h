@@ -42,13 +42,21 @@ void nsbox_oci_layers_close(struct nsbox_oci_layers *s);
 void nsbox_oci_layers_chain(const char *parent, const char *diff_id,
                             char out[NSBOX_OCI_CHAIN_HEX + 1]);
 
+/* The stored layer `chain`: 1 with *diff_fd an O_PATH fd of its diff/ and its totals added to
+ * *st (checked against lim), 0 when it is not stored. */
+int nsbox_oci_layers_find(struct nsbox_oci_layers *s, const char *chain,
+                          const struct nsbox_oci_limits *lim, struct nsbox_oci_layer_stats *st,
+                          int *diff_fd, struct nsbox_err *e);
+
 /* The layer `chain`, unpacked once: found in the store (1, *st gets its totals), or unpacked
- * from blob_fd (0; digest, diff_id, size and lim as nsbox_oci_layer_apply; lower_fds the diff/
- * of the layers below, top first). *diff_fd: an O_PATH fd of its diff/. */
+ * from blob_fd (0; digest, diff_id, size, lim and form, whose overlay must be set, as
+ * nsbox_oci_layer_apply). *diff_fd: an O_PATH fd of its diff/. Layers of one image may be got
+ * by several threads at once. */
 int nsbox_oci_layers_get(struct nsbox_oci_layers *s, const char *chain, int blob_fd,
                          const char *digest, const char *diff_id, int64_t size,
-                         const struct nsbox_oci_limits *lim, const int *lower_fds, size_t n_lower,
-                         struct nsbox_oci_layer_stats *st, int *diff_fd, struct nsbox_err *e);
+                         const struct nsbox_oci_limits *lim,
+                         const struct nsbox_oci_layer_form *form, struct nsbox_oci_layer_stats *st,
+                         int *diff_fd, struct nsbox_err *e);
 
 /* Is the store directory image_dir_fd an image made of layers? */
 bool nsbox_oci_layers_is_layered(int image_dir_fd);

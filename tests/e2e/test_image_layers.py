@@ -5,11 +5,13 @@ common base hold its files once, on disk and in the sandboxes (one inode, so one
 an image stored in the older merged form keeps working; an unprivileged user's store is made of
 shared layers too, its sandboxes' root an overlay mounted in a user namespace. Disk is counted
 (blocks and files of the store, each inode once), never timed."""
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import subprocess
+import tarfile
 import tempfile
 import unittest
 
@@ -172,6 +174,58 @@ class SharedLayers(unittest.TestCase):
         self.assertEqual(len(self.busyboxes()), 1)  # unpacked again, whole
         self.assertEqual(self.sandbox_inode("t/b:1")[1], "image b\n")
 
+    def test_entry_wins_over_its_whiteout_in_one_layer_in_either_order(self):
+        """A layer is unpacked in one reading: a whiteout of a name the same layer has (before
+        or after it in the tar) hides only the layers below, as Docker applies it."""
+        upper = oci_images.tar_bytes([("keep/gone", b"mine, before\n"), ("keep/.wh.gone", b""),
+                                      ("keep/.wh.x", b""), ("keep/x", b"mine, after\n")])
+        self.import_image("w", [BASE, upper], "t/w:1")
+        r = self.nsbox("run", "--image", "t/w:1", "--", "sh", "-c", "cat /keep/gone /keep/x")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, b"mine, before\nmine, after\n")
+
+    def assert_nothing_kept(self):
+        self.assertEqual([n for n in os.listdir(self.store) if n.startswith(("oci-", ".tmp-"))],
+                         [])
+        self.assertEqual(oci_images.stored_layers(self.dirs.data), [])
+        self.assertEqual([n for n in os.listdir(os.path.join(self.store, ".layers"))
+                          if n.startswith((".tmp-", ".del-"))], [])
+
+    def test_failing_layer_stops_the_other_and_keeps_nothing(self):
+        """Two layers unpacked side by side: the top one is corrupt and fails at once, while
+        the bottom one (thousands of files) is still unpacking. The bottom one stops, and
+        neither is stored, even while another import holds the layer store (so that the
+        collection a failed import runs cannot remove what it left); the error is the corrupt
+        layer's, not the stopped one's."""
+        many = oci_images.tar_bytes([("many", b"", 0o755, tarfile.DIRTYPE)] +
+                                    [("many/f%05d" % i, b"x") for i in range(5000)])
+        layout = os.path.join(self.src, "bad-top")
+        oci_images.write_layout(layout, layers=[many, top("b")], corrupt_layer=True)
+        os.makedirs(os.path.join(self.store, ".layers"), exist_ok=True)
+        with open(os.path.join(self.store, ".layers", ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_SH)  # another import, as far as collection can tell
+            r = self.nsbox("image", "import", "-q", layout, env={"NSBOX_OCI_JOBS": "2"})
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"digest mismatch: layer " + oci_images.gz_digest(top("b")).encode(),
+                      r.stderr)
+        self.assertNotIn(b"stopped", r.stderr)
+        self.assert_nothing_kept()
+
+    def test_failing_bottom_layer_fails_the_layer_that_links_to_it(self):
+        """The top layer hard-links a file of the bottom one, so it waits for the bottom one
+        to be whole; the bottom one is corrupt: both fail, the error is the bottom one's."""
+        layout = os.path.join(self.src, "bad-bottom")
+        oci_images.write_layout(layout, layers=[BASE, oci_images.layer2()])
+        blobs = os.path.join(layout, "blobs", "sha256")
+        bottom = oci_images.gz_digest(BASE)
+        with open(os.path.join(blobs, bottom[7:]), "r+b") as f:  # its bytes, not its name
+            f.seek(os.path.getsize(f.name) // 2)
+            f.write(b"\0corrupt\0")
+        r = self.nsbox("image", "import", "-q", layout, env={"NSBOX_OCI_JOBS": "2"})
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"digest mismatch: layer " + bottom.encode(), r.stderr)
+        self.assert_nothing_kept()
+
     def test_image_stored_merged_keeps_working(self):
         """An image imported before layers were shared (a merged rootfs/, no `layers`) runs as
         it did, owners included, and is removed like any other."""
@@ -228,6 +282,48 @@ class Unprivileged(AsTestUser):
             r = self.nsbox("image", "rm", "t/%s:1" % name)
             self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(oci_images.stored_layers(self.dirs.data), [])
+
+    def test_kernel_refusing_the_overlay_gives_a_merged_image_that_works(self):
+        """Where the kernel refuses this user's overlay, an import says so and stores the
+        image merged, and its sandboxes run. The refusal is the kernel's own: the user's store
+        is on an overlay of an overlay (made by root, in a mount namespace of each command's
+        own), and overlayfs stacks at most two deep (FILESYSTEM_MAX_STACK_DEPTH), so the
+        overlay of the image's layers, a third, cannot be mounted."""
+        base = os.path.join(self.src, "stack")
+        for d in ("l1", "l2", "a", "upper", "work"):
+            os.makedirs(os.path.join(base, d))
+        os.chown(os.path.join(base, "upper"), self.user.pw_uid, self.user.pw_gid)
+        mounts = ("mount -t overlay -o ro,lowerdir={b}/l1:{b}/l2 overlay {b}/a && "
+                  "mount -t overlay -o lowerdir={b}/a,upperdir={b}/upper,workdir={b}/work "
+                  "overlay {d} && ").format(b=base, d=self.dirs.data)
+
+        def stacked(cmd):
+            return ["unshare", "-m", "--propagation", "private", "sh", "-c",
+                    mounts + 'exec "$@"', "sh"] + self.deleg.wrap(cmd)
+
+        layout = os.path.join(self.src, "m")
+        oci_images.write_layout(layout, layers=[BASE, oci_images.layer2()])
+        r = run_nsbox(["image", "import", "--name", "t/m:1", layout], self.dirs,
+                      user=self.user, wrap=stacked, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(b"is stored merged, not as shared layers: this user cannot mount an "
+                      b"overlay here", r.stderr)
+        # the kernel's refusal, passed on (overlayfs logs its reason, "maximum fs stacking
+        # depth exceeded", to the kernel log, not to the mount's context)
+        self.assertIn(b"(overlay of the image's layers: create: Invalid argument)", r.stderr)
+        self.assertIn(b"its sandboxes work the same", r.stderr)
+        upper = os.path.join(base, "upper", "images")
+        image = [n for n in os.listdir(upper) if n.startswith("oci-")]
+        self.assertEqual(len(image), 1, os.listdir(upper))
+        self.assertTrue(os.path.isfile(os.path.join(upper, image[0], "rootfs", "bin",
+                                                    "busybox")))
+        self.assertFalse(os.path.exists(os.path.join(upper, image[0], "layers")))
+        r = run_nsbox(["run", "--image", "t/m:1", "--", "sh", "-c",
+                       "id -un; ls /opq; ls /keep; stat -c %h /bin/hl; cat /top.txt"],
+                      self.dirs, user=self.user, wrap=stacked, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.decode().split("\n"),
+                         ["appuser", "c", "added", "x", "2", "at the top", ""])
 
 
 if __name__ == "__main__":

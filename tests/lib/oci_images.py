@@ -76,6 +76,11 @@ def sha(data):
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+def gz_digest(layer):
+    """The digest of a layer's blob as write_layout stores it (gzip)."""
+    return sha(gzip.compress(layer, mtime=0))
+
+
 def config(layers, env=ENV):
     return json.dumps({"architecture": "amd64", "os": "linux",
                        "created": "2024-01-02T03:04:05Z",

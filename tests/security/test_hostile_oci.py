@@ -95,9 +95,11 @@ class HostileLayers(unittest.TestCase):
 
     def test_hard_link_through_symlink_stays_inside(self):
         r, root = self.import_layer([("evil", b"", 0o777, SYM, self.outside),
-                                     ("stolen", b"", 0o644, LNK, "evil/victim")])
+                                     ("bin/stolen", b"", 0o644, LNK, "evil/victim")])
         self.assert_outside_untouched()
         self.assertEqual(r.returncode, 125)  # no such file inside the image
+        self.assertIn(b"hard link /bin/stolen points at /evil/victim, which is not a file of the "
+                      b"image", r.stderr)  # the entry named whole
         self.assertIsNone(root)
 
     def test_devices_and_setuid_do_not_reach_the_store(self):
