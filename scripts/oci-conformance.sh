@@ -140,6 +140,8 @@ for rt in "$@"; do
         echo "skip: runtime $rt not found" >&2
         exit 77
     fi
+    # the programs run the runtime from their own directories: a relative path is made whole
+    case $path in /*) ;; *) path=$(cd "$(dirname "$path")" && pwd)/$(basename "$path") ;; esac
     name=$(basename "$path")
     names="$names $name"
     start=$(date +%s)
