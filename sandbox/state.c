@@ -188,6 +188,34 @@ int nsbox_state_dead_lock(const char *rt, const char *id)
     return nsbox_state_lock(dir);
 }
 
+/* <dir>/lock, the mark for an older nsbox (dirfd: <dir>): a hard link to the runtime directory
+ * rt's one mark, made there by the first create. A symlink of its own per sandbox was an inode
+ * allocated and freed at every create and rm, the costliest step of a create's own on a disk
+ * filesystem (docs/decisions.md, "One lock mark for every state directory"); a link is a
+ * directory entry. Where a link cannot be made (a filesystem without hard links, a link count
+ * at its limit, something else by that name), a symlink of its own as before. */
+static int make_lock_mark(const char *rt, int dirfd)
+{
+    char shared[PATH_MAX];
+    struct nsbox_err ignored; /* too long: the fallback below */
+    if (path_join(shared, rt, NSBOX_STATE_LOCK_MARK_NAME, &ignored) == 0) {
+        int r = linkat(AT_FDCWD, shared, dirfd, "lock", 0);
+        if (r < 0 && errno == ENOENT &&
+            (symlink(NSBOX_STATE_LOCK_MARK, shared) == 0 || errno == EEXIST))
+            r = linkat(AT_FDCWD, shared, dirfd, "lock", 0);
+        /* only a symlink of our text is a mark: a file put there by hand would become every
+         * sandbox's "lock", whose flock an older gc would take for theirs */
+        char text[sizeof NSBOX_STATE_LOCK_MARK]; /* readlink fails on anything else */
+        size_t n = strlen(NSBOX_STATE_LOCK_MARK);
+        if (r == 0 && readlinkat(dirfd, "lock", text, sizeof text) == (ssize_t)n &&
+            !memcmp(text, NSBOX_STATE_LOCK_MARK, n))
+            return 0;
+        if (r == 0)
+            unlinkat(dirfd, "lock", 0);
+    }
+    return symlinkat(NSBOX_STATE_LOCK_MARK, dirfd, "lock");
+}
+
 int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum nsbox_ws_kind kind,
                        struct nsbox_err *e)
 {
@@ -231,7 +259,7 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
      * filler started before an upgrade: its gc takes a directory without a "lock" file for an
      * interrupted removal, and would kill a live sandbox. A symlink by that name it cannot
      * open, and so leaves the sandbox alone. */
-    if (symlinkat(NSBOX_STATE_LOCK_MARK, st->lock_fd, "lock") < 0) {
+    if (make_lock_mark(rt, st->lock_fd) < 0) {
         nsbox_err_sys(e, "cannot create %s/lock", tmp);
         nsbox_closep(&st->lock_fd);
         goto remove_tmp;

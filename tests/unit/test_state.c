@@ -315,6 +315,67 @@ static void test_create_fresh_workspace(void **state)
     create_fresh_once(f);
 }
 
+/* Every state directory's "lock" mark is one inode, the runtime directory's lock-mark: a mark of
+ * its own per sandbox was an inode allocated and freed at every create and rm. */
+static void test_lock_marks_share_one_inode(void **state)
+{
+    struct fx *f = *state;
+    struct nsbox_state a, b;
+    nsbox_state_init(&a);
+    nsbox_state_init(&b);
+    struct nsbox_err e = {0};
+    if (nsbox_state_create(&a, NULL, NSBOX_WS_TMPFS, &e) != 0) fail_msg("create: %s", e.msg);
+    if (nsbox_state_create(&b, NULL, NSBOX_WS_TMPFS, &e) != 0) fail_msg("create: %s", e.msg);
+    char pa[PATH_MAX], pb[PATH_MAX], shared[PATH_MAX];
+    snprintf(pa, sizeof pa, "%s/lock", a.dir);
+    snprintf(pb, sizeof pb, "%s/lock", b.dir);
+    snprintf(shared, sizeof shared, "%s/" NSBOX_STATE_LOCK_MARK_NAME, f->state);
+    struct stat sa, sb, ss;
+    assert_int_equal(lstat(pa, &sa), 0);
+    assert_int_equal(lstat(pb, &sb), 0);
+    assert_int_equal(lstat(shared, &ss), 0);
+    assert_true(S_ISLNK(ss.st_mode));
+    assert_true(sa.st_ino == ss.st_ino && sb.st_ino == ss.st_ino);
+    assert_int_equal(ss.st_nlink, 3);
+    /* not taken for a sandbox by gc */
+    assert_false(nsbox_state_valid_id(NSBOX_STATE_LOCK_MARK_NAME));
+    assert_int_equal(nsbox_state_destroy(&a, &e), 0);
+    assert_int_equal(nsbox_state_destroy(&b, &e), 0);
+    assert_int_equal(lstat(shared, &ss), 0);
+    assert_int_equal(ss.st_nlink, 1);
+}
+
+/* Something else by the shared mark's name (a file put there by hand) never becomes a sandbox's
+ * "lock": an older gc would lock that one file for every sandbox. The sandbox gets a mark of its
+ * own, and the file is left as it was. */
+static void test_lock_mark_not_ours_is_not_linked(void **state)
+{
+    struct fx *f = *state;
+    struct nsbox_err e = {0};
+    if (nsbox_mkdir_p(f->state, 0700, &e) < 0) fail_msg("mkdir: %s", e.msg);
+    char shared[PATH_MAX];
+    snprintf(shared, sizeof shared, "%s/" NSBOX_STATE_LOCK_MARK_NAME, f->state);
+    int fd = open(shared, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    assert_true(fd >= 0);
+    close(fd);
+    struct nsbox_state st;
+    nsbox_state_init(&st);
+    if (nsbox_state_create(&st, NULL, NSBOX_WS_TMPFS, &e) != 0) fail_msg("create: %s", e.msg);
+    char mark[PATH_MAX], text[128];
+    snprintf(mark, sizeof mark, "%s/lock", st.dir);
+    struct stat sm, ss;
+    assert_int_equal(lstat(mark, &sm), 0);
+    assert_true(S_ISLNK(sm.st_mode));
+    ssize_t tl = readlink(mark, text, sizeof text - 1);
+    assert_true(tl > 0);
+    text[tl] = '\0';
+    assert_string_equal(text, NSBOX_STATE_LOCK_MARK);
+    assert_int_equal(lstat(shared, &ss), 0);
+    assert_true(S_ISREG(ss.st_mode));
+    assert_int_equal(ss.st_nlink, 1);
+    assert_int_equal(nsbox_state_destroy(&st, &e), 0);
+}
+
 /* TMPFS: the workspace exists only inside the sandbox; nothing is made on the host for it. */
 static void test_create_tmpfs_workspace_leaves_no_host_trace(void **state)
 {
@@ -411,7 +472,7 @@ static void test_create_given_id_and_collision(void **state)
     assert_int_equal(before.st_ino, after.st_ino);
     assert_true(a.lock_fd >= 0);
     assert_true(lock_held(a.dir)); /* still a's: an empty directory is not replaced either */
-    assert_int_equal(count_entries(f->state), 1);
+    assert_int_equal(count_entries(f->state), 2); /* a's directory, the shared lock mark */
     assert_int_equal(nsbox_state_destroy(&a, &e), 0);
 }
 
@@ -875,6 +936,8 @@ int main(void)
         cmocka_unit_test(test_new_id),
         cmocka_unit_test(test_valid_id),
         cmocka_unit_test_setup_teardown(test_create_fresh_workspace, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_marks_share_one_inode, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_mark_not_ours_is_not_linked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_tmpfs_workspace_leaves_no_host_trace, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_create_existing_workspace, setup, teardown),
