@@ -36,8 +36,8 @@ struct nsbox_net {
     enum nsbox_net_mode mode;
     bool link;
     struct nsbox_netplan plan;
-    char resolv[PATH_MAX], hosts[PATH_MAX];
-    bool has_resolv, has_hosts;
+    char resolv[PATH_MAX], hosts[PATH_MAX]; /* hosts: a path, or with hosts_inside the text */
+    bool has_resolv, has_hosts, hosts_inside;
     struct nsbox_nft *nft; /* parent only, from attach to teardown */
     struct nsbox_nftbatch del; /* the batch that removes the sandbox's elements, once added */
     bool attached;         /* written by the parent, read by the child: see net_alloc */
@@ -205,6 +205,25 @@ static int write_hosts(struct nsbox_net *n, const struct nsbox_netplan *plan, co
     return 0;
 }
 
+/* Loopback only: nothing ever rewrites the hosts file (start_egress does, for names), so its
+ * text is made inside the sandbox, on its root's tmpfs (rootfs/mounts.h, NSBOX_MOP_BIND_TEXT),
+ * not in the state directory: one inode fewer on the host's filesystem at every create. */
+static int hosts_inside(struct nsbox_net *n, const char *id, const char *state_dir,
+                        struct nsbox_err *e)
+{
+    char hostname[NSBOX_SANDBOX_HOSTNAME_MAX];
+    nsbox_state_hostname(id, hostname);
+    bool oom;
+    cleanup_free char *hosts = nsbox_netplan_hosts(NULL, hostname, &oom);
+    if (!hosts)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    if (strlen(hosts) >= sizeof n->hosts) /* not with one name; the file then, as for the rest */
+        return write_hosts(n, NULL, id, state_dir, e);
+    memcpy(n->hosts, hosts, strlen(hosts) + 1);
+    n->has_hosts = n->hosts_inside = true;
+    return 0;
+}
+
 static int write_etc_files(struct nsbox_net *n, const char *id, const char *state_dir,
                            struct nsbox_err *e)
 {
@@ -340,8 +359,8 @@ int nsbox_net_prepare(const struct nsbox_spec *s, const char *id, const char *st
         return nsbox_err_sys(e, "mmap");
     n->mode = s->net;
     n->link = s->net != NSBOX_NET_NONE || s->n_egress > 0;
-    if (!n->link) { /* loopback only: no privilege needed, only the hosts file on the host */
-        if (write_hosts(n, NULL, id, state_dir, e) < 0) {
+    if (!n->link) { /* loopback only: no privilege needed, nothing on the host */
+        if (hosts_inside(n, id, state_dir, e) < 0) {
             nsbox_net_teardown(n);
             return -1;
         }
@@ -457,7 +476,12 @@ const char *nsbox_net_resolv_conf(const struct nsbox_net *n)
 
 const char *nsbox_net_hosts(const struct nsbox_net *n)
 {
-    return n && n->has_hosts ? n->hosts : NULL;
+    return n && n->has_hosts && !n->hosts_inside ? n->hosts : NULL;
+}
+
+const char *nsbox_net_hosts_text(const struct nsbox_net *n)
+{
+    return n && n->has_hosts && n->hosts_inside ? n->hosts : NULL;
 }
 
 struct cJSON *nsbox_net_describe(const struct nsbox_net *n, enum nsbox_net_mode mode)
