@@ -187,16 +187,23 @@ static int resolve_host(void *ctx, const char *name, struct in_addr *out, size_t
     return 0;
 }
 
-/* The sandbox's /etc/hosts, with its hostname: every network mode (plan NULL for none). */
-static int write_hosts(struct nsbox_net *n, const struct nsbox_netplan *plan, const char *id,
-                       const char *state_dir, struct nsbox_err *e)
+/* The text of the sandbox's /etc/hosts, with its hostname: every network mode (plan NULL for
+ * none); NULL with e filled. */
+static char *hosts_text(const struct nsbox_netplan *plan, const char *id, struct nsbox_err *e)
 {
     char hostname[NSBOX_SANDBOX_HOSTNAME_MAX];
     nsbox_state_hostname(id, hostname);
     bool oom;
-    cleanup_free char *hosts = nsbox_netplan_hosts(plan, hostname, &oom);
+    char *hosts = nsbox_netplan_hosts(plan, hostname, &oom);
     if (!hosts)
-        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    return hosts;
+}
+
+/* ...into the state directory, bound from there (rewritten in place by start_egress). */
+static int write_hosts(struct nsbox_net *n, const char *hosts, const char *state_dir,
+                       struct nsbox_err *e)
+{
     if ((size_t)snprintf(n->hosts, sizeof n->hosts, "%s/hosts", state_dir) >= sizeof n->hosts)
         return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long: %s", state_dir);
     if (write_file(n->hosts, hosts, e) < 0)
@@ -211,14 +218,11 @@ static int write_hosts(struct nsbox_net *n, const struct nsbox_netplan *plan, co
 static int hosts_inside(struct nsbox_net *n, const char *id, const char *state_dir,
                         struct nsbox_err *e)
 {
-    char hostname[NSBOX_SANDBOX_HOSTNAME_MAX];
-    nsbox_state_hostname(id, hostname);
-    bool oom;
-    cleanup_free char *hosts = nsbox_netplan_hosts(NULL, hostname, &oom);
+    cleanup_free char *hosts = hosts_text(NULL, id, e);
     if (!hosts)
-        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+        return -1;
     if (strlen(hosts) >= sizeof n->hosts) /* not with one name; the file then, as for the rest */
-        return write_hosts(n, NULL, id, state_dir, e);
+        return write_hosts(n, hosts, state_dir, e);
     memcpy(n->hosts, hosts, strlen(hosts) + 1);
     n->has_hosts = n->hosts_inside = true;
     return 0;
@@ -234,7 +238,8 @@ static int write_etc_files(struct nsbox_net *n, const char *id, const char *stat
     if (write_file(n->resolv, resolv, e) < 0)
         return -1;
     n->has_resolv = true;
-    return write_hosts(n, &n->plan, id, state_dir, e);
+    cleanup_free char *hosts = hosts_text(&n->plan, id, e);
+    return hosts ? write_hosts(n, hosts, state_dir, e) : -1;
 }
 
 /* allow by name: the IP literals by address as before, the names through the egress helper. */
@@ -272,13 +277,8 @@ static int prepare_bindings(struct nsbox_net *n, const struct nsbox_spec *s, con
  * point there (the file is bound already: rewritten in place, the sandbox sees the new text). */
 static int start_egress(struct nsbox_net *n, struct nsbox_err *e)
 {
-    char hostname[NSBOX_SANDBOX_HOSTNAME_MAX];
-    bool oom;
-    nsbox_state_hostname(n->plan.id, hostname);
-    cleanup_free char *hosts = nsbox_netplan_hosts(&n->plan, hostname, &oom);
-    if (!hosts)
-        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-    if (write_file(n->hosts, hosts, e) < 0)
+    cleanup_free char *hosts = hosts_text(&n->plan, n->plan.id, e);
+    if (!hosts || write_file(n->hosts, hosts, e) < 0)
         return -1;
     if (nsbox_egress_tls_to_helper(n->tls, e) < 0)
         return -1;

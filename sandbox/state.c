@@ -522,8 +522,8 @@ static unsigned list_slot_files(const char *dir, uint32_t *found, unsigned *nfou
         n++;
         char *end;
         unsigned long v = strtoul(de->d_name, &end, 10);
-        if (*nfound < SLOT_FILES_TRIED && de->d_name[0] >= '0' && de->d_name[0] <= '9' &&
-            !*end && v < NSBOX_UID_SLOTS)
+        if (*nfound < SLOT_FILES_TRIED && de->d_name[0] >= '0' && de->d_name[0] <= '9' && !*end &&
+            v < NSBOX_UID_SLOTS)
             found[(*nfound)++] = (uint32_t)v;
     }
     closedir(d);

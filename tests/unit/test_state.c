@@ -243,6 +243,19 @@ static void test_valid_id(void **state)
 
 /* ---- create / destroy ---------------------------------------------------------------------- */
 
+/* path is a symlink to NSBOX_STATE_LOCK_MARK: the "lock" mark an older nsbox's gc cannot open. */
+static void assert_lock_mark(const char *path)
+{
+    struct stat sb;
+    char text[128];
+    assert_int_equal(lstat(path, &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode));
+    ssize_t tl = readlink(path, text, sizeof text - 1);
+    assert_true(tl > 0);
+    text[tl] = '\0';
+    assert_string_equal(text, NSBOX_STATE_LOCK_MARK);
+}
+
 /* Twice: first with neither base directory present (made on demand), then with both there. */
 static void create_fresh_once(struct fx *f)
 {
@@ -268,14 +281,9 @@ static void create_fresh_once(struct fx *f)
      * a "lock" symlink for older nsbox binaries: their gc opens <dir>/lock (O_RDWR, O_NOFOLLOW,
      * no O_CREAT) and takes ENOENT for a dead sandbox, any other error for a live one */
     assert_int_equal(count_entries(st.dir), 1);
-    char mark[PATH_MAX], text[128];
+    char mark[PATH_MAX];
     snprintf(mark, sizeof mark, "%s/lock", st.dir);
-    assert_int_equal(lstat(mark, &sb), 0);
-    assert_true(S_ISLNK(sb.st_mode));
-    ssize_t tl = readlink(mark, text, sizeof text - 1);
-    assert_true(tl > 0);
-    text[tl] = '\0';
-    assert_string_equal(text, NSBOX_STATE_LOCK_MARK);
+    assert_lock_mark(mark);
     assert_int_equal(open(mark, O_RDWR | O_NOFOLLOW | O_CLOEXEC), -1);
     assert_int_not_equal(errno, ENOENT);
     /* the cache directory exists (made if it was not there); nothing of the sandbox in it: the
@@ -324,8 +332,10 @@ static void test_lock_marks_share_one_inode(void **state)
     nsbox_state_init(&a);
     nsbox_state_init(&b);
     struct nsbox_err e = {0};
-    if (nsbox_state_create(&a, NULL, NSBOX_WS_TMPFS, &e) != 0) fail_msg("create: %s", e.msg);
-    if (nsbox_state_create(&b, NULL, NSBOX_WS_TMPFS, &e) != 0) fail_msg("create: %s", e.msg);
+    if (nsbox_state_create(&a, NULL, NSBOX_WS_TMPFS, &e) != 0)
+        fail_msg("create: %s", e.msg);
+    if (nsbox_state_create(&b, NULL, NSBOX_WS_TMPFS, &e) != 0)
+        fail_msg("create: %s", e.msg);
     char pa[PATH_MAX], pb[PATH_MAX], shared[PATH_MAX];
     snprintf(pa, sizeof pa, "%s/lock", a.dir);
     snprintf(pb, sizeof pb, "%s/lock", b.dir);
@@ -352,7 +362,8 @@ static void test_lock_mark_not_ours_is_not_linked(void **state)
 {
     struct fx *f = *state;
     struct nsbox_err e = {0};
-    if (nsbox_mkdir_p(f->state, 0700, &e) < 0) fail_msg("mkdir: %s", e.msg);
+    if (nsbox_mkdir_p(f->state, 0700, &e) < 0)
+        fail_msg("mkdir: %s", e.msg);
     char shared[PATH_MAX];
     snprintf(shared, sizeof shared, "%s/" NSBOX_STATE_LOCK_MARK_NAME, f->state);
     int fd = open(shared, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -360,16 +371,12 @@ static void test_lock_mark_not_ours_is_not_linked(void **state)
     close(fd);
     struct nsbox_state st;
     nsbox_state_init(&st);
-    if (nsbox_state_create(&st, NULL, NSBOX_WS_TMPFS, &e) != 0) fail_msg("create: %s", e.msg);
-    char mark[PATH_MAX], text[128];
+    if (nsbox_state_create(&st, NULL, NSBOX_WS_TMPFS, &e) != 0)
+        fail_msg("create: %s", e.msg);
+    char mark[PATH_MAX];
     snprintf(mark, sizeof mark, "%s/lock", st.dir);
-    struct stat sm, ss;
-    assert_int_equal(lstat(mark, &sm), 0);
-    assert_true(S_ISLNK(sm.st_mode));
-    ssize_t tl = readlink(mark, text, sizeof text - 1);
-    assert_true(tl > 0);
-    text[tl] = '\0';
-    assert_string_equal(text, NSBOX_STATE_LOCK_MARK);
+    assert_lock_mark(mark);
+    struct stat ss;
     assert_int_equal(lstat(shared, &ss), 0);
     assert_true(S_ISREG(ss.st_mode));
     assert_int_equal(ss.st_nlink, 1);
