@@ -405,6 +405,15 @@ static int plan_config_mounts(const struct nsbox_rootfs_cfg *cfg, struct nsbox_m
     return plan_config_masks(cfg, plan, e);
 }
 
+/* Whether one of the config's mounts (nsbox-oci) has the destination rel (no leading '/'). */
+static bool config_mounts_on(const struct nsbox_rootfs_cfg *cfg, const char *rel)
+{
+    for (size_t i = 0; i < cfg->n_mounts; i++)
+        if (!strcmp(cfg->mounts[i].destination + strspn(cfg->mounts[i].destination, "/"), rel))
+            return true;
+    return false;
+}
+
 int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
                            struct nsbox_err *e)
 {
@@ -431,7 +440,9 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
         f->optional = etc_files[i].optional;
         f->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
     }
-    if (cfg->hosts_text) {
+    /* A config mount on /etc/hosts (Podman binds its own) goes over nsbox's file, and a mount
+     * cannot go on a file whose name is gone: then the config's alone. */
+    if (cfg->hosts_text && !config_mounts_on(cfg, "etc/hosts")) {
         struct nsbox_mount_op *f = PUSH(NSBOX_MOP_BIND_TEXT, "etc/hosts");
         if (set_src(plan, f, cfg->hosts_text, e) < 0)
             return -1;
