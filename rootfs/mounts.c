@@ -405,6 +405,15 @@ static int plan_config_mounts(const struct nsbox_rootfs_cfg *cfg, struct nsbox_m
     return plan_config_masks(cfg, plan, e);
 }
 
+/* Whether one of the config's mounts (nsbox-oci) has the destination rel (no leading '/'). */
+static bool config_mounts_on(const struct nsbox_rootfs_cfg *cfg, const char *rel)
+{
+    for (size_t i = 0; i < cfg->n_mounts; i++)
+        if (!strcmp(cfg->mounts[i].destination + strspn(cfg->mounts[i].destination, "/"), rel))
+            return true;
+    return false;
+}
+
 int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
                            struct nsbox_err *e)
 {
@@ -429,6 +438,16 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
             return -1;
         f->target_in_image = true;
         f->optional = etc_files[i].optional;
+        f->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+    }
+    /* A config mount on /etc/hosts (Podman binds its own) goes over nsbox's file, and a mount
+     * cannot go on a file whose name is gone: then the config's alone. */
+    if (cfg->hosts_text && !config_mounts_on(cfg, "etc/hosts")) {
+        struct nsbox_mount_op *f = PUSH(NSBOX_MOP_BIND_TEXT, "etc/hosts");
+        if (set_src(plan, f, cfg->hosts_text, e) < 0)
+            return -1;
+        f->target_in_image = true;
+        f->optional = cfg->hosts_optional;
         f->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
     }
     PUSH(NSBOX_MOP_MKDIR, "workspace")->mode = 0755;
@@ -625,6 +644,7 @@ int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_p
 static int attach(const struct nsbox_sys *sys, int *fd, const struct nsbox_mount_op *o,
                   struct nsbox_err *e)
 {
+    const char *src = o->op == NSBOX_MOP_BIND_TEXT ? "nsbox's file" : o->src; /* for messages */
     if (o->target_in_image) {
         /* The target is the image's file: a symlink there (to the host's files, or anywhere)
          * is refused instead of followed (CVE-2021-30465 family). */
@@ -640,7 +660,7 @@ static int attach(const struct nsbox_sys *sys, int *fd, const struct nsbox_mount
         }
         int r = tfd < 0 ? -1 : sys->move_mount_to_fd(*fd, tfd);
         if (tfd >= 0 && r < 0)
-            nsbox_err_sys(e, "rootfs: cannot mount %s on /%s", o->src, o->target);
+            nsbox_err_sys(e, "rootfs: cannot mount %s on /%s", src, o->target);
         else if (tfd < 0)
             nsbox_err_wrap(e, "image");
         sys->close(*fd);
@@ -649,9 +669,33 @@ static int attach(const struct nsbox_sys *sys, int *fd, const struct nsbox_mount
     }
     int r = sys->move_mount_to(*fd, o->target);
     if (r < 0)
-        nsbox_err_sys(e, "rootfs: cannot mount %s on /%s", o->src, o->target);
+        nsbox_err_sys(e, "rootfs: cannot mount %s on /%s", src, o->target);
     sys->close(*fd);
     *fd = -1;
+    return r;
+}
+
+/* BIND_TEXT: the file is made on the root's tmpfs under a name of its own, cloned with its
+ * attributes (as clone_source does for a host file) and bound; then the name goes, so that the
+ * read-only bind is the file's only path. A file on the host for it was an inode of the host's
+ * filesystem made and removed at every create (docs/decisions.md, "A sandbox's /etc/hosts is
+ * made inside it"). */
+#define TEXT_FILE_NAME ".nsbox-text"
+static int bind_text(const struct nsbox_sys *sys, const struct nsbox_mount_op *o,
+                     struct nsbox_err *e)
+{
+    if (sys->write_file(TEXT_FILE_NAME, o->src, strlen(o->src), 0444) < 0)
+        return nsbox_err_sys(e, "rootfs: write the text of /%s", o->target);
+    int fd = sys->open_tree(AT_FDCWD, TEXT_FILE_NAME, 0);
+    int r = fd < 0 ? nsbox_err_sys(e, "rootfs: bind the text of /%s", o->target) : 0;
+    if (r == 0 && o->attr && sys->mount_setattr_fd(fd, 0, o->attr, 0) < 0) {
+        r = nsbox_err_sys(e, "rootfs: cannot set attributes of /%s", o->target);
+        sys->close(fd);
+    }
+    if (r == 0)
+        r = attach(sys, &fd, o, e);
+    if (unlink(TEXT_FILE_NAME) < 0 && errno != ENOENT && r == 0)
+        r = nsbox_err_sys(e, "rootfs: remove the name of /%s's text", o->target);
     return r;
 }
 
@@ -684,6 +728,8 @@ static int apply_op(const struct nsbox_sys *sys, const struct nsbox_mount_op *o,
     case NSBOX_MOP_BIND:
     case NSBOX_MOP_BIND_DEV:
         return attach(sys, fd, o, e);
+    case NSBOX_MOP_BIND_TEXT:
+        return bind_text(sys, o, e);
     case NSBOX_MOP_PROC:
         if (sys->mount(o->src[0] ? o->src : "proc", dst, "proc", o->flags, NULL) < 0)
             return nsbox_err_sys(e, "rootfs: mount proc (a pid namespace and an unmasked /proc "

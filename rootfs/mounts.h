@@ -40,6 +40,8 @@ enum nsbox_mop {
     NSBOX_MOP_SETATTR,   /* set attr on the mount at target, in place */
     NSBOX_MOP_FS,        /* a new filesystem of type fstype (mqueue, sysfs) from src, flags, data */
     NSBOX_MOP_MASK,      /* MASK_DIR over a directory, else MASK_FILE (optional: may not exist) */
+    NSBOX_MOP_BIND_TEXT, /* a file of text src on the root's tmpfs, bound on target (as BIND, attr),
+                            its name then removed: the bind is its only path */
 };
 
 struct nsbox_mount_op {
@@ -89,6 +91,7 @@ struct nsbox_rootfs_cfg {
     struct nsbox_root_entry entries[NSBOX_ROOT_ENTRIES_MAX];
     const char *resolv_conf; /* host file bound over /etc/resolv.conf, or NULL */
     const char *hosts;       /* host file bound over /etc/hosts, or NULL */
+    const char *hosts_text;  /* or the text of /etc/hosts, made inside (NSBOX_MOP_BIND_TEXT) */
     const char *ca_bundle;   /* host file bound over the system trust bundle, or NULL */
     bool hosts_optional;     /* only where the image's /etc/hosts can be mounted over safely
                                 (not allow: the image's own file will do elsewhere) */

@@ -37,8 +37,8 @@ struct nsbox_net {
     enum nsbox_net_mode mode;
     bool link;
     struct nsbox_netplan plan;
-    char resolv[PATH_MAX], hosts[PATH_MAX];
-    bool has_resolv, has_hosts;
+    char resolv[PATH_MAX], hosts[PATH_MAX]; /* hosts: a path, or with hosts_inside the text */
+    bool has_resolv, has_hosts, hosts_inside;
     struct nsbox_nft *nft; /* parent only, from attach to teardown */
     struct nsbox_nftbatch del; /* the batch that removes the sandbox's elements, once added */
     bool attached;         /* written by the parent, read by the child: see net_alloc */
@@ -188,21 +188,44 @@ static int resolve_host(void *ctx, const char *name, struct in_addr *out, size_t
     return 0;
 }
 
-/* The sandbox's /etc/hosts, with its hostname: every network mode (plan NULL for none). */
-static int write_hosts(struct nsbox_net *n, const struct nsbox_netplan *plan, const char *id,
-                       const char *state_dir, struct nsbox_err *e)
+/* The text of the sandbox's /etc/hosts, with its hostname: every network mode (plan NULL for
+ * none); NULL with e filled. */
+static char *hosts_text(const struct nsbox_netplan *plan, const char *id, struct nsbox_err *e)
 {
     char hostname[NSBOX_SANDBOX_HOSTNAME_MAX];
     nsbox_state_hostname(id, hostname);
     bool oom;
-    cleanup_free char *hosts = nsbox_netplan_hosts(plan, hostname, &oom);
+    char *hosts = nsbox_netplan_hosts(plan, hostname, &oom);
     if (!hosts)
-        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    return hosts;
+}
+
+/* ...into the state directory, bound from there (rewritten in place by start_egress). */
+static int write_hosts(struct nsbox_net *n, const char *hosts, const char *state_dir,
+                       struct nsbox_err *e)
+{
     if ((size_t)snprintf(n->hosts, sizeof n->hosts, "%s/hosts", state_dir) >= sizeof n->hosts)
         return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long: %s", state_dir);
     if (write_file(n->hosts, hosts, e) < 0)
         return -1;
     n->has_hosts = true;
+    return 0;
+}
+
+/* Loopback only: nothing ever rewrites the hosts file (start_egress does, for names), so its
+ * text is made inside the sandbox, on its root's tmpfs (rootfs/mounts.h, NSBOX_MOP_BIND_TEXT),
+ * not in the state directory: one inode fewer on the host's filesystem at every create. */
+static int hosts_inside(struct nsbox_net *n, const char *id, const char *state_dir,
+                        struct nsbox_err *e)
+{
+    cleanup_free char *hosts = hosts_text(NULL, id, e);
+    if (!hosts)
+        return -1;
+    if (strlen(hosts) >= sizeof n->hosts) /* not with one name; the file then, as for the rest */
+        return write_hosts(n, hosts, state_dir, e);
+    memcpy(n->hosts, hosts, strlen(hosts) + 1);
+    n->has_hosts = n->hosts_inside = true;
     return 0;
 }
 
@@ -216,7 +239,8 @@ static int write_etc_files(struct nsbox_net *n, const char *id, const char *stat
     if (write_file(n->resolv, resolv, e) < 0)
         return -1;
     n->has_resolv = true;
-    return write_hosts(n, &n->plan, id, state_dir, e);
+    cleanup_free char *hosts = hosts_text(&n->plan, id, e);
+    return hosts ? write_hosts(n, hosts, state_dir, e) : -1;
 }
 
 /* allow by name: the IP literals by address as before, the names through the egress helper. */
@@ -265,13 +289,8 @@ static int check_helper(struct nsbox_err *e)
  * point there (the file is bound already: rewritten in place, the sandbox sees the new text). */
 static int start_egress(struct nsbox_net *n, struct nsbox_err *e)
 {
-    char hostname[NSBOX_SANDBOX_HOSTNAME_MAX];
-    bool oom;
-    nsbox_state_hostname(n->plan.id, hostname);
-    cleanup_free char *hosts = nsbox_netplan_hosts(&n->plan, hostname, &oom);
-    if (!hosts)
-        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-    if (write_file(n->hosts, hosts, e) < 0)
+    cleanup_free char *hosts = hosts_text(&n->plan, n->plan.id, e);
+    if (!hosts || write_file(n->hosts, hosts, e) < 0)
         return -1;
     int r = nsbox_egress_spawn(&n->plan, n->tls, n->egress_log,
                                n->has_egress_id ? &n->egress_id : NULL, &n->egress, e);
@@ -350,8 +369,8 @@ int nsbox_net_prepare(const struct nsbox_spec *s, const char *id, const char *st
         return nsbox_err_sys(e, "mmap");
     n->mode = s->net;
     n->link = s->net != NSBOX_NET_NONE || s->n_egress > 0;
-    if (!n->link) { /* loopback only: no privilege needed, only the hosts file on the host */
-        if (write_hosts(n, NULL, id, state_dir, e) < 0) {
+    if (!n->link) { /* loopback only: no privilege needed, nothing on the host */
+        if (hosts_inside(n, id, state_dir, e) < 0) {
             nsbox_net_teardown(n);
             return -1;
         }
@@ -469,7 +488,12 @@ const char *nsbox_net_resolv_conf(const struct nsbox_net *n)
 
 const char *nsbox_net_hosts(const struct nsbox_net *n)
 {
-    return n && n->has_hosts ? n->hosts : NULL;
+    return n && n->has_hosts && !n->hosts_inside ? n->hosts : NULL;
+}
+
+const char *nsbox_net_hosts_text(const struct nsbox_net *n)
+{
+    return n && n->has_hosts && n->hosts_inside ? n->hosts : NULL;
 }
 
 struct cJSON *nsbox_net_describe(const struct nsbox_net *n, enum nsbox_net_mode mode)

@@ -45,6 +45,9 @@ int nsbox_net_child_setup(const struct nsbox_net *n, struct nsbox_err *e);
 /* Host paths of files to bind over the sandbox's /etc/resolv.conf and /etc/hosts, or NULL. */
 const char *nsbox_net_resolv_conf(const struct nsbox_net *n);
 const char *nsbox_net_hosts(const struct nsbox_net *n);
+/* ...or, where nothing rewrites it (loopback only), the text of the sandbox's /etc/hosts, made
+ * inside it; NULL otherwise. */
+const char *nsbox_net_hosts_text(const struct nsbox_net *n);
 /* The system trust bundle's path inside the sandbox, which nsbox replaces with a copy that also
  * holds the sandbox's CA when it has header bindings. */
 #define NSBOX_NET_BUNDLE "/etc/ssl/certs/ca-certificates.crt"

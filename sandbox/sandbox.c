@@ -211,6 +211,7 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
         return -1;
     cfg->resolv_conf = nsbox_net_resolv_conf(c->net);
     cfg->hosts = nsbox_net_hosts(c->net);
+    cfg->hosts_text = nsbox_net_hosts_text(c->net);
     cfg->ca_bundle = nsbox_net_bundle(c->net);
     /* Unless names are pinned (allow, or bound hosts), the hosts file only adds the sandbox's
      * own name: an image whose /etc/hosts cannot be mounted over safely (a symlink, missing)

@@ -188,6 +188,34 @@ int nsbox_state_dead_lock(const char *rt, const char *id)
     return nsbox_state_lock(dir);
 }
 
+/* <dir>/lock, the mark for an older nsbox (dirfd: <dir>): a hard link to the runtime directory
+ * rt's one mark, made there by the first create. A symlink of its own per sandbox was an inode
+ * allocated and freed at every create and rm, the costliest step of a create's own on a disk
+ * filesystem (docs/decisions.md, "One lock mark for every state directory"); a link is a
+ * directory entry. Where a link cannot be made (a filesystem without hard links, a link count
+ * at its limit, something else by that name), a symlink of its own as before. */
+static int make_lock_mark(const char *rt, int dirfd)
+{
+    char shared[PATH_MAX];
+    struct nsbox_err ignored; /* too long: the fallback below */
+    if (path_join(shared, rt, NSBOX_STATE_LOCK_MARK_NAME, &ignored) == 0) {
+        int r = linkat(AT_FDCWD, shared, dirfd, "lock", 0);
+        if (r < 0 && errno == ENOENT &&
+            (symlink(NSBOX_STATE_LOCK_MARK, shared) == 0 || errno == EEXIST))
+            r = linkat(AT_FDCWD, shared, dirfd, "lock", 0);
+        /* only a symlink of our text is a mark: a file put there by hand would become every
+         * sandbox's "lock", whose flock an older gc would take for theirs */
+        char text[sizeof NSBOX_STATE_LOCK_MARK]; /* readlink fails on anything else */
+        size_t n = strlen(NSBOX_STATE_LOCK_MARK);
+        if (r == 0 && readlinkat(dirfd, "lock", text, sizeof text) == (ssize_t)n &&
+            !memcmp(text, NSBOX_STATE_LOCK_MARK, n))
+            return 0;
+        if (r == 0)
+            unlinkat(dirfd, "lock", 0);
+    }
+    return symlinkat(NSBOX_STATE_LOCK_MARK, dirfd, "lock");
+}
+
 int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum nsbox_ws_kind kind,
                        struct nsbox_err *e)
 {
@@ -231,7 +259,7 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
      * filler started before an upgrade: its gc takes a directory without a "lock" file for an
      * interrupted removal, and would kill a live sandbox. A symlink by that name it cannot
      * open, and so leaves the sandbox alone. */
-    if (symlinkat(NSBOX_STATE_LOCK_MARK, st->lock_fd, "lock") < 0) {
+    if (make_lock_mark(rt, st->lock_fd) < 0) {
         nsbox_err_sys(e, "cannot create %s/lock", tmp);
         nsbox_closep(&st->lock_fd);
         goto remove_tmp;
@@ -248,6 +276,14 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
         nsbox_closep(&st->lock_fd);
         goto remove_tmp;
     }
+    /* The tombstone log's directory is there before any deletion needs it: a deletion on a
+     * state filesystem that ran out of inodes meanwhile then needs one, for the log, which the
+     * control socket's gives back at once (the state directory's comes back only once the
+     * kernel has torn the sandbox's mounts down, a moment later). Nothing when it exists. */
+    char tombs[PATH_MAX];
+    struct nsbox_err ignored; /* the log's writer makes it, or says why not */
+    if (path_join(tombs, rt, "tombstones", &ignored) == 0)
+        (void)mkdir(tombs, 0700);
     return make_workspace(st, workspace_arg, kind, e);
 
 remove_tmp: {
@@ -469,18 +505,51 @@ static void slot_path(char *out, size_t n, const char *dir, uint32_t slot)
     snprintf(out, n, "%s/%u", dir, slot);
 }
 
-/* How many entries the directory dir holds (0 when it cannot be read). */
-static unsigned count_entries(const char *dir)
+/* The slot files the directory dir holds: how many (0 when it cannot be read), and the first
+ * SLOT_FILES_TRIED of their slots in found[] (*nfound). */
+#define SLOT_FILES_TRIED 16
+static unsigned list_slot_files(const char *dir, uint32_t *found, unsigned *nfound)
 {
+    *nfound = 0;
     DIR *d = opendir(dir);
     if (!d)
         return 0;
     unsigned n = 0;
     struct dirent *de;
-    while ((de = readdir(d)))
-        n += de->d_name[0] != '.';
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        n++;
+        char *end;
+        unsigned long v = strtoul(de->d_name, &end, 10);
+        if (*nfound < SLOT_FILES_TRIED && de->d_name[0] >= '0' && de->d_name[0] <= '9' && !*end &&
+            v < NSBOX_UID_SLOTS)
+            found[(*nfound)++] = (uint32_t)v;
+    }
     closedir(d);
     return n;
+}
+
+/* The slot of an existing file nobody holds, locked (its file left by an ended sandbox, for the
+ * next): 0, or -1 when all that were tried are held. */
+static int reuse_slot_file(struct nsbox_state *st, const char *dir, const uint32_t *found,
+                           unsigned nfound, uint32_t start)
+{
+    char path[PATH_MAX];
+    for (unsigned k = 0; k < nfound; k++) {
+        uint32_t slot = found[(start + k) % nfound];
+        slot_path(path, sizeof path, dir, slot);
+        int fd = lock_file(path, false);
+        if (fd < 0)
+            continue;
+        if (nsbox_fd_is_at_path(fd, path)) { /* not unlinked by a gc meanwhile */
+            st->slot = slot;
+            st->slot_fd = fd;
+            return 0;
+        }
+        close(fd);
+    }
+    return -1;
 }
 
 int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e)
@@ -492,13 +561,19 @@ int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e)
      * slot's file is there while its sandbox lives, so at least half of those slots are free
      * and the search tries about two; the lowest free slot, found by trying from 0, cost one
      * open, flock and close per live sandbox below it (a create with 300 alive spent about 1
-     * ms on it). A slot's file goes when its sandbox ends (nsbox_state_destroy), and gc removes
-     * those of killed sandboxes: the files are about as many as the sandboxes alive. Past the
-     * window, the rest in turn, up to the last slot. */
-    uint32_t window = nsbox_slot_window(count_entries(dir), NSBOX_UID_SLOTS);
+     * ms on it). Past the window, the rest in turn, up to the last slot. A slot's file stays
+     * when its sandbox ends, and is taken again first: a file made and removed per sandbox was
+     * an inode allocated and freed at every create (docs/decisions.md, "uid slot files are
+     * kept for the next sandbox"); gc removes the ones nobody holds, so the files are about as
+     * many as the sandboxes that lived at once since the last gc. */
+    uint32_t found[SLOT_FILES_TRIED];
+    unsigned nfound;
+    uint32_t window = nsbox_slot_window(list_slot_files(dir, found, &nfound), NSBOX_UID_SLOTS);
     uint32_t start = 0;
     if (getrandom(&start, sizeof start, GRND_NONBLOCK) != (ssize_t)sizeof start)
         start = (uint32_t)getpid();
+    if (reuse_slot_file(st, dir, found, nfound, start) == 0)
+        return 0;
     start %= window;
     bool made_dir = false;
     for (uint32_t i = 0; i < NSBOX_UID_SLOTS; i++) {
@@ -544,16 +619,8 @@ int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e)
         st->dir[0] = '\0';
     }
     nsbox_closep(&st->lock_fd);
-    /* The slot's file goes while we hold its lock (a taker that opened it meanwhile finds its
-     * lock on a file no longer at the path, and tries again): slots are picked at random, and
-     * files left behind by every sandbox that ends would pile up until a gc. */
-    char dir[PATH_MAX], path[PATH_MAX];
-    struct nsbox_err ignored; /* a slot directory that cannot be named: its file waits for gc */
-    if (st->slot_fd >= 0 && nsbox_state_uid_slot_dir(dir, sizeof dir, &ignored) == 0) {
-        slot_path(path, sizeof path, dir, st->slot);
-        if (nsbox_fd_is_at_path(st->slot_fd, path))
-            unlink(path);
-    }
+    /* The slot's file stays, free once its lock goes with this descriptor: the next create
+     * takes it first (nsbox_state_take_slot), gc removes it if none does. */
     nsbox_closep(&st->slot_fd);
     return ret;
 }

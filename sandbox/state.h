@@ -18,6 +18,9 @@
 #define NSBOX_WS_NAME_SIZE (NSBOX_ID_LEN + sizeof NSBOX_WS_FILE_SUFFIX)
 /* The target of <dir>/lock, a symlink that keeps an older nsbox's gc away (state.c). */
 #define NSBOX_STATE_LOCK_MARK "the lock is a flock on this directory"
+/* <runtime>/NSBOX_STATE_LOCK_MARK_NAME: that symlink, once; each <dir>/lock is a hard link to it
+ * (not a valid id: gc and ls pass it by). */
+#define NSBOX_STATE_LOCK_MARK_NAME "lock-mark"
 /* Root's uid slot registry, shared by every nsbox on the machine (state.c uid_slot_dir). */
 #define NSBOX_UID_SLOT_DIR "/run/nsbox/uids"
 

@@ -541,6 +541,11 @@ __attribute__((noreturn)) void nsbox_supervisor_main(const struct nsbox_supervis
     struct nsbox_err e2;
     nsbox_sup_pool_entry_remove(&S);
     nsbox_sandbox_destroy(&S.sb, &e2);
+    /* The control socket's inode is freed with its last descriptor, not by its unlink, and the
+     * state directory's with the sandbox's mounts, which the workspace's descriptor holds: a
+     * state filesystem out of inodes gets them back for the record below. */
+    nsbox_closep(&S.listen_fd);
+    nsbox_closep(&S.ws_fd);
     if (S.tomb_later[0]) /* the id stays in S.sb.st */
         nsbox_tombstone_write(S.sb.st.id, S.tomb_later);
     if (ok < 0) {

@@ -118,9 +118,10 @@ class Dirs:
         for d in (self.state, self.cache):
             for name in os.listdir(d):
                 # shared, not a sandbox's: uid slot locks; empty-filesystem templates; the
-                # bounded log of deletions (docs/protocol.md); when create's gc last ran
+                # bounded log of deletions (docs/protocol.md); when create's gc last ran; the
+                # one lock mark every state directory links to
                 if name not in ("uids", ".workspace-templates", "pool", "tombstones",
-                                "gc.stamp"):
+                                "gc.stamp", "lock-mark"):
                     out.append(os.path.join(d, name))
         # the pool's directory: its waiting sandboxes' entries are leftovers; the default
         # mode's notes of past runs (<key>.seen, docs/pool.md) and fillers' locks are not

@@ -254,6 +254,30 @@ static void test_plan_etc_files(void **state)
     }
 }
 
+/* Network none: the sandbox's /etc/hosts is its text, made on the root's tmpfs and bound over
+ * the image's as the host file was (read-only, resolved inside the image, optional); nothing of
+ * it on the host. */
+static void test_plan_hosts_text(void **state)
+{
+    (void)state;
+    struct world *w = host_world();
+    static const char text[] = "127.0.0.1\tlocalhost\n127.0.1.1\tnsbox-0123456789ab\n";
+    w->cfg.hosts = NULL;
+    w->cfg.hosts_text = text;
+    w->cfg.hosts_optional = true;
+    build_ok(w);
+    assert_int_equal(idx(&w->plan, NSBOX_MOP_BIND, "etc/hosts"), -1);
+    int h = idx(&w->plan, NSBOX_MOP_BIND_TEXT, "etc/hosts");
+    assert_true(h >= 0);
+    assert_string_equal(w->plan.ops[h].src, text);
+    assert_true(w->plan.ops[h].src != text); /* a copy in the plan, which the child keeps */
+    assert_true(w->plan.ops[h].target_in_image);
+    assert_true(w->plan.ops[h].optional);
+    uint64_t want = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+    assert_true((w->plan.ops[h].attr & want) == want);
+    free(w);
+}
+
 /* An image of long symlinks at its top: the sources share one pool in the plan, and one that
  * would overflow it is an error of its own, never a cut-off path. Each source stays whole. */
 static void test_plan_sources_pool_bounded(void **state)
@@ -850,6 +874,7 @@ int main(void)
         cmocka_unit_test(test_top_level_file_bound),
         cmocka_unit_test(test_plan_sources_pool_bounded),
         cmocka_unit_test(test_plan_etc_files),
+        cmocka_unit_test(test_plan_hosts_text),
         cmocka_unit_test(test_host_plan_etc_from_store),
         cmocka_unit_test(test_symlinks_recreated),
         cmocka_unit_test(test_provided_entries_not_exposed),

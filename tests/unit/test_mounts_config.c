@@ -151,6 +151,29 @@ static void test_config_refusals(void **state)
     refused(&cases[5], NSBOX_E_INVALID, "needs an absolute source");
 }
 
+/* With network none nsbox's /etc/hosts is a text bound inside, its name removed, and nothing
+ * can be mounted on it: a config that binds its own /etc/hosts (Podman does) has that alone;
+ * without one, nsbox's. */
+static void test_config_hosts_replaces_nsbox_hosts_text(void **state)
+{
+    (void)state;
+    static const struct nsbox_rootfs_mount own[] = {
+        {"/proc", "proc", "proc", 0, false, false, ""},
+        {"/etc/hosts", "bind", "/run/ctr/hosts", MS_RDONLY, false, true, ""},
+    };
+    for (size_t n = 1; n <= 2; n++) {
+        struct world *w = config_world(own, n);
+        w->cfg.hosts_text = "127.0.0.1\tlocalhost\n";
+        w->cfg.hosts_optional = true;
+        struct nsbox_err e = {0};
+        if (nsbox_mount_plan_build(&w->cfg, &w->plan, &e) < 0)
+            fail_msg("%s", e.msg);
+        assert_int_equal(count(&w->plan, NSBOX_MOP_BIND_TEXT, NULL), n == 1 ? 1 : 0);
+        assert_int_equal(idx(&w->plan, NSBOX_MOP_BIND, "etc/hosts") >= 0, n == 2);
+        free(w);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -158,6 +181,7 @@ int main(void)
         cmocka_unit_test(test_config_without_proc_and_dev),
         cmocka_unit_test(test_config_refusals),
         cmocka_unit_test(test_config_masks),
+        cmocka_unit_test(test_config_hosts_replaces_nsbox_hosts_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

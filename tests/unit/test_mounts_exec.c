@@ -569,6 +569,9 @@ static void enter_check_op(const struct ex *x, size_t i, size_t *kp, size_t pivo
     case NSBOX_MOP_MASK:
         fail_msg("op %zu: a config's mask, which these worlds do not have", i);
         break;
+    case NSBOX_MOP_BIND_TEXT: /* target_in_image: resolved for real (e2e.test_run) */
+        fail_msg("op %zu: a text bound in the image, which these worlds do not have", i);
+        break;
     case NSBOX_MOP_TMPFS:
     case NSBOX_MOP_PROC:
     case NSBOX_MOP_DEVPTS:

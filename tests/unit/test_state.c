@@ -243,6 +243,19 @@ static void test_valid_id(void **state)
 
 /* ---- create / destroy ---------------------------------------------------------------------- */
 
+/* path is a symlink to NSBOX_STATE_LOCK_MARK: the "lock" mark an older nsbox's gc cannot open. */
+static void assert_lock_mark(const char *path)
+{
+    struct stat sb;
+    char text[128];
+    assert_int_equal(lstat(path, &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode));
+    ssize_t tl = readlink(path, text, sizeof text - 1);
+    assert_true(tl > 0);
+    text[tl] = '\0';
+    assert_string_equal(text, NSBOX_STATE_LOCK_MARK);
+}
+
 /* Twice: first with neither base directory present (made on demand), then with both there. */
 static void create_fresh_once(struct fx *f)
 {
@@ -268,14 +281,9 @@ static void create_fresh_once(struct fx *f)
      * a "lock" symlink for older nsbox binaries: their gc opens <dir>/lock (O_RDWR, O_NOFOLLOW,
      * no O_CREAT) and takes ENOENT for a dead sandbox, any other error for a live one */
     assert_int_equal(count_entries(st.dir), 1);
-    char mark[PATH_MAX], text[128];
+    char mark[PATH_MAX];
     snprintf(mark, sizeof mark, "%s/lock", st.dir);
-    assert_int_equal(lstat(mark, &sb), 0);
-    assert_true(S_ISLNK(sb.st_mode));
-    ssize_t tl = readlink(mark, text, sizeof text - 1);
-    assert_true(tl > 0);
-    text[tl] = '\0';
-    assert_string_equal(text, NSBOX_STATE_LOCK_MARK);
+    assert_lock_mark(mark);
     assert_int_equal(open(mark, O_RDWR | O_NOFOLLOW | O_CLOEXEC), -1);
     assert_int_not_equal(errno, ENOENT);
     /* the cache directory exists (made if it was not there); nothing of the sandbox in it: the
@@ -313,6 +321,66 @@ static void test_create_fresh_workspace(void **state)
     assert_true(exists("%s", f->state));
     assert_true(exists("%s", f->cache));
     create_fresh_once(f);
+}
+
+/* Every state directory's "lock" mark is one inode, the runtime directory's lock-mark: a mark of
+ * its own per sandbox was an inode allocated and freed at every create and rm. */
+static void test_lock_marks_share_one_inode(void **state)
+{
+    struct fx *f = *state;
+    struct nsbox_state a, b;
+    nsbox_state_init(&a);
+    nsbox_state_init(&b);
+    struct nsbox_err e = {0};
+    if (nsbox_state_create(&a, NULL, NSBOX_WS_TMPFS, &e) != 0)
+        fail_msg("create: %s", e.msg);
+    if (nsbox_state_create(&b, NULL, NSBOX_WS_TMPFS, &e) != 0)
+        fail_msg("create: %s", e.msg);
+    char pa[PATH_MAX], pb[PATH_MAX], shared[PATH_MAX];
+    snprintf(pa, sizeof pa, "%s/lock", a.dir);
+    snprintf(pb, sizeof pb, "%s/lock", b.dir);
+    snprintf(shared, sizeof shared, "%s/" NSBOX_STATE_LOCK_MARK_NAME, f->state);
+    struct stat sa, sb, ss;
+    assert_int_equal(lstat(pa, &sa), 0);
+    assert_int_equal(lstat(pb, &sb), 0);
+    assert_int_equal(lstat(shared, &ss), 0);
+    assert_true(S_ISLNK(ss.st_mode));
+    assert_true(sa.st_ino == ss.st_ino && sb.st_ino == ss.st_ino);
+    assert_int_equal(ss.st_nlink, 3);
+    /* not taken for a sandbox by gc */
+    assert_false(nsbox_state_valid_id(NSBOX_STATE_LOCK_MARK_NAME));
+    assert_int_equal(nsbox_state_destroy(&a, &e), 0);
+    assert_int_equal(nsbox_state_destroy(&b, &e), 0);
+    assert_int_equal(lstat(shared, &ss), 0);
+    assert_int_equal(ss.st_nlink, 1);
+}
+
+/* Something else by the shared mark's name (a file put there by hand) never becomes a sandbox's
+ * "lock": an older gc would lock that one file for every sandbox. The sandbox gets a mark of its
+ * own, and the file is left as it was. */
+static void test_lock_mark_not_ours_is_not_linked(void **state)
+{
+    struct fx *f = *state;
+    struct nsbox_err e = {0};
+    if (nsbox_mkdir_p(f->state, 0700, &e) < 0)
+        fail_msg("mkdir: %s", e.msg);
+    char shared[PATH_MAX];
+    snprintf(shared, sizeof shared, "%s/" NSBOX_STATE_LOCK_MARK_NAME, f->state);
+    int fd = open(shared, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    assert_true(fd >= 0);
+    close(fd);
+    struct nsbox_state st;
+    nsbox_state_init(&st);
+    if (nsbox_state_create(&st, NULL, NSBOX_WS_TMPFS, &e) != 0)
+        fail_msg("create: %s", e.msg);
+    char mark[PATH_MAX];
+    snprintf(mark, sizeof mark, "%s/lock", st.dir);
+    assert_lock_mark(mark);
+    struct stat ss;
+    assert_int_equal(lstat(shared, &ss), 0);
+    assert_true(S_ISREG(ss.st_mode));
+    assert_int_equal(ss.st_nlink, 1);
+    assert_int_equal(nsbox_state_destroy(&st, &e), 0);
 }
 
 /* TMPFS: the workspace exists only inside the sandbox; nothing is made on the host for it. */
@@ -411,7 +479,8 @@ static void test_create_given_id_and_collision(void **state)
     assert_int_equal(before.st_ino, after.st_ino);
     assert_true(a.lock_fd >= 0);
     assert_true(lock_held(a.dir)); /* still a's: an empty directory is not replaced either */
-    assert_int_equal(count_entries(f->state), 1);
+    /* a's directory, the shared lock mark, the tombstone log's directory */
+    assert_int_equal(count_entries(f->state), 3);
     assert_int_equal(nsbox_state_destroy(&a, &e), 0);
 }
 
@@ -875,6 +944,8 @@ int main(void)
         cmocka_unit_test(test_new_id),
         cmocka_unit_test(test_valid_id),
         cmocka_unit_test_setup_teardown(test_create_fresh_workspace, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_marks_share_one_inode, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_mark_not_ours_is_not_linked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_tmpfs_workspace_leaves_no_host_trace, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_create_existing_workspace, setup, teardown),
