@@ -24,7 +24,9 @@ import tempfile
 import time
 import unittest
 
-from netlab import API, TLS_SERVE, Lab, make_pki, missing_tools, start_origin
+import netlab
+from netlab import (API, DIE_WITH_PARENT, LAB_ADDR, META, TLS_SERVE, Lab, make_pki,
+                    missing_tools, start_origin)
 from nsbox_test import NSBOX, Dirs, is_root
 
 sys.path.insert(0, os.path.join(os.environ.get("NSBOX_SOURCE_DIR") or os.path.dirname(
@@ -97,6 +99,25 @@ for t in sys.argv[1:]:
         out[t] = classify(ex)
 print(json.dumps(out))
 """
+
+# A banner on the lab host's loopback and uplink address only (argv[1] the port): a service of
+# "the host" that does not hold the port on the sandboxes' gateways.
+LAB_LISTENER = r"""
+import socket, threading
+def serve(s):
+    while True:
+        c, peer = s.accept()
+        c.sendall(("HELLO %s:%d FROM %s\n" % (c.getsockname() + (peer[0],))).encode())
+        c.close()
+for a in ("127.0.0.1", "LAB_ADDR"):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((a, int(sys.argv[1])))
+    s.listen(16)
+    threading.Thread(target=serve, args=(s,), daemon=True).start()
+print("READY", flush=True)
+threading.Event().wait()
+""".replace("LAB_ADDR", LAB_ADDR)
 
 lab = None
 pki = None
@@ -276,12 +297,14 @@ class Egress(unittest.TestCase):
         env["NSBOX_CONFIG"] = cfg
         return env
 
-    def nsbox(self, args, mode=None):
-        # the lab's resolv.conf and the hosts file with both names, in a private mount namespace
+    def nsbox(self, args, mode=None, hosts=None):
+        # the lab's resolv.conf and the hosts file with both names (or hosts), in a private
+        # mount namespace
         cmd = ["nsenter", f"--net=/run/netns/{lab.lab}", "unshare", "--mount", "--propagation",
                "private", "sh", "-c",
                'mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && '
-               'shift && exec "$@"', lab.resolv, os.path.join(pki, "hosts"), NSBOX] + args
+               'shift && exec "$@"', lab.resolv, hosts or os.path.join(pki, "hosts"),
+               NSBOX] + args
         return subprocess.run(cmd, capture_output=True, timeout=120, env=self.env(mode))
 
     def probe(self, allow, *targets, mode=None, extra=()):
@@ -330,6 +353,60 @@ class Egress(unittest.TestCase):
         pinned, route = r.stdout.decode().splitlines()
         self.assertEqual(pinned.split()[0], route.split()[2])  # "default via GATEWAY ..."
         self.assertEqual(lab_helpers(), [])  # the one-shot run's helper ended with it
+
+    def test_names_that_rebind_to_forbidden_addresses_are_refused(self):
+        # "The host" resolves allowed names to its own loopback and address, to the metadata
+        # address and into the sandbox pool: each of them listens (the lab's upstream on the
+        # metadata address, LAB_LISTENER on the host's), so only the helper's address check
+        # stands between the sandbox and them. The log says which address and why.
+        host_port = 7010
+        p = subprocess.Popen(["ip", "netns", "exec", lab.lab, sys.executable, "-c",
+                              DIE_WITH_PARENT + LAB_LISTENER, str(os.getpid()), str(host_port)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            if p.stdout.readline().strip() != "READY":
+                self.fail(f"the lab host's listener did not start: {p.stderr.read()}")
+            self.assertEqual(lab.tcp_from_lab(LAB_ADDR, host_port),
+                             f"HELLO {LAB_ADDR}:{host_port} FROM {LAB_ADDR}")
+            self.assertEqual(lab.tcp_from_lab(META, 9999), f"HELLO {META}:9999 FROM {LAB_ADDR}")
+            self.rebinding_probe(host_port)
+        finally:
+            p.kill()  # the listener this test started
+            p.wait()
+
+    def rebinding_probe(self, host_port):
+        hosts = os.path.join(self.dirs.base, "rebind-hosts")
+        pool_addr = "10.171.255.254"  # a slot of the default pool no sandbox here has
+        names = {"loop.lab.test": ("127.0.0.1", host_port),
+                 "self.lab.test": (LAB_ADDR, host_port),
+                 "meta.lab.test": (META, 9999),
+                 "pool.lab.test": (pool_addr, 9999),
+                 "api.lab.test": (API, 9999)}  # the control: an address it may reach
+        with open(hosts, "w") as f:
+            f.write("127.0.0.1\tlocalhost\n" +
+                    "".join(f"{a}\t{n}\n" for n, (a, _) in names.items()))
+        os.chmod(hosts, 0o644)
+        # the metadata address named explicitly: that entry opens it, by address, and only it
+        allow = ",".join(f"{n}:{port}" for n, (_, port) in names.items()) + f",{META}:9999"
+        log = os.path.join(self.dirs.base, "rebind.jsonl")
+        targets = [f"tls:{n}:{port}" for n, (_, port) in names.items()] + [f"tcp:{META}:9999"]
+        r = self.nsbox(["run", "--network", f"allow={allow}", "--network-log", log, "--",
+                        "python3", "-c", netlab.PROBE] + targets, hosts=hosts)
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        res = json.loads(r.stdout)
+        self.assertTrue(res.pop("tls:api.lab.test:9999").startswith(f"ok:HELLO {API}:9999"))
+        self.assertTrue(res.pop(f"tcp:{META}:9999").startswith(f"ok:HELLO {META}:9999"))
+        self.assertEqual(res, {t: "reset" for t in res})
+        with open(log) as f:
+            entries = {e["name"]: e for e in map(json.loads, f) if "name" in e}
+        reasons = {n: (entries[n]["verdict"], entries[n].get("reason")) for n in names}
+        self.assertEqual(reasons, {
+            "loop.lab.test": ("refused", "resolves to 127.0.0.1, loopback (this host)"),
+            "self.lab.test": ("refused", f"resolves to {LAB_ADDR}, an address of this host"),
+            "meta.lab.test": ("refused", f"resolves to {META}, link-local or cloud metadata "
+                                         "(169.254.0.0/16)"),
+            "pool.lab.test": ("refused", f"resolves to {pool_addr}, the sandbox address pool"),
+            "api.lab.test": ("spliced", None)})
 
     def create(self, allow):
         with open(os.path.join(pki, "ca.pem")) as f:
