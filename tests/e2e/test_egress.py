@@ -119,6 +119,54 @@ print("READY", flush=True)
 threading.Event().wait()
 """.replace("LAB_ADDR", LAB_ADDR)
 
+# Inside the sandbox: a real TLS handshake (verified) whose ClientHello is over 2 KB (a long
+# ALPN list, as post-quantum key shares make it), written in four pieces, then a request. argv:
+# the host to connect to, its port, the SNI. Prints {"hello": bytes, "result": ...}.
+BIG_HELLO = r"""
+import json, os, socket, ssl, sys, time
+host, port, sni = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+ctx = ssl.create_default_context(cadata=os.environ["LAB_CA"])
+ctx.set_alpn_protocols(["http/1.1"] + ["x-padding-%02d-" % i + "p" * 180 for i in range(12)])
+inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+o = ctx.wrap_bio(inc, out, server_hostname=sni)
+res = {}
+def pump():
+    d = s.recv(65536)
+    if not d:
+        raise ConnectionResetError()
+    inc.write(d)
+try:
+    s = socket.create_connection((host, port), timeout=8)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    while True:
+        try:
+            o.do_handshake()
+            break
+        except ssl.SSLWantReadError:
+            data = out.read()
+            if "hello" not in res:
+                res["hello"] = len(data)
+                q = len(data) // 4 + 1
+                for i in range(0, len(data), q):  # one piece per segment (a pause between)
+                    s.sendall(data[i:i + q])
+                    time.sleep(0.05)
+            else:
+                s.sendall(data)
+            pump()
+    o.write(("GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % sni).encode())
+    s.sendall(out.read())
+    body = b""
+    while b"ORIGIN" not in body:
+        try:
+            body += o.read(65536)
+        except ssl.SSLWantReadError:
+            pump()
+    res["result"] = "ok:" + body.split(b"\r\n\r\n", 1)[-1].decode()
+except (ConnectionResetError, ssl.SSLEOFError, ssl.SSLZeroReturnError):
+    res["result"] = "reset"
+print(json.dumps(res))
+"""
+
 lab = None
 pki = None
 
@@ -345,6 +393,28 @@ class Egress(unittest.TestCase):
         self.assertEqual(res.pop(f"nosni:{NAMES[0]}:{PORT}"), "reset")
         self.assertEqual(res.pop(f"plain:{NAMES[0]}:{PORT}"), "reset")
         self.assertRefused(res.pop(f"tls:{NAMES[0]}:443"))  # a port not allowed
+
+    def test_client_hello_over_several_segments(self):
+        # a hello of over 2 KB, in four writes: the helper reassembles it before deciding
+        with open(os.path.join(pki, "ca.pem")) as f:
+            ca = f.read()
+        out, entries = {}, []
+        for sni in NAMES:
+            log = os.path.join(self.dirs.base, f"big-{sni}.jsonl")  # one run's log each
+            r = self.nsbox(["run", "--network", f"allow={NAMES[0]}:{PORT}", "-e", f"LAB_CA={ca}",
+                            "--network-log", log, "--", "python3", "-c", BIG_HELLO, NAMES[0],
+                            str(PORT), sni])
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+            out[sni] = json.loads(r.stdout)
+            with open(log) as f:
+                entries += [json.loads(line) for line in f]
+        self.assertGreater(out[NAMES[0]]["hello"], 2048)
+        self.assertEqual(out[NAMES[0]]["result"], f"ok:ORIGIN {NAMES[0]}")
+        self.assertEqual(out[NAMES[1]]["result"], "reset")
+        self.assertEqual([(e["name"], e["verdict"]) for e in entries],
+                         [(NAMES[0], "spliced"), (NAMES[1], "refused")])
+        self.assertGreater(entries[0]["bytes_up"], out[NAMES[0]]["hello"])
+        self.assertEqual(entries[1]["reason"], "not in the allow list")
 
     def test_names_pinned_to_the_gateway_and_helper_gone_after(self):
         r = self.nsbox(["run", "--network", f"allow={NAMES[0]}:{PORT}", "--", "sh", "-c",
