@@ -27,7 +27,7 @@ import unittest
 import netlab
 from netlab import (API, DIE_WITH_PARENT, LAB_ADDR, META, TLS_SERVE, Lab, make_pki,
                     missing_tools, start_origin)
-from nsbox_test import NSBOX, Dirs, is_root
+from nsbox_test import NSBOX, Dirs, is_root, wait_for
 
 sys.path.insert(0, os.path.join(os.environ.get("NSBOX_SOURCE_DIR") or os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "python"))
@@ -165,6 +165,38 @@ try:
 except (ConnectionResetError, ssl.SSLEOFError, ssl.SSLZeroReturnError):
     res["result"] = "reset"
 print(json.dumps(res))
+"""
+
+# A UDP listener on 0.0.0.0:argv[1] that appends each datagram it receives, a line each, to
+# the file argv[2].
+UDP_LISTENER = r"""
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", int(sys.argv[1])))
+print("READY", flush=True)
+while True:
+    d, peer = s.recvfrom(2048)
+    with open(sys.argv[2], "ab") as f:
+        f.write(d + b"\n")
+"""
+
+# Inside the sandbox: one datagram to each HOST:PORT:TAG argument (the tag as its payload);
+# what sendto says is not the point, what arrives is.
+UDP_SEND = r"""
+import socket, struct, sys
+def gateway():
+    for line in open("/proc/net/route").read().splitlines()[1:]:
+        f = line.split()
+        if f[1] == "00000000":
+            return socket.inet_ntoa(struct.pack("<I", int(f[2], 16)))
+for t in sys.argv[1:]:
+    host, port, tag = t.split(":")
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.sendto(tag.encode(), (gateway() if host == "GATEWAY" else host, int(port)))
+    except OSError:
+        pass
+print("SENT")
 """
 
 lab = None
@@ -415,6 +447,40 @@ class Egress(unittest.TestCase):
                          [(NAMES[0], "spliced"), (NAMES[1], "refused")])
         self.assertGreater(entries[0]["bytes_up"], out[NAMES[0]]["hello"])
         self.assertEqual(entries[1]["reason"], "not in the allow list")
+
+    def udp_listener(self, ns, port, path):
+        open(path, "wb").close()
+        p = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c",
+                              DIE_WITH_PARENT + UDP_LISTENER, str(os.getpid()), str(port), path],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)  # the listener this test started
+        if p.stdout.readline().strip() != "READY":
+            self.fail(f"the UDP listener did not start: {p.stderr.read()}")
+
+    def test_udp_to_an_allowed_name_and_the_gateway_is_refused(self):
+        # QUIC is UDP on the allowed port: neither the gateway (where the name is pinned) nor
+        # the name's real address passes it. Listeners on the lab host and upstream record
+        # what arrives; a network "all" sandbox and the lab host itself show that they would.
+        up, host = (os.path.join(self.dirs.base, n) for n in ("udp-up", "udp-host"))
+        self.udp_listener(lab.up, 443, up)
+        self.udp_listener(lab.lab, 443, host)
+        r = self.nsbox(["run", "--network", f"allow={NAMES[0]}:443", "--", "python3", "-c",
+                        UDP_SEND, "GATEWAY:443:gateway", f"{NAMES[0]}:443:name",
+                        f"{API}:443:address"])
+        self.assertEqual((r.returncode, r.stdout), (0, b"SENT\n"), r.stderr.decode())
+        r = self.nsbox(["run", "--network", "all", "--", "python3", "-c", UDP_SEND,
+                        f"{API}:443:control"])
+        self.assertEqual((r.returncode, r.stdout), (0, b"SENT\n"), r.stderr.decode())
+        lab.exec(sys.executable, "-c", "import socket; socket.socket(socket.AF_INET, "
+                 f"socket.SOCK_DGRAM).sendto(b'control', ('{LAB_ADDR}', 443))")
+        # the controls arrived, so anything sent before them has too
+        self.assertTrue(wait_for(lambda: open(up, "rb").read() and open(host, "rb").read(),
+                                 20), "the controls never arrived")
+        with open(up, "rb") as f:
+            self.assertEqual(f.read(), b"control\n")
+        with open(host, "rb") as f:
+            self.assertEqual(f.read(), b"control\n")
 
     def test_names_pinned_to_the_gateway_and_helper_gone_after(self):
         r = self.nsbox(["run", "--network", f"allow={NAMES[0]}:{PORT}", "--", "sh", "-c",
