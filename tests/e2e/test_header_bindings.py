@@ -531,7 +531,8 @@ class HeaderBindings(unittest.TestCase):
             f.write(BEARER + "\n")
         os.chmod(path, 0o600)
         # the pattern matches the secret without spelling it (grep's own cmdline is searched)
-        find = (f"grep -rlsE {_q(SECRET[:-1] + '[' + SECRET[-1] + ']')} /etc /workspace /tmp /run /home /root "
+        pattern = _q(SECRET[:-1] + "[" + SECRET[-1] + "]")
+        find = (f"grep -rlsE {pattern} /etc /workspace /tmp /run /home /root "
                 f"/proc/[0-9]*/environ /proc/[0-9]*/cmdline; test -e {_q(path)} && echo VISIBLE")
         r = self.nsbox(["run", "--network", f"allow={NAME}:{PORT}", "--header-binding",
                         f"{NAME}:{PORT}:Authorization=file:{path}", "--", "sh", "-c",
