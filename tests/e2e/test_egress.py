@@ -523,9 +523,12 @@ class Egress(unittest.TestCase):
                     "".join(f"{a}\t{n}\n" for n, (a, _) in names.items()))
         os.chmod(hosts, 0o644)
         # the metadata address named explicitly: that entry opens it, by address, and only it
-        allow = ",".join(f"{n}:{port}" for n, (_, port) in names.items()) + f",{META}:9999"
+        # and a name the host cannot resolve at all (neither its /etc/hosts nor the lab's DNS)
+        allow = ",".join(f"{n}:{port}" for n, (_, port) in names.items()) + \
+            f",{META}:9999,nowhere.lab.test:9999"
         log = os.path.join(self.dirs.base, "rebind.jsonl")
-        targets = [f"tls:{n}:{port}" for n, (_, port) in names.items()] + [f"tcp:{META}:9999"]
+        targets = [f"tls:{n}:{port}" for n, (_, port) in names.items()] + \
+            [f"tcp:{META}:9999", "tls:nowhere.lab.test:9999"]
         r = self.nsbox(["run", "--network", f"allow={allow}", "--network-log", log, "--",
                         "python3", "-c", netlab.PROBE] + targets, hosts=hosts)
         self.assertEqual(r.returncode, 0, r.stderr.decode())
@@ -543,6 +546,7 @@ class Egress(unittest.TestCase):
                                          "(169.254.0.0/16)"),
             "pool.lab.test": ("refused", f"resolves to {pool_addr}, the sandbox address pool"),
             "api.lab.test": ("spliced", None)})
+        self.assertRegex(entries["nowhere.lab.test"]["reason"], r"^cannot resolve: \S")
 
     def create(self, allow):
         with open(os.path.join(pki, "ca.pem")) as f:
