@@ -244,8 +244,9 @@ static int apply_binding(const char *val, struct nsbox_spec *spec, struct nsbox_
         unsetenv(src + 4);
     } else if (!strncmp(src, "file:", 5)) {
         value = read_file_arg(src + 5, NSBOX_HTTPHEAD_VALUE_MAX + 2, &len, e);
+        /* the file's path said on its own: after the host and header it would be cut off */
         if (!value)
-            return nsbox_err_wrap(e, "--header-binding %s", NSBOX_SHOW(val));
+            return nsbox_err_wrap(e, "--header-binding %s, %s", shown, NSBOX_SHOW(src));
         if (len && value[len - 1] == '\n')
             value[--len] = '\0';
         if (len && value[len - 1] == '\r')

@@ -175,7 +175,7 @@ static int connect_upstream(struct conn *c, const char *name)
     struct addrinfo *res = NULL;
     int r = getaddrinfo(name, port, &hints, &res);
     if (r != 0) {
-        set_why(c, "cannot resolve %s%s", gai_strerror(r), "");
+        set_why(c, "cannot resolve: %s%s", gai_strerror(r), "");
         return -1;
     }
     int s = -1;

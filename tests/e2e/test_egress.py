@@ -24,8 +24,10 @@ import tempfile
 import time
 import unittest
 
-from netlab import API, TLS_SERVE, Lab, make_pki, missing_tools, start_origin
-from nsbox_test import NSBOX, Dirs, is_root
+import netlab
+from netlab import (API, DIE_WITH_PARENT, LAB_ADDR, META, TLS_SERVE, Lab, make_pki,
+                    missing_tools, start_origin)
+from nsbox_test import NSBOX, Dirs, is_root, wait_for
 
 sys.path.insert(0, os.path.join(os.environ.get("NSBOX_SOURCE_DIR") or os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "python"))
@@ -96,6 +98,105 @@ for t in sys.argv[1:]:
     except Exception as ex:
         out[t] = classify(ex)
 print(json.dumps(out))
+"""
+
+# A banner on the lab host's loopback and uplink address only (argv[1] the port): a service of
+# "the host" that does not hold the port on the sandboxes' gateways.
+LAB_LISTENER = r"""
+import socket, threading
+def serve(s):
+    while True:
+        c, peer = s.accept()
+        c.sendall(("HELLO %s:%d FROM %s\n" % (c.getsockname() + (peer[0],))).encode())
+        c.close()
+for a in ("127.0.0.1", "LAB_ADDR"):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((a, int(sys.argv[1])))
+    s.listen(16)
+    threading.Thread(target=serve, args=(s,), daemon=True).start()
+print("READY", flush=True)
+threading.Event().wait()
+""".replace("LAB_ADDR", LAB_ADDR)
+
+# Inside the sandbox: a real TLS handshake (verified) whose ClientHello is over 2 KB (a long
+# ALPN list, as post-quantum key shares make it), written in four pieces, then a request. argv:
+# the host to connect to, its port, the SNI. Prints {"hello": bytes, "result": ...}.
+BIG_HELLO = r"""
+import json, os, socket, ssl, sys, time
+host, port, sni = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+ctx = ssl.create_default_context(cadata=os.environ["LAB_CA"])
+ctx.set_alpn_protocols(["http/1.1"] + ["x-padding-%02d-" % i + "p" * 180 for i in range(12)])
+inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+o = ctx.wrap_bio(inc, out, server_hostname=sni)
+res = {}
+def pump():
+    d = s.recv(65536)
+    if not d:
+        raise ConnectionResetError()
+    inc.write(d)
+try:
+    s = socket.create_connection((host, port), timeout=8)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    while True:
+        try:
+            o.do_handshake()
+            break
+        except ssl.SSLWantReadError:
+            data = out.read()
+            if "hello" not in res:
+                res["hello"] = len(data)
+                q = len(data) // 4 + 1
+                for i in range(0, len(data), q):  # one piece per segment (a pause between)
+                    s.sendall(data[i:i + q])
+                    time.sleep(0.05)
+            else:
+                s.sendall(data)
+            pump()
+    o.write(("GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % sni).encode())
+    s.sendall(out.read())
+    body = b""
+    while b"ORIGIN" not in body:
+        try:
+            body += o.read(65536)
+        except ssl.SSLWantReadError:
+            pump()
+    res["result"] = "ok:" + body.split(b"\r\n\r\n", 1)[-1].decode()
+except (ConnectionResetError, ssl.SSLEOFError, ssl.SSLZeroReturnError):
+    res["result"] = "reset"
+print(json.dumps(res))
+"""
+
+# A UDP listener on 0.0.0.0:argv[1] that appends each datagram it receives, a line each, to
+# the file argv[2].
+UDP_LISTENER = r"""
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", int(sys.argv[1])))
+print("READY", flush=True)
+while True:
+    d, peer = s.recvfrom(2048)
+    with open(sys.argv[2], "ab") as f:
+        f.write(d + b"\n")
+"""
+
+# Inside the sandbox: one datagram to each HOST:PORT:TAG argument (the tag as its payload);
+# what sendto says is not the point, what arrives is.
+UDP_SEND = r"""
+import socket, struct, sys
+def gateway():
+    for line in open("/proc/net/route").read().splitlines()[1:]:
+        f = line.split()
+        if f[1] == "00000000":
+            return socket.inet_ntoa(struct.pack("<I", int(f[2], 16)))
+for t in sys.argv[1:]:
+    host, port, tag = t.split(":")
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.sendto(tag.encode(), (gateway() if host == "GATEWAY" else host, int(port)))
+    except OSError:
+        pass
+print("SENT")
 """
 
 lab = None
@@ -276,12 +377,14 @@ class Egress(unittest.TestCase):
         env["NSBOX_CONFIG"] = cfg
         return env
 
-    def nsbox(self, args, mode=None):
-        # the lab's resolv.conf and the hosts file with both names, in a private mount namespace
+    def nsbox(self, args, mode=None, hosts=None):
+        # the lab's resolv.conf and the hosts file with both names (or hosts), in a private
+        # mount namespace
         cmd = ["nsenter", f"--net=/run/netns/{lab.lab}", "unshare", "--mount", "--propagation",
                "private", "sh", "-c",
                'mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && '
-               'shift && exec "$@"', lab.resolv, os.path.join(pki, "hosts"), NSBOX] + args
+               'shift && exec "$@"', lab.resolv, hosts or os.path.join(pki, "hosts"),
+               NSBOX] + args
         return subprocess.run(cmd, capture_output=True, timeout=120, env=self.env(mode))
 
     def probe(self, allow, *targets, mode=None, extra=()):
@@ -323,6 +426,62 @@ class Egress(unittest.TestCase):
         self.assertEqual(res.pop(f"plain:{NAMES[0]}:{PORT}"), "reset")
         self.assertRefused(res.pop(f"tls:{NAMES[0]}:443"))  # a port not allowed
 
+    def test_client_hello_over_several_segments(self):
+        # a hello of over 2 KB, in four writes: the helper reassembles it before deciding
+        with open(os.path.join(pki, "ca.pem")) as f:
+            ca = f.read()
+        out, entries = {}, []
+        for sni in NAMES:
+            log = os.path.join(self.dirs.base, f"big-{sni}.jsonl")  # one run's log each
+            r = self.nsbox(["run", "--network", f"allow={NAMES[0]}:{PORT}", "-e", f"LAB_CA={ca}",
+                            "--network-log", log, "--", "python3", "-c", BIG_HELLO, NAMES[0],
+                            str(PORT), sni])
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+            out[sni] = json.loads(r.stdout)
+            with open(log) as f:
+                entries += [json.loads(line) for line in f]
+        self.assertGreater(out[NAMES[0]]["hello"], 2048)
+        self.assertEqual(out[NAMES[0]]["result"], f"ok:ORIGIN {NAMES[0]}")
+        self.assertEqual(out[NAMES[1]]["result"], "reset")
+        self.assertEqual([(e["name"], e["verdict"]) for e in entries],
+                         [(NAMES[0], "spliced"), (NAMES[1], "refused")])
+        self.assertGreater(entries[0]["bytes_up"], out[NAMES[0]]["hello"])
+        self.assertEqual(entries[1]["reason"], "not in the allow list")
+
+    def udp_listener(self, ns, port, path):
+        open(path, "wb").close()
+        p = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c",
+                              DIE_WITH_PARENT + UDP_LISTENER, str(os.getpid()), str(port), path],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)  # the listener this test started
+        if p.stdout.readline().strip() != "READY":
+            self.fail(f"the UDP listener did not start: {p.stderr.read()}")
+
+    def test_udp_to_an_allowed_name_and_the_gateway_is_refused(self):
+        # QUIC is UDP on the allowed port: neither the gateway (where the name is pinned) nor
+        # the name's real address passes it. Listeners on the lab host and upstream record
+        # what arrives; a network "all" sandbox and the lab host itself show that they would.
+        up, host = (os.path.join(self.dirs.base, n) for n in ("udp-up", "udp-host"))
+        self.udp_listener(lab.up, 443, up)
+        self.udp_listener(lab.lab, 443, host)
+        r = self.nsbox(["run", "--network", f"allow={NAMES[0]}:443", "--", "python3", "-c",
+                        UDP_SEND, "GATEWAY:443:gateway", f"{NAMES[0]}:443:name",
+                        f"{API}:443:address"])
+        self.assertEqual((r.returncode, r.stdout), (0, b"SENT\n"), r.stderr.decode())
+        r = self.nsbox(["run", "--network", "all", "--", "python3", "-c", UDP_SEND,
+                        f"{API}:443:control"])
+        self.assertEqual((r.returncode, r.stdout), (0, b"SENT\n"), r.stderr.decode())
+        lab.exec(sys.executable, "-c", "import socket; socket.socket(socket.AF_INET, "
+                 f"socket.SOCK_DGRAM).sendto(b'control', ('{LAB_ADDR}', 443))")
+        # the controls arrived, so anything sent before them has too
+        self.assertTrue(wait_for(lambda: open(up, "rb").read() and open(host, "rb").read(),
+                                 20), "the controls never arrived")
+        with open(up, "rb") as f:
+            self.assertEqual(f.read(), b"control\n")
+        with open(host, "rb") as f:
+            self.assertEqual(f.read(), b"control\n")
+
     def test_names_pinned_to_the_gateway_and_helper_gone_after(self):
         r = self.nsbox(["run", "--network", f"allow={NAMES[0]}:{PORT}", "--", "sh", "-c",
                         f"getent ahostsv4 {NAMES[0]} | head -1; ip -4 route show default"])
@@ -330,6 +489,64 @@ class Egress(unittest.TestCase):
         pinned, route = r.stdout.decode().splitlines()
         self.assertEqual(pinned.split()[0], route.split()[2])  # "default via GATEWAY ..."
         self.assertEqual(lab_helpers(), [])  # the one-shot run's helper ended with it
+
+    def test_names_that_rebind_to_forbidden_addresses_are_refused(self):
+        # "The host" resolves allowed names to its own loopback and address, to the metadata
+        # address and into the sandbox pool: each of them listens (the lab's upstream on the
+        # metadata address, LAB_LISTENER on the host's), so only the helper's address check
+        # stands between the sandbox and them. The log says which address and why.
+        host_port = 7010
+        p = subprocess.Popen(["ip", "netns", "exec", lab.lab, sys.executable, "-c",
+                              DIE_WITH_PARENT + LAB_LISTENER, str(os.getpid()), str(host_port)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            if p.stdout.readline().strip() != "READY":
+                self.fail(f"the lab host's listener did not start: {p.stderr.read()}")
+            self.assertEqual(lab.tcp_from_lab(LAB_ADDR, host_port),
+                             f"HELLO {LAB_ADDR}:{host_port} FROM {LAB_ADDR}")
+            self.assertEqual(lab.tcp_from_lab(META, 9999), f"HELLO {META}:9999 FROM {LAB_ADDR}")
+            self.rebinding_probe(host_port)
+        finally:
+            p.kill()  # the listener this test started
+            p.wait()
+
+    def rebinding_probe(self, host_port):
+        hosts = os.path.join(self.dirs.base, "rebind-hosts")
+        pool_addr = "10.171.255.254"  # a slot of the default pool no sandbox here has
+        names = {"loop.lab.test": ("127.0.0.1", host_port),
+                 "self.lab.test": (LAB_ADDR, host_port),
+                 "meta.lab.test": (META, 9999),
+                 "pool.lab.test": (pool_addr, 9999),
+                 "api.lab.test": (API, 9999)}  # the control: an address it may reach
+        with open(hosts, "w") as f:
+            f.write("127.0.0.1\tlocalhost\n" +
+                    "".join(f"{a}\t{n}\n" for n, (a, _) in names.items()))
+        os.chmod(hosts, 0o644)
+        # the metadata address named explicitly: that entry opens it, by address, and only it
+        # and a name the host cannot resolve at all (neither its /etc/hosts nor the lab's DNS)
+        allow = ",".join(f"{n}:{port}" for n, (_, port) in names.items()) + \
+            f",{META}:9999,nowhere.lab.test:9999"
+        log = os.path.join(self.dirs.base, "rebind.jsonl")
+        targets = [f"tls:{n}:{port}" for n, (_, port) in names.items()] + \
+            [f"tcp:{META}:9999", "tls:nowhere.lab.test:9999"]
+        r = self.nsbox(["run", "--network", f"allow={allow}", "--network-log", log, "--",
+                        "python3", "-c", netlab.PROBE] + targets, hosts=hosts)
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        res = json.loads(r.stdout)
+        self.assertTrue(res.pop("tls:api.lab.test:9999").startswith(f"ok:HELLO {API}:9999"))
+        self.assertTrue(res.pop(f"tcp:{META}:9999").startswith(f"ok:HELLO {META}:9999"))
+        self.assertEqual(res, {t: "reset" for t in res})
+        with open(log) as f:
+            entries = {e["name"]: e for e in map(json.loads, f) if "name" in e}
+        reasons = {n: (entries[n]["verdict"], entries[n].get("reason")) for n in names}
+        self.assertEqual(reasons, {
+            "loop.lab.test": ("refused", "resolves to 127.0.0.1, loopback (this host)"),
+            "self.lab.test": ("refused", f"resolves to {LAB_ADDR}, an address of this host"),
+            "meta.lab.test": ("refused", f"resolves to {META}, link-local or cloud metadata "
+                                         "(169.254.0.0/16)"),
+            "pool.lab.test": ("refused", f"resolves to {pool_addr}, the sandbox address pool"),
+            "api.lab.test": ("spliced", None)})
+        self.assertRegex(entries["nowhere.lab.test"]["reason"], r"^cannot resolve: \S")
 
     def create(self, allow):
         with open(os.path.join(pki, "ca.pem")) as f:

@@ -242,10 +242,11 @@ class HeaderBindings(unittest.TestCase):
         env["BOUND_TOKEN"] = BEARER
         return env
 
-    def nsbox(self, args, upstream_ca=True, timeout=120, allow_names=None, host_store=None):
+    def nsbox(self, args, upstream_ca=True, timeout=120, allow_names=None, host_store=None,
+              hosts=None):
         # host_store: a directory bound over the host's /etc/ssl/certs, in the private mount
-        # namespace only (the host's trust store is never touched)
-        cmd = in_lab(lab, os.path.join(pki, "hosts"), [NSBOX] + args, host_store)
+        # namespace only (the host's trust store is never touched); hosts: another /etc/hosts
+        cmd = in_lab(lab, hosts or os.path.join(pki, "hosts"), [NSBOX] + args, host_store)
         return subprocess.run(cmd, capture_output=True, timeout=timeout,
                               env=self.env(upstream_ca, allow_names))
 
@@ -496,6 +497,66 @@ class HeaderBindings(unittest.TestCase):
         self.assertEqual(json.loads(out)["path"], "/stored")
         self.assertEqual([self.auth_headers(r) for r in self.received()], [[BEARER]])
 
+    def test_upstream_certificate_for_another_name_is_refused(self):
+        # An origin whose certificate the trusted lab CA signed, but for another name: the
+        # chain verifies, only the helper's host name check stands between the secret and it.
+        # "The host" resolves the bound name to that origin's address.
+        wrong = os.path.join(self.dirs.base, "wrong")
+        os.mkdir(wrong)
+        issue_leaf(wrong, "wrong.lab.test")
+        wrong_received = os.path.join(wrong, "received.jsonl")
+        open(wrong_received, "w").close()
+        os.chmod(wrong, 0o755)
+        os.chmod(wrong_received, 0o666)
+        start_origin(lab, ORIGIN, OTHER, PORT, wrong, wrong_received, os.path.join(pki, "www"))
+        hosts = os.path.join(wrong, "hosts")
+        with open(hosts, "w") as f:
+            f.write(f"127.0.0.1\tlocalhost\n{OTHER}\t{NAME}\n")
+        os.chmod(hosts, 0o644)
+        r = self.nsbox(["run", "--network", f"allow={NAME}:{PORT}", "--header-binding",
+                        f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN", "--", "sh", "-c",
+                        f"curl -sS https://{NAME}:{PORT}/x -w '\\n%{{http_code}}\\n'"],
+                       hosts=hosts)
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        out = r.stdout.decode()
+        self.assertEqual(out.splitlines()[-1], "502", out)
+        self.assertIn("hostname mismatch", out)
+        with open(wrong_received) as f:
+            self.assertEqual(f.read(), "")  # not one request reached it, so no secret either
+
+    def test_file_binding_value_reaches_the_origin_and_nothing_inside(self):
+        # the value from a file only root reads, its trailing newline not part of it
+        path = os.path.join(self.dirs.base, "token")
+        with open(path, "w") as f:
+            f.write(BEARER + "\n")
+        os.chmod(path, 0o600)
+        # the pattern matches the secret without spelling it (grep's own cmdline is searched)
+        pattern = _q(SECRET[:-1] + "[" + SECRET[-1] + "]")
+        find = (f"grep -rlsE {pattern} /etc /workspace /tmp /run /home /root "
+                f"/proc/[0-9]*/environ /proc/[0-9]*/cmdline; test -e {_q(path)} && echo VISIBLE")
+        r = self.nsbox(["run", "--network", f"allow={NAME}:{PORT}", "--header-binding",
+                        f"{NAME}:{PORT}:Authorization=file:{path}", "--", "sh", "-c",
+                        f"curl -sS --fail-with-body https://{NAME}:{PORT}/file; echo; {find}; "
+                        "echo END"])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        lines = r.stdout.decode().splitlines()
+        self.assertEqual(lines[1:], ["END"])  # nothing found inside, the file not there
+        self.assertEqual(json.loads(lines[0])["path"], "/file")
+        self.assertEqual([self.auth_headers(r) for r in self.received()], [[BEARER]])
+
+    def test_file_binding_that_cannot_be_read_fails_create(self):
+        before = tree_state([self.dirs.state])
+        for path in (os.path.join(self.dirs.base, "missing"), self.dirs.base):  # a directory
+            r = self.nsbox(["create", "--network", f"allow={NAME}:{PORT}", "--header-binding",
+                            f"{NAME}:{PORT}:Authorization=file:{path}"])
+            self.assertEqual(r.returncode, 125, r.stderr.decode())
+            err = r.stderr.decode()
+            self.assertIn(f"--header-binding {NAME}:{PORT}:Authorization=..., file:{path}: ",
+                          err)
+            self.assertEqual(r.stdout, b"")
+            self.assertEqual(tree_state([self.dirs.state]), before)
+            self.assertEqual(lab.sandbox_links(), [])
+
     def test_upstream_ca_file_only_root_reads(self):
         # nsbox reads the config's CA file and hands the helper a copy: the helper, under its
         # own uid, could not open a file of mode 0600
@@ -714,6 +775,21 @@ with open("/" + NSBOX_BUNDLE, "rb") as _f:
                     _f.read().split(b"-----BEGIN CERTIFICATE-----")[1].split(b"-----END")[0] +
                     b"-----END CERTIFICATE-----\n") if os.path.exists("/" + NSBOX_BUNDLE) \
         else b""
+
+
+def issue_leaf(d, name):
+    """In d: srv.pem and srv.key for name alone, signed by the module's lab CA."""
+    def openssl(*args):
+        subprocess.run(["openssl"] + list(args), cwd=d, check=True, capture_output=True)
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr",
+            "-subj", f"/CN={name}")
+    with open(os.path.join(d, "ext"), "w") as f:
+        f.write(f"subjectAltName=DNS:{name}\n")
+    openssl("x509", "-req", "-in", "srv.csr", "-CA", os.path.join(pki, "ca.pem"), "-CAkey",
+            os.path.join(pki, "ca.key"), "-CAcreateserial", "-CAserial", "ca.srl", "-out",
+            "srv.pem", "-days", "2", "-extfile", "ext")
+    for n in os.listdir(d):
+        os.chmod(os.path.join(d, n), 0o644)
 
 
 def curl_layer():
