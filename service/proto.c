@@ -421,15 +421,25 @@ static bool encode_exec(cJSON *o, const struct nsbox_request *r)
     return argv && (!r->nenv || env) && (!r->cwd[0] || cJSON_AddStringToObject(o, "cwd", r->cwd));
 }
 
+/* An offset as its exact digits: cJSON prints a number with 15 significant digits when that
+ * reads back within its rounding tolerance, which loses the last digit of an integer past 10^15
+ * (offsets go to 2^53 - 1). */
+static bool add_offset(cJSON *o, const char *key, uint64_t v)
+{
+    char text[24];
+    snprintf(text, sizeof text, "%llu", (unsigned long long)v);
+    return cJSON_AddRawToObject(o, key, text) != NULL;
+}
+
 static bool encode_pid(cJSON *o, const struct nsbox_request *r)
 {
     if (!cJSON_AddNumberToObject(o, "pid", r->pid))
         return false;
     if (r->op == NSBOX_OP_LOGS &&
         ((r->stdout_from != UINT64_MAX &&
-          !cJSON_AddNumberToObject(o, "stdout_from", (double)r->stdout_from)) ||
+          !add_offset(o, "stdout_from", r->stdout_from)) ||
          (r->stderr_from != UINT64_MAX &&
-          !cJSON_AddNumberToObject(o, "stderr_from", (double)r->stderr_from))))
+          !add_offset(o, "stderr_from", r->stderr_from))))
         return false;
     return r->op != NSBOX_OP_KILL || encode_signal(o, r);
 }

@@ -81,6 +81,30 @@ static void test_logs_offsets(void **state)
     nsbox_request_free(&rq);
 }
 
+/* the client's encoder writes an offset's every digit: cJSON's own number printing keeps 15
+ * significant digits when they read back within its tolerance, one short past 10^15 */
+static void test_logs_offsets_encoded_exactly(void **state)
+{
+    (void)state;
+    struct nsbox_request rq, again;
+    struct nsbox_err e;
+    assert_int_equal(parse("{\"v\":1,\"op\":\"logs\",\"pid\":1,\"stdout_from\":6666666666666661,"
+                           "\"stderr_from\":9007199254740991}",
+                           &rq, &e),
+                     0);
+    cJSON *o = nsbox_proto_encode(&rq);
+    assert_non_null(o);
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    assert_non_null(text);
+    assert_int_equal(nsbox_proto_parse(text, strlen(text), &again, &e), 0);
+    assert_true(again.stdout_from == 6666666666666661ull);
+    assert_true(again.stderr_from == 9007199254740991ull);
+    free(text);
+    nsbox_request_free(&again);
+    nsbox_request_free(&rq);
+}
+
 /* wait takes a pid and nothing of kill's: a signal field is not read */
 static void test_wait_takes_a_pid(void **state)
 {
@@ -242,6 +266,7 @@ int main(void)
         cmocka_unit_test(test_buffer_not_read_past_length),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_logs_offsets),
+        cmocka_unit_test(test_logs_offsets_encoded_exactly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
