@@ -6,6 +6,7 @@
 #include "seccomp_profile.h"
 #include "cleanup.h"
 #include "cleanup_cjson.h"
+#include "grow.h"
 
 #include <cjson/cJSON.h>
 #include <seccomp.h>
@@ -315,16 +316,9 @@ static int add_rule(struct builder *b, const struct nsbox_scmp_rule *r, const ch
         return nsbox_err_set(e, NSBOX_E_INVALID, 0,
                              "syscalls: more than %d rules (one per name in every \"names\")",
                              NSBOX_SECCOMP_MAX_RULES);
-    if (p->n_rules == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 64;
-        if (cap > NSBOX_SECCOMP_MAX_RULES)
-            cap = NSBOX_SECCOMP_MAX_RULES;
-        struct nsbox_scmp_rule *n = realloc(p->rules, cap * sizeof *n);
-        if (!n)
-            return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "seccomp profile: out of memory");
-        p->rules = n;
-        b->cap = cap;
-    }
+    if (nsbox_grow(&p->rules, &b->cap, p->n_rules, sizeof *p->rules, 64,
+                   NSBOX_SECCOMP_MAX_RULES) < 0)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "seccomp profile: out of memory");
     p->rules[p->n_rules++] = *r;
     return 0;
 }

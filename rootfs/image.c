@@ -16,6 +16,7 @@
 #include "oci_lookup.h"
 #include "util.h"
 #include "paths.h"
+#include "grow.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -777,13 +778,8 @@ int nsbox_image_list(struct nsbox_image_info **out, size_t *n, struct nsbox_err 
     while ((de = readdir(d))) {
         if (de->d_name[0] == '.' || !nsbox_image_name_valid(de->d_name))
             continue;
-        if (len == cap) {
-            cap = cap ? cap * 2 : 8;
-            struct nsbox_image_info *nv = realloc(v, cap * sizeof *v);
-            if (!nv)
-                return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-            v = nv;
-        }
+        if (nsbox_grow(&v, &cap, len, sizeof *v, 8, 0) < 0)
+            return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
         if (read_info(dirfd(d), images, de->d_name, &v[len]))
             len++;
     }

@@ -7,6 +7,7 @@
 #include "idmap.h"
 #include "ocimanifest.h"
 #include "util.h"
+#include "grow.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -342,14 +343,8 @@ static int tar_error(struct layer *L, struct archive *a, struct nsbox_err *e)
 static int add_whiteout(struct layer *L, enum nsbox_oci_entry_kind kind, const char *path,
                         struct nsbox_err *e)
 {
-    if (L->n_wh == L->cap_wh) {
-        size_t cap = L->cap_wh ? L->cap_wh * 2 : 16;
-        struct whiteout *v = realloc(L->wh, cap * sizeof *v);
-        if (!v)
-            return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-        L->wh = v;
-        L->cap_wh = cap;
-    }
+    if (nsbox_grow(&L->wh, &L->cap_wh, L->n_wh, sizeof *L->wh, 16, 0) < 0)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     if (!(L->wh[L->n_wh].path = strdup(path)))
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     L->wh[L->n_wh++].kind = kind;

@@ -4,6 +4,7 @@
 #include "oci_layer.h"
 #include "ocimanifest.h"
 #include "util.h"
+#include "grow.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -131,14 +132,8 @@ static char *read_named(const struct nsbox_oci_source *s, const char *name, size
 static int add_member(struct nsbox_oci_source *s, const char *name, const char *digest,
                       struct nsbox_err *e)
 {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 32;
-        struct nsbox_oci_member *v = realloc(s->m, cap * sizeof *v);
-        if (!v)
-            return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-        s->m = v;
-        s->cap = cap;
-    }
+    if (nsbox_grow(&s->m, &s->cap, s->n, sizeof *s->m, 32, 0) < 0)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     if (!(s->m[s->n].name = strdup(name)))
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     snprintf(s->m[s->n++].digest, NSBOX_OCI_DIGEST_LEN + 1, "%s", digest);

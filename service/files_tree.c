@@ -8,6 +8,7 @@
 #include "cleanup.h"
 #include "files_impl.h"
 #include "safepath.h"
+#include "grow.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -120,14 +121,9 @@ int files_list(struct files_ctx *c, const char *cursor, cJSON *reply, struct nsb
             next = here;
             break;
         }
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 64;
-            struct list_ent *nv = realloc(v, nc * sizeof *nv);
-            if (!nv) {
-                err = ENOMEM;
-                break;
-            }
-            v = nv, cap = nc;
+        if (nsbox_grow(&v, &cap, n, sizeof *v, 64, 0) < 0) {
+            err = ENOMEM;
+            break;
         }
         v[n].target = NULL;
         if (!(v[n].name = strdup(u)) || (link && !(v[n].target = strdup(tu)))) {
