@@ -21,8 +21,8 @@ int nsbox_ocidevices_mounts(const struct nsbox_ocispec *c, struct nsbox_rootfs_m
         const struct nsbox_ocispec_device *d = &c->devices[i];
         const char *host = nsbox_ocispec_device_host_path(d->major, d->minor);
         struct stat st;
-        if (!host || d->type == 'b' || d->type == 'p')
-            return nsbox_ocispec_check_devices(c, e);
+        if (!host) /* refused at load (nsbox_ocispec_check_devices): not reached */
+            return nsbox_err_invalid(e, "linux.devices: %s was not checked", d->path);
         if (stat(host, &st) < 0 || !S_ISCHR(st.st_mode) ||
             st.st_rdev != makedev((unsigned)d->major, (unsigned)d->minor))
             return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENODEV,

@@ -155,14 +155,15 @@ static int open_one(const struct nsbox_ocispec_namespace *ns, size_t k, struct n
 
 /* The joined user namespace, or -1 when the container gets its own: the config's user path, or
  * the one owner of the joined namespaces that is not the host's user namespace. */
-static int pod_userns(const int *fds, const struct nsbox_ocispec_namespace **nss, size_t n,
+static int pod_userns(int *fds, const struct nsbox_ocispec_namespace **nss, size_t n,
                       int *user_fd, struct nsbox_err *e)
 {
     *user_fd = -1;
     const char *from = NULL;
     for (size_t i = 0; i < n; i++)
         if (nss[i]->type == NSBOX_OCI_NS_USER) {
-            *user_fd = fcntl(fds[i], F_DUPFD_CLOEXEC, 0);
+            *user_fd = fds[i]; /* handed over: the caller's copy is gone */
+            fds[i] = -1;
             from = nss[i]->path;
         }
     for (size_t i = 0; i < n; i++) {
@@ -249,8 +250,8 @@ int nsbox_ocins_open(const struct nsbox_ocispec *c, struct nsbox_launch *L, stru
     for (int pass = 0; pass < 2 && r == 0; pass++) {
         for (size_t i = 0; i < n; i++)
             if (kinds[kind[i]].nstype != CLONE_NEWUSER && host_owned[i] == (pass == 0))
-                L->joins[L->n_joins++] = (struct nsbox_launch_join){
-                    fcntl(fds[i], F_DUPFD_CLOEXEC, 0), kinds[kind[i]].nstype};
+                L->joins[L->n_joins++] = (struct nsbox_launch_join){nsbox_steal_fd(&fds[i]),
+                                                                    kinds[kind[i]].nstype};
         if (pass == 0 && user >= 0) {
             L->joins[L->n_joins++] = (struct nsbox_launch_join){user, CLONE_NEWUSER};
             user = -1;
@@ -258,10 +259,7 @@ int nsbox_ocins_open(const struct nsbox_ocispec *c, struct nsbox_launch *L, stru
     }
     nsbox_closep(&user);
     for (size_t i = 0; i < n; i++)
-        close(fds[i]);
-    for (size_t i = 0; i < L->n_joins && r == 0; i++)
-        if (L->joins[i].fd < 0)
-            r = nsbox_err_sys(e, "linux.namespaces.path");
+        nsbox_closep(&fds[i]);
     if (r < 0)
         nsbox_ocins_close(L);
     return r;

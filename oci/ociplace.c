@@ -10,6 +10,7 @@
 #include "ocicgroup.h"
 #include "ocispec.h"
 #include "spec.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -90,9 +91,9 @@ int nsbox_ociplace_save(const char *dir, const struct nsbox_cgroup *cg, struct n
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return nsbox_err_sys(e, "%s", path);
-    ssize_t w = write(fd, text, used);
+    int r = nsbox_pwrite_all(fd, text, used, 0);
     close(fd);
-    return w == (ssize_t)used ? 0 : nsbox_err_sys(e, "write %s", path);
+    return r < 0 ? nsbox_err_sys(e, "write %s", path) : 0;
 }
 
 int nsbox_ociplace_remove(const char *dir, struct nsbox_err *e)

@@ -72,11 +72,9 @@ int nsbox_dynlib_load(struct nsbox_dynlib *l, const struct nsbox_dynlib_sym *sym
 
 const char *nsbox_dynlib_why(struct nsbox_dynlib *l)
 {
-    /* set once under the lock and never changed after: a reader sees "" or the whole text */
-    pthread_mutex_lock(&dynlib_lock);
-    const char *why = l->why;
-    pthread_mutex_unlock(&dynlib_lock);
-    return why;
+    /* written once, under the lock, by the failed load or lookup its caller has just seen (whose
+     * unlock orders the text before this read); a lock taken here would guard only the address */
+    return l->why;
 }
 
 /* ENOENT: what is not installed is not there (and gc reads a listing's ENOENT as "no nftables

@@ -69,7 +69,7 @@ int nsbox_exit_code(int status)
 
 int nsbox_openat2(int dfd, const char *path, const struct open_how *how)
 {
-    for (int i = 0; i < 256; i++) {
+    for (int i = 0; i < NSBOX_OPENAT2_RETRIES; i++) {
         long fd = syscall(SYS_openat2, dfd, path, how, sizeof *how);
         if (fd >= 0 || errno != EAGAIN)
             return (int)fd;

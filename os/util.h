@@ -111,6 +111,9 @@ int nsbox_exit_code(int status);
  * time. Bounded: a process renaming in a tight loop can at worst fail its own lookups.
  * Returns the descriptor, or -1 with errno. */
 struct open_how;
+/* How often a walk through ".." is tried again when something on the machine renamed or
+ * mounted meanwhile (EAGAIN): nsbox_openat2 and safepath's own walks. */
+#define NSBOX_OPENAT2_RETRIES 256
 int nsbox_openat2(int dfd, const char *path, const struct open_how *how);
 /* path is dir or below it, by its text ("/proc/1" is in "/proc", "/procx" is not). */
 bool nsbox_path_within(const char *path, const char *dir);

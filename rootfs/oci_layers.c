@@ -6,6 +6,7 @@
 #include "ocimanifest.h"
 #include "paths.h"
 #include "util.h"
+#include "grow.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -306,14 +307,8 @@ static int collect_refs(const char *images, struct refs *r, struct nsbox_err *e)
             0) /* unreadable: keep every layer rather than guess */
             return nsbox_err_sys(e, "image %s: its list of layers", de->d_name);
         for (size_t i = 0; i < n; i++) {
-            if (r->n == r->cap) {
-                size_t cap = r->cap ? 2 * r->cap : 64;
-                void *v = realloc(r->ids, cap * sizeof *r->ids);
-                if (!v)
-                    return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-                r->ids = v;
-                r->cap = cap;
-            }
+            if (nsbox_grow(&r->ids, &r->cap, r->n, sizeof *r->ids, 64, 0) < 0)
+                return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
             strcpy(r->ids[r->n++], ids[i]);
         }
     }

@@ -8,6 +8,7 @@
 #include "oci_unpack.h"
 #include "paths.h"
 #include "util.h"
+#include "grow.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -162,15 +163,10 @@ int nsbox_oci_store_refs(struct nsbox_oci_ref **out, size_t *n, struct nsbox_err
     while ((de = readdir(d))) {
         if (de->d_name[0] == '.' || strlen(de->d_name) > NSBOX_OCIREF_MAX)
             continue;
-        if (len == cap) {
-            cap = cap ? 2 * cap : 16;
-            struct nsbox_oci_ref *nv = realloc(v, cap * sizeof *v);
-            if (!nv) {
-                free(v);
-                closedir(d);
-                return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-            }
-            v = nv;
+        if (nsbox_grow(&v, &cap, len, sizeof *v, 16, 0) < 0) {
+            free(v);
+            closedir(d);
+            return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
         }
         ssize_t l = readlinkat(dirfd(d), de->d_name, v[len].name, sizeof v[len].name - 1);
         if (l <= 0)

@@ -33,7 +33,7 @@
  * EAGAIN on `..` whenever any rename or mount happened anywhere on the system during the walk
  * (rename_lock is global), so a few retries are normal on a busy host; a sandbox renaming in a
  * tight loop can at worst make its own request fail, hence a bound. */
-#define SP_RACE_RETRIES 256
+#define SP_RACE_RETRIES NSBOX_OPENAT2_RETRIES
 
 #define SP_HOW_ALL (NSBOX_SP_NOFOLLOW_ANY | NSBOX_SP_NO_XDEV | NSBOX_SP_BENEATH)
 

@@ -887,15 +887,16 @@ static void serve(int sock)
             struct nsbox_agent_hdr h;
             int fds[3];
             ssize_t n = recv_msg(sock, &h, payload, NSBOX_AGENT_PAYLOAD_MAX, fds);
-            if ((n == 0 || (n < 0 && errno != EBADMSG && errno != EMFILE)) && container_pid) {
-                /* nsbox-oci's monitor is gone: nothing would remove the sandbox, so it ends,
-                 * as killed (its caller waits for init, and must not read a success) */
-                kill(-container_pid, SIGKILL);
-                kill(container_pid, SIGKILL);
-                container_end(-1, SIGKILL);
+            if (n == 0 || (n < 0 && errno != EBADMSG && errno != EMFILE)) {
+                /* the supervisor is gone: so is the sandbox. nsbox-oci's container ends as
+                 * killed: its caller waits for init, and must not read a success */
+                if (container_pid) {
+                    kill(-container_pid, SIGKILL);
+                    kill(container_pid, SIGKILL);
+                    container_end(-1, SIGKILL);
+                }
+                _exit(0);
             }
-            if (n == 0 || (n < 0 && errno != EBADMSG && errno != EMFILE))
-                _exit(0); /* the supervisor is gone: so is the sandbox */
             if (n < 0 && errno == EMFILE && h.type == NSBOX_AGENT_SPAWN)
                 /* unanswered, the exec waiting for it would hang until the sandbox ends */
                 reply(sock, NSBOX_AGENT_FAILED, h.seq, 0, 125,

@@ -11,6 +11,7 @@
 #include "egress_wire.h"
 #include "netplan.h"
 #include "tlshello.h"
+#include "util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -543,12 +544,7 @@ int nsbox_egress_main(int sock)
     prctl(PR_SET_NAME, "nsbox-egress"); /* an exec from a descriptor names it after the fd */
     /* one malloc arena: each connection thread's would otherwise stay */
     mallopt(M_ARENA_MAX, 1);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    for (int sig = 1; sig < NSIG; sig++) /* what the parent ignored, an exec keeps ignored */
-        if (sig != SIGKILL && sig != SIGSTOP)
-            signal(sig, SIG_DFL);
+    nsbox_reset_signals(); /* what the parent ignored or blocked, an exec keeps so */
     signal(SIGPIPE, SIG_IGN);
     if (receive(sock, &st, &bindings, &e) < 0) {
         nsbox_egress_wire_send_status(sock, e.sys_errno ? e.sys_errno : EPROTO, e.msg);

@@ -614,9 +614,15 @@ static void consume(struct relay *r, size_t n)
 
 /* Reads no more of the sandbox for now: its next head waits for responses (a full pipeline, a
  * handshake's answer, a refusal to send after the answers before it). */
+static bool heads_held(const struct relay *r)
+{
+    return r->q_n == PIPELINE || r->upgrading || r->refusal;
+}
+
+/* ... nor reads into a full buffer, whose heads are still parsed. */
 static bool client_held(const struct relay *r)
 {
-    return r->q_n == PIPELINE || r->upgrading || r->refusal || r->in_n == IN_MAX;
+    return heads_held(r) || r->in_n == IN_MAX;
 }
 
 /* A head in r->in: refused, or rewritten and relayed. false: the end. */
@@ -665,7 +671,7 @@ static bool from_client(struct relay *r)
     while (r->in_n > 0) {
         if (r->state == IN_HEAD) {
             bool more = false;
-            if (r->q_n == PIPELINE || r->upgrading || r->refusal)
+            if (heads_held(r))
                 return true;
             if (!client_head(r, &more))
                 return false;

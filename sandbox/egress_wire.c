@@ -1,6 +1,7 @@
 /* The egress helper's configuration on its socketpair (sandbox/egress_wire.h). */
 #define _GNU_SOURCE
 #include "egress_wire.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -153,18 +154,10 @@ int nsbox_egress_wire_send(int sock, const struct nsbox_egress_wire *w, const in
         struct cmsghdr h;
         char buf[CMSG_SPACE(sizeof(int) * NSBOX_EGRESS_WIRE_FDS)];
     } c;
-    memset(&c, 0, sizeof c);
     struct iovec iov = {.iov_base = &len, .iov_len = sizeof len};
     struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (n_fds) {
-        m.msg_control = c.buf;
-        m.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
-        struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-        h->cmsg_level = SOL_SOCKET;
-        h->cmsg_type = SCM_RIGHTS;
-        h->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
-        memcpy(CMSG_DATA(h), fds, sizeof(int) * n_fds);
-    }
+    if (n_fds)
+        nsbox_cmsg_put_fds(&m, c.buf, fds, n_fds);
     ssize_t k;
     do
         k = sendmsg(sock, &m, MSG_NOSIGNAL);

@@ -506,8 +506,9 @@ static void slot_path(char *out, size_t n, const char *dir, uint32_t slot)
 }
 
 /* The slot files the directory dir holds: how many (0 when it cannot be read), and the first
- * SLOT_FILES_TRIED of their slots in found[] (*nfound). */
-#define SLOT_FILES_TRIED 16
+ * SLOT_FILES_TRIED of their slots in found[] (*nfound). Few: a file a live sandbox holds costs
+ * a create an open, flock and close, and most of the files may be held. */
+#define SLOT_FILES_TRIED 4
 static unsigned list_slot_files(const char *dir, uint32_t *found, unsigned *nfound)
 {
     *nfound = 0;

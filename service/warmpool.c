@@ -17,6 +17,7 @@
 #include "supervisor.h"
 #include "util.h"
 #include "workspace.h"
+#include "grow.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -734,14 +735,9 @@ static void list_one(const char *id, const char *key, void *arg)
     struct list_ctx *l = arg;
     if (l->nomem)
         return;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 16;
-        struct nsbox_pool_entry *v = realloc(l->v, cap * sizeof *v);
-        if (!v) {
-            l->nomem = true;
-            return;
-        }
-        l->v = v, l->cap = cap;
+    if (nsbox_grow(&l->v, &l->cap, l->n, sizeof *l->v, 16, 0) < 0) {
+        l->nomem = true;
+        return;
     }
     snprintf(l->v[l->n].id, sizeof l->v[l->n].id, "%s", id);
     snprintf(l->v[l->n].key, sizeof l->v[l->n].key, "%s", key);

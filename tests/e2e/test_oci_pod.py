@@ -30,7 +30,7 @@ def pod_config(args, hostname, joins=None):
 
 @unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
 class Pod(BundleCase):
-    TOOLS = BundleCase.TOOLS + ("nc", "touch", "ls", "seq", "readlink")
+    TOOLS = BundleCase.TOOLS + ("nc", "touch", "ls", "seq", "readlink", "grep")
 
     def second_bundle(self, c):
         """A bundle beside the first, on the same root, with config c."""
@@ -151,7 +151,7 @@ class Pod(BundleCase):
         # the config's sysfs, which the kernel lets only the namespace's owner mount: the
         # host's /sys bound read-only instead
         c = pod_config(["sh", "-c", "readlink /proc/self/ns/net; test -d /sys/kernel && "
-                        "echo sys; touch /sys/x 2>/dev/null || echo read-only"], "x",
+                        "echo sys; grep -q ' /sys [^ ]* ro[, ]' /proc/self/mounts && echo read-only"], "x",
                        {"network": netns})
         c["mounts"].append({"destination": "/sys", "type": "sysfs", "source": "sysfs",
                             "options": ["nosuid", "noexec", "nodev", "ro"]})

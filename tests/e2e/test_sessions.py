@@ -156,9 +156,10 @@ class Lifecycle(SessionTest):
             other.cleanup()
 
     def test_uid_slot_files_do_not_pile_up(self):
-        # A sandbox's uid slot is picked at random among the low free ones (a create no longer
-        # tries every live sandbox's slot from 0); the slot's lock file goes when the sandbox
-        # ends, or one-shot runs, which run no gc, would leave one file per slot they used.
+        # A sandbox's uid slot is picked at random among the low free ones (a create does not
+        # try every live sandbox's slot from 0); the slot's lock file stays when the sandbox
+        # ends and is taken first by the next create, or one-shot runs, which run no gc, would
+        # leave one file per slot they used.
         uids = "/run/nsbox/uids" if is_root() else os.path.join(self.dirs.state, "uids")
 
         def files():
@@ -181,16 +182,24 @@ class Lifecycle(SessionTest):
         # made and removed per sandbox was an inode allocated and freed at every create); gc
         # removes the unheld ones. (Another sandbox of the machine may take it meanwhile: the
         # file is there all the same.)
+        def slot_of(sid):
+            sup = self.supervisor_pid(sid)
+            with open(f"/proc/{sup}/task/{sup}/children") as f:
+                init = f.read().split()[0]
+            with open(f"/proc/{init}/status") as f:
+                uid = int([l for l in f if l.startswith("Uid:")][0].split()[1])
+            return str((uid - 2000000000) // 65536)
+
         sid = self.create()
-        sup = self.supervisor_pid(sid)
-        with open(f"/proc/{sup}/task/{sup}/children") as f:
-            init = f.read().split()[0]
-        with open(f"/proc/{init}/status") as f:
-            uid = int([l for l in f if l.startswith("Uid:")][0].split()[1])
-        slot = os.path.join(uids, str((uid - 2000000000) // 65536))
+        slot = os.path.join(uids, slot_of(sid))
         self.assertTrue(os.path.exists(slot), slot)
         self.assertEqual(self.nsbox("rm", sid).returncode, 0)
         self.assertTrue(os.path.exists(slot), "the slot file went with its sandbox")
+        # the next create takes a file that is there (it makes none): the kept files are used
+        there = set(os.listdir(uids))
+        sid = self.create()
+        self.assertIn(slot_of(sid), there, "a new slot file was made though unheld ones were there")
+        self.assertEqual(self.nsbox("rm", sid).returncode, 0)
 
     def test_commands_start_with_default_signals(self):
         # nsbox (and so init) ignores SIGPIPE; a command must not inherit that, nor a blocked
