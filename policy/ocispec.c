@@ -107,11 +107,35 @@ int nsbox_ocispec_get_int(const cJSON *obj, const char *name, const char *key, d
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
     if (!v || cJSON_IsNull(v))
         return 0;
+    /* [-2^63, 2^63) before the cast: converting a double outside int64's range is undefined,
+     * whatever hi says */
     if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble || v->valuedouble < lo ||
-        v->valuedouble > hi || (double)(int64_t)v->valuedouble != v->valuedouble)
-        return nsbox_err_invalid(e, "config.json: key '%s': must be an integer between %.0f and "
-                                 "%.0f", key, lo, hi);
+        v->valuedouble > hi || v->valuedouble < -0x1p63 || v->valuedouble >= 0x1p63 ||
+        (double)(int64_t)v->valuedouble != v->valuedouble)
+        return nsbox_err_invalid(e,
+                                 "config.json: key '%s': must be an integer between %.0f and "
+                                 "%.0f",
+                                 key, lo, hi > 0x1p63 ? 0x1p63 : hi);
     *out = (int64_t)v->valuedouble;
+    return 0;
+}
+
+/* 18446744073709551615 (the kernel's RLIM_INFINITY, which configs write for "unlimited") reads
+ * as the double 2^64: that one is taken as UINT64_MAX; anything above it is refused. */
+int nsbox_ocispec_get_u64(const cJSON *obj, const char *name, const char *key, uint64_t *out,
+                          struct nsbox_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble || v->valuedouble < 0 ||
+        v->valuedouble > 0x1p64 ||
+        (v->valuedouble < 0x1p64 && (double)(uint64_t)v->valuedouble != v->valuedouble))
+        return nsbox_err_invalid(e,
+                                 "config.json: key '%s': must be an integer between 0 and "
+                                 "18446744073709551615",
+                                 key);
+    *out = v->valuedouble == 0x1p64 ? UINT64_MAX : (uint64_t)v->valuedouble;
     return 0;
 }
 
@@ -414,15 +438,17 @@ static const struct {
 static int parse_rlimit(const cJSON *it, struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     char type[32];
-    int64_t soft = -1, hard = -1;
     if (!cJSON_IsObject(it))
         return nsbox_ocispec_bad(e, "process.rlimits", "each entry must be an object");
-    if (nsbox_ocispec_get_str(it, "type", "process.rlimits.type", type, sizeof type, true, e) < 0 ||
-        nsbox_ocispec_get_int(it, "soft", "process.rlimits.soft", 0, 1.8e19, &soft, e) < 0 ||
-        nsbox_ocispec_get_int(it, "hard", "process.rlimits.hard", 0, 1.8e19, &hard, e) < 0)
-        return -1;
-    if (soft < 0 || hard < 0)
+    const cJSON *sv = cJSON_GetObjectItemCaseSensitive(it, "soft");
+    const cJSON *hv = cJSON_GetObjectItemCaseSensitive(it, "hard");
+    if (!sv || cJSON_IsNull(sv) || !hv || cJSON_IsNull(hv))
         return nsbox_ocispec_bad(e, "process.rlimits", "each entry needs 'soft' and 'hard'");
+    uint64_t soft = 0, hard = 0;
+    if (nsbox_ocispec_get_str(it, "type", "process.rlimits.type", type, sizeof type, true, e) < 0 ||
+        nsbox_ocispec_get_u64(it, "soft", "process.rlimits.soft", &soft, e) < 0 ||
+        nsbox_ocispec_get_u64(it, "hard", "process.rlimits.hard", &hard, e) < 0)
+        return -1;
     if (soft > hard)
         return nsbox_err_invalid(e,
                                  "config.json: key 'process.rlimits': %s: soft limit above "
@@ -441,7 +467,7 @@ static int parse_rlimit(const cJSON *it, struct nsbox_ocispec *c, struct nsbox_e
             return nsbox_err_invalid(e, "config.json: key 'process.rlimits': '%s' given twice",
                                      type);
     c->rlimits[c->n_rlimits++] =
-        (struct nsbox_ocispec_rlimit){rlimit_names[k].resource, (uint64_t)soft, (uint64_t)hard};
+        (struct nsbox_ocispec_rlimit){rlimit_names[k].resource, soft, hard};
     return 0;
 }
 

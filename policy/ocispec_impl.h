@@ -18,6 +18,9 @@ int nsbox_ocispec_get_bool(const cJSON *obj, const char *name, const char *key, 
 /* An integer member in [lo, hi]; absent (or null) leaves *out. */
 int nsbox_ocispec_get_int(const cJSON *obj, const char *name, const char *key, double lo, double hi,
                           int64_t *out, struct nsbox_err *e);
+/* An unsigned 64-bit member (RLIM_INFINITY included); absent (or null) leaves *out. */
+int nsbox_ocispec_get_u64(const cJSON *obj, const char *name, const char *key, uint64_t *out,
+                          struct nsbox_err *e);
 /* An object member (NULL when absent; *r -1 when it is not an object). */
 const cJSON *nsbox_ocispec_get_obj(const cJSON *obj, const char *name, const char *key, int *r,
                                    struct nsbox_err *e);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/resource.h>
 
 static const char *const full =
     "{\"ociVersion\":\"1.0.2\",\"process\":{\"terminal\":true,\"user\":{\"uid\":0,\"gid\":7},"
@@ -254,6 +255,28 @@ static void test_process(void **state)
     assert_int_equal(nsbox_ocispec_cap_number("CAP_NOPE"), -1);
 }
 
+/* Limits past int64: RLIM_INFINITY as configs write it, and one between 2^63 and 2^64. */
+static void test_rlimits_past_int64(void **state)
+{
+    (void)state;
+    const char *j = "{\"ociVersion\":\"1.0.2\",\"process\":{\"args\":[\"x\"],\"rlimits\":[{"
+                    "\"type\":\"RLIMIT_CPU\",\"soft\":10000000000000000000,"
+                    "\"hard\":18446744073709551615}]}," R "}";
+    struct nsbox_ocispec *c = malloc(sizeof *c);
+    struct nsbox_err e = {0};
+    if (nsbox_ocispec_parse(j, strlen(j), c, &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_int_equal(c->n_rlimits, 1);
+    assert_true(c->rlimits[0].soft == 10000000000000000000ull);
+    assert_true(c->rlimits[0].hard == UINT64_MAX && (rlim_t)c->rlimits[0].hard == RLIM_INFINITY);
+    nsbox_ocispec_free(c);
+    free(c);
+    /* a signed member past int64's range is an error, not a conversion */
+    fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"resources\":{\"cpu\":"
+                 "{\"quota\":1e300}}}}",
+                 "'linux.resources.cpu.quota'");
+}
+
 static void test_hooks(void **state)
 {
     (void)state;
@@ -308,6 +331,12 @@ static void test_process_errors(void **state)
                  "soft limit above the hard one");
     fails_naming(PX("\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"soft\":1}]"),
                  "needs 'soft' and 'hard'");
+    fails_naming(PX("\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"soft\":null,\"hard\":1}]"),
+                 "needs 'soft' and 'hard'");
+    fails_naming(PX("\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"soft\":1,\"hard\":1e20}]"),
+                 "'process.rlimits.hard': must be an integer between 0 and 18446744073709551615");
+    fails_naming(PX("\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"soft\":1.5,\"hard\":2}]"),
+                 "'process.rlimits.soft'");
     fails_naming(PX("\"rlimits\":[{\"type\":\"RLIMIT_CPU\",\"soft\":1,\"hard\":1},"
                     "{\"type\":\"RLIMIT_CPU\",\"soft\":1,\"hard\":1}]"),
                  "given twice");
@@ -436,12 +465,18 @@ static void test_host_namespaces(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full),        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_errors),      cmocka_unit_test(test_bounds),
-        cmocka_unit_test(test_floor),       cmocka_unit_test(test_process),
-        cmocka_unit_test(test_hooks),       cmocka_unit_test(test_process_errors),
-        cmocka_unit_test(test_unsupported), cmocka_unit_test(test_mount_opts),
+        cmocka_unit_test(test_full),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_floor),
+        cmocka_unit_test(test_process),
+        cmocka_unit_test(test_hooks),
+        cmocka_unit_test(test_process_errors),
+        cmocka_unit_test(test_unsupported),
+        cmocka_unit_test(test_mount_opts),
         cmocka_unit_test(test_host_namespaces),
+        cmocka_unit_test(test_rlimits_past_int64),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
