@@ -361,10 +361,12 @@ int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct 
             continue;
         ret = try_one(id, argv, env, cwd, fds, o ? o->timeout_ms : 0, sfd, exit_status,
                       oom_kills, o ? o->timed_out : NULL, e);
-        if (ret == -2) {
-            unlinkat(dirfd(d), de->d_name, 0); /* gc removes the rest */
+        /* A stale entry goes (gc removes the rest); so does ours, here rather than when its
+         * supervisor hears of the claim: `pool ls` right after this run must not list it. */
+        if (ret != 0)
+            unlinkat(dirfd(d), de->d_name, 0);
+        if (ret == -2)
             ret = 0;
-        }
     }
     closedir(d);
     sigprocmask(SIG_SETMASK, &old, NULL);

@@ -630,6 +630,21 @@ class Pool(unittest.TestCase):
             os.kill(sup, signal.SIGCONT)
         self.assertTrue(wait_for(lambda: self.gone(sid), 20), "the supervisor hung")
 
+    def test_the_pool_lists_no_sandbox_a_finished_run_took(self):
+        # the supervisor hears of the claim in its own time (stopped here): once the run has
+        # ended, `pool ls` lists the sandbox no more, whatever its supervisor has done
+        (sid,) = self.fill()
+        sup, _ = self.init_pid(sid)
+        os.kill(sup, signal.SIGSTOP)
+        try:
+            r = self.nsbox("run", "--", "hostname")
+            self.assertEqual((r.returncode, r.stdout.decode().strip()), (0, "nsbox-" + sid),
+                             r.stderr)
+            self.assertNotIn(sid, self.pooled())
+        finally:
+            os.kill(sup, signal.SIGCONT)
+        self.assertTrue(wait_for(lambda: self.gone(sid), 20))
+
     def test_a_run_outlives_the_ttl_of_the_pool(self):
         # the ttl of a waiting sandbox ends when a run takes it: the run is bounded by its own
         # --timeout, not by the pool's ttl. The ttl leaves room for the run to take it (2 s
