@@ -218,6 +218,9 @@ FWD(int, X509_set_pubkey, (X509 * x, EVP_PKEY *k), (x, k), 0)
 FWD(int, X509_set_version, (X509 * x, long v), (x, v), 0)
 FWD(int, X509_sign, (X509 * x, EVP_PKEY *k, const EVP_MD *md), (x, k, md), 0)
 FWD(const char *, X509_verify_cert_error_string, (long n), (n), nsbox_dynlib_why(LIB))
+FWD(X509 *, d2i_X509, (X509 * *a, const unsigned char **in, long len), (a, in, len), NULL)
+FWD(EVP_PKEY *, d2i_PrivateKey, (int type, EVP_PKEY **a, const unsigned char **in, long len),
+    (type, a, in, len), NULL)
 FWD(int, i2d_X509, (const X509 *x, unsigned char **out), (x, out), -1)
 FWD(int, i2d_PrivateKey, (const EVP_PKEY *k, unsigned char **out), (k, out), -1)
 
