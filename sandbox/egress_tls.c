@@ -295,7 +295,12 @@ static bool put_der(struct nsbox_egress_wire *w, X509 *x, EVP_PKEY *key)
     return p && (x ? i2d_X509(x, &p) : i2d_PrivateKey(key, &p)) == n;
 }
 
-int nsbox_egress_tls_send(const struct nsbox_egress_tls *t, struct nsbox_egress_wire *w, int *ca_fd,
+int nsbox_egress_tls_ca_fd(const struct nsbox_egress_tls *t)
+{
+    return t ? t->ca_fd : -1;
+}
+
+int nsbox_egress_tls_send(const struct nsbox_egress_tls *t, struct nsbox_egress_wire *w,
                           struct nsbox_err *e)
 {
     nsbox_egress_wire_put_u32(w, (uint32_t)t->n_hosts);
@@ -318,7 +323,6 @@ int nsbox_egress_tls_send(const struct nsbox_egress_tls *t, struct nsbox_egress_
         ok = put_der(w, t->ca.leaf[i], NULL);
     }
     nsbox_egress_wire_put_str(w, t->ca_path);
-    *ca_fd = t->ca_fd;
     if (!ok || w->over)
         return nsbox_egress_ca_error(e, "cannot write the leaves for the egress helper");
     return 0;
@@ -527,7 +531,6 @@ struct relay {
     struct breq q[PIPELINE];
     size_t q_first, q_n;
     struct nsbox_httpresp resp;
-    bool upgrading;          /* a WebSocket handshake is awaiting its response */
     bool tunnel;             /* its 101 came: both directions are relayed as they are */
     struct nsbox_wsframe ws; /* the frames coming back then */
     int refusal;             /* a request refused behind others: its status, sent after theirs */
@@ -590,7 +593,13 @@ static void req_begin(struct relay *r, const struct nsbox_httphead *hd)
     nsbox_httphead_log_path(r->in, hd, q->path, sizeof q->path);
     if (!r->q_n++)
         nsbox_httpresp_start(&r->resp, is_head(q));
-    r->upgrading = hd->upgrade;
+}
+
+/* A WebSocket handshake is awaiting its response: it is the last request (no head is read
+ * after it until then), and no 101 has made the connection a tunnel yet. */
+static bool upgrading(struct relay *r)
+{
+    return !r->tunnel && r->q_n && req_last(r)->upgrade;
 }
 
 /* A refusal: "refused" when the sandbox's request is at fault, "failed" when the upstream is. */
@@ -618,13 +627,13 @@ static void consume(struct relay *r, size_t n)
 
 /* Reads no more of the sandbox for now: its next head waits for responses (a full pipeline, a
  * handshake's answer, a refusal to send after the answers before it). */
-static bool heads_held(const struct relay *r)
+static bool heads_held(struct relay *r)
 {
-    return r->q_n == PIPELINE || r->upgrading || r->refusal;
+    return r->q_n == PIPELINE || upgrading(r) || r->refusal;
 }
 
 /* ... nor reads into a full buffer, whose heads are still parsed. */
-static bool client_held(const struct relay *r)
+static bool client_held(struct relay *r)
 {
     return heads_held(r) || r->in_n == IN_MAX;
 }
@@ -757,17 +766,13 @@ static bool response_ended(struct relay *r)
             return false;
         }
         r->tunnel = true; /* the handshake's entry stays open: the session's bytes are its */
-        r->upgrading = false;
         return from_client(r);
     }
     if (r->state != IN_HEAD && r->q_n == 1) {
         req_first(r)->answered = true; /* the body it answered is still coming */
         return true;
     }
-    bool was_upgrade = req_first(r)->upgrade;
-    req_end(r);
-    if (was_upgrade)
-        r->upgrading = false; /* refused by the host: HTTP goes on */
+    req_end(r); /* a handshake's refused by the host: HTTP goes on */
     if (r->refusal && !r->q_n) {
         refuse(r, r->refusal, r->refusal_why);
         return false;
