@@ -549,12 +549,8 @@ int nsbox_egress_main(int sock)
         return 1;
     }
     prctl(PR_SET_NAME, "nsbox-egress"); /* an exec from a descriptor names it after the fd */
-    /* one malloc arena: each connection thread's would otherwise stay. Fixed thresholds: a
-     * bound connection's relay buffers (over 64 KiB) are mapped and unmapped with it, where
-     * malloc's own would rise to their size at the first free and keep them in the heap */
+    /* one malloc arena: each connection thread's would otherwise stay */
     mallopt(M_ARENA_MAX, 1);
-    mallopt(M_MMAP_THRESHOLD, 64 * 1024);
-    mallopt(M_TRIM_THRESHOLD, 64 * 1024);
     nsbox_reset_signals(); /* what the parent ignored or blocked, an exec keeps so */
     signal(SIGPIPE, SIG_IGN);
     if (receive(sock, &st, &bindings, &e) < 0) {
