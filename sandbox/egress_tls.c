@@ -435,9 +435,12 @@ void nsbox_egress_tls_free(struct nsbox_egress_tls *t)
 {
     if (!t)
         return;
+    /* the helper's: the parent's side has neither (and may not have loaded libcrypto) */
     for (size_t i = 0; i < t->n_hosts; i++)
-        X509_free(t->host[i].leaf);
-    EVP_PKEY_free(t->key);
+        if (t->host[i].leaf)
+            X509_free(t->host[i].leaf);
+    if (t->key)
+        EVP_PKEY_free(t->key);
     if (L)
         L->SSL_CTX_free(t->ctx);
     BIO_meth_free(t->prefix);
@@ -772,7 +775,7 @@ static bool response_ended(struct relay *r)
         req_first(r)->answered = true; /* the body it answered is still coming */
         return true;
     }
-    req_end(r); /* a handshake's refused by the host: HTTP goes on */
+    req_end(r); /* a handshake the host answered without a 101 ends here: HTTP goes on */
     if (r->refusal && !r->q_n) {
         refuse(r, r->refusal, r->refusal_why);
         return false;
