@@ -19,6 +19,7 @@
     X(SSL_CTX_set_alpn_select_cb)                                                                  \
     X(SSL_CTX_set_verify)                                                                          \
     X(SSL_CTX_load_verify_locations)                                                               \
+    X(SSL_CTX_get_cert_store)                                                                      \
     X(SSL_new)                                                                                     \
     X(SSL_free)                                                                                    \
     X(SSL_set_bio)                                                                                 \

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "egress_tls.h"
 #include "egress_ca.h"
+#include "egress_castore.h"
 #include "egress_log.h"
 #include "egress_ssl.h"
 #include "egress_wire.h"
@@ -52,7 +53,8 @@ struct nsbox_egress_tls {
      * key on their SSL object, the upstream's verify against its store; each context costs
      * its own copies of the cipher and group tables */
     SSL_CTX *ctx;
-    EVP_PKEY *key; /* the leaves' key */
+    EVP_PKEY *key;                        /* the leaves' key */
+    struct nsbox_egress_castore *castore; /* the upstream CA file's, NULL: the system store */
     BIO_METHOD *prefix;
     struct nsbox_egress_ca ca; /* the parent's */
     int ca_fd; /* the parent's: a memfd with the upstream CA file's text; -1: the system store */
@@ -139,7 +141,8 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
 }
 
 /* ca_fd: the config's upstream_ca file (named `named` in messages), copied by the parent into a
- * memfd: read now, through /proc/self/fd, as the helper cannot open a file only root may read;
+ * memfd: read now, through /proc/self/fd, as the helper cannot open a file only root may read,
+ * and kept as DER, parsed certificate by certificate as chains need them (egress_castore.h);
  * -1: the system store's hashed directory, whose certificates are read one by one when a chain
  * needs them (parsing the whole bundle, ~140 certificates, cost a sandbox's creation 45 ms). */
 static int make_ctx(struct nsbox_egress_tls *t, int ca_fd, const char *named, struct nsbox_err *e)
@@ -156,15 +159,17 @@ static int make_ctx(struct nsbox_egress_tls *t, int ca_fd, const char *named, st
      * leave it in freed memory of the helper, outside the pages kept out of dumps */
     L->SSL_CTX_set_options(t->ctx, SSL_OP_CLEANSE_PLAINTEXT);
     L->SSL_CTX_set_alpn_select_cb(t->ctx, alpn_select, NULL); /* the server side's only */
-    if (L->SSL_CTX_load_verify_locations(t->ctx, ca_fd >= 0 ? ca : NULL,
-                                         ca_fd >= 0 ? NULL : NSBOX_EGRESS_SYSTEM_CA_DIR) != 1) {
+    if (ca_fd >= 0)
+        return nsbox_egress_castore_attach(L->SSL_CTX_get_cert_store(t->ctx), ca, named,
+                                           &t->castore, e);
+    if (L->SSL_CTX_load_verify_locations(t->ctx, NULL, NSBOX_EGRESS_SYSTEM_CA_DIR) != 1) {
         ERR_clear_error();
         return nsbox_err_set(e, NSBOX_E_INVALID, ENOENT,
                              "header bindings: cannot read the CA file %s that upstream "
                              "certificates are checked against; fix: install ca-certificates, "
                              "or name a PEM bundle with {\"network\": {\"upstream_ca\": PATH}} "
                              "in the config",
-                             ca_fd >= 0 ? named : NSBOX_EGRESS_SYSTEM_CA_DIR);
+                             NSBOX_EGRESS_SYSTEM_CA_DIR);
     }
     return 0;
 }
@@ -443,6 +448,7 @@ void nsbox_egress_tls_free(struct nsbox_egress_tls *t)
         EVP_PKEY_free(t->key);
     if (L)
         L->SSL_CTX_free(t->ctx);
+    nsbox_egress_castore_free(t->castore); /* after the store that looks into it */
     BIO_meth_free(t->prefix);
     nsbox_egress_ca_free(&t->ca);
     if (t->ca_fd >= 0)

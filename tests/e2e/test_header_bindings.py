@@ -573,6 +573,36 @@ class HeaderBindings(unittest.TestCase):
         self.assertEqual(r.returncode, 125, r.stderr.decode())
         self.assertIn(ca + ".missing", r.stderr.decode())
 
+    def test_upstream_ca_file_of_many_certificates(self):
+        # the helper keeps the config's CA file as DER and parses a certificate only when a
+        # chain asks for its subject: in a copy of the host's bundle the lab CA, last of them,
+        # is found, and without it the origin is not vouched for
+        system = "/etc/ssl/certs/ca-certificates.crt"
+        if not os.path.exists(system):
+            self.skipTest(f"needs the host's bundle {system} (ca-certificates)")
+        bundle = os.path.join(self.dirs.base, "bundle.pem")
+        shutil.copy(system, bundle)
+        out = self.run_in(f"allow={NAME}:{PORT}",
+                          f"curl -sS https://{NAME}:{PORT}/x -w '\\n%{{http_code}}\\n'",
+                          upstream_ca=bundle)
+        self.assertIn("502", out)
+        self.assertIn("certificate", out)
+        self.assertEqual(self.received(), [])
+        with open(bundle, "a") as f, open(os.path.join(pki, "ca.pem")) as ca:
+            f.write(ca.read())
+        out = self.run_in(f"allow={NAME}:{PORT}", f"curl -sS https://{NAME}:{PORT}/bundle",
+                          upstream_ca=bundle)
+        self.assertEqual(json.loads(out)["path"], "/bundle")
+        self.assertEqual([self.auth_headers(r) for r in self.received()], [[BEARER]])
+        # a file without a certificate fails the run, naming it
+        with open(bundle, "w") as f:
+            f.write("not a certificate\n")
+        r = self.nsbox(["run", "--network", f"allow={NAME}:{PORT}", "--header-binding",
+                        f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN", "--", "true"],
+                       upstream_ca=bundle)
+        self.assertEqual(r.returncode, 125, r.stderr.decode())
+        self.assertIn(bundle, r.stderr.decode())
+
     def test_inspect_and_state_never_hold_the_secret(self):
         r = self.nsbox(["create", "--network", f"allow={NAME}:{PORT}", "--header-binding",
                         f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN"])
