@@ -238,6 +238,13 @@ FWD(int, X509_LOOKUP_set_method_data, (X509_LOOKUP * lu, void *data), (lu, data)
 FWD(void *, X509_LOOKUP_get_method_data, (const X509_LOOKUP *lu), (lu), NULL)
 FWD(X509_STORE *, X509_LOOKUP_get_store, (const X509_LOOKUP *lu), (lu), NULL)
 FWD(int, X509_OBJECT_set1_X509, (X509_OBJECT * o, X509 *x), (o, x), 0)
+FWD(int, X509_STORE_lock, (X509_STORE * s), (s), 0)
+FWD(int, X509_STORE_unlock, (X509_STORE * s), (s), 0)
+FWD(STACK_OF(X509_OBJECT) *, X509_STORE_get0_objects, (const X509_STORE *s), (s), NULL)
+FWD(X509_OBJECT *, X509_OBJECT_retrieve_by_subject,
+    (STACK_OF(X509_OBJECT) * h, X509_LOOKUP_TYPE type, const X509_NAME *name), (h, type, name),
+    NULL)
+FWD(X509 *, X509_OBJECT_get0_X509, (const X509_OBJECT *o), (o), NULL)
 FWD(EVP_PKEY *, d2i_PrivateKey, (int type, EVP_PKEY **a, const unsigned char **in, long len),
     (type, a, in, len), NULL)
 FWD(int, i2d_X509, (const X509 *x, unsigned char **out), (x, out), -1)

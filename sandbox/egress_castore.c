@@ -59,7 +59,9 @@ static bool keep(struct nsbox_egress_castore *c, X509 *x)
 }
 
 /* The store asks for the certificates of a subject it does not hold: those of the file are
- * parsed and added (once each); ret gets one of them. */
+ * parsed and added (once each), and ret gets one from the store. From the store, not from what
+ * this call parsed: a connection verifying at the same time may have added them first, and
+ * its "nothing here" would fail a chain that is fine. */
 static int by_subject(X509_LOOKUP *lu, X509_LOOKUP_TYPE type, const X509_NAME *name,
                       X509_OBJECT *ret)
 {
@@ -68,25 +70,32 @@ static int by_subject(X509_LOOKUP *lu, X509_LOOKUP_TYPE type, const X509_NAME *n
     if (type != X509_LU_X509 || !c || !store)
         return 0;
     unsigned long h = subject_hash(name);
-    X509 *found = NULL;
+    bool any = false;
     pthread_mutex_lock(&c->mu);
     for (size_t i = 0; i < c->n; i++) {
-        if (c->e[i].hash != h || c->e[i].added)
+        if (c->e[i].hash != h)
             continue;
+        if (c->e[i].added) {
+            any = true;
+            continue;
+        }
         const unsigned char *p = c->der + c->e[i].off;
         X509 *x = d2i_X509_AUX(NULL, &p, (long)c->e[i].len);
-        if (!x)
-            continue;
-        if (X509_NAME_cmp(X509_get_subject_name(x), name) == 0 && X509_STORE_add_cert(store, x)) {
-            c->e[i].added = true;
-            if (!found && X509_OBJECT_set1_X509(ret, x))
-                found = x;
-        }
+        if (x && X509_NAME_cmp(X509_get_subject_name(x), name) == 0 &&
+            X509_STORE_add_cert(store, x))
+            any = c->e[i].added = true;
         X509_free(x);
     }
     pthread_mutex_unlock(&c->mu);
     ERR_clear_error();
-    return found != NULL;
+    int found = 0;
+    if (any && X509_STORE_lock(store)) {
+        X509_OBJECT *o =
+            X509_OBJECT_retrieve_by_subject(X509_STORE_get0_objects(store), X509_LU_X509, name);
+        found = o && X509_OBJECT_set1_X509(ret, X509_OBJECT_get0_X509(o));
+        X509_STORE_unlock(store);
+    }
+    return found;
 }
 
 int nsbox_egress_castore_attach(X509_STORE *store, const char *path, const char *named,
