@@ -250,6 +250,15 @@ class HeaderBindings(unittest.TestCase):
         return subprocess.run(cmd, capture_output=True, timeout=timeout,
                               env=self.env(upstream_ca, allow_names))
 
+    def assertNotVouchedFor(self, **kw):
+        """A bound request whose upstream certificate the helper cannot verify: the sandbox
+        gets a 502 that says why, the origin nothing."""
+        out = self.run_in(f"allow={NAME}:{PORT}",
+                          f"curl -sS https://{NAME}:{PORT}/x -w '\\n%{{http_code}}\\n'", **kw)
+        self.assertIn("502", out)
+        self.assertIn("certificate", out)
+        self.assertEqual(self.received(), [])
+
     def run_in(self, network, script, upstream_ca=True, host_store=None, image=None):
         r = self.nsbox(["run"] + (["--image", image] if image else []) +
                        ["--network", network, "--header-binding",
@@ -476,12 +485,7 @@ class HeaderBindings(unittest.TestCase):
     def test_upstream_not_vouched_for_is_refused(self):
         # without upstream_ca the helper checks the origin against the host's store, which does
         # not know the lab CA: the sandbox gets a 502 that says so, the origin nothing
-        out = self.run_in(f"allow={NAME}:{PORT}",
-                          f"curl -sS https://{NAME}:{PORT}/x -w '\\n%{{http_code}}\\n'",
-                          upstream_ca=False)
-        self.assertIn("502", out)
-        self.assertIn("certificate", out)
-        self.assertEqual(self.received(), [])
+        self.assertNotVouchedFor(upstream_ca=False)
         # and a host store that has it (a copy of the system's with the lab CA added, hashed
         # as update-ca-certificates does) lets the same request through
         store = os.path.join(self.dirs.base, "certs")
@@ -582,12 +586,7 @@ class HeaderBindings(unittest.TestCase):
             self.skipTest(f"needs the host's bundle {system} (ca-certificates)")
         bundle = os.path.join(self.dirs.base, "bundle.pem")
         shutil.copy(system, bundle)
-        out = self.run_in(f"allow={NAME}:{PORT}",
-                          f"curl -sS https://{NAME}:{PORT}/x -w '\\n%{{http_code}}\\n'",
-                          upstream_ca=bundle)
-        self.assertIn("502", out)
-        self.assertIn("certificate", out)
-        self.assertEqual(self.received(), [])
+        self.assertNotVouchedFor(upstream_ca=bundle)
         with open(bundle, "a") as f, open(os.path.join(pki, "ca.pem")) as ca:
             f.write(ca.read())
         out = self.run_in(f"allow={NAME}:{PORT}", f"curl -sS https://{NAME}:{PORT}/bundle",
