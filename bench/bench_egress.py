@@ -195,17 +195,23 @@ class Bench:
             fields = f.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
-    def helper_pss_kib(self, sid, binary=None, supervisor=False):
-        """The PSS (KiB) of the sandbox's helper; supervisor: of its supervisor instead."""
+    def helper_pss_kib(self, sid, binary=None, supervisor=False, field="Pss"):
+        """The PSS (KiB) of the sandbox's helper; supervisor: of its supervisor instead; field
+        "Private": its private pages (clean and dirty: the memory it alone holds, whatever
+        else runs on the machine), where PSS adds its share of the pages it shares."""
         if supervisor:
             pid = json.loads(self.nsbox("inspect", sid, binary=binary))["supervisor_pid"]
         else:
             pid = self.helper_pid(sid, binary)
+        kib = {}
         with open(f"/proc/{pid}/smaps_rollup") as f:
             for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1])
-        return None
+                k, _, v = line.partition(":")
+                if v.strip().endswith("kB"):
+                    kib[k] = int(v.split()[0])
+        if field == "Private":
+            return kib["Private_Clean"] + kib["Private_Dirty"]
+        return kib.get(field)
 
 
 def pss_of(b, name, binary):
@@ -216,6 +222,7 @@ def pss_of(b, name, binary):
     sid = b.create("--network", f"allow={NAME}:{PORT}", binary=binary)
     try:
         out["plain"] = b.helper_pss_kib(sid, binary)
+        out["plain_private"] = b.helper_pss_kib(sid, binary, field="Private")
         out["plain_sup"] = b.helper_pss_kib(sid, binary, supervisor=True)
     finally:
         b.nsbox("rm", sid, binary=binary)
@@ -225,12 +232,14 @@ def pss_of(b, name, binary):
         b.nsbox("exec", sid, "--", "python3", "-c", BOUND, binary=binary)
         time.sleep(1)
         out["bound"] = b.helper_pss_kib(sid, binary)
+        out["bound_private"] = b.helper_pss_kib(sid, binary, field="Private")
         out["bound_sup"] = b.helper_pss_kib(sid, binary, supervisor=True)
     finally:
         b.nsbox("rm", sid, binary=binary)
     print(f"{name:>8}: idle helper PSS {out['plain']} KiB without bindings (target <= 512), "
-          f"{out['bound']} KiB with one after a bound request (target <= 3072); its "
-          f"supervisor's {out['plain_sup']} / {out['bound_sup']} KiB")
+          f"{out['bound']} KiB with one after a bound request (target <= 3072); private "
+          f"{out['plain_private']} / {out['bound_private']} KiB; its supervisor's "
+          f"{out['plain_sup']} / {out['bound_sup']} KiB")
     return out
 
 
@@ -278,7 +287,8 @@ def main():
         for name, runs in pss.items():
             med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
             print(f"{name:>8}: median of {len(runs)}: helper {med['plain']:.0f} KiB without "
-                  f"bindings, {med['bound']:.0f} KiB with; helper + supervisor "
+                  f"bindings, {med['bound']:.0f} KiB with (private {med['plain_private']:.0f} / "
+                  f"{med['bound_private']:.0f} KiB); helper + supervisor "
                   f"{med['plain'] + med['plain_sup']:.0f} / {med['bound'] + med['bound_sup']:.0f}"
                   f" KiB")
         if a.pss_only:

@@ -178,6 +178,7 @@ FWDV(ERR_error_string_n, (unsigned long e, char *buf, size_t len), (e, buf, len)
 FWDV(EVP_PKEY_free, (EVP_PKEY * k), (k))
 FWDV(X509_EXTENSION_free, (X509_EXTENSION * x), (x))
 FWDV(X509_free, (X509 * x), (x))
+FWDV(X509_LOOKUP_meth_free, (X509_LOOKUP_METHOD * m), (m))
 FWDV(X509V3_set_ctx,
      (X509V3_CTX * ctx, X509 *issuer, X509 *subject, X509_REQ *req, X509_CRL *crl, int flags),
      (ctx, issuer, subject, req, crl, flags))
@@ -218,6 +219,34 @@ FWD(int, X509_set_pubkey, (X509 * x, EVP_PKEY *k), (x, k), 0)
 FWD(int, X509_set_version, (X509 * x, long v), (x, v), 0)
 FWD(int, X509_sign, (X509 * x, EVP_PKEY *k, const EVP_MD *md), (x, k, md), 0)
 FWD(const char *, X509_verify_cert_error_string, (long n), (n), nsbox_dynlib_why(LIB))
+FWD(X509 *, d2i_X509, (X509 * *a, const unsigned char **in, long len), (a, in, len), NULL)
+FWD(X509 *, d2i_X509_AUX, (X509 * *a, const unsigned char **in, long len), (a, in, len), NULL)
+FWD(int, i2d_X509_AUX, (const X509 *x, unsigned char **out), (x, out), -1)
+FWD(BIO *, BIO_new_file, (const char *path, const char *mode), (path, mode), NULL)
+FWD(X509 *, PEM_read_bio_X509_AUX, (BIO * b, X509 **x, pem_password_cb *cb, void *u), (b, x, cb, u),
+    NULL)
+FWD(unsigned long, ERR_peek_last_error, (void), (), 0)
+FWD(unsigned long, X509_NAME_hash_ex,
+    (const X509_NAME *n, OSSL_LIB_CTX *ctx, const char *propq, int *ok), (n, ctx, propq, ok), 0)
+FWD(int, X509_NAME_cmp, (const X509_NAME *a, const X509_NAME *b), (a, b), -2)
+FWD(int, X509_STORE_add_cert, (X509_STORE * s, X509 *x), (s, x), 0)
+FWD(X509_LOOKUP *, X509_STORE_add_lookup, (X509_STORE * s, X509_LOOKUP_METHOD *m), (s, m), NULL)
+FWD(X509_LOOKUP_METHOD *, X509_LOOKUP_meth_new, (const char *name), (name), NULL)
+FWD(int, X509_LOOKUP_meth_set_get_by_subject,
+    (X509_LOOKUP_METHOD * m, X509_LOOKUP_get_by_subject_fn cb), (m, cb), 0)
+FWD(int, X509_LOOKUP_set_method_data, (X509_LOOKUP * lu, void *data), (lu, data), 0)
+FWD(void *, X509_LOOKUP_get_method_data, (const X509_LOOKUP *lu), (lu), NULL)
+FWD(X509_STORE *, X509_LOOKUP_get_store, (const X509_LOOKUP *lu), (lu), NULL)
+FWD(int, X509_OBJECT_set1_X509, (X509_OBJECT * o, X509 *x), (o, x), 0)
+FWD(int, X509_STORE_lock, (X509_STORE * s), (s), 0)
+FWD(int, X509_STORE_unlock, (X509_STORE * s), (s), 0)
+FWD(STACK_OF(X509_OBJECT) *, X509_STORE_get0_objects, (const X509_STORE *s), (s), NULL)
+FWD(X509_OBJECT *, X509_OBJECT_retrieve_by_subject,
+    (STACK_OF(X509_OBJECT) * h, X509_LOOKUP_TYPE type, const X509_NAME *name), (h, type, name),
+    NULL)
+FWD(X509 *, X509_OBJECT_get0_X509, (const X509_OBJECT *o), (o), NULL)
+FWD(EVP_PKEY *, d2i_PrivateKey, (int type, EVP_PKEY **a, const unsigned char **in, long len),
+    (type, a, in, len), NULL)
 FWD(int, i2d_X509, (const X509 *x, unsigned char **out), (x, out), -1)
 FWD(int, i2d_PrivateKey, (const EVP_PKEY *k, unsigned char **out), (k, out), -1)
 

@@ -157,22 +157,43 @@ struct fields {
     bool conn_upgrade;
 };
 
-/* Is name one of the comma-separated tokens of v (any case, white space around)? */
+void nsbox_httphead_trim(const uint8_t **v, size_t *n)
+{
+    while (*n && (**v == ' ' || **v == '\t'))
+        (*v)++, (*n)--;
+    while (*n && ((*v)[*n - 1] == ' ' || (*v)[*n - 1] == '\t'))
+        (*n)--;
+}
+
+void nsbox_httphead_list_start(struct nsbox_httplist *l, const uint8_t *v, size_t n)
+{
+    *l = (struct nsbox_httplist){.v = v, .n = n};
+}
+
+bool nsbox_httphead_list_next(struct nsbox_httplist *l, const uint8_t **e, size_t *en)
+{
+    if (l->at > l->n)
+        return false;
+    size_t end = l->at;
+    while (end < l->n && l->v[end] != ',')
+        end++;
+    *e = l->v + l->at;
+    *en = end - l->at;
+    nsbox_httphead_trim(e, en);
+    l->at = end + 1;
+    return true;
+}
+
+/* Is name one of the comma-separated tokens of v (any case)? */
 static bool has_token(const uint8_t *v, size_t n, const char *name)
 {
-    for (size_t i = 0; i < n;) {
-        size_t e = i;
-        while (e < n && v[e] != ',')
-            e++;
-        size_t s = i, t = e;
-        while (s < t && (v[s] == ' ' || v[s] == '\t'))
-            s++;
-        while (t > s && (v[t - 1] == ' ' || v[t - 1] == '\t'))
-            t--;
-        if (eq_token(v + s, t - s, name))
+    struct nsbox_httplist l;
+    const uint8_t *e;
+    size_t en;
+    nsbox_httphead_list_start(&l, v, n);
+    while (nsbox_httphead_list_next(&l, &e, &en))
+        if (eq_token(e, en, name))
             return true;
-        i = e + 1;
-    }
     return false;
 }
 
@@ -189,16 +210,12 @@ static enum nsbox_httphead_verdict one_field(const uint8_t *p, size_t n, const c
         c++;
     if (c == 0 || c >= n || p[c] != ':')
         return refuse(h, 400, "malformed header line (a name, then ':' with no space before it)");
-    size_t vs = c + 1, ve = n;
-    for (size_t i = vs; i < n; i++)
+    for (size_t i = c + 1; i < n; i++)
         if (!is_vchar_ws(p[i]))
             return refuse(h, 400, "a header value has a control character");
-    while (vs < ve && (p[vs] == ' ' || p[vs] == '\t'))
-        vs++;
-    while (ve > vs && (p[ve - 1] == ' ' || p[ve - 1] == '\t'))
-        ve--;
-    const uint8_t *v = p + vs;
-    size_t vn = ve - vs;
+    const uint8_t *v = p + c + 1;
+    size_t vn = n - c - 1;
+    nsbox_httphead_trim(&v, &vn);
     if (eq_token(p, c, "host")) {
         if (f->host++)
             return refuse(h, 400, "more than one Host header");

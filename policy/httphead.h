@@ -81,6 +81,22 @@ void nsbox_httphead_log_path(const uint8_t *in, const struct nsbox_httphead *h, 
 #define NSBOX_HTTPHEAD_STATUS_LEN 13
 int nsbox_httphead_status(const uint8_t *p, size_t n);
 
+/* ---- field values (RFC 9110 5.5, 5.6.1), for the request heads here and the responses of
+ * policy/httpresp.h ---------------------------------------------------------------------------- */
+
+/* *v[0..*n) without the optional white space (spaces and tabs) at either end. */
+void nsbox_httphead_trim(const uint8_t **v, size_t *n);
+
+/* The elements of a comma-separated list, in order, each trimmed; an empty one (",," or a
+ * trailing comma, or an empty value) is given as such, for the caller to refuse or skip. */
+struct nsbox_httplist {
+    const uint8_t *v;
+    size_t n, at;
+};
+void nsbox_httphead_list_start(struct nsbox_httplist *l, const uint8_t *v, size_t n);
+/* The next element into *e, *en; false after the last. */
+bool nsbox_httphead_list_next(struct nsbox_httplist *l, const uint8_t **e, size_t *en);
+
 /* ---- chunked request bodies (RFC 9112 7.1) --------------------------------------------------- */
 
 struct nsbox_httpchunk {

@@ -19,27 +19,16 @@ static void end_response(struct nsbox_httpresp *r)
     r->state = NSBOX_HTTPRESP_IDLE;
 }
 
-static void trim(const uint8_t **v, size_t *n)
-{
-    while (*n && (**v == ' ' || **v == '\t'))
-        (*v)++, (*n)--;
-    while (*n && ((*v)[*n - 1] == ' ' || (*v)[*n - 1] == '\t'))
-        (*n)--;
-}
-
 /* "N" or "N, N, ..." with one N (RFC 9110 8.6 lets a recipient take a list of equal values);
  * false for anything else. */
 static bool length_value(const uint8_t *v, size_t n, uint64_t *out)
 {
     bool any = false;
-    size_t i = 0;
-    while (i <= n) {
-        size_t e = i;
-        while (e < n && v[e] != ',')
-            e++;
-        const uint8_t *t = v + i;
-        size_t tn = e - i;
-        trim(&t, &tn);
+    struct nsbox_httplist l;
+    const uint8_t *t;
+    size_t tn;
+    nsbox_httphead_list_start(&l, v, n);
+    while (nsbox_httphead_list_next(&l, &t, &tn)) {
         if (tn == 0 || tn > 15)
             return false;
         uint64_t x = 0;
@@ -52,7 +41,6 @@ static bool length_value(const uint8_t *v, size_t n, uint64_t *out)
             return false;
         *out = x;
         any = true;
-        i = e + 1;
     }
     return any;
 }
@@ -70,7 +58,7 @@ static void field(struct nsbox_httpresp *r, const uint8_t *p, size_t n, bool cut
         return;
     const uint8_t *v = colon + 1;
     size_t vn = n - nn - 1;
-    trim(&v, &vn);
+    nsbox_httphead_trim(&v, &vn);
     uint64_t x = 0;
     if (cut || (cl && (!length_value(v, vn, &x) || (r->has_length && x != r->length)))) {
         r->state = NSBOX_HTTPRESP_LOST;
@@ -82,12 +70,12 @@ static void field(struct nsbox_httpresp *r, const uint8_t *p, size_t n, bool cut
         return;
     }
     /* the last coding of the last line decides: chunked, or a body that ends with the stream */
-    size_t s = vn;
-    while (s > 0 && v[s - 1] != ',')
-        s--;
-    const uint8_t *last = v + s;
-    size_t ln = vn - s;
-    trim(&last, &ln);
+    struct nsbox_httplist l;
+    const uint8_t *last = v;
+    size_t ln = 0;
+    nsbox_httphead_list_start(&l, v, vn);
+    while (nsbox_httphead_list_next(&l, &last, &ln)) {
+    }
     r->chunked = ln == 7 && !strncasecmp((const char *)last, "chunked", 7);
     r->other_coding = !r->chunked;
 }

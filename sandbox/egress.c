@@ -52,7 +52,7 @@ static atomic_int bulk_pipes; /* pipes grown to SPLICE_BULK */
 struct conn {
     int fd, up;
     uint16_t port;
-    int64_t t0, t0_wall; /* accepted: monotonic and wall clock, ms */
+    int64_t t0, t0_wall;           /* accepted: monotonic and wall clock, ms */
     char address[INET_ADDRSTRLEN]; /* the upstream's, once connected */
     char why[160];                 /* refused or failed: the reason */
     uint64_t up_bytes, down_bytes;
@@ -74,11 +74,15 @@ static int64_t now_ms(void)
 /* The connection's line in the network log (sandbox/egress_log.h), at its end. */
 static void log_conn(const struct conn *c, const char *name, const char *verdict)
 {
-    struct nsbox_egress_entry en = {
-        .start_ms = c->t0_wall, .duration_ms = now_ms() - c->t0, .name = name,
-        .port = c->port, .verdict = verdict, .reason = c->why[0] ? c->why : NULL,
-        .address = c->address[0] ? c->address : NULL, .bytes_up = c->up_bytes,
-        .bytes_down = c->down_bytes};
+    struct nsbox_egress_entry en = {.start_ms = c->t0_wall,
+                                    .duration_ms = now_ms() - c->t0,
+                                    .name = name,
+                                    .port = c->port,
+                                    .verdict = verdict,
+                                    .reason = c->why[0] ? c->why : NULL,
+                                    .address = c->address[0] ? c->address : NULL,
+                                    .bytes_up = c->up_bytes,
+                                    .bytes_down = c->down_bytes};
     nsbox_egress_log_write(&elog, &en);
 }
 
@@ -373,7 +377,10 @@ out:
     free(buf);
     free(h);
     free(c);
-    atomic_fetch_sub(&active, 1);
+    /* the last connection ended: what the connections freed (TLS buffers and sessions'
+     * leftovers between live blocks) goes back while the helper waits */
+    if (atomic_fetch_sub(&active, 1) == 1)
+        malloc_trim(0);
     return NULL;
 }
 
@@ -561,6 +568,7 @@ int nsbox_egress_main(int sock)
     if (nsbox_egress_wire_send_status(sock, 0, NULL) < 0)
         return 1;
     close(sock);
+    malloc_trim(0); /* the configuration's buffers, OpenSSL's set-up: freed pages go back */
     serve_forever(&st);
     return 0;
 }

@@ -121,7 +121,7 @@ static int compose(struct nsbox_egress_wire *w, const struct nsbox_netplan *p,
                    size_t n, const struct nsbox_egress_log *log, int *fds, size_t *n_fds,
                    struct nsbox_err *e)
 {
-    int ca_fd = -1;
+    int ca_fd = nsbox_egress_tls_ca_fd(tls);
     nsbox_egress_wire_put_u32(w, NSBOX_EGRESS_WIRE_MAGIC);
     nsbox_egress_wire_put_u32(w, (uint32_t)getpid());
     nsbox_egress_wire_put_u32(w, (uint32_t)n);
@@ -129,13 +129,14 @@ static int compose(struct nsbox_egress_wire *w, const struct nsbox_netplan *p,
         nsbox_egress_wire_put_u32(w, ports[i]);
     nsbox_egress_wire_put_u32(w, log->fd >= 0);
     memcpy(fds, listeners, n * sizeof *fds);
-    size_t at = n; /* the CA's descriptor, known only with the bindings, comes last */
+    size_t at = n;
     if (log->fd >= 0) {
         fds[at++] = log->fd;
         fds[at++] = log->older_fd;
     }
-    size_t has_ca_at = w->n;
-    nsbox_egress_wire_put_u32(w, 0); /* has_ca: set below */
+    nsbox_egress_wire_put_u32(w, ca_fd >= 0);
+    if (ca_fd >= 0)
+        fds[at++] = ca_fd; /* the last one: egress.c finds it there */
     if (put_filter(w, e) < 0)
         return -1;
     nsbox_egress_wire_put_u32(w, p->pool.base);
@@ -146,17 +147,12 @@ static int compose(struct nsbox_egress_wire *w, const struct nsbox_netplan *p,
         nsbox_egress_wire_put_u32(w, p->names[i].port);
     }
     nsbox_egress_wire_put_u32(w, tls != NULL);
-    if (tls && nsbox_egress_tls_send(tls, w, &ca_fd, e) < 0)
+    if (tls && nsbox_egress_tls_send(tls, w, e) < 0)
         return -1;
     if (w->over)
         return nsbox_err_set(e, NSBOX_E_SYS, EMSGSIZE,
                              "egress helper: its configuration is too "
                              "large");
-    if (ca_fd >= 0) {
-        fds[at++] = ca_fd;
-        uint32_t one = 1;
-        memcpy(w->p + has_ca_at, &one, sizeof one);
-    }
     *n_fds = at;
     return 0;
 }
@@ -236,20 +232,17 @@ static int run_helper(int exe, const char *path, struct nsbox_egress_wire *w, co
     return nsbox_err_sys(e, "egress helper %s: %s", path, st.what);
 }
 
-int nsbox_egress_spawn(const struct nsbox_netplan *p, const struct nsbox_egress_tls *tls,
-                       const char *log_dir, const uint32_t *helper_id, pid_t *pid,
-                       struct nsbox_err *e)
+int nsbox_egress_spawn(int exe, const char *path, const struct nsbox_netplan *p,
+                       const struct nsbox_egress_tls *tls, const char *log_dir,
+                       const uint32_t *helper_id, pid_t *pid, struct nsbox_err *e)
 {
     int listeners[MAX_PORTS], fds[NSBOX_EGRESS_WIRE_FDS];
     uint16_t ports[MAX_PORTS];
     size_t n = 0, n_fds = 0;
     struct nsbox_egress_log log = {.fd = -1, .older_fd = -1};
     struct nsbox_egress_wire w = {0};
-    char path[PATH_MAX];
-    int exe = -1, r = -1;
+    int r = -1;
     *pid = -1;
-    if ((exe = nsbox_egress_spawn_open(path, sizeof path, e)) < 0)
-        return -1;
     if (listen_all(p, listeners, ports, &n, e) < 0)
         goto out;
     if (log_dir && nsbox_egress_log_open(&log, log_dir) < 0) {
@@ -268,7 +261,6 @@ out:
     for (size_t i = 0; i < n; i++)
         close(listeners[i]);
     nsbox_egress_log_close(&log);
-    close(exe);
     return r;
 }
 

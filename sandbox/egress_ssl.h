@@ -10,21 +10,23 @@
 #include <openssl/ssl.h>
 
 #define NSBOX_SSL_FUNCS(X)                                                                         \
-    X(TLS_server_method)                                                                           \
-    X(TLS_client_method)                                                                           \
+    X(OPENSSL_init_ssl)                                                                            \
+    X(TLS_method)                                                                                  \
     X(SSL_CTX_new)                                                                                 \
     X(SSL_CTX_free)                                                                                \
     X(SSL_CTX_ctrl)                                                                                \
     X(SSL_CTX_set_options)                                                                         \
-    X(SSL_CTX_use_certificate_ASN1)                                                                \
-    X(SSL_CTX_use_PrivateKey_ASN1)                                                                 \
     X(SSL_CTX_set_alpn_select_cb)                                                                  \
     X(SSL_CTX_set_verify)                                                                          \
     X(SSL_CTX_load_verify_locations)                                                               \
+    X(SSL_CTX_get_cert_store)                                                                      \
     X(SSL_new)                                                                                     \
     X(SSL_free)                                                                                    \
     X(SSL_set_bio)                                                                                 \
     X(SSL_set_fd)                                                                                  \
+    X(SSL_set_verify)                                                                              \
+    X(SSL_use_certificate)                                                                         \
+    X(SSL_use_PrivateKey)                                                                          \
     X(SSL_ctrl)                                                                                    \
     X(SSL_set1_host)                                                                               \
     X(SSL_set_alpn_protos)                                                                         \

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "egress_tls.h"
 #include "egress_ca.h"
+#include "egress_castore.h"
 #include "egress_log.h"
 #include "egress_ssl.h"
 #include "egress_wire.h"
@@ -14,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -37,7 +39,7 @@ static const struct nsbox_ssllib *L; /* the helper's: set by nsbox_egress_tls_re
 struct bhost {
     char name[NSBOX_HOSTNAME_MAX + 1];
     uint16_t port;
-    SSL_CTX *ctx; /* the server side, with this name's leaf */
+    X509 *leaf; /* this name's certificate, shown to the sandbox */
     size_t n;
     const char *header[NSBOX_MAX_BINDINGS];
     const char *value[NSBOX_MAX_BINDINGS]; /* in the secret pages */
@@ -47,12 +49,17 @@ struct nsbox_egress_tls {
     size_t n_hosts;
     struct bhost host[NSBOX_MAX_BINDINGS];
     char header[NSBOX_MAX_BINDINGS][65];
-    SSL_CTX *client;
+    /* one context for both sides: the sandbox's connections take their host's leaf and the
+     * key on their SSL object, the upstream's verify against its store; each context costs
+     * its own copies of the cipher and group tables */
+    SSL_CTX *ctx;
+    EVP_PKEY *key;                        /* the leaves' key */
+    struct nsbox_egress_castore *castore; /* the upstream CA file's, NULL: the system store */
     BIO_METHOD *prefix;
     struct nsbox_egress_ca ca; /* the parent's */
     int ca_fd; /* the parent's: a memfd with the upstream CA file's text; -1: the system store */
     char ca_path[256]; /* that file's name, for messages */
-    char *secrets; /* mmap'd, MADV_DONTDUMP */
+    char *secrets;     /* mmap'd, MADV_DONTDUMP */
     size_t secrets_len;
 };
 
@@ -133,46 +140,36 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
     return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
-/* The leaf and its key as the parent wrote them (DER). */
-static SSL_CTX *server_ctx(const uint8_t *key, size_t key_len, const uint8_t *leaf, size_t leaf_len)
-{
-    SSL_CTX *c = L->SSL_CTX_new(L->TLS_server_method());
-    if (!c || !L->SSL_CTX_ctrl(c, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL) ||
-        L->SSL_CTX_use_certificate_ASN1(c, (int)leaf_len, leaf) != 1 ||
-        L->SSL_CTX_use_PrivateKey_ASN1(EVP_PKEY_EC, c, key, (long)key_len) != 1) {
-        L->SSL_CTX_free(c);
-        return NULL;
-    }
-    L->SSL_CTX_set_alpn_select_cb(c, alpn_select, NULL);
-    L->SSL_CTX_set_options(c, SSL_OP_CLEANSE_PLAINTEXT); /* see client_ctx */
-    return c;
-}
-
 /* ca_fd: the config's upstream_ca file (named `named` in messages), copied by the parent into a
- * memfd: read now, through /proc/self/fd, as the helper cannot open a file only root may read;
+ * memfd: read now, through /proc/self/fd, as the helper cannot open a file only root may read,
+ * and kept as DER, parsed certificate by certificate as chains need them (egress_castore.h);
  * -1: the system store's hashed directory, whose certificates are read one by one when a chain
  * needs them (parsing the whole bundle, ~140 certificates, cost a sandbox's creation 45 ms). */
-static int client_ctx(struct nsbox_egress_tls *t, int ca_fd, const char *named, struct nsbox_err *e)
+static int make_ctx(struct nsbox_egress_tls *t, int ca_fd, const char *named, struct nsbox_err *e)
 {
     char ca[64];
     snprintf(ca, sizeof ca, "/proc/self/fd/%d", ca_fd);
-    t->client = L->SSL_CTX_new(L->TLS_client_method());
-    if (!t->client ||
-        !L->SSL_CTX_ctrl(t->client, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL))
-        return nsbox_egress_ca_error(e, "cannot make the upstream TLS context");
-    L->SSL_CTX_set_verify(t->client, SSL_VERIFY_PEER, NULL);
+    t->ctx = L->SSL_CTX_new(L->TLS_method());
+    if (!t->ctx || !L->SSL_CTX_ctrl(t->ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL))
+        return nsbox_egress_ca_error(e, "cannot make the TLS context");
+    /* the upstream's certificate is checked; the sandbox's side sets SSL_VERIFY_NONE on its
+     * own objects (serve), so that no client certificate is asked for */
+    L->SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER, NULL);
     /* read buffers wiped after use: a response that echoes the bound value would otherwise
      * leave it in freed memory of the helper, outside the pages kept out of dumps */
-    L->SSL_CTX_set_options(t->client, SSL_OP_CLEANSE_PLAINTEXT);
-    if (L->SSL_CTX_load_verify_locations(t->client, ca_fd >= 0 ? ca : NULL,
-                                         ca_fd >= 0 ? NULL : NSBOX_EGRESS_SYSTEM_CA_DIR) != 1) {
+    L->SSL_CTX_set_options(t->ctx, SSL_OP_CLEANSE_PLAINTEXT);
+    L->SSL_CTX_set_alpn_select_cb(t->ctx, alpn_select, NULL); /* the server side's only */
+    if (ca_fd >= 0)
+        return nsbox_egress_castore_attach(L->SSL_CTX_get_cert_store(t->ctx), ca, named,
+                                           &t->castore, e);
+    if (L->SSL_CTX_load_verify_locations(t->ctx, NULL, NSBOX_EGRESS_SYSTEM_CA_DIR) != 1) {
         ERR_clear_error();
         return nsbox_err_set(e, NSBOX_E_INVALID, ENOENT,
                              "header bindings: cannot read the CA file %s that upstream "
                              "certificates are checked against; fix: install ca-certificates, "
                              "or name a PEM bundle with {\"network\": {\"upstream_ca\": PATH}} "
                              "in the config",
-                             ca_fd >= 0 ? named : NSBOX_EGRESS_SYSTEM_CA_DIR);
+                             NSBOX_EGRESS_SYSTEM_CA_DIR);
     }
     return 0;
 }
@@ -303,7 +300,12 @@ static bool put_der(struct nsbox_egress_wire *w, X509 *x, EVP_PKEY *key)
     return p && (x ? i2d_X509(x, &p) : i2d_PrivateKey(key, &p)) == n;
 }
 
-int nsbox_egress_tls_send(const struct nsbox_egress_tls *t, struct nsbox_egress_wire *w, int *ca_fd,
+int nsbox_egress_tls_ca_fd(const struct nsbox_egress_tls *t)
+{
+    return t ? t->ca_fd : -1;
+}
+
+int nsbox_egress_tls_send(const struct nsbox_egress_tls *t, struct nsbox_egress_wire *w,
                           struct nsbox_err *e)
 {
     nsbox_egress_wire_put_u32(w, (uint32_t)t->n_hosts);
@@ -326,7 +328,6 @@ int nsbox_egress_tls_send(const struct nsbox_egress_tls *t, struct nsbox_egress_
         ok = put_der(w, t->ca.leaf[i], NULL);
     }
     nsbox_egress_wire_put_str(w, t->ca_path);
-    *ca_fd = t->ca_fd;
     if (!ok || w->over)
         return nsbox_egress_ca_error(e, "cannot write the leaves for the egress helper");
     return 0;
@@ -360,27 +361,30 @@ static bool receive_hosts(struct nsbox_egress_tls *t, struct nsbox_egress_wire *
     return true;
 }
 
-/* The leaves: each bound host's server context, with its name's leaf. */
+/* The leaves' key, and each bound host's leaf (DER, as the parent wrote them). */
 static bool receive_leaves(struct nsbox_egress_tls *t, struct nsbox_egress_wire *w)
 {
     const uint8_t *key, *leaf;
     size_t key_len, leaf_len;
     uint32_t nn;
-    if (!nsbox_egress_wire_get_bytes(w, &key, &key_len) || !nsbox_egress_wire_get_u32(w, &nn) ||
-        nn > NSBOX_MAX_BINDINGS)
+    if (!nsbox_egress_wire_get_bytes(w, &key, &key_len) || key_len > LONG_MAX ||
+        !(t->key = d2i_PrivateKey(EVP_PKEY_EC, NULL, &key, (long)key_len)) ||
+        !nsbox_egress_wire_get_u32(w, &nn) || nn > NSBOX_MAX_BINDINGS)
         return false;
     for (uint32_t i = 0; i < nn; i++) {
         char name[NSBOX_HOSTNAME_MAX + 1];
         if (!nsbox_egress_wire_get_str(w, name, sizeof name) ||
-            !nsbox_egress_wire_get_bytes(w, &leaf, &leaf_len))
+            !nsbox_egress_wire_get_bytes(w, &leaf, &leaf_len) || leaf_len > LONG_MAX)
             return false;
-        for (size_t h = 0; h < t->n_hosts; h++)
-            if (!t->host[h].ctx && !strcmp(t->host[h].name, name) &&
-                !(t->host[h].ctx = server_ctx(key, key_len, leaf, leaf_len)))
+        for (size_t h = 0; h < t->n_hosts; h++) {
+            const uint8_t *p = leaf;
+            if (!t->host[h].leaf && !strcmp(t->host[h].name, name) &&
+                !(t->host[h].leaf = d2i_X509(NULL, &p, (long)leaf_len)))
                 return false;
+        }
     }
     for (size_t h = 0; h < t->n_hosts; h++)
-        if (!t->host[h].ctx)
+        if (!t->host[h].leaf)
             return false;
     return true;
 }
@@ -391,6 +395,14 @@ int nsbox_egress_tls_receive(struct nsbox_egress_wire *w, int ca_fd, struct nsbo
     *out = NULL;
     if (!(L = nsbox_egress_ssl(e)))
         return -1;
+    /* before any other call into OpenSSL: no configuration file (the helper's TLS is set up
+     * here, in full, and the host's openssl.cnf would only add its parsed text), and no error
+     * string tables (65 KiB of heap; an error reads error:CODE, which `openssl errstr CODE`
+     * explains) */
+    if (!L->OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_LOAD_SSL_STRINGS |
+                                 OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS,
+                             NULL))
+        return nsbox_egress_ca_error(e, "cannot start OpenSSL");
     struct nsbox_egress_tls *t = calloc(1, sizeof *t);
     if (!t)
         return nsbox_err_sys(e, "header bindings");
@@ -402,7 +414,7 @@ int nsbox_egress_tls_receive(struct nsbox_egress_wire *w, int ca_fd, struct nsbo
         nsbox_egress_ca_error(e, "the bindings the egress helper was given are not whole");
         goto fail;
     }
-    if (client_ctx(t, ca_fd, t->ca_path, e) < 0)
+    if (make_ctx(t, ca_fd, t->ca_path, e) < 0)
         goto fail;
     t->prefix = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "nsbox-prefixed");
     if (!t->prefix || !BIO_meth_set_read_ex(t->prefix, prefix_read) ||
@@ -428,10 +440,15 @@ void nsbox_egress_tls_free(struct nsbox_egress_tls *t)
 {
     if (!t)
         return;
-    for (size_t i = 0; L && i < t->n_hosts; i++)
-        L->SSL_CTX_free(t->host[i].ctx);
+    /* the helper's: the parent's side has neither (and may not have loaded libcrypto) */
+    for (size_t i = 0; i < t->n_hosts; i++)
+        if (t->host[i].leaf)
+            X509_free(t->host[i].leaf);
+    if (t->key)
+        EVP_PKEY_free(t->key);
     if (L)
-        L->SSL_CTX_free(t->client);
+        L->SSL_CTX_free(t->ctx);
+    nsbox_egress_castore_free(t->castore); /* after the store that looks into it */
     BIO_meth_free(t->prefix);
     nsbox_egress_ca_free(&t->ca);
     if (t->ca_fd >= 0)
@@ -523,7 +540,6 @@ struct relay {
     struct breq q[PIPELINE];
     size_t q_first, q_n;
     struct nsbox_httpresp resp;
-    bool upgrading;          /* a WebSocket handshake is awaiting its response */
     bool tunnel;             /* its 101 came: both directions are relayed as they are */
     struct nsbox_wsframe ws; /* the frames coming back then */
     int refusal;             /* a request refused behind others: its status, sent after theirs */
@@ -586,7 +602,13 @@ static void req_begin(struct relay *r, const struct nsbox_httphead *hd)
     nsbox_httphead_log_path(r->in, hd, q->path, sizeof q->path);
     if (!r->q_n++)
         nsbox_httpresp_start(&r->resp, is_head(q));
-    r->upgrading = hd->upgrade;
+}
+
+/* A WebSocket handshake is awaiting its response: it is the last request (no head is read
+ * after it until then), and no 101 has made the connection a tunnel yet. */
+static bool upgrading(struct relay *r)
+{
+    return !r->tunnel && r->q_n && req_last(r)->upgrade;
 }
 
 /* A refusal: "refused" when the sandbox's request is at fault, "failed" when the upstream is. */
@@ -614,13 +636,13 @@ static void consume(struct relay *r, size_t n)
 
 /* Reads no more of the sandbox for now: its next head waits for responses (a full pipeline, a
  * handshake's answer, a refusal to send after the answers before it). */
-static bool heads_held(const struct relay *r)
+static bool heads_held(struct relay *r)
 {
-    return r->q_n == PIPELINE || r->upgrading || r->refusal;
+    return r->q_n == PIPELINE || upgrading(r) || r->refusal;
 }
 
 /* ... nor reads into a full buffer, whose heads are still parsed. */
-static bool client_held(const struct relay *r)
+static bool client_held(struct relay *r)
 {
     return heads_held(r) || r->in_n == IN_MAX;
 }
@@ -753,17 +775,13 @@ static bool response_ended(struct relay *r)
             return false;
         }
         r->tunnel = true; /* the handshake's entry stays open: the session's bytes are its */
-        r->upgrading = false;
         return from_client(r);
     }
     if (r->state != IN_HEAD && r->q_n == 1) {
         req_first(r)->answered = true; /* the body it answered is still coming */
         return true;
     }
-    bool was_upgrade = req_first(r)->upgrade;
-    req_end(r);
-    if (was_upgrade)
-        r->upgrading = false; /* refused by the host: HTTP goes on */
+    req_end(r); /* a handshake the host answered without a 101 ends here: HTTP goes on */
     if (r->refusal && !r->q_n) {
         refuse(r, r->refusal, r->refusal_why);
         return false;
@@ -863,7 +881,7 @@ static SSL *open_upstream(const struct nsbox_egress_tls *t, struct relay *r,
         return NULL;
     }
     nonblocking(r->ufd);
-    SSL *up = L->SSL_new(t->client);
+    SSL *up = L->SSL_new(t->ctx);
     if (!up || !L->SSL_set_fd(up, r->ufd) ||
         !L->SSL_ctrl(up, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
                      (void *)r->h->name) ||
@@ -900,12 +918,14 @@ void nsbox_egress_tls_serve(const struct nsbox_egress_tls *t, int fd, const uint
     nonblocking(fd);
     struct prefixed pre = {.p = hello, .n = n, .fd = fd};
     BIO *bio = BIO_new(t->prefix);
-    r->cl = L->SSL_new(h->ctx);
-    if (!bio || !r->cl) {
+    r->cl = L->SSL_new(t->ctx);
+    if (!bio || !r->cl || L->SSL_use_certificate(r->cl, h->leaf) != 1 ||
+        L->SSL_use_PrivateKey(r->cl, t->key) != 1) {
         BIO_free(bio);
-        note_refusal(r, "failed", 0, "out of memory");
+        note_refusal(r, "failed", 0, "cannot set up TLS for the sandbox");
         goto out;
     }
+    L->SSL_set_verify(r->cl, SSL_VERIFY_NONE, NULL);
     BIO_set_data(bio, &pre);
     L->SSL_set_bio(r->cl, bio, bio);
     alpn_refused = false;

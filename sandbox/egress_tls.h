@@ -9,7 +9,7 @@
  * The secrets live in pages of their own, excluded from core dumps (MADV_DONTDUMP) and wiped
  * when freed; the parent sends them to the helper on its socketpair (egress_wire.h), never
  * through argv, the environment or a file. The parent makes the CA and its leaves and never
- * loads libssl; the helper makes the TLS contexts from what it is sent. */
+ * loads libssl; the helper makes its TLS context from what it is sent. */
 #ifndef NSBOX_EGRESS_TLS_H
 #define NSBOX_EGRESS_TLS_H
 
@@ -35,12 +35,14 @@ struct nsbox_egress_wire;
  * are checked against, read now; NULL: NSBOX_EGRESS_SYSTEM_CA_DIR). label: the sandbox id. */
 int nsbox_egress_tls_prepare(const struct nsbox_spec *s, const char *upstream_ca, const char *label,
                              struct nsbox_egress_tls **out, struct nsbox_err *e);
-/* Parent side: the hosts, the values, the leaves and their key into the helper's message;
- * *ca_fd: the descriptor to send with it (-1: none). */
-int nsbox_egress_tls_send(const struct nsbox_egress_tls *t, struct nsbox_egress_wire *w, int *ca_fd,
+/* Parent side: the hosts, the values, the leaves and their key into the helper's message. */
+int nsbox_egress_tls_send(const struct nsbox_egress_tls *t, struct nsbox_egress_wire *w,
                           struct nsbox_err *e);
+/* Parent side: the descriptor to send with that message, the upstream CA file's copy (-1: none,
+ * the system store; t NULL: no bindings). */
+int nsbox_egress_tls_ca_fd(const struct nsbox_egress_tls *t);
 /* Helper side, before its jail: libssl loaded, the values copied into the helper's own secret
- * pages, the TLS contexts made (ca_fd: the descriptor that came with the message, or -1). */
+ * pages, the TLS context made (ca_fd: the descriptor that came with the message, or -1). */
 int nsbox_egress_tls_receive(struct nsbox_egress_wire *w, int ca_fd, struct nsbox_egress_tls **out,
                              struct nsbox_err *e);
 /* The CA's certificate (PEM), for the sandbox's trust bundle. */

@@ -39,13 +39,16 @@ struct nsbox_net {
     struct nsbox_netplan plan;
     char resolv[PATH_MAX], hosts[PATH_MAX]; /* hosts: a path, or with hosts_inside the text */
     bool has_resolv, has_hosts, hosts_inside;
-    struct nsbox_nft *nft; /* parent only, from attach to teardown */
-    struct nsbox_nftbatch del; /* the batch that removes the sandbox's elements, once added */
-    bool attached;         /* written by the parent, read by the child: see net_alloc */
-    pid_t egress;          /* the egress helper (allow by name), parent only */
-    char egress_log[PATH_MAX]; /* the directory of its network log: the state directory */
+    struct nsbox_nft *nft;      /* parent only, from attach to teardown */
+    struct nsbox_nftbatch del;  /* the batch that removes the sandbox's elements, once added */
+    bool attached;              /* written by the parent, read by the child: see net_alloc */
+    pid_t egress;               /* the egress helper (allow by name), parent only */
+    int egress_exe;             /* its executable, opened when prepared: the file checked is the
+                                   file run (-1: none, or run already) */
+    char egress_path[PATH_MAX]; /* that file's name, for messages */
+    char egress_log[PATH_MAX];  /* the directory of its network log: the state directory */
     bool has_egress_id;
-    uint32_t egress_id; /* the helper's host uid and gid */
+    uint32_t egress_id;           /* the helper's host uid and gid */
     struct nsbox_egress_tls *tls; /* header bindings, parent only, until the helper has them */
     char bundle[PATH_MAX];        /* the sandbox's trust bundle: the image's and its CA */
     bool has_bundle;
@@ -60,8 +63,7 @@ static const char *mode_name(const struct nsbox_spec *s)
 
 static int write_file(const char *path, const char *text, struct nsbox_err *e)
 {
-    cleanup_close int fd =
-        open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    cleanup_close int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0)
         return nsbox_err_sys(e, "cannot create %s", path);
     size_t len = strlen(text);
@@ -171,8 +173,7 @@ static int resolve_host(void *ctx, const char *name, struct in_addr *out, size_t
     int r = getaddrinfo(name, NULL, &hints, &res);
     if (r == EAI_NONAME || r == EAI_NODATA)
         return nsbox_err_set(e, NSBOX_E_INVALID, ENOENT,
-                             "the host cannot resolve it to an IPv4 address (%s)",
-                             gai_strerror(r));
+                             "the host cannot resolve it to an IPv4 address (%s)", gai_strerror(r));
     if (r != 0)
         return nsbox_err_set(e, NSBOX_E_SYS, r == EAI_SYSTEM ? errno : EAGAIN,
                              "cannot resolve it: %s", gai_strerror(r));
@@ -274,17 +275,6 @@ static int prepare_bindings(struct nsbox_net *n, const struct nsbox_spec *s, con
                                     e);
 }
 
-/* The helper's executable is there: said before anything of the sandbox exists. */
-static int check_helper(struct nsbox_err *e)
-{
-    char path[PATH_MAX];
-    int fd = nsbox_egress_spawn_open(path, sizeof path, e);
-    if (fd < 0)
-        return -1;
-    close(fd);
-    return 0;
-}
-
 /* The helper listens on the gateway, which exists now; the names in the sandbox's /etc/hosts
  * point there (the file is bound already: rewritten in place, the sandbox sees the new text). */
 static int start_egress(struct nsbox_net *n, struct nsbox_err *e)
@@ -292,8 +282,10 @@ static int start_egress(struct nsbox_net *n, struct nsbox_err *e)
     cleanup_free char *hosts = hosts_text(&n->plan, n->plan.id, e);
     if (!hosts || write_file(n->hosts, hosts, e) < 0)
         return -1;
-    int r = nsbox_egress_spawn(&n->plan, n->tls, n->egress_log,
+    int r = nsbox_egress_spawn(n->egress_exe, n->egress_path, &n->plan, n->tls, n->egress_log,
                                n->has_egress_id ? &n->egress_id : NULL, &n->egress, e);
+    close(n->egress_exe);
+    n->egress_exe = -1;
     /* the helper has its own copy of the secrets now; this process needs them no more */
     nsbox_egress_tls_free(n->tls);
     n->tls = NULL;
@@ -357,7 +349,10 @@ static struct nsbox_net *net_alloc(void)
 {
     void *p = mmap(NULL, sizeof(struct nsbox_net), PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    if (p == MAP_FAILED)
+        return NULL;
+    ((struct nsbox_net *)p)->egress_exe = -1;
+    return p;
 }
 
 int nsbox_net_prepare(const struct nsbox_spec *s, const char *id, const char *state_dir,
@@ -395,13 +390,15 @@ int nsbox_net_prepare(const struct nsbox_spec *s, const char *id, const char *st
     if (cfg.allow_by_name && nsbox_netplan_has_names(s)) {
         if (plan_by_name(n, s, id, &cfg, state_dir, e) < 0)
             goto fail;
-    } else if (nsbox_netplan_build(s, id, &cfg.pool, &dns, dns_src, resolve_host, NULL,
-                                   &n->plan, e) < 0) {
+    } else if (nsbox_netplan_build(s, id, &cfg.pool, &dns, dns_src, resolve_host, NULL, &n->plan,
+                                   e) < 0) {
         goto fail;
     }
     if (s->n_bindings && prepare_bindings(n, s, id, &cfg, state_dir, e) < 0)
         goto fail;
-    if (n->plan.by_name && check_helper(e) < 0)
+    /* the helper's executable is there: said before anything of the sandbox exists */
+    if (n->plan.by_name &&
+        (n->egress_exe = nsbox_egress_spawn_open(n->egress_path, sizeof n->egress_path, e)) < 0)
         goto fail;
     /* The marker first: from here on, gc knows to look for this sandbox's objects. */
     snprintf(marker, sizeof marker, "%s/" MARKER, state_dir);
@@ -511,6 +508,9 @@ void nsbox_net_teardown(struct nsbox_net *n)
     if (!n)
         return;
     nsbox_egress_spawn_stop(n->egress);
+    if (n->egress_exe >= 0)
+        close(n->egress_exe);
+    n->egress_exe = -1;
     nsbox_egress_tls_free(n->tls);
     n->tls = NULL;
     if (n->nft && n->del.len) {

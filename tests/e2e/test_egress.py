@@ -725,6 +725,33 @@ class Egress(unittest.TestCase):
         self.assertIn("beside", err)
         self.assertEqual(lab_helpers(), [])
 
+    def test_helper_executable_is_opened_once(self):
+        # nsbox checks nsbox-egress when it prepares the sandbox and runs the descriptor it
+        # checked: the file is opened once, and the file run is the file checked (a file put
+        # in its place between the two would otherwise be what runs)
+        strace = shutil.which("strace")
+        if not strace:
+            self.skipTest("needs strace to count the opens of nsbox-egress")
+        trace = os.path.join(self.dirs.base, "opens")
+        cmd = ["nsenter", f"--net=/run/netns/{lab.lab}", "unshare", "--mount", "--propagation",
+               "private", "sh", "-c",
+               'mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && '
+               'shift && exec "$@"', lab.resolv, os.path.join(pki, "hosts"),
+               strace, "-f", "-qq", "-e", "trace=open,openat,execve,execveat", "-e",
+               "signal=none", "-o", trace, NSBOX, "run", "--network",
+               f"allow={NAMES[0]}:{PORT}", "--", "true"]
+        r = subprocess.run(cmd, capture_output=True, timeout=120, env=self.env(None))
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        with open(trace) as f:
+            lines = f.read().splitlines()
+        helper = os.path.join(os.path.dirname(NSBOX), "nsbox-egress")
+        opens = [ln for ln in lines if "open" in ln and f'"{helper}"' in ln]
+        self.assertEqual(len(opens), 1, "\n".join(opens))
+        # and it runs from that descriptor, not by its name
+        self.assertTrue(any("execveat(" in ln and "AT_EMPTY_PATH" in ln for ln in lines))
+        self.assertFalse([ln for ln in lines if "execve(" in ln and f'"{helper}"' in ln])
+        self.assertEqual(lab_helpers(), [])
+
     def test_helper_runs_from_a_directory_only_root_enters(self):
         # a build below /root: the helper's uid cannot enter the directory, and does not need
         # to, as nsbox execs the file from a descriptor it opened

@@ -250,6 +250,15 @@ class HeaderBindings(unittest.TestCase):
         return subprocess.run(cmd, capture_output=True, timeout=timeout,
                               env=self.env(upstream_ca, allow_names))
 
+    def assertNotVouchedFor(self, **kw):
+        """A bound request whose upstream certificate the helper cannot verify: the sandbox
+        gets a 502 that says why, the origin nothing."""
+        out = self.run_in(f"allow={NAME}:{PORT}",
+                          f"curl -sS https://{NAME}:{PORT}/x -w '\\n%{{http_code}}\\n'", **kw)
+        self.assertIn("502", out)
+        self.assertIn("certificate", out)
+        self.assertEqual(self.received(), [])
+
     def run_in(self, network, script, upstream_ca=True, host_store=None, image=None):
         r = self.nsbox(["run"] + (["--image", image] if image else []) +
                        ["--network", network, "--header-binding",
@@ -476,12 +485,7 @@ class HeaderBindings(unittest.TestCase):
     def test_upstream_not_vouched_for_is_refused(self):
         # without upstream_ca the helper checks the origin against the host's store, which does
         # not know the lab CA: the sandbox gets a 502 that says so, the origin nothing
-        out = self.run_in(f"allow={NAME}:{PORT}",
-                          f"curl -sS https://{NAME}:{PORT}/x -w '\\n%{{http_code}}\\n'",
-                          upstream_ca=False)
-        self.assertIn("502", out)
-        self.assertIn("certificate", out)
-        self.assertEqual(self.received(), [])
+        self.assertNotVouchedFor(upstream_ca=False)
         # and a host store that has it (a copy of the system's with the lab CA added, hashed
         # as update-ca-certificates does) lets the same request through
         store = os.path.join(self.dirs.base, "certs")
@@ -572,6 +576,31 @@ class HeaderBindings(unittest.TestCase):
                        upstream_ca=ca + ".missing")
         self.assertEqual(r.returncode, 125, r.stderr.decode())
         self.assertIn(ca + ".missing", r.stderr.decode())
+
+    def test_upstream_ca_file_of_many_certificates(self):
+        # the helper keeps the config's CA file as DER and parses a certificate only when a
+        # chain asks for its subject: in a copy of the host's bundle the lab CA, last of them,
+        # is found, and without it the origin is not vouched for
+        system = "/etc/ssl/certs/ca-certificates.crt"
+        if not os.path.exists(system):
+            self.skipTest(f"needs the host's bundle {system} (ca-certificates)")
+        bundle = os.path.join(self.dirs.base, "bundle.pem")
+        shutil.copy(system, bundle)
+        self.assertNotVouchedFor(upstream_ca=bundle)
+        with open(bundle, "a") as f, open(os.path.join(pki, "ca.pem")) as ca:
+            f.write(ca.read())
+        out = self.run_in(f"allow={NAME}:{PORT}", f"curl -sS https://{NAME}:{PORT}/bundle",
+                          upstream_ca=bundle)
+        self.assertEqual(json.loads(out)["path"], "/bundle")
+        self.assertEqual([self.auth_headers(r) for r in self.received()], [[BEARER]])
+        # a file without a certificate fails the run, naming it
+        with open(bundle, "w") as f:
+            f.write("not a certificate\n")
+        r = self.nsbox(["run", "--network", f"allow={NAME}:{PORT}", "--header-binding",
+                        f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN", "--", "true"],
+                       upstream_ca=bundle)
+        self.assertEqual(r.returncode, 125, r.stderr.decode())
+        self.assertIn(bundle, r.stderr.decode())
 
     def test_inspect_and_state_never_hold_the_secret(self):
         r = self.nsbox(["create", "--network", f"allow={NAME}:{PORT}", "--header-binding",

@@ -331,15 +331,60 @@ static void test_log_path_and_status(void **state)
     assert_int_equal(nsbox_httphead_status((const uint8_t *)"HTTP/1.1 999 OK", 15), 0);
 }
 
+/* The list iterator both parsers walk field values with: every element in order, trimmed,
+ * empty ones given as such (a trailing comma, ",,", an empty value). */
+static void test_list(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        const char *want; /* the elements joined by '|' */
+    } cases[] = {
+        {"", ""},         {"close", "close"}, {" \tkeep-alive ,\tUpgrade\t", "keep-alive|Upgrade"},
+        {"a,,b", "a||b"}, {"5, 5,", "5|5|"},  {" , ", "|"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char got[64] = "";
+        size_t k = 0, elements = 0;
+        struct nsbox_httplist l;
+        const uint8_t *e;
+        size_t en;
+        nsbox_httphead_list_start(&l, (const uint8_t *)cases[i].in, strlen(cases[i].in));
+        while (nsbox_httphead_list_next(&l, &e, &en)) {
+            if (elements++)
+                got[k++] = '|';
+            assert_true(k + en < sizeof got);
+            memcpy(got + k, e, en);
+            k += en;
+        }
+        got[k] = '\0';
+        assert_true(elements >= 1);
+        if (strcmp(got, cases[i].want))
+            fail_msg("\"%s\": \"%s\", not \"%s\"", cases[i].in, got, cases[i].want);
+    }
+    const uint8_t *v = (const uint8_t *)" \t x y\t ";
+    size_t n = 8;
+    nsbox_httphead_trim(&v, &n);
+    assert_int_equal(n, 3);
+    assert_memory_equal(v, "x y", 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_plain_get),        cmocka_unit_test(test_host_forms),
-        cmocka_unit_test(test_bodies),           cmocka_unit_test(test_smuggling_shapes),
-        cmocka_unit_test(test_request_line),     cmocka_unit_test(test_websocket_upgrade),
-        cmocka_unit_test(test_oversize),         cmocka_unit_test(test_rewrite_replaces_every_copy),
-        cmocka_unit_test(test_names_and_values), cmocka_unit_test(test_error_response),
-        cmocka_unit_test(test_chunked),          cmocka_unit_test(test_log_path_and_status),
+        cmocka_unit_test(test_plain_get),
+        cmocka_unit_test(test_host_forms),
+        cmocka_unit_test(test_bodies),
+        cmocka_unit_test(test_smuggling_shapes),
+        cmocka_unit_test(test_request_line),
+        cmocka_unit_test(test_websocket_upgrade),
+        cmocka_unit_test(test_oversize),
+        cmocka_unit_test(test_rewrite_replaces_every_copy),
+        cmocka_unit_test(test_names_and_values),
+        cmocka_unit_test(test_error_response),
+        cmocka_unit_test(test_chunked),
+        cmocka_unit_test(test_log_path_and_status),
+        cmocka_unit_test(test_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
