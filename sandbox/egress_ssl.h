@@ -16,6 +16,8 @@
     X(SSL_CTX_free)                                                                                \
     X(SSL_CTX_ctrl)                                                                                \
     X(SSL_CTX_set_options)                                                                         \
+    X(SSL_CTX_get_security_level)                                                                  \
+    X(SSL_CTX_set_security_level)                                                                  \
     X(SSL_CTX_set_alpn_select_cb)                                                                  \
     X(SSL_CTX_set_verify)                                                                          \
     X(SSL_CTX_load_verify_locations)                                                               \

@@ -155,6 +155,11 @@ static int make_ctx(struct nsbox_egress_tls *t, int ca_fd, const char *named, st
     /* the upstream's certificate is checked; the sandbox's side sets SSL_VERIFY_NONE on its
      * own objects (serve), so that no client certificate is asked for */
     L->SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER, NULL);
+    /* without openssl.cnf, the library's compiled-in level: at least 2 (112-bit keys, no SHA-1
+     * signatures) whatever the build, as Debian's is, so that an upstream's weak certificate
+     * is refused on every host */
+    if (L->SSL_CTX_get_security_level(t->ctx) < 2)
+        L->SSL_CTX_set_security_level(t->ctx, 2);
     /* read buffers wiped after use: a response that echoes the bound value would otherwise
      * leave it in freed memory of the helper, outside the pages kept out of dumps */
     L->SSL_CTX_set_options(t->ctx, SSL_OP_CLEANSE_PLAINTEXT);

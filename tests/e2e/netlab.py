@@ -346,6 +346,8 @@ print(json.dumps(out))
 TLS_SERVE = r"""
 srv = http.server.ThreadingHTTPServer((sys.argv[1], int(sys.argv[2])), H)
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+if os.environ.get("NETLAB_WEAK_ORIGIN"):  # it may serve a key its own library calls too weak
+    ctx.set_ciphers("DEFAULT:@SECLEVEL=0")
 ctx.load_cert_chain(sys.argv[3], sys.argv[4])
 srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
 print("READY", flush=True)
@@ -381,13 +383,16 @@ def in_lab(lab, hosts, argv, store=None):
             'shift && exec "$@"', lab.resolv, hosts] + list(argv)
 
 
-def start_origin(lab, script, address, port, pki, *args):
+def start_origin(lab, script, address, port, pki, *args, weak=False):
     """script (ending with TLS_SERVE) in the lab's upstream namespace, on address:port with
-    pki's certificate, more arguments after it; returns once it listens."""
+    pki's certificate, more arguments after it; returns once it listens. weak: it serves a
+    certificate under its own library's security level (a test of a client's refusal)."""
+    env = dict(os.environ, NETLAB_WEAK_ORIGIN="1") if weak else None
     p = subprocess.Popen(["ip", "netns", "exec", lab.up, sys.executable, "-c",
                           DIE_WITH_PARENT + script, str(os.getpid()), address, str(port),
                           os.path.join(pki, "srv.pem"), os.path.join(pki, "srv.key")]
-                         + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env)
     lab.procs.append(p)
     line = p.stdout.readline()
     if line.strip() != "READY":

@@ -528,6 +528,34 @@ class HeaderBindings(unittest.TestCase):
         with open(wrong_received) as f:
             self.assertEqual(f.read(), "")  # not one request reached it, so no secret either
 
+    def test_upstream_certificate_with_a_weak_key_is_refused(self):
+        # A 1024-bit RSA leaf the trusted lab CA signed for the bound name: the chain and the
+        # name verify; the helper's security level (at least 2, whatever the host's OpenSSL
+        # build or configuration) refuses the key before the secret goes.
+        weak = os.path.join(self.dirs.base, "weak")
+        os.mkdir(weak)
+        issue_leaf(weak, NAME, bits=1024)
+        weak_received = os.path.join(weak, "received.jsonl")
+        open(weak_received, "w").close()
+        os.chmod(weak, 0o755)
+        os.chmod(weak_received, 0o666)
+        start_origin(lab, ORIGIN, OTHER, PORT, weak, weak_received, os.path.join(pki, "www"),
+                     weak=True)
+        hosts = os.path.join(weak, "hosts")
+        with open(hosts, "w") as f:
+            f.write(f"127.0.0.1\tlocalhost\n{OTHER}\t{NAME}\n")
+        os.chmod(hosts, 0o644)
+        r = self.nsbox(["run", "--network", f"allow={NAME}:{PORT}", "--header-binding",
+                        f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN", "--", "sh", "-c",
+                        f"curl -sS https://{NAME}:{PORT}/x -w '\\n%{{http_code}}\\n'"],
+                       hosts=hosts)
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        out = r.stdout.decode()
+        self.assertEqual(out.splitlines()[-1], "502", out)
+        self.assertIn("key too weak", out)
+        with open(weak_received) as f:
+            self.assertEqual(f.read(), "")
+
     def test_file_binding_value_reaches_the_origin_and_nothing_inside(self):
         # the value from a file only root reads, its trailing newline not part of it
         path = os.path.join(self.dirs.base, "token")
@@ -806,11 +834,11 @@ with open("/" + NSBOX_BUNDLE, "rb") as _f:
         else b""
 
 
-def issue_leaf(d, name):
-    """In d: srv.pem and srv.key for name alone, signed by the module's lab CA."""
+def issue_leaf(d, name, bits=2048):
+    """In d: srv.pem and srv.key (RSA, bits) for name alone, signed by the module's lab CA."""
     def openssl(*args):
         subprocess.run(["openssl"] + list(args), cwd=d, check=True, capture_output=True)
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr",
+    openssl("req", "-newkey", f"rsa:{bits}", "-nodes", "-keyout", "srv.key", "-out", "srv.csr",
             "-subj", f"/CN={name}")
     with open(os.path.join(d, "ext"), "w") as f:
         f.write(f"subjectAltName=DNS:{name}\n")
