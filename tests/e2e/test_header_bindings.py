@@ -532,6 +532,7 @@ class HeaderBindings(unittest.TestCase):
         # A 1024-bit RSA leaf the trusted lab CA signed for the bound name: the chain and the
         # name verify; the helper's security level (at least 2, whatever the host's OpenSSL
         # build or configuration) refuses the key before the secret goes.
+        port = PORT + 1  # the other-name test's origin keeps OTHER:PORT for the lab's life
         weak = os.path.join(self.dirs.base, "weak")
         os.mkdir(weak)
         issue_leaf(weak, NAME, bits=1024)
@@ -539,15 +540,15 @@ class HeaderBindings(unittest.TestCase):
         open(weak_received, "w").close()
         os.chmod(weak, 0o755)
         os.chmod(weak_received, 0o666)
-        start_origin(lab, ORIGIN, OTHER, PORT, weak, weak_received, os.path.join(pki, "www"),
+        start_origin(lab, ORIGIN, OTHER, port, weak, weak_received, os.path.join(pki, "www"),
                      weak=True)
         hosts = os.path.join(weak, "hosts")
         with open(hosts, "w") as f:
             f.write(f"127.0.0.1\tlocalhost\n{OTHER}\t{NAME}\n")
         os.chmod(hosts, 0o644)
-        r = self.nsbox(["run", "--network", f"allow={NAME}:{PORT}", "--header-binding",
-                        f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN", "--", "sh", "-c",
-                        f"curl -sS https://{NAME}:{PORT}/x -w '\\n%{{http_code}}\\n'"],
+        r = self.nsbox(["run", "--network", f"allow={NAME}:{port}", "--header-binding",
+                        f"{NAME}:{port}:Authorization=env:BOUND_TOKEN", "--", "sh", "-c",
+                        f"curl -sS https://{NAME}:{port}/x -w '\\n%{{http_code}}\\n'"],
                        hosts=hosts)
         self.assertEqual(r.returncode, 0, r.stderr.decode())
         out = r.stdout.decode()
