@@ -43,6 +43,24 @@ def config(args, **extra):
     return c
 
 
+def shared_source(test, parent):
+    """A host directory parent/vol (with vol/sub) that is a shared mount of its own, as a volume
+    on a host whose / is shared (systemd's) is: bound onto itself and made shared, in the
+    host's mount namespace; unmounted (with what is below it) at the test's end."""
+    src = os.path.join(parent, "vol")
+    os.makedirs(os.path.join(src, "sub"))
+    subprocess.run(["mount", "--bind", src, src], check=True)
+    test.addCleanup(subprocess.run, ["umount", "-R", "-l", src], check=False)
+    subprocess.run(["mount", "--make-shared", src], check=True)
+    return src
+
+
+def is_mount_point(path):
+    """Is path a mount point in this (the host's) mount namespace?"""
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == path for line in f)
+
+
 class BundleCase(unittest.TestCase):
     """A bundle per test (a busybox-static root, config.json written by the test), nsbox-oci
     with its own --root and JSON log, and every container deleted (--force) at the end."""
