@@ -174,6 +174,18 @@ uint64_t nsbox_ocicgroup_shares_to_weight(uint64_t shares)
 
 /* ---- linux.resources.memory beyond the limit ---- */
 
+void nsbox_ocicgroup_memory_init(struct nsbox_ocicgroup_memory *m)
+{
+    *m = (struct nsbox_ocicgroup_memory){
+        .limit = -1,
+        .reservation = NSBOX_OCICGROUP_UNSET,
+        .swap = NSBOX_OCICGROUP_UNSET,
+        .kernel = NSBOX_OCICGROUP_UNSET,
+        .kernel_tcp = NSBOX_OCICGROUP_UNSET,
+        .swappiness = -1,
+    };
+}
+
 #define MEM_KEY "config.json: key 'linux.resources.memory."
 
 static void add_write(struct nsbox_ocicgroup_write *w, size_t *n, const char *file, int64_t v)

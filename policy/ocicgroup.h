@@ -47,6 +47,9 @@ struct nsbox_ocicgroup_memory {
     bool disable_oom_killer;
 };
 
+/* Nothing asked: limit -1, the rest NSBOX_OCICGROUP_UNSET, swappiness -1. */
+void nsbox_ocicgroup_memory_init(struct nsbox_ocicgroup_memory *m);
+
 /* One file of the memory controller and what is written to it. */
 struct nsbox_ocicgroup_write {
     char file[40];

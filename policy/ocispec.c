@@ -29,14 +29,7 @@ void nsbox_ocispec_init(struct nsbox_ocispec *c)
     strcpy(c->cwd, "/");
     c->memory_limit = c->cpu_quota = c->pids_limit = -1;
     c->umask = -1;
-    c->memory = (struct nsbox_ocicgroup_memory){
-        .limit = -1,
-        .reservation = NSBOX_OCICGROUP_UNSET,
-        .swap = NSBOX_OCICGROUP_UNSET,
-        .kernel = NSBOX_OCICGROUP_UNSET,
-        .kernel_tcp = NSBOX_OCICGROUP_UNSET,
-        .swappiness = -1,
-    };
+    nsbox_ocicgroup_memory_init(&c->memory);
 }
 
 static void free_strv(char **v)

@@ -113,14 +113,9 @@ static void test_device_rule_and_weight(void **state)
 
 static struct nsbox_ocicgroup_memory mem(void)
 {
-    return (struct nsbox_ocicgroup_memory){
-        .limit = -1,
-        .reservation = NSBOX_OCICGROUP_UNSET,
-        .swap = NSBOX_OCICGROUP_UNSET,
-        .kernel = NSBOX_OCICGROUP_UNSET,
-        .kernel_tcp = NSBOX_OCICGROUP_UNSET,
-        .swappiness = -1,
-    };
+    struct nsbox_ocicgroup_memory m;
+    nsbox_ocicgroup_memory_init(&m);
+    return m;
 }
 
 /* runtime-tools' linux_cgroups_memory config: every key set */
