@@ -71,10 +71,7 @@ class CgroupsPath(BundleCase):
         c["linux"]["resources"]["memory"] = mem
         if CGROUP_V2_ONLY:
             self.write_config(c)
-            r = self.oci("create", "--bundle", self.bundle, "c1", stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
-            self.assertNotEqual(r.returncode, 0)
-            self.assertIn("cgroup v2 has no per-cgroup swappiness", self.log_errors()[-1]["msg"])
+            self.assertIn("cgroup v2 has no per-cgroup swappiness", self.create_refused())
             self.assertFalse(os.path.exists(cgroup_dir("memory", path)))
             del mem["swappiness"], mem["disableOOMKiller"]
         self.write_config(c)
@@ -100,13 +97,8 @@ class CgroupsPath(BundleCase):
         c["linux"]["cgroupsPath"] = path
         c["linux"]["resources"]["memory"] = {"limit": 32 << 20, "swap": -1}
         self.write_config(c)
-        # the container would hold a pipe open: create's streams are not the test's
-        r = self.oci("create", "--bundle", self.bundle, "c1", stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL)
-        self.assertNotEqual(r.returncode, 0)
-        self.assertIn("unlimited swap", self.log_errors()[-1]["msg"])
+        self.assertIn("unlimited swap", self.create_refused())
         self.assertFalse(os.path.exists(cgroup_dir("memory", path)))
-        self.assertFalse(os.path.exists(os.path.join(self.root, "c1")))
 
     def test_delete_removes_what_a_killed_monitor_left(self):
         path = self.top + "/ctr"

@@ -133,6 +133,15 @@ class BundleCase(unittest.TestCase):
         self.waited_pids.remove(pid)
         return status
 
+    def create_refused(self, cid="c1"):
+        """create, which must fail: the message it logged. Its streams are not the test's (a
+        container made by mistake would hold a pipe open)."""
+        r = self.oci("create", "--bundle", self.bundle, cid, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertFalse(os.path.exists(os.path.join(self.root, cid)))
+        return self.log_errors()[-1]["msg"]
+
     def log_errors(self):
         with open(self.log) as f:
             return [json.loads(line) for line in f if line.strip()]

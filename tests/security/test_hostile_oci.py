@@ -224,9 +224,4 @@ class HostileMounts(BundleCase):
                        {"destination": "/vol", "type": "bind", "source": self.src,
                         "options": ["rbind", "ro", "rslave"]}]
         self.write_config(c)
-        # the container would hold a pipe open: create's streams are not the test's
-        r = self.oci("create", "--bundle", self.bundle, "c1", stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL)
-        self.assertNotEqual(r.returncode, 0)
-        self.assertIn("read-only bind at /vol asks for rslave", self.log_errors()[-1]["msg"])
-        self.assertFalse(os.path.exists(os.path.join(self.root, "c1")))
+        self.assertIn("read-only bind at /vol asks for rslave", self.create_refused())
