@@ -262,6 +262,21 @@ class Mounts(BundleCase):
         self.assertTrue(any(l.startswith("/etc/extra ro") for l in lines), lines)
         self.assertEqual(lines[-4:], ["700", "from-the-host", "extra-file", "read-only"])
 
+    def test_mounts_are_made_in_the_config_order(self):
+        # binds among new filesystems: mountinfo lists mounts in the order they were made (Linux
+        # 6.8 and later; attach order before), and tools check the config's order there
+        host = os.path.join(self.tmp, "hostdata")
+        os.makedirs(host)
+        c = config(["sh", "-c", "grep -E ' /(a|b|c|d) ' /proc/self/mountinfo | cut -d' ' -f5"])
+        c["mounts"] = [{"destination": "/proc", "type": "proc", "source": "proc"},
+                       {"destination": "/a", "type": "tmpfs", "source": "tmpfs"},
+                       {"destination": "/b", "type": "bind", "source": host,
+                        "options": ["rbind"]},
+                       {"destination": "/c", "type": "tmpfs", "source": "tmpfs"},
+                       {"destination": "/d", "type": "bind", "source": host,
+                        "options": ["bind", "shared"]}]
+        self.assertEqual(self.run_container(c).split(), ["/a", "/b", "/c", "/d"])
+
     def test_missing_mount_point_in_the_image_is_made(self):
         # Podman binds /etc/hosts and /etc/hostname; a small image has neither: nsbox-oci makes
         # the mount point in the bundle's root (an empty file), as runc does
