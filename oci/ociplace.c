@@ -54,6 +54,11 @@ static int device_rules(const struct nsbox_ocispec *c, struct nsbox_ociplace *p,
 static int memory_files(const struct nsbox_ocispec *c, struct nsbox_ociplace *p,
                         struct nsbox_err *e)
 {
+    const struct nsbox_ocicgroup_memory *m = &c->memory;
+    if (m->reservation == NSBOX_OCICGROUP_UNSET && m->swap == NSBOX_OCICGROUP_UNSET &&
+        m->kernel == NSBOX_OCICGROUP_UNSET && m->kernel_tcp == NSBOX_OCICGROUP_UNSET &&
+        m->swappiness < 0 && !m->disable_oom_killer)
+        return 0; /* nothing beyond the limit: no need to look at the machine's cgroups */
     struct nsbox_cgroup_support sup;
     nsbox_cgroup_detect(&sup);
     return nsbox_ocicgroup_memory_plan(&c->memory, sup.version, sup.swap, p->memory, &p->n_memory,
