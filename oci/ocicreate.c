@@ -132,9 +132,6 @@ static int load_config(const struct create_args *a, struct nsbox_ocispec *c,
 
 /* ---- the monitor ---------------------------------------------------------------------------- */
 
-/* The bundle's cgroupsPath and limits (ociplace.c); NULL: nsbox places the cgroup. */
-static const struct nsbox_cgroup_place *cg_place;
-
 struct monitor {
     struct nsbox_sandbox sb;
     int start_sock; /* our end of init's start barrier */
@@ -283,10 +280,10 @@ static int set_oom_score_adj(pid_t pid, int adj, struct nsbox_err *e)
  * namespace (a CNI plugin's) the kernel lets only that namespace's owner mount sysfs: the
  * host's /sys is bound there instead, with the config's flags (read-only), as runc does
  * (docs/decisions.md). */
-static int config_mounts(const struct nsbox_ocispec *c, struct nsbox_rootfs_mount *out,
-                         struct nsbox_ocispec_mount_opts *opts, struct nsbox_err *e)
+static int config_mounts(const struct nsbox_ocispec *c, bool host_net,
+                         struct nsbox_rootfs_mount *out, struct nsbox_ocispec_mount_opts *opts,
+                         struct nsbox_err *e)
 {
-    bool host_net = nsbox_ocins_host_owned(c, NSBOX_OCI_NS_NETWORK);
     for (size_t i = 0; i < c->n_mounts; i++) {
         const struct nsbox_ocispec_mount *m = &c->mounts[i];
         nsbox_ocispec_mount_opts(m, &opts[i]);
@@ -307,6 +304,7 @@ static int config_mounts(const struct nsbox_ocispec *c, struct nsbox_rootfs_moun
             .recursive = opts[i].recursive,
             .source_is_file = opts[i].bind && !S_ISDIR(st.st_mode),
             .data = opts[i].data,
+            .propagation = opts[i].propagation,
         };
     }
     return 0;
@@ -346,24 +344,16 @@ static int bundle_mount_points(const char *root, const struct nsbox_rootfs_mount
     return r;
 }
 
-static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
-                         const struct nsbox_ocispec *c, struct nsbox_err *e)
+/* The sandbox made and started, with the joined namespaces (open in L->joins) and the cgroup
+ * as create decided them. */
+static int monitor_launch(struct monitor *m, const struct nsbox_spec *s,
+                          const struct nsbox_ocispec *c, const struct nsbox_ociplace *place,
+                          bool host_net, struct nsbox_err *e)
 {
-    /* Init inherits the mask: it takes the relayed signals (from kill, sent to it) with
-     * sigwaitinfo. The monitor has nothing to do with them: the container is init. */
-    sigset_t mask;
-    sigemptyset(&mask);
-    for (size_t i = 0; i < NSBOX_ARRAY_LEN(nsbox_signals_relayed); i++)
-        sigaddset(&mask, nsbox_signals_relayed[i]);
-    sigaddset(&mask, SIGCHLD);
-    if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
-        return nsbox_err_sys(e, "sigprocmask");
-    m->sb.L.blocked = mask;
-    m->sb.L.sibling = true;
     static struct nsbox_rootfs_mount mounts[NSBOX_OCISPEC_MOUNTS_MAX + NSBOX_OCISPEC_DEVICES_MAX];
     static struct nsbox_ocispec_mount_opts opts[NSBOX_OCISPEC_MOUNTS_MAX];
     size_t n_dev = 0; /* linux.devices: binds after the config's mounts (ocidevices.c) */
-    if (config_mounts(c, mounts, opts, e) < 0 ||
+    if (config_mounts(c, host_net, mounts, opts, e) < 0 ||
         bundle_mount_points(s->image, mounts, c->n_mounts, e) < 0 ||
         nsbox_ocidevices_mounts(c, mounts + c->n_mounts, &n_dev, e) < 0)
         return -1;
@@ -378,11 +368,13 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
     m->sb.n_masked = c->n_masked;
     m->sb.readonly = readonly;
     m->sb.n_readonly = c->n_readonly;
-    m->sb.cg_place = cg_place;
+    m->sb.cg_place = place->placed ? &place->place : NULL;
     if (nsbox_sandbox_prepare(&m->sb, s, c->args, c->cwd, e) < 0 ||
-        (cg_place && nsbox_ociplace_save(m->dir, &m->sb.cg, e) < 0))
+        (place->placed && nsbox_ociplace_save(m->dir, &m->sb.cg, e) < 0) ||
+        nsbox_ociplace_apply_memory(place, &m->sb.cg, e) < 0)
         return -1;
     apply_process(&m->sb.L, c);
+    m->sb.L.root_propagation = c->root_propagation;
     if (c->hostname[0] && strlen(c->hostname) < sizeof m->sb.L.hostname)
         snprintf(m->sb.L.hostname, sizeof m->sb.L.hostname, "%s", c->hostname);
     int sv[2];
@@ -390,12 +382,34 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
         return nsbox_err_sys(e, "socketpair");
     m->start_sock = sv[0];
     m->sb.L.start_fd = sv[1];
-    if (nsbox_ocimon_prepare(&m->mon, &m->sb.L, c->terminal, &m->sb.cg, e) < 0 ||
-        nsbox_ocins_open(c, &m->sb.L, e) < 0)
+    if (nsbox_ocimon_prepare(&m->mon, &m->sb.L, c->terminal, &m->sb.cg, e) < 0)
         return -1;
     int r = nsbox_sandbox_start(&m->sb, NULL, e);
-    nsbox_ocins_close(&m->sb.L);
     nsbox_closep(&m->sb.L.start_fd);
+    return r;
+}
+
+static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
+                         const struct nsbox_ocispec *c, const struct nsbox_ociplace *place,
+                         struct nsbox_err *e)
+{
+    /* Init inherits the mask: it takes the relayed signals (from kill, sent to it) with
+     * sigwaitinfo. The monitor has nothing to do with them: the container is init. */
+    sigset_t mask;
+    sigemptyset(&mask);
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(nsbox_signals_relayed); i++)
+        sigaddset(&mask, nsbox_signals_relayed[i]);
+    sigaddset(&mask, SIGCHLD);
+    if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+        return nsbox_err_sys(e, "sigprocmask");
+    m->sb.L.blocked = mask;
+    m->sb.L.sibling = true;
+    /* the joined namespaces first: whose they are decides how sysfs is mounted */
+    bool host_net;
+    if (nsbox_ocins_open(c, &m->sb.L, &host_net, e) < 0)
+        return -1;
+    int r = monitor_launch(m, s, c, place, host_net, e);
+    nsbox_ocins_close(&m->sb.L);
     if (r < 0)
         return -1;
     m->mon.init_pid = m->sb.pid;
@@ -411,6 +425,7 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
 
 __attribute__((noreturn)) static void monitor_main(const char *dir, const struct nsbox_spec *s,
                                                    const struct nsbox_ocispec *c,
+                                                   const struct nsbox_ociplace *place,
                                                    const char *console, int ready_fd)
 {
     static struct monitor m; /* large: the sandbox's buffers */
@@ -427,7 +442,7 @@ __attribute__((noreturn)) static void monitor_main(const char *dir, const struct
         nsbox_err_sys(&msg.err, "open %s", fifo);
     else if ((m.ctl = nsbox_ocictl_listen(dir, &msg.err)) < 0)
         ;
-    else if (monitor_setup(&m, s, c, &msg.err) == 0 &&
+    else if (monitor_setup(&m, s, c, place, &msg.err) == 0 &&
              (m.mon.console < 0 || nsbox_ociconsole_send(console, m.mon.console, &msg.err) == 0)) {
         msg.ok = 1;
         msg.init_pid = m.sb.pid;
@@ -522,7 +537,8 @@ static void reap_children(pid_t monitor, pid_t helper)
  * init's, our child (the monitor cloned it as its sibling). */
 static int spawn_monitor(const struct nsbox_ocirt *g, const struct create_args *a,
                          const char *dir, const struct nsbox_spec *s,
-                         const struct nsbox_ocispec *c, struct nsbox_err *e)
+                         const struct nsbox_ocispec *c, const struct nsbox_ociplace *place,
+                         struct nsbox_err *e)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
@@ -533,7 +549,7 @@ static int spawn_monitor(const struct nsbox_ocirt *g, const struct create_args *
         return nsbox_err_sys(e, "fork");
     if (pid == 0) {
         close(p[0]);
-        monitor_main(dir, s, c, a->console_socket, p[1]);
+        monitor_main(dir, s, c, place, a->console_socket, p[1]);
     }
     close(p[1]);
     struct ready_msg msg = {0};
@@ -580,10 +596,11 @@ int nsbox_ocicreate_create(const struct nsbox_ocirt *g, int argc, char **argv,
         return 1;
     static struct nsbox_ocispec c; /* large: the mounts */
     static struct nsbox_spec s;
+    static struct nsbox_ociplace place; /* the cgroup, decided once */
     nsbox_spec_init(&s);
     char dir[PATH_MAX];
     if (load_config(&a, &c, e) < 0 || build_spec(&a, &c, &s, e) < 0 ||
-        nsbox_ociplace_build(g, &c, &s, &cg_place, e) < 0 ||
+        nsbox_ociplace_build(g, &c, &s, &place, e) < 0 ||
         make_state_dir(g, a.id, dir, sizeof dir, e) < 0)
         return 1;
     if (write_annotations(dir, c.annotations, e) < 0 ||
@@ -594,7 +611,9 @@ int nsbox_ocicreate_create(const struct nsbox_ocirt *g, int argc, char **argv,
     }
     if (a.console_socket && !c.terminal)
         fprintf(stderr, "nsbox-oci: --console-socket given without process.terminal: unused\n");
-    if (spawn_monitor(g, &a, dir, &s, &c, e) < 0) {
+    if (place.ignored[0])
+        fprintf(stderr, "nsbox-oci: linux.resources.memory: not applied: %s\n", place.ignored);
+    if (spawn_monitor(g, &a, dir, &s, &c, &place, e) < 0) {
         struct nsbox_err e2;
         nsbox_ocistate_remove(g, a.id, &e2);
         return 1;

@@ -38,26 +38,16 @@ static const struct {
     {NSBOX_OCI_NS_USER, CLONE_NEWUSER, "user"},
 };
 
-static bool same_file(int fd, const char *path)
-{
-    struct stat a, b;
-    return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
-           a.st_ino == b.st_ino;
-}
-
 /* The host's namespace of that kind: pid 1's, or the runtime's own. */
 static bool is_host(int fd, const char *proc)
 {
     char p1[64], self[64];
+    struct stat ns, host;
     snprintf(p1, sizeof p1, "/proc/1/ns/%s", proc);
     snprintf(self, sizeof self, "/proc/self/ns/%s", proc);
-    return same_file(fd, p1) || same_file(fd, self);
-}
-
-static bool same_ns(int a, int b)
-{
-    struct stat x, y;
-    return fstat(a, &x) == 0 && fstat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+    return fstat(fd, &ns) == 0 &&
+           ((stat(p1, &host) == 0 && nsbox_same_inode(&ns, &host)) ||
+            (stat(self, &host) == 0 && nsbox_same_inode(&ns, &host)));
 }
 
 /* Does one of the "inside outside count" lines of a map cover host id 0? */
@@ -153,45 +143,47 @@ static int open_one(const struct nsbox_ocispec_namespace *ns, size_t k, struct n
     return fd;
 }
 
+/* The namespaces a config joins, as opened: each one's descriptor, its owner (NS_GET_USERNS,
+ * asked once) and whether that owner is the host's user namespace. */
+struct joined {
+    size_t n;
+    int fd[NSBOX_ARRAY_LEN(kinds)], owner[NSBOX_ARRAY_LEN(kinds)];
+    bool host_owned[NSBOX_ARRAY_LEN(kinds)];
+    size_t kind[NSBOX_ARRAY_LEN(kinds)];
+    const struct nsbox_ocispec_namespace *ns[NSBOX_ARRAY_LEN(kinds)];
+};
+
+static void joined_close(struct joined *j)
+{
+    for (size_t i = 0; i < j->n; i++) {
+        nsbox_closep(&j->fd[i]);
+        nsbox_closep(&j->owner[i]);
+    }
+}
+
 /* The joined user namespace, or -1 when the container gets its own: the config's user path, or
  * the one owner of the joined namespaces that is not the host's user namespace. */
-static int pod_userns(int *fds, const struct nsbox_ocispec_namespace **nss, size_t n,
-                      int *user_fd, struct nsbox_err *e)
+static int pod_userns(struct joined *j, int *user_fd, struct nsbox_err *e)
 {
     *user_fd = -1;
     const char *from = NULL;
-    for (size_t i = 0; i < n; i++)
-        if (nss[i]->type == NSBOX_OCI_NS_USER) {
-            *user_fd = fds[i]; /* handed over: the caller's copy is gone */
-            fds[i] = -1;
-            from = nss[i]->path;
+    for (size_t i = 0; i < j->n; i++)
+        if (j->ns[i]->type == NSBOX_OCI_NS_USER) {
+            *user_fd = nsbox_steal_fd(&j->fd[i]); /* handed over: the caller's copy is gone */
+            from = j->ns[i]->path;
         }
-    for (size_t i = 0; i < n; i++) {
-        if (nss[i]->type == NSBOX_OCI_NS_USER)
+    for (size_t i = 0; i < j->n; i++) {
+        if (j->ns[i]->type == NSBOX_OCI_NS_USER || j->host_owned[i])
             continue;
-        int owner = ioctl(fds[i], NS_GET_USERNS);
-        if (owner < 0) {
-            nsbox_closep(user_fd);
-            return nsbox_err_sys(e, "linux.namespaces.path %s: its user namespace",
-                                 NSBOX_SHOW(nss[i]->path));
-        }
-        if (is_host(owner, "user")) {
-            close(owner);
-            continue;
-        }
         if (*user_fd < 0) {
-            *user_fd = owner;
-            from = nss[i]->path;
-        } else {
-            bool same = same_ns(owner, *user_fd);
-            close(owner);
-            if (!same) {
-                nsbox_closep(user_fd);
-                return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
-                                     "the joined namespaces %s and %s belong to different user "
-                                     "namespaces: a container joins one pod's",
-                                     NSBOX_SHOW(from), NSBOX_SHOW(nss[i]->path));
-            }
+            *user_fd = nsbox_steal_fd(&j->owner[i]);
+            from = j->ns[i]->path;
+        } else if (!nsbox_fd_same_file(j->owner[i], *user_fd)) {
+            nsbox_closep(user_fd);
+            return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                                 "the joined namespaces %s and %s belong to different user "
+                                 "namespaces: a container joins one pod's",
+                                 NSBOX_SHOW(from), NSBOX_SHOW(j->ns[i]->path));
         }
     }
     if (*user_fd >= 0 && check_userns(*user_fd, from, e) < 0) {
@@ -201,65 +193,60 @@ static int pod_userns(int *fds, const struct nsbox_ocispec_namespace **nss, size
     return 0;
 }
 
-bool nsbox_ocins_host_owned(const struct nsbox_ocispec *c, int type)
+/* Each joined namespace opened and checked, with its owner. */
+static int open_all(const struct nsbox_ocispec *c, struct joined *j, struct nsbox_err *e)
 {
+    j->n = 0;
     for (size_t i = 0; i < c->n_namespaces; i++) {
-        if ((int)c->namespaces[i].type != type || !c->namespaces[i].has_path)
-            continue;
-        int fd = open(c->namespaces[i].path, O_RDONLY | O_CLOEXEC);
-        int owner = fd >= 0 ? ioctl(fd, NS_GET_USERNS) : -1;
-        bool host = owner >= 0 && is_host(owner, "user");
-        if (owner >= 0)
-            close(owner);
-        if (fd >= 0)
-            close(fd);
-        return host;
-    }
-    return false;
-}
-
-int nsbox_ocins_open(const struct nsbox_ocispec *c, struct nsbox_launch *L, struct nsbox_err *e)
-{
-    int fds[NSBOX_ARRAY_LEN(kinds)] = {-1, -1, -1, -1};
-    const struct nsbox_ocispec_namespace *nss[NSBOX_ARRAY_LEN(kinds)];
-    size_t n = 0, kind[NSBOX_ARRAY_LEN(kinds)];
-    int r = 0;
-    L->n_joins = 0;
-    for (size_t i = 0; i < c->n_namespaces && r == 0; i++) {
         size_t k = 0;
         while (k < NSBOX_ARRAY_LEN(kinds) && kinds[k].type != c->namespaces[i].type)
             k++;
         if (!c->namespaces[i].has_path || k == NSBOX_ARRAY_LEN(kinds))
             continue; /* a new one; the floor refused paths of the other kinds */
-        if ((fds[n] = open_one(&c->namespaces[i], k, e)) < 0)
-            r = -1;
-        else
-            nss[n] = &c->namespaces[i], kind[n++] = k;
+        if (j->n == NSBOX_ARRAY_LEN(kinds))
+            return nsbox_err_invalid(e, "linux.namespaces: a namespace of one type is joined "
+                                        "twice");
+        size_t n = j->n;
+        j->owner[n] = -1;
+        j->host_owned[n] = false;
+        if ((j->fd[n] = open_one(&c->namespaces[i], k, e)) < 0)
+            return -1;
+        j->n++;
+        j->ns[n] = &c->namespaces[i], j->kind[n] = k;
+        if (kinds[k].nstype == CLONE_NEWUSER)
+            continue;
+        if ((j->owner[n] = ioctl(j->fd[n], NS_GET_USERNS)) < 0)
+            return nsbox_err_sys(e, "linux.namespaces.path %s: its user namespace",
+                                 NSBOX_SHOW(c->namespaces[i].path));
+        j->host_owned[n] = is_host(j->owner[n], "user");
     }
+    return 0;
+}
+
+int nsbox_ocins_open(const struct nsbox_ocispec *c, struct nsbox_launch *L, bool *host_net,
+                     struct nsbox_err *e)
+{
+    struct joined j;
     int user = -1;
+    L->n_joins = 0;
+    *host_net = false;
+    int r = open_all(c, &j, e);
     if (r == 0)
-        r = pod_userns(fds, nss, n, &user, e);
+        r = pod_userns(&j, &user, e);
     /* the host's user namespace's first, then the pod's user namespace, then what it owns */
-    bool host_owned[NSBOX_ARRAY_LEN(kinds)];
-    for (size_t i = 0; i < n; i++) {
-        int owner = ioctl(fds[i], NS_GET_USERNS);
-        host_owned[i] = owner >= 0 && is_host(owner, "user");
-        if (owner >= 0)
-            close(owner);
-    }
     for (int pass = 0; pass < 2 && r == 0; pass++) {
-        for (size_t i = 0; i < n; i++)
-            if (kinds[kind[i]].nstype != CLONE_NEWUSER && host_owned[i] == (pass == 0))
-                L->joins[L->n_joins++] = (struct nsbox_launch_join){nsbox_steal_fd(&fds[i]),
-                                                                    kinds[kind[i]].nstype};
-        if (pass == 0 && user >= 0) {
-            L->joins[L->n_joins++] = (struct nsbox_launch_join){user, CLONE_NEWUSER};
-            user = -1;
-        }
+        for (size_t i = 0; i < j.n; i++)
+            if (kinds[j.kind[i]].nstype != CLONE_NEWUSER && j.host_owned[i] == (pass == 0)) {
+                *host_net |= j.host_owned[i] && kinds[j.kind[i]].nstype == CLONE_NEWNET;
+                L->joins[L->n_joins++] = (struct nsbox_launch_join){nsbox_steal_fd(&j.fd[i]),
+                                                                    kinds[j.kind[i]].nstype};
+            }
+        if (pass == 0 && user >= 0)
+            L->joins[L->n_joins++] = (struct nsbox_launch_join){nsbox_steal_fd(&user),
+                                                                CLONE_NEWUSER};
     }
     nsbox_closep(&user);
-    for (size_t i = 0; i < n; i++)
-        nsbox_closep(&fds[i]);
+    joined_close(&j);
     if (r < 0)
         nsbox_ocins_close(L);
     return r;

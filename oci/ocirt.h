@@ -4,7 +4,10 @@
 #ifndef NSBOX_OCIRT_H
 #define NSBOX_OCIRT_H
 
+#include "cgroup.h"
 #include "nsbox.h"
+#include "ocicgroup.h"
+#include "ocispec.h"
 
 #include <limits.h>
 #include <poll.h>
@@ -152,16 +155,28 @@ void nsbox_ocimon_finish(struct nsbox_ocimon *m);
 bool nsbox_ocimon_ctl(struct nsbox_ocimon *m, int fd, const char *op);
 
 /* ---- ociplace.c: the container's cgroup as the bundle places and limits it ---- */
-/* The placement of config c (its linux.cgroupsPath, in the form --systemd-cgroup says) with
- * its limits exactly as written, over spec s's memory and pids when the config has none (the
- * floor); NULL in *out when the config has no cgroupsPath (nsbox places the cgroup, with s's
- * limits). -1 with the reason for a hostile or malformed path. */
-struct nsbox_cgroup_place;
-struct nsbox_ocispec;
-struct nsbox_spec;
+/* What create decides once (its cgroupsPath parsed in the form --systemd-cgroup says) and
+ * the monitor applies: the placement with its limits exactly as written, over spec s's memory
+ * and pids when the config has none (the floor); and the memory controller's files beyond
+ * the limit (reservation, swap, swappiness, disableOOMKiller, kernelTCP), for a placed cgroup
+ * and nsbox's own alike. */
+struct nsbox_ociplace {
+    bool placed; /* the config has a cgroupsPath: place is where and how */
+    struct nsbox_ocicgroup_path path;
+    struct nsbox_cgroup_place place;
+    struct nsbox_cgroup_devrule rules[NSBOX_OCISPEC_DEVRULES_MAX + 16];
+    size_t n_memory;
+    struct nsbox_ocicgroup_write memory[NSBOX_OCICGROUP_MEM_WRITES];
+    char ignored[512]; /* the memory keys left unapplied and why ("" none): a warning */
+};
+/* -1 with the reason for a hostile or malformed path, or memory keys this cgroup version
+ * cannot give (policy/ocicgroup.h). */
 int nsbox_ociplace_build(const struct nsbox_ocirt *g, const struct nsbox_ocispec *c,
-                         const struct nsbox_spec *s, const struct nsbox_cgroup_place **out,
+                         const struct nsbox_spec *s, struct nsbox_ociplace *out,
                          struct nsbox_err *e);
+/* The memory files of p into the sandbox's cgroup cg, once it is made (before init runs). */
+int nsbox_ociplace_apply_memory(const struct nsbox_ociplace *p, const struct nsbox_cgroup *cg,
+                                struct nsbox_err *e);
 /* <state dir>/cgroups: the directories of a placed cgroup, one a line (the monitor writes it
  * once the cgroup is made; delete removes what the monitor could not, with rmdir only: the
  * kernel refuses a cgroup that still holds processes). */
@@ -185,13 +200,13 @@ int nsbox_ocisysctl_apply(pid_t init, const struct nsbox_ocispec *c, struct nsbo
 
 /* ---- ocins.c: the namespaces a config joins (linux.namespaces[].path) ----
  * Opened and checked (the type named, never the host's; the user namespace decided: the pod's,
- * or a new one) into L->joins, in the order the launch enters them (sandbox/launch.h). */
+ * or a new one) into L->joins, in the order the launch enters them (sandbox/launch.h).
+ * *host_net: the joined network namespace belongs to the host's user namespace, as a CNI
+ * plugin's does. */
 struct nsbox_launch;
-int nsbox_ocins_open(const struct nsbox_ocispec *c, struct nsbox_launch *L, struct nsbox_err *e);
+int nsbox_ocins_open(const struct nsbox_ocispec *c, struct nsbox_launch *L, bool *host_net,
+                     struct nsbox_err *e);
 void nsbox_ocins_close(struct nsbox_launch *L);
-/* Does c join a namespace of that type (enum nsbox_ocispec_ns) of the host's user namespace,
- * as a CNI plugin's network namespace is? */
-bool nsbox_ocins_host_owned(const struct nsbox_ocispec *c, int type);
 
 /* ---- ociconsole.c ---- */
 /* runc's console socket: connect to the unix socket at path and send one message, a non-empty

@@ -34,6 +34,13 @@ static int real_mount_setattr_fd(int fd, int recursive, uint64_t set, uint64_t c
                         &attr, sizeof attr);
 }
 
+static int real_mount_propagation_fd(int fd, int recursive, uint64_t propagation)
+{
+    struct mount_attr attr = {.propagation = propagation};
+    return (int)syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0),
+                        &attr, sizeof attr);
+}
+
 static int real_mount_setattr_path(const char *path, int recursive, uint64_t set, uint64_t clr)
 {
     struct mount_attr attr = {.attr_set = set, .attr_clr = clr};
@@ -104,6 +111,7 @@ const struct nsbox_sys nsbox_sys_real = {
     .pivot_root = real_pivot_root,
     .open_tree = real_open_tree,
     .mount_setattr_fd = real_mount_setattr_fd,
+    .mount_propagation_fd = real_mount_propagation_fd,
     .mount_setattr_path = real_mount_setattr_path,
     .move_mount_to = real_move_mount_to,
     .move_mount_to_fd = real_move_mount_to_fd,

@@ -17,6 +17,9 @@ struct nsbox_sys {
     int (*open_tree)(int dfd, const char *path, unsigned flags);
     /* mount_setattr(fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), set, clr) */
     int (*mount_setattr_fd)(int fd, int recursive, uint64_t attr_set, uint64_t attr_clr);
+    /* mount_setattr(fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0)) of the propagation
+     * (MS_PRIVATE, MS_SLAVE, MS_SHARED, MS_UNBINDABLE) */
+    int (*mount_propagation_fd)(int fd, int recursive, uint64_t propagation);
     /* mount_setattr(AT_FDCWD, path, recursive ? AT_RECURSIVE : 0, set, clr): in place */
     int (*mount_setattr_path)(const char *path, int recursive, uint64_t attr_set,
                               uint64_t attr_clr);

@@ -353,8 +353,13 @@ size_t nsbox_read_bounded(int fd, char *buf, size_t n)
 bool nsbox_fd_is_at_path(int fd, const char *path)
 {
     struct stat a, b;
-    return fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_ino == b.st_ino &&
-           a.st_dev == b.st_dev;
+    return fstat(fd, &a) == 0 && lstat(path, &b) == 0 && nsbox_same_inode(&a, &b);
+}
+
+bool nsbox_fd_same_file(int a, int b)
+{
+    struct stat x, y;
+    return a >= 0 && b >= 0 && fstat(a, &x) == 0 && fstat(b, &y) == 0 && nsbox_same_inode(&x, &y);
 }
 
 bool nsbox_path_within(const char *path, const char *dir)
@@ -366,7 +371,7 @@ bool nsbox_path_within(const char *path, const char *dir)
 bool nsbox_is_host_root(const struct stat *st)
 {
     struct stat root;
-    return stat("/", &root) == 0 && st->st_dev == root.st_dev && st->st_ino == root.st_ino;
+    return stat("/", &root) == 0 && nsbox_same_inode(st, &root);
 }
 
 char *nsbox_text_shown(const char *text, const char *indent)

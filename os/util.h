@@ -119,6 +119,13 @@ int nsbox_openat2(int dfd, const char *path, const struct open_how *how);
 bool nsbox_path_within(const char *path, const char *dir);
 /* st is the host's root directory ("/" of this mount namespace), whatever path reached it. */
 bool nsbox_is_host_root(const struct stat *st);
+/* a and b are the same file: device and inode (a namespace's too: nsfs gives each its own). */
+static inline bool nsbox_same_inode(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+/* Descriptors a and b are open on the same file (false when either cannot be stat'ed). */
+bool nsbox_fd_same_file(int a, int b);
 /* A time (a clock's reading, a file's st_mtim) in nanoseconds. */
 static inline int64_t nsbox_timespec_ns(const struct timespec *t)
 {

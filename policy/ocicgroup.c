@@ -171,3 +171,101 @@ uint64_t nsbox_ocicgroup_shares_to_weight(uint64_t shares)
         shares = 262144;
     return 1 + ((shares - 2) * 9999) / 262142;
 }
+
+/* ---- linux.resources.memory beyond the limit ---- */
+
+void nsbox_ocicgroup_memory_init(struct nsbox_ocicgroup_memory *m)
+{
+    *m = (struct nsbox_ocicgroup_memory){
+        .limit = -1,
+        .reservation = NSBOX_OCICGROUP_UNSET,
+        .swap = NSBOX_OCICGROUP_UNSET,
+        .kernel = NSBOX_OCICGROUP_UNSET,
+        .kernel_tcp = NSBOX_OCICGROUP_UNSET,
+        .swappiness = -1,
+    };
+}
+
+#define MEM_KEY "config.json: key 'linux.resources.memory."
+
+static void add_write(struct nsbox_ocicgroup_write *w, size_t *n, const char *file, int64_t v)
+{
+    snprintf(w[*n].file, sizeof w[*n].file, "%s", file);
+    snprintf(w[*n].value, sizeof w[*n].value, "%" PRId64, v);
+    (*n)++;
+}
+
+static void add_note(char *note, size_t note_n, const char *text)
+{
+    size_t used = strlen(note);
+    if (used < note_n)
+        snprintf(note + used, note_n - used, "%s%s", used ? "; " : "", text);
+}
+
+/* swap: memory plus swap. Bounded, at least the limit, and only with a limit the config sets. */
+static int plan_swap(const struct nsbox_ocicgroup_memory *m, int version, bool swap,
+                     struct nsbox_ocicgroup_write *w, size_t *n, char *note, size_t note_n,
+                     struct nsbox_err *e)
+{
+    if (m->swap == NSBOX_OCICGROUP_UNSET || m->swap == 0)
+        return 0; /* memory+swap stays the limit: no swap */
+    if (m->swap < 0)
+        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                             MEM_KEY "swap': -1 (unlimited swap) is not given: nsbox-oci bounds "
+                                     "a container's memory and swap; give memory plus swap in "
+                                     "bytes (--memory-swap N), or leave it out for no swap");
+    if (m->limit <= 0)
+        return nsbox_err_invalid(e, MEM_KEY "swap': memory plus swap needs memory.limit: set "
+                                            "both (--memory and --memory-swap)");
+    if (m->swap < m->limit)
+        return nsbox_err_invalid(e,
+                                 MEM_KEY "swap': %" PRId64 " is below memory.limit %" PRId64
+                                         ": swap is memory plus swap, at least the limit",
+                                 m->swap, m->limit);
+    if (!swap) {
+        add_note(note, note_n, "swap: this kernel does not account swap per cgroup");
+        return 0;
+    }
+    if (version == 2)
+        add_write(w, n, "memory.swap.max", m->swap - m->limit);
+    else
+        add_write(w, n, "memory.memsw.limit_in_bytes", m->swap);
+    return 0;
+}
+
+int nsbox_ocicgroup_memory_plan(const struct nsbox_ocicgroup_memory *m, int version, bool swap,
+                                struct nsbox_ocicgroup_write *w, size_t *n, char *note,
+                                size_t note_n, struct nsbox_err *e)
+{
+    *n = 0;
+    if (note_n)
+        note[0] = '\0';
+    bool v2 = version == 2;
+    if (v2 && m->swappiness >= 0)
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOTSUP,
+                             MEM_KEY "swappiness': cgroup v2 has no per-cgroup swappiness; "
+                                     "drop it (--memory-swappiness)");
+    if (v2 && m->disable_oom_killer)
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOTSUP,
+                             MEM_KEY "disableOOMKiller': cgroup v2 cannot keep the OOM killer "
+                                     "out of a cgroup; drop it (--oom-kill-disable)");
+    if (m->reservation != NSBOX_OCICGROUP_UNSET && m->reservation >= 0)
+        add_write(w, n, v2 ? "memory.low" : "memory.soft_limit_in_bytes", m->reservation);
+    if (plan_swap(m, version, swap, w, n, note, note_n, e) < 0)
+        return -1;
+    if (m->swappiness >= 0)
+        add_write(w, n, "memory.swappiness", m->swappiness);
+    if (m->disable_oom_killer)
+        add_write(w, n, "memory.oom_control", 1);
+    if (m->kernel_tcp != NSBOX_OCICGROUP_UNSET) {
+        if (v2)
+            add_note(note, note_n, "kernelTCP: cgroup v2 counts TCP buffers in memory.max");
+        else
+            add_write(w, n, "memory.kmem.tcp.limit_in_bytes", m->kernel_tcp);
+    }
+    if (m->kernel != NSBOX_OCICGROUP_UNSET)
+        add_note(note, note_n,
+                 "kernel: kernel memory limits are deprecated, and current kernels ignore them "
+                 "(runc does too); their kernel memory counts in memory.limit");
+    return 0;
+}

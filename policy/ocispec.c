@@ -29,6 +29,7 @@ void nsbox_ocispec_init(struct nsbox_ocispec *c)
     strcpy(c->cwd, "/");
     c->memory_limit = c->cpu_quota = c->pids_limit = -1;
     c->umask = -1;
+    nsbox_ocicgroup_memory_init(&c->memory);
 }
 
 static void free_strv(char **v)
@@ -237,19 +238,12 @@ static const struct {
     {"mand", MS_MANDLOCK, 0},
     {"nomand", 0, MS_MANDLOCK},
     {"defaults", 0, 0},
-    {"private", 0, 0},
-    {"rprivate", 0, 0},
-    {"shared", 0, 0},
-    {"rshared", 0, 0},
-    {"slave", 0, 0},
-    {"rslave", 0, 0},
-    {"unbindable", 0, 0},
-    {"runbindable", 0, 0},
 };
 
 const char *nsbox_ocispec_mount_option(size_t i)
 {
-    static const char *const binds[] = {"bind", "rbind"};
+    static const char *const binds[] = {"bind",   "rbind",  "private",    "rprivate",   "shared",
+                                        "rshared", "slave", "rslave", "unbindable", "runbindable"};
     if (i < NSBOX_ARRAY_LEN(mount_flags))
         return mount_flags[i].name;
     i -= NSBOX_ARRAY_LEN(mount_flags);
@@ -273,6 +267,8 @@ void nsbox_ocispec_mount_opts(const struct nsbox_ocispec_mount *m,
             k++;
         if (k < NSBOX_ARRAY_LEN(mount_flags)) {
             o->flags = (o->flags | mount_flags[k].set) & ~mount_flags[k].clear;
+        } else if (nsbox_propagation_option(one, &o->propagation)) {
+            /* which one: parse_mount refused two different ones */
         } else if (!strcmp(one, "bind") || !strcmp(one, "rbind")) {
             o->bind = true;
             o->recursive |= one[0] == 'r';
@@ -560,6 +556,14 @@ static int parse_mount(const cJSON *m, struct nsbox_ocispec_mount *out, struct n
         memcpy(out->options + len, it->valuestring, l + 1);
         len += l;
     }
+    /* its propagation: one of them, and never one that would bring the host's mounts into a
+     * read-only bind writable (propagation.h) */
+    struct nsbox_ocispec_mount_opts o;
+    nsbox_ocispec_mount_opts(out, &o);
+    struct nsbox_propagation p;
+    if (nsbox_propagation_parse(out->options, out->destination, &p, e) < 0 ||
+        (o.bind && nsbox_propagation_check_bind(&p, o.flags & MS_RDONLY, out->destination, e) < 0))
+        return -1;
     return 0;
 }
 

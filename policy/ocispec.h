@@ -6,6 +6,8 @@
 #define NSBOX_OCISPEC_H
 
 #include "nsbox.h"
+#include "ocicgroup.h"
+#include "propagation.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -103,6 +105,7 @@ struct nsbox_ocispec_mount {
 struct nsbox_ocispec_mount_opts {
     unsigned long flags;  /* MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_*ATIME, ... */
     bool bind, recursive; /* "bind", "rbind" */
+    struct nsbox_propagation propagation; /* "shared", "rslave", ... (propagation.h) */
     char data[NSBOX_OCISPEC_OPTS_MAX]; /* what is left for the filesystem: "mode=755,size=64k" */
 };
 
@@ -158,6 +161,7 @@ struct nsbox_ocispec {
     bool has_uid_mappings;
     bool all_devices; /* a linux.resources.devices rule allowing every device (--privileged) */
     int64_t memory_limit; /* bytes; -1 none */
+    struct nsbox_ocicgroup_memory memory; /* the rest of linux.resources.memory (and the limit) */
     int64_t cpu_quota;    /* microseconds per period; -1 none */
     uint64_t cpu_period;  /* microseconds; 0 none */
     uint64_t cpu_shares;  /* 0 none */
@@ -165,11 +169,14 @@ struct nsbox_ocispec {
     int64_t pids_limit;   /* -1 none */
     size_t n_devrules;
     struct nsbox_ocispec_devrule devrules[NSBOX_OCISPEC_DEVRULES_MAX];
-    char cgroups_path[NSBOX_OCISPEC_PATH_MAX]; /* linux.cgroupsPath as written; "" none */
+    char cgroups_path[NSBOX_OCISPEC_PATH_MAX]; /* linux.cgroupsPath as written; "" none (its
+                                                * form is checked where --systemd-cgroup is
+                                                * known: create, policy/ocicgroup.h) */
     size_t n_devices;
     struct nsbox_ocispec_device devices[NSBOX_OCISPEC_DEVICES_MAX]; /* linux.devices */
     size_t n_sysctl;
     struct nsbox_ocispec_sysctl sysctl[NSBOX_OCISPEC_SYSCTL_MAX]; /* linux.sysctl */
+    struct nsbox_propagation root_propagation; /* linux.rootfsPropagation */
     bool has_seccomp;
     size_t n_masked, n_readonly; /* linux.maskedPaths, linux.readonlyPaths: absolute paths */
     char masked[NSBOX_OCISPEC_MASKS_MAX][NSBOX_OCISPEC_MASK_PATH_MAX];
@@ -217,9 +224,8 @@ int nsbox_ocispec_check_sysctl(const struct nsbox_ocispec *c, struct nsbox_err *
 /* The host node nsbox-oci binds for a character device major:minor of that list; NULL when
  * it is not on it. */
 const char *nsbox_ocispec_device_host_path(int64_t major, int64_t minor);
-/* Split m's options into mount flags and the filesystem's data. Propagation options
- * ("private", "rshared", ...) are accepted and have no effect: every mount of a sandbox is
- * private. */
+/* Split m's options into mount flags, its propagation ("private", "rshared", ...: one, which
+ * parsing checked) and the filesystem's data. */
 void nsbox_ocispec_mount_opts(const struct nsbox_ocispec_mount *m,
                               struct nsbox_ocispec_mount_opts *o);
 /* The mount options it knows, by index; NULL past the last (for `features`). */

@@ -85,6 +85,27 @@ static int parse_cpu(const cJSON *cpu, struct nsbox_ocispec *c, struct nsbox_err
     return 0;
 }
 
+#define MEM "linux.resources.memory."
+/* memory: the limit, and what runc writes beside it (ocicgroup.h plans the files). */
+static int parse_memory(const cJSON *mem, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    struct nsbox_ocicgroup_memory *m = &c->memory;
+    return nsbox_ocispec_get_int(mem, "limit", MEM "limit", -1, 9.0e18, &c->memory_limit, e) < 0 ||
+                   nsbox_ocispec_get_int(mem, "reservation", MEM "reservation", -1, 9.0e18,
+                                         &m->reservation, e) < 0 ||
+                   nsbox_ocispec_get_int(mem, "swap", MEM "swap", -1, 9.0e18, &m->swap, e) < 0 ||
+                   nsbox_ocispec_get_int(mem, "kernel", MEM "kernel", -1, 9.0e18, &m->kernel, e) <
+                       0 ||
+                   nsbox_ocispec_get_int(mem, "kernelTCP", MEM "kernelTCP", -1, 9.0e18,
+                                         &m->kernel_tcp, e) < 0 ||
+                   nsbox_ocispec_get_int(mem, "swappiness", MEM "swappiness", -1, 100,
+                                         &m->swappiness, e) < 0 ||
+                   nsbox_ocispec_get_bool(mem, "disableOOMKiller", MEM "disableOOMKiller",
+                                          &m->disable_oom_killer, e) < 0
+               ? -1
+               : 0;
+}
+
 static int parse_resources(const cJSON *lx, struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     int r;
@@ -100,14 +121,13 @@ static int parse_resources(const cJSON *lx, struct nsbox_ocispec *c, struct nsbo
     const cJSON *pids = nsbox_ocispec_get_obj(res, "pids", "linux.resources.pids", &r, e);
     if (r < 0)
         return -1;
-    if ((mem && nsbox_ocispec_get_int(mem, "limit", "linux.resources.memory.limit", -1, 9.0e18,
-                                      &c->memory_limit, e) < 0) ||
-        (cpu && parse_cpu(cpu, c, e) < 0) ||
+    if ((mem && parse_memory(mem, c, e) < 0) || (cpu && parse_cpu(cpu, c, e) < 0) ||
         (pids && nsbox_ocispec_get_int(pids, "limit", "linux.resources.pids.limit", -1, 9.0e18,
                                        &c->pids_limit, e) < 0))
         return -1;
     if (c->memory_limit == 0)
         c->memory_limit = -1;
+    c->memory.limit = c->memory_limit;
     if (c->pids_limit == 0)
         c->pids_limit = -1;
     return parse_devices(res, c, e);
@@ -257,11 +277,10 @@ int nsbox_ocispec_parse_linux(const cJSON *lx, struct nsbox_ocispec *c, struct n
     if (nsbox_ocispec_get_str(lx, "cgroupsPath", "linux.cgroupsPath", c->cgroups_path,
                               sizeof c->cgroups_path, false, e) < 0)
         return -1;
-    /* The form is checked here, with the path form's rules (the systemd form, which only
-     * --systemd-cgroup selects, is checked again by create): a config no runtime could place
-     * fails at once, naming the key. Its ':' are fine in a path. */
-    struct nsbox_ocicgroup_path p;
-    if (nsbox_ocicgroup_parse(c->cgroups_path, false, &p, e) < 0)
+    char prop[16] = "";
+    if (nsbox_ocispec_get_str(lx, "rootfsPropagation", "linux.rootfsPropagation", prop,
+                              sizeof prop, false, e) < 0 ||
+        nsbox_propagation_parse_root(prop, &c->root_propagation, e) < 0)
         return -1;
     if (parse_resources(lx, c, e) < 0 || parse_devices_list(lx, c, e) < 0)
         return -1;

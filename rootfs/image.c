@@ -410,7 +410,7 @@ static int open_locked(const char *path)
                 continue;
             return -1;
         }
-        if (a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        if (nsbox_same_inode(&a, &b))
             return nsbox_steal_fd(&fd);
     }
     errno = EAGAIN;

@@ -339,7 +339,9 @@ static int plan_config_mount(const struct nsbox_rootfs_cfg *cfg, const struct ns
         return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "mounts: the options of %s are too long",
                              m->destination);
     snprintf(o->data, sizeof o->data, "%s", m->data);
+    o->propagation = m->propagation;
     if (bind) {
+        o->late = true;
         if (m->source[0] != '/')
             return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
                                  "mounts: the bind at %s needs an absolute source", m->destination);
@@ -574,15 +576,28 @@ int nsbox_rootfs_scan_image(struct nsbox_rootfs_cfg *cfg, struct nsbox_err *e)
 
 /* ---- child side executor --------------------------------------------------------------------- */
 
-/* Detached copy of a bind source with its attributes set on the copy, so the mount never
- * appears with weaker flags even for an instant, and flags the kernel locked on the source
- * (nosuid, nodev from a more privileged namespace) are kept rather than cleared. */
-static int clone_source(const struct nsbox_sys *sys, const struct nsbox_mount_op *o,
-                        int image_rootfd, struct nsbox_err *e)
+/* A clone's propagation (policy/propagation.h): a bind's source is a slave of the host's mount
+ * here, and keeps receiving the host's mounts only when the config asks for it. */
+static int set_propagation(const struct nsbox_sys *sys, int fd, const struct nsbox_mount_op *o)
 {
-    int dfd = o->src_in_image ? image_rootfd : AT_FDCWD;
-    unsigned flags = (o->recursive ? AT_RECURSIVE : 0) | (o->src_in_image ? AT_SYMLINK_NOFOLLOW : 0);
-    int fd = sys->open_tree(dfd, o->src, flags);
+    unsigned long steps[2];
+    size_t n = nsbox_propagation_steps(&o->propagation, true, o->recursive, steps);
+    for (size_t i = 0; i < n; i++)
+        if (sys->mount_propagation_fd(fd, (steps[i] & MS_REC) != 0, steps[i] & ~MS_REC) < 0)
+            return -1;
+    return 0;
+}
+
+/* Detached copy of a bind source (at dfd/src; dfd alone when src is "") with its attributes and
+ * propagation set on the copy, so the mount never appears with weaker flags even for an
+ * instant, and flags the kernel locked on the source (nosuid, nodev from a more privileged
+ * namespace) are kept rather than cleared. */
+static int clone_source_at(const struct nsbox_sys *sys, const struct nsbox_mount_op *o, int dfd,
+                           const char *src, struct nsbox_err *e)
+{
+    unsigned flags = (o->recursive ? AT_RECURSIVE : 0) | (src[0] ? 0 : AT_EMPTY_PATH) |
+                     (o->src_in_image ? AT_SYMLINK_NOFOLLOW : 0);
+    int fd = sys->open_tree(dfd, src, flags);
     if (fd < 0)
         return nsbox_err_sys(e, "rootfs: cannot bind %s", o->src);
     if (o->attr && sys->mount_setattr_fd(fd, o->recursive, o->attr, 0) < 0) {
@@ -590,7 +605,23 @@ static int clone_source(const struct nsbox_sys *sys, const struct nsbox_mount_op
         sys->close(fd);
         return -1;
     }
+    if (set_propagation(sys, fd, o) < 0) {
+        nsbox_err_sys(e, "rootfs: cannot set the propagation of %s", o->src);
+        sys->close(fd);
+        return -1;
+    }
     return fd;
+}
+
+static int clone_source(const struct nsbox_sys *sys, const struct nsbox_mount_op *o,
+                        int image_rootfd, struct nsbox_err *e)
+{
+    if (!o->late)
+        return clone_source_at(sys, o, o->src_in_image ? image_rootfd : AT_FDCWD, o->src, e);
+    /* the path only: cloned when attached (attach) */
+    int fd = openat(o->src_in_image ? image_rootfd : AT_FDCWD, o->src,
+                    O_PATH | O_CLOEXEC | (o->src_in_image ? O_NOFOLLOW : 0));
+    return fd < 0 ? nsbox_err_sys(e, "rootfs: cannot bind %s", o->src) : fd;
 }
 
 int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
@@ -599,13 +630,19 @@ int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_p
 {
     for (size_t i = 0; i < plan->n; i++)
         fds[i] = -1;
-    /* Nothing done from here on may propagate back to the host's mount namespace. */
-    if (sys->mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-        return nsbox_err_sys(e, "rootfs: make / private");
+    /* Nothing done from here on may propagate back to the host's mount namespace: a slave
+     * receives and never sends (the kernel makes a less privileged namespace's copies slaves
+     * already; this does not depend on it). What is not asked to receive is made private. */
+    if (sys->mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+        return nsbox_err_sys(e, "rootfs: make / a slave");
     /* The image's idmapped copy over its own directory, in this namespace only: the entries
      * below are cloned from it, and keep its idmap. */
     if (image_fd >= 0) {
-        int r = sys->move_mount_to(image_fd, image_root);
+        /* made private first: a clone the launcher took in the host's namespace is a peer of
+         * the host's mount, and what is bound from it would be too */
+        int r = sys->mount_propagation_fd(image_fd, 1, MS_PRIVATE);
+        if (r == 0)
+            r = sys->move_mount_to(image_fd, image_root);
         sys->close(image_fd);
         if (r < 0)
             return nsbox_err_sys(e, "rootfs: idmapped image on %s", image_root);
@@ -624,6 +661,8 @@ int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_p
                 return nsbox_err_set(e, NSBOX_E_INVALID, EBADF, "rootfs: %s is missing", o->src);
             fds[i] = ws_fd;
             ws_fd = -1;
+            if (sys->mount_propagation_fd(fds[i], 1, MS_PRIVATE) < 0) /* as the image's above */
+                return nsbox_err_sys(e, "rootfs: make %s private", o->src);
             continue;
         }
         fds[i] = clone_source(sys, o, image_rootfd, e);
@@ -645,6 +684,13 @@ static int attach(const struct nsbox_sys *sys, int *fd, const struct nsbox_mount
                   struct nsbox_err *e)
 {
     const char *src = o->op == NSBOX_MOP_BIND_TEXT ? "nsbox's file" : o->src; /* for messages */
+    if (o->late) { /* the path phase 1 opened, cloned now */
+        int clone = clone_source_at(sys, o, *fd, "", e);
+        sys->close(*fd);
+        *fd = clone;
+        if (clone < 0)
+            return -1;
+    }
     if (o->target_in_image) {
         /* The target is the image's file: a symlink there (to the host's files, or anywhere)
          * is refused instead of followed (CVE-2021-30465 family). */
@@ -697,6 +743,19 @@ static int bind_text(const struct nsbox_sys *sys, const struct nsbox_mount_op *o
     if (unlink(TEXT_FILE_NAME) < 0 && errno != ENOENT && r == 0)
         r = nsbox_err_sys(e, "rootfs: remove the name of /%s's text", o->target);
     return r;
+}
+
+/* The propagation a config asks for on a filesystem it mounts (a new one: no host mount is its
+ * master). */
+static int fs_propagation(const struct nsbox_sys *sys, const struct nsbox_mount_op *o,
+                          struct nsbox_err *e)
+{
+    unsigned long steps[2];
+    size_t n = nsbox_propagation_steps(&o->propagation, false, false, steps);
+    for (size_t i = 0; i < n; i++)
+        if (sys->mount(NULL, o->target, NULL, steps[i], NULL) < 0 && !o->optional)
+            return nsbox_err_sys(e, "rootfs: set the propagation of /%s", o->target);
+    return 0;
 }
 
 /* Targets are relative: the working directory is the new root. */
@@ -790,9 +849,14 @@ int nsbox_rootfs_enter(const struct nsbox_sys *sys, const struct nsbox_mount_pla
 {
     if (fchdir(rootfd) < 0)
         return nsbox_err_sys(e, "rootfs: enter the new root");
-    for (size_t i = 0; i < plan->n; i++)
-        if (apply_op(sys, &plan->ops[i], &fds[i], e) < 0)
+    for (size_t i = 0; i < plan->n; i++) {
+        const struct nsbox_mount_op *o = &plan->ops[i];
+        bool fs = o->op == NSBOX_MOP_TMPFS || o->op == NSBOX_MOP_PROC ||
+                  o->op == NSBOX_MOP_DEVPTS || o->op == NSBOX_MOP_FS;
+        if (apply_op(sys, o, &fds[i], e) < 0 ||
+            (fs && o->propagation.kind != NSBOX_PROP_NONE && fs_propagation(sys, o, e) < 0))
             return -1;
+    }
     /* pivot_root(".", ".") stacks the old root on top of the new one; detaching it leaves the
      * new root alone, without needing a put_old directory inside the sandbox. */
     if (sys->pivot_root(".", ".") < 0)

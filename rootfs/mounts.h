@@ -13,6 +13,7 @@
 
 #include "image.h"
 #include "nsbox.h"
+#include "propagation.h"
 #include "sys.h"
 #include "wsplan.h"
 
@@ -55,6 +56,10 @@ struct nsbox_mount_op {
     bool target_dir;       /* target_in_image: a directory (the bind of one), else a file */
     bool recursive;
     bool optional;         /* target_in_image that cannot be mounted on safely: skipped */
+    bool late;             /* BIND: cloned when attached, in the plan's order, from the path
+                              phase 1 opened (a config's mount: mountinfo lists mounts in the
+                              order they were made, and a config's mounts must read in its order) */
+    struct nsbox_propagation propagation; /* BIND, and a config's new filesystems */
     unsigned long flags;   /* mount(2) flags for TMPFS/PROC/DEVPTS */
     uint64_t attr;         /* MOUNT_ATTR_* set on BIND/READONLY */
     char data[128];        /* mount options */
@@ -71,6 +76,7 @@ struct nsbox_rootfs_mount {
     bool recursive;          /* rbind */
     bool source_is_file;     /* bind: of a file (the target is made as a file) */
     const char *data;        /* the filesystem's options */
+    struct nsbox_propagation propagation; /* shared, slave, ... (policy/propagation.h) */
 };
 
 struct nsbox_root_entry {
@@ -130,7 +136,10 @@ int nsbox_rootfs_scan_image(struct nsbox_rootfs_cfg *cfg, struct nsbox_err *e);
 /* Child side, in two phases around the switch to appuser.
  *
  * Phase 1 (still the caller's host uid, so host paths are reachable as their owner): make every
- * mount private, take a detached clone of every bind source, with its attributes already set,
+ * mount a slave of the host's (nothing here can propagate to the host; a bind that asks for
+ * slave propagation keeps receiving the host's mounts), take a detached clone of every bind
+ * source, with its attributes and propagation already set (a late bind's source is opened as
+ * a path instead, and cloned so when it is attached),
  * then mount the new root's tmpfs on staging (a host directory: the sandbox's state directory,
  * hidden by it in this mount namespace only; sources below it are cloned before). fds[] gets
  * one entry per plan op (-1 where unused); *rootfd an fd of the new root. Sources are looked up here, in the

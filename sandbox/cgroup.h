@@ -112,6 +112,14 @@ struct nsbox_cgroup_update {
  * as at create). The first refusal is the error (naming the file), the rest is not tried. */
 int nsbox_cgroup_update(const struct nsbox_cgroup *cg, const struct nsbox_cgroup_update *u,
                         struct nsbox_err *e);
+/* Files of the memory controller and their values (nsbox-oci: reservation, swap, swappiness,
+ * the OOM killer, TCP buffers), written in order into the cgroup's memory directory (v2 the
+ * cgroup, v1 its memory hierarchy's); the first refusal is the error, naming the file. */
+struct nsbox_cgroup_file {
+    const char *name, *value;
+};
+int nsbox_cgroup_write_memory(const struct nsbox_cgroup *cg, const struct nsbox_cgroup_file *f,
+                              size_t n, struct nsbox_err *e);
 /* The host pids of the processes in the cgroup (v2 cgroup.procs; v1 that of its first
  * hierarchy, which every process joins): how many were found (at most max), or -1. */
 int nsbox_cgroup_pids(const struct nsbox_cgroup *cg, pid_t *pids, size_t max, struct nsbox_err *e);

@@ -281,6 +281,18 @@ int nsbox_cgroup_update(const struct nsbox_cgroup *cg, const struct nsbox_cgroup
     return cg->version == 2 ? update_v2(cg, u, e) : update_v1(cg, u, e);
 }
 
+int nsbox_cgroup_write_memory(const struct nsbox_cgroup *cg, const struct nsbox_cgroup_file *f,
+                              size_t n, struct nsbox_err *e)
+{
+    const char *dir = !cg ? NULL : cg->version == 2 ? cg->path : v1_path_of(cg, "memory");
+    if (!dir)
+        return no_controller(e, "memory");
+    for (size_t i = 0; i < n; i++)
+        if (nsbox_cgio_write_at(cg->version == 2 ? cg->dirfd : -1, dir, f[i].name, f[i].value) < 0)
+            return nsbox_cgroup_write_error(e, dir, f[i].name, f[i].value);
+    return 0;
+}
+
 int nsbox_cgroup_pids(const struct nsbox_cgroup *cg, pid_t *pids, size_t max, struct nsbox_err *e)
 {
     char path[PATH_MAX];

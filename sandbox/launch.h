@@ -62,6 +62,9 @@ struct nsbox_launch {
     bool config_caps;
     uint64_t cap_bounding, cap_effective, cap_permitted, cap_inheritable, cap_ambient;
     bool no_new_privs;
+    /* nsbox-oci: linux.rootfsPropagation, set on the root once it is pivoted to (the kernel
+     * refuses to pivot into a shared one); shared is a group of the container's own */
+    struct nsbox_propagation root_propagation;
     /* nsbox-oci: init is cloned as the launcher's sibling (CLONE_PARENT), the child of the
      * runtime's caller, which waits for it as for runc's init; it outlives the launcher's
      * parent, so it has no parent-death signal (the launcher's death shows as EOF on the sync

@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include "files.h"
+#include "util.h"
 
 #include "cleanup.h"
 #include "files_impl.h"
@@ -546,7 +547,7 @@ static int op_write(struct files_ctx *c, const struct nsbox_request *rq, int in_
         return not_regular(c, e, "cannot write", sb.st_mode);
     /* Truncated only now that it is known to be a regular file, and not the source itself
      * (`nsbox cp <workspace on the host>/f ID:f` would otherwise empty it). */
-    if (S_ISREG(in_sb.st_mode) && in_sb.st_dev == sb.st_dev && in_sb.st_ino == sb.st_ino)
+    if (S_ISREG(in_sb.st_mode) && nsbox_same_inode(&in_sb, &sb))
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
                              "cannot write %s: it is the source file itself", c->disp);
     uint64_t written = 0;
@@ -570,7 +571,7 @@ static int op_write(struct files_ctx *c, const struct nsbox_request *rq, int in_
          * names the file made here (the sandbox may have replaced it meanwhile). */
         struct stat now;
         if (created && fstatat(pfd, leaf, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
-            now.st_dev == sb.st_dev && now.st_ino == sb.st_ino && unlinkat(pfd, leaf, 0) == 0)
+            nsbox_same_inode(&now, &sb) && unlinkat(pfd, leaf, 0) == 0)
             return nsbox_err_wrap(e, "cannot write %s (nothing was written)", c->disp);
         return nsbox_err_wrap(e, "cannot write %s (the file is incomplete)", c->disp);
     }

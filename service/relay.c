@@ -170,15 +170,6 @@ static int above_stdio(int fd)
     return moved;
 }
 
-/* a and b are the same file (the shell's `> log 2>&1`, a terminal): their output then goes
- * through one pipe, which keeps the order in which the command wrote to either. */
-static bool same_file(int a, int b)
-{
-    struct stat sa, sb;
-    return a >= 0 && b >= 0 && fstat(a, &sa) == 0 && fstat(b, &sb) == 0 &&
-           sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 static void stream_undo(struct nsbox_relay_stream *s, int fds[3], int i)
 {
     if (s->pipe_end >= 0)
@@ -249,7 +240,7 @@ int nsbox_relay_start(struct nsbox_relay *r, int fds[3], bool outlives)
         struct nsbox_relay_stream *s = &r->s[i];
         if (shared[i])
             continue;
-        if (i == 2 && r->s[1].started && same_file(r->s[1].host, fds[2])) {
+        if (i == 2 && r->s[1].started && nsbox_fd_same_file(r->s[1].host, fds[2])) {
             fds[2] = r->s[1].given; /* written to our stdout, in order with it */
             continue;
         }

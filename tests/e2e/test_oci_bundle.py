@@ -6,10 +6,14 @@ their stdin, in their order, a failing or slow prestart hook failing create with
 what nsbox cannot give refused at create with the way out."""
 import json
 import os
+import shutil
+import subprocess
+import tempfile
 import time
 import unittest
 
-from oci_bundle import OCI, BundleCase, config, require_runtime
+from nsbox_test import wait_for
+from oci_bundle import OCI, BundleCase, config, require_runtime, shared_source
 
 
 def setUpModule():
@@ -258,6 +262,21 @@ class Mounts(BundleCase):
         self.assertTrue(any(l.startswith("/etc/extra ro") for l in lines), lines)
         self.assertEqual(lines[-4:], ["700", "from-the-host", "extra-file", "read-only"])
 
+    def test_mounts_are_made_in_the_config_order(self):
+        # binds among new filesystems: mountinfo lists mounts in the order they were made (Linux
+        # 6.8 and later; attach order before), and tools check the config's order there
+        host = os.path.join(self.tmp, "hostdata")
+        os.makedirs(host)
+        c = config(["sh", "-c", "grep -E ' /(a|b|c|d) ' /proc/self/mountinfo | cut -d' ' -f5"])
+        c["mounts"] = [{"destination": "/proc", "type": "proc", "source": "proc"},
+                       {"destination": "/a", "type": "tmpfs", "source": "tmpfs"},
+                       {"destination": "/b", "type": "bind", "source": host,
+                        "options": ["rbind"]},
+                       {"destination": "/c", "type": "tmpfs", "source": "tmpfs"},
+                       {"destination": "/d", "type": "bind", "source": host,
+                        "options": ["bind", "shared"]}]
+        self.assertEqual(self.run_container(c).split(), ["/a", "/b", "/c", "/d"])
+
     def test_missing_mount_point_in_the_image_is_made(self):
         # Podman binds /etc/hosts and /etc/hostname; a small image has neither: nsbox-oci makes
         # the mount point in the bundle's root (an empty file), as runc does
@@ -316,3 +335,55 @@ class Mounts(BundleCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class Propagation(BundleCase):
+    """A bind's propagation (docs/oci.md, "Mounts"): a slave bind receives a mount the host
+    makes below its source after the container started (a volume mounted later), as a user of
+    rslave expects; a bind that asks for nothing is private and does not."""
+
+    def setUp(self):
+        # registered first, so unmounted last: after BundleCase has deleted the containers
+        self.vol_parent = tempfile.mkdtemp(prefix="nsbox-oci-vol-")
+        self.addCleanup(shutil.rmtree, self.vol_parent, True)
+        self.src = shared_source(self, self.vol_parent)
+        super().setUp()
+        self.ctl = os.path.join(self.tmp, "ctl")
+        os.makedirs(self.ctl)
+        os.chmod(self.ctl, 0o777)  # the container's root is an unprivileged id on the host
+
+    def after_host_mount(self, options):
+        """What the container reads at /vol/sub/marker once the host has mounted a tmpfs on its
+        source's sub (the container waits for the word on /ctl)."""
+        c = config(["sh", "-c", "echo > /ctl/ready; while [ ! -e /ctl/go ]; do sleep 0.05; done;"
+                    " cat /vol/sub/marker 2>/dev/null || echo absent"])
+        c["mounts"] = [{"destination": "/proc", "type": "proc", "source": "proc"},
+                       {"destination": "/vol", "type": "bind", "source": self.src,
+                        "options": options},
+                       {"destination": "/ctl", "type": "bind", "source": self.ctl,
+                        "options": ["bind"]}]
+        self.write_config(c)
+        pid = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        self.assertTrue(wait_for(lambda: os.path.exists(os.path.join(self.ctl, "ready"))))
+        sub = os.path.join(self.src, "sub")
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "later", sub], check=True)
+        with open(os.path.join(sub, "marker"), "w") as f:
+            f.write("mounted-later\n")
+        open(os.path.join(self.ctl, "go"), "w").close()
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0, self.output())
+        return self.output().strip()
+
+    def test_slave_bind_sees_a_later_host_mount(self):
+        self.assertEqual(self.after_host_mount(["rbind", "rslave"]), "mounted-later")
+
+    def test_shared_bind_sees_it_too(self):
+        # shared is a slave of the host's first (docs/decisions.md): it receives
+        self.assertEqual(self.after_host_mount(["rbind", "rshared"]), "mounted-later")
+
+    def test_bind_without_propagation_is_private(self):
+        self.assertEqual(self.after_host_mount(["rbind"]), "absent")
+
+    def test_rprivate_bind_does_not_see_it(self):
+        self.assertEqual(self.after_host_mount(["rbind", "rprivate"]), "absent")

@@ -14,39 +14,13 @@ import subprocess
 import unittest
 import uuid
 
-from nsbox_test import wait_for
+from nsbox_test import (CGROUP_V2_ONLY, cgroup_dir, cgroup_read, rmdir_cgroup_tree,
+                        wait_for)
 from oci_bundle import OCI, BundleCase, config, require_runtime
-
-CG = "/sys/fs/cgroup"
-V2 = os.path.exists(os.path.join(CG, "cgroup.controllers"))
 
 
 def setUpModule():
     require_runtime()
-
-
-def cg_dir(controller, path):
-    """The directory of cgroup path in the hierarchy that has controller."""
-    return os.path.join(CG, path.lstrip("/")) if V2 else os.path.join(CG, controller,
-                                                                         path.lstrip("/"))
-
-
-def read(controller, path, name):
-    with open(os.path.join(cg_dir(controller, path), name)) as f:
-        return f.read().strip()
-
-
-def rmdir_all(top):
-    """Remove cgroup top (and what is below it, depth first) in every hierarchy."""
-    roots = [CG] if V2 else [os.path.join(CG, h) for h in os.listdir(CG)
-                             if not os.path.islink(os.path.join(CG, h))]
-    for r in roots:
-        d = os.path.join(r, top.lstrip("/"))
-        for sub, _, _ in sorted(os.walk(d), key=lambda w: -len(w[0])):
-            try:
-                os.rmdir(sub)
-            except OSError:
-                pass
 
 
 @unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
@@ -54,7 +28,7 @@ class CgroupsPath(BundleCase):
     def setUp(self):
         # registered first, so run last: after BundleCase has deleted the containers
         self.cg_tops = []
-        self.addCleanup(lambda: [rmdir_all(t) for t in self.cg_tops])
+        self.addCleanup(lambda: [rmdir_cgroup_tree(t) for t in self.cg_tops])
         super().setUp()
         self.top = "/nsbox-test-" + uuid.uuid4().hex[:8]
         self.cg_tops.append(self.top)
@@ -69,20 +43,62 @@ class CgroupsPath(BundleCase):
         init = self.create()  # the state's pid: the container's init
         with open(f"/proc/{init}/cgroup") as f:
             self.assertIn(path, f.read())  # the container's init is in it
-        self.assertEqual(read("pids", path, "pids.max"), "77")
-        if V2:
+        self.assertEqual(cgroup_read("pids", path, "pids.max"), "77")
+        if CGROUP_V2_ONLY:
             # half a CPU, not rounded up to a whole one
-            self.assertEqual(read("cpu", path, "cpu.max"), "50000 100000")
-            self.assertEqual(read("cpu", path, "cpu.weight"), "20")
-            self.assertEqual(read("memory", path, "memory.max"), str(64 << 20))
+            self.assertEqual(cgroup_read("cpu", path, "cpu.max"), "50000 100000")
+            self.assertEqual(cgroup_read("cpu", path, "cpu.weight"), "20")
+            self.assertEqual(cgroup_read("memory", path, "memory.max"), str(64 << 20))
         else:
-            self.assertEqual(read("cpu", path, "cpu.cfs_quota_us"), "50000")
-            self.assertEqual(read("cpu", path, "cpu.cfs_period_us"), "100000")
-            self.assertEqual(read("cpu", path, "cpu.shares"), "512")
-            self.assertEqual(read("memory", path, "memory.limit_in_bytes"), str(64 << 20))
+            self.assertEqual(cgroup_read("cpu", path, "cpu.cfs_quota_us"), "50000")
+            self.assertEqual(cgroup_read("cpu", path, "cpu.cfs_period_us"), "100000")
+            self.assertEqual(cgroup_read("cpu", path, "cpu.shares"), "512")
+            self.assertEqual(cgroup_read("memory", path, "memory.limit_in_bytes"), str(64 << 20))
         r = self.oci("delete", "--force", "c1")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertFalse(os.path.exists(cg_dir("pids", path)))
+        self.assertFalse(os.path.exists(cgroup_dir("pids", path)))
+
+    def test_memory_beyond_the_limit(self):
+        """linux.resources.memory's reservation, swap, swappiness, disableOOMKiller and
+        kernelTCP in the memory controller's files (runtime-tools' linux_cgroups_memory
+        config); kernel memory is left out with a warning; on v2 what it lacks is refused."""
+        path = self.top + "/mem"
+        limit = 48 << 20
+        mem = {"limit": limit, "reservation": 32 << 20, "swap": 2 * limit, "kernel": limit,
+               "kernelTCP": 16 << 20, "swappiness": 10, "disableOOMKiller": True}
+        c = config(["sleep", "60"])
+        c["linux"]["cgroupsPath"] = path
+        c["linux"]["resources"]["memory"] = mem
+        if CGROUP_V2_ONLY:
+            self.write_config(c)
+            self.assertIn("cgroup v2 has no per-cgroup swappiness", self.create_refused())
+            self.assertFalse(os.path.exists(cgroup_dir("memory", path)))
+            del mem["swappiness"], mem["disableOOMKiller"]
+        self.write_config(c)
+        self.create()
+        self.assertIn("kernel memory limits are deprecated", self.output())
+        if CGROUP_V2_ONLY:
+            self.assertEqual(cgroup_read("memory", path, "memory.low"), str(32 << 20))
+            self.assertEqual(cgroup_read("memory", path, "memory.swap.max"), str(limit))
+            return
+        self.assertEqual(cgroup_read("memory", path, "memory.soft_limit_in_bytes"), str(32 << 20))
+        self.assertEqual(cgroup_read("memory", path, "memory.memsw.limit_in_bytes"),
+                         str(2 * limit))
+        self.assertEqual(cgroup_read("memory", path, "memory.swappiness"), "10")
+        self.assertIn("oom_kill_disable 1", cgroup_read("memory", path, "memory.oom_control"))
+        self.assertEqual(cgroup_read("memory", path, "memory.kmem.tcp.limit_in_bytes"),
+                         str(16 << 20))
+
+    def test_unlimited_swap_refused(self):
+        """memory.swap -1 (docker --memory-swap -1) would let the container swap without
+        bound: refused at create, before any cgroup exists."""
+        path = self.top + "/swap"
+        c = config(["true"])
+        c["linux"]["cgroupsPath"] = path
+        c["linux"]["resources"]["memory"] = {"limit": 32 << 20, "swap": -1}
+        self.write_config(c)
+        self.assertIn("unlimited swap", self.create_refused())
+        self.assertFalse(os.path.exists(cgroup_dir("memory", path)))
 
     def test_delete_removes_what_a_killed_monitor_left(self):
         path = self.top + "/ctr"
@@ -94,14 +110,14 @@ class CgroupsPath(BundleCase):
             monitor = json.load(f)["monitor_pid"]
         os.kill(monitor, signal.SIGKILL)  # init ends at its start barrier, the cgroup stays
         self.wait(init)
-        self.assertTrue(os.path.exists(cg_dir("pids", path)))
+        self.assertTrue(os.path.exists(cgroup_dir("pids", path)))
         # init's end empties the cgroup
-        procs = os.path.join(cg_dir("pids", path), "cgroup.procs")
+        procs = os.path.join(cgroup_dir("pids", path), "cgroup.procs")
         self.assertTrue(wait_for(lambda: not open(procs).read().strip()))
         r = self.oci("delete", "c1")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertFalse(os.path.exists(cg_dir("pids", path)))
-        self.assertFalse(os.path.exists(cg_dir("memory", path)))
+        self.assertFalse(os.path.exists(cgroup_dir("pids", path)))
+        self.assertFalse(os.path.exists(cgroup_dir("memory", path)))
 
     def test_relative_path_is_below_the_runtimes_cgroup(self):
         rel = self.top.lstrip("/") + "/ctr"
@@ -111,13 +127,13 @@ class CgroupsPath(BundleCase):
         init = self.create()  # the state's pid: the container's init
         with open("/proc/self/cgroup") as f:
             own = [ln.split(":", 2)[2].strip() for ln in f
-                   if (ln.split(":")[1] == "" if V2 else "pids" in ln.split(":")[1].split(","))]
+                   if (ln.split(":")[1] == "" if CGROUP_V2_ONLY else "pids" in ln.split(":")[1].split(","))]
         with open(f"/proc/{init}/cgroup") as f:
             mine = [ln.split(":", 2)[2].strip() for ln in f
-                    if (ln.split(":")[1] == "" if V2 else "pids" in ln.split(":")[1].split(","))]
+                    if (ln.split(":")[1] == "" if CGROUP_V2_ONLY else "pids" in ln.split(":")[1].split(","))]
         self.assertEqual(mine[0], os.path.join(own[0], rel))
         self.cg_tops.append(os.path.join(own[0], self.top.lstrip("/")))
-        self.assertEqual(read("pids", mine[0], "pids.max"), "64")
+        self.assertEqual(cgroup_read("pids", mine[0], "pids.max"), "64")
 
     def test_systemd_form(self):
         slice_ = self.top.lstrip("/").replace("-", "") + ".slice"
@@ -131,7 +147,7 @@ class CgroupsPath(BundleCase):
         self.assertEqual(r.returncode, 0, self.output())
         with open(self.pidfile) as f:
             self.waited_pids.append(int(f.read()))
-        self.assertEqual(read("pids", f"/{slice_}/nsbox-abc.scope", "pids.max"), "64")
+        self.assertEqual(cgroup_read("pids", f"/{slice_}/nsbox-abc.scope", "pids.max"), "64")
         # without --systemd-cgroup a path is expected: that form is refused by the flag
         c["linux"]["cgroupsPath"] = self.top + "/x"
         self.write_config(c)
@@ -149,7 +165,7 @@ class CgroupsPath(BundleCase):
             self.assertNotEqual(r.returncode, 0)
             self.assertIn("linux.cgroupsPath", r.stderr.decode())
             self.assertIn(why, r.stderr.decode())
-        self.assertFalse(os.path.exists(cg_dir("pids", "/escape")))
+        self.assertFalse(os.path.exists(cgroup_dir("pids", "/escape")))
 
     def test_populated_cgroup_is_not_taken(self):
         # a config naming a cgroup that holds a process: were it taken, the container's removal
@@ -158,8 +174,8 @@ class CgroupsPath(BundleCase):
         victim = subprocess.Popen(["sleep", "60"])
         self.addCleanup(victim.wait)
         self.addCleanup(victim.kill)
-        os.makedirs(cg_dir("pids", path))
-        with open(os.path.join(cg_dir("pids", path), "cgroup.procs"), "w") as f:
+        os.makedirs(cgroup_dir("pids", path))
+        with open(os.path.join(cgroup_dir("pids", path), "cgroup.procs"), "w") as f:
             f.write(str(victim.pid))
         c = config(["true"])
         c["linux"]["cgroupsPath"] = path
@@ -168,7 +184,7 @@ class CgroupsPath(BundleCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("holds processes", r.stderr.decode())
         self.assertIsNone(victim.poll())  # still alive
-        with open(os.path.join(cg_dir("pids", path), "cgroup.procs")) as f:
+        with open(os.path.join(cgroup_dir("pids", path), "cgroup.procs")) as f:
             self.assertEqual(f.read().split(), [str(victim.pid)])
         victim.send_signal(signal.SIGKILL)
 

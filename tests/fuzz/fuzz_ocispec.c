@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mount.h>
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -48,6 +49,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     nsbox_ocispec_hooks_free(&h);
     (void)nsbox_ocispec_check_floor(&c, &e);
     (void)nsbox_ocispec_check_namespaces(&c, &e);
+    /* what create derives from an accepted config: the memory files (bounded, on both
+     * versions) and each mount's propagation steps (at most two; never shared first) */
+    for (int v = 1; v <= 2; v++) {
+        struct nsbox_ocicgroup_write w[NSBOX_OCICGROUP_MEM_WRITES];
+        char note[512];
+        size_t n = 0;
+        if (nsbox_ocicgroup_memory_plan(&c.memory, v, true, w, &n, note, sizeof note, &e) == 0 &&
+            n > NSBOX_OCICGROUP_MEM_WRITES)
+            abort();
+    }
+    for (size_t i = 0; i < c.n_mounts; i++) {
+        struct nsbox_ocispec_mount_opts o;
+        unsigned long steps[2];
+        nsbox_ocispec_mount_opts(&c.mounts[i], &o);
+        size_t n = nsbox_propagation_steps(&o.propagation, o.bind, o.recursive, steps);
+        if (n > 2 || (n && (steps[0] & MS_SHARED)))
+            abort();
+    }
     nsbox_ocispec_free(&c);
     return 0;
 }

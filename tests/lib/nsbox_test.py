@@ -167,10 +167,35 @@ CGROUP_V2_ONLY = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
 CGROUP_V1 = os.path.isdir("/sys/fs/cgroup/memory") and os.path.isdir("/sys/fs/cgroup/pids")
 
 
+def cgroup_dir(controller, path=""):
+    """The directory of cgroup path (from the hierarchy's root) in the hierarchy that has
+    controller: the one v2 hierarchy, or the controller's v1 one."""
+    top = "/sys/fs/cgroup" if CGROUP_V2_ONLY else f"/sys/fs/cgroup/{controller}"
+    return os.path.join(top, path.lstrip("/")) if path.strip("/") else top
+
+
+def cgroup_read(controller, path, name):
+    """The stripped text of file name of cgroup path (cgroup_dir)."""
+    with open(os.path.join(cgroup_dir(controller, path), name)) as f:
+        return f.read().strip()
+
+
+def rmdir_cgroup_tree(path):
+    """Remove cgroup path (from each hierarchy's root) and what is below it, children first, in
+    every hierarchy (rmdir_cgroups)."""
+    roots = ["/sys/fs/cgroup"] if CGROUP_V2_ONLY else [
+        os.path.join("/sys/fs/cgroup", h) for h in os.listdir("/sys/fs/cgroup")
+        if not os.path.islink(os.path.join("/sys/fs/cgroup", h))]
+    found = []
+    for r in roots:
+        found += [w[0] for w in os.walk(os.path.join(r, path.lstrip("/")))]
+    rmdir_cgroups(sorted(found, key=lambda d: -d.count("/")))
+
+
 def sandbox_cgroup_file(sid, controller, v1_name, v2_name):
     """The stripped text of a file of sandbox sid's cgroup, None when there is none: v1_name in
     the controller's v1 hierarchy, or v2_name in its one v2 cgroup."""
-    top_dir = "/sys/fs/cgroup" if CGROUP_V2_ONLY else f"/sys/fs/cgroup/{controller}"
+    top_dir = cgroup_dir(controller)
     name = v2_name if CGROUP_V2_ONLY else v1_name
     for top, dirs, files in os.walk(top_dir):
         if os.path.basename(top) == "nsbox-" + sid and name in files:

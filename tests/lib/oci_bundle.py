@@ -43,6 +43,24 @@ def config(args, **extra):
     return c
 
 
+def shared_source(test, parent):
+    """A host directory parent/vol (with vol/sub) that is a shared mount of its own, as a volume
+    on a host whose / is shared (systemd's) is: bound onto itself and made shared, in the
+    host's mount namespace; unmounted (with what is below it) at the test's end."""
+    src = os.path.join(parent, "vol")
+    os.makedirs(os.path.join(src, "sub"))
+    subprocess.run(["mount", "--bind", src, src], check=True)
+    test.addCleanup(subprocess.run, ["umount", "-R", "-l", src], check=False)
+    subprocess.run(["mount", "--make-shared", src], check=True)
+    return src
+
+
+def is_mount_point(path):
+    """Is path a mount point in this (the host's) mount namespace?"""
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == path for line in f)
+
+
 class BundleCase(unittest.TestCase):
     """A bundle per test (a busybox-static root, config.json written by the test), nsbox-oci
     with its own --root and JSON log, and every container deleted (--force) at the end."""
@@ -114,6 +132,15 @@ class BundleCase(unittest.TestCase):
         _, status = os.waitpid(pid, 0)
         self.waited_pids.remove(pid)
         return status
+
+    def create_refused(self, cid="c1"):
+        """create, which must fail: the message it logged. Its streams are not the test's (a
+        container made by mistake would hold a pipe open)."""
+        r = self.oci("create", "--bundle", self.bundle, cid, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertFalse(os.path.exists(os.path.join(self.root, cid)))
+        return self.log_errors()[-1]["msg"]
 
     def log_errors(self):
         with open(self.log) as f:

@@ -1,8 +1,10 @@
-"""Security: hostile OCI image layers (`nsbox image import`). A layer is a tar an attacker
-wrote: its entries must never create, replace or link a file outside the image's own root,
-whatever their names ("../", absolute) or the symlinks earlier entries made; device nodes and
-setuid bits never reach the store. Each attempt targets a file of the test's own outside the
-store and checks it afterwards."""
+"""Security: hostile OCI image layers (`nsbox image import`) and hostile bundles (nsbox-oci).
+A layer is a tar an attacker wrote: its entries must never create, replace or link a file
+outside the image's own root, whatever their names ("../", absolute) or the symlinks earlier
+entries made; device nodes and setuid bits never reach the store. Each attempt targets a file
+of the test's own outside the store and checks it afterwards. A bundle's mounts must never reach
+the host's mount namespace: a mount made inside a container, on a bind that asks for shared
+propagation of a host directory that is shared, does not appear on the host."""
 import io
 import os
 import shutil
@@ -11,8 +13,11 @@ import tarfile
 import tempfile
 import unittest
 
+import subprocess
+
 import oci_images
-from nsbox_test import NSBOX, Dirs, run_nsbox
+from nsbox_test import NSBOX, Dirs, run_nsbox, wait_for
+from oci_bundle import OCI, BundleCase, config, is_mount_point, require_runtime, shared_source
 
 REG, DIR, SYM, LNK, CHR = (tarfile.REGTYPE, tarfile.DIRTYPE, tarfile.SYMTYPE, tarfile.LNKTYPE,
                            tarfile.CHRTYPE)
@@ -159,3 +164,64 @@ class HostileLayers(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class HostileMounts(BundleCase):
+    """The container's mounts stay in its mount namespace (docs/decisions.md, "Mount
+    propagation: shared is the container's own")."""
+    TOOLS = BundleCase.TOOLS + ("mount",)
+
+    def setUp(self):
+        require_runtime()
+        self.vol_parent = tempfile.mkdtemp(prefix="nsbox-oci-vol-")
+        self.addCleanup(shutil.rmtree, self.vol_parent, True)
+        self.src = shared_source(self, self.vol_parent)
+        super().setUp()
+
+    def test_mount_inside_a_shared_bind_does_not_reach_the_host(self):
+        sub = os.path.join(self.src, "sub")
+        # the control: the same mount from a mount namespace that is a peer of the host's (as
+        # runc's container is without a user namespace) does reach it, so the check can see it
+        r = subprocess.run(["unshare", "-m", "--propagation", "unchanged", "mount", "-t", "tmpfs",
+                            "control", sub], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(is_mount_point(sub))
+        subprocess.run(["umount", sub], check=True)
+        self.assertFalse(is_mount_point(sub))
+        # the attack: a bind that asks for rshared, and a mount made on it inside the container
+        # by a process with every privilege over the container's mount namespace (the host's
+        # root entering it: more than the container's own process has)
+        c = config(["sleep", "60"])
+        c["mounts"] = [{"destination": "/proc", "type": "proc", "source": "proc"},
+                       {"destination": "/vol", "type": "bind", "source": self.src,
+                        "options": ["rbind", "rshared"]}]
+        self.write_config(c)
+        pid = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        r = subprocess.run(["nsenter", "-t", str(pid), "-m", "/bin/mount", "-t", "tmpfs",
+                            "inside", "/vol/sub"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(f"/proc/{pid}/mountinfo") as f:
+            self.assertIn(" /vol/sub ", f.read())  # it is there, inside
+        self.assertFalse(is_mount_point(sub))  # and not on the host
+        self.assertEqual(os.listdir(sub), [])
+        # nor from the container's user namespace, as its root with every capability there
+        # (more than the floor lets its process have: no CAP_SYS_ADMIN)
+        sub2 = os.path.join(self.src, "sub2")
+        os.makedirs(sub2)
+        r = subprocess.run(["nsenter", "-t", str(pid), "-a", "/bin/mount", "-t", "tmpfs",
+                            "userns", "/vol/sub2"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(f"/proc/{pid}/mountinfo") as f:
+            self.assertIn(" /vol/sub2 ", f.read())
+        self.assertFalse(is_mount_point(sub2))
+
+    def test_readonly_bind_that_would_receive_host_mounts_is_refused(self):
+        # a host mount arriving later in a read-only slave bind would be writable inside
+        c = config(["true"])
+        c["mounts"] = [{"destination": "/proc", "type": "proc", "source": "proc"},
+                       {"destination": "/vol", "type": "bind", "source": self.src,
+                        "options": ["rbind", "ro", "rslave"]}]
+        self.write_config(c)
+        self.assertIn("read-only bind at /vol asks for rslave", self.create_refused())

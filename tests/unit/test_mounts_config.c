@@ -5,17 +5,36 @@
 #include "mounts_world.h"
 
 static const struct nsbox_rootfs_mount runc_spec[] = {
-    {"/proc", "proc", "proc", 0, false, false, ""},
-    {"/dev", "tmpfs", "tmpfs", MS_NOSUID | MS_STRICTATIME, false, false, "mode=755,size=65536k"},
-    {"/dev/pts", "devpts", "devpts", MS_NOSUID | MS_NOEXEC, false, false,
-     "newinstance,ptmxmode=0666,mode=0620,gid=5"},
-    {"/dev/shm", "tmpfs", "shm", MS_NOSUID | MS_NOEXEC | MS_NODEV, false, false,
-     "mode=1777,size=65536k"},
-    {"/dev/mqueue", "mqueue", "mqueue", MS_NOSUID | MS_NOEXEC | MS_NODEV, false, false, ""},
-    {"/sys", "sysfs", "sysfs", MS_NOSUID | MS_NOEXEC | MS_NODEV | MS_RDONLY, false, false, ""},
-    {"/sys/fs/cgroup", "cgroup", "cgroup", MS_RDONLY, false, false, ""},
-    {"/etc/hostname", "bind", "/run/ctr/hostname", MS_RDONLY, false, true, ""},
-    {"/data", "bind", "/srv/data", MS_NODEV, true, false, ""},
+    {"/proc", "proc", "proc", 0, false, false, "", {0}},
+    {"/dev",
+     "tmpfs",
+     "tmpfs",
+     MS_NOSUID | MS_STRICTATIME,
+     false,
+     false,
+     "mode=755,size=65536k",
+     {0}},
+    {"/dev/pts",
+     "devpts",
+     "devpts",
+     MS_NOSUID | MS_NOEXEC,
+     false,
+     false,
+     "newinstance,ptmxmode=0666,mode=0620,gid=5",
+     {0}},
+    {"/dev/shm",
+     "tmpfs",
+     "shm",
+     MS_NOSUID | MS_NOEXEC | MS_NODEV,
+     false,
+     false,
+     "mode=1777,size=65536k",
+     {0}},
+    {"/dev/mqueue", "mqueue", "mqueue", MS_NOSUID | MS_NOEXEC | MS_NODEV, false, false, "", {0}},
+    {"/sys", "sysfs", "sysfs", MS_NOSUID | MS_NOEXEC | MS_NODEV | MS_RDONLY, false, false, "", {0}},
+    {"/sys/fs/cgroup", "cgroup", "cgroup", MS_RDONLY, false, false, "", {0}},
+    {"/etc/hostname", "bind", "/run/ctr/hostname", MS_RDONLY, false, true, "", {0}},
+    {"/data", "bind", "/srv/data", MS_NODEV, true, false, "", {0}},
 };
 
 static struct world *config_world(const struct nsbox_rootfs_mount *m, size_t n)
@@ -83,7 +102,7 @@ static void test_config_without_proc_and_dev(void **state)
 {
     (void)state;
     static const struct nsbox_rootfs_mount only[] = {
-        {"/scratch", "tmpfs", "", 0, false, false, "size=1m"}};
+        {"/scratch", "tmpfs", "", 0, false, false, "size=1m", {0}}};
     struct world *w = config_world(only, 1);
     struct nsbox_err e = {0};
     if (nsbox_mount_plan_build(&w->cfg, &w->plan, &e) < 0)
@@ -136,12 +155,12 @@ static void test_config_refusals(void **state)
 {
     (void)state;
     const struct nsbox_rootfs_mount cases[] = {
-        {"/etc/ssl", "tmpfs", "tmpfs", 0, false, false, ""},
-        {"/", "tmpfs", "tmpfs", 0, false, false, ""},
-        {"/x/../etc", "bind", "/srv", 0, false, false, ""},
-        {"/x//y", "tmpfs", "tmpfs", 0, false, false, ""},
-        {"/mnt", "nfs", "server:/x", 0, false, false, ""},
-        {"/mnt", "bind", "relative", 0, false, false, ""},
+        {"/etc/ssl", "tmpfs", "tmpfs", 0, false, false, "", {0}},
+        {"/", "tmpfs", "tmpfs", 0, false, false, "", {0}},
+        {"/x/../etc", "bind", "/srv", 0, false, false, "", {0}},
+        {"/x//y", "tmpfs", "tmpfs", 0, false, false, "", {0}},
+        {"/mnt", "nfs", "server:/x", 0, false, false, "", {0}},
+        {"/mnt", "bind", "relative", 0, false, false, "", {0}},
     };
     refused(&cases[0], NSBOX_E_UNSUPPORTED, "lies inside the image, where nsbox-oci only binds");
     refused(&cases[1], NSBOX_E_UNSUPPORTED, "a mount on / is not supported");
@@ -158,8 +177,8 @@ static void test_config_hosts_replaces_nsbox_hosts_text(void **state)
 {
     (void)state;
     static const struct nsbox_rootfs_mount own[] = {
-        {"/proc", "proc", "proc", 0, false, false, ""},
-        {"/etc/hosts", "bind", "/run/ctr/hosts", MS_RDONLY, false, true, ""},
+        {"/proc", "proc", "proc", 0, false, false, "", {0}},
+        {"/etc/hosts", "bind", "/run/ctr/hosts", MS_RDONLY, false, true, "", {0}},
     };
     for (size_t n = 1; n <= 2; n++) {
         struct world *w = config_world(own, n);

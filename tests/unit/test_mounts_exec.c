@@ -18,6 +18,7 @@ enum ck {
     C_OPEN_TREE,
     C_SETATTR_FD,
     C_SETATTR_PATH,
+    C_PROPAGATION,
     C_MOVE,
     C_MKDIR,
     C_SYMLINK,
@@ -163,6 +164,15 @@ static int f_setattr_fd(int fd, int recursive, uint64_t set, uint64_t clr)
     return outcome(c, 0);
 }
 
+static int f_propagation(int fd, int recursive, uint64_t propagation)
+{
+    struct call *c = rec(C_PROPAGATION, "");
+    c->fd = fd;
+    c->recursive = recursive;
+    c->set = propagation;
+    return outcome(c, 0);
+}
+
 static int f_setattr_path(const char *path, int recursive, uint64_t set, uint64_t clr)
 {
     struct call *c = rec(C_SETATTR_PATH, path);
@@ -221,6 +231,7 @@ static const struct nsbox_sys fake = {
     .pivot_root = f_pivot_root,
     .open_tree = f_open_tree,
     .mount_setattr_fd = f_setattr_fd,
+    .mount_propagation_fd = f_propagation,
     .mount_setattr_path = f_setattr_path,
     .move_mount_to = f_move,
     .mkdir = f_mkdir,
@@ -336,13 +347,13 @@ static void test_prepare_sequence(void **state)
     struct nsbox_err e = {0};
     assert_int_equal(do_prepare(x, &e), 0);
 
-    /* 1. every mount private, before anything is mounted */
+    /* 1. every mount a slave (it can receive, never send), before anything is mounted */
     assert_true(F.n >= 2);
     struct call *c = &F.c[0];
     assert_int_equal(c->k, C_MOUNT);
     assert_string_equal(c->path, "/");
     assert_true(c->fstype_null);
-    assert_int_equal(c->flags, MS_REC | MS_PRIVATE);
+    assert_int_equal(c->flags, MS_REC | MS_SLAVE);
     /* 2. one detached clone per bind, in plan order, attributes set on the clone */
     size_t k = 1;
     int binds = 0;
@@ -379,6 +390,13 @@ static void test_prepare_sequence(void **state)
             assert_int_equal(c->clr, 0);
             assert_int_equal(!!c->recursive, !!o->recursive);
         }
+        /* nsbox's own binds receive nothing from the host: private, every mount of them */
+        assert_true(k < F.n);
+        c = &F.c[k++];
+        assert_int_equal(c->k, C_PROPAGATION);
+        assert_int_equal(c->fd, fd);
+        assert_int_equal(c->set, MS_PRIVATE);
+        assert_int_equal(!!c->recursive, !!o->recursive);
     }
     /* 3. then the root tmpfs on staging (which may hold sources: the state directory) */
     assert_true(k < F.n);
@@ -440,7 +458,7 @@ static void test_prepare_private_failure_stops(void **state)
     /* never mount on the staging directory while still sharing mounts with the host */
     assert_int_equal(F.n, 1);
     assert_int_equal(e.sys_errno, EPERM);
-    assert_non_null(strstr(e.msg, "private"));
+    assert_non_null(strstr(e.msg, "a slave"));
 }
 
 static void test_prepare_tmpfs_failure(void **state)

@@ -65,10 +65,57 @@ static void test_resources(void **state)
     assert_true(c.all_devices);
     assert_int_equal(nsbox_ocispec_check_floor(&c, &e), -1);
     nsbox_ocispec_free(&c);
-    expect_parse_error("{\"cgroupsPath\":\"/a/../../b\"}", "linux.cgroupsPath");
+    /* the path is kept as written: create parses it once, in the form --systemd-cgroup says
+     * (test_ocicgroup.c has its refusals) */
+    if (parse_linux("{\"cgroupsPath\":\"/a/../../b\"}", &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_string_equal(c.cgroups_path, "/a/../../b");
+    nsbox_ocispec_free(&c);
     expect_parse_error("{\"resources\":{\"cpu\":{\"cpus\":\"0;rm\"}}}", "cpu.cpus");
     expect_parse_error("{\"resources\":{\"devices\":[{\"type\":\"x\"}]}}", "devices.type");
     expect_parse_error("{\"resources\":{\"devices\":[{\"access\":\"rwx\"}]}}", "devices.access");
+}
+
+/* memory beyond the limit, as written; what is left out stays unset */
+static void test_memory(void **state)
+{
+    (void)state;
+    struct nsbox_err e = {0};
+    if (parse_linux("{\"resources\":{\"memory\":{\"limit\":50593792,\"reservation\":1000,"
+                    "\"swap\":60000000,\"kernelTCP\":-1,\"swappiness\":10,"
+                    "\"disableOOMKiller\":true}}}",
+                    &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_int_equal(c.memory.limit, 50593792);
+    assert_int_equal(c.memory.reservation, 1000);
+    assert_int_equal(c.memory.swap, 60000000);
+    assert_int_equal(c.memory.kernel_tcp, -1);
+    assert_true(c.memory.kernel == NSBOX_OCICGROUP_UNSET);
+    assert_int_equal(c.memory.swappiness, 10);
+    assert_true(c.memory.disable_oom_killer);
+    nsbox_ocispec_free(&c);
+    if (parse_linux("{}", &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_true(c.memory.swap == NSBOX_OCICGROUP_UNSET);
+    assert_int_equal(c.memory.swappiness, -1);
+    assert_false(c.memory.disable_oom_killer);
+    nsbox_ocispec_free(&c);
+    expect_parse_error("{\"resources\":{\"memory\":{\"swappiness\":101}}}", "memory.swappiness");
+    expect_parse_error("{\"resources\":{\"memory\":{\"disableOOMKiller\":1}}}",
+                       "memory.disableOOMKiller");
+}
+
+/* linux.rootfsPropagation: one of the eight, or refused naming the key */
+static void test_rootfs_propagation(void **state)
+{
+    (void)state;
+    struct nsbox_err e = {0};
+    if (parse_linux("{\"rootfsPropagation\":\"rshared\"}", &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_int_equal(c.root_propagation.kind, NSBOX_PROP_SHARED);
+    assert_true(c.root_propagation.recursive);
+    nsbox_ocispec_free(&c);
+    expect_parse_error("{\"rootfsPropagation\":\"sharedx\"}", "linux.rootfsPropagation");
 }
 
 static void test_devices(void **state)
@@ -158,6 +205,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resources),
+        cmocka_unit_test(test_memory),
+        cmocka_unit_test(test_rootfs_propagation),
         cmocka_unit_test(test_devices),
         cmocka_unit_test(test_sysctl),
     };
