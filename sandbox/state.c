@@ -487,10 +487,17 @@ int nsbox_tombstone_read(const char *id, char *reason, size_t n)
  * nsbox_idmap_slot_base) are the machine's, so root keeps one registry for every nsbox,
  * whatever its $NSBOX_STATE_DIR: two sandboxes of different state directories must never share
  * a host uid (files one leaves where the other can reach them would be the other's). */
+static const char *root_uid_slot_dir = NSBOX_UID_SLOT_DIR;
+
+void nsbox_state_set_root_uid_slot_dir(const char *dir)
+{
+    root_uid_slot_dir = dir ? dir : NSBOX_UID_SLOT_DIR;
+}
+
 int nsbox_state_uid_slot_dir(char *out, size_t n, struct nsbox_err *e)
 {
     if (geteuid() == 0)
-        return (size_t)snprintf(out, n, "%s", NSBOX_UID_SLOT_DIR) >= n
+        return (size_t)snprintf(out, n, "%s", root_uid_slot_dir) >= n
                    ? nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long")
                    : 0;
     char rt[PATH_MAX];
