@@ -332,6 +332,8 @@ static void test_create_fresh_workspace(void **state)
     create_fresh_once(f);
     assert_true(exists("%s", f->state));
     assert_true(exists("%s", f->cache));
+    /* made by the first create: a deletion needs no inode of its own for it */
+    assert_true(exists("%s/tombstones", f->state));
     create_fresh_once(f);
 }
 
