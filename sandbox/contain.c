@@ -404,7 +404,7 @@ static void wipe_cmdline(void)
 
 /* ---- the sequence --------------------------------------------------------------------------- */
 
-void nsbox_child_main(struct nsbox_launch *L)
+void nsbox_contain_child_main(struct nsbox_launch *L)
 {
     struct nsbox_err e = {0};
     if (child_wait_for_parent(L, &e) < 0 ||     /* user ns: the parent has written the maps */
