@@ -643,7 +643,7 @@ int nsbox_cli_info(int argc, char **argv)
     if (!checks[NSBOX_CHECK_CONFIG].ok) /* said on stderr too, as every command says it */
         fprintf(stderr, "nsbox: %s\n", checks[NSBOX_CHECK_CONFIG].detail);
     size_t ntypes = 0;
-    const struct nsbox_instance_type *types = nsbox_instance_types(&ntypes);
+    const struct nsbox_instance_type *types = nsbox_spec_types(&ntypes);
     if (!types) ntypes = 0;
     const size_t size = 256u << 10; /* twelve checks of ~1 KiB each and a short table */
     cleanup_free char *buf = malloc(size);
