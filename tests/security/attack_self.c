@@ -161,26 +161,26 @@ static long p_capset_full(const void *a)
     return syscall(SYS_capset, &h, d);
 }
 
-static long p_uid_map(const void *a)
+/* write(2)'s result for text written to path, with its errno. */
+static long write_to(const char *path, const char *text)
 {
-    int fd = open((const char *)a, O_WRONLY | O_CLOEXEC);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0) return -1;
-    long r = write(fd, "0 0 1\n", 6);
+    long r = write(fd, text, strlen(text));
     int e = errno;
     close(fd);
     errno = e;
     return r;
 }
 
+static long p_uid_map(const void *a)
+{
+    return write_to((const char *)a, "0 0 1\n");
+}
+
 static long p_oom_score_adj(const void *a)
 {
-    int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    long r = write(fd, "-1000", 5);
-    int e = errno;
-    close(fd);
-    errno = e;
-    return r;
+    return write_to("/proc/self/oom_score_adj", "-1000");
 }
 
 void attack_self_privilege_gain(void)
