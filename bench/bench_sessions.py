@@ -288,8 +288,8 @@ def main():
 
         out["creates_per_second_2_clients_python"] = rate(open_close, seconds)
 
-        # A create's time with many sandboxes alive against none (a create used to visit every
-        # sandbox: its gc and the uid slot search). Workspace overcommit, so that the host's
+        # A create's time with many sandboxes alive against none (a create that visited every
+        # sandbox, for its gc or the uid slot search, would grow with them). Workspace overcommit, so that the host's
         # disk does not refuse the many (docs/workspace.md); medians of wall times.
         cfg = os.path.join(env.base, "overcommit.json")
         with open(cfg, "w") as f:

@@ -520,7 +520,7 @@ static const bool check_required[NSBOX_CHECK_COUNT] = {
     [NSBOX_CHECK_CONFIG] = true,
 };
 
-const char *nsbox_check_name(enum nsbox_check_id id)
+const char *nsbox_info_check_name(enum nsbox_check_id id)
 {
     if ((unsigned)id >= NSBOX_CHECK_COUNT) return NULL;
     return check_names[id];
@@ -543,7 +543,7 @@ static void check_run_probed(enum nsbox_check_id id, struct nsbox_check *out,
         nsbox_diagnose_namespaces(out, p);
 }
 
-void nsbox_check_run(enum nsbox_check_id id, struct nsbox_check *out)
+void nsbox_info_check_run(enum nsbox_check_id id, struct nsbox_check *out)
 {
     if ((unsigned)id >= NSBOX_CHECK_COUNT) {
         memset(out, 0, sizeof *out);
@@ -608,7 +608,7 @@ void nsbox_check_run(enum nsbox_check_id id, struct nsbox_check *out)
     if (out->ok) out->fix[0] = '\0';
 }
 
-void nsbox_check_run_all(struct nsbox_check out[NSBOX_CHECK_COUNT])
+void nsbox_info_check_run_all(struct nsbox_check out[NSBOX_CHECK_COUNT])
 {
     /* One probe serves both namespace checks. */
     struct nsbox_ns_probe p;
@@ -617,7 +617,7 @@ void nsbox_check_run_all(struct nsbox_check out[NSBOX_CHECK_COUNT])
         if (id == NSBOX_CHECK_USERNS || id == NSBOX_CHECK_NAMESPACES)
             check_run_probed((enum nsbox_check_id)id, &out[id], &p);
         else
-            nsbox_check_run((enum nsbox_check_id)id, &out[id]);
+            nsbox_info_check_run((enum nsbox_check_id)id, &out[id]);
     }
 }
 
@@ -639,11 +639,11 @@ int nsbox_cli_info(int argc, char **argv)
         }
     }
     struct nsbox_check checks[NSBOX_CHECK_COUNT];
-    nsbox_check_run_all(checks);
+    nsbox_info_check_run_all(checks);
     if (!checks[NSBOX_CHECK_CONFIG].ok) /* said on stderr too, as every command says it */
         fprintf(stderr, "nsbox: %s\n", checks[NSBOX_CHECK_CONFIG].detail);
     size_t ntypes = 0;
-    const struct nsbox_instance_type *types = nsbox_instance_types(&ntypes);
+    const struct nsbox_instance_type *types = nsbox_spec_types(&ntypes);
     if (!types) ntypes = 0;
     const size_t size = 256u << 10; /* twelve checks of ~1 KiB each and a short table */
     cleanup_free char *buf = malloc(size);

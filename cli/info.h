@@ -31,14 +31,13 @@ enum nsbox_check_id {
 };
 
 /* The stable key of a check ("user_namespaces", ...); NULL for an out-of-range id. */
-const char *nsbox_check_name(enum nsbox_check_id id);
+const char *nsbox_info_check_name(enum nsbox_check_id id);
 
 /* Run one check (cheap; no side effects on the host: probes run in a forked child that makes
  * throwaway namespaces and exits). */
-void nsbox_check_run(enum nsbox_check_id id, struct nsbox_check *out);
+void nsbox_info_check_run(enum nsbox_check_id id, struct nsbox_check *out);
 /* Run every check, in enum order. */
-void nsbox_check_run_all(struct nsbox_check out[NSBOX_CHECK_COUNT]);
-
+void nsbox_info_check_run_all(struct nsbox_check out[NSBOX_CHECK_COUNT]);
 
 /* ---- pure helpers (no system calls; unit tested) ------------------------------------------ */
 

@@ -109,13 +109,13 @@ int nsbox_config_section(int (*parse)(const char *text, size_t len, void *out, s
 static int config_types(const char *text, size_t len, void *out, struct nsbox_err *e)
 {
     (void)out;
-    return nsbox_instance_types_parse(text, len, e);
+    return nsbox_spec_types_parse(text, len, e);
 }
 
 int nsbox_config_load_types(const char *path, struct nsbox_err *e)
 {
     int r = config_parse(path, "config ", config_types, NULL, NULL, NULL, e);
     if (r == 1)
-        nsbox_instance_types_reset();
+        nsbox_spec_types_reset();
     return r < 0 ? -1 : 0;
 }

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-/* The instance types of the config file's section (nsbox_instance_types_parse(), policy/spec.h)
+/* The instance types of the config file's section (nsbox_spec_types_parse(), policy/spec.h)
  * over the built-in ones; a missing file means the built-in table.
  * path NULL: $NSBOX_CONFIG if set (must exist), else NSBOX_CONFIG_DEFAULT_PATH (missing = the
  * defaults). An explicit path that does not exist also means the defaults. */

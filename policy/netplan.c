@@ -123,7 +123,7 @@ static const char *sandbox_local(uint32_t a, unsigned prefix)
 int nsbox_netpool_parse(const char *text, struct nsbox_netpool *p, struct nsbox_err *e)
 {
     struct nsbox_cidr c;
-    if (nsbox_parse_cidr(text, &c, e) < 0)
+    if (nsbox_spec_net_parse_cidr(text, &c, e) < 0)
         return nsbox_err_wrap(e, "network pool");
     if (c.family != AF_INET)
         return invalid(e, "network pool '%s': must be an IPv4 range (sandboxes have IPv4 only)",
@@ -337,7 +337,7 @@ static int plan_egress(const struct nsbox_spec *s, struct nsbox_netplan *p, stru
 {
     for (size_t i = 0; i < s->n_egress; i++) {
         char text[INET6_ADDRSTRLEN + 8];
-        if (nsbox_cidr_format(&s->egress[i], text, sizeof text) < 0)
+        if (nsbox_spec_net_cidr_format(&s->egress[i], text, sizeof text) < 0)
             snprintf(text, sizeof text, "?");
         if (s->egress[i].family != AF_INET)
             return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOTSUP,

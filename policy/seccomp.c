@@ -334,6 +334,36 @@ static bool syscall_name_ok(const char *s)
     return true;
 }
 
+/* A rule's "args" (path: the rule's, "syscalls[N]"): its comparisons, into r. */
+static int parse_rule_args(const cJSON *args, const char *path, struct nsbox_scmp_rule *r,
+                           struct nsbox_err *e)
+{
+    char fp[96];
+    if (!cJSON_IsArray(args))
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s.args: must be an array", path);
+    unsigned used = 0; /* bit per argument index */
+    int j = 0;
+    for (const cJSON *a = args->child; a; a = a->next, j++) {
+        if (r->n_args == NSBOX_SECCOMP_MAX_ARGS)
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s.args: more than %d comparisons", path,
+                                 NSBOX_SECCOMP_MAX_ARGS);
+        snprintf(fp, sizeof fp, "%s.args[%d]", path, j);
+        struct nsbox_scmp_arg *arg = &r->args[r->n_args];
+        if (parse_arg(a, fp, arg, e) < 0)
+            return -1;
+        /* libseccomp takes one comparison per argument per rule (it returns EINVAL
+         * otherwise); "x not in {a, b}" is written as several rules instead. */
+        if (used & (1u << arg->index))
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                                 "%s.index: argument %u is already compared in this rule "
+                                 "(one comparison per argument; use several rules to OR)",
+                                 fp, arg->index);
+        used |= 1u << arg->index;
+        r->n_args++;
+    }
+    return 0;
+}
+
 static int parse_rule(const cJSON *obj, unsigned idx, struct builder *b, struct nsbox_err *e)
 {
     enum { K_NAMES, K_ACTION, K_ERRNO, K_ARGS, K_OPTIONAL, K_COMMENT, K__N };
@@ -377,30 +407,8 @@ static int parse_rule(const cJSON *obj, unsigned idx, struct builder *b, struct 
         r.optional = cJSON_IsTrue(f[K_OPTIONAL]);
     }
 
-    if (f[K_ARGS]) {
-        if (!cJSON_IsArray(f[K_ARGS]))
-            return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s.args: must be an array", path);
-        unsigned used = 0; /* bit per argument index */
-        int j = 0;
-        for (const cJSON *a = f[K_ARGS]->child; a; a = a->next, j++) {
-            if (r.n_args == NSBOX_SECCOMP_MAX_ARGS)
-                return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s.args: more than %d comparisons",
-                                     path, NSBOX_SECCOMP_MAX_ARGS);
-            snprintf(fp, sizeof fp, "%s.args[%d]", path, j);
-            struct nsbox_scmp_arg *arg = &r.args[r.n_args];
-            if (parse_arg(a, fp, arg, e) < 0)
-                return -1;
-            /* libseccomp takes one comparison per argument per rule (it returns EINVAL
-             * otherwise); "x not in {a, b}" is written as several rules instead. */
-            if (used & (1u << arg->index))
-                return nsbox_err_set(e, NSBOX_E_INVALID, 0,
-                                     "%s.index: argument %u is already compared in this rule "
-                                     "(one comparison per argument; use several rules to OR)",
-                                     fp, arg->index);
-            used |= 1u << arg->index;
-            r.n_args++;
-        }
-    }
+    if (f[K_ARGS] && parse_rule_args(f[K_ARGS], path, &r, e) < 0)
+        return -1;
 
     if (!cJSON_IsArray(f[K_NAMES]) || !f[K_NAMES]->child)
         return nsbox_err_set(e, NSBOX_E_INVALID, 0,

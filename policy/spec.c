@@ -82,7 +82,7 @@ bool nsbox_spec_parse_decimal(const char *s, size_t n, uint64_t *out)
 
 /* ---- env ------------------------------------------------------------------------------------ */
 
-int nsbox_parse_env(const char *kv, struct nsbox_err *e)
+int nsbox_spec_parse_env(const char *kv, struct nsbox_err *e)
 {
     if (!kv)
         return invalid(e, "env: missing NAME=VALUE");
@@ -111,7 +111,7 @@ const char *nsbox_spec_getenv(const struct nsbox_spec *s, const char *name)
     return i < 0 ? NULL : strchr(s->env[i], '=') + 1;
 }
 
-/* Takes ownership of kv (already checked by nsbox_parse_env). A repeated name replaces the
+/* Takes ownership of kv (already checked by nsbox_spec_parse_env). A repeated name replaces the
  * value in place, as a later `-e K=V` or `export` would. */
 static int env_put(struct nsbox_spec *s, char *kv, struct nsbox_err *e)
 {
@@ -150,7 +150,7 @@ static int env_put_pair(struct nsbox_spec *s, const char *name, const char *valu
     memcpy(kv, name, nl);
     kv[nl] = '=';
     memcpy(kv + nl + 1, value, vl + 1);
-    if (nsbox_parse_env(kv, e) < 0) {
+    if (nsbox_spec_parse_env(kv, e) < 0) {
         free(kv);
         return -1;
     }
@@ -160,7 +160,7 @@ static int env_put_pair(struct nsbox_spec *s, const char *name, const char *valu
 
 /* ---- sizes ---------------------------------------------------------------------------------- */
 
-int nsbox_parse_size(const char *s, uint64_t *out, struct nsbox_err *e)
+int nsbox_spec_parse_size(const char *s, uint64_t *out, struct nsbox_err *e)
 {
     static const struct {
         const char *unit;
@@ -285,7 +285,7 @@ static int set_workspace(struct nsbox_spec *s, const char *v, struct nsbox_err *
 static int add_host(struct nsbox_spec *s, const char *text, struct nsbox_err *e)
 {
     struct nsbox_host h;
-    if (nsbox_parse_host(text, &h, e) < 0)
+    if (nsbox_spec_net_parse_host(text, &h, e) < 0)
         return -1;
     for (size_t i = 0; i < s->n_hosts; i++)
         if (s->hosts[i].port == h.port && strcmp(s->hosts[i].name, h.name) == 0)
@@ -299,7 +299,7 @@ static int add_host(struct nsbox_spec *s, const char *text, struct nsbox_err *e)
 static int add_cidr(struct nsbox_spec *s, const char *text, struct nsbox_err *e)
 {
     struct nsbox_cidr c;
-    if (nsbox_parse_cidr(text, &c, e) < 0)
+    if (nsbox_spec_net_parse_cidr(text, &c, e) < 0)
         return -1;
     for (size_t i = 0; i < s->n_egress; i++)
         if (memcmp(&s->egress[i], &c, sizeof c) == 0)
@@ -429,7 +429,7 @@ static int json_env(struct nsbox_spec *s, const cJSON *it, struct nsbox_err *e)
 
 static int text_env(struct nsbox_spec *s, const char *v, struct nsbox_err *e)
 {
-    if (nsbox_parse_env(v, e) < 0)
+    if (nsbox_spec_parse_env(v, e) < 0)
         return -1;
     char *kv = strdup(v);
     if (!kv)
@@ -471,7 +471,7 @@ static int json_limits(const cJSON *it, struct nsbox_limits *l, struct nsbox_err
 static int check_limits_match(const struct nsbox_spec *s, const struct nsbox_limits *l,
                               struct nsbox_err *e)
 {
-    const struct nsbox_instance_type *t = nsbox_instance_type_find(s->instance_type);
+    const struct nsbox_instance_type *t = nsbox_spec_types_find(s->instance_type);
     if (!t)
         return invalid(e, "instance_type '%s' is unknown", SHOW(s->instance_type));
     if (memcmp(&t->limits, l, sizeof *l) != 0)
@@ -775,7 +775,7 @@ int nsbox_spec_validate(struct nsbox_spec *s, struct nsbox_err *e)
 {
     if (check_fields(s, e) < 0)
         return -1;
-    const struct nsbox_instance_type *t = nsbox_instance_type_find(s->instance_type);
+    const struct nsbox_instance_type *t = nsbox_spec_types_find(s->instance_type);
     if (!t) {
         char names[512];
         nsbox_spec_types_names(names, sizeof names);

@@ -125,9 +125,9 @@ int nsbox_spec_set(struct nsbox_spec *s, const char *key, const char *value, str
 int nsbox_spec_validate(struct nsbox_spec *s, struct nsbox_err *e);
 
 /* Helpers shared with the Python client's validation and the network module. */
-int nsbox_parse_host(const char *text, struct nsbox_host *out, struct nsbox_err *e);
-int nsbox_parse_cidr(const char *text, struct nsbox_cidr *out, struct nsbox_err *e);
-int nsbox_parse_env(const char *kv, struct nsbox_err *e); /* "K=V" with a valid K */
+int nsbox_spec_net_parse_host(const char *text, struct nsbox_host *out, struct nsbox_err *e);
+int nsbox_spec_net_parse_cidr(const char *text, struct nsbox_cidr *out, struct nsbox_err *e);
+int nsbox_spec_parse_env(const char *kv, struct nsbox_err *e); /* "K=V" with a valid K */
 
 /* Header bindings (spec_bind.c). add: one binding, checked (a name, a bindable header, a value
  * that cannot end the header line, no duplicate); clear: wipes and frees every value. */
@@ -142,8 +142,8 @@ void nsbox_spec_bind_forget(struct nsbox_spec *s);
 const char *nsbox_spec_pull_name(enum nsbox_pull p);
 
 /* Instance type table (defaults of docs/spec.md, possibly overridden by a config file). */
-const struct nsbox_instance_type *nsbox_instance_type_find(const char *name);
-const struct nsbox_instance_type *nsbox_instance_types(size_t *n);
+const struct nsbox_instance_type *nsbox_spec_types_find(const char *name);
+const struct nsbox_instance_type *nsbox_spec_types(size_t *n);
 
 /* JSON rendering for `inspect`/`--json` (malloc'd string, NULL on ENOMEM). The output is
  * accepted again by nsbox_spec_from_json(). Includes "limits": the resolved instance type. */
@@ -169,13 +169,13 @@ const char *nsbox_spec_getenv(const struct nsbox_spec *s, const char *name);
 
 /* "example.com", "example.com:8443", "[::1]:8443"; ":443" is left out. Returns the length, or -1
  * if n is too small. */
-int nsbox_host_format(const struct nsbox_host *h, char *buf, size_t n);
+int nsbox_spec_net_host_format(const struct nsbox_host *h, char *buf, size_t n);
 /* "10.0.0.0/8", "fd00::/8". Returns the length, or -1 if n is too small. */
-int nsbox_cidr_format(const struct nsbox_cidr *c, char *buf, size_t n);
+int nsbox_spec_net_cidr_format(const struct nsbox_cidr *c, char *buf, size_t n);
 
 /* "512MiB", "4GiB", "1G", "1048576": K/M/G/T with or without B/iB, any case, all powers of
  * 1024 (as docker and cgroups read them). Integers only. */
-int nsbox_parse_size(const char *s, uint64_t *out, struct nsbox_err *e);
+int nsbox_spec_parse_size(const char *s, uint64_t *out, struct nsbox_err *e);
 
 /* Instance type overrides, the config file's (os/config.c) section "instance_types":
  * {"instance_types": {"name": {"cpus": N, "memory": "4GiB" | bytes, "pids": N, "disk": "10GiB" |
@@ -183,10 +183,10 @@ int nsbox_parse_size(const char *s, uint64_t *out, struct nsbox_err *e);
  * new name must give all four); the other sections belong to other modules, but a section that
  * none has is an error. The table is rebuilt from the defaults on every call and replaced only on
  * success. Messages without a prefix: the caller says which config this was. */
-int nsbox_instance_types_parse(const char *json, size_t len, struct nsbox_err *e);
+int nsbox_spec_types_parse(const char *json, size_t len, struct nsbox_err *e);
 /* The same, messages prefixed "config: ". */
-int nsbox_instance_types_load_json(const char *json, size_t len, struct nsbox_err *e);
+int nsbox_spec_types_load_json(const char *json, size_t len, struct nsbox_err *e);
 /* Back to the built-in table (tests). */
-void nsbox_instance_types_reset(void);
+void nsbox_spec_types_reset(void);
 
 #endif

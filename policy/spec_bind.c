@@ -46,7 +46,7 @@ int nsbox_spec_bind_add(struct nsbox_spec *s, const char *host, const char *head
                         const char *value, struct nsbox_err *e)
 {
     struct nsbox_header_binding b = {0};
-    if (nsbox_parse_host(host, &b.host, e) < 0)
+    if (nsbox_spec_net_parse_host(host, &b.host, e) < 0)
         return -1;
     if (is_literal(b.host.name))
         return invalid(e,
@@ -174,7 +174,7 @@ bool nsbox_spec_bind_render(cJSON *o, const struct nsbox_spec *s)
         char host[NSBOX_HOSTNAME_MAX + 8];
         cJSON *b = cJSON_CreateObject();
         if (!b || !cJSON_AddItemToArray(a, b) ||
-            nsbox_host_format(&s->bindings[i].host, host, sizeof host) < 0 ||
+            nsbox_spec_net_host_format(&s->bindings[i].host, host, sizeof host) < 0 ||
             !cJSON_AddStringToObject(b, "host", host) ||
             !cJSON_AddStringToObject(b, "header", s->bindings[i].header))
             return false;
@@ -203,7 +203,7 @@ int nsbox_spec_bind_check(const struct nsbox_spec *s, struct nsbox_err *e)
             allowed |= !strcmp(s->hosts[j].name, b->host.name) && s->hosts[j].port == b->host.port;
         if (!allowed) {
             char host[NSBOX_HOSTNAME_MAX + 8];
-            nsbox_host_format(&b->host, host, sizeof host);
+            nsbox_spec_net_host_format(&b->host, host, sizeof host);
             return invalid(e,
                            "spec: key 'header_bindings': host '%s' is bound but not in the "
                            "network's allow list, so it cannot be reached; fix: add it to "

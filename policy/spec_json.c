@@ -124,7 +124,7 @@ int nsbox_spec_json_bytes(const cJSON *it, uint64_t *out, struct nsbox_err *e)
 {
     uint64_t v = 0;
     if (cJSON_IsString(it)) {
-        if (nsbox_parse_size(it->valuestring, &v, e) < 0)
+        if (nsbox_spec_parse_size(it->valuestring, &v, e) < 0)
             return -1;
     } else if (nsbox_spec_json_uint(it, 0, BYTES_MAX, &v, e) < 0) {
         return invalid(e, "must be a size (\"4GiB\") or a number of bytes");
@@ -158,7 +158,7 @@ static bool add_network(cJSON *o, const struct nsbox_spec *s)
     for (size_t i = 0; i < s->n_hosts && i < NSBOX_MAX_HOSTS; i++) {
         char buf[NSBOX_HOSTNAME_MAX + 16];
         cJSON *str;
-        if (nsbox_host_format(&s->hosts[i], buf, sizeof buf) < 0 ||
+        if (nsbox_spec_net_host_format(&s->hosts[i], buf, sizeof buf) < 0 ||
             !(str = cJSON_CreateString(buf)))
             return false;
         cJSON_AddItemToArray(allow, str);
@@ -174,7 +174,7 @@ static bool add_egress(cJSON *o, const struct nsbox_spec *s)
     for (size_t i = 0; i < s->n_egress && i < NSBOX_MAX_CIDRS; i++) {
         char buf[INET6_ADDRSTRLEN + 8];
         cJSON *str;
-        if (nsbox_cidr_format(&s->egress[i], buf, sizeof buf) < 0 ||
+        if (nsbox_spec_net_cidr_format(&s->egress[i], buf, sizeof buf) < 0 ||
             !(str = cJSON_CreateString(buf)))
             return false;
         cJSON_AddItemToArray(arr, str);
@@ -205,7 +205,7 @@ struct cJSON *nsbox_spec_to_cjson(const struct nsbox_spec *s)
         return NULL;
     /* Resolved limits when validate() ran, else what the table says now; an unknown type has
      * none, and then the key is left out rather than invented. */
-    const struct nsbox_instance_type *t = nsbox_instance_type_find(s->instance_type);
+    const struct nsbox_instance_type *t = nsbox_spec_types_find(s->instance_type);
     const struct nsbox_limits *l = s->limits.cpus ? &s->limits : t ? &t->limits : NULL;
     if (l && !add_limits(o, l))
         return NULL;

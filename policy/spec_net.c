@@ -105,7 +105,7 @@ static bool looks_like_range(const char *text, size_t slash)
     return inet_pton(AF_INET, a, addr) == 1 || inet_pton(AF_INET6, a, addr) == 1;
 }
 
-int nsbox_parse_host(const char *text, struct nsbox_host *out, struct nsbox_err *e)
+int nsbox_spec_net_parse_host(const char *text, struct nsbox_host *out, struct nsbox_err *e)
 {
     struct nsbox_host h = {.port = 443};
     unsigned char addr[16];
@@ -195,7 +195,7 @@ int nsbox_parse_host(const char *text, struct nsbox_host *out, struct nsbox_err 
     return 0;
 }
 
-int nsbox_host_format(const struct nsbox_host *h, char *buf, size_t n)
+int nsbox_spec_net_host_format(const struct nsbox_host *h, char *buf, size_t n)
 {
     int r;
     bool v6 = strchr(h->name, ':') != NULL;
@@ -219,7 +219,7 @@ static void mask_host_bits(uint8_t *addr, unsigned bytes, unsigned prefix)
     }
 }
 
-int nsbox_cidr_format(const struct nsbox_cidr *c, char *buf, size_t n)
+int nsbox_spec_net_cidr_format(const struct nsbox_cidr *c, char *buf, size_t n)
 {
     char a[INET6_ADDRSTRLEN];
     if (!inet_ntop(c->family, c->addr, a, sizeof a))
@@ -228,7 +228,7 @@ int nsbox_cidr_format(const struct nsbox_cidr *c, char *buf, size_t n)
     return (r < 0 || (size_t)r >= n) ? -1 : r;
 }
 
-int nsbox_parse_cidr(const char *text, struct nsbox_cidr *out, struct nsbox_err *e)
+int nsbox_spec_net_parse_cidr(const char *text, struct nsbox_cidr *out, struct nsbox_err *e)
 {
     struct nsbox_cidr c = {0};
     char buf[INET6_ADDRSTRLEN + 8];
@@ -258,7 +258,7 @@ int nsbox_parse_cidr(const char *text, struct nsbox_cidr *out, struct nsbox_err 
     mask_host_bits(net.addr, max / 8, c.prefix);
     if (memcmp(net.addr, c.addr, sizeof c.addr) != 0) {
         char fixed[INET6_ADDRSTRLEN + 8];
-        if (nsbox_cidr_format(&net, fixed, sizeof fixed) < 0)
+        if (nsbox_spec_net_cidr_format(&net, fixed, sizeof fixed) < 0)
             fixed[0] = '\0';
         return invalid(e, "cidr '%s': has host bits set (the network is %s; a single address "
                        "is written without a prefix)", SHOW(text), fixed);

@@ -26,7 +26,7 @@ static const struct nsbox_instance_type default_types[] = {DEFAULT_TYPES};
 static struct nsbox_instance_type types[NSBOX_MAX_INSTANCE_TYPES] = {DEFAULT_TYPES};
 static size_t n_types = NSBOX_ARRAY_LEN(default_types);
 
-const struct nsbox_instance_type *nsbox_instance_type_find(const char *name)
+const struct nsbox_instance_type *nsbox_spec_types_find(const char *name)
 {
     for (size_t i = 0; name && i < n_types; i++)
         if (strcmp(types[i].name, name) == 0)
@@ -34,13 +34,13 @@ const struct nsbox_instance_type *nsbox_instance_type_find(const char *name)
     return NULL;
 }
 
-const struct nsbox_instance_type *nsbox_instance_types(size_t *n)
+const struct nsbox_instance_type *nsbox_spec_types(size_t *n)
 {
     *n = n_types;
     return types;
 }
 
-void nsbox_instance_types_reset(void)
+void nsbox_spec_types_reset(void)
 {
     memset(types, 0, sizeof types);
     memcpy(types, default_types, sizeof default_types);
@@ -125,7 +125,7 @@ static int load_type(struct nsbox_instance_type *tbl, size_t *n, const cJSON *en
     return 0;
 }
 
-int nsbox_instance_types_parse(const char *json, size_t len, struct nsbox_err *e)
+int nsbox_spec_types_parse(const char *json, size_t len, struct nsbox_err *e)
 {
     cleanup_cjson cJSON *root = NULL;
     struct nsbox_instance_type tbl[NSBOX_MAX_INSTANCE_TYPES];
@@ -162,7 +162,7 @@ int nsbox_instance_types_parse(const char *json, size_t len, struct nsbox_err *e
     return 0;
 }
 
-int nsbox_instance_types_load_json(const char *json, size_t len, struct nsbox_err *e)
+int nsbox_spec_types_load_json(const char *json, size_t len, struct nsbox_err *e)
 {
-    return nsbox_instance_types_parse(json, len, e) < 0 ? nsbox_err_wrap(e, "config") : 0;
+    return nsbox_spec_types_parse(json, len, e) < 0 ? nsbox_err_wrap(e, "config") : 0;
 }

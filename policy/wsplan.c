@@ -188,7 +188,7 @@ int nsbox_ws_config_from_json(const char *text, size_t len, struct nsbox_ws_conf
                 uint64_t v = 0;
                 struct nsbox_err ignored; /* bad_key below says what min_free must be */
                 bool ok = cJSON_IsString(it)
-                              ? nsbox_parse_size(it->valuestring, &v, &ignored) == 0
+                              ? nsbox_spec_parse_size(it->valuestring, &v, &ignored) == 0
                               : cJSON_IsNumber(it) && it->valuedouble >= 0 &&
                                     it->valuedouble < 0x1p63 &&
                                     (double)(uint64_t)it->valuedouble == it->valuedouble;

@@ -129,11 +129,15 @@ char *nsbox_image_passwd_generate(const char *shell);
 char *nsbox_image_group_generate(void);
 
 /* apt sources, to pick the mirror for debootstrap. */
-enum nsbox_apt_file_kind { NSBOX_APT_FILE_IGNORE, NSBOX_APT_FILE_LIST, NSBOX_APT_FILE_SOURCES };
+enum nsbox_image_debian_file_kind {
+    NSBOX_APT_FILE_IGNORE,
+    NSBOX_APT_FILE_LIST,
+    NSBOX_APT_FILE_SOURCES
+};
 /* Which files in sources.list.d apt reads: *.list (one-line format) and *.sources (deb822)
  * whose names use only [A-Za-z0-9_.-]; anything else (*.disabled, *.save, editor backups) is
  * ignored, as apt does. */
-enum nsbox_apt_file_kind nsbox_apt_file_kind(const char *filename);
+enum nsbox_image_debian_file_kind nsbox_image_debian_file_kind(const char *filename);
 
 struct nsbox_mirror_pick {
     char uri[512];
@@ -142,11 +146,13 @@ struct nsbox_mirror_pick {
 /* Feed files in apt's order (sources.list, then sources.list.d sorted). The pick is the first
  * `deb` URI (deb-src ignored, disabled stanzas ignored) whose suites include `suite`; failing
  * that, the first `deb` URI at all. Only http, https and file URIs count (debootstrap's). */
-void nsbox_apt_pick_from_list(const char *text, const char *suite, struct nsbox_mirror_pick *p);
-void nsbox_apt_pick_from_sources(const char *text, const char *suite, struct nsbox_mirror_pick *p);
+void nsbox_image_debian_pick_from_list(const char *text, const char *suite,
+                                       struct nsbox_mirror_pick *p);
+void nsbox_image_debian_pick_from_sources(const char *text, const char *suite,
+                                          struct nsbox_mirror_pick *p);
 
 /* VERSION_CODENAME from os-release text (quotes removed). 0, or -1 if absent/empty. */
-int nsbox_os_release_codename(const char *text, char *out, size_t n);
+int nsbox_image_debian_codename(const char *text, char *out, size_t n);
 
 /* -- store plumbing (image.c), used by the builders -- */
 struct nsbox_image_txn {

@@ -37,7 +37,7 @@ static const char *const debian_packages[] = {
 
 /* ---- apt sources ------------------------------------------------------------------------- */
 
-enum nsbox_apt_file_kind nsbox_apt_file_kind(const char *filename)
+enum nsbox_image_debian_file_kind nsbox_image_debian_file_kind(const char *filename)
 {
     size_t len = strlen(filename);
     if (len == 0 || filename[0] == '.')
@@ -96,7 +96,8 @@ static bool token_eq(const char *t, size_t len, const char *want)
     return t && len == strlen(want) && !memcmp(t, want, len);
 }
 
-void nsbox_apt_pick_from_list(const char *text, const char *suite, struct nsbox_mirror_pick *p)
+void nsbox_image_debian_pick_from_list(const char *text, const char *suite,
+                                       struct nsbox_mirror_pick *p)
 {
     for (const char *line = text; line && *line;) {
         const char *nl = strchr(line, '\n');
@@ -168,7 +169,8 @@ static void append_value(char *dst, size_t size, const char *v, size_t len)
     dst[used + len] = '\0';
 }
 
-void nsbox_apt_pick_from_sources(const char *text, const char *suite, struct nsbox_mirror_pick *p)
+void nsbox_image_debian_pick_from_sources(const char *text, const char *suite,
+                                          struct nsbox_mirror_pick *p)
 {
     struct stanza st;
     memset(&st, 0, sizeof st);
@@ -216,7 +218,7 @@ void nsbox_apt_pick_from_sources(const char *text, const char *suite, struct nsb
     stanza_finish(&st, suite, p);
 }
 
-int nsbox_os_release_codename(const char *text, char *out, size_t n)
+int nsbox_image_debian_codename(const char *text, char *out, size_t n)
 {
     static const char key[] = "VERSION_CODENAME=";
     for (const char *line = text; line && *line;) {
@@ -249,16 +251,16 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void pick_from_file(int dfd, const char *name, enum nsbox_apt_file_kind kind,
+static void pick_from_file(int dfd, const char *name, enum nsbox_image_debian_file_kind kind,
                            const char *suite, struct nsbox_mirror_pick *p)
 {
     cleanup_free char *text = nsbox_image_read_text(dfd, name, 1 << 20);
     if (!text)
         return;
     if (kind == NSBOX_APT_FILE_LIST)
-        nsbox_apt_pick_from_list(text, suite, p);
+        nsbox_image_debian_pick_from_list(text, suite, p);
     else
-        nsbox_apt_pick_from_sources(text, suite, p);
+        nsbox_image_debian_pick_from_sources(text, suite, p);
 }
 
 /* apt's own order: sources.list, then sources.list.d/ sorted by name. */
@@ -272,12 +274,13 @@ static int find_mirror(const char *suite, char *out, size_t n, struct nsbox_err 
         size_t count = 0;
         struct dirent *de;
         while ((de = readdir(d)) && count < NSBOX_ARRAY_LEN(names))
-            if (nsbox_apt_file_kind(de->d_name) != NSBOX_APT_FILE_IGNORE &&
+            if (nsbox_image_debian_file_kind(de->d_name) != NSBOX_APT_FILE_IGNORE &&
                 (names[count] = strdup(de->d_name)))
                 count++;
         qsort(names, count, sizeof names[0], cmp_str);
         for (size_t i = 0; i < count; i++) {
-            pick_from_file(dirfd(d), names[i], nsbox_apt_file_kind(names[i]), suite, &pick);
+            pick_from_file(dirfd(d), names[i], nsbox_image_debian_file_kind(names[i]), suite,
+                           &pick);
             free(names[i]);
         }
         closedir(d);
@@ -300,7 +303,7 @@ static int find_suite(char *out, size_t n, struct nsbox_err *e)
         cleanup_free char *text = nsbox_image_read_text(AT_FDCWD, "/etc/os-release", 65536);
         if (!text)
             text = nsbox_image_read_text(AT_FDCWD, "/usr/lib/os-release", 65536);
-        if (!text || nsbox_os_release_codename(text, out, n) < 0)
+        if (!text || nsbox_image_debian_codename(text, out, n) < 0)
             return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, 0,
                                  "cannot tell which Debian release to install: /etc/os-release "
                                  "has no VERSION_CODENAME; set NSBOX_DEBIAN_SUITE (for example "

@@ -125,6 +125,23 @@ static bool is_dotdot(const char *c, size_t n)
     return n == 2 && c[0] == '.' && c[1] == '.';
 }
 
+/* The next component of the path from *p to end, past slashes and "." ones: its start and its
+ * length (*n), with *p just past it; NULL when none is left. */
+static const char *next_component(const char **p, const char *end, size_t *n)
+{
+    while (*p < end) {
+        while (*p < end && **p == '/')
+            (*p)++;
+        const char *c = *p;
+        while (*p < end && **p != '/')
+            (*p)++;
+        *n = (size_t)(*p - c);
+        if (*n && !is_dot(c, *n))
+            return c;
+    }
+    return NULL;
+}
+
 int nsbox_sp_normalize(const char *in, char *out, size_t n, struct nsbox_err *e)
 {
     if (!in || !out || n == 0)
@@ -137,15 +154,9 @@ int nsbox_sp_normalize(const char *in, char *out, size_t n, struct nsbox_err *e)
      * needs to hold the final result. */
     char buf[PATH_MAX];
     size_t o = 0;
-    const char *p = in, *end = in + len;
-    while (p < end) {
-        while (p < end && *p == '/')
-            p++;
-        const char *c = p;
-        while (p < end && *p != '/')
-            p++;
-        size_t cl = (size_t)(p - c);
-        if (cl == 0 || is_dot(c, cl)) continue;
+    const char *p = in, *end = in + len, *c;
+    size_t cl;
+    while ((c = next_component(&p, end, &cl))) {
         if (is_dotdot(c, cl)) {
             /* Clamped at the root, as RESOLVE_IN_ROOT does: "/../x" is "x". */
             while (o > 0 && buf[o - 1] != '/')
@@ -678,16 +689,10 @@ int nsbox_sp_mount_target(int rootfd, const char *path, bool dir, struct nsbox_e
 
     cleanup_close int cur = openat(rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (cur < 0) return sp_fail(e, errno, "mount target", "/");
-    const char *p = path, *end = path + len;
+    const char *p = path, *end = path + len, *c;
+    size_t cl;
     bool any = false;
-    while (p < end) {
-        while (p < end && *p == '/')
-            p++;
-        const char *c = p;
-        while (p < end && *p != '/')
-            p++;
-        size_t cl = (size_t)(p - c);
-        if (cl == 0 || is_dot(c, cl)) continue;
+    while ((c = next_component(&p, end, &cl))) {
         /* A mount target is named by nsbox or an image; `..` there is a bug or an attack. */
         if (is_dotdot(c, cl)) {
             char raw[SP_DISP_MAX + 8];
@@ -695,12 +700,9 @@ int nsbox_sp_mount_target(int rootfd, const char *path, bool dir, struct nsbox_e
             return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "mount target '%s' contains '..'",
                                  raw);
         }
-        bool last = true;
-        for (const char *q = p; q < end; q++)
-            if (*q != '/' && !(*q == '.' && (q + 1 == end || q[1] == '/'))) {
-                last = false;
-                break;
-            }
+        const char *rest = p;
+        size_t rl;
+        bool last = !next_component(&rest, end, &rl);
         char name[NAME_MAX + 1];
         memcpy(name, c, cl);
         name[cl] = '\0';

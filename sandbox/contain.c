@@ -414,7 +414,7 @@ static void wipe_cmdline(void)
 
 /* ---- the sequence --------------------------------------------------------------------------- */
 
-void nsbox_child_main(struct nsbox_launch *L)
+void nsbox_contain_child_main(struct nsbox_launch *L)
 {
     struct nsbox_err e = {0};
     if (child_wait_for_parent(L, &e) < 0 ||     /* user ns: the parent has written the maps */
@@ -448,11 +448,15 @@ void nsbox_child_main(struct nsbox_launch *L)
     if (set_rlimits(L, &e) < 0 || init_harden(L, &e) < 0)
         report_and_exit(L, 125, &e);
     if (L->start_fd >= 0) {
-        /* Nothing of the launcher's is kept but what init uses from here on: a sibling init
-         * (launch.h) learns of the launcher's death by EOF at the barrier, which its own copy
-         * of the launcher's end would keep from coming. */
-        int keep[] = {L->start_fd, L->report_wr, L->agent_fd, L->oom_fd};
-        nsbox_close_fds_keep(keep, NSBOX_ARRAY_LEN(keep));
+        /* A sibling init (launch.h) has no parent-death signal: it learns of the launcher's
+         * death by EOF at the barrier, which its own copy of the launcher's end would keep from
+         * coming, so nothing of the launcher's is kept but what init uses from here on. An
+         * init that is the launcher's child dies with it (child_wait_for_parent), and lets go
+         * of the rest after the fork as every init does. */
+        if (L->sibling) {
+            int keep[] = {L->start_fd, L->report_wr, L->agent_fd, L->oom_fd};
+            nsbox_close_fds_keep(keep, NSBOX_ARRAY_LEN(keep));
+        }
         if (start_barrier(L, &e) < 0)
             report_and_exit(L, 125, &e);
     }

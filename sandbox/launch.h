@@ -94,6 +94,6 @@ static inline bool nsbox_launch_joins(const struct nsbox_launch *L, int nstype)
 }
 
 /* Child side (contain.c): never returns. */
-__attribute__((noreturn)) void nsbox_child_main(struct nsbox_launch *L);
+__attribute__((noreturn)) void nsbox_contain_child_main(struct nsbox_launch *L);
 
 #endif

@@ -423,7 +423,7 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
     if (pid == 0) {
         if (redirect_stdio(stdio) < 0)
             _exit(125);
-        nsbox_child_main(&c->L);
+        nsbox_contain_child_main(&c->L);
     }
     c->pid = pid;
     nsbox_closep(&c->L.ws_fd); /* the child has its copy; the namespace holds the mount */

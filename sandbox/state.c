@@ -188,6 +188,19 @@ int nsbox_state_dead_lock(const char *rt, const char *id)
     return nsbox_state_lock(dir);
 }
 
+/* The tombstone log's directory is there before any deletion needs it: a deletion on a state
+ * filesystem that ran out of inodes meanwhile then needs one, for the log, which the control
+ * socket's gives back at once (the state directory's comes back only once the kernel has torn
+ * the sandbox's mounts down, a moment later). Made with the shared lock mark, once per runtime
+ * directory, not at every create (an EEXIST walk of the path each time). */
+static void make_tombstone_dir(const char *rt)
+{
+    char tombs[PATH_MAX];
+    struct nsbox_err ignored; /* the log's writer makes it, or says why not */
+    if (path_join(tombs, rt, "tombstones", &ignored) == 0)
+        (void)mkdir(tombs, 0700);
+}
+
 /* <dir>/lock, the mark for an older nsbox (dirfd: <dir>): a hard link to the runtime directory
  * rt's one mark, made there by the first create. A symlink of its own per sandbox was an inode
  * allocated and freed at every create and rm, the costliest step of a create's own on a disk
@@ -200,9 +213,13 @@ static int make_lock_mark(const char *rt, int dirfd)
     struct nsbox_err ignored; /* too long: the fallback below */
     if (path_join(shared, rt, NSBOX_STATE_LOCK_MARK_NAME, &ignored) == 0) {
         int r = linkat(AT_FDCWD, shared, dirfd, "lock", 0);
-        if (r < 0 && errno == ENOENT &&
-            (symlink(NSBOX_STATE_LOCK_MARK, shared) == 0 || errno == EEXIST))
-            r = linkat(AT_FDCWD, shared, dirfd, "lock", 0);
+        if (r < 0 && errno == ENOENT) {
+            bool first = symlink(NSBOX_STATE_LOCK_MARK, shared) == 0;
+            if (first || errno == EEXIST)
+                r = linkat(AT_FDCWD, shared, dirfd, "lock", 0);
+            if (first) /* the runtime directory's first sandbox of this nsbox */
+                make_tombstone_dir(rt);
+        }
         /* only a symlink of our text is a mark: a file put there by hand would become every
          * sandbox's "lock", whose flock an older gc would take for theirs */
         char text[sizeof NSBOX_STATE_LOCK_MARK]; /* readlink fails on anything else */
@@ -276,14 +293,6 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
         nsbox_closep(&st->lock_fd);
         goto remove_tmp;
     }
-    /* The tombstone log's directory is there before any deletion needs it: a deletion on a
-     * state filesystem that ran out of inodes meanwhile then needs one, for the log, which the
-     * control socket's gives back at once (the state directory's comes back only once the
-     * kernel has torn the sandbox's mounts down, a moment later). Nothing when it exists. */
-    char tombs[PATH_MAX];
-    struct nsbox_err ignored; /* the log's writer makes it, or says why not */
-    if (path_join(tombs, rt, "tombstones", &ignored) == 0)
-        (void)mkdir(tombs, 0700);
     return make_workspace(st, workspace_arg, kind, e);
 
 remove_tmp: {
@@ -487,10 +496,17 @@ int nsbox_tombstone_read(const char *id, char *reason, size_t n)
  * nsbox_idmap_slot_base) are the machine's, so root keeps one registry for every nsbox,
  * whatever its $NSBOX_STATE_DIR: two sandboxes of different state directories must never share
  * a host uid (files one leaves where the other can reach them would be the other's). */
+static const char *root_uid_slot_dir = NSBOX_UID_SLOT_DIR;
+
+void nsbox_state_set_root_uid_slot_dir(const char *dir)
+{
+    root_uid_slot_dir = dir ? dir : NSBOX_UID_SLOT_DIR;
+}
+
 int nsbox_state_uid_slot_dir(char *out, size_t n, struct nsbox_err *e)
 {
     if (geteuid() == 0)
-        return (size_t)snprintf(out, n, "%s", NSBOX_UID_SLOT_DIR) >= n
+        return (size_t)snprintf(out, n, "%s", root_uid_slot_dir) >= n
                    ? nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long")
                    : 0;
     char rt[PATH_MAX];

@@ -124,5 +124,10 @@ const char *nsbox_workspace_forbidden(const char *dir);
 bool nsbox_state_dir_gone(const char *rt, const char *id);
 /* The directory of the uid slots' lock files (<runtime>/uids, or one for all of root's). */
 int nsbox_state_uid_slot_dir(char *out, size_t n, struct nsbox_err *e);
+/* Root's registry somewhere else than NSBOX_UID_SLOT_DIR (NULL: back to it), for a test that
+ * must neither see nor disturb the slots of the machine's other nsbox processes. A call, not an
+ * environment variable: a registry that a variable could split would let two sandboxes share
+ * host uids. */
+void nsbox_state_set_root_uid_slot_dir(const char *dir);
 
 #endif

@@ -10,6 +10,7 @@
 #include <linux/mount.h>
 #include <pwd.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,58 +152,40 @@ int nsbox_userns_write_maps(pid_t pid, const struct nsbox_idmaps *m, bool helper
 /* ---- idmapped mounts ------------------------------------------------------------------------ */
 
 /* A user namespace with the given maps (n lines each), as an fd (for MOUNT_ATTR_IDMAP). A
- * short-lived child makes it; we write its maps. */
+ * short-lived child is cloned into it, and we write its maps. Cloned into it rather than
+ * forked and left to unshare: unshare(CLONE_NEWUSER) fails with EINVAL in a process with more
+ * than one thread, and a forked child is not always alone (ThreadSanitizer's runtime starts a
+ * thread of its own in it), where clone makes the namespace for a process of any kind. */
 int nsbox_userns_fd(const struct nsbox_idmap *um, const struct nsbox_idmap *gm, unsigned n,
-                       struct nsbox_err *e)
+                    struct nsbox_err *e)
 {
-    int go[2], ready[2];
+    const char *files[] = {"uid_map", "gid_map"};
+    char maps[2][256];
+    int lens[2];
+    if ((lens[0] = nsbox_idmap_format_lines(um, n, maps[0], sizeof maps[0], e)) < 0 ||
+        (lens[1] = nsbox_idmap_format_lines(gm, n, maps[1], sizeof maps[1], e)) < 0)
+        return -1;
+    int go[2];
     if (pipe2(go, O_CLOEXEC) < 0)
         return nsbox_err_sys(e, "pipe");
-    if (pipe2(ready, O_CLOEXEC) < 0) {
-        close(go[0]);
-        close(go[1]);
-        return nsbox_err_sys(e, "pipe");
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(go[0]);
-        close(go[1]);
-        close(ready[0]);
-        close(ready[1]);
-        return nsbox_err_sys(e, "fork");
-    }
+    pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
     if (pid == 0) {
+        /* stay until the parent has what it needs (its end of the pipe closes) */
+        char c;
         close(go[1]);
-        char c = 0;
-        if (unshare(CLONE_NEWUSER) < 0)
-            _exit(1);
-        if (write(ready[1], &c, 1) != 1)
-            _exit(1);
-        /* stay until the parent has what it needs (our end of the pipe closes) */
         while (read(go[0], &c, 1) < 0 && errno == EINTR) {
         }
         _exit(0);
     }
+    int err = errno;
     close(go[0]);
-    close(ready[1]);
     int nsfd = -1;
-    char path[64], map[256], c;
-    /* the child is in its namespace once it says so (EOF: it failed) */
-    ssize_t got;
-    while ((got = read(ready[0], &c, 1)) < 0 && errno == EINTR) {
-    }
-    close(ready[0]);
-    const char *files[] = {"uid_map", "gid_map"};
-    const struct nsbox_idmap *maps[] = {um, gm};
-    int ok = got == 1;
-    if (!ok)
-        errno = ECHILD;
+    bool ok = pid > 0;
+    char path[64];
     for (int i = 0; i < 2 && ok; i++) {
         snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, files[i]);
-        struct nsbox_err fe;
-        int len = nsbox_idmap_format_lines(maps[i], n, map, sizeof map, &fe);
-        int fd = len < 0 ? -1 : open(path, O_WRONLY | O_CLOEXEC);
-        ok = fd >= 0 && write(fd, map, (size_t)len) == len;
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        ok = fd >= 0 && write(fd, maps[i], (size_t)lens[i]) == lens[i];
         if (fd >= 0)
             close(fd);
     }
@@ -210,9 +193,10 @@ int nsbox_userns_fd(const struct nsbox_idmap *um, const struct nsbox_idmap *gm, 
         snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
         nsfd = open(path, O_RDONLY | O_CLOEXEC);
     }
-    int err = errno;
+    if (pid > 0)
+        err = errno;
     close(go[1]);
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
     }
     if (nsfd < 0) {
         errno = err;

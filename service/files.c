@@ -650,7 +650,7 @@ static int op_remove(struct files_ctx *c, const struct nsbox_request *rq, struct
 /* ---- entry --------------------------------------------------------------------------------- */
 
 /* The request's path relative to the workspace: "a/b" and "/workspace/a/b" are the same file.
- * Any other absolute path is refused: "/tmp/out.txt" used to mean /workspace/tmp/out.txt, a
+ * Any other absolute path is refused: "/tmp/out.txt" taken as /workspace/tmp/out.txt would be a
  * file an agent that wrote /tmp/out.txt with a command would never find there. */
 static int set_path(struct files_ctx *c, const char *path, struct nsbox_err *e)
 {

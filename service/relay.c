@@ -21,7 +21,7 @@
 #define RELAY_BUF 65536
 #define RELAY_STACK (256 * 1024)
 
-enum nsbox_stdio_way nsbox_stdio_way(int fd, int which, bool outlives)
+enum nsbox_relay_stdio_way nsbox_relay_stdio_way(int fd, int which, bool outlives)
 {
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0)
@@ -216,7 +216,7 @@ int nsbox_relay_start(struct nsbox_relay *r, int fds[3], bool outlives)
     for (int i = 0; i < 3; i++) {
         r->s[i] = (struct nsbox_relay_stream){.host = fds[i], .pipe_end = -1, .given = -1,
                                               .stop = -1};
-        enum nsbox_stdio_way way = nsbox_stdio_way(fds[i], i, outlives);
+        enum nsbox_relay_stdio_way way = nsbox_relay_stdio_way(fds[i], i, outlives);
         if (way == NSBOX_STDIO_REOPEN && (r->s[i].given = reopen_pipe(fds[i], i)) >= 0)
             fds[i] = r->s[i].given; /* closed by nsbox_relay_finish, as a relay's end */
         shared[i] = way == NSBOX_STDIO_AS_IS || (way == NSBOX_STDIO_REOPEN && r->s[i].given >= 0);

@@ -17,7 +17,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-enum nsbox_stdio_way {
+enum nsbox_relay_stdio_way {
     NSBOX_STDIO_AS_IS,  /* the caller's own descriptor */
     NSBOX_STDIO_REOPEN, /* an anonymous pipe: the command gets a new open of it */
     NSBOX_STDIO_RELAY,  /* a pipe of ours, copied by a thread */
@@ -28,7 +28,7 @@ enum nsbox_stdio_way {
  * descriptor) or a closed descriptor, which keep their own handling. Reopened: an anonymous
  * pipe of a run. Relayed: everything else, and for an exec (outlives: what the command leaves
  * running outlives the call) everything but /dev/null. */
-enum nsbox_stdio_way nsbox_stdio_way(int fd, int which, bool outlives);
+enum nsbox_relay_stdio_way nsbox_relay_stdio_way(int fd, int which, bool outlives);
 
 struct nsbox_relay_stream {
     int host;     /* our descriptor (not ours to close, nor to change: the caller's) */
@@ -45,7 +45,7 @@ struct nsbox_relay {
     int stop; /* an eventfd, written once the command has ended; -1 when nothing is relayed */
 };
 
-/* fds: the caller's 0, 1, 2 (-1: none given), replaced as nsbox_stdio_way says: a reopened
+/* fds: the caller's 0, 1, 2 (-1: none given), replaced as nsbox_relay_stdio_way says: a reopened
  * pipe (relayed when it cannot be reopened), or a pipe's end relayed by a thread started here
  * (all signals blocked in it). stdout and stderr that are the same file (`> log 2>&1`, one
  * terminal) share one pipe, copied to stdout, so that their order is the command's. outlives:

@@ -24,6 +24,38 @@ def _close(fd):
             pass
 
 
+class _Output:
+    """What the command wrote to its stdout and stderr, each cut at max_output bytes."""
+
+    def __init__(self, max_output):
+        self.max_output = max_output
+        self.bufs = {"out": bytearray(), "err": bytearray()}
+        self.truncated = False
+
+    def take(self, name, fd):
+        """Read what is there; False at EOF."""
+        while True:
+            try:
+                chunk = os.read(fd, CHUNK)
+            except BlockingIOError:
+                return True
+            except InterruptedError:
+                continue
+            if not chunk:
+                return False
+            b = self.bufs[name]
+            if self.max_output is not None and len(b) + len(chunk) > self.max_output:
+                chunk = chunk[:max(0, self.max_output - len(b))]
+                self.truncated = True
+            b += chunk
+
+    def drain(self, fds):
+        """What is in the pipes still open (fds: out_r, err_r by name)."""
+        for name in ("out", "err"):
+            if name + "_r" in fds:
+                self.take(name, fds[name + "_r"])
+
+
 class ExecJob:
     """One execute() call. run() blocks; cancel() (from any thread) kills the command."""
 
@@ -70,117 +102,31 @@ class ExecJob:
         conn = self._connect()
         fds = {}
         sel = None
+        out = _Output(self.max_output)
         try:
-            out_r, out_w = os.pipe()
-            fds.update(out_r=out_r, out_w=out_w)
-            err_r, err_w = os.pipe()
-            fds.update(err_r=err_r, err_w=err_w)
-            if self.stdin is None:
-                fds["in_r"] = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-            else:
-                fds["in_r"], fds["in_w"] = os.pipe()
-                os.set_blocking(fds["in_w"], False)
-            with self._lock:
-                if self._cancelled:
-                    raise errors.SandboxError("execute() was cancelled before it started")
-                conn.send(self.request, [fds["in_r"], fds["out_w"], fds["err_w"]])
-                self._conn = conn
-            # The command holds the write ends now; ours would keep the pipes open forever.
-            for k in ("in_r", "out_w", "err_w"):
-                _close(fds.pop(k))
-            for k in ("out_r", "err_r"):
-                os.set_blocking(fds[k], False)
-
+            self._send(conn, fds)
             sel = selectors.DefaultSelector()
             sel.register(fds["out_r"], selectors.EVENT_READ, "out")
             sel.register(fds["err_r"], selectors.EVENT_READ, "err")
             sel.register(conn.sock, selectors.EVENT_READ, "sock")
             if "in_w" in fds:
                 sel.register(fds["in_w"], selectors.EVENT_WRITE, "in")
-            bufs = {"out": bytearray(), "err": bytearray()}
-            truncated = [False]
-            pending = memoryview(self.stdin) if self.stdin is not None else None
-            deadline = (time.monotonic() + self.timeout + CLIENT_GRACE_S
-                        if self.timeout else None)
-            killed_by_us = False
-            reply = None
-
-            def take(name, fd):
-                """Read what is there; False at EOF."""
-                while True:
-                    try:
-                        chunk = os.read(fd, CHUNK)
-                    except BlockingIOError:
-                        return True
-                    except InterruptedError:
-                        continue
-                    if not chunk:
-                        return False
-                    b = bufs[name]
-                    if self.max_output is not None and len(b) + len(chunk) > self.max_output:
-                        chunk = chunk[:max(0, self.max_output - len(b))]
-                        truncated[0] = True
-                    b += chunk
-
             try:
-                while reply is None:
-                    wait = None
-                    if deadline is not None:
-                        # in steps of an hour at most: poll() takes a 32-bit count of ms
-                        wait = min(max(0.0, deadline - time.monotonic()), 3600.0)
-                    events = sel.select(wait)
-                    if not events and deadline is not None and time.monotonic() >= deadline:
-                        if killed_by_us:
-                            raise errors.ExecTimeout(
-                                "command did not end %.0fs after its timeout of %ss, even when "
-                                "killed" % (2 * CLIENT_GRACE_S, self.timeout),
-                                self._result(bufs, 124, True, False, truncated[0]))
-                        self.cancel()
-                        killed_by_us = True
-                        deadline = time.monotonic() + CLIENT_GRACE_S
-                        continue
-                    for key, _ in events:
-                        what = key.data
-                        if what == "sock":
-                            reply, rfds = conn.recv()
-                            for fd in rfds:
-                                _close(fd)
-                            break
-                        if what == "in":
-                            try:
-                                n = os.write(key.fd, pending[:CHUNK])
-                                pending = pending[n:]
-                                done = not pending
-                            except BlockingIOError:
-                                done = False
-                            except (BrokenPipeError, OSError):
-                                done = True  # the command stopped reading: fine
-                            if done:
-                                sel.unregister(key.fd)
-                                _close(fds.pop("in_w"))
-                            continue
-                        if not take(what, key.fd):
-                            sel.unregister(key.fd)
-                            _close(fds.pop(what + "_r"))
+                reply, killed_by_us = self._pump(conn, sel, fds, out)
             except errors.SandboxDeletedError as ex:
                 # Deleted under the command (its ttl, an rm): what it printed until then is
                 # the caller's, as the command line prints it as it comes.
-                for name in ("out", "err"):
-                    if name + "_r" in fds:
-                        take(name, fds[name + "_r"])
-                ex.result = self._result(bufs, 137, False, False, truncated[0])
+                out.drain(fds)
+                ex.result = self._result(out.bufs, 137, False, False, out.truncated)
                 raise
             except BaseException:
                 # KeyboardInterrupt, a cancelled task, a lost supervisor: do not leave the
-                # command running on our behalf.
-                if reply is None:
-                    self.cancel()
+                # command running on our behalf (harmless if it has ended).
+                self.cancel()
                 raise
             # The command has ended, so everything it wrote is in the pipes: drain without
             # waiting for EOF (a background child may still hold the write ends).
-            for name in ("out", "err"):
-                if name + "_r" in fds:
-                    take(name, fds[name + "_r"])
+            out.drain(fds)
         finally:
             if sel is not None:
                 sel.close()
@@ -189,7 +135,76 @@ class ExecJob:
             with self._lock:
                 self._conn = None
             conn.close()
-        return self._finish(reply, bufs, truncated[0], killed_by_us)
+        return self._finish(reply, out.bufs, out.truncated, killed_by_us)
+
+    def _send(self, conn, fds):
+        """Makes the command's pipes (into fds, by name), sends the request with its ends and
+        keeps ours: out_r, err_r (non-blocking) and in_w when there is stdin."""
+        out_r, out_w = os.pipe()
+        fds.update(out_r=out_r, out_w=out_w)
+        err_r, err_w = os.pipe()
+        fds.update(err_r=err_r, err_w=err_w)
+        if self.stdin is None:
+            fds["in_r"] = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        else:
+            fds["in_r"], fds["in_w"] = os.pipe()
+            os.set_blocking(fds["in_w"], False)
+        with self._lock:
+            if self._cancelled:
+                raise errors.SandboxError("execute() was cancelled before it started")
+            conn.send(self.request, [fds["in_r"], fds["out_w"], fds["err_w"]])
+            self._conn = conn
+        # The command holds the write ends now; ours would keep the pipes open forever.
+        for k in ("in_r", "out_w", "err_w"):
+            _close(fds.pop(k))
+        for k in ("out_r", "err_r"):
+            os.set_blocking(fds[k], False)
+
+    def _pump(self, conn, sel, fds, out):
+        """Feeds stdin and reads the output until the supervisor's reply: (reply, whether we
+        killed the command for its timeout)."""
+        pending = memoryview(self.stdin) if self.stdin is not None else None
+        deadline = time.monotonic() + self.timeout + CLIENT_GRACE_S if self.timeout else None
+        killed_by_us = False
+        while True:
+            wait = None
+            if deadline is not None:
+                # in steps of an hour at most: poll() takes a 32-bit count of ms
+                wait = min(max(0.0, deadline - time.monotonic()), 3600.0)
+            events = sel.select(wait)
+            if not events and deadline is not None and time.monotonic() >= deadline:
+                if killed_by_us:
+                    raise errors.ExecTimeout(
+                        "command did not end %.0fs after its timeout of %ss, even when "
+                        "killed" % (2 * CLIENT_GRACE_S, self.timeout),
+                        self._result(out.bufs, 124, True, False, out.truncated))
+                self.cancel()
+                killed_by_us = True
+                deadline = time.monotonic() + CLIENT_GRACE_S
+                continue
+            for key, _ in events:
+                what = key.data
+                if what == "sock":
+                    reply, rfds = conn.recv()
+                    for fd in rfds:
+                        _close(fd)
+                    return reply, killed_by_us
+                if what == "in":
+                    try:
+                        n = os.write(key.fd, pending[:CHUNK])
+                        pending = pending[n:]
+                        done = not pending
+                    except BlockingIOError:
+                        done = False
+                    except (BrokenPipeError, OSError):
+                        done = True  # the command stopped reading: fine
+                    if done:
+                        sel.unregister(key.fd)
+                        _close(fds.pop("in_w"))
+                    continue
+                if not out.take(what, key.fd):
+                    sel.unregister(key.fd)
+                    _close(fds.pop(what + "_r"))
 
     def _result(self, bufs, code, timed_out, oom, truncated):
         out, err = bytes(bufs["out"]), bytes(bufs["err"])

@@ -316,10 +316,10 @@ class AsyncExecute(AsyncClientTest):
             self.assertEqual({(r.exit_code, r.stdout) for r in rs}, {(0, "%d\n" % (n + 1))})
 
     async def test_more_executes_than_the_sandbox_takes_wait_their_turn(self):
-        # A sandbox takes 48 commands at once (docs/protocol.md "busy"); its 64 connections
-        # were all taken by 64 execute()s, and the rest failed with "too many connections" or
-        # a SandboxDeletedError of a live sandbox. Now the rest are sent again until they run,
-        # and other calls get through meanwhile.
+        # A sandbox takes 48 commands at once (docs/protocol.md "busy") on 64 connections: the
+        # execute()s past that are sent again until they run, rather than failing with "too many
+        # connections" or a SandboxDeletedError of a live sandbox, and other calls get through
+        # meanwhile.
         async with self.box().session() as sb:
             t = time.monotonic()
             runs = [asyncio.ensure_future(sb.execute("sleep 2; echo %d" % i)) for i in range(80)]

@@ -246,8 +246,8 @@ class Processes(AsyncClientTest):
     async def test_async_follow_logs(self):
         async with self.box().session() as sb:
             # It prints "0", then waits for the go the test gives only once "0" came: the rest
-            # cannot come in the same piece however slow the machine is (an emulated VM took
-            # longer than the 0.4 s the process used to run for).
+            # cannot come in the same piece however slow the machine is (a fixed pause is not:
+            # an emulated VM took longer than 0.4 s).
             p = await sb.start_process(["python3", "-u", "-c",
                                         "import os, time\nprint(0)\n"
                                         "while not os.path.exists('/workspace/go'): time.sleep(0.02)\n"

@@ -22,7 +22,8 @@ before the first namespace is made: a module or class set-up that fails after th
 (unittest then skips its tearDownModule or tearDownClass), a KeyboardInterrupt and sys.exit all
 run it. The servers die with the process that started them (PR_SET_PDEATHSIG), so a test killed
 outright (SIGKILL, a ctest timeout) leaves none running; its namespaces and directory, named
-after its pid, are removed by the next Lab() once that pid is gone (sweep_stale).
+after its pid, are removed by the next Lab() once that pid is gone (sweep_stale). Files a test
+needs beside its lab (a PKI) go in Lab.subdir, so that they share its fate.
 """
 import atexit
 import ctypes
@@ -193,6 +194,14 @@ class Lab:
         if self.tmp:
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None
+
+    def subdir(self, name):
+        """A new directory name in the lab's own, readable by the sandboxes' users: what a test
+        keeps there (its PKI, an origin's files) goes with the lab however the test ends."""
+        d = os.path.join(self.tmp, name)
+        os.mkdir(d)
+        os.chmod(d, 0o755)
+        return d
 
     # ---- running things in the lab ----------------------------------------------------------
 

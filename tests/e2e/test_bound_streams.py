@@ -14,7 +14,6 @@ serves the module; each test names its own paths."""
 import json
 import os
 import subprocess
-import tempfile
 import unittest
 
 from netlab import API, TLS_SERVE, Lab, in_lab, make_pki, skip_unless_lab, start_origin
@@ -282,8 +281,11 @@ def nsbox(*args, timeout=120):
 def setUpModule():
     global lab, pki, received, dirs, sid
     skip_unless_lab("openssl", "curl")
-    pki = tempfile.mkdtemp(prefix="nsbox-streams-pki-")
-    os.chmod(pki, 0o755)
+    try:
+        lab = Lab()
+    except (subprocess.CalledProcessError, RuntimeError) as ex:
+        raise unittest.SkipTest(f"cannot build the network lab here: {ex}")
+    pki = lab.subdir("pki")
     make_pki(pki, (NAME,))
     received = os.path.join(pki, "received.jsonl")
     with open(os.path.join(pki, "hosts"), "w") as f:
@@ -293,10 +295,6 @@ def setUpModule():
                    "network": {"upstream_ca": os.path.join(pki, "ca.pem")}}, f)
     for n in ("hosts", "config.json"):
         os.chmod(os.path.join(pki, n), 0o644)
-    try:
-        lab = Lab()
-    except (subprocess.CalledProcessError, RuntimeError) as ex:
-        raise unittest.SkipTest(f"cannot build the network lab here: {ex}")
     try:
         start_origin(lab, ORIGIN, API, PORT, pki, received, BEARER)
         dirs = Dirs()
@@ -317,8 +315,6 @@ def tearDownModule():
         dirs.cleanup()
     if lab:
         lab.cleanup()
-    if pki:
-        subprocess.run(["rm", "-rf", pki])
 
 
 def _q(s):

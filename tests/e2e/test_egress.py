@@ -20,7 +20,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
@@ -210,24 +209,21 @@ def setUpModule():
     missing = missing_tools() + [t for t in ("openssl",) if not _which(t)]
     if missing:
         raise unittest.SkipTest(f"the network lab needs {', '.join(missing)}")
-    pki = tempfile.mkdtemp(prefix="nsbox-egress-pki-")
-    os.chmod(pki, 0o755)
-    make_pki(pki, NAMES)
-    # "The host" resolves both names to the origin's one address: a CDN's shared address.
-    with open(os.path.join(pki, "hosts"), "w") as f:
-        f.write(f"127.0.0.1\tlocalhost\n{API}\t{' '.join(NAMES)}\n")
     try:
         lab = Lab()
     except (subprocess.CalledProcessError, RuntimeError) as ex:
         raise unittest.SkipTest(f"cannot build the network lab here: {ex}")
+    pki = lab.subdir("pki")
+    make_pki(pki, NAMES)
+    # "The host" resolves both names to the origin's one address: a CDN's shared address.
+    with open(os.path.join(pki, "hosts"), "w") as f:
+        f.write(f"127.0.0.1\tlocalhost\n{API}\t{' '.join(NAMES)}\n")
     start_origin(lab, ORIGIN, API, PORT, pki)
 
 
 def tearDownModule():
     if lab:
         lab.cleanup()
-    if pki:
-        subprocess.run(["rm", "-rf", pki])
 
 
 def _which(t):

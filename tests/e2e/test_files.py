@@ -187,8 +187,8 @@ class FilesTest(unittest.TestCase):
         self.assertFails(self.nsbox("cp", src, "0123:/x"), "'0123' is not a sandbox id")
 
     def test_cp_to_the_host_replaces_whole_or_not_at_all(self):
-        # A full disk (or a Ctrl-C) in the middle of `cp ID:f DST` truncated DST and left a
-        # part of the new content: the old file was lost. Now the copy takes DST's name only
+        # A full disk (or a Ctrl-C) in the middle of `cp ID:f DST` must not leave DST truncated
+        # with a part of the new content, the old file lost: the copy takes DST's name only
         # once complete; DST keeps its permissions; a symlink and a file with other hard links
         # are still written through, in place.
         self.sh("head -c 3000000 /dev/urandom > big; echo new > small")
@@ -548,8 +548,8 @@ class LongOperations(unittest.TestCase):
         return cp
 
     def test_a_stalled_write_holds_nothing_else(self):
-        # The write's source sends nothing (for up to 60 s it would be waited for): the
-        # supervisor used to wait in its loop, and every exec, ps or ttl waited with it.
+        # The write's source sends nothing (for up to 60 s it would be waited for): a
+        # supervisor that waited in its loop would make every exec, ps or ttl wait with it.
         cp = self.slow_cp()
         # its request is with the supervisor once its job runs (a fixed pause was not always
         # enough for nsbox cp to start on a slow machine)

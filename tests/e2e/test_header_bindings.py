@@ -20,7 +20,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 import unittest
 
 import oci_images
@@ -196,25 +195,22 @@ def make_www(www):
 def setUpModule():
     global lab, pki, received
     skip_unless_lab("openssl", "curl")
-    pki = tempfile.mkdtemp(prefix="nsbox-bind-pki-")
-    os.chmod(pki, 0o755)
+    try:
+        lab = Lab()
+    except (subprocess.CalledProcessError, RuntimeError) as ex:
+        raise unittest.SkipTest(f"cannot build the network lab here: {ex}")
+    pki = lab.subdir("pki")
     make_pki(pki, (NAME, "other.lab.test"))
     received = os.path.join(pki, "received.jsonl")
     make_www(os.path.join(pki, "www"))
     with open(os.path.join(pki, "hosts"), "w") as f:
         f.write(f"127.0.0.1\tlocalhost\n{API}\t{NAME}\n{OTHER}\tother.lab.test\n")
-    try:
-        lab = Lab()
-    except (subprocess.CalledProcessError, RuntimeError) as ex:
-        raise unittest.SkipTest(f"cannot build the network lab here: {ex}")
     start_origin(lab, ORIGIN, API, PORT, pki, received, os.path.join(pki, "www"))
 
 
 def tearDownModule():
     if lab:
         lab.cleanup()
-    if pki:
-        subprocess.run(["rm", "-rf", pki])
 
 
 class HeaderBindings(unittest.TestCase):

@@ -21,7 +21,9 @@ import json, sys, time
 sys.path.insert(0, sys.argv[1])
 import netlab
 lab = netlab.Lab()
-print(json.dumps({"netns": [lab.lab, lab.up], "tmp": lab.tmp,
+pki = lab.subdir("pki")  # as the egress modules keep theirs
+netlab.make_pki(pki, ("api.lab.test",))
+print(json.dumps({"netns": [lab.lab, lab.up], "tmp": lab.tmp, "pki": pki,
                   "servers": [p.pid for p in lab.procs]}), flush=True)
 if sys.argv[2] == "raise":
     raise RuntimeError("the module's set-up failed after its lab was built")
@@ -73,6 +75,7 @@ class LabTeardown(unittest.TestCase):
                         "a lab server outlived its test process")
         self.assertEqual([ns for ns in made["netns"] if os.path.exists(f"/run/netns/{ns}")], [])
         self.assertFalse(os.path.exists(made["tmp"]))
+        self.assertFalse(os.path.exists(made["pki"]))
 
     def test_a_set_up_that_fails_after_the_lab_removes_it(self):
         p, made = self.start("raise")

@@ -670,9 +670,9 @@ class Pool(unittest.TestCase):
         self.assertEqual((r.returncode, r.stdout), (0, b"fine\n"), r.stderr)
 
     def test_a_fill_replaces_a_killed_member_at_once(self):
-        # A fill follows every pooled run. It no longer runs a full gc (which visited every
-        # sandbox alive) but create's, at most once a second; its own members it looks at
-        # each: a dead one is removed and not counted, even within that second.
+        # A fill follows every pooled run. It runs create's gc, at most once a second, not a
+        # full one (which visits every sandbox alive); its own members it looks at each: a
+        # dead one is removed and not counted, even within that second.
         (sid,) = self.fill()
         info = json.loads(self.nsbox("inspect", sid, check=True).stdout)
         os.kill(info["supervisor_pid"], signal.SIGKILL)

@@ -248,8 +248,8 @@ class Crashes(SessionTest):
         self.assertSignalReachesTheCommand(sid, "TERM", 7)
 
     def test_exec_with_a_timeout_gives_up_on_a_stopped_supervisor(self):
-        # exec --timeout S waited for ever on a stopped supervisor: it enforces S, and its
-        # reply never came. Now the wait ends 10 s after S when a ping goes unanswered too
+        # exec --timeout S on a stopped supervisor, which enforces S and so never replies,
+        # would wait for ever: the wait ends 10 s after S when a ping goes unanswered too
         # (5 s), as ls, ps and rm give up on it; and a supervisor that answers is waited for.
         # (Its stdout and stderr are files: descriptors passed to a stopped supervisor wait in
         # its socket, so pipes would see no end until it runs again.)
@@ -516,7 +516,7 @@ class HostileRequests(SessionTest):
 
     def test_a_client_dribbling_a_message_does_not_hold_the_supervisor(self):
         # One thread serves every connection: a client that sends a message a byte at a time
-        # held all the others (and the ttl) for as long as it liked. Now it has 5 s for it.
+        # would hold all the others (and the ttl) for as long as it liked, so it has 5 s for it.
         sid = self.create()
         s = self.connect(sid)
         dropped = threading.Event()

@@ -27,7 +27,7 @@ static int setup(void **state)
     if (!s)
         return -1;
     nsbox_spec_init(s);
-    nsbox_instance_types_reset();
+    nsbox_spec_types_reset();
     *state = s;
     return 0;
 }
@@ -36,7 +36,7 @@ static int teardown(void **state)
 {
     nsbox_spec_free(*state);
     free(*state);
-    nsbox_instance_types_reset();
+    nsbox_spec_types_reset();
     return 0;
 }
 

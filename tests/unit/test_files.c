@@ -506,8 +506,8 @@ static void t_write_stall(void **state)
     assert_int_equal(r.e.code, NSBOX_E_TIMEOUT);
     res_free(&r);
     assert_false(exists(f, "ws/stalled"));
-    /* An existing file is left as it was: the content went to a file beside it, removed. It
-     * used to be truncated in place and left incomplete. */
+    /* An existing file is left as it was: the content went to a file beside it, removed, not
+     * into the file itself, which a write cut short would leave truncated and incomplete. */
     assert_int_equal(do_op(f, rq("write", "old"), pfd[0], &r), -1);
     assert_non_null(strstr(r.e.msg, "(the file is unchanged)"));
     res_free(&r);

@@ -49,14 +49,14 @@ static void test_name_valid(void **state)
 static struct nsbox_mirror_pick pick_list(const char *text, const char *suite)
 {
     struct nsbox_mirror_pick p = {.uri = "", .exact = false};
-    nsbox_apt_pick_from_list(text, suite, &p);
+    nsbox_image_debian_pick_from_list(text, suite, &p);
     return p;
 }
 
 static struct nsbox_mirror_pick pick_sources(const char *text, const char *suite)
 {
     struct nsbox_mirror_pick p = {.uri = "", .exact = false};
-    nsbox_apt_pick_from_sources(text, suite, &p);
+    nsbox_image_debian_pick_from_sources(text, suite, &p);
     return p;
 }
 
@@ -204,22 +204,24 @@ static void test_apt_pick_across_files(void **state)
     (void)state;
     /* sources.list first, then sources.list.d/: an earlier exact match stays */
     struct nsbox_mirror_pick p = {.uri = "", .exact = false};
-    nsbox_apt_pick_from_list("deb http://first.example/debian bookworm main\n", "bookworm", &p);
-    nsbox_apt_pick_from_sources(host_like_sources, "bookworm", &p);
+    nsbox_image_debian_pick_from_list("deb http://first.example/debian bookworm main\n", "bookworm",
+                                      &p);
+    nsbox_image_debian_pick_from_sources(host_like_sources, "bookworm", &p);
     assert_string_equal(p.uri, "http://first.example/debian");
     /* an earlier fallback gives way to a later exact match */
     struct nsbox_mirror_pick q = {.uri = "", .exact = false};
-    nsbox_apt_pick_from_list("deb http://sec.example/s bookworm-security main\n", "bookworm", &q);
-    nsbox_apt_pick_from_sources(host_like_sources, "bookworm", &q);
+    nsbox_image_debian_pick_from_list("deb http://sec.example/s bookworm-security main\n",
+                                      "bookworm", &q);
+    nsbox_image_debian_pick_from_sources(host_like_sources, "bookworm", &q);
     assert_string_equal(q.uri, "http://deb.debian.org/debian");
 }
 
 static void test_apt_file_kind(void **state)
 {
     (void)state;
-    assert_int_equal(nsbox_apt_file_kind("debian.sources"), NSBOX_APT_FILE_SOURCES);
-    assert_int_equal(nsbox_apt_file_kind("google-cloud-sdk.list"), NSBOX_APT_FILE_LIST);
-    assert_int_equal(nsbox_apt_file_kind("my_repo.v2.list"), NSBOX_APT_FILE_LIST);
+    assert_int_equal(nsbox_image_debian_file_kind("debian.sources"), NSBOX_APT_FILE_SOURCES);
+    assert_int_equal(nsbox_image_debian_file_kind("google-cloud-sdk.list"), NSBOX_APT_FILE_LIST);
+    assert_int_equal(nsbox_image_debian_file_kind("my_repo.v2.list"), NSBOX_APT_FILE_LIST);
     const char *ignored[] = {"google-cloud-sdk.list.disabled-by-farm",
                              "nodesource.sources.disabled-by-farm",
                              "x.list.save",
@@ -232,7 +234,7 @@ static void test_apt_file_kind(void **state)
                              "README",
                              "x.sources.dpkg-old"};
     for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++)
-        assert_int_equal(nsbox_apt_file_kind(ignored[i]), NSBOX_APT_FILE_IGNORE);
+        assert_int_equal(nsbox_image_debian_file_kind(ignored[i]), NSBOX_APT_FILE_IGNORE);
 }
 
 /* ---- os-release ---------------------------------------------------------------------------- */
@@ -241,31 +243,30 @@ static void test_os_release_codename(void **state)
 {
     (void)state;
     char out[64];
-    assert_int_equal(nsbox_os_release_codename("PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n"
-                                               "VERSION_ID=\"12\"\n"
-                                               "VERSION_CODENAME=bookworm\n"
-                                               "ID=debian\n",
-                                               out, sizeof out),
+    assert_int_equal(nsbox_image_debian_codename("PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n"
+                                                 "VERSION_ID=\"12\"\n"
+                                                 "VERSION_CODENAME=bookworm\n"
+                                                 "ID=debian\n",
+                                                 out, sizeof out),
                      0);
     assert_string_equal(out, "bookworm");
-    assert_int_equal(nsbox_os_release_codename("VERSION_CODENAME=\"noble\"", out, sizeof out), 0);
+    assert_int_equal(nsbox_image_debian_codename("VERSION_CODENAME=\"noble\"", out, sizeof out), 0);
     assert_string_equal(out, "noble");
-    assert_int_equal(nsbox_os_release_codename("ID=x\nVERSION_CODENAME='trixie'  \n", out,
-                                               sizeof out),
-                     0);
+    assert_int_equal(
+        nsbox_image_debian_codename("ID=x\nVERSION_CODENAME='trixie'  \n", out, sizeof out), 0);
     assert_string_equal(out, "trixie");
     /* absent, empty, or only lookalike keys */
-    assert_int_equal(nsbox_os_release_codename("ID=debian\nPRETTY_NAME=\"sid\"\n", out, sizeof out),
-                     -1);
-    assert_int_equal(nsbox_os_release_codename("VERSION_CODENAME=\n", out, sizeof out), -1);
-    assert_int_equal(nsbox_os_release_codename("VERSION_CODENAME=\"\"\n", out, sizeof out), -1);
-    assert_int_equal(nsbox_os_release_codename("UBUNTU_CODENAME=jammy\n#VERSION_CODENAME=x\n"
-                                               " VERSION_CODENAME=y\n",
-                                               out, sizeof out),
+    assert_int_equal(
+        nsbox_image_debian_codename("ID=debian\nPRETTY_NAME=\"sid\"\n", out, sizeof out), -1);
+    assert_int_equal(nsbox_image_debian_codename("VERSION_CODENAME=\n", out, sizeof out), -1);
+    assert_int_equal(nsbox_image_debian_codename("VERSION_CODENAME=\"\"\n", out, sizeof out), -1);
+    assert_int_equal(nsbox_image_debian_codename("UBUNTU_CODENAME=jammy\n#VERSION_CODENAME=x\n"
+                                                 " VERSION_CODENAME=y\n",
+                                                 out, sizeof out),
                      -1);
     char small[4];
-    assert_int_equal(nsbox_os_release_codename("VERSION_CODENAME=bookworm\n", small, sizeof small),
-                     -1);
+    assert_int_equal(
+        nsbox_image_debian_codename("VERSION_CODENAME=bookworm\n", small, sizeof small), -1);
 }
 
 /* ---- passwd and group ---------------------------------------------------------------------- */

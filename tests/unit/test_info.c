@@ -289,23 +289,23 @@ static void test_all_required_ok(void **state)
 static void test_checks_well_formed(void **state)
 {
     struct nsbox_check all[NSBOX_CHECK_COUNT];
-    nsbox_check_run_all(all);
+    nsbox_info_check_run_all(all);
     for (int i = 0; i < NSBOX_CHECK_COUNT; i++) {
         assert_non_null(all[i].name);
-        assert_string_equal(all[i].name, nsbox_check_name((enum nsbox_check_id)i));
+        assert_string_equal(all[i].name, nsbox_info_check_name((enum nsbox_check_id)i));
         assert_true(all[i].detail[0] != '\0');
         /* a fix exactly when something is missing */
         if (all[i].ok)
             assert_string_equal(all[i].fix, "");
         else
             assert_true(all[i].fix[0] != '\0');
-        /* nsbox_check_run gives the same key and verdict for one check alone */
+        /* nsbox_info_check_run gives the same key and verdict for one check alone */
         struct nsbox_check one;
-        nsbox_check_run((enum nsbox_check_id)i, &one);
+        nsbox_info_check_run((enum nsbox_check_id)i, &one);
         assert_string_equal(one.name, all[i].name);
         assert_int_equal(one.required, all[i].required);
     }
-    assert_null(nsbox_check_name(NSBOX_CHECK_COUNT));
+    assert_null(nsbox_info_check_name(NSBOX_CHECK_COUNT));
     assert_true(all[NSBOX_CHECK_PRIVILEGES].ok);
 }
 
@@ -386,8 +386,8 @@ static void run_diagnosis(enum filter_kind kind, int err, struct diag_result *ou
 static bool namespaces_work(void)
 {
     struct nsbox_check u, n;
-    nsbox_check_run(NSBOX_CHECK_USERNS, &u);
-    nsbox_check_run(NSBOX_CHECK_NAMESPACES, &n);
+    nsbox_info_check_run(NSBOX_CHECK_USERNS, &u);
+    nsbox_info_check_run(NSBOX_CHECK_NAMESPACES, &n);
     return u.ok && n.ok;
 }
 

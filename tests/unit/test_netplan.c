@@ -80,15 +80,15 @@ static void test_pool_overlap(void **state)
     (void)state;
     struct nsbox_netpool p = default_pool();
     struct nsbox_cidr c;
-    assert_int_equal(nsbox_parse_cidr("10.0.0.0/8", &c, NULL), 0);
+    assert_int_equal(nsbox_spec_net_parse_cidr("10.0.0.0/8", &c, NULL), 0);
     assert_true(nsbox_netpool_overlaps(&p, &c));
-    assert_int_equal(nsbox_parse_cidr("10.171.3.4", &c, NULL), 0);
+    assert_int_equal(nsbox_spec_net_parse_cidr("10.171.3.4", &c, NULL), 0);
     assert_true(nsbox_netpool_overlaps(&p, &c));
-    assert_int_equal(nsbox_parse_cidr("10.172.0.0/16", &c, NULL), 0);
+    assert_int_equal(nsbox_spec_net_parse_cidr("10.172.0.0/16", &c, NULL), 0);
     assert_false(nsbox_netpool_overlaps(&p, &c));
-    assert_int_equal(nsbox_parse_cidr("0.0.0.0/0", &c, NULL), 0);
+    assert_int_equal(nsbox_spec_net_parse_cidr("0.0.0.0/0", &c, NULL), 0);
     assert_true(nsbox_netpool_overlaps(&p, &c));
-    assert_int_equal(nsbox_parse_cidr("fd00::/8", &c, NULL), 0);
+    assert_int_equal(nsbox_spec_net_parse_cidr("fd00::/8", &c, NULL), 0);
     assert_false(nsbox_netpool_overlaps(&p, &c));
 }
 

@@ -49,25 +49,25 @@ static void test_ways(void **state)
     assert_true(named >= 0);
     for (int which = 0; which < 3; which++) {
         /* a run's */
-        assert_int_equal(nsbox_stdio_way(p[0], which, false), NSBOX_STDIO_REOPEN);
-        assert_int_equal(nsbox_stdio_way(p[1], which, false), NSBOX_STDIO_REOPEN);
-        assert_int_equal(nsbox_stdio_way(sp[0], which, false), NSBOX_STDIO_RELAY);
-        assert_int_equal(nsbox_stdio_way(named, which, false), NSBOX_STDIO_RELAY);
-        assert_int_equal(nsbox_stdio_way(null, which, false), NSBOX_STDIO_AS_IS);
-        assert_int_equal(nsbox_stdio_way(-1, which, false), NSBOX_STDIO_AS_IS);
-        assert_int_equal(nsbox_stdio_way(zero, which, false), NSBOX_STDIO_RELAY);
-        assert_int_equal(nsbox_stdio_way(rw, which, false), NSBOX_STDIO_RELAY);
-        assert_int_equal(nsbox_stdio_way(ap, which, false), NSBOX_STDIO_RELAY);
+        assert_int_equal(nsbox_relay_stdio_way(p[0], which, false), NSBOX_STDIO_REOPEN);
+        assert_int_equal(nsbox_relay_stdio_way(p[1], which, false), NSBOX_STDIO_REOPEN);
+        assert_int_equal(nsbox_relay_stdio_way(sp[0], which, false), NSBOX_STDIO_RELAY);
+        assert_int_equal(nsbox_relay_stdio_way(named, which, false), NSBOX_STDIO_RELAY);
+        assert_int_equal(nsbox_relay_stdio_way(null, which, false), NSBOX_STDIO_AS_IS);
+        assert_int_equal(nsbox_relay_stdio_way(-1, which, false), NSBOX_STDIO_AS_IS);
+        assert_int_equal(nsbox_relay_stdio_way(zero, which, false), NSBOX_STDIO_RELAY);
+        assert_int_equal(nsbox_relay_stdio_way(rw, which, false), NSBOX_STDIO_RELAY);
+        assert_int_equal(nsbox_relay_stdio_way(ap, which, false), NSBOX_STDIO_RELAY);
         /* a file read from: only as stdin, and only when others may not write it */
-        assert_int_equal(nsbox_stdio_way(ro, which, false),
+        assert_int_equal(nsbox_relay_stdio_way(ro, which, false),
                          which == 0 ? NSBOX_STDIO_AS_IS : NSBOX_STDIO_RELAY);
-        assert_int_equal(nsbox_stdio_way(ro_others_write, which, false), NSBOX_STDIO_RELAY);
+        assert_int_equal(nsbox_relay_stdio_way(ro_others_write, which, false), NSBOX_STDIO_RELAY);
         /* an exec's: all but /dev/null (and what keeps its own handling) */
-        assert_int_equal(nsbox_stdio_way(p[0], which, true), NSBOX_STDIO_RELAY);
-        assert_int_equal(nsbox_stdio_way(p[1], which, true), NSBOX_STDIO_RELAY);
-        assert_int_equal(nsbox_stdio_way(ro, which, true), NSBOX_STDIO_RELAY);
-        assert_int_equal(nsbox_stdio_way(null, which, true), NSBOX_STDIO_AS_IS);
-        assert_int_equal(nsbox_stdio_way(-1, which, true), NSBOX_STDIO_AS_IS);
+        assert_int_equal(nsbox_relay_stdio_way(p[0], which, true), NSBOX_STDIO_RELAY);
+        assert_int_equal(nsbox_relay_stdio_way(p[1], which, true), NSBOX_STDIO_RELAY);
+        assert_int_equal(nsbox_relay_stdio_way(ro, which, true), NSBOX_STDIO_RELAY);
+        assert_int_equal(nsbox_relay_stdio_way(null, which, true), NSBOX_STDIO_AS_IS);
+        assert_int_equal(nsbox_relay_stdio_way(-1, which, true), NSBOX_STDIO_AS_IS);
     }
     int fds[] = {p[0], p[1], sp[0], sp[1], null, zero, ro, rw, ap, ro_others_write, named};
     for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)

@@ -321,7 +321,7 @@ static void test_host_good(void **state)
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         struct nsbox_host h;
         struct nsbox_err e = {0};
-        if (nsbox_parse_host(good[i].in, &h, &e) != 0)
+        if (nsbox_spec_net_parse_host(good[i].in, &h, &e) != 0)
             fail_msg("'%s' rejected: %s", good[i].in, e.msg);
         assert_string_equal(h.name, good[i].name);
         assert_int_equal(h.port, good[i].port);
@@ -332,16 +332,17 @@ static void test_host_good(void **state)
     strcpy(name + 63, ".com");
     struct nsbox_host h;
     struct nsbox_err e;
-    assert_int_equal(nsbox_parse_host(name, &h, &e), 0);
+    assert_int_equal(nsbox_spec_net_parse_host(name, &h, &e), 0);
     for (int i = 0; i < 4; i++) { /* 4 labels of 61 + '.', then "a.com": 253 */
         memset(name + i * 62, 'a', 61);
         name[i * 62 + 61] = '.';
     }
     strcpy(name + 248, "a.com");
     assert_int_equal(strlen(name), 253);
-    assert_int_equal(nsbox_parse_host(name, &h, &e), 0);
+    assert_int_equal(nsbox_spec_net_parse_host(name, &h, &e), 0);
     strcpy(name + 248, "ab.com");
-    assert_fails_with(nsbox_parse_host(name, &h, &e), &e, NSBOX_E_INVALID, "longer than 253");
+    assert_fails_with(nsbox_spec_net_parse_host(name, &h, &e), &e, NSBOX_E_INVALID,
+                      "longer than 253");
 }
 
 static void test_host_bad(void **state)
@@ -391,7 +392,7 @@ static void test_host_bad(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct nsbox_host h;
         struct nsbox_err e = {0};
-        int r = nsbox_parse_host(bad[i].in, &h, &e);
+        int r = nsbox_spec_net_parse_host(bad[i].in, &h, &e);
         if (r != -1 || e.code != NSBOX_E_INVALID || !strstr(e.msg, bad[i].msg))
             fail_msg("'%s': r=%d msg '%s', wanted '%s'", bad[i].in, r, e.msg, bad[i].msg);
     }
@@ -400,7 +401,8 @@ static void test_host_bad(void **state)
     strcpy(label + 64, ".com");
     struct nsbox_host h;
     struct nsbox_err e;
-    assert_fails_with(nsbox_parse_host(label, &h, &e), &e, NSBOX_E_INVALID, "longer than 63");
+    assert_fails_with(nsbox_spec_net_parse_host(label, &h, &e), &e, NSBOX_E_INVALID,
+                      "longer than 63");
 }
 
 static void test_host_format(void **state)
@@ -414,10 +416,10 @@ static void test_host_format(void **state)
         struct nsbox_host h;
         struct nsbox_err e;
         char buf[300];
-        assert_int_equal(nsbox_parse_host(in[i], &h, &e), 0);
-        assert_true(nsbox_host_format(&h, buf, sizeof buf) > 0);
+        assert_int_equal(nsbox_spec_net_parse_host(in[i], &h, &e), 0);
+        assert_true(nsbox_spec_net_host_format(&h, buf, sizeof buf) > 0);
         assert_string_equal(buf, out[i]);
-        assert_int_equal(nsbox_host_format(&h, buf, 3), -1);
+        assert_int_equal(nsbox_spec_net_host_format(&h, buf, 3), -1);
     }
 }
 
@@ -460,17 +462,17 @@ static void test_cidr(void **state)
         struct nsbox_cidr c;
         struct nsbox_err e = {0};
         char buf[64];
-        if (nsbox_parse_cidr(good[i].in, &c, &e) != 0)
+        if (nsbox_spec_net_parse_cidr(good[i].in, &c, &e) != 0)
             fail_msg("'%s' rejected: %s", good[i].in, e.msg);
         assert_int_equal(c.family, good[i].family);
         assert_int_equal(c.prefix, good[i].prefix);
-        assert_true(nsbox_cidr_format(&c, buf, sizeof buf) > 0);
+        assert_true(nsbox_spec_net_cidr_format(&c, buf, sizeof buf) > 0);
         assert_string_equal(buf, good[i].out);
     }
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct nsbox_cidr c;
         struct nsbox_err e = {0};
-        int r = nsbox_parse_cidr(bad[i].in, &c, &e);
+        int r = nsbox_spec_net_parse_cidr(bad[i].in, &c, &e);
         if (r != -1 || e.code != NSBOX_E_INVALID || !strstr(e.msg, bad[i].msg))
             fail_msg("'%s': r=%d msg '%s', wanted '%s'", bad[i].in, r, e.msg, bad[i].msg);
     }
@@ -502,12 +504,12 @@ static void test_env(void **state)
     static const char *const bad_kv[] = {"1A=x", "A-B=x", "=x", "A", "A B=x", ""};
     for (size_t i = 0; i < sizeof bad_kv / sizeof bad_kv[0]; i++) {
         nsbox_err_clear(&e);
-        assert_int_equal(nsbox_parse_env(bad_kv[i], &e), -1);
+        assert_int_equal(nsbox_spec_parse_env(bad_kv[i], &e), -1);
         assert_int_equal(e.code, NSBOX_E_INVALID);
         assert_int_equal(nsbox_spec_set(s, "env", bad_kv[i], &e), -1);
         assert_non_null(strstr(e.msg, "spec: option 'env': env '"));
     }
-    assert_int_equal(nsbox_parse_env("_a1=", &e), 0);
+    assert_int_equal(nsbox_spec_parse_env("_a1=", &e), 0);
     assert_fails_with(load(s, "{\"env\": {\"9\": \"x\"}}", &e), &e, NSBOX_E_INVALID,
                       "key 'env': '9' is not a valid name");
     assert_fails_with(load(s, "{\"env\": {\"\": \"x\"}}", &e), &e, NSBOX_E_INVALID,
@@ -532,9 +534,9 @@ static void test_env(void **state)
     memset(long_kv, 'x', NSBOX_ENV_MAX);
     memcpy(long_kv, "L=", 2);
     long_kv[NSBOX_ENV_MAX] = '\0';
-    assert_fails_with(nsbox_parse_env(long_kv, &e), &e, NSBOX_E_INVALID, "longer than");
+    assert_fails_with(nsbox_spec_parse_env(long_kv, &e), &e, NSBOX_E_INVALID, "longer than");
     long_kv[NSBOX_ENV_MAX - 1] = '\0';
-    assert_int_equal(nsbox_parse_env(long_kv, &e), 0);
+    assert_int_equal(nsbox_spec_parse_env(long_kv, &e), 0);
     free(long_kv);
 }
 
@@ -726,14 +728,14 @@ static void test_parse_size(void **state)
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         uint64_t v = 7;
         struct nsbox_err e = {0};
-        if (nsbox_parse_size(good[i].in, &v, &e) != 0)
+        if (nsbox_spec_parse_size(good[i].in, &v, &e) != 0)
             fail_msg("'%s' rejected: %s", good[i].in, e.msg);
         assert_int_equal(v, good[i].out);
     }
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint64_t v;
         struct nsbox_err e = {0};
-        if (nsbox_parse_size(bad[i], &v, &e) != -1 || e.code != NSBOX_E_INVALID)
+        if (nsbox_spec_parse_size(bad[i], &v, &e) != -1 || e.code != NSBOX_E_INVALID)
             fail_msg("'%s' accepted", bad[i]);
     }
 }

@@ -26,18 +26,18 @@ static void test_config_override(void **state)
                            " \"xl\": {\"cpus\": 16, \"memory\": 34359738368, \"pids\": 8192,"
                            " \"disk\": \"100G\"}}}");
     assert_int_equal(nsbox_config_load_types(path, &e), 0);
-    const struct nsbox_instance_type *t = nsbox_instance_type_find("medium");
+    const struct nsbox_instance_type *t = nsbox_spec_types_find("medium");
     assert_non_null(t);
     assert_int_equal(t->limits.memory_bytes, 8ull << 30);
     assert_int_equal(t->limits.cpus, 2); /* fields not given keep the default */
-    t = nsbox_instance_type_find("xl");
+    t = nsbox_spec_types_find("xl");
     assert_non_null(t);
     assert_int_equal(t->limits.cpus, 16);
     assert_int_equal(t->limits.memory_bytes, 32ull << 30);
     assert_int_equal(t->limits.pids, 8192);
     assert_int_equal(t->limits.disk_bytes, 100ull << 30);
     size_t n;
-    nsbox_instance_types(&n);
+    nsbox_spec_types(&n);
     assert_int_equal(n, 4);
 
     assert_int_equal(nsbox_spec_set(s, "instance_type", "xl", &e), 0);
@@ -77,15 +77,15 @@ static void test_config_override(void **state)
         assert_int_equal(e.code, NSBOX_E_INVALID);
         if (!strstr(e.msg, bad[i].msg) || strncmp(e.msg, "config /tmp/", 12) != 0)
             fail_msg("message '%s', wanted 'config <path>: ...%s'", e.msg, bad[i].msg);
-        assert_non_null(nsbox_instance_type_find("xl"));
+        assert_non_null(nsbox_spec_types_find("xl"));
         unlink(path);
         free(path);
     }
 
     /* A missing file means the defaults. */
     assert_int_equal(nsbox_config_load_types("/nonexistent/nsbox.json", &e), 0);
-    assert_null(nsbox_instance_type_find("xl"));
-    assert_int_equal(nsbox_instance_type_find("medium")->limits.memory_bytes, 4ull << 30);
+    assert_null(nsbox_spec_types_find("xl"));
+    assert_int_equal(nsbox_spec_types_find("medium")->limits.memory_bytes, 4ull << 30);
 
     /* ... except a missing $NSBOX_CONFIG, which is a typo worth reporting. */
     setenv("NSBOX_CONFIG", "/nonexistent/nsbox.json", 1);
@@ -96,16 +96,16 @@ static void test_config_override(void **state)
                      " \"pids\": 64, \"disk\": \"1GiB\"}}}");
     setenv("NSBOX_CONFIG", path, 1);
     assert_int_equal(nsbox_config_load_types(NULL, &e), 0);
-    assert_non_null(nsbox_instance_type_find("tiny"));
+    assert_non_null(nsbox_spec_types_find("tiny"));
     unsetenv("NSBOX_CONFIG");
     unlink(path);
     free(path);
 
     /* Straight from text, too. */
-    assert_int_equal(nsbox_instance_types_load_json("{}", 2, &e), 0);
-    assert_null(nsbox_instance_type_find("tiny"));
+    assert_int_equal(nsbox_spec_types_load_json("{}", 2, &e), 0);
+    assert_null(nsbox_spec_types_find("tiny"));
     nsbox_err_clear(&e);
-    assert_int_equal(nsbox_instance_types_load_json("[]", 2, &e), -1);
+    assert_int_equal(nsbox_spec_types_load_json("[]", 2, &e), -1);
     assert_string_equal(e.msg, "config: must be a JSON object");
 }
 

@@ -33,7 +33,9 @@ struct fx {
     char base[PATH_MAX];
     char state[PATH_MAX]; /* NSBOX_STATE_DIR (not created: nsbox makes it) */
     char cache[PATH_MAX]; /* NSBOX_CACHE_DIR (not created) */
-    char *old_state, *old_cache;
+    char data[PATH_MAX];  /* NSBOX_DATA_DIR (not created): gc sweeps its image store */
+    char uids[PATH_MAX];  /* root's uid slot registry (not created) */
+    char *old_state, *old_cache, *old_data;
 };
 
 static char *dup_env(const char *name)
@@ -50,10 +52,18 @@ static int setup(void **state)
     if (!mkdtemp(f->base)) return -1;
     snprintf(f->state, sizeof f->state, "%s/run/nsbox", f->base);
     snprintf(f->cache, sizeof f->cache, "%s/cache/nsbox", f->base);
+    snprintf(f->data, sizeof f->data, "%s/data/nsbox", f->base);
+    snprintf(f->uids, sizeof f->uids, "%s/root-uids", f->base);
     f->old_state = dup_env("NSBOX_STATE_DIR");
     f->old_cache = dup_env("NSBOX_CACHE_DIR");
+    f->old_data = dup_env("NSBOX_DATA_DIR");
     setenv("NSBOX_STATE_DIR", f->state, 1);
     setenv("NSBOX_CACHE_DIR", f->cache, 1);
+    setenv("NSBOX_DATA_DIR", f->data, 1);
+    /* gc sweeps root's uid slots, one registry for the machine: another nsbox running beside
+     * these tests takes and leaves files there, and a create of its own could hold the very
+     * file test_gc expects gone */
+    nsbox_state_set_root_uid_slot_dir(f->uids);
     *state = f;
     return 0;
 }
@@ -81,6 +91,8 @@ static int teardown(void **state)
     nftw(f->base, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
     restore_env("NSBOX_STATE_DIR", f->old_state);
     restore_env("NSBOX_CACHE_DIR", f->old_cache);
+    restore_env("NSBOX_DATA_DIR", f->old_data);
+    nsbox_state_set_root_uid_slot_dir(NULL);
     free(f);
     return 0;
 }
@@ -320,6 +332,8 @@ static void test_create_fresh_workspace(void **state)
     create_fresh_once(f);
     assert_true(exists("%s", f->state));
     assert_true(exists("%s", f->cache));
+    /* made by the first create: a deletion needs no inode of its own for it */
+    assert_true(exists("%s/tombstones", f->state));
     create_fresh_once(f);
 }
 
@@ -787,13 +801,14 @@ static void gc_scene_others(struct fx *f, struct gc_scene *sc)
     make_dir(p);
     snprintf(p, sizeof p, "%s/uids/7", f->state);
     make_file(p, "");
-    /* root's uid slots are one registry for the machine, whatever the state directory: a slot
-     * file there that nobody holds goes too (the highest slot: no live sandbox has it) */
-    snprintf(sc->slotdir, sizeof sc->slotdir, "%s", geteuid() == 0 ? NSBOX_UID_SLOT_DIR : "");
+    /* root's uid slots are one registry, whatever the state directory (here the fixture's, not
+     * the machine's): a slot file there that nobody holds goes too */
+    snprintf(sc->slotdir, sizeof sc->slotdir, "%s", geteuid() == 0 ? f->uids : "");
     if (sc->slotdir[0]) {
-        /* as nsbox makes it: a plain mkdir("/run/nsbox", 0700) on a fresh boot closed root's
-         * runtime directory to other users, and their "is root's" hint (state.c) went blind */
         struct nsbox_err me;
+        char got[PATH_MAX];
+        assert_int_equal(nsbox_state_uid_slot_dir(got, sizeof got, &me), 0);
+        assert_string_equal(got, sc->slotdir);
         assert_int_equal(nsbox_mkdir_p(sc->slotdir, 0700, &me), 0);
         snprintf(sc->slot, sizeof sc->slot, "%s/%u", sc->slotdir, NSBOX_UID_SLOTS - 1);
         make_file(sc->slot, "");
