@@ -45,6 +45,7 @@ struct ready_msg {
     int ok;
     pid_t init_pid;
     pid_t helper; /* what entered the joined namespaces (launch.h): create reaps it */
+    bool root_read_only; /* root.readonly false, but the kernel refused the writable root */
     char sandbox[64];
     struct nsbox_err err;
 };
@@ -379,6 +380,7 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
     m->sb.readonly = readonly;
     m->sb.n_readonly = c->n_readonly;
     m->sb.cg_place = cg_place;
+    m->sb.root_writable = !c->root_readonly;
     if (nsbox_sandbox_prepare(&m->sb, s, c->args, c->cwd, e) < 0 ||
         (cg_place && nsbox_ociplace_save(m->dir, &m->sb.cg, e) < 0))
         return -1;
@@ -431,6 +433,10 @@ __attribute__((noreturn)) static void monitor_main(const char *dir, const struct
              (m.mon.console < 0 || nsbox_ociconsole_send(console, m.mon.console, &msg.err) == 0)) {
         msg.ok = 1;
         msg.init_pid = m.sb.pid;
+        if (!c->root_readonly && !m.sb.root_writable) {
+            msg.root_read_only = true;
+            msg.err = m.sb.root_why;
+        }
         snprintf(msg.sandbox, sizeof msg.sandbox, "%s", m.sb.st.id);
     }
     msg.helper = m.sb.helper;
@@ -552,6 +558,14 @@ static int spawn_monitor(const struct nsbox_ocirt *g, const struct create_args *
     }
     if (msg.helper > 0)
         waitpid(msg.helper, NULL, 0); /* it has sent init's pid and exited */
+    if (msg.root_read_only)
+        fprintf(stderr,
+                "nsbox-oci: warning: root.readonly is false, but the root is read-only: %s (a "
+                "writable root is the bundle's root through an idmapped mount, which needs root "
+                "and a filesystem that has them, such as ext4, xfs, btrfs or tmpfs; overlayfs, "
+                "as Docker's and containerd's roots, has not: the config's mounts stay "
+                "writable)\n",
+                msg.err.msg);
     struct nsbox_ocistate st = {.pid = msg.init_pid, .monitor = pid};
     snprintf(st.id, sizeof st.id, "%s", a->id);
     snprintf(st.bundle, sizeof st.bundle, "%s", a->bundle);
