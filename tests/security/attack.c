@@ -926,6 +926,24 @@ static void probe_setid(void)
     report_setid("mknod_regular_setuid", f, now(mknod(f, S_IFREG | 04755, 0)));
     report_setid("mknodat_regular_setgid", f,
                  now(syscall(SYS_mknodat, AT_FDCWD, f, S_IFREG | 02755, 0)));
+    /* O_TMPFILE takes the mode too: an unnamed set-id file, linked in afterwards. */
+    unlink(f);
+    struct outcome t = now(syscall(SYS_openat, AT_FDCWD, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC,
+                                   04755));
+    if (t.ret >= 0) {
+        char p[64];
+        snprintf(p, sizeof p, "/proc/self/fd/%ld", t.ret);
+        linkat(AT_FDCWD, p, AT_FDCWD, f, AT_SYMLINK_FOLLOW);
+        close((int)t.ret);
+    }
+    report_setid("openat_tmpfile_setuid", f, t);
+    /* Without O_CREAT or O_TMPFILE the mode is unused, and some libcs leave whatever their
+     * register held there (the static busybox of runtime-tools' root): such an open works. */
+    long r = syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC, 04755 | 02000);
+    emit("openat_plain_mode_ignored", r >= 0, "%s",
+         r >= 0 ? "opened: the set-id bits of an unused mode are not looked at"
+                : "a plain open was refused for the set-id bits of its unused mode");
+    if (r >= 0) close((int)r);
     /* openat2 keeps its mode in memory that seccomp cannot read: refused whole (ENOSYS). */
     struct {
         unsigned long long flags, mode, resolve;
