@@ -2,9 +2,11 @@
 container's / is the bundle's root itself, through an idmapped bind: what the process writes at
 the top of its root is in the bundle on the host, owned by the bundle's ids (the container's id
 N is the bundle's host id N) while the process runs as an unprivileged host id; set-id modes are
-refused there; masked paths inside the bundle are masked; root.readonly true keeps the image
+refused there, and so are extended attribute writes (a file capability would be host root's);
+masked paths inside the bundle are masked; root.readonly true keeps the image
 read-only, with nothing written to the bundle."""
 import os
+import shutil
 import stat
 import time
 import unittest
@@ -90,6 +92,23 @@ class WritableRoot(BundleCase):
         self.assertEqual(stat.S_IMODE(mode), 0o755)
         self.assertFalse(os.stat(os.path.join(self.rootfs, "d")).st_mode & (stat.S_ISUID |
                                                                            stat.S_ISGID))
+
+    def test_file_capabilities_refused(self):
+        # a file capability the container's root (with CAP_SETFCAP) set in the bundle would be
+        # stored as host root's, effective for a host user who runs the file: extended
+        # attribute writes are refused there (EOPNOTSUPP), user ones too (seccomp cannot tell)
+        probes = os.environ.get("NSBOX_SECURITY_BIN_DIR")
+        if not probes or not os.path.exists(os.path.join(probes, "attack")):
+            self.skipTest("needs the security probes (run through ctest)")
+        shutil.copy(os.path.join(probes, "attack"), os.path.join(self.rootfs, "bin", "attack"))
+        open(os.path.join(self.rootfs, "prog"), "w").close()
+        c = config(["attack", "xattr", "/prog"])
+        caps = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_SETFCAP"]
+        c["process"]["capabilities"] = {k: caps for k in ("bounding", "effective", "permitted")}
+        code, out = self.run_container(c)
+        self.assertEqual((code, out), (0, "user.nsbox EOPNOTSUPP\n"
+                                          "security.capability EOPNOTSUPP\n"))
+        self.assertEqual(os.listxattr(os.path.join(self.rootfs, "prog")), [])
 
     def test_any_mount_inside_the_root(self):
         # the root is the bundle's: a tmpfs may go inside the image's directories, its mount

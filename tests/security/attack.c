@@ -55,6 +55,7 @@
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -1564,8 +1565,32 @@ static int mkfiles_main(int argc, char **argv)
     return write(1, line, (size_t)l) < 0;
 }
 
+/* `attack xattr FILE`: write a user attribute and a file capability (CAP_NET_RAW, effective)
+ * on FILE; one line each: the name and "written" or the errno's name. */
+static int xattr_main(int argc, char **argv)
+{
+    if (argc != 3) return 2;
+    struct {
+        uint32_t magic_etc;
+        struct {
+            uint32_t permitted, inheritable;
+        } data[2];
+    } cap = {VFS_CAP_REVISION_2 | VFS_CAP_FLAGS_EFFECTIVE, {{1u << CAP_NET_RAW, 0}, {0, 0}}};
+    const struct {
+        const char *name;
+        const void *value;
+        size_t len;
+    } attrs[] = {{"user.nsbox", "x", 1}, {"security.capability", &cap, sizeof cap}};
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+        int r = setxattr(argv[2], attrs[i].name, attrs[i].value, attrs[i].len, 0);
+        printf("%s %s\n", attrs[i].name, r == 0 ? "written" : ename(errno));
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "xattr")) return xattr_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "inspect")) return inspect_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "mkfiles")) return mkfiles_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "int80")) return int80_main();
