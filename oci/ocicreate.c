@@ -224,6 +224,12 @@ static void monitor_event(struct monitor *m, bool *done)
         if (read(m->fifo, &c, 1) == 1 && c == 's') {
             ssize_t w = write(m->start_sock, "s", 1);
             (void)w;
+            /* start waits for our end of exec.fifo to close: once init says that the program
+             * was exec'd ('x'; its end of file if it ended first), so that a signal sent as
+             * soon as start returns finds the program (runtime-tools' killsig) */
+            struct pollfd ip = {m->start_sock, POLLIN, 0};
+            if (poll(&ip, 1, 10000) > 0 && (ip.revents & POLLIN))
+                w = read(m->start_sock, &c, 1);
             nsbox_closep(&m->fifo);
         }
     }

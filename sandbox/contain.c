@@ -306,9 +306,7 @@ static int start_barrier(struct nsbox_launch *L, struct nsbox_err *e)
     while (n < 0 && errno == EINTR);
     if (n != 1 || c != 's')
         return nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "deleted before its start");
-    close(L->start_fd);
-    L->start_fd = -1;
-    return 0;
+    return 0; /* start_fd says 'x' once the workload has exec'd */
 }
 
 /* ---- the workload -------------------------------------------------------------------------- */
@@ -448,9 +446,9 @@ void nsbox_child_main(struct nsbox_launch *L)
         if (start_barrier(L, &e) < 0)
             report_and_exit(L, 125, &e);
     }
-    /* nsbox-oci: init relays the signals `kill` sends it only once the workload has exec'd
-     * (exec_rd's end of file): relayed earlier, a signal would end the forked child before it
-     * runs the program, whose handlers it was meant for. */
+    /* nsbox-oci: init relays the signals `kill` sends it, and lets `start` return, only once
+     * the workload has exec'd (the pipe's end of file): relayed earlier, a signal would end the
+     * forked child before it runs the program, whose handlers it was meant for. */
     int exec_pipe[2] = {-1, -1};
     if (L->sibling && pipe2(exec_pipe, O_CLOEXEC) < 0) {
         nsbox_err_sys(&e, "pipe");
@@ -469,6 +467,12 @@ void nsbox_child_main(struct nsbox_launch *L)
         while (read(exec_pipe[0], &c, 1) < 0 && errno == EINTR) {
         }
         close(exec_pipe[0]);
+    }
+    if (L->start_fd >= 0) {
+        ssize_t w = write(L->start_fd, "x", 1); /* the launcher tells `start` (docs/oci.md) */
+        (void)w;
+        close(L->start_fd);
+        L->start_fd = -1;
     }
 
     /* The workload has its own copy of the command line now (it was forked); init's may go. */
