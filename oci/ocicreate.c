@@ -564,14 +564,20 @@ static int spawn_monitor(const struct nsbox_ocirt *g, const struct create_args *
     }
     if (msg.helper > 0)
         waitpid(msg.helper, NULL, 0); /* it has sent init's pid and exited */
-    if (msg.root_read_only)
-        fprintf(stderr,
-                "nsbox-oci: warning: root.readonly is false, but the root is read-only: %s (a "
-                "writable root is the bundle's root through an idmapped mount, which needs root "
-                "and a filesystem that has them, such as ext4, xfs, btrfs or tmpfs; overlayfs, "
-                "as Docker's and containerd's roots, has not: the config's mounts stay "
-                "writable)\n",
-                msg.err.msg);
+    if (msg.root_read_only) {
+        /* in the log, not on stderr: create's streams are the container's (an engine's logs) */
+        char warn[NSBOX_ERR_MSG_MAX + 320];
+        snprintf(warn, sizeof warn,
+                 "root.readonly is false, but the root is read-only: %s (a writable root is the "
+                 "bundle's root through an idmapped mount, which needs root and a filesystem "
+                 "that takes one, such as ext4, xfs, btrfs or tmpfs; overlayfs, the engines' "
+                 "usual root, may not: the config's mounts stay writable)",
+                 msg.err.msg);
+        if (g->log)
+            nsbox_ocilog_append(g, "warning", warn);
+        else
+            fprintf(stderr, "nsbox-oci: warning: %s\n", warn);
+    }
     struct nsbox_ocistate st = {.pid = msg.init_pid, .monitor = pid};
     snprintf(st.id, sizeof st.id, "%s", a->id);
     snprintf(st.bundle, sizeof st.bundle, "%s", a->bundle);

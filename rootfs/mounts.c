@@ -648,10 +648,13 @@ int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_p
     if (ws_fd >= 0) /* no workspace in the plan (an in-place root) */
         sys->close(ws_fd);
     if (plan->root_in_place) {
-        /* the image's idmapped bind is the root itself */
+        /* the image's idmapped bind is the root itself; private, as pivot_root wants it: a
+         * clone of a shared mount (an engine's overlay root) is shared with it */
         int r = image_fd < 0 ? (errno = EBADF, -1) : sys->move_mount_to(image_fd, staging);
         if (image_fd >= 0)
             sys->close(image_fd);
+        if (r == 0)
+            r = sys->mount(NULL, staging, NULL, MS_REC | MS_PRIVATE, NULL);
         if (r < 0)
             return nsbox_err_sys(e, "rootfs: the image's root on %s", staging);
     } else if (sys->mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV,
