@@ -657,11 +657,12 @@ int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_p
             r = sys->mount(NULL, staging, NULL, MS_REC | MS_PRIVATE, NULL);
         if (r < 0)
             return nsbox_err_sys(e, "rootfs: the image's root on %s", staging);
-    } else if (sys->mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV,
-                          "mode=0755,size=1m,uid=1000,gid=1000") < 0) {
+    } else {
         /* Owned by appuser: phase 2 creates the skeleton as appuser (a mapped id). The root
          * is made read-only once populated. */
-        return nsbox_err_sys(e, "rootfs: tmpfs root on %s", staging);
+        if (sys->mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV,
+                       "mode=0755,size=1m,uid=1000,gid=1000") < 0)
+            return nsbox_err_sys(e, "rootfs: tmpfs root on %s", staging);
     }
     *rootfd = open(staging, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (*rootfd < 0)
@@ -891,9 +892,10 @@ int nsbox_rootfs_enter(const struct nsbox_sys *sys, const struct nsbox_mount_pla
         return nsbox_err_sys(e, "rootfs: detach old root");
     if (chdir("/") < 0)
         return nsbox_err_sys(e, "rootfs: chdir /");
-    if (!plan->root_in_place &&
-        sys->mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) <
-            0)
+    if (plan->root_in_place)
+        return 0; /* writable: its idmapped bind keeps nosuid and nodev */
+    if (sys->mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+                   NULL) < 0)
         return nsbox_err_sys(e, "rootfs: make / read-only");
     return 0;
 }
