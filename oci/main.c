@@ -1,17 +1,13 @@
 /* nsbox-oci: runc's command line over an OCI bundle, running nsbox sandboxes (docs/oci.md).
- * The only file of oci/ that writes to the log: errors as runc writes them, a JSON line
- * {"level":"error","msg":...,"time":...} (--log-format json) or a text line, appended to --log,
- * and to stderr. */
+ * Errors go to stderr and to the log (ocilog.c), as runc writes them. */
 #include "ocirt.h"
 #include "cmdline.h"
 #include "config.h"
 #include "spec.h"
 
-#include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #ifndef NSBOX_VERSION
 #define NSBOX_VERSION "0.0.0"
@@ -20,33 +16,7 @@
 static void log_error(const struct nsbox_ocirt *g, const char *msg)
 {
     fprintf(stderr, "nsbox-oci: %s\n", msg);
-    if (!g->log)
-        return;
-    FILE *f = fopen(g->log, "ae");
-    if (!f)
-        return;
-    char when[40];
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    if (g->log_json) {
-        cJSON *j = cJSON_CreateObject();
-        cJSON_AddStringToObject(j, "level", "error");
-        cJSON_AddStringToObject(j, "msg", msg);
-        cJSON_AddStringToObject(j, "time", when);
-        char *line = cJSON_PrintUnformatted(j);
-        if (line)
-            fprintf(f, "%s\n", line);
-        free(line);
-        cJSON_Delete(j);
-    } else {
-        fprintf(f, "time=\"%s\" level=error msg=\"", when);
-        for (const char *p = msg; *p; p++)
-            fprintf(f, *p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-        fprintf(f, "\"\n");
-    }
-    fclose(f);
+    nsbox_ocilog_append(g, "error", msg);
 }
 
 static const struct {

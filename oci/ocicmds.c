@@ -53,13 +53,19 @@ int nsbox_ocicmds_start(const struct nsbox_ocirt *g, int argc, char **argv, stru
     }
     ssize_t w = write(fd, "s", 1);
     int err = errno;
-    close(fd);
     if (w != 1) {
+        close(fd);
         errno = err;
         nsbox_err_sys(e, "start %s", s.id);
         return 1;
     }
     unlink(fifo); /* from now on: running */
+    /* Returns once the monitor has let go of the read end, which it does when the program has
+     * been exec'd: a fifo's writer sees POLLERR when it has no reader left. */
+    struct pollfd pf = {fd, 0, 0};
+    while (poll(&pf, 1, 10000) < 0 && errno == EINTR) {
+    }
+    close(fd);
     /* A failed poststart hook is a warning: the container runs on (runtime-spec). */
     struct nsbox_err he = {0};
     if (nsbox_ocihooks_run(g, &s, NSBOX_OCI_HOOK_POSTSTART, NSBOX_OCI_RUNNING, &he) < 0)

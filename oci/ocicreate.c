@@ -45,6 +45,7 @@ struct ready_msg {
     int ok;
     pid_t init_pid;
     pid_t helper; /* what entered the joined namespaces (launch.h): create reaps it */
+    bool root_read_only; /* root.readonly false, but the kernel refused the writable root */
     char sandbox[64];
     struct nsbox_err err;
 };
@@ -220,6 +221,12 @@ static void monitor_event(struct monitor *m, bool *done)
         if (read(m->fifo, &c, 1) == 1 && c == 's') {
             ssize_t w = write(m->start_sock, "s", 1);
             (void)w;
+            /* start waits for our end of exec.fifo to close: once init says that the program
+             * was exec'd ('x'; its end of file if it ended first), so that a signal sent as
+             * soon as start returns finds the program (runtime-tools' killsig) */
+            struct pollfd ip = {m->start_sock, POLLIN, 0};
+            if (poll(&ip, 1, 10000) > 0 && (ip.revents & POLLIN))
+                w = read(m->start_sock, &c, 1);
             nsbox_closep(&m->fifo);
         }
     }
@@ -369,6 +376,7 @@ static int monitor_launch(struct monitor *m, const struct nsbox_spec *s,
     m->sb.readonly = readonly;
     m->sb.n_readonly = c->n_readonly;
     m->sb.cg_place = place->placed ? &place->place : NULL;
+    m->sb.root_writable = !c->root_readonly;
     if (nsbox_sandbox_prepare(&m->sb, s, c->args, c->cwd, e) < 0 ||
         (place->placed && nsbox_ociplace_save(m->dir, &m->sb.cg, e) < 0) ||
         nsbox_ociplace_apply_memory(place, &m->sb.cg, e) < 0)
@@ -446,6 +454,10 @@ __attribute__((noreturn)) static void monitor_main(const char *dir, const struct
              (m.mon.console < 0 || nsbox_ociconsole_send(console, m.mon.console, &msg.err) == 0)) {
         msg.ok = 1;
         msg.init_pid = m.sb.pid;
+        if (!c->root_readonly && !m.sb.root_writable) {
+            msg.root_read_only = true;
+            msg.err = m.sb.root_why;
+        }
         snprintf(msg.sandbox, sizeof msg.sandbox, "%s", m.sb.st.id);
     }
     msg.helper = m.sb.helper;
@@ -568,6 +580,20 @@ static int spawn_monitor(const struct nsbox_ocirt *g, const struct create_args *
     }
     if (msg.helper > 0)
         waitpid(msg.helper, NULL, 0); /* it has sent init's pid and exited */
+    if (msg.root_read_only) {
+        /* in the log, not on stderr: create's streams are the container's (an engine's logs) */
+        char warn[NSBOX_ERR_MSG_MAX + 320];
+        snprintf(warn, sizeof warn,
+                 "root.readonly is false, but the root is read-only: %s (a writable root is the "
+                 "bundle's root through an idmapped mount, which needs root and a filesystem "
+                 "that takes one, such as ext4, xfs, btrfs or tmpfs; overlayfs, the engines' "
+                 "usual root, may not: the config's mounts stay writable)",
+                 msg.err.msg);
+        if (g->log)
+            nsbox_ocilog_append(g, "warning", warn);
+        else
+            fprintf(stderr, "nsbox-oci: warning: %s\n", warn);
+    }
     struct nsbox_ocistate st = {.pid = msg.init_pid, .monitor = pid};
     snprintf(st.id, sizeof st.id, "%s", a->id);
     snprintf(st.bundle, sizeof st.bundle, "%s", a->bundle);

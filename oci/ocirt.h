@@ -45,6 +45,10 @@ struct nsbox_ocistate {
     char sandbox[64];       /* nsbox's own id of the sandbox */
 };
 
+/* ---- ocilog.c ---- */
+/* Append msg at level ("error", "warning") to --log, if one was given. */
+void nsbox_ocilog_append(const struct nsbox_ocirt *g, const char *level, const char *msg);
+
 /* ---- ocistate.c ---- */
 /* [A-Za-z0-9][A-Za-z0-9_.+-]*, at most NSBOX_OCI_ID_MAX: a single path component. */
 bool nsbox_ocistate_id_valid(const char *id);

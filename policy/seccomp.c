@@ -20,6 +20,7 @@
 
 extern const char nsbox_seccomp_default_json_text[];
 extern const char nsbox_seccomp_egress_json_text[];
+extern const char nsbox_seccomp_root_json_text[];
 
 const char *nsbox_seccomp_default_json(void)
 {
@@ -29,6 +30,11 @@ const char *nsbox_seccomp_default_json(void)
 const char *nsbox_seccomp_egress_json(void)
 {
     return nsbox_seccomp_egress_json_text;
+}
+
+const char *nsbox_seccomp_root_json(void)
+{
+    return nsbox_seccomp_root_json_text;
 }
 
 /* ---- names ------------------------------------------------------------------------------- */

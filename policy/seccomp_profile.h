@@ -68,6 +68,9 @@ const char *nsbox_seccomp_default_json(void);
 /* The egress helper's own filter, an allow-list (policy/seccomp-egress.json, embedded): the one
  * place that says which system calls the helper makes, TLS for bound hosts included. */
 const char *nsbox_seccomp_egress_json(void);
+/* Stacked over the default in an nsbox-oci container with a writable root (the bundle's,
+ * idmapped): extended attribute writes refused (policy/seccomp-root.json, embedded). */
+const char *nsbox_seccomp_root_json(void);
 
 /* Parse and validate a profile. On error *p is left empty (nothing to free) and e->msg names the
  * offending field, e.g. "syscalls[3].args[0].op: unknown operator 'SCMP_CMP_FOO'". */

@@ -46,8 +46,9 @@ static struct nsbox_mount_op *push(struct nsbox_mount_plan *p, enum nsbox_mop op
     o->src = "";
     o->src_in_image = false;
     o->src_is_fd = false;
-    o->target_in_image = false;
-    o->target_dir = false;
+    /* in place, every target is in the image: a directory but for files and device nodes */
+    o->target_in_image = p->root_in_place;
+    o->target_dir = p->root_in_place && op != NSBOX_MOP_FILE && op != NSBOX_MOP_BIND_DEV;
     o->recursive = false;
     o->optional = false;
     o->flags = 0;
@@ -232,6 +233,8 @@ static int plan_proc(struct nsbox_mount_plan *plan, struct nsbox_err *e)
  * Then only a bind may go there, onto a target resolved inside the image with no symlinks. */
 static bool in_image(const struct nsbox_rootfs_cfg *cfg, const char *rel)
 {
+    if (cfg->root_in_place)
+        return true;
     size_t len = strcspn(rel, "/");
     char top[NAME_MAX + 1];
     snprintf(top, sizeof top, "%.*s", (int)(len < NAME_MAX ? len : NAME_MAX), rel);
@@ -302,7 +305,7 @@ static int plan_config_mount(const struct nsbox_rootfs_cfg *cfg, const struct ns
         return -1;
     bool bind = !strcmp(m->type, "bind");
     bool image = in_image(cfg, rel);
-    if (image && !bind)
+    if (image && !bind && !cfg->root_in_place)
         return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL,
                              "mounts: a %s mount at %s lies inside the image, where nsbox-oci "
                              "only binds: choose a destination outside the image's directories",
@@ -353,8 +356,8 @@ static int plan_config_mount(const struct nsbox_rootfs_cfg *cfg, const struct ns
     return 0;
 }
 
-/* The config's masked and read-only paths, after every mount. Inside the image they are left
- * out: it is read-only, and a target there would have to be resolved without symlinks. */
+/* The config's masked and read-only paths, after every mount. Inside a read-only image they are
+ * left out (it is read-only); in an in-place root they are resolved there with no symlink. */
 static int plan_config_masks(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
                              struct nsbox_err *e)
 {
@@ -365,7 +368,7 @@ static int plan_config_masks(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mo
         struct nsbox_rootfs_mount m = {.destination = path};
         if (check_destination(rel, &m, e) < 0)
             return -1;
-        if (in_image(cfg, rel))
+        if (in_image(cfg, rel) && !cfg->root_in_place)
             continue;
         struct nsbox_mount_op *o = PUSH(mask ? NSBOX_MOP_MASK : NSBOX_MOP_READONLY, rel);
         o->optional = true;
@@ -416,42 +419,10 @@ static bool config_mounts_on(const struct nsbox_rootfs_cfg *cfg, const char *rel
     return false;
 }
 
-int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
-                           struct nsbox_err *e)
+/* nsbox's own writable places on its read-only root: /workspace, /tmp and /run. */
+static int plan_scratch(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
+                        struct nsbox_err *e)
 {
-    plan->n = 0;
-    plan->strs_used = 0;
-    if (!cfg->img || (cfg->ws_kind == NSBOX_WS_DIR && (!cfg->workspace || cfg->workspace[0] != '/')))
-        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "rootfs: image and workspace required");
-    if (plan_image(cfg, plan, e) < 0)
-        return -1;
-    /* Per-sandbox network files over the image's own (network all/allow). */
-    const struct {
-        const char *target, *src;
-        bool optional;
-    } etc_files[] = {{"etc/resolv.conf", cfg->resolv_conf, false},
-                     {"etc/hosts", cfg->hosts, cfg->hosts_optional},
-                     {"etc/ssl/certs/ca-certificates.crt", cfg->ca_bundle, false}};
-    for (size_t i = 0; i < NSBOX_ARRAY_LEN(etc_files); i++) {
-        if (!etc_files[i].src)
-            continue;
-        struct nsbox_mount_op *f = PUSH(NSBOX_MOP_BIND, etc_files[i].target);
-        if (set_src(plan, f, etc_files[i].src, e) < 0)
-            return -1;
-        f->target_in_image = true;
-        f->optional = etc_files[i].optional;
-        f->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
-    }
-    /* A config mount on /etc/hosts (Podman binds its own) goes over nsbox's file, and a mount
-     * cannot go on a file whose name is gone: then the config's alone. */
-    if (cfg->hosts_text && !config_mounts_on(cfg, "etc/hosts")) {
-        struct nsbox_mount_op *f = PUSH(NSBOX_MOP_BIND_TEXT, "etc/hosts");
-        if (set_src(plan, f, cfg->hosts_text, e) < 0)
-            return -1;
-        f->target_in_image = true;
-        f->optional = cfg->hosts_optional;
-        f->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
-    }
     PUSH(NSBOX_MOP_MKDIR, "workspace")->mode = 0755;
     struct nsbox_mount_op *o;
     switch (cfg->ws_kind) {
@@ -490,6 +461,50 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
     o = PUSH(NSBOX_MOP_TMPFS, "run");
     o->flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
     snprintf(o->data, sizeof o->data, "mode=0755,size=1m");
+    return 0;
+}
+
+int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
+                           struct nsbox_err *e)
+{
+    plan->n = 0;
+    plan->strs_used = 0;
+    plan->root_in_place = cfg->root_in_place;
+    if (!cfg->img ||
+        (cfg->ws_kind == NSBOX_WS_DIR && (!cfg->workspace || cfg->workspace[0] != '/')))
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "rootfs: image and workspace required");
+    if (!cfg->root_in_place && plan_image(cfg, plan, e) < 0)
+        return -1;
+    /* Per-sandbox network files over the image's own (network all/allow). */
+    const struct {
+        const char *target, *src;
+        bool optional;
+    } etc_files[] = {{"etc/resolv.conf", cfg->resolv_conf, false},
+                     {"etc/hosts", cfg->hosts, cfg->hosts_optional},
+                     {"etc/ssl/certs/ca-certificates.crt", cfg->ca_bundle, false}};
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(etc_files); i++) {
+        if (!etc_files[i].src)
+            continue;
+        struct nsbox_mount_op *f = PUSH(NSBOX_MOP_BIND, etc_files[i].target);
+        if (set_src(plan, f, etc_files[i].src, e) < 0)
+            return -1;
+        f->target_in_image = true;
+        f->target_dir = false;
+        f->optional = etc_files[i].optional;
+        f->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+    }
+    /* A config mount on /etc/hosts (Podman binds its own) goes over nsbox's file, and a mount
+     * cannot go on a file whose name is gone: then the config's alone. */
+    if (cfg->hosts_text && !cfg->root_in_place && !config_mounts_on(cfg, "etc/hosts")) {
+        struct nsbox_mount_op *f = PUSH(NSBOX_MOP_BIND_TEXT, "etc/hosts");
+        if (set_src(plan, f, cfg->hosts_text, e) < 0)
+            return -1;
+        f->target_in_image = true;
+        f->optional = cfg->hosts_optional;
+        f->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+    }
+    if (!cfg->root_in_place && plan_scratch(cfg, plan, e) < 0)
+        return -1;
     if (cfg->mounts)
         return plan_config_mounts(cfg, plan, e);
     if (plan_dev(cfg, plan, e) < 0 || plan_dev_seal(plan, e) < 0 || plan_proc(plan, e) < 0)
@@ -637,7 +652,7 @@ int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_p
         return nsbox_err_sys(e, "rootfs: make / a slave");
     /* The image's idmapped copy over its own directory, in this namespace only: the entries
      * below are cloned from it, and keep its idmap. */
-    if (image_fd >= 0) {
+    if (image_fd >= 0 && !plan->root_in_place) {
         /* made private first: a clone the launcher took in the host's namespace is a peer of
          * the host's mount, and what is bound from it would be too */
         int r = sys->mount_propagation_fd(image_fd, 1, MS_PRIVATE);
@@ -669,11 +684,25 @@ int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_p
         if (fds[i] < 0)
             return -1;
     }
-    /* Owned by appuser: phase 2 creates the skeleton as appuser (a mapped id). The root
-     * is made read-only once populated. */
-    if (sys->mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV,
-                   "mode=0755,size=1m,uid=1000,gid=1000") < 0)
-        return nsbox_err_sys(e, "rootfs: tmpfs root on %s", staging);
+    if (ws_fd >= 0) /* no workspace in the plan (an in-place root) */
+        sys->close(ws_fd);
+    if (plan->root_in_place) {
+        /* the image's idmapped bind is the root itself; private, as pivot_root wants it: a
+         * clone of a shared mount (an engine's overlay root) is shared with it */
+        int r = image_fd < 0 ? (errno = EBADF, -1) : sys->move_mount_to(image_fd, staging);
+        if (image_fd >= 0)
+            sys->close(image_fd);
+        if (r == 0)
+            r = sys->mount(NULL, staging, NULL, MS_REC | MS_PRIVATE, NULL);
+        if (r < 0)
+            return nsbox_err_sys(e, "rootfs: the image's root on %s", staging);
+    } else {
+        /* Owned by appuser: phase 2 creates the skeleton as appuser (a mapped id). The root
+         * is made read-only once populated. */
+        if (sys->mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV,
+                       "mode=0755,size=1m,uid=1000,gid=1000") < 0)
+            return nsbox_err_sys(e, "rootfs: tmpfs root on %s", staging);
+    }
     *rootfd = open(staging, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (*rootfd < 0)
         return nsbox_err_sys(e, "rootfs: open %s", staging);
@@ -746,43 +775,47 @@ static int bind_text(const struct nsbox_sys *sys, const struct nsbox_mount_op *o
 }
 
 /* The propagation a config asks for on a filesystem it mounts (a new one: no host mount is its
- * master). */
+ * master), at dst (as apply_op's). */
 static int fs_propagation(const struct nsbox_sys *sys, const struct nsbox_mount_op *o,
-                          struct nsbox_err *e)
+                          const char *dst, struct nsbox_err *e)
 {
+    bool fs = o->op == NSBOX_MOP_TMPFS || o->op == NSBOX_MOP_PROC ||
+              o->op == NSBOX_MOP_DEVPTS || o->op == NSBOX_MOP_FS;
+    if (!fs || o->propagation.kind == NSBOX_PROP_NONE)
+        return 0;
     unsigned long steps[2];
     size_t n = nsbox_propagation_steps(&o->propagation, false, false, steps);
     for (size_t i = 0; i < n; i++)
-        if (sys->mount(NULL, o->target, NULL, steps[i], NULL) < 0 && !o->optional)
+        if (sys->mount(NULL, dst, NULL, steps[i], NULL) < 0 && !o->optional)
             return nsbox_err_sys(e, "rootfs: set the propagation of /%s", o->target);
     return 0;
 }
 
-/* Targets are relative: the working directory is the new root. */
-static int apply_op(const struct nsbox_sys *sys, const struct nsbox_mount_op *o, int *fd,
-                    struct nsbox_err *e)
+/* dst is the target relative to the working directory, the new root, or the /proc/self/fd path
+ * of its descriptor (apply_in_root); null, dev/null's. Messages name o->target. */
+static int apply_op(const struct nsbox_sys *sys, const struct nsbox_mount_op *o, const char *dst,
+                    const char *null, int *fd, struct nsbox_err *e)
 {
-    const char *dst = o->target;
     switch (o->op) {
     case NSBOX_MOP_MKDIR:
         if (sys->mkdir(dst, o->mode) < 0 && errno != EEXIST)
-            return nsbox_err_sys(e, "rootfs: mkdir /%s", dst);
+            return nsbox_err_sys(e, "rootfs: mkdir /%s", o->target);
         return 0;
     case NSBOX_MOP_SYMLINK:
         if (sys->symlink(o->src, dst) < 0)
-            return nsbox_err_sys(e, "rootfs: symlink /%s", dst);
+            return nsbox_err_sys(e, "rootfs: symlink /%s", o->target);
         return 0;
     case NSBOX_MOP_FILE:
         if (sys->create_file(dst, o->mode) < 0)
-            return nsbox_err_sys(e, "rootfs: create /%s", dst);
+            return nsbox_err_sys(e, "rootfs: create /%s", o->target);
         return 0;
     case NSBOX_MOP_WRITE:
         if (sys->write_file(dst, o->data, strlen(o->data), o->mode ? o->mode : 0644) < 0)
-            return nsbox_err_sys(e, "rootfs: write /%s", dst);
+            return nsbox_err_sys(e, "rootfs: write /%s", o->target);
         return 0;
     case NSBOX_MOP_TMPFS:
         if (sys->mount(o->src[0] ? o->src : "tmpfs", dst, "tmpfs", o->flags, o->data) < 0)
-            return nsbox_err_sys(e, "rootfs: tmpfs on /%s", dst);
+            return nsbox_err_sys(e, "rootfs: tmpfs on /%s", o->target);
         return 0;
     case NSBOX_MOP_BIND:
     case NSBOX_MOP_BIND_DEV:
@@ -801,12 +834,12 @@ static int apply_op(const struct nsbox_sys *sys, const struct nsbox_mount_op *o,
     case NSBOX_MOP_FS:
         if (sys->mount(o->src, dst, o->fstype, o->flags, o->data[0] ? o->data : NULL) < 0 &&
             !o->optional)
-            return nsbox_err_sys(e, "rootfs: mount %s on /%s", o->fstype, dst);
+            return nsbox_err_sys(e, "rootfs: mount %s on /%s", o->fstype, o->target);
         return 0;
     case NSBOX_MOP_MASK_FILE:
         /* dev/null here is the sandbox's own bind of the host's /dev/null, mounted above. */
-        if (sys->mount("dev/null", dst, NULL, MS_BIND, NULL) < 0 && errno != ENOENT)
-            return nsbox_err_sys(e, "rootfs: mask /%s", dst);
+        if (sys->mount(null, dst, NULL, MS_BIND, NULL) < 0 && errno != ENOENT)
+            return nsbox_err_sys(e, "rootfs: mask /%s", o->target);
         return 0;
     case NSBOX_MOP_MASK:
         /* a directory takes an empty read-only tmpfs; anything else (ENOTDIR) /dev/null */
@@ -815,33 +848,88 @@ static int apply_op(const struct nsbox_sys *sys, const struct nsbox_mount_op *o,
             errno == ENOENT)
             return 0;
         if (errno == ENOTDIR &&
-            (sys->mount("dev/null", dst, NULL, MS_BIND, NULL) == 0 || errno == ENOENT))
+            (sys->mount(null, dst, NULL, MS_BIND, NULL) == 0 || errno == ENOENT))
             return 0;
-        return nsbox_err_sys(e, "rootfs: mask /%s", dst);
+        return nsbox_err_sys(e, "rootfs: mask /%s", o->target);
     case NSBOX_MOP_MASK_DIR:
         if (sys->mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                        "size=0,nr_inodes=1") < 0 &&
             errno != ENOENT)
-            return nsbox_err_sys(e, "rootfs: mask /%s", dst);
+            return nsbox_err_sys(e, "rootfs: mask /%s", o->target);
         return 0;
     case NSBOX_MOP_READONLY: {
         int rfd = sys->open_tree(AT_FDCWD, dst, o->recursive ? AT_RECURSIVE : 0);
         if (rfd < 0)
-            return errno == ENOENT ? 0 : nsbox_err_sys(e, "rootfs: read-only /%s", dst);
+            return errno == ENOENT ? 0 : nsbox_err_sys(e, "rootfs: read-only /%s", o->target);
         int r = sys->mount_setattr_fd(rfd, o->recursive, o->attr, 0);
         if (r == 0)
             r = sys->move_mount_to(rfd, dst);
         if (r < 0)
-            nsbox_err_sys(e, "rootfs: read-only /%s", dst);
+            nsbox_err_sys(e, "rootfs: read-only /%s", o->target);
         sys->close(rfd);
         return r;
     }
     case NSBOX_MOP_SETATTR:
         if (sys->mount_setattr_path(dst, o->recursive, o->attr, 0) < 0)
-            return nsbox_err_sys(e, "rootfs: set attributes of /%s", dst);
+            return nsbox_err_sys(e, "rootfs: set attributes of /%s", o->target);
         return 0;
     }
     return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "rootfs: unknown operation %d", (int)o->op);
+}
+
+/* An in-place root's operation (mounts.h, root_in_place): its target is resolved in the root
+ * with no symlink and no `..` (safepath), a missing mount point made there on the way, and the
+ * operation acts on the descriptor through /proc/self/fd, where the kernel follows no path
+ * again. A mask, a read-only path and new attributes need their target to exist: an optional
+ * one that does not, or cannot be resolved so, is left alone. */
+static int apply_in_root(const struct nsbox_sys *sys, const struct nsbox_mount_op *o,
+                         struct nsbox_err *e)
+{
+    bool existing = o->op == NSBOX_MOP_MASK || o->op == NSBOX_MOP_MASK_FILE ||
+                    o->op == NSBOX_MOP_MASK_DIR || o->op == NSBOX_MOP_READONLY ||
+                    o->op == NSBOX_MOP_SETATTR;
+    struct nsbox_err oe, *te = o->optional ? &oe : e;
+    char leaf[NAME_MAX + 1], dst[NAME_MAX + 64], null[64];
+    cleanup_close int here = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (here < 0)
+        return nsbox_err_sys(e, "rootfs: open the root");
+    cleanup_close int tfd = -1, nfd = -1;
+    if (o->op == NSBOX_MOP_SYMLINK)
+        tfd = nsbox_sp_open_parent(here, o->target, NSBOX_SP_NOFOLLOW_ANY, leaf, sizeof leaf, e);
+    else if (existing)
+        tfd = nsbox_sp_open(here, o->target, O_PATH, 0, NSBOX_SP_NOFOLLOW_ANY, te);
+    else
+        tfd = nsbox_sp_mount_target(here, o->target, o->target_dir, te);
+    /* as apply_op, a mask or read-only path that does not exist is no error */
+    if (tfd < 0 && existing && o->op != NSBOX_MOP_SETATTR && te->sys_errno == ENOENT)
+        return 0;
+    if (tfd < 0)
+        return o->optional ? 0 : nsbox_err_wrap(e, "root");
+    if (o->op == NSBOX_MOP_MKDIR || o->op == NSBOX_MOP_FILE)
+        return 0; /* the resolution made it */
+    if (o->op == NSBOX_MOP_SYMLINK)
+        snprintf(dst, sizeof dst, "/proc/self/fd/%d/%s", tfd, leaf);
+    else
+        snprintf(dst, sizeof dst, "/proc/self/fd/%d", tfd);
+    /* a mask's /dev/null: the sandbox's own node, but resolved as any target is */
+    if (o->op == NSBOX_MOP_MASK || o->op == NSBOX_MOP_MASK_FILE) {
+        nfd = nsbox_sp_open(here, "dev/null", O_PATH, 0, NSBOX_SP_NOFOLLOW_ANY, e);
+        if (nfd < 0)
+            return nsbox_err_wrap(e, "rootfs: mask /%s", o->target);
+    }
+    snprintf(null, sizeof null, "/proc/self/fd/%d", nfd);
+    if (o->op != NSBOX_MOP_READONLY)
+        return apply_op(sys, o, dst, null, NULL, e) < 0 ? -1 : fs_propagation(sys, o, dst, e);
+    /* move_mount follows no symlink at its target, not even /proc's: onto the descriptor */
+    int rfd = sys->open_tree(tfd, "", AT_EMPTY_PATH | (o->recursive ? AT_RECURSIVE : 0));
+    int r = rfd < 0 ? -1 : sys->mount_setattr_fd(rfd, o->recursive, o->attr, 0);
+    if (r == 0)
+        r = sys->move_mount_to_fd(rfd, tfd);
+    if (r < 0)
+        nsbox_err_sys(e, "rootfs: read-only /%s", o->target);
+    if (rfd >= 0)
+        sys->close(rfd);
+    return r;
 }
 
 int nsbox_rootfs_enter(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
@@ -851,10 +939,14 @@ int nsbox_rootfs_enter(const struct nsbox_sys *sys, const struct nsbox_mount_pla
         return nsbox_err_sys(e, "rootfs: enter the new root");
     for (size_t i = 0; i < plan->n; i++) {
         const struct nsbox_mount_op *o = &plan->ops[i];
-        bool fs = o->op == NSBOX_MOP_TMPFS || o->op == NSBOX_MOP_PROC ||
-                  o->op == NSBOX_MOP_DEVPTS || o->op == NSBOX_MOP_FS;
-        if (apply_op(sys, o, &fds[i], e) < 0 ||
-            (fs && o->propagation.kind != NSBOX_PROP_NONE && fs_propagation(sys, o, e) < 0))
+        /* binds resolve a target in the image themselves (attach) */
+        bool in_root = o->target_in_image && o->op != NSBOX_MOP_BIND &&
+                       o->op != NSBOX_MOP_BIND_DEV && o->op != NSBOX_MOP_BIND_TEXT;
+        int r = in_root ? apply_in_root(sys, o, e)
+                        : apply_op(sys, o, o->target, "dev/null", &fds[i], e);
+        if (r == 0 && !in_root)
+            r = fs_propagation(sys, o, o->target, e);
+        if (r < 0)
             return -1;
     }
     /* pivot_root(".", ".") stacks the old root on top of the new one; detaching it leaves the
@@ -865,6 +957,8 @@ int nsbox_rootfs_enter(const struct nsbox_sys *sys, const struct nsbox_mount_pla
         return nsbox_err_sys(e, "rootfs: detach old root");
     if (chdir("/") < 0)
         return nsbox_err_sys(e, "rootfs: chdir /");
+    if (plan->root_in_place)
+        return 0; /* writable: its idmapped bind keeps nosuid and nodev */
     if (sys->mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
                    NULL) < 0)
         return nsbox_err_sys(e, "rootfs: make / read-only");

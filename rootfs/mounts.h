@@ -7,7 +7,10 @@
  * device nodes) is a file or directory that nsbox just created on its own tmpfs. No mount target
  * ever lies inside an image, so a hostile image cannot redirect a mount with a symlink
  * (CVE-2021-30465, CVE-2025-31133 family); image entries are opened with AT_SYMLINK_NOFOLLOW and
- * a symlink at an image's top level is recreated as a symlink, resolved later inside the root. */
+ * a symlink at an image's top level is recreated as a symlink, resolved later inside the root.
+ * The one exception is nsbox-oci's writable root (root_in_place below): the bundle's root is the
+ * root, so its targets lie in it, and each is resolved with no symlink and no `..`
+ * (nsbox_sp_mount_target) and acted on through its descriptor. */
 #ifndef NSBOX_MOUNTS_H
 #define NSBOX_MOUNTS_H
 
@@ -52,7 +55,8 @@ struct nsbox_mount_op {
                               whose pages every sandbox creation would touch */
     bool src_in_image;     /* src is an entry name inside the image root (opened NOFOLLOW) */
     bool src_is_fd;        /* BIND of a detached mount the launcher made (src: its name) */
-    bool target_in_image;  /* target lies inside an image bind: resolved with no symlinks */
+    bool target_in_image;  /* target lies inside an image bind (or the in-place root): resolved
+                              with no symlinks, and made there when it is a missing mount point */
     bool target_dir;       /* target_in_image: a directory (the bind of one), else a file */
     bool recursive;
     bool optional;         /* target_in_image that cannot be mounted on safely: skipped */
@@ -106,14 +110,23 @@ struct nsbox_rootfs_cfg {
     const struct nsbox_rootfs_mount *mounts;
     size_t n_mounts;
     /* ...and its maskedPaths and readonlyPaths (absolute), on the filesystems nsbox or the
-     * config mounts; those inside the image are left as the image has them (read-only) */
+     * config mounts; those inside the image are left as the image has them (read-only), but
+     * for an in-place root (below) */
     const char *const *masked;
     size_t n_masked;
     const char *const *readonly;
     size_t n_readonly;
+    /* nsbox-oci's writable root (root.readonly false): the image root itself, seen through an
+     * idmapped bind (image_fd of nsbox_rootfs_prepare), is the new root instead of nsbox's
+     * tmpfs: nothing is bound from it entry by entry, nsbox's /workspace, /tmp, /run and
+     * /etc/hosts are left out (the root is the bundle's, as under runc), and every operation's
+     * target is resolved in it with no symlink (target_in_image), so that a bundle cannot move
+     * a mount; the masked and read-only paths inside it are done too. */
+    bool root_in_place;
 };
 
 struct nsbox_mount_plan {
+    bool root_in_place; /* the cfg's: the image root is the new root (above) */
     size_t n;
     struct nsbox_mount_op ops[NSBOX_MOUNT_OPS_MAX];
     size_t strs_used;
@@ -142,17 +155,19 @@ int nsbox_rootfs_scan_image(struct nsbox_rootfs_cfg *cfg, struct nsbox_err *e);
  * a path instead, and cloned so when it is attached),
  * then mount the new root's tmpfs on staging (a host directory: the sandbox's state directory,
  * hidden by it in this mount namespace only; sources below it are cloned before). fds[] gets
- * one entry per plan op (-1 where unused); *rootfd an fd of the new root. Sources are looked up here, in the
- * child's own mount namespace: open_tree refuses to clone a mount that belongs to another one,
- * so descriptors opened by the parent cannot be used. The exception is ws_fd, a detached mount
- * (fsmount) of the EXT4 workspace: it belongs to no namespace and is moved, not cloned; the
- * op with src_is_fd takes it over. image_fd (or -1), a detached idmapped copy of the image root
- * (an OCI image's owners, sandbox/userns.h), is moved over image_root once the namespace is
- * private, so that every image entry is cloned from it.
+ * one entry per plan op (-1 where unused); *rootfd an fd of the new root. Sources are looked up
+ * here, in the child's own mount namespace: open_tree refuses to clone a mount that belongs to
+ * another one, so descriptors opened by the parent cannot be used. The exception is ws_fd, a
+ * detached mount (fsmount) of the EXT4 workspace: it belongs to no namespace and is moved, not
+ * cloned; the op with src_is_fd takes it over. image_fd (or -1), a detached idmapped copy of the
+ * image root (an OCI image's owners, sandbox/userns.h), is moved over image_root once the namespace
+ * is private, so that every image entry is cloned from it; with plan->root_in_place it is moved
+ * onto staging instead of the tmpfs, and is the new root itself.
  *
  * Phase 2 (as appuser, the sandbox's user, so that files created on the new tmpfs have an
  * owner): populate the tree relative to rootfd, attach the clones, pivot_root into it, detach
- * the old root and make the root read-only. No host path is looked up in this phase. */
+ * the old root and make the root read-only (an in-place root keeps the attributes of its
+ * idmapped bind). No host path is looked up in this phase. */
 int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
                          const char *staging, const char *image_root, int image_fd, int ws_fd,
                          int *fds, int *rootfd, struct nsbox_err *e);

@@ -524,6 +524,12 @@ static int sp_open_raw(int rootfd, const char *path, int flags, mode_t mode, uns
      * walker resolves `..` without the kernel and is not disturbed by unrelated renames. */
     if (fd == -EAGAIN && atomic_load(&sp_backend) == NSBOX_SP_BACKEND_AUTO)
         fd = sp_walk_open(rootfd, path, flags, mode, how);
+    /* A seccomp filter loaded since the probe (nsbox's own, in a sandbox's init that resolved
+     * its root's mount targets before it) refuses openat2 with ENOSYS: the walker from now on. */
+    if (fd == -ENOSYS && atomic_load(&sp_backend) == NSBOX_SP_BACKEND_AUTO) {
+        atomic_store(&sp_openat2_state, -1);
+        fd = sp_walk_open(rootfd, path, flags, mode, how);
+    }
     return fd;
 }
 

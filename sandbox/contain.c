@@ -316,9 +316,7 @@ static int start_barrier(struct nsbox_launch *L, struct nsbox_err *e)
     while (n < 0 && errno == EINTR);
     if (n != 1 || c != 's')
         return nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "deleted before its start");
-    close(L->start_fd);
-    L->start_fd = -1;
-    return 0;
+    return 0; /* start_fd says 'x' once the workload has exec'd */
 }
 
 /* ---- the workload -------------------------------------------------------------------------- */
@@ -326,7 +324,7 @@ static int start_barrier(struct nsbox_launch *L, struct nsbox_err *e)
 /* Forked from an init that is already contained (rlimits, no capabilities, no_new_privs,
  * seccomp: init_harden), so the workload inherits all of it and loads no filter of its own; what
  * is left is per process: signals, descriptors, session, working directory. */
-__attribute__((noreturn)) static void workload_exec(struct nsbox_launch *L)
+__attribute__((noreturn)) static void workload_exec(struct nsbox_launch *L, int exec_wr)
 {
     struct nsbox_err e = {0};
     nsbox_reset_signals(); /* a caller's ignored SIGPIPE/SIGINT must not reach the command */
@@ -335,8 +333,9 @@ __attribute__((noreturn)) static void workload_exec(struct nsbox_launch *L)
             nsbox_err_sys(&e, "console");
             report_and_exit(L, 125, &e);
         }
-    /* all but the report pipe (close-on-exec), also what nsbox's caller leaked to us */
-    nsbox_close_fds_except(L->report_wr);
+    /* all but the report pipe and exec_wr (close-on-exec), also what nsbox's caller leaked */
+    int keep[] = {L->report_wr, exec_wr};
+    nsbox_close_fds_keep(keep, exec_wr >= 0 ? 2 : 1);
     if (new_session(&e) < 0)
         report_and_exit(L, 125, &e);
     /* the console is the controlling terminal (job control, ^C); TIOCSTI stays denied */
@@ -371,13 +370,14 @@ static int init_harden(struct nsbox_launch *L, struct nsbox_err *e)
          * then, never past it. */
         const uint64_t extra = (UINT64_C(1) << CAP_SYS_ADMIN) | (UINT64_C(1) << CAP_SETPCAP);
         if (set_config_caps(L, extra, e) < 0 || (L->no_new_privs && no_new_privs(e) < 0) ||
-            nsbox_seccomp_load(&L->seccomp, e) < 0)
+            nsbox_seccomp_load(&L->seccomp, e) < 0 ||
+            (L->seccomp_root.len && nsbox_seccomp_load(&L->seccomp_root, e) < 0))
             return -1;
         return set_config_caps(L, 0, e);
     }
-    if (drop_capabilities(e) < 0 || no_new_privs(e) < 0)
+    if (drop_capabilities(e) < 0 || no_new_privs(e) < 0 || nsbox_seccomp_load(&L->seccomp, e) < 0)
         return -1;
-    return nsbox_seccomp_load(&L->seccomp, e);
+    return L->seccomp_root.len ? nsbox_seccomp_load(&L->seccomp_root, e) : 0;
 }
 
 __attribute__((noreturn)) static void init_reap(pid_t workload)
@@ -460,13 +460,34 @@ void nsbox_contain_child_main(struct nsbox_launch *L)
         if (start_barrier(L, &e) < 0)
             report_and_exit(L, 125, &e);
     }
+    /* nsbox-oci: init relays the signals `kill` sends it, and lets `start` return, only once
+     * the workload has exec'd (the pipe's end of file): relayed earlier, a signal would end the
+     * forked child before it runs the program, whose handlers it was meant for. */
+    int exec_pipe[2] = {-1, -1};
+    if (L->sibling && pipe2(exec_pipe, O_CLOEXEC) < 0) {
+        nsbox_err_sys(&e, "pipe");
+        report_and_exit(L, 125, &e);
+    }
     pid_t workload = fork();
     if (workload < 0) {
         nsbox_err_sys(&e, "fork");
         report_and_exit(L, 125, &e);
     }
     if (workload == 0)
-        workload_exec(L); /* close fds, setsid, cwd, exec */
+        workload_exec(L, exec_pipe[1]); /* close fds, setsid, cwd, exec */
+    if (exec_pipe[0] >= 0) {
+        close(exec_pipe[1]);
+        char c;
+        while (read(exec_pipe[0], &c, 1) < 0 && errno == EINTR) {
+        }
+        close(exec_pipe[0]);
+    }
+    if (L->start_fd >= 0) {
+        ssize_t w = write(L->start_fd, "x", 1); /* the launcher tells `start` (docs/oci.md) */
+        (void)w;
+        close(L->start_fd);
+        L->start_fd = -1;
+    }
 
     /* The workload has its own copy of the command line now (it was forked); init's may go. */
     wipe_cmdline();

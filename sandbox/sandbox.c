@@ -155,6 +155,19 @@ static bool oci_owned(const struct nsbox_image *img)
            sb.st_uid == NSBOX_IMAGE_ID_BASE && sb.st_gid == NSBOX_IMAGE_ID_BASE;
 }
 
+/* The filter stacked over the default one with a writable root (policy/seccomp-root.json):
+ * what the container's root writes there is host root's, file capabilities included. */
+static int root_filter(struct sock_fprog *prog, struct nsbox_err *e)
+{
+    struct nsbox_seccomp_profile prof;
+    const char *json = nsbox_seccomp_root_json();
+    if (nsbox_seccomp_profile_parse(json, strlen(json), &prof, e) < 0)
+        return -1;
+    int r = nsbox_seccomp_compile(&prof, prog, e);
+    nsbox_seccomp_profile_free(&prof);
+    return r;
+}
+
 /* Everything after the state directory; the ext4 workspace is being made meanwhile. */
 static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, char *const argv[],
                         const char *cwd, const struct nsbox_image *img,
@@ -181,9 +194,24 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
             return -1;
         premounted = c->st.ws_idmapped = r == 0;
     }
+    if (c->root_writable) {
+        int r = 1;
+        if (c->st.privileged)
+            r = nsbox_userns_root_tree(img->root, nsbox_idmap_slot_base(c->st.slot), &c->L.image_fd,
+                                       &c->root_why);
+        else
+            nsbox_err_set(&c->root_why, NSBOX_E_UNSUPPORTED, EPERM,
+                          "an idmapped mount needs root, and nsbox-oci runs as uid %u",
+                          (unsigned)getuid());
+        if (r < 0) {
+            *e = c->root_why;
+            return nsbox_err_wrap(e, "root.path");
+        }
+        c->root_writable = r == 0;
+    }
     /* An OCI image whose files keep their owners (NSBOX_IMAGE_ID_BASE + N, made so by a root
      * import) is seen through an idmapped mount: its ids N are this sandbox's ids N. */
-    if (c->st.privileged && oci_owned(img) &&
+    if (c->L.image_fd < 0 && c->st.privileged && oci_owned(img) &&
         nsbox_userns_image_tree(img, nsbox_idmap_slot_base(c->st.slot), &c->L.image_fd, e) < 0)
         return -1;
     /* an image made of layers without idmapped mounts: their plain overlay (owners as nobody) */
@@ -223,7 +251,9 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     cfg->n_masked = c->n_masked;
     cfg->readonly = c->readonly;
     cfg->n_readonly = c->n_readonly;
-    if (nsbox_rootfs_scan_image(cfg, e) < 0 || nsbox_mount_plan_build(cfg, c->plan, e) < 0)
+    cfg->root_in_place = c->root_writable;
+    if ((!cfg->root_in_place && nsbox_rootfs_scan_image(cfg, e) < 0) ||
+        nsbox_mount_plan_build(cfg, c->plan, e) < 0)
         return -1;
     snprintf(c->L.image_root, sizeof c->L.image_root, "%s", img->root);
 
@@ -232,6 +262,8 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
         return -1;
     snprintf(cache, sizeof cache, "%s/cache", data);
     if (nsbox_seccomp_default_prog(cache, &c->L.seccomp, e) < 0)
+        return nsbox_err_wrap(e, "seccomp");
+    if (c->root_writable && root_filter(&c->L.seccomp_root, e) < 0)
         return nsbox_err_wrap(e, "seccomp");
 
     if (c->cg_place) {
@@ -275,8 +307,10 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
     if (!dir_given && nsbox_ws_load_config(&wcfg, e) < 0)
         return -1;
     char why[256] = "";
-    bool ext4 = !dir_given && wcfg.fs != NSBOX_WS_FS_TMPFS && nsbox_ws_ext4_usable(why, sizeof why);
-    int kind = nsbox_ws_choose(dir_given, wcfg.fs, ext4);
+    /* a writable root has no /workspace (mounts.h, root_in_place): none is made for it */
+    enum nsbox_ws_fs fs = c->root_writable ? NSBOX_WS_FS_TMPFS : wcfg.fs;
+    bool ext4 = !dir_given && fs != NSBOX_WS_FS_TMPFS && nsbox_ws_ext4_usable(why, sizeof why);
+    int kind = nsbox_ws_choose(dir_given, fs, ext4);
     if (kind < 0)
         return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENODEV,
                              "workspace: the config asks for ext4 workspaces (workspace.fs), but "
@@ -496,6 +530,7 @@ int nsbox_sandbox_destroy(struct nsbox_sandbox *c, struct nsbox_err *e)
     nsbox_closep(&c->L.ws_fd);
     nsbox_closep(&c->L.image_fd);
     nsbox_seccomp_prog_free(&c->L.seccomp);
+    nsbox_seccomp_prog_free(&c->L.seccomp_root);
     nsbox_sandbox_free_plan(c);
     free(c->envp);
     c->envp = NULL;

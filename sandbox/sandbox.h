@@ -33,6 +33,12 @@ struct nsbox_sandbox {
     /* nsbox-oci: the bundle's cgroupsPath and limits (nsbox_cgroup_create_at); NULL: nsbox
      * places the cgroup and applies the spec's limits */
     const struct nsbox_cgroup_place *cg_place;
+    /* nsbox-oci: the bundle's root itself as the root, writable (root.readonly false; the
+     * mount plan's root_in_place), through an idmapped bind. nsbox_sandbox_prepare clears it
+     * where the kernel refuses that bind, and root_why says why: the root is then the image
+     * seen read-only, as for root.readonly true. */
+    bool root_writable;
+    struct nsbox_err root_why;
 };
 
 void nsbox_sandbox_init(struct nsbox_sandbox *sb);

@@ -222,35 +222,49 @@ static int layered_tree(const struct nsbox_image *img, uint32_t slot_base, int *
     return nsbox_oci_overlay_image(dir, nsfd, mount_fd, e);
 }
 
+/* A detached copy of the tree at root, idmapped by line (on-disk id line.inside is the
+ * sandbox's host id line.outside) with attr set on it from the start. 1 (and e says why) when
+ * the filesystem or kernel has no idmapped mounts. */
+static int idmapped_tree(const char *root, struct nsbox_idmap line, uint64_t attr, int *mount_fd,
+                         struct nsbox_err *e)
+{
+    cleanup_close int fd = (int)syscall(SYS_open_tree, AT_FDCWD, root,
+                                        AT_RECURSIVE | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (fd < 0)
+        return nsbox_err_sys(e, "%s", root);
+    cleanup_close int nsfd = nsbox_userns_fd(&line, &line, 1, e);
+    if (nsfd < 0)
+        return nsbox_err_wrap(e, "%s", root);
+    struct mount_attr ma = {.attr_set = MOUNT_ATTR_IDMAP | attr, .userns_fd = (uint64_t)nsfd};
+    if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof ma) < 0) {
+        int r = errno == EINVAL || errno == EOPNOTSUPP || errno == ENOSYS || errno == EPERM;
+        nsbox_err_sys(e, "%s: idmapped mount", root);
+        return r ? 1 : -1;
+    }
+    *mount_fd = fd;
+    fd = -1;
+    return 0;
+}
+
 int nsbox_userns_image_tree(const struct nsbox_image *img, uint32_t slot_base, int *mount_fd,
                             struct nsbox_err *e)
 {
     *mount_fd = -1;
     if (img->mount_fd >= 0)
         return layered_tree(img, slot_base, mount_fd, e);
-    const char *root = img->root;
-    cleanup_close int fd = (int)syscall(SYS_open_tree, AT_FDCWD, root,
-                                        AT_RECURSIVE | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-    if (fd < 0)
-        return nsbox_err_sys(e, "image %s", root);
-    struct nsbox_idmap line = nsbox_idmap_image_line(slot_base);
-    cleanup_close int nsfd = nsbox_userns_fd(&line, &line, 1, e);
-    if (nsfd < 0)
-        return nsbox_err_wrap(e, "image %s", root);
     /* read-only and without set-id or devices from the start: the entries bound from it keep
      * these, and add their own */
-    struct mount_attr attr = {
-        .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-                    MOUNT_ATTR_NODEV,
-        .userns_fd = (uint64_t)nsfd,
-    };
-    if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) <
-        0) {
-        if (errno == EINVAL || errno == EOPNOTSUPP || errno == ENOSYS || errno == EPERM)
-            return 1; /* no idmapped mounts here: plain binds, the owners show as nobody */
-        return nsbox_err_sys(e, "image %s: idmapped mount", root);
-    }
-    *mount_fd = fd;
-    fd = -1;
-    return 0;
+    struct nsbox_err fe;
+    int r = idmapped_tree(img->root, nsbox_idmap_image_line(slot_base),
+                          MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, mount_fd, &fe);
+    if (r < 0)
+        *e = fe;
+    return r < 0 ? nsbox_err_wrap(e, "image") : r;
+}
+
+int nsbox_userns_root_tree(const char *root, uint32_t slot_base, int *mount_fd, struct nsbox_err *e)
+{
+    *mount_fd = -1;
+    struct nsbox_idmap line = {0, slot_base, NSBOX_ID_COUNT};
+    return idmapped_tree(root, line, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, mount_fd, e);
 }

@@ -91,6 +91,17 @@ class Docker(unittest.TestCase):
         r = self.run_nsbox("sh", "-c", "exit 3")
         self.assertEqual(r.returncode, 3, r.stderr)
 
+    def test_root_is_writable(self):
+        # docker's default, root.readonly false: the container's root is the one docker made
+        # (the test's dockerd uses the vfs driver: a directory), through an idmapped mount,
+        # written in place
+        r = self.run_nsbox("sh", "-c", "echo x > /made && cat /made &&"
+                           " awk '$5 == \"/\"' /proc/self/mountinfo")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        made, _, root = r.stdout.partition("\n")
+        self.assertEqual(made, "x")
+        self.assertIn("idmapped", root)
+
     def test_volumes(self):
         # -v of a directory and of a file, also below one of the image's own directories
         # (/etc), where nsbox-oci binds onto the image (docs/oci.md, Mounts)

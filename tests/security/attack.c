@@ -59,6 +59,7 @@
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -652,6 +653,24 @@ static void probe_setid(void)
     report_setid("mknod_regular_setuid", f, now(mknod(f, S_IFREG | 04755, 0)));
     report_setid("mknodat_regular_setgid", f,
                  now(syscall(SYS_mknodat, AT_FDCWD, f, S_IFREG | 02755, 0)));
+    /* O_TMPFILE takes the mode too: an unnamed set-id file, linked in afterwards. */
+    unlink(f);
+    struct outcome t = now(syscall(SYS_openat, AT_FDCWD, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC,
+                                   04755));
+    if (t.ret >= 0) {
+        char p[64];
+        snprintf(p, sizeof p, "/proc/self/fd/%ld", t.ret);
+        linkat(AT_FDCWD, p, AT_FDCWD, f, AT_SYMLINK_FOLLOW);
+        close((int)t.ret);
+    }
+    report_setid("openat_tmpfile_setuid", f, t);
+    /* Without O_CREAT or O_TMPFILE the mode is unused, and some libcs leave whatever their
+     * register held there (the static busybox of runtime-tools' root): such an open works. */
+    long r = syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC, 04755 | 02000);
+    emit("openat_plain_mode_ignored", r >= 0, "%s",
+         r >= 0 ? "opened: the set-id bits of an unused mode are not looked at"
+                : "a plain open was refused for the set-id bits of its unused mode");
+    if (r >= 0) close((int)r);
     /* openat2 keeps its mode in memory that seccomp cannot read: refused whole (ENOSYS). */
     struct {
         unsigned long long flags, mode, resolve;
@@ -862,8 +881,32 @@ static int mkfiles_main(int argc, char **argv)
     return write(1, line, (size_t)l) < 0;
 }
 
+/* `attack xattr FILE`: write a user attribute and a file capability (CAP_NET_RAW, effective)
+ * on FILE; one line each: the name and "written" or the errno's name. */
+static int xattr_main(int argc, char **argv)
+{
+    if (argc != 3) return 2;
+    struct {
+        uint32_t magic_etc;
+        struct {
+            uint32_t permitted, inheritable;
+        } data[2];
+    } cap = {VFS_CAP_REVISION_2 | VFS_CAP_FLAGS_EFFECTIVE, {{1u << CAP_NET_RAW, 0}, {0, 0}}};
+    const struct {
+        const char *name;
+        const void *value;
+        size_t len;
+    } attrs[] = {{"user.nsbox", "x", 1}, {"security.capability", &cap, sizeof cap}};
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+        int r = setxattr(argv[2], attrs[i].name, attrs[i].value, attrs[i].len, 0);
+        printf("%s %s\n", attrs[i].name, r == 0 ? "written" : ename(errno));
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "xattr")) return xattr_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "inspect")) return inspect_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "mkfiles")) return mkfiles_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "int80")) return int80_main();

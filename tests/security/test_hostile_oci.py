@@ -2,9 +2,13 @@
 A layer is a tar an attacker wrote: its entries must never create, replace or link a file
 outside the image's own root, whatever their names ("../", absolute) or the symlinks earlier
 entries made; device nodes and setuid bits never reach the store. Each attempt targets a file
-of the test's own outside the store and checks it afterwards. A bundle's mounts must never reach
-the host's mount namespace: a mount made inside a container, on a bind that asks for shared
-propagation of a host directory that is shared, does not appear on the host."""
+of the test's own outside the store and checks it afterwards.
+
+A bundle's mounts must never reach the host's mount namespace: a mount made inside a container,
+on a bind that asks for shared propagation of a host directory that is shared, does not appear
+on the host. And for nsbox-oci's writable root (root.readonly false: the bundle's root is the
+container's root, its mount points made in it): a bundle whose entries are symlinks pointing out
+of it must not move a mount or make a mount point outside it."""
 import io
 import os
 import shutil
@@ -160,6 +164,91 @@ class HostileLayers(unittest.TestCase):
             self.assertEqual([n for n in os.listdir(images) if not n.startswith(".lock-")
                               and n not in (".refs", ".layers")], [])
             self.assertEqual(oci_images.stored_layers(self.dirs.data), [])
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class HostileBundleRoot(BundleCase):
+    """Each bundle plants a symlink to a directory of the test's own outside the bundle (mode
+    0777, so that only the resolution keeps a write out of it) where a mount goes."""
+
+    def setUp(self):
+        require_runtime()
+        super().setUp()
+        self.rootfs = os.path.join(self.bundle, "rootfs")
+        self.outside = os.path.join(self.tmp, "outside")
+        os.makedirs(self.outside)
+        os.chmod(self.outside, 0o777)
+
+    def plant(self, name, target=None):
+        path = os.path.join(self.rootfs, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        os.symlink(target or self.outside, path)
+
+    def create_refused(self, c):
+        """create must fail; the log's last error is returned."""
+        self.write_config(c)
+        with open(self.out, "w") as out:
+            r = self.oci("create", "--bundle", self.bundle, "--pid-file", self.pidfile, "c1",
+                         stdout=out, stderr=out)
+        if r.returncode == 0:
+            with open(self.pidfile) as f:
+                self.waited_pids.append(int(f.read()))
+            self.oci("start", "c1")
+        self.assertNotEqual(r.returncode, 0, "create went through a symlink")
+        return self.log_errors()[-1]["msg"]
+
+    def assert_outside_untouched(self):
+        self.assertEqual(os.listdir(self.outside), [])
+        with open("/proc/self/mountinfo") as f:
+            self.assertNotIn(self.outside, f.read())
+
+    def test_proc_symlink_out_refused(self):
+        # /proc -> a host directory: proc (and nsbox's masks over it) must not follow it
+        self.plant("proc")
+        msg = self.create_refused(config(["true"]))
+        self.assertIn("/proc is a symlink; refusing to mount over it", msg)
+        self.assert_outside_untouched()
+
+    def test_dev_symlink_out_refused(self):
+        # no /dev in the config: nsbox's own /dev tmpfs and its nodes would go there
+        self.plant("dev")
+        msg = self.create_refused(config(["true"]))
+        self.assertIn("/dev is a symlink", msg)
+        self.assert_outside_untouched()
+
+    def test_mount_point_through_a_symlinked_parent_refused(self):
+        # /etc -> outside, a tmpfs on /etc/ssl: its mount point would be made outside
+        self.plant("etc")
+        c = config(["true"])
+        c["mounts"].append({"destination": "/etc/ssl", "type": "tmpfs", "source": "tmpfs"})
+        msg = self.create_refused(c)
+        self.assertIn("/etc is a symlink; refusing to mount /etc/ssl through it", msg)
+        self.assert_outside_untouched()
+
+    def test_bind_onto_a_relative_symlink_out_refused(self):
+        # a relative link climbing out of the root, as the target of a bind
+        src = os.path.join(self.tmp, "src")
+        os.makedirs(src)
+        self.plant("data", "../../outside")
+        c = config(["true"])
+        c["mounts"].append({"destination": "/data", "type": "bind", "source": src,
+                            "options": ["rbind"]})
+        msg = self.create_refused(c)
+        self.assertIn("/data is a symlink; refusing to mount over it", msg)
+        self.assert_outside_untouched()
+
+    def test_masked_path_through_a_symlink_left_alone(self):
+        # a masked path below a symlink out: left alone (the link resolves inside the
+        # container's own root), never masked on the host's directory
+        self.plant("etc")
+        c = config(["echo"])
+        c["linux"]["maskedPaths"] = ["/etc/passwd", "/etc"]
+        self.write_config(c)
+        pid = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0, self.output())
+        self.assert_outside_untouched()
 
 
 if __name__ == "__main__":

@@ -595,6 +595,58 @@ static void test_proc_masked_after_mount(void **state)
     free(w);
 }
 
+/* ---- nsbox-oci's writable root: the image root in place ----------------------------------- */
+
+/* Nothing is bound from the image entry by entry, nsbox adds no /workspace, /tmp, /run or
+ * /etc/hosts, any mount may go inside the image, the masked paths inside it are planned, and
+ * every target is resolved in the root with no symlink (target_in_image): files and device
+ * nodes as files, the rest as directories. */
+static void test_root_in_place(void **state)
+{
+    (void)state;
+    struct world *w = dir_world();
+    w->cfg.root_in_place = true;
+    w->cfg.n_entries = 0; /* not scanned: nothing is bound from it */
+    w->cfg.hosts_text = "127.0.0.1 localhost\n";
+    static const struct nsbox_rootfs_mount mounts[] = {
+        {.destination = "/proc", .type = "proc", .source = "proc", .data = ""},
+        {.destination = "/etc/ssl", .type = "tmpfs", .source = "tmpfs", .data = ""},
+        {.destination = "/etc/hostname", .type = "bind", .source = "/etc/hostname",
+         .source_is_file = true, .data = ""},
+    };
+    w->cfg.mounts = mounts;
+    w->cfg.n_mounts = sizeof mounts / sizeof mounts[0];
+    static const char *const masked[] = {"/secret"};
+    w->cfg.masked = masked;
+    w->cfg.n_masked = 1;
+    build_ok(w);
+    assert_true(w->plan.root_in_place);
+    assert_int_equal(count(&w->plan, NSBOX_MOP_SYMLINK, "bin"), 0);
+    assert_int_equal(count(&w->plan, NSBOX_MOP_BIND, "usr"), 0);
+    assert_int_equal(count(&w->plan, NSBOX_MOP_BIND_TEXT, NULL), 0);
+    assert_true(idx(&w->plan, NSBOX_MOP_TMPFS, "workspace") < 0);
+    assert_true(idx(&w->plan, NSBOX_MOP_TMPFS, "tmp") < 0);
+    assert_true(idx(&w->plan, NSBOX_MOP_TMPFS, "run") < 0);
+    assert_true(idx(&w->plan, NSBOX_MOP_TMPFS, "etc/ssl") >= 0);
+    assert_true(idx(&w->plan, NSBOX_MOP_MASK, "secret") > idx(&w->plan, NSBOX_MOP_TMPFS, "etc/ssl"));
+    for (size_t i = 0; i < w->plan.n; i++) {
+        const struct nsbox_mount_op *o = &w->plan.ops[i];
+        if (!o->target_in_image)
+            fail_msg("op %zu (/%s) is not resolved in the root", i, o->target);
+        bool file = o->op == NSBOX_MOP_FILE || o->op == NSBOX_MOP_BIND_DEV ||
+                    !strcmp(o->target, "etc/hostname");
+        if (o->target_dir == file)
+            fail_msg("op %zu (/%s): target_dir %d", i, o->target, o->target_dir);
+    }
+    /* without it, the same config keeps nsbox's root: a tmpfs inside the image is refused */
+    w->cfg.root_in_place = false;
+    add_dir(&w->cfg, "etc");
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_mount_plan_build(&w->cfg, &w->plan, &e), -1);
+    assert_non_null(strstr(e.msg, "lies inside the image"));
+    free(w);
+}
+
 /* ---- (6) /dev ------------------------------------------------------------------------------ */
 
 static void test_dev(void **state)
@@ -883,6 +935,7 @@ int main(void)
         cmocka_unit_test(test_workspace_ext4_is_the_launchers_mount),
         cmocka_unit_test(test_workspace_tmpfs_sized_by_disk_limit),
         cmocka_unit_test(test_proc_masked_after_mount),
+        cmocka_unit_test(test_root_in_place),
         cmocka_unit_test(test_dev),
         cmocka_unit_test(test_order_invariants),
         cmocka_unit_test(test_tmp_and_shm_are_sized),

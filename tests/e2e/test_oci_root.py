@@ -1,0 +1,153 @@
+"""End to end: nsbox-oci's writable root (docs/oci.md, "The root"). With root.readonly false the
+container's / is the bundle's root itself, through an idmapped bind: what the process writes at
+the top of its root is in the bundle on the host, owned by the bundle's ids (the container's id
+N is the bundle's host id N) while the process runs as an unprivileged host id; set-id modes are
+refused there, and so are extended attribute writes (a file capability would be host root's);
+masked paths inside the bundle are masked; root.readonly true keeps the image
+read-only, with nothing written to the bundle."""
+import os
+import shutil
+import stat
+import time
+import unittest
+
+from oci_bundle import OCI, BundleCase, config, require_runtime
+
+
+def setUpModule():
+    require_runtime()
+
+
+def host_uid(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("Uid:"):
+                return int(line.split()[2])  # effective
+    raise AssertionError(f"no Uid line for {pid}")
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class WritableRoot(BundleCase):
+    TOOLS = BundleCase.TOOLS + ("chmod", "mkdir", "touch", "stat", "ls", "awk")
+
+    def setUp(self):
+        super().setUp()
+        self.rootfs = os.path.join(self.bundle, "rootfs")
+
+    def run_container(self, c):
+        """create, start, wait: the container's exit code and output."""
+        self.write_config(c)
+        pid = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        return os.waitstatus_to_exitcode(self.wait(pid)), self.output()
+
+    def test_output_at_the_top_lands_in_the_bundle(self):
+        # as runtime-tools' start and killsig: a file at the top of the root, read on the host
+        code, out = self.run_container(config(
+            ["sh", "-c", "echo process called > /output && mkdir /made && echo ok"]))
+        self.assertEqual((code, out), (0, "ok\n"))
+        path = os.path.join(self.rootfs, "output")
+        with open(path) as f:
+            self.assertEqual(f.read(), "process called\n")
+        st, root = os.stat(path), os.stat(self.rootfs)
+        # the bundle's owner (root here, as for most bundles), not an id of nsbox's range
+        self.assertEqual((st.st_uid, st.st_gid), (root.st_uid, root.st_gid))
+        self.assertTrue(os.path.isdir(os.path.join(self.rootfs, "made")))
+
+    def test_ids_map_one_to_one_and_the_process_is_not_host_root(self):
+        # bundle id N is the container's id N: a file of 1234's is 1234's inside, and what
+        # uid 1234 writes is 1234's on the host; the process itself runs as nsbox's range
+        os.chown(os.path.join(self.rootfs, "tmp"), 1234, 1234)
+        c = config(["sh", "-c", "stat -c %u:%g /tmp; echo x > /tmp/mine; sleep 30"])
+        c["process"]["user"] = {"uid": 1234, "gid": 1234}
+        self.write_config(c)
+        init = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        mine = os.path.join(self.rootfs, "tmp", "mine")
+        for _ in range(3000):
+            if os.path.exists(mine) and os.path.getsize(mine):
+                break
+            time.sleep(0.01)
+        with open(f"/proc/{init}/task/{init}/children") as f:
+            workload = int(f.read().split()[0])
+        self.assertGreaterEqual(host_uid(workload), 65536)  # never a host id of the bundle's
+        st = os.stat(mine)
+        self.assertEqual((st.st_uid, st.st_gid), (1234, 1234))
+        self.oci("kill", "c1", "KILL")
+        self.wait(init)
+        self.assertEqual(self.output(), "1234:1234\n")
+
+    def test_set_id_modes_refused(self):
+        # what the container's root makes in the bundle is host root's on disk: a set-user-ID
+        # file would be a set-user-ID-root program on the host. nsbox's seccomp filter refuses
+        # the modes (chmod, and creating with them)
+        code, out = self.run_container(config(
+            ["sh", "-c", "echo x > /prog; chmod 755 /prog && echo plain;"
+             " chmod u+s /prog || echo refused-suid; chmod g+s /prog || echo refused-sgid;"
+             " mkdir /d && chmod 2775 /d || echo refused-dir"]))
+        self.assertEqual(code, 0, out)
+        self.assertEqual([line for line in out.splitlines() if not line.startswith("chmod:")],
+                         ["plain", "refused-suid", "refused-sgid", "refused-dir"])
+        mode = os.stat(os.path.join(self.rootfs, "prog")).st_mode
+        self.assertEqual(stat.S_IMODE(mode), 0o755)
+        self.assertFalse(os.stat(os.path.join(self.rootfs, "d")).st_mode & (stat.S_ISUID |
+                                                                           stat.S_ISGID))
+
+    def test_file_capabilities_refused(self):
+        # a file capability the container's root (with CAP_SETFCAP) set in the bundle would be
+        # stored as host root's, effective for a host user who runs the file: extended
+        # attribute writes are refused there (EOPNOTSUPP), user ones too (seccomp cannot tell)
+        probes = os.environ.get("NSBOX_SECURITY_BIN_DIR")
+        if not probes or not os.path.exists(os.path.join(probes, "attack")):
+            self.skipTest("needs the security probes (run through ctest)")
+        shutil.copy(os.path.join(probes, "attack"), os.path.join(self.rootfs, "bin", "attack"))
+        open(os.path.join(self.rootfs, "prog"), "w").close()
+        c = config(["attack", "xattr", "/prog"])
+        caps = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_SETFCAP"]
+        c["process"]["capabilities"] = {k: caps for k in ("bounding", "effective", "permitted")}
+        code, out = self.run_container(c)
+        self.assertEqual((code, out), (0, "user.nsbox EOPNOTSUPP\n"
+                                          "security.capability EOPNOTSUPP\n"))
+        self.assertEqual(os.listxattr(os.path.join(self.rootfs, "prog")), [])
+
+    def test_any_mount_inside_the_root(self):
+        # the root is the bundle's: a tmpfs may go inside the image's directories, its mount
+        # point made in the bundle (as runc makes it), and the root itself is not read-only
+        c = config(["awk", "$5 == \"/\" || $5 == \"/etc/ssl\" { print $5, $6 }", "/proc/self/mountinfo"])
+        c["mounts"].append({"destination": "/etc/ssl", "type": "tmpfs", "source": "tmpfs"})
+        code, out = self.run_container(c)
+        self.assertEqual(code, 0, out)
+        lines = sorted(line.split() for line in out.splitlines())
+        self.assertEqual(lines[0][0], "/")
+        self.assertTrue(lines[0][1].startswith("rw,"), lines)
+        self.assertEqual(lines[1], ["/etc/ssl", "rw,relatime"])
+        self.assertTrue(os.path.isdir(os.path.join(self.rootfs, "etc", "ssl")))
+
+    def test_masked_paths_inside_the_bundle(self):
+        # linux.maskedPaths of the bundle's own files and directories: /dev/null over a file,
+        # an empty read-only tmpfs over a directory, after every mount
+        with open(os.path.join(self.rootfs, "secret"), "w") as f:
+            f.write("top secret\n")
+        os.makedirs(os.path.join(self.rootfs, "private"))
+        with open(os.path.join(self.rootfs, "private", "key"), "w") as f:
+            f.write("key\n")
+        c = config(["sh", "-c", "cat /secret; echo [; ls /private; echo ];"
+                    " touch /private/x 2>/dev/null || echo read-only"])
+        c["linux"]["maskedPaths"] = ["/secret", "/private", "/missing"]
+        code, out = self.run_container(c)
+        self.assertEqual((code, out), (0, "[\n]\nread-only\n"))
+        with open(os.path.join(self.rootfs, "secret")) as f:  # the bundle's file unchanged
+            self.assertEqual(f.read(), "top secret\n")
+        self.assertEqual(os.listdir(os.path.join(self.rootfs, "private")), ["key"])
+
+    def test_readonly_true_keeps_the_image_read_only(self):
+        c = config(["sh", "-c", "echo x > /output || echo refused"],
+                   root={"path": "rootfs", "readonly": True})
+        code, out = self.run_container(c)
+        self.assertEqual(code, 0, out)
+        self.assertIn("refused", out)
+        self.assertFalse(os.path.exists(os.path.join(self.rootfs, "output")))
+
+
+if __name__ == "__main__":
+    unittest.main()
