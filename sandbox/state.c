@@ -188,6 +188,19 @@ int nsbox_state_dead_lock(const char *rt, const char *id)
     return nsbox_state_lock(dir);
 }
 
+/* The tombstone log's directory is there before any deletion needs it: a deletion on a state
+ * filesystem that ran out of inodes meanwhile then needs one, for the log, which the control
+ * socket's gives back at once (the state directory's comes back only once the kernel has torn
+ * the sandbox's mounts down, a moment later). Made with the shared lock mark, once per runtime
+ * directory, not at every create (an EEXIST walk of the path each time). */
+static void make_tombstone_dir(const char *rt)
+{
+    char tombs[PATH_MAX];
+    struct nsbox_err ignored; /* the log's writer makes it, or says why not */
+    if (path_join(tombs, rt, "tombstones", &ignored) == 0)
+        (void)mkdir(tombs, 0700);
+}
+
 /* <dir>/lock, the mark for an older nsbox (dirfd: <dir>): a hard link to the runtime directory
  * rt's one mark, made there by the first create. A symlink of its own per sandbox was an inode
  * allocated and freed at every create and rm, the costliest step of a create's own on a disk
@@ -200,9 +213,13 @@ static int make_lock_mark(const char *rt, int dirfd)
     struct nsbox_err ignored; /* too long: the fallback below */
     if (path_join(shared, rt, NSBOX_STATE_LOCK_MARK_NAME, &ignored) == 0) {
         int r = linkat(AT_FDCWD, shared, dirfd, "lock", 0);
-        if (r < 0 && errno == ENOENT &&
-            (symlink(NSBOX_STATE_LOCK_MARK, shared) == 0 || errno == EEXIST))
-            r = linkat(AT_FDCWD, shared, dirfd, "lock", 0);
+        if (r < 0 && errno == ENOENT) {
+            bool first = symlink(NSBOX_STATE_LOCK_MARK, shared) == 0;
+            if (first || errno == EEXIST)
+                r = linkat(AT_FDCWD, shared, dirfd, "lock", 0);
+            if (first) /* the runtime directory's first sandbox of this nsbox */
+                make_tombstone_dir(rt);
+        }
         /* only a symlink of our text is a mark: a file put there by hand would become every
          * sandbox's "lock", whose flock an older gc would take for theirs */
         char text[sizeof NSBOX_STATE_LOCK_MARK]; /* readlink fails on anything else */
@@ -276,14 +293,6 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
         nsbox_closep(&st->lock_fd);
         goto remove_tmp;
     }
-    /* The tombstone log's directory is there before any deletion needs it: a deletion on a
-     * state filesystem that ran out of inodes meanwhile then needs one, for the log, which the
-     * control socket's gives back at once (the state directory's comes back only once the
-     * kernel has torn the sandbox's mounts down, a moment later). Nothing when it exists. */
-    char tombs[PATH_MAX];
-    struct nsbox_err ignored; /* the log's writer makes it, or says why not */
-    if (path_join(tombs, rt, "tombstones", &ignored) == 0)
-        (void)mkdir(tombs, 0700);
     return make_workspace(st, workspace_arg, kind, e);
 
 remove_tmp: {
@@ -615,7 +624,14 @@ int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e)
     }
     if (st->dir[0]) {
         struct nsbox_err e2;
-        if (nsbox_rm_rf(st->dir, ret < 0 ? &e2 : e) < 0)
+        /* What a persistent sandbox leaves there, its lock mark and control socket, by name
+         * through the locked directory's descriptor; a walk of it only when something else is
+         * left (a network's files, an older nsbox's). */
+        if (st->lock_fd >= 0) {
+            (void)unlinkat(st->lock_fd, "lock", 0);
+            (void)unlinkat(st->lock_fd, "ctl", 0);
+        }
+        if ((st->lock_fd < 0 || rmdir(st->dir) < 0) && nsbox_rm_rf(st->dir, ret < 0 ? &e2 : e) < 0)
             ret = -1;
         st->dir[0] = '\0';
     }
