@@ -839,13 +839,17 @@ static void relay_signals(int sfd)
 
 __attribute__((noreturn)) static void serve(int sock);
 
-void nsbox_agent_serve(int sock)
+void nsbox_agent_send_workspace(int sock)
 {
     int ws = open("/workspace", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct nsbox_agent_hdr wh = {.type = NSBOX_AGENT_WORKSPACE};
     if (ws < 0 || send_msg(sock, &wh, NULL, &ws, 1) < 0)
         _exit(125);
     close(ws);
+}
+
+void nsbox_agent_serve(int sock)
+{
     serve(sock);
 }
 

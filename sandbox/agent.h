@@ -97,6 +97,10 @@ int nsbox_agent_recv(int sock, struct nsbox_agent_event *ev, struct nsbox_err *e
  * sandbox's mount namespace). *fd gets an O_PATH descriptor of a directory. */
 int nsbox_agent_recv_workspace(int sock, int *fd, struct nsbox_err *e);
 
+/* init side: the WORKSPACE message (nsbox_agent_recv_workspace). Sent before init closes the
+ * report pipe, so that the supervisor, woken by that pipe's end, finds it already queued and
+ * does not sleep a second time for it. Ends init (125) if it cannot be sent. */
+void nsbox_agent_send_workspace(int sock);
 /* init side: serve until the supervisor goes away. Never returns. */
 __attribute__((noreturn)) void nsbox_agent_serve(int sock);
 /* nsbox-oci's init, after forking the container's process (workload): serve exec requests (no

@@ -437,6 +437,7 @@ void nsbox_contain_child_main(struct nsbox_launch *L)
         /* The mount plan and environment were for set-up; an idle sandbox should cost little. */
         munmap((void *)L->plan, sizeof *L->plan); /* mapped by the launcher (sandbox.c) */
         L->plan = NULL;
+        nsbox_agent_send_workspace(L->agent_fd); /* before the report pipe's end (agent.h) */
         int keep[] = {L->agent_fd, L->oom_fd};
         nsbox_close_fds_keep(keep, 2);
         nsbox_agent_set_oom_fd(L->oom_fd);

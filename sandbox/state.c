@@ -631,7 +631,14 @@ int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e)
     }
     if (st->dir[0]) {
         struct nsbox_err e2;
-        if (nsbox_rm_rf(st->dir, ret < 0 ? &e2 : e) < 0)
+        /* What a persistent sandbox leaves there, its lock mark and control socket, by name
+         * through the locked directory's descriptor; a walk of it only when something else is
+         * left (a network's files, an older nsbox's). */
+        if (st->lock_fd >= 0) {
+            (void)unlinkat(st->lock_fd, "lock", 0);
+            (void)unlinkat(st->lock_fd, "ctl", 0);
+        }
+        if ((st->lock_fd < 0 || rmdir(st->dir) < 0) && nsbox_rm_rf(st->dir, ret < 0 ? &e2 : e) < 0)
             ret = -1;
         st->dir[0] = '\0';
     }
