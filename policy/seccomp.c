@@ -432,10 +432,10 @@ static int parse_rule(const cJSON *obj, unsigned idx, struct builder *b, struct 
                                  "characters)",
                                  fp, printable(n->valuestring, tmp, sizeof tmp),
                                  NSBOX_SECCOMP_NAME_MAX);
-        /* __NR_SCMP_ERROR: libseccomp has never heard of it. Other negative numbers are
-         * libseccomp's pseudo-syscalls, real on some architecture but not this one (vm86 on
-         * x86_64): accepted, they compile to nothing here. */
-        if (seccomp_syscall_resolve_name(n->valuestring) == __NR_SCMP_ERROR) {
+        /* __NR_SCMP_ERROR: neither libseccomp nor nsbox's table of late calls knows it. Other
+         * negative numbers are libseccomp's pseudo-syscalls, real on some architecture but not this
+         * one (vm86 on x86_64): accepted, they compile to nothing here. */
+        if (nsbox_seccomp_names_resolve(n->valuestring) == __NR_SCMP_ERROR) {
             if (r.optional) {
                 b->p->n_skipped++;
                 continue;

@@ -134,7 +134,7 @@ int nsbox_seccomp_compile(const struct nsbox_seccomp_profile *p, struct sock_fpr
 
     for (size_t i = 0; i < p->n_rules; i++) {
         const struct nsbox_scmp_rule *r = &p->rules[i];
-        int nr = seccomp_syscall_resolve_name(r->name);
+        int nr = nsbox_seccomp_names_resolve(r->name);
         if (nr == __NR_SCMP_ERROR) {
             if (r->optional)
                 continue;

@@ -86,4 +86,9 @@ int nsbox_seccomp_compile(const struct nsbox_seccomp_profile *p, struct sock_fpr
                           struct nsbox_err *e);
 void nsbox_seccomp_prog_free(struct sock_fprog *prog);
 
+/* A syscall's number on this architecture: libseccomp's, else nsbox's table of the calls
+ * numbered alike on every architecture since Linux 5.1 (424 on), which an older libseccomp
+ * does not know; __NR_SCMP_ERROR when neither knows the name. */
+int nsbox_seccomp_names_resolve(const char *name);
+
 #endif

@@ -106,8 +106,13 @@ class WritableRoot(BundleCase):
         caps = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_SETFCAP"]
         c["process"]["capabilities"] = {k: caps for k in ("bounding", "effective", "permitted")}
         code, out = self.run_container(c)
-        self.assertEqual((code, out), (0, "user.nsbox EOPNOTSUPP\n"
-                                          "security.capability EOPNOTSUPP\n"))
+        # by every call that writes one, setxattrat too (a number Debian 12's libseccomp
+        # does not know: the filter has it from nsbox's own table)
+        want = "".join(f"{call} {name} EOPNOTSUPP\n"
+                       for name in ("user.nsbox", "security.capability")
+                       for call in ("setxattr", "lsetxattr", "fsetxattr", "setxattrat"))
+        self.assertEqual((code, out), (0, want))
+        self.assertEqual(os.listxattr(os.path.join(self.rootfs, "prog")), [])
         self.assertEqual(os.listxattr(os.path.join(self.rootfs, "prog")), [])
 
     def test_any_mount_inside_the_root(self):
