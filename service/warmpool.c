@@ -638,9 +638,11 @@ static int open_pool_dir(struct pool_ctx *c, DIR **d, struct nsbox_err *e)
     return *d || errno == ENOENT ? 0 : nsbox_err_sys(e, "%s", c->dir);
 }
 
-/* Calls fn(id, key, arg) for every entry of the pool directory. */
-static int each_entry(void (*fn)(const char *id, const char *key, void *arg), void *arg,
-                      struct nsbox_err *e)
+/* Calls fn(dfd, name, id, key, arg) for every entry of the pool directory (dfd, the directory,
+ * and name, the entry's, for fn to remove it). */
+static int each_entry(void (*fn)(int dfd, const char *name, const char *id, const char *key,
+                                 void *arg),
+                      void *arg, struct nsbox_err *e)
 {
     struct pool_ctx c;
     DIR *d = NULL;
@@ -652,7 +654,7 @@ static int each_entry(void (*fn)(const char *id, const char *key, void *arg), vo
     while ((de = readdir(d))) {
         char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1];
         if (nsbox_pool_entry_parse(de->d_name, key, id))
-            fn(id, key, arg);
+            fn(dirfd(d), de->d_name, id, key, arg);
     }
     closedir(d);
     return 0;
@@ -671,12 +673,16 @@ void nsbox_pool_install(void)
     nsbox_session_set_refill(nsbox_pool_refill_exec);
 }
 
-static void drain_one(const char *id, const char *key, void *arg)
+static void drain_one(int dfd, const char *name, const char *id, const char *key, void *arg)
 {
     (void)key;
     struct nsbox_err e;
-    if (nsbox_client_delete(id, false, &e) == 0)
-        ++*(int *)arg;
+    if (nsbox_client_delete(id, false, &e) < 0)
+        return;
+    /* Its supervisor removes the entry as it tears the sandbox down, in its own time: `pool ls`
+     * right after the drain must not list it, nor a fill count it as waiting. */
+    unlinkat(dfd, name, 0);
+    ++*(int *)arg;
 }
 
 int nsbox_pool_drain(struct nsbox_err *e)
@@ -732,8 +738,9 @@ struct list_ctx {
     bool nomem;
 };
 
-static void list_one(const char *id, const char *key, void *arg)
+static void list_one(int dfd, const char *name, const char *id, const char *key, void *arg)
 {
+    (void)dfd, (void)name;
     struct list_ctx *l = arg;
     if (l->nomem)
         return;

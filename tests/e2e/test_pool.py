@@ -645,6 +645,31 @@ class Pool(unittest.TestCase):
             os.kill(sup, signal.SIGCONT)
         self.assertTrue(wait_for(lambda: self.gone(sid), 20))
 
+    def test_the_pool_lists_no_sandbox_a_drain_deleted(self):
+        # the supervisor removes its entry as it tears its sandbox down, in its own time (its
+        # unlink is held here): once the drain has ended, `pool ls` lists the sandbox no more,
+        # and a fill makes a new one instead of counting it as waiting
+        strace = shutil.which("strace")
+        if not strace:
+            self.skipTest("needs strace to hold the supervisor's removal of its entry")
+        (sid,) = self.fill()
+        sup, _ = self.init_pid(sid)
+        tracer = subprocess.Popen([strace, "-p", str(sup), "-o", "/dev/null",
+                                   "-e", "trace=unlink,unlinkat",
+                                   "-e", "inject=unlink,unlinkat:delay_enter=60000000"],
+                                  stderr=subprocess.PIPE)
+        try:
+            self.assertIn(b"attached", tracer.stderr.readline())
+            r = self.nsbox("pool", "drain", check=True)
+            self.assertEqual(r.stdout, b"deleted 1 pooled sandbox\n")
+            self.assertNotIn(sid, self.pooled())
+            (new,) = self.fill()
+            self.assertNotEqual(new, sid)
+        finally:
+            tracer.terminate()  # it detaches: the supervisor goes on at once
+            tracer.wait()
+        self.assertTrue(wait_for(lambda: self.gone(sid), 20))
+
     def test_a_run_outlives_the_ttl_of_the_pool(self):
         # the ttl of a waiting sandbox ends when a run takes it: the run is bounded by its own
         # --timeout, not by the pool's ttl. The ttl leaves room for the run to take it (2 s
