@@ -649,6 +649,26 @@ class Pool(unittest.TestCase):
             os.kill(sup, signal.SIGCONT)
         self.assertTrue(wait_for(lambda: self.gone(sid), 20))
 
+    def test_the_pool_lists_no_sandbox_a_running_run_took(self):
+        # the same while the run's command runs: the supervisor, stopped here, has not heard
+        # of the claim, and still `pool ls` lists the sandbox no more
+        (sid,) = self.fill()
+        sup, _ = self.init_pid(sid)
+        os.kill(sup, signal.SIGSTOP)
+        try:
+            p = subprocess.Popen([NSBOX, "run", "--", "sh", "-c", "hostname; read x"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env=self.dirs.env(self.env))
+            try:
+                self.assertEqual(readline(p, 30), f"nsbox-{sid}\n".encode())
+                self.assertNotIn(sid, self.pooled())
+            finally:
+                out, err = p.communicate(b"\n", timeout=60)
+            self.assertEqual(p.returncode, 0, err)
+        finally:
+            os.kill(sup, signal.SIGCONT)
+        self.assertTrue(wait_for(lambda: self.gone(sid), 20))
+
     def test_the_pool_lists_no_sandbox_a_drain_deleted(self):
         # the supervisor removes its entry as it tears its sandbox down, in its own time (its
         # unlink is held here): once the drain has ended, `pool ls` lists the sandbox no more,
