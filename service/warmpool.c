@@ -282,10 +282,11 @@ __attribute__((format(printf, 1, 2))) static void pool_note(const char *fmt, ...
 /* One attempt on one pooled sandbox, through its run socket (agent.h): 1 ran (*exit_status,
  * *oom_kills; a command that could not start said so to the note), 0 not taken (refused, or
  * taken by another run or retired just now), -2 unreachable (a stale entry), -1 it was ours
- * and the connection broke before the status. */
-static int try_one(const char *id, char *const argv[], char *const env[], const char *cwd,
-                   const int fds[3], uint64_t timeout_ms, int sfd, int *exit_status,
-                   int *oom_kills, bool *timed_out, struct nsbox_err *e)
+ * and the connection broke before the status. Its entry, name in the pool directory dfd, is
+ * removed once it is ours. */
+static int try_one(int dfd, const char *name, const char *id, char *const argv[], char *const env[],
+                   const char *cwd, const int fds[3], uint64_t timeout_ms, int sfd,
+                   int *exit_status, int *oom_kills, bool *timed_out, struct nsbox_err *e)
 {
     struct nsbox_err ce;
     cleanup_close int sock = nsbox_connect_run(id, &ce);
@@ -302,13 +303,16 @@ static int try_one(const char *id, char *const argv[], char *const env[], const 
     nsbox_closep(&ev.fd);
     if (ev.type == NSBOX_AGENT_FAILED && ev.status == 0)
         return 0; /* refused: nothing ran */
+    if (ev.type != NSBOX_AGENT_FAILED && ev.type != NSBOX_AGENT_SPAWNED)
+        return 0;
+    /* Ours, used up: its supervisor removes the entry when init tells it of the claim, in its
+     * own time; `pool ls` during this run, or after it, must not list it. */
+    unlinkat(dfd, name, 0);
     if (ev.type == NSBOX_AGENT_FAILED) {
         pool_note("%s", ev.msg);
         *exit_status = ev.status;
         return 1;
     }
-    if (ev.type != NSBOX_AGENT_SPAWNED)
-        return 0;
     return wait_status(sock, ev.pid, sfd, timeout_ms, id, exit_status, oom_kills, timed_out,
                        e);
 }
@@ -359,14 +363,12 @@ int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct 
         char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1];
         if (!nsbox_pool_entry_parse(de->d_name, key, id) || strcmp(key, c.key) != 0)
             continue;
-        ret = try_one(id, argv, env, cwd, fds, o ? o->timeout_ms : 0, sfd, exit_status,
-                      oom_kills, o ? o->timed_out : NULL, e);
-        /* A stale entry goes (gc removes the rest); so does ours, here rather than when its
-         * supervisor hears of the claim: `pool ls` right after this run must not list it. */
-        if (ret != 0)
+        ret = try_one(dirfd(d), de->d_name, id, argv, env, cwd, fds, o ? o->timeout_ms : 0, sfd,
+                      exit_status, oom_kills, o ? o->timed_out : NULL, e);
+        if (ret == -2) { /* a stale entry goes (gc removes the rest) */
             unlinkat(dirfd(d), de->d_name, 0);
-        if (ret == -2)
             ret = 0;
+        }
     }
     closedir(d);
     sigprocmask(SIG_SETMASK, &old, NULL);
@@ -638,9 +640,11 @@ static int open_pool_dir(struct pool_ctx *c, DIR **d, struct nsbox_err *e)
     return *d || errno == ENOENT ? 0 : nsbox_err_sys(e, "%s", c->dir);
 }
 
-/* Calls fn(id, key, arg) for every entry of the pool directory. */
-static int each_entry(void (*fn)(const char *id, const char *key, void *arg), void *arg,
-                      struct nsbox_err *e)
+/* Calls fn(dfd, name, id, key, arg) for every entry of the pool directory (dfd, the directory,
+ * and name, the entry's, for fn to remove it). */
+static int each_entry(void (*fn)(int dfd, const char *name, const char *id, const char *key,
+                                 void *arg),
+                      void *arg, struct nsbox_err *e)
 {
     struct pool_ctx c;
     DIR *d = NULL;
@@ -652,7 +656,7 @@ static int each_entry(void (*fn)(const char *id, const char *key, void *arg), vo
     while ((de = readdir(d))) {
         char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1];
         if (nsbox_pool_entry_parse(de->d_name, key, id))
-            fn(id, key, arg);
+            fn(dirfd(d), de->d_name, id, key, arg);
     }
     closedir(d);
     return 0;
@@ -671,12 +675,16 @@ void nsbox_pool_install(void)
     nsbox_session_set_refill(nsbox_pool_refill_exec);
 }
 
-static void drain_one(const char *id, const char *key, void *arg)
+static void drain_one(int dfd, const char *name, const char *id, const char *key, void *arg)
 {
     (void)key;
     struct nsbox_err e;
-    if (nsbox_client_delete(id, false, &e) == 0)
-        ++*(int *)arg;
+    if (nsbox_client_delete(id, false, &e) < 0)
+        return;
+    /* Its supervisor removes the entry as it tears the sandbox down, in its own time: `pool ls`
+     * right after the drain must not list it, nor a fill count it as waiting. */
+    unlinkat(dfd, name, 0);
+    ++*(int *)arg;
 }
 
 int nsbox_pool_drain(struct nsbox_err *e)
@@ -732,8 +740,9 @@ struct list_ctx {
     bool nomem;
 };
 
-static void list_one(const char *id, const char *key, void *arg)
+static void list_one(int dfd, const char *name, const char *id, const char *key, void *arg)
 {
+    (void)dfd, (void)name;
     struct list_ctx *l = arg;
     if (l->nomem)
         return;

@@ -596,7 +596,12 @@ class Egress(unittest.TestCase):
                  sid], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env(None))
             self.exec_probe(sid, f"tls:{NAMES[0]}:{PORT}", f"tls:{NAMES[0]}:{PORT}:{NAMES[1]}",
                             f"nosni:{NAMES[0]}:{PORT}", f"plain:{NAMES[0]}:{PORT}")
-            log = self.network_log(sid)
+            # the helper writes a connection's entry when it has seen it close, in its own
+            # time: the probe's end does not wait for that
+            def logged():
+                entries = self.network_log(sid)
+                return entries if len(entries) >= 4 else None
+            log = wait_for(logged) or self.network_log(sid)
             self.assertEqual([e["seq"] for e in log], [1, 2, 3, 4])
             by_name = {e.get("name"): e for e in log}
             ok = by_name[NAMES[0]]

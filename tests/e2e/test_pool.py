@@ -254,7 +254,11 @@ class Pool(unittest.TestCase):
             self.hostname_run()
             self.hostname_run()
             self.nsbox("pool", "drain", check=True)
-            time.sleep(1.0)
+            # A filler that took its lock before the drain's mark made its sandboxes, which the
+            # drain deleted: their supervisors remove their state after it returned.
+            self.assertEqual(self.pooled(), [])
+            self.assertTrue(wait_for(lambda: not self.live_ids(), 20), self.live_ids())
+            time.sleep(1.0)  # time enough for a filler that gave way to have made something
             self.assertEqual((self.pooled(), self.live_ids()), ([], []))
 
     def test_runs_that_cannot_make_their_sandbox_start_no_pool(self):
@@ -643,6 +647,51 @@ class Pool(unittest.TestCase):
             self.assertNotIn(sid, self.pooled())
         finally:
             os.kill(sup, signal.SIGCONT)
+        self.assertTrue(wait_for(lambda: self.gone(sid), 20))
+
+    def test_the_pool_lists_no_sandbox_a_running_run_took(self):
+        # the same while the run's command runs: the supervisor, stopped here, has not heard
+        # of the claim, and still `pool ls` lists the sandbox no more
+        (sid,) = self.fill()
+        sup, _ = self.init_pid(sid)
+        os.kill(sup, signal.SIGSTOP)
+        try:
+            p = subprocess.Popen([NSBOX, "run", "--", "sh", "-c", "hostname; read x"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env=self.dirs.env(self.env))
+            try:
+                self.assertEqual(readline(p, 30), f"nsbox-{sid}\n".encode())
+                self.assertNotIn(sid, self.pooled())
+            finally:
+                out, err = p.communicate(b"\n", timeout=60)
+            self.assertEqual(p.returncode, 0, err)
+        finally:
+            os.kill(sup, signal.SIGCONT)
+        self.assertTrue(wait_for(lambda: self.gone(sid), 20))
+
+    def test_the_pool_lists_no_sandbox_a_drain_deleted(self):
+        # the supervisor removes its entry as it tears its sandbox down, in its own time (its
+        # unlink is held here): once the drain has ended, `pool ls` lists the sandbox no more,
+        # and a fill makes a new one instead of counting it as waiting
+        strace = shutil.which("strace")
+        if not strace:
+            self.skipTest("needs strace to hold the supervisor's removal of its entry")
+        (sid,) = self.fill()
+        sup, _ = self.init_pid(sid)
+        tracer = subprocess.Popen([strace, "-p", str(sup), "-o", "/dev/null",
+                                   "-e", "trace=unlink,unlinkat",
+                                   "-e", "inject=unlink,unlinkat:delay_enter=60000000"],
+                                  stderr=subprocess.PIPE)
+        try:
+            self.assertIn(b"attached", tracer.stderr.readline())
+            r = self.nsbox("pool", "drain", check=True)
+            self.assertEqual(r.stdout, b"deleted 1 pooled sandbox\n")
+            self.assertNotIn(sid, self.pooled())
+            (new,) = self.fill()
+            self.assertNotEqual(new, sid)
+        finally:
+            tracer.terminate()  # it detaches: the supervisor goes on at once
+            tracer.wait()
         self.assertTrue(wait_for(lambda: self.gone(sid), 20))
 
     def test_a_run_outlives_the_ttl_of_the_pool(self):

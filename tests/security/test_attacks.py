@@ -19,7 +19,6 @@ import socket
 import subprocess
 import sys
 import termios
-import time
 import tty
 import unittest
 
@@ -559,16 +558,18 @@ class ProcessTreeEscape(unittest.TestCase):
             r = run_nsbox(["exec", sid, "--", "sh", "-c", SLEEPERS], dirs, check=True)
             return r.stdout.split()
 
-        time.sleep(0.5)
-        self.assertEqual(sleepers(), [], "a grandchild left its command's tree")
+        # killed with the command, and reaped by init a moment after its status was sent; a
+        # grandchild that left the tree would sleep on for 1000 s
+        self.assertTrue(wait_for(lambda: sleepers() == [], 20, 0.1),
+                        "a grandchild left its command's tree")
         # and a background process killed by pid
         r = run_nsbox(["exec", "-d", sid, "--", "python3", "-c", ESCAPE_TREE], dirs, check=True)
         pid = r.stdout.decode().strip()
         self.assertTrue(wait_for(sleepers, 10, 0.1), "the grandchild never started: proves "
                         "nothing")
         run_nsbox(["kill", sid, pid], dirs, check=True)
-        time.sleep(0.5)
-        self.assertEqual(sleepers(), [], "a grandchild left its command's tree")
+        self.assertTrue(wait_for(lambda: sleepers() == [], 20, 0.1),
+                        "a grandchild left its command's tree")
 
 
 class CallersTerminal(unittest.TestCase):
