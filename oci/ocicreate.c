@@ -101,8 +101,13 @@ static int build_spec(const struct create_args *a, const struct nsbox_ocispec *c
         return -1;
     if (c->memory_limit > 0)
         s->limits.memory_bytes = (uint64_t)c->memory_limit;
-    if (c->cpu_quota > 0 && c->cpu_period > 0)
-        s->limits.cpus = (uint32_t)(((uint64_t)c->cpu_quota + c->cpu_period - 1) / c->cpu_period);
+    /* whole CPUs, rounded up; a quota of more than nsbox's spec allows (1024) is that many,
+     * not a count wrapped to 32 bits */
+    if (c->cpu_quota > 0 && c->cpu_period > 0) {
+        uint64_t cpus =
+            ((uint64_t)c->cpu_quota + (uint64_t)c->cpu_period - 1) / (uint64_t)c->cpu_period;
+        s->limits.cpus = cpus > 1024 ? 1024 : (uint32_t)cpus;
+    }
     if (c->pids_limit > 0)
         s->limits.pids = (uint64_t)c->pids_limit;
     return 0;

@@ -15,7 +15,7 @@ import unittest
 import uuid
 
 from nsbox_test import (CGROUP_V2_ONLY, cgroup_dir, cgroup_read, rmdir_cgroup_tree,
-                        wait_for)
+                        sandbox_cgroup_file, wait_for)
 from oci_bundle import OCI, BundleCase, config, require_runtime
 
 
@@ -99,6 +99,18 @@ class CgroupsPath(BundleCase):
         self.write_config(c)
         self.assertIn("unlimited swap", self.create_refused())
         self.assertFalse(os.path.exists(cgroup_dir("memory", path)))
+
+    def test_a_huge_cpu_quota_is_the_most_cpus_not_a_wrapped_count(self):
+        # 2^40 periods' worth: nsbox's own cgroup gets its most (1024 CPUs), where a count
+        # cut to 32 bits would have been 0 (a create refused) or a few CPUs
+        c = config(["sleep", "60"])
+        c["linux"]["resources"] = {"cpu": {"quota": (1 << 40) * 100000, "period": 100000}}
+        self.write_config(c)
+        self.create()
+        with open(os.path.join(self.root, "c1", "state.json")) as f:
+            sid = json.load(f)["sandbox"]
+        self.assertIn(sandbox_cgroup_file(sid, "cpu", "cpu.cfs_quota_us", "cpu.max"),
+                      (str(1024 * 100000), f"{1024 * 100000} 100000"))
 
     def test_delete_removes_what_a_killed_monitor_left(self):
         path = self.top + "/ctr"
