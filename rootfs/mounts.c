@@ -687,13 +687,15 @@ int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_p
     if (ws_fd >= 0) /* no workspace in the plan (an in-place root) */
         sys->close(ws_fd);
     if (plan->root_in_place) {
-        /* the image's idmapped bind is the root itself; private, as pivot_root wants it: a
-         * clone of a shared mount (an engine's overlay root) is shared with it */
-        int r = image_fd < 0 ? (errno = EBADF, -1) : sys->move_mount_to(image_fd, staging);
+        /* the image's idmapped bind is the root itself; private before it is attached, as
+         * pivot_root wants it: a clone of a shared mount (an engine's overlay root) is the
+         * host's peer until then */
+        int r =
+            image_fd < 0 ? (errno = EBADF, -1) : sys->mount_propagation_fd(image_fd, 1, MS_PRIVATE);
+        if (r == 0)
+            r = sys->move_mount_to(image_fd, staging);
         if (image_fd >= 0)
             sys->close(image_fd);
-        if (r == 0)
-            r = sys->mount(NULL, staging, NULL, MS_REC | MS_PRIVATE, NULL);
         if (r < 0)
             return nsbox_err_sys(e, "rootfs: the image's root on %s", staging);
     } else {
