@@ -497,48 +497,20 @@ class HeaderBindings(unittest.TestCase):
         self.assertEqual(json.loads(out)["path"], "/stored")
         self.assertEqual([self.auth_headers(r) for r in self.received()], [[BEARER]])
 
-    def test_upstream_certificate_for_another_name_is_refused(self):
-        # An origin whose certificate the trusted lab CA signed, but for another name: the
-        # chain verifies, only the helper's host name check stands between the secret and it.
-        # "The host" resolves the bound name to that origin's address.
-        wrong = os.path.join(self.dirs.base, "wrong")
-        os.mkdir(wrong)
-        issue_leaf(wrong, "wrong.lab.test")
-        wrong_received = os.path.join(wrong, "received.jsonl")
-        open(wrong_received, "w").close()
-        os.chmod(wrong, 0o755)
-        os.chmod(wrong_received, 0o666)
-        start_origin(lab, ORIGIN, OTHER, PORT, wrong, wrong_received, os.path.join(pki, "www"))
-        hosts = os.path.join(wrong, "hosts")
-        with open(hosts, "w") as f:
-            f.write(f"127.0.0.1\tlocalhost\n{OTHER}\t{NAME}\n")
-        os.chmod(hosts, 0o644)
-        r = self.nsbox(["run", "--network", f"allow={NAME}:{PORT}", "--header-binding",
-                        f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN", "--", "sh", "-c",
-                        f"curl -sS https://{NAME}:{PORT}/x -w '\\n%{{http_code}}\\n'"],
-                       hosts=hosts)
-        self.assertEqual(r.returncode, 0, r.stderr.decode())
-        out = r.stdout.decode()
-        self.assertEqual(out.splitlines()[-1], "502", out)
-        self.assertIn("hostname mismatch", out)
-        with open(wrong_received) as f:
-            self.assertEqual(f.read(), "")  # not one request reached it, so no secret either
-
-    def test_upstream_certificate_with_a_weak_key_is_refused(self):
-        # A 1024-bit RSA leaf the trusted lab CA signed for the bound name: the chain and the
-        # name verify; the helper's security level (at least 2, whatever the host's OpenSSL
-        # build or configuration) refuses the key before the secret goes.
-        port = PORT + 1  # the other-name test's origin keeps OTHER:PORT for the lab's life
-        weak = os.path.join(self.dirs.base, "weak")
-        os.mkdir(weak)
-        issue_leaf(weak, NAME, bits=1024)
-        weak_received = os.path.join(weak, "received.jsonl")
-        open(weak_received, "w").close()
-        os.chmod(weak, 0o755)
-        os.chmod(weak_received, 0o666)
-        start_origin(lab, ORIGIN, OTHER, port, weak, weak_received, os.path.join(pki, "www"),
-                     weak=True)
-        hosts = os.path.join(weak, "hosts")
+    def refused_upstream(self, sub, port, leaf_name, why, **leaf):
+        """An origin on OTHER:port with a leaf the trusted lab CA signed for leaf_name (issue_
+        leaf's options), the bound name pinned to it by the host: a bound request gets a 502
+        saying why, and not one request (so no secret) reaches the origin."""
+        d = os.path.join(self.dirs.base, sub)
+        os.mkdir(d)
+        issue_leaf(d, leaf_name, **leaf)
+        received = os.path.join(d, "received.jsonl")
+        open(received, "w").close()
+        os.chmod(d, 0o755)
+        os.chmod(received, 0o666)
+        start_origin(lab, ORIGIN, OTHER, port, d, received, os.path.join(pki, "www"),
+                     weak=leaf.get("bits", 2048) < 2048)
+        hosts = os.path.join(d, "hosts")
         with open(hosts, "w") as f:
             f.write(f"127.0.0.1\tlocalhost\n{OTHER}\t{NAME}\n")
         os.chmod(hosts, 0o644)
@@ -549,9 +521,21 @@ class HeaderBindings(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr.decode())
         out = r.stdout.decode()
         self.assertEqual(out.splitlines()[-1], "502", out)
-        self.assertIn("key too weak", out)
-        with open(weak_received) as f:
+        self.assertIn(why, out)
+        with open(received) as f:
             self.assertEqual(f.read(), "")
+
+    def test_upstream_certificate_for_another_name_is_refused(self):
+        # An origin whose certificate the trusted lab CA signed, but for another name: the
+        # chain verifies, only the helper's host name check stands between the secret and it.
+        self.refused_upstream("wrong", PORT, "wrong.lab.test", "hostname mismatch")
+
+    def test_upstream_certificate_with_a_weak_key_is_refused(self):
+        # A 1024-bit RSA leaf the trusted lab CA signed for the bound name: the chain and the
+        # name verify; the helper's security level (at least 2, whatever the host's OpenSSL
+        # build or configuration) refuses the key before the secret goes. Its own port: the
+        # other-name test's origin keeps OTHER:PORT for the lab's life.
+        self.refused_upstream("weak", PORT + 1, NAME, "key too weak", bits=1024)
 
     def test_file_binding_value_reaches_the_origin_and_nothing_inside(self):
         # the value from a file only root reads, its trailing newline not part of it
