@@ -778,12 +778,17 @@ static int bind_text(const struct nsbox_sys *sys, const struct nsbox_mount_op *o
 
 /* The propagation a config asks for on a filesystem it mounts (a new one: no host mount is its
  * master), at dst (as apply_op's). */
-static int fs_propagation(const struct nsbox_sys *sys, const struct nsbox_mount_op *o,
-                          const char *dst, struct nsbox_err *e)
+static bool fs_propagation_asked(const struct nsbox_mount_op *o)
 {
     bool fs = o->op == NSBOX_MOP_TMPFS || o->op == NSBOX_MOP_PROC ||
               o->op == NSBOX_MOP_DEVPTS || o->op == NSBOX_MOP_FS;
-    if (!fs || o->propagation.kind == NSBOX_PROP_NONE)
+    return fs && o->propagation.kind != NSBOX_PROP_NONE;
+}
+
+static int fs_propagation(const struct nsbox_sys *sys, const struct nsbox_mount_op *o,
+                          const char *dst, struct nsbox_err *e)
+{
+    if (!fs_propagation_asked(o))
         return 0;
     unsigned long steps[2];
     size_t n = nsbox_propagation_steps(&o->propagation, false, false, steps);
@@ -920,8 +925,19 @@ static int apply_in_root(const struct nsbox_sys *sys, const struct nsbox_mount_o
             return nsbox_err_wrap(e, "rootfs: mask /%s", o->target);
     }
     snprintf(null, sizeof null, "/proc/self/fd/%d", nfd);
-    if (o->op != NSBOX_MOP_READONLY)
-        return apply_op(sys, o, dst, null, NULL, e) < 0 ? -1 : fs_propagation(sys, o, dst, e);
+    if (o->op != NSBOX_MOP_READONLY) {
+        if (apply_op(sys, o, dst, null, NULL, e) < 0)
+            return -1;
+        if (!fs_propagation_asked(o))
+            return 0;
+        /* tfd is the mount point's directory, now under the new filesystem: its propagation
+         * is set on the mount found by resolving the target again */
+        cleanup_close int mfd = nsbox_sp_open(here, o->target, O_PATH, 0, NSBOX_SP_NOFOLLOW_ANY, e);
+        if (mfd < 0)
+            return nsbox_err_wrap(e, "rootfs: /%s after its mount", o->target);
+        snprintf(dst, sizeof dst, "/proc/self/fd/%d", mfd);
+        return fs_propagation(sys, o, dst, e);
+    }
     /* move_mount follows no symlink at its target, not even /proc's: onto the descriptor */
     int rfd = sys->open_tree(tfd, "", AT_EMPTY_PATH | (o->recursive ? AT_RECURSIVE : 0));
     int r = rfd < 0 ? -1 : sys->mount_setattr_fd(rfd, o->recursive, o->attr, 0);

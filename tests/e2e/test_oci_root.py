@@ -128,6 +128,16 @@ class WritableRoot(BundleCase):
         self.assertEqual(lines[1], ["/etc/ssl", "rw,relatime"])
         self.assertTrue(os.path.isdir(os.path.join(self.rootfs, "etc", "ssl")))
 
+    def test_a_tmpfs_inside_the_root_takes_its_propagation(self):
+        # the tmpfs's own mount is made shared (mountinfo's optional field), not the mount
+        # point's directory below it, which the kernel refuses (runtime-tools' mounts program)
+        c = config(["awk", "$5 == \"/shared-tmp\" { print $7 }", "/proc/self/mountinfo"])
+        c["mounts"].append({"destination": "/shared-tmp", "type": "tmpfs", "source": "tmpfs",
+                            "options": ["rshared"]})
+        code, out = self.run_container(c)
+        self.assertEqual(code, 0, out)
+        self.assertTrue(out.startswith("shared:"), out)
+
     def test_masked_paths_inside_the_bundle(self):
         # linux.maskedPaths of the bundle's own files and directories: /dev/null over a file,
         # an empty read-only tmpfs over a directory, after every mount
