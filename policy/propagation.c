@@ -91,6 +91,8 @@ size_t nsbox_propagation_steps(const struct nsbox_propagation *p, bool host, boo
                                unsigned long steps[2])
 {
     unsigned long all = tree ? MS_REC : 0, rec = p->recursive ? MS_REC : 0;
+    /* a bind of a host path is cut from the host's peer group over its whole tree */
+    unsigned long scope = host ? all : rec;
     size_t n = 0;
     switch (p->kind) {
     case NSBOX_PROP_NONE:
@@ -98,7 +100,7 @@ size_t nsbox_propagation_steps(const struct nsbox_propagation *p, bool host, boo
             steps[n++] = MS_PRIVATE | all;
         break;
     case NSBOX_PROP_PRIVATE:
-        steps[n++] = MS_PRIVATE | (host ? all : rec);
+        steps[n++] = MS_PRIVATE | scope;
         break;
     case NSBOX_PROP_UNBINDABLE:
         if (host && !(rec && all))
@@ -106,12 +108,12 @@ size_t nsbox_propagation_steps(const struct nsbox_propagation *p, bool host, boo
         steps[n++] = MS_UNBINDABLE | rec;
         break;
     case NSBOX_PROP_SLAVE:
-        steps[n++] = MS_SLAVE | (host ? all : rec);
+        steps[n++] = MS_SLAVE | scope;
         break;
     case NSBOX_PROP_SHARED:
         /* a slave first: out of any peer group it came with (the host's), then a group of its
          * own, of which the container's mount namespace holds every member */
-        steps[n++] = MS_SLAVE | (host ? all : rec);
+        steps[n++] = MS_SLAVE | scope;
         steps[n++] = MS_SHARED | rec;
         break;
     }
