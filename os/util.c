@@ -470,3 +470,8 @@ int nsbox_check_stdio(const int fds[3], struct nsbox_err *e)
     }
     return 0;
 }
+
+pid_t nsbox_clone_bare(unsigned long flags)
+{
+    return (pid_t)syscall(SYS_clone, flags, 0, 0, 0, 0);
+}

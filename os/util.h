@@ -78,6 +78,11 @@ int nsbox_parse_seconds(const char *s, uint64_t max_s, uint64_t *ms);
  * calling thread, yet glibc still lists the others, and one that had not started when the
  * clone happened is waited for forever. -1 with errno. */
 int nsbox_set_ids(uint32_t uid, uint32_t gid);
+/* A child as fork(2) makes it (a copy of the address space, flags: new namespaces, SIGCHLD or
+ * none, CLONE_PARENT), without the C library's fork: no atfork handlers and no runtime threads
+ * started in it (ThreadSanitizer's), so that it is alone, as unshare(CLONE_NEWUSER) and the
+ * namespace flags want. The child may make only system calls. 0 in the child, -1 with errno. */
+pid_t nsbox_clone_bare(unsigned long flags);
 /* fd (whose fstat is st) is an anonymous pipe (pipefs), not a named FIFO. */
 bool nsbox_is_anon_pipe(int fd, const struct stat *st);
 /* The anonymous pipes among a command's stdin, stdout and stderr (fds[0..2]) made reopenable by

@@ -7,6 +7,7 @@
 #include "diagnose.h"
 #include "cleanup.h"
 #include "text.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -99,11 +100,9 @@ void nsbox_diagnose_probe(struct nsbox_ns_probe *out)
     }
     cleanup_close int rfd = fds[0];
     cleanup_close int wfd = fds[1];
-    /* A child of our own making rather than the C library's fork: a forked child is not always
-     * alone (ThreadSanitizer's runtime starts a thread in it), and unshare(CLONE_NEWUSER)
-     * refuses a process with threads (EINVAL), which would read as a kernel without user
-     * namespaces. The child makes only system calls. */
-    pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+    /* not the C library's fork: unshare(CLONE_NEWUSER) refuses a child that is not alone
+     * (EINVAL), which would read as a kernel without user namespaces */
+    pid_t pid = nsbox_clone_bare(SIGCHLD);
     if (pid < 0) {
         out->fork_err = errno;
         return;

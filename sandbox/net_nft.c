@@ -8,6 +8,7 @@
 #include "net_impl.h"
 #include "nftbatch.h"
 #include "nftlib.h"
+#include "util.h"
 
 #include <sched.h>
 #include <signal.h>
@@ -144,7 +145,7 @@ static void closer_run(const struct closer *c)
  * calls. Cheaper than two forks. */
 static int closer_middle(void *arg)
 {
-    if (syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0) == 0)
+    if (nsbox_clone_bare(SIGCHLD) == 0)
         closer_run(arg);
     return 0;
 }

@@ -141,7 +141,7 @@ static pid_t clone_sandbox(const struct nsbox_cgroup *cg, bool sibling, uint64_t
     pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof a);
     if (pid < 0 && errno == ENOSYS && !*cgroup_ns_in_clone) {
         *pidfd = -1;
-        pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, 0, 0, 0, 0);
+        pid = nsbox_clone_bare(flags | SIGCHLD);
     }
     return pid;
 }
@@ -376,7 +376,7 @@ static pid_t clone_joined(struct nsbox_sandbox *c, int *failed_ns)
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
         return -1;
-    pid_t h = (pid_t)syscall(SYS_clone, CLONE_PARENT, 0, 0, 0, 0);
+    pid_t h = nsbox_clone_bare(CLONE_PARENT);
     if (h == 0) {
         close(sv[0]);
         struct join_reply r = {0};

@@ -168,7 +168,7 @@ int nsbox_userns_fd(const struct nsbox_idmap *um, const struct nsbox_idmap *gm, 
     int go[2];
     if (pipe2(go, O_CLOEXEC) < 0)
         return nsbox_err_sys(e, "pipe");
-    pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+    pid_t pid = nsbox_clone_bare(CLONE_NEWUSER | SIGCHLD);
     if (pid == 0) {
         /* stay until the parent has what it needs (its end of the pipe closes) */
         char c;
