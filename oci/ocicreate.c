@@ -38,6 +38,7 @@ struct create_args {
     const char *pid_file;
     const char *console_socket;
     const char *id;
+    unsigned preserve_fds; /* --preserve-fds: 3, 4, ... inherited by init (ocifds.c) */
 };
 
 /* What the monitor tells create once the sandbox is set up, or why it is not. */
@@ -71,6 +72,8 @@ static int parse_args(int argc, char **argv, struct create_args *a, struct nsbox
             a->pid_file = optarg;
         else if (o == 'c')
             a->console_socket = optarg;
+        else if (o == 'f' && nsbox_ocifds_parse("create", optarg, &a->preserve_fds, e) < 0)
+            return -1;
         else if (o == '?')
             return nsbox_err_invalid(e, "create: unknown option");
     }
@@ -145,6 +148,7 @@ struct monitor {
     int ctl;        /* the control socket (ocictl.c): pause, resume */
     const char *dir; /* the state directory */
     struct nsbox_ocimon mon; /* exec, procs, update (ocimon.c) */
+    unsigned preserve_fds;   /* --preserve-fds: init's to hold, not ours (launch.h) */
 };
 
 /* One request on the control socket: the operation, done while the caller waits. */
@@ -397,8 +401,10 @@ static int monitor_launch(struct monitor *m, const struct nsbox_spec *s,
     m->sb.L.start_fd = sv[1];
     if (nsbox_ocimon_prepare(&m->mon, &m->sb.L, c->terminal, &m->sb.cg, e) < 0)
         return -1;
+    m->sb.L.preserve_fds = m->preserve_fds;
     int r = nsbox_sandbox_start(&m->sb, NULL, e);
     nsbox_closep(&m->sb.L.start_fd);
+    nsbox_ocifds_close(m->preserve_fds); /* init has them: a caller's pipe ends with the workload */
     return r;
 }
 
@@ -439,7 +445,8 @@ static int monitor_setup(struct monitor *m, const struct nsbox_spec *s,
 __attribute__((noreturn)) static void monitor_main(const char *dir, const struct nsbox_spec *s,
                                                    const struct nsbox_ocispec *c,
                                                    const struct nsbox_ociplace *place,
-                                                   const char *console, int ready_fd)
+                                                   const char *console, unsigned preserve_fds,
+                                                   int ready_fd)
 {
     static struct monitor m; /* large: the sandbox's buffers */
     struct ready_msg msg = {0};
@@ -447,6 +454,7 @@ __attribute__((noreturn)) static void monitor_main(const char *dir, const struct
     nsbox_ocimon_init(&m.mon);
     m.start_sock = m.fifo = m.ctl = -1;
     m.dir = dir;
+    m.preserve_fds = preserve_fds;
     setsid(); /* not in the caller's job control: a ^C to it is not for the container */
     char fifo[PATH_MAX + 16];
     snprintf(fifo, sizeof fifo, "%s/exec.fifo", dir);
@@ -566,7 +574,7 @@ static int spawn_monitor(const struct nsbox_ocirt *g, const struct create_args *
         return nsbox_err_sys(e, "fork");
     if (pid == 0) {
         close(p[0]);
-        monitor_main(dir, s, c, place, a->console_socket, p[1]);
+        monitor_main(dir, s, c, place, a->console_socket, a->preserve_fds, p[1]);
     }
     close(p[1]);
     struct ready_msg msg = {0};

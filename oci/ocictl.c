@@ -102,16 +102,24 @@ int nsbox_ocictl_send(int fd, const struct nsbox_ocictl_msg *m, const void *payl
 int nsbox_ocictl_recv(int fd, struct nsbox_ocictl_msg *m, void *payload, size_t max, int fds[3],
                       struct nsbox_err *e)
 {
+    size_t got;
+    return nsbox_ocictl_recv_fds(fd, m, payload, max, fds, 3, &got, e);
+}
+
+int nsbox_ocictl_recv_fds(int fd, struct nsbox_ocictl_msg *m, void *payload, size_t max, int *fds,
+                          size_t cap, size_t *got, struct nsbox_err *e)
+{
     int flags;
-    ssize_t n = nsbox_msg_recv(fd, m, sizeof *m, payload, max, fds, &flags);
+    ssize_t n = nsbox_msg_recv_fds(fd, m, sizeof *m, payload, max, fds, cap, got, &flags);
     if (n == 0)
         return 0;
     if (n < 0)
         return nsbox_err_sys(e, "control socket: receive");
     if ((size_t)n < sizeof *m || (flags & (MSG_TRUNC | MSG_CTRUNC)) ||
         m->len != (size_t)n - sizeof *m) {
-        for (int i = 0; i < 3; i++)
+        for (size_t i = 0; i < *got; i++)
             nsbox_closep(&fds[i]);
+        *got = 0;
         return nsbox_err_set(e, NSBOX_E_INVALID, EBADMSG, "control socket: a malformed message");
     }
     m->op[sizeof m->op - 1] = '\0';

@@ -33,6 +33,7 @@
 struct exec_args {
     const char *process, *pid_file, *console_socket, *cwd, *user, *id;
     bool detach, tty;
+    unsigned preserve_fds; /* --preserve-fds: 3, 4, ... passed on (ocifds.c) */
     const char *env[EXEC_ENV_MAX];
     size_t n_env;
     char **cmd; /* after the id, without --process */
@@ -83,6 +84,8 @@ static int parse_args(int argc, char **argv, struct exec_args *a, struct nsbox_e
             a->cwd = optarg;
         else if (o == 'u')
             a->user = optarg;
+        else if (o == 'f' && nsbox_ocifds_parse("exec", optarg, &a->preserve_fds, e) < 0)
+            return -1;
         else if (o == 'e' && a->n_env == EXEC_ENV_MAX)
             return nsbox_err_invalid(e, "exec: more than %d --env", EXEC_ENV_MAX);
         else if (o == 'e')
@@ -204,8 +207,10 @@ static int load_process(const struct exec_args *a, const struct nsbox_ocistate *
     return 0;
 }
 
-/* The request: cwd, argv, env as NUL-terminated strings. */
-static int send_request(int fd, const struct nsbox_ocispec *c, struct nsbox_err *e)
+/* The request: cwd, argv, env as NUL-terminated strings; our stdin, stdout and stderr (without
+ * a terminal), then the descriptors passed on. */
+static int send_request(int fd, const struct nsbox_ocispec *c, unsigned preserve_fds,
+                        struct nsbox_err *e)
 {
     size_t need = strlen(c->cwd) + 1;
     for (size_t i = 0; i < c->n_args; i++)
@@ -223,15 +228,19 @@ static int send_request(int fd, const struct nsbox_ocispec *c, struct nsbox_err 
                                  .argc = (uint32_t)c->n_args,
                                  .envc = (uint32_t)c->n_env,
                                  .len = (uint32_t)need,
-                                 .flags = c->terminal ? NSBOX_OCICTL_F_TTY : 0};
+                                 .flags = (c->terminal ? NSBOX_OCICTL_F_TTY : 0) |
+                                          NSBOX_OCICTL_F_EXTRA(preserve_fds)};
     memcpy(buf, c->cwd, strlen(c->cwd) + 1);
     off = strlen(c->cwd) + 1;
     for (size_t i = 0; i < c->n_args; off += strlen(c->args[i]) + 1, i++)
         memcpy(buf + off, c->args[i], strlen(c->args[i]) + 1);
     for (size_t i = 0; i < c->n_env; off += strlen(c->env[i]) + 1, i++)
         memcpy(buf + off, c->env[i], strlen(c->env[i]) + 1);
-    int stdio[3] = {0, 1, 2};
-    return nsbox_ocictl_send(fd, &m, buf, stdio, c->terminal ? 0 : 3, e);
+    int fds[3 + NSBOX_AGENT_EXTRA_MAX];
+    int first = c->terminal ? 3 : 0; /* a terminal stands for stdio */
+    for (unsigned i = 0; i < 3 - (unsigned)first + preserve_fds; i++)
+        fds[i] = first + (int)i;
+    return nsbox_ocictl_send(fd, &m, buf, fds, 3 - (unsigned)first + preserve_fds, e);
 }
 
 /* Until the process runs: 0, or exec's exit code with e (125 for nsbox's own failures, 126 and
@@ -451,8 +460,9 @@ int nsbox_ociexec_exec(const struct nsbox_ocirt *g, int argc, char **argv, struc
     int fd = nsbox_ocictl_connect(g, &s, e);
     if (fd < 0)
         return 1;
-    int r = send_request(fd, &c, e);
+    int r = send_request(fd, &c, a.preserve_fds, e);
     nsbox_ocispec_free(&c);
+    nsbox_ocifds_close(a.preserve_fds); /* the process's now */
     if (r < 0) {
         close(fd);
         return 1;

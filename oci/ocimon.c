@@ -114,34 +114,44 @@ static void serve_exec(struct nsbox_ocimon *m, int fd)
 {
     struct nsbox_err e = {0};
     struct nsbox_ocictl_msg r;
-    int fds[3];
+    int fds[3 + NSBOX_AGENT_EXTRA_MAX];
+    size_t got = 0;
     cleanup_free char *payload = malloc(NSBOX_AGENT_PAYLOAD_MAX + 1);
     char **strs = NULL, **env = NULL;
     size_t i = 0;
     while (i < NSBOX_OCIMON_EXECS && m->execs[i].conn >= 0)
         i++;
-    if (!payload || nsbox_ocictl_recv(fd, &r, payload, NSBOX_AGENT_PAYLOAD_MAX, fds, &e) <= 0) {
+    if (!payload || nsbox_ocictl_recv_fds(fd, &r, payload, NSBOX_AGENT_PAYLOAD_MAX, fds,
+                                          NSBOX_ARRAY_LEN(fds), &got, &e) <= 0) {
         close(fd);
         return;
     }
     bool tty = r.flags & NSBOX_OCICTL_F_TTY;
+    /* stdin, stdout and stderr first (none with a tty), then those passed on at 3, 4, ... */
+    size_t n_std = tty ? 0 : 3, n_extra = NSBOX_OCICTL_EXTRA_OF(r.flags);
+    int stdio[3] = {-1, -1, -1};
+    for (size_t k = 0; k < n_std && k < got; k++)
+        stdio[k] = fds[k];
     if (m->agent < 0)
         nsbox_err_set(&e, NSBOX_E_INVALID, ESRCH, "container not running");
     else if (i == NSBOX_OCIMON_EXECS)
         nsbox_err_set(&e, NSBOX_E_INVALID, EAGAIN,
                       "%d execs already run in this container: wait for one to end",
                       NSBOX_OCIMON_EXECS);
-    else if (!tty && (fds[0] < 0 || fds[1] < 0 || fds[2] < 0))
-        nsbox_err_invalid(&e, "exec: stdin, stdout and stderr must come with the request");
+    else if (got != n_std + n_extra || n_extra > NSBOX_AGENT_EXTRA_MAX)
+        nsbox_err_invalid(&e,
+                          "exec: stdin, stdout and stderr (without a terminal) and the "
+                          "%zu descriptors to pass on must come with the request",
+                          n_extra);
     if (!e.code && split(payload, &r, &strs, &env, &e) == 0 &&
-        nsbox_agent_spawn(m->agent, ++m->seq, strs + 1, env, strs[0], fds,
+        nsbox_agent_spawn(m->agent, ++m->seq, strs + 1, env, strs[0], stdio, fds + n_std, n_extra,
                           tty ? NSBOX_AGENT_F_TTY : 0, r.winsize, &e) == 0) {
         m->execs[i].conn = fd;
         m->execs[i].seq = m->seq;
         m->execs[i].pid = 0;
     }
     free(strs);
-    for (int k = 0; k < 3; k++)
+    for (size_t k = 0; k < got; k++)
         nsbox_closep(&fds[k]);
     if (e.code) {
         reply_error(fd, &e);

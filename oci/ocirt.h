@@ -92,7 +92,8 @@ int nsbox_ocictl_listen(const char *dir, struct nsbox_err *e);
 int nsbox_ocictl_call(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
                       const char *op, struct nsbox_err *e);
 /* The requests that carry more (exec, procs, update; ocimon.c serves them): a header, then
- * len bytes of payload, and up to three descriptors. The same shape answers them. */
+ * len bytes of payload, and descriptors (exec's stdio and those it passes on). The same shape
+ * answers them. */
 struct nsbox_ocictl_msg {
     char op[16]; /* NUL-terminated: a request's name, or an answer's ("spawned", "error") */
     int32_t pid, status;
@@ -100,6 +101,10 @@ struct nsbox_ocictl_msg {
 };
 #define NSBOX_OCICTL_F_TTY 1u    /* exec: on a pseudo-terminal of the container's own devpts */
 #define NSBOX_OCICTL_F_PAUSED 2u /* killall: the container is paused; it stays frozen */
+/* exec: how many descriptors come after stdin, stdout and stderr (none of them with a tty),
+ * for the process's 3, 4, ... (--preserve-fds), in bits 8-15 */
+#define NSBOX_OCICTL_F_EXTRA(n) ((uint32_t)(n) << 8)
+#define NSBOX_OCICTL_EXTRA_OF(flags) (((flags) >> 8) & 0xffu)
 /* Connected to the monitor of s, or -1 with "container not running". */
 int nsbox_ocictl_connect(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
                          struct nsbox_err *e);
@@ -109,12 +114,21 @@ int nsbox_ocictl_send(int fd, const struct nsbox_ocictl_msg *m, const void *payl
  * 1, or 0 at EOF, or -1. */
 int nsbox_ocictl_recv(int fd, struct nsbox_ocictl_msg *m, void *payload, size_t max, int fds[3],
                       struct nsbox_err *e);
+/* The same with up to cap descriptors into fds[], *got of them. */
+int nsbox_ocictl_recv_fds(int fd, struct nsbox_ocictl_msg *m, void *payload, size_t max, int *fds,
+                          size_t cap, size_t *got, struct nsbox_err *e);
 /* One request (no descriptors) and its one answer into r, its payload into buf (max bytes,
  * NUL-terminated). 0, or -1: "container not running" when the monitor is gone, the monitor's
  * message when it answers "error". */
 int nsbox_ocictl_ask(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
                      const struct nsbox_ocictl_msg *req, const void *payload,
                      struct nsbox_ocictl_msg *r, char *buf, size_t max, struct nsbox_err *e);
+
+/* ---- ocifds.c: --preserve-fds N, the caller's descriptors 3 to 3+N-1 passed on ----
+ * Into *n, once each of them is open; cmd ("create", "exec") names the command in the error. */
+int nsbox_ocifds_parse(const char *cmd, const char *arg, unsigned *n, struct nsbox_err *e);
+/* Ours closed once they are the process's (a caller's pipe then ends when the process ends). */
+void nsbox_ocifds_close(unsigned n);
 
 /* ---- ocimon.c: what the monitor serves besides pause and resume ----
  * exec: the monitor holds init's agent socket (sandbox/agent.h); init, which forked the

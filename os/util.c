@@ -113,12 +113,16 @@ ssize_t nsbox_msg_send(int sock, const void *hdr, size_t hlen, const void *paylo
 {
     struct iovec iov[2] = {{(void *)hdr, hlen}, {(void *)payload, plen}};
     union {
-        char buf[CMSG_SPACE(sizeof(int) * 3)];
+        char buf[CMSG_SPACE(sizeof(int) * NSBOX_MSG_FDS_MAX)];
         struct cmsghdr align;
     } u;
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = plen ? 2 : 1};
+    if (nfds > NSBOX_MSG_FDS_MAX) {
+        errno = EINVAL;
+        return -1;
+    }
     if (nfds)
-        nsbox_cmsg_put_fds(&msg, u.buf, fds, nfds > 3 ? 3 : nfds);
+        nsbox_cmsg_put_fds(&msg, u.buf, fds, nfds);
     ssize_t n;
     do
         n = sendmsg(sock, &msg, MSG_NOSIGNAL);
@@ -129,15 +133,28 @@ ssize_t nsbox_msg_send(int sock, const void *hdr, size_t hlen, const void *paylo
 ssize_t nsbox_msg_recv(int sock, void *hdr, size_t hlen, void *payload, size_t max, int fds[3],
                        int *flags)
 {
+    size_t got;
+    return nsbox_msg_recv_fds(sock, hdr, hlen, payload, max, fds, 3, &got, flags);
+}
+
+ssize_t nsbox_msg_recv_fds(int sock, void *hdr, size_t hlen, void *payload, size_t max, int *fds,
+                           size_t cap, size_t *got, int *flags)
+{
     struct iovec iov[2] = {{hdr, hlen}, {payload, max}};
     union {
-        char buf[CMSG_SPACE(sizeof(int) * 3)];
+        char buf[CMSG_SPACE(sizeof(int) * NSBOX_MSG_FDS_MAX)];
         struct cmsghdr align;
     } u;
-    struct msghdr msg = {
-        .msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
-    for (int i = 0; i < 3; i++)
+    if (cap > NSBOX_MSG_FDS_MAX)
+        cap = NSBOX_MSG_FDS_MAX;
+    /* room for as many as were asked for: more come cut (MSG_CTRUNC), closed by the kernel */
+    struct msghdr msg = {.msg_iov = iov,
+                         .msg_iovlen = 2,
+                         .msg_control = u.buf,
+                         .msg_controllen = CMSG_SPACE(sizeof(int) * cap)};
+    for (size_t i = 0; i < cap; i++)
         fds[i] = -1;
+    *got = 0;
     ssize_t n;
     do
         n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
@@ -145,15 +162,14 @@ ssize_t nsbox_msg_recv(int sock, void *hdr, size_t hlen, void *payload, size_t m
     *flags = msg.msg_flags;
     if (n <= 0)
         return n;
-    size_t k = 0;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
             continue;
         size_t cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
         int *in = (int *)CMSG_DATA(c);
         for (size_t i = 0; i < cnt; i++) {
-            if (k < 3)
-                fds[k++] = in[i];
+            if (*got < cap)
+                fds[(*got)++] = in[i];
             else
                 close(in[i]);
         }
@@ -236,10 +252,15 @@ bool nsbox_pid_alive(int pid)
 
 void nsbox_close_fds_keep(const int *keep, size_t n)
 {
+    nsbox_close_fds_keep_from(3, keep, n);
+}
+
+void nsbox_close_fds_keep_from(int first, const int *keep, size_t n)
+{
     int k[8];
     size_t m = 0;
     for (size_t i = 0; i < n && m < NSBOX_ARRAY_LEN(k); i++)
-        if (keep[i] >= 3)
+        if (keep[i] >= first)
             k[m++] = keep[i];
     for (size_t i = 1; i < m; i++) /* insertion sort: a handful */
         for (size_t j = i; j > 0 && k[j - 1] > k[j]; j--) {
@@ -247,7 +268,7 @@ void nsbox_close_fds_keep(const int *keep, size_t n)
             k[j] = k[j - 1];
             k[j - 1] = t;
         }
-    unsigned from = 3;
+    unsigned from = (unsigned)first;
     bool ok = true;
     for (size_t i = 0; i < m; i++) {
         if ((unsigned)k[i] > from)
@@ -256,7 +277,7 @@ void nsbox_close_fds_keep(const int *keep, size_t n)
     }
     if (syscall(SYS_close_range, from, ~0U, 0) == 0 && ok)
         return;
-    for (int fd = 3; fd < 65536; fd++) { /* kernels before 5.9 */
+    for (int fd = first; fd < 65536; fd++) { /* kernels before 5.9 */
         bool kept = false;
         for (size_t i = 0; i < m; i++)
             kept = kept || k[i] == fd;
@@ -268,6 +289,23 @@ void nsbox_close_fds_keep(const int *keep, size_t n)
 void nsbox_close_fds_except(int keep)
 {
     nsbox_close_fds_keep(&keep, 1);
+}
+
+int nsbox_fds_place(const int *fds, size_t n, int first)
+{
+    int moved[NSBOX_MSG_FDS_MAX];
+    if (n > NSBOX_MSG_FDS_MAX) {
+        errno = EINVAL;
+        return -1;
+    }
+    /* first above the range, so that no dup2 below closes a source still to be copied */
+    for (size_t i = 0; i < n; i++)
+        if ((moved[i] = fcntl(fds[i], F_DUPFD, first + (int)n)) < 0)
+            return -1;
+    for (size_t i = 0; i < n; i++)
+        if (dup2(moved[i], first + (int)i) < 0)
+            return -1;
+    return 0;
 }
 
 /* Reads a whole small file; ENOENT is returned as 1 with *out NULL. */

@@ -23,8 +23,11 @@ void nsbox_reset_signals(void);
 /* Attach nfds descriptors to msg as SCM_RIGHTS, using buf (CMSG_SPACE(sizeof(int) * nfds) bytes
  * at least, suitably aligned). */
 void nsbox_cmsg_put_fds(struct msghdr *msg, void *buf, const int *fds, size_t nfds);
-/* One message of a header and a payload with up to three descriptors (SCM_RIGHTS), as one
- * sendmsg (a SOCK_SEQPACKET socket keeps it whole); EINTR is retried. Bytes sent, -1/errno. */
+/* The most descriptors one message carries: the kernel's SCM_MAX_FD. */
+#define NSBOX_MSG_FDS_MAX 253
+/* One message of a header and a payload with up to NSBOX_MSG_FDS_MAX descriptors (SCM_RIGHTS),
+ * as one sendmsg (a SOCK_SEQPACKET socket keeps it whole); EINTR is retried. Bytes sent,
+ * -1/errno (EINVAL for more descriptors). */
 ssize_t nsbox_msg_send(int sock, const void *hdr, size_t hlen, const void *payload, size_t plen,
                        const int *fds, size_t nfds);
 /* Its receiving side: fds[0..2] get the descriptors that came (close-on-exec; -1 where none;
@@ -32,6 +35,10 @@ ssize_t nsbox_msg_send(int sock, const void *hdr, size_t hlen, const void *paylo
  * caller decides what is whole). Bytes, 0 at EOF, -1/errno. */
 ssize_t nsbox_msg_recv(int sock, void *hdr, size_t hlen, void *payload, size_t max, int fds[3],
                        int *flags);
+/* The same for up to cap descriptors (at most NSBOX_MSG_FDS_MAX): fds[0..cap-1], -1 where none
+ * came; *got says how many came (those beyond cap are closed). */
+ssize_t nsbox_msg_recv_fds(int sock, void *hdr, size_t hlen, void *payload, size_t max, int *fds,
+                           size_t cap, size_t *got, int *flags);
 
 /* A whole file (dfd-relative path) as a NUL-terminated string of at most limit bytes; NULL with
  * errno (EFBIG when larger). */
@@ -59,6 +66,14 @@ int nsbox_read_small(const char *path, char **out, struct nsbox_err *e);
 /* Close every descriptor from 3 up but those in keep[] (at most 8). */
 void nsbox_close_fds_keep(const int *keep, size_t n);
 void nsbox_close_fds_except(int keep);
+/* The same from first up: 3 to first - 1 stay open (a process's inherited descriptors, passed
+ * on at their numbers: nsbox-oci's --preserve-fds). */
+void nsbox_close_fds_keep_from(int first, const int *keep, size_t n);
+/* fds[0..n-1] become descriptors first..first+n-1, in that order, without close-on-exec, however
+ * their numbers overlap that range; copies above it are left for the caller to close
+ * (nsbox_close_fds_keep_from(first + n, ...)). Makes system calls only (a vfork-like child
+ * may call it). 0, or -1 with errno. */
+int nsbox_fds_place(const int *fds, size_t n, int first);
 
 /* CLOCK_MONOTONIC in milliseconds. */
 int64_t nsbox_now_ms(void);

@@ -33,28 +33,47 @@ static int send_msg(int sock, const struct nsbox_agent_hdr *h, const char *paylo
     return nsbox_msg_send(sock, h, sizeof *h, payload, h->len, fds, nfds) < 0 ? -1 : 0;
 }
 
-/* One whole message; fds[] (3) filled with received descriptors or -1. */
-static ssize_t recv_msg(int sock, struct nsbox_agent_hdr *h, char *payload, size_t max, int *fds)
+/* A SPAWN's descriptors beyond stdio (NSBOX_AGENT_F_EXTRA), for the command's 3, 4, ... */
+struct spawn_extra {
+    int fd[NSBOX_AGENT_EXTRA_MAX];
+    size_t n;
+};
+
+static void extra_close(struct spawn_extra *x)
 {
-    int got[3], flags;
-    ssize_t n = nsbox_msg_recv(sock, h, sizeof *h, payload, max, got, &flags);
-    for (int i = 0; i < 3; i++) {
+    for (; x && x->n > 0; x->n--)
+        close(x->fd[x->n - 1]);
+}
+
+/* One whole message; fds[] (3) filled with received descriptors or -1, and with x (not NULL)
+ * a SPAWN's extra ones (the last NSBOX_AGENT_EXTRA_OF(flags) that came). */
+static ssize_t recv_msg(int sock, struct nsbox_agent_hdr *h, char *payload, size_t max, int *fds,
+                        struct spawn_extra *x)
+{
+    int got[3 + NSBOX_AGENT_EXTRA_MAX], flags;
+    size_t n_got, extra = 0, cap = x ? NSBOX_ARRAY_LEN(got) : 3;
+    ssize_t n = nsbox_msg_recv_fds(sock, h, sizeof *h, payload, max, got, cap, &n_got, &flags);
+    bool whole =
+        n > 0 && (size_t)n >= sizeof *h && !(flags & MSG_TRUNC) && h->len == (size_t)n - sizeof *h;
+    if (whole && x && h->type == NSBOX_AGENT_SPAWN)
+        extra = NSBOX_AGENT_EXTRA_OF(h->flags);
+    bool ok = whole && !(flags & MSG_CTRUNC) && extra <= n_got && n_got - extra <= 3;
+    for (size_t i = 0; i < 3; i++) {
+        int fd = ok && i < n_got - extra ? got[i] : -1;
         if (fds)
-            fds[i] = got[i];
-        else if (got[i] >= 0)
-            close(got[i]);
+            fds[i] = fd;
+        else if (fd >= 0)
+            close(fd);
     }
-    if (n <= 0)
-        return n;
-    bool whole = (size_t)n >= sizeof *h && !(flags & MSG_TRUNC) && h->len == (size_t)n - sizeof *h;
-    if (!whole || (flags & MSG_CTRUNC)) {
-        for (int i = 0; fds && i < 3; i++)
-            if (fds[i] >= 0)
-                close(fds[i]), fds[i] = -1;
+    if (x && (x->n = ok ? extra : 0))
+        memcpy(x->fd, got + n_got - extra, extra * sizeof *got);
+    for (size_t i = 0; !ok && i < n_got; i++)
+        close(got[i]);
+    if (n > 0 && !ok) {
         /* EMFILE: the message came whole, but not its descriptors (no room in our table: the
          * sandbox, whose uid init shares, can lower init's RLIMIT_NOFILE with prlimit). The
          * header is good, so that the sender can be told. */
-        errno = whole ? EMFILE : EBADMSG;
+        errno = whole && (flags & MSG_CTRUNC) ? EMFILE : EBADMSG;
         return -1;
     }
     return n;
@@ -75,9 +94,12 @@ static int append(char *buf, size_t *off, const char *s, struct nsbox_err *e)
 }
 
 int nsbox_agent_spawn(int sock, uint32_t seq, char *const argv[], char *const env[],
-                      const char *cwd, const int fds[3], unsigned flags, uint32_t winsize,
-                      struct nsbox_err *e)
+                      const char *cwd, const int fds[3], const int *extra, size_t n_extra,
+                      unsigned flags, uint32_t winsize, struct nsbox_err *e)
 {
+    if (n_extra > NSBOX_AGENT_EXTRA_MAX)
+        return nsbox_err_invalid(e, "agent: more than %u descriptors to pass on",
+                                 NSBOX_AGENT_EXTRA_MAX);
     /* as large as this request (append() bounds it): a 192 KiB buffer would be a fresh mmap,
      * page faults and a munmap on every exec */
     size_t need = strlen(cwd) + 1;
@@ -89,7 +111,9 @@ int nsbox_agent_spawn(int sock, uint32_t seq, char *const argv[], char *const en
     if (!buf)
         return nsbox_err_sys(e, "malloc");
     size_t off = 0;
-    struct nsbox_agent_hdr h = {.type = NSBOX_AGENT_SPAWN, .seq = seq, .flags = flags,
+    struct nsbox_agent_hdr h = {.type = NSBOX_AGENT_SPAWN,
+                                .seq = seq,
+                                .flags = flags | NSBOX_AGENT_F_EXTRA(n_extra),
                                 .status = (int32_t)winsize};
     if (append(buf, &off, cwd, e) < 0)
         return -1;
@@ -100,9 +124,16 @@ int nsbox_agent_spawn(int sock, uint32_t seq, char *const argv[], char *const en
         if (append(buf, &off, env[h.envc], e) < 0)
             return -1;
     h.len = (uint32_t)off;
-    if (!(flags & NSBOX_AGENT_F_TTY))
+    int all[3 + NSBOX_AGENT_EXTRA_MAX];
+    size_t n = 0;
+    if (!(flags & NSBOX_AGENT_F_TTY)) {
         nsbox_share_pipes(fds);
-    if (send_msg(sock, &h, buf, fds, (flags & NSBOX_AGENT_F_TTY) ? 0 : 3) < 0)
+        for (; n < 3; n++)
+            all[n] = fds[n];
+    }
+    if (n_extra)
+        memcpy(all + n, extra, n_extra * sizeof *extra);
+    if (send_msg(sock, &h, buf, all, n + n_extra) < 0)
         return nsbox_err_sys(e, "agent: send");
     return 0;
 }
@@ -163,7 +194,7 @@ int nsbox_agent_recv(int sock, struct nsbox_agent_event *ev, struct nsbox_err *e
     char payload[sizeof ev->msg];
     int fds[3];
     ev->fd = -1;
-    ssize_t n = recv_msg(sock, &h, payload, sizeof payload - 1, fds);
+    ssize_t n = recv_msg(sock, &h, payload, sizeof payload - 1, fds, NULL);
     if (n == 0)
         return 0;
     if (n < 0)
@@ -194,7 +225,7 @@ int nsbox_agent_recv_workspace(int sock, int *fd, struct nsbox_err *e)
     char payload[16];
     int fds[3];
     *fd = -1;
-    ssize_t n = recv_msg(sock, &h, payload, sizeof payload, fds);
+    ssize_t n = recv_msg(sock, &h, payload, sizeof payload, fds, NULL);
     if (n == 0)
         return nsbox_err_set(e, NSBOX_E_SYS, EPIPE, "agent: init ended before it was ready");
     if (n < 0)
@@ -289,8 +320,9 @@ struct spawn_child {
     char *cwd;
     char **argv, **env;
     const int *fds;
+    const struct spawn_extra *extra; /* at 3, 4, ...; or NULL */
     unsigned flags;
-    int fail_kind; /* 0: exec'd; 'C': cannot enter cwd; 'E': cannot execute */
+    int fail_kind; /* 0: exec'd; 'C': cannot enter cwd; 'F': cannot place extra; 'E': exec */
     int fail_errno;
 };
 
@@ -444,7 +476,14 @@ static int spawn_child_main(void *arg)
      * job control and Ctrl-C; TIOCSTI stays denied by seccomp. */
     if ((c->flags & NSBOX_AGENT_F_TTY) && isatty(0))
         ioctl(0, TIOCSCTTY, 0);
-    nsbox_close_fds_except(-1); /* before resolving cwd: no way out through /proc/self/fd */
+    size_t n_extra = c->extra ? c->extra->n : 0;
+    if (n_extra && nsbox_fds_place(c->extra->fd, n_extra, 3) < 0) {
+        c->fail_kind = 'F';
+        c->fail_errno = errno;
+        _exit(125);
+    }
+    /* before resolving cwd: no way out through /proc/self/fd but what the caller passed on */
+    nsbox_close_fds_keep_from(3 + (int)n_extra, NULL, 0);
     struct nsbox_err ce;
     if (nsbox_sp_chdir_in_root(c->cwd, &ce) < 0) {
         c->fail_kind = 'C';
@@ -506,6 +545,8 @@ static int spawn_fail_msg(const struct spawn_child *c, char *msg, size_t n)
     int err = c->fail_errno;
     if (c->fail_kind == 'C')
         snprintf(msg, n, "cannot enter %.200s: %s", c->cwd, strerror(err));
+    else if (c->fail_kind == 'F')
+        snprintf(msg, n, "cannot pass on the descriptors from 3 up: %s", strerror(err));
     else if (err == E2BIG) /* a string over 128 KiB (MAX_ARG_STRLEN), or all of them */
         snprintf(msg, n, "%.200s: %s (the kernel takes 128 KiB per argument or "
                          "variable, and less than the stack limit in all: put "
@@ -514,7 +555,7 @@ static int spawn_fail_msg(const struct spawn_child *c, char *msg, size_t n)
     else
         snprintf(msg, n, "%.200s: %s", c->argv[0],
                  err == ENOENT ? "command not found" : strerror(err));
-    return c->fail_kind == 'C' ? 125 : err == ENOENT ? 127 : 126;
+    return c->fail_kind == 'C' || c->fail_kind == 'F' ? 125 : err == ENOENT ? 127 : 126;
 }
 
 /* Answer FAILED for a command that did not start, after ending the others when it was to be
@@ -535,7 +576,7 @@ static int spawn_failed(int sock, const struct nsbox_agent_hdr *h, pid_t pid, in
  * start (FAILED sent with 125/126/127), -1 when the request was malformed (FAILED sent, 125;
  * on the run socket: status 0, "refused", and nothing was touched). */
 static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, int fds[3],
-                    bool is_run)
+                    struct spawn_extra *x, bool is_run)
 {
     char msg[600];
     char **strs = NULL;
@@ -546,6 +587,7 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
             if (fds[i] >= 0)
                 close(fds[i]), fds[i] = -1;
         snprintf(msg, sizeof msg, "cannot make a pseudo-terminal: %s", strerror(errno));
+        extra_close(x);
         reply(sock, NSBOX_AGENT_FAILED, h->seq, 0, 125, msg);
         return 0;
     }
@@ -561,13 +603,15 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
     char *saved = argv[h->argc];
     argv[h->argc] = NULL;
 
-    struct spawn_child c = {.cwd = cwd, .argv = argv, .env = env, .fds = fds, .flags = h->flags};
+    struct spawn_child c = {
+        .cwd = cwd, .argv = argv, .env = env, .fds = fds, .extra = x, .flags = h->flags};
     pid_t pid = spawn_clone(&c);
     int clone_errno = errno;
     argv[h->argc] = saved;
     free(env);
     for (int i = 0; i < 3; i++)
         close(fds[i]);
+    extra_close(x);
     if (pid < 0) {
         if (clone_errno == EAGAIN) /* the pids cgroup's limit (or RLIMIT_NPROC) */
             snprintf(msg, sizeof msg,
@@ -604,6 +648,7 @@ bad:
     for (int i = 0; i < 3; i++)
         if (fds[i] >= 0)
             close(fds[i]);
+    extra_close(x);
     reply(sock, NSBOX_AGENT_FAILED, h->seq, 0, is_run ? 0 : 125,
           is_run ? "refused: malformed run request" : "malformed spawn request");
     return -1;
@@ -681,7 +726,7 @@ static void close_run_conn(void)
     int fds[3];
     struct pollfd pf = {run.conn, POLLIN, 0};
     while (poll(&pf, 1, 0) == 1) {
-        ssize_t n = recv_msg(run.conn, &h, buf, sizeof buf, fds);
+        ssize_t n = recv_msg(run.conn, &h, buf, sizeof buf, fds, NULL);
         if (n == 0 || (n < 0 && errno != EBADMSG && errno != EMFILE))
             break;
         for (int i = 0; n > 0 && i < 3; i++)
@@ -766,8 +811,8 @@ static void take_run(int sock, char *payload)
     struct nsbox_agent_hdr h = {0};
     int fds[3] = {-1, -1, -1};
     struct pollfd pf = {c, POLLIN, 0};
-    ssize_t n = poll(&pf, 1, 200) == 1 ? recv_msg(c, &h, payload, NSBOX_AGENT_PAYLOAD_MAX, fds)
-                                        : -1;
+    ssize_t n =
+        poll(&pf, 1, 200) == 1 ? recv_msg(c, &h, payload, NSBOX_AGENT_PAYLOAD_MAX, fds, NULL) : -1;
     /* the descriptors as the exec path checks them; missing ones are do_spawn's to refuse */
     struct nsbox_err se = {0};
     const char *why = n <= 0 ? NULL
@@ -790,7 +835,7 @@ static void take_run(int sock, char *payload)
     h.flags = NSBOX_AGENT_F_LAST; /* no terminal of init's making; the sandbox ends with it */
     run.conn = c;
     run.seq = h.seq;
-    int pid = do_spawn(c, &h, payload, fds, true);
+    int pid = do_spawn(c, &h, payload, fds, NULL, true);
     if (pid < 0) { /* refused: the next connection may still take the sandbox */
         close(c);
         run.conn = -1;
@@ -812,7 +857,7 @@ static void on_run_conn(char *payload)
 {
     struct nsbox_agent_hdr h;
     int fds[3];
-    ssize_t n = recv_msg(run.conn, &h, payload, NSBOX_AGENT_PAYLOAD_MAX, fds);
+    ssize_t n = recv_msg(run.conn, &h, payload, NSBOX_AGENT_PAYLOAD_MAX, fds, NULL);
     for (int i = 0; i < 3; i++)
         if (n > 0 && fds[i] >= 0)
             close(fds[i]);
@@ -890,7 +935,8 @@ static void serve(int sock)
         if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             struct nsbox_agent_hdr h;
             int fds[3];
-            ssize_t n = recv_msg(sock, &h, payload, NSBOX_AGENT_PAYLOAD_MAX, fds);
+            struct spawn_extra x;
+            ssize_t n = recv_msg(sock, &h, payload, NSBOX_AGENT_PAYLOAD_MAX, fds, &x);
             if (n == 0 || (n < 0 && errno != EBADMSG && errno != EMFILE)) {
                 /* the supervisor is gone: so is the sandbox. nsbox-oci's container ends as
                  * killed: its caller waits for init, and must not read a success */
@@ -910,7 +956,7 @@ static void serve(int sock)
             if (n < 0)
                 continue;
             if (h.type == NSBOX_AGENT_SPAWN) {
-                do_spawn(sock, &h, payload, fds, false);
+                do_spawn(sock, &h, payload, fds, &x, false);
             } else if (h.type == NSBOX_AGENT_LISTEN && !run.claimed && run.listen_fd < 0 &&
                        fds[0] >= 0) {
                 run.listen_fd = fds[0];

@@ -3,7 +3,8 @@
  * asks for. Forking from inside means no namespace joining and no cgroup migration per exec.
  *
  * Messages travel over a SOCK_SEQPACKET socketpair: a fixed header, a payload of NUL-separated
- * strings, and for SPAWN three descriptors (stdin, stdout, stderr). init has two peers: the
+ * strings, and for SPAWN three descriptors (stdin, stdout, stderr) and any it passes on
+ * (NSBOX_AGENT_F_EXTRA). init has two peers: the
  * supervisor, and in a pooled sandbox the one client of its run socket (below), whose requests
  * it checks as untrusted; the supervisor treats what init says as untrusted (bounded, checked). */
 #ifndef NSBOX_AGENT_H
@@ -66,6 +67,13 @@ struct nsbox_agent_hdr {
  * process of the sandbox before it reports EXITED (or FAILED), so that nothing of the sandbox
  * runs on once the run's status is out. */
 #define NSBOX_AGENT_F_LAST 2u
+/* Descriptors beyond stdio that the command gets at 3, 4, ... (nsbox-oci's --preserve-fds):
+ * their count is in bits 8-15 of a SPAWN's flags, and they come last among its descriptors
+ * (after stdin, stdout and stderr; alone with F_TTY). One message carries at most 253
+ * (SCM_MAX_FD), three of them stdio. */
+#define NSBOX_AGENT_EXTRA_MAX 250u
+#define NSBOX_AGENT_F_EXTRA(n) ((uint32_t)(n) << 8)
+#define NSBOX_AGENT_EXTRA_OF(flags) (((flags) >> 8) & 0xffu)
 
 struct nsbox_agent_event {
     uint32_t type, seq;
@@ -75,10 +83,11 @@ struct nsbox_agent_event {
     char msg[512];
 };
 
-/* Supervisor side. */
+/* Supervisor side. extra[0..n_extra-1] (at most NSBOX_AGENT_EXTRA_MAX): the command's
+ * descriptors 3, 4, ... (flags get their count). */
 int nsbox_agent_spawn(int sock, uint32_t seq, char *const argv[], char *const env[],
-                      const char *cwd, const int fds[3], unsigned flags, uint32_t winsize,
-                      struct nsbox_err *e);
+                      const char *cwd, const int fds[3], const int *extra, size_t n_extra,
+                      unsigned flags, uint32_t winsize, struct nsbox_err *e);
 int nsbox_agent_kill(int sock, int pid, int sig, struct nsbox_err *e);
 /* A pooled sandbox: give init its run socket (listening) and the OOM counter file (or -1). */
 int nsbox_agent_listen(int sock, int listen_fd, int oom_fd, struct nsbox_err *e);

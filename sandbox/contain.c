@@ -333,9 +333,10 @@ __attribute__((noreturn)) static void workload_exec(struct nsbox_launch *L, int 
             nsbox_err_sys(&e, "console");
             report_and_exit(L, 125, &e);
         }
-    /* all but the report pipe and exec_wr (close-on-exec), also what nsbox's caller leaked */
+    /* all but the report pipe and exec_wr (close-on-exec), also what nsbox's caller leaked,
+     * but for the descriptors it passes on (launch.h) */
     int keep[] = {L->report_wr, exec_wr};
-    nsbox_close_fds_keep(keep, exec_wr >= 0 ? 2 : 1);
+    nsbox_close_fds_keep_from(3 + (int)L->preserve_fds, keep, exec_wr >= 0 ? 2 : 1);
     if (new_session(&e) < 0)
         report_and_exit(L, 125, &e);
     /* the console is the controlling terminal (job control, ^C); TIOCSTI stays denied */
@@ -456,7 +457,7 @@ void nsbox_contain_child_main(struct nsbox_launch *L)
          * of the rest after the fork as every init does. */
         if (L->sibling) {
             int keep[] = {L->start_fd, L->report_wr, L->agent_fd, L->oom_fd};
-            nsbox_close_fds_keep(keep, NSBOX_ARRAY_LEN(keep));
+            nsbox_close_fds_keep_from(3 + (int)L->preserve_fds, keep, NSBOX_ARRAY_LEN(keep));
         }
         if (start_barrier(L, &e) < 0)
             report_and_exit(L, 125, &e);

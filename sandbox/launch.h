@@ -49,6 +49,10 @@ struct nsbox_launch {
     int ws_fd;                /* EXT4 workspace: its detached mount (the child takes its copy) */
     int image_fd;             /* an OCI image's idmapped copy (userns.h), or -1: likewise */
     int start_fd;             /* nsbox-oci: init writes 'r' when set up, runs the workload on 's' */
+    /* nsbox-oci's --preserve-fds: the launcher's descriptors 3 to 3+N-1, which init inherits
+     * at the clone, keeps through the containment sequence and the workload gets at the same
+     * numbers; every other descriptor is still closed. */
+    unsigned preserve_fds;
     /* The workload's ids inside the sandbox: appuser's unless nsbox-oci's config names others
      * (within the user namespace's range; never host root). */
     uint32_t uid, gid;

@@ -294,5 +294,133 @@ class OciExec(BundleCase):
         self.assertIn(b"got-typed", out)
 
 
+# what the container's process (the shell) has open, listed by a child (no pipe of the shell's
+# own in the way), then its writes to 3 and 4
+LIST_AND_WRITE = "ls /proc/$$/fd; echo {0}-pipe >&3; echo {0}-file >&4"
+
+
+@unittest.skipIf(not rt.OCI, "NSBOX_BIN is not set (run through ctest)")
+class OciPreserveFds(BundleCase):
+    """--preserve-fds N (docs/oci.md): the caller's descriptors 3 to 3+N-1 are the process's,
+    at the same numbers, and nothing else of the runtime's; without it, none of them."""
+
+    def pipe_and_file(self):
+        """A pipe (its reading end, and the writing end for the runtime) and a file open for
+        writing: the two descriptors the test passes."""
+        r, w = os.pipe()
+        self.addCleanup(os.close, r)
+        path = os.path.join(self.tmp, "passed-file")
+        f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        return r, w, f, path
+
+    def read_to_end(self, fd):
+        """The pipe's data up to its end of file, which comes only once every holder of the
+        writing end (the runtime's processes, the container's) has let it go."""
+        out = b""
+        while select.select([fd], [], [], 60)[0]:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return out
+            out += chunk
+        self.fail(f"the pipe is still held open after its writer ended: {out!r}")
+
+    def create_with_fds(self, fds, cid, *flags):
+        """create with fds as its 3, 4, ... and start; the container's exit code, and its
+        stdout and stderr (files: the container holds them)."""
+        out_path, err_path = os.path.join(self.tmp, cid + ".out"), os.path.join(self.tmp, "err")
+        with open(out_path, "w") as out, open(err_path, "w") as err:
+            c = self.oci_fds(fds, "create", "--bundle", self.bundle, "--pid-file",
+                             self.pidfile, *flags, cid, stdout=out, stderr=err)
+        for fd in fds:
+            os.close(fd)
+        with open(err_path) as err:
+            self.assertEqual(c.returncode, 0, err.read())
+        with open(self.pidfile) as pf:
+            pid = int(pf.read())
+        self.waited_pids.append(pid)
+        self.assertEqual(self.oci("start", cid).returncode, 0)
+        code = os.waitstatus_to_exitcode(self.wait(pid))
+        with open(out_path) as out, open(err_path) as err:
+            return code, out.read(), err.read()
+
+    def test_create_passes_pipe_and_file(self):
+        self.write_config(rt.config(["sh", "-c", LIST_AND_WRITE.format("create")]))
+        r, w, f, path = self.pipe_and_file()
+        code, out, err = self.create_with_fds([w, f], "c1", "--preserve-fds", "2")
+        self.assertEqual(code, 0, out + err)
+        # exactly stdio and the two: nothing of nsbox-oci's (its sockets, the monitor's)
+        self.assertEqual(out.split(), ["0", "1", "2", "3", "4"])
+        self.assertEqual(self.read_to_end(r), b"create-pipe\n")
+        with open(path) as pf:
+            self.assertEqual(pf.read(), "create-file\n")
+        # without the flag: 3 and 4 are open in create all the same, and the container has
+        # neither
+        r, w, f, path = self.pipe_and_file()
+        code, out, err = self.create_with_fds([w, f], "c2")
+        self.assertNotEqual(code, 0)
+        self.assertEqual(out.split(), ["0", "1", "2"])
+        self.assertIn("3: Bad file descriptor", err)
+        self.assertEqual(self.read_to_end(r), b"")
+        with open(path) as pf:
+            self.assertEqual(pf.read(), "")
+
+    def test_create_bad_counts_refused(self):
+        self.write_config(rt.config(["true"]))
+        _, w, f, _ = self.pipe_and_file()
+        os.close(f)
+        for n, why in (("-1", "give the number of descriptors"),
+                       ("100000", "0 to 250"), ("2x", "give the number"),
+                       ("2", "descriptor 4 is not open")):
+            with open(self.out, "w") as out:  # files: a container made by mistake holds them
+                r = self.oci_fds([w], "create", "--bundle", self.bundle, "--pid-file",
+                                 self.pidfile, "--preserve-fds", n, "c1", stdout=out,
+                                 stderr=out)
+            self.assertNotEqual(r.returncode, 0, n)
+            self.assertIn(why, self.output(), n)
+            self.assertIn(why, self.log_errors()[-1]["msg"], n)
+            # nothing made: no state, no pid file, no sandbox
+            self.assertFalse(os.path.exists(os.path.join(self.root, "c1")), n)
+            self.assertFalse(os.path.exists(self.pidfile), n)
+        os.close(w)
+        self.assertEqual(self.dirs.leftovers(), [])
+
+    def test_exec_passes_pipe_and_file(self):
+        self.write_config(rt.config(["sleep", "1000"]))
+        mon = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        r, w, f, path = self.pipe_and_file()
+        e = self.oci_fds([w, f], "exec", "--preserve-fds", "2", "c1", "sh", "-c",
+                         LIST_AND_WRITE.format("exec"))
+        os.close(w)
+        os.close(f)
+        self.assertEqual(e.returncode, 0, e.stderr)
+        self.assertEqual(e.stdout.decode().split(), ["0", "1", "2", "3", "4"])
+        self.assertEqual(self.read_to_end(r), b"exec-pipe\n")
+        with open(path) as pf:
+            self.assertEqual(pf.read(), "exec-file\n")
+        # one: the pipe alone; without the flag, neither (both open in exec all the same)
+        r, w, f, path = self.pipe_and_file()
+        e = self.oci_fds([w, f], "exec", "--preserve-fds", "1", "c1", "sh", "-c",
+                         "ls /proc/$$/fd; echo one-pipe >&3")
+        self.assertEqual(e.stdout.decode().split(), ["0", "1", "2", "3"], e.stderr)
+        e = self.oci_fds([w, f], "exec", "c1", "sh", "-c", LIST_AND_WRITE.format("none"))
+        os.close(w)
+        os.close(f)
+        self.assertNotEqual(e.returncode, 0)
+        self.assertEqual(e.stdout.decode().split(), ["0", "1", "2"])
+        self.assertEqual(self.read_to_end(r), b"one-pipe\n")
+        with open(path) as pf:
+            self.assertEqual(pf.read(), "")
+        # bad counts: refused before anything reaches the container
+        for n, why in (("-3", "give the number"), ("251", "0 to 250"),
+                       ("3", "descriptor 3 is not open")):
+            e = self.oci("exec", "--preserve-fds", n, "c1", "true")
+            self.assertNotEqual(e.returncode, 0, n)
+            self.assertIn(why, e.stderr.decode(), n)
+        self.assertEqual(self.state()["status"], "running")
+        self.assertEqual(self.oci("kill", "c1", "KILL").returncode, 0)
+        self.wait(mon)
+
+
 if __name__ == "__main__":
     unittest.main()

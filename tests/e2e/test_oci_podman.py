@@ -4,13 +4,14 @@ the test's own storage, run and tmp directories, containers.conf and cgroup pare
 /run/nsbox-oci: podman's cleanup after --rm does not pass --runtime-flag on), network none; the image is a busybox
 docker-save archive the test builds and `podman load`s. Checked: `podman run` output and exit
 code, `podman stop` (the SIGTERM ends it), `podman pause`/`unpause`, `podman run -t` (a
-terminal), `podman exec`, and that nothing is left."""
+terminal), `podman exec`, `podman run --preserve-fds`, and that nothing is left."""
 import os
+import select
 import unittest
 
 import engines
 
-from nsbox_test import NSBOX, Dirs
+from nsbox_test import NSBOX, Dirs, fds_at_3
 
 OCI = os.path.join(os.path.dirname(NSBOX), "nsbox-oci") if NSBOX else None
 IMAGE = "localhost/" + engines.IMAGE
@@ -89,6 +90,22 @@ class Podman(unittest.TestCase):
         self.assertEqual(r.returncode, 4, r.stderr)
         hostname = self.podman("inspect", "-f", "{{.Config.Hostname}}", "execme").stdout
         self.assertEqual(r.stdout, "in-" + hostname)
+
+    def test_run_preserve_fds(self):
+        """podman run --preserve-fds=1 (socket activation's path through Podman): podman's
+        descriptor 3, a pipe here, is the container's 3, and its only one above stdio."""
+        r, w = os.pipe()
+        self.addCleanup(os.close, r)
+        with fds_at_3([w]) as (prefix, keep):
+            p = self.podman("run", "--rm", "--preserve-fds=1", *self.engine.run_args(), IMAGE,
+                            "sh", "-c", "ls /proc/$$/fd; echo via-podman >&3",
+                            prefix=prefix, pass_fds=keep)
+        os.close(w)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.split(), ["0", "1", "2", "3"], p.stderr)
+        # podman has ended, and with it every holder of the pipe but the container's gone
+        self.assertTrue(select.select([r], [], [], 60)[0], "the pipe is still held open")
+        self.assertEqual(os.read(r, 4096), b"via-podman\n")
 
     def test_zz_nothing_left(self):
         # runs last (names sort): the containers above are gone, and with them their sandboxes

@@ -248,9 +248,10 @@ class Podman:
             f.write(f'[storage]\ndriver = "vfs"\ngraphroot = "{self.d}/root"\n'
                     f'runroot = "{self.d}/runroot"\n')
 
-    def podman(self, *args, timeout=120, **kw):
+    def podman(self, *args, timeout=120, prefix=(), **kw):
+        """prefix: what runs podman (nsbox_test.fds_at_3)."""
         return subprocess.run(
-            [PODMAN, "--root", os.path.join(self.d, "root"),
+            list(prefix) + [PODMAN, "--root", os.path.join(self.d, "root"),
              "--runroot", os.path.join(self.d, "runroot"), "--storage-driver", "vfs",
              "--cgroup-manager", "cgroupfs", "--runtime", self.runtime] + list(args),
             capture_output=True, text=True, timeout=timeout, env=self.env, **kw)

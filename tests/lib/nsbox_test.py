@@ -699,6 +699,21 @@ BIG_OUT = b"".join(b"%07d\n" % i for i in range(655360))
 BIG_ERR = b"".join(b"e%06d\n" % i for i in range(131072))
 
 
+@contextlib.contextmanager
+def fds_at_3(fds):
+    """A command line's prefix that runs the command with fds[i] as its descriptor 3 + i, as a
+    caller hands descriptors on (runc's --preserve-fds), and nothing else above 2; and the
+    descriptors to give subprocess's pass_fds for it. bash moves them, whose redirections take
+    any number: the test's own may overlap 3, 4, ..."""
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) for fd in fds]
+    try:
+        redir = " ".join(f"{3 + i}>&{h} {h}>&-" for i, h in enumerate(high))
+        yield ["bash", "-c", f'exec "$@" {redir}', "bash"], high
+    finally:
+        for h in high:
+            os.close(h)
+
+
 def pipe_files():
     """A new pipe as (reader, writer) unbuffered binary file objects."""
     r, w = os.pipe()

@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 import unittest
 
-from nsbox_test import NSBOX, Dirs
+from nsbox_test import NSBOX, Dirs, fds_at_3
 
 BUSYBOX = "/bin/busybox"
 OCI = os.path.join(os.path.dirname(NSBOX), "nsbox-oci") if NSBOX else None
@@ -104,6 +104,14 @@ class BundleCase(unittest.TestCase):
         return subprocess.run([OCI, "--root", self.root, "--log", self.log,
                                "--log-format", "json"] + list(args),
                               stdout=stdout, stderr=stderr, env=env, timeout=60)
+
+    def oci_fds(self, fds, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE):
+        """nsbox-oci with fds[i] as its descriptor 3 + i (for --preserve-fds)."""
+        with fds_at_3(fds) as (prefix, keep):
+            return subprocess.run(prefix + [OCI, "--root", self.root, "--log", self.log,
+                                            "--log-format", "json"] + list(args),
+                                  pass_fds=keep, stdout=stdout, stderr=stderr,
+                                  env=self.dirs.env(), timeout=60)
 
     def create(self, cid="c1"):
         # the container inherits create's stdout and stderr (as runc's does): files, not pipes
