@@ -264,6 +264,7 @@ static void apply_process(struct nsbox_launch *L, const struct nsbox_ocispec *c)
     L->cap_ambient = c->caps[NSBOX_OCI_CAPS_AMBIENT];
     L->no_new_privs = c->no_new_privileges;
     L->envp = (char **)c->env;
+    L->listen_pid_self = true; /* Podman's LISTEN_PID=1 is the process's pid under runc */
     for (size_t i = 0; i < c->n_rlimits; i++) {
         size_t k = 0;
         while (k < L->n_rlimits && L->rlimits[k].resource != c->rlimits[i].resource)

@@ -321,6 +321,17 @@ static int start_barrier(struct nsbox_launch *L, struct nsbox_err *e)
 
 /* ---- the workload -------------------------------------------------------------------------- */
 
+/* launch.h, listen_pid_self: in the forked workload, whose memory is its own. */
+static void listen_pid_self(char **envp)
+{
+    static char own[32];
+    for (size_t i = 0; envp && envp[i]; i++)
+        if (!strcmp(envp[i], "LISTEN_PID=1")) {
+            snprintf(own, sizeof own, "LISTEN_PID=%d", (int)getpid());
+            envp[i] = own;
+        }
+}
+
 /* Forked from an init that is already contained (rlimits, no capabilities, no_new_privs,
  * seccomp: init_harden), so the workload inherits all of it and loads no filter of its own; what
  * is left is per process: signals, descriptors, session, working directory. */
@@ -348,6 +359,8 @@ __attribute__((noreturn)) static void workload_exec(struct nsbox_launch *L, int 
         report_and_exit(L, 125, &e);
     if (L->umask >= 0)
         umask((mode_t)L->umask);
+    if (L->listen_pid_self)
+        listen_pid_self(L->envp);
     extern char **environ;
     environ = L->envp; /* execvp searches the PATH of the sandbox's environment */
     execvp(L->argv[0], L->argv);

@@ -53,6 +53,10 @@ struct nsbox_launch {
      * at the clone, keeps through the containment sequence and the workload gets at the same
      * numbers; every other descriptor is still closed. */
     unsigned preserve_fds;
+    /* nsbox-oci: LISTEN_PID=1 in the environment (Podman's, for socket activation) names the
+     * container's process, pid 1 under runc; here that process is init's child, so it gets
+     * its own pid there instead, which sd_listen_fds() compares with getpid(). */
+    bool listen_pid_self;
     /* The workload's ids inside the sandbox: appuser's unless nsbox-oci's config names others
      * (within the user namespace's range; never host root). */
     uint32_t uid, gid;

@@ -344,7 +344,12 @@ class OciPreserveFds(BundleCase):
             return code, out.read(), err.read()
 
     def test_create_passes_pipe_and_file(self):
-        self.write_config(rt.config(["sh", "-c", LIST_AND_WRITE.format("create")]))
+        # Podman's socket activation: LISTEN_PID=1, the process's pid under runc, which
+        # sd_listen_fds() compares with its own
+        c = rt.config(["sh", "-c", LIST_AND_WRITE.format("create") +
+                       '; echo "$LISTEN_PID $$" >&4'])
+        c["process"]["env"] += ["LISTEN_FDS=2", "LISTEN_PID=1"]
+        self.write_config(c)
         r, w, f, path = self.pipe_and_file()
         code, out, err = self.create_with_fds([w, f], "c1", "--preserve-fds", "2")
         self.assertEqual(code, 0, out + err)
@@ -352,7 +357,10 @@ class OciPreserveFds(BundleCase):
         self.assertEqual(out.split(), ["0", "1", "2", "3", "4"])
         self.assertEqual(self.read_to_end(r), b"create-pipe\n")
         with open(path) as pf:
-            self.assertEqual(pf.read(), "create-file\n")
+            written, listen = pf.read().splitlines()
+        self.assertEqual(written, "create-file")
+        listen_pid, own_pid = listen.split()
+        self.assertEqual(listen_pid, own_pid)
         # without the flag: 3 and 4 are open in create all the same, and the container has
         # neither
         r, w, f, path = self.pipe_and_file()

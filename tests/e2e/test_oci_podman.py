@@ -4,7 +4,8 @@ the test's own storage, run and tmp directories, containers.conf and cgroup pare
 /run/nsbox-oci: podman's cleanup after --rm does not pass --runtime-flag on), network none; the image is a busybox
 docker-save archive the test builds and `podman load`s. Checked: `podman run` output and exit
 code, `podman stop` (the SIGTERM ends it), `podman pause`/`unpause`, `podman run -t` (a
-terminal), `podman exec`, `podman run --preserve-fds`, and that nothing is left."""
+terminal), `podman exec`, `podman run --preserve-fds` and socket activation through podman, and that
+nothing is left."""
 import os
 import select
 import unittest
@@ -106,6 +107,24 @@ class Podman(unittest.TestCase):
         # podman has ended, and with it every holder of the pipe but the container's gone
         self.assertTrue(select.select([r], [], [], 60)[0], "the pipe is still held open")
         self.assertEqual(os.read(r, 4096), b"via-podman\n")
+
+    def test_run_socket_activation(self):
+        """podman started by systemd's socket activation (LISTEN_FDS, LISTEN_PID its own pid):
+        it passes its descriptor 3 on and sets LISTEN_PID=1 in the config, runc's process's
+        pid, which must become the container's process's own, as sd_listen_fds() checks."""
+        r, w = os.pipe()
+        self.addCleanup(os.close, r)
+        activated = ["bash", "-c", 'export LISTEN_FDS=1 LISTEN_PID=$$; exec "$@"', "bash"]
+        with fds_at_3([w]) as (prefix, keep):
+            p = self.podman("run", "--rm", *self.engine.run_args(), IMAGE, "sh", "-c",
+                            'echo "$LISTEN_FDS $LISTEN_PID $$"; echo activated >&3',
+                            prefix=prefix + activated, pass_fds=keep)
+        os.close(w)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        fds, listen_pid, own_pid = p.stdout.split()
+        self.assertEqual((fds, listen_pid), ("1", own_pid))
+        self.assertTrue(select.select([r], [], [], 60)[0], "the pipe is still held open")
+        self.assertEqual(os.read(r, 4096), b"activated\n")
 
     def test_zz_nothing_left(self):
         # runs last (names sort): the containers above are gone, and with them their sandboxes
