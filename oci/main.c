@@ -38,7 +38,7 @@ static void usage(void)
            "       --systemd-cgroup: linux.cgroupsPath is systemd's slice:prefix:name\n"
            "       (and runc's --debug: accepted)\n"
            "       nsbox-oci --version\n\n"
-           "  create --bundle DIR [--pid-file FILE] [--console-socket S] ID\n"
+           "  create --bundle DIR [--pid-file FILE] [--console-socket S] [--preserve-fds N] ID\n"
            "                                               set up, the process waits for start\n"
            "  start ID                                     run the process\n"
            "  state ID                                     the container's state as JSON\n"
@@ -46,10 +46,13 @@ static void usage(void)
            "  delete [--force] ID                          remove a stopped container\n"
            "  pause ID, resume ID                          freeze, thaw all its processes\n"
            "  exec [--detach] [--pid-file F] [--console-socket S] [--tty] [--cwd DIR]\n"
-           "       [--env K=V] (--process F | ID CMD...)    run in a running one\n"
+           "       [--env K=V] [--preserve-fds N] (--process F | ID CMD...)\n"
+           "                                               run in a running one\n"
            "  ps [--format json|table] ID                  its processes (host pids)\n"
            "  update --resources FILE|- ID                 new memory, cpu, pids limits\n"
-           "  features                                     what is supported, as JSON\n\n"
+           "  features                                     what is supported, as JSON\n"
+           "  --preserve-fds N (create, exec): the caller's descriptors 3 to 3+N-1 (N up to\n"
+           "  250) are the process's too, at the same numbers\n\n"
            "An nsbox sandbox for each container: see docs/oci.md.\n");
 }
 
