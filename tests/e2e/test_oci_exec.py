@@ -16,7 +16,7 @@ import unittest
 import test_oci_runtime as rt
 from oci_bundle import BundleCase
 
-from nsbox_test import sandbox_cgroup_file
+from nsbox_test import fds_at_3, sandbox_cgroup_file
 
 HARDENING = ("grep -E '^(NoNewPrivs|Seccomp|CapEff|CapBnd):' /proc/self/status; "
              "for n in pid mnt net; do readlink /proc/self/ns/$n; done")
@@ -426,6 +426,33 @@ class OciPreserveFds(BundleCase):
             self.assertNotEqual(e.returncode, 0, n)
             self.assertIn(why, e.stderr.decode(), n)
         self.assertEqual(self.state()["status"], "running")
+        self.assertEqual(self.oci("kill", "c1", "KILL").returncode, 0)
+        self.wait(mon)
+
+    def test_exec_tty_passes_pipe(self):
+        """With a terminal (exec -t), stdio is a pty of the container's; the descriptors passed
+        on come alone and are 3, 4, ... all the same."""
+        self.write_config(rt.config(["sleep", "1000"]))
+        mon = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        r, w, f, _ = self.pipe_and_file()
+        os.close(f)
+        master, slave = pty.openpty()
+        with fds_at_3([w]) as (prefix, keep):
+            p = subprocess.Popen(prefix + [rt.OCI, "--root", self.root, "exec", "-t",
+                                           "--preserve-fds", "1", "c1", "sh", "-c",
+                                           "tty; ls /proc/$$/fd; echo tty-pipe >&3"],
+                                 stdin=slave, stdout=slave, stderr=slave, pass_fds=keep,
+                                 env=self.dirs.env(), start_new_session=True)
+        os.close(slave)
+        os.close(w)
+        out = rt.read_pty(master)
+        os.close(master)
+        self.assertEqual(p.wait(timeout=60), 0, out)
+        tty, *fds = out.decode().split()
+        self.assertRegex(tty, r"^/dev/pts/[0-9]+$")
+        self.assertEqual(fds, ["0", "1", "2", "3"])
+        self.assertEqual(self.read_to_end(r), b"tty-pipe\n")
         self.assertEqual(self.oci("kill", "c1", "KILL").returncode, 0)
         self.wait(mon)
 
