@@ -236,11 +236,13 @@ static int send_request(int fd, const struct nsbox_ocispec *c, unsigned preserve
         memcpy(buf + off, c->args[i], strlen(c->args[i]) + 1);
     for (size_t i = 0; i < c->n_env; off += strlen(c->env[i]) + 1, i++)
         memcpy(buf + off, c->env[i], strlen(c->env[i]) + 1);
+    /* 0, 1, 2 and those passed on; with a terminal (the process's stdio) the latter alone */
     int fds[3 + NSBOX_AGENT_EXTRA_MAX];
-    int first = c->terminal ? 3 : 0; /* a terminal stands for stdio */
-    for (unsigned i = 0; i < 3 - (unsigned)first + preserve_fds; i++)
+    int first = c->terminal ? 3 : 0;
+    size_t n = (size_t)(3 - first) + preserve_fds;
+    for (size_t i = 0; i < n; i++)
         fds[i] = first + (int)i;
-    return nsbox_ocictl_send(fd, &m, buf, fds, 3 - (unsigned)first + preserve_fds, e);
+    return nsbox_ocictl_send(fd, &m, buf, fds, n, e);
 }
 
 /* Until the process runs: 0, or exec's exit code with e (125 for nsbox's own failures, 126 and
