@@ -370,14 +370,13 @@ static int init_harden(struct nsbox_launch *L, struct nsbox_err *e)
          * then, never past it. */
         const uint64_t extra = (UINT64_C(1) << CAP_SYS_ADMIN) | (UINT64_C(1) << CAP_SETPCAP);
         if (set_config_caps(L, extra, e) < 0 || (L->no_new_privs && no_new_privs(e) < 0) ||
-            nsbox_seccomp_load(&L->seccomp, e) < 0 ||
-            (L->seccomp_root.len && nsbox_seccomp_load(&L->seccomp_root, e) < 0))
+            nsbox_seccomp_load(&L->seccomp, e) < 0)
             return -1;
         return set_config_caps(L, 0, e);
     }
-    if (drop_capabilities(e) < 0 || no_new_privs(e) < 0 || nsbox_seccomp_load(&L->seccomp, e) < 0)
+    if (drop_capabilities(e) < 0 || no_new_privs(e) < 0)
         return -1;
-    return L->seccomp_root.len ? nsbox_seccomp_load(&L->seccomp_root, e) : 0;
+    return nsbox_seccomp_load(&L->seccomp, e);
 }
 
 __attribute__((noreturn)) static void init_reap(pid_t workload)
