@@ -79,17 +79,24 @@ static const char *const allow_base =
     "  \"args\": [{\"index\": 3, \"value\": 0, \"op\": \"SCMP_CMP_EQ\"}]},"
     " {\"names\": [\"removexattr\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 13}]}";
 
+/* What a probe child calls besides the probed call (a sanitizer's runtime too), for the
+ * allow-lists below. */
+#define CHILD_CALLS                                                                                \
+    "\"write\", \"exit_group\", \"seccomp\", \"prctl\", \"rt_sigreturn\", \"rt_sigaction\", "      \
+    "\"rt_sigprocmask\", \"sigaltstack\", \"mmap\", \"munmap\", \"mprotect\", \"madvise\", "       \
+    "\"getpid\", \"gettid\", \"sched_yield\", \"futex\""
+
 /* Docker's shape: errno by default, an allow-list that has some of the writes */
 static const char *const errno_base =
     "{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"defaultErrnoRet\": 13, \"syscalls\": ["
-    " {\"names\": [\"setxattr\", \"lsetxattr\", \"getxattr\", \"write\", \"exit_group\","
-    "  \"seccomp\", \"prctl\", \"rt_sigreturn\"], \"action\": \"SCMP_ACT_ALLOW\"}]}";
+    " {\"names\": [\"setxattr\", \"lsetxattr\", \"getxattr\", " CHILD_CALLS "],"
+    "  \"action\": \"SCMP_ACT_ALLOW\"}]}";
 
 /* an allow-list that kills the rest */
 static const char *const kill_base =
     "{\"defaultAction\": \"SCMP_ACT_KILL_PROCESS\", \"syscalls\": ["
-    " {\"names\": [\"setxattr\", \"getxattr\", \"write\", \"exit_group\", \"seccomp\", \"prctl\","
-    "  \"rt_sigreturn\"], \"action\": \"SCMP_ACT_ALLOW\"}]}";
+    " {\"names\": [\"setxattr\", \"getxattr\", " CHILD_CALLS "],"
+    "  \"action\": \"SCMP_ACT_ALLOW\"}]}";
 
 /* the call's arguments decide, and both outcomes stacked with the root's are its errno */
 static const char *const cond_base =
