@@ -14,11 +14,11 @@ import subprocess
 import unittest
 
 import test_oci_runtime as rt
-from oci_bundle import BundleCase
+from oci_bundle import BundleCase, seccomp_filters
 
 from nsbox_test import sandbox_cgroup_file
 
-HARDENING = ("grep -E '^(NoNewPrivs|Seccomp|CapEff|CapBnd):' /proc/self/status; "
+HARDENING = ("grep -E '^(NoNewPrivs|Seccomp|Seccomp_filters|CapEff|CapBnd):' /proc/self/status; "
              "for n in pid mnt net; do readlink /proc/self/ns/$n; done")
 
 
@@ -68,6 +68,7 @@ class OciExec(BundleCase):
         return [os.readlink(f"/proc/{init}/ns/{n}") for n in ("pid", "mnt", "net")]
 
     def test_exec_detached_is_contained(self):
+        own_filters = seccomp_filters()
         mon = self.running(["sleep", "1000"])
         out = os.path.join(self.tmp, "exec.out")
         relay = self.exec_detached(["sh", "-c", "echo $X; id -u; pwd; " + HARDENING + "; exit 5"],
@@ -78,12 +79,15 @@ class OciExec(BundleCase):
             lines = f.read().split("\n")
         # the container's user and capabilities (config(): uid 0, bounding CHOWN and KILL)
         self.assertEqual(lines[:3], ["from-exec", "0", "/tmp"])
-        status = dict(line.split(":\t") for line in lines[3:7])
+        n = 5 if own_filters is not None else 4  # Seccomp_filters: Linux 5.10 and later
+        status = dict(line.split(":\t") for line in lines[3:3 + n])
         self.assertEqual(status["NoNewPrivs"], "1")
         self.assertEqual(status["Seccomp"], "2")
+        if own_filters is not None:  # init's one filter (a writable root's refusals folded in)
+            self.assertEqual(int(status["Seccomp_filters"]), own_filters + 1)
         self.assertEqual(int(status["CapEff"], 16), 0)
         self.assertEqual(int(status["CapBnd"], 16), 0x21)
-        self.assertEqual(lines[7:10], self.init_ns())
+        self.assertEqual(lines[3 + n:6 + n], self.init_ns())
         self.assertEqual(self.state()["status"], "running")  # the container goes on
         self.assertEqual(self.oci("kill", "c1", "KILL").returncode, 0)
         self.wait(mon)
