@@ -75,8 +75,9 @@ static uint64_t cache_key(const char *text, size_t len)
 {
     const struct scmp_version *v = seccomp_version();
     char tag[128];
-    int n = snprintf(tag, sizeof tag, "%s libseccomp=%u.%u.%u arch=%#x len=%zu", CACHE_FORMAT,
-                     v->major, v->minor, v->micro, seccomp_arch_native(), len);
+    int n = snprintf(tag, sizeof tag, "%s libseccomp=%u.%u.%u arch=%#x late=%016" PRIx64 " len=%zu",
+                     CACHE_FORMAT, v->major, v->minor, v->micro, seccomp_arch_native(),
+                     nsbox_seccomp_names_digest(), len);
     uint64_t h = hash_bytes(0xcbf29ce484222325ull, tag, (size_t)n);
     return hash_bytes(h, text, len);
 }

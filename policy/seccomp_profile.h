@@ -103,5 +103,8 @@ void nsbox_seccomp_prog_free(struct sock_fprog *prog);
  * numbered alike on every architecture since Linux 5.1 (424 on), which an older libseccomp
  * does not know; __NR_SCMP_ERROR when neither knows the name. */
 int nsbox_seccomp_names_resolve(const char *name);
+/* A digest of policy/seccomp_names.c's table, for the keys of compiled programs: the same
+ * profile text and libseccomp compile to another program once the table gains a call. */
+uint64_t nsbox_seccomp_names_digest(void);
 
 #endif
