@@ -108,8 +108,9 @@ struct nsbox_cgroup_update {
     uint64_t cpu_quota_us, cpu_period_us;
     uint64_t pids;
 };
-/* Write them (v1: every hierarchy that has the controller; memory and memory+swap kept equal,
- * as at create). The first refusal is the error (naming the file), the rest is not tried. */
+/* Write them (v1: every hierarchy that has the controller; memory+swap moves with the memory
+ * limit, so the swap the sandbox has is kept: none unless its config asked). The first refusal
+ * is the error (naming the file), the rest is not tried. */
 int nsbox_cgroup_update(const struct nsbox_cgroup *cg, const struct nsbox_cgroup_update *u,
                         struct nsbox_err *e);
 /* Files of the memory controller and their values (nsbox-oci: reservation, swap, swappiness,

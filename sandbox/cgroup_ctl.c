@@ -189,21 +189,39 @@ static int write_v1(const char *dir, const char *file, const char *val, struct n
     return 0;
 }
 
-/* memory and memory+swap stay equal (no swap, as create makes them); memsw must never be below
- * memory, so a raise writes it first and a cut writes it last. No memsw: no swap accounting. */
+/* The swap a v1 memory cgroup allows: memory+swap less memory; 0 when either is unlimited (no
+ * limit yet, or no swap accounting: memory+swap then just follows the limit). */
+static uint64_t v1_swap_of(const char *dir)
+{
+    char buf[32];
+    uint64_t mem, memsw;
+    if (nsbox_cgio_read_small(-1, dir, "memory.limit_in_bytes", buf, sizeof buf) < 0 ||
+        nsbox_cg_parse_limit(buf, &mem) < 0 ||
+        nsbox_cgio_read_small(-1, dir, "memory.memsw.limit_in_bytes", buf, sizeof buf) < 0 ||
+        nsbox_cg_parse_limit(buf, &memsw) < 0 || mem == UINT64_MAX || memsw == UINT64_MAX ||
+        memsw < mem)
+        return 0;
+    return memsw - mem;
+}
+
+/* A new limit keeps the swap the sandbox has (none unless its config asked, as create makes
+ * it): memory+swap moves with the limit. memsw must never be below memory, so a raise writes
+ * it first and a cut writes it last. No memsw: no swap accounting. */
 static int update_v1_memory(const char *dir, uint64_t bytes, struct nsbox_err *e)
 {
-    char val[32];
-    if (nsbox_cg_fmt_limit(bytes, 1, val, sizeof val) < 0)
+    char val[32], sw[32];
+    uint64_t swap = v1_swap_of(dir);
+    if (nsbox_cg_fmt_limit(bytes, 1, val, sizeof val) < 0 ||
+        nsbox_cg_fmt_limit(bytes ? bytes + swap : 0, 1, sw, sizeof sw) < 0)
         return nsbox_err_sys(e, "cgroup: format limit");
     if (nsbox_cgio_write_at(-1, dir, "memory.limit_in_bytes", val) == 0) {
-        if (nsbox_cgio_write_at(-1, dir, "memory.memsw.limit_in_bytes", val) < 0 && errno != ENOENT)
-            return nsbox_cgroup_write_error(e, dir, "memory.memsw.limit_in_bytes", val);
+        if (nsbox_cgio_write_at(-1, dir, "memory.memsw.limit_in_bytes", sw) < 0 && errno != ENOENT)
+            return nsbox_cgroup_write_error(e, dir, "memory.memsw.limit_in_bytes", sw);
         return 0;
     }
     if (errno != EINVAL) /* EINVAL: above memsw; raise that first */
         return nsbox_cgroup_write_error(e, dir, "memory.limit_in_bytes", val);
-    if (write_v1(dir, "memory.memsw.limit_in_bytes", val, e) < 0)
+    if (write_v1(dir, "memory.memsw.limit_in_bytes", sw, e) < 0)
         return -1;
     return write_v1(dir, "memory.limit_in_bytes", val, e);
 }

@@ -16,7 +16,7 @@ import unittest
 import test_oci_runtime as rt
 from oci_bundle import BundleCase
 
-from nsbox_test import sandbox_cgroup_file
+from nsbox_test import CGROUP_V2_ONLY, sandbox_cgroup_file
 
 HARDENING = ("grep -E '^(NoNewPrivs|Seccomp|CapEff|CapBnd):' /proc/self/status; "
              "for n in pid mnt net; do readlink /proc/self/ns/$n; done")
@@ -219,6 +219,54 @@ class OciExec(BundleCase):
         self.assertNotEqual(sandbox_cgroup_file(sid, "memory", "memory.limit_in_bytes",
                                                 "memory.max"), str(80 << 20))
         self.assertEqual(sandbox_cgroup_file(sid, "pids", "pids.max", "pids.max"), "max")
+
+    def update_memory(self, limit):
+        path = os.path.join(self.tmp, "memory.json")
+        with open(path, "w") as f:
+            json.dump({"memory": {"limit": limit}}, f)
+        r = self.oci("update", "--resources", path, "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_update_of_the_memory_keeps_the_swap(self):
+        """An update that names memory.limit alone keeps the swap the container was made with
+        (docs/decisions.md, "nsbox-oci update keeps the swap"): v1's memory+swap moves with
+        the limit, in the order the kernel accepts (memsw first when it grows past it), v2's
+        memory.swap.max is left as it is."""
+        c = rt.config(["sleep", "1000"])
+        c["linux"]["resources"] = {"memory": {"limit": 64 << 20, "swap": 96 << 20}}
+        self.write_config(c)
+        self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        with open(os.path.join(self.root, "c1", "state.json")) as f:
+            sid = json.load(f)["sandbox"]
+
+        def swap():
+            total = sandbox_cgroup_file(sid, "memory", "memory.memsw.limit_in_bytes",
+                                        "memory.swap.max")
+            if total is None:
+                self.skipTest("this kernel does not account swap per cgroup")
+            if CGROUP_V2_ONLY:
+                return int(total)
+            limit = sandbox_cgroup_file(sid, "memory", "memory.limit_in_bytes", "memory.max")
+            return int(total) - int(limit)
+        self.assertEqual(swap(), 32 << 20)
+        for limit in (128 << 20, 48 << 20):  # past the old memory+swap, then below it
+            self.update_memory(limit)
+            self.assertEqual(sandbox_cgroup_file(sid, "memory", "memory.limit_in_bytes",
+                                                 "memory.max"), str(limit))
+            self.assertEqual(swap(), 32 << 20)
+
+    def test_update_of_the_memory_without_swap_makes_none(self):
+        # the floor: a container made without swap gets none from an update either
+        self.running(["sleep", "1000"])
+        with open(os.path.join(self.root, "c1", "state.json")) as f:
+            sid = json.load(f)["sandbox"]
+        self.update_memory(72 << 20)
+        total = sandbox_cgroup_file(sid, "memory", "memory.memsw.limit_in_bytes",
+                                    "memory.swap.max")
+        if total is None:
+            self.skipTest("this kernel does not account swap per cgroup")
+        self.assertEqual(total, "0" if CGROUP_V2_ONLY else str(72 << 20))
 
     def console(self):
         path = os.path.join(self.tmp, "console.sock")
