@@ -785,16 +785,24 @@ static bool fs_propagation_asked(const struct nsbox_mount_op *o)
     return fs && o->propagation.kind != NSBOX_PROP_NONE;
 }
 
+int nsbox_rootfs_propagate(const struct nsbox_sys *sys, const char *path,
+                           const struct nsbox_propagation *p, bool host, bool tree)
+{
+    unsigned long steps[2];
+    size_t n = p->kind == NSBOX_PROP_NONE ? 0 : nsbox_propagation_steps(p, host, tree, steps);
+    for (size_t i = 0; i < n; i++)
+        if (sys->mount(NULL, path, NULL, steps[i], NULL) < 0)
+            return -1;
+    return 0;
+}
+
 static int fs_propagation(const struct nsbox_sys *sys, const struct nsbox_mount_op *o,
                           const char *dst, struct nsbox_err *e)
 {
     if (!fs_propagation_asked(o))
         return 0;
-    unsigned long steps[2];
-    size_t n = nsbox_propagation_steps(&o->propagation, false, false, steps);
-    for (size_t i = 0; i < n; i++)
-        if (sys->mount(NULL, dst, NULL, steps[i], NULL) < 0 && !o->optional)
-            return nsbox_err_sys(e, "rootfs: set the propagation of /%s", o->target);
+    if (nsbox_rootfs_propagate(sys, dst, &o->propagation, false, false) < 0 && !o->optional)
+        return nsbox_err_sys(e, "rootfs: set the propagation of /%s", o->target);
     return 0;
 }
 

@@ -174,4 +174,10 @@ int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_p
 int nsbox_rootfs_enter(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
                        int rootfd, int *fds, struct nsbox_err *e);
 
+/* Give the mount at path the propagation p asks for (nothing for NSBOX_PROP_NONE), in the steps
+ * of nsbox_propagation_steps (host, tree as there): a config's new filesystem, and the new root
+ * for linux.rootfsPropagation. -1 with errno from the failing mount(2). */
+int nsbox_rootfs_propagate(const struct nsbox_sys *sys, const char *path,
+                           const struct nsbox_propagation *p, bool host, bool tree);
+
 #endif

@@ -209,6 +209,23 @@ class WritableRoot(BundleCase):
         self.assertEqual(code, 0, out)
         self.assertTrue(out.startswith("shared:"), out)
 
+    def root_optional_fields(self, propagation):
+        """linux.rootfsPropagation's outcome: the optional fields of / in mountinfo."""
+        c = config(["awk", "$5 == \"/\" { for (i = 7; $i != \"-\"; i++) print $i }",
+                    "/proc/self/mountinfo"])
+        c["linux"]["rootfsPropagation"] = propagation
+        code, out = self.run_container(c)
+        self.assertEqual(code, 0, out)
+        return sorted(field.split(":")[0] for field in out.split())
+
+    def test_root_propagation_rshared_makes_the_root_shared(self):
+        # in a peer group of the container's own (docs/decisions.md, "Mount propagation:
+        # shared is the container's own"); a master too when the host's mount is shared
+        self.assertIn("shared", self.root_optional_fields("rshared"))
+
+    def test_root_propagation_private_has_no_peer_and_no_master(self):
+        self.assertEqual(self.root_optional_fields("private"), [])
+
     def test_masked_paths_inside_the_bundle(self):
         # linux.maskedPaths of the bundle's own files and directories: /dev/null over a file,
         # an empty read-only tmpfs over a directory, after every mount
