@@ -356,8 +356,10 @@ static int plan_config_mount(const struct nsbox_rootfs_cfg *cfg, const struct ns
     return 0;
 }
 
-/* The config's masked and read-only paths, after every mount. Inside a read-only image they are
- * left out (it is read-only); in an in-place root they are resolved there with no symlink. */
+/* The config's masked and read-only paths, after every mount. A read-only path inside a
+ * read-only image is left out (it is read-only already); a masked one is not, since a mask
+ * hides what is read: it is resolved in the image with no symlink, as every path is in an
+ * in-place root. */
 static int plan_config_masks(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
                              struct nsbox_err *e)
 {
@@ -368,9 +370,12 @@ static int plan_config_masks(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mo
         struct nsbox_rootfs_mount m = {.destination = path};
         if (check_destination(rel, &m, e) < 0)
             return -1;
-        if (in_image(cfg, rel) && !cfg->root_in_place)
+        bool image = in_image(cfg, rel) && !cfg->root_in_place;
+        if (image && !mask)
             continue;
         struct nsbox_mount_op *o = PUSH(mask ? NSBOX_MOP_MASK : NSBOX_MOP_READONLY, rel);
+        /* the kernel would follow an image's symlink there, out to the host's files */
+        o->target_in_image |= image;
         o->optional = true;
         if (!mask) {
             o->recursive = true;

@@ -250,6 +250,41 @@ class HostileBundleRoot(BundleCase):
         self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0, self.output())
         self.assert_outside_untouched()
 
+    def test_masked_paths_inside_a_read_only_image_are_masked(self):
+        # root.readonly true: the image's files are bound read-only, but a mask hides what is
+        # read; the config's masks inside the image must be there (they were left out, and
+        # the file read as the image had it), and one through an image's symlink out of it
+        # must not be mounted where the link points on the host
+        data = os.path.join(self.rootfs, "data")
+        os.makedirs(os.path.join(data, "dir"))
+        with open(os.path.join(data, "secret"), "w") as f:
+            f.write("image secret\n")
+        with open(os.path.join(data, "dir", "f"), "w") as f:
+            f.write("image dir secret\n")
+        with open(os.path.join(self.outside, "x"), "w") as f:
+            f.write("host\n")
+        self.plant("lnk")
+        self.plant("data/link")
+        c = config(["sh", "-c", "cat /data/secret /data/dir/f; echo done; sleep 60"],
+                   root={"path": "rootfs", "readonly": True})
+        c["linux"]["maskedPaths"] = ["/data/secret", "/data/dir", "/lnk/x", "/data/link/x"]
+        self.write_config(c)
+        pid = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        self.assertTrue(wait_for(lambda: "done" in self.output(), 30), self.output())
+        with open(f"/proc/{pid}/mountinfo") as f:
+            points = [line.split()[4] for line in f]
+        self.oci("kill", "c1", "KILL")
+        self.wait(pid)
+        self.assertEqual(self.output().splitlines()[-1:], ["done"])
+        self.assertNotIn("secret", self.output())
+        self.assertIn("/data/secret", points)
+        self.assertIn("/data/dir", points)
+        self.assertFalse([p for p in points if p.endswith("/x") or self.outside in p], points)
+        self.assertEqual(os.listdir(self.outside), ["x"])
+        with open(os.path.join(self.outside, "x")) as f:
+            self.assertEqual(f.read(), "host\n")
+
 
 if __name__ == "__main__":
     unittest.main()
