@@ -3,6 +3,7 @@
 #include "mounts.h"
 #include "cleanup.h"
 #include "safepath.h"
+#include "setid.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -960,6 +961,9 @@ int nsbox_rootfs_enter(const struct nsbox_sys *sys, const struct nsbox_mount_pla
 {
     if (fchdir(rootfd) < 0)
         return nsbox_err_sys(e, "rootfs: enter the new root");
+    size_t sealed;
+    if (plan->root_in_place && nsbox_setid_seal(sys, rootfd, &sealed, e) < 0)
+        return -1;
     for (size_t i = 0; i < plan->n; i++) {
         const struct nsbox_mount_op *o = &plan->ops[i];
         /* binds resolve a target in the image themselves (attach) */
