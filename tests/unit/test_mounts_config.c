@@ -117,7 +117,7 @@ static void test_config_without_proc_and_dev(void **state)
 
 /* The config's maskedPaths and readonlyPaths: after every mount, on what nsbox or the config
  * mounted; inside the image, a read-only path is left as the image has it (read-only), and a
- * masked one is masked there, resolved in the image (no symlink followed). */
+ * masked one is masked there, resolved in the new root (apply_in_root). */
 static void test_config_masks(void **state)
 {
     (void)state;
