@@ -3,6 +3,7 @@
 #include "mounts.h"
 #include "cleanup.h"
 #include "safepath.h"
+#include "setid.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -356,8 +357,10 @@ static int plan_config_mount(const struct nsbox_rootfs_cfg *cfg, const struct ns
     return 0;
 }
 
-/* The config's masked and read-only paths, after every mount. Inside a read-only image they are
- * left out (it is read-only); in an in-place root they are resolved there with no symlink. */
+/* The config's masked and read-only paths, after every mount. A read-only path inside a
+ * read-only image is left out (it is read-only already); a masked one is not, since a mask
+ * hides what is read: it is resolved in the new root as an in-place root's are (apply_in_root:
+ * symlinks followed inside it only). */
 static int plan_config_masks(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
                              struct nsbox_err *e)
 {
@@ -368,9 +371,13 @@ static int plan_config_masks(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mo
         struct nsbox_rootfs_mount m = {.destination = path};
         if (check_destination(rel, &m, e) < 0)
             return -1;
-        if (in_image(cfg, rel) && !cfg->root_in_place)
+        bool image = in_image(cfg, rel) && !cfg->root_in_place;
+        if (image && !mask)
             continue;
         struct nsbox_mount_op *o = PUSH(mask ? NSBOX_MOP_MASK : NSBOX_MOP_READONLY, rel);
+        /* the kernel would follow an image's symlink there out to the host's files, before
+         * pivot_root */
+        o->target_in_image |= image;
         o->optional = true;
         if (!mask) {
             o->recursive = true;
@@ -893,10 +900,13 @@ static int apply_op(const struct nsbox_sys *sys, const struct nsbox_mount_op *o,
 }
 
 /* An in-place root's operation (mounts.h, root_in_place): its target is resolved in the root
- * with no symlink and no `..` (safepath), a missing mount point made there on the way, and the
- * operation acts on the descriptor through /proc/self/fd, where the kernel follows no path
- * again. A mask, a read-only path and new attributes need their target to exist: an optional
- * one that does not, or cannot be resolved so, is left alone. */
+ * with no `..` and no symlink (safepath; masks aside, below), a missing mount point made there
+ * on the way, and the operation acts on the descriptor through /proc/self/fd, where the kernel
+ * follows no path again. A mask and a read-only path hide or protect what the container reads at
+ * their path: their symlinks are followed, inside the root (never out of it, nor through /proc's
+ * magic links), as the container will resolve them (a merged /usr's /bin/su is /usr/bin/su). A
+ * mask, a read-only path and new attributes need their target to exist: an optional one that does
+ * not, or cannot be resolved so, is left alone. */
 static int apply_in_root(const struct nsbox_sys *sys, const struct nsbox_mount_op *o,
                          struct nsbox_err *e)
 {
@@ -911,8 +921,10 @@ static int apply_in_root(const struct nsbox_sys *sys, const struct nsbox_mount_o
     cleanup_close int tfd = -1, nfd = -1;
     if (o->op == NSBOX_MOP_SYMLINK)
         tfd = nsbox_sp_open_parent(here, o->target, NSBOX_SP_NOFOLLOW_ANY, leaf, sizeof leaf, e);
-    else if (existing)
+    else if (o->op == NSBOX_MOP_SETATTR)
         tfd = nsbox_sp_open(here, o->target, O_PATH, 0, NSBOX_SP_NOFOLLOW_ANY, te);
+    else if (existing) /* symlinks followed, inside the root: what the container's path is */
+        tfd = nsbox_sp_open(here, o->target, O_PATH, 0, 0, te);
     else
         tfd = nsbox_sp_mount_target(here, o->target, o->target_dir, te);
     /* as apply_op, a mask or read-only path that does not exist is no error */
@@ -963,6 +975,9 @@ int nsbox_rootfs_enter(const struct nsbox_sys *sys, const struct nsbox_mount_pla
 {
     if (fchdir(rootfd) < 0)
         return nsbox_err_sys(e, "rootfs: enter the new root");
+    size_t sealed;
+    if (plan->root_in_place && nsbox_setid_seal(sys, rootfd, &sealed, e) < 0)
+        return -1;
     for (size_t i = 0; i < plan->n; i++) {
         const struct nsbox_mount_op *o = &plan->ops[i];
         /* binds resolve a target in the image themselves (attach) */

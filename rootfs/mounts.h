@@ -110,8 +110,9 @@ struct nsbox_rootfs_cfg {
     const struct nsbox_rootfs_mount *mounts;
     size_t n_mounts;
     /* ...and its maskedPaths and readonlyPaths (absolute), on the filesystems nsbox or the
-     * config mounts; those inside the image are left as the image has them (read-only), but
-     * for an in-place root (below) */
+     * config mounts, and in the image: a read-only path inside a read-only image is left as
+     * it is (read-only), a masked one is masked there; their symlinks are followed inside the
+     * new root only (apply_in_root) */
     const char *const *masked;
     size_t n_masked;
     const char *const *readonly;
@@ -121,7 +122,7 @@ struct nsbox_rootfs_cfg {
      * tmpfs: nothing is bound from it entry by entry, nsbox's /workspace, /tmp, /run and
      * /etc/hosts are left out (the root is the bundle's, as under runc), and every operation's
      * target is resolved in it with no symlink (target_in_image), so that a bundle cannot move
-     * a mount; the masked and read-only paths inside it are done too. */
+     * a mount, but for masked and read-only paths (above); those inside it are done too. */
     bool root_in_place;
 };
 

@@ -9,6 +9,7 @@ to the bundle."""
 import os
 import shutil
 import stat
+import struct
 import time
 import unittest
 
@@ -52,7 +53,7 @@ def host_uid(pid):
 
 @unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
 class WritableRoot(BundleCase):
-    TOOLS = BundleCase.TOOLS + ("chmod", "mkdir", "touch", "stat", "ls", "awk")
+    TOOLS = BundleCase.TOOLS + ("chmod", "mkdir", "touch", "stat", "ls", "awk", "rm", "mv", "ln")
 
     def setUp(self):
         super().setUp()
@@ -185,6 +186,50 @@ class WritableRoot(BundleCase):
         # the bundle's list allows the writes: they stay refused (linux.seccomp is not
         # honoured, docs/oci.md), still by one filter
         self.assertEqual(self.xattr_writes(ERRNO_BY_DEFAULT), (self.XATTR_REFUSED, 1))
+
+    def test_set_id_programs_cannot_be_rewritten(self):
+        # the bundle's own set-id programs and those with a file capability are host root's:
+        # written through a shared mapping, the kernel keeps their bits and capability (a
+        # write(2) clears them), and the container's code would be a set-user-ID-root program
+        # on the host. Each is bound read-only onto itself; a plain program stays writable
+        probes = os.environ.get("NSBOX_SECURITY_BIN_DIR")
+        if not probes or not os.path.exists(os.path.join(probes, "attack")):
+            self.skipTest("needs the security probes (run through ctest)")
+        shutil.copy(os.path.join(probes, "attack"), os.path.join(self.rootfs, "bin", "attack"))
+        os.makedirs(os.path.join(self.rootfs, "usr", "lib", "deep"))
+        # CAP_NET_RAW, effective (VFS_CAP_REVISION_2)
+        fcap = struct.pack("<5I", 0x02000001, 1 << 13, 0, 0, 0)
+        files = {"suid": 0o4755, "sgid": 0o2755, "usr/lib/deep/suid": 0o4711,
+                 "capped": 0o755, "plain": 0o755}
+        for name, mode in files.items():
+            path = os.path.join(self.rootfs, name)
+            with open(path, "w") as f:
+                f.write("original\n")
+            os.chmod(path, mode)
+        os.setxattr(os.path.join(self.rootfs, "capped"), "security.capability", fcap)
+        os.link(os.path.join(self.rootfs, "suid"), os.path.join(self.rootfs, "usr", "suid-link"))
+        c = config(["sh", "-c", "attack mmap-write /" + " /".join(list(files) + ["usr/suid-link"])
+                    + "; rm /suid; mv /suid /moved; ln /suid /tmp/linked; true"])
+        c["process"]["capabilities"] = {k: ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER",
+                                            "CAP_FSETID"]
+                                        for k in ("bounding", "effective", "permitted")}
+        code, out = self.run_container(c)
+        self.assertEqual(code, 0, out)
+        lines = out.splitlines()
+        self.assertEqual(lines[:6], ["/suid open EROFS", "/sgid open EROFS",
+                                     "/usr/lib/deep/suid open EROFS", "/capped open EROFS",
+                                     "/plain written", "/usr/suid-link open EROFS"])
+        self.assertEqual(len(lines), 9, out)  # rm, mv and ln each refused
+        for name, mode in files.items():
+            path = os.path.join(self.rootfs, name)
+            with open(path) as f:
+                want = "nsboxnal\n" if name == "plain" else "original\n"
+                self.assertEqual(f.read(), want, name)
+            self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), mode, name)
+        self.assertEqual(os.listxattr(os.path.join(self.rootfs, "capped")),
+                         ["security.capability"])
+        self.assertFalse(os.path.exists(os.path.join(self.rootfs, "moved")))
+        self.assertFalse(os.path.exists(os.path.join(self.rootfs, "tmp", "linked")))
 
     def test_any_mount_inside_the_root(self):
         # the root is the bundle's: a tmpfs may go inside the image's directories, its mount
