@@ -140,9 +140,12 @@ extern const char *const nsbox_proc_masked_dirs[];
 extern const char *const nsbox_proc_readonly[];
 extern const char *const nsbox_dev_nodes[];
 
-/* Pure: the list of operations for cfg. */
+/* Pure (rootfs/mount_plan.c): the list of operations for cfg. */
 int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
                            struct nsbox_err *e);
+/* Whether an image's top-level entry of this name is shown in the sandbox: not ".", "..", a
+ * name with a slash, nor one nsbox provides itself (/proc, /dev, /tmp, /workspace...). */
+bool nsbox_mount_plan_shows(const char *name);
 
 /* I/O, parent or child side before the clone: fill cfg->entries from the image. */
 int nsbox_rootfs_scan_image(struct nsbox_rootfs_cfg *cfg, struct nsbox_err *e);
