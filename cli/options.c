@@ -10,6 +10,7 @@
 #include "state.h"
 #include "util.h"
 #include "workspace.h"
+#include "wsdir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -79,7 +80,7 @@ static void note_root_workspace(const char *dir)
     struct stat sb;
     if (!dir[0] || geteuid() != 0 || stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode) ||
         (sb.st_uid != 0 && sb.st_gid != 0) || (sb.st_mode & S_IWOTH) ||
-        nsbox_workspace_forbidden(dir)) /* refused later, with the reason */
+        nsbox_wsdir_forbidden(dir)) /* refused later, with the reason */
         return;
     /* chown -R is advice for a project directory, never for the system's own */
     static const char *const system[] = {"/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64",

@@ -1,5 +1,5 @@
-/* nsbox-oci update --resources FILE|-: new memory, cpu and pids limits for a running container,
- * written by its monitor (which owns the cgroup) through nsbox's cgroup layer. */
+/* nsbox-oci update --resources FILE|-: new memory, swap, cpu and pids limits for a running
+ * container, written by its monitor (which owns the cgroup) through nsbox's cgroup layer. */
 #include "ocirt.h"
 #include "cgroup.h"
 #include "cleanup.h"
@@ -74,9 +74,12 @@ int nsbox_ociupdate_update(const struct nsbox_ocirt *g, int argc, char **argv, s
     if (!text || nsbox_ociproc_parse_resources(text, strlen(text), &r, e) < 0)
         return 1;
     if (r.other)
-        fprintf(stderr, "nsbox-oci: update: only memory.limit, cpu.quota, cpu.period and "
-                        "pids.limit are applied; the other limits given are ignored\n");
+        fprintf(stderr, "nsbox-oci: update: only memory.limit, memory.swap, cpu.quota, "
+                        "cpu.period and pids.limit are applied; the other limits given are "
+                        "ignored\n");
     struct nsbox_cgroup_update u = {.has_memory = r.has_memory,
+                                    .has_swap = r.has_swap,
+                                    .swap_bytes = r.swap_bytes,
                                     .has_cpu = r.has_cpu,
                                     .has_pids = r.has_pids,
                                     .memory_bytes = r.memory_bytes,

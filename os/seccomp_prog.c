@@ -1,6 +1,7 @@
-/* The seccomp programs a sandbox installs: the default profile's, compiled once per process and
- * kept in a cache on disk, and loading a program in the child (policy/seccomp.c parses profiles,
- * policy/seccomp_compile.c compiles them). */
+/* The seccomp programs a sandbox installs: the default profile's (alone, or with a writable
+ * root's refusals folded in), each compiled once per process and kept in a cache on disk, and
+ * loading a program in the child (policy/seccomp.c parses profiles, policy/seccomp_compile.c
+ * compiles them, policy/seccomp_fold.c folds one into another). */
 #define _GNU_SOURCE
 #include "seccomp_prog.h"
 #include "cleanup.h"
@@ -74,8 +75,9 @@ static uint64_t cache_key(const char *text, size_t len)
 {
     const struct scmp_version *v = seccomp_version();
     char tag[128];
-    int n = snprintf(tag, sizeof tag, "%s libseccomp=%u.%u.%u arch=%#x len=%zu", CACHE_FORMAT,
-                     v->major, v->minor, v->micro, seccomp_arch_native(), len);
+    int n = snprintf(tag, sizeof tag, "%s libseccomp=%u.%u.%u arch=%#x late=%016" PRIx64 " len=%zu",
+                     CACHE_FORMAT, v->major, v->minor, v->micro, seccomp_arch_native(),
+                     nsbox_seccomp_names_digest(), len);
     uint64_t h = hash_bytes(0xcbf29ce484222325ull, tag, (size_t)n);
     return hash_bytes(h, text, len);
 }
@@ -175,9 +177,15 @@ static void cache_write(int dirfd, uint64_t key, const struct sock_fprog *prog)
 }
 
 static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct sock_fprog default_prog; /* filter == NULL until built */
+/* filter == NULL until built: [false] the default profile's, [true] with the writable root's
+ * refusals folded in */
+static struct sock_fprog built[2];
 
-static int build_default(const char *cache_dir, struct sock_fprog *out, struct nsbox_err *e)
+/* Part of the folded program's key: bump when policy/seccomp_fold.c changes what it makes. */
+#define FOLD_FORMAT "nsbox-seccomp-fold-v1 root"
+
+static int build_default(const char *cache_dir, bool root, struct sock_fprog *out,
+                         struct nsbox_err *e)
 {
     const char *text = nsbox_seccomp_default_json();
     size_t len = strlen(text);
@@ -186,6 +194,10 @@ static int build_default(const char *cache_dir, struct sock_fprog *out, struct n
 
     if (cache_dir) {
         key = cache_key(text, len);
+        if (root) {
+            const char *rt = nsbox_seccomp_root_json();
+            key = hash_bytes(hash_bytes(key, FOLD_FORMAT, sizeof FOLD_FORMAT), rt, strlen(rt));
+        }
         dirfd = cache_dir_open(cache_dir);
         if (dirfd >= 0 && cache_read(dirfd, key, out) == 0)
             return 0;
@@ -193,7 +205,9 @@ static int build_default(const char *cache_dir, struct sock_fprog *out, struct n
     struct nsbox_seccomp_profile p;
     if (nsbox_seccomp_profile_parse(text, len, &p, e) < 0)
         return nsbox_err_wrap(e, "built-in default profile");
-    int rc = nsbox_seccomp_compile(&p, out, e);
+    int rc = root ? nsbox_seccomp_fold_root(&p, e) : 0;
+    if (rc == 0)
+        rc = nsbox_seccomp_compile(&p, out, e);
     nsbox_seccomp_profile_free(&p);
     if (rc < 0)
         return nsbox_err_wrap(e, "built-in default profile");
@@ -202,24 +216,36 @@ static int build_default(const char *cache_dir, struct sock_fprog *out, struct n
     return 0;
 }
 
-int nsbox_seccomp_default_prog(const char *cache_dir, struct sock_fprog *prog, struct nsbox_err *e)
+static int builtin_prog(const char *cache_dir, bool root, struct sock_fprog *prog,
+                        struct nsbox_err *e)
 {
     prog->len = 0;
     prog->filter = NULL;
     pthread_mutex_lock(&default_lock);
     int rc = 0;
-    if (!default_prog.filter)
-        rc = build_default(cache_dir, &default_prog, e);
+    if (!built[root].filter)
+        rc = build_default(cache_dir, root, &built[root], e);
     if (rc == 0)
-        rc = prog_copy(&default_prog, prog, e);
+        rc = prog_copy(&built[root], prog, e);
     pthread_mutex_unlock(&default_lock);
     return rc;
+}
+
+int nsbox_seccomp_default_prog(const char *cache_dir, struct sock_fprog *prog, struct nsbox_err *e)
+{
+    return builtin_prog(cache_dir, false, prog, e);
+}
+
+int nsbox_seccomp_root_prog(const char *cache_dir, struct sock_fprog *prog, struct nsbox_err *e)
+{
+    return builtin_prog(cache_dir, true, prog, e);
 }
 
 void nsbox_seccomp_default_forget(void)
 {
     pthread_mutex_lock(&default_lock);
-    nsbox_seccomp_prog_free(&default_prog);
+    nsbox_seccomp_prog_free(&built[false]);
+    nsbox_seccomp_prog_free(&built[true]);
     pthread_mutex_unlock(&default_lock);
 }
 

@@ -1,5 +1,6 @@
-/* The seccomp programs a sandbox installs (os/seccomp_prog.c): the default profile's, and
- * loading one in the child. Profiles themselves are policy/seccomp_profile.h's. */
+/* The seccomp programs a sandbox installs (os/seccomp_prog.c): the default profile's (alone or
+ * with a writable root's refusals folded in), and loading one in the child. Profiles themselves
+ * are policy/seccomp_profile.h's. */
 #ifndef NSBOX_SECCOMP_PROG_H
 #define NSBOX_SECCOMP_PROG_H
 
@@ -10,7 +11,10 @@
  * call it before clone()/fork(), not in the child. An unusable cache directory (not ours, or
  * writable by others) is not used; a missing or corrupt cache file is rewritten. */
 int nsbox_seccomp_default_prog(const char *cache_dir, struct sock_fprog *prog, struct nsbox_err *e);
-/* Drop the in-process copy so that the next call compiles or reads the disk cache again
+/* The same for an nsbox-oci container with a writable root: the default profile with the
+ * root's refusals folded in (nsbox_seccomp_fold_root), one filter; its own cache file. */
+int nsbox_seccomp_root_prog(const char *cache_dir, struct sock_fprog *prog, struct nsbox_err *e);
+/* Drop the in-process copies so that the next call compiles or reads the disk cache again
  * (tests and benchmarks). */
 void nsbox_seccomp_default_forget(void);
 

@@ -106,8 +106,8 @@ int nsbox_ociproc_parse_resources(const char *text, size_t len, struct nsbox_oci
     r->has_cpu = names(obj, "cpu", "quota") || names(obj, "cpu", "period");
     r->has_pids = names(obj, "pids", "limit");
     /* what else it names: a limit nsbox does not change */
-    static const char *const known[] = {"memory.limit", "cpu.quota", "cpu.period", "pids.limit",
-                                        "devices"};
+    static const char *const known[] = {"memory.limit", "memory.swap", "cpu.quota",
+                                        "cpu.period",   "pids.limit",  "devices"};
     const cJSON *it, *sub;
     cJSON_ArrayForEach(it, obj)
     {
@@ -136,6 +136,15 @@ int nsbox_ociproc_parse_resources(const char *text, size_t len, struct nsbox_oci
                              "resources: key 'devices': allowing every device of the host is "
                              "not supported (a privileged container)");
     }
+    if (c.memory.swap == -1) {
+        nsbox_ocispec_free(&c);
+        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                             "resources: key 'memory.swap': -1 (unlimited swap) is not given: "
+                             "nsbox-oci bounds a container's memory and swap; give memory plus "
+                             "swap in bytes (--memory-swap N)");
+    }
+    r->has_swap = c.memory.swap > 0;
+    r->swap_bytes = r->has_swap ? (uint64_t)c.memory.swap : 0;
     r->memory_bytes = c.memory_limit > 0 ? (uint64_t)c.memory_limit : 0;
     r->cpu_quota_us = c.cpu_quota > 0 ? (uint64_t)c.cpu_quota : 0;
     r->cpu_period_us = c.cpu_period;

@@ -21,8 +21,9 @@ int nsbox_ociproc_parse_process(const char *text, size_t len, struct nsbox_ocisp
 /* What an update asks for: a has_ flag for each limit the document names; the value 0 means
  * "no limit" (runc's -1, and a memory or pids limit of 0). */
 struct nsbox_ociproc_resources {
-    bool has_memory, has_cpu, has_pids;
+    bool has_memory, has_swap, has_cpu, has_pids;
     uint64_t memory_bytes;
+    uint64_t swap_bytes; /* memory plus swap; 0 or absent leaves it (as runc), -1 is refused */
     uint64_t cpu_quota_us, cpu_period_us; /* period 0: the current one */
     uint64_t pids;
     bool other; /* keys nsbox cannot change (blockIO, hugepageLimits, cpus, mems, ...) */

@@ -74,3 +74,14 @@ int nsbox_seccomp_names_resolve(const char *name)
             return late_calls[i].nr;
     return __NR_SCMP_ERROR;
 }
+
+uint64_t nsbox_seccomp_names_digest(void)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < sizeof late_calls / sizeof late_calls[0]; i++) {
+        for (const char *c = late_calls[i].name; *c; c++)
+            h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+        h = (h ^ (uint64_t)late_calls[i].nr) * 0x100000001b3ull;
+    }
+    return h;
+}

@@ -68,8 +68,9 @@ const char *nsbox_seccomp_default_json(void);
 /* The egress helper's own filter, an allow-list (policy/seccomp-egress.json, embedded): the one
  * place that says which system calls the helper makes, TLS for bound hosts included. */
 const char *nsbox_seccomp_egress_json(void);
-/* Stacked over the default in an nsbox-oci container with a writable root (the bundle's,
- * idmapped): extended attribute writes refused (policy/seccomp-root.json, embedded). */
+/* What an nsbox-oci container with a writable root (the bundle's, idmapped) refuses besides:
+ * extended attribute writes (policy/seccomp-root.json, embedded), folded into its profile with
+ * nsbox_seccomp_fold_root(). */
 const char *nsbox_seccomp_root_json(void);
 
 /* Parse and validate a profile. On error *p is left empty (nothing to free) and e->msg names the
@@ -81,6 +82,18 @@ void nsbox_seccomp_profile_free(struct nsbox_seccomp_profile *p);
  * action, a syscall name without its NUL, an argument index out of range. */
 int nsbox_seccomp_profile_check(const struct nsbox_seccomp_profile *p, struct nsbox_err *e);
 
+/* Fold extra into base (policy/seccomp_fold.c): base becomes the one profile whose filter gives
+ * every call the answer of the two filters stacked, extra loaded last. For each call the
+ * stricter action wins, in the kernel's order (kill process, kill thread, trap, errno, log,
+ * allow); of two equal ones extra's, so its errno. Defaults and badArchAction combine alike.
+ * extra's rules must be unconditional; a call base decides by its arguments and extra also
+ * names folds only when the two outcomes agree, else it is refused, naming base's rule. On
+ * error base is unchanged. */
+int nsbox_seccomp_fold(struct nsbox_seccomp_profile *base,
+                       const struct nsbox_seccomp_profile *extra, struct nsbox_err *e);
+/* p with a writable root's refusals (nsbox_seccomp_root_json()) folded in. */
+int nsbox_seccomp_fold_root(struct nsbox_seccomp_profile *p, struct nsbox_err *e);
+
 /* Build the BPF program for the native architecture. prog->filter is malloc'd. */
 int nsbox_seccomp_compile(const struct nsbox_seccomp_profile *p, struct sock_fprog *prog,
                           struct nsbox_err *e);
@@ -90,5 +103,8 @@ void nsbox_seccomp_prog_free(struct sock_fprog *prog);
  * numbered alike on every architecture since Linux 5.1 (424 on), which an older libseccomp
  * does not know; __NR_SCMP_ERROR when neither knows the name. */
 int nsbox_seccomp_names_resolve(const char *name);
+/* A digest of policy/seccomp_names.c's table, for the keys of compiled programs: the same
+ * profile text and libseccomp compile to another program once the table gains a call. */
+uint64_t nsbox_seccomp_names_digest(void);
 
 #endif

@@ -110,8 +110,9 @@ struct nsbox_rootfs_cfg {
     const struct nsbox_rootfs_mount *mounts;
     size_t n_mounts;
     /* ...and its maskedPaths and readonlyPaths (absolute), on the filesystems nsbox or the
-     * config mounts; those inside the image are left as the image has them (read-only), but
-     * for an in-place root (below) */
+     * config mounts, and in the image: a read-only path inside a read-only image is left as
+     * it is (read-only), a masked one is masked there; their symlinks are followed inside the
+     * new root only (apply_in_root) */
     const char *const *masked;
     size_t n_masked;
     const char *const *readonly;
@@ -121,7 +122,7 @@ struct nsbox_rootfs_cfg {
      * tmpfs: nothing is bound from it entry by entry, nsbox's /workspace, /tmp, /run and
      * /etc/hosts are left out (the root is the bundle's, as under runc), and every operation's
      * target is resolved in it with no symlink (target_in_image), so that a bundle cannot move
-     * a mount; the masked and read-only paths inside it are done too. */
+     * a mount, but for masked and read-only paths (above); those inside it are done too. */
     bool root_in_place;
 };
 
@@ -139,9 +140,12 @@ extern const char *const nsbox_proc_masked_dirs[];
 extern const char *const nsbox_proc_readonly[];
 extern const char *const nsbox_dev_nodes[];
 
-/* Pure: the list of operations for cfg. */
+/* Pure (rootfs/mount_plan.c): the list of operations for cfg. */
 int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
                            struct nsbox_err *e);
+/* Whether an image's top-level entry of this name is shown in the sandbox: not ".", "..", a
+ * name with a slash, nor one nsbox provides itself (/proc, /dev, /tmp, /workspace...). */
+bool nsbox_mount_plan_shows(const char *name);
 
 /* I/O, parent or child side before the clone: fill cfg->entries from the image. */
 int nsbox_rootfs_scan_image(struct nsbox_rootfs_cfg *cfg, struct nsbox_err *e);
@@ -173,5 +177,11 @@ int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_p
                          int *fds, int *rootfd, struct nsbox_err *e);
 int nsbox_rootfs_enter(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
                        int rootfd, int *fds, struct nsbox_err *e);
+
+/* Give the mount at path the propagation p asks for (nothing for NSBOX_PROP_NONE), in the steps
+ * of nsbox_propagation_steps (host, tree as there): a config's new filesystem, and the new root
+ * for linux.rootfsPropagation. -1 with errno from the failing mount(2). */
+int nsbox_rootfs_propagate(const struct nsbox_sys *sys, const char *path,
+                           const struct nsbox_propagation *p, bool host, bool tree);
 
 #endif

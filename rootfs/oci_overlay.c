@@ -11,6 +11,8 @@
 #include <limits.h>
 #include <linux/mount.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,32 +22,53 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int fs_error(int fs, const char *what, struct nsbox_err *e)
+/* What failed in making the overlay. The helper child of mount_in_userns makes only system
+ * calls (it is a bare clone), so it sends this back and the parent says it. */
+enum ovl_step { OVL_FSOPEN = 1, OVL_USERXATTR, OVL_LOWERDIR, OVL_CREATE, OVL_MOUNT, OVL_MAPS };
+struct ovl_fail {
+    int step; /* 0: none */
+    int err;
+    char log[256]; /* the kernel's own words (the fs context's log), or "" */
+};
+
+static int ovl_failed(struct ovl_fail *f, enum ovl_step step, int fs)
 {
-    int err = errno;
-    char log[256] = "";
-    ssize_t n = fs >= 0 ? read(fs, log, sizeof log - 1) : -1; /* the kernel's own words */
-    if (n > 0) {
-        log[n] = '\0';
-        log[strcspn(log, "\n")] = '\0';
-    }
-    errno = err;
-    return nsbox_err_sys(e, "overlay of the image's layers: %s%s%s", what, n > 0 ? ": " : "",
-                         n > 0 ? log : "");
+    f->step = step;
+    f->err = errno;
+    ssize_t n = fs >= 0 ? read(fs, f->log, sizeof f->log - 1) : -1;
+    f->log[n > 0 ? n : 0] = '\0';
+    f->log[strcspn(f->log, "\n")] = '\0';
+    return -1;
 }
 
-/* The overlay of lowers (O_PATH directory fds, or, when paths, their paths), top first. */
+static int ovl_error(const struct ovl_fail *f, struct nsbox_err *e)
+{
+    static const char *const what[] = {[OVL_FSOPEN] = "overlayfs is not available",
+                                       [OVL_USERXATTR] = "userxattr",
+                                       [OVL_LOWERDIR] = "lowerdir",
+                                       [OVL_CREATE] = "create",
+                                       [OVL_MOUNT] = "mount",
+                                       [OVL_MAPS] = "the user namespace's maps"};
+    bool known = f->step > 0 && f->step <= OVL_MAPS;
+    errno = f->err;
+    return nsbox_err_sys(e, "overlay of the image's layers: %s%s%.*s",
+                         known ? what[f->step] : "its helper", f->log[0] ? ": " : "",
+                         (int)sizeof f->log, f->log);
+}
+
+/* The overlay of lowers (O_PATH directory fds, or, when paths, their paths), top first. With
+ * paths it makes only system calls (the helper child's case). */
 static int mount_lowers(const int *fds, const char *const *paths, size_t n, int *mount_fd,
-                        struct nsbox_err *e)
+                        struct ovl_fail *f)
 {
     *mount_fd = -1;
     cleanup_close int fs = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
     if (fs < 0)
-        return fs_error(-1, "overlayfs is not available", e);
+        return ovl_failed(f, OVL_FSOPEN, -1);
     /* user.overlay.* xattrs: the one form that an overlay mounted in a user namespace reads
      * too (docs/decisions.md) */
     if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
-        return fs_error(fs, "userxattr", e);
+        return ovl_failed(f, OVL_USERXATTR, fs);
     for (size_t i = 0; i < n; i++) {
         char p[64];
         long r = -1;
@@ -57,14 +80,14 @@ static int mount_lowers(const int *fds, const char *const *paths, size_t n, int 
             r = syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "lowerdir+", p, 0);
         }
         if (r < 0)
-            return fs_error(fs, "lowerdir", e);
+            return ovl_failed(f, OVL_LOWERDIR, fs);
     }
     if (syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-        return fs_error(fs, "create", e);
+        return ovl_failed(f, OVL_CREATE, fs);
     int m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
                          MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
     if (m < 0)
-        return fs_error(fs, "mount", e);
+        return ovl_failed(f, OVL_MOUNT, fs);
     *mount_fd = m;
     return 0;
 }
@@ -73,32 +96,29 @@ static int write_text(const char *path, const char *text)
 {
     int fd = open(path, O_WRONLY | O_CLOEXEC);
     ssize_t n = fd < 0 ? -1 : write(fd, text, strlen(text));
+    int err = errno;
     if (fd >= 0)
         close(fd);
+    errno = err;
     return n == (ssize_t)strlen(text) ? 0 : -1;
 }
 
-/* The child's side: its own user namespace (its uid as root there) and mount namespace, in
- * which the user may mount an overlay; the layers are looked up by path from inside it (a
- * layer opened outside belongs to another mount namespace, which overlayfs refuses). */
-static void child_mount(int sock, const char *const *paths, size_t n, uid_t uid, gid_t gid)
+/* The child's side, in its own user namespace (its uid as root there, once maps[0] and maps[1]
+ * are written) and mount namespace, in which the user may mount an overlay; the layers are
+ * looked up by path from inside it (a layer opened outside belongs to another mount namespace,
+ * which overlayfs refuses). System calls only: see mount_in_userns. */
+static void child_mount(int sock, const char *const *paths, size_t n, char maps[2][32])
 {
-    struct nsbox_err e = {0};
+    struct ovl_fail f = {0};
     int m = -1;
-    char map[64];
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
-        nsbox_err_sys(&e, "overlay of the image's layers: a user namespace");
-    } else if ((snprintf(map, sizeof map, "0 %u 1", (unsigned)uid),
-                write_text("/proc/self/uid_map", map) < 0) ||
-               write_text("/proc/self/setgroups", "deny") < 0 ||
-               (snprintf(map, sizeof map, "0 %u 1", (unsigned)gid),
-                write_text("/proc/self/gid_map", map) < 0)) {
-        nsbox_err_sys(&e, "overlay of the image's layers: the user namespace's maps");
-    } else {
-        mount_lowers(NULL, paths, n, &m, &e);
-    }
+    if (write_text("/proc/self/uid_map", maps[0]) < 0 ||
+        write_text("/proc/self/setgroups", "deny") < 0 ||
+        write_text("/proc/self/gid_map", maps[1]) < 0)
+        ovl_failed(&f, OVL_MAPS, -1);
+    else
+        mount_lowers(NULL, paths, n, &m, &f);
     char buf[CMSG_SPACE(sizeof(int))] = {0};
-    struct iovec io = {.iov_base = &e, .iov_len = sizeof e};
+    struct iovec io = {.iov_base = &f, .iov_len = sizeof f};
     struct msghdr msg = {.msg_iov = &io, .msg_iovlen = 1};
     if (m >= 0)
         nsbox_cmsg_put_fds(&msg, buf, &m, 1);
@@ -106,33 +126,41 @@ static void child_mount(int sock, const char *const *paths, size_t n, uid_t uid,
     _exit(r < 0 ? 1 : 0);
 }
 
+/* The helper is a bare clone made in its new namespaces (nsbox_clone_bare), not fork and then
+ * unshare: unshare(CLONE_NEWUSER) refuses a process that is not alone (EINVAL), and a forked
+ * child of a threaded process is not always (ThreadSanitizer starts a thread in it); a clone
+ * that fails says the kernel's real reason. It copies the address space without the C
+ * library's fork handlers, so it makes only system calls. */
 static int mount_in_userns(const char *const *paths, size_t n, int *mount_fd, struct nsbox_err *e)
 {
     *mount_fd = -1;
+    char maps[2][32];
+    snprintf(maps[0], sizeof maps[0], "0 %u 1", (unsigned)geteuid());
+    snprintf(maps[1], sizeof maps[1], "0 %u 1", (unsigned)getegid());
     int sp[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
         return nsbox_err_sys(e, "overlay of the image's layers: socketpair");
-    uid_t uid = geteuid();
-    gid_t gid = getegid();
-    pid_t pid = fork();
+    pid_t pid = nsbox_clone_bare(CLONE_NEWUSER | CLONE_NEWNS | SIGCHLD);
     if (pid == 0) {
         close(sp[0]);
-        child_mount(sp[1], paths, n, uid, gid);
+        child_mount(sp[1], paths, n, maps);
     }
+    int err = errno;
     close(sp[1]);
     if (pid < 0) {
         close(sp[0]);
-        return nsbox_err_sys(e, "overlay of the image's layers: fork");
+        errno = err;
+        return nsbox_err_sys(e, "overlay of the image's layers: a user and mount namespace");
     }
-    struct nsbox_err ce = {0};
+    struct ovl_fail cf = {0};
     char buf[CMSG_SPACE(sizeof(int))];
-    struct iovec io = {.iov_base = &ce, .iov_len = sizeof ce};
+    struct iovec io = {.iov_base = &cf, .iov_len = sizeof cf};
     struct msghdr msg = {
         .msg_iov = &io, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof buf};
     ssize_t r;
     while ((r = recvmsg(sp[0], &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
     }
-    int err = errno;
+    err = errno;
     close(sp[0]);
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
     }
@@ -142,10 +170,9 @@ static int mount_in_userns(const char *const *paths, size_t n, int *mount_fd, st
         memcpy(mount_fd, CMSG_DATA(c), sizeof(int));
         return 0;
     }
-    if (r == (ssize_t)sizeof ce && ce.code) {
-        ce.msg[sizeof ce.msg - 1] = '\0';
-        *e = ce;
-        return -1;
+    if (r == (ssize_t)sizeof cf && cf.step) {
+        cf.log[sizeof cf.log - 1] = '\0';
+        return ovl_error(&cf, e);
     }
     errno = r < 0 ? err : EPIPE;
     return nsbox_err_sys(e, "overlay of the image's layers: its helper");
@@ -172,7 +199,7 @@ int nsbox_oci_overlay_lowers(const char *images, int base_fd, const char *const 
     int base = base_fd >= 0 ? base_fd : own;
     if (base < 0)
         return nsbox_err_sys(e, "image store %s", images);
-    int fds[NSBOX_OCI_LAYERS_MAX + 1];
+    int fds[NSBOX_OCI_LAYERS_MAX + 1] = {0};
     size_t opened = 0;
     int r = 0;
     for (; opened < n; opened++) {
@@ -182,8 +209,9 @@ int nsbox_oci_overlay_lowers(const char *images, int base_fd, const char *const 
             break;
         }
     }
-    if (r == 0)
-        r = mount_lowers(fds, NULL, n, mount_fd, e);
+    struct ovl_fail f = {0};
+    if (r == 0 && mount_lowers(fds, NULL, n, mount_fd, &f) < 0)
+        r = ovl_error(&f, e);
     for (size_t i = 0; i < opened; i++)
         close(fds[i]);
     return r;

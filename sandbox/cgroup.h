@@ -101,15 +101,18 @@ unsigned nsbox_cgroup_sweep_orphans(unsigned min_age_seconds);
 int nsbox_cgroup_freeze(const struct nsbox_cgroup *cg, bool frozen, struct nsbox_err *e);
 /* New limits for a running sandbox (nsbox-oci update). A field whose has_ flag is false stays
  * as it is; a value of 0 removes that limit. The cpu as runc gives it: a quota of microseconds
- * per period (period 0: the current one). */
+ * per period (period 0: the current one). swap_bytes is memory plus swap (runc's and the OCI
+ * config's memory.swap), bounded: at least the limit the cgroup will have, which must be one. */
 struct nsbox_cgroup_update {
-    bool has_memory, has_cpu, has_pids;
-    uint64_t memory_bytes;
+    bool has_memory, has_swap, has_cpu, has_pids;
+    uint64_t memory_bytes, swap_bytes;
     uint64_t cpu_quota_us, cpu_period_us;
     uint64_t pids;
 };
-/* Write them (v1: every hierarchy that has the controller; memory and memory+swap kept equal,
- * as at create). The first refusal is the error (naming the file), the rest is not tried. */
+/* Write them (v1: every hierarchy that has the controller). Without swap_bytes the swap the
+ * sandbox has is kept (none unless its config asked): v1's memory+swap moves with the memory
+ * limit, v2's memory.swap.max (swap alone) stays. Without swap accounting swap is left out. The
+ * first refusal is the error (naming the file), the rest is not tried. */
 int nsbox_cgroup_update(const struct nsbox_cgroup *cg, const struct nsbox_cgroup_update *u,
                         struct nsbox_err *e);
 /* Files of the memory controller and their values (nsbox-oci: reservation, swap, swappiness,

@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -189,23 +191,89 @@ static int write_v1(const char *dir, const char *file, const char *val, struct n
     return 0;
 }
 
-/* memory and memory+swap stay equal (no swap, as create makes them); memsw must never be below
- * memory, so a raise writes it first and a cut writes it last. No memsw: no swap accounting. */
-static int update_v1_memory(const char *dir, uint64_t bytes, struct nsbox_err *e)
+static int read_limit_at(int dirfd, const char *dir, const char *name, uint64_t *out)
 {
-    char val[32];
-    if (nsbox_cg_fmt_limit(bytes, 1, val, sizeof val) < 0)
-        return nsbox_err_sys(e, "cgroup: format limit");
-    if (nsbox_cgio_write_at(-1, dir, "memory.limit_in_bytes", val) == 0) {
-        if (nsbox_cgio_write_at(-1, dir, "memory.memsw.limit_in_bytes", val) < 0 && errno != ENOENT)
-            return nsbox_cgroup_write_error(e, dir, "memory.memsw.limit_in_bytes", val);
-        return 0;
-    }
-    if (errno != EINVAL) /* EINVAL: above memsw; raise that first */
-        return nsbox_cgroup_write_error(e, dir, "memory.limit_in_bytes", val);
-    if (write_v1(dir, "memory.memsw.limit_in_bytes", val, e) < 0)
+    char buf[64];
+    if (nsbox_cgio_read_small(dirfd, dir, name, buf, sizeof buf) < 0)
         return -1;
-    return write_v1(dir, "memory.limit_in_bytes", val, e);
+    return nsbox_cg_parse_limit(buf, out);
+}
+
+/* The swap a v1 memory cgroup allows: memory+swap less memory; 0 when either is unlimited (no
+ * limit yet, or no swap accounting: memory+swap then just follows the limit). */
+static uint64_t v1_swap_of(const char *dir)
+{
+    uint64_t mem, memsw;
+    if (read_limit_at(-1, dir, "memory.limit_in_bytes", &mem) < 0 ||
+        read_limit_at(-1, dir, "memory.memsw.limit_in_bytes", &memsw) < 0 || mem == UINT64_MAX ||
+        memsw == UINT64_MAX || memsw < mem)
+        return 0;
+    return memsw - mem;
+}
+
+/* The memory+swap an update gives against the limit the cgroup will have: bounded, and at
+ * least the limit, as at create (policy/ocicgroup.c). */
+static int check_swap(uint64_t limit, uint64_t total, struct nsbox_err *e)
+{
+    if (limit == 0 || limit == UINT64_MAX)
+        return nsbox_err_invalid(e, "cgroup: memory plus swap needs a memory limit: give "
+                                    "memory.limit too");
+    if (total < limit)
+        return nsbox_err_invalid(e,
+                                 "cgroup: memory plus swap %" PRIu64 " is below the memory "
+                                 "limit %" PRIu64 ": give at least the limit (swap is "
+                                 "memory plus swap)",
+                                 total, limit);
+    return 0;
+}
+
+/* The new limit and memory+swap: the one asked for, or, with the limit alone, the swap the
+ * sandbox has kept (none unless its config asked, as create makes it), memory+swap moving with
+ * the limit. memsw must never be below memory, so a raise writes it first and a cut writes it
+ * last. No memsw: no swap accounting. */
+static int update_v1_memory(const char *dir, const struct nsbox_cgroup_update *u,
+                            struct nsbox_err *e)
+{
+    char val[32], sw[32];
+    uint64_t limit = u->memory_bytes, total = 0;
+    if (!u->has_memory && read_limit_at(-1, dir, "memory.limit_in_bytes", &limit) < 0)
+        return nsbox_err_sys(e, "cgroup: read %s/memory.limit_in_bytes", dir);
+    if (u->has_swap && check_swap(limit, u->swap_bytes, e) < 0)
+        return -1;
+    if (u->has_swap)
+        total = u->swap_bytes;
+    else if (limit)
+        total = limit + v1_swap_of(dir);
+    if (nsbox_cg_fmt_limit(u->memory_bytes, 1, val, sizeof val) < 0 ||
+        nsbox_cg_fmt_limit(total, 1, sw, sizeof sw) < 0)
+        return nsbox_err_sys(e, "cgroup: format limit");
+    if (u->has_memory && nsbox_cgio_write_at(-1, dir, "memory.limit_in_bytes", val) < 0) {
+        if (errno != EINVAL) /* EINVAL: above memsw; raise that first */
+            return nsbox_cgroup_write_error(e, dir, "memory.limit_in_bytes", val);
+        if (write_v1(dir, "memory.memsw.limit_in_bytes", sw, e) < 0)
+            return -1;
+        return write_v1(dir, "memory.limit_in_bytes", val, e);
+    }
+    if (nsbox_cgio_write_at(-1, dir, "memory.memsw.limit_in_bytes", sw) < 0 && errno != ENOENT)
+        return nsbox_cgroup_write_error(e, dir, "memory.memsw.limit_in_bytes", sw);
+    return 0;
+}
+
+/* v2's swap is swap alone (memory.swap.max): kept by a new limit, set from memory+swap less
+ * the limit the cgroup will have. No memory.swap.max: no swap accounting. */
+static int update_v2_swap(const struct nsbox_cgroup *cg, const struct nsbox_cgroup_update *u,
+                          struct nsbox_err *e)
+{
+    uint64_t limit = u->memory_bytes;
+    if (!u->has_memory && read_limit_at(cg->dirfd, cg->path, "memory.max", &limit) < 0)
+        return nsbox_err_sys(e, "cgroup: read %s/memory.max", cg->path);
+    if (check_swap(limit, u->swap_bytes, e) < 0)
+        return -1;
+    char val[32];
+    snprintf(val, sizeof val, "%" PRIu64, u->swap_bytes - limit);
+    if (nsbox_cgio_write_at(cg->dirfd, cg->path, "memory.swap.max", val) < 0 && errno != ENOENT)
+        return nsbox_cgroup_write_error(e, cg->path, "memory.swap.max", val);
+    return 0;
 }
 
 static int no_controller(struct nsbox_err *e, const char *name)
@@ -226,11 +294,10 @@ static int update_v1(const struct nsbox_cgroup *cg, const struct nsbox_cgroup_up
         return nsbox_err_sys(e, "cgroup: format limit");
     const char *mem = v1_path_of(cg, "memory"), *cpu = v1_path_of(cg, "cpu"),
                *pid = v1_path_of(cg, "pids");
-    if ((u->has_memory && !mem) || (u->has_cpu && !cpu) || (u->has_pids && !pid))
-        return no_controller(e, u->has_memory && !mem ? "memory"
-                                : u->has_cpu && !cpu  ? "cpu"
-                                                      : "pids");
-    if (u->has_memory && update_v1_memory(mem, u->memory_bytes, e) < 0)
+    bool memory = u->has_memory || u->has_swap;
+    if ((memory && !mem) || (u->has_cpu && !cpu) || (u->has_pids && !pid))
+        return no_controller(e, memory && !mem ? "memory" : u->has_cpu && !cpu ? "cpu" : "pids");
+    if (memory && update_v1_memory(mem, u, e) < 0)
         return -1;
     /* the period first: the quota is checked against it */
     if (u->has_cpu && ((u->cpu_period_us && write_v1(cpu, "cpu.cfs_period_us", period, e) < 0) ||
@@ -269,7 +336,7 @@ static int update_v2(const struct nsbox_cgroup *cg, const struct nsbox_cgroup_up
         (u->has_pids &&
          nsbox_cgio_write_at(cg->dirfd, cg->path, file = "pids.max", val = pids) < 0))
         return nsbox_cgroup_write_error(e, cg->path, file, val);
-    return 0;
+    return u->has_swap ? update_v2_swap(cg, u, e) : 0;
 }
 
 int nsbox_cgroup_update(const struct nsbox_cgroup *cg, const struct nsbox_cgroup_update *u,

@@ -25,7 +25,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/mman.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -144,15 +143,10 @@ static int child_mount_root(struct nsbox_launch *L, struct nsbox_err *e)
     if (nsbox_rootfs_enter(&nsbox_sys_real, L->plan, new_rootfd, mount_fds, e) < 0)
         return -1;
     close(new_rootfd);
-    unsigned long steps[2];
-    size_t n = L->root_propagation.kind == NSBOX_PROP_NONE
-                   ? 0
-                   : nsbox_propagation_steps(&L->root_propagation, true,
-                                             L->root_propagation.recursive, steps);
-    for (size_t i = 0; i < n; i++)
-        if (mount(NULL, "/", NULL, steps[i], NULL) < 0)
-            return nsbox_err_sys(e, "linux.rootfsPropagation %s",
-                                 nsbox_propagation_name(&L->root_propagation));
+    if (nsbox_rootfs_propagate(&nsbox_sys_real, "/", &L->root_propagation, true,
+                               L->root_propagation.recursive) < 0)
+        return nsbox_err_sys(e, "linux.rootfsPropagation %s",
+                             nsbox_propagation_name(&L->root_propagation));
     return 0;
 }
 
@@ -384,14 +378,13 @@ static int init_harden(struct nsbox_launch *L, struct nsbox_err *e)
          * then, never past it. */
         const uint64_t extra = (UINT64_C(1) << CAP_SYS_ADMIN) | (UINT64_C(1) << CAP_SETPCAP);
         if (set_config_caps(L, extra, e) < 0 || (L->no_new_privs && no_new_privs(e) < 0) ||
-            nsbox_seccomp_load(&L->seccomp, e) < 0 ||
-            (L->seccomp_root.len && nsbox_seccomp_load(&L->seccomp_root, e) < 0))
+            nsbox_seccomp_load(&L->seccomp, e) < 0)
             return -1;
         return set_config_caps(L, 0, e);
     }
-    if (drop_capabilities(e) < 0 || no_new_privs(e) < 0 || nsbox_seccomp_load(&L->seccomp, e) < 0)
+    if (drop_capabilities(e) < 0 || no_new_privs(e) < 0)
         return -1;
-    return L->seccomp_root.len ? nsbox_seccomp_load(&L->seccomp_root, e) : 0;
+    return nsbox_seccomp_load(&L->seccomp, e);
 }
 
 __attribute__((noreturn)) static void init_reap(pid_t workload)

@@ -29,8 +29,7 @@ struct nsbox_launch {
     const struct nsbox_net *net;
     const struct nsbox_cgroup *cg;
     char image_root[PATH_MAX];
-    struct sock_fprog seccomp;
-    struct sock_fprog seccomp_root; /* stacked over it with an in-place root (len 0: none) */
+    struct sock_fprog seccomp; /* with an in-place root, its refusals folded in */
     struct nsbox_rlimit rlimits[NSBOX_RLIMITS_MAX];
     size_t n_rlimits;
     char hostname[64];

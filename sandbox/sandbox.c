@@ -155,19 +155,6 @@ static bool oci_owned(const struct nsbox_image *img)
            sb.st_uid == NSBOX_IMAGE_ID_BASE && sb.st_gid == NSBOX_IMAGE_ID_BASE;
 }
 
-/* The filter stacked over the default one with a writable root (policy/seccomp-root.json):
- * what the container's root writes there is host root's, file capabilities included. */
-static int root_filter(struct sock_fprog *prog, struct nsbox_err *e)
-{
-    struct nsbox_seccomp_profile prof;
-    const char *json = nsbox_seccomp_root_json();
-    if (nsbox_seccomp_profile_parse(json, strlen(json), &prof, e) < 0)
-        return -1;
-    int r = nsbox_seccomp_compile(&prof, prog, e);
-    nsbox_seccomp_profile_free(&prof);
-    return r;
-}
-
 /* Everything after the state directory; the ext4 workspace is being made meanwhile. */
 static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, char *const argv[],
                         const char *cwd, const struct nsbox_image *img,
@@ -261,9 +248,10 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     if (nsbox_path_data_dir(data, sizeof data, e) < 0)
         return -1;
     snprintf(cache, sizeof cache, "%s/cache", data);
-    if (nsbox_seccomp_default_prog(cache, &c->L.seccomp, e) < 0)
-        return nsbox_err_wrap(e, "seccomp");
-    if (c->root_writable && root_filter(&c->L.seccomp_root, e) < 0)
+    /* A writable root's refusals are folded into the one filter, not stacked: every system
+     * call of the container then runs one program. */
+    if ((c->root_writable ? nsbox_seccomp_root_prog(cache, &c->L.seccomp, e)
+                          : nsbox_seccomp_default_prog(cache, &c->L.seccomp, e)) < 0)
         return nsbox_err_wrap(e, "seccomp");
 
     if (c->cg_place) {
@@ -530,7 +518,6 @@ int nsbox_sandbox_destroy(struct nsbox_sandbox *c, struct nsbox_err *e)
     nsbox_closep(&c->L.ws_fd);
     nsbox_closep(&c->L.image_fd);
     nsbox_seccomp_prog_free(&c->L.seccomp);
-    nsbox_seccomp_prog_free(&c->L.seccomp_root);
     nsbox_sandbox_free_plan(c);
     free(c->envp);
     c->envp = NULL;

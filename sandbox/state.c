@@ -5,6 +5,7 @@
 #include "idmap.h"
 #include "paths.h"
 #include "util.h"
+#include "wsdir.h"
 
 #include <dirent.h>
 #include <signal.h>
@@ -15,9 +16,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
-#include <linux/magic.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -84,32 +83,6 @@ static int lock_file(const char *path, bool create)
     return lock_nb(open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600));
 }
 
-const char *nsbox_workspace_forbidden(const char *dir)
-{
-    struct stat ws, other;
-    struct statfs fs;
-    if (stat(dir, &ws) < 0)
-        return NULL; /* the caller says what is wrong with it */
-    if (nsbox_is_host_root(&ws))
-        return "the host's root directory";
-    /* the kernel's and the devices' file systems: a bind of /proc showed the sandbox the host's
-     * processes. By type, and by being on the host's own /proc, /sys or /dev. */
-    static const unsigned long pseudo[] = {PROC_SUPER_MAGIC, SYSFS_MAGIC,  CGROUP_SUPER_MAGIC,
-                                           CGROUP2_SUPER_MAGIC, DEVPTS_SUPER_MAGIC,
-                                           DEBUGFS_MAGIC, TRACEFS_MAGIC, SECURITYFS_MAGIC,
-                                           BPF_FS_MAGIC};
-    if (statfs(dir, &fs) == 0)
-        for (size_t i = 0; i < NSBOX_ARRAY_LEN(pseudo); i++)
-            if ((unsigned long)fs.f_type == pseudo[i])
-                return "a kernel file system (proc, sys, cgroup, ...)";
-    static const char *const hosts[] = {"/proc", "/sys", "/dev"};
-    for (size_t i = 0; i < NSBOX_ARRAY_LEN(hosts); i++)
-        if ((stat(hosts[i], &other) == 0 && ws.st_dev == other.st_dev) ||
-            nsbox_path_within(dir, hosts[i])) /* a tmpfs in them */
-            return "in the host's /proc, /sys or /dev";
-    return NULL;
-}
-
 static int make_workspace(struct nsbox_state *st, const char *workspace_arg,
                           enum nsbox_ws_kind kind, struct nsbox_err *e)
 {
@@ -125,7 +98,7 @@ static int make_workspace(struct nsbox_state *st, const char *workspace_arg,
                                  workspace_arg);
         if (!realpath(workspace_arg, st->workspace))
             return nsbox_err_sys(e, "workspace %s", workspace_arg);
-        const char *why = nsbox_workspace_forbidden(st->workspace);
+        const char *why = nsbox_wsdir_forbidden(st->workspace);
         if (why)
             return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
                                  "workspace %s is %s: refusing to hand it to a sandbox (give a "

@@ -115,9 +115,6 @@ bool nsbox_state_ws_file_in_use(int dirfd, const char *rel);
 /* Remove the backing file rel (below dirfd) unless it is in use. 1 removed, 0 in use, -1 error
  * (errno). */
 int nsbox_state_ws_file_remove_unused(int dirfd, const char *rel);
-/* Why the directory dir may not be a --workspace (the host's root; a kernel file system such as
- * /proc, whose bind would show the sandbox the host), or NULL when it may. */
-const char *nsbox_workspace_forbidden(const char *dir);
 
 /* Whether sandbox id has no state directory in the runtime directory rt (ENOENT; anything
  * else, such as a refused look, is not "gone"). */

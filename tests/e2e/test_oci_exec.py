@@ -14,11 +14,11 @@ import subprocess
 import unittest
 
 import test_oci_runtime as rt
-from oci_bundle import BundleCase
+from oci_bundle import BundleCase, seccomp_filters
 
-from nsbox_test import fds_at_3, sandbox_cgroup_file
+from nsbox_test import CGROUP_V2_ONLY, fds_at_3, sandbox_cgroup_file
 
-HARDENING = ("grep -E '^(NoNewPrivs|Seccomp|CapEff|CapBnd):' /proc/self/status; "
+HARDENING = ("grep -E '^(NoNewPrivs|Seccomp|Seccomp_filters|CapEff|CapBnd):' /proc/self/status; "
              "for n in pid mnt net; do readlink /proc/self/ns/$n; done")
 
 
@@ -68,6 +68,7 @@ class OciExec(BundleCase):
         return [os.readlink(f"/proc/{init}/ns/{n}") for n in ("pid", "mnt", "net")]
 
     def test_exec_detached_is_contained(self):
+        own_filters = seccomp_filters()
         mon = self.running(["sleep", "1000"])
         out = os.path.join(self.tmp, "exec.out")
         relay = self.exec_detached(["sh", "-c", "echo $X; id -u; pwd; " + HARDENING + "; exit 5"],
@@ -78,12 +79,15 @@ class OciExec(BundleCase):
             lines = f.read().split("\n")
         # the container's user and capabilities (config(): uid 0, bounding CHOWN and KILL)
         self.assertEqual(lines[:3], ["from-exec", "0", "/tmp"])
-        status = dict(line.split(":\t") for line in lines[3:7])
+        n = 5 if own_filters is not None else 4  # Seccomp_filters: Linux 5.10 and later
+        status = dict(line.split(":\t") for line in lines[3:3 + n])
         self.assertEqual(status["NoNewPrivs"], "1")
         self.assertEqual(status["Seccomp"], "2")
+        if own_filters is not None:  # init's one filter (a writable root's refusals folded in)
+            self.assertEqual(int(status["Seccomp_filters"]), own_filters + 1)
         self.assertEqual(int(status["CapEff"], 16), 0)
         self.assertEqual(int(status["CapBnd"], 16), 0x21)
-        self.assertEqual(lines[7:10], self.init_ns())
+        self.assertEqual(lines[3 + n:6 + n], self.init_ns())
         self.assertEqual(self.state()["status"], "running")  # the container goes on
         self.assertEqual(self.oci("kill", "c1", "KILL").returncode, 0)
         self.wait(mon)
@@ -219,6 +223,70 @@ class OciExec(BundleCase):
         self.assertNotEqual(sandbox_cgroup_file(sid, "memory", "memory.limit_in_bytes",
                                                 "memory.max"), str(80 << 20))
         self.assertEqual(sandbox_cgroup_file(sid, "pids", "pids.max", "pids.max"), "max")
+
+    def update_memory(self, memory):
+        """update with the resources {"memory": memory}: the command's result."""
+        path = os.path.join(self.tmp, "memory.json")
+        with open(path, "w") as f:
+            json.dump({"memory": memory}, f)
+        return self.oci("update", "--resources", path, "c1")
+
+    def running_with_swap(self):
+        """A running container made with 64 MiB of memory and 32 of swap: its sandbox's id."""
+        c = rt.config(["sleep", "1000"])
+        c["linux"]["resources"] = {"memory": {"limit": 64 << 20, "swap": 96 << 20}}
+        self.write_config(c)
+        self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        with open(os.path.join(self.root, "c1", "state.json")) as f:
+            return json.load(f)["sandbox"]
+
+    def memory_and_swap(self, sid):
+        """The cgroup's memory limit and swap (v1: memory+swap less memory), read back."""
+        limit = int(sandbox_cgroup_file(sid, "memory", "memory.limit_in_bytes", "memory.max"))
+        total = sandbox_cgroup_file(sid, "memory", "memory.memsw.limit_in_bytes",
+                                    "memory.swap.max")
+        if total is None:
+            self.skipTest("this kernel does not account swap per cgroup")
+        return (limit, int(total) - (0 if CGROUP_V2_ONLY else limit))
+
+    def test_update_of_the_memory_keeps_the_swap(self):
+        """An update that names memory.limit alone keeps the swap the container was made with
+        (docs/decisions.md, "nsbox-oci update keeps the swap"): v1's memory+swap moves with
+        the limit, in the order the kernel accepts (memsw first when it grows past it), v2's
+        memory.swap.max is left as it is."""
+        sid = self.running_with_swap()
+        self.assertEqual(self.memory_and_swap(sid), (64 << 20, 32 << 20))
+        for limit in (128 << 20, 48 << 20):  # past the old memory+swap, then below it
+            r = self.update_memory({"limit": limit})
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(self.memory_and_swap(sid), (limit, 32 << 20))
+
+    def test_update_of_memory_and_swap(self):
+        """memory.swap in an update (runc's --memory-swap): memory plus swap, with the limit or
+        alone against the current one; below the limit or unlimited refused, nothing changed."""
+        sid = self.running_with_swap()
+        r = self.update_memory({"limit": 128 << 20, "swap": 256 << 20})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.memory_and_swap(sid), (128 << 20, 128 << 20))
+        r = self.update_memory({"swap": 160 << 20})  # against the limit it has
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.memory_and_swap(sid), (128 << 20, 32 << 20))
+        for memory, says in (({"swap": 64 << 20}, "below the memory limit"),
+                             ({"limit": 128 << 20, "swap": -1}, "unlimited swap")):
+            r = self.update_memory(memory)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn(says, r.stderr.decode())
+            self.assertEqual(self.memory_and_swap(sid), (128 << 20, 32 << 20))
+
+    def test_update_of_the_memory_without_swap_makes_none(self):
+        # the floor: a container made without swap gets none from an update either
+        self.running(["sleep", "1000"])
+        with open(os.path.join(self.root, "c1", "state.json")) as f:
+            sid = json.load(f)["sandbox"]
+        r = self.update_memory({"limit": 72 << 20})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.memory_and_swap(sid), (72 << 20, 0))
 
     def console(self):
         path = os.path.join(self.tmp, "console.sock")

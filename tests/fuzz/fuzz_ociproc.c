@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     struct nsbox_ociproc_resources r;
     if (nsbox_ociproc_parse_resources((const char *)data, size, &r, &e) == 0) {
-        if (r.cpu_period_us && !r.has_cpu)
+        if ((r.cpu_period_us && !r.has_cpu) || r.has_swap != (r.swap_bytes != 0))
             abort();
     } else if (!e.msg[0]) {
         abort();

@@ -1,8 +1,10 @@
-/* libFuzzer target: seccomp profile JSON -> parse -> (compile) -> free.
+/* libFuzzer target: seccomp profile JSON -> parse -> (compile) -> fold -> (compile) -> free.
  * The parser is the part that reads text nsbox did not write (a user's --seccomp profile), so
  * it must fail cleanly on anything: no crash, no leak, no unbounded work. Compiling what parses
  * also exercises libseccomp with every combination of rules the parser lets through, which
- * would catch a validated profile that libseccomp still rejects or mis-handles. */
+ * would catch a validated profile that libseccomp still rejects or mis-handles. Folding a
+ * writable root's refusals into what parses either succeeds or names why, leaving the profile
+ * as it was. */
 #include "seccomp_profile.h"
 
 #include <stddef.h>
@@ -25,6 +27,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (prog.len == 0 || prog.filter == NULL) abort();
         nsbox_seccomp_prog_free(&prog);
     } else if (prog.filter != NULL) {
+        abort();
+    }
+    size_t n = p.n_rules;
+    if (nsbox_seccomp_fold_root(&p, &e) == 0) {
+        if (nsbox_seccomp_compile(&p, &prog, &e) == 0)
+            nsbox_seccomp_prog_free(&prog);
+        else if (e.msg[0] == '\0')
+            abort();
+    } else if (e.msg[0] == '\0' || p.n_rules != n) {
         abort();
     }
     nsbox_seccomp_profile_free(&p);

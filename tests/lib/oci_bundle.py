@@ -55,6 +55,16 @@ def shared_source(test, parent):
     return src
 
 
+def seccomp_filters():
+    """How many seccomp filters this process runs under (what a container it starts inherits
+    besides its own): None before Linux 5.10, whose status has no Seccomp_filters line."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("Seccomp_filters:"):
+                return int(line.split()[1])
+    return None
+
+
 def is_mount_point(path):
     """Is path a mount point in this (the host's) mount namespace?"""
     with open("/proc/self/mountinfo") as f:

@@ -922,9 +922,36 @@ static int xattr_main(int argc, char **argv)
     return 0;
 }
 
+/* `attack mmap-write FILE...`: write "nsbox" at the start of each FILE through a shared
+ * writable mapping, which the kernel lets keep the file's set-id bits and file capability
+ * (write(2) clears them); one line each: the file and "written" or the failing call and errno's
+ * name. */
+static int mmap_write_main(int argc, char **argv)
+{
+    for (int i = 2; i < argc; i++) {
+        int fd = open(argv[i], O_RDWR | O_CLOEXEC);
+        char *p = fd < 0 ? MAP_FAILED : mmap(NULL, 5, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (p != MAP_FAILED) {
+            memcpy(p, "nsbox", 5);
+            msync(p, 5, MS_SYNC);
+            munmap(p, 5);
+        }
+        const char *call = fd < 0 ? "open " : "mmap ";
+        if (fd >= 0 && p != MAP_FAILED)
+            printf("%s written\n", argv[i]);
+        else
+            printf("%s %s%s\n", argv[i], call, ename(errno));
+        if (fd >= 0)
+            close(fd);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "xattr")) return xattr_main(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "mmap-write"))
+        return mmap_write_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "inspect")) return inspect_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "mkfiles")) return mkfiles_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "int80")) return int80_main();

@@ -250,6 +250,87 @@ class HostileBundleRoot(BundleCase):
         self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0, self.output())
         self.assert_outside_untouched()
 
+    def test_a_symlink_does_not_hide_a_path_from_its_mask(self):
+        # an image whose masked or read-only path is reached through a symlink (a merged /usr:
+        # /bin/su is /usr/bin/su) had it left alone, the file readable and writable at the path
+        # the config named; the links are followed inside the root, as the container follows
+        # them, and one pointing out of the root resolves inside it, never on the host
+        secret = os.path.join(self.rootfs, "usr", "secret")
+        os.makedirs(secret)
+        os.makedirs(os.path.join(self.rootfs, "usr", "rw"))
+        with open(os.path.join(secret, "file"), "w") as f:
+            f.write("image secret\n")
+        with open(os.path.join(self.outside, "x"), "w") as f:
+            f.write("host\n")
+        self.plant("sec", "usr/secret")
+        self.plant("abs", "/usr/secret")
+        self.plant("rolink", "../usr/rw")
+        self.plant("out")
+        for readonly in (False, True):
+            with self.subTest(readonly=readonly):
+                cid = "ro" if readonly else "rw"
+                c = config(["sh", "-c", "cat /usr/secret/file /sec/file; ls /usr/secret;"
+                            " cat /out/x; touch /usr/rw/new 2>/dev/null && echo written;"
+                            " echo done; sleep 60"],
+                           root={"path": "rootfs", "readonly": readonly})
+                c["linux"]["maskedPaths"] = ["/sec/file", "/abs", "/out/x"]
+                c["linux"]["readonlyPaths"] = ["/rolink"]
+                self.write_config(c)
+                pid = self.create(cid)
+                self.assertEqual(self.oci("start", cid).returncode, 0)
+                self.assertTrue(wait_for(lambda: "done" in self.output(), 30), self.output())
+                with open(f"/proc/{pid}/mountinfo") as f:
+                    points = [line.split()[4] for line in f]
+                self.oci("kill", cid, "KILL")
+                self.wait(pid)
+                out = self.output()
+                self.assertNotIn("image secret", out)
+                self.assertNotIn("host\n", out)
+                self.assertNotIn("written", out)
+                self.assertIn("/usr/secret", points)
+                if not readonly:  # the image's own /usr is read-only already
+                    self.assertIn("/usr/rw", points)
+                self.assertFalse([p for p in points if self.outside in p], points)
+                self.assertEqual(os.listdir(self.outside), ["x"])
+                with open(os.path.join(self.outside, "x")) as f:
+                    self.assertEqual(f.read(), "host\n")
+                self.assertFalse(os.path.exists(os.path.join(self.rootfs, "usr", "rw", "new")))
+
+    def test_masked_paths_inside_a_read_only_image_are_masked(self):
+        # root.readonly true: the image's files are bound read-only, but a mask hides what is
+        # read; the config's masks inside the image must be there (they were left out, and
+        # the file read as the image had it), and one through an image's symlink out of it
+        # must not be mounted where the link points on the host
+        data = os.path.join(self.rootfs, "data")
+        os.makedirs(os.path.join(data, "dir"))
+        with open(os.path.join(data, "secret"), "w") as f:
+            f.write("image secret\n")
+        with open(os.path.join(data, "dir", "f"), "w") as f:
+            f.write("image dir secret\n")
+        with open(os.path.join(self.outside, "x"), "w") as f:
+            f.write("host\n")
+        self.plant("lnk")
+        self.plant("data/link")
+        c = config(["sh", "-c", "cat /data/secret /data/dir/f; echo done; sleep 60"],
+                   root={"path": "rootfs", "readonly": True})
+        c["linux"]["maskedPaths"] = ["/data/secret", "/data/dir", "/lnk/x", "/data/link/x"]
+        self.write_config(c)
+        pid = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        self.assertTrue(wait_for(lambda: "done" in self.output(), 30), self.output())
+        with open(f"/proc/{pid}/mountinfo") as f:
+            points = [line.split()[4] for line in f]
+        self.oci("kill", "c1", "KILL")
+        self.wait(pid)
+        self.assertEqual(self.output().splitlines()[-1:], ["done"])
+        self.assertNotIn("secret", self.output())
+        self.assertIn("/data/secret", points)
+        self.assertIn("/data/dir", points)
+        self.assertFalse([p for p in points if p.endswith("/x") or self.outside in p], points)
+        self.assertEqual(os.listdir(self.outside), ["x"])
+        with open(os.path.join(self.outside, "x")) as f:
+            self.assertEqual(f.read(), "host\n")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -51,6 +51,17 @@ static int group_teardown(void **state)
     return 0;
 }
 
+/* Fork a probe child with a pipe back to the parent: 0 in the child, which writes to fds[1];
+ * the child's pid in the parent, which reads fds[0]. */
+static inline pid_t probe_fork(int fds[2])
+{
+    assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    return pid;
+}
+
 static void parse_ok(const char *json, struct nsbox_seccomp_profile *p)
 {
     struct nsbox_err e = {0};

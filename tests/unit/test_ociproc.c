@@ -89,12 +89,39 @@ static void test_resources(void **state)
     assert_int_equal(e.code, NSBOX_E_POLICY);
 }
 
+/* memory.swap (memory plus swap, runc's --memory-swap): applied; 0 leaves it, as runc's
+ * update; -1, unlimited swap, is refused by the floor, as at create. */
+static void test_resources_swap(void **state)
+{
+    (void)state;
+    struct nsbox_ociproc_resources r;
+    struct nsbox_err e = {0};
+    const char *t = "{\"memory\":{\"limit\":1048576,\"swap\":3145728}}";
+    if (nsbox_ociproc_parse_resources(t, strlen(t), &r, &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_true(r.has_memory && r.has_swap);
+    assert_int_equal(r.swap_bytes, 3145728);
+    assert_false(r.other);
+    t = "{\"memory\":{\"swap\":0}}";
+    assert_int_equal(nsbox_ociproc_parse_resources(t, strlen(t), &r, &e), 0);
+    assert_false(r.has_swap || r.has_memory);
+    t = "{\"memory\":{\"limit\":1048576}}";
+    assert_int_equal(nsbox_ociproc_parse_resources(t, strlen(t), &r, &e), 0);
+    assert_false(r.has_swap);
+    t = "{\"memory\":{\"limit\":1048576,\"swap\":-1}}";
+    assert_int_equal(nsbox_ociproc_parse_resources(t, strlen(t), &r, &e), -1);
+    assert_int_equal(e.code, NSBOX_E_POLICY);
+    assert_non_null(strstr(e.msg, "resources: key 'memory.swap'"));
+    assert_non_null(strstr(e.msg, "unlimited swap"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_process),
         cmocka_unit_test(test_process_errors),
         cmocka_unit_test(test_resources),
+        cmocka_unit_test(test_resources_swap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

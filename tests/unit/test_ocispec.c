@@ -13,7 +13,35 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
-#include <sys/resource.h>
+
+/* The config the tests parse: one for the group (it is large), whose previous content parsed()
+ * frees first, so that a test that failed half-way leaks nothing either. */
+static struct nsbox_ocispec *cfg;
+
+static int group_setup(void **state)
+{
+    (void)state;
+    cfg = calloc(1, sizeof *cfg);
+    return cfg ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    nsbox_ocispec_free(cfg);
+    free(cfg);
+    return 0;
+}
+
+/* json parsed into the group's config; the test fails with the parser's message if it is not. */
+static struct nsbox_ocispec *parsed(const char *json)
+{
+    struct nsbox_err e = {0};
+    nsbox_ocispec_free(cfg);
+    if (nsbox_ocispec_parse(json, strlen(json), cfg, &e) < 0)
+        fail_msg("%s", e.msg);
+    return cfg;
+}
 
 static const char *const full =
     "{\"ociVersion\":\"1.0.2\",\"process\":{\"terminal\":true,\"user\":{\"uid\":0,\"gid\":7},"
@@ -32,10 +60,8 @@ static const char *const full =
 static void test_full(void **state)
 {
     (void)state;
-    struct nsbox_ocispec *c = malloc(sizeof *c);
+    struct nsbox_ocispec *c = parsed(full);
     struct nsbox_err e = {0};
-    if (nsbox_ocispec_parse(full, strlen(full), c, &e) < 0)
-        fail_msg("%s", e.msg);
     assert_string_equal(c->oci_version, "1.0.2");
     assert_int_equal(c->n_args, 3);
     assert_string_equal(c->args[2], "echo hi");
@@ -69,8 +95,6 @@ static void test_full(void **state)
     assert_string_equal(c->masked[0], "/proc/kcore");
     assert_string_equal(c->annotations, "{\"org.example/a\":\"1\",\"b\":\"two words\"}");
     assert_int_equal(nsbox_ocispec_check_floor(c, &e), 0);
-    nsbox_ocispec_free(c);
-    free(c);
 }
 
 static void test_defaults(void **state)
@@ -78,9 +102,7 @@ static void test_defaults(void **state)
     (void)state;
     const char *min = "{\"ociVersion\":\"1.1.0\",\"process\":{\"args\":[\"true\"]},"
                       "\"root\":{\"path\":\"/abs/root\"}}";
-    struct nsbox_ocispec *c = malloc(sizeof *c);
-    struct nsbox_err e = {0};
-    assert_int_equal(nsbox_ocispec_parse(min, strlen(min), c, &e), 0);
+    struct nsbox_ocispec *c = parsed(min);
     assert_string_equal(c->cwd, "/");
     assert_int_equal(c->n_env, 0);
     assert_false(c->root_readonly);
@@ -88,21 +110,18 @@ static void test_defaults(void **state)
     assert_int_equal(c->n_mounts, 0);
     assert_false(c->has_seccomp);
     assert_string_equal(c->annotations, "{}");
-    nsbox_ocispec_free(c);
-    free(c);
 }
 
 /* The message names the key, so that a user finds the line of config.json to fix. */
 static void fails_naming(const char *json, const char *want)
 {
-    struct nsbox_ocispec *c = malloc(sizeof *c);
     struct nsbox_err e = {0};
-    if (nsbox_ocispec_parse(json, strlen(json), c, &e) == 0)
+    nsbox_ocispec_free(cfg);
+    if (nsbox_ocispec_parse(json, strlen(json), cfg, &e) == 0)
         fail_msg("accepted: %s", json);
     if (!strstr(e.msg, want))
         fail_msg("'%s' does not say '%s' for %s", e.msg, want, json);
-    assert_null(c->args);
-    free(c);
+    assert_null(cfg->args);
 }
 
 #define P "\"process\":{\"args\":[\"true\"]}"
@@ -172,16 +191,12 @@ static void test_bounds(void **state)
 
 static void floor_refuses(const char *json, const char *want)
 {
-    struct nsbox_ocispec *c = malloc(sizeof *c);
+    struct nsbox_ocispec *c = parsed(json);
     struct nsbox_err e = {0};
-    if (nsbox_ocispec_parse(json, strlen(json), c, &e) < 0)
-        fail_msg("%s", e.msg);
     assert_int_equal(nsbox_ocispec_check_floor(c, &e), -1);
     assert_int_equal(e.code, NSBOX_E_POLICY);
     if (!strstr(e.msg, want))
         fail_msg("'%s' does not say '%s'", e.msg, want);
-    nsbox_ocispec_free(c);
-    free(c);
 }
 
 static void test_floor(void **state)
@@ -199,18 +214,15 @@ static void test_floor(void **state)
                   "\"mount\",\"path\":\"/proc/9/ns/mnt\"}]}}",
                   "its own root");
     /* a pod's shared namespaces pass the floor (create refuses the host's, by inode) */
-    static struct nsbox_ocispec c;
     struct nsbox_err e = {0};
     const char *j = "{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"namespaces\":[{\"type\":"
                     "\"network\",\"path\":\"/proc/9/ns/net\"},{\"type\":\"ipc\",\"path\":"
                     "\"/proc/9/ns/ipc\"},{\"type\":\"uts\",\"path\":\"/proc/9/ns/uts\"},"
                     "{\"type\":\"user\",\"path\":\"/proc/9/ns/user\"}]}}";
-    if (nsbox_ocispec_parse(j, strlen(j), &c, &e) < 0)
-        fail_msg("%s", e.msg);
-    assert_int_equal(nsbox_ocispec_check_floor(&c, &e), 0);
-    assert_true(c.namespaces[0].has_path);
-    assert_string_equal(c.namespaces[1].path, "/proc/9/ns/ipc");
-    nsbox_ocispec_free(&c);
+    struct nsbox_ocispec *c = parsed(j);
+    assert_int_equal(nsbox_ocispec_check_floor(c, &e), 0);
+    assert_true(c->namespaces[0].has_path);
+    assert_string_equal(c->namespaces[1].path, "/proc/9/ns/ipc");
     fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"namespaces\":[{\"type\":"
                  "\"network\",\"path\":\"ns/net\"}]}}",
                  "'linux.namespaces.path'");
@@ -227,10 +239,8 @@ static void test_process(void **state)
         "\"RLIMIT_NOFILE\",\"soft\":512,\"hard\":1024},{\"type\":\"RLIMIT_CORE\",\"soft\":0,"
         "\"hard\":0}],\"capabilities\":{\"bounding\":[\"CAP_CHOWN\",\"CAP_KILL\"],\"effective\":"
         "[\"CAP_KILL\"],\"ambient\":[\"CAP_NET_RAW\"]}}," R "}";
-    struct nsbox_ocispec *c = malloc(sizeof *c);
+    struct nsbox_ocispec *c = parsed(j);
     struct nsbox_err e = {0};
-    if (nsbox_ocispec_parse(j, strlen(j), c, &e) < 0)
-        fail_msg("%s", e.msg);
     assert_int_equal(c->uid, 1234);
     assert_int_equal(c->gid, 100);
     assert_int_equal(c->n_groups, 2);
@@ -249,8 +259,6 @@ static void test_process(void **state)
     assert_false(c->cap_sys_admin);
     assert_int_equal(nsbox_ocispec_check_floor(c, &e), 0);
     assert_null(c->env[0]);
-    nsbox_ocispec_free(c);
-    free(c);
     assert_int_equal(nsbox_ocispec_cap_number("CAP_CHECKPOINT_RESTORE"), 40);
     assert_int_equal(nsbox_ocispec_cap_number("CAP_NOPE"), -1);
 }
@@ -262,15 +270,10 @@ static void test_rlimits_past_int64(void **state)
     const char *j = "{\"ociVersion\":\"1.0.2\",\"process\":{\"args\":[\"x\"],\"rlimits\":[{"
                     "\"type\":\"RLIMIT_CPU\",\"soft\":10000000000000000000,"
                     "\"hard\":18446744073709551615}]}," R "}";
-    struct nsbox_ocispec *c = malloc(sizeof *c);
-    struct nsbox_err e = {0};
-    if (nsbox_ocispec_parse(j, strlen(j), c, &e) < 0)
-        fail_msg("%s", e.msg);
+    struct nsbox_ocispec *c = parsed(j);
     assert_int_equal(c->n_rlimits, 1);
     assert_true(c->rlimits[0].soft == 10000000000000000000ull);
     assert_true(c->rlimits[0].hard == UINT64_MAX && (rlim_t)c->rlimits[0].hard == RLIM_INFINITY);
-    nsbox_ocispec_free(c);
-    free(c);
     /* a signed member past int64's range is an error, not a conversion */
     fails_naming("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"resources\":{\"cpu\":"
                  "{\"quota\":1e300}}}}",
@@ -284,10 +287,8 @@ static void test_hooks(void **state)
                     "\"/usr/bin/netns-setup\",\"args\":[\"setup\",\"-x\"],\"env\":[\"A=1\"],"
                     "\"timeout\":5},{\"path\":\"/bin/true\"}],\"poststop\":[{\"path\":"
                     "\"/bin/cleanup\"}]}}";
-    struct nsbox_ocispec *c = malloc(sizeof *c);
+    struct nsbox_ocispec *c = parsed(j);
     struct nsbox_err e = {0};
-    if (nsbox_ocispec_parse(j, strlen(j), c, &e) < 0)
-        fail_msg("%s", e.msg);
     assert_int_equal(c->hooks.n, 3);
     assert_int_equal(c->hooks.h[0].kind, NSBOX_OCI_HOOK_PRESTART);
     assert_string_equal(c->hooks.h[0].path, "/usr/bin/netns-setup");
@@ -314,8 +315,6 @@ static void test_hooks(void **state)
     assert_int_equal(nsbox_ocispec_hooks_parse("{\"poststart\":[{\"path\":\"rel\"}]}", h, &e), -1);
     assert_non_null(strstr(e.msg, "'hooks.path'"));
     free(h);
-    nsbox_ocispec_free(c);
-    free(c);
 }
 
 static void test_process_errors(void **state)
@@ -368,16 +367,12 @@ static void test_unsupported(void **state)
          "hooks.startContainer: hooks that run inside the container are not supported"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct nsbox_ocispec *c = malloc(sizeof *c);
+        struct nsbox_ocispec *c = parsed(cases[i][0]);
         struct nsbox_err e = {0};
-        if (nsbox_ocispec_parse(cases[i][0], strlen(cases[i][0]), c, &e) < 0)
-            fail_msg("%s", e.msg);
         assert_int_equal(nsbox_ocispec_check_floor(c, &e), -1);
         assert_int_equal(e.code, NSBOX_E_UNSUPPORTED);
         if (!strstr(e.msg, cases[i][1]))
             fail_msg("'%s' does not say '%s'", e.msg, cases[i][1]);
-        nsbox_ocispec_free(c);
-        free(c);
     }
 }
 
@@ -419,13 +414,7 @@ static int check_namespaces_without(int drop, struct nsbox_err *e)
         sep = ",";
     }
     snprintf(j + n, sizeof j - (size_t)n, "]}}");
-    struct nsbox_ocispec *c = malloc(sizeof *c);
-    if (nsbox_ocispec_parse(j, strlen(j), c, e) < 0)
-        fail_msg("%s", e->msg);
-    int r = nsbox_ocispec_check_namespaces(c, e);
-    nsbox_ocispec_free(c);
-    free(c);
-    return r;
+    return nsbox_ocispec_check_namespaces(parsed(j), e);
 }
 
 /* A namespace type left out asks for the host's (docker run --pid=host): refused, naming the
@@ -453,13 +442,8 @@ static void test_host_namespaces(void **state)
             fail_msg("'%s' does not say why", e.msg);
     }
     const char *none = "{\"ociVersion\":\"1.0\"," P "," R "}";
-    struct nsbox_ocispec *c = malloc(sizeof *c);
-    if (nsbox_ocispec_parse(none, strlen(none), c, &e) < 0)
-        fail_msg("%s", e.msg);
-    assert_int_equal(nsbox_ocispec_check_namespaces(c, &e), -1);
+    assert_int_equal(nsbox_ocispec_check_namespaces(parsed(none), &e), -1);
     assert_non_null(strstr(e.msg, "host's pid namespace"));
-    nsbox_ocispec_free(c);
-    free(c);
 }
 
 int main(void)
@@ -478,5 +462,5 @@ int main(void)
         cmocka_unit_test(test_host_namespaces),
         cmocka_unit_test(test_rlimits_past_int64),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -34,10 +34,7 @@ static struct probe_result run_probe(const struct sock_fprog *prog, probe_fn pre
                                      const void *arg)
 {
     int fds[2];
-    assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
+    pid_t pid = probe_fork(fds);
     if (pid == 0) {
         struct {
             long ret;

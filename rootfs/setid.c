@@ -1,0 +1,194 @@
+/* The writable root's set-id and file-capability programs, sealed read-only (setid.h). */
+#define _GNU_SOURCE
+#include "setid.h"
+#include "cleanup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/magic.h>
+#include <linux/mount.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+struct walk {
+    const struct nsbox_sys *sys;
+    size_t sealed;
+    char path[PATH_MAX]; /* the directory being read, "/a/b", for messages */
+    size_t len;
+    int cwd;   /* the directory that is the working one */
+    dev_t dev; /* the filesystem of the directory being read */
+};
+
+/* Whether running the file (name in dfd) gives more than its runner has: set-user-ID,
+ * set-group-ID (with group execute: without it the bit means mandatory locking), a file
+ * capability. */
+static bool privileged(struct walk *w, int dfd, const char *name, const struct stat *st)
+{
+    if (!S_ISREG(st->st_mode))
+        return false;
+    if ((st->st_mode & S_ISUID) || (st->st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+        return true;
+    /* no *xattrat call before Linux 6.13: the name from its directory as the working one (a
+     * third of the cost of a /proc/self/fd path), with no symlink followed (l*) */
+    if (w->cwd != dfd) {
+        if (fchdir(dfd) < 0)
+            return true; /* cannot tell: sealed, which costs nothing it needs */
+        w->cwd = dfd;
+    }
+    return lgetxattr(name, "security.capability", NULL, 0) >= 0;
+}
+
+/* A filesystem of the kernel's (proc, sysfs, cgroup, ...): no file on it is a program. */
+static bool kernel_fs(int fd)
+{
+    static const unsigned long types[] = {
+        PROC_SUPER_MAGIC,   SYSFS_MAGIC,   CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
+        DEVPTS_SUPER_MAGIC, DEBUGFS_MAGIC, TRACEFS_MAGIC,      SECURITYFS_MAGIC,
+        BPF_FS_MAGIC,       NSFS_MAGIC,    EFIVARFS_MAGIC,
+    };
+    struct statfs sf;
+    if (fstatfs(fd, &sf) < 0)
+        return false;
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if ((unsigned long)sf.f_type == types[i])
+            return true;
+    return false;
+}
+
+static int fail(struct walk *w, const char *name, const char *what, struct nsbox_err *e)
+{
+    return nsbox_err_sys(e, "root: %s %.*s/%s", what, (int)w->len, w->path, name);
+}
+
+/* The file name in dfd onto itself, read-only. The clone's mode is checked again: the walk
+ * saw a name, the bind is of whatever the name is now. */
+static int seal(struct walk *w, int dfd, const char *name, struct nsbox_err *e)
+{
+    if (w->sealed == NSBOX_SETID_FILES_MAX)
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, E2BIG,
+                             "root: more than %d set-id or file-capability programs in the "
+                             "bundle; a writable root binds each read-only; make the root "
+                             "read-only (root.readonly: true)",
+                             NSBOX_SETID_FILES_MAX);
+    cleanup_close int m = w->sys->open_tree(dfd, name, AT_SYMLINK_NOFOLLOW);
+    if (m < 0)
+        return fail(w, name, "cannot bind", e);
+    struct stat st;
+    if (fstat(m, &st) < 0)
+        return fail(w, name, "cannot stat", e);
+    if (!privileged(w, dfd, name, &st))
+        return 0;
+    cleanup_close int t = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (t < 0 || w->sys->mount_setattr_fd(m, 0, MOUNT_ATTR_RDONLY, 0) < 0 ||
+        w->sys->move_mount_to_fd(m, t) < 0)
+        return fail(w, name, "cannot make read-only", e);
+    w->sealed++;
+    return 0;
+}
+
+static int walk_dir(struct walk *w, int dfd, unsigned depth, struct nsbox_err *e);
+
+/* The entry name of the directory dfd. */
+static int walk_entry(struct walk *w, int dfd, const char *name, unsigned char type, unsigned depth,
+                      struct nsbox_err *e)
+{
+    struct stat st;
+    if (type == DT_UNKNOWN) {
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            return errno == ENOENT ? 0 : fail(w, name, "cannot stat", e);
+        type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
+    }
+    if (type == DT_REG) {
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            return errno == ENOENT ? 0 : fail(w, name, "cannot stat", e);
+        return privileged(w, dfd, name, &st) ? seal(w, dfd, name, e) : 0;
+    }
+    if (type != DT_DIR)
+        return 0;
+    if (depth == NSBOX_SETID_DEPTH_MAX)
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ELOOP,
+                             "root: %.*s/%s is deeper than %d directories; a writable root "
+                             "is walked whole for its set-id programs; make the root read-only "
+                             "(root.readonly: true)",
+                             (int)w->len, w->path, name, NSBOX_SETID_DEPTH_MAX);
+    int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    /* EACCES: a directory of an id the idmap does not map, which the container's processes,
+     * with no more than this one's capabilities, cannot enter either */
+    if (sub < 0)
+        return errno == ENOENT || errno == EACCES ? 0 : fail(w, name, "cannot read", e);
+    /* A filesystem mounted below the bundle's root came with it, idmapped and writable as
+     * the rest: walked too, but for the kernel's own, which hold no program and whose walk
+     * could be endless (a host's /proc) */
+    if (fstat(sub, &st) < 0) {
+        close(sub);
+        return fail(w, name, "cannot stat", e);
+    }
+    if (st.st_dev != w->dev && kernel_fs(sub)) {
+        close(sub);
+        return 0;
+    }
+    dev_t dev = w->dev;
+    w->dev = st.st_dev;
+    size_t len = w->len, nl = strlen(name);
+    if (len + 1 + nl < sizeof w->path) {
+        w->path[len] = '/';
+        memcpy(w->path + len + 1, name, nl);
+        w->len = len + 1 + nl;
+    }
+    int r = walk_dir(w, sub, depth + 1, e); /* sub is the walk's */
+    w->len = len;
+    w->dev = dev;
+    return r;
+}
+
+/* Every entry of the directory dfd (taken over, closed here). */
+static int walk_dir(struct walk *w, int dfd, unsigned depth, struct nsbox_err *e)
+{
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return nsbox_err_sys(e, "root: cannot read %.*s/", (int)w->len, w->path);
+    }
+    int r = 0;
+    struct dirent *de;
+    errno = 0;
+    while (r == 0 && (de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        r = walk_entry(w, dirfd(d), de->d_name, de->d_type, depth, e);
+        errno = 0;
+    }
+    if (r == 0 && errno)
+        r = nsbox_err_sys(e, "root: cannot read %.*s/", (int)w->len, w->path);
+    if (w->cwd == dirfd(d))
+        w->cwd = -1; /* its number may be the next directory's */
+    closedir(d);
+    return r;
+}
+
+int nsbox_setid_seal(const struct nsbox_sys *sys, int rootfd, size_t *sealed, struct nsbox_err *e)
+{
+    struct walk w = {.sys = sys, .cwd = -1};
+    *sealed = 0;
+    int fd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return nsbox_err_sys(e, "root: cannot read /");
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        close(fd);
+        return nsbox_err_sys(e, "root: cannot stat /");
+    }
+    w.dev = st.st_dev;
+    int r = walk_dir(&w, fd, 0, e);
+    *sealed = w.sealed;
+    if (fchdir(rootfd) < 0 && r == 0) /* the root is the working directory again */
+        r = nsbox_err_sys(e, "rootfs: enter the new root");
+    return r;
+}

@@ -1,0 +1,33 @@
+/* nsbox-oci's writable root (mounts.h, root_in_place): the bundle's set-id programs and those
+ * with a file capability, each bound read-only onto itself before the container runs.
+ *
+ * The container's root writes the bundle as its owner, host root for most bundles. nsbox's
+ * seccomp profile keeps it from making a set-id file or setting a file capability, and the
+ * kernel clears both when such a file is written with write(2) or truncated; but not when it is
+ * written through a shared writable mapping (mmap), which keeps the bits and the capability
+ * while the content becomes the container's: a set-user-ID-root program of the container's
+ * making on the host's disk, for any host user who can reach the bundle. A read-only bind makes
+ * the file's every path unwritable inside (EROFS), its removal and renaming refused (EBUSY: a
+ * mount point), and a hard link to it impossible (EXDEV: another mount). */
+#ifndef NSBOX_SETID_H
+#define NSBOX_SETID_H
+
+#include "nsbox.h"
+#include "sys.h"
+
+#include <stddef.h>
+
+/* Directories deeper than this below the root fail the walk (a file there could not be
+ * sealed); files sealed at most (each is a mount of the container's namespace). */
+#define NSBOX_SETID_DEPTH_MAX 256
+#define NSBOX_SETID_FILES_MAX 4096
+
+/* Walks the tree at rootfd (the root in place, before anything is mounted in it; the mounts
+ * that came with it too, but for the kernel's own filesystems) and binds every regular file with
+ * S_ISUID, S_ISGID with group execute, or a security.capability attribute read-only onto itself.
+ * The working directory is rootfd again after. *sealed: how many. 0, or -1 with e. The cost is a
+ * stat per entry and an attribute read per regular file: about 25 ms for 7,000 entries on this
+ * 2-core machine. */
+int nsbox_setid_seal(const struct nsbox_sys *sys, int rootfd, size_t *sealed, struct nsbox_err *e);
+
+#endif
