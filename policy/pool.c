@@ -157,6 +157,13 @@ bool nsbox_pool_entry_parse(const char *name, char key[NSBOX_POOL_KEY_LEN + 1],
     return true;
 }
 
+bool nsbox_pool_claim_parse(const char *name, char key[NSBOX_POOL_KEY_LEN + 1],
+                            char id[NSBOX_POOL_ID_LEN + 1])
+{
+    size_t n = strlen(NSBOX_POOL_CLAIM);
+    return !strncmp(name, NSBOX_POOL_CLAIM, n) && nsbox_pool_entry_parse(name + n, key, id);
+}
+
 bool nsbox_pool_key_file(const char *name, const char *suffix, char key[NSBOX_POOL_KEY_LEN + 1])
 {
     if (strlen(name) != NSBOX_POOL_KEY_LEN + strlen(suffix) || !all_hex(name, NSBOX_POOL_KEY_LEN) ||

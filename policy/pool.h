@@ -59,6 +59,14 @@ int nsbox_pool_member_spec(const struct nsbox_spec *s, uint64_t ttl_seconds,
 bool nsbox_pool_entry_parse(const char *name, char key[NSBOX_POOL_KEY_LEN + 1],
                             char id[NSBOX_POOL_ID_LEN + 1]);
 
+/* ".claim-<key>-<id>": an entry a run has taken out of the pool by renaming it, before it asks
+ * the sandbox for its command (no listing, no other run sees it any more); the run removes it
+ * once the sandbox has the command, or puts it back under its name when it was refused. */
+#define NSBOX_POOL_CLAIM ".claim-"
+/* A claimed entry's name parsed as nsbox_pool_entry_parse does the entry's. */
+bool nsbox_pool_claim_parse(const char *name, char key[NSBOX_POOL_KEY_LEN + 1],
+                            char id[NSBOX_POOL_ID_LEN + 1]);
+
 #define NSBOX_POOL_SEEN ".seen"     /* <key>.seen: the last cold run of the key (auto mode) */
 #define NSBOX_POOL_FAILED ".failed" /* <key>.failed: the last fill of the key failed, and why */
 #define NSBOX_POOL_LOCK ".lock"     /* <key>.lock: held by the key's filler while it works */

@@ -245,7 +245,9 @@ static void gc_pool(const char *rt, struct nsbox_err *e)
     char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1];
     struct stat st;
     while ((de = readdir(d))) {
-        if (nsbox_pool_entry_parse(de->d_name, key, id) && nsbox_state_dir_gone(rt, id))
+        if ((nsbox_pool_entry_parse(de->d_name, key, id) ||
+             nsbox_pool_claim_parse(de->d_name, key, id)) &&
+            nsbox_state_dir_gone(rt, id))
             unlinkat(dirfd(d), de->d_name, 0);
         /* the auto mode's marks, and fillers' locks, of settings nobody has run for a
          * day (a lock only when nobody holds it: fill_key takes the file at the path) */

@@ -208,6 +208,15 @@ static int recv_event(int sock, struct nsbox_agent_event *ev, struct nsbox_err *
     return r;
 }
 
+/* A claimed entry let go: back under its name (the sandbox still waits for a run) or, with
+ * name NULL, removed (used, or stale). 0: try the next entry. */
+static int pool_claim_end(int dfd, const char *claim, const char *name)
+{
+    if (!name || renameat(dfd, claim, dfd, name) < 0)
+        unlinkat(dfd, claim, 0);
+    return 0;
+}
+
 /* Wait for the status of our command, relaying signals to it (a second interrupt: SIGKILL, as
  * nsbox run does without the pool) and enforcing the run's timeout. */
 static int wait_status(int sock, int pid, int sfd, uint64_t timeout_ms, const char *id,
@@ -288,26 +297,32 @@ static int try_one(int dfd, const char *name, const char *id, char *const argv[]
                    const char *cwd, const int fds[3], uint64_t timeout_ms, int sfd,
                    int *exit_status, int *oom_kills, bool *timed_out, struct nsbox_err *e)
 {
+    /* Out of the pool before the sandbox hears of the command: once the command runs (and
+     * says so on the caller's stdout), `pool ls` must not list it, nor another run try it;
+     * of two runs after one entry, the rename goes to one (the other: ENOENT, the next). */
+    char claim[NAME_MAX + 1];
+    snprintf(claim, sizeof claim, "%s%s", NSBOX_POOL_CLAIM, name);
+    if (renameat(dfd, name, dfd, claim) < 0)
+        return 0;
     struct nsbox_err ce;
     cleanup_close int sock = nsbox_connect_run(id, &ce);
-    if (sock < 0) /* gone, not listening, or not ours: a stale entry; else (EMFILE...) skip */
-        return ce.code == NSBOX_E_POLICY || ce.sys_errno == ENOENT ||
-                       ce.sys_errno == ECONNREFUSED || ce.sys_errno == EPROTOTYPE
-                   ? -2
-                   : 0;
+    if (sock < 0) { /* gone, not listening, or not ours: a stale entry; else (EMFILE...) skip */
+        bool stale = ce.code == NSBOX_E_POLICY || ce.sys_errno == ENOENT ||
+                     ce.sys_errno == ECONNREFUSED || ce.sys_errno == EPROTOTYPE;
+        return pool_claim_end(dfd, claim, stale ? NULL : name);
+    }
     if (nsbox_agent_spawn(sock, 1, argv, env, cwd, fds, NULL, 0, NSBOX_AGENT_F_LAST, 0, &ce) < 0)
-        return 0;
+        return pool_claim_end(dfd, claim, name);
     struct nsbox_agent_event ev;
-    if (recv_event(sock, &ev, &ce) <= 0)
-        return 0; /* closed without a word: retired or taken meanwhile */
+    if (recv_event(sock, &ev, &ce) <= 0) /* closed without a word: retired or taken meanwhile */
+        return pool_claim_end(dfd, claim, name);
     nsbox_closep(&ev.fd);
-    if (ev.type == NSBOX_AGENT_FAILED && ev.status == 0)
-        return 0; /* refused: nothing ran */
-    if (ev.type != NSBOX_AGENT_FAILED && ev.type != NSBOX_AGENT_SPAWNED)
-        return 0;
-    /* Ours, used up: its supervisor removes the entry when init tells it of the claim, in its
-     * own time; `pool ls` during this run, or after it, must not list it. */
-    unlinkat(dfd, name, 0);
+    if ((ev.type == NSBOX_AGENT_FAILED && ev.status == 0) || /* refused: nothing ran */
+        (ev.type != NSBOX_AGENT_FAILED && ev.type != NSBOX_AGENT_SPAWNED))
+        return pool_claim_end(dfd, claim, name);
+    /* Ours, used up (its supervisor's own removal of the entry, when init tells it of the
+     * claim, finds nothing). */
+    pool_claim_end(dfd, claim, NULL);
     if (ev.type == NSBOX_AGENT_FAILED) {
         pool_note("%s", ev.msg);
         *exit_status = ev.status;
@@ -365,10 +380,6 @@ int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct 
             continue;
         ret = try_one(dirfd(d), de->d_name, id, argv, env, cwd, fds, o ? o->timeout_ms : 0, sfd,
                       exit_status, oom_kills, o ? o->timed_out : NULL, e);
-        if (ret == -2) { /* a stale entry goes (gc removes the rest) */
-            unlinkat(dirfd(d), de->d_name, 0);
-            ret = 0;
-        }
     }
     closedir(d);
     sigprocmask(SIG_SETMASK, &old, NULL);

@@ -669,6 +669,34 @@ class Pool(unittest.TestCase):
             os.kill(sup, signal.SIGCONT)
         self.assertTrue(wait_for(lambda: self.gone(sid), 20))
 
+    def test_the_pool_lists_no_sandbox_whose_run_waits_for_its_answer(self):
+        # the run's wait for init's answer is held here (strace delays its recvmsg), and the
+        # supervisor, which removes the entry too when init tells it of the claim, is stopped:
+        # the command already runs and says so on stdout, and still `pool ls` does not list
+        # the sandbox (the run takes the entry out before it asks for the command)
+        strace = shutil.which("strace")
+        if not strace:
+            self.skipTest("needs strace to hold the run's wait for init's answer")
+        (sid,) = self.fill()
+        sup, _ = self.init_pid(sid)
+        os.kill(sup, signal.SIGSTOP)
+        p = subprocess.Popen([strace, "-f", "-o", "/dev/null", "-e", "trace=recvmsg",
+                              "-e", "inject=recvmsg:delay_enter=3000000",
+                              NSBOX, "run", "--", "sh", "-c", "hostname; read x"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=self.dirs.env(self.env))
+        try:
+            self.assertEqual(readline(p, 30), f"nsbox-{sid}\n".encode())
+            self.assertNotIn(sid, self.pooled())
+        finally:
+            os.kill(sup, signal.SIGCONT)
+            out, err = p.communicate(b"\n", timeout=60)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertTrue(wait_for(lambda: self.gone(sid), 20))
+        claims = [n for n in os.listdir(os.path.join(self.dirs.state, "pool"))
+                  if n.startswith(".claim-")]
+        self.assertEqual(claims, [], "the run left its claim of the entry")
+
     def test_the_pool_lists_no_sandbox_a_drain_deleted(self):
         # the supervisor removes its entry as it tears its sandbox down, in its own time (its
         # unlink is held here): once the drain has ended, `pool ls` lists the sandbox no more,
@@ -703,6 +731,18 @@ class Pool(unittest.TestCase):
         r = self.nsbox("run", "--", "sh", "-c", "sleep 7; hostname")
         self.assertEqual((r.returncode, r.stdout.decode().strip()), (0, "nsbox-" + sid), r.stderr)
         self.assertTrue(wait_for(lambda: self.gone(sid)))
+
+    def test_gc_clears_the_claim_of_a_run_that_died(self):
+        # a run killed between taking an entry out of the pool and its end leaves the entry's
+        # claim; gc removes it once the sandbox is gone, and no other file of the pool
+        pool = os.path.join(self.dirs.state, "pool")
+        os.makedirs(pool, exist_ok=True)
+        claim = ".claim-0123456789abcdef-0123456789ab"  # no such sandbox
+        other = ".claim-not-an-entry"
+        for n in (claim, other):
+            open(os.path.join(pool, n), "w").close()
+        self.nsbox("gc", check=True)
+        self.assertEqual(sorted(n for n in os.listdir(pool) if n.startswith(".claim")), [other])
 
     def test_gc_clears_the_entry_of_a_killed_supervisor(self):
         (sid,) = self.fill()

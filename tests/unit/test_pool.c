@@ -190,11 +190,19 @@ static void test_entry_names(void **state)
         "0123456789ABCDEF-0123456789ab",  /* not our hex */
         "0123456789abcdef_0123456789ab",
         "../../etc/passwd-0123456789ab",
+        ".claim-0123456789abcdef-0123456789ab", /* taken by a run: not listed */
         "",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (nsbox_pool_entry_parse(bad[i], key, id))
             fail_msg("accepted '%s'", bad[i]);
+
+    /* a claimed entry (for gc: removed with its sandbox) */
+    assert_true(nsbox_pool_claim_parse(".claim-0123456789abcdef-0123456789ab", key, id));
+    assert_string_equal(id, "0123456789ab");
+    assert_false(nsbox_pool_claim_parse("0123456789abcdef-0123456789ab", key, id));
+    assert_false(nsbox_pool_claim_parse(".claim-0123456789abcdef.lock", key, id));
+    assert_false(nsbox_pool_claim_parse(".claim-", key, id));
 
     /* a key's own files: lock, the auto mode's last-run mark, a failed fill */
     assert_true(nsbox_pool_key_file("0123456789abcdef.seen", NSBOX_POOL_SEEN, key));
