@@ -479,9 +479,11 @@ static int resolve_stored(const char *images, const char *name, struct nsbox_ima
             return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
                                  "image 'debian' is not built: run `nsbox image build debian`");
         return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
-                             "image '%s' does not exist in %s: the images are `host`, `debian` "
-                             "(after `nsbox image build debian`) or an absolute directory path",
-                             name, images);
+                             "image '%s' does not exist in %s: give `host`, `debian` (after "
+                             "`nsbox image build debian`), a name `nsbox image ls` lists, an "
+                             "OCI reference (a bare word is never one: `%s:latest` is "
+                             "docker.io/library/%s) or a directory path",
+                             name, images, name, name);
     }
     cleanup_close int rfd = openat(fd, "rootfs", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     cleanup_close int mfd = -1;
@@ -567,15 +569,17 @@ int nsbox_image_resolve(const char *name, struct nsbox_image *img, struct nsbox_
     if (name[0] == '/')
         return resolve_path(name, img, e);
     char oci_name[64];
+    const char *ref = NULL;
     if (nsbox_oci_lookup_is_ref(name)) { /* python:3.12, 127.0.0.1:5000/team/py:1 */
         if (nsbox_oci_lookup_name(name, oci_name, sizeof oci_name, e) < 0)
             return -1;
+        ref = name;
         name = oci_name;
     }
     if (!nsbox_image_name_valid(name))
         return nsbox_err_set(e, NSBOX_E_INVALID, 0,
                              "invalid image '%s': give `host`, `debian`, another stored image "
-                             "name, or an absolute directory path",
+                             "name, an OCI reference (python:3.12) or a directory path",
                              name);
     char images[PATH_MAX];
     /* no mkdir here: the fast path of `nsbox run` must not write anything */
@@ -583,7 +587,10 @@ int nsbox_image_resolve(const char *name, struct nsbox_image *img, struct nsbox_
         return -1;
     if (!strcmp(name, "host"))
         return resolve_host(images, img, e);
-    return resolve_stored(images, name, img, e);
+    /* the image as the user named it, not only by the id it is stored as */
+    if (resolve_stored(images, name, img, e) < 0)
+        return ref ? nsbox_err_wrap(e, "%s", ref) : -1;
+    return 0;
 }
 
 /* Which image a sandbox made now would get, as a string that changes with it. A sandbox's

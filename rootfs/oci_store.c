@@ -96,8 +96,8 @@ int nsbox_oci_store_import(const char *src, const char *ref, bool progress,
     if (nsbox_imagelibs_load(e) < 0)
         return -1;
     if (ref) { /* checked first: a bad name must not cost an unpack */
-        struct nsbox_ociref r;
-        if (nsbox_ociref_parse(ref, &r, e) < 0)
+        char canon[NSBOX_OCIREF_MAX + 1], file[NSBOX_OCIREF_MAX + 1];
+        if (nsbox_oci_lookup_ref_file(ref, canon, file, e) < 0)
             return -1;
     }
     struct nsbox_oci_source s = {.dir_fd = -1};

@@ -118,6 +118,25 @@ class OciImages(unittest.TestCase):
         self.assertIn(b"removed 1", r.stdout)
         self.assertEqual([n for n in self.images() if n.startswith("oci-")], [])
 
+    def test_a_bare_word_is_never_made_a_reference(self):
+        # `--image mine` and `image rm mine` look for the stored image "mine": a reference
+        # docker.io/library/mine made by tag or import --name could never be used by that name
+        self.nsbox("image", "import", "-q", "--name", "t/a:1", self.layout, check=True)
+        for cmd in (("image", "tag", "t/a:1", "mine"),
+                    ("image", "import", "-q", "--name", "mine", self.layout),
+                    ("image", "inspect", "mine")):
+            r = self.nsbox(*cmd)
+            self.assertEqual(r.returncode, 125, cmd)
+            self.assertIn(b"'mine' is a bare word, which names a stored image", r.stderr)
+            self.assertIn(b"write mine:latest", r.stderr)
+        r = self.nsbox("image", "ls", "--json", check=True)
+        self.assertEqual([i["name"] for i in json.loads(r.stdout.decode())], ["docker.io/t/a:1"])
+        # and a bare word that names no stored image says how to write the reference
+        r = self.nsbox("run", "--image", "mine", "--", "true")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"an OCI reference (a bare word is never one: `mine:latest` is "
+                      b"docker.io/library/mine)", r.stderr)
+
     def test_progress_on_a_terminal_only_and_json(self):
         # on a pipe, without -q: the result alone
         r = self.nsbox("image", "import", "--name", "t/p:1", self.layout)
@@ -176,6 +195,7 @@ class OciImages(unittest.TestCase):
         r = self.nsbox("run", "--image", "t/nopy:1", "--", "true")
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"no python3", r.stderr)
+        self.assertTrue(r.stderr.startswith(b"nsbox: t/nopy:1: image oci-"), r.stderr)
 
     def test_digest_mismatch_keeps_nothing(self):
         bad = os.path.join(self.src, "bad")
