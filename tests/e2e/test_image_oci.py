@@ -254,6 +254,13 @@ class Registry(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         r = run_nsbox(["run", "--image", ref, "--", "sh", "-c", "echo $FOO"], dirs, timeout=120)
         self.assertEqual((r.returncode, r.stdout.strip()), (0, b"from-image"), r.stderr)
+        # run's own pull verifies TLS: the fix it gives is the pull that does not
+        r = run_nsbox(["run", "--pull", "always", "--image", ref, "--", "true"], dirs,
+                      timeout=120)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"speaks plain HTTP", r.stderr)
+        self.assertIn(("fix: `nsbox image pull --tls-verify=false %s`" % ref).encode(), r.stderr)
+        self.assertNotIn(b'\\"', r.stderr)  # skopeo's words unquoted
         # a tag the registry does not have: the cause, named
         r = run_nsbox(["image", "pull", "-q", "--tls-verify=false", ref[:-1] + "9"], dirs,
                       timeout=120)
