@@ -108,6 +108,13 @@ class OciImages(unittest.TestCase):
         r = self.nsbox("image", "rm", "t/b:2")
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"in use", r.stderr)
+        self.assertIn(b"`nsbox pool drain`", r.stderr)  # a run's pooled sandbox may be the one
+        # but a name that is not its last goes (docker's untag): the image stays for the sandbox
+        self.nsbox("image", "tag", "t/b:2", "t/c:3", check=True)
+        r = self.nsbox("image", "rm", "t/c:3")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.nsbox("image", "inspect", "t/b:2", check=True)
+        self.assertEqual(json.loads(r.stdout.decode())["refs"], ["docker.io/t/b:2"])
         self.nsbox("rm", sid, check=True)
         self.nsbox("image", "rm", "t/b:2", check=True)
         self.assertEqual([n for n in self.images() if n.startswith("oci-")], [])
