@@ -261,6 +261,10 @@ class Registry(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         r = run_nsbox(["run", "--image", ref, "--", "sh", "-c", "echo $FOO"], dirs, timeout=120)
         self.assertEqual((r.returncode, r.stdout.strip()), (0, b"from-image"), r.stderr)
+        # --tls-verify=true is skopeo's default spelled out: it verifies
+        r = run_nsbox(["image", "pull", "-q", "--tls-verify=true", ref], dirs, timeout=120)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"speaks plain HTTP", r.stderr)
         # run's own pull verifies TLS: the fix it gives is the pull that does not
         r = run_nsbox(["run", "--pull", "always", "--image", ref, "--", "true"], dirs,
                       timeout=120)
