@@ -215,7 +215,9 @@ int nsbox_oci_source_stage(int in_fd, int stage_fd, struct nsbox_oci_source *s, 
     archive_read_support_format_tar(a);
     int rc = -1;
     if (archive_read_open_fd(a, in_fd, 128 * 1024) != ARCHIVE_OK) {
-        nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "not a tar archive: %s",
+        nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                      "not a tar archive (import takes a `docker save` or OCI archive, "
+                      "compressed or not, or an OCI layout directory): %s",
                       archive_error_string(a) ? archive_error_string(a) : "?");
         goto out;
     }
