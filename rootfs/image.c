@@ -686,6 +686,18 @@ static int not_found(const char *name, bool missing_ok, struct nsbox_err *e)
 {
     if (missing_ok)
         return 0;
+    /* `nsbox image pull python` stores docker.io/library/python:latest, which a bare word
+     * never names: say how to name it */
+    char latest[80], oci_name[64];
+    struct nsbox_err ignored;
+    if (nsbox_image_name_valid(name) &&
+        (size_t)snprintf(latest, sizeof latest, "%s:latest", name) < sizeof latest &&
+        nsbox_oci_lookup_name(latest, oci_name, sizeof oci_name, &ignored) == 0)
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
+                             "image '%s' does not exist; the reference docker.io/library/%s "
+                             "does: `nsbox image rm %s` (a bare word names a stored image, "
+                             "never a reference)",
+                             name, latest, latest);
     return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "image '%s' does not exist", name);
 }
 

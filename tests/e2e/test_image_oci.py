@@ -138,6 +138,13 @@ class OciImages(unittest.TestCase):
             self.assertIn(b"write mine:latest", r.stderr)
         r = self.nsbox("image", "ls", "--json", check=True)
         self.assertEqual([i["name"] for i in json.loads(r.stdout.decode())], ["docker.io/t/a:1"])
+        # `image pull python` stores docker.io/library/python:latest: rm python names it
+        self.nsbox("image", "tag", "t/a:1", "mine:latest", check=True)
+        r = self.nsbox("image", "rm", "mine")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"image 'mine' does not exist; the reference docker.io/library/mine:latest "
+                      b"does: `nsbox image rm mine:latest`", r.stderr)
+        self.nsbox("image", "rm", "mine:latest", check=True)
         # and a bare word that names no stored image says how to write the reference
         r = self.nsbox("run", "--image", "mine", "--", "true")
         self.assertEqual(r.returncode, 125)
