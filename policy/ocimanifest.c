@@ -321,6 +321,17 @@ int nsbox_ocimanifest_config(const char *text, size_t len, struct nsbox_oci_conf
     return 0;
 }
 
+/* Do two references name the same image once normalised? */
+static bool same_ref(const char *a, const char *b)
+{
+    struct nsbox_ociref ra, rb;
+    struct nsbox_err ignored; /* a tag that is no reference matches nothing */
+    char ca[NSBOX_OCIREF_MAX + 1], cb[NSBOX_OCIREF_MAX + 1];
+    return nsbox_ociref_parse(a, &ra, &ignored) == 0 && nsbox_ociref_parse(b, &rb, &ignored) == 0 &&
+           nsbox_ociref_format(&ra, ca, sizeof ca) >= 0 &&
+           nsbox_ociref_format(&rb, cb, sizeof cb) >= 0 && !strcmp(ca, cb);
+}
+
 int nsbox_ocimanifest_docker_save(const char *text, size_t len, const char *want_tag,
                                   struct nsbox_docker_save *d, struct nsbox_err *e)
 {
@@ -331,7 +342,14 @@ int nsbox_ocimanifest_docker_save(const char *text, size_t len, const char *want
     if (!cJSON_IsArray(o) || cJSON_GetArraySize(o) == 0)
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
                              "manifest.json is not a non-empty array of images");
+    /* one image: want_tag is only the name it is stored under; several (`docker save a b`):
+     * it chooses among their RepoTags, compared as references (busybox is
+     * docker.io/library/busybox:latest) */
+    int count = cJSON_GetArraySize(o);
+    if (count == 1)
+        want_tag = NULL;
     const cJSON *pick = NULL, *img;
+    char tags_seen[256] = "";
     cJSON_ArrayForEach(img, o)
     {
         const cJSON *tags = cJSON_GetObjectItemCaseSensitive(img, "RepoTags"), *t;
@@ -341,18 +359,27 @@ int nsbox_ocimanifest_docker_save(const char *text, size_t len, const char *want
         }
         cJSON_ArrayForEach(t, tags)
         {
-            if (cJSON_IsString(t) && !strcmp(t->valuestring, want_tag))
+            if (!cJSON_IsString(t))
+                continue;
+            if (same_ref(t->valuestring, want_tag))
                 pick = img;
+            size_t used = strlen(tags_seen);
+            if (used + strlen(t->valuestring) + 3 < sizeof tags_seen)
+                snprintf(tags_seen + used, sizeof tags_seen - used, "%s%s", used ? ", " : "",
+                         t->valuestring);
         }
         if (pick)
             break;
     }
     if (!pick)
-        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "no image tagged '%s' in the archive",
-                             SHOW(want_tag));
-    if (cJSON_GetArraySize(o) > 1 && !want_tag)
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
+                             "no image tagged '%s' among the archive's %d (%s)", SHOW(want_tag),
+                             count, tags_seen[0] ? tags_seen : "none has a tag");
+    if (count > 1 && !want_tag)
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                             "the archive holds %d images: name one with --name", cJSON_GetArraySize(o));
+                             "the archive holds %d images: choose one with --name, one of their "
+                             "RepoTags (manifest.json)",
+                             count);
     if (!cJSON_IsObject(pick) || !copy_str(pick, "Config", d->config, sizeof d->config) ||
         !d->config[0])
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "manifest.json: no valid Config");

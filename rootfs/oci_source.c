@@ -336,7 +336,7 @@ static int plan_docker(const struct nsbox_oci_source *s, const char *text, size_
     cleanup_free struct nsbox_docker_save *d = malloc(sizeof *d);
     if (!d)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-    if (nsbox_ocimanifest_docker_save(text, len, NULL, d, e) < 0)
+    if (nsbox_ocimanifest_docker_save(text, len, s->want, d, e) < 0)
         return -1;
     const char *cd = member_digest(s, d->config);
     if (!cd)

@@ -100,7 +100,7 @@ int nsbox_oci_store_import(const char *src, const char *ref, bool progress,
         if (nsbox_oci_lookup_ref_file(ref, canon, file, e) < 0)
             return -1;
     }
-    struct nsbox_oci_source s = {.dir_fd = -1};
+    struct nsbox_oci_source s = {.dir_fd = -1, .want = ref};
     int rc = -1;
     bool is_stdin = !strcmp(src, "-");
     cleanup_close int fd = is_stdin ? dup(0) : open(src, O_RDONLY | O_CLOEXEC);

@@ -5,10 +5,12 @@ directory, hard link and Env are seen inside; a corrupt blob is refused with not
 registry on 127.0.0.1 (Debian's docker-registry, tests/lib/oci_registry.py) serves pulls: in
 plain HTTP, and with TLS and htpasswd auth (credentials, a refused password, an unknown tag, an
 untrusted certificate, the --pull policies of run and create)."""
+import io
 import json
 import os
 import shutil
 import sys
+import tarfile
 import tempfile
 import unittest
 
@@ -124,6 +126,36 @@ class OciImages(unittest.TestCase):
         r = self.nsbox("image", "prune", check=True)
         self.assertIn(b"removed 1", r.stdout)
         self.assertEqual([n for n in self.images() if n.startswith("oci-")], [])
+
+    def test_docker_save_of_two_images_imports_the_one_named(self):
+        # `docker save a b`: one manifest.json entry per image; --name chooses by RepoTag
+        archive = os.path.join(self.src, "two.tar")
+        l1, l2 = oci_images.layer1(), oci_images.layer2()
+        c1, c2 = oci_images.config([l1]), oci_images.config([l1, l2])
+        with tarfile.open(archive, "w") as tar:
+            def put(name, data):
+                ti = tarfile.TarInfo(name)
+                ti.size = len(data)
+                tar.addfile(ti, io.BytesIO(data))
+            put("1/layer.tar", l1)
+            put("2/layer.tar", l2)
+            put("c1.json", c1)
+            put("c2.json", c2)
+            put("manifest.json", json.dumps([
+                {"Config": "c1.json", "RepoTags": ["t/one:1"], "Layers": ["1/layer.tar"]},
+                {"Config": "c2.json", "RepoTags": ["t/two:1"],
+                 "Layers": ["1/layer.tar", "2/layer.tar"]}]).encode())
+        r = self.nsbox("image", "import", "-q", archive)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"the archive holds 2 images: choose one with --name", r.stderr)
+        r = self.nsbox("image", "import", "-q", "--name", "docker.io/t/two:1", archive)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.nsbox("run", "--pull", "never", "--image", "t/two:1", "--", "cat", "/top.txt")
+        self.assertEqual((r.returncode, r.stdout), (0, b"at the top\n"), r.stderr)
+        r = self.nsbox("image", "import", "-q", "--name", "t/three:1", archive)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"no image tagged 't/three:1' among the archive's 2 (t/one:1, t/two:1)",
+                      r.stderr)
 
     def test_a_bare_word_is_never_made_a_reference(self):
         # `--image mine` and `image rm mine` look for the stored image "mine": a reference
