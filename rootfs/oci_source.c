@@ -292,7 +292,8 @@ static int plan_oci(const struct nsbox_oci_source *s, const char *index, size_t 
                     struct nsbox_oci_plan *p, struct nsbox_err *e)
 {
     struct nsbox_oci_desc d;
-    if (nsbox_ocimanifest_pick(index, ilen, NULL, "linux", nsbox_oci_source_arch(), &d, e) < 0)
+    if (nsbox_ocimanifest_pick(index, ilen, s->want, "linux", nsbox_oci_source_arch(), &d, e) <
+        0)
         return nsbox_err_wrap(e, "index.json");
     for (int depth = 0;; depth++) {
         size_t len;

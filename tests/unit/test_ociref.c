@@ -107,6 +107,32 @@ static void test_index_pick(void **state)
     assert_int_equal(nsbox_ocimanifest_pick(list, strlen(list), NULL, "linux", "s390x", &d, &e),
                      -1);
     assert_non_null(strstr(e.msg, "no image for this platform"));
+    /* a multi-arch list: a name given for the store does not stop the platform's pick */
+    assert_int_equal(nsbox_ocimanifest_pick(list, strlen(list), "t/x:1", "linux", "amd64", &d,
+                                            &e),
+                     0);
+    assert_string_equal(d.digest, D2);
+    /* a layout of two tags (skopeo copy ... oci:DIR:TAG twice): --name chooses */
+    const char *tags = "{\"schemaVersion\":2,\"manifests\":[{\"digest\":\"" D1 "\",\"size\":1,"
+                       "\"annotations\":{\"org.opencontainers.image.ref.name\":\"1\"}},"
+                       "{\"digest\":\"" D2 "\",\"size\":2,\"annotations\":"
+                       "{\"org.opencontainers.image.ref.name\":\"docker.io/team/py:2\"}}]}";
+    assert_int_equal(nsbox_ocimanifest_pick(tags, strlen(tags), NULL, "linux", "amd64", &d, &e),
+                     -1);
+    assert_non_null(strstr(e.msg, "choose one with --name REF, whose reference or tag is one "
+                                  "of their ref names (1, docker.io/team/py:2)"));
+    assert_int_equal(nsbox_ocimanifest_pick(tags, strlen(tags), "team/py:1", "linux", "amd64", &d,
+                                            &e),
+                     0);
+    assert_string_equal(d.digest, D1);
+    assert_int_equal(nsbox_ocimanifest_pick(tags, strlen(tags), "team/py:2", "linux", "amd64", &d,
+                                            &e),
+                     0);
+    assert_string_equal(d.digest, D2);
+    assert_int_equal(nsbox_ocimanifest_pick(tags, strlen(tags), "team/py:3", "linux", "amd64", &d,
+                                            &e),
+                     -1);
+    assert_non_null(strstr(e.msg, "no image named 'team/py:3'"));
 }
 
 static void test_manifest_and_config(void **state)
