@@ -350,6 +350,15 @@ class OciRuntime(BundleCase):
         r = self.oci("create", "--bundle", self.bundle, "c1")
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("'process.cwd'", r.stderr.decode())
+        # a bundle without config.json says what a bundle is (runc's default is the cwd)
+        r = self.oci("create", "--bundle", self.tmp, "c1")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("config.json does not exist: the bundle is --bundle DIR, or the current "
+                      "directory", r.stderr.decode())
+        # runc's commands that nsbox-oci has not are named so, not as typos
+        r = self.oci("spec")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("'spec' is a runc command that nsbox-oci does not have", r.stderr.decode())
 
 
 CONTAINERD_CONFIG = """version = 2
