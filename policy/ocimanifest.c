@@ -207,8 +207,8 @@ int nsbox_ocimanifest_pick(const char *text, size_t len, const char *want_ref, c
     } else if (no_platform == n) {
         if (want_ref)
             return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
-                                 "no image named '%s' among the index's %d (%s)", SHOW(want_ref),
-                                 n, names[0] ? names : "none has a ref.name");
+                                 "no image named '%s' among the index's %d (%s)", SHOW(want_ref), n,
+                                 names[0] ? names : "none has a ref.name");
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
                              "the image index holds %d images: choose one with --name REF, "
                              "whose reference or tag is one of their ref names (%s)",
