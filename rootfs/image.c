@@ -520,8 +520,12 @@ static int resolve_path(const char *path, struct nsbox_image *img, struct nsbox_
 {
     cleanup_close int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
-        if (errno == ENOTDIR)
-            return nsbox_err_set(e, NSBOX_E_INVALID, errno, "image %s: not a directory", path);
+        if (errno == ENOTDIR) /* an image.tar that was meant for import */
+            return nsbox_err_set(e, NSBOX_E_INVALID, errno,
+                                 "image %s: not a directory; an image archive (docker save, "
+                                 "OCI) is imported first: `nsbox image import %s`, then "
+                                 "--image with the reference it prints",
+                                 path, path);
         if (errno == ENOENT)
             return nsbox_err_set(e, NSBOX_E_NOTFOUND, errno, "image %s: no such directory",
                                  path);
@@ -533,10 +537,18 @@ static int resolve_path(const char *path, struct nsbox_image *img, struct nsbox_
                                  "image %s: checking a directory image needs openat2 (Linux 5.6 "
                                  "or newer)",
                                  path);
-        return nsbox_err_set(e, NSBOX_E_INVALID, errno,
+        int err = errno;
+        struct stat st;
+        if (fstatat(fd, "oci-layout", &st, 0) == 0) /* a layout is no root filesystem */
+            return nsbox_err_set(e, NSBOX_E_INVALID, err,
+                                 "image %s: an OCI image layout, not a root filesystem: "
+                                 "`nsbox image import %s` first, then --image with the "
+                                 "reference it prints (or import --name REF)",
+                                 path, path);
+        return nsbox_err_set(e, NSBOX_E_INVALID, err,
                              "image %s: no executable bin/sh inside it (%s); a directory image "
                              "must provide /bin/sh and python3",
-                             path, strerror(errno));
+                             path, strerror(err));
     }
     /* The user named a host path: resolving host symlinks in it is what they asked for. The
      * canonical form keeps later mounts from re-resolving a changed symlink. */

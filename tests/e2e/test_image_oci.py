@@ -127,6 +127,16 @@ class OciImages(unittest.TestCase):
         self.assertIn(b"removed 1", r.stdout)
         self.assertEqual([n for n in self.images() if n.startswith("oci-")], [])
 
+    def test_an_archive_or_layout_given_to_image_says_to_import_it(self):
+        archive = os.path.join(self.src, "oci.tar")
+        oci_images.tar_dir(self.layout, archive)
+        for path, what in ((self.layout, b"an OCI image layout, not a root filesystem"),
+                           (archive, b"not a directory; an image archive")):
+            r = self.nsbox("run", "--image", path, "--", "true")
+            self.assertEqual(r.returncode, 125)
+            self.assertIn(what, r.stderr)
+            self.assertIn(b"`nsbox image import %s`" % path.encode(), r.stderr)
+
     def test_docker_save_of_two_images_imports_the_one_named(self):
         # `docker save a b`: one manifest.json entry per image; --name chooses by RepoTag
         archive = os.path.join(self.src, "two.tar")
