@@ -330,6 +330,9 @@ int nsbox_oci_store_resolve(const char *image, enum nsbox_pull pull, char *name,
         return -1;
     if (pull == NSBOX_PULL_NEVER)
         return nsbox_err_wrap(e, "%s=never", said);
+    /* a pull can take minutes before the sandbox starts: said where a note is wanted */
+    nsbox_image_note(true, "pulling %s (%s)", image,
+                     pull == NSBOX_PULL_ALWAYS ? "pull=always" : "not in the store");
     struct nsbox_oci_imported im;
     if (nsbox_oci_pull(image, false, true, &im, e) < 0)
         return -1;

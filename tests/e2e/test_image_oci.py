@@ -321,6 +321,12 @@ class Registry(unittest.TestCase):
         self.assertIn(b"speaks plain HTTP", r.stderr)
         self.assertIn(("fix: `nsbox image pull --tls-verify=false %s`" % ref).encode(), r.stderr)
         self.assertNotIn(b'\\"', r.stderr)  # skopeo's words unquoted
+        self.assertNotIn(b"pulling", r.stderr)  # on a pipe, the command's words alone
+        # on a terminal, that the run is pulling (for minutes, with a big image) before it fails
+        code, out, _, _ = in_a_terminal(["run", "--pull", "always", "--image", ref, "--",
+                                         "true"], dirs, timeout=120)
+        self.assertEqual(code, 125)
+        self.assertIn(("nsbox: pulling %s (pull=always)" % ref).encode(), out)
         # a tag the registry does not have: the cause, named
         r = run_nsbox(["image", "pull", "-q", "--tls-verify=false", ref[:-1] + "9"], dirs,
                       timeout=120)
