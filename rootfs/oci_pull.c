@@ -98,7 +98,7 @@ static void auth_hint(const char *domain, char *out, size_t n)
 
 /* Where containers-certs.d(5) looks for the CA of registry `domain` (host:port): the user's
  * directory first for others than root, then the system's and docker's. */
-static void ca_hint(const char *domain, char *out, size_t n)
+static void ca_hint(const char *ref, const char *domain, char *out, size_t n)
 {
     const char *home = getenv("HOME");
     size_t len = 0;
@@ -108,8 +108,9 @@ static void ca_hint(const char *domain, char *out, size_t n)
     if (len < n)
         snprintf(out + len, n - len,
                  "/etc/containers/certs.d/%s/ and /etc/docker/certs.d/%s/ searched for a CA "
-                 "(ca.crt); add the registry's CA there, or --tls-verify=false",
-                 domain, domain);
+                 "(ca.crt); add the registry's CA there, or pull without checking it: "
+                 "`nsbox image pull --tls-verify=false %s`",
+                 domain, domain, ref);
 }
 
 /* skopeo's own words: the msg="..." of its last line, unquoted, at most its last 240 bytes
@@ -153,7 +154,7 @@ static void explain(const char *ref, const char *domain, char *out, struct nsbox
             if (skopeo_errors[k].hint == HINT_AUTH)
                 auth_hint(domain, hint, sizeof hint);
             else if (skopeo_errors[k].hint == HINT_CA)
-                ca_hint(domain, hint, sizeof hint);
+                ca_hint(ref, domain, hint, sizeof hint);
             else if (skopeo_errors[k].hint == HINT_PLAIN) /* run and create always verify */
                 snprintf(hint, sizeof hint,
                          "fix: `nsbox image pull --tls-verify=false %s` (then run and create "

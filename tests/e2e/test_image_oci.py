@@ -394,6 +394,8 @@ class SecureRegistry(unittest.TestCase):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"TLS failure", r.stderr)
         self.assertIn(("/etc/containers/certs.d/%s/" % self.reg.host).encode(), r.stderr)
+        # run and create have no --tls-verify: the fix names the pull that has it
+        self.assertIn(("`nsbox image pull --tls-verify=false %s`" % self.ref).encode(), r.stderr)
         self.assertEqual(self.oci_images(), [])
 
     def test_pull_policies(self):
