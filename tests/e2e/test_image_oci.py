@@ -327,6 +327,13 @@ class Registry(unittest.TestCase):
                                          "true"], dirs, timeout=120)
         self.assertEqual(code, 125)
         self.assertIn(("nsbox: pulling %s (pull=always)" % ref).encode(), out)
+        # create's own pull is its supervisor's, which has no terminal: a reference not in the
+        # store is pulled by create itself there, saying so
+        other = ref[:-1] + "7"
+        code, out, _, _ = in_a_terminal(["create", "--image", other], dirs, timeout=120)
+        self.assertEqual(code, 125)
+        self.assertIn(("nsbox: pulling %s (not in the store)" % other).encode(), out)
+        self.assertIn(b"speaks plain HTTP", out)
         # a tag the registry does not have: the cause, named
         r = run_nsbox(["image", "pull", "-q", "--tls-verify=false", ref[:-1] + "9"], dirs,
                       timeout=120)
