@@ -107,6 +107,11 @@ class OciImages(unittest.TestCase):
         # in use: refused
         r = self.nsbox("create", "--image", "t/b:2", check=True)
         sid = r.stdout.decode().strip()
+        # inspect says which image the reference named when the sandbox was made
+        r = self.nsbox("inspect", sid, check=True)
+        made = json.loads(r.stdout.decode())
+        self.assertEqual(made["spec"]["image"], "t/b:2")
+        self.assertEqual(made["image"], {"id": info["id"], "digest": info["digest"]})
         r = self.nsbox("image", "rm", "t/b:2")
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"in use", r.stderr)
