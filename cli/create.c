@@ -4,6 +4,9 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "gc.h"
+#include "image.h"
+#include "oci_lookup.h"
+#include "oci_store.h"
 #include "options.h"
 #include "paths.h"
 #include "proto.h"
@@ -50,6 +53,20 @@ static void print_json_error(const struct nsbox_err *e)
     printf("%s\n", t ? t : "{}");
     free(t);
     cJSON_Delete(o);
+}
+
+/* On a terminal, an image reference that is not in the store is pulled here, saying so: the
+ * supervisor, which would pull it otherwise, has no terminal, and a large image takes minutes
+ * (a create that looks hung). A stored one is left to the supervisor and the pull policy. */
+static int pull_first(const struct nsbox_spec *s, struct nsbox_err *e)
+{
+    char name[64];
+    struct nsbox_err ignored; /* not stored: pulled below, or refused as pull=never says */
+    if (!isatty(STDERR_FILENO) || !nsbox_oci_lookup_is_ref(s->image) ||
+        nsbox_oci_lookup_name(s->image, name, sizeof name, &ignored) == 0)
+        return 0;
+    nsbox_image_set_note(nsbox_say_note, stderr);
+    return nsbox_oci_store_resolve(s->image, s->pull, name, sizeof name, e);
 }
 
 int nsbox_cli_create(int argc, char **argv)
@@ -102,7 +119,7 @@ int nsbox_cli_create(int argc, char **argv)
                                      json ? after : "\n", &signo};
     struct nsbox_err ge;
     nsbox_gc_implicit(&ge); /* at most once a second: it visits every sandbox */
-    int r = nsbox_spec_validate(&spec, &e) < 0 ||
+    int r = nsbox_spec_validate(&spec, &e) < 0 || pull_first(&spec, &e) < 0 ||
                     nsbox_session_create(&spec, (int)owner_pid, NULL, id, &out, &e) < 0
                 ? -1
                 : 0;

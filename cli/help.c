@@ -14,10 +14,11 @@ const char *nsbox_help_cmd;
     "  --instance-type small|medium|large  CPUs, memory, pids and workspace disk (nsbox info)\n"  \
     "  --network none|all|allow=H[,H]      none (default): loopback only; allow: those hosts\n"   \
     "  --egress CIDR[,CIDR]                also allow these IPv4 ranges (in any mode)\n"         \
-    "  --header-binding HOST:HEADER=env:VAR|file:PATH\n"                                          \
+    "  --header-binding HOST[:PORT]:HEADER=env:VAR|file:PATH\n"                                   \
     "                                      add HEADER with that value to every HTTPS request to\n" \
-    "                                      HOST; the value never enters the sandbox (repeatable;\n"\
-    "                                      network all, or allow with HOST; docs/network.md)\n"   \
+    "                                      HOST (port 443 unless given, as in allow=); the value\n"\
+    "                                      never enters the sandbox (repeatable; network all,\n"  \
+    "                                      or allow with HOST; docs/network.md)\n"               \
     "  --region R                          nl-north-1 (default); elsewhere, as in the hosted\n"   \
     "                                      sandbox, only --network all\n"                          \
     "  --image host|debian|NAME|REF|/DIR   the root filesystem; REF: python:3.12 (docs/images.md)\n"                \
@@ -45,7 +46,7 @@ static const char overview[] =
     "                                  (a bound host's: each request, no header, no query)\n"
     "  wait [--timeout S] ID PID       until a background process ends; its exit code\n"
     "  info [--json]                   what this machine supports and how to fix what is missing\n"
-    "  image build host|debian | pull REF | import FILE | ls | inspect | tag | rm | prune\n"
+    "  image build host|debian | pull REF | import FILE|DIR|- | ls | inspect | tag | rm | prune\n"
     "  gc [-v]                         remove what crashed sandboxes left behind\n"
     "  pool fill [--size N] [OPTIONS] | drain | ls [--json]\n"
     "                                  sandboxes made ahead for nsbox run (docs/pool.md)\n"
@@ -54,7 +55,7 @@ static const char overview[] =
     "run and create OPTIONS (--spec first, then the others in order, later ones winning):\n"
     "  --instance-type small|medium|large   --region R    --spec FILE.json|-   -e K=V\n"
     "  --network none|all|allow=H[,H]    --egress CIDR[,CIDR]\n"
-    "  --header-binding HOST:HEADER=env:VAR|file:PATH (a secret header for HOST, kept outside)\n"
+    "  --header-binding HOST[:PORT]:HEADER=env:VAR|file:PATH (a secret header for HOST)\n"
     "  --image host|debian|NAME|REF|/DIR   --pull missing|always|never\n"
     "  --workspace DIR (yours, kept, no disk limit)   --no-background-processes\n"
     "run only:     --timeout S   --cwd DIR (relative: to /workspace)   --network-log FILE\n"

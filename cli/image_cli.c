@@ -145,6 +145,12 @@ int nsbox_cli_image(int argc, char **argv)
         nsbox_help_print("image", stdout);
         return 0;
     }
+    /* nsbox image pull --help: among the subcommand's leading options, as for every command */
+    for (int k = 2; k < argc && argv[k][0] == '-' && argv[k][1]; k++)
+        if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
+            nsbox_help_print("image", stdout);
+            return 0;
+        }
     int oci = nsbox_cli_image_oci(argc, argv);
     if (oci >= 0)
         return oci;

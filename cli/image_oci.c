@@ -73,6 +73,8 @@ static int cmd_pull(int argc, char **argv)
             json = true;
         else if (!strcmp(argv[i], "--tls-verify=false"))
             tls_verify = false;
+        else if (!strcmp(argv[i], "--tls-verify=true") || !strcmp(argv[i], "--tls-verify"))
+            tls_verify = true; /* skopeo's and podman's spellings, e.g. --tls-verify=$VERIFY */
         else if (argv[i][0] == '-')
             return usage("unknown option '%s' for pull", argv[i]);
         else if (ref)

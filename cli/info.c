@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #endif
 #include "info.h"
+#include "imagelibs.h"
 #include "cli.h"
 #include "cgroup.h"
 #include "cleanup.h"
@@ -501,6 +502,43 @@ static void check_egress(struct nsbox_check *c)
     DETAIL(c, "%.400s, the egress helper of network allow by name and header bindings", path);
 }
 
+/* What OCI images need: libarchive and libcrypto to import (os/imagelibs.h), skopeo to pull
+ * (rootfs/oci_pull.c runs $NSBOX_SKOPEO, else skopeo from PATH). */
+static void check_oci_images(struct nsbox_check *c)
+{
+    struct nsbox_err e = {0};
+    if (nsbox_imagelibs_load(&e) < 0) {
+        DETAIL(c, "%.400s; nsbox image import and pull need them", e.msg);
+        FIX(c, "%sapt-get install libarchive13 libssl3", nsbox_diagnose_sudo());
+        return;
+    }
+    const char *skopeo = getenv("NSBOX_SKOPEO");
+    char found[PATH_MAX] = "";
+    if (skopeo && *skopeo) {
+        if (access(skopeo, X_OK) == 0)
+            snprintf(found, sizeof found, "%s", skopeo);
+    } else {
+        const char *path = getenv("PATH");
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%s", path && *path ? path : "/usr/bin:/bin");
+        char *save = NULL;
+        for (char *d = strtok_r(buf, ":", &save); d && !found[0]; d = strtok_r(NULL, ":", &save))
+            if ((size_t)snprintf(found, sizeof found, "%s/skopeo", d) >= sizeof found ||
+                access(found, X_OK) < 0)
+                found[0] = '\0';
+    }
+    if (!found[0]) {
+        DETAIL(c, "import works; pull does not: %s%.300s%s (nsbox image pull, and run or create "
+                  "with an image reference not in the store, need it)",
+               skopeo && *skopeo ? "NSBOX_SKOPEO=" : "skopeo is not on PATH",
+               skopeo && *skopeo ? skopeo : "", skopeo && *skopeo ? " is not executable" : "");
+        FIX(c, "%sapt-get install skopeo", nsbox_diagnose_sudo());
+        return;
+    }
+    c->ok = true;
+    DETAIL(c, "import (libarchive) and pull (%.400s) work", found);
+}
+
 static const char *const check_names[NSBOX_CHECK_COUNT] = {
     [NSBOX_CHECK_USERNS] = "user_namespaces",    [NSBOX_CHECK_NAMESPACES] = "namespaces",
     [NSBOX_CHECK_OVERLAYFS] = "overlayfs",       [NSBOX_CHECK_CGROUPS] = "cgroups",
@@ -509,7 +547,7 @@ static const char *const check_names[NSBOX_CHECK_COUNT] = {
     [NSBOX_CHECK_OPENAT2] = "openat2",           [NSBOX_CHECK_IMAGE_HOST] = "image_host",
     [NSBOX_CHECK_IMAGE_DEBIAN] = "image_debian", [NSBOX_CHECK_WORKSPACE_DISK] = "workspace_disk",
     [NSBOX_CHECK_PRIVILEGES] = "privileges",     [NSBOX_CHECK_CONFIG] = "config",
-    [NSBOX_CHECK_EGRESS] = "egress_helper",
+    [NSBOX_CHECK_EGRESS] = "egress_helper",    [NSBOX_CHECK_OCI_IMAGES] = "oci_images",
 };
 
 /* Without these nsbox cannot create a sandbox that keeps its promises; the rest are features
@@ -601,6 +639,9 @@ void nsbox_info_check_run(enum nsbox_check_id id, struct nsbox_check *out)
         break;
     case NSBOX_CHECK_EGRESS:
         check_egress(out);
+        break;
+    case NSBOX_CHECK_OCI_IMAGES:
+        check_oci_images(out);
         break;
     default:
         break;

@@ -27,6 +27,7 @@ enum nsbox_check_id {
     NSBOX_CHECK_PRIVILEGES,     /* root or unprivileged, and what that implies */
     NSBOX_CHECK_CONFIG,         /* the config file and the directories' environment overrides */
     NSBOX_CHECK_EGRESS,         /* nsbox-egress beside nsbox (allow by name, header bindings) */
+    NSBOX_CHECK_OCI_IMAGES,     /* libarchive (image import) and skopeo (image pull) */
     NSBOX_CHECK_COUNT
 };
 

@@ -206,9 +206,9 @@ static int refuse_option(const char *name, const struct opt_def *opt,
 }
 
 #define BINDING_USAGE                                                                              \
-    "--header-binding %s: expected HOST:HEADER=env:VAR or HOST:HEADER=file:PATH (the value is "    \
-    "read from nsbox's own environment or a file, never from the command line, where every "       \
-    "user of this machine could read it)"
+    "--header-binding %s: expected HOST[:PORT]:HEADER=env:VAR or HOST[:PORT]:HEADER=file:PATH "    \
+    "(the value is read from nsbox's own environment or a file, never from the command line, "     \
+    "where every user of this machine could read it)"
 
 /* The secret is read here, from nsbox's environment or a file: argv is readable by everyone in
  * /proc. One trailing newline of a file is not part of the value (editors and `echo` add it). */

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "cleanup.h"
 #include "cli.h"
+#include "image.h"
 #include "options.h"
 #include "relay.h"
 #include "say.h"
@@ -241,6 +242,9 @@ int nsbox_cli_run(int argc, char **argv)
         nsbox_spec_free(&spec);
         return nsbox_say_usage("%s", "run needs a command: nsbox run [OPTIONS] -- CMD [ARG...]");
     }
+    /* on a terminal, that an image is being pulled (a pipe's reader gets the command's alone) */
+    if (isatty(STDERR_FILENO))
+        nsbox_image_set_note(nsbox_say_note, stderr);
     if (nsbox_spec_validate(&spec, &e) < 0 || nsbox_run_check(&spec, &e) < 0)
         goto out_err;
     if (o.network_log && !nsbox_netplan_has_names(&spec) && !spec.n_bindings) {

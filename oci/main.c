@@ -5,6 +5,7 @@
 #include "config.h"
 #include "spec.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,7 +129,19 @@ int main(int argc, char **argv)
             log_error(&g, e.msg);
         return r;
     }
-    nsbox_err_invalid(&e, "unknown command '%s'", NSBOX_SHOW(argv[i]));
+    /* runc's commands that nsbox-oci has not: named as such, not as a typo */
+    static const char *const not_done[] = {"spec", "list",       "events",
+                                           "run",  "checkpoint", "restore"};
+    for (size_t k = 0; k < sizeof not_done / sizeof not_done[0]; k++)
+        if (!strcmp(argv[i], not_done[k])) {
+            nsbox_err_set(&e, NSBOX_E_UNSUPPORTED, ENOTSUP,
+                          "'%s' is a runc command that nsbox-oci does not have (see "
+                          "nsbox-oci --help; run is create then start)",
+                          argv[i]);
+            log_error(&g, e.msg);
+            return 1;
+        }
+    nsbox_err_invalid(&e, "unknown command '%s' (see nsbox-oci --help)", NSBOX_SHOW(argv[i]));
     log_error(&g, e.msg);
     return 1;
 }

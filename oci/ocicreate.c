@@ -126,7 +126,10 @@ static int load_config(const struct create_args *a, struct nsbox_ocispec *c,
     if (r < 0)
         return -1;
     if (r == 1)
-        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "%s does not exist", path);
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
+                             "%s does not exist: the bundle is --bundle DIR, or the current "
+                             "directory, and holds config.json and the root",
+                             path);
     if (nsbox_ocispec_parse(text, strlen(text), c, e) < 0)
         return -1;
     if (nsbox_ocispec_check_floor(c, e) < 0 || nsbox_ocispec_check_namespaces(c, e) < 0 ||

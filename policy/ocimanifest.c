@@ -135,6 +135,31 @@ static bool platform_matches(const struct nsbox_oci_desc *d, const char *os, con
     return !strcmp(d->os, os) && !strcmp(d->arch, arch);
 }
 
+/* Do two references name the same image once normalised? */
+static bool same_ref(const char *a, const char *b)
+{
+    struct nsbox_ociref ra, rb;
+    struct nsbox_err ignored; /* a tag that is no reference matches nothing */
+    char ca[NSBOX_OCIREF_MAX + 1], cb[NSBOX_OCIREF_MAX + 1];
+    return nsbox_ociref_parse(a, &ra, &ignored) == 0 && nsbox_ociref_parse(b, &rb, &ignored) == 0 &&
+           nsbox_ociref_format(&ra, ca, sizeof ca) >= 0 &&
+           nsbox_ociref_format(&rb, cb, sizeof cb) >= 0 && !strcmp(ca, cb);
+}
+
+/* An index entry's ref_name (org.opencontainers.image.ref.name) against --name: the same
+ * text or reference, or, for a bare tag (skopeo's oci:DIR:TAG writes one), want's tag. */
+static bool ref_name_matches(const char *ref_name, const char *want)
+{
+    if (!ref_name[0])
+        return false;
+    if (!strcmp(ref_name, want) || same_ref(ref_name, want))
+        return true;
+    struct nsbox_ociref r;
+    struct nsbox_err ignored; /* a want that is no reference has no tag to match */
+    return !strpbrk(ref_name, ":/@") && nsbox_ociref_parse(want, &r, &ignored) == 0 &&
+           !strcmp(r.tag, ref_name);
+}
+
 int nsbox_ocimanifest_pick(const char *text, size_t len, const char *want_ref, const char *os,
                            const char *arch, struct nsbox_oci_desc *out, struct nsbox_err *e)
 {
@@ -149,19 +174,21 @@ int nsbox_ocimanifest_pick(const char *text, size_t len, const char *want_ref, c
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "image index lists no manifest");
     if (n > 4096)
         return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "image index lists over 4096 manifests");
-    int found = -1, matches = 0, platform_pick = -1, no_platform = 0;
+    /* one entry: want_ref is only the name it is stored under; several: it chooses by
+     * ref_name, and when none has it, the platform does (a multi-arch layout) */
+    if (n == 1)
+        want_ref = NULL;
+    int found = -1, want_pick = -1, platform_pick = -1, no_platform = 0;
     struct nsbox_oci_desc d;
-    char seen[512] = "";
+    char seen[512] = "", names[256] = "";
     for (int i = 0; i < n; i++) {
         if (parse_desc(cJSON_GetArrayItem(arr, i), &d, "image index", e) < 0)
             return -1;
-        if (want_ref) {
-            if (!strcmp(d.ref_name, want_ref)) {
-                found = i;
-                matches++;
-            }
-            continue;
-        }
+        if (want_ref && want_pick < 0 && ref_name_matches(d.ref_name, want_ref))
+            want_pick = i;
+        if (d.ref_name[0] && strlen(names) + strlen(d.ref_name) + 3 < sizeof names)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                     names[0] ? ", " : "", d.ref_name);
         if (!d.os[0])
             no_platform++;
         /* attestation manifests (buildkit's "unknown/unknown") are never a pick */
@@ -171,18 +198,21 @@ int nsbox_ocimanifest_pick(const char *text, size_t len, const char *want_ref, c
             snprintf(seen + strlen(seen), sizeof seen - strlen(seen), "%s%s/%s",
                      seen[0] ? ", " : "", d.os, d.arch);
     }
-    if (want_ref) {
-        if (matches == 0)
-            return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
-                                 "no manifest tagged '%s' in the image index", SHOW(want_ref));
-        found = found < 0 ? 0 : found;
+    if (want_pick >= 0) {
+        found = want_pick;
     } else if (platform_pick >= 0) {
         found = platform_pick;
     } else if (n == 1) {
         found = 0; /* a layout's index.json with one image and no platform */
     } else if (no_platform == n) {
+        if (want_ref)
+            return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
+                                 "no image named '%s' among the index's %d (%s)", SHOW(want_ref), n,
+                                 names[0] ? names : "none has a ref.name");
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                             "the image index holds %d images: name one (a tag)", n);
+                             "the image index holds %d images: choose one with --name REF, "
+                             "whose reference or tag is one of their ref names (%s)",
+                             n, names[0] ? names : "none has one");
     } else {
         return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
                              "no image for this platform (%s/%s) in the index; it has: %s", os,
@@ -331,7 +361,14 @@ int nsbox_ocimanifest_docker_save(const char *text, size_t len, const char *want
     if (!cJSON_IsArray(o) || cJSON_GetArraySize(o) == 0)
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
                              "manifest.json is not a non-empty array of images");
+    /* one image: want_tag is only the name it is stored under; several (`docker save a b`):
+     * it chooses among their RepoTags, compared as references (busybox is
+     * docker.io/library/busybox:latest) */
+    int count = cJSON_GetArraySize(o);
+    if (count == 1)
+        want_tag = NULL;
     const cJSON *pick = NULL, *img;
+    char tags_seen[256] = "";
     cJSON_ArrayForEach(img, o)
     {
         const cJSON *tags = cJSON_GetObjectItemCaseSensitive(img, "RepoTags"), *t;
@@ -341,18 +378,27 @@ int nsbox_ocimanifest_docker_save(const char *text, size_t len, const char *want
         }
         cJSON_ArrayForEach(t, tags)
         {
-            if (cJSON_IsString(t) && !strcmp(t->valuestring, want_tag))
+            if (!cJSON_IsString(t))
+                continue;
+            if (same_ref(t->valuestring, want_tag))
                 pick = img;
+            size_t used = strlen(tags_seen);
+            if (used + strlen(t->valuestring) + 3 < sizeof tags_seen)
+                snprintf(tags_seen + used, sizeof tags_seen - used, "%s%s", used ? ", " : "",
+                         t->valuestring);
         }
         if (pick)
             break;
     }
     if (!pick)
-        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "no image tagged '%s' in the archive",
-                             SHOW(want_tag));
-    if (cJSON_GetArraySize(o) > 1 && !want_tag)
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
+                             "no image tagged '%s' among the archive's %d (%s)", SHOW(want_tag),
+                             count, tags_seen[0] ? tags_seen : "none has a tag");
+    if (count > 1 && !want_tag)
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                             "the archive holds %d images: name one with --name", cJSON_GetArraySize(o));
+                             "the archive holds %d images: choose one with --name, one of their "
+                             "RepoTags (manifest.json)",
+                             count);
     if (!cJSON_IsObject(pick) || !copy_str(pick, "Config", d->config, sizeof d->config) ||
         !d->config[0])
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "manifest.json: no valid Config");

@@ -59,8 +59,9 @@ struct nsbox_docker_save {
 int nsbox_ocimanifest_kind(const char *text, size_t len, enum nsbox_ocimanifest_kind *kind,
                            struct nsbox_err *e);
 
-/* From an index: the manifest for os/arch (the host's), or, in an OCI layout's index.json,
- * the one annotated with ref_name `want_ref` (NULL: the only one, or the platform's).
+/* From an index: the manifest for os/arch (the host's), or, in an OCI layout's index.json of
+ * several, the one whose ref_name is `want_ref` (the same reference, or its tag); NULL, or no
+ * such entry: the only one, or the platform's.
  * *nested is set when the pick is itself an index (a layout's entry pointing at a list). */
 int nsbox_ocimanifest_pick(const char *text, size_t len, const char *want_ref, const char *os,
                            const char *arch, struct nsbox_oci_desc *out, struct nsbox_err *e);

@@ -192,8 +192,15 @@ static int parse_devices_list(const cJSON *lx, struct nsbox_ocispec *c, struct n
         return nsbox_ocispec_bad(e, "linux.devices", "must be an array");
     const cJSON *it;
     cJSON_ArrayForEach(it, v) {
+        /* engines list every host device for --privileged: say that, not only the count */
         if (c->n_devices == NSBOX_OCISPEC_DEVICES_MAX)
-            return nsbox_ocispec_bad(e, "linux.devices", "more than 32 entries");
+            return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                                 "config.json: key 'linux.devices': more than 32 entries, as a "
+                                 "privileged container's every host device (--privileged): "
+                                 "privileged containers are not supported, and nsbox-oci "
+                                 "gives a container only null, zero, full, random, urandom, "
+                                 "tty, fuse and net/tun; drop --privileged, and --device for "
+                                 "others");
         if (parse_device(it, &c->devices[c->n_devices++], e) < 0)
             return -1;
     }

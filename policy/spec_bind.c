@@ -199,11 +199,25 @@ int nsbox_spec_bind_check(const struct nsbox_spec *s, struct nsbox_err *e)
         if (s->net != NSBOX_NET_ALLOW)
             continue;
         bool allowed = false;
-        for (size_t j = 0; j < s->n_hosts; j++)
-            allowed |= !strcmp(s->hosts[j].name, b->host.name) && s->hosts[j].port == b->host.port;
+        const struct nsbox_host *other_port = NULL;
+        for (size_t j = 0; j < s->n_hosts; j++) {
+            bool same = !strcmp(s->hosts[j].name, b->host.name);
+            allowed |= same && s->hosts[j].port == b->host.port;
+            if (same && !other_port)
+                other_port = &s->hosts[j];
+        }
         if (!allowed) {
-            char host[NSBOX_HOSTNAME_MAX + 8];
+            char host[NSBOX_HOSTNAME_MAX + 8], listed[NSBOX_HOSTNAME_MAX + 8];
             nsbox_spec_net_host_format(&b->host, host, sizeof host);
+            /* a binding without a port is port 443's: name the port the allow list has */
+            if (other_port) {
+                nsbox_spec_net_host_format(other_port, listed, sizeof listed);
+                return invalid(e,
+                               "spec: key 'header_bindings': host '%s' is bound on port %u, "
+                               "but the network's allow list has '%s', another port; fix: "
+                               "bind '%s' (--header-binding %s:HEADER=...), or allow '%s'",
+                               host, (unsigned)b->host.port, listed, listed, listed, host);
+            }
             return invalid(e,
                            "spec: key 'header_bindings': host '%s' is bound but not in the "
                            "network's allow list, so it cannot be reached; fix: add it to "

@@ -479,9 +479,11 @@ static int resolve_stored(const char *images, const char *name, struct nsbox_ima
             return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
                                  "image 'debian' is not built: run `nsbox image build debian`");
         return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
-                             "image '%s' does not exist in %s: the images are `host`, `debian` "
-                             "(after `nsbox image build debian`) or an absolute directory path",
-                             name, images);
+                             "image '%s' does not exist in %s: give `host`, `debian` (after "
+                             "`nsbox image build debian`), a name `nsbox image ls` lists, an "
+                             "OCI reference (a bare word is never one: `%s:latest` is "
+                             "docker.io/library/%s) or a directory path",
+                             name, images, name, name);
     }
     cleanup_close int rfd = openat(fd, "rootfs", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     cleanup_close int mfd = -1;
@@ -518,8 +520,12 @@ static int resolve_path(const char *path, struct nsbox_image *img, struct nsbox_
 {
     cleanup_close int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
-        if (errno == ENOTDIR)
-            return nsbox_err_set(e, NSBOX_E_INVALID, errno, "image %s: not a directory", path);
+        if (errno == ENOTDIR) /* an image.tar that was meant for import */
+            return nsbox_err_set(e, NSBOX_E_INVALID, errno,
+                                 "image %s: not a directory; an image archive (docker save, "
+                                 "OCI) is imported first: `nsbox image import %s`, then "
+                                 "--image with the reference it prints",
+                                 path, path);
         if (errno == ENOENT)
             return nsbox_err_set(e, NSBOX_E_NOTFOUND, errno, "image %s: no such directory",
                                  path);
@@ -531,10 +537,18 @@ static int resolve_path(const char *path, struct nsbox_image *img, struct nsbox_
                                  "image %s: checking a directory image needs openat2 (Linux 5.6 "
                                  "or newer)",
                                  path);
-        return nsbox_err_set(e, NSBOX_E_INVALID, errno,
+        int err = errno;
+        struct stat st;
+        if (fstatat(fd, "oci-layout", &st, 0) == 0) /* a layout is no root filesystem */
+            return nsbox_err_set(e, NSBOX_E_INVALID, err,
+                                 "image %s: an OCI image layout, not a root filesystem: "
+                                 "`nsbox image import %s` first, then --image with the "
+                                 "reference it prints (or import --name REF)",
+                                 path, path);
+        return nsbox_err_set(e, NSBOX_E_INVALID, err,
                              "image %s: no executable bin/sh inside it (%s); a directory image "
                              "must provide /bin/sh and python3",
-                             path, strerror(errno));
+                             path, strerror(err));
     }
     /* The user named a host path: resolving host symlinks in it is what they asked for. The
      * canonical form keeps later mounts from re-resolving a changed symlink. */
@@ -567,15 +581,17 @@ int nsbox_image_resolve(const char *name, struct nsbox_image *img, struct nsbox_
     if (name[0] == '/')
         return resolve_path(name, img, e);
     char oci_name[64];
+    const char *ref = NULL;
     if (nsbox_oci_lookup_is_ref(name)) { /* python:3.12, 127.0.0.1:5000/team/py:1 */
         if (nsbox_oci_lookup_name(name, oci_name, sizeof oci_name, e) < 0)
             return -1;
+        ref = name;
         name = oci_name;
     }
     if (!nsbox_image_name_valid(name))
         return nsbox_err_set(e, NSBOX_E_INVALID, 0,
                              "invalid image '%s': give `host`, `debian`, another stored image "
-                             "name, or an absolute directory path",
+                             "name, an OCI reference (python:3.12) or a directory path",
                              name);
     char images[PATH_MAX];
     /* no mkdir here: the fast path of `nsbox run` must not write anything */
@@ -583,7 +599,10 @@ int nsbox_image_resolve(const char *name, struct nsbox_image *img, struct nsbox_
         return -1;
     if (!strcmp(name, "host"))
         return resolve_host(images, img, e);
-    return resolve_stored(images, name, img, e);
+    /* the image as the user named it, not only by the id it is stored as */
+    if (resolve_stored(images, name, img, e) < 0)
+        return ref ? nsbox_err_wrap(e, "%s", ref) : -1;
+    return 0;
 }
 
 /* Which image a sandbox made now would get, as a string that changes with it. A sandbox's
@@ -679,6 +698,18 @@ static int not_found(const char *name, bool missing_ok, struct nsbox_err *e)
 {
     if (missing_ok)
         return 0;
+    /* `nsbox image pull python` stores docker.io/library/python:latest, which a bare word
+     * never names: say how to name it */
+    char latest[80], oci_name[64];
+    struct nsbox_err ignored;
+    if (nsbox_image_name_valid(name) &&
+        (size_t)snprintf(latest, sizeof latest, "%s:latest", name) < sizeof latest &&
+        nsbox_oci_lookup_name(latest, oci_name, sizeof oci_name, &ignored) == 0)
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
+                             "image '%s' does not exist; the reference docker.io/library/%s "
+                             "does: `nsbox image rm %s` (a bare word names a stored image, "
+                             "never a reference)",
+                             name, latest, latest);
     return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "image '%s' does not exist", name);
 }
 

@@ -44,6 +44,14 @@ static int exec_in_root(int root_fd, const char *path)
 int nsbox_oci_lookup_ref_file(const char *ref, char *canon, char *file, struct nsbox_err *e)
 {
     struct nsbox_ociref r;
+    /* `--image mine` looks for the stored image "mine", never for docker.io/library/mine: a
+     * reference written as a bare word could be made but never used by that name */
+    if (store_name_valid(ref))
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                             "'%s' is a bare word, which names a stored image (`nsbox image "
+                             "ls`), never an OCI reference such as docker.io/library/%s: write "
+                             "%s:latest (or another tag, or a name with a '/')",
+                             ref, ref, ref);
     if (nsbox_ociref_parse(ref, &r, e) < 0)
         return -1;
     nsbox_ociref_format(&r, canon, NSBOX_OCIREF_MAX + 1);
@@ -159,7 +167,8 @@ int nsbox_oci_lookup_check(int rootfs_fd, const char *dir, struct nsbox_err *e)
     }
     return nsbox_err_set(e, NSBOX_E_INVALID, ENOENT,
                          "image %s has no python3 on its PATH (%s): an image must provide "
-                         "/bin/sh and python3",
+                         "/bin/sh and python3 (install python3 in it, or start from one that "
+                         "has it, such as python:3.12-slim)",
                          name, path);
 }
 

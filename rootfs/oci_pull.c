@@ -20,7 +20,7 @@
 
 /* What a failure is about, which decides what the message adds: the credentials skopeo used,
  * or where it looked for the registry's CA. */
-enum hint { HINT_NONE, HINT_AUTH, HINT_CA };
+enum hint { HINT_NONE, HINT_AUTH, HINT_CA, HINT_PLAIN };
 
 static const struct {
     const char *needle, *meaning;
@@ -37,8 +37,7 @@ static const struct {
     {"choosing image instance", "no platform match: the image has no variant for this machine",
      HINT_NONE},
     {"x509", "TLS failure: the registry's certificate is not trusted", HINT_CA},
-    {"http response to https client", "TLS failure: the registry speaks plain HTTP (mark it "
-                                      "insecure in registries.conf)", HINT_NONE},
+    {"http response to https client", "TLS failure: the registry speaks plain HTTP", HINT_PLAIN},
     {"tls:", "TLS failure", HINT_CA},
     {"digest", "digest mismatch: the registry sent content that does not match its digest",
      HINT_NONE},
@@ -99,7 +98,7 @@ static void auth_hint(const char *domain, char *out, size_t n)
 
 /* Where containers-certs.d(5) looks for the CA of registry `domain` (host:port): the user's
  * directory first for others than root, then the system's and docker's. */
-static void ca_hint(const char *domain, char *out, size_t n)
+static void ca_hint(const char *ref, const char *domain, char *out, size_t n)
 {
     const char *home = getenv("HOME");
     size_t len = 0;
@@ -109,12 +108,13 @@ static void ca_hint(const char *domain, char *out, size_t n)
     if (len < n)
         snprintf(out + len, n - len,
                  "/etc/containers/certs.d/%s/ and /etc/docker/certs.d/%s/ searched for a CA "
-                 "(ca.crt); add the registry's CA there, or --tls-verify=false",
-                 domain, domain);
+                 "(ca.crt); add the registry's CA there, or pull without checking it: "
+                 "`nsbox image pull --tls-verify=false %s`",
+                 domain, domain, ref);
 }
 
-/* skopeo's own words: the msg="..." of its last line, at most its last 240 bytes (the cause
- * is at the end of Go's wrapped errors), control characters replaced. */
+/* skopeo's own words: the msg="..." of its last line, unquoted, at most its last 240 bytes
+ * (the cause is at the end of Go's wrapped errors), control characters replaced. */
 static void skopeo_said(const char *last, char *out, size_t n)
 {
     const char *m = strstr(last, "msg=\"");
@@ -126,8 +126,12 @@ static void skopeo_said(const char *last, char *out, size_t n)
     size_t k = 0;
     if (from != m && k + 3 < n)
         k += (size_t)snprintf(out, n, "...");
-    for (; from < m + len && k + 1 < n; from++)
+    for (; from < m + len && k + 1 < n; from++) {
+        if (m != last && from[0] == '\\' && from + 1 < m + len &&
+            (from[1] == '"' || from[1] == '\\'))
+            from++; /* logfmt's quoting of a quote or backslash inside msg="..." */
         out[k++] = (unsigned char)*from < 0x20 || *from == 0x7f ? '?' : *from;
+    }
     out[k] = '\0';
 }
 
@@ -150,7 +154,12 @@ static void explain(const char *ref, const char *domain, char *out, struct nsbox
             if (skopeo_errors[k].hint == HINT_AUTH)
                 auth_hint(domain, hint, sizeof hint);
             else if (skopeo_errors[k].hint == HINT_CA)
-                ca_hint(domain, hint, sizeof hint);
+                ca_hint(ref, domain, hint, sizeof hint);
+            else if (skopeo_errors[k].hint == HINT_PLAIN) /* run and create always verify */
+                snprintf(hint, sizeof hint,
+                         "fix: `nsbox image pull --tls-verify=false %s` (then run and create "
+                         "use the stored image), or mark %s insecure in registries.conf",
+                         ref, domain);
             /* paths from the environment, whole (a cut one names no file) but one line */
             for (char *c = hint; *c; c++)
                 if ((unsigned char)*c < 0x20 || *c == 0x7f)

@@ -215,7 +215,9 @@ int nsbox_oci_source_stage(int in_fd, int stage_fd, struct nsbox_oci_source *s, 
     archive_read_support_format_tar(a);
     int rc = -1;
     if (archive_read_open_fd(a, in_fd, 128 * 1024) != ARCHIVE_OK) {
-        nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "not a tar archive: %s",
+        nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                      "not a tar archive (import takes a `docker save` or OCI archive, "
+                      "compressed or not, or an OCI layout directory): %s",
                       archive_error_string(a) ? archive_error_string(a) : "?");
         goto out;
     }
@@ -290,7 +292,8 @@ static int plan_oci(const struct nsbox_oci_source *s, const char *index, size_t 
                     struct nsbox_oci_plan *p, struct nsbox_err *e)
 {
     struct nsbox_oci_desc d;
-    if (nsbox_ocimanifest_pick(index, ilen, NULL, "linux", nsbox_oci_source_arch(), &d, e) < 0)
+    if (nsbox_ocimanifest_pick(index, ilen, s->want, "linux", nsbox_oci_source_arch(), &d, e) <
+        0)
         return nsbox_err_wrap(e, "index.json");
     for (int depth = 0;; depth++) {
         size_t len;
@@ -334,7 +337,7 @@ static int plan_docker(const struct nsbox_oci_source *s, const char *text, size_
     cleanup_free struct nsbox_docker_save *d = malloc(sizeof *d);
     if (!d)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-    if (nsbox_ocimanifest_docker_save(text, len, NULL, d, e) < 0)
+    if (nsbox_ocimanifest_docker_save(text, len, s->want, d, e) < 0)
         return -1;
     const char *cd = member_digest(s, d->config);
     if (!cd)

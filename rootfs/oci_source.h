@@ -26,6 +26,7 @@ struct nsbox_oci_source {
     struct nsbox_oci_member *m;
     size_t n, cap;
     bool archive;
+    const char *want; /* --name: which image of a `docker save` of several, or NULL */
 };
 
 /* Its members, its descriptor. */

@@ -96,11 +96,11 @@ int nsbox_oci_store_import(const char *src, const char *ref, bool progress,
     if (nsbox_imagelibs_load(e) < 0)
         return -1;
     if (ref) { /* checked first: a bad name must not cost an unpack */
-        struct nsbox_ociref r;
-        if (nsbox_ociref_parse(ref, &r, e) < 0)
+        char canon[NSBOX_OCIREF_MAX + 1], file[NSBOX_OCIREF_MAX + 1];
+        if (nsbox_oci_lookup_ref_file(ref, canon, file, e) < 0)
             return -1;
     }
-    struct nsbox_oci_source s = {.dir_fd = -1};
+    struct nsbox_oci_source s = {.dir_fd = -1, .want = ref};
     int rc = -1;
     bool is_stdin = !strcmp(src, "-");
     cleanup_close int fd = is_stdin ? dup(0) : open(src, O_RDONLY | O_CLOEXEC);
@@ -213,18 +213,41 @@ static bool has_refs(const char *name)
     return found;
 }
 
+/* Whether a reference other than canon names image name; also when the references cannot be
+ * read: then the caller keeps what it would remove. */
+static bool has_other_refs(const char *name, const char *canon)
+{
+    struct nsbox_oci_ref *v = NULL;
+    size_t n = 0;
+    struct nsbox_err ignored; /* the image is then taken as in use by its last name */
+    bool found = false;
+    if (nsbox_oci_store_refs(&v, &n, &ignored) < 0)
+        return false;
+    for (size_t i = 0; i < n && !found; i++)
+        found = !strcmp(v[i].name, name) && strcmp(v[i].ref, canon) != 0;
+    free(v);
+    return found;
+}
+
 int nsbox_oci_store_remove(const char *ref, struct nsbox_err *e)
 {
     char name[64];
     if (nsbox_oci_lookup_name(ref, name, sizeof name, e) < 0)
         return -1;
     bool by_name = !strcmp(ref, name);
-    if (nsbox_oci_store_in_use(name))
+    char canon[NSBOX_OCIREF_MAX + 1], file[NSBOX_OCIREF_MAX + 1];
+    if (!by_name && nsbox_oci_lookup_ref_file(ref, canon, file, e) < 0)
+        return -1;
+    /* a name that is not the image's last goes whatever uses the image, as docker's untag */
+    if (nsbox_oci_store_in_use(name) && (by_name || !has_other_refs(name, canon)))
         return nsbox_err_set(e, NSBOX_E_BUSY, EBUSY,
-                             "image %s is in use by a sandbox: remove the sandbox first", ref);
+                             "image %s is in use by a sandbox: remove the sandbox first (`nsbox "
+                             "ls`; the warm pool's, listed as pooled, go with `nsbox pool "
+                             "drain`)",
+                             ref);
     if (!by_name) {
-        char dir[PATH_MAX], canon[NSBOX_OCIREF_MAX + 1], file[NSBOX_OCIREF_MAX + 1];
-        if (refs_dir(dir, sizeof dir, e) < 0 || nsbox_oci_lookup_ref_file(ref, canon, file, e) < 0)
+        char dir[PATH_MAX];
+        if (refs_dir(dir, sizeof dir, e) < 0)
             return -1;
         cleanup_close int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0 || unlinkat(dfd, file, 0) < 0)
@@ -307,6 +330,9 @@ int nsbox_oci_store_resolve(const char *image, enum nsbox_pull pull, char *name,
         return -1;
     if (pull == NSBOX_PULL_NEVER)
         return nsbox_err_wrap(e, "%s=never", said);
+    /* a pull can take minutes before the sandbox starts: said where a note is wanted */
+    nsbox_image_note(true, "pulling %s (%s)", image,
+                     pull == NSBOX_PULL_ALWAYS ? "pull=always" : "not in the store");
     struct nsbox_oci_imported im;
     if (nsbox_oci_pull(image, false, true, &im, e) < 0)
         return -1;

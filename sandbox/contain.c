@@ -274,6 +274,54 @@ static int no_new_privs(struct nsbox_err *e)
     return 0;
 }
 
+/* Whether path names nothing at all (ENOENT, ENOTDIR): what cannot be decided here (a
+ * directory this user may not search) is left to the exec to report. */
+static bool path_missing(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) < 0 && (errno == ENOENT || errno == ENOTDIR);
+}
+
+/* nsbox-oci, before the start barrier: a program that is nowhere fails the create, as runc's
+ * does ("executable file not found in $PATH", which engines turn into exit code 127 and show),
+ * instead of a start that succeeds and a container that ends at once with 127 and no word:
+ * after the start, the workload's report has no reader and its stderr may be no one's. */
+static int program_check(const struct nsbox_launch *L, struct nsbox_err *e)
+{
+    const char *name = L->argv[0], *path = NULL;
+    char cand[PATH_MAX];
+    if (strchr(name, '/')) {
+        if (name[0] == '/')
+            snprintf(cand, sizeof cand, "%s", name);
+        else if ((size_t)snprintf(cand, sizeof cand, "%s/%s", L->cwd, name) >= sizeof cand)
+            return 0;
+        if (!path_missing(cand))
+            return 0;
+        return nsbox_err_set(e, NSBOX_E_EXEC, ENOENT,
+                             "process.args[0] %s: no such file or directory in the container",
+                             name);
+    }
+    for (char **v = L->envp; v && *v && !path; v++)
+        if (!strncmp(*v, "PATH=", 5))
+            path = *v + 5;
+    if (!path)
+        path = "/bin:/usr/bin"; /* execvp's own default */
+    for (const char *d = path;; d++) {
+        size_t n = strcspn(d, ":");
+        const char *dir = n ? d : L->cwd; /* an empty entry is the working directory */
+        int dn = n ? (int)n : (int)strlen(L->cwd);
+        if ((size_t)snprintf(cand, sizeof cand, "%.*s/%s", dn, dir, name) >= sizeof cand ||
+            !path_missing(cand))
+            return 0;
+        d += n;
+        if (!*d)
+            break;
+    }
+    return nsbox_err_set(e, NSBOX_E_EXEC, ENOENT,
+                         "process.args[0] %s: executable file not found in $PATH (PATH=%.512s)",
+                         name, path);
+}
+
 /* nsbox-oci's start barrier (docs/oci.md): the sandbox is whole, hardened, and waits for
  * `nsbox-oci start` before the workload exists. Anything but 's' (the runtime went away, the
  * container was deleted before its start) ends init without running it. */
@@ -465,6 +513,8 @@ void nsbox_contain_child_main(struct nsbox_launch *L)
             int keep[] = {L->start_fd, L->report_wr, L->agent_fd, L->oom_fd};
             nsbox_close_fds_keep_from(3 + (int)L->preserve_fds, keep, NSBOX_ARRAY_LEN(keep));
         }
+        if (program_check(L, &e) < 0)
+            report_and_exit(L, 127, &e);
         if (start_barrier(L, &e) < 0)
             report_and_exit(L, 125, &e);
     }

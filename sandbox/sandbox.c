@@ -287,6 +287,7 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
     if (nsbox_image_resolve(s->image, &img, e) < 0)
         return -1;
     c->image_lock_fd = img.lock_fd;
+    snprintf(c->image_name, sizeof c->image_name, "%s", img.name);
     /* The workspace: the caller's directory, or a fresh filesystem of limits.disk_bytes
      * (policy/wsplan.h). The ext4 kind is made in a thread while the rest is prepared. */
     bool dir_given = s->workspace[0] != '\0';

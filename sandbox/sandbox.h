@@ -21,6 +21,7 @@ struct nsbox_sandbox {
     struct nsbox_net *net;
     char **envp;
     int image_lock_fd; /* shared lock on the stored image while the sandbox lives */
+    char image_name[64]; /* the stored image it was made from ("oci-<id>" for a reference) */
     pid_t pid;   /* init (pid 1 inside), in our pid namespace; 0 before the clone */
     int pidfd;
     pid_t helper; /* the helper that entered joined namespaces (launch.h): our parent's to reap */

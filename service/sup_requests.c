@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "supervisor_impl.h"
 #include "cleanup.h"
+#include "oci_lookup.h"
+#include "oci_store.h"
 #include "util.h"
 #include "workspace.h"
 
@@ -185,6 +187,16 @@ static void do_inspect(struct sup *S, int ci, const char *tag)
     cJSON *spec = nsbox_spec_to_cjson(S->spec);
     if (spec)
         cJSON_AddItemToObject(r, "spec", spec);
+    /* which image a reference named when the sandbox was made: the spec keeps the reference,
+     * whose tag may have moved since (a CI job records what it ran) */
+    char digest[80];
+    uint64_t size;
+    if (nsbox_oci_lookup_has_prefix(S->sb.image_name) &&
+        nsbox_oci_store_meta(S->sb.image_name, digest, sizeof digest, &size, NULL, NULL) == 0) {
+        cJSON *img = cJSON_AddObjectToObject(r, "image");
+        cJSON_AddStringToObject(img, "id", S->sb.image_name);
+        cJSON_AddStringToObject(img, "digest", digest);
+    }
     cJSON *lim = cJSON_AddObjectToObject(r, "limits");
     cJSON_AddNumberToObject(lim, "cpus", S->spec->limits.cpus);
     cJSON_AddNumberToObject(lim, "memory_bytes", (double)S->spec->limits.memory_bytes);

@@ -15,7 +15,7 @@ import warnings
 
 from . import errors
 from ._transport import find_binary, runtime_dir
-from .models import EgressPolicy, HookContext, Network, binding_entries
+from .models import EgressPolicy, GitHubBinding, HookContext, Network, binding_entries
 from .session import AsyncSession, Session, run_blocking
 
 _REGION_MESSAGE = re.compile(r"^This network policy is not supported in region ")
@@ -217,10 +217,10 @@ class LocalSandbox:
         if p.returncode != 0:
             err = parsed.get("error") if isinstance(parsed, dict) else None
             if isinstance(err, dict) and isinstance(err.get("message"), str):
-                raise creation_error(err["message"], err.get("code"))
+                raise creation_error(self._explain(err["message"]), err.get("code"))
             msg = _message_from_stderr(stderr) or (
                 "nsbox create failed with exit code %d" % p.returncode)
-            raise creation_error(msg)
+            raise creation_error(self._explain(msg))
         if not isinstance(parsed, dict) or not isinstance(parsed.get("id"), str):
             raise errors.SandboxCreationError("nsbox create printed no sandbox id: %r" % out)
         # What the command line says on success (a root-owned workspace the sandbox cannot
@@ -231,6 +231,15 @@ class LocalSandbox:
                               stacklevel=_outside_stacklevel())
         rt = parsed.get("runtime_dir") or runtime_dir(env)
         return parsed["id"], rt
+
+    def _explain(self, message):
+        """The runtime's message, with what only the client knows: a GitHubBinding stands for
+        two hosts, and the user wrote neither of them."""
+        github = any(isinstance(b, GitHubBinding) for b in self.header_bindings or ())
+        if github and re.search(r"host '(api\.)?github\.com(:443)?' is bound", message):
+            message += (" (GitHubBinding binds api.github.com, and github.com for git over "
+                        "HTTPS: allow both)")
+        return message
 
     def _abandon_create(self, p):
         """Stop an `nsbox create` whose caller gave up: SIGTERM makes it stop the creation and

@@ -459,6 +459,19 @@ class OptionsAndErrors(ClientTest):
                 self.assertEqual(r.returncode, 125)
                 self.assertIn(msg.split(": ", 2)[2], r.stderr.decode())
 
+    def test_github_binding_says_it_binds_two_hosts(self):
+        # the runtime names github.com, which the user never wrote: GitHubBinding did
+        box = self.box(network=nsbox.Network.allow(hosts=("api.github.com",)),
+                       header_bindings=[nsbox.GitHubBinding(token="ghp_" + "x" * 36)])
+        with self.assertRaises(nsbox.InvalidOption) as cm:
+            with box.open():
+                self.fail("created")
+        msg = str(cm.exception)
+        self.assertIn("host 'github.com' is bound but not in the network's allow list", msg)
+        self.assertIn("GitHubBinding binds api.github.com, and github.com for git over HTTPS: "
+                      "allow both", msg)
+        self.assertNotIn("x" * 36, msg)
+
     def test_local_type_checks_only(self):
         with self.assertRaises(TypeError):
             nsbox.Network.allow(hosts="pypi.org")  # a str is not a sequence of hosts

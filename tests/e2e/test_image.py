@@ -189,7 +189,17 @@ class HostImage(unittest.TestCase):
         self.assertIn("apt-get install libarchive13", r.stderr)
         self.assertNotIn("out of memory", r.stderr)
         self.assertEqual(nsbox(self.data, "image", "import", bad).stderr.strip(),
-                         "nsbox: not a tar archive: Unrecognized archive format")
+                         "nsbox: not a tar archive (import takes a `docker save` or OCI "
+                         "archive, compressed or not, or an OCI layout directory): "
+                         "Unrecognized archive format")
+
+    def test_help_after_a_subcommand(self):
+        # as `nsbox run --help`: the image commands' help, not "unknown option"
+        for args in (["image", "pull", "--help"], ["image", "build", "-h"],
+                     ["image", "import", "-q", "--help"]):
+            r = nsbox(self.data, *args)
+            self.assertEqual(r.returncode, 0, (args, r.stderr))
+            self.assertIn("nsbox image pull [-q]", r.stdout)
 
     def test_usage_errors(self):
         for args in (["image"], ["image", "build"], ["image", "build", "ubuntu"],

@@ -5,10 +5,12 @@ directory, hard link and Env are seen inside; a corrupt blob is refused with not
 registry on 127.0.0.1 (Debian's docker-registry, tests/lib/oci_registry.py) serves pulls: in
 plain HTTP, and with TLS and htpasswd auth (credentials, a refused password, an unknown tag, an
 untrusted certificate, the --pull policies of run and create)."""
+import io
 import json
 import os
 import shutil
 import sys
+import tarfile
 import tempfile
 import unittest
 
@@ -105,9 +107,21 @@ class OciImages(unittest.TestCase):
         # in use: refused
         r = self.nsbox("create", "--image", "t/b:2", check=True)
         sid = r.stdout.decode().strip()
+        # inspect says which image the reference named when the sandbox was made
+        r = self.nsbox("inspect", sid, check=True)
+        made = json.loads(r.stdout.decode())
+        self.assertEqual(made["spec"]["image"], "t/b:2")
+        self.assertEqual(made["image"], {"id": info["id"], "digest": info["digest"]})
         r = self.nsbox("image", "rm", "t/b:2")
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"in use", r.stderr)
+        self.assertIn(b"`nsbox pool drain`", r.stderr)  # a run's pooled sandbox may be the one
+        # but a name that is not its last goes (docker's untag): the image stays for the sandbox
+        self.nsbox("image", "tag", "t/b:2", "t/c:3", check=True)
+        r = self.nsbox("image", "rm", "t/c:3")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.nsbox("image", "inspect", "t/b:2", check=True)
+        self.assertEqual(json.loads(r.stdout.decode())["refs"], ["docker.io/t/b:2"])
         self.nsbox("rm", sid, check=True)
         self.nsbox("image", "rm", "t/b:2", check=True)
         self.assertEqual([n for n in self.images() if n.startswith("oci-")], [])
@@ -117,6 +131,72 @@ class OciImages(unittest.TestCase):
         r = self.nsbox("image", "prune", check=True)
         self.assertIn(b"removed 1", r.stdout)
         self.assertEqual([n for n in self.images() if n.startswith("oci-")], [])
+
+    def test_an_archive_or_layout_given_to_image_says_to_import_it(self):
+        archive = os.path.join(self.src, "oci.tar")
+        oci_images.tar_dir(self.layout, archive)
+        for path, what in ((self.layout, b"an OCI image layout, not a root filesystem"),
+                           (archive, b"not a directory; an image archive")):
+            r = self.nsbox("run", "--image", path, "--", "true")
+            self.assertEqual(r.returncode, 125)
+            self.assertIn(what, r.stderr)
+            self.assertIn(b"`nsbox image import %s`" % path.encode(), r.stderr)
+
+    def test_docker_save_of_two_images_imports_the_one_named(self):
+        # `docker save a b`: one manifest.json entry per image; --name chooses by RepoTag
+        archive = os.path.join(self.src, "two.tar")
+        l1, l2 = oci_images.layer1(), oci_images.layer2()
+        c1, c2 = oci_images.config([l1]), oci_images.config([l1, l2])
+        with tarfile.open(archive, "w") as tar:
+            def put(name, data):
+                ti = tarfile.TarInfo(name)
+                ti.size = len(data)
+                tar.addfile(ti, io.BytesIO(data))
+            put("1/layer.tar", l1)
+            put("2/layer.tar", l2)
+            put("c1.json", c1)
+            put("c2.json", c2)
+            put("manifest.json", json.dumps([
+                {"Config": "c1.json", "RepoTags": ["t/one:1"], "Layers": ["1/layer.tar"]},
+                {"Config": "c2.json", "RepoTags": ["t/two:1"],
+                 "Layers": ["1/layer.tar", "2/layer.tar"]}]).encode())
+        r = self.nsbox("image", "import", "-q", archive)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"the archive holds 2 images: choose one with --name", r.stderr)
+        r = self.nsbox("image", "import", "-q", "--name", "docker.io/t/two:1", archive)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.nsbox("run", "--pull", "never", "--image", "t/two:1", "--", "cat", "/top.txt")
+        self.assertEqual((r.returncode, r.stdout), (0, b"at the top\n"), r.stderr)
+        r = self.nsbox("image", "import", "-q", "--name", "t/three:1", archive)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"no image tagged 't/three:1' among the archive's 2 (t/one:1, t/two:1)",
+                      r.stderr)
+
+    def test_a_bare_word_is_never_made_a_reference(self):
+        # `--image mine` and `image rm mine` look for the stored image "mine": a reference
+        # docker.io/library/mine made by tag or import --name could never be used by that name
+        self.nsbox("image", "import", "-q", "--name", "t/a:1", self.layout, check=True)
+        for cmd in (("image", "tag", "t/a:1", "mine"),
+                    ("image", "import", "-q", "--name", "mine", self.layout),
+                    ("image", "inspect", "mine")):
+            r = self.nsbox(*cmd)
+            self.assertEqual(r.returncode, 125, cmd)
+            self.assertIn(b"'mine' is a bare word, which names a stored image", r.stderr)
+            self.assertIn(b"write mine:latest", r.stderr)
+        r = self.nsbox("image", "ls", "--json", check=True)
+        self.assertEqual([i["name"] for i in json.loads(r.stdout.decode())], ["docker.io/t/a:1"])
+        # `image pull python` stores docker.io/library/python:latest: rm python names it
+        self.nsbox("image", "tag", "t/a:1", "mine:latest", check=True)
+        r = self.nsbox("image", "rm", "mine")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"image 'mine' does not exist; the reference docker.io/library/mine:latest "
+                      b"does: `nsbox image rm mine:latest`", r.stderr)
+        self.nsbox("image", "rm", "mine:latest", check=True)
+        # and a bare word that names no stored image says how to write the reference
+        r = self.nsbox("run", "--image", "mine", "--", "true")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"an OCI reference (a bare word is never one: `mine:latest` is "
+                      b"docker.io/library/mine)", r.stderr)
 
     def test_progress_on_a_terminal_only_and_json(self):
         # on a pipe, without -q: the result alone
@@ -176,6 +256,7 @@ class OciImages(unittest.TestCase):
         r = self.nsbox("run", "--image", "t/nopy:1", "--", "true")
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"no python3", r.stderr)
+        self.assertTrue(r.stderr.startswith(b"nsbox: t/nopy:1: image oci-"), r.stderr)
 
     def test_digest_mismatch_keeps_nothing(self):
         bad = os.path.join(self.src, "bad")
@@ -234,6 +315,30 @@ class Registry(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         r = run_nsbox(["run", "--image", ref, "--", "sh", "-c", "echo $FOO"], dirs, timeout=120)
         self.assertEqual((r.returncode, r.stdout.strip()), (0, b"from-image"), r.stderr)
+        # --tls-verify=true is skopeo's default spelled out: it verifies
+        r = run_nsbox(["image", "pull", "-q", "--tls-verify=true", ref], dirs, timeout=120)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"speaks plain HTTP", r.stderr)
+        # run's own pull verifies TLS: the fix it gives is the pull that does not
+        r = run_nsbox(["run", "--pull", "always", "--image", ref, "--", "true"], dirs,
+                      timeout=120)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"speaks plain HTTP", r.stderr)
+        self.assertIn(("fix: `nsbox image pull --tls-verify=false %s`" % ref).encode(), r.stderr)
+        self.assertNotIn(b'\\"', r.stderr)  # skopeo's words unquoted
+        self.assertNotIn(b"pulling", r.stderr)  # on a pipe, the command's words alone
+        # on a terminal, that the run is pulling (for minutes, with a big image) before it fails
+        code, out, _, _ = in_a_terminal(["run", "--pull", "always", "--image", ref, "--",
+                                         "true"], dirs, timeout=120)
+        self.assertEqual(code, 125)
+        self.assertIn(("nsbox: pulling %s (pull=always)" % ref).encode(), out)
+        # create's own pull is its supervisor's, which has no terminal: a reference not in the
+        # store is pulled by create itself there, saying so
+        other = ref[:-1] + "7"
+        code, out, _, _ = in_a_terminal(["create", "--image", other], dirs, timeout=120)
+        self.assertEqual(code, 125)
+        self.assertIn(("nsbox: pulling %s (not in the store)" % other).encode(), out)
+        self.assertIn(b"speaks plain HTTP", out)
         # a tag the registry does not have: the cause, named
         r = run_nsbox(["image", "pull", "-q", "--tls-verify=false", ref[:-1] + "9"], dirs,
                       timeout=120)
@@ -301,6 +406,8 @@ class SecureRegistry(unittest.TestCase):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"TLS failure", r.stderr)
         self.assertIn(("/etc/containers/certs.d/%s/" % self.reg.host).encode(), r.stderr)
+        # run and create have no --tls-verify: the fix names the pull that has it
+        self.assertIn(("`nsbox image pull --tls-verify=false %s`" % self.ref).encode(), r.stderr)
         self.assertEqual(self.oci_images(), [])
 
     def test_pull_policies(self):

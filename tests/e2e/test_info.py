@@ -18,7 +18,7 @@ NSBOX = os.environ.get("NSBOX_BIN", "")
 CHECKS = [
     "user_namespaces", "namespaces", "overlayfs", "cgroups", "seccomp", "nftables",
     "net_admin", "idmapped_mounts", "openat2", "image_host", "image_debian", "workspace_disk",
-    "privileges", "config", "egress_helper",
+    "privileges", "config", "egress_helper", "oci_images",
 ]
 REQUIRED = {"user_namespaces", "namespaces", "cgroups", "seccomp", "openat2", "image_host",
             "config"}
@@ -139,6 +139,21 @@ class InfoTest(Shape, unittest.TestCase):
         self.assertEqual((c["ok"], c["required"]), (False, False), c)
         self.assertIn(os.path.join(d, "nsbox-egress") + " (ENOENT)", c["detail"])
         self.assertIn("install nsbox-egress beside nsbox", c["fix"])
+
+    def test_oci_images_names_skopeo(self):
+        # pulls run skopeo ($NSBOX_SKOPEO, else from PATH): without it only import works
+        c = by_name(json.loads(run(["info", "--json"]).stdout))["oci_images"]
+        self.assertFalse(c["required"])
+        if c["ok"]:
+            self.assertIn("pull (", c["detail"])
+        proc = run(["info", "--json"], env=dict(os.environ, NSBOX_SKOPEO="/nonexistent/skopeo"))
+        c = by_name(json.loads(proc.stdout))["oci_images"]
+        if "import works" not in c["detail"]:
+            self.skipTest("libarchive or libcrypto cannot be loaded here: " + c["detail"])
+        self.assertEqual((c["ok"], c["required"]), (False, False), c)
+        self.assertIn("pull does not: NSBOX_SKOPEO=/nonexistent/skopeo is not executable",
+                      c["detail"])
+        self.assertTrue(c["fix"].endswith("apt-get install skopeo"), c)
 
     def test_a_broken_config_is_a_missing_required_check(self):
         # The report said "OK" and "ok": true beside the error on stderr and exit code 1.

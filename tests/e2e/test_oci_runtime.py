@@ -325,6 +325,24 @@ class OciRuntime(BundleCase):
         self.assertFalse(os.path.exists(self.pidfile))
         self.assertFalse(os.path.exists(os.path.join(self.root, "p1")))
 
+    def test_program_not_found_fails_create(self):
+        # as runc's create does, in the words engines match (podman: exit code 127 and the
+        # message); a create that succeeded left start to succeed and the container to end
+        # at once with 127 and no word anywhere
+        for args, want in ((["nonexistent-cmd"], "nonexistent-cmd: executable file not found "
+                                                 "in $PATH (PATH=/bin)"),
+                           (["/bin/nope"], "/bin/nope: no such file or directory"),
+                           (["./nope"], "./nope: no such file or directory")):
+            self.write_config(config(args))
+            self.assertIn(want, self.create_refused("n1"), args)
+        self.assertEqual(self.dirs.leftovers(), [])
+        # a program found on PATH, or by a path, still runs
+        self.write_config(config(["/bin/sh", "-c", "echo found"]))
+        pid = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0)
+        self.assertEqual(self.output(), "found\n")
+
     def test_bad_config_names_key(self):
         c = config(["true"])
         c["process"]["cwd"] = "relative"
@@ -332,6 +350,15 @@ class OciRuntime(BundleCase):
         r = self.oci("create", "--bundle", self.bundle, "c1")
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("'process.cwd'", r.stderr.decode())
+        # a bundle without config.json says what a bundle is (runc's default is the cwd)
+        r = self.oci("create", "--bundle", self.tmp, "c1")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("config.json does not exist: the bundle is --bundle DIR, or the current "
+                      "directory", r.stderr.decode())
+        # runc's commands that nsbox-oci has not are named so, not as typos
+        r = self.oci("spec")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("'spec' is a runc command that nsbox-oci does not have", r.stderr.decode())
 
 
 CONTAINERD_CONFIG = """version = 2

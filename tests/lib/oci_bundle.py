@@ -74,7 +74,7 @@ def is_mount_point(path):
 class BundleCase(unittest.TestCase):
     """A bundle per test (a busybox-static root, config.json written by the test), nsbox-oci
     with its own --root and JSON log, and every container deleted (--force) at the end."""
-    TOOLS = ("sh", "echo", "sleep", "id", "hostname", "pwd", "cat")
+    TOOLS = ("sh", "echo", "sleep", "id", "hostname", "pwd", "cat", "true")
 
     def setUp(self):
         self.dirs = Dirs()

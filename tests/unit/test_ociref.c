@@ -107,6 +107,32 @@ static void test_index_pick(void **state)
     assert_int_equal(nsbox_ocimanifest_pick(list, strlen(list), NULL, "linux", "s390x", &d, &e),
                      -1);
     assert_non_null(strstr(e.msg, "no image for this platform"));
+    /* a multi-arch list: a name given for the store does not stop the platform's pick */
+    assert_int_equal(nsbox_ocimanifest_pick(list, strlen(list), "t/x:1", "linux", "amd64", &d,
+                                            &e),
+                     0);
+    assert_string_equal(d.digest, D2);
+    /* a layout of two tags (skopeo copy ... oci:DIR:TAG twice): --name chooses */
+    const char *tags = "{\"schemaVersion\":2,\"manifests\":[{\"digest\":\"" D1 "\",\"size\":1,"
+                       "\"annotations\":{\"org.opencontainers.image.ref.name\":\"1\"}},"
+                       "{\"digest\":\"" D2 "\",\"size\":2,\"annotations\":"
+                       "{\"org.opencontainers.image.ref.name\":\"docker.io/team/py:2\"}}]}";
+    assert_int_equal(nsbox_ocimanifest_pick(tags, strlen(tags), NULL, "linux", "amd64", &d, &e),
+                     -1);
+    assert_non_null(strstr(e.msg, "choose one with --name REF, whose reference or tag is one "
+                                  "of their ref names (1, docker.io/team/py:2)"));
+    assert_int_equal(nsbox_ocimanifest_pick(tags, strlen(tags), "team/py:1", "linux", "amd64", &d,
+                                            &e),
+                     0);
+    assert_string_equal(d.digest, D1);
+    assert_int_equal(nsbox_ocimanifest_pick(tags, strlen(tags), "team/py:2", "linux", "amd64", &d,
+                                            &e),
+                     0);
+    assert_string_equal(d.digest, D2);
+    assert_int_equal(nsbox_ocimanifest_pick(tags, strlen(tags), "team/py:3", "linux", "amd64", &d,
+                                            &e),
+                     -1);
+    assert_non_null(strstr(e.msg, "no image named 'team/py:3'"));
 }
 
 static void test_manifest_and_config(void **state)
@@ -138,6 +164,34 @@ static void test_manifest_and_config(void **state)
     free(c);
 }
 
+static void test_docker_save_pick(void **state)
+{
+    (void)state;
+    struct nsbox_docker_save *d = malloc(sizeof *d);
+    struct nsbox_err e = {0};
+    /* `docker save a b`: --name chooses, compared as references; alone, the first */
+    const char *two = "[{\"Config\":\"a.json\",\"RepoTags\":[\"busybox:latest\"],"
+                      "\"Layers\":[\"1/layer.tar\"]},"
+                      "{\"Config\":\"b.json\",\"RepoTags\":[\"team/py:1\"],"
+                      "\"Layers\":[\"1/layer.tar\",\"2/layer.tar\"]}]";
+    assert_int_equal(nsbox_ocimanifest_docker_save(two, strlen(two), NULL, d, &e), -1);
+    assert_non_null(strstr(e.msg, "choose one with --name"));
+    assert_int_equal(nsbox_ocimanifest_docker_save(two, strlen(two), "docker.io/team/py:1", d, &e),
+                     0);
+    assert_string_equal(d->config, "b.json");
+    assert_int_equal(d->n_layers, 2);
+    assert_int_equal(nsbox_ocimanifest_docker_save(two, strlen(two), "busybox", d, &e), 0);
+    assert_string_equal(d->config, "a.json");
+    assert_int_equal(nsbox_ocimanifest_docker_save(two, strlen(two), "team/py:2", d, &e), -1);
+    assert_non_null(strstr(e.msg, "(busybox:latest, team/py:1)"));
+    /* one image: the name is only what it is stored as */
+    const char *one = "[{\"Config\":\"a.json\",\"RepoTags\":[\"busybox:latest\"],"
+                      "\"Layers\":[\"1/layer.tar\"]}]";
+    assert_int_equal(nsbox_ocimanifest_docker_save(one, strlen(one), "mine:1", d, &e), 0);
+    assert_string_equal(d->config, "a.json");
+    free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -145,6 +199,7 @@ int main(void)
         cmocka_unit_test(test_entry_names),
         cmocka_unit_test(test_index_pick),
         cmocka_unit_test(test_manifest_and_config),
+        cmocka_unit_test(test_docker_save_pick),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -155,6 +155,17 @@ static void test_devices(void **state)
                        "\"minor\":3}]}",
                        "below /dev");
     expect_parse_error("{\"devices\":[{\"path\":\"/dev/x\",\"type\":\"c\"}]}", "major and minor");
+    /* every host device, as engines list them for --privileged: refused as privileged */
+    char many[4096];
+    size_t len = (size_t)snprintf(many, sizeof many, "{\"devices\":[");
+    for (int i = 0; i < 33; i++)
+        len += (size_t)snprintf(many + len, sizeof many - len,
+                                "%s{\"path\":\"/dev/tty%d\",\"type\":\"c\",\"major\":4,"
+                                "\"minor\":%d}",
+                                i ? "," : "", i, i);
+    snprintf(many + len, sizeof many - len, "]}");
+    expect_parse_error(many, "privileged containers are not supported");
+    expect_parse_error(many, "drop --privileged");
 }
 
 static void test_sysctl(void **state)

@@ -354,6 +354,14 @@ static void test_bindings_refused(void **state)
     assert_int_equal(load(s, json, &e), 0);
     assert_fails_with(nsbox_spec_validate(s, &e), &e, NSBOX_E_INVALID,
                       "not in the network's allow");
+    /* the name is allowed, on another port than the binding's (443 when it names none) */
+    snprintf(json, sizeof json,
+             "{\"network\": {\"allow\": [\"a.test:8443\"]}, \"header_bindings\": [%s]}", two);
+    assert_int_equal(load(s, json, &e), 0);
+    assert_fails_with(nsbox_spec_validate(s, &e), &e, NSBOX_E_INVALID,
+                      "host 'a.test' is bound on port 443, but the network's allow list has "
+                      "'a.test:8443'");
+    assert_non_null(strstr(e.msg, "fix: bind 'a.test:8443'"));
     assert_int_equal(load(s, "{\"network\": \"none\"}", &e), 0);
     assert_fails_with(nsbox_spec_validate(s, &e), &e, NSBOX_E_INVALID, "the network is none");
     assert_int_equal(load(s, "{\"network\": \"all\"}", &e), 0);
