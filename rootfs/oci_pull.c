@@ -2,6 +2,7 @@
  * area, which is then imported like any other (every blob verified again). skopeo is the
  * transport because it already honours what users configure for registries: REGISTRY_AUTH_FILE,
  * auth.json, ~/.docker/config.json, certs.d, registries.conf (mirrors, insecure registries). */
+#include "oci_lookup.h"
 #include "oci_store.h"
 #include "cleanup.h"
 #include "image.h"
@@ -211,10 +212,11 @@ int nsbox_oci_pull(const char *ref, bool progress, bool tls_verify,
                    struct nsbox_oci_imported *out, struct nsbox_err *e)
 {
     struct nsbox_ociref r;
-    char canon[NSBOX_OCIREF_MAX + 1], layout[PATH_MAX + 16];
-    if (nsbox_ociref_parse(ref, &r, e) < 0)
+    char canon[NSBOX_OCIREF_MAX + 1], file[NSBOX_OCIREF_MAX + 1], layout[PATH_MAX + 16];
+    /* refused as a bare word as tag and import refuse one: `--image python` would never find
+     * the docker.io/library/python:latest it would store */
+    if (nsbox_oci_lookup_ref_file(ref, canon, file, e) < 0 || nsbox_ociref_parse(ref, &r, e) < 0)
         return -1;
-    nsbox_ociref_format(&r, canon, sizeof canon);
     struct nsbox_image_txn t;
     int rc = -1;
     if (nsbox_image_txn_begin(&t, "oci-pull", progress, e) < 0)

@@ -286,6 +286,15 @@ class OciImages(unittest.TestCase):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"not in the store", r.stderr)
 
+    def test_pull_of_a_bare_word_says_what_to_write(self):
+        # `--image python` looks for the stored image "python", never docker.io/library/python:
+        # a pull of the bare word would store what no --image finds; refused before skopeo
+        r = self.nsbox("image", "pull", "-q", "python",
+                       env={"NSBOX_SKOPEO": os.path.join(self.src, "no-skopeo")})
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"write python:latest", r.stderr)
+        self.assertEqual(self.images(), [])
+
     def test_pull_without_skopeo_says_how_to_install_it(self):
         # no registry is reached: the transport is missing before anything is asked
         r = self.nsbox("image", "pull", "-q", "127.0.0.1:1/t/x:1",
