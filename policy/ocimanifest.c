@@ -1,5 +1,6 @@
 /* OCI and Docker image metadata, parsed with cJSON. Pure: see ocimanifest.h. */
 #include "ocimanifest.h"
+#include "cleanup_cjson.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -13,12 +14,6 @@
 #define MT_OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
 #define MT_DOCKER_LIST "application/vnd.docker.distribution.manifest.list.v2+json"
 #define MT_DOCKER_MANIFEST "application/vnd.docker.distribution.manifest.v2+json"
-
-static void json_free(cJSON **p)
-{
-    cJSON_Delete(*p);
-}
-#define cleanup_json __attribute__((cleanup(json_free)))
 
 static cJSON *parse(const char *text, size_t len, const char *what, struct nsbox_err *e)
 {
@@ -96,7 +91,7 @@ static int parse_desc(const cJSON *o, struct nsbox_oci_desc *d, const char *what
 int nsbox_ocimanifest_kind(const char *text, size_t len, enum nsbox_ocimanifest_kind *kind,
                            struct nsbox_err *e)
 {
-    cleanup_json cJSON *o = parse(text, len, "image manifest", e);
+    cleanup_cjson cJSON *o = parse(text, len, "image manifest", e);
     if (!o)
         return -1;
     const char *mt = str(o, "mediaType");
@@ -163,7 +158,7 @@ static bool ref_name_matches(const char *ref_name, const char *want)
 int nsbox_ocimanifest_pick(const char *text, size_t len, const char *want_ref, const char *os,
                            const char *arch, struct nsbox_oci_desc *out, struct nsbox_err *e)
 {
-    cleanup_json cJSON *o = parse(text, len, "image index", e);
+    cleanup_cjson cJSON *o = parse(text, len, "image index", e);
     if (!o)
         return -1;
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, "manifests");
@@ -244,7 +239,7 @@ int nsbox_ocimanifest_parse(const char *text, size_t len, struct nsbox_oci_manif
                             struct nsbox_err *e)
 {
     memset(m, 0, sizeof *m);
-    cleanup_json cJSON *o = parse(text, len, "image manifest", e);
+    cleanup_cjson cJSON *o = parse(text, len, "image manifest", e);
     if (!o)
         return -1;
     const char *mt = str(o, "mediaType");
@@ -291,7 +286,7 @@ int nsbox_ocimanifest_config(const char *text, size_t len, struct nsbox_oci_conf
                              struct nsbox_err *e)
 {
     memset(c, 0, sizeof *c);
-    cleanup_json cJSON *o = parse(text, len, "image config", e);
+    cleanup_cjson cJSON *o = parse(text, len, "image config", e);
     if (!o)
         return -1;
     if (!cJSON_IsObject(o) || !copy_str(o, "os", c->os, sizeof c->os) ||
@@ -355,7 +350,7 @@ int nsbox_ocimanifest_docker_save(const char *text, size_t len, const char *want
                                   struct nsbox_docker_save *d, struct nsbox_err *e)
 {
     memset(d, 0, sizeof *d);
-    cleanup_json cJSON *o = parse(text, len, "manifest.json", e);
+    cleanup_cjson cJSON *o = parse(text, len, "manifest.json", e);
     if (!o)
         return -1;
     if (!cJSON_IsArray(o) || cJSON_GetArraySize(o) == 0)

@@ -11,6 +11,7 @@
  */
 #include "image.h"
 #include "cleanup.h"
+#include "cleanup_cjson.h"
 #include "oci_layers.h"
 #include "oci_overlay.h"
 #include "oci_lookup.h"
@@ -41,13 +42,6 @@
 #ifndef RENAME_EXCHANGE
 #define RENAME_EXCHANGE (1 << 1)
 #endif
-
-static void cJSON_Deletep(cJSON **p)
-{
-    if (*p)
-        cJSON_Delete(*p);
-}
-#define cleanup_json __attribute__((cleanup(cJSON_Deletep)))
 
 static void closedirp(DIR **d)
 {
@@ -310,7 +304,7 @@ static int write_metadata(struct nsbox_image_txn *t, const char *kind, const cha
 {
     char created[32];
     rfc3339_now(created, sizeof created);
-    cleanup_json cJSON *o = cJSON_CreateObject();
+    cleanup_cjson cJSON *o = cJSON_CreateObject();
     if (!o || !cJSON_AddStringToObject(o, "name", t->name) ||
         !cJSON_AddStringToObject(o, "kind", kind) ||
         !cJSON_AddStringToObject(o, "created", created) ||
@@ -763,7 +757,7 @@ static bool read_info(int images_fd, const char *images, const char *name,
     if (fd < 0)
         return false;
     cleanup_free char *text = nsbox_image_read_text(fd, "image.json", 65536);
-    cleanup_json cJSON *o = text ? cJSON_Parse(text) : NULL;
+    cleanup_cjson cJSON *o = text ? cJSON_Parse(text) : NULL;
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(o, "kind");
     const cJSON *created = cJSON_GetObjectItemCaseSensitive(o, "created");
     const cJSON *bv = cJSON_GetObjectItemCaseSensitive(o, "builder_version");
