@@ -225,6 +225,10 @@ void nsbox_cli_image_oci_ls_row(const char *name, const char *created, const cha
     char digest[80];
     uint64_t size = 0;
     nsbox_oci_store_meta(name, digest, sizeof digest, &size, NULL, NULL);
+    /* the image's own creation, as docker shows it, not when it came into the store */
+    char own[40];
+    if (nsbox_oci_store_created(name, own, sizeof own) == 0 && own[0])
+        created = own;
     bool used = nsbox_oci_store_in_use(name);
     struct nsbox_oci_ref *v = NULL;
     size_t n = 0;

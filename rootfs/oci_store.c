@@ -1,6 +1,7 @@
 /* OCI images in the store: import, references, removal. See oci_store.h. */
 #include "oci_store.h"
 #include "cleanup.h"
+#include "cleanup_cjson.h"
 #include "image.h"
 #include "imagelibs.h"
 #include "oci_layers.h"
@@ -337,6 +338,25 @@ int nsbox_oci_store_resolve(const char *image, enum nsbox_pull pull, char *name,
     if (nsbox_oci_pull(image, false, true, &im, e) < 0)
         return -1;
     snprintf(name, n, "%s", im.name);
+    return 0;
+}
+
+int nsbox_oci_store_created(const char *name, char *out, size_t n)
+{
+    char data[PATH_MAX], path[PATH_MAX + 96];
+    struct nsbox_err ignored; /* -1 says "no metadata"; this function gives no reasons */
+    out[0] = '\0';
+    if (nsbox_path_data_dir(data, sizeof data, &ignored) < 0)
+        return -1;
+    snprintf(path, sizeof path, "%s/images/%s", data, name);
+    cleanup_close int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    cleanup_free char *text = fd >= 0 ? nsbox_read_text_at(fd, "image.json", 65536) : NULL;
+    cleanup_cjson cJSON *o = text ? cJSON_Parse(text) : NULL;
+    if (!o)
+        return -1;
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "image_created");
+    if (cJSON_IsString(c))
+        snprintf(out, n, "%s", c->valuestring);
     return 0;
 }
 

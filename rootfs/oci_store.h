@@ -70,6 +70,10 @@ int nsbox_oci_store_resolve(const char *image, enum nsbox_pull pull, char *name,
 int nsbox_oci_store_meta(const char *name, char *digest, size_t dn, uint64_t *size,
                          char **config_json, char **manifest_json);
 
+/* Image `name`'s own creation time, from its config (RFC 3339, as the image's builder wrote
+ * it), into out; "" when the config has none. -1 when the image has no metadata. */
+int nsbox_oci_store_created(const char *name, char *out, size_t n);
+
 /* oci_pull.c: pull ref from its registry with skopeo and import it. tls_verify false: plain
  * HTTP or an untrusted certificate is accepted (skopeo's --src-tls-verify=false). */
 int nsbox_oci_pull(const char *ref, bool progress, bool tls_verify,

@@ -96,6 +96,8 @@ class OciImages(unittest.TestCase):
         self.assertTrue(row[0]["digest"].startswith("sha256:"))
         self.assertGreater(row[0]["size"], 1000000)
         self.assertFalse(row[0]["in_use"])
+        # CREATED is the image's own (its config's), as docker shows it, not the import's
+        self.assertEqual(row[0]["created"], "2024-01-02T03:04:05Z")
         r = self.nsbox("image", "inspect", "t/a:1", check=True)
         info = json.loads(r.stdout.decode())
         self.assertIn("FOO=from-image", info["config"]["config"]["Env"])
