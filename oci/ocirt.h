@@ -105,6 +105,9 @@ struct nsbox_ocictl_msg {
  * for the process's 3, 4, ... (--preserve-fds), in bits 8-15 */
 #define NSBOX_OCICTL_F_EXTRA(n) ((uint32_t)(n) << 8)
 #define NSBOX_OCICTL_EXTRA_OF(flags) (((flags) >> 8) & 0xffu)
+/* exec: the payload's first string is the process's user (policy/spawnuser.h), which init's
+ * child becomes */
+#define NSBOX_OCICTL_F_USER 4u
 /* Connected to the monitor of s, or -1 with "container not running". */
 int nsbox_ocictl_connect(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
                          struct nsbox_err *e);

@@ -95,14 +95,22 @@ static int append(char *buf, size_t *off, const char *s, struct nsbox_err *e)
 
 int nsbox_agent_spawn(int sock, uint32_t seq, char *const argv[], char *const env[],
                       const char *cwd, const int fds[3], const int *extra, size_t n_extra,
-                      unsigned flags, uint32_t winsize, struct nsbox_err *e)
+                      unsigned flags, uint32_t winsize, const struct nsbox_spawnuser *user,
+                      struct nsbox_err *e)
 {
     if (n_extra > NSBOX_AGENT_EXTRA_MAX)
         return nsbox_err_invalid(e, "agent: more than %u descriptors to pass on",
                                  NSBOX_AGENT_EXTRA_MAX);
+    char utext[NSBOX_SPAWNUSER_TEXT_MAX];
+    if (user && nsbox_spawnuser_format(user, utext, sizeof utext) < 0)
+        return nsbox_err_invalid(e, "exec: the user's ids are out of range");
+    if (user)
+        flags |= NSBOX_AGENT_F_USER;
+    else
+        flags &= ~NSBOX_AGENT_F_USER;
     /* as large as this request (append() bounds it): a 192 KiB buffer would be a fresh mmap,
      * page faults and a munmap on every exec */
-    size_t need = strlen(cwd) + 1;
+    size_t need = strlen(cwd) + 1 + (user ? strlen(utext) + 1 : 0);
     for (size_t i = 0; argv[i] && need <= NSBOX_AGENT_PAYLOAD_MAX; i++)
         need += strlen(argv[i]) + 1;
     for (size_t i = 0; env && env[i] && need <= NSBOX_AGENT_PAYLOAD_MAX; i++)
@@ -115,7 +123,7 @@ int nsbox_agent_spawn(int sock, uint32_t seq, char *const argv[], char *const en
                                 .seq = seq,
                                 .flags = flags | NSBOX_AGENT_F_EXTRA(n_extra),
                                 .status = (int32_t)winsize};
-    if (append(buf, &off, cwd, e) < 0)
+    if ((user && append(buf, &off, utext, e) < 0) || append(buf, &off, cwd, e) < 0)
         return -1;
     for (; argv[h.argc]; h.argc++)
         if (append(buf, &off, argv[h.argc], e) < 0)
@@ -322,7 +330,9 @@ struct spawn_child {
     const int *fds;
     const struct spawn_extra *extra; /* at 3, 4, ...; or NULL */
     unsigned flags;
-    int fail_kind; /* 0: exec'd; 'C': cannot enter cwd; 'F': cannot place extra; 'E': exec */
+    const struct nsbox_spawnuser *user; /* NULL: init's ids */
+    int fail_kind; /* 0: exec'd; 'C': cannot enter cwd; 'F': cannot place extra; 'E': exec;
+                    * 'U': cannot become the user */
     int fail_errno;
 };
 
@@ -450,6 +460,49 @@ static void oom_restore(bool raised)
     (void)w; /* failed: init stays as likely a victim as its commands, nothing better to do */
 }
 
+/* Are the supplementary groups already these (in any order)? */
+static bool same_groups(const struct nsbox_spawnuser *u)
+{
+    gid_t cur[NSBOX_SPAWNUSER_GROUPS_MAX];
+    int n = getgroups(NSBOX_SPAWNUSER_GROUPS_MAX, cur); /* -1: more than any request has */
+    if (n != (int)u->n_groups)
+        return false;
+    for (size_t i = 0; i < u->n_groups; i++) {
+        int k = 0;
+        while (k < n && cur[k] != (gid_t)u->groups[i])
+            k++;
+        if (k == n)
+            return false;
+    }
+    return true;
+}
+
+/* The child becomes the request's user: groups, gid, uid, in that order (each needs the
+ * capability the step before would lose), each only when it differs, so that an init without
+ * CAP_SETUID and CAP_SETGID still runs commands as itself. Raw system calls: the child shares
+ * init's memory, and glibc's set*id would act on init's threads. 0, or the errno. */
+static int spawn_become(const struct nsbox_spawnuser *u)
+{
+    uid_t ru, eu, su;
+    gid_t rg, eg, sg;
+    if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0)
+        return errno;
+    gid_t groups[NSBOX_SPAWNUSER_GROUPS_MAX];
+    for (size_t i = 0; i < u->n_groups; i++)
+        groups[i] = (gid_t)u->groups[i];
+    if (!same_groups(u) && syscall(SYS_setgroups, u->n_groups, groups) < 0)
+        return errno;
+    gid_t g = (gid_t)u->gid;
+    if ((rg != g || eg != g || sg != g) && syscall(SYS_setresgid, g, g, g) < 0)
+        return errno;
+    uid_t id = (uid_t)u->uid;
+    if ((ru != id || eu != id || su != id) && syscall(SYS_setresuid, id, id, id) < 0)
+        return errno;
+    if (u->umask >= 0)
+        umask((mode_t)u->umask);
+    return 0;
+}
+
 static int spawn_child_main(void *arg)
 {
     struct spawn_child *c = arg;
@@ -484,6 +537,11 @@ static int spawn_child_main(void *arg)
     }
     /* before resolving cwd: no way out through /proc/self/fd but what the caller passed on */
     nsbox_close_fds_keep_from(3 + (int)n_extra, NULL, 0);
+    /* the user before cwd: the directory is entered with the command's own rights */
+    if (c->user && (c->fail_errno = spawn_become(c->user)) != 0) {
+        c->fail_kind = 'U';
+        _exit(125);
+    }
     struct nsbox_err ce;
     if (nsbox_sp_chdir_in_root(c->cwd, &ce) < 0) {
         c->fail_kind = 'C';
@@ -496,12 +554,13 @@ static int spawn_child_main(void *arg)
     _exit(err == ENOENT ? 127 : 126);
 }
 
-/* Split a SPAWN's payload into cwd, argv (argc) and env (envc): it must hold exactly that many
- * strings, and the descriptors must all be there. The array, with room for two more slots, or
+/* Split a SPAWN's payload into [user,] cwd, argv (argc) and env (envc): it must hold exactly that
+ * many strings, and the descriptors must all be there. The array, with room for two more slots, or
  * NULL when the request is malformed. */
 static char **spawn_split(const struct nsbox_agent_hdr *h, char *payload, const int fds[3])
 {
-    size_t need = 1 + (size_t)h->argc + h->envc, count = 0;
+    size_t need = 1 + ((h->flags & NSBOX_AGENT_F_USER) ? 1 : 0) + (size_t)h->argc + h->envc;
+    size_t count = 0;
     if (h->argc == 0 || h->argc > 65536 || h->envc > 65536 || fds[0] < 0 || fds[1] < 0 ||
         fds[2] < 0 || h->len == 0 || payload[h->len - 1] != '\0')
         return NULL;
@@ -547,6 +606,11 @@ static int spawn_fail_msg(const struct spawn_child *c, char *msg, size_t n)
         snprintf(msg, n, "cannot enter %.200s: %s", c->cwd, strerror(err));
     else if (c->fail_kind == 'F')
         snprintf(msg, n, "cannot pass on the descriptors from 3 up: %s", strerror(err));
+    else if (c->fail_kind == 'U')
+        snprintf(msg, n,
+                 "cannot become uid %u gid %u: %s (the container's init changes ids "
+                 "only with CAP_SETUID and CAP_SETGID)",
+                 c->user->uid, c->user->gid, strerror(err));
     else if (err == E2BIG) /* a string over 128 KiB (MAX_ARG_STRLEN), or all of them */
         snprintf(msg, n, "%.200s: %s (the kernel takes 128 KiB per argument or "
                          "variable, and less than the stack limit in all: put "
@@ -555,7 +619,9 @@ static int spawn_fail_msg(const struct spawn_child *c, char *msg, size_t n)
     else
         snprintf(msg, n, "%.200s: %s", c->argv[0],
                  err == ENOENT ? "command not found" : strerror(err));
-    return c->fail_kind == 'C' || c->fail_kind == 'F' ? 125 : err == ENOENT ? 127 : 126;
+    return c->fail_kind == 'C' || c->fail_kind == 'F' || c->fail_kind == 'U' ? 125
+           : err == ENOENT                                                  ? 127
+                                                                            : 126;
 }
 
 /* Answer FAILED for a command that did not start, after ending the others when it was to be
@@ -592,19 +658,28 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
         return 0;
     }
     strs = spawn_split(h, payload, fds);
-    if (!strs)
+    /* the run socket's client runs its command as init, whatever it asks */
+    bool as_user = (h->flags & NSBOX_AGENT_F_USER) != 0;
+    struct nsbox_spawnuser user;
+    struct nsbox_err ue;
+    if (!strs || (as_user && (is_run || nsbox_spawnuser_parse(strs[0], &user, &ue) < 0)))
         goto bad;
-    char *cwd = strs[0];
-    char **argv = strs + 1;
+    char *cwd = strs[as_user];
+    char **argv = strs + as_user + 1;
     char **env = calloc(h->envc + 1, sizeof *env);
     if (!env)
         goto bad;
-    memcpy(env, strs + 1 + h->argc, h->envc * sizeof *env);
+    memcpy(env, argv + h->argc, h->envc * sizeof *env);
     char *saved = argv[h->argc];
     argv[h->argc] = NULL;
 
-    struct spawn_child c = {
-        .cwd = cwd, .argv = argv, .env = env, .fds = fds, .extra = x, .flags = h->flags};
+    struct spawn_child c = {.cwd = cwd,
+                            .argv = argv,
+                            .env = env,
+                            .fds = fds,
+                            .extra = x,
+                            .flags = h->flags,
+                            .user = as_user ? &user : NULL};
     pid_t pid = spawn_clone(&c);
     int clone_errno = errno;
     argv[h->argc] = saved;

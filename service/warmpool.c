@@ -295,7 +295,7 @@ static int try_one(int dfd, const char *name, const char *id, char *const argv[]
                        ce.sys_errno == ECONNREFUSED || ce.sys_errno == EPROTOTYPE
                    ? -2
                    : 0;
-    if (nsbox_agent_spawn(sock, 1, argv, env, cwd, fds, NULL, 0, NSBOX_AGENT_F_LAST, 0, &ce) < 0)
+    if (nsbox_agent_spawn(sock, 1, argv, env, cwd, fds, NULL, 0, NSBOX_AGENT_F_LAST, 0, NULL, &ce) < 0)
         return 0;
     struct nsbox_agent_event ev;
     if (recv_event(sock, &ev, &ce) <= 0)
