@@ -137,9 +137,9 @@ void nsbox_ocifds_close(unsigned n);
  * exec: the monitor holds init's agent socket (sandbox/agent.h); init, which forked the
  * container's process, forks the exec'd ones too, so that every process of the container is
  * inside all its namespaces and cgroup and as hardened as init. One control connection per
- * exec: the request ("exec": cwd, argv, env; stdin, stdout, stderr unless a tty), then the
- * answers "spawned" (pid inside; with a tty its master), "failed" (status 125/126/127, why) or
- * "exited" (status); the caller may send "kill" (status: the signal); a connection closed
+ * exec: the request ("exec": the user, cwd, argv, env; stdin, stdout, stderr unless a tty),
+ * then the answers "spawned" (pid inside; with a tty its master), "failed" (status 125/126/127,
+ * why) or "exited" (status); the caller may send "kill" (status: the signal); a connection closed
  * before the end kills the exec'd process. procs (the cgroup's pids), update (new limits),
  * killall (status: the signal for every process of the cgroup). */
 #define NSBOX_OCIMON_EXECS 64

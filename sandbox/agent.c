@@ -1,6 +1,7 @@
 /* Agent protocol between the supervisor and init (see agent.h). */
 #define _GNU_SOURCE
 #include "agent.h"
+#include "agent_user.h"
 #include "cgroup_util.h"
 #include "cleanup.h"
 #include "safepath.h"
@@ -460,49 +461,6 @@ static void oom_restore(bool raised)
     (void)w; /* failed: init stays as likely a victim as its commands, nothing better to do */
 }
 
-/* Are the supplementary groups already these (in any order)? */
-static bool same_groups(const struct nsbox_spawnuser *u)
-{
-    gid_t cur[NSBOX_SPAWNUSER_GROUPS_MAX];
-    int n = getgroups(NSBOX_SPAWNUSER_GROUPS_MAX, cur); /* -1: more than any request has */
-    if (n != (int)u->n_groups)
-        return false;
-    for (size_t i = 0; i < u->n_groups; i++) {
-        int k = 0;
-        while (k < n && cur[k] != (gid_t)u->groups[i])
-            k++;
-        if (k == n)
-            return false;
-    }
-    return true;
-}
-
-/* The child becomes the request's user: groups, gid, uid, in that order (each needs the
- * capability the step before would lose), each only when it differs, so that an init without
- * CAP_SETUID and CAP_SETGID still runs commands as itself. Raw system calls: the child shares
- * init's memory, and glibc's set*id would act on init's threads. 0, or the errno. */
-static int spawn_become(const struct nsbox_spawnuser *u)
-{
-    uid_t ru, eu, su;
-    gid_t rg, eg, sg;
-    if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0)
-        return errno;
-    gid_t groups[NSBOX_SPAWNUSER_GROUPS_MAX];
-    for (size_t i = 0; i < u->n_groups; i++)
-        groups[i] = (gid_t)u->groups[i];
-    if (!same_groups(u) && syscall(SYS_setgroups, u->n_groups, groups) < 0)
-        return errno;
-    gid_t g = (gid_t)u->gid;
-    if ((rg != g || eg != g || sg != g) && syscall(SYS_setresgid, g, g, g) < 0)
-        return errno;
-    uid_t id = (uid_t)u->uid;
-    if ((ru != id || eu != id || su != id) && syscall(SYS_setresuid, id, id, id) < 0)
-        return errno;
-    if (u->umask >= 0)
-        umask((mode_t)u->umask);
-    return 0;
-}
-
 static int spawn_child_main(void *arg)
 {
     struct spawn_child *c = arg;
@@ -538,7 +496,7 @@ static int spawn_child_main(void *arg)
     /* before resolving cwd: no way out through /proc/self/fd but what the caller passed on */
     nsbox_close_fds_keep_from(3 + (int)n_extra, NULL, 0);
     /* the user before cwd: the directory is entered with the command's own rights */
-    if (c->user && (c->fail_errno = spawn_become(c->user)) != 0) {
+    if (c->user && (c->fail_errno = nsbox_agent_user_become(c->user)) != 0) {
         c->fail_kind = 'U';
         _exit(125);
     }
@@ -658,11 +616,11 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
         return 0;
     }
     strs = spawn_split(h, payload, fds);
-    /* the run socket's client runs its command as init, whatever it asks */
+    /* never from the run socket's client: take_run sets a run's flags itself */
     bool as_user = (h->flags & NSBOX_AGENT_F_USER) != 0;
     struct nsbox_spawnuser user;
     struct nsbox_err ue;
-    if (!strs || (as_user && (is_run || nsbox_spawnuser_parse(strs[0], &user, &ue) < 0)))
+    if (!strs || (as_user && nsbox_spawnuser_parse(strs[0], &user, &ue) < 0))
         goto bad;
     char *cwd = strs[as_user];
     char **argv = strs + as_user + 1;

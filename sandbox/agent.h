@@ -19,19 +19,19 @@
 #define NSBOX_AGENT_PAYLOAD_MAX (192u * 1024u)
 
 enum nsbox_agent_type {
-    NSBOX_AGENT_SPAWN = 1,   /* supervisor or run client -> init: payload cwd, argv..., env...;
-                              * 3 fds */
-    NSBOX_AGENT_KILL = 2,    /* -> init: signal `status` to process group `pid` (on the run
-                              * socket: to the run's command, whatever `pid` says) */
-    NSBOX_AGENT_LISTEN = 3,  /* supervisor -> init: fds: the run socket (listening), and the
-                              * memory cgroup's file with the OOM count (optional) */
-    NSBOX_AGENT_RETIRE = 4,  /* supervisor -> init: take no run any more; answer RETIRED */
-    NSBOX_AGENT_SPAWNED = 101, /* init -> supervisor: seq started as pid */
-    NSBOX_AGENT_EXITED = 102,  /* init -> supervisor: pid of seq ended; status = exit code */
-    NSBOX_AGENT_FAILED = 103,  /* init -> supervisor: seq could not start; status 125/126/127 */
+    NSBOX_AGENT_SPAWN = 1,       /* supervisor or run client -> init: payload [user (F_USER),]
+                                  * cwd, argv..., env...; 3 fds */
+    NSBOX_AGENT_KILL = 2,        /* -> init: signal `status` to process group `pid` (on the run
+                                  * socket: to the run's command, whatever `pid` says) */
+    NSBOX_AGENT_LISTEN = 3,      /* supervisor -> init: fds: the run socket (listening), and the
+                                  * memory cgroup's file with the OOM count (optional) */
+    NSBOX_AGENT_RETIRE = 4,      /* supervisor -> init: take no run any more; answer RETIRED */
+    NSBOX_AGENT_SPAWNED = 101,   /* init -> supervisor: seq started as pid */
+    NSBOX_AGENT_EXITED = 102,    /* init -> supervisor: pid of seq ended; status = exit code */
+    NSBOX_AGENT_FAILED = 103,    /* init -> supervisor: seq could not start; status 125/126/127 */
     NSBOX_AGENT_WORKSPACE = 104, /* init -> supervisor, first message: 1 fd, O_PATH /workspace */
-    NSBOX_AGENT_CLAIMED = 105, /* init -> supervisor: a run took the sandbox (pid: its command) */
-    NSBOX_AGENT_RETIRED = 106, /* init -> supervisor: status 0: no run will come; 1: one came */
+    NSBOX_AGENT_CLAIMED = 105,   /* init -> supervisor: a run took the sandbox (pid: its command) */
+    NSBOX_AGENT_RETIRED = 106,   /* init -> supervisor: status 0: no run will come; 1: one came */
 };
 
 /* The run socket of a pooled sandbox (pool.md): nsbox run talks to init itself, without the
