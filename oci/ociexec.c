@@ -146,22 +146,9 @@ static int parse_gids(const struct exec_args *a, struct nsbox_ocispec *c, struct
 {
     c->n_groups = 0;
     for (size_t i = 0; i < a->n_gids; i++)
-        for (const char *p = a->gids[i];;) {
-            char *end;
-            unsigned long g = strtoul(p, &end, 10);
-            if (end == p || *p == '-' || (*end && *end != ',') || g > 0xfffffffeUL)
-                return nsbox_err_invalid(e,
-                                         "exec --additional-gids '%s': give group ids in "
-                                         "numbers, separated by commas",
-                                         NSBOX_SHOW(a->gids[i]));
-            if (c->n_groups == NSBOX_OCISPEC_GROUPS_MAX)
-                return nsbox_err_invalid(e, "exec --additional-gids: more than %d groups",
-                                         NSBOX_OCISPEC_GROUPS_MAX);
-            c->groups[c->n_groups++] = (uint32_t)g;
-            if (!*end)
-                break;
-            p = end + 1;
-        }
+        if (nsbox_spawnuser_add_gids(a->gids[i], c->groups, &c->n_groups, NSBOX_OCISPEC_GROUPS_MAX,
+                                     e) < 0)
+            return nsbox_err_wrap(e, "exec");
     return 0;
 }
 

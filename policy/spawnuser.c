@@ -28,21 +28,25 @@ int nsbox_spawnuser_format(const struct nsbox_spawnuser *u, char *buf, size_t si
     return n > 0 && (size_t)n < size ? 0 : -1;
 }
 
-/* One field at *p: digits (and a leading '-' only for "-1"), then a space or the end. */
-static int field(const char **p, long long *v)
+/* A decimal id at s (at most ID_MAX, no sign): where it ends, or NULL. */
+static const char *number(const char *s, unsigned long long *v)
 {
-    const char *s = *p;
-    bool neg = *s == '-';
-    if (neg)
-        s++;
-    if (*s < '0' || *s > '9')
-        return -1;
     unsigned long long x = 0;
     int digits = 0;
     for (; *s >= '0' && *s <= '9'; s++)
         if (++digits > 10 || (x = x * 10 + (unsigned)(*s - '0')) > ID_MAX)
-            return -1;
-    if (neg && x != 1)
+            return NULL;
+    *v = x;
+    return digits ? s : NULL;
+}
+
+/* One field at *p: an id, or "-1", then a space or the end. */
+static int field(const char **p, long long *v)
+{
+    bool neg = **p == '-';
+    unsigned long long x;
+    const char *s = number(*p + neg, &x);
+    if (!s || (neg && x != 1))
         return -1;
     if (*s == ' ' && s[1])
         s++;
@@ -78,4 +82,24 @@ int nsbox_spawnuser_parse(const char *text, struct nsbox_spawnuser *u, struct ns
         u->groups[u->n_groups++] = (uint32_t)g;
     }
     return 0;
+}
+
+int nsbox_spawnuser_add_gids(const char *list, uint32_t *groups, size_t *n, size_t max,
+                             struct nsbox_err *e)
+{
+    for (const char *p = list;;) {
+        unsigned long long g;
+        const char *s = number(p, &g);
+        if (!s || (*s && *s != ','))
+            return nsbox_err_invalid(e,
+                                     "--additional-gids '%s': give group ids (0-4294967294) in "
+                                     "decimal, separated by commas",
+                                     NSBOX_SHOW(list));
+        if (*n == max)
+            return nsbox_err_invalid(e, "--additional-gids: more than %zu groups", max);
+        groups[(*n)++] = (uint32_t)g;
+        if (!*s)
+            return 0;
+        p = s + 1;
+    }
 }

@@ -26,4 +26,9 @@ int nsbox_spawnuser_format(const struct nsbox_spawnuser *u, char *buf, size_t si
 /* From text (NUL-terminated): 0, or -1 with e saying what is wrong. */
 int nsbox_spawnuser_parse(const char *text, struct nsbox_spawnuser *u, struct nsbox_err *e);
 
+/* runc's --additional-gids value: a gid, or gids separated by commas, in decimal, appended to
+ * groups (*n of max used): 0, or -1 with e (what, why, the fix). */
+int nsbox_spawnuser_add_gids(const char *list, uint32_t *groups, size_t *n, size_t max,
+                             struct nsbox_err *e);
+
 #endif

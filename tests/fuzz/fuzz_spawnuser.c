@@ -1,7 +1,8 @@
 /* Fuzz the user of an agent SPAWN (policy/spawnuser.c), which init parses from a peer of its
  * socket: any bytes, as a string. Besides crashes (ASan), what init relies on when it parses:
  * ids of at most 4294967294 (never (uid_t)-1, "unchanged"), a umask of -1 or 0-0777, at most
- * NSBOX_SPAWNUSER_GROUPS_MAX groups; and formatting what it gave parses to the same user. */
+ * NSBOX_SPAWNUSER_GROUPS_MAX groups; and formatting what it gave parses to the same user. The
+ * same bytes as exec's --additional-gids too. */
 #include "spawnuser.h"
 
 #include <stdint.h>
@@ -32,6 +33,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
     } else if (!e.msg[0]) {
         abort(); /* a refusal says why */
+    }
+    /* the same bytes as --additional-gids: within the room given, ids in range */
+    uint32_t groups[4];
+    size_t n = 0;
+    if (nsbox_spawnuser_add_gids(text, groups, &n, 4, &e) == 0) {
+        if (n == 0 || n > 4)
+            abort();
+        for (size_t i = 0; i < n; i++)
+            if (groups[i] > 4294967294u)
+                abort();
+    } else if (n > 4 || !e.msg[0]) {
+        abort();
     }
     free(text);
     return 0;

@@ -98,13 +98,37 @@ static void test_round_trip(void **state)
     assert_int_equal(nsbox_spawnuser_format(&u, text, 8), -1); /* does not fit */
 }
 
+static void test_add_gids(void **state)
+{
+    (void)state;
+    uint32_t g[4];
+    size_t n = 0;
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_spawnuser_add_gids("20,30", g, &n, 4, &e), 0);
+    assert_int_equal(nsbox_spawnuser_add_gids("4294967294", g, &n, 4, &e), 0);
+    assert_int_equal(n, 3);
+    assert_int_equal(g[0], 20);
+    assert_int_equal(g[1], 30);
+    assert_int_equal(g[2], 4294967294u);
+    static const char *const bad[] = {"",           ",",     "20,", ",20",  "20,,30", "-1",
+                                      "4294967295", "20 30", "x",   "0x10", "+5"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        size_t m = 0;
+        if (nsbox_spawnuser_add_gids(bad[i], g, &m, 4, &e) == 0)
+            fail_msg("'%s' parsed", bad[i]);
+        assert_non_null(strstr(e.msg, "separated by commas"));
+    }
+    n = 3;
+    assert_int_equal(nsbox_spawnuser_add_gids("1,2", g, &n, 4, &e), -1); /* room for one */
+    assert_non_null(strstr(e.msg, "more than 4 groups"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse),
-        cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_groups_bounded),
-        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_parse),          cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_groups_bounded), cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_add_gids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
