@@ -1,6 +1,7 @@
 /* Agent protocol between the supervisor and init (see agent.h). */
 #define _GNU_SOURCE
 #include "agent.h"
+#include "agent_exec.h"
 #include "agent_user.h"
 #include "cgroup_util.h"
 #include "cleanup.h"
@@ -339,73 +340,6 @@ struct spawn_child {
 
 static _Alignas(16) char spawn_stack[256 * 1024];
 
-static const char *env_get(char **env, const char *key)
-{
-    size_t n = strlen(key);
-    for (size_t i = 0; env[i]; i++)
-        if (!strncmp(env[i], key, n) && env[i][n] == '=')
-            return env[i] + n + 1;
-    return NULL;
-}
-
-/* execvp with the command's own PATH (not init's environ), as the shell searches: the first
- * entry where it can be executed; EACCES only if no entry had it at all. A file without a
- * #! line (ENOEXEC) runs with /bin/sh, as execvp does. Returns the errno to report. */
-static int exec_search(char **argv, char **env)
-{
-    const char *name = argv[0];
-    char path[PATH_MAX];
-    int err = ENOENT;
-    bool eacces = false;
-    const char *dirs = strchr(name, '/') ? "" : env_get(env, "PATH");
-    if (!dirs)
-        dirs = "/usr/local/bin:/usr/bin:/bin";
-    for (const char *p = dirs;;) {
-        const char *colon = strchr(p, ':');
-        size_t dl = colon ? (size_t)(colon - p) : strlen(p);
-        const char *file = name;
-        if (!strchr(name, '/')) {
-            if (dl + 1 + strlen(name) + 1 > sizeof path) {
-                if (err == ENOENT)
-                    err = ENAMETOOLONG; /* as execvp says it: not "not found" */
-                goto next;
-            }
-            memcpy(path, dl ? p : ".", dl ? dl : 1);
-            size_t o = dl ? dl : 1;
-            path[o++] = '/';
-            strcpy(path + o, name);
-            file = path;
-        }
-        execve(file, argv, env);
-        err = errno;
-        if (err == ENOEXEC) {
-            size_t argc = 0;
-            while (argv[argc])
-                argc++;
-            /* on this 256 KiB stack: 32 KiB at most. 4096 is the most an exec request has
-             * (NSBOX_PROTO_MAX_ARGS); a pooled run with more, which no real script takes,
-             * gets 126 where a cold run would run it with sh */
-            if (argc <= 4096) {
-                char *sh[argc + 2];
-                sh[0] = "/bin/sh";
-                sh[1] = (char *)file;
-                memcpy(sh + 2, argv + 1, argc * sizeof *sh); /* with the NULL */
-                execve("/bin/sh", sh, env);
-            }
-            return errno;
-        }
-        if (err == EACCES)
-            eacces = true;
-        else if (err != ENOENT && err != ENOTDIR && err != ESTALE)
-            return err;
-    next:
-        if (!colon || strchr(name, '/')) /* the last entry, or a path: one try */
-            break;
-        p = colon + 1;
-    }
-    return eacces ? EACCES : err;
-}
-
 /* The signals whose disposition in init is not the default (an ignored SIGPIPE, say), found
  * once when init starts: a command gets every signal at its default, and resetting only these
  * saves a sigaction call per signal on every spawn. */
@@ -506,15 +440,15 @@ static int spawn_child_main(void *arg)
         c->fail_errno = ce.sys_errno ? ce.sys_errno : EINVAL;
         _exit(125);
     }
-    int err = exec_search(c->argv, c->env);
+    int err = nsbox_agent_exec_search(c->argv, c->env);
     c->fail_kind = 'E';
     c->fail_errno = err;
     _exit(err == ENOENT ? 127 : 126);
 }
 
-/* Split a SPAWN's payload into [user,] cwd, argv (argc) and env (envc): it must hold exactly that
- * many strings, and the descriptors must all be there. The array, with room for two more slots, or
- * NULL when the request is malformed. */
+/* Split a SPAWN's payload into [user,] cwd, argv (argc) and env (envc): it must hold exactly
+ * that many strings, and the descriptors must all be there. The array, with room for two more
+ * slots, or NULL when the request is malformed. */
 static char **spawn_split(const struct nsbox_agent_hdr *h, char *payload, const int fds[3])
 {
     size_t need = 1 + ((h->flags & NSBOX_AGENT_F_USER) ? 1 : 0) + (size_t)h->argc + h->envc;
