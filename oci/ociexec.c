@@ -23,12 +23,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
+#include <linux/capability.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define EXEC_ENV_MAX 64
+_Static_assert(NSBOX_OCISPEC_GROUPS_MAX <= NSBOX_SPAWNUSER_GROUPS_MAX,
+               "a process's groups fit a request");
 
 struct exec_args {
     const char *process, *pid_file, *console_socket, *cwd, *user, *id;
@@ -36,6 +39,8 @@ struct exec_args {
     unsigned preserve_fds; /* --preserve-fds: 3, 4, ... passed on (ocifds.c) */
     const char *env[EXEC_ENV_MAX];
     size_t n_env;
+    const char *gids[NSBOX_OCISPEC_GROUPS_MAX]; /* --additional-gids, each "N[,N...]" */
+    size_t n_gids;
     char **cmd; /* after the id, without --process */
     int n_cmd;
 };
@@ -86,6 +91,11 @@ static int parse_args(int argc, char **argv, struct exec_args *a, struct nsbox_e
             a->user = optarg;
         else if (o == 'f' && nsbox_ocifds_parse("exec", optarg, &a->preserve_fds, e) < 0)
             return -1;
+        else if (o == 'g' && a->n_gids == NSBOX_OCISPEC_GROUPS_MAX)
+            return nsbox_err_invalid(e, "exec: more than %d --additional-gids",
+                                     NSBOX_OCISPEC_GROUPS_MAX);
+        else if (o == 'g')
+            a->gids[a->n_gids++] = optarg;
         else if (o == 'e' && a->n_env == EXEC_ENV_MAX)
             return nsbox_err_invalid(e, "exec: more than %d --env", EXEC_ENV_MAX);
         else if (o == 'e')
@@ -124,10 +134,33 @@ static int parse_user(const char *text, struct nsbox_ocispec *c, struct nsbox_er
     unsigned long uid = strtoul(text, &end, 10), gid = c->gid;
     if (end != text && *end == ':')
         gid = strtoul(end + 1, &end, 10);
-    if (end == text || *end || uid > 0xfffffffeUL || gid > 0xfffffffeUL)
+    if (end == text || *end || text[0] == '-' || uid > 0xfffffffeUL || gid > 0xfffffffeUL)
         return nsbox_err_invalid(e, "exec --user '%s': give uid[:gid] in numbers",
                                  NSBOX_SHOW(text));
     c->uid = (uint32_t)uid, c->gid = (uint32_t)gid;
+    return 0;
+}
+
+/* --additional-gids, each a gid or a comma-separated list: the process's groups, all of them. */
+static int parse_gids(const struct exec_args *a, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    c->n_groups = 0;
+    for (size_t i = 0; i < a->n_gids; i++)
+        if (nsbox_spawnuser_add_gids(a->gids[i], c->groups, &c->n_groups, NSBOX_OCISPEC_GROUPS_MAX,
+                                     e) < 0)
+            return nsbox_err_wrap(e, "exec");
+    return 0;
+}
+
+/* --user and --additional-gids over the process. Another user than the process's gets only
+ * the groups given, never the ones the config gives its own user (root's, say). */
+static int apply_user(const struct exec_args *a, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    uint32_t uid = c->uid, gid = c->gid;
+    if (a->user && parse_user(a->user, c, e) < 0)
+        return -1;
+    if (a->n_gids || c->uid != uid || c->gid != gid)
+        return parse_gids(a, c, e);
     return 0;
 }
 
@@ -169,8 +202,51 @@ static int apply_flags(const struct exec_args *a, struct nsbox_ocispec *c, struc
     return 0;
 }
 
-/* The exec'd process, checked against the floor and the container's user: init has no
- * capabilities, so what it forks runs as the container's process does. */
+/* The ids of the container's process, which init has, and its capabilities. */
+struct container_user {
+    uint32_t uid, gid;
+    size_t n_groups;
+    uint32_t groups[NSBOX_OCISPEC_GROUPS_MAX];
+    uint64_t caps; /* effective */
+};
+
+static bool same_groups(const struct nsbox_ocispec *c, const struct container_user *u)
+{
+    if (c->n_groups != u->n_groups)
+        return false;
+    for (size_t i = 0; i < c->n_groups; i++) {
+        size_t k = 0;
+        while (k < u->n_groups && u->groups[k] != c->groups[i])
+            k++;
+        if (k == u->n_groups)
+            return false;
+    }
+    return true;
+}
+
+/* init forks the process: it becomes another user only with the capabilities the kernel asks
+ * for, and only within the container's ids (check_floor: 0-65535). */
+static int check_user(const struct nsbox_ocispec *c, const struct container_user *u,
+                      struct nsbox_err *e)
+{
+    const char *cap = NULL;
+    if (c->uid != u->uid && !(u->caps & (UINT64_C(1) << CAP_SETUID)))
+        cap = "CAP_SETUID";
+    else if ((c->gid != u->gid || !same_groups(c, u)) && !(u->caps & (UINT64_C(1) << CAP_SETGID)))
+        cap = "CAP_SETGID";
+    if (!cap)
+        return 0;
+    return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EPERM,
+                         "exec as %u:%u (with %zu additional groups): the container's init runs "
+                         "as uid %u gid %u without %s; nsbox-oci forks exec'd processes from "
+                         "init, so it cannot become another user. Exec as the container's user "
+                         "(%u:%u, its groups), or give the container %s in "
+                         "process.capabilities (a root container has it by default)",
+                         c->uid, c->gid, c->n_groups, u->uid, u->gid, cap, u->uid, u->gid, cap);
+}
+
+/* The exec'd process, checked against the floor and the container's user: init forks it, so
+ * it runs as another user only where init may change its ids. */
 static int load_process(const struct exec_args *a, const struct nsbox_ocistate *s,
                         struct nsbox_ocispec *c, struct nsbox_err *e)
 {
@@ -181,7 +257,12 @@ static int load_process(const struct exec_args *a, const struct nsbox_ocistate *
     if (read_json(path, "the container's config", &ctext, e) < 0 ||
         nsbox_ocispec_parse(ctext, strlen(ctext), &cfg, e) < 0)
         return -1;
-    uint32_t uid = cfg.uid, gid = cfg.gid;
+    struct container_user u = {.uid = cfg.uid,
+                               .gid = cfg.gid,
+                               .n_groups = cfg.n_groups,
+                               .caps = cfg.caps[NSBOX_OCI_CAPS_EFFECTIVE] &
+                                       cfg.caps[NSBOX_OCI_CAPS_PERMITTED]};
+    memcpy(u.groups, cfg.groups, sizeof u.groups);
     if (a->process) {
         nsbox_ocispec_free(&cfg);
         if (read_json(a->process, "--process", &ptext, e) < 0 ||
@@ -194,25 +275,23 @@ static int load_process(const struct exec_args *a, const struct nsbox_ocistate *
         if (apply_flags(a, c, e) < 0)
             return -1;
     }
-    if (a->user && parse_user(a->user, c, e) < 0)
+    if (apply_user(a, c, e) < 0 || nsbox_ocispec_check_floor(c, e) < 0)
         return -1;
-    if (nsbox_ocispec_check_floor(c, e) < 0)
-        return -1;
-    if (c->uid != uid || c->gid != gid)
-        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EPERM,
-                             "exec as %u:%u: the container's processes run as %u:%u (its "
-                             "process.user) and nsbox-oci cannot exec as another user; leave "
-                             "the user as the container's",
-                             c->uid, c->gid, uid, gid);
-    return 0;
+    return check_user(c, &u, e);
 }
 
-/* The request: cwd, argv, env as NUL-terminated strings; our stdin, stdout and stderr (without
- * a terminal), then the descriptors passed on. */
+/* The request: the user, cwd, argv, env as NUL-terminated strings; our stdin, stdout and
+ * stderr (without a terminal), then the descriptors passed on. */
 static int send_request(int fd, const struct nsbox_ocispec *c, unsigned preserve_fds,
                         struct nsbox_err *e)
 {
-    size_t need = strlen(c->cwd) + 1;
+    struct nsbox_spawnuser u = {
+        .uid = c->uid, .gid = c->gid, .umask = c->umask, .n_groups = c->n_groups};
+    memcpy(u.groups, c->groups, c->n_groups * sizeof *c->groups);
+    char utext[NSBOX_SPAWNUSER_TEXT_MAX];
+    if (nsbox_spawnuser_format(&u, utext, sizeof utext) < 0)
+        return nsbox_err_invalid(e, "exec: the process's user is out of range");
+    size_t need = strlen(utext) + 1 + strlen(c->cwd) + 1;
     for (size_t i = 0; i < c->n_args; i++)
         need += strlen(c->args[i]) + 1;
     for (size_t i = 0; i < c->n_env; i++)
@@ -228,10 +307,13 @@ static int send_request(int fd, const struct nsbox_ocispec *c, unsigned preserve
                                  .argc = (uint32_t)c->n_args,
                                  .envc = (uint32_t)c->n_env,
                                  .len = (uint32_t)need,
-                                 .flags = (c->terminal ? NSBOX_OCICTL_F_TTY : 0) |
+                                 .flags = NSBOX_OCICTL_F_USER |
+                                          (c->terminal ? NSBOX_OCICTL_F_TTY : 0) |
                                           NSBOX_OCICTL_F_EXTRA(preserve_fds)};
-    memcpy(buf, c->cwd, strlen(c->cwd) + 1);
-    off = strlen(c->cwd) + 1;
+    memcpy(buf, utext, strlen(utext) + 1);
+    off = strlen(utext) + 1;
+    memcpy(buf + off, c->cwd, strlen(c->cwd) + 1);
+    off += strlen(c->cwd) + 1;
     for (size_t i = 0; i < c->n_args; off += strlen(c->args[i]) + 1, i++)
         memcpy(buf + off, c->args[i], strlen(c->args[i]) + 1);
     for (size_t i = 0; i < c->n_env; off += strlen(c->env[i]) + 1, i++)

@@ -84,18 +84,18 @@ static void end_exec(struct nsbox_ocimon *m, size_t i)
     m->execs[i].pid = 0;
 }
 
-/* "cwd\0argv...\0env...\0" into pointers into payload: argv and env NULL-terminated. */
-static int split(char *payload, const struct nsbox_ocictl_msg *r, char ***argv, char ***env,
-                 struct nsbox_err *e)
+/* "cwd\0argv...\0env...\0" (len bytes) into pointers into payload: argv and env
+ * NULL-terminated. */
+static int split(char *payload, size_t len, const struct nsbox_ocictl_msg *r, char ***argv,
+                 char ***env, struct nsbox_err *e)
 {
     size_t need = 1 + (size_t)r->argc + r->envc, count = 0;
-    if (r->argc == 0 || r->argc > 65536 || r->envc > 65536 || r->len == 0 ||
-        payload[r->len - 1] != '\0')
+    if (r->argc == 0 || r->argc > 65536 || r->envc > 65536 || len == 0 || payload[len - 1] != '\0')
         return nsbox_err_invalid(e, "exec: a malformed request");
     char **strs = calloc(need + 2, sizeof *strs);
     if (!strs)
         return nsbox_err_sys(e, "calloc");
-    for (size_t off = 0; off < r->len && count <= need; off += strlen(payload + off) + 1)
+    for (size_t off = 0; off < len && count <= need; off += strlen(payload + off) + 1)
         strs[count++] = payload + off;
     if (count != need) {
         free(strs);
@@ -110,6 +110,22 @@ static int split(char *payload, const struct nsbox_ocictl_msg *r, char ***argv, 
     return 0;
 }
 
+/* With F_USER, the user before cwd: *user filled and *skip past its string. */
+static int take_user(const char *payload, const struct nsbox_ocictl_msg *r,
+                     struct nsbox_spawnuser *user, size_t *skip, struct nsbox_err *e)
+{
+    *skip = 0;
+    if (!(r->flags & NSBOX_OCICTL_F_USER))
+        return 0;
+    size_t n = strnlen(payload, r->len);
+    if (n == r->len)
+        return nsbox_err_invalid(e, "exec: a malformed request");
+    if (nsbox_spawnuser_parse(payload, user, e) < 0)
+        return -1;
+    *skip = n + 1;
+    return 1;
+}
+
 static void serve_exec(struct nsbox_ocimon *m, int fd)
 {
     struct nsbox_err e = {0};
@@ -118,7 +134,9 @@ static void serve_exec(struct nsbox_ocimon *m, int fd)
     size_t got = 0;
     cleanup_free char *payload = malloc(NSBOX_AGENT_PAYLOAD_MAX + 1);
     char **strs = NULL, **env = NULL;
-    size_t i = 0;
+    struct nsbox_spawnuser user;
+    size_t i = 0, skip = 0;
+    int has_user = 0;
     while (i < NSBOX_OCIMON_EXECS && m->execs[i].conn >= 0)
         i++;
     if (!payload || nsbox_ocictl_recv_fds(fd, &r, payload, NSBOX_AGENT_PAYLOAD_MAX, fds,
@@ -143,9 +161,11 @@ static void serve_exec(struct nsbox_ocimon *m, int fd)
                           "exec: stdin, stdout and stderr (without a terminal) and the "
                           "%zu descriptors to pass on must come with the request",
                           n_extra);
-    if (!e.code && split(payload, &r, &strs, &env, &e) == 0 &&
+    if (!e.code && (has_user = take_user(payload, &r, &user, &skip, &e)) >= 0 &&
+        split(payload + skip, r.len - skip, &r, &strs, &env, &e) == 0 &&
         nsbox_agent_spawn(m->agent, ++m->seq, strs + 1, env, strs[0], stdio, fds + n_std, n_extra,
-                          tty ? NSBOX_AGENT_F_TTY : 0, r.winsize, &e) == 0) {
+                          tty ? NSBOX_AGENT_F_TTY : 0, r.winsize, has_user ? &user : NULL,
+                          &e) == 0) {
         m->execs[i].conn = fd;
         m->execs[i].seq = m->seq;
         m->execs[i].pid = 0;

@@ -105,6 +105,9 @@ struct nsbox_ocictl_msg {
  * for the process's 3, 4, ... (--preserve-fds), in bits 8-15 */
 #define NSBOX_OCICTL_F_EXTRA(n) ((uint32_t)(n) << 8)
 #define NSBOX_OCICTL_EXTRA_OF(flags) (((flags) >> 8) & 0xffu)
+/* exec: the payload's first string is the process's user (policy/spawnuser.h), which init's
+ * child becomes */
+#define NSBOX_OCICTL_F_USER 4u
 /* Connected to the monitor of s, or -1 with "container not running". */
 int nsbox_ocictl_connect(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
                          struct nsbox_err *e);
@@ -134,9 +137,9 @@ void nsbox_ocifds_close(unsigned n);
  * exec: the monitor holds init's agent socket (sandbox/agent.h); init, which forked the
  * container's process, forks the exec'd ones too, so that every process of the container is
  * inside all its namespaces and cgroup and as hardened as init. One control connection per
- * exec: the request ("exec": cwd, argv, env; stdin, stdout, stderr unless a tty), then the
- * answers "spawned" (pid inside; with a tty its master), "failed" (status 125/126/127, why) or
- * "exited" (status); the caller may send "kill" (status: the signal); a connection closed
+ * exec: the request ("exec": the user, cwd, argv, env; stdin, stdout, stderr unless a tty),
+ * then the answers "spawned" (pid inside; with a tty its master), "failed" (status 125/126/127,
+ * why) or "exited" (status); the caller may send "kill" (status: the signal); a connection closed
  * before the end kills the exec'd process. procs (the cgroup's pids), update (new limits),
  * killall (status: the signal for every process of the cgroup). */
 #define NSBOX_OCIMON_EXECS 64

@@ -1,6 +1,8 @@
 /* Agent protocol between the supervisor and init (see agent.h). */
 #define _GNU_SOURCE
 #include "agent.h"
+#include "agent_exec.h"
+#include "agent_user.h"
 #include "cgroup_util.h"
 #include "cleanup.h"
 #include "safepath.h"
@@ -95,14 +97,22 @@ static int append(char *buf, size_t *off, const char *s, struct nsbox_err *e)
 
 int nsbox_agent_spawn(int sock, uint32_t seq, char *const argv[], char *const env[],
                       const char *cwd, const int fds[3], const int *extra, size_t n_extra,
-                      unsigned flags, uint32_t winsize, struct nsbox_err *e)
+                      unsigned flags, uint32_t winsize, const struct nsbox_spawnuser *user,
+                      struct nsbox_err *e)
 {
     if (n_extra > NSBOX_AGENT_EXTRA_MAX)
         return nsbox_err_invalid(e, "agent: more than %u descriptors to pass on",
                                  NSBOX_AGENT_EXTRA_MAX);
+    char utext[NSBOX_SPAWNUSER_TEXT_MAX];
+    if (user && nsbox_spawnuser_format(user, utext, sizeof utext) < 0)
+        return nsbox_err_invalid(e, "exec: the user's ids are out of range");
+    if (user)
+        flags |= NSBOX_AGENT_F_USER;
+    else
+        flags &= ~NSBOX_AGENT_F_USER;
     /* as large as this request (append() bounds it): a 192 KiB buffer would be a fresh mmap,
      * page faults and a munmap on every exec */
-    size_t need = strlen(cwd) + 1;
+    size_t need = strlen(cwd) + 1 + (user ? strlen(utext) + 1 : 0);
     for (size_t i = 0; argv[i] && need <= NSBOX_AGENT_PAYLOAD_MAX; i++)
         need += strlen(argv[i]) + 1;
     for (size_t i = 0; env && env[i] && need <= NSBOX_AGENT_PAYLOAD_MAX; i++)
@@ -115,7 +125,7 @@ int nsbox_agent_spawn(int sock, uint32_t seq, char *const argv[], char *const en
                                 .seq = seq,
                                 .flags = flags | NSBOX_AGENT_F_EXTRA(n_extra),
                                 .status = (int32_t)winsize};
-    if (append(buf, &off, cwd, e) < 0)
+    if ((user && append(buf, &off, utext, e) < 0) || append(buf, &off, cwd, e) < 0)
         return -1;
     for (; argv[h.argc]; h.argc++)
         if (append(buf, &off, argv[h.argc], e) < 0)
@@ -322,78 +332,13 @@ struct spawn_child {
     const int *fds;
     const struct spawn_extra *extra; /* at 3, 4, ...; or NULL */
     unsigned flags;
-    int fail_kind; /* 0: exec'd; 'C': cannot enter cwd; 'F': cannot place extra; 'E': exec */
+    const struct nsbox_spawnuser *user; /* NULL: init's ids */
+    int fail_kind; /* 0: exec'd; 'C': cannot enter cwd; 'F': cannot place extra; 'E': exec;
+                    * 'U': cannot become the user */
     int fail_errno;
 };
 
 static _Alignas(16) char spawn_stack[256 * 1024];
-
-static const char *env_get(char **env, const char *key)
-{
-    size_t n = strlen(key);
-    for (size_t i = 0; env[i]; i++)
-        if (!strncmp(env[i], key, n) && env[i][n] == '=')
-            return env[i] + n + 1;
-    return NULL;
-}
-
-/* execvp with the command's own PATH (not init's environ), as the shell searches: the first
- * entry where it can be executed; EACCES only if no entry had it at all. A file without a
- * #! line (ENOEXEC) runs with /bin/sh, as execvp does. Returns the errno to report. */
-static int exec_search(char **argv, char **env)
-{
-    const char *name = argv[0];
-    char path[PATH_MAX];
-    int err = ENOENT;
-    bool eacces = false;
-    const char *dirs = strchr(name, '/') ? "" : env_get(env, "PATH");
-    if (!dirs)
-        dirs = "/usr/local/bin:/usr/bin:/bin";
-    for (const char *p = dirs;;) {
-        const char *colon = strchr(p, ':');
-        size_t dl = colon ? (size_t)(colon - p) : strlen(p);
-        const char *file = name;
-        if (!strchr(name, '/')) {
-            if (dl + 1 + strlen(name) + 1 > sizeof path) {
-                if (err == ENOENT)
-                    err = ENAMETOOLONG; /* as execvp says it: not "not found" */
-                goto next;
-            }
-            memcpy(path, dl ? p : ".", dl ? dl : 1);
-            size_t o = dl ? dl : 1;
-            path[o++] = '/';
-            strcpy(path + o, name);
-            file = path;
-        }
-        execve(file, argv, env);
-        err = errno;
-        if (err == ENOEXEC) {
-            size_t argc = 0;
-            while (argv[argc])
-                argc++;
-            /* on this 256 KiB stack: 32 KiB at most. 4096 is the most an exec request has
-             * (NSBOX_PROTO_MAX_ARGS); a pooled run with more, which no real script takes,
-             * gets 126 where a cold run would run it with sh */
-            if (argc <= 4096) {
-                char *sh[argc + 2];
-                sh[0] = "/bin/sh";
-                sh[1] = (char *)file;
-                memcpy(sh + 2, argv + 1, argc * sizeof *sh); /* with the NULL */
-                execve("/bin/sh", sh, env);
-            }
-            return errno;
-        }
-        if (err == EACCES)
-            eacces = true;
-        else if (err != ENOENT && err != ENOTDIR && err != ESTALE)
-            return err;
-    next:
-        if (!colon || strchr(name, '/')) /* the last entry, or a path: one try */
-            break;
-        p = colon + 1;
-    }
-    return eacces ? EACCES : err;
-}
 
 /* The signals whose disposition in init is not the default (an ignored SIGPIPE, say), found
  * once when init starts: a command gets every signal at its default, and resetting only these
@@ -484,24 +429,30 @@ static int spawn_child_main(void *arg)
     }
     /* before resolving cwd: no way out through /proc/self/fd but what the caller passed on */
     nsbox_close_fds_keep_from(3 + (int)n_extra, NULL, 0);
+    /* the user before cwd: the directory is entered with the command's own rights */
+    if (c->user && (c->fail_errno = nsbox_agent_user_become(c->user)) != 0) {
+        c->fail_kind = 'U';
+        _exit(125);
+    }
     struct nsbox_err ce;
     if (nsbox_sp_chdir_in_root(c->cwd, &ce) < 0) {
         c->fail_kind = 'C';
         c->fail_errno = ce.sys_errno ? ce.sys_errno : EINVAL;
         _exit(125);
     }
-    int err = exec_search(c->argv, c->env);
+    int err = nsbox_agent_exec_search(c->argv, c->env);
     c->fail_kind = 'E';
     c->fail_errno = err;
     _exit(err == ENOENT ? 127 : 126);
 }
 
-/* Split a SPAWN's payload into cwd, argv (argc) and env (envc): it must hold exactly that many
- * strings, and the descriptors must all be there. The array, with room for two more slots, or
- * NULL when the request is malformed. */
+/* Split a SPAWN's payload into [user,] cwd, argv (argc) and env (envc): it must hold exactly
+ * that many strings, and the descriptors must all be there. The array, with room for two more
+ * slots, or NULL when the request is malformed. */
 static char **spawn_split(const struct nsbox_agent_hdr *h, char *payload, const int fds[3])
 {
-    size_t need = 1 + (size_t)h->argc + h->envc, count = 0;
+    size_t need = 1 + ((h->flags & NSBOX_AGENT_F_USER) ? 1 : 0) + (size_t)h->argc + h->envc;
+    size_t count = 0;
     if (h->argc == 0 || h->argc > 65536 || h->envc > 65536 || fds[0] < 0 || fds[1] < 0 ||
         fds[2] < 0 || h->len == 0 || payload[h->len - 1] != '\0')
         return NULL;
@@ -547,6 +498,11 @@ static int spawn_fail_msg(const struct spawn_child *c, char *msg, size_t n)
         snprintf(msg, n, "cannot enter %.200s: %s", c->cwd, strerror(err));
     else if (c->fail_kind == 'F')
         snprintf(msg, n, "cannot pass on the descriptors from 3 up: %s", strerror(err));
+    else if (c->fail_kind == 'U')
+        snprintf(msg, n,
+                 "cannot become uid %u gid %u: %s (the container's init changes ids "
+                 "only with CAP_SETUID and CAP_SETGID)",
+                 c->user->uid, c->user->gid, strerror(err));
     else if (err == E2BIG) /* a string over 128 KiB (MAX_ARG_STRLEN), or all of them */
         snprintf(msg, n, "%.200s: %s (the kernel takes 128 KiB per argument or "
                          "variable, and less than the stack limit in all: put "
@@ -555,7 +511,9 @@ static int spawn_fail_msg(const struct spawn_child *c, char *msg, size_t n)
     else
         snprintf(msg, n, "%.200s: %s", c->argv[0],
                  err == ENOENT ? "command not found" : strerror(err));
-    return c->fail_kind == 'C' || c->fail_kind == 'F' ? 125 : err == ENOENT ? 127 : 126;
+    return c->fail_kind == 'C' || c->fail_kind == 'F' || c->fail_kind == 'U' ? 125
+           : err == ENOENT                                                  ? 127
+                                                                            : 126;
 }
 
 /* Answer FAILED for a command that did not start, after ending the others when it was to be
@@ -592,19 +550,28 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
         return 0;
     }
     strs = spawn_split(h, payload, fds);
-    if (!strs)
+    /* never from the run socket's client: take_run sets a run's flags itself */
+    bool as_user = (h->flags & NSBOX_AGENT_F_USER) != 0;
+    struct nsbox_spawnuser user;
+    struct nsbox_err ue;
+    if (!strs || (as_user && nsbox_spawnuser_parse(strs[0], &user, &ue) < 0))
         goto bad;
-    char *cwd = strs[0];
-    char **argv = strs + 1;
+    char *cwd = strs[as_user];
+    char **argv = strs + as_user + 1;
     char **env = calloc(h->envc + 1, sizeof *env);
     if (!env)
         goto bad;
-    memcpy(env, strs + 1 + h->argc, h->envc * sizeof *env);
+    memcpy(env, argv + h->argc, h->envc * sizeof *env);
     char *saved = argv[h->argc];
     argv[h->argc] = NULL;
 
-    struct spawn_child c = {
-        .cwd = cwd, .argv = argv, .env = env, .fds = fds, .extra = x, .flags = h->flags};
+    struct spawn_child c = {.cwd = cwd,
+                            .argv = argv,
+                            .env = env,
+                            .fds = fds,
+                            .extra = x,
+                            .flags = h->flags,
+                            .user = as_user ? &user : NULL};
     pid_t pid = spawn_clone(&c);
     int clone_errno = errno;
     argv[h->argc] = saved;

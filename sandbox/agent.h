@@ -11,6 +11,7 @@
 #define NSBOX_AGENT_H
 
 #include "nsbox.h"
+#include "spawnuser.h"
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -18,19 +19,19 @@
 #define NSBOX_AGENT_PAYLOAD_MAX (192u * 1024u)
 
 enum nsbox_agent_type {
-    NSBOX_AGENT_SPAWN = 1,   /* supervisor or run client -> init: payload cwd, argv..., env...;
-                              * 3 fds */
-    NSBOX_AGENT_KILL = 2,    /* -> init: signal `status` to process group `pid` (on the run
-                              * socket: to the run's command, whatever `pid` says) */
-    NSBOX_AGENT_LISTEN = 3,  /* supervisor -> init: fds: the run socket (listening), and the
-                              * memory cgroup's file with the OOM count (optional) */
-    NSBOX_AGENT_RETIRE = 4,  /* supervisor -> init: take no run any more; answer RETIRED */
-    NSBOX_AGENT_SPAWNED = 101, /* init -> supervisor: seq started as pid */
-    NSBOX_AGENT_EXITED = 102,  /* init -> supervisor: pid of seq ended; status = exit code */
-    NSBOX_AGENT_FAILED = 103,  /* init -> supervisor: seq could not start; status 125/126/127 */
+    NSBOX_AGENT_SPAWN = 1,       /* supervisor or run client -> init: payload [user (F_USER),]
+                                  * cwd, argv..., env...; 3 fds */
+    NSBOX_AGENT_KILL = 2,        /* -> init: signal `status` to process group `pid` (on the run
+                                  * socket: to the run's command, whatever `pid` says) */
+    NSBOX_AGENT_LISTEN = 3,      /* supervisor -> init: fds: the run socket (listening), and the
+                                  * memory cgroup's file with the OOM count (optional) */
+    NSBOX_AGENT_RETIRE = 4,      /* supervisor -> init: take no run any more; answer RETIRED */
+    NSBOX_AGENT_SPAWNED = 101,   /* init -> supervisor: seq started as pid */
+    NSBOX_AGENT_EXITED = 102,    /* init -> supervisor: pid of seq ended; status = exit code */
+    NSBOX_AGENT_FAILED = 103,    /* init -> supervisor: seq could not start; status 125/126/127 */
     NSBOX_AGENT_WORKSPACE = 104, /* init -> supervisor, first message: 1 fd, O_PATH /workspace */
-    NSBOX_AGENT_CLAIMED = 105, /* init -> supervisor: a run took the sandbox (pid: its command) */
-    NSBOX_AGENT_RETIRED = 106, /* init -> supervisor: status 0: no run will come; 1: one came */
+    NSBOX_AGENT_CLAIMED = 105,   /* init -> supervisor: a run took the sandbox (pid: its command) */
+    NSBOX_AGENT_RETIRED = 106,   /* init -> supervisor: status 0: no run will come; 1: one came */
 };
 
 /* The run socket of a pooled sandbox (pool.md): nsbox run talks to init itself, without the
@@ -74,6 +75,13 @@ struct nsbox_agent_hdr {
 #define NSBOX_AGENT_EXTRA_MAX 250u
 #define NSBOX_AGENT_F_EXTRA(n) ((uint32_t)(n) << 8)
 #define NSBOX_AGENT_EXTRA_OF(flags) (((flags) >> 8) & 0xffu)
+/* nsbox-oci's exec as a user: the payload's first string is a user (policy/spawnuser.h) that
+ * the command's child becomes before it enters cwd (groups, gid, uid, in that order, each only
+ * when it differs from init's; then the umask). The kernel decides: init needs CAP_SETGID and
+ * CAP_SETUID for a change (a non-root init has neither), and a uid that leaves 0 loses every
+ * permitted, effective and ambient capability. Never on the run socket, whose requests get
+ * their flags from init. */
+#define NSBOX_AGENT_F_USER 4u
 
 struct nsbox_agent_event {
     uint32_t type, seq;
@@ -84,10 +92,12 @@ struct nsbox_agent_event {
 };
 
 /* Supervisor side. extra[0..n_extra-1] (at most NSBOX_AGENT_EXTRA_MAX): the command's
- * descriptors 3, 4, ... (flags get their count). */
+ * descriptors 3, 4, ... (flags get their count). user: NULL for init's own ids (nsbox never
+ * asks for another). */
 int nsbox_agent_spawn(int sock, uint32_t seq, char *const argv[], char *const env[],
                       const char *cwd, const int fds[3], const int *extra, size_t n_extra,
-                      unsigned flags, uint32_t winsize, struct nsbox_err *e);
+                      unsigned flags, uint32_t winsize, const struct nsbox_spawnuser *user,
+                      struct nsbox_err *e);
 int nsbox_agent_kill(int sock, int pid, int sig, struct nsbox_err *e);
 /* A pooled sandbox: give init its run socket (listening) and the OOM counter file (or -1). */
 int nsbox_agent_listen(int sock, int listen_fd, int oom_fd, struct nsbox_err *e);

@@ -93,7 +93,7 @@ static void do_spawn(struct sup *S, int ci, const struct nsbox_request *rq, int 
     cleanup_free char **env = merged_env(S, rq);
     unsigned flags = p->tty ? NSBOX_AGENT_F_TTY : 0;
     int r = env ? nsbox_agent_spawn(S->agent, p->seq, rq->argv, env, rq->cwd, use, NULL, 0, flags,
-                                    (rq->rows & 0xffff) << 16 | (rq->cols & 0xffff), &e)
+                                    (rq->rows & 0xffff) << 16 | (rq->cols & 0xffff), NULL, &e)
                 : nsbox_err_sys(&e, "calloc");
     for (int i = 0; i < 3; i++)
         nsbox_closep(&own[i]);

@@ -102,7 +102,7 @@ int nsbox_sup_setup_run_script(struct sup *S, struct nsbox_err *e)
     }
     int fds[3] = {open("/dev/null", O_RDONLY | O_CLOEXEC), po[1], pe[1]};
     char *argv[] = {"/bin/sh", "-c", S->spec->setup_script, NULL};
-    int r = nsbox_agent_spawn(S->agent, 0, argv, S->sb.envp, "/workspace", fds, NULL, 0, 0, 0, e);
+    int r = nsbox_agent_spawn(S->agent, 0, argv, S->sb.envp, "/workspace", fds, NULL, 0, 0, 0, NULL, e);
     for (int i = 0; i < 3; i++)
         nsbox_closep(&fds[i]);
     if (r < 0) {

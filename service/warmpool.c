@@ -311,7 +311,7 @@ static int try_one(int dfd, const char *name, const char *id, char *const argv[]
                      ce.sys_errno == ECONNREFUSED || ce.sys_errno == EPROTOTYPE;
         return pool_claim_end(dfd, claim, stale ? NULL : name);
     }
-    if (nsbox_agent_spawn(sock, 1, argv, env, cwd, fds, NULL, 0, NSBOX_AGENT_F_LAST, 0, &ce) < 0)
+    if (nsbox_agent_spawn(sock, 1, argv, env, cwd, fds, NULL, 0, NSBOX_AGENT_F_LAST, 0, NULL, &ce) < 0)
         return pool_claim_end(dfd, claim, name);
     struct nsbox_agent_event ev;
     if (recv_event(sock, &ev, &ce) <= 0) /* closed without a word: retired or taken meanwhile */

@@ -180,6 +180,13 @@ class Docker(unittest.TestCase):
         self.assertEqual(r.returncode, 4, r.stderr)
         self.assertEqual(r.stdout, "in-" + self.docker("inspect", "-f", "{{.Config.Hostname}}",
                                                        "execme").stdout)
+        # as another user: a root container's init (Docker's capabilities) forks it as that
+        # user, with no capability left
+        r = self.docker("exec", "-u", "1000:1000", "execme", "sh", "-c",
+                        "id -u; id -g; grep -E '^(CapEff|CapPrm):' /proc/self/status")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.split(), ["1000", "1000", "CapPrm:", "0" * 16,
+                                            "CapEff:", "0" * 16])
 
     def test_run_tty(self):
         r = self.run_nsbox("sh", "-c", "test -t 0 && test -t 1 && tty", opts=("-t",))

@@ -10,6 +10,7 @@ import pty
 import select
 import signal
 import socket
+import struct
 import subprocess
 import unittest
 
@@ -17,6 +18,22 @@ import test_oci_runtime as rt
 from oci_bundle import BundleCase, seccomp_filters
 
 from nsbox_test import CGROUP_V2_ONLY, fds_at_3, sandbox_cgroup_file
+
+# Docker's default capabilities: a root container's init holds CAP_SETUID and CAP_SETGID
+DOCKER_CAPS = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
+               "CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP",
+               "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"]
+IDS = "grep -E '^(Uid|Gid|Groups|CapEff|CapPrm|CapAmb):' /proc/self/status"
+
+
+def ids_status(lines):
+    """The lines IDS printed, as {"Uid": ["1000", ...], "CapEff": 0, ...}."""
+    st = {}
+    for line in lines:
+        key, _, value = line.partition(":")
+        st[key] = int(value, 16) if key.startswith("Cap") else value.split()
+    return st
+
 
 HARDENING = ("grep -E '^(NoNewPrivs|Seccomp|Seccomp_filters|CapEff|CapBnd):' /proc/self/status; "
              "for n in pid mnt net; do readlink /proc/self/ns/$n; done")
@@ -166,7 +183,8 @@ class OciExec(BundleCase):
         self.assertEqual(self.oci("start", "c2").returncode, 0)
         path = self.process_file(["true"], user={"uid": 5, "gid": 5})
         r = self.oci("exec", "--process", path, "c2")
-        self.assertIn("cannot exec as another user", r.stderr.decode())
+        # config() gives init no effective capabilities: it cannot change ids
+        self.assertIn("without CAP_SETUID", r.stderr.decode())
         caps = {"bounding": ["CAP_SYS_ADMIN"]}
         path = self.process_file(["true"], capabilities=caps)
         r = self.oci("exec", "--process", path, "c2")
@@ -174,6 +192,119 @@ class OciExec(BundleCase):
         path = self.process_file([])
         r = self.oci("exec", "--process", path, "c2")
         self.assertIn("process.json: key 'args'", r.stderr.decode())
+
+    def root_container(self):
+        """A root container with Docker's capabilities and root's groups."""
+        caps = {k: DOCKER_CAPS for k in ("bounding", "effective", "permitted")}
+        c = rt.config(["sleep", "1000"])
+        c["process"]["capabilities"] = caps
+        c["process"]["user"]["additionalGids"] = [0, 10]
+        self.write_config(c)
+        self.create("c1")
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+
+    def test_exec_as_another_user(self):
+        """exec --user into a root container: init's child drops to the ids, keeps none of
+        root's groups or capabilities (the kernel's rule for a uid that leaves 0)."""
+        self.root_container()
+        r = self.oci("exec", "c1", "sh", "-c", IDS)  # as the container's own user: root's
+        self.assertEqual(r.returncode, 0, r.stderr)
+        st = ids_status(r.stdout.decode().splitlines())
+        self.assertNotEqual(st["CapEff"], 0)
+        self.assertEqual(sorted(st["Groups"]), ["0", "10"])
+        r = self.oci("exec", "--user", "1000:1000", "c1", "sh", "-c", "id -u; id -g; " + IDS)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.decode().splitlines()
+        self.assertEqual(lines[:2], ["1000", "1000"])
+        st = ids_status(lines[2:])
+        self.assertEqual(st["Uid"], ["1000"] * 4)
+        self.assertEqual(st["Gid"], ["1000"] * 4)
+        self.assertEqual(st["Groups"], [])
+        self.assertEqual((st["CapEff"], st["CapPrm"], st["CapAmb"]), (0, 0, 0))
+        # the groups given, only those
+        r = self.oci("exec", "--user", "1000:1000", "--additional-gids", "20,30", "c1",
+                     "sh", "-c", IDS)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted(ids_status(r.stdout.decode().splitlines())["Groups"]),
+                         ["20", "30"])
+        # outside the container's ids: refused, nothing runs
+        for user in ("70000", "1000:70000"):
+            r = self.oci("exec", "--user", user, "c1", "sh", "-c", "echo RAN")
+            self.assertNotEqual(r.returncode, 0)
+            self.assertNotIn(b"RAN", r.stdout)
+            self.assertIn("outside the container's user namespace", r.stderr.decode())
+        self.assertEqual(self.state()["status"], "running")
+
+    def test_exec_process_with_user_and_groups(self):
+        """--process as containerd's shim and Docker pass it: user with additionalGids and
+        umask."""
+        self.root_container()
+        out = os.path.join(self.tmp, "user.out")
+        user = {"uid": 1000, "gid": 1001, "additionalGids": [20, 30], "umask": 0o27}
+        relay = self.exec_detached(["sh", "-c", "id -u; id -g; umask; " + IDS], out=out,
+                                   user=user, cwd="/")
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(relay)), 0)
+        with open(out) as f:
+            lines = f.read().splitlines()
+        self.assertEqual(lines[:3], ["1000", "1001", "0027"])
+        st = ids_status(lines[3:])
+        self.assertEqual(st["Uid"], ["1000"] * 4)
+        self.assertEqual(st["Gid"], ["1001"] * 4)
+        self.assertEqual(sorted(st["Groups"]), ["20", "30"])
+        self.assertEqual((st["CapEff"], st["CapPrm"], st["CapAmb"]), (0, 0, 0))
+
+    def test_non_root_container_refuses_another_user(self):
+        """A container of uid 1000: its init has no CAP_SETUID, so exec as root (or anyone
+        else) is refused with why; as the container's own user it runs."""
+        c = rt.config(["sleep", "1000"])
+        c["process"]["user"] = {"uid": 1000, "gid": 1000}
+        self.write_config(c)
+        self.create("c1")
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        r = self.oci("exec", "c1", "id", "-u")
+        self.assertEqual((r.returncode, r.stdout), (0, b"1000\n"), r.stderr)
+        for args in (["--user", "0"], ["--user", "0:0"], ["--user", "1000:0"]):
+            r = self.oci("exec", *args, "c1", "sh", "-c", "echo RAN")
+            self.assertNotEqual(r.returncode, 0)
+            self.assertNotIn(b"RAN", r.stdout)
+            msg = self.log_errors()[-1]["msg"]
+            self.assertIn("runs as uid 1000 gid 1000 without CAP_SET", msg)
+            self.assertIn("cannot become another user", msg)
+        path = self.process_file(["sh", "-c", "echo RAN"], user={"uid": 0, "gid": 0})
+        r = self.oci("exec", "--process", path, "c1")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertNotIn(b"RAN", r.stdout)
+        self.assertIn("without CAP_SETUID", r.stderr.decode())
+
+    def test_init_cannot_become_root_when_asked_directly(self):
+        """The kernel is the floor, not exec's check: a request that skips nsbox-oci exec (on
+        the monitor's control socket, with the user string init's child obeys) for uid 0 in a
+        container of uid 1000 fails in init's child, before anything runs."""
+        c = rt.config(["sleep", "1000"])
+        c["process"]["user"] = {"uid": 1000, "gid": 1000}
+        self.write_config(c)
+        self.create("c1")
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        out = os.path.join(self.tmp, "direct.out")
+        for user in (b"0 0 -1", b"1000 1000 -1 0", b"1000 0 -1", b"0 1000 -1"):
+            payload = user + b"\0/\0sh\0-c\0echo RAN\0"
+            # struct nsbox_ocictl_msg (oci/ocirt.h): op, pid, status, flags (F_USER 4),
+            # winsize, argc, envc, len
+            hdr = struct.pack("=16siiIIIII", b"exec", 0, 0, 4, 0, 3, 0, len(payload))
+            with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s, \
+                    open(out, "w") as o:
+                s.connect(os.path.join(self.root, "c1", "ctl.sock"))
+                socket.send_fds(s, [hdr + payload], [0, o.fileno(), o.fileno()])
+                answer = s.recv(4096)
+            op, _pid, status = struct.unpack("=16sii", answer[:24])
+            self.assertEqual(op.rstrip(b"\0"), b"failed", answer)
+            self.assertEqual(status, 125)
+            self.assertIn(b"Operation not permitted", answer[44:])
+            with open(out) as f:
+                self.assertEqual(f.read(), "")
+        # the container goes on, and its own user still runs
+        r = self.oci("exec", "c1", "id", "-u")
+        self.assertEqual((r.returncode, r.stdout), (0, b"1000\n"), r.stderr)
 
     def test_container_end_kills_execs(self):
         mon = self.running(["sleep", "1000"])

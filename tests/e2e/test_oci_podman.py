@@ -91,6 +91,11 @@ class Podman(unittest.TestCase):
         self.assertEqual(r.returncode, 4, r.stderr)
         hostname = self.podman("inspect", "-f", "{{.Config.Hostname}}", "execme").stdout
         self.assertEqual(r.stdout, "in-" + hostname)
+        # as another user (a --process whose user differs): its ids, no capability
+        r = self.podman("exec", "--user", "1000:1000", "execme", "sh", "-c",
+                        "id -u; id -g; grep -E '^CapEff:' /proc/self/status")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.split(), ["1000", "1000", "CapEff:", "0" * 16])
 
     def test_run_preserve_fds(self):
         """podman run --preserve-fds=1 (socket activation's path through Podman): podman's

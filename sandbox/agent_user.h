@@ -1,0 +1,15 @@
+/* The user an agent's command runs as (NSBOX_AGENT_F_USER, agent.h), in the child init
+ * forks for it. */
+#ifndef NSBOX_AGENT_USER_H
+#define NSBOX_AGENT_USER_H
+
+#include "spawnuser.h"
+
+/* The calling process (init's child for a command, before it enters cwd) becomes u: groups,
+ * gid, then uid (last: a uid that leaves 0 takes the capabilities the others need), each only
+ * when it differs, so that an init without CAP_SETUID and CAP_SETGID still runs commands as
+ * itself; then u's umask, if it has one. Raw system calls: the child shares init's memory, and
+ * glibc's set*id would act on init's threads. 0, or the errno. */
+int nsbox_agent_user_become(const struct nsbox_spawnuser *u);
+
+#endif
