@@ -62,6 +62,14 @@ class Pool(unittest.TestCase):
     def entries(self):
         return json.loads(self.nsbox("pool", "ls", "--json", check=True).stdout)
 
+    def strace_or_skip(self, what):
+        """strace's path, which holds a system call of another process here (its delay
+        injection); the test is skipped without it."""
+        strace = shutil.which("strace")
+        if not strace:
+            self.skipTest("needs strace to hold " + what)
+        return strace
+
     def pooled(self):
         return [e["id"] for e in self.entries()]
 
@@ -674,9 +682,7 @@ class Pool(unittest.TestCase):
         # supervisor, which removes the entry too when init tells it of the claim, is stopped:
         # the command already runs and says so on stdout, and still `pool ls` does not list
         # the sandbox (the run takes the entry out before it asks for the command)
-        strace = shutil.which("strace")
-        if not strace:
-            self.skipTest("needs strace to hold the run's wait for init's answer")
+        strace = self.strace_or_skip("the run's wait for init's answer")
         (sid,) = self.fill()
         sup, _ = self.init_pid(sid)
         os.kill(sup, signal.SIGSTOP)
@@ -701,9 +707,7 @@ class Pool(unittest.TestCase):
         # the supervisor removes its entry as it tears its sandbox down, in its own time (its
         # unlink is held here): once the drain has ended, `pool ls` lists the sandbox no more,
         # and a fill makes a new one instead of counting it as waiting
-        strace = shutil.which("strace")
-        if not strace:
-            self.skipTest("needs strace to hold the supervisor's removal of its entry")
+        strace = self.strace_or_skip("the supervisor's removal of its entry")
         (sid,) = self.fill()
         sup, _ = self.init_pid(sid)
         tracer = subprocess.Popen([strace, "-p", str(sup), "-o", "/dev/null",
