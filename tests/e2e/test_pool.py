@@ -657,40 +657,20 @@ class Pool(unittest.TestCase):
             os.kill(sup, signal.SIGCONT)
         self.assertTrue(wait_for(lambda: self.gone(sid), 20))
 
-    def test_the_pool_lists_no_sandbox_a_running_run_took(self):
-        # the same while the run's command runs: the supervisor, stopped here, has not heard
-        # of the claim, and still `pool ls` lists the sandbox no more
+    def check_a_running_run_is_not_listed(self, *wrap):
+        """The supervisor, stopped here, has not heard of the claim; the run's command runs
+        and says so, and still `pool ls` does not list the sandbox, nor is a claim left once
+        it has ended. wrap: what the run is started under."""
         (sid,) = self.fill()
         sup, _ = self.init_pid(sid)
         os.kill(sup, signal.SIGSTOP)
         try:
-            p = subprocess.Popen([NSBOX, "run", "--", "sh", "-c", "hostname; read x"],
+            p = subprocess.Popen(list(wrap) + [NSBOX, "run", "--", "sh", "-c", "hostname; read x"],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, env=self.dirs.env(self.env))
-            try:
-                self.assertEqual(readline(p, 30), f"nsbox-{sid}\n".encode())
-                self.assertNotIn(sid, self.pooled())
-            finally:
-                out, err = p.communicate(b"\n", timeout=60)
-            self.assertEqual(p.returncode, 0, err)
-        finally:
+        except BaseException:
             os.kill(sup, signal.SIGCONT)
-        self.assertTrue(wait_for(lambda: self.gone(sid), 20))
-
-    def test_the_pool_lists_no_sandbox_whose_run_waits_for_its_answer(self):
-        # the run's wait for init's answer is held here (strace delays its recvmsg), and the
-        # supervisor, which removes the entry too when init tells it of the claim, is stopped:
-        # the command already runs and says so on stdout, and still `pool ls` does not list
-        # the sandbox (the run takes the entry out before it asks for the command)
-        strace = self.strace_or_skip("the run's wait for init's answer")
-        (sid,) = self.fill()
-        sup, _ = self.init_pid(sid)
-        os.kill(sup, signal.SIGSTOP)
-        p = subprocess.Popen([strace, "-f", "-o", "/dev/null", "-e", "trace=recvmsg",
-                              "-e", "inject=recvmsg:delay_enter=3000000",
-                              NSBOX, "run", "--", "sh", "-c", "hostname; read x"],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, env=self.dirs.env(self.env))
+            raise
         try:
             self.assertEqual(readline(p, 30), f"nsbox-{sid}\n".encode())
             self.assertNotIn(sid, self.pooled())
@@ -702,6 +682,17 @@ class Pool(unittest.TestCase):
         claims = [n for n in os.listdir(os.path.join(self.dirs.state, "pool"))
                   if n.startswith(".claim-")]
         self.assertEqual(claims, [], "the run left its claim of the entry")
+
+    def test_the_pool_lists_no_sandbox_a_running_run_took(self):
+        self.check_a_running_run_is_not_listed()
+
+    def test_the_pool_lists_no_sandbox_whose_run_waits_for_its_answer(self):
+        # the run's own wait for init's answer held too (strace delays its recvmsg): the run
+        # takes the entry out before it asks for the command, not once it hears back
+        strace = self.strace_or_skip("the run's wait for init's answer")
+        self.check_a_running_run_is_not_listed(strace, "-f", "-o", "/dev/null", "-e",
+                                               "trace=recvmsg", "-e",
+                                               "inject=recvmsg:delay_enter=3000000")
 
     def test_the_pool_lists_no_sandbox_a_drain_deleted(self):
         # the supervisor removes its entry as it tears its sandbox down, in its own time (its
