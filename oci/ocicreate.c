@@ -116,6 +116,20 @@ static int build_spec(const struct create_args *a, const struct nsbox_ocispec *c
     return 0;
 }
 
+/* The bundle's linux.seccomp, compiled by create (the monitor it forks has a copy) so that a
+ * profile libseccomp refuses fails before anything is made; filter NULL: none. */
+static struct sock_fprog bundle_seccomp;
+
+static int compile_seccomp(const struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    if (!c->has_seccomp)
+        return 0;
+    if (nsbox_contain_calls_check(&c->seccomp, e) < 0 ||
+        nsbox_seccomp_compile(&c->seccomp, &bundle_seccomp, e) < 0)
+        return nsbox_err_wrap(e, "config.json: key 'linux.seccomp'");
+    return 0;
+}
+
 static int load_config(const struct create_args *a, struct nsbox_ocispec *c,
                        struct nsbox_err *e)
 {
@@ -133,7 +147,8 @@ static int load_config(const struct create_args *a, struct nsbox_ocispec *c,
     if (nsbox_ocispec_parse(text, strlen(text), c, e) < 0)
         return -1;
     if (nsbox_ocispec_check_floor(c, e) < 0 || nsbox_ocispec_check_namespaces(c, e) < 0 ||
-        nsbox_ocispec_check_devices(c, e) < 0 || nsbox_ocispec_check_sysctl(c, e) < 0)
+        nsbox_ocispec_check_devices(c, e) < 0 || nsbox_ocispec_check_sysctl(c, e) < 0 ||
+        compile_seccomp(c, e) < 0)
         return -1;
     if (c->terminal && !a->console_socket)
         return nsbox_err_invalid(e, "process.terminal is true but no --console-socket was "
@@ -249,7 +264,8 @@ static void monitor_event(struct monitor *m, bool *done)
 /* The process as the config describes it: its ids, groups, umask, exactly its environment,
  * its rlimits over nsbox's (the config's win), its capabilities and no_new_privs. The floor
  * stays: the ids and capabilities are those of the sandbox's user namespace (0-65535 of its
- * own range, never host root; CAP_SYS_ADMIN was refused at create), nsbox's seccomp filter. */
+ * own range, never host root; CAP_SYS_ADMIN was refused at create), nsbox's seccomp filter
+ * (the bundle's is loaded after it: monitor_launch). */
 static void apply_process(struct nsbox_launch *L, const struct nsbox_ocispec *c)
 {
     L->uid = c->uid;
@@ -395,6 +411,8 @@ static int monitor_launch(struct monitor *m, const struct nsbox_spec *s,
         nsbox_ociplace_apply_memory(place, &m->sb.cg, e) < 0)
         return -1;
     apply_process(&m->sb.L, c);
+    m->sb.L.seccomp_bundle = bundle_seccomp;
+    m->sb.L.seccomp_bundle_flags = c->seccomp.load_flags;
     m->sb.L.root_propagation = c->root_propagation;
     if (c->hostname[0] && strlen(c->hostname) < sizeof m->sb.L.hostname)
         snprintf(m->sb.L.hostname, sizeof m->sb.L.hostname, "%s", c->hostname);

@@ -253,12 +253,17 @@ void nsbox_seccomp_default_forget(void)
 
 int nsbox_seccomp_load(const struct sock_fprog *prog, struct nsbox_err *e)
 {
+    return nsbox_seccomp_load_flags(prog, 0, e);
+}
+
+int nsbox_seccomp_load_flags(const struct sock_fprog *prog, unsigned flags, struct nsbox_err *e)
+{
     if (!prog || !prog->filter || prog->len == 0)
         return nsbox_err_set(e, NSBOX_E_INVALID, 0, "seccomp: empty program");
     /* No SECCOMP_FILTER_FLAG_TSYNC: the child is single-threaded at this point. */
-    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog) == 0)
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, prog) == 0)
         return 0;
-    if (errno == ENOSYS &&
+    if (errno == ENOSYS && flags == 0 &&
         prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, (unsigned long)prog, 0, 0) == 0)
         return 0;
     if (errno == EACCES)

@@ -20,5 +20,7 @@ void nsbox_seccomp_default_forget(void);
 
 /* Child side: install prog (no_new_privs must already be set). */
 int nsbox_seccomp_load(const struct sock_fprog *prog, struct nsbox_err *e);
+/* The same with SECCOMP_FILTER_FLAG_* flags (an OCI bundle's: LOG, SPEC_ALLOW). */
+int nsbox_seccomp_load_flags(const struct sock_fprog *prog, unsigned flags, struct nsbox_err *e);
 
 #endif

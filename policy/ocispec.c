@@ -65,6 +65,7 @@ void nsbox_ocispec_free(struct nsbox_ocispec *c)
     free(c->hooks_json);
     c->hooks_json = NULL;
     nsbox_ocispec_hooks_free(&c->hooks);
+    nsbox_seccomp_profile_free(&c->seccomp);
 }
 
 int nsbox_ocispec_bad(struct nsbox_err *e, const char *key, const char *what)
@@ -647,6 +648,20 @@ static int parse_paths(const cJSON *lx, const char *name, char (*out)[NSBOX_OCIS
     return 0;
 }
 
+/* linux.seccomp: the bundle's profile, read by nsbox's strict parser in its OCI form
+ * (policy/seccomp_profile.h), from its own text, bounded as nsbox's profiles are. */
+static int parse_seccomp(const cJSON *sc, struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    if (!cJSON_IsObject(sc))
+        return nsbox_ocispec_bad(e, "linux.seccomp", "must be an object");
+    cleanup_free char *text = cJSON_PrintUnformatted(sc);
+    if (!text)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    if (nsbox_seccomp_profile_parse_oci(text, strlen(text), &c->seccomp, e) < 0)
+        return nsbox_err_wrap(e, "config.json: key 'linux.seccomp'");
+    return 0;
+}
+
 static int parse_linux(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     int r;
@@ -661,7 +676,7 @@ static int parse_linux(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_
     c->has_uid_mappings = cJSON_IsArray(maps) && cJSON_GetArraySize(maps) > 0;
     const cJSON *sc = cJSON_GetObjectItemCaseSensitive(lx, "seccomp");
     c->has_seccomp = sc && !cJSON_IsNull(sc);
-    return 0;
+    return c->has_seccomp ? parse_seccomp(sc, c, e) : 0;
 }
 
 static int parse_annotations(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)

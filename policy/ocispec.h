@@ -8,6 +8,7 @@
 #include "nsbox.h"
 #include "ocicgroup.h"
 #include "propagation.h"
+#include "seccomp_profile.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -178,6 +179,7 @@ struct nsbox_ocispec {
     struct nsbox_ocispec_sysctl sysctl[NSBOX_OCISPEC_SYSCTL_MAX]; /* linux.sysctl */
     struct nsbox_propagation root_propagation; /* linux.rootfsPropagation */
     bool has_seccomp;
+    struct nsbox_seccomp_profile seccomp; /* linux.seccomp, when has_seccomp (rules: heap) */
     size_t n_masked, n_readonly; /* linux.maskedPaths, linux.readonlyPaths: absolute paths */
     char masked[NSBOX_OCISPEC_MASKS_MAX][NSBOX_OCISPEC_MASK_PATH_MAX];
     char readonly[NSBOX_OCISPEC_MASKS_MAX][NSBOX_OCISPEC_MASK_PATH_MAX];

@@ -65,7 +65,7 @@ static const struct {
     {"SCMP_CMP_MASKED_EQ", NSBOX_OP_MASKED_EQ},
 };
 
-static const char *action_name(enum nsbox_scmp_action a)
+const char *nsbox_seccomp_action_name(enum nsbox_scmp_action a)
 {
     for (size_t i = 0; i < NSBOX_ARRAY_LEN(action_names); i++)
         if (action_names[i].action == a)
@@ -290,6 +290,7 @@ static int parse_arg(const cJSON *obj, const char *path, struct nsbox_scmp_arg *
 struct builder {
     struct nsbox_seccomp_profile *p;
     size_t cap;
+    bool oci; /* a bundle's linux.seccomp (nsbox_seccomp_profile_parse_oci) */
 };
 
 /* libseccomp cannot order two different actions for one syscall: an unconditional rule silently
@@ -402,7 +403,10 @@ static int parse_rule(const cJSON *obj, unsigned idx, struct builder *b, struct 
     }
     if (r.action != NSBOX_SCMP_ERRNO)
         r.errno_ret = 0;
-    if (same_action(r.action, r.errno_ret, b->p->default_action, b->p->default_errno))
+    /* A bundle's rule that the default already answers is dropped, as runc drops it: an
+     * engine's profile has them (a user's, or its own for another architecture). */
+    bool no_effect = same_action(r.action, r.errno_ret, b->p->default_action, b->p->default_errno);
+    if (no_effect && !b->oci)
         return nsbox_err_set(e, NSBOX_E_INVALID, 0,
                              "%s.action: same as defaultAction, the rule would have no effect "
                              "(libseccomp refuses it)",
@@ -435,8 +439,12 @@ static int parse_rule(const cJSON *obj, unsigned idx, struct builder *b, struct 
         /* __NR_SCMP_ERROR: neither libseccomp nor nsbox's table of late calls knows it. Other
          * negative numbers are libseccomp's pseudo-syscalls, real on some architecture but not this
          * one (vm86 on x86_64): accepted, they compile to nothing here. */
+        if (no_effect)
+            continue;
+        /* A bundle's profile names the calls of the newest kernels its engine knows: runc
+         * skips those its libseccomp cannot resolve, and so does nsbox-oci. */
         if (nsbox_seccomp_names_resolve(n->valuestring) == __NR_SCMP_ERROR) {
-            if (r.optional) {
+            if (r.optional || b->oci) {
                 b->p->n_skipped++;
                 continue;
             }
@@ -452,15 +460,111 @@ static int parse_rule(const cJSON *obj, unsigned idx, struct builder *b, struct 
     return 0;
 }
 
-static int parse_profile(const cJSON *root, struct nsbox_seccomp_profile *p, struct nsbox_err *e)
-{
-    enum { K_DEFAULT, K_DEFAULT_ERRNO, K_BADARCH, K_SYSCALLS, K_COMMENT, K__N };
-    static const char *const keys[K__N] = {"defaultAction", "defaultErrnoRet", "badArchAction",
-                                           "syscalls", "comment"};
-    const cJSON *f[K__N];
-    struct builder b = {.p = p, .cap = 0};
+/* ---- a bundle's keys ------------------------------------------------------------------------ */
 
-    if (object_fields(root, "", keys, K__N, f, e) < 0 || check_comment(f[K_COMMENT], "", e) < 0)
+static const struct {
+    const char *name;
+    unsigned bit; /* SECCOMP_FILTER_FLAG_*, as the loader passes it; 0: accepted, not passed */
+} flag_names[] = {
+    {"SECCOMP_FILTER_FLAG_LOG", 2u},        /* SECCOMP_FILTER_FLAG_LOG: log all but ALLOW */
+    {"SECCOMP_FILTER_FLAG_SPEC_ALLOW", 4u}, /* SECCOMP_FILTER_FLAG_SPEC_ALLOW */
+    /* TSYNC syncs the filter to the caller's other threads: init has none when it loads it */
+    {"SECCOMP_FILTER_FLAG_TSYNC", 0u},
+};
+
+/* "architectures": the ABIs the bundle's filter would admit besides the native one. nsbox's
+ * own filter, loaded before it, kills every foreign ABI's calls whatever a bundle says, so
+ * the names are only checked for their form. */
+static int oci_architectures(const cJSON *v, struct nsbox_err *e)
+{
+    char tmp[48];
+    if (!cJSON_IsArray(v))
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                             "architectures: must be an array such as [\"SCMP_ARCH_X86_64\"]");
+    int j = 0;
+    for (const cJSON *a = v->child; a; a = a->next, j++) {
+        const char *s = cJSON_IsString(a) ? a->valuestring : NULL;
+        bool ok = s && !strncmp(s, "SCMP_ARCH_", 10) && s[10] && strlen(s) < 32;
+        for (size_t i = 10; ok && s[i]; i++)
+            ok = (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_';
+        if (!ok)
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                                 "architectures[%d]: '%s' is not an architecture such as "
+                                 "SCMP_ARCH_X86_64",
+                                 j, s ? printable(s, tmp, sizeof tmp) : "(not a string)");
+    }
+    return 0;
+}
+
+static int oci_flags(const cJSON *v, unsigned *out, struct nsbox_err *e)
+{
+    char tmp[48];
+    if (!cJSON_IsArray(v))
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                             "flags: must be an array such as [\"SECCOMP_FILTER_FLAG_LOG\"]");
+    int j = 0;
+    for (const cJSON *a = v->child; a; a = a->next, j++) {
+        size_t i = 0;
+        while (cJSON_IsString(a) && i < NSBOX_ARRAY_LEN(flag_names) &&
+               strcmp(flag_names[i].name, a->valuestring) != 0)
+            i++;
+        if (!cJSON_IsString(a) || i == NSBOX_ARRAY_LEN(flag_names))
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                                 "flags[%d]: '%s' is not supported (nsbox-oci takes "
+                                 "SECCOMP_FILTER_FLAG_LOG, SECCOMP_FILTER_FLAG_SPEC_ALLOW and "
+                                 "SECCOMP_FILTER_FLAG_TSYNC)",
+                                 j,
+                                 cJSON_IsString(a) ? printable(a->valuestring, tmp, sizeof tmp)
+                                                   : "(not a string)");
+        *out |= flag_names[i].bit;
+    }
+    return 0;
+}
+
+/* A listener (SCMP_ACT_NOTIFY's agent) would answer the calls nsbox's filter let through: there
+ * is none, so a profile that needs one cannot run as written. An empty path means none. */
+static int oci_listener(const cJSON *path, const cJSON *meta, struct nsbox_err *e)
+{
+    if (path && (!cJSON_IsString(path) || path->valuestring[0]))
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                             "listenerPath: not supported: nsbox-oci runs no seccomp agent "
+                             "(remove listenerPath and the SCMP_ACT_NOTIFY rules)");
+    if (meta && !cJSON_IsString(meta))
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "listenerMetadata: must be a string");
+    return 0;
+}
+
+/* ---- the profile ----------------------------------------------------------------------------- */
+
+static int parse_profile(const cJSON *root, bool oci, struct nsbox_seccomp_profile *p,
+                         struct nsbox_err *e)
+{
+    enum {
+        K_DEFAULT,
+        K_DEFAULT_ERRNO,
+        K_BADARCH,
+        K_SYSCALLS,
+        K_COMMENT,
+        K_ARCHS, /* from here on a bundle's only */
+        K_FLAGS,
+        K_LISTENER,
+        K_LISTENER_META,
+        K__N
+    };
+    static const char *const keys[K__N] = {"defaultAction", "defaultErrnoRet", "badArchAction",
+                                           "syscalls",      "comment",         "architectures",
+                                           "flags",         "listenerPath",    "listenerMetadata"};
+    const cJSON *f[K__N];
+    struct builder b = {.p = p, .cap = 0, .oci = oci};
+
+    if (object_fields(root, "", keys, oci ? K__N : K_ARCHS, f, e) < 0 ||
+        check_comment(f[K_COMMENT], "", e) < 0)
+        return -1;
+    for (int k = oci ? K__N : K_ARCHS; k < K__N; k++)
+        f[k] = NULL;
+    if ((f[K_ARCHS] && oci_architectures(f[K_ARCHS], e) < 0) ||
+        (f[K_FLAGS] && oci_flags(f[K_FLAGS], &p->load_flags, e) < 0) ||
+        oci_listener(f[K_LISTENER], f[K_LISTENER_META], e) < 0)
         return -1;
     if (!f[K_DEFAULT])
         return nsbox_err_set(e, NSBOX_E_INVALID, 0, "defaultAction: missing");
@@ -504,8 +608,8 @@ static int parse_profile(const cJSON *root, struct nsbox_seccomp_profile *p, str
     return 0;
 }
 
-int nsbox_seccomp_profile_parse(const char *json, size_t len, struct nsbox_seccomp_profile *p,
-                                struct nsbox_err *e)
+static int profile_parse(const char *json, size_t len, bool oci, struct nsbox_seccomp_profile *p,
+                         struct nsbox_err *e)
 {
     memset(p, 0, sizeof *p);
     if (!json)
@@ -530,11 +634,23 @@ int nsbox_seccomp_profile_parse(const char *json, size_t len, struct nsbox_secco
                                  (size_t)(c - json));
     if (!cJSON_IsObject(root))
         return nsbox_err_set(e, NSBOX_E_INVALID, 0, "seccomp profile: must be a JSON object");
-    if (parse_profile(root, p, e) < 0) {
+    if (parse_profile(root, oci, p, e) < 0) {
         nsbox_seccomp_profile_free(p);
-        return nsbox_err_wrap(e, "seccomp profile");
+        return oci ? -1 : nsbox_err_wrap(e, "seccomp profile");
     }
     return 0;
+}
+
+int nsbox_seccomp_profile_parse(const char *json, size_t len, struct nsbox_seccomp_profile *p,
+                                struct nsbox_err *e)
+{
+    return profile_parse(json, len, false, p, e);
+}
+
+int nsbox_seccomp_profile_parse_oci(const char *json, size_t len, struct nsbox_seccomp_profile *p,
+                                    struct nsbox_err *e)
+{
+    return profile_parse(json, len, true, p, e);
 }
 
 void nsbox_seccomp_profile_free(struct nsbox_seccomp_profile *p)
@@ -557,7 +673,7 @@ int nsbox_seccomp_profile_check(const struct nsbox_seccomp_profile *p, struct ns
         return nsbox_err_set(e, NSBOX_E_INVALID, 0,
                              "seccomp profile: badArchAction %s would let foreign-ABI syscalls "
                              "past the rules",
-                             action_name(p->badarch_action));
+                             nsbox_seccomp_action_name(p->badarch_action));
     if (p->default_errno < 0 || p->default_errno > ERRNO_MAX)
         return nsbox_err_set(e, NSBOX_E_INVALID, 0,
                              "seccomp profile: defaultErrnoRet %d out "
@@ -578,4 +694,49 @@ int nsbox_seccomp_profile_check(const struct nsbox_seccomp_profile *p, struct ns
                                      r->args[j].index);
     }
     return 0;
+}
+
+/* ---- answering --------------------------------------------------------------------------- */
+
+static bool arg_matches(const struct nsbox_scmp_arg *a, uint64_t x)
+{
+    switch (a->op) {
+    case NSBOX_OP_EQ:
+        return x == a->value;
+    case NSBOX_OP_NE:
+        return x != a->value;
+    case NSBOX_OP_LT:
+        return x < a->value;
+    case NSBOX_OP_LE:
+        return x <= a->value;
+    case NSBOX_OP_GT:
+        return x > a->value;
+    case NSBOX_OP_GE:
+        return x >= a->value;
+    case NSBOX_OP_MASKED_EQ:
+        return (x & a->value) == a->value2;
+    }
+    return false;
+}
+
+enum nsbox_scmp_action nsbox_seccomp_profile_answer(const struct nsbox_seccomp_profile *p,
+                                                    const char *name,
+                                                    const uint64_t args[NSBOX_SECCOMP_MAX_ARGS],
+                                                    int *err)
+{
+    for (size_t i = 0; i < p->n_rules; i++) {
+        const struct nsbox_scmp_rule *r = &p->rules[i];
+        if (strcmp(r->name, name) != 0)
+            continue;
+        bool all = true;
+        for (size_t j = 0; j < r->n_args && all; j++)
+            all = r->args[j].index < NSBOX_SECCOMP_MAX_ARGS &&
+                  arg_matches(&r->args[j], args[r->args[j].index]);
+        if (all) {
+            *err = r->action == NSBOX_SCMP_ERRNO ? r->errno_ret : 0;
+            return r->action;
+        }
+    }
+    *err = p->default_action == NSBOX_SCMP_ERRNO ? p->default_errno : 0;
+    return p->default_action;
 }

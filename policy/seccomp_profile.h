@@ -61,6 +61,10 @@ struct nsbox_seccomp_profile {
     size_t n_rules;
     struct nsbox_scmp_rule *rules; /* heap */
     size_t n_skipped; /* "optional" names this libseccomp does not know (dropped by the parser) */
+    /* An OCI bundle's profile (nsbox_seccomp_profile_parse_oci) only: its "flags", as the
+     * SECCOMP_FILTER_FLAG_* bits the filter is loaded with (LOG, SPEC_ALLOW; TSYNC is
+     * accepted and dropped: the loader has one thread). 0 for nsbox's own profiles. */
+    unsigned load_flags;
 };
 
 /* The built-in default profile, as JSON text (policy/seccomp-default.json, embedded). */
@@ -77,7 +81,26 @@ const char *nsbox_seccomp_root_json(void);
  * offending field, e.g. "syscalls[3].args[0].op: unknown operator 'SCMP_CMP_FOO'". */
 int nsbox_seccomp_profile_parse(const char *json, size_t len, struct nsbox_seccomp_profile *p,
                                 struct nsbox_err *e);
+/* The same for an OCI bundle's linux.seccomp (runtime-spec config-linux.md), which engines
+ * write for other runtimes: "architectures" is accepted (nsbox's own filter, loaded first,
+ * kills every foreign ABI), the known "flags" too; a "listenerPath" is refused (no seccomp
+ * agent), as SCMP_ACT_NOTIFY and SCMP_ACT_TRACE are. As runc does, names neither libseccomp
+ * nor nsbox's table of late calls knows are skipped (counted in n_skipped), and a rule whose
+ * action is the default's is dropped: neither changes what the filter answers. Messages name
+ * the key without a prefix (the caller adds where the profile was). */
+int nsbox_seccomp_profile_parse_oci(const char *json, size_t len, struct nsbox_seccomp_profile *p,
+                                    struct nsbox_err *e);
 void nsbox_seccomp_profile_free(struct nsbox_seccomp_profile *p);
+/* What p answers a call of that name with these arguments: the action of its rules if one of
+ * them matches (all of a call's rules share one action: the parser's rule), else the
+ * default; *err the errno of an SCMP_ACT_ERRNO. As the compiled filter answers for the native
+ * architecture. */
+enum nsbox_scmp_action nsbox_seccomp_profile_answer(const struct nsbox_seccomp_profile *p,
+                                                    const char *name,
+                                                    const uint64_t args[NSBOX_SECCOMP_MAX_ARGS],
+                                                    int *err);
+/* The action's name as profiles write it ("SCMP_ACT_ERRNO"). */
+const char *nsbox_seccomp_action_name(enum nsbox_scmp_action a);
 /* What libseccomp would misread in a profile (one may be built by hand, not parsed): an invalid
  * action, a syscall name without its NUL, an argument index out of range. */
 int nsbox_seccomp_profile_check(const struct nsbox_seccomp_profile *p, struct nsbox_err *e);

@@ -188,21 +188,28 @@ enum nsbox_sp_backend nsbox_sp_set_backend(enum nsbox_sp_backend b)
     return (enum nsbox_sp_backend)atomic_exchange(&sp_backend, (int)b);
 }
 
+/* Whether openat2 reaches the kernel: a size below the first version of struct open_how makes
+ * a kernel that has openat2 fail with EINVAL before it looks at the path. ENOSYS means no
+ * openat2 (Linux < 5.6); EPERM is how seccomp profiles of container runtimes refuse syscalls
+ * they do not know. A real open could not tell a blocked syscall from a denied file. */
+static bool sp_openat2_probe(void)
+{
+    int saved = errno;
+    struct open_how how;
+    memset(&how, 0, sizeof how);
+    long r = syscall(SYS_openat2, AT_FDCWD, "/", &how, (size_t)0);
+    if (r >= 0)
+        close((int)r);
+    bool ok = r < 0 && errno == EINVAL;
+    errno = saved;
+    return ok;
+}
+
 bool nsbox_sp_have_openat2(void)
 {
     int s = atomic_load(&sp_openat2_state);
     if (s == 0) {
-        /* A size below the first version of struct open_how makes a kernel that has openat2
-         * fail with EINVAL before it looks at the path. ENOSYS means no openat2 (Linux < 5.6);
-         * EPERM is how seccomp profiles of container runtimes refuse syscalls they do not know.
-         * A real open could not tell a blocked syscall from a denied file. */
-        int saved = errno;
-        struct open_how how;
-        memset(&how, 0, sizeof how);
-        long r = syscall(SYS_openat2, AT_FDCWD, "/", &how, (size_t)0);
-        if (r >= 0) close((int)r);
-        s = (r < 0 && errno == EINVAL) ? 1 : -1;
-        errno = saved;
+        s = sp_openat2_probe() ? 1 : -1;
         atomic_store(&sp_openat2_state, s);
     }
     return s > 0;
@@ -525,8 +532,11 @@ static int sp_open_raw(int rootfd, const char *path, int flags, mode_t mode, uns
     if (fd == -EAGAIN && atomic_load(&sp_backend) == NSBOX_SP_BACKEND_AUTO)
         fd = sp_walk_open(rootfd, path, flags, mode, how);
     /* A seccomp filter loaded since the probe (nsbox's own, in a sandbox's init that resolved
-     * its root's mount targets before it) refuses openat2 with ENOSYS: the walker from now on. */
-    if (fd == -ENOSYS && atomic_load(&sp_backend) == NSBOX_SP_BACKEND_AUTO) {
+     * its root's mount targets before it) refuses openat2 with ENOSYS, an OCI bundle's loaded
+     * after it with its own errno (Docker's EPERM, which a file may answer too: probed again):
+     * the walker from now on. */
+    if ((fd == -ENOSYS || (fd == -EPERM && !sp_openat2_probe())) &&
+        atomic_load(&sp_backend) == NSBOX_SP_BACKEND_AUTO) {
         atomic_store(&sp_openat2_state, -1);
         fd = sp_walk_open(rootfd, path, flags, mode, how);
     }

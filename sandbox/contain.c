@@ -414,6 +414,21 @@ __attribute__((noreturn)) static void workload_exec(struct nsbox_launch *L, int 
 
 /* ---- init: pid 1 stays as a minimal reaper and signal relay -------------------------------- */
 
+/* nsbox-oci: the bundle's filter, over nsbox's. Here, in init, and not in the workload just
+ * before its exec: without no_new_privs loading a filter needs CAP_SYS_ADMIN, which init holds
+ * only until the next step, and the processes `nsbox-oci exec` starts are forked by init too,
+ * so they inherit it as the workload does (as runc, which loads it before it drops
+ * capabilities). What init calls from here on the front end has checked the profile allows
+ * (contain_calls.c). */
+static int load_bundle_filter(struct nsbox_launch *L, struct nsbox_err *e)
+{
+    if (!L->seccomp_bundle.filter)
+        return 0;
+    if (nsbox_seccomp_load_flags(&L->seccomp_bundle, L->seccomp_bundle_flags, e) < 0)
+        return nsbox_err_wrap(e, "linux.seccomp");
+    return 0;
+}
+
 static int init_harden(struct nsbox_launch *L, struct nsbox_err *e)
 {
     /* Not dumpable: the workload cannot open /proc/1/exe (the nsbox binary on the host,
@@ -426,13 +441,13 @@ static int init_harden(struct nsbox_launch *L, struct nsbox_err *e)
          * then, never past it. */
         const uint64_t extra = (UINT64_C(1) << CAP_SYS_ADMIN) | (UINT64_C(1) << CAP_SETPCAP);
         if (set_config_caps(L, extra, e) < 0 || (L->no_new_privs && no_new_privs(e) < 0) ||
-            nsbox_seccomp_load(&L->seccomp, e) < 0)
+            nsbox_seccomp_load(&L->seccomp, e) < 0 || load_bundle_filter(L, e) < 0)
             return -1;
         return set_config_caps(L, 0, e);
     }
     if (drop_capabilities(e) < 0 || no_new_privs(e) < 0)
         return -1;
-    return nsbox_seccomp_load(&L->seccomp, e);
+    return nsbox_seccomp_load(&L->seccomp, e) < 0 ? -1 : load_bundle_filter(L, e);
 }
 
 __attribute__((noreturn)) static void init_reap(pid_t workload)

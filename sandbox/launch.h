@@ -9,6 +9,7 @@
 #include "net.h"
 #include "nsbox.h"
 #include "rlimits.h"
+#include "seccomp_profile.h"
 #include "spec.h"
 #include "state.h"
 
@@ -30,6 +31,11 @@ struct nsbox_launch {
     const struct nsbox_cgroup *cg;
     char image_root[PATH_MAX];
     struct sock_fprog seccomp; /* with an in-place root, its refusals folded in */
+    /* nsbox-oci: the bundle's linux.seccomp, loaded by init right after nsbox's (whose floor it
+     * cannot loosen: the kernel gives the stricter answer of the two), with these
+     * SECCOMP_FILTER_FLAG_* flags; the front end's (filter NULL: none) */
+    struct sock_fprog seccomp_bundle;
+    unsigned seccomp_bundle_flags;
     struct nsbox_rlimit rlimits[NSBOX_RLIMITS_MAX];
     size_t n_rlimits;
     char hostname[64];
@@ -100,6 +106,13 @@ static inline bool nsbox_launch_joins(const struct nsbox_launch *L, int nstype)
             return true;
     return false;
 }
+
+/* nsbox-oci (contain_calls.c): whether init and the processes it starts before their exec may
+ * run under the bundle's profile p, loaded in init after nsbox's (init_harden): every call
+ * they make from there on must be allowed by it, or init would fail or wait forever. 0 when p
+ * allows them all; else NSBOX_E_INVALID naming the first call refused, its action, and the
+ * fix. */
+int nsbox_contain_calls_check(const struct nsbox_seccomp_profile *p, struct nsbox_err *e);
 
 /* Child side (contain.c): never returns. */
 __attribute__((noreturn)) void nsbox_contain_child_main(struct nsbox_launch *L);

@@ -1,0 +1,92 @@
+/* The system calls nsbox's init makes after it has loaded an nsbox-oci bundle's seccomp filter
+ * (contain.c, init_harden), and those of the processes it starts up to their exec: the
+ * workload and what `nsbox-oci exec` asks for (agent.c). A bundle's profile that refused one
+ * would leave init failing, or waiting forever for what a refused call was to deliver, so
+ * create checks the profile against this list first (launch.h). Engines' profiles (Docker's
+ * default, runc's tests) allow them all, as they allow what runc's init calls after its own
+ * load. The list is the calls strace showed those paths making, with the arguments a rule
+ * may compare (clone's flags, prctl's option, ioctl's request); a call made where a refusal
+ * only loses a nicety (close_range, whose fallback closes one by one) is not on it. */
+#define _GNU_SOURCE
+#include "launch.h"
+#include "cleanup.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+
+struct init_call {
+    const char *name;
+    uint64_t args[NSBOX_SECCOMP_MAX_ARGS];
+    const char *why;
+};
+
+#define INIT_FORK (CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD) /* glibc's fork() */
+#define INIT_SPAWN (CLONE_VM | CLONE_VFORK | SIGCHLD)                   /* agent.c's spawn */
+
+static const struct init_call calls[] = {
+    /* init_harden: the capabilities it kept to load the filter go */
+    {"capset", {0}, "dropping the capabilities it kept to load the filter"},
+    {"prctl", {PR_CAPBSET_READ}, "cutting the bounding set"},
+    {"prctl", {PR_CAPBSET_DROP}, "cutting the bounding set"},
+    {"prctl", {PR_CAP_AMBIENT}, "clearing the ambient set"},
+    /* start_barrier: told to start, and a terminal's master sent to the caller */
+    {"sendmsg", {0}, "telling the runtime it is ready"},
+    {"read", {0}, "waiting for start"},
+    {"write", {0}, "telling start that the program runs"},
+    {"close", {0}, "closing what the container must not inherit"},
+    {"openat", {0}, "opening a terminal or a directory"},
+    {"ioctl", {0, TIOCSPTLCK}, "unlocking a terminal"},
+    {"ioctl", {0, TIOCGPTPEER}, "opening a terminal's peer"},
+    {"ioctl", {0, TIOCSCTTY}, "giving the program its controlling terminal"},
+    /* the workload and exec'd processes: forked, reset, exec'd */
+    {"pipe2", {0}, "waiting for the program's exec"},
+    {"clone", {INIT_FORK}, "starting the program"},
+    {"clone", {INIT_SPAWN}, "starting an exec'd process"},
+    {"rt_sigprocmask", {0}, "unblocking signals for the program"},
+    {"rt_sigaction", {0}, "resetting signal handlers for the program"},
+    {"setsid", {0}, "giving the program its own session"},
+    {"dup2", {0}, "giving the program its standard streams"},
+    {"fchdir", {0}, "entering the working directory"},
+    {"prctl", {PR_SET_CHILD_SUBREAPER, 1}, "keeping an exec'd process's tree together"},
+    {"execve", {0}, "running the program"},
+    {"exit_group", {0}, "reporting a program that could not start"},
+    /* serving the container: exec requests, signals, children's ends */
+    {"signalfd4", {0}, "taking the signals it relays"},
+    {"poll", {0}, "waiting for requests and signals"},
+    {"recvmsg", {0}, "taking exec requests"},
+    {"kill", {0}, "relaying signals"},
+    {"wait4", {0}, "reaping the container's processes"},
+    {"pread64", {0}, "reading its OOM score"},
+    {"pwrite64", {0}, "raising an exec'd process's OOM score"},
+    {"mmap", {0}, "allocating memory"},
+    {"munmap", {0}, "freeing memory"},
+    {"brk", {0}, "allocating memory"},
+};
+
+int nsbox_contain_calls_check(const struct nsbox_seccomp_profile *p, struct nsbox_err *e)
+{
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(calls); i++) {
+        int err = 0;
+        enum nsbox_scmp_action a =
+            nsbox_seccomp_profile_answer(p, calls[i].name, calls[i].args, &err);
+        if (a == NSBOX_SCMP_ALLOW || a == NSBOX_SCMP_LOG)
+            continue;
+        char what[48];
+        if (a == NSBOX_SCMP_ERRNO)
+            snprintf(what, sizeof what, "SCMP_ACT_ERRNO (%s)",
+                     strerrorname_np(err) ? strerrorname_np(err) : "?");
+        else
+            snprintf(what, sizeof what, "%s", nsbox_seccomp_action_name(a));
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                             "the profile answers %s with %s, and the container's init needs "
+                             "it after loading the filter (%s): nsbox-oci loads the bundle's "
+                             "filter in init, as runc loads it in its own; allow %s",
+                             calls[i].name, what, calls[i].why, calls[i].name);
+    }
+    return 0;
+}
