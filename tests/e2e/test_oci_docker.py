@@ -6,7 +6,8 @@ Checked: `docker run --runtime=nsbox` output and exit code, `--memory` and `--pi
 sandbox's limits, `-v` volumes, `docker pause`/`unpause`, `docker exec` (also with -t), `docker
 stop` (the workload ends of the SIGTERM, not of the SIGKILL after the grace period), `docker run
 -t` (a terminal), bridge networking (eth0 with the address Docker gave, set up by Docker's prestart
-hook), `--pid=host` refused at create with the reason in docker's output, and that nothing is
+hook), `--pid=host` refused at create with the reason in docker's output, Docker's seccomp
+profile (its default, or `--security-opt seccomp=FILE`) loaded over nsbox's, and that nothing is
 left: no sandbox, no state, no Docker chain in the host's ruleset."""
 import glob
 import ipaddress
@@ -19,6 +20,7 @@ import tempfile
 import unittest
 
 import engines
+from oci_bundle import seccomp_filters
 
 from nsbox_test import CGROUP_V2_ONLY, NSBOX, Dirs
 
@@ -90,6 +92,34 @@ class Docker(unittest.TestCase):
         self.assertFalse(engines.host_root_mapped(uid_map), uid_map)
         r = self.run_nsbox("sh", "-c", "exit 3")
         self.assertEqual(r.returncode, 3, r.stderr)
+
+    FILTERS = "awk '/^Seccomp_filters:/ { print $2 }' /proc/self/status"
+
+    def test_seccomp_default_profile_loaded(self):
+        # Docker's default profile is in every bundle: a second filter over nsbox's, which
+        # runs whatever busybox's shell needs; seccomp=unconfined gives none, nsbox's stays
+        own = seccomp_filters()
+        if own is None:
+            self.skipTest("no Seccomp_filters in /proc/self/status (Linux 5.10 and later)")
+        r = self.run_nsbox("sh", "-c", "echo x > /tmp/f && cat /tmp/f && " + self.FILTERS)
+        self.assertEqual((r.returncode, r.stdout), (0, f"x\n{own + 2}\n"), r.stderr)
+        r = self.run_nsbox("sh", "-c", self.FILTERS, opts=("--security-opt", "seccomp=unconfined"))
+        self.assertEqual((r.returncode, r.stdout), (0, f"{own + 1}\n"), r.stderr)
+
+    def test_seccomp_profile_file_denies(self):
+        # --security-opt seccomp=FILE: the user's stricter profile takes effect
+        prof = {"defaultAction": "SCMP_ACT_ALLOW",
+                "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO",
+                              "errnoRet": 1}]}
+        path = os.path.join(self.dirs.base, "seccomp.json")
+        with open(path, "w") as f:
+            json.dump(prof, f)
+        self.addCleanup(os.unlink, path)
+        r = self.run_nsbox("sh", "-c", "mkdir /d 2>&1; echo mkdir=$?; echo x > /f && cat /f",
+                           opts=("--security-opt", "seccomp=" + path))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "mkdir: can't create directory '/d': Operation not permitted\n"
+                                   "mkdir=1\nx\n", r.stderr)
 
     def test_root_is_writable(self):
         # docker's default, root.readonly false: the container's root is the one docker made
