@@ -1,6 +1,6 @@
 /* config.json's linux object, the parts of policy/ocispec_linux.c and policy/sysctl.c: the
  * cgroupsPath key, device rules, cpuset, linux.devices and its floor, linux.sysctl and its
- * floor (only the container's own namespaces' keys). */
+ * floor (only the container's own namespaces' keys), linux.seccomp read by the seccomp parser. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -212,6 +212,35 @@ static void test_sysctl(void **state)
     expect_parse_error("{\"sysctl\":{\"net.a\":\"1\\n2\"}}", "newline");
 }
 
+static void test_seccomp(void **state)
+{
+    (void)state;
+    struct nsbox_err e = {0};
+    assert_int_equal(
+        parse_linux("{\"seccomp\":{\"defaultAction\":\"SCMP_ACT_ERRNO\","
+                    "\"architectures\":[\"SCMP_ARCH_X86_64\"],"
+                    "\"flags\":[\"SECCOMP_FILTER_FLAG_LOG\"],\"syscalls\":["
+                    "{\"names\":[\"read\",\"write\"],\"action\":\"SCMP_ACT_ALLOW\"}]}}",
+                    &e),
+        0);
+    assert_true(c.has_seccomp);
+    assert_int_equal(c.seccomp.default_action, NSBOX_SCMP_ERRNO);
+    assert_int_equal(c.seccomp.n_rules, 2);
+    assert_int_equal(c.seccomp.load_flags, 2u);
+    nsbox_ocispec_free(&c);
+    assert_null(c.seccomp.rules);
+    /* null: none, as absent */
+    assert_int_equal(parse_linux("{\"seccomp\":null}", &e), 0);
+    assert_false(c.has_seccomp);
+    nsbox_ocispec_free(&c);
+    expect_parse_error("{\"seccomp\":[]}", "config.json: key 'linux.seccomp': must be an object");
+    expect_parse_error("{\"seccomp\":{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":["
+                       "{\"names\":[\"getpid\"],\"action\":\"SCMP_ACT_NOTIFY\"}]}}",
+                       "config.json: key 'linux.seccomp': syscalls[0].action: SCMP_ACT_NOTIFY");
+    expect_parse_error("{\"seccomp\":{\"syscalls\":[]}}",
+                       "config.json: key 'linux.seccomp': defaultAction: missing");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -220,6 +249,7 @@ int main(void)
         cmocka_unit_test(test_rootfs_propagation),
         cmocka_unit_test(test_devices),
         cmocka_unit_test(test_sysctl),
+        cmocka_unit_test(test_seccomp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,205 @@
+/* An OCI bundle's linux.seccomp (nsbox_seccomp_profile_parse_oci): the keys engines write that
+ * nsbox's own profiles do not have (architectures, flags, listenerPath), what it refuses and
+ * why, what it skips as runc does; what a profile answers a call with given arguments; and
+ * create's check that a profile lets init run after loading it (sandbox/contain_calls.c). */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "launch.h"
+#include "seccomp_profile.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+static void oci_ok(const char *json, struct nsbox_seccomp_profile *p)
+{
+    struct nsbox_err e = {0};
+    if (nsbox_seccomp_profile_parse_oci(json, strlen(json), p, &e) < 0)
+        fail_msg("unexpected parse error: %s\n  for: %s", e.msg, json);
+}
+
+static void oci_fails(const char *json, const char *want)
+{
+    struct nsbox_err e = {0};
+    struct nsbox_seccomp_profile p;
+    if (nsbox_seccomp_profile_parse_oci(json, strlen(json), &p, &e) == 0) {
+        nsbox_seccomp_profile_free(&p);
+        fail_msg("parsed, but wanted an error containing \"%s\"\n  for: %s", want, json);
+    }
+    assert_int_equal(e.code, NSBOX_E_INVALID);
+    if (!strstr(e.msg, want))
+        fail_msg("error \"%s\"\n  does not contain \"%s\"", e.msg, want);
+    assert_null(p.rules);
+}
+
+static bool has_rule(const struct nsbox_seccomp_profile *p, const char *name)
+{
+    for (size_t i = 0; i < p->n_rules; i++)
+        if (!strcmp(p->rules[i].name, name))
+            return true;
+    return false;
+}
+
+/* Docker's shape: errno by default, the three x86 ABIs, flags, an empty listener, arguments
+ * compared; a name no libseccomp knows and a rule the default already answers. */
+static const char docker_shape[] =
+    "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"defaultErrnoRet\":1,"
+    "\"architectures\":[\"SCMP_ARCH_X86_64\",\"SCMP_ARCH_X86\",\"SCMP_ARCH_X32\"],"
+    "\"flags\":[\"SECCOMP_FILTER_FLAG_LOG\",\"SECCOMP_FILTER_FLAG_SPEC_ALLOW\","
+    "\"SECCOMP_FILTER_FLAG_TSYNC\"],\"listenerPath\":\"\",\"listenerMetadata\":\"\","
+    "\"syscalls\":["
+    "{\"names\":[\"read\",\"no_such_call_yet\",\"futex_waitv\"],\"action\":\"SCMP_ACT_ALLOW\"},"
+    "{\"names\":[\"mkdir\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":1},"
+    "{\"names\":[\"clone\"],\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":0,"
+    "\"value\":2114060288,\"valueTwo\":0,\"op\":\"SCMP_CMP_MASKED_EQ\"}]},"
+    "{\"names\":[\"prctl\"],\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":0,"
+    "\"value\":36,\"op\":\"SCMP_CMP_LE\"}]},"
+    "{\"names\":[\"clone3\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":38}]}";
+
+static void test_docker_shape(void **state)
+{
+    (void)state;
+    struct nsbox_seccomp_profile p;
+    oci_ok(docker_shape, &p);
+    assert_int_equal(p.default_action, NSBOX_SCMP_ERRNO);
+    assert_int_equal(p.default_errno, EPERM);
+    assert_int_equal(p.load_flags, 2u | 4u); /* LOG | SPEC_ALLOW; TSYNC dropped */
+    assert_int_equal(p.n_skipped, 1);        /* no_such_call_yet; futex_waitv is nsbox's table's */
+    assert_true(has_rule(&p, "futex_waitv"));
+    assert_false(has_rule(&p, "mkdir")); /* the default answers it: dropped, as runc does */
+    assert_true(has_rule(&p, "clone3"));
+    struct sock_fprog prog;
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_seccomp_compile(&p, &prog, &e), 0);
+    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_profile_free(&p);
+
+    /* nsbox's own profiles still take none of it */
+    struct nsbox_seccomp_profile q;
+    assert_int_equal(nsbox_seccomp_profile_parse(docker_shape, strlen(docker_shape), &q, &e), -1);
+    assert_non_null(strstr(e.msg, "architectures: not supported"));
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    oci_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"getpid\"],"
+              "\"action\":\"SCMP_ACT_NOTIFY\"}]}",
+              "syscalls[0].action: SCMP_ACT_NOTIFY is not supported");
+    oci_fails("{\"defaultAction\":\"SCMP_ACT_TRACE\"}",
+              "defaultAction: SCMP_ACT_TRACE is not supported");
+    oci_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"getpid\"],"
+              "\"action\":\"SCMP_ACT_NOPE\"}]}",
+              "syscalls[0].action: unknown action 'SCMP_ACT_NOPE'");
+    oci_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"listenerPath\":\"/run/a.sock\"}",
+              "listenerPath: not supported: nsbox-oci runs no seccomp agent");
+    oci_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"listenerPath\":1}", "listenerPath");
+    oci_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"listenerMetadata\":[]}",
+              "listenerMetadata: must be a string");
+    oci_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"flags\":[\"SECCOMP_FILTER_FLAG_LOG\","
+              "\"SECCOMP_FILTER_FLAG_NEW_LISTENER\"]}",
+              "flags[1]: 'SECCOMP_FILTER_FLAG_NEW_LISTENER' is not supported");
+    oci_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"flags\":\"SECCOMP_FILTER_FLAG_LOG\"}",
+              "flags: must be an array");
+    oci_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"architectures\":[\"x86_64\"]}",
+              "architectures[0]: 'x86_64' is not an architecture");
+    oci_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"architectures\":[7]}",
+              "architectures[0]: '(not a string)'");
+    oci_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"archMap\":[]}", "archMap: not supported");
+    oci_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"defaultErrno\":1}",
+              "unknown key 'defaultErrno'");
+    oci_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"read\"],"
+              "\"action\":\"SCMP_ACT_ERRNO\",\"args\":[{\"index\":0,\"value\":1,"
+              "\"op\":\"SCMP_CMP_SOMETIMES\"}]}]}",
+              "syscalls[0].args[0].op: unknown operator 'SCMP_CMP_SOMETIMES'");
+    /* two actions for one call stay refused: libseccomp could not order them */
+    oci_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":["
+              "{\"names\":[\"read\"],\"action\":\"SCMP_ACT_ERRNO\"},"
+              "{\"names\":[\"read\"],\"action\":\"SCMP_ACT_KILL\"}]}",
+              "already has a different action");
+}
+
+static void test_answer(void **state)
+{
+    (void)state;
+    struct nsbox_seccomp_profile p;
+    oci_ok(docker_shape, &p);
+    uint64_t a[NSBOX_SECCOMP_MAX_ARGS] = {0};
+    int err = -1;
+    assert_int_equal(nsbox_seccomp_profile_answer(&p, "read", a, &err), NSBOX_SCMP_ALLOW);
+    assert_int_equal(err, 0);
+    assert_int_equal(nsbox_seccomp_profile_answer(&p, "mkdir", a, &err), NSBOX_SCMP_ERRNO);
+    assert_int_equal(err, EPERM);
+    assert_int_equal(nsbox_seccomp_profile_answer(&p, "clone3", a, &err), NSBOX_SCMP_ERRNO);
+    assert_int_equal(err, ENOSYS);
+    a[0] = CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD; /* fork */
+    assert_int_equal(nsbox_seccomp_profile_answer(&p, "clone", a, &err), NSBOX_SCMP_ALLOW);
+    a[0] |= CLONE_NEWUSER;
+    assert_int_equal(nsbox_seccomp_profile_answer(&p, "clone", a, &err), NSBOX_SCMP_ERRNO);
+    a[0] = PR_SET_CHILD_SUBREAPER; /* 36: LE 36 */
+    assert_int_equal(nsbox_seccomp_profile_answer(&p, "prctl", a, &err), NSBOX_SCMP_ALLOW);
+    a[0] = PR_CAP_AMBIENT; /* 47 */
+    assert_int_equal(nsbox_seccomp_profile_answer(&p, "prctl", a, &err), NSBOX_SCMP_ERRNO);
+    nsbox_seccomp_profile_free(&p);
+}
+
+static void check_fails(const char *json, const char *want)
+{
+    struct nsbox_seccomp_profile p;
+    oci_ok(json, &p);
+    struct nsbox_err e = {0};
+    int rc = nsbox_contain_calls_check(&p, &e);
+    nsbox_seccomp_profile_free(&p);
+    assert_int_equal(rc, -1);
+    if (!strstr(e.msg, want))
+        fail_msg("error \"%s\"\n  does not contain \"%s\"", e.msg, want);
+}
+
+static void test_init_calls_check(void **state)
+{
+    (void)state;
+    struct nsbox_seccomp_profile p;
+    struct nsbox_err e = {0};
+    oci_ok("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"mkdir\"],"
+           "\"action\":\"SCMP_ACT_ERRNO\"},{\"names\":[\"wait4\"],\"action\":\"SCMP_ACT_LOG\"}]}",
+           &p);
+    assert_int_equal(nsbox_contain_calls_check(&p, &e), 0);
+    nsbox_seccomp_profile_free(&p);
+    check_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"wait4\"],"
+                "\"action\":\"SCMP_ACT_KILL_PROCESS\"}]}",
+                "the profile answers wait4 with SCMP_ACT_KILL_PROCESS");
+    check_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"recvmsg\"],"
+                "\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":13}]}",
+                "recvmsg with SCMP_ACT_ERRNO (EACCES)");
+    /* by its arguments: Docker's prctl rule as written above allows up to 36 only */
+    check_fails(docker_shape, "the profile answers capset with SCMP_ACT_ERRNO (EPERM)");
+    check_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"prctl\"],"
+                "\"action\":\"SCMP_ACT_ERRNO\",\"args\":[{\"index\":0,\"value\":47,"
+                "\"op\":\"SCMP_CMP_EQ\"}]}]}",
+                "the profile answers prctl with SCMP_ACT_ERRNO");
+    /* a clone rule that refuses only namespaces lets init fork */
+    oci_ok("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"clone\"],"
+           "\"action\":\"SCMP_ACT_ERRNO\",\"args\":[{\"index\":0,\"value\":268435456,"
+           "\"valueTwo\":268435456,\"op\":\"SCMP_CMP_MASKED_EQ\"}]}]}",
+           &p);
+    assert_int_equal(nsbox_contain_calls_check(&p, &e), 0);
+    nsbox_seccomp_profile_free(&p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_docker_shape),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_answer),
+        cmocka_unit_test(test_init_calls_check),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
