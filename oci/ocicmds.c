@@ -298,6 +298,30 @@ static cJSON *known_names(bool caps)
     return str_array(v, n);
 }
 
+/* One of the seccomp parser's tables, by its accessor. */
+static cJSON *seccomp_names(const char *(*at)(size_t))
+{
+    const char *v[16];
+    size_t n = 0;
+    while (n < NSBOX_ARRAY_LEN(v) && (v[n] = at(n)))
+        n++;
+    return str_array(v, n);
+}
+
+/* linux.seccomp: a bundle's profile is loaded over nsbox's (docs/seccomp.md). Only the native
+ * architecture: nsbox's own filter kills every other ABI's calls, whatever a profile says. */
+static bool seccomp_features(cJSON *linux_)
+{
+    const char *arch[1] = {nsbox_seccomp_arch_name()};
+    cJSON *sc = cJSON_AddObjectToObject(linux_, "seccomp");
+    return sc && cJSON_AddBoolToObject(sc, "enabled", true) &&
+           cJSON_AddItemToObject(sc, "actions", seccomp_names(nsbox_seccomp_oci_action)) &&
+           cJSON_AddItemToObject(sc, "operators", seccomp_names(nsbox_seccomp_oci_op)) &&
+           cJSON_AddItemToObject(sc, "archs", str_array(arch, arch[0] ? 1 : 0)) &&
+           cJSON_AddItemToObject(sc, "knownFlags", seccomp_names(nsbox_seccomp_oci_flag)) &&
+           cJSON_AddItemToObject(sc, "supportedFlags", seccomp_names(nsbox_seccomp_oci_flag));
+}
+
 /* What runc's `features` reports, limited to what nsbox-oci really does with a config. */
 int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv,
                            struct nsbox_err *e)
@@ -307,7 +331,7 @@ int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv,
     static const char *const namespaces[] = {"cgroup", "ipc",  "mount", "network",
                                              "pid",    "user", "uts"};
     cleanup_cjson cJSON *j = cJSON_CreateObject();
-    cJSON *linux_ = NULL, *cg = NULL, *sc = NULL, *ann = NULL;
+    cJSON *linux_ = NULL, *cg = NULL, *ann = NULL;
     if (!j || !cJSON_AddStringToObject(j, "ociVersionMin", "1.0.0") ||
         !cJSON_AddStringToObject(j, "ociVersionMax", "1.1.0") ||
         !cJSON_AddItemToObject(j, "hooks", str_array(hooks, NSBOX_ARRAY_LEN(hooks))) ||
@@ -319,15 +343,14 @@ int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv,
         !(cg = cJSON_AddObjectToObject(linux_, "cgroup")) ||
         !cJSON_AddBoolToObject(cg, "v1", true) || !cJSON_AddBoolToObject(cg, "v2", true) ||
         !cJSON_AddBoolToObject(cg, "systemd", true) ||
-        !cJSON_AddBoolToObject(cg, "systemdUser", false) ||
-        !(sc = cJSON_AddObjectToObject(linux_, "seccomp")) ||
-        !cJSON_AddBoolToObject(sc, "enabled", false) ||
+        !cJSON_AddBoolToObject(cg, "systemdUser", false) || !seccomp_features(linux_) ||
         !(ann = cJSON_AddObjectToObject(j, "annotations")) ||
         !cJSON_AddStringToObject(ann, "org.nsbox.floor",
                                  "an unprivileged user namespace (the config's ids and "
                                  "capabilities inside it, never CAP_SYS_ADMIN), nsbox's "
-                                 "seccomp profile, no host namespaces; network, ipc, uts "
-                                 "and a pod's user namespace joined by path: docs/oci.md")) {
+                                 "seccomp profile (a bundle's stacked over it), no host "
+                                 "namespaces; network, ipc, uts and a pod's user namespace "
+                                 "joined by path: docs/oci.md")) {
         nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
         return 1;
     }

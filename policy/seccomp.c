@@ -534,6 +534,33 @@ static int oci_listener(const cJSON *path, const cJSON *meta, struct nsbox_err *
     return 0;
 }
 
+const char *nsbox_seccomp_oci_action(size_t i)
+{
+    return i < NSBOX_ARRAY_LEN(action_names) ? action_names[i].name : NULL;
+}
+
+const char *nsbox_seccomp_oci_op(size_t i)
+{
+    return i < NSBOX_ARRAY_LEN(op_names) ? op_names[i].name : NULL;
+}
+
+const char *nsbox_seccomp_oci_flag(size_t i)
+{
+    return i < NSBOX_ARRAY_LEN(flag_names) ? flag_names[i].name : NULL;
+}
+
+const char *nsbox_seccomp_arch_name(void)
+{
+    switch (seccomp_arch_native()) {
+    case SCMP_ARCH_X86_64:
+        return "SCMP_ARCH_X86_64";
+    case SCMP_ARCH_AARCH64:
+        return "SCMP_ARCH_AARCH64";
+    default:
+        return NULL;
+    }
+}
+
 /* ---- the profile ----------------------------------------------------------------------------- */
 
 static int parse_profile(const cJSON *root, bool oci, struct nsbox_seccomp_profile *p,

@@ -101,6 +101,13 @@ enum nsbox_scmp_action nsbox_seccomp_profile_answer(const struct nsbox_seccomp_p
                                                     int *err);
 /* The action's name as profiles write it ("SCMP_ACT_ERRNO"). */
 const char *nsbox_seccomp_action_name(enum nsbox_scmp_action a);
+/* What a bundle's profile may name, by index, NULL past the last (nsbox-oci features): its
+ * actions (aliases too), operators and flags; and the one architecture filters are built
+ * for ("SCMP_ARCH_X86_64"). */
+const char *nsbox_seccomp_oci_action(size_t i);
+const char *nsbox_seccomp_oci_op(size_t i);
+const char *nsbox_seccomp_oci_flag(size_t i);
+const char *nsbox_seccomp_arch_name(void);
 /* What libseccomp would misread in a profile (one may be built by hand, not parsed): an invalid
  * action, a syscall name without its NUL, an argument index out of range. */
 int nsbox_seccomp_profile_check(const struct nsbox_seccomp_profile *p, struct nsbox_err *e);

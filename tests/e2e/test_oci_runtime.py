@@ -226,7 +226,7 @@ class OciRuntime(BundleCase):
         f = json.loads(r.stdout)
         self.assertEqual((f["ociVersionMin"], f["ociVersionMax"]), ("1.0.0", "1.1.0"))
         # only what is really done: the hooks run on the host, the mount options it parses,
-        # every capability but CAP_SYS_ADMIN and CAP_SYS_MODULE, no config seccomp; every
+        # every capability but CAP_SYS_ADMIN and CAP_SYS_MODULE, a bundle's seccomp; every
         # namespace (each sandbox has all of them new)
         self.assertEqual(f["hooks"], ["prestart", "createRuntime", "poststart", "poststop"])
         self.assertIn("rbind", f["mountOptions"])
@@ -238,7 +238,20 @@ class OciRuntime(BundleCase):
         # systemd: the slice:prefix:name form of cgroupsPath (made through cgroupfs)
         self.assertEqual(f["linux"]["cgroup"], {"v1": True, "v2": True, "systemd": True,
                                                 "systemdUser": False})
-        self.assertEqual(f["linux"]["seccomp"], {"enabled": False})
+        # a bundle's profile, over nsbox's: what its parser takes, one architecture (nsbox's
+        # own filter kills the calls of every other ABI)
+        sc = f["linux"]["seccomp"]
+        self.assertTrue(sc["enabled"])
+        self.assertEqual(sorted(sc["actions"]),
+                         ["SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", "SCMP_ACT_KILL",
+                          "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_KILL_THREAD", "SCMP_ACT_LOG",
+                          "SCMP_ACT_TRAP"])  # no NOTIFY, no TRACE
+        self.assertEqual(len(sc["operators"]), 7)
+        self.assertIn("SCMP_CMP_MASKED_EQ", sc["operators"])
+        self.assertEqual(len(sc["archs"]), 1)
+        self.assertEqual(sc["supportedFlags"], ["SECCOMP_FILTER_FLAG_LOG",
+                                                "SECCOMP_FILTER_FLAG_SPEC_ALLOW",
+                                                "SECCOMP_FILTER_FLAG_TSYNC"])
 
     def test_state_annotations(self):
         ann = {"io.kubernetes.cri.container-type": "container", "org.example/x": "a b"}
