@@ -317,8 +317,12 @@ static int add_rule(struct builder *b, const struct nsbox_scmp_rule *r, const ch
                     struct nsbox_err *e)
 {
     struct nsbox_seccomp_profile *p = b->p;
-    if (check_conflict(p, r, path, e) < 0)
+    bool append = true;
+    if (b->oci ? nsbox_seccomp_oci_merge(p, r, path, &append, e) < 0
+               : check_conflict(p, r, path, e) < 0)
         return -1;
+    if (!append)
+        return 0;
     if (p->n_rules == NSBOX_SECCOMP_MAX_RULES)
         return nsbox_err_set(e, NSBOX_E_INVALID, 0,
                              "syscalls: more than %d rules (one per name in every \"names\")",
@@ -751,6 +755,7 @@ enum nsbox_scmp_action nsbox_seccomp_profile_answer(const struct nsbox_seccomp_p
                                                     const uint64_t args[NSBOX_SECCOMP_MAX_ARGS],
                                                     int *err)
 {
+    const struct nsbox_scmp_rule *best = NULL;
     for (size_t i = 0; i < p->n_rules; i++) {
         const struct nsbox_scmp_rule *r = &p->rules[i];
         if (strcmp(r->name, name) != 0)
@@ -759,10 +764,13 @@ enum nsbox_scmp_action nsbox_seccomp_profile_answer(const struct nsbox_seccomp_p
         for (size_t j = 0; j < r->n_args && all; j++)
             all = r->args[j].index < NSBOX_SECCOMP_MAX_ARGS &&
                   arg_matches(&r->args[j], args[r->args[j].index]);
-        if (all) {
-            *err = r->action == NSBOX_SCMP_ERRNO ? r->errno_ret : 0;
-            return r->action;
-        }
+        if (all &&
+            (!best || nsbox_seccomp_fold_rank(r->action) < nsbox_seccomp_fold_rank(best->action)))
+            best = r;
+    }
+    if (best) {
+        *err = best->action == NSBOX_SCMP_ERRNO ? best->errno_ret : 0;
+        return best->action;
     }
     *err = p->default_action == NSBOX_SCMP_ERRNO ? p->default_errno : 0;
     return p->default_action;

@@ -16,7 +16,7 @@ struct verdict {
 
 /* The kernel runs every stacked filter and keeps the answer whose action comes first in this
  * order (SECCOMP_RET_ACTION_FULL, compared as signed), so smaller is stricter. */
-static int fold_rank(enum nsbox_scmp_action a)
+int nsbox_seccomp_fold_rank(enum nsbox_scmp_action a)
 {
     switch (a) {
     case NSBOX_SCMP_KILL_PROCESS:
@@ -45,7 +45,8 @@ static struct verdict fold_verdict(enum nsbox_scmp_action a, int err)
  * its errno. */
 static struct verdict fold_stack(struct verdict first, struct verdict last)
 {
-    return fold_rank(first.action) < fold_rank(last.action) ? first : last;
+    return nsbox_seccomp_fold_rank(first.action) < nsbox_seccomp_fold_rank(last.action) ? first
+                                                                                        : last;
 }
 
 static bool fold_same(struct verdict a, struct verdict b)

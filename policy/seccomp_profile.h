@@ -91,10 +91,19 @@ int nsbox_seccomp_profile_parse(const char *json, size_t len, struct nsbox_secco
 int nsbox_seccomp_profile_parse_oci(const char *json, size_t len, struct nsbox_seccomp_profile *p,
                                     struct nsbox_err *e);
 void nsbox_seccomp_profile_free(struct nsbox_seccomp_profile *p);
+/* A bundle's rule r for a call p already has rules of another action for (policy/seccomp_oci.c):
+ * engines' profiles have them (Podman's allows setns in its list and refuses it in another
+ * rule). As libseccomp takes them where that is defined (an unconditional rule decides the
+ * call, conditional rules of several actions are its tree's), but of two unconditional ones the
+ * stricter, not the first: p is changed in place and *append says whether r is still to be
+ * added. A conditional rule stricter than an unconditional one of its call cannot be given by
+ * one filter: refused (path names r). */
+int nsbox_seccomp_oci_merge(struct nsbox_seccomp_profile *p, const struct nsbox_scmp_rule *r,
+                            const char *path, bool *append, struct nsbox_err *e);
 /* What p answers a call of that name with these arguments: the action of its rules if one of
- * them matches (all of a call's rules share one action: the parser's rule), else the
- * default; *err the errno of an SCMP_ACT_ERRNO. As the compiled filter answers for the native
- * architecture. */
+ * them matches (of a bundle's conditional rules of several actions, the strictest that
+ * matches: what create checks may only err towards refusing), else the default; *err the
+ * errno of an SCMP_ACT_ERRNO. As the compiled filter answers for the native architecture. */
 enum nsbox_scmp_action nsbox_seccomp_profile_answer(const struct nsbox_seccomp_profile *p,
                                                     const char *name,
                                                     const uint64_t args[NSBOX_SECCOMP_MAX_ARGS],
@@ -121,6 +130,9 @@ int nsbox_seccomp_profile_check(const struct nsbox_seccomp_profile *p, struct ns
  * error base is unchanged. */
 int nsbox_seccomp_fold(struct nsbox_seccomp_profile *base,
                        const struct nsbox_seccomp_profile *extra, struct nsbox_err *e);
+/* Where a in the kernel's order of stacked filters' answers: kill process 0, kill thread,
+ * trap, errno, log, allow 5; smaller is stricter. */
+int nsbox_seccomp_fold_rank(enum nsbox_scmp_action a);
 /* p with a writable root's refusals (nsbox_seccomp_root_json()) folded in. */
 int nsbox_seccomp_fold_root(struct nsbox_seccomp_profile *p, struct nsbox_err *e);
 

@@ -4,13 +4,14 @@ the test's own storage, run and tmp directories, containers.conf and cgroup pare
 /run/nsbox-oci: podman's cleanup after --rm does not pass --runtime-flag on), network none; the image is a busybox
 docker-save archive the test builds and `podman load`s. Checked: `podman run` output and exit
 code, `podman stop` (the SIGTERM ends it), `podman pause`/`unpause`, `podman run -t` (a
-terminal), `podman exec`, `podman run --preserve-fds` and socket activation through podman, and that
-nothing is left."""
+terminal), `podman exec`, `podman run --preserve-fds` and socket activation through podman,
+Podman's seccomp profile loaded over nsbox's, and that nothing is left."""
 import os
 import select
 import unittest
 
 import engines
+from oci_bundle import seccomp_filters
 
 from nsbox_test import NSBOX, Dirs, fds_at_3
 
@@ -62,6 +63,16 @@ class Podman(unittest.TestCase):
         self.assertFalse(engines.host_root_mapped(uid_map), uid_map)
         r = self.podman("run", "--rm", *self.engine.run_args(), IMAGE, "sh", "-c", "exit 3")
         self.assertEqual(r.returncode, 3, r.stderr)
+
+    def test_seccomp_profile_loaded(self):
+        # Podman's default profile (errno by default, ENOSYS; rules of two actions for setns
+        # and socket) parses and is a second filter over nsbox's
+        own = seccomp_filters()
+        if own is None:
+            self.skipTest("no Seccomp_filters in /proc/self/status (Linux 5.10 and later)")
+        r = self.podman("run", "--rm", *self.engine.run_args(), IMAGE, "sh", "-c",
+                        "awk '/^Seccomp_filters:/ { print $2 }' /proc/self/status")
+        self.assertEqual((r.returncode, r.stdout), (0, f"{own + 2}\n"), r.stderr)
 
     def test_stop_ends_with_sigterm(self):
         self.run_detached("stopme", "sleep", "1000")

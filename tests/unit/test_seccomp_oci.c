@@ -119,11 +119,63 @@ static void test_refusals(void **state)
               "\"action\":\"SCMP_ACT_ERRNO\",\"args\":[{\"index\":0,\"value\":1,"
               "\"op\":\"SCMP_CMP_SOMETIMES\"}]}]}",
               "syscalls[0].args[0].op: unknown operator 'SCMP_CMP_SOMETIMES'");
-    /* two actions for one call stay refused: libseccomp could not order them */
-    oci_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":["
-              "{\"names\":[\"read\"],\"action\":\"SCMP_ACT_ERRNO\"},"
-              "{\"names\":[\"read\"],\"action\":\"SCMP_ACT_KILL\"}]}",
-              "already has a different action");
+    /* a condition stricter than its call's unconditional rule: one filter cannot give both */
+    oci_fails("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":["
+              "{\"names\":[\"socket\"],\"action\":\"SCMP_ACT_ALLOW\"},"
+              "{\"names\":[\"socket\"],\"action\":\"SCMP_ACT_KILL\",\"args\":[{\"index\":0,"
+              "\"value\":16,\"op\":\"SCMP_CMP_EQ\"}]}]}",
+              "syscalls[1].names[0]: 'socket' has an unconditional rule (syscalls[0]) and a "
+              "stricter one by its arguments");
+    oci_fails("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":["
+              "{\"names\":[\"socket\"],\"action\":\"SCMP_ACT_KILL\",\"args\":[{\"index\":0,"
+              "\"value\":16,\"op\":\"SCMP_CMP_EQ\"}]},"
+              "{\"names\":[\"socket\"],\"action\":\"SCMP_ACT_ALLOW\"}]}",
+              "'socket' has an unconditional rule (syscalls[1]) and a stricter one");
+}
+
+/* Podman's profile allows setns in its long list and refuses it in a later rule (for a
+ * container without CAP_SYS_ADMIN); its socket rules have two actions by their arguments.
+ * libseccomp would keep the first unconditional rule (setns allowed); nsbox-oci keeps the
+ * stricter. */
+static void test_several_actions(void **state)
+{
+    (void)state;
+    struct nsbox_seccomp_profile p;
+    oci_ok("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"defaultErrnoRet\":38,\"syscalls\":["
+           "{\"names\":[\"read\",\"setns\"],\"action\":\"SCMP_ACT_ALLOW\"},"
+           "{\"names\":[\"setns\",\"bpf\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":1},"
+           "{\"names\":[\"setns\"],\"action\":\"SCMP_ACT_ALLOW\"},"
+           "{\"names\":[\"socket\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":22,"
+           "\"args\":[{\"index\":0,\"value\":16,\"op\":\"SCMP_CMP_EQ\"},"
+           "{\"index\":2,\"value\":9,\"op\":\"SCMP_CMP_EQ\"}]},"
+           "{\"names\":[\"socket\"],\"action\":\"SCMP_ACT_ALLOW\","
+           "\"args\":[{\"index\":0,\"value\":16,\"op\":\"SCMP_CMP_NE\"}]},"
+           "{\"names\":[\"socket\"],\"action\":\"SCMP_ACT_ALLOW\","
+           "\"args\":[{\"index\":2,\"value\":9,\"op\":\"SCMP_CMP_NE\"}]},"
+           "{\"names\":[\"clone\"],\"action\":\"SCMP_ACT_ALLOW\","
+           "\"args\":[{\"index\":0,\"value\":1,\"op\":\"SCMP_CMP_EQ\"}]},"
+           "{\"names\":[\"clone\"],\"action\":\"SCMP_ACT_ALLOW\"}]}",
+           &p);
+    uint64_t a[NSBOX_SECCOMP_MAX_ARGS] = {0};
+    int err = -1;
+    assert_int_equal(nsbox_seccomp_profile_answer(&p, "setns", a, &err), NSBOX_SCMP_ERRNO);
+    assert_int_equal(err, 1);
+    assert_int_equal(nsbox_seccomp_profile_answer(&p, "read", a, &err), NSBOX_SCMP_ALLOW);
+    /* the unconditional clone rule replaced the conditional one */
+    size_t n_clone = 0;
+    for (size_t i = 0; i < p.n_rules; i++)
+        n_clone += !strcmp(p.rules[i].name, "clone");
+    assert_int_equal(n_clone, 1);
+    a[0] = 2; /* AF_INET: allowed */
+    assert_int_equal(nsbox_seccomp_profile_answer(&p, "socket", a, &err), NSBOX_SCMP_ALLOW);
+    a[0] = 16, a[2] = 9; /* NETLINK_AUDIT: refused */
+    assert_int_equal(nsbox_seccomp_profile_answer(&p, "socket", a, &err), NSBOX_SCMP_ERRNO);
+    assert_int_equal(err, 22);
+    struct sock_fprog prog;
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_seccomp_compile(&p, &prog, &e), 0); /* libseccomp takes them all */
+    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_profile_free(&p);
 }
 
 static void test_answer(void **state)
@@ -196,9 +248,8 @@ static void test_init_calls_check(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_docker_shape),
-        cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_answer),
+        cmocka_unit_test(test_docker_shape),     cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_several_actions),  cmocka_unit_test(test_answer),
         cmocka_unit_test(test_init_calls_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
