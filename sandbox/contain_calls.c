@@ -5,8 +5,9 @@
  * create checks the profile against this list first (launch.h). Engines' profiles (Docker's
  * default, runc's tests) allow them all, as they allow what runc's init calls after its own
  * load. The list is the calls strace showed those paths making, with the arguments a rule
- * may compare (clone's flags, prctl's option, ioctl's request); a call made where a refusal
- * only loses a nicety (close_range, whose fallback closes one by one) is not on it. */
+ * may compare (clone's flags, prctl's option, ioctl's request). A call whose refusal only
+ * costs a fallback is not on it: close_range (closing one by one), openat2 (safe path
+ * resolution walks instead, on the bundle's EPERM as on nsbox's ENOSYS). */
 #define _GNU_SOURCE
 #include "launch.h"
 #include "cleanup.h"

@@ -62,13 +62,6 @@ class WritableRoot(BundleCase):
         super().setUp()
         self.rootfs = os.path.join(self.bundle, "rootfs")
 
-    def run_container(self, c):
-        """create, start, wait: the container's exit code and output."""
-        self.write_config(c)
-        pid = self.create()
-        self.assertEqual(self.oci("start", "c1").returncode, 0)
-        return os.waitstatus_to_exitcode(self.wait(pid)), self.output()
-
     def test_output_at_the_top_lands_in_the_bundle(self):
         # as runtime-tools' start and killsig: a file at the top of the root, read on the host
         code, out = self.run_container(config(

@@ -4,8 +4,6 @@ every call gets the stricter answer of the two (of two errnos the bundle's). A d
 with the profile's errno, in the container's process and in an exec'd one; an allow-list runs a
 shell; a profile that allows everything loosens nothing; what nsbox-oci cannot do (a seccomp
 agent's SCMP_ACT_NOTIFY, a profile that refuses what init still calls) is refused at create."""
-import json
-import os
 import unittest
 
 from oci_bundle import OCI, BundleCase, config, require_runtime, seccomp_filters
@@ -60,13 +58,6 @@ class BundleSeccomp(BundleCase):
         c["process"].update(process)
         c["linux"]["seccomp"] = seccomp
         return c
-
-    def run_container(self, c):
-        """create, start, wait: the container's exit code and output."""
-        self.write_config(c)
-        pid = self.create()
-        self.assertEqual(self.oci("start", "c1").returncode, 0)
-        return os.waitstatus_to_exitcode(self.wait(pid)), self.output()
 
     def test_denied_call_fails_with_the_profiles_errno(self):
         # Docker's shape of noNewPrivileges (false): init loads the bundle's filter with

@@ -151,6 +151,13 @@ class BundleCase(unittest.TestCase):
         self.waited_pids.remove(pid)
         return status
 
+    def run_container(self, c):
+        """create, start, wait: the container's exit code and output."""
+        self.write_config(c)
+        pid = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        return os.waitstatus_to_exitcode(self.wait(pid)), self.output()
+
     def create_refused(self, cid="c1"):
         """create, which must fail: the message it logged. Its streams are not the test's (a
         container made by mistake would hold a pipe open)."""
