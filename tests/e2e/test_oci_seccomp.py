@@ -13,7 +13,9 @@ def setUpModule():
     require_runtime()
 
 
+# the flag reaches seccomp(2): one it did not take would fail the load, and the container
 EPERM_MKDIR = {"defaultAction": "SCMP_ACT_ALLOW", "architectures": ["SCMP_ARCH_X86_64"],
+               "flags": ["SECCOMP_FILTER_FLAG_LOG"],
                "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO",
                              "errnoRet": 1},
                             # a name no libseccomp knows is skipped, as runc skips it
@@ -31,7 +33,8 @@ ALLOWED = [
     "getpid", "getppid", "getuid", "geteuid", "getgid", "getegid", "gettid", "set_tid_address",
     "set_robust_list", "arch_prctl", "uname", "fcntl", "getcwd", "chdir", "access", "faccessat",
     "faccessat2", "readlink", "readlinkat", "getrandom", "rseq", "futex", "sigaltstack", "madvise",
-    "prlimit64", "sched_getaffinity", "getpgrp", "setpgid", "getpgid", "readv", "writev"]
+    "prlimit64", "sched_getaffinity", "getpgrp", "setpgid", "getpgid", "readv", "writev",
+    "nanosleep", "clock_nanosleep"]
 ALLOW_LIST = {"defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": 1,
               "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
               "flags": ["SECCOMP_FILTER_FLAG_SPEC_ALLOW"],
@@ -75,6 +78,19 @@ class BundleSeccomp(BundleCase):
         self.assertEqual(code, 0, out)
         self.assertEqual(out, "mkdir: can't create directory '/tmp/d': Operation not permitted\n"
                               f"mkdir=1\nx\n{self.own + 2}\n")
+
+    def test_allow_list_runs_an_exec(self):
+        # init serves exec under the allow-list too: the request, the spawn, the reaping
+        self.write_config(self.container("sleep 30", ALLOW_LIST))
+        pid = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        r = self.oci("exec", "c1", "sh", "-c", MKDIR + FILTERS)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.decode(),
+                         "mkdir: can't create directory '/tmp/d': Operation not permitted\n"
+                         f"mkdir=1\nx\n{self.own + 2}\n")
+        self.assertEqual(self.oci("kill", "c1", "KILL").returncode, 0)
+        self.wait(pid)
 
     def test_allow_everything_keeps_the_floor(self):
         # a bundle that allows every call loosens nothing: nsbox's filter still refuses a
