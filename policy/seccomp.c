@@ -334,6 +334,20 @@ static int add_rule(struct builder *b, const struct nsbox_scmp_rule *r, const ch
     return 0;
 }
 
+/* A bundle's rule comparing one argument twice, as one rule per comparison. */
+static int add_split_rules(struct builder *b, const struct nsbox_scmp_rule *r, const char *path,
+                           struct nsbox_err *e)
+{
+    for (size_t j = 0; j < r->n_args; j++) {
+        struct nsbox_scmp_rule one = *r;
+        one.n_args = 1;
+        one.args[0] = r->args[j];
+        if (add_rule(b, &one, path, e) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static bool syscall_name_ok(const char *s)
 {
     size_t n = strlen(s);
@@ -346,8 +360,8 @@ static bool syscall_name_ok(const char *s)
 }
 
 /* A rule's "args" (path: the rule's, "syscalls[N]"): its comparisons, into r. */
-static int parse_rule_args(const cJSON *args, const char *path, struct nsbox_scmp_rule *r,
-                           struct nsbox_err *e)
+static int parse_rule_args(const cJSON *args, const char *path, bool oci, bool *split,
+                           struct nsbox_scmp_rule *r, struct nsbox_err *e)
 {
     char fp[96];
     if (!cJSON_IsArray(args))
@@ -363,8 +377,11 @@ static int parse_rule_args(const cJSON *args, const char *path, struct nsbox_scm
         if (parse_arg(a, fp, arg, e) < 0)
             return -1;
         /* libseccomp takes one comparison per argument per rule (it returns EINVAL
-         * otherwise); "x not in {a, b}" is written as several rules instead. */
-        if (used & (1u << arg->index))
+         * otherwise); "x not in {a, b}" is written as several rules instead. A bundle's rule
+         * that has two becomes one rule per comparison, as runc makes it (they OR). */
+        if ((used & (1u << arg->index)) && oci)
+            *split = true;
+        else if (used & (1u << arg->index))
             return nsbox_err_set(e, NSBOX_E_INVALID, 0,
                                  "%s.index: argument %u is already compared in this rule "
                                  "(one comparison per argument; use several rules to OR)",
@@ -421,7 +438,8 @@ static int parse_rule(const cJSON *obj, unsigned idx, struct builder *b, struct 
         r.optional = cJSON_IsTrue(f[K_OPTIONAL]);
     }
 
-    if (f[K_ARGS] && parse_rule_args(f[K_ARGS], path, &r, e) < 0)
+    bool split = false;
+    if (f[K_ARGS] && parse_rule_args(f[K_ARGS], path, b->oci, &split, &r, e) < 0)
         return -1;
 
     if (!cJSON_IsArray(f[K_NAMES]) || !f[K_NAMES]->child)
@@ -458,7 +476,7 @@ static int parse_rule(const cJSON *obj, unsigned idx, struct builder *b, struct 
                                  fp, n->valuestring);
         }
         memcpy(r.name, n->valuestring, strlen(n->valuestring) + 1);
-        if (add_rule(b, &r, fp, e) < 0)
+        if (split ? add_split_rules(b, &r, fp, e) < 0 : add_rule(b, &r, fp, e) < 0)
             return -1;
     }
     return 0;

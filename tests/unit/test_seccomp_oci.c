@@ -178,6 +178,37 @@ static void test_several_actions(void **state)
     nsbox_seccomp_profile_free(&p);
 }
 
+/* A rule comparing one argument twice (runtime-tools' linux_seccomp writes one): libseccomp
+ * takes one comparison per argument, so it becomes one rule per comparison, as runc makes it,
+ * which OR; nsbox's own profiles still refuse it. */
+static void test_split_rule(void **state)
+{
+    (void)state;
+    static const char json[] =
+        "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"getcwd\"],"
+        "\"action\":\"SCMP_ACT_ERRNO\",\"args\":[{\"index\":0,\"value\":1,"
+        "\"op\":\"SCMP_CMP_EQ\"},{\"index\":1,\"value\":2,\"op\":\"SCMP_CMP_EQ\"},"
+        "{\"index\":0,\"value\":3,\"op\":\"SCMP_CMP_EQ\"}]}]}";
+    struct nsbox_seccomp_profile p;
+    oci_ok(json, &p);
+    assert_int_equal(p.n_rules, 3);
+    for (size_t i = 0; i < p.n_rules; i++)
+        assert_int_equal(p.rules[i].n_args, 1);
+    uint64_t a[NSBOX_SECCOMP_MAX_ARGS] = {0};
+    int err;
+    a[0] = 3; /* one comparison holds: the rules OR */
+    assert_int_equal(nsbox_seccomp_profile_answer(&p, "getcwd", a, &err), NSBOX_SCMP_ERRNO);
+    a[0] = 4;
+    assert_int_equal(nsbox_seccomp_profile_answer(&p, "getcwd", a, &err), NSBOX_SCMP_ALLOW);
+    struct sock_fprog prog;
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_seccomp_compile(&p, &prog, &e), 0);
+    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_profile_free(&p);
+    assert_int_equal(nsbox_seccomp_profile_parse(json, strlen(json), &p, &e), -1);
+    assert_non_null(strstr(e.msg, "argument 0 is already compared in this rule"));
+}
+
 static void test_answer(void **state)
 {
     (void)state;
@@ -248,9 +279,9 @@ static void test_init_calls_check(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_docker_shape),     cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_several_actions),  cmocka_unit_test(test_answer),
-        cmocka_unit_test(test_init_calls_check),
+        cmocka_unit_test(test_docker_shape),    cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_several_actions), cmocka_unit_test(test_split_rule),
+        cmocka_unit_test(test_answer),          cmocka_unit_test(test_init_calls_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
