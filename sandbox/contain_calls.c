@@ -7,7 +7,9 @@
  * load. The list is the calls strace showed those paths making, with the arguments a rule
  * may compare (clone's flags, prctl's option, ioctl's request). A call whose refusal only
  * costs a fallback is not on it: close_range (closing one by one), openat2 (safe path
- * resolution walks instead, on the bundle's EPERM as on nsbox's ENOSYS). */
+ * resolution walks instead, on the bundle's EPERM as on nsbox's ENOSYS), nor those only an
+ * exec as another user makes (setgroups, setresgid, setresuid: agent_user.c), whose refusal
+ * fails that exec with its errno, not init. */
 #define _GNU_SOURCE
 #include "launch.h"
 #include "cleanup.h"
