@@ -9,7 +9,7 @@
  * costs a fallback is not on it: close_range (closing one by one), openat2 (safe path
  * resolution walks instead, on the bundle's EPERM as on nsbox's ENOSYS), nor those only an
  * exec as another user makes (setgroups, setresgid, setresuid: agent_user.c), whose refusal
- * fails that exec with its errno, not init. */
+ * fails that exec with its errno, not init; every exec reads its ids first (listed). */
 #define _GNU_SOURCE
 #include "launch.h"
 #include "cleanup.h"
@@ -56,6 +56,10 @@ static const struct init_call calls[] = {
     {"dup2", {0}, "giving the program its standard streams"},
     {"fchdir", {0}, "entering the working directory"},
     {"prctl", {PR_SET_CHILD_SUBREAPER, 1}, "keeping an exec'd process's tree together"},
+    {"getresuid", {0}, "checking an exec'd process's user"},
+    {"getresgid", {0}, "checking an exec'd process's group"},
+    {"getgroups", {0}, "checking an exec'd process's groups"},
+    {"umask", {0}, "setting an exec'd process's umask"},
     {"execve", {0}, "running the program"},
     {"exit_group", {0}, "reporting a program that could not start"},
     /* serving the container: exec requests, signals, children's ends */

@@ -42,7 +42,7 @@ ERRNO_BY_DEFAULT = {"defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": 1,
                         "chdir", "getdents64", "prlimit64", "getrandom", "rseq", "futex",
                         "sigaltstack", "madvise", "poll", "ppoll", "select", "pselect6", "capset",
                         "sendmsg", "recvmsg", "setsid", "fchdir", "signalfd4", "kill", "pwrite64",
-                        "close_range"],
+                        "close_range", "getresuid", "getresgid", "getgroups", "umask"],
                         "action": "SCMP_ACT_ALLOW"}]}
 
 

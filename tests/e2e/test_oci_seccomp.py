@@ -34,7 +34,7 @@ ALLOWED = [
     "set_robust_list", "arch_prctl", "uname", "fcntl", "getcwd", "chdir", "access", "faccessat",
     "faccessat2", "readlink", "readlinkat", "getrandom", "rseq", "futex", "sigaltstack", "madvise",
     "prlimit64", "sched_getaffinity", "getpgrp", "setpgid", "getpgid", "readv", "writev",
-    "nanosleep", "clock_nanosleep"]
+    "nanosleep", "clock_nanosleep", "getresuid", "getresgid", "getgroups", "umask"]
 ALLOW_LIST = {"defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": 1,
               "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
               "flags": ["SECCOMP_FILTER_FLAG_SPEC_ALLOW"],
