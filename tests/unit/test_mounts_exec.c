@@ -873,7 +873,7 @@ static void test_enter_optional_proc_entries(void **state)
 static void test_enter_unknown_op(void **state)
 {
     struct ex *x = *state;
-    struct nsbox_mount_plan *p = malloc(sizeof *p);
+    struct nsbox_mount_plan *p = calloc(1, sizeof *p);
     assert_non_null(p);
     p->n = 1;
     memset(&p->ops[0], 0, sizeof p->ops[0]);
