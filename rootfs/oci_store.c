@@ -341,48 +341,48 @@ int nsbox_oci_store_resolve(const char *image, enum nsbox_pull pull, char *name,
     return 0;
 }
 
+/* Image name's store directory (*dir_fd) and its image.json, parsed; NULL when there is none
+ * (no directory, or no metadata nsbox wrote). */
+static cJSON *store_image_json(const char *name, int *dir_fd)
+{
+    char data[PATH_MAX], dir[PATH_MAX + 80];
+    struct nsbox_err ignored; /* NULL says "no metadata"; the callers give no reasons */
+    *dir_fd = -1;
+    if (nsbox_path_data_dir(data, sizeof data, &ignored) < 0)
+        return NULL;
+    snprintf(dir, sizeof dir, "%s/images/%s", data, name);
+    *dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    cleanup_free char *text = *dir_fd >= 0 ? nsbox_read_text_at(*dir_fd, "image.json", 65536)
+                                           : NULL;
+    return text ? cJSON_Parse(text) : NULL;
+}
+
+static const char *store_json_str(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
 int nsbox_oci_store_created(const char *name, char *out, size_t n)
 {
-    char data[PATH_MAX], path[PATH_MAX + 96];
-    struct nsbox_err ignored; /* -1 says "no metadata"; this function gives no reasons */
-    out[0] = '\0';
-    if (nsbox_path_data_dir(data, sizeof data, &ignored) < 0)
-        return -1;
-    snprintf(path, sizeof path, "%s/images/%s", data, name);
-    cleanup_close int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    cleanup_free char *text = fd >= 0 ? nsbox_read_text_at(fd, "image.json", 65536) : NULL;
-    cleanup_cjson cJSON *o = text ? cJSON_Parse(text) : NULL;
-    if (!o)
-        return -1;
-    const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "image_created");
-    if (cJSON_IsString(c))
-        snprintf(out, n, "%s", c->valuestring);
-    return 0;
+    cleanup_close int fd = -1;
+    cleanup_cjson cJSON *o = store_image_json(name, &fd);
+    const char *c = o ? store_json_str(o, "image_created") : NULL;
+    snprintf(out, n, "%s", c ? c : "");
+    return o ? 0 : -1;
 }
 
 int nsbox_oci_store_meta(const char *name, char *digest, size_t dn, uint64_t *size,
                          char **config_json, char **manifest_json)
 {
-    char data[PATH_MAX], dir[PATH_MAX + 80];
-    struct nsbox_err ignored; /* -1 says "no metadata"; this function gives no reasons */
-    if (nsbox_path_data_dir(data, sizeof data, &ignored) < 0)
-        return -1;
-    snprintf(dir, sizeof dir, "%s/images/%s", data, name);
-    cleanup_close int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    cleanup_close int fd = -1;
+    cleanup_cjson cJSON *o = store_image_json(name, &fd);
     if (fd < 0)
         return -1;
-    cleanup_free char *text = nsbox_read_text_at(fd, "image.json", 65536);
-    digest[0] = '\0';
-    *size = 0;
-    if (text) {
-        /* flat keys written by nsbox itself: a light scan is enough */
-        const char *d = strstr(text, "\"digest\":");
-        const char *s = strstr(text, "\"size\":");
-        if (d && (d = strchr(d + 9, '"')))
-            snprintf(digest, dn, "%.*s", (int)strcspn(d + 1, "\""), d + 1);
-        if (s && (s = strchr(s + 7, '"')))
-            *size = strtoull(s + 1, NULL, 10);
-    }
+    const char *d = o ? store_json_str(o, "digest") : NULL;
+    const char *sz = o ? store_json_str(o, "size") : NULL;
+    snprintf(digest, dn, "%s", d ? d : "");
+    *size = sz ? strtoull(sz, NULL, 10) : 0;
     if (config_json)
         *config_json = nsbox_read_text_at(fd, "config.json", NSBOX_OCI_JSON_MAX);
     if (manifest_json)
