@@ -7,7 +7,7 @@ spliced (where its share of the time goes); and the idle helper's PSS (smaps_rol
 header bindings and with one (after one bound request), for this nsbox and, with --bin
 NAME=PATH, for others (an older build) side by side.
 
-    sudo bench/bench_egress.py [--rounds 200] [--downloads 15] [--mb 100] [--nsbox build/nsbox]
+    sudo bench/bench_egress.py [--rounds 200] [--downloads 40] [--mb 100] [--nsbox build/nsbox]
                                [--bin old=/path/to/other/nsbox] [--pss-only]
 
 Throughput is judged on rounds: each round downloads once through each path, back to back (the
@@ -249,7 +249,7 @@ def main():
                     os.path.join(os.path.dirname(HERE), "build", "nsbox"))
     ap.add_argument("--rounds", type=int, default=200, help="new connections per path")
     ap.add_argument("--batch", type=int, default=20, help="connections per exec")
-    ap.add_argument("--downloads", type=int, default=15,
+    ap.add_argument("--downloads", type=int, default=40,
                     help="rounds of downloads (one per path each)")
     ap.add_argument("--mb", type=int, default=100, help="size of a download")
     ap.add_argument("--json", help="write raw results here")
