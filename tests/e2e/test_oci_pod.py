@@ -51,9 +51,10 @@ class Pod(BundleCase):
 
     def start_pause(self):
         """The pod's first container: its hostname, a message queue in its ipc namespace, a
-        listener on its loopback; its pid once running."""
+        listener on its loopback (a little late, so that a joiner's first try finds none);
+        its pid once running."""
         self.write_config(pod_config(
-            ["sh", "-c", "touch /dev/mqueue/podq && echo pod-hello | nc -l -p 7777; "
+            ["sh", "-c", "touch /dev/mqueue/podq && sleep 0.3 && echo pod-hello | nc -l -p 7777; "
              "sleep 1000"], "pod-a"))
         pid = self.create("pause")
         self.assertEqual(self.oci("start", "pause").returncode, 0)
@@ -63,9 +64,10 @@ class Pod(BundleCase):
         pause = self.start_pause()
         joins = {t: f"/proc/{pause}/ns/{n}"
                  for t, n in (("network", "net"), ("ipc", "ipc"), ("uts", "uts"))}
-        # its own hostname is not set over the pod's
-        app = pod_config(["sh", "-c", "hostname; ls /dev/mqueue; "
-                          "for i in $(seq 100); do nc 127.0.0.1 7777 && break; sleep 0.1; done"],
+        # its own hostname is not set over the pod's; it tries until the pod's listener is up
+        # (the pod's program starts it after `start` returns), quietly
+        app = pod_config(["sh", "-c", "hostname; ls /dev/mqueue; for i in $(seq 100); do "
+                          "nc 127.0.0.1 7777 2>/dev/null && break; sleep 0.1; done"],
                          "app-b", joins)
         out = os.path.join(self.tmp, "app.out")
         r, pidfile = self.create_in(self.second_bundle(app), "app", out)
