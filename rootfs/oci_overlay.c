@@ -9,7 +9,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <linux/mount.h>
+#include <linux/openat2.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -17,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -24,7 +28,17 @@
 
 /* What failed in making the overlay. The helper child of mount_in_userns makes only system
  * calls (it is a bare clone), so it sends this back and the parent says it. */
-enum ovl_step { OVL_FSOPEN = 1, OVL_USERXATTR, OVL_LOWERDIR, OVL_CREATE, OVL_MOUNT, OVL_MAPS };
+enum ovl_step {
+    OVL_FSOPEN = 1,
+    OVL_USERXATTR,
+    OVL_LOWERDIR,
+    OVL_CREATE,
+    OVL_MOUNT,
+    OVL_MAPS,
+    OVL_UPPERDIR,
+    OVL_WORKDIR,
+    OVL_OPTION
+};
 struct ovl_fail {
     int step; /* 0: none */
     int err;
@@ -41,51 +55,89 @@ static int ovl_failed(struct ovl_fail *f, enum ovl_step step, int fs)
     return -1;
 }
 
-static int ovl_error(const struct ovl_fail *f, struct nsbox_err *e)
+static int ovl_error(const struct ovl_fail *f, const char *whose, struct nsbox_err *e)
 {
     static const char *const what[] = {[OVL_FSOPEN] = "overlayfs is not available",
                                        [OVL_USERXATTR] = "userxattr",
                                        [OVL_LOWERDIR] = "lowerdir",
                                        [OVL_CREATE] = "create",
                                        [OVL_MOUNT] = "mount",
-                                       [OVL_MAPS] = "the user namespace's maps"};
-    bool known = f->step > 0 && f->step <= OVL_MAPS;
+                                       [OVL_MAPS] = "the user namespace's maps",
+                                       [OVL_UPPERDIR] = "upperdir",
+                                       [OVL_WORKDIR] = "workdir",
+                                       [OVL_OPTION] = "an option"};
+    bool known = f->step > 0 && f->step <= OVL_OPTION;
     errno = f->err;
-    return nsbox_err_sys(e, "overlay of the image's layers: %s%s%.*s",
+    return nsbox_err_sys(e, "overlay of %s layers: %s%s%.*s", whose,
                          known ? what[f->step] : "its helper", f->log[0] ? ": " : "",
                          (int)sizeof f->log, f->log);
 }
 
-/* The overlay of lowers (O_PATH directory fds, or, when paths, their paths), top first. With
- * paths it makes only system calls (the helper child's case). */
-static int mount_lowers(const int *fds, const char *const *paths, size_t n, int *mount_fd,
-                        struct ovl_fail *f)
+/* What an overlay is made of. An image's (nsbox's own): lowers only, read-only, their opaque
+ * directories marked with user.overlay.* (userxattr). An engine's made again (ovl_root.c):
+ * writable, trusted.overlay.* as the engine's layers have them, with its own options. */
+struct ovl_layers {
+    const int *fds;           /* O_PATH directory descriptors, top first; or */
+    const char *const *paths; /* their paths (the helper child's case) */
+    size_t n;
+    int upper, work;          /* O_PATH directories of one mount; -1: read-only, userxattr */
+    const char *redirect_dir; /* NULL: the kernel's default */
+};
+
+/* A layer option by descriptor, or, on kernels before layers by descriptor, by its /proc
+ * path; with paths, by path. */
+static long set_layer(int fs, const char *key, int fd, const char *path)
+{
+    if (path)
+        return syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, key, path, 0);
+    long r = syscall(SYS_fsconfig, fs, FSCONFIG_SET_FD, key, NULL, fd);
+    if (r < 0) {
+        char p[64];
+        snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+        r = syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, key, p, 0);
+    }
+    return r;
+}
+
+/* The options of a writable overlay over an engine's layers: no index (the engine's own
+ * overlay holds the upper directory, which index=on would refuse, EBUSY), no metacopy (a
+ * layer's metacopy and redirect attributes would point it at data it does not show), the
+ * engine's redirect_dir. */
+static int rw_options(int fs, const struct ovl_layers *l, struct ovl_fail *f)
+{
+    if (set_layer(fs, "upperdir", l->upper, NULL) < 0)
+        return ovl_failed(f, OVL_UPPERDIR, fs);
+    if (set_layer(fs, "workdir", l->work, NULL) < 0)
+        return ovl_failed(f, OVL_WORKDIR, fs);
+    if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "index", "off", 0) < 0 ||
+        syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "metacopy", "off", 0) < 0 ||
+        (l->redirect_dir &&
+         syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "redirect_dir", l->redirect_dir, 0) < 0))
+        return ovl_failed(f, OVL_OPTION, fs);
+    return 0;
+}
+
+/* The overlay of l. With paths it makes only system calls (the helper child's case). */
+static int mount_layers(const struct ovl_layers *l, int *mount_fd, struct ovl_fail *f)
 {
     *mount_fd = -1;
+    bool rw = l->upper >= 0;
     cleanup_close int fs = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
     if (fs < 0)
         return ovl_failed(f, OVL_FSOPEN, -1);
     /* user.overlay.* xattrs: the one form that an overlay mounted in a user namespace reads
      * too (docs/decisions.md) */
-    if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
+    if (!rw && syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
         return ovl_failed(f, OVL_USERXATTR, fs);
-    for (size_t i = 0; i < n; i++) {
-        char p[64];
-        long r = -1;
-        if (paths)
-            r = syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "lowerdir+", paths[i], 0);
-        else if ((r = syscall(SYS_fsconfig, fs, FSCONFIG_SET_FD, "lowerdir+", NULL, fds[i])) < 0) {
-            /* kernels before layers by descriptor: the same directory by its /proc path */
-            snprintf(p, sizeof p, "/proc/self/fd/%d", fds[i]);
-            r = syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "lowerdir+", p, 0);
-        }
-        if (r < 0)
+    for (size_t i = 0; i < l->n; i++)
+        if (set_layer(fs, "lowerdir+", l->fds ? l->fds[i] : -1, l->paths ? l->paths[i] : NULL) < 0)
             return ovl_failed(f, OVL_LOWERDIR, fs);
-    }
+    if (rw && rw_options(fs, l, f) < 0)
+        return -1;
     if (syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
         return ovl_failed(f, OVL_CREATE, fs);
     int m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
-                         MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+                         (rw ? 0 : MOUNT_ATTR_RDONLY) | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
     if (m < 0)
         return ovl_failed(f, OVL_MOUNT, fs);
     *mount_fd = m;
@@ -116,7 +168,7 @@ static void child_mount(int sock, const char *const *paths, size_t n, char maps[
         write_text("/proc/self/gid_map", maps[1]) < 0)
         ovl_failed(&f, OVL_MAPS, -1);
     else
-        mount_lowers(NULL, paths, n, &m, &f);
+        mount_layers(&(struct ovl_layers){.paths = paths, .n = n, .upper = -1, .work = -1}, &m, &f);
     char buf[CMSG_SPACE(sizeof(int))] = {0};
     struct iovec io = {.iov_base = &f, .iov_len = sizeof f};
     struct msghdr msg = {.msg_iov = &io, .msg_iovlen = 1};
@@ -172,7 +224,7 @@ static int mount_in_userns(const char *const *paths, size_t n, int *mount_fd, st
     }
     if (r == (ssize_t)sizeof cf && cf.step) {
         cf.log[sizeof cf.log - 1] = '\0';
-        return ovl_error(&cf, e);
+        return ovl_error(&cf, "the image's", e);
     }
     errno = r < 0 ? err : EPIPE;
     return nsbox_err_sys(e, "overlay of the image's layers: its helper");
@@ -210,31 +262,138 @@ int nsbox_oci_overlay_lowers(const char *images, int base_fd, const char *const 
         }
     }
     struct ovl_fail f = {0};
-    if (r == 0 && mount_lowers(fds, NULL, n, mount_fd, &f) < 0)
-        r = ovl_error(&f, e);
+    struct ovl_layers l = {.fds = fds, .n = n, .upper = -1, .work = -1};
+    if (r == 0 && mount_layers(&l, mount_fd, &f) < 0)
+        r = ovl_error(&f, "the image's", e);
     for (size_t i = 0; i < opened; i++)
         close(fds[i]);
     return r;
 }
 
-/* The store, seen through an idmapped mount (a detached clone): 1 when there are none here. */
-static int idmapped_store(const char *images, int userns_fd, int *fd, struct nsbox_err *e)
+/* A detached clone of the directory path (below dfd; "" for dfd itself) seen through an
+ * idmapped mount of userns_fd, with attr set on it too: 1 when there are none here. */
+static int idmapped_clone(int dfd, const char *path, int userns_fd, uint64_t attr, int *fd,
+                          struct nsbox_err *e)
 {
-    *fd = (int)syscall(SYS_open_tree, AT_FDCWD, images, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    *fd = (int)syscall(SYS_open_tree, dfd, path,
+                       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (*path ? 0 : AT_EMPTY_PATH));
     if (*fd < 0)
-        return nsbox_err_sys(e, "image store %s", images);
-    struct mount_attr attr = {.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-                                          MOUNT_ATTR_NODEV,
-                              .userns_fd = (uint64_t)userns_fd};
-    if (syscall(SYS_mount_setattr, *fd, "", AT_EMPTY_PATH, &attr, sizeof attr) == 0)
+        return nsbox_err_sys(e, "%s", *path ? path : "a layer");
+    struct mount_attr ma = {.attr_set = MOUNT_ATTR_IDMAP | attr, .userns_fd = (uint64_t)userns_fd};
+    if (syscall(SYS_mount_setattr, *fd, "", AT_EMPTY_PATH, &ma, sizeof ma) == 0)
         return 0;
     int err = errno;
     nsbox_closep(fd);
     *fd = -1;
     errno = err;
-    if (err == EINVAL || err == EOPNOTSUPP || err == ENOSYS || err == EPERM)
-        return 1;
-    return nsbox_err_sys(e, "image store %s: idmapped mount", images);
+    int r = err == EINVAL || err == EOPNOTSUPP || err == ENOSYS || err == EPERM ? 1 : -1;
+    nsbox_err_sys(e, "%s: idmapped mount", *path ? path : "a layer");
+    return r;
+}
+
+#define LAYER_ATTR (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+
+/* The store, seen through an idmapped mount (a detached clone): 1 when there are none here. */
+static int idmapped_store(const char *images, int userns_fd, int *fd, struct nsbox_err *e)
+{
+    struct nsbox_err ce;
+    int r = idmapped_clone(AT_FDCWD, images, userns_fd, LAYER_ATTR, fd, &ce);
+    if (r < 0)
+        *e = ce;
+    return r < 0 ? nsbox_err_wrap(e, "image store") : r;
+}
+
+/* The calling thread's file system ids become id, as the overlay's creator: the overlay makes
+ * its own files (its work directory, whiteouts, copies up) with its creator's credentials,
+ * which must have an id in the upper layer's idmap. The capabilities a change of the fsuid
+ * from 0 drops are raised again. 0, or -1 with errno; saved for creator_restore. */
+struct creator {
+    uid_t uid;
+    gid_t gid;
+    struct __user_cap_header_struct hdr;
+    struct __user_cap_data_struct caps[2];
+};
+
+static int creator_become(uint32_t id, struct creator *c)
+{
+    c->hdr = (struct __user_cap_header_struct){.version = _LINUX_CAPABILITY_VERSION_3};
+    if (syscall(SYS_capget, &c->hdr, c->caps) < 0)
+        return -1;
+    c->uid = (uid_t)syscall(SYS_setfsuid, -1);
+    c->gid = (gid_t)syscall(SYS_setfsgid, -1);
+    syscall(SYS_setfsuid, id);
+    syscall(SYS_setfsgid, id);
+    if ((uint32_t)syscall(SYS_setfsuid, -1) != id || syscall(SYS_capset, &c->hdr, c->caps) < 0) {
+        int err = errno ? errno : EPERM;
+        syscall(SYS_setfsuid, c->uid);
+        syscall(SYS_setfsgid, c->gid);
+        errno = err;
+        return -1;
+    }
+    return 0;
+}
+
+static void creator_restore(struct creator *c)
+{
+    syscall(SYS_setfsuid, c->uid);
+    syscall(SYS_setfsgid, c->gid);
+    syscall(SYS_capset, &c->hdr, c->caps);
+}
+
+int nsbox_oci_overlay_rw(const struct nsbox_oci_overlay_rw *rw, int userns_fd, int *mount_fd,
+                         struct nsbox_err *e)
+{
+    *mount_fd = -1;
+    if (rw->n_lower < 1 || rw->n_lower > NSBOX_OCI_OVERLAY_RW_MAX)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "an overlay of %zu lower layers",
+                             rw->n_lower);
+    cleanup_free int *fds = malloc(rw->n_lower * sizeof *fds);
+    if (!fds)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    size_t made = 0;
+    int r = 0;
+    cleanup_close int base = -1, upper = -1, work = -1;
+    for (; r == 0 && made < rw->n_lower; made++)
+        r = idmapped_clone(rw->lower[made], "", userns_fd, LAYER_ATTR, &fds[made], e);
+    if (r != 0)
+        made--;
+    /* upper and work on one mount, as the kernel wants them: their common directory's clone */
+    if (r == 0)
+        r = idmapped_clone(rw->upper_base, "", userns_fd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                           &base, e);
+    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+                                      RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
+    if (r == 0 && ((upper = nsbox_openat2(base, rw->upper_rel, &how)) < 0 ||
+                   (work = nsbox_openat2(base, rw->work_rel, &how)) < 0))
+        r = nsbox_err_sys(e, "%s", upper < 0 ? rw->upper_rel : rw->work_rel);
+    struct creator c;
+    if (r == 0 && creator_become(rw->creator_id, &c) < 0)
+        r = nsbox_err_sys(e, "the overlay's creator, host id %u", rw->creator_id);
+    else if (r == 0) {
+        struct ovl_fail f = {0};
+        struct ovl_layers l = {.fds = fds,
+                               .n = rw->n_lower,
+                               .upper = upper,
+                               .work = work,
+                               .redirect_dir = rw->redirect_dir};
+        r = mount_layers(&l, mount_fd, &f);
+        creator_restore(&c);
+        if (r < 0)
+            r = ovl_error(&f, "the engine's", e);
+    }
+    struct statfs sf;
+    if (r == 0 && (fstatfs(*mount_fd, &sf) < 0 || (sf.f_flags & ST_RDONLY))) {
+        nsbox_closep(mount_fd);
+        *mount_fd = -1;
+        /* overlayfs goes read-only when it cannot make its work directory (its log says) */
+        r = nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EROFS,
+                          "the kernel made the overlay read-only: its work directory could not "
+                          "be made (the kernel's log says why)");
+    }
+    for (size_t i = 0; i < made; i++)
+        close(fds[i]);
+    return r;
 }
 
 int nsbox_oci_overlay_image(const char *image_dir, int idmap_userns_fd, int *mount_fd,

@@ -6,13 +6,17 @@
  * the store (an overlay cannot be idmapped itself; its layers can). Other users cannot mount
  * in the host's namespaces: a short-lived child makes the overlay in a user and mount namespace
  * of its own (unprivileged overlay mounts, Linux 5.11) and hands it back, detached, over a
- * socket; a sandbox's mount namespace can attach it like any other. */
+ * socket; a sandbox's mount namespace can attach it like any other.
+ *
+ * The same overlay, writable, is an engine's container root made again over idmapped mounts
+ * of the engine's own layers (nsbox_oci_overlay_rw, for rootfs/ovl_root.c). */
 #ifndef NSBOX_OCI_OVERLAY_H
 #define NSBOX_OCI_OVERLAY_H
 
 #include "nsbox.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* The overlay of images/<rel[0]> (top) ... images/<rel[n - 1]> (bottom): a detached, read-only
  * (nosuid, nodev) mount. base_fd >= 0: the layers are opened below it instead (an idmapped
@@ -25,5 +29,29 @@ int nsbox_oci_overlay_lowers(const char *images, int base_fd, const char *const 
  * when the kernel or filesystem has no idmapped mounts (the caller may ask again without). */
 int nsbox_oci_overlay_image(const char *image_dir, int idmap_userns_fd, int *mount_fd,
                             struct nsbox_err *e);
+
+/* The kernel's limit on an overlay's lower layers. */
+#define NSBOX_OCI_OVERLAY_RW_MAX 500
+
+/* A writable overlay of an engine's layers (rootfs/ovl_root.c): O_PATH descriptors of the
+ * host's directories, each seen through an idmapped mount made here with the user namespace
+ * given, so that host id N on disk is the sandbox's id N. */
+struct nsbox_oci_overlay_rw {
+    const int *lower; /* top first */
+    size_t n_lower;
+    int upper_base; /* the directory holding upperdir and workdir: cloned once, as the
+                     * kernel wants both on one mount */
+    const char *upper_rel, *work_rel; /* below it, resolved with no symlink */
+    const char *redirect_dir;         /* NULL: the kernel's default */
+    uint32_t creator_id; /* the host id (uid and gid) the overlay makes its own files as: the
+                          * sandbox's root, on disk the engine's 0 through the idmap */
+};
+
+/* The overlay of rw: a detached, writable, nosuid and nodev mount, its lowers read-only,
+ * nosuid and nodev too, with trusted.overlay.* attributes as the engine's layers have them
+ * (not userxattr), index and metacopy off. 1 (e says why) when the kernel has no idmapped
+ * mounts there or made the overlay read-only; < 0 otherwise. */
+int nsbox_oci_overlay_rw(const struct nsbox_oci_overlay_rw *rw, int userns_fd, int *mount_fd,
+                         struct nsbox_err *e);
 
 #endif

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "userns.h"
 #include "oci_overlay.h"
+#include "ovl_root.h"
 #include "cleanup.h"
 #include "proc.h"
 #include "util.h"
@@ -266,5 +267,17 @@ int nsbox_userns_root_tree(const char *root, uint32_t slot_base, int *mount_fd, 
 {
     *mount_fd = -1;
     struct nsbox_idmap line = {0, slot_base, NSBOX_ID_COUNT};
-    return idmapped_tree(root, line, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, mount_fd, e);
+    int r = idmapped_tree(root, line, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, mount_fd, e);
+    if (r != 1 || !nsbox_ovl_root_is_overlay(root))
+        return r;
+    /* an engine's overlay: the kernel idmaps its layers, not the overlay itself */
+    struct nsbox_err oe = {0};
+    cleanup_close int nsfd = nsbox_userns_fd(&line, &line, 1, &oe);
+    if (nsfd >= 0 && nsbox_ovl_root_make(root, nsfd, slot_base, mount_fd, &oe) == 0)
+        return 0;
+    nsbox_err_set(e, NSBOX_E_UNSUPPORTED, oe.sys_errno,
+                  "%s is an overlay, which the kernel does not idmap, and nsbox-oci cannot make "
+                  "it again over idmapped layers: %s",
+                  root, oe.msg);
+    return 1;
 }

@@ -44,8 +44,10 @@ int nsbox_userns_image_tree(const struct nsbox_image *img, uint32_t slot_base, i
 /* nsbox-oci's writable root: a detached, writable (nosuid, nodev) copy of the directory root
  * whose host ids N (the bundle's owners, 0-65535) are the sandbox's ids N, so that the
  * container's root writes as the bundle's owner, host root included, while it runs as
- * slot_base. 0 with *mount_fd; 1 when the kernel or the filesystem refuses an idmapped mount
- * there (overlayfs, Linux before 5.12, no CAP_SYS_ADMIN), with e saying so; < 0 otherwise. */
+ * slot_base. On an engine's overlay, which the kernel does not idmap, the same overlay made
+ * again over idmapped layers (rootfs/ovl_root.h). 0 with *mount_fd; 1 when neither can be made
+ * there (Linux before 5.12, no CAP_SYS_ADMIN, an overlay nsbox-oci cannot make again), with e
+ * saying why; < 0 otherwise. */
 int nsbox_userns_root_tree(const char *root, uint32_t slot_base, int *mount_fd,
                            struct nsbox_err *e);
 

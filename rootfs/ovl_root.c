@@ -1,0 +1,152 @@
+/* An engine's overlay root made again over idmapped layers: see ovl_root.h. */
+#define _GNU_SOURCE
+#include "ovl_root.h"
+#include "cleanup.h"
+#include "oci_overlay.h"
+#include "ovlinfo.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+/* The engine's workdir's subdirectory that is this overlay's own workdir. */
+#define OWN_WORK "nsbox"
+/* The mount table is read whole; a host with this much of it is not one to guess on. */
+#define MOUNTINFO_MAX (64u << 20)
+
+bool nsbox_ovl_root_is_overlay(const char *root)
+{
+    struct statfs sf;
+    return statfs(root, &sf) == 0 && sf.f_type == OVERLAYFS_SUPER_MAGIC;
+}
+
+/* A directory of the engine's: path with no symlink on the way, or, with beneath >= 0, path
+ * below beneath, whose symlinks may not lead out of it. */
+static int open_dir(int beneath, const char *path, struct nsbox_err *e)
+{
+    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                           .resolve = RESOLVE_NO_MAGICLINKS |
+                                      (beneath >= 0 ? RESOLVE_BENEATH : RESOLVE_NO_SYMLINKS)};
+    int fd = nsbox_openat2(beneath >= 0 ? beneath : AT_FDCWD, path, &how);
+    if (fd < 0)
+        return nsbox_err_sys(e, "%s%s", NSBOX_SHOW(path),
+                             errno == ELOOP   ? " (a symlink on the way)"
+                             : errno == EXDEV ? " (a symlink out of the directory above it)"
+                                              : "");
+    return fd;
+}
+
+/* The line of the mount whose root directory is root (the bundle's root must be the
+ * overlay's own root, as the engines mount it), parsed into o; its text in *table. */
+static int find_mount(const char *root, char **table, struct nsbox_ovlinfo *o, struct nsbox_err *e)
+{
+    struct statx sx;
+    if (statx(AT_FDCWD, root, AT_NO_AUTOMOUNT, STATX_MNT_ID, &sx) < 0)
+        return nsbox_err_sys(e, "statx %s", root);
+    if (!(sx.stx_mask & STATX_MNT_ID))
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOSYS,
+                             "statx gives no mount id (Linux 5.8 or later is needed)");
+    if ((sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+        !(sx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL,
+                             "it is a directory inside an overlay, not the overlay's root");
+    *table = nsbox_read_text_at(AT_FDCWD, "/proc/self/mountinfo", MOUNTINFO_MAX);
+    if (!*table)
+        return nsbox_err_sys(e, "/proc/self/mountinfo");
+    char *line = nsbox_ovlinfo_find(*table, sx.stx_mnt_id);
+    if (!line)
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "mount %llu is not in the mount table",
+                             (unsigned long long)sx.stx_mnt_id);
+    if (nsbox_ovlinfo_parse(line, o, e) < 0 || nsbox_ovlinfo_check(o, e) < 0)
+        return -1;
+    if (strcmp(o->root, "/"))
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL,
+                             "it is a bind of %s inside an overlay, not the overlay's root",
+                             NSBOX_SHOW(o->root));
+    return 0;
+}
+
+/* The lower layers, opened (fds[i], -1 until opened). */
+static int open_lowers(const struct nsbox_ovlinfo *o, int *fds, struct nsbox_err *e)
+{
+    for (size_t i = 0; i < o->n_lower; i++) {
+        char dir[PATH_MAX];
+        const char *rest;
+        if (nsbox_ovlinfo_split_layer(o->lower[i], dir, sizeof dir, &rest, e) < 0)
+            return -1;
+        cleanup_close int dfd = open_dir(-1, dir, e);
+        if (dfd < 0 || (fds[i] = open_dir(dfd, rest, e)) < 0)
+            return nsbox_err_wrap(e, "lowerdir %s", NSBOX_SHOW(o->lower[i]));
+    }
+    return 0;
+}
+
+/* The engine's upper directory's base opened, and this overlay's own workdir made in the
+ * engine's: *work_rel its path below the base. */
+static int open_upper(const struct nsbox_ovlinfo *o, int *base_fd, const char **upper_rel,
+                      char *work_rel, size_t n, struct nsbox_err *e)
+{
+    char base[PATH_MAX];
+    const char *wr;
+    if (nsbox_ovlinfo_upper_base(o, base, sizeof base, upper_rel, &wr, e) < 0)
+        return -1;
+    if ((size_t)snprintf(work_rel, n, "%s/%s", wr, OWN_WORK) >= n)
+        return nsbox_err_invalid(e, "workdir %s: too long", NSBOX_SHOW(o->work));
+    if ((*base_fd = open_dir(-1, base, e)) < 0)
+        return nsbox_err_wrap(e, "upperdir's directory");
+    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+                                      RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
+    cleanup_close int work = nsbox_openat2(*base_fd, wr, &how);
+    if (work < 0)
+        return nsbox_err_sys(e, "workdir %s", NSBOX_SHOW(o->work));
+    /* as the engine's workdir is: host root's, for the kernel's eyes only */
+    if (mkdirat(work, OWN_WORK, 0700) < 0 && errno != EEXIST)
+        return nsbox_err_sys(e, "workdir %s/%s", NSBOX_SHOW(o->work), OWN_WORK);
+    return 0;
+}
+
+int nsbox_ovl_root_make(const char *root, int userns_fd, uint32_t slot_base, int *mount_fd,
+                        struct nsbox_err *e)
+{
+    *mount_fd = -1;
+    cleanup_free char *table = NULL;
+    cleanup_free struct nsbox_ovlinfo *o = malloc(sizeof *o);
+    cleanup_free int *fds = NULL;
+    cleanup_close int base = -1;
+    char work_rel[PATH_MAX];
+    const char *upper_rel;
+    int r = -1;
+    if (!o)
+        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    else if (find_mount(root, &table, o, e) == 0 &&
+             !(fds = malloc((o->n_lower ? o->n_lower : 1) * sizeof *fds)))
+        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    for (size_t i = 0; fds && i < o->n_lower; i++)
+        fds[i] = -1;
+    if (fds && open_lowers(o, fds, e) == 0 &&
+        open_upper(o, &base, &upper_rel, work_rel, sizeof work_rel, e) == 0) {
+        struct nsbox_oci_overlay_rw rw = {.lower = fds,
+                                          .n_lower = o->n_lower,
+                                          .upper_base = base,
+                                          .upper_rel = upper_rel,
+                                          .work_rel = work_rel,
+                                          .redirect_dir = o->redirect_dir,
+                                          .creator_id = slot_base};
+        r = nsbox_oci_overlay_rw(&rw, userns_fd, mount_fd, e);
+    }
+    for (size_t i = 0; fds && i < o->n_lower; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    /* whatever the cause, the root stays as it was (read-only), with e saying why */
+    return r == 0 ? 0 : 1;
+}

@@ -1,0 +1,204 @@
+"""End to end: nsbox-oci's writable root on an engine's overlay (docs/oci.md, "The root").
+Docker's overlay2, containerd's overlayfs snapshotter and Podman's overlay give the runtime a
+bundle whose rootfs is an overlay mounted in the host's mount namespace. The kernel does not
+idmap an overlay, so nsbox-oci makes the same overlay again over idmapped clones of its layers,
+with the engine's upper directory: what the container writes lands there, owned on disk as the
+engine would write it (container root as host 0), and the engine's own view of the overlay
+sees it. Each test mounts such an overlay the way an engine does: two lower layers of host
+root's files, the top one with a whiteout and an opaque directory (trusted.overlay.opaque, as
+Docker's layers have them), an upper and a work directory, mounted on the bundle's rootfs."""
+import json
+import os
+import shutil
+import stat
+import subprocess
+import unittest
+
+from oci_bundle import OCI, BundleCase, config, require_runtime
+
+
+def setUpModule():
+    require_runtime()
+
+
+def mounted(*args, cwd=None):
+    return subprocess.run(["mount", "-t", "overlay", "overlay", "-o"] + list(args), cwd=cwd,
+                          stderr=subprocess.PIPE, text=True)
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class EngineOverlayRoot(BundleCase):
+    TOOLS = BundleCase.TOOLS + ("chmod", "chown", "mkdir", "stat", "ls", "rm", "touch")
+
+    def setUp(self):
+        super().setUp()
+        self.rootfs = os.path.join(self.bundle, "rootfs")
+        lay = os.path.join(self.tmp, "layers")
+        self.low, self.top = os.path.join(lay, "low"), os.path.join(lay, "top")
+        self.upper, self.work = os.path.join(lay, "c1", "diff"), os.path.join(lay, "c1", "work")
+        # the bottom layer: the bundle's busybox root, with host root's files and a set-id one
+        os.makedirs(lay)
+        os.rename(self.rootfs, self.low)
+        os.makedirs(self.rootfs)
+        for d in ("usr/local/bin", "usr/bin", "opaque"):
+            os.makedirs(os.path.join(self.low, d))
+        for name, text in (("etc/base", "base\n"), ("etc/gone", "gone\n"),
+                           ("etc/hidden", "hidden\n"), ("opaque/old", "old\n"),
+                           ("usr/bin/suid", "original\n")):
+            with open(os.path.join(self.low, name), "w") as f:
+                f.write(text)
+        os.chmod(os.path.join(self.low, "usr/bin/suid"), 0o4755)
+        os.chmod(os.path.join(self.low, "tmp"), 0o1777)
+        # the top layer: a whiteout of etc/hidden, an opaque directory over opaque/
+        os.makedirs(os.path.join(self.top, "etc"))
+        os.makedirs(os.path.join(self.top, "opaque"))
+        os.mknod(os.path.join(self.top, "etc", "hidden"), stat.S_IFCHR | 0o600, os.makedev(0, 0))
+        os.setxattr(os.path.join(self.top, "opaque"), "trusted.overlay.opaque", b"y")
+        with open(os.path.join(self.top, "opaque", "new"), "w") as f:
+            f.write("new\n")
+        os.makedirs(self.upper)
+        os.makedirs(self.work)
+
+    def mount_engine(self, extra="", relative=False):
+        """The engine's overlay on the bundle's rootfs, in the host's mount namespace (where
+        engines mount it), unmounted at the test's end."""
+        lay = os.path.dirname(self.low)
+        if relative:  # Docker's form when the options are longer than a page
+            opts = "lowerdir=top:low,upperdir=c1/diff,workdir=c1/work"
+        else:
+            opts = f"lowerdir={self.top}:{self.low},upperdir={self.upper},workdir={self.work}"
+        r = mounted(opts + extra, self.rootfs, cwd=lay)
+        if r.returncode:
+            self.skipTest(f"cannot mount an overlay here: {r.stderr.strip()}")
+        self.addCleanup(subprocess.run, ["umount", "-l", self.rootfs], check=False)
+
+    def warnings(self):
+        if not os.path.exists(self.log):
+            return []
+        with open(self.log) as f:
+            return [json.loads(line)["msg"] for line in f
+                    if line.strip() and json.loads(line)["level"] == "warning"]
+
+    def upper_stat(self, rel):
+        return os.lstat(os.path.join(self.upper, rel))
+
+    def test_writes_land_in_the_engines_upper_directory(self):
+        self.mount_engine()
+        code, out = self.run_container(config(
+            ["sh", "-c", "echo x > /etc/x && mkdir -p /usr/local/lib/py && echo m > "
+             "/usr/local/lib/py/m.py && echo b >> /etc/base && rm /etc/gone && "
+             "(cat /etc/hidden 2>/dev/null || echo hidden-by-whiteout) && ls /opaque && "
+             "stat -c %u:%g /etc/base /bin/busybox && echo ok"]))
+        self.assertEqual((code, out), (0, "hidden-by-whiteout\nnew\n0:0\n0:0\nok\n"))
+        self.assertEqual(self.warnings(), [])
+        # in the engine's upper directory, host root's as Docker writes them
+        for rel, text in (("etc/x", "x\n"), ("usr/local/lib/py/m.py", "m\n"),
+                          ("etc/base", "base\nb\n")):
+            st = self.upper_stat(rel)
+            self.assertEqual((st.st_uid, st.st_gid), (0, 0), rel)
+            with open(os.path.join(self.upper, rel)) as f:
+                self.assertEqual(f.read(), text, rel)
+            with open(os.path.join(self.rootfs, rel)) as f:  # the engine's own view
+                self.assertEqual(f.read(), text, rel)
+        # the removal is a whiteout there, and the lower layer is untouched
+        st = self.upper_stat("etc/gone")
+        self.assertTrue(stat.S_ISCHR(st.st_mode) and st.st_rdev == 0, oct(st.st_mode))
+        with open(os.path.join(self.low, "etc", "base")) as f:
+            self.assertEqual(f.read(), "base\n")
+        self.assertTrue(os.path.exists(os.path.join(self.low, "etc", "gone")))
+        # the overlay's own work directory is inside the engine's, not its "work"
+        self.assertTrue(os.path.isdir(os.path.join(self.work, "nsbox")))
+
+    def test_a_users_files_keep_its_id_and_the_root_is_an_overlay(self):
+        # container id N is host id N on disk, as without nsbox; the root is an overlay,
+        # writable, nosuid and nodev
+        self.mount_engine()
+        c = config(["sh", "-c", "id -u; echo u > /tmp/mine; stat -c %u /tmp/mine;"
+                    " cat /proc/self/mountinfo"])
+        c["process"]["user"] = {"uid": 1234, "gid": 1234}
+        code, out = self.run_container(c)
+        self.assertEqual(code, 0, out)
+        lines = out.splitlines()
+        self.assertEqual(lines[:2], ["1234", "1234"])
+        root = [line.split() for line in lines[2:] if line.split()[4:5] == ["/"]]
+        self.assertEqual(len(root), 1, out)
+        opts, fstype = root[0][5].split(","), root[0][root[0].index("-") + 1]
+        self.assertEqual(fstype, "overlay")
+        self.assertIn("rw", opts)
+        self.assertTrue({"nosuid", "nodev"} <= set(opts), opts)
+        st = self.upper_stat("tmp/mine")
+        self.assertEqual((st.st_uid, st.st_gid), (1234, 1234))
+
+    def test_set_id_and_file_capabilities_refused(self):
+        # the container's root writes host root's files: set-id modes and extended attributes
+        # are refused there, and a lower layer's set-id program cannot be rewritten through a
+        # shared mapping (it is sealed read-only: the kernel would keep its bits)
+        probes = os.environ.get("NSBOX_SECURITY_BIN_DIR")
+        if not probes or not os.path.exists(os.path.join(probes, "attack")):
+            self.skipTest("needs the security probes (run through ctest)")
+        shutil.copy(os.path.join(probes, "attack"), os.path.join(self.low, "bin", "attack"))
+        self.mount_engine()
+        c = config(["sh", "-c", "echo x > /prog; chmod 755 /prog && echo plain;"
+                    " chmod u+s /prog || echo refused-suid; chmod g+s /prog || echo refused-sgid;"
+                    " attack xattr /prog; attack mmap-write /usr/bin/suid; rm /usr/bin/suid;"
+                    " chown 65536 /prog || echo unmapped; true"])
+        caps = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_SETFCAP"]
+        c["process"]["capabilities"] = {k: caps for k in ("bounding", "effective", "permitted")}
+        code, out = self.run_container(c)
+        self.assertEqual(code, 0, out)
+        lines = [line for line in out.splitlines()
+                 if not line.startswith(("chmod:", "rm:", "chown:"))]
+        self.assertEqual(lines[:3], ["plain", "refused-suid", "refused-sgid"], out)
+        self.assertIn("setxattr security.capability EOPNOTSUPP", lines)
+        self.assertIn("/usr/bin/suid open EROFS", lines)
+        self.assertEqual(lines[-1], "unmapped")
+        st = self.upper_stat("prog")
+        self.assertEqual((stat.S_IMODE(st.st_mode), st.st_uid), (0o755, 0))
+        self.assertEqual(os.listxattr(os.path.join(self.upper, "prog")), [])
+        # the set-id program is neither copied up nor removed
+        self.assertFalse(os.path.lexists(os.path.join(self.upper, "usr", "bin", "suid")))
+        with open(os.path.join(self.rootfs, "usr", "bin", "suid")) as f:
+            self.assertEqual(f.read(), "original\n")
+
+    def test_root_readonly_decides(self):
+        # root.readonly true: the image seen read-only, nothing in the upper directory;
+        # false on the same overlay: written there
+        self.mount_engine()
+        c = config(["sh", "-c", "echo x > /etc/x || echo refused"],
+                   root={"path": "rootfs", "readonly": True})
+        code, out = self.run_container(c)
+        self.assertEqual(code, 0, out)
+        self.assertIn("refused", out)
+        self.assertEqual(os.listdir(self.upper), [])
+        self.oci("delete", "c1")
+        c["root"]["readonly"] = False
+        self.assertEqual(self.run_container(c), (0, ""))
+        with open(os.path.join(self.upper, "etc", "x")) as f:
+            self.assertEqual(f.read(), "x\n")
+
+    def read_only_with_warning(self):
+        code, out = self.run_container(config(["sh", "-c", "echo x > /etc/x || echo refused"]))
+        self.assertEqual(code, 0, out)
+        self.assertIn("refused", out)
+        self.assertEqual(os.listdir(self.upper), [])
+        warnings = self.warnings()
+        self.assertEqual(len(warnings), 1, warnings)
+        return warnings[0]
+
+    def test_relative_layer_paths_keep_the_root_read_only(self):
+        # Docker gives paths relative to its storage directory when they are longer than a
+        # page: the mount table does not say relative to what, so nothing is guessed
+        self.mount_engine(relative=True)
+        msg = self.read_only_with_warning()
+        self.assertIn("lowerdir top is relative", msg)
+        self.assertIn("read-only", msg)
+
+    def test_index_on_keeps_the_root_read_only(self):
+        # the kernel lends an upper directory to one overlay with an index at a time
+        self.mount_engine(",index=on")
+        msg = self.read_only_with_warning()
+        self.assertIn("index=on", msg)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,77 @@
+/* Fuzz an overlay's line of mountinfo (policy/ovlinfo.c): the text is an engine's paths, as the
+ * kernel shows them. Any byte string as a table (its line of mount 1 found) and as a line.
+ * Besides crashes (ASan), it checks what rootfs/ovl_root.c relies on when a line is accepted:
+ * no control character in a path, at most the kernel's number of layers, and, when it passes
+ * the check, absolute paths without "." or "..", and upperdir and workdir below their base. */
+#include "nsbox.h"
+#include "ovlinfo.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void no_control(const char *s)
+{
+    for (; s && *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            abort();
+}
+
+static void checked(const struct nsbox_ovlinfo *o)
+{
+    const char *paths[3] = {o->upper, o->work, o->lower[0]};
+    for (int i = 0; i < 3; i++)
+        if (!paths[i] || paths[i][0] != '/' || strstr(paths[i], "/../") || strchr(paths[i], '\\'))
+            abort();
+    char base[PATH_MAX];
+    const char *ur, *wr;
+    struct nsbox_err e = {0};
+    if (nsbox_ovlinfo_upper_base(o, base, sizeof base, &ur, &wr, &e) < 0) {
+        if (!e.msg[0])
+            abort();
+        return;
+    }
+    if (!*ur || !*wr || *ur == '/' || *wr == '/' || strncmp(o->upper, base, strlen(base)))
+        abort();
+    char dir[PATH_MAX];
+    const char *rest;
+    for (size_t i = 0; i < o->n_lower; i++)
+        if (nsbox_ovlinfo_split_layer(o->lower[i], dir, sizeof dir, &rest, &e) < 0 || !*rest ||
+            *rest == '/' || dir[0] != '/')
+            abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *s = malloc(size + 1);
+    if (!s)
+        return 0;
+    memcpy(s, data, size);
+    s[size] = '\0';
+    char *line = nsbox_ovlinfo_find(s, 1);
+    if (!line)
+        line = s;
+    struct nsbox_ovlinfo *o = malloc(sizeof *o);
+    struct nsbox_err e = {0};
+    if (o && nsbox_ovlinfo_parse(line, o, &e) == 0) {
+        if (o->n_lower > NSBOX_OVLINFO_LAYERS_MAX)
+            abort();
+        no_control(o->mount_point);
+        no_control(o->upper);
+        no_control(o->work);
+        for (size_t i = 0; i < o->n_lower; i++)
+            no_control(o->lower[i]);
+        if (nsbox_ovlinfo_check(o, &e) == 0)
+            checked(o);
+        else if (!e.msg[0])
+            abort();
+    } else if (o && !e.msg[0]) {
+        abort();
+    }
+    free(o);
+    free(s);
+    return 0;
+}
