@@ -621,8 +621,10 @@ static int spawn_monitor(const struct nsbox_ocirt *g, const struct create_args *
         snprintf(warn, sizeof warn,
                  "root.readonly is false, but the root is read-only: %s (a writable root is the "
                  "bundle's root through an idmapped mount, which needs root and a filesystem "
-                 "that takes one, such as ext4, xfs, btrfs or tmpfs; overlayfs, the engines' "
-                 "usual root, may not: the config's mounts stay writable)",
+                 "that takes one, such as ext4, xfs, btrfs or tmpfs; on an engine's overlay, "
+                 "the same overlay made again over idmapped mounts of its layers, which needs "
+                 "Linux 5.19 or later and absolute layer paths: the config's mounts stay "
+                 "writable)",
                  msg.err.msg);
         if (g->log)
             nsbox_ocilog_append(g, "warning", warn);

@@ -59,14 +59,21 @@ class EngineOverlayRoot(BundleCase):
         os.makedirs(self.upper)
         os.makedirs(self.work)
 
-    def mount_engine(self, extra="", relative=False):
+    def mount_engine(self, extra="", relative=False, links=None):
         """The engine's overlay on the bundle's rootfs, in the host's mount namespace (where
-        engines mount it), unmounted at the test's end."""
+        engines mount it), unmounted at the test's end. links: the lower layers named by
+        symlinks in layers/l/ to these targets (top first), as Docker's and Podman's are."""
         lay = os.path.dirname(self.low)
+        lowers = [self.top, self.low]
+        if links:
+            os.makedirs(os.path.join(lay, "l"))
+            lowers = [os.path.join(lay, "l", name) for name in ("TOP", "LOW")]
+            for link, target in zip(lowers, links):
+                os.symlink(target, link)
         if relative:  # Docker's form when the options are longer than a page
             opts = "lowerdir=top:low,upperdir=c1/diff,workdir=c1/work"
         else:
-            opts = f"lowerdir={self.top}:{self.low},upperdir={self.upper},workdir={self.work}"
+            opts = f"lowerdir={':'.join(lowers)},upperdir={self.upper},workdir={self.work}"
         r = mounted(opts + extra, self.rootfs, cwd=lay)
         if r.returncode:
             self.skipTest(f"cannot mount an overlay here: {r.stderr.strip()}")
@@ -83,7 +90,7 @@ class EngineOverlayRoot(BundleCase):
         return os.lstat(os.path.join(self.upper, rel))
 
     def test_writes_land_in_the_engines_upper_directory(self):
-        self.mount_engine()
+        self.mount_engine(links=["../top", "../low"])  # Docker's l/ID -> ../ID/diff
         code, out = self.run_container(config(
             ["sh", "-c", "echo x > /etc/x && mkdir -p /usr/local/lib/py && echo m > "
              "/usr/local/lib/py/m.py && echo b >> /etc/base && rm /etc/gone && "
@@ -192,6 +199,14 @@ class EngineOverlayRoot(BundleCase):
         msg = self.read_only_with_warning()
         self.assertIn("lowerdir top is relative", msg)
         self.assertIn("read-only", msg)
+
+    def test_a_layer_link_out_of_the_engines_directory_is_not_followed(self):
+        # a layer's short link is followed only beneath the directory above its own (the
+        # engine's storage): one that leads elsewhere on the host keeps the root read-only
+        self.mount_engine(links=["../top", self.low])
+        msg = self.read_only_with_warning()
+        self.assertIn("lowerdir " + os.path.dirname(self.low) + "/l/LOW", msg)
+        self.assertIn("a symlink out of the directory above it", msg)
 
     def test_index_on_keeps_the_root_read_only(self):
         # the kernel lends an upper directory to one overlay with an index at a time

@@ -131,9 +131,10 @@ def _end(pid, grace=20):
 
 class Dockerd:
     """A dockerd of our own. runtimes: {name: path} added with --add-runtime; env: the
-    environment of dockerd, its containerd, shims and runtimes (nsbox's directories)."""
+    environment of dockerd, its containerd, shims and runtimes (nsbox's directories); storage:
+    its storage driver (vfs: directories; overlay2: Docker's default)."""
 
-    def __init__(self, runtimes, env=None, hide_cgroup2=False):
+    def __init__(self, runtimes, env=None, hide_cgroup2=False, storage="vfs"):
         self.d = tempfile.mkdtemp(prefix="nsbox-dockerd-")
         self.sock = os.path.join(self.d, "docker.sock")
         self.cgroup_parent = f"nsbox-test-docker-{os.getpid()}"
@@ -144,7 +145,7 @@ class Dockerd:
         args = [DOCKERD, "--config-file", cfg, "--data-root", os.path.join(self.d, "data"),
                 "--exec-root", os.path.join(self.d, "exec"),
                 "--pidfile", os.path.join(self.d, "docker.pid"), "-H", "unix://" + self.sock,
-                "--storage-driver", "vfs", "--iptables=false", "--ip-forward=false",
+                "--storage-driver", storage, "--iptables=false", "--ip-forward=false",
                 "--ip-masq=false", "--userland-proxy=false",
                 "--exec-opt", "native.cgroupdriver=cgroupfs",
                 "--cgroup-parent", "/" + self.cgroup_parent]
