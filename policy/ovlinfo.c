@@ -183,6 +183,8 @@ static const char *path_problem(const char *path)
         return "is too long";
     if (strchr(path, '\\'))
         return "has a backslash";
+    if (!path[strspn(path, "/")])
+        return "is the root directory";
     for (const char *c = path; *c;) {
         while (*c == '/')
             c++;

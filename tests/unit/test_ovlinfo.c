@@ -128,6 +128,7 @@ static void test_refused(void **state)
         {"rw,lowerdir=/a:,upperdir=/u/d,workdir=/u/w", "empty lowerdir"},
         {"rw,lowerdir=:/a,upperdir=/u/d,workdir=/u/w", "empty lowerdir"},
         {"rw,lowerdir=,upperdir=/u/d,workdir=/u/w", "without a path"},
+        {"rw,lowerdir+=//,upperdir=/u/d,workdir=/u/w", "is the root directory"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char line[512];
