@@ -229,13 +229,14 @@ conmon_env_vars = [{env}]
 
 
 class Podman:
-    """podman with its own storage (vfs), run and tmp directories, configuration (no file of
-    /etc/containers is written) and cgroup parent. runtime: the OCI runtime's path; env: what
+    """podman with its own storage (vfs, or the driver given: overlay), run and tmp
+    directories, configuration (no file of /etc/containers is written) and cgroup parent. runtime: the OCI runtime's path; env: what
     conmon gives it (conmon passes on only what containers.conf lists)."""
 
-    def __init__(self, runtime, env=None):
+    def __init__(self, runtime, env=None, storage="vfs"):
         self.d = tempfile.mkdtemp(prefix="nsbox-podman-")
         self.runtime = runtime
+        self.storage = storage
         self.cgroup_parent = f"nsbox-test-podman-{os.getpid()}"
         env = dict(env or {})
         env.setdefault("PATH", PATH)
@@ -246,14 +247,14 @@ class Podman:
         self.env = {"PATH": PATH, "HOME": self.d, "CONTAINERS_CONF": conf,
                     "CONTAINERS_STORAGE_CONF": os.path.join(self.d, "storage.conf")}
         with open(self.env["CONTAINERS_STORAGE_CONF"], "w") as f:
-            f.write(f'[storage]\ndriver = "vfs"\ngraphroot = "{self.d}/root"\n'
+            f.write(f'[storage]\ndriver = "{storage}"\ngraphroot = "{self.d}/root"\n'
                     f'runroot = "{self.d}/runroot"\n')
 
     def podman(self, *args, timeout=120, prefix=(), **kw):
         """prefix: what runs podman (nsbox_test.fds_at_3)."""
         return subprocess.run(
             list(prefix) + [PODMAN, "--root", os.path.join(self.d, "root"),
-             "--runroot", os.path.join(self.d, "runroot"), "--storage-driver", "vfs",
+             "--runroot", os.path.join(self.d, "runroot"), "--storage-driver", self.storage,
              "--cgroup-manager", "cgroupfs", "--runtime", self.runtime] + list(args),
             capture_output=True, text=True, timeout=timeout, env=self.env, **kw)
 

@@ -1,0 +1,117 @@
+"""End to end: the engines' default storage, overlayfs, under nsbox-oci (docs/oci.md, "The
+root"). A dockerd of the test's own with `--storage-driver overlay2`, and a podman with its
+`overlay` driver (tests/lib/engines.py), give nsbox-oci a bundle whose rootfs is an overlay of
+the image's layers and the container's upper directory, mounted in the engine's mount
+namespace; nsbox-oci makes the same overlay again over idmapped layers, so the container's root
+is writable and what it writes is the engine's: `docker diff` and `podman diff` list it, `docker
+cp` copies it out, as under runc."""
+import os
+import tempfile
+import unittest
+
+import engines
+
+from nsbox_test import NSBOX, Dirs
+
+OCI = os.path.join(os.path.dirname(NSBOX), "nsbox-oci") if NSBOX else None
+
+
+ROOT_FS = "awk '$5 == \"/\" { for (i = 7; $i != \"-\"; i++); print $6, $(i + 1) }' /proc/self/mountinfo"
+
+
+def check_root(test, r):
+    """The container wrote /etc/x and printed it, then its root's mount options and type: a
+    writable overlay."""
+    test.assertEqual(r.returncode, 0, r.stderr)
+    made, _, root = r.stdout.partition("\n")
+    test.assertEqual(made, "x")
+    opts, fstype = root.split()
+    test.assertEqual(fstype, "overlay")
+    test.assertIn("rw", opts.split(","))
+    test.assertNotIn("read-only", r.stderr)
+
+
+class DockerOverlay2(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        engines.skip_module_unless(OCI, engines.DOCKERD, engines.DOCKER)
+        cls.dirs = Dirs()
+        cls.daemon = None
+        try:
+            cls.daemon = engines.Dockerd({"nsbox": OCI}, env=cls.dirs.env(), storage="overlay2")
+            with tempfile.TemporaryDirectory() as t:
+                archive = os.path.join(t, "image.tar")
+                engines.busybox_archive(archive)
+                r = cls.daemon.docker("load", "-i", archive)
+            if r.returncode != 0:
+                raise AssertionError(f"docker load: {r.stderr}")
+            info = cls.daemon.docker("info", "-f", "{{.Driver}}")
+            if info.stdout.strip() != "overlay2":
+                raise unittest.SkipTest(f"dockerd's storage is not overlay2 here: {info.stdout}")
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.daemon:
+            cls.daemon.stop()
+        cls.dirs.cleanup()
+
+    def docker(self, *args, **kw):
+        return self.daemon.docker(*args, **kw)
+
+    def test_root_is_writable_and_docker_sees_the_writes(self):
+        # the image's /etc and a new /usr/local directory written (pip install's kind of
+        # write); the root is an overlay, writable
+        r = self.docker("run", "--name", "written", "--runtime=nsbox", engines.IMAGE, "sh", "-c",
+                        "echo x > /etc/x && cat /etc/x && mkdir -p /usr/local/lib && echo m >"
+                        " /usr/local/lib/m.py && " + ROOT_FS)
+        self.addCleanup(self.docker, "rm", "-f", "written")
+        check_root(self, r)
+        # Docker reads its upper directory: diff lists the writes, cp copies them out
+        r = self.docker("diff", "written")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("A /etc/x", r.stdout.splitlines())
+        self.assertIn("A /usr/local/lib/m.py", r.stdout.splitlines())
+        r = self.docker("cp", "written:/usr/local/lib/m.py", "-")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("m\n", r.stdout)
+        self.assertEqual(self.dirs.live_ids(), [])
+
+
+class PodmanOverlay(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        engines.skip_module_unless(OCI, engines.PODMAN, "/usr/bin/conmon")
+        cls.dirs = Dirs()
+        cls.engine = engines.Podman(OCI, env=cls.dirs.env(), storage="overlay")
+        try:
+            archive = os.path.join(cls.engine.d, "image.tar")
+            engines.busybox_archive(archive)
+            r = cls.engine.podman("load", "-i", archive)
+            if r.returncode != 0:
+                raise AssertionError(f"podman load: {r.stderr}")
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.engine.stop()
+        cls.dirs.cleanup()
+
+    def test_root_is_writable_and_podman_sees_the_writes(self):
+        p = self.engine.podman
+        r = p("run", "--name", "written", *self.engine.run_args(), engines.IMAGE, "sh", "-c",
+              "echo x > /etc/x && cat /etc/x && " + ROOT_FS)
+        self.addCleanup(p, "rm", "-f", "written")
+        check_root(self, r)
+        r = p("diff", "written")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("A /etc/x", r.stdout.splitlines())
+        self.assertEqual(self.dirs.live_ids(), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
