@@ -469,6 +469,12 @@ class Containerd(unittest.TestCase):
         r = self.run_ctr("t2", "sh", "-c", "exit 3")
         self.assertEqual(r.returncode, 3, r.stderr)
 
+    def test_ctr_root_is_writable(self):
+        # containerd's default snapshotter is overlayfs: the root is that overlay made again
+        # over idmapped layers (docs/oci.md, "The root"), writable, the writes in the snapshot
+        r = self.run_ctr("t5", "sh", "-c", "echo x > /etc/x && cat /etc/x")
+        self.assertEqual((r.returncode, r.stdout), (0, "x\n"), r.stderr)
+
     def test_ctr_kill(self):
         r = self.run_ctr("t3", "sleep", "1000", detach=True)
         self.assertEqual(r.returncode, 0, r.stderr)
