@@ -119,9 +119,9 @@ static int super_option(struct nsbox_ovlinfo *o, const char *key, char *v, struc
     else if (!strcmp(key, "redirect_dir"))
         o->redirect_dir = v;
     else if (!strcmp(key, "index"))
-        o->index = is_on(v);
+        o->index = is_on(v), o->index_shown = true;
     else if (!strcmp(key, "nfs_export"))
-        o->nfs_export = is_on(v);
+        o->nfs_export = is_on(v), o->nfs_export_shown = true;
     else if (!strcmp(key, "metacopy"))
         o->metacopy = is_on(v);
     else if (!strcmp(key, "userxattr"))

@@ -29,6 +29,9 @@ struct nsbox_ovlinfo {
     const char *redirect_dir; /* as the mount shows it; NULL: the kernel's default */
     bool read_only;           /* the superblock's "ro" */
     bool index, nfs_export, metacopy, userxattr, volatile_;
+    /* index=... and nfs_export=... shown: the kernel shows them only when they differ from
+     * its default (the overlay module's parameters), which then decides */
+    bool index_shown, nfs_export_shown;
 };
 
 /* The line of mount mount_id in a mountinfo table (NUL-terminated text, lines ending in '\n'):

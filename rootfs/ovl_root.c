@@ -45,6 +45,16 @@ static int open_dir(int beneath, const char *path, struct nsbox_err *e)
     return fd;
 }
 
+/* Is the overlay module's parameter name "Y"? */
+static bool module_default_on(const char *name)
+{
+    char path[96], buf[8];
+    snprintf(path, sizeof path, "/sys/module/overlay/parameters/%s", name);
+    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf);
+    return n > 0 && buf[0] == 'Y';
+}
+
 /* The line of the mount whose root directory is root (the bundle's root must be the
  * overlay's own root, as the engines mount it), parsed into o; its text in *table. */
 static int find_mount(const char *root, char **table, struct nsbox_ovlinfo *o, struct nsbox_err *e)
@@ -66,7 +76,14 @@ static int find_mount(const char *root, char **table, struct nsbox_ovlinfo *o, s
     if (!line)
         return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "mount %llu is not in the mount table",
                              (unsigned long long)sx.stx_mnt_id);
-    if (nsbox_ovlinfo_parse(line, o, e) < 0 || nsbox_ovlinfo_check(o, e) < 0)
+    if (nsbox_ovlinfo_parse(line, o, e) < 0)
+        return -1;
+    /* not shown: the module's default, which a host may have turned on */
+    if (!o->index_shown)
+        o->index = module_default_on("index");
+    if (!o->nfs_export_shown)
+        o->nfs_export = module_default_on("nfs_export");
+    if (nsbox_ovlinfo_check(o, e) < 0)
         return -1;
     if (strcmp(o->root, "/"))
         return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL,

@@ -61,6 +61,7 @@ static void test_docker(void **state)
     assert_string_equal(o->work, "/var/lib/docker/overlay2/abc/work");
     assert_null(o->redirect_dir);
     assert_false(o->read_only || o->index || o->metacopy || o->userxattr || o->n_data);
+    assert_false(o->index_shown || o->nfs_export_shown); /* the module's defaults decide */
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_ovlinfo_check(o, &e), 0);
     char base[PATH_MAX];
@@ -78,12 +79,14 @@ static void test_containerd_and_escapes(void **state)
     struct nsbox_ovlinfo *o = parsed(
         "88 60 0:50 / /run/containerd/io.containerd.runtime.v2.task/default/t\\0401/rootfs "
         "rw,relatime - overlay overlay rw,lowerdir=/s/snapshots/2/fs:/s/snap\\054shots/1\\075/fs,"
-        "upperdir=/s/snapshots/3/fs,workdir=/s/snapshots/3/work,redirect_dir=on,metacopy=on");
+        "upperdir=/s/snapshots/3/fs,workdir=/s/snapshots/3/work,redirect_dir=on,metacopy=on,"
+        "index=off");
     assert_string_equal(o->mount_point,
                         "/run/containerd/io.containerd.runtime.v2.task/default/t 1/rootfs");
     assert_int_equal(o->n_lower, 2);
     assert_string_equal(o->lower[1], "/s/snap,shots/1=/fs");
     assert_string_equal(o->redirect_dir, "on");
+    assert_true(o->index_shown && !o->index); /* index=off, shown: not the default here */
     assert_true(o->metacopy);
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_ovlinfo_check(o, &e), 0); /* metacopy is turned off, not followed */
