@@ -178,7 +178,8 @@ static const char *path_problem(const char *path)
 {
     if (path[0] != '/')
         return "is relative to the directory its engine mounted from, which the mount table "
-               "does not say";
+               "does not say (Docker's form for layer paths longer than a page: an image of "
+               "fewer layers)";
     if (strlen(path) >= PATH_MAX)
         return "is too long";
     if (strchr(path, '\\'))
@@ -212,17 +213,15 @@ int nsbox_ovlinfo_check(const struct nsbox_ovlinfo *o, struct nsbox_err *e)
               "without root's";
     else if (o->index || o->nfs_export)
         why = "it has index=on, and the kernel lends an upper directory to one such overlay at "
-              "a time (EBUSY)";
+              "a time (EBUSY): the engine's overlays need index=off, which Docker gives";
     if (why)
-        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL, "the overlay at %s: %s",
-                             NSBOX_SHOW(o->mount_point), why);
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL, "%s", why);
     for (size_t i = 0; i < o->n_lower + 2; i++) {
         size_t k = o->n_lower;
         const char *what = i < k ? "lowerdir" : i == k ? "upperdir" : "workdir";
         const char *path = i < k ? o->lower[i] : i == k ? o->upper : o->work;
         if ((why = path_problem(path)))
-            return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL, "the overlay at %s: its %s %s %s",
-                                 NSBOX_SHOW(o->mount_point), what, NSBOX_SHOW(path), why);
+            return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL, "its %s %s %s", what, path, why);
     }
     return 0;
 }
@@ -248,9 +247,7 @@ int nsbox_ovlinfo_upper_base(const struct nsbox_ovlinfo *o, char *base, size_t n
         if (!ul || !wl || ul != wl || memcmp(us, ws, ul)) {
             if (!ul || !wl)
                 return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL,
-                                     "the overlay at %s: its upperdir and workdir are one "
-                                     "inside the other",
-                                     NSBOX_SHOW(o->mount_point));
+                                     "its upperdir and workdir are one inside the other");
             *upper_rel = us;
             *work_rel = ws;
             break;
@@ -259,8 +256,7 @@ int nsbox_ovlinfo_upper_base(const struct nsbox_ovlinfo *o, char *base, size_t n
     }
     size_t len = (size_t)(u_end - o->upper);
     if (len + 2 > n)
-        return nsbox_err_invalid(e, "the overlay at %s: its upperdir is too long",
-                                 NSBOX_SHOW(o->mount_point));
+        return nsbox_err_invalid(e, "its upperdir %s is too long", o->upper);
     if (len == 0)
         snprintf(base, n, "/");
     else
@@ -279,13 +275,12 @@ int nsbox_ovlinfo_split_layer(const char *path, char *dir, size_t n, const char 
     }
     const char *r = starts[0] ? starts[0] : starts[1];
     if (!r || path[0] != '/')
-        return nsbox_err_invalid(e, "a layer's path %s: not an absolute path to a directory",
-                                 NSBOX_SHOW(path));
+        return nsbox_err_invalid(e, "a layer's path %s: not an absolute path to a directory", path);
     size_t dlen = (size_t)(r - path);
     while (dlen > 1 && path[dlen - 1] == '/')
         dlen--;
     if (dlen + 1 > n)
-        return nsbox_err_invalid(e, "a layer's path %s: too long", NSBOX_SHOW(path));
+        return nsbox_err_invalid(e, "a layer's path %s: too long", path);
     snprintf(dir, n, "%.*s", (int)dlen, path);
     *rest = r;
     return 0;

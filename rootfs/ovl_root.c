@@ -38,7 +38,7 @@ static int open_dir(int beneath, const char *path, struct nsbox_err *e)
                                       (beneath >= 0 ? RESOLVE_BENEATH : RESOLVE_NO_SYMLINKS)};
     int fd = nsbox_openat2(beneath >= 0 ? beneath : AT_FDCWD, path, &how);
     if (fd < 0)
-        return nsbox_err_sys(e, "%s%s", NSBOX_SHOW(path),
+        return nsbox_err_sys(e, "%s%s", path,
                              errno == ELOOP   ? " (a symlink on the way)"
                              : errno == EXDEV ? " (a symlink out of the directory above it)"
                                               : "");
@@ -88,7 +88,7 @@ static int find_mount(const char *root, char **table, struct nsbox_ovlinfo *o, s
     if (strcmp(o->root, "/"))
         return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL,
                              "it is a bind of %s inside an overlay, not the overlay's root",
-                             NSBOX_SHOW(o->root));
+                             o->root);
     return 0;
 }
 
@@ -102,7 +102,7 @@ static int open_lowers(const struct nsbox_ovlinfo *o, int *fds, struct nsbox_err
             return -1;
         cleanup_close int dfd = open_dir(-1, dir, e);
         if (dfd < 0 || (fds[i] = open_dir(dfd, rest, e)) < 0)
-            return nsbox_err_wrap(e, "lowerdir %s", NSBOX_SHOW(o->lower[i]));
+            return nsbox_err_wrap(e, "lowerdir %s", o->lower[i]);
     }
     return 0;
 }
@@ -117,7 +117,7 @@ static int open_upper(const struct nsbox_ovlinfo *o, int *base_fd, const char **
     if (nsbox_ovlinfo_upper_base(o, base, sizeof base, upper_rel, &wr, e) < 0)
         return -1;
     if ((size_t)snprintf(work_rel, n, "%s/%s", wr, OWN_WORK) >= n)
-        return nsbox_err_invalid(e, "workdir %s: too long", NSBOX_SHOW(o->work));
+        return nsbox_err_invalid(e, "workdir %s: too long", o->work);
     if ((*base_fd = open_dir(-1, base, e)) < 0)
         return nsbox_err_wrap(e, "upperdir's directory");
     struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
@@ -125,10 +125,10 @@ static int open_upper(const struct nsbox_ovlinfo *o, int *base_fd, const char **
                                       RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
     cleanup_close int work = nsbox_openat2(*base_fd, wr, &how);
     if (work < 0)
-        return nsbox_err_sys(e, "workdir %s", NSBOX_SHOW(o->work));
+        return nsbox_err_sys(e, "workdir %s", o->work);
     /* as the engine's workdir is: host root's, for the kernel's eyes only */
     if (mkdirat(work, OWN_WORK, 0700) < 0 && errno != EEXIST)
-        return nsbox_err_sys(e, "workdir %s/%s", NSBOX_SHOW(o->work), OWN_WORK);
+        return nsbox_err_sys(e, "workdir %s/%s", o->work, OWN_WORK);
     return 0;
 }
 
