@@ -60,12 +60,7 @@ class Docker(unittest.TestCase):
         cls.daemon = None
         try:
             cls.daemon = engines.Dockerd({"nsbox": OCI}, env=cls.dirs.env())
-            with tempfile.TemporaryDirectory() as t:
-                archive = os.path.join(t, "image.tar")
-                engines.busybox_archive(archive)
-                r = cls.daemon.docker("load", "-i", archive)
-            if r.returncode != 0:
-                raise AssertionError(f"docker load: {r.stderr}")
+            cls.daemon.load_busybox()
         except BaseException:
             cls.tearDownClass()
             raise

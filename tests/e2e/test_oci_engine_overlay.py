@@ -6,7 +6,6 @@ namespace; nsbox-oci makes the same overlay again over idmapped layers, so the c
 is writable and what it writes is the engine's: `docker diff` and `podman diff` list it, `docker
 cp` copies it out, as under runc."""
 import os
-import tempfile
 import unittest
 
 import engines
@@ -39,12 +38,7 @@ class DockerOverlay2(unittest.TestCase):
         cls.daemon = None
         try:
             cls.daemon = engines.Dockerd({"nsbox": OCI}, env=cls.dirs.env(), storage="overlay2")
-            with tempfile.TemporaryDirectory() as t:
-                archive = os.path.join(t, "image.tar")
-                engines.busybox_archive(archive)
-                r = cls.daemon.docker("load", "-i", archive)
-            if r.returncode != 0:
-                raise AssertionError(f"docker load: {r.stderr}")
+            cls.daemon.load_busybox()
             info = cls.daemon.docker("info", "-f", "{{.Driver}}")
             if info.stdout.strip() != "overlay2":
                 raise unittest.SkipTest(f"dockerd's storage is not overlay2 here: {info.stdout}")
@@ -87,11 +81,7 @@ class PodmanOverlay(unittest.TestCase):
         cls.dirs = Dirs()
         cls.engine = engines.Podman(OCI, env=cls.dirs.env(), storage="overlay")
         try:
-            archive = os.path.join(cls.engine.d, "image.tar")
-            engines.busybox_archive(archive)
-            r = cls.engine.podman("load", "-i", archive)
-            if r.returncode != 0:
-                raise AssertionError(f"podman load: {r.stderr}")
+            cls.engine.load_busybox()
         except BaseException:
             cls.tearDownClass()
             raise

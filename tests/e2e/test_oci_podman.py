@@ -30,11 +30,7 @@ class Podman(unittest.TestCase):
         cls.dirs = Dirs()
         cls.engine = engines.Podman(OCI, env=cls.dirs.env())
         try:
-            archive = os.path.join(cls.engine.d, "image.tar")
-            engines.busybox_archive(archive)
-            r = cls.engine.podman("load", "-i", archive)
-            if r.returncode != 0:
-                raise AssertionError(f"podman load: {r.stderr}")
+            cls.engine.load_busybox()
         except BaseException:
             cls.tearDownClass()
             raise

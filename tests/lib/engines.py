@@ -129,6 +129,17 @@ def _end(pid, grace=20):
         os.kill(pid, signal.SIGKILL)
 
 
+def _load(d, load):
+    """The test's busybox image, written in d and loaded by load(archive): AssertionError with
+    the engine's words when it fails."""
+    archive = os.path.join(d, "image.tar")
+    busybox_archive(archive)
+    r = load(archive)
+    os.unlink(archive)
+    if r.returncode != 0:
+        raise AssertionError(f"load of {IMAGE}: {r.stderr}")
+
+
 class Dockerd:
     """A dockerd of our own. runtimes: {name: path} added with --add-runtime; env: the
     environment of dockerd, its containerd, shims and runtimes (nsbox's directories); storage:
@@ -184,6 +195,10 @@ class Dockerd:
         return subprocess.run([DOCKER, "-H", "unix://" + self.sock] + list(args),
                               capture_output=True, text=True, timeout=timeout,
                               env={"PATH": PATH, "HOME": self.d}, **kw)
+
+    def load_busybox(self):
+        """docker load of the test's busybox image (busybox_archive)."""
+        _load(self.d, lambda archive: self.docker("load", "-i", archive))
 
     @property
     def containerd_sock(self):
@@ -257,6 +272,10 @@ class Podman:
              "--runroot", os.path.join(self.d, "runroot"), "--storage-driver", self.storage,
              "--cgroup-manager", "cgroupfs", "--runtime", self.runtime] + list(args),
             capture_output=True, text=True, timeout=timeout, env=self.env, **kw)
+
+    def load_busybox(self):
+        """podman load of the test's busybox image (busybox_archive)."""
+        _load(self.d, lambda archive: self.podman("load", "-i", archive))
 
     @property
     def created(self):
