@@ -22,7 +22,7 @@ import unittest
 import engines
 from oci_bundle import seccomp_filters
 
-from nsbox_test import CGROUP_V2_ONLY, NSBOX, Dirs
+from nsbox_test import CGROUP_V2_ONLY, NSBOX
 
 OCI = os.path.join(os.path.dirname(NSBOX), "nsbox-oci") if NSBOX else None
 
@@ -53,26 +53,8 @@ def cgroup_file_of(pid, controller, v1_name, v2_name):
         return f.read().strip()
 
 
-class Docker(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.dirs = Dirs()
-        cls.daemon = None
-        try:
-            cls.daemon = engines.Dockerd({"nsbox": OCI}, env=cls.dirs.env())
-            cls.daemon.load_busybox()
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.daemon:
-            cls.daemon.stop()
-        cls.dirs.cleanup()
-
-    def docker(self, *args, **kw):
-        return self.daemon.docker(*args, **kw)
+class Docker(engines.DockerCase):
+    OCI = OCI
 
     def run_nsbox(self, *cmd, opts=()):
         return self.docker("run", "--rm", "--runtime=nsbox", *opts, engines.IMAGE, *cmd)

@@ -10,7 +10,7 @@ import unittest
 
 import engines
 
-from nsbox_test import NSBOX, Dirs
+from nsbox_test import NSBOX
 
 OCI = os.path.join(os.path.dirname(NSBOX), "nsbox-oci") if NSBOX else None
 
@@ -30,30 +30,9 @@ def check_root(test, r):
     test.assertNotIn("read-only", r.stderr)
 
 
-class DockerOverlay2(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        engines.skip_module_unless(OCI, engines.DOCKERD, engines.DOCKER)
-        cls.dirs = Dirs()
-        cls.daemon = None
-        try:
-            cls.daemon = engines.Dockerd({"nsbox": OCI}, env=cls.dirs.env(), storage="overlay2")
-            cls.daemon.load_busybox()
-            info = cls.daemon.docker("info", "-f", "{{.Driver}}")
-            if info.stdout.strip() != "overlay2":
-                raise unittest.SkipTest(f"dockerd's storage is not overlay2 here: {info.stdout}")
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.daemon:
-            cls.daemon.stop()
-        cls.dirs.cleanup()
-
-    def docker(self, *args, **kw):
-        return self.daemon.docker(*args, **kw)
+class DockerOverlay2(engines.DockerCase):
+    OCI = OCI
+    STORAGE = "overlay2"
 
     def test_root_is_writable_and_docker_sees_the_writes(self):
         # the image's /etc and a new /usr/local directory written (pip install's kind of
@@ -74,25 +53,12 @@ class DockerOverlay2(unittest.TestCase):
         self.assertEqual(self.dirs.live_ids(), [])
 
 
-class PodmanOverlay(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        engines.skip_module_unless(OCI, engines.PODMAN, "/usr/bin/conmon")
-        cls.dirs = Dirs()
-        cls.engine = engines.Podman(OCI, env=cls.dirs.env(), storage="overlay")
-        try:
-            cls.engine.load_busybox()
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.engine.stop()
-        cls.dirs.cleanup()
+class PodmanOverlay(engines.PodmanCase):
+    OCI = OCI
+    STORAGE = "overlay"
 
     def test_root_is_writable_and_podman_sees_the_writes(self):
-        p = self.engine.podman
+        p = self.podman
         r = p("run", "--name", "written", *self.engine.run_args(), engines.IMAGE, "sh", "-c",
               "echo x > /etc/x && cat /etc/x && " + ROOT_FS)
         self.addCleanup(p, "rm", "-f", "written")

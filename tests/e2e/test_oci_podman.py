@@ -13,7 +13,7 @@ import unittest
 import engines
 from oci_bundle import seccomp_filters
 
-from nsbox_test import NSBOX, Dirs, fds_at_3
+from nsbox_test import NSBOX, fds_at_3
 
 OCI = os.path.join(os.path.dirname(NSBOX), "nsbox-oci") if NSBOX else None
 IMAGE = "localhost/" + engines.IMAGE
@@ -24,24 +24,8 @@ def setUpModule():
     engines.skip_module_unless(OCI, engines.PODMAN, "/usr/bin/conmon")
 
 
-class Podman(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.dirs = Dirs()
-        cls.engine = engines.Podman(OCI, env=cls.dirs.env())
-        try:
-            cls.engine.load_busybox()
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.engine.stop()
-        cls.dirs.cleanup()
-
-    def podman(self, *args, **kw):
-        return self.engine.podman(*args, **kw)
+class Podman(engines.PodmanCase):
+    OCI = OCI
 
     def run_detached(self, name, *cmd):
         r = self.podman("run", "-d", "--name", name, *self.engine.run_args(), IMAGE, *cmd)

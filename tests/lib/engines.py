@@ -19,6 +19,7 @@ import time
 import unittest
 
 import oci_images
+from nsbox_test import Dirs
 
 DOCKERD = "/usr/sbin/dockerd"
 DOCKER = "/usr/bin/docker"
@@ -299,3 +300,57 @@ class Podman:
         remove_cgroup(self.cgroup_parent)
         unmount_below(self.d)
         shutil.rmtree(self.d, True)
+
+
+class DockerCase(unittest.TestCase):
+    """Tests of one dockerd of ours (STORAGE its storage driver) with nsbox-oci (OCI, set by the
+    module) as its runtime `nsbox` and the busybox image loaded; self.dirs its nsbox dirs."""
+    OCI = None
+    STORAGE = "vfs"
+
+    @classmethod
+    def setUpClass(cls):
+        skip_module_unless(cls.OCI, DOCKERD, DOCKER)
+        cls.dirs = Dirs()
+        cls.daemon = None
+        try:
+            cls.daemon = Dockerd({"nsbox": cls.OCI}, env=cls.dirs.env(), storage=cls.STORAGE)
+            cls.daemon.load_busybox()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.daemon:
+            cls.daemon.stop()
+        cls.dirs.cleanup()
+
+    def docker(self, *args, **kw):
+        return self.daemon.docker(*args, **kw)
+
+
+class PodmanCase(unittest.TestCase):
+    """Tests of one podman of ours (STORAGE its storage driver) with nsbox-oci (OCI, set by the
+    module) as its runtime and the busybox image loaded; self.dirs its nsbox dirs."""
+    OCI = None
+    STORAGE = "vfs"
+
+    @classmethod
+    def setUpClass(cls):
+        skip_module_unless(cls.OCI, PODMAN, "/usr/bin/conmon")
+        cls.dirs = Dirs()
+        cls.engine = Podman(cls.OCI, env=cls.dirs.env(), storage=cls.STORAGE)
+        try:
+            cls.engine.load_busybox()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.engine.stop()
+        cls.dirs.cleanup()
+
+    def podman(self, *args, **kw):
+        return self.engine.podman(*args, **kw)
