@@ -50,6 +50,10 @@ class DockerOverlay2(engines.DockerCase):
         r = self.docker("cp", "written:/usr/local/lib/m.py", "-")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("m\n", r.stdout)
+        # started again: the same upper directory, and nsbox-oci's work directory of the
+        # first run in the engine's, which the kernel empties
+        r = self.docker("start", "-a", "written")
+        check_root(self, r)
         self.assertEqual(self.dirs.live_ids(), [])
 
 

@@ -42,7 +42,7 @@ class EngineOverlayRoot(BundleCase):
         os.makedirs(self.rootfs)
         for d in ("usr/local/bin", "usr/bin", "opaque"):
             os.makedirs(os.path.join(self.low, d))
-        for name, text in (("etc/base", "base\n"), ("etc/gone", "gone\n"),
+        for name, text in (("etc/base", "base\n"), ("etc/gone", "gone\n"), ("etc/engine", "engine\n"),
                            ("etc/hidden", "hidden\n"), ("opaque/old", "old\n"),
                            ("usr/bin/suid", "original\n")):
             with open(os.path.join(self.low, name), "w") as f:
@@ -113,8 +113,13 @@ class EngineOverlayRoot(BundleCase):
         with open(os.path.join(self.low, "etc", "base")) as f:
             self.assertEqual(f.read(), "base\n")
         self.assertTrue(os.path.exists(os.path.join(self.low, "etc", "gone")))
-        # the overlay's own work directory is inside the engine's, not its "work"
+        # the overlay's own work directory is inside the engine's, whose "work" the engine's
+        # overlay still uses: it copies a lower file up afterwards as before
         self.assertTrue(os.path.isdir(os.path.join(self.work, "nsbox")))
+        with open(os.path.join(self.rootfs, "etc", "engine"), "a") as f:
+            f.write("by the engine\n")
+        with open(os.path.join(self.upper, "etc", "engine")) as f:
+            self.assertEqual(f.read(), "engine\nby the engine\n")
 
     def test_a_users_files_keep_its_id_and_the_root_is_an_overlay(self):
         # container id N is host id N on disk, as without nsbox; the root is an overlay,
