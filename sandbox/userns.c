@@ -267,10 +267,9 @@ int nsbox_userns_root_tree(const char *root, uint32_t slot_base, int *mount_fd, 
 {
     *mount_fd = -1;
     struct nsbox_idmap line = {0, slot_base, NSBOX_ID_COUNT};
-    int r = idmapped_tree(root, line, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, mount_fd, e);
-    if (r != 1 || !nsbox_ovl_root_is_overlay(root))
-        return r;
-    /* an engine's overlay: the kernel idmaps its layers, not the overlay itself */
+    /* an engine's overlay: the kernel idmaps its layers, not the overlay itself (EINVAL) */
+    if (!nsbox_ovl_root_is_overlay(root))
+        return idmapped_tree(root, line, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, mount_fd, e);
     struct nsbox_err oe = {0};
     cleanup_close int nsfd = nsbox_userns_fd(&line, &line, 1, &oe);
     if (nsfd >= 0 && nsbox_ovl_root_make(root, nsfd, slot_base, mount_fd, &oe) == 0)
