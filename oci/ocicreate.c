@@ -623,7 +623,7 @@ static int spawn_monitor(const struct nsbox_ocirt *g, const struct create_args *
                  "bundle's root through an idmapped mount, which needs root and a filesystem "
                  "that takes one, such as ext4, xfs, btrfs or tmpfs; on an engine's overlay, "
                  "the same overlay made again over idmapped mounts of its layers, which needs "
-                 "Linux 5.19 or later and absolute layer paths: the config's mounts stay "
+                 "Linux 5.19 or later and layer paths it can read: the config's mounts stay "
                  "writable)",
                  msg.err.msg);
         if (g->log)

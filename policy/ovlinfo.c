@@ -171,12 +171,41 @@ int nsbox_ovlinfo_parse(char *line, struct nsbox_ovlinfo *o, struct nsbox_err *e
     return 0;
 }
 
-/* Why path cannot be opened as the engine gave it: relative (to the directory the engine
- * mounted from, which the table does not say), a "." or ".." component, a backslash
- * (overlayfs's own escape, which the two forms of lowerdir read differently), too long. */
-static const char *path_problem(const char *path)
+/* The length of path's first component. */
+static size_t first_len(const char *path)
 {
-    if (path[0] != '/')
+    return strcspn(path, "/");
+}
+
+void nsbox_ovlinfo_relative_from(struct nsbox_ovlinfo *o)
+{
+    o->from = NULL;
+    const char *mp = o->mount_point;
+    if (!o->upper || !o->work || o->upper[0] == '/' || o->work[0] == '/' || !mp || mp[0] != '/')
+        return;
+    /* mp is D/ID/LEAF: ID is the upper's and work's first component */
+    const char *leaf = strrchr(mp, '/');
+    if (!leaf || leaf == mp || !leaf[1])
+        return;
+    const char *id = leaf - 1;
+    while (id > mp && *id != '/')
+        id--;
+    size_t id_len = (size_t)(leaf - id - 1), d_len = (size_t)(id - mp);
+    if (!id_len || first_len(o->upper) != id_len || first_len(o->work) != id_len ||
+        strncmp(o->upper, id + 1, id_len) || strncmp(o->work, id + 1, id_len) ||
+        d_len + 2 > sizeof o->from_dir)
+        return;
+    snprintf(o->from_dir, sizeof o->from_dir, "%.*s", (int)(d_len ? d_len : 1), mp);
+    o->from = o->from_dir;
+}
+
+/* Why path cannot be opened as the engine gave it: relative (to the directory the engine
+ * mounted from, which the table does not say) where from is NULL, a "." or ".." component, a
+ * backslash (overlayfs's own escape, which the two forms of lowerdir read differently), too
+ * long. */
+static const char *path_problem(const char *path, const char *from)
+{
+    if (path[0] != '/' && !from)
         return "is relative to the directory its engine mounted from, which the mount table "
                "does not say (Docker's form for layer paths longer than a page: an image of "
                "fewer layers)";
@@ -220,7 +249,7 @@ int nsbox_ovlinfo_check(const struct nsbox_ovlinfo *o, struct nsbox_err *e)
         size_t k = o->n_lower;
         const char *what = i < k ? "lowerdir" : i == k ? "upperdir" : "workdir";
         const char *path = i < k ? o->lower[i] : i == k ? o->upper : o->work;
-        if ((why = path_problem(path)))
+        if ((why = path_problem(path, o->from)))
             return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL, "its %s %s %s", what, path, why);
     }
     return 0;
@@ -258,7 +287,7 @@ int nsbox_ovlinfo_upper_base(const struct nsbox_ovlinfo *o, char *base, size_t n
     if (len + 2 > n)
         return nsbox_err_invalid(e, "its upperdir %s is too long", o->upper);
     if (len == 0)
-        snprintf(base, n, "/");
+        snprintf(base, n, "%s", o->upper[0] == '/' ? "/" : ".");
     else
         snprintf(base, n, "%.*s", (int)len, o->upper);
     return 0;

@@ -32,6 +32,10 @@ struct nsbox_ovlinfo {
     /* index=... and nfs_export=... shown: the kernel shows them only when they differ from
      * its default (the overlay module's parameters), which then decides */
     bool index_shown, nfs_export_shown;
+    /* the directory its relative paths were given from (nsbox_ovlinfo_relative_from), or NULL:
+     * a relative path is then refused */
+    const char *from;
+    char from_dir[4096];
 };
 
 /* The line of mount mount_id in a mountinfo table (NUL-terminated text, lines ending in '\n'):
@@ -43,14 +47,22 @@ char *nsbox_ovlinfo_find(char *table, uint64_t mount_id);
  * NUL or a control character. */
 int nsbox_ovlinfo_parse(char *line, struct nsbox_ovlinfo *o, struct nsbox_err *e);
 
+/* Where the relative paths of an overlay were given from, when it has the shape Docker's and
+ * Podman's give it where the options are longer than a page: mounted from their storage
+ * directory D at D/ID/merged, with upperdir ID/diff and workdir ID/work, the layers as
+ * l/NAME. Then o->from is D (in o->from_dir), which the caller must verify (the overlay's
+ * upper directory is D/ID/diff); otherwise it stays NULL. */
+void nsbox_ovlinfo_relative_from(struct nsbox_ovlinfo *o);
+
 /* Whether nsbox-oci can make the overlay again, writable, over idmapped layers: 0, or
- * NSBOX_E_UNSUPPORTED with the reason (no upper directory, a relative or "."/".." path, data
- * layers, userxattr, index or nfs_export on, a read-only superblock). */
+ * NSBOX_E_UNSUPPORTED with the reason (no upper directory, a relative path without o->from, a
+ * "."/".." component, data layers, userxattr, index or nfs_export on, a read-only
+ * superblock). */
 int nsbox_ovlinfo_check(const struct nsbox_ovlinfo *o, struct nsbox_err *e);
 
 /* upper and work under one directory, as the kernel wants them (one mount): their deepest
- * common directory into base (n bytes), and their paths below it (pointers into o's strings).
- * Both must have passed nsbox_ovlinfo_check. */
+ * common directory into base (n bytes; "." for two relative paths with none), and their paths
+ * below it (pointers into o's strings). Both must have passed nsbox_ovlinfo_check. */
 int nsbox_ovlinfo_upper_base(const struct nsbox_ovlinfo *o, char *base, size_t n,
                              const char **upper_rel, const char **work_rel, struct nsbox_err *e);
 

@@ -30,12 +30,12 @@ bool nsbox_ovl_root_is_overlay(const char *root)
 }
 
 /* A directory of the engine's: path with no symlink on the way, or, with beneath >= 0, path
- * below beneath, whose symlinks may not lead out of it. */
-static int open_dir(int beneath, const char *path, struct nsbox_err *e)
+ * below beneath, whose symlinks (with links) may not lead out of it. */
+static int open_dir(int beneath, const char *path, bool links, struct nsbox_err *e)
 {
     struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                           .resolve = RESOLVE_NO_MAGICLINKS |
-                                      (beneath >= 0 ? RESOLVE_BENEATH : RESOLVE_NO_SYMLINKS)};
+                           .resolve = RESOLVE_NO_MAGICLINKS | (beneath >= 0 ? RESOLVE_BENEATH : 0) |
+                                      (beneath >= 0 && links ? 0 : RESOLVE_NO_SYMLINKS)};
     int fd = nsbox_openat2(beneath >= 0 ? beneath : AT_FDCWD, path, &how);
     if (fd < 0)
         return nsbox_err_sys(e, "%s%s", path,
@@ -83,6 +83,7 @@ static int find_mount(const char *root, char **table, struct nsbox_ovlinfo *o, s
         o->index = module_default_on("index");
     if (!o->nfs_export_shown)
         o->nfs_export = module_default_on("nfs_export");
+    nsbox_ovlinfo_relative_from(o);
     if (nsbox_ovlinfo_check(o, e) < 0)
         return -1;
     if (strcmp(o->root, "/"))
@@ -92,25 +93,44 @@ static int find_mount(const char *root, char **table, struct nsbox_ovlinfo *o, s
     return 0;
 }
 
-/* The lower layers, opened (fds[i], -1 until opened). */
-static int open_lowers(const struct nsbox_ovlinfo *o, int *fds, struct nsbox_err *e)
+/* The lower layers, opened (fds[i], -1 until opened); a relative one below from. */
+static int open_lowers(const struct nsbox_ovlinfo *o, int from, int *fds, struct nsbox_err *e)
 {
     for (size_t i = 0; i < o->n_lower; i++) {
         char dir[PATH_MAX];
-        const char *rest;
-        if (nsbox_ovlinfo_split_layer(o->lower[i], dir, sizeof dir, &rest, e) < 0)
+        const char *rest = o->lower[i];
+        cleanup_close int dfd = -1;
+        if (rest[0] == '/' && nsbox_ovlinfo_split_layer(o->lower[i], dir, sizeof dir, &rest, e) < 0)
             return -1;
-        cleanup_close int dfd = open_dir(-1, dir, e);
-        if (dfd < 0 || (fds[i] = open_dir(dfd, rest, e)) < 0)
+        if (o->lower[i][0] == '/' && (dfd = open_dir(-1, dir, false, e)) < 0)
+            return nsbox_err_wrap(e, "lowerdir %s", o->lower[i]);
+        if ((fds[i] = open_dir(dfd >= 0 ? dfd : from, rest, true, e)) < 0)
             return nsbox_err_wrap(e, "lowerdir %s", o->lower[i]);
     }
     return 0;
 }
 
-/* The engine's upper directory's base opened, and this overlay's own workdir made in the
- * engine's: *work_rel its path below the base. */
-static int open_upper(const struct nsbox_ovlinfo *o, int *base_fd, const char **upper_rel,
-                      char *work_rel, size_t n, struct nsbox_err *e)
+/* Relative paths were read from o->from: its upper directory must be the overlay's (whose root
+ * directory has the upper's inode number, its layers on one filesystem). */
+static int verify_from(const struct nsbox_ovlinfo *o, const char *root, int base,
+                       const char *upper_rel, struct nsbox_err *e)
+{
+    struct stat want, got;
+    if (!o->from)
+        return 0;
+    if (stat(root, &want) < 0 || fstatat(base, upper_rel, &got, AT_SYMLINK_NOFOLLOW) < 0 ||
+        want.st_ino != got.st_ino)
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL,
+                             "its relative paths, read from %s (where Docker and Podman mount "
+                             "from), do not lead to its upper directory",
+                             o->from);
+    return 0;
+}
+
+/* The engine's upper directory's base opened (a relative one below from, checked), and this
+ * overlay's own workdir made in the engine's: *work_rel its path below the base. */
+static int open_upper(const struct nsbox_ovlinfo *o, int from, const char *root, int *base_fd,
+                      const char **upper_rel, char *work_rel, size_t n, struct nsbox_err *e)
 {
     char base[PATH_MAX];
     const char *wr;
@@ -118,8 +138,10 @@ static int open_upper(const struct nsbox_ovlinfo *o, int *base_fd, const char **
         return -1;
     if ((size_t)snprintf(work_rel, n, "%s/%s", wr, OWN_WORK) >= n)
         return nsbox_err_invalid(e, "workdir %s: too long", o->work);
-    if ((*base_fd = open_dir(-1, base, e)) < 0)
+    if ((*base_fd = open_dir(base[0] == '/' ? -1 : from, base, false, e)) < 0)
         return nsbox_err_wrap(e, "upperdir's directory");
+    if (verify_from(o, root, *base_fd, *upper_rel, e) < 0)
+        return -1;
     struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
                            .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
                                       RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
@@ -139,7 +161,7 @@ int nsbox_ovl_root_make(const char *root, int userns_fd, uint32_t slot_base, int
     cleanup_free char *table = NULL;
     cleanup_free struct nsbox_ovlinfo *o = malloc(sizeof *o);
     cleanup_free int *fds = NULL;
-    cleanup_close int base = -1;
+    cleanup_close int base = -1, from = -1;
     char work_rel[PATH_MAX];
     const char *upper_rel;
     int r = -1;
@@ -150,8 +172,12 @@ int nsbox_ovl_root_make(const char *root, int userns_fd, uint32_t slot_base, int
         nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     for (size_t i = 0; fds && i < o->n_lower; i++)
         fds[i] = -1;
-    if (fds && open_lowers(o, fds, e) == 0 &&
-        open_upper(o, &base, &upper_rel, work_rel, sizeof work_rel, e) == 0) {
+    if (fds && o->from && (from = open_dir(-1, o->from, false, e)) < 0) {
+        free(fds); /* no layer is opened */
+        fds = NULL;
+    }
+    if (fds && open_lowers(o, from, fds, e) == 0 &&
+        open_upper(o, from, root, &base, &upper_rel, work_rel, sizeof work_rel, e) == 0) {
         struct nsbox_oci_overlay_rw rw = {.lower = fds,
                                           .n_lower = o->n_lower,
                                           .upper_base = base,

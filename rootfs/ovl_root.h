@@ -23,7 +23,8 @@ bool nsbox_ovl_root_is_overlay(const char *root);
  * engine's overlay). 0; 1 when it cannot be made here, e saying why (the caller keeps the
  * read-only root). Layer paths are opened with no symlink, but for a layer's last two
  * components (Docker's and Podman's short links, l/ID), which are followed only beneath the
- * directory above them. */
+ * directory above them. Relative paths are read from the storage directory the mount point
+ * names, if the upper directory found there is the overlay's (policy/ovlinfo.h). */
 int nsbox_ovl_root_make(const char *root, int userns_fd, uint32_t slot_base, int *mount_fd,
                         struct nsbox_err *e);
 

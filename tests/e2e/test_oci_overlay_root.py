@@ -59,10 +59,11 @@ class EngineOverlayRoot(BundleCase):
         os.makedirs(self.upper)
         os.makedirs(self.work)
 
-    def mount_engine(self, extra="", relative=False, links=None):
-        """The engine's overlay on the bundle's rootfs, in the host's mount namespace (where
-        engines mount it), unmounted at the test's end. links: the lower layers named by
-        symlinks in layers/l/ to these targets (top first), as Docker's and Podman's are."""
+    def mount_engine(self, extra="", relative=False, links=None, at=None):
+        """The engine's overlay on the bundle's rootfs (or at), in the host's mount namespace
+        (where engines mount it), unmounted at the test's end. links: the lower layers named by
+        symlinks in layers/l/ to these targets (top first), as Docker's and Podman's are;
+        relative: the paths relative to layers/, from where it is mounted."""
         lay = os.path.dirname(self.low)
         lowers = [self.top, self.low]
         if links:
@@ -71,13 +72,15 @@ class EngineOverlayRoot(BundleCase):
             for link, target in zip(lowers, links):
                 os.symlink(target, link)
         if relative:  # Docker's form when the options are longer than a page
-            opts = "lowerdir=top:low,upperdir=c1/diff,workdir=c1/work"
+            names = ["l/TOP", "l/LOW"] if links else ["top", "low"]
+            opts = f"lowerdir={':'.join(names)},upperdir=c1/diff,workdir=c1/work"
         else:
             opts = f"lowerdir={':'.join(lowers)},upperdir={self.upper},workdir={self.work}"
-        r = mounted(opts + extra, self.rootfs, cwd=lay)
+        at = at or self.rootfs
+        r = mounted(opts + extra, at, cwd=lay)
         if r.returncode:
             self.skipTest(f"cannot mount an overlay here: {r.stderr.strip()}")
-        self.addCleanup(subprocess.run, ["umount", "-l", self.rootfs], check=False)
+        self.addCleanup(subprocess.run, ["umount", "-l", at], check=False)
 
     def warnings(self):
         if not os.path.exists(self.log):
@@ -197,13 +200,44 @@ class EngineOverlayRoot(BundleCase):
         self.assertEqual(len(warnings), 1, warnings)
         return warnings[0]
 
-    def test_relative_layer_paths_keep_the_root_read_only(self):
-        # Docker gives paths relative to its storage directory when they are longer than a
-        # page: the mount table does not say relative to what, so nothing is guessed
+    def test_relative_paths_of_another_shape_keep_the_root_read_only(self):
+        # relative paths, mounted elsewhere than at ID/merged of the directory they are
+        # relative to: the mount table does not say relative to what, so nothing is guessed
         self.mount_engine(relative=True)
         msg = self.read_only_with_warning()
         self.assertIn("lowerdir top is relative", msg)
         self.assertIn("read-only", msg)
+
+    def test_dockers_relative_form_is_read_from_its_storage_directory(self):
+        # mounted from the storage directory D at D/ID/merged, with ID/diff, ID/work and l/
+        # links (Docker's form for an image of many layers): the paths are read from D, once
+        # the upper directory D/ID/diff is the overlay's own
+        merged = os.path.join(os.path.dirname(self.upper), "merged")
+        os.makedirs(merged)
+        self.mount_engine(relative=True, links=["../top", "../low"], at=merged)
+        c = config(["sh", "-c", "echo x > /etc/x && ls /opaque"], root={"path": merged})
+        self.assertEqual(self.run_container(c), (0, "new\n"))
+        self.assertEqual(self.warnings(), [])
+        with open(os.path.join(self.upper, "etc", "x")) as f:
+            self.assertEqual(f.read(), "x\n")
+
+    def test_relative_paths_that_lead_elsewhere_keep_the_root_read_only(self):
+        # the same shape at another storage directory's ID/merged: read from there, the paths
+        # lead to its own ID/diff, not the overlay's upper directory, and nothing is used
+        other = os.path.join(self.tmp, "other")
+        for d in ("l/TOP", "l/LOW", "c1/diff", "c1/work", "c1/merged"):
+            os.makedirs(os.path.join(other, d))
+        merged = os.path.join(other, "c1", "merged")
+        self.mount_engine(relative=True, links=["../top", "../low"], at=merged)
+        code, out = self.run_container(config(["sh", "-c", "echo x > /etc/x || echo refused"],
+                                              root={"path": merged}))
+        self.assertEqual(code, 0, out)
+        self.assertIn("refused", out)
+        self.assertEqual(os.listdir(self.upper), [])
+        self.assertEqual(os.listdir(os.path.join(other, "c1", "work")), [])
+        (msg,) = self.warnings()
+        self.assertIn(f"its relative paths, read from {other}", msg)
+        self.assertIn("do not lead to its upper directory", msg)
 
     def test_a_layer_link_out_of_the_engines_directory_is_not_followed(self):
         # a layer's short link is followed only beneath the directory above its own (the

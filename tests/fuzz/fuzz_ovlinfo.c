@@ -2,7 +2,8 @@
  * kernel shows them. Any byte string as a table (its line of mount 1 found) and as a line.
  * Besides crashes (ASan), it checks what rootfs/ovl_root.c relies on when a line is accepted:
  * no control character in a path, at most the kernel's number of layers, and, when it passes
- * the check, absolute paths without "." or "..", and upperdir and workdir below their base. */
+ * the check, paths without "." or ".." (absolute unless they are read from a directory the
+ * mount point names), and upperdir and workdir below their base. */
 #include "nsbox.h"
 #include "ovlinfo.h"
 
@@ -24,7 +25,8 @@ static void checked(const struct nsbox_ovlinfo *o)
 {
     const char *paths[3] = {o->upper, o->work, o->lower[0]};
     for (int i = 0; i < 3; i++)
-        if (!paths[i] || paths[i][0] != '/' || strstr(paths[i], "/../") || strchr(paths[i], '\\'))
+        if (!paths[i] || (paths[i][0] != '/' && !o->from) || strstr(paths[i], "/../") ||
+            !strncmp(paths[i], "../", 3) || strchr(paths[i], '\\'))
             abort();
     char base[PATH_MAX];
     const char *ur, *wr;
@@ -34,14 +36,20 @@ static void checked(const struct nsbox_ovlinfo *o)
             abort();
         return;
     }
-    if (!*ur || !*wr || *ur == '/' || *wr == '/' || strncmp(o->upper, base, strlen(base)))
+    if (!*ur || !*wr || *ur == '/' || *wr == '/' ||
+        (strcmp(base, ".") && strncmp(o->upper, base, strlen(base))))
+        abort();
+    if (o->from && (o->from[0] != '/' || strncmp(o->mount_point, o->from, strlen(o->from))))
         abort();
     char dir[PATH_MAX];
     const char *rest;
-    for (size_t i = 0; i < o->n_lower; i++)
+    for (size_t i = 0; i < o->n_lower; i++) {
+        if (o->lower[i][0] != '/')
+            continue; /* opened below o->from as it is */
         if (nsbox_ovlinfo_split_layer(o->lower[i], dir, sizeof dir, &rest, &e) < 0 || !*rest ||
             *rest == '/' || dir[0] != '/')
             abort();
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -64,6 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         no_control(o->work);
         for (size_t i = 0; i < o->n_lower; i++)
             no_control(o->lower[i]);
+        nsbox_ovlinfo_relative_from(o);
         if (nsbox_ovlinfo_check(o, &e) == 0)
             checked(o);
         else if (!e.msg[0])

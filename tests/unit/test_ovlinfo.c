@@ -225,6 +225,54 @@ static void test_upper_base(void **state)
     assert_string_equal(wr, "wk");
 }
 
+static void test_relative_from(void **state)
+{
+    (void)state;
+    /* Docker's form for options longer than a page, mounted from its storage directory */
+    struct nsbox_ovlinfo *o = parsed("9 1 0:9 / /var/lib/docker/overlay2/abc/merged rw - overlay "
+                                     "overlay rw,lowerdir=l/AAA:l/BBB,upperdir=abc/diff,"
+                                     "workdir=abc/work");
+    nsbox_ovlinfo_relative_from(o);
+    assert_non_null(o->from);
+    assert_string_equal(o->from, "/var/lib/docker/overlay2");
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_ovlinfo_check(o, &e), 0);
+    char base[PATH_MAX];
+    const char *ur, *wr;
+    assert_int_equal(nsbox_ovlinfo_upper_base(o, base, sizeof base, &ur, &wr, &e), 0);
+    assert_string_equal(base, "abc");
+    assert_string_equal(ur, "diff");
+    o = parsed("9 1 0:9 / /abc/merged rw - overlay overlay rw,lowerdir=l/A,upperdir=abc/diff,"
+               "workdir=abc/work");
+    nsbox_ovlinfo_relative_from(o);
+    assert_string_equal(o->from, "/");
+    /* not that shape: nothing is guessed */
+    static const char *const others[] = {
+        "9 1 0:9 / /s/xyz/merged rw - overlay o rw,lowerdir=l/A,upperdir=abc/diff,workdir=abc/w",
+        "9 1 0:9 / /s/abc/merged rw - overlay o rw,lowerdir=l/A,upperdir=abc/diff,workdir=ab/w",
+        "9 1 0:9 / /s/abc/merged rw - overlay o rw,lowerdir=l/A,upperdir=/abc/diff,workdir=abc/w",
+        "9 1 0:9 / /merged rw - overlay o rw,lowerdir=l/A,upperdir=abc/diff,workdir=abc/w",
+        "9 1 0:9 / /s/abc/merged rw - overlay o rw,lowerdir=l/A",
+    };
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        o = parsed(others[i]);
+        nsbox_ovlinfo_relative_from(o);
+        if (o->from)
+            fail_msg("%s: from %s", others[i], o->from);
+    }
+    /* from or not, no ".." */
+    o = parsed("9 1 0:9 / /s/abc/merged rw - overlay o rw,lowerdir=../l/A,upperdir=abc/diff,"
+               "workdir=abc/work");
+    nsbox_ovlinfo_relative_from(o);
+    assert_int_equal(nsbox_ovlinfo_check(o, &e), -1);
+    assert_non_null(strstr(e.msg, "\"..\""));
+    /* two relative directories with no common one: their base is "." */
+    o = parsed("9 1 0:9 / /s/abc/merged rw - overlay o rw,lowerdir=l/A,upperdir=abc,"
+               "workdir=abc2");
+    assert_int_equal(nsbox_ovlinfo_upper_base(o, base, sizeof base, &ur, &wr, &e), 0);
+    assert_string_equal(base, ".");
+}
+
 static void test_too_many_layers(void **state)
 {
     (void)state;
@@ -248,7 +296,7 @@ int main(void)
         cmocka_unit_test(test_lowerdir_plus),   cmocka_unit_test(test_refused),
         cmocka_unit_test(test_not_mountinfo),   cmocka_unit_test(test_find),
         cmocka_unit_test(test_split_layer),     cmocka_unit_test(test_upper_base),
-        cmocka_unit_test(test_too_many_layers),
+        cmocka_unit_test(test_too_many_layers), cmocka_unit_test(test_relative_from),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
