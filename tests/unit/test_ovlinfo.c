@@ -33,6 +33,21 @@ static struct nsbox_ovlinfo *parsed(const char *line)
     return &o;
 }
 
+/* o's upper and work directories' base and their paths below it are these. */
+static void assert_base(const struct nsbox_ovlinfo *o, const char *base, const char *upper_rel,
+                        const char *work_rel)
+{
+    char got[PATH_MAX];
+    const char *ur, *wr;
+    struct nsbox_err e = {0};
+    if (nsbox_ovlinfo_upper_base(o, got, sizeof got, &ur, &wr, &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_string_equal(got, base);
+    assert_string_equal(ur, upper_rel);
+    if (work_rel)
+        assert_string_equal(wr, work_rel);
+}
+
 static const char *refused(const char *line)
 {
     static struct nsbox_err e;
@@ -64,12 +79,7 @@ static void test_docker(void **state)
     assert_false(o->index_shown || o->nfs_export_shown); /* the module's defaults decide */
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_ovlinfo_check(o, &e), 0);
-    char base[PATH_MAX];
-    const char *ur, *wr;
-    assert_int_equal(nsbox_ovlinfo_upper_base(o, base, sizeof base, &ur, &wr, &e), 0);
-    assert_string_equal(base, "/var/lib/docker/overlay2/abc");
-    assert_string_equal(ur, "diff");
-    assert_string_equal(wr, "work");
+    assert_base(o, "/var/lib/docker/overlay2/abc", "diff", "work");
 }
 
 static void test_containerd_and_escapes(void **state)
@@ -209,20 +219,12 @@ static void test_split_layer(void **state)
 static void test_upper_base(void **state)
 {
     (void)state;
-    struct nsbox_ovlinfo *o =
-        parsed("5 1 0:9 / /m rw - overlay none rw,lowerdir=/a,upperdir=/x/up,workdir=/y/wk");
-    char base[PATH_MAX];
-    const char *ur, *wr;
-    struct nsbox_err e = {0};
-    assert_int_equal(nsbox_ovlinfo_upper_base(o, base, sizeof base, &ur, &wr, &e), 0);
-    assert_string_equal(base, "/");
-    assert_string_equal(ur, "x/up");
-    assert_string_equal(wr, "y/wk");
-    o = parsed("5 1 0:9 / /m rw - overlay none rw,lowerdir=/a,upperdir=/s//n/up,workdir=/s/n//wk");
-    assert_int_equal(nsbox_ovlinfo_upper_base(o, base, sizeof base, &ur, &wr, &e), 0);
-    assert_string_equal(base, "/s//n");
-    assert_string_equal(ur, "up");
-    assert_string_equal(wr, "wk");
+    assert_base(
+        parsed("5 1 0:9 / /m rw - overlay none rw,lowerdir=/a,upperdir=/x/up,workdir=/y/wk"), "/",
+        "x/up", "y/wk");
+    assert_base(
+        parsed("5 1 0:9 / /m rw - overlay none rw,lowerdir=/a,upperdir=/s//n/up,workdir=/s/n//wk"),
+        "/s//n", "up", "wk");
 }
 
 static void test_relative_from(void **state)
@@ -237,11 +239,7 @@ static void test_relative_from(void **state)
     assert_string_equal(o->from, "/var/lib/docker/overlay2");
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_ovlinfo_check(o, &e), 0);
-    char base[PATH_MAX];
-    const char *ur, *wr;
-    assert_int_equal(nsbox_ovlinfo_upper_base(o, base, sizeof base, &ur, &wr, &e), 0);
-    assert_string_equal(base, "abc");
-    assert_string_equal(ur, "diff");
+    assert_base(o, "abc", "diff", "work");
     o = parsed("9 1 0:9 / /abc/merged rw - overlay overlay rw,lowerdir=l/A,upperdir=abc/diff,"
                "workdir=abc/work");
     nsbox_ovlinfo_relative_from(o);
@@ -267,10 +265,9 @@ static void test_relative_from(void **state)
     assert_int_equal(nsbox_ovlinfo_check(o, &e), -1);
     assert_non_null(strstr(e.msg, "\"..\""));
     /* two relative directories with no common one: their base is "." */
-    o = parsed("9 1 0:9 / /s/abc/merged rw - overlay o rw,lowerdir=l/A,upperdir=abc,"
-               "workdir=abc2");
-    assert_int_equal(nsbox_ovlinfo_upper_base(o, base, sizeof base, &ur, &wr, &e), 0);
-    assert_string_equal(base, ".");
+    assert_base(parsed("9 1 0:9 / /s/abc/merged rw - overlay o rw,lowerdir=l/A,upperdir=abc,"
+                       "workdir=abc2"),
+                ".", "abc", "abc2");
 }
 
 static void test_too_many_layers(void **state)
