@@ -6,6 +6,7 @@ pid-file process must become its child), state, start, kill and delete. Also: an
 running container is not deleted without --force. Then a private containerd (its own root,
 state, socket and config, started and killed by pid here) runs an image the test imports
 from a docker-save archive with `ctr run --runc-binary nsbox-oci`."""
+import glob
 import json
 import os
 import pty
@@ -20,6 +21,7 @@ import unittest
 
 import oci_images
 
+from engines import remove_cgroup
 from nsbox_test import Dirs, sandbox_cgroup_file, wait_for
 from oci_bundle import BUSYBOX, OCI, BundleCase, config, require_runtime
 
@@ -391,7 +393,9 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
                  "needs containerd (Debian package containerd)")
 class Containerd(unittest.TestCase):
     """ctr run through containerd's runc shim, with nsbox-oci as its runc."""
-    NS = "nsbox-oci-test"
+    # containerd's namespace, and so the top cgroup of its containers (/NS/ID): ours alone,
+    # so that what is removed below is only what our containerd made
+    NS = f"nsbox-oci-test-{os.getpid()}"
 
     @classmethod
     def setUpClass(cls):
@@ -450,7 +454,14 @@ class Containerd(unittest.TestCase):
             os.rmdir(f"/run/containerd/runc/{cls.NS}")
         except OSError:
             pass
+        # the namespace's cgroup, in every hierarchy: nsbox-oci removes a container's own,
+        # made below it, and leaves the parent as runc does; its daemon is gone, so it is ours
+        remove_cgroup(cls.NS)
         cls.dirs.cleanup()
+        left = [d for d in glob.glob(f"/sys/fs/cgroup/*/{cls.NS}") + [
+            f"/sys/fs/cgroup/{cls.NS}"] if os.path.isdir(d)]
+        if left:
+            raise AssertionError(f"cgroups of our containerd left: {left}")
 
     @classmethod
     def ctr(cls, *args, timeout=60):
