@@ -12,21 +12,17 @@ import threading
 import time
 import unittest
 
-from nsbox_test import (CGROUP_V2_ONLY, NSBOX, TERMINAL_HARM, Dirs, HostStdioChecks,
-                        cgroup_leftovers, ensure_test_user, fake_supervisor, in_a_terminal,
-                        is_root, gc_just_ran, nsbox_command, pipe_files, reachable_nsbox,
-                        run_nsbox, run_with_stdio, sandbox_cgroup_file, wait_for)
+from nsbox_test import (CGROUP_V2_ONLY, NSBOX, ROOT_UID_SLOTS, TERMINAL_HARM, Dirs,
+                        HostStdioChecks, cgroup_leftovers, ensure_test_user, fake_supervisor,
+                        in_a_terminal, is_root, gc_just_ran, nsbox_command, pipe_files,
+                        reachable_nsbox, run_nsbox, run_with_stdio, sandbox_cgroup_file,
+                        uid_slot_holders, wait_for)
 
 
 def setUpModule():
     if not is_root():
         raise unittest.SkipTest("these tests run nsbox as root (delegated cgroups for users are "
                                 "covered by test_run_unprivileged)")
-
-
-# Root's uid slot files (sandbox/state.h NSBOX_UID_SLOT_DIR), shared by every nsbox on the
-# machine whatever its state directory, so that no two sandboxes share host uids.
-UID_SLOTS = "/run/nsbox/uids"
 
 
 def slot_of_uid_map(text):
@@ -53,23 +49,8 @@ def slot_of_sandbox(dirs, sid):
 
 
 def free_slot_files():
-    """The slot files of UID_SLOTS nobody holds (no flock on them in /proc/locks)."""
-    held = set()
-    with open("/proc/locks") as f:
-        for line in f:
-            fields = line.split()
-            if "FLOCK" in fields:
-                held.add(fields[fields.index("FLOCK") + 4])  # MAJ:MIN:INODE
-    free = set()
-    for name in os.listdir(UID_SLOTS) if os.path.isdir(UID_SLOTS) else []:
-        try:
-            st = os.stat(os.path.join(UID_SLOTS, name))
-        except FileNotFoundError:
-            continue
-        key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-        if key not in held:
-            free.add(name)
-    return free
+    """Root's uid slot files that nobody holds."""
+    return {name for name, pid in uid_slot_holders().items() if pid is None}
 
 
 class SessionTest(unittest.TestCase):
@@ -203,15 +184,16 @@ class Lifecycle(SessionTest):
         # A sandbox's uid slot is picked at random among the low free ones (a create does not
         # try every live sandbox's slot from 0); the slot's lock file stays when the sandbox
         # ends and is taken first by the next create, or one-shot runs, which run no gc, would
-        # leave one file per slot they used. Root's slot files are the machine's (UID_SLOTS),
-        # where other sandboxes come and go meanwhile and any create's gc removes the free
-        # ones: so what is counted is what this test's own sandboxes did. A sandbox that
-        # made a new file although the one its predecessor left was there and free is a file
-        # piled up; without the reuse every one does (a new slot at random among 64 or more).
+        # leave one file per slot they used. Root's slot files are the machine's
+        # (ROOT_UID_SLOTS), where other sandboxes come and go meanwhile and any create's gc
+        # removes the free ones: so what is counted is what this test's own sandboxes did. A
+        # sandbox that made a new file although the one its predecessor left was there and
+        # free is a file piled up; without the reuse nearly every one does (a new slot at
+        # random among 64 or more).
         def let_go(slot):
             """Whether slot's file is there once its sandbox has let it go (its supervisor
             does as it ends, after rm has answered)."""
-            path = os.path.join(UID_SLOTS, slot)
+            path = os.path.join(ROOT_UID_SLOTS, slot)
             self.assertTrue(wait_for(lambda: slot in free_slot_files() or
                                      not os.path.exists(path), 10), "the slot is still held")
             return os.path.exists(path)
@@ -246,7 +228,7 @@ class Lifecycle(SessionTest):
         for _ in range(3):
             sid = self.create()
             slot = slot_of_sandbox(self.dirs, sid)
-            self.assertTrue(os.path.exists(os.path.join(UID_SLOTS, slot)), slot)
+            self.assertTrue(os.path.exists(os.path.join(ROOT_UID_SLOTS, slot)), slot)
             self.assertEqual(self.nsbox("rm", sid).returncode, 0)
             stayed.append(let_go(slot))
         self.assertIn(True, stayed, "the slot file went with its sandbox")

@@ -555,6 +555,32 @@ def state_lock_free(dirs, sid):
         os.close(fd)
 
 
+# Root's uid slot files (sandbox/state.h NSBOX_UID_SLOT_DIR): the machine's, whatever the state
+# directory, so that no two sandboxes share host uids; other sandboxes hold theirs there too.
+ROOT_UID_SLOTS = "/run/nsbox/uids"
+
+
+def uid_slot_holders(d=ROOT_UID_SLOTS):
+    """The slot files of uid slot directory d, each with the pid that holds its flock (as
+    /proc/locks has it), or None when nobody does."""
+    holders = {}  # MAJ:MIN:INODE (hex device numbers) -> pid
+    with open("/proc/locks") as f:
+        for line in f:
+            fields = line.split()
+            if "FLOCK" in fields and "->" not in fields:  # "->": a waiter, not a holder
+                i = fields.index("FLOCK")
+                holders[fields[i + 4]] = int(fields[i + 3])
+    out = {}
+    for name in os.listdir(d) if os.path.isdir(d) else []:
+        try:
+            st = os.stat(os.path.join(d, name))
+        except FileNotFoundError:
+            continue
+        out[name] = holders.get(f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:"
+                                f"{st.st_ino}")
+    return out
+
+
 def gc_just_ran(dirs):
     """Stamp the state directory as if create's gc had just run (it then skips its own for a
     second: <state>/gc.stamp)."""
