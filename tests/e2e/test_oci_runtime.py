@@ -21,7 +21,7 @@ import unittest
 
 import oci_images
 
-from engines import remove_cgroup
+from engines import RUN_DIRS, absent, remove_cgroup, remove_made
 from nsbox_test import Dirs, sandbox_cgroup_file, wait_for
 from oci_bundle import BUSYBOX, OCI, BundleCase, config, require_runtime
 
@@ -400,6 +400,7 @@ class Containerd(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.dirs = Dirs()
+        cls.run_made = absent(RUN_DIRS)
         cls.d = tempfile.mkdtemp(prefix="nsbox-ctd-")
         with open(os.path.join(cls.d, "config.toml"), "w") as f:
             f.write(CONTAINERD_CONFIG.format(d=cls.d))
@@ -449,11 +450,9 @@ class Containerd(unittest.TestCase):
         subprocess.run(["sh", "-c", f"grep -o ' {cls.d}[^ ]*' /proc/mounts | sort -r | "
                         "xargs -r -n1 umount -l"], check=False)
         shutil.rmtree(cls.d, True)
-        # the shim's runc root for our namespace (runc's layout), empty once all is deleted
-        try:
-            os.rmdir(f"/run/containerd/runc/{cls.NS}")
-        except OSError:
-            pass
+        # the shim's runc root for our namespace (runc's layout), empty once all is deleted,
+        # and the shims' directories of /run if ours made them
+        remove_made([f"/run/containerd/runc/{cls.NS}"] + cls.run_made)
         # the namespace's cgroup, in every hierarchy: nsbox-oci removes a container's own,
         # made below it, and leaves the parent as runc does; its daemon is gone, so it is ours
         remove_cgroup(cls.NS)
