@@ -60,7 +60,7 @@ static void print_json_error(const struct nsbox_err *e)
  * takes minutes (a create that looks hung). On a terminal the pull is said, as run says it; on
  * a pipe nothing is. The supervisor is handed the stored image (name) and pulls nothing. name
  * "": no reference. */
-static int pull_first(const struct nsbox_spec *s, char *name, size_t n, struct nsbox_err *e)
+static int resolve_image(const struct nsbox_spec *s, char *name, size_t n, struct nsbox_err *e)
 {
     name[0] = '\0';
     if (!nsbox_oci_lookup_is_ref(s->image))
@@ -121,7 +121,8 @@ int nsbox_cli_create(int argc, char **argv)
     struct nsbox_err ge;
     nsbox_gc_implicit(&ge); /* at most once a second: it visits every sandbox */
     char image[64];
-    int r = nsbox_spec_validate(&spec, &e) < 0 || pull_first(&spec, image, sizeof image, &e) < 0 ||
+    int r = nsbox_spec_validate(&spec, &e) < 0 ||
+                    resolve_image(&spec, image, sizeof image, &e) < 0 ||
                     nsbox_session_create(&spec, image[0] ? image : NULL, (int)owner_pid, NULL, id,
                                          &out, &e) < 0
                 ? -1
