@@ -457,8 +457,8 @@ class Containerd(unittest.TestCase):
         # made below it, and leaves the parent as runc does; its daemon is gone, so it is ours
         remove_cgroup(cls.NS)
         cls.dirs.cleanup()
-        left = [d for d in glob.glob(f"/sys/fs/cgroup/*/{cls.NS}") + [
-            f"/sys/fs/cgroup/{cls.NS}"] if os.path.isdir(d)]
+        tops = ["/sys/fs/cgroup"] + glob.glob("/sys/fs/cgroup/*")
+        left = [os.path.join(t, cls.NS) for t in tops if os.path.isdir(os.path.join(t, cls.NS))]
         if left:
             raise AssertionError(f"cgroups of our containerd left: {left}")
 
