@@ -10,6 +10,7 @@
  * turns into the byte that lets init fork the workload. */
 #include "ocirt.h"
 #include "cleanup.h"
+#include "ociproc.h"
 #include "ocispec.h"
 #include "safepath.h"
 #include "sandbox.h"
@@ -38,7 +39,8 @@ struct create_args {
     const char *pid_file;
     const char *console_socket;
     const char *id;
-    unsigned preserve_fds; /* --preserve-fds: 3, 4, ... inherited by init (ocifds.c) */
+    unsigned preserve_fds; /* 3, 4, ... inherited by init: socket activation's, then
+                            * --preserve-fds's (ocifds.c) */
 };
 
 /* What the monitor tells create once the sandbox is set up, or why it is not. */
@@ -653,15 +655,18 @@ int nsbox_ocicreate_create(const struct nsbox_ocirt *g, int argc, char **argv,
                            struct nsbox_err *e)
 {
     struct create_args a = {.pid_file = NULL};
-    if (parse_args(argc, argv, &a, e) < 0)
+    unsigned listen = 0;
+    if (parse_args(argc, argv, &a, e) < 0 || nsbox_ocifds_listen(a.preserve_fds, &listen, e) < 0)
         return 1;
     static struct nsbox_ocispec c; /* large: the mounts */
     static struct nsbox_spec s;
     static struct nsbox_ociplace place; /* the cgroup, decided once */
     nsbox_spec_init(&s);
     char dir[PATH_MAX];
-    if (load_config(&a, &c, e) < 0 || build_spec(&a, &c, &s, e) < 0 ||
-        nsbox_ociplace_build(g, &c, &s, &place, e) < 0 ||
+    /* runc's "stdio + $LISTEN_FDS + preserve-fds", and the process told of the first */
+    a.preserve_fds += listen;
+    if (load_config(&a, &c, e) < 0 || (listen && nsbox_ociproc_listen_env(&c, listen, e) < 0) ||
+        build_spec(&a, &c, &s, e) < 0 || nsbox_ociplace_build(g, &c, &s, &place, e) < 0 ||
         make_state_dir(g, a.id, dir, sizeof dir, e) < 0)
         return 1;
     if (write_annotations(dir, c.annotations, e) < 0 ||

@@ -8,6 +8,7 @@ import json
 import os
 import pty
 import select
+import shutil
 import signal
 import socket
 import struct
@@ -654,6 +655,110 @@ class OciPreserveFds(BundleCase):
         self.assertEqual(self.read_to_end(r), b"tty-pipe\n")
         self.assertEqual(self.oci("kill", "c1", "KILL").returncode, 0)
         self.wait(mon)
+
+
+def activated_by(listen_fds, listen_pid="$$"):
+    """A command line's prefix that runs its arguments as systemd's socket activation starts a
+    service: LISTEN_FDS, and LISTEN_PID the service's own pid ($$, which exec keeps)."""
+    return ["bash", "-c", f'export LISTEN_FDS={listen_fds} LISTEN_PID={listen_pid}; exec "$@"',
+            "bash"]
+
+
+@unittest.skipIf(not rt.OCI, "NSBOX_BIN is not set (run through ctest)")
+class OciSocketActivation(BundleCase):
+    """runc's own socket activation (docs/oci.md): started with LISTEN_FDS and LISTEN_PID its
+    own pid, create passes descriptors 3 to 3+LISTEN_FDS-1 on without --preserve-fds, and the
+    process is told so (LISTEN_FDS, LISTEN_PID its own pid), as sd_listen_fds() checks."""
+
+    def setUp(self):
+        super().setUp()
+        probes = os.environ.get("NSBOX_SECURITY_BIN_DIR")
+        if not probes or not os.path.exists(os.path.join(probes, "attack")):
+            self.skipTest("needs the security probes (run through ctest)")
+        shutil.copy(os.path.join(probes, "attack"),
+                    os.path.join(self.bundle, "rootfs", "bin", "attack"))
+        self.sock_path = os.path.join(self.tmp, "activated.sock")
+
+    def listener(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(self.sock_path)
+        s.listen(4)
+        return s
+
+    def create_activated(self, fds, shell, *flags, cid="c1"):
+        """create with fds as its 3, 4, ..., started through shell; its result, stdout and
+        stderr in self.out."""
+        with open(self.out, "w") as out:
+            return self.oci_fds(fds, "create", "--bundle", self.bundle, "--pid-file",
+                                self.pidfile, *flags, cid, stdout=out, stderr=out, shell=shell)
+
+    def serve_once(self, cid="c1"):
+        """start the container, which accepts on its descriptor 3: what a client of the
+        listener reads, and the container's exit code."""
+        with open(self.pidfile) as f:
+            pid = int(f.read())
+        self.waited_pids.append(pid)
+        self.assertEqual(self.oci("start", cid).returncode, 0)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+            c.settimeout(60)
+            c.connect(self.sock_path)
+            got = b""
+            while chunk := c.recv(4096):
+                got += chunk
+        return got.decode(), os.waitstatus_to_exitcode(self.wait(pid))
+
+    def test_create_passes_listening_socket(self):
+        # with --preserve-fds 1 as well: the pipe comes after the socket, at 4
+        self.write_config(rt.config(["sh", "-c", 'ls /proc/$$/fd; echo "$LISTEN_FDS" >&4; '
+                                     "exec attack sockact"]))
+        s = self.listener()
+        r, w = os.pipe()
+        self.addCleanup(os.close, r)
+        c = self.create_activated([s.fileno(), w], activated_by(1), "--preserve-fds", "1")
+        s.close()
+        os.close(w)
+        self.assertEqual(c.returncode, 0, self.output())
+        got, code = self.serve_once()
+        self.assertEqual(code, 0, self.output())
+        # the process's pid (LISTEN_PID=1 made its own) and LISTEN_FDS=1
+        self.assertRegex(got, r"^accepted by [0-9]+ of 1\n$")
+        self.assertEqual(select.select([r], [], [], 60)[0], [r])
+        self.assertEqual(os.read(r, 4096), b"1\n")
+        # exactly stdio, the socket and the pipe
+        self.assertEqual(self.output().split(), ["0", "1", "2", "3", "4", "served"])
+
+    def test_other_pids_activation_ignored(self):
+        """LISTEN_PID of another process (a podman or conmon above the runtime): not ours,
+        and descriptor 3 does not reach the container (systemd's rule)."""
+        self.write_config(rt.config(["sh", "-c", 'ls /proc/$$/fd; echo "[$LISTEN_FDS]"']))
+        s = self.listener()
+        c = self.create_activated([s.fileno()], activated_by(1, listen_pid="1"))
+        s.close()
+        self.assertEqual(c.returncode, 0, self.output())
+        with open(self.pidfile) as f:
+            pid = int(f.read())
+        self.waited_pids.append(pid)
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0)
+        self.assertEqual(self.output().split(), ["0", "1", "2", "[]"])
+
+    def test_bad_activation_refused(self):
+        self.write_config(rt.config(["true"]))
+        s = self.listener()
+        for n, why in (("2", "descriptor 4 is not open"), ("x", "LISTEN_FDS 'x'"),
+                       ("251", "0 to 250")):
+            c = self.create_activated([s.fileno()], activated_by(n))
+            self.assertNotEqual(c.returncode, 0, n)
+            self.assertIn(why, self.output(), n)
+            self.assertIn(why, self.log_errors()[-1]["msg"], n)
+            self.assertFalse(os.path.exists(os.path.join(self.root, "c1")), n)
+            self.assertFalse(os.path.exists(self.pidfile), n)
+        # socket activation's one and --preserve-fds 1 after it: 4 must be open too
+        c = self.create_activated([s.fileno()], activated_by(1), "--preserve-fds", "1")
+        self.assertNotEqual(c.returncode, 0)
+        self.assertIn("--preserve-fds 1: descriptor 4 is not open", self.output())
+        s.close()
+        self.assertEqual(self.dirs.leftovers(), [])
 
 
 if __name__ == "__main__":

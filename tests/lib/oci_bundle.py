@@ -115,11 +115,13 @@ class BundleCase(unittest.TestCase):
                                "--log-format", "json"] + list(args),
                               stdout=stdout, stderr=stderr, env=env, timeout=60)
 
-    def oci_fds(self, fds, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE):
-        """nsbox-oci with fds[i] as its descriptor 3 + i (for --preserve-fds)."""
+    def oci_fds(self, fds, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, shell=()):
+        """nsbox-oci with fds[i] as its descriptor 3 + i (for --preserve-fds); shell: a
+        command line's prefix that execs its arguments (a bash -c that sets the environment)."""
         with fds_at_3(fds) as (prefix, keep):
-            return subprocess.run(prefix + [OCI, "--root", self.root, "--log", self.log,
-                                            "--log-format", "json"] + list(args),
+            return subprocess.run(prefix + list(shell) + [OCI, "--root", self.root, "--log",
+                                                          self.log, "--log-format", "json"]
+                                  + list(args),
                                   pass_fds=keep, stdout=stdout, stderr=stderr,
                                   env=self.dirs.env(), timeout=60)
 

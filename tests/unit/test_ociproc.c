@@ -115,13 +115,58 @@ static void test_resources_swap(void **state)
     assert_non_null(strstr(e.msg, "unlimited swap"));
 }
 
+/* runc's own socket activation: the descriptors are nsbox-oci's only when LISTEN_PID is its
+ * own pid (systemd's rule); a LISTEN_FDS that is not a count in range is refused, saying why. */
+static void test_listen_fds(void **state)
+{
+    (void)state;
+    struct nsbox_err e = {0};
+    unsigned n = 99;
+    assert_int_equal(nsbox_ociproc_listen_fds("42", "2", 42, 250, &n, &e), 0);
+    assert_int_equal(n, 2);
+    /* meant for another process, or for none: not ours, whatever LISTEN_FDS says */
+    const char *other[][2] = {{"41", "2"},   {NULL, "2"},  {"42", NULL}, {"", "2"},
+                              {"042x", "2"}, {"-42", "2"}, {"x", "bad"}};
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+        n = 99;
+        assert_int_equal(nsbox_ociproc_listen_fds(other[i][0], other[i][1], 42, 250, &n, &e), 0);
+        assert_int_equal(n, 0);
+    }
+    assert_int_equal(nsbox_ociproc_listen_fds("42", "0", 42, 250, &n, &e), 0);
+    assert_int_equal(n, 0);
+    const char *bad[] = {"", "x", "-1", " 1", "1 ", "251", "99999999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(nsbox_ociproc_listen_fds("42", bad[i], 42, 250, &n, &e), -1);
+        assert_int_equal(n, 0);
+        assert_non_null(strstr(e.msg, "LISTEN_FDS"));
+        assert_non_null(strstr(e.msg, "0 to 250"));
+    }
+    assert_int_equal(nsbox_ociproc_listen_fds("42", "3", 42, 2, &n, &e), -1);
+}
+
+/* The process is told as runc tells it: LISTEN_FDS=n, LISTEN_PID=1, in place of the config's. */
+static void test_listen_env(void **state)
+{
+    (void)state;
+    const char *p = "{\"args\":[\"x\"],\"env\":[\"PATH=/bin\",\"LISTEN_PID=7\",\"LISTEN_PIDX=a\"]}";
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_ociproc_parse_process(p, strlen(p), &c, &e), 0);
+    assert_int_equal(nsbox_ociproc_listen_env(&c, 3, &e), 0);
+    assert_int_equal(c.n_env, 4);
+    assert_string_equal(c.env[0], "PATH=/bin");
+    assert_string_equal(c.env[1], "LISTEN_PID=1");
+    assert_string_equal(c.env[2], "LISTEN_PIDX=a");
+    assert_string_equal(c.env[3], "LISTEN_FDS=3");
+    assert_null(c.env[4]);
+    nsbox_ocispec_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_process),
-        cmocka_unit_test(test_process_errors),
-        cmocka_unit_test(test_resources),
-        cmocka_unit_test(test_resources_swap),
+        cmocka_unit_test(test_process),    cmocka_unit_test(test_process_errors),
+        cmocka_unit_test(test_resources),  cmocka_unit_test(test_resources_swap),
+        cmocka_unit_test(test_listen_fds), cmocka_unit_test(test_listen_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
