@@ -41,6 +41,7 @@ struct exec_args {
     size_t n_env;
     const char *gids[NSBOX_OCISPEC_GROUPS_MAX]; /* --additional-gids, each "N[,N...]" */
     size_t n_gids;
+    uint64_t caps; /* --cap, as a mask of 1 << CAP_* */
     char **cmd; /* after the id, without --process */
     int n_cmd;
 };
@@ -50,6 +51,24 @@ struct relay_report {
     int code; /* 0: running; else exec's exit code */
     struct nsbox_err err;
 };
+
+/* --cap NAME (runc's: CAP_NET_ADMIN, say) into *caps; the floor's refused as at create. */
+static int add_cap(const char *name, uint64_t *caps, struct nsbox_err *e)
+{
+    int n = nsbox_ocispec_cap_number(name);
+    if (n < 0)
+        return nsbox_err_invalid(e,
+                                 "exec --cap '%s': unknown capability (give its name as "
+                                 "process.capabilities does: CAP_NET_BIND_SERVICE, say)",
+                                 NSBOX_SHOW(name));
+    if (n == CAP_SYS_ADMIN || n == CAP_SYS_MODULE)
+        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                             "exec --cap %s: privileged processes are not supported: "
+                             "nsbox-oci never grants %s (docs/oci.md, the floor)",
+                             name, name);
+    *caps |= UINT64_C(1) << n;
+    return 0;
+}
 
 static int parse_args(int argc, char **argv, struct exec_args *a, struct nsbox_err *e)
 {
@@ -100,12 +119,8 @@ static int parse_args(int argc, char **argv, struct exec_args *a, struct nsbox_e
             return nsbox_err_invalid(e, "exec: more than %d --env", EXEC_ENV_MAX);
         else if (o == 'e')
             a->env[a->n_env++] = optarg;
-        else if (o == 'C' &&
-                 (!strcmp(optarg, "CAP_SYS_ADMIN") || !strcmp(optarg, "CAP_SYS_MODULE")))
-            return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
-                                 "exec --cap %s: privileged processes are not supported: "
-                                 "nsbox-oci never grants %s (docs/oci.md, the floor)",
-                                 optarg, optarg);
+        else if (o == 'C' && add_cap(optarg, &a->caps, e) < 0)
+            return -1;
         else if (o == '?')
             return nsbox_err_invalid(e, "exec: unknown option");
     }
@@ -177,6 +192,16 @@ static int apply_flags(const struct exec_args *a, struct nsbox_ocispec *c, struc
         if (!(c->args[c->n_args++] = strdup(a->cmd[i])))
             return nsbox_err_sys(e, "strdup");
     c->terminal = a->tty;
+    /* --cap as runc's: bounding, effective and permitted, and ambient where the process has
+     * inheritable capabilities (ambient ones need them) */
+    if (a->caps) {
+        c->has_caps = true;
+        c->caps[NSBOX_OCI_CAPS_BOUNDING] |= a->caps;
+        c->caps[NSBOX_OCI_CAPS_EFFECTIVE] |= a->caps;
+        c->caps[NSBOX_OCI_CAPS_PERMITTED] |= a->caps;
+        if (c->caps[NSBOX_OCI_CAPS_INHERITABLE])
+            c->caps[NSBOX_OCI_CAPS_AMBIENT] |= a->caps;
+    }
     if (a->cwd && (a->cwd[0] != '/' || strlen(a->cwd) >= sizeof c->cwd))
         return nsbox_err_invalid(e, "exec --cwd '%s': give an absolute path", NSBOX_SHOW(a->cwd));
     if (a->cwd)
@@ -263,6 +288,8 @@ static int load_process(const struct exec_args *a, const struct nsbox_ocistate *
                                .caps = cfg.caps[NSBOX_OCI_CAPS_EFFECTIVE] &
                                        cfg.caps[NSBOX_OCI_CAPS_PERMITTED]};
     memcpy(u.groups, cfg.groups, sizeof u.groups);
+    uint64_t have[NSBOX_OCI_CAPSET_KINDS];
+    memcpy(have, cfg.caps, sizeof have);
     if (a->process) {
         nsbox_ocispec_free(&cfg);
         if (read_json(a->process, "--process", &ptext, e) < 0 ||
@@ -275,7 +302,8 @@ static int load_process(const struct exec_args *a, const struct nsbox_ocistate *
         if (apply_flags(a, c, e) < 0)
             return -1;
     }
-    if (apply_user(a, c, e) < 0 || nsbox_ocispec_check_floor(c, e) < 0)
+    if (apply_user(a, c, e) < 0 || nsbox_ocispec_check_floor(c, e) < 0 ||
+        (c->has_caps && nsbox_ociproc_check_caps(c->caps, have, e) < 0))
         return -1;
     return check_user(c, &u, e);
 }
@@ -285,9 +313,17 @@ static int load_process(const struct exec_args *a, const struct nsbox_ocistate *
 static int send_request(int fd, const struct nsbox_ocispec *c, unsigned preserve_fds,
                         struct nsbox_err *e)
 {
-    struct nsbox_spawnuser u = {
-        .uid = c->uid, .gid = c->gid, .umask = c->umask, .n_groups = c->n_groups};
+    struct nsbox_spawnuser u = {.uid = c->uid,
+                                .gid = c->gid,
+                                .umask = c->umask,
+                                .n_groups = c->n_groups,
+                                .set_caps = c->has_caps};
     memcpy(u.groups, c->groups, c->n_groups * sizeof *c->groups);
+    u.caps[NSBOX_SPAWNUSER_BOUNDING] = c->caps[NSBOX_OCI_CAPS_BOUNDING];
+    u.caps[NSBOX_SPAWNUSER_EFFECTIVE] = c->caps[NSBOX_OCI_CAPS_EFFECTIVE];
+    u.caps[NSBOX_SPAWNUSER_PERMITTED] = c->caps[NSBOX_OCI_CAPS_PERMITTED];
+    u.caps[NSBOX_SPAWNUSER_INHERITABLE] = c->caps[NSBOX_OCI_CAPS_INHERITABLE];
+    u.caps[NSBOX_SPAWNUSER_AMBIENT] = c->caps[NSBOX_OCI_CAPS_AMBIENT];
     char utext[NSBOX_SPAWNUSER_TEXT_MAX];
     if (nsbox_spawnuser_format(&u, utext, sizeof utext) < 0)
         return nsbox_err_invalid(e, "exec: the process's user is out of range");

@@ -5,6 +5,7 @@
 #include "cleanup_cjson.h"
 
 #include <errno.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,4 +213,74 @@ int nsbox_ociproc_listen_env(struct nsbox_ocispec *c, unsigned n, struct nsbox_e
     char num[16];
     snprintf(num, sizeof num, "%u", n);
     return set_env(c, "LISTEN_FDS", num, e) < 0 ? -1 : set_env(c, "LISTEN_PID", "1", e);
+}
+
+/* The name of the lowest capability in mask (not 0). */
+static const char *cap_of(uint64_t mask, char *buf, size_t n)
+{
+    int cap = __builtin_ctzll(mask);
+    const char *name = nsbox_ocispec_cap_name(cap);
+    if (name)
+        return name;
+    snprintf(buf, n, "capability %d", cap);
+    return buf;
+}
+
+int nsbox_ociproc_check_caps(const uint64_t *want, const uint64_t *have, struct nsbox_err *e)
+{
+    static const struct {
+        int set, within; /* the process's set, and the container's it must fit */
+    } limits[] = {{NSBOX_OCI_CAPS_BOUNDING, NSBOX_OCI_CAPS_BOUNDING},
+                  {NSBOX_OCI_CAPS_PERMITTED, NSBOX_OCI_CAPS_PERMITTED},
+                  {NSBOX_OCI_CAPS_EFFECTIVE, NSBOX_OCI_CAPS_PERMITTED},
+                  {NSBOX_OCI_CAPS_AMBIENT, NSBOX_OCI_CAPS_PERMITTED}};
+    static const char *const names[] = {[NSBOX_OCI_CAPS_BOUNDING] = "bounding",
+                                        [NSBOX_OCI_CAPS_EFFECTIVE] = "effective",
+                                        [NSBOX_OCI_CAPS_INHERITABLE] = "inheritable",
+                                        [NSBOX_OCI_CAPS_PERMITTED] = "permitted",
+                                        [NSBOX_OCI_CAPS_AMBIENT] = "ambient"};
+    char buf[32];
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(limits); i++) {
+        uint64_t extra = want[limits[i].set] & ~have[limits[i].within];
+        if (!extra)
+            continue;
+        const char *cap = cap_of(extra, buf, sizeof buf);
+        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                             "process.capabilities.%s: %s is not in the container's %s set: an "
+                             "exec'd process has at most the container's capabilities "
+                             "(nsbox-oci forks it from the container's init). Ask for fewer, "
+                             "or give the container %s in config.json's process.capabilities",
+                             names[limits[i].set], cap, names[limits[i].within], cap);
+    }
+    uint64_t extra = want[NSBOX_OCI_CAPS_EFFECTIVE] & ~want[NSBOX_OCI_CAPS_PERMITTED];
+    if (extra)
+        return nsbox_err_invalid(e,
+                                 "process.capabilities.effective: %s is not in the process's "
+                                 "permitted set (the kernel's rule): add it to permitted, or "
+                                 "leave it out",
+                                 cap_of(extra, buf, sizeof buf));
+    const uint64_t *h = have;
+    extra = want[NSBOX_OCI_CAPS_INHERITABLE] &
+            ~(h[NSBOX_OCI_CAPS_INHERITABLE] |
+              (h[NSBOX_OCI_CAPS_PERMITTED] & want[NSBOX_OCI_CAPS_BOUNDING]));
+    if (extra) {
+        const char *cap = cap_of(extra, buf, sizeof buf);
+        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                             "process.capabilities.inheritable: %s is neither in the "
+                             "container's inheritable set nor in its permitted set and the "
+                             "process's bounding set (the kernel's rule for a process that "
+                             "raises one without CAP_SETPCAP): ask for fewer, or give the "
+                             "container %s",
+                             cap, cap);
+    }
+    uint64_t cut = h[NSBOX_OCI_CAPS_BOUNDING] & ~want[NSBOX_OCI_CAPS_BOUNDING];
+    if (cut && !(h[NSBOX_OCI_CAPS_PERMITTED] & (UINT64_C(1) << CAP_SETPCAP)))
+        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                             "process.capabilities.bounding leaves out %s of the container's "
+                             "bounding set: cutting it takes CAP_SETPCAP, which the "
+                             "container's init lacks (nsbox-oci forks an exec'd process from "
+                             "it). Ask for the container's bounding set, or give the container "
+                             "CAP_SETPCAP in process.capabilities.permitted",
+                             cap_of(cut, buf, sizeof buf));
+    return 0;
 }

@@ -8,7 +8,6 @@ import json
 import os
 import pty
 import select
-import shutil
 import signal
 import socket
 import struct
@@ -57,7 +56,7 @@ class OciExec(BundleCase):
     def process_file(self, args, **extra):
         p = {"terminal": False, "user": {"uid": 0, "gid": 0}, "args": args,
              "env": ["PATH=/bin", "X=from-exec"], "cwd": "/tmp",
-             "capabilities": {"bounding": ["CAP_CHOWN"]}, "noNewPrivileges": True}
+             "capabilities": {"bounding": ["CAP_CHOWN", "CAP_KILL"]}, "noNewPrivileges": True}
         p.update(extra)
         path = os.path.join(self.tmp, "process.json")
         with open(path, "w") as f:
@@ -672,11 +671,7 @@ class OciSocketActivation(BundleCase):
 
     def setUp(self):
         super().setUp()
-        probes = os.environ.get("NSBOX_SECURITY_BIN_DIR")
-        if not probes or not os.path.exists(os.path.join(probes, "attack")):
-            self.skipTest("needs the security probes (run through ctest)")
-        shutil.copy(os.path.join(probes, "attack"),
-                    os.path.join(self.bundle, "rootfs", "bin", "attack"))
+        self.install_probe()
         self.sock_path = os.path.join(self.tmp, "activated.sock")
 
     def listener(self):

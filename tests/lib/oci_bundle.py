@@ -105,6 +105,15 @@ class BundleCase(unittest.TestCase):
             except ChildProcessError:
                 pass
 
+    def install_probe(self):
+        """The security tests' static probe (tests/security/attack.c) as the root's
+        /bin/attack; the test is skipped where it was not built."""
+        probes = os.environ.get("NSBOX_SECURITY_BIN_DIR")
+        if not probes or not os.path.exists(os.path.join(probes, "attack")):
+            self.skipTest("needs the security probes (run through ctest)")
+        shutil.copy(os.path.join(probes, "attack"),
+                    os.path.join(self.bundle, "rootfs", "bin", "attack"))
+
     def write_config(self, c):
         with open(os.path.join(self.bundle, "config.json"), "w") as f:
             json.dump(c, f)
