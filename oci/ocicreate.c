@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -283,6 +284,9 @@ static void apply_process(struct nsbox_launch *L, const struct nsbox_ocispec *c)
     L->cap_permitted = c->caps[NSBOX_OCI_CAPS_PERMITTED];
     L->cap_inheritable = c->caps[NSBOX_OCI_CAPS_INHERITABLE];
     L->cap_ambient = c->caps[NSBOX_OCI_CAPS_AMBIENT];
+    /* init forks exec'd processes of any of the container's users with any of its sets */
+    L->cap_keep =
+        (UINT64_C(1) << CAP_SETUID) | (UINT64_C(1) << CAP_SETGID) | (UINT64_C(1) << CAP_SETPCAP);
     L->no_new_privs = c->no_new_privileges;
     L->envp = (char **)c->env;
     L->listen_pid_self = true; /* Podman's LISTEN_PID=1 is the process's pid under runc */

@@ -227,51 +227,9 @@ static int apply_flags(const struct exec_args *a, struct nsbox_ocispec *c, struc
     return 0;
 }
 
-/* The ids of the container's process, which init has, and its capabilities. */
-struct container_user {
-    uint32_t uid, gid;
-    size_t n_groups;
-    uint32_t groups[NSBOX_OCISPEC_GROUPS_MAX];
-    uint64_t caps; /* effective */
-};
-
-static bool same_groups(const struct nsbox_ocispec *c, const struct container_user *u)
-{
-    if (c->n_groups != u->n_groups)
-        return false;
-    for (size_t i = 0; i < c->n_groups; i++) {
-        size_t k = 0;
-        while (k < u->n_groups && u->groups[k] != c->groups[i])
-            k++;
-        if (k == u->n_groups)
-            return false;
-    }
-    return true;
-}
-
-/* init forks the process: it becomes another user only with the capabilities the kernel asks
- * for, and only within the container's ids (check_floor: 0-65535). */
-static int check_user(const struct nsbox_ocispec *c, const struct container_user *u,
-                      struct nsbox_err *e)
-{
-    const char *cap = NULL;
-    if (c->uid != u->uid && !(u->caps & (UINT64_C(1) << CAP_SETUID)))
-        cap = "CAP_SETUID";
-    else if ((c->gid != u->gid || !same_groups(c, u)) && !(u->caps & (UINT64_C(1) << CAP_SETGID)))
-        cap = "CAP_SETGID";
-    if (!cap)
-        return 0;
-    return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EPERM,
-                         "exec as %u:%u (with %zu additional groups): the container's init runs "
-                         "as uid %u gid %u without %s; nsbox-oci forks exec'd processes from "
-                         "init, so it cannot become another user. Exec as the container's user "
-                         "(%u:%u, its groups), or give the container %s in "
-                         "process.capabilities (a root container has it by default)",
-                         c->uid, c->gid, c->n_groups, u->uid, u->gid, cap, u->uid, u->gid, cap);
-}
-
-/* The exec'd process, checked against the floor and the container's user: init forks it, so
- * it runs as another user only where init may change its ids. */
+/* The exec'd process, checked against the floor and the container's capabilities: init forks
+ * it, with the process's own sets (the container's when it names none), never above the
+ * container's. */
 static int load_process(const struct exec_args *a, const struct nsbox_ocistate *s,
                         struct nsbox_ocispec *c, struct nsbox_err *e)
 {
@@ -282,12 +240,6 @@ static int load_process(const struct exec_args *a, const struct nsbox_ocistate *
     if (read_json(path, "the container's config", &ctext, e) < 0 ||
         nsbox_ocispec_parse(ctext, strlen(ctext), &cfg, e) < 0)
         return -1;
-    struct container_user u = {.uid = cfg.uid,
-                               .gid = cfg.gid,
-                               .n_groups = cfg.n_groups,
-                               .caps = cfg.caps[NSBOX_OCI_CAPS_EFFECTIVE] &
-                                       cfg.caps[NSBOX_OCI_CAPS_PERMITTED]};
-    memcpy(u.groups, cfg.groups, sizeof u.groups);
     uint64_t have[NSBOX_OCI_CAPSET_KINDS];
     memcpy(have, cfg.caps, sizeof have);
     if (a->process) {
@@ -302,10 +254,12 @@ static int load_process(const struct exec_args *a, const struct nsbox_ocistate *
         if (apply_flags(a, c, e) < 0)
             return -1;
     }
-    if (apply_user(a, c, e) < 0 || nsbox_ocispec_check_floor(c, e) < 0 ||
-        (c->has_caps && nsbox_ociproc_check_caps(c->caps, have, e) < 0))
+    if (apply_user(a, c, e) < 0 || nsbox_ocispec_check_floor(c, e) < 0)
         return -1;
-    return check_user(c, &u, e);
+    if (!c->has_caps) /* runc's rule: the container's */
+        memcpy(c->caps, have, sizeof c->caps);
+    c->has_caps = true;
+    return nsbox_ociproc_check_caps(c->caps, have, e);
 }
 
 /* The request: the user, cwd, argv, env as NUL-terminated strings; our stdin, stdout and

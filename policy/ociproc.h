@@ -39,9 +39,8 @@ int nsbox_ociproc_parse_resources(const char *text, size_t len, struct nsbox_oci
  * none above them. Bounding within the container's bounding set; permitted, effective and
  * ambient within its permitted set; effective within the process's permitted set;
  * inheritable within the container's inheritable set, or its permitted set where the process's
- * bounding set has it (the kernel's rules without CAP_SETPCAP); a bounding set smaller than
- * the container's only where the container's permitted set has CAP_SETPCAP, which cutting it
- * takes. 0, or -1 with e naming the set, the capability and the fix. Ambient capabilities
+ * bounding set has it (the kernel's rules without CAP_SETPCAP). 0, or -1 with e naming the
+ * set, the capability and the fix. Ambient capabilities
  * that are not also permitted and inheritable are left out when the process starts, as for the
  * container's process. */
 int nsbox_ociproc_check_caps(const uint64_t *want, const uint64_t *have, struct nsbox_err *e);

@@ -563,6 +563,7 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
     struct nsbox_err ue;
     if (!strs || (as_user && nsbox_spawnuser_parse(strs[0], &user, &ue) < 0))
         goto bad;
+    bool become = nsbox_agent_user_fill(&user, as_user);
     char *cwd = strs[as_user];
     char **argv = strs + as_user + 1;
     char **env = calloc(h->envc + 1, sizeof *env);
@@ -578,7 +579,7 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
                             .fds = fds,
                             .extra = x,
                             .flags = h->flags,
-                            .user = as_user ? &user : NULL};
+                            .user = become ? &user : NULL};
     pid_t pid = spawn_clone(&c);
     int clone_errno = errno;
     argv[h->argc] = saved;

@@ -18,4 +18,15 @@
  * (else the ids). */
 int nsbox_agent_user_become(const struct nsbox_spawnuser *u, bool *caps_failed);
 
+/* nsbox-oci's init: the container's capability sets, which a SPAWN without sets of its own
+ * gets, so that what init keeps beyond them for its children (keep: launch.h, cap_keep) is
+ * given up by every command. */
+void nsbox_agent_user_set_caps(uint64_t bounding, uint64_t effective, uint64_t permitted,
+                               uint64_t inheritable, uint64_t ambient, uint64_t keep);
+/* The user a SPAWN's command becomes, u as parsed when given: with sets set by
+ * nsbox_agent_user_set_caps, one that names no capability sets gets those, and one without a
+ * user string init's own ids. Whether the command is to become u (else it keeps init's ids and
+ * sets, as in nsbox's own sandboxes). */
+bool nsbox_agent_user_fill(struct nsbox_spawnuser *u, bool given);
+
 #endif

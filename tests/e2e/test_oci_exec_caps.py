@@ -145,15 +145,14 @@ class OciExecCaps(BundleCase):
             self.assertIn(why, self.log_errors()[-1]["msg"], caps)
         self.assertEqual(self.state()["status"], "running")
 
-    def test_bounding_cut_needs_setpcap(self):
-        """A container whose init lacks CAP_SETPCAP cannot cut an exec'd process's bounding
-        set: refused, naming CAP_SETPCAP; its own bounding set runs."""
+    def test_bounding_cut_without_setpcap(self):
+        """A container without CAP_SETPCAP: init keeps it for its children, so an exec'd
+        process's bounding set is cut all the same."""
         self.container(caps=["CAP_CHOWN", "CAP_KILL"])
-        r = self.exec_process(["sh", "-c", "echo RAN"], {"bounding": ["CAP_CHOWN"]})
-        self.assertNotEqual(r.returncode, 0)
-        self.assertNotIn(b"RAN", r.stdout)
-        self.assertIn("leaves out CAP_KILL of the container's bounding set: cutting it takes "
-                      "CAP_SETPCAP", r.stderr.decode())
+        r = self.exec_process(["sh", "-c", STATUS], {"bounding": ["CAP_CHOWN"]})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        st = status(r.stdout.decode())
+        self.assertEqual((st["CapBnd"], st["CapEff"], st["CapPrm"]), (CHOWN, 0, 0))
         r = self.exec_process(["sh", "-c", STATUS], {"bounding": ["CAP_CHOWN", "CAP_KILL"],
                                                     "permitted": ["CAP_KILL"],
                                                     "effective": ["CAP_KILL"]})
@@ -180,6 +179,43 @@ class OciExecCaps(BundleCase):
                           answer[44:])
             with open(out) as f:
                 self.assertEqual(f.read(), "")
+        self.assertEqual(self.state()["status"], "running")
+
+    def test_kept_capabilities_unreachable(self):
+        """Init keeps CAP_SETUID, CAP_SETGID and CAP_SETPCAP beyond the config's sets, for the
+        processes it forks as other users. A container of uid 1000 without capabilities
+        (Kubernetes' drop: [ALL]): its process and an exec'd one of its user hold none of them,
+        cannot change ids or raise a capability, and cannot reach init (trace it, read its
+        memory, open its descriptors or root)."""
+        c = rt.config(["sh", "-c", "attack; echo WORKLOAD-DONE; exec sleep 1000"])
+        c["process"]["capabilities"] = {}
+        c["process"]["user"] = {"uid": 1000, "gid": 1000}
+        self.write_config(c)
+        self.create("c1")
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        with open(os.path.join(self.root, "c1", "state.json")) as f:
+            init = json.load(f)["pid"]
+        with open(f"/proc/{init}/status") as f:
+            init_st = status(f.read())
+        kept = (1 << 6) | (1 << 7) | (1 << 8)  # CAP_SETGID, CAP_SETUID, CAP_SETPCAP
+        self.assertEqual(init_st["CapPrm"] & kept, kept)  # there to be reached
+        r = self.oci("exec", "c1", "attack")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # the container's process: its attack is done once it has exec'd sleep
+        w = self.oci("exec", "c1", "sh", "-c",
+                     "until grep -q sleep /proc/2/cmdline; do sleep 0.1; done")
+        self.assertEqual(w.returncode, 0, w.stderr)
+        with open(self.out) as f:
+            workload = f.read().split("WORKLOAD-DONE")[0]
+        for who, text in (("exec'd", r.stdout.decode()), ("workload", workload)):
+            probes = {p["name"]: p for p in map(json.loads, text.splitlines())}
+            for name in ("caps_CapInh_zero", "caps_CapPrm_zero", "caps_CapEff_zero",
+                         "caps_CapBnd_zero", "caps_CapAmb_zero", "setresuid_root",
+                         "setresgid_root", "setgroups", "capset_raise_all",
+                         "setresuid_other_mapped", "setresgid_other_mapped",
+                         "ptrace_seize_init", "open_proc_1_mem", "open_proc_1_environ",
+                         "open_proc_1_fd", "open_proc_1_root", "open_proc_1_cwd"):
+                self.assertTrue(probes[name]["blocked"], (who, probes[name]))
         self.assertEqual(self.state()["status"], "running")
 
     def direct(self, user, out):
