@@ -256,10 +256,10 @@ static int load_process(const struct exec_args *a, const struct nsbox_ocistate *
     }
     if (apply_user(a, c, e) < 0 || nsbox_ocispec_check_floor(c, e) < 0)
         return -1;
-    if (!c->has_caps) /* runc's rule: the container's */
-        memcpy(c->caps, have, sizeof c->caps);
-    c->has_caps = true;
-    return nsbox_ociproc_check_caps(c->caps, have, e);
+    /* the container's sets need not travel: init's agent gives them to a request that names
+     * none (runc's rule), and an init older than the sets' travel takes such a request */
+    c->has_caps = c->has_caps && memcmp(c->caps, have, sizeof have) != 0;
+    return c->has_caps ? nsbox_ociproc_check_caps(c->caps, have, e) : 0;
 }
 
 /* The request: the user, cwd, argv, env as NUL-terminated strings; our stdin, stdout and

@@ -68,14 +68,14 @@ static int caps_set(uint64_t eff, uint64_t prm, uint64_t inh)
 /* What the changes take, from the permitted set into the effective one: CAP_SETPCAP to cut the
  * bounding set, CAP_SETUID and CAP_SETGID to change ids (init keeps them permitted for this:
  * sandbox/launch.h, cap_keep). The process's own sets replace them before it execs. */
-static int raise_for_changes(void)
+static int raise_for_changes(int last)
 {
-    uint64_t eff, prm, inh;
+    uint64_t eff, prm, inh, known = last >= 63 ? ~UINT64_C(0) : BIT(last + 1) - 1;
     const uint64_t need = BIT(CAP_SETPCAP) | BIT(CAP_SETUID) | BIT(CAP_SETGID);
     /* init's sets as nsbox-oci set them, known without capget (which a bundle's seccomp
      * profile need not allow: sandbox/contain_calls.c) */
     if (have_default)
-        eff = init_sets[0], prm = init_sets[1], inh = init_sets[2];
+        eff = init_sets[0] & known, prm = init_sets[1] & known, inh = init_sets[2] & known;
     else if (caps_get(&eff, &prm, &inh) < 0)
         return errno;
     if ((prm & need & ~eff) && caps_set(eff | (prm & need), prm, inh) < 0)
@@ -174,7 +174,7 @@ int nsbox_agent_user_become(const struct nsbox_spawnuser *u, bool *caps_failed)
     *caps_failed = true;
     /* the bounding set while CAP_SETPCAP may still be had; keep-caps so that a uid that
      * leaves 0 keeps the permitted set the process's own sets are cut from */
-    if (u->set_caps && ((err = raise_for_changes()) != 0 || (err = cut_bounding(u, last)) != 0))
+    if (u->set_caps && ((err = raise_for_changes(last)) != 0 || (err = cut_bounding(u, last)) != 0))
         return err;
     /* keep-caps only where the uid changes: a prctl a same-user exec need not make */
     uid_t ru, eu, su;

@@ -233,6 +233,15 @@ static int drop_capabilities(struct nsbox_err *e)
     return 0;
 }
 
+/* The highest capability this kernel knows. */
+static int last_cap(void)
+{
+    int last = 0;
+    while (prctl(PR_CAPBSET_READ, last + 1) >= 0)
+        last++;
+    return last;
+}
+
 /* The capability sets a config names (nsbox-oci), within the user namespace: the bounding set
  * cut to its own, the three sets, then the ambient ones. The kernel's own capabilities beyond
  * what it knows are left out of every mask. extra stays in the permitted and effective sets
@@ -241,9 +250,7 @@ static int drop_capabilities(struct nsbox_err *e)
 static int set_config_caps(const struct nsbox_launch *L, uint64_t extra, uint64_t keep,
                            struct nsbox_err *e)
 {
-    int last = 0;
-    while (prctl(PR_CAPBSET_READ, last + 1) >= 0)
-        last++;
+    int last = last_cap();
     uint64_t known = last >= 63 ? ~UINT64_C(0) : (UINT64_C(1) << (last + 1)) - 1;
     for (int cap = 0; cap <= last; cap++)
         if (!((L->cap_bounding | extra | keep) & (UINT64_C(1) << cap)) &&
@@ -383,12 +390,14 @@ static void listen_pid_self(char **envp)
  * sets alone. */
 static int give_up_kept(const struct nsbox_launch *L, struct nsbox_err *e)
 {
-    const uint64_t pcap = UINT64_C(1) << CAP_SETPCAP;
+    int last = last_cap();
+    uint64_t known = last >= 63 ? ~UINT64_C(0) : (UINT64_C(1) << (last + 1)) - 1;
     struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-    uint64_t eff = L->cap_effective | pcap, prm = L->cap_permitted | L->cap_keep;
+    uint64_t eff = (L->cap_effective | (UINT64_C(1) << CAP_SETPCAP)) & known;
+    uint64_t prm = (L->cap_permitted | L->cap_keep) & known, inh = L->cap_inheritable & known;
     struct __user_cap_data_struct data[2] = {
-        {(uint32_t)eff, (uint32_t)prm, (uint32_t)L->cap_inheritable},
-        {(uint32_t)(eff >> 32), (uint32_t)(prm >> 32), (uint32_t)(L->cap_inheritable >> 32)}};
+        {(uint32_t)eff, (uint32_t)prm, (uint32_t)inh},
+        {(uint32_t)(eff >> 32), (uint32_t)(prm >> 32), (uint32_t)(inh >> 32)}};
     if (syscall(SYS_capset, &hdr, data) < 0)
         return nsbox_err_sys(e, "capset (CAP_SETPCAP to cut the bounding set)");
     return set_config_caps(L, 0, 0, e);
