@@ -186,7 +186,8 @@ class OciExecCaps(BundleCase):
         processes it forks as other users. A container of uid 1000 without capabilities
         (Kubernetes' drop: [ALL]): its process and an exec'd one of its user hold none of them,
         cannot change ids or raise a capability, and cannot reach init (trace it, read its
-        memory, open its descriptors or root)."""
+        memory, open its descriptors or root); nor can root of a container with
+        CAP_SYS_PTRACE."""
         c = rt.config(["sh", "-c", "attack; echo WORKLOAD-DONE; exec sleep 1000"])
         c["process"]["capabilities"] = {}
         c["process"]["user"] = {"uid": 1000, "gid": 1000}
@@ -217,6 +218,18 @@ class OciExecCaps(BundleCase):
                          "open_proc_1_fd", "open_proc_1_root", "open_proc_1_cwd"):
                 self.assertTrue(probes[name]["blocked"], (who, probes[name]))
         self.assertEqual(self.state()["status"], "running")
+        # not even root of a container with CAP_SYS_PTRACE reaches init: its memory is the
+        # host's user namespace's
+        self.assertEqual(self.oci("delete", "--force", "c1").returncode, 0)
+        self.container(caps=DOCKER_CAPS + ["CAP_SYS_PTRACE"])
+        r = self.oci("exec", "c1", "attack")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        probes = {p["name"]: p for p in map(json.loads, r.stdout.decode().splitlines())}
+        eff = int(probes["caps_CapEff_zero"]["detail"].partition("=")[2], 16)
+        self.assertTrue(eff & (1 << 19), probes["caps_CapEff_zero"])  # CAP_SYS_PTRACE
+        for name in ("ptrace_seize_init", "open_proc_1_mem", "open_proc_1_environ",
+                     "open_proc_1_fd", "open_proc_1_root", "open_proc_1_cwd"):
+            self.assertTrue(probes[name]["blocked"], probes[name])
 
     def direct(self, user, out):
         """One exec request with user (policy/spawnuser.h) on ctl.sock: the first answer."""
