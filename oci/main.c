@@ -55,7 +55,8 @@ static void usage(void)
            "  update --resources FILE|- ID                 new memory, cpu, pids limits\n"
            "  features                                     what is supported, as JSON\n"
            "  --preserve-fds N (create, exec): the caller's descriptors 3 to 3+N-1 (N up to\n"
-           "  250) are the process's too, at the same numbers\n\n"
+           "  250) are the process's too, at the same numbers; create started by socket\n"
+           "  activation (LISTEN_FDS, LISTEN_PID its pid) passes those first, as runc\n\n"
            "An nsbox sandbox for each container: see docs/oci.md.\n");
 }
 
