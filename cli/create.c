@@ -55,18 +55,19 @@ static void print_json_error(const struct nsbox_err *e)
     cJSON_Delete(o);
 }
 
-/* On a terminal, an image reference that is not in the store is pulled here, saying so: the
- * supervisor, which would pull it otherwise, has no terminal, and a large image takes minutes
- * (a create that looks hung). A stored one is left to the supervisor and the pull policy. */
-static int pull_first(const struct nsbox_spec *s, struct nsbox_err *e)
+/* An image reference is resolved here, before the supervisor is forked, and pulled as the
+ * spec's pull says (not stored, or always): the supervisor has no terminal, and a large image
+ * takes minutes (a create that looks hung). On a terminal the pull is said, as run says it; on
+ * a pipe nothing is. The supervisor is handed the stored image (name) and pulls nothing. name
+ * "": no reference. */
+static int resolve_image(const struct nsbox_spec *s, char *name, size_t n, struct nsbox_err *e)
 {
-    char name[64];
-    struct nsbox_err ignored; /* not stored: pulled below, or refused as pull=never says */
-    if (!isatty(STDERR_FILENO) || !nsbox_oci_lookup_is_ref(s->image) ||
-        nsbox_oci_lookup_name(s->image, name, sizeof name, &ignored) == 0)
+    name[0] = '\0';
+    if (!nsbox_oci_lookup_is_ref(s->image))
         return 0;
-    nsbox_image_set_note(nsbox_say_note, stderr);
-    return nsbox_oci_store_resolve(s->image, s->pull, name, sizeof name, e);
+    if (isatty(STDERR_FILENO))
+        nsbox_image_set_note(nsbox_say_note, stderr);
+    return nsbox_oci_store_resolve(s->image, s->pull, name, n, e);
 }
 
 int nsbox_cli_create(int argc, char **argv)
@@ -119,8 +120,11 @@ int nsbox_cli_create(int argc, char **argv)
                                      json ? after : "\n", &signo};
     struct nsbox_err ge;
     nsbox_gc_implicit(&ge); /* at most once a second: it visits every sandbox */
-    int r = nsbox_spec_validate(&spec, &e) < 0 || pull_first(&spec, &e) < 0 ||
-                    nsbox_session_create(&spec, (int)owner_pid, NULL, id, &out, &e) < 0
+    char image[64];
+    int r = nsbox_spec_validate(&spec, &e) < 0 ||
+                    resolve_image(&spec, image, sizeof image, &e) < 0 ||
+                    nsbox_session_create(&spec, image[0] ? image : NULL, (int)owner_pid, NULL, id,
+                                         &out, &e) < 0
                 ? -1
                 : 0;
     nsbox_spec_free(&spec);

@@ -48,15 +48,15 @@ static void usage(void)
            "  pause ID, resume ID                          freeze, thaw all its processes\n"
            "  exec [--detach] [--pid-file F] [--console-socket S] [--tty] [--cwd DIR]\n"
            "       [--env K=V] [--user UID[:GID]] [--additional-gids G[,G...]]\n"
-           "       [--preserve-fds N] (--process F | ID CMD...)\n"
-           "                                               run in a running one (as another\n"
-           "                                               user: where its init holds\n"
-           "                                               CAP_SETUID, CAP_SETGID)\n"
+           "       [--preserve-fds N] [--cap CAP] (--process F | ID CMD...)\n"
+           "                                               run in a running one, as any of\n"
+           "                                               its users, within its capabilities\n"
            "  ps [--format json|table] ID                  its processes (host pids)\n"
            "  update --resources FILE|- ID                 new memory, cpu, pids limits\n"
            "  features                                     what is supported, as JSON\n"
            "  --preserve-fds N (create, exec): the caller's descriptors 3 to 3+N-1 (N up to\n"
-           "  250) are the process's too, at the same numbers\n\n"
+           "  250) are the process's too, at the same numbers; create started by socket\n"
+           "  activation (LISTEN_FDS, LISTEN_PID its pid) passes those first, as runc\n\n"
            "An nsbox sandbox for each container: see docs/oci.md.\n");
 }
 

@@ -10,6 +10,7 @@
  * turns into the byte that lets init fork the workload. */
 #include "ocirt.h"
 #include "cleanup.h"
+#include "ociproc.h"
 #include "ocispec.h"
 #include "safepath.h"
 #include "sandbox.h"
@@ -19,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -38,7 +40,8 @@ struct create_args {
     const char *pid_file;
     const char *console_socket;
     const char *id;
-    unsigned preserve_fds; /* --preserve-fds: 3, 4, ... inherited by init (ocifds.c) */
+    unsigned preserve_fds; /* 3, 4, ... inherited by init: socket activation's, then
+                            * --preserve-fds's (ocifds.c) */
 };
 
 /* What the monitor tells create once the sandbox is set up, or why it is not. */
@@ -281,6 +284,9 @@ static void apply_process(struct nsbox_launch *L, const struct nsbox_ocispec *c)
     L->cap_permitted = c->caps[NSBOX_OCI_CAPS_PERMITTED];
     L->cap_inheritable = c->caps[NSBOX_OCI_CAPS_INHERITABLE];
     L->cap_ambient = c->caps[NSBOX_OCI_CAPS_AMBIENT];
+    /* init forks exec'd processes of any of the container's users with any of its sets */
+    L->cap_keep =
+        (UINT64_C(1) << CAP_SETUID) | (UINT64_C(1) << CAP_SETGID) | (UINT64_C(1) << CAP_SETPCAP);
     L->no_new_privs = c->no_new_privileges;
     L->envp = (char **)c->env;
     L->listen_pid_self = true; /* Podman's LISTEN_PID=1 is the process's pid under runc */
@@ -655,15 +661,18 @@ int nsbox_ocicreate_create(const struct nsbox_ocirt *g, int argc, char **argv,
                            struct nsbox_err *e)
 {
     struct create_args a = {.pid_file = NULL};
-    if (parse_args(argc, argv, &a, e) < 0)
+    unsigned listen = 0;
+    if (parse_args(argc, argv, &a, e) < 0 || nsbox_ocifds_listen(a.preserve_fds, &listen, e) < 0)
         return 1;
     static struct nsbox_ocispec c; /* large: the mounts */
     static struct nsbox_spec s;
     static struct nsbox_ociplace place; /* the cgroup, decided once */
     nsbox_spec_init(&s);
     char dir[PATH_MAX];
-    if (load_config(&a, &c, e) < 0 || build_spec(&a, &c, &s, e) < 0 ||
-        nsbox_ociplace_build(g, &c, &s, &place, e) < 0 ||
+    /* runc's "stdio + $LISTEN_FDS + preserve-fds", and the process told of the first */
+    a.preserve_fds += listen;
+    if (load_config(&a, &c, e) < 0 || (listen && nsbox_ociproc_listen_env(&c, listen, e) < 0) ||
+        build_spec(&a, &c, &s, e) < 0 || nsbox_ociplace_build(g, &c, &s, &place, e) < 0 ||
         make_state_dir(g, a.id, dir, sizeof dir, e) < 0)
         return 1;
     if (write_annotations(dir, c.annotations, e) < 0 ||

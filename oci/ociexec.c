@@ -41,6 +41,7 @@ struct exec_args {
     size_t n_env;
     const char *gids[NSBOX_OCISPEC_GROUPS_MAX]; /* --additional-gids, each "N[,N...]" */
     size_t n_gids;
+    uint64_t caps; /* --cap, as a mask of 1 << CAP_* */
     char **cmd; /* after the id, without --process */
     int n_cmd;
 };
@@ -50,6 +51,24 @@ struct relay_report {
     int code; /* 0: running; else exec's exit code */
     struct nsbox_err err;
 };
+
+/* --cap NAME (runc's: CAP_NET_ADMIN, say) into *caps; the floor's refused as at create. */
+static int add_cap(const char *name, uint64_t *caps, struct nsbox_err *e)
+{
+    int n = nsbox_ocispec_cap_number(name);
+    if (n < 0)
+        return nsbox_err_invalid(e,
+                                 "exec --cap '%s': unknown capability (give its name as "
+                                 "process.capabilities does: CAP_NET_BIND_SERVICE, say)",
+                                 NSBOX_SHOW(name));
+    if (n == CAP_SYS_ADMIN || n == CAP_SYS_MODULE)
+        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                             "exec --cap %s: privileged processes are not supported: "
+                             "nsbox-oci never grants %s (docs/oci.md, the floor)",
+                             name, name);
+    *caps |= UINT64_C(1) << n;
+    return 0;
+}
 
 static int parse_args(int argc, char **argv, struct exec_args *a, struct nsbox_err *e)
 {
@@ -100,12 +119,8 @@ static int parse_args(int argc, char **argv, struct exec_args *a, struct nsbox_e
             return nsbox_err_invalid(e, "exec: more than %d --env", EXEC_ENV_MAX);
         else if (o == 'e')
             a->env[a->n_env++] = optarg;
-        else if (o == 'C' &&
-                 (!strcmp(optarg, "CAP_SYS_ADMIN") || !strcmp(optarg, "CAP_SYS_MODULE")))
-            return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
-                                 "exec --cap %s: privileged processes are not supported: "
-                                 "nsbox-oci never grants %s (docs/oci.md, the floor)",
-                                 optarg, optarg);
+        else if (o == 'C' && add_cap(optarg, &a->caps, e) < 0)
+            return -1;
         else if (o == '?')
             return nsbox_err_invalid(e, "exec: unknown option");
     }
@@ -177,6 +192,16 @@ static int apply_flags(const struct exec_args *a, struct nsbox_ocispec *c, struc
         if (!(c->args[c->n_args++] = strdup(a->cmd[i])))
             return nsbox_err_sys(e, "strdup");
     c->terminal = a->tty;
+    /* --cap as runc's: bounding, effective and permitted, and ambient where the process has
+     * inheritable capabilities (ambient ones need them) */
+    if (a->caps) {
+        c->has_caps = true;
+        c->caps[NSBOX_OCI_CAPS_BOUNDING] |= a->caps;
+        c->caps[NSBOX_OCI_CAPS_EFFECTIVE] |= a->caps;
+        c->caps[NSBOX_OCI_CAPS_PERMITTED] |= a->caps;
+        if (c->caps[NSBOX_OCI_CAPS_INHERITABLE])
+            c->caps[NSBOX_OCI_CAPS_AMBIENT] |= a->caps;
+    }
     if (a->cwd && (a->cwd[0] != '/' || strlen(a->cwd) >= sizeof c->cwd))
         return nsbox_err_invalid(e, "exec --cwd '%s': give an absolute path", NSBOX_SHOW(a->cwd));
     if (a->cwd)
@@ -202,51 +227,9 @@ static int apply_flags(const struct exec_args *a, struct nsbox_ocispec *c, struc
     return 0;
 }
 
-/* The ids of the container's process, which init has, and its capabilities. */
-struct container_user {
-    uint32_t uid, gid;
-    size_t n_groups;
-    uint32_t groups[NSBOX_OCISPEC_GROUPS_MAX];
-    uint64_t caps; /* effective */
-};
-
-static bool same_groups(const struct nsbox_ocispec *c, const struct container_user *u)
-{
-    if (c->n_groups != u->n_groups)
-        return false;
-    for (size_t i = 0; i < c->n_groups; i++) {
-        size_t k = 0;
-        while (k < u->n_groups && u->groups[k] != c->groups[i])
-            k++;
-        if (k == u->n_groups)
-            return false;
-    }
-    return true;
-}
-
-/* init forks the process: it becomes another user only with the capabilities the kernel asks
- * for, and only within the container's ids (check_floor: 0-65535). */
-static int check_user(const struct nsbox_ocispec *c, const struct container_user *u,
-                      struct nsbox_err *e)
-{
-    const char *cap = NULL;
-    if (c->uid != u->uid && !(u->caps & (UINT64_C(1) << CAP_SETUID)))
-        cap = "CAP_SETUID";
-    else if ((c->gid != u->gid || !same_groups(c, u)) && !(u->caps & (UINT64_C(1) << CAP_SETGID)))
-        cap = "CAP_SETGID";
-    if (!cap)
-        return 0;
-    return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EPERM,
-                         "exec as %u:%u (with %zu additional groups): the container's init runs "
-                         "as uid %u gid %u without %s; nsbox-oci forks exec'd processes from "
-                         "init, so it cannot become another user. Exec as the container's user "
-                         "(%u:%u, its groups), or give the container %s in "
-                         "process.capabilities (a root container has it by default)",
-                         c->uid, c->gid, c->n_groups, u->uid, u->gid, cap, u->uid, u->gid, cap);
-}
-
-/* The exec'd process, checked against the floor and the container's user: init forks it, so
- * it runs as another user only where init may change its ids. */
+/* The exec'd process, checked against the floor and the container's capabilities: init forks
+ * it, with the process's own sets (the container's when it names none), never above the
+ * container's. */
 static int load_process(const struct exec_args *a, const struct nsbox_ocistate *s,
                         struct nsbox_ocispec *c, struct nsbox_err *e)
 {
@@ -257,12 +240,8 @@ static int load_process(const struct exec_args *a, const struct nsbox_ocistate *
     if (read_json(path, "the container's config", &ctext, e) < 0 ||
         nsbox_ocispec_parse(ctext, strlen(ctext), &cfg, e) < 0)
         return -1;
-    struct container_user u = {.uid = cfg.uid,
-                               .gid = cfg.gid,
-                               .n_groups = cfg.n_groups,
-                               .caps = cfg.caps[NSBOX_OCI_CAPS_EFFECTIVE] &
-                                       cfg.caps[NSBOX_OCI_CAPS_PERMITTED]};
-    memcpy(u.groups, cfg.groups, sizeof u.groups);
+    uint64_t have[NSBOX_OCI_CAPSET_KINDS];
+    memcpy(have, cfg.caps, sizeof have);
     if (a->process) {
         nsbox_ocispec_free(&cfg);
         if (read_json(a->process, "--process", &ptext, e) < 0 ||
@@ -277,7 +256,10 @@ static int load_process(const struct exec_args *a, const struct nsbox_ocistate *
     }
     if (apply_user(a, c, e) < 0 || nsbox_ocispec_check_floor(c, e) < 0)
         return -1;
-    return check_user(c, &u, e);
+    /* the container's sets need not travel: init's agent gives them to a request that names
+     * none (runc's rule), and an init older than the sets' travel takes such a request */
+    c->has_caps = c->has_caps && memcmp(c->caps, have, sizeof have) != 0;
+    return c->has_caps ? nsbox_ociproc_check_caps(c->caps, have, e) : 0;
 }
 
 /* The request: the user, cwd, argv, env as NUL-terminated strings; our stdin, stdout and
@@ -285,9 +267,17 @@ static int load_process(const struct exec_args *a, const struct nsbox_ocistate *
 static int send_request(int fd, const struct nsbox_ocispec *c, unsigned preserve_fds,
                         struct nsbox_err *e)
 {
-    struct nsbox_spawnuser u = {
-        .uid = c->uid, .gid = c->gid, .umask = c->umask, .n_groups = c->n_groups};
+    struct nsbox_spawnuser u = {.uid = c->uid,
+                                .gid = c->gid,
+                                .umask = c->umask,
+                                .n_groups = c->n_groups,
+                                .set_caps = c->has_caps};
     memcpy(u.groups, c->groups, c->n_groups * sizeof *c->groups);
+    u.caps[NSBOX_SPAWNUSER_BOUNDING] = c->caps[NSBOX_OCI_CAPS_BOUNDING];
+    u.caps[NSBOX_SPAWNUSER_EFFECTIVE] = c->caps[NSBOX_OCI_CAPS_EFFECTIVE];
+    u.caps[NSBOX_SPAWNUSER_PERMITTED] = c->caps[NSBOX_OCI_CAPS_PERMITTED];
+    u.caps[NSBOX_SPAWNUSER_INHERITABLE] = c->caps[NSBOX_OCI_CAPS_INHERITABLE];
+    u.caps[NSBOX_SPAWNUSER_AMBIENT] = c->caps[NSBOX_OCI_CAPS_AMBIENT];
     char utext[NSBOX_SPAWNUSER_TEXT_MAX];
     if (nsbox_spawnuser_format(&u, utext, sizeof utext) < 0)
         return nsbox_err_invalid(e, "exec: the process's user is out of range");

@@ -130,6 +130,10 @@ int nsbox_ocictl_ask(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s
 /* ---- ocifds.c: --preserve-fds N, the caller's descriptors 3 to 3+N-1 passed on ----
  * Into *n, once each of them is open; cmd ("create", "exec") names the command in the error. */
 int nsbox_ocifds_parse(const char *cmd, const char *arg, unsigned *n, struct nsbox_err *e);
+/* create's socket activation, as runc's: with LISTEN_PID nsbox-oci's own pid, the LISTEN_FDS
+ * descriptors from 3 up (into *listen, 0 without) go to the container's process before the
+ * preserve --preserve-fds ones, which follow them; each of the two ranges must be open. */
+int nsbox_ocifds_listen(unsigned preserve, unsigned *listen, struct nsbox_err *e);
 /* Ours closed once they are the process's (a caller's pipe then ends when the process ends). */
 void nsbox_ocifds_close(unsigned n);
 

@@ -1,4 +1,5 @@
-/* exec's process.json and update's resources (ociproc.h), read as parts of a config.json. */
+/* exec's process.json and update's resources (ociproc.h), read as parts of a config.json; the
+ * socket activation environment nsbox-oci is started with. */
 #include "ociproc.h"
 #include "cleanup.h"
 #include "cleanup_cjson.h"
@@ -150,5 +151,126 @@ int nsbox_ociproc_parse_resources(const char *text, size_t len, struct nsbox_oci
     r->cpu_period_us = c.cpu_period;
     r->pids = c.pids_limit > 0 ? (uint64_t)c.pids_limit : 0;
     nsbox_ocispec_free(&c);
+    return 0;
+}
+
+/* A decimal number without sign, spaces or excess; false for anything else. */
+static bool decimal(const char *s, unsigned long *v)
+{
+    if (!s || s[0] < '0' || s[0] > '9')
+        return false;
+    char *end;
+    errno = 0;
+    *v = strtoul(s, &end, 10);
+    return !*end && !errno;
+}
+
+int nsbox_ociproc_listen_fds(const char *listen_pid, const char *listen_fds, long self,
+                             unsigned max, unsigned *n, struct nsbox_err *e)
+{
+    *n = 0;
+    unsigned long pid, v;
+    if (!listen_fds || !decimal(listen_pid, &pid) || pid != (unsigned long)self)
+        return 0; /* systemd's rule: not passed to this process */
+    if (!decimal(listen_fds, &v) || v > max)
+        return nsbox_err_invalid(e,
+                                 "LISTEN_FDS '%s' (with LISTEN_PID this process's, %ld): give "
+                                 "the number of descriptors from 3 up that socket activation "
+                                 "passes on, 0 to %u, or unset LISTEN_FDS",
+                                 NSBOX_SHOW(listen_fds), self, max);
+    *n = (unsigned)v;
+    return 0;
+}
+
+/* Sets name=value in c's environment: in place of an entry of that name, or at its end. */
+static int set_env(struct nsbox_ocispec *c, const char *name, const char *value,
+                   struct nsbox_err *e)
+{
+    char *kv;
+    if (asprintf(&kv, "%s=%s", name, value) < 0)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    size_t len = strlen(name), i = 0;
+    while (i < c->n_env && !(!strncmp(c->env[i], name, len) && c->env[i][len] == '='))
+        i++;
+    if (i == NSBOX_OCISPEC_ENV_MAX) {
+        free(kv);
+        return nsbox_err_invalid(e,
+                                 "config.json: key 'process.env': no room for %s (socket "
+                                 "activation) among %u entries: give fewer",
+                                 name, NSBOX_OCISPEC_ENV_MAX);
+    }
+    if (i == c->n_env)
+        c->env[++c->n_env] = NULL;
+    else
+        free(c->env[i]);
+    c->env[i] = kv;
+    return 0;
+}
+
+int nsbox_ociproc_listen_env(struct nsbox_ocispec *c, unsigned n, struct nsbox_err *e)
+{
+    char num[16];
+    snprintf(num, sizeof num, "%u", n);
+    return set_env(c, "LISTEN_FDS", num, e) < 0 ? -1 : set_env(c, "LISTEN_PID", "1", e);
+}
+
+/* The name of the lowest capability in mask (not 0). */
+static const char *cap_of(uint64_t mask, char *buf, size_t n)
+{
+    int cap = __builtin_ctzll(mask);
+    const char *name = nsbox_ocispec_cap_name(cap);
+    if (name)
+        return name;
+    snprintf(buf, n, "capability %d", cap);
+    return buf;
+}
+
+int nsbox_ociproc_check_caps(const uint64_t *want, const uint64_t *have, struct nsbox_err *e)
+{
+    static const struct {
+        int set, within; /* the process's set, and the container's it must fit */
+    } limits[] = {{NSBOX_OCI_CAPS_BOUNDING, NSBOX_OCI_CAPS_BOUNDING},
+                  {NSBOX_OCI_CAPS_PERMITTED, NSBOX_OCI_CAPS_PERMITTED},
+                  {NSBOX_OCI_CAPS_EFFECTIVE, NSBOX_OCI_CAPS_PERMITTED},
+                  {NSBOX_OCI_CAPS_AMBIENT, NSBOX_OCI_CAPS_PERMITTED}};
+    static const char *const names[] = {[NSBOX_OCI_CAPS_BOUNDING] = "bounding",
+                                        [NSBOX_OCI_CAPS_EFFECTIVE] = "effective",
+                                        [NSBOX_OCI_CAPS_INHERITABLE] = "inheritable",
+                                        [NSBOX_OCI_CAPS_PERMITTED] = "permitted",
+                                        [NSBOX_OCI_CAPS_AMBIENT] = "ambient"};
+    char buf[32];
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(limits); i++) {
+        uint64_t extra = want[limits[i].set] & ~have[limits[i].within];
+        if (!extra)
+            continue;
+        const char *cap = cap_of(extra, buf, sizeof buf);
+        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                             "process.capabilities.%s: %s is not in the container's %s set: an "
+                             "exec'd process has at most the container's capabilities "
+                             "(nsbox-oci forks it from the container's init). Ask for fewer, "
+                             "or give the container %s in config.json's process.capabilities",
+                             names[limits[i].set], cap, names[limits[i].within], cap);
+    }
+    uint64_t extra = want[NSBOX_OCI_CAPS_EFFECTIVE] & ~want[NSBOX_OCI_CAPS_PERMITTED];
+    if (extra)
+        return nsbox_err_invalid(e,
+                                 "process.capabilities.effective: %s is not in the process's "
+                                 "permitted set (the kernel's rule): add it to permitted, or "
+                                 "leave it out",
+                                 cap_of(extra, buf, sizeof buf));
+    const uint64_t *h = have;
+    extra = want[NSBOX_OCI_CAPS_INHERITABLE] &
+            ~(h[NSBOX_OCI_CAPS_INHERITABLE] |
+              (h[NSBOX_OCI_CAPS_PERMITTED] & want[NSBOX_OCI_CAPS_BOUNDING]));
+    if (extra) {
+        const char *cap = cap_of(extra, buf, sizeof buf);
+        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                             "process.capabilities.inheritable: %s is neither in the "
+                             "container's inheritable set nor in its permitted set and the "
+                             "process's bounding set (the kernel's rule for a process that "
+                             "raises one without CAP_SETPCAP): ask for fewer, or give the "
+                             "container %s",
+                             cap, cap);
+    }
     return 0;
 }

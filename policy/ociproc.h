@@ -1,7 +1,9 @@
 /* The two other documents of runc's command line that nsbox-oci reads: exec's process.json (a
  * config.json "process" object) and update's resources (a "linux.resources" object). Both are
  * read by config.json's own parser (ocispec.h), so that a key means and is bounded the same in
- * all three; errors name the document and the key. Pure, fuzzed (tests/fuzz/fuzz_ociproc.c). */
+ * all three; errors name the document and the key. And the socket activation environment
+ * nsbox-oci is started with (LISTEN_FDS, LISTEN_PID). Pure, fuzzed
+ * (tests/fuzz/fuzz_ociproc.c). */
 #ifndef NSBOX_OCIPROC_H
 #define NSBOX_OCIPROC_H
 
@@ -31,5 +33,28 @@ struct nsbox_ociproc_resources {
 
 int nsbox_ociproc_parse_resources(const char *text, size_t len, struct nsbox_ociproc_resources *r,
                                   struct nsbox_err *e);
+
+/* An exec'd process's own capability sets (want, by enum nsbox_ocispec_capset) against the
+ * container's (have, its config's, which its init holds): init forks the process, so it gets
+ * none above them. Bounding within the container's bounding set; permitted, effective and
+ * ambient within its permitted set; effective within the process's permitted set;
+ * inheritable within the container's inheritable set, or its permitted set where the process's
+ * bounding set has it (the kernel's rules without CAP_SETPCAP). 0, or -1 with e naming the
+ * set, the capability and the fix. Ambient capabilities
+ * that are not also permitted and inheritable are left out when the process starts, as for the
+ * container's process. */
+int nsbox_ociproc_check_caps(const uint64_t *want, const uint64_t *have, struct nsbox_err *e);
+
+/* runc's own socket activation: how many descriptors from 3 up nsbox-oci was given by the
+ * caller's LISTEN_FDS and LISTEN_PID (getenv's values, NULL when unset). A LISTEN_PID that is
+ * not self, or none, means they were meant for another process: 0 (systemd's rule). A
+ * LISTEN_FDS that is not a number from 0 to max fails, saying so. */
+int nsbox_ociproc_listen_fds(const char *listen_pid, const char *listen_fds, long self,
+                             unsigned max, unsigned *n, struct nsbox_err *e);
+
+/* c's process environment with LISTEN_FDS=n and LISTEN_PID=1 (in place of those it had), as
+ * runc gives the process the descriptors of its socket activation; LISTEN_PID=1 becomes the
+ * process's own pid when it runs (sandbox/launch.h, listen_pid_self). */
+int nsbox_ociproc_listen_env(struct nsbox_ocispec *c, unsigned n, struct nsbox_err *e);
 
 #endif

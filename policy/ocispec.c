@@ -348,6 +348,7 @@ static int parse_caps(const cJSON *proc, struct nsbox_ocispec *c, struct nsbox_e
     const cJSON *caps = nsbox_ocispec_get_obj(proc, "capabilities", "process.capabilities", &r, e);
     if (r < 0 || !caps)
         return r;
+    c->has_caps = true;
     static const char *const sets[] = {[NSBOX_OCI_CAPS_BOUNDING] = "bounding",
                                        [NSBOX_OCI_CAPS_EFFECTIVE] = "effective",
                                        [NSBOX_OCI_CAPS_INHERITABLE] = "inheritable",

@@ -150,7 +150,8 @@ struct nsbox_ocispec {
     bool terminal;
     bool no_new_privileges;
     bool cap_sys_admin; /* CAP_SYS_ADMIN or CAP_SYS_MODULE in any capability set */
-    /* process.capabilities, as masks of 1 << CAP_*, by set */
+    /* process.capabilities, as masks of 1 << CAP_*, by set; has_caps: the object is there */
+    bool has_caps;
     uint64_t caps[NSBOX_OCI_CAPSET_KINDS];
     /* root */
     char root_path[NSBOX_OCISPEC_PATH_MAX]; /* as written: relative to the bundle, or absolute */

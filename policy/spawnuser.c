@@ -25,6 +25,10 @@ int nsbox_spawnuser_format(const struct nsbox_spawnuser *u, char *buf, size_t si
     int n = snprintf(buf, size, "%u %u %d", u->uid, u->gid, u->umask);
     for (size_t i = 0; i < u->n_groups && n > 0 && (size_t)n < size; i++)
         n += snprintf(buf + n, size - (size_t)n, " %u", u->groups[i]);
+    if (u->set_caps && n > 0 && (size_t)n < size)
+        n += snprintf(buf + n, size - (size_t)n, " caps");
+    for (size_t i = 0; u->set_caps && i < NSBOX_SPAWNUSER_CAPSETS && n > 0 && (size_t)n < size; i++)
+        n += snprintf(buf + n, size - (size_t)n, " %llx", (unsigned long long)u->caps[i]);
     return n > 0 && (size_t)n < size ? 0 : -1;
 }
 
@@ -57,6 +61,25 @@ static int field(const char **p, long long *v)
     return 0;
 }
 
+/* "B E P I A": five masks of 1 to 16 lowercase hex digits, single spaces between. */
+static int parse_caps(const char *p, struct nsbox_spawnuser *u)
+{
+    for (size_t i = 0; i < NSBOX_SPAWNUSER_CAPSETS; i++) {
+        uint64_t v = 0;
+        int digits = 0;
+        for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++) {
+            if (++digits > 16)
+                return -1;
+            v = v << 4 | (uint64_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+        }
+        if (!digits || (i + 1 < NSBOX_SPAWNUSER_CAPSETS ? *p++ != ' ' : *p != '\0'))
+            return -1;
+        u->caps[i] = v;
+    }
+    u->set_caps = true;
+    return 0;
+}
+
 int nsbox_spawnuser_parse(const char *text, struct nsbox_spawnuser *u, struct nsbox_err *e)
 {
     memset(u, 0, sizeof *u);
@@ -71,7 +94,7 @@ int nsbox_spawnuser_parse(const char *text, struct nsbox_spawnuser *u, struct ns
                                  "umask -1 or 0-511",
                                  NSBOX_SHOW(text));
     u->uid = (uint32_t)uid, u->gid = (uint32_t)gid, u->umask = (int)mask;
-    while (*p) {
+    while (*p && strncmp(p, "caps ", 5)) {
         long long g;
         if (u->n_groups == NSBOX_SPAWNUSER_GROUPS_MAX)
             return nsbox_err_invalid(e, "exec user: more than %d groups",
@@ -81,6 +104,11 @@ int nsbox_spawnuser_parse(const char *text, struct nsbox_spawnuser *u, struct ns
                                      NSBOX_SHOW(text));
         u->groups[u->n_groups++] = (uint32_t)g;
     }
+    if (*p && parse_caps(p + 5, u) < 0)
+        return nsbox_err_invalid(e,
+                                 "exec user '%s': give the capability sets after \"caps\" as 5 "
+                                 "masks in lowercase hex",
+                                 NSBOX_SHOW(text));
     return 0;
 }
 

@@ -334,7 +334,7 @@ struct spawn_child {
     unsigned flags;
     const struct nsbox_spawnuser *user; /* NULL: init's ids */
     int fail_kind; /* 0: exec'd; 'C': cannot enter cwd; 'F': cannot place extra; 'E': exec;
-                    * 'U': cannot become the user */
+                    * 'U': cannot become the user; 'K': cannot set its capabilities */
     int fail_errno;
 };
 
@@ -430,8 +430,9 @@ static int spawn_child_main(void *arg)
     /* before resolving cwd: no way out through /proc/self/fd but what the caller passed on */
     nsbox_close_fds_keep_from(3 + (int)n_extra, NULL, 0);
     /* the user before cwd: the directory is entered with the command's own rights */
-    if (c->user && (c->fail_errno = nsbox_agent_user_become(c->user)) != 0) {
-        c->fail_kind = 'U';
+    bool caps_failed;
+    if (c->user && (c->fail_errno = nsbox_agent_user_become(c->user, &caps_failed)) != 0) {
+        c->fail_kind = caps_failed ? 'K' : 'U';
         _exit(125);
     }
     struct nsbox_err ce;
@@ -503,6 +504,11 @@ static int spawn_fail_msg(const struct spawn_child *c, char *msg, size_t n)
                  "cannot become uid %u gid %u: %s (the container's init changes ids "
                  "only with CAP_SETUID and CAP_SETGID)",
                  c->user->uid, c->user->gid, strerror(err));
+    else if (c->fail_kind == 'K')
+        snprintf(msg, n,
+                 "cannot give the process its capabilities: %s (an exec'd process has at most "
+                 "the container's; cutting the bounding set takes CAP_SETPCAP)",
+                 strerror(err));
     else if (err == E2BIG) /* a string over 128 KiB (MAX_ARG_STRLEN), or all of them */
         snprintf(msg, n, "%.200s: %s (the kernel takes 128 KiB per argument or "
                          "variable, and less than the stack limit in all: put "
@@ -511,9 +517,10 @@ static int spawn_fail_msg(const struct spawn_child *c, char *msg, size_t n)
     else
         snprintf(msg, n, "%.200s: %s", c->argv[0],
                  err == ENOENT ? "command not found" : strerror(err));
-    return c->fail_kind == 'C' || c->fail_kind == 'F' || c->fail_kind == 'U' ? 125
-           : err == ENOENT                                                  ? 127
-                                                                            : 126;
+    return c->fail_kind == 'C' || c->fail_kind == 'F' || c->fail_kind == 'U' || c->fail_kind == 'K'
+               ? 125
+           : err == ENOENT ? 127
+                           : 126;
 }
 
 /* Answer FAILED for a command that did not start, after ending the others when it was to be
@@ -556,6 +563,7 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
     struct nsbox_err ue;
     if (!strs || (as_user && nsbox_spawnuser_parse(strs[0], &user, &ue) < 0))
         goto bad;
+    bool become = nsbox_agent_user_fill(&user, as_user);
     char *cwd = strs[as_user];
     char **argv = strs + as_user + 1;
     char **env = calloc(h->envc + 1, sizeof *env);
@@ -571,7 +579,7 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
                             .fds = fds,
                             .extra = x,
                             .flags = h->flags,
-                            .user = as_user ? &user : NULL};
+                            .user = become ? &user : NULL};
     pid_t pid = spawn_clone(&c);
     int clone_errno = errno;
     argv[h->argc] = saved;

@@ -4,9 +4,14 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <string.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#define BIT(cap) (UINT64_C(1) << (cap))
 
 /* Are the supplementary groups already these (in any order)? */
 static bool same_groups(const struct nsbox_spawnuser *u)
@@ -25,7 +30,91 @@ static bool same_groups(const struct nsbox_spawnuser *u)
     return true;
 }
 
-int nsbox_agent_user_become(const struct nsbox_spawnuser *u)
+/* The container's sets (nsbox_agent_user_set_caps), for a SPAWN that names none, and init's
+ * own effective, permitted and inheritable sets. */
+static bool have_default;
+static uint64_t default_caps[NSBOX_SPAWNUSER_CAPSETS], init_sets[3];
+
+/* The highest capability this kernel knows. */
+static int last_cap(void)
+{
+    int last = 0;
+    while (prctl(PR_CAPBSET_READ, last + 1, 0, 0, 0) >= 0)
+        last++;
+    return last;
+}
+
+static int caps_get(uint64_t *eff, uint64_t *prm, uint64_t *inh)
+{
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2] = {{0}};
+    if (syscall(SYS_capget, &hdr, d) < 0)
+        return -1;
+    *eff = (uint64_t)d[1].effective << 32 | d[0].effective;
+    *prm = (uint64_t)d[1].permitted << 32 | d[0].permitted;
+    *inh = (uint64_t)d[1].inheritable << 32 | d[0].inheritable;
+    return 0;
+}
+
+static int caps_set(uint64_t eff, uint64_t prm, uint64_t inh)
+{
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2] = {
+        {(uint32_t)eff, (uint32_t)prm, (uint32_t)inh},
+        {(uint32_t)(eff >> 32), (uint32_t)(prm >> 32), (uint32_t)(inh >> 32)}};
+    return (int)syscall(SYS_capset, &hdr, d);
+}
+
+/* What the changes take, from the permitted set into the effective one: CAP_SETPCAP to cut the
+ * bounding set, CAP_SETUID and CAP_SETGID to change ids (init keeps them permitted for this:
+ * sandbox/launch.h, cap_keep). The process's own sets replace them before it execs. */
+static int raise_for_changes(int last)
+{
+    uint64_t eff, prm, inh, known = last >= 63 ? ~UINT64_C(0) : BIT(last + 1) - 1;
+    const uint64_t need = BIT(CAP_SETPCAP) | BIT(CAP_SETUID) | BIT(CAP_SETGID);
+    /* init's sets as nsbox-oci set them, known without capget (which a bundle's seccomp
+     * profile need not allow: sandbox/contain_calls.c) */
+    if (have_default)
+        eff = init_sets[0] & known, prm = init_sets[1] & known, inh = init_sets[2] & known;
+    else if (caps_get(&eff, &prm, &inh) < 0)
+        return errno;
+    if ((prm & need & ~eff) && caps_set(eff | (prm & need), prm, inh) < 0)
+        return errno;
+    return 0;
+}
+
+/* The bounding set cut to the process's. */
+static int cut_bounding(const struct nsbox_spawnuser *u, int last)
+{
+    for (int cap = 0; cap <= last; cap++)
+        if (!(u->caps[NSBOX_SPAWNUSER_BOUNDING] & BIT(cap)) &&
+            prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1 && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
+            return errno;
+    return 0;
+}
+
+/* The process's effective, permitted and inheritable sets, then its ambient ones: the kernel
+ * raises only what is permitted and inheritable, so the rest of the ambient set is left out,
+ * as create leaves it for the container's process (sandbox/contain.c). */
+static int set_own_caps(const struct nsbox_spawnuser *u, int last, bool kept)
+{
+    uint64_t known = last >= 63 ? ~UINT64_C(0) : BIT(last + 1) - 1;
+    uint64_t eff = u->caps[NSBOX_SPAWNUSER_EFFECTIVE] & known;
+    uint64_t prm = u->caps[NSBOX_SPAWNUSER_PERMITTED] & known;
+    uint64_t inh = u->caps[NSBOX_SPAWNUSER_INHERITABLE] & known;
+    if (caps_set(eff, prm, inh) < 0 || (kept && prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0))
+        return errno;
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        return errno;
+    uint64_t amb = u->caps[NSBOX_SPAWNUSER_AMBIENT] & prm & inh;
+    for (int cap = 0; cap <= last; cap++)
+        if ((amb & BIT(cap)) && prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) < 0)
+            return errno;
+    return 0;
+}
+
+/* Groups, gid, then uid, each only when it differs. */
+static int set_ids(const struct nsbox_spawnuser *u)
 {
     uid_t ru, eu, su;
     gid_t rg, eg, sg;
@@ -42,6 +131,65 @@ int nsbox_agent_user_become(const struct nsbox_spawnuser *u)
     uid_t id = (uid_t)u->uid;
     if ((ru != id || eu != id || su != id) && syscall(SYS_setresuid, id, id, id) < 0)
         return errno;
+    return 0;
+}
+
+void nsbox_agent_user_set_caps(uint64_t bounding, uint64_t effective, uint64_t permitted,
+                               uint64_t inheritable, uint64_t ambient, uint64_t keep)
+{
+    init_sets[0] = effective, init_sets[1] = permitted | keep, init_sets[2] = inheritable;
+    default_caps[NSBOX_SPAWNUSER_BOUNDING] = bounding;
+    default_caps[NSBOX_SPAWNUSER_EFFECTIVE] = effective;
+    default_caps[NSBOX_SPAWNUSER_PERMITTED] = permitted;
+    default_caps[NSBOX_SPAWNUSER_INHERITABLE] = inheritable;
+    default_caps[NSBOX_SPAWNUSER_AMBIENT] = ambient;
+    have_default = true;
+}
+
+bool nsbox_agent_user_fill(struct nsbox_spawnuser *u, bool given)
+{
+    if (!have_default)
+        return given;
+    if (!given) {
+        gid_t groups[NSBOX_SPAWNUSER_GROUPS_MAX];
+        int n = getgroups(NSBOX_SPAWNUSER_GROUPS_MAX, groups);
+        uid_t ru, eu, su;
+        gid_t rg, eg, sg;
+        getresuid(&ru, &eu, &su);
+        getresgid(&rg, &eg, &sg);
+        *u = (struct nsbox_spawnuser){.uid = eu, .gid = eg, .umask = -1};
+        for (int i = 0; i < n; i++)
+            u->groups[u->n_groups++] = (uint32_t)groups[i];
+    }
+    if (!u->set_caps) {
+        u->set_caps = true;
+        memcpy(u->caps, default_caps, sizeof u->caps);
+    }
+    return true;
+}
+
+int nsbox_agent_user_become(const struct nsbox_spawnuser *u, bool *caps_failed)
+{
+    int last = u->set_caps ? last_cap() : 0, err;
+    *caps_failed = true;
+    /* the bounding set while CAP_SETPCAP may still be had; keep-caps so that a uid that
+     * leaves 0 keeps the permitted set the process's own sets are cut from */
+    if (u->set_caps && ((err = raise_for_changes(last)) != 0 || (err = cut_bounding(u, last)) != 0))
+        return err;
+    /* keep-caps only where the uid changes: a prctl a same-user exec need not make */
+    uid_t ru, eu, su;
+    if (getresuid(&ru, &eu, &su) < 0)
+        return errno;
+    bool keep = u->set_caps && (ru != u->uid || eu != u->uid || su != u->uid);
+    if (keep && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+        return errno;
+    *caps_failed = false;
+    if ((err = set_ids(u)) != 0)
+        return err;
+    *caps_failed = u->set_caps;
+    if (u->set_caps && (err = set_own_caps(u, last, keep)) != 0)
+        return err;
+    *caps_failed = false;
     if (u->umask >= 0)
         umask((mode_t)u->umask);
     return 0;

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "cleanup.h"
 #include "agent.h"
+#include "agent_user.h"
 #include "idmap.h"
 #include "cmdline.h"
 #include "launch.h"
@@ -232,21 +233,31 @@ static int drop_capabilities(struct nsbox_err *e)
     return 0;
 }
 
-/* The capability sets a config names (nsbox-oci), within the user namespace: the bounding set
- * cut to its own, the three sets, then the ambient ones. The kernel's own capabilities beyond
- * what it knows are left out of every mask. extra stays in the permitted and effective sets
- * until the caller drops it with a second call (extra 0). */
-static int set_config_caps(const struct nsbox_launch *L, uint64_t extra, struct nsbox_err *e)
+/* The highest capability this kernel knows. */
+static int last_cap(void)
 {
     int last = 0;
     while (prctl(PR_CAPBSET_READ, last + 1) >= 0)
         last++;
+    return last;
+}
+
+/* The capability sets a config names (nsbox-oci), within the user namespace: the bounding set
+ * cut to its own, the three sets, then the ambient ones. The kernel's own capabilities beyond
+ * what it knows are left out of every mask. extra stays in the permitted and effective sets
+ * until the caller drops it with a second call (extra 0); keep stays in the bounding and
+ * permitted sets (launch.h, cap_keep). */
+static int set_config_caps(const struct nsbox_launch *L, uint64_t extra, uint64_t keep,
+                           struct nsbox_err *e)
+{
+    int last = last_cap();
     uint64_t known = last >= 63 ? ~UINT64_C(0) : (UINT64_C(1) << (last + 1)) - 1;
     for (int cap = 0; cap <= last; cap++)
-        if (!(L->cap_bounding & (UINT64_C(1) << cap)) && !(extra & (UINT64_C(1) << cap)) &&
+        if (!((L->cap_bounding | extra | keep) & (UINT64_C(1) << cap)) &&
             prctl(PR_CAPBSET_DROP, cap) < 0)
             return nsbox_err_sys(e, "prctl(PR_CAPBSET_DROP, %d)", cap);
-    uint64_t eff = (L->cap_effective | extra) & known, prm = (L->cap_permitted | extra) & known;
+    uint64_t eff = (L->cap_effective | extra) & known;
+    uint64_t prm = (L->cap_permitted | extra | keep) & known;
     uint64_t inh = L->cap_inheritable & known;
     struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct data[2] = {
@@ -259,7 +270,7 @@ static int set_config_caps(const struct nsbox_launch *L, uint64_t extra, struct 
     /* The kernel raises only what is permitted and inheritable; the rest of the ambient set is
      * left out, as runc and crun leave it (configs such as `runc spec`'s name ambient
      * capabilities without inheritable ones). */
-    uint64_t amb = L->cap_ambient & prm & inh;
+    uint64_t amb = L->cap_ambient & L->cap_permitted & inh;
     for (int cap = 0; cap <= last; cap++)
         if ((amb & (UINT64_C(1) << cap)) &&
             prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) < 0)
@@ -374,9 +385,28 @@ static void listen_pid_self(char **envp)
         }
 }
 
+/* What init keeps for its children beyond the config's sets (launch.h, cap_keep) goes: CAP_SETPCAP
+ * into the effective set from the permitted one, to cut the bounding set, then the config's
+ * sets alone. */
+static int give_up_kept(const struct nsbox_launch *L, struct nsbox_err *e)
+{
+    int last = last_cap();
+    uint64_t known = last >= 63 ? ~UINT64_C(0) : (UINT64_C(1) << (last + 1)) - 1;
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    uint64_t eff = (L->cap_effective | (UINT64_C(1) << CAP_SETPCAP)) & known;
+    uint64_t prm = (L->cap_permitted | L->cap_keep) & known, inh = L->cap_inheritable & known;
+    struct __user_cap_data_struct data[2] = {
+        {(uint32_t)eff, (uint32_t)prm, (uint32_t)inh},
+        {(uint32_t)(eff >> 32), (uint32_t)(prm >> 32), (uint32_t)(inh >> 32)}};
+    if (syscall(SYS_capset, &hdr, data) < 0)
+        return nsbox_err_sys(e, "capset (CAP_SETPCAP to cut the bounding set)");
+    return set_config_caps(L, 0, 0, e);
+}
+
 /* Forked from an init that is already contained (rlimits, no capabilities, no_new_privs,
  * seccomp: init_harden), so the workload inherits all of it and loads no filter of its own; what
- * is left is per process: signals, descriptors, session, working directory. */
+ * is left is per process: signals, descriptors, session, working directory, and what init keeps
+ * for exec's children (cap_keep). */
 __attribute__((noreturn)) static void workload_exec(struct nsbox_launch *L, int exec_wr)
 {
     struct nsbox_err e = {0};
@@ -403,6 +433,8 @@ __attribute__((noreturn)) static void workload_exec(struct nsbox_launch *L, int 
         umask((mode_t)L->umask);
     if (L->listen_pid_self)
         listen_pid_self(L->envp);
+    if (L->cap_keep && give_up_kept(L, &e) < 0)
+        report_and_exit(L, 125, &e);
     extern char **environ;
     environ = L->envp; /* execvp searches the PATH of the sandbox's environment */
     execvp(L->argv[0], L->argv);
@@ -440,10 +472,11 @@ static int init_harden(struct nsbox_launch *L, struct nsbox_err *e)
          * loaded, and the second pass CAP_SETPCAP to cut the bounding set: both kept until
          * then, never past it. */
         const uint64_t extra = (UINT64_C(1) << CAP_SYS_ADMIN) | (UINT64_C(1) << CAP_SETPCAP);
-        if (set_config_caps(L, extra, e) < 0 || (L->no_new_privs && no_new_privs(e) < 0) ||
-            nsbox_seccomp_load(&L->seccomp, e) < 0 || load_bundle_filter(L, e) < 0)
+        if (set_config_caps(L, extra, L->cap_keep, e) < 0 ||
+            (L->no_new_privs && no_new_privs(e) < 0) || nsbox_seccomp_load(&L->seccomp, e) < 0 ||
+            load_bundle_filter(L, e) < 0)
             return -1;
-        return set_config_caps(L, 0, e);
+        return set_config_caps(L, 0, L->cap_keep, e);
     }
     if (drop_capabilities(e) < 0 || no_new_privs(e) < 0)
         return -1;
@@ -569,6 +602,10 @@ void nsbox_contain_child_main(struct nsbox_launch *L)
         int keep[] = {L->agent_fd, L->oom_fd};
         nsbox_close_fds_keep(keep, 2);
         nsbox_agent_set_oom_fd(L->oom_fd);
+        if (L->cap_keep)
+            nsbox_agent_user_set_caps(
+                L->cap_bounding, L->cap_effective, L->cap_permitted, L->cap_inheritable,
+                L->cap_ambient & L->cap_permitted & L->cap_inheritable, L->cap_keep);
         nsbox_agent_serve_container(L->agent_fd, workload);
     }
     nsbox_close_fds_except(-1);

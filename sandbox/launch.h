@@ -75,6 +75,14 @@ struct nsbox_launch {
      * the user namespace; no_new_privs only when the config asks for it */
     bool config_caps;
     uint64_t cap_bounding, cap_effective, cap_permitted, cap_inheritable, cap_ambient;
+    /* nsbox-oci: what init keeps in its bounding and permitted sets besides the config's (not
+     * effective): CAP_SETUID, CAP_SETGID, CAP_SETPCAP, so that the processes it forks can be
+     * any of the container's users with any of its sets (exec as another user, as runc's exec
+     * from outside can). Each child gives them up before it execs: the workload here, exec'd
+     * processes in the agent (agent_user.h). Init is not dumpable and its memory belongs to
+     * the host's user namespace, so nothing in the container can trace it or reach its
+     * descriptors. */
+    uint64_t cap_keep;
     bool no_new_privs;
     /* nsbox-oci: linux.rootfsPropagation, set on the root once it is pivoted to (the kernel
      * refuses to pivot into a shared one); shared is a group of the container's own */

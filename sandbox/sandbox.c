@@ -280,11 +280,12 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
 {
     struct nsbox_image img;
     char oci_name[64];
-    /* a reference not in the store is pulled first (s->pull, else NSBOX_PULL) */
-    if (nsbox_oci_lookup_is_ref(s->image) &&
+    /* a reference not in the store is pulled first (s->pull, else NSBOX_PULL), unless the
+     * caller has (c->image_resolved) */
+    if (!c->image_resolved[0] && nsbox_oci_lookup_is_ref(s->image) &&
         nsbox_oci_store_resolve(s->image, s->pull, oci_name, sizeof oci_name, e) < 0)
         return -1;
-    if (nsbox_image_resolve(s->image, &img, e) < 0)
+    if (nsbox_image_resolve(c->image_resolved[0] ? c->image_resolved : s->image, &img, e) < 0)
         return -1;
     c->image_lock_fd = img.lock_fd;
     snprintf(c->image_name, sizeof c->image_name, "%s", img.name);

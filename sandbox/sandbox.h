@@ -26,6 +26,11 @@ struct nsbox_sandbox {
     int pidfd;
     pid_t helper; /* the helper that entered joined namespaces (launch.h): our parent's to reap */
     bool pooled; /* made for the pool (docs/pool.md): never makes other pooled ones give way */
+    /* The stored image ("oci-<id>") the spec's image reference was resolved to, and pulled as
+     * its pull says, before nsbox_sandbox_prepare (create does it in its own process, where a
+     * pull's progress reaches its terminal); taken as it is, not pulled again. "": prepare
+     * resolves the reference, pulling it. */
+    char image_resolved[64];
     /* nsbox-oci: a bundle's mounts (rootfs/mounts.h), set before nsbox_sandbox_prepare */
     const struct nsbox_rootfs_mount *mounts;
     size_t n_mounts;

@@ -18,7 +18,8 @@
 # Prints one line per program and runtime (PASS, FAIL, TIMEOUT) and the totals; the TAP output
 # of each run is kept in WORKDIR/logs/RUNTIME/PROGRAM.log. A program passes when it exits 0
 # and reports no "not ok". Exit status: 0 when it ran, 77 when it could not be built here, 1 on
-# a usage error or an expected program that failed. Needs root (the runtimes do).
+# a usage error, an expected program that failed, or a cgroup the programs made that could not
+# be removed. Needs root (the runtimes do).
 set -eu
 
 COMMIT=0105384
@@ -99,7 +100,11 @@ cp "$tree/rootfs-amd64.tar.gz" "$run/"
 
 # One runtime's whole run, inside its private mount namespace. The programs call the runtime
 # without --root: a wrapper gives it a state root of this run's own, whose containers (a failed
-# program leaves some) are deleted at the end.
+# program leaves some) are deleted at the end. The programs' cgroups (runtime-tools'
+# cgroups/cgroups.go: /cgrouptest, and testdir/cgrouptest/container from the root here) lose
+# their containers' own with the containers, and keep the parents, as runc leaves them: those
+# this run made (not there before it) are removed, and one that cannot be is a LEFT line.
+cgroups="cgrouptest testdir"
 run_one() {
     rt=$1
     name=$2
@@ -115,6 +120,12 @@ cd "$run"
 if [ "$name" = crun ] && mountpoint -q /sys/fs/cgroup/unified; then
     umount -l /sys/fs/cgroup/unified
 fi
+made=""
+for top in /sys/fs/cgroup /sys/fs/cgroup/*; do
+    for c in $cgroups; do
+        [ -d "\$top/\$c" ] || made="\$made \$top/\$c"
+    done
+done
 for p in $(echo $progs); do
     TMPDIR="$run/tmp" RUNTIME="$rt" timeout -k 5 $timeout_s "$bin/\$p" >"$logs/\$p.log" 2>&1
     rc=\$?
@@ -128,6 +139,12 @@ for p in $(echo $progs); do
 done
 for c in \$(ls "$state"); do
     "$rt" delete --force "\$c" >/dev/null 2>&1
+done
+for d in \$made; do
+    if [ -d "\$d" ]; then
+        find "\$d" -depth -type d -exec rmdir {} + 2>/dev/null
+        [ -d "\$d" ] && echo "LEFT \$d"
+    fi
 done
 EOF
     unshare -m --propagation private sh "$work/run-$name.sh" >"$work/result-$name.txt"
@@ -176,4 +193,11 @@ if [ -n "$expected" ]; then
         done
     done
 fi
+# What a run left on the host fails it, whatever was expected.
+for n in $names; do
+    for d in $(awk '$1 == "LEFT" { print $2 }' "$work/result-$n.txt"); do
+        echo "LEFT: cgroup $d, made by the programs run with $n, could not be removed"
+        status=1
+    done
+done
 exit $status

@@ -151,8 +151,9 @@ static int wait_answer(pid_t pid, int sock, const sigset_t *stop, const sigset_t
     return answer(buf, got, signo, id, e);
 }
 
-int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *pool_key, char *id,
-                         const struct nsbox_id_out *out, struct nsbox_err *e)
+int nsbox_session_create(const struct nsbox_spec *s, const char *image, int owner_pid,
+                         const char *pool_key, char *id, const struct nsbox_id_out *out,
+                         struct nsbox_err *e)
 {
     /* Opened here, before the forks: the pid is checked while it surely names the caller's
      * process, and the descriptor keeps naming it whatever pids are reused later. */
@@ -190,8 +191,15 @@ int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *
         return nsbox_err_sys(e, "fork");
     }
     if (pid == 0) {
-        struct nsbox_supervisor_args a = {s, p[1], owner_fd, owner_pid, pool_key,
-                                          out_fd, out, refill};
+        struct nsbox_supervisor_args a = {.spec = s,
+                                          .image = image,
+                                          .ready_fd = p[1],
+                                          .owner_fd = owner_fd,
+                                          .owner_pid = owner_pid,
+                                          .pool_key = pool_key,
+                                          .out_fd = out_fd,
+                                          .out = out,
+                                          .refill = refill};
         become_supervisor(&a, p[0], &old);
     }
     nsbox_closep(&out_fd);

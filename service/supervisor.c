@@ -415,6 +415,8 @@ static void init_state(struct sup *S, const struct nsbox_supervisor_args *a)
      * the untouched slots cost no memory. */
     nsbox_sandbox_init_zeroed(&S->sb); /* S is static, and this process's only one */
     S->sb.pooled = S->pool_key[0] != '\0';
+    if (a->image)
+        snprintf(S->sb.image_resolved, sizeof S->sb.image_resolved, "%s", a->image);
 }
 
 /* Start the sandbox (its init, the agent's socket, the timers) and wait until init is ready. */

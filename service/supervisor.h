@@ -19,15 +19,18 @@
  * signal, SIGKILL included) ends the sandbox, and INT, TERM, HUP and QUIT, blocked here, stop
  * the creation: it fails with *out->signo set, once nothing of the sandbox is left. One that
  * comes after the write is discarded (the creation succeeded): after a success they stay
- * blocked, for the caller exits at once. */
+ * blocked, for the caller exits at once.
+ * image: the stored image ("oci-<id>") the caller resolved s's image reference to, pulling it
+ * as s's pull says, before this call (nsbox_oci_store_resolve): the sandbox is made of it,
+ * and nothing is pulled again. NULL: the supervisor resolves the reference, and pulls it. */
 struct nsbox_id_out {
     int fd;
     const char *before, *after;
     int *signo;
 };
-int nsbox_session_create(const struct nsbox_spec *s, int owner_pid, const char *pool_key, char *id,
-                         const struct nsbox_id_out *out, struct nsbox_err *e);
-
+int nsbox_session_create(const struct nsbox_spec *s, const char *image, int owner_pid,
+                         const char *pool_key, char *id, const struct nsbox_id_out *out,
+                         struct nsbox_err *e);
 
 /* What the supervisor of a pooled sandbox that was used and removed becomes: the warm pool's
  * refill (nsbox_pool_refill_exec; returns only if it could not start). The pool is built on

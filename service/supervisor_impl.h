@@ -133,7 +133,8 @@ struct sup {
 /* What the supervisor process is given by nsbox_session_create. */
 struct nsbox_supervisor_args {
     const struct nsbox_spec *spec;
-    int ready_fd; /* the socket to whoever waits for the id */
+    const char *image; /* the stored image the caller resolved spec's reference to, or NULL */
+    int ready_fd;      /* the socket to whoever waits for the id */
     int owner_fd, owner_pid;
     const char *pool_key; /* NULL: not pooled */
     int out_fd;           /* create's stdout, or -1 */

@@ -579,7 +579,7 @@ static int fill_key(const struct pool_ctx *c, const struct nsbox_spec *member, u
         closedir(d);
     for (; have < size; have++) {
         char id[NSBOX_ID_LEN + 1];
-        if (nsbox_session_create(member, 0, c->key, id, NULL, e) < 0) {
+        if (nsbox_session_create(member, NULL, 0, c->key, id, NULL, e) < 0) {
             *ready = have;
             return -1;
         }

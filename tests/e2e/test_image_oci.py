@@ -343,8 +343,7 @@ class Registry(unittest.TestCase):
                                          "true"], dirs, timeout=120)
         self.assertEqual(code, 125)
         self.assertIn(("nsbox: pulling %s (pull=always)" % ref).encode(), out)
-        # create's own pull is its supervisor's, which has no terminal: a reference not in the
-        # store is pulled by create itself there, saying so
+        # create pulls before it forks the supervisor, which has no terminal: saying so
         other = ref[:-1] + "7"
         code, out, _, _ = in_a_terminal(["create", "--image", other], dirs, timeout=120)
         self.assertEqual(code, 125)
@@ -468,6 +467,53 @@ class SecureRegistry(unittest.TestCase):
         r = run_nsbox(["exec", sid, "--", "sh", "-c", "echo $FOO"], self.dirs)
         run_nsbox(["rm", sid], self.dirs, check=True)
         self.assertEqual((r.returncode, r.stdout.strip()), (0, b"from-image"), r.stderr)
+
+    def test_create_pull_always_pulls_before_its_supervisor(self):
+        # create --pull always pulls a stored reference again, as run does: in create's own
+        # process, before its supervisor is forked, so that a terminal sees that it is pulling
+        # (for minutes, with a big image); on a pipe the id alone is printed. The supervisor
+        # then pulls nothing: a skopeo that logs its calls (NSBOX_SKOPEO) counts the pulls.
+        work = tempfile.mkdtemp(prefix="nsbox-oci-create-")
+        self.addCleanup(shutil.rmtree, work, True)
+        v2 = os.path.join(work, "layout")
+        oci_images.write_layout(v2, env=["PATH=/usr/bin:/bin", "FOO=v2"])
+        log, skopeo = os.path.join(work, "pulls.log"), os.path.join(work, "skopeo")
+        with open(skopeo, "w") as f:
+            f.write('#!/bin/sh\necho "$*" >> %s\nexec skopeo "$@"\n' % log)
+        os.chmod(skopeo, 0o755)
+        env = {"NSBOX_SKOPEO": skopeo}
+
+        def pulls():
+            with open(log) as f:
+                return len(f.readlines())
+
+        def foo(sid):
+            r = run_nsbox(["exec", sid, "--", "sh", "-c", "echo $FOO"], self.dirs)
+            run_nsbox(["rm", sid], self.dirs, check=True)
+            return r.stdout.strip()
+        ref = self.reg.push(os.path.join(self.work, "layout"), "team/bb:create")
+        r = self.nsbox("image", "pull", "-q", ref, env=env)
+        self.assertEqual((r.returncode, pulls()), (0, 1), r.stderr)
+        # the tag moves; on a pipe: the new image, and nothing but the id
+        self.reg.push(v2, "team/bb:create")
+        r = self.nsbox("create", "--pull", "always", "--image", ref, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, b"")
+        self.assertRegex(r.stdout, rb"^[0-9a-f]{12}\n$")
+        self.assertEqual(foo(r.stdout.decode().strip()), b"v2")
+        self.assertEqual(pulls(), 2)
+        # it moves back; on a terminal: that it is pulling, then the id
+        self.reg.push(os.path.join(self.work, "layout"), "team/bb:create")
+        code, out, _, _ = in_a_terminal(
+            ["create", "--pull", "always", "--image", ref], self.dirs, timeout=120,
+            extra_env=dict(env, REGISTRY_AUTH_FILE=self.auth), wrap=self.reg.certs_wrap())
+        self.assertEqual(code, 0, out)
+        lines = out.decode().replace("\r", "").splitlines()
+        self.assertEqual(len(lines), 2, lines)
+        self.assertEqual(lines[0], "nsbox: pulling %s (pull=always)" % ref)
+        self.assertRegex(lines[1], "^[0-9a-f]{12}$")
+        self.assertEqual(foo(lines[1]), b"from-image")
+        self.assertEqual(pulls(), 3)
 
     def test_python_client_pull(self):
         sys.path.insert(0, os.path.join(os.environ.get("NSBOX_SOURCE_DIR", "."), "python"))

@@ -194,6 +194,16 @@ class Docker(engines.DockerCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.split(), ["1000", "1000", "CapPrm:", "0" * 16,
                                             "CapEff:", "0" * 16])
+        # as root into a non-root container without capabilities (runc enters it from outside;
+        # nsbox-oci's init keeps what changing users takes): root, with the container's none
+        r = self.docker("run", "-d", "--name", "execroot", "--runtime=nsbox", "-u", "1000:1000",
+                        "--cap-drop", "ALL", engines.IMAGE, "sleep", "1000")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.docker, "rm", "-f", "execroot")
+        r = self.docker("exec", "-u", "0:0", "execroot", "sh", "-c",
+                        "id -u; grep -E '^(CapEff|CapBnd):' /proc/self/status")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(r.stdout.split(), ["0", "CapEff:", "0" * 16, "CapBnd:", "0" * 16])
 
     def test_run_tty(self):
         r = self.run_nsbox("sh", "-c", "test -t 0 && test -t 1 && tty", opts=("-t",))

@@ -56,7 +56,7 @@ class OciExec(BundleCase):
     def process_file(self, args, **extra):
         p = {"terminal": False, "user": {"uid": 0, "gid": 0}, "args": args,
              "env": ["PATH=/bin", "X=from-exec"], "cwd": "/tmp",
-             "capabilities": {"bounding": ["CAP_CHOWN"]}, "noNewPrivileges": True}
+             "capabilities": {"bounding": ["CAP_CHOWN", "CAP_KILL"]}, "noNewPrivileges": True}
         p.update(extra)
         path = os.path.join(self.tmp, "process.json")
         with open(path, "w") as f:
@@ -181,10 +181,6 @@ class OciExec(BundleCase):
         r = self.oci("exec", "c2", "true")  # created, not started
         self.assertIn("start it first", r.stderr.decode())
         self.assertEqual(self.oci("start", "c2").returncode, 0)
-        path = self.process_file(["true"], user={"uid": 5, "gid": 5})
-        r = self.oci("exec", "--process", path, "c2")
-        # config() gives init no effective capabilities: it cannot change ids
-        self.assertIn("without CAP_SETUID", r.stderr.decode())
         caps = {"bounding": ["CAP_SYS_ADMIN"]}
         path = self.process_file(["true"], capabilities=caps)
         r = self.oci("exec", "--process", path, "c2")
@@ -253,9 +249,10 @@ class OciExec(BundleCase):
         self.assertEqual(sorted(st["Groups"]), ["20", "30"])
         self.assertEqual((st["CapEff"], st["CapPrm"], st["CapAmb"]), (0, 0, 0))
 
-    def test_non_root_container_refuses_another_user(self):
-        """A container of uid 1000: its init has no CAP_SETUID, so exec as root (or anyone
-        else) is refused with why; as the container's own user it runs."""
+    def test_non_root_container_exec_as_root(self):
+        """A container of uid 1000 without CAP_SETUID (docker exec -u root into it): init
+        keeps CAP_SETUID and CAP_SETGID for its children, so exec runs as root (or any of the
+        container's users), with the container's capabilities and no more."""
         c = rt.config(["sleep", "1000"])
         c["process"]["user"] = {"uid": 1000, "gid": 1000}
         self.write_config(c)
@@ -263,31 +260,32 @@ class OciExec(BundleCase):
         self.assertEqual(self.oci("start", "c1").returncode, 0)
         r = self.oci("exec", "c1", "id", "-u")
         self.assertEqual((r.returncode, r.stdout), (0, b"1000\n"), r.stderr)
-        for args in (["--user", "0"], ["--user", "0:0"], ["--user", "1000:0"]):
-            r = self.oci("exec", *args, "c1", "sh", "-c", "echo RAN")
-            self.assertNotEqual(r.returncode, 0)
-            self.assertNotIn(b"RAN", r.stdout)
-            msg = self.log_errors()[-1]["msg"]
-            self.assertIn("runs as uid 1000 gid 1000 without CAP_SET", msg)
-            self.assertIn("cannot become another user", msg)
-        path = self.process_file(["sh", "-c", "echo RAN"], user={"uid": 0, "gid": 0})
+        for args, uid, gid in ((["--user", "0"], "0", "1000"), (["--user", "0:0"], "0", "0"),
+                               (["--user", "1000:0"], "1000", "0")):
+            r = self.oci("exec", *args, "c1", "sh", "-c", "id -u; id -g; " + IDS)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            lines = r.stdout.decode().splitlines()
+            self.assertEqual(lines[:2], [uid, gid], args)
+            st = ids_status(lines[2:])
+            self.assertEqual((st["CapEff"], st["CapPrm"], st["CapAmb"]), (0, 0, 0), args)
+        path = self.process_file(["sh", "-c", "id -u; grep CapBnd /proc/self/status"],
+                                 user={"uid": 0, "gid": 0})
         r = self.oci("exec", "--process", path, "c1")
-        self.assertNotEqual(r.returncode, 0)
-        self.assertNotIn(b"RAN", r.stdout)
-        self.assertIn("without CAP_SETUID", r.stderr.decode())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.decode().split(), ["0", "CapBnd:", "%016x" % 0x21])
 
-    def test_init_cannot_become_root_when_asked_directly(self):
-        """The kernel is the floor, not exec's check: a request that skips nsbox-oci exec (on
-        the monitor's control socket, with the user string init's child obeys) for uid 0 in a
-        container of uid 1000 fails in init's child, before anything runs."""
+    def test_direct_request_gets_no_kept_capability(self):
+        """A request that skips nsbox-oci exec (on the monitor's control socket, with a user
+        string and no capability sets): init's child gives the process the container's sets,
+        never what init keeps for changing users (CAP_SETUID, CAP_SETGID, CAP_SETPCAP)."""
         c = rt.config(["sleep", "1000"])
         c["process"]["user"] = {"uid": 1000, "gid": 1000}
         self.write_config(c)
         self.create("c1")
         self.assertEqual(self.oci("start", "c1").returncode, 0)
         out = os.path.join(self.tmp, "direct.out")
-        for user in (b"0 0 -1", b"1000 1000 -1 0", b"1000 0 -1", b"0 1000 -1"):
-            payload = user + b"\0/\0sh\0-c\0echo RAN\0"
+        for user in (b"0 0 -1", b"1000 1000 -1", b"1000 0 -1 0"):
+            payload = user + b"\0/\0sh\0-c\0" + IDS.encode() + b"; grep CapBnd /proc/self/status\0"
             # struct nsbox_ocictl_msg (oci/ocirt.h): op, pid, status, flags (F_USER 4),
             # winsize, argc, envc, len
             hdr = struct.pack("=16siiIIIII", b"exec", 0, 0, 4, 0, 3, 0, len(payload))
@@ -295,16 +293,15 @@ class OciExec(BundleCase):
                     open(out, "w") as o:
                 s.connect(os.path.join(self.root, "c1", "ctl.sock"))
                 socket.send_fds(s, [hdr + payload], [0, o.fileno(), o.fileno()])
-                answer = s.recv(4096)
-            op, _pid, status = struct.unpack("=16sii", answer[:24])
-            self.assertEqual(op.rstrip(b"\0"), b"failed", answer)
-            self.assertEqual(status, 125)
-            self.assertIn(b"Operation not permitted", answer[44:])
+                answers = [s.recv(4096), s.recv(4096)]
+            ops = [a[:16].rstrip(b"\0") for a in answers]
+            self.assertEqual(ops, [b"spawned", b"exited"], answers)
             with open(out) as f:
-                self.assertEqual(f.read(), "")
-        # the container goes on, and its own user still runs
-        r = self.oci("exec", "c1", "id", "-u")
-        self.assertEqual((r.returncode, r.stdout), (0, b"1000\n"), r.stderr)
+                lines = f.read().splitlines()
+            st = ids_status(lines[:-1])
+            self.assertEqual(st["Uid"][0], user.split()[0].decode())
+            self.assertEqual((st["CapEff"], st["CapPrm"], st["CapAmb"]), (0, 0, 0), user)
+            self.assertEqual(lines[-1].split(), ["CapBnd:", "%016x" % 0x21], user)
 
     def test_container_end_kills_execs(self):
         mon = self.running(["sleep", "1000"])
@@ -654,6 +651,106 @@ class OciPreserveFds(BundleCase):
         self.assertEqual(self.read_to_end(r), b"tty-pipe\n")
         self.assertEqual(self.oci("kill", "c1", "KILL").returncode, 0)
         self.wait(mon)
+
+
+def activated_by(listen_fds, listen_pid="$$"):
+    """A command line's prefix that runs its arguments as systemd's socket activation starts a
+    service: LISTEN_FDS, and LISTEN_PID the service's own pid ($$, which exec keeps)."""
+    return ["bash", "-c", f'export LISTEN_FDS={listen_fds} LISTEN_PID={listen_pid}; exec "$@"',
+            "bash"]
+
+
+@unittest.skipIf(not rt.OCI, "NSBOX_BIN is not set (run through ctest)")
+class OciSocketActivation(BundleCase):
+    """runc's own socket activation (docs/oci.md): started with LISTEN_FDS and LISTEN_PID its
+    own pid, create passes descriptors 3 to 3+LISTEN_FDS-1 on without --preserve-fds, and the
+    process is told so (LISTEN_FDS, LISTEN_PID its own pid), as sd_listen_fds() checks."""
+
+    def setUp(self):
+        super().setUp()
+        self.install_probe()
+        self.sock_path = os.path.join(self.tmp, "activated.sock")
+
+    def listener(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(self.sock_path)
+        s.listen(4)
+        return s
+
+    def create_activated(self, fds, shell, *flags, cid="c1"):
+        """create with fds as its 3, 4, ..., started through shell; its result, stdout and
+        stderr in self.out."""
+        with open(self.out, "w") as out:
+            return self.oci_fds(fds, "create", "--bundle", self.bundle, "--pid-file",
+                                self.pidfile, *flags, cid, stdout=out, stderr=out, shell=shell)
+
+    def serve_once(self, cid="c1"):
+        """start the container, which accepts on its descriptor 3: what a client of the
+        listener reads, and the container's exit code."""
+        with open(self.pidfile) as f:
+            pid = int(f.read())
+        self.waited_pids.append(pid)
+        self.assertEqual(self.oci("start", cid).returncode, 0)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+            c.settimeout(60)
+            c.connect(self.sock_path)
+            got = b""
+            while chunk := c.recv(4096):
+                got += chunk
+        return got.decode(), os.waitstatus_to_exitcode(self.wait(pid))
+
+    def test_create_passes_listening_socket(self):
+        # with --preserve-fds 1 as well: the pipe comes after the socket, at 4
+        self.write_config(rt.config(["sh", "-c", 'ls /proc/$$/fd; echo "$LISTEN_FDS" >&4; '
+                                     "exec attack sockact"]))
+        s = self.listener()
+        r, w = os.pipe()
+        self.addCleanup(os.close, r)
+        c = self.create_activated([s.fileno(), w], activated_by(1), "--preserve-fds", "1")
+        s.close()
+        os.close(w)
+        self.assertEqual(c.returncode, 0, self.output())
+        got, code = self.serve_once()
+        self.assertEqual(code, 0, self.output())
+        # the process's pid (LISTEN_PID=1 made its own) and LISTEN_FDS=1
+        self.assertRegex(got, r"^accepted by [0-9]+ of 1\n$")
+        self.assertEqual(select.select([r], [], [], 60)[0], [r])
+        self.assertEqual(os.read(r, 4096), b"1\n")
+        # exactly stdio, the socket and the pipe
+        self.assertEqual(self.output().split(), ["0", "1", "2", "3", "4", "served"])
+
+    def test_other_pids_activation_ignored(self):
+        """LISTEN_PID of another process (a podman or conmon above the runtime): not ours,
+        and descriptor 3 does not reach the container (systemd's rule)."""
+        self.write_config(rt.config(["sh", "-c", 'ls /proc/$$/fd; echo "[$LISTEN_FDS]"']))
+        s = self.listener()
+        c = self.create_activated([s.fileno()], activated_by(1, listen_pid="1"))
+        s.close()
+        self.assertEqual(c.returncode, 0, self.output())
+        with open(self.pidfile) as f:
+            pid = int(f.read())
+        self.waited_pids.append(pid)
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0)
+        self.assertEqual(self.output().split(), ["0", "1", "2", "[]"])
+
+    def test_bad_activation_refused(self):
+        self.write_config(rt.config(["true"]))
+        s = self.listener()
+        for n, why in (("2", "descriptor 4 is not open"), ("x", "LISTEN_FDS 'x'"),
+                       ("251", "0 to 250")):
+            c = self.create_activated([s.fileno()], activated_by(n))
+            self.assertNotEqual(c.returncode, 0, n)
+            self.assertIn(why, self.output(), n)
+            self.assertIn(why, self.log_errors()[-1]["msg"], n)
+            self.assertFalse(os.path.exists(os.path.join(self.root, "c1")), n)
+            self.assertFalse(os.path.exists(self.pidfile), n)
+        # socket activation's one and --preserve-fds 1 after it: 4 must be open too
+        c = self.create_activated([s.fileno()], activated_by(1), "--preserve-fds", "1")
+        self.assertNotEqual(c.returncode, 0)
+        self.assertIn("--preserve-fds 1: descriptor 4 is not open", self.output())
+        s.close()
+        self.assertEqual(self.dirs.leftovers(), [])
 
 
 if __name__ == "__main__":

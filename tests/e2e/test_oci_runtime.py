@@ -6,6 +6,7 @@ pid-file process must become its child), state, start, kill and delete. Also: an
 running container is not deleted without --force. Then a private containerd (its own root,
 state, socket and config, started and killed by pid here) runs an image the test imports
 from a docker-save archive with `ctr run --runc-binary nsbox-oci`."""
+import glob
 import json
 import os
 import pty
@@ -20,6 +21,7 @@ import unittest
 
 import oci_images
 
+from engines import RUN_DIRS, absent, remove_cgroup, remove_made
 from nsbox_test import Dirs, sandbox_cgroup_file, wait_for
 from oci_bundle import BUSYBOX, OCI, BundleCase, config, require_runtime
 
@@ -391,11 +393,14 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
                  "needs containerd (Debian package containerd)")
 class Containerd(unittest.TestCase):
     """ctr run through containerd's runc shim, with nsbox-oci as its runc."""
-    NS = "nsbox-oci-test"
+    # containerd's namespace, and so the top cgroup of its containers (/NS/ID): ours alone,
+    # so that what is removed below is only what our containerd made
+    NS = f"nsbox-oci-test-{os.getpid()}"
 
     @classmethod
     def setUpClass(cls):
         cls.dirs = Dirs()
+        cls.run_made = absent(RUN_DIRS)
         cls.d = tempfile.mkdtemp(prefix="nsbox-ctd-")
         with open(os.path.join(cls.d, "config.toml"), "w") as f:
             f.write(CONTAINERD_CONFIG.format(d=cls.d))
@@ -445,12 +450,17 @@ class Containerd(unittest.TestCase):
         subprocess.run(["sh", "-c", f"grep -o ' {cls.d}[^ ]*' /proc/mounts | sort -r | "
                         "xargs -r -n1 umount -l"], check=False)
         shutil.rmtree(cls.d, True)
-        # the shim's runc root for our namespace (runc's layout), empty once all is deleted
-        try:
-            os.rmdir(f"/run/containerd/runc/{cls.NS}")
-        except OSError:
-            pass
+        # the shim's runc root for our namespace (runc's layout), empty once all is deleted,
+        # and the shims' directories of /run if ours made them
+        remove_made([f"/run/containerd/runc/{cls.NS}"] + cls.run_made)
+        # the namespace's cgroup, in every hierarchy: nsbox-oci removes a container's own,
+        # made below it, and leaves the parent as runc does; its daemon is gone, so it is ours
+        remove_cgroup(cls.NS)
         cls.dirs.cleanup()
+        tops = ["/sys/fs/cgroup"] + glob.glob("/sys/fs/cgroup/*")
+        left = [os.path.join(t, cls.NS) for t in tops if os.path.isdir(os.path.join(t, cls.NS))]
+        if left:
+            raise AssertionError(f"cgroups of our containerd left: {left}")
 
     @classmethod
     def ctr(cls, *args, timeout=60):

@@ -12,16 +12,45 @@ import threading
 import time
 import unittest
 
-from nsbox_test import (CGROUP_V2_ONLY, NSBOX, TERMINAL_HARM, Dirs, HostStdioChecks,
-                        cgroup_leftovers, ensure_test_user, fake_supervisor, in_a_terminal,
-                        is_root, gc_just_ran, nsbox_command, pipe_files, reachable_nsbox,
-                        run_nsbox, run_with_stdio, sandbox_cgroup_file, wait_for)
+from nsbox_test import (CGROUP_V2_ONLY, NSBOX, ROOT_UID_SLOTS, TERMINAL_HARM, Dirs,
+                        HostStdioChecks, cgroup_leftovers, ensure_test_user, fake_supervisor,
+                        in_a_terminal, is_root, gc_just_ran, nsbox_command, pipe_files,
+                        reachable_nsbox, run_nsbox, run_with_stdio, sandbox_cgroup_file,
+                        uid_slot_holders, wait_for)
 
 
 def setUpModule():
     if not is_root():
         raise unittest.SkipTest("these tests run nsbox as root (delegated cgroups for users are "
                                 "covered by test_run_unprivileged)")
+
+
+def slot_of_uid_map(text):
+    """The uid slot of a sandbox from its init's or a command's uid map (2000000000 + slot *
+    65536 on the host)."""
+    outside = int(text.split()[1])
+    return str((outside - 2000000000) // 65536)
+
+
+def slot_of_run(dirs):
+    """The uid slot a one-shot run took."""
+    r = run_nsbox(["run", "--", "cat", "/proc/self/uid_map"], dirs)
+    if r.returncode != 0:
+        raise AssertionError(r.stderr)
+    return slot_of_uid_map(r.stdout.decode())
+
+
+def slot_of_sandbox(dirs, sid):
+    """The uid slot of persistent sandbox sid."""
+    r = run_nsbox(["exec", sid, "--", "cat", "/proc/self/uid_map"], dirs)
+    if r.returncode != 0:
+        raise AssertionError(r.stderr)
+    return slot_of_uid_map(r.stdout.decode())
+
+
+def free_slot_files():
+    """Root's uid slot files that nobody holds."""
+    return {name for name, pid in uid_slot_holders().items() if pid is None}
 
 
 class SessionTest(unittest.TestCase):
@@ -155,47 +184,54 @@ class Lifecycle(SessionTest):
         # A sandbox's uid slot is picked at random among the low free ones (a create does not
         # try every live sandbox's slot from 0); the slot's lock file stays when the sandbox
         # ends and is taken first by the next create, or one-shot runs, which run no gc, would
-        # leave one file per slot they used.
-        uids = "/run/nsbox/uids" if is_root() else os.path.join(self.dirs.state, "uids")
+        # leave one file per slot they used. Root's slot files are the machine's
+        # (ROOT_UID_SLOTS), where other sandboxes come and go meanwhile and any create's gc
+        # removes the free ones: so what is counted is what this test's own sandboxes did. A
+        # sandbox that made a new file although the one its predecessor left was there and
+        # free is a file piled up; without the reuse nearly every one does (a new slot at
+        # random among 64 or more).
+        def let_go(slot):
+            """Whether slot's file is there once its sandbox has let it go (its supervisor
+            does as it ends, after rm has answered)."""
+            path = os.path.join(ROOT_UID_SLOTS, slot)
+            self.assertTrue(wait_for(lambda: slot in free_slot_files() or
+                                     not os.path.exists(path), 10), "the slot is still held")
+            return os.path.exists(path)
 
-        def files():
-            return len(os.listdir(uids)) if os.path.isdir(uids) else 0
-        # (other sandboxes of the machine may come and go meanwhile: a little slack)
-        before = files()
-        for _ in range(20):
-            r = self.nsbox("run", "--", "true")
-            self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertLessEqual(files(), before + 3, "slot files left by one-shot runs")
-        # persistent ones too, with create's gc (which removes unheld slot files) just run
-        before = files()
-        for _ in range(6):
-            gc_just_ran(self.dirs)
-            self.assertEqual(self.nsbox("rm", self.create()).returncode, 0)
-        self.assertLessEqual(files(), before + 3, "slot files left by removed sandboxes")
-        if not is_root():
-            return
-        # A removed sandbox's slot file stays, unheld, for the next create to take (a file
-        # made and removed per sandbox was an inode allocated and freed at every create); gc
-        # removes the unheld ones. (Another sandbox of the machine may take it meanwhile: the
-        # file is there all the same.)
-        def slot_of(sid):
-            sup = self.supervisor_pid(sid)
-            with open(f"/proc/{sup}/task/{sup}/children") as f:
-                init = f.read().split()[0]
-            with open(f"/proc/{init}/status") as f:
-                uid = int([l for l in f if l.startswith("Uid:")][0].split()[1])
-            return str((uid - 2000000000) // 65536)
+        def piled(start_one, rounds):
+            made = 0
+            prev = None
+            for _ in range(rounds):
+                free_before = free_slot_files()
+                slot = start_one()
+                if prev in free_before and slot not in free_before:
+                    made += 1
+                prev = slot
+            return made
+        # (another sandbox may take the free file first, or hold every file a create tries
+        # first: the slack)
+        self.assertLessEqual(piled(lambda: slot_of_run(self.dirs), 20), 5,
+                             "slot files left by one-shot runs")
 
-        sid = self.create()
-        slot = os.path.join(uids, slot_of(sid))
-        self.assertTrue(os.path.exists(slot), slot)
-        self.assertEqual(self.nsbox("rm", sid).returncode, 0)
-        self.assertTrue(os.path.exists(slot), "the slot file went with its sandbox")
-        # the next create takes a file that is there (it makes none): the kept files are used
-        there = set(os.listdir(uids))
-        sid = self.create()
-        self.assertIn(slot_of(sid), there, "a new slot file was made though unheld ones were there")
-        self.assertEqual(self.nsbox("rm", sid).returncode, 0)
+        def create_and_rm():
+            gc_just_ran(self.dirs)  # not create's gc: it would remove the free files
+            sid = self.create()
+            slot = slot_of_sandbox(self.dirs, sid)
+            self.assertEqual(self.nsbox("rm", sid).returncode, 0)
+            let_go(slot)
+            return slot
+        self.assertLessEqual(piled(create_and_rm, 20), 5, "slot files left by removed sandboxes")
+        # A removed sandbox's slot file stays, free, for the next create to take (a file made
+        # and removed per sandbox was an inode allocated and freed at every create). Another
+        # create's gc may remove it right after the rm: one of three must find it there.
+        stayed = []
+        for _ in range(3):
+            sid = self.create()
+            slot = slot_of_sandbox(self.dirs, sid)
+            self.assertTrue(os.path.exists(os.path.join(ROOT_UID_SLOTS, slot)), slot)
+            self.assertEqual(self.nsbox("rm", sid).returncode, 0)
+            stayed.append(let_go(slot))
+        self.assertIn(True, stayed, "the slot file went with its sandbox")
 
     def test_commands_start_with_default_signals(self):
         # nsbox (and so init) ignores SIGPIPE; a command must not inherit that, nor a blocked

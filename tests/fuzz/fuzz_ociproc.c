@@ -1,7 +1,8 @@
 /* Fuzz exec's process.json and update's resources (policy/ociproc.c): any byte string, read as
  * both. Besides crashes and leaks (ASan), it checks what nsbox-oci relies on when one parses: a
  * process's NULL-terminated, non-empty argv, env entries with a '=', an absolute cwd; a cpu
- * period only with a cpu limit asked for. */
+ * period only with a cpu limit asked for. The same bytes as LISTEN_FDS (up to a NUL) give a
+ * count within the bound asked for, or a reason. */
 #include "nsbox.h"
 #include "ociproc.h"
 
@@ -33,5 +34,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else if (!e.msg[0]) {
         abort();
     }
+    char fds[64];
+    size_t n = size < sizeof fds - 1 ? size : sizeof fds - 1;
+    memcpy(fds, data, n);
+    fds[n] = 0;
+    unsigned listen = 1;
+    int got = nsbox_ociproc_listen_fds("7", fds, 7, 250, &listen, &e);
+    if ((got == 0 && listen > 250) || (got < 0 && (listen || !e.msg[0])))
+        abort();
     return 0;
 }

@@ -1,8 +1,8 @@
 /* Fuzz the user of an agent SPAWN (policy/spawnuser.c), which init parses from a peer of its
  * socket: any bytes, as a string. Besides crashes (ASan), what init relies on when it parses:
  * ids of at most 4294967294 (never (uid_t)-1, "unchanged"), a umask of -1 or 0-0777, at most
- * NSBOX_SPAWNUSER_GROUPS_MAX groups; and formatting what it gave parses to the same user. The
- * same bytes as exec's --additional-gids too. */
+ * NSBOX_SPAWNUSER_GROUPS_MAX groups, capability sets only after "caps"; and formatting what it
+ * gave parses to the same user. The same bytes as exec's --additional-gids too. */
 #include "spawnuser.h"
 
 #include <stdint.h>

@@ -87,6 +87,27 @@ def remove_cgroup(name):
                 pass
 
 
+# What containerd's shims and dockerd make below /run whatever their roots say: the shims'
+# sockets and fifos, runc's root (/run/containerd/runc/NAMESPACE), dockerd's plugin directory.
+RUN_DIRS = ("/run/containerd", "/run/containerd/fifo", "/run/containerd/s",
+            "/run/containerd/runc", "/run/docker", "/run/docker/plugins")
+
+
+def absent(paths):
+    """Those of paths that are not there: what an engine about to start may make."""
+    return [p for p in paths if not os.path.lexists(p)]
+
+
+def remove_made(paths):
+    """The directories of paths (absent's, once our engine has ended) that are empty, deepest
+    first: an engine of another run at once keeps its own, which are not empty."""
+    for p in sorted(paths, key=lambda p: -p.count("/")):
+        try:
+            os.rmdir(p)
+        except OSError:
+            pass
+
+
 def unmount_below(d):
     """Lazily unmount whatever an engine left mounted below d (deepest first)."""
     with open("/proc/self/mounts") as f:
@@ -151,6 +172,7 @@ class Dockerd:
         self.sock = os.path.join(self.d, "docker.sock")
         self.cgroup_parent = f"nsbox-test-docker-{os.getpid()}"
         self.proc = None
+        self.run_made = absent(RUN_DIRS)
         cfg = os.path.join(self.d, "daemon.json")
         with open(cfg, "w") as f:
             f.write("{}\n")  # not /etc/docker/daemon.json
@@ -229,6 +251,7 @@ class Dockerd:
         remove_cgroup(self.cgroup_parent)
         unmount_below(self.d)
         shutil.rmtree(self.d, True)
+        remove_made(self.run_made)
 
 
 CONTAINERS_CONF = """[containers]

@@ -555,6 +555,32 @@ def state_lock_free(dirs, sid):
         os.close(fd)
 
 
+# Root's uid slot files (sandbox/state.h NSBOX_UID_SLOT_DIR): the machine's, whatever the state
+# directory, so that no two sandboxes share host uids; other sandboxes hold theirs there too.
+ROOT_UID_SLOTS = "/run/nsbox/uids"
+
+
+def uid_slot_holders(d=ROOT_UID_SLOTS):
+    """The slot files of uid slot directory d, each with the pid that holds its flock (as
+    /proc/locks has it), or None when nobody does."""
+    holders = {}  # MAJ:MIN:INODE (hex device numbers) -> pid
+    with open("/proc/locks") as f:
+        for line in f:
+            fields = line.split()
+            if "FLOCK" in fields and "->" not in fields:  # "->": a waiter, not a holder
+                i = fields.index("FLOCK")
+                holders[fields[i + 4]] = int(fields[i + 3])
+    out = {}
+    for name in os.listdir(d) if os.path.isdir(d) else []:
+        try:
+            st = os.stat(os.path.join(d, name))
+        except FileNotFoundError:
+            continue
+        out[name] = holders.get(f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:"
+                                f"{st.st_ino}")
+    return out
+
+
 def gc_just_ran(dirs):
     """Stamp the state directory as if create's gc had just run (it then skips its own for a
     second: <state>/gc.stamp)."""
@@ -720,10 +746,11 @@ def pipe_files():
     return os.fdopen(r, "rb", buffering=0), os.fdopen(w, "wb", buffering=0)
 
 
-def run_with_stdio(args, dirs, stdin=None, stdout=None, stderr=None, timeout=60):
+def run_with_stdio(args, dirs, stdin=None, stdout=None, stderr=None, timeout=60, extra_env=None,
+                   wrap=None):
     """nsbox with args, its stdio the given files or descriptors (None: /dev/null); returns its
-    exit code."""
-    cmd, env = nsbox_command(args, dirs)
+    exit code. extra_env, wrap: as run_nsbox's."""
+    cmd, env = nsbox_command(args, dirs, extra_env=extra_env, wrap=wrap)
     return subprocess.run(cmd, env=env, timeout=timeout,
                           stdin=subprocess.DEVNULL if stdin is None else stdin,
                           stdout=subprocess.DEVNULL if stdout is None else stdout,
@@ -889,10 +916,10 @@ class HostStdioChecks:
         self.assertEqual(self.read(path), b"".join(b"o%d\ne%d\n" % (i, i) for i in range(1, 7)))
 
 
-def in_a_terminal(args, dirs, timeout=60):
+def in_a_terminal(args, dirs, timeout=60, extra_env=None, wrap=None):
     """nsbox with args, its stdin, stdout and stderr a new pseudo-terminal (30 x 100) that is
-    not its controlling one. Returns (exit code, what it printed, (the terminal's settings,
-    window size) before, and after)."""
+    not its controlling one (extra_env and wrap as run_nsbox's). Returns (exit code, what it
+    printed, (the terminal's settings, window size) before, and after)."""
     import select
     import termios
     master, slave = os.openpty()
@@ -902,7 +929,7 @@ def in_a_terminal(args, dirs, timeout=60):
         def state():
             return termios.tcgetattr(slave), fcntl.ioctl(slave, termios.TIOCGWINSZ, b"\0" * 8)
         before = state()
-        code = run_with_stdio(args, dirs, slave, slave, slave, timeout)
+        code = run_with_stdio(args, dirs, slave, slave, slave, timeout, extra_env, wrap)
         after = state()
         out = b""
         while select.select([master], [], [], 0.2)[0]:

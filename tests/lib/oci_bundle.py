@@ -105,6 +105,15 @@ class BundleCase(unittest.TestCase):
             except ChildProcessError:
                 pass
 
+    def install_probe(self):
+        """The security tests' static probe (tests/security/attack.c) as the root's
+        /bin/attack; the test is skipped where it was not built."""
+        probes = os.environ.get("NSBOX_SECURITY_BIN_DIR")
+        if not probes or not os.path.exists(os.path.join(probes, "attack")):
+            self.skipTest("needs the security probes (run through ctest)")
+        shutil.copy(os.path.join(probes, "attack"),
+                    os.path.join(self.bundle, "rootfs", "bin", "attack"))
+
     def write_config(self, c):
         with open(os.path.join(self.bundle, "config.json"), "w") as f:
             json.dump(c, f)
@@ -115,11 +124,13 @@ class BundleCase(unittest.TestCase):
                                "--log-format", "json"] + list(args),
                               stdout=stdout, stderr=stderr, env=env, timeout=60)
 
-    def oci_fds(self, fds, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE):
-        """nsbox-oci with fds[i] as its descriptor 3 + i (for --preserve-fds)."""
+    def oci_fds(self, fds, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, shell=()):
+        """nsbox-oci with fds[i] as its descriptor 3 + i (for --preserve-fds); shell: a
+        command line's prefix that execs its arguments (a bash -c that sets the environment)."""
         with fds_at_3(fds) as (prefix, keep):
-            return subprocess.run(prefix + [OCI, "--root", self.root, "--log", self.log,
-                                            "--log-format", "json"] + list(args),
+            return subprocess.run(prefix + list(shell) + [OCI, "--root", self.root, "--log",
+                                                          self.log, "--log-format", "json"]
+                                  + list(args),
                                   pass_fds=keep, stdout=stdout, stderr=stderr,
                                   env=self.dirs.env(), timeout=60)
 

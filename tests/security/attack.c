@@ -955,5 +955,9 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "inspect")) return inspect_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "mkfiles")) return mkfiles_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "int80")) return int80_main();
+    if (argc > 1 && !strcmp(argv[1], "bind"))
+        return attack_sock_bind_main(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "sockact"))
+        return attack_sock_activated_main();
     return attack_main(argc, argv);
 }

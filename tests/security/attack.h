@@ -1,6 +1,7 @@
 /* What the in-sandbox attacker's parts share (attack.c): one JSON line per probe, and how a
  * probe's result is judged. attack_self.c probes the prober's own powers, attack_host.c what
- * beyond the sandbox it could reach. The helpers keep the short names every probe calls them by. */
+ * beyond the sandbox it could reach, attack_sock.c its sockets. The helpers keep the short
+ * names every probe calls them by. */
 #ifndef NSBOX_ATTACK_H
 #define NSBOX_ATTACK_H
 
@@ -53,5 +54,9 @@ void attack_host_network(int host_port, const char *abstract);
 /* attack_self.c */
 void attack_self_identity(void);
 void attack_self_privilege_gain(void);
+
+/* attack_sock.c: the subcommands "bind PORT" and "sockact" */
+int attack_sock_bind_main(int argc, char **argv);
+int attack_sock_activated_main(void);
 
 #endif

@@ -63,7 +63,7 @@ import time
 import unittest
 
 from nsbox_test import (NSBOX, SOURCE_DIR, Dirs, children, is_root, loop_devices_under, proc_state,
-                        stat_fields, write_config)
+                        stat_fields, uid_slot_holders, write_config)
 
 # The network lab of the e2e tests (namespaces the test makes; never the host's network).
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "e2e"))
@@ -547,18 +547,14 @@ def all_nsbox_cgroups():
     return found
 
 
-def uid_slots_held(state):
-    """uid slot locks still held by someone (a dead holder releases its flock)."""
-    import fcntl
-    held = []
-    d = os.path.join(state, "uids")
-    for name in os.listdir(d) if os.path.isdir(d) else []:
-        with open(os.path.join(d, name)) as f:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                held.append(name)
-    return held
+def uid_slots_held(state, ids, marker):
+    """uid slot files still held by a process of ours (processes_of; a dead holder releases
+    its flock). Root's are the machine's (ROOT_UID_SLOTS), where other sandboxes hold theirs:
+    those are not counted."""
+    if not is_root():
+        return [n for n, pid in uid_slot_holders(os.path.join(state, "uids")).items() if pid]
+    ours = {int(p.split()[0]) for p in processes_of(ids, marker)}
+    return [f"{n} (pid {pid})" for n, pid in uid_slot_holders().items() if pid in ours]
 
 
 class FaultTest(unittest.TestCase):
@@ -688,7 +684,7 @@ class FaultTest(unittest.TestCase):
                                            for top, _, files in os.walk(self.dirs.state)
                                            for f in files if f == "ctl"]
         left["bound unix sockets (/proc/net/unix)"] = sockets_mentioning(self.dirs.base)
-        left["uid slot locks held"] = uid_slots_held(self.dirs.state)
+        left["uid slot locks held"] = uid_slots_held(self.dirs.state, ids, self.dirs.base)
         cgs = all_nsbox_cgroups()
         left["nsbox-<id> cgroups (our ids)"] = [p for i in ids & set(cgs) for p in cgs[i]]
         left["mounts"] = mounts_mentioning([self.dirs.base] + list(ids))

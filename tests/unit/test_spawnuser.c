@@ -98,6 +98,60 @@ static void test_round_trip(void **state)
     assert_int_equal(nsbox_spawnuser_format(&u, text, 8), -1); /* does not fit */
 }
 
+/* The process's own capability sets after the groups: five masks in lowercase hex. */
+static void test_caps(void **state)
+{
+    (void)state;
+    struct nsbox_spawnuser u;
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_spawnuser_parse("1000 1000 -1 20 caps 400 0 400 400 400", &u, &e), 0);
+    assert_int_equal(u.n_groups, 1);
+    assert_true(u.set_caps);
+    assert_int_equal(u.caps[NSBOX_SPAWNUSER_BOUNDING], 0x400);
+    assert_int_equal(u.caps[NSBOX_SPAWNUSER_EFFECTIVE], 0);
+    assert_int_equal(u.caps[NSBOX_SPAWNUSER_AMBIENT], 0x400);
+    assert_int_equal(nsbox_spawnuser_parse("0 0 -1 caps ffffffffffffffff 1 2 3 4", &u, &e), 0);
+    assert_int_equal(u.n_groups, 0);
+    assert_true(u.caps[NSBOX_SPAWNUSER_BOUNDING] == ~UINT64_C(0));
+    assert_int_equal(nsbox_spawnuser_parse("0 0 -1", &u, &e), 0);
+    assert_false(u.set_caps);
+    static const char *const bad[] = {
+        "0 0 -1 caps",                           /* no sets */
+        "0 0 -1 caps ",                          /* none after the word */
+        "0 0 -1 caps 1 2 3 4",                   /* four */
+        "0 0 -1 caps 1 2 3 4 5 6",               /* six */
+        "0 0 -1 caps 1 2 3 4 5 ",                /* a trailing space */
+        "0 0 -1 caps 1  2 3 4 5",                /* two spaces */
+        "0 0 -1 caps 1 2 3 4 F",                 /* upper case */
+        "0 0 -1 caps 1 2 3 4 0x5",               /* a prefix */
+        "0 0 -1 caps 1 2 3 4 10000000000000000", /* 17 digits */
+        "0 0 -1 caps 1 2 3 4 -5",
+        "0 0 -1 caps 1 2 3 4 5 20", /* a group after them */
+        "0 0 -1 capsx 1 2 3 4 5",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        e.msg[0] = '\0';
+        if (nsbox_spawnuser_parse(bad[i], &u, &e) == 0)
+            fail_msg("'%s' parsed", bad[i]);
+        assert_true(e.msg[0] != '\0');
+    }
+    /* the longest string with sets fits, and comes back the same */
+    struct nsbox_spawnuser big, back;
+    memset(&big, 0, sizeof big);
+    big.uid = big.gid = 4294967294u;
+    big.umask = 0777;
+    big.n_groups = NSBOX_SPAWNUSER_GROUPS_MAX;
+    for (size_t i = 0; i < big.n_groups; i++)
+        big.groups[i] = 4294967294u;
+    big.set_caps = true;
+    for (size_t i = 0; i < NSBOX_SPAWNUSER_CAPSETS; i++)
+        big.caps[i] = ~UINT64_C(0) - i;
+    char text[NSBOX_SPAWNUSER_TEXT_MAX];
+    assert_int_equal(nsbox_spawnuser_format(&big, text, sizeof text), 0);
+    assert_int_equal(nsbox_spawnuser_parse(text, &back, &e), 0);
+    assert_memory_equal(&big, &back, sizeof big);
+}
+
 static void test_add_gids(void **state)
 {
     (void)state;
@@ -128,7 +182,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse),          cmocka_unit_test(test_refused),
         cmocka_unit_test(test_groups_bounded), cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_add_gids),
+        cmocka_unit_test(test_add_gids),       cmocka_unit_test(test_caps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
