@@ -366,7 +366,8 @@ int nsbox_oci_overlay_rw(const struct nsbox_oci_overlay_rw *rw, int userns_fd, i
                                       RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
     if (r == 0 && ((upper = nsbox_openat2(base, rw->upper_rel, &how)) < 0 ||
                    (work = nsbox_openat2(base, rw->work_rel, &how)) < 0))
-        r = nsbox_err_sys(e, "%s", upper < 0 ? rw->upper_rel : rw->work_rel);
+        r = nsbox_err_sys(e, "%s %s", upper < 0 ? "upperdir" : "workdir",
+                          upper < 0 ? rw->upper_rel : rw->work_rel);
     struct creator c;
     if (r == 0 && creator_become(rw->creator_id, &c) < 0)
         r = nsbox_err_sys(e, "the overlay's creator, host id %u", rw->creator_id);

@@ -145,9 +145,13 @@ static int open_upper(const struct nsbox_ovlinfo *o, int from, const char *root,
     struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
                            .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
                                       RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
+    /* both opened here, as the overlay will: no symlink on the way */
+    cleanup_close int upper = nsbox_openat2(*base_fd, *upper_rel, &how);
+    if (upper < 0)
+        return nsbox_err_sys(e, "upperdir %s%s", o->upper, errno == ELOOP ? " (a symlink)" : "");
     cleanup_close int work = nsbox_openat2(*base_fd, wr, &how);
     if (work < 0)
-        return nsbox_err_sys(e, "workdir %s", o->work);
+        return nsbox_err_sys(e, "workdir %s%s", o->work, errno == ELOOP ? " (a symlink)" : "");
     /* as the engine's workdir is: host root's, for the kernel's eyes only */
     if (mkdirat(work, OWN_WORK, 0700) < 0 && errno != EEXIST)
         return nsbox_err_sys(e, "workdir %s/%s", o->work, OWN_WORK);

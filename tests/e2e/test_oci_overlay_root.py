@@ -247,6 +247,20 @@ class EngineOverlayRoot(BundleCase):
         self.assertIn("lowerdir " + os.path.dirname(self.low) + "/l/LOW", msg)
         self.assertIn("a symlink out of the directory above it", msg)
 
+    def test_an_upper_directory_through_a_symlink_is_not_followed(self):
+        # the upper directory is opened with no symlink on the way: one that the mount
+        # followed (the engine's diff a link to a directory elsewhere) keeps the root read-only
+        real = os.path.join(self.tmp, "elsewhere")
+        os.rename(self.upper, real)
+        os.symlink(real, self.upper)
+        self.mount_engine()
+        code, out = self.run_container(config(["sh", "-c", "echo x > /etc/x || echo refused"]))
+        self.assertEqual(code, 0, out)
+        self.assertIn("refused", out)
+        self.assertEqual(os.listdir(real), [])
+        (msg,) = self.warnings()
+        self.assertIn(f"upperdir {self.upper} (a symlink)", msg)
+
     def test_index_on_keeps_the_root_read_only(self):
         # the kernel lends an upper directory to one overlay with an index at a time
         self.mount_engine(",index=on")
