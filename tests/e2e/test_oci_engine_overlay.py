@@ -9,10 +9,17 @@ import os
 import unittest
 
 import engines
+from oci_bundle import no_idmapped_overlay_layers
 
 from nsbox_test import NSBOX
 
 OCI = os.path.join(os.path.dirname(NSBOX), "nsbox-oci") if NSBOX else None
+
+
+def setUpModule():
+    why = no_idmapped_overlay_layers()
+    if why:
+        raise unittest.SkipTest(why)
 
 
 ROOT_FS = "awk '$5 == \"/\" { for (i = 7; $i != \"-\"; i++); print $6, $(i + 1) }' /proc/self/mountinfo"

@@ -14,11 +14,14 @@ import stat
 import subprocess
 import unittest
 
-from oci_bundle import OCI, BundleCase, config, require_runtime
+from oci_bundle import OCI, BundleCase, config, no_idmapped_overlay_layers, require_runtime
 
 
 def setUpModule():
     require_runtime()
+    why = no_idmapped_overlay_layers()
+    if why:
+        raise unittest.SkipTest(why)
 
 
 def mounted(*args, cwd=None):

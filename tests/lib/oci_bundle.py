@@ -27,6 +27,18 @@ def require_runtime():
         raise unittest.SkipTest("cannot become a subreaper")
 
 
+def no_idmapped_overlay_layers():
+    """Why this kernel cannot make an engine's overlay root again over idmapped layers (docs/
+    oci.md, "The root"), or None: overlayfs takes idmapped layers from Linux 5.19."""
+    release = os.uname().release
+    try:
+        version = tuple(int(x) for x in release.split("-")[0].split(".")[:2])
+    except ValueError:
+        return None
+    return f"needs Linux 5.19 (idmapped overlay layers), not {release}" \
+        if version < (5, 19) else None
+
+
 def config(args, **extra):
     c = {"ociVersion": "1.0.2",
          "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "args": args,
