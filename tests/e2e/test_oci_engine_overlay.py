@@ -4,7 +4,7 @@ root"). A dockerd of the test's own with `--storage-driver overlay2`, and a podm
 the image's layers and the container's upper directory, mounted in the engine's mount
 namespace; nsbox-oci makes the same overlay again over idmapped layers, so the container's root
 is writable and what it writes is the engine's: `docker diff` and `podman diff` list it, `docker
-cp` copies it out, as under runc."""
+cp` copies it out and `docker commit` makes a layer of it, host root's as under runc."""
 import os
 import unittest
 
@@ -61,6 +61,14 @@ class DockerOverlay2(engines.DockerCase):
         # first run in the engine's, which the kernel empties
         r = self.docker("start", "-a", "written")
         check_root(self, r)
+        # committed: an image layer of host root's files, as runc's would be
+        r = self.docker("commit", "written", "nsbox-test/committed:1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.docker, "rmi", "-f", "nsbox-test/committed:1")
+        r = self.docker("run", "--rm", "--runtime=nsbox", "nsbox-test/committed:1", "busybox",
+                        "stat", "-c", "%u:%g %n", "/etc/x", "/usr/local/lib/m.py")
+        self.assertEqual((r.returncode, r.stdout), (0, "0:0 /etc/x\n0:0 /usr/local/lib/m.py\n"),
+                         r.stderr)
         self.assertEqual(self.dirs.live_ids(), [])
 
 
