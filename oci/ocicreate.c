@@ -14,6 +14,7 @@
 #include "ocispec.h"
 #include "safepath.h"
 #include "sandbox.h"
+#include "seccomp_prog.h"
 #include "signals.h"
 #include "util.h"
 
@@ -120,15 +121,21 @@ static int build_spec(const struct create_args *a, const struct nsbox_ocispec *c
 }
 
 /* The bundle's linux.seccomp, compiled by create (the monitor it forks has a copy) so that a
- * profile libseccomp refuses fails before anything is made; filter NULL: none. */
+ * profile libseccomp refuses fails before anything is made; filter NULL: none. Compiled once
+ * per profile text: the disk cache of nsbox's own programs keeps it (an engine gives every
+ * container the same default profile). */
 static struct sock_fprog bundle_seccomp;
 
 static int compile_seccomp(const struct nsbox_ocispec *c, struct nsbox_err *e)
 {
+    char cache[PATH_MAX];
     if (!c->has_seccomp)
         return 0;
+    struct nsbox_err ignored = {0}; /* without a cache directory, the profile is compiled */
+    bool cached = nsbox_seccomp_cache_dir(cache, sizeof cache, &ignored) == 0;
     if (nsbox_contain_calls_check(&c->seccomp, e) < 0 ||
-        nsbox_seccomp_compile(&c->seccomp, &bundle_seccomp, e) < 0)
+        nsbox_seccomp_bundle_prog(cached ? cache : NULL, c->seccomp_text, strlen(c->seccomp_text),
+                                  &c->seccomp, &bundle_seccomp, e) < 0)
         return nsbox_err_wrap(e, "config.json: key 'linux.seccomp'");
     return 0;
 }

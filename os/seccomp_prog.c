@@ -1,10 +1,11 @@
 /* The seccomp programs a sandbox installs: the default profile's (alone, or with a writable
- * root's refusals folded in), each compiled once per process and kept in a cache on disk, and
- * loading a program in the child (policy/seccomp.c parses profiles, policy/seccomp_compile.c
- * compiles them, policy/seccomp_fold.c folds one into another). */
+ * root's refusals folded in), each compiled once per process, and an OCI bundle's, all kept in
+ * a cache on disk, and loading a program in the child (policy/seccomp.c parses profiles,
+ * policy/seccomp_compile.c compiles them, policy/seccomp_fold.c folds one into another). */
 #define _GNU_SOURCE
 #include "seccomp_prog.h"
 #include "cleanup.h"
+#include "paths.h"
 #include "util.h"
 
 #include <seccomp.h>
@@ -12,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/seccomp.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -39,9 +41,13 @@ static int prog_copy(const struct sock_fprog *src, struct sock_fprog *dst, struc
  * policy, so the cache is only trusted when nobody else could have written it: the directory
  * and the file must be ours and not writable by group or others, the file a regular file
  * opened without following symlinks, and its header must match this profile text, this
- * libseccomp and this architecture, with a checksum over the instructions. */
+ * libseccomp and this architecture, with a checksum over the instructions. A bundle's profile
+ * is outside text, whose author could make its 64-bit key collide with another profile's: its
+ * file holds the text itself after the instructions (magic CACHE_MAGIC_TEXT), and is used only
+ * for that very text, so that a collision costs a compile, never another profile's program. */
 
 #define CACHE_MAGIC "NSBXBPF1"
+#define CACHE_MAGIC_TEXT "NSBXBPFT"
 /* Part of the key: bump when policy/seccomp_compile.c's options change the produced program. */
 #define CACHE_FORMAT "nsbox-seccomp-cache-v1 optimize=2"
 
@@ -53,8 +59,8 @@ struct cache_header {
     uint64_t checksum;
 };
 
-/* Not cryptographic: the input is our own embedded profile, so the hash only has to tell
- * versions apart, and anyone able to write the cache directory could write any program. */
+/* Not cryptographic: the hash only has to tell versions apart (anyone able to write the cache
+ * directory could write any program); a bundle's text, which is not ours, is compared whole. */
 static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
 {
     const unsigned char *s = data;
@@ -71,15 +77,21 @@ static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
     return h;
 }
 
-static uint64_t cache_key(const char *text, size_t len)
+uint64_t nsbox_seccomp_cache_key(const char *kind, uint64_t late, const char *text, size_t len)
 {
     const struct scmp_version *v = seccomp_version();
-    char tag[128];
-    int n = snprintf(tag, sizeof tag, "%s libseccomp=%u.%u.%u arch=%#x late=%016" PRIx64 " len=%zu",
-                     CACHE_FORMAT, v->major, v->minor, v->micro, seccomp_arch_native(),
-                     nsbox_seccomp_names_digest(), len);
-    uint64_t h = hash_bytes(0xcbf29ce484222325ull, tag, (size_t)n);
+    char tag[160];
+    int n = snprintf(tag, sizeof tag,
+                     "%s %s libseccomp=%u.%u.%u arch=%#x late=%016" PRIx64 " len=%zu", CACHE_FORMAT,
+                     kind, v->major, v->minor, v->micro, seccomp_arch_native(), late, len);
+    size_t tn = (size_t)n < sizeof tag ? (size_t)n : sizeof tag - 1;
+    uint64_t h = hash_bytes(0xcbf29ce484222325ull, tag, tn);
     return hash_bytes(h, text, len);
+}
+
+static uint64_t cache_key(const char *kind, const char *text, size_t len)
+{
+    return nsbox_seccomp_cache_key(kind, nsbox_seccomp_names_digest(), text, len);
 }
 
 static void cache_name(uint64_t key, char *buf, size_t n)
@@ -104,7 +116,10 @@ static int cache_dir_open(const char *dir)
     return fd;
 }
 
-static int cache_read(int dirfd, uint64_t key, struct sock_fprog *out)
+/* The cache file of key into out; text (NULL for nsbox's own profiles) must be the one the file
+ * holds after its instructions, byte for byte (the checksum covers the instructions). */
+static int cache_read(int dirfd, uint64_t key, const char *text, size_t tlen,
+                      struct sock_fprog *out)
 {
     char name[64];
     cache_name(key, name, sizeof name);
@@ -114,7 +129,8 @@ static int cache_read(int dirfd, uint64_t key, struct sock_fprog *out)
     if (fd < 0)
         return -1;
     struct stat st;
-    const size_t max = sizeof(struct cache_header) + BPF_MAXINSNS * sizeof(struct sock_filter);
+    const size_t max =
+        sizeof(struct cache_header) + BPF_MAXINSNS * sizeof(struct sock_filter) + (text ? tlen : 0);
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
         (st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_size < (off_t)sizeof(struct cache_header) ||
         (size_t)st.st_size > max)
@@ -133,16 +149,17 @@ static int cache_read(int dirfd, uint64_t key, struct sock_fprog *out)
     }
     struct cache_header h;
     memcpy(&h, buf, sizeof h);
-    size_t body = size - sizeof h;
-    if (memcmp(h.magic, CACHE_MAGIC, sizeof h.magic) != 0 || h.key != key ||
-        h.arch != seccomp_arch_native() || h.n_insns == 0 || h.n_insns > BPF_MAXINSNS ||
-        body != (size_t)h.n_insns * sizeof(struct sock_filter) ||
-        hash_bytes(key, buf + sizeof h, body) != h.checksum)
+    size_t body = size - sizeof h, insns = (size_t)h.n_insns * sizeof(struct sock_filter);
+    if (memcmp(h.magic, text ? CACHE_MAGIC_TEXT : CACHE_MAGIC, sizeof h.magic) != 0 ||
+        h.key != key || h.arch != seccomp_arch_native() || h.n_insns == 0 ||
+        h.n_insns > BPF_MAXINSNS || body != insns + (text ? tlen : 0) ||
+        hash_bytes(key, buf + sizeof h, insns) != h.checksum ||
+        (text && memcmp(buf + sizeof h + insns, text, tlen) != 0))
         return -1;
-    out->filter = malloc(body);
+    out->filter = malloc(insns);
     if (!out->filter)
         return -1;
-    memcpy(out->filter, buf + sizeof h, body);
+    memcpy(out->filter, buf + sizeof h, insns);
     out->len = (unsigned short)h.n_insns;
     return 0;
 }
@@ -150,7 +167,8 @@ static int cache_read(int dirfd, uint64_t key, struct sock_fprog *out)
 /* Best effort: a failure leaves no file behind and the caller still has its program. The temp
  * file + rename means a reader sees the old file or the complete new one, never half; no fsync,
  * since a file torn by a crash fails the checksum and is simply rewritten. */
-static void cache_write(int dirfd, uint64_t key, const struct sock_fprog *prog)
+static void cache_write(int dirfd, uint64_t key, const char *text, size_t tlen,
+                        const struct sock_fprog *prog)
 {
     static unsigned counter; /* under default_lock */
     char name[64], tmp[96];
@@ -159,17 +177,19 @@ static void cache_write(int dirfd, uint64_t key, const struct sock_fprog *prog)
 
     struct cache_header h;
     memset(&h, 0, sizeof h);
-    memcpy(h.magic, CACHE_MAGIC, sizeof h.magic);
+    memcpy(h.magic, text ? CACHE_MAGIC_TEXT : CACHE_MAGIC, sizeof h.magic);
     h.key = key;
     h.arch = seccomp_arch_native();
     h.n_insns = prog->len;
-    h.checksum = hash_bytes(key, prog->filter, prog->len * sizeof *prog->filter);
+    size_t insns = prog->len * sizeof *prog->filter;
+    h.checksum = hash_bytes(key, prog->filter, insns);
 
     int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0)
         return;
     bool ok = nsbox_pwrite_all(fd, &h, sizeof h, -1) == 0 &&
-              nsbox_pwrite_all(fd, prog->filter, prog->len * sizeof *prog->filter, -1) == 0 &&
+              nsbox_pwrite_all(fd, prog->filter, insns, -1) == 0 &&
+              (!text || nsbox_pwrite_all(fd, text, tlen, -1) == 0) &&
               fchmod(fd, 0644) == 0; /* the umask may have narrowed it; never wider */
     ok = close(fd) == 0 && ok;
     if (!ok || renameat(dirfd, tmp, dirfd, name) < 0)
@@ -193,13 +213,13 @@ static int build_default(const char *cache_dir, bool root, struct sock_fprog *ou
     cleanup_close int dirfd = -1;
 
     if (cache_dir) {
-        key = cache_key(text, len);
+        key = cache_key("nsbox", text, len);
         if (root) {
             const char *rt = nsbox_seccomp_root_json();
             key = hash_bytes(hash_bytes(key, FOLD_FORMAT, sizeof FOLD_FORMAT), rt, strlen(rt));
         }
         dirfd = cache_dir_open(cache_dir);
-        if (dirfd >= 0 && cache_read(dirfd, key, out) == 0)
+        if (dirfd >= 0 && cache_read(dirfd, key, NULL, 0, out) == 0)
             return 0;
     }
     struct nsbox_seccomp_profile p;
@@ -212,7 +232,7 @@ static int build_default(const char *cache_dir, bool root, struct sock_fprog *ou
     if (rc < 0)
         return nsbox_err_wrap(e, "built-in default profile");
     if (dirfd >= 0)
-        cache_write(dirfd, key, out);
+        cache_write(dirfd, key, NULL, 0, out);
     return 0;
 }
 
@@ -239,6 +259,36 @@ int nsbox_seccomp_default_prog(const char *cache_dir, struct sock_fprog *prog, s
 int nsbox_seccomp_root_prog(const char *cache_dir, struct sock_fprog *prog, struct nsbox_err *e)
 {
     return builtin_prog(cache_dir, true, prog, e);
+}
+
+int nsbox_seccomp_bundle_prog(const char *cache_dir, const char *text, size_t len,
+                              const struct nsbox_seccomp_profile *p, struct sock_fprog *prog,
+                              struct nsbox_err *e)
+{
+    prog->len = 0;
+    prog->filter = NULL;
+    uint64_t key = cache_key("oci", text, len);
+    int rc = 0;
+    pthread_mutex_lock(&default_lock);
+    cleanup_close int dirfd = cache_dir ? cache_dir_open(cache_dir) : -1;
+    if (dirfd < 0 || cache_read(dirfd, key, text, len, prog) < 0) {
+        rc = nsbox_seccomp_compile(p, prog, e);
+        if (rc == 0 && dirfd >= 0)
+            cache_write(dirfd, key, text, len, prog);
+    }
+    pthread_mutex_unlock(&default_lock);
+    return rc;
+}
+
+int nsbox_seccomp_cache_dir(char *out, size_t n, struct nsbox_err *e)
+{
+    char data[PATH_MAX];
+    if (nsbox_path_data_dir(data, sizeof data, e) < 0)
+        return -1;
+    if ((size_t)snprintf(out, n, "%s/cache", data) >= n)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "seccomp cache: %s/cache: too long",
+                             data);
+    return 0;
 }
 
 void nsbox_seccomp_default_forget(void)

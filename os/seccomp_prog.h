@@ -6,6 +6,9 @@
 
 #include "seccomp_profile.h"
 
+#include <stddef.h>
+#include <stdint.h>
+
 /* Default profile, compiled once per process and cached (and on disk when cache_dir != NULL).
  * Each call hands out its own malloc'd copy: free it with nsbox_seccomp_prog_free(). Thread-safe;
  * call it before clone()/fork(), not in the child. An unusable cache directory (not ours, or
@@ -14,6 +17,18 @@ int nsbox_seccomp_default_prog(const char *cache_dir, struct sock_fprog *prog, s
 /* The same for an nsbox-oci container with a writable root: the default profile with the
  * root's refusals folded in (nsbox_seccomp_fold_root), one filter; its own cache file. */
 int nsbox_seccomp_root_prog(const char *cache_dir, struct sock_fprog *prog, struct nsbox_err *e);
+/* An OCI bundle's profile p, parsed from text (its canonical form, len bytes), compiled or read
+ * from the cache in cache_dir (NULL: none), which keeps it under the text itself: the default
+ * profile Docker gives every container is compiled once. prog is malloc'd. */
+int nsbox_seccomp_bundle_prog(const char *cache_dir, const char *text, size_t len,
+                              const struct nsbox_seccomp_profile *p, struct sock_fprog *prog,
+                              struct nsbox_err *e);
+/* The cache directory nsbox and nsbox-oci keep compiled programs in (under the data dir). */
+int nsbox_seccomp_cache_dir(char *out, size_t n, struct nsbox_err *e);
+/* A cache key: what a program compiled from text depends on. kind tells the parsers apart
+ * ("nsbox", "oci"); late is the late-call table's digest (nsbox_seccomp_names_digest()), the
+ * rest (libseccomp's version, the architecture, the compiler's options) is this build's. */
+uint64_t nsbox_seccomp_cache_key(const char *kind, uint64_t late, const char *text, size_t len);
 /* Drop the in-process copies so that the next call compiles or reads the disk cache again
  * (tests and benchmarks). */
 void nsbox_seccomp_default_forget(void);

@@ -66,6 +66,8 @@ void nsbox_ocispec_free(struct nsbox_ocispec *c)
     c->hooks_json = NULL;
     nsbox_ocispec_hooks_free(&c->hooks);
     nsbox_seccomp_profile_free(&c->seccomp);
+    free(c->seccomp_text);
+    c->seccomp_text = NULL;
 }
 
 int nsbox_ocispec_bad(struct nsbox_err *e, const char *key, const char *what)
@@ -655,10 +657,12 @@ static int parse_seccomp(const cJSON *sc, struct nsbox_ocispec *c, struct nsbox_
 {
     if (!cJSON_IsObject(sc))
         return nsbox_ocispec_bad(e, "linux.seccomp", "must be an object");
-    cleanup_free char *text = cJSON_PrintUnformatted(sc);
-    if (!text)
+    /* cJSON's unformatted print: one text for one profile, however config.json spaced it */
+    c->seccomp_text = cJSON_PrintUnformatted(sc);
+    if (!c->seccomp_text)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-    if (nsbox_seccomp_profile_parse_oci(text, strlen(text), &c->seccomp, e) < 0)
+    const char *t = c->seccomp_text;
+    if (nsbox_seccomp_profile_parse_oci(t, strlen(t), &c->seccomp, e) < 0)
         return nsbox_err_wrap(e, "config.json: key 'linux.seccomp'");
     return 0;
 }

@@ -181,6 +181,7 @@ struct nsbox_ocispec {
     struct nsbox_propagation root_propagation; /* linux.rootfsPropagation */
     bool has_seccomp;
     struct nsbox_seccomp_profile seccomp; /* linux.seccomp, when has_seccomp (rules: heap) */
+    char *seccomp_text; /* linux.seccomp's canonical text, the profile's cache key (heap) */
     size_t n_masked, n_readonly; /* linux.maskedPaths, linux.readonlyPaths: absolute paths */
     char masked[NSBOX_OCISPEC_MASKS_MAX][NSBOX_OCISPEC_MASK_PATH_MAX];
     char readonly[NSBOX_OCISPEC_MASKS_MAX][NSBOX_OCISPEC_MASK_PATH_MAX];

@@ -497,49 +497,42 @@ static const struct {
 /* "architectures": the ABIs the bundle's filter would admit besides the native one. nsbox's
  * own filter, loaded before it, kills every foreign ABI's calls whatever a bundle says, so
  * the names are only checked for their form. */
-static int oci_architectures(const cJSON *v, struct nsbox_err *e)
+static bool oci_arch_known(const char *s, unsigned *bits)
 {
-    char tmp[48];
-    if (!cJSON_IsArray(v))
-        return nsbox_err_set(e, NSBOX_E_INVALID, 0,
-                             "architectures: must be an array such as [\"SCMP_ARCH_X86_64\"]");
-    int j = 0;
-    for (const cJSON *a = v->child; a; a = a->next, j++) {
-        const char *s = cJSON_IsString(a) ? a->valuestring : NULL;
-        bool ok = s && !strncmp(s, "SCMP_ARCH_", 10) && s[10] && strlen(s) < 32;
-        for (size_t i = 10; ok && s[i]; i++)
-            ok = (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_';
-        if (!ok)
-            return nsbox_err_set(e, NSBOX_E_INVALID, 0,
-                                 "architectures[%d]: '%s' is not an architecture such as "
-                                 "SCMP_ARCH_X86_64",
-                                 j, s ? printable(s, tmp, sizeof tmp) : "(not a string)");
-    }
-    return 0;
+    (void)bits;
+    bool ok = !strncmp(s, "SCMP_ARCH_", 10) && s[10] && strlen(s) < 32;
+    for (size_t i = 10; ok && s[i]; i++)
+        ok = (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_';
+    return ok;
 }
 
-static int oci_flags(const cJSON *v, unsigned *out, struct nsbox_err *e)
+/* "flags": those of flag_names, their bits added to *bits. */
+static bool oci_flag_known(const char *s, unsigned *bits)
+{
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(flag_names); i++)
+        if (!strcmp(flag_names[i].name, s)) {
+            *bits |= flag_names[i].bit;
+            return true;
+        }
+    return false;
+}
+
+/* A bundle's array of names (key), each of which known() accepts: the first that is not a
+ * string or not known fails, named by key and index, with what (what a name must be). */
+static int oci_names(const cJSON *v, const char *key, bool (*known)(const char *, unsigned *),
+                     const char *what, unsigned *bits, struct nsbox_err *e)
 {
     char tmp[48];
     if (!cJSON_IsArray(v))
-        return nsbox_err_set(e, NSBOX_E_INVALID, 0,
-                             "flags: must be an array such as [\"SECCOMP_FILTER_FLAG_LOG\"]");
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s: must be an array of names, each %s", key,
+                             what);
     int j = 0;
-    for (const cJSON *a = v->child; a; a = a->next, j++) {
-        size_t i = 0;
-        while (cJSON_IsString(a) && i < NSBOX_ARRAY_LEN(flag_names) &&
-               strcmp(flag_names[i].name, a->valuestring) != 0)
-            i++;
-        if (!cJSON_IsString(a) || i == NSBOX_ARRAY_LEN(flag_names))
-            return nsbox_err_set(e, NSBOX_E_INVALID, 0,
-                                 "flags[%d]: '%s' is not supported (nsbox-oci takes "
-                                 "SECCOMP_FILTER_FLAG_LOG, SECCOMP_FILTER_FLAG_SPEC_ALLOW and "
-                                 "SECCOMP_FILTER_FLAG_TSYNC)",
-                                 j,
+    for (const cJSON *a = v->child; a; a = a->next, j++)
+        if (!cJSON_IsString(a) || !known(a->valuestring, bits))
+            return nsbox_err_set(e, NSBOX_E_INVALID, 0, "%s[%d]: '%s' is not %s", key, j,
                                  cJSON_IsString(a) ? printable(a->valuestring, tmp, sizeof tmp)
-                                                   : "(not a string)");
-        *out |= flag_names[i].bit;
-    }
+                                                   : "(not a string)",
+                                 what);
     return 0;
 }
 
@@ -611,8 +604,13 @@ static int parse_profile(const cJSON *root, bool oci, struct nsbox_seccomp_profi
         return -1;
     for (int k = oci ? K__N : K_ARCHS; k < K__N; k++)
         f[k] = NULL;
-    if ((f[K_ARCHS] && oci_architectures(f[K_ARCHS], e) < 0) ||
-        (f[K_FLAGS] && oci_flags(f[K_FLAGS], &p->load_flags, e) < 0) ||
+    unsigned no_bits = 0;
+    if ((f[K_ARCHS] && oci_names(f[K_ARCHS], "architectures", oci_arch_known,
+                                 "an architecture such as SCMP_ARCH_X86_64", &no_bits, e) < 0) ||
+        (f[K_FLAGS] && oci_names(f[K_FLAGS], "flags", oci_flag_known,
+                                 "supported (nsbox-oci takes SECCOMP_FILTER_FLAG_LOG, "
+                                 "SECCOMP_FILTER_FLAG_SPEC_ALLOW and SECCOMP_FILTER_FLAG_TSYNC)",
+                                 &p->load_flags, e) < 0) ||
         oci_listener(f[K_LISTENER], f[K_LISTENER_META], e) < 0)
         return -1;
     if (!f[K_DEFAULT])

@@ -9,10 +9,7 @@
  * (an xattr written around a filter that refused setxattr). From 424 on, every architecture
  * nsbox builds for (x86_64, aarch64: the generic table) numbers a new call alike. A number the
  * running kernel does not have matches nothing: the rule costs nothing there. */
-static const struct {
-    const char *name;
-    int nr;
-} late_calls[] = {
+static const struct nsbox_seccomp_late_call late_calls[] = {
     {"pidfd_send_signal", 424},
     {"io_uring_setup", 425},
     {"io_uring_enter", 426},
@@ -75,13 +72,24 @@ int nsbox_seccomp_names_resolve(const char *name)
     return __NR_SCMP_ERROR;
 }
 
-uint64_t nsbox_seccomp_names_digest(void)
+const struct nsbox_seccomp_late_call *nsbox_seccomp_names_late(size_t *n)
+{
+    *n = sizeof late_calls / sizeof late_calls[0];
+    return late_calls;
+}
+
+uint64_t nsbox_seccomp_names_digest_of(const struct nsbox_seccomp_late_call *t, size_t n)
 {
     uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < sizeof late_calls / sizeof late_calls[0]; i++) {
-        for (const char *c = late_calls[i].name; *c; c++)
+    for (size_t i = 0; i < n; i++) {
+        for (const char *c = t[i].name; *c; c++)
             h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
-        h = (h ^ (uint64_t)late_calls[i].nr) * 0x100000001b3ull;
+        h = (h ^ (uint64_t)t[i].nr) * 0x100000001b3ull;
     }
     return h;
+}
+
+uint64_t nsbox_seccomp_names_digest(void)
+{
+    return nsbox_seccomp_names_digest_of(late_calls, sizeof late_calls / sizeof late_calls[0]);
 }

@@ -145,8 +145,18 @@ void nsbox_seccomp_prog_free(struct sock_fprog *prog);
  * numbered alike on every architecture since Linux 5.1 (424 on), which an older libseccomp
  * does not know; __NR_SCMP_ERROR when neither knows the name. */
 int nsbox_seccomp_names_resolve(const char *name);
-/* A digest of policy/seccomp_names.c's table, for the keys of compiled programs: the same
- * profile text and libseccomp compile to another program once the table gains a call. */
+/* One entry of that table. */
+struct nsbox_seccomp_late_call {
+    const char *name;
+    int nr;
+};
+/* The table itself, *n entries. */
+const struct nsbox_seccomp_late_call *nsbox_seccomp_names_late(size_t *n);
+/* A digest of a table of late calls, for the keys of compiled programs
+ * (nsbox_seccomp_cache_key): the same profile text and libseccomp compile to another program
+ * once the table gains a call. */
+uint64_t nsbox_seccomp_names_digest_of(const struct nsbox_seccomp_late_call *t, size_t n);
+/* nsbox_seccomp_names_digest_of the table of this build. */
 uint64_t nsbox_seccomp_names_digest(void);
 
 #endif

@@ -1,5 +1,6 @@
 /* The search an agent's command is executed by (agent_exec.h). */
 #include "agent_exec.h"
+#include "pathsearch.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -7,39 +8,20 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *env_get(char **env, const char *key)
-{
-    size_t n = strlen(key);
-    for (size_t i = 0; env[i]; i++)
-        if (!strncmp(env[i], key, n) && env[i][n] == '=')
-            return env[i] + n + 1;
-    return NULL;
-}
-
 int nsbox_agent_exec_search(char **argv, char **env)
 {
-    const char *name = argv[0];
     char path[PATH_MAX];
-    int err = ENOENT;
+    const char *file;
+    int err = ENOENT, r;
     bool eacces = false;
-    const char *dirs = strchr(name, '/') ? "" : env_get(env, "PATH");
-    if (!dirs)
-        dirs = "/usr/local/bin:/usr/bin:/bin";
-    for (const char *p = dirs;;) {
-        const char *colon = strchr(p, ':');
-        size_t dl = colon ? (size_t)(colon - p) : strlen(p);
-        const char *file = name;
-        if (!strchr(name, '/')) {
-            if (dl + 1 + strlen(name) + 1 > sizeof path) {
-                if (err == ENOENT)
-                    err = ENAMETOOLONG; /* as execvp says it: not "not found" */
-                goto next;
-            }
-            memcpy(path, dl ? p : ".", dl ? dl : 1);
-            size_t o = dl ? dl : 1;
-            path[o++] = '/';
-            strcpy(path + o, name);
-            file = path;
+    struct nsbox_pathsearch s;
+    /* init's child has entered the command's cwd: "." */
+    nsbox_pathsearch_init(&s, argv[0], nsbox_pathsearch_env(env), ".");
+    while ((r = nsbox_pathsearch_next(&s, path, sizeof path, &file)) != 0) {
+        if (r < 0) {
+            if (err == ENOENT)
+                err = ENAMETOOLONG; /* as execvp says it: not "not found" */
+            continue;
         }
         execve(file, argv, env);
         err = errno;
@@ -63,10 +45,6 @@ int nsbox_agent_exec_search(char **argv, char **env)
             eacces = true;
         else if (err != ENOENT && err != ENOTDIR && err != ESTALE)
             return err;
-    next:
-        if (!colon || strchr(name, '/')) /* the last entry, or a path: one try */
-            break;
-        p = colon + 1;
     }
     return eacces ? EACCES : err;
 }

@@ -10,6 +10,7 @@
 #include "idmap.h"
 #include "cmdline.h"
 #include "launch.h"
+#include "pathsearch.h"
 #include "safepath.h"
 #include "util.h"
 #include "seccomp_prog.h"
@@ -299,38 +300,22 @@ static bool path_missing(const char *path)
  * after the start, the workload's report has no reader and its stderr may be no one's. */
 static int program_check(const struct nsbox_launch *L, struct nsbox_err *e)
 {
-    const char *name = L->argv[0], *path = NULL;
-    char cand[PATH_MAX];
-    if (strchr(name, '/')) {
-        if (name[0] == '/')
-            snprintf(cand, sizeof cand, "%s", name);
-        else if ((size_t)snprintf(cand, sizeof cand, "%s/%s", L->cwd, name) >= sizeof cand)
+    const char *name = L->argv[0], *path = nsbox_pathsearch_env(L->envp), *cand;
+    char buf[PATH_MAX];
+    struct nsbox_pathsearch s;
+    int r;
+    /* the places the workload's execvp will try, in the directory it will run in */
+    nsbox_pathsearch_init(&s, name, path, L->cwd);
+    while ((r = nsbox_pathsearch_next(&s, buf, sizeof buf, &cand)) != 0)
+        if (r < 0 || !path_missing(cand)) /* too long to tell here: the exec will say */
             return 0;
-        if (!path_missing(cand))
-            return 0;
+    if (strchr(name, '/'))
         return nsbox_err_set(e, NSBOX_E_EXEC, ENOENT,
                              "process.args[0] %s: no such file or directory in the container",
                              name);
-    }
-    for (char **v = L->envp; v && *v && !path; v++)
-        if (!strncmp(*v, "PATH=", 5))
-            path = *v + 5;
-    if (!path)
-        path = "/bin:/usr/bin"; /* execvp's own default */
-    for (const char *d = path;; d++) {
-        size_t n = strcspn(d, ":");
-        const char *dir = n ? d : L->cwd; /* an empty entry is the working directory */
-        int dn = n ? (int)n : (int)strlen(L->cwd);
-        if ((size_t)snprintf(cand, sizeof cand, "%.*s/%s", dn, dir, name) >= sizeof cand ||
-            !path_missing(cand))
-            return 0;
-        d += n;
-        if (!*d)
-            break;
-    }
     return nsbox_err_set(e, NSBOX_E_EXEC, ENOENT,
                          "process.args[0] %s: executable file not found in $PATH (PATH=%.512s)",
-                         name, path);
+                         name, path ? path : NSBOX_PATHSEARCH_DEFAULT);
 }
 
 /* nsbox-oci's start barrier (docs/oci.md): the sandbox is whole, hardened, and waits for

@@ -244,10 +244,9 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
         return -1;
     snprintf(c->L.image_root, sizeof c->L.image_root, "%s", img->root);
 
-    char data[PATH_MAX - 16], cache[PATH_MAX];
-    if (nsbox_path_data_dir(data, sizeof data, e) < 0)
+    char cache[PATH_MAX];
+    if (nsbox_seccomp_cache_dir(cache, sizeof cache, e) < 0)
         return -1;
-    snprintf(cache, sizeof cache, "%s/cache", data);
     /* A writable root's refusals are folded into the one filter, not stacked: every system
      * call of the container then runs one program. */
     if ((c->root_writable ? nsbox_seccomp_root_prog(cache, &c->L.seccomp, e)

@@ -168,6 +168,38 @@ class OciExec(BundleCase):
         self.assertEqual(r.returncode, 127)
         self.assertIn("not found", r.stderr.decode())
 
+    def test_exec_searches_where_create_checks(self):
+        # one search (policy/pathsearch.c) for create's check of process.args[0] and exec's
+        # command: without PATH, glibc execvp's /bin:/usr/bin (not /usr/local/bin), and an
+        # empty entry is the command's cwd
+        local = os.path.join(self.bundle, "rootfs", "usr", "local", "bin")
+        os.makedirs(local)
+        with open(os.path.join(local, "here"), "w") as f:
+            f.write("#!/bin/sh\necho here $X\n")
+        os.chmod(os.path.join(local, "here"), 0o755)
+        no_path = ["X=1"]
+        c = rt.config(["here"])
+        c["process"]["env"] = no_path
+        self.write_config(c)
+        self.assertIn("here: executable file not found in $PATH (PATH=/bin:/usr/bin)",
+                      self.create_refused("n1"))
+        self.running(["sleep", "1000"])
+        r = self.oci("exec", "--process", self.process_file(["here"], env=no_path), "c1")
+        self.assertEqual(r.returncode, 127, r.stdout)
+        r = self.oci("exec", "--process", self.process_file(["sh", "-c", "echo $X"], env=no_path),
+                     "c1")
+        self.assertEqual((r.returncode, r.stdout), (0, b"1\n"), r.stderr)
+        cwd_last = ["PATH=/nowhere:", "X=2"]
+        r = self.oci("exec", "--process", self.process_file(["here"], env=cwd_last,
+                                                           cwd="/usr/local/bin"), "c1")
+        self.assertEqual((r.returncode, r.stdout), (0, b"here 2\n"), r.stderr)
+        c["process"].update(env=cwd_last, cwd="/usr/local/bin")
+        self.write_config(c)
+        pid = self.create("c2")
+        self.assertEqual(self.oci("start", "c2").returncode, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0)
+        self.assertEqual(self.output(), "here 2\n")
+
     def test_exec_errors(self):
         r = self.oci("exec", "nope", "true")
         self.assertIn("container nope does not exist", self.log_errors()[-1]["msg"])

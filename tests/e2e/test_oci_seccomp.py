@@ -4,6 +4,8 @@ every call gets the stricter answer of the two (of two errnos the bundle's). A d
 with the profile's errno, in the container's process and in an exec'd one; an allow-list runs a
 shell; a profile that allows everything loosens nothing; what nsbox-oci cannot do (a seccomp
 agent's SCMP_ACT_NOTIFY, a profile that refuses what init still calls) is refused at create."""
+import json
+import os
 import unittest
 
 from oci_bundle import OCI, BundleCase, config, require_runtime, seccomp_filters
@@ -111,6 +113,39 @@ class BundleSeccomp(BundleCase):
 
     def test_exec_is_under_the_bundles_profile(self):
         self.exec_mkdir(EPERM_MKDIR, noNewPrivileges=False)
+
+    def bundle_programs(self):
+        """The disk cache's programs of bundles' profiles (magic NSBXBPFT): name -> inode."""
+        cache = os.path.join(self.dirs.data, "cache")
+        found = {}
+        for name in os.listdir(cache) if os.path.isdir(cache) else []:
+            with open(os.path.join(cache, name), "rb") as f:
+                if f.read(8) == b"NSBXBPFT":
+                    found[name] = os.fstat(f.fileno()).st_ino
+        return found
+
+    def test_profile_is_compiled_once(self):
+        # an engine gives every container the same default profile: the second create reads
+        # the program the first compiled (a compile writes the file anew: another inode), even
+        # from a config.json spaced otherwise; another profile gets a file of its own
+        code, out = self.run_container(self.container(MKDIR, EPERM_MKDIR))
+        self.assertEqual((code, out.splitlines()[1]), (0, "mkdir=1"), out)
+        first = self.bundle_programs()
+        self.assertEqual(len(first), 1, first)
+        self.assertEqual(self.oci("delete", "c1").returncode, 0)
+        with open(os.path.join(self.bundle, "config.json"), "w") as f:
+            json.dump(self.container(MKDIR, EPERM_MKDIR), f, indent=3)
+        pid = self.create()
+        self.assertEqual(self.bundle_programs(), first)
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0)
+        self.assertEqual(self.output().splitlines()[1], "mkdir=1", self.output())
+        self.assertEqual(self.oci("delete", "c1").returncode, 0)
+        code, out = self.run_container(self.container(MKDIR, ALLOW_ALL))
+        self.assertEqual((code, out.splitlines()[0]), (0, "mkdir=0"), out)
+        both = self.bundle_programs()
+        self.assertEqual(len(both), 2, both)
+        self.assertEqual({n: both[n] for n in first}, first)
 
     def test_notify_refused_at_create(self):
         # no seccomp agent answers a notification: the call would hang, so create says so

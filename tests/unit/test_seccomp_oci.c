@@ -112,6 +112,17 @@ static void test_refusals(void **state)
               "architectures[0]: 'x86_64' is not an architecture");
     oci_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"architectures\":[7]}",
               "architectures[0]: '(not a string)'");
+    /* both arrays of names are read alike: the key and the index name the culprit */
+    oci_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"architectures\":\"SCMP_ARCH_X86_64\"}",
+              "architectures: must be an array of names, each an architecture such as");
+    oci_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"architectures\":[\"SCMP_ARCH_X86_64\","
+              "\"SCMP_ARCH_\"]}",
+              "architectures[1]: 'SCMP_ARCH_' is not an architecture such as SCMP_ARCH_X86_64");
+    oci_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"flags\":[\"SECCOMP_FILTER_FLAG_TSYNC\","
+              "\"SECCOMP_FILTER_FLAG_LOGS\"]}",
+              "flags[1]: 'SECCOMP_FILTER_FLAG_LOGS' is not supported (nsbox-oci takes");
+    oci_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"flags\":[2]}",
+              "flags[0]: '(not a string)' is not supported");
     oci_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"archMap\":[]}", "archMap: not supported");
     oci_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"defaultErrno\":1}",
               "unknown key 'defaultErrno'");
