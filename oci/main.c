@@ -20,16 +20,40 @@ static void log_error(const struct nsbox_ocirt *g, const char *msg)
     nsbox_ocilog_append(g, "error", msg);
 }
 
+/* Each command, its synopsis and what it does: `nsbox-oci --help` lists them all,
+ * `nsbox-oci CMD --help` its own. */
 static const struct {
     const char *name;
     int (*fn)(const struct nsbox_ocirt *, int, char **, struct nsbox_err *);
+    const char *synopsis, *what;
 } commands[] = {
-    {"create", nsbox_ocicreate_create}, {"start", nsbox_ocicmds_start},
-    {"state", nsbox_ocicmds_state},     {"kill", nsbox_ocicmds_kill},
-    {"delete", nsbox_ocicmds_delete},   {"pause", nsbox_ocicmds_pause},
-    {"resume", nsbox_ocicmds_resume},   {"features", nsbox_ocicmds_features},
-    {"exec", nsbox_ociexec_exec},       {"ps", nsbox_ocips_ps},
-    {"update", nsbox_ociupdate_update},
+    {"spec", nsbox_ocispecgen_spec, "spec [--bundle DIR] [--rootless]",
+     "write a default config.json (a shell on a terminal; refuses to overwrite one)"},
+    {"create", nsbox_ocicreate_create,
+     "create [--bundle DIR] [--pid-file FILE] [--console-socket S] [--preserve-fds N] ID",
+     "set up, the process waits for start"},
+    {"start", nsbox_ocicmds_start, "start ID", "run the process"},
+    {"run", nsbox_ocirun_run,
+     "run [--bundle DIR] [--pid-file FILE] [--console-socket S] [--detach|-d] [--keep]\n"
+     "      [--preserve-fds N] ID",
+     "create and start; in the foreground: wait, pass on signals, exit with the\n"
+     "      container's status (128+N for signal N) and delete it (unless --keep)"},
+    {"state", nsbox_ocicmds_state, "state ID", "the container's state as JSON"},
+    {"list", nsbox_ocilist_list, "list [--format table|json] [--quiet|-q]",
+     "the containers under --root"},
+    {"kill", nsbox_ocicmds_kill, "kill [--all] ID [SIGNAL]", "signal it (default TERM)"},
+    {"delete", nsbox_ocicmds_delete, "delete [--force] ID", "remove a stopped container"},
+    {"pause", nsbox_ocicmds_pause, "pause ID", "freeze all its processes"},
+    {"resume", nsbox_ocicmds_resume, "resume ID", "thaw them"},
+    {"exec", nsbox_ociexec_exec,
+     "exec [--detach] [--pid-file F] [--console-socket S] [--tty] [--cwd DIR]\n"
+     "      [--env K=V] [--user UID[:GID]] [--additional-gids G[,G...]]\n"
+     "      [--preserve-fds N] [--cap CAP] (--process F | ID CMD...)",
+     "run in a running one, as any of its users, within its capabilities"},
+    {"ps", nsbox_ocips_ps, "ps [--format json|table] ID", "its processes (host pids)"},
+    {"update", nsbox_ociupdate_update, "update --resources FILE|- ID",
+     "new memory, cpu, pids limits"},
+    {"features", nsbox_ocicmds_features, "features", "what is supported, as JSON"},
 };
 
 static void usage(void)
@@ -38,24 +62,12 @@ static void usage(void)
            "COMMAND ...\n"
            "       --systemd-cgroup: linux.cgroupsPath is systemd's slice:prefix:name\n"
            "       (and runc's --debug: accepted)\n"
-           "       nsbox-oci --version\n\n"
-           "  create --bundle DIR [--pid-file FILE] [--console-socket S] [--preserve-fds N] ID\n"
-           "                                               set up, the process waits for start\n"
-           "  start ID                                     run the process\n"
-           "  state ID                                     the container's state as JSON\n"
-           "  kill [--all] ID [SIGNAL]                     signal it (default TERM)\n"
-           "  delete [--force] ID                          remove a stopped container\n"
-           "  pause ID, resume ID                          freeze, thaw all its processes\n"
-           "  exec [--detach] [--pid-file F] [--console-socket S] [--tty] [--cwd DIR]\n"
-           "       [--env K=V] [--user UID[:GID]] [--additional-gids G[,G...]]\n"
-           "       [--preserve-fds N] [--cap CAP] (--process F | ID CMD...)\n"
-           "                                               run in a running one, as any of\n"
-           "                                               its users, within its capabilities\n"
-           "  ps [--format json|table] ID                  its processes (host pids)\n"
-           "  update --resources FILE|- ID                 new memory, cpu, pids limits\n"
-           "  features                                     what is supported, as JSON\n"
-           "  --preserve-fds N (create, exec): the caller's descriptors 3 to 3+N-1 (N up to\n"
-           "  250) are the process's too, at the same numbers; create started by socket\n"
+           "       nsbox-oci --version\n"
+           "       nsbox-oci COMMAND --help\n\n");
+    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
+        printf("  %s\n      %s\n", commands[k].synopsis, commands[k].what);
+    printf("\n  --preserve-fds N (create, run, exec): the caller's descriptors 3 to 3+N-1 (N\n"
+           "  up to 250) are the process's too, at the same numbers; create started by socket\n"
            "  activation (LISTEN_FDS, LISTEN_PID its pid) passes those first, as runc\n\n"
            "An nsbox sandbox for each container: see docs/oci.md.\n");
 }
@@ -123,7 +135,12 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) {
         if (strcmp(argv[i], commands[k].name))
             continue;
-        if (!strcmp(argv[i], "create") && nsbox_config_load_types(NULL, &e) < 0) {
+        if (i + 1 < argc && (!strcmp(argv[i + 1], "--help") || !strcmp(argv[i + 1], "-h"))) {
+            printf("usage: nsbox-oci %s\n      %s\n", commands[k].synopsis, commands[k].what);
+            return 0;
+        }
+        if ((!strcmp(argv[i], "create") || !strcmp(argv[i], "run")) &&
+            nsbox_config_load_types(NULL, &e) < 0) {
             log_error(&g, e.msg);
             return 1;
         }
@@ -133,13 +150,12 @@ int main(int argc, char **argv)
         return r;
     }
     /* runc's commands that nsbox-oci has not: named as such, not as a typo */
-    static const char *const not_done[] = {"spec", "list",       "events",
-                                           "run",  "checkpoint", "restore"};
+    static const char *const not_done[] = {"events", "checkpoint", "restore"};
     for (size_t k = 0; k < sizeof not_done / sizeof not_done[0]; k++)
         if (!strcmp(argv[i], not_done[k])) {
             nsbox_err_set(&e, NSBOX_E_UNSUPPORTED, ENOTSUP,
                           "'%s' is a runc command that nsbox-oci does not have (see "
-                          "nsbox-oci --help; run is create then start)",
+                          "nsbox-oci --help)",
                           argv[i]);
             log_error(&g, e.msg);
             return 1;

@@ -36,15 +36,6 @@
 #include <time.h>
 #include <unistd.h>
 
-struct create_args {
-    char bundle[PATH_MAX];
-    const char *pid_file;
-    const char *console_socket;
-    const char *id;
-    unsigned preserve_fds; /* 3, 4, ... inherited by init: socket activation's, then
-                            * --preserve-fds's (ocifds.c) */
-};
-
 /* What the monitor tells create once the sandbox is set up, or why it is not. */
 struct ready_msg {
     int ok;
@@ -55,7 +46,8 @@ struct ready_msg {
     struct nsbox_err err;
 };
 
-static int parse_args(int argc, char **argv, struct create_args *a, struct nsbox_err *e)
+int nsbox_ocicreate_parse(int argc, char **argv, struct nsbox_ocicreate_args *a,
+                          struct nsbox_err *e)
 {
     static const struct option opts[] = {
         {"bundle", required_argument, NULL, 'b'},
@@ -64,25 +56,29 @@ static int parse_args(int argc, char **argv, struct create_args *a, struct nsbox
         {"no-pivot", no_argument, NULL, 'n'},
         {"no-new-keyring", no_argument, NULL, 'k'},
         {"preserve-fds", required_argument, NULL, 'f'},
+        {"detach", no_argument, NULL, 'd'}, /* run's */
+        {"keep", no_argument, NULL, 'K'},   /* run's */
         {NULL, 0, NULL, 0},
     };
-    const char *bundle = ".";
+    const char *bundle = ".", *cmd = a->run ? "run" : "create";
     int o;
     optind = 1;
-    while ((o = getopt_long(argc, argv, "+b:", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, a->run ? "+b:d" : "+b:", opts, NULL)) != -1) {
         if (o == 'b')
             bundle = optarg;
         else if (o == 'p')
             a->pid_file = optarg;
         else if (o == 'c')
             a->console_socket = optarg;
-        else if (o == 'f' && nsbox_ocifds_parse("create", optarg, &a->preserve_fds, e) < 0)
+        else if (o == 'f' && nsbox_ocifds_parse(cmd, optarg, &a->preserve_fds, e) < 0)
             return -1;
-        else if (o == '?')
-            return nsbox_err_invalid(e, "create: unknown option");
+        else if ((o == 'd' || o == 'K') && a->run)
+            *(o == 'd' ? &a->detach : &a->keep) = true;
+        else if (o == '?' || o == 'd' || o == 'K')
+            return nsbox_err_invalid(e, "%s: unknown option (see nsbox-oci %s --help)", cmd, cmd);
     }
     if (optind != argc - 1)
-        return nsbox_err_invalid(e, "create: give exactly one container id");
+        return nsbox_err_invalid(e, "%s: give exactly one container id", cmd);
     a->id = argv[optind];
     if (!realpath(bundle, a->bundle))
         return nsbox_err_sys(e, "bundle %s", NSBOX_SHOW(bundle));
@@ -91,7 +87,7 @@ static int parse_args(int argc, char **argv, struct create_args *a, struct nsbox
 
 /* The sandbox spec of a bundle: its root as a directory image, its environment, its limits
  * over those of nsbox's default instance type. */
-static int build_spec(const struct create_args *a, const struct nsbox_ocispec *c,
+static int build_spec(const struct nsbox_ocicreate_args *a, const struct nsbox_ocispec *c,
                       struct nsbox_spec *s, struct nsbox_err *e)
 {
     char root[2 * PATH_MAX];
@@ -140,7 +136,7 @@ static int compile_seccomp(const struct nsbox_ocispec *c, struct nsbox_err *e)
     return 0;
 }
 
-static int load_config(const struct create_args *a, struct nsbox_ocispec *c,
+static int load_config(const struct nsbox_ocicreate_args *a, struct nsbox_ocispec *c,
                        struct nsbox_err *e)
 {
     char path[PATH_MAX + 16];
@@ -160,6 +156,11 @@ static int load_config(const struct create_args *a, struct nsbox_ocispec *c,
         nsbox_ocispec_check_devices(c, e) < 0 || nsbox_ocispec_check_sysctl(c, e) < 0 ||
         compile_seccomp(c, e) < 0)
         return -1;
+    if (c->terminal && !a->console_socket && a->run)
+        return nsbox_err_invalid(e, "process.terminal is true but nsbox-oci run does not lend "
+                                    "the container the caller's terminal: set \"terminal\": "
+                                    "false in config.json (the container then has run's stdin, "
+                                    "stdout and stderr), or give --console-socket");
     if (c->terminal && !a->console_socket)
         return nsbox_err_invalid(e, "process.terminal is true but no --console-socket was "
                                     "given: the terminal's master has nowhere to go (runc's "
@@ -595,10 +596,9 @@ static void reap_children(pid_t monitor, pid_t helper)
 
 /* The monitor is forked; create waits for its word, records the state, writes the pid file:
  * init's, our child (the monitor cloned it as its sibling). */
-static int spawn_monitor(const struct nsbox_ocirt *g, const struct create_args *a,
-                         const char *dir, const struct nsbox_spec *s,
-                         const struct nsbox_ocispec *c, const struct nsbox_ociplace *place,
-                         struct nsbox_err *e)
+static int spawn_monitor(const struct nsbox_ocirt *g, const struct nsbox_ocicreate_args *a,
+                         const char *dir, const struct nsbox_spec *s, const struct nsbox_ocispec *c,
+                         const struct nsbox_ociplace *place, struct nsbox_err *e)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
@@ -647,6 +647,7 @@ static int spawn_monitor(const struct nsbox_ocirt *g, const struct create_args *
     struct nsbox_ocistate st = {.pid = msg.init_pid, .monitor = pid};
     snprintf(st.id, sizeof st.id, "%s", a->id);
     snprintf(st.bundle, sizeof st.bundle, "%s", a->bundle);
+    snprintf(st.rootfs, sizeof st.rootfs, "%s", s->image);
     snprintf(st.sandbox, sizeof st.sandbox, "%s", msg.sandbox);
     now_rfc3339(st.created, sizeof st.created);
     st.pid_start = nsbox_ocistate_start_time(msg.init_pid);
@@ -664,38 +665,45 @@ static int spawn_monitor(const struct nsbox_ocirt *g, const struct create_args *
     return 0;
 }
 
-int nsbox_ocicreate_create(const struct nsbox_ocirt *g, int argc, char **argv,
-                           struct nsbox_err *e)
+int nsbox_ocicreate_make(const struct nsbox_ocirt *g, struct nsbox_ocicreate_args *a,
+                         struct nsbox_err *e)
 {
-    struct create_args a = {.pid_file = NULL};
     unsigned listen = 0;
-    if (parse_args(argc, argv, &a, e) < 0 || nsbox_ocifds_listen(a.preserve_fds, &listen, e) < 0)
-        return 1;
+    if (nsbox_ocifds_listen(a->preserve_fds, &listen, e) < 0)
+        return -1;
     static struct nsbox_ocispec c; /* large: the mounts */
     static struct nsbox_spec s;
     static struct nsbox_ociplace place; /* the cgroup, decided once */
     nsbox_spec_init(&s);
     char dir[PATH_MAX];
     /* runc's "stdio + $LISTEN_FDS + preserve-fds", and the process told of the first */
-    a.preserve_fds += listen;
-    if (load_config(&a, &c, e) < 0 || (listen && nsbox_ociproc_listen_env(&c, listen, e) < 0) ||
-        build_spec(&a, &c, &s, e) < 0 || nsbox_ociplace_build(g, &c, &s, &place, e) < 0 ||
-        make_state_dir(g, a.id, dir, sizeof dir, e) < 0)
-        return 1;
+    a->preserve_fds += listen;
+    if (load_config(a, &c, e) < 0 || (listen && nsbox_ociproc_listen_env(&c, listen, e) < 0) ||
+        build_spec(a, &c, &s, e) < 0 || nsbox_ociplace_build(g, &c, &s, &place, e) < 0 ||
+        make_state_dir(g, a->id, dir, sizeof dir, e) < 0)
+        return -1;
     if (write_annotations(dir, c.annotations, e) < 0 ||
         nsbox_ocihooks_save(dir, c.hooks_json, e) < 0) {
         struct nsbox_err e2;
-        nsbox_ocistate_remove(g, a.id, &e2);
-        return 1;
+        nsbox_ocistate_remove(g, a->id, &e2);
+        return -1;
     }
-    if (a.console_socket && !c.terminal)
+    if (a->console_socket && !c.terminal)
         fprintf(stderr, "nsbox-oci: --console-socket given without process.terminal: unused\n");
     if (place.ignored[0])
         fprintf(stderr, "nsbox-oci: linux.resources.memory: not applied: %s\n", place.ignored);
-    if (spawn_monitor(g, &a, dir, &s, &c, &place, e) < 0) {
+    if (spawn_monitor(g, a, dir, &s, &c, &place, e) < 0) {
         struct nsbox_err e2;
-        nsbox_ocistate_remove(g, a.id, &e2);
-        return 1;
+        nsbox_ocistate_remove(g, a->id, &e2);
+        return -1;
     }
+    return 0;
+}
+
+int nsbox_ocicreate_create(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e)
+{
+    struct nsbox_ocicreate_args a = {.pid_file = NULL};
+    if (nsbox_ocicreate_parse(argc, argv, &a, e) < 0 || nsbox_ocicreate_make(g, &a, e) < 0)
+        return 1;
     return 0;
 }

@@ -507,8 +507,9 @@ static int check_running(const struct nsbox_ocirt *g, const struct nsbox_ocistat
     if (st == NSBOX_OCI_CREATED)
         return nsbox_err_invalid(e,
                                  "cannot exec in container %s before its start: start it "
-                                 "first (nsbox-oci forks exec'd processes from the "
-                                 "container's init, which waits for start)",
+                                 "first, or make it with nsbox-oci run -d (nsbox-oci forks "
+                                 "exec'd processes from the container's init, which serves "
+                                 "them only once the workload has started)",
                                  s->id);
     return nsbox_err_set(e, NSBOX_E_INVALID, ESRCH, "container %s: container not running", s->id);
 }

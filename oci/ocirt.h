@@ -37,6 +37,7 @@ enum nsbox_ocistate_status {
 struct nsbox_ocistate {
     char id[NSBOX_OCI_ID_MAX + 1];
     char bundle[PATH_MAX];
+    char rootfs[PATH_MAX];  /* the root's path, resolved ("" from a version that kept none) */
     char created[40];       /* RFC 3339, UTC */
     pid_t pid;              /* the sandbox's init (pid 1 inside): the pid-file process */
     uint64_t pid_start;     /* its start time (/proc/PID/stat field 22), against pid reuse */
@@ -74,6 +75,9 @@ const char *nsbox_ocistate_status_name(enum nsbox_ocistate_status st);
  * stdin), with the status st; malloc'd. */
 char *nsbox_ocistate_json(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
                           enum nsbox_ocistate_status st, bool pretty, struct nsbox_err *e);
+/* The user owning the container's state directory, as runc's state and list name it (its
+ * name, or "#UID" when the system has none; "" when the directory is gone). */
+void nsbox_ocistate_owner(const struct nsbox_ocirt *g, const char *id, char *out, size_t n);
 /* The pid file a caller reads: decimal, no newline, written whole (renamed into place). */
 int nsbox_ocistate_write_pid_file(const char *path, pid_t pid, struct nsbox_err *e);
 /* Remove <root>/<id> and what is in it (files only: the directory is flat). */
@@ -249,6 +253,24 @@ int nsbox_ocihooks_save(const char *dir, const char *json, struct nsbox_err *e);
 int nsbox_ocihooks_run(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s, int kind,
                        enum nsbox_ocistate_status st, struct nsbox_err *e);
 
+/* ---- ocicreate.c: create, and run's first half ---- */
+struct nsbox_ocicreate_args {
+    char bundle[PATH_MAX];
+    const char *pid_file;
+    const char *console_socket;
+    const char *id;
+    unsigned preserve_fds; /* 3, 4, ... inherited by init: socket activation's, then
+                            * --preserve-fds's (ocifds.c) */
+    bool run;              /* set by the caller: run's options too, errors say "run" */
+    bool detach, keep;     /* run's --detach, --keep */
+};
+/* create's options (and run's, with a->run) into a; the bundle resolved. */
+int nsbox_ocicreate_parse(int argc, char **argv, struct nsbox_ocicreate_args *a,
+                          struct nsbox_err *e);
+/* The container a says, created: its state written, init waiting at the start barrier. */
+int nsbox_ocicreate_make(const struct nsbox_ocirt *g, struct nsbox_ocicreate_args *a,
+                         struct nsbox_err *e);
+
 /* ---- the commands: return the process's exit code; errors are filled into e ---- */
 int nsbox_ocicreate_create(const struct nsbox_ocirt *g, int argc, char **argv,
                            struct nsbox_err *e);
@@ -265,6 +287,9 @@ int nsbox_ocicmds_delete(const struct nsbox_ocirt *g, int argc, char **argv,
 int nsbox_ociexec_exec(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
 int nsbox_ocips_ps(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
 int nsbox_ociupdate_update(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
+int nsbox_ocispecgen_spec(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
+int nsbox_ocirun_run(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
+int nsbox_ocilist_list(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
 /* The host pids of container s's processes (its cgroup's; its monitor reads them): how many
  * (at most max), or -1. */
 int nsbox_ocips_pids(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s, pid_t *pids,

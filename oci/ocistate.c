@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,7 @@ int nsbox_ocistate_write(const struct nsbox_ocirt *g, const struct nsbox_ocistat
     cleanup_cjson cJSON *j = cJSON_CreateObject();
     if (!j || !cJSON_AddStringToObject(j, "id", s->id) ||
         !cJSON_AddStringToObject(j, "bundle", s->bundle) ||
+        !cJSON_AddStringToObject(j, "rootfs", s->rootfs) ||
         !cJSON_AddStringToObject(j, "created", s->created) ||
         !cJSON_AddNumberToObject(j, "pid", s->pid) ||
         !cJSON_AddNumberToObject(j, "pid_start", (double)s->pid_start) ||
@@ -109,6 +111,7 @@ int nsbox_ocistate_read(const struct nsbox_ocirt *g, const char *id, struct nsbo
         field_str(j, "sandbox", s->sandbox, sizeof s->sandbox) < 0 ||
         field_num(j, "pid", &pid) < 0 || field_num(j, "pid_start", &ps) < 0)
         return nsbox_err_invalid(e, "%s: damaged", path);
+    field_str(j, "rootfs", s->rootfs, sizeof s->rootfs); /* "" from a version without it */
     s->pid = (pid_t)pid, s->pid_start = (uint64_t)ps;
     if (field_num(j, "monitor_pid", &mp) == 0 && field_num(j, "monitor_start", &ms) == 0) {
         s->monitor = (pid_t)mp, s->monitor_start = (uint64_t)ms;
@@ -215,9 +218,27 @@ static cJSON *read_annotations(const struct nsbox_ocirt *g, const char *id)
     return ann;
 }
 
+void nsbox_ocistate_owner(const struct nsbox_ocirt *g, const char *id, char *out, size_t n)
+{
+    char dir[PATH_MAX];
+    struct stat sb;
+    struct nsbox_err e;
+    out[0] = '\0';
+    if (nsbox_ocistate_dir(g, id, dir, sizeof dir, &e) < 0 || stat(dir, &sb) < 0)
+        return;
+    struct passwd pw, *found = NULL;
+    char buf[1024];
+    if (getpwuid_r(sb.st_uid, &pw, buf, sizeof buf, &found) == 0 && found)
+        snprintf(out, n, "%s", found->pw_name);
+    else
+        snprintf(out, n, "#%u", (unsigned)sb.st_uid);
+}
+
 char *nsbox_ocistate_json(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
                           enum nsbox_ocistate_status st, bool pretty, struct nsbox_err *e)
 {
+    char owner[64];
+    nsbox_ocistate_owner(g, s->id, owner, sizeof owner);
     cleanup_cjson cJSON *j = cJSON_CreateObject();
     cJSON *ann = read_annotations(g, s->id);
     if (!j || !ann || !cJSON_AddStringToObject(j, "ociVersion", "1.0.2") ||
@@ -225,8 +246,10 @@ char *nsbox_ocistate_json(const struct nsbox_ocirt *g, const struct nsbox_ocista
         !cJSON_AddNumberToObject(j, "pid", st == NSBOX_OCI_STOPPED ? 0 : s->pid) ||
         !cJSON_AddStringToObject(j, "status", nsbox_ocistate_status_name(st)) ||
         !cJSON_AddStringToObject(j, "bundle", s->bundle) ||
+        !cJSON_AddStringToObject(j, "rootfs", s->rootfs) ||
         !cJSON_AddStringToObject(j, "created", s->created) ||
-        !cJSON_AddStringToObject(j, "owner", "") || !cJSON_AddItemToObject(j, "annotations", ann)) {
+        !cJSON_AddStringToObject(j, "owner", owner) ||
+        !cJSON_AddItemToObject(j, "annotations", ann)) {
         if (!cJSON_GetObjectItemCaseSensitive(j, "annotations"))
             cJSON_Delete(ann);
         nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");

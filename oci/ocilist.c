@@ -1,0 +1,150 @@
+/* nsbox-oci list: the containers under --root, as runc's list prints them (a table, or its
+ * JSON: each container's state, as `state` prints it). A state directory that cannot be read
+ * is named on stderr and the others are listed all the same. */
+#include "ocirt.h"
+#include "cleanup.h"
+#include "cleanup_cjson.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum list_format { LIST_TABLE, LIST_JSON, LIST_QUIET };
+
+static int parse_args(int argc, char **argv, enum list_format *f, struct nsbox_err *e)
+{
+    static const struct option opts[] = {
+        {"format", required_argument, NULL, 'f'},
+        {"quiet", no_argument, NULL, 'q'},
+        {NULL, 0, NULL, 0},
+    };
+    bool quiet = false;
+    int o;
+    optind = 1;
+    *f = LIST_TABLE;
+    while ((o = getopt_long(argc, argv, "+f:q", opts, NULL)) != -1) {
+        if (o == 'q')
+            quiet = true;
+        else if (o == 'f' && !strcmp(optarg, "json"))
+            *f = LIST_JSON;
+        else if (o == 'f' && !strcmp(optarg, "table"))
+            *f = LIST_TABLE;
+        else if (o == 'f')
+            return nsbox_err_invalid(e, "list: --format is table or json, not '%s'",
+                                     NSBOX_SHOW(optarg));
+        else
+            return nsbox_err_invalid(e, "list: unknown option (see nsbox-oci list --help)");
+    }
+    if (optind != argc)
+        return nsbox_err_invalid(e, "list: takes no arguments ('%s')", NSBOX_SHOW(argv[optind]));
+    if (quiet)
+        *f = LIST_QUIET;
+    return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The ids under --root, sorted (as runc lists them): malloc'd, *n of them; NULL with e set,
+ * or with *n 0 when the root does not exist yet (no container was ever made). */
+static char **read_ids(const struct nsbox_ocirt *g, size_t *n, struct nsbox_err *e)
+{
+    *n = 0;
+    DIR *d = opendir(g->root);
+    if (!d) {
+        if (errno != ENOENT)
+            nsbox_err_sys(e, "list: open --root %s", g->root);
+        return NULL;
+    }
+    char **ids = NULL;
+    size_t cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!nsbox_ocistate_id_valid(de->d_name))
+            continue; /* ".", "..", and nothing create makes */
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            char **grown = realloc(ids, cap * sizeof *ids);
+            if (!grown)
+                break;
+            ids = grown;
+        }
+        if (!(ids[*n] = strdup(de->d_name)))
+            break;
+        (*n)++;
+    }
+    closedir(d);
+    if (*n)
+        qsort(ids, *n, sizeof *ids, by_name);
+    return ids;
+}
+
+/* One container's state as `state` prints it, or NULL with the reason on stderr. */
+static cJSON *one_state(const struct nsbox_ocirt *g, const char *id, struct nsbox_ocistate *s)
+{
+    struct nsbox_err e = {0};
+    cleanup_free char *text = NULL;
+    if (nsbox_ocistate_read(g, id, s, &e) == 0)
+        text = nsbox_ocistate_json(g, s, nsbox_ocistate_status(g, s), false, &e);
+    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    if (!j && e.code == NSBOX_E_NOTFOUND)
+        snprintf(e.msg, sizeof e.msg,
+                 "%s/%s has no state.json: a container being created or "
+                 "deleted, or a directory that is not nsbox-oci's",
+                 g->root, id);
+    if (!j)
+        fprintf(stderr, "nsbox-oci: list: skipping %s: %s\n", id,
+                e.msg[0] ? e.msg : "out of memory");
+    return j;
+}
+
+static const char *field(const cJSON *j, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+int nsbox_ocilist_list(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e)
+{
+    enum list_format f;
+    size_t n = 0;
+    if (parse_args(argc, argv, &f, e) < 0)
+        return 1;
+    char **ids = read_ids(g, &n, e);
+    if (!ids && e->msg[0])
+        return 1;
+    cleanup_cjson cJSON *all = cJSON_CreateArray();
+    if (f == LIST_TABLE)
+        printf("%-20s %-8s %-8s %-40s %-31s %s\n", "ID", "PID", "STATUS", "BUNDLE", "CREATED",
+               "OWNER");
+    for (size_t i = 0; i < n; i++) {
+        struct nsbox_ocistate s;
+        cJSON *j = one_state(g, ids[i], &s);
+        if (j && f == LIST_QUIET)
+            printf("%s\n", s.id);
+        else if (j && f == LIST_TABLE)
+            printf("%-20s %-8d %-8s %-40s %-31s %s\n", s.id,
+                   cJSON_GetObjectItemCaseSensitive(j, "pid")->valueint, field(j, "status"),
+                   s.bundle, s.created, field(j, "owner"));
+        if (j && f == LIST_JSON && all && cJSON_AddItemToArray(all, j))
+            j = NULL;
+        cJSON_Delete(j);
+        free(ids[i]);
+    }
+    free(ids);
+    if (f != LIST_JSON)
+        return 0;
+    cleanup_free char *text = all ? cJSON_PrintUnformatted(all) : NULL;
+    if (!text) {
+        nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+        return 1;
+    }
+    printf("%s\n", text);
+    return 0;
+}

@@ -1,0 +1,204 @@
+"""End to end: what a person who learned containers from runc's tutorial types, with nsbox-oci
+(docs/oci.md): `spec` writes a config.json that runs as it is (once its args name a command and
+its terminal is false), `run` prints the container's output, exits with its status (143 for a
+SIGTERM) and passes its own SIGTERM on; `run -d`, then `list` (table, -q, JSON matching
+`state`) and `delete`; exec before start is refused, saying why. The bundle is a busybox-static
+root (tests/lib/oci_bundle.py); the test process is a subreaper, as the other nsbox-oci
+modules' are, and every container is deleted at the end."""
+import json
+import os
+import signal
+import subprocess
+import unittest
+
+from nsbox_test import wait_for
+from oci_bundle import OCI, BundleCase, config, require_runtime
+
+# runc's state fields, as `state` and `list --format json` print them
+STATE_KEYS = ("ociVersion", "id", "pid", "status", "bundle", "rootfs", "created", "owner",
+              "annotations")
+
+
+def setUpModule():
+    require_runtime()
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class OciRun(BundleCase):
+    def setUp(self):
+        super().setUp()
+        self.config_path = os.path.join(self.bundle, "config.json")
+
+    def run_oci(self, *args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE):
+        """nsbox-oci in the bundle's directory (the tutorial's `cd mycontainer`), stdin not a
+        terminal."""
+        return subprocess.run([OCI, "--root", self.root, "--log", self.log, "--log-format",
+                               "json"] + list(args), cwd=self.bundle, stdin=stdin,
+                              stdout=stdout, stderr=stderr, env=self.dirs.env(),
+                              timeout=60)
+
+    def spec_with(self, args):
+        """`spec`, then the tutorial's edit: args a command, terminal false."""
+        r = self.run_oci("spec")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(self.config_path) as f:
+            c = json.load(f)
+        c["process"]["args"] = args
+        c["process"]["terminal"] = False
+        self.write_config(c)
+
+    def run_detached(self, cid, args):
+        """`run -d` of args: init, reparented to this subreaper once run has exited, is waited
+        for at the end. Its streams (the container's) are a file, not pipes it would hold
+        open."""
+        self.spec_with(args)
+        with open(self.out, "w") as out:
+            r = self.run_oci("run", "-d", "--pid-file", self.pidfile, cid, stdout=out,
+                             stderr=out)
+        self.assertEqual(r.returncode, 0, self.output())
+        with open(self.pidfile) as f:
+            pid = int(f.read())
+        self.waited_pids.append(pid)
+        return pid
+
+    def list_ids(self):
+        r = self.run_oci("list", "-q")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout.decode().split()
+
+    def test_spec_then_run(self):
+        self.spec_with(["sh", "-c", "echo hello from $(hostname) in $(pwd); exit 3"])
+        r = self.run_oci("run", "c1")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertEqual(r.stdout.decode(), "hello from nsbox in /\n")
+        # deleted once it ended: nothing left under --root, nor of the sandbox
+        self.assertEqual(self.list_ids(), [])
+        self.assertEqual(os.listdir(self.root), [])
+        self.assertEqual(self.dirs.leftovers(), [])
+
+    def test_spec_default_is_runcs(self):
+        r = self.run_oci("spec", "--bundle", self.bundle)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(self.config_path) as f:
+            c = json.load(f)
+        self.assertEqual(c["process"]["args"], ["sh"])
+        self.assertTrue(c["process"]["terminal"])
+        self.assertEqual(c["root"], {"path": "rootfs", "readonly": True})
+        self.assertNotIn("CAP_SYS_ADMIN", c["process"]["capabilities"]["bounding"])
+        types = [n["type"] for n in c["linux"]["namespaces"]]
+        self.assertEqual(sorted(types), ["cgroup", "ipc", "mount", "network", "pid", "uts"])
+        r = self.run_oci("spec", "--rootless", "--bundle", os.path.join(self.tmp))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(self.tmp, "config.json")) as f:
+            self.assertIn({"type": "user"}, json.load(f)["linux"]["namespaces"])
+
+    def test_spec_refuses_to_overwrite(self):
+        self.write_config({"mine": True})
+        r = self.run_oci("spec")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("File config.json exists. Remove it first.", r.stderr.decode())
+        with open(self.config_path) as f:
+            self.assertEqual(json.load(f), {"mine": True})
+
+    def test_run_of_the_default_terminal_names_the_fix(self):
+        """runc gives the container the caller's terminal; nsbox-oci run does not, and says
+        what to change (its stdin is not a terminal here either)."""
+        r = self.run_oci("spec")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.run_oci("run", "c1")
+        self.assertEqual(r.returncode, 1)
+        msg = r.stderr.decode()
+        self.assertIn('"terminal": false', msg)
+        self.assertIn("--console-socket", msg)
+        self.assertEqual(self.list_ids(), [])
+
+    def test_run_exit_of_a_signal(self):
+        self.spec_with(["sh", "-c", "kill -TERM $$"])
+        r = self.run_oci("run", "c1")
+        self.assertEqual(r.returncode, 143, r.stderr)
+
+    def test_sigterm_to_run_reaches_the_container(self):
+        self.spec_with(["sh", "-c", "trap 'echo got-term; exit 7' TERM; echo ready; "
+                                    "while :; do sleep 1; done"])
+        with open(self.out, "w") as out:
+            p = subprocess.Popen([OCI, "--root", self.root, "run", "c1"], cwd=self.bundle,
+                                 stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                 env=self.dirs.env())
+        self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
+        self.assertTrue(wait_for(lambda: "ready" in self.output(), timeout=60), self.output())
+        p.send_signal(signal.SIGTERM)
+        self.assertEqual(p.wait(timeout=60), 7, self.output())
+        self.assertIn("got-term", self.output())
+        self.assertEqual(self.list_ids(), [])
+
+    def test_run_keep(self):
+        self.spec_with(["true"])
+        r = self.run_oci("run", "--keep", "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.state()["status"], "stopped")
+        self.assertEqual(self.oci("delete", "c1").returncode, 0)
+
+    def test_run_detached_list_delete(self):
+        pid = self.run_detached("c1", ["sleep", "100"])
+        st = self.state()
+        self.assertEqual((st["status"], st["pid"]), ("running", pid))
+        r = self.run_oci("list")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        header, *rows = r.stdout.decode().splitlines()
+        self.assertEqual(header.split(), ["ID", "PID", "STATUS", "BUNDLE", "CREATED", "OWNER"])
+        self.assertEqual([row.split() for row in rows],
+                         [["c1", str(pid), "running", st["bundle"], st["created"], "root"]])
+        self.assertEqual(self.list_ids(), ["c1"])
+        r = self.run_oci("list", "--format", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        listed = json.loads(r.stdout)
+        self.assertEqual(len(listed), 1)
+        self.assertEqual({k: listed[0][k] for k in STATE_KEYS}, {k: st[k] for k in STATE_KEYS})
+        self.assertEqual(st["rootfs"], os.path.join(os.path.realpath(self.bundle), "rootfs"))
+        self.assertEqual(self.oci("delete", "--force", "c1").returncode, 0)
+        self.wait(pid)
+        self.assertEqual(self.list_ids(), [])
+        self.assertEqual(json.loads(self.run_oci("list", "--format", "json").stdout), [])
+
+    def test_list_goes_past_a_broken_state(self):
+        pid = self.run_detached("c1", ["sleep", "100"])
+        os.makedirs(os.path.join(self.root, "b0"))
+        with open(os.path.join(self.root, "b0", "state.json"), "w") as f:
+            f.write("{not json")
+        for args in (["list"], ["list", "-q"], ["list", "--format", "json"]):
+            r = self.run_oci(*args)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("c1", r.stdout.decode())
+            self.assertNotIn("b0", r.stdout.decode())
+            self.assertIn("b0", r.stderr.decode())
+        self.assertEqual(self.oci("delete", "--force", "c1").returncode, 0)
+        self.wait(pid)
+
+    def test_exec_before_start_is_refused_saying_why(self):
+        self.write_config(config(["sleep", "100"]))
+        pid = self.create()
+        r = self.oci("exec", "c1", "true")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("run -d", r.stderr.decode())
+        # nothing changed: it starts, and exec then runs
+        self.assertEqual(self.state()["status"], "created")
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        r = self.oci("exec", "c1", "echo", "in")
+        self.assertEqual((r.returncode, r.stdout), (0, b"in\n"), r.stderr)
+        self.assertEqual(self.oci("delete", "--force", "c1").returncode, 0)
+        self.wait(pid)
+
+    def test_help(self):
+        r = self.run_oci("--help")
+        self.assertEqual(r.returncode, 0)
+        for cmd in ("spec [--bundle DIR]", "run [--bundle DIR]", "list [--format table|json]"):
+            self.assertIn(cmd, r.stdout.decode())
+        for cmd in ("spec", "run", "list", "create"):
+            r = self.run_oci(cmd, "--help")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertTrue(r.stdout.decode().startswith(f"usage: nsbox-oci {cmd} "), r.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
