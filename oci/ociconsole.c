@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -47,4 +48,50 @@ int nsbox_ociconsole_send(const char *path, int master, struct nsbox_err *e)
     if (n < 0)
         return nsbox_err_sys(e, "--console-socket %s: send", NSBOX_SHOW(path));
     return 0;
+}
+
+int nsbox_ociconsole_listen(char *path, size_t n, struct nsbox_err *e)
+{
+    char dir[] = "/tmp/nsbox-oci-run-XXXXXX"; /* 0700: only we connect */
+    if (!mkdtemp(dir))
+        return nsbox_err_sys(e, "run: a directory for the terminal's socket");
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s/console.sock", dir);
+    snprintf(path, n, "%s", sa.sun_path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 1) < 0) {
+        nsbox_err_sys(e, "run: the terminal's socket %s", sa.sun_path);
+        if (fd >= 0)
+            close(fd);
+        nsbox_ociconsole_remove(path);
+        return -1;
+    }
+    return fd;
+}
+
+int nsbox_ociconsole_receive(int lsock, struct nsbox_err *e)
+{
+    struct pollfd pf = {lsock, POLLIN, 0};
+    int r;
+    do
+        r = poll(&pf, 1, 10000);
+    while (r < 0 && errno == EINTR);
+    cleanup_close int c = r > 0 ? accept4(lsock, NULL, NULL, SOCK_CLOEXEC) : -1;
+    if (c < 0)
+        return nsbox_err_set(e, NSBOX_E_SYS, r == 0 ? ETIMEDOUT : errno,
+                             "run: the container's terminal did not come");
+    char name[64];
+    int fds[1], flags;
+    size_t got;
+    if (nsbox_msg_recv_fds(c, name, sizeof name, NULL, 0, fds, 1, &got, &flags) <= 0 || !got)
+        return nsbox_err_set(e, NSBOX_E_SYS, EPROTO, "run: the container's terminal did not come");
+    return fds[0];
+}
+
+void nsbox_ociconsole_remove(const char *path)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    unlink(path);
+    rmdir(dirname(dir));
 }

@@ -136,8 +136,7 @@ static int compile_seccomp(const struct nsbox_ocispec *c, struct nsbox_err *e)
     return 0;
 }
 
-static int load_config(const struct nsbox_ocicreate_args *a, struct nsbox_ocispec *c,
-                       struct nsbox_err *e)
+static int load_config(struct nsbox_ocicreate_args *a, struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/config.json", a->bundle);
@@ -156,11 +155,16 @@ static int load_config(const struct nsbox_ocicreate_args *a, struct nsbox_ocispe
         nsbox_ocispec_check_devices(c, e) < 0 || nsbox_ocispec_check_sysctl(c, e) < 0 ||
         compile_seccomp(c, e) < 0)
         return -1;
+    if (c->terminal && !a->console_socket && a->tty_socket) {
+        a->console_socket = a->tty_socket;
+        a->lent_tty = true;
+    }
     if (c->terminal && !a->console_socket && a->run)
-        return nsbox_err_invalid(e, "process.terminal is true but nsbox-oci run does not lend "
-                                    "the container the caller's terminal: set \"terminal\": "
-                                    "false in config.json (the container then has run's stdin, "
-                                    "stdout and stderr), or give --console-socket");
+        return nsbox_err_invalid(e, "process.terminal is true but run has no terminal to lend "
+                                    "the container (its stdin is not one, or --detach): set "
+                                    "\"terminal\": false in config.json (the container then "
+                                    "has run's stdin, stdout and stderr), or give "
+                                    "--console-socket");
     if (c->terminal && !a->console_socket)
         return nsbox_err_invalid(e, "process.terminal is true but no --console-socket was "
                                     "given: the terminal's master has nowhere to go (runc's "

@@ -355,44 +355,9 @@ static int wait_spawned(int fd, const char *console, int *master_out, struct nsb
     return 125;
 }
 
-/* exec -t without a console socket: our terminal goes raw while we copy bytes both ways (a ^C
- * is a byte that the container's line discipline turns into SIGINT). */
-static struct termios saved_tio;
-static bool tio_saved;
-
-static void tty_raw(int master)
-{
-    struct winsize ws;
-    if (ioctl(0, TIOCGWINSZ, &ws) == 0)
-        ioctl(master, TIOCSWINSZ, &ws);
-    if (tcgetattr(0, &saved_tio) == 0) {
-        struct termios raw = saved_tio;
-        cfmakeraw(&raw);
-        tio_saved = tcsetattr(0, TCSADRAIN, &raw) == 0;
-    }
-}
-
-/* Copy what is there; false when from is done. */
-static bool copy_some(int from, int to)
-{
-    char buf[16384];
-    ssize_t n = read(from, buf, sizeof buf);
-    if (n <= 0)
-        return n < 0 && (errno == EAGAIN || errno == EINTR);
-    return nsbox_pwrite_all(to, buf, (size_t)n, -1) == 0;
-}
-
 __attribute__((noreturn)) static void relay_end(int master, int code)
 {
-    /* what it wrote last, up to the first empty read */
-    if (master >= 0 && fcntl(master, F_SETFL, O_NONBLOCK) == 0)
-        for (;;) {
-            errno = 0;
-            if (!copy_some(master, 1) || errno == EAGAIN)
-                break;
-        }
-    if (tio_saved)
-        tcsetattr(0, TCSADRAIN, &saved_tio);
+    nsbox_ocitty_restore(master);
     _exit(code);
 }
 
@@ -411,23 +376,22 @@ __attribute__((noreturn)) static void relay(int fd, int master)
     int sfd = signalfd(-1, &set, SFD_CLOEXEC);
     bool in_open = master >= 0, out_open = master >= 0;
     if (master >= 0)
-        tty_raw(master);
+        nsbox_ocitty_raw(master);
     for (;;) {
         struct pollfd pf[4] = {{fd, POLLIN, 0}, {sfd, POLLIN, 0},
                                {out_open ? master : -1, POLLIN, 0}, {in_open ? 0 : -1, POLLIN, 0}};
         if (poll(pf, 4, -1) < 0)
             continue;
         if (pf[2].revents & (POLLIN | POLLHUP | POLLERR))
-            out_open = copy_some(master, 1); /* EIO: the process's side is closed */
+            out_open = nsbox_ocitty_copy(master, 1); /* EIO: the process's side is closed */
         if (pf[3].revents & (POLLIN | POLLHUP))
-            in_open = copy_some(0, master);
+            in_open = nsbox_ocitty_copy(0, master);
         struct signalfd_siginfo si;
         struct nsbox_err e;
         if ((pf[1].revents & POLLIN) && read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-            struct winsize ws;
             struct nsbox_ocictl_msg k = {.op = "kill", .status = (int32_t)si.ssi_signo};
-            if (si.ssi_signo == SIGWINCH && master >= 0 && ioctl(0, TIOCGWINSZ, &ws) == 0)
-                ioctl(master, TIOCSWINSZ, &ws);
+            if (si.ssi_signo == SIGWINCH && master >= 0)
+                nsbox_ocitty_resize(master);
             else
                 nsbox_ocictl_send(fd, &k, NULL, NULL, 0, &e);
         }

@@ -242,6 +242,23 @@ void nsbox_ocins_close(struct nsbox_launch *L);
  * payload and exactly one descriptor (SCM_RIGHTS), the pty's master. */
 int nsbox_ociconsole_send(const char *path, int master, struct nsbox_err *e);
 
+/* runc run's own console socket, for a config with a terminal and no --console-socket: a
+ * listening socket in a new private directory (its path into path, n bytes), whose one
+ * connection brings the master (nsbox_ociconsole_receive, within a few seconds, as create
+ * has sent it before returning); remove: the socket and its directory gone. */
+int nsbox_ociconsole_listen(char *path, size_t n, struct nsbox_err *e);
+int nsbox_ociconsole_receive(int lsock, struct nsbox_err *e);
+void nsbox_ociconsole_remove(const char *path);
+
+/* ---- ocitty.c: the caller's terminal lent to a container's pty (exec -t, run) ---- */
+/* Ours (stdin) raw, its size given to master; restore: what master still has copied to
+ * stdout, and ours as it was. */
+void nsbox_ocitty_raw(int master);
+void nsbox_ocitty_resize(int master);
+void nsbox_ocitty_restore(int master);
+/* Copy what is there from one to the other; false when from is done. */
+bool nsbox_ocitty_copy(int from, int to);
+
 /* ---- ocihooks.c: the bundle's hooks, run on the host with the state on their stdin ----
  * create keeps the config's "hooks" object in the state directory, for start (poststart) and
  * delete (poststop), which do not read the bundle again. */
@@ -263,6 +280,9 @@ struct nsbox_ocicreate_args {
                             * --preserve-fds's (ocifds.c) */
     bool run;              /* set by the caller: run's options too, errors say "run" */
     bool detach, keep;     /* run's --detach, --keep */
+    const char *tty_socket; /* run: its own console socket, used if the config asks for a
+                             * terminal (lent_tty then set) and no --console-socket was given */
+    bool lent_tty;
 };
 /* create's options (and run's, with a->run) into a; the bundle resolved. */
 int nsbox_ocicreate_parse(int argc, char **argv, struct nsbox_ocicreate_args *a,

@@ -2,61 +2,113 @@
  * container's end, passing on the signals it is sent, exits with the container's status and
  * deletes it (unless --keep); with --detach it returns once the container has started. */
 #include "ocirt.h"
+#include "cleanup.h"
+#include "signals.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
-/* The signals a shell or a supervisor sends to stop or tell a foreground program: the
- * container's process gets them (through init, which relays them). */
-static const int relayed[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
-
-/* Until init (our child: the monitor cloned it as its sibling) ends: its status as a shell
- * gives it (128+N for signal N), or -1. */
-static int wait_relaying(pid_t init, const sigset_t *set)
+/* Until init (our child: the monitor cloned it as its sibling) ends, passing on the signals
+ * of set but SIGCHLD (init relays them to the container's process) and, with a terminal lent
+ * (master >= 0), copying it both ways: init's status as a shell gives it (128+N for signal
+ * N), or -1. */
+static int wait_relaying(pid_t init, int master, const sigset_t *set)
 {
+    int sfd = signalfd(-1, set, SFD_CLOEXEC);
+    if (sfd < 0)
+        return -1;
+    bool in_open = master >= 0, out_open = master >= 0;
+    if (master >= 0)
+        nsbox_ocitty_raw(master);
+    int code = -1;
     for (;;) {
         int st;
         pid_t r = waitpid(init, &st, WNOHANG);
         if (r == init)
-            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        if (r < 0 && errno != EINTR)
-            return -1;
-        int sig = sigwaitinfo(set, NULL);
-        if (sig > 0 && sig != SIGCHLD)
-            kill(init, sig);
+            code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        if (r == init || (r < 0 && errno != EINTR))
+            break;
+        struct pollfd pf[3] = {
+            {sfd, POLLIN, 0}, {out_open ? master : -1, POLLIN, 0}, {in_open ? 0 : -1, POLLIN, 0}};
+        if (poll(pf, 3, -1) < 0)
+            continue;
+        if (pf[1].revents & (POLLIN | POLLHUP | POLLERR))
+            out_open = nsbox_ocitty_copy(master, 1); /* EIO: the container's side is closed */
+        if (pf[2].revents & (POLLIN | POLLHUP))
+            in_open = nsbox_ocitty_copy(0, master);
+        struct signalfd_siginfo si;
+        if ((pf[0].revents & POLLIN) && read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+            if (si.ssi_signo == SIGWINCH && master >= 0)
+                nsbox_ocitty_resize(master);
+            else if (si.ssi_signo != SIGCHLD)
+                kill(init, (int)si.ssi_signo);
+        }
     }
+    nsbox_ocitty_restore(master);
+    close(sfd);
+    return code;
 }
 
-/* The container and its state removed, as `delete --force ID` does. */
+/* The container and its state removed, as `delete --force ID` does; what it leaves us to
+ * reap (init, the monitor) reaped. */
 static void remove_container(const struct nsbox_ocirt *g, const char *id)
 {
     char *argv[] = {"delete", "--force", (char *)id, NULL};
     struct nsbox_err e = {0};
     if (nsbox_ocicmds_delete(g, 3, argv, &e) != 0)
         fprintf(stderr, "nsbox-oci: warning: run: %s\n", e.msg);
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
+}
+
+/* create, with our own console socket when our stdin is a terminal to lend: the master, or
+ * -1 when there is none to lend; -2 when create failed. */
+static int create(const struct nsbox_ocirt *g, struct nsbox_ocicreate_args *a, struct nsbox_err *e)
+{
+    char sock[PATH_MAX];
+    int lsock = -1, master = -1;
+    if (!a->detach && !a->console_socket && isatty(0)) {
+        if ((lsock = nsbox_ociconsole_listen(sock, sizeof sock, e)) < 0)
+            return -2;
+        a->tty_socket = sock;
+    }
+    int r = nsbox_ocicreate_make(g, a, e);
+    if (r == 0 && a->lent_tty && (master = nsbox_ociconsole_receive(lsock, e)) < 0)
+        remove_container(g, a->id);
+    if (lsock >= 0) {
+        close(lsock);
+        nsbox_ociconsole_remove(sock);
+    }
+    a->tty_socket = NULL;
+    return r < 0 || (a->lent_tty && master < 0) ? -2 : master;
 }
 
 int nsbox_ocirun_run(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e)
 {
     struct nsbox_ocicreate_args a = {.run = true};
     signal(SIGCHLD, SIG_DFL); /* inherited ignored, init would be reaped before our wait */
-    if (nsbox_ocicreate_parse(argc, argv, &a, e) < 0 || nsbox_ocicreate_make(g, &a, e) < 0)
+    if (nsbox_ocicreate_parse(argc, argv, &a, e) < 0)
+        return 1;
+    int master = create(g, &a, e);
+    if (master == -2)
         return 1;
     /* held from before start, so that none is lost between start and the wait */
     sigset_t set, old;
     sigemptyset(&set);
-    for (size_t i = 0; i < sizeof relayed / sizeof relayed[0]; i++)
-        sigaddset(&set, relayed[i]);
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(nsbox_signals_relayed); i++)
+        sigaddset(&set, nsbox_signals_relayed[i]);
     sigaddset(&set, SIGCHLD);
     if (!a.detach)
         sigprocmask(SIG_BLOCK, &set, &old);
     char *start[] = {"start", (char *)a.id, NULL};
     if (nsbox_ocicmds_start(g, 2, start, e) != 0) {
         remove_container(g, a.id);
-        while (waitpid(-1, NULL, WNOHANG) > 0) {
-        }
         return 1;
     }
     if (a.detach)
@@ -64,7 +116,9 @@ int nsbox_ocirun_run(const struct nsbox_ocirt *g, int argc, char **argv, struct 
     struct nsbox_ocistate s;
     if (nsbox_ocistate_read(g, a.id, &s, e) < 0)
         return 1;
-    int code = wait_relaying(s.pid, &set);
+    int code = wait_relaying(s.pid, master, &set);
+    if (master >= 0)
+        close(master);
     if (code < 0) {
         nsbox_err_sys(e, "run: wait for container %s", a.id);
         return 1;

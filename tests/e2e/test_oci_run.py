@@ -7,6 +7,8 @@ root (tests/lib/oci_bundle.py); the test process is a subreaper, as the other ns
 modules' are, and every container is deleted at the end."""
 import json
 import os
+import pty
+import select
 import signal
 import subprocess
 import unittest
@@ -101,9 +103,36 @@ class OciRun(BundleCase):
         with open(self.config_path) as f:
             self.assertEqual(json.load(f), {"mine": True})
 
-    def test_run_of_the_default_terminal_names_the_fix(self):
-        """runc gives the container the caller's terminal; nsbox-oci run does not, and says
-        what to change (its stdin is not a terminal here either)."""
+    def test_run_of_the_default_spec_on_a_terminal(self):
+        """The tutorial's own: `spec`, then `run` from a terminal is a shell on it (the
+        caller's terminal lent: what is typed reaches the container's pty, what it prints
+        comes back), and run exits with the shell's status."""
+        r = self.run_oci("spec")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        master, slave = pty.openpty()
+        self.addCleanup(os.close, master)
+        p = subprocess.Popen([OCI, "--root", self.root, "run", "c1"], cwd=self.bundle,
+                             stdin=slave, stdout=slave, stderr=slave, env=self.dirs.env(),
+                             start_new_session=True)
+        os.close(slave)
+        self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
+        os.write(master, b"echo typed-$((6*7)); tty; exit 4\n")
+        out = b""
+        while select.select([master], [], [], 60)[0]:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: run has exited, the last slave is closed
+                break
+            if not chunk:
+                break
+            out += chunk
+        self.assertEqual(p.wait(timeout=60), 4, out)
+        self.assertIn(b"typed-42\r\n/dev/pts/0\r\n", out)
+        self.assertEqual(self.list_ids(), [])
+
+    def test_run_of_a_terminal_without_one_names_the_fix(self):
+        """A config with a terminal, run with no terminal to lend (stdin not one) and no
+        --console-socket: refused, saying what to change."""
         r = self.run_oci("spec")
         self.assertEqual(r.returncode, 0, r.stderr)
         r = self.run_oci("run", "c1")

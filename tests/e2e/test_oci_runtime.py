@@ -372,9 +372,10 @@ class OciRuntime(BundleCase):
         self.assertIn("config.json does not exist: the bundle is --bundle DIR, or the current "
                       "directory", r.stderr.decode())
         # runc's commands that nsbox-oci has not are named so, not as typos
-        r = self.oci("spec")
+        r = self.oci("checkpoint", "c1")
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn("'spec' is a runc command that nsbox-oci does not have", r.stderr.decode())
+        self.assertIn("'checkpoint' is a runc command that nsbox-oci does not have",
+                      r.stderr.decode())
 
 
 CONTAINERD_CONFIG = """version = 2
