@@ -374,18 +374,14 @@ __attribute__((noreturn)) static void relay(int fd, int master)
     sigaddset(&set, SIGPIPE);
     sigprocmask(SIG_BLOCK, &set, NULL);
     int sfd = signalfd(-1, &set, SFD_CLOEXEC);
-    bool in_open = master >= 0, out_open = master >= 0;
-    if (master >= 0)
-        nsbox_ocitty_raw(master);
+    struct nsbox_ocitty t;
+    nsbox_ocitty_begin(&t, master);
     for (;;) {
-        struct pollfd pf[4] = {{fd, POLLIN, 0}, {sfd, POLLIN, 0},
-                               {out_open ? master : -1, POLLIN, 0}, {in_open ? 0 : -1, POLLIN, 0}};
+        struct pollfd pf[4] = {{fd, POLLIN, 0}, {sfd, POLLIN, 0}};
+        nsbox_ocitty_pollfds(&t, pf + 2);
         if (poll(pf, 4, -1) < 0)
             continue;
-        if (pf[2].revents & (POLLIN | POLLHUP | POLLERR))
-            out_open = nsbox_ocitty_copy(master, 1); /* EIO: the process's side is closed */
-        if (pf[3].revents & (POLLIN | POLLHUP))
-            in_open = nsbox_ocitty_copy(0, master);
+        nsbox_ocitty_events(&t, pf + 2);
         struct signalfd_siginfo si;
         struct nsbox_err e;
         if ((pf[1].revents & POLLIN) && read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {

@@ -251,13 +251,22 @@ int nsbox_ociconsole_receive(int lsock, struct nsbox_err *e);
 void nsbox_ociconsole_remove(const char *path);
 
 /* ---- ocitty.c: the caller's terminal lent to a container's pty (exec -t, run) ---- */
-/* Ours (stdin) raw, its size given to master; restore: what master still has copied to
- * stdout, and ours as it was. */
-void nsbox_ocitty_raw(int master);
+/* Ours (stdin)'s size given to master; restore: what master still has copied to stdout, and
+ * ours as it was before nsbox_ocitty_begin. */
 void nsbox_ocitty_resize(int master);
 void nsbox_ocitty_restore(int master);
 /* Copy what is there from one to the other; false when from is done. */
 bool nsbox_ocitty_copy(int from, int to);
+/* A relay's loop: the copying both ways while either way is open (nothing when master < 0),
+ * as two pollfds of its poll. */
+struct nsbox_ocitty {
+    int master;
+    bool in_open, out_open;
+};
+/* Ours raw and its size given to master, when there is a master to copy. */
+void nsbox_ocitty_begin(struct nsbox_ocitty *t, int master);
+void nsbox_ocitty_pollfds(const struct nsbox_ocitty *t, struct pollfd pf[2]);
+void nsbox_ocitty_events(struct nsbox_ocitty *t, const struct pollfd pf[2]);
 
 /* ---- ocihooks.c: the bundle's hooks, run on the host with the state on their stdin ----
  * create keeps the config's "hooks" object in the state directory, for start (poststart) and

@@ -23,9 +23,8 @@ static int wait_relaying(pid_t init, int master, const sigset_t *set)
     int sfd = signalfd(-1, set, SFD_CLOEXEC);
     if (sfd < 0)
         return -1;
-    bool in_open = master >= 0, out_open = master >= 0;
-    if (master >= 0)
-        nsbox_ocitty_raw(master);
+    struct nsbox_ocitty t;
+    nsbox_ocitty_begin(&t, master);
     int code = -1;
     for (;;) {
         int st;
@@ -34,14 +33,11 @@ static int wait_relaying(pid_t init, int master, const sigset_t *set)
             code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         if (r == init || (r < 0 && errno != EINTR))
             break;
-        struct pollfd pf[3] = {
-            {sfd, POLLIN, 0}, {out_open ? master : -1, POLLIN, 0}, {in_open ? 0 : -1, POLLIN, 0}};
+        struct pollfd pf[3] = {{sfd, POLLIN, 0}};
+        nsbox_ocitty_pollfds(&t, pf + 1);
         if (poll(pf, 3, -1) < 0)
             continue;
-        if (pf[1].revents & (POLLIN | POLLHUP | POLLERR))
-            out_open = nsbox_ocitty_copy(master, 1); /* EIO: the container's side is closed */
-        if (pf[2].revents & (POLLIN | POLLHUP))
-            in_open = nsbox_ocitty_copy(0, master);
+        nsbox_ocitty_events(&t, pf + 1);
         struct signalfd_siginfo si;
         if ((pf[0].revents & POLLIN) && read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
             if (si.ssi_signo == SIGWINCH && master >= 0)

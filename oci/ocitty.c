@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <sys/ioctl.h>
 #include <termios.h>
@@ -22,7 +23,7 @@ void nsbox_ocitty_resize(int master)
         ioctl(master, TIOCSWINSZ, &ws);
 }
 
-void nsbox_ocitty_raw(int master)
+static void tty_raw(int master)
 {
     nsbox_ocitty_resize(master);
     if (tcgetattr(0, &saved_tio) == 0) {
@@ -53,4 +54,26 @@ void nsbox_ocitty_restore(int master)
     if (tio_saved)
         tcsetattr(0, TCSADRAIN, &saved_tio);
     tio_saved = false;
+}
+
+void nsbox_ocitty_begin(struct nsbox_ocitty *t, int master)
+{
+    t->master = master;
+    t->in_open = t->out_open = master >= 0;
+    if (master >= 0)
+        tty_raw(master);
+}
+
+void nsbox_ocitty_pollfds(const struct nsbox_ocitty *t, struct pollfd pf[2])
+{
+    pf[0] = (struct pollfd){t->out_open ? t->master : -1, POLLIN, 0};
+    pf[1] = (struct pollfd){t->in_open ? 0 : -1, POLLIN, 0};
+}
+
+void nsbox_ocitty_events(struct nsbox_ocitty *t, const struct pollfd pf[2])
+{
+    if (pf[0].revents & (POLLIN | POLLHUP | POLLERR))
+        t->out_open = nsbox_ocitty_copy(t->master, 1); /* EIO: the container's side is closed */
+    if (pf[1].revents & (POLLIN | POLLHUP))
+        t->in_open = nsbox_ocitty_copy(0, t->master);
 }
