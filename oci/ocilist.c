@@ -86,12 +86,13 @@ static char **read_ids(const struct nsbox_ocirt *g, size_t *n, struct nsbox_err 
 }
 
 /* One container's state as `state` prints it, or NULL with the reason on stderr. */
-static cJSON *one_state(const struct nsbox_ocirt *g, const char *id, struct nsbox_ocistate *s)
+static cJSON *one_state(const struct nsbox_ocirt *g, const char *id)
 {
     struct nsbox_err e = {0};
+    struct nsbox_ocistate s;
     cleanup_free char *text = NULL;
-    if (nsbox_ocistate_read(g, id, s, &e) == 0)
-        text = nsbox_ocistate_json(g, s, nsbox_ocistate_status(g, s), false, &e);
+    if (nsbox_ocistate_read(g, id, &s, &e) == 0)
+        text = nsbox_ocistate_json(g, &s, nsbox_ocistate_status(g, &s), false, &e);
     cJSON *j = text ? cJSON_Parse(text) : NULL;
     if (!j && e.code == NSBOX_E_NOTFOUND)
         snprintf(e.msg, sizeof e.msg,
@@ -104,10 +105,48 @@ static cJSON *one_state(const struct nsbox_ocirt *g, const char *id, struct nsbo
     return j;
 }
 
-static const char *field(const cJSON *j, const char *name)
+/* A column of the table: the state's string field, or its number (pid). */
+static void cell(const cJSON *j, const char *name, char *out, size_t n)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
-    return cJSON_IsString(v) ? v->valuestring : "";
+    if (cJSON_IsNumber(v))
+        snprintf(out, n, "%d", v->valueint);
+    else
+        snprintf(out, n, "%s", cJSON_IsString(v) ? v->valuestring : "");
+}
+
+/* runc's table: columns as wide as their widest cell and 3 spaces, at least 12 (its
+ * tabwriter's), the last as it is. */
+static void print_table(const cJSON *all)
+{
+    static const char *const keys[] = {"id", "pid", "status", "bundle", "created", "owner"};
+    static const char *const heads[] = {"ID", "PID", "STATUS", "BUNDLE", "CREATED", "OWNER"};
+    int width[NSBOX_ARRAY_LEN(keys)];
+    char text[PATH_MAX];
+    for (size_t k = 0; k < NSBOX_ARRAY_LEN(keys); k++) {
+        size_t w = strlen(heads[k]);
+        const cJSON *j;
+        cJSON_ArrayForEach(j, all)
+        {
+            cell(j, keys[k], text, sizeof text);
+            w = strlen(text) > w ? strlen(text) : w;
+        }
+        width[k] = w + 3 < 12 ? 12 : (int)(w + 3);
+    }
+    for (const cJSON *j = NULL;; j = j ? j->next : all->child) {
+        for (size_t k = 0; k < NSBOX_ARRAY_LEN(keys); k++) {
+            if (j)
+                cell(j, keys[k], text, sizeof text);
+            else /* the header first */
+                snprintf(text, sizeof text, "%s", heads[k]);
+            if (k + 1 < NSBOX_ARRAY_LEN(keys))
+                printf("%-*s", width[k], text);
+            else
+                printf("%s\n", text);
+        }
+        if (j ? !j->next : !all->child)
+            break;
+    }
 }
 
 int nsbox_ocilist_list(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e)
@@ -120,31 +159,30 @@ int nsbox_ocilist_list(const struct nsbox_ocirt *g, int argc, char **argv, struc
     if (!ids && e->msg[0])
         return 1;
     cleanup_cjson cJSON *all = cJSON_CreateArray();
-    if (f == LIST_TABLE)
-        printf("%-20s %-8s %-8s %-40s %-31s %s\n", "ID", "PID", "STATUS", "BUNDLE", "CREATED",
-               "OWNER");
     for (size_t i = 0; i < n; i++) {
-        struct nsbox_ocistate s;
-        cJSON *j = one_state(g, ids[i], &s);
-        if (j && f == LIST_QUIET)
-            printf("%s\n", s.id);
-        else if (j && f == LIST_TABLE)
-            printf("%-20s %-8d %-8s %-40s %-31s %s\n", s.id,
-                   cJSON_GetObjectItemCaseSensitive(j, "pid")->valueint, field(j, "status"),
-                   s.bundle, s.created, field(j, "owner"));
-        if (j && f == LIST_JSON && all && cJSON_AddItemToArray(all, j))
-            j = NULL;
-        cJSON_Delete(j);
+        cJSON *j = all ? one_state(g, ids[i]) : NULL;
+        if (j && !cJSON_AddItemToArray(all, j))
+            cJSON_Delete(j);
         free(ids[i]);
     }
     free(ids);
-    if (f != LIST_JSON)
-        return 0;
-    cleanup_free char *text = all ? cJSON_PrintUnformatted(all) : NULL;
-    if (!text) {
+    cleanup_free char *text = all && f == LIST_JSON ? cJSON_PrintUnformatted(all) : NULL;
+    if (!all || (f == LIST_JSON && !text)) {
         nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
         return 1;
     }
-    printf("%s\n", text);
+    if (f == LIST_JSON) {
+        printf("%s\n", text);
+    } else if (f == LIST_TABLE) {
+        print_table(all);
+    } else {
+        const cJSON *j;
+        cJSON_ArrayForEach(j, all)
+        {
+            char id[NSBOX_OCI_ID_MAX + 1];
+            cell(j, "id", id, sizeof id);
+            printf("%s\n", id);
+        }
+    }
     return 0;
 }
