@@ -51,6 +51,25 @@ static int wait_relaying(pid_t init, int master, const sigset_t *set)
     return code;
 }
 
+/* A stop (INT, TERM, HUP, QUIT) that comes while the container is made is noted, not fatal,
+ * so that run removes the created container it would leave behind. Not blocked instead: the
+ * hooks create runs would inherit the mask; a handler is reset by their exec. */
+static const int stops[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+static volatile sig_atomic_t stopped_by;
+static struct sigaction saved_stops[NSBOX_ARRAY_LEN(stops)];
+
+static void note_stop(int sig)
+{
+    stopped_by = sig;
+}
+
+static void note_stops(bool on)
+{
+    struct sigaction sa = {.sa_handler = note_stop, .sa_flags = SA_RESTART};
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(stops); i++)
+        sigaction(stops[i], on ? &sa : &saved_stops[i], on ? &saved_stops[i] : NULL);
+}
+
 /* The container and its state removed, as `delete --force ID` does; what it leaves us to
  * reap (init, the monitor) reaped. */
 static void remove_container(const struct nsbox_ocirt *g, const char *id)
@@ -91,17 +110,24 @@ int nsbox_ocirun_run(const struct nsbox_ocirt *g, int argc, char **argv, struct 
     signal(SIGCHLD, SIG_DFL); /* inherited ignored, init would be reaped before our wait */
     if (nsbox_ocicreate_parse(argc, argv, &a, e) < 0)
         return 1;
+    note_stops(true);
     int master = create(g, &a, e);
-    if (master == -2)
-        return 1;
     /* held from before start, so that none is lost between start and the wait */
     sigset_t set, old;
     sigemptyset(&set);
     for (size_t i = 0; i < NSBOX_ARRAY_LEN(nsbox_signals_relayed); i++)
         sigaddset(&set, nsbox_signals_relayed[i]);
     sigaddset(&set, SIGCHLD);
-    if (!a.detach)
-        sigprocmask(SIG_BLOCK, &set, &old);
+    sigprocmask(SIG_BLOCK, &set, &old);
+    note_stops(false);
+    if (master >= 0 && stopped_by)
+        close(master);
+    if (master != -2 && stopped_by)
+        remove_container(g, a.id);
+    if (master == -2 || stopped_by)
+        return stopped_by ? 128 + stopped_by : 1;
+    if (a.detach)
+        sigprocmask(SIG_SETMASK, &old, NULL);
     char *start[] = {"start", (char *)a.id, NULL};
     if (nsbox_ocicmds_start(g, 2, start, e) != 0) {
         remove_container(g, a.id);

@@ -161,6 +161,33 @@ class OciRun(BundleCase):
         self.assertIn("got-term", self.output())
         self.assertEqual(self.list_ids(), [])
 
+    def test_interrupt_while_creating_leaves_nothing(self):
+        """A ^C that comes while run is still making the container (here: its createRuntime
+        hook waits on a fifo the test opens once it has sent SIGINT) removes the container,
+        whose process never runs, and run exits as interrupted."""
+        marker = os.path.join(self.tmp, "in-hook")
+        fifo = os.path.join(self.tmp, "fifo")
+        os.mkfifo(fifo)
+        self.spec_with(["echo", "the-workload-ran"])
+        with open(self.config_path) as f:
+            c = json.load(f)
+        c["hooks"] = {"createRuntime": [{"path": "/bin/sh", "args": [
+            "sh", "-c", f"touch {marker}; cat {fifo} >/dev/null"]}]}
+        self.write_config(c)
+        with open(self.out, "w") as out:
+            p = subprocess.Popen([OCI, "--root", self.root, "run", "c1"], cwd=self.bundle,
+                                 stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                 env=self.dirs.env())
+        self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
+        self.assertTrue(wait_for(lambda: os.path.exists(marker), timeout=60), self.output())
+        p.send_signal(signal.SIGINT)
+        with open(fifo, "w"):
+            pass  # the hook ends: create returns to run, which has the SIGINT noted
+        self.assertEqual(p.wait(timeout=60), 130, self.output())
+        self.assertNotIn("the-workload-ran", self.output())
+        self.assertEqual(self.list_ids(), [])
+        self.assertEqual(self.dirs.leftovers(), [])
+
     def test_run_keep(self):
         self.spec_with(["true"])
         r = self.run_oci("run", "--keep", "c1")
