@@ -79,6 +79,8 @@ static char **read_ids(const struct nsbox_ocirt *g, size_t *n, struct nsbox_err 
             break;
         (*n)++;
     }
+    if (de)
+        fprintf(stderr, "nsbox-oci: list: out of memory: the list is cut short\n");
     closedir(d);
     if (*n)
         qsort(ids, *n, sizeof *ids, by_name);

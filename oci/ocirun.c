@@ -100,7 +100,9 @@ static int create(const struct nsbox_ocirt *g, struct nsbox_ocicreate_args *a, s
         close(lsock);
         nsbox_ociconsole_remove(sock);
     }
-    a->tty_socket = NULL;
+    a->tty_socket = NULL; /* sock is ours, gone once we return */
+    if (a->lent_tty)
+        a->console_socket = NULL;
     return r < 0 || (a->lent_tty && master < 0) ? -2 : master;
 }
 
