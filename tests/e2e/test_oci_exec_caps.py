@@ -231,6 +231,50 @@ class OciExecCaps(BundleCase):
                      "open_proc_1_fd", "open_proc_1_root", "open_proc_1_cwd"):
             self.assertTrue(probes[name]["blocked"], probes[name])
 
+    def test_kept_capabilities_never_given_on_request(self):
+        """What init keeps for its children (CAP_SETUID, CAP_SETGID, CAP_SETPCAP) is no
+        capability of the container's: init holds it, so the kernel would give it to a process
+        that asks. A request straight to the monitor's control socket, and exec after the
+        bundle's config.json was changed to name it, are refused by init before anything
+        runs."""
+        c = rt.config(["sleep", "1000"])
+        c["process"]["capabilities"] = {}
+        c["process"]["user"] = {"uid": 1000, "gid": 1000}
+        self.write_config(c)
+        self.create("c1")
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        out = os.path.join(self.tmp, "direct.out")
+        kept = "%x" % ((1 << 6) | (1 << 7) | (1 << 8))
+        for user in ("0 0 -1 caps %s %s %s 0 0" % ((kept,) * 3),
+                     "1000 1000 -1 caps %s %s %s %s %s" % ((kept,) * 5),
+                     "1000 1000 -1 caps %s 0 0 0 0" % kept):
+            answer = self.direct(user.encode(), out)
+            op, _pid, code = struct.unpack("=16sii", answer[:24])
+            self.assertEqual(op.rstrip(b"\0"), b"failed", (user, answer))
+            self.assertEqual(code, 125)
+            self.assertIn(b"cannot give the process its capabilities: Operation not permitted",
+                          answer[44:])
+            with open(out) as f:
+                self.assertEqual(f.read(), "")
+        # exec checks against the bundle's config.json, which may have changed since create
+        # (to name the kept ones and one more: a process's sets that are the config's do not
+        # travel)
+        sets = ("bounding", "effective", "permitted", "inheritable", "ambient")
+        kept_names = ["CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"]
+        c["process"]["capabilities"] = {k: kept_names + ["CAP_CHOWN"] for k in sets}
+        self.write_config(c)
+        r = self.exec_process(["sh", "-c", "echo RAN; " + STATUS],
+                              {k: kept_names for k in sets}, user={"uid": 1000, "gid": 1000})
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertNotIn(b"RAN", r.stdout)
+        self.assertIn("cannot give the process its capabilities", r.stderr.decode())
+        r = self.exec_process(["sh", "-c", "echo RAN; " + STATUS],
+                              {"bounding": kept_names, "permitted": kept_names,
+                               "effective": kept_names})
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertNotIn(b"RAN", r.stdout)
+        self.assertEqual(self.state()["status"], "running")
+
     def direct(self, user, out):
         """One exec request with user (policy/spawnuser.h) on ctl.sock: the first answer."""
         payload = user + b"\0/\0sh\0-c\0echo RAN\0"
