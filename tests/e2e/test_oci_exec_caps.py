@@ -275,6 +275,65 @@ class OciExecCaps(BundleCase):
         self.assertNotIn(b"RAN", r.stdout)
         self.assertEqual(self.state()["status"], "running")
 
+    def test_exec_child_stopped_holding_kept_capabilities_unreachable(self):
+        """The child init forks for an exec has init's uid, the container's, until it changes
+        ids, and holds what init keeps in its permitted set meanwhile, in init's memory. The
+        container's process stops it there (SIGSTOP to every process of its uid while execs
+        are started) and fails to trace it, read its memory, take its descriptors or open its
+        /proc files; the exec then goes on. Uid 1000 without capabilities, and root with
+        CAP_SYS_PTRACE, whom only init's memory being the host's user namespace's and not
+        dumpable keeps out. The execs are of the container's user: one of another uid would
+        make init's memory not dumpable by the kernel's rule, whatever init set."""
+        for user, caps in (({"uid": 1000, "gid": 1000}, []),
+                           ({"uid": 0, "gid": 0}, ["CAP_SYS_PTRACE"])):
+            c = rt.config(["attack", "catch-spawn"])
+            c["process"]["capabilities"] = {k: caps for k in ("bounding", "effective",
+                                                             "permitted")}
+            c["process"]["user"] = user
+            self.write_config(c)
+            pid = self.create("c1")
+            self.assertEqual(self.oci("start", "c1").returncode, 0)
+            # each exec is one chance for the stop to come in the child's first steps; the
+            # attacker lets the commands it stopped go on
+            for _ in range(500):
+                if "spawn_caught" in self.output():
+                    break
+                self.oci("exec", "c1", "true")
+            self.wait(pid)
+            probes = {p["name"]: p for p in map(json.loads, self.output().splitlines())}
+            caught = probes["spawn_caught"]["detail"]
+            kept = (1 << 6) | (1 << 7) | (1 << 8)  # CAP_SETGID, CAP_SETUID, CAP_SETPCAP
+            self.assertEqual(int(caught.split("CapPrm:\t")[1][:16], 16) & kept, kept, caught)
+            names = [n for n in probes if n != "spawn_caught"]
+            self.assertIn("ptrace_seize_spawn", names)
+            self.assertIn("open_spawn_environ", names)
+            for name in names:
+                self.assertTrue(probes[name]["blocked"], (user, probes[name]))
+            self.assertEqual(self.oci("delete", "--force", "c1").returncode, 0)
+
+    def test_root_without_setuid_gains_none_of_the_kept_at_its_exec(self):
+        """A root process without no_new_privs gets its bounding set as its permitted one at
+        every exec: the container's process and an exec'd one of a root container whose config
+        has no CAP_SETUID, CAP_SETGID or CAP_SETPCAP have none of them after an exec of their
+        own."""
+        c = rt.config(["sh", "-c", "sh -c \"%s\"; exec sleep 1000" % STATUS])
+        c["process"]["capabilities"] = {k: ["CAP_CHOWN", "CAP_KILL"]
+                                        for k in ("bounding", "effective", "permitted")}
+        c["process"]["noNewPrivileges"] = False
+        self.write_config(c)
+        self.create("c1")
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        r = self.oci("exec", "c1", "sh", "-c", "sh -c \"%s\"" % STATUS)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        w = self.oci("exec", "c1", "sh", "-c",
+                     "until grep -q sleep /proc/2/cmdline; do sleep 0.1; done")
+        self.assertEqual(w.returncode, 0, w.stderr)
+        for who, text in (("exec'd", r.stdout.decode()), ("workload", self.output())):
+            st = status(text)
+            self.assertEqual(st["Uid"], "0", who)
+            for k in ("CapPrm", "CapEff", "CapBnd"):
+                self.assertEqual(st[k], CHOWN | KILL, (who, k))
+
     def direct(self, user, out):
         """One exec request with user (policy/spawnuser.h) on ctl.sock: the first answer."""
         payload = user + b"\0/\0sh\0-c\0echo RAN\0"
