@@ -334,6 +334,35 @@ class OciExecCaps(BundleCase):
             for k in ("CapPrm", "CapEff", "CapBnd"):
                 self.assertEqual(st[k], CHOWN | KILL, (who, k))
 
+    def test_profile_faking_drops_refused(self):
+        """A bundle's seccomp profile is loaded in init before init drops the CAP_SYS_ADMIN it
+        loaded it with, and its children cut their bounding sets under it. One that answers
+        prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN or CAP_SETUID) with SCMP_ACT_ERRNO and errno 0,
+        success without the call, would leave both in the bounding set, and a root process
+        without no_new_privs gets its bounding set at exec: refused at create."""
+        c = rt.config(["sh", "-c", STATUS])
+        c["process"]["noNewPrivileges"] = False
+        drop = [{"names": ["prctl"], "action": "SCMP_ACT_ERRNO", "errnoRet": 0,
+                 "args": [{"index": 0, "value": 24, "op": "SCMP_CMP_EQ"},
+                          {"index": 1, "value": cap, "op": "SCMP_CMP_EQ"}]}
+                for cap in (21, 7)]  # CAP_SYS_ADMIN, CAP_SETUID
+        c["linux"]["seccomp"] = {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": drop}
+        self.write_config(c)
+        self.assertIn("the profile answers prctl with SCMP_ACT_ERRNO and errno 0",
+                      self.create_refused())
+        # another errno fails the drop, and create with it, as before
+        for rule in drop:
+            rule["errnoRet"] = 1
+        self.write_config(c)
+        self.assertIn("PR_CAPBSET_DROP", self.create_refused())
+        # nor may descriptors stay open that init and its children close: what nsbox-oci's
+        # caller left open would reach the container
+        c["linux"]["seccomp"]["syscalls"] = [{"names": ["close_range"],
+                                              "action": "SCMP_ACT_ERRNO", "errnoRet": 0}]
+        self.write_config(c)
+        self.assertIn("the profile answers close_range with SCMP_ACT_ERRNO and errno 0",
+                      self.create_refused())
+
     def direct(self, user, out):
         """One exec request with user (policy/spawnuser.h) on ctl.sock: the first answer."""
         payload = user + b"\0/\0sh\0-c\0echo RAN\0"
