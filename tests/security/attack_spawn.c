@@ -31,10 +31,21 @@ static bool stat_of(int pid, char *name, size_t n, char *state)
     return true;
 }
 
-/* A stopped process other than init and us that has init's name: an exec's child. The
- * others stopped (the commands execs ran) go on. */
+/* CapPrm in /proc/PID/status ("self" for ours); 0 when unread. */
+static unsigned long long cap_permitted(const char *pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%s/status", pid);
+    char *st = read_file(path, NULL), *prm = st ? strstr(st, "CapPrm:\t") : NULL;
+    return prm ? strtoull(prm + 8, NULL, 16) : 0;
+}
+
+/* A stopped process other than init and us that has init's name and capabilities we lack: an
+ * exec's child before it has cut its sets. The others stopped (the commands execs ran, a child
+ * stopped too late) go on. */
 static int stopped_spawn_child(const char *init_name)
 {
+    unsigned long long own = cap_permitted("self");
     DIR *d = opendir("/proc");
     struct dirent *de;
     int found = 0;
@@ -43,7 +54,7 @@ static int stopped_spawn_child(const char *init_name)
         char name[64], state;
         if (pid <= 1 || pid == getpid() || !stat_of(pid, name, sizeof name, &state) || state != 'T')
             continue;
-        if (!strcmp(name, init_name))
+        if (!strcmp(name, init_name) && (cap_permitted(de->d_name) & ~own))
             found = pid;
         else
             kill(pid, SIGCONT);
@@ -78,10 +89,9 @@ int attack_spawn_catch_main(void)
             kill(-1, SIGSTOP);
         pid = stopped_spawn_child(init_name);
     }
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/status", pid);
-    char *st = read_file(path, NULL), *prm = st ? strstr(st, "CapPrm:\t") : NULL;
-    emit("spawn_caught", false, "pid %d %.24s", pid, prm ? prm : "CapPrm: unknown");
+    char spid[16];
+    snprintf(spid, sizeof spid, "%d", pid);
+    emit("spawn_caught", false, "pid %d CapPrm:\t%016llx", pid, cap_permitted(spid));
     report("ptrace_seize_spawn", now(ptrace(PTRACE_SEIZE, pid, 0, 0)), EPERM_ENOSYS);
     char buf[8];
     struct iovec local = {buf, sizeof buf}, remote = {(void *)0x10000, sizeof buf};
