@@ -168,10 +168,30 @@ bool nsbox_agent_user_fill(struct nsbox_spawnuser *u, bool given)
     return true;
 }
 
+/* Are u's sets within the container's (nsbox_agent_user_set_caps), by the rules exec checks
+ * them with (nsbox_ociproc_check_caps)? The kernel cannot be the floor for what init keeps
+ * (cap_keep): init holds it, so a request that names it would get it. exec's own check reads
+ * the bundle's config.json, which may have changed since create, and the monitor relays what
+ * its control socket is sent; so init checks against the sets it started the container with. */
+static bool within_container(const struct nsbox_spawnuser *u)
+{
+    if (!have_default)
+        return true;
+    const uint64_t *d = default_caps, *w = u->caps;
+    uint64_t prm = d[NSBOX_SPAWNUSER_PERMITTED], bnd = w[NSBOX_SPAWNUSER_BOUNDING];
+    uint64_t raised =
+        w[NSBOX_SPAWNUSER_PERMITTED] | w[NSBOX_SPAWNUSER_EFFECTIVE] | w[NSBOX_SPAWNUSER_AMBIENT];
+    uint64_t inh = d[NSBOX_SPAWNUSER_INHERITABLE] | (prm & bnd);
+    return !(bnd & ~d[NSBOX_SPAWNUSER_BOUNDING]) && !(raised & ~prm) &&
+           !(w[NSBOX_SPAWNUSER_INHERITABLE] & ~inh);
+}
+
 int nsbox_agent_user_become(const struct nsbox_spawnuser *u, bool *caps_failed)
 {
     int last = u->set_caps ? last_cap() : 0, err;
     *caps_failed = true;
+    if (u->set_caps && !within_container(u))
+        return EPERM;
     /* the bounding set while CAP_SETPCAP may still be had; keep-caps so that a uid that
      * leaves 0 keeps the permitted set the process's own sets are cut from */
     if (u->set_caps && ((err = raise_for_changes(last)) != 0 || (err = cut_bounding(u, last)) != 0))

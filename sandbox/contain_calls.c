@@ -76,8 +76,52 @@ static const struct init_call calls[] = {
     {"brk", {0}, "allocating memory"},
 };
 
+/* SCMP_ACT_ERRNO with errno 0 answers a call with success without making it. For a call of
+ * init's above, or one by which its children give up privilege and descriptors (an exec'd
+ * process's ids, close_range, whose failure would send them to close one by one) or resolve
+ * paths (openat2, whose "descriptor" 0 would be taken for the directory), a rule of
+ * that answer, whatever its arguments (prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN) alone, say),
+ * would leave the container what init and its children drop or close (init's CAP_SYS_ADMIN
+ * for loading the filter, what it keeps for exec's children: launch.h, cap_keep; what
+ * nsbox-oci's caller left open), or have them read ids that were never written; so would such
+ * a default for arguments no rule allows. */
+static const char *const unlisted_calls[] = {"setresuid", "setresgid", "setgroups", "close_range",
+                                             "openat2"};
+
+static bool fakes_success(enum nsbox_scmp_action a, int err)
+{
+    return a == NSBOX_SCMP_ERRNO && err == 0;
+}
+
+static int fake_check(const struct nsbox_seccomp_profile *p, const char *name, struct nsbox_err *e)
+{
+    bool allowed = false, faked = false;
+    for (size_t k = 0; k < p->n_rules; k++) {
+        const struct nsbox_scmp_rule *r = &p->rules[k];
+        if (strcmp(r->name, name) != 0)
+            continue;
+        faked = faked || fakes_success(r->action, r->errno_ret);
+        allowed = allowed || (r->n_args == 0 &&
+                              (r->action == NSBOX_SCMP_ALLOW || r->action == NSBOX_SCMP_LOG));
+    }
+    if (faked || (!allowed && fakes_success(p->default_action, p->default_errno)))
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                             "the profile answers %s with SCMP_ACT_ERRNO and errno 0%s, success "
+                             "without the call, and the container's init and the processes it "
+                             "starts drop capabilities, change ids or close descriptors with "
+                             "the calls they make: give %s another errnoRet, or allow it",
+                             name, faked ? "" : " (its default action)", name);
+    return 0;
+}
+
 int nsbox_contain_calls_check(const struct nsbox_seccomp_profile *p, struct nsbox_err *e)
 {
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(calls); i++)
+        if (fake_check(p, calls[i].name, e) < 0)
+            return -1;
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(unlisted_calls); i++)
+        if (fake_check(p, unlisted_calls[i], e) < 0)
+            return -1;
     for (size_t i = 0; i < NSBOX_ARRAY_LEN(calls); i++) {
         int err = 0;
         enum nsbox_scmp_action a =

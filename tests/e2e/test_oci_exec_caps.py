@@ -231,6 +231,138 @@ class OciExecCaps(BundleCase):
                      "open_proc_1_fd", "open_proc_1_root", "open_proc_1_cwd"):
             self.assertTrue(probes[name]["blocked"], probes[name])
 
+    def test_kept_capabilities_never_given_on_request(self):
+        """What init keeps for its children (CAP_SETUID, CAP_SETGID, CAP_SETPCAP) is no
+        capability of the container's: init holds it, so the kernel would give it to a process
+        that asks. A request straight to the monitor's control socket, and exec after the
+        bundle's config.json was changed to name it, are refused by init before anything
+        runs."""
+        c = rt.config(["sleep", "1000"])
+        c["process"]["capabilities"] = {}
+        c["process"]["user"] = {"uid": 1000, "gid": 1000}
+        self.write_config(c)
+        self.create("c1")
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        out = os.path.join(self.tmp, "direct.out")
+        kept = "%x" % ((1 << 6) | (1 << 7) | (1 << 8))
+        for user in ("0 0 -1 caps %s %s %s 0 0" % ((kept,) * 3),
+                     "1000 1000 -1 caps %s %s %s %s %s" % ((kept,) * 5),
+                     "1000 1000 -1 caps %s 0 0 0 0" % kept):
+            answer = self.direct(user.encode(), out)
+            op, _pid, code = struct.unpack("=16sii", answer[:24])
+            self.assertEqual(op.rstrip(b"\0"), b"failed", (user, answer))
+            self.assertEqual(code, 125)
+            self.assertIn(b"cannot give the process its capabilities: Operation not permitted",
+                          answer[44:])
+            with open(out) as f:
+                self.assertEqual(f.read(), "")
+        # exec checks against the bundle's config.json, which may have changed since create
+        # (to name the kept ones and one more: a process's sets that are the config's do not
+        # travel)
+        sets = ("bounding", "effective", "permitted", "inheritable", "ambient")
+        kept_names = ["CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"]
+        c["process"]["capabilities"] = {k: kept_names + ["CAP_CHOWN"] for k in sets}
+        self.write_config(c)
+        r = self.exec_process(["sh", "-c", "echo RAN; " + STATUS],
+                              {k: kept_names for k in sets}, user={"uid": 1000, "gid": 1000})
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertNotIn(b"RAN", r.stdout)
+        self.assertIn("cannot give the process its capabilities", r.stderr.decode())
+        r = self.exec_process(["sh", "-c", "echo RAN; " + STATUS],
+                              {"bounding": kept_names, "permitted": kept_names,
+                               "effective": kept_names})
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertNotIn(b"RAN", r.stdout)
+        self.assertEqual(self.state()["status"], "running")
+
+    def test_exec_child_stopped_holding_kept_capabilities_unreachable(self):
+        """The child init forks for an exec has init's uid, the container's, until it changes
+        ids, and holds what init keeps in its permitted set meanwhile, in init's memory. The
+        container's process stops it there (SIGSTOP to every process of its uid while execs
+        are started) and fails to trace it, read its memory, take its descriptors or open its
+        /proc files; the exec then goes on. Uid 1000 without capabilities, and root with
+        CAP_SYS_PTRACE, whom only init's memory being the host's user namespace's and not
+        dumpable keeps out. The execs are of the container's user: one of another uid would
+        make init's memory not dumpable by the kernel's rule, whatever init set."""
+        for user, caps in (({"uid": 1000, "gid": 1000}, []),
+                           ({"uid": 0, "gid": 0}, ["CAP_SYS_PTRACE"])):
+            c = rt.config(["attack", "catch-spawn"])
+            c["process"]["capabilities"] = {k: caps for k in ("bounding", "effective",
+                                                             "permitted")}
+            c["process"]["user"] = user
+            self.write_config(c)
+            pid = self.create("c1")
+            self.assertEqual(self.oci("start", "c1").returncode, 0)
+            # each exec is one chance for the stop to come in the child's first steps; the
+            # attacker lets the commands it stopped go on
+            for _ in range(500):
+                if "spawn_caught" in self.output():
+                    break
+                self.oci("exec", "c1", "true")
+            self.wait(pid)
+            probes = {p["name"]: p for p in map(json.loads, self.output().splitlines())}
+            caught = probes["spawn_caught"]["detail"]
+            kept = (1 << 6) | (1 << 7) | (1 << 8)  # CAP_SETGID, CAP_SETUID, CAP_SETPCAP
+            self.assertEqual(int(caught.split("CapPrm:\t")[1][:16], 16) & kept, kept, caught)
+            names = [n for n in probes if n != "spawn_caught"]
+            self.assertIn("ptrace_seize_spawn", names)
+            self.assertIn("open_spawn_environ", names)
+            for name in names:
+                self.assertTrue(probes[name]["blocked"], (user, probes[name]))
+            self.assertEqual(self.oci("delete", "--force", "c1").returncode, 0)
+
+    def test_root_without_setuid_gains_none_of_the_kept_at_its_exec(self):
+        """A root process without no_new_privs gets its bounding set as its permitted one at
+        every exec: the container's process and an exec'd one of a root container whose config
+        has no CAP_SETUID, CAP_SETGID or CAP_SETPCAP have none of them after an exec of their
+        own."""
+        c = rt.config(["sh", "-c", "sh -c \"%s\"; exec sleep 1000" % STATUS])
+        c["process"]["capabilities"] = {k: ["CAP_CHOWN", "CAP_KILL"]
+                                        for k in ("bounding", "effective", "permitted")}
+        c["process"]["noNewPrivileges"] = False
+        self.write_config(c)
+        self.create("c1")
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        r = self.oci("exec", "c1", "sh", "-c", "sh -c \"%s\"" % STATUS)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        w = self.oci("exec", "c1", "sh", "-c",
+                     "until grep -q sleep /proc/2/cmdline; do sleep 0.1; done")
+        self.assertEqual(w.returncode, 0, w.stderr)
+        for who, text in (("exec'd", r.stdout.decode()), ("workload", self.output())):
+            st = status(text)
+            self.assertEqual(st["Uid"], "0", who)
+            for k in ("CapPrm", "CapEff", "CapBnd"):
+                self.assertEqual(st[k], CHOWN | KILL, (who, k))
+
+    def test_profile_faking_drops_refused(self):
+        """A bundle's seccomp profile is loaded in init before init drops the CAP_SYS_ADMIN it
+        loaded it with, and its children cut their bounding sets under it. One that answers
+        prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN or CAP_SETUID) with SCMP_ACT_ERRNO and errno 0,
+        success without the call, would leave both in the bounding set, and a root process
+        without no_new_privs gets its bounding set at exec: refused at create."""
+        c = rt.config(["sh", "-c", STATUS])
+        c["process"]["noNewPrivileges"] = False
+        drop = [{"names": ["prctl"], "action": "SCMP_ACT_ERRNO", "errnoRet": 0,
+                 "args": [{"index": 0, "value": 24, "op": "SCMP_CMP_EQ"},
+                          {"index": 1, "value": cap, "op": "SCMP_CMP_EQ"}]}
+                for cap in (21, 7)]  # CAP_SYS_ADMIN, CAP_SETUID
+        c["linux"]["seccomp"] = {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": drop}
+        self.write_config(c)
+        self.assertIn("the profile answers prctl with SCMP_ACT_ERRNO and errno 0",
+                      self.create_refused())
+        # another errno fails the drop, and create with it, as before
+        for rule in drop:
+            rule["errnoRet"] = 1
+        self.write_config(c)
+        self.assertIn("PR_CAPBSET_DROP", self.create_refused())
+        # nor may descriptors stay open that init and its children close: what nsbox-oci's
+        # caller left open would reach the container
+        c["linux"]["seccomp"]["syscalls"] = [{"names": ["close_range"],
+                                              "action": "SCMP_ACT_ERRNO", "errnoRet": 0}]
+        self.write_config(c)
+        self.assertIn("the profile answers close_range with SCMP_ACT_ERRNO and errno 0",
+                      self.create_refused())
+
     def direct(self, user, out):
         """One exec request with user (policy/spawnuser.h) on ctl.sock: the first answer."""
         payload = user + b"\0/\0sh\0-c\0echo RAN\0"

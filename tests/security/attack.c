@@ -959,5 +959,7 @@ int main(int argc, char **argv)
         return attack_sock_bind_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "sockact"))
         return attack_sock_activated_main();
+    if (argc > 1 && !strcmp(argv[1], "catch-spawn"))
+        return attack_spawn_catch_main();
     return attack_main(argc, argv);
 }

@@ -278,6 +278,25 @@ static void test_init_calls_check(void **state)
                 "\"action\":\"SCMP_ACT_ERRNO\",\"args\":[{\"index\":0,\"value\":47,"
                 "\"op\":\"SCMP_CMP_EQ\"}]}]}",
                 "the profile answers prctl with SCMP_ACT_ERRNO");
+    /* success without the call, for the calls that drop privilege: whatever the arguments
+     * (these are not init's, which the rest of the check tries) */
+    check_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"prctl\"],"
+                "\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":0,\"args\":[{\"index\":0,"
+                "\"value\":24,\"op\":\"SCMP_CMP_EQ\"},{\"index\":1,\"value\":21,"
+                "\"op\":\"SCMP_CMP_EQ\"}]}]}",
+                "the profile answers prctl with SCMP_ACT_ERRNO and errno 0, success without");
+    check_fails("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"capset\"],"
+                "\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":0,\"args\":[{\"index\":0,"
+                "\"value\":1,\"op\":\"SCMP_CMP_EQ\"}]}]}",
+                "the profile answers capset with SCMP_ACT_ERRNO and errno 0");
+    check_fails("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"defaultErrnoRet\":0,\"syscalls\":[]}",
+                "capset with SCMP_ACT_ERRNO and errno 0 (its default action)");
+    /* another errno fails the call, and so what makes it: allowed here */
+    oci_ok("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"setresuid\"],"
+           "\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":1}]}",
+           &p);
+    assert_int_equal(nsbox_contain_calls_check(&p, &e), 0);
+    nsbox_seccomp_profile_free(&p);
     /* a clone rule that refuses only namespaces lets init fork */
     oci_ok("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"clone\"],"
            "\"action\":\"SCMP_ACT_ERRNO\",\"args\":[{\"index\":0,\"value\":268435456,"
