@@ -262,6 +262,17 @@ class Docker(engines.DockerCase):
                       "never shares a host namespace", "drop --pid=host"):
             self.assertIn(words, r.stderr)
 
+    def test_host_network_refused(self):
+        # --network=host names the host's network namespace by path (dockerd's own): refused
+        # at create, saying which option asked for it
+        self.addCleanup(self.docker, "rm", "-f", "hostnet")
+        r = self.docker("run", "--name", "hostnet", "--network=host", "--runtime=nsbox",
+                        engines.IMAGE, "true")
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        for words in ("OCI runtime create failed", "host's network namespace",
+                      "never shares a host namespace", "--network=host: drop it"):
+            self.assertIn(words, r.stderr)
+
     def test_zz_nothing_left(self):
         # runs last (names sort): every container above is gone, and with it its sandbox
         self.assertEqual(self.docker("ps", "-aq").stdout, "")
