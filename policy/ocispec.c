@@ -913,7 +913,8 @@ int nsbox_ocispec_check_floor(const struct nsbox_ocispec *c, struct nsbox_err *e
                                  ns->type == NSBOX_OCI_NS_PID
                                      ? "nsbox's init is pid 1 of the container's own pid "
                                        "namespace, whose end ends every process of the "
-                                       "container (Kubernetes: leave shareProcessNamespace off)"
+                                       "container (docker run --pid=container:NAME: drop it; "
+                                       "Kubernetes: leave shareProcessNamespace off)"
                                  : ns->type == NSBOX_OCI_NS_MOUNT
                                      ? "every nsbox sandbox builds its own root in its own "
                                        "mount namespace"

@@ -211,6 +211,9 @@ static void test_floor(void **state)
                   "\"pid\",\"path\":\"/proc/9/ns/pid\"}]}}",
                   "existing pid namespace");
     floor_refuses("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"namespaces\":[{\"type\":"
+                  "\"pid\",\"path\":\"/proc/9/ns/pid\"}]}}",
+                  "--pid=container:NAME: drop it");
+    floor_refuses("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"namespaces\":[{\"type\":"
                   "\"mount\",\"path\":\"/proc/9/ns/mnt\"}]}}",
                   "its own root");
     /* a pod's shared namespaces pass the floor (create refuses the host's, by inode) */
