@@ -262,6 +262,18 @@ class Docker(engines.DockerCase):
                       "never shares a host namespace", "drop --pid=host"):
             self.assertIn(words, r.stderr)
 
+    def test_create_warning_not_in_the_containers_output(self):
+        # a warning of create (kernel memory, which current kernels ignore) goes to the log
+        # the shim gives (log.json in the task's bundle), not to the container's stderr, which
+        # is docker logs' and the attached client's
+        r = self.docker("run", "--name", "warned", "--kernel-memory", "64m", "--runtime=nsbox",
+                        engines.IMAGE, "echo", "hi")
+        self.addCleanup(self.docker, "rm", "-f", "warned")
+        self.assertEqual((r.returncode, r.stdout), (0, "hi\n"), r.stderr)
+        self.assertNotIn("nsbox-oci", r.stderr)
+        r = self.docker("logs", "warned")
+        self.assertEqual((r.stdout, r.stderr), ("hi\n", ""))
+
     def test_host_network_refused(self):
         # --network=host names the host's network namespace by path (dockerd's own): refused
         # at create, saying which option asked for it
