@@ -589,6 +589,16 @@ static void now_rfc3339(char *out, size_t n)
 
 /* After a failed create: the monitor, which has removed the sandbox, and init (our child too,
  * ended by then), so that the caller is left nothing to reap. */
+/* create's stderr is the container's (an engine's logs, `docker logs`): a warning goes to
+ * --log when there is one, which engines give, and to stderr only without it. */
+static void warn(const struct nsbox_ocirt *g, const char *msg)
+{
+    if (g->log)
+        nsbox_ocilog_append(g, "warning", msg);
+    else
+        fprintf(stderr, "nsbox-oci: warning: %s\n", msg);
+}
+
 static void reap_children(pid_t monitor, pid_t helper)
 {
     waitpid(monitor, NULL, 0);
@@ -633,9 +643,8 @@ static int spawn_monitor(const struct nsbox_ocirt *g, const struct nsbox_ocicrea
     if (msg.helper > 0)
         waitpid(msg.helper, NULL, 0); /* it has sent init's pid and exited */
     if (msg.root_read_only) {
-        /* in the log, not on stderr: create's streams are the container's (an engine's logs) */
-        char warn[NSBOX_ERR_MSG_MAX + 320];
-        snprintf(warn, sizeof warn,
+        char msg_ro[NSBOX_ERR_MSG_MAX + 320];
+        snprintf(msg_ro, sizeof msg_ro,
                  "root.readonly is false, but the root is read-only: %s (a writable root is the "
                  "bundle's root through an idmapped mount, which needs root and a filesystem "
                  "that takes one, such as ext4, xfs, btrfs or tmpfs; on an engine's overlay, "
@@ -643,10 +652,7 @@ static int spawn_monitor(const struct nsbox_ocirt *g, const struct nsbox_ocicrea
                  "Linux 5.19 or later and layer paths it can read: the config's mounts stay "
                  "writable)",
                  msg.err.msg);
-        if (g->log)
-            nsbox_ocilog_append(g, "warning", warn);
-        else
-            fprintf(stderr, "nsbox-oci: warning: %s\n", warn);
+        warn(g, msg_ro);
     }
     struct nsbox_ocistate st = {.pid = msg.init_pid, .monitor = pid};
     snprintf(st.id, sizeof st.id, "%s", a->id);
@@ -693,9 +699,12 @@ int nsbox_ocicreate_make(const struct nsbox_ocirt *g, struct nsbox_ocicreate_arg
         return -1;
     }
     if (a->console_socket && !c.terminal)
-        fprintf(stderr, "nsbox-oci: --console-socket given without process.terminal: unused\n");
-    if (place.ignored[0])
-        fprintf(stderr, "nsbox-oci: linux.resources.memory: not applied: %s\n", place.ignored);
+        warn(g, "--console-socket given without process.terminal: unused");
+    if (place.ignored[0]) {
+        char ignored[sizeof place.ignored + 64];
+        snprintf(ignored, sizeof ignored, "linux.resources.memory: not applied: %s", place.ignored);
+        warn(g, ignored);
+    }
     if (spawn_monitor(g, a, dir, &s, &c, &place, e) < 0) {
         struct nsbox_err e2;
         nsbox_ocistate_remove(g, a->id, &e2);

@@ -137,8 +137,11 @@ static int open_one(const struct nsbox_ocispec_namespace *ns, size_t k, struct n
                              "joining the host's %s namespace (linux.namespaces.path %s) is "
                              "not supported: nsbox-oci never shares a host namespace with a "
                              "container; join another container's, or leave the path out to "
-                             "give it its own",
-                             name, NSBOX_SHOW(ns->path));
+                             "give it its own%s",
+                             name, NSBOX_SHOW(ns->path),
+                             kinds[k].nstype == CLONE_NEWNET
+                                 ? " (Docker names the host's so for --network=host: drop it)"
+                                 : "");
     }
     return fd;
 }

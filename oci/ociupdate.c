@@ -81,6 +81,7 @@ int nsbox_ociupdate_update(const struct nsbox_ocirt *g, int argc, char **argv, s
                                     .has_swap = r.has_swap,
                                     .swap_bytes = r.swap_bytes,
                                     .has_cpu = r.has_cpu,
+                                    .keep_quota = r.has_cpu && !r.has_quota,
                                     .has_pids = r.has_pids,
                                     .memory_bytes = r.memory_bytes,
                                     .cpu_quota_us = r.cpu_quota_us,

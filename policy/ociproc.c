@@ -87,12 +87,20 @@ int nsbox_ociproc_parse_process(const char *text, size_t len, struct nsbox_ocisp
     return 0;
 }
 
-/* A member's limit: absent or null leaves the limit as it is. */
+/* A value that leaves its limit as it is: null, and, as runc's update reads them, 0 and "".
+ * Docker's `docker update --pids-limit N` sends every limit, those not given as 0. */
+static bool leaves(const cJSON *v)
+{
+    return cJSON_IsNull(v) || (cJSON_IsNumber(v) && v->valuedouble == 0) ||
+           (cJSON_IsString(v) && !*v->valuestring);
+}
+
+/* A member's limit: absent or a value that leaves it does not name it. */
 static bool names(const cJSON *res, const char *obj, const char *key)
 {
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(res, obj);
     const cJSON *v = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
-    return v && !cJSON_IsNull(v);
+    return v && !leaves(v);
 }
 
 int nsbox_ociproc_parse_resources(const char *text, size_t len, struct nsbox_ociproc_resources *r,
@@ -104,7 +112,8 @@ int nsbox_ociproc_parse_resources(const char *text, size_t len, struct nsbox_oci
     if (!obj)
         return -1;
     r->has_memory = names(obj, "memory", "limit");
-    r->has_cpu = names(obj, "cpu", "quota") || names(obj, "cpu", "period");
+    r->has_quota = names(obj, "cpu", "quota");
+    r->has_cpu = r->has_quota || names(obj, "cpu", "period");
     r->has_pids = names(obj, "pids", "limit");
     /* what else it names: a limit nsbox does not change */
     static const char *const known[] = {"memory.limit", "memory.swap", "cpu.quota",
@@ -122,7 +131,7 @@ int nsbox_ociproc_parse_resources(const char *text, size_t len, struct nsbox_oci
         {
             char key[128];
             snprintf(key, sizeof key, "%s.%s", it->string, sub->string);
-            bool k = cJSON_IsNull(sub);
+            bool k = leaves(sub);
             for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
                 k = k || !strcmp(key, known[i]);
             r->other = r->other || !k;

@@ -20,10 +20,11 @@
 int nsbox_ociproc_parse_process(const char *text, size_t len, struct nsbox_ocispec *c,
                                 struct nsbox_err *e);
 
-/* What an update asks for: a has_ flag for each limit the document names; the value 0 means
- * "no limit" (runc's -1, and a memory or pids limit of 0). */
+/* What an update asks for: a has_ flag for each limit the document names, as runc reads it: a
+ * limit of 0 (or null) is not named and stays; -1 removes it, which the value 0 means here. */
 struct nsbox_ociproc_resources {
     bool has_memory, has_swap, has_cpu, has_pids;
+    bool has_quota; /* with has_cpu: without it the period alone changes, the quota stays */
     uint64_t memory_bytes;
     uint64_t swap_bytes; /* memory plus swap; 0 or absent leaves it (as runc), -1 is refused */
     uint64_t cpu_quota_us, cpu_period_us; /* period 0: the current one */

@@ -896,11 +896,14 @@ static int check_limits(const struct nsbox_ocispec *c, struct nsbox_err *e)
 int nsbox_ocispec_check_floor(const struct nsbox_ocispec *c, struct nsbox_err *e)
 {
     if (c->cap_sys_admin || c->all_devices)
-        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
-                             "privileged containers are not supported: nsbox-oci never gives a "
-                             "container %s",
-                             c->cap_sys_admin ? "CAP_SYS_ADMIN or CAP_SYS_MODULE"
-                                              : "every device of the host");
+        return nsbox_err_set(
+            e, NSBOX_E_POLICY, EPERM,
+            "privileged containers are not supported: nsbox-oci never gives a "
+            "container %s; drop %s",
+            c->cap_sys_admin ? "CAP_SYS_ADMIN or CAP_SYS_MODULE" : "every device of the host",
+            c->cap_sys_admin ? "--privileged (docker exec's too) and --cap-add SYS_ADMIN or "
+                               "SYS_MODULE (Kubernetes: privileged, capabilities.add)"
+                             : "--privileged (Kubernetes: privileged)");
     for (size_t i = 0; i < c->n_namespaces; i++) {
         const struct nsbox_ocispec_namespace *ns = &c->namespaces[i];
         if (ns->has_path && ns->type != NSBOX_OCI_NS_NETWORK && ns->type != NSBOX_OCI_NS_IPC &&
@@ -913,7 +916,8 @@ int nsbox_ocispec_check_floor(const struct nsbox_ocispec *c, struct nsbox_err *e
                                  ns->type == NSBOX_OCI_NS_PID
                                      ? "nsbox's init is pid 1 of the container's own pid "
                                        "namespace, whose end ends every process of the "
-                                       "container (Kubernetes: leave shareProcessNamespace off)"
+                                       "container (docker run --pid=container:NAME: drop it; "
+                                       "Kubernetes: leave shareProcessNamespace off)"
                                  : ns->type == NSBOX_OCI_NS_MOUNT
                                      ? "every nsbox sandbox builds its own root in its own "
                                        "mount namespace"

@@ -195,9 +195,9 @@ static int parse_devices_list(const cJSON *lx, struct nsbox_ocispec *c, struct n
         /* engines list every host device for --privileged: say that, not only the count */
         if (c->n_devices == NSBOX_OCISPEC_DEVICES_MAX)
             return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
-                                 "config.json: key 'linux.devices': more than 32 entries, as a "
-                                 "privileged container's every host device (--privileged): "
-                                 "privileged containers are not supported, and nsbox-oci "
+                                 "privileged containers are not supported: config.json's "
+                                 "'linux.devices' has more than 32 entries, as a privileged "
+                                 "container's every host device (--privileged), and nsbox-oci "
                                  "gives a container only null, zero, full, random, urandom, "
                                  "tty, fuse and net/tun; drop --privileged, and --device for "
                                  "others");

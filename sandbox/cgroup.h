@@ -108,6 +108,7 @@ struct nsbox_cgroup_update {
     uint64_t memory_bytes, swap_bytes;
     uint64_t cpu_quota_us, cpu_period_us;
     uint64_t pids;
+    bool keep_quota; /* with has_cpu: the period alone changes (runc's quota of 0) */
 };
 /* Write them (v1: every hierarchy that has the controller). Without swap_bytes the swap the
  * sandbox has is kept (none unless its config asked): v1's memory+swap moves with the memory

@@ -301,7 +301,7 @@ static int update_v1(const struct nsbox_cgroup *cg, const struct nsbox_cgroup_up
         return -1;
     /* the period first: the quota is checked against it */
     if (u->has_cpu && ((u->cpu_period_us && write_v1(cpu, "cpu.cfs_period_us", period, e) < 0) ||
-                       write_v1(cpu, "cpu.cfs_quota_us", quota, e) < 0))
+                       (!u->keep_quota && write_v1(cpu, "cpu.cfs_quota_us", quota, e) < 0)))
         return -1;
     if (u->has_pids && write_v1(pid, "pids.max", pids, e) < 0)
         return -1;
@@ -313,15 +313,18 @@ static int update_v2(const struct nsbox_cgroup *cg, const struct nsbox_cgroup_up
 {
     char mem[32], cpu[64], pids[32], cur[64];
     uint64_t period = u->cpu_period_us;
+    const char *sp = NULL;
+    if (u->has_cpu && (!period || u->keep_quota) &&
+        nsbox_cgio_read_small(cg->dirfd, cg->path, "cpu.max", cur, sizeof cur) >= 0)
+        sp = strchr(cur, ' ');
     if (u->has_cpu && !period) { /* keep the current period: cpu.max is "quota period" */
-        const char *sp = NULL;
-        if (nsbox_cgio_read_small(cg->dirfd, cg->path, "cpu.max", cur, sizeof cur) >= 0)
-            sp = strchr(cur, ' ');
         period = sp ? strtoull(sp + 1, NULL, 10) : 0;
         if (!period)
             period = NSBOX_CG_CPU_PERIOD_US;
     }
-    if (u->cpu_quota_us)
+    if (u->keep_quota && sp) /* keep the current quota ("max" or a number) */
+        snprintf(cpu, sizeof cpu, "%.*s %llu", (int)(sp - cur), cur, (unsigned long long)period);
+    else if (u->cpu_quota_us)
         snprintf(cpu, sizeof cpu, "%llu %llu", (unsigned long long)u->cpu_quota_us,
                  (unsigned long long)period);
     else

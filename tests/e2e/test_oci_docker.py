@@ -3,7 +3,7 @@ own (Debian's docker.io; tests/lib/engines.py: its own network and mount namespa
 roots, socket and containerd, bridge networking without iptables) gets `--add-runtime
 nsbox=<build>/nsbox-oci` and loads a busybox image the test builds (a docker-save archive).
 Checked: `docker run --runtime=nsbox` output and exit code, `--memory` and `--pids-limit` as the
-sandbox's limits, `-v` volumes, `docker pause`/`unpause`, `docker exec` (also with -t), `docker
+sandbox's limits, `docker update` of one limit leaving the others, `-v` volumes, `docker pause`/`unpause`, `docker exec` (also with -t), `docker
 stop` (the workload ends of the SIGTERM, not of the SIGKILL after the grace period), `docker run
 -t` (a terminal), bridge networking (eth0 with the address Docker gave, set up by Docker's prestart
 hook), `--pid=host` refused at create with the reason in docker's output, Docker's seccomp
@@ -178,6 +178,29 @@ class Docker(engines.DockerCase):
         self.assertEqual(self.docker("inspect", "-f", "{{.State.Status}}", "limits").stdout,
                          "running\n")
 
+    def test_update_changes_only_what_it_names(self):
+        # docker update sends every limit, those not given as 0, which leave them (runc's
+        # update): a new pids limit keeps the memory limit and the cpu quota, a new memory
+        # limit the cpu quota
+        r = self.docker("run", "-d", "--name", "updated", "--runtime=nsbox", "--memory", "64m",
+                        "--cpus", "0.5", engines.IMAGE, "sleep", "1000")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.docker, "rm", "-f", "updated")
+        init = self.state_of(r.stdout.strip())["pid"]
+
+        def limits():
+            cpu = cgroup_file_of(init, "cpu", "cpu.cfs_quota_us", "cpu.max").split()[0]
+            return (cgroup_file_of(init, "memory", "memory.limit_in_bytes", "memory.max"), cpu,
+                    cgroup_file_of(init, "pids", "pids.max", "pids.max"))
+
+        self.assertEqual(limits()[:2], (str(64 << 20), "50000"))
+        r = self.docker("update", "--pids-limit", "50", "updated")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(limits(), (str(64 << 20), "50000", "50"))
+        r = self.docker("update", "--memory", "96m", "updated")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(limits(), (str(96 << 20), "50000", "50"))
+
     def test_exec(self):
         r = self.docker("run", "-d", "--name", "execme", "--runtime=nsbox", engines.IMAGE,
                         "sleep", "1000")
@@ -237,6 +260,29 @@ class Docker(engines.DockerCase):
         self.assertNotEqual(r.returncode, 0, r.stdout)
         for words in ("OCI runtime create failed", "host's pid namespace",
                       "never shares a host namespace", "drop --pid=host"):
+            self.assertIn(words, r.stderr)
+
+    def test_create_warning_not_in_the_containers_output(self):
+        # a warning of create (kernel memory, which current kernels ignore) goes to the log
+        # the shim gives (log.json in the task's bundle), not to the container's stderr, which
+        # is docker logs' and the attached client's
+        r = self.docker("run", "--name", "warned", "--kernel-memory", "64m", "--runtime=nsbox",
+                        engines.IMAGE, "echo", "hi")
+        self.addCleanup(self.docker, "rm", "-f", "warned")
+        self.assertEqual((r.returncode, r.stdout), (0, "hi\n"), r.stderr)
+        self.assertNotIn("nsbox-oci", r.stderr)
+        r = self.docker("logs", "warned")
+        self.assertEqual((r.stdout, r.stderr), ("hi\n", ""))
+
+    def test_host_network_refused(self):
+        # --network=host names the host's network namespace by path (dockerd's own): refused
+        # at create, saying which option asked for it
+        self.addCleanup(self.docker, "rm", "-f", "hostnet")
+        r = self.docker("run", "--name", "hostnet", "--network=host", "--runtime=nsbox",
+                        engines.IMAGE, "true")
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        for words in ("OCI runtime create failed", "host's network namespace",
+                      "never shares a host namespace", "--network=host: drop it"):
             self.assertIn(words, r.stderr)
 
     def test_zz_nothing_left(self):

@@ -463,8 +463,8 @@ static void test_v2_destroy_child_cgroups(void **state)
     assert_false(exists(sub));
 }
 
-
-/* nsbox-oci update on v2: cpu.max keeps its period when none is given; 0 is "max". */
+/* nsbox-oci update on v2: cpu.max keeps its period when none is given, its quota when only a
+ * period is; 0 is "max". */
 static void test_v2_update(void **state)
 {
     (void)state;
@@ -477,6 +477,11 @@ static void test_v2_update(void **state)
                                     .cpu_quota_us = 50000, .has_pids = true, .pids = 7};
     assert_int_equal(nsbox_cgroup_update(&cg, &u, &e), 0);
     assert_string_equal(g_log, "memory.max=max;cpu.max=50000 100000;pids.max=7;");
+    /* a period alone (runc's quota of 0): the quota stays */
+    g_log[0] = '\0';
+    u = (struct nsbox_cgroup_update){.has_cpu = true, .keep_quota = true, .cpu_period_us = 200000};
+    assert_int_equal(nsbox_cgroup_update(&cg, &u, &e), 0);
+    assert_string_equal(g_log, "cpu.max=50000 200000;");
     g_log[0] = '\0';
     u = (struct nsbox_cgroup_update){.has_cpu = true, .cpu_period_us = 250000};
     assert_int_equal(nsbox_cgroup_update(&cg, &u, &e), 0);

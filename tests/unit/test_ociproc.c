@@ -81,6 +81,24 @@ static void test_resources(void **state)
     assert_false(r.has_cpu);
     assert_false(r.has_pids);
     assert_true(r.other);
+    /* Docker's `docker update --pids-limit 50`: every limit, those not given as 0, which
+     * leave them (runc's update); the period alone keeps the quota */
+    t = "{\"cpu\":{\"shares\":0,\"quota\":0,\"period\":0,\"cpus\":\"\",\"mems\":\"\"},"
+        "\"memory\":{\"limit\":0,\"reservation\":0,\"kernel\":0},\"pids\":{\"limit\":50}}";
+    if (nsbox_ociproc_parse_resources(t, strlen(t), &r, &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_false(r.has_memory || r.has_swap || r.has_cpu || r.other);
+    assert_true(r.has_pids);
+    assert_int_equal(r.pids, 50);
+    t = "{\"cpu\":{\"quota\":0,\"period\":50000},\"pids\":{\"limit\":0}}";
+    assert_int_equal(nsbox_ociproc_parse_resources(t, strlen(t), &r, &e), 0);
+    assert_true(r.has_cpu);
+    assert_false(r.has_quota || r.has_pids);
+    assert_int_equal(r.cpu_period_us, 50000);
+    t = "{\"cpu\":{\"quota\":-1}}";
+    assert_int_equal(nsbox_ociproc_parse_resources(t, strlen(t), &r, &e), 0);
+    assert_true(r.has_cpu && r.has_quota);
+    assert_int_equal(r.cpu_quota_us, 0); /* -1: no quota */
     t = "{\"pids\":{\"limit\":\"x\"}}";
     assert_int_equal(nsbox_ociproc_parse_resources(t, strlen(t), &r, &e), -1);
     assert_non_null(strstr(e.msg, "resources: key 'pids.limit'"));

@@ -205,11 +205,18 @@ static void test_floor(void **state)
     floor_refuses("{\"ociVersion\":\"1.0\",\"process\":{\"args\":[\"x\"],\"capabilities\":"
                   "{\"bounding\":[\"CAP_CHOWN\",\"CAP_SYS_ADMIN\"]}}," R "}",
                   "privileged containers are not supported");
+    floor_refuses("{\"ociVersion\":\"1.0\",\"process\":{\"args\":[\"x\"],\"capabilities\":"
+                  "{\"bounding\":[\"CAP_CHOWN\",\"CAP_SYS_ADMIN\"]}}," R "}",
+                  "drop --privileged (docker exec's too) and --cap-add SYS_ADMIN");
     floor_refuses("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"resources\":{\"devices\":"
-                  "[{\"allow\":true,\"access\":\"rwm\"}]}}}", "every device");
+                  "[{\"allow\":true,\"access\":\"rwm\"}]}}}",
+                  "every device of the host; drop --privileged");
     floor_refuses("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"namespaces\":[{\"type\":"
                   "\"pid\",\"path\":\"/proc/9/ns/pid\"}]}}",
                   "existing pid namespace");
+    floor_refuses("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"namespaces\":[{\"type\":"
+                  "\"pid\",\"path\":\"/proc/9/ns/pid\"}]}}",
+                  "--pid=container:NAME: drop it");
     floor_refuses("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"namespaces\":[{\"type\":"
                   "\"mount\",\"path\":\"/proc/9/ns/mnt\"}]}}",
                   "its own root");

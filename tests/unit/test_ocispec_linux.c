@@ -164,7 +164,7 @@ static void test_devices(void **state)
                                 "\"minor\":%d}",
                                 i ? "," : "", i, i);
     snprintf(many + len, sizeof many - len, "]}");
-    expect_parse_error(many, "privileged containers are not supported");
+    expect_parse_error(many, "privileged containers are not supported: ");
     expect_parse_error(many, "drop --privileged");
 }
 
