@@ -845,14 +845,15 @@ static void on_run_conn(char *payload)
         kill_tree(run.pid, h.status);
 }
 
-/* The signals init is sent go on to the container's process group (a process before its
- * setsid, or one that left it: to it alone), as init_reap does for a one-shot sandbox. */
+/* The signals init is sent go on to the container's process alone, as runc signals its pid 1:
+ * an engine's `kill -s USR1` is meant for the program, not for the children it left in its
+ * process group, which the default action would end (`kill --all` reaches those). */
 static void relay_signals(int sfd)
 {
     struct signalfd_siginfo si;
     while (read(sfd, &si, sizeof si) > 0) {
         int sig = (int)si.ssi_signo;
-        if (sig != SIGCHLD && container_pid && kill(-container_pid, sig) < 0)
+        if (sig != SIGCHLD && container_pid)
             kill(container_pid, sig);
     }
 }

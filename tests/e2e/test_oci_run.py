@@ -217,6 +217,20 @@ class OciRun(BundleCase):
         self.assertEqual(self.list_ids(), [])
         self.assertEqual(json.loads(self.run_oci("list", "--format", "json").stdout), [])
 
+    def test_a_signal_reaches_the_program_alone(self):
+        # runc signals the container's process, not its process group: the background shell
+        # it started must not see the USR1 (the default action would end it). Had it, its
+        # trap would print "child" before the TERM the program sends it after its own trap.
+        child = ('trap "echo child" USR1; trap "exit 0" TERM; echo ready; '
+                 'while :; do sleep 0.05; done')
+        pid = self.run_detached("c1", ["sh", "-c", f'trap "echo parent" USR1; sh -c \'{child}\' & '
+                                       'c=$!; wait; kill -TERM $c; wait $c; echo done'])
+        self.assertTrue(wait_for(lambda: "ready" in self.output(), timeout=60), self.output())
+        self.assertEqual(self.oci("kill", "c1", "USR1").returncode, 0)
+        self.wait(pid)
+        self.assertEqual(self.output().split(), ["ready", "parent", "done"])
+        self.assertEqual(self.oci("delete", "c1").returncode, 0)
+
     def test_list_goes_past_a_broken_state(self):
         pid = self.run_detached("c1", ["sleep", "100"])
         os.makedirs(os.path.join(self.root, "b0"))
