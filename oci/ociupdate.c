@@ -44,6 +44,27 @@ static char *read_stdin(struct nsbox_err *e)
     return buf;
 }
 
+/* -1 (no limit) for memory or pids gives the floor create gives a config without them, the
+ * default instance type's (docs/decisions.md, "With cgroupsPath the limits are the config's;
+ * memory and pids keep a floor"): no update makes a container unbounded. */
+static int floor_unlimited(struct nsbox_cgroup_update *u, struct nsbox_err *e)
+{
+    if (!(u->has_memory && !u->memory_bytes) && !(u->has_pids && !u->pids))
+        return 0;
+    static struct nsbox_spec s;
+    nsbox_spec_init(&s);
+    if (nsbox_spec_validate(&s, e) < 0) {
+        nsbox_spec_free(&s);
+        return -1;
+    }
+    if (u->has_memory && !u->memory_bytes)
+        u->memory_bytes = s.limits.memory_bytes;
+    if (u->has_pids && !u->pids)
+        u->pids = s.limits.pids;
+    nsbox_spec_free(&s);
+    return 0;
+}
+
 int nsbox_ociupdate_update(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e)
 {
     const char *file = NULL;
@@ -87,6 +108,8 @@ int nsbox_ociupdate_update(const struct nsbox_ocirt *g, int argc, char **argv, s
                                     .cpu_quota_us = r.cpu_quota_us,
                                     .cpu_period_us = r.cpu_period_us,
                                     .pids = r.pids};
+    if (floor_unlimited(&u, e) < 0)
+        return 1;
     struct nsbox_ocictl_msg m = {.op = "update", .len = sizeof u}, reply;
     char answer[NSBOX_ERR_MSG_MAX];
     if (nsbox_ocictl_ask(g, &s, &m, &u, &reply, answer, sizeof answer, e) < 0) {

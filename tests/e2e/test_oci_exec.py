@@ -376,13 +376,28 @@ class OciExec(BundleCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("resources: key 'pids.limit'", r.stderr.decode())
         self.assertEqual(sandbox_cgroup_file(sid, "pids", "pids.max", "pids.max"), "21")
-        with open(path, "w") as f:  # -1: no limit
+        # -1 (no limit) gives the floor, what create gives a config that names no limit (a
+        # container made so, read back): no update makes a container unbounded
+        c = rt.config(["sleep", "1000"])
+        del c["linux"]["resources"]
+        self.write_config(c)
+        self.create("c2")
+        self.assertEqual(self.oci("start", "c2").returncode, 0)
+        with open(os.path.join(self.root, "c2", "state.json")) as f:
+            sid2 = json.load(f)["sandbox"]
+
+        def limits(s):
+            return (sandbox_cgroup_file(s, "memory", "memory.limit_in_bytes", "memory.max"),
+                    sandbox_cgroup_file(s, "pids", "pids.max", "pids.max"))
+
+        floor = limits(sid2)
+        self.assertNotIn("max", floor)
+        self.assertNotEqual(limits(sid), floor)
+        with open(path, "w") as f:
             json.dump({"memory": {"limit": -1}, "pids": {"limit": -1}}, f)
         r = self.oci("update", "--resources", path, "c1")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertNotEqual(sandbox_cgroup_file(sid, "memory", "memory.limit_in_bytes",
-                                                "memory.max"), str(80 << 20))
-        self.assertEqual(sandbox_cgroup_file(sid, "pids", "pids.max", "pids.max"), "max")
+        self.assertEqual(limits(sid), floor)
 
     def update_memory(self, memory):
         """update with the resources {"memory": memory}: the command's result."""
