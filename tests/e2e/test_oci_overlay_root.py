@@ -264,6 +264,19 @@ class EngineOverlayRoot(BundleCase):
         (msg,) = self.warnings()
         self.assertIn(f"upperdir {self.upper} (a symlink)", msg)
 
+    def test_an_upper_directory_path_that_leads_elsewhere_is_not_used(self):
+        # the mount table keeps the paths the engine mounted with: where the upper directory's
+        # path leads to another directory (renamed, or mounted over, since), the container's
+        # writes would land in that host directory, outside the engine's upper one
+        self.mount_engine()
+        real = self.upper + "-real"
+        os.rename(self.upper, real)
+        os.makedirs(self.upper)
+        msg = self.read_only_with_warning()
+        self.assertEqual(os.listdir(real), [])
+        self.assertEqual(os.listdir(self.work), ["work"])
+        self.assertIn(f"its upperdir {self.upper} is not the overlay's upper directory", msg)
+
     def test_index_on_keeps_the_root_read_only(self):
         # the kernel lends an upper directory to one overlay with an index at a time
         self.mount_engine(",index=on")
