@@ -31,7 +31,7 @@ def mounted(*args, cwd=None):
 
 @unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
 class EngineOverlayRoot(BundleCase):
-    TOOLS = BundleCase.TOOLS + ("chmod", "chown", "mkdir", "stat", "ls", "rm", "touch")
+    TOOLS = BundleCase.TOOLS + ("chmod", "chown", "mkdir", "stat", "ls", "rm", "touch", "ln", "mv")
 
     def setUp(self):
         super().setUp()
@@ -176,6 +176,75 @@ class EngineOverlayRoot(BundleCase):
         # the set-id program is neither copied up nor removed
         self.assertFalse(os.path.lexists(os.path.join(self.upper, "usr", "bin", "suid")))
         with open(os.path.join(self.rootfs, "usr", "bin", "suid")) as f:
+            self.assertEqual(f.read(), "original\n")
+
+    def probe_in_layer(self):
+        probes = os.environ.get("NSBOX_SECURITY_BIN_DIR")
+        if not probes or not os.path.exists(os.path.join(probes, "attack")):
+            self.skipTest("needs the security probes (run through ctest)")
+        shutil.copy(os.path.join(probes, "attack"), os.path.join(self.low, "bin", "attack"))
+
+    def set_id_in_upper(self):
+        """The upper directory's files that would run set-user-ID or set-group-ID."""
+        found = []
+        for d, _, files in os.walk(self.upper):
+            for name in files:
+                mode = os.lstat(os.path.join(d, name)).st_mode
+                if stat.S_ISREG(mode) and (mode & stat.S_ISUID or (
+                        mode & stat.S_ISGID and mode & stat.S_IXGRP)):
+                    found.append(os.path.relpath(os.path.join(d, name), self.upper))
+        return found
+
+    def test_no_call_that_makes_a_file_gives_it_a_set_id_mode(self):
+        # open, openat, creat, mknod, mknodat and O_TMPFILE with a set-id mode, openat2, every
+        # chmod: in the overlay root each would leave a set-id program of host root's in the
+        # engine's upper directory, which a later runc container of a commit of it would run
+        self.probe_in_layer()
+        self.mount_engine()
+        c = config(["attack", "setid", "/"])
+        caps = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_MKNOD"]
+        c["process"]["capabilities"] = {k: caps for k in ("bounding", "effective", "permitted")}
+        code, out = self.run_container(c)
+        self.assertEqual(code, 0, out)
+        probes = [json.loads(line) for line in out.splitlines()]
+        self.assertGreaterEqual(len(probes), 13, out)
+        self.assertEqual([p for p in probes if not p["blocked"]], [])
+        self.assertEqual(self.set_id_in_upper(), [])
+
+    def test_a_lower_set_id_program_stays_sealed_by_every_name_and_move(self):
+        # a lower layer's set-id program reached by a second name (a hard link), in a directory
+        # only its owner may list (the seal's walk reads it all the same), and after its
+        # directory is renamed (redirect_dir=on: the seal's bind moves with it); none is copied
+        # up writable. A set-group-ID file without group execute is no program: it may be
+        # copied up, but never given group execute (the mode would carry the bit)
+        self.probe_in_layer()
+        os.makedirs(os.path.join(self.low, "opt"))
+        os.link(os.path.join(self.low, "usr/bin/suid"), os.path.join(self.low, "opt/suid2"))
+        priv = os.path.join(self.low, "priv")
+        os.makedirs(priv)
+        shutil.copy(os.path.join(self.low, "usr/bin/suid"), os.path.join(priv, "suid"))
+        os.chmod(os.path.join(priv, "suid"), 0o4755)
+        os.chown(priv, 1000, 1000)
+        os.chmod(priv, 0o111)
+        with open(os.path.join(self.low, "usr/bin/sgid"), "w") as f:
+            f.write("original\n")
+        os.chmod(os.path.join(self.low, "usr/bin/sgid"), 0o2745)
+        self.mount_engine(",redirect_dir=on")
+        c = config(["sh", "-c", "ln /opt/suid2 /tmp/l || echo no-link;"
+                    " attack mmap-write /opt/suid2 /priv/suid /usr/bin/sgid;"
+                    " chmod g+x /usr/bin/sgid || echo refused-gx;"
+                    " mv /usr/bin /usr/b2 && attack mmap-write /usr/b2/suid"])
+        caps = ["CAP_CHOWN", "CAP_FOWNER", "CAP_FSETID"]  # the owner's powers, not DAC's
+        c["process"]["capabilities"] = {k: caps for k in ("bounding", "effective", "permitted")}
+        code, out = self.run_container(c)
+        self.assertEqual(code, 0, out)
+        lines = [line for line in out.splitlines() if not line.startswith(("ln:", "chmod:"))]
+        self.assertEqual(lines, ["no-link", "/opt/suid2 open EROFS", "/priv/suid open EROFS",
+                                 "/usr/bin/sgid written", "refused-gx",
+                                 "/usr/b2/suid open EROFS"], out)
+        self.assertEqual(self.set_id_in_upper(), [])
+        self.assertEqual(stat.S_IMODE(self.upper_stat("usr/b2/sgid").st_mode), 0o2745)
+        with open(os.path.join(self.low, "usr/bin/suid")) as f:
             self.assertEqual(f.read(), "original\n")
 
     def test_root_readonly_decides(self):
