@@ -253,6 +253,27 @@ class WritableRoot(BundleCase):
             self.assertEqual(f.read(), "original\n")
         self.assertEqual(stat.S_IMODE(os.stat(os.path.join(dark, "suid")).st_mode), 0o4755)
 
+    def test_a_file_capability_of_a_root_id_outside_the_idmap_is_sealed(self):
+        # a version 3 file capability whose root id (70000) the idmap does not map cannot be
+        # read inside (EOVERFLOW), but a shared mapping's writes keep it as any other: the
+        # program, the container's root's to open, is sealed all the same
+        self.install_probe()
+        path = os.path.join(self.rootfs, "capped")
+        with open(path, "w") as f:
+            f.write("original\n")
+        os.chmod(path, 0o755)
+        # CAP_NET_RAW, effective, for the user namespaces whose root is host 70000
+        fcap = struct.pack("<6I", 0x03000001, 1 << 13, 0, 0, 0, 70000)
+        os.setxattr(path, "security.capability", fcap)
+        c = config(["attack", "mmap-write", "/capped"])
+        c["process"]["capabilities"] = {k: ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER",
+                                            "CAP_FSETID"]
+                                        for k in ("bounding", "effective", "permitted")}
+        self.assertEqual(self.run_container(c), (0, "/capped open EROFS\n"))
+        with open(path) as f:
+            self.assertEqual(f.read(), "original\n")
+        self.assertEqual(os.getxattr(path, "security.capability"), fcap)
+
     def test_any_mount_inside_the_root(self):
         # the root is the bundle's: a tmpfs may go inside the image's directories, its mount
         # point made in the bundle (as runc makes it), and the root itself is not read-only
