@@ -7,6 +7,7 @@ engine would write it (container root as host 0), and the engine's own view of t
 sees it. Each test mounts such an overlay the way an engine does: two lower layers of host
 root's files, the top one with a whiteout and an opaque directory (trusted.overlay.opaque, as
 Docker's layers have them), an upper and a work directory, mounted on the bundle's rootfs."""
+import ctypes
 import json
 import os
 import shutil
@@ -22,6 +23,34 @@ def setUpModule():
     why = no_idmapped_overlay_layers()
     if why:
         raise unittest.SkipTest(why)
+
+
+def fs_mounted(target, options):
+    """An overlay of options (key, value) each given to the kernel as it is (fsconfig, no
+    mount(8) option string: a value may hold a comma); the error's text, or None."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    # the new mount API's numbers are one on every architecture
+    fsopen, fsconfig, fsmount, move_mount = 430, 431, 432, 429
+    fs = libc.syscall(fsopen, b"overlay", 1)
+    if fs < 0:
+        return os.strerror(ctypes.get_errno())
+    try:
+        for key, value in options:
+            if libc.syscall(fsconfig, fs, 1, key.encode(), value.encode(), 0) < 0:  # SET_STRING
+                return f"{key}: {os.strerror(ctypes.get_errno())}"
+        if libc.syscall(fsconfig, fs, 6, None, None, 0) < 0:  # CMD_CREATE
+            return os.strerror(ctypes.get_errno())
+        m = libc.syscall(fsmount, fs, 1, 0)
+        if m < 0:
+            return os.strerror(ctypes.get_errno())
+        try:
+            if libc.syscall(move_mount, m, b"", -100, target.encode(), 4) < 0:  # F_EMPTY_PATH
+                return os.strerror(ctypes.get_errno())
+        finally:
+            os.close(m)
+    finally:
+        os.close(fs)
+    return None
 
 
 def mounted(*args, cwd=None):
@@ -271,6 +300,27 @@ class EngineOverlayRoot(BundleCase):
         warnings = self.warnings()
         self.assertEqual(len(warnings), 1, warnings)
         return warnings[0]
+
+    def test_layer_paths_are_read_through_the_mount_tables_escapes(self):
+        # a space, a comma and an equals sign in the layers' paths (the mount table escapes the
+        # first two, \040 and \054), and a colon in a lowerdir+ one (which that form keeps
+        # as it is, one layer): each read back as the path it is, the writes in that upper
+        lay = os.path.dirname(self.low)
+        odd = os.path.join(lay, "a b,c=d:e")
+        for d in ("diff", "work"):
+            os.makedirs(os.path.join(odd, d))
+        low = os.path.join(lay, "lo w,x=y:z")
+        os.rename(self.low, low)
+        why = fs_mounted(self.rootfs, [("lowerdir+", self.top), ("lowerdir+", low),
+                                       ("upperdir", odd + "/diff"), ("workdir", odd + "/work")])
+        if why:
+            self.skipTest(f"cannot mount an overlay here: {why}")
+        self.addCleanup(subprocess.run, ["umount", "-l", self.rootfs], check=False)
+        c = config(["sh", "-c", "echo x > /etc/x && cat /etc/base && ls /opaque"])
+        self.assertEqual(self.run_container(c), (0, "base\nnew\n"))
+        self.assertEqual(self.warnings(), [])
+        with open(os.path.join(odd, "diff", "etc", "x")) as f:
+            self.assertEqual(f.read(), "x\n")
 
     def test_relative_paths_of_another_shape_keep_the_root_read_only(self):
         # relative paths, mounted elsewhere than at ID/merged of the directory they are

@@ -241,7 +241,8 @@ class WritableRoot(BundleCase):
         os.chmod(os.path.join(dark, "suid"), 0o4755)
         os.chown(dark, 70000, 70000)
         os.chmod(dark, 0o711)
-        c = config(["sh", "-c", "attack mmap-write /dark/suid; ls /dark 2>/dev/null || echo unlisted;"
+        c = config(["sh", "-c", "attack mmap-write /dark/suid;"
+                    " ls /dark 2>/dev/null || echo unlisted;"
                     " touch /dark/new 2>/dev/null || echo refused"])
         c["process"]["capabilities"] = {k: ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER",
                                             "CAP_FSETID"]
