@@ -110,20 +110,27 @@ static int open_lowers(const struct nsbox_ovlinfo *o, int from, int *fds, struct
     return 0;
 }
 
-/* Relative paths were read from o->from: its upper directory must be the overlay's (whose root
- * directory has the upper's inode number, its layers on one filesystem). */
-static int verify_from(const struct nsbox_ovlinfo *o, const char *root, int base,
-                       const char *upper_rel, struct nsbox_err *e)
+/* The upper directory opened (upper) must be the overlay's: its root directory has the upper's
+ * inode number. The mount table gives the paths as the engine wrote them when it mounted, which
+ * may lead elsewhere when the container is made (a directory renamed or mounted over since,
+ * relative paths read from the wrong directory): the container's writes would then land in a
+ * host directory that is not the engine's upper one. */
+static int verify_upper(const struct nsbox_ovlinfo *o, const char *root, int upper,
+                        struct nsbox_err *e)
 {
     struct stat want, got;
-    if (!o->from)
-        return 0;
-    if (stat(root, &want) < 0 || fstatat(base, upper_rel, &got, AT_SYMLINK_NOFOLLOW) < 0 ||
-        want.st_ino != got.st_ino)
+    if (stat(root, &want) < 0 || fstat(upper, &got) < 0 || want.st_ino != got.st_ino) {
+        if (o->from)
+            return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL,
+                                 "its relative paths, read from %s (where Docker and Podman "
+                                 "mount from), do not lead to its upper directory",
+                                 o->from);
         return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL,
-                             "its relative paths, read from %s (where Docker and Podman mount "
-                             "from), do not lead to its upper directory",
-                             o->from);
+                             "its upperdir %s is not the overlay's upper directory (the path "
+                             "leads elsewhere than when it was mounted, or the overlay's layers "
+                             "are on several filesystems without xino)",
+                             o->upper);
+    }
     return 0;
 }
 
@@ -140,8 +147,6 @@ static int open_upper(const struct nsbox_ovlinfo *o, int from, const char *root,
         return nsbox_err_invalid(e, "workdir %s: too long", o->work);
     if ((*base_fd = open_dir(base[0] == '/' ? -1 : from, base, false, e)) < 0)
         return nsbox_err_wrap(e, "upperdir's directory");
-    if (verify_from(o, root, *base_fd, *upper_rel, e) < 0)
-        return -1;
     struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
                            .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
                                       RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
@@ -149,6 +154,8 @@ static int open_upper(const struct nsbox_ovlinfo *o, int from, const char *root,
     cleanup_close int upper = nsbox_openat2(*base_fd, *upper_rel, &how);
     if (upper < 0)
         return nsbox_err_sys(e, "upperdir %s%s", o->upper, errno == ELOOP ? " (a symlink)" : "");
+    if (verify_upper(o, root, upper, e) < 0)
+        return -1;
     cleanup_close int work = nsbox_openat2(*base_fd, wr, &how);
     if (work < 0)
         return nsbox_err_sys(e, "workdir %s%s", o->work, errno == ELOOP ? " (a symlink)" : "");

@@ -24,7 +24,9 @@ bool nsbox_ovl_root_is_overlay(const char *root);
  * read-only root). Layer paths are opened with no symlink, but for a layer's last two
  * components (Docker's and Podman's short links, l/ID), which are followed only beneath the
  * directory above them. Relative paths are read from the storage directory the mount point
- * names, if the upper directory found there is the overlay's (policy/ovlinfo.h). */
+ * names (policy/ovlinfo.h). The upper directory found, absolute or relative, must be the
+ * overlay's (its root directory has the upper's inode number): the mount table keeps the paths
+ * the engine mounted with, which may lead elsewhere later. */
 int nsbox_ovl_root_make(const char *root, int userns_fd, uint32_t slot_base, int *mount_fd,
                         struct nsbox_err *e);
 

@@ -42,7 +42,11 @@ static bool privileged(struct walk *w, int dfd, const char *name, const struct s
             return true; /* cannot tell: sealed, which costs nothing it needs */
         w->cwd = dfd;
     }
-    return lgetxattr(name, "security.capability", NULL, 0) >= 0;
+    /* an attribute that is there but cannot be read is sealed too, as what cannot be told:
+     * EOVERFLOW is a version 3 capability whose root id the idmap does not map (host id
+     * 70000), which a shared mapping's writes keep as any other */
+    return lgetxattr(name, "security.capability", NULL, 0) >= 0 ||
+           (errno != ENODATA && errno != EOPNOTSUPP && errno != ENOENT);
 }
 
 /* A filesystem of the kernel's (proc, sysfs, cgroup, ...): no file on it is a program. */
@@ -67,9 +71,10 @@ static int fail(struct walk *w, const char *name, const char *what, struct nsbox
     return nsbox_err_sys(e, "root: %s %.*s/%s", what, (int)w->len, w->path, name);
 }
 
-/* The file name in dfd onto itself, read-only. The clone's mode is checked again: the walk
- * saw a name, the bind is of whatever the name is now. */
-static int seal(struct walk *w, int dfd, const char *name, struct nsbox_err *e)
+/* The file name in dfd onto itself, read-only; with whole, the directory name, with what is
+ * mounted below it. The clone's mode is checked again: the walk saw a name, the bind is of
+ * whatever the name is now. */
+static int seal(struct walk *w, int dfd, const char *name, bool whole, struct nsbox_err *e)
 {
     if (w->sealed == NSBOX_SETID_FILES_MAX)
         return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, E2BIG,
@@ -77,16 +82,17 @@ static int seal(struct walk *w, int dfd, const char *name, struct nsbox_err *e)
                              "bundle; a writable root binds each read-only; make the root "
                              "read-only (root.readonly: true)",
                              NSBOX_SETID_FILES_MAX);
-    cleanup_close int m = w->sys->open_tree(dfd, name, AT_SYMLINK_NOFOLLOW);
+    cleanup_close int m =
+        w->sys->open_tree(dfd, name, AT_SYMLINK_NOFOLLOW | (whole ? AT_RECURSIVE : 0));
     if (m < 0)
         return fail(w, name, "cannot bind", e);
     struct stat st;
     if (fstat(m, &st) < 0)
         return fail(w, name, "cannot stat", e);
-    if (!privileged(w, dfd, name, &st))
+    if (whole ? !S_ISDIR(st.st_mode) : !privileged(w, dfd, name, &st))
         return 0;
     cleanup_close int t = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-    if (t < 0 || w->sys->mount_setattr_fd(m, 0, MOUNT_ATTR_RDONLY, 0) < 0 ||
+    if (t < 0 || w->sys->mount_setattr_fd(m, whole, MOUNT_ATTR_RDONLY, 0) < 0 ||
         w->sys->move_mount_to_fd(m, t) < 0)
         return fail(w, name, "cannot make read-only", e);
     w->sealed++;
@@ -108,7 +114,7 @@ static int walk_entry(struct walk *w, int dfd, const char *name, unsigned char t
     if (type == DT_REG) {
         if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             return errno == ENOENT ? 0 : fail(w, name, "cannot stat", e);
-        return privileged(w, dfd, name, &st) ? seal(w, dfd, name, e) : 0;
+        return privileged(w, dfd, name, &st) ? seal(w, dfd, name, false, e) : 0;
     }
     if (type != DT_DIR)
         return 0;
@@ -119,10 +125,14 @@ static int walk_entry(struct walk *w, int dfd, const char *name, unsigned char t
                              "(root.readonly: true)",
                              (int)w->len, w->path, name, NSBOX_SETID_DEPTH_MAX);
     int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    /* EACCES: a directory of an id the idmap does not map, which the container's processes,
-     * with no more than this one's capabilities, cannot enter either */
+    /* EACCES: a directory of an id the idmap does not map, which the walk cannot list, but
+     * which the container's processes may pass through by name where it lets others search it
+     * (mode 0711): a set-id program of host root's inside would be theirs to rewrite (through
+     * a shared mapping, on the host's disk). What the walk cannot see is sealed whole. */
+    if (sub < 0 && errno == EACCES)
+        return seal(w, dfd, name, true, e);
     if (sub < 0)
-        return errno == ENOENT || errno == EACCES ? 0 : fail(w, name, "cannot read", e);
+        return errno == ENOENT ? 0 : fail(w, name, "cannot read", e);
     /* A filesystem mounted below the bundle's root came with it, idmapped and writable as
      * the rest: walked too, but for the kernel's own, which hold no program and whose walk
      * could be endless (a host's /proc) */

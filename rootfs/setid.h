@@ -24,8 +24,10 @@
 
 /* Walks the tree at rootfd (the root in place, before anything is mounted in it; the mounts
  * that came with it too, but for the kernel's own filesystems) and binds every regular file with
- * S_ISUID, S_ISGID with group execute, or a security.capability attribute read-only onto itself.
- * The working directory is rootfd again after. *sealed: how many. 0, or -1 with e. The cost is a
+ * S_ISUID, S_ISGID with group execute, or a security.capability attribute read-only onto itself;
+ * a directory it cannot list (EACCES: of an id the idmap does not map, which the container may
+ * still pass through by name) is bound read-only whole. The working directory is rootfd again
+ * after. *sealed: how many. 0, or -1 with e. The cost is a
  * stat per entry and an attribute read per regular file: about 25 ms for 7,000 entries on this
  * 2-core machine. */
 int nsbox_setid_seal(const struct nsbox_sys *sys, int rootfd, size_t *sealed, struct nsbox_err *e);

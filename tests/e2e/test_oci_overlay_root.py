@@ -7,6 +7,7 @@ engine would write it (container root as host 0), and the engine's own view of t
 sees it. Each test mounts such an overlay the way an engine does: two lower layers of host
 root's files, the top one with a whiteout and an opaque directory (trusted.overlay.opaque, as
 Docker's layers have them), an upper and a work directory, mounted on the bundle's rootfs."""
+import ctypes
 import json
 import os
 import shutil
@@ -24,6 +25,34 @@ def setUpModule():
         raise unittest.SkipTest(why)
 
 
+def fs_mounted(target, options):
+    """An overlay of options (key, value) each given to the kernel as it is (fsconfig, no
+    mount(8) option string: a value may hold a comma); the error's text, or None."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    # the new mount API's numbers are one on every architecture
+    fsopen, fsconfig, fsmount, move_mount = 430, 431, 432, 429
+    fs = libc.syscall(fsopen, b"overlay", 1)
+    if fs < 0:
+        return os.strerror(ctypes.get_errno())
+    try:
+        for key, value in options:
+            if libc.syscall(fsconfig, fs, 1, key.encode(), value.encode(), 0) < 0:  # SET_STRING
+                return f"{key}: {os.strerror(ctypes.get_errno())}"
+        if libc.syscall(fsconfig, fs, 6, None, None, 0) < 0:  # CMD_CREATE
+            return os.strerror(ctypes.get_errno())
+        m = libc.syscall(fsmount, fs, 1, 0)
+        if m < 0:
+            return os.strerror(ctypes.get_errno())
+        try:
+            if libc.syscall(move_mount, m, b"", -100, target.encode(), 4) < 0:  # F_EMPTY_PATH
+                return os.strerror(ctypes.get_errno())
+        finally:
+            os.close(m)
+    finally:
+        os.close(fs)
+    return None
+
+
 def mounted(*args, cwd=None):
     return subprocess.run(["mount", "-t", "overlay", "overlay", "-o"] + list(args), cwd=cwd,
                           stderr=subprocess.PIPE, text=True)
@@ -31,7 +60,7 @@ def mounted(*args, cwd=None):
 
 @unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
 class EngineOverlayRoot(BundleCase):
-    TOOLS = BundleCase.TOOLS + ("chmod", "chown", "mkdir", "stat", "ls", "rm", "touch")
+    TOOLS = BundleCase.TOOLS + ("chmod", "chown", "mkdir", "stat", "ls", "rm", "touch", "ln", "mv")
 
     def setUp(self):
         super().setUp()
@@ -178,6 +207,75 @@ class EngineOverlayRoot(BundleCase):
         with open(os.path.join(self.rootfs, "usr", "bin", "suid")) as f:
             self.assertEqual(f.read(), "original\n")
 
+    def probe_in_layer(self):
+        probes = os.environ.get("NSBOX_SECURITY_BIN_DIR")
+        if not probes or not os.path.exists(os.path.join(probes, "attack")):
+            self.skipTest("needs the security probes (run through ctest)")
+        shutil.copy(os.path.join(probes, "attack"), os.path.join(self.low, "bin", "attack"))
+
+    def set_id_in_upper(self):
+        """The upper directory's files that would run set-user-ID or set-group-ID."""
+        found = []
+        for d, _, files in os.walk(self.upper):
+            for name in files:
+                mode = os.lstat(os.path.join(d, name)).st_mode
+                if stat.S_ISREG(mode) and (mode & stat.S_ISUID or (
+                        mode & stat.S_ISGID and mode & stat.S_IXGRP)):
+                    found.append(os.path.relpath(os.path.join(d, name), self.upper))
+        return found
+
+    def test_no_call_that_makes_a_file_gives_it_a_set_id_mode(self):
+        # open, openat, creat, mknod, mknodat and O_TMPFILE with a set-id mode, openat2, every
+        # chmod: in the overlay root each would leave a set-id program of host root's in the
+        # engine's upper directory, which a later runc container of a commit of it would run
+        self.probe_in_layer()
+        self.mount_engine()
+        c = config(["attack", "setid", "/"])
+        caps = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_MKNOD"]
+        c["process"]["capabilities"] = {k: caps for k in ("bounding", "effective", "permitted")}
+        code, out = self.run_container(c)
+        self.assertEqual(code, 0, out)
+        probes = [json.loads(line) for line in out.splitlines()]
+        self.assertGreaterEqual(len(probes), 13, out)
+        self.assertEqual([p for p in probes if not p["blocked"]], [])
+        self.assertEqual(self.set_id_in_upper(), [])
+
+    def test_a_lower_set_id_program_stays_sealed_by_every_name_and_move(self):
+        # a lower layer's set-id program reached by a second name (a hard link), in a directory
+        # only its owner may list (the seal's walk reads it all the same), and after its
+        # directory is renamed (redirect_dir=on: the seal's bind moves with it); none is copied
+        # up writable. A set-group-ID file without group execute is no program: it may be
+        # copied up, but never given group execute (the mode would carry the bit)
+        self.probe_in_layer()
+        os.makedirs(os.path.join(self.low, "opt"))
+        os.link(os.path.join(self.low, "usr/bin/suid"), os.path.join(self.low, "opt/suid2"))
+        priv = os.path.join(self.low, "priv")
+        os.makedirs(priv)
+        shutil.copy(os.path.join(self.low, "usr/bin/suid"), os.path.join(priv, "suid"))
+        os.chmod(os.path.join(priv, "suid"), 0o4755)
+        os.chown(priv, 1000, 1000)
+        os.chmod(priv, 0o111)
+        with open(os.path.join(self.low, "usr/bin/sgid"), "w") as f:
+            f.write("original\n")
+        os.chmod(os.path.join(self.low, "usr/bin/sgid"), 0o2745)
+        self.mount_engine(",redirect_dir=on")
+        c = config(["sh", "-c", "ln /opt/suid2 /tmp/l || echo no-link;"
+                    " attack mmap-write /opt/suid2 /priv/suid /usr/bin/sgid;"
+                    " chmod g+x /usr/bin/sgid || echo refused-gx;"
+                    " mv /usr/bin /usr/b2 && attack mmap-write /usr/b2/suid"])
+        caps = ["CAP_CHOWN", "CAP_FOWNER", "CAP_FSETID"]  # the owner's powers, not DAC's
+        c["process"]["capabilities"] = {k: caps for k in ("bounding", "effective", "permitted")}
+        code, out = self.run_container(c)
+        self.assertEqual(code, 0, out)
+        lines = [line for line in out.splitlines() if not line.startswith(("ln:", "chmod:"))]
+        self.assertEqual(lines, ["no-link", "/opt/suid2 open EROFS", "/priv/suid open EROFS",
+                                 "/usr/bin/sgid written", "refused-gx",
+                                 "/usr/b2/suid open EROFS"], out)
+        self.assertEqual(self.set_id_in_upper(), [])
+        self.assertEqual(stat.S_IMODE(self.upper_stat("usr/b2/sgid").st_mode), 0o2745)
+        with open(os.path.join(self.low, "usr/bin/suid")) as f:
+            self.assertEqual(f.read(), "original\n")
+
     def test_root_readonly_decides(self):
         # root.readonly true: the image seen read-only, nothing in the upper directory;
         # false on the same overlay: written there
@@ -202,6 +300,27 @@ class EngineOverlayRoot(BundleCase):
         warnings = self.warnings()
         self.assertEqual(len(warnings), 1, warnings)
         return warnings[0]
+
+    def test_layer_paths_are_read_through_the_mount_tables_escapes(self):
+        # a space, a comma and an equals sign in the layers' paths (the mount table escapes the
+        # first two, \040 and \054), and a colon in a lowerdir+ one (which that form keeps
+        # as it is, one layer): each read back as the path it is, the writes in that upper
+        lay = os.path.dirname(self.low)
+        odd = os.path.join(lay, "a b,c=d:e")
+        for d in ("diff", "work"):
+            os.makedirs(os.path.join(odd, d))
+        low = os.path.join(lay, "lo w,x=y:z")
+        os.rename(self.low, low)
+        why = fs_mounted(self.rootfs, [("lowerdir+", self.top), ("lowerdir+", low),
+                                       ("upperdir", odd + "/diff"), ("workdir", odd + "/work")])
+        if why:
+            self.skipTest(f"cannot mount an overlay here: {why}")
+        self.addCleanup(subprocess.run, ["umount", "-l", self.rootfs], check=False)
+        c = config(["sh", "-c", "echo x > /etc/x && cat /etc/base && ls /opaque"])
+        self.assertEqual(self.run_container(c), (0, "base\nnew\n"))
+        self.assertEqual(self.warnings(), [])
+        with open(os.path.join(odd, "diff", "etc", "x")) as f:
+            self.assertEqual(f.read(), "x\n")
 
     def test_relative_paths_of_another_shape_keep_the_root_read_only(self):
         # relative paths, mounted elsewhere than at ID/merged of the directory they are
@@ -263,6 +382,19 @@ class EngineOverlayRoot(BundleCase):
         self.assertEqual(os.listdir(real), [])
         (msg,) = self.warnings()
         self.assertIn(f"upperdir {self.upper} (a symlink)", msg)
+
+    def test_an_upper_directory_path_that_leads_elsewhere_is_not_used(self):
+        # the mount table keeps the paths the engine mounted with: where the upper directory's
+        # path leads to another directory (renamed, or mounted over, since), the container's
+        # writes would land in that host directory, outside the engine's upper one
+        self.mount_engine()
+        real = self.upper + "-real"
+        os.rename(self.upper, real)
+        os.makedirs(self.upper)
+        msg = self.read_only_with_warning()
+        self.assertEqual(os.listdir(real), [])
+        self.assertEqual(os.listdir(self.work), ["work"])
+        self.assertIn(f"its upperdir {self.upper} is not the overlay's upper directory", msg)
 
     def test_index_on_keeps_the_root_read_only(self):
         # the kernel lends an upper directory to one overlay with an index at a time

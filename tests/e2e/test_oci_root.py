@@ -228,6 +228,53 @@ class WritableRoot(BundleCase):
         self.assertFalse(os.path.exists(os.path.join(self.rootfs, "moved")))
         self.assertFalse(os.path.exists(os.path.join(self.rootfs, "tmp", "linked")))
 
+    def test_a_set_id_program_in_a_directory_the_walk_cannot_list_is_sealed(self):
+        # a directory of an id the idmap does not map (70000) that others may search but not
+        # list (0711): the seal's walk cannot read it, but the container reaches the set-id
+        # program of host root's inside by its name, and would rewrite it through a shared
+        # mapping; the directory is sealed read-only whole
+        self.install_probe()
+        dark = os.path.join(self.rootfs, "dark")
+        os.makedirs(dark)
+        with open(os.path.join(dark, "suid"), "w") as f:
+            f.write("original\n")
+        os.chmod(os.path.join(dark, "suid"), 0o4755)
+        os.chown(dark, 70000, 70000)
+        os.chmod(dark, 0o711)
+        c = config(["sh", "-c", "attack mmap-write /dark/suid;"
+                    " ls /dark 2>/dev/null || echo unlisted;"
+                    " touch /dark/new 2>/dev/null || echo refused"])
+        c["process"]["capabilities"] = {k: ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER",
+                                            "CAP_FSETID"]
+                                        for k in ("bounding", "effective", "permitted")}
+        code, out = self.run_container(c)
+        self.assertEqual(code, 0, out)
+        self.assertEqual(out.splitlines(), ["/dark/suid open EROFS", "unlisted", "refused"])
+        with open(os.path.join(dark, "suid")) as f:
+            self.assertEqual(f.read(), "original\n")
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(dark, "suid")).st_mode), 0o4755)
+
+    def test_a_file_capability_of_a_root_id_outside_the_idmap_is_sealed(self):
+        # a version 3 file capability whose root id (70000) the idmap does not map cannot be
+        # read inside (EOVERFLOW), but a shared mapping's writes keep it as any other: the
+        # program, the container's root's to open, is sealed all the same
+        self.install_probe()
+        path = os.path.join(self.rootfs, "capped")
+        with open(path, "w") as f:
+            f.write("original\n")
+        os.chmod(path, 0o755)
+        # CAP_NET_RAW, effective, for the user namespaces whose root is host 70000
+        fcap = struct.pack("<6I", 0x03000001, 1 << 13, 0, 0, 0, 70000)
+        os.setxattr(path, "security.capability", fcap)
+        c = config(["attack", "mmap-write", "/capped"])
+        c["process"]["capabilities"] = {k: ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER",
+                                            "CAP_FSETID"]
+                                        for k in ("bounding", "effective", "permitted")}
+        self.assertEqual(self.run_container(c), (0, "/capped open EROFS\n"))
+        with open(path) as f:
+            self.assertEqual(f.read(), "original\n")
+        self.assertEqual(os.getxattr(path, "security.capability"), fcap)
+
     def test_any_mount_inside_the_root(self):
         # the root is the bundle's: a tmpfs may go inside the image's directories, its mount
         # point made in the bundle (as runc makes it), and the root itself is not read-only

@@ -8,6 +8,7 @@
 #include "ovlinfo.h"
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,13 +22,28 @@ static void no_control(const char *s)
             abort();
 }
 
+/* Does path have a "." or ".." component (which would lead a path opened below a directory
+ * out of it, or somewhere its text does not say)? */
+static bool dot_component(const char *path)
+{
+    for (const char *c = path; *c;) {
+        size_t len = strcspn(c, "/");
+        if ((len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+            return true;
+        c += len;
+        c += strspn(c, "/");
+    }
+    return false;
+}
+
 static void checked(const struct nsbox_ovlinfo *o)
 {
-    const char *paths[3] = {o->upper, o->work, o->lower[0]};
-    for (int i = 0; i < 3; i++)
-        if (!paths[i] || (paths[i][0] != '/' && !o->from) || strstr(paths[i], "/../") ||
-            !strncmp(paths[i], "../", 3) || strchr(paths[i], '\\'))
+    /* every layer, not only the first: each is opened */
+    for (size_t i = 0; i < o->n_lower + 2; i++) {
+        const char *p = i < o->n_lower ? o->lower[i] : i == o->n_lower ? o->upper : o->work;
+        if (!p || (p[0] != '/' && !o->from) || dot_component(p) || strchr(p, '\\'))
             abort();
+    }
     char base[PATH_MAX];
     const char *ur, *wr;
     struct nsbox_err e = {0};

@@ -16,6 +16,7 @@
  *   attack [--host-pid N] [--host-port P] [--abstract NAME] [--hidden PATH]... [--tiocsti-stdin]
  *   attack inspect [--secret S] [--mount PATH:KIND]... [PATH...]   (hostile-image checks)
  *   attack mkfiles DIR MAX SECONDS                                  (inode/file-count abuse)
+ *   attack setid DIR                           (the set-id probes alone, with DIR their place)
  *
  * Static (tests/CMakeLists.txt), so that it runs in any image. x86_64 only for the foreign-ABI
  * probes. Its parts: this file (output, the probe runner, syscalls, other processes, foreign
@@ -947,6 +948,20 @@ static int mmap_write_main(int argc, char **argv)
     return 0;
 }
 
+/* `attack setid DIR`: the set-id probes alone, their files made in DIR (a root of nsbox-oci's
+ * on an engine's overlay, where they would be the engine's files, host root's). */
+static int setid_main(int argc, char **argv)
+{
+    if (argc != 3)
+        return 2;
+    if (chdir(argv[2]) < 0) {
+        perror(argv[2]);
+        return 1;
+    }
+    probe_setid();
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "xattr")) return xattr_main(argc, argv);
@@ -954,6 +969,8 @@ int main(int argc, char **argv)
         return mmap_write_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "inspect")) return inspect_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "mkfiles")) return mkfiles_main(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "setid"))
+        return setid_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "int80")) return int80_main();
     if (argc > 1 && !strcmp(argv[1], "bind"))
         return attack_sock_bind_main(argc, argv);
