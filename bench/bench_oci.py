@@ -13,7 +13,8 @@ rotation, for an A/B of a change):
 
 docker  `docker run --rm --network none --runtime=X IMG true` against a dockerd of our own
         (`--add-runtime nsbox=<nsbox-oci> --add-runtime crun=/usr/bin/crun`; runc is dockerd's
-        default, Debian's /usr/sbin/runc). Network none for every runtime: no veth or
+        default, Debian's /usr/sbin/runc), on overlay2 storage, Docker's default (--storage
+        vfs: directories). Network none for every runtime: no veth or
         address to set up (Docker's config still has its prestart hook, which every runtime
         runs).
 ctr     `ctr run --rm --runtime io.containerd.runc.v2 --runc-binary X IMG NAME true` against
@@ -116,7 +117,8 @@ def bench(cases, ocis, rounds, warmup, gap):
 
 
 def report_text(report):
-    lines = ["# nsbox-oci vs runc vs crun: start to exit of `true`", "",
+    lines = ["# nsbox-oci vs runc vs crun: start to exit of `true` (dockerd's storage: %s)"
+             % report["storage"], "",
              "| case | runtime | median ms | p10 | p90 | n |", "|---|---|---:|---:|---:|---:|"]
     for case, tools in report["results"].items():
         for t, s in tools.items():
@@ -138,6 +140,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--gap-ms", type=int, default=40)
+    ap.add_argument("--storage", choices=("overlay2", "vfs"), default="overlay2",
+                    help="dockerd's storage driver (overlay2, Docker's default: nsbox-oci "
+                    "makes the writable root over the layers again; vfs: directories)")
     ap.add_argument("--results", default=os.path.join(HERE, "results"))
     a = ap.parse_args()
     if a.quick:
@@ -161,7 +166,8 @@ def main():
         for k in ("STATE", "CACHE", "DATA"):  # nsbox's own, private to this run
             env["NSBOX_%s_DIR" % k] = os.path.join(work, k.lower())
             os.makedirs(env["NSBOX_%s_DIR" % k])
-        daemon = engines.Dockerd(dict(ocis, crun=CRUN), env=env, hide_cgroup2=True)
+        daemon = engines.Dockerd(dict(ocis, crun=CRUN), env=env, hide_cgroup2=True,
+                                 storage=a.storage)
         archive = os.path.join(work, "image.tar")
         engines.busybox_archive(archive)
         for r in (daemon.docker("load", "-i", archive),
@@ -182,7 +188,8 @@ def main():
                           for c, tools in res.items()},
               "ratios": {c: {o: statistics.median(v) for o, v in r.items()}
                          for c, r in ratios.items()},
-              "rounds": a.rounds, "warmup": a.warmup, "gap_ms": a.gap_ms}
+              "rounds": a.rounds, "warmup": a.warmup, "gap_ms": a.gap_ms,
+              "storage": a.storage}
     text = report_text(report)
     print(text)
     os.makedirs(a.results, exist_ok=True)
