@@ -229,16 +229,15 @@ static int apply_flags(const struct exec_args *a, struct nsbox_ocispec *c, struc
 
 /* The exec'd process, checked against the floor and the container's capabilities: init forks
  * it, with the process's own sets (the container's when it names none), never above the
- * container's. */
-static int load_process(const struct exec_args *a, const struct nsbox_ocistate *s,
-                        struct nsbox_ocispec *c, struct nsbox_err *e)
+ * container's. The container's are those of the config create kept: the bundle's config.json
+ * may have changed since, by anyone who can write the bundle. */
+static int load_process(const struct nsbox_ocirt *g, const struct exec_args *a,
+                        const struct nsbox_ocistate *s, struct nsbox_ocispec *c,
+                        struct nsbox_err *e)
 {
     static struct nsbox_ocispec cfg; /* large: the mounts */
-    char path[PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/config.json", s->bundle);
-    cleanup_free char *ctext = NULL, *ptext = NULL;
-    if (read_json(path, "the container's config", &ctext, e) < 0 ||
-        nsbox_ocispec_parse(ctext, strlen(ctext), &cfg, e) < 0)
+    cleanup_free char *ptext = NULL;
+    if (nsbox_ocistate_read_config(g, s, &cfg, e) < 0)
         return -1;
     uint64_t have[NSBOX_OCI_CAPSET_KINDS];
     memcpy(have, cfg.caps, sizeof have);
@@ -519,7 +518,7 @@ int nsbox_ociexec_exec(const struct nsbox_ocirt *g, int argc, char **argv, struc
     static struct nsbox_ocispec c; /* large: the mounts */
     struct nsbox_ocistate s;
     if (parse_args(argc, argv, &a, e) < 0 || nsbox_ocistate_read(g, a.id, &s, e) < 0 ||
-        check_running(g, &s, e) < 0 || load_process(&a, &s, &c, e) < 0)
+        check_running(g, &s, e) < 0 || load_process(g, &a, &s, &c, e) < 0)
         return 1;
     if (c.terminal && !a.console_socket && a.detach) {
         nsbox_err_invalid(e, "exec --detach with a terminal needs --console-socket: nobody "

@@ -231,12 +231,38 @@ class OciExecCaps(BundleCase):
                      "open_proc_1_fd", "open_proc_1_root", "open_proc_1_cwd"):
             self.assertTrue(probes[name]["blocked"], probes[name])
 
+    def test_config_changed_after_create_gives_nothing_more(self):
+        """exec checks a process against the config the container was created with, as runc
+        does: the bundle's config.json changed after start to give the container more (any
+        capability, and what init keeps for its children) changes nothing. exec refuses with
+        its own message, naming the set and the fix, and nothing runs; the container's own
+        sets still go to a process that names none."""
+        self.container(caps=["CAP_CHOWN", "CAP_KILL"])
+        sets = ("bounding", "effective", "permitted")
+        c = rt.config(["sleep", "1000"])
+        more = ["CAP_CHOWN", "CAP_KILL", "CAP_NET_ADMIN", "CAP_SETUID"]
+        c["process"]["capabilities"] = {k: more for k in sets}
+        self.write_config(c)
+        for cap in ("CAP_NET_ADMIN", "CAP_SETUID"):
+            r = self.exec_process(["sh", "-c", "echo RAN"], {k: [cap] for k in sets})
+            self.assertNotEqual(r.returncode, 0, r.stdout)
+            self.assertNotIn(b"RAN", r.stdout)
+            self.assertIn("process.capabilities.bounding: %s is not in the container's "
+                          "bounding set" % cap, r.stderr.decode())
+        r = self.oci("exec", "--cap", "CAP_NET_ADMIN", "c1", "sh", "-c", "echo RAN")
+        self.assertNotIn(b"RAN", r.stdout)
+        self.assertIn("CAP_NET_ADMIN is not in the container's bounding set", r.stderr.decode())
+        # the command line's form: the process of the config as created, not the bundle's
+        r = self.oci("exec", "c1", "sh", "-c", STATUS)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(status(r.stdout.decode())["CapBnd"], CHOWN | KILL)
+        self.assertEqual(self.state()["status"], "running")
+
     def test_kept_capabilities_never_given_on_request(self):
         """What init keeps for its children (CAP_SETUID, CAP_SETGID, CAP_SETPCAP) is no
         capability of the container's: init holds it, so the kernel would give it to a process
-        that asks. A request straight to the monitor's control socket, and exec after the
-        bundle's config.json was changed to name it, are refused by init before anything
-        runs."""
+        that asks. A request straight to the monitor's control socket is refused by init
+        before anything runs, and exec refuses it itself."""
         c = rt.config(["sleep", "1000"])
         c["process"]["capabilities"] = {}
         c["process"]["user"] = {"uid": 1000, "gid": 1000}
@@ -256,23 +282,14 @@ class OciExecCaps(BundleCase):
                           answer[44:])
             with open(out) as f:
                 self.assertEqual(f.read(), "")
-        # exec checks against the bundle's config.json, which may have changed since create
-        # (to name the kept ones and one more: a process's sets that are the config's do not
-        # travel)
         sets = ("bounding", "effective", "permitted", "inheritable", "ambient")
         kept_names = ["CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"]
-        c["process"]["capabilities"] = {k: kept_names + ["CAP_CHOWN"] for k in sets}
-        self.write_config(c)
-        r = self.exec_process(["sh", "-c", "echo RAN; " + STATUS],
-                              {k: kept_names for k in sets}, user={"uid": 1000, "gid": 1000})
-        self.assertNotEqual(r.returncode, 0, r.stdout)
-        self.assertNotIn(b"RAN", r.stdout)
-        self.assertIn("cannot give the process its capabilities", r.stderr.decode())
-        r = self.exec_process(["sh", "-c", "echo RAN; " + STATUS],
-                              {"bounding": kept_names, "permitted": kept_names,
-                               "effective": kept_names})
-        self.assertNotEqual(r.returncode, 0, r.stdout)
-        self.assertNotIn(b"RAN", r.stdout)
+        for caps, user in (({k: kept_names for k in sets}, {"uid": 1000, "gid": 1000}),
+                           ({k: kept_names for k in sets[:3]}, None)):
+            r = self.exec_process(["sh", "-c", "echo RAN; " + STATUS], caps, user=user)
+            self.assertNotEqual(r.returncode, 0, r.stdout)
+            self.assertNotIn(b"RAN", r.stdout)
+            self.assertIn("is not in the container's bounding set", r.stderr.decode())
         self.assertEqual(self.state()["status"], "running")
 
     def test_exec_child_stopped_holding_kept_capabilities_unreachable(self):
