@@ -35,7 +35,7 @@ _Static_assert(NSBOX_OCISPEC_GROUPS_MAX <= NSBOX_SPAWNUSER_GROUPS_MAX,
 
 struct exec_args {
     const char *process, *pid_file, *console_socket, *cwd, *user, *id;
-    bool detach, tty;
+    bool detach, tty, no_new_privs;
     unsigned preserve_fds; /* --preserve-fds: 3, 4, ... passed on (ocifds.c) */
     const char *env[EXEC_ENV_MAX];
     size_t n_env;
@@ -108,6 +108,8 @@ static int parse_args(int argc, char **argv, struct exec_args *a, struct nsbox_e
             a->cwd = optarg;
         else if (o == 'u')
             a->user = optarg;
+        else if (o == 'n')
+            a->no_new_privs = true;
         else if (o == 'f' && nsbox_ocifds_parse("exec", optarg, &a->preserve_fds, e) < 0)
             return -1;
         else if (o == 'g' && a->n_gids == NSBOX_OCISPEC_GROUPS_MAX)
@@ -192,6 +194,7 @@ static int apply_flags(const struct exec_args *a, struct nsbox_ocispec *c, struc
         if (!(c->args[c->n_args++] = strdup(a->cmd[i])))
             return nsbox_err_sys(e, "strdup");
     c->terminal = a->tty;
+    c->no_new_privileges = c->no_new_privileges || a->no_new_privs;
     /* --cap as runc's: bounding, effective and permitted, and ambient where the process has
      * inheritable capabilities (ambient ones need them) */
     if (a->caps) {
@@ -247,6 +250,7 @@ static int load_process(const struct nsbox_ocirt *g, const struct exec_args *a,
             nsbox_ociproc_parse_process(ptext, strlen(ptext), c, e) < 0)
             return -1;
         c->terminal = c->terminal || a->tty;
+        c->no_new_privileges = c->no_new_privileges || a->no_new_privs;
     } else {
         *c = cfg; /* takes its strings */
         nsbox_ocispec_init(&cfg);
@@ -270,6 +274,7 @@ static int send_request(int fd, const struct nsbox_ocispec *c, unsigned preserve
                                 .gid = c->gid,
                                 .umask = c->umask,
                                 .n_groups = c->n_groups,
+                                .no_new_privs = c->no_new_privileges,
                                 .set_caps = c->has_caps};
     memcpy(u.groups, c->groups, c->n_groups * sizeof *c->groups);
     u.caps[NSBOX_SPAWNUSER_BOUNDING] = c->caps[NSBOX_OCI_CAPS_BOUNDING];

@@ -334,7 +334,8 @@ struct spawn_child {
     unsigned flags;
     const struct nsbox_spawnuser *user; /* NULL: init's ids */
     int fail_kind; /* 0: exec'd; 'C': cannot enter cwd; 'F': cannot place extra; 'E': exec;
-                    * 'U': cannot become the user; 'K': cannot set its capabilities */
+                    * 'U': cannot become the user; 'K': cannot set its capabilities;
+                    * 'N': cannot set no_new_privs */
     int fail_errno;
 };
 
@@ -435,6 +436,12 @@ static int spawn_child_main(void *arg)
         c->fail_kind = caps_failed ? 'K' : 'U';
         _exit(125);
     }
+    /* the process's own noNewPrivileges, which init lacks when the container's has none */
+    if (c->user && c->user->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+        c->fail_kind = 'N';
+        c->fail_errno = errno;
+        _exit(125);
+    }
     struct nsbox_err ce;
     if (nsbox_sp_chdir_in_root(c->cwd, &ce) < 0) {
         c->fail_kind = 'C';
@@ -509,6 +516,9 @@ static int spawn_fail_msg(const struct spawn_child *c, char *msg, size_t n)
                  "cannot give the process its capabilities: %s (an exec'd process has at most "
                  "the container's; cutting the bounding set takes CAP_SETPCAP)",
                  strerror(err));
+    else if (c->fail_kind == 'N')
+        snprintf(msg, n, "cannot set no_new_privs (the process's noNewPrivileges): %s",
+                 strerror(err));
     else if (err == E2BIG) /* a string over 128 KiB (MAX_ARG_STRLEN), or all of them */
         snprintf(msg, n, "%.200s: %s (the kernel takes 128 KiB per argument or "
                          "variable, and less than the stack limit in all: put "
@@ -517,10 +527,7 @@ static int spawn_fail_msg(const struct spawn_child *c, char *msg, size_t n)
     else
         snprintf(msg, n, "%.200s: %s", c->argv[0],
                  err == ENOENT ? "command not found" : strerror(err));
-    return c->fail_kind == 'C' || c->fail_kind == 'F' || c->fail_kind == 'U' || c->fail_kind == 'K'
-               ? 125
-           : err == ENOENT ? 127
-                           : 126;
+    return c->fail_kind != 'E' ? 125 : err == ENOENT ? 127 : 126;
 }
 
 /* Answer FAILED for a command that did not start, after ending the others when it was to be

@@ -8,9 +8,10 @@
  * may compare (clone's flags, prctl's option, ioctl's request). A call whose refusal only
  * costs a fallback is not on it: close_range (closing one by one), openat2 (safe path
  * resolution walks instead, on the bundle's EPERM as on nsbox's ENOSYS), nor those only an
- * exec as another user or with capability sets of its own makes (setgroups, setresgid,
- * setresuid, capget, prctl's PR_SET_KEEPCAPS: agent_user.c), whose refusal fails that exec
- * with its errno, not init; every exec reads its ids first (listed). */
+ * exec as another user, with capability sets or no_new_privs of its own makes (setgroups,
+ * setresgid, setresuid, capget, prctl's PR_SET_KEEPCAPS: agent_user.c; PR_SET_NO_NEW_PRIVS:
+ * agent.c), whose refusal fails that exec with its errno, not init; every exec reads its ids
+ * first (listed). */
 #define _GNU_SOURCE
 #include "launch.h"
 #include "cleanup.h"
