@@ -31,7 +31,6 @@ struct init_call {
 };
 
 #define INIT_FORK (CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD) /* glibc's fork() */
-#define INIT_SPAWN (CLONE_VM | CLONE_VFORK | SIGCHLD)                   /* agent.c's spawn */
 
 static const struct init_call calls[] = {
     /* init_harden: the capabilities it kept to load the filter go */
@@ -50,8 +49,7 @@ static const struct init_call calls[] = {
     {"ioctl", {0, TIOCSCTTY}, "giving the program its controlling terminal"},
     /* the workload and exec'd processes: forked, reset, exec'd */
     {"pipe2", {0}, "waiting for the program's exec"},
-    {"clone", {INIT_FORK}, "starting the program"},
-    {"clone", {INIT_SPAWN}, "starting an exec'd process"},
+    {"clone", {INIT_FORK}, "starting the program and exec'd processes"},
     {"rt_sigprocmask", {0}, "unblocking signals for the program"},
     {"rt_sigaction", {0}, "resetting signal handlers for the program"},
     {"setsid", {0}, "giving the program its own session"},

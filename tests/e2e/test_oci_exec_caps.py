@@ -6,8 +6,11 @@ CAP_NET_BIND_SERVICE letting uid 1000 bind port 80 (and without it not), what th
 lacks refused with why, and the kernel refusing it again when the monitor is asked directly."""
 import json
 import os
+import signal
 import socket
 import struct
+import subprocess
+import time
 import unittest
 
 import test_oci_runtime as rt
@@ -327,6 +330,36 @@ class OciExecCaps(BundleCase):
             for name in names:
                 self.assertTrue(probes[name]["blocked"], (user, probes[name]))
             self.assertEqual(self.oci("delete", "--force", "c1").returncode, 0)
+
+    def test_exec_child_held_stopped_holds_up_nothing(self):
+        """A process of init's uid stops an exec's child before it changes ids and keeps it
+        stopped: that exec waits, but init does not. Another exec runs, and `kill` reaches the
+        container's process, which ends the container (and with it the held exec)."""
+        c = rt.config(["attack", "catch-spawn", "hold"])
+        c["process"]["capabilities"] = {}
+        c["process"]["user"] = {"uid": 1000, "gid": 1000}
+        self.write_config(c)
+        pid = self.create("c1")
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        cmd = [rt.OCI, "--root", self.root, "--log", self.log, "--log-format", "json", "exec",
+               "c1", "true"]
+        execs = []
+        # each exec is one chance for the stop to come in the child's first steps; one that
+        # is caught waits for its child, which the attacker never lets go on
+        while "spawn_caught" not in self.output() and len(execs) < 500:
+            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 env=self.dirs.env())
+            execs.append(p)
+            while p.poll() is None and "spawn_caught" not in self.output():
+                time.sleep(0.01)
+        self.assertIn("spawn_caught", self.output())
+        self.assertTrue(any(p.poll() is None for p in execs))  # the held one waits
+        r = self.oci("exec", "c1", "sh", "-c", "echo RAN")
+        self.assertEqual((r.returncode, r.stdout), (0, b"RAN\n"), r.stderr)
+        self.assertEqual(self.oci("kill", "c1", "TERM").returncode, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 128 + signal.SIGTERM)
+        for p in execs:
+            self.assertIsNotNone(p.wait(60))
 
     def test_root_without_setuid_gains_none_of_the_kept_at_its_exec(self):
         """A root process without no_new_privs gets its bounding set as its permitted one at
