@@ -136,12 +136,13 @@ static int compile_seccomp(const struct nsbox_ocispec *c, struct nsbox_err *e)
     return 0;
 }
 
-static int load_config(struct nsbox_ocicreate_args *a, struct nsbox_ocispec *c, struct nsbox_err *e)
+/* config.json into c, and its text into *text (malloc'd): what create keeps for exec. */
+static int load_config(struct nsbox_ocicreate_args *a, struct nsbox_ocispec *c, char **text,
+                       struct nsbox_err *e)
 {
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/config.json", a->bundle);
-    cleanup_free char *text = NULL;
-    int r = nsbox_read_small(path, &text, e);
+    int r = nsbox_read_small(path, text, e);
     if (r < 0)
         return -1;
     if (r == 1)
@@ -149,7 +150,7 @@ static int load_config(struct nsbox_ocicreate_args *a, struct nsbox_ocispec *c, 
                              "%s does not exist: the bundle is --bundle DIR, or the current "
                              "directory, and holds config.json and the root",
                              path);
-    if (nsbox_ocispec_parse(text, strlen(text), c, e) < 0)
+    if (nsbox_ocispec_parse(*text, strlen(*text), c, e) < 0)
         return -1;
     if (nsbox_ocispec_check_floor(c, e) < 0 || nsbox_ocispec_check_namespaces(c, e) < 0 ||
         nsbox_ocispec_check_devices(c, e) < 0 || nsbox_ocispec_check_sysctl(c, e) < 0 ||
@@ -566,14 +567,7 @@ static int make_state_dir(const struct nsbox_ocirt *g, const char *id, char *dir
 /* The bundle's annotations, for state to report as they were at create. */
 static int write_annotations(const char *dir, const char *json, struct nsbox_err *e)
 {
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/%s", dir, NSBOX_OCI_ANNOTATIONS_FILE);
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return nsbox_err_sys(e, "open %s", path);
-    int r = nsbox_pwrite_all(fd, json ? json : "{}", json ? strlen(json) : 2, 0);
-    close(fd);
-    return r < 0 ? nsbox_err_sys(e, "write %s", path) : 0;
+    return nsbox_ocistate_save(dir, NSBOX_OCI_ANNOTATIONS_FILE, json ? json : "{}", e);
 }
 
 static void now_rfc3339(char *out, size_t n)
@@ -688,11 +682,16 @@ int nsbox_ocicreate_make(const struct nsbox_ocirt *g, struct nsbox_ocicreate_arg
     char dir[PATH_MAX];
     /* runc's "stdio + $LISTEN_FDS + preserve-fds", and the process told of the first */
     a->preserve_fds += listen;
-    if (load_config(a, &c, e) < 0 || (listen && nsbox_ociproc_listen_env(&c, listen, e) < 0) ||
-        build_spec(a, &c, &s, e) < 0 || nsbox_ociplace_build(g, &c, &s, &place, e) < 0 ||
+    cleanup_free char *config = NULL;
+    if (load_config(a, &c, &config, e) < 0 ||
+        (listen && nsbox_ociproc_listen_env(&c, listen, e) < 0) || build_spec(a, &c, &s, e) < 0 ||
+        nsbox_ociplace_build(g, &c, &s, &place, e) < 0 ||
         make_state_dir(g, a->id, dir, sizeof dir, e) < 0)
         return -1;
+    /* exec checks a process against the config the container was made with, never the
+     * bundle's, which whoever can write the bundle may change after create */
     if (write_annotations(dir, c.annotations, e) < 0 ||
+        nsbox_ocistate_save(dir, NSBOX_OCI_CONFIG_FILE, config, e) < 0 ||
         nsbox_ocihooks_save(dir, c.hooks_json, e) < 0) {
         struct nsbox_err e2;
         nsbox_ocistate_remove(g, a->id, &e2);

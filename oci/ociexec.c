@@ -35,7 +35,7 @@ _Static_assert(NSBOX_OCISPEC_GROUPS_MAX <= NSBOX_SPAWNUSER_GROUPS_MAX,
 
 struct exec_args {
     const char *process, *pid_file, *console_socket, *cwd, *user, *id;
-    bool detach, tty;
+    bool detach, tty, no_new_privs;
     unsigned preserve_fds; /* --preserve-fds: 3, 4, ... passed on (ocifds.c) */
     const char *env[EXEC_ENV_MAX];
     size_t n_env;
@@ -108,6 +108,8 @@ static int parse_args(int argc, char **argv, struct exec_args *a, struct nsbox_e
             a->cwd = optarg;
         else if (o == 'u')
             a->user = optarg;
+        else if (o == 'n')
+            a->no_new_privs = true;
         else if (o == 'f' && nsbox_ocifds_parse("exec", optarg, &a->preserve_fds, e) < 0)
             return -1;
         else if (o == 'g' && a->n_gids == NSBOX_OCISPEC_GROUPS_MAX)
@@ -192,6 +194,7 @@ static int apply_flags(const struct exec_args *a, struct nsbox_ocispec *c, struc
         if (!(c->args[c->n_args++] = strdup(a->cmd[i])))
             return nsbox_err_sys(e, "strdup");
     c->terminal = a->tty;
+    c->no_new_privileges = c->no_new_privileges || a->no_new_privs;
     /* --cap as runc's: bounding, effective and permitted, and ambient where the process has
      * inheritable capabilities (ambient ones need them) */
     if (a->caps) {
@@ -229,16 +232,15 @@ static int apply_flags(const struct exec_args *a, struct nsbox_ocispec *c, struc
 
 /* The exec'd process, checked against the floor and the container's capabilities: init forks
  * it, with the process's own sets (the container's when it names none), never above the
- * container's. */
-static int load_process(const struct exec_args *a, const struct nsbox_ocistate *s,
-                        struct nsbox_ocispec *c, struct nsbox_err *e)
+ * container's. The container's are those of the config create kept: the bundle's config.json
+ * may have changed since, by anyone who can write the bundle. */
+static int load_process(const struct nsbox_ocirt *g, const struct exec_args *a,
+                        const struct nsbox_ocistate *s, struct nsbox_ocispec *c,
+                        struct nsbox_err *e)
 {
     static struct nsbox_ocispec cfg; /* large: the mounts */
-    char path[PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/config.json", s->bundle);
-    cleanup_free char *ctext = NULL, *ptext = NULL;
-    if (read_json(path, "the container's config", &ctext, e) < 0 ||
-        nsbox_ocispec_parse(ctext, strlen(ctext), &cfg, e) < 0)
+    cleanup_free char *ptext = NULL;
+    if (nsbox_ocistate_read_config(g, s, &cfg, e) < 0)
         return -1;
     uint64_t have[NSBOX_OCI_CAPSET_KINDS];
     memcpy(have, cfg.caps, sizeof have);
@@ -248,6 +250,7 @@ static int load_process(const struct exec_args *a, const struct nsbox_ocistate *
             nsbox_ociproc_parse_process(ptext, strlen(ptext), c, e) < 0)
             return -1;
         c->terminal = c->terminal || a->tty;
+        c->no_new_privileges = c->no_new_privileges || a->no_new_privs;
     } else {
         *c = cfg; /* takes its strings */
         nsbox_ocispec_init(&cfg);
@@ -271,6 +274,7 @@ static int send_request(int fd, const struct nsbox_ocispec *c, unsigned preserve
                                 .gid = c->gid,
                                 .umask = c->umask,
                                 .n_groups = c->n_groups,
+                                .no_new_privs = c->no_new_privileges,
                                 .set_caps = c->has_caps};
     memcpy(u.groups, c->groups, c->n_groups * sizeof *c->groups);
     u.caps[NSBOX_SPAWNUSER_BOUNDING] = c->caps[NSBOX_OCI_CAPS_BOUNDING];
@@ -480,7 +484,7 @@ int nsbox_ociexec_exec(const struct nsbox_ocirt *g, int argc, char **argv, struc
     static struct nsbox_ocispec c; /* large: the mounts */
     struct nsbox_ocistate s;
     if (parse_args(argc, argv, &a, e) < 0 || nsbox_ocistate_read(g, a.id, &s, e) < 0 ||
-        check_running(g, &s, e) < 0 || load_process(&a, &s, &c, e) < 0)
+        check_running(g, &s, e) < 0 || load_process(g, &a, &s, &c, e) < 0)
         return 1;
     if (c.terminal && !a.console_socket && a.detach) {
         nsbox_err_invalid(e, "exec --detach with a terminal needs --console-socket: nobody "

@@ -17,14 +17,7 @@
 
 int nsbox_ocihooks_save(const char *dir, const char *json, struct nsbox_err *e)
 {
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/%s", dir, NSBOX_OCI_HOOKS_FILE);
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return nsbox_err_sys(e, "open %s", path);
-    int r = nsbox_pwrite_all(fd, json, strlen(json), 0);
-    close(fd);
-    return r < 0 ? nsbox_err_sys(e, "write %s", path) : 0;
+    return nsbox_ocistate_save(dir, NSBOX_OCI_HOOKS_FILE, json, e);
 }
 
 static int load(const struct nsbox_ocirt *g, const char *id, struct nsbox_ocispec_hooks *h,

@@ -80,6 +80,13 @@ char *nsbox_ocistate_json(const struct nsbox_ocirt *g, const struct nsbox_ocista
 void nsbox_ocistate_owner(const struct nsbox_ocirt *g, const char *id, char *out, size_t n);
 /* The pid file a caller reads: decimal, no newline, written whole (renamed into place). */
 int nsbox_ocistate_write_pid_file(const char *path, pid_t pid, struct nsbox_err *e);
+/* text into <dir>/<name>, a new file of the owner's alone (create's copies of the bundle). */
+int nsbox_ocistate_save(const char *dir, const char *name, const char *text, struct nsbox_err *e);
+/* The bundle's config.json as create read it (NSBOX_OCI_CONFIG_FILE), parsed into c: what the
+ * container was made with, whatever the bundle's says now. */
+#define NSBOX_OCI_CONFIG_FILE "config.json"
+int nsbox_ocistate_read_config(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
+                               struct nsbox_ocispec *c, struct nsbox_err *e);
 /* Remove <root>/<id> and what is in it (files only: the directory is flat). */
 int nsbox_ocistate_remove(const struct nsbox_ocirt *g, const char *id, struct nsbox_err *e);
 

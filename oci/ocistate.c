@@ -1,5 +1,6 @@
 /* nsbox-oci's state: one directory per container under --root, holding state.json (written
- * once by create) and, while the container is created but not started, exec.fifo. */
+ * once by create), what create keeps of the bundle (its config.json, annotations, hooks) and,
+ * while the container is created but not started, exec.fifo. */
 #include "ocirt.h"
 #include "cleanup.h"
 #include "cleanup_cjson.h"
@@ -196,6 +197,41 @@ int nsbox_ocistate_remove(const struct nsbox_ocirt *g, const char *id, struct ns
     closedir(d);
     if (rmdir(dir) < 0 && errno != ENOENT)
         return nsbox_err_sys(e, "remove %s", dir);
+    return 0;
+}
+
+int nsbox_ocistate_save(const char *dir, const char *name, const char *text, struct nsbox_err *e)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return nsbox_err_sys(e, "open %s", path);
+    int r = nsbox_pwrite_all(fd, text, strlen(text), 0);
+    close(fd);
+    return r < 0 ? nsbox_err_sys(e, "write %s", path) : 0;
+}
+
+int nsbox_ocistate_read_config(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
+                               struct nsbox_ocispec *c, struct nsbox_err *e)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 32];
+    cleanup_free char *text = NULL;
+    if (nsbox_ocistate_dir(g, s->id, dir, sizeof dir, e) < 0)
+        return -1;
+    snprintf(path, sizeof path, "%s/%s", dir, NSBOX_OCI_CONFIG_FILE);
+    int r = nsbox_read_small(path, &text, e);
+    if (r < 0)
+        return nsbox_err_wrap(e, "container %s: its config as created", s->id);
+    if (r == 1)
+        return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
+                             "container %s: %s is missing: the container was created by a "
+                             "nsbox-oci that did not keep its config, which exec checks a "
+                             "process against (the bundle's may have changed since): delete "
+                             "and create it again",
+                             s->id, path);
+    if (nsbox_ocispec_parse(text, strlen(text), c, e) < 0)
+        return nsbox_err_wrap(e, "container %s: its config as created (%s)", s->id, path);
     return 0;
 }
 

@@ -25,6 +25,8 @@ int nsbox_spawnuser_format(const struct nsbox_spawnuser *u, char *buf, size_t si
     int n = snprintf(buf, size, "%u %u %d", u->uid, u->gid, u->umask);
     for (size_t i = 0; i < u->n_groups && n > 0 && (size_t)n < size; i++)
         n += snprintf(buf + n, size - (size_t)n, " %u", u->groups[i]);
+    if (u->no_new_privs && n > 0 && (size_t)n < size)
+        n += snprintf(buf + n, size - (size_t)n, " nnp");
     if (u->set_caps && n > 0 && (size_t)n < size)
         n += snprintf(buf + n, size - (size_t)n, " caps");
     for (size_t i = 0; u->set_caps && i < NSBOX_SPAWNUSER_CAPSETS && n > 0 && (size_t)n < size; i++)
@@ -94,7 +96,7 @@ int nsbox_spawnuser_parse(const char *text, struct nsbox_spawnuser *u, struct ns
                                  "umask -1 or 0-511",
                                  NSBOX_SHOW(text));
     u->uid = (uint32_t)uid, u->gid = (uint32_t)gid, u->umask = (int)mask;
-    while (*p && strncmp(p, "caps ", 5)) {
+    while (*p && strncmp(p, "caps ", 5) && strncmp(p, "nnp", 3)) {
         long long g;
         if (u->n_groups == NSBOX_SPAWNUSER_GROUPS_MAX)
             return nsbox_err_invalid(e, "exec user: more than %d groups",
@@ -104,10 +106,14 @@ int nsbox_spawnuser_parse(const char *text, struct nsbox_spawnuser *u, struct ns
                                      NSBOX_SHOW(text));
         u->groups[u->n_groups++] = (uint32_t)g;
     }
-    if (*p && parse_caps(p + 5, u) < 0)
+    if (!strncmp(p, "nnp", 3) && (p[3] == '\0' || !strncmp(p + 3, " caps ", 6))) {
+        u->no_new_privs = true;
+        p += p[3] ? 4 : 3;
+    }
+    if (*p && (strncmp(p, "caps ", 5) || parse_caps(p + 5, u) < 0))
         return nsbox_err_invalid(e,
-                                 "exec user '%s': give the capability sets after \"caps\" as 5 "
-                                 "masks in lowercase hex",
+                                 "exec user '%s': after the groups only \"nnp\", then \"caps\" "
+                                 "and 5 capability sets as masks in lowercase hex, may follow",
                                  NSBOX_SHOW(text));
     return 0;
 }

@@ -1,9 +1,11 @@
 /* The user an exec'd process runs as, as the agent's SPAWN and nsbox-oci's exec request carry
  * it (sandbox/agent.h, oci/ocirt.h): one string of decimal numbers separated by single spaces,
- * "uid gid umask group...", umask -1 for "leave init's"; and when the process has capability
- * sets of its own, " caps B E P I A" after the groups: the bounding, effective, permitted,
- * inheritable and ambient sets as masks of 1 << CAP_*, in lowercase hex. The string comes
- * from a peer of the agent's socket, so its parser takes nothing unbounded. */
+ * "uid gid umask group...", umask -1 for "leave init's"; " nnp" after the groups when the
+ * process asks for no_new_privs (its own noNewPrivileges, which init's lacks when the
+ * container's config did not ask for it); and when the process has capability sets of its
+ * own, " caps B E P I A" last: the bounding, effective, permitted, inheritable and ambient
+ * sets as masks of 1 << CAP_*, in lowercase hex. The string comes from a peer of the agent's
+ * socket, so its parser takes nothing unbounded. */
 #ifndef NSBOX_SPAWNUSER_H
 #define NSBOX_SPAWNUSER_H
 
@@ -14,9 +16,9 @@
 #include <stdint.h>
 
 #define NSBOX_SPAWNUSER_GROUPS_MAX 32 /* as process.user.additionalGids (policy/ocispec.h) */
-/* the longest string: 3 ids of 10 digits, "-1" or 3 digits, 32 groups, separators; " caps"
- * and 5 masks of 16 digits */
-#define NSBOX_SPAWNUSER_TEXT_MAX ((NSBOX_SPAWNUSER_GROUPS_MAX + 3) * 11 + 4 + 5 + 5 * 17)
+/* the longest string: 3 ids of 10 digits, "-1" or 3 digits, 32 groups, separators; " nnp";
+ * " caps" and 5 masks of 16 digits */
+#define NSBOX_SPAWNUSER_TEXT_MAX ((NSBOX_SPAWNUSER_GROUPS_MAX + 3) * 11 + 4 + 4 + 5 + 5 * 17)
 
 enum nsbox_spawnuser_capset {
     NSBOX_SPAWNUSER_BOUNDING,
@@ -32,6 +34,7 @@ struct nsbox_spawnuser {
     int umask;         /* 0..0777, or -1 */
     size_t n_groups;
     uint32_t groups[NSBOX_SPAWNUSER_GROUPS_MAX];
+    bool no_new_privs; /* set in the process before it execs (init's is kept when it has it) */
     /* the process's own capability sets; false: init's, as the kernel leaves them on a change
      * of ids */
     bool set_caps;

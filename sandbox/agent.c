@@ -264,6 +264,10 @@ static struct {
     bool run;  /* the command of the run socket's run */
 } children[MAX_CHILDREN];
 
+/* nsbox-oci: the container's own process, which init forked before it served (contain.c). Its
+ * end is the sandbox's, and the signals init is sent are for it. 0 otherwise. */
+static pid_t container_pid;
+
 /* The run socket of a pooled sandbox (agent.h): listening until a run takes the sandbox, then
  * the connection of that run until its status is out. */
 static struct {
@@ -320,41 +324,7 @@ int nsbox_agent_open_pty(uint32_t winsize, int fds[3], int *master)
     return fds[1] < 0 || fds[2] < 0 ? -1 : 0;
 }
 
-/* The child of a spawn runs on its own stack in init's memory until it execs (CLONE_VM |
- * CLONE_VFORK, as posix_spawn does): no page tables copied, no copy-on-write faults, and init
- * resumes exactly when the command is running or has failed to start, which the child says in
- * here. So it must not allocate, and it changes nothing of init's that init relies on (not
- * environ; errno and safepath's openat2 probe are harmless). All signals are blocked around
- * the clone, so no handler can run in the child with init's memory. */
-struct spawn_child {
-    char *cwd;
-    char **argv, **env;
-    const int *fds;
-    const struct spawn_extra *extra; /* at 3, 4, ...; or NULL */
-    unsigned flags;
-    const struct nsbox_spawnuser *user; /* NULL: init's ids */
-    int fail_kind; /* 0: exec'd; 'C': cannot enter cwd; 'F': cannot place extra; 'E': exec;
-                    * 'U': cannot become the user; 'K': cannot set its capabilities */
-    int fail_errno;
-};
-
 static _Alignas(16) char spawn_stack[256 * 1024];
-
-/* The signals whose disposition in init is not the default (an ignored SIGPIPE, say), found
- * once when init starts: a command gets every signal at its default, and resetting only these
- * saves a sigaction call per signal on every spawn. */
-static int nondefault[NSIG];
-static size_t n_nondefault;
-
-static void find_nondefault_signals(void)
-{
-    for (int sig = 1; sig < NSIG; sig++) {
-        struct sigaction old;
-        if (sig != SIGKILL && sig != SIGSTOP && sigaction(sig, NULL, &old) == 0 &&
-            old.sa_handler != SIG_DFL)
-            nondefault[n_nondefault++] = sig;
-    }
-}
 
 /* Commands are the OOM killer's first choice over init, whose end deletes the sandbox (the
  * supervisor also lowers init's own to -999 where it may: protect_init). A command inherits
@@ -395,58 +365,6 @@ static void oom_restore(bool raised)
     (void)w; /* failed: init stays as likely a victim as its commands, nothing better to do */
 }
 
-static int spawn_child_main(void *arg)
-{
-    struct spawn_child *c = arg;
-    struct sigaction dfl = {.sa_handler = SIG_DFL};
-    for (size_t i = 0; i < n_nondefault; i++)
-        sigaction(nondefault[i], &dfl, NULL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    /* Its own session and process group: kill and timeouts reach the whole tree. And a child
-     * subreaper (kept across execve): what its tree detaches (setsid and a double fork) is
-     * reparented to it, not to init, so that kill_tree still finds it while the command
-     * lives. The command also reaps those orphans (shells and most programs reap any child;
-     * one that does not leaves them zombies until it ends, when init takes them). */
-    setsid();
-    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    for (int i = 0; i < 3; i++)
-        if (dup2(c->fds[i], i) < 0) {
-            c->fail_kind = 'E';
-            c->fail_errno = errno;
-            _exit(126);
-        }
-    /* exec -t: the client's pseudo-terminal becomes the command's controlling terminal, for
-     * job control and Ctrl-C; TIOCSTI stays denied by seccomp. */
-    if ((c->flags & NSBOX_AGENT_F_TTY) && isatty(0))
-        ioctl(0, TIOCSCTTY, 0);
-    size_t n_extra = c->extra ? c->extra->n : 0;
-    if (n_extra && nsbox_fds_place(c->extra->fd, n_extra, 3) < 0) {
-        c->fail_kind = 'F';
-        c->fail_errno = errno;
-        _exit(125);
-    }
-    /* before resolving cwd: no way out through /proc/self/fd but what the caller passed on */
-    nsbox_close_fds_keep_from(3 + (int)n_extra, NULL, 0);
-    /* the user before cwd: the directory is entered with the command's own rights */
-    bool caps_failed;
-    if (c->user && (c->fail_errno = nsbox_agent_user_become(c->user, &caps_failed)) != 0) {
-        c->fail_kind = caps_failed ? 'K' : 'U';
-        _exit(125);
-    }
-    struct nsbox_err ce;
-    if (nsbox_sp_chdir_in_root(c->cwd, &ce) < 0) {
-        c->fail_kind = 'C';
-        c->fail_errno = ce.sys_errno ? ce.sys_errno : EINVAL;
-        _exit(125);
-    }
-    int err = nsbox_agent_exec_search(c->argv, c->env);
-    c->fail_kind = 'E';
-    c->fail_errno = err;
-    _exit(err == ENOENT ? 127 : 126);
-}
-
 /* Split a SPAWN's payload into [user,] cwd, argv (argc) and env (envc): it must hold exactly
  * that many strings, and the descriptors must all be there. The array, with room for two more
  * slots, or NULL when the request is malformed. */
@@ -475,15 +393,24 @@ static char **spawn_split(const struct nsbox_agent_hdr *h, char *payload, const 
 }
 
 /* Clone the command's child with every signal blocked (the child resets its handlers before
- * it unblocks them) and the OOM score raised for it to inherit. Its pid, or -1 and errno. */
-static pid_t spawn_clone(struct spawn_child *c)
+ * it unblocks them) and the OOM score raised for it to inherit. Its pid, or -1 and errno.
+ * With c->status_fd (nsbox-oci) it is forked, and init goes on at once: a process of the
+ * container's uid can stop the child before it changes ids, and a vfork'd child stopped
+ * would hold init, every later exec and the signals init relays until it is continued. The
+ * forked child's memory is a copy of init's, as unreachable (not dumpable, of the host's
+ * user namespace). */
+static pid_t spawn_clone(struct nsbox_agent_exec_child *c)
 {
     sigset_t all, saved_mask;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &saved_mask);
     bool raised = oom_raise();
-    pid_t pid = clone(spawn_child_main, spawn_stack + sizeof spawn_stack,
-                      CLONE_VM | CLONE_VFORK | SIGCHLD, c);
+    pid_t pid = c->status_fd >= 0
+                    ? fork()
+                    : clone(nsbox_agent_exec_child_main, spawn_stack + sizeof spawn_stack,
+                            CLONE_VM | CLONE_VFORK | SIGCHLD, c);
+    if (pid == 0)
+        nsbox_agent_exec_child_main(c); /* forked: it never returns */
     int clone_errno = errno;
     oom_restore(raised);
     sigprocmask(SIG_SETMASK, &saved_mask, NULL);
@@ -491,36 +418,69 @@ static pid_t spawn_clone(struct spawn_child *c)
     return pid;
 }
 
-/* Why a child that failed before exec (c->fail_kind set) did, into msg; its exit status. */
-static int spawn_fail_msg(const struct spawn_child *c, char *msg, size_t n)
+/* nsbox-oci's forked children until they have exec'd or said why not (their status pipe). */
+#define MAX_PENDING 64
+static struct {
+    pid_t pid; /* 0: a free slot */
+    uint32_t seq;
+    int status_fd, master;
+} pending[MAX_PENDING];
+
+/* The command runs: init reaps it and reports its end; SPAWNED now (with a terminal's
+ * master). */
+static void spawn_started(int sock, uint32_t seq, pid_t pid, unsigned flags, bool is_run,
+                          int master)
 {
-    int err = c->fail_errno;
-    if (c->fail_kind == 'C')
-        snprintf(msg, n, "cannot enter %.200s: %s", c->cwd, strerror(err));
-    else if (c->fail_kind == 'F')
-        snprintf(msg, n, "cannot pass on the descriptors from 3 up: %s", strerror(err));
-    else if (c->fail_kind == 'U')
+    size_t i = 0;
+    while (i < MAX_CHILDREN && children[i].pid)
+        i++;
+    if (i < MAX_CHILDREN) {
+        children[i].pid = pid;
+        children[i].seq = seq;
+        children[i].last = (flags & NSBOX_AGENT_F_LAST) != 0;
+        children[i].run = is_run;
+    }
+    reply_fd(sock, NSBOX_AGENT_SPAWNED, seq, pid, 0, NULL, master);
+    if (master >= 0)
+        close(master);
+}
+
+/* A pending child's word: its report (FAILED; the reaper collects it unreported), or its
+ * pipe's end, at its exec or its end (SPAWNED, before its EXITED). */
+static void pending_done(int sock, size_t i)
+{
+    struct nsbox_agent_exec_report r;
+    ssize_t n;
+    do
+        n = read(pending[i].status_fd, &r, sizeof r);
+    while (n < 0 && errno == EINTR);
+    close(pending[i].status_fd);
+    if (n == (ssize_t)sizeof r) {
+        r.msg[sizeof r.msg - 1] = '\0';
+        reply(sock, NSBOX_AGENT_FAILED, pending[i].seq, pending[i].pid, r.status, r.msg);
+        if (pending[i].master >= 0)
+            close(pending[i].master);
+    } else {
+        spawn_started(sock, pending[i].seq, pending[i].pid, 0, false, pending[i].master);
+    }
+    pending[i].pid = 0;
+}
+
+/* Why the child could not be cloned, into msg. */
+static void spawn_clone_msg(int err, char *msg, size_t n)
+{
+    if (err == EAGAIN) /* the pids cgroup's limit (or RLIMIT_NPROC) */
         snprintf(msg, n,
-                 "cannot become uid %u gid %u: %s (the container's init changes ids "
-                 "only with CAP_SETUID and CAP_SETGID)",
-                 c->user->uid, c->user->gid, strerror(err));
-    else if (c->fail_kind == 'K')
+                 "cannot start: the sandbox has as many processes as its instance type "
+                 "allows (its pids limit, shown by nsbox inspect); end some, or use a larger "
+                 "instance type");
+    else if (err == EBUSY)
         snprintf(msg, n,
-                 "cannot give the process its capabilities: %s (an exec'd process has at most "
-                 "the container's; cutting the bounding set takes CAP_SETPCAP)",
-                 strerror(err));
-    else if (err == E2BIG) /* a string over 128 KiB (MAX_ARG_STRLEN), or all of them */
-        snprintf(msg, n, "%.200s: %s (the kernel takes 128 KiB per argument or "
-                         "variable, and less than the stack limit in all: put "
-                         "long inputs in a file)",
-                 c->argv[0], strerror(err));
+                 "cannot start: %d execs are still starting (held before their exec: stopped, "
+                 "say): let them go on, or end them",
+                 MAX_PENDING);
     else
-        snprintf(msg, n, "%.200s: %s", c->argv[0],
-                 err == ENOENT ? "command not found" : strerror(err));
-    return c->fail_kind == 'C' || c->fail_kind == 'F' || c->fail_kind == 'U' || c->fail_kind == 'K'
-               ? 125
-           : err == ENOENT ? 127
-                           : 126;
+        snprintf(msg, n, "cannot start: %s", strerror(err));
 }
 
 /* Answer FAILED for a command that did not start, after ending the others when it was to be
@@ -573,48 +533,55 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
     char *saved = argv[h->argc];
     argv[h->argc] = NULL;
 
-    struct spawn_child c = {.cwd = cwd,
-                            .argv = argv,
-                            .env = env,
-                            .fds = fds,
-                            .extra = x,
-                            .flags = h->flags,
-                            .user = become ? &user : NULL};
-    pid_t pid = spawn_clone(&c);
+    struct nsbox_agent_exec_child c = {.cwd = cwd,
+                                       .argv = argv,
+                                       .env = env,
+                                       .fds = fds,
+                                       .extra = x ? x->fd : NULL,
+                                       .n_extra = x ? x->n : 0,
+                                       .tty = (h->flags & NSBOX_AGENT_F_TTY) != 0,
+                                       .user = become ? &user : NULL,
+                                       .status_fd = -1};
+    /* nsbox-oci's: forked, with a status pipe and a slot to wait in (spawn_clone) */
+    size_t slot = 0;
+    int status[2] = {-1, -1};
+    while (container_pid && slot < MAX_PENDING && pending[slot].pid)
+        slot++;
+    pid_t pid = -1;
+    errno = EBUSY;
+    if (!container_pid || (slot < MAX_PENDING && pipe2(status, O_CLOEXEC) == 0)) {
+        c.status_fd = status[1];
+        pid = spawn_clone(&c);
+    }
     int clone_errno = errno;
     argv[h->argc] = saved;
     free(env);
     for (int i = 0; i < 3; i++)
         close(fds[i]);
     extra_close(x);
+    if (status[1] >= 0)
+        close(status[1]);
     if (pid < 0) {
-        if (clone_errno == EAGAIN) /* the pids cgroup's limit (or RLIMIT_NPROC) */
-            snprintf(msg, sizeof msg,
-                     "cannot start: the sandbox has as many processes as its instance type "
-                     "allows (its pids limit, shown by nsbox inspect); end some, or use a larger "
-                     "instance type");
-        else
-            snprintf(msg, sizeof msg, "cannot start: %s", strerror(clone_errno));
+        if (status[0] >= 0)
+            close(status[0]);
+        spawn_clone_msg(clone_errno, msg, sizeof msg);
         return spawn_failed(sock, h, 0, 125, msg, master, strs);
+    }
+    free(strs);
+    if (status[0] >= 0) { /* its word comes on status[0] (pending_done) */
+        pending[slot].pid = pid;
+        pending[slot].seq = h->seq;
+        pending[slot].status_fd = status[0];
+        pending[slot].master = master;
+        return pid;
     }
     if (c.fail_kind) {
         /* It failed before exec and has exited; the reaper collects it unreported. */
-        int status = spawn_fail_msg(&c, msg, sizeof msg);
-        return spawn_failed(sock, h, pid, status, msg, master, strs);
+        nsbox_agent_exec_fail_msg(&c, msg, sizeof msg);
+        return spawn_failed(sock, h, pid, nsbox_agent_exec_fail_status(c.fail_kind, c.fail_errno),
+                            msg, master, NULL);
     }
-    size_t i = 0;
-    while (i < MAX_CHILDREN && children[i].pid)
-        i++;
-    if (i < MAX_CHILDREN) {
-        children[i].pid = pid;
-        children[i].seq = h->seq;
-        children[i].last = (h->flags & NSBOX_AGENT_F_LAST) != 0;
-        children[i].run = is_run;
-    }
-    reply_fd(sock, NSBOX_AGENT_SPAWNED, h->seq, pid, 0, NULL, master);
-    if (master >= 0)
-        close(master);
-    free(strs);
+    spawn_started(sock, h->seq, pid, h->flags, is_run, master);
     return pid;
 bad:
     if (master >= 0)
@@ -725,12 +692,11 @@ static void end_run(int sock, uint32_t type, int pid, int code, const char *msg)
     reply(sock, type, NSBOX_AGENT_SEQ_RUN, pid, code, msg);
 }
 
-/* nsbox-oci: the container's own process, which init forked before it served (contain.c). Its
- * end is the sandbox's, and the signals init is sent are for it. 0 otherwise. */
-static pid_t container_pid;
-
 static void reaped(int sock, pid_t p, int status)
 {
+    for (size_t i = 0; i < MAX_PENDING; i++)
+        if (pending[i].pid == p)
+            pending_done(sock, i); /* it has ended: its pipe is closed */
     for (size_t i = 0; i < MAX_CHILDREN; i++) {
         if (children[i].pid != p)
             continue;
@@ -890,14 +856,16 @@ static void serve(int sock)
     for (size_t i = 0; container_pid && i < NSBOX_ARRAY_LEN(nsbox_signals_relayed); i++)
         sigaddset(&set, nsbox_signals_relayed[i]);
     int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    find_nondefault_signals();
+    nsbox_agent_exec_find_signals();
     char *payload = malloc(NSBOX_AGENT_PAYLOAD_MAX + 1);
     if (sfd < 0 || !payload)
         _exit(125);
     for (;;) {
-        struct pollfd pf[4] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}, {run.listen_fd, POLLIN, 0},
-                               {run.conn, POLLIN, 0}};
-        if (poll(pf, 4, -1) < 0 && errno != EINTR)
+        struct pollfd pf[4 + MAX_PENDING] = {
+            {sock, POLLIN, 0}, {sfd, POLLIN, 0}, {run.listen_fd, POLLIN, 0}, {run.conn, POLLIN, 0}};
+        for (size_t i = 0; i < MAX_PENDING; i++)
+            pf[4 + i] = (struct pollfd){pending[i].pid ? pending[i].status_fd : -1, POLLIN, 0};
+        if (poll(pf, NSBOX_ARRAY_LEN(pf), -1) < 0 && errno != EINTR)
             _exit(125);
         /* the run's client first: a signal it sent is delivered before reap() reports */
         if (run.conn >= 0 && (pf[3].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -906,6 +874,10 @@ static void serve(int sock)
             relay_signals(sfd);
             reap(sock);
         }
+        for (size_t i = 0; i < MAX_PENDING; i++) /* reap() may have done one already */
+            if (pending[i].pid && pending[i].status_fd == pf[4 + i].fd &&
+                (pf[4 + i].revents & (POLLIN | POLLHUP | POLLERR)))
+                pending_done(sock, i);
         if (run.listen_fd >= 0 && (pf[2].revents & POLLIN))
             take_run(sock, payload);
         if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {

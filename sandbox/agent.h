@@ -78,9 +78,10 @@ struct nsbox_agent_hdr {
 /* nsbox-oci's exec as a user: the payload's first string is a user (policy/spawnuser.h) that
  * the command's child becomes before it enters cwd (groups, gid, uid, in that order, each only
  * when it differs from init's; then the umask), with its own capability sets when the string
- * has them (agent_user.h). The kernel decides: a change takes CAP_SETGID and CAP_SETUID, which
- * nsbox-oci's init keeps in its permitted set for this (launch.h, cap_keep), and no set can
- * exceed init's. Never on the run socket, whose requests get their flags from init. */
+ * has them (agent_user.h), and no_new_privs when it asks for it. The kernel decides: a change
+ * takes CAP_SETGID and CAP_SETUID, which nsbox-oci's init keeps in its permitted set for this
+ * (launch.h, cap_keep), and no set can exceed init's. Never on the run socket, whose requests
+ * get their flags from init. */
 #define NSBOX_AGENT_F_USER 4u
 
 struct nsbox_agent_event {

@@ -170,9 +170,9 @@ bool nsbox_agent_user_fill(struct nsbox_spawnuser *u, bool given)
 
 /* Are u's sets within the container's (nsbox_agent_user_set_caps), by the rules exec checks
  * them with (nsbox_ociproc_check_caps)? The kernel cannot be the floor for what init keeps
- * (cap_keep): init holds it, so a request that names it would get it. exec's own check reads
- * the bundle's config.json, which may have changed since create, and the monitor relays what
- * its control socket is sent; so init checks against the sets it started the container with. */
+ * (cap_keep): init holds it, so a request that names it would get it. exec checks before it
+ * asks, but the monitor relays whatever its control socket is sent; so init checks too,
+ * against the sets it started the container with. */
 static bool within_container(const struct nsbox_spawnuser *u)
 {
     if (!have_default)

@@ -13,9 +13,9 @@
  * itself; then u's umask, if it has one. With u's own capability sets: the bounding set is cut
  * first, and after the ids the effective, permitted, inheritable and ambient sets are u's, cut
  * from init's (the kernel refuses more; keep-caps carries the permitted set over a uid that
- * leaves 0). Raw system calls: the child shares init's memory, and glibc's set*id would act on
- * init's threads. 0, or the errno, with *caps_failed saying whether the capabilities failed
- * (else the ids). */
+ * leaves 0). Raw system calls: the child may share init's memory (agent_exec.h), and glibc's
+ * set*id would act on init's threads. 0, or the errno, with *caps_failed saying whether the
+ * capabilities failed (else the ids). */
 int nsbox_agent_user_become(const struct nsbox_spawnuser *u, bool *caps_failed);
 
 /* nsbox-oci's init: the container's capability sets, which a SPAWN without sets of its own

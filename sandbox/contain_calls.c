@@ -8,9 +8,10 @@
  * may compare (clone's flags, prctl's option, ioctl's request). A call whose refusal only
  * costs a fallback is not on it: close_range (closing one by one), openat2 (safe path
  * resolution walks instead, on the bundle's EPERM as on nsbox's ENOSYS), nor those only an
- * exec as another user or with capability sets of its own makes (setgroups, setresgid,
- * setresuid, capget, prctl's PR_SET_KEEPCAPS: agent_user.c), whose refusal fails that exec
- * with its errno, not init; every exec reads its ids first (listed). */
+ * exec as another user, with capability sets or no_new_privs of its own makes (setgroups,
+ * setresgid, setresuid, capget, prctl's PR_SET_KEEPCAPS: agent_user.c; PR_SET_NO_NEW_PRIVS:
+ * agent.c), whose refusal fails that exec with its errno, not init; every exec reads its ids
+ * first (listed). */
 #define _GNU_SOURCE
 #include "launch.h"
 #include "cleanup.h"
@@ -30,7 +31,6 @@ struct init_call {
 };
 
 #define INIT_FORK (CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD) /* glibc's fork() */
-#define INIT_SPAWN (CLONE_VM | CLONE_VFORK | SIGCHLD)                   /* agent.c's spawn */
 
 static const struct init_call calls[] = {
     /* init_harden: the capabilities it kept to load the filter go */
@@ -49,8 +49,7 @@ static const struct init_call calls[] = {
     {"ioctl", {0, TIOCSCTTY}, "giving the program its controlling terminal"},
     /* the workload and exec'd processes: forked, reset, exec'd */
     {"pipe2", {0}, "waiting for the program's exec"},
-    {"clone", {INIT_FORK}, "starting the program"},
-    {"clone", {INIT_SPAWN}, "starting an exec'd process"},
+    {"clone", {INIT_FORK}, "starting the program and exec'd processes"},
     {"rt_sigprocmask", {0}, "unblocking signals for the program"},
     {"rt_sigaction", {0}, "resetting signal handlers for the program"},
     {"setsid", {0}, "giving the program its own session"},

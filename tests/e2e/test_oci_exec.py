@@ -263,6 +263,34 @@ class OciExec(BundleCase):
             self.assertIn("outside the container's user namespace", r.stderr.decode())
         self.assertEqual(self.state()["status"], "running")
 
+    def test_exec_own_no_new_privs(self):
+        """An exec'd process's own noNewPrivileges (process.json, --no-new-privs), as runc
+        honours it, in a container created without it: set for the process that asks, and
+        only for it; as another user too."""
+        c = rt.config(["sleep", "1000"])
+        c["process"]["noNewPrivileges"] = False
+        self.write_config(c)
+        self.create("c1")
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        nnp = "grep '^NoNewPrivs:' /proc/self/status"
+
+        def run(*args, **process):
+            if process:
+                path = self.process_file(["sh", "-c", nnp], **process)
+                r = self.oci("exec", "--process", path, *args, "c1")
+            else:
+                r = self.oci("exec", *args, "c1", "sh", "-c", nnp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return r.stdout.decode().split()[1]
+
+        self.assertEqual(run(noNewPrivileges=True), "1")
+        self.assertEqual(run(noNewPrivileges=False), "0")
+        self.assertEqual(run(noNewPrivileges=True, user={"uid": 1000, "gid": 1000}), "1")
+        self.assertEqual(run("--no-new-privs"), "1")
+        self.assertEqual(run(), "0")  # the config's: without
+        self.assertEqual(run("--no-new-privs", "--user", "1000:1000"), "1")
+        self.assertEqual(self.state()["status"], "running")
+
     def test_exec_process_with_user_and_groups(self):
         """--process as containerd's shim and Docker pass it: user with additionalGids and
         umask."""

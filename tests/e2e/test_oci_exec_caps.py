@@ -6,8 +6,11 @@ CAP_NET_BIND_SERVICE letting uid 1000 bind port 80 (and without it not), what th
 lacks refused with why, and the kernel refusing it again when the monitor is asked directly."""
 import json
 import os
+import signal
 import socket
 import struct
+import subprocess
+import time
 import unittest
 
 import test_oci_runtime as rt
@@ -231,12 +234,38 @@ class OciExecCaps(BundleCase):
                      "open_proc_1_fd", "open_proc_1_root", "open_proc_1_cwd"):
             self.assertTrue(probes[name]["blocked"], probes[name])
 
+    def test_config_changed_after_create_gives_nothing_more(self):
+        """exec checks a process against the config the container was created with, as runc
+        does: the bundle's config.json changed after start to give the container more (any
+        capability, and what init keeps for its children) changes nothing. exec refuses with
+        its own message, naming the set and the fix, and nothing runs; the container's own
+        sets still go to a process that names none."""
+        self.container(caps=["CAP_CHOWN", "CAP_KILL"])
+        sets = ("bounding", "effective", "permitted")
+        c = rt.config(["sleep", "1000"])
+        more = ["CAP_CHOWN", "CAP_KILL", "CAP_NET_ADMIN", "CAP_SETUID"]
+        c["process"]["capabilities"] = {k: more for k in sets}
+        self.write_config(c)
+        for cap in ("CAP_NET_ADMIN", "CAP_SETUID"):
+            r = self.exec_process(["sh", "-c", "echo RAN"], {k: [cap] for k in sets})
+            self.assertNotEqual(r.returncode, 0, r.stdout)
+            self.assertNotIn(b"RAN", r.stdout)
+            self.assertIn("process.capabilities.bounding: %s is not in the container's "
+                          "bounding set" % cap, r.stderr.decode())
+        r = self.oci("exec", "--cap", "CAP_NET_ADMIN", "c1", "sh", "-c", "echo RAN")
+        self.assertNotIn(b"RAN", r.stdout)
+        self.assertIn("CAP_NET_ADMIN is not in the container's bounding set", r.stderr.decode())
+        # the command line's form: the process of the config as created, not the bundle's
+        r = self.oci("exec", "c1", "sh", "-c", STATUS)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(status(r.stdout.decode())["CapBnd"], CHOWN | KILL)
+        self.assertEqual(self.state()["status"], "running")
+
     def test_kept_capabilities_never_given_on_request(self):
         """What init keeps for its children (CAP_SETUID, CAP_SETGID, CAP_SETPCAP) is no
         capability of the container's: init holds it, so the kernel would give it to a process
-        that asks. A request straight to the monitor's control socket, and exec after the
-        bundle's config.json was changed to name it, are refused by init before anything
-        runs."""
+        that asks. A request straight to the monitor's control socket is refused by init
+        before anything runs, and exec refuses it itself."""
         c = rt.config(["sleep", "1000"])
         c["process"]["capabilities"] = {}
         c["process"]["user"] = {"uid": 1000, "gid": 1000}
@@ -256,23 +285,14 @@ class OciExecCaps(BundleCase):
                           answer[44:])
             with open(out) as f:
                 self.assertEqual(f.read(), "")
-        # exec checks against the bundle's config.json, which may have changed since create
-        # (to name the kept ones and one more: a process's sets that are the config's do not
-        # travel)
         sets = ("bounding", "effective", "permitted", "inheritable", "ambient")
         kept_names = ["CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"]
-        c["process"]["capabilities"] = {k: kept_names + ["CAP_CHOWN"] for k in sets}
-        self.write_config(c)
-        r = self.exec_process(["sh", "-c", "echo RAN; " + STATUS],
-                              {k: kept_names for k in sets}, user={"uid": 1000, "gid": 1000})
-        self.assertNotEqual(r.returncode, 0, r.stdout)
-        self.assertNotIn(b"RAN", r.stdout)
-        self.assertIn("cannot give the process its capabilities", r.stderr.decode())
-        r = self.exec_process(["sh", "-c", "echo RAN; " + STATUS],
-                              {"bounding": kept_names, "permitted": kept_names,
-                               "effective": kept_names})
-        self.assertNotEqual(r.returncode, 0, r.stdout)
-        self.assertNotIn(b"RAN", r.stdout)
+        for caps, user in (({k: kept_names for k in sets}, {"uid": 1000, "gid": 1000}),
+                           ({k: kept_names for k in sets[:3]}, None)):
+            r = self.exec_process(["sh", "-c", "echo RAN; " + STATUS], caps, user=user)
+            self.assertNotEqual(r.returncode, 0, r.stdout)
+            self.assertNotIn(b"RAN", r.stdout)
+            self.assertIn("is not in the container's bounding set", r.stderr.decode())
         self.assertEqual(self.state()["status"], "running")
 
     def test_exec_child_stopped_holding_kept_capabilities_unreachable(self):
@@ -310,6 +330,36 @@ class OciExecCaps(BundleCase):
             for name in names:
                 self.assertTrue(probes[name]["blocked"], (user, probes[name]))
             self.assertEqual(self.oci("delete", "--force", "c1").returncode, 0)
+
+    def test_exec_child_held_stopped_holds_up_nothing(self):
+        """A process of init's uid stops an exec's child before it changes ids and keeps it
+        stopped: that exec waits, but init does not. Another exec runs, and `kill` reaches the
+        container's process, which ends the container (and with it the held exec)."""
+        c = rt.config(["attack", "catch-spawn", "hold"])
+        c["process"]["capabilities"] = {}
+        c["process"]["user"] = {"uid": 1000, "gid": 1000}
+        self.write_config(c)
+        pid = self.create("c1")
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        cmd = [rt.OCI, "--root", self.root, "--log", self.log, "--log-format", "json", "exec",
+               "c1", "true"]
+        execs = []
+        # each exec is one chance for the stop to come in the child's first steps; one that
+        # is caught waits for its child, which the attacker never lets go on
+        while "spawn_caught" not in self.output() and len(execs) < 500:
+            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 env=self.dirs.env())
+            execs.append(p)
+            while p.poll() is None and "spawn_caught" not in self.output():
+                time.sleep(0.01)
+        self.assertIn("spawn_caught", self.output())
+        self.assertTrue(any(p.poll() is None for p in execs))  # the held one waits
+        r = self.oci("exec", "c1", "sh", "-c", "echo RAN")
+        self.assertEqual((r.returncode, r.stdout), (0, b"RAN\n"), r.stderr)
+        self.assertEqual(self.oci("kill", "c1", "TERM").returncode, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 128 + signal.SIGTERM)
+        for p in execs:
+            self.assertIsNotNone(p.wait(60))
 
     def test_root_without_setuid_gains_none_of_the_kept_at_its_exec(self):
         """A root process without no_new_privs gets its bounding set as its permitted one at

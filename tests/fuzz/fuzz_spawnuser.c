@@ -1,7 +1,8 @@
 /* Fuzz the user of an agent SPAWN (policy/spawnuser.c), which init parses from a peer of its
  * socket: any bytes, as a string. Besides crashes (ASan), what init relies on when it parses:
  * ids of at most 4294967294 (never (uid_t)-1, "unchanged"), a umask of -1 or 0-0777, at most
- * NSBOX_SPAWNUSER_GROUPS_MAX groups, capability sets only after "caps"; and formatting what it
+ * NSBOX_SPAWNUSER_GROUPS_MAX groups, no_new_privs only from "nnp", capability sets only after
+ * "caps"; and formatting what it
  * gave parses to the same user. The same bytes as exec's --additional-gids too. */
 #include "spawnuser.h"
 
@@ -22,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct nsbox_err e = {0};
     if (nsbox_spawnuser_parse(text, &u, &e) == 0) {
         if (u.uid > 4294967294u || u.gid > 4294967294u || u.umask < -1 || u.umask > 0777 ||
-            u.n_groups > NSBOX_SPAWNUSER_GROUPS_MAX)
+            u.n_groups > NSBOX_SPAWNUSER_GROUPS_MAX || (u.no_new_privs && !strstr(text, "nnp")))
             abort();
         for (size_t i = 0; i < u.n_groups; i++)
             if (u.groups[i] > 4294967294u)

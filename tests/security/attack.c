@@ -977,6 +977,6 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "sockact"))
         return attack_sock_activated_main();
     if (argc > 1 && !strcmp(argv[1], "catch-spawn"))
-        return attack_spawn_catch_main();
+        return attack_spawn_catch_main(argc > 2 && !strcmp(argv[2], "hold"));
     return attack_main(argc, argv);
 }

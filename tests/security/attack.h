@@ -59,7 +59,7 @@ void attack_self_privilege_gain(void);
 int attack_sock_bind_main(int argc, char **argv);
 int attack_sock_activated_main(void);
 
-/* attack_spawn.c: the subcommand "catch-spawn" */
-int attack_spawn_catch_main(void);
+/* attack_spawn.c: the subcommand "catch-spawn" ("catch-spawn hold": keeps the child stopped) */
+int attack_spawn_catch_main(bool hold);
 
 #endif

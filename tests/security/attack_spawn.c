@@ -42,8 +42,8 @@ static unsigned long long cap_permitted(const char *pid)
 
 /* A stopped process other than init and us that has init's name and capabilities we lack: an
  * exec's child before it has cut its sets. The others stopped (the commands execs ran, a child
- * stopped too late) go on. */
-static int stopped_spawn_child(const char *init_name)
+ * stopped too late) go on; with all, every one but held does, and none is looked for. */
+static int stopped_spawn_child(const char *init_name, bool all, int held)
 {
     unsigned long long own = cap_permitted("self");
     DIR *d = opendir("/proc");
@@ -52,9 +52,10 @@ static int stopped_spawn_child(const char *init_name)
     while (d && !found && (de = readdir(d))) {
         int pid = atoi(de->d_name);
         char name[64], state;
-        if (pid <= 1 || pid == getpid() || !stat_of(pid, name, sizeof name, &state) || state != 'T')
+        if (pid <= 1 || pid == getpid() || pid == held ||
+            !stat_of(pid, name, sizeof name, &state) || state != 'T')
             continue;
-        if (!strcmp(name, init_name) && (cap_permitted(de->d_name) & ~own))
+        if (!all && !strcmp(name, init_name) && (cap_permitted(de->d_name) & ~own))
             found = pid;
         else
             kill(pid, SIGCONT);
@@ -77,8 +78,9 @@ static void open_probe(int pid, const char *what, const char *name)
 /* attack catch-spawn: stops every process of our uid until one of them is an exec's child
  * of init, then reports its capabilities ("spawn_caught", CapPrm in the detail) and tries to
  * reach it; lets it go on (SIGCONT) and returns. Run as the container's process, with execs
- * started until it has caught one. */
-int attack_spawn_catch_main(void)
+ * started until it has caught one. With hold: lets every other process go on, and keeps the
+ * caught one stopped until the attacker is ended (init must still serve meanwhile). */
+int attack_spawn_catch_main(bool hold)
 {
     char init_name[64], state;
     if (!stat_of(1, init_name, sizeof init_name, &state))
@@ -87,10 +89,16 @@ int attack_spawn_catch_main(void)
     while (!pid) {
         for (int i = 0; i < 1000; i++)
             kill(-1, SIGSTOP);
-        pid = stopped_spawn_child(init_name);
+        pid = stopped_spawn_child(init_name, false, 0);
     }
     char spid[16];
     snprintf(spid, sizeof spid, "%d", pid);
+    if (hold) {
+        stopped_spawn_child(init_name, true, pid);
+        emit("spawn_caught", false, "pid %d held", pid);
+        for (;;)
+            pause();
+    }
     emit("spawn_caught", false, "pid %d CapPrm:\t%016llx", pid, cap_permitted(spid));
     report("ptrace_seize_spawn", now(ptrace(PTRACE_SEIZE, pid, 0, 0)), EPERM_ENOSYS);
     char buf[8];

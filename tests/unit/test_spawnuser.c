@@ -143,13 +143,53 @@ static void test_caps(void **state)
     big.n_groups = NSBOX_SPAWNUSER_GROUPS_MAX;
     for (size_t i = 0; i < big.n_groups; i++)
         big.groups[i] = 4294967294u;
-    big.set_caps = true;
+    big.set_caps = big.no_new_privs = true;
     for (size_t i = 0; i < NSBOX_SPAWNUSER_CAPSETS; i++)
         big.caps[i] = ~UINT64_C(0) - i;
     char text[NSBOX_SPAWNUSER_TEXT_MAX];
     assert_int_equal(nsbox_spawnuser_format(&big, text, sizeof text), 0);
     assert_int_equal(nsbox_spawnuser_parse(text, &back, &e), 0);
     assert_memory_equal(&big, &back, sizeof big);
+}
+
+/* The process's own no_new_privs: "nnp" after the groups, before the sets. */
+static void test_no_new_privs(void **state)
+{
+    (void)state;
+    struct nsbox_spawnuser u;
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_spawnuser_parse("0 0 -1 nnp", &u, &e), 0);
+    assert_true(u.no_new_privs);
+    assert_false(u.set_caps);
+    assert_int_equal(nsbox_spawnuser_parse("1000 1000 -1 20 nnp caps 1 2 3 4 5", &u, &e), 0);
+    assert_true(u.no_new_privs);
+    assert_int_equal(u.n_groups, 1);
+    assert_true(u.set_caps);
+    assert_int_equal(u.caps[NSBOX_SPAWNUSER_AMBIENT], 5);
+    assert_int_equal(nsbox_spawnuser_parse("0 0 -1 20 caps 1 2 3 4 5", &u, &e), 0);
+    assert_false(u.no_new_privs);
+    char text[NSBOX_SPAWNUSER_TEXT_MAX];
+    struct nsbox_spawnuser back, v = {.umask = -1, .no_new_privs = true};
+    assert_int_equal(nsbox_spawnuser_format(&v, text, sizeof text), 0);
+    assert_string_equal(text, "0 0 -1 nnp");
+    assert_int_equal(nsbox_spawnuser_parse(text, &back, &e), 0);
+    assert_memory_equal(&v, &back, sizeof v);
+    static const char *const bad[] = {
+        "0 0 -1 nnp ",                /* a trailing space */
+        "0 0 -1 nnpx",                /* another word */
+        "0 0 -1 nnp nnp",             /* twice */
+        "0 0 -1 nnp 20",              /* a group after it */
+        "0 0 -1 caps 1 2 3 4 5 nnp",  /* after the sets */
+        "0 0 -1 nnp  caps 1 2 3 4 5", /* two spaces */
+        "0 0 -1 nnp caps 1 2 3 4",    /* four sets */
+        "0 0 nnp",                    /* in place of the umask */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        e.msg[0] = '\0';
+        if (nsbox_spawnuser_parse(bad[i], &u, &e) == 0)
+            fail_msg("'%s' parsed", bad[i]);
+        assert_true(e.msg[0] != '\0');
+    }
 }
 
 static void test_add_gids(void **state)
@@ -183,6 +223,7 @@ int main(void)
         cmocka_unit_test(test_parse),          cmocka_unit_test(test_refused),
         cmocka_unit_test(test_groups_bounded), cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_add_gids),       cmocka_unit_test(test_caps),
+        cmocka_unit_test(test_no_new_privs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
