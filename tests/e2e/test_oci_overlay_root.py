@@ -180,10 +180,7 @@ class EngineOverlayRoot(BundleCase):
         # the container's root writes host root's files: set-id modes and extended attributes
         # are refused there, and a lower layer's set-id program cannot be rewritten through a
         # shared mapping (it is sealed read-only: the kernel would keep its bits)
-        probes = os.environ.get("NSBOX_SECURITY_BIN_DIR")
-        if not probes or not os.path.exists(os.path.join(probes, "attack")):
-            self.skipTest("needs the security probes (run through ctest)")
-        shutil.copy(os.path.join(probes, "attack"), os.path.join(self.low, "bin", "attack"))
+        self.probe_in_layer()
         self.mount_engine()
         c = config(["sh", "-c", "echo x > /prog; chmod 755 /prog && echo plain;"
                     " chmod u+s /prog || echo refused-suid; chmod g+s /prog || echo refused-sgid;"
@@ -208,6 +205,8 @@ class EngineOverlayRoot(BundleCase):
             self.assertEqual(f.read(), "original\n")
 
     def probe_in_layer(self):
+        """The security tests' static probe (tests/security/attack.c) as the lower layer's
+        /bin/attack; the test is skipped where it was not built."""
         probes = os.environ.get("NSBOX_SECURITY_BIN_DIR")
         if not probes or not os.path.exists(os.path.join(probes, "attack")):
             self.skipTest("needs the security probes (run through ctest)")

@@ -7,7 +7,6 @@ by nsbox's seccomp filter, whatever seccomp profile the bundle brings; masked pa
 inside the bundle are masked; root.readonly true keeps the image read-only, with nothing written
 to the bundle."""
 import os
-import shutil
 import stat
 import struct
 import time
@@ -147,10 +146,7 @@ class WritableRoot(BundleCase):
         """attack xattr on a file of the writable root, as the container's root with
         CAP_SETFCAP, under the bundle's own linux.seccomp when given: what it printed, and the
         filters the container added."""
-        probes = os.environ.get("NSBOX_SECURITY_BIN_DIR")
-        if not probes or not os.path.exists(os.path.join(probes, "attack")):
-            self.skipTest("needs the security probes (run through ctest)")
-        shutil.copy(os.path.join(probes, "attack"), os.path.join(self.rootfs, "bin", "attack"))
+        self.install_probe()
         open(os.path.join(self.rootfs, "prog"), "w").close()
         c = config([])
         caps = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_SETFCAP"]
@@ -189,10 +185,7 @@ class WritableRoot(BundleCase):
         # written through a shared mapping, the kernel keeps their bits and capability (a
         # write(2) clears them), and the container's code would be a set-user-ID-root program
         # on the host. Each is bound read-only onto itself; a plain program stays writable
-        probes = os.environ.get("NSBOX_SECURITY_BIN_DIR")
-        if not probes or not os.path.exists(os.path.join(probes, "attack")):
-            self.skipTest("needs the security probes (run through ctest)")
-        shutil.copy(os.path.join(probes, "attack"), os.path.join(self.rootfs, "bin", "attack"))
+        self.install_probe()
         os.makedirs(os.path.join(self.rootfs, "usr", "lib", "deep"))
         # CAP_NET_RAW, effective (VFS_CAP_REVISION_2)
         fcap = struct.pack("<5I", 0x02000001, 1 << 13, 0, 0, 0)
