@@ -155,6 +155,39 @@ static bool oci_owned(const struct nsbox_image *img)
            sb.st_uid == NSBOX_IMAGE_ID_BASE && sb.st_gid == NSBOX_IMAGE_ID_BASE;
 }
 
+/* The tree the root is made of (c->L.image_fd): a writable root's, the bundle's directory or
+ * an engine's overlay through idmapped mounts, where it can be made (else c->root_why says why
+ * not, and the root is the image read-only); an owned OCI image's, idmapped; else the plain
+ * overlay of an image's layers. */
+static int prepare_root(struct nsbox_sandbox *c, const struct nsbox_image *img, struct nsbox_err *e)
+{
+    if (c->root_writable) {
+        int r = 1;
+        if (c->st.privileged)
+            r = nsbox_userns_root_tree(img->root, nsbox_idmap_slot_base(c->st.slot), &c->L.image_fd,
+                                       &c->root_why);
+        else
+            nsbox_err_set(&c->root_why, NSBOX_E_UNSUPPORTED, EPERM,
+                          "an idmapped mount needs root, and nsbox-oci runs as uid %u",
+                          (unsigned)getuid());
+        if (r < 0) {
+            *e = c->root_why;
+            return nsbox_err_wrap(e, "root.path");
+        }
+        c->root_writable = r == 0;
+    }
+    /* An OCI image whose files keep their owners (NSBOX_IMAGE_ID_BASE + N, made so by a root
+     * import) is seen through an idmapped mount: its ids N are this sandbox's ids N. */
+    if (c->L.image_fd < 0 && c->st.privileged && oci_owned(img) &&
+        nsbox_userns_image_tree(img, nsbox_idmap_slot_base(c->st.slot), &c->L.image_fd, e) < 0)
+        return -1;
+    /* an image made of layers without idmapped mounts: their plain overlay (owners as nobody) */
+    if (c->L.image_fd < 0 && img->mount_fd >= 0 &&
+        (c->L.image_fd = fcntl(img->mount_fd, F_DUPFD_CLOEXEC, 0)) < 0)
+        return nsbox_err_sys(e, "image %s", img->name);
+    return 0;
+}
+
 /* Everything after the state directory; the ext4 workspace is being made meanwhile. */
 static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, char *const argv[],
                         const char *cwd, const struct nsbox_image *img,
@@ -181,30 +214,8 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
             return -1;
         premounted = c->st.ws_idmapped = r == 0;
     }
-    if (c->root_writable) {
-        int r = 1;
-        if (c->st.privileged)
-            r = nsbox_userns_root_tree(img->root, nsbox_idmap_slot_base(c->st.slot), &c->L.image_fd,
-                                       &c->root_why);
-        else
-            nsbox_err_set(&c->root_why, NSBOX_E_UNSUPPORTED, EPERM,
-                          "an idmapped mount needs root, and nsbox-oci runs as uid %u",
-                          (unsigned)getuid());
-        if (r < 0) {
-            *e = c->root_why;
-            return nsbox_err_wrap(e, "root.path");
-        }
-        c->root_writable = r == 0;
-    }
-    /* An OCI image whose files keep their owners (NSBOX_IMAGE_ID_BASE + N, made so by a root
-     * import) is seen through an idmapped mount: its ids N are this sandbox's ids N. */
-    if (c->L.image_fd < 0 && c->st.privileged && oci_owned(img) &&
-        nsbox_userns_image_tree(img, nsbox_idmap_slot_base(c->st.slot), &c->L.image_fd, e) < 0)
+    if (prepare_root(c, img, e) < 0)
         return -1;
-    /* an image made of layers without idmapped mounts: their plain overlay (owners as nobody) */
-    if (c->L.image_fd < 0 && img->mount_fd >= 0 &&
-        (c->L.image_fd = fcntl(img->mount_fd, F_DUPFD_CLOEXEC, 0)) < 0)
-        return nsbox_err_sys(e, "image %s", img->name);
     /* On the heap: it is large (48 entries with their link texts), and stack pages a process
      * has touched stay with it, which a persistent sandbox's supervisor pays for all its life. */
     cleanup_free struct nsbox_rootfs_cfg *cfg = malloc(sizeof *cfg);
