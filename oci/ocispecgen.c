@@ -46,7 +46,10 @@ int nsbox_ocispecgen_spec(const struct nsbox_ocirt *g, int argc, char **argv, st
     }
     char path[PATH_MAX];
     if ((size_t)snprintf(path, sizeof path, "%s/config.json", bundle) >= sizeof path) {
-        nsbox_err_invalid(e, "spec: --bundle: path too long");
+        nsbox_err_invalid(e,
+                          "spec: --bundle DIR: DIR/config.json would be longer than a path "
+                          "may be (%d bytes): give a shorter DIR",
+                          PATH_MAX);
         return 1;
     }
     /* O_EXCL: a config someone wrote is never replaced (runc's words) */

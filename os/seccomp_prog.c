@@ -286,7 +286,9 @@ int nsbox_seccomp_cache_dir(char *out, size_t n, struct nsbox_err *e)
     if (nsbox_path_data_dir(data, sizeof data, e) < 0)
         return -1;
     if ((size_t)snprintf(out, n, "%s/cache", data) >= n)
-        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "seccomp cache: %s/cache: too long",
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG,
+                             "seccomp cache: %s/cache is longer than a path may be: set "
+                             "NSBOX_DATA_DIR to a shorter directory",
                              data);
     return 0;
 }
