@@ -40,9 +40,8 @@ static char *next_field(char **s, char sep)
     return f;
 }
 
-/* The kernel's \ooo escapes undone in place; -1 for one that gives a control character
- * (a NUL included) or a byte the kernel would not have escaped so, or a control character
- * left as it is. */
+/* The kernel's \ooo escapes undone in place; -1 for a control character, escaped (a NUL
+ * included) or left as it is. */
 static int unescape(char *s)
 {
     char *w = s;
