@@ -388,10 +388,10 @@ static int give_up_kept(const struct nsbox_launch *L, struct nsbox_err *e)
     return set_config_caps(L, 0, 0, e);
 }
 
-/* Forked from an init that is already contained (rlimits, no capabilities, no_new_privs,
- * seccomp: init_harden), so the workload inherits all of it and loads no filter of its own; what
- * is left is per process: signals, descriptors, session, working directory, and what init keeps
- * for exec's children (cap_keep). */
+/* Forked from an init that is already contained (rlimits, capabilities and no_new_privs as
+ * nsbox or the OCI config sets them, seccomp: init_harden), so the workload inherits all of it
+ * and loads no filter of its own; what is left is per process: signals, descriptors, session,
+ * working directory, and what init keeps for exec's children (cap_keep). */
 __attribute__((noreturn)) static void workload_exec(struct nsbox_launch *L, int exec_wr)
 {
     struct nsbox_err e = {0};
