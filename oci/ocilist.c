@@ -4,6 +4,7 @@
 #include "ocirt.h"
 #include "cleanup.h"
 #include "cleanup_cjson.h"
+#include "grow.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -68,14 +69,7 @@ static char **read_ids(const struct nsbox_ocirt *g, size_t *n, struct nsbox_err 
     while ((de = readdir(d))) {
         if (!nsbox_ocistate_id_valid(de->d_name))
             continue; /* ".", "..", and nothing create makes */
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 16;
-            char **grown = realloc(ids, cap * sizeof *ids);
-            if (!grown)
-                break;
-            ids = grown;
-        }
-        if (!(ids[*n] = strdup(de->d_name)))
+        if (nsbox_grow(&ids, &cap, *n, sizeof *ids, 16, 0) < 0 || !(ids[*n] = strdup(de->d_name)))
             break;
         (*n)++;
     }
