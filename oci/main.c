@@ -48,7 +48,7 @@ static const struct {
     {"exec", nsbox_ociexec_exec,
      "exec [--detach] [--pid-file F] [--console-socket S] [--tty] [--cwd DIR]\n"
      "      [--env K=V] [--user UID[:GID]] [--additional-gids G[,G...]]\n"
-     "      [--preserve-fds N] [--cap CAP] (--process F | ID CMD...)",
+     "      [--preserve-fds N] [--cap CAP] [--no-new-privs] (--process F | ID CMD...)",
      "run in a running one, as any of its users, within its capabilities"},
     {"ps", nsbox_ocips_ps, "ps [--format json|table] ID", "its processes (host pids)"},
     {"update", nsbox_ociupdate_update, "update --resources FILE|- ID",
