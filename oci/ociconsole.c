@@ -79,12 +79,18 @@ int nsbox_ociconsole_receive(int lsock, struct nsbox_err *e)
     cleanup_close int c = r > 0 ? accept4(lsock, NULL, NULL, SOCK_CLOEXEC) : -1;
     if (c < 0)
         return nsbox_err_set(e, NSBOX_E_SYS, r == 0 ? ETIMEDOUT : errno,
-                             "run: the container's terminal did not come");
+                             "run: the container's terminal did not come: the monitor sent no "
+                             "pseudo-terminal to run's console socket%s: run again, or set "
+                             "\"terminal\": false in config.json",
+                             r == 0 ? " within 10 s" : "");
     char name[64];
     int fds[1], flags;
     size_t got;
     if (nsbox_msg_recv_fds(c, name, sizeof name, NULL, 0, fds, 1, &got, &flags) <= 0 || !got)
-        return nsbox_err_set(e, NSBOX_E_SYS, EPROTO, "run: the container's terminal did not come");
+        return nsbox_err_set(e, NSBOX_E_SYS, EPROTO,
+                             "run: the container's terminal did not come: the monitor's message "
+                             "on run's console socket held no pseudo-terminal: run again, or "
+                             "set \"terminal\": false in config.json");
     return fds[0];
 }
 
