@@ -1,6 +1,7 @@
 /* The user an agent's command runs as (agent_user.h). */
 #define _GNU_SOURCE
 #include "agent_user.h"
+#include "caps.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -35,50 +36,20 @@ static bool same_groups(const struct nsbox_spawnuser *u)
 static bool have_default;
 static uint64_t default_caps[NSBOX_SPAWNUSER_CAPSETS], init_sets[3];
 
-/* The highest capability this kernel knows. */
-static int last_cap(void)
-{
-    int last = 0;
-    while (prctl(PR_CAPBSET_READ, last + 1, 0, 0, 0) >= 0)
-        last++;
-    return last;
-}
-
-static int caps_get(uint64_t *eff, uint64_t *prm, uint64_t *inh)
-{
-    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct d[2] = {{0}};
-    if (syscall(SYS_capget, &hdr, d) < 0)
-        return -1;
-    *eff = (uint64_t)d[1].effective << 32 | d[0].effective;
-    *prm = (uint64_t)d[1].permitted << 32 | d[0].permitted;
-    *inh = (uint64_t)d[1].inheritable << 32 | d[0].inheritable;
-    return 0;
-}
-
-static int caps_set(uint64_t eff, uint64_t prm, uint64_t inh)
-{
-    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct d[2] = {
-        {(uint32_t)eff, (uint32_t)prm, (uint32_t)inh},
-        {(uint32_t)(eff >> 32), (uint32_t)(prm >> 32), (uint32_t)(inh >> 32)}};
-    return (int)syscall(SYS_capset, &hdr, d);
-}
-
 /* What the changes take, from the permitted set into the effective one: CAP_SETPCAP to cut the
  * bounding set, CAP_SETUID and CAP_SETGID to change ids (init keeps them permitted for this:
  * sandbox/launch.h, cap_keep). The process's own sets replace them before it execs. */
 static int raise_for_changes(int last)
 {
-    uint64_t eff, prm, inh, known = last >= 63 ? ~UINT64_C(0) : BIT(last + 1) - 1;
+    uint64_t eff, prm, inh, known = nsbox_caps_known(last);
     const uint64_t need = BIT(CAP_SETPCAP) | BIT(CAP_SETUID) | BIT(CAP_SETGID);
     /* init's sets as nsbox-oci set them, known without capget (which a bundle's seccomp
      * profile need not allow: sandbox/contain_calls.c) */
     if (have_default)
         eff = init_sets[0] & known, prm = init_sets[1] & known, inh = init_sets[2] & known;
-    else if (caps_get(&eff, &prm, &inh) < 0)
+    else if (nsbox_caps_get(&eff, &prm, &inh) < 0)
         return errno;
-    if ((prm & need & ~eff) && caps_set(eff | (prm & need), prm, inh) < 0)
+    if ((prm & need & ~eff) && nsbox_caps_set(eff | (prm & need), prm, inh) < 0)
         return errno;
     return 0;
 }
@@ -98,11 +69,11 @@ static int cut_bounding(const struct nsbox_spawnuser *u, int last)
  * as create leaves it for the container's process (sandbox/contain.c). */
 static int set_own_caps(const struct nsbox_spawnuser *u, int last, bool kept)
 {
-    uint64_t known = last >= 63 ? ~UINT64_C(0) : BIT(last + 1) - 1;
+    uint64_t known = nsbox_caps_known(last);
     uint64_t eff = u->caps[NSBOX_SPAWNUSER_EFFECTIVE] & known;
     uint64_t prm = u->caps[NSBOX_SPAWNUSER_PERMITTED] & known;
     uint64_t inh = u->caps[NSBOX_SPAWNUSER_INHERITABLE] & known;
-    if (caps_set(eff, prm, inh) < 0 || (kept && prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0))
+    if (nsbox_caps_set(eff, prm, inh) < 0 || (kept && prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0))
         return errno;
     if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
         return errno;
@@ -188,7 +159,7 @@ static bool within_container(const struct nsbox_spawnuser *u)
 
 int nsbox_agent_user_become(const struct nsbox_spawnuser *u, bool *caps_failed)
 {
-    int last = u->set_caps ? last_cap() : 0, err;
+    int last = u->set_caps ? nsbox_caps_last() : 0, err;
     *caps_failed = true;
     if (u->set_caps && !within_container(u))
         return EPERM;

@@ -7,6 +7,7 @@
 #include "cleanup.h"
 #include "agent.h"
 #include "agent_user.h"
+#include "caps.h"
 #include "idmap.h"
 #include "cmdline.h"
 #include "launch.h"
@@ -213,16 +214,6 @@ static int new_session(struct nsbox_err *e)
     return 0;
 }
 
-/* The effective, permitted and inheritable sets, as 64-bit masks: capset's result. */
-static int caps_set(uint64_t eff, uint64_t prm, uint64_t inh)
-{
-    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct data[2] = {
-        {(uint32_t)eff, (uint32_t)prm, (uint32_t)inh},
-        {(uint32_t)(eff >> 32), (uint32_t)(prm >> 32), (uint32_t)(inh >> 32)}};
-    return (int)syscall(SYS_capset, &hdr, data);
-}
-
 static int drop_capabilities(struct nsbox_err *e)
 {
     /* Lock the securebits first (needs CAP_SETPCAP, still held): even if a future change mapped
@@ -237,18 +228,9 @@ static int drop_capabilities(struct nsbox_err *e)
             return nsbox_err_sys(e, "prctl(PR_CAPBSET_DROP, %d)", cap);
     if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
         return nsbox_err_sys(e, "prctl(PR_CAP_AMBIENT_CLEAR_ALL)");
-    if (caps_set(0, 0, 0) < 0)
+    if (nsbox_caps_set(0, 0, 0) < 0)
         return nsbox_err_sys(e, "capset");
     return 0;
-}
-
-/* The highest capability this kernel knows. */
-static int last_cap(void)
-{
-    int last = 0;
-    while (prctl(PR_CAPBSET_READ, last + 1) >= 0)
-        last++;
-    return last;
 }
 
 /* The capability sets a config names (nsbox-oci), within the user namespace: the bounding set
@@ -259,8 +241,8 @@ static int last_cap(void)
 static int set_config_caps(const struct nsbox_launch *L, uint64_t extra, uint64_t keep,
                            struct nsbox_err *e)
 {
-    int last = last_cap();
-    uint64_t known = last >= 63 ? ~UINT64_C(0) : (UINT64_C(1) << (last + 1)) - 1;
+    int last = nsbox_caps_last();
+    uint64_t known = nsbox_caps_known(last);
     for (int cap = 0; cap <= last; cap++)
         if (!((L->cap_bounding | extra | keep) & (UINT64_C(1) << cap)) &&
             prctl(PR_CAPBSET_DROP, cap) < 0)
@@ -268,7 +250,7 @@ static int set_config_caps(const struct nsbox_launch *L, uint64_t extra, uint64_
     uint64_t eff = (L->cap_effective | extra) & known;
     uint64_t prm = (L->cap_permitted | extra | keep) & known;
     uint64_t inh = L->cap_inheritable & known;
-    if (caps_set(eff, prm, inh) < 0)
+    if (nsbox_caps_set(eff, prm, inh) < 0)
         return nsbox_err_sys(e, "capset (process.capabilities)");
     if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
         return nsbox_err_sys(e, "prctl(PR_CAP_AMBIENT_CLEAR_ALL)");
@@ -379,11 +361,11 @@ static void listen_pid_self(char **envp)
  * sets alone. */
 static int give_up_kept(const struct nsbox_launch *L, struct nsbox_err *e)
 {
-    int last = last_cap();
-    uint64_t known = last >= 63 ? ~UINT64_C(0) : (UINT64_C(1) << (last + 1)) - 1;
+    int last = nsbox_caps_last();
+    uint64_t known = nsbox_caps_known(last);
     uint64_t eff = (L->cap_effective | (UINT64_C(1) << CAP_SETPCAP)) & known;
     uint64_t prm = (L->cap_permitted | L->cap_keep) & known, inh = L->cap_inheritable & known;
-    if (caps_set(eff, prm, inh) < 0)
+    if (nsbox_caps_set(eff, prm, inh) < 0)
         return nsbox_err_sys(e, "capset (CAP_SETPCAP to cut the bounding set)");
     return set_config_caps(L, 0, 0, e);
 }
