@@ -1,5 +1,6 @@
 /* An overlayfs mount's line of mountinfo: see ovlinfo.h. */
 #include "ovlinfo.h"
+#include "mntescape.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -41,23 +42,11 @@ static char *next_field(char **s, char sep)
 }
 
 /* The kernel's \ooo escapes undone in place; -1 for a control character, escaped (a NUL
- * included) or left as it is. */
+ * included) or left as it is: a path or option of the overlay's that nsbox-oci mounts again. */
 static int unescape(char *s)
 {
-    char *w = s;
-    for (const char *r = s; *r; r++) {
-        unsigned char c = (unsigned char)*r;
-        if (c == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
-            r[3] <= '7') {
-            c = (unsigned char)((r[1] - '0') << 6 | (r[2] - '0') << 3 | (r[3] - '0'));
-            r += 3;
-        }
-        if (c < 0x20 || c == 0x7f)
-            return -1;
-        *w++ = (char)c;
-    }
-    *w = '\0';
-    return 0;
+    size_t len = strlen(s);
+    return nsbox_mntescape_decode(s, len, s, len + 1, true);
 }
 
 /* A layer's path (lowerdir+) or lowerdir's list of them, top first; "::" starts data-only

@@ -1,5 +1,6 @@
 /* Pure cgroup helpers: see cgroup_util.h. */
 #include "cgroup_util.h"
+#include "mntescape.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -364,25 +365,12 @@ int nsbox_cg_normalize_parent(const char *in, const char *strip_prefix, char *ou
     return 0;
 }
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+/* A field of mountinfo unescaped (mntescape.h), control characters kept: a cgroup's name may
+ * hold any byte but '/', and the root field is compared with /proc/self/cgroup's path, which is
+ * not escaped, so refusing them would fail a cgroup that works. */
 static int unescape_field(const char *s, size_t len, char *out, size_t n)
 {
-    size_t o = 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        if (c == '\\' && i + 3 < len && s[i + 1] >= '0' && s[i + 1] <= '3' &&
-            s[i + 2] >= '0' && s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
-            c = (char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-            i += 3;
-        }
-        if (o + 1 >= n) {
-            errno = ENAMETOOLONG;
-            return -1;
-        }
-        out[o++] = c;
-    }
-    out[o] = '\0';
-    return 0;
+    return nsbox_mntescape_decode(s, len, out, n, false);
 }
 
 int nsbox_cg_mountinfo_root(const char *text, const char *mountpoint, char *root, size_t n)

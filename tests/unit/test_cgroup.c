@@ -263,13 +263,17 @@ static void test_mountinfo_root(void **state)
         "35 24 0:30 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 "
         "rw,nsdelegate\n"
         "40 24 0:31 /docker/abc /sys/fs/cgroup ro,nosuid - cgroup2 cgroup rw\n"
-        "41 24 0:32 /x\\040y /mnt/with\\040space rw - tmpfs t rw\n";
+        "41 24 0:32 /x\\040y /mnt/with\\040space rw - tmpfs t rw\n"
+        "42 24 0:33 /a\\011b /sys/fs/cgroup/tab rw - cgroup2 cgroup rw\n";
     char root[PATH_MAX];
     /* The later mount on the same point hides the earlier one. */
     assert_int_equal(nsbox_cg_mountinfo_root(mi, "/sys/fs/cgroup", root, sizeof root), 0);
     assert_string_equal(root, "/docker/abc");
     assert_int_equal(nsbox_cg_mountinfo_root(mi, "/mnt/with space", root, sizeof root), 0);
     assert_string_equal(root, "/x y");
+    /* a cgroup's name may hold a control character: kept, as /proc/self/cgroup shows it */
+    assert_int_equal(nsbox_cg_mountinfo_root(mi, "/sys/fs/cgroup/tab", root, sizeof root), 0);
+    assert_string_equal(root, "/a\tb");
     assert_int_equal(nsbox_cg_mountinfo_root(mi, "/nope", root, sizeof root), -1);
     assert_int_equal(errno, ENOENT);
 
