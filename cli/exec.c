@@ -9,6 +9,7 @@
 #include "relay.h"
 #include "say.h"
 #include "signals.h"
+#include "tty.h"
 #include "util.h"
 
 #include <errno.h>
@@ -22,7 +23,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
-#include <termios.h>
 #include <unistd.h>
 
 
@@ -110,41 +110,8 @@ static int client_wait(const char *id, int sock, int sfd, uint64_t timeout_ms, c
 }
 
 /* exec -t: a pseudo-terminal of ours becomes the command's controlling terminal; our own
- * terminal goes raw and we relay bytes both ways (Ctrl-C is a byte the sandbox's line discipline
- * turns into SIGINT for the command's foreground job). */
-static struct termios saved_tio;
-static bool tio_saved;
-
-static void restore_tty(void)
-{
-    if (tio_saved)
-        tcsetattr(0, TCSADRAIN, &saved_tio);
-    tio_saved = false;
-}
-
-static void copy_winsize(int from, int to)
-{
-    struct winsize ws;
-    if (ioctl(from, TIOCGWINSZ, &ws) == 0)
-        ioctl(to, TIOCSWINSZ, &ws);
-}
-
-static bool relay(int from, int to)
-{
-    char buf[16384];
-    ssize_t n = read(from, buf, sizeof buf);
-    if (n <= 0)
-        return n < 0 && (errno == EAGAIN || errno == EINTR);
-    for (ssize_t off = 0; off < n;) {
-        ssize_t w = write(to, buf + off, (size_t)(n - off));
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return false;
-        off += w;
-    }
-    return true;
-}
+ * terminal goes raw and we relay bytes both ways (os/tty.h: Ctrl-C is a byte the sandbox's line
+ * discipline turns into SIGINT for the command's foreground job). */
 
 static bool reply_busy(const cJSON *reply)
 {
@@ -210,12 +177,8 @@ static int exec_with_tty(const char *id, struct nsbox_request *req)
         return nsbox_say_exit(first);
     }
     cJSON_Delete(first);
-    if (tcgetattr(0, &saved_tio) == 0) {
-        struct termios raw = saved_tio;
-        cfmakeraw(&raw);
-        tio_saved = tcsetattr(0, TCSADRAIN, &raw) == 0;
-        atexit(restore_tty);
-    }
+    if (nsbox_tty_raw())
+        atexit(nsbox_tty_restore);
     fcntl(master, F_SETFL, O_NONBLOCK);
     bool in_open = true;
     for (;;) {
@@ -224,18 +187,18 @@ static int exec_with_tty(const char *id, struct nsbox_request *req)
         if (poll(pf, 4, -1) < 0 && errno != EINTR)
             break;
         if (pf[1].revents & POLLIN)
-            relay(master, 1);
+            nsbox_tty_copy(master, 1);
         if (pf[3].revents & (POLLIN | POLLHUP))
-            in_open = relay(0, master);
+            in_open = nsbox_tty_copy(0, master);
         if (pf[2].revents & POLLIN) {
             struct signalfd_siginfo si;
             if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
                 if (si.ssi_signo == SIGWINCH) {
-                    copy_winsize(0, master);
+                    nsbox_tty_resize(master);
                 } else {
                     send_signal(sock, (int)si.ssi_signo);
                     if (supervisor_answers(id, sock, "the command was signalled", &e) < 0) {
-                        restore_tty();
+                        nsbox_tty_restore();
                         sigprocmask(SIG_SETMASK, &old, NULL);
                         return nsbox_say_fail(&e);
                     }
@@ -245,13 +208,8 @@ static int exec_with_tty(const char *id, struct nsbox_request *req)
         if (pf[0].revents & (POLLIN | POLLHUP))
             break;
     }
-    /* What the command wrote last, up to the first empty read (master is non-blocking). */
-    for (char buf[16384];;) {
-        ssize_t n = read(master, buf, sizeof buf);
-        if (n <= 0 || write(1, buf, (size_t)n) != n)
-            break;
-    }
-    restore_tty();
+    nsbox_tty_drain(master); /* what the command wrote last */
+    nsbox_tty_restore();
     sigprocmask(SIG_SETMASK, &old, NULL);
     cJSON *reply = NULL;
     if (nsbox_client_recv(sock, &reply, NULL, &e) < 0)

@@ -13,6 +13,7 @@
 #include "ociproc.h"
 #include "ocispec.h"
 #include "signals.h"
+#include "tty.h"
 #include "util.h"
 
 #include <errno.h>
@@ -391,7 +392,7 @@ __attribute__((noreturn)) static void relay(int fd, int master)
         if ((pf[1].revents & POLLIN) && read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
             struct nsbox_ocictl_msg k = {.op = "kill", .status = (int32_t)si.ssi_signo};
             if (si.ssi_signo == SIGWINCH && master >= 0)
-                nsbox_ocitty_resize(master);
+                nsbox_tty_resize(master);
             else
                 nsbox_ocictl_send(fd, &k, NULL, NULL, 0, &e);
         }

@@ -258,12 +258,9 @@ int nsbox_ociconsole_receive(int lsock, struct nsbox_err *e);
 void nsbox_ociconsole_remove(const char *path);
 
 /* ---- ocitty.c: the caller's terminal lent to a container's pty (exec -t, run) ---- */
-/* Ours (stdin)'s size given to master; restore: what master still has copied to stdout, and
- * ours as it was before nsbox_ocitty_begin. */
-void nsbox_ocitty_resize(int master);
+/* What master still has copied to stdout, and ours as it was before nsbox_ocitty_begin. A
+ * window's change is given to master by os/tty.h's nsbox_tty_resize. */
 void nsbox_ocitty_restore(int master);
-/* Copy what is there from one to the other; false when from is done. */
-bool nsbox_ocitty_copy(int from, int to);
 /* A relay's loop: the copying both ways while either way is open (nothing when master < 0),
  * as two pollfds of its poll. */
 struct nsbox_ocitty {

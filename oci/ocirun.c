@@ -4,6 +4,7 @@
 #include "ocirt.h"
 #include "cleanup.h"
 #include "signals.h"
+#include "tty.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -41,7 +42,7 @@ static int wait_relaying(pid_t init, int master, const sigset_t *set)
         struct signalfd_siginfo si;
         if ((pf[0].revents & POLLIN) && read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
             if (si.ssi_signo == SIGWINCH && master >= 0)
-                nsbox_ocitty_resize(master);
+                nsbox_tty_resize(master);
             else if (si.ssi_signo != SIGCHLD)
                 kill(init, (int)si.ssi_signo);
         }
