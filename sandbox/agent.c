@@ -863,9 +863,15 @@ static void serve(int sock)
     for (;;) {
         struct pollfd pf[4 + MAX_PENDING] = {
             {sock, POLLIN, 0}, {sfd, POLLIN, 0}, {run.listen_fd, POLLIN, 0}, {run.conn, POLLIN, 0}};
+        /* only the pending children's pipes: poll fails (EINVAL) for more entries than
+         * RLIMIT_NOFILE, which the workload may lower on init (prlimit) */
+        size_t n_pf = 4, at[MAX_PENDING];
         for (size_t i = 0; i < MAX_PENDING; i++)
-            pf[4 + i] = (struct pollfd){pending[i].pid ? pending[i].status_fd : -1, POLLIN, 0};
-        if (poll(pf, NSBOX_ARRAY_LEN(pf), -1) < 0 && errno != EINTR)
+            if (pending[i].pid) {
+                at[n_pf - 4] = i;
+                pf[n_pf++] = (struct pollfd){pending[i].status_fd, POLLIN, 0};
+            }
+        if (poll(pf, n_pf, -1) < 0 && errno != EINTR)
             _exit(125);
         /* the run's client first: a signal it sent is delivered before reap() reports */
         if (run.conn >= 0 && (pf[3].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -874,10 +880,12 @@ static void serve(int sock)
             relay_signals(sfd);
             reap(sock);
         }
-        for (size_t i = 0; i < MAX_PENDING; i++) /* reap() may have done one already */
-            if (pending[i].pid && pending[i].status_fd == pf[4 + i].fd &&
-                (pf[4 + i].revents & (POLLIN | POLLHUP | POLLERR)))
+        for (size_t k = 4; k < n_pf; k++) { /* reap() may have done one already */
+            size_t i = at[k - 4];
+            if (pending[i].pid && pending[i].status_fd == pf[k].fd &&
+                (pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
                 pending_done(sock, i);
+        }
         if (run.listen_fd >= 0 && (pf[2].revents & POLLIN))
             take_run(sock, payload);
         if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
