@@ -79,36 +79,43 @@ int nsbox_ocispec_parse_mount_idmap(const cJSON *m, struct nsbox_ocispec_mount *
     return 0;
 }
 
+/* "config.json: key 'KEY': the mount at DEST maps WHAT LO-HI, WHY" (NSBOX_E_POLICY); -1. */
+static int outside(struct nsbox_err *e, const char *key, const char *dest, const char *what,
+                   uint64_t lo, uint64_t size, const char *why)
+{
+    return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                         "config.json: key '%s': the mount at %s maps %s %llu-%llu, %s", key, dest,
+                         what, (unsigned long long)lo, (unsigned long long)(lo + size - 1), why);
+}
+
 /* The config's picture of the container's ids (linux.uidMappings, or none: container ids are
  * the config's host ids) into mount's lines: each hostID becomes the container id it is. */
 static int resolve_lines(struct nsbox_idmap *l, unsigned n, const struct nsbox_idmap *own,
                          unsigned n_own, const char *key, const char *dest, struct nsbox_err *e)
 {
+    const uint64_t ids = NSBOX_OCISPEC_ID_MAX + 1ull;
     for (unsigned i = 0; i < n; i++) {
         uint64_t disk = l[i].inside, host = l[i].outside, size = l[i].count;
         int64_t id = n_own ? -1 : (int64_t)host;
         for (unsigned k = 0; k < n_own && id < 0; k++)
             if (host >= own[k].outside && host + size <= (uint64_t)own[k].outside + own[k].count)
                 id = (int64_t)(own[k].inside + (host - own[k].outside));
-        if (id < 0 || (uint64_t)id + size > NSBOX_OCISPEC_ID_MAX + 1ull)
-            return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
-                                 "config.json: key '%s': the mount at %s maps onto host ids "
-                                 "%llu-%llu, which are not the container's own (ids 0-%u, or "
-                                 "what linux.%s gives it): an idmapped mount never lets the "
-                                 "container act as a host id outside its range; map onto the "
-                                 "container's ids, or leave the mappings out (its own mapping)",
-                                 key, dest, (unsigned long long)host,
-                                 (unsigned long long)(host + size - 1), NSBOX_OCISPEC_ID_MAX,
-                                 key + strlen("mounts."));
-        if (disk + size > NSBOX_OCISPEC_ID_MAX + 1ull)
-            return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
-                                 "config.json: key '%s': the mount at %s maps the ids %llu-%llu "
-                                 "on disk, past %u: the container would write files as host "
-                                 "ids outside the 0-%u its writable root's idmap gives it (those "
-                                 "of other containers); map on-disk ids (containerID) 0-%u only",
-                                 key, dest, (unsigned long long)disk,
-                                 (unsigned long long)(disk + size - 1), NSBOX_OCISPEC_ID_MAX,
-                                 NSBOX_OCISPEC_ID_MAX, NSBOX_OCISPEC_ID_MAX);
+        if (id < 0 || (uint64_t)id + size > ids)
+            return outside(e, key, dest, "onto host ids", host, size,
+                           n_own ? "which are not the container's own (those linux.uidMappings "
+                                   "or gidMappings gives it, ids 0-65535): an idmapped mount "
+                                   "never lets the container act as a host id outside its "
+                                   "range; map onto them, or leave the mappings out (its own "
+                                   "mapping)"
+                                 : "which are not the container's own (ids 0-65535): an "
+                                   "idmapped mount never lets the container act as a host id "
+                                   "outside its range; map onto them, or leave the mappings out "
+                                   "(its own mapping)");
+        if (disk + size > ids)
+            return outside(e, key, dest, "on-disk ids", disk, size,
+                           "past 65535: the container would write files as host ids outside "
+                           "the 0-65535 its writable root's idmap gives it (those of other "
+                           "containers); map on-disk ids (containerID) 0-65535 only");
         l[i].outside = (uint32_t)id;
     }
     return 0;

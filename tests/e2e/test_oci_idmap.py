@@ -9,11 +9,10 @@ import json
 import os
 import shutil
 import stat
-import struct
 import tempfile
 import unittest
 
-from oci_bundle import OCI, BundleCase, config, require_runtime
+from oci_bundle import OCI, BundleCase, config, make_programs, require_runtime
 
 
 def setUpModule():
@@ -74,7 +73,8 @@ class IdmappedVolume(BundleCase):
             # onto host ids the container does not have
             ([{"containerID": 0, "hostID": 100000, "size": 65536}], "not the container's own"),
             # on-disk ids past 65535: other containers' files
-            ([{"containerID": 200000, "hostID": 0, "size": 1}], "on disk, past 65535"),
+            ([{"containerID": 200000, "hostID": 0, "size": 1}],
+             "on-disk ids 200000-200000, past 65535"),
         ]
         for maps, want in cases:
             with self.subTest(maps=maps):
@@ -116,15 +116,9 @@ class IdmappedVolume(BundleCase):
 
     def test_set_id_programs_in_the_volume_cannot_be_rewritten(self):
         self.install_probe()
-        fcap = struct.pack("<5I", 0x02000001, 1 << 13, 0, 0, 0)  # CAP_NET_RAW, effective
         os.makedirs(os.path.join(self.vol, "deep", "er"))
         files = {"suid": 0o4755, "deep/er/sgid": 0o2755, "capped": 0o755, "plain": 0o755}
-        for name, mode in files.items():
-            path = os.path.join(self.vol, name)
-            with open(path, "w") as f:
-                f.write("original\n")
-            os.chmod(path, mode)
-        os.setxattr(os.path.join(self.vol, "capped"), "security.capability", fcap)
+        make_programs(self.vol, files)
         c = self.volume_config(["sh", "-c", "attack mmap-write /data/" + " /data/".join(files)
                                 + "; rm /data/suid; mv /data/suid /data/moved; true"])
         c["process"]["capabilities"] = {k: ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER",

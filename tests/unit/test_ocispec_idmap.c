@@ -123,7 +123,7 @@ static void test_floor(void **state)
     /* host root through a config without a user namespace is its root: allowed; but on-disk
      * ids past 65535 (other containers' files) are not */
     refused(BIND MAPS("uidMappings", 70000, 0, 1) "," MAPS("gidMappings", 0, 0, 1), "",
-            "maps the ids 70000-70000 on disk, past 65535", NSBOX_E_POLICY);
+            "maps on-disk ids 70000-70000, past 65535", NSBOX_E_POLICY);
     /* both, or neither */
     refused(BIND MAPS("uidMappings", 0, 0, 1), "", "key 'mounts.gidMappings'", NSBOX_E_INVALID);
     /* their shape */
