@@ -322,6 +322,15 @@ static bool seccomp_features(cJSON *linux_)
            cJSON_AddItemToObject(sc, "supportedFlags", seccomp_names(nsbox_seccomp_oci_flag));
 }
 
+/* linux.mountExtensions: a bind's idmap (docs/oci.md, "Idmapped volumes"), which containerd
+ * looks for before it asks for one. */
+static bool mount_features(cJSON *linux_)
+{
+    cJSON *ext = cJSON_AddObjectToObject(linux_, "mountExtensions");
+    cJSON *idmap = ext ? cJSON_AddObjectToObject(ext, "idmap") : NULL;
+    return idmap && cJSON_AddBoolToObject(idmap, "enabled", true);
+}
+
 /* What runc's `features` reports, limited to what nsbox-oci really does with a config. */
 int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv,
                            struct nsbox_err *e)
@@ -344,7 +353,7 @@ int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv,
         !cJSON_AddBoolToObject(cg, "v1", true) || !cJSON_AddBoolToObject(cg, "v2", true) ||
         !cJSON_AddBoolToObject(cg, "systemd", true) ||
         !cJSON_AddBoolToObject(cg, "systemdUser", false) || !seccomp_features(linux_) ||
-        !(ann = cJSON_AddObjectToObject(j, "annotations")) ||
+        !mount_features(linux_) || !(ann = cJSON_AddObjectToObject(j, "annotations")) ||
         !cJSON_AddStringToObject(ann, "org.nsbox.floor",
                                  "an unprivileged user namespace (the config's ids and "
                                  "capabilities inside it, never CAP_SYS_ADMIN), nsbox's "

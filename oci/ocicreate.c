@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/socket.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -336,8 +337,8 @@ static int set_oom_score_adj(pid_t pid, int adj, struct nsbox_err *e)
  * host's /sys is bound there instead, with the config's flags (read-only), as runc does
  * (docs/decisions.md). */
 static int config_mounts(const struct nsbox_ocispec *c, bool host_net,
-                         struct nsbox_rootfs_mount *out, struct nsbox_ocispec_mount_opts *opts,
-                         struct nsbox_err *e)
+                         struct nsbox_rootfs_mount *out, struct nsbox_rootfs_idmap *idmaps,
+                         struct nsbox_ocispec_mount_opts *opts, struct nsbox_err *e)
 {
     for (size_t i = 0; i < c->n_mounts; i++) {
         const struct nsbox_ocispec_mount *m = &c->mounts[i];
@@ -361,6 +362,23 @@ static int config_mounts(const struct nsbox_ocispec *c, bool host_net,
             .data = opts[i].data,
             .propagation = opts[i].propagation,
         };
+        idmaps[i] = (struct nsbox_rootfs_idmap){
+            .idmap = m->idmap,
+            .recursive = m->idmap_recursive,
+            .n_uid = m->n_uid_map,
+            .n_gid = m->n_gid_map,
+            .uid = m->uid_map,
+            .gid = m->gid_map,
+        };
+        /* the volume's programs are sealed by a walk of its directory (setid.h) */
+        if (m->idmap && !S_ISDIR(st.st_mode))
+            return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOTDIR,
+                                 "mounts: %s asks for an idmapped bind of %s, which is not a "
+                                 "directory: nsbox-oci idmaps directories only; bind its "
+                                 "directory, or leave idmap out",
+                                 m->destination, NSBOX_SHOW(m->source));
+        if (m->idmap) /* as the writable root: never a set-id program or device of its own */
+            out[i].flags |= MS_NOSUID | MS_NODEV;
     }
     return 0;
 }
@@ -406,9 +424,10 @@ static int monitor_launch(struct monitor *m, const struct nsbox_spec *s,
                           bool host_net, struct nsbox_err *e)
 {
     static struct nsbox_rootfs_mount mounts[NSBOX_OCISPEC_MOUNTS_MAX + NSBOX_OCISPEC_DEVICES_MAX];
+    static struct nsbox_rootfs_idmap idmaps[NSBOX_OCISPEC_MOUNTS_MAX + NSBOX_OCISPEC_DEVICES_MAX];
     static struct nsbox_ocispec_mount_opts opts[NSBOX_OCISPEC_MOUNTS_MAX];
     size_t n_dev = 0; /* linux.devices: binds after the config's mounts (ocidevices.c) */
-    if (config_mounts(c, host_net, mounts, opts, e) < 0 ||
+    if (config_mounts(c, host_net, mounts, idmaps, opts, e) < 0 ||
         bundle_mount_points(s->image, mounts, c->n_mounts, e) < 0 ||
         nsbox_ocidevices_mounts(c, mounts + c->n_mounts, &n_dev, e) < 0)
         return -1;
@@ -418,6 +437,7 @@ static int monitor_launch(struct monitor *m, const struct nsbox_spec *s,
     for (size_t i = 0; i < c->n_readonly; i++)
         readonly[i] = c->readonly[i];
     m->sb.mounts = mounts;
+    m->sb.idmaps = idmaps; /* the devices' entries stay zero: none is idmapped */
     m->sb.n_mounts = c->n_mounts + n_dev;
     m->sb.masked = masked;
     m->sb.n_masked = c->n_masked;

@@ -245,8 +245,9 @@ static const struct {
 
 const char *nsbox_ocispec_mount_option(size_t i)
 {
-    static const char *const binds[] = {"bind",   "rbind",  "private",    "rprivate",   "shared",
-                                        "rshared", "slave", "rslave", "unbindable", "runbindable"};
+    static const char *const binds[] = {"bind",       "rbind",       "private", "rprivate",
+                                        "shared",     "rshared",     "slave",   "rslave",
+                                        "unbindable", "runbindable", "idmap",   "ridmap"};
     if (i < NSBOX_ARRAY_LEN(mount_flags))
         return mount_flags[i].name;
     i -= NSBOX_ARRAY_LEN(mount_flags);
@@ -275,6 +276,8 @@ void nsbox_ocispec_mount_opts(const struct nsbox_ocispec_mount *m,
         } else if (!strcmp(one, "bind") || !strcmp(one, "rbind")) {
             o->bind = true;
             o->recursive |= one[0] == 'r';
+        } else if (!strcmp(one, "idmap") || !strcmp(one, "ridmap")) {
+            /* the mount's idmap (nsbox_ocispec_mount's), not the filesystem's */
         } else if (one[0] && used + len + 2 <= sizeof o->data) {
             /* the whole options text fits in data: nothing is cut */
             used += (size_t)snprintf(o->data + used, sizeof o->data - used, "%s%s", used ? "," : "",
@@ -546,7 +549,7 @@ static int parse_mount(const cJSON *m, struct nsbox_ocispec_mount *out, struct n
         return nsbox_ocispec_bad(e, "mounts.destination", "must be an absolute path");
     const cJSON *opts = cJSON_GetObjectItemCaseSensitive(m, "options");
     if (!opts || cJSON_IsNull(opts))
-        return 0;
+        return nsbox_ocispec_parse_mount_idmap(m, out, e);
     if (nsbox_ocispec_check_str_array(opts, "mounts.options", 64, e) < 0)
         return -1;
     size_t len = 0;
@@ -568,7 +571,7 @@ static int parse_mount(const cJSON *m, struct nsbox_ocispec_mount *out, struct n
     if (nsbox_propagation_parse(out->options, out->destination, &p, e) < 0 ||
         (o.bind && nsbox_propagation_check_bind(&p, o.flags & MS_RDONLY, out->destination, e) < 0))
         return -1;
-    return 0;
+    return nsbox_ocispec_parse_mount_idmap(m, out, e);
 }
 
 static int parse_mounts(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_err *e)
@@ -848,7 +851,8 @@ static int parse_doc(const cJSON *root, struct nsbox_ocispec *c, struct nsbox_er
         nsbox_ocispec_get_str(root, "hostname", "hostname", c->hostname, sizeof c->hostname, false,
                               e) < 0 ||
         parse_mounts(root, c, e) < 0 || parse_linux(root, c, e) < 0 ||
-        parse_annotations(root, c, e) < 0 || parse_hooks(root, c, e) < 0)
+        nsbox_ocispec_resolve_mount_idmaps(root, c, e) < 0 || parse_annotations(root, c, e) < 0 ||
+        parse_hooks(root, c, e) < 0)
         return -1;
     return 0;
 }

@@ -6,6 +6,7 @@
 #define NSBOX_OCISPEC_H
 
 #include "nsbox.h"
+#include "idmap.h"
 #include "ocicgroup.h"
 #include "propagation.h"
 #include "seccomp_profile.h"
@@ -100,6 +101,14 @@ struct nsbox_ocispec_mount {
     char type[32];
     char source[NSBOX_OCISPEC_PATH_MAX];
     char options[NSBOX_OCISPEC_OPTS_MAX];
+    /* An idmapped bind (options "idmap", "ridmap", or uidMappings and gidMappings given): the
+     * source seen through an idmapped mount, nosuid and nodev, whose on-disk ids (inside) are
+     * the container's ids (outside). No mappings: on-disk id N is container id N, as for the
+     * writable root. Given ones are resolved through linux.uidMappings to container ids and
+     * must stay within 0-65535 on both sides (the floor, policy/ocispec_idmap.c). */
+    bool idmap, idmap_recursive;   /* recursive: "ridmap", every submount idmapped too */
+    unsigned n_uid_map, n_gid_map; /* 0: the container's own mapping */
+    struct nsbox_idmap uid_map[NSBOX_IDMAP_LINES], gid_map[NSBOX_IDMAP_LINES];
 };
 
 /* A mount's options, split the way mount(2) takes them. */

@@ -30,4 +30,14 @@ int nsbox_ocispec_check_str_array(const cJSON *v, const char *key, size_t max, s
 /* ---- ocispec_linux.c: linux.resources, linux.cgroupsPath ---- */
 int nsbox_ocispec_parse_linux(const cJSON *lx, struct nsbox_ocispec *c, struct nsbox_err *e);
 
+/* ---- ocispec_idmap.c: a mount's idmap options and uidMappings, gidMappings ---- */
+/* Of mount m (its options already in out): out->idmap and the mappings as written. */
+int nsbox_ocispec_parse_mount_idmap(const cJSON *m, struct nsbox_ocispec_mount *out,
+                                    struct nsbox_err *e);
+/* Every mount's mappings, their hostIDs resolved to the container's ids through root's
+ * linux.uidMappings and gidMappings; a mapping outside the container's ids is refused
+ * (NSBOX_E_POLICY), naming the key and why. */
+int nsbox_ocispec_resolve_mount_idmaps(const cJSON *root, struct nsbox_ocispec *c,
+                                       struct nsbox_err *e);
+
 #endif

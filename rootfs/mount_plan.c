@@ -41,6 +41,8 @@ static struct nsbox_mount_op *push(struct nsbox_mount_plan *p, enum nsbox_mop op
     o->src = "";
     o->src_in_image = false;
     o->src_is_fd = false;
+    o->src_fd = -1;
+    o->seal = false;
     /* in place, every target is in the image: a directory but for files and device nodes */
     o->target_in_image = p->root_in_place;
     o->target_dir = p->root_in_place && op != NSBOX_MOP_FILE && op != NSBOX_MOP_BIND_DEV;
@@ -298,13 +300,17 @@ static uint64_t bind_attr(unsigned long flags)
 
 /* One config mount: its mount point, then the mount itself. */
 static int plan_config_mount(const struct nsbox_rootfs_cfg *cfg, const struct nsbox_rootfs_mount *m,
-                             struct nsbox_mount_plan *plan, struct nsbox_err *e)
+                             int fd, struct nsbox_mount_plan *plan, struct nsbox_err *e)
 {
     const char *rel = m->destination + strspn(m->destination, "/");
     if (check_destination(rel, m, e) < 0)
         return -1;
     bool bind = !strcmp(m->type, "bind");
     bool image = in_image(cfg, rel);
+    if (fd >= 0 && !bind)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                             "mounts: %s: an idmapped tree for a %s mount", m->destination,
+                             m->type);
     if (image && !bind && !cfg->root_in_place)
         return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EINVAL,
                              "mounts: a %s mount at %s lies inside the image, where nsbox-oci "
@@ -344,7 +350,11 @@ static int plan_config_mount(const struct nsbox_rootfs_cfg *cfg, const struct ns
     snprintf(o->data, sizeof o->data, "%s", m->data);
     o->propagation = m->propagation;
     if (bind) {
-        o->late = true;
+        o->late = fd < 0;
+        o->src_fd = fd;
+        /* writable: the host's set-id programs there would be the container root's to rewrite
+         * (setid.h), as a writable root's */
+        o->seal = fd >= 0 && !(m->flags & MS_RDONLY);
         if (m->source[0] != '/')
             return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
                                  "mounts: the bind at %s needs an absolute source", m->destination);
@@ -403,7 +413,7 @@ static int plan_config_mounts(const struct nsbox_rootfs_cfg *cfg, struct nsbox_m
     /* nsbox's /dev is sealed after the config's mounts, which may go below it */
     for (size_t i = 0; i < cfg->n_mounts; i++) {
         const struct nsbox_rootfs_mount *m = &cfg->mounts[i];
-        if (plan_config_mount(cfg, m, plan, e) < 0)
+        if (plan_config_mount(cfg, m, cfg->mount_fds ? cfg->mount_fds[i] : -1, plan, e) < 0)
             return -1;
         if (!strcmp(m->destination + strspn(m->destination, "/"), "dev") &&
             !strcmp(m->type, "tmpfs") && plan_dev_nodes(plan, e) < 0)

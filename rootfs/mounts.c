@@ -173,6 +173,12 @@ int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_p
         const struct nsbox_mount_op *o = &plan->ops[i];
         if (o->op != NSBOX_MOP_BIND && o->op != NSBOX_MOP_BIND_DEV)
             continue;
+        if (o->src_fd >= 0) { /* the launcher's idmapped volume: this plan's from here */
+            fds[i] = o->src_fd;
+            if (sys->mount_propagation_fd(fds[i], 1, MS_PRIVATE) < 0) /* as the image's above */
+                return nsbox_err_sys(e, "rootfs: make %s private", o->src);
+            continue;
+        }
         if (o->src_is_fd) {
             if (ws_fd < 0)
                 return nsbox_err_set(e, NSBOX_E_INVALID, EBADF, "rootfs: %s is missing", o->src);
@@ -465,6 +471,21 @@ static int apply_in_root(const struct nsbox_sys *sys, const struct nsbox_mount_o
     return r;
 }
 
+/* A writable idmapped volume, attached at o->target: its set-id and file-capability programs
+ * sealed as a writable root's are (setid.h), before any process of the container runs. */
+static int seal_volume(const struct nsbox_sys *sys, int rootfd, const struct nsbox_mount_op *o,
+                       struct nsbox_err *e)
+{
+    cleanup_close int vfd =
+        nsbox_sp_open(rootfd, o->target, O_PATH | O_DIRECTORY, 0, NSBOX_SP_NOFOLLOW_ANY, e);
+    size_t sealed;
+    if (vfd < 0 || nsbox_setid_seal(sys, vfd, &sealed, e) < 0)
+        return nsbox_err_wrap(e, "mounts: the idmapped volume /%s", o->target);
+    if (fchdir(rootfd) < 0) /* the walk leaves the volume as the working directory */
+        return nsbox_err_sys(e, "rootfs: enter the new root");
+    return 0;
+}
+
 int nsbox_rootfs_enter(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
                        int rootfd, int *fds, struct nsbox_err *e)
 {
@@ -482,6 +503,8 @@ int nsbox_rootfs_enter(const struct nsbox_sys *sys, const struct nsbox_mount_pla
                         : apply_op(sys, o, o->target, "dev/null", &fds[i], e);
         if (r == 0 && !in_root)
             r = fs_propagation(sys, o, o->target, e);
+        if (r == 0 && o->seal)
+            r = seal_volume(sys, rootfd, o, e);
         if (r < 0)
             return -1;
     }

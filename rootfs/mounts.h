@@ -14,6 +14,7 @@
 #ifndef NSBOX_MOUNTS_H
 #define NSBOX_MOUNTS_H
 
+#include "idmap.h"
 #include "image.h"
 #include "nsbox.h"
 #include "propagation.h"
@@ -60,6 +61,10 @@ struct nsbox_mount_op {
     bool target_dir;       /* target_in_image: a directory (the bind of one), else a file */
     bool recursive;
     bool optional;         /* target_in_image that cannot be mounted on safely: skipped */
+    int src_fd;            /* BIND: a detached mount the launcher made (an idmapped volume), the
+                              plan's from phase 1 on; -1 none */
+    bool seal;             /* BIND of src_fd, writable: its set-id and file-capability programs
+                              are bound read-only once it is attached (setid.h) */
     bool late;             /* BIND: cloned when attached, in the plan's order, from the path
                               phase 1 opened (a config's mount: mountinfo lists mounts in the
                               order they were made, and a config's mounts must read in its order) */
@@ -81,6 +86,14 @@ struct nsbox_rootfs_mount {
     bool source_is_file;     /* bind: of a file (the target is made as a file) */
     const char *data;        /* the filesystem's options */
     struct nsbox_propagation propagation; /* shared, slave, ... (policy/propagation.h) */
+};
+
+/* A config bind's idmap (config.json's "idmap", "ridmap", uidMappings, gidMappings): the
+ * launcher makes the idmapped tree (nsbox_userns_volume_tree) and passes it in cfg->mount_fds. */
+struct nsbox_rootfs_idmap {
+    bool idmap, recursive; /* recursive: "ridmap", its submounts idmapped too */
+    unsigned n_uid, n_gid; /* 0: the container's own mapping (on-disk N is its id N) */
+    const struct nsbox_idmap *uid, *gid; /* inside: the id on disk; outside: the container's */
 };
 
 struct nsbox_root_entry {
@@ -109,6 +122,8 @@ struct nsbox_rootfs_cfg {
      * (nsbox's device nodes go into the config's /dev, nsbox's /proc masks over its /proc) */
     const struct nsbox_rootfs_mount *mounts;
     size_t n_mounts;
+    /* the idmapped binds' detached trees, by index of mounts (-1 for the others); NULL none */
+    const int *mount_fds;
     /* ...and its maskedPaths and readonlyPaths (absolute), on the filesystems nsbox or the
      * config mounts, and in the image: a read-only path inside a read-only image is left as
      * it is (read-only), a masked one is masked there; their symlinks are followed inside the

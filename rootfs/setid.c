@@ -79,8 +79,8 @@ static int seal(struct walk *w, int dfd, const char *name, bool whole, struct ns
     if (w->sealed == NSBOX_SETID_FILES_MAX)
         return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, E2BIG,
                              "root: more than %d set-id or file-capability programs in the "
-                             "bundle; a writable root binds each read-only; make the root "
-                             "read-only (root.readonly: true)",
+                             "tree; a writable root or idmapped volume binds each read-only; "
+                             "make it read-only (root.readonly: true, or the volume's \"ro\")",
                              NSBOX_SETID_FILES_MAX);
     cleanup_close int m =
         w->sys->open_tree(dfd, name, AT_SYMLINK_NOFOLLOW | (whole ? AT_RECURSIVE : 0));
@@ -120,9 +120,9 @@ static int walk_entry(struct walk *w, int dfd, const char *name, unsigned char t
         return 0;
     if (depth == NSBOX_SETID_DEPTH_MAX)
         return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ELOOP,
-                             "root: %.*s/%s is deeper than %d directories; a writable root "
-                             "is walked whole for its set-id programs; make the root read-only "
-                             "(root.readonly: true)",
+                             "root: %.*s/%s is deeper than %d directories; a writable root or "
+                             "idmapped volume is walked whole for its set-id programs; make it "
+                             "read-only (root.readonly: true, or the volume's \"ro\")",
                              (int)w->len, w->path, name, NSBOX_SETID_DEPTH_MAX);
     int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     /* EACCES: a directory of an id the idmap does not map, which the walk cannot list, but

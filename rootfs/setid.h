@@ -1,5 +1,6 @@
-/* nsbox-oci's writable root (mounts.h, root_in_place): the bundle's set-id programs and those
- * with a file capability, each bound read-only onto itself before the container runs.
+/* nsbox-oci's writable root (mounts.h, root_in_place) and writable idmapped volumes: their set-id
+ * programs and those with a file capability, each bound read-only onto itself before the
+ * container runs.
  *
  * The container's root writes the bundle as its owner, host root for most bundles. nsbox's
  * seccomp profile keeps it from making a set-id file or setting a file capability, and the
@@ -22,8 +23,9 @@
 #define NSBOX_SETID_DEPTH_MAX 256
 #define NSBOX_SETID_FILES_MAX 4096
 
-/* Walks the tree at rootfd (the root in place, before anything is mounted in it; the mounts
- * that came with it too, but for the kernel's own filesystems) and binds every regular file with
+/* Walks the tree at rootfd (the root in place, before anything is mounted in it, or a writable
+ * idmapped volume once attached; the mounts that came with it too, but for the kernel's own
+ * filesystems) and binds every regular file with
  * S_ISUID, S_ISGID with group execute, or a security.capability attribute read-only onto itself;
  * a directory it cannot list (EACCES: of an id the idmap does not map, which the container may
  * still pass through by name) is bound read-only whole. The working directory is rootfd again

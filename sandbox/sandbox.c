@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -188,6 +189,45 @@ static int prepare_root(struct nsbox_sandbox *c, const struct nsbox_image *img, 
     return 0;
 }
 
+/* The config's idmapped volumes (nsbox-oci): their detached trees, made here, in the host's
+ * namespace, as the root's; the mount plan attaches and seals them. One writable among them
+ * folds the writable root's seccomp refusals in: the container's root writes there as the
+ * volume's owner, host root for a volume of host root's. */
+static int prepare_volumes(struct nsbox_sandbox *c, struct nsbox_err *e)
+{
+    size_t n = 0;
+    for (size_t i = 0; c->idmaps && i < c->n_mounts; i++)
+        n += c->idmaps[i].idmap;
+    if (!n)
+        return 0;
+    if (!c->st.privileged)
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EPERM,
+                             "mounts: an idmapped mount (idmap, ridmap, uidMappings) needs root, "
+                             "and nsbox-oci runs as uid %u: leave them out",
+                             (unsigned)getuid());
+    if (!(c->mount_fds = malloc(c->n_mounts * sizeof *c->mount_fds)))
+        return nsbox_err_sys(e, "malloc");
+    for (size_t i = 0; i < c->n_mounts; i++)
+        c->mount_fds[i] = -1;
+    for (size_t i = 0; i < c->n_mounts; i++) {
+        const struct nsbox_rootfs_mount *m = &c->mounts[i];
+        bool idmap = c->idmaps[i].idmap;
+        if (idmap && nsbox_userns_volume_tree(m, &c->idmaps[i], nsbox_idmap_slot_base(c->st.slot),
+                                              &c->mount_fds[i], e) < 0)
+            return -1;
+        c->volume_writable |= idmap && !(m->flags & MS_RDONLY);
+    }
+    return 0;
+}
+
+static void close_volumes(struct nsbox_sandbox *c)
+{
+    for (size_t i = 0; c->mount_fds && i < c->n_mounts; i++)
+        nsbox_closep(&c->mount_fds[i]);
+    free(c->mount_fds);
+    c->mount_fds = NULL;
+}
+
 /* Everything after the state directory; the ext4 workspace is being made meanwhile. */
 static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, char *const argv[],
                         const char *cwd, const struct nsbox_image *img,
@@ -214,7 +254,7 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
             return -1;
         premounted = c->st.ws_idmapped = r == 0;
     }
-    if (prepare_root(c, img, e) < 0)
+    if (prepare_root(c, img, e) < 0 || prepare_volumes(c, e) < 0)
         return -1;
     /* On the heap: it is large (48 entries with their link texts), and stack pages a process
      * has touched stay with it, which a persistent sandbox's supervisor pays for all its life. */
@@ -245,6 +285,7 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     cfg->hosts_optional = s->net != NSBOX_NET_ALLOW && !s->n_bindings;
     cfg->mounts = c->mounts;
     cfg->n_mounts = c->n_mounts;
+    cfg->mount_fds = c->mount_fds;
     cfg->masked = c->masked;
     cfg->n_masked = c->n_masked;
     cfg->readonly = c->readonly;
@@ -259,9 +300,11 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     if (nsbox_seccomp_cache_dir(cache, sizeof cache, e) < 0)
         return -1;
     /* A writable root's refusals are folded into the one filter, not stacked: every system
-     * call of the container then runs one program. */
-    if ((c->root_writable ? nsbox_seccomp_root_prog(cache, &c->L.seccomp, e)
-                          : nsbox_seccomp_default_prog(cache, &c->L.seccomp, e)) < 0)
+     * call of the container then runs one program. A writable idmapped volume needs them as
+     * much (prepare_volumes). */
+    if ((c->root_writable || c->volume_writable
+             ? nsbox_seccomp_root_prog(cache, &c->L.seccomp, e)
+             : nsbox_seccomp_default_prog(cache, &c->L.seccomp, e)) < 0)
         return nsbox_err_wrap(e, "seccomp");
 
     if (c->cg_place) {
@@ -462,6 +505,7 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
     c->pid = pid;
     nsbox_closep(&c->L.ws_fd); /* the child has its copy; the namespace holds the mount */
     nsbox_closep(&c->L.image_fd);
+    close_volumes(c);
     nsbox_closep(&c->L.sync_rd);
     nsbox_closep(&c->L.report_wr);
     nsbox_closep(&c->L.agent_fd); /* the child's end, when there is one */
@@ -529,6 +573,7 @@ int nsbox_sandbox_destroy(struct nsbox_sandbox *c, struct nsbox_err *e)
         ret = -1;
     nsbox_closep(&c->L.ws_fd);
     nsbox_closep(&c->L.image_fd);
+    close_volumes(c);
     nsbox_seccomp_prog_free(&c->L.seccomp);
     nsbox_sandbox_free_plan(c);
     free(c->envp);

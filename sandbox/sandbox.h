@@ -34,6 +34,9 @@ struct nsbox_sandbox {
     /* nsbox-oci: a bundle's mounts (rootfs/mounts.h), set before nsbox_sandbox_prepare */
     const struct nsbox_rootfs_mount *mounts;
     size_t n_mounts;
+    const struct nsbox_rootfs_idmap *idmaps; /* their idmaps, by index (NULL: none) */
+    int *mount_fds; /* the idmapped ones' detached trees, by index of mounts (-1 the others) */
+    bool volume_writable; /* one of them is writable: its seccomp fold is in force */
     const char *const *masked, *const *readonly; /* its maskedPaths, readonlyPaths */
     size_t n_masked, n_readonly;
     /* nsbox-oci: the bundle's cgroupsPath and limits (nsbox_cgroup_create_at); NULL: nsbox

@@ -157,14 +157,14 @@ int nsbox_userns_write_maps(pid_t pid, const struct nsbox_idmaps *m, bool helper
  * forked and left to unshare: unshare(CLONE_NEWUSER) fails with EINVAL in a process with more
  * than one thread, and a forked child is not always alone (ThreadSanitizer's runtime starts a
  * thread of its own in it), where clone makes the namespace for a process of any kind. */
-int nsbox_userns_fd(const struct nsbox_idmap *um, const struct nsbox_idmap *gm, unsigned n,
-                    struct nsbox_err *e)
+int nsbox_userns_fd(const struct nsbox_idmap *um, unsigned nu, const struct nsbox_idmap *gm,
+                    unsigned ng, struct nsbox_err *e)
 {
     const char *files[] = {"uid_map", "gid_map"};
     char maps[2][256];
     int lens[2];
-    if ((lens[0] = nsbox_idmap_format_lines(um, n, maps[0], sizeof maps[0], e)) < 0 ||
-        (lens[1] = nsbox_idmap_format_lines(gm, n, maps[1], sizeof maps[1], e)) < 0)
+    if ((lens[0] = nsbox_idmap_format_lines(um, nu, maps[0], sizeof maps[0], e)) < 0 ||
+        (lens[1] = nsbox_idmap_format_lines(gm, ng, maps[1], sizeof maps[1], e)) < 0)
         return -1;
     int go[2];
     if (pipe2(go, O_CLOEXEC) < 0)
@@ -217,31 +217,46 @@ static int layered_tree(const struct nsbox_image *img, uint32_t slot_base, int *
     if (slash)
         *slash = '\0'; /* <store>/<name>/rootfs: the image's directory */
     struct nsbox_idmap line = nsbox_idmap_image_line(slot_base);
-    cleanup_close int nsfd = nsbox_userns_fd(&line, &line, 1, e);
+    cleanup_close int nsfd = nsbox_userns_fd(&line, 1, &line, 1, e);
     if (nsfd < 0)
         return nsbox_err_wrap(e, "image %s", img->name);
     return nsbox_oci_overlay_image(dir, nsfd, mount_fd, e);
 }
 
-/* A detached copy of the tree at root, idmapped by line (on-disk id line.inside is the
- * sandbox's host id line.outside) with attr set on it from the start. 1 (and e says why) when
- * the filesystem or kernel has no idmapped mounts. */
-static int idmapped_tree(const char *root, struct nsbox_idmap line, uint64_t attr, int *mount_fd,
-                         struct nsbox_err *e)
+/* The maps of an idmapped mount: um (nu lines) and gm (ng); one line each for the common case. */
+struct tree_maps {
+    const struct nsbox_idmap *um, *gm;
+    unsigned nu, ng;
+};
+
+/* A detached copy of the tree at root, idmapped by maps (on-disk id inside is the sandbox's
+ * host id outside) with attr set on it from the start. tree: its submounts cloned too;
+ * idmap_tree: they are idmapped (and given attr) as well. 1 (and e says why) when the
+ * filesystem or kernel has no idmapped mounts. */
+static int idmapped_tree(const char *root, const struct tree_maps *maps, uint64_t attr, bool tree,
+                         bool idmap_tree, int *mount_fd, struct nsbox_err *e)
 {
-    cleanup_close int fd = (int)syscall(SYS_open_tree, AT_FDCWD, root,
-                                        AT_RECURSIVE | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    cleanup_close int fd =
+        (int)syscall(SYS_open_tree, AT_FDCWD, root,
+                     (tree ? AT_RECURSIVE : 0) | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
     if (fd < 0)
         return nsbox_err_sys(e, "%s", root);
-    cleanup_close int nsfd = nsbox_userns_fd(&line, &line, 1, e);
+    cleanup_close int nsfd = nsbox_userns_fd(maps->um, maps->nu, maps->gm, maps->ng, e);
     if (nsfd < 0)
         return nsbox_err_wrap(e, "%s", root);
     struct mount_attr ma = {.attr_set = MOUNT_ATTR_IDMAP | attr, .userns_fd = (uint64_t)nsfd};
-    if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof ma) < 0) {
+    if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | (idmap_tree ? AT_RECURSIVE : 0), &ma,
+                sizeof ma) < 0) {
         int r = errno == EINVAL || errno == EOPNOTSUPP || errno == ENOSYS || errno == EPERM;
         nsbox_err_sys(e, "%s: idmapped mount", root);
         return r ? 1 : -1;
     }
+    /* an idmap on the top alone: the submounts the clone took keep their ids, but never
+     * set-id programs or devices */
+    struct mount_attr sub = {.attr_set = attr};
+    if (tree && !idmap_tree &&
+        syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &sub, sizeof sub) < 0)
+        return nsbox_err_sys(e, "%s: the attributes of its submounts", root);
     *mount_fd = fd;
     fd = -1;
     return 0;
@@ -256,8 +271,11 @@ int nsbox_userns_image_tree(const struct nsbox_image *img, uint32_t slot_base, i
     /* read-only and without set-id or devices from the start: the entries bound from it keep
      * these, and add their own */
     struct nsbox_err fe;
-    int r = idmapped_tree(img->root, nsbox_idmap_image_line(slot_base),
-                          MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, mount_fd, &fe);
+    struct nsbox_idmap line = nsbox_idmap_image_line(slot_base);
+    const struct tree_maps maps = {&line, &line, 1, 1};
+    int r =
+        idmapped_tree(img->root, &maps, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                      true, true, mount_fd, &fe);
     if (r < 0)
         *e = fe;
     return r < 0 ? nsbox_err_wrap(e, "image") : r;
@@ -268,10 +286,12 @@ int nsbox_userns_root_tree(const char *root, uint32_t slot_base, int *mount_fd, 
     *mount_fd = -1;
     struct nsbox_idmap line = {0, slot_base, NSBOX_ID_COUNT};
     /* an engine's overlay: the kernel idmaps its layers, not the overlay itself (EINVAL) */
+    const struct tree_maps maps = {&line, &line, 1, 1};
     if (!nsbox_ovl_root_is_overlay(root))
-        return idmapped_tree(root, line, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, mount_fd, e);
+        return idmapped_tree(root, &maps, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, true,
+                             mount_fd, e);
     struct nsbox_err oe = {0};
-    cleanup_close int nsfd = nsbox_userns_fd(&line, &line, 1, &oe);
+    cleanup_close int nsfd = nsbox_userns_fd(&line, 1, &line, 1, &oe);
     if (nsfd >= 0 && nsbox_ovl_root_make(root, nsfd, slot_base, mount_fd, &oe) == 0)
         return 0;
     nsbox_err_set(e, NSBOX_E_UNSUPPORTED, oe.sys_errno,
@@ -279,4 +299,44 @@ int nsbox_userns_root_tree(const char *root, uint32_t slot_base, int *mount_fd, 
                   "it again over idmapped layers: %s",
                   root, oe.msg);
     return 1;
+}
+
+int nsbox_userns_volume_tree(const struct nsbox_rootfs_mount *m,
+                             const struct nsbox_rootfs_idmap *im, uint32_t slot_base, int *mount_fd,
+                             struct nsbox_err *e)
+{
+    *mount_fd = -1;
+    /* no mappings: the container's own, as the writable root's (on-disk N is its id N) */
+    struct nsbox_idmap um[NSBOX_IDMAP_LINES] = {{0, slot_base, NSBOX_ID_COUNT}};
+    struct nsbox_idmap gm[NSBOX_IDMAP_LINES] = {{0, slot_base, NSBOX_ID_COUNT}};
+    struct tree_maps maps = {um, gm, 1, 1};
+    if (im->n_uid && im->n_gid && im->n_uid <= NSBOX_IDMAP_LINES &&
+        im->n_gid <= NSBOX_IDMAP_LINES) {
+        maps.nu = im->n_uid;
+        maps.ng = im->n_gid;
+        for (unsigned i = 0; i < maps.nu; i++)
+            um[i] = (struct nsbox_idmap){im->uid[i].inside, slot_base + im->uid[i].outside,
+                                         im->uid[i].count};
+        for (unsigned i = 0; i < maps.ng; i++)
+            gm[i] = (struct nsbox_idmap){im->gid[i].inside, slot_base + im->gid[i].outside,
+                                         im->gid[i].count};
+    }
+    uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    attr |= (m->flags & MS_RDONLY) ? MOUNT_ATTR_RDONLY : 0;
+    attr |= (m->flags & MS_NOEXEC) ? MOUNT_ATTR_NOEXEC : 0;
+    struct nsbox_err te;
+    int r = idmapped_tree(m->source, &maps, attr, m->recursive, im->recursive, mount_fd, &te);
+    if (r == 0)
+        return 0;
+    *e = te;
+    if (r > 0)
+        nsbox_err_set(e, NSBOX_E_UNSUPPORTED, te.sys_errno,
+                      "mounts: %s asks for an idmapped mount, which the kernel refuses for %s "
+                      "(%s): leave idmap and uidMappings out (the container's root then cannot "
+                      "write files of host root there), or use a filesystem with idmapped "
+                      "mounts (Linux 5.12 or later)",
+                      m->destination, m->source, te.msg);
+    else
+        nsbox_err_wrap(e, "mounts: the idmapped mount of %s", m->destination);
+    return -1;
 }

@@ -7,6 +7,7 @@
 #include "nsbox.h"
 #include "idmap.h"
 #include "image.h"
+#include "mounts.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -30,8 +31,8 @@ int nsbox_userns_write_maps(pid_t pid, const struct nsbox_idmaps *m, bool helper
 
 /* A user namespace with the given maps (n lines each, uid and gid alike), as an fd for
  * MOUNT_ATTR_IDMAP. A short-lived child makes it; we write its maps. */
-int nsbox_userns_fd(const struct nsbox_idmap *um, const struct nsbox_idmap *gm, unsigned n,
-                    struct nsbox_err *e);
+int nsbox_userns_fd(const struct nsbox_idmap *um, unsigned nu, const struct nsbox_idmap *gm,
+                    unsigned ng, struct nsbox_err *e);
 
 /* A detached, read-only (nosuid, nodev) copy of the OCI image tree img->root (or, for an
  * image made of layers, their overlay) whose owners
@@ -50,5 +51,14 @@ int nsbox_userns_image_tree(const struct nsbox_image *img, uint32_t slot_base, i
  * saying why; < 0 otherwise. */
 int nsbox_userns_root_tree(const char *root, uint32_t slot_base, int *mount_fd,
                            struct nsbox_err *e);
+
+/* A config's idmapped volume (im->idmap): a detached copy of the host directory m->source,
+ * nosuid and nodev (read-only and noexec as m asks), whose on-disk ids are the sandbox's as im's
+ * maps say (none: on-disk N is the sandbox's id N, as nsbox_userns_root_tree's), the sandbox's
+ * id 0 being host id slot_base. m->recursive clones its submounts, im->recursive idmaps them.
+ * 0 with *mount_fd; < 0 otherwise (an idmap asked for is never left out). */
+int nsbox_userns_volume_tree(const struct nsbox_rootfs_mount *m,
+                             const struct nsbox_rootfs_idmap *im, uint32_t slot_base, int *mount_fd,
+                             struct nsbox_err *e);
 
 #endif

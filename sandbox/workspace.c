@@ -823,7 +823,7 @@ int nsbox_ws_dir_idmapped(const char *dir, uint32_t base, int *mount_fd, struct 
     unsigned ng = nsbox_idmap_mount_lines(sb.st_gid, base, gm);
     if (nu != ng) /* one of them inside the range: appuser alone */
         nu = ng = 1;
-    cleanup_close int nsfd = nsbox_userns_fd(um, gm, nu, e);
+    cleanup_close int nsfd = nsbox_userns_fd(um, nu, gm, ng, e);
     if (nsfd < 0)
         return nsbox_err_wrap(e, "workspace");
     struct mount_attr attr = {

@@ -5,9 +5,12 @@ the test's own storage, run and tmp directories, containers.conf and cgroup pare
 docker-save archive the test builds and `podman load`s. Checked: `podman run` output and exit
 code, `podman stop` (the SIGTERM ends it), `podman pause`/`unpause`, `podman run -t` (a
 terminal), `podman exec`, `podman run --preserve-fds` and socket activation through podman,
+`-v DIR:/data:idmap` (an idmapped volume the container's root writes as host root),
 Podman's seccomp profile loaded over nsbox's, and that nothing is left."""
 import os
 import select
+import shutil
+import tempfile
 import unittest
 
 import engines
@@ -121,6 +124,21 @@ class Podman(engines.PodmanCase):
         self.assertEqual((fds, listen_pid), ("1", own_pid))
         self.assertTrue(select.select([r], [], [], 60)[0], "the pipe is still held open")
         self.assertEqual(os.read(r, 4096), b"activated\n")
+
+    def test_idmapped_volume(self):
+        # -v DIR:/data:idmap: the container's root writes a directory of host root's as host
+        # root, as under runc (docs/oci.md, "Idmapped volumes"); without :idmap it cannot
+        vol = tempfile.mkdtemp(prefix="nsbox-podman-vol-")
+        self.addCleanup(shutil.rmtree, vol, True)
+        os.chmod(vol, 0o755)
+        r = self.podman("run", "--rm", *self.engine.run_args(), "-v", f"{vol}:/data", IMAGE,
+                        "sh", "-c", "(echo x > /data/plain) 2>/dev/null || echo refused")
+        self.assertEqual((r.returncode, r.stdout), (0, "refused\n"), r.stderr)
+        r = self.podman("run", "--rm", *self.engine.run_args(), "-v", f"{vol}:/data:idmap",
+                        IMAGE, "sh", "-c", "echo x > /data/made && echo ok")
+        self.assertEqual((r.returncode, r.stdout), (0, "ok\n"), r.stderr)
+        st = os.stat(os.path.join(vol, "made"))
+        self.assertEqual((st.st_uid, st.st_gid), (0, 0))
 
     def test_zz_nothing_left(self):
         # runs last (names sort): the containers above are gone, and with them their sandboxes

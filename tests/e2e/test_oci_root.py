@@ -12,7 +12,8 @@ import struct
 import time
 import unittest
 
-from oci_bundle import OCI, BundleCase, config, require_runtime, seccomp_filters
+from oci_bundle import (OCI, BundleCase, config, make_programs, require_runtime,
+                        seccomp_filters)
 
 
 def setUpModule():
@@ -187,16 +188,9 @@ class WritableRoot(BundleCase):
         # on the host. Each is bound read-only onto itself; a plain program stays writable
         self.install_probe()
         os.makedirs(os.path.join(self.rootfs, "usr", "lib", "deep"))
-        # CAP_NET_RAW, effective (VFS_CAP_REVISION_2)
-        fcap = struct.pack("<5I", 0x02000001, 1 << 13, 0, 0, 0)
         files = {"suid": 0o4755, "sgid": 0o2755, "usr/lib/deep/suid": 0o4711,
                  "capped": 0o755, "plain": 0o755}
-        for name, mode in files.items():
-            path = os.path.join(self.rootfs, name)
-            with open(path, "w") as f:
-                f.write("original\n")
-            os.chmod(path, mode)
-        os.setxattr(os.path.join(self.rootfs, "capped"), "security.capability", fcap)
+        make_programs(self.rootfs, files)
         os.link(os.path.join(self.rootfs, "suid"), os.path.join(self.rootfs, "usr", "suid-link"))
         c = config(["sh", "-c", "attack mmap-write /" + " /".join(list(files) + ["usr/suid-link"])
                     + "; rm /suid; mv /suid /moved; ln /suid /tmp/linked; true"])

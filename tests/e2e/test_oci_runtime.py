@@ -234,6 +234,10 @@ class OciRuntime(BundleCase):
         self.assertEqual(f["hooks"], ["prestart", "createRuntime", "poststart", "poststop"])
         self.assertIn("rbind", f["mountOptions"])
         self.assertIn("nosuid", f["mountOptions"])
+        # a bind's idmap, on request (docs/oci.md, "Idmapped volumes")
+        self.assertIn("idmap", f["mountOptions"])
+        self.assertIn("ridmap", f["mountOptions"])
+        self.assertEqual(f["linux"]["mountExtensions"], {"idmap": {"enabled": True}})
         self.assertIn("CAP_CHOWN", f["linux"]["capabilities"])
         self.assertNotIn("CAP_SYS_ADMIN", f["linux"]["capabilities"])
         self.assertEqual(sorted(f["linux"]["namespaces"]),

@@ -1,7 +1,8 @@
 /* Fuzz the OCI bundle's config.json reader (policy/ocispec.c): any byte string. Besides crashes
  * and leaks (ASan), it checks what nsbox-oci relies on when a config parses: a NULL-terminated,
  * non-empty argv, env entries with a '=', absolute cwd and mount destinations, counts in bounds,
- * hooks with an absolute path and an argv, whose kept text reads back to the same hooks. */
+ * idmapped mounts' lines within the container's ids, hooks with an absolute path and an argv,
+ * whose kept text reads back to the same hooks. */
 #include "nsbox.h"
 #include "ocispec.h"
 
@@ -29,9 +30,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < c.n_env; i++)
         if (!strchr(c.env[i], '=') || c.env[i][0] == '=')
             abort();
-    for (size_t i = 0; i < c.n_mounts; i++)
-        if (c.mounts[i].destination[0] != '/')
+    for (size_t i = 0; i < c.n_mounts; i++) {
+        const struct nsbox_ocispec_mount *m = &c.mounts[i];
+        if (m->destination[0] != '/' || m->n_uid_map > NSBOX_IDMAP_LINES ||
+            m->n_gid_map > NSBOX_IDMAP_LINES || !m->n_uid_map != !m->n_gid_map ||
+            (m->n_uid_map && !m->idmap))
             abort();
+        /* the floor: an idmapped mount's lines stay within the container's ids on both sides */
+        for (unsigned k = 0; k < m->n_uid_map + m->n_gid_map; k++) {
+            const struct nsbox_idmap *l =
+                k < m->n_uid_map ? &m->uid_map[k] : &m->gid_map[k - m->n_uid_map];
+            if (!l->count || (uint64_t)l->inside + l->count > NSBOX_OCISPEC_ID_MAX + 1ull ||
+                (uint64_t)l->outside + l->count > NSBOX_OCISPEC_ID_MAX + 1ull)
+                abort();
+        }
+    }
     if (c.n_groups > NSBOX_OCISPEC_GROUPS_MAX || c.n_rlimits > NSBOX_OCISPEC_RLIMITS_MAX ||
         c.umask > 0777 || c.hooks.n > NSBOX_OCISPEC_HOOKS_MAX || c.env[c.n_env] || !c.hooks_json)
         abort();

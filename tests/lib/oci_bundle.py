@@ -4,6 +4,7 @@ import ctypes
 import json
 import os
 import shutil
+import struct
 import subprocess
 import tempfile
 import unittest
@@ -65,6 +66,19 @@ def shared_source(test, parent):
     test.addCleanup(subprocess.run, ["umount", "-R", "-l", src], check=False)
     subprocess.run(["mount", "--make-shared", src], check=True)
     return src
+
+
+def make_programs(top, files, capped="capped"):
+    """Files below top, each "original\n" with its mode (files: name to mode), and capped given
+    a file capability (CAP_NET_RAW, effective; VFS_CAP_REVISION_2): what a writable root's or
+    volume's seal must bind read-only (docs/oci.md, "The root")."""
+    for name, mode in files.items():
+        path = os.path.join(top, name)
+        with open(path, "w") as f:
+            f.write("original\n")
+        os.chmod(path, mode)
+    fcap = struct.pack("<5I", 0x02000001, 1 << 13, 0, 0, 0)
+    os.setxattr(os.path.join(top, capped), "security.capability", fcap)
 
 
 def seccomp_filters():

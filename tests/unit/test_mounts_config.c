@@ -97,6 +97,45 @@ static void test_config_order_and_floor(void **state)
     free(w);
 }
 
+/* An idmapped bind (the launcher's tree, cfg.mount_fds): attached from that descriptor, not
+ * cloned from its path, and sealed when writable; the others as before. */
+static void test_config_idmapped_binds(void **state)
+{
+    (void)state;
+    static const struct nsbox_rootfs_mount m[] = {
+        {"/vol", "bind", "/srv/vol", MS_NOSUID | MS_NODEV, true, false, "", {0}},
+        {"/ro", "bind", "/srv/ro", MS_RDONLY | MS_NOSUID | MS_NODEV, false, false, "", {0}},
+        {"/plain", "bind", "/srv/plain", 0, true, false, "", {0}},
+    };
+    static const int fds[] = {7, 8, -1};
+    struct world *w = config_world(m, 3);
+    w->cfg.mount_fds = fds;
+    struct nsbox_err e = {0};
+    if (nsbox_mount_plan_build(&w->cfg, &w->plan, &e) < 0)
+        fail_msg("%s", e.msg);
+    const struct nsbox_mount_plan *p = &w->plan;
+    const struct nsbox_mount_op *vol = &p->ops[idx(p, NSBOX_MOP_BIND, "vol")];
+    const struct nsbox_mount_op *ro = &p->ops[idx(p, NSBOX_MOP_BIND, "ro")];
+    const struct nsbox_mount_op *plain = &p->ops[idx(p, NSBOX_MOP_BIND, "plain")];
+    assert_int_equal(vol->src_fd, 7);
+    assert_false(vol->late);
+    assert_true(vol->seal);
+    assert_int_equal(ro->src_fd, 8);
+    assert_false(ro->seal); /* read-only: nothing there can be rewritten */
+    assert_int_equal(plain->src_fd, -1);
+    assert_true(plain->late);
+    assert_false(plain->seal);
+    /* a tree for anything but a bind is the launcher's mistake */
+    static const struct nsbox_rootfs_mount t[] = {
+        {"/t", "tmpfs", "tmpfs", 0, false, false, "", {0}}};
+    static const int tfd[] = {9};
+    struct world *w2 = config_world(t, 1);
+    w2->cfg.mount_fds = tfd;
+    assert_int_equal(nsbox_mount_plan_build(&w2->cfg, &w2->plan, &e), -1);
+    free(w2);
+    free(w);
+}
+
 /* No /proc, no /dev in the config: nsbox's own, so that the floor's masks have their /dev/null. */
 static void test_config_without_proc_and_dev(void **state)
 {
@@ -200,6 +239,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_order_and_floor),
+        cmocka_unit_test(test_config_idmapped_binds),
         cmocka_unit_test(test_config_without_proc_and_dev),
         cmocka_unit_test(test_config_refusals),
         cmocka_unit_test(test_config_masks),

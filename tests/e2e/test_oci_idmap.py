@@ -1,0 +1,151 @@
+"""End to end: a config's idmapped volume (docs/oci.md, "Idmapped volumes"). A bind with the
+option "idmap" is seen through an idmapped mount: the container's id N is the volume's on-disk
+id N, as under runc without a user namespace, so that its root writes a volume of host root's
+as host root, while the process runs as an unprivileged host id. The writable root's
+protections hold there: set-id modes and extended attribute writes refused, the volume's own
+set-id programs sealed read-only, nosuid and nodev. Without the option nothing changes; a
+mapping outside the container's ids is refused at create."""
+import json
+import os
+import shutil
+import stat
+import tempfile
+import unittest
+
+from oci_bundle import OCI, BundleCase, config, make_programs, require_runtime
+
+
+def setUpModule():
+    require_runtime()
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class IdmappedVolume(BundleCase):
+    TOOLS = BundleCase.TOOLS + ("chmod", "stat", "touch", "awk", "rm", "mv", "ln")
+
+    def setUp(self):
+        super().setUp()
+        # a volume of host root's, as a Docker or Podman named volume is: mode 0755
+        self.vol = tempfile.mkdtemp(prefix="nsbox-oci-vol-")
+        self.addCleanup(shutil.rmtree, self.vol, True)
+        os.chmod(self.vol, 0o755)
+
+    def volume_config(self, args, options=("rbind", "idmap"), **mount):
+        c = config(args)
+        c["root"]["readonly"] = True  # the volume alone is written
+        c["mounts"].append(dict({"destination": "/data", "type": "bind", "source": self.vol,
+                                 "options": list(options)}, **mount))
+        return c
+
+    def test_root_writes_as_the_volumes_owner(self):
+        code, out = self.run_container(self.volume_config(
+            ["sh", "-c", "echo hi > /data/made && stat -c %u:%g /data && echo ok"]))
+        self.assertEqual((code, out), (0, "0:0\nok\n"))
+        st = os.stat(os.path.join(self.vol, "made"))
+        self.assertEqual((st.st_uid, st.st_gid), (0, 0))  # host root's, as runc writes it
+
+    def test_uid_1000_writes_as_host_1000(self):
+        os.chown(self.vol, 1000, 1000)
+        c = self.volume_config(["sh", "-c", "echo hi > /data/mine && echo ok"])
+        c["process"]["user"] = {"uid": 1000, "gid": 1000}
+        self.assertEqual(self.run_container(c), (0, "ok\n"))
+        st = os.stat(os.path.join(self.vol, "mine"))
+        self.assertEqual((st.st_uid, st.st_gid), (1000, 1000))
+
+    def test_without_idmap_the_volume_stays_read_only_to_root(self):
+        code, out = self.run_container(self.volume_config(
+            ["sh", "-c", "(echo hi > /data/made) 2>/dev/null || echo refused"], options=["rbind"]))
+        self.assertEqual((code, out), (0, "refused\n"))
+        self.assertEqual(os.listdir(self.vol), [])
+
+    def test_mappings_onto_the_containers_ids(self):
+        # on-disk 0 is the container's 1000: what its uid 1000 writes is host root's
+        maps = [{"containerID": 0, "hostID": 1000, "size": 1}]
+        c = self.volume_config(["sh", "-c", "echo hi > /data/m && stat -c %u /data && echo ok"],
+                               uidMappings=maps, gidMappings=maps)
+        c["process"]["user"] = {"uid": 1000, "gid": 1000}
+        self.assertEqual(self.run_container(c), (0, "1000\nok\n"))
+        st = os.stat(os.path.join(self.vol, "m"))
+        self.assertEqual((st.st_uid, st.st_gid), (0, 0))
+
+    def test_mappings_outside_the_range_refused_at_create(self):
+        cases = [
+            # onto host ids the container does not have
+            ([{"containerID": 0, "hostID": 100000, "size": 65536}], "not the container's own"),
+            # on-disk ids past 65535: other containers' files
+            ([{"containerID": 200000, "hostID": 0, "size": 1}],
+             "on-disk ids 200000-200000, past 65535"),
+        ]
+        for maps, want in cases:
+            with self.subTest(maps=maps):
+                self.write_config(self.volume_config(["true"], uidMappings=maps,
+                                                     gidMappings=maps))
+                msg = self.create_refused()
+                self.assertIn("mounts.uidMappings", msg)
+                self.assertIn(want, msg)
+        # the config's own user namespace: its host ids are the container's
+        c = self.volume_config(["true"], uidMappings=cases[0][0], gidMappings=cases[0][0])
+        c["linux"]["uidMappings"] = c["linux"]["gidMappings"] = [
+            {"containerID": 0, "hostID": 100000, "size": 65536}]
+        self.write_config(c)
+        self.assertEqual(self.create(), self.waited_pids[-1])
+
+    def test_set_id_modes_and_file_capabilities_refused(self):
+        self.install_probe()
+        c = self.volume_config(["sh", "-c", "attack setid /data; echo x > /data/prog;"
+                                " attack xattr /data/prog"])
+        c["process"]["capabilities"] = {k: ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER",
+                                            "CAP_FSETID", "CAP_SETFCAP"]
+                                        for k in ("bounding", "effective", "permitted")}
+        code, out = self.run_container(c)
+        self.assertEqual(code, 0, out)
+        lines = out.splitlines()
+        probes = [json.loads(line) for line in lines if line.startswith("{")]
+        self.assertGreaterEqual(len(probes), 10, out)
+        for p in probes:
+            if p["name"] != "openat_plain_mode_ignored":
+                self.assertTrue(p["blocked"], p)
+        xattr = [line for line in lines if "security.capability" in line]
+        self.assertTrue(xattr, out)
+        for line in xattr:
+            self.assertTrue(line.endswith("EOPNOTSUPP"), line)
+        for name in os.listdir(self.vol):
+            path = os.path.join(self.vol, name)
+            self.assertFalse(os.lstat(path).st_mode & (stat.S_ISUID | stat.S_ISGID), name)
+        self.assertEqual(os.listxattr(os.path.join(self.vol, "prog")), [])
+
+    def test_set_id_programs_in_the_volume_cannot_be_rewritten(self):
+        self.install_probe()
+        os.makedirs(os.path.join(self.vol, "deep", "er"))
+        files = {"suid": 0o4755, "deep/er/sgid": 0o2755, "capped": 0o755, "plain": 0o755}
+        make_programs(self.vol, files)
+        c = self.volume_config(["sh", "-c", "attack mmap-write /data/" + " /data/".join(files)
+                                + "; rm /data/suid; mv /data/suid /data/moved; true"])
+        c["process"]["capabilities"] = {k: ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER",
+                                            "CAP_FSETID"]
+                                        for k in ("bounding", "effective", "permitted")}
+        code, out = self.run_container(c)
+        self.assertEqual(code, 0, out)
+        self.assertEqual(out.splitlines()[:4], ["/data/suid open EROFS",
+                                                "/data/deep/er/sgid open EROFS",
+                                                "/data/capped open EROFS", "/data/plain written"])
+        for name, mode in files.items():
+            path = os.path.join(self.vol, name)
+            with open(path) as f:
+                self.assertEqual(f.read(), "nsboxnal\n" if name == "plain" else "original\n")
+            self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), mode, name)
+        self.assertFalse(os.path.exists(os.path.join(self.vol, "moved")))
+
+    def test_the_volume_is_nosuid_and_nodev(self):
+        c = self.volume_config(["sh", "-c", "awk '$5 == \"/data\" { print $6 }' "
+                                "/proc/self/mountinfo"])
+        code, out = self.run_container(c)
+        self.assertEqual(code, 0, out)
+        opts = out.strip().split(",")
+        self.assertIn("nosuid", opts)
+        self.assertIn("nodev", opts)
+        self.assertIn("idmapped", opts)
+
+
+if __name__ == "__main__":
+    unittest.main()
