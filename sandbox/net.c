@@ -4,6 +4,7 @@
  * by policy/netplan and applied here without running `ip` or `nft`. */
 #define _GNU_SOURCE
 #include "net.h"
+#include "caps.h"
 #include "egress_spawn.h"
 #include "egress_tls.h"
 #include "state.h"
@@ -79,11 +80,8 @@ static int write_file(const char *path, const char *text, struct nsbox_err *e)
 
 static bool have_cap_net_admin(void)
 {
-    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct d[2] = {{0}};
-    if (syscall(SYS_capget, &h, d) < 0)
-        return false;
-    return d[CAP_NET_ADMIN / 32].effective & (1u << (CAP_NET_ADMIN % 32));
+    uint64_t eff, prm, inh;
+    return nsbox_caps_get(&eff, &prm, &inh) == 0 && (eff & (1ull << CAP_NET_ADMIN));
 }
 
 static int check_privileges(const struct nsbox_spec *s, struct nsbox_err *e)
