@@ -251,16 +251,19 @@ class Docker(engines.DockerCase):
         self.assertTrue(m, r.stdout)
         self.assertIn(ipaddress.ip_address(m.group(1)), ipaddress.ip_network(subnet))
 
-    def test_host_pid_refused(self):
-        # --pid=host leaves the pid namespace out of the config: refused at create with what,
-        # why and the fix, which docker shows as "OCI runtime create failed: <msg>"
-        self.addCleanup(self.docker, "rm", "-f", "hostpid")
-        r = self.docker("run", "--name", "hostpid", "--pid=host", "--runtime=nsbox",
-                        engines.IMAGE, "true")
+    def assert_run_refused(self, name, option, words):
+        """docker run with option is refused at create: docker shows "OCI runtime create
+        failed: <msg>", and the message has each of words (what, why, the fix)."""
+        self.addCleanup(self.docker, "rm", "-f", name)
+        r = self.docker("run", "--name", name, option, "--runtime=nsbox", engines.IMAGE, "true")
         self.assertNotEqual(r.returncode, 0, r.stdout)
-        for words in ("OCI runtime create failed", "host's pid namespace",
-                      "never shares a host namespace", "drop --pid=host"):
-            self.assertIn(words, r.stderr)
+        for w in ("OCI runtime create failed",) + words:
+            self.assertIn(w, r.stderr)
+
+    def test_host_pid_refused(self):
+        # --pid=host leaves the pid namespace out of the config
+        self.assert_run_refused("hostpid", "--pid=host", (
+            "host's pid namespace", "never shares a host namespace", "drop --pid=host"))
 
     def test_create_warning_not_in_the_containers_output(self):
         # a warning of create (kernel memory, which current kernels ignore) goes to the log
@@ -275,15 +278,11 @@ class Docker(engines.DockerCase):
         self.assertEqual((r.stdout, r.stderr), ("hi\n", ""))
 
     def test_host_network_refused(self):
-        # --network=host names the host's network namespace by path (dockerd's own): refused
-        # at create, saying which option asked for it
-        self.addCleanup(self.docker, "rm", "-f", "hostnet")
-        r = self.docker("run", "--name", "hostnet", "--network=host", "--runtime=nsbox",
-                        engines.IMAGE, "true")
-        self.assertNotEqual(r.returncode, 0, r.stdout)
-        for words in ("OCI runtime create failed", "host's network namespace",
-                      "never shares a host namespace", "--network=host: drop it"):
-            self.assertIn(words, r.stderr)
+        # --network=host names the host's network namespace by path (dockerd's own): the
+        # refusal says which option asked for it
+        self.assert_run_refused("hostnet", "--network=host", (
+            "host's network namespace", "never shares a host namespace",
+            "--network=host: drop it"))
 
     def test_zz_nothing_left(self):
         # runs last (names sort): every container above is gone, and with it its sandbox
