@@ -15,12 +15,13 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import unittest
 
 import engines
-from oci_bundle import seccomp_filters
+from oci_bundle import make_programs, seccomp_filters
 
 from nsbox_test import CGROUP_V2_ONLY, NSBOX
 
@@ -55,9 +56,11 @@ def cgroup_file_of(pid, controller, v1_name, v2_name):
 
 class Docker(engines.DockerCase):
     OCI = OCI
+    # the administrator's choice, where the runtime is registered (daemon.json's runtimeArgs)
+    RUNTIME_ARGS = {"nsbox-volumes": ["--idmap-volumes=engine"]}
 
-    def run_nsbox(self, *cmd, opts=()):
-        return self.docker("run", "--rm", "--runtime=nsbox", *opts, engines.IMAGE, *cmd)
+    def run_nsbox(self, *cmd, opts=(), runtime="nsbox"):
+        return self.docker("run", "--rm", "--runtime=" + runtime, *opts, engines.IMAGE, *cmd)
 
     def test_run_output_and_exit_code(self):
         r = self.run_nsbox("sh", "-c", "echo hi; cat /proc/self/uid_map")
@@ -123,6 +126,104 @@ class Docker(engines.DockerCase):
                                  "-v", os.path.join(host, "f") + ":/etc/one:ro"))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout, "from-the-host\n" * 3)
+
+    def volume(self, name):
+        """A named volume of Docker's local driver, removed at the end: its directory on the
+        host (host root's, 0755, below dockerd's data root)."""
+        r = self.docker("volume", "create", name)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.docker, "volume", "rm", "-f", name)
+        path = self.docker("volume", "inspect", "-f", "{{.Mountpoint}}", name).stdout.strip()
+        self.assertEqual(path, os.path.join(self.daemon.d, "data", "volumes", name, "_data"))
+        st = os.stat(path)
+        self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (0, 0o755))
+        return path
+
+    def host_dir(self):
+        """A directory of host root's, 0755, removed at the end."""
+        d = tempfile.mkdtemp(prefix="nsbox-docker-bind-")
+        self.addCleanup(shutil.rmtree, d, True)
+        os.chmod(d, 0o755)
+        return d
+
+    # what the container's root writes in DIR: "DIR written", or the shell's error
+    WRITES = "for d in {}; do (echo x > $d/f) 2>&1 && echo $d written; done; true"
+
+    def test_named_volume_written_as_host_root_with_idmap_volumes(self):
+        data = self.volume("idmapped")
+        # the runtime registered without the option: the volume is bound as it is
+        r = self.run_nsbox("sh", "-c", self.WRITES.format("/data"), opts=("-v", "idmapped:/data"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("can't create /data/f: Permission denied", r.stdout)
+        self.assertEqual(os.listdir(data), [])
+        # with --idmap-volumes=engine (runtimeArgs: every command of the runtime gets it, so
+        # run, exec, kill and delete below take it): written as host root, as under runc
+        r = self.docker("run", "-d", "--name", "volumes", "--runtime=nsbox-volumes", "-v",
+                        "idmapped:/data", engines.IMAGE, "sleep", "1000")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.docker, "rm", "-f", "volumes")
+        r = self.docker("exec", "volumes", "sh", "-c", self.WRITES.format("/data") +
+                        " && ls -n /data/f && grep ' /data ' /proc/self/mountinfo")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        written, owner, mount = r.stdout.splitlines()
+        self.assertEqual(written, "/data written")
+        self.assertEqual(owner.split()[2:4], ["0", "0"])
+        # the writable root's protections: idmapped, nosuid and nodev whatever Docker asked
+        self.assertTrue({"idmapped", "nosuid", "nodev"} <= set(mount.split()[5].split(",")),
+                        mount)
+        st = os.stat(os.path.join(data, "f"))
+        self.assertEqual((st.st_uid, st.st_gid), (0, 0))
+        self.assertEqual(self.docker("rm", "-f", "volumes").returncode, 0)
+
+    def test_idmap_volumes_refuses_set_id_and_seals_the_volumes_programs(self):
+        # a set-user-ID-root program of the container's making would be host root's: chmod
+        # refused (the seccomp fold); the volume's own set-id program bound read-only onto itself
+        data = self.volume("sealed")
+        make_programs(data, {"suid": 0o4755, "plain": 0o755, "capped": 0o755})
+        r = self.run_nsbox("sh", "-c", "touch /data/new && echo touched;"
+                           " chmod 4755 /data/new 2>&1; echo x >> /data/plain && echo plain;"
+                           " (echo x >> /data/suid) 2>&1; (echo x >> /data/capped) 2>&1; true",
+                           opts=("-v", "sealed:/data"), runtime="nsbox-volumes")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines(), [
+            "touched", "chmod: /data/new: Operation not permitted", "plain",
+            "sh: can't create /data/suid: Read-only file system",
+            "sh: can't create /data/capped: Read-only file system"])
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(data, "new")).st_mode) & 0o6000, 0)
+        for name in ("suid", "capped"):
+            with open(os.path.join(data, name)) as f:
+                self.assertEqual(f.read(), "original\n")
+
+    def test_idmap_volumes_leaves_other_binds_as_they_are(self):
+        # a bind of any other host directory is not the engine's volume: not idmapped, so not
+        # writable by the container's root (the volume beside it is)
+        self.volume("beside")
+        other = self.host_dir()
+        r = self.run_nsbox("sh", "-c", self.WRITES.format("/data /other"),
+                           opts=("-v", "beside:/data", "-v", other + ":/other"),
+                           runtime="nsbox-volumes")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines(), [
+            "/data written", "sh: can't create /other/f: Permission denied"])
+        self.assertEqual(os.listdir(other), [])
+
+    def test_idmap_volumes_leaves_a_symlinked_volume_as_it_is(self):
+        # a volume's directory that is a symlink to elsewhere leads out of the engine's
+        # volumes: bound as it is (Docker follows it), not idmapped
+        self.volume("real")
+        linked = self.volume("linked")
+        elsewhere = self.host_dir()
+        os.rmdir(linked)
+        os.symlink(elsewhere, linked)
+        self.addCleanup(os.mkdir, linked)
+        self.addCleanup(os.unlink, linked)
+        r = self.run_nsbox("sh", "-c", self.WRITES.format("/data /linked"),
+                           opts=("-v", "real:/data", "-v", "linked:/linked"),
+                           runtime="nsbox-volumes")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines(), [
+            "/data written", "sh: can't create /linked/f: Permission denied"])
+        self.assertEqual(os.listdir(elsewhere), [])
 
     def test_stop_ends_with_sigterm(self):
         r = self.docker("run", "-d", "--name", "stopme", "--runtime=nsbox", engines.IMAGE,
