@@ -7,8 +7,11 @@ sandbox's limits, `docker update` of one limit leaving the others, `-v` volumes,
 stop` (the workload ends of the SIGTERM, not of the SIGKILL after the grace period), `docker run
 -t` (a terminal), bridge networking (eth0 with the address Docker gave, set up by Docker's prestart
 hook), `--pid=host` refused at create with the reason in docker's output, Docker's seccomp
-profile (its default, or `--security-opt seccomp=FILE`) loaded over nsbox's, and that nothing is
-left: no sandbox, no state, no Docker chain in the host's ruleset."""
+profile (its default, or `--security-opt seccomp=FILE`) loaded over nsbox's, named volumes
+under a second registration of the runtime with `"runtimeArgs": ["--idmap-volumes=engine"]`
+(daemon.json): written as host root, the writable root's protections held, other binds and a
+symlinked volume left plain; and that nothing is left: no sandbox, no state, no Docker chain
+in the host's ruleset."""
 import glob
 import ipaddress
 import json

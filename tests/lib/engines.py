@@ -165,7 +165,7 @@ def _load(d, load):
 class Dockerd:
     """A dockerd of our own. runtimes: {name: path} added with --add-runtime, or {name: (path,
     args)}: each then in its daemon.json with args as its runtimeArgs, as an administrator
-    registers a runtime's options (dockerd takes runtimes from the flag or the file, not both); env: the
+    registers a runtime's options (--add-runtime has no way to give them); env: the
     environment of dockerd, its containerd, shims and runtimes (nsbox's directories); storage:
     its storage driver (vfs: directories; overlay2: Docker's default)."""
 
