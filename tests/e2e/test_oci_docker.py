@@ -248,6 +248,18 @@ class Docker(engines.DockerCase):
         self.assert_only_the_volume_written("real", "linked")
         self.assertEqual(os.listdir(elsewhere), [])
 
+    def test_idmap_volumes_leaves_a_volume_mounted_from_elsewhere_as_it_is(self):
+        # a local volume with mount options has Docker's mount on its directory, here a bind
+        # of another host directory: not a directory the engine made, not idmapped
+        self.volume("real")
+        elsewhere = self.host_dir()
+        r = self.docker("volume", "create", "-o", "type=none", "-o", "o=bind", "-o",
+                        "device=" + elsewhere, "bound")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.docker, "volume", "rm", "-f", "bound")
+        self.assert_only_the_volume_written("real", "bound")
+        self.assertEqual(os.listdir(elsewhere), [])
+
     def test_stop_ends_with_sigterm(self):
         r = self.docker("run", "-d", "--name", "stopme", "--runtime=nsbox", engines.IMAGE,
                         "sleep", "1000")

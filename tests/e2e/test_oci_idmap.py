@@ -202,19 +202,25 @@ class EngineVolume(BundleCase):
         self.assertEqual(self.run_container(c), (0, "refused\n"))
         self.assertEqual(os.listdir(self.vol), [])
 
+    def mount(self, *args):
+        """mount ARGS... on the host, undone at the end; the test is skipped where it fails."""
+        r = subprocess.run(["mount"] + list(args), capture_output=True, text=True)
+        if r.returncode != 0:
+            self.skipTest("cannot mount here: " + r.stderr)
+        self.addCleanup(subprocess.run, ["umount", "-l", args[-1]])
+
     def test_a_volume_the_kernel_cannot_idmap_stays_plain_with_a_warning(self):
-        # an overlay on the volume's directory (as a volume of another driver may be): the
-        # kernel has no idmapped mounts of overlayfs, and nothing the config asked is refused
+        # the engine's volumes on an overlay: the kernel has no idmapped mounts of overlayfs,
+        # and nothing the config asked is refused
         layers = {n: os.path.join(self.tmp, n) for n in ("lower", "upper", "work")}
         for d in layers.values():
             os.mkdir(d)
+        os.makedirs(os.path.join(layers["lower"], "data", "_data"))
+        for d in layers.values():
             os.chmod(d, 0o755)
-        r = subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
-                            "lowerdir={lower},upperdir={upper},workdir={work}".format(**layers),
-                            self.vol], capture_output=True, text=True)
-        if r.returncode != 0:
-            self.skipTest("cannot mount an overlay here: " + r.stderr)
-        self.addCleanup(subprocess.run, ["umount", "-l", self.vol])
+        self.mount("-t", "overlay", "overlay", "-o",
+                   "lowerdir={lower},upperdir={upper},workdir={work}".format(**layers),
+                   os.path.join(self.data_root, "volumes"))
         self.oci_globals = ["--idmap-volumes=engine"]
         self.assertEqual(self.run_container(self.volume_config(self.vol)), (0, "refused\n"))
         with open(self.log) as f:
@@ -223,6 +229,18 @@ class EngineVolume(BundleCase):
         self.assertIn("--idmap-volumes=engine: a volume is bound as it is, not idmapped",
                       warnings[0])
         self.assertIn("/data", warnings[0])
+
+    def test_a_mount_on_the_volumes_directory_stays_plain(self):
+        # a local volume made with mount options has a mount there (here a bind of another
+        # host directory, as `docker volume create -o type=none -o o=bind -o device=DIR`):
+        # whatever it shows is not a directory the engine made
+        other = os.path.join(self.tmp, "other")
+        os.mkdir(other)
+        os.chmod(other, 0o755)
+        self.mount("--bind", other, self.vol)
+        self.oci_globals = ["--idmap-volumes=engine"]
+        self.assertEqual(self.run_container(self.volume_config(self.vol)), (0, "refused\n"))
+        self.assertEqual(os.listdir(other), [])
 
     def test_other_values_refused(self):
         r = self.oci("--idmap-volumes=all", "list")
