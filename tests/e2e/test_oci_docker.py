@@ -9,8 +9,8 @@ stop` (the workload ends of the SIGTERM, not of the SIGKILL after the grace peri
 hook), `--pid=host` refused at create with the reason in docker's output, Docker's seccomp
 profile (its default, or `--security-opt seccomp=FILE`) loaded over nsbox's, named volumes
 under a second registration of the runtime with `"runtimeArgs": ["--idmap-volumes=engine"]`
-(daemon.json): written as host root, the writable root's protections held, other binds and a
-symlinked volume left plain; and that nothing is left: no sandbox, no state, no Docker chain
+(daemon.json): written as host root, the writable root's protections held, other binds, a
+symlinked volume and a volume bound from elsewhere left plain; and that nothing is left: no sandbox, no state, no Docker chain
 in the host's ruleset."""
 import glob
 import ipaddress
