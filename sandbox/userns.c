@@ -229,8 +229,9 @@ struct tree_maps {
     unsigned nu, ng;
 };
 
-/* A detached copy of the tree at root, idmapped by maps (on-disk id inside is the sandbox's
- * host id outside) with attr set on it from the start. tree: its submounts cloned too;
+/* A detached copy of the tree at root (or, dirfd >= 0, at that descriptor's directory, root
+ * naming it in messages), idmapped by maps (on-disk id inside is the sandbox's host id
+ * outside) with attr set on it from the start. tree: its submounts cloned too;
  * idmap_tree: they are idmapped (and given attr) as well. 1 (and e says why) when the
  * filesystem or kernel has no idmapped mounts. */
 static int idmapped_tree(int dirfd, const char *root, const struct tree_maps *maps, uint64_t attr,
