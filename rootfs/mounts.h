@@ -94,6 +94,11 @@ struct nsbox_rootfs_idmap {
     bool idmap, recursive; /* recursive: "ridmap", its submounts idmapped too */
     unsigned n_uid, n_gid; /* 0: the container's own mapping (on-disk N is its id N) */
     const struct nsbox_idmap *uid, *gid; /* inside: the id on disk; outside: the container's */
+    /* An engine's named volume (nsbox-oci --idmap-volumes=engine), not asked for by the
+     * config: cloned from source_fd, its directory as opened and checked, not by its path; where
+     * the kernel or its filesystem refuses the idmap, it stays a plain bind. */
+    bool engine_volume;
+    int source_fd;
 };
 
 struct nsbox_root_entry {

@@ -192,15 +192,19 @@ static int prepare_root(struct nsbox_sandbox *c, const struct nsbox_image *img, 
 /* The config's idmapped volumes (nsbox-oci): their detached trees, made here, in the host's
  * namespace, as the root's; the mount plan attaches and seals them. One writable among them
  * folds the writable root's seccomp refusals in: the container's root writes there as the
- * volume's owner, host root for a volume of host root's. */
+ * volume's owner, host root for a volume of host root's. An engine's volume that cannot be
+ * idmapped (not root, a filesystem without idmapped mounts) stays a plain bind, as it was
+ * without --idmap-volumes, c->volumes_why saying why: nothing the config asked for is refused. */
 static int prepare_volumes(struct nsbox_sandbox *c, struct nsbox_err *e)
 {
-    size_t n = 0;
-    for (size_t i = 0; c->idmaps && i < c->n_mounts; i++)
+    size_t n = 0, asked = 0;
+    for (size_t i = 0; c->idmaps && i < c->n_mounts; i++) {
         n += c->idmaps[i].idmap;
+        asked += c->idmaps[i].idmap && !c->idmaps[i].engine_volume;
+    }
     if (!n)
         return 0;
-    if (!c->st.privileged)
+    if (asked && !c->st.privileged)
         return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EPERM,
                              "mounts: an idmapped mount (idmap, ridmap, uidMappings) needs root, "
                              "and nsbox-oci runs as uid %u: leave them out",
@@ -211,11 +215,26 @@ static int prepare_volumes(struct nsbox_sandbox *c, struct nsbox_err *e)
         c->mount_fds[i] = -1;
     for (size_t i = 0; i < c->n_mounts; i++) {
         const struct nsbox_rootfs_mount *m = &c->mounts[i];
-        bool idmap = c->idmaps[i].idmap;
-        if (idmap && nsbox_userns_volume_tree(m, &c->idmaps[i], nsbox_idmap_slot_base(c->st.slot),
-                                              &c->mount_fds[i], e) < 0)
+        const struct nsbox_rootfs_idmap *im = &c->idmaps[i];
+        if (!im->idmap)
+            continue;
+        struct nsbox_err ve = {0};
+        if (!c->st.privileged)
+            nsbox_err_set(&ve, NSBOX_E_UNSUPPORTED, EPERM,
+                          "an idmapped mount needs root, and nsbox-oci runs as uid %u",
+                          (unsigned)getuid());
+        else if (nsbox_userns_volume_tree(m, im, nsbox_idmap_slot_base(c->st.slot),
+                                          &c->mount_fds[i], &ve) == 0) {
+            c->volume_writable |= !(m->flags & MS_RDONLY);
+            continue;
+        }
+        if (!im->engine_volume || ve.code != NSBOX_E_UNSUPPORTED) {
+            *e = ve;
             return -1;
-        c->volume_writable |= idmap && !(m->flags & MS_RDONLY);
+        }
+        if (!c->volumes_why.code)
+            nsbox_err_set(&c->volumes_why, ve.code, ve.sys_errno, "%s: %s", m->destination,
+                          ve.msg);
     }
     return 0;
 }
