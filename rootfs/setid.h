@@ -34,4 +34,16 @@
  * 2-core machine. */
 int nsbox_setid_seal(const struct nsbox_sys *sys, int rootfd, size_t *sealed, struct nsbox_err *e);
 
+struct nsbox_setid_list;
+/* The same seal of an overlay root, rootfd (with nothing mounted below it), from its layers'
+ * candidates (setid_layers.h) instead of a walk of it: each path looked up in the merged view
+ * with no symlink followed, a regular file sealed where it is a program there, a directory
+ * sealed whole where it cannot be listed there (and what is below it passed over, as the walk
+ * does). A path that is not there (hidden by a whiteout or an opaque directory, replaced by a
+ * symlink's parent) is passed over. 0; -1 with e; 1 when a path cannot be looked up for another
+ * reason (the caller then walks the root whole: a program could sit where the list cannot
+ * reach). */
+int nsbox_setid_seal_listed(const struct nsbox_sys *sys, int rootfd,
+                            const struct nsbox_setid_list *l, size_t *sealed, struct nsbox_err *e);
+
 #endif
