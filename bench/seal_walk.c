@@ -1,19 +1,20 @@
-/* The set-id seal's walk alone (rootfs/setid.c), timed on an overlay of the given lower
- * directories as an engine mounts one, and on the lowest directory alone, for the merged
- * view's cost against a plain directory's in the same run. As root:
+/* The set-id seal alone (rootfs/setid.h) on an overlay mounted as an engine mounts one: the walk
+ * of the merged root against the walk of its layer directories (rootfs/setid_layers.h) plus
+ * the seal of their candidates in the merged view, in the same run. As root:
  *
  *     cc -O2 -Iinclude -Ipolicy -Ios -Irootfs bench/seal_walk.c build/libnsbox_rootfs.a \
  *        build/libnsbox_os.a build/libnsbox_policy.a -o seal_walk
  *     ./seal_walk ROUNDS WORKDIR LOWER[:LOWER...]
  *
- * Every round is a child in a mount namespace of its own (the seal's binds go with it): it
- * mounts the overlay (upper and work directories in WORKDIR, emptied first), then times
- * nsbox_setid_seal on the overlay and on the plain directory, in alternating order. Prints
- * the median of each in ms and their ratio. */
+ * Every measure is a child in a mount namespace of its own (the seal's binds go with it) that
+ * mounts the overlay (upper and work directories in WORKDIR) and times one way; the two ways
+ * alternate in order. Prints the medians in ms, the candidates and programs sealed, and the
+ * median of the per-round ratios. */
 #define _GNU_SOURCE
 #include "setid.h"
+#include "setid_layers.h"
 
-#include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +24,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <fcntl.h>
 
 static double now_ms(void)
 {
@@ -32,19 +32,65 @@ static double now_ms(void)
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-static double timed(const char *dir, size_t *sealed)
+struct result {
+    double ms, list_ms;
+    size_t sealed, candidates;
+};
+
+/* One way in this (child) process: by the layers' list or by the merged walk. */
+static int measure(bool by_list, const char *merged, const char *lowers, const char *upper,
+                   struct result *res)
 {
-    int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 || fchdir(fd) < 0)
+    int fds[64];
+    size_t n = 0;
+    char buf[16384];
+    snprintf(buf, sizeof buf, "%s", lowers);
+    for (char *s = strtok(buf, ":"); s && n < 63; s = strtok(NULL, ":"))
+        if ((fds[n++] = open(s, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+            return -1;
+    if ((fds[n++] = open(upper, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return -1;
+    int root = open(merged, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0 || fchdir(root) < 0)
         return -1;
     struct nsbox_err e = {0};
     double t0 = now_ms();
-    int r = nsbox_setid_seal(&nsbox_sys_real, fd, sealed, &e);
-    double t = now_ms() - t0;
-    close(fd);
-    if (r < 0)
-        fprintf(stderr, "seal %s: %s\n", dir, e.msg);
-    return r < 0 ? -1 : t;
+    struct nsbox_setid_list *l = NULL;
+    int r;
+    if (by_list) {
+        if (nsbox_setid_layers_list(fds, n, &l, &e) != 0)
+            return fprintf(stderr, "no list: %s\n", e.msg), -1;
+        res->list_ms = now_ms() - t0;
+        res->candidates = l->n;
+        r = nsbox_setid_seal_listed(&nsbox_sys_real, root, l, &res->sealed, &e);
+    } else
+        r = nsbox_setid_seal(&nsbox_sys_real, root, &res->sealed, &e);
+    res->ms = now_ms() - t0;
+    if (r != 0)
+        fprintf(stderr, "seal: %d %s\n", r, e.msg);
+    return r == 0 ? 0 : -1;
+}
+
+static int one(bool by_list, const char *opts, const char *merged, const char *lowers,
+               const char *upper, struct result *res)
+{
+    int p[2];
+    if (pipe(p) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct result r = {-1, -1, 0, 0};
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mount("overlay", merged, "overlay", 0, opts) < 0 ||
+            measure(by_list, merged, lowers, upper, &r) < 0)
+            r.ms = -1;
+        _exit(write(p[1], &r, sizeof r) == sizeof r ? 0 : 1);
+    }
+    close(p[1]);
+    ssize_t got = read(p[0], res, sizeof *res);
+    close(p[0]);
+    waitpid(pid, NULL, 0);
+    return got == sizeof *res && res->ms >= 0 ? 0 : -1;
 }
 
 static int cmp(const void *a, const void *b)
@@ -58,56 +104,31 @@ int main(int argc, char **argv)
     if (argc != 4)
         return fprintf(stderr, "usage: %s ROUNDS WORKDIR LOWER[:LOWER...]\n", argv[0]), 2;
     int rounds = atoi(argv[1]);
-    char upper[4096], work[4096], merged[4096], opts[16384], plain[4096];
+    char upper[4096], work[4096], merged[4096], opts[16384];
     snprintf(upper, sizeof upper, "%s/upper", argv[2]);
     snprintf(work, sizeof work, "%s/work", argv[2]);
     snprintf(merged, sizeof merged, "%s/merged", argv[2]);
     snprintf(opts, sizeof opts, "lowerdir=%s,upperdir=%s,workdir=%s", argv[3], upper, work);
-    snprintf(plain, sizeof plain, "%s", argv[3]);
-    char *colon = strchr(plain, ':');
-    if (colon)
-        *colon = 0;
-    double *ov = calloc(rounds, sizeof *ov), *pl = calloc(rounds, sizeof *pl);
-    size_t n_ov = 0, n_pl = 0;
+    mkdir(upper, 0755), mkdir(work, 0755), mkdir(merged, 0755);
+    double *walk = calloc(rounds, sizeof *walk), *list = calloc(rounds, sizeof *list),
+           *layers = calloc(rounds, sizeof *layers), *ratio = calloc(rounds, sizeof *ratio);
+    struct result w, l;
     for (int i = 0; i < rounds; i++) {
-        int p[2];
-        if (pipe(p) < 0)
-            return 1;
-        pid_t pid = fork();
-        if (pid == 0) {
-            double t[2] = {-1, -1};
-            mkdir(upper, 0755), mkdir(work, 0755), mkdir(merged, 0755);
-            if (unshare(CLONE_NEWNS) == 0 &&
-                mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
-                mount("overlay", merged, "overlay", 0, opts) == 0) {
-                if (i % 2) {
-                    t[1] = timed(plain, &n_pl);
-                    t[0] = timed(merged, &n_ov);
-                } else {
-                    t[0] = timed(merged, &n_ov);
-                    t[1] = timed(plain, &n_pl);
-                }
-            } else
-                perror("mount");
-            if (i == 0)
-                fprintf(stderr, "sealed: overlay %zu, plain %zu\n", n_ov, n_pl);
-            if (write(p[1], t, sizeof t) != sizeof t)
-                _exit(1);
-            _exit(0);
-        }
-        close(p[1]);
-        double t[2];
-        ssize_t n = read(p[0], t, sizeof t);
-        close(p[0]);
-        waitpid(pid, NULL, 0);
-        if (n != sizeof t || t[0] < 0 || t[1] < 0)
-            return 1;
-        ov[i] = t[0];
-        pl[i] = t[1];
+        int r = i % 2 ? one(true, opts, merged, argv[3], upper, &l) |
+                            one(false, opts, merged, argv[3], upper, &w)
+                      : one(false, opts, merged, argv[3], upper, &w) |
+                            one(true, opts, merged, argv[3], upper, &l);
+        if (r < 0)
+            return fprintf(stderr, "round %d failed\n", i), 1;
+        walk[i] = w.ms, list[i] = l.ms, layers[i] = l.list_ms, ratio[i] = l.ms / w.ms;
     }
-    qsort(ov, rounds, sizeof *ov, cmp);
-    qsort(pl, rounds, sizeof *pl, cmp);
-    printf("seal walk, median of %d: overlay %.1f ms, plain %.1f ms, overlay/plain %.2f\n", rounds,
-           ov[rounds / 2], pl[rounds / 2], ov[rounds / 2] / pl[rounds / 2]);
+    qsort(walk, rounds, sizeof *walk, cmp);
+    qsort(list, rounds, sizeof *list, cmp);
+    qsort(layers, rounds, sizeof *layers, cmp);
+    qsort(ratio, rounds, sizeof *ratio, cmp);
+    printf("seal, median of %d: merged walk %.1f ms (%zu sealed); layers' list %.1f ms of which "
+           "the layers' walk %.1f ms (%zu candidates, %zu sealed); list / walk %.3f\n",
+           rounds, walk[rounds / 2], w.sealed, list[rounds / 2], layers[rounds / 2], l.candidates,
+           l.sealed, ratio[rounds / 2]);
     return 0;
 }

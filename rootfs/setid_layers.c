@@ -70,30 +70,38 @@ static bool has_attr(int fd, const char *name, const char *attr)
     return r >= 0 || (errno != ENODATA && errno != EOPNOTSUPP);
 }
 
-/* A regular file's attribute names, read once: its capability, and a metacopy mark. */
-static int file_attrs(struct lwalk *w, int dfd, const char *name, bool *cap)
+/* Does the attribute list of n bytes in names hold attr? */
+static bool listed(const char *names, ssize_t n, const char *attr)
 {
-    if (w->cwd != dfd) {
+    for (ssize_t i = 0; i < n; i += (ssize_t)strlen(names + i) + 1)
+        if (!strcmp(names + i, attr))
+            return true;
+    return false;
+}
+
+/* An entry's attributes, their names read once (fd, or name in the working directory dfd with
+ * fd -1): *mark set when it has mark (a redirect or metacopy), *attr when it has attr (a
+ * capability, an ACL). What cannot be told has both. */
+static int attrs(struct lwalk *w, int fd, int dfd, const char *name, const char *mark,
+                 const char *attr, bool *has_mark, bool *has_attr_)
+{
+    if (fd < 0 && w->cwd != dfd) {
         if (fchdir(dfd) < 0)
             return refuse(w, name, "cannot enter its directory");
         w->cwd = dfd;
     }
     char names[1024];
-    ssize_t n = llistxattr(name, names, sizeof names);
+    ssize_t n =
+        fd >= 0 ? flistxattr(fd, names, sizeof names) : llistxattr(name, names, sizeof names);
     if (n < 0 && errno == ERANGE) {
-        if (has_attr(-1, name, OVL_METACOPY))
-            return refuse(w, name, "a metacopy attribute");
-        *cap = has_attr(-1, name, XATTR_CAPS);
+        *has_mark = has_attr(fd, name, mark);
+        *has_attr_ = has_attr(fd, name, attr);
         return 0;
     }
     if (n < 0 && errno != EOPNOTSUPP)
         return refuse(w, name, "cannot list its attributes");
-    *cap = false;
-    for (ssize_t i = 0; i < n; i += (ssize_t)strlen(names + i) + 1) {
-        if (!strcmp(names + i, OVL_METACOPY))
-            return refuse(w, name, "a metacopy attribute");
-        *cap |= !strcmp(names + i, XATTR_CAPS);
-    }
+    *has_mark = listed(names, n, mark);
+    *has_attr_ = listed(names, n, attr);
     return 0;
 }
 
@@ -108,9 +116,11 @@ static int walk_entry(struct lwalk *w, int dfd, const char *name, unsigned char 
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return refuse(w, name, "cannot stat");
     if (S_ISREG(st.st_mode)) {
-        bool cap = true;
-        if (file_attrs(w, dfd, name, &cap) < 0)
+        bool metacopy, cap;
+        if (attrs(w, -1, dfd, name, OVL_METACOPY, XATTR_CAPS, &metacopy, &cap) < 0)
             return -1;
+        if (metacopy)
+            return refuse(w, name, "a metacopy attribute");
         return nsbox_setidcand_of(st.st_mode, st.st_uid, st.st_gid, cap, false)
                    ? add(w, name, NSBOX_SETIDCAND_FILE)
                    : 0;
@@ -122,12 +132,12 @@ static int walk_entry(struct lwalk *w, int dfd, const char *name, unsigned char 
     int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (sub < 0)
         return refuse(w, name, "cannot read");
-    if (has_attr(sub, NULL, OVL_REDIRECT)) {
+    bool redirect, acl;
+    if (attrs(w, sub, -1, name, OVL_REDIRECT, XATTR_ACL, &redirect, &acl) < 0 || redirect) {
         close(sub);
-        return refuse(w, name, "a redirect attribute");
+        return redirect ? refuse(w, name, "a redirect attribute") : -1;
     }
-    if (nsbox_setidcand_of(st.st_mode, st.st_uid, st.st_gid, false,
-                           has_attr(sub, NULL, XATTR_ACL)) &&
+    if (nsbox_setidcand_of(st.st_mode, st.st_uid, st.st_gid, false, acl) &&
         add(w, name, NSBOX_SETIDCAND_DIR) < 0) {
         close(sub);
         return -1;
