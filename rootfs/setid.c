@@ -2,7 +2,6 @@
 #define _GNU_SOURCE
 #include "setid.h"
 #include "cleanup.h"
-#include "setid_layers.h"
 #include "util.h"
 
 #include <dirent.h>

@@ -14,6 +14,7 @@
 #define NSBOX_SETID_H
 
 #include "nsbox.h"
+#include "setidcand.h"
 #include "sys.h"
 
 #include <stddef.h>
@@ -34,7 +35,18 @@
  * 2-core machine. */
 int nsbox_setid_seal(const struct nsbox_sys *sys, int rootfd, size_t *sealed, struct nsbox_err *e);
 
-struct nsbox_setid_list;
+struct nsbox_setid_cand {
+    enum nsbox_setidcand kind;
+    char *path; /* relative to the root, "usr/bin/su" */
+};
+
+/* Paths for the seal to look at (setid_layers.h makes them), sorted in nsbox_setidcand_cmp's
+ * order: a directory, then what is below it. */
+struct nsbox_setid_list {
+    size_t n, cap;
+    struct nsbox_setid_cand *c;
+};
+
 /* The same seal of an overlay root, rootfd (with nothing mounted below it), from its layers'
  * candidates (setid_layers.h) instead of a walk of it: each path looked up in the merged view
  * with no symlink followed, a regular file sealed where it is a program there, a directory

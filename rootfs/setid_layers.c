@@ -2,7 +2,6 @@
 #define _GNU_SOURCE
 #include "setid_layers.h"
 #include "cleanup.h"
-#include "setid.h"
 
 #include <dirent.h>
 #include <errno.h>

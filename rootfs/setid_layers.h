@@ -14,22 +14,11 @@
 #define NSBOX_SETID_LAYERS_H
 
 #include "nsbox.h"
-#include "setidcand.h"
+#include "setid.h"
 
 #include <stddef.h>
 
 #define NSBOX_SETID_LIST_MAX 65536
-
-struct nsbox_setid_cand {
-    enum nsbox_setidcand kind;
-    char *path; /* relative to the root, "usr/bin/su" */
-};
-
-/* Sorted in nsbox_setidcand_cmp's order (a directory, then what is below it). */
-struct nsbox_setid_list {
-    size_t n, cap;
-    struct nsbox_setid_cand *c;
-};
 
 /* The candidates of the layer directories dirs[0..n) (O_PATH or open, any order: the union is
  * what counts). 0 with *out (nsbox_setid_list_free); 1 with why when there is no list to trust
