@@ -345,6 +345,49 @@ class EngineOverlayRoot(BundleCase):
         code, out = self.run_container(config(["attack", "mmap-write", "/usr/bin/suid"]))
         self.assertEqual((code, out), (0, "/usr/bin/suid open EROFS\n"))
 
+    def sealed(self, c):
+        """The container's mount points but nsbox's own: what its root's seal bound."""
+        code, out = self.run_container(c)
+        self.assertEqual(code, 0, out)
+        points = {line.split()[4] for line in out.splitlines()}
+        return sorted(p for p in points if p != "/" and not p.startswith(("/proc", "/dev", "/sys")))
+
+    def test_the_layers_seal_binds_what_the_merged_walk_binds(self):
+        # the same tree as an overlay (programs in each layer and the upper, hidden by a
+        # whiteout, by an opaque directory, replaced, hard-linked, in directories the container
+        # may not list) and as a plain directory (a copy of the overlay's view, sealed by the
+        # walk of the whole root): the same binds
+        for rel in ("usr/bin/gone", "opaque/old-suid", "usr/bin/replaced", "deep/a/b/c/suid"):
+            self.program(os.path.join(self.low, rel))
+        self.program(os.path.join(self.low, "usr/bin/sgid"), 0o2755)
+        self.program(os.path.join(self.low, "usr/bin/sgid-noexec"), 0o2745)
+        os.link(os.path.join(self.low, "usr/bin/suid"), os.path.join(self.low, "usr/hard"))
+        os.makedirs(os.path.join(self.top, "usr/bin"))
+        os.mknod(os.path.join(self.top, "usr/bin/gone"), stat.S_IFCHR | 0o600, os.makedev(0, 0))
+        for d, owner, mode in (("dark", 70000, 0o711), ("mine", 1000, 0o700),
+                               ("open", 70000, 0o755)):
+            self.program(os.path.join(self.top, d, "suid"))
+            os.chown(os.path.join(self.top, d), owner, owner)
+            os.chmod(os.path.join(self.top, d), mode)
+        self.program(os.path.join(self.top, "opt/capped"), 0o644)
+        os.setxattr(os.path.join(self.top, "opt/capped"), "security.capability",
+                    bytes.fromhex("01000002" "00200000" "00000000" "00000000" "00000000"))
+        self.program(os.path.join(self.upper, "usr/local/bin/mine"))
+        self.program(os.path.join(self.upper, "usr/bin/replaced"), 0o755)
+        self.mount_engine()
+        plain = os.path.join(self.bundle, "plain")
+        subprocess.run(["cp", "-a", self.rootfs, plain], check=True)
+        show = ["cat", "/proc/self/mountinfo"]
+        by_layers = self.sealed(config(show))
+        self.oci("delete", "--force", "c1")
+        c = config(show)
+        c["root"]["path"] = "plain"
+        by_walk = self.sealed(c)
+        self.assertEqual(by_layers, by_walk)
+        self.assertEqual(by_layers, ["/dark", "/deep/a/b/c/suid", "/mine/suid", "/open/suid",
+                                     "/opt/capped", "/usr/bin/sgid", "/usr/bin/suid",
+                                     "/usr/hard", "/usr/local/bin/mine"])
+
     def test_root_readonly_decides(self):
         # root.readonly true: the image seen read-only, nothing in the upper directory;
         # false on the same overlay: written there
