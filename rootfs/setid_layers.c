@@ -131,7 +131,7 @@ static int walk_entry(struct lwalk *w, int dfd, const char *name, unsigned char 
     int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (sub < 0)
         return refuse(w, name, "cannot read");
-    bool redirect, acl;
+    bool redirect = false, acl = true;
     if (attrs(w, sub, -1, name, OVL_REDIRECT, XATTR_ACL, &redirect, &acl) < 0 || redirect) {
         close(sub);
         return redirect ? refuse(w, name, "a redirect attribute") : -1;
