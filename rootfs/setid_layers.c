@@ -223,7 +223,9 @@ int nsbox_setid_layers_list(const int *dirs, size_t n, struct nsbox_setid_list *
     struct lwalk w = {.l = calloc(1, sizeof *w.l), .cwd = -1, .why = why};
     cleanup_close int here = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
     int r = w.l && here >= 0 ? 0 : (errno = ENOMEM, refuse(&w, "", "out of memory"));
-    for (size_t i = 0; r == 0 && i < n; i++)
+    /* from the last: an overlay's upper directory, given last, is where a redirect that ends
+     * the list is likeliest (an engine's container renamed a directory), best found first */
+    for (size_t i = n; r == 0 && i-- > 0;)
         r = walk_layer(&w, dirs[i]);
     if (here >= 0 && fchdir(here) < 0 && r == 0)
         r = refuse(&w, "", "cannot return to the working directory");
