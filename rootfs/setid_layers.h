@@ -21,8 +21,9 @@
 #define NSBOX_SETID_LIST_MAX 65536
 
 /* The candidates of the layer directories dirs[0..n) (O_PATH or open, any order: the union is
- * what counts; walked from the last, where an overlay's upper directory goes). 0 with *out (nsbox_setid_list_free); 1 with why when there is no list to trust
- * (the caller seals by the merged walk). */
+ * what counts; walked from the last, where an overlay's upper directory goes). 0 with *out
+ * (nsbox_setid_list_free); 1 with why when there is no list to trust (the caller seals by the
+ * merged walk). */
 int nsbox_setid_layers_list(const int *dirs, size_t n, struct nsbox_setid_list **out,
                             struct nsbox_err *why);
 
