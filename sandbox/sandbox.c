@@ -505,6 +505,11 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
         nsbox_contain_child_main(&c->L);
     }
     c->pid = pid;
+    /* the child has its copy: up to NSBOX_SETID_LIST_MAX paths, not kept for the sandbox's life */
+    nsbox_setid_list_free(c->seal_list);
+    c->seal_list = NULL;
+    if (c->plan)
+        c->plan->seal_list = NULL;
     nsbox_closep(&c->L.ws_fd); /* the child has its copy; the namespace holds the mount */
     nsbox_closep(&c->L.image_fd);
     close_volumes(c);
