@@ -486,6 +486,7 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
     plan->n = 0;
     plan->strs_used = 0;
     plan->root_in_place = cfg->root_in_place;
+    plan->seal_list = NULL;
     if (!cfg->img ||
         (cfg->ws_kind == NSBOX_WS_DIR && (!cfg->workspace || cfg->workspace[0] != '/')))
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "rootfs: image and workspace required");

@@ -146,8 +146,13 @@ struct nsbox_rootfs_cfg {
     bool root_in_place;
 };
 
+struct nsbox_setid_list;
 struct nsbox_mount_plan {
     bool root_in_place; /* the cfg's: the image root is the new root (above) */
+    /* with root_in_place on an engine's overlay: its layers' set-id candidates, which the seal
+     * checks instead of walking the merged root (setid_layers.h); NULL: the walk. Set by the
+     * caller after nsbox_mount_plan_build, owned by it. */
+    const struct nsbox_setid_list *seal_list;
     size_t n;
     struct nsbox_mount_op ops[NSBOX_MOUNT_OPS_MAX];
     size_t strs_used;

@@ -9,6 +9,7 @@
 #include "diagnose.h"
 #include "paths.h"
 #include "seccomp_prog.h"
+#include "setid_layers.h"
 #include "userns.h"
 #include "workspace.h"
 
@@ -166,7 +167,7 @@ static int prepare_root(struct nsbox_sandbox *c, const struct nsbox_image *img, 
         int r = 1;
         if (c->st.privileged)
             r = nsbox_userns_root_tree(img->root, nsbox_idmap_slot_base(c->st.slot), &c->L.image_fd,
-                                       &c->root_why);
+                                       &c->seal_list, &c->root_why);
         else
             nsbox_err_set(&c->root_why, NSBOX_E_UNSUPPORTED, EPERM,
                           "an idmapped mount needs root, and nsbox-oci runs as uid %u",
@@ -313,6 +314,7 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     if ((!cfg->root_in_place && nsbox_rootfs_scan_image(cfg, e) < 0) ||
         nsbox_mount_plan_build(cfg, c->plan, e) < 0)
         return -1;
+    c->plan->seal_list = c->seal_list;
     snprintf(c->L.image_root, sizeof c->L.image_root, "%s", img->root);
 
     char cache[PATH_MAX];
@@ -522,6 +524,11 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
         nsbox_contain_child_main(&c->L);
     }
     c->pid = pid;
+    /* the child has its copy: up to NSBOX_SETID_LIST_MAX paths, not kept for the sandbox's life */
+    nsbox_setid_list_free(c->seal_list);
+    c->seal_list = NULL;
+    if (c->plan)
+        c->plan->seal_list = NULL;
     nsbox_closep(&c->L.ws_fd); /* the child has its copy; the namespace holds the mount */
     nsbox_closep(&c->L.image_fd);
     close_volumes(c);
@@ -573,6 +580,8 @@ void nsbox_sandbox_free_plan(struct nsbox_sandbox *c)
     if (c->plan)
         munmap(c->plan, sizeof *c->plan);
     c->plan = NULL;
+    nsbox_setid_list_free(c->seal_list); /* the plan's, which the child has its copy of */
+    c->seal_list = NULL;
 }
 
 int nsbox_sandbox_destroy(struct nsbox_sandbox *c, struct nsbox_err *e)

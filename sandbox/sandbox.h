@@ -50,6 +50,9 @@ struct nsbox_sandbox {
      * seen read-only, as for root.readonly true. */
     bool root_writable;
     struct nsbox_err root_why;
+    /* with root_writable on an engine's overlay: its layers' set-id candidates, for the mount
+     * plan's seal (rootfs/setid_layers.h); NULL: the seal walks the root */
+    struct nsbox_setid_list *seal_list;
 };
 
 void nsbox_sandbox_init(struct nsbox_sandbox *sb);

@@ -283,9 +283,11 @@ int nsbox_userns_image_tree(const struct nsbox_image *img, uint32_t slot_base, i
     return r < 0 ? nsbox_err_wrap(e, "image") : r;
 }
 
-int nsbox_userns_root_tree(const char *root, uint32_t slot_base, int *mount_fd, struct nsbox_err *e)
+int nsbox_userns_root_tree(const char *root, uint32_t slot_base, int *mount_fd,
+                           struct nsbox_setid_list **seal_list, struct nsbox_err *e)
 {
     *mount_fd = -1;
+    *seal_list = NULL;
     struct nsbox_idmap line = {0, slot_base, NSBOX_ID_COUNT};
     /* an engine's overlay: the kernel idmaps its layers, not the overlay itself (EINVAL) */
     const struct tree_maps maps = {&line, &line, 1, 1};
@@ -294,7 +296,7 @@ int nsbox_userns_root_tree(const char *root, uint32_t slot_base, int *mount_fd, 
                              mount_fd, e);
     struct nsbox_err oe = {0};
     cleanup_close int nsfd = nsbox_userns_fd(&line, 1, &line, 1, &oe);
-    if (nsfd >= 0 && nsbox_ovl_root_make(root, nsfd, slot_base, mount_fd, &oe) == 0)
+    if (nsfd >= 0 && nsbox_ovl_root_make(root, nsfd, slot_base, mount_fd, seal_list, &oe) == 0)
         return 0;
     nsbox_err_set(e, NSBOX_E_UNSUPPORTED, oe.sys_errno,
                   "%s is an overlay, which the kernel does not idmap, and nsbox-oci cannot make "
