@@ -332,6 +332,49 @@ class HostileBundleRoot(BundleCase):
             self.assertEqual(f.read(), "host\n")
 
 
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class HostileProcMounts(BundleCase):
+    """A proc the config mounts anywhere but /proc is a whole procfs of the container's: nsbox's
+    masks and read-only paths (the floor) must cover it as they cover /proc."""
+
+    def setUp(self):
+        require_runtime()
+        super().setUp()
+
+    def test_a_second_proc_is_masked_as_proc_is(self):
+        # the container's root writes kernel.shmmax (its ipc namespace's, owned by its root)
+        # through each proc: /proc/sys is read-only, and so must the second one's be; its
+        # keys and timer_list are masked as /proc's are
+        for readonly, at in ((False, "/tmp/p"), (True, "/p2")):
+            with self.subTest(readonly=readonly):
+                cid = "ro" if readonly else "rw"
+                mi = os.path.join(self.tmp, f"mi-{cid}")
+                os.makedirs(mi)
+                os.chmod(mi, 0o777)  # the container's root is not the host's
+                c = config(["sh", "-c",
+                            f"echo 4096 > /proc/sys/kernel/shmmax && echo WROTE-proc;"
+                            f" echo 4096 > {at}/sys/kernel/shmmax && echo WROTE-second;"
+                            f" cat {at}/sys/kernel/shmmax; cat /proc/self/mountinfo > /mi/m;"
+                            " echo done"],
+                           root={"path": "rootfs", "readonly": readonly})
+                c["mounts"] += [{"destination": at, "type": "proc", "source": "proc"},
+                                {"destination": "/mi", "type": "bind", "source": mi,
+                                 "options": ["rbind"]}]
+                self.write_config(c)
+                pid = self.create(cid)
+                self.assertEqual(self.oci("start", cid).returncode, 0)
+                self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0, self.output())
+                out = self.output()
+                self.assertIn("done", out)
+                self.assertNotIn("WROTE", out)  # neither proc's sys/ was writable
+                self.assertNotIn("\n4096\n", "\n" + out)  # the value is the kernel's
+                with open(os.path.join(mi, "m")) as f:
+                    points = {line.split()[4]: line.split()[5] for line in f}
+                for name in ("keys", "timer_list", "kallsyms"):
+                    self.assertIn(f"{at}/{name}", points)  # masked, as /proc/{name}
+                self.assertTrue(points[f"{at}/sys"].startswith("ro"), points)
+
+
 if __name__ == "__main__":
     unittest.main()
 
