@@ -157,6 +157,12 @@ int main(int argc, char **argv)
             log_error(&g, e.msg);
             return 1;
         }
+        /* every command but these acts on the state under --root */
+        if (strcmp(argv[i], "spec") && strcmp(argv[i], "features") &&
+            nsbox_ocistate_check_root(&g, &e) < 0) {
+            log_error(&g, e.msg);
+            return 1;
+        }
         int r = commands[k].fn(&g, argc - i, argv + i, &e);
         if (r != 0 && e.msg[0])
             log_error(&g, e.msg);

@@ -10,6 +10,7 @@ on the host. And for nsbox-oci's writable root (root.readonly false: the bundle'
 container's root, its mount points made in it): a bundle whose entries are symlinks pointing out
 of it must not move a mount or make a mount point outside it."""
 import io
+import json
 import os
 import shutil
 import stat
@@ -373,6 +374,78 @@ class HostileProcMounts(BundleCase):
                 for name in ("keys", "timer_list", "kallsyms"):
                     self.assertIn(f"{at}/{name}", points)  # masked, as /proc/{name}
                 self.assertTrue(points[f"{at}/sys"].startswith("ro"), points)
+
+
+NOBODY = 65534
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class HostileStateDir(BundleCase):
+    """--root is what nsbox-oci, as root, reads to act: a container's pids (kill), its sandbox
+    and cgroup (delete), its hooks (run on the host as root). Another user who can write --root
+    or a directory above it can swap a container's state for one of its own making."""
+
+    def setUp(self):
+        require_runtime()
+        super().setUp()
+        os.chmod(self.tmp, 0o711)  # the user passes through the test's directory, no more
+        self.base = os.path.join(self.tmp, "user")
+        os.makedirs(self.base)
+        os.chown(self.base, NOBODY, NOBODY)
+        self.root = os.path.join(self.base, "state")
+        self.addCleanup(self.give_back)
+        self.marker = os.path.join(self.tmp, "hook-ran")
+
+    def give_back(self):
+        """Everything the user made becomes root's again, so that the containers are deleted."""
+        for top, dirs, files in os.walk(self.base):
+            for name in dirs + files + ["."]:
+                os.lchown(os.path.join(top, name), 0, 0)
+
+    def as_user(self, script):
+        r = subprocess.run(["sh", "-c", script], user=NOBODY, group=NOBODY, extra_groups=[],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def plant(self, pid, start):
+        """The user's container c1 in place of root's: pids of its choosing, a poststop hook."""
+        state = {"id": "c1", "bundle": self.bundle, "rootfs": "", "sandbox": "",
+                 "created": "2026-01-01T00:00:00Z", "pid": pid, "pid_start": start,
+                 "monitor_pid": pid, "monitor_start": start}
+        hooks = {"poststop": [{"path": "/bin/sh",
+                               "args": ["sh", "-c", f"id -u > {self.marker}"]}]}
+        self.as_user(f"cd {self.base} && mv state old 2>/dev/null; mkdir -p state/c1 &&"
+                     f" echo '{json.dumps(state)}' > state/c1/state.json &&"
+                     f" echo '{json.dumps(hooks)}' > state/c1/hooks.json")
+
+    def test_a_state_directory_another_user_can_write_is_refused(self):
+        self.write_config(config(["true"]))
+        r = self.oci("create", "--bundle", self.bundle, "--pid-file", self.pidfile, "c1",
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if r.returncode == 0:  # made: let it run and end, as root's container would
+            with open(self.pidfile) as f:
+                pid = int(f.read())
+            self.waited_pids.append(pid)
+            self.oci("start", "c1")
+            self.wait(pid)
+        else:
+            self.assertIn(f"--root {self.root}", self.log_errors()[-1]["msg"])
+        # a root process of the host's the user would end: its pid and start time are public
+        victim = subprocess.Popen(["sleep", "60"])
+        self.addCleanup(victim.wait)
+        self.addCleanup(victim.kill)
+        with open(f"/proc/{victim.pid}/stat") as f:
+            start = int(f.read().rsplit(")", 1)[1].split()[19])
+        self.plant(victim.pid, start)
+        kill = self.oci("kill", "c1", "KILL")
+        delete = self.oci("delete", "--force", "c1")
+        self.assertIsNone(victim.poll(), "root's kill reached a process the user named")
+        self.assertFalse(os.path.exists(self.marker), "root ran the user's hook")
+        for r in (kill, delete):
+            self.assertNotEqual(r.returncode, 0)
+        msg = self.log_errors()[-1]["msg"]
+        self.assertIn(f"--root {self.root}", msg)
+        self.assertIn(f"{self.base} belongs to uid {NOBODY}", msg)
 
 
 if __name__ == "__main__":
