@@ -370,7 +370,12 @@ int nsbox_ocistate_write_pid_file(const char *path, pid_t pid, struct nsbox_err 
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
         return nsbox_err_invalid(e, "--pid-file: path too long");
     int n = snprintf(text, sizeof text, "%d", (int)pid); /* no newline: runc's format */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* A new file, never one found there: a stale one is removed, and a symlink another user
+     * put in its place (the engine's directory may be theirs to write) is neither followed
+     * nor, when it reappears, written through (O_EXCL fails instead). */
+    if (unlink(tmp) < 0 && errno != ENOENT)
+        return nsbox_err_sys(e, "--pid-file %s", tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
         return nsbox_err_sys(e, "--pid-file %s", tmp);
     int r = nsbox_pwrite_all(fd, text, (size_t)n, 0);

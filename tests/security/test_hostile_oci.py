@@ -447,6 +447,29 @@ class HostileStateDir(BundleCase):
         self.assertIn(f"--root {self.root}", msg)
         self.assertIn(f"{self.base} belongs to uid {NOBODY}", msg)
 
+    def test_a_pid_file_beside_a_link_another_user_planted_is_written_there_only(self):
+        # the engine's --pid-file in a directory another user can write (the state is root's):
+        # the user links the temporary name create writes first to a file of root's
+        self.root = os.path.join(self.tmp, "state")
+        victim = os.path.join(self.tmp, "victim")
+        with open(victim, "w") as f:
+            f.write("original\n")
+        pidfile = os.path.join(self.base, "pid")
+        self.as_user(f"ln -s {victim} {pidfile}.tmp")
+        self.write_config(config(["true"]))
+        with open(self.out, "w") as out:
+            r = self.oci("create", "--bundle", self.bundle, "--pid-file", pidfile, "c1",
+                         stdout=out, stderr=out)
+        self.assertEqual(r.returncode, 0, self.output())
+        with open(pidfile) as f:
+            pid = int(f.read())
+        self.waited_pids.append(pid)
+        self.oci("start", "c1")
+        self.wait(pid)
+        with open(victim) as f:
+            self.assertEqual(f.read(), "original\n")  # not the pid
+        self.assertFalse(os.path.islink(pidfile))
+
 
 if __name__ == "__main__":
     unittest.main()
