@@ -40,13 +40,13 @@ enum nsbox_ocistate_status {
 struct nsbox_ocistate {
     char id[NSBOX_OCI_ID_MAX + 1];
     char bundle[PATH_MAX];
-    char rootfs[PATH_MAX]; /* the root's path, resolved ("" from a version that kept none) */
-    char created[40];      /* RFC 3339, UTC */
-    pid_t pid;             /* the sandbox's init (pid 1 inside): the pid-file process */
-    uint64_t pid_start;    /* its start time (/proc/PID/stat field 22), against pid reuse */
-    pid_t monitor;         /* the monitor: init's launcher, owner of its cgroup and state */
+    char rootfs[PATH_MAX];  /* the root's path, resolved ("" from a version that kept none) */
+    char created[40];       /* RFC 3339, UTC */
+    pid_t pid;              /* the sandbox's init (pid 1 inside): the pid-file process */
+    uint64_t pid_start;     /* its start time (/proc/PID/stat field 22), against pid reuse */
+    pid_t monitor;          /* the monitor: init's launcher, owner of its cgroup and state */
     uint64_t monitor_start;
-    char sandbox[64]; /* nsbox's own id of the sandbox */
+    char sandbox[64];       /* nsbox's own id of the sandbox */
 };
 
 /* ---- ocilog.c ---- */
@@ -108,8 +108,8 @@ int nsbox_ocistate_remove(const struct nsbox_ocirt *g, const char *id, struct ns
 /* Listening socket in dir (the monitor). */
 int nsbox_ocictl_listen(const char *dir, struct nsbox_err *e);
 /* Send op ("pause", "resume") to the monitor of container s; its answer in e. */
-int nsbox_ocictl_call(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s, const char *op,
-                      struct nsbox_err *e);
+int nsbox_ocictl_call(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s,
+                      const char *op, struct nsbox_err *e);
 /* The requests that carry more (exec, procs, update; ocimon.c serves them): a header, then
  * len bytes of payload, and descriptors (exec's stdio and those it passes on). The same shape
  * answers them. */
@@ -309,10 +309,10 @@ struct nsbox_ocicreate_args {
     const char *pid_file;
     const char *console_socket;
     const char *id;
-    unsigned preserve_fds;  /* 3, 4, ... inherited by init: socket activation's, then
-                             * --preserve-fds's (ocifds.c) */
-    bool run;               /* set by the caller: run's options too, errors say "run" */
-    bool detach, keep;      /* run's --detach, --keep */
+    unsigned preserve_fds; /* 3, 4, ... inherited by init: socket activation's, then
+                            * --preserve-fds's (ocifds.c) */
+    bool run;              /* set by the caller: run's options too, errors say "run" */
+    bool detach, keep;     /* run's --detach, --keep */
     const char *tty_socket; /* run: its own console socket, used if the config asks for a
                              * terminal (lent_tty then set) and no --console-socket was given */
     bool lent_tty;
@@ -325,14 +325,18 @@ int nsbox_ocicreate_make(const struct nsbox_ocirt *g, struct nsbox_ocicreate_arg
                          struct nsbox_err *e);
 
 /* ---- the commands: return the process's exit code; errors are filled into e ---- */
-int nsbox_ocicreate_create(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
+int nsbox_ocicreate_create(const struct nsbox_ocirt *g, int argc, char **argv,
+                           struct nsbox_err *e);
 int nsbox_ocicmds_start(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
 int nsbox_ocicmds_state(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
 int nsbox_ocicmds_kill(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
 int nsbox_ocicmds_pause(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
-int nsbox_ocicmds_resume(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
-int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
-int nsbox_ocicmds_delete(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
+int nsbox_ocicmds_resume(const struct nsbox_ocirt *g, int argc, char **argv,
+                         struct nsbox_err *e);
+int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv,
+                           struct nsbox_err *e);
+int nsbox_ocicmds_delete(const struct nsbox_ocirt *g, int argc, char **argv,
+                         struct nsbox_err *e);
 int nsbox_ociexec_exec(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
 int nsbox_ocips_ps(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
 int nsbox_ociupdate_update(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
