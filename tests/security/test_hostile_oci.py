@@ -471,6 +471,36 @@ class HostileStateDir(BundleCase):
         self.assertFalse(os.path.islink(pidfile))
 
 
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class HostileNamespacePaths(BundleCase):
+    """linux.namespaces[].path is opened by root on the host: a path that is no namespace must
+    be refused without being opened, since opening a FIFO blocks until a writer comes (create
+    hung, and the engine's call with it) and opening a device runs its driver's open (a
+    watchdog's starts its countdown)."""
+
+    def setUp(self):
+        require_runtime()
+        super().setUp()
+
+    def test_a_path_that_is_no_namespace_is_refused_unopened(self):
+        fifo = os.path.join(self.tmp, "fifo")
+        os.mkfifo(fifo)
+        plain = os.path.join(self.tmp, "plain")
+        with open(plain, "w") as f:
+            f.write("x")
+        for path in (fifo, plain):
+            with self.subTest(path=os.path.basename(path)):
+                c = config(["true"])
+                c["linux"]["namespaces"] = [{"type": t} for t in ("pid", "ipc", "uts", "mount")]
+                c["linux"]["namespaces"].append({"type": "network", "path": path})
+                self.write_config(c)
+                try:
+                    msg = self.create_refused(os.path.basename(path))
+                except subprocess.TimeoutExpired:
+                    self.fail(f"create opened {path} and waited for a writer")
+                self.assertIn(f"linux.namespaces.path {path} is not a network namespace", msg)
+
+
 if __name__ == "__main__":
     unittest.main()
 
