@@ -60,6 +60,8 @@ static void usage(void)
 {
     printf("usage: nsbox-oci [--root DIR] [--log FILE] [--log-format text|json]\n"
            "                 [--idmap-volumes engine|none] COMMAND ...\n"
+           "       --root: the containers' state (default " NSBOX_OCI_DEFAULT_ROOT "); it and\n"
+           "       every directory above it must be writable by root alone\n"
            "       --systemd-cgroup: linux.cgroupsPath is systemd's slice:prefix:name\n"
            "       --idmap-volumes engine|none: engine: a bind of one of Docker's named\n"
            "       volumes (<data-root>/volumes/NAME/_data, beside the container's root) is\n"
@@ -154,6 +156,12 @@ int main(int argc, char **argv)
         }
         if ((!strcmp(argv[i], "create") || !strcmp(argv[i], "run")) &&
             nsbox_config_load_types(NULL, &e) < 0) {
+            log_error(&g, e.msg);
+            return 1;
+        }
+        /* every command but these acts on the state under --root */
+        if (strcmp(argv[i], "spec") && strcmp(argv[i], "features") &&
+            nsbox_ocistate_check_root(&g, &e) < 0) {
             log_error(&g, e.msg);
             return 1;
         }

@@ -56,6 +56,11 @@ void nsbox_ocilog_append(const struct nsbox_ocirt *g, const char *level, const c
 /* ---- ocistate.c ---- */
 /* [A-Za-z0-9][A-Za-z0-9_.+-]*, at most NSBOX_OCI_ID_MAX: a single path component. */
 bool nsbox_ocistate_id_valid(const char *id);
+/* Is --root, and every directory above it, writable by root (or the caller) alone? nsbox-oci
+ * acts as root on what it reads there (pids it signals, hooks it runs), so a directory another
+ * user could write, rename in or replace is refused, naming it. What does not exist yet is
+ * no error (create makes it root's). */
+int nsbox_ocistate_check_root(const struct nsbox_ocirt *g, struct nsbox_err *e);
 /* <root>/<id> into out. */
 int nsbox_ocistate_dir(const struct nsbox_ocirt *g, const char *id, char *out, size_t n,
                        struct nsbox_err *e);

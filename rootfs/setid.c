@@ -94,6 +94,15 @@ static int seal(struct walk *w, int dfd, const char *name, bool whole, struct ns
     if (whole ? !S_ISDIR(st.st_mode) : !privileged(w, dfd, name, &st))
         return 0;
     cleanup_close int t = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    /* the name must still be the file bound: renamed in between (by another process writing
+     * the tree), the program would stay writable where it went, and the read-only bind cover
+     * whatever took its name */
+    struct stat ts;
+    if (t >= 0 && fstat(t, &ts) == 0 && (ts.st_dev != st.st_dev || ts.st_ino != st.st_ino))
+        return nsbox_err_set(e, NSBOX_E_SYS, EAGAIN,
+                             "root: %.*s/%s changed while it was sealed (another process is "
+                             "renaming in the tree): create the container again",
+                             (int)w->len, w->path, name);
     if (t < 0 || w->sys->mount_setattr_fd(m, whole, MOUNT_ATTR_RDONLY, 0) < 0 ||
         w->sys->move_mount_to_fd(m, t) < 0)
         return fail(w, name, "cannot make read-only", e);
