@@ -77,7 +77,7 @@ static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
     return h;
 }
 
-uint64_t nsbox_seccomp_cache_key(const char *kind, uint64_t late, const char *text, size_t len)
+uint64_t nsbox_seccomp_prog_cache_key(const char *kind, uint64_t late, const char *text, size_t len)
 {
     const struct scmp_version *v = seccomp_version();
     char tag[160];
@@ -91,7 +91,7 @@ uint64_t nsbox_seccomp_cache_key(const char *kind, uint64_t late, const char *te
 
 static uint64_t cache_key(const char *kind, const char *text, size_t len)
 {
-    return nsbox_seccomp_cache_key(kind, nsbox_seccomp_names_digest(), text, len);
+    return nsbox_seccomp_prog_cache_key(kind, nsbox_seccomp_names_digest(), text, len);
 }
 
 static void cache_name(uint64_t key, char *buf, size_t n)
@@ -251,17 +251,17 @@ static int builtin_prog(const char *cache_dir, bool root, struct sock_fprog *pro
     return rc;
 }
 
-int nsbox_seccomp_default_prog(const char *cache_dir, struct sock_fprog *prog, struct nsbox_err *e)
+int nsbox_seccomp_prog_default(const char *cache_dir, struct sock_fprog *prog, struct nsbox_err *e)
 {
     return builtin_prog(cache_dir, false, prog, e);
 }
 
-int nsbox_seccomp_root_prog(const char *cache_dir, struct sock_fprog *prog, struct nsbox_err *e)
+int nsbox_seccomp_prog_root(const char *cache_dir, struct sock_fprog *prog, struct nsbox_err *e)
 {
     return builtin_prog(cache_dir, true, prog, e);
 }
 
-int nsbox_seccomp_bundle_prog(const char *cache_dir, const char *text, size_t len,
+int nsbox_seccomp_prog_bundle(const char *cache_dir, const char *text, size_t len,
                               const struct nsbox_seccomp_profile *p, struct sock_fprog *prog,
                               struct nsbox_err *e)
 {
@@ -280,7 +280,7 @@ int nsbox_seccomp_bundle_prog(const char *cache_dir, const char *text, size_t le
     return rc;
 }
 
-int nsbox_seccomp_cache_dir(char *out, size_t n, struct nsbox_err *e)
+int nsbox_seccomp_prog_cache_dir(char *out, size_t n, struct nsbox_err *e)
 {
     char data[PATH_MAX];
     if (nsbox_path_data_dir(data, sizeof data, e) < 0)
@@ -293,22 +293,23 @@ int nsbox_seccomp_cache_dir(char *out, size_t n, struct nsbox_err *e)
     return 0;
 }
 
-void nsbox_seccomp_default_forget(void)
+void nsbox_seccomp_prog_forget(void)
 {
     pthread_mutex_lock(&default_lock);
-    nsbox_seccomp_prog_free(&built[false]);
-    nsbox_seccomp_prog_free(&built[true]);
+    nsbox_seccomp_compile_free(&built[false]);
+    nsbox_seccomp_compile_free(&built[true]);
     pthread_mutex_unlock(&default_lock);
 }
 
 /* ---- loading (child side) ---------------------------------------------------------------- */
 
-int nsbox_seccomp_load(const struct sock_fprog *prog, struct nsbox_err *e)
+int nsbox_seccomp_prog_load(const struct sock_fprog *prog, struct nsbox_err *e)
 {
-    return nsbox_seccomp_load_flags(prog, 0, e);
+    return nsbox_seccomp_prog_load_flags(prog, 0, e);
 }
 
-int nsbox_seccomp_load_flags(const struct sock_fprog *prog, unsigned flags, struct nsbox_err *e)
+int nsbox_seccomp_prog_load_flags(const struct sock_fprog *prog, unsigned flags,
+                                  struct nsbox_err *e)
 {
     if (!prog || !prog->filter || prog->len == 0)
         return nsbox_err_set(e, NSBOX_E_INVALID, 0, "seccomp: empty program");

@@ -423,7 +423,7 @@ static int load_bundle_filter(struct nsbox_launch *L, struct nsbox_err *e)
 {
     if (!L->seccomp_bundle.filter)
         return 0;
-    if (nsbox_seccomp_load_flags(&L->seccomp_bundle, L->seccomp_bundle_flags, e) < 0)
+    if (nsbox_seccomp_prog_load_flags(&L->seccomp_bundle, L->seccomp_bundle_flags, e) < 0)
         return nsbox_err_wrap(e, "linux.seccomp");
     return 0;
 }
@@ -440,14 +440,14 @@ static int init_harden(struct nsbox_launch *L, struct nsbox_err *e)
          * then, never past it. */
         const uint64_t extra = (UINT64_C(1) << CAP_SYS_ADMIN) | (UINT64_C(1) << CAP_SETPCAP);
         if (set_config_caps(L, extra, L->cap_keep, e) < 0 ||
-            (L->no_new_privs && no_new_privs(e) < 0) || nsbox_seccomp_load(&L->seccomp, e) < 0 ||
-            load_bundle_filter(L, e) < 0)
+            (L->no_new_privs && no_new_privs(e) < 0) ||
+            nsbox_seccomp_prog_load(&L->seccomp, e) < 0 || load_bundle_filter(L, e) < 0)
             return -1;
         return set_config_caps(L, 0, L->cap_keep, e);
     }
     if (drop_capabilities(e) < 0 || no_new_privs(e) < 0)
         return -1;
-    return nsbox_seccomp_load(&L->seccomp, e) < 0 ? -1 : load_bundle_filter(L, e);
+    return nsbox_seccomp_prog_load(&L->seccomp, e) < 0 ? -1 : load_bundle_filter(L, e);
 }
 
 __attribute__((noreturn)) static void init_reap(pid_t workload)

@@ -43,12 +43,13 @@ static void test_key_covers_late_calls(void **state)
     assert_int_not_equal(grown, same);
 
     size_t len = strlen(profile_a);
-    uint64_t k = nsbox_seccomp_cache_key("oci", nsbox_seccomp_names_digest(), profile_a, len);
-    assert_int_equal(nsbox_seccomp_cache_key("oci", same, profile_a, len), k);
-    assert_int_not_equal(nsbox_seccomp_cache_key("oci", grown, profile_a, len), k);
+    uint64_t k = nsbox_seccomp_prog_cache_key("oci", nsbox_seccomp_names_digest(), profile_a, len);
+    assert_int_equal(nsbox_seccomp_prog_cache_key("oci", same, profile_a, len), k);
+    assert_int_not_equal(nsbox_seccomp_prog_cache_key("oci", grown, profile_a, len), k);
     /* and the rest of what the program depends on */
-    assert_int_not_equal(nsbox_seccomp_cache_key("nsbox", same, profile_a, len), k);
-    assert_int_not_equal(nsbox_seccomp_cache_key("oci", same, profile_b, strlen(profile_b)), k);
+    assert_int_not_equal(nsbox_seccomp_prog_cache_key("nsbox", same, profile_a, len), k);
+    assert_int_not_equal(nsbox_seccomp_prog_cache_key("oci", same, profile_b, strlen(profile_b)),
+                         k);
     free(more);
 }
 
@@ -76,7 +77,7 @@ static void bundle_prog(const char *text, struct sock_fprog *prog)
     struct nsbox_err e = {0};
     struct nsbox_seccomp_profile p;
     assert_int_equal(nsbox_seccomp_profile_parse_oci(text, strlen(text), &p, &e), 0);
-    if (nsbox_seccomp_bundle_prog(dir, text, strlen(text), &p, prog, &e) < 0)
+    if (nsbox_seccomp_prog_bundle(dir, text, strlen(text), &p, prog, &e) < 0)
         fail_msg("%s", e.msg);
     nsbox_seccomp_profile_free(&p);
 }
@@ -107,9 +108,9 @@ static void test_bundle_cached(void **state)
     char name_a[64];
     snprintf(name_a, sizeof name_a, "%s", names[0]);
     char want[64];
-    snprintf(
-        want, sizeof want, "seccomp-%016" PRIx64 ".bpf",
-        nsbox_seccomp_cache_key("oci", nsbox_seccomp_names_digest(), profile_a, strlen(profile_a)));
+    snprintf(want, sizeof want, "seccomp-%016" PRIx64 ".bpf",
+             nsbox_seccomp_prog_cache_key("oci", nsbox_seccomp_names_digest(), profile_a,
+                                          strlen(profile_a)));
     assert_string_equal(name_a, want);
     ino_t first = inode(name_a);
 
@@ -122,9 +123,9 @@ static void test_bundle_cached(void **state)
     assert_false(same_prog(&a1, &b));
     assert_int_equal(cache_files(names, 4), 2);
     assert_int_equal(inode(name_a), first);
-    nsbox_seccomp_prog_free(&a1);
-    nsbox_seccomp_prog_free(&a2);
-    nsbox_seccomp_prog_free(&b);
+    nsbox_seccomp_compile_free(&a1);
+    nsbox_seccomp_compile_free(&a2);
+    nsbox_seccomp_compile_free(&b);
 }
 
 /* A file under a profile's name that holds another text (what a key collision makes: a
@@ -134,9 +135,9 @@ static void test_bundle_collision(void **state)
 {
     (void)state;
     char name[64], path[128];
-    snprintf(
-        name, sizeof name, "seccomp-%016" PRIx64 ".bpf",
-        nsbox_seccomp_cache_key("oci", nsbox_seccomp_names_digest(), profile_b, strlen(profile_b)));
+    snprintf(name, sizeof name, "seccomp-%016" PRIx64 ".bpf",
+             nsbox_seccomp_prog_cache_key("oci", nsbox_seccomp_names_digest(), profile_b,
+                                          strlen(profile_b)));
     snprintf(path, sizeof path, "%s/%s", dir, name);
     struct sock_fprog b, again;
     bundle_prog(profile_b, &b); /* written by test_bundle_cached */
@@ -157,8 +158,8 @@ static void test_bundle_collision(void **state)
     assert_int_equal(pread(fd, &last, 1, st.st_size - 1), 1);
     close(fd);
     assert_int_equal(last, '}');
-    nsbox_seccomp_prog_free(&b);
-    nsbox_seccomp_prog_free(&again);
+    nsbox_seccomp_compile_free(&b);
+    nsbox_seccomp_compile_free(&again);
 }
 
 static int teardown(void **state)
