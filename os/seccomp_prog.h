@@ -30,6 +30,12 @@ int nsbox_seccomp_prog_cache_dir(char *out, size_t n, struct nsbox_err *e);
  * rest (libseccomp's version, the architecture, the compiler's options) is this build's. */
 uint64_t nsbox_seccomp_prog_cache_key(const char *kind, uint64_t late, const char *text,
                                       size_t len);
+/* Remove the files of cache_dir that this build would never read again: those under the key of
+ * another nsbox, libseccomp or architecture (or of a profile since changed), and writers'
+ * temporary files left by a crash an hour ago or more. Only the names this cache gives its
+ * files, only regular files of ours, never through a symlink (cache_dir itself included), and
+ * only in a directory of ours or root's that nobody else may write. How many went. */
+int nsbox_seccomp_prog_prune(const char *cache_dir);
 /* Drop the in-process copies so that the next call compiles or reads the disk cache again
  * (tests and benchmarks). */
 void nsbox_seccomp_prog_forget(void);
