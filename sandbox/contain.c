@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "cleanup.h"
 #include "agent.h"
+#include "agent_init.h"
 #include "agent_user.h"
 #include "caps.h"
 #include "idmap.h"
@@ -105,7 +106,7 @@ static int child_become_appuser(struct nsbox_launch *L, struct nsbox_err *e)
      * the namespace's root uid (host root is not mapped, an unprivileged caller is appuser),
      * so the kernel's setuid fix-up does not apply. */
     /* A persistent sandbox's init writes its own oom_score_adj around each command's start
-     * (agent.c): the file is its owner's to open only until the ids change. */
+     * (agent_init.c): the file is its owner's to open only until the ids change. */
     if (L->agent_fd >= 0)
         L->oom_fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
     /* Not glibc's setgroups or setresuid: we are a clone of a process that may have threads
@@ -312,7 +313,7 @@ static int start_barrier(struct nsbox_launch *L, struct nsbox_err *e)
     char c = 'r';
     ssize_t n;
     int master = -1, slave[3] = {-1, -1, -1};
-    if (L->console && nsbox_agent_open_pty(0, slave, &master) < 0)
+    if (L->console && nsbox_agent_init_open_pty(0, slave, &master) < 0)
         return nsbox_err_sys(e, "console: cannot make a pseudo-terminal in the container");
     struct iovec iov = {&c, 1};
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
@@ -507,11 +508,11 @@ void nsbox_contain_child_main(struct nsbox_launch *L)
         /* The mount plan and environment were for set-up; an idle sandbox should cost little. */
         munmap((void *)L->plan, sizeof *L->plan); /* mapped by the launcher (sandbox.c) */
         L->plan = NULL;
-        nsbox_agent_send_workspace(L->agent_fd); /* before the report pipe's end (agent.h) */
+        nsbox_agent_init_send_workspace(L->agent_fd); /* before the report pipe's end (agent.h) */
         int keep[] = {L->agent_fd, L->oom_fd};
         nsbox_close_fds_keep(keep, 2);
-        nsbox_agent_set_oom_fd(L->oom_fd);
-        nsbox_agent_serve(L->agent_fd);
+        nsbox_agent_init_set_oom_fd(L->oom_fd);
+        nsbox_agent_init_serve(L->agent_fd);
     }
 
     /* rlimits -> drop caps -> no_new_privs -> seccomp, once, in init: the workload forked next
@@ -568,12 +569,12 @@ void nsbox_contain_child_main(struct nsbox_launch *L)
         /* nsbox-oci: the container's further processes (exec) are init's children too */
         int keep[] = {L->agent_fd, L->oom_fd};
         nsbox_close_fds_keep(keep, 2);
-        nsbox_agent_set_oom_fd(L->oom_fd);
+        nsbox_agent_init_set_oom_fd(L->oom_fd);
         if (L->cap_keep)
             nsbox_agent_user_set_caps(
                 L->cap_bounding, L->cap_effective, L->cap_permitted, L->cap_inheritable,
                 L->cap_ambient & L->cap_permitted & L->cap_inheritable, L->cap_keep);
-        nsbox_agent_serve_container(L->agent_fd, workload);
+        nsbox_agent_init_serve_container(L->agent_fd, workload);
     }
     nsbox_close_fds_except(-1);
     init_reap(workload);
