@@ -130,9 +130,9 @@ static int compile_seccomp(const struct nsbox_ocispec *c, struct nsbox_err *e)
     if (!c->has_seccomp)
         return 0;
     struct nsbox_err ignored = {0}; /* without a cache directory, the profile is compiled */
-    bool cached = nsbox_seccomp_cache_dir(cache, sizeof cache, &ignored) == 0;
+    bool cached = nsbox_seccomp_prog_cache_dir(cache, sizeof cache, &ignored) == 0;
     if (nsbox_contain_calls_check(&c->seccomp, e) < 0 ||
-        nsbox_seccomp_bundle_prog(cached ? cache : NULL, c->seccomp_text, strlen(c->seccomp_text),
+        nsbox_seccomp_prog_bundle(cached ? cache : NULL, c->seccomp_text, strlen(c->seccomp_text),
                                   &c->seccomp, &bundle_seccomp, e) < 0)
         return nsbox_err_wrap(e, "config.json: key 'linux.seccomp'");
     return 0;

@@ -318,14 +318,14 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     snprintf(c->L.image_root, sizeof c->L.image_root, "%s", img->root);
 
     char cache[PATH_MAX];
-    if (nsbox_seccomp_cache_dir(cache, sizeof cache, e) < 0)
+    if (nsbox_seccomp_prog_cache_dir(cache, sizeof cache, e) < 0)
         return -1;
     /* A writable root's refusals are folded into the one filter, not stacked: every system
      * call of the container then runs one program. A writable idmapped volume needs them as
      * much (prepare_volumes). */
     if ((c->root_writable || c->volume_writable
-             ? nsbox_seccomp_root_prog(cache, &c->L.seccomp, e)
-             : nsbox_seccomp_default_prog(cache, &c->L.seccomp, e)) < 0)
+             ? nsbox_seccomp_prog_root(cache, &c->L.seccomp, e)
+             : nsbox_seccomp_prog_default(cache, &c->L.seccomp, e)) < 0)
         return nsbox_err_wrap(e, "seccomp");
 
     if (c->cg_place) {
@@ -602,7 +602,7 @@ int nsbox_sandbox_destroy(struct nsbox_sandbox *c, struct nsbox_err *e)
     nsbox_closep(&c->L.ws_fd);
     nsbox_closep(&c->L.image_fd);
     close_volumes(c);
-    nsbox_seccomp_prog_free(&c->L.seccomp);
+    nsbox_seccomp_compile_free(&c->L.seccomp);
     nsbox_sandbox_free_plan(c);
     free(c->envp);
     c->envp = NULL;
