@@ -122,10 +122,13 @@ class PodmanMetacopy(engines.PodmanCase):
     def setUpClass(cls):
         super().setUpClass()
         # a layer above busybox's: /etc/prog, a program once the engine makes it set-user-ID
-        # root, and /etc/data, which the engine gives to another owner
+        # root, /etc/data, which the engine gives to another owner, /etc/other, which it
+        # makes private and renames, and /etc/own, which the container makes private
         more = oci_images.tar_bytes([("etc", b"", 0o755, tarfile.DIRTYPE),
                                      ("etc/prog", b"original\n", 0o755),
-                                     ("etc/data", b"data\n", 0o644)])
+                                     ("etc/data", b"data\n", 0o644),
+                                     ("etc/other", b"other\n", 0o644),
+                                     ("etc/own", b"own\n", 0o644)])
         archive = os.path.join(cls.engine.d, "metacopy.tar")
         engines.busybox_archive(archive, cls.MC_IMAGE, more=[more])
         r = cls.engine.podman("load", "-i", archive)
@@ -135,7 +138,8 @@ class PodmanMetacopy(engines.PodmanCase):
 
     def engine_copies_metadata_up(self, name):
         """The engine's own overlay of the created container, with metacopy=on: /etc/prog made
-        set-user-ID root, /etc/data given to 1:1, each copied up metadata-only (the premise:
+        set-user-ID root, /etc/data given to 1:1, /etc/other made 0600 and renamed /etc/moved,
+        each copied up metadata-only, the last with a redirect to its data (the premise:
         asserted). The container's upper directory."""
         r = self.podman("mount", name)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -143,11 +147,15 @@ class PodmanMetacopy(engines.PodmanCase):
         try:
             os.chmod(os.path.join(merged, "etc", "prog"), 0o4755)
             os.chown(os.path.join(merged, "etc", "data"), 1, 1)
+            os.chmod(os.path.join(merged, "etc", "other"), 0o600)
+            os.rename(os.path.join(merged, "etc", "other"), os.path.join(merged, "etc", "moved"))
         finally:
             self.assertEqual(self.podman("unmount", name).returncode, 0)
         upper = os.path.join(os.path.dirname(merged), "diff")
-        for f in ("prog", "data"):
+        for f in ("prog", "data", "moved"):
             self.assertIn("trusted.overlay.metacopy", os.listxattr(os.path.join(upper, "etc", f)))
+        self.assertIn("trusted.overlay.redirect",
+                      os.listxattr(os.path.join(upper, "etc", "moved")))
         return upper
 
     def test_metadata_copies_up_read_written_and_sealed(self):
@@ -155,15 +163,16 @@ class PodmanMetacopy(engines.PodmanCase):
         attack = os.path.join(probes or "", "attack")
         if not probes or not os.path.exists(attack):
             self.skipTest("needs the security probes (run through ctest)")
-        # the container reads both files, appends to /etc/data (its data copied up), cannot
+        # the container reads the three files, appends to /etc/data (its data copied up), cannot
         # rewrite the set-user-ID program (sealed: the seal's walk of the layers gives up on a
         # metacopy attribute and walks the merged root), and cannot write the attributes
         # overlayfs follows (a redirect to another file's data, a metacopy)
         p = self.podman
         r = p("create", "--name", "mc", *self.engine.run_args(), "-v", attack + ":/attack:ro",
               self.MC_IMAGE, "sh", "-c",
-              "cat /etc/prog /etc/data && ls -ln /etc/prog && ls -ln /etc/data &&"
-              " echo more >> /etc/data && cat /etc/data && /attack mmap-write /etc/prog;"
+              "cat /etc/prog /etc/data /etc/moved && ls -ln /etc/prog && ls -ln /etc/data &&"
+              " echo more >> /etc/data && cat /etc/data && chmod 600 /etc/own &&"
+              " /attack mmap-write /etc/prog;"
               " /attack xattr /etc/data trusted.overlay.redirect=/etc/prog"
               " trusted.overlay.metacopy=; " + ROOT_SUPER)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -172,19 +181,19 @@ class PodmanMetacopy(engines.PodmanCase):
         r = p("start", "-a", "mc")
         self.assertEqual(r.returncode, 0, r.stderr)
         lines = r.stdout.splitlines()
-        self.assertEqual(lines[:2], ["original", "data"], r.stdout + r.stderr)
-        self.assertEqual([line.split()[0] for line in lines[2:4]], ["-rwsr-xr-x", "-rw-r--r--"])
-        self.assertEqual(lines[2].split()[2:4], ["0", "0"])
-        self.assertEqual(lines[3].split()[2:4], ["1", "1"])
-        self.assertEqual(lines[4:6], ["data", "more"])
+        self.assertEqual(lines[:3], ["original", "data", "other"], r.stdout + r.stderr)
+        self.assertEqual([line.split()[0] for line in lines[3:5]], ["-rwsr-xr-x", "-rw-r--r--"])
+        self.assertEqual(lines[3].split()[2:4], ["0", "0"])
+        self.assertEqual(lines[4].split()[2:4], ["1", "1"])
+        self.assertEqual(lines[5:7], ["data", "more"])
         self.assertIn("/etc/prog open EROFS", lines)
         for name in ("trusted.overlay.redirect", "trusted.overlay.metacopy"):
             tries = [line for line in lines if line.split()[1:2] == [name]]
             self.assertEqual(len(tries), 4, r.stdout)
             self.assertFalse([t for t in tries if t.endswith("written")], tries)
         self.assertIn("metacopy=on", lines[-1].split(","))
-        # on disk: /etc/data's data copied up by the append, host root's file as the engine's
-        # owner 1 kept; /etc/prog still the engine's metadata-only copy, the image's data
+        # on disk: /etc/data's data copied up by the append, the owner the engine gave it kept;
+        # /etc/prog still the engine's metadata-only copy, its data the image's
         data = os.path.join(upper, "etc", "data")
         with open(data) as f:
             self.assertEqual(f.read(), "data\nmore\n")
@@ -195,6 +204,10 @@ class PodmanMetacopy(engines.PodmanCase):
         self.assertEqual(sorted(os.listxattr(prog)),
                          ["trusted.overlay.metacopy", "trusted.overlay.origin"])
         self.assertEqual(stat.S_IMODE(os.stat(prog).st_mode), 0o4755)
+        # the container's own chmod copied /etc/own's metadata up alone, as the engine's would
+        own = os.path.join(upper, "etc", "own")
+        self.assertIn("trusted.overlay.metacopy", os.listxattr(own))
+        self.assertEqual(stat.S_IMODE(os.stat(own).st_mode), 0o600)
         r = p("diff", "mc")
         self.assertIn("C /etc/data", r.stdout.splitlines(), r.stderr)
         self.assertEqual(self.dirs.live_ids(), [])
