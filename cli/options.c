@@ -190,8 +190,17 @@ static int refuse_option(const char *name, const struct opt_def *opt,
                             "through already; for an interactive shell: id=$(nsbox create); "
                             "nsbox exec -it $id -- bash",
                             name);
-    if (!opt)
-        return option_usage("unknown option %s", name);
+    if (!opt) {
+        /* the suggestion is among the options this command takes */
+        const char *names[NSBOX_ARRAY_LEN(sandbox_opts)];
+        for (size_t k = 0; k < NSBOX_ARRAY_LEN(sandbox_opts); k++) {
+            enum opt_kind kind = sandbox_opts[k].kind;
+            bool run_only = kind == OPT_TIMEOUT || kind == OPT_CWD || kind == OPT_NETLOG;
+            names[k] = run_only && !run_opts ? NULL : sandbox_opts[k].flag;
+        }
+        nsbox_say_unknown("unknown option", name, names, NSBOX_ARRAY_LEN(names), NULL);
+        return -2;
+    }
     if (opt->kind == OPT_NETLOG && !run_opts)
         return option_usage("%s is an option of run: a persistent sandbox keeps its network log "
                             "in its state directory (nsbox logs --network ID)",
