@@ -526,17 +526,19 @@ class HeaderBindings(unittest.TestCase):
             self.assertEqual(f.read(), "")
 
     def test_upstream_that_cannot_be_reached_says_where_the_reason_is(self):
-        # the bound name resolves on the host to an address where nothing listens: the sandbox
-        # gets a 502 that sends its user to the network log, which has the reason
+        # the bound name resolves on the host to an address where nothing listens on the port
+        # (the other tests' origins there use PORT and PORT + 1): the sandbox gets a 502 that
+        # sends its user to the network log, which has the reason
+        port = PORT + 40
         hosts = os.path.join(self.dirs.base, "hosts-unreached")
         with open(hosts, "w") as f:
             f.write(f"127.0.0.1\tlocalhost\n{OTHER}\t{NAME}\n")
         os.chmod(hosts, 0o644)
         log = os.path.join(self.dirs.base, "unreached.log")
-        r = self.nsbox(["run", "--network", f"allow={NAME}:{PORT}", "--network-log", log,
-                        "--header-binding", f"{NAME}:{PORT}:Authorization=env:BOUND_TOKEN",
+        r = self.nsbox(["run", "--network", f"allow={NAME}:{port}", "--network-log", log,
+                        "--header-binding", f"{NAME}:{port}:Authorization=env:BOUND_TOKEN",
                         "--", "sh", "-c",
-                        f"curl -sS https://{NAME}:{PORT}/x -w '\n%{{http_code}}\n'"],
+                        f"curl -sS https://{NAME}:{port}/x -w '\n%{{http_code}}\n'"],
                        hosts=hosts)
         self.assertEqual(r.returncode, 0, r.stderr.decode())
         out = r.stdout.decode()
