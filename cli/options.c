@@ -91,7 +91,8 @@ static void note_root_workspace(const char *dir)
     char advice[PATH_MAX + 64];
     snprintf(advice, sizeof advice,
              sys ? "it is a system directory: give a copy of what the sandbox needs"
-                 : "chown -R USER: %s hands it to USER and USER's group",
+                 : "chown -R USER: %1$s hands it to USER and USER's group; where root is the "
+                   "only user, as in a CI container, chown -R 1000:1000 %1$s",
              dir);
     fprintf(stderr,
             "nsbox: note: --workspace %s belongs to root (its %s is 0), which is never mapped into "
