@@ -199,7 +199,7 @@ static int refuse_option(const char *name, const struct opt_def *opt,
             bool run_only = kind == OPT_TIMEOUT || kind == OPT_CWD || kind == OPT_NETLOG;
             names[k] = run_only && !run_opts ? NULL : sandbox_opts[k].flag;
         }
-        nsbox_say_unknown("unknown option", name, names, NSBOX_ARRAY_LEN(names), NULL);
+        nsbox_say_unknown("unknown option", NSBOX_SHOW(name), names, NSBOX_ARRAY_LEN(names), NULL);
         return -2;
     }
     if (opt->kind == OPT_NETLOG && !run_opts)
