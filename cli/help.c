@@ -159,7 +159,8 @@ static const struct {
               "to, and layers no image uses\n"},
     {"gc", "usage: nsbox gc [-v]\n"
            "  remove what killed or crashed sandboxes left behind: processes, mounts, cgroups,\n"
-           "  state; other commands do the cheap part of this on their own\n"
+           "  state; and the cached seccomp programs of other nsbox or libseccomp versions;\n"
+           "  other commands do the cheap part of this on their own\n"
            "\n"
            "  -v                                  say how much was removed\n"},
     {"pool", "usage: nsbox pool fill [--size N] [OPTIONS]   make N sandboxes ahead (1-16) for runs\n"

@@ -58,9 +58,16 @@ static const struct {
 
 static void usage(void)
 {
-    printf("usage: nsbox-oci [--root DIR] [--log FILE] [--log-format text|json] "
-           "COMMAND ...\n"
+    printf("usage: nsbox-oci [--root DIR] [--log FILE] [--log-format text|json]\n"
+           "                 [--idmap-volumes engine|none] COMMAND ...\n"
+           "       --root: the containers' state (default " NSBOX_OCI_DEFAULT_ROOT "); it and\n"
+           "       every directory above it must be writable by root alone\n"
            "       --systemd-cgroup: linux.cgroupsPath is systemd's slice:prefix:name\n"
+           "       --idmap-volumes engine|none: engine: a bind of one of Docker's named\n"
+           "       volumes (<data-root>/volumes/NAME/_data, beside the container's root) is\n"
+           "       idmapped, writable by the container's root as host root, as under runc;\n"
+           "       none (the default): bound as it is. Set it where the runtime is registered\n"
+           "       (daemon.json: \"runtimeArgs\": [\"--idmap-volumes=engine\"])\n"
            "       (and runc's --debug: accepted)\n"
            "       nsbox-oci --version\n"
            "       nsbox-oci COMMAND --help\n\n");
@@ -84,7 +91,7 @@ static int parse_globals(struct nsbox_ocirt *g, int argc, char **argv, struct ns
         snprintf(name, sizeof name, "%.*s", (int)len, a);
         bool takes = !strcmp(name, "--root") || !strcmp(name, "--log") ||
                      !strcmp(name, "--log-format") || !strcmp(name, "--criu") ||
-                     !strcmp(name, "--rootless");
+                     !strcmp(name, "--rootless") || !strcmp(name, "--idmap-volumes");
         if (takes) {
             val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
             if (!val)
@@ -100,6 +107,14 @@ static int parse_globals(struct nsbox_ocirt *g, int argc, char **argv, struct ns
             g->debug = true;
         else if (!strcmp(name, "--systemd-cgroup"))
             g->systemd_cgroup = true;
+        else if (!strcmp(name, "--idmap-volumes") && strcmp(val, "engine") && strcmp(val, "none"))
+            return nsbox_err_invalid(e,
+                                     "--idmap-volumes %s: give engine (the engine's named "
+                                     "volumes idmapped, writable by the container's root as "
+                                     "under runc) or none (the default)",
+                                     NSBOX_SHOW(val));
+        else if (!strcmp(name, "--idmap-volumes"))
+            g->idmap_engine_volumes = !strcmp(val, "engine");
         else if (!strcmp(name, "--version") || !strcmp(name, "-v"))
             return -2;
         else if (!strcmp(name, "--help") || !strcmp(name, "-h"))
@@ -141,6 +156,12 @@ int main(int argc, char **argv)
         }
         if ((!strcmp(argv[i], "create") || !strcmp(argv[i], "run")) &&
             nsbox_config_load_types(NULL, &e) < 0) {
+            log_error(&g, e.msg);
+            return 1;
+        }
+        /* every command but these acts on the state under --root */
+        if (strcmp(argv[i], "spec") && strcmp(argv[i], "features") &&
+            nsbox_ocistate_check_root(&g, &e) < 0) {
             log_error(&g, e.msg);
             return 1;
         }

@@ -43,6 +43,7 @@ struct ready_msg {
     pid_t init_pid;
     pid_t helper; /* what entered the joined namespaces (launch.h): create reaps it */
     bool root_read_only; /* root.readonly false, but the kernel refused the writable root */
+    struct nsbox_err volumes_why; /* an engine's volume left a plain bind: why (code 0: none) */
     char sandbox[64];
     struct nsbox_err err;
 };
@@ -129,9 +130,9 @@ static int compile_seccomp(const struct nsbox_ocispec *c, struct nsbox_err *e)
     if (!c->has_seccomp)
         return 0;
     struct nsbox_err ignored = {0}; /* without a cache directory, the profile is compiled */
-    bool cached = nsbox_seccomp_cache_dir(cache, sizeof cache, &ignored) == 0;
+    bool cached = nsbox_seccomp_prog_cache_dir(cache, sizeof cache, &ignored) == 0;
     if (nsbox_contain_calls_check(&c->seccomp, e) < 0 ||
-        nsbox_seccomp_bundle_prog(cached ? cache : NULL, c->seccomp_text, strlen(c->seccomp_text),
+        nsbox_seccomp_prog_bundle(cached ? cache : NULL, c->seccomp_text, strlen(c->seccomp_text),
                                   &c->seccomp, &bundle_seccomp, e) < 0)
         return nsbox_err_wrap(e, "config.json: key 'linux.seccomp'");
     return 0;
@@ -184,6 +185,7 @@ struct monitor {
     const char *dir; /* the state directory */
     struct nsbox_ocimon mon; /* exec, procs, update (ocimon.c) */
     unsigned preserve_fds;   /* --preserve-fds: init's to hold, not ours (launch.h) */
+    bool engine_volumes;     /* --idmap-volumes=engine (ocivolumes.c) */
 };
 
 /* One request on the control socket: the operation, done while the caller waits. */
@@ -431,6 +433,8 @@ static int monitor_launch(struct monitor *m, const struct nsbox_spec *s,
         bundle_mount_points(s->image, mounts, c->n_mounts, e) < 0 ||
         nsbox_ocidevices_mounts(c, mounts + c->n_mounts, &n_dev, e) < 0)
         return -1;
+    if (m->engine_volumes)
+        nsbox_ocivolumes_mark(s->image, mounts, c->n_mounts, idmaps);
     static const char *masked[NSBOX_OCISPEC_MASKS_MAX], *readonly[NSBOX_OCISPEC_MASKS_MAX];
     for (size_t i = 0; i < c->n_masked; i++)
         masked[i] = c->masked[i];
@@ -445,8 +449,9 @@ static int monitor_launch(struct monitor *m, const struct nsbox_spec *s,
     m->sb.n_readonly = c->n_readonly;
     m->sb.cg_place = place->placed ? &place->place : NULL;
     m->sb.root_writable = !c->root_readonly;
-    if (nsbox_sandbox_prepare(&m->sb, s, c->args, c->cwd, e) < 0 ||
-        (place->placed && nsbox_ociplace_save(m->dir, &m->sb.cg, e) < 0) ||
+    int prepared = nsbox_sandbox_prepare(&m->sb, s, c->args, c->cwd, e);
+    nsbox_ocivolumes_close(idmaps, c->n_mounts); /* the sandbox has their trees */
+    if (prepared < 0 || (place->placed && nsbox_ociplace_save(m->dir, &m->sb.cg, e) < 0) ||
         nsbox_ociplace_apply_memory(place, &m->sb.cg, e) < 0)
         return -1;
     apply_process(&m->sb.L, c);
@@ -507,7 +512,7 @@ __attribute__((noreturn)) static void monitor_main(const char *dir, const struct
                                                    const struct nsbox_ocispec *c,
                                                    const struct nsbox_ociplace *place,
                                                    const char *console, unsigned preserve_fds,
-                                                   int ready_fd)
+                                                   bool engine_volumes, int ready_fd)
 {
     static struct monitor m; /* large: the sandbox's buffers */
     struct ready_msg msg = {0};
@@ -516,6 +521,7 @@ __attribute__((noreturn)) static void monitor_main(const char *dir, const struct
     m.start_sock = m.fifo = m.ctl = -1;
     m.dir = dir;
     m.preserve_fds = preserve_fds;
+    m.engine_volumes = engine_volumes;
     setsid(); /* not in the caller's job control: a ^C to it is not for the container */
     char fifo[PATH_MAX + 16];
     snprintf(fifo, sizeof fifo, "%s/exec.fifo", dir);
@@ -533,6 +539,7 @@ __attribute__((noreturn)) static void monitor_main(const char *dir, const struct
             msg.err = m.sb.root_why;
         }
         snprintf(msg.sandbox, sizeof msg.sandbox, "%s", m.sb.st.id);
+        msg.volumes_why = m.sb.volumes_why;
     }
     msg.helper = m.sb.helper;
     ssize_t w = write(ready_fd, &msg, sizeof msg);
@@ -637,7 +644,8 @@ static int spawn_monitor(const struct nsbox_ocirt *g, const struct nsbox_ocicrea
         return nsbox_err_sys(e, "fork");
     if (pid == 0) {
         close(p[0]);
-        monitor_main(dir, s, c, place, a->console_socket, a->preserve_fds, p[1]);
+        monitor_main(dir, s, c, place, a->console_socket, a->preserve_fds,
+                     g->idmap_engine_volumes, p[1]);
     }
     close(p[1]);
     struct ready_msg msg = {0};
@@ -667,6 +675,14 @@ static int spawn_monitor(const struct nsbox_ocirt *g, const struct nsbox_ocicrea
                  "writable)",
                  msg.err.msg);
         warn(g, msg_ro);
+    }
+    if (msg.volumes_why.code) {
+        char msg_vol[NSBOX_ERR_MSG_MAX + 160];
+        snprintf(msg_vol, sizeof msg_vol,
+                 "--idmap-volumes=engine: a volume is bound as it is, not idmapped (its owner's "
+                 "files are then read-only to the container's root): %s",
+                 msg.volumes_why.msg);
+        warn(g, msg_vol);
     }
     struct nsbox_ocistate st = {.pid = msg.init_pid, .monitor = pid};
     snprintf(st.id, sizeof st.id, "%s", a->id);

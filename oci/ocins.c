@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/nsfs.h>
 #include <sched.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -122,12 +124,23 @@ static int check_userns(int userfd, const char *path, struct nsbox_err *e)
 static int open_one(const struct nsbox_ocispec_namespace *ns, size_t k, struct nsbox_err *e)
 {
     const char *name = nsbox_ocispec_ns_name(ns->type);
-    int fd = open(ns->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    /* Found without being opened, and opened only once it is a namespace's file: a FIFO's
+     * open would wait for a writer, a device's would run its driver (a watchdog's starts). */
+    cleanup_close int found = open(ns->path, O_PATH | O_CLOEXEC);
+    if (found < 0)
         return nsbox_err_sys(e, "linux.namespaces.path %s (%s)", NSBOX_SHOW(ns->path), name);
-    int type = ioctl(fd, NS_GET_NSTYPE);
-    if (type != kinds[k].nstype) {
-        close(fd);
+    struct statfs sf;
+    int fd = -1;
+    if (fstatfs(found, &sf) == 0 && sf.f_type == NSFS_MAGIC) {
+        char via[64];
+        snprintf(via, sizeof via, "/proc/self/fd/%d", found);
+        fd = open(via, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return nsbox_err_sys(e, "linux.namespaces.path %s (%s)", NSBOX_SHOW(ns->path), name);
+    }
+    if (fd < 0 || ioctl(fd, NS_GET_NSTYPE) != kinds[k].nstype) {
+        if (fd >= 0)
+            close(fd);
         return nsbox_err_invalid(e, "linux.namespaces.path %s is not a %s namespace",
                                  NSBOX_SHOW(ns->path), name);
     }
@@ -241,12 +254,12 @@ int nsbox_ocins_open(const struct nsbox_ocispec *c, struct nsbox_launch *L, bool
         for (size_t i = 0; i < j.n; i++)
             if (kinds[j.kind[i]].nstype != CLONE_NEWUSER && j.host_owned[i] == (pass == 0)) {
                 *host_net |= j.host_owned[i] && kinds[j.kind[i]].nstype == CLONE_NEWNET;
-                L->joins[L->n_joins++] = (struct nsbox_launch_join){nsbox_steal_fd(&j.fd[i]),
-                                                                    kinds[j.kind[i]].nstype};
+                L->joins[L->n_joins++] =
+                    (struct nsbox_launch_join){nsbox_steal_fd(&j.fd[i]), kinds[j.kind[i]].nstype};
             }
         if (pass == 0 && user >= 0)
-            L->joins[L->n_joins++] = (struct nsbox_launch_join){nsbox_steal_fd(&user),
-                                                                CLONE_NEWUSER};
+            L->joins[L->n_joins++] =
+                (struct nsbox_launch_join){nsbox_steal_fd(&user), CLONE_NEWUSER};
     }
     nsbox_closep(&user);
     joined_close(&j);

@@ -24,6 +24,9 @@ struct nsbox_ocirt {
     bool log_json;       /* --log-format json */
     bool debug;
     bool systemd_cgroup; /* --systemd-cgroup: cgroupsPath is systemd's slice:prefix:name */
+    /* --idmap-volumes=engine: the engine's named volumes idmapped (ocivolumes.c); set where the
+     * runtime is registered (Docker's runtimeArgs), never by a container's config */
+    bool idmap_engine_volumes;
 };
 
 enum nsbox_ocistate_status {
@@ -53,6 +56,11 @@ void nsbox_ocilog_append(const struct nsbox_ocirt *g, const char *level, const c
 /* ---- ocistate.c ---- */
 /* [A-Za-z0-9][A-Za-z0-9_.+-]*, at most NSBOX_OCI_ID_MAX: a single path component. */
 bool nsbox_ocistate_id_valid(const char *id);
+/* Is --root, and every directory above it, writable by root (or the caller) alone? nsbox-oci
+ * acts as root on what it reads there (pids it signals, hooks it runs), so a directory another
+ * user could write, rename in or replace is refused, naming it. What does not exist yet is
+ * no error (create makes it root's). */
+int nsbox_ocistate_check_root(const struct nsbox_ocirt *g, struct nsbox_err *e);
 /* <root>/<id> into out. */
 int nsbox_ocistate_dir(const struct nsbox_ocirt *g, const char *id, char *out, size_t n,
                        struct nsbox_err *e);
@@ -228,6 +236,18 @@ int nsbox_ociplace_remove(const char *dir, struct nsbox_err *e);
 struct nsbox_rootfs_mount;
 int nsbox_ocidevices_mounts(const struct nsbox_ocispec *c, struct nsbox_rootfs_mount *out,
                             size_t *n, struct nsbox_err *e);
+
+/* ---- ocivolumes.c: --idmap-volumes=engine ---- */
+/* Mark the binds among mounts (n, idmaps by index) whose source is a named volume of the engine
+ * whose container root is root (resolved): idmapped as the writable root is, cloned from a
+ * descriptor of the directory checked (struct nsbox_rootfs_idmap's engine_volume, source_fd).
+ * A bind that asks for an idmap itself, a file, anything not recognised is left as it is.
+ * How many were marked. */
+struct nsbox_rootfs_idmap;
+size_t nsbox_ocivolumes_mark(const char *root, const struct nsbox_rootfs_mount *mounts, size_t n,
+                             struct nsbox_rootfs_idmap *idmaps);
+/* Their descriptors closed, once the sandbox has its trees. */
+void nsbox_ocivolumes_close(struct nsbox_rootfs_idmap *idmaps, size_t n);
 
 /* ---- ocisysctl.c: linux.sysctl ---- */
 /* Write c's sysctls (checked at create) in the network, ipc and uts namespaces of init, which

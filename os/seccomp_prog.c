@@ -10,6 +10,7 @@
 
 #include <seccomp.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -23,6 +24,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static int prog_copy(const struct sock_fprog *src, struct sock_fprog *dst, struct nsbox_err *e)
@@ -77,7 +79,7 @@ static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
     return h;
 }
 
-uint64_t nsbox_seccomp_cache_key(const char *kind, uint64_t late, const char *text, size_t len)
+uint64_t nsbox_seccomp_prog_cache_key(const char *kind, uint64_t late, const char *text, size_t len)
 {
     const struct scmp_version *v = seccomp_version();
     char tag[160];
@@ -91,12 +93,24 @@ uint64_t nsbox_seccomp_cache_key(const char *kind, uint64_t late, const char *te
 
 static uint64_t cache_key(const char *kind, const char *text, size_t len)
 {
-    return nsbox_seccomp_cache_key(kind, nsbox_seccomp_names_digest(), text, len);
+    return nsbox_seccomp_prog_cache_key(kind, nsbox_seccomp_names_digest(), text, len);
 }
 
 static void cache_name(uint64_t key, char *buf, size_t n)
 {
     snprintf(buf, n, "seccomp-%016" PRIx64 ".bpf", key);
+}
+
+/* fd (the cache directory), or -1 when it is not one we can trust: closed then. */
+static int cache_dir_trusted(int fd)
+{
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) < 0 || (st.st_uid != geteuid() && st.st_uid != 0) ||
+                    (st.st_mode & (S_IWGRP | S_IWOTH)))) {
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 /* The cache directory fd, or -1 when there is none we can trust. */
@@ -105,15 +119,36 @@ static int cache_dir_open(const char *dir)
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT && (mkdir(dir, 0700) == 0 || errno == EEXIST))
         fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return cache_dir_trusted(fd);
+}
+
+/* The whole of the cache file name (its size in *size) when it is a regular file of ours that
+ * nobody else may write, of a header's size and at most max bytes; NULL otherwise. */
+static char *cache_load(int dirfd, const char *name, size_t max, size_t *size)
+{
+    /* O_NONBLOCK: opening a FIFO planted under that name must not hang us. */
+    cleanup_close int fd =
+        openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
-        return -1;
+        return NULL;
     struct stat st;
-    if (fstat(fd, &st) < 0 || (st.st_uid != geteuid() && st.st_uid != 0) ||
-        (st.st_mode & (S_IWGRP | S_IWOTH))) {
-        close(fd);
-        return -1;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+        (st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_size < (off_t)sizeof(struct cache_header) ||
+        (size_t)st.st_size > max)
+        return NULL;
+    *size = (size_t)st.st_size;
+    char *buf = malloc(*size);
+    for (size_t off = 0; buf && off < *size;) {
+        ssize_t n = pread(fd, buf + off, *size - off, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            free(buf);
+            return NULL;
+        }
+        off += (size_t)n;
     }
-    return fd;
+    return buf;
 }
 
 /* The cache file of key into out; text (NULL for nsbox's own profiles) must be the one the file
@@ -123,30 +158,12 @@ static int cache_read(int dirfd, uint64_t key, const char *text, size_t tlen,
 {
     char name[64];
     cache_name(key, name, sizeof name);
-    /* O_NONBLOCK: opening a FIFO planted under that name must not hang us. */
-    cleanup_close int fd =
-        openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0)
-        return -1;
-    struct stat st;
     const size_t max =
         sizeof(struct cache_header) + BPF_MAXINSNS * sizeof(struct sock_filter) + (text ? tlen : 0);
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-        (st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_size < (off_t)sizeof(struct cache_header) ||
-        (size_t)st.st_size > max)
-        return -1;
-    size_t size = (size_t)st.st_size;
-    cleanup_free char *buf = malloc(size);
+    size_t size;
+    cleanup_free char *buf = cache_load(dirfd, name, max, &size);
     if (!buf)
         return -1;
-    for (size_t off = 0; off < size;) {
-        ssize_t n = pread(fd, buf + off, size - off, (off_t)off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        off += (size_t)n;
-    }
     struct cache_header h;
     memcpy(&h, buf, sizeof h);
     size_t body = size - sizeof h, insns = (size_t)h.n_insns * sizeof(struct sock_filter);
@@ -204,6 +221,18 @@ static struct sock_fprog built[2];
 /* Part of the folded program's key: bump when policy/seccomp_fold.c changes what it makes. */
 #define FOLD_FORMAT "nsbox-seccomp-fold-v1 root"
 
+/* The cache key of the default program, or of the one with the root's refusals folded in. */
+static uint64_t builtin_key(bool root)
+{
+    const char *text = nsbox_seccomp_default_json();
+    uint64_t key = cache_key("nsbox", text, strlen(text));
+    if (root) {
+        const char *rt = nsbox_seccomp_root_json();
+        key = hash_bytes(hash_bytes(key, FOLD_FORMAT, sizeof FOLD_FORMAT), rt, strlen(rt));
+    }
+    return key;
+}
+
 static int build_default(const char *cache_dir, bool root, struct sock_fprog *out,
                          struct nsbox_err *e)
 {
@@ -213,11 +242,7 @@ static int build_default(const char *cache_dir, bool root, struct sock_fprog *ou
     cleanup_close int dirfd = -1;
 
     if (cache_dir) {
-        key = cache_key("nsbox", text, len);
-        if (root) {
-            const char *rt = nsbox_seccomp_root_json();
-            key = hash_bytes(hash_bytes(key, FOLD_FORMAT, sizeof FOLD_FORMAT), rt, strlen(rt));
-        }
+        key = builtin_key(root);
         dirfd = cache_dir_open(cache_dir);
         if (dirfd >= 0 && cache_read(dirfd, key, NULL, 0, out) == 0)
             return 0;
@@ -251,17 +276,17 @@ static int builtin_prog(const char *cache_dir, bool root, struct sock_fprog *pro
     return rc;
 }
 
-int nsbox_seccomp_default_prog(const char *cache_dir, struct sock_fprog *prog, struct nsbox_err *e)
+int nsbox_seccomp_prog_default(const char *cache_dir, struct sock_fprog *prog, struct nsbox_err *e)
 {
     return builtin_prog(cache_dir, false, prog, e);
 }
 
-int nsbox_seccomp_root_prog(const char *cache_dir, struct sock_fprog *prog, struct nsbox_err *e)
+int nsbox_seccomp_prog_root(const char *cache_dir, struct sock_fprog *prog, struct nsbox_err *e)
 {
     return builtin_prog(cache_dir, true, prog, e);
 }
 
-int nsbox_seccomp_bundle_prog(const char *cache_dir, const char *text, size_t len,
+int nsbox_seccomp_prog_bundle(const char *cache_dir, const char *text, size_t len,
                               const struct nsbox_seccomp_profile *p, struct sock_fprog *prog,
                               struct nsbox_err *e)
 {
@@ -280,7 +305,7 @@ int nsbox_seccomp_bundle_prog(const char *cache_dir, const char *text, size_t le
     return rc;
 }
 
-int nsbox_seccomp_cache_dir(char *out, size_t n, struct nsbox_err *e)
+int nsbox_seccomp_prog_cache_dir(char *out, size_t n, struct nsbox_err *e)
 {
     char data[PATH_MAX];
     if (nsbox_path_data_dir(data, sizeof data, e) < 0)
@@ -293,22 +318,116 @@ int nsbox_seccomp_cache_dir(char *out, size_t n, struct nsbox_err *e)
     return 0;
 }
 
-void nsbox_seccomp_default_forget(void)
+void nsbox_seccomp_prog_forget(void)
 {
     pthread_mutex_lock(&default_lock);
-    nsbox_seccomp_prog_free(&built[false]);
-    nsbox_seccomp_prog_free(&built[true]);
+    nsbox_seccomp_compile_free(&built[false]);
+    nsbox_seccomp_compile_free(&built[true]);
     pthread_mutex_unlock(&default_lock);
+}
+
+/* ---- pruning ------------------------------------------------------------------------------
+ * A key changes with nsbox (the profile, the late-call table, the format), libseccomp and the
+ * architecture, and a file is read only under its key: a file under any other is never read
+ * again. Only names this file makes are looked at, in a directory trusted as for reading, and
+ * only regular files of ours, never through a link; what cannot be shown current goes. A
+ * program that is in use has nothing to lose: a file removed under a writer's rename costs a
+ * compile. */
+
+/* A writer's temporary file lives for a few microseconds: one this old was left by a crash. */
+#define CACHE_TMP_MAX_AGE (60 * 60)
+/* Far above any bundle's profile text (its config.json has at most 4 MiB): a larger file is
+ * none of ours. */
+#define CACHE_TEXT_MAX (16u << 20)
+/* cache_name's length: a key is 16 hexadecimal digits */
+#define CACHE_NAME_LEN (sizeof "seccomp-0123456789abcdef.bpf" - 1)
+
+/* Is name a cache file's name, "seccomp-<key>.bpf" as cache_name makes it? Its key in *key. */
+static bool cache_name_parse(const char *name, uint64_t *key)
+{
+    char again[64];
+    if (strncmp(name, "seccomp-", 8) != 0 || strlen(name) != CACHE_NAME_LEN)
+        return false;
+    *key = strtoull(name + 8, NULL, 16);
+    cache_name(*key, again, sizeof again);
+    return strcmp(again, name) == 0; /* no sign, space or capital that strtoull took */
+}
+
+/* Is name a writer's temporary file, ".<cache name>.<pid>.<n>.tmp" as cache_write makes it? */
+static bool cache_tmp_name(const char *name)
+{
+    char file[64];
+    uint64_t key;
+    if (name[0] != '.' || strlen(name) <= CACHE_NAME_LEN + 1)
+        return false;
+    snprintf(file, sizeof file, "%.*s", (int)CACHE_NAME_LEN, name + 1);
+    const char *p = name + 1 + CACHE_NAME_LEN;
+    if (!cache_name_parse(file, &key))
+        return false;
+    for (int part = 0; part < 2; part++) {
+        if (*p++ != '.' || *p < '0' || *p > '9')
+            return false;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    return strcmp(p, ".tmp") == 0;
+}
+
+/* Would this build read the cache file name (key in its name) again? The default programs'
+ * keys are builtin's; a bundle's file holds its text, whose key this build computes. */
+static bool cache_current(int dirfd, const char *name, uint64_t key, const uint64_t builtin[2])
+{
+    if (key == builtin[0] || key == builtin[1])
+        return true;
+    const size_t max =
+        sizeof(struct cache_header) + BPF_MAXINSNS * sizeof(struct sock_filter) + CACHE_TEXT_MAX;
+    size_t size;
+    cleanup_free char *buf = cache_load(dirfd, name, max, &size);
+    if (!buf)
+        return false;
+    struct cache_header h;
+    memcpy(&h, buf, sizeof h);
+    size_t insns = (size_t)h.n_insns * sizeof(struct sock_filter), at = sizeof h + insns;
+    return memcmp(h.magic, CACHE_MAGIC_TEXT, sizeof h.magic) == 0 && h.key == key &&
+           h.n_insns <= BPF_MAXINSNS && at <= size && cache_key("oci", buf + at, size - at) == key;
+}
+
+int nsbox_seccomp_prog_prune(const char *cache_dir)
+{
+    int fd = cache_dir_trusted(open(cache_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    int removed = 0;
+    const uint64_t builtin[2] = {builtin_key(false), builtin_key(true)};
+    struct dirent *de;
+    struct stat st;
+    uint64_t key;
+    while ((de = readdir(d))) {
+        bool file = cache_name_parse(de->d_name, &key), tmp = !file && cache_tmp_name(de->d_name);
+        if ((!file && !tmp) || fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+            continue;
+        if (file ? !cache_current(fd, de->d_name, key, builtin)
+                 : time(NULL) - st.st_mtime > CACHE_TMP_MAX_AGE)
+            removed += unlinkat(fd, de->d_name, 0) == 0;
+    }
+    closedir(d);
+    return removed;
 }
 
 /* ---- loading (child side) ---------------------------------------------------------------- */
 
-int nsbox_seccomp_load(const struct sock_fprog *prog, struct nsbox_err *e)
+int nsbox_seccomp_prog_load(const struct sock_fprog *prog, struct nsbox_err *e)
 {
-    return nsbox_seccomp_load_flags(prog, 0, e);
+    return nsbox_seccomp_prog_load_flags(prog, 0, e);
 }
 
-int nsbox_seccomp_load_flags(const struct sock_fprog *prog, unsigned flags, struct nsbox_err *e)
+int nsbox_seccomp_prog_load_flags(const struct sock_fprog *prog, unsigned flags,
+                                  struct nsbox_err *e)
 {
     if (!prog || !prog->filter || prog->len == 0)
         return nsbox_err_set(e, NSBOX_E_INVALID, 0, "seccomp: empty program");

@@ -1,6 +1,7 @@
 /* Where a command name is looked for (pathsearch.c): the places execvp tries, in its order, for
- * init's exec of an agent's command (sandbox/agent_exec.c), which tries each, and nsbox-oci's
- * check at create that process.args[0] is somewhere (sandbox/contain.c), which stats each. */
+ * init's exec of an agent's command (sandbox/agent_exec.c), which tries each, nsbox-oci's
+ * check at create that process.args[0] is somewhere (sandbox/contain.c), and the check that an
+ * OCI image has python3 on its PATH (rootfs/oci_lookup.c), which stat each. */
 #ifndef NSBOX_PATHSEARCH_H
 #define NSBOX_PATHSEARCH_H
 

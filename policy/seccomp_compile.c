@@ -162,7 +162,7 @@ int nsbox_seccomp_compile(const struct nsbox_seccomp_profile *p, struct sock_fpr
     return export_bpf(ctx, prog, e);
 }
 
-void nsbox_seccomp_prog_free(struct sock_fprog *prog)
+void nsbox_seccomp_compile_free(struct sock_fprog *prog)
 {
     if (!prog)
         return;

@@ -139,7 +139,7 @@ int nsbox_seccomp_fold_root(struct nsbox_seccomp_profile *p, struct nsbox_err *e
 /* Build the BPF program for the native architecture. prog->filter is malloc'd. */
 int nsbox_seccomp_compile(const struct nsbox_seccomp_profile *p, struct sock_fprog *prog,
                           struct nsbox_err *e);
-void nsbox_seccomp_prog_free(struct sock_fprog *prog);
+void nsbox_seccomp_compile_free(struct sock_fprog *prog);
 
 /* A syscall's number on this architecture: libseccomp's, else nsbox's table of the calls
  * numbered alike on every architecture since Linux 5.1 (424 on), which an older libseccomp
@@ -153,7 +153,7 @@ struct nsbox_seccomp_late_call {
 /* The table itself, *n entries. */
 const struct nsbox_seccomp_late_call *nsbox_seccomp_names_late(size_t *n);
 /* A digest of a table of late calls, for the keys of compiled programs
- * (nsbox_seccomp_cache_key): the same profile text and libseccomp compile to another program
+ * (nsbox_seccomp_prog_cache_key): the same profile text and libseccomp compile to another program
  * once the table gains a call. */
 uint64_t nsbox_seccomp_names_digest_of(const struct nsbox_seccomp_late_call *t, size_t n);
 /* nsbox_seccomp_names_digest_of the table of this build. */

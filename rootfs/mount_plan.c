@@ -203,20 +203,22 @@ static int plan_dev_seal(struct nsbox_mount_plan *plan, struct nsbox_err *e)
     return 0;
 }
 
-/* What of /proc is hidden or read-only (the floor, also over a config's /proc). */
-static int plan_proc_masks(struct nsbox_mount_plan *plan, struct nsbox_err *e)
+/* What of a proc mount at `at` (relative to the new root) is hidden or read-only: the floor,
+ * over nsbox's /proc, a config's, and any other proc a config mounts (a second procfs is as
+ * revealing as the first). */
+static int plan_proc_masks(struct nsbox_mount_plan *plan, const char *at, struct nsbox_err *e)
 {
-    char path[64];
+    char path[sizeof plan->ops[0].target + 32];
     for (const char *const *n = nsbox_proc_masked_files; *n; n++) {
-        snprintf(path, sizeof path, "proc/%s", *n);
+        snprintf(path, sizeof path, "%s/%s", at, *n);
         PUSH(NSBOX_MOP_MASK_FILE, path);
     }
     for (const char *const *n = nsbox_proc_masked_dirs; *n; n++) {
-        snprintf(path, sizeof path, "proc/%s", *n);
+        snprintf(path, sizeof path, "%s/%s", at, *n);
         PUSH(NSBOX_MOP_MASK_DIR, path);
     }
     for (const char *const *n = nsbox_proc_readonly; *n; n++) {
-        snprintf(path, sizeof path, "proc/%s", *n);
+        snprintf(path, sizeof path, "%s/%s", at, *n);
         struct nsbox_mount_op *o = PUSH(NSBOX_MOP_READONLY, path);
         o->recursive = true;
         o->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
@@ -228,7 +230,7 @@ static int plan_proc(struct nsbox_mount_plan *plan, struct nsbox_err *e)
 {
     PUSH(NSBOX_MOP_MKDIR, "proc")->mode = 0555;
     PUSH(NSBOX_MOP_PROC, "proc")->flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
-    return plan_proc_masks(plan, e);
+    return plan_proc_masks(plan, "proc", e);
 }
 
 /* Is rel (a destination without its leading '/') inside what plan_image binds from the image?
@@ -398,7 +400,7 @@ static int plan_config_masks(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mo
 
 /* nsbox-oci: the config's mounts in its order. nsbox's device nodes go into the config's /dev
  * once it is mounted (or nsbox's /dev is made first when the config has none), and nsbox's
- * /proc masks go last, over the config's /proc (or over nsbox's when the config has none). */
+ * /proc masks go last, over every proc the config mounts (and nsbox's when none is at /proc). */
 static int plan_config_mounts(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
                               struct nsbox_err *e)
 {
@@ -421,8 +423,13 @@ static int plan_config_mounts(const struct nsbox_rootfs_cfg *cfg, struct nsbox_m
     }
     if (!has_dev && plan_dev_seal(plan, e) < 0)
         return -1;
-    if ((has_proc ? plan_proc_masks(plan, e) : plan_proc(plan, e)) < 0)
+    if (!has_proc && plan_proc(plan, e) < 0)
         return -1;
+    for (size_t i = 0; i < cfg->n_mounts; i++)
+        if (!strcmp(cfg->mounts[i].type, "proc") &&
+            plan_proc_masks(
+                plan, cfg->mounts[i].destination + strspn(cfg->mounts[i].destination, "/"), e) < 0)
+            return -1;
     return plan_config_masks(cfg, plan, e);
 }
 
@@ -486,6 +493,7 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
     plan->n = 0;
     plan->strs_used = 0;
     plan->root_in_place = cfg->root_in_place;
+    plan->seal_list = NULL;
     if (!cfg->img ||
         (cfg->ws_kind == NSBOX_WS_DIR && (!cfg->workspace || cfg->workspace[0] != '/')))
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "rootfs: image and workspace required");

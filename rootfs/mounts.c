@@ -486,13 +486,23 @@ static int seal_volume(const struct nsbox_sys *sys, int rootfd, const struct nsb
     return 0;
 }
 
+/* The writable root's programs sealed: from its layers' list where there is one it can trust
+ * (setid.h), else by the walk of the whole root. */
+static int seal_root(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan, int rootfd,
+                     struct nsbox_err *e)
+{
+    size_t sealed;
+    int r = plan->seal_list ? nsbox_setid_seal_listed(sys, rootfd, plan->seal_list, &sealed, e)
+                            : 1;
+    return r <= 0 ? r : nsbox_setid_seal(sys, rootfd, &sealed, e);
+}
+
 int nsbox_rootfs_enter(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
                        int rootfd, int *fds, struct nsbox_err *e)
 {
     if (fchdir(rootfd) < 0)
         return nsbox_err_sys(e, "rootfs: enter the new root");
-    size_t sealed;
-    if (plan->root_in_place && nsbox_setid_seal(sys, rootfd, &sealed, e) < 0)
+    if (plan->root_in_place && seal_root(sys, plan, rootfd, e) < 0)
         return -1;
     for (size_t i = 0; i < plan->n; i++) {
         const struct nsbox_mount_op *o = &plan->ops[i];

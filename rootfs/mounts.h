@@ -94,6 +94,11 @@ struct nsbox_rootfs_idmap {
     bool idmap, recursive; /* recursive: "ridmap", its submounts idmapped too */
     unsigned n_uid, n_gid; /* 0: the container's own mapping (on-disk N is its id N) */
     const struct nsbox_idmap *uid, *gid; /* inside: the id on disk; outside: the container's */
+    /* An engine's named volume (nsbox-oci --idmap-volumes=engine), not asked for by the
+     * config: cloned from source_fd, its directory as opened and checked, not by its path; where
+     * the kernel or its filesystem refuses the idmap, it stays a plain bind. */
+    bool engine_volume;
+    int source_fd;
 };
 
 struct nsbox_root_entry {
@@ -141,8 +146,13 @@ struct nsbox_rootfs_cfg {
     bool root_in_place;
 };
 
+struct nsbox_setid_list;
 struct nsbox_mount_plan {
     bool root_in_place; /* the cfg's: the image root is the new root (above) */
+    /* with root_in_place on an engine's overlay: its layers' set-id candidates, which the seal
+     * checks instead of walking the merged root (setid_layers.h); NULL: the walk. Set by the
+     * caller after nsbox_mount_plan_build, owned by it. */
+    const struct nsbox_setid_list *seal_list;
     size_t n;
     struct nsbox_mount_op ops[NSBOX_MOUNT_OPS_MAX];
     size_t strs_used;

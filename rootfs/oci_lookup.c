@@ -5,6 +5,7 @@
 #include "cleanup.h"
 #include "ocimanifest.h"
 #include "paths.h"
+#include "pathsearch.h"
 #include "util.h"
 
 #include <errno.h>
@@ -151,24 +152,23 @@ char **nsbox_oci_lookup_env(const char *image)
 int nsbox_oci_lookup_check(int rootfs_fd, const char *dir, struct nsbox_err *e)
 {
     const char *name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
-    const char *path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
     cleanup_free char **env = nsbox_oci_lookup_env(name);
-    for (size_t i = 0; env && env[i]; i++)
-        if (!strncmp(env[i], "PATH=", 5))
-            path = env[i] + 5;
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    char *save = NULL;
-    for (char *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        char p[PATH_MAX];
-        if ((size_t)snprintf(p, sizeof p, "%s/python3", d) < sizeof p &&
-            exec_in_root(rootfs_fd, p[0] == '/' ? p + 1 : p) == 0)
+    const char *path = nsbox_pathsearch_env(env);
+    if (!path)
+        path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    /* the places the sandbox's exec tries (policy/pathsearch.c), each resolved in the image's
+     * root; a place too long to be a path is none */
+    struct nsbox_pathsearch s;
+    char buf[PATH_MAX];
+    const char *place;
+    int r;
+    nsbox_pathsearch_init(&s, "python3", path, "/");
+    while ((r = nsbox_pathsearch_next(&s, buf, sizeof buf, &place)) != 0)
+        if (r > 0 && exec_in_root(rootfs_fd, place[0] == '/' ? place + 1 : place) == 0)
             return 0;
-    }
     return nsbox_err_set(e, NSBOX_E_INVALID, ENOENT,
                          "image %s has no python3 on its PATH (%s): an image must provide "
                          "/bin/sh and python3 (install python3 in it, or start from one that "
                          "has it, such as python:3.12-slim)",
                          name, path);
 }
-

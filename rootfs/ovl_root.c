@@ -4,6 +4,7 @@
 #include "cleanup.h"
 #include "oci_overlay.h"
 #include "ovlinfo.h"
+#include "setid_layers.h"
 #include "util.h"
 
 #include <errno.h>
@@ -137,7 +138,8 @@ static int verify_upper(const struct nsbox_ovlinfo *o, const char *root, int upp
 /* The engine's upper directory's base opened (a relative one below from, checked), and this
  * overlay's own workdir made in the engine's: *work_rel its path below the base. */
 static int open_upper(const struct nsbox_ovlinfo *o, int from, const char *root, int *base_fd,
-                      const char **upper_rel, char *work_rel, size_t n, struct nsbox_err *e)
+                      int *upper_fd, const char **upper_rel, char *work_rel, size_t n,
+                      struct nsbox_err *e)
 {
     char base[PATH_MAX];
     const char *wr;
@@ -162,13 +164,26 @@ static int open_upper(const struct nsbox_ovlinfo *o, int from, const char *root,
     /* as the engine's workdir is: host root's, for the kernel's eyes only */
     if (mkdirat(work, OWN_WORK, 0700) < 0 && errno != EEXIST)
         return nsbox_err_sys(e, "workdir %s/%s", o->work, OWN_WORK);
+    *upper_fd = upper;
+    upper = -1;
     return 0;
 }
 
+/* The set-id candidates of the layers the overlay is made of, lower ones and upper (fds[n - 1]):
+ * the engine's own directories, just verified. NULL where there is no list to trust (the seal
+ * walks the merged root). */
+static struct nsbox_setid_list *seal_list(const int *fds, size_t n)
+{
+    struct nsbox_setid_list *l;
+    struct nsbox_err why;
+    return nsbox_setid_layers_list(fds, n, &l, &why) == 0 ? l : NULL;
+}
+
 int nsbox_ovl_root_make(const char *root, int userns_fd, uint32_t slot_base, int *mount_fd,
-                        struct nsbox_err *e)
+                        struct nsbox_setid_list **list, struct nsbox_err *e)
 {
     *mount_fd = -1;
+    *list = NULL;
     cleanup_free char *table = NULL;
     cleanup_free struct nsbox_ovlinfo *o = malloc(sizeof *o);
     cleanup_free int *fds = NULL;
@@ -179,16 +194,17 @@ int nsbox_ovl_root_make(const char *root, int userns_fd, uint32_t slot_base, int
     if (!o)
         nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     else if (find_mount(root, &table, o, e) == 0 &&
-             !(fds = malloc((o->n_lower ? o->n_lower : 1) * sizeof *fds)))
+             !(fds = malloc((o->n_lower + 1) * sizeof *fds)))
         nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-    for (size_t i = 0; fds && i < o->n_lower; i++)
+    for (size_t i = 0; fds && i <= o->n_lower; i++)
         fds[i] = -1;
     if (fds && o->from && (from = open_dir(-1, o->from, false, e)) < 0) {
         free(fds); /* no layer is opened */
         fds = NULL;
     }
     if (fds && open_lowers(o, from, fds, e) == 0 &&
-        open_upper(o, from, root, &base, &upper_rel, work_rel, sizeof work_rel, e) == 0) {
+        open_upper(o, from, root, &base, &fds[o->n_lower], &upper_rel, work_rel, sizeof work_rel,
+                   e) == 0) {
         struct nsbox_oci_overlay_rw rw = {.lower = fds,
                                           .n_lower = o->n_lower,
                                           .upper_base = base,
@@ -197,8 +213,10 @@ int nsbox_ovl_root_make(const char *root, int userns_fd, uint32_t slot_base, int
                                           .redirect_dir = o->redirect_dir,
                                           .creator_id = slot_base};
         r = nsbox_oci_overlay_rw(&rw, userns_fd, mount_fd, e);
+        if (r == 0)
+            *list = seal_list(fds, o->n_lower + 1);
     }
-    for (size_t i = 0; fds && i < o->n_lower; i++)
+    for (size_t i = 0; fds && i <= o->n_lower; i++)
         if (fds[i] >= 0)
             close(fds[i]);
     /* whatever the cause, the root stays as it was (read-only), with e saying why */

@@ -27,7 +27,10 @@ bool nsbox_ovl_root_is_overlay(const char *root);
  * names (policy/ovlinfo.h). The upper directory found, absolute or relative, must be the
  * overlay's (its root directory has the upper's inode number): the mount table keeps the paths
  * the engine mounted with, which may lead elsewhere later. */
+struct nsbox_setid_list;
+/* *list: the layers' set-id candidates for the seal (setid_layers.h), or NULL (the seal walks
+ * the merged root); the caller's to free. */
 int nsbox_ovl_root_make(const char *root, int userns_fd, uint32_t slot_base, int *mount_fd,
-                        struct nsbox_err *e);
+                        struct nsbox_setid_list **list, struct nsbox_err *e);
 
 #endif

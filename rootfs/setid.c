@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "setid.h"
 #include "cleanup.h"
+#include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <limits.h>
 #include <linux/magic.h>
 #include <linux/mount.h>
+#include <linux/openat2.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -92,6 +94,15 @@ static int seal(struct walk *w, int dfd, const char *name, bool whole, struct ns
     if (whole ? !S_ISDIR(st.st_mode) : !privileged(w, dfd, name, &st))
         return 0;
     cleanup_close int t = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    /* the name must still be the file bound: renamed in between (by another process writing
+     * the tree), the program would stay writable where it went, and the read-only bind cover
+     * whatever took its name */
+    struct stat ts;
+    if (t >= 0 && fstat(t, &ts) == 0 && (ts.st_dev != st.st_dev || ts.st_ino != st.st_ino))
+        return nsbox_err_set(e, NSBOX_E_SYS, EAGAIN,
+                             "root: %.*s/%s changed while it was sealed (another process is "
+                             "renaming in the tree): create the container again",
+                             (int)w->len, w->path, name);
     if (t < 0 || w->sys->mount_setattr_fd(m, whole, MOUNT_ATTR_RDONLY, 0) < 0 ||
         w->sys->move_mount_to_fd(m, t) < 0)
         return fail(w, name, "cannot make read-only", e);
@@ -199,6 +210,73 @@ int nsbox_setid_seal(const struct nsbox_sys *sys, int rootfd, size_t *sealed, st
     int r = walk_dir(&w, fd, 0, e);
     *sealed = w.sealed;
     if (fchdir(rootfd) < 0 && r == 0) /* the root is the working directory again */
+        r = nsbox_err_sys(e, "rootfs: enter the new root");
+    return r;
+}
+
+/* The candidate c's directory in the merged root (its name in *name), or -1: errno ENOENT
+ * when the path is not there as a path of directories (ENOTDIR, ELOOP: a symlink on the way). */
+static int cand_parent(struct walk *w, int rootfd, const char *path, const char **name)
+{
+    const char *slash = strrchr(path, '/');
+    *name = slash ? slash + 1 : path;
+    size_t n = slash ? (size_t)(slash - path) : 0;
+    if (n >= sizeof w->path - 1)
+        return errno = ENAMETOOLONG, -1;
+    w->path[0] = '/';
+    memcpy(w->path + 1, path, n);
+    w->path[n + 1] = 0;
+    w->len = n ? n + 1 : 0;
+    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+                                      RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
+    int fd = nsbox_openat2(rootfd, n ? w->path + 1 : ".", &how);
+    if (fd < 0 && (errno == ENOTDIR || errno == ELOOP))
+        errno = ENOENT;
+    return fd;
+}
+
+/* One candidate; *whole set to it when it is a directory sealed whole. 0, -1 with e, 1. */
+static int seal_cand(struct walk *w, int rootfd, const struct nsbox_setid_cand *c,
+                     const char **whole, struct nsbox_err *e)
+{
+    const char *name;
+    int pfd = cand_parent(w, rootfd, c->path, &name);
+    if (pfd < 0)
+        return errno == ENOENT ? 0 : 1;
+    struct stat st;
+    int r = 0;
+    if (c->kind == NSBOX_SETIDCAND_DIR) {
+        int fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0)
+            close(fd);
+        else if (errno == EACCES) {
+            size_t before = w->sealed;
+            r = seal(w, pfd, name, true, e);
+            if (r == 0 && w->sealed > before)
+                *whole = c->path;
+        } else if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
+            r = 1;
+    } else if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        r = errno == ENOENT ? 0 : 1;
+    else if (privileged(w, pfd, name, &st))
+        r = seal(w, pfd, name, false, e);
+    w->cwd = -1; /* pfd's number may be the next one's */
+    close(pfd);
+    return r;
+}
+
+int nsbox_setid_seal_listed(const struct nsbox_sys *sys, int rootfd,
+                            const struct nsbox_setid_list *l, size_t *sealed, struct nsbox_err *e)
+{
+    struct walk w = {.sys = sys, .cwd = -1};
+    const char *whole = NULL;
+    int r = 0;
+    for (size_t i = 0; r == 0 && i < l->n; i++)
+        if (!whole || !nsbox_setidcand_below(whole, l->c[i].path))
+            r = seal_cand(&w, rootfd, &l->c[i], &whole, e);
+    *sealed = w.sealed;
+    if (fchdir(rootfd) < 0 && r == 0)
         r = nsbox_err_sys(e, "rootfs: enter the new root");
     return r;
 }

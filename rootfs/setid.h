@@ -14,6 +14,7 @@
 #define NSBOX_SETID_H
 
 #include "nsbox.h"
+#include "setidcand.h"
 #include "sys.h"
 
 #include <stddef.h>
@@ -33,5 +34,28 @@
  * stat per entry and an attribute read per regular file: about 25 ms for 7,000 entries on this
  * 2-core machine. */
 int nsbox_setid_seal(const struct nsbox_sys *sys, int rootfd, size_t *sealed, struct nsbox_err *e);
+
+struct nsbox_setid_cand {
+    enum nsbox_setidcand kind;
+    char *path; /* relative to the root, "usr/bin/su" */
+};
+
+/* Paths for the seal to look at (setid_layers.h makes them), sorted in nsbox_setidcand_cmp's
+ * order: a directory, then what is below it. */
+struct nsbox_setid_list {
+    size_t n, cap;
+    struct nsbox_setid_cand *c;
+};
+
+/* The same seal of an overlay root, rootfd (with nothing mounted below it), from its layers'
+ * candidates (setid_layers.h) instead of a walk of it: each path looked up in the merged view
+ * with no symlink followed, a regular file sealed where it is a program there, a directory
+ * sealed whole where it cannot be listed there (and what is below it passed over, as the walk
+ * does). A path that is not there (hidden by a whiteout or an opaque directory, replaced by a
+ * symlink's parent) is passed over. 0; -1 with e; 1 when a path cannot be looked up for another
+ * reason (the caller then walks the root whole: a program could sit where the list cannot
+ * reach). */
+int nsbox_setid_seal_listed(const struct nsbox_sys *sys, int rootfd,
+                            const struct nsbox_setid_list *l, size_t *sealed, struct nsbox_err *e);
 
 #endif

@@ -6,7 +6,8 @@
  * strings, and for SPAWN three descriptors (stdin, stdout, stderr) and any it passes on
  * (NSBOX_AGENT_F_EXTRA). init has two peers: the
  * supervisor, and in a pooled sandbox the one client of its run socket (below), whose requests
- * it checks as untrusted; the supervisor treats what init says as untrusted (bounded, checked). */
+ * it checks as untrusted; the supervisor treats what init says as untrusted (bounded, checked).
+ * agent.c has the messages and the supervisor's end, agent_init.c init's end. */
 #ifndef NSBOX_AGENT_H
 #define NSBOX_AGENT_H
 
@@ -117,22 +118,19 @@ int nsbox_agent_recv(int sock, struct nsbox_agent_event *ev, struct nsbox_err *e
  * sandbox's mount namespace). *fd gets an O_PATH descriptor of a directory. */
 int nsbox_agent_recv_workspace(int sock, int *fd, struct nsbox_err *e);
 
-/* init side: the WORKSPACE message (nsbox_agent_recv_workspace). Sent before init closes the
- * report pipe, so that the supervisor, woken by that pipe's end, finds it already queued and
- * does not sleep a second time for it. Ends init (125) if it cannot be sent. */
-void nsbox_agent_send_workspace(int sock);
-/* init side: serve until the supervisor goes away. Never returns. */
-__attribute__((noreturn)) void nsbox_agent_serve(int sock);
-/* nsbox-oci's init, after forking the container's process (workload): serve exec requests (no
- * WORKSPACE message first), pass the signals init is sent on to the workload's group, and end
- * when it ends, with its status, after killing everything else in the sandbox. */
-__attribute__((noreturn)) void nsbox_agent_serve_container(int sock, pid_t workload);
-/* A pseudo-terminal of the sandbox's own devpts (run inside it): the master into *master, the
- * slave into fds[0..2] (three descriptors); the size from winsize (rows << 16 | cols; 0: left).
- * -1 and errno. */
-int nsbox_agent_open_pty(uint32_t winsize, int fds[3], int *master);
-/* Init's own /proc/self/oom_score_adj, opened for reading and writing while it still could
- * (agent.c: commands start with 500). */
-void nsbox_agent_set_oom_fd(int fd);
+/* Both ends: one message, sent with its descriptors. 0, or -1 and errno. */
+int nsbox_agent_send_msg(int sock, const struct nsbox_agent_hdr *h, const char *payload,
+                         const int *fds, size_t nfds);
+/* A SPAWN's descriptors beyond stdio (NSBOX_AGENT_F_EXTRA), for the command's 3, 4, ... */
+struct nsbox_agent_extra {
+    int fd[NSBOX_AGENT_EXTRA_MAX];
+    size_t n;
+};
+/* One whole message of at most max payload bytes: its length, 0 at EOF, -1 and errno (EBADMSG
+ * malformed or cut; EMFILE: whole, but its descriptors did not fit in our table, h is good).
+ * fds[] (3; NULL: closed) gets the received descriptors or -1, and with x (not NULL) a SPAWN's
+ * extra ones (the last NSBOX_AGENT_EXTRA_OF(flags) that came). */
+ssize_t nsbox_agent_recv_msg(int sock, struct nsbox_agent_hdr *h, char *payload, size_t max,
+                             int *fds, struct nsbox_agent_extra *x);
 
 #endif

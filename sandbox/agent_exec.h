@@ -1,9 +1,9 @@
-/* The child init starts for an agent's command (agent.c), up to its exec: signals reset,
+/* The child init starts for an agent's command (agent_init.c), up to its exec: signals reset,
  * streams and descriptors placed, the user become, cwd entered, the command searched for and
  * executed. It runs on a small stack in init's memory (CLONE_VM | CLONE_VFORK, as posix_spawn
  * does: no page tables copied, no copy-on-write faults, and init resumes exactly when the
  * command is running or has failed to start, which the child says in its struct), or, for
- * nsbox-oci, forked (agent.c, spawn_clone), saying why it failed on a status pipe. So it must
+ * nsbox-oci, forked (agent_init.c, spawn_clone), saying why it failed on a status pipe. So it must
  * not allocate, and it changes nothing of init's that init relies on (not environ; errno and
  * safepath's openat2 probe are harmless). All signals are blocked around the clone, so no
  * handler can run in the child with init's memory. */

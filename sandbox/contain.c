@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "cleanup.h"
 #include "agent.h"
+#include "agent_init.h"
 #include "agent_user.h"
 #include "caps.h"
 #include "idmap.h"
@@ -105,7 +106,7 @@ static int child_become_appuser(struct nsbox_launch *L, struct nsbox_err *e)
      * the namespace's root uid (host root is not mapped, an unprivileged caller is appuser),
      * so the kernel's setuid fix-up does not apply. */
     /* A persistent sandbox's init writes its own oom_score_adj around each command's start
-     * (agent.c): the file is its owner's to open only until the ids change. */
+     * (agent_init.c): the file is its owner's to open only until the ids change. */
     if (L->agent_fd >= 0)
         L->oom_fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
     /* Not glibc's setgroups or setresuid: we are a clone of a process that may have threads
@@ -312,7 +313,7 @@ static int start_barrier(struct nsbox_launch *L, struct nsbox_err *e)
     char c = 'r';
     ssize_t n;
     int master = -1, slave[3] = {-1, -1, -1};
-    if (L->console && nsbox_agent_open_pty(0, slave, &master) < 0)
+    if (L->console && nsbox_agent_init_open_pty(0, slave, &master) < 0)
         return nsbox_err_sys(e, "console: cannot make a pseudo-terminal in the container");
     struct iovec iov = {&c, 1};
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
@@ -423,7 +424,7 @@ static int load_bundle_filter(struct nsbox_launch *L, struct nsbox_err *e)
 {
     if (!L->seccomp_bundle.filter)
         return 0;
-    if (nsbox_seccomp_load_flags(&L->seccomp_bundle, L->seccomp_bundle_flags, e) < 0)
+    if (nsbox_seccomp_prog_load_flags(&L->seccomp_bundle, L->seccomp_bundle_flags, e) < 0)
         return nsbox_err_wrap(e, "linux.seccomp");
     return 0;
 }
@@ -440,14 +441,14 @@ static int init_harden(struct nsbox_launch *L, struct nsbox_err *e)
          * then, never past it. */
         const uint64_t extra = (UINT64_C(1) << CAP_SYS_ADMIN) | (UINT64_C(1) << CAP_SETPCAP);
         if (set_config_caps(L, extra, L->cap_keep, e) < 0 ||
-            (L->no_new_privs && no_new_privs(e) < 0) || nsbox_seccomp_load(&L->seccomp, e) < 0 ||
-            load_bundle_filter(L, e) < 0)
+            (L->no_new_privs && no_new_privs(e) < 0) ||
+            nsbox_seccomp_prog_load(&L->seccomp, e) < 0 || load_bundle_filter(L, e) < 0)
             return -1;
         return set_config_caps(L, 0, L->cap_keep, e);
     }
     if (drop_capabilities(e) < 0 || no_new_privs(e) < 0)
         return -1;
-    return nsbox_seccomp_load(&L->seccomp, e) < 0 ? -1 : load_bundle_filter(L, e);
+    return nsbox_seccomp_prog_load(&L->seccomp, e) < 0 ? -1 : load_bundle_filter(L, e);
 }
 
 __attribute__((noreturn)) static void init_reap(pid_t workload)
@@ -507,11 +508,11 @@ void nsbox_contain_child_main(struct nsbox_launch *L)
         /* The mount plan and environment were for set-up; an idle sandbox should cost little. */
         munmap((void *)L->plan, sizeof *L->plan); /* mapped by the launcher (sandbox.c) */
         L->plan = NULL;
-        nsbox_agent_send_workspace(L->agent_fd); /* before the report pipe's end (agent.h) */
+        nsbox_agent_init_send_workspace(L->agent_fd); /* before the report pipe's end (agent.h) */
         int keep[] = {L->agent_fd, L->oom_fd};
         nsbox_close_fds_keep(keep, 2);
-        nsbox_agent_set_oom_fd(L->oom_fd);
-        nsbox_agent_serve(L->agent_fd);
+        nsbox_agent_init_set_oom_fd(L->oom_fd);
+        nsbox_agent_init_serve(L->agent_fd);
     }
 
     /* rlimits -> drop caps -> no_new_privs -> seccomp, once, in init: the workload forked next
@@ -568,12 +569,12 @@ void nsbox_contain_child_main(struct nsbox_launch *L)
         /* nsbox-oci: the container's further processes (exec) are init's children too */
         int keep[] = {L->agent_fd, L->oom_fd};
         nsbox_close_fds_keep(keep, 2);
-        nsbox_agent_set_oom_fd(L->oom_fd);
+        nsbox_agent_init_set_oom_fd(L->oom_fd);
         if (L->cap_keep)
             nsbox_agent_user_set_caps(
                 L->cap_bounding, L->cap_effective, L->cap_permitted, L->cap_inheritable,
                 L->cap_ambient & L->cap_permitted & L->cap_inheritable, L->cap_keep);
-        nsbox_agent_serve_container(L->agent_fd, workload);
+        nsbox_agent_init_serve_container(L->agent_fd, workload);
     }
     nsbox_close_fds_except(-1);
     init_reap(workload);

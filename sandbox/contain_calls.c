@@ -1,6 +1,6 @@
 /* The system calls nsbox's init makes after it has loaded an nsbox-oci bundle's seccomp filter
  * (contain.c, init_harden), and those of the processes it starts up to their exec: the
- * workload and what `nsbox-oci exec` asks for (agent.c). A bundle's profile that refused one
+ * workload and what `nsbox-oci exec` asks for (agent_init.c). A bundle's profile that refused one
  * would leave init failing, or waiting forever for what a refused call was to deliver, so
  * create checks the profile against this list first (launch.h). Engines' profiles (Docker's
  * default, runc's tests) allow them all, as they allow what runc's init calls after its own
@@ -10,7 +10,7 @@
  * resolution walks instead, on the bundle's EPERM as on nsbox's ENOSYS), nor those only an
  * exec as another user, with capability sets or no_new_privs of its own makes (setgroups,
  * setresgid, setresuid, capget, prctl's PR_SET_KEEPCAPS: agent_user.c; PR_SET_NO_NEW_PRIVS:
- * agent.c), whose refusal fails that exec with its errno, not init; every exec reads its ids
+ * agent_exec.c), whose refusal fails that exec with its errno, not init; every exec reads its ids
  * first (listed). */
 #define _GNU_SOURCE
 #include "launch.h"

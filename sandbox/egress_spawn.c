@@ -111,7 +111,7 @@ static int put_filter(struct nsbox_egress_wire *w, struct nsbox_err *e)
     if (r < 0)
         return nsbox_err_wrap(e, "egress helper's seccomp filter");
     nsbox_egress_wire_put_bytes(w, prog.filter, prog.len * sizeof *prog.filter);
-    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_compile_free(&prog);
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include "net.h"
 #include "paths.h"
 #include "pool.h"
+#include "seccomp_prog.h"
 #include "state.h"
 #include "util.h"
 
@@ -266,6 +267,20 @@ static void gc_pool(const char *rt, struct nsbox_err *e)
     closedir(d);
 }
 
+/* Compiled seccomp programs that no create of this build reads again (another nsbox's, another
+ * libseccomp's): a few kilobytes each, one set a version, never replaced. */
+static void gc_seccomp_cache(bool verbose)
+{
+    char dir[PATH_MAX];
+    struct nsbox_err ignored; /* no data directory: no cache either */
+    if (nsbox_seccomp_prog_cache_dir(dir, sizeof dir, &ignored) < 0)
+        return;
+    int n = nsbox_seccomp_prog_prune(dir);
+    if (n > 0)
+        gc_note(verbose, "gc: removed %d seccomp program%s of another build from %s", n,
+                n == 1 ? "" : "s", dir);
+}
+
 int nsbox_gc(bool verbose, struct nsbox_err *e)
 {
     char rt[PATH_MAX], cache_root[PATH_MAX];
@@ -278,5 +293,6 @@ int nsbox_gc(bool verbose, struct nsbox_err *e)
     gc_old_tombstones(rt, e);
     gc_pool(rt, e);
     nsbox_image_sweep_store(); /* builds that were killed half-way */
+    gc_seccomp_cache(verbose);
     return dirs < 0 || cache < 0 ? -1 : dirs + cache;
 }

@@ -9,6 +9,7 @@
 #include "diagnose.h"
 #include "paths.h"
 #include "seccomp_prog.h"
+#include "setid_layers.h"
 #include "userns.h"
 #include "workspace.h"
 
@@ -166,7 +167,7 @@ static int prepare_root(struct nsbox_sandbox *c, const struct nsbox_image *img, 
         int r = 1;
         if (c->st.privileged)
             r = nsbox_userns_root_tree(img->root, nsbox_idmap_slot_base(c->st.slot), &c->L.image_fd,
-                                       &c->root_why);
+                                       &c->seal_list, &c->root_why);
         else
             nsbox_err_set(&c->root_why, NSBOX_E_UNSUPPORTED, EPERM,
                           "an idmapped mount needs root, and nsbox-oci runs as uid %u",
@@ -192,15 +193,19 @@ static int prepare_root(struct nsbox_sandbox *c, const struct nsbox_image *img, 
 /* The config's idmapped volumes (nsbox-oci): their detached trees, made here, in the host's
  * namespace, as the root's; the mount plan attaches and seals them. One writable among them
  * folds the writable root's seccomp refusals in: the container's root writes there as the
- * volume's owner, host root for a volume of host root's. */
+ * volume's owner, host root for a volume of host root's. An engine's volume that cannot be
+ * idmapped (not root, a filesystem without idmapped mounts) stays a plain bind, as it was
+ * without --idmap-volumes, c->volumes_why saying why: nothing the config asked for is refused. */
 static int prepare_volumes(struct nsbox_sandbox *c, struct nsbox_err *e)
 {
-    size_t n = 0;
-    for (size_t i = 0; c->idmaps && i < c->n_mounts; i++)
+    size_t n = 0, asked = 0;
+    for (size_t i = 0; c->idmaps && i < c->n_mounts; i++) {
         n += c->idmaps[i].idmap;
+        asked += c->idmaps[i].idmap && !c->idmaps[i].engine_volume;
+    }
     if (!n)
         return 0;
-    if (!c->st.privileged)
+    if (asked && !c->st.privileged)
         return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EPERM,
                              "mounts: an idmapped mount (idmap, ridmap, uidMappings) needs root, "
                              "and nsbox-oci runs as uid %u: leave them out",
@@ -211,11 +216,26 @@ static int prepare_volumes(struct nsbox_sandbox *c, struct nsbox_err *e)
         c->mount_fds[i] = -1;
     for (size_t i = 0; i < c->n_mounts; i++) {
         const struct nsbox_rootfs_mount *m = &c->mounts[i];
-        bool idmap = c->idmaps[i].idmap;
-        if (idmap && nsbox_userns_volume_tree(m, &c->idmaps[i], nsbox_idmap_slot_base(c->st.slot),
-                                              &c->mount_fds[i], e) < 0)
+        const struct nsbox_rootfs_idmap *im = &c->idmaps[i];
+        if (!im->idmap)
+            continue;
+        struct nsbox_err ve = {0};
+        if (!c->st.privileged)
+            nsbox_err_set(&ve, NSBOX_E_UNSUPPORTED, EPERM,
+                          "an idmapped mount needs root, and nsbox-oci runs as uid %u",
+                          (unsigned)getuid());
+        else if (nsbox_userns_volume_tree(m, im, nsbox_idmap_slot_base(c->st.slot),
+                                          &c->mount_fds[i], &ve) == 0) {
+            c->volume_writable |= !(m->flags & MS_RDONLY);
+            continue;
+        }
+        if (!im->engine_volume || ve.code != NSBOX_E_UNSUPPORTED) {
+            *e = ve;
             return -1;
-        c->volume_writable |= idmap && !(m->flags & MS_RDONLY);
+        }
+        if (!c->volumes_why.code)
+            nsbox_err_set(&c->volumes_why, ve.code, ve.sys_errno, "%s: %s", m->destination,
+                          ve.msg);
     }
     return 0;
 }
@@ -294,17 +314,18 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     if ((!cfg->root_in_place && nsbox_rootfs_scan_image(cfg, e) < 0) ||
         nsbox_mount_plan_build(cfg, c->plan, e) < 0)
         return -1;
+    c->plan->seal_list = c->seal_list;
     snprintf(c->L.image_root, sizeof c->L.image_root, "%s", img->root);
 
     char cache[PATH_MAX];
-    if (nsbox_seccomp_cache_dir(cache, sizeof cache, e) < 0)
+    if (nsbox_seccomp_prog_cache_dir(cache, sizeof cache, e) < 0)
         return -1;
     /* A writable root's refusals are folded into the one filter, not stacked: every system
      * call of the container then runs one program. A writable idmapped volume needs them as
      * much (prepare_volumes). */
     if ((c->root_writable || c->volume_writable
-             ? nsbox_seccomp_root_prog(cache, &c->L.seccomp, e)
-             : nsbox_seccomp_default_prog(cache, &c->L.seccomp, e)) < 0)
+             ? nsbox_seccomp_prog_root(cache, &c->L.seccomp, e)
+             : nsbox_seccomp_prog_default(cache, &c->L.seccomp, e)) < 0)
         return nsbox_err_wrap(e, "seccomp");
 
     if (c->cg_place) {
@@ -503,6 +524,11 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
         nsbox_contain_child_main(&c->L);
     }
     c->pid = pid;
+    /* the child has its copy: up to NSBOX_SETID_LIST_MAX paths, not kept for the sandbox's life */
+    nsbox_setid_list_free(c->seal_list);
+    c->seal_list = NULL;
+    if (c->plan)
+        c->plan->seal_list = NULL;
     nsbox_closep(&c->L.ws_fd); /* the child has its copy; the namespace holds the mount */
     nsbox_closep(&c->L.image_fd);
     close_volumes(c);
@@ -554,6 +580,8 @@ void nsbox_sandbox_free_plan(struct nsbox_sandbox *c)
     if (c->plan)
         munmap(c->plan, sizeof *c->plan);
     c->plan = NULL;
+    nsbox_setid_list_free(c->seal_list); /* the plan's, which the child has its copy of */
+    c->seal_list = NULL;
 }
 
 int nsbox_sandbox_destroy(struct nsbox_sandbox *c, struct nsbox_err *e)
@@ -574,7 +602,7 @@ int nsbox_sandbox_destroy(struct nsbox_sandbox *c, struct nsbox_err *e)
     nsbox_closep(&c->L.ws_fd);
     nsbox_closep(&c->L.image_fd);
     close_volumes(c);
-    nsbox_seccomp_prog_free(&c->L.seccomp);
+    nsbox_seccomp_compile_free(&c->L.seccomp);
     nsbox_sandbox_free_plan(c);
     free(c->envp);
     c->envp = NULL;

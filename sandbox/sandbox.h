@@ -37,6 +37,8 @@ struct nsbox_sandbox {
     const struct nsbox_rootfs_idmap *idmaps; /* their idmaps, by index (NULL: none) */
     int *mount_fds; /* the idmapped ones' detached trees, by index of mounts (-1 the others) */
     bool volume_writable; /* one of them is writable: its seccomp fold is in force */
+    /* an engine's volume left a plain bind (code 0: none was): why, for the first */
+    struct nsbox_err volumes_why;
     const char *const *masked, *const *readonly; /* its maskedPaths, readonlyPaths */
     size_t n_masked, n_readonly;
     /* nsbox-oci: the bundle's cgroupsPath and limits (nsbox_cgroup_create_at); NULL: nsbox
@@ -48,6 +50,9 @@ struct nsbox_sandbox {
      * seen read-only, as for root.readonly true. */
     bool root_writable;
     struct nsbox_err root_why;
+    /* with root_writable on an engine's overlay: its layers' set-id candidates, for the mount
+     * plan's seal (rootfs/setid_layers.h); NULL: the seal walks the root */
+    struct nsbox_setid_list *seal_list;
 };
 
 void nsbox_sandbox_init(struct nsbox_sandbox *sb);

@@ -229,16 +229,18 @@ struct tree_maps {
     unsigned nu, ng;
 };
 
-/* A detached copy of the tree at root, idmapped by maps (on-disk id inside is the sandbox's
- * host id outside) with attr set on it from the start. tree: its submounts cloned too;
+/* A detached copy of the tree at root (or, dirfd >= 0, at that descriptor's directory, root
+ * naming it in messages), idmapped by maps (on-disk id inside is the sandbox's host id
+ * outside) with attr set on it from the start. tree: its submounts cloned too;
  * idmap_tree: they are idmapped (and given attr) as well. 1 (and e says why) when the
  * filesystem or kernel has no idmapped mounts. */
-static int idmapped_tree(const char *root, const struct tree_maps *maps, uint64_t attr, bool tree,
-                         bool idmap_tree, int *mount_fd, struct nsbox_err *e)
+static int idmapped_tree(int dirfd, const char *root, const struct tree_maps *maps, uint64_t attr,
+                         bool tree, bool idmap_tree, int *mount_fd, struct nsbox_err *e)
 {
-    cleanup_close int fd =
-        (int)syscall(SYS_open_tree, AT_FDCWD, root,
-                     (tree ? AT_RECURSIVE : 0) | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    cleanup_close int fd = (int)syscall(
+        SYS_open_tree, dirfd >= 0 ? dirfd : AT_FDCWD, dirfd >= 0 ? "" : root,
+        (dirfd >= 0 ? AT_EMPTY_PATH : 0) | (tree ? AT_RECURSIVE : 0) | OPEN_TREE_CLONE |
+            OPEN_TREE_CLOEXEC);
     if (fd < 0)
         return nsbox_err_sys(e, "%s", root);
     cleanup_close int nsfd = nsbox_userns_fd(maps->um, maps->nu, maps->gm, maps->ng, e);
@@ -274,25 +276,27 @@ int nsbox_userns_image_tree(const struct nsbox_image *img, uint32_t slot_base, i
     struct nsbox_idmap line = nsbox_idmap_image_line(slot_base);
     const struct tree_maps maps = {&line, &line, 1, 1};
     int r =
-        idmapped_tree(img->root, &maps, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        idmapped_tree(-1, img->root, &maps, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
                       true, true, mount_fd, &fe);
     if (r < 0)
         *e = fe;
     return r < 0 ? nsbox_err_wrap(e, "image") : r;
 }
 
-int nsbox_userns_root_tree(const char *root, uint32_t slot_base, int *mount_fd, struct nsbox_err *e)
+int nsbox_userns_root_tree(const char *root, uint32_t slot_base, int *mount_fd,
+                           struct nsbox_setid_list **seal_list, struct nsbox_err *e)
 {
     *mount_fd = -1;
+    *seal_list = NULL;
     struct nsbox_idmap line = {0, slot_base, NSBOX_ID_COUNT};
     /* an engine's overlay: the kernel idmaps its layers, not the overlay itself (EINVAL) */
     const struct tree_maps maps = {&line, &line, 1, 1};
     if (!nsbox_ovl_root_is_overlay(root))
-        return idmapped_tree(root, &maps, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, true,
+        return idmapped_tree(-1, root, &maps, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, true,
                              mount_fd, e);
     struct nsbox_err oe = {0};
     cleanup_close int nsfd = nsbox_userns_fd(&line, 1, &line, 1, &oe);
-    if (nsfd >= 0 && nsbox_ovl_root_make(root, nsfd, slot_base, mount_fd, &oe) == 0)
+    if (nsfd >= 0 && nsbox_ovl_root_make(root, nsfd, slot_base, mount_fd, seal_list, &oe) == 0)
         return 0;
     nsbox_err_set(e, NSBOX_E_UNSUPPORTED, oe.sys_errno,
                   "%s is an overlay, which the kernel does not idmap, and nsbox-oci cannot make "
@@ -325,11 +329,14 @@ int nsbox_userns_volume_tree(const struct nsbox_rootfs_mount *m,
     attr |= (m->flags & MS_RDONLY) ? MOUNT_ATTR_RDONLY : 0;
     attr |= (m->flags & MS_NOEXEC) ? MOUNT_ATTR_NOEXEC : 0;
     struct nsbox_err te;
-    int r = idmapped_tree(m->source, &maps, attr, m->recursive, im->recursive, mount_fd, &te);
+    int r = idmapped_tree(im->engine_volume ? im->source_fd : -1, m->source, &maps, attr,
+                          m->recursive, im->recursive, mount_fd, &te);
     if (r == 0)
         return 0;
     *e = te;
-    if (r > 0)
+    if (r > 0 && im->engine_volume) /* not asked for by the config: the caller says it */
+        e->code = NSBOX_E_UNSUPPORTED;
+    else if (r > 0)
         nsbox_err_set(e, NSBOX_E_UNSUPPORTED, te.sys_errno,
                       "mounts: %s asks for an idmapped mount, which the kernel refuses for %s "
                       "(%s): leave idmap and uidMappings out (the container's root then cannot "

@@ -49,14 +49,18 @@ int nsbox_userns_image_tree(const struct nsbox_image *img, uint32_t slot_base, i
  * again over idmapped layers (rootfs/ovl_root.h). 0 with *mount_fd; 1 when neither can be made
  * there (Linux before 5.12, no CAP_SYS_ADMIN, an overlay nsbox-oci cannot make again), with e
  * saying why; < 0 otherwise. */
+struct nsbox_setid_list;
+/* *seal_list: on an engine's overlay, its layers' set-id candidates (rootfs/setid_layers.h) or
+ * NULL; the caller's to free. */
 int nsbox_userns_root_tree(const char *root, uint32_t slot_base, int *mount_fd,
-                           struct nsbox_err *e);
+                           struct nsbox_setid_list **seal_list, struct nsbox_err *e);
 
 /* A config's idmapped volume (im->idmap): a detached copy of the host directory m->source,
  * nosuid and nodev (read-only and noexec as m asks), whose on-disk ids are the sandbox's as im's
  * maps say (none: on-disk N is the sandbox's id N, as nsbox_userns_root_tree's), the sandbox's
- * id 0 being host id slot_base. m->recursive clones its submounts, im->recursive idmaps them.
- * 0 with *mount_fd; < 0 otherwise (an idmap asked for is never left out). */
+ * id 0 being host id slot_base. m->recursive clones its submounts, im->recursive idmaps them;
+ * an engine's volume (im->engine_volume) is cloned from im->source_fd. 0 with *mount_fd; < 0
+ * otherwise, NSBOX_E_UNSUPPORTED where the kernel or the filesystem refuses the idmap. */
 int nsbox_userns_volume_tree(const struct nsbox_rootfs_mount *m,
                              const struct nsbox_rootfs_idmap *im, uint32_t slot_base, int *mount_fd,
                              struct nsbox_err *e);

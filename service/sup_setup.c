@@ -254,7 +254,7 @@ bool nsbox_sup_setup_report_ready(int fd, const char *line)
 /* Init is the sandbox: if the memory cgroup's OOM killer takes it, the sandbox is deleted with
  * its workspace. It is as small as a shell, and memory that no process owns (files in /tmp and
  * /dev/shm, up to the whole limit) can leave it among the few candidates. So its commands are
- * made likelier victims (agent.c: oom_score_adj 500), and, where we may (root: lowering needs
+ * made likelier victims (agent_init.c: oom_score_adj 500), and, where we may (root: lowering needs
  * CAP_SYS_RESOURCE), init itself the last one: -999, not -1000, which would leave a cgroup
  * with only init in it no victim at all, and init waiting for memory for ever. */
 void nsbox_sup_setup_protect_init(pid_t init)

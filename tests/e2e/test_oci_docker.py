@@ -7,20 +7,24 @@ sandbox's limits, `docker update` of one limit leaving the others, `-v` volumes,
 stop` (the workload ends of the SIGTERM, not of the SIGKILL after the grace period), `docker run
 -t` (a terminal), bridge networking (eth0 with the address Docker gave, set up by Docker's prestart
 hook), `--pid=host` refused at create with the reason in docker's output, Docker's seccomp
-profile (its default, or `--security-opt seccomp=FILE`) loaded over nsbox's, and that nothing is
-left: no sandbox, no state, no Docker chain in the host's ruleset."""
+profile (its default, or `--security-opt seccomp=FILE`) loaded over nsbox's, named volumes
+under a second registration of the runtime with `"runtimeArgs": ["--idmap-volumes=engine"]`
+(daemon.json): written as host root, the writable root's protections held, other binds, a
+symlinked volume and a volume bound from elsewhere left plain; and that nothing is left: no sandbox, no state, no Docker chain
+in the host's ruleset."""
 import glob
 import ipaddress
 import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import unittest
 
 import engines
-from oci_bundle import seccomp_filters
+from oci_bundle import make_programs, seccomp_filters
 
 from nsbox_test import CGROUP_V2_ONLY, NSBOX
 
@@ -55,9 +59,11 @@ def cgroup_file_of(pid, controller, v1_name, v2_name):
 
 class Docker(engines.DockerCase):
     OCI = OCI
+    # the administrator's choice, where the runtime is registered (daemon.json's runtimeArgs)
+    RUNTIME_ARGS = {"nsbox-volumes": ["--idmap-volumes=engine"]}
 
-    def run_nsbox(self, *cmd, opts=()):
-        return self.docker("run", "--rm", "--runtime=nsbox", *opts, engines.IMAGE, *cmd)
+    def run_nsbox(self, *cmd, opts=(), runtime="nsbox"):
+        return self.docker("run", "--rm", "--runtime=" + runtime, *opts, engines.IMAGE, *cmd)
 
     def test_run_output_and_exit_code(self):
         r = self.run_nsbox("sh", "-c", "echo hi; cat /proc/self/uid_map")
@@ -123,6 +129,136 @@ class Docker(engines.DockerCase):
                                  "-v", os.path.join(host, "f") + ":/etc/one:ro"))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout, "from-the-host\n" * 3)
+
+    def volume(self, name):
+        """A named volume of Docker's local driver, removed at the end: its directory on the
+        host (host root's, 0755, below dockerd's data root)."""
+        r = self.docker("volume", "create", name)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.docker, "volume", "rm", "-f", name)
+        path = self.docker("volume", "inspect", "-f", "{{.Mountpoint}}", name).stdout.strip()
+        self.assertEqual(path, os.path.join(self.daemon.d, "data", "volumes", name, "_data"))
+        st = os.stat(path)
+        self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (0, 0o755))
+        return path
+
+    def host_dir(self):
+        """A directory of host root's, 0755, removed at the end."""
+        d = tempfile.mkdtemp(prefix="nsbox-docker-bind-")
+        self.addCleanup(shutil.rmtree, d, True)
+        os.chmod(d, 0o755)
+        return d
+
+    # what the container's root writes in DIR: "DIR written", or the shell's error
+    WRITES = "for d in {}; do (echo x > $d/f) 2>&1 && echo $d written; done; true"
+
+    def test_named_volume_written_as_host_root_with_idmap_volumes(self):
+        data = self.volume("idmapped")
+        # the runtime registered without the option: the volume is bound as it is
+        r = self.run_nsbox("sh", "-c", self.WRITES.format("/data"), opts=("-v", "idmapped:/data"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("can't create /data/f: Permission denied", r.stdout)
+        self.assertEqual(os.listdir(data), [])
+        # with --idmap-volumes=engine (runtimeArgs: every command of the runtime gets it, so
+        # run, exec, kill and delete below take it): written as host root, as under runc
+        r = self.docker("run", "-d", "--name", "volumes", "--runtime=nsbox-volumes", "-v",
+                        "idmapped:/data", engines.IMAGE, "sleep", "1000")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.docker, "rm", "-f", "volumes")
+        r = self.docker("exec", "volumes", "sh", "-c", self.WRITES.format("/data") +
+                        " && ls -n /data/f && grep ' /data ' /proc/self/mountinfo")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        written, owner, mount = r.stdout.splitlines()
+        self.assertEqual(written, "/data written")
+        self.assertEqual(owner.split()[2:4], ["0", "0"])
+        # the writable root's protections: idmapped, nosuid and nodev whatever Docker asked
+        self.assertTrue({"idmapped", "nosuid", "nodev"} <= set(mount.split()[5].split(",")),
+                        mount)
+        st = os.stat(os.path.join(data, "f"))
+        self.assertEqual((st.st_uid, st.st_gid), (0, 0))
+        self.assertEqual(self.docker("rm", "-f", "volumes").returncode, 0)
+
+    def test_idmap_volumes_refuses_set_id_and_seals_the_volumes_programs(self):
+        # a set-user-ID-root program of the container's making would be host root's: chmod
+        # refused; the volume's own set-id and file-capability programs bound read-only onto
+        # themselves
+        data = self.volume("sealed")
+        make_programs(data, {"suid": 0o4755, "plain": 0o755, "capped": 0o755})
+        r = self.run_nsbox("sh", "-c", "touch /data/new && echo touched;"
+                           " chmod 4755 /data/new 2>&1; echo x >> /data/plain && echo plain;"
+                           " (echo x >> /data/suid) 2>&1; (echo x >> /data/capped) 2>&1; true",
+                           opts=("-v", "sealed:/data"), runtime="nsbox-volumes")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines(), [
+            "touched", "chmod: /data/new: Operation not permitted", "plain",
+            "sh: can't create /data/suid: Read-only file system",
+            "sh: can't create /data/capped: Read-only file system"])
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(data, "new")).st_mode) & 0o6000, 0)
+        for name in ("suid", "capped"):
+            with open(os.path.join(data, name)) as f:
+                self.assertEqual(f.read(), "original\n")
+
+    def test_idmap_volumes_refuses_file_capabilities(self):
+        # a file capability the container's root writes would be host root's: refused by the
+        # writable root's seccomp refusals, folded in for the volume (the root is read-only
+        # here, so the volume alone brings them)
+        probes = os.environ.get("NSBOX_SECURITY_BIN_DIR")
+        attack = os.path.join(probes or "", "attack")
+        if not probes or not os.path.exists(attack):
+            self.skipTest("needs the security probes (run through ctest)")
+        data = self.volume("capable")
+        r = self.run_nsbox("sh", "-c", "touch /data/prog && /attack xattr /data/prog",
+                           opts=("--read-only", "-v", "capable:/data",
+                                 "-v", attack + ":/attack:ro"), runtime="nsbox-volumes")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        caps = [line for line in r.stdout.splitlines() if "security.capability" in line]
+        self.assertEqual(len(caps), 4, r.stdout)
+        for line in caps:  # nsbox's refusal, or Docker's of a call newer than its profile
+            self.assertIn(line.split()[-1], ("EOPNOTSUPP", "EPERM"), line)
+        self.assertNotIn("security.capability", os.listxattr(os.path.join(data, "prog")))
+
+    def assert_only_the_volume_written(self, volume, other):
+        """Under --idmap-volumes=engine, a container given the named volume at /data and other
+        (a -v source) at /other: its root writes the volume and not /other."""
+        r = self.run_nsbox("sh", "-c", self.WRITES.format("/data /other"),
+                           opts=("-v", volume + ":/data", "-v", other + ":/other"),
+                           runtime="nsbox-volumes")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines(), [
+            "/data written", "sh: can't create /other/f: Permission denied"])
+
+    def test_idmap_volumes_leaves_other_binds_as_they_are(self):
+        # a bind of any other host directory is not the engine's volume: not idmapped, so not
+        # writable by the container's root (the volume beside it is)
+        self.volume("beside")
+        other = self.host_dir()
+        self.assert_only_the_volume_written("beside", other)
+        self.assertEqual(os.listdir(other), [])
+
+    def test_idmap_volumes_leaves_a_symlinked_volume_as_it_is(self):
+        # a volume's directory that is a symlink to elsewhere leads out of the engine's
+        # volumes: bound as it is (Docker follows it), not idmapped
+        self.volume("real")
+        linked = self.volume("linked")
+        elsewhere = self.host_dir()
+        os.rmdir(linked)
+        os.symlink(elsewhere, linked)
+        self.addCleanup(os.mkdir, linked)
+        self.addCleanup(os.unlink, linked)
+        self.assert_only_the_volume_written("real", "linked")
+        self.assertEqual(os.listdir(elsewhere), [])
+
+    def test_idmap_volumes_leaves_a_volume_mounted_from_elsewhere_as_it_is(self):
+        # a local volume with mount options has Docker's mount on its directory, here a bind
+        # of another host directory: not a directory the engine made, not idmapped
+        self.volume("real")
+        elsewhere = self.host_dir()
+        r = self.docker("volume", "create", "-o", "type=none", "-o", "o=bind", "-o",
+                        "device=" + elsewhere, "bound")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.docker, "volume", "rm", "-f", "bound")
+        self.assert_only_the_volume_written("real", "bound")
+        self.assertEqual(os.listdir(elsewhere), [])
 
     def test_stop_ends_with_sigterm(self):
         r = self.docker("run", "-d", "--name", "stopme", "--runtime=nsbox", engines.IMAGE,

@@ -4,7 +4,9 @@ root"). A dockerd of the test's own with `--storage-driver overlay2`, and a podm
 the image's layers and the container's upper directory, mounted in the engine's mount
 namespace; nsbox-oci makes the same overlay again over idmapped layers, so the container's root
 is writable and what it writes is the engine's: `docker diff` and `podman diff` list it, `docker
-cp` copies it out and `docker commit` makes a layer of it, host root's as under runc."""
+cp` copies it out and `docker commit` makes a layer of it, host root's as under runc. With
+--idmap-volumes=engine, the overlay2 root proves Docker's data root: its named volume is
+written as host root."""
 import os
 import unittest
 
@@ -40,6 +42,19 @@ def check_root(test, r):
 class DockerOverlay2(engines.DockerCase):
     OCI = OCI
     STORAGE = "overlay2"
+    RUNTIME_ARGS = {"nsbox-volumes": ["--idmap-volumes=engine"]}
+
+    def test_named_volume_idmapped_with_idmap_volumes(self):
+        # the overlay2 driver's root, <data-root>/overlay2/<id>/merged, proves the data root of
+        # the named volume (docs/oci.md, "An engine's named volumes"): written as host root
+        r = self.docker("volume", "create", "ovl")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.docker, "volume", "rm", "-f", "ovl")
+        r = self.docker("run", "--rm", "--runtime=nsbox-volumes", "-v", "ovl:/data",
+                        engines.IMAGE, "sh", "-c", "echo x > /data/f && cat /data/f")
+        self.assertEqual((r.returncode, r.stdout), (0, "x\n"), r.stderr)
+        st = os.stat(os.path.join(self.daemon.d, "data", "volumes", "ovl", "_data", "f"))
+        self.assertEqual((st.st_uid, st.st_gid), (0, 0))
 
     def test_root_is_writable_and_docker_sees_the_writes(self):
         # the image's /etc and a new /usr/local directory written (pip install's kind of

@@ -4,11 +4,15 @@ id N, as under runc without a user namespace, so that its root writes a volume o
 as host root, while the process runs as an unprivileged host id. The writable root's
 protections hold there: set-id modes and extended attribute writes refused, the volume's own
 set-id programs sealed read-only, nosuid and nodev. Without the option nothing changes; a
-mapping outside the container's ids is refused at create."""
+mapping outside the container's ids is refused at create. With nsbox-oci's --idmap-volumes=engine
+(the administrator's), a bind of one of Docker's named volumes is idmapped the same way, without
+asking: a bundle laid out as Docker's vfs driver lays it out (the root at <R>/vfs/dir/<id>, the
+volume at <R>/volumes/<name>/_data); tests/e2e/test_oci_docker.py has it under Docker itself."""
 import json
 import os
 import shutil
 import stat
+import subprocess
 import tempfile
 import unittest
 
@@ -145,6 +149,106 @@ class IdmappedVolume(BundleCase):
         self.assertIn("nosuid", opts)
         self.assertIn("nodev", opts)
         self.assertIn("idmapped", opts)
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class EngineVolume(BundleCase):
+    """--idmap-volumes=engine on a bundle laid out as Docker's: <R>/vfs/dir/<id> its root."""
+    WRITE = "(echo hi > /data/made) 2>/dev/null && echo written || echo refused"
+
+    def setUp(self):
+        super().setUp()
+        self.data_root = os.path.join(self.tmp, "docker")
+        self.rootfs = os.path.join(self.data_root, "vfs", "dir", "c0ffee")
+        os.makedirs(os.path.dirname(self.rootfs))
+        os.rename(os.path.join(self.bundle, "rootfs"), self.rootfs)
+        self.vol = self.volume(self.data_root, "data")
+
+    def volume(self, data_root, name):
+        """<data_root>/volumes/<name>/_data, host root's, 0755, as Docker makes it."""
+        path = os.path.join(data_root, "volumes", name, "_data")
+        os.makedirs(path)
+        os.chmod(path, 0o755)
+        return path
+
+    def volume_config(self, source):
+        c = config(["sh", "-c", self.WRITE])
+        c["root"] = {"path": self.rootfs, "readonly": True}
+        c["mounts"].append({"destination": "/data", "type": "bind", "source": source,
+                            "options": ["rbind"]})
+        return c
+
+    def test_written_as_host_root_with_the_option_only(self):
+        self.assertEqual(self.run_container(self.volume_config(self.vol)), (0, "refused\n"))
+        self.assertEqual(os.listdir(self.vol), [])
+        self.oci_globals = ["--idmap-volumes=engine"]
+        self.oci("delete", "c1")
+        self.assertEqual(self.run_container(self.volume_config(self.vol)), (0, "written\n"))
+        st = os.stat(os.path.join(self.vol, "made"))
+        self.assertEqual((st.st_uid, st.st_gid), (0, 0))
+
+    def test_a_volume_of_another_data_root_stays_plain(self):
+        # the same layout below a directory that is not the data root this root is in
+        other = self.volume(os.path.join(self.tmp, "other"), "data")
+        self.oci_globals = ["--idmap-volumes", "engine"]
+        self.assertEqual(self.run_container(self.volume_config(other)), (0, "refused\n"))
+        self.assertEqual(os.listdir(other), [])
+        # and a root that is not in a data root's layout proves none
+        c = self.volume_config(self.vol)
+        plain = os.path.join(self.tmp, "plain-root")
+        os.rename(self.rootfs, plain)
+        c["root"]["path"] = plain
+        self.oci("delete", "c1")
+        self.assertEqual(self.run_container(c), (0, "refused\n"))
+        self.assertEqual(os.listdir(self.vol), [])
+
+    def mount(self, *args):
+        """mount ARGS... on the host, undone at the end; the test is skipped where it fails."""
+        r = subprocess.run(["mount"] + list(args), capture_output=True, text=True)
+        if r.returncode != 0:
+            self.skipTest("cannot mount here: " + r.stderr)
+        self.addCleanup(subprocess.run, ["umount", "-l", args[-1]])
+
+    def test_a_volume_the_kernel_cannot_idmap_stays_plain_with_a_warning(self):
+        # the engine's volumes on an overlay: the kernel has no idmapped mounts of overlayfs,
+        # and nothing the config asked is refused
+        layers = {n: os.path.join(self.tmp, n) for n in ("lower", "upper", "work")}
+        for d in layers.values():
+            os.mkdir(d)
+        os.makedirs(os.path.join(layers["lower"], "data", "_data"))
+        for d in layers.values():
+            os.chmod(d, 0o755)
+        self.mount("-t", "overlay", "overlay", "-o",
+                   "lowerdir={lower},upperdir={upper},workdir={work}".format(**layers),
+                   os.path.join(self.data_root, "volumes"))
+        self.oci_globals = ["--idmap-volumes=engine"]
+        self.assertEqual(self.run_container(self.volume_config(self.vol)), (0, "refused\n"))
+        with open(self.log) as f:
+            warnings = [json.loads(line)["msg"] for line in f if '"warning"' in line]
+        self.assertEqual(len(warnings), 1, warnings)
+        self.assertIn("--idmap-volumes=engine: a volume is bound as it is, not idmapped",
+                      warnings[0])
+        self.assertIn("/data", warnings[0])
+
+    def test_a_mount_on_the_volumes_directory_stays_plain(self):
+        # a local volume made with mount options has a mount there (here a bind of another
+        # host directory, as `docker volume create -o type=none -o o=bind -o device=DIR`):
+        # whatever it shows is not a directory the engine made
+        other = os.path.join(self.tmp, "other")
+        os.mkdir(other)
+        os.chmod(other, 0o755)
+        self.mount("--bind", other, self.vol)
+        self.oci_globals = ["--idmap-volumes=engine"]
+        self.assertEqual(self.run_container(self.volume_config(self.vol)), (0, "refused\n"))
+        self.assertEqual(os.listdir(other), [])
+
+    def test_other_values_refused(self):
+        r = self.oci("--idmap-volumes=all", "list")
+        self.assertNotEqual(r.returncode, 0)
+        msg = self.log_errors()[-1]["msg"]
+        for w in ("--idmap-volumes all", "give engine", "or none"):
+            self.assertIn(w, msg)
+        self.assertEqual(self.oci("--idmap-volumes=none", "list").returncode, 0)
 
 
 if __name__ == "__main__":

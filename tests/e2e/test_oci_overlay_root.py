@@ -275,6 +275,119 @@ class EngineOverlayRoot(BundleCase):
         with open(os.path.join(self.low, "usr/bin/suid")) as f:
             self.assertEqual(f.read(), "original\n")
 
+    # The seal of this root takes its candidates from a walk of the layer directories and the
+    # upper one (rootfs/setid_layers.h), checked in the merged view: each test below puts a
+    # program where a list that left out a layer, a kind of entry or a path form would miss it.
+
+    def program(self, path, mode=0o4755):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write("original\n")
+        os.chmod(path, mode)
+
+    def test_the_seal_reaches_every_layers_programs_and_the_uppers(self):
+        # programs of the bottom layer, of the top one (a file capability), of the upper
+        # directory (an earlier run's: a restarted container's writes are there); a bottom
+        # program hidden by the upper's plain file of the same name is no program any more
+        self.probe_in_layer()
+        self.program(os.path.join(self.top, "opt/capped"), 0o755)
+        # CAP_NET_RAW, effective (VFS_CAP_REVISION_2), as setcap writes it
+        os.setxattr(os.path.join(self.top, "opt/capped"), "security.capability",
+                    bytes.fromhex("01000002" "00200000" "00000000" "00000000" "00000000"))
+        self.program(os.path.join(self.upper, "usr/local/bin/mine"))
+        self.program(os.path.join(self.low, "usr/bin/replaced"))
+        self.program(os.path.join(self.upper, "usr/bin/replaced"), 0o755)
+        self.mount_engine()
+        code, out = self.run_container(config(
+            ["attack", "mmap-write", "/usr/bin/suid", "/opt/capped", "/usr/local/bin/mine",
+             "/usr/bin/replaced"]))
+        self.assertEqual(code, 0, out)
+        self.assertEqual(out.splitlines(), [
+            "/usr/bin/suid open EROFS", "/opt/capped open EROFS",
+            "/usr/local/bin/mine open EROFS", "/usr/bin/replaced written"], out)
+        with open(os.path.join(self.upper, "usr/local/bin/mine")) as f:
+            self.assertEqual(f.read(), "original\n")
+
+    def test_a_layer_directory_the_container_cannot_list_is_sealed_whole(self):
+        # owned by ids the idmap does not map, searchable only: the merged root's walk could
+        # not list it, and seals it whole; so must the seal from the layers
+        self.probe_in_layer()
+        dark = os.path.join(self.top, "dark")
+        self.program(os.path.join(dark, "suid"))
+        os.chown(dark, 70000, 70000)
+        os.chmod(dark, 0o711)
+        self.mount_engine()
+        code, out = self.run_container(config(
+            ["sh", "-c", "attack mmap-write /dark/suid; "
+             "grep -c ' /dark ' /proc/self/mountinfo"]))
+        self.assertEqual(code, 0, out)
+        self.assertEqual(out.splitlines(), ["/dark/suid open EROFS", "1"], out)
+
+    def test_a_directory_renamed_by_a_redirect_keeps_its_programs_sealed(self):
+        # redirect_dir=on: the engine's container renamed /usr/bin (its upper directory has
+        # usr/b2 pointing at the layer's usr/bin): the program shows at a path no layer has
+        self.probe_in_layer()
+        self.mount_engine(",redirect_dir=on")
+        os.rename(os.path.join(self.rootfs, "usr/bin"), os.path.join(self.rootfs, "usr/b2"))
+        self.assertTrue(os.getxattr(os.path.join(self.upper, "usr/b2"),
+                                    "trusted.overlay.redirect"))
+        code, out = self.run_container(config(["attack", "mmap-write", "/usr/b2/suid"]))
+        self.assertEqual((code, out), (0, "/usr/b2/suid open EROFS\n"))
+
+    def test_a_filesystem_mounted_in_a_layer_does_not_hide_its_programs(self):
+        # the overlay sees a layer's own directories, not what the host mounted on them: a
+        # walk that entered the host's mount would see its empty directory instead
+        self.probe_in_layer()
+        self.mount_engine()
+        over = os.path.join(self.low, "usr/bin")
+        self.assertEqual(subprocess.run(["mount", "-t", "tmpfs", "tmpfs", over]).returncode, 0)
+        self.addCleanup(subprocess.run, ["umount", "-l", over], check=False)
+        code, out = self.run_container(config(["attack", "mmap-write", "/usr/bin/suid"]))
+        self.assertEqual((code, out), (0, "/usr/bin/suid open EROFS\n"))
+
+    def sealed(self, c):
+        """The container's mount points but nsbox's own: what its root's seal bound."""
+        code, out = self.run_container(c)
+        self.assertEqual(code, 0, out)
+        points = {line.split()[4] for line in out.splitlines()}
+        return sorted(p for p in points if p != "/" and not p.startswith(("/proc", "/dev", "/sys")))
+
+    def test_the_layers_seal_binds_what_the_merged_walk_binds(self):
+        # the same tree as an overlay (programs in each layer and the upper, hidden by a
+        # whiteout, by an opaque directory, replaced, hard-linked, in directories the container
+        # may not list) and as a plain directory (a copy of the overlay's view, sealed by the
+        # walk of the whole root): the same binds
+        for rel in ("usr/bin/gone", "opaque/old-suid", "usr/bin/replaced", "deep/a/b/c/suid"):
+            self.program(os.path.join(self.low, rel))
+        self.program(os.path.join(self.low, "usr/bin/sgid"), 0o2755)
+        self.program(os.path.join(self.low, "usr/bin/sgid-noexec"), 0o2745)
+        os.link(os.path.join(self.low, "usr/bin/suid"), os.path.join(self.low, "usr/hard"))
+        os.makedirs(os.path.join(self.top, "usr/bin"))
+        os.mknod(os.path.join(self.top, "usr/bin/gone"), stat.S_IFCHR | 0o600, os.makedev(0, 0))
+        for d, owner, mode in (("dark", 70000, 0o711), ("mine", 1000, 0o700),
+                               ("open", 70000, 0o755)):
+            self.program(os.path.join(self.top, d, "suid"))
+            os.chown(os.path.join(self.top, d), owner, owner)
+            os.chmod(os.path.join(self.top, d), mode)
+        self.program(os.path.join(self.top, "opt/capped"), 0o644)
+        os.setxattr(os.path.join(self.top, "opt/capped"), "security.capability",
+                    bytes.fromhex("01000002" "00200000" "00000000" "00000000" "00000000"))
+        self.program(os.path.join(self.upper, "usr/local/bin/mine"))
+        self.program(os.path.join(self.upper, "usr/bin/replaced"), 0o755)
+        self.mount_engine()
+        plain = os.path.join(self.bundle, "plain")
+        subprocess.run(["cp", "-a", self.rootfs, plain], check=True)
+        show = ["cat", "/proc/self/mountinfo"]
+        by_layers = self.sealed(config(show))
+        self.oci("delete", "--force", "c1")
+        c = config(show)
+        c["root"]["path"] = "plain"
+        by_walk = self.sealed(c)
+        self.assertEqual(by_layers, by_walk)
+        self.assertEqual(by_layers, ["/dark", "/deep/a/b/c/suid", "/mine/suid", "/open/suid",
+                                     "/opt/capped", "/usr/bin/sgid", "/usr/bin/suid",
+                                     "/usr/hard", "/usr/local/bin/mine"])
+
     def test_root_readonly_decides(self):
         # root.readonly true: the image seen read-only, nothing in the upper directory;
         # false on the same overlay: written there

@@ -915,6 +915,22 @@ class Cleanup(RunTest):
             p.terminate()
             p.wait()
 
+    def test_gc_removes_seccomp_programs_of_other_builds(self):
+        # A compiled seccomp program is cached under a key of the nsbox and libseccomp that
+        # made it; after an upgrade the old files are never read again, and gc removes them.
+        r = self.sh("true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        cache = os.path.join(self.dirs.data, "cache")
+        current = sorted(n for n in os.listdir(cache) if n.startswith("seccomp-"))
+        self.assertTrue(current, "the run cached no seccomp program")
+        old = os.path.join(cache, "seccomp-00000000000000a0.bpf")  # an older nsbox's
+        shutil.copyfile(os.path.join(cache, current[0]), old)
+        r = run_nsbox(["gc", "-v"], self.dirs)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(b"removed 1 seccomp program of another build", r.stderr)
+        self.assertFalse(os.path.exists(old))
+        self.assertEqual(current, sorted(n for n in os.listdir(cache) if n.startswith("seccomp-")))
+
     def own_cgroup_dir(self):
         """This process's cgroup in the pids hierarchy (v1), or in the unified one (v2 only)."""
         with open("/proc/self/cgroup") as f:

@@ -6,6 +6,7 @@
  * holds no control byte or newline, and its seq is larger than the one before; a second read
  * passes nothing. The line the writer makes of the input (as name, reason and path) is one
  * line of valid JSON whose path has no query. */
+#include "cstring.h"
 #include "egress_log.h"
 
 #include <cjson/cJSON.h>
@@ -54,10 +55,7 @@ static void put(const char *name, const uint8_t *p, size_t n)
 
 static void check_writer(const uint8_t *data, size_t size)
 {
-    char *s = malloc(size + 1);
-    CHECK(s);
-    memcpy(s, data, size);
-    s[size] = '\0';
+    char *s = cstring_dup(data, size);
     struct nsbox_egress_entry en = {.name = s,
                                     .reason = s,
                                     .path = s,

@@ -2,6 +2,7 @@
  * Besides crashes (ASan), it checks what the cgroup layer relies on when one is accepted: a
  * normalized path ('/' before each component, none doubled or at the end), no "." or ".."
  * component, no control character, within the bounds. */
+#include "cstring.h"
 #include "nsbox.h"
 #include "ocicgroup.h"
 
@@ -32,11 +33,7 @@ static void check(const struct nsbox_ocicgroup_path *p)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *s = malloc(size + 1);
-    if (!s)
-        return 0;
-    memcpy(s, data, size);
-    s[size] = '\0';
+    char *s = cstring_dup(data, size);
     for (int systemd = 0; systemd < 2; systemd++) {
         struct nsbox_ocicgroup_path p;
         struct nsbox_err e = {0};

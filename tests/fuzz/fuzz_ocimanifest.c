@@ -2,6 +2,7 @@
  * index, a manifest, a config, a docker save manifest.json, a layer entry name and an image
  * reference. Besides crashes and leaks (ASan), it checks that what parses is within the bounds
  * the unpacker relies on: checked digests, entry names without ".." or a leading '/'. */
+#include "cstring.h"
 #include "nsbox.h"
 #include "ocimanifest.h"
 #include "ociref.h"
@@ -38,11 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         nsbox_ocimanifest_config_free(&c);
     (void)nsbox_ocimanifest_docker_save(text, size, NULL, &d, &e);
 
-    char *s = malloc(size + 1);
-    if (!s)
-        return 0;
-    memcpy(s, data, size);
-    s[size] = '\0';
+    char *s = cstring_dup(data, size);
     char out[4096];
     enum nsbox_oci_entry_kind k;
     if (nsbox_ocimanifest_entry_path(s, out, sizeof out, &k) == 0) {

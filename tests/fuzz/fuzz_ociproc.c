@@ -3,6 +3,7 @@
  * process's NULL-terminated, non-empty argv, env entries with a '=', an absolute cwd; a cpu
  * period only with a cpu limit asked for. The same bytes as LISTEN_FDS (up to a NUL) give a
  * count within the bound asked for, or a reason. */
+#include "cstring.h"
 #include "nsbox.h"
 #include "ociproc.h"
 
@@ -34,12 +35,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else if (!e.msg[0]) {
         abort();
     }
-    char fds[64];
-    size_t n = size < sizeof fds - 1 ? size : sizeof fds - 1;
-    memcpy(fds, data, n);
-    fds[n] = 0;
+    char *fds = cstring_dup(data, size < 63 ? size : 63);
     unsigned listen = 1;
     int got = nsbox_ociproc_listen_fds("7", fds, 7, 250, &listen, &e);
+    free(fds);
     if ((got == 0 && listen > 250) || (got < 0 && (listen || !e.msg[0])))
         abort();
     return 0;

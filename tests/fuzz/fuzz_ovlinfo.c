@@ -4,6 +4,7 @@
  * no control character in a path, at most the kernel's number of layers, and, when it passes
  * the check, paths without "." or ".." (absolute unless they are read from a directory the
  * mount point names), and upperdir and workdir below their base. */
+#include "cstring.h"
 #include "nsbox.h"
 #include "ovlinfo.h"
 
@@ -70,11 +71,7 @@ static void checked(const struct nsbox_ovlinfo *o)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *s = malloc(size + 1);
-    if (!s)
-        return 0;
-    memcpy(s, data, size);
-    s[size] = '\0';
+    char *s = cstring_dup(data, size);
     char *line = nsbox_ovlinfo_find(s, 1);
     if (!line)
         line = s;

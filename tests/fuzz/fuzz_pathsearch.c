@@ -3,6 +3,7 @@
  * then name, PATH and cwd separated by NULs (a missing PATH: unset). What the callers rely on:
  * the search ends, within one place per PATH entry; a place given in the buffer fits it and
  * ends with "/" and the name; a place that is not in the buffer is the name itself, a path. */
+#include "cstring.h"
 #include "pathsearch.h"
 
 #include <stdint.h>
@@ -16,13 +17,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1)
         return 0;
     size_t room = (size_t)data[0] + 1;
-    char *text = malloc(size + 1);
+    char *text = cstring_dup(data + 1, size - 1);
     char *buf = malloc(room);
-    if (!text || !buf)
+    if (!buf)
         abort();
-    memcpy(text, data + 1, size - 1);
-    text[size - 1] = '\0';
-    text[size] = '\0';
     const char *name = text, *end = text + size - 1;
     const char *path = name + strlen(name) < end ? name + strlen(name) + 1 : NULL;
     const char *cwd = path && path + strlen(path) < end ? path + strlen(path) + 1 : "/";

@@ -7,6 +7,7 @@
  *     no "..", ".", empty component, leading or trailing '/', is never longer than the input,
  *     equals what a separately written stack model computes, is a fixed point, does not depend
  *     on a leading '/', and fits a buffer of exactly its size (and not one byte less). */
+#include "cstring.h"
 #include "safepath.h"
 
 #include <limits.h>
@@ -79,28 +80,18 @@ static void check_shape(const char *out)
     }
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* normalize sees a C string: what the bytes are up to the first NUL */
+static void check_normalize(const char *in)
 {
     struct nsbox_err e;
-
-    /* validate on the raw bytes, NULs and all */
-    int v = nsbox_sp_validate((const char *)data, size, &e);
-    CHECK(v == 0 || v == -1);
-    CHECK((v == 0) == rules_accept(data, size));
-    if (v < 0) CHECK(e.code == NSBOX_E_INVALID && e.msg[0] != '\0');
-
-    /* normalize sees a C string: what the bytes are up to the first NUL */
-    if (size > PATH_MAX + 16) return 0;
-    static char in[PATH_MAX + 32], abs_in[PATH_MAX + 48];
+    static char abs_in[PATH_MAX + 48];
     static char out[PATH_MAX], out2[PATH_MAX], model[PATH_MAX + 32];
-    memcpy(in, data, size);
-    in[size] = '\0';
     size_t len = strlen(in);
 
     int r = nsbox_sp_normalize(in, out, sizeof out, &e);
     bool ok = len == 0 || rules_accept((const uint8_t *)in, len);
     CHECK((r >= 0) == ok);
-    if (r < 0) return 0;
+    if (r < 0) return;
     CHECK((size_t)r == strlen(out));
     CHECK((size_t)r <= (len > 0 ? len : 1));
     check_shape(out);
@@ -127,5 +118,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(strcmp(exact, out) == 0);
     CHECK(nsbox_sp_normalize(in, exact, (size_t)r, &e) == -1);
     free(exact);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct nsbox_err e;
+
+    /* validate on the raw bytes, NULs and all */
+    int v = nsbox_sp_validate((const char *)data, size, &e);
+    CHECK(v == 0 || v == -1);
+    CHECK((v == 0) == rules_accept(data, size));
+    if (v < 0) CHECK(e.code == NSBOX_E_INVALID && e.msg[0] != '\0');
+
+    if (size > PATH_MAX + 16) return 0;
+    char *in = cstring_dup(data, size);
+    check_normalize(in);
+    free(in);
     return 0;
 }

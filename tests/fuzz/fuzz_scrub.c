@@ -2,6 +2,7 @@
  * the first bytes name a secret and how the rest is split into reads. It checks what the
  * sandbox relies on: the output is exactly as long as the input, holds no occurrence of the
  * secret, and equals the input wherever the input had no secret. */
+#include "cstring.h"
 #include "scrub.h"
 
 #include <stdint.h>
@@ -20,11 +21,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t slen = 8 + data[0] % 24, step = 1 + data[1] % 64;
     if (size < 2 + slen)
         return 0;
-    char secret[40];
-    memcpy(secret, data + 2, slen);
-    secret[slen] = '\0';
-    if (strlen(secret) != slen || strchr(secret, ' '))
+    char *secret = cstring_dup(data + 2, slen);
+    if (strlen(secret) != slen || strchr(secret, ' ')) {
+        free(secret);
         return 0;
+    }
     nsbox_scrub_init(&s);
     if (nsbox_scrub_add(&s, secret) < 0)
         abort();
@@ -47,5 +48,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < n; i++)
         if (all[i] != in[i] && all[i] != s.mask)
             abort();
+    free(secret);
     return 0;
 }

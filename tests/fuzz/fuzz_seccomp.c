@@ -29,7 +29,7 @@ static void fuzz_oci(const uint8_t *data, size_t size)
         abort();
     struct sock_fprog prog;
     if (nsbox_seccomp_compile(&p, &prog, &e) == 0)
-        nsbox_seccomp_prog_free(&prog);
+        nsbox_seccomp_compile_free(&prog);
     else if (prog.filter != NULL || e.msg[0] == '\0')
         abort();
     uint64_t args[NSBOX_SECCOMP_MAX_ARGS] = {0};
@@ -58,14 +58,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct sock_fprog prog;
     if (nsbox_seccomp_compile(&p, &prog, &e) == 0) {
         if (prog.len == 0 || prog.filter == NULL) abort();
-        nsbox_seccomp_prog_free(&prog);
+        nsbox_seccomp_compile_free(&prog);
     } else if (prog.filter != NULL) {
         abort();
     }
     size_t n = p.n_rules;
     if (nsbox_seccomp_fold_root(&p, &e) == 0) {
         if (nsbox_seccomp_compile(&p, &prog, &e) == 0)
-            nsbox_seccomp_prog_free(&prog);
+            nsbox_seccomp_compile_free(&prog);
         else if (e.msg[0] == '\0')
             abort();
     } else if (e.msg[0] == '\0' || p.n_rules != n) {

@@ -4,6 +4,7 @@
  * NSBOX_SPAWNUSER_GROUPS_MAX groups, no_new_privs only from "nnp", capability sets only after
  * "caps"; and formatting what it
  * gave parses to the same user. The same bytes as exec's --additional-gids too. */
+#include "cstring.h"
 #include "spawnuser.h"
 
 #include <stdint.h>
@@ -14,11 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = malloc(size + 1);
-    if (!text)
-        return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
+    char *text = cstring_dup(data, size);
     struct nsbox_spawnuser u, back;
     struct nsbox_err e = {0};
     if (nsbox_spawnuser_parse(text, &u, &e) == 0) {

@@ -163,7 +163,9 @@ def _load(d, load):
 
 
 class Dockerd:
-    """A dockerd of our own. runtimes: {name: path} added with --add-runtime; env: the
+    """A dockerd of our own. runtimes: {name: path} added with --add-runtime, or {name: (path,
+    args)}: each then in its daemon.json with args as its runtimeArgs, as an administrator
+    registers a runtime's options (--add-runtime has no way to give them); env: the
     environment of dockerd, its containerd, shims and runtimes (nsbox's directories); storage:
     its storage driver (vfs: directories; overlay2: Docker's default)."""
 
@@ -174,8 +176,12 @@ class Dockerd:
         self.proc = None
         self.run_made = absent(RUN_DIRS)
         cfg = os.path.join(self.d, "daemon.json")
-        with open(cfg, "w") as f:
-            f.write("{}\n")  # not /etc/docker/daemon.json
+        in_file = any(not isinstance(v, str) for v in runtimes.values())
+        with open(cfg, "w") as f:  # not /etc/docker/daemon.json
+            json.dump({"runtimes": {
+                name: {"path": v, "runtimeArgs": []} if isinstance(v, str) else
+                {"path": v[0], "runtimeArgs": list(v[1])}
+                for name, v in runtimes.items()}} if in_file else {}, f)
         args = [DOCKERD, "--config-file", cfg, "--data-root", os.path.join(self.d, "data"),
                 "--exec-root", os.path.join(self.d, "exec"),
                 "--pidfile", os.path.join(self.d, "docker.pid"), "-H", "unix://" + self.sock,
@@ -183,7 +189,7 @@ class Dockerd:
                 "--ip-masq=false", "--userland-proxy=false",
                 "--exec-opt", "native.cgroupdriver=cgroupfs",
                 "--cgroup-parent", "/" + self.cgroup_parent]
-        for name, path in runtimes.items():
+        for name, path in runtimes.items() if not in_file else ():
             args += ["--add-runtime", f"{name}={path}"]
         self.log = open(os.path.join(self.d, "dockerd.log"), "w")
         env = dict(env or {"PATH": PATH})
@@ -330,14 +336,20 @@ class DockerCase(unittest.TestCase):
     module) as its runtime `nsbox` and the busybox image loaded; self.dirs its nsbox dirs."""
     OCI = None
     STORAGE = "vfs"
+    # more runtimes: {name: [nsbox-oci's global options]}, registered with them as runtimeArgs
+    RUNTIME_ARGS = {}
 
     @classmethod
     def setUpClass(cls):
         skip_module_unless(cls.OCI, DOCKERD, DOCKER)
         cls.dirs = Dirs()
         cls.daemon = None
+        runtimes = {"nsbox": cls.OCI}
+        if cls.RUNTIME_ARGS:
+            runtimes = {"nsbox": (cls.OCI, ()),
+                        **{name: (cls.OCI, args) for name, args in cls.RUNTIME_ARGS.items()}}
         try:
-            cls.daemon = Dockerd({"nsbox": cls.OCI}, env=cls.dirs.env(), storage=cls.STORAGE)
+            cls.daemon = Dockerd(runtimes, env=cls.dirs.env(), storage=cls.STORAGE)
             cls.daemon.load_busybox()
         except BaseException:
             cls.tearDownClass()

@@ -119,6 +119,7 @@ class BundleCase(unittest.TestCase):
         self.out = os.path.join(self.tmp, "out")
         self.pidfile = os.path.join(self.tmp, "pid")
         self.waited_pids = []
+        self.oci_globals = []  # more global options, as an engine's runtimeArgs give them
         self.addCleanup(self.reap)
 
     def reap(self):
@@ -146,16 +147,16 @@ class BundleCase(unittest.TestCase):
 
     def oci(self, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE):
         env = self.dirs.env()
-        return subprocess.run([OCI, "--root", self.root, "--log", self.log,
-                               "--log-format", "json"] + list(args),
+        return subprocess.run([OCI] + self.oci_globals + ["--root", self.root, "--log", self.log,
+                                                          "--log-format", "json"] + list(args),
                               stdout=stdout, stderr=stderr, env=env, timeout=60)
 
     def oci_fds(self, fds, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, shell=()):
         """nsbox-oci with fds[i] as its descriptor 3 + i (for --preserve-fds); shell: a
         command line's prefix that execs its arguments (a bash -c that sets the environment)."""
         with fds_at_3(fds) as (prefix, keep):
-            return subprocess.run(prefix + list(shell) + [OCI, "--root", self.root, "--log",
-                                                          self.log, "--log-format", "json"]
+            return subprocess.run(prefix + list(shell) + [OCI] + self.oci_globals +
+                                  ["--root", self.root, "--log", self.log, "--log-format", "json"]
                                   + list(args),
                                   pass_fds=keep, stdout=stdout, stderr=stderr,
                                   env=self.dirs.env(), timeout=60)

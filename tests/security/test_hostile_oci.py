@@ -10,6 +10,7 @@ on the host. And for nsbox-oci's writable root (root.readonly false: the bundle'
 container's root, its mount points made in it): a bundle whose entries are symlinks pointing out
 of it must not move a mount or make a mount point outside it."""
 import io
+import json
 import os
 import shutil
 import stat
@@ -330,6 +331,174 @@ class HostileBundleRoot(BundleCase):
         self.assertEqual(os.listdir(self.outside), ["x"])
         with open(os.path.join(self.outside, "x")) as f:
             self.assertEqual(f.read(), "host\n")
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class HostileProcMounts(BundleCase):
+    """A proc the config mounts anywhere but /proc is a whole procfs of the container's: nsbox's
+    masks and read-only paths (the floor) must cover it as they cover /proc."""
+
+    def setUp(self):
+        require_runtime()
+        super().setUp()
+
+    def test_a_second_proc_is_masked_as_proc_is(self):
+        # the container's root writes kernel.shmmax (its ipc namespace's, owned by its root)
+        # through each proc: /proc/sys is read-only, and so must the second one's be; its
+        # keys and timer_list are masked as /proc's are
+        for readonly, at in ((False, "/tmp/p"), (True, "/p2")):
+            with self.subTest(readonly=readonly):
+                cid = "ro" if readonly else "rw"
+                mi = os.path.join(self.tmp, f"mi-{cid}")
+                os.makedirs(mi)
+                os.chmod(mi, 0o777)  # the container's root is not the host's
+                c = config(["sh", "-c",
+                            f"echo 4096 > /proc/sys/kernel/shmmax && echo WROTE-proc;"
+                            f" echo 4096 > {at}/sys/kernel/shmmax && echo WROTE-second;"
+                            f" cat {at}/sys/kernel/shmmax; cat /proc/self/mountinfo > /mi/m;"
+                            " echo done"],
+                           root={"path": "rootfs", "readonly": readonly})
+                c["mounts"] += [{"destination": at, "type": "proc", "source": "proc"},
+                                {"destination": "/mi", "type": "bind", "source": mi,
+                                 "options": ["rbind"]}]
+                self.write_config(c)
+                pid = self.create(cid)
+                self.assertEqual(self.oci("start", cid).returncode, 0)
+                self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0, self.output())
+                out = self.output()
+                self.assertIn("done", out)
+                self.assertNotIn("WROTE", out)  # neither proc's sys/ was writable
+                self.assertNotIn("\n4096\n", "\n" + out)  # the value is the kernel's
+                with open(os.path.join(mi, "m")) as f:
+                    points = {line.split()[4]: line.split()[5] for line in f}
+                for name in ("keys", "timer_list", "kallsyms"):
+                    self.assertIn(f"{at}/{name}", points)  # masked, as /proc/{name}
+                self.assertTrue(points[f"{at}/sys"].startswith("ro"), points)
+
+
+NOBODY = 65534
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class HostileStateDir(BundleCase):
+    """--root is what nsbox-oci, as root, reads to act: a container's pids (kill), its sandbox
+    and cgroup (delete), its hooks (run on the host as root). Another user who can write --root
+    or a directory above it can swap a container's state for one of its own making."""
+
+    def setUp(self):
+        require_runtime()
+        super().setUp()
+        os.chmod(self.tmp, 0o711)  # the user passes through the test's directory, no more
+        self.base = os.path.join(self.tmp, "user")
+        os.makedirs(self.base)
+        os.chown(self.base, NOBODY, NOBODY)
+        self.root = os.path.join(self.base, "state")
+        self.addCleanup(self.give_back)
+        self.marker = os.path.join(self.tmp, "hook-ran")
+
+    def give_back(self):
+        """Everything the user made becomes root's again, so that the containers are deleted."""
+        for top, dirs, files in os.walk(self.base):
+            for name in dirs + files + ["."]:
+                os.lchown(os.path.join(top, name), 0, 0)
+
+    def as_user(self, script):
+        r = subprocess.run(["sh", "-c", script], user=NOBODY, group=NOBODY, extra_groups=[],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def plant(self, pid, start):
+        """The user's container c1 in place of root's: pids of its choosing, a poststop hook."""
+        state = {"id": "c1", "bundle": self.bundle, "rootfs": "", "sandbox": "",
+                 "created": "2026-01-01T00:00:00Z", "pid": pid, "pid_start": start,
+                 "monitor_pid": pid, "monitor_start": start}
+        hooks = {"poststop": [{"path": "/bin/sh",
+                               "args": ["sh", "-c", f"id -u > {self.marker}"]}]}
+        self.as_user(f"cd {self.base} && mv state old 2>/dev/null; mkdir -p state/c1 &&"
+                     f" echo '{json.dumps(state)}' > state/c1/state.json &&"
+                     f" echo '{json.dumps(hooks)}' > state/c1/hooks.json")
+
+    def test_a_state_directory_another_user_can_write_is_refused(self):
+        self.write_config(config(["true"]))
+        r = self.oci("create", "--bundle", self.bundle, "--pid-file", self.pidfile, "c1",
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if r.returncode == 0:  # made: let it run and end, as root's container would
+            with open(self.pidfile) as f:
+                pid = int(f.read())
+            self.waited_pids.append(pid)
+            self.oci("start", "c1")
+            self.wait(pid)
+        else:
+            self.assertIn(f"--root {self.root}", self.log_errors()[-1]["msg"])
+        # a root process of the host's the user would end: its pid and start time are public
+        victim = subprocess.Popen(["sleep", "60"])
+        self.addCleanup(victim.wait)
+        self.addCleanup(victim.kill)
+        with open(f"/proc/{victim.pid}/stat") as f:
+            start = int(f.read().rsplit(")", 1)[1].split()[19])
+        self.plant(victim.pid, start)
+        kill = self.oci("kill", "c1", "KILL")
+        delete = self.oci("delete", "--force", "c1")
+        self.assertIsNone(victim.poll(), "root's kill reached a process the user named")
+        self.assertFalse(os.path.exists(self.marker), "root ran the user's hook")
+        for r in (kill, delete):
+            self.assertNotEqual(r.returncode, 0)
+        msg = self.log_errors()[-1]["msg"]
+        self.assertIn(f"--root {self.root}", msg)
+        self.assertIn(f"{self.base} belongs to uid {NOBODY}", msg)
+
+    def test_a_pid_file_beside_a_link_another_user_planted_is_written_there_only(self):
+        # the engine's --pid-file in a directory another user can write (the state is root's):
+        # the user links the temporary name create writes first to a file of root's
+        self.root = os.path.join(self.tmp, "state")
+        victim = os.path.join(self.tmp, "victim")
+        with open(victim, "w") as f:
+            f.write("original\n")
+        pidfile = os.path.join(self.base, "pid")
+        self.as_user(f"ln -s {victim} {pidfile}.tmp")
+        self.write_config(config(["true"]))
+        with open(self.out, "w") as out:
+            r = self.oci("create", "--bundle", self.bundle, "--pid-file", pidfile, "c1",
+                         stdout=out, stderr=out)
+        self.assertEqual(r.returncode, 0, self.output())
+        with open(pidfile) as f:
+            pid = int(f.read())
+        self.waited_pids.append(pid)
+        self.oci("start", "c1")
+        self.wait(pid)
+        with open(victim) as f:
+            self.assertEqual(f.read(), "original\n")  # not the pid
+        self.assertFalse(os.path.islink(pidfile))
+
+
+@unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
+class HostileNamespacePaths(BundleCase):
+    """linux.namespaces[].path is opened by root on the host: a path that is no namespace must
+    be refused without being opened, since opening a FIFO blocks until a writer comes (create
+    hung, and the engine's call with it) and opening a device runs its driver's open (a
+    watchdog's starts its countdown)."""
+
+    def setUp(self):
+        require_runtime()
+        super().setUp()
+
+    def test_a_path_that_is_no_namespace_is_refused_unopened(self):
+        fifo = os.path.join(self.tmp, "fifo")
+        os.mkfifo(fifo)
+        plain = os.path.join(self.tmp, "plain")
+        with open(plain, "w") as f:
+            f.write("x")
+        for path in (fifo, plain):
+            with self.subTest(path=os.path.basename(path)):
+                c = config(["true"])
+                c["linux"]["namespaces"] = [{"type": t} for t in ("pid", "ipc", "uts", "mount")]
+                c["linux"]["namespaces"].append({"type": "network", "path": path})
+                self.write_config(c)
+                try:
+                    msg = self.create_refused(os.path.basename(path))
+                except subprocess.TimeoutExpired:
+                    self.fail(f"create opened {path} and waited for a writer")
+                self.assertIn(f"linux.namespaces.path {path} is not a network namespace", msg)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ static struct sock_fprog default_prog;
 static int group_setup(void **state)
 {
     struct nsbox_err e = {0};
-    if (nsbox_seccomp_default_prog(NULL, &default_prog, &e) < 0) {
+    if (nsbox_seccomp_prog_default(NULL, &default_prog, &e) < 0) {
         fprintf(stderr, "default program: %s\n", e.msg);
         return -1;
     }
@@ -47,7 +47,7 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
-    nsbox_seccomp_prog_free(&default_prog);
+    nsbox_seccomp_compile_free(&default_prog);
     return 0;
 }
 

@@ -124,7 +124,7 @@ static void test_attacks_fail_in_the_jail(void **state)
             _exit(100);
         _exit(attempts(root, id));
     }
-    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_compile_free(&prog);
     int status;
     assert_int_equal(waitpid(c, &status, 0), c);
     assert_true(WIFEXITED(status));
@@ -141,7 +141,7 @@ static void test_orphan_does_not_enter(void **state)
     assert_true(c >= 0);
     if (c == 0)
         _exit(nsbox_egress_jail_enter(&prog, 1) < 0 && errno == ESRCH ? 0 : 1);
-    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_compile_free(&prog);
     int status;
     assert_int_equal(waitpid(c, &status, 0), c);
     assert_true(WIFEXITED(status));

@@ -136,6 +136,48 @@ static void test_config_idmapped_binds(void **state)
     free(w);
 }
 
+/* A proc the config mounts anywhere (a second one at /tmp/p, or its only one there) gets the
+ * floor's masks and read-only paths as /proc does, after every mount: unmasked, its sys/ was
+ * writable where /proc/sys is read-only. */
+static void test_config_every_proc_masked(void **state)
+{
+    (void)state;
+    static const struct nsbox_rootfs_mount two[] = {
+        {"/proc", "proc", "proc", 0, false, false, "", {0}},
+        {"/tmp/p", "proc", "proc", 0, false, false, "", {0}},
+        {"/data", "bind", "/srv/data", 0, true, false, "", {0}},
+    };
+    static const struct nsbox_rootfs_mount only[] = {
+        {"/p2", "proc", "proc", 0, false, false, "", {0}},
+    };
+    struct nsbox_err e = {0};
+    struct world *w = config_world(two, 3);
+    if (nsbox_mount_plan_build(&w->cfg, &w->plan, &e) < 0)
+        fail_msg("%s", e.msg);
+    const struct nsbox_mount_plan *p = &w->plan;
+    int data = idx(p, NSBOX_MOP_BIND, "data");
+    for (const char *const *n = nsbox_proc_masked_files; *n; n++) {
+        char at[64];
+        snprintf(at, sizeof at, "tmp/p/%s", *n);
+        assert_true(idx(p, NSBOX_MOP_MASK_FILE, at) > data);
+    }
+    int sys = idx(p, NSBOX_MOP_READONLY, "tmp/p/sys");
+    assert_true(sys > data && p->ops[sys].recursive && (p->ops[sys].attr & MOUNT_ATTR_RDONLY));
+    assert_true(idx(p, NSBOX_MOP_MASK_DIR, "tmp/p/acpi") > data);
+    assert_true(idx(p, NSBOX_MOP_READONLY, "proc/sys") > data);
+    assert_int_equal(count(p, NSBOX_MOP_PROC, NULL), 2);
+    free(w);
+    /* no proc at /proc: nsbox's there, and the config's elsewhere masked as well */
+    w = config_world(only, 1);
+    if (nsbox_mount_plan_build(&w->cfg, &w->plan, &e) < 0)
+        fail_msg("%s", e.msg);
+    p = &w->plan;
+    assert_true(idx(p, NSBOX_MOP_PROC, "proc") >= 0 && idx(p, NSBOX_MOP_PROC, "p2") >= 0);
+    assert_true(idx(p, NSBOX_MOP_READONLY, "proc/sys") >= 0);
+    assert_true(idx(p, NSBOX_MOP_READONLY, "p2/sys") > idx(p, NSBOX_MOP_PROC, "p2"));
+    free(w);
+}
+
 /* No /proc, no /dev in the config: nsbox's own, so that the floor's masks have their /dev/null. */
 static void test_config_without_proc_and_dev(void **state)
 {
@@ -240,6 +282,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_order_and_floor),
         cmocka_unit_test(test_config_idmapped_binds),
+        cmocka_unit_test(test_config_every_proc_masked),
         cmocka_unit_test(test_config_without_proc_and_dev),
         cmocka_unit_test(test_config_refusals),
         cmocka_unit_test(test_config_masks),

@@ -46,7 +46,7 @@ static void test_minimal_profile(void **state)
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_seccomp_compile(&p, &prog, &e), 0);
     assert_true(prog.len > 0);
-    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_compile_free(&prog);
     nsbox_seccomp_profile_free(&p);
 }
 
@@ -91,7 +91,7 @@ static void test_docker_style_profile(void **state)
     struct sock_fprog prog;
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_seccomp_compile(&p, &prog, &e), 0);
-    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_compile_free(&prog);
     nsbox_seccomp_profile_free(&p);
 }
 
@@ -110,7 +110,7 @@ static void test_allow_list_profile(void **state)
     struct sock_fprog prog;
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_seccomp_compile(&p, &prog, &e), 0);
-    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_compile_free(&prog);
     nsbox_seccomp_profile_free(&p);
 }
 
@@ -324,7 +324,7 @@ static void test_unknown_and_optional(void **state)
     struct sock_fprog prog;
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_seccomp_compile(&p, &prog, &e), 0);
-    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_compile_free(&prog);
     nsbox_seccomp_profile_free(&p);
 
     /* Names past this libseccomp are the late calls' own numbers, not skipped: a rule on
@@ -340,7 +340,7 @@ static void test_unknown_and_optional(void **state)
     assert_int_equal(p.n_rules, 2);
     assert_int_equal(p.n_skipped, 0);
     assert_int_equal(nsbox_seccomp_compile(&p, &prog, &e), 0);
-    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_compile_free(&prog);
     nsbox_seccomp_profile_free(&p);
 
     /* "optional": false is the default behaviour. */
@@ -352,7 +352,7 @@ static void test_unknown_and_optional(void **state)
     parse_ok(RULE1("{\"names\":[\"vm86\",\"umount\"],\"action\":\"SCMP_ACT_ERRNO\"}"), &p);
     assert_int_equal(p.n_rules, 2);
     assert_int_equal(nsbox_seccomp_compile(&p, &prog, &e), 0);
-    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_compile_free(&prog);
     nsbox_seccomp_profile_free(&p);
 
     /* A hand-built profile with an unknown name fails at compile time, naming it. */
@@ -366,7 +366,7 @@ static void test_unknown_and_optional(void **state)
     assert_non_null(strstr(e.msg, "syscalls[4]: unknown syscall 'nosuchcall'"));
     r.optional = true;
     assert_int_equal(nsbox_seccomp_compile(&hand, &prog, &e), 0);
-    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_compile_free(&prog);
     /* ...and a bad-arch action that would let i386/x32 through is refused there too. */
     hand.badarch_action = NSBOX_SCMP_ALLOW;
     assert_int_equal(nsbox_seccomp_compile(&hand, &prog, &e), -1);
@@ -491,13 +491,13 @@ static void test_default_profile(void **state)
 
     struct sock_fprog prog;
     struct nsbox_err e = {0};
-    assert_int_equal(nsbox_seccomp_default_prog(NULL, &prog, &e), 0);
+    assert_int_equal(nsbox_seccomp_prog_default(NULL, &prog, &e), 0);
     print_message("default program: %u BPF instructions\n", prog.len);
     assert_true(prog.len > 20 && prog.len <= BPF_MAXINSNS);
     /* Starts with the architecture check (seccomp_data.arch at offset 4). */
     assert_int_equal(prog.filter[0].code, BPF_LD | BPF_W | BPF_ABS);
     assert_int_equal(prog.filter[0].k, 4);
-    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_compile_free(&prog);
 }
 
 /* ---- the on-disk cache ------------------------------------------------------------------- */
@@ -539,8 +539,8 @@ struct cache_fx {
 static void cache_compile(struct cache_fx *c)
 {
     struct nsbox_err e = {0};
-    nsbox_seccomp_default_forget();
-    assert_int_equal(nsbox_seccomp_default_prog(NULL, &c->fresh, &e), 0);
+    nsbox_seccomp_prog_forget();
+    assert_int_equal(nsbox_seccomp_prog_default(NULL, &c->fresh, &e), 0);
 }
 
 /* The first use of the cache directory writes the file, with these modes and size. */
@@ -551,10 +551,10 @@ static void cache_first_use(struct cache_fx *c)
     const char *sub = c->sub;
     const struct sock_fprog *fresh = &c->fresh;
     /* First use of the cache dir writes the file. */
-    nsbox_seccomp_default_forget();
-    assert_int_equal(nsbox_seccomp_default_prog(sub, &prog, &e), 0);
+    nsbox_seccomp_prog_forget();
+    assert_int_equal(nsbox_seccomp_prog_default(sub, &prog, &e), 0);
     assert_true(same_prog(&prog, fresh));
-    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_compile_free(&prog);
     cache_file(sub, c->file, sizeof c->file);
     const char *file = c->file;
     struct stat st;
@@ -575,10 +575,10 @@ static void cache_load(struct cache_fx *c, int rounds)
     struct stat before, after;
     assert_int_equal(stat(c->file, &before), 0);
     for (int i = 0; i < rounds; i++) {
-        nsbox_seccomp_default_forget();
-        assert_int_equal(nsbox_seccomp_default_prog(c->sub, &prog, &e), 0);
+        nsbox_seccomp_prog_forget();
+        assert_int_equal(nsbox_seccomp_prog_default(c->sub, &prog, &e), 0);
         assert_true(same_prog(&prog, &c->fresh));
-        nsbox_seccomp_prog_free(&prog);
+        nsbox_seccomp_compile_free(&prog);
     }
     assert_int_equal(stat(c->file, &after), 0);
     assert_int_equal(before.st_ino, after.st_ino);
@@ -601,10 +601,10 @@ static void cache_corrupt(struct cache_fx *c)
     byte ^= 0xff;
     assert_int_equal(pwrite(fd, &byte, 1, 40), 1);
     close(fd);
-    nsbox_seccomp_default_forget();
-    assert_int_equal(nsbox_seccomp_default_prog(sub, &prog, &e), 0);
+    nsbox_seccomp_prog_forget();
+    assert_int_equal(nsbox_seccomp_prog_default(sub, &prog, &e), 0);
     assert_true(same_prog(&prog, fresh));
-    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_compile_free(&prog);
     fd = open(file, O_RDONLY);
     assert_int_equal(pread(fd, &byte, 1, 40), 1);
     close(fd);
@@ -627,10 +627,10 @@ static void cache_bad_files(struct cache_fx *c)
             assert_int_equal(truncate(file, 0), 0);
         else
             assert_int_equal(chmod(file, 0666), 0);
-        nsbox_seccomp_default_forget();
-        assert_int_equal(nsbox_seccomp_default_prog(sub, &prog, &e), 0);
+        nsbox_seccomp_prog_forget();
+        assert_int_equal(nsbox_seccomp_prog_default(sub, &prog, &e), 0);
         assert_true(same_prog(&prog, fresh));
-        nsbox_seccomp_prog_free(&prog);
+        nsbox_seccomp_compile_free(&prog);
         assert_int_equal(stat(file, &st), 0);
         assert_int_equal(st.st_mode & 07777, 0644);
         assert_int_equal((size_t)st.st_size, 32 + fresh->len * sizeof(struct sock_filter));
@@ -639,20 +639,20 @@ static void cache_bad_files(struct cache_fx *c)
     /* A symlink planted under the cache name is not followed (and gets replaced). */
     assert_int_equal(unlink(file), 0);
     assert_int_equal(symlink("/etc/passwd", file), 0);
-    nsbox_seccomp_default_forget();
-    assert_int_equal(nsbox_seccomp_default_prog(sub, &prog, &e), 0);
+    nsbox_seccomp_prog_forget();
+    assert_int_equal(nsbox_seccomp_prog_default(sub, &prog, &e), 0);
     assert_true(same_prog(&prog, fresh));
-    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_compile_free(&prog);
     assert_int_equal(lstat(file, &st), 0);
     assert_true(S_ISREG(st.st_mode));
 
     /* A directory others can write is not trusted: nothing is read from or written to it. */
     assert_int_equal(unlink(file), 0);
     assert_int_equal(chmod(sub, 0777), 0);
-    nsbox_seccomp_default_forget();
-    assert_int_equal(nsbox_seccomp_default_prog(sub, &prog, &e), 0);
+    nsbox_seccomp_prog_forget();
+    assert_int_equal(nsbox_seccomp_prog_default(sub, &prog, &e), 0);
     assert_true(same_prog(&prog, fresh));
-    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_compile_free(&prog);
 }
 
 static void test_cache(void **state)
@@ -669,7 +669,7 @@ static void test_cache(void **state)
     cache_bad_files(c);
     assert_int_equal(rmdir(sub), 0); /* still empty */
     assert_int_equal(rmdir(dir), 0);
-    nsbox_seccomp_prog_free(&c->fresh);
+    nsbox_seccomp_compile_free(&c->fresh);
 }
 
 int main(void)

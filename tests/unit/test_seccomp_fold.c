@@ -64,7 +64,7 @@ static void test_fold_default(void **state)
     assert_int_equal(nsbox_seccomp_names_resolve("setxattrat"), SETXATTRAT);
     struct sock_fprog prog;
     assert_int_equal(nsbox_seccomp_compile(&p, &prog, &e), 0);
-    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_compile_free(&prog);
     nsbox_seccomp_profile_free(&p);
     nsbox_seccomp_profile_free(&dflt);
 }
@@ -232,7 +232,7 @@ static struct answer ask(const struct sock_fprog *const *progs, size_t n, const 
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
             _exit(2);
         for (size_t i = 0; i < n; i++)
-            if (nsbox_seccomp_load(progs[i], &e) < 0)
+            if (nsbox_seccomp_prog_load(progs[i], &e) < 0)
                 _exit(3);
         errno = 0;
         a.ret = syscall(c->nr, c->a[0], c->a[1], c->a[2], c->a[3], c->a[4], c->a[5]);
@@ -286,9 +286,9 @@ static size_t same_as_stacked(const char *base_json)
         if (strstr(calls[i].what, "setxattr") && (o.err == EOPNOTSUPP || o.sig))
             refused++;
     }
-    nsbox_seccomp_prog_free(&b);
-    nsbox_seccomp_prog_free(&r);
-    nsbox_seccomp_prog_free(&f);
+    nsbox_seccomp_compile_free(&b);
+    nsbox_seccomp_compile_free(&r);
+    nsbox_seccomp_compile_free(&f);
     nsbox_seccomp_profile_free(&base);
     nsbox_seccomp_profile_free(&root);
     nsbox_seccomp_profile_free(&folded);
@@ -314,8 +314,8 @@ static void test_root_prog(void **state)
     char dir[] = "/tmp/nsbox-seccomp-fold-XXXXXX", sub[64], cmd[128];
     assert_non_null(mkdtemp(dir));
     snprintf(sub, sizeof sub, "%s/cache", dir);
-    nsbox_seccomp_default_forget();
-    assert_int_equal(nsbox_seccomp_root_prog(sub, &root, &e), 0);
+    nsbox_seccomp_prog_forget();
+    assert_int_equal(nsbox_seccomp_prog_root(sub, &root, &e), 0);
     assert_false(root.len == default_prog.len &&
                  !memcmp(root.filter, default_prog.filter, root.len * sizeof *root.filter));
     const struct sock_fprog *one[] = {&root}, *dflt[] = {&default_prog};
@@ -327,20 +327,20 @@ static void test_root_prog(void **state)
     assert_int_equal(a.err, ENOENT);
 
     /* a cache file of its own, read back by the next process (forget: as one) */
-    assert_int_equal(nsbox_seccomp_default_prog(sub, &again, &e), 0);
-    nsbox_seccomp_prog_free(&again);
+    assert_int_equal(nsbox_seccomp_prog_default(sub, &again, &e), 0);
+    nsbox_seccomp_compile_free(&again);
     snprintf(cmd, sizeof cmd, "ls %s | grep -c '^seccomp-.*\\.bpf$'", sub);
     FILE *f = popen(cmd, "r");
     int n = 0;
     assert_int_equal(fscanf(f, "%d", &n), 1);
     pclose(f);
     assert_int_equal(n, 2);
-    nsbox_seccomp_default_forget();
-    assert_int_equal(nsbox_seccomp_root_prog(sub, &again, &e), 0);
+    nsbox_seccomp_prog_forget();
+    assert_int_equal(nsbox_seccomp_prog_root(sub, &again, &e), 0);
     assert_int_equal(again.len, root.len);
     assert_memory_equal(again.filter, root.filter, root.len * sizeof *root.filter);
-    nsbox_seccomp_prog_free(&again);
-    nsbox_seccomp_prog_free(&root);
+    nsbox_seccomp_compile_free(&again);
+    nsbox_seccomp_compile_free(&root);
     snprintf(cmd, sizeof cmd, "rm -r %s", dir);
     assert_int_equal(system(cmd), 0);
 }

@@ -78,7 +78,7 @@ static void test_docker_shape(void **state)
     struct sock_fprog prog;
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_seccomp_compile(&p, &prog, &e), 0);
-    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_compile_free(&prog);
     nsbox_seccomp_profile_free(&p);
 
     /* nsbox's own profiles still take none of it */
@@ -185,7 +185,7 @@ static void test_several_actions(void **state)
     struct sock_fprog prog;
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_seccomp_compile(&p, &prog, &e), 0); /* libseccomp takes them all */
-    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_compile_free(&prog);
     nsbox_seccomp_profile_free(&p);
 }
 
@@ -214,7 +214,7 @@ static void test_split_rule(void **state)
     struct sock_fprog prog;
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_seccomp_compile(&p, &prog, &e), 0);
-    nsbox_seccomp_prog_free(&prog);
+    nsbox_seccomp_compile_free(&prog);
     nsbox_seccomp_profile_free(&p);
     assert_int_equal(nsbox_seccomp_profile_parse(json, strlen(json), &p, &e), -1);
     assert_non_null(strstr(e.msg, "argument 0 is already compared in this rule"));

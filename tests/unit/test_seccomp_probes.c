@@ -53,7 +53,7 @@ static struct probe_result run_probe(const struct sock_fprog *prog, probe_fn pre
         if (pre && pre(arg, &out.extra) < 0) _exit(3);
         if (prog) {
             struct nsbox_err e;
-            if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || nsbox_seccomp_load(prog, &e) < 0)
+            if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || nsbox_seccomp_prog_load(prog, &e) < 0)
                 _exit(2);
         }
         errno = 0;
@@ -546,15 +546,16 @@ static void test_load_errors(void **state)
 {
     struct nsbox_err e = {0};
     struct sock_fprog empty = {0, NULL};
-    assert_int_equal(nsbox_seccomp_load(&empty, &e), -1);
+    assert_int_equal(nsbox_seccomp_prog_load(&empty, &e), -1);
     assert_int_equal(e.code, NSBOX_E_INVALID);
-    assert_int_equal(nsbox_seccomp_load(NULL, &e), -1);
+    assert_int_equal(nsbox_seccomp_prog_load(NULL, &e), -1);
 }
 
 static long probe_load_without_nnp(const void *arg, uint64_t *extra)
 {
     struct nsbox_err e = {0};
-    if (nsbox_seccomp_load(arg, &e) == 0) return 0;
+    if (nsbox_seccomp_prog_load(arg, &e) == 0)
+        return 0;
     errno = e.sys_errno;
     return strstr(e.msg, "no_new_privs") ? -1 : -2;
 }

@@ -147,10 +147,53 @@ static void test_seal(void **state)
     assert_int_equal(rm_tree(), 0);
 }
 
+/* Another process renaming in the tree between the seal's bind of a set-id program and its
+ * target: the set-id program moves away and a plain file takes its name, as a second container
+ * writing the same volume could time it. */
+static bool swap_next;
+
+static int swapping_open_tree(int dfd, const char *path, unsigned flags)
+{
+    int fd = fake_open_tree(dfd, path, flags);
+    if (swap_next && !strcmp(path, "suid")) {
+        swap_next = false;
+        assert_int_equal(renameat(dfd, "suid", dfd, "moved"), 0);
+        assert_int_equal(renameat(dfd, "plain", dfd, "suid"), 0);
+    }
+    return fd;
+}
+
+static void test_seal_refuses_a_name_swapped_under_it(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/nsbox-test-setid-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    make("suid", 04755);
+    make("plain", 0755);
+    n_sealed = 0;
+    swap_next = true;
+    struct nsbox_sys sys = fake;
+    sys.open_tree = swapping_open_tree;
+    int rootfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(rootfd >= 0);
+    size_t sealed = 0;
+    struct nsbox_err e = {0};
+    int r = nsbox_setid_seal(&sys, rootfd, &sealed, &e);
+    /* the set-id program's bind was never put on the plain file, which has its name now,
+     * leaving the program itself (at "moved") writable: create fails, saying why */
+    assert_false(was_sealed("suid"));
+    assert_int_equal(r, -1);
+    assert_non_null(strstr(e.msg, "changed while it was sealed"));
+    assert_int_equal(chdir("/"), 0);
+    close(rootfd);
+    assert_int_equal(rm_tree(), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seal),
+        cmocka_unit_test(test_seal_refuses_a_name_swapped_under_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

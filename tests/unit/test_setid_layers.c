@@ -1,0 +1,270 @@
+/* rootfs/setid_layers.c and nsbox_setid_seal_listed (rootfs/setid.c): the candidates a walk of
+ * layer directories gives, and the seal of a merged root from them, against a fake `struct
+ * nsbox_sys` that records the targets. The merged root is a plain directory standing for the
+ * overlay's view: the seal only looks paths up in it. What needs root (cloning a layer's mount)
+ * is checked as root, and its refusal without. */
+#define _GNU_SOURCE
+#include "setid_layers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/mount.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static char dir[PATH_MAX];
+static char sealed_paths[16][PATH_MAX];
+static size_t n_sealed;
+
+static int fake_open_tree(int dfd, const char *path, unsigned flags)
+{
+    (void)flags;
+    return openat(dfd, path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+}
+
+static int fake_setattr(int fd, int recursive, uint64_t set, uint64_t clr)
+{
+    (void)fd, (void)recursive, (void)clr;
+    return set == MOUNT_ATTR_RDONLY ? 0 : (errno = EINVAL, -1);
+}
+
+static int fake_move_mount_to_fd(int fd, int target_fd)
+{
+    (void)fd;
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", target_fd);
+    ssize_t n = readlink(link, sealed_paths[n_sealed], PATH_MAX - 1);
+    if (n < 0 || n_sealed == 15)
+        return -1;
+    sealed_paths[n_sealed++][n] = '\0';
+    return 0;
+}
+
+static const struct nsbox_sys fake = {
+    .open_tree = fake_open_tree,
+    .mount_setattr_fd = fake_setattr,
+    .move_mount_to_fd = fake_move_mount_to_fd,
+};
+
+static void path_of(char *p, const char *name)
+{
+    snprintf(p, PATH_MAX, "%s/%s", dir, name);
+}
+
+static void make_dir(const char *name, mode_t mode)
+{
+    char p[PATH_MAX];
+    path_of(p, name);
+    assert_int_equal(mkdir(p, 0755), 0);
+    assert_int_equal(chmod(p, mode), 0);
+}
+
+static void make(const char *name, mode_t mode)
+{
+    char p[PATH_MAX];
+    path_of(p, name);
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(chmod(p, mode), 0);
+}
+
+static bool was_sealed(const char *name)
+{
+    char p[PATH_MAX];
+    path_of(p, name);
+    for (size_t i = 0; i < n_sealed; i++)
+        if (!strcmp(sealed_paths[i], p))
+            return true;
+    return false;
+}
+
+static void setup_dir(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/nsbox-test-setid-layers-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    n_sealed = 0;
+}
+
+static void rm_tree(void)
+{
+    char cmd[PATH_MAX + 32];
+    snprintf(cmd, sizeof cmd, "chmod -R u+rwx '%s'; rm -rf '%s'", dir, dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static int open_dir(const char *name)
+{
+    char p[PATH_MAX];
+    path_of(p, name);
+    int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    return fd;
+}
+
+static struct nsbox_setid_list *list_of(const struct nsbox_setid_cand *c, size_t n)
+{
+    struct nsbox_setid_list *l = calloc(1, sizeof *l);
+    assert_non_null(l);
+    l->c = calloc(n, sizeof *l->c);
+    assert_non_null(l->c);
+    for (size_t i = 0; i < n; i++)
+        l->c[i] = (struct nsbox_setid_cand){c[i].kind, strdup(c[i].path)};
+    l->n = l->cap = n;
+    return l;
+}
+
+/* The seal from a list: programs sealed where the merged root has them, a path that is not
+ * there (removed, behind a symlink) passed over, a plain file left, a directory the walk cannot
+ * list sealed whole with what is below it passed over (as a user: root lists it all the same,
+ * and seals its program). */
+static void test_seal_listed(void **state)
+{
+    (void)state;
+    setup_dir();
+    make("suid", 04755);
+    make("plain", 0755);
+    make_dir("d", 0755);
+    make_dir("d/e", 0755);
+    make("d/e/deep", 04711);
+    make_dir("dark", 0755);
+    make("dark/suid", 04755);
+    char p[PATH_MAX];
+    path_of(p, "dark");
+    assert_int_equal(chmod(p, 0311), 0);
+    path_of(p, "x");
+    assert_int_equal(symlink(".", p), 0);
+    const struct nsbox_setid_cand c[] = {
+        {NSBOX_SETIDCAND_FILE, "d/e/deep"},  {NSBOX_SETIDCAND_DIR, "dark"},
+        {NSBOX_SETIDCAND_FILE, "dark/suid"}, {NSBOX_SETIDCAND_FILE, "gone"},
+        {NSBOX_SETIDCAND_FILE, "plain"},     {NSBOX_SETIDCAND_FILE, "suid"},
+        {NSBOX_SETIDCAND_FILE, "x/suid"},    {NSBOX_SETIDCAND_DIR, "x"},
+    };
+    struct nsbox_setid_list *l = list_of(c, sizeof c / sizeof c[0]);
+    int rootfd = open_dir(".");
+    size_t sealed = 0;
+    struct nsbox_err e = {0};
+    int r = nsbox_setid_seal_listed(&fake, rootfd, l, &sealed, &e);
+    if (r < 0)
+        fail_msg("%s", e.msg);
+    assert_int_equal(r, 0);
+    assert_true(was_sealed("suid") && was_sealed("d/e/deep"));
+    assert_false(was_sealed("plain") || was_sealed("x") || was_sealed("gone"));
+    if (geteuid() == 0)
+        assert_true(was_sealed("dark/suid") && !was_sealed("dark"));
+    else
+        assert_true(was_sealed("dark") && !was_sealed("dark/suid"));
+    assert_int_equal(sealed, 3);
+    assert_int_equal(n_sealed, 3);
+    char cwd[PATH_MAX];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_string_equal(cwd, dir);
+    assert_int_equal(chdir("/"), 0);
+    close(rootfd);
+    nsbox_setid_list_free(l);
+    rm_tree();
+}
+
+/* A path that cannot be looked up for another reason than its absence (a directory nobody
+ * may search, no directory candidate for it): 1, the caller's cue to walk the whole root. */
+static void test_seal_listed_gives_up(void **state)
+{
+    (void)state;
+    if (geteuid() == 0)
+        skip(); /* root searches it all the same */
+    setup_dir();
+    make_dir("shut", 0755);
+    make("shut/suid", 04755);
+    char p[PATH_MAX];
+    path_of(p, "shut");
+    assert_int_equal(chmod(p, 0), 0);
+    const struct nsbox_setid_cand c[] = {{NSBOX_SETIDCAND_FILE, "shut/suid"}};
+    struct nsbox_setid_list *l = list_of(c, 1);
+    int rootfd = open_dir(".");
+    size_t sealed = 0;
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_setid_seal_listed(&fake, rootfd, l, &sealed, &e), 1);
+    assert_int_equal(n_sealed, 0);
+    assert_int_equal(chdir("/"), 0);
+    close(rootfd);
+    nsbox_setid_list_free(l);
+    rm_tree();
+}
+
+static bool listed(const struct nsbox_setid_list *l, enum nsbox_setidcand kind, const char *path)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->c[i].kind == kind && !strcmp(l->c[i].path, path))
+            return true;
+    return false;
+}
+
+/* Two layers: each one's programs and its directories of uncertain listing, once, sorted with a
+ * directory before what is below it; a redirect attribute anywhere: no list. Cloning a layer's
+ * mount needs root: without it, no list either. */
+static void test_layers_list(void **state)
+{
+    (void)state;
+    setup_dir();
+    make_dir("a", 0755);
+    make_dir("b", 0755);
+    make("a/suid", 04755);
+    make("a/plain", 0755);
+    make("a/sgid-noexec", 02644);
+    make_dir("a/usr", 0755);
+    make("a/usr/sgid", 02755);
+    make_dir("a/usr!", 0755);
+    make("a/usr!/suid", 04755);
+    make_dir("b/usr", 0700);
+    make("b/usr/suid", 04755);
+    make("b/suid", 04755);
+    int fds[2] = {open_dir("a"), open_dir("b")};
+    struct nsbox_setid_list *l = NULL;
+    struct nsbox_err why = {0};
+    int r = nsbox_setid_layers_list(fds, 2, &l, &why);
+    if (geteuid() != 0) {
+        assert_int_equal(r, 1);
+        assert_null(l);
+        assert_non_null(strstr(why.msg, "clone"));
+    } else {
+        assert_int_equal(r, 0);
+        assert_int_equal(l->n, 5);
+        const char *order[] = {"suid", "usr", "usr/sgid", "usr/suid", "usr!/suid"};
+        for (size_t i = 0; i < 5; i++)
+            assert_string_equal(l->c[i].path, order[i]);
+        assert_true(listed(l, NSBOX_SETIDCAND_DIR, "usr"));
+        assert_true(listed(l, NSBOX_SETIDCAND_FILE, "suid"));
+        nsbox_setid_list_free(l);
+        char p[PATH_MAX];
+        path_of(p, "b/usr");
+        assert_int_equal(setxattr(p, "trusted.overlay.redirect", "/x", 2, 0), 0);
+        assert_int_equal(nsbox_setid_layers_list(fds, 2, &l, &why), 1);
+        assert_null(l);
+        assert_non_null(strstr(why.msg, "redirect"));
+    }
+    close(fds[0]);
+    close(fds[1]);
+    rm_tree();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_seal_listed),
+        cmocka_unit_test(test_seal_listed_gives_up),
+        cmocka_unit_test(test_layers_list),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
