@@ -151,14 +151,23 @@ int nsbox_path_check_private(const char *label, const char *dir, const char *why
 static int root_private(int r, const char *label, const char *var, const char *out,
                         struct nsbox_err *e)
 {
-    if (r < 0 || geteuid() != 0)
+    /* the last directory found private, per kind, once it exists: only root could make it
+     * otherwise, and a run asks for its directories dozens of times */
+    static __thread char passed[3][PATH_MAX];
+    char *last = passed[label[0] == 's' ? 0 : label[0] == 'd' ? 1 : 2];
+    if (r < 0 || geteuid() != 0 || !strcmp(last, out))
         return r;
     char why[256];
     snprintf(why, sizeof why,
              "plant files, links or sockets there that nsbox, run as root, would trust or write "
              "through; set %s to a directory only root can write",
              var);
-    return nsbox_path_check_private(label, out, why, e) < 0 ? -1 : r;
+    if (nsbox_path_check_private(label, out, why, e) < 0)
+        return -1;
+    struct stat sb; /* all of it checked: none of it can be made by another user later */
+    if (lstat(out, &sb) == 0)
+        snprintf(last, PATH_MAX, "%s", out);
+    return r;
 }
 
 static int runtime_dir(char *out, size_t n, struct nsbox_err *e)
