@@ -1,9 +1,11 @@
 /* rootfs/setid_layers.c and nsbox_setid_seal_listed (rootfs/setid.c): the candidates a walk of
- * layer directories gives, and the seal of a merged root from them, against a fake `struct
+ * layer directories gives, the seal of a merged root from them, and the walk of the whole root
+ * nsbox_rootfs_enter (rootfs/mounts.c) falls back to where they give up, against a fake `struct
  * nsbox_sys` that records the targets. The merged root is a plain directory standing for the
  * overlay's view: the seal only looks paths up in it. What needs root (cloning a layer's mount)
  * is checked as root, and its refusal without. */
 #define _GNU_SOURCE
+#include "mounts.h"
 #include "setid_layers.h"
 
 #include <errno.h>
@@ -52,10 +54,24 @@ static int fake_move_mount_to_fd(int fd, int target_fd)
     return 0;
 }
 
+static int fake_pivot_root(const char *new_root, const char *put_old)
+{
+    (void)new_root, (void)put_old;
+    return 0;
+}
+
+static int fake_umount2(const char *target, int flags)
+{
+    (void)target, (void)flags;
+    return 0;
+}
+
 static const struct nsbox_sys fake = {
     .open_tree = fake_open_tree,
     .mount_setattr_fd = fake_setattr,
     .move_mount_to_fd = fake_move_mount_to_fd,
+    .pivot_root = fake_pivot_root,
+    .umount2 = fake_umount2,
 };
 
 static void path_of(char *p, const char *name)
@@ -177,29 +193,70 @@ static void test_seal_listed(void **state)
     rm_tree();
 }
 
-/* A path that cannot be looked up for another reason than its absence (a directory nobody
- * may search, no directory candidate for it): 1, the caller's cue to walk the whole root. */
+/* A path that cannot be looked up for another reason than its absence: 1, the caller's cue to
+ * walk the whole root, with nothing sealed. Its directory's path too long to look up, for every
+ * user; a directory nobody may search (no directory candidate for it), for a user but root
+ * (root searches it all the same). */
 static void test_seal_listed_gives_up(void **state)
 {
     (void)state;
-    if (geteuid() == 0)
-        skip(); /* root searches it all the same */
     setup_dir();
-    make_dir("shut", 0755);
-    make("shut/suid", 04755);
-    char p[PATH_MAX];
-    path_of(p, "shut");
-    assert_int_equal(chmod(p, 0), 0);
-    const struct nsbox_setid_cand c[] = {{NSBOX_SETIDCAND_FILE, "shut/suid"}};
+    char far[PATH_MAX + 8];
+    memset(far, 'a', sizeof far - 6);
+    snprintf(far + sizeof far - 6, 6, "/suid");
+    struct nsbox_setid_cand c[] = {{NSBOX_SETIDCAND_FILE, far}};
     struct nsbox_setid_list *l = list_of(c, 1);
     int rootfd = open_dir(".");
     size_t sealed = 0;
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_setid_seal_listed(&fake, rootfd, l, &sealed, &e), 1);
+    nsbox_setid_list_free(l);
+    if (geteuid() != 0) {
+        make_dir("shut", 0755);
+        make("shut/suid", 04755);
+        char p[PATH_MAX];
+        path_of(p, "shut");
+        assert_int_equal(chmod(p, 0), 0);
+        c[0].path = "shut/suid";
+        l = list_of(c, 1);
+        assert_int_equal(nsbox_setid_seal_listed(&fake, rootfd, l, &sealed, &e), 1);
+        nsbox_setid_list_free(l);
+    }
     assert_int_equal(n_sealed, 0);
     assert_int_equal(chdir("/"), 0);
     close(rootfd);
-    nsbox_setid_list_free(l);
+    rm_tree();
+}
+
+/* The root entered with a list the seal cannot finish (a candidate whose directory's path is
+ * too long to look up): the root is walked whole instead, and its program sealed. Were the list
+ * that gave up taken as the whole answer, the program would stay writable. */
+static void test_enter_walks_the_root_where_the_list_gives_up(void **state)
+{
+    (void)state;
+    setup_dir();
+    make("suid", 04755);
+    make("plain", 0755);
+    char far[PATH_MAX + 8];
+    memset(far, 'a', sizeof far - 6);
+    snprintf(far + sizeof far - 6, 6, "/suid");
+    const struct nsbox_setid_cand c[] = {{NSBOX_SETIDCAND_FILE, far}};
+    struct nsbox_mount_plan *plan = calloc(1, sizeof *plan);
+    assert_non_null(plan);
+    plan->root_in_place = true;
+    plan->seal_list = list_of(c, 1);
+    int rootfd = open_dir(".");
+    struct nsbox_err e = {0};
+    int r = nsbox_rootfs_enter(&fake, plan, rootfd, NULL, &e);
+    if (r < 0)
+        fail_msg("%s", e.msg);
+    assert_int_equal(r, 0);
+    assert_true(was_sealed("suid"));
+    assert_false(was_sealed("plain"));
+    assert_int_equal(n_sealed, 1);
+    close(rootfd);
+    nsbox_setid_list_free((struct nsbox_setid_list *)plan->seal_list);
+    free(plan);
     rm_tree();
 }
 
@@ -264,6 +321,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seal_listed),
         cmocka_unit_test(test_seal_listed_gives_up),
+        cmocka_unit_test(test_enter_walks_the_root_where_the_list_gives_up),
         cmocka_unit_test(test_layers_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
