@@ -13,6 +13,7 @@
 #include <linux/openat2.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -212,6 +213,15 @@ int nsbox_setid_seal(const struct nsbox_sys *sys, int rootfd, size_t *sealed, st
     if (fchdir(rootfd) < 0 && r == 0) /* the root is the working directory again */
         r = nsbox_err_sys(e, "rootfs: enter the new root");
     return r;
+}
+
+void nsbox_setid_list_free(struct nsbox_setid_list *l)
+{
+    for (size_t i = 0; l && i < l->n; i++)
+        free(l->c[i].path);
+    if (l)
+        free(l->c);
+    free(l);
 }
 
 /* The candidate c's directory in the merged root (its name in *name), or -1: errno ENOENT

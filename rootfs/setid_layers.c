@@ -207,15 +207,6 @@ static int cand_cmp(const void *a, const void *b)
     return r ? r : (int)x->kind - (int)y->kind;
 }
 
-void nsbox_setid_list_free(struct nsbox_setid_list *l)
-{
-    for (size_t i = 0; l && i < l->n; i++)
-        free(l->c[i].path);
-    if (l)
-        free(l->c);
-    free(l);
-}
-
 int nsbox_setid_layers_list(const int *dirs, size_t n, struct nsbox_setid_list **out,
                             struct nsbox_err *why)
 {
