@@ -99,12 +99,14 @@ static int seal(struct walk *w, int dfd, const char *name, bool whole, struct ns
      * the tree), the program would stay writable where it went, and the read-only bind cover
      * whatever took its name */
     struct stat ts;
-    if (t >= 0 && fstat(t, &ts) == 0 && (ts.st_dev != st.st_dev || ts.st_ino != st.st_ino))
+    if (t < 0 || fstat(t, &ts) < 0)
+        return fail(w, name, "cannot make read-only", e);
+    if (ts.st_dev != st.st_dev || ts.st_ino != st.st_ino)
         return nsbox_err_set(e, NSBOX_E_SYS, EAGAIN,
                              "root: %.*s/%s changed while it was sealed (another process is "
                              "renaming in the tree): create the container again",
                              (int)w->len, w->path, name);
-    if (t < 0 || w->sys->mount_setattr_fd(m, whole, MOUNT_ATTR_RDONLY, 0) < 0 ||
+    if (w->sys->mount_setattr_fd(m, whole, MOUNT_ATTR_RDONLY, 0) < 0 ||
         w->sys->move_mount_to_fd(m, t) < 0)
         return fail(w, name, "cannot make read-only", e);
     w->sealed++;
