@@ -111,7 +111,7 @@ static int super_option(struct nsbox_ovlinfo *o, const char *key, char *v, struc
     else if (!strcmp(key, "nfs_export"))
         o->nfs_export = is_on(v), o->nfs_export_shown = true;
     else if (!strcmp(key, "metacopy"))
-        o->metacopy = is_on(v);
+        o->metacopy = is_on(v), o->metacopy_shown = true;
     else if (!strcmp(key, "userxattr"))
         o->userxattr = true;
     else if (!strcmp(key, "volatile"))

@@ -29,9 +29,9 @@ struct nsbox_ovlinfo {
     const char *redirect_dir; /* as the mount shows it; NULL: the kernel's default */
     bool read_only;           /* the superblock's "ro" */
     bool index, nfs_export, metacopy, userxattr, volatile_;
-    /* index=... and nfs_export=... shown: the kernel shows them only when they differ from
-     * its default (the overlay module's parameters), which then decides */
-    bool index_shown, nfs_export_shown;
+    /* index=..., nfs_export=... and metacopy=... shown: the kernel shows them only when they
+     * differ from its default (the overlay module's parameters), which then decides */
+    bool index_shown, nfs_export_shown, metacopy_shown;
     /* the directory its relative paths were given from (nsbox_ovlinfo_relative_from), or NULL:
      * a relative path is then refused */
     const char *from;

@@ -82,6 +82,7 @@ struct ovl_layers {
     size_t n;
     int upper, work;          /* O_PATH directories of one mount; -1: read-only, userxattr */
     const char *redirect_dir; /* NULL: the kernel's default */
+    bool metacopy;
 };
 
 /* A layer option by descriptor, or, on kernels before layers by descriptor, by its /proc
@@ -100,9 +101,11 @@ static long set_layer(int fs, const char *key, int fd, const char *path)
 }
 
 /* The options of a writable overlay over an engine's layers: no index (the engine's own
- * overlay holds the upper directory, which index=on would refuse, EBUSY), no metacopy (a
- * layer's metacopy and redirect attributes would point it at data it does not show), the
- * engine's redirect_dir. */
+ * overlay holds the upper directory, which index=on would refuse, EBUSY), the engine's
+ * metacopy and redirect_dir. Without metacopy the kernel refuses to open a file that the
+ * engine copied up metadata-only (EPERM), and with it follows only what the engine wrote:
+ * the container cannot write trusted.overlay.* attributes (its root's seccomp refusals, and
+ * the kernel's, which keeps trusted.* to the host's CAP_SYS_ADMIN). */
 static int rw_options(int fs, const struct ovl_layers *l, struct ovl_fail *f)
 {
     if (set_layer(fs, "upperdir", l->upper, NULL) < 0)
@@ -110,7 +113,8 @@ static int rw_options(int fs, const struct ovl_layers *l, struct ovl_fail *f)
     if (set_layer(fs, "workdir", l->work, NULL) < 0)
         return ovl_failed(f, OVL_WORKDIR, fs);
     if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "index", "off", 0) < 0 ||
-        syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "metacopy", "off", 0) < 0 ||
+        syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "metacopy", l->metacopy ? "on" : "off", 0) <
+            0 ||
         (l->redirect_dir &&
          syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "redirect_dir", l->redirect_dir, 0) < 0))
         return ovl_failed(f, OVL_OPTION, fs);
@@ -377,7 +381,8 @@ int nsbox_oci_overlay_rw(const struct nsbox_oci_overlay_rw *rw, int userns_fd, i
                                .n = rw->n_lower,
                                .upper = upper,
                                .work = work,
-                               .redirect_dir = rw->redirect_dir};
+                               .redirect_dir = rw->redirect_dir,
+                               .metacopy = rw->metacopy};
         r = mount_layers(&l, mount_fd, &f);
         creator_restore(&c);
         if (r < 0)

@@ -43,14 +43,15 @@ struct nsbox_oci_overlay_rw {
                      * kernel wants both on one mount */
     const char *upper_rel, *work_rel; /* below it, resolved with no symlink */
     const char *redirect_dir;         /* NULL: the kernel's default */
+    bool metacopy;       /* the engine's: its upper directory's metadata-only copies up are read */
     uint32_t creator_id; /* the host id (uid and gid) the overlay makes its own files as: the
                           * sandbox's root, on disk the engine's 0 through the idmap */
 };
 
 /* The overlay of rw: a detached, writable, nosuid and nodev mount, its lowers read-only,
  * nosuid and nodev too, with trusted.overlay.* attributes as the engine's layers have them
- * (not userxattr), index and metacopy off. 1 (e says why) when the kernel has no idmapped
- * mounts there or made the overlay read-only; < 0 otherwise. */
+ * (not userxattr), index off, metacopy as rw->metacopy. 1 (e says why) when the kernel has no
+ * idmapped mounts there or made the overlay read-only; < 0 otherwise. */
 int nsbox_oci_overlay_rw(const struct nsbox_oci_overlay_rw *rw, int userns_fd, int *mount_fd,
                          struct nsbox_err *e);
 

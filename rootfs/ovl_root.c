@@ -84,6 +84,8 @@ static int find_mount(const char *root, char **table, struct nsbox_ovlinfo *o, s
         o->index = module_default_on("index");
     if (!o->nfs_export_shown)
         o->nfs_export = module_default_on("nfs_export");
+    if (!o->metacopy_shown)
+        o->metacopy = module_default_on("metacopy");
     nsbox_ovlinfo_relative_from(o);
     if (nsbox_ovlinfo_check(o, e) < 0)
         return -1;
@@ -179,6 +181,17 @@ static struct nsbox_setid_list *seal_list(const int *fds, size_t n)
     return nsbox_setid_layers_list(fds, n, &l, &why) == 0 ? l : NULL;
 }
 
+/* The overlay could not be made with the engine's metacopy=on (a kernel that does not take it
+ * over idmapped layers): without metacopy the engine's metadata-only copies up would read
+ * EPERM, so the root stays the engine's, read-only, and the warning says how to do without. */
+static void metacopy_refused(struct nsbox_err *e)
+{
+    nsbox_err_wrap(e, "the engine mounts it with metacopy=on, which nsbox-oci keeps (the engine's "
+                      "metadata-only copies up read EPERM without it) and the kernel refused: "
+                      "for a writable root, mount without metacopy (podman --storage-opt "
+                      "overlay.mountopt=nodev, or mountopt = \"nodev\" in storage.conf)");
+}
+
 int nsbox_ovl_root_make(const char *root, int userns_fd, uint32_t slot_base, int *mount_fd,
                         struct nsbox_setid_list **list, struct nsbox_err *e)
 {
@@ -193,8 +206,7 @@ int nsbox_ovl_root_make(const char *root, int userns_fd, uint32_t slot_base, int
     int r = -1;
     if (!o)
         nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-    else if (find_mount(root, &table, o, e) == 0 &&
-             !(fds = malloc((o->n_lower + 1) * sizeof *fds)))
+    else if (find_mount(root, &table, o, e) == 0 && !(fds = malloc((o->n_lower + 1) * sizeof *fds)))
         nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     for (size_t i = 0; fds && i <= o->n_lower; i++)
         fds[i] = -1;
@@ -211,10 +223,13 @@ int nsbox_ovl_root_make(const char *root, int userns_fd, uint32_t slot_base, int
                                           .upper_rel = upper_rel,
                                           .work_rel = work_rel,
                                           .redirect_dir = o->redirect_dir,
+                                          .metacopy = o->metacopy,
                                           .creator_id = slot_base};
         r = nsbox_oci_overlay_rw(&rw, userns_fd, mount_fd, e);
         if (r == 0)
             *list = seal_list(fds, o->n_lower + 1);
+        else if (o->metacopy)
+            metacopy_refused(e);
     }
     for (size_t i = 0; fds && i <= o->n_lower; i++)
         if (fds[i] >= 0)

@@ -53,15 +53,16 @@ def skip_module_unless(oci, *paths):
         raise unittest.SkipTest("NSBOX_BIN is not set (run through ctest)")
 
 
-def busybox_archive(path, tag=IMAGE):
-    """A `docker save` archive of a one-layer image: /bin/busybox and its applets, /etc, /tmp."""
+def busybox_archive(path, tag=IMAGE, more=()):
+    """A `docker save` archive of a one-layer image: /bin/busybox and its applets, /etc, /tmp;
+    more: layers above it (oci_images.tar_bytes's)."""
     with open(BUSYBOX, "rb") as f:
         bb = f.read()
     layer = oci_images.tar_bytes(
         [("bin", b"", 0o755, tarfile.DIRTYPE), ("bin/busybox", bb, 0o755)] +
         [("bin/" + a, b"", 0o777, tarfile.SYMTYPE, "busybox") for a in APPLETS] +
         [("etc", b"", 0o755, tarfile.DIRTYPE), ("tmp", b"", 0o1777, tarfile.DIRTYPE)])
-    oci_images.write_docker_save(path, layers=[layer], tag=tag)
+    oci_images.write_docker_save(path, layers=[layer, *more], tag=tag)
 
 
 def host_root_mapped(uid_map):
@@ -274,14 +275,16 @@ conmon_env_vars = [{env}]
 
 
 class Podman:
-    """podman with its own storage (vfs, or the driver given: overlay), run and tmp
-    directories, configuration (no file of /etc/containers is written) and cgroup parent. runtime: the OCI runtime's path; env: what
-    conmon gives it (conmon passes on only what containers.conf lists)."""
+    """podman with its own storage (vfs, or the driver given: overlay, with storage_opts as
+    --storage-opt), run and tmp directories, configuration (no file of /etc/containers is
+    written) and cgroup parent. runtime: the OCI runtime's path; env: what conmon gives it
+    (conmon passes on only what containers.conf lists)."""
 
-    def __init__(self, runtime, env=None, storage="vfs"):
+    def __init__(self, runtime, env=None, storage="vfs", storage_opts=()):
         self.d = tempfile.mkdtemp(prefix="nsbox-podman-")
         self.runtime = runtime
         self.storage = storage
+        self.storage_opts = [a for o in storage_opts for a in ("--storage-opt", o)]
         self.cgroup_parent = f"nsbox-test-podman-{os.getpid()}"
         env = dict(env or {})
         env.setdefault("PATH", PATH)
@@ -300,6 +303,7 @@ class Podman:
         return subprocess.run(
             list(prefix) + [PODMAN, "--root", os.path.join(self.d, "root"),
              "--runroot", os.path.join(self.d, "runroot"), "--storage-driver", self.storage,
+             *self.storage_opts,
              "--cgroup-manager", "cgroupfs", "--runtime", self.runtime] + list(args),
             capture_output=True, text=True, timeout=timeout, env=self.env, **kw)
 
@@ -366,16 +370,19 @@ class DockerCase(unittest.TestCase):
 
 
 class PodmanCase(unittest.TestCase):
-    """Tests of one podman of ours (STORAGE its storage driver) with nsbox-oci (OCI, set by the
-    module) as its runtime and the busybox image loaded; self.dirs its nsbox dirs."""
+    """Tests of one podman of ours (STORAGE its storage driver, STORAGE_OPTS its options) with
+    nsbox-oci (OCI, set by the module) as its runtime and the busybox image loaded; self.dirs
+    its nsbox dirs."""
     OCI = None
     STORAGE = "vfs"
+    STORAGE_OPTS = ()
 
     @classmethod
     def setUpClass(cls):
         skip_module_unless(cls.OCI, PODMAN, "/usr/bin/conmon")
         cls.dirs = Dirs()
-        cls.engine = Podman(cls.OCI, env=cls.dirs.env(), storage=cls.STORAGE)
+        cls.engine = Podman(cls.OCI, env=cls.dirs.env(), storage=cls.STORAGE,
+                            storage_opts=cls.STORAGE_OPTS)
         try:
             cls.engine.load_busybox()
         except BaseException:

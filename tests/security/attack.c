@@ -882,27 +882,37 @@ static int mkfiles_main(int argc, char **argv)
     return write(1, line, (size_t)l) < 0;
 }
 
-/* `attack xattr FILE`: write a user attribute and a file capability (CAP_NET_RAW, effective)
- * on FILE; one line each: the name and "written" or the errno's name. */
+/* `attack xattr FILE [NAME=VALUE]...`: write a user attribute, a file capability (CAP_NET_RAW,
+ * effective) and each NAME (overlayfs's trusted.overlay.redirect, say) on FILE; one line each:
+ * the call, the name and "written" or the errno's name. */
 static int xattr_main(int argc, char **argv)
 {
-    if (argc != 3) return 2;
+    if (argc < 3 || argc > 10) return 2;
     struct {
         uint32_t magic_etc;
         struct {
             uint32_t permitted, inheritable;
         } data[2];
     } cap = {VFS_CAP_REVISION_2 | VFS_CAP_FLAGS_EFFECTIVE, {{1u << CAP_NET_RAW, 0}, {0, 0}}};
-    const struct {
+    struct {
         const char *name;
         const void *value;
         size_t len;
-    } attrs[] = {{"user.nsbox", "x", 1}, {"security.capability", &cap, sizeof cap}};
+    } attrs[10] = {{"user.nsbox", "x", 1}, {"security.capability", &cap, sizeof cap}};
+    size_t n_attrs = 2;
+    for (int a = 3; a < argc; a++) {
+        char *eq = strchr(argv[a], '=');
+        if (!eq) return 2;
+        *eq = '\0';
+        attrs[n_attrs].name = argv[a];
+        attrs[n_attrs].value = eq + 1;
+        attrs[n_attrs++].len = strlen(eq + 1);
+    }
     /* every call that writes one: setxattrat (Linux 6.13, 463 on every architecture) is the
      * one a filter built from names an old libseccomp does not know would miss */
     static const char *const calls[] = {"setxattr", "lsetxattr", "fsetxattr", "setxattrat"};
     int fd = open(argv[2], O_RDONLY | O_CLOEXEC);
-    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+    for (size_t i = 0; i < n_attrs; i++) {
         struct {
             uint64_t value;
             uint32_t size, flags;

@@ -76,7 +76,8 @@ static void test_docker(void **state)
     assert_string_equal(o->work, "/var/lib/docker/overlay2/abc/work");
     assert_null(o->redirect_dir);
     assert_false(o->read_only || o->index || o->metacopy || o->userxattr || o->n_data);
-    assert_false(o->index_shown || o->nfs_export_shown); /* the module's defaults decide */
+    /* the module's defaults decide */
+    assert_false(o->index_shown || o->nfs_export_shown || o->metacopy_shown);
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_ovlinfo_check(o, &e), 0);
     assert_base(o, "/var/lib/docker/overlay2/abc", "diff", "work");
@@ -97,9 +98,9 @@ static void test_containerd_and_escapes(void **state)
     assert_string_equal(o->lower[1], "/s/snap,shots/1=/fs");
     assert_string_equal(o->redirect_dir, "on");
     assert_true(o->index_shown && !o->index); /* index=off, shown: not the default here */
-    assert_true(o->metacopy);
+    assert_true(o->metacopy && o->metacopy_shown);
     struct nsbox_err e = {0};
-    assert_int_equal(nsbox_ovlinfo_check(o, &e), 0); /* metacopy is turned off, not followed */
+    assert_int_equal(nsbox_ovlinfo_check(o, &e), 0); /* metacopy is made again, as the engine's */
 }
 
 static void test_lowerdir_plus(void **state)
@@ -109,12 +110,17 @@ static void test_lowerdir_plus(void **state)
                                      "rw,lowerdir+=/a,lowerdir+=/b:c,upperdir=/u/up,workdir=/u/wk");
     assert_int_equal(o->n_lower, 2);
     assert_string_equal(o->lower[1], "/b:c"); /* one path each: no ':' list */
+    assert_false(o->metacopy_shown);
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_ovlinfo_check(o, &e), 0);
     o = parsed("5 1 0:9 / /m rw - overlay none rw,lowerdir+=/a,datadir+=/d,upperdir=/u,workdir=/w");
     assert_int_equal(o->n_data, 1);
     assert_int_equal(nsbox_ovlinfo_check(o, &e), -1);
     assert_non_null(strstr(e.msg, "data-only"));
+    /* metacopy=off shown: a host whose module turns it on by default, an engine that did not */
+    o = parsed(
+        "5 1 0:9 / /m rw - overlay none rw,lowerdir+=/a,upperdir=/u,workdir=/w,metacopy=off");
+    assert_true(o->metacopy_shown && !o->metacopy);
 }
 
 static void test_refused(void **state)
