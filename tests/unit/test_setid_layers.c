@@ -241,6 +241,45 @@ static void test_layers_list(void **state)
     assert_int_equal(rm_tree(), 0);
 }
 
+/* A directory with a POSIX access ACL, owned in the idmap and open to all by its mode, is a
+ * directory candidate (the ACL may refuse the container's root what the mode grants); a
+ * metacopy attribute on a file (its data in another layer) makes no list. Root's: a layer's
+ * mount is cloned, trusted.* is root's to write. */
+static void test_layers_list_reads_attributes(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip(); /* cloning a layer's mount needs root: test_layers_list checks the refusal */
+    setup_dir();
+    make_dir("a", 0755);
+    make_dir("a/acl", 0755);
+    make("a/suid", 04755);
+    make("a/data", 0644);
+    /* user::rwx, user:1000:r-x, group::r-x, mask::r-x, other::r-x (acl_ea.h's layout) */
+    static const uint32_t acl[] = {2,           0x00070001, 0xffffffffu, 0x00050002,
+                                   1000,        0x00050004, 0xffffffffu, 0x00050010,
+                                   0xffffffffu, 0x00050020, 0xffffffffu};
+    char p[PATH_MAX];
+    path_of(p, "a/acl");
+    if (setxattr(p, "system.posix_acl_access", acl, sizeof acl, 0) < 0)
+        fail_msg("setxattr %s: %s (a filesystem without ACLs for /tmp?)", p, strerror(errno));
+    int fd = open_dir("a");
+    struct nsbox_setid_list *l = NULL;
+    struct nsbox_err why = {0};
+    if (nsbox_setid_layers_list(&fd, 1, &l, &why) != 0)
+        fail_msg("%s", why.msg);
+    assert_int_equal(l->n, 2);
+    assert_true(listed(l, NSBOX_SETIDCAND_DIR, "acl") && listed(l, NSBOX_SETIDCAND_FILE, "suid"));
+    nsbox_setid_list_free(l);
+    path_of(p, "a/data");
+    assert_int_equal(setxattr(p, "trusted.overlay.metacopy", "", 0, 0), 0);
+    assert_int_equal(nsbox_setid_layers_list(&fd, 1, &l, &why), 1);
+    assert_null(l);
+    assert_non_null(strstr(why.msg, "data: a metacopy attribute"));
+    close(fd);
+    assert_int_equal(rm_tree(), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -248,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_seal_listed_gives_up),
         cmocka_unit_test(test_enter_walks_the_root_where_the_list_gives_up),
         cmocka_unit_test(test_layers_list),
+        cmocka_unit_test(test_layers_list_reads_attributes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
