@@ -242,8 +242,9 @@ static void test_layers_list(void **state)
 }
 
 /* A directory with a POSIX access ACL, owned in the idmap and open to all by its mode, is a
- * directory candidate (the ACL may refuse the container's root what the mode grants); a
- * metacopy attribute on a file (its data in another layer) makes no list. Root's: a layer's
+ * directory candidate (the ACL may refuse the container's root what the mode grants); a file
+ * capability is found among more attribute names than one read of them takes; a metacopy
+ * attribute on a file (its data in another layer) makes no list. Root's: a layer's
  * mount is cloned, trusted.* is root's to write. */
 static void test_layers_list_reads_attributes(void **state)
 {
@@ -270,6 +271,22 @@ static void test_layers_list_reads_attributes(void **state)
         fail_msg("%s", why.msg);
     assert_int_equal(l->n, 2);
     assert_true(listed(l, NSBOX_SETIDCAND_DIR, "acl") && listed(l, NSBOX_SETIDCAND_FILE, "suid"));
+    nsbox_setid_list_free(l);
+    /* a file capability behind more attribute names than the walk's buffer holds (ERANGE):
+     * each asked for by name */
+    make("a/capped", 0755);
+    path_of(p, "a/capped");
+    for (int i = 0; i < 40; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "user.padding-%02d-of-a-long-attribute-name", i);
+        assert_int_equal(setxattr(p, name, "x", 1, 0), 0);
+    }
+    static const uint32_t cap[] = {0x02000001, 1u << 13, 0, 0, 0}; /* CAP_NET_RAW, effective */
+    assert_int_equal(setxattr(p, "security.capability", cap, sizeof cap, 0), 0);
+    assert_true(listxattr(p, NULL, 0) > 1024);
+    assert_int_equal(nsbox_setid_layers_list(&fd, 1, &l, &why), 0);
+    assert_int_equal(l->n, 3);
+    assert_true(listed(l, NSBOX_SETIDCAND_FILE, "capped"));
     nsbox_setid_list_free(l);
     path_of(p, "a/data");
     assert_int_equal(setxattr(p, "trusted.overlay.metacopy", "", 0, 0), 0);
