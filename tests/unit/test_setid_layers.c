@@ -297,6 +297,36 @@ static void test_layers_list_reads_attributes(void **state)
     assert_int_equal(rm_tree(), 0);
 }
 
+/* A layer deeper than the walk goes: no list, never one without what lies below the limit. */
+static void test_layers_list_too_deep(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip(); /* cloning a layer's mount needs root: test_layers_list checks the refusal */
+    setup_dir();
+    make_dir("a", 0755);
+    int fd = open_dir("a");
+    int d = openat(fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    for (int i = 0; i <= NSBOX_SETID_DEPTH_MAX; i++) {
+        assert_int_equal(mkdirat(d, "d", 0755), 0);
+        int next = openat(d, "d", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        assert_true(next >= 0);
+        close(d);
+        d = next;
+    }
+    int f = openat(d, "suid", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    assert_true(f >= 0 && fchmod(f, 04755) == 0);
+    close(f);
+    close(d);
+    struct nsbox_setid_list *l = NULL;
+    struct nsbox_err why = {0};
+    assert_int_equal(nsbox_setid_layers_list(&fd, 1, &l, &why), 1);
+    assert_null(l);
+    assert_non_null(strstr(why.msg, "too deep"));
+    close(fd);
+    assert_int_equal(rm_tree(), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -305,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_enter_walks_the_root_where_the_list_gives_up),
         cmocka_unit_test(test_layers_list),
         cmocka_unit_test(test_layers_list_reads_attributes),
+        cmocka_unit_test(test_layers_list_too_deep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
