@@ -96,9 +96,9 @@ int nsbox_ocistate_check_root(const struct nsbox_ocirt *g, struct nsbox_err *e)
     for (char *cut; !realpath(abs, real); *cut = '\0', whole = false) {
         if (errno != ENOENT)
             return nsbox_err_set(e, NSBOX_E_POLICY, errno,
-                                 "--root %s: where %s leads cannot be told (%s), so neither "
-                                 "whether another user could write there; use a directory only "
-                                 "root can write, as the default %s",
+                                 "--root %s: %s cannot be resolved (%s), so whether another "
+                                 "user could write where it leads cannot be checked; use a "
+                                 "directory only root can write, as the default %s",
                                  g->root, abs, strerror(errno), NSBOX_OCI_DEFAULT_ROOT);
         if (!(cut = strrchr(abs, '/')) || cut == abs)
             return 0;

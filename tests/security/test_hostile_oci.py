@@ -478,7 +478,7 @@ class HostileStateDir(BundleCase):
         self.assertNotEqual(r.returncode, 0, r.stdout)
         msg = self.log_errors()[-1]["msg"]
         self.assertIn(f"--root {self.root}", msg)
-        self.assertIn("cannot be told (File name too long)", msg)
+        self.assertIn("cannot be resolved (File name too long)", msg)
         self.assertFalse(os.path.lexists(os.path.join(self.base, "in", "state")))
         # where the links lead within PATH_MAX, the user's directory is found on the way
         near = os.path.join(self.tmp, "near")
