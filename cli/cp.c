@@ -133,6 +133,29 @@ static const char *base_name(const char *p)
     return b;
 }
 
+/* The tar pipeline that copies the tree src into the directory dst (the other side of the sandbox
+ * id), so that it arrives there under its own name, as cp -r and docker cp put it. */
+static void tar_hint(char *buf, size_t n, bool into_sandbox, const char *id, const char *src,
+                     const char *dst)
+{
+    const char *name = base_name(src);
+    int name_len = (int)strlen(name);
+    while (name_len > 1 && name[name_len - 1] == '/')
+        name_len--;
+    int parent_len = (int)(name - src);
+    while (parent_len > 1 && src[parent_len - 1] == '/')
+        parent_len--;
+    const char *parent = parent_len ? src : ".";
+    if (!parent_len)
+        parent_len = 1;
+    if (into_sandbox)
+        snprintf(buf, n, "tar -C %.*s -cf - %.*s | nsbox exec -i %s -- tar -C %s -xf -", parent_len,
+                 parent, name_len, name, id, dst[0] ? dst : "/workspace");
+    else
+        snprintf(buf, n, "nsbox exec %s -- tar -C %.*s -cf - %.*s | tar -C %s -xf -", id,
+                 parent_len, parent, name_len, name, dst);
+}
+
 /* Where `nsbox cp ID:SRC DST` writes on the host: DST, or DST/<SRC's name> when DST is a
  * directory, as cp does. With -p, DST's missing directories are made first (the caller's
  * umask): "DIR/" is one to make and write into, else DST's parent. */
@@ -268,8 +291,8 @@ static int host_out_commit(int fd, const char *target, struct nsbox_err *e)
 /* The read request for the sandbox's file spath: its descriptor, its size and the mode a new
  * copy gets (the sandbox file's permissions, less the umask, as cp gives them: an executable
  * stays one). -1 with e filled. */
-static int read_remote(const char *sid, const char *spath, double *size, mode_t *mode,
-                       struct nsbox_err *e)
+static int read_remote(const char *sid, const char *spath, const char *dst, double *size,
+                       mode_t *mode, struct nsbox_err *e)
 {
     struct nsbox_request req;
     nsbox_request_init(&req, NSBOX_OP_READ);
@@ -284,10 +307,11 @@ static int read_remote(const char *sid, const char *spath, double *size, mode_t 
         cJSON_Delete(reply);
         nsbox_closep(&rfd);
         if (strstr(e->msg, "(it is a directory)")) { /* as the other direction says */
+            char hint[3 * PATH_MAX];
+            tar_hint(hint, sizeof hint, false, sid, spath, dst);
             size_t n = strlen(e->msg);
-            snprintf(e->msg + n, sizeof e->msg - n,
-                     "; cp copies one file: for a tree, use tar: nsbox exec %s -- tar -C %s "
-                     "-cf - . | tar -xf -", sid, spath);
+            snprintf(e->msg + n, sizeof e->msg - n, "; cp copies one file: for a tree, use tar: %s",
+                     hint);
         }
         return -1;
     }
@@ -323,7 +347,7 @@ static int cp_from_sandbox(const char *sid, const char *spath, const char *dst, 
     struct nsbox_err e = {0};
     double size;
     mode_t mode;
-    int rfd = read_remote(sid, spath, &size, &mode, &e);
+    int rfd = read_remote(sid, spath, dst, &size, &mode, &e);
     if (rfd < 0)
         return nsbox_say_fail(&e);
     char target[PATH_MAX];
@@ -371,9 +395,10 @@ static int cp_to_sandbox(const char *src, const char *did, const char *dpath, bo
     }
     struct stat st;
     if (fstat(in, &st) == 0 && S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "nsbox: %s is a directory: cp copies one file; for a tree, use tar: tar -C "
-                        "%s -cf - . | nsbox exec -i %s -- tar -xf -\n",
-                src, src, did);
+        char hint[3 * PATH_MAX];
+        tar_hint(hint, sizeof hint, true, did, src, dpath);
+        fprintf(stderr, "nsbox: %s is a directory: cp copies one file; for a tree, use tar: %s\n",
+                src, hint);
         return EXIT_NSBOX;
     }
     /* into a directory of the sandbox: under the file's own name */

@@ -283,8 +283,11 @@ static int exec_option(int argc, char **argv, int *i, struct exec_args *x)
         else if (nsbox_parse_seconds(v, NSBOX_TIMEOUT_MAX_S, &x->timeout_ms) < 0)
             return nsbox_say_usage(NSBOX_TIMEOUT_USAGE, v);
     } else {
-        return nsbox_say_usage("%s", "unknown exec option (exec [-i] [-t] [-d] [--timeout S] "
-                                     "[--cwd DIR] [-e K=V] ID -- CMD [ARG...])");
+        static const char *const names[] = {"-i", "-t", "-d", "--timeout", "--cwd", "-e"};
+        return nsbox_say_unknown("unknown exec option", NSBOX_SHOW(a), names,
+                                 NSBOX_ARRAY_LEN(names),
+                                 "exec [-i] [-t] [-d] [--timeout S] [--cwd DIR] [-e K=V] ID -- "
+                                 "CMD [ARG...]");
     }
     return 0;
 }

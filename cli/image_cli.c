@@ -95,13 +95,13 @@ static int cmd_ls(int argc, char **argv)
         wname = ln > wname && strcmp(v[i].kind, "oci") ? ln : wname;
     }
     /* DIGEST, SIZE and IN-USE are an OCI image's (docker's columns); "-" for the others */
-    printf("%-*s  %-4s  %-19s  %-8s  %-20s  %-3s  %s\n", wname, "NAME", "KIND", "DIGEST", "SIZE",
+    printf("%-*s  %-6s  %-19s  %-8s  %-20s  %-3s  %s\n", wname, "NAME", "KIND", "DIGEST", "SIZE",
            "CREATED", "USE", "PATH");
     for (size_t i = 0; i < n; i++) {
         if (!strcmp(v[i].kind, "oci"))
             nsbox_cli_image_oci_ls_row(v[i].name, v[i].created, v[i].path, wname, NULL);
         else
-            printf("%-*s  %-4s  %-19s  %-8s  %-20s  %-3s  %s\n", wname, v[i].name, v[i].kind,
+            printf("%-*s  %-6s  %-19s  %-8s  %-20s  %-3s  %s\n", wname, v[i].name, v[i].kind,
                    "-", "-", v[i].created, "-", v[i].path);
     }
     return 0;

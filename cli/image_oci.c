@@ -256,7 +256,7 @@ void nsbox_cli_image_oci_ls_row(const char *name, const char *created, const cha
         } else {
             char sz[32];
             snprintf(sz, sizeof sz, "%.1fM", (double)size / 1e6);
-            printf("%-*s  %-4s  %-19.19s  %-8s  %-20s  %-3s  %s\n", wname, label, "oci",
+            printf("%-*s  %-6s  %-19.19s  %-8s  %-20s  %-3s  %s\n", wname, label, "oci",
                    digest[0] ? digest : name, sz, created, used ? "yes" : "no", path);
         }
     }

@@ -124,7 +124,12 @@ int main(int argc, char **argv)
         if ((!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) &&
             nsbox_help_print(cmd, stdout) == 0)
             return 0;
-    if (!c)
-        return nsbox_say_usage("unknown command '%s'", NSBOX_SHOW(cmd));
+    if (!c) {
+        const char *names[NSBOX_ARRAY_LEN(commands)];
+        for (size_t k = 0; k < NSBOX_ARRAY_LEN(commands); k++)
+            names[k] = commands[k].name[0] == '-' ? NULL : commands[k].name;
+        return nsbox_say_unknown("unknown command", NSBOX_SHOW(cmd), names, NSBOX_ARRAY_LEN(names),
+                                 NULL);
+    }
     return c->handler(argc - 1, argv + 1);
 }

@@ -91,7 +91,8 @@ static void note_root_workspace(const char *dir)
     char advice[PATH_MAX + 64];
     snprintf(advice, sizeof advice,
              sys ? "it is a system directory: give a copy of what the sandbox needs"
-                 : "chown -R USER: %s hands it to USER and USER's group",
+                 : "chown -R USER: %1$s hands it to USER and USER's group; where root is the "
+                   "only user, as in a CI container, chown -R 1000:1000 %1$s",
              dir);
     fprintf(stderr,
             "nsbox: note: --workspace %s belongs to root (its %s is 0), which is never mapped into "
@@ -190,8 +191,17 @@ static int refuse_option(const char *name, const struct opt_def *opt,
                             "through already; for an interactive shell: id=$(nsbox create); "
                             "nsbox exec -it $id -- bash",
                             name);
-    if (!opt)
-        return option_usage("unknown option %s", name);
+    if (!opt) {
+        /* the suggestion is among the options this command takes */
+        const char *names[NSBOX_ARRAY_LEN(sandbox_opts)];
+        for (size_t k = 0; k < NSBOX_ARRAY_LEN(sandbox_opts); k++) {
+            enum opt_kind kind = sandbox_opts[k].kind;
+            bool run_only = kind == OPT_TIMEOUT || kind == OPT_CWD || kind == OPT_NETLOG;
+            names[k] = run_only && !run_opts ? NULL : sandbox_opts[k].flag;
+        }
+        nsbox_say_unknown("unknown option", NSBOX_SHOW(name), names, NSBOX_ARRAY_LEN(names), NULL);
+        return -2;
+    }
     if (opt->kind == OPT_NETLOG && !run_opts)
         return option_usage("%s is an option of run: a persistent sandbox keeps its network log "
                             "in its state directory (nsbox logs --network ID)",

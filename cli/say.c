@@ -1,5 +1,6 @@
 /* What nsbox tells the user in more than one command (see say.h). */
 #include "say.h"
+#include "suggest.h"
 #include "cli.h"
 #include "client.h"
 #include "help.h"
@@ -25,6 +26,20 @@ int nsbox_say_usage(const char *fmt, const char *arg)
 {
     fprintf(stderr, "nsbox: ");
     fprintf(stderr, fmt, arg);
+    fputc('\n', stderr);
+    nsbox_help_hint(stderr);
+    return EXIT_USAGE;
+}
+
+int nsbox_say_unknown(const char *what, const char *word, const char *const *names, size_t n,
+                      const char *usage)
+{
+    const char *near = nsbox_suggest(word, names, n);
+    fprintf(stderr, "nsbox: %s %s", what, word);
+    if (near)
+        fprintf(stderr, ": did you mean %s?", near);
+    if (usage)
+        fprintf(stderr, " (%s)", usage);
     fputc('\n', stderr);
     nsbox_help_hint(stderr);
     return EXIT_USAGE;

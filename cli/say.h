@@ -18,6 +18,11 @@ void nsbox_say_note(void *ctx, const char *line);
 int nsbox_say_fail(const struct nsbox_err *e);
 /* "nsbox: " fmt (with one string argument) and the hint at the command's help: EXIT_USAGE. */
 int nsbox_say_usage(const char *fmt, const char *arg);
+/* "nsbox: " what " WORD" for an option or command nsbox does not know, with ", did you mean
+ * X?" when one of the n names is close enough to be what was meant, then " (" usage ")" when
+ * usage is not NULL, and the hint at the command's help: EXIT_USAGE. */
+int nsbox_say_unknown(const char *what, const char *word, const char *const *names, size_t n,
+                      const char *usage);
 /* A PID argument that nsbox_parse_pid refused, said for cmd (kill, logs, wait): pid 1 is a
  * process, but the sandbox's init, which why. EXIT_USAGE. */
 int nsbox_say_pid_usage(const char *cmd, const char *arg, const char *why);

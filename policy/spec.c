@@ -3,6 +3,7 @@
  * values, rendering), spec_types.c (instance types, the config file). */
 #include "spec_impl.h"
 #include "ociref.h"
+#include "suggest.h"
 #include "cleanup.h"
 #include "cleanup_cjson.h"
 
@@ -534,6 +535,28 @@ static const struct spec_key *key_find(const char *name)
     return NULL;
 }
 
+/* A key (what: "key" in JSON, "option" from a flag) the spec does not have: refused, with the
+ * key meant when one is that close, and where sizes come from when it names one. */
+static int unknown_key(struct nsbox_err *e, const char *what, const char *name)
+{
+    const char *names[NSBOX_ARRAY_LEN(keys)];
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(keys); i++)
+        names[i] = keys[i].name;
+    const char *near = name ? nsbox_suggest(name, names, NSBOX_ARRAY_LEN(names)) : NULL;
+    if (near)
+        return invalid(e, "spec: unknown %s '%s' (did you mean '%s'?)", what, SHOW(name), near);
+    static const char *const sizes[] = {"cpus", "memory", "pids", "disk", "memory_bytes",
+                                        "disk_bytes"};
+    for (size_t i = 0; name && i < NSBOX_ARRAY_LEN(sizes); i++)
+        if (!strcmp(name, sizes[i]))
+            return invalid(e,
+                           "spec: unknown %s '%s': CPUs, memory, pids and disk come from "
+                           "instance_type; other sizes are an instance type of their own in the "
+                           "config file (docs/spec.md)",
+                           what, name);
+    return invalid(e, "spec: unknown %s '%s'", what, SHOW(name));
+}
+
 static uint64_t *uint_field(struct nsbox_spec *s, const struct spec_key *k)
 {
     return (uint64_t *)((char *)s + k->off);
@@ -701,7 +724,7 @@ int nsbox_spec_from_json(struct nsbox_spec *s, const char *json, size_t len, str
     cJSON_ArrayForEach(it, root) {
         const struct spec_key *k = key_find(it->string);
         if (!k)
-            return invalid(e, "spec: unknown key '%s'", SHOW(it->string));
+            return unknown_key(e, "key", it->string);
         if (k->kind == KEY_LIMITS)
             limits = it;
         else if (apply_json(t, k, it, e) < 0)
@@ -721,7 +744,7 @@ int nsbox_spec_set(struct nsbox_spec *s, const char *key, const char *value, str
 {
     const struct spec_key *k = key_find(key);
     if (!k)
-        return invalid(e, "spec: unknown option '%s'", SHOW(key));
+        return unknown_key(e, "option", key);
     if (!value)
         return invalid(e, "spec: option '%s': missing value", k->name);
     cleanup_spec struct nsbox_spec *t = spec_clone(s, e);

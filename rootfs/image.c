@@ -476,8 +476,9 @@ static int resolve_stored(const char *images, const char *name, struct nsbox_ima
                              "image '%s' does not exist in %s: give `host`, `debian` (after "
                              "`nsbox image build debian`), a name `nsbox image ls` lists, an "
                              "OCI reference (a bare word is never one: `%s:latest` is "
-                             "docker.io/library/%s) or a directory path",
-                             name, images, name, name);
+                             "docker.io/library/%s) or a directory's path (with a '/': "
+                             "`./%s`)",
+                             name, images, name, name, name);
     }
     cleanup_close int rfd = openat(fd, "rootfs", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     cleanup_close int mfd = -1;

@@ -347,6 +347,13 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
         spawn_clone_msg(clone_errno, msg, sizeof msg);
         return spawn_failed(sock, h, 0, 125, msg, master, strs);
     }
+    if (c.fail_kind) {
+        /* It failed before exec and has exited; the reaper collects it unreported. The
+         * message names argv[0], which lives in strs: freed only once it is worded. */
+        nsbox_agent_exec_fail_msg(&c, msg, sizeof msg);
+        return spawn_failed(sock, h, pid, nsbox_agent_exec_fail_status(c.fail_kind, c.fail_errno),
+                            msg, master, strs);
+    }
     free(strs);
     if (status[0] >= 0) { /* its word comes on status[0] (pending_done) */
         pending[slot].pid = pid;
@@ -354,12 +361,6 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
         pending[slot].status_fd = status[0];
         pending[slot].master = master;
         return pid;
-    }
-    if (c.fail_kind) {
-        /* It failed before exec and has exited; the reaper collects it unreported. */
-        nsbox_agent_exec_fail_msg(&c, msg, sizeof msg);
-        return spawn_failed(sock, h, pid, nsbox_agent_exec_fail_status(c.fail_kind, c.fail_errno),
-                            msg, master, NULL);
     }
     spawn_started(sock, h->seq, pid, h->flags, is_run, master);
     return pid;

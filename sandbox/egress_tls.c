@@ -882,7 +882,10 @@ static SSL *open_upstream(const struct nsbox_egress_tls *t, struct relay *r,
 {
     r->ufd = connect(ctx, r->h->name);
     if (r->ufd < 0) {
-        refuse(r, 502, "cannot connect to the bound host");
+        /* why (the host's resolution, the address refused) is the log's, not the sandbox's */
+        refuse(r, 502,
+               "cannot connect to the bound host; why is in the sandbox's network log (on the "
+               "host: nsbox logs --network ID)");
         return NULL;
     }
     nonblocking(r->ufd);

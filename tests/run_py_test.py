@@ -15,6 +15,22 @@ import sys
 import time
 import unittest
 
+# Run by hand (CONTRIBUTING.md), the build tree's binaries are the ones under test, as under
+# ctest: never an nsbox on PATH, which may be an older one installed earlier.
+_source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_bin = os.environ.get("NSBOX_BIN")
+_build = (os.environ.get("NSBOX_BUILD_DIR") or (_bin and os.path.dirname(os.path.abspath(_bin)))
+          or os.path.join(_source, "build"))
+if not _bin:
+    if not os.access(os.path.join(_build, "nsbox"), os.X_OK):
+        print(f"run_py_test: no {_build}/nsbox to test: build it first (./scripts/build.sh), or "
+              "set NSBOX_BUILD_DIR to the build directory (ctest sets it)")
+        sys.exit(1)
+    os.environ["NSBOX_BIN"] = os.path.join(_build, "nsbox")
+os.environ.setdefault("NSBOX_BUILD_DIR", _build)
+os.environ.setdefault("NSBOX_SOURCE_DIR", _source)
+os.environ.setdefault("NSBOX_SECURITY_BIN_DIR", os.path.join(_build, "tests", "security-bin"))
+
 path = sys.argv[1]
 patterns = {p: p if "*" in p else f"*{p}*" for p in sys.argv[2:]}  # as given: as matched
 sys.path.insert(0, os.path.dirname(path))

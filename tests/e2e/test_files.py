@@ -184,6 +184,30 @@ class FilesTest(unittest.TestCase):
         self.assertFails(self.nsbox("cp", out, f"{self.id}:x"), "is a directory", "tar")
         self.assertFails(self.nsbox("cp", f"{self.id}:data", out), "(it is a directory)",
                          "for a tree, use tar")
+        # the tar pipelines said instead, typed as given, put the tree there under its own
+        # name, as cp -r does (they said "tar -C DIR -cf - .": its files, without it)
+        tree = self.host("tree")
+        os.makedirs(os.path.join(tree, "sub"))
+        self.put("tree/sub/leaf", b"leaf\n")
+        self.sh("mkdir -p into")
+        back = self.host("back")
+        os.mkdir(back)
+        for args, want in (((tree + "/", f"{self.id}:into"),
+                            f"tar -C {self.work} -cf - tree | nsbox exec -i {self.id} -- "
+                            "tar -C into -xf -"),
+                           ((f"{self.id}:into/tree", back),
+                            f"nsbox exec {self.id} -- tar -C into -cf - tree | "
+                            f"tar -C {back} -xf -")):
+            r = self.nsbox("cp", *args)
+            said = r.stderr.decode().rstrip("\n").split("for a tree, use tar: ")[1]
+            self.assertEqual(said, want)
+            nsbox = f"env {' '.join(f'{k}={v}' for k, v in self.dirs.env().items())} {NSBOX}"
+            done = subprocess.run(["sh", "-c", said.replace("nsbox ", nsbox + " ")],
+                                  capture_output=True)
+            self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(self.sh("cat into/tree/sub/leaf").stdout, b"leaf\n")
+        with open(os.path.join(back, "tree", "sub", "leaf"), "rb") as f:
+            self.assertEqual(f.read(), b"leaf\n")
         self.assertFails(self.nsbox("cp", src, "0123:/x"), "'0123' is not a sandbox id")
 
     def test_cp_to_the_host_replaces_whole_or_not_at_all(self):

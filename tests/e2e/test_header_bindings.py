@@ -525,6 +525,31 @@ class HeaderBindings(unittest.TestCase):
         with open(received) as f:
             self.assertEqual(f.read(), "")
 
+    def test_upstream_that_cannot_be_reached_says_where_the_reason_is(self):
+        # the bound name resolves on the host to an address where nothing listens on the port
+        # (the other tests' origins there use PORT and PORT + 1): the sandbox gets a 502 that
+        # sends its user to the network log, which has the reason
+        port = PORT + 40
+        hosts = os.path.join(self.dirs.base, "hosts-unreached")
+        with open(hosts, "w") as f:
+            f.write(f"127.0.0.1\tlocalhost\n{OTHER}\t{NAME}\n")
+        os.chmod(hosts, 0o644)
+        log = os.path.join(self.dirs.base, "unreached.log")
+        r = self.nsbox(["run", "--network", f"allow={NAME}:{port}", "--network-log", log,
+                        "--header-binding", f"{NAME}:{port}:Authorization=env:BOUND_TOKEN",
+                        "--", "sh", "-c",
+                        f"curl -sS https://{NAME}:{port}/x -w '\n%{{http_code}}\n'"],
+                       hosts=hosts)
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        out = r.stdout.decode()
+        self.assertEqual(out.splitlines()[-1], "502", out)
+        self.assertIn("nsbox egress: cannot connect to the bound host; why is in the sandbox's "
+                      "network log (on the host: nsbox logs --network ID)", out)
+        with open(log) as f:
+            entries = [json.loads(line) for line in f]
+        self.assertEqual([(e["verdict"], e["reason"]) for e in entries],
+                         [("failed", f"cannot connect to {OTHER}")])
+
     def test_upstream_certificate_for_another_name_is_refused(self):
         # An origin whose certificate the trusted lab CA signed, but for another name: the
         # chain verifies, only the helper's host name check stands between the secret and it.

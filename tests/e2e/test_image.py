@@ -139,6 +139,24 @@ class HostImage(unittest.TestCase):
         self.build_host("--quiet")
         self.assertFalse(os.path.exists(dead))
 
+    def test_ls_columns_line_up(self):
+        # the built images' kinds are host, debian (6 letters) and dir: each row's columns start
+        # under the header's; a debian image is made by hand here (debootstrap takes minutes)
+        self.build_host("--quiet")
+        for name, kind in (("debian", "debian"), ("mine", None)):
+            os.makedirs(os.path.join(self.images, name, "rootfs"))
+            if kind:
+                with open(os.path.join(self.images, name, "image.json"), "w") as f:
+                    json.dump({"kind": kind}, f)
+        r = nsbox(self.data, "image", "ls")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        header, *rows = r.stdout.splitlines()
+        self.assertEqual([row.split()[1] for row in rows], ["debian", "host", "dir"], r.stdout)
+        for col in ("KIND", "DIGEST", "SIZE", "CREATED", "USE", "PATH"):
+            at = header.index(col)
+            for row in rows:
+                self.assertTrue(row[at - 2:at] == "  " and row[at] != " ", (col, r.stdout))
+
     def test_ls_and_rm(self):
         r = nsbox(self.data, "image", "ls")
         self.assertEqual(r.returncode, 0, r.stderr)

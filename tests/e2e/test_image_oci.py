@@ -199,6 +199,8 @@ class OciImages(unittest.TestCase):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"an OCI reference (a bare word is never one: `mine:latest` is "
                       b"docker.io/library/mine)", r.stderr)
+        # nor a directory: a relative one is written with a '/'
+        self.assertIn(b"or a directory's path (with a '/': `./mine`)", r.stderr)
 
     def test_progress_on_a_terminal_only_and_json(self):
         # on a pipe, without -q: the result alone

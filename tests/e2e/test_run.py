@@ -495,6 +495,30 @@ class ExitCodes(RunTest):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"unknown option", r.stderr)
 
+    def test_a_typo_gets_the_name_meant(self):
+        for cmd, typo, meant in (("run", "--instance-typ", "--instance-type"),
+                                 ("create", "--idle-timout", "--idle-timeout"),
+                                 ("run", "--netwrok=none", "--network"),
+                                 ("run", "--timout", "--timeout")):
+            r = run_nsbox([cmd, typo, "small", "--", "true"], self.dirs)
+            self.assertEqual(r.returncode, 125)
+            name = typo.split("=")[0]
+            self.assertIn(("nsbox: unknown option %s: did you mean %s?\n" % (name, meant))
+                          .encode(), r.stderr)
+        # create has no --timeout: nothing run-only is suggested to it
+        r = run_nsbox(["create", "--timout", "5"], self.dirs)
+        self.assertEqual(r.stderr.splitlines()[0], b"nsbox: unknown option --timout")
+        r = run_nsbox(["exec", "--timout", "5", "0123456789ab", "--", "true"], self.dirs)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"unknown exec option --timout: did you mean --timeout? (exec [-i]",
+                      r.stderr)
+        r = run_nsbox(["crate", "--instance-type", "small"], self.dirs)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"nsbox: unknown command crate: did you mean create?\n", r.stderr)
+        # nothing close: the plain message
+        r = run_nsbox(["frobnicate"], self.dirs)
+        self.assertEqual(r.stderr.splitlines()[0], b"nsbox: unknown command frobnicate")
+
     def test_bad_option_names_the_option_not_a_missing_value(self):
         for cmd in ("run", "create"):
             r = run_nsbox([cmd, "--no-such-flag"], self.dirs)

@@ -242,6 +242,22 @@ class Lifecycle(SessionTest):
         self.assertEqual(r.stdout.decode().split(),
                          ["SigBlk:", "0000000000000000", "SigIgn:", "0000000000000000", "0"])
 
+    def test_command_that_cannot_start_leaves_the_sandbox_up(self):
+        # A second sandbox of one data directory reads its seccomp program from the cache there,
+        # as every sandbox but a user's first does: init then has the heap that turned a
+        # command's failed exec into init's crash (its message read a freed array), the
+        # sandbox deleted and the exec answered 125 instead of 127.
+        self.nsbox("rm", self.create())
+        sid = self.create()
+        for _ in range(3):
+            r = self.exec(sid, "no-such-cmd")
+            self.assertEqual((r.returncode, r.stderr),
+                             (127, b"nsbox: no-such-cmd: command not found\n"))
+            r = self.exec(sid, "/etc/passwd")
+            self.assertEqual((r.returncode, r.stderr),
+                             (126, b"nsbox: /etc/passwd: Permission denied\n"))
+        self.assertEqual(self.exec(sid, "true").returncode, 0)
+
     def test_exit_codes_stdin_env_cwd(self):
         sid = self.create()
         self.assertEqual(self.exec(sid, "sh", "-c", "exit 9").returncode, 9)

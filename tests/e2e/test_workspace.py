@@ -220,6 +220,15 @@ class WorkspaceDisk(unittest.TestCase):
         self.assertIn("belongs to root (its owner is 0), which is never mapped into a sandbox",
                       note[0])
         self.assertIn("chown -R USER: %s" % ws, note[0])
+        # a CI container has root alone: any uid but 0 will do, and the note names one
+        self.assertIn("where root is the only user, as in a CI container, chown -R 1000:1000 %s"
+                      % ws, note[0])
+        os.chown(ws, 1000, 1000)
+        r = self.nsbox("run", "--workspace", ws, "--", "sh", "-c", "touch x && stat -c %u x")
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, b"1000\n", b""))
+        self.assertEqual(os.stat(os.path.join(ws, "x")).st_uid, 1000)
+        os.remove(os.path.join(ws, "x"))
+        os.chown(ws, 0, 0)
         # a user's directory of group 0 is bound plainly too (what chown USER alone leaves)
         os.chown(ws, 4242, 0)
         r = self.nsbox("run", "--workspace", ws, "--", "touch", "/workspace/x")

@@ -91,6 +91,17 @@ static void test_json_unknown_key(void **state)
                       "unknown key 'TTL_seconds'");
     /* A hostile key cannot put a new line into the message. */
     assert_fails_with(load(s, "{\"a\\nb\": 1}", &e), &e, NSBOX_E_INVALID, "unknown key 'a?b'");
+    /* A typo gets the key meant; a size, where sizes come from */
+    assert_fails_with(load(s, "{\"instance-type\": \"small\"}", &e), &e, NSBOX_E_INVALID, "");
+    assert_string_equal(e.msg,
+                        "spec: unknown key 'instance-type' (did you mean 'instance_type'?)");
+    assert_fails_with(load(s, "{\"TTL_seconds\": 5}", &e), &e, NSBOX_E_INVALID,
+                      "(did you mean 'ttl_seconds'?)");
+    assert_fails_with(load(s, "{\"memory\": \"2GiB\"}", &e), &e, NSBOX_E_INVALID, "");
+    assert_string_equal(e.msg, "spec: unknown key 'memory': CPUs, memory, pids and disk come from "
+                               "instance_type; other sizes are an instance type of their own in "
+                               "the config file (docs/spec.md)");
+    assert_int_equal(s->ttl_seconds, 86400);
 }
 
 static void test_json_wrong_types(void **state)
@@ -599,6 +610,8 @@ static void test_set_options(void **state)
     assert_int_equal(s->ttl_seconds, 7200);
     assert_fails_with(nsbox_spec_set(s, "ttl", "5", &e), &e, NSBOX_E_INVALID,
                       "spec: unknown option 'ttl'");
+    assert_fails_with(nsbox_spec_set(s, "regoin", "nl-north-1", &e), &e, NSBOX_E_INVALID,
+                      "spec: unknown option 'regoin' (did you mean 'region'?)");
     assert_fails_with(nsbox_spec_set(s, "limits", "x", &e), &e, NSBOX_E_INVALID, "output only");
     assert_fails_with(nsbox_spec_set(s, "region", NULL, &e), &e, NSBOX_E_INVALID, "missing value");
     assert_fails_with(nsbox_spec_set(s, "workspace", "rel/dir", &e), &e, NSBOX_E_INVALID,
