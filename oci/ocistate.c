@@ -89,11 +89,20 @@ int nsbox_ocistate_check_root(const struct nsbox_ocirt *g, struct nsbox_err *e)
         return nsbox_err_invalid(e, "--root %s: cannot make it an absolute path", g->root);
     if (check_path(g->root, abs, true, e) < 0)
         return -1;
-    /* where its symlinks lead: the deepest part that exists, resolved */
+    /* where its symlinks lead: the deepest part that exists, resolved. What cannot be resolved
+     * for another reason is refused: a path that resolves past PATH_MAX fails realpath, and the
+     * kernel, which has no such limit, would follow it wherever another user's links lead. */
     bool whole = true;
-    for (char *cut; !realpath(abs, real); *cut = '\0', whole = false)
-        if (errno != ENOENT || !(cut = strrchr(abs, '/')) || cut == abs)
+    for (char *cut; !realpath(abs, real); *cut = '\0', whole = false) {
+        if (errno != ENOENT)
+            return nsbox_err_set(e, NSBOX_E_POLICY, errno,
+                                 "--root %s: %s cannot be resolved (%s), so whether another "
+                                 "user could write where it leads cannot be checked; use a "
+                                 "directory only root can write, as the default %s",
+                                 g->root, abs, strerror(errno), NSBOX_OCI_DEFAULT_ROOT);
+        if (!(cut = strrchr(abs, '/')) || cut == abs)
             return 0;
+    }
     return check_path(g->root, real, whole, e);
 }
 

@@ -9,7 +9,7 @@
 #include "diagnose.h"
 #include "paths.h"
 #include "seccomp_prog.h"
-#include "setid_layers.h"
+#include "setid.h"
 #include "userns.h"
 #include "workspace.h"
 
