@@ -91,6 +91,13 @@ def create_ms(oci, root, b, env, err):
     return ms
 
 
+def delete_left(builds, work, env):
+    """The container an interrupted round left, under each build's state root in work."""
+    for label, oci in builds.items():
+        subprocess.run([oci, "--root", os.path.join(work, f"state-{label}"), "delete", "--force",
+                        "c"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=40)
@@ -125,10 +132,7 @@ def main():
             print(f"- {label}: profile / none, median of the per-round ratios "
                   f"{statistics.median(ratio):.3f}")
     finally:
-        for label, oci in builds.items():  # a container an interrupted round left
-            subprocess.run([oci, "--root", os.path.join(work, f"state-{label}"), "delete",
-                            "--force", "c"], env=dirs.env(), stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+        delete_left(builds, work, dirs.env())
         shutil.rmtree(work, True)
         dirs.cleanup()
 

@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
 sys.path.insert(0, HERE)
 from nsbox_test import Dirs  # noqa: E402
 from oci_bundle import config  # noqa: E402
-from bench_oci_create import create_ms  # noqa: E402
+from bench_oci_create import create_ms, delete_left  # noqa: E402
 
 LAYERS = "/usr/include,/usr/lib/python3.11,/usr/lib/python3,/usr/lib/x86_64-linux-gnu"
 
@@ -94,10 +94,7 @@ def main():
             print(f"- {label} / {base}: median of the per-round ratios "
                   f"{statistics.median(ratio):.3f}")
     finally:
-        for label, oci in builds.items():  # a container an interrupted round left
-            subprocess.run([oci, "--root", os.path.join(work, f"state-{label}"), "delete",
-                            "--force", "c"], env=dirs.env(), stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+        delete_left(builds, work, dirs.env())
         if rootfs:
             subprocess.run(["umount", "-l", rootfs], check=False)
         shutil.rmtree(work, True)

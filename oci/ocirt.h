@@ -59,7 +59,7 @@ bool nsbox_ocistate_id_valid(const char *id);
 /* Is --root, and every directory above it, writable by root (or the caller) alone? nsbox-oci
  * acts as root on what it reads there (pids it signals, hooks it runs), so a directory another
  * user could write, rename in or replace is refused, naming it. What does not exist yet is
- * no error (create makes it root's). */
+ * no error (create makes it root's); symlinks that cannot be resolved (past PATH_MAX) are. */
 int nsbox_ocistate_check_root(const struct nsbox_ocirt *g, struct nsbox_err *e);
 /* <root>/<id> into out. */
 int nsbox_ocistate_dir(const struct nsbox_ocirt *g, const char *id, char *out, size_t n,

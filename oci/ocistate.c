@@ -33,11 +33,11 @@ bool nsbox_ocistate_id_valid(const char *id)
 
 int nsbox_ocistate_check_root(const struct nsbox_ocirt *g, struct nsbox_err *e)
 {
-    return nsbox_path_check_private("--root", g->root,
-                                    "replace a container's state there, whose pids nsbox-oci "
-                                    "signals and whose hooks it runs as root; use a directory "
-                                    "only root can write, as the default " NSBOX_OCI_DEFAULT_ROOT,
-                                    e);
+    return nsbox_path_check_private(
+        "--root", g->root,
+        "replace a container's state there, whose pids nsbox-oci "
+        "signals and whose hooks it runs as root",
+        "use a directory only root can write, as the default " NSBOX_OCI_DEFAULT_ROOT, e);
 }
 
 int nsbox_ocistate_dir(const struct nsbox_ocirt *g, const char *id, char *out, size_t n,

@@ -54,7 +54,7 @@ static int env_dir(const char *name, const char **val, struct nsbox_err *e)
  * writable by no one else; a directory above may be writable by all if it is sticky (/tmp),
  * where no one renames or removes another's entries. 1 when it does not exist. */
 static int private_owner(const char *label, const char *dir, const char *path, bool last,
-                         const char *why, struct nsbox_err *e)
+                         const char *why, const char *fix, struct nsbox_err *e)
 {
     struct stat sb;
     if (lstat(path, &sb) < 0)
@@ -79,7 +79,7 @@ static int private_owner(const char *label, const char *dir, const char *path, b
 
 /* Each component of path from / (whole: path is the directory itself, not one above it). */
 static int private_path(const char *label, const char *dir, const char *path, bool whole,
-                        const char *why, struct nsbox_err *e)
+                        const char *why, const char *fix, struct nsbox_err *e)
 {
     char buf[PATH_MAX];
     if ((size_t)snprintf(buf, sizeof buf, "%s", path) >= sizeof buf)
@@ -89,7 +89,7 @@ static int private_path(const char *label, const char *dir, const char *path, bo
             continue;
         char c = *p;
         *p = '\0';
-        int r = private_owner(label, dir, p == buf ? "/" : buf, whole && c == '\0', why, e);
+        int r = private_owner(label, dir, p == buf ? "/" : buf, whole && c == '\0', why, fix, e);
         *p = c;
         if (r != 0)
             return r < 0 ? -1 : 0;
@@ -100,7 +100,8 @@ static int private_path(const char *label, const char *dir, const char *path, bo
 
 /* Where the symlinks of abs (changed) lead: the deepest part that exists, resolved into real,
  * also through a link to a place not made yet (mkdir -p would make it there); *whole stays true
- * while that is the directory itself. -1 when nothing of it can be resolved. */
+ * while that is the directory itself. 0 when resolved, 1 when no part of it exists, -1 (errno)
+ * when it cannot be resolved. */
 static int resolve_existing(char *abs, char *real, bool *whole)
 {
     char link[PATH_MAX], next[PATH_MAX];
@@ -108,7 +109,7 @@ static int resolve_existing(char *abs, char *real, bool *whole)
         if (realpath(abs, real))
             return 0;
         char *cut = strrchr(abs, '/');
-        if (errno != ENOENT || !cut)
+        if (errno != ENOENT)
             return -1;
         ssize_t n = readlink(abs, link, sizeof link - 1);
         if (n > 0) { /* a dangling link: on to where it leads */
@@ -116,19 +117,19 @@ static int resolve_existing(char *abs, char *real, bool *whole)
             *cut = '\0';
             if ((size_t)snprintf(next, sizeof next, "%s/%s", link[0] == '/' ? "" : abs, link) >=
                 sizeof next)
-                return -1;
+                return errno = ENAMETOOLONG, -1;
             snprintf(abs, PATH_MAX, "%s", next);
-        } else if (cut == abs) {
-            return -1;
+        } else if (!cut || cut == abs) {
+            return 1;
         } else {
             *cut = '\0';
             *whole = false;
         }
     }
-    return -1;
+    return errno = ELOOP, -1;
 }
 
-int nsbox_path_check_private(const char *label, const char *dir, const char *why,
+int nsbox_path_check_private(const char *label, const char *dir, const char *why, const char *fix,
                              struct nsbox_err *e)
 {
     char abs[PATH_MAX], real[PATH_MAX];
@@ -138,11 +139,21 @@ int nsbox_path_check_private(const char *label, const char *dir, const char *why
              (size_t)snprintf(abs, sizeof abs, "%s/%s", real, dir) >= sizeof abs)
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "%s %s: cannot make it an absolute path",
                              label, dir);
-    if (private_path(label, dir, abs, true, why, e) < 0)
+    if (private_path(label, dir, abs, true, why, fix, e) < 0)
         return -1;
+    /* What cannot be resolved is refused: a path that resolves past PATH_MAX fails realpath,
+     * and the kernel, which has no such limit, would follow it wherever another user's links
+     * lead. */
+    char shown[PATH_MAX];
+    snprintf(shown, sizeof shown, "%s", abs);
     bool whole = true;
-    return resolve_existing(abs, real, &whole) < 0 ? 0
-                                                   : private_path(label, dir, real, whole, why, e);
+    int r = resolve_existing(abs, real, &whole);
+    if (r < 0)
+        return nsbox_err_set(e, NSBOX_E_POLICY, errno,
+                             "%s %s: %s cannot be resolved (%s), so whether another user could "
+                             "write where it leads cannot be checked; %s",
+                             label, dir, shown, strerror(errno), fix);
+    return r ? 0 : private_path(label, dir, real, whole, why, fix, e);
 }
 
 /* As root, a directory of nsbox's that another user could write would let them plant what
@@ -157,12 +168,12 @@ static int root_private(int r, const char *label, const char *var, const char *o
     char *last = passed[label[0] == 's' ? 0 : label[0] == 'd' ? 1 : 2];
     if (r < 0 || geteuid() != 0 || !strcmp(last, out))
         return r;
-    char why[256];
-    snprintf(why, sizeof why,
-             "plant files, links or sockets there that nsbox, run as root, would trust or write "
-             "through; set %s to a directory only root can write",
-             var);
-    if (nsbox_path_check_private(label, out, why, e) < 0)
+    char fix[128];
+    snprintf(fix, sizeof fix, "set %s to a directory only root can write", var);
+    if (nsbox_path_check_private(label, out,
+                                 "plant files, links or sockets there that nsbox, run as root, "
+                                 "would trust or write through",
+                                 fix, e) < 0)
         return -1;
     struct stat sb; /* all of it checked: none of it can be made by another user later */
     if (lstat(out, &sb) == 0)

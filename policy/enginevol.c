@@ -1,22 +1,14 @@
 /* Docker's named volumes told by their paths: see enginevol.h. */
 #include "enginevol.h"
+#include "safename.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* A name as Docker makes a container's layer id or allows a volume's: [A-Za-z0-9][A-Za-z0-9_.-]*,
- * len bytes of s. Never "." or "..", never a '/'. */
+/* A name as Docker makes a container's layer id or allows a volume's, len bytes of s. */
 static bool good_name(const char *s, size_t len)
 {
-    if (!len || len > NAME_MAX)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-        if (!alnum && (i == 0 || (c != '_' && c != '.' && c != '-')))
-            return false;
-    }
-    return true;
+    return len <= NAME_MAX && nsbox_safename_valid(s, len);
 }
 
 /* Absolute, no empty, "." or ".." component, no trailing '/', no control character: a path

@@ -30,7 +30,7 @@
  * dependencies): what needs one is installed afterwards by the image's own apt-get. */
 static const char *const debian_packages[] = {
     "python3", "git", "curl", "jq", "ripgrep", "ca-certificates", "netbase", "gh", "nodejs",
-    "pre-commit", "npm", NULL,
+    "pre-commit", "npm", "python3-pip", "python3-venv", NULL,
 };
 /* debootstrap installs the first DEBIAN_BY_DEBOOTSTRAP, apt-get the rest */
 #define DEBIAN_BY_DEBOOTSTRAP 10

@@ -13,6 +13,7 @@
 #include <linux/openat2.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -98,12 +99,14 @@ static int seal(struct walk *w, int dfd, const char *name, bool whole, struct ns
      * the tree), the program would stay writable where it went, and the read-only bind cover
      * whatever took its name */
     struct stat ts;
-    if (t >= 0 && fstat(t, &ts) == 0 && (ts.st_dev != st.st_dev || ts.st_ino != st.st_ino))
+    if (t < 0 || fstat(t, &ts) < 0)
+        return fail(w, name, "cannot make read-only", e);
+    if (ts.st_dev != st.st_dev || ts.st_ino != st.st_ino)
         return nsbox_err_set(e, NSBOX_E_SYS, EAGAIN,
                              "root: %.*s/%s changed while it was sealed (another process is "
                              "renaming in the tree): create the container again",
                              (int)w->len, w->path, name);
-    if (t < 0 || w->sys->mount_setattr_fd(m, whole, MOUNT_ATTR_RDONLY, 0) < 0 ||
+    if (w->sys->mount_setattr_fd(m, whole, MOUNT_ATTR_RDONLY, 0) < 0 ||
         w->sys->move_mount_to_fd(m, t) < 0)
         return fail(w, name, "cannot make read-only", e);
     w->sealed++;
@@ -212,6 +215,15 @@ int nsbox_setid_seal(const struct nsbox_sys *sys, int rootfd, size_t *sealed, st
     if (fchdir(rootfd) < 0 && r == 0) /* the root is the working directory again */
         r = nsbox_err_sys(e, "rootfs: enter the new root");
     return r;
+}
+
+void nsbox_setid_list_free(struct nsbox_setid_list *l)
+{
+    for (size_t i = 0; l && i < l->n; i++)
+        free(l->c[i].path);
+    if (l)
+        free(l->c);
+    free(l);
 }
 
 /* The candidate c's directory in the merged root (its name in *name), or -1: errno ENOENT

@@ -47,6 +47,9 @@ struct nsbox_setid_list {
     struct nsbox_setid_cand *c;
 };
 
+/* l (NULL: nothing) and its paths freed. */
+void nsbox_setid_list_free(struct nsbox_setid_list *l);
+
 /* The same seal of an overlay root, rootfd (with nothing mounted below it), from its layers'
  * candidates (setid_layers.h) instead of a walk of it: each path looked up in the merged view
  * with no symlink followed, a regular file sealed where it is a program there, a directory

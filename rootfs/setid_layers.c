@@ -207,22 +207,15 @@ static int cand_cmp(const void *a, const void *b)
     return r ? r : (int)x->kind - (int)y->kind;
 }
 
-void nsbox_setid_list_free(struct nsbox_setid_list *l)
-{
-    for (size_t i = 0; l && i < l->n; i++)
-        free(l->c[i].path);
-    if (l)
-        free(l->c);
-    free(l);
-}
-
 int nsbox_setid_layers_list(const int *dirs, size_t n, struct nsbox_setid_list **out,
                             struct nsbox_err *why)
 {
     *out = NULL;
     struct lwalk w = {.l = calloc(1, sizeof *w.l), .cwd = -1, .why = why};
     cleanup_close int here = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    int r = w.l && here >= 0 ? 0 : (errno = ENOMEM, refuse(&w, "", "out of memory"));
+    int r = !w.l       ? (errno = ENOMEM, refuse(&w, "", "out of memory"))
+            : here < 0 ? refuse(&w, "", "cannot open the working directory to return to")
+                       : 0;
     /* from the last: an overlay's upper directory, given last, is where a redirect that ends
      * the list is likeliest (an engine's container renamed a directory), best found first */
     for (size_t i = n; r == 0 && i-- > 0;)

@@ -27,6 +27,4 @@
 int nsbox_setid_layers_list(const int *dirs, size_t n, struct nsbox_setid_list **out,
                             struct nsbox_err *why);
 
-void nsbox_setid_list_free(struct nsbox_setid_list *l);
-
 #endif

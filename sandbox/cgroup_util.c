@@ -1,6 +1,7 @@
 /* Pure cgroup helpers: see cgroup_util.h. */
 #include "cgroup_util.h"
 #include "mntescape.h"
+#include "safename.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -281,18 +282,7 @@ int nsbox_cg_fmt_limit(uint64_t v, int version, char *out, size_t n)
 
 bool nsbox_cg_valid_id(const char *id)
 {
-    if (!id)
-        return false;
-    size_t n = strlen(id);
-    if (n == 0 || n > 64)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = id[i];
-        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-        if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-')))
-            return false;
-    }
-    return true;
+    return id && strlen(id) <= 64 && nsbox_safename_valid(id, strlen(id));
 }
 
 bool nsbox_cg_is_sandbox_name(const char *name)

@@ -69,8 +69,8 @@ int nsbox_cg_fmt_limit(uint64_t v, int version, char *out, size_t n);
 
 /* ---- paths --------------------------------------------------------------------------------- */
 
-/* [A-Za-z0-9][A-Za-z0-9._-]{0,63}: ids become the directory name "nsbox-<id>", so "/", ".."
- * and control characters must never get through. */
+/* A safe name (policy/safename.h) of 64 bytes at most: ids become the directory name
+ * "nsbox-<id>", so "/", ".." and control characters must never get through. */
 bool nsbox_cg_valid_id(const char *id);
 /* Whether a cgroup directory name is a sandbox's: "nsbox-" and a valid id. */
 bool nsbox_cg_is_sandbox_name(const char *name);

@@ -9,7 +9,7 @@
 #include "diagnose.h"
 #include "paths.h"
 #include "seccomp_prog.h"
-#include "setid_layers.h"
+#include "setid.h"
 #include "userns.h"
 #include "workspace.h"
 
@@ -73,7 +73,12 @@ char **nsbox_sandbox_env(const struct nsbox_spec *s, struct nsbox_err *e)
         "GIT_SSL_CAINFO=" NSBOX_NET_BUNDLE, "NODE_EXTRA_CA_CERTS=" NSBOX_NET_BUNDLE,
         "AWS_CA_BUNDLE=" NSBOX_NET_BUNDLE,
     };
-    size_t n = NSBOX_ARRAY_LEN(base) + n_img + s->n_env + NSBOX_ARRAY_LEN(bundle_env) + 2;
+    /* Debian's Python refuses pip outside a venv (PEP 668), even --user; in a sandbox of the
+     * host's or nsbox's debian image its /usr is read-only anyway, so pip installs into the
+     * user's site in the workspace, as the hosted sandbox's python image does. An OCI image
+     * keeps what its own Python says, as under Docker. */
+    bool debian_python = !strcmp(s->image, "host") || !strcmp(s->image, "debian");
+    size_t n = NSBOX_ARRAY_LEN(base) + n_img + s->n_env + NSBOX_ARRAY_LEN(bundle_env) + 3;
     char **env = calloc(n, sizeof *env);
     if (!env) {
         nsbox_err_sys(e, "calloc");
@@ -88,6 +93,8 @@ char **nsbox_sandbox_env(const struct nsbox_spec *s, struct nsbox_err *e)
     }
     for (size_t i = 0; i < NSBOX_ARRAY_LEN(base); i++)
         env[k++] = (char *)base[i];
+    if (debian_python)
+        env[k++] = (char *)"PIP_BREAK_SYSTEM_PACKAGES=1";
     for (size_t i = 0; i < n_img; i++)
         k = nsbox_env_put(env, k, img_env[i]);
     /* the strings live in img_env's block, which the environment keeps */

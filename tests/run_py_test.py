@@ -35,9 +35,9 @@ path = sys.argv[1]
 patterns = {p: p if "*" in p else f"*{p}*" for p in sys.argv[2:]}  # as given: as matched
 sys.path.insert(0, os.path.dirname(path))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-import nsbox_test  # noqa: E402
+import leakwatch  # noqa: E402
 
-nsbox_test.record_state_dirs()  # before the module, whose imports may bind subprocess's names
+leakwatch.record_state_dirs()  # before the module, whose imports may bind subprocess's names
 mod_name = os.path.splitext(os.path.basename(path))[0]
 module = __import__(mod_name)
 
@@ -67,28 +67,28 @@ if patterns:
     loader.testNamePatterns = list(patterns.values())
 suite = loader.loadTestsFromModule(module)
 
-from nsbox_test import cgroup_leftovers, made_by_this_test  # noqa: E402
+from nsbox_test import cgroup_leftovers  # noqa: E402
 
 
 class LeakWatch(unittest.TextTestResult):
     """Notes the sandbox cgroups (nsbox-<id>) that appear during each test and are still there
     after it: a sandbox whose teardown never ran, with its state directory gone, is otherwise
     found only by a later `nsbox gc` (one was, after a full run, without a name to it). Only
-    the test's own sandboxes count (nsbox_test.made_by_this_test): under `ctest -j2` another
+    the test's own sandboxes count (leakwatch.made_by_this_test): under `ctest -j2` another
     module's run beside this one, and their cgroups come and go during this test's."""
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.appeared = {}
 
     def startTest(self, test):
-        nsbox_test.TEST_STATE_DIRS.clear()
-        nsbox_test.TEST_SANDBOX_IDS.clear()
+        leakwatch.TEST_STATE_DIRS.clear()
+        leakwatch.TEST_SANDBOX_IDS.clear()
         self._before = set(cgroup_leftovers())
         super().startTest(test)
 
     def stopTest(self, test):
         super().stopTest(test)
-        new = {c for c in set(cgroup_leftovers()) - self._before if made_by_this_test(c)}
+        new = {c for c in set(cgroup_leftovers()) - self._before if leakwatch.made_by_this_test(c)}
         if new:
             self.appeared[test_id(test)] = new
 

@@ -12,6 +12,7 @@ import time
 import unittest
 
 from nsbox_test import no_pool_env
+from wheels import make_probe_wheel
 
 NSBOX = os.environ.get("NSBOX_BIN")
 NOT_ROOT = os.geteuid() != 0
@@ -81,7 +82,7 @@ class DebianImage(unittest.TestCase):
             meta = json.load(f)
         self.assertEqual(meta["kind"], "debian")
         for pkg in ("python3", "git", "curl", "jq", "ripgrep", "ca-certificates", "gh", "nodejs",
-                    "npm", "pre-commit"):
+                    "npm", "pre-commit", "python3-pip", "python3-venv"):
             self.assertIn(pkg, meta["packages"])
         with open("/etc/os-release") as f:
             codename = [l.split("=", 1)[1].strip().strip('"') for l in f
@@ -125,6 +126,24 @@ class DebianImage(unittest.TestCase):
                   "id -un; cat /etc/debian_version >/dev/null && echo debian; rg --version | "
                   "head -c 7", env_extra=env, timeout=120)
         self.assertEqual((r.returncode, r.stdout), (0, "appuser\ndebian\nripgrep"), r.stderr)
+
+    def test_pip_and_venv_in_debian(self):
+        """pip installs into the user's site in the workspace, as in the hosted image (Debian's
+        Python alone refuses it: PEP 668), and a venv can be made."""
+        env = {"NSBOX_STATE_DIR": os.path.join(self.tmp, "state"),
+               "NSBOX_CACHE_DIR": os.path.join(self.tmp, "cache"),
+               **no_pool_env(self.tmp)}
+        ws = os.path.join(self.tmp, "pip-ws")
+        os.mkdir(ws, 0o755)
+        wheel = make_probe_wheel(ws)
+        for path in (ws, os.path.join(ws, wheel)):
+            os.chown(path, 4242, 4343)
+        r = nsbox(self.data, "run", "--image", "debian", "--workspace", ws, "--", "sh", "-c",
+                  f"pip install -q --no-index --disable-pip-version-check {wheel} && "
+                  "python3 -c 'import nsboxprobe; print(nsboxprobe.VALUE)' && "
+                  "python3 -m venv v && v/bin/pip --version | cut -c1-4", env_extra=env,
+                  timeout=180)
+        self.assertEqual((r.returncode, r.stdout), (0, "42\npip \n"), r.stderr)
 
     def test_the_hosted_images_tools_run_in_debian(self):
         """Node with npm (installed by the image's apt-get, not debootstrap), gh and pre-commit,

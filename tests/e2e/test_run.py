@@ -14,6 +14,7 @@ from nsbox_test import (CGROUP_V2_ONLY, CPYTHON, CPYTHON_ID_TESTS, Dirs, NSBOX, 
                         cpython_testsuite_missing, ensure_test_user, is_root, run_nsbox,
                         sandbox_cgroup_file, sigkill_run_and_check_init_dies, signal_pending,
                         wait_for)
+from wheels import make_probe_wheel
 
 
 def setUpModule():
@@ -44,6 +45,25 @@ class Basics(RunTest):
                       self.dirs)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout, b"42 3\n")
+
+    def test_pip_installs_into_the_users_site(self):
+        """pip installs as in the hosted sandbox's python image: into the user's site in the
+        workspace, where Debian's Python alone refuses it (PEP 668: externally managed)."""
+        if subprocess.run(["/usr/bin/python3", "-m", "pip", "--version"],
+                          capture_output=True).returncode:
+            self.skipTest("the host's /usr/bin/python3 has no pip (Debian's python3-pip, "
+                          "in scripts/packages.txt)")
+        ws = os.path.join(self.dirs.base, "ws")
+        os.mkdir(ws, 0o755)
+        wheel = make_probe_wheel(ws)
+        for path in (ws, os.path.join(ws, wheel)):
+            os.chown(path, 4242, 4343)
+        r = run_nsbox(["run", "--workspace", ws, "--", "sh", "-c",
+                       f"python3 -m pip install -q --no-index --disable-pip-version-check {wheel}"
+                       " && python3 -c 'import nsboxprobe; print(nsboxprobe.VALUE)'"], self.dirs,
+                      timeout=120)
+        self.assertEqual((r.returncode, r.stdout), (0, b"42\n"), r.stderr)
+        self.assertTrue(os.path.isdir(os.path.join(ws, ".local/lib")), os.listdir(ws))
 
     def test_workspace_writable_root_and_usr_not(self):
         # The error must be EROFS, not EACCES: appuser could not write these even on a
@@ -298,7 +318,7 @@ class Basics(RunTest):
         self.assertEqual(env, {
             "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             "HOME": "/workspace", "USER": "appuser", "LOGNAME": "appuser", "SHELL": "/bin/sh",
-            "LANG": "C.UTF-8"})
+            "LANG": "C.UTF-8", "PIP_BREAK_SYSTEM_PACKAGES": "1"})
         self.assertTrue(leader)
         self.assertEqual(tty, "No such device or address")
 

@@ -1,3 +1,4 @@
+/* The fuzz targets' input as a C string (cstring.h). */
 #include "cstring.h"
 
 #include <stdlib.h>

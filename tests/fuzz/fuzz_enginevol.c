@@ -3,6 +3,7 @@
  * it checks what oci/ocivolumes.c relies on when a path is taken: the data root is the root's
  * own prefix, not "/", and the relative paths it opens below it have no "." or ".." component
  * and say exactly the rest of the path. */
+#include "cstring.h"
 #include "enginevol.h"
 
 #include <stdint.h>
@@ -35,11 +36,7 @@ static void whole(const struct nsbox_enginevol_root *r, const char *path, const 
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *s = malloc(size + 1);
-    if (!s)
-        return 0;
-    memcpy(s, data, size);
-    s[size] = '\0';
+    char *s = cstring_dup(data, size);
     char *source = strchr(s, '\n');
     if (source)
         *source++ = '\0';

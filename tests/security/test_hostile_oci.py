@@ -447,6 +447,46 @@ class HostileStateDir(BundleCase):
         self.assertIn(f"--root {self.root}", msg)
         self.assertIn(f"{self.base} belongs to uid {NOBODY}", msg)
 
+    def chain(self, fd, letter, n):
+        """n directories, one in another, below the directory fd (closed): the last one's fd and
+        the path to it from fd's."""
+        name = letter * 200
+        for _ in range(n):
+            os.mkdir(name, dir_fd=fd)
+            fd, up = os.open(name, os.O_PATH | os.O_DIRECTORY, dir_fd=fd), fd
+            os.close(up)
+        return fd, "/".join([name] * n)
+
+    def test_a_root_whose_links_lead_past_path_max_is_refused(self):
+        # a link of root's into the user's directory, and there the user's links to a
+        # directory whose path, resolved, is longer than PATH_MAX (4096): which directories
+        # --root passes through cannot be told (realpath fails), but the kernel, which has no
+        # such limit on a path it resolves, would use it, in the user's hands
+        base = os.open(self.base, os.O_PATH | os.O_DIRECTORY)
+        far, a = self.chain(base, "a", 11)
+        self.addCleanup(shutil.rmtree, os.path.join(self.base, "a" * 200), True)
+        end, b = self.chain(os.dup(far), "b", 11)
+        os.close(end)
+        os.symlink(b, "s", dir_fd=far)  # each link's text is short enough for the kernel
+        os.close(far)
+        os.symlink(a + "/s", os.path.join(self.base, "in"))
+        self.assertGreater(len(self.base) + len(a) + len(b), 4096)
+        link = os.path.join(self.tmp, "link")
+        os.symlink(os.path.join(self.base, "in"), link)
+        self.root = os.path.join(link, "state")
+        r = self.oci("list")
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        msg = self.log_errors()[-1]["msg"]
+        self.assertIn(f"--root {self.root}", msg)
+        self.assertIn("cannot be resolved (File name too long)", msg)
+        self.assertFalse(os.path.lexists(os.path.join(self.base, "in", "state")))
+        # where the links lead within PATH_MAX, the user's directory is found on the way
+        near = os.path.join(self.tmp, "near")
+        os.symlink(os.path.join(self.base, "a" * 200), near)
+        self.root = os.path.join(near, "state")
+        self.assertNotEqual(self.oci("list").returncode, 0)
+        self.assertIn(f"{self.base} belongs to uid {NOBODY}", self.log_errors()[-1]["msg"])
+
     def test_a_pid_file_beside_a_link_another_user_planted_is_written_there_only(self):
         # the engine's --pid-file in a directory another user can write (the state is root's):
         # the user links the temporary name create writes first to a file of root's

@@ -1,54 +1,11 @@
 /* rootfs/setid.c: which files of a writable root are bound read-only onto themselves, against a
  * fake `struct nsbox_sys` that records the targets (no root needed: a file of one's own may be
  * made set-id; a file capability only where the test may set one). */
-#define _GNU_SOURCE
+#include "setid_fixture.h"
+
 #include "setid.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <linux/mount.h>
-#include <setjmp.h>
-#include <stdbool.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
 #include <sys/xattr.h>
-#include <unistd.h>
-
-#include <cmocka.h>
-
-static char dir[PATH_MAX];
-static char sealed_paths[16][PATH_MAX];
-static size_t n_sealed;
-
-static int fake_open_tree(int dfd, const char *path, unsigned flags)
-{
-    (void)flags;
-    return openat(dfd, path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-}
-
-static int fake_setattr(int fd, int recursive, uint64_t set, uint64_t clr)
-{
-    (void)fd, (void)recursive, (void)clr;
-    return set == MOUNT_ATTR_RDONLY ? 0 : (errno = EINVAL, -1);
-}
-
-static int fake_move_mount_to_fd(int fd, int target_fd)
-{
-    (void)fd;
-    char link[64];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", target_fd);
-    ssize_t n = readlink(link, sealed_paths[n_sealed], PATH_MAX - 1);
-    if (n < 0 || n_sealed == 15)
-        return -1;
-    sealed_paths[n_sealed++][n] = '\0';
-    return 0;
-}
 
 static int fake_close(int fd)
 {
@@ -61,33 +18,6 @@ static const struct nsbox_sys fake = {
     .move_mount_to_fd = fake_move_mount_to_fd,
     .close = fake_close,
 };
-
-static void make(const char *name, mode_t mode)
-{
-    char p[PATH_MAX];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    assert_true(fd >= 0);
-    close(fd);
-    assert_int_equal(chmod(p, mode), 0);
-}
-
-static bool was_sealed(const char *name)
-{
-    char p[PATH_MAX];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    for (size_t i = 0; i < n_sealed; i++)
-        if (!strcmp(sealed_paths[i], p))
-            return true;
-    return false;
-}
-
-static int rm_tree(void)
-{
-    char cmd[PATH_MAX + 16];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd);
-}
 
 /* Set-user-ID, set-group-ID with group execute, a file capability; not set-group-ID alone
  * (mandatory locking), not a plain program, not a symlink to a set-id one; every name of a

@@ -1,54 +1,25 @@
 /* rootfs/setid_layers.c and nsbox_setid_seal_listed (rootfs/setid.c): the candidates a walk of
- * layer directories gives, and the seal of a merged root from them, against a fake `struct
+ * layer directories gives, the seal of a merged root from them, and the walk of the whole root
+ * nsbox_rootfs_enter (rootfs/mounts.c) falls back to where they give up, against a fake `struct
  * nsbox_sys` that records the targets. The merged root is a plain directory standing for the
  * overlay's view: the seal only looks paths up in it. What needs root (cloning a layer's mount)
  * is checked as root, and its refusal without. */
-#define _GNU_SOURCE
+#include "setid_fixture.h"
+
+#include "mounts.h"
 #include "setid_layers.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <linux/mount.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
 #include <sys/xattr.h>
-#include <unistd.h>
 
-#include <cmocka.h>
-
-static char dir[PATH_MAX];
-static char sealed_paths[16][PATH_MAX];
-static size_t n_sealed;
-
-static int fake_open_tree(int dfd, const char *path, unsigned flags)
+static int fake_pivot_root(const char *new_root, const char *put_old)
 {
-    (void)flags;
-    return openat(dfd, path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    (void)new_root, (void)put_old;
+    return 0;
 }
 
-static int fake_setattr(int fd, int recursive, uint64_t set, uint64_t clr)
+static int fake_umount2(const char *target, int flags)
 {
-    (void)fd, (void)recursive, (void)clr;
-    return set == MOUNT_ATTR_RDONLY ? 0 : (errno = EINVAL, -1);
-}
-
-static int fake_move_mount_to_fd(int fd, int target_fd)
-{
-    (void)fd;
-    char link[64];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", target_fd);
-    ssize_t n = readlink(link, sealed_paths[n_sealed], PATH_MAX - 1);
-    if (n < 0 || n_sealed == 15)
-        return -1;
-    sealed_paths[n_sealed++][n] = '\0';
+    (void)target, (void)flags;
     return 0;
 }
 
@@ -56,12 +27,9 @@ static const struct nsbox_sys fake = {
     .open_tree = fake_open_tree,
     .mount_setattr_fd = fake_setattr,
     .move_mount_to_fd = fake_move_mount_to_fd,
+    .pivot_root = fake_pivot_root,
+    .umount2 = fake_umount2,
 };
-
-static void path_of(char *p, const char *name)
-{
-    snprintf(p, PATH_MAX, "%s/%s", dir, name);
-}
 
 static void make_dir(const char *name, mode_t mode)
 {
@@ -71,38 +39,11 @@ static void make_dir(const char *name, mode_t mode)
     assert_int_equal(chmod(p, mode), 0);
 }
 
-static void make(const char *name, mode_t mode)
-{
-    char p[PATH_MAX];
-    path_of(p, name);
-    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    assert_true(fd >= 0);
-    close(fd);
-    assert_int_equal(chmod(p, mode), 0);
-}
-
-static bool was_sealed(const char *name)
-{
-    char p[PATH_MAX];
-    path_of(p, name);
-    for (size_t i = 0; i < n_sealed; i++)
-        if (!strcmp(sealed_paths[i], p))
-            return true;
-    return false;
-}
-
 static void setup_dir(void)
 {
     snprintf(dir, sizeof dir, "/tmp/nsbox-test-setid-layers-XXXXXX");
     assert_non_null(mkdtemp(dir));
     n_sealed = 0;
-}
-
-static void rm_tree(void)
-{
-    char cmd[PATH_MAX + 32];
-    snprintf(cmd, sizeof cmd, "chmod -R u+rwx '%s'; rm -rf '%s'", dir, dir);
-    assert_int_equal(system(cmd), 0);
 }
 
 static int open_dir(const char *name)
@@ -174,33 +115,74 @@ static void test_seal_listed(void **state)
     assert_int_equal(chdir("/"), 0);
     close(rootfd);
     nsbox_setid_list_free(l);
-    rm_tree();
+    assert_int_equal(rm_tree(), 0);
 }
 
-/* A path that cannot be looked up for another reason than its absence (a directory nobody
- * may search, no directory candidate for it): 1, the caller's cue to walk the whole root. */
+/* A path that cannot be looked up for another reason than its absence: 1, the caller's cue to
+ * walk the whole root, with nothing sealed. Its directory's path too long to look up, for every
+ * user; a directory nobody may search (no directory candidate for it), for a user but root
+ * (root searches it all the same). */
 static void test_seal_listed_gives_up(void **state)
 {
     (void)state;
-    if (geteuid() == 0)
-        skip(); /* root searches it all the same */
     setup_dir();
-    make_dir("shut", 0755);
-    make("shut/suid", 04755);
-    char p[PATH_MAX];
-    path_of(p, "shut");
-    assert_int_equal(chmod(p, 0), 0);
-    const struct nsbox_setid_cand c[] = {{NSBOX_SETIDCAND_FILE, "shut/suid"}};
+    char far[PATH_MAX + 8];
+    memset(far, 'a', sizeof far - 6);
+    snprintf(far + sizeof far - 6, 6, "/suid");
+    struct nsbox_setid_cand c[] = {{NSBOX_SETIDCAND_FILE, far}};
     struct nsbox_setid_list *l = list_of(c, 1);
     int rootfd = open_dir(".");
     size_t sealed = 0;
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_setid_seal_listed(&fake, rootfd, l, &sealed, &e), 1);
+    nsbox_setid_list_free(l);
+    if (geteuid() != 0) {
+        make_dir("shut", 0755);
+        make("shut/suid", 04755);
+        char p[PATH_MAX];
+        path_of(p, "shut");
+        assert_int_equal(chmod(p, 0), 0);
+        c[0].path = "shut/suid";
+        l = list_of(c, 1);
+        assert_int_equal(nsbox_setid_seal_listed(&fake, rootfd, l, &sealed, &e), 1);
+        nsbox_setid_list_free(l);
+    }
     assert_int_equal(n_sealed, 0);
     assert_int_equal(chdir("/"), 0);
     close(rootfd);
-    nsbox_setid_list_free(l);
-    rm_tree();
+    assert_int_equal(rm_tree(), 0);
+}
+
+/* The root entered with a list the seal cannot finish (a candidate whose directory's path is
+ * too long to look up): the root is walked whole instead, and its program sealed. Were the list
+ * that gave up taken as the whole answer, the program would stay writable. */
+static void test_enter_walks_the_root_where_the_list_gives_up(void **state)
+{
+    (void)state;
+    setup_dir();
+    make("suid", 04755);
+    make("plain", 0755);
+    char far[PATH_MAX + 8];
+    memset(far, 'a', sizeof far - 6);
+    snprintf(far + sizeof far - 6, 6, "/suid");
+    const struct nsbox_setid_cand c[] = {{NSBOX_SETIDCAND_FILE, far}};
+    struct nsbox_mount_plan *plan = calloc(1, sizeof *plan);
+    assert_non_null(plan);
+    plan->root_in_place = true;
+    plan->seal_list = list_of(c, 1);
+    int rootfd = open_dir(".");
+    struct nsbox_err e = {0};
+    int r = nsbox_rootfs_enter(&fake, plan, rootfd, NULL, &e);
+    if (r < 0)
+        fail_msg("%s", e.msg);
+    assert_int_equal(r, 0);
+    assert_true(was_sealed("suid"));
+    assert_false(was_sealed("plain"));
+    assert_int_equal(n_sealed, 1);
+    close(rootfd);
+    nsbox_setid_list_free((struct nsbox_setid_list *)plan->seal_list);
+    free(plan);
+    assert_int_equal(rm_tree(), 0);
 }
 
 static bool listed(const struct nsbox_setid_list *l, enum nsbox_setidcand kind, const char *path)
@@ -256,7 +238,93 @@ static void test_layers_list(void **state)
     }
     close(fds[0]);
     close(fds[1]);
-    rm_tree();
+    assert_int_equal(rm_tree(), 0);
+}
+
+/* A directory with a POSIX access ACL, owned in the idmap and open to all by its mode, is a
+ * directory candidate (the ACL may refuse the container's root what the mode grants); a file
+ * capability is found among more attribute names than one read of them takes; a metacopy
+ * attribute on a file (its data in another layer) makes no list. Root's: a layer's
+ * mount is cloned, trusted.* is root's to write. */
+static void test_layers_list_reads_attributes(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip(); /* cloning a layer's mount needs root: test_layers_list checks the refusal */
+    setup_dir();
+    make_dir("a", 0755);
+    make_dir("a/acl", 0755);
+    make("a/suid", 04755);
+    make("a/data", 0644);
+    /* user::rwx, user:1000:r-x, group::r-x, mask::r-x, other::r-x (acl_ea.h's layout) */
+    static const uint32_t acl[] = {2,           0x00070001, 0xffffffffu, 0x00050002,
+                                   1000,        0x00050004, 0xffffffffu, 0x00050010,
+                                   0xffffffffu, 0x00050020, 0xffffffffu};
+    char p[PATH_MAX];
+    path_of(p, "a/acl");
+    if (setxattr(p, "system.posix_acl_access", acl, sizeof acl, 0) < 0)
+        fail_msg("setxattr %s: %s (a filesystem without ACLs for /tmp?)", p, strerror(errno));
+    int fd = open_dir("a");
+    struct nsbox_setid_list *l = NULL;
+    struct nsbox_err why = {0};
+    if (nsbox_setid_layers_list(&fd, 1, &l, &why) != 0)
+        fail_msg("%s", why.msg);
+    assert_int_equal(l->n, 2);
+    assert_true(listed(l, NSBOX_SETIDCAND_DIR, "acl") && listed(l, NSBOX_SETIDCAND_FILE, "suid"));
+    nsbox_setid_list_free(l);
+    /* a file capability behind more attribute names than the walk's buffer holds (ERANGE):
+     * each asked for by name */
+    make("a/capped", 0755);
+    path_of(p, "a/capped");
+    for (int i = 0; i < 40; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "user.padding-%02d-of-a-long-attribute-name", i);
+        assert_int_equal(setxattr(p, name, "x", 1, 0), 0);
+    }
+    static const uint32_t cap[] = {0x02000001, 1u << 13, 0, 0, 0}; /* CAP_NET_RAW, effective */
+    assert_int_equal(setxattr(p, "security.capability", cap, sizeof cap, 0), 0);
+    assert_true(listxattr(p, NULL, 0) > 1024);
+    assert_int_equal(nsbox_setid_layers_list(&fd, 1, &l, &why), 0);
+    assert_int_equal(l->n, 3);
+    assert_true(listed(l, NSBOX_SETIDCAND_FILE, "capped"));
+    nsbox_setid_list_free(l);
+    path_of(p, "a/data");
+    assert_int_equal(setxattr(p, "trusted.overlay.metacopy", "", 0, 0), 0);
+    assert_int_equal(nsbox_setid_layers_list(&fd, 1, &l, &why), 1);
+    assert_null(l);
+    assert_non_null(strstr(why.msg, "data: a metacopy attribute"));
+    close(fd);
+    assert_int_equal(rm_tree(), 0);
+}
+
+/* A layer deeper than the walk goes: no list, never one without what lies below the limit. */
+static void test_layers_list_too_deep(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip(); /* cloning a layer's mount needs root: test_layers_list checks the refusal */
+    setup_dir();
+    make_dir("a", 0755);
+    int fd = open_dir("a");
+    int d = openat(fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    for (int i = 0; i <= NSBOX_SETID_DEPTH_MAX; i++) {
+        assert_int_equal(mkdirat(d, "d", 0755), 0);
+        int next = openat(d, "d", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        assert_true(next >= 0);
+        close(d);
+        d = next;
+    }
+    int f = openat(d, "suid", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    assert_true(f >= 0 && fchmod(f, 04755) == 0);
+    close(f);
+    close(d);
+    struct nsbox_setid_list *l = NULL;
+    struct nsbox_err why = {0};
+    assert_int_equal(nsbox_setid_layers_list(&fd, 1, &l, &why), 1);
+    assert_null(l);
+    assert_non_null(strstr(why.msg, "too deep"));
+    close(fd);
+    assert_int_equal(rm_tree(), 0);
 }
 
 int main(void)
@@ -264,7 +332,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seal_listed),
         cmocka_unit_test(test_seal_listed_gives_up),
+        cmocka_unit_test(test_enter_walks_the_root_where_the_list_gives_up),
         cmocka_unit_test(test_layers_list),
+        cmocka_unit_test(test_layers_list_reads_attributes),
+        cmocka_unit_test(test_layers_list_too_deep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
