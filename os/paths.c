@@ -73,8 +73,8 @@ static int private_owner(const char *label, const char *dir, const char *path, b
     if (!who[0])
         return 0;
     return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
-                         "%s %s: %s %s (mode %04o): another user could %s", label, dir, path, who,
-                         (unsigned)(sb.st_mode & 07777), why);
+                         "%s %s: %s %s (mode %04o): another user could %s; %s", label, dir, path,
+                         who, (unsigned)(sb.st_mode & 07777), why, fix);
 }
 
 /* Each component of path from / (whole: path is the directory itself, not one above it). */
