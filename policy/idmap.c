@@ -24,8 +24,7 @@ static void set_lines(struct nsbox_idmap *m, uint32_t app, uint32_t sub)
 }
 
 int nsbox_idmap_compute(bool privileged, uint32_t caller_uid, uint32_t caller_gid, uint32_t slot,
-                        const struct nsbox_subids *sub, struct nsbox_idmaps *m,
-                        struct nsbox_err *e)
+                        const struct nsbox_subids *sub, struct nsbox_idmaps *m, struct nsbox_err *e)
 {
     memset(m, 0, sizeof *m);
     if (privileged) {
@@ -141,6 +140,22 @@ bool nsbox_subid_find(const char *text, const char *name, uint32_t id, uint32_t 
             *start = first;
             return true;
         }
+        line = nl ? nl + 1 : NULL;
+    }
+    return false;
+}
+
+bool nsbox_subid_overlaps(const char *text, uint32_t first, uint32_t count)
+{
+    for (const char *line = text; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        const char *end = nl ? nl : line + strlen(line);
+        const char *c1 = memchr(line, ':', (size_t)(end - line));
+        const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
+        uint32_t start, n;
+        if (c2 && parse_u32(c1 + 1, c2, &start) && parse_u32(c2 + 1, end, &n) && n > 0 &&
+            (uint64_t)start < (uint64_t)first + count && (uint64_t)first < (uint64_t)start + n)
+            return true;
         line = nl ? nl + 1 : NULL;
     }
     return false;

@@ -3,10 +3,15 @@ local users"). Root's state, data and cache directories hold what root trusts an
 directories, control sockets, locks, images, workspace backing files and templates. Another
 user who can write one of them, or a directory above it, can plant a symlink there, so that
 root creates and removes files where the user chose, or a state directory or an image of the
-user's making. As root, nsbox refuses such a directory, with the variable that fixes it."""
+user's making. As root, nsbox refuses such a directory, with the variable that fixes it.
+
+A user granted subordinate ids (/etc/subuid, /etc/subgid) can become them in a user namespace
+of their own: had a root sandbox run as such ids, the user could signal its processes. Root's
+sandboxes never take a uid slot whose ids are granted to anyone."""
 import os
 import shutil
 import stat
+import subprocess
 import tempfile
 import unittest
 
@@ -102,6 +107,103 @@ class DirectoriesAnotherUserCanWrite(unittest.TestCase):
         rc, err = self.run_root({})
         self.assertEqual(rc, 0, err)
         self.assertEqual(stat.S_IMODE(os.stat(self.dirs.state).st_mode) & 0o022, 0)
+
+
+BASE, COUNT, SLOTS = 2000000000, 65536, 2248  # policy/idmap.h
+FREE_SLOT = 2000  # the only slot whose ids the test grants to no user
+
+# As root, in a mount namespace of its own where /etc/subuid and /etc/subgid are the test's:
+# a root sandbox, then the user, in a user namespace made of the ids it was granted (through
+# newuidmap, as any user may), becoming the sandbox's host uid and signalling its command.
+ATTACK = r"""
+set -u
+mount --bind "$GRANTS" /etc/subuid && mount --bind "$GRANTS" /etc/subgid || exit 90
+"$NSBOX_BIN" run -- sleep "$MARK" &
+run=$!
+for i in $(seq 100); do
+    pid=$(pgrep -f -x "sleep $MARK" | head -1)
+    [ -n "$pid" ] && [ "$(stat -c %u /proc/$pid)" -ge 2000000000 ] && break
+    pid=; sleep 0.1
+done
+[ -n "$pid" ] || { kill $run; exit 91; }
+uid=$(stat -c %u /proc/$pid)
+echo "uid $uid"
+try_signal() {
+    setpriv --reuid "$USER_UID" --regid "$USER_GID" --clear-groups -- \
+        unshare --map-users=$BASE,0,$SPAN --map-groups=$BASE,0,$SPAN --setuid 0 --setgid 0 \
+        python3 -c '
+import os, sys
+pid, uid, base, span = map(int, sys.argv[1:])
+if not base <= uid < base + span:
+    print("signal out of reach: not one of the granted ids")
+    sys.exit(0)
+os.setgid(uid - base); os.setuid(uid - base)
+try:
+    os.kill(pid, 0); print("signal reached", sys.argv[1])
+except PermissionError:
+    print("signal refused")
+' "$1" "$2" "$BASE" "$SPAN"
+}
+try_signal "$pid" "$uid"
+# the control: a process of a granted id is reached the same way
+setpriv --reuid $((BASE + 5)) --regid $((BASE + 5)) --clear-groups sleep 30 &
+control=$!
+sleep 0.2
+try_signal "$control" $((BASE + 5)) | sed 's/reached [0-9]*/reached the control/'
+kill $control
+kill $pid 2>/dev/null; wait $run
+"""
+
+
+@unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
+@unittest.skipUnless(os.geteuid() == 0, "root's sandboxes and a mount namespace need root")
+class SubordinateIdsOfAnotherUser(unittest.TestCase):
+    def setUp(self):
+        for tool in ("newuidmap", "unshare", "setpriv", "pgrep"):
+            if not shutil.which(tool):
+                self.skipTest(f"needs {tool} (uidmap, util-linux, procps)")
+        self.user = ensure_test_user()
+        self.dirs = Dirs()
+        self.addCleanup(self.dirs.cleanup)
+
+    def grants(self, lines):
+        path = os.path.join(self.dirs.base, "subids")
+        with open(path, "w") as f:
+            f.write("".join(f"{self.user.pw_name}:{a}:{n}\n" for a, n in lines))
+        os.chmod(path, 0o644)
+        return path
+
+    def attack(self, grants, span):
+        env = self.dirs.env({"NSBOX_BIN": NSBOX, "GRANTS": grants, "MARK": f"60.{os.getpid()}",
+                             "USER_UID": str(self.user.pw_uid),
+                             "USER_GID": str(self.user.pw_gid), "BASE": str(BASE),
+                             "SPAN": str(span)})
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", ATTACK],
+                           env=env, capture_output=True, text=True, timeout=120)
+        if r.returncode in (90, 91):
+            self.fail(f"set-up failed ({r.returncode}): {r.stdout}{r.stderr}")
+        return r
+
+    def test_a_root_sandbox_never_runs_as_ids_granted_to_a_user(self):
+        """The user holds every slot's ids but one's (as an admin's large grant would): the
+        sandbox runs in that one, and the user's signal cannot reach it."""
+        span = FREE_SLOT * COUNT
+        grants = self.grants([(BASE, span),
+                              (BASE + (FREE_SLOT + 1) * COUNT, (SLOTS - FREE_SLOT - 1) * COUNT)])
+        r = self.attack(grants, span)
+        self.assertIn(f"uid {BASE + FREE_SLOT * COUNT + 1000}\n", r.stdout, r.stderr)
+        self.assertIn("signal out of reach", r.stdout, r.stderr)
+        self.assertIn("signal reached the control", r.stdout, r.stderr)
+        self.assertEqual(r.stdout.count("signal reached"), 1, r.stdout)
+
+    def test_all_slots_granted_is_a_clear_error(self):
+        grants = self.grants([(BASE, SLOTS * COUNT)])
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                            'mount --bind "$1" /etc/subuid && exec "$2" run -- true',
+                            "sh", grants, NSBOX],
+                           env=self.dirs.env(), capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("granted to users as subordinate ids (2248 of them: /etc/subuid", r.stderr)
 
 
 if __name__ == "__main__":
