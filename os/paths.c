@@ -44,8 +44,8 @@ static int env_dir(const char *name, const char **val, struct nsbox_err *e)
         return 0;
     if (o[0] != '/')
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                             "%s must be an absolute path, not '%s' (e.g. %s=\"$PWD/%s\")", name, o,
-                             name, o);
+                             "%s must be an absolute path, not '%s' (e.g. %s=\"$PWD/%s\")",
+                             name, o, name, o);
     *val = o;
     return 1;
 }

@@ -24,7 +24,8 @@ static void set_lines(struct nsbox_idmap *m, uint32_t app, uint32_t sub)
 }
 
 int nsbox_idmap_compute(bool privileged, uint32_t caller_uid, uint32_t caller_gid, uint32_t slot,
-                        const struct nsbox_subids *sub, struct nsbox_idmaps *m, struct nsbox_err *e)
+                        const struct nsbox_subids *sub, struct nsbox_idmaps *m,
+                        struct nsbox_err *e)
 {
     memset(m, 0, sizeof *m);
     if (privileged) {

@@ -127,8 +127,8 @@ static int make_workspace(struct nsbox_state *st, const char *workspace_arg,
 }
 
 /* Take the lock of the state directory dir (its own inode: flock on the directory). A state
- * directory made by an older nsbox (one that locked a file) has a "lock" file inside, which is its
- * lock, so that sandboxes still running across an upgrade are not taken for leftovers. Ours has a
+ * directory made by an older nsbox (one that locked a file) has a "lock" file inside, which is its lock, so
+ * that sandboxes still running across an upgrade are not taken for leftovers. Ours has a
  * symlink by that name instead (NSBOX_STATE_LOCK_MARK). Results: state.h. */
 int nsbox_state_lock(const char *dir)
 {
@@ -245,8 +245,8 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
         nsbox_err_sys(e, "cannot lock %s", tmp);
         goto remove_tmp;
     }
-    /* For an older nsbox (one that locks a "lock" file) on the same runtime directory, such as a
-     * pool filler started before an upgrade: its gc takes a directory without a "lock" file for an
+    /* For an older nsbox (one that locks a "lock" file) on the same runtime directory, such as a pool
+     * filler started before an upgrade: its gc takes a directory without a "lock" file for an
      * interrupted removal, and would kill a live sandbox. A symlink by that name it cannot
      * open, and so leaves the sandbox alone. */
     if (make_lock_mark(rt, st->lock_fd) < 0) {
@@ -268,7 +268,7 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
     }
     return make_workspace(st, workspace_arg, kind, e);
 
-remove_tmp : {
+remove_tmp: {
     struct nsbox_err ignored; /* e says what failed first */
     nsbox_rm_rf(tmp, &ignored);
 }
@@ -285,7 +285,7 @@ static int tomb_paths(char *dir, char *recent, char *older, struct nsbox_err *e)
     if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0 || path_join(dir, rt, "tombstones", e) < 0)
         return -1;
     return path_join(recent, dir, "recent", e) < 0 || path_join(older, dir, "older", e) < 0 ? -1
-                                                                                            : 0;
+                                                                                          : 0;
 }
 
 int nsbox_tombstone_write(const char *id, const char *reason)
@@ -520,8 +520,6 @@ static unsigned list_slot_files(const char *dir, uint32_t *found, unsigned *nfou
     return n;
 }
 
-/* The slot of an existing file nobody holds, locked (its file left by an ended sandbox, for the
- * next): 0, or -1 when all that were tried are held. */
 /* The subordinate ids granted to the host's users (/etc/subuid, /etc/subgid): NULL when none. */
 struct granted {
     char *uids, *gids;
@@ -542,6 +540,8 @@ static bool slot_granted(const struct granted *g, uint32_t slot)
     return false;
 }
 
+/* The slot of an existing file nobody holds, locked (its file left by an ended sandbox, for the
+ * next): 0, or -1 when all that were tried are held. */
 static int reuse_slot_file(struct nsbox_state *st, const char *dir, const uint32_t *found,
                            unsigned nfound, uint32_t start, const struct granted *g)
 {

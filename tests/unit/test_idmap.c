@@ -180,14 +180,14 @@ static void test_subid_find(void **state)
     uint32_t start = 0;
     const char *text = "# comment\n"
                        "alice:100000:65536\n"
-                       "bob:165536:1000\n" /* too few */
+                       "bob:165536:1000\n"       /* too few */
                        "bob:300000:65536\n"
-                       "1003:400000:70000\n"      /* by number */
-                       "carol:0:65536\n"          /* host root */
+                       "1003:400000:70000\n"     /* by number */
+                       "carol:0:65536\n"         /* host root */
                        "carol:4294901760:65536\n" /* reaches (uid_t)-1 */
-                       "dave:500000:65536x\n"     /* not a number */
-                       "eve:600000\n"             /* no count */
-                       "frank:700000:65536";      /* no newline at the end */
+                       "dave:500000:65536x\n"    /* not a number */
+                       "eve:600000\n"            /* no count */
+                       "frank:700000:65536";    /* no newline at the end */
     assert_true(nsbox_subid_find(text, "alice", 1001, &start));
     assert_int_equal(start, 100000);
     assert_true(nsbox_subid_find(text, "bob", 1002, &start));
@@ -200,7 +200,7 @@ static void test_subid_find(void **state)
     assert_false(nsbox_subid_find(text, "carol", 1004, &start));
     assert_false(nsbox_subid_find(text, "dave", 1005, &start));
     assert_false(nsbox_subid_find(text, "eve", 1006, &start));
-    assert_false(nsbox_subid_find(text, "ali", 1007, &start)); /* a prefix is not a name */
+    assert_false(nsbox_subid_find(text, "ali", 1007, &start));   /* a prefix is not a name */
     assert_false(nsbox_subid_find(text, "", 1008, &start));
     assert_false(nsbox_subid_find("", "alice", 1001, &start));
     assert_int_equal(start, 42);
