@@ -4,6 +4,7 @@
 #include "ocirt.h"
 #include "cleanup.h"
 #include "cleanup_cjson.h"
+#include "paths.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -30,80 +31,13 @@ bool nsbox_ocistate_id_valid(const char *id)
     return true;
 }
 
-/* One component of --root's path (path, its prefix up to there): owned by root or the caller,
- * and writable by no one else; a directory above --root may be writable by all if it is sticky
- * (/tmp), where no one renames or removes another's entries. 1 when it does not exist. */
-static int check_owner(const char *root, const char *path, bool last, struct nsbox_err *e)
-{
-    struct stat sb;
-    if (lstat(path, &sb) < 0)
-        return errno == ENOENT ? 1 : nsbox_err_sys(e, "--root %s: %s", root, path);
-    char who[64] = "";
-    if (sb.st_uid != 0 && sb.st_uid != geteuid())
-        snprintf(who, sizeof who, "belongs to uid %u", (unsigned)sb.st_uid);
-    else if (S_ISLNK(sb.st_mode))
-        return 0; /* its own mode means nothing; where it leads is checked */
-    else if (!last && (sb.st_mode & S_ISVTX))
-        return 0; /* no one renames or removes another's entries there */
-    else if (sb.st_mode & S_IWOTH)
-        snprintf(who, sizeof who, "is writable by every user");
-    else if ((sb.st_mode & S_IWGRP) && sb.st_gid != 0)
-        snprintf(who, sizeof who, "is writable by group %u", (unsigned)sb.st_gid);
-    if (!who[0])
-        return 0;
-    return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
-                         "--root %s: %s %s (mode %04o): another user could replace a "
-                         "container's state there, whose pids nsbox-oci signals and whose hooks "
-                         "it runs as root; use a directory only root can write, as the default "
-                         "%s",
-                         root, path, who, (unsigned)(sb.st_mode & 07777), NSBOX_OCI_DEFAULT_ROOT);
-}
-
-/* Each component of path from / (whole: path is --root itself, not a directory above it). */
-static int check_path(const char *root, const char *path, bool whole, struct nsbox_err *e)
-{
-    char buf[PATH_MAX];
-    if ((size_t)snprintf(buf, sizeof buf, "%s", path) >= sizeof buf)
-        return nsbox_err_invalid(e, "--root: path too long");
-    for (char *p = buf;; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char c = *p;
-        *p = '\0';
-        int r = check_owner(root, p == buf ? "/" : buf, whole && c == '\0', e);
-        *p = c;
-        if (r != 0)
-            return r < 0 ? -1 : 0;
-        if (c == '\0')
-            return 0;
-    }
-}
-
 int nsbox_ocistate_check_root(const struct nsbox_ocirt *g, struct nsbox_err *e)
 {
-    char abs[PATH_MAX], real[PATH_MAX];
-    if (g->root[0] == '/')
-        snprintf(abs, sizeof abs, "%s", g->root);
-    else if (!getcwd(real, sizeof real) ||
-             (size_t)snprintf(abs, sizeof abs, "%s/%s", real, g->root) >= sizeof abs)
-        return nsbox_err_invalid(e, "--root %s: cannot make it an absolute path", g->root);
-    if (check_path(g->root, abs, true, e) < 0)
-        return -1;
-    /* where its symlinks lead: the deepest part that exists, resolved. What cannot be resolved
-     * for another reason is refused: a path that resolves past PATH_MAX fails realpath, and the
-     * kernel, which has no such limit, would follow it wherever another user's links lead. */
-    bool whole = true;
-    for (char *cut; !realpath(abs, real); *cut = '\0', whole = false) {
-        if (errno != ENOENT)
-            return nsbox_err_set(e, NSBOX_E_POLICY, errno,
-                                 "--root %s: %s cannot be resolved (%s), so whether another "
-                                 "user could write where it leads cannot be checked; use a "
-                                 "directory only root can write, as the default %s",
-                                 g->root, abs, strerror(errno), NSBOX_OCI_DEFAULT_ROOT);
-        if (!(cut = strrchr(abs, '/')) || cut == abs)
-            return 0;
-    }
-    return check_path(g->root, real, whole, e);
+    return nsbox_path_check_private(
+        "--root", g->root,
+        "replace a container's state there, whose pids nsbox-oci "
+        "signals and whose hooks it runs as root",
+        "use a directory only root can write, as the default " NSBOX_OCI_DEFAULT_ROOT, e);
 }
 
 int nsbox_ocistate_dir(const struct nsbox_ocirt *g, const char *id, char *out, size_t n,

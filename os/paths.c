@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +50,138 @@ static int env_dir(const char *name, const char **val, struct nsbox_err *e)
     return 1;
 }
 
-int nsbox_path_runtime_dir(char *out, size_t n, struct nsbox_err *e)
+/* One component of a directory's path (path, its prefix up to there): owned by root or us, and
+ * writable by no one else; a directory above may be writable by all if it is sticky (/tmp),
+ * where no one renames or removes another's entries. 1 when it does not exist. */
+static int private_owner(const char *label, const char *dir, const char *path, bool last,
+                         const char *why, const char *fix, struct nsbox_err *e)
+{
+    struct stat sb;
+    if (lstat(path, &sb) < 0)
+        return errno == ENOENT ? 1 : nsbox_err_sys(e, "%s %s: %s", label, dir, path);
+    char who[64] = "";
+    if (sb.st_uid != 0 && sb.st_uid != geteuid())
+        snprintf(who, sizeof who, "belongs to uid %u", (unsigned)sb.st_uid);
+    else if (S_ISLNK(sb.st_mode))
+        return 0; /* its own mode means nothing; where it leads is checked */
+    else if (!last && (sb.st_mode & S_ISVTX))
+        return 0;
+    else if (sb.st_mode & S_IWOTH)
+        snprintf(who, sizeof who, "is writable by every user");
+    else if ((sb.st_mode & S_IWGRP) && sb.st_gid != 0)
+        snprintf(who, sizeof who, "is writable by group %u", (unsigned)sb.st_gid);
+    if (!who[0])
+        return 0;
+    return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                         "%s %s: %s %s (mode %04o): another user could %s; %s", label, dir, path,
+                         who, (unsigned)(sb.st_mode & 07777), why, fix);
+}
+
+/* Each component of path from / (whole: path is the directory itself, not one above it). */
+static int private_path(const char *label, const char *dir, const char *path, bool whole,
+                        const char *why, const char *fix, struct nsbox_err *e)
+{
+    char buf[PATH_MAX];
+    if ((size_t)snprintf(buf, sizeof buf, "%s", path) >= sizeof buf)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "%s: path too long", label);
+    for (char *p = buf;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char c = *p;
+        *p = '\0';
+        int r = private_owner(label, dir, p == buf ? "/" : buf, whole && c == '\0', why, fix, e);
+        *p = c;
+        if (r != 0)
+            return r < 0 ? -1 : 0;
+        if (c == '\0')
+            return 0;
+    }
+}
+
+/* Where the symlinks of abs (changed) lead: the deepest part that exists, resolved into real,
+ * also through a link to a place not made yet (mkdir -p would make it there); *whole stays true
+ * while that is the directory itself. 0 when resolved, 1 when no part of it exists, -1 (errno)
+ * when it cannot be resolved. */
+static int resolve_existing(char *abs, char *real, bool *whole)
+{
+    char link[PATH_MAX], next[PATH_MAX];
+    for (int hops = 0; hops < 40; hops++) {
+        if (realpath(abs, real))
+            return 0;
+        char *cut = strrchr(abs, '/');
+        if (errno != ENOENT)
+            return -1;
+        ssize_t n = readlink(abs, link, sizeof link - 1);
+        if (n > 0) { /* a dangling link: on to where it leads */
+            link[n] = '\0';
+            *cut = '\0';
+            if ((size_t)snprintf(next, sizeof next, "%s/%s", link[0] == '/' ? "" : abs, link) >=
+                sizeof next)
+                return errno = ENAMETOOLONG, -1;
+            snprintf(abs, PATH_MAX, "%s", next);
+        } else if (!cut || cut == abs) {
+            return 1;
+        } else {
+            *cut = '\0';
+            *whole = false;
+        }
+    }
+    return errno = ELOOP, -1;
+}
+
+int nsbox_path_check_private(const char *label, const char *dir, const char *why, const char *fix,
+                             struct nsbox_err *e)
+{
+    char abs[PATH_MAX], real[PATH_MAX];
+    if (dir[0] == '/')
+        snprintf(abs, sizeof abs, "%s", dir);
+    else if (!getcwd(real, sizeof real) ||
+             (size_t)snprintf(abs, sizeof abs, "%s/%s", real, dir) >= sizeof abs)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "%s %s: cannot make it an absolute path",
+                             label, dir);
+    if (private_path(label, dir, abs, true, why, fix, e) < 0)
+        return -1;
+    /* What cannot be resolved is refused: a path that resolves past PATH_MAX fails realpath,
+     * and the kernel, which has no such limit, would follow it wherever another user's links
+     * lead. */
+    char shown[PATH_MAX];
+    snprintf(shown, sizeof shown, "%s", abs);
+    bool whole = true;
+    int r = resolve_existing(abs, real, &whole);
+    if (r < 0)
+        return nsbox_err_set(e, NSBOX_E_POLICY, errno,
+                             "%s %s: %s cannot be resolved (%s), so whether another user could "
+                             "write where it leads cannot be checked; %s",
+                             label, dir, shown, strerror(errno), fix);
+    return r ? 0 : private_path(label, dir, real, whole, why, fix, e);
+}
+
+/* As root, a directory of nsbox's that another user could write would let them plant what
+ * root then trusts: a state directory (locks, sockets, the pool, tombstones), an image, a
+ * workspace's backing file or template, or a link where root creates and removes files. */
+static int root_private(int r, const char *label, const char *var, const char *out,
+                        struct nsbox_err *e)
+{
+    /* the last directory found private, per kind, once it exists: only root could make it
+     * otherwise, and a run asks for its directories dozens of times */
+    static __thread char passed[3][PATH_MAX];
+    char *last = passed[label[0] == 's' ? 0 : label[0] == 'd' ? 1 : 2];
+    if (r < 0 || geteuid() != 0 || !strcmp(last, out))
+        return r;
+    char fix[128];
+    snprintf(fix, sizeof fix, "set %s to a directory only root can write", var);
+    if (nsbox_path_check_private(label, out,
+                                 "plant files, links or sockets there that nsbox, run as root, "
+                                 "would trust or write through",
+                                 fix, e) < 0)
+        return -1;
+    struct stat sb; /* all of it checked: none of it can be made by another user later */
+    if (lstat(out, &sb) == 0)
+        snprintf(last, PATH_MAX, "%s", out);
+    return r;
+}
+
+static int runtime_dir(char *out, size_t n, struct nsbox_err *e)
 {
     const char *o = NULL;
     int r = env_dir("NSBOX_STATE_DIR", &o, e);
@@ -78,7 +210,7 @@ int nsbox_path_runtime_dir(char *out, size_t n, struct nsbox_err *e)
     return 0;
 }
 
-int nsbox_path_data_dir(char *out, size_t n, struct nsbox_err *e)
+static int data_dir(char *out, size_t n, struct nsbox_err *e)
 {
     const char *o = NULL;
     int r = env_dir("NSBOX_DATA_DIR", &o, e);
@@ -94,7 +226,7 @@ int nsbox_path_data_dir(char *out, size_t n, struct nsbox_err *e)
     return fmt_path(out, n, e, "%s%s", home_dir(), "/.local/share/nsbox");
 }
 
-int nsbox_path_cache_dir(char *out, size_t n, struct nsbox_err *e)
+static int cache_dir(char *out, size_t n, struct nsbox_err *e)
 {
     const char *o = NULL;
     int r = env_dir("NSBOX_CACHE_DIR", &o, e);
@@ -106,6 +238,21 @@ int nsbox_path_cache_dir(char *out, size_t n, struct nsbox_err *e)
     if (x && x[0] == '/' && geteuid() != 0)
         return fmt_path(out, n, e, "%s%s", x, "/nsbox");
     return fmt_path(out, n, e, "%s%s", home_dir(), "/.cache/nsbox");
+}
+
+int nsbox_path_runtime_dir(char *out, size_t n, struct nsbox_err *e)
+{
+    return root_private(runtime_dir(out, n, e), "state directory", "NSBOX_STATE_DIR", out, e);
+}
+
+int nsbox_path_data_dir(char *out, size_t n, struct nsbox_err *e)
+{
+    return root_private(data_dir(out, n, e), "data directory", "NSBOX_DATA_DIR", out, e);
+}
+
+int nsbox_path_cache_dir(char *out, size_t n, struct nsbox_err *e)
+{
+    return root_private(cache_dir(out, n, e), "cache directory", "NSBOX_CACHE_DIR", out, e);
 }
 
 int nsbox_mkdir_p(const char *path, unsigned mode, struct nsbox_err *e)

@@ -146,6 +146,22 @@ bool nsbox_subid_find(const char *text, const char *name, uint32_t id, uint32_t 
     return false;
 }
 
+bool nsbox_subid_overlaps(const char *text, uint32_t first, uint32_t count)
+{
+    for (const char *line = text; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        const char *end = nl ? nl : line + strlen(line);
+        const char *c1 = memchr(line, ':', (size_t)(end - line));
+        const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
+        uint32_t start, n;
+        if (c2 && parse_u32(c1 + 1, c2, &start) && parse_u32(c2 + 1, end, &n) && n > 0 &&
+            (uint64_t)start < (uint64_t)first + count && (uint64_t)first < (uint64_t)start + n)
+            return true;
+        line = nl ? nl + 1 : NULL;
+    }
+    return false;
+}
+
 unsigned nsbox_idmap_mount_lines(uint32_t owner, uint32_t base, struct nsbox_idmap *out)
 {
     out[0] = (struct nsbox_idmap){owner, base + NSBOX_SANDBOX_UID, 1};

@@ -520,14 +520,36 @@ static unsigned list_slot_files(const char *dir, uint32_t *found, unsigned *nfou
     return n;
 }
 
+/* The subordinate ids granted to the host's users (/etc/subuid, /etc/subgid): NULL when none. */
+struct granted {
+    char *uids, *gids;
+};
+
+/* Whether a user may become an id of slot's (its range, its egress helper's id) in a user
+ * namespace of their own (newuidmap): they could signal the sandbox's processes, which run as
+ * those ids on the host. Such a slot is never given. */
+static bool slot_granted(const struct granted *g, uint32_t slot)
+{
+    uint32_t base = nsbox_idmap_slot_base(slot), egress = nsbox_idmap_egress_id(slot);
+    for (int i = 0; i < 2; i++) {
+        const char *t = i ? g->gids : g->uids;
+        if (t &&
+            (nsbox_subid_overlaps(t, base, NSBOX_ID_COUNT) || nsbox_subid_overlaps(t, egress, 1)))
+            return true;
+    }
+    return false;
+}
+
 /* The slot of an existing file nobody holds, locked (its file left by an ended sandbox, for the
  * next): 0, or -1 when all that were tried are held. */
 static int reuse_slot_file(struct nsbox_state *st, const char *dir, const uint32_t *found,
-                           unsigned nfound, uint32_t start)
+                           unsigned nfound, uint32_t start, const struct granted *g)
 {
     char path[PATH_MAX];
     for (unsigned k = 0; k < nfound; k++) {
         uint32_t slot = found[(start + k) % nfound];
+        if (slot_granted(g, slot))
+            continue;
         slot_path(path, sizeof path, dir, slot);
         int fd = lock_file(path, false);
         if (fd < 0)
@@ -562,12 +584,22 @@ int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e)
     uint32_t start = 0;
     if (getrandom(&start, sizeof start, GRND_NONBLOCK) != (ssize_t)sizeof start)
         start = (uint32_t)getpid();
-    if (reuse_slot_file(st, dir, found, nfound, start) == 0)
+    struct nsbox_err ignored; /* unreadable: no user has subordinate ids through it */
+    cleanup_free char *uids = NULL, *gids = NULL;
+    nsbox_read_small("/etc/subuid", &uids, &ignored);
+    nsbox_read_small("/etc/subgid", &gids, &ignored);
+    struct granted g = {uids, gids};
+    if (reuse_slot_file(st, dir, found, nfound, start, &g) == 0)
         return 0;
     start %= window;
     bool made_dir = false;
+    unsigned granted = 0;
     for (uint32_t i = 0; i < NSBOX_UID_SLOTS; i++) {
         uint32_t slot = nsbox_slot_probe(start, i, window);
+        if (slot_granted(&g, slot)) {
+            granted++;
+            continue;
+        }
         slot_path(path, sizeof path, dir, slot);
         int fd = lock_file(path, true);
         if (fd < 0 && errno == ENOENT && !made_dir) {
@@ -590,6 +622,13 @@ int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e)
         if (errno != EWOULDBLOCK)
             return nsbox_err_sys(e, "cannot lock uid slot %s", path);
     }
+    if (granted)
+        return nsbox_err_set(e, NSBOX_E_SYS, EUSERS,
+                             "all %u nsbox uid slots are in use or granted to users as "
+                             "subordinate ids (%u of them: /etc/subuid, /etc/subgid; host ids "
+                             "%u to %u are nsbox's, docs/decisions.md \"Identity\")",
+                             NSBOX_UID_SLOTS, granted, NSBOX_UID_BASE,
+                             nsbox_idmap_egress_id(NSBOX_UID_SLOTS - 1));
     return nsbox_err_set(e, NSBOX_E_SYS, EUSERS, "all %u nsbox uid slots are in use",
                          NSBOX_UID_SLOTS);
 }

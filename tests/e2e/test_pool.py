@@ -488,7 +488,10 @@ class Pool(unittest.TestCase):
         fdir = os.path.join(self.dirs.state, fake)
         os.mkdir(fdir)
         os.chown(fdir, user.pw_uid, user.pw_gid)
-        got = os.path.join(self.dirs.base, "got")
+        out = os.path.join(self.dirs.base, "fake-out")  # where the fake may write what it got
+        os.mkdir(out)
+        os.chown(out, user.pw_uid, user.pw_gid)
+        got = os.path.join(out, "got")
         server = subprocess.Popen(
             ["setpriv", "--reuid", str(user.pw_uid), "--regid", str(user.pw_gid),
              "--clear-groups", "--", "python3", "-c",
@@ -502,7 +505,6 @@ class Pool(unittest.TestCase):
             stdout=subprocess.PIPE)
         try:
             self.assertEqual(server.stdout.readline(), b"up\n")
-            os.chmod(self.dirs.base, 0o777)  # where the fake may write what it got
             open(os.path.join(self.dirs.state, "pool", key + "-" + fake), "w").close()
             # listed first or not, the run must end in a real sandbox and say nothing there
             for _ in range(3):

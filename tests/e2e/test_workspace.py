@@ -449,7 +449,7 @@ class WorkspaceDisk(unittest.TestCase):
         # does not while the first may still fill its own, in this runtime directory or in
         # another that shares the cache directory; after rm it does.
         r = self.in_private_mount_ns(
-            'mount -t tmpfs -o size=220m tmpfs "$NSBOX_CACHE_DIR"\n'
+            'mount -t tmpfs -o size=220m,mode=0700 tmpfs "$NSBOX_CACHE_DIR"\n'
             'a=$("$NSBOX" create --instance-type big)\n'
             '"$NSBOX" exec "$a" -- sh -c "head -c 20M /dev/zero > f"\n'
             'if "$NSBOX" create --instance-type big 2> err; then echo SECOND-CREATED; fi\n'
@@ -472,7 +472,7 @@ class WorkspaceDisk(unittest.TestCase):
         # the older name of thin provisioning (overcommit) and a floor below the filesystem's
         # size, both fit.
         r = self.in_private_mount_ns(
-            'mount -t tmpfs -o size=220m tmpfs "$NSBOX_CACHE_DIR"\n'
+            'mount -t tmpfs -o size=220m,mode=0700 tmpfs "$NSBOX_CACHE_DIR"\n'
             '"$NSBOX" run --instance-type big -- sleep 30 & p=$!\n'
             'until ls "$NSBOX_CACHE_DIR"/????????????.ext4 >/dev/null 2>&1; do sleep 0.05; done\n'
             'kill -9 $p; wait $p || true\n'
@@ -496,7 +496,7 @@ class WorkspaceDisk(unittest.TestCase):
         # nobody holds the lock of, and looks again. Here the dead sandbox wrote
         # 100 MiB of a 220 MiB filesystem, and the next wants 150 MiB.
         r = self.in_private_mount_ns(
-            'mount -t tmpfs -o size=220m tmpfs "$NSBOX_CACHE_DIR"\n'
+            'mount -t tmpfs -o size=220m,mode=0700 tmpfs "$NSBOX_CACHE_DIR"\n'
             + writing_run(100) +
             'kill -9 $p; wait $p || true\n'
             'df -m "$NSBOX_CACHE_DIR" | awk \'NR == 2 && $3 >= 100 { print "dead-holds-space" }\'\n'
@@ -514,7 +514,7 @@ class WorkspaceDisk(unittest.TestCase):
         # sharing this cache directory (XDG_RUNTIME_DIR set in one shell, not in another):
         # the run is refused and the file stays (gc decides about it).
         r = self.in_private_mount_ns(
-            'mount -t tmpfs -o size=220m tmpfs "$NSBOX_CACHE_DIR"\n'
+            'mount -t tmpfs -o size=220m,mode=0700 tmpfs "$NSBOX_CACHE_DIR"\n'
             'head -c 100M /dev/zero > "$NSBOX_CACHE_DIR/0123456789ab.ext4"\n'
             'if "$NSBOX" run --instance-type big -- true; then echo RAN; fi\n'
             'test -s "$NSBOX_CACHE_DIR/0123456789ab.ext4" && echo kept\n',
@@ -556,7 +556,7 @@ class WorkspaceDisk(unittest.TestCase):
         # (docs/pool.md): they promise most of it while they wait. A sandbox wanted now gets
         # its space: one pooled sandbox is deleted for it. A pool fill does not do that.
         r = self.in_private_mount_ns(
-            'mount -t tmpfs -o size=220m tmpfs "$NSBOX_CACHE_DIR"\n'
+            'mount -t tmpfs -o size=220m,mode=0700 tmpfs "$NSBOX_CACHE_DIR"\n'
             '"$NSBOX" pool fill --instance-type big --size 2 >/dev/null\n'
             'a=$("$NSBOX" create --instance-type big)\n'
             'echo created\n'
@@ -583,7 +583,7 @@ class WorkspaceDisk(unittest.TestCase):
         # sandbox covers that, and only one goes. Sized by the free space before the reclaim,
         # both went.
         r = self.in_private_mount_ns(
-            'mount -t tmpfs -o size=260m tmpfs "$NSBOX_CACHE_DIR"\n'
+            'mount -t tmpfs -o size=260m,mode=0700 tmpfs "$NSBOX_CACHE_DIR"\n'
             'python3 -c "import json,sys; c=json.load(open(sys.argv[1])); '
             'c[\'pool\']={\'size\': 2}; c[\'workspace\']={\'min_free\': 0, \'min_free_percent\': 0}; '
             'json.dump(c, open(sys.argv[1] + \'.oc\', \'w\'))" "$NSBOX_CONFIG"\n'

@@ -83,6 +83,7 @@ class Dirs:
     if the test made one)."""
 
     def __init__(self, owner=None):
+        self.owner = owner
         self.base = tempfile.mkdtemp(prefix="nsbox-test-")
         os.chmod(self.base, 0o755)
         self.state = os.path.join(self.base, "state")
@@ -134,9 +135,12 @@ class Dirs:
         return out
 
     def cleanup(self):
+        def nsbox(args, timeout):
+            # as the owner: root refuses directories another user can write (docs/security.md)
+            cmd, env = nsbox_command(args, self, self.owner)
+            subprocess.run(cmd, env=env, capture_output=True, timeout=timeout)
         if os.path.isdir(os.path.join(self.state, "pool")):
-            subprocess.run([NSBOX, "pool", "drain"], env=self.env(), capture_output=True,
-                           timeout=60)
+            nsbox(["pool", "drain"], 60)
         # A test may end with a supervisor it killed and no gc after it (the gc tests' last
         # step), or fail with sandboxes it never got the ids of: their cgroups, loop devices,
         # mounts and supervisors are found through the state directory removed below, and
@@ -144,8 +148,8 @@ class Dirs:
         leakwatch.note_sandbox_ids(self.state, self.cache)  # the runner's report, before they go
         ids = self.live_ids()
         if ids:
-            subprocess.run([NSBOX, "rm"] + ids, env=self.env(), capture_output=True, timeout=120)
-            subprocess.run([NSBOX, "gc"], env=self.env(), capture_output=True, timeout=60)
+            nsbox(["rm"] + ids, 120)
+            nsbox(["gc"], 60)
         shutil.rmtree(self.base, ignore_errors=True)
 
 

@@ -211,6 +211,29 @@ static void test_subid_find(void **state)
 
 /* ---- the idmapped --workspace DIR mount ------------------------------------------------------ */
 
+/* Any owner's range that shares an id with the one asked about, whatever the line's owner;
+ * malformed lines and empty ranges share nothing; no overflow at the top of the id space. */
+static void test_subid_overlaps(void **state)
+{
+    (void)state;
+    const char *text = "alice:100000:65536\n"
+                       "1002:2000065536:10\n"
+                       "bad line\n"
+                       "carol:x:5\n"
+                       "dave:3000000000:0\n"
+                       "eve:4294967290:5";
+    assert_true(nsbox_subid_overlaps(text, 165535, 1));
+    assert_false(nsbox_subid_overlaps(text, 165536, 1));
+    assert_false(nsbox_subid_overlaps(text, 34464, 65536)); /* ends at 99999 */
+    assert_true(nsbox_subid_overlaps(text, 34465, 65536));
+    assert_true(nsbox_subid_overlaps(text, 2000000000, 65536 + 1)); /* reaches 1002's */
+    assert_false(nsbox_subid_overlaps(text, 2000000000, 65536));
+    assert_false(nsbox_subid_overlaps(text, 3000000000u, 65536)); /* dave's is empty */
+    assert_true(nsbox_subid_overlaps(text, 4294967294u, 1));
+    assert_false(nsbox_subid_overlaps("", 0, 4294967295u));
+    assert_false(nsbox_subid_overlaps(NULL, 0, 4294967295u));
+}
+
 static void test_mount_lines(void **state)
 {
     (void)state;
@@ -369,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_unprivileged_with_subids),
         cmocka_unit_test(test_unprivileged_rejects_root_and_unmapped),
         cmocka_unit_test(test_subid_find),
+        cmocka_unit_test(test_subid_overlaps),
         cmocka_unit_test(test_mount_lines),
         cmocka_unit_test(test_format_text),
         cmocka_unit_test(test_format_range_checks),

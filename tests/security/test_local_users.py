@@ -1,0 +1,210 @@
+"""Security: nsbox run as root on a machine with other local users (docs/security.md, "Other
+local users"). Root's state, data and cache directories hold what root trusts and writes: state
+directories, control sockets, locks, images, workspace backing files and templates. Another
+user who can write one of them, or a directory above it, can plant a symlink there, so that
+root creates and removes files where the user chose, or a state directory or an image of the
+user's making. As root, nsbox refuses such a directory, with the variable that fixes it.
+
+A user granted subordinate ids (/etc/subuid, /etc/subgid) can become them in a user namespace
+of their own: had a root sandbox run as such ids, the user could signal its processes. Root's
+sandboxes never take a uid slot whose ids are granted to anyone."""
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+import unittest
+
+from nsbox_test import NSBOX, Dirs, ensure_test_user, run_nsbox
+
+
+@unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
+@unittest.skipUnless(os.geteuid() == 0, "the attack is on nsbox run as root by another user")
+class DirectoriesAnotherUserCanWrite(unittest.TestCase):
+    def setUp(self):
+        self.user = ensure_test_user()
+        self.dirs = Dirs()
+        self.addCleanup(self.dirs.cleanup)
+        self.tmp = tempfile.mkdtemp(prefix="nsbox-local-users-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        os.chmod(self.tmp, 0o711)  # the user passes through the test's directory, no more
+        self.home = os.path.join(self.tmp, "home")  # the user's own
+        os.makedirs(self.home)
+        os.chown(self.home, self.user.pw_uid, self.user.pw_gid)
+        self.victim = os.path.join(self.tmp, "victim")  # root's, closed to others
+        os.makedirs(self.victim, 0o700)
+
+    def as_user(self, fn):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setgroups([])
+                os.setgid(self.user.pw_gid)
+                os.setuid(self.user.pw_uid)
+                fn()
+                os._exit(0)
+            except BaseException:
+                os._exit(1)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+
+    def run_root(self, env, args=("run", "--", "true")):
+        r = run_nsbox(list(args), self.dirs, extra_env=env)
+        return r.returncode, r.stderr.decode()
+
+    def assertRefused(self, rc, err, var, path):
+        self.assertEqual(rc, 125, err)
+        self.assertIn(f"{path} belongs to uid {self.user.pw_uid}", err)
+        self.assertIn(f"set {var} to a directory only root can write", err)
+
+    def test_root_cache_below_another_users_home_is_not_written_through_its_link(self):
+        """`sudo -E nsbox run` keeps the caller's HOME: root's cache directory is then
+        $HOME/.cache/nsbox, the user's to replace. A link there to a root-only directory made
+        root create the workspace templates (and each sandbox's backing file) in it."""
+        def plant():
+            os.makedirs(os.path.join(self.home, ".cache"))
+            os.symlink(self.victim, os.path.join(self.home, ".cache", "nsbox"))
+        self.as_user(plant)
+        env = {"HOME": self.home, "NSBOX_CACHE_DIR": ""}
+        rc, err = self.run_root(env)
+        self.assertEqual(os.listdir(self.victim), [], err)
+        self.assertRefused(rc, err, "NSBOX_CACHE_DIR", self.home)
+        self.assertIn("cache directory", err)
+
+    def test_each_directory_below_one_another_user_can_write_is_refused(self):
+        """NSBOX_STATE_DIR, NSBOX_DATA_DIR and NSBOX_CACHE_DIR below the user's directory
+        (a CI job's checkout, say): refused before anything is made there."""
+        for var in ("NSBOX_STATE_DIR", "NSBOX_DATA_DIR", "NSBOX_CACHE_DIR"):
+            with self.subTest(var=var):
+                where = os.path.join(self.home, var.lower())
+                rc, err = self.run_root({var: where})
+                self.assertRefused(rc, err, var, self.home)
+                self.assertFalse(os.path.lexists(where), err)
+
+    def test_a_link_to_a_directory_another_user_can_write_is_refused(self):
+        """Root's own link that leads below the user's directory: where it leads counts."""
+        link = os.path.join(self.tmp, "state-link")
+        os.symlink(os.path.join(self.home, "state"), link)
+        rc, err = self.run_root({"NSBOX_STATE_DIR": link})
+        self.assertRefused(rc, err, "NSBOX_STATE_DIR", self.home)
+        self.assertFalse(os.path.lexists(os.path.join(self.home, "state")), err)
+
+    def test_group_or_world_writable_directories_are_refused(self):
+        for mode, gid, why in ((0o770, self.user.pw_gid, f"is writable by group {self.user.pw_gid}"),
+                               (0o777, 0, "is writable by every user")):
+            with self.subTest(mode=oct(mode)):
+                d = os.path.join(self.tmp, "shared-%o" % mode)
+                os.makedirs(d)
+                os.chown(d, 0, gid)
+                os.chmod(d, mode)
+                rc, err = self.run_root({"NSBOX_DATA_DIR": os.path.join(d, "data")})
+                self.assertEqual(rc, 125, err)
+                self.assertIn(f"{d} {why} (mode {mode:04o})", err)
+                self.assertEqual(os.listdir(d), [], err)
+
+    def test_directories_only_root_can_write_work(self):
+        """The control: root's own directories below the sticky /tmp (as every test's)."""
+        rc, err = self.run_root({})
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(stat.S_IMODE(os.stat(self.dirs.state).st_mode) & 0o022, 0)
+
+
+BASE, COUNT, SLOTS = 2000000000, 65536, 2248  # policy/idmap.h
+FREE_SLOT = 2000  # the only slot whose ids the test grants to no user
+
+# As root, in a mount namespace of its own where /etc/subuid and /etc/subgid are the test's:
+# a root sandbox, then the user, in a user namespace made of the ids it was granted (through
+# newuidmap, as any user may), becoming the sandbox's host uid and signalling its command.
+ATTACK = r"""
+set -u
+mount --bind "$GRANTS" /etc/subuid && mount --bind "$GRANTS" /etc/subgid || exit 90
+"$NSBOX_BIN" run -- sleep "$MARK" &
+run=$!
+for i in $(seq 100); do
+    pid=$(pgrep -f -x "sleep $MARK" | head -1)
+    [ -n "$pid" ] && [ "$(stat -c %u /proc/$pid)" -ge 2000000000 ] && break
+    pid=; sleep 0.1
+done
+[ -n "$pid" ] || { kill $run; exit 91; }
+uid=$(stat -c %u /proc/$pid)
+echo "uid $uid"
+try_signal() {
+    setpriv --reuid "$USER_UID" --regid "$USER_GID" --clear-groups -- \
+        unshare --map-users=$BASE,0,$SPAN --map-groups=$BASE,0,$SPAN --setuid 0 --setgid 0 \
+        python3 -c '
+import os, sys
+pid, uid, base, span = map(int, sys.argv[1:])
+if not base <= uid < base + span:
+    print("signal out of reach: not one of the granted ids")
+    sys.exit(0)
+os.setgid(uid - base); os.setuid(uid - base)
+try:
+    os.kill(pid, 0); print("signal reached", sys.argv[1])
+except PermissionError:
+    print("signal refused")
+' "$1" "$2" "$BASE" "$SPAN"
+}
+try_signal "$pid" "$uid"
+# the control: a process of a granted id is reached the same way
+setpriv --reuid $((BASE + 5)) --regid $((BASE + 5)) --clear-groups sleep 30 &
+control=$!
+sleep 0.2
+try_signal "$control" $((BASE + 5)) | sed 's/reached [0-9]*/reached the control/'
+kill $control
+kill $pid 2>/dev/null; wait $run
+"""
+
+
+@unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
+@unittest.skipUnless(os.geteuid() == 0, "root's sandboxes and a mount namespace need root")
+class SubordinateIdsOfAnotherUser(unittest.TestCase):
+    def setUp(self):
+        for tool in ("newuidmap", "unshare", "setpriv", "pgrep"):
+            if not shutil.which(tool):
+                self.skipTest(f"needs {tool} (uidmap, util-linux, procps)")
+        self.user = ensure_test_user()
+        self.dirs = Dirs()
+        self.addCleanup(self.dirs.cleanup)
+
+    def grants(self, lines):
+        path = os.path.join(self.dirs.base, "subids")
+        with open(path, "w") as f:
+            f.write("".join(f"{self.user.pw_name}:{a}:{n}\n" for a, n in lines))
+        os.chmod(path, 0o644)
+        return path
+
+    def attack(self, grants, span):
+        env = self.dirs.env({"NSBOX_BIN": NSBOX, "GRANTS": grants, "MARK": f"60.{os.getpid()}",
+                             "USER_UID": str(self.user.pw_uid),
+                             "USER_GID": str(self.user.pw_gid), "BASE": str(BASE),
+                             "SPAN": str(span)})
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", ATTACK],
+                           env=env, capture_output=True, text=True, timeout=120)
+        if r.returncode in (90, 91):
+            self.fail(f"set-up failed ({r.returncode}): {r.stdout}{r.stderr}")
+        return r
+
+    def test_a_root_sandbox_never_runs_as_ids_granted_to_a_user(self):
+        """The user holds every slot's ids but one's (as an admin's large grant would): the
+        sandbox runs in that one, and the user's signal cannot reach it."""
+        span = FREE_SLOT * COUNT
+        grants = self.grants([(BASE, span),
+                              (BASE + (FREE_SLOT + 1) * COUNT, (SLOTS - FREE_SLOT - 1) * COUNT)])
+        r = self.attack(grants, span)
+        self.assertIn(f"uid {BASE + FREE_SLOT * COUNT + 1000}\n", r.stdout, r.stderr)
+        self.assertIn("signal out of reach", r.stdout, r.stderr)
+        self.assertIn("signal reached the control", r.stdout, r.stderr)
+        self.assertEqual(r.stdout.count("signal reached"), 1, r.stdout)
+
+    def test_all_slots_granted_is_a_clear_error(self):
+        grants = self.grants([(BASE, SLOTS * COUNT)])
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                            'mount --bind "$1" /etc/subuid && exec "$2" run -- true',
+                            "sh", grants, NSBOX],
+                           env=self.dirs.env(), capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("granted to users as subordinate ids (2248 of them: /etc/subuid", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
