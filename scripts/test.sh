@@ -7,7 +7,7 @@
 #                               sandboxes, the cgroup tests again in a cgroup-v2-only qemu VM
 #                               (tests/vm, tests/vm/cases.txt), the debian image build beside
 #                               them; then the unit tests, fuzz targets and a few end-to-end
-#                               modules (ctest label "asan-e2e", about 3 minutes) again in a
+#                               modules (ctest label "asan-e2e", about 2 minutes) again in a
 #                               clang ASan/UBSan build
 #   ./scripts/test.sh --quick   day-to-day: the unit tests and the fast end-to-end modules
 #                               (ctest label "quick"), about 3 minutes
