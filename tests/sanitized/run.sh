@@ -26,4 +26,10 @@ if [ "$reports" -gt 0 ]; then
     echo "asan-e2e: $reports sanitizer report(s) above: failed"
     exit 1
 fi
+if [ "$rc" = 1 ]; then
+    # a sandbox's init cannot write its report: the error ends it, and that is all a test sees
+    echo "asan-e2e: a test that saw a sandbox's init end (\"deleted because its init process" \
+        "ended\") may have met a sanitizer error in init, whose report cannot leave the" \
+        "sandbox: run the same test against build/nsbox to compare"
+fi
 exit $rc
