@@ -6,8 +6,9 @@
 #                               2 cores: unit tests, end-to-end and security tests against real
 #                               sandboxes, the cgroup tests again in a cgroup-v2-only qemu VM
 #                               (tests/vm, tests/vm/cases.txt), the debian image build beside
-#                               them; then the unit tests and fuzz targets again in a clang
-#                               ASan/UBSan build
+#                               them; then the unit tests, fuzz targets and a few end-to-end
+#                               modules (ctest label "asan-e2e", about 2 minutes) again in a
+#                               clang ASan/UBSan build
 #   ./scripts/test.sh --quick   day-to-day: the unit tests and the fast end-to-end modules
 #                               (ctest label "quick"), about 3 minutes
 set -eu
@@ -34,7 +35,8 @@ else
     CC=clang cmake -S "$root" -B "$root/build-asan" -DNSBOX_SANITIZE=ON -DNSBOX_FUZZ=ON \
         -DNSBOX_WERROR=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
     cmake --build "$root/build-asan" -j"$(nproc)"
-    ctest --test-dir "$root/build-asan" -L 'unit|fuzz' --output-on-failure 2>&1 |
+    # asan-e2e: the main end-to-end paths against the sanitized programs (tests/CMakeLists.txt)
+    ctest --test-dir "$root/build-asan" -L 'unit|fuzz|asan-e2e' --output-on-failure 2>&1 |
         tee "$root/build-asan/ctest.log" || status=1
     logs="$logs $root/build-asan/ctest.log"
 fi
