@@ -44,8 +44,8 @@ static int env_dir(const char *name, const char **val, struct nsbox_err *e)
         return 0;
     if (o[0] != '/')
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                             "%s must be an absolute path, not '%s' (e.g. %s=\"$PWD/%s\")",
-                             name, o, name, o);
+                             "%s must be an absolute path, not '%s' (e.g. %s=\"$PWD/%s\")", name, o,
+                             name, o);
     *val = o;
     return 1;
 }
@@ -159,13 +159,15 @@ int nsbox_path_check_private(const char *label, const char *dir, const char *why
 /* As root, a directory of nsbox's that another user could write would let them plant what
  * root then trusts: a state directory (locks, sockets, the pool, tombstones), an image, a
  * workspace's backing file or template, or a link where root creates and removes files. */
-static int root_private(int r, const char *label, const char *var, const char *out,
-                        struct nsbox_err *e)
+enum private_kind { PRIVATE_STATE, PRIVATE_DATA, PRIVATE_CACHE, PRIVATE_KINDS };
+
+static int root_private(int r, enum private_kind kind, const char *label, const char *var,
+                        const char *out, struct nsbox_err *e)
 {
     /* the last directory found private, per kind, once it exists: only root could make it
      * otherwise, and a run asks for its directories dozens of times */
-    static __thread char passed[3][PATH_MAX];
-    char *last = passed[label[0] == 's' ? 0 : label[0] == 'd' ? 1 : 2];
+    static __thread char passed[PRIVATE_KINDS][PATH_MAX];
+    char *last = passed[kind];
     if (r < 0 || geteuid() != 0 || !strcmp(last, out))
         return r;
     char fix[128];
@@ -242,17 +244,20 @@ static int cache_dir(char *out, size_t n, struct nsbox_err *e)
 
 int nsbox_path_runtime_dir(char *out, size_t n, struct nsbox_err *e)
 {
-    return root_private(runtime_dir(out, n, e), "state directory", "NSBOX_STATE_DIR", out, e);
+    return root_private(runtime_dir(out, n, e), PRIVATE_STATE, "state directory", "NSBOX_STATE_DIR",
+                        out, e);
 }
 
 int nsbox_path_data_dir(char *out, size_t n, struct nsbox_err *e)
 {
-    return root_private(data_dir(out, n, e), "data directory", "NSBOX_DATA_DIR", out, e);
+    return root_private(data_dir(out, n, e), PRIVATE_DATA, "data directory", "NSBOX_DATA_DIR", out,
+                        e);
 }
 
 int nsbox_path_cache_dir(char *out, size_t n, struct nsbox_err *e)
 {
-    return root_private(cache_dir(out, n, e), "cache directory", "NSBOX_CACHE_DIR", out, e);
+    return root_private(cache_dir(out, n, e), PRIVATE_CACHE, "cache directory", "NSBOX_CACHE_DIR",
+                        out, e);
 }
 
 int nsbox_mkdir_p(const char *path, unsigned mode, struct nsbox_err *e)
