@@ -24,8 +24,7 @@ static void set_lines(struct nsbox_idmap *m, uint32_t app, uint32_t sub)
 }
 
 int nsbox_idmap_compute(bool privileged, uint32_t caller_uid, uint32_t caller_gid, uint32_t slot,
-                        const struct nsbox_subids *sub, struct nsbox_idmaps *m,
-                        struct nsbox_err *e)
+                        const struct nsbox_subids *sub, struct nsbox_idmaps *m, struct nsbox_err *e)
 {
     memset(m, 0, sizeof *m);
     if (privileged) {
@@ -121,44 +120,55 @@ static bool parse_u32(const char *s, const char *end, uint32_t *out)
     return true;
 }
 
+/* One line of /etc/subuid or /etc/subgid ("owner:first:count"), *line moved past it: false at
+ * the end of the text. e->ok is false for a line not of that form. */
+struct subid_line {
+    const char *owner;
+    size_t owner_len;
+    uint32_t first, count;
+    bool ok;
+};
+
+static bool subid_next(const char **line, struct subid_line *e)
+{
+    const char *l = *line;
+    if (!l || !*l)
+        return false;
+    const char *nl = strchr(l, '\n');
+    const char *end = nl ? nl : l + strlen(l);
+    const char *c1 = memchr(l, ':', (size_t)(end - l));
+    const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
+    *e = (struct subid_line){.owner = l, .owner_len = c1 ? (size_t)(c1 - l) : 0};
+    e->ok = c2 && parse_u32(c1 + 1, c2, &e->first) && parse_u32(c2 + 1, end, &e->count);
+    *line = nl ? nl + 1 : NULL;
+    return true;
+}
+
 bool nsbox_subid_find(const char *text, const char *name, uint32_t id, uint32_t *start)
 {
-    for (const char *line = text; line && *line;) {
-        const char *nl = strchr(line, '\n');
-        const char *end = nl ? nl : line + strlen(line);
-        const char *c1 = memchr(line, ':', (size_t)(end - line));
-        const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
-        uint32_t owner, first, count;
-        bool mine = false;
-        if (c2) {
-            size_t ol = (size_t)(c1 - line);
-            mine = (name && *name && strlen(name) == ol && !memcmp(line, name, ol)) ||
-                   (parse_u32(line, c1, &owner) && owner == id);
-        }
-        if (mine && parse_u32(c1 + 1, c2, &first) && parse_u32(c2 + 1, end, &count) &&
-            count >= NSBOX_ID_COUNT && first != 0 && first <= UINT32_MAX - NSBOX_ID_COUNT &&
-            !(id >= first && id - first < NSBOX_ID_COUNT)) {
-            *start = first;
+    struct subid_line l;
+    for (const char *line = text; subid_next(&line, &l);) {
+        uint32_t owner;
+        bool mine = l.ok && ((name && *name && strlen(name) == l.owner_len &&
+                              !memcmp(l.owner, name, l.owner_len)) ||
+                             (parse_u32(l.owner, l.owner + l.owner_len, &owner) && owner == id));
+        if (mine && l.count >= NSBOX_ID_COUNT && l.first != 0 &&
+            l.first <= UINT32_MAX - NSBOX_ID_COUNT &&
+            !(id >= l.first && id - l.first < NSBOX_ID_COUNT)) {
+            *start = l.first;
             return true;
         }
-        line = nl ? nl + 1 : NULL;
     }
     return false;
 }
 
 bool nsbox_subid_overlaps(const char *text, uint32_t first, uint32_t count)
 {
-    for (const char *line = text; line && *line;) {
-        const char *nl = strchr(line, '\n');
-        const char *end = nl ? nl : line + strlen(line);
-        const char *c1 = memchr(line, ':', (size_t)(end - line));
-        const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
-        uint32_t start, n;
-        if (c2 && parse_u32(c1 + 1, c2, &start) && parse_u32(c2 + 1, end, &n) && n > 0 &&
-            (uint64_t)start < (uint64_t)first + count && (uint64_t)first < (uint64_t)start + n)
+    struct subid_line l;
+    for (const char *line = text; subid_next(&line, &l);)
+        if (l.ok && l.count > 0 && (uint64_t)l.first < (uint64_t)first + count &&
+            (uint64_t)first < (uint64_t)l.first + l.count)
             return true;
-        line = nl ? nl + 1 : NULL;
-    }
     return false;
 }
 
