@@ -40,7 +40,7 @@ static int refuse(struct lwalk *w, const char *name, const char *what)
 static int add(struct lwalk *w, const char *name, enum nsbox_setidcand kind)
 {
     struct nsbox_setid_list *l = w->l;
-    if (l->n == NSBOX_SETID_LIST_MAX)
+    if (l->n == NSBOX_SETID_LAYERS_MAX)
         return errno = E2BIG, refuse(w, name, "too many candidates");
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;

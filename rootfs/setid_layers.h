@@ -8,7 +8,7 @@
  * container is made. Anything the list cannot vouch for makes no list (1), and the caller walks
  * the merged root whole, as without it: a redirect or metacopy attribute in a layer (the merged
  * root would show a layer's entry under another path, or another file's data), a layer deeper
- * than the walk goes, more candidates than NSBOX_SETID_LIST_MAX, any error. Each layer is walked
+ * than the walk goes, more candidates than NSBOX_SETID_LAYERS_MAX, any error. Each layer is walked
  * through a clone of its mount without the mounts below it, as the overlay sees it. */
 #ifndef NSBOX_SETID_LAYERS_H
 #define NSBOX_SETID_LAYERS_H
@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#define NSBOX_SETID_LIST_MAX 65536
+#define NSBOX_SETID_LAYERS_MAX 65536
 
 /* The candidates of the layer directories dirs[0..n) (O_PATH or open, any order: the union is
  * what counts; walked from the last, where an overlay's upper directory goes). 0 with *out

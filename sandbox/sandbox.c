@@ -531,7 +531,7 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
         nsbox_contain_child_main(&c->L);
     }
     c->pid = pid;
-    /* the child has its copy: up to NSBOX_SETID_LIST_MAX paths, not kept for the sandbox's life */
+    /* the child has its copy: up to NSBOX_SETID_LAYERS_MAX paths, not kept for the sandbox's life */
     nsbox_setid_list_free(c->seal_list);
     c->seal_list = NULL;
     if (c->plan)
