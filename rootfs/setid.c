@@ -29,8 +29,8 @@ struct walk {
     int cwd;   /* the directory that is the working one */
     dev_t dev; /* the filesystem of the directory being read */
     bool hold; /* the directories above each sealed entry noted (nsbox_setid_seal_shared) */
-    unsigned lost;    /* directories entered whose names did not fit in path */
-    char *held;       /* those directories' paths, "a/b\0a/b/c\0", in the walk's order */
+    unsigned lost; /* directories entered whose names did not fit in path */
+    char *held;    /* those directories' paths, "a/b\0a/b/c\0", in the walk's order */
     size_t held_len, held_cap;
 };
 
@@ -267,8 +267,8 @@ static int hold_one(struct walk *w, int rootfd, const char *rel, size_t n, struc
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%.*s", (int)n, rel);
     struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-                                      RESOLVE_NO_MAGICLINKS};
+                           .resolve =
+                               RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
     cleanup_close int t = nsbox_openat2(rootfd, path, &how);
     if (t < 0 && (errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EXDEV))
         return nsbox_err_set(e, NSBOX_E_SYS, EAGAIN,

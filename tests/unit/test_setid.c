@@ -158,7 +158,7 @@ static void test_seal_shared_holds_the_directories_above(void **state)
                 was_sealed("d/f/sgid"));
     assert_true(was_sealed("d") && was_sealed("d/e") && was_sealed("d/f") && was_sealed("d/e/g"));
     assert_false(was_sealed("free") || was_sealed("free/plain"));
-    assert_int_equal(n_sealed, 4 + 4 + 1); /* each held once */
+    assert_int_equal(n_sealed, 4 + 4 + 1);                /* each held once */
     assert_string_equal(sealed_paths[n_sealed - 1], dir); /* the clone over the root, last */
     assert_int_equal(chdir("/"), 0);
     close(rootfd);
