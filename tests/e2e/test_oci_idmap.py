@@ -154,13 +154,18 @@ class IdmappedVolume(BundleCase):
         make_programs(self.vol, files, capped="d/capped")
         c = self.volume_config(["sh", "-c", "mv /data/d /data/d2; mv /data/d/e /data/e2;"
                                 " mv /data/free /data/free2 && echo moved free;"
-                                " (echo x >> /data/d/e/suid) 2>/dev/null || echo sealed; true"])
+                                " (echo x >> /data/d/e/suid) 2>/dev/null || echo sealed;"
+                                " awk '$5 == \"/data\" { o = $6 } END { print o }'"
+                                " /proc/self/mountinfo"])
         c["process"]["capabilities"] = {k: ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER"]
                                         for k in ("bounding", "effective", "permitted")}
         code, out = self.run_container(c)
         self.assertEqual(code, 0, out)
         self.assertEqual(out.count("Device or resource busy"), 2, out)
         self.assertIn("moved free\nsealed\n", out)
+        top = out.splitlines()[-1].split(",")  # the clone over the volume, as the volume is
+        for opt in ("rw", "nosuid", "nodev", "idmapped"):
+            self.assertIn(opt, top, out)
         self.assertEqual(sorted(os.listdir(self.vol)), ["d", "free2"])
         for name, mode in files.items():
             path = os.path.join(self.vol, name)

@@ -77,6 +77,15 @@ static void test_seal(void **state)
     assert_int_equal(rm_tree(), 0);
 }
 
+/* The tree's root opened, nothing recorded yet. */
+static int tree_root(void)
+{
+    n_sealed = 0;
+    int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    return fd;
+}
+
 /* Another process renaming in the tree between the seal's bind of a set-id program and its
  * target: the set-id program moves away and a plain file takes its name, as a second container
  * writing the same volume could time it. */
@@ -100,12 +109,10 @@ static void test_seal_refuses_a_name_swapped_under_it(void **state)
     assert_non_null(mkdtemp(dir));
     make("suid", 04755);
     make("plain", 0755);
-    n_sealed = 0;
     swap_next = true;
     struct nsbox_sys sys = fake;
     sys.open_tree = swapping_open_tree;
-    int rootfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    assert_true(rootfd >= 0);
+    int rootfd = tree_root();
     size_t sealed = 0;
     struct nsbox_err e = {0};
     int r = nsbox_setid_seal(&sys, rootfd, &sealed, &e);
@@ -146,9 +153,7 @@ static void test_seal_shared_holds_the_directories_above(void **state)
     make("d/e/g/deeper", 04755);
     make("d/f/sgid", 02755);
     make("free/plain", 0755);
-    n_sealed = 0;
-    int rootfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    assert_true(rootfd >= 0);
+    int rootfd = tree_root();
     size_t sealed = 0;
     struct nsbox_err e = {0};
     if (nsbox_setid_seal_shared(&fake, rootfd, &sealed, &e) < 0)
@@ -187,11 +192,9 @@ static void test_seal_shared_refuses_a_directory_moved_before_it_is_held(void **
     path_of(p, "d");
     assert_int_equal(mkdir(p, 0755), 0);
     make("d/suid", 04755);
-    n_sealed = 0;
     struct nsbox_sys sys = fake;
     sys.open_tree = renaming_open_tree;
-    int rootfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    assert_true(rootfd >= 0);
+    int rootfd = tree_root();
     size_t sealed = 0;
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_setid_seal_shared(&sys, rootfd, &sealed, &e), -1);
