@@ -77,13 +77,65 @@ static int images_path(char *out, size_t n, struct nsbox_err *e)
     return 0;
 }
 
+/* The mode of the store's directories whose files belong to the image ids
+ * (NSBOX_IMAGE_ID_BASE): the layer store and every OCI image's directory, retired and
+ * unfinished ones too. Open to others, a user granted those ids in /etc/subuid could become
+ * their owner in a user namespace and rewrite a layer that every later sandbox runs. Nothing
+ * but nsbox needs them open: it opens the layers and mounts them for its sandboxes. The rest
+ * of the store stays 0755 (another user may run root's debian rootfs as a directory image). */
+#define CLOSED_MODE 0700
+
+static bool holds_image_ids(const char *name)
+{
+    return nsbox_oci_lookup_has_prefix(name) || !strncmp(name, ".old-" NSBOX_OCI_NAME_PREFIX, 9) ||
+           !strncmp(name, ".tmp-" NSBOX_OCI_NAME_PREFIX, 9);
+}
+
+static int close_one(int dfd, const char *images, const char *name, struct nsbox_err *e)
+{
+    cleanup_close int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0) /* gone meanwhile, or not a directory: nothing of the image ids below it */
+        return errno == ENOENT || errno == ENOTDIR || errno == ELOOP
+                   ? 0
+                   : nsbox_err_sys(e, "cannot open %s/%s", images, name);
+    if (fstat(fd, &st) < 0 || ((st.st_mode & 07777) != CLOSED_MODE && fchmod(fd, CLOSED_MODE) < 0))
+        return nsbox_err_sys(e, "cannot close %s/%s to other users (mode 0700)", images, name);
+    return 0;
+}
+
+/* A store made by a build that left those directories 0755 is closed on first use. The layer
+ * store's own mode says it was done (it is closed last): one stat when it was. */
+static int close_store(const char *images, struct nsbox_err *e)
+{
+    cleanup_close int dfd = open(images, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
+        return errno == ENOENT ? 0 : nsbox_err_sys(e, "cannot open %s", images);
+    struct stat st;
+    bool has_layers = fstatat(dfd, ".layers", &st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (has_layers && S_ISDIR(st.st_mode) && (st.st_mode & 07777) == CLOSED_MODE)
+        return 0;
+    int lfd = dup(dfd);
+    cleanup_dir DIR *d = lfd < 0 ? NULL : fdopendir(lfd);
+    if (!d) {
+        if (lfd >= 0)
+            close(lfd);
+        return nsbox_err_sys(e, "cannot read %s", images);
+    }
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (holds_image_ids(de->d_name) && close_one(dfd, images, de->d_name, e) < 0)
+            return -1;
+    return has_layers ? close_one(dfd, images, ".layers", e) : 0;
+}
+
 int nsbox_image_store_dir(char *out, size_t n, struct nsbox_err *e)
 {
     if (images_path(out, n, e) < 0)
         return -1;
     if (nsbox_mkdir_p(out, 0755, e) < 0)
         return nsbox_err_wrap(e, "cannot create the image store");
-    return 0;
+    return close_store(out, e);
 }
 
 static int join(char *out, size_t n, struct nsbox_err *e, const char *fmt, ...)
@@ -287,7 +339,8 @@ int nsbox_image_txn_begin(struct nsbox_image_txn *t, const char *name, bool prog
         return nsbox_err_sys(e, "cannot open %s", t->tmp);
     if (flock_retry(t->tmp_fd, LOCK_EX | LOCK_NB) < 0)
         return nsbox_err_sys(e, "cannot lock %s", t->tmp);
-    /* created 0700 so nothing reads a half-built tree; the finished image is 0755 */
+    /* created 0700 so nothing reads a half-built tree; the finished image is 0755, but for
+     * an OCI image's (CLOSED_MODE) */
     return 0;
 }
 
@@ -331,7 +384,7 @@ int nsbox_image_txn_commit(struct nsbox_image_txn *t, const char *kind, const ch
 {
     if (write_metadata(t, kind, pkgs, extra_kv, e) < 0)
         return -1;
-    if (fchmod(t->tmp_fd, 0755) < 0)
+    if (fchmod(t->tmp_fd, holds_image_ids(t->name) ? CLOSED_MODE : 0755) < 0)
         return nsbox_err_sys(e, "cannot chmod %s", t->tmp);
     char real[PATH_MAX];
     if (join(real, sizeof real, e, "%s/%s", t->images, t->name) < 0)
@@ -480,6 +533,10 @@ static int resolve_stored(const char *images, const char *name, struct nsbox_ima
                              "`./%s`)",
                              name, images, name, name, name);
     }
+    struct stat st;
+    if (holds_image_ids(name) && fstat(fd, &st) == 0 && (st.st_mode & 07777) != CLOSED_MODE &&
+        close_store(images, e) < 0)
+        return nsbox_err_wrap(e, "image '%s'", name);
     cleanup_close int rfd = openat(fd, "rootfs", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     cleanup_close int mfd = -1;
     /* made of layers: checked (and later scanned) through their overlay, as a sandbox sees it */

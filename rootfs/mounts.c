@@ -472,14 +472,16 @@ static int apply_in_root(const struct nsbox_sys *sys, const struct nsbox_mount_o
 }
 
 /* A writable idmapped volume, attached at o->target: its set-id and file-capability programs
- * sealed as a writable root's are (setid.h), before any process of the container runs. */
+ * sealed as a writable root's are (setid.h), before any process of the container runs, and
+ * the directories above them held in place, as other containers may write the volume at once
+ * (nsbox_setid_seal_shared). */
 static int seal_volume(const struct nsbox_sys *sys, int rootfd, const struct nsbox_mount_op *o,
                        struct nsbox_err *e)
 {
     cleanup_close int vfd =
         nsbox_sp_open(rootfd, o->target, O_PATH | O_DIRECTORY, 0, NSBOX_SP_NOFOLLOW_ANY, e);
     size_t sealed;
-    if (vfd < 0 || nsbox_setid_seal(sys, vfd, &sealed, e) < 0)
+    if (vfd < 0 || nsbox_setid_seal_shared(sys, vfd, &sealed, e) < 0)
         return nsbox_err_wrap(e, "mounts: the idmapped volume /%s", o->target);
     if (fchdir(rootfd) < 0) /* the walk leaves the volume as the working directory */
         return nsbox_err_sys(e, "rootfs: enter the new root");

@@ -93,7 +93,7 @@ static void sweep(int dir_fd, const char *dir, bool all)
 int nsbox_oci_layers_open(struct nsbox_oci_layers *s, struct nsbox_err *e)
 {
     s->dir_fd = s->lock_fd = -1;
-    if (layers_path(s->dir, sizeof s->dir, e) < 0 || nsbox_mkdir_p(s->dir, 0755, e) < 0)
+    if (layers_path(s->dir, sizeof s->dir, e) < 0 || nsbox_mkdir_p(s->dir, 0700, e) < 0)
         return nsbox_err_wrap(e, "the layer store");
     s->dir_fd = open(s->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     s->lock_fd = s->dir_fd < 0

@@ -234,53 +234,14 @@ static int mount_in_userns(const char *const *paths, size_t n, int *mount_fd, st
     return nsbox_err_sys(e, "overlay of the image's layers: its helper");
 }
 
-int nsbox_oci_overlay_lowers(const char *images, int base_fd, const char *const *rel, size_t n,
-                             int *mount_fd, struct nsbox_err *e)
-{
-    *mount_fd = -1;
-    if (n < 2 || n > NSBOX_OCI_LAYERS_MAX + 1)
-        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "an overlay of %zu layers", n);
-    if (geteuid() != 0) {
-        cleanup_free char(*paths)[PATH_MAX] = malloc(n * sizeof *paths);
-        cleanup_free const char **pv = malloc(n * sizeof *pv);
-        if (!paths || !pv)
-            return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-        for (size_t i = 0; i < n; i++) {
-            snprintf(paths[i], PATH_MAX, "%s/%s", images, rel[i]);
-            pv[i] = paths[i];
-        }
-        return mount_in_userns(pv, n, mount_fd, e);
-    }
-    cleanup_close int own = base_fd >= 0 ? -1 : open(images, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    int base = base_fd >= 0 ? base_fd : own;
-    if (base < 0)
-        return nsbox_err_sys(e, "image store %s", images);
-    int fds[NSBOX_OCI_LAYERS_MAX + 1] = {0};
-    size_t opened = 0;
-    int r = 0;
-    for (; opened < n; opened++) {
-        fds[opened] = openat(base, rel[opened], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fds[opened] < 0) {
-            r = nsbox_err_sys(e, "layer %s", rel[opened]);
-            break;
-        }
-    }
-    struct ovl_fail f = {0};
-    struct ovl_layers l = {.fds = fds, .n = n, .upper = -1, .work = -1};
-    if (r == 0 && mount_layers(&l, mount_fd, &f) < 0)
-        r = ovl_error(&f, "the image's", e);
-    for (size_t i = 0; i < opened; i++)
-        close(fds[i]);
-    return r;
-}
-
 /* A detached clone of the directory path (below dfd; "" for dfd itself) seen through an
  * idmapped mount of userns_fd, with attr set on it too: 1 when there are none here. */
 static int idmapped_clone(int dfd, const char *path, int userns_fd, uint64_t attr, int *fd,
                           struct nsbox_err *e)
 {
     *fd = (int)syscall(SYS_open_tree, dfd, path,
-                       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (*path ? 0 : AT_EMPTY_PATH));
+                       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+                           (*path ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH));
     if (*fd < 0)
         return nsbox_err_sys(e, "%s", *path ? path : "a layer");
     struct mount_attr ma = {.attr_set = MOUNT_ATTR_IDMAP | attr, .userns_fd = (uint64_t)userns_fd};
@@ -297,14 +258,57 @@ static int idmapped_clone(int dfd, const char *path, int userns_fd, uint64_t att
 
 #define LAYER_ATTR (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
 
-/* The store, seen through an idmapped mount (a detached clone): 1 when there are none here. */
-static int idmapped_store(const char *images, int userns_fd, int *fd, struct nsbox_err *e)
+/* Each layer (rel[i] below images, a descriptor of the host's root-only path) cloned with an
+ * idmap of userns_fd, or opened as it is (-1). One clone a layer, not one of the store: the
+ * store's directories above the layers are closed to all but root (image.c, CLOSED_MODE), and
+ * root has no override of their modes through an idmap that does not map their owner. */
+static int open_lowers(const char *images, int userns_fd, const char *const *rel, size_t n,
+                       int *fds, size_t *opened, struct nsbox_err *e)
 {
-    struct nsbox_err ce;
-    int r = idmapped_clone(AT_FDCWD, images, userns_fd, LAYER_ATTR, fd, &ce);
-    if (r < 0)
-        *e = ce;
-    return r < 0 ? nsbox_err_wrap(e, "image store") : r;
+    cleanup_close int base = open(images, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (base < 0)
+        return nsbox_err_sys(e, "image store %s", images);
+    for (*opened = 0; *opened < n; (*opened)++) {
+        if (userns_fd >= 0) {
+            int r = idmapped_clone(base, rel[*opened], userns_fd, LAYER_ATTR, &fds[*opened], e);
+            if (r != 0)
+                return r;
+            continue;
+        }
+        fds[*opened] = openat(base, rel[*opened], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fds[*opened] < 0)
+            return nsbox_err_sys(e, "layer %s", rel[*opened]);
+    }
+    return 0;
+}
+
+int nsbox_oci_overlay_lowers(const char *images, int idmap_userns_fd, const char *const *rel,
+                             size_t n, int *mount_fd, struct nsbox_err *e)
+{
+    *mount_fd = -1;
+    if (n < 2 || n > NSBOX_OCI_LAYERS_MAX + 1)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "an overlay of %zu layers", n);
+    if (geteuid() != 0) {
+        cleanup_free char(*paths)[PATH_MAX] = malloc(n * sizeof *paths);
+        cleanup_free const char **pv = malloc(n * sizeof *pv);
+        if (!paths || !pv)
+            return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+            snprintf(paths[i], PATH_MAX, "%s/%s", images, rel[i]);
+            pv[i] = paths[i];
+        }
+        return mount_in_userns(pv, n, mount_fd, e);
+    }
+    int fds[NSBOX_OCI_LAYERS_MAX + 1] = {0};
+    size_t opened = 0;
+    int r = open_lowers(images, idmap_userns_fd, rel, n, fds, &opened, e);
+    struct ovl_fail f = {0};
+    struct ovl_layers l = {.fds = fds, .n = n, .upper = -1, .work = -1};
+    if (r == 0 && mount_layers(&l, mount_fd, &f) < 0)
+        r = ovl_error(&f, "the image's", e);
+    for (size_t i = 0; i < opened; i++)
+        close(fds[i]);
+    return r;
 }
 
 /* The calling thread's file system ids become id, as the overlay's creator: the overlay makes
@@ -437,11 +441,5 @@ int nsbox_oci_overlay_image(const char *image_dir, int idmap_userns_fd, int *mou
                                  "(%s): `nsbox image rm %s` and import or pull it again",
                                  name, id, strerror(errno), name);
     }
-    cleanup_close int base = -1;
-    if (idmap_userns_fd >= 0) {
-        int r = idmapped_store(images, idmap_userns_fd, &base, e);
-        if (r != 0)
-            return r;
-    }
-    return nsbox_oci_overlay_lowers(images, base, rv, n + 1, mount_fd, e);
+    return nsbox_oci_overlay_lowers(images, idmap_userns_fd, rv, n + 1, mount_fd, e);
 }

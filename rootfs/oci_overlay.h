@@ -2,8 +2,8 @@
  * and its layers, top first, mounted with userxattr (the layers' opaque directories are marked
  * with user.overlay.opaque, the one form an overlay in a user namespace reads too).
  *
- * As root the overlay is made here, and its layers may be seen through an idmapped mount of
- * the store (an overlay cannot be idmapped itself; its layers can). Other users cannot mount
+ * As root the overlay is made here, and its layers may be seen through idmapped mounts, one
+ * a layer (an overlay cannot be idmapped itself; its layers can). Other users cannot mount
  * in the host's namespaces: a short-lived child makes the overlay in a user and mount namespace
  * of its own (unprivileged overlay mounts, Linux 5.11) and hands it back, detached, over a
  * socket; a sandbox's mount namespace can attach it like any other.
@@ -19,14 +19,14 @@
 #include <stdint.h>
 
 /* The overlay of images/<rel[0]> (top) ... images/<rel[n - 1]> (bottom): a detached, read-only
- * (nosuid, nodev) mount. base_fd >= 0: the layers are opened below it instead (an idmapped
- * clone of images; root only). At least two layers. */
-int nsbox_oci_overlay_lowers(const char *images, int base_fd, const char *const *rel, size_t n,
-                             int *mount_fd, struct nsbox_err *e);
+ * (nosuid, nodev) mount. idmap_userns_fd >= 0 (root only): each layer seen through an idmapped
+ * mount made with that user namespace; 1 when the kernel or filesystem has none (the caller
+ * may ask again without). At least two layers. */
+int nsbox_oci_overlay_lowers(const char *images, int idmap_userns_fd, const char *const *rel,
+                             size_t n, int *mount_fd, struct nsbox_err *e);
 
-/* The root of the layered image in image_dir (<images>/<name>). idmap_userns_fd >= 0 (root):
- * its layers seen through an idmapped mount of the store made with that user namespace; 1
- * when the kernel or filesystem has no idmapped mounts (the caller may ask again without). */
+/* The root of the layered image in image_dir (<images>/<name>). idmap_userns_fd: as for
+ * nsbox_oci_overlay_lowers. */
 int nsbox_oci_overlay_image(const char *image_dir, int idmap_userns_fd, int *mount_fd,
                             struct nsbox_err *e);
 

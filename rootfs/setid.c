@@ -3,6 +3,7 @@
 #include "setid.h"
 #include "cleanup.h"
 #include "util.h"
+#include "grow.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -27,7 +28,40 @@ struct walk {
     size_t len;
     int cwd;   /* the directory that is the working one */
     dev_t dev; /* the filesystem of the directory being read */
+    bool hold; /* the directories above each sealed entry noted (nsbox_setid_seal_shared) */
+    unsigned lost; /* directories entered whose names did not fit in path */
+    char *held;    /* those directories' paths, "a/b\0a/b/c\0", in the walk's order */
+    size_t held_len, held_cap;
 };
+
+/* The directory being read noted as one to hold in place, unless it is the root or was the
+ * last noted. */
+static int note_held(struct walk *w, struct nsbox_err *e)
+{
+    if (!w->len)
+        return 0;
+    if (w->lost)
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENAMETOOLONG,
+                             "root: a set-id program's directory %.*s/... has a path longer "
+                             "than %zu bytes, which cannot be held in place; make the volume "
+                             "read-only (its \"ro\")",
+                             (int)w->len, w->path, sizeof w->path);
+    size_t n = w->len - 1; /* without its leading '/' */
+    const char *last = w->held_len ? w->held + w->held_len - 1 : NULL;
+    if (last) { /* the start of the last path noted */
+        while (last > w->held && last[-1])
+            last--;
+        if (strlen(last) == n && !memcmp(last, w->path + 1, n))
+            return 0;
+    }
+    while (w->held_cap <= w->held_len + n)
+        if (nsbox_grow(&w->held, &w->held_cap, w->held_cap, 1, 256, 0) < 0)
+            return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    memcpy(w->held + w->held_len, w->path + 1, n);
+    w->held[w->held_len + n] = '\0';
+    w->held_len += n + 1;
+    return 0;
+}
 
 /* Whether running the file (name in dfd) gives more than its runner has: set-user-ID,
  * set-group-ID (with group execute: without it the bit means mandatory locking), a file
@@ -110,7 +144,7 @@ static int seal(struct walk *w, int dfd, const char *name, bool whole, struct ns
         w->sys->move_mount_to_fd(m, t) < 0)
         return fail(w, name, "cannot make read-only", e);
     w->sealed++;
-    return 0;
+    return w->hold ? note_held(w, e) : 0;
 }
 
 static int walk_dir(struct walk *w, int dfd, unsigned depth, struct nsbox_err *e);
@@ -161,14 +195,18 @@ static int walk_entry(struct walk *w, int dfd, const char *name, unsigned char t
     dev_t dev = w->dev;
     w->dev = st.st_dev;
     size_t len = w->len, nl = strlen(name);
-    if (len + 1 + nl < sizeof w->path) {
+    bool fits = len + 1 + nl < sizeof w->path;
+    if (fits) {
         w->path[len] = '/';
         memcpy(w->path + len + 1, name, nl);
         w->len = len + 1 + nl;
+    } else {
+        w->lost++;
     }
     int r = walk_dir(w, sub, depth + 1, e); /* sub is the walk's */
     w->len = len;
     w->dev = dev;
+    w->lost -= !fits;
     return r;
 }
 
@@ -197,9 +235,8 @@ static int walk_dir(struct walk *w, int dfd, unsigned depth, struct nsbox_err *e
     return r;
 }
 
-int nsbox_setid_seal(const struct nsbox_sys *sys, int rootfd, size_t *sealed, struct nsbox_err *e)
+static int seal_walk(struct walk *w, int rootfd, size_t *sealed, struct nsbox_err *e)
 {
-    struct walk w = {.sys = sys, .cwd = -1};
     *sealed = 0;
     int fd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
@@ -209,11 +246,78 @@ int nsbox_setid_seal(const struct nsbox_sys *sys, int rootfd, size_t *sealed, st
         close(fd);
         return nsbox_err_sys(e, "root: cannot stat /");
     }
-    w.dev = st.st_dev;
-    int r = walk_dir(&w, fd, 0, e);
-    *sealed = w.sealed;
+    w->dev = st.st_dev;
+    int r = walk_dir(w, fd, 0, e);
+    *sealed = w->sealed;
     if (fchdir(rootfd) < 0 && r == 0) /* the root is the working directory again */
         r = nsbox_err_sys(e, "rootfs: enter the new root");
+    return r;
+}
+
+int nsbox_setid_seal(const struct nsbox_sys *sys, int rootfd, size_t *sealed, struct nsbox_err *e)
+{
+    struct walk w = {.sys = sys, .cwd = -1};
+    return seal_walk(&w, rootfd, sealed, e);
+}
+
+/* The directory rel (n bytes of it) bound onto itself: a mount point of the container's
+ * namespace, which its processes cannot rename or remove (EBUSY). */
+static int hold_one(struct walk *w, int rootfd, const char *rel, size_t n, struct nsbox_err *e)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%.*s", (int)n, rel);
+    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                           .resolve =
+                               RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+    cleanup_close int t = nsbox_openat2(rootfd, path, &how);
+    if (t < 0 && (errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EXDEV))
+        return nsbox_err_set(e, NSBOX_E_SYS, EAGAIN,
+                             "root: /%s changed while it was sealed (another process is "
+                             "renaming in the tree): create the container again",
+                             path);
+    cleanup_close int m = t < 0 ? -1 : w->sys->open_tree(t, "", AT_EMPTY_PATH);
+    if (m < 0 || w->sys->move_mount_to_fd(m, t) < 0)
+        return nsbox_err_sys(e, "root: cannot hold /%s in place", path);
+    return 0;
+}
+
+/* Every directory noted held in place, under a recursive clone of the tree taken before
+ * them, with its seals, put over the tree's root: what the container sees is that clone (a
+ * directory's bind alone would show it without the seals below it), and the directories'
+ * binds, unseen below it, are mount points of its namespace all the same. In the walk's
+ * order, a directory shared with the path before was held with it. */
+static int hold_dirs(struct walk *w, int rootfd, struct nsbox_err *e)
+{
+    cleanup_close int top = w->sys->open_tree(rootfd, "", AT_EMPTY_PATH | AT_RECURSIVE);
+    if (top < 0)
+        return nsbox_err_sys(e, "root: cannot bind /");
+    const char *prev = "";
+    for (size_t off = 0; off < w->held_len; off += strlen(w->held + off) + 1) {
+        const char *p = w->held + off;
+        for (size_t i = 1;; i++) {
+            if (p[i] != '/' && p[i] != '\0')
+                continue;
+            bool done = !strncmp(prev, p, i) && (prev[i] == '/' || prev[i] == '\0');
+            if (!done && hold_one(w, rootfd, p, i, e) < 0)
+                return -1;
+            if (!p[i])
+                break;
+        }
+        prev = p;
+    }
+    if (w->sys->move_mount_to_fd(top, rootfd) < 0)
+        return nsbox_err_sys(e, "root: cannot bind / over its directories held in place");
+    return 0;
+}
+
+int nsbox_setid_seal_shared(const struct nsbox_sys *sys, int rootfd, size_t *sealed,
+                            struct nsbox_err *e)
+{
+    struct walk w = {.sys = sys, .cwd = -1, .hold = true};
+    int r = seal_walk(&w, rootfd, sealed, e);
+    if (r == 0 && w.held_len)
+        r = hold_dirs(&w, rootfd, e);
+    free(w.held);
     return r;
 }
 

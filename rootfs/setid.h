@@ -35,6 +35,18 @@
  * 2-core machine. */
 int nsbox_setid_seal(const struct nsbox_sys *sys, int rootfd, size_t *sealed, struct nsbox_err *e);
 
+/* The same seal of a tree other containers may write at once (a writable idmapped volume),
+ * whose walk is not atomic: a running container could rename a directory holding a set-id
+ * program from the part not yet walked into one already walked, and the program would stay
+ * writable here. So each directory above a sealed entry is also bound onto itself: a mount
+ * point of this container's namespace, which its processes cannot rename or remove (EBUSY).
+ * Every container on the volume holds so the directories of the programs its own walk found,
+ * and none can move a program out of another's walk. The container sees a recursive clone of
+ * the sealed tree over rootfd, made before those binds (which, of a directory alone, would
+ * hide its seals). rootfd's mount then has that clone on it. */
+int nsbox_setid_seal_shared(const struct nsbox_sys *sys, int rootfd, size_t *sealed,
+                            struct nsbox_err *e);
+
 struct nsbox_setid_cand {
     enum nsbox_setidcand kind;
     char *path; /* relative to the root, "usr/bin/su" */

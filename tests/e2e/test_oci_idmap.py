@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import stat
+import struct
 import subprocess
 import tempfile
 import unittest
@@ -139,6 +140,75 @@ class IdmappedVolume(BundleCase):
                 self.assertEqual(f.read(), "nsboxnal\n" if name == "plain" else "original\n")
             self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), mode, name)
         self.assertFalse(os.path.exists(os.path.join(self.vol, "moved")))
+
+    def test_directories_above_a_set_id_program_cannot_be_moved(self):
+        """The seal's walk of a volume is not atomic: a running container on the same volume
+        that moved a directory holding a set-id program from the part another container's
+        create had not walked yet into one it had would leave the program unsealed, and
+        writable through a shared mapping, there. Each container holds in place the
+        directories above the programs its walk sealed: it cannot move them, so none can move
+        a program out of another's walk; other directories move as before."""
+        for d in ("d/e", "free"):
+            os.makedirs(os.path.join(self.vol, d))
+        files = {"d/e/suid": 0o4755, "d/capped": 0o755}
+        make_programs(self.vol, files, capped="d/capped")
+        c = self.volume_config(["sh", "-c", "mv /data/d /data/d2; mv /data/d/e /data/e2;"
+                                " mv /data/free /data/free2 && echo moved free;"
+                                " (echo x >> /data/d/e/suid) 2>/dev/null || echo sealed;"
+                                " awk '$5 == \"/data\" { o = $6 } END { print o }'"
+                                " /proc/self/mountinfo"])
+        c["process"]["capabilities"] = {k: ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER"]
+                                        for k in ("bounding", "effective", "permitted")}
+        code, out = self.run_container(c)
+        self.assertEqual(code, 0, out)
+        self.assertEqual(out.count("Device or resource busy"), 2, out)
+        self.assertIn("moved free\nsealed\n", out)
+        top = out.splitlines()[-1].split(",")  # the clone over the volume, as the volume is
+        for opt in ("rw", "nosuid", "nodev", "idmapped"):
+            self.assertIn(opt, top, out)
+        self.assertEqual(sorted(os.listdir(self.vol)), ["d", "free2"])
+        for name, mode in files.items():
+            path = os.path.join(self.vol, name)
+            with open(path) as f:
+                self.assertEqual(f.read(), "original\n")
+            self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), mode, name)
+
+    def test_a_program_that_arrives_after_the_walk_gains_nothing_inside(self):
+        """What the seal is for: a set-user-ID-root program and a file-capability program put
+        into the volume after the container's walk (by the host here; a second container
+        cannot make one) run inside without their privilege, the volume being nosuid (which
+        ignores file capabilities too); on the host, where nothing is nosuid, the same files
+        give root and the capability to anyone. A rewrite of such a file through a shared
+        mapping keeps its bits (docs/oci.md, "The root"): the seal keeps the container from
+        writing one on the host's disk, nosuid only from running one as it is."""
+        self.install_probe()
+        late = os.path.join(self.vol, "late")
+        c = self.volume_config(["sh", "-c", "i=0; while [ ! -e /data/late/ready ] && "
+                                "[ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done;"
+                                " /data/late/suid ids; /data/late/capped ids"])
+        c["process"]["user"] = {"uid": 1000, "gid": 1000}
+        c["process"]["capabilities"] = {k: [] for k in ("bounding", "effective", "permitted")}
+        self.write_config(c)
+        pid = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        os.makedirs(late)
+        probe = os.path.join(self.bundle, "rootfs", "bin", "attack")
+        for name, mode in (("suid", 0o4755), ("capped", 0o755)):
+            shutil.copy(probe, os.path.join(late, name))
+            os.chmod(os.path.join(late, name), mode)
+        os.setxattr(os.path.join(late, "capped"), "security.capability",
+                    struct.pack("<5I", 0x02000001, 1 << 13, 0, 0, 0))  # CAP_NET_RAW, effective
+        open(os.path.join(late, "ready"), "w").close()
+        code = os.waitstatus_to_exitcode(self.wait(pid))
+        out = self.output()
+        self.assertEqual(code, 0, out)
+        self.assertEqual(out, "euid=1000 CapEff=0000000000000000\n" * 2)
+        host = [subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534",
+                                "--clear-groups", os.path.join(late, name), "ids"],
+                               capture_output=True, text=True).stdout
+                for name in ("suid", "capped")]
+        self.assertTrue(host[0].startswith("euid=0 "), host)  # and root's capabilities
+        self.assertEqual(host[1], "euid=65534 CapEff=0000000000002000\n")
 
     def test_the_volume_is_nosuid_and_nodev(self):
         c = self.volume_config(["sh", "-c", "awk '$5 == \"/data\" { print $6 }' "

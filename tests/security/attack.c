@@ -17,6 +17,7 @@
  *   attack inspect [--secret S] [--mount PATH:KIND]... [PATH...]   (hostile-image checks)
  *   attack mkfiles DIR MAX SECONDS                                  (inode/file-count abuse)
  *   attack setid DIR                           (the set-id probes alone, with DIR their place)
+ *   attack ids                          (its effective uid and capabilities, as run: set-id?)
  *
  * Static (tests/CMakeLists.txt), so that it runs in any image. x86_64 only for the foreign-ABI
  * probes. Its parts: this file (output, the probe runner, syscalls, other processes, foreign
@@ -831,6 +832,21 @@ static int inspect_main(int argc, char **argv)
     return 0;
 }
 
+/* `attack ids`: what running this file gave its process: its effective uid and capabilities
+ * (a set-user-ID or file-capability copy of it, run where set-id programs count or do not). */
+static int ids_main(void)
+{
+    char line[256], eff[64] = "?";
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "CapEff: %63s", eff) == 1)
+            break;
+    if (f)
+        fclose(f);
+    printf("euid=%d CapEff=%s\n", (int)geteuid(), eff);
+    return 0;
+}
+
 /* mkfiles DIR MAX SECONDS: create empty files until an error, MAX, or the time is up. */
 static int mkfiles_main(int argc, char **argv)
 {
@@ -982,6 +998,7 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "setid"))
         return setid_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "int80")) return int80_main();
+    if (argc > 1 && !strcmp(argv[1], "ids")) return ids_main();
     if (argc > 1 && !strcmp(argv[1], "bind"))
         return attack_sock_bind_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "sockact"))

@@ -7,7 +7,9 @@ user's making. As root, nsbox refuses such a directory, with the variable that f
 
 A user granted subordinate ids (/etc/subuid, /etc/subgid) can become them in a user namespace
 of their own: had a root sandbox run as such ids, the user could signal its processes. Root's
-sandboxes never take a uid slot whose ids are granted to anyone."""
+sandboxes never take a uid slot whose ids are granted to anyone, and the files of root's OCI
+images, which belong to the image ids just below those slots, are in directories closed to other
+users: granted those ids, a user still cannot reach a shared layer to rewrite it."""
 import os
 import shutil
 import stat
@@ -15,6 +17,7 @@ import subprocess
 import tempfile
 import unittest
 
+import oci_images
 from nsbox_test import NSBOX, Dirs, ensure_test_user, run_nsbox
 
 
@@ -205,6 +208,123 @@ class SubordinateIdsOfAnotherUser(unittest.TestCase):
         self.assertEqual(r.returncode, 125, r.stderr)
         self.assertIn("granted to users as subordinate ids (2248 of them: /etc/subuid", r.stderr)
 
+
+IMAGE_BASE = BASE - COUNT  # NSBOX_IMAGE_ID_BASE: image id N is host id IMAGE_BASE + N
+
+# As root, in a mount namespace of its own with the test's grant of the image ids: the user, in
+# a user namespace of those ids (image id 0 becomes its 0), writes each path given, then puts a
+# file of its own in its place (rename over it).
+REWRITE = r"""
+set -u
+mount --bind "$GRANTS" /etc/subuid && mount --bind "$GRANTS" /etc/subgid || exit 90
+setpriv --reuid "$USER_UID" --regid "$USER_GID" --clear-groups -- \
+    unshare --map-users=$IMAGE_BASE,0,65536 --map-groups=$IMAGE_BASE,0,65536 \
+    --setuid 0 --setgid 0 python3 -c '
+import os, sys
+for path in sys.argv[1:]:
+    try:
+        with open(path, "ab") as f:
+            f.write(b"rewritten by another user\n")
+        with open(path + ".new", "wb") as f:
+            f.write(b"replaced by another user\n")
+        os.rename(path + ".new", path)
+        print("rewrote", path)
+    except OSError as e:
+        print("refused", path, e.strerror)
+' "$@"
+"""
+
+
+@unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
+@unittest.skipUnless(os.geteuid() == 0, "root's image store and a mount namespace need root")
+class ImageStoreIdsOfAnotherUser(unittest.TestCase):
+    """Root's OCI images keep their files' owners shifted to the image ids (docs/images.md,
+    "Owners"): image id 0, the owner of a layer's directories and of nsbox's /etc files, is
+    host id 1999934464. A user whose /etc/subuid and /etc/subgid grant that id becomes it in a
+    user namespace (newuidmap): below directories it may pass, it owns those files and could
+    rewrite a shared layer every later sandbox of the image runs."""
+    REF = "nsbox-test/store:1"
+
+    def setUp(self):
+        for tool in ("newuidmap", "unshare", "setpriv"):
+            if not shutil.which(tool):
+                self.skipTest(f"needs {tool} (uidmap, util-linux)")
+        self.user = ensure_test_user()
+        self.dirs = Dirs()  # its data directory is 0755 below a 0755 one, as /var/lib/nsbox
+        self.addCleanup(self.dirs.cleanup)
+        layout = os.path.join(self.dirs.base, "layout")
+        oci_images.write_layout(layout)
+        r = run_nsbox(["image", "import", "-q", layout, "--name", self.REF], self.dirs)
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        name = r.stdout.decode().split("(")[-1].rstrip(")\n")
+        self.images = os.path.join(self.dirs.data, "images")
+        self.image = os.path.join(self.images, name)
+        grants = os.path.join(self.dirs.base, "subids")
+        with open(grants, "w") as f:
+            f.write(f"{self.user.pw_name}:{IMAGE_BASE}:{COUNT}\n")
+        os.chmod(grants, 0o644)
+        self.grants = grants
+
+    def targets(self):
+        """A file of the image's bottom layer, shared by every image of that base, and nsbox's
+        /etc/passwd in the image's own top layer: both image id 0's."""
+        layer = oci_images.image_layers(self.image)[0]
+        files = [os.path.join(layer, "etc", "passwd"), os.path.join(self.image, "top/etc/passwd")]
+        for f in files:
+            self.assertEqual(os.stat(f).st_uid, IMAGE_BASE, f)
+        return files
+
+    def rewrite(self, paths):
+        env = self.dirs.env({"GRANTS": self.grants, "USER_UID": str(self.user.pw_uid),
+                             "USER_GID": str(self.user.pw_gid), "IMAGE_BASE": str(IMAGE_BASE)})
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", REWRITE,
+                            "sh"] + paths, env=env, capture_output=True, text=True, timeout=60)
+        if r.returncode == 90:
+            self.fail(f"set-up failed: {r.stdout}{r.stderr}")
+        return r.stdout + r.stderr
+
+    def control(self):
+        """A directory of the same kind the store's were (0755 below 0755 ones), holding a file
+        of image id 0: the granted user rewrites it, so the attack itself works here."""
+        d = os.path.join(self.dirs.base, "control")
+        os.makedirs(d)
+        os.chown(d, IMAGE_BASE, IMAGE_BASE)
+        f = os.path.join(d, "passwd")
+        with open(f, "w") as fh:
+            fh.write("x\n")
+        os.chown(f, IMAGE_BASE, IMAGE_BASE)
+        return f
+
+    def assertHeld(self, files, out):
+        for f in files:
+            self.assertIn(f"refused {f} Permission denied", out)
+            with open(f) as fh:
+                self.assertNotIn("another user", fh.read(), f)
+        r = run_nsbox(["run", "--image", self.REF, "--", "cat", "/etc/passwd"], self.dirs)
+        self.assertEqual(r.returncode, 0, r.stderr.decode())  # root's sandboxes still reach it
+        self.assertIn(b"appuser:x:1000", r.stdout)
+        self.assertNotIn(b"another user", r.stdout)
+
+    def test_a_user_granted_the_image_ids_cannot_rewrite_a_shared_layer(self):
+        files, control = self.targets(), self.control()
+        out = self.rewrite(files + [control])
+        self.assertIn(f"rewrote {control}", out)
+        self.assertHeld(files, out)
+        for d in (os.path.join(self.images, ".layers"), self.image):
+            self.assertEqual(stat.S_IMODE(os.stat(d).st_mode), 0o700, d)
+
+    def test_a_store_an_older_build_left_open_is_closed_on_first_use(self):
+        """Builds before this one left the layer store and the image's directory 0755: the
+        first command that uses the store (a run of the image, a tag) closes them."""
+        files = self.targets()
+        for closer in (["run", "--image", self.REF, "--", "true"],
+                       ["image", "tag", self.REF, "nsbox-test/store:2"]):
+            with self.subTest(closer=closer[:2]):
+                for d in (os.path.join(self.images, ".layers"), self.image):
+                    os.chmod(d, 0o755)
+                r = run_nsbox(closer, self.dirs)
+                self.assertEqual(r.returncode, 0, r.stderr.decode())
+                self.assertHeld(files, self.rewrite(files))
 
 if __name__ == "__main__":
     unittest.main()

@@ -26,10 +26,13 @@ static char dir[PATH_MAX];
 static char sealed_paths[16][PATH_MAX];
 static size_t n_sealed;
 
-/* the bind is the name itself, opened: its target is what the record reads back */
+/* the bind is the name itself, opened (dfd's own directory for ""): its target is what the
+ * record reads back */
 static inline int fake_open_tree(int dfd, const char *path, unsigned flags)
 {
     (void)flags;
+    if (!*path)
+        return fcntl(dfd, F_DUPFD_CLOEXEC, 0);
     return openat(dfd, path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 }
 
