@@ -181,8 +181,8 @@ static struct nsbox_setid_list *seal_list(const int *fds, size_t n)
     return nsbox_setid_layers_list(fds, n, &l, &why) == 0 ? l : NULL;
 }
 
-/* The overlay could not be made with the engine's metacopy=on (a kernel that does not take it
- * over idmapped layers): without metacopy the engine's metadata-only copies up would read
+/* The kernel refused the engine's metacopy=on (one that does not take it over idmapped
+ * layers): without metacopy the engine's metadata-only copies up would read
  * EPERM, so the root stays the engine's, read-only, and the warning says how to do without. */
 static void metacopy_refused(struct nsbox_err *e)
 {
@@ -225,10 +225,11 @@ int nsbox_ovl_root_make(const char *root, int userns_fd, uint32_t slot_base, int
                                           .redirect_dir = o->redirect_dir,
                                           .metacopy = o->metacopy,
                                           .creator_id = slot_base};
-        r = nsbox_oci_overlay_rw(&rw, userns_fd, mount_fd, e);
+        struct nsbox_oci_overlay_fail fail;
+        r = nsbox_oci_overlay_rw(&rw, userns_fd, mount_fd, &fail, e);
         if (r == 0)
             *list = seal_list(fds, o->n_lower + 1);
-        else if (o->metacopy)
+        else if (o->metacopy && nsbox_oci_overlay_metacopy_refused(&fail))
             metacopy_refused(e);
     }
     for (size_t i = 0; fds && i <= o->n_lower; i++)
