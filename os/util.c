@@ -77,6 +77,16 @@ int nsbox_openat2(int dfd, const char *path, const struct open_how *how)
     return -1;
 }
 
+int nsbox_open_dir(int dir, const char *path, uint64_t more)
+{
+    bool links = dir >= 0 && (more & NSBOX_OPEN_DIR_LINKS);
+    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                           .resolve = (more & ~NSBOX_OPEN_DIR_LINKS) | RESOLVE_NO_MAGICLINKS |
+                                      (links ? 0 : RESOLVE_NO_SYMLINKS) |
+                                      (dir >= 0 ? RESOLVE_BENEATH : 0)};
+    return nsbox_openat2(dir >= 0 ? dir : AT_FDCWD, path, &how);
+}
+
 long nsbox_parse_pid(const char *s)
 {
     char *end;

@@ -135,6 +135,13 @@ struct open_how;
  * mounted meanwhile (EAGAIN): nsbox_openat2 and safepath's own walks. */
 #define NSBOX_OPENAT2_RETRIES 256
 int nsbox_openat2(int dfd, const char *path, const struct open_how *how);
+/* A directory (O_PATH, close-on-exec) of the host's that nsbox trusts by its path: path below
+ * dir (RESOLVE_BENEATH), or, with dir < 0, from the working directory; no symlink and no magic
+ * link on the way (ELOOP), with RESOLVE_ flags in more besides (RESOLVE_NO_XDEV: no mount
+ * crossed, EXDEV). NSBOX_OPEN_DIR_LINKS in more, with dir >= 0: symlinks followed, never out of
+ * dir (EXDEV), as an engine's relative layer links are. The descriptor, or -1 with errno. */
+#define NSBOX_OPEN_DIR_LINKS (1ULL << 63)
+int nsbox_open_dir(int dir, const char *path, uint64_t more);
 /* path is dir or below it, by its text ("/proc/1" is in "/proc", "/procx" is not). */
 bool nsbox_path_within(const char *path, const char *dir);
 /* st is the host's root directory ("/" of this mount namespace), whatever path reached it. */

@@ -357,11 +357,8 @@ int nsbox_oci_overlay_rw(const struct nsbox_oci_overlay_rw *rw, int userns_fd, i
     if (r == 0)
         r = idmapped_clone(rw->upper_base, "", userns_fd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
                            &base, e);
-    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-                                      RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
-    if (r == 0 && ((upper = nsbox_openat2(base, rw->upper_rel, &how)) < 0 ||
-                   (work = nsbox_openat2(base, rw->work_rel, &how)) < 0))
+    if (r == 0 && ((upper = nsbox_open_dir(base, rw->upper_rel, RESOLVE_NO_XDEV)) < 0 ||
+                   (work = nsbox_open_dir(base, rw->work_rel, RESOLVE_NO_XDEV)) < 0))
         r = nsbox_err_sys(e, "%s %s", upper < 0 ? "upperdir" : "workdir",
                           upper < 0 ? rw->upper_rel : rw->work_rel);
     struct creator c;
