@@ -6,6 +6,7 @@
 #include <linux/openat2.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,23 @@
 #include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+void nsbox_note_vsay(const struct nsbox_note *n, const char *fmt, va_list ap)
+{
+    if (!n || !n->fn)
+        return;
+    char line[16384];
+    vsnprintf(line, sizeof line, fmt, ap);
+    n->fn(n->ctx, line);
+}
+
+void nsbox_note_say(const struct nsbox_note *n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    nsbox_note_vsay(n, fmt, ap);
+    va_end(ap);
+}
 
 int64_t nsbox_now_ms(void)
 {

@@ -4,6 +4,7 @@
 
 #include "nsbox.h"
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,6 +16,17 @@
 /* Where a layer below cli/ sends a line for the user (a build's progress, `gc -v`'s removals)
  * instead of printing it: cli/ prints (docs/architecture.md, "Who prints"). */
 typedef void nsbox_note_fn(void *ctx, const char *line);
+/* Where a layer's lines go: the function and context cli/ set (fn NULL: nowhere). */
+struct nsbox_note {
+    nsbox_note_fn *fn;
+    void *ctx;
+};
+/* A line to n (NULL, or no function set: to nobody), formatted: at most 16 KiB of it (a
+ * debootstrap line whole). */
+__attribute__((format(printf, 2, 3))) void nsbox_note_say(const struct nsbox_note *n,
+                                                          const char *fmt, ...);
+__attribute__((format(printf, 2, 0))) void nsbox_note_vsay(const struct nsbox_note *n,
+                                                           const char *fmt, va_list ap);
 
 /* Default disposition for every signal and an empty mask: ignored dispositions and the mask
  * survive exec, and a caller's (nsbox's, init's) must not pass to a sandbox command. */

@@ -920,6 +920,7 @@ class Cleanup(RunTest):
         r = run_nsbox(["gc", "-v"], self.dirs)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn(b"removed 1 leftover sandbox", r.stdout)
+        self.assertIn(f"gc: removed sandbox {sid}\n".encode(), r.stderr)  # -v's own line
         self.assertNoLeftovers(sid)
 
     def test_gc_leaves_live_sandboxes_alone(self):
