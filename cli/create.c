@@ -85,17 +85,9 @@ int nsbox_cli_create(int argc, char **argv)
         nsbox_spec_free(&spec);
         return EXIT_USAGE;
     }
-    int i;
-    int pr = nsbox_options_parse(argc, argv, &spec, NULL, &i, &e);
-    if (pr != 0) {
-        nsbox_spec_free(&spec);
-        return pr == 1 ? 0 : pr == -2 ? EXIT_USAGE : nsbox_say_fail(&e);
-    }
-    if (i < argc) {
-        nsbox_spec_free(&spec);
-        return nsbox_say_usage("create takes no command (unexpected '%s'); use nsbox exec",
-                               NSBOX_SHOW(argv[i]));
-    }
+    int rc = nsbox_options_parse_no_command(argc, argv, &spec, "create", "; use nsbox exec");
+    if (rc >= 0)
+        return rc;
     /* The id is the only handle on the sandbox: with nowhere to print it, nobody could use or
      * remove the sandbox. (A closed descriptor 1 would also be taken by the first file nsbox
      * opens, and the id written there.) */

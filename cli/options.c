@@ -379,6 +379,23 @@ int nsbox_options_parse(int argc, char **argv, struct nsbox_spec *spec,
     return 0;
 }
 
+int nsbox_options_parse_no_command(int argc, char **argv, struct nsbox_spec *spec, const char *cmd,
+                                   const char *hint)
+{
+    struct nsbox_err e = {0};
+    int i;
+    int pr = nsbox_options_parse(argc, argv, spec, NULL, &i, &e);
+    if (pr == 0 && i >= argc)
+        return -1;
+    nsbox_spec_free(spec);
+    if (pr != 0)
+        return pr == 1 ? 0 : pr == -2 ? EXIT_USAGE : nsbox_say_fail(&e);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s takes no command (unexpected '%s')%s", cmd, NSBOX_SHOW(argv[i]),
+             hint);
+    return nsbox_say_usage("%s", msg);
+}
+
 int nsbox_options_strip_own(int *argc, char **argv, const struct nsbox_own_flag *f, size_t n)
 {
     int k = 1;

@@ -15,6 +15,13 @@
 int nsbox_options_parse(int argc, char **argv, struct nsbox_spec *spec,
                         struct nsbox_run_opts *run_opts, int *next, struct nsbox_err *e);
 
+/* The options of a command that runs no command after them (create, pool fill), parsed into
+ * spec, which is freed on any failure: -1 when the command goes on, else its exit code (0
+ * after help, EXIT_USAGE, or an error's, said). A command given after them is a usage error:
+ * "<cmd> takes no command (unexpected '...')<hint>". */
+int nsbox_options_parse_no_command(int argc, char **argv, struct nsbox_spec *spec, const char *cmd,
+                                   const char *hint);
+
 /* A command's own flags, taken out of argv before the shared option parser sees the rest: one
  * without a value sets *set; one with a number takes the next argument, from min to max. */
 struct nsbox_own_flag {

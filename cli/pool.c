@@ -86,16 +86,9 @@ int nsbox_cli_pool(int argc, char **argv)
         return EXIT_USAGE;
     struct nsbox_spec spec;
     nsbox_spec_init(&spec);
-    int i;
-    int pr = nsbox_options_parse(argc, argv, &spec, NULL, &i, &e);
-    if (pr != 0) {
-        nsbox_spec_free(&spec);
-        return pr == 1 ? 0 : pr == -2 ? EXIT_USAGE : nsbox_say_fail(&e);
-    }
-    if (i < argc) {
-        nsbox_spec_free(&spec);
-        return nsbox_say_usage("pool fill takes no command (unexpected '%s')", NSBOX_SHOW(argv[i]));
-    }
+    int rc = nsbox_options_parse_no_command(argc, argv, &spec, "pool fill", "");
+    if (rc >= 0)
+        return rc;
     unsigned ready = 0;
     if (nsbox_spec_validate(&spec, &e) < 0 ||
         nsbox_pool_fill(&spec, (unsigned)size, refill, since_ns, &ready, &e) < 0) {

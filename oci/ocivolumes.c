@@ -19,16 +19,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* path below dir (dir -1: from /), a directory, no symlink or magic link on the way; more:
- * RESOLVE_ flags besides. */
-static int open_dir(int dir, const char *path, uint64_t more)
-{
-    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                           .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | more |
-                                      (dir >= 0 ? RESOLVE_BENEATH : 0)};
-    return nsbox_openat2(dir >= 0 ? dir : AT_FDCWD, path, &how);
-}
-
 /* The volume's directory, rel ("volumes/<name>/_data") below the data root, on the mount of
  * volumes/<name>: a local volume made with mount options (a bind of any host directory, NFS)
  * has a mount on _data, which may be anything of the host's, not a directory the engine made. */
@@ -36,11 +26,11 @@ static int open_volume(int data_root, char *rel)
 {
     char *slash = strrchr(rel, '/');
     *slash = '\0';
-    int parent = open_dir(data_root, rel, 0);
+    int parent = nsbox_open_dir(data_root, rel, 0);
     *slash = '/';
     if (parent < 0)
         return -1;
-    int fd = open_dir(parent, slash + 1, RESOLVE_NO_XDEV);
+    int fd = nsbox_open_dir(parent, slash + 1, RESOLVE_NO_XDEV);
     close(parent);
     return fd;
 }
@@ -59,8 +49,9 @@ size_t nsbox_ocivolumes_mark(const char *root, const struct nsbox_rootfs_mount *
     struct nsbox_enginevol_root *r = malloc(sizeof *r);
     size_t marked = 0;
     int data_root = -1, own = -1;
-    if (r && nsbox_enginevol_root(root, r) && (data_root = open_dir(-1, r->data_root, 0)) >= 0 &&
-        (own = open_dir(data_root, r->root_rel, 0)) >= 0 && same_dir(own, root)) {
+    if (r && nsbox_enginevol_root(root, r) &&
+        (data_root = nsbox_open_dir(-1, r->data_root, 0)) >= 0 &&
+        (own = nsbox_open_dir(data_root, r->root_rel, 0)) >= 0 && same_dir(own, root)) {
         for (size_t i = 0; i < n; i++) {
             char rel[PATH_MAX];
             if (strcmp(mounts[i].type, "bind") || mounts[i].source_is_file || idmaps[i].idmap ||

@@ -15,13 +15,16 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+/* A user's $HOME; root's home is the user database's, as root's state and data directories
+ * ignore the environment too: `sudo -E` keeps the caller's HOME, where a cache of root's would
+ * be the caller's to replace by a link (docs/decisions.md). */
 static const char *home_dir(void)
 {
     const char *h = getenv("HOME");
-    if (h && h[0] == '/')
+    if (geteuid() != 0 && h && h[0] == '/')
         return h;
-    struct passwd *pw = getpwuid(getuid());
-    return pw && pw->pw_dir ? pw->pw_dir : "/";
+    struct passwd *pw = getpwuid(geteuid());
+    return pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : "/";
 }
 
 static int fmt_path(char *out, size_t n, struct nsbox_err *e, const char *fmt, const char *a,

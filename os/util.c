@@ -6,6 +6,7 @@
 #include <linux/openat2.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,23 @@
 #include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+void nsbox_note_vsay(const struct nsbox_note *n, const char *fmt, va_list ap)
+{
+    if (!n || !n->fn)
+        return;
+    char line[16384];
+    vsnprintf(line, sizeof line, fmt, ap);
+    n->fn(n->ctx, line);
+}
+
+void nsbox_note_say(const struct nsbox_note *n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    nsbox_note_vsay(n, fmt, ap);
+    va_end(ap);
+}
 
 int64_t nsbox_now_ms(void)
 {
@@ -75,6 +93,16 @@ int nsbox_openat2(int dfd, const char *path, const struct open_how *how)
             return (int)fd;
     }
     return -1;
+}
+
+int nsbox_open_dir(int dir, const char *path, uint64_t more)
+{
+    bool links = dir >= 0 && (more & NSBOX_OPEN_DIR_LINKS);
+    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                           .resolve = (more & ~NSBOX_OPEN_DIR_LINKS) | RESOLVE_NO_MAGICLINKS |
+                                      (links ? 0 : RESOLVE_NO_SYMLINKS) |
+                                      (dir >= 0 ? RESOLVE_BENEATH : 0)};
+    return nsbox_openat2(dir >= 0 ? dir : AT_FDCWD, path, &how);
 }
 
 long nsbox_parse_pid(const char *s)

@@ -4,6 +4,7 @@
 
 #include "nsbox.h"
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,6 +16,17 @@
 /* Where a layer below cli/ sends a line for the user (a build's progress, `gc -v`'s removals)
  * instead of printing it: cli/ prints (docs/architecture.md, "Who prints"). */
 typedef void nsbox_note_fn(void *ctx, const char *line);
+/* Where a layer's lines go: the function and context cli/ set (fn NULL: nowhere). */
+struct nsbox_note {
+    nsbox_note_fn *fn;
+    void *ctx;
+};
+/* A line to n (NULL, or no function set: to nobody), formatted: at most 16 KiB of it (a
+ * debootstrap line whole). */
+__attribute__((format(printf, 2, 3))) void nsbox_note_say(const struct nsbox_note *n,
+                                                          const char *fmt, ...);
+__attribute__((format(printf, 2, 0))) void nsbox_note_vsay(const struct nsbox_note *n,
+                                                           const char *fmt, va_list ap);
 
 /* Default disposition for every signal and an empty mask: ignored dispositions and the mask
  * survive exec, and a caller's (nsbox's, init's) must not pass to a sandbox command. */
@@ -135,6 +147,13 @@ struct open_how;
  * mounted meanwhile (EAGAIN): nsbox_openat2 and safepath's own walks. */
 #define NSBOX_OPENAT2_RETRIES 256
 int nsbox_openat2(int dfd, const char *path, const struct open_how *how);
+/* A directory (O_PATH, close-on-exec) of the host's that nsbox trusts by its path: path below
+ * dir (RESOLVE_BENEATH), or, with dir < 0, from the working directory; no symlink and no magic
+ * link on the way (ELOOP), with RESOLVE_ flags in more besides (RESOLVE_NO_XDEV: no mount
+ * crossed, EXDEV). NSBOX_OPEN_DIR_LINKS in more, with dir >= 0: symlinks followed, never out of
+ * dir (EXDEV), as an engine's relative layer links are. The descriptor, or -1 with errno. */
+#define NSBOX_OPEN_DIR_LINKS (1ULL << 63)
+int nsbox_open_dir(int dir, const char *path, uint64_t more);
 /* path is dir or below it, by its text ("/proc/1" is in "/proc", "/procx" is not). */
 bool nsbox_path_within(const char *path, const char *dir);
 /* st is the host's root directory ("/" of this mount namespace), whatever path reached it. */

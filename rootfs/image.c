@@ -714,25 +714,19 @@ void nsbox_image_identity(const char *name, char *out, size_t n)
 
 /* ---- build, rm, ls ----------------------------------------------------------------------- */
 
-static nsbox_note_fn *note;
-static void *note_ctx;
+static struct nsbox_note note;
 
 void nsbox_image_set_note(nsbox_note_fn *fn, void *ctx)
 {
-    note = fn;
-    note_ctx = ctx;
+    note = (struct nsbox_note){fn, ctx};
 }
 
 void nsbox_image_note(bool progress, const char *fmt, ...)
 {
-    if (!progress || !note)
-        return;
-    char line[16384]; /* a debootstrap line whole (8 KiB at most, image_debian.c) */
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    nsbox_note_vsay(progress ? &note : NULL, fmt, ap); /* a debootstrap line (8 KiB) whole */
     va_end(ap);
-    note(note_ctx, line);
 }
 
 int nsbox_image_build(const char *name, bool progress, struct nsbox_err *e)

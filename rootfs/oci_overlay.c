@@ -26,26 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* What failed in making the overlay. The helper child of mount_in_userns makes only system
- * calls (it is a bare clone), so it sends this back and the parent says it. */
-enum ovl_step {
-    OVL_FSOPEN = 1,
-    OVL_USERXATTR,
-    OVL_LOWERDIR,
-    OVL_CREATE,
-    OVL_MOUNT,
-    OVL_MAPS,
-    OVL_UPPERDIR,
-    OVL_WORKDIR,
-    OVL_OPTION
-};
-struct ovl_fail {
-    int step; /* 0: none */
-    int err;
-    char log[256]; /* the kernel's own words (the fs context's log), or "" */
-};
-
-static int ovl_failed(struct ovl_fail *f, enum ovl_step step, int fs)
+static int ovl_failed(struct nsbox_oci_overlay_fail *f, enum nsbox_oci_overlay_step step, int fs)
 {
     f->step = step;
     f->err = errno;
@@ -55,18 +36,19 @@ static int ovl_failed(struct ovl_fail *f, enum ovl_step step, int fs)
     return -1;
 }
 
-static int ovl_error(const struct ovl_fail *f, const char *whose, struct nsbox_err *e)
+static int ovl_error(const struct nsbox_oci_overlay_fail *f, const char *whose, struct nsbox_err *e)
 {
-    static const char *const what[] = {[OVL_FSOPEN] = "overlayfs is not available",
-                                       [OVL_USERXATTR] = "userxattr",
-                                       [OVL_LOWERDIR] = "lowerdir",
-                                       [OVL_CREATE] = "create",
-                                       [OVL_MOUNT] = "mount",
-                                       [OVL_MAPS] = "the user namespace's maps",
-                                       [OVL_UPPERDIR] = "upperdir",
-                                       [OVL_WORKDIR] = "workdir",
-                                       [OVL_OPTION] = "an option"};
-    bool known = f->step > 0 && f->step <= OVL_OPTION;
+    static const char *const what[] = {[NSBOX_OCI_OVERLAY_FSOPEN] = "overlayfs is not available",
+                                       [NSBOX_OCI_OVERLAY_USERXATTR] = "userxattr",
+                                       [NSBOX_OCI_OVERLAY_LOWERDIR] = "lowerdir",
+                                       [NSBOX_OCI_OVERLAY_CREATE] = "create",
+                                       [NSBOX_OCI_OVERLAY_MOUNT] = "mount",
+                                       [NSBOX_OCI_OVERLAY_MAPS] = "the user namespace's maps",
+                                       [NSBOX_OCI_OVERLAY_UPPERDIR] = "upperdir",
+                                       [NSBOX_OCI_OVERLAY_WORKDIR] = "workdir",
+                                       [NSBOX_OCI_OVERLAY_OPTION] = "an option",
+                                       [NSBOX_OCI_OVERLAY_METACOPY] = "metacopy"};
+    bool known = f->step > 0 && f->step <= NSBOX_OCI_OVERLAY_METACOPY;
     errno = f->err;
     return nsbox_err_sys(e, "overlay of %s layers: %s%s%.*s", whose,
                          known ? what[f->step] : "its helper", f->log[0] ? ": " : "",
@@ -106,44 +88,46 @@ static long set_layer(int fs, const char *key, int fd, const char *path)
  * engine copied up metadata-only (EPERM), and with it follows only what the engine wrote:
  * the container cannot write trusted.overlay.* attributes (its root's seccomp refusals, and
  * the kernel's, which keeps trusted.* to the host's CAP_SYS_ADMIN). */
-static int rw_options(int fs, const struct ovl_layers *l, struct ovl_fail *f)
+static int rw_options(int fs, const struct ovl_layers *l, struct nsbox_oci_overlay_fail *f)
 {
     if (set_layer(fs, "upperdir", l->upper, NULL) < 0)
-        return ovl_failed(f, OVL_UPPERDIR, fs);
+        return ovl_failed(f, NSBOX_OCI_OVERLAY_UPPERDIR, fs);
     if (set_layer(fs, "workdir", l->work, NULL) < 0)
-        return ovl_failed(f, OVL_WORKDIR, fs);
-    if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "index", "off", 0) < 0 ||
-        syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "metacopy", l->metacopy ? "on" : "off", 0) <
-            0 ||
-        (l->redirect_dir &&
-         syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "redirect_dir", l->redirect_dir, 0) < 0))
-        return ovl_failed(f, OVL_OPTION, fs);
+        return ovl_failed(f, NSBOX_OCI_OVERLAY_WORKDIR, fs);
+    if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "index", "off", 0) < 0)
+        return ovl_failed(f, NSBOX_OCI_OVERLAY_OPTION, fs);
+    if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "metacopy", l->metacopy ? "on" : "off", 0) <
+        0)
+        return ovl_failed(f, NSBOX_OCI_OVERLAY_METACOPY, fs);
+    if (l->redirect_dir &&
+        syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "redirect_dir", l->redirect_dir, 0) < 0)
+        return ovl_failed(f, NSBOX_OCI_OVERLAY_OPTION, fs);
     return 0;
 }
 
 /* The overlay of l. With paths it makes only system calls (the helper child's case). */
-static int mount_layers(const struct ovl_layers *l, int *mount_fd, struct ovl_fail *f)
+static int mount_layers(const struct ovl_layers *l, int *mount_fd, struct nsbox_oci_overlay_fail *f)
 {
     *mount_fd = -1;
     bool rw = l->upper >= 0;
     cleanup_close int fs = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
     if (fs < 0)
-        return ovl_failed(f, OVL_FSOPEN, -1);
+        return ovl_failed(f, NSBOX_OCI_OVERLAY_FSOPEN, -1);
     /* user.overlay.* xattrs: the one form that an overlay mounted in a user namespace reads
      * too (docs/decisions.md) */
     if (!rw && syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
-        return ovl_failed(f, OVL_USERXATTR, fs);
+        return ovl_failed(f, NSBOX_OCI_OVERLAY_USERXATTR, fs);
     for (size_t i = 0; i < l->n; i++)
         if (set_layer(fs, "lowerdir+", l->fds ? l->fds[i] : -1, l->paths ? l->paths[i] : NULL) < 0)
-            return ovl_failed(f, OVL_LOWERDIR, fs);
+            return ovl_failed(f, NSBOX_OCI_OVERLAY_LOWERDIR, fs);
     if (rw && rw_options(fs, l, f) < 0)
         return -1;
     if (syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-        return ovl_failed(f, OVL_CREATE, fs);
+        return ovl_failed(f, NSBOX_OCI_OVERLAY_CREATE, fs);
     int m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
                          (rw ? 0 : MOUNT_ATTR_RDONLY) | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
     if (m < 0)
-        return ovl_failed(f, OVL_MOUNT, fs);
+        return ovl_failed(f, NSBOX_OCI_OVERLAY_MOUNT, fs);
     *mount_fd = m;
     return 0;
 }
@@ -165,12 +149,12 @@ static int write_text(const char *path, const char *text)
  * which overlayfs refuses). System calls only: see mount_in_userns. */
 static void child_mount(int sock, const char *const *paths, size_t n, char maps[2][32])
 {
-    struct ovl_fail f = {0};
+    struct nsbox_oci_overlay_fail f = {0};
     int m = -1;
     if (write_text("/proc/self/uid_map", maps[0]) < 0 ||
         write_text("/proc/self/setgroups", "deny") < 0 ||
         write_text("/proc/self/gid_map", maps[1]) < 0)
-        ovl_failed(&f, OVL_MAPS, -1);
+        ovl_failed(&f, NSBOX_OCI_OVERLAY_MAPS, -1);
     else
         mount_layers(&(struct ovl_layers){.paths = paths, .n = n, .upper = -1, .work = -1}, &m, &f);
     char buf[CMSG_SPACE(sizeof(int))] = {0};
@@ -208,7 +192,7 @@ static int mount_in_userns(const char *const *paths, size_t n, int *mount_fd, st
         errno = err;
         return nsbox_err_sys(e, "overlay of the image's layers: a user and mount namespace");
     }
-    struct ovl_fail cf = {0};
+    struct nsbox_oci_overlay_fail cf = {0};
     char buf[CMSG_SPACE(sizeof(int))];
     struct iovec io = {.iov_base = &cf, .iov_len = sizeof cf};
     struct msghdr msg = {
@@ -302,7 +286,7 @@ int nsbox_oci_overlay_lowers(const char *images, int idmap_userns_fd, const char
     int fds[NSBOX_OCI_LAYERS_MAX + 1] = {0};
     size_t opened = 0;
     int r = open_lowers(images, idmap_userns_fd, rel, n, fds, &opened, e);
-    struct ovl_fail f = {0};
+    struct nsbox_oci_overlay_fail f = {0};
     struct ovl_layers l = {.fds = fds, .n = n, .upper = -1, .work = -1};
     if (r == 0 && mount_layers(&l, mount_fd, &f) < 0)
         r = ovl_error(&f, "the image's", e);
@@ -348,10 +332,18 @@ static void creator_restore(struct creator *c)
     syscall(SYS_capset, &c->hdr, c->caps);
 }
 
+bool nsbox_oci_overlay_metacopy_refused(const struct nsbox_oci_overlay_fail *f)
+{
+    return f->step == NSBOX_OCI_OVERLAY_METACOPY ||
+           (f->step == NSBOX_OCI_OVERLAY_CREATE && f->err == EINVAL &&
+            strstr(f->log, "metacopy") != NULL);
+}
+
 int nsbox_oci_overlay_rw(const struct nsbox_oci_overlay_rw *rw, int userns_fd, int *mount_fd,
-                         struct nsbox_err *e)
+                         struct nsbox_oci_overlay_fail *fail, struct nsbox_err *e)
 {
     *mount_fd = -1;
+    *fail = (struct nsbox_oci_overlay_fail){0};
     if (rw->n_lower < 1 || rw->n_lower > NSBOX_OCI_OVERLAY_RW_MAX)
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "an overlay of %zu lower layers",
                              rw->n_lower);
@@ -369,28 +361,24 @@ int nsbox_oci_overlay_rw(const struct nsbox_oci_overlay_rw *rw, int userns_fd, i
     if (r == 0)
         r = idmapped_clone(rw->upper_base, "", userns_fd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
                            &base, e);
-    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-                                      RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
-    if (r == 0 && ((upper = nsbox_openat2(base, rw->upper_rel, &how)) < 0 ||
-                   (work = nsbox_openat2(base, rw->work_rel, &how)) < 0))
+    if (r == 0 && ((upper = nsbox_open_dir(base, rw->upper_rel, RESOLVE_NO_XDEV)) < 0 ||
+                   (work = nsbox_open_dir(base, rw->work_rel, RESOLVE_NO_XDEV)) < 0))
         r = nsbox_err_sys(e, "%s %s", upper < 0 ? "upperdir" : "workdir",
                           upper < 0 ? rw->upper_rel : rw->work_rel);
     struct creator c;
     if (r == 0 && creator_become(rw->creator_id, &c) < 0)
         r = nsbox_err_sys(e, "the overlay's creator, host id %u", rw->creator_id);
     else if (r == 0) {
-        struct ovl_fail f = {0};
         struct ovl_layers l = {.fds = fds,
                                .n = rw->n_lower,
                                .upper = upper,
                                .work = work,
                                .redirect_dir = rw->redirect_dir,
                                .metacopy = rw->metacopy};
-        r = mount_layers(&l, mount_fd, &f);
+        r = mount_layers(&l, mount_fd, fail);
         creator_restore(&c);
         if (r < 0)
-            r = ovl_error(&f, "the engine's", e);
+            r = ovl_error(fail, "the engine's", e);
     }
     struct statfs sf;
     if (r == 0 && (fstatfs(*mount_fd, &sf) < 0 || (sf.f_flags & ST_RDONLY))) {

@@ -48,11 +48,37 @@ struct nsbox_oci_overlay_rw {
                           * sandbox's root, on disk the engine's 0 through the idmap */
 };
 
+/* The step of making an overlay that failed (0: none); the helper child of a user's overlay
+ * makes only system calls (it is a bare clone), so it sends this back and its parent says it. */
+enum nsbox_oci_overlay_step {
+    NSBOX_OCI_OVERLAY_FSOPEN = 1,
+    NSBOX_OCI_OVERLAY_USERXATTR,
+    NSBOX_OCI_OVERLAY_LOWERDIR,
+    NSBOX_OCI_OVERLAY_CREATE,
+    NSBOX_OCI_OVERLAY_MOUNT,
+    NSBOX_OCI_OVERLAY_MAPS,
+    NSBOX_OCI_OVERLAY_UPPERDIR,
+    NSBOX_OCI_OVERLAY_WORKDIR,
+    NSBOX_OCI_OVERLAY_OPTION, /* index or redirect_dir */
+    NSBOX_OCI_OVERLAY_METACOPY
+};
+struct nsbox_oci_overlay_fail {
+    int step; /* an nsbox_oci_overlay_step; 0: none */
+    int err;
+    char log[256]; /* the kernel's own words (the fs context's log), or "" */
+};
+
+/* Did the kernel refuse the metacopy option itself: the option when it was set, or the
+ * overlay's creation (EINVAL) with the kernel's log naming it? Not any failure of an overlay
+ * made with metacopy=on: the advice to mount without metacopy fits only this one. */
+bool nsbox_oci_overlay_metacopy_refused(const struct nsbox_oci_overlay_fail *f);
+
 /* The overlay of rw: a detached, writable, nosuid and nodev mount, its lowers read-only,
  * nosuid and nodev too, with trusted.overlay.* attributes as the engine's layers have them
  * (not userxattr), index off, metacopy as rw->metacopy. 1 (e says why) when the kernel has no
- * idmapped mounts there or made the overlay read-only; < 0 otherwise. */
+ * idmapped mounts there or made the overlay read-only; < 0 otherwise. *fail: the kernel's
+ * refusal of the mount, when that was the failure (its step, else 0). */
 int nsbox_oci_overlay_rw(const struct nsbox_oci_overlay_rw *rw, int userns_fd, int *mount_fd,
-                         struct nsbox_err *e);
+                         struct nsbox_oci_overlay_fail *fail, struct nsbox_err *e);
 
 #endif

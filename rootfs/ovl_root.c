@@ -34,10 +34,7 @@ bool nsbox_ovl_root_is_overlay(const char *root)
  * below beneath, whose symlinks (with links) may not lead out of it. */
 static int open_dir(int beneath, const char *path, bool links, struct nsbox_err *e)
 {
-    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                           .resolve = RESOLVE_NO_MAGICLINKS | (beneath >= 0 ? RESOLVE_BENEATH : 0) |
-                                      (beneath >= 0 && links ? 0 : RESOLVE_NO_SYMLINKS)};
-    int fd = nsbox_openat2(beneath >= 0 ? beneath : AT_FDCWD, path, &how);
+    int fd = nsbox_open_dir(beneath, path, links ? NSBOX_OPEN_DIR_LINKS : 0);
     if (fd < 0)
         return nsbox_err_sys(e, "%s%s", path,
                              errno == ELOOP   ? " (a symlink on the way)"
@@ -151,16 +148,13 @@ static int open_upper(const struct nsbox_ovlinfo *o, int from, const char *root,
         return nsbox_err_invalid(e, "workdir %s: too long", o->work);
     if ((*base_fd = open_dir(base[0] == '/' ? -1 : from, base, false, e)) < 0)
         return nsbox_err_wrap(e, "upperdir's directory");
-    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-                                      RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
     /* both opened here, as the overlay will: no symlink on the way */
-    cleanup_close int upper = nsbox_openat2(*base_fd, *upper_rel, &how);
+    cleanup_close int upper = nsbox_open_dir(*base_fd, *upper_rel, RESOLVE_NO_XDEV);
     if (upper < 0)
         return nsbox_err_sys(e, "upperdir %s%s", o->upper, errno == ELOOP ? " (a symlink)" : "");
     if (verify_upper(o, root, upper, e) < 0)
         return -1;
-    cleanup_close int work = nsbox_openat2(*base_fd, wr, &how);
+    cleanup_close int work = nsbox_open_dir(*base_fd, wr, RESOLVE_NO_XDEV);
     if (work < 0)
         return nsbox_err_sys(e, "workdir %s%s", o->work, errno == ELOOP ? " (a symlink)" : "");
     /* as the engine's workdir is: host root's, for the kernel's eyes only */
@@ -181,8 +175,8 @@ static struct nsbox_setid_list *seal_list(const int *fds, size_t n)
     return nsbox_setid_layers_list(fds, n, &l, &why) == 0 ? l : NULL;
 }
 
-/* The overlay could not be made with the engine's metacopy=on (a kernel that does not take it
- * over idmapped layers): without metacopy the engine's metadata-only copies up would read
+/* The kernel refused the engine's metacopy=on (one that does not take it over idmapped
+ * layers): without metacopy the engine's metadata-only copies up would read
  * EPERM, so the root stays the engine's, read-only, and the warning says how to do without. */
 static void metacopy_refused(struct nsbox_err *e)
 {
@@ -225,10 +219,11 @@ int nsbox_ovl_root_make(const char *root, int userns_fd, uint32_t slot_base, int
                                           .redirect_dir = o->redirect_dir,
                                           .metacopy = o->metacopy,
                                           .creator_id = slot_base};
-        r = nsbox_oci_overlay_rw(&rw, userns_fd, mount_fd, e);
+        struct nsbox_oci_overlay_fail fail;
+        r = nsbox_oci_overlay_rw(&rw, userns_fd, mount_fd, &fail, e);
         if (r == 0)
             *list = seal_list(fds, o->n_lower + 1);
-        else if (o->metacopy)
+        else if (o->metacopy && nsbox_oci_overlay_metacopy_refused(&fail))
             metacopy_refused(e);
     }
     for (size_t i = 0; fds && i <= o->n_lower; i++)

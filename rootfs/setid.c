@@ -343,10 +343,7 @@ static int cand_parent(struct walk *w, int rootfd, const char *path, const char 
     memcpy(w->path + 1, path, n);
     w->path[n + 1] = 0;
     w->len = n ? n + 1 : 0;
-    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-                                      RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
-    int fd = nsbox_openat2(rootfd, n ? w->path + 1 : ".", &how);
+    int fd = nsbox_open_dir(rootfd, n ? w->path + 1 : ".", RESOLVE_NO_XDEV);
     if (fd < 0 && (errno == ENOTDIR || errno == ELOOP))
         errno = ENOENT;
     return fd;

@@ -227,7 +227,8 @@ int nsbox_setid_layers_list(const int *dirs, size_t n, struct nsbox_setid_list *
         nsbox_setid_list_free(w.l);
         return 1;
     }
-    qsort(w.l->c, w.l->n, sizeof *w.l->c, cand_cmp);
+    if (w.l->n > 1) /* none: no array at all, which qsort may not be given */
+        qsort(w.l->c, w.l->n, sizeof *w.l->c, cand_cmp);
     /* a path in several layers once: each is a bind at the seal */
     size_t k = 0;
     for (size_t i = 0; i < w.l->n; i++) {

@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,26 +31,12 @@ static int path_join(char *out, const char *a, const char *b, struct nsbox_err *
     return 0;
 }
 
-static nsbox_note_fn *note;
-static void *note_ctx;
+/* Lines for `nsbox gc -v`, to whoever printing them is (cli/gc.c), if anyone. */
+static struct nsbox_note note;
 
 void nsbox_gc_set_note(nsbox_note_fn *fn, void *ctx)
 {
-    note = fn;
-    note_ctx = ctx;
-}
-
-/* A line for `nsbox gc -v`, to whoever printing it is (cli/gc.c), if anyone. */
-__attribute__((format(printf, 2, 3))) static void gc_note(bool verbose, const char *fmt, ...)
-{
-    if (!verbose || !note)
-        return;
-    char line[NSBOX_ERR_MSG_MAX + 64];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    note(note_ctx, line);
+    note = (struct nsbox_note){fn, ctx};
 }
 
 /* A sandbox is a leftover when nobody holds its lock any more. */
@@ -74,9 +59,9 @@ static int gc_one(const char *rt, const char *cache_root, const char *id, bool v
                        faccessat(AT_FDCWD, ctl, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
     struct nsbox_err ce;
     if (nsbox_cgroup_remove_by_id(id, &ce) < 0)
-        gc_note(verbose, "gc %s: %s", id, ce.msg);
+        nsbox_note_say(verbose ? &note : NULL, "gc %s: %s", id, ce.msg);
     if (nsbox_net_gc(id, &ce) < 0)
-        gc_note(verbose, "gc %s: %s", id, ce.msg);
+        nsbox_note_say(verbose ? &note : NULL, "gc %s: %s", id, ce.msg);
     if ((unlink(file) < 0 && errno != ENOENT && nsbox_err_sys(e, "gc: cannot remove %s", file)) ||
         nsbox_rm_rf(cache, e) < 0 || nsbox_rm_rf(dir, e) < 0)
         return -1;
@@ -85,7 +70,7 @@ static int gc_one(const char *rt, const char *cache_root, const char *id, bool v
     char reason[8];
     if (asked_by_id && !nsbox_tombstone_read(id, reason, sizeof reason))
         nsbox_tombstone_write(id, NSBOX_TOMB_SUPERVISOR_GONE);
-    gc_note(verbose, "gc: removed sandbox %s", id);
+    nsbox_note_say(verbose ? &note : NULL, "gc: removed sandbox %s", id);
     return 1;
 }
 
@@ -277,8 +262,9 @@ static void gc_seccomp_cache(bool verbose)
         return;
     int n = nsbox_seccomp_prog_prune(dir);
     if (n > 0)
-        gc_note(verbose, "gc: removed %d seccomp program%s of another build from %s", n,
-                n == 1 ? "" : "s", dir);
+        nsbox_note_say(verbose ? &note : NULL,
+                       "gc: removed %d seccomp program%s of another build from %s", n,
+                       n == 1 ? "" : "s", dir);
 }
 
 int nsbox_gc(bool verbose, struct nsbox_err *e)

@@ -227,20 +227,20 @@ static int prepare_volumes(struct nsbox_sandbox *c, struct nsbox_err *e)
         if (!im->idmap)
             continue;
         struct nsbox_err ve = {0};
+        int r = 1; /* not root: only an engine's volume is left here, as a plain bind */
         if (!c->st.privileged)
             nsbox_err_set(&ve, NSBOX_E_UNSUPPORTED, EPERM,
                           "an idmapped mount needs root, and nsbox-oci runs as uid %u",
                           (unsigned)getuid());
-        else if (nsbox_userns_volume_tree(m, im, nsbox_idmap_slot_base(c->st.slot),
-                                          &c->mount_fds[i], &ve) == 0) {
-            c->volume_writable |= !(m->flags & MS_RDONLY);
-            continue;
-        }
-        if (!im->engine_volume || ve.code != NSBOX_E_UNSUPPORTED) {
+        else
+            r = nsbox_userns_volume_tree(m, im, nsbox_idmap_slot_base(c->st.slot), &c->mount_fds[i],
+                                         &ve);
+        if (r < 0) {
             *e = ve;
             return -1;
         }
-        if (!c->volumes_why.code)
+        c->volume_writable |= r == 0 && !(m->flags & MS_RDONLY);
+        if (r > 0 && !c->volumes_why.code)
             nsbox_err_set(&c->volumes_why, ve.code, ve.sys_errno, "%s: %s", m->destination,
                           ve.msg);
     }

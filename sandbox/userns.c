@@ -334,9 +334,11 @@ int nsbox_userns_volume_tree(const struct nsbox_rootfs_mount *m,
     if (r == 0)
         return 0;
     *e = te;
-    if (r > 0 && im->engine_volume) /* not asked for by the config: the caller says it */
+    if (r > 0 && im->engine_volume) { /* not asked for by the config: the caller says it */
         e->code = NSBOX_E_UNSUPPORTED;
-    else if (r > 0)
+        return 1;
+    }
+    if (r > 0)
         nsbox_err_set(e, NSBOX_E_UNSUPPORTED, te.sys_errno,
                       "mounts: %s asks for an idmapped mount, which the kernel refuses for %s "
                       "(%s): leave idmap and uidMappings out (the container's root then cannot "

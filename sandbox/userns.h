@@ -59,8 +59,10 @@ int nsbox_userns_root_tree(const char *root, uint32_t slot_base, int *mount_fd,
  * nosuid and nodev (read-only and noexec as m asks), whose on-disk ids are the sandbox's as im's
  * maps say (none: on-disk N is the sandbox's id N, as nsbox_userns_root_tree's), the sandbox's
  * id 0 being host id slot_base. m->recursive clones its submounts, im->recursive idmaps them;
- * an engine's volume (im->engine_volume) is cloned from im->source_fd. 0 with *mount_fd; < 0
- * otherwise, NSBOX_E_UNSUPPORTED where the kernel or the filesystem refuses the idmap. */
+ * an engine's volume (im->engine_volume) is cloned from im->source_fd. 0 with *mount_fd; 1 (e
+ * says why) for an engine's volume whose idmap the kernel or the filesystem refuses, which the
+ * caller leaves a plain bind; < 0 otherwise, NSBOX_E_UNSUPPORTED where the kernel or the
+ * filesystem refuses an idmap the config asked for. */
 int nsbox_userns_volume_tree(const struct nsbox_rootfs_mount *m,
                              const struct nsbox_rootfs_idmap *im, uint32_t slot_base, int *mount_fd,
                              struct nsbox_err *e);

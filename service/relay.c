@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -287,25 +286,11 @@ static void given_close(struct nsbox_relay *r)
         }
 }
 
-static nsbox_note_fn *note;
-static void *note_ctx;
+static struct nsbox_note note;
 
 void nsbox_relay_set_note(nsbox_note_fn *fn, void *ctx)
 {
-    note = fn;
-    note_ctx = ctx;
-}
-
-__attribute__((format(printf, 1, 2))) static void relay_note(const char *fmt, ...)
-{
-    if (!note)
-        return;
-    char line[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    note(note_ctx, line);
+    note = (struct nsbox_note){fn, ctx};
 }
 
 void nsbox_relay_finish(struct nsbox_relay *r)
@@ -315,7 +300,7 @@ void nsbox_relay_finish(struct nsbox_relay *r)
         return;
     uint64_t one = 1;
     if (write(r->stop, &one, sizeof one) != (ssize_t)sizeof one)
-        relay_note("relay: %s", strerror(errno));
+        nsbox_note_say(&note, "relay: %s", strerror(errno));
     static const char *const names[] = {"stdin", "stdout", "stderr"};
     for (int i = 0; i < 3; i++) {
         struct nsbox_relay_stream *s = &r->s[i];
@@ -324,7 +309,7 @@ void nsbox_relay_finish(struct nsbox_relay *r)
         pthread_join(s->thread, NULL);
         s->started = false;
         if (i > 0 && s->err && s->err != EPIPE)
-            relay_note("cannot write the command's %s: %s", names[i], strerror(s->err));
+            nsbox_note_say(&note, "cannot write the command's %s: %s", names[i], strerror(s->err));
     }
     close(r->stop);
     r->stop = -1;

@@ -26,7 +26,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,25 +266,11 @@ static int wait_status(int sock, int pid, int sfd, uint64_t timeout_ms, const ch
     }
 }
 
-static nsbox_note_fn *note;
-static void *note_ctx;
+static struct nsbox_note note;
 
 void nsbox_pool_set_note(nsbox_note_fn *fn, void *ctx)
 {
-    note = fn;
-    note_ctx = ctx;
-}
-
-__attribute__((format(printf, 1, 2))) static void pool_note(const char *fmt, ...)
-{
-    if (!note)
-        return;
-    char line[NSBOX_ERR_MSG_MAX + 1200];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    note(note_ctx, line);
+    note = (struct nsbox_note){fn, ctx};
 }
 
 /* One attempt on one pooled sandbox, through its run socket (agent.h): 1 ran (*exit_status,
@@ -324,7 +309,7 @@ static int try_one(int dfd, const char *name, const char *id, char *const argv[]
      * claim, finds nothing). */
     pool_claim_end(dfd, claim, NULL);
     if (ev.type == NSBOX_AGENT_FAILED) {
-        pool_note("%s", ev.msg);
+        nsbox_note_say(&note, "%s", ev.msg);
         *exit_status = ev.status;
         return 1;
     }
@@ -792,7 +777,8 @@ void nsbox_pool_report_failures(void)
         char ago[48] = "";
         if (dated)
             nsbox_pool_format_age(ago, sizeof ago, now.tv_sec - st.st_mtim.tv_sec);
-        pool_note("the last fill for key %s failed%s%s: %s", key, dated ? " " : "", ago, msg);
+        nsbox_note_say(&note, "the last fill for key %s failed%s%s: %s", key, dated ? " " : "", ago,
+                       msg);
     }
     closedir(d);
 }

@@ -610,6 +610,19 @@ class ExitCodes(RunTest):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"no command 'nope'", r.stderr)
 
+    def test_create_and_pool_fill_take_no_command(self):
+        """A command after create's or pool fill's options is a usage error that says where
+        a command goes; nothing is made."""
+        for args, said in ((["create", "--", "sh"], b"create takes no command (unexpected "
+                            b"'sh'); use nsbox exec"),
+                           (["pool", "fill", "--instance-type", "small", "true"],
+                            b"pool fill takes no command (unexpected 'true')\n")):
+            with self.subTest(args=args):
+                r = run_nsbox(args, self.dirs)
+                self.assertEqual(r.returncode, 125, r.stderr)
+                self.assertIn(said, r.stderr)
+                self.assertEqual(self.dirs.live_ids(), [])
+
     def test_a_broken_config_stops_only_what_makes_sandboxes(self):
         # Every command failed on a broken config file, pool drain, gc and rm included: the
         # clean-up could not run until the file was mended.
@@ -920,6 +933,7 @@ class Cleanup(RunTest):
         r = run_nsbox(["gc", "-v"], self.dirs)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn(b"removed 1 leftover sandbox", r.stdout)
+        self.assertIn(f"gc: removed sandbox {sid}\n".encode(), r.stderr)  # -v's own line
         self.assertNoLeftovers(sid)
 
     def test_gc_leaves_live_sandboxes_alone(self):

@@ -3,7 +3,8 @@ local users"). Root's state, data and cache directories hold what root trusts an
 directories, control sockets, locks, images, workspace backing files and templates. Another
 user who can write one of them, or a directory above it, can plant a symlink there, so that
 root creates and removes files where the user chose, or a state directory or an image of the
-user's making. As root, nsbox refuses such a directory, with the variable that fixes it.
+user's making. As root, nsbox refuses such a directory, with the variable that fixes it; root's
+default cache is below root's own home, whatever $HOME says (`sudo -E` keeps the caller's).
 
 A user granted subordinate ids (/etc/subuid, /etc/subgid) can become them in a user namespace
 of their own: had a root sandbox run as such ids, the user could signal its processes. Root's
@@ -11,6 +12,7 @@ sandboxes never take a uid slot whose ids are granted to anyone, and the files o
 images, which belong to the image ids just below those slots, are in directories closed to other
 users: granted those ids, a user still cannot reach a shared layer to rewrite it."""
 import os
+import pwd
 import shutil
 import stat
 import subprocess
@@ -18,7 +20,7 @@ import tempfile
 import unittest
 
 import oci_images
-from nsbox_test import NSBOX, Dirs, ensure_test_user, run_nsbox
+from nsbox_test import NSBOX, Dirs, ensure_test_user, nsbox_command, run_nsbox
 
 
 @unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
@@ -60,19 +62,53 @@ class DirectoriesAnotherUserCanWrite(unittest.TestCase):
         self.assertIn(f"{path} belongs to uid {self.user.pw_uid}", err)
         self.assertIn(f"set {var} to a directory only root can write", err)
 
-    def test_root_cache_below_another_users_home_is_not_written_through_its_link(self):
-        """`sudo -E nsbox run` keeps the caller's HOME: root's cache directory is then
-        $HOME/.cache/nsbox, the user's to replace. A link there to a root-only directory made
-        root create the workspace templates (and each sandbox's backing file) in it."""
+    def run_root_home(self, env):
+        """nsbox run as root with env, in a mount namespace of its own where root's home (the
+        user database's) is a directory of the test's: what root's cache makes lands there,
+        not in the machine's. rc, stderr and what root's cache directory then holds."""
+        root_home = os.path.join(self.tmp, "root-home")
+        os.makedirs(root_home, 0o700, exist_ok=True)
+        cmd, full_env = nsbox_command(["run", "--", "true"], self.dirs, extra_env=env)
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                            'mount --bind "$1" "$2" || exit 90; shift 2; exec "$@"', "sh",
+                            root_home, pwd.getpwuid(0).pw_dir] + cmd,
+                           env=full_env, capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(r.returncode, 90, r.stderr)
+        cache = os.path.join(root_home, ".cache", "nsbox")
+        return r.returncode, r.stderr, os.listdir(cache) if os.path.isdir(cache) else None
+
+    def test_root_cache_ignores_the_callers_home_under_sudo_E(self):
+        """`sudo -E nsbox run` keeps the caller's HOME (and XDG_CACHE_HOME). Had root's cache
+        followed it ($HOME/.cache/nsbox, the user's to replace), a link there to a root-only
+        directory would have made root create its workspace templates (and each sandbox's
+        backing file) in it. Root's cache is below root's home, as `sudo` and root's login
+        give it: the run works, and the user's home is left as it was."""
         def plant():
             os.makedirs(os.path.join(self.home, ".cache"))
             os.symlink(self.victim, os.path.join(self.home, ".cache", "nsbox"))
         self.as_user(plant)
-        env = {"HOME": self.home, "NSBOX_CACHE_DIR": ""}
-        rc, err = self.run_root(env)
+        env = {"HOME": self.home, "XDG_CACHE_HOME": os.path.join(self.home, ".cache"),
+               "NSBOX_CACHE_DIR": ""}
+        rc, err, root_cache = self.run_root_home(env)
+        self.assertEqual(rc, 0, err)
         self.assertEqual(os.listdir(self.victim), [], err)
-        self.assertRefused(rc, err, "NSBOX_CACHE_DIR", self.home)
-        self.assertIn("cache directory", err)
+        self.assertEqual(os.listdir(self.home), [".cache"])
+        self.assertEqual(os.readlink(os.path.join(self.home, ".cache", "nsbox")), self.victim)
+        self.assertTrue(root_cache, f"root's cache below its home is empty or missing: {err}")
+
+    def test_root_cache_under_sudo_and_root_login_stays_in_roots_home(self):
+        """`sudo` without -E and root's login set HOME to root's home: the cache is where it
+        was, and NSBOX_CACHE_DIR still overrides it."""
+        rc, err, root_cache = self.run_root_home({"HOME": pwd.getpwuid(0).pw_dir,
+                                                  "NSBOX_CACHE_DIR": ""})
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(root_cache, err)
+        shutil.rmtree(os.path.join(self.tmp, "root-home", ".cache"))
+        rc, err, root_cache = self.run_root_home({"HOME": self.home})
+        self.assertEqual(rc, 0, err)
+        self.assertIsNone(root_cache, err)
+        self.assertNotEqual(os.listdir(self.dirs.cache), [], err)
+        self.assertEqual(os.listdir(self.home), [])
 
     def test_each_directory_below_one_another_user_can_write_is_refused(self):
         """NSBOX_STATE_DIR, NSBOX_DATA_DIR and NSBOX_CACHE_DIR below the user's directory

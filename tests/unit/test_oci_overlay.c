@@ -4,7 +4,8 @@
  * with another thread running, as `nsbox run`'s is (its relays). Under ThreadSanitizer (the
  * NSBOX_TSAN build) a forked child of a process alone is not alone (the sanitizer starts its
  * thread there), so a helper made by fork and then unshare(CLONE_NEWUSER) fails (EINVAL): this
- * test fails in that build unless the helper is cloned into its namespaces. */
+ * test fails in that build unless the helper is cloned into its namespaces. The decision that a
+ * failed overlay of an engine's layers was the kernel refusing metacopy is tested here too. */
 #define _GNU_SOURCE
 #include "oci_overlay.h"
 #include "util.h"
@@ -185,9 +186,44 @@ static void test_overlay_as_a_user_alone_and_beside_a_thread(void **state)
     assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+static struct nsbox_oci_overlay_fail failed(int step, int err, const char *log)
+{
+    struct nsbox_oci_overlay_fail f = {.step = step, .err = err};
+    snprintf(f.log, sizeof f.log, "%s", log);
+    return f;
+}
+
+/* The advice to mount without metacopy follows the kernel's refusal of metacopy, not any
+ * failure of an overlay made with it (a workdir that could not be opened, a lower layer the
+ * kernel could not resolve, an idmapped mount the filesystem has not). */
+static void test_metacopy_refused_only_when_the_kernel_refused_it(void **state)
+{
+    (void)state;
+    struct nsbox_oci_overlay_fail f[] = {
+        failed(NSBOX_OCI_OVERLAY_METACOPY, EINVAL, ""),
+        failed(NSBOX_OCI_OVERLAY_CREATE, EINVAL, "overlay: conflicting options: metacopy=on"),
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        assert_true(nsbox_oci_overlay_metacopy_refused(&f[i]));
+    struct nsbox_oci_overlay_fail other[] = {
+        failed(0, 0, ""), /* not the kernel's refusal of the mount: an idmapped clone, say */
+        failed(NSBOX_OCI_OVERLAY_CREATE, EINVAL, ""),
+        failed(NSBOX_OCI_OVERLAY_CREATE, EINVAL, "overlay: failed to resolve 'x': -2"),
+        failed(NSBOX_OCI_OVERLAY_CREATE, ENOMEM, "metacopy"),
+        failed(NSBOX_OCI_OVERLAY_WORKDIR, EINVAL, ""),
+        failed(NSBOX_OCI_OVERLAY_UPPERDIR, EXDEV, ""),
+        failed(NSBOX_OCI_OVERLAY_LOWERDIR, ENOENT, ""),
+        failed(NSBOX_OCI_OVERLAY_OPTION, EINVAL, "overlay: Bad value for 'redirect_dir'"),
+        failed(NSBOX_OCI_OVERLAY_MOUNT, EPERM, ""),
+    };
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
+        assert_false(nsbox_oci_overlay_metacopy_refused(&other[i]));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_metacopy_refused_only_when_the_kernel_refused_it),
         cmocka_unit_test_setup_teardown(test_overlay_as_a_user_alone_and_beside_a_thread, setup,
                                         teardown),
     };

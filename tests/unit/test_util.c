@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -129,6 +131,77 @@ static void test_mkdir_p_modes(void **state)
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_mode & 07777, 0755);
     umask(old);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void assert_refused(int fd, int err)
+{
+    if (fd >= 0)
+        close(fd);
+    assert_int_equal(fd, -1);
+    assert_int_equal(errno, err);
+}
+
+/* nsbox_open_dir, as the engine's layers, volumes and a root's set-id candidates are opened:
+ * no symlink on the way (ELOOP), never out of the directory given (EXDEV), a magic link never,
+ * not even where symlinks below the directory are allowed. */
+static void test_open_dir(void **state)
+{
+    (void)state;
+    char base[] = "/tmp/nsbox-test-opendir-XXXXXX", p[256];
+    assert_non_null(mkdtemp(base));
+    snprintf(p, sizeof p, "%s/a/b", base);
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_mkdir_p(p, 0700, &e), 0);
+    const char *links[][2] = {{"link", "a"}, {"out", "/"}, {"up", ".."}, {"file", NULL}};
+    for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", base, links[i][0]);
+        int fd = links[i][1] ? symlink(links[i][1], p) : open(p, O_CREAT | O_WRONLY, 0600);
+        assert_true(fd >= 0);
+        if (!links[i][1])
+            close(fd);
+    }
+    snprintf(p, sizeof p, "%s/a/b", base);
+    int fd = nsbox_open_dir(-1, p, 0);
+    assert_true(fd >= 0);
+    struct stat want, got;
+    assert_int_equal(fstat(fd, &want), 0);
+    close(fd);
+    snprintf(p, sizeof p, "%s/link/b", base);
+    assert_refused(nsbox_open_dir(-1, p, 0), ELOOP);
+    assert_refused(nsbox_open_dir(-1, p, NSBOX_OPEN_DIR_LINKS), ELOOP); /* only below a dir */
+    int dir = nsbox_open_dir(-1, base, 0);
+    assert_true(dir >= 0);
+    fd = nsbox_open_dir(dir, "a/b", 0);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_refused(nsbox_open_dir(dir, "..", 0), EXDEV);
+    assert_refused(nsbox_open_dir(dir, "link/b", 0), ELOOP);
+    assert_refused(nsbox_open_dir(dir, "file", 0), ENOTDIR);
+    fd = nsbox_open_dir(dir, "link/b", NSBOX_OPEN_DIR_LINKS);
+    assert_true(fd >= 0);
+    assert_int_equal(fstat(fd, &got), 0);
+    assert_true(got.st_ino == want.st_ino && got.st_dev == want.st_dev);
+    close(fd);
+    assert_refused(nsbox_open_dir(dir, "out", NSBOX_OPEN_DIR_LINKS), EXDEV);
+    assert_refused(nsbox_open_dir(dir, "up", NSBOX_OPEN_DIR_LINKS), EXDEV);
+    close(dir);
+    /* a magic link (/proc/PID/cwd leads wherever the process is) */
+    int proc = nsbox_open_dir(-1, "/proc", 0);
+    assert_true(proc >= 0);
+    snprintf(p, sizeof p, "%d/cwd", (int)getpid());
+    assert_refused(nsbox_open_dir(proc, p, NSBOX_OPEN_DIR_LINKS), ELOOP);
+    close(proc);
+    /* a mount crossed, where the caller asks for none */
+    int root = nsbox_open_dir(-1, "/", 0);
+    assert_true(root >= 0);
+    fd = nsbox_open_dir(root, "proc", 0);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_refused(nsbox_open_dir(root, "proc", RESOLVE_NO_XDEV), EXDEV);
+    close(root);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
     assert_int_equal(system(cmd), 0);
@@ -255,6 +328,7 @@ int main(void)
         cmocka_unit_test(test_seconds),
         cmocka_unit_test(test_pid),
         cmocka_unit_test(test_paths),
+        cmocka_unit_test(test_open_dir),
         cmocka_unit_test(test_mkdir_p_modes),
         cmocka_unit_test(test_shown),
         cmocka_unit_test(test_share_pipes_one_way),
