@@ -275,12 +275,14 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
         struct nsbox_idmaps m;
         if (nsbox_idmap_compute(true, 0, 0, c->st.slot, NULL, &m, e) < 0)
             return -1;
-        int r = nsbox_ws_dir_idmapped(c->st.workspace, nsbox_idmap_slot_base(c->st.slot),
-                                      &c->L.ws_fd, e);
+        int r = nsbox_ws_dir_idmapped(c->st.ws_dir_fd, c->st.workspace,
+                                      nsbox_idmap_slot_base(c->st.slot), &c->L.ws_fd, e);
         if (r < 0)
             return -1;
         premounted = c->st.ws_idmapped = r == 0;
     }
+    /* bound from it above, or by path in the child, found again by its inode */
+    nsbox_closep(&c->st.ws_dir_fd);
     if (prepare_root(c, img, e) < 0 || prepare_volumes(c, e) < 0)
         return -1;
     /* On the heap: it is large (48 entries with their link texts), and stack pages a process
@@ -297,6 +299,8 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     cfg->ws_kind = ws_kind;
     cfg->workspace = c->st.workspace;
     cfg->ws_premounted = premounted;
+    cfg->ws_dev = c->st.ws_dev;
+    cfg->ws_ino = c->st.ws_ino;
     cfg->ws_bytes = s->limits.disk_bytes;
     cfg->tmp_bytes = s->limits.memory_bytes / 2;
     cfg->n_entries = 0;
