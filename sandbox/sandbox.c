@@ -509,6 +509,23 @@ static int join_failure(int nstype, int err, struct nsbox_err *e)
                          strerror(err));
 }
 
+/* The go-ahead could not be written to the child: it has ended (EPIPE), and when it ended of a
+ * failure of its set-up, its report, written before it exited, says which (a workspace changed
+ * meanwhile, say), where "Broken pipe" would not. */
+static int start_failure(struct nsbox_sandbox *c, struct nsbox_err *e)
+{
+    int err = errno;
+    struct nsbox_child_report rep;
+    int fl = err == EPIPE ? fcntl(c->L.report_rd, F_GETFL) : -1;
+    if (fl >= 0 && fcntl(c->L.report_rd, F_SETFL, fl | O_NONBLOCK) == 0 &&
+        read(c->L.report_rd, &rep, sizeof rep) == (ssize_t)sizeof rep) {
+        *e = rep.err;
+        return -1;
+    }
+    errno = err;
+    return nsbox_err_sys(e, "cannot start the sandbox");
+}
+
 int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbox_err *e)
 {
     if (c->L.n_joins && !c->L.sibling)
@@ -555,11 +572,11 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
         parent_write_id_maps(pid, &c->st, c->L.set_groups, e) < 0)
         ret = -1;
     else if (write(c->L.sync_wr, "g", 1) != 1)
-        ret = nsbox_err_sys(e, "cannot start the sandbox");
+        ret = start_failure(c, e);
     else if (nsbox_net_attach(c->net, pid, e) < 0)
         ret = -1;
     else if (write(c->L.sync_wr, "n", 1) != 1)
-        ret = nsbox_err_sys(e, "cannot start the sandbox");
+        ret = start_failure(c, e);
     /* sync_wr stays open while we live: the child checks it for a hang-up (our death). */
     if (ret < 0) {
         nsbox_sandbox_kill_init(c);

@@ -24,6 +24,25 @@ TEST_USER = "nsbox-test"
 UID_BASE = 2000000000
 
 
+# Swaps each pair of paths (argv[2::2] with argv[3::2]) atomically (renameat2 RENAME_EXCHANGE)
+# as fast as it can for argv[1] seconds, then prints how many rounds it made: a directory and a
+# symlink flipping under a program that looks them up.
+FLIPPER = r"""
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+pairs = [(a.encode(), b.encode()) for a, b in zip(sys.argv[2::2], sys.argv[3::2])]
+end = time.monotonic() + float(sys.argv[1])
+n = 0
+while time.monotonic() < end:
+    for a, b in pairs:
+        if libc.renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) != 0:
+            sys.exit("renameat2: " + os.strerror(ctypes.get_errno()))
+    n += 1
+print(n)
+"""
+
+
 def is_root():
     return os.geteuid() == 0
 

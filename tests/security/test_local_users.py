@@ -7,15 +7,22 @@ user's making. As root, nsbox refuses such a directory, with the variable that f
 
 A user granted subordinate ids (/etc/subuid, /etc/subgid) can become them in a user namespace
 of their own: had a root sandbox run as such ids, the user could signal its processes. Root's
-sandboxes never take a uid slot whose ids are granted to anyone."""
+sandboxes never take a uid slot whose ids are granted to anyone.
+
+A directory root gives as a sandbox's workspace may lie below one another user owns (a checkout
+in the user's home): the user can swap a name on its path for a symlink at any moment, so what
+nsbox checks must be what it binds."""
 import os
+import pwd
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
+import time
 import unittest
 
-from nsbox_test import NSBOX, Dirs, ensure_test_user, run_nsbox
+from nsbox_test import FLIPPER, NSBOX, Dirs, ensure_test_user, run_nsbox
 
 
 @unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
@@ -107,6 +114,92 @@ class DirectoriesAnotherUserCanWrite(unittest.TestCase):
         rc, err = self.run_root({})
         self.assertEqual(rc, 0, err)
         self.assertEqual(stat.S_IMODE(os.stat(self.dirs.state).st_mode) & 0o022, 0)
+
+
+@unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
+@unittest.skipUnless(os.geteuid() == 0, "the attack is on nsbox run as root by another user")
+class WorkspaceSwappedByAnotherUser(unittest.TestCase):
+    """`nsbox run --workspace HOME/a/proc` as root, where HOME is another user's. The user
+    swaps `a` with a link to / (renameat2 RENAME_EXCHANGE, as fast as it can) while root makes
+    sandboxes, so that the path leads now to root's directory, now to the host's /proc, which a
+    workspace may never be. Checked by path and bound by path again, a run whose check saw the
+    directory and whose bind saw the link showed the sandbox the host's processes. Each run must
+    bind the directory checked, or be refused in one line: never the host's /proc."""
+
+    SECONDS = 6  # a case's runs, after at least MIN_RUNS of them
+    MIN_RUNS, MAX_RUNS = 12, 80
+
+    def setUp(self):
+        self.user = ensure_test_user()
+        self.dirs = Dirs()
+        self.addCleanup(self.dirs.cleanup)
+        self.tmp = tempfile.mkdtemp(prefix="nsbox-ws-swap-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        os.chmod(self.tmp, 0o711)
+        self.home = os.path.join(self.tmp, "home")  # the user's own
+        os.makedirs(self.home)
+        os.chown(self.home, self.user.pw_uid, self.user.pw_gid)
+
+    def race(self, owner):
+        a = os.path.join(self.home, "a")
+        ws = os.path.join(a, "proc")
+        os.makedirs(ws)
+        open(os.path.join(ws, "real-workspace"), "w").close()
+        for d in (a, ws):
+            os.chmod(d, 0o755)
+            os.chown(d, owner.pw_uid, owner.pw_gid)
+        link = os.path.join(self.home, "a-link")
+        os.symlink("/", link)
+        os.lchown(link, self.user.pw_uid, self.user.pw_gid)
+        # the system's python3: the test's own may be below /root, closed to the user
+        flipper = subprocess.Popen(["/usr/bin/python3", "-c", FLIPPER, str(self.SECONDS * 10), a,
+                                    link],
+                                   user=self.user.pw_uid, group=self.user.pw_gid, extra_groups=[],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        bound, reasons = 0, {}
+        try:
+            end = time.monotonic() + self.SECONDS
+            for i in range(self.MAX_RUNS):
+                if i >= self.MIN_RUNS and time.monotonic() > end:
+                    break
+                r = run_nsbox(["run", "--workspace", ws, "--", "ls", "-a", "/workspace"], self.dirs)
+                err = r.stderr.decode()
+                names = r.stdout.decode().split()
+                self.assertNotIn("self", names, f"run {i}: the sandbox was given the host's /proc")
+                if r.returncode == 125:
+                    # besides the note a directory of root's gets (its own look may see it)
+                    lines = [ln for ln in err.strip().splitlines()
+                             if not ln.startswith("nsbox: note:")]
+                    self.assertEqual(len(lines), 1, err)
+                    why = ("changed while the sandbox was made" if "changed while" in err
+                           else "a kernel file system" if "is a kernel file system" in err
+                           else lines[0])
+                    reasons[why] = reasons.get(why, 0) + 1
+                    continue
+                self.assertEqual(r.returncode, 0, f"run {i}: {err}")
+                self.assertIn("real-workspace", names, f"run {i}: {names}")
+                bound += 1
+        finally:
+            flipper.kill()
+            out, ferr = flipper.communicate()
+        self.assertEqual(ferr, b"", "the user's swaps failed")
+        print(f"\n{self.id()}: {bound} bound, refused: {reasons}", file=sys.stderr)
+        # both sides of the race were met: runs that bound the directory, runs that saw the link
+        self.assertGreater(bound, 0, reasons)
+        self.assertTrue(reasons, "no run saw the link: the race was not run")
+        self.assertLessEqual(set(reasons), {"changed while the sandbox was made",
+                                            "a kernel file system"}, reasons)
+        self.assertEqual(self.dirs.live_ids(), [])
+
+    def test_a_directory_of_roots_is_never_bound_from_the_swapped_path(self):
+        """Root's directory is bound plainly (root is never mapped), by path in the sandbox's
+        mount namespace: there it must be the inode checked, found with no symlink."""
+        self.race(pwd.getpwuid(0))
+
+    def test_a_directory_of_the_users_is_never_bound_from_the_swapped_path(self):
+        """The user's directory is bound through an idmapped mount, cloned from the descriptor
+        the checks ran on."""
+        self.race(self.user)
 
 
 BASE, COUNT, SLOTS = 2000000000, 65536, 2248  # policy/idmap.h
