@@ -27,7 +27,9 @@ from nsbox_test import FLIPPER, NSBOX, Dirs, ensure_test_user, run_nsbox
 
 @unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
 @unittest.skipUnless(os.geteuid() == 0, "the attack is on nsbox run as root by another user")
-class DirectoriesAnotherUserCanWrite(unittest.TestCase):
+class UserAndRoot(unittest.TestCase):
+    """The test user, the attacker, with a home directory of its own in the test's."""
+
     def setUp(self):
         self.user = ensure_test_user()
         self.dirs = Dirs()
@@ -38,6 +40,11 @@ class DirectoriesAnotherUserCanWrite(unittest.TestCase):
         self.home = os.path.join(self.tmp, "home")  # the user's own
         os.makedirs(self.home)
         os.chown(self.home, self.user.pw_uid, self.user.pw_gid)
+
+
+class DirectoriesAnotherUserCanWrite(UserAndRoot):
+    def setUp(self):
+        super().setUp()
         self.victim = os.path.join(self.tmp, "victim")  # root's, closed to others
         os.makedirs(self.victim, 0o700)
 
@@ -116,29 +123,16 @@ class DirectoriesAnotherUserCanWrite(unittest.TestCase):
         self.assertEqual(stat.S_IMODE(os.stat(self.dirs.state).st_mode) & 0o022, 0)
 
 
-@unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
-@unittest.skipUnless(os.geteuid() == 0, "the attack is on nsbox run as root by another user")
-class WorkspaceSwappedByAnotherUser(unittest.TestCase):
+class WorkspaceSwappedByAnotherUser(UserAndRoot):
     """`nsbox run --workspace HOME/a/proc` as root, where HOME is another user's. The user
     swaps `a` with a link to / (renameat2 RENAME_EXCHANGE, as fast as it can) while root makes
-    sandboxes, so that the path leads now to root's directory, now to the host's /proc, which a
+    sandboxes, so that the path leads now to the directory, now to the host's /proc, which a
     workspace may never be. Checked by path and bound by path again, a run whose check saw the
     directory and whose bind saw the link showed the sandbox the host's processes. Each run must
     bind the directory checked, or be refused in one line: never the host's /proc."""
 
     SECONDS = 8  # a case's runs, after at least MIN_RUNS of them
     MIN_RUNS = 12
-
-    def setUp(self):
-        self.user = ensure_test_user()
-        self.dirs = Dirs()
-        self.addCleanup(self.dirs.cleanup)
-        self.tmp = tempfile.mkdtemp(prefix="nsbox-ws-swap-")
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-        os.chmod(self.tmp, 0o711)
-        self.home = os.path.join(self.tmp, "home")  # the user's own
-        os.makedirs(self.home)
-        os.chown(self.home, self.user.pw_uid, self.user.pw_gid)
 
     def race(self, owner, runs):
         a = os.path.join(self.home, "a")
