@@ -142,8 +142,8 @@ static int open_pinned(const struct nsbox_mount_op *o, struct nsbox_err *e)
     struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
                            .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
     int fd = nsbox_openat2(AT_FDCWD, o->src, &how);
-    struct stat sb;
-    if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_dev == o->src_dev && sb.st_ino == o->src_ino)
+    struct stat sb, checked = {.st_dev = (dev_t)o->src_dev, .st_ino = (ino_t)o->src_ino};
+    if (fd >= 0 && fstat(fd, &sb) == 0 && nsbox_same_inode(&sb, &checked))
         return fd;
     int err = fd < 0 ? errno : ESTALE;
     if (fd >= 0)
