@@ -17,12 +17,10 @@ import pwd
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
-import time
 import unittest
 
-from nsbox_test import FLIPPER, NSBOX, Dirs, ensure_test_user, run_nsbox
+from nsbox_test import NSBOX, Dirs, ensure_test_user, race_workspace_swap, run_nsbox
 
 
 @unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
@@ -131,59 +129,10 @@ class WorkspaceSwappedByAnotherUser(UserAndRoot):
     directory and whose bind saw the link showed the sandbox the host's processes. Each run must
     bind the directory checked, or be refused in one line: never the host's /proc."""
 
-    SECONDS = 8  # a case's runs, after at least MIN_RUNS of them
-    MIN_RUNS = 12
-
     def race(self, owner, runs):
-        a = os.path.join(self.home, "a")
-        ws = os.path.join(a, "proc")
-        os.makedirs(ws)
-        open(os.path.join(ws, "real-workspace"), "w").close()
-        for d in (a, ws):
-            os.chmod(d, 0o755)
-            os.chown(d, owner.pw_uid, owner.pw_gid)
-        link = os.path.join(self.home, "a-link")
-        os.symlink("/", link)
-        os.lchown(link, self.user.pw_uid, self.user.pw_gid)
-        # the system's python3: the test's own may be below /root, closed to the user
-        flipper = subprocess.Popen(["/usr/bin/python3", "-c", FLIPPER, str(self.SECONDS * 10), a,
-                                    link],
-                                   user=self.user.pw_uid, group=self.user.pw_gid, extra_groups=[],
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        bound, reasons = 0, {}
-        try:
-            end = time.monotonic() + self.SECONDS
-            for i in range(runs):
-                if i >= self.MIN_RUNS and time.monotonic() > end:
-                    break
-                r = run_nsbox(["run", "--workspace", ws, "--", "ls", "-a", "/workspace"], self.dirs)
-                err = r.stderr.decode()
-                names = r.stdout.decode().split()
-                self.assertFalse("self" in names and "real-workspace" not in names,
-                                 f"run {i}: the sandbox was given the host's /proc")
-                if r.returncode == 125:
-                    # besides the note a directory of root's gets (its own look may see it)
-                    lines = [ln for ln in err.strip().splitlines()
-                             if not ln.startswith("nsbox: note:")]
-                    self.assertEqual(len(lines), 1, err)
-                    why = ("changed while the sandbox was made" if "changed while" in err
-                           else "a kernel file system" if "is a kernel file system" in err
-                           else lines[0])
-                    reasons[why] = reasons.get(why, 0) + 1
-                    continue
-                self.assertEqual(r.returncode, 0, f"run {i}: {err}")
-                self.assertIn("real-workspace", names, f"run {i}: {names}")
-                bound += 1
-        finally:
-            flipper.kill()
-            out, ferr = flipper.communicate()
-        self.assertEqual(ferr, b"", "the user's swaps failed")
-        print(f"\n{self.id()}: {bound} bound, refused: {reasons}", file=sys.stderr)
-        # both sides of the race were met: runs that bound the directory, runs that saw the link
-        self.assertGreater(bound, 0, reasons)
-        self.assertTrue(reasons, "no run saw the link: the race was not run")
-        self.assertLessEqual(set(reasons), {"changed while the sandbox was made",
-                                            "a kernel file system"}, reasons)
+        run = lambda ws: run_nsbox(["run", "--workspace", ws, "--", "ls", "-a", "/workspace"],
+                                   self.dirs)
+        race_workspace_swap(self, self.home, owner, self.user, run, runs)
         self.assertEqual(self.dirs.live_ids(), [])
 
     def test_a_directory_of_roots_is_never_bound_from_the_swapped_path(self):
