@@ -78,9 +78,15 @@ static char *read_file_arg(const char *path, size_t max, size_t *len, struct nsb
 static void note_root_workspace(const char *dir)
 {
     struct stat sb;
-    if (!dir[0] || geteuid() != 0 || stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode) ||
-        (sb.st_uid != 0 && sb.st_gid != 0) || (sb.st_mode & S_IWOTH) ||
-        nsbox_wsdir_forbidden(dir)) /* refused later, with the reason */
+    struct nsbox_err e;
+    char path[PATH_MAX];
+    if (!dir[0] || geteuid() != 0)
+        return;
+    int fd = nsbox_wsdir_open(dir, path, sizeof path, &sb, &e);
+    if (fd < 0) /* refused later, with the reason */
+        return;
+    close(fd);
+    if ((sb.st_uid != 0 && sb.st_gid != 0) || (sb.st_mode & S_IWOTH))
         return;
     /* chown -R is advice for a project directory, never for the system's own */
     static const char *const system[] = {"/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64",

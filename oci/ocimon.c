@@ -228,11 +228,11 @@ static void serve_killall(struct nsbox_ocimon *m, int fd, pid_t init_pid)
     cleanup_free pid_t *pids = malloc(PIDS_MAX * sizeof *pids);
     bool frozen = !paused && nsbox_cgroup_freeze(m->cg, true, &e2) == 0;
     int n = pids ? nsbox_cgroup_pids(m->cg, pids, PIDS_MAX, &e) : nsbox_err_sys(&e, "malloc");
-    for (int i = 0; i < n; i++)
-        if (pids[i] != init_pid && kill(pids[i], r.status) < 0 && errno != ESRCH) {
-            n = nsbox_err_sys(&e, "kill --all: pid %d", (int)pids[i]);
-            break;
-        }
+    /* Frozen, a listed process can still end (SIGKILL goes through a v2 freeze; a failed freeze
+     * leaves the cgroup running) and its pid go to another process of the host's: signalled
+     * through pidfds, only those still in the cgroup. */
+    if (n >= 0 && nsbox_cgroup_signal(m->cg, pids, (size_t)n, init_pid, r.status, &e) < 0)
+        n = nsbox_err_wrap(&e, "kill --all");
     if (n >= 0 && kill(init_pid, r.status) < 0 && errno != ESRCH)
         n = nsbox_err_sys(&e, "kill --all: init");
     if (frozen)

@@ -40,7 +40,7 @@ static bool same_dir(int fd, const char *path)
 {
     struct stat want, got;
     return stat(path, &want) == 0 && fstat(fd, &got) == 0 && S_ISDIR(got.st_mode) &&
-           want.st_dev == got.st_dev && want.st_ino == got.st_ino;
+           nsbox_same_inode(&want, &got);
 }
 
 size_t nsbox_ocivolumes_mark(const char *root, const struct nsbox_rootfs_mount *mounts, size_t n,

@@ -5,11 +5,13 @@
 #include "cleanup.h"
 #include "safepath.h"
 #include "setid.h"
+#include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mount.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -130,9 +132,38 @@ static int clone_source_at(const struct nsbox_sys *sys, const struct nsbox_mount
     return fd;
 }
 
+/* A host directory the launcher opened once and checked (a --workspace DIR, sandbox/wsdir.h),
+ * bound here by path: the launcher's descriptor names its own mount namespace's mount, which
+ * the kernel does not clone into this one. src is the kernel's name for that directory, so no
+ * symlink is followed on the way, and what is found must be the inode checked: a name another
+ * user swapped since for a link, or for another directory, fails here instead of being bound. */
+static int open_pinned(const struct nsbox_mount_op *o, struct nsbox_err *e)
+{
+    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                           .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+    int fd = nsbox_openat2(AT_FDCWD, o->src, &how);
+    struct stat sb, checked = {.st_dev = (dev_t)o->src_dev, .st_ino = (ino_t)o->src_ino};
+    if (fd >= 0 && fstat(fd, &sb) == 0 && nsbox_same_inode(&sb, &checked))
+        return fd;
+    int err = fd < 0 ? errno : ESTALE;
+    if (fd >= 0)
+        close(fd);
+    return nsbox_err_set(e, NSBOX_E_INVALID, err,
+                         "workspace %s changed while the sandbox was made (%s): not bound; "
+                         "give a directory whose path no other user can change",
+                         o->src,
+                         err == ESTALE  ? "it is another directory now"
+                         : err == ELOOP ? "a symbolic link is on its path now"
+                                        : strerror(err));
+}
+
 static int clone_source(const struct nsbox_sys *sys, const struct nsbox_mount_op *o,
                         int image_rootfd, struct nsbox_err *e)
 {
+    if (o->src_pinned) {
+        cleanup_close int fd = open_pinned(o, e);
+        return fd < 0 ? -1 : clone_source_at(sys, o, fd, "", e);
+    }
     if (!o->late)
         return clone_source_at(sys, o, o->src_in_image ? image_rootfd : AT_FDCWD, o->src, e);
     /* the path only: cloned when attached (attach) */

@@ -63,6 +63,9 @@ struct nsbox_mount_op {
     bool optional;         /* target_in_image that cannot be mounted on safely: skipped */
     int src_fd;            /* BIND: a detached mount the launcher made (an idmapped volume), the
                               plan's from phase 1 on; -1 none */
+    bool src_pinned;       /* BIND: src is a host directory the launcher checked (a --workspace
+                              DIR), bound only if src, opened with no symlink, is that inode */
+    uint64_t src_dev, src_ino;
     bool seal;             /* BIND of src_fd, writable: its set-id and file-capability programs
                               are bound read-only once it is attached (setid.h) */
     bool late;             /* BIND: cloned when attached, in the plan's order, from the path
@@ -113,6 +116,7 @@ struct nsbox_rootfs_cfg {
     enum nsbox_ws_kind ws_kind;
     const char *workspace;  /* DIR: host directory bound at /workspace */
     bool ws_premounted;     /* DIR: the launcher bound it already (idmapped): a mount fd */
+    uint64_t ws_dev, ws_ino; /* DIR bound by path: the directory the launcher checked */
     uint64_t ws_bytes;      /* TMPFS: its size (limits.disk_bytes) */
     uint64_t tmp_bytes;     /* size of /tmp, and twice /dev/shm's; 0: the kernel's default */
     size_t n_entries;       /* top-level entries of the image root to expose */

@@ -275,12 +275,14 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
         struct nsbox_idmaps m;
         if (nsbox_idmap_compute(true, 0, 0, c->st.slot, NULL, &m, e) < 0)
             return -1;
-        int r = nsbox_ws_dir_idmapped(c->st.workspace, nsbox_idmap_slot_base(c->st.slot),
-                                      &c->L.ws_fd, e);
+        int r = nsbox_ws_dir_idmapped(c->st.ws_dir_fd, c->st.workspace,
+                                      nsbox_idmap_slot_base(c->st.slot), &c->L.ws_fd, e);
         if (r < 0)
             return -1;
         premounted = c->st.ws_idmapped = r == 0;
     }
+    /* bound from it above, or by path in the child, found again by its inode */
+    nsbox_closep(&c->st.ws_dir_fd);
     if (prepare_root(c, img, e) < 0 || prepare_volumes(c, e) < 0)
         return -1;
     /* On the heap: it is large (48 entries with their link texts), and stack pages a process
@@ -297,6 +299,8 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     cfg->ws_kind = ws_kind;
     cfg->workspace = c->st.workspace;
     cfg->ws_premounted = premounted;
+    cfg->ws_dev = c->st.ws_dev;
+    cfg->ws_ino = c->st.ws_ino;
     cfg->ws_bytes = s->limits.disk_bytes;
     cfg->tmp_bytes = s->limits.memory_bytes / 2;
     cfg->n_entries = 0;
@@ -505,6 +509,23 @@ static int join_failure(int nstype, int err, struct nsbox_err *e)
                          strerror(err));
 }
 
+/* The go-ahead could not be written to the child: it has ended (EPIPE), and when it ended of a
+ * failure of its set-up, its report, written before it exited, says which (a workspace changed
+ * meanwhile, say), where "Broken pipe" would not. */
+static int start_failure(struct nsbox_sandbox *c, struct nsbox_err *e)
+{
+    int err = errno;
+    struct nsbox_child_report rep;
+    int fl = err == EPIPE ? fcntl(c->L.report_rd, F_GETFL) : -1;
+    if (fl >= 0 && fcntl(c->L.report_rd, F_SETFL, fl | O_NONBLOCK) == 0 &&
+        read(c->L.report_rd, &rep, sizeof rep) == (ssize_t)sizeof rep) {
+        *e = rep.err;
+        return -1;
+    }
+    errno = err;
+    return nsbox_err_sys(e, "cannot start the sandbox");
+}
+
 int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbox_err *e)
 {
     if (c->L.n_joins && !c->L.sibling)
@@ -551,11 +572,11 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
         parent_write_id_maps(pid, &c->st, c->L.set_groups, e) < 0)
         ret = -1;
     else if (write(c->L.sync_wr, "g", 1) != 1)
-        ret = nsbox_err_sys(e, "cannot start the sandbox");
+        ret = start_failure(c, e);
     else if (nsbox_net_attach(c->net, pid, e) < 0)
         ret = -1;
     else if (write(c->L.sync_wr, "n", 1) != 1)
-        ret = nsbox_err_sys(e, "cannot start the sandbox");
+        ret = start_failure(c, e);
     /* sync_wr stays open while we live: the child checks it for a hang-up (our death). */
     if (ret < 0) {
         nsbox_sandbox_kill_init(c);

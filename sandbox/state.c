@@ -28,6 +28,7 @@ void nsbox_state_init(struct nsbox_state *st)
     st->ws_kind = NSBOX_WS_DIR;
     st->lock_fd = -1;
     st->slot_fd = -1;
+    st->ws_dir_fd = -1;
     st->slot = 0;
     st->privileged = geteuid() == 0;
 }
@@ -88,22 +89,14 @@ static int make_workspace(struct nsbox_state *st, const char *workspace_arg,
 {
     st->ws_kind = kind;
     if (kind == NSBOX_WS_DIR) {
+        /* Opened once and checked there (wsdir.h); bound from this descriptor or its inode. */
         struct stat sb;
-        if (!workspace_arg || !workspace_arg[0])
-            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "workspace: no directory given");
-        if (stat(workspace_arg, &sb) < 0)
-            return nsbox_err_sys(e, "workspace %s", workspace_arg);
-        if (!S_ISDIR(sb.st_mode))
-            return nsbox_err_set(e, NSBOX_E_INVALID, ENOTDIR, "workspace %s is not a directory",
-                                 workspace_arg);
-        if (!realpath(workspace_arg, st->workspace))
-            return nsbox_err_sys(e, "workspace %s", workspace_arg);
-        const char *why = nsbox_wsdir_forbidden(st->workspace);
-        if (why)
-            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                                 "workspace %s is %s: refusing to hand it to a sandbox (give a "
-                                 "directory of your files)",
-                                 workspace_arg, why);
+        st->ws_dir_fd =
+            nsbox_wsdir_open(workspace_arg, st->workspace, sizeof st->workspace, &sb, e);
+        if (st->ws_dir_fd < 0)
+            return -1;
+        st->ws_dev = sb.st_dev;
+        st->ws_ino = sb.st_ino;
         st->fresh_workspace = false;
         return 0;
     }
@@ -655,6 +648,7 @@ int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e)
         st->dir[0] = '\0';
     }
     nsbox_closep(&st->lock_fd);
+    nsbox_closep(&st->ws_dir_fd);
     /* The slot's file stays, free once its lock goes with this descriptor: the next create
      * takes it first (nsbox_state_take_slot), gc removes it if none does. */
     nsbox_closep(&st->slot_fd);

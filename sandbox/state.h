@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define NSBOX_ID_LEN 12
 #define NSBOX_WS_FILE_SUFFIX ".ext4"
@@ -33,6 +34,9 @@ struct nsbox_state {
                                  file, <cache>/<id>.ext4 (NSBOX_WS_FILE_SUFFIX) */
     bool fresh_workspace;     /* the backing file is nsbox's; removed with the sandbox */
     bool ws_idmapped;         /* DIR as root: bound through an idmapped mount (workspace.h) */
+    int ws_dir_fd;            /* DIR: the directory checked (wsdir.h), O_PATH, until bound */
+    dev_t ws_dev;             /* DIR: that directory's device and inode, which a bind by path */
+    ino_t ws_ino;             /* must find again (mounts.h, src_pinned) */
     int lock_fd;              /* flock(LOCK_EX) on <dir> while the sandbox lives */
     bool privileged;
     uint32_t slot;            /* uid slot when privileged */

@@ -799,13 +799,12 @@ int nsbox_ws_host_usage(const char *image, struct nsbox_ws_host_usage *h)
 
 /* ---- --workspace DIR as root: an idmapped bind ------------------------------------------------ */
 
-int nsbox_ws_dir_idmapped(const char *dir, uint32_t base, int *mount_fd, struct nsbox_err *e)
+int nsbox_ws_dir_idmapped(int dfd, const char *dir, uint32_t base, int *mount_fd,
+                          struct nsbox_err *e)
 {
     *mount_fd = -1;
-    /* One lookup: the directory checked is the directory cloned. */
-    cleanup_close int dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat sb;
-    if (dfd < 0 || fstat(dfd, &sb) < 0)
+    if (fstat(dfd, &sb) < 0)
         return nsbox_err_sys(e, "workspace %s", dir);
     /* Never map root into a sandbox: its files would be root's on the host, and a set-id
      * program already there could be rewritten through a shared mapping, which keeps the

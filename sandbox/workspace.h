@@ -56,12 +56,14 @@ int nsbox_ws_ext4_finish(struct nsbox_ws_job *j, bool chown, uint32_t uid, uint3
 /* The config file's "workspace" section (policy/wsplan.h); defaults when there is none. */
 int nsbox_ws_load_config(struct nsbox_ws_config *cfg, struct nsbox_err *e);
 
-/* --workspace DIR as root: a detached bind of dir whose owner is appuser inside (the sandbox's
+/* --workspace DIR as root: a detached bind of the directory open on dfd (dir: its path, for
+ * messages; the descriptor the checks ran on, wsdir.h) whose owner is appuser inside (the sandbox's
  * host ids from base, nsbox_idmap_slot_base), so that the sandbox can work in the caller's
  * directory and what it creates there belongs to the directory's owner on disk; what its other
  * ids create belongs to those ids of its range (nsbox_idmap_mount_lines). 0 with *mount_fd; 1
  * when this filesystem or kernel cannot idmap (the caller binds it plainly); -1 on error. */
-int nsbox_ws_dir_idmapped(const char *dir, uint32_t base, int *mount_fd, struct nsbox_err *e);
+int nsbox_ws_dir_idmapped(int dfd, const char *dir, uint32_t base, int *mount_fd,
+                          struct nsbox_err *e);
 
 /* Usage of a workspace filesystem (fd anywhere on it). */
 struct nsbox_ws_usage {

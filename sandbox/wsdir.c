@@ -1,20 +1,25 @@
-/* A host directory given as a sandbox's workspace (--workspace DIR, bound at /workspace): the
+/* A host directory given as a sandbox's workspace (--workspace DIR, bound at /workspace):
+ * opened once and checked through that descriptor, since a local user who owns a directory on
+ * the path could swap a name for a symlink between a check by path and a bind by path; and the
  * ones that may never be, because their bind would show the sandbox the host. */
 #include "wsdir.h"
 #include "cleanup.h"
 #include "util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <linux/magic.h>
-#include <stddef.h>
-#include <sys/stat.h>
+#include <linux/openat2.h>
+#include <stdio.h>
 #include <sys/vfs.h>
+#include <unistd.h>
 
-const char *nsbox_wsdir_forbidden(const char *dir)
+const char *nsbox_wsdir_forbidden(int fd, const char *path)
 {
     struct stat ws, other;
     struct statfs fs;
-    if (stat(dir, &ws) < 0)
-        return NULL; /* the caller says what is wrong with it */
+    if (fstat(fd, &ws) < 0)
+        return "a directory that cannot be looked at";
     if (nsbox_is_host_root(&ws))
         return "the host's root directory";
     /* the kernel's and the devices' file systems: a bind of /proc showed the sandbox the host's
@@ -23,14 +28,59 @@ const char *nsbox_wsdir_forbidden(const char *dir)
         PROC_SUPER_MAGIC,    SYSFS_MAGIC,        CGROUP_SUPER_MAGIC,
         CGROUP2_SUPER_MAGIC, DEVPTS_SUPER_MAGIC, DEBUGFS_MAGIC,
         TRACEFS_MAGIC,       SECURITYFS_MAGIC,   BPF_FS_MAGIC};
-    if (statfs(dir, &fs) == 0)
+    if (fstatfs(fd, &fs) == 0)
         for (size_t i = 0; i < NSBOX_ARRAY_LEN(pseudo); i++)
             if ((unsigned long)fs.f_type == pseudo[i])
                 return "a kernel file system (proc, sys, cgroup, ...)";
     static const char *const hosts[] = {"/proc", "/sys", "/dev"};
     for (size_t i = 0; i < NSBOX_ARRAY_LEN(hosts); i++)
         if ((stat(hosts[i], &other) == 0 && ws.st_dev == other.st_dev) ||
-            nsbox_path_within(dir, hosts[i])) /* a tmpfs in them */
+            nsbox_path_within(path, hosts[i])) /* a tmpfs in them */
             return "in the host's /proc, /sys or /dev";
     return NULL;
+}
+
+/* The kernel's path of the directory open on fd: what /proc/self/fd shows, the names of the
+ * directories it is in (never a symlink's). */
+static int fd_path(int fd, char *path, size_t n)
+{
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    ssize_t len = readlink(self, path, n);
+    if (len < 0)
+        return -1;
+    if ((size_t)len >= n || path[0] != '/') /* too long, or unreachable from our root */
+        return errno = ENAMETOOLONG, -1;
+    path[len] = '\0';
+    return 0;
+}
+
+int nsbox_wsdir_open(const char *arg, char *path, size_t n, struct stat *sb, struct nsbox_err *e)
+{
+    if (!arg || !arg[0])
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "workspace: no directory given");
+    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                           .resolve = RESOLVE_NO_MAGICLINKS};
+    cleanup_close int fd = nsbox_openat2(AT_FDCWD, arg, &how);
+    if (fd < 0 && errno == ENOTDIR)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENOTDIR, "workspace %s is not a directory", arg);
+    if (fd < 0 && errno == ELOOP)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ELOOP,
+                             "workspace %s: too many symbolic links, or one of /proc's links to "
+                             "a process's files (/proc/PID/root, /proc/self/fd/N), which may lead "
+                             "into another mount namespace: give the directory's own path",
+                             arg);
+    if (fd < 0 || fstat(fd, sb) < 0)
+        return nsbox_err_sys(e, "workspace %s", arg);
+    if (fd_path(fd, path, n) < 0)
+        return nsbox_err_sys(e, "workspace %s: the path of the directory it names", arg);
+    const char *why = nsbox_wsdir_forbidden(fd, path);
+    if (why)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                             "workspace %s is %s: refusing to hand it to a sandbox (give a "
+                             "directory of your files)",
+                             arg, why);
+    int ret = fd;
+    fd = -1;
+    return ret;
 }

@@ -1,10 +1,25 @@
-/* A host directory given as a sandbox's workspace (--workspace DIR): what may not be one. */
+/* A host directory given as a sandbox's workspace (--workspace DIR): opened once, every check
+ * made on that descriptor, and what may not be one. */
 #ifndef NSBOX_WSDIR_H
 #define NSBOX_WSDIR_H
 
-/* Why the directory dir may not be a --workspace (the host's root; a kernel file system such as
- * /proc, whose bind would show the sandbox the host), or NULL when it may (or when dir cannot
- * be looked at: the caller says what is wrong with it). */
-const char *nsbox_wsdir_forbidden(const char *dir);
+#include "nsbox.h"
+
+#include <stddef.h>
+#include <sys/stat.h>
+
+/* Open the directory arg names (symlinks followed, /proc's magic links not: such as
+ * /proc/PID/root, they may lead into another mount namespace) as O_PATH, and check it there:
+ * a directory, not one of those nsbox_wsdir_forbidden refuses. Returns the descriptor, with
+ * the kernel's own path of that directory in path (no symlink in it) and its stat in sb; -1
+ * with e saying what is wrong. What is bound afterwards must be this directory (the
+ * descriptor itself, or a path opened with no symlink and found to be the same inode): a
+ * name swapped for a link after this call cannot redirect the bind. */
+int nsbox_wsdir_open(const char *arg, char *path, size_t n, struct stat *sb, struct nsbox_err *e);
+
+/* Why the directory open on fd (path: its kernel path) may not be a --workspace (the host's
+ * root; a kernel file system such as /proc, whose bind would show the sandbox the host), or
+ * NULL when it may. */
+const char *nsbox_wsdir_forbidden(int fd, const char *path);
 
 #endif

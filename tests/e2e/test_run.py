@@ -295,6 +295,11 @@ class Basics(RunTest):
             self.assertEqual(r.stdout, b"", path)
             self.assertIn(b"refusing to hand it to a sandbox", r.stderr)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        # /proc's links to a process's files may lead into another mount namespace: refused
+        # even where they lead to a directory that may be given (here /etc, below)
+        r = self.sh("ls /workspace; echo RAN", "--workspace", "/proc/self/root/etc")
+        self.assertEqual((r.returncode, r.stdout), (125, b""), r.stderr)
+        self.assertIn(b"give the directory's own path", r.stderr)
         # a system directory still runs (read-only for the sandbox), but without the advice to
         # chown it
         r = self.sh("test -r /workspace/passwd && echo RAN", "--workspace", "/etc")

@@ -13,7 +13,8 @@ import unittest
 from nsbox_test import (CGROUP_V1, CGROUP_V2_ONLY, CPYTHON, CPYTHON_ID_TESTS, AsTestUser,
                         cgroup_leftovers, cpython_on_host, cpython_outcomes,
                         cpython_testsuite_missing, is_root, nsbox_command,
-                        sigkill_run_and_check_init_dies, wait_for, write_config)
+                        race_workspace_swap, sigkill_run_and_check_init_dies, wait_for,
+                        write_config)
 
 
 def write_pool_config(dirs):
@@ -110,6 +111,20 @@ class Unprivileged(AsTestUser):
         r = self.run_as_user(["run", "--workspace", ws, "--", "sh", "-c", "echo x > made"])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(os.stat(os.path.join(ws, "made")).st_uid, self.user.pw_uid)
+
+    def test_a_workspace_swapped_meanwhile_is_never_bound_from_the_swapped_path(self):
+        """--workspace BASE/a/proc while another who can rename `a` (here root, the test's only
+        other user) swaps it with a link to /: the user's sandbox binds the directory checked, by
+        path in its own mount namespace, only if that path holds no link and leads to the inode
+        checked, or the run is refused; never the host's /proc (bound by path as checked, about
+        one run in five listed the host's processes)."""
+        parent = os.path.join(self.dirs.base, "swap")
+        os.mkdir(parent, 0o755)
+        run = lambda ws: self.run_as_user(["run", "--workspace", ws, "--", "ls", "-a",
+                                           "/workspace"])
+        reasons = race_workspace_swap(self, parent, self.user, None, run, runs=60)
+        self.assertIn("changed while the sandbox was made", reasons)
+        self.assertEqual(self.dirs.live_ids(), [])
 
     def test_host_loopback_unreachable(self):
         srv = socket.socket()

@@ -23,7 +23,7 @@ import tempfile
 import time
 import unittest
 
-from nsbox_test import NSBOX, Dirs, is_root, run_nsbox
+from nsbox_test import FLIPPER, NSBOX, Dirs, is_root, run_nsbox
 
 SEC_BIN = os.environ.get("NSBOX_SECURITY_BIN_DIR", "")
 ATTACK = os.path.join(SEC_BIN, "attack")
@@ -266,22 +266,6 @@ class HostileImages(HostileImageBase):
         self.assertIn(r.returncode, (0, 125), r.stderr)
         if r.returncode == 125:
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
-
-
-FLIPPER = r"""
-import ctypes, os, sys, time
-libc = ctypes.CDLL(None, use_errno=True)
-AT_FDCWD, RENAME_EXCHANGE = -100, 2
-pairs = [(a.encode(), b.encode()) for a, b in zip(sys.argv[2::2], sys.argv[3::2])]
-end = time.monotonic() + float(sys.argv[1])
-n = 0
-while time.monotonic() < end:
-    for a, b in pairs:
-        if libc.renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) != 0:
-            sys.exit("renameat2: " + os.strerror(ctypes.get_errno()))
-    n += 1
-print(n)
-"""
 
 
 class SwapDuringSetup(HostileImageBase):

@@ -10,7 +10,11 @@ A user granted subordinate ids (/etc/subuid, /etc/subgid) can become them in a u
 of their own: had a root sandbox run as such ids, the user could signal its processes. Root's
 sandboxes never take a uid slot whose ids are granted to anyone, and the files of root's OCI
 images, which belong to the image ids just below those slots, are in directories closed to other
-users: granted those ids, a user still cannot reach a shared layer to rewrite it."""
+users: granted those ids, a user still cannot reach a shared layer to rewrite it.
+
+A directory root gives as a sandbox's workspace may lie below one another user owns (a checkout
+in the user's home): the user can swap a name on its path for a symlink at any moment, so what
+nsbox checks must be what it binds."""
 import os
 import pwd
 import shutil
@@ -20,12 +24,14 @@ import tempfile
 import unittest
 
 import oci_images
-from nsbox_test import NSBOX, Dirs, ensure_test_user, nsbox_command, run_nsbox
+from nsbox_test import NSBOX, Dirs, ensure_test_user, nsbox_command, race_workspace_swap, run_nsbox
 
 
 @unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
 @unittest.skipUnless(os.geteuid() == 0, "the attack is on nsbox run as root by another user")
-class DirectoriesAnotherUserCanWrite(unittest.TestCase):
+class UserAndRoot(unittest.TestCase):
+    """The test user, the attacker, with a home directory of its own in the test's."""
+
     def setUp(self):
         self.user = ensure_test_user()
         self.dirs = Dirs()
@@ -36,6 +42,11 @@ class DirectoriesAnotherUserCanWrite(unittest.TestCase):
         self.home = os.path.join(self.tmp, "home")  # the user's own
         os.makedirs(self.home)
         os.chown(self.home, self.user.pw_uid, self.user.pw_gid)
+
+
+class DirectoriesAnotherUserCanWrite(UserAndRoot):
+    def setUp(self):
+        super().setUp()
         self.victim = os.path.join(self.tmp, "victim")  # root's, closed to others
         os.makedirs(self.victim, 0o700)
 
@@ -146,6 +157,33 @@ class DirectoriesAnotherUserCanWrite(unittest.TestCase):
         rc, err = self.run_root({})
         self.assertEqual(rc, 0, err)
         self.assertEqual(stat.S_IMODE(os.stat(self.dirs.state).st_mode) & 0o022, 0)
+
+
+class WorkspaceSwappedByAnotherUser(UserAndRoot):
+    """`nsbox run --workspace HOME/a/proc` as root, where HOME is another user's. The user
+    swaps `a` with a link to / (renameat2 RENAME_EXCHANGE, as fast as it can) while root makes
+    sandboxes, so that the path leads now to the directory, now to the host's /proc, which a
+    workspace may never be. Checked by path and bound by path again, a run whose check saw the
+    directory and whose bind saw the link showed the sandbox the host's processes. Each run must
+    bind the directory checked, or be refused in one line: never the host's /proc."""
+
+    def race(self, owner, runs):
+        run = lambda ws: run_nsbox(["run", "--workspace", ws, "--", "ls", "-a", "/workspace"],
+                                   self.dirs)
+        race_workspace_swap(self, self.home, owner, self.user, run, runs)
+        self.assertEqual(self.dirs.live_ids(), [])
+
+    def test_a_directory_of_roots_is_never_bound_from_the_swapped_path(self):
+        """Root's directory is bound plainly (root is never mapped), by path in the sandbox's
+        mount namespace: there it must be the inode checked, found with no symlink. (Bound by
+        path as checked, about one run in five gave the sandbox the host's /proc.)"""
+        self.race(pwd.getpwuid(0), runs=80)
+
+    def test_a_directory_of_the_users_is_never_bound_from_the_swapped_path(self):
+        """The user's directory is bound through an idmapped mount, cloned from the descriptor
+        the checks ran on. (Before, it was opened by path again, and when that saw the link, the
+        host's /proc, root's, was bound plainly by path once more: about one run in forty.)"""
+        self.race(self.user, runs=240)
 
 
 BASE, COUNT, SLOTS = 2000000000, 65536, 2248  # policy/idmap.h

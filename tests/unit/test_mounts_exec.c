@@ -244,8 +244,8 @@ static const struct nsbox_sys fake = {
 /* ---- executor fixture ---------------------------------------------------------------------- */
 
 struct ex {
-    char base[PATH_MAX], staging[PATH_MAX], image[PATH_MAX];
-    struct stat staging_st, image_st, root_st;
+    char base[PATH_MAX], staging[PATH_MAX], image[PATH_MAX], ws[PATH_MAX];
+    struct stat staging_st, image_st, root_st, ws_st;
     struct world *w;
     int fds[NSBOX_MOUNT_OPS_MAX];
     int fds_after_prepare[NSBOX_MOUNT_OPS_MAX];
@@ -276,8 +276,15 @@ static int ex_setup(void **state)
         stat(x->staging, &x->staging_st) < 0 || stat(x->image, &x->image_st) < 0 ||
         stat("/", &x->root_st) < 0)
         return -1;
+    /* the --workspace DIR the launcher checked: found again by its inode (src_pinned) */
+    snprintf(x->ws, sizeof x->ws, "%s/project", x->base);
+    if (mkdir(x->ws, 0700) < 0 || stat(x->ws, &x->ws_st) < 0)
+        return -1;
     x->w = dir_world();
     snprintf(x->w->img.root, sizeof x->w->img.root, "%s", x->image);
+    x->w->cfg.workspace = x->ws;
+    x->w->cfg.ws_dev = x->ws_st.st_dev;
+    x->w->cfg.ws_ino = x->ws_st.st_ino;
     struct nsbox_err e = {0};
     if (nsbox_mount_plan_build(&x->w->cfg, &x->w->plan, &e) < 0)
         return -1;
@@ -367,15 +374,22 @@ static void test_prepare_sequence(void **state)
         assert_true(k < F.n);
         c = &F.c[k++];
         assert_int_equal(c->k, C_OPEN_TREE);
-        assert_string_equal(c->path, o->src);
         assert_int_equal(!!(c->flags & AT_RECURSIVE), !!o->recursive);
-        if (o->src_in_image) {
+        if (o->src_pinned) {
+            /* the workspace: cloned from the directory found again, the one checked */
+            assert_string_equal(c->path, "");
+            assert_true(c->flags & AT_EMPTY_PATH);
+            assert_true(c->dfd_st_ok);
+            assert_true(same_file(&c->dfd_st, &x->ws_st));
+        } else if (o->src_in_image) {
             /* looked up under the image root, never following a symlink out of it */
+            assert_string_equal(c->path, o->src);
             assert_true(c->dfd_st_ok);
             assert_true(same_file(&c->dfd_st, &x->image_st));
             assert_true(c->flags & AT_SYMLINK_NOFOLLOW);
             assert_null(strchr(c->path, '/'));
         } else {
+            assert_string_equal(c->path, o->src);
             assert_int_equal(c->dfd, AT_FDCWD);
             assert_true(c->path[0] == '/');
         }
@@ -444,6 +458,40 @@ static void test_prepare_takes_workspace_mount_fd(void **state)
     fake_reset();
     assert_int_equal(do_prepare(x, &e), -1);
     assert_non_null(strstr(e.msg, "workspace filesystem"));
+}
+
+/* --workspace DIR bound by path: its name swapped after the launcher's check, for another
+ * directory or for a symlink (to the very directory checked, too: the path must hold none), is
+ * refused before anything of it is cloned, with what changed. */
+static void test_prepare_refuses_a_swapped_workspace(void **state)
+{
+    struct ex *x = *state;
+    char moved[PATH_MAX + 8];
+    snprintf(moved, sizeof moved, "%s.old", x->ws);
+    static const struct {
+        bool link;
+        const char *why;
+    } cases[] = {{false, "it is another directory now"},
+                 {true, "a symbolic link is on its path now"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(rename(x->ws, moved), 0);
+        assert_int_equal(cases[i].link ? symlink(moved, x->ws) : mkdir(x->ws, 0700), 0);
+        fake_reset();
+        struct nsbox_err e = {0};
+        assert_int_equal(do_prepare(x, &e), -1);
+        assert_int_equal(e.code, NSBOX_E_INVALID);
+        assert_non_null(strstr(e.msg, x->ws));
+        assert_non_null(strstr(e.msg, cases[i].why));
+        assert_non_null(strstr(e.msg, "changed while the sandbox was made"));
+        for (size_t k = 0; k < F.n; k++)
+            assert_false(F.c[k].k == C_OPEN_TREE && F.c[k].path[0] == '\0');
+        assert_int_equal(cases[i].link ? unlink(x->ws) : rmdir(x->ws), 0);
+        assert_int_equal(rename(moved, x->ws), 0);
+    }
+    /* put back, the directory checked binds again */
+    fake_reset();
+    struct nsbox_err e = {0};
+    assert_int_equal(do_prepare(x, &e), 0);
 }
 
 static void test_prepare_private_failure_stops(void **state)
@@ -897,6 +945,8 @@ int main(void)
     const struct CMUnitTest exec_tests[] = {
         cmocka_unit_test_setup_teardown(test_prepare_sequence, ex_setup, ex_teardown),
         cmocka_unit_test_setup_teardown(test_prepare_takes_workspace_mount_fd, ex_setup,
+                                        ex_teardown),
+        cmocka_unit_test_setup_teardown(test_prepare_refuses_a_swapped_workspace, ex_setup,
                                         ex_teardown),
         cmocka_unit_test_setup_teardown(test_prepare_private_failure_stops, ex_setup, ex_teardown),
         cmocka_unit_test_setup_teardown(test_prepare_tmpfs_failure, ex_setup, ex_teardown),
