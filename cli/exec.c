@@ -241,7 +241,7 @@ static int exec_env(struct exec_args *x, const char *v)
 {
     const char *eq = strchr(v, '=');
     if (!eq || eq == v)
-        return nsbox_say_usage("%s", "-e needs K=V");
+        return nsbox_say_env_usage("-e", v);
     int klen = eq - v > 255 ? 255 : (int)(eq - v);
     char *kv = NULL;
     char **grown = realloc(x->env, (x->nenv + 1) * sizeof *x->env);
