@@ -263,27 +263,39 @@ static int exec_env(struct exec_args *x, const char *v)
     return 0;
 }
 
-/* The option at argv[*i] (and its value, moving *i on): 0, or EXIT_USAGE after saying why. */
+/* The option at argv[*i] (and its value, moving *i on): 0, or EXIT_USAGE after saying why.
+ * Options with a value take it as the next word or after '=' (--cwd=/tmp), as run's do, and
+ * --env is -e, as exec --help and run say. */
 static int exec_option(int argc, char **argv, int *i, struct exec_args *x)
 {
     const char *a = argv[*i];
+    char name[16] = "";
+    const char *v = NULL, *eq = a[1] == '-' ? strchr(a, '=') : NULL;
+    if (eq && (size_t)(eq - a) < sizeof name) {
+        memcpy(name, a, (size_t)(eq - a));
+        v = eq + 1;
+    } else if (!eq) {
+        snprintf(name, sizeof name, "%s", a);
+    }
+    bool valued = !strcmp(name, "--timeout") || !strcmp(name, "--cwd") ||
+                  !strcmp(name, "-e") || !strcmp(name, "--env");
     if (!strcmp(a, "-i")) {
         x->interactive = true;
     } else if (!strcmp(a, "-d")) {
         x->detach = true;
     } else if (!strcmp(a, "-t") || !strcmp(a, "-it") || !strcmp(a, "-ti")) {
         x->tty = true, x->interactive = true;
-    } else if ((!strcmp(a, "--timeout") || !strcmp(a, "--cwd") || !strcmp(a, "-e")) &&
-               *i + 1 < argc) {
-        const char *v = argv[++*i];
-        if (!strcmp(a, "--cwd"))
+    } else if (valued && (v || *i + 1 < argc)) {
+        if (!v)
+            v = argv[++*i];
+        if (!strcmp(name, "--cwd"))
             x->cwd = v;
-        else if (!strcmp(a, "-e"))
+        else if (strcmp(name, "--timeout") != 0)
             return exec_env(x, v);
         else if (nsbox_parse_seconds(v, NSBOX_TIMEOUT_MAX_S, &x->timeout_ms) < 0)
             return nsbox_say_usage(NSBOX_TIMEOUT_USAGE, v);
     } else {
-        static const char *const names[] = {"-i", "-t", "-d", "--timeout", "--cwd", "-e"};
+        static const char *const names[] = {"-i", "-t", "-d", "--timeout", "--cwd", "-e", "--env"};
         return nsbox_say_unknown("unknown exec option", NSBOX_SHOW(a), names,
                                  NSBOX_ARRAY_LEN(names),
                                  "exec [-i] [-t] [-d] [--timeout S] [--cwd DIR] [-e K=V] ID -- "

@@ -275,6 +275,12 @@ class Lifecycle(SessionTest):
         self.exec(sid, "mkdir", "-p", "sub/dir")
         r = self.nsbox("exec", "--cwd", "sub/dir", sid, "--", "pwd")
         self.assertEqual(r.stdout, b"/workspace/sub/dir\n", r.stderr)
+        # exec --help lists --env beside -e, and values after '=' as run takes them
+        r = self.nsbox("exec", "--env", "A=1", "--env=B=2", "--cwd=sub", "--timeout=30", sid,
+                       "--", "sh", "-c", "echo $A $B $(pwd)")
+        self.assertEqual((r.returncode, r.stdout), (0, b"1 2 /workspace/sub\n"), r.stderr)
+        r = self.nsbox("exec", "--timeout=0.5", sid, "--", "sleep", "5")
+        self.assertEqual(r.returncode, 124, r.stderr)
         # options after the id are a usage error, not a command named "--timeout"
         r = self.nsbox("exec", sid, "--timeout", "1", "--", "true")
         self.assertEqual(r.returncode, 125)
