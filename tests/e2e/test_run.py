@@ -557,6 +557,12 @@ class ExitCodes(RunTest):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"unknown exec option --workdir (as in docker?): where the command starts "
                       b"is --cwd DIR", r.stderr)
+        # docker run IMAGE runs the image's command; here one is asked for, saying why (before
+        # anything is pulled)
+        r = run_nsbox(["run", "--image", "python:3.12-slim"], self.dirs)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"run needs a command: nsbox run [OPTIONS] -- CMD [ARG...] (an image's "
+                      b"Entrypoint and Cmd are not run", r.stderr)
         # docker's -e NAME takes the caller's value; nsbox says how to give it
         for cmd in (["run", "-e", "API_KEY", "--", "true"], ["run", "--env", "API_KEY", "--", "true"],
                     ["exec", "-e", "API_KEY", "0123456789ab", "--", "true"]):
