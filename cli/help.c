@@ -115,7 +115,8 @@ static const struct {
            "\n"
            "  -p                                  make DST's missing directories\n"},
     {"ls", "usage: nsbox ls [--json]\n"
-           "  the persistent sandboxes of this user: id, state, instance type, created, expires\n"},
+           "  the persistent sandboxes of this user: id, state, instance type, created, expires\n"
+           "  -q, --quiet    the ids alone, one a line (nsbox rm $(nsbox ls -q))\n"},
     {"inspect", "usage: nsbox inspect ID\n"
                 "  a sandbox's spec, state, limits, usage, disk and processes, as JSON\n"},
     {"rm", "usage: nsbox rm ID...\n"

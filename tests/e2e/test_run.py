@@ -613,7 +613,7 @@ class ExitCodes(RunTest):
             "create": sandbox + ["--ttl", "--idle-timeout", "--owner-pid", "--setup-script",
                                  "--setup-timeout", "--json"],
             "exec": ["-i", "-t", "-d", "--timeout", "--cwd", "-e", "--env"],
-            "cp": ["-p"], "ls": ["--json"], "inspect": [], "rm": [], "ps": [], "kill": [],
+            "cp": ["-p"], "ls": ["--json", "-q"], "inspect": [], "rm": [], "ps": [], "kill": [],
             "logs": ["-f", "--follow"], "wait": ["--timeout"], "gc": ["-v"], "info": ["--json"],
             "pool": ["fill", "drain", "ls", "--size"], "image": ["build", "ls", "rm"],
             "version": [],

@@ -485,6 +485,7 @@ class Lifecycle(SessionTest):
         # a typo of --json or -v was taken for no option: exit 0, the wrong output
         for args, said in ((["ls", "--jsno"], "ls takes no argument but --json"),
                            (["ls", "--json", "x"], "ls takes no argument but --json"),
+                           (["ls", "-q", "-v"], "ls takes no argument but --json or -q"),
                            (["gc", "--verbsoe"], "gc: unexpected argument '--verbsoe'"),
                            (["gc", "-v", "x"], "gc: unexpected argument 'x'")):
             r = self.nsbox(*args)
@@ -537,6 +538,13 @@ class Lifecycle(SessionTest):
         self.assertEqual(set(listed[0]), set(self.inspect(sid)))
         self.assertNotIn("ok", listed[0])
         self.assertNotIn("v", listed[0])
+        # -q: the ids alone, for a CI step's `nsbox rm $(nsbox ls -q)`, as docker ps -q
+        other = self.create()
+        r = self.nsbox("ls", "-q")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted(r.stdout.decode().split("\n")[:-1]), sorted([sid, other]))
+        self.assertEqual(self.nsbox("rm", *r.stdout.decode().split()).returncode, 0)
+        self.assertEqual(self.nsbox("ls", "--quiet").stdout, b"")
 
     def test_a_hostile_id_is_not_echoed_raw(self):
         # an "id" with an escape sequence and a newline, or 5000 bytes, cannot forge lines or
