@@ -285,6 +285,11 @@ class Lifecycle(SessionTest):
         r = self.nsbox("exec", sid, "--timeout", "1", "--", "true")
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"options go before the sandbox id", r.stderr)
+        # so is one of exec's own flags without "--" (it ran a command named "-it": 127)
+        for flag in ("-it", "-i", "-d", "--cwd"):
+            r = self.nsbox("exec", sid, flag, "sh")
+            self.assertEqual(r.returncode, 125, (flag, r.stderr))
+            self.assertIn(b"options go before the sandbox id", r.stderr)
 
     def test_a_commands_limits_are_said_with_their_numbers(self):
         # Each of these said less: "--timeout needs a number of seconds", "'env' has an
