@@ -281,8 +281,8 @@ static int exec_option(int argc, char **argv, int *i, struct exec_args *x)
     } else if (!eq) {
         snprintf(name, sizeof name, "%s", a);
     }
-    bool valued = !strcmp(name, "--timeout") || !strcmp(name, "--cwd") ||
-                  !strcmp(name, "-e") || !strcmp(name, "--env");
+    bool valued = !strcmp(name, "--timeout") || !strcmp(name, "--cwd") || !strcmp(name, "-e") ||
+                  !strcmp(name, "--env");
     if (!strcmp(a, "-i")) {
         x->interactive = true;
     } else if (!strcmp(a, "-d")) {
