@@ -54,8 +54,9 @@ int nsbox_say_unknown(const char *what, const char *word, const char *const *nam
 int nsbox_say_env_usage(const char *option, const char *value)
 {
     char msg[600];
-    bool name = value[0] && strspn(value, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                          "0123456789_") == strlen(value) &&
+    bool name = value[0] &&
+                strspn(value, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                              "0123456789_") == strlen(value) &&
                 !(value[0] >= '0' && value[0] <= '9');
     if (name && strlen(value) < 64)
         snprintf(msg, sizeof msg,
