@@ -133,11 +133,24 @@ static const char *base_name(const char *p)
     return b;
 }
 
-/* The tar pipeline that copies the tree src into the directory dst (the other side of the sandbox
- * id), so that it arrives there under its own name, as cp -r and docker cp put it. */
+/* The tar pipeline that copies the tree src to dst (the other side of the sandbox id) as cp -r
+ * and docker cp do: into an existing directory dst under its own name, else as dst itself, made
+ * first (tar -C needs an existing directory). */
 static void tar_hint(char *buf, size_t n, bool into_sandbox, const char *id, const char *src,
-                     const char *dst)
+                     const char *dst, bool dst_exists)
 {
+    const char *to = dst[0] ? dst : "/workspace";
+    if (!dst_exists) {
+        if (into_sandbox)
+            snprintf(buf, n,
+                     "nsbox exec %s -- mkdir -p %s && tar -C %s -cf - . | nsbox exec -i %s -- "
+                     "tar -C %s -xf -",
+                     id, to, src, id, to);
+        else
+            snprintf(buf, n, "mkdir -p %s && nsbox exec %s -- tar -C %s -cf - . | tar -C %s -xf -",
+                     to, id, src, to);
+        return;
+    }
     const char *name = base_name(src);
     int name_len = (int)strlen(name);
     while (name_len > 1 && name[name_len - 1] == '/')
@@ -150,10 +163,10 @@ static void tar_hint(char *buf, size_t n, bool into_sandbox, const char *id, con
         parent_len = 1;
     if (into_sandbox)
         snprintf(buf, n, "tar -C %.*s -cf - %.*s | nsbox exec -i %s -- tar -C %s -xf -", parent_len,
-                 parent, name_len, name, id, dst[0] ? dst : "/workspace");
+                 parent, name_len, name, id, to);
     else
         snprintf(buf, n, "nsbox exec %s -- tar -C %.*s -cf - %.*s | tar -C %s -xf -", id,
-                 parent_len, parent, name_len, name, dst);
+                 parent_len, parent, name_len, name, to);
 }
 
 /* Where `nsbox cp ID:SRC DST` writes on the host: DST, or DST/<SRC's name> when DST is a
@@ -308,7 +321,9 @@ static int read_remote(const char *sid, const char *spath, const char *dst, doub
         nsbox_closep(&rfd);
         if (strstr(e->msg, "(it is a directory)")) { /* as the other direction says */
             char hint[3 * PATH_MAX];
-            tar_hint(hint, sizeof hint, false, sid, spath, dst);
+            struct stat st;
+            tar_hint(hint, sizeof hint, false, sid, spath, dst,
+                     stat(dst, &st) == 0 && S_ISDIR(st.st_mode));
             size_t n = strlen(e->msg);
             snprintf(e->msg + n, sizeof e->msg - n, "; cp copies one file: for a tree, use tar: %s",
                      hint);
@@ -396,7 +411,7 @@ static int cp_to_sandbox(const char *src, const char *did, const char *dpath, bo
     struct stat st;
     if (fstat(in, &st) == 0 && S_ISDIR(st.st_mode)) {
         char hint[3 * PATH_MAX];
-        tar_hint(hint, sizeof hint, true, did, src, dpath);
+        tar_hint(hint, sizeof hint, true, did, src, dpath, remote_is_dir(did, dpath));
         fprintf(stderr, "nsbox: %s is a directory: cp copies one file; for a tree, use tar: %s\n",
                 src, hint);
         return EXIT_NSBOX;
@@ -427,6 +442,34 @@ static int cp_to_sandbox(const char *src, const char *did, const char *dpath, bo
     return 0;
 }
 
+/* An option cp does not take, at argv[1]. cp -r (-R, -a) of a tree: the tar pipeline that copies
+ * it, as a directory given without it gets; else the usage. EXIT_USAGE or EXIT_NSBOX. */
+static int cp_option(int argc, char **argv)
+{
+    static const char *const tree[] = {"-r", "-R", "-a", "-rf", "-Rf", "--recursive", "--archive"};
+    bool recursive = false;
+    for (size_t k = 0; k < NSBOX_ARRAY_LEN(tree); k++)
+        recursive = recursive || !strcmp(argv[1], tree[k]);
+    if (!recursive || argc != 4)
+        return nsbox_say_usage("unknown cp option %s (cp [-p] SRC DST: one file)",
+                               NSBOX_SHOW(argv[1]));
+    char sid[NSBOX_ID_LEN + 1], did[NSBOX_ID_LEN + 1], hint[3 * PATH_MAX];
+    const char *spath = NULL, *dpath = NULL;
+    bool sr = split_remote(argv[2], sid, &spath), dr = split_remote(argv[3], did, &dpath);
+    if (sr == dr)
+        return nsbox_say_usage("%s", "cp copies between the host and a sandbox: exactly one side "
+                                     "is ID:/path");
+    struct stat st;
+    if (sr)
+        tar_hint(hint, sizeof hint, false, sid, spath, argv[3],
+                 stat(argv[3], &st) == 0 && S_ISDIR(st.st_mode));
+    else
+        tar_hint(hint, sizeof hint, true, did, argv[2], dpath, remote_is_dir(did, dpath));
+    fprintf(stderr, "nsbox: cp copies one file and has no %s; for a tree, use tar: %s\n", argv[1],
+            hint);
+    return EXIT_USAGE;
+}
+
 int nsbox_cli_cp(int argc, char **argv)
 {
     bool parents = false;
@@ -434,6 +477,8 @@ int nsbox_cli_cp(int argc, char **argv)
         parents = true;
         argc--, argv++;
     }
+    if (argc > 1 && argv[1][0] == '-' && argv[1][1]) /* "-" alone is stdin or stdout */
+        return cp_option(argc, argv);
     if (argc != 3)
         return nsbox_say_usage("%s", "cp needs SRC and DST, one of them ID:/path (cp [-p] SRC "
                                      "DST)");

@@ -241,7 +241,7 @@ static int exec_env(struct exec_args *x, const char *v)
 {
     const char *eq = strchr(v, '=');
     if (!eq || eq == v)
-        return nsbox_say_usage("%s", "-e needs K=V");
+        return nsbox_say_env_usage("-e", v);
     int klen = eq - v > 255 ? 255 : (int)(eq - v);
     char *kv = NULL;
     char **grown = realloc(x->env, (x->nenv + 1) * sizeof *x->env);
@@ -263,29 +263,44 @@ static int exec_env(struct exec_args *x, const char *v)
     return 0;
 }
 
-/* The option at argv[*i] (and its value, moving *i on): 0, or EXIT_USAGE after saying why. */
+/* exec's options, as they are written before the id. */
+static const char *const exec_flags[] = {"-i", "-t",    "-d",  "--timeout", "--cwd",
+                                         "-e", "--env", "-it", "-ti"};
+
+/* The option at argv[*i] (and its value, moving *i on): 0, or EXIT_USAGE after saying why.
+ * Options with a value take it as the next word or after '=' (--cwd=/tmp), as run's do, and
+ * --env is -e, as exec --help and run say. */
 static int exec_option(int argc, char **argv, int *i, struct exec_args *x)
 {
     const char *a = argv[*i];
+    char name[16] = "";
+    const char *v = NULL, *eq = a[1] == '-' ? strchr(a, '=') : NULL;
+    if (eq && (size_t)(eq - a) < sizeof name) {
+        memcpy(name, a, (size_t)(eq - a));
+        v = eq + 1;
+    } else if (!eq) {
+        snprintf(name, sizeof name, "%s", a);
+    }
+    bool valued = !strcmp(name, "--timeout") || !strcmp(name, "--cwd") || !strcmp(name, "-e") ||
+                  !strcmp(name, "--env");
     if (!strcmp(a, "-i")) {
         x->interactive = true;
     } else if (!strcmp(a, "-d")) {
         x->detach = true;
     } else if (!strcmp(a, "-t") || !strcmp(a, "-it") || !strcmp(a, "-ti")) {
         x->tty = true, x->interactive = true;
-    } else if ((!strcmp(a, "--timeout") || !strcmp(a, "--cwd") || !strcmp(a, "-e")) &&
-               *i + 1 < argc) {
-        const char *v = argv[++*i];
-        if (!strcmp(a, "--cwd"))
+    } else if (valued && (v || *i + 1 < argc)) {
+        if (!v)
+            v = argv[++*i];
+        if (!strcmp(name, "--cwd"))
             x->cwd = v;
-        else if (!strcmp(a, "-e"))
+        else if (strcmp(name, "--timeout") != 0)
             return exec_env(x, v);
         else if (nsbox_parse_seconds(v, NSBOX_TIMEOUT_MAX_S, &x->timeout_ms) < 0)
             return nsbox_say_usage(NSBOX_TIMEOUT_USAGE, v);
     } else {
-        static const char *const names[] = {"-i", "-t", "-d", "--timeout", "--cwd", "-e"};
-        return nsbox_say_unknown("unknown exec option", NSBOX_SHOW(a), names,
-                                 NSBOX_ARRAY_LEN(names),
+        return nsbox_say_unknown("unknown exec option", NSBOX_SHOW(a), exec_flags,
+                                 NSBOX_ARRAY_LEN(exec_flags),
                                  "exec [-i] [-t] [-d] [--timeout S] [--cwd DIR] [-e K=V] ID -- "
                                  "CMD [ARG...]");
     }
@@ -315,11 +330,16 @@ static int exec_parse(int argc, char **argv, struct exec_args *x)
     x->id = argv[i++];
     if (i < argc && argv[i][0] == '-' && strcmp(argv[i], "--") != 0) {
         /* "exec ID --timeout 1 -- true": options after the id, with a "--" further on, are
-         * a mistake, not a command named "--timeout" */
+         * a mistake, not a command named "--timeout"; so is one of exec's own flags without
+         * it ("exec ID -it bash"): no program is named -it */
+        bool mistake = false;
+        for (size_t k = 0; k < NSBOX_ARRAY_LEN(exec_flags); k++)
+            mistake = mistake || !strcmp(argv[i], exec_flags[k]);
         for (int j = i + 1; j < argc; j++)
-            if (!strcmp(argv[j], "--"))
-                return nsbox_say_usage("%s", "options go before the sandbox id: nsbox exec "
-                                             "[OPTIONS] ID -- CMD [ARG...]");
+            mistake = mistake || !strcmp(argv[j], "--");
+        if (mistake)
+            return nsbox_say_usage("%s", "options go before the sandbox id: nsbox exec "
+                                         "[OPTIONS] ID -- CMD [ARG...]");
     }
     if (i < argc && !strcmp(argv[i], "--"))
         i++;

@@ -46,8 +46,10 @@ int nsbox_cli_inspect(int argc, char **argv)
 int nsbox_cli_ls(int argc, char **argv)
 {
     bool json = argc > 1 && !strcmp(argv[1], "--json");
-    if (argc > (json ? 2 : 1)) /* a typo of --json was taken for no option */
-        return nsbox_say_usage("%s", "ls takes no argument but --json (nsbox ls [--json])");
+    /* -q: the ids alone, one a line, for `nsbox rm $(nsbox ls -q)`, as docker ps -q */
+    bool quiet = argc > 1 && (!strcmp(argv[1], "-q") || !strcmp(argv[1], "--quiet"));
+    if (argc > (json || quiet ? 2 : 1)) /* a typo of --json was taken for no option */
+        return nsbox_say_usage("%s", "ls takes no argument but --json or -q (nsbox ls [--json])");
     struct nsbox_err e = {0};
     nsbox_gc(false, &e);
     char rt[PATH_MAX];
@@ -88,6 +90,15 @@ int nsbox_cli_ls(int argc, char **argv)
         char *s = cJSON_PrintUnformatted(all);
         printf("%s\n", s ? s : "[]");
         free(s);
+    } else if (quiet) {
+        const cJSON *it;
+        cJSON_ArrayForEach(it, all)
+        {
+            const cJSON *err = cJSON_GetObjectItemCaseSensitive(it, "error");
+            if (cJSON_IsString(err))
+                fprintf(stderr, "nsbox: %s\n", err->valuestring);
+            printf("%s\n", cJSON_GetObjectItemCaseSensitive(it, "id")->valuestring);
+        }
     } else {
         printf("%-12s  %-8s  %-8s  %-20s  %s\n", "ID", "STATE", "TYPE", "CREATED", "EXPIRES");
         const cJSON *it;

@@ -285,6 +285,10 @@ static int apply_option(const struct opt_def *opt, const char *name, const char 
 {
     switch (opt->kind) {
     case OPT_SPEC: {
+        if (!strcmp(opt->key, "env") && !strchr(val, '=')) {
+            nsbox_say_env_usage(name, val);
+            return -2;
+        }
         char abs[PATH_MAX];
         /* The spec takes absolute paths only; a relative one on the command line means
          * relative to where nsbox was started. An image given by path has a '/' in it (a

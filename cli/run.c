@@ -239,8 +239,14 @@ int nsbox_cli_run(int argc, char **argv)
         return pr == 1 ? 0 : pr == -2 ? EXIT_USAGE : nsbox_say_fail(&e);
     }
     if (i >= argc) {
+        /* docker run IMAGE runs the image's own command; a sandbox runs only the one given */
+        bool image = spec.image[0] && strcmp(spec.image, "host") != 0;
         nsbox_spec_free(&spec);
-        return nsbox_say_usage("%s", "run needs a command: nsbox run [OPTIONS] -- CMD [ARG...]");
+        return nsbox_say_usage("%s", image ? "run needs a command: nsbox run [OPTIONS] -- CMD "
+                                             "[ARG...] (an image's Entrypoint and Cmd are not "
+                                             "run: a sandbox runs the command it is given)"
+                                           : "run needs a command: nsbox run [OPTIONS] -- CMD "
+                                             "[ARG...]");
     }
     /* on a terminal, that an image is being pulled (a pipe's reader gets the command's alone) */
     if (isatty(STDERR_FILENO))

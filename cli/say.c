@@ -1,10 +1,12 @@
 /* What nsbox tells the user in more than one command (see say.h). */
 #include "say.h"
+#include "dockeropt.h"
 #include "suggest.h"
 #include "cli.h"
 #include "client.h"
 #include "help.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,8 +36,12 @@ int nsbox_say_usage(const char *fmt, const char *arg)
 int nsbox_say_unknown(const char *what, const char *word, const char *const *names, size_t n,
                       const char *usage)
 {
-    const char *near = nsbox_suggest(word, names, n);
+    /* a Docker habit gets nsbox's way to the same end, not the nearest spelling */
+    const char *docker = word[0] == '-' ? nsbox_dockeropt_hint(word) : NULL;
+    const char *near = docker ? NULL : nsbox_suggest(word, names, n);
     fprintf(stderr, "nsbox: %s %s", what, word);
+    if (docker)
+        fprintf(stderr, " (as in docker?): %s", docker);
     if (near)
         fprintf(stderr, ": did you mean %s?", near);
     if (usage)
@@ -43,6 +49,23 @@ int nsbox_say_unknown(const char *what, const char *word, const char *const *nam
     fputc('\n', stderr);
     nsbox_help_hint(stderr);
     return EXIT_USAGE;
+}
+
+int nsbox_say_env_usage(const char *option, const char *value)
+{
+    char msg[600];
+    bool name = value[0] &&
+                strspn(value, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                              "0123456789_") == strlen(value) &&
+                !(value[0] >= '0' && value[0] <= '9');
+    if (name && strlen(value) < 64)
+        snprintf(msg, sizeof msg,
+                 "%s %s: expected NAME=VALUE (docker's -e NAME passes the caller's value; here "
+                 "give it: %s %s=\"$%s\")",
+                 option, value, option, value, value);
+    else
+        snprintf(msg, sizeof msg, "%s %s: expected NAME=VALUE", option, NSBOX_SHOW(value));
+    return nsbox_say_usage("%s", msg);
 }
 
 int nsbox_say_pid_usage(const char *cmd, const char *arg, const char *why)

@@ -23,6 +23,9 @@ int nsbox_say_usage(const char *fmt, const char *arg);
  * usage is not NULL, and the hint at the command's help: EXIT_USAGE. */
 int nsbox_say_unknown(const char *what, const char *word, const char *const *names, size_t n,
                       const char *usage);
+/* An -e (or --env) value without '=': the form nsbox takes, and, for a bare name, how to pass
+ * the caller's value, which docker's -e NAME does. EXIT_USAGE. */
+int nsbox_say_env_usage(const char *option, const char *value);
 /* A PID argument that nsbox_parse_pid refused, said for cmd (kill, logs, wait): pid 1 is a
  * process, but the sandbox's init, which why. EXIT_USAGE. */
 int nsbox_say_pid_usage(const char *cmd, const char *arg, const char *why);

@@ -3,6 +3,7 @@
 #include "cleanup.h"
 #include "cleanup_cjson.h"
 #include "gc.h"
+#include "jsontext.h"
 #include "ocispec.h"
 #include "util.h"
 
@@ -363,7 +364,7 @@ int nsbox_ocicmds_features(const struct nsbox_ocirt *g, int argc, char **argv,
         nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
         return 1;
     }
-    cleanup_free char *text = cJSON_Print(j);
+    cleanup_free char *text = nsbox_jsontext_print(j);
     if (!text) {
         nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
         return 1;

@@ -3,6 +3,7 @@
 #include "ocirt.h"
 #include "cleanup.h"
 #include "cleanup_cjson.h"
+#include "jsontext.h"
 #include "ocidefault.h"
 #include "util.h"
 
@@ -39,7 +40,7 @@ int nsbox_ocispecgen_spec(const struct nsbox_ocirt *g, int argc, char **argv, st
         return 1;
     }
     cleanup_cjson cJSON *j = nsbox_ocidefault_config(rootless);
-    cleanup_free char *text = j ? cJSON_Print(j) : NULL;
+    cleanup_free char *text = j ? nsbox_jsontext_print(j) : NULL;
     if (!text) {
         nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
         return 1;

@@ -4,6 +4,7 @@
 #include "ocirt.h"
 #include "cleanup.h"
 #include "cleanup_cjson.h"
+#include "jsontext.h"
 #include "paths.h"
 #include "util.h"
 
@@ -301,7 +302,7 @@ char *nsbox_ocistate_json(const struct nsbox_ocirt *g, const struct nsbox_ocista
         nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
         return NULL;
     }
-    char *text = pretty ? cJSON_Print(j) : cJSON_PrintUnformatted(j);
+    char *text = pretty ? nsbox_jsontext_print(j) : cJSON_PrintUnformatted(j);
     if (!text)
         nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     return text;

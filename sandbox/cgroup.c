@@ -301,8 +301,13 @@ static int discover_v1(const struct nsbox_cg_self *self, const char *cfg_env, ch
             return 1;
         }
         if (w == 0) {
-            WHY("cgroup %s is not writable by uid %u: " FIX_V1_DELEGATE, parent,
-                (unsigned)geteuid());
+            /* the fix with this user's id in it: typed as said, it works */
+            unsigned u = (unsigned)geteuid();
+            WHY("cgroup %s is not writable by uid %u: run nsbox as root, or as root create one "
+                "directory per hierarchy and give it to the user (for c in memory cpu cpuacct "
+                "pids freezer; do mkdir /sys/fs/cgroup/$c/nsbox-%u; chown -R %u "
+                "/sys/fs/cgroup/$c/nsbox-%u; done) and set NSBOX_CGROUP_PARENT=/nsbox-%u",
+                parent, u, u, u, u, u);
             sup->writable = false;
             return 1;
         }

@@ -693,6 +693,16 @@ static int give_root(int mfd, uint32_t uid, uint32_t gid, struct nsbox_err *e)
     return 0;
 }
 
+/* A copy of the template keeps the times mkfs gave its root, days old in a long-lived cache:
+ * a fresh workspace is dated now, as a fresh tmpfs one is. */
+static int date_root(int mfd, struct nsbox_err *e)
+{
+    cleanup_close int d = openat(mfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d < 0 || futimens(d, NULL) < 0)
+        return nsbox_err_sys(e, "workspace: cannot date the workspace");
+    return 0;
+}
+
 #define WS_STACK (256u * 1024u) /* the deepest path: copy_sparse's 64 KiB buffer, or mkfs */
 
 static void *job_main(void *arg)
@@ -764,7 +774,7 @@ int nsbox_ws_ext4_finish(struct nsbox_ws_job *j, bool chown, uint32_t uid, uint3
         *e = j->err;
         return -1;
     }
-    if (chown && give_root(j->mount_fd, uid, gid, e) < 0) {
+    if (date_root(j->mount_fd, e) < 0 || (chown && give_root(j->mount_fd, uid, gid, e) < 0)) {
         nsbox_closep(&j->mount_fd);
         return -1;
     }

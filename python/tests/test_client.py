@@ -64,6 +64,28 @@ class DesignExample(AsyncClientTest):
             self.assertEqual(r.stdout, "a,b\n1,2\n", r)
             await p.kill()
 
+    def test_the_docs_first_examples_run_as_typed(self):
+        # README's and docs/python.md's first examples, pasted into a file and run as a user
+        # does: top-level `async with` was a SyntaxError outside an async function
+        root = os.path.dirname(os.path.dirname(HERE))
+        for doc in ("README.md", os.path.join("docs", "python.md")):
+            path = os.path.join(root, doc)
+            if not os.path.exists(path):
+                self.skipTest("%s is not beside python/ (a copy of python/ alone)" % doc)
+            with open(path) as f:
+                text = f.read()
+            blocks = text.split("```python\n")
+            self.assertGreater(len(blocks), 1, doc)
+            first = blocks[1].split("```")[0]
+            if doc.endswith("python.md"):  # its next block goes on with that one's box
+                first += blocks[2].split("```")[0]
+            env = self.dirs.env()
+            env["PYTHONPATH"] = os.path.dirname(HERE)
+            r = subprocess.run([sys.executable, "-c", first], env=env, capture_output=True,
+                               text=True, timeout=120)
+            self.assertEqual(r.returncode, 0, (doc, r.stderr))
+            self.assertEqual(self.dirs.live_sandboxes(), [], doc)
+
     async def test_defaults_are_designs(self):
         box = nsbox.LocalSandbox()
         self.assertEqual(box.spec(), {

@@ -208,6 +208,33 @@ class FilesTest(unittest.TestCase):
         self.assertEqual(self.sh("cat into/tree/sub/leaf").stdout, b"leaf\n")
         with open(os.path.join(back, "tree", "sub", "leaf"), "rb") as f:
             self.assertEqual(f.read(), b"leaf\n")
+        # a DST that does not exist yet becomes the copy, as with cp -r and docker cp (tar -C
+        # of a missing directory failed as typed); cp -r, which a user tries first, says the
+        # same pipeline rather than "cp needs SRC and DST"
+        fresh = self.host("fresh")
+        for args, want in (((tree, f"{self.id}:copy"),
+                            f"nsbox exec {self.id} -- mkdir -p copy && tar -C {tree} -cf - . | "
+                            f"nsbox exec -i {self.id} -- tar -C copy -xf -"),
+                           ((f"{self.id}:copy", fresh),
+                            f"mkdir -p {fresh} && nsbox exec {self.id} -- tar -C copy -cf - . | "
+                            f"tar -C {fresh} -xf -")):
+            for flag in ([], ["-r"]):
+                r = self.nsbox("cp", *flag, *args)
+                self.assertEqual(r.returncode, 125, r.stderr)
+                said = r.stderr.decode().rstrip("\n").split("for a tree, use tar: ")[1]
+                self.assertEqual(said, want, flag)
+            if flag:
+                self.assertIn(b"nsbox: cp copies one file and has no -r; ", r.stderr)
+            nsbox = f"env {' '.join(f'{k}={v}' for k, v in self.dirs.env().items())} {NSBOX}"
+            done = subprocess.run(["sh", "-c", said.replace("nsbox ", nsbox + " ")],
+                                  capture_output=True)
+            self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(self.sh("cat copy/sub/leaf").stdout, b"leaf\n")
+        with open(os.path.join(fresh, "sub", "leaf"), "rb") as f:
+            self.assertEqual(f.read(), b"leaf\n")
+        r = self.nsbox("cp", "-x", src, f"{self.id}:x")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"nsbox: unknown cp option -x (cp [-p] SRC DST: one file)", r.stderr)
         self.assertFails(self.nsbox("cp", src, "0123:/x"), "'0123' is not a sandbox id")
 
     def test_cp_to_the_host_replaces_whole_or_not_at_all(self):

@@ -79,6 +79,17 @@ class OciRun(BundleCase):
         self.assertEqual(os.listdir(self.root), [])
         self.assertEqual(self.dirs.leftovers(), [])
 
+    def test_spec_edited_with_sed_as_tutorials_do(self):
+        # runc writes `"terminal": true`; tutorials and CI scripts edit it with sed, which
+        # matched nothing in nsbox-oci's `"terminal":<TAB>true` and left a terminal to ask for
+        r = self.run_oci("spec")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        subprocess.run(["sed", "-i", 's/"terminal": true/"terminal": false/; '
+                        's/"sh"/"sh", "-c", "echo edited by sed"/', self.config_path], check=True)
+        r = self.run_oci("run", "c1")
+        self.assertEqual((r.returncode, r.stdout), (0, b"edited by sed\n"), r.stderr)
+        self.assertEqual(self.list_ids(), [])
+
     def test_spec_default_is_runcs(self):
         r = self.run_oci("spec", "--bundle", self.bundle)
         self.assertEqual(r.returncode, 0, r.stderr)

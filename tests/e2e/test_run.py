@@ -544,6 +544,39 @@ class ExitCodes(RunTest):
         r = run_nsbox(["frobnicate"], self.dirs)
         self.assertEqual(r.stderr.splitlines()[0], b"nsbox: unknown command frobnicate")
 
+    def test_a_docker_habit_gets_the_nsbox_way_not_a_spelling(self):
+        # "-w: did you mean -e?" sent a Docker user the wrong way: each habit names nsbox's
+        for cmd, opt, way in (("run", "-w", b"--cwd DIR"), ("run", "--workdir=/src", b"--cwd DIR"),
+                              ("run", "--rm", b"deletes its sandbox"),
+                              ("run", "-v", b"--workspace DIR"),
+                              ("create", "--memory", b"--instance-type small|medium|large"),
+                              ("run", "-u", b"appuser (uid 1000)"),
+                              ("run", "-p", b"publishes no port")):
+            r = run_nsbox([cmd, opt, "x", "--", "true"], self.dirs)
+            self.assertEqual(r.returncode, 125, (opt, r.stderr))
+            self.assertIn(b"nsbox: unknown option %s (as in docker?): " % opt.split("=")[0].encode(),
+                          r.stderr)
+            self.assertIn(way, r.stderr, opt)
+            self.assertNotIn(b"did you mean", r.stderr, opt)
+        r = run_nsbox(["exec", "--workdir", "/src", "0123456789ab", "--", "pwd"], self.dirs)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"unknown exec option --workdir (as in docker?): where the command starts "
+                      b"is --cwd DIR", r.stderr)
+        # docker run IMAGE runs the image's command; here one is asked for, saying why (before
+        # anything is pulled)
+        r = run_nsbox(["run", "--image", "python:3.12-slim"], self.dirs)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"run needs a command: nsbox run [OPTIONS] -- CMD [ARG...] (an image's "
+                      b"Entrypoint and Cmd are not run", r.stderr)
+        # docker's -e NAME takes the caller's value; nsbox says how to give it
+        for cmd in (["run", "-e", "API_KEY", "--", "true"], ["run", "--env", "API_KEY", "--", "true"],
+                    ["exec", "-e", "API_KEY", "0123456789ab", "--", "true"]):
+            r = run_nsbox(cmd, self.dirs)
+            self.assertEqual(r.returncode, 125, cmd)
+            self.assertIn(b"%s API_KEY: expected NAME=VALUE (docker's -e NAME passes the caller's "
+                          b"value; here give it: %s API_KEY=\"$API_KEY\")"
+                          % (cmd[1].encode(), cmd[1].encode()), r.stderr)
+
     def test_bad_option_names_the_option_not_a_missing_value(self):
         for cmd in ("run", "create"):
             r = run_nsbox([cmd, "--no-such-flag"], self.dirs)
@@ -585,7 +618,7 @@ class ExitCodes(RunTest):
             "create": sandbox + ["--ttl", "--idle-timeout", "--owner-pid", "--setup-script",
                                  "--setup-timeout", "--json"],
             "exec": ["-i", "-t", "-d", "--timeout", "--cwd", "-e", "--env"],
-            "cp": ["-p"], "ls": ["--json"], "inspect": [], "rm": [], "ps": [], "kill": [],
+            "cp": ["-p"], "ls": ["--json", "-q"], "inspect": [], "rm": [], "ps": [], "kill": [],
             "logs": ["-f", "--follow"], "wait": ["--timeout"], "gc": ["-v"], "info": ["--json"],
             "pool": ["fill", "drain", "ls", "--size"], "image": ["build", "ls", "rm"],
             "version": [],

@@ -338,6 +338,13 @@ class Unprivileged(AsTestUser):
         self.assertEqual(len(err.strip().splitlines()), 1, err)
         self.assertIn("cgroup", err)
         self.assertIn("run nsbox as root", err)  # the fix, in the words nsbox info uses
+        if CGROUP_V1:
+            # v1: the delegation commands with this user's id, to be typed as they are (they
+            # said nsbox-USER and chown -R USER, to be edited first)
+            uid = self.user.pw_uid
+            self.assertIn(f"mkdir /sys/fs/cgroup/$c/nsbox-{uid}; chown -R {uid} "
+                          f"/sys/fs/cgroup/$c/nsbox-{uid}; done) and set "
+                          f"NSBOX_CGROUP_PARENT=/nsbox-{uid}", err)
         self.assertEqual(self.dirs.leftovers(), [])
 
 

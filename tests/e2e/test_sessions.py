@@ -275,10 +275,21 @@ class Lifecycle(SessionTest):
         self.exec(sid, "mkdir", "-p", "sub/dir")
         r = self.nsbox("exec", "--cwd", "sub/dir", sid, "--", "pwd")
         self.assertEqual(r.stdout, b"/workspace/sub/dir\n", r.stderr)
+        # exec --help lists --env beside -e, and values after '=' as run takes them
+        r = self.nsbox("exec", "--env", "A=1", "--env=B=2", "--cwd=sub", "--timeout=30", sid,
+                       "--", "sh", "-c", "echo $A $B $(pwd)")
+        self.assertEqual((r.returncode, r.stdout), (0, b"1 2 /workspace/sub\n"), r.stderr)
+        r = self.nsbox("exec", "--timeout=0.5", sid, "--", "sleep", "5")
+        self.assertEqual(r.returncode, 124, r.stderr)
         # options after the id are a usage error, not a command named "--timeout"
         r = self.nsbox("exec", sid, "--timeout", "1", "--", "true")
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"options go before the sandbox id", r.stderr)
+        # so is one of exec's own flags without "--" (it ran a command named "-it": 127)
+        for flag in ("-it", "-i", "-d", "--cwd"):
+            r = self.nsbox("exec", sid, flag, "sh")
+            self.assertEqual(r.returncode, 125, (flag, r.stderr))
+            self.assertIn(b"options go before the sandbox id", r.stderr)
 
     def test_a_commands_limits_are_said_with_their_numbers(self):
         # Each of these said less: "--timeout needs a number of seconds", "'env' has an
@@ -479,6 +490,7 @@ class Lifecycle(SessionTest):
         # a typo of --json or -v was taken for no option: exit 0, the wrong output
         for args, said in ((["ls", "--jsno"], "ls takes no argument but --json"),
                            (["ls", "--json", "x"], "ls takes no argument but --json"),
+                           (["ls", "-q", "-v"], "ls takes no argument but --json or -q"),
                            (["gc", "--verbsoe"], "gc: unexpected argument '--verbsoe'"),
                            (["gc", "-v", "x"], "gc: unexpected argument 'x'")):
             r = self.nsbox(*args)
@@ -531,6 +543,13 @@ class Lifecycle(SessionTest):
         self.assertEqual(set(listed[0]), set(self.inspect(sid)))
         self.assertNotIn("ok", listed[0])
         self.assertNotIn("v", listed[0])
+        # -q: the ids alone, for a CI step's `nsbox rm $(nsbox ls -q)`, as docker ps -q
+        other = self.create()
+        r = self.nsbox("ls", "-q")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted(r.stdout.decode().split("\n")[:-1]), sorted([sid, other]))
+        self.assertEqual(self.nsbox("rm", *r.stdout.decode().split()).returncode, 0)
+        self.assertEqual(self.nsbox("ls", "--quiet").stdout, b"")
 
     def test_a_hostile_id_is_not_echoed_raw(self):
         # an "id" with an escape sequence and a newline, or 5000 bytes, cannot forge lines or

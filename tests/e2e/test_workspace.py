@@ -87,6 +87,18 @@ class WorkspaceDisk(unittest.TestCase):
         self.assertEqual(self.dirs.leftovers(), [])
         self.no_loop_left()
 
+    def test_a_fresh_workspace_is_dated_now_not_as_its_template(self):
+        # the second workspace of a size is a copy of the template the first one made: its
+        # root kept the template's times (`ls -la` showed a fresh /workspace days old)
+        tiny = ("--instance-type", "tiny")
+        self.assertEqual(self.nsbox("run", *tiny, "--", "true").returncode, 0)
+        time.sleep(1.1)  # the template's second is over: whole seconds tell them apart
+        before = int(time.time())
+        r = self.nsbox("run", *tiny, "--", "stat", "-c", "%Y", "/workspace")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertGreaterEqual(int(r.stdout), before)
+        self.no_loop_left()
+
     def test_the_limit_holds_and_errors_inside(self):
         r = self.nsbox("run", "--instance-type", "tiny", "--", "sh", "-c",
                        "dd if=/dev/zero of=/workspace/big bs=1M count=200 2>&1; "

@@ -1,0 +1,58 @@
+/* Docker's options and what nsbox has for each (see dockeropt.h). */
+#include "dockeropt.h"
+
+#include <stddef.h>
+#include <string.h>
+
+struct dockeropt {
+    const char *names[10]; /* up to the first NULL */
+    const char *hint;
+};
+
+static const struct dockeropt dockeropt_table[] = {
+    {{"-w", "--workdir", NULL},
+     "where the command starts is --cwd DIR here (run and exec; relative to /workspace)"},
+    {{"--rm", NULL},
+     "run always deletes its sandbox when the command ends (a sandbox of nsbox create lives "
+     "until nsbox rm, its --ttl or its --owner-pid's end)"},
+    {{"-v", "--volume", "--mount", NULL},
+     "one host directory can be bound, as /workspace: --workspace DIR (run and create); files "
+     "go in and out of a persistent sandbox with nsbox cp"},
+    {{"-m", "--memory", "--memory-swap", "--cpus", "-c", "--cpu-shares", "--pids-limit",
+      "--shm-size", NULL},
+     "limits come with the instance type: --instance-type small|medium|large (nsbox info prints "
+     "each one's CPUs, memory, pids and disk; the config file may add types)"},
+    {{"-u", "--user", NULL},
+     "commands always run as appuser (uid 1000), never as root: there is no user to choose"},
+    {{"--name", NULL}, "a sandbox is named by the id nsbox create prints: id=$(nsbox create)"},
+    {{"-d", "--detach", NULL},
+     "a command in the background is nsbox exec -d ID -- CMD, in a sandbox of nsbox create "
+     "(then nsbox ps, logs, wait and kill)"},
+    {{"--interactive", "--tty", NULL},
+     "an interactive shell is nsbox exec -it ID -- bash, in a sandbox of nsbox create (run "
+     "passes its stdin through already)"},
+    {{"-p", "--publish", "-P", "--publish-all", "--expose", NULL},
+     "nsbox publishes no port on the host: reach a server in the sandbox from inside it (nsbox "
+     "exec ID -- curl -s http://127.0.0.1:PORT/)"},
+    {{"--net", NULL}, "the network policy is --network none|all|allow=HOST[,HOST]"},
+    {{"--env-file", NULL},
+     "variables go one by one with -e NAME=VALUE, or as the \"env\" object of a --spec file"},
+    {{"--privileged", "--cap-add", "--security-opt", "--device", NULL},
+     "a sandbox never gets privileges, capabilities or host devices (docs/security.md)"},
+    {{"--read-only", NULL},
+     "the root is always read-only; /workspace, /tmp and /dev/shm are the writable places"},
+    {{"--init", NULL}, "nsbox's own init is always pid 1 of a sandbox, and reaps orphans"},
+};
+
+const char *nsbox_dockeropt_hint(const char *option)
+{
+    const char *eq = option[0] == '-' && option[1] == '-' ? strchr(option, '=') : NULL;
+    size_t len = eq ? (size_t)(eq - option) : strlen(option);
+    for (size_t k = 0; k < sizeof dockeropt_table / sizeof *dockeropt_table; k++)
+        for (size_t j = 0; j < 10 && dockeropt_table[k].names[j]; j++) {
+            const char *n = dockeropt_table[k].names[j];
+            if (strlen(n) == len && !strncmp(n, option, len))
+                return dockeropt_table[k].hint;
+        }
+    return NULL;
+}
