@@ -1,4 +1,4 @@
-"""Security: per-user kernel counts that a root sandbox's processes are charged to.
+"""Security: kernel counts a sandbox shares with the host: per user, and one for the host.
 
 The kernel keeps some limits per user, not per cgroup: inotify instances and watches, queued
 signals (RLIMIT_SIGPENDING), POSIX message queue bytes (RLIMIT_MSGQUEUE). A process in a user
@@ -7,7 +7,8 @@ parent one. A sandbox's user namespace owned by host root put what its processes
 account: one sandbox holding all it could get left every root process of the host (and every
 other sandbox) without inotify, rt signals or message queues. Each test here has a sandbox take
 all it can of one count and hold it, then checks that host root, and a second sandbox, still get
-theirs. docs/security.md, finding 14."""
+theirs. The host's Linux AIO events (fs.aio-max-nr) are one pool for every process: a sandbox
+may take none of them. docs/security.md, findings 14 and 15."""
 import os
 import fcntl
 import struct
@@ -86,6 +87,23 @@ while n < LIMIT:
 hold(n, ctypes.get_errno() if n < LIMIT else 0)
 """
 
+# Linux AIO events: one pool for the whole host (fs.aio-max-nr), taken in halving requests.
+AIO_EVENTS = PRELUDE + """
+n, err, ctxs = 0, 0, []
+want = LIMIT
+while want and n < LIMIT:
+    ctx = ctypes.c_ulong(0)
+    if libc.syscall(206, want, ctypes.byref(ctx)) == 0:  # io_setup
+        ctxs.append(ctx)
+        n += want
+    else:
+        err = ctypes.get_errno()
+        if err != errno.EAGAIN:
+            break
+        want //= 2
+hold(n, err)
+"""
+
 # What the host (or a second sandbox) tries once: prints "ok" or the errno's name.
 PROBES = {
     "inotify_instance": """
@@ -102,6 +120,11 @@ class sigval(ctypes.Union):
     _fields_ = [("i", ctypes.c_int), ("p", ctypes.c_void_p)]
 signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGRTMIN])
 r = libc.sigqueue(os.getpid(), signal.SIGRTMIN, sigval(0))
+print("ok" if r == 0 else errno.errorcode[ctypes.get_errno()])
+""",
+    "aio": """
+ctx = ctypes.c_ulong(0)
+r = libc.syscall(206, 128, ctypes.byref(ctx))
 print("ok" if r == 0 else errno.errorcode[ctypes.get_errno()])
 """,
     # in an ipc namespace of its own (host side: unshare --ipc): nothing is left in the host's
@@ -184,6 +207,17 @@ class KernelCounts(unittest.TestCase):
 
     def test_message_queues_held_by_a_sandbox_are_not_roots(self):
         self.attack("mqueue", MQUEUES, 10000, "EMFILE")
+
+    def test_the_hosts_aio_events_cannot_be_taken(self):
+        # Not a per-user count: the host has one pool, so the sandbox may take none of it
+        # (io_setup is ENOSYS inside, as on a kernel without AIO).
+        with open("/proc/sys/fs/aio-max-nr") as f:
+            pool = int(f.read())
+        p, line = self.hold(AIO_EVENTS, 2 * pool)
+        self.assertEqual(host_probe("aio"), "ok", f"the sandbox took the host's AIO ({line})")
+        self.assertEqual(line, "took 0 errno ENOSYS")
+        p.stdin.close()
+        self.assertEqual(p.wait(60), 0, p.stderr.read())
 
     def test_inotify_instances_held_by_a_persistent_sandbox_are_not_roots(self):
         r = run_nsbox(["create", "--ttl", "120"], self.dirs)
