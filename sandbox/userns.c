@@ -152,14 +152,15 @@ int nsbox_userns_write_maps(pid_t pid, const struct nsbox_idmaps *m, bool helper
 }
 
 /* The kernel names a new user namespace's owner after the creator's effective uid, and
- * charges the namespace's per-user counts to it in the parent namespace; a real uid of owner
- * (not only the effective one) lets the child move itself into its cgroup v1 "tasks", which
- * wants the writer's effective uid to be the task's real or saved one. */
+ * charges the namespace's per-user counts to it in the parent namespace. The saved uid is the
+ * owner's too, so that the child may move itself into its cgroup v1 "tasks" (the writer's
+ * effective uid must be the task's real or saved one); the real uid stays 0, so that the
+ * kernel keeps root's exemption from RLIMIT_NPROC for the new namespace, as before. */
 int nsbox_userns_owner_begin(uint32_t owner, struct nsbox_userns_owner *o, struct nsbox_err *e)
 {
     o->changed = false;
     o->dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
-    if (syscall(SYS_setresuid, (uid_t)owner, (uid_t)owner, (uid_t)0) < 0)
+    if (syscall(SYS_setresuid, (uid_t)0, (uid_t)owner, (uid_t)owner) < 0)
         return nsbox_err_sys(e, "cannot take uid %u to make the sandbox's user namespace",
                              (unsigned)owner);
     o->changed = true;
@@ -178,7 +179,7 @@ int nsbox_userns_owner_end(struct nsbox_userns_owner *o)
     if (!o->changed)
         return 0;
     o->changed = false;
-    /* the saved uid is 0: this cannot be refused */
+    /* the real uid is 0: this cannot be refused */
     int r = (int)syscall(SYS_setresuid, (uid_t)0, (uid_t)0, (uid_t)0);
     if (o->dumpable >= 0)
         prctl(PR_SET_DUMPABLE, o->dumpable, 0, 0, 0);

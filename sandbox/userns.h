@@ -30,8 +30,8 @@ int nsbox_userns_write_maps(pid_t pid, const struct nsbox_idmaps *m, bool helper
                             bool allow_setgroups, bool *fell_back, struct nsbox_err *e);
 
 /* Root's side of making a sandbox's user namespace owned by the host uid `owner`
- * (nsbox_idmap_userns_owner): the calling thread's real and effective uid become owner (the
- * saved uid stays 0, and the filesystem uid 0, so that the clone reads root's files as before)
+ * (nsbox_idmap_userns_owner): the calling thread's effective and saved uid become owner (the
+ * real uid stays 0, and the file system uid 0, so that the clone reads root's files as before)
  * until nsbox_userns_owner_end, which makes it root again. Only the calling thread changes (no
  * other thread may clone meanwhile); its dumpable flag is restored. */
 struct nsbox_userns_owner {
