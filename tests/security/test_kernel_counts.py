@@ -8,7 +8,8 @@ account: one sandbox holding all it could get left every root process of the hos
 other sandbox) without inotify, rt signals or message queues. Each test here has a sandbox take
 all it can of one count and hold it, then checks that host root, and a second sandbox, still get
 theirs. The host's Linux AIO events (fs.aio-max-nr) are one pool for every process: a sandbox
-may take none of them. docs/security.md, findings 14 and 15."""
+may take none of them; its pseudo-terminals, one pool for every devpts instance: a sandbox may
+take 128. docs/security.md, findings 14 to 16."""
 import os
 import fcntl
 import struct
@@ -104,6 +105,18 @@ while want and n < LIMIT:
 hold(n, err)
 """
 
+# Pseudo-terminals: every devpts instance draws on one pool of the host's.
+PTYS = PRELUDE + """
+fds, err = [], 0
+while len(fds) < LIMIT:
+    try:
+        fds.append(os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY))
+    except OSError as e:
+        err = e.errno
+        break
+hold(len(fds), err)
+"""
+
 # What the host (or a second sandbox) tries once: prints "ok" or the errno's name.
 PROBES = {
     "inotify_instance": """
@@ -126,6 +139,13 @@ print("ok" if r == 0 else errno.errorcode[ctypes.get_errno()])
 ctx = ctypes.c_ulong(0)
 r = libc.syscall(206, 128, ctypes.byref(ctx))
 print("ok" if r == 0 else errno.errorcode[ctypes.get_errno()])
+""",
+    "pty": """
+try:
+    os.close(os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY))
+    print("ok")
+except OSError as e:
+    print(errno.errorcode[e.errno])
 """,
     # in an ipc namespace of its own (host side: unshare --ipc): nothing is left in the host's
     "mqueue": """
@@ -216,6 +236,17 @@ class KernelCounts(unittest.TestCase):
         p, line = self.hold(AIO_EVENTS, 2 * pool)
         self.assertEqual(host_probe("aio"), "ok", f"the sandbox took the host's AIO ({line})")
         self.assertEqual(line, "took 0 errno ENOSYS")
+        p.stdin.close()
+        self.assertEqual(p.wait(60), 0, p.stderr.read())
+
+    def test_pseudo_terminals_held_by_a_sandbox_leave_the_others_theirs(self):
+        # Not per user: one pool for every devpts instance but the host's own (kernel.pty.max
+        # less kernel.pty.reserve). A sandbox has at most 128 of it.
+        p, line = self.hold(PTYS, 5000)
+        self.assertEqual(self.sandbox_probe("pty"), "ok",
+                         f"another sandbox lost its pseudo-terminals to one that holds them "
+                         f"({line})")
+        self.assertEqual(line, "took 128 errno ENOSPC")
         p.stdin.close()
         self.assertEqual(p.wait(60), 0, p.stderr.read())
 
