@@ -10,8 +10,9 @@ all it can of one count and hold it, then checks that host root, and a second sa
 theirs. The host's Linux AIO events (fs.aio-max-nr) are one pool for every process: a sandbox
 may take none of them; its pseudo-terminals, one pool for every devpts instance: a sandbox may
 take 128. docs/security.md, findings 14 to 16."""
-import os
 import fcntl
+import os
+import resource
 import struct
 import subprocess
 import sys
@@ -219,7 +220,6 @@ class KernelCounts(unittest.TestCase):
         self.attack("inotify_watch", INOTIFY_WATCHES, limit + 1000, "ENOSPC")
 
     def test_queued_signals_held_by_a_sandbox_are_not_roots(self):
-        import resource
         limit = resource.getrlimit(resource.RLIMIT_SIGPENDING)[0]
         if limit == resource.RLIM_INFINITY or limit > 1100000:
             self.skipTest(f"RLIMIT_SIGPENDING is {limit}: too many signals to queue in a test")
