@@ -68,8 +68,9 @@ uint32_t nsbox_idmap_egress_id(uint32_t slot);
 /* Host uid that owns the user namespace of the root sandbox in slot: its last id (sandbox id
  * NSBOX_ID_COUNT - 1), not its root (whose ids the set-up must not hold, or the kernel's setuid
  * fix-up would drop the set-up's capabilities when it becomes appuser). The kernel counts what
- * the sandbox's processes take of the per-user limits (inotify instances and watches) against
- * the owner too, in the host's namespace: owned by host root, one sandbox took all of root's.
+ * the sandbox's processes take of the per-user limits (inotify, queued signals, message queues)
+ * against the owner too, in the host's namespace: owned by host root, one sandbox took all of
+ * root's.
  * docs/decisions.md "A root sandbox's user namespace is owned by its own id". */
 uint32_t nsbox_idmap_userns_owner(uint32_t slot);
 /* privileged: the caller is root in the initial user namespace (slot must be valid, sub is
