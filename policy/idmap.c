@@ -15,6 +15,11 @@ uint32_t nsbox_idmap_egress_id(uint32_t slot)
     return NSBOX_EGRESS_ID_BASE + slot;
 }
 
+uint32_t nsbox_idmap_userns_owner(uint32_t slot)
+{
+    return nsbox_idmap_slot_base(slot) + NSBOX_ID_COUNT - 1;
+}
+
 static void set_lines(struct nsbox_idmap *m, uint32_t app, uint32_t sub)
 {
     m[0] = (struct nsbox_idmap){0, sub, NSBOX_SANDBOX_UID};

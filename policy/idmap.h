@@ -65,6 +65,14 @@ struct nsbox_subids {
 uint32_t nsbox_idmap_slot_base(uint32_t slot);
 /* Host uid and gid of the egress helper of the sandbox in slot (< NSBOX_UID_SLOTS). */
 uint32_t nsbox_idmap_egress_id(uint32_t slot);
+/* Host uid that owns the user namespace of the root sandbox in slot: its last id (sandbox id
+ * NSBOX_ID_COUNT - 1), not its root (whose ids the set-up must not hold, or the kernel's setuid
+ * fix-up would drop the set-up's capabilities when it becomes appuser). The kernel counts what
+ * the sandbox's processes take of the per-user limits (inotify, queued signals, message queues)
+ * against the owner too, in the host's namespace: owned by host root, one sandbox took all of
+ * root's.
+ * docs/decisions.md "A root sandbox's user namespace is owned by its own id". */
+uint32_t nsbox_idmap_userns_owner(uint32_t slot);
 /* privileged: the caller is root in the initial user namespace (slot must be valid, sub is
  * ignored). Otherwise appuser is the caller's ids, and sub (NULL: none) gives the others. */
 int nsbox_idmap_compute(bool privileged, uint32_t caller_uid, uint32_t caller_gid, uint32_t slot,

@@ -186,8 +186,8 @@ static int plan_dev(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan 
     o = PUSH(NSBOX_MOP_DEVPTS, "dev/pts");
     o->flags = MS_NOSUID | MS_NOEXEC;
     /* A new instance: the sandbox never sees the host's terminals. No gid=5: the tty group is
-     * not mapped in the sandbox's user namespace. */
-    snprintf(o->data, sizeof o->data, "newinstance,ptmxmode=0666,mode=0620");
+     * not mapped in the sandbox's user namespace. max: the host's pool is shared (mounts.h). */
+    snprintf(o->data, sizeof o->data, "newinstance,ptmxmode=0666,mode=0620,max=%d", NSBOX_PTYS_MAX);
     PUSH(NSBOX_MOP_MKDIR, "dev/shm")->mode = 01777;
     o = PUSH(NSBOX_MOP_TMPFS, "dev/shm");
     o->flags = MS_NOSUID | MS_NODEV;

@@ -28,6 +28,11 @@
 #define NSBOX_MOUNT_OPS_MAX 128
 #define NSBOX_MOUNT_STRS_MAX (16 * PATH_MAX) /* a plan's sources together (about 1 KiB here) */
 #define NSBOX_ROOT_ENTRIES_MAX 48
+/* Pseudo-terminals a sandbox's devpts hands out at once (its max=). The kernel counts every
+ * devpts instance's against one pool of the host's (kernel.pty.max less kernel.pty.reserve,
+ * 3072 by default): unbounded, one sandbox took all of them, and every other sandbox's and
+ * container's /dev/ptmx failed. docs/decisions.md "A sandbox's pseudo-terminals are bounded". */
+#define NSBOX_PTYS_MAX 128
 
 enum nsbox_mop {
     NSBOX_MOP_MKDIR,     /* target */

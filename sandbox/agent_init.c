@@ -7,6 +7,7 @@
 #include "agent_user.h"
 #include "cgroup_util.h"
 #include "cleanup.h"
+#include "mounts.h"
 #include "signals.h"
 #include "util.h"
 
@@ -291,7 +292,15 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
         for (int i = 0; i < 3; i++)
             if (fds[i] >= 0)
                 close(fds[i]), fds[i] = -1;
-        snprintf(msg, sizeof msg, "cannot make a pseudo-terminal: %s", strerror(errno));
+        int err = errno;
+        if (err == ENOSPC)
+            snprintf(msg, sizeof msg,
+                     "cannot make a pseudo-terminal: none left (a sandbox has at most %d at "
+                     "once, and the host's are shared by every sandbox): end some exec -t "
+                     "sessions or programs that hold one",
+                     NSBOX_PTYS_MAX);
+        else
+            snprintf(msg, sizeof msg, "cannot make a pseudo-terminal: %s", strerror(err));
         extra_close(x);
         reply(sock, NSBOX_AGENT_FAILED, h->seq, 0, 125, msg);
         return 0;

@@ -128,8 +128,10 @@ static int parent_write_id_maps(pid_t pid, const struct nsbox_state *st, bool al
                                    e);
 }
 
+/* The clone itself. owner (not 0): the host uid that owns a new user namespace
+ * (nsbox_idmap_userns_owner), for a root sandbox. */
 static pid_t clone_sandbox(const struct nsbox_cgroup *cg, bool sibling, uint64_t joined,
-                           bool *cgroup_ns_in_clone, int *pidfd)
+                           uint32_t owner, bool *cgroup_ns_in_clone, int *pidfd)
 {
     uint64_t flags =
         ((CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET) &
@@ -147,12 +149,34 @@ static pid_t clone_sandbox(const struct nsbox_cgroup *cg, bool sibling, uint64_t
         a.cgroup = (uint64_t)cg->dirfd;
         *cgroup_ns_in_clone = true;
     }
+    struct nsbox_userns_owner o = {0};
+    struct nsbox_err e;
+    if (owner && (flags & CLONE_NEWUSER) && nsbox_userns_owner_begin(owner, &o, &e) < 0) {
+        errno = e.sys_errno ? e.sys_errno : EPERM;
+        return -1;
+    }
     pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof a);
     if (pid < 0 && errno == ENOSYS && !*cgroup_ns_in_clone) {
         *pidfd = -1;
         pid = nsbox_clone_bare(flags | SIGCHLD);
     }
+    if (pid == 0)
+        return 0; /* the child keeps the owner's ids until it becomes its own */
+    int err = errno;
+    if (nsbox_userns_owner_end(&o) < 0) {
+        err = errno;
+        if (pid > 0)
+            kill(pid, SIGKILL);
+        pid = -1;
+    }
+    errno = err;
     return pid;
+}
+
+/* A root sandbox's user namespace belongs to an id of its own slot, not to host root. */
+static uint32_t owner_of(const struct nsbox_sandbox *c)
+{
+    return c->st.privileged ? nsbox_idmap_userns_owner(c->st.slot) : 0;
 }
 
 /* A stored OCI image unpacked by root: its root directory belongs to image id 0. */
@@ -460,7 +484,8 @@ static pid_t clone_joined(struct nsbox_sandbox *c, int *failed_ns)
             if (setns(c->L.joins[i].fd, c->L.joins[i].nstype) < 0)
                 r.err = errno, r.nstype = c->L.joins[i].nstype;
         if (!r.err) {
-            r.pid = clone_sandbox(&c->cg, true, joined, &c->L.cgroup_ns_in_clone, &pidfd);
+            r.pid =
+                clone_sandbox(&c->cg, true, joined, owner_of(c), &c->L.cgroup_ns_in_clone, &pidfd);
             if (r.pid == 0) {
                 close(sv[1]);
                 return 0;
@@ -541,9 +566,9 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
     if (stdio)
         nsbox_share_pipes(stdio);
     int failed_ns = 0;
-    pid_t pid = c->L.n_joins
-                    ? clone_joined(c, &failed_ns)
-                    : clone_sandbox(&c->cg, c->L.sibling, 0, &c->L.cgroup_ns_in_clone, &c->pidfd);
+    pid_t pid = c->L.n_joins ? clone_joined(c, &failed_ns)
+                             : clone_sandbox(&c->cg, c->L.sibling, 0, owner_of(c),
+                                             &c->L.cgroup_ns_in_clone, &c->pidfd);
     if (pid < 0)
         return join_failure(failed_ns, errno, e);
     if (pid == 0) {

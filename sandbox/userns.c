@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -148,6 +149,41 @@ int nsbox_userns_write_maps(pid_t pid, const struct nsbox_idmaps *m, bool helper
         write_proc_file(pid, "gid_map", gbuf, e) < 0)
         return nsbox_err_wrap(e, "user namespace id map");
     return 0;
+}
+
+/* The kernel names a new user namespace's owner after the creator's effective uid, and
+ * charges the namespace's per-user counts to it in the parent namespace. The saved uid is the
+ * owner's too, so that the child may move itself into its cgroup v1 "tasks" (the writer's
+ * effective uid must be the task's real or saved one); the real uid stays 0, so that the
+ * kernel keeps root's exemption from RLIMIT_NPROC for the new namespace, as before. */
+int nsbox_userns_owner_begin(uint32_t owner, struct nsbox_userns_owner *o, struct nsbox_err *e)
+{
+    o->changed = false;
+    o->dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+    if (syscall(SYS_setresuid, (uid_t)0, (uid_t)owner, (uid_t)owner) < 0)
+        return nsbox_err_sys(e, "cannot take uid %u to make the sandbox's user namespace",
+                             (unsigned)owner);
+    o->changed = true;
+    syscall(SYS_setfsuid, (uid_t)0);
+    if (syscall(SYS_setfsuid, (uid_t)-1) != 0) {
+        nsbox_userns_owner_end(o);
+        return nsbox_err_set(e, NSBOX_E_SYS, EPERM,
+                             "cannot keep file system uid 0 while uid %u makes the sandbox",
+                             (unsigned)owner);
+    }
+    return 0;
+}
+
+int nsbox_userns_owner_end(struct nsbox_userns_owner *o)
+{
+    if (!o->changed)
+        return 0;
+    o->changed = false;
+    /* the real uid is 0: this cannot be refused */
+    int r = (int)syscall(SYS_setresuid, (uid_t)0, (uid_t)0, (uid_t)0);
+    if (o->dumpable >= 0)
+        prctl(PR_SET_DUMPABLE, o->dumpable, 0, 0, 0);
+    return r;
 }
 
 /* ---- idmapped mounts ------------------------------------------------------------------------ */

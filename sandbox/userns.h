@@ -29,6 +29,18 @@ int nsbox_userns_subids(struct nsbox_subids *sub, char *why, size_t n);
 int nsbox_userns_write_maps(pid_t pid, const struct nsbox_idmaps *m, bool helper,
                             bool allow_setgroups, bool *fell_back, struct nsbox_err *e);
 
+/* Root's side of making a sandbox's user namespace owned by the host uid `owner`
+ * (nsbox_idmap_userns_owner): the calling thread's effective and saved uid become owner (the
+ * real uid stays 0, and the file system uid 0, so that the clone reads root's files as before)
+ * until nsbox_userns_owner_end, which makes it root again. Only the calling thread changes (no
+ * other thread may clone meanwhile); its dumpable flag is restored. */
+struct nsbox_userns_owner {
+    int dumpable;
+    bool changed;
+};
+int nsbox_userns_owner_begin(uint32_t owner, struct nsbox_userns_owner *o, struct nsbox_err *e);
+int nsbox_userns_owner_end(struct nsbox_userns_owner *o);
+
 /* A user namespace with the given maps (n lines each, uid and gid alike), as an fd for
  * MOUNT_ATTR_IDMAP. A short-lived child makes it; we write its maps. */
 int nsbox_userns_fd(const struct nsbox_idmap *um, unsigned nu, const struct nsbox_idmap *gm,

@@ -315,6 +315,8 @@ static void probe_syscalls(void)
     SYS_PROBE("io_uring_setup", SYS_io_uring_setup, 1L, BAD);
     SYS_PROBE("io_uring_enter", SYS_io_uring_enter, -1L, 0L, 0L, 0L, 0L, 0L);
     SYS_PROBE("io_uring_register", SYS_io_uring_register, -1L, 0L, 0L, 0L);
+    /* the host's one pool of AIO events: EFAULT (the context pointer) if let through */
+    SYS_PROBE("io_setup", SYS_io_setup, 1L, BAD);
     SYS_PROBE("keyctl", SYS_keyctl, 0x7fffffffL, 0L, 0L, 0L, 0L);
     SYS_PROBE("add_key", SYS_add_key, BAD, BAD, 0L, 0L, 0L);
     SYS_PROBE("request_key", SYS_request_key, BAD, BAD, 0L, 0L);

@@ -45,7 +45,7 @@ GROUPS = {
     "mount": ["mount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount", "fsopen",
               "fsconfig", "fsmount", "fspick", "mount_setattr"],
     "kernel_surfaces": ["bpf", "perf_event_open", "userfaultfd", "io_uring_setup",
-                        "io_uring_enter", "io_uring_register", "keyctl", "add_key",
+                        "io_uring_enter", "io_uring_register", "io_setup", "keyctl", "add_key",
                         "request_key", "fanotify_init"],
     "machine": ["kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
                 "reboot", "swapon", "swapoff", "acct", "iopl", "ioperm", "settimeofday",

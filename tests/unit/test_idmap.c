@@ -81,6 +81,25 @@ static void test_privileged_every_slot_distinct_never_root(void **state)
     assert_int_equal(next, (uint64_t)NSBOX_UID_BASE + (uint64_t)NSBOX_UID_SLOTS * 65536);
 }
 
+/* The owner of a root sandbox's user namespace: an id of its own range (never host root, never
+ * another slot's, never an egress helper's, which is a process of the host's namespace), and
+ * not the slot's root id, whose holder would lose the set-up's capabilities on becoming
+ * appuser. */
+static void test_userns_owner_is_the_slots_last_id(void **state)
+{
+    (void)state;
+    for (uint32_t slot = 0; slot < NSBOX_UID_SLOTS; slot++) {
+        struct nsbox_idmaps m;
+        struct nsbox_err e = {0};
+        assert_int_equal(nsbox_idmap_compute(true, 0, 0, slot, NULL, &m, &e), 0);
+        uint32_t owner = nsbox_idmap_userns_owner(slot);
+        assert_int_equal(owner, m.uid[0].outside + m.uid[0].count - 1);
+        assert_int_not_equal(owner, m.uid[0].outside);
+        assert_int_not_equal(owner, m.app_uid);
+        assert_true(owner < NSBOX_EGRESS_ID_BASE);
+    }
+}
+
 static void test_privileged_slot_out_of_range(void **state)
 {
     (void)state;
@@ -387,6 +406,7 @@ int main(void)
         cmocka_unit_test(test_privileged_slot_maps_a_range),
         cmocka_unit_test(test_privileged_ignores_caller_ids),
         cmocka_unit_test(test_privileged_every_slot_distinct_never_root),
+        cmocka_unit_test(test_userns_owner_is_the_slots_last_id),
         cmocka_unit_test(test_privileged_slot_out_of_range),
         cmocka_unit_test(test_unprivileged_maps_to_caller),
         cmocka_unit_test(test_unprivileged_with_subids),

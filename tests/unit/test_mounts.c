@@ -691,6 +691,8 @@ static void test_dev(void **state)
     assert_true(pts > tmpfs);
     assert_int_equal(count(p, NSBOX_MOP_DEVPTS, NULL), 1);
     assert_non_null(strstr(p->ops[pts].data, "newinstance"));
+    /* its own bound: the host's pool of pseudo-terminals is shared */
+    assert_non_null(strstr(p->ops[pts].data, ",max=128"));
     int ptmx = idx(p, NSBOX_MOP_SYMLINK, "dev/ptmx");
     assert_true(ptmx >= 0);
     assert_string_equal(p->ops[ptmx].src, "pts/ptmx");
