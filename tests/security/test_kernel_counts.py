@@ -9,7 +9,7 @@ other sandbox) without inotify, rt signals or message queues. Each test here has
 all it can of one count and hold it, then checks that host root, and a second sandbox, still get
 theirs. The host's Linux AIO events (fs.aio-max-nr) are one pool for every process: a sandbox
 may take none of them; its pseudo-terminals, one pool for every devpts instance: a sandbox may
-take 128. docs/security.md, findings 14 to 16."""
+take 128. docs/security.md, findings 17 to 19."""
 import fcntl
 import os
 import resource
