@@ -177,6 +177,18 @@ extern const char *const nsbox_dev_nodes[];
 /* Pure (rootfs/mount_plan.c): the list of operations for cfg. */
 int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
                            struct nsbox_err *e);
+/* One of a sandbox's own cgroup directories on the host, shown read-only inside. */
+struct nsbox_cgroup_view {
+    const char *name; /* v1: its hierarchy's directory ("memory", "cpu,cpuacct"); NULL: v2 */
+    const char *path; /* the sandbox's cgroup directory there, on the host */
+};
+/* Pure: /sys as a read-only tmpfs holding only fs/cgroup, and there the sandbox's own cgroup
+ * directories bound read-only (nosuid, nodev, noexec): v2's at /sys/fs/cgroup itself, each of
+ * v1's at /sys/fs/cgroup/<name> (a co-mounted hierarchy's controllers as links to it), as
+ * Docker lays them out. n 0 (no cgroup): /sys holds nothing. Appended to a plan that is built
+ * (nsbox_mount_plan_build), once the cgroup exists; not for nsbox-oci, whose config mounts. */
+int nsbox_mount_plan_add_sys(struct nsbox_mount_plan *plan, const struct nsbox_cgroup_view *views,
+                             size_t n, struct nsbox_err *e);
 /* Whether an image's top-level entry of this name is shown in the sandbox: not ".", "..", a
  * name with a slash, nor one nsbox provides itself (/proc, /dev, /tmp, /workspace...). */
 bool nsbox_mount_plan_shows(const char *name);
