@@ -94,6 +94,21 @@ class OwnCgroupView(unittest.TestCase):
                                      {"/sys/fs/cgroup/memory", "/sys/fs/cgroup/cpu",
                                       "/sys/fs/cgroup/pids"})
 
+    def test_a_persistent_sandboxs_commands_see_it_too(self):
+        """nsbox create, then exec: a command the sandbox's init starts later sees the same."""
+        sid = run_nsbox(["create", "--instance-type", "small"], self.dirs,
+                        check=True).stdout.decode().strip()
+        try:
+            r = run_nsbox(["exec", sid, "--", "python3", "-c", PROBE], self.dirs, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            got = json.loads(r.stdout.decode().splitlines()[0])
+        finally:
+            run_nsbox(["rm", sid], self.dirs, check=True)
+        mem = str(self.types["small"]["memory"])
+        self.assertEqual(got["files"]["memory.max" if CGROUP_V2_ONLY
+                                      else "memory/memory.limit_in_bytes"], mem)
+        self.assertEqual({l.rsplit(":", 1)[1] for l in got["proc_cgroup"]}, {"/"})
+
     def java(self):
         java = shutil.which("java")
         if not java or not os.path.realpath(java).startswith("/usr/"):
