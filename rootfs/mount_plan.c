@@ -32,7 +32,7 @@ static bool in_list(const char *const *list, const char *s)
 static struct nsbox_mount_op *push(struct nsbox_mount_plan *p, enum nsbox_mop op,
                                    const char *target, struct nsbox_err *e)
 {
-    if (p->n >= NSBOX_MOUNT_OPS_MAX) {
+    if (p->n >= p->cap) {
         nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "rootfs: too many mount operations");
         return NULL;
     }
@@ -516,6 +516,7 @@ int nsbox_mount_plan_add_sys(struct nsbox_mount_plan *plan, const struct nsbox_c
 {
     const uint64_t ro =
         MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+    plan->cap = NSBOX_MOUNT_PLAN_OPS; /* its own room, after the build's */
     PUSH(NSBOX_MOP_MKDIR, "sys")->mode = 0555;
     struct nsbox_mount_op *o = PUSH(NSBOX_MOP_TMPFS, "sys");
     o->flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
@@ -553,6 +554,7 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
                            struct nsbox_err *e)
 {
     plan->n = 0;
+    plan->cap = NSBOX_MOUNT_OPS_MAX;
     plan->strs_used = 0;
     plan->root_in_place = cfg->root_in_place;
     plan->seal_list = NULL;

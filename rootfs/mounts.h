@@ -25,7 +25,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define NSBOX_MOUNT_OPS_MAX 128
+#define NSBOX_MOUNT_OPS_MAX 128 /* a plan's: the image, nsbox's own places, a config's mounts */
+/* ...and the sandbox's /sys beyond them (nsbox_mount_plan_add_sys: 15 with five v1 hierarchies),
+ * which so takes no room an image had */
+#define NSBOX_MOUNT_SYS_OPS 16
+#define NSBOX_MOUNT_PLAN_OPS (NSBOX_MOUNT_OPS_MAX + NSBOX_MOUNT_SYS_OPS)
 #define NSBOX_MOUNT_STRS_MAX (16 * PATH_MAX) /* a plan's sources together (about 1 KiB here) */
 #define NSBOX_ROOT_ENTRIES_MAX 48
 /* Pseudo-terminals a sandbox's devpts hands out at once (its max=). The kernel counts every
@@ -163,7 +167,8 @@ struct nsbox_mount_plan {
      * caller after nsbox_mount_plan_build, owned by it. */
     const struct nsbox_setid_list *seal_list;
     size_t n;
-    struct nsbox_mount_op ops[NSBOX_MOUNT_OPS_MAX];
+    size_t cap; /* ops it may hold: NSBOX_MOUNT_OPS_MAX, then NSBOX_MOUNT_PLAN_OPS for /sys */
+    struct nsbox_mount_op ops[NSBOX_MOUNT_PLAN_OPS];
     size_t strs_used;
     char strs[NSBOX_MOUNT_STRS_MAX]; /* the ops' sources, one after another */
 };

@@ -121,6 +121,33 @@ static void test_bad_views_refused(void **state)
     free(w);
 }
 
+/* /sys has room of its own: a plan the image filled to NSBOX_MOUNT_OPS_MAX still takes it
+ * with five v1 hierarchies, and more than its room is an error, never an overrun */
+static void test_room_of_its_own(void **state)
+{
+    (void)state;
+    const struct nsbox_cgroup_view v[] = {{"memory", "/m/nsbox-a"},  {"cpu", "/c/nsbox-a"},
+                                          {"cpuacct", "/a/nsbox-a"}, {"pids", "/p/nsbox-a"},
+                                          {"freezer", "/f/nsbox-a"}, {"x,y,z", "/x/nsbox-a"}};
+    for (int over = 0; over < 2; over++) {
+        struct world *w = dir_world();
+        struct nsbox_err e = {0};
+        assert_int_equal(nsbox_mount_plan_build(&w->cfg, &w->plan, &e), 0);
+        assert_true(w->plan.n < NSBOX_MOUNT_OPS_MAX);
+        w->plan.n = NSBOX_MOUNT_OPS_MAX; /* as a plan the image filled */
+        int r = nsbox_mount_plan_add_sys(&w->plan, v, over ? 6 : 5, &e);
+        assert_true(w->plan.n <= NSBOX_MOUNT_PLAN_OPS);
+        if (!over) {
+            if (r != 0)
+                fail_msg("/sys refused on a full plan: %s", e.msg);
+        } else {
+            assert_int_equal(r, -1);
+            assert_int_equal(e.sys_errno, E2BIG);
+        }
+        free(w);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -128,6 +155,7 @@ int main(void)
         cmocka_unit_test(test_v2_at_sys_fs_cgroup),
         cmocka_unit_test(test_no_cgroup_empty_sys),
         cmocka_unit_test(test_bad_views_refused),
+        cmocka_unit_test(test_room_of_its_own),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
