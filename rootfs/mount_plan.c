@@ -32,7 +32,7 @@ static bool in_list(const char *const *list, const char *s)
 static struct nsbox_mount_op *push(struct nsbox_mount_plan *p, enum nsbox_mop op,
                                    const char *target, struct nsbox_err *e)
 {
-    if (p->n >= NSBOX_MOUNT_OPS_MAX) {
+    if (p->n >= p->cap) {
         nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "rootfs: too many mount operations");
         return NULL;
     }
@@ -491,10 +491,70 @@ static int plan_scratch(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_p
     return 0;
 }
 
+/* The links a co-mounted v1 hierarchy's directory gets, one per controller ("cpu" and
+ * "cpuacct" to "cpu,cpuacct"), as the host has them: a reader that looks for one controller's
+ * directory by its name finds it. */
+static int plan_sys_links(struct nsbox_mount_plan *plan, const char *name, struct nsbox_err *e)
+{
+    if (!strchr(name, ','))
+        return 0;
+    char target[NAME_MAX + 32];
+    for (const char *p = name; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len && len < 64) {
+            snprintf(target, sizeof target, "sys/fs/cgroup/%.*s", (int)len, p);
+            if (set_src(plan, PUSH(NSBOX_MOP_SYMLINK, target), name, e) < 0)
+                return -1;
+        }
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+int nsbox_mount_plan_add_sys(struct nsbox_mount_plan *plan, const struct nsbox_cgroup_view *views,
+                             size_t n, struct nsbox_err *e)
+{
+    const uint64_t ro =
+        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+    plan->cap = NSBOX_MOUNT_PLAN_OPS; /* its own room, after the build's */
+    PUSH(NSBOX_MOP_MKDIR, "sys")->mode = 0555;
+    struct nsbox_mount_op *o = PUSH(NSBOX_MOP_TMPFS, "sys");
+    o->flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+    snprintf(o->data, sizeof o->data, "mode=0555,size=4k,nr_inodes=64");
+    if (n) {
+        PUSH(NSBOX_MOP_MKDIR, "sys/fs")->mode = 0555;
+        PUSH(NSBOX_MOP_MKDIR, "sys/fs/cgroup")->mode = 0555;
+    }
+    char target[NAME_MAX + 32];
+    for (size_t i = 0; i < n; i++) {
+        const char *name = views[i].name;
+        if (name &&
+            (!valid_entry_name(name) ||
+             (size_t)snprintf(target, sizeof target, "sys/fs/cgroup/%s", name) >= sizeof target))
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "rootfs: bad cgroup hierarchy '%s'",
+                                 name);
+        if (!name && n != 1)
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                 "rootfs: cgroup v2's directory goes alone at /sys/fs/cgroup");
+        if (name)
+            PUSH(NSBOX_MOP_MKDIR, target)->mode = 0555;
+        o = PUSH(NSBOX_MOP_BIND, name ? target : "sys/fs/cgroup");
+        if (set_src(plan, o, views[i].path, e) < 0)
+            return -1;
+        o->attr = ro;
+        if (name && plan_sys_links(plan, name, e) < 0)
+            return -1;
+    }
+    /* nothing can be added to /sys nor changed in it: its tmpfs, then made read-only */
+    PUSH(NSBOX_MOP_SETATTR, "sys")->attr = ro;
+    return 0;
+}
+
 int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
                            struct nsbox_err *e)
 {
     plan->n = 0;
+    plan->cap = NSBOX_MOUNT_OPS_MAX;
     plan->strs_used = 0;
     plan->root_in_place = cfg->root_in_place;
     plan->seal_list = NULL;

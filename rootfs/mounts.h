@@ -25,7 +25,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define NSBOX_MOUNT_OPS_MAX 128
+#define NSBOX_MOUNT_OPS_MAX 128 /* a plan's: the image, nsbox's own places, a config's mounts */
+/* ...and the sandbox's /sys beyond them (nsbox_mount_plan_add_sys: 15 with five v1 hierarchies),
+ * which so takes no room an image had */
+#define NSBOX_MOUNT_SYS_OPS 16
+#define NSBOX_MOUNT_PLAN_OPS (NSBOX_MOUNT_OPS_MAX + NSBOX_MOUNT_SYS_OPS)
 #define NSBOX_MOUNT_STRS_MAX (16 * PATH_MAX) /* a plan's sources together (about 1 KiB here) */
 #define NSBOX_ROOT_ENTRIES_MAX 48
 /* Pseudo-terminals a sandbox's devpts hands out at once (its max=). The kernel counts every
@@ -163,7 +167,8 @@ struct nsbox_mount_plan {
      * caller after nsbox_mount_plan_build, owned by it. */
     const struct nsbox_setid_list *seal_list;
     size_t n;
-    struct nsbox_mount_op ops[NSBOX_MOUNT_OPS_MAX];
+    size_t cap; /* ops it may hold: NSBOX_MOUNT_OPS_MAX, then NSBOX_MOUNT_PLAN_OPS for /sys */
+    struct nsbox_mount_op ops[NSBOX_MOUNT_PLAN_OPS];
     size_t strs_used;
     char strs[NSBOX_MOUNT_STRS_MAX]; /* the ops' sources, one after another */
 };
@@ -177,6 +182,18 @@ extern const char *const nsbox_dev_nodes[];
 /* Pure (rootfs/mount_plan.c): the list of operations for cfg. */
 int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
                            struct nsbox_err *e);
+/* One of a sandbox's own cgroup directories on the host, shown read-only inside. */
+struct nsbox_cgroup_view {
+    const char *name; /* v1: its hierarchy's directory ("memory", "cpu,cpuacct"); NULL: v2 */
+    const char *path; /* the sandbox's cgroup directory there, on the host */
+};
+/* Pure: /sys as a read-only tmpfs holding only fs/cgroup, and there the sandbox's own cgroup
+ * directories bound read-only (nosuid, nodev, noexec): v2's at /sys/fs/cgroup itself, each of
+ * v1's at /sys/fs/cgroup/<name> (a co-mounted hierarchy's controllers as links to it), as
+ * Docker lays them out. n 0 (no cgroup): /sys holds nothing. Appended to a plan that is built
+ * (nsbox_mount_plan_build), once the cgroup exists; not for nsbox-oci, whose config mounts. */
+int nsbox_mount_plan_add_sys(struct nsbox_mount_plan *plan, const struct nsbox_cgroup_view *views,
+                             size_t n, struct nsbox_err *e);
 /* Whether an image's top-level entry of this name is shown in the sandbox: not ".", "..", a
  * name with a slash, nor one nsbox provides itself (/proc, /dev, /tmp, /workspace...). */
 bool nsbox_mount_plan_shows(const char *name);

@@ -130,7 +130,7 @@ static int child_become_appuser(struct nsbox_launch *L, struct nsbox_err *e)
     return 0;
 }
 
-static int mount_fds[NSBOX_MOUNT_OPS_MAX];
+static int mount_fds[NSBOX_MOUNT_PLAN_OPS];
 static int new_rootfd = -1;
 
 static int child_clone_mount_sources(struct nsbox_launch *L, struct nsbox_err *e)

@@ -179,6 +179,21 @@ static uint32_t owner_of(const struct nsbox_sandbox *c)
     return c->st.privileged ? nsbox_idmap_userns_owner(c->st.slot) : 0;
 }
 
+/* The sandbox's own cgroup, read-only at /sys/fs/cgroup (docs/cgroups.md, "What a sandbox
+ * sees"): runtimes that size themselves from it (a JVM, Go's GOMAXPROCS, Node's heap) find the
+ * sandbox's limits instead of the host's size. */
+static int add_cgroup_view(struct nsbox_mount_plan *plan, const struct nsbox_cgroup *cg,
+                           struct nsbox_err *e)
+{
+    struct nsbox_cgroup_view views[NSBOX_CG_V1_MAX];
+    size_t n = 0;
+    if (cg->version == 2)
+        views[n++] = (struct nsbox_cgroup_view){NULL, cg->path};
+    for (size_t i = 0; cg->version == 1 && i < cg->n_v1; i++)
+        views[n++] = (struct nsbox_cgroup_view){cg->v1[i].controller, cg->v1[i].path};
+    return nsbox_mount_plan_add_sys(plan, views, n, e);
+}
+
 /* A stored OCI image unpacked by root: its root directory belongs to image id 0. */
 static bool oci_owned(const struct nsbox_image *img)
 {
@@ -368,6 +383,8 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
             return nsbox_err_wrap(e, "linux.cgroupsPath %s", c->cg_place->path);
     } else if (nsbox_cgroup_create(c->st.id, &s->limits, &c->cg, e) < 0)
         return nsbox_err_wrap(e, "instance type '%s' limits", s->instance_type);
+    if (!c->mounts && add_cgroup_view(c->plan, &c->cg, e) < 0) /* nsbox-oci: its config's */
+        return -1;
 
     c->envp = nsbox_sandbox_env(s, e);
     if (!c->envp)

@@ -51,6 +51,9 @@ void attack_host_hidden_path(const char *path);
 void attack_host_rootfs(void);
 void attack_host_network(int host_port, const char *abstract);
 
+/* attack_cgview.c: /sys and the view of the sandbox's own cgroup there */
+void attack_cgview(void);
+
 /* attack_self.c */
 void attack_self_identity(void);
 void attack_self_privilege_gain(void);

@@ -221,9 +221,7 @@ void attack_host_proc_sys(void)
     probe_open_write("write_sys_fs_cgroup_procs", "/sys/fs/cgroup/cgroup.procs");
     probe_open_write("write_sys_fs_cgroup_release_agent", "/sys/fs/cgroup/memory/release_agent");
     probe_open_write("write_sys_power_state", "/sys/power/state");
-    struct stat st;
-    emit("sys_absent", stat("/sys", &st) < 0, "/sys %s",
-         stat("/sys", &st) < 0 ? "absent" : "present");
+    attack_cgview(); /* /sys: only the sandbox's own cgroup, read-only */
     /* cgroup namespace: the sandbox sees its own cgroups as the root, never the host's path. */
     char *cg = read_file("/proc/self/cgroup", NULL);
     bool rooted = cg != NULL;

@@ -86,8 +86,11 @@ GROUPS = {
                         "write_proc_sys_ip_forward", "write_proc_sys_max_user_namespaces",
                         "create_in_proc_sys", "write_sys_uevent_helper",
                         "write_sys_fs_cgroup_procs", "write_sys_fs_cgroup_release_agent",
-                        "write_sys_power_state", "sys_absent",
-                        "cgroup_namespace_hides_host_path"],
+                        "write_sys_power_state", "cgroup_namespace_hides_host_path"],
+    "cgroup_view": ["cgroup_view_no_file_writable", "cgroup_view_mkdir_child", "create_in_sys",
+                    "cgroup_view_remount_rw", "cgroup_view_setattr_rw", "cgroup_view_umount",
+                    "cgroup_view_mount_over", "sys_only_fs_cgroup", "host_sys_unreachable",
+                    "cgroup_view_own_cgroup_only", "cgroup_view_mounts_readonly"],
     "proc_reads": ["read_proc_kcore", "read_proc_keys", "read_proc_timer_list",
                    "read_proc_sched_debug", "read_proc_kmsg", "read_dev_kmsg", "read_dev_mem",
                    "kallsyms_addresses_hidden"],
@@ -291,6 +294,9 @@ class ProbeGroups:
 
     def test_proc_sys_cgroup_not_writable(self):
         self.check("proc_sys_writes")
+
+    def test_own_cgroup_view_read_only(self):
+        self.check("cgroup_view")
 
     def test_kernel_info_not_readable(self):
         self.check("proc_reads")

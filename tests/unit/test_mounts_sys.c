@@ -1,0 +1,161 @@
+/* The sandbox's /sys (nsbox_mount_plan_add_sys, rootfs/mount_plan.c), pure: a read-only tmpfs
+ * that holds only fs/cgroup, with the sandbox's own cgroup directories bound read-only there as
+ * Docker lays them out (v2 at /sys/fs/cgroup, v1 one directory per hierarchy, a co-mounted
+ * one's controllers as links), everything made before /sys is sealed. The kernel's side (the
+ * writes, mkdirs and remounts refused inside a real sandbox) is tests/security/attack_cgview.c. */
+
+#include "mounts_world.h"
+
+static const uint64_t RO =
+    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+
+/* over a whole image's plan, whose own /sys entry nsbox never shows */
+static struct world *built(const struct nsbox_cgroup_view *v, size_t n)
+{
+    struct world *w = dir_world();
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_mount_plan_build(&w->cfg, &w->plan, &e), 0);
+    if (nsbox_mount_plan_add_sys(&w->plan, v, n, &e) != 0)
+        fail_msg("add_sys: %s", e.msg);
+    return w;
+}
+
+/* /sys's tmpfs first, sealed last; every bind below it read-only, nosuid, nodev, noexec, of a
+ * host path, on a directory made after the tmpfs; nothing else is bound or made under /sys. */
+static void check_sys(const struct nsbox_mount_plan *p, size_t binds)
+{
+    int tmpfs = idx(p, NSBOX_MOP_TMPFS, "sys"), seal = idx(p, NSBOX_MOP_SETATTR, "sys");
+    assert_true(idx(p, NSBOX_MOP_MKDIR, "sys") >= 0 && tmpfs > idx(p, NSBOX_MOP_MKDIR, "sys"));
+    assert_true(p->ops[tmpfs].flags & MS_NOSUID && p->ops[tmpfs].flags & MS_NODEV &&
+                p->ops[tmpfs].flags & MS_NOEXEC);
+    assert_int_equal(seal, (int)p->n - 1);
+    assert_int_equal(p->ops[seal].attr, RO);
+    size_t seen = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct nsbox_mount_op *o = &p->ops[i];
+        if (strncmp(o->target, "sys/", 4))
+            continue;
+        assert_true((int)i > tmpfs && (int)i < seal);
+        assert_true(o->op == NSBOX_MOP_MKDIR || o->op == NSBOX_MOP_BIND ||
+                    o->op == NSBOX_MOP_SYMLINK);
+        if (o->op != NSBOX_MOP_BIND)
+            continue;
+        seen++;
+        assert_int_equal(o->attr, RO);
+        assert_false(o->recursive || o->src_in_image || o->late);
+        assert_true(o->src[0] == '/');
+        int made = idx(p, NSBOX_MOP_MKDIR, o->target);
+        assert_true(made >= 0 && made < (int)i);
+    }
+    assert_int_equal(seen, binds);
+}
+
+static void test_v1_one_directory_per_hierarchy(void **state)
+{
+    (void)state;
+    const struct nsbox_cgroup_view v[] = {{"memory", "/sys/fs/cgroup/memory/nsbox-a"},
+                                          {"cpu,cpuacct", "/sys/fs/cgroup/cpu,cpuacct/nsbox-a"},
+                                          {"pids", "/sys/fs/cgroup/pids/nsbox-a"}};
+    struct world *w = built(v, 3);
+    const struct nsbox_mount_plan *p = &w->plan;
+    check_sys(p, 3);
+    int b = idx(p, NSBOX_MOP_BIND, "sys/fs/cgroup/memory");
+    assert_true(b >= 0);
+    assert_string_equal(p->ops[b].src, "/sys/fs/cgroup/memory/nsbox-a");
+    b = idx(p, NSBOX_MOP_BIND, "sys/fs/cgroup/cpu,cpuacct");
+    assert_true(b >= 0);
+    /* the co-mounted hierarchy's controllers by their own names, as the host has them */
+    for (const char *const *c =
+             (const char *const[]){"sys/fs/cgroup/cpu", "sys/fs/cgroup/cpuacct", NULL};
+         *c; c++) {
+        int l = idx(p, NSBOX_MOP_SYMLINK, *c);
+        assert_true(l > b);
+        assert_string_equal(p->ops[l].src, "cpu,cpuacct");
+    }
+    assert_int_equal(idx(p, NSBOX_MOP_BIND, "sys/fs/cgroup"), -1);
+    free(w);
+}
+
+static void test_v2_at_sys_fs_cgroup(void **state)
+{
+    (void)state;
+    const struct nsbox_cgroup_view v[] = {{NULL, "/sys/fs/cgroup/nsbox/nsbox-a"}};
+    struct world *w = built(v, 1);
+    check_sys(&w->plan, 1);
+    int b = idx(&w->plan, NSBOX_MOP_BIND, "sys/fs/cgroup");
+    assert_true(b >= 0);
+    assert_string_equal(w->plan.ops[b].src, "/sys/fs/cgroup/nsbox/nsbox-a");
+    free(w);
+}
+
+/* no cgroup: /sys is there, empty and read-only, with no fs/cgroup in it */
+static void test_no_cgroup_empty_sys(void **state)
+{
+    (void)state;
+    struct world *w = built(NULL, 0);
+    check_sys(&w->plan, 0);
+    assert_int_equal(idx(&w->plan, NSBOX_MOP_MKDIR, "sys/fs/cgroup"), -1);
+    free(w);
+}
+
+/* a hierarchy's name is one entry: never a path that climbs out of /sys/fs/cgroup; v2's
+ * directory goes alone */
+static void test_bad_views_refused(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"..", ".", "", "a/b", "../../etc"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct world *w = new_world(NSBOX_IMAGE_HOST);
+        struct nsbox_err e = {0};
+        assert_int_equal(nsbox_mount_plan_build(&w->cfg, &w->plan, &e), 0);
+        const struct nsbox_cgroup_view v[] = {{bad[i], "/sys/fs/cgroup/memory/nsbox-a"}};
+        assert_int_equal(nsbox_mount_plan_add_sys(&w->plan, v, 1, &e), -1);
+        assert_int_equal(e.code, NSBOX_E_INVALID);
+        free(w);
+    }
+    struct world *w = new_world(NSBOX_IMAGE_HOST);
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_mount_plan_build(&w->cfg, &w->plan, &e), 0);
+    const struct nsbox_cgroup_view v[] = {{NULL, "/a"}, {"memory", "/b"}};
+    assert_int_equal(nsbox_mount_plan_add_sys(&w->plan, v, 2, &e), -1);
+    free(w);
+}
+
+/* /sys has room of its own: a plan the image filled to NSBOX_MOUNT_OPS_MAX still takes it
+ * with five v1 hierarchies, and more than its room is an error, never an overrun */
+static void test_room_of_its_own(void **state)
+{
+    (void)state;
+    const struct nsbox_cgroup_view v[] = {{"memory", "/m/nsbox-a"},  {"cpu", "/c/nsbox-a"},
+                                          {"cpuacct", "/a/nsbox-a"}, {"pids", "/p/nsbox-a"},
+                                          {"freezer", "/f/nsbox-a"}, {"x,y,z", "/x/nsbox-a"}};
+    for (int over = 0; over < 2; over++) {
+        struct world *w = dir_world();
+        struct nsbox_err e = {0};
+        assert_int_equal(nsbox_mount_plan_build(&w->cfg, &w->plan, &e), 0);
+        assert_true(w->plan.n < NSBOX_MOUNT_OPS_MAX);
+        w->plan.n = NSBOX_MOUNT_OPS_MAX; /* as a plan the image filled */
+        int r = nsbox_mount_plan_add_sys(&w->plan, v, over ? 6 : 5, &e);
+        assert_true(w->plan.n <= NSBOX_MOUNT_PLAN_OPS);
+        if (!over) {
+            if (r != 0)
+                fail_msg("/sys refused on a full plan: %s", e.msg);
+        } else {
+            assert_int_equal(r, -1);
+            assert_int_equal(e.sys_errno, E2BIG);
+        }
+        free(w);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_v1_one_directory_per_hierarchy),
+        cmocka_unit_test(test_v2_at_sys_fs_cgroup),
+        cmocka_unit_test(test_no_cgroup_empty_sys),
+        cmocka_unit_test(test_bad_views_refused),
+        cmocka_unit_test(test_room_of_its_own),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
