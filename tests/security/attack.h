@@ -1,7 +1,7 @@
 /* What the in-sandbox attacker's parts share (attack.c): one JSON line per probe, and how a
  * probe's result is judged. attack_self.c probes the prober's own powers, attack_host.c what
- * beyond the sandbox it could reach, attack_sock.c its sockets. The helpers keep the short
- * names every probe calls them by. */
+ * beyond the sandbox it could reach, attack_sock.c its sockets, attack_files.c what it does to
+ * files it is given. The helpers keep the short names every probe calls them by. */
 #ifndef NSBOX_ATTACK_H
 #define NSBOX_ATTACK_H
 
@@ -61,6 +61,12 @@ void attack_self_privilege_gain(void);
 /* attack_sock.c: the subcommands "bind PORT" and "sockact" */
 int attack_sock_bind_main(int argc, char **argv);
 int attack_sock_activated_main(void);
+
+/* attack_files.c: the subcommands "mkfiles DIR MAX SECONDS", "xattr FILE [NAME=VALUE]..." and
+ * "mmap-write FILE..." */
+int attack_files_mkfiles_main(int argc, char **argv);
+int attack_files_xattr_main(int argc, char **argv);
+int attack_files_mmap_write_main(int argc, char **argv);
 
 /* attack_spawn.c: the subcommand "catch-spawn" ("catch-spawn hold": keeps the child stopped) */
 int attack_spawn_catch_main(bool hold);
