@@ -14,7 +14,12 @@ users: granted those ids, a user still cannot reach a shared layer to rewrite it
 
 A directory root gives as a sandbox's workspace may lie below one another user owns (a checkout
 in the user's home): the user can swap a name on its path for a symlink at any moment, so what
-nsbox checks must be what it binds."""
+nsbox checks must be what it binds.
+
+A root sandbox's user namespace belongs to its slot's last id, which the launcher and the clone
+hold as their effective and saved uid while it is made: a user watching /proc then must reach
+neither them nor the sandbox's processes."""
+import json
 import os
 import pwd
 import shutil
@@ -184,6 +189,90 @@ class WorkspaceSwappedByAnotherUser(UserAndRoot):
         the checks ran on. (Before, it was opened by path again, and when that saw the link, the
         host's /proc, root's, was bound plainly by path once more: about one run in forty.)"""
         self.race(self.user, runs=240)
+
+
+# Run by the test user: scans /proc for processes of nsbox's ids (a root sandbox's, and the
+# clone in its owner window: real uid 0, effective and saved uid the slot's last id) and tries
+# each as that user can: signal 0, /proc/PID/{environ,mem,root,cwd}, PTRACE_SEIZE (detached at
+# once). Stops when STOP exists; writes what it saw to COUNTS after every scan.
+REACHER = r"""
+import ctypes, json, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+stop, counts = sys.argv[1:3]
+base = int(sys.argv[3])
+seen, window, hits = set(), set(), []
+while not os.path.exists(stop):
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                r, e, s = map(int, [l for l in f if l.startswith("Uid:")][0].split()[1:4])
+        except (OSError, IndexError, ValueError):
+            continue
+        if max(r, e, s) < base:
+            continue
+        key = (pid, r, e, s)
+        seen.add(key)
+        if r == 0 and e >= base:
+            window.add(key)
+        try:
+            os.kill(pid, 0)
+            hits.append(f"signal {key}")
+        except OSError:
+            pass
+        for what in ("environ", "mem", "root/.", "cwd/."):
+            try:
+                os.close(os.open(f"/proc/{pid}/{what}", os.O_RDONLY))
+                hits.append(f"/proc/PID/{what} {key}")
+            except OSError:
+                pass
+        if libc.ptrace(0x4206, pid, 0, 0) == 0:  # PTRACE_SEIZE
+            hits.append(f"ptrace {key}")
+            libc.ptrace(17, pid, 0, 0)  # PTRACE_DETACH
+    with open(counts + ".new", "w") as f:
+        json.dump({"seen": len(seen), "window": len(window), "hits": hits[:20]}, f)
+    os.rename(counts + ".new", counts)
+"""
+
+
+class RootSandboxesBeingMade(UserAndRoot):
+    """A root sandbox's user namespace belongs to its slot's last id: the launcher takes that id
+    as its effective and saved uid (its real uid stays 0) for the clone, and the clone keeps it
+    until it becomes its own. A user granted nothing, watching /proc while root makes
+    sandboxes, must reach none of those processes in that window, nor the sandboxes' own: not
+    signal them, trace them, or open what /proc holds of them."""
+
+    WINDOW_WANTED, RUNS_MAX = 10, 300
+    maxDiff = None
+
+    def test_a_user_granted_nothing_reaches_no_process_of_a_root_sandbox_being_made(self):
+        stop, counts = os.path.join(self.home, "stop"), os.path.join(self.home, "counts")
+        reacher = subprocess.Popen(
+            ["setpriv", f"--reuid={self.user.pw_uid}", f"--regid={self.user.pw_gid}",
+             "--clear-groups", "python3", "-c", REACHER, stop, counts, str(BASE)])
+        self.addCleanup(reacher.kill)
+        got, runs, failed = {"seen": 0, "window": 0, "hits": []}, 0, None
+        while got["window"] < self.WINDOW_WANTED and runs < self.RUNS_MAX and not failed:
+            try:
+                r = run_nsbox(["run", "--", "true"], self.dirs, timeout=30)
+                failed = r.returncode and r.stderr.decode()
+            except AssertionError as ex:  # it hung: reported below, with what the user did
+                failed = str(ex).splitlines()[0]
+            runs += 1
+            if os.path.exists(counts):
+                with open(counts) as f:
+                    got = json.load(f)
+        open(stop, "w").close()
+        self.assertEqual(reacher.wait(60), 0)
+        with open(counts) as f:
+            got = json.load(f)
+        self.assertEqual(got["hits"], [], f"the user reached root's sandboxes ({runs} runs; "
+                                          f"{failed or 'every run ended well'})")
+        self.assertFalse(failed, f"run {runs}")
+        if got["window"] == 0:
+            self.skipTest(f"in {runs} runs the user never saw a clone in its owner window")
 
 
 BASE, COUNT, SLOTS = 2000000000, 65536, 2248  # policy/idmap.h
