@@ -551,7 +551,11 @@ class Lifecycle(SessionTest):
         r = self.exec(sid, "echo", "awake")
         self.assertEqual(r.stdout, b"awake\n")
         info = self.inspect(sid)
-        self.assertEqual(info["state"], "running")
+        # running, unless the inspect came more than the idle second after the exec (an
+        # emulated VM's command takes about that): then it has slept again since the wake
+        if info["state"] != "running":
+            self.assertEqual(info["state"], "sleeping")
+            self.assertGreaterEqual(info["sleeps"], 2)
         self.assertGreaterEqual(info["last_wake_us"], 0)  # the thaw, timed (bench/ reports it)
 
     def test_a_sleeping_sandbox_is_deleted_whatever_ends_it(self):
