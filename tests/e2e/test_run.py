@@ -584,6 +584,14 @@ class ExitCodes(RunTest):
             self.assertEqual(r.returncode, 125)
             self.assertIn(b"unknown option --no-such-flag", r.stderr)
             self.assertIn(("(see nsbox %s --help)" % cmd).encode(), r.stderr)
+        # an option of exec's given last, without its value: named as such, as run does (it
+        # said "unknown exec option -e: did you mean -i?")
+        for opt in ("-e", "--env", "--cwd", "--timeout"):
+            r = run_nsbox(["exec", opt], self.dirs)
+            self.assertEqual((r.returncode, r.stderr.decode().splitlines()[0]),
+                             (125, f"nsbox: option {opt} needs a value"), opt)
+        r = run_nsbox(["exec", "--env", "FOO", "x", "--", "true"], self.dirs)
+        self.assertIn(b"nsbox: --env FOO: expected NAME=VALUE", r.stderr)
         r = run_nsbox(["create", "--timeout", "5"], self.dirs)
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"--timeout is an option of run and exec", r.stderr)
