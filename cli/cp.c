@@ -133,22 +133,53 @@ static const char *base_name(const char *p)
     return b;
 }
 
+/* The first len bytes of s as one word of a POSIX shell: as they are when no byte would mean
+ * something to the shell, else in single quotes (each ' written '\''), so that a path with a
+ * space or a quote in it ("My Project") is one argument of the pipeline typed as said. */
+static void shell_word(char *out, size_t n, const char *s, int len)
+{
+    static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                "_./:@%+,-";
+    bool quote = len == 0;
+    for (int i = 0; i < len && !quote; i++)
+        quote = !strchr(plain, s[i]) || !s[i];
+    if (!quote) {
+        snprintf(out, n, "%.*s", len, s);
+        return;
+    }
+    size_t k = 0;
+    out[k++] = '\'';
+    for (int i = 0; i < len && k + 5 < n; i++) {
+        if (s[i] == '\'') {
+            memcpy(out + k, "'\\''", 4);
+            k += 4;
+        } else {
+            out[k++] = s[i];
+        }
+    }
+    out[k++] = '\'';
+    out[k] = '\0';
+}
+
 /* The tar pipeline that copies the tree src to dst (the other side of the sandbox id) as cp -r
  * and docker cp do: into an existing directory dst under its own name, else as dst itself, made
- * first (tar -C needs an existing directory). */
+ * first (tar -C needs an existing directory). Each path is one shell word (shell_word). */
 static void tar_hint(char *buf, size_t n, bool into_sandbox, const char *id, const char *src,
                      const char *dst, bool dst_exists)
 {
-    const char *to = dst[0] ? dst : "/workspace";
+    char to[2 * PATH_MAX], from[2 * PATH_MAX];
+    const char *d = dst[0] ? dst : "/workspace";
+    shell_word(to, sizeof to, d, (int)strlen(d));
     if (!dst_exists) {
+        shell_word(from, sizeof from, src, (int)strlen(src));
         if (into_sandbox)
             snprintf(buf, n,
                      "nsbox exec %s -- mkdir -p %s && tar -C %s -cf - . | nsbox exec -i %s -- "
                      "tar -C %s -xf -",
-                     id, to, src, id, to);
+                     id, to, from, id, to);
         else
             snprintf(buf, n, "mkdir -p %s && nsbox exec %s -- tar -C %s -cf - . | tar -C %s -xf -",
-                     to, id, src, to);
+                     to, id, from, to);
         return;
     }
     const char *name = base_name(src);
@@ -161,12 +192,15 @@ static void tar_hint(char *buf, size_t n, bool into_sandbox, const char *id, con
     const char *parent = parent_len ? src : ".";
     if (!parent_len)
         parent_len = 1;
+    char base[2 * NAME_MAX + 8];
+    shell_word(from, sizeof from, parent, parent_len);
+    shell_word(base, sizeof base, name, name_len);
     if (into_sandbox)
-        snprintf(buf, n, "tar -C %.*s -cf - %.*s | nsbox exec -i %s -- tar -C %s -xf -", parent_len,
-                 parent, name_len, name, id, to);
+        snprintf(buf, n, "tar -C %s -cf - %s | nsbox exec -i %s -- tar -C %s -xf -", from, base, id,
+                 to);
     else
-        snprintf(buf, n, "nsbox exec %s -- tar -C %.*s -cf - %.*s | tar -C %s -xf -", id,
-                 parent_len, parent, name_len, name, to);
+        snprintf(buf, n, "nsbox exec %s -- tar -C %s -cf - %s | tar -C %s -xf -", id, from, base,
+                 to);
 }
 
 /* Where `nsbox cp ID:SRC DST` writes on the host: DST, or DST/<SRC's name> when DST is a

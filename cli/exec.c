@@ -235,13 +235,14 @@ static void exec_args_free(struct exec_args *x)
     free(x->env);
 }
 
-/* -e K=V into x->env (a name longer than 255 bytes is cut there): 0, or EXIT_USAGE after
- * saying why, or EXIT_NSBOX when out of memory. */
-static int exec_env(struct exec_args *x, const char *v)
+/* -e K=V into x->env (a name longer than 255 bytes is cut there); option: the name the user
+ * typed (-e, --env), for the message. 0, or EXIT_USAGE after saying why, or EXIT_NSBOX when
+ * out of memory. */
+static int exec_env(struct exec_args *x, const char *option, const char *v)
 {
     const char *eq = strchr(v, '=');
     if (!eq || eq == v)
-        return nsbox_say_env_usage("-e", v);
+        return nsbox_say_env_usage(option, v);
     int klen = eq - v > 255 ? 255 : (int)(eq - v);
     char *kv = NULL;
     char **grown = realloc(x->env, (x->nenv + 1) * sizeof *x->env);
@@ -289,13 +290,15 @@ static int exec_option(int argc, char **argv, int *i, struct exec_args *x)
         x->detach = true;
     } else if (!strcmp(a, "-t") || !strcmp(a, "-it") || !strcmp(a, "-ti")) {
         x->tty = true, x->interactive = true;
-    } else if (valued && (v || *i + 1 < argc)) {
+    } else if (valued && !v && *i + 1 >= argc) {
+        return nsbox_say_usage("option %s needs a value", a); /* as run says it */
+    } else if (valued) {
         if (!v)
             v = argv[++*i];
         if (!strcmp(name, "--cwd"))
             x->cwd = v;
         else if (strcmp(name, "--timeout") != 0)
-            return exec_env(x, v);
+            return exec_env(x, name, v);
         else if (nsbox_parse_seconds(v, NSBOX_TIMEOUT_MAX_S, &x->timeout_ms) < 0)
             return nsbox_say_usage(NSBOX_TIMEOUT_USAGE, v);
     } else {

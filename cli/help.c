@@ -114,7 +114,7 @@ static const struct {
            "  the workspace itself\n"
            "\n"
            "  -p                                  make DST's missing directories\n"},
-    {"ls", "usage: nsbox ls [--json]\n"
+    {"ls", "usage: nsbox ls [--json | -q]\n"
            "  the persistent sandboxes of this user: id, state, instance type, created, expires\n"
            "  -q, --quiet    the ids alone, one a line (nsbox rm $(nsbox ls -q))\n"},
     {"inspect", "usage: nsbox inspect ID\n"

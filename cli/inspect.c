@@ -49,7 +49,8 @@ int nsbox_cli_ls(int argc, char **argv)
     /* -q: the ids alone, one a line, for `nsbox rm $(nsbox ls -q)`, as docker ps -q */
     bool quiet = argc > 1 && (!strcmp(argv[1], "-q") || !strcmp(argv[1], "--quiet"));
     if (argc > (json || quiet ? 2 : 1)) /* a typo of --json was taken for no option */
-        return nsbox_say_usage("%s", "ls takes no argument but --json or -q (nsbox ls [--json])");
+        return nsbox_say_usage("%s",
+                               "ls takes no argument but --json or -q (nsbox ls [--json | -q])");
     struct nsbox_err e = {0};
     nsbox_gc(false, &e);
     char rt[PATH_MAX];

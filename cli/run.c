@@ -225,6 +225,19 @@ int nsbox_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox
 
 /* ---- the command ---------------------------------------------------------------------------- */
 
+/* A run given no command (spec is freed): EXIT_USAGE. docker run IMAGE runs the image's own
+ * command; a sandbox runs only the one given, which an image named says. */
+static int no_command(struct nsbox_spec *spec)
+{
+    bool image = spec->image[0] && strcmp(spec->image, "host") != 0;
+    nsbox_spec_free(spec);
+    return nsbox_say_usage("%s", image ? "run needs a command: nsbox run [OPTIONS] -- CMD "
+                                         "[ARG...] (an image's Entrypoint and Cmd are not "
+                                         "run: a sandbox runs the command it is given)"
+                                       : "run needs a command: nsbox run [OPTIONS] -- CMD "
+                                         "[ARG...]");
+}
+
 int nsbox_cli_run(int argc, char **argv)
 {
     struct nsbox_spec spec;
@@ -238,16 +251,8 @@ int nsbox_cli_run(int argc, char **argv)
         nsbox_spec_free(&spec);
         return pr == 1 ? 0 : pr == -2 ? EXIT_USAGE : nsbox_say_fail(&e);
     }
-    if (i >= argc) {
-        /* docker run IMAGE runs the image's own command; a sandbox runs only the one given */
-        bool image = spec.image[0] && strcmp(spec.image, "host") != 0;
-        nsbox_spec_free(&spec);
-        return nsbox_say_usage("%s", image ? "run needs a command: nsbox run [OPTIONS] -- CMD "
-                                             "[ARG...] (an image's Entrypoint and Cmd are not "
-                                             "run: a sandbox runs the command it is given)"
-                                           : "run needs a command: nsbox run [OPTIONS] -- CMD "
-                                             "[ARG...]");
-    }
+    if (i >= argc)
+        return no_command(&spec);
     /* on a terminal, that an image is being pulled (a pipe's reader gets the command's alone) */
     if (isatty(STDERR_FILENO))
         nsbox_image_set_note(nsbox_say_note, stderr);

@@ -87,8 +87,9 @@ static int images_path(char *out, size_t n, struct nsbox_err *e)
 
 static bool holds_image_ids(const char *name)
 {
-    return nsbox_oci_lookup_has_prefix(name) || !strncmp(name, ".old-" NSBOX_OCI_NAME_PREFIX, 9) ||
-           !strncmp(name, ".tmp-" NSBOX_OCI_NAME_PREFIX, 9);
+    static const char old[] = ".old-" NSBOX_OCI_NAME_PREFIX, tmp[] = ".tmp-" NSBOX_OCI_NAME_PREFIX;
+    return nsbox_oci_lookup_has_prefix(name) || !strncmp(name, old, sizeof old - 1) ||
+           !strncmp(name, tmp, sizeof tmp - 1);
 }
 
 static int close_one(int dfd, const char *images, const char *name, struct nsbox_err *e)

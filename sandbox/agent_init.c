@@ -278,6 +278,20 @@ static int spawn_failed(int sock, const struct nsbox_agent_hdr *h, pid_t pid, in
     return 0;
 }
 
+/* Why a SPAWN's terminal could not be made (err: the open's errno): ENOSPC is the devpts's
+ * bound (NSBOX_PTYS_MAX), which a bare "No space left on device" would not name. */
+static void pty_failure(char *msg, size_t n, int err)
+{
+    if (err == ENOSPC)
+        snprintf(msg, n,
+                 "cannot make a pseudo-terminal: none left (a sandbox has at most %d at once, "
+                 "and the host's are shared by every sandbox): end some exec -t sessions or "
+                 "programs that hold one",
+                 NSBOX_PTYS_MAX);
+    else
+        snprintf(msg, n, "cannot make a pseudo-terminal: %s", strerror(err));
+}
+
 /* Start the command of a SPAWN; the answer goes to sock. Returns its pid, 0 when it could not
  * start (FAILED sent with 125/126/127), -1 when the request was malformed (FAILED sent, 125;
  * on the run socket: status 0, "refused", and nothing was touched). */
@@ -289,18 +303,10 @@ static int do_spawn(int sock, const struct nsbox_agent_hdr *h, char *payload, in
     int master = -1;
     if ((h->flags & NSBOX_AGENT_F_TTY) && fds[0] < 0 &&
         nsbox_agent_init_open_pty((uint32_t)h->status, fds, &master) < 0) {
+        pty_failure(msg, sizeof msg, errno);
         for (int i = 0; i < 3; i++)
             if (fds[i] >= 0)
                 close(fds[i]), fds[i] = -1;
-        int err = errno;
-        if (err == ENOSPC)
-            snprintf(msg, sizeof msg,
-                     "cannot make a pseudo-terminal: none left (a sandbox has at most %d at "
-                     "once, and the host's are shared by every sandbox): end some exec -t "
-                     "sessions or programs that hold one",
-                     NSBOX_PTYS_MAX);
-        else
-            snprintf(msg, sizeof msg, "cannot make a pseudo-terminal: %s", strerror(err));
         extra_close(x);
         reply(sock, NSBOX_AGENT_FAILED, h->seq, 0, 125, msg);
         return 0;

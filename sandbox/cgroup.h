@@ -127,9 +127,10 @@ int nsbox_cgroup_write_memory(const struct nsbox_cgroup *cg, const struct nsbox_
 /* The host pids of the processes in the cgroup (v2 cgroup.procs; v1 that of its first
  * hierarchy, which every process joins): how many were found (at most max), or -1. */
 int nsbox_cgroup_pids(const struct nsbox_cgroup *cg, pid_t *pids, size_t max, struct nsbox_err *e);
-/* Send sig to the processes of pids (a listing nsbox_cgroup_pids made before), but skip, that
- * are in the cgroup still, each through a pidfd: a listed process that has ended since, and
- * whose pid another process has been given, is never signalled. A process gone is no error. */
+/* Send sig to each process of pids (a listing nsbox_cgroup_pids made before) that is in the
+ * cgroup still, each through a pidfd, and not to the pid skip (init, signalled last): a listed
+ * process that has ended since, and whose pid another process has been given, is never
+ * signalled. A process gone is no error. */
 int nsbox_cgroup_signal(const struct nsbox_cgroup *cg, const pid_t *pids, size_t n, pid_t skip,
                         int sig, struct nsbox_err *e);
 /* Missing files leave their field 0 (an old kernel without memory.peak, v1 without cpuacct).

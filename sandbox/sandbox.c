@@ -295,6 +295,26 @@ static void close_volumes(struct nsbox_sandbox *c)
 }
 
 /* Everything after the state directory; the ext4 workspace is being made meanwhile. */
+/* A --workspace DIR of root's through an idmapped mount, cloned from the descriptor its checks
+ * ran on (*premounted: it is, in c->L.ws_fd; not: the child binds it by path, found again by
+ * its inode). The descriptor is closed either way. */
+static int prepare_ws_dir(struct nsbox_sandbox *c, enum nsbox_ws_kind ws_kind, bool *premounted,
+                          struct nsbox_err *e)
+{
+    int r = 1;
+    if (ws_kind == NSBOX_WS_DIR && c->st.privileged) {
+        /* The caller's directory through an idmapped mount: its owner is appuser inside. */
+        struct nsbox_idmaps m;
+        r = nsbox_idmap_compute(true, 0, 0, c->st.slot, NULL, &m, e) < 0
+                ? -1
+                : nsbox_ws_dir_idmapped(c->st.ws_dir_fd, c->st.workspace,
+                                        nsbox_idmap_slot_base(c->st.slot), &c->L.ws_fd, e);
+        *premounted = c->st.ws_idmapped = r == 0;
+    }
+    nsbox_closep(&c->st.ws_dir_fd);
+    return r < 0 ? -1 : 0;
+}
+
 static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, char *const argv[],
                         const char *cwd, const struct nsbox_image *img,
                         enum nsbox_ws_kind ws_kind, struct nsbox_err *e)
@@ -309,20 +329,8 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     if (c->st.privileged)
         nsbox_net_set_egress_id(c->net, nsbox_idmap_egress_id(c->st.slot));
     bool premounted = false;
-    if (ws_kind == NSBOX_WS_DIR && c->st.privileged) {
-        /* The caller's directory through an idmapped mount: its owner is appuser inside. */
-        struct nsbox_idmaps m;
-        if (nsbox_idmap_compute(true, 0, 0, c->st.slot, NULL, &m, e) < 0)
-            return -1;
-        int r = nsbox_ws_dir_idmapped(c->st.ws_dir_fd, c->st.workspace,
-                                      nsbox_idmap_slot_base(c->st.slot), &c->L.ws_fd, e);
-        if (r < 0)
-            return -1;
-        premounted = c->st.ws_idmapped = r == 0;
-    }
-    /* bound from it above, or by path in the child, found again by its inode */
-    nsbox_closep(&c->st.ws_dir_fd);
-    if (prepare_root(c, img, e) < 0 || prepare_volumes(c, e) < 0)
+    if (prepare_ws_dir(c, ws_kind, &premounted, e) < 0 || prepare_root(c, img, e) < 0 ||
+        prepare_volumes(c, e) < 0)
         return -1;
     /* On the heap: it is large (48 entries with their link texts), and stack pages a process
      * has touched stay with it, which a persistent sandbox's supervisor pays for all its life. */

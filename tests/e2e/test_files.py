@@ -237,6 +237,22 @@ class FilesTest(unittest.TestCase):
         self.assertIn(b"nsbox: unknown cp option -x (cp [-p] SRC DST: one file)", r.stderr)
         self.assertFails(self.nsbox("cp", src, "0123:/x"), "'0123' is not a sandbox id")
 
+    def test_cp_tree_hint_quotes_a_path_the_shell_would_split(self):
+        # a path with a space or a quote is one word of the pipeline said (it split in two)
+        spaced = self.host("it's a tree")
+        os.makedirs(os.path.join(spaced, "sub"))
+        self.put("it's a tree/sub/leaf", b"leaf\n")
+        r = self.nsbox("cp", spaced, f"{self.id}:sp copy")
+        said = r.stderr.decode().rstrip("\n").split("for a tree, use tar: ")[1]
+        quoted = "'" + spaced.replace("'", "'\\''") + "'"
+        self.assertEqual(said, f"nsbox exec {self.id} -- mkdir -p 'sp copy' && tar -C {quoted} "
+                               f"-cf - . | nsbox exec -i {self.id} -- tar -C 'sp copy' -xf -")
+        nsbox = f"env {' '.join(f'{k}={v}' for k, v in self.dirs.env().items())} {NSBOX}"
+        done = subprocess.run(["sh", "-c", said.replace("nsbox ", nsbox + " ")],
+                              capture_output=True)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(self.sh("cat 'sp copy/sub/leaf'").stdout, b"leaf\n")
+
     def test_cp_to_the_host_replaces_whole_or_not_at_all(self):
         # A full disk (or a Ctrl-C) in the middle of `cp ID:f DST` must not leave DST truncated
         # with a part of the new content, the old file lost: the copy takes DST's name only

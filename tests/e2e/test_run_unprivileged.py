@@ -13,8 +13,8 @@ import unittest
 from nsbox_test import (CGROUP_V1, CGROUP_V2_ONLY, CPYTHON, CPYTHON_ID_TESTS, AsTestUser,
                         cgroup_leftovers, cpython_on_host, cpython_outcomes,
                         cpython_testsuite_missing, is_root, nsbox_command,
-                        race_workspace_swap, sigkill_run_and_check_init_dies, wait_for,
-                        write_config)
+                        sigkill_run_and_check_init_dies, wait_for, write_config)
+from swaprace import race_workspace_swap
 
 
 def write_pool_config(dirs):

@@ -23,7 +23,8 @@ import tempfile
 import time
 import unittest
 
-from nsbox_test import FLIPPER, NSBOX, Dirs, is_root, run_nsbox
+from nsbox_test import NSBOX, Dirs, is_root, run_nsbox
+from swaprace import FLIPPER
 
 SEC_BIN = os.environ.get("NSBOX_SECURITY_BIN_DIR", "")
 ATTACK = os.path.join(SEC_BIN, "attack")

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import unittest
 
-from nsbox_test import NSBOX, UID_BASE, Dirs, children, is_root, run_nsbox
+from nsbox_test import NSBOX, UID_BASE, Dirs, children, in_a_terminal, is_root, run_nsbox
 
 NS_GET_OWNER_UID = 0xB704
 
@@ -247,6 +247,22 @@ class KernelCounts(unittest.TestCase):
                          f"another sandbox lost its pseudo-terminals to one that holds them "
                          f"({line})")
         self.assertEqual(line, "took 128 errno ENOSPC")
+        p.stdin.close()
+        self.assertEqual(p.wait(60), 0, p.stderr.read())
+
+    def test_exec_t_past_the_bound_says_which(self):
+        # the sandbox's 128 held, `exec -t` names the bound and the way out, not only ENOSPC's
+        # "No space left on device", which reads as a full disk
+        r = run_nsbox(["create", "--ttl", "120"], self.dirs)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.decode().strip()
+        self.addCleanup(run_nsbox, ["rm", sid], self.dirs)
+        p, line = self.hold(PTYS, 5000, "exec", "-i", sid)
+        self.assertEqual(line, "took 128 errno ENOSPC")
+        code, out, _, _ = in_a_terminal(["exec", "-t", sid, "--", "true"], self.dirs)
+        self.assertEqual(code, 125, out)
+        self.assertIn(b"cannot make a pseudo-terminal: none left (a sandbox has at most 128 at "
+                      b"once", out)
         p.stdin.close()
         self.assertEqual(p.wait(60), 0, p.stderr.read())
 

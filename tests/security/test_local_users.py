@@ -29,7 +29,8 @@ import tempfile
 import unittest
 
 import oci_images
-from nsbox_test import NSBOX, Dirs, ensure_test_user, nsbox_command, race_workspace_swap, run_nsbox
+from nsbox_test import NSBOX, Dirs, ensure_test_user, nsbox_command, run_nsbox
+from swaprace import race_workspace_swap
 
 
 @unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
