@@ -73,7 +73,13 @@ int nsbox_cli_ls(int argc, char **argv)
         cJSON *reply;
         int r = nsbox_client_call_within(de->d_name, &req, 10, &reply, &e);
         if (r == 0 && nsbox_client_reply_error(reply, &e) == 0) {
-            cJSON_AddItemToArray(all, unwrapped(reply));
+            cJSON *one = unwrapped(reply);
+            /* listed by its directory's name whatever its supervisor answered */
+            if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(one, "id"))) {
+                cJSON_DeleteItemFromObjectCaseSensitive(one, "id");
+                cJSON_AddStringToObject(one, "id", de->d_name);
+            }
+            cJSON_AddItemToArray(all, one);
             continue;
         }
         cJSON_Delete(reply);
@@ -120,9 +126,10 @@ int nsbox_cli_ls(int argc, char **argv)
             const cJSON *err = cJSON_GetObjectItemCaseSensitive(it, "error");
             if (cJSON_IsString(err))
                 fprintf(stderr, "nsbox: %s\n", err->valuestring);
+            const cJSON *state = cJSON_GetObjectItemCaseSensitive(it, "state");
             printf("%-12s  %-8s  %-8s  %-20s  %s\n",
                    cJSON_GetObjectItemCaseSensitive(it, "id")->valuestring,
-                   cJSON_GetObjectItemCaseSensitive(it, "state")->valuestring,
+                   cJSON_IsString(state) ? state->valuestring : "?",
                    cJSON_IsString(type) ? type->valuestring : "?", created, expires);
         }
     }
