@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mount.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -139,9 +138,7 @@ static int clone_source_at(const struct nsbox_sys *sys, const struct nsbox_mount
  * user swapped since for a link, or for another directory, fails here instead of being bound. */
 static int open_pinned(const struct nsbox_mount_op *o, struct nsbox_err *e)
 {
-    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                           .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
-    int fd = nsbox_openat2(AT_FDCWD, o->src, &how);
+    int fd = nsbox_open_dir(-1, o->src, 0);
     struct stat sb, checked = {.st_dev = (dev_t)o->src_dev, .st_ino = (ino_t)o->src_ino};
     if (fd >= 0 && fstat(fd, &sb) == 0 && nsbox_same_inode(&sb, &checked))
         return fd;
