@@ -534,10 +534,14 @@ static int resolve_stored(const char *images, const char *name, struct nsbox_ima
                              "`./%s`)",
                              name, images, name, name, name);
     }
+    /* this one closed whatever the layer store's mode says of the rest (close_store) */
     struct stat st;
-    if (holds_image_ids(name) && fstat(fd, &st) == 0 && (st.st_mode & 07777) != CLOSED_MODE &&
-        close_store(images, e) < 0)
-        return nsbox_err_wrap(e, "image '%s'", name);
+    if (holds_image_ids(name) && fstat(fd, &st) == 0 && (st.st_mode & 07777) != CLOSED_MODE) {
+        if (fchmod(fd, CLOSED_MODE) < 0)
+            return nsbox_err_sys(e, "cannot close %s to other users (mode 0700)", dir);
+        if (close_store(images, e) < 0)
+            return nsbox_err_wrap(e, "image '%s'", name);
+    }
     cleanup_close int rfd = openat(fd, "rootfs", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     cleanup_close int mfd = -1;
     /* made of layers: checked (and later scanned) through their overlay, as a sandbox sees it */

@@ -489,6 +489,13 @@ class ImageStoreIdsOfAnotherUser(unittest.TestCase):
                 r = run_nsbox(closer, self.dirs)
                 self.assertEqual(r.returncode, 0, r.stderr.decode())
                 self.assertHeld(files, self.rewrite(files))
+        # an image's directory left open where the layer store is closed already (copied in,
+        # restored from a backup): its own run closes it
+        os.chmod(self.image, 0o755)
+        r = run_nsbox(["run", "--image", self.REF, "--", "true"], self.dirs)
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        self.assertEqual(stat.S_IMODE(os.stat(self.image).st_mode), 0o700, self.image)
+        self.assertHeld(files, self.rewrite(files))
 
 if __name__ == "__main__":
     unittest.main()
