@@ -266,10 +266,7 @@ static int hold_one(struct walk *w, int rootfd, const char *rel, size_t n, struc
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%.*s", (int)n, rel);
-    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                           .resolve =
-                               RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
-    cleanup_close int t = nsbox_openat2(rootfd, path, &how);
+    cleanup_close int t = nsbox_open_dir(rootfd, path, 0);
     if (t < 0 && (errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EXDEV))
         return nsbox_err_set(e, NSBOX_E_SYS, EAGAIN,
                              "root: /%s changed while it was sealed (another process is "
