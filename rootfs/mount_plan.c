@@ -516,6 +516,9 @@ int nsbox_mount_plan_add_sys(struct nsbox_mount_plan *plan, const struct nsbox_c
 {
     const uint64_t ro =
         MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+    if (n > NSBOX_MOUNT_SYS_VIEWS_MAX)
+        return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "rootfs: %zu cgroup hierarchies to show",
+                             n);
     plan->cap = NSBOX_MOUNT_PLAN_OPS; /* its own room, after the build's */
     PUSH(NSBOX_MOP_MKDIR, "sys")->mode = 0555;
     struct nsbox_mount_op *o = PUSH(NSBOX_MOP_TMPFS, "sys");

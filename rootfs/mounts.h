@@ -26,9 +26,13 @@
 #include <stdint.h>
 
 #define NSBOX_MOUNT_OPS_MAX 128 /* a plan's: the image, nsbox's own places, a config's mounts */
-/* ...and the sandbox's /sys beyond them (nsbox_mount_plan_add_sys: 15 with five v1 hierarchies),
- * which so takes no room an image had */
-#define NSBOX_MOUNT_SYS_OPS 16
+/* ...and the sandbox's /sys beyond them, which so takes no room an image had
+ * (nsbox_mount_plan_add_sys): its tmpfs, two directories and the read-only seal, a directory
+ * and a bind per cgroup hierarchy, and a link per controller of a co-mounted one (each of the
+ * v1 controllers Linux has at most once) */
+#define NSBOX_MOUNT_SYS_VIEWS_MAX 8 /* cgroup hierarchies shown (sandbox/cgroup.h's v1 most) */
+#define NSBOX_MOUNT_SYS_LINKS_MAX 16
+#define NSBOX_MOUNT_SYS_OPS (5 + 2 * NSBOX_MOUNT_SYS_VIEWS_MAX + NSBOX_MOUNT_SYS_LINKS_MAX)
 #define NSBOX_MOUNT_PLAN_OPS (NSBOX_MOUNT_OPS_MAX + NSBOX_MOUNT_SYS_OPS)
 #define NSBOX_MOUNT_STRS_MAX (16 * PATH_MAX) /* a plan's sources together (about 1 KiB here) */
 #define NSBOX_ROOT_ENTRIES_MAX 48

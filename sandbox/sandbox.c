@@ -185,6 +185,7 @@ static uint32_t owner_of(const struct nsbox_sandbox *c)
 static int add_cgroup_view(struct nsbox_mount_plan *plan, const struct nsbox_cgroup *cg,
                            struct nsbox_err *e)
 {
+    _Static_assert(NSBOX_CG_V1_MAX <= NSBOX_MOUNT_SYS_VIEWS_MAX, "each hierarchy has its room");
     struct nsbox_cgroup_view views[NSBOX_CG_V1_MAX];
     size_t n = 0;
     if (cg->version == 2)
@@ -294,7 +295,6 @@ static void close_volumes(struct nsbox_sandbox *c)
     c->mount_fds = NULL;
 }
 
-/* Everything after the state directory; the ext4 workspace is being made meanwhile. */
 /* A --workspace DIR of root's through an idmapped mount, cloned from the descriptor its checks
  * ran on (*premounted: it is, in c->L.ws_fd; not: the child binds it by path, found again by
  * its inode). The descriptor is closed either way. */
@@ -315,6 +315,7 @@ static int prepare_ws_dir(struct nsbox_sandbox *c, enum nsbox_ws_kind ws_kind, b
     return r < 0 ? -1 : 0;
 }
 
+/* Everything after the state directory; the ext4 workspace is being made meanwhile. */
 static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, char *const argv[],
                         const char *cwd, const struct nsbox_image *img,
                         enum nsbox_ws_kind ws_kind, struct nsbox_err *e)

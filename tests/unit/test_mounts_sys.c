@@ -122,24 +122,32 @@ static void test_bad_views_refused(void **state)
 }
 
 /* /sys has room of its own: a plan the image filled to NSBOX_MOUNT_OPS_MAX still takes it
- * with five v1 hierarchies, and more than its room is an error, never an overrun */
+ * with the most hierarchies, each co-mounting two controllers (a link each), and more than its
+ * room (a hierarchy more, a link more) is an error, never an overrun */
 static void test_room_of_its_own(void **state)
 {
     (void)state;
-    const struct nsbox_cgroup_view v[] = {{"memory", "/m/nsbox-a"},  {"cpu", "/c/nsbox-a"},
-                                          {"cpuacct", "/a/nsbox-a"}, {"pids", "/p/nsbox-a"},
-                                          {"freezer", "/f/nsbox-a"}, {"x,y,z", "/x/nsbox-a"}};
-    for (int over = 0; over < 2; over++) {
+    enum { N = NSBOX_MOUNT_SYS_VIEWS_MAX };
+    _Static_assert(2 * N == NSBOX_MOUNT_SYS_LINKS_MAX, "two links a hierarchy fill the room");
+    static char names[N + 1][16];
+    struct nsbox_cgroup_view v[N + 1];
+    for (int i = 0; i <= N; i++) {
+        snprintf(names[i], sizeof names[i], "a%d,b%d", i, i);
+        v[i] = (struct nsbox_cgroup_view){names[i], "/h/nsbox-a"};
+    }
+    for (int over = 0; over < 3; over++) {
         struct world *w = dir_world();
         struct nsbox_err e = {0};
         assert_int_equal(nsbox_mount_plan_build(&w->cfg, &w->plan, &e), 0);
         assert_true(w->plan.n < NSBOX_MOUNT_OPS_MAX);
         w->plan.n = NSBOX_MOUNT_OPS_MAX; /* as a plan the image filled */
-        int r = nsbox_mount_plan_add_sys(&w->plan, v, over ? 6 : 5, &e);
+        snprintf(names[0], sizeof names[0], over == 2 ? "a0,b0,c0" : "a0,b0");
+        int r = nsbox_mount_plan_add_sys(&w->plan, v, over == 1 ? N + 1 : N, &e);
         assert_true(w->plan.n <= NSBOX_MOUNT_PLAN_OPS);
         if (!over) {
             if (r != 0)
                 fail_msg("/sys refused on a full plan: %s", e.msg);
+            assert_int_equal(w->plan.n, NSBOX_MOUNT_PLAN_OPS);
         } else {
             assert_int_equal(r, -1);
             assert_int_equal(e.sys_errno, E2BIG);
