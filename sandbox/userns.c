@@ -155,7 +155,9 @@ int nsbox_userns_write_maps(pid_t pid, const struct nsbox_idmaps *m, bool helper
  * charges the namespace's per-user counts to it in the parent namespace. The saved uid is the
  * owner's too, so that the child may move itself into its cgroup v1 "tasks" (the writer's
  * effective uid must be the task's real or saved one); the real uid stays 0, so that the
- * kernel keeps root's exemption from RLIMIT_NPROC for the new namespace (docs/decisions.md). */
+ * kernel keeps root's exemption from RLIMIT_NPROC for the new namespace (docs/decisions.md).
+ * The raw calls change this thread alone (glibc's wrappers change every thread): the others go
+ * on as root meanwhile. */
 int nsbox_userns_owner_begin(uint32_t owner, struct nsbox_userns_owner *o, struct nsbox_err *e)
 {
     o->changed = false;
