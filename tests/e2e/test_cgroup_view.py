@@ -133,7 +133,8 @@ class OwnCgroupView(unittest.TestCase):
         if not CGROUP_V2_ONLY:
             self.skipTest("on cgroup v1 HotSpot also needs a cpuset hierarchy it can read "
                           "(JDK 17: 'Required cgroup v1 cpuset subsystem not found'), where "
-                          "nsbox makes no cgroup of the sandbox's: checked in the cgroup-v2 VM")
+                          "nsbox makes no cgroup of the sandbox's; the cgroup-v2 VM has no java, so "
+                          "HotSpot's own sizing is checked only on a v2 host with java")
         out = self.run_in("small", "java", "-XX:+PrintFlagsFinal", "-XshowSettings:system",
                           "-version")
         heap = int(re.search(r"\bMaxHeapSize\s*=\s*(\d+)", out).group(1))

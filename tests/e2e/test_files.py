@@ -223,8 +223,8 @@ class FilesTest(unittest.TestCase):
                 self.assertEqual(r.returncode, 125, r.stderr)
                 said = r.stderr.decode().rstrip("\n").split("for a tree, use tar: ")[1]
                 self.assertEqual(said, want, flag)
-            if flag:
-                self.assertIn(b"nsbox: cp copies one file and has no -r; ", r.stderr)
+                self.assertEqual(b"nsbox: cp copies one file and has no -r; " in r.stderr,
+                                 bool(flag), r.stderr)
             nsbox = f"env {' '.join(f'{k}={v}' for k, v in self.dirs.env().items())} {NSBOX}"
             done = subprocess.run(["sh", "-c", said.replace("nsbox ", nsbox + " ")],
                                   capture_output=True)

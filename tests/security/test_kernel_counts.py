@@ -210,6 +210,12 @@ class KernelCounts(unittest.TestCase):
         self.assertEqual(p.wait(60), 0, p.stderr.read())
 
     def test_inotify_instances_held_by_a_sandbox_are_not_roots(self):
+        # EMFILE is also the sandbox's own descriptor limit (4096): where the per-user count is
+        # higher, the attack ends there and says nothing of whose count it took
+        with open("/proc/sys/fs/inotify/max_user_instances") as f:
+            if int(f.read()) >= 4000:
+                self.skipTest("fs.inotify.max_user_instances is above a sandbox's descriptor "
+                              "limit here: the per-user count cannot be reached from one")
         self.attack("inotify_instance", INOTIFY_INSTANCES, 100000, "EMFILE")
 
     def test_inotify_watches_held_by_a_sandbox_are_not_roots(self):
@@ -289,7 +295,6 @@ class KernelCounts(unittest.TestCase):
         finally:
             os.close(fd)
         base = uid - 1000  # appuser is sandbox id 1000
-        self.assertGreaterEqual(base, UID_BASE)
         self.assertEqual(owner, base + 65535, "not the last id of the sandbox's own range")
         p.stdin.close()
         self.assertEqual(p.wait(60), 0)
