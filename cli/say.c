@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "client.h"
 #include "help.h"
+#include "spec.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -54,11 +55,7 @@ int nsbox_say_unknown(const char *what, const char *word, const char *const *nam
 int nsbox_say_env_usage(const char *option, const char *value)
 {
     char msg[600];
-    bool name = value[0] &&
-                strspn(value, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                              "0123456789_") == strlen(value) &&
-                !(value[0] >= '0' && value[0] <= '9');
-    if (name && strlen(value) < 64)
+    if (nsbox_spec_env_name_valid(value, strlen(value)) && strlen(value) < 64)
         snprintf(msg, sizeof msg,
                  "%s %s: expected NAME=VALUE (docker's -e NAME passes the caller's value; here "
                  "give it: %s %s=\"$%s\")",

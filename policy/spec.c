@@ -52,7 +52,7 @@ static bool region_valid(const char *s)
 
 /* Environment names as POSIX shells accept them, so that `env` inside the sandbox and `$K` in
  * a setup script see the same variable. */
-static bool env_name_valid(const char *s, size_t n)
+bool nsbox_spec_env_name_valid(const char *s, size_t n)
 {
     if (n == 0 || (!is_alpha(s[0]) && s[0] != '_'))
         return false;
@@ -90,7 +90,7 @@ int nsbox_spec_parse_env(const char *kv, struct nsbox_err *e)
     const char *eq = strchr(kv, '=');
     if (!eq)
         return invalid(e, "env '%s': expected NAME=VALUE", SHOW(kv));
-    if (!env_name_valid(kv, (size_t)(eq - kv)))
+    if (!nsbox_spec_env_name_valid(kv, (size_t)(eq - kv)))
         return invalid(e, "env '%s': invalid name (must match [A-Za-z_][A-Za-z0-9_]*)",
                        SHOW(kv));
     if (strnlen(kv, NSBOX_ENV_MAX) >= NSBOX_ENV_MAX)
@@ -417,7 +417,7 @@ static int json_env(struct nsbox_spec *s, const cJSON *it, struct nsbox_err *e)
         return invalid(e, "must be an object of strings ({\"NAME\": \"value\"})");
     env_clear(s);
     cJSON_ArrayForEach(c, it) {
-        if (!c->string || !env_name_valid(c->string, strlen(c->string)))
+        if (!c->string || !nsbox_spec_env_name_valid(c->string, strlen(c->string)))
             return invalid(e, "'%s' is not a valid name (must match [A-Za-z_][A-Za-z0-9_]*)",
                            SHOW(c->string));
         if (!cJSON_IsString(c))

@@ -128,6 +128,8 @@ int nsbox_spec_validate(struct nsbox_spec *s, struct nsbox_err *e);
 int nsbox_spec_net_parse_host(const char *text, struct nsbox_host *out, struct nsbox_err *e);
 int nsbox_spec_net_parse_cidr(const char *text, struct nsbox_cidr *out, struct nsbox_err *e);
 int nsbox_spec_parse_env(const char *kv, struct nsbox_err *e); /* "K=V" with a valid K */
+/* An environment variable's name as POSIX shells take it (n bytes of s). */
+bool nsbox_spec_env_name_valid(const char *s, size_t n);
 
 /* Header bindings (spec_bind.c). add: one binding, checked (a name, a bindable header, a value
  * that cannot end the header line, no duplicate); clear: wipes and frees every value. */
