@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "client.h"
 #include "connect.h"
+#include "options.h"
 #include "relay.h"
 #include "say.h"
 #include "signals.h"
@@ -274,14 +275,8 @@ static const char *const exec_flags[] = {"-i", "-t",    "-d",  "--timeout", "--c
 static int exec_option(int argc, char **argv, int *i, struct exec_args *x)
 {
     const char *a = argv[*i];
-    char name[16] = "";
-    const char *v = NULL, *eq = a[1] == '-' ? strchr(a, '=') : NULL;
-    if (eq && (size_t)(eq - a) < sizeof name) {
-        memcpy(name, a, (size_t)(eq - a));
-        v = eq + 1;
-    } else if (!eq) {
-        snprintf(name, sizeof name, "%s", a);
-    }
+    char name[64];
+    const char *v = nsbox_options_split(a, name, sizeof name);
     bool valued = !strcmp(name, "--timeout") || !strcmp(name, "--cwd") || !strcmp(name, "-e") ||
                   !strcmp(name, "--env");
     if (!strcmp(a, "-i")) {

@@ -339,6 +339,18 @@ static int apply_option(const struct opt_def *opt, const char *name, const char 
     return 0;
 }
 
+const char *nsbox_options_split(const char *a, char *name, size_t n)
+{
+    const char *eq = a[0] == '-' && a[1] == '-' ? strchr(a, '=') : NULL;
+    if (eq && (size_t)(eq - a) < n) {
+        memcpy(name, a, (size_t)(eq - a));
+        name[eq - a] = '\0';
+        return eq + 1;
+    }
+    snprintf(name, n, "%s", a);
+    return NULL;
+}
+
 int nsbox_options_parse(int argc, char **argv, struct nsbox_spec *spec,
                         struct nsbox_run_opts *run_opts, int *next, struct nsbox_err *e)
 {
@@ -357,15 +369,7 @@ int nsbox_options_parse(int argc, char **argv, struct nsbox_spec *spec,
         }
         /* --flag=value and --flag value */
         char name[64];
-        const char *val = NULL;
-        const char *eq = strchr(a, '=');
-        if (a[1] == '-' && eq && (size_t)(eq - a) < sizeof name) {
-            memcpy(name, a, (size_t)(eq - a));
-            name[eq - a] = '\0';
-            val = eq + 1;
-        } else {
-            snprintf(name, sizeof name, "%s", a);
-        }
+        const char *val = nsbox_options_split(a, name, sizeof name);
         const struct opt_def *opt = find_opt(name);
         if (refuse_option(name, opt, run_opts) < 0)
             return -2;

@@ -9,6 +9,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The option a as its name (into name, n bytes) and its value: "--flag=value" split at the
+ * '=' (returns "value"), anything else whole (returns NULL: the value, if any, is the next
+ * word). */
+const char *nsbox_options_split(const char *a, char *name, size_t n);
 /* Parse sandbox OPTIONS into spec. Returns 0 with *next at the first non-option (after a "--"),
  * 1 when help was printed, -1 with e filled, -2 after a usage error was printed. run_opts: NULL
  * where --timeout/--cwd are not accepted. */
