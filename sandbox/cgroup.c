@@ -33,10 +33,20 @@
 #define FIX_V2_INTERNAL                                                                            \
     "set NSBOX_CGROUP_PARENT to a delegated cgroup that holds no processes itself (docs/"        \
     "cgroups.md shows how)"
-#define FIX_V1_DELEGATE                                                                            \
-    "run nsbox as root, or as root create one directory per hierarchy and chown it to the "      \
-    "user (for c in memory cpu cpuacct pids freezer; do mkdir /sys/fs/cgroup/$c/nsbox-USER; "    \
-    "chown -R USER /sys/fs/cgroup/$c/nsbox-USER; done) and set NSBOX_CGROUP_PARENT=/nsbox-USER"
+/* v1's fix, with this user's id in it: typed as said, it works (a name would not be the
+ * directory's owner where two users share an id, and "USER" is no one's). */
+static const char *fix_v1_delegate(void)
+{
+    static __thread char fix[512];
+    unsigned u = (unsigned)geteuid();
+    snprintf(fix, sizeof fix,
+             "run nsbox as root, or as root create one directory per hierarchy and chown it to "
+             "the user (for c in memory cpu cpuacct pids freezer; do mkdir "
+             "/sys/fs/cgroup/$c/nsbox-%u; chown -R %u /sys/fs/cgroup/$c/nsbox-%u; done) and set "
+             "NSBOX_CGROUP_PARENT=/nsbox-%u",
+             u, u, u, u);
+    return fix;
+}
 
 /* access(W_OK) answers both questions at once: 1 writable, 0 exists but not writable,
  * -1 missing (errno). */
@@ -301,13 +311,8 @@ static int discover_v1(const struct nsbox_cg_self *self, const char *cfg_env, ch
             return 1;
         }
         if (w == 0) {
-            /* the fix with this user's id in it: typed as said, it works */
-            unsigned u = (unsigned)geteuid();
-            WHY("cgroup %s is not writable by uid %u: run nsbox as root, or as root create one "
-                "directory per hierarchy and give it to the user (for c in memory cpu cpuacct "
-                "pids freezer; do mkdir /sys/fs/cgroup/$c/nsbox-%u; chown -R %u "
-                "/sys/fs/cgroup/$c/nsbox-%u; done) and set NSBOX_CGROUP_PARENT=/nsbox-%u",
-                parent, u, u, u, u, u);
+            WHY("cgroup %s is not writable by uid %u: %s", parent, (unsigned)geteuid(),
+                fix_v1_delegate());
             sup->writable = false;
             return 1;
         }
@@ -411,14 +416,16 @@ int nsbox_cgroup_write_error(struct nsbox_err *e, const char *dir, const char *f
 {
     int err = errno;
     const char *fix = "";
+    char own[600];
     int code = NSBOX_E_SYS;
     switch (err) {
     case EACCES:
     case EPERM:
     case EROFS:
         code = NSBOX_E_UNSUPPORTED;
-        fix = L.sup.version == 2 ? ": not delegated to this user: " FIX_V2_DELEGATE
-                                 : ": not delegated to this user: " FIX_V1_DELEGATE;
+        snprintf(own, sizeof own, ": not delegated to this user: %s",
+                 L.sup.version == 2 ? FIX_V2_DELEGATE : fix_v1_delegate());
+        fix = own;
         break;
     case EINVAL:
         if (strstr(file, "cpu"))
@@ -450,7 +457,7 @@ static int mkdir_error(struct nsbox_err *e, const char *path, const char *id)
     if (err == EACCES || err == EPERM || err == EROFS)
         return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, err, "cgroup: mkdir %s: %s: %s", path,
                              strerror(err),
-                             L.sup.version == 2 ? FIX_V2_DELEGATE : FIX_V1_DELEGATE);
+                             L.sup.version == 2 ? FIX_V2_DELEGATE : fix_v1_delegate());
     if (err == ENOSPC || err == EAGAIN)
         return nsbox_err_set(e, NSBOX_E_SYS, err,
                              "cgroup: mkdir %s: %s: the parent's cgroup.max.descendants or "
@@ -659,7 +666,7 @@ static int attach_error(struct nsbox_err *e, const char *dir, pid_t pid, int ver
                              version == 2 ? "the process's current cgroup and the sandbox's "
                                             "must both be inside one cgroup delegated to you; "
                                             FIX_V2_DELEGATE
-                                          : FIX_V1_DELEGATE);
+                                          : fix_v1_delegate());
     return nsbox_err_set(e, NSBOX_E_SYS, err, "cgroup: write %d to %s/cgroup.procs: %s",
                          (int)pid, dir, strerror(err));
 }
