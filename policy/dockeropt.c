@@ -1,5 +1,6 @@
 /* Docker's options and what nsbox has for each (see dockeropt.h). */
 #include "dockeropt.h"
+#include "cleanup.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -49,7 +50,8 @@ const char *nsbox_dockeropt_hint(const char *option)
     const char *eq = option[0] == '-' && option[1] == '-' ? strchr(option, '=') : NULL;
     size_t len = eq ? (size_t)(eq - option) : strlen(option);
     for (size_t k = 0; k < sizeof dockeropt_table / sizeof *dockeropt_table; k++)
-        for (size_t j = 0; j < 10 && dockeropt_table[k].names[j]; j++) {
+        for (size_t j = 0;
+             j < NSBOX_ARRAY_LEN(dockeropt_table[k].names) && dockeropt_table[k].names[j]; j++) {
             const char *n = dockeropt_table[k].names[j];
             if (strlen(n) == len && !strncmp(n, option, len))
                 return dockeropt_table[k].hint;
