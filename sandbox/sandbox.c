@@ -349,8 +349,7 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     cfg->ws_kind = ws_kind;
     cfg->workspace = c->st.workspace;
     cfg->ws_premounted = premounted;
-    cfg->ws_dev = c->st.ws_dev;
-    cfg->ws_ino = c->st.ws_ino;
+    cfg->ws_sb = &c->st.ws_sb;
     cfg->ws_bytes = s->limits.disk_bytes;
     cfg->tmp_bytes = s->limits.memory_bytes / 2;
     cfg->n_entries = 0;
