@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "options.h"
 #include "ociref.h"
+#include "dockeropt.h"
 #include "cleanup.h"
 #include "cli.h"
 #include "help.h"
@@ -158,9 +159,7 @@ static int refuse_option(const char *name, const struct opt_def *opt,
 {
     if (run_opts && (!strcmp(name, "-i") || !strcmp(name, "-t") || !strcmp(name, "-it") ||
                      !strcmp(name, "-ti")))
-        return option_usage("run has no terminal or stdin flags (%s): its stdin is passed "
-                            "through already; for an interactive shell: id=$(nsbox create); "
-                            "nsbox exec -it $id -- bash",
+        return option_usage("run has no terminal or stdin flags (%s): " NSBOX_DOCKEROPT_SHELL,
                             name);
     if (!opt) {
         /* the suggestion is among the options this command takes */
