@@ -251,6 +251,17 @@ static bool remote_is_dir(const char *id, const char *path)
     return dir;
 }
 
+/* The tar pipeline that copies the tree src to dst (tar_hint), dst in the sandbox id
+ * (into_sandbox) or on the host, whichever it is asked of whether dst is a directory already. */
+static void tree_hint(char *buf, size_t n, bool into_sandbox, const char *id, const char *src,
+                      const char *dst)
+{
+    struct stat st;
+    bool exists =
+        into_sandbox ? remote_is_dir(id, dst) : stat(dst, &st) == 0 && S_ISDIR(st.st_mode);
+    tar_hint(buf, n, into_sandbox, id, src, dst, exists);
+}
+
 /* target's directory into dir ("." for a name alone); its last name is returned ("" for
  * "DIR/"). */
 static const char *dir_of(const char *target, char dir[PATH_MAX])
@@ -355,9 +366,7 @@ static int read_remote(const char *sid, const char *spath, const char *dst, doub
         nsbox_closep(&rfd);
         if (strstr(e->msg, "(it is a directory)")) { /* as the other direction says */
             char hint[3 * PATH_MAX];
-            struct stat st;
-            tar_hint(hint, sizeof hint, false, sid, spath, dst,
-                     stat(dst, &st) == 0 && S_ISDIR(st.st_mode));
+            tree_hint(hint, sizeof hint, false, sid, spath, dst);
             size_t n = strlen(e->msg);
             snprintf(e->msg + n, sizeof e->msg - n, "; cp copies one file: for a tree, use tar: %s",
                      hint);
@@ -445,7 +454,7 @@ static int cp_to_sandbox(const char *src, const char *did, const char *dpath, bo
     struct stat st;
     if (fstat(in, &st) == 0 && S_ISDIR(st.st_mode)) {
         char hint[3 * PATH_MAX];
-        tar_hint(hint, sizeof hint, true, did, src, dpath, remote_is_dir(did, dpath));
+        tree_hint(hint, sizeof hint, true, did, src, dpath);
         fprintf(stderr, "nsbox: %s is a directory: cp copies one file; for a tree, use tar: %s\n",
                 src, hint);
         return EXIT_NSBOX;
@@ -493,12 +502,7 @@ static int cp_option(int argc, char **argv)
     if (sr == dr)
         return nsbox_say_usage("%s", "cp copies between the host and a sandbox: exactly one side "
                                      "is ID:/path");
-    struct stat st;
-    if (sr)
-        tar_hint(hint, sizeof hint, false, sid, spath, argv[3],
-                 stat(argv[3], &st) == 0 && S_ISDIR(st.st_mode));
-    else
-        tar_hint(hint, sizeof hint, true, did, argv[2], dpath, remote_is_dir(did, dpath));
+    tree_hint(hint, sizeof hint, dr, dr ? did : sid, dr ? argv[2] : spath, dr ? dpath : argv[3]);
     fprintf(stderr, "nsbox: cp copies one file and has no %s; for a tree, use tar: %s\n", argv[1],
             hint);
     return EXIT_USAGE;

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "options.h"
 #include "ociref.h"
+#include "dockeropt.h"
 #include "cleanup.h"
 #include "cli.h"
 #include "help.h"
@@ -10,7 +11,6 @@
 #include "state.h"
 #include "util.h"
 #include "workspace.h"
-#include "wsdir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -70,40 +70,6 @@ static char *read_file_arg(const char *path, size_t max, size_t *len, struct nsb
     buf[got] = '\0';
     *len = got;
     return buf;
-}
-
-/* As root, a workspace directory owned by root (uid or gid 0) is bound plainly, never
- * idmapped (docs/workspace.md): the sandbox's appuser writes there only what others may.
- * Said once on stderr, since a run's or a setup script's first write would fail there. */
-static void note_root_workspace(const char *dir)
-{
-    struct stat sb;
-    struct nsbox_err e;
-    char path[PATH_MAX];
-    if (!dir[0] || geteuid() != 0)
-        return;
-    int fd = nsbox_wsdir_open(dir, path, sizeof path, &sb, &e);
-    if (fd < 0) /* refused later, with the reason */
-        return;
-    close(fd);
-    if ((sb.st_uid != 0 && sb.st_gid != 0) || (sb.st_mode & S_IWOTH))
-        return;
-    /* chown -R is advice for a project directory, never for the system's own */
-    static const char *const system[] = {"/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64",
-                                         "/opt", "/root", "/run", "/sbin", "/srv", "/usr", "/var"};
-    bool sys = strchr(dir + 1, '/') == NULL; /* any directory right under / */
-    for (size_t i = 0; i < NSBOX_ARRAY_LEN(system); i++)
-        sys = sys || nsbox_path_within(dir, system[i]);
-    char advice[PATH_MAX + 64];
-    snprintf(advice, sizeof advice,
-             sys ? "it is a system directory: give a copy of what the sandbox needs"
-                 : "chown -R USER: %1$s hands it to USER and USER's group; where root is the "
-                   "only user, as in a CI container, chown -R 1000:1000 %1$s",
-             dir);
-    fprintf(stderr,
-            "nsbox: note: --workspace %s belongs to root (its %s is 0), which is never mapped into "
-            "a sandbox: the sandbox can write there only what others may (%s; docs/workspace.md)\n",
-            dir, sb.st_uid == 0 ? "owner" : "group", advice);
 }
 
 /* The sandbox OPTIONS of run and create (and pool fill), each with what it sets. */
@@ -193,9 +159,7 @@ static int refuse_option(const char *name, const struct opt_def *opt,
 {
     if (run_opts && (!strcmp(name, "-i") || !strcmp(name, "-t") || !strcmp(name, "-it") ||
                      !strcmp(name, "-ti")))
-        return option_usage("run has no terminal or stdin flags (%s): its stdin is passed "
-                            "through already; for an interactive shell: id=$(nsbox create); "
-                            "nsbox exec -it $id -- bash",
+        return option_usage("run has no terminal or stdin flags (%s): " NSBOX_DOCKEROPT_SHELL,
                             name);
     if (!opt) {
         /* the suggestion is among the options this command takes */
@@ -389,7 +353,6 @@ int nsbox_options_parse(int argc, char **argv, struct nsbox_spec *spec,
     if (i < argc && !strcmp(argv[i], "--"))
         i++;
     *next = i;
-    note_root_workspace(spec->workspace);
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "netplan.h"
 #include "sandbox.h"
 #include "util.h"
+#include "wsdir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -284,6 +285,7 @@ int nsbox_cli_run(int argc, char **argv)
     struct nsbox_relay relay;
     nsbox_relay_set_note(nsbox_say_note, stderr);
     nsbox_pool_set_note(nsbox_say_note, stderr); /* a pooled command that could not start */
+    nsbox_wsdir_set_note(nsbox_say_note, stderr); /* a --workspace of root's */
     if (nsbox_relay_start(&relay, stdio, false) < 0) {
         nsbox_err_sys(&e, "cannot relay the command's input and output");
         goto out_err;

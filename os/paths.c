@@ -164,8 +164,16 @@ int nsbox_path_check_private(const char *label, const char *dir, const char *why
  * workspace's backing file or template, or a link where root creates and removes files. */
 enum private_kind { PRIVATE_STATE, PRIVATE_DATA, PRIVATE_CACHE, PRIVATE_KINDS };
 
-static int root_private(int r, enum private_kind kind, const char *label, const char *var,
-                        const char *out, struct nsbox_err *e)
+/* Each kind's name in messages, and the variable that sets it. */
+static const struct {
+    const char *label, *var;
+} private_dirs[PRIVATE_KINDS] = {
+    [PRIVATE_STATE] = {"state directory", "NSBOX_STATE_DIR"},
+    [PRIVATE_DATA] = {"data directory", "NSBOX_DATA_DIR"},
+    [PRIVATE_CACHE] = {"cache directory", "NSBOX_CACHE_DIR"},
+};
+
+static int root_private(int r, enum private_kind kind, const char *out, struct nsbox_err *e)
 {
     /* the last directory found private, per kind, once it exists: only root could make it
      * otherwise, and a run asks for its directories dozens of times */
@@ -174,8 +182,8 @@ static int root_private(int r, enum private_kind kind, const char *label, const 
     if (r < 0 || geteuid() != 0 || !strcmp(last, out))
         return r;
     char fix[128];
-    snprintf(fix, sizeof fix, "set %s to a directory only root can write", var);
-    if (nsbox_path_check_private(label, out,
+    snprintf(fix, sizeof fix, "set %s to a directory only root can write", private_dirs[kind].var);
+    if (nsbox_path_check_private(private_dirs[kind].label, out,
                                  "plant files, links or sockets there that nsbox, run as root, "
                                  "would trust or write through",
                                  fix, e) < 0)
@@ -189,7 +197,7 @@ static int root_private(int r, enum private_kind kind, const char *label, const 
 static int runtime_dir(char *out, size_t n, struct nsbox_err *e)
 {
     const char *o = NULL;
-    int r = env_dir("NSBOX_STATE_DIR", &o, e);
+    int r = env_dir(private_dirs[PRIVATE_STATE].var, &o, e);
     if (r < 0)
         return -1;
     if (r)
@@ -218,7 +226,7 @@ static int runtime_dir(char *out, size_t n, struct nsbox_err *e)
 static int data_dir(char *out, size_t n, struct nsbox_err *e)
 {
     const char *o = NULL;
-    int r = env_dir("NSBOX_DATA_DIR", &o, e);
+    int r = env_dir(private_dirs[PRIVATE_DATA].var, &o, e);
     if (r < 0)
         return -1;
     if (r)
@@ -234,7 +242,7 @@ static int data_dir(char *out, size_t n, struct nsbox_err *e)
 static int cache_dir(char *out, size_t n, struct nsbox_err *e)
 {
     const char *o = NULL;
-    int r = env_dir("NSBOX_CACHE_DIR", &o, e);
+    int r = env_dir(private_dirs[PRIVATE_CACHE].var, &o, e);
     if (r < 0)
         return -1;
     if (r)
@@ -247,20 +255,17 @@ static int cache_dir(char *out, size_t n, struct nsbox_err *e)
 
 int nsbox_path_runtime_dir(char *out, size_t n, struct nsbox_err *e)
 {
-    return root_private(runtime_dir(out, n, e), PRIVATE_STATE, "state directory", "NSBOX_STATE_DIR",
-                        out, e);
+    return root_private(runtime_dir(out, n, e), PRIVATE_STATE, out, e);
 }
 
 int nsbox_path_data_dir(char *out, size_t n, struct nsbox_err *e)
 {
-    return root_private(data_dir(out, n, e), PRIVATE_DATA, "data directory", "NSBOX_DATA_DIR", out,
-                        e);
+    return root_private(data_dir(out, n, e), PRIVATE_DATA, out, e);
 }
 
 int nsbox_path_cache_dir(char *out, size_t n, struct nsbox_err *e)
 {
-    return root_private(cache_dir(out, n, e), PRIVATE_CACHE, "cache directory", "NSBOX_CACHE_DIR",
-                        out, e);
+    return root_private(cache_dir(out, n, e), PRIVATE_CACHE, out, e);
 }
 
 int nsbox_mkdir_p(const char *path, unsigned mode, struct nsbox_err *e)

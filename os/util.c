@@ -22,7 +22,7 @@ void nsbox_note_vsay(const struct nsbox_note *n, const char *fmt, va_list ap)
 {
     if (!n || !n->fn)
         return;
-    char line[16384];
+    char line[NSBOX_NOTE_MAX];
     vsnprintf(line, sizeof line, fmt, ap);
     n->fn(n->ctx, line);
 }

@@ -21,8 +21,10 @@ struct nsbox_note {
     nsbox_note_fn *fn;
     void *ctx;
 };
-/* A line to n (NULL, or no function set: to nobody), formatted: at most 16 KiB of it (a
- * debootstrap line whole). */
+/* A note's line at the most, its NUL included: a debootstrap line whole. */
+#define NSBOX_NOTE_MAX 16384
+/* A line to n (NULL, or no function set: to nobody), formatted: at most NSBOX_NOTE_MAX bytes of
+ * it. */
 __attribute__((format(printf, 2, 3))) void nsbox_note_say(const struct nsbox_note *n,
                                                           const char *fmt, ...);
 __attribute__((format(printf, 2, 0))) void nsbox_note_vsay(const struct nsbox_note *n,

@@ -29,9 +29,7 @@ static const struct dockeropt dockeropt_table[] = {
     {{"-d", "--detach", NULL},
      "a command in the background is nsbox exec -d ID -- CMD, in a sandbox of nsbox create "
      "(then nsbox ps, logs, wait and kill)"},
-    {{"--interactive", "--tty", NULL},
-     "an interactive shell is nsbox exec -it ID -- bash, in a sandbox of nsbox create (run "
-     "passes its stdin through already)"},
+    {{"--interactive", "--tty", NULL}, NSBOX_DOCKEROPT_SHELL},
     {{"-p", "--publish", "-P", "--publish-all", "--expose", NULL},
      "nsbox publishes no port on the host: reach a server in the sandbox from inside it (nsbox "
      "exec ID -- curl -s http://127.0.0.1:PORT/)"},

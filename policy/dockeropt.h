@@ -4,6 +4,12 @@
 #ifndef NSBOX_DOCKEROPT_H
 #define NSBOX_DOCKEROPT_H
 
+/* Where an interactive shell is: Docker's --interactive and --tty get it, and so do run's
+ * -i and -t (cli/options.c), which are exec's. */
+#define NSBOX_DOCKEROPT_SHELL                                                                      \
+    "an interactive shell is id=$(nsbox create); nsbox exec -it $id -- bash (run passes its "      \
+    "stdin through already)"
+
 /* The sentence for option (its name, or "--name=value": the part before '=' counts), or NULL
  * when it is not one of Docker's that nsbox answers differently. */
 const char *nsbox_dockeropt_hint(const char *option);

@@ -139,8 +139,8 @@ static int clone_source_at(const struct nsbox_sys *sys, const struct nsbox_mount
 static int open_pinned(const struct nsbox_mount_op *o, struct nsbox_err *e)
 {
     int fd = nsbox_open_dir(-1, o->src, 0);
-    struct stat sb, checked = {.st_dev = (dev_t)o->src_dev, .st_ino = (ino_t)o->src_ino};
-    if (fd >= 0 && fstat(fd, &sb) == 0 && nsbox_same_inode(&sb, &checked))
+    struct stat sb;
+    if (fd >= 0 && fstat(fd, &sb) == 0 && nsbox_same_inode(&sb, o->src_pin))
         return fd;
     int err = fd < 0 ? errno : ESTALE;
     if (fd >= 0)
@@ -157,7 +157,7 @@ static int open_pinned(const struct nsbox_mount_op *o, struct nsbox_err *e)
 static int clone_source(const struct nsbox_sys *sys, const struct nsbox_mount_op *o,
                         int image_rootfd, struct nsbox_err *e)
 {
-    if (o->src_pinned) {
+    if (o->src_pin) {
         cleanup_close int fd = open_pinned(o, e);
         return fd < 0 ? -1 : clone_source_at(sys, o, fd, "", e);
     }

@@ -24,6 +24,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #define NSBOX_MOUNT_OPS_MAX 128 /* a plan's: the image, nsbox's own places, a config's mounts */
 /* ...and the sandbox's /sys beyond them, which so takes no room an image had
@@ -76,9 +77,9 @@ struct nsbox_mount_op {
     bool optional;         /* target_in_image that cannot be mounted on safely: skipped */
     int src_fd;            /* BIND: a detached mount the launcher made (an idmapped volume), the
                               plan's from phase 1 on; -1 none */
-    bool src_pinned;       /* BIND: src is a host directory the launcher checked (a --workspace
-                              DIR), bound only if src, opened with no symlink, is that inode */
-    uint64_t src_dev, src_ino;
+    const struct stat *src_pin; /* BIND: src is a host directory the launcher checked (a
+                              --workspace DIR, its stat the launcher's), bound only if src,
+                              opened with no symlink, is that inode; NULL: not pinned */
     bool seal;             /* BIND of src_fd, writable: its set-id and file-capability programs
                               are bound read-only once it is attached (setid.h) */
     bool late;             /* BIND: cloned when attached, in the plan's order, from the path
@@ -129,7 +130,7 @@ struct nsbox_rootfs_cfg {
     enum nsbox_ws_kind ws_kind;
     const char *workspace;  /* DIR: host directory bound at /workspace */
     bool ws_premounted;     /* DIR: the launcher bound it already (idmapped): a mount fd */
-    uint64_t ws_dev, ws_ino; /* DIR bound by path: the directory the launcher checked */
+    const struct stat *ws_sb; /* DIR bound by path: the directory the launcher checked */
     uint64_t ws_bytes;      /* TMPFS: its size (limits.disk_bytes) */
     uint64_t tmp_bytes;     /* size of /tmp, and twice /dev/shm's; 0: the kernel's default */
     size_t n_entries;       /* top-level entries of the image root to expose */

@@ -340,6 +340,17 @@ static int tar_error(struct layer *L, struct archive *a, struct nsbox_err *e)
                          L->digest, archive_error_string(a) ? archive_error_string(a) : "?");
 }
 
+/* The layer's next entry into *ent: 1, 0 at its end, -1 (e filled) where the tar is broken.
+ * Both passes read the blob so. */
+static int next_entry(struct layer *L, struct archive *a, struct archive_entry **ent,
+                      struct nsbox_err *e)
+{
+    int r = archive_read_next_header(a, ent);
+    if (r == ARCHIVE_EOF)
+        return 0;
+    return r == ARCHIVE_OK || r == ARCHIVE_WARN ? 1 : tar_error(L, a, e);
+}
+
 static int add_whiteout(struct layer *L, enum nsbox_oci_entry_kind kind, const char *path,
                         struct nsbox_err *e)
 {
@@ -474,13 +485,11 @@ static int scan(struct layer *L, int blob_fd, int64_t size, bool unpack, struct 
     char path[PATH_MAX];
     uint64_t bytes = L->st->bytes, entries = L->st->entries;
     for (;;) {
-        int r = archive_read_next_header(a, &ent);
-        if (r == ARCHIVE_EOF)
-            break;
-        if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
-            tar_error(L, a, e);
+        int r = next_entry(L, a, &ent, e);
+        if (r < 0)
             goto out;
-        }
+        if (r == 0)
+            break;
         enum nsbox_oci_entry_kind k;
         int p = check_entry(L, ent, path, &k, &entries, &bytes, e);
         if (p < 0)
@@ -859,13 +868,11 @@ static int extract(struct layer *L, int blob_fd, struct nsbox_err *e)
     struct archive_entry *ent;
     char path[PATH_MAX];
     for (;;) {
-        int r = archive_read_next_header(a, &ent);
-        if (r == ARCHIVE_EOF)
-            break;
-        if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
-            tar_error(L, a, e);
+        int r = next_entry(L, a, &ent, e);
+        if (r < 0)
             goto out;
-        }
+        if (r == 0)
+            break;
         L->st->entries++;
         if (stopped(L, e))
             goto out;

@@ -34,8 +34,9 @@ struct walk {
     size_t held_len, held_cap;
 };
 
-/* The directory being read noted as one to hold in place, unless it is the root or was the
- * last noted. */
+/* The directory being read noted as one to hold in place, unless it is the root. A directory
+ * of several programs is noted again for each: hold_dirs holds it once, as it does a path
+ * shared with the one before. */
 static int note_held(struct walk *w, struct nsbox_err *e)
 {
     if (!w->len)
@@ -47,13 +48,6 @@ static int note_held(struct walk *w, struct nsbox_err *e)
                              "read-only (its \"ro\")",
                              (int)w->len, w->path, sizeof w->path);
     size_t n = w->len - 1; /* without its leading '/' */
-    const char *last = w->held_len ? w->held + w->held_len - 1 : NULL;
-    if (last) { /* the start of the last path noted */
-        while (last > w->held && last[-1])
-            last--;
-        if (strlen(last) == n && !memcmp(last, w->path + 1, n))
-            return 0;
-    }
     while (w->held_cap <= w->held_len + n)
         if (nsbox_grow(&w->held, &w->held_cap, w->held_cap, 1, 256, 0) < 0)
             return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");

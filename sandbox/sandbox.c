@@ -129,9 +129,12 @@ static int parent_write_id_maps(pid_t pid, const struct nsbox_state *st, bool al
 }
 
 /* The clone itself. owner (not 0): the host uid that owns a new user namespace
- * (nsbox_idmap_userns_owner), for a root sandbox. */
+ * (nsbox_idmap_userns_owner), for a root sandbox; *owner_step says when taking its ids failed
+ * (then -1, errno set). Runs in the join helper too, a bare clone's child: no message is
+ * formatted here, the launcher says what failed. */
 static pid_t clone_sandbox(const struct nsbox_cgroup *cg, bool sibling, uint64_t joined,
-                           uint32_t owner, bool *cgroup_ns_in_clone, int *pidfd)
+                           uint32_t owner, bool *cgroup_ns_in_clone, int *pidfd,
+                           enum nsbox_userns_owner_step *owner_step)
 {
     uint64_t flags =
         ((CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET) &
@@ -150,11 +153,10 @@ static pid_t clone_sandbox(const struct nsbox_cgroup *cg, bool sibling, uint64_t
         *cgroup_ns_in_clone = true;
     }
     struct nsbox_userns_owner o = {0};
-    struct nsbox_err e;
-    if (owner && (flags & CLONE_NEWUSER) && nsbox_userns_owner_begin(owner, &o, &e) < 0) {
-        errno = e.sys_errno ? e.sys_errno : EPERM;
+    *owner_step = NSBOX_USERNS_OWNER_OK;
+    if (owner && (flags & CLONE_NEWUSER) &&
+        (*owner_step = nsbox_userns_owner_begin(owner, &o)) != NSBOX_USERNS_OWNER_OK)
         return -1;
-    }
     pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof a);
     if (pid < 0 && errno == ENOSYS && !*cgroup_ns_in_clone) {
         *pidfd = -1;
@@ -347,8 +349,7 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     cfg->ws_kind = ws_kind;
     cfg->workspace = c->st.workspace;
     cfg->ws_premounted = premounted;
-    cfg->ws_dev = c->st.ws_dev;
-    cfg->ws_ino = c->st.ws_ino;
+    cfg->ws_sb = &c->st.ws_sb;
     cfg->ws_bytes = s->limits.disk_bytes;
     cfg->tmp_bytes = s->limits.memory_bytes / 2;
     cfg->n_entries = 0;
@@ -487,13 +488,16 @@ struct join_reply {
     pid_t pid;
     int err;    /* errno */
     int nstype; /* the namespace it could not enter, or 0 */
+    enum nsbox_userns_owner_step owner_step; /* or taking the owner's ids failed */
 };
 
 /* The helper (launch.h): cloned as our sibling, it enters the joined namespaces, clones init
  * as its own sibling (our parent's child, as without joins) with the other namespaces new, and
  * sends us init's pid and pidfd. Returns init's pid, 0 in init, -1 (errno set, *failed_ns
- * the namespace that could not be entered). The helper is our parent's to reap (c->helper). */
-static pid_t clone_joined(struct nsbox_sandbox *c, int *failed_ns)
+ * the namespace that could not be entered, or *owner_step the owner's ids not taken). The
+ * helper is our parent's to reap (c->helper). */
+static pid_t clone_joined(struct nsbox_sandbox *c, int *failed_ns,
+                          enum nsbox_userns_owner_step *owner_step)
 {
     uint64_t joined = 0;
     for (size_t i = 0; i < c->L.n_joins; i++)
@@ -510,8 +514,8 @@ static pid_t clone_joined(struct nsbox_sandbox *c, int *failed_ns)
             if (setns(c->L.joins[i].fd, c->L.joins[i].nstype) < 0)
                 r.err = errno, r.nstype = c->L.joins[i].nstype;
         if (!r.err) {
-            r.pid =
-                clone_sandbox(&c->cg, true, joined, owner_of(c), &c->L.cgroup_ns_in_clone, &pidfd);
+            r.pid = clone_sandbox(&c->cg, true, joined, owner_of(c), &c->L.cgroup_ns_in_clone,
+                                  &pidfd, &r.owner_step);
             if (r.pid == 0) {
                 close(sv[1]);
                 return 0;
@@ -539,6 +543,7 @@ static pid_t clone_joined(struct nsbox_sandbox *c, int *failed_ns)
     if (n != (ssize_t)sizeof r || r.err || r.pid <= 0) {
         nsbox_closep(&fds[0]);
         *failed_ns = r.nstype;
+        *owner_step = r.owner_step;
         errno = n != (ssize_t)sizeof r ? EPIPE : r.err ? r.err : ECHILD;
         return -1;
     }
@@ -592,9 +597,12 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
     if (stdio)
         nsbox_share_pipes(stdio);
     int failed_ns = 0;
-    pid_t pid = c->L.n_joins ? clone_joined(c, &failed_ns)
+    enum nsbox_userns_owner_step owner_step = NSBOX_USERNS_OWNER_OK;
+    pid_t pid = c->L.n_joins ? clone_joined(c, &failed_ns, &owner_step)
                              : clone_sandbox(&c->cg, c->L.sibling, 0, owner_of(c),
-                                             &c->L.cgroup_ns_in_clone, &c->pidfd);
+                                             &c->L.cgroup_ns_in_clone, &c->pidfd, &owner_step);
+    if (pid < 0 && owner_step != NSBOX_USERNS_OWNER_OK)
+        return nsbox_userns_owner_fail(owner_of(c), owner_step, errno, e);
     if (pid < 0)
         return join_failure(failed_ns, errno, e);
     if (pid == 0) {

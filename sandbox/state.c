@@ -90,13 +90,10 @@ static int make_workspace(struct nsbox_state *st, const char *workspace_arg,
     st->ws_kind = kind;
     if (kind == NSBOX_WS_DIR) {
         /* Opened once and checked there (wsdir.h); bound from this descriptor or its inode. */
-        struct stat sb;
         st->ws_dir_fd =
-            nsbox_wsdir_open(workspace_arg, st->workspace, sizeof st->workspace, &sb, e);
+            nsbox_wsdir_open(workspace_arg, st->workspace, sizeof st->workspace, &st->ws_sb, e);
         if (st->ws_dir_fd < 0)
             return -1;
-        st->ws_dev = sb.st_dev;
-        st->ws_ino = sb.st_ino;
         st->fresh_workspace = false;
         return 0;
     }

@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #define NSBOX_ID_LEN 12
@@ -35,8 +36,8 @@ struct nsbox_state {
     bool fresh_workspace;     /* the backing file is nsbox's; removed with the sandbox */
     bool ws_idmapped;         /* DIR as root: bound through an idmapped mount (workspace.h) */
     int ws_dir_fd;            /* DIR: the directory checked (wsdir.h), O_PATH, until bound */
-    dev_t ws_dev;             /* DIR: that directory's device and inode, which a bind by path */
-    ino_t ws_ino;             /* must find again (mounts.h, src_pinned) */
+    struct stat ws_sb;        /* DIR: that directory as checked, whose device and inode a bind
+                                 by path must find again (mounts.h, src_pin) */
     int lock_fd;              /* flock(LOCK_EX) on <dir> while the sandbox lives */
     bool privileged;
     uint32_t slot;            /* uid slot when privileged */

@@ -158,22 +158,33 @@ int nsbox_userns_write_maps(pid_t pid, const struct nsbox_idmaps *m, bool helper
  * kernel keeps root's exemption from RLIMIT_NPROC for the new namespace (docs/decisions.md).
  * The raw calls change this thread alone (glibc's wrappers change every thread): the others go
  * on as root meanwhile. */
-int nsbox_userns_owner_begin(uint32_t owner, struct nsbox_userns_owner *o, struct nsbox_err *e)
+enum nsbox_userns_owner_step nsbox_userns_owner_begin(uint32_t owner,
+                                                      struct nsbox_userns_owner *o)
 {
     o->changed = false;
     o->dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
     if (syscall(SYS_setresuid, (uid_t)0, (uid_t)owner, (uid_t)owner) < 0)
-        return nsbox_err_sys(e, "cannot take uid %u to make the sandbox's user namespace",
-                             (unsigned)owner);
+        return NSBOX_USERNS_OWNER_UID;
     o->changed = true;
     syscall(SYS_setfsuid, (uid_t)0);
     if (syscall(SYS_setfsuid, (uid_t)-1) != 0) {
         nsbox_userns_owner_end(o);
-        return nsbox_err_set(e, NSBOX_E_SYS, EPERM,
+        errno = EPERM;
+        return NSBOX_USERNS_OWNER_FSUID;
+    }
+    return NSBOX_USERNS_OWNER_OK;
+}
+
+int nsbox_userns_owner_fail(uint32_t owner, enum nsbox_userns_owner_step step, int err,
+                            struct nsbox_err *e)
+{
+    if (step == NSBOX_USERNS_OWNER_FSUID)
+        return nsbox_err_set(e, NSBOX_E_SYS, err,
                              "cannot keep file system uid 0 while uid %u makes the sandbox",
                              (unsigned)owner);
-    }
-    return 0;
+    errno = err;
+    return nsbox_err_sys(e, "cannot take uid %u to make the sandbox's user namespace",
+                         (unsigned)owner);
 }
 
 int nsbox_userns_owner_end(struct nsbox_userns_owner *o)

@@ -34,12 +34,24 @@ int nsbox_userns_write_maps(pid_t pid, const struct nsbox_idmaps *m, bool helper
  * real uid stays 0, and the file system uid 0, so that the clone reads root's files as before)
  * until nsbox_userns_owner_end, which makes it root again. Only the calling thread changes (no
  * other thread may clone meanwhile); its dumpable flag is restored. */
+enum nsbox_userns_owner_step {
+    NSBOX_USERNS_OWNER_OK,
+    NSBOX_USERNS_OWNER_UID,   /* the effective and saved uid could not become owner */
+    NSBOX_USERNS_OWNER_FSUID, /* the file system uid did not stay 0 */
+};
 struct nsbox_userns_owner {
     int dumpable;
     bool changed;
 };
-int nsbox_userns_owner_begin(uint32_t owner, struct nsbox_userns_owner *o, struct nsbox_err *e);
+/* Async-signal-safe, for it runs in a bare clone's child too (the join helper, launch.h): no
+ * message, only which step failed (returned) with errno set; the parent says it
+ * (nsbox_userns_owner_fail). 0 when owner's ids are taken. */
+enum nsbox_userns_owner_step nsbox_userns_owner_begin(uint32_t owner,
+                                                      struct nsbox_userns_owner *o);
 int nsbox_userns_owner_end(struct nsbox_userns_owner *o);
+/* What nsbox_userns_owner_begin's failure at step, of errno err, means: e filled, -1. */
+int nsbox_userns_owner_fail(uint32_t owner, enum nsbox_userns_owner_step step, int err,
+                            struct nsbox_err *e);
 
 /* A user namespace with the given maps (n lines each, uid and gid alike), as an fd for
  * MOUNT_ATTR_IDMAP. A short-lived child makes it; we write its maps. */

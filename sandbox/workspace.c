@@ -709,6 +709,9 @@ static void *job_main(void *arg)
 {
     struct nsbox_ws_job *j = arg;
     j->mount_fd = ext4_make(j->image, j->disk_bytes, &j->cfg, j->evict, j->tag, &j->err);
+    /* dated here, off the start path: the launcher joins the job just before the clone */
+    if (j->mount_fd >= 0 && date_root(j->mount_fd, &j->err) < 0)
+        nsbox_closep(&j->mount_fd);
     return NULL;
 }
 
@@ -774,7 +777,7 @@ int nsbox_ws_ext4_finish(struct nsbox_ws_job *j, bool chown, uint32_t uid, uint3
         *e = j->err;
         return -1;
     }
-    if (date_root(j->mount_fd, e) < 0 || (chown && give_root(j->mount_fd, uid, gid, e) < 0)) {
+    if (chown && give_root(j->mount_fd, uid, gid, e) < 0) {
         nsbox_closep(&j->mount_fd);
         return -1;
     }

@@ -10,9 +10,44 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
+#include <limits.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/vfs.h>
 #include <unistd.h>
+
+static struct nsbox_note note;
+
+void nsbox_wsdir_set_note(nsbox_note_fn *fn, void *ctx)
+{
+    note = (struct nsbox_note){fn, ctx};
+}
+
+/* As root, a workspace directory owned by root (uid or gid 0) is bound plainly, never
+ * idmapped (docs/workspace.md): the sandbox's appuser writes there only what others may.
+ * arg: as given, for the advice; path: the kernel's, for whether it is the system's own. */
+static void note_root_owned(const char *arg, const char *path, const struct stat *sb)
+{
+    if (geteuid() != 0 || (sb->st_uid != 0 && sb->st_gid != 0) || (sb->st_mode & S_IWOTH))
+        return;
+    /* chown -R is advice for a project directory, never for the system's own */
+    static const char *const system[] = {"/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64",
+                                         "/opt", "/root", "/run", "/sbin", "/srv", "/usr", "/var"};
+    bool sys = strchr(path + 1, '/') == NULL; /* any directory right under / */
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(system); i++)
+        sys = sys || nsbox_path_within(path, system[i]);
+    char advice[PATH_MAX + 64];
+    snprintf(advice, sizeof advice,
+             sys ? "it is a system directory: give a copy of what the sandbox needs"
+                 : "chown -R USER: %1$s hands it to USER and USER's group; where root is the "
+                   "only user, as in a CI container, chown -R 1000:1000 %1$s",
+             arg);
+    nsbox_note_say(&note,
+                   "note: --workspace %s belongs to root (its %s is 0), which is never mapped "
+                   "into a sandbox: the sandbox can write there only what others may (%s; "
+                   "docs/workspace.md)",
+                   arg, sb->st_uid == 0 ? "owner" : "group", advice);
+}
 
 const char *nsbox_wsdir_forbidden(int fd, const char *path)
 {
@@ -80,6 +115,7 @@ int nsbox_wsdir_open(const char *arg, char *path, size_t n, struct stat *sb, str
                              "workspace %s is %s: refusing to hand it to a sandbox (give a "
                              "directory of your files)",
                              arg, why);
+    note_root_owned(arg, path, sb);
     int ret = fd;
     fd = -1;
     return ret;

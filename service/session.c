@@ -26,10 +26,33 @@ void nsbox_session_set_refill(nsbox_session_refill_fn fn)
     refill = fn;
 }
 
+static struct nsbox_note note;
+
+void nsbox_session_set_note(nsbox_note_fn *fn, void *ctx)
+{
+    note = (struct nsbox_note){fn, ctx};
+}
+
+/* The notes at the start of buf (have bytes), each a whole line, said and taken out. */
+static size_t say_notes(char *buf, size_t have)
+{
+    const size_t tag = strlen(NSBOX_SESSION_NOTE);
+    char *nl;
+    while (have > tag && !strncmp(buf, NSBOX_SESSION_NOTE, tag) &&
+           (nl = memchr(buf, '\n', have))) {
+        *nl = '\0';
+        nsbox_note_say(&note, "%s", buf + tag);
+        have -= (size_t)(nl + 1 - buf);
+        memmove(buf, nl + 1, have);
+    }
+    return have;
+}
+
 /* The supervisor's answer into buf, at most n - 1 bytes and a '\0': "OK <id>\n", or "ERR ...",
  * which may span lines (a set-up script's output), up to the end (the supervisor exits after
- * it). sfd >= 0: a signalfd of the stop signals; the first is put in *signo and passed on to the
- * supervisor ('X'), which then abandons the creation unless the id is already out. */
+ * it); the notes before it are said as they come (say_notes). sfd >= 0: a signalfd of the stop
+ * signals; the first is put in *signo and passed on to the supervisor ('X'), which then
+ * abandons the creation unless the id is already out. */
 static size_t read_answer(int fd, int sfd, int *signo, char *buf, size_t n)
 {
     size_t have = 0;
@@ -53,7 +76,7 @@ static size_t read_answer(int fd, int sfd, int *signo, char *buf, size_t n)
             continue;
         if (r <= 0)
             break;
-        have += (size_t)r;
+        have = say_notes(buf, have + (size_t)r);
     }
     buf[have] = '\0';
     return have;
@@ -127,7 +150,7 @@ static int wait_answer(pid_t pid, int sock, const sigset_t *stop, const sigset_t
     if (out && sfd < 0)
         sigprocmask(SIG_SETMASK, old, NULL);
     int signo = 0;
-    char buf[NSBOX_ERR_MSG_MAX + 64];
+    char buf[NSBOX_ERR_MSG_MAX + 64 + NSBOX_NOTE_MAX]; /* room for a whole note before it */
     size_t got = read_answer(sock, sfd, &signo, buf, sizeof buf);
     close(sock);
     /* One that failed may still be ending: then it is a zombie of ours only until we exit,

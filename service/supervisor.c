@@ -5,6 +5,7 @@
 #include "cleanup.h"
 #include "cmdline.h"
 #include "util.h"
+#include "wsdir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -506,6 +507,22 @@ static void end_sleep(struct sup *S)
         S->sleeping = false;
 }
 
+/* A note of the sandbox layer's while the sandbox is made: to the creator, before the answer
+ * (nsbox_session_set_note); ctx is the ready descriptor. */
+static void pass_note(void *ctx, const char *line)
+{
+    char msg[sizeof NSBOX_SESSION_NOTE + NSBOX_NOTE_MAX];
+    int n = snprintf(msg, sizeof msg - 1, NSBOX_SESSION_NOTE "%s", line);
+    if (n < 0)
+        return;
+    n = n < (int)sizeof msg - 1 ? n : (int)sizeof msg - 2;
+    /* one line: a newline in it (a directory's name may have one) would end the note early */
+    for (char *p = msg; (p = strchr(p, '\n')); p++)
+        *p = ' ';
+    msg[n] = '\n', msg[n + 1] = '\0';
+    nsbox_sup_setup_report_ready(*(int *)ctx, msg);
+}
+
 __attribute__((noreturn)) void nsbox_supervisor_main(const struct nsbox_supervisor_args *a)
 {
     static struct sup S;
@@ -524,6 +541,7 @@ __attribute__((noreturn)) void nsbox_supervisor_main(const struct nsbox_supervis
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGHUP);
     sigprocmask(SIG_BLOCK, &mask, NULL);
+    nsbox_wsdir_set_note(pass_note, &S.ready_fd);
     int ok = start_sandbox(&S, &mask, &e);
     int ready = ok < 0 ? -1 : make_ready(&S, &e);
     if (ready >= 0) {

@@ -7,6 +7,7 @@
 #include "nsbox.h"
 #include "state.h" /* tombstones */
 #include "spec.h"
+#include "util.h"
 
 #include <stdbool.h>
 
@@ -38,5 +39,10 @@ int nsbox_session_create(const struct nsbox_spec *s, const char *image, int owne
  * the supervisor calling up into it; without one, a used pooled sandbox is not replaced. */
 typedef void (*nsbox_session_refill_fn)(const struct nsbox_spec *s);
 void nsbox_session_set_refill(nsbox_session_refill_fn fn);
+/* Where a creation's notes go (nsbox_session_create): what the sandbox layer says while the
+ * supervisor makes the sandbox (a --workspace of root's, wsdir.h), which it passes on as
+ * "NOTE <line>" before its answer. */
+void nsbox_session_set_note(nsbox_note_fn *fn, void *ctx);
+#define NSBOX_SESSION_NOTE "NOTE "
 
 #endif

@@ -285,6 +285,18 @@ class OciImages(unittest.TestCase):
         self.assertIn(b"digest mismatch", r.stderr)
         self.assertEqual([n for n in self.images() if n != ".refs"], [])
 
+    def test_a_layer_cut_short_is_a_broken_tar_and_keeps_nothing(self):
+        # the blob is what the manifest says (its digests match): its tar ends in the second
+        # entry's header (the first's is 512 bytes, and its byte of data a block)
+        bad = os.path.join(self.src, "short")
+        whole = oci_images.tar_bytes([("a", b"x"), ("b", b"y")])
+        oci_images.write_layout(bad, layers=[whole[:1024 + 100]])
+        r = self.nsbox("image", "import", "--name", "t/short:1", bad)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"is not a valid tar archive", r.stderr)
+        self.assertEqual([n for n in self.images() if n != ".refs"], [])
+        self.assertEqual(self.layers(), [])
+
     def test_missing_reference_with_pull_never(self):
         r = self.nsbox("run", "--image", "t/nothere:1", "--", "true", env={"NSBOX_PULL": "never"})
         self.assertEqual(r.returncode, 125)

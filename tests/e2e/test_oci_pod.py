@@ -168,6 +168,25 @@ class Pod(BundleCase):
         self.assertEqual(self.oci("delete", "cni").returncode, 0)
         self.assertEqual(self.dirs.leftovers(), [])
 
+    @unittest.skipIf(not shutil.which("unshare") or not shutil.which("capsh"),
+                     "needs unshare (util-linux) and capsh (libcap2-bin)")
+    @unittest.skipUnless(os.geteuid() == 0, "the namespace's owner is taken by root only")
+    def test_an_owner_not_taken_in_the_join_helper_is_said(self):
+        # The join helper (a bare clone's child, where nothing is formatted) takes the owner's
+        # ids before it clones init; without CAP_SETUID that fails, and the launcher says which
+        # step failed instead of a guess at the namespaces.
+        netns = f"/proc/{self.holder('--net')}/ns/net"
+        c = pod_config(["true"], "x", {"network": netns})
+        c["root"]["readonly"] = True  # a writable root's idmapped tree would need CAP_SETUID first
+        self.write_config(c)
+        r = self.oci_fds([], "create", "--bundle", self.bundle, "--pid-file", self.pidfile, "o",
+                         shell=("capsh", "--drop=cap_setuid", "--", "-c", 'exec "$0" "$@"'))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertRegex(r.stderr.decode(), r"cannot take uid \d+ to make the sandbox's user "
+                         r"namespace: Operation not permitted")
+        self.assertFalse(os.path.exists(self.pidfile))
+        self.assertEqual(self.dirs.leftovers(), [])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -40,6 +40,18 @@ class RunTest(unittest.TestCase):
 
 
 class Basics(RunTest):
+    @unittest.skipIf(not shutil.which("capsh"), "needs capsh (libcap2-bin)")
+    def test_an_owner_not_taken_is_said(self):
+        # The sandbox's user namespace is made by an id of its own slot: without CAP_SETUID that
+        # id cannot be taken, and the message says so rather than guessing at the namespaces.
+        r = run_nsbox(["run", "--", "true"], self.dirs,
+                      wrap=lambda cmd: ["capsh", "--drop=cap_setuid", "--", "-c",
+                                        'exec "$0" "$@"'] + cmd)
+        self.assertEqual(r.returncode, 125)
+        self.assertRegex(r.stderr.decode(), r"cannot take uid \d+ to make the sandbox's user "
+                         r"namespace: Operation not permitted")
+        self.assertNoLeftovers()
+
     def test_python_runs_and_prints(self):
         r = run_nsbox(["run", "--", "python3", "-c", "import sys; print(6*7, sys.version_info[0])"],
                       self.dirs)

@@ -147,9 +147,13 @@ class ExitCodes(RunUsageTest):
         self.assertIn(b"--timeout is an option of run and exec", r.stderr)
         self.assertIn(b"--ttl", r.stderr)
         # what a user tries first, and what each means instead
-        r = run_nsbox(["run", "-it", "--", "bash"], self.dirs)
-        self.assertEqual(r.returncode, 125)
-        self.assertIn(b"nsbox exec -it $id -- bash", r.stderr)
+        # run's -it (exec's flags) and Docker's --interactive are told the one same way
+        for opt in ("-it", "--interactive"):
+            r = run_nsbox(["run", opt, "--", "bash"], self.dirs)
+            self.assertEqual(r.returncode, 125)
+            self.assertIn(b"an interactive shell is id=$(nsbox create); "
+                          b"nsbox exec -it $id -- bash (run passes its stdin through already)",
+                          r.stderr, opt)
         r = run_nsbox(["run", "--timeout", "99999999999", "--", "true"], self.dirs)
         self.assertIn(b"from 0 to 31536000", r.stderr)
         # a run's sandbox is busy for its whole life: an idle timeout would never fire

@@ -235,6 +235,19 @@ class WorkspaceDisk(unittest.TestCase):
         # a CI container has root alone: any uid but 0 will do, and the note names one
         self.assertIn("where root is the only user, as in a CI container, chown -R 1000:1000 %s"
                       % ws, note[0])
+        # create says it too: its supervisor makes the sandbox, and passes the note on
+        r = self.nsbox("create", "--workspace", ws)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.nsbox("rm", r.stdout.decode().strip())
+        self.assertEqual(r.stderr.decode().count("nsbox: note: --workspace %s belongs to root "
+                                                 "(its owner is 0)" % ws), 1, r.stderr)
+        # a system directory gets no chown advice, even through a link of another name
+        link = os.path.join(self.dirs.base, "etc-link")
+        os.symlink("/etc", link)
+        r = self.nsbox("run", "--workspace", link, "--", "true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(b"it is a system directory: give a copy", r.stderr)
+        self.assertNotIn(b"chown", r.stderr)
         os.chown(ws, 1000, 1000)
         r = self.nsbox("run", "--workspace", ws, "--", "sh", "-c", "touch x && stat -c %u x")
         self.assertEqual((r.returncode, r.stdout, r.stderr), (0, b"1000\n", b""))

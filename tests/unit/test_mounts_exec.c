@@ -276,15 +276,14 @@ static int ex_setup(void **state)
         stat(x->staging, &x->staging_st) < 0 || stat(x->image, &x->image_st) < 0 ||
         stat("/", &x->root_st) < 0)
         return -1;
-    /* the --workspace DIR the launcher checked: found again by its inode (src_pinned) */
+    /* the --workspace DIR the launcher checked: found again by its inode (src_pin) */
     snprintf(x->ws, sizeof x->ws, "%s/project", x->base);
     if (mkdir(x->ws, 0700) < 0 || stat(x->ws, &x->ws_st) < 0)
         return -1;
     x->w = dir_world();
     snprintf(x->w->img.root, sizeof x->w->img.root, "%s", x->image);
     x->w->cfg.workspace = x->ws;
-    x->w->cfg.ws_dev = x->ws_st.st_dev;
-    x->w->cfg.ws_ino = x->ws_st.st_ino;
+    x->w->cfg.ws_sb = &x->ws_st;
     struct nsbox_err e = {0};
     if (nsbox_mount_plan_build(&x->w->cfg, &x->w->plan, &e) < 0)
         return -1;
@@ -375,7 +374,7 @@ static void test_prepare_sequence(void **state)
         c = &F.c[k++];
         assert_int_equal(c->k, C_OPEN_TREE);
         assert_int_equal(!!(c->flags & AT_RECURSIVE), !!o->recursive);
-        if (o->src_pinned) {
+        if (o->src_pin) {
             /* the workspace: cloned from the directory found again, the one checked */
             assert_string_equal(c->path, "");
             assert_true(c->flags & AT_EMPTY_PATH);

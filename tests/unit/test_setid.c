@@ -135,8 +135,8 @@ static bool recorded(const char *path)
 }
 
 /* A volume other containers write: the programs sealed, every directory above them held in
- * place once (a directory shared by two programs' paths too), none other, and then the clone
- * of the sealed tree put over the root. */
+ * place once (a directory shared by two programs' paths too, and one with two programs in
+ * it), none other, and then the clone of the sealed tree put over the root. */
 static void test_seal_shared_holds_the_directories_above(void **state)
 {
     (void)state;
@@ -150,6 +150,7 @@ static void test_seal_shared_holds_the_directories_above(void **state)
     }
     make("suid", 04755);
     make("d/e/deep", 04755);
+    make("d/e/deep2", 04755);
     make("d/e/g/deeper", 04755);
     make("d/f/sgid", 02755);
     make("free/plain", 0755);
@@ -158,12 +159,12 @@ static void test_seal_shared_holds_the_directories_above(void **state)
     struct nsbox_err e = {0};
     if (nsbox_setid_seal_shared(&fake, rootfd, &sealed, &e) < 0)
         fail_msg("%s", e.msg);
-    assert_int_equal(sealed, 4);
-    assert_true(was_sealed("suid") && was_sealed("d/e/deep") && was_sealed("d/e/g/deeper") &&
-                was_sealed("d/f/sgid"));
+    assert_int_equal(sealed, 5);
+    assert_true(was_sealed("suid") && was_sealed("d/e/deep") && was_sealed("d/e/deep2") &&
+                was_sealed("d/e/g/deeper") && was_sealed("d/f/sgid"));
     assert_true(was_sealed("d") && was_sealed("d/e") && was_sealed("d/f") && was_sealed("d/e/g"));
     assert_false(was_sealed("free") || was_sealed("free/plain"));
-    assert_int_equal(n_sealed, 4 + 4 + 1);                /* each held once */
+    assert_int_equal(n_sealed, 5 + 4 + 1);                /* each held once */
     assert_string_equal(sealed_paths[n_sealed - 1], dir); /* the clone over the root, last */
     assert_int_equal(chdir("/"), 0);
     close(rootfd);
