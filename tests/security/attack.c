@@ -16,6 +16,7 @@
  *   attack [--host-pid N] [--host-port P] [--abstract NAME] [--hidden PATH]... [--tiocsti-stdin]
  *   attack inspect [--secret S] [--mount PATH:KIND]... [PATH...]   (hostile-image checks)
  *   attack mkfiles DIR MAX SECONDS                                  (inode/file-count abuse)
+ *   attack holdfiles TARGET MAPS          (open files held until stdin closes: file table)
  *   attack setid DIR                           (the set-id probes alone, with DIR their place)
  *   attack ids                          (its effective uid and capabilities, as run: set-id?)
  *
@@ -870,6 +871,7 @@ int main(int argc, char **argv)
         return attack_files_mmap_write_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "inspect")) return inspect_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "mkfiles")) return attack_files_mkfiles_main(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "holdfiles")) return attack_files_hold_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "setid"))
         return setid_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "int80")) return int80_main();

@@ -9,16 +9,25 @@ other sandbox) without inotify, rt signals or message queues. Each test here has
 all it can of one count and hold it, then checks that host root, and a second sandbox, still get
 theirs. The host's Linux AIO events (fs.aio-max-nr) are one pool for every process: a sandbox
 may take none of them; its pseudo-terminals, one pool for every devpts instance: a sandbox may
-take 128. docs/security.md, findings 17 to 19."""
+take 128. The host's file table (fs.file-max): one count for every process of the host, which
+no rlimit bounds for a sandbox (a mapping keeps its file past RLIMIT_NOFILE); root's nsbox makes
+it larger than memory could fill, so that each sandbox's memory limit bounds its files.
+docs/security.md, findings 17 to 19 and 22."""
 import fcntl
+import json
 import os
 import resource
+import shutil
 import struct
 import subprocess
 import sys
+import tempfile
+import time
 import unittest
 
 from nsbox_test import NSBOX, UID_BASE, Dirs, children, in_a_terminal, is_root, run_nsbox
+
+ATTACK = os.path.join(os.environ.get("NSBOX_SECURITY_BIN_DIR", ""), "attack")
 
 NS_GET_OWNER_UID = 0xB704
 
@@ -298,6 +307,92 @@ class KernelCounts(unittest.TestCase):
         self.assertEqual(owner, base + 65535, "not the last id of the sandbox's own range")
         p.stdin.close()
         self.assertEqual(p.wait(60), 0)
+
+
+def file_nr():
+    """The host's open files and its table's size (fs.file-nr's first and third fields)."""
+    with open("/proc/sys/fs/file-nr") as f:
+        nr, _, top = f.read().split()
+    return int(nr), int(top)
+
+
+def mem_total():
+    with open("/proc/meminfo") as f:
+        return int(next(ln for ln in f if ln.startswith("MemTotal:")).split()[1]) * 1024
+
+
+# Another process of the host, not root (root's CAP_SYS_ADMIN passes a full table): the
+# descriptors it opens, or the error that stopped it.
+OPEN_1000 = """
+import os
+fds = []
+try:
+    for i in range(1000):
+        fds.append(os.open("/dev/null", os.O_RDONLY))
+    print("ok")
+except OSError as e:
+    print("%s after %d" % (e.strerror, len(fds)))
+"""
+
+
+class FileTable(unittest.TestCase):
+    """The kernel's own table of open files, fs.file-max, is one count for the whole host:
+    full, every process without CAP_SYS_ADMIN gets ENFILE. Its default is a tenth of the memory
+    in KiB (2,466,239 on 24 GiB), while a `medium` sandbox may hold 1,024 processes of 4,096
+    descriptors, files kept by mappings past that, and files in flight on unix sockets: its
+    memory (232 bytes a descriptor, 403 a mapping) runs out long after the table did."""
+
+    def setUp(self):
+        if not os.access(ATTACK, os.X_OK):
+            self.skipTest("the prober is not built (NSBOX_SECURITY_BIN_DIR)")
+        self.dirs = Dirs()
+        self.addCleanup(self.dirs.cleanup)
+        self.ws = tempfile.mkdtemp(prefix="nsbox-filetable-")
+        self.addCleanup(shutil.rmtree, self.ws, True)
+        shutil.copy(ATTACK, self.ws)
+        os.chmod(self.ws, 0o755)
+
+    def test_a_sandbox_holding_all_the_files_it_can_leaves_the_host_its_table(self):
+        mem = mem_total()
+        default = mem // 1024 // 10  # the kernel's boot default for this memory
+        # more than that table held, within what `medium` reaches by descriptors alone
+        # (1,024 processes of 4,096, less init and what each keeps open)
+        target = min(default + default // 10, 1000 * 4000)
+        t = time.monotonic()
+        p = subprocess.Popen([NSBOX, "run", "--instance-type", "medium", "--workspace", self.ws,
+                              "--", "/workspace/attack", "holdfiles", str(target), "60000"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=self.dirs.env())
+        self.addCleanup(p.wait, 120)
+        self.addCleanup(p.stdin.close)
+        line = p.stdout.readline()
+        self.assertTrue(line.startswith("{"), (line, p.stderr.read() if p.poll() else ""))
+        held = json.loads(line)
+        took = time.monotonic() - t
+        nr, top = file_nr()
+        print(f"\n  files held by a medium sandbox: {held} in {took:.1f} s; host file-nr "
+              f"{nr} of {top} (the kernel's default table here: {default})", file=sys.stderr)
+        # the host's table is sized by memory: no count of files the sandbox could reach
+        self.assertGreaterEqual(top, mem // 128, "fs.file-max is still one that files fill "
+                                                 "before memory does")
+        self.assertLess(nr, top // 2)
+        # and the attack held what would have filled the kernel's default table
+        self.assertEqual(held["opened"], target, held)
+        self.assertGreater(held["opened"] + held["mapped"], default, held)
+        # a mapping keeps its file past RLIMIT_NOFILE: no rlimit bounds the files
+        self.assertEqual((held["mapped"], held["map_errno"]), (60000, "none"), held)
+        # in flight on unix sockets: bounded per user by RLIMIT_NOFILE (the sandbox's own uid)
+        self.assertEqual(held["in_flight_errno"], "ETOOMANYREFS", held)
+        self.assertLessEqual(held["in_flight"], 4096 + 2 * 253, held)
+        # another process of the host, not root, and another sandbox still open files
+        user = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                               sys.executable, "-c", OPEN_1000], capture_output=True, text=True,
+                              timeout=30)
+        self.assertEqual(user.stdout.strip(), "ok", user.stderr)
+        r = run_nsbox(["run", "--", "python3", "-c", OPEN_1000], self.dirs, timeout=60)
+        self.assertEqual((r.returncode, r.stdout.decode().strip()), (0, "ok"), r.stderr)
+        p.stdin.close()
+        self.assertEqual(p.wait(120), 0, p.stderr.read())
 
 
 if __name__ == "__main__":
