@@ -52,6 +52,7 @@
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -321,6 +322,14 @@ static void probe_syscalls(void)
     SYS_PROBE("keyctl", SYS_keyctl, 0x7fffffffL, 0L, 0L, 0L, 0L);
     SYS_PROBE("add_key", SYS_add_key, BAD, BAD, 0L, 0L, 0L);
     SYS_PROBE("request_key", SYS_request_key, BAD, BAD, 0L, 0L);
+    /* Core dumps: 1 byte (none at all, nor the host's pipe helper run), not to be changed. */
+    struct rlimit core;
+    bool one = syscall(SYS_prlimit64, 0L, (long)RLIMIT_CORE, NULL, &core) == 0 &&
+               core.rlim_cur == 1 && core.rlim_max == 1;
+    emit("core_limit_one", one, "cur=%llu max=%llu", (unsigned long long)core.rlim_cur,
+         (unsigned long long)core.rlim_max);
+    SYS_PROBE("setrlimit_core", SYS_setrlimit, (long)RLIMIT_CORE, BAD);
+    SYS_PROBE("prlimit64_core", SYS_prlimit64, 0L, (long)RLIMIT_CORE, BAD, 0L);
     /* Whole-machine operations. */
     SYS_PROBE("kexec_load", SYS_kexec_load, 0L, 0L, 0L, 0xdead0000L);
     SYS_PROBE("kexec_file_load", SYS_kexec_file_load, -1L, -1L, 0L, 0L, 0xdead0000L);
