@@ -1,6 +1,21 @@
 #include "rlimits.h"
 
+uint64_t nsbox_rlimits_user_share(uint64_t user_max)
+{
+    return user_max == 0 ? 0 : user_max < 2 ? 1 : user_max / 2;
+}
+
+static void add_share(struct nsbox_rlimit out[NSBOX_RLIMITS_MAX], size_t *n, int resource,
+                      rlim_t user_max)
+{
+    if (user_max == 0 || user_max == RLIM_INFINITY)
+        return;
+    rlim_t v = (rlim_t)nsbox_rlimits_user_share(user_max);
+    out[(*n)++] = (struct nsbox_rlimit){resource, {v, v}};
+}
+
 size_t nsbox_rlimits_for(const struct nsbox_spec *s, bool privileged,
+                         const struct nsbox_rlimits_caller *caller,
                          struct nsbox_rlimit out[NSBOX_RLIMITS_MAX])
 {
     size_t n = 0;
@@ -17,5 +32,13 @@ size_t nsbox_rlimits_for(const struct nsbox_spec *s, bool privileged,
     out[n++] = (struct nsbox_rlimit){RLIMIT_NOFILE, {4096, 4096}};
     if (privileged && s->limits.pids > 0)
         out[n++] = (struct nsbox_rlimit){RLIMIT_NPROC, {s->limits.pids, s->limits.pids}};
+    /* The kernel counts a sandbox's queued signals and message queue bytes against its
+     * processes' limit in its own user namespace, and against the user's up the chain: with
+     * half the caller's, a sandbox that takes all it may leaves the caller's other processes
+     * theirs. A root sandbox has a host uid, so counts, of its own. */
+    if (!privileged && caller) {
+        add_share(out, &n, RLIMIT_SIGPENDING, caller->sigpending);
+        add_share(out, &n, RLIMIT_MSGQUEUE, caller->msgqueue);
+    }
     return n;
 }

@@ -25,7 +25,8 @@ import tempfile
 import time
 import unittest
 
-from nsbox_test import NSBOX, UID_BASE, Dirs, children, in_a_terminal, is_root, run_nsbox
+from nsbox_test import (CGROUP_V1, CGROUP_V2_ONLY, NSBOX, UID_BASE, Dirs, children, delegation,
+                        ensure_test_user, in_a_terminal, is_root, nsbox_command, run_nsbox)
 
 ATTACK = os.path.join(os.environ.get("NSBOX_SECURITY_BIN_DIR", ""), "attack")
 
@@ -393,6 +394,88 @@ class FileTable(unittest.TestCase):
         self.assertEqual((r.returncode, r.stdout.decode().strip()), (0, "ok"), r.stderr)
         p.stdin.close()
         self.assertEqual(p.wait(120), 0, p.stderr.read())
+
+
+class CountsOfAnUnprivilegedUser(unittest.TestCase):
+    """A sandbox of an unprivileged user runs as that user's host uid, in a user namespace the
+    user owns: the kernel charges what it takes to the sandbox's namespace and, up the chain,
+    to the user, whose other processes (an editor's file watchers, a desktop) share the rest.
+    Its own namespace's inotify limits and its processes' signal and message queue limits are
+    half the user's, so that one sandbox taking all it may leaves the user the other half."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not (CGROUP_V1 or CGROUP_V2_ONLY):
+            raise unittest.SkipTest("cgroup delegation for the test user needs v1 memory and pids "
+                                    "hierarchies, or cgroup v2 alone")
+        cls.user = ensure_test_user()
+        cls.deleg = delegation(cls.user)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.deleg.cleanup()
+
+    def setUp(self):
+        self.dirs = Dirs(owner=self.user)
+        self.addCleanup(self.dirs.cleanup)
+
+    def user_probe(self, code):
+        r = subprocess.run(["setpriv", f"--reuid={self.user.pw_uid}",
+                            f"--regid={self.user.pw_gid}", "--clear-groups", "--",
+                            sys.executable, "-c", PROBE_PRELUDE + code], capture_output=True,
+                           text=True, timeout=30)
+        return r.stdout.strip() or r.stderr.strip()
+
+    def attack(self, script, limit, share, want_errno, probe):
+        cmd, env = nsbox_command(["run", "--instance-type", "small", "--", "python3", "-c",
+                                  script, str(limit)], self.dirs, user=self.user,
+                                 wrap=self.deleg.wrap)
+        p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env)
+        self.addCleanup(p.wait, 60)
+        self.addCleanup(p.stdin.close)
+        line = p.stdout.readline().strip()
+        self.assertTrue(line.startswith("took "), (line, p.stderr.read() if p.poll() else ""))
+        self.assertTrue(line.endswith("errno " + want_errno), line)
+        self.assertEqual(self.user_probe(probe), "ok",
+                         f"the user's own processes lost theirs to a sandbox ({line})")
+        took = int(line.split()[1])
+        print(f"\n  an unprivileged user's sandbox: {line} (its share: {share})", file=sys.stderr)
+        self.assertLessEqual(took, share, line)
+        self.assertGreater(took, 0, line)
+        p.stdin.close()
+        self.assertEqual(p.wait(60), 0, p.stderr.read())
+
+    def test_inotify_instances_held_by_a_sandbox_leave_the_user_half(self):
+        with open("/proc/sys/user/max_inotify_instances") as f:
+            user_max = int(f.read())
+        if user_max >= 4000:
+            self.skipTest("max_user_instances is above a sandbox's descriptor limit here: the "
+                          "attack would end at that limit, not at the user's")
+        self.attack(INOTIFY_INSTANCES, 100000, user_max // 2, "EMFILE",
+                    PROBES["inotify_instance"])
+
+    def test_inotify_watches_held_by_a_sandbox_leave_the_user_half(self):
+        with open("/proc/sys/user/max_inotify_watches") as f:
+            user_max = int(f.read())
+        if user_max > 1100000:
+            self.skipTest(f"max_user_watches is {user_max}: too many watches to take in a test")
+        self.attack(INOTIFY_WATCHES, user_max + 1000, user_max // 2, "ENOSPC",
+                    PROBES["inotify_watch"])
+
+    def test_queued_signals_held_by_a_sandbox_leave_the_user_half(self):
+        limit = resource.getrlimit(resource.RLIMIT_SIGPENDING)[0]  # setpriv keeps ours
+        if limit == resource.RLIM_INFINITY or limit > 1100000:
+            self.skipTest(f"RLIMIT_SIGPENDING is {limit}: too many signals to queue in a test")
+        self.attack(SIGQUEUE, limit + 1000, limit // 2, "EAGAIN", PROBES["sigqueue"])
+
+    def test_message_queues_held_by_a_sandbox_leave_the_user_half(self):
+        # the user's probe in the host's ipc namespace (an unprivileged user cannot make one
+        # without a user namespace), under a name of its own, removed at once
+        probe = PROBES["mqueue"].replace('b"/probe"', f'b"/nsbox-probe-{os.getpid()}"') + (
+            f'libc.mq_unlink(b"/nsbox-probe-{os.getpid()}")\n')
+        limit = resource.getrlimit(resource.RLIMIT_MSGQUEUE)[0]
+        self.attack(MQUEUES, 10000, limit // 2 // 81920, "EMFILE", probe)
 
 
 if __name__ == "__main__":
