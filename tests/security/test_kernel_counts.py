@@ -25,8 +25,8 @@ import tempfile
 import time
 import unittest
 
-from nsbox_test import (CGROUP_V1, CGROUP_V2_ONLY, NSBOX, UID_BASE, Dirs, children, delegation,
-                        ensure_test_user, in_a_terminal, is_root, nsbox_command, run_nsbox)
+from nsbox_test import (CGROUP_V1, CGROUP_V2_ONLY, NSBOX, UID_BASE, AsTestUser, Dirs, children,
+                        in_a_terminal, is_root, nsbox_command, run_nsbox)
 
 ATTACK = os.path.join(os.environ.get("NSBOX_SECURITY_BIN_DIR", ""), "attack")
 
@@ -396,7 +396,7 @@ class FileTable(unittest.TestCase):
         self.assertEqual(p.wait(120), 0, p.stderr.read())
 
 
-class CountsOfAnUnprivilegedUser(unittest.TestCase):
+class CountsOfAnUnprivilegedUser(AsTestUser):
     """A sandbox of an unprivileged user runs as that user's host uid, in a user namespace the
     user owns: the kernel charges what it takes to the sandbox's namespace and, up the chain,
     to the user, whose other processes (an editor's file watchers, a desktop) share the rest.
@@ -408,16 +408,7 @@ class CountsOfAnUnprivilegedUser(unittest.TestCase):
         if not (CGROUP_V1 or CGROUP_V2_ONLY):
             raise unittest.SkipTest("cgroup delegation for the test user needs v1 memory and pids "
                                     "hierarchies, or cgroup v2 alone")
-        cls.user = ensure_test_user()
-        cls.deleg = delegation(cls.user)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.deleg.cleanup()
-
-    def setUp(self):
-        self.dirs = Dirs(owner=self.user)
-        self.addCleanup(self.dirs.cleanup)
+        super().setUpClass()
 
     def user_probe(self, code):
         r = subprocess.run(["setpriv", f"--reuid={self.user.pw_uid}",
