@@ -452,7 +452,7 @@ static void check_workspace_disk(struct nsbox_check *c)
 }
 
 /* Read-only as every check: root's nsbox raises the table when it makes a sandbox, info only
- * says whether it is large enough now. */
+ * says whether it is large enough. */
 static void check_file_table(struct nsbox_check *c)
 {
     long file_max;

@@ -7,7 +7,7 @@
  * more open files than it allows. Leaves it where it cannot (a container whose /proc/sys is
  * read-only, a root of a user namespace): sandboxes there share the table as the host's other
  * processes do (docs/security.md, finding 22). Cheap once done: one read and a sysinfo. 0 when
- * the table is large enough now, -1 when it is not. */
+ * the table is large enough, -1 when it is not. */
 int nsbox_filemax_raise(void);
 
 #endif
