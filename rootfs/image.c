@@ -105,8 +105,10 @@ static int close_one(int dfd, const char *images, const char *name, struct nsbox
     return 0;
 }
 
-/* The references (.refs) are closed too: their names say which images root pulled and from
- * which registries, nothing another user needs (a sandbox's image is resolved by nsbox). */
+/* A directory of the store (name) that is not closed yet; exists (when given): whether it is
+ * a directory at all. Besides the directories of the image ids, the references (.refs) are
+ * closed: their names say which images root pulled and from which registries, nothing another
+ * user needs (a sandbox's image is resolved by nsbox). */
 static bool dir_open_to_others(int dfd, const char *name, bool *exists)
 {
     struct stat st;
