@@ -40,6 +40,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -450,6 +451,25 @@ static void check_workspace_disk(struct nsbox_check *c)
            why);
 }
 
+/* Read-only as every check: root's nsbox raises the table when it makes a sandbox, info only
+ * says whether it is large enough. */
+static void check_file_table(struct nsbox_check *c)
+{
+    long file_max;
+    struct sysinfo si;
+    char map[256];
+    if (nsbox_text_read_long("/proc/sys/fs/file-max", &file_max) < 0 || file_max < 0 ||
+        sysinfo(&si) < 0) {
+        c->ok = true; /* nothing to judge by; a sandbox is not refused for it */
+        DETAIL(c, "fs.file-max or the memory size unreadable (%s)", nsbox_text_errname(errno));
+        return;
+    }
+    bool host_root = geteuid() == 0 && (nsbox_text_read("/proc/self/uid_map", map, sizeof map) < 0 ||
+                                         nsbox_info_uid_map_is_initial(map));
+    nsbox_info_file_table((uint64_t)file_max,
+                          (uint64_t)si.totalram * (si.mem_unit ? si.mem_unit : 1), host_root, c);
+}
+
 /* Every section of the config file, each as the command that uses it reads it (a typo in
  * "workspace" or "pool" stopped every run while info said OK, and one in "network" only
  * showed with --network all), and the directories' environment overrides. Required: a
@@ -548,6 +568,7 @@ static const char *const check_names[NSBOX_CHECK_COUNT] = {
     [NSBOX_CHECK_IMAGE_DEBIAN] = "image_debian", [NSBOX_CHECK_WORKSPACE_DISK] = "workspace_disk",
     [NSBOX_CHECK_PRIVILEGES] = "privileges",     [NSBOX_CHECK_CONFIG] = "config",
     [NSBOX_CHECK_EGRESS] = "egress_helper",    [NSBOX_CHECK_OCI_IMAGES] = "oci_images",
+    [NSBOX_CHECK_FILE_TABLE] = "file_table",
 };
 
 /* Without these nsbox cannot create a sandbox that keeps its promises; the rest are features
@@ -642,6 +663,9 @@ void nsbox_info_check_run(enum nsbox_check_id id, struct nsbox_check *out)
         break;
     case NSBOX_CHECK_OCI_IMAGES:
         check_oci_images(out);
+        break;
+    case NSBOX_CHECK_FILE_TABLE:
+        check_file_table(out);
         break;
     default:
         break;

@@ -28,6 +28,7 @@ enum nsbox_check_id {
     NSBOX_CHECK_CONFIG,         /* the config file and the directories' environment overrides */
     NSBOX_CHECK_EGRESS,         /* nsbox-egress beside nsbox (allow by name, header bindings) */
     NSBOX_CHECK_OCI_IMAGES,     /* libarchive (image import) and skopeo (image pull) */
+    NSBOX_CHECK_FILE_TABLE,     /* fs.file-max larger than sandboxes' memory could fill */
     NSBOX_CHECK_COUNT
 };
 
@@ -55,6 +56,10 @@ bool nsbox_info_kernel_at_least(const char *release, int major, int minor);
 /* /proc/self/uid_map text maps the whole id space 1:1, i.e. we are in the initial user
  * namespace (so uid 0 is the host's root, not a container's). */
 bool nsbox_info_uid_map_is_initial(const char *content);
+/* The file_table check from the host's fs.file-max, its memory and whether nsbox runs as the
+ * host's root (which raises the table when it makes a sandbox: sandbox/filemax.h). */
+void nsbox_info_file_table(uint64_t file_max, uint64_t mem_bytes, bool host_root,
+                           struct nsbox_check *c);
 /* "4 GiB", "512 MiB", "1234 bytes". */
 void nsbox_info_format_bytes(uint64_t bytes, char *out, size_t n);
 /* true when every required check is ok. */

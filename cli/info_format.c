@@ -3,6 +3,7 @@
 #include "info.h"
 #include "cleanup.h"
 #include "cleanup_cjson.h"
+#include "filetable.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -130,6 +131,29 @@ bool nsbox_info_uid_map_is_initial(const char *content)
     if (!content || sscanf(content, " %lu %lu %lu %c", &inside, &outside, &count, &extra) != 3)
         return false;
     return inside == 0 && outside == 0 && count == 4294967295ul;
+}
+
+void nsbox_info_file_table(uint64_t file_max, uint64_t mem_bytes, bool host_root,
+                           struct nsbox_check *c)
+{
+    if (!nsbox_filetable_fillable(file_max, mem_bytes)) {
+        c->ok = true;
+        NSBOX_CHECK_DETAIL(c, "fs.file-max %llu: more open files than memory could hold, so "
+                              "each sandbox's memory limit bounds its files",
+                           (unsigned long long)file_max);
+        return;
+    }
+    NSBOX_CHECK_DETAIL(c, "fs.file-max %llu is fewer files than the memory could hold (%llu): "
+                          "sandboxes could fill the host's file table, and every process but "
+                          "root's would get ENFILE",
+                       (unsigned long long)file_max,
+                       (unsigned long long)(mem_bytes / NSBOX_FILETABLE_FILE_BYTES));
+    if (host_root)
+        NSBOX_CHECK_DETAIL(c, "; nsbox raises it when it makes a sandbox (docs/security.md, "
+                              "finding 22)");
+    NSBOX_CHECK_FIX(c, "sysctl -w fs.file-max=%lld, and the same in a file of /etc/sysctl.d "
+                       "(what systemd sets at boot)",
+                    (long long)NSBOX_FILETABLE_RAISED);
 }
 
 void nsbox_info_format_bytes(uint64_t bytes, char *out, size_t n)

@@ -5,6 +5,7 @@
 #include "spec.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/resource.h>
 
 #define NSBOX_RLIMITS_MAX 20
@@ -14,9 +15,23 @@ struct nsbox_rlimit {
     struct rlimit lim;
 };
 
+/* The caller's own soft limits of the counts the kernel keeps per user (queued signals,
+ * message queue bytes), of which an unprivileged caller's sandbox gets a share; 0: not known. */
+struct nsbox_rlimits_caller {
+    rlim_t sigpending, msgqueue;
+};
+
 /* privileged: the sandbox has a host uid of its own, so RLIMIT_NPROC (counted per host uid)
- * can back the pids cgroup limit without touching the caller's other processes. */
+ * can back the pids cgroup limit without touching the caller's other processes. Unprivileged,
+ * the sandbox's processes are the caller's user, whose counts they share: caller (or NULL)
+ * gives the limits the sandbox takes half of. */
 size_t nsbox_rlimits_for(const struct nsbox_spec *s, bool privileged,
+                         const struct nsbox_rlimits_caller *caller,
                          struct nsbox_rlimit out[NSBOX_RLIMITS_MAX]);
+
+/* A sandbox's share of a count its unprivileged caller's user has user_max of (the kernel
+ * counts it in the sandbox's user namespace and again, up the chain, in the user's): half,
+ * so that one sandbox leaves the user's other processes the rest; at least 1; 0 for 0. */
+uint64_t nsbox_rlimits_user_share(uint64_t user_max);
 
 #endif

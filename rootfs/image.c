@@ -105,16 +105,32 @@ static int close_one(int dfd, const char *images, const char *name, struct nsbox
     return 0;
 }
 
+/* A directory of the store (name) that is not closed yet; exists (when given): whether it is
+ * a directory at all. Besides the directories of the image ids, the references (.refs) are
+ * closed: their names say which images root pulled and from which registries, nothing another
+ * user needs (a sandbox's image is resolved by nsbox). */
+static bool dir_open_to_others(int dfd, const char *name, bool *exists)
+{
+    struct stat st;
+    bool is_dir = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+    if (exists)
+        *exists = is_dir;
+    return is_dir && (st.st_mode & 07777) != CLOSED_MODE;
+}
+
 /* A store made by a build that left those directories 0755 is closed on first use. The layer
- * store's own mode says it was done (it is closed last): one stat when it was. */
+ * store's own mode says it was done (it is closed last), and the references' (closed by builds
+ * that closed the layer store already): two stats when it was. */
 static int close_store(const char *images, struct nsbox_err *e)
 {
     cleanup_close int dfd = open(images, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0)
         return errno == ENOENT ? 0 : nsbox_err_sys(e, "cannot open %s", images);
-    struct stat st;
-    bool has_layers = fstatat(dfd, ".layers", &st, AT_SYMLINK_NOFOLLOW) == 0;
-    if (has_layers && S_ISDIR(st.st_mode) && (st.st_mode & 07777) == CLOSED_MODE)
+    bool has_layers;
+    bool layers_open = dir_open_to_others(dfd, ".layers", &has_layers);
+    if (dir_open_to_others(dfd, ".refs", NULL) && close_one(dfd, images, ".refs", e) < 0)
+        return -1;
+    if (has_layers && !layers_open)
         return 0;
     int lfd = dup(dfd);
     cleanup_dir DIR *d = lfd < 0 ? NULL : fdopendir(lfd);
@@ -534,12 +550,16 @@ static int resolve_stored(const char *images, const char *name, struct nsbox_ima
                              "`./%s`)",
                              name, images, name, name, name);
     }
-    /* this one closed whatever the layer store's mode says of the rest (close_store) */
+    /* this one closed whatever the layer store's mode says of the rest (close_store), and the
+     * references, which a store whose layers were closed already may have left open */
     struct stat st;
-    if (holds_image_ids(name) && fstat(fd, &st) == 0 && (st.st_mode & 07777) != CLOSED_MODE) {
-        if (fchmod(fd, CLOSED_MODE) < 0)
+    if (holds_image_ids(name)) {
+        bool open_dir = fstat(fd, &st) == 0 && (st.st_mode & 07777) != CLOSED_MODE;
+        if (open_dir && fchmod(fd, CLOSED_MODE) < 0)
             return nsbox_err_sys(e, "cannot close %s to other users (mode 0700)", dir);
-        if (close_store(images, e) < 0)
+        cleanup_close int ifd = open(images, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        bool open_refs = ifd >= 0 && dir_open_to_others(ifd, ".refs", NULL);
+        if ((open_dir || open_refs) && close_store(images, e) < 0)
             return nsbox_err_wrap(e, "image '%s'", name);
     }
     cleanup_close int rfd = openat(fd, "rootfs", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

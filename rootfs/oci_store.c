@@ -31,7 +31,9 @@ static int refs_dir(char *out, size_t n, struct nsbox_err *e)
     int r = snprintf(out, n, "%s/.refs", images);
     if (r < 0 || (size_t)r >= n)
         return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long");
-    if (mkdir(out, 0755) < 0 && errno != EEXIST)
+    /* 0700 as the layer store: which images root pulled is nobody else's (image.c closes a
+     * store's older 0755 one) */
+    if (mkdir(out, 0700) < 0 && errno != EEXIST)
         return nsbox_err_sys(e, "cannot create %s", out);
     return 0;
 }

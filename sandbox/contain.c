@@ -99,6 +99,32 @@ static int child_join_cgroup(struct nsbox_launch *L, struct nsbox_err *e)
     return 0;
 }
 
+/* An unprivileged caller's sandbox: its user namespace's own inotify limits, a share of the
+ * caller's user's (sandbox.c), which the kernel checks besides the user's own, so that one
+ * sandbox cannot take all the user's other processes have. Written while the host's /proc is
+ * still reachable and the clone holds every capability in its namespace (CAP_SYS_RESOURCE:
+ * /proc/sys/user shows the opener's namespace's values). Left as they were where they cannot
+ * be written: the sandbox then shares the user's, as the user's own processes do. */
+static int child_user_counts(const struct nsbox_launch *L)
+{
+    static const char *const files[] = {"/proc/sys/user/max_inotify_instances",
+                                        "/proc/sys/user/max_inotify_watches"};
+    const uint64_t values[] = {L->inotify_instances, L->inotify_watches};
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(files); i++) {
+        if (!values[i])
+            continue;
+        char text[32];
+        int n = snprintf(text, sizeof text, "%llu\n", (unsigned long long)values[i]);
+        int fd = open(files[i], O_WRONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            ssize_t w = write(fd, text, (size_t)n); /* short or failed: the user's limit holds */
+            (void)w;
+            close(fd);
+        }
+    }
+    return 0;
+}
+
 static int child_become_appuser(struct nsbox_launch *L, struct nsbox_err *e)
 {
     /* Files the set-up creates must belong to a mapped id: appuser's. The capabilities the
@@ -490,6 +516,7 @@ void nsbox_contain_child_main(struct nsbox_launch *L)
     struct nsbox_err e = {0};
     if (child_wait_for_parent(L, &e) < 0 ||     /* user ns: the parent has written the maps */
         child_join_cgroup(L, &e) < 0 ||         /* cgroup (v1; v2 was joined by the clone) */
+        child_user_counts(L) < 0 ||             /* unprivileged: the user's counts shared */
         child_clone_mount_sources(L, &e) < 0 || /* mounts, while host paths are reachable */
         child_become_appuser(L, &e) < 0 ||         /* the set-up's files are appuser's */
         child_mount_root(L, &e) < 0 ||          /* mounts + pivot_root */

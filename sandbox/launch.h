@@ -38,6 +38,10 @@ struct nsbox_launch {
     unsigned seccomp_bundle_flags;
     struct nsbox_rlimit rlimits[NSBOX_RLIMITS_MAX];
     size_t n_rlimits;
+    /* An unprivileged caller's sandbox: the inotify instances and watches its user namespace
+     * allows (/proc/sys/user, written by the child), a share of the caller's; 0: left as the
+     * kernel made them. */
+    uint64_t inotify_instances, inotify_watches;
     char hostname[64];
     char *const *argv;
     char **envp;

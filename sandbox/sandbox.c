@@ -7,6 +7,8 @@
 #include "image.h"
 #include "oci_store.h"
 #include "diagnose.h"
+#include "filemax.h"
+#include "text.h"
 #include "paths.h"
 #include "seccomp_prog.h"
 #include "setid.h"
@@ -24,6 +26,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -317,6 +320,23 @@ static int prepare_ws_dir(struct nsbox_sandbox *c, enum nsbox_ws_kind ws_kind, b
     return r < 0 ? -1 : 0;
 }
 
+/* What an unprivileged caller's user may take of the counts the kernel keeps per user, of
+ * which its sandbox gets a share: the rlimits' (policy/rlimits.c) and inotify's, set by the
+ * child in its own user namespace (contain.c). What cannot be read is left unshared. */
+static void caller_counts(struct nsbox_launch *L, struct nsbox_rlimits_caller *caller)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_SIGPENDING, &r) == 0)
+        caller->sigpending = r.rlim_cur;
+    if (getrlimit(RLIMIT_MSGQUEUE, &r) == 0)
+        caller->msgqueue = r.rlim_cur;
+    long v;
+    if (nsbox_text_read_long("/proc/sys/user/max_inotify_instances", &v) == 0 && v > 0)
+        L->inotify_instances = nsbox_rlimits_user_share((uint64_t)v);
+    if (nsbox_text_read_long("/proc/sys/user/max_inotify_watches", &v) == 0 && v > 0)
+        L->inotify_watches = nsbox_rlimits_user_share((uint64_t)v);
+}
+
 /* Everything after the state directory; the ext4 workspace is being made meanwhile. */
 static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, char *const argv[],
                         const char *cwd, const struct nsbox_image *img,
@@ -406,7 +426,16 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     c->L.argv = argv;
     c->L.envp = c->envp;
     c->L.cwd = cwd ? cwd : "/workspace";
-    c->L.n_rlimits = nsbox_rlimits_for(s, c->st.privileged, c->L.rlimits);
+    struct nsbox_rlimits_caller caller = {0, 0};
+    if (!c->st.privileged)
+        caller_counts(&c->L, &caller);
+    c->L.n_rlimits = nsbox_rlimits_for(s, c->st.privileged, &caller, c->L.rlimits);
+    /* No rlimit bounds the files a sandbox holds (a mapping keeps its file past
+     * RLIMIT_NOFILE): its memory limit does, where the host's table is not the smaller bound.
+     * Not a failure when it cannot be raised: the sandbox then shares the table as the host's
+     * other processes do. */
+    if (c->st.privileged)
+        (void)nsbox_filemax_raise();
     nsbox_state_hostname(c->st.id, c->L.hostname);
     return 0;
 }

@@ -18,7 +18,7 @@ NSBOX = os.environ.get("NSBOX_BIN", "")
 CHECKS = [
     "user_namespaces", "namespaces", "overlayfs", "cgroups", "seccomp", "nftables",
     "net_admin", "idmapped_mounts", "openat2", "image_host", "image_debian", "workspace_disk",
-    "privileges", "config", "egress_helper", "oci_images",
+    "privileges", "config", "egress_helper", "oci_images", "file_table",
 ]
 REQUIRED = {"user_namespaces", "namespaces", "cgroups", "seccomp", "openat2", "image_host",
             "config"}
@@ -154,6 +154,18 @@ class InfoTest(Shape, unittest.TestCase):
         self.assertIn("pull does not: NSBOX_SKOPEO=/nonexistent/skopeo is not executable",
                       c["detail"])
         self.assertTrue(c["fix"].endswith("apt-get install skopeo"), c)
+
+    def test_file_table_sized_by_memory_after_a_root_sandbox(self):
+        # root's nsbox raises fs.file-max when it makes a sandbox (docs/security.md, finding
+        # 22): info then says so, and reads the number the kernel gives
+        if os.geteuid() != 0:
+            self.skipTest("only root's nsbox raises fs.file-max")
+        self.assertEqual(run(["run", "--", "true"]).returncode, 0)
+        c = by_name(json.loads(run(["info", "--json"]).stdout))["file_table"]
+        with open("/proc/sys/fs/file-max") as f:
+            file_max = f.read().strip()
+        self.assertEqual((c["ok"], c["required"], c["fix"]), (True, False, ""), c)
+        self.assertTrue(c["detail"].startswith(f"fs.file-max {file_max}: "), c)
 
     def test_a_broken_config_is_a_missing_required_check(self):
         # The report said "OK" and "ok": true beside the error on stderr and exit code 1.

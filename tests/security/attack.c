@@ -16,6 +16,7 @@
  *   attack [--host-pid N] [--host-port P] [--abstract NAME] [--hidden PATH]... [--tiocsti-stdin]
  *   attack inspect [--secret S] [--mount PATH:KIND]... [PATH...]   (hostile-image checks)
  *   attack mkfiles DIR MAX SECONDS                                  (inode/file-count abuse)
+ *   attack holdfiles TARGET MAPS          (open files held until stdin closes: file table)
  *   attack setid DIR                           (the set-id probes alone, with DIR their place)
  *   attack ids                          (its effective uid and capabilities, as run: set-id?)
  *
@@ -51,6 +52,7 @@
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -320,6 +322,14 @@ static void probe_syscalls(void)
     SYS_PROBE("keyctl", SYS_keyctl, 0x7fffffffL, 0L, 0L, 0L, 0L);
     SYS_PROBE("add_key", SYS_add_key, BAD, BAD, 0L, 0L, 0L);
     SYS_PROBE("request_key", SYS_request_key, BAD, BAD, 0L, 0L);
+    /* Core dumps: 1 byte (none at all, nor the host's pipe helper run), not to be changed. */
+    struct rlimit core;
+    bool one = syscall(SYS_prlimit64, 0L, (long)RLIMIT_CORE, NULL, &core) == 0 &&
+               core.rlim_cur == 1 && core.rlim_max == 1;
+    emit("core_limit_one", one, "cur=%llu max=%llu", (unsigned long long)core.rlim_cur,
+         (unsigned long long)core.rlim_max);
+    SYS_PROBE("setrlimit_core", SYS_setrlimit, (long)RLIMIT_CORE, BAD);
+    SYS_PROBE("prlimit64_core", SYS_prlimit64, 0L, (long)RLIMIT_CORE, BAD, 0L);
     /* Whole-machine operations. */
     SYS_PROBE("kexec_load", SYS_kexec_load, 0L, 0L, 0L, 0xdead0000L);
     SYS_PROBE("kexec_file_load", SYS_kexec_file_load, -1L, -1L, 0L, 0L, 0xdead0000L);
@@ -870,6 +880,7 @@ int main(int argc, char **argv)
         return attack_files_mmap_write_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "inspect")) return inspect_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "mkfiles")) return attack_files_mkfiles_main(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "holdfiles")) return attack_files_hold_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "setid"))
         return setid_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "int80")) return int80_main();

@@ -67,6 +67,8 @@ int attack_sock_activated_main(void);
 int attack_files_mkfiles_main(int argc, char **argv);
 int attack_files_xattr_main(int argc, char **argv);
 int attack_files_mmap_write_main(int argc, char **argv);
+/* "holdfiles TARGET MAPS": open files held until stdin closes (the host's file table). */
+int attack_files_hold_main(int argc, char **argv);
 
 /* attack_spawn.c: the subcommand "catch-spawn" ("catch-spawn hold": keeps the child stopped) */
 int attack_spawn_catch_main(bool hold);

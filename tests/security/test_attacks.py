@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import pty
+import resource
 import select
 import shutil
 import socket
@@ -47,6 +48,7 @@ GROUPS = {
     "kernel_surfaces": ["bpf", "perf_event_open", "userfaultfd", "io_uring_setup",
                         "io_uring_enter", "io_uring_register", "io_setup", "keyctl", "add_key",
                         "request_key", "fanotify_init"],
+    "core_dumps": ["core_limit_one", "setrlimit_core", "prlimit64_core"],
     "machine": ["kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
                 "reboot", "swapon", "swapoff", "acct", "iopl", "ioperm", "settimeofday",
                 "clock_settime", "clock_adjtime", "adjtimex", "syslog", "open_by_handle_at",
@@ -252,6 +254,9 @@ class ProbeGroups:
 
     def test_kernel_attack_surfaces_closed(self):
         self.check("kernel_surfaces")
+
+    def test_core_dumps_off_for_good(self):
+        self.check("core_dumps")
 
     def test_machine_wide_operations_denied(self):
         self.check("machine")
@@ -519,6 +524,61 @@ class CallersDescriptors(unittest.TestCase):
                             "ls /proc/self/fd/0/ lists the host's root")
         finally:
             dirs.cleanup()
+
+
+
+CRASH = r"""
+import os, resource
+print("limit", *resource.getrlimit(resource.RLIMIT_CORE))
+for want in ((0, 0), (0, 1), (resource.RLIM_INFINITY, resource.RLIM_INFINITY)):
+    try:
+        resource.setrlimit(resource.RLIMIT_CORE, want)
+        print("set", *want, "ok")
+    except (OSError, ValueError):
+        print("set", *want, "refused")
+pid = os.fork()
+if pid == 0:
+    os.chdir("/workspace")
+    os.abort()
+_, status = os.waitpid(pid, 0)
+print("crash", os.WTERMSIG(status), "dumped" if os.WCOREDUMP(status) else "no-dump")
+"""
+
+
+class CoreDumps(unittest.TestCase):
+    """A crash inside a sandbox dumps nothing: a core file would hold the sandbox's memory, and
+    with a piped kernel.core_pattern ("|systemd-coredump ...", machine-wide, so not changed
+    here) the kernel runs the host's helper as host root, outside the sandbox's cgroups, for
+    every crash. The limit is 1 byte, which the kernel takes as "no dump" for a file (it needs a
+    page) and for a pipe (its special case), and the sandbox cannot change it. That no helper
+    runs with a piped pattern is the kernel's rule, not seen by this test: this machine's
+    pattern is a file's."""
+
+    def test_a_crash_dumps_nothing_and_the_limit_stays(self):
+        dirs = Dirs()
+        self.addCleanup(dirs.cleanup)
+        ws = make_workspace(dirs.base)
+        with open("/proc/sys/kernel/core_pattern") as f:
+            pattern = f.read().strip()
+        if not pattern.startswith("|") and "/" not in pattern:
+            # the control: here the kernel writes a crash's dump into its working directory
+            ctl = os.path.join(dirs.base, "control")
+            os.mkdir(ctl)
+            r = subprocess.run(["sh", "-c", "ulimit -c unlimited && exec python3 -c "
+                                "'import os; os.abort()'"], cwd=ctl, capture_output=True,
+                               timeout=60)
+            self.assertEqual(r.returncode, -6, r.stderr)
+            self.assertTrue([n for n in os.listdir(ctl) if n.startswith(pattern.split("%")[0])],
+                            f"no dump outside a sandbox either (core_pattern {pattern!r})")
+        before = sorted(os.listdir(ws))
+        r = subprocess.run([NSBOX, "run", "--workspace", ws, "--", "python3", "-c", CRASH],
+                           capture_output=True, env=dirs.env(), timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.decode().splitlines(),
+                         ["limit 1 1", "set 0 0 refused", "set 0 1 refused",
+                          f"set {resource.RLIM_INFINITY} {resource.RLIM_INFINITY} refused",
+                          "crash 6 no-dump"], r.stderr)
+        self.assertEqual(sorted(os.listdir(ws)), before)  # nothing written where it crashed
 
 
 ESCAPE_TREE = r"""

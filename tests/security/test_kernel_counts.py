@@ -9,16 +9,26 @@ other sandbox) without inotify, rt signals or message queues. Each test here has
 all it can of one count and hold it, then checks that host root, and a second sandbox, still get
 theirs. The host's Linux AIO events (fs.aio-max-nr) are one pool for every process: a sandbox
 may take none of them; its pseudo-terminals, one pool for every devpts instance: a sandbox may
-take 128. docs/security.md, findings 17 to 19."""
+take 128. The host's file table (fs.file-max): one count for every process of the host, which
+no rlimit bounds for a sandbox (a mapping keeps its file past RLIMIT_NOFILE); root's nsbox makes
+it larger than memory could fill, so that each sandbox's memory limit bounds its files.
+docs/security.md, findings 17 to 19 and 22."""
 import fcntl
+import json
 import os
 import resource
+import shutil
 import struct
 import subprocess
 import sys
+import tempfile
+import time
 import unittest
 
-from nsbox_test import NSBOX, UID_BASE, Dirs, children, in_a_terminal, is_root, run_nsbox
+from nsbox_test import (CGROUP_V1, CGROUP_V2_ONLY, NSBOX, UID_BASE, AsTestUser, Dirs, children,
+                        in_a_terminal, is_root, nsbox_command, run_nsbox)
+
+ATTACK = os.path.join(os.environ.get("NSBOX_SECURITY_BIN_DIR", ""), "attack")
 
 NS_GET_OWNER_UID = 0xB704
 
@@ -298,6 +308,170 @@ class KernelCounts(unittest.TestCase):
         self.assertEqual(owner, base + 65535, "not the last id of the sandbox's own range")
         p.stdin.close()
         self.assertEqual(p.wait(60), 0)
+
+
+def file_nr():
+    """The host's open files and its table's size (fs.file-nr's first and third fields)."""
+    with open("/proc/sys/fs/file-nr") as f:
+        nr, _, top = f.read().split()
+    return int(nr), int(top)
+
+
+def mem_total():
+    with open("/proc/meminfo") as f:
+        return int(next(ln for ln in f if ln.startswith("MemTotal:")).split()[1]) * 1024
+
+
+# Another process of the host, not root (root's CAP_SYS_ADMIN passes a full table): the
+# descriptors it opens, or the error that stopped it.
+OPEN_1000 = """
+import os
+fds = []
+try:
+    for i in range(1000):
+        fds.append(os.open("/dev/null", os.O_RDONLY))
+    print("ok")
+except OSError as e:
+    print("%s after %d" % (e.strerror, len(fds)))
+"""
+
+
+class FileTable(unittest.TestCase):
+    """The kernel's own table of open files, fs.file-max, is one count for the whole host:
+    full, every process without CAP_SYS_ADMIN gets ENFILE. Its default is a tenth of the memory
+    in KiB (2,466,239 on 24 GiB), while a `medium` sandbox may hold 1,024 processes of 4,096
+    descriptors, files kept by mappings past that, and files in flight on unix sockets: its
+    memory (232 bytes a descriptor, 403 a mapping) runs out long after the table did."""
+
+    def setUp(self):
+        if not os.access(ATTACK, os.X_OK):
+            self.skipTest("the prober is not built (NSBOX_SECURITY_BIN_DIR)")
+        self.dirs = Dirs()
+        self.addCleanup(self.dirs.cleanup)
+        self.ws = tempfile.mkdtemp(prefix="nsbox-filetable-")
+        self.addCleanup(shutil.rmtree, self.ws, True)
+        shutil.copy(ATTACK, self.ws)
+        os.chmod(self.ws, 0o755)
+
+    def test_a_sandbox_holding_all_the_files_it_can_leaves_the_host_its_table(self):
+        mem = mem_total()
+        default = mem // 1024 // 10  # the kernel's boot default for this memory
+        # more than that table held, within what `medium` reaches by descriptors alone
+        # (1,024 processes of 4,096, less init and what each keeps open)
+        target = min(default + default // 10, 1000 * 4000)
+        t = time.monotonic()
+        p = subprocess.Popen([NSBOX, "run", "--instance-type", "medium", "--workspace", self.ws,
+                              "--", "/workspace/attack", "holdfiles", str(target), "60000"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=self.dirs.env())
+        self.addCleanup(p.wait, 120)
+        self.addCleanup(p.stdin.close)
+        line = p.stdout.readline()
+        self.assertTrue(line.startswith("{"), (line, p.stderr.read() if p.poll() else ""))
+        held = json.loads(line)
+        took = time.monotonic() - t
+        nr, top = file_nr()
+        print(f"\n  files held by a medium sandbox: {held} in {took:.1f} s; host file-nr "
+              f"{nr} of {top} (the kernel's default table here: {default})", file=sys.stderr)
+        # the host's table is sized by memory: no count of files the sandbox could reach
+        self.assertGreaterEqual(top, mem // 128, "fs.file-max is still one that files fill "
+                                                 "before memory does")
+        self.assertLess(nr, top // 2)
+        # and the attack held what would have filled the kernel's default table (on a host
+        # whose default is beyond `medium`'s descriptors, `large` would reach it: said, not run)
+        self.assertEqual(held["opened"], target, held)
+        if target > default:
+            self.assertGreater(held["opened"] + held["mapped"], default, held)
+        else:
+            print(f"  the kernel's default table here ({default}) is beyond a medium sandbox's "
+                  f"descriptors: not shown filled", file=sys.stderr)
+        # a mapping keeps its file past RLIMIT_NOFILE: no rlimit bounds the files
+        self.assertEqual((held["mapped"], held["map_errno"]), (60000, "none"), held)
+        # in flight on unix sockets: bounded per user by RLIMIT_NOFILE (the sandbox's own uid)
+        self.assertEqual(held["in_flight_errno"], "ETOOMANYREFS", held)
+        self.assertLessEqual(held["in_flight"], 4096 + 2 * 253, held)
+        # another process of the host, not root, and another sandbox still open files
+        user = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                               sys.executable, "-c", OPEN_1000], capture_output=True, text=True,
+                              timeout=30)
+        self.assertEqual(user.stdout.strip(), "ok", user.stderr)
+        r = run_nsbox(["run", "--", "python3", "-c", OPEN_1000], self.dirs, timeout=60)
+        self.assertEqual((r.returncode, r.stdout.decode().strip()), (0, "ok"), r.stderr)
+        p.stdin.close()
+        self.assertEqual(p.wait(120), 0, p.stderr.read())
+
+
+class CountsOfAnUnprivilegedUser(AsTestUser):
+    """A sandbox of an unprivileged user runs as that user's host uid, in a user namespace the
+    user owns: the kernel charges what it takes to the sandbox's namespace and, up the chain,
+    to the user, whose other processes (an editor's file watchers, a desktop) share the rest.
+    Its own namespace's inotify limits and its processes' signal and message queue limits are
+    half the user's, so that one sandbox taking all it may leaves the user the other half."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not (CGROUP_V1 or CGROUP_V2_ONLY):
+            raise unittest.SkipTest("cgroup delegation for the test user needs v1 memory and pids "
+                                    "hierarchies, or cgroup v2 alone")
+        super().setUpClass()
+
+    def user_probe(self, code):
+        r = subprocess.run(["setpriv", f"--reuid={self.user.pw_uid}",
+                            f"--regid={self.user.pw_gid}", "--clear-groups", "--",
+                            sys.executable, "-c", PROBE_PRELUDE + code], capture_output=True,
+                           text=True, timeout=30)
+        return r.stdout.strip() or r.stderr.strip()
+
+    def attack(self, script, limit, share, want_errno, probe):
+        cmd, env = nsbox_command(["run", "--instance-type", "small", "--", "python3", "-c",
+                                  script, str(limit)], self.dirs, user=self.user,
+                                 wrap=self.deleg.wrap)
+        p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env)
+        self.addCleanup(p.wait, 60)
+        self.addCleanup(p.stdin.close)
+        line = p.stdout.readline().strip()
+        self.assertTrue(line.startswith("took "), (line, p.stderr.read() if p.poll() else ""))
+        self.assertTrue(line.endswith("errno " + want_errno), line)
+        self.assertEqual(self.user_probe(probe), "ok",
+                         f"the user's own processes lost theirs to a sandbox ({line})")
+        took = int(line.split()[1])
+        print(f"\n  an unprivileged user's sandbox: {line} (its share: {share})", file=sys.stderr)
+        self.assertLessEqual(took, share, line)
+        self.assertGreater(took, 0, line)
+        p.stdin.close()
+        self.assertEqual(p.wait(60), 0, p.stderr.read())
+
+    def test_inotify_instances_held_by_a_sandbox_leave_the_user_half(self):
+        with open("/proc/sys/user/max_inotify_instances") as f:
+            user_max = int(f.read())
+        if user_max >= 4000:
+            self.skipTest("max_user_instances is above a sandbox's descriptor limit here: the "
+                          "attack would end at that limit, not at the user's")
+        self.attack(INOTIFY_INSTANCES, 100000, user_max // 2, "EMFILE",
+                    PROBES["inotify_instance"])
+
+    def test_inotify_watches_held_by_a_sandbox_leave_the_user_half(self):
+        with open("/proc/sys/user/max_inotify_watches") as f:
+            user_max = int(f.read())
+        if user_max > 1100000:
+            self.skipTest(f"max_user_watches is {user_max}: too many watches to take in a test")
+        self.attack(INOTIFY_WATCHES, user_max + 1000, user_max // 2, "ENOSPC",
+                    PROBES["inotify_watch"])
+
+    def test_queued_signals_held_by_a_sandbox_leave_the_user_half(self):
+        limit = resource.getrlimit(resource.RLIMIT_SIGPENDING)[0]  # setpriv keeps ours
+        if limit == resource.RLIM_INFINITY or limit > 1100000:
+            self.skipTest(f"RLIMIT_SIGPENDING is {limit}: too many signals to queue in a test")
+        self.attack(SIGQUEUE, limit + 1000, limit // 2, "EAGAIN", PROBES["sigqueue"])
+
+    def test_message_queues_held_by_a_sandbox_leave_the_user_half(self):
+        # the user's probe in the host's ipc namespace (an unprivileged user cannot make one
+        # without a user namespace), under a name of its own, removed at once
+        probe = PROBES["mqueue"].replace('b"/probe"', f'b"/nsbox-probe-{os.getpid()}"') + (
+            f'libc.mq_unlink(b"/nsbox-probe-{os.getpid()}")\n')
+        limit = resource.getrlimit(resource.RLIMIT_MSGQUEUE)[0]
+        self.attack(MQUEUES, 10000, limit // 2 // 81920, "EMFILE", probe)
 
 
 if __name__ == "__main__":

@@ -500,5 +500,67 @@ class ImageStoreIdsOfAnotherUser(unittest.TestCase):
         self.assertEqual(stat.S_IMODE(os.stat(self.image).st_mode), 0o700, self.image)
         self.assertHeld(files, self.rewrite(files))
 
+
+@unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
+@unittest.skipUnless(os.geteuid() == 0, "the attack is on nsbox run as root by another user")
+class ImageReferencesOfAnotherUser(unittest.TestCase):
+    """Root's OCI references (<data>/images/.refs/, one symlink per tag naming its image) say
+    which images root pulled, from which registries (a private one's host and team names
+    included): nothing another user needs, as nsbox resolves a sandbox's image itself. The
+    store above them is 0755 (a user may run root's debian rootfs as a directory image)."""
+    REF = "registry.example:5000/team-x/secret-tool:1"
+
+    def setUp(self):
+        if not shutil.which("setpriv"):
+            self.skipTest("needs setpriv (util-linux)")
+        self.user = ensure_test_user()
+        self.dirs = Dirs()
+        self.addCleanup(self.dirs.cleanup)
+        layout = os.path.join(self.dirs.base, "layout")
+        oci_images.write_layout(layout)
+        r = run_nsbox(["image", "import", "-q", layout, "--name", self.REF], self.dirs)
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        self.images = os.path.join(self.dirs.data, "images")
+        self.refs = os.path.join(self.images, ".refs")
+
+    def as_user(self, *cmd):
+        return subprocess.run(["setpriv", f"--reuid={self.user.pw_uid}",
+                               f"--regid={self.user.pw_gid}", "--clear-groups", "--"] + list(cmd),
+                              capture_output=True, text=True, timeout=30)
+
+    def assertClosed(self):
+        self.assertEqual(stat.S_IMODE(os.stat(self.refs).st_mode), 0o700)
+        names = os.listdir(self.refs)
+        self.assertTrue(any("secret-tool" in n for n in names), names)
+        store = self.as_user("ls", "-a", self.images)  # the store itself stays open (control)
+        self.assertEqual(store.returncode, 0, store.stderr)
+        self.assertIn(".refs", store.stdout)
+        listing = self.as_user("ls", "-a", self.refs)
+        self.assertNotEqual(listing.returncode, 0, listing.stdout)
+        self.assertIn("Permission denied", listing.stderr)
+        self.assertNotIn("secret-tool", listing.stdout)
+        for n in names:
+            link = self.as_user("readlink", os.path.join(self.refs, n))
+            self.assertNotEqual(link.returncode, 0, link.stdout)
+            self.assertEqual(link.stdout, "")
+
+    def test_a_user_cannot_list_which_images_root_pulled(self):
+        self.assertClosed()
+        r = run_nsbox(["run", "--image", self.REF, "--", "true"], self.dirs)
+        self.assertEqual(r.returncode, 0, r.stderr.decode())  # root still resolves its tags
+
+    def test_references_an_older_build_left_open_are_closed_on_first_use(self):
+        """Builds before this one made .refs 0755 (and may have closed the layer store
+        already): a run of one of the store's OCI images, or a tag, closes it."""
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(self.images, ".layers")).st_mode), 0o700)
+        for closer in (["run", "--image", self.REF, "--", "true"],
+                       ["image", "tag", self.REF, "nsbox-test/refs:2"]):
+            with self.subTest(closer=closer[:2]):
+                os.chmod(self.refs, 0o755)
+                self.assertEqual(self.as_user("ls", self.refs).returncode, 0)  # open: listed
+                r = run_nsbox(closer, self.dirs)
+                self.assertEqual(r.returncode, 0, r.stderr.decode())
+                self.assertClosed()
+
 if __name__ == "__main__":
     unittest.main()

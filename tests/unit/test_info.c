@@ -284,6 +284,33 @@ static void test_all_required_ok(void **state)
     assert_true(nsbox_info_all_required_ok(c, 0));
 }
 
+static void test_file_table(void **state)
+{
+    (void)state;
+    const uint64_t mem = 24ull << 30;
+    struct nsbox_check c;
+    /* the kernel's default for 24 GiB: fillable, with the sysctl that fixes it */
+    memset(&c, 0, sizeof c);
+    nsbox_info_file_table(2466239, mem, true, &c);
+    assert_false(c.ok);
+    assert_non_null(strstr(c.detail, "fs.file-max 2466239 is fewer files than the memory could "
+                                     "hold (201326592)"));
+    assert_non_null(strstr(c.detail, "nsbox raises it when it makes a sandbox"));
+    assert_string_equal(c.fix, "sysctl -w fs.file-max=9223372036854775807, and the same in a "
+                               "file of /etc/sysctl.d (what systemd sets at boot)");
+    /* not root: nsbox will not raise it */
+    memset(&c, 0, sizeof c);
+    nsbox_info_file_table(2466239, mem, false, &c);
+    assert_false(c.ok);
+    assert_null(strstr(c.detail, "nsbox raises it"));
+    /* systemd's: each sandbox's memory bounds its files */
+    memset(&c, 0, sizeof c);
+    nsbox_info_file_table(INT64_MAX, mem, false, &c);
+    assert_true(c.ok);
+    assert_string_equal(c.fix, "");
+    assert_non_null(strstr(c.detail, "fs.file-max 9223372036854775807: more open files"));
+}
+
 /* ---- the real checks on this machine ------------------------------------------------------- */
 
 static void test_checks_well_formed(void **state)
@@ -460,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_render_too_small),
         cmocka_unit_test(test_text_layout),
         cmocka_unit_test(test_all_required_ok),
+        cmocka_unit_test(test_file_table),
         cmocka_unit_test(test_checks_well_formed),
         cmocka_unit_test(test_diagnose_userns_blocked),
         cmocka_unit_test(test_diagnose_userns_killed),

@@ -15,14 +15,15 @@ struct got {
     struct nsbox_rlimit r[NSBOX_RLIMITS_MAX + 4]; /* slack + canary for an overrun */
 };
 
-static struct got compute(uint64_t pids, bool privileged)
+static struct got compute_for(uint64_t pids, bool privileged,
+                              const struct nsbox_rlimits_caller *caller)
 {
     struct nsbox_spec *s = calloc(1, sizeof *s);
     assert_non_null(s);
     s->limits.pids = pids;
     struct got g;
     memset(&g, 0xA5, sizeof g);
-    g.n = nsbox_rlimits_for(s, privileged, g.r);
+    g.n = nsbox_rlimits_for(s, privileged, caller, g.r);
     free(s);
     assert_true(g.n <= NSBOX_RLIMITS_MAX);
     /* nothing written past what was returned... at least not past the declared maximum */
@@ -36,6 +37,11 @@ static struct got compute(uint64_t pids, bool privileged)
     return g;
 }
 
+static struct got compute(uint64_t pids, bool privileged)
+{
+    return compute_for(pids, privileged, NULL);
+}
+
 static const struct rlimit *find(const struct got *g, int resource)
 {
     for (size_t i = 0; i < g->n; i++)
@@ -47,8 +53,10 @@ static void check_common(const struct got *g)
 {
     const struct rlimit *core = find(g, RLIMIT_CORE);
     assert_non_null(core);
-    assert_int_equal(core->rlim_cur, 0);
-    assert_int_equal(core->rlim_max, 0); /* hard 0: the sandbox cannot raise it again */
+    /* 1 byte: no file dump (it needs a page) and no pipe to the host's helper (the kernel's
+     * special case of 1; at 0 it runs the helper); hard, so the sandbox cannot raise it */
+    assert_int_equal(core->rlim_cur, 1);
+    assert_int_equal(core->rlim_max, 1);
 
     const struct rlimit *nofile = find(g, RLIMIT_NOFILE);
     assert_non_null(nofile);
@@ -93,12 +101,58 @@ static void test_privileged_without_pids_limit(void **state)
     assert_null(find(&g, RLIMIT_NPROC));
 }
 
+static void test_unprivileged_takes_half_the_callers_per_user_counts(void **state)
+{
+    (void)state;
+    /* the kernel counts these per user: the caller's other processes keep the other half */
+    struct nsbox_rlimits_caller caller = {96367, 819200};
+    struct got g = compute_for(256, false, &caller);
+    check_common(&g);
+    const struct rlimit *sig = find(&g, RLIMIT_SIGPENDING), *mq = find(&g, RLIMIT_MSGQUEUE);
+    assert_non_null(sig);
+    assert_non_null(mq);
+    assert_int_equal(sig->rlim_cur, 48183);
+    assert_int_equal(sig->rlim_max, 48183); /* hard: the sandbox cannot take more back */
+    assert_int_equal(mq->rlim_cur, 409600);
+    assert_int_equal(mq->rlim_max, 409600);
+    assert_null(find(&g, RLIMIT_NPROC));
+}
+
+static void test_shares_only_of_what_is_known_and_bounded(void **state)
+{
+    (void)state;
+    /* root's sandbox has a host uid, and so counts, of its own */
+    struct nsbox_rlimits_caller caller = {96367, 819200};
+    struct got g = compute_for(256, true, &caller);
+    assert_null(find(&g, RLIMIT_SIGPENDING));
+    assert_null(find(&g, RLIMIT_MSGQUEUE));
+    /* unknown (0) or unlimited: nothing to take half of */
+    struct nsbox_rlimits_caller none = {0, RLIM_INFINITY};
+    g = compute_for(256, false, &none);
+    assert_null(find(&g, RLIMIT_SIGPENDING));
+    assert_null(find(&g, RLIMIT_MSGQUEUE));
+    assert_int_equal(g.n, 2);
+}
+
+static void test_user_share(void **state)
+{
+    (void)state;
+    assert_int_equal(nsbox_rlimits_user_share(128), 64);        /* max_user_instances */
+    assert_int_equal(nsbox_rlimits_user_share(192540), 96270);  /* max_user_watches here */
+    assert_int_equal(nsbox_rlimits_user_share(3), 1);
+    assert_int_equal(nsbox_rlimits_user_share(1), 1); /* never 0: that would forbid it all */
+    assert_int_equal(nsbox_rlimits_user_share(0), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unprivileged_has_no_nproc),
         cmocka_unit_test(test_privileged_nproc_equals_pids),
         cmocka_unit_test(test_privileged_without_pids_limit),
+        cmocka_unit_test(test_unprivileged_takes_half_the_callers_per_user_counts),
+        cmocka_unit_test(test_shares_only_of_what_is_known_and_bounded),
+        cmocka_unit_test(test_user_share),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
