@@ -16,6 +16,7 @@ import asyncio
 import ctypes
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -585,6 +586,41 @@ class Egress(unittest.TestCase):
         r = self.nsbox(["logs", "--network"] + list(extra) + [sid])
         self.assertEqual(r.returncode, 0, r.stderr.decode())
         return [json.loads(line) for line in r.stdout.decode().splitlines()]
+
+    def test_sandbox_side_is_not_paced(self):
+        # The helper's socket towards the sandbox takes reno, which never paces, whatever the
+        # host's default (bbr paces, and halved a spliced download's throughput): read with ss
+        # from the lab's namespace, where the helper lives, while a connection is held open.
+        hold = ("import os, socket, ssl, sys, time\n"
+                "ctx = ssl.create_default_context(cadata=os.environ['LAB_CA'])\n"
+                "s = ctx.wrap_socket(socket.create_connection((sys.argv[1], %d), timeout=8),"
+                " server_hostname=sys.argv[1])\n"
+                "print('up', flush=True)\n"
+                "sys.stdin.read()\n" % PORT)
+        sid = self.create(f"{NAMES[0]}:{PORT}")
+        try:
+            cmd = ["nsenter", f"--net=/run/netns/{lab.lab}", "unshare", "--mount",
+                   "--propagation", "private", "sh", "-c",
+                   'mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && '
+                   'shift && exec "$@"', lab.resolv, os.path.join(pki, "hosts"), NSBOX,
+                   "exec", "-i", sid, "--", "python3", "-c", hold, NAMES[0]]
+            p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env=self.env(None))
+            try:
+                ready, _, _ = select.select([p.stdout], [], [], 30)
+                self.assertTrue(ready, "the held connection did not come up")
+                self.assertEqual(p.stdout.readline(), b"up\n")
+                ss = subprocess.run(["nsenter", f"--net=/run/netns/{lab.lab}", "ss", "-Htin",
+                                     "state", "established", f"( sport = :{PORT} )"],
+                                    capture_output=True, text=True, check=True).stdout.split()
+                self.assertIn("reno", ss, ss)
+                for other in ("bbr", "cubic"):
+                    self.assertNotIn(other, ss, ss)
+            finally:
+                p.stdin.close()
+                p.wait(timeout=20)
+        finally:
+            self.rm(sid)
 
     def test_network_log_has_each_connection(self):
         sid = self.create(f"{NAMES[0]}:{PORT}")
