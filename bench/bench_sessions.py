@@ -30,6 +30,7 @@ Usage: bench/bench_sessions.py [--quick]   (NSBOX_BIN selects the binary)
 """
 import atexit
 import glob
+import importlib.util
 import json
 import os
 import shutil
@@ -101,6 +102,20 @@ class Client:
         while len(buf) < n:
             buf += self.s.recv(n - len(buf))
         return buf
+
+
+def client_in(label, pydir):
+    """The Python client package in pydir/nsbox (the python/ of a tree), imported under a name
+    of its own, so that two trees' clients live side by side in one process (an A/B of a change
+    of the client and the binary together)."""
+    name = "nsbox_client_" + "".join(c if c.isalnum() else "_" for c in label)
+    spec = importlib.util.spec_from_file_location(
+        name, os.path.join(pydir, "nsbox", "__init__.py"),
+        submodule_search_locations=[os.path.join(pydir, "nsbox")])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # its relative imports resolve through this name
+    spec.loader.exec_module(module)
+    return module
 
 
 def rate(fn, seconds):

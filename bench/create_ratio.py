@@ -10,6 +10,10 @@ bench/setup_floor.c (the same kernel work done directly with system calls). Prin
 round's rates, then per build the median of the rounds' ratios to the floor and their
 quartiles. Without arguments the build is `$NSBOX_BIN`, else build/nsbox. Needs root (ext4
 workspaces, cgroups) and a C compiler.
+
+    --python LABEL=DIR   build LABEL's Python client is DIR/nsbox (the python/ of its tree),
+                         for a change of the client and the binary together; by default
+                         every build uses this tree's python/nsbox
 """
 import argparse
 import os
@@ -24,7 +28,7 @@ import bench_sessions as bs  # noqa: E402
 import nsbox as client  # noqa: E402
 
 
-def parts_of(label, binary, env, slice_s):
+def parts_of(label, binary, env, slice_s, client=client):
     def cli():
         r = subprocess.run([binary, "create"], capture_output=True, env=env.env, check=True)
         subprocess.run([binary, "rm", r.stdout.decode().strip()], capture_output=True,
@@ -45,8 +49,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--slice", type=float, default=2.0, help="seconds per part and round")
+    ap.add_argument("--python", action="append", default=[], metavar="LABEL=DIR",
+                    help="build LABEL's Python client is DIR/nsbox")
     ap.add_argument("builds", nargs="*", help="LABEL=PATH of an nsbox binary")
     a = ap.parse_args()
+    clients = {}
+    for p in a.python:
+        label, _, pydir = p.partition("=")
+        if not os.path.exists(os.path.join(pydir, "nsbox", "__init__.py")):
+            sys.exit("--python %s: no Python client at %s/nsbox" % (p, pydir))
+        clients[label] = bs.client_in(label, os.path.abspath(pydir))
     builds = [b.partition("=")[::2] for b in a.builds] or [("nsbox", bs.NSBOX)]
     for label, path in builds:
         if not os.path.exists(path):
@@ -57,7 +69,8 @@ def main():
     env = bs.Env()
     try:
         parts = [p for label, path in builds
-                 for p in parts_of(label, os.path.abspath(path), env, a.slice)]
+                 for p in parts_of(label, os.path.abspath(path), env, a.slice,
+                                   clients.get(label, client))]
 
         def floor_rate():
             r = subprocess.run([floor, str(a.slice), "--ws=ext4"], capture_output=True,

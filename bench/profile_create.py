@@ -8,6 +8,8 @@ creates-per-second measure, bench_sessions.py's `create_rm`).
         --variant ext4= --variant dir='--workspace /tmp/wsdir' # A/B of create options
     sudo python3 bench/profile_create.py --variant new= --variant old= \
         --bin old=/tmp/old-build/nsbox                          # A/B of two builds
+    sudo python3 bench/profile_create.py --python-client --tree --variant new= --variant old= \
+        --bin old=/tmp/old/build/nsbox --python old=/tmp/old/python  # the Python client's
 
 Each round runs the loop for --seconds per variant, variants alternating (this machine is
 noisy: compare variants within one run). CPU per cycle is the whole machine's busy time (from
@@ -17,7 +19,10 @@ clients, their supervisors and sandboxes, the harness; `perf stat -e task-clock`
 every descendant; not the kernel threads' work for them), each round rerun under perf stat.
 With --perf, one extra round of the first variant runs under `perf record -g -e cpu-clock`
 (the loop's process tree; `-a` with --perf-all), and the shares by process name, with the tree's
-CPU per cycle in ms for each, and the top kernel and user functions are printed. Sandboxes live in a `mktemp -d`
+CPU per cycle in ms for each, and the top kernel and user functions are printed. With
+--python-client a cycle is the Python client's `with LocalSandbox().open(): pass` instead of the
+two commands (a variant's options are then not used), with this tree's python/nsbox, or a
+variant's own (--python LABEL=DIR: DIR/nsbox). Sandboxes live in a `mktemp -d`
 state and cache directory of their own, removed at the end. Needs root (ext4 workspaces) and
 nsbox built (`$NSBOX_BIN`, else build/nsbox).
 """
@@ -33,6 +38,9 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import bench_sessions as bs  # noqa: E402
+
 NSBOX = os.environ.get("NSBOX_BIN") or os.path.join(HERE, "..", "build", "nsbox")
 
 
@@ -42,12 +50,16 @@ def busy_total():
     return sum(v) - v[3] - v[4], sum(v)
 
 
-def loop(nsbox, env, opts, seconds):
-    """Two threads doing create + rm for `seconds`: (cycles/s, busy share, CPU ms per cycle,
-    cycles)."""
+def loop(nsbox, env, opts, seconds, client=None):
+    """Two threads doing create + rm for `seconds` (client: the Python client's module, whose
+    open() and its end are the cycle): (cycles/s, busy share, CPU ms per cycle, cycles)."""
     counts, errors = [0, 0], []
+    box = client.LocalSandbox(binary=nsbox, nsbox_env=env) if client else None
 
     def cycle():
+        if box:
+            with box.open():
+                return
         r = subprocess.run([nsbox, "create", *opts], capture_output=True, env=env)
         if r.returncode != 0:
             raise RuntimeError("nsbox create %s: %s" % (" ".join(opts), r.stderr.decode().strip()))
@@ -97,22 +109,35 @@ def perf_report(data, what, limit, samples=False):
     return rows[:limit]
 
 
-def tree_loop(a, label, opts, bins, env, base):
-    """One round of a variant in a child under `perf stat`: (rate, busy, CPU ms per cycle of the
-    whole machine, CPU ms per cycle of the loop's own process tree)."""
-    out, st = os.path.join(base, "tree.cycles"), os.path.join(base, "tree.stat")
-    cmd = ["perf", "stat", "-x,", "-e", "task-clock", "-o", st, "--", sys.executable,
-           os.path.abspath(__file__), "--seconds", str(a.seconds), "--variant",
-           "%s=%s" % (label, shlex.join(opts)), "--cycles-out", out]
+def child_args(a, label, opts, bins):
+    """The arguments of a child that runs one loop of variant label (--tree, --perf)."""
+    cmd = ["--seconds", str(a.seconds), "--variant", "%s=%s" % (label, shlex.join(opts))]
     if label in bins:
         cmd += ["--bin", "%s=%s" % (label, bins[label])]
+    if a.python_client:
+        cmd += ["--python-client"]
+        cmd += ["--python", "%s=%s" % (label, a.pydirs[label])] if label in a.pydirs else []
+    return cmd
+
+
+def tree_loop(a, label, opts, bins, env, base):
+    """One round of a variant in a child under `perf stat`: (rate, busy, CPU ms per cycle of the
+    whole machine, CPU ms per cycle of the loop's own process tree, its context switches per
+    cycle)."""
+    out, st = os.path.join(base, "tree.cycles"), os.path.join(base, "tree.stat")
+    cmd = ["perf", "stat", "-x,", "-e", "task-clock,context-switches", "-o", st, "--",
+           sys.executable, os.path.abspath(__file__), *child_args(a, label, opts, bins),
+           "--cycles-out", out]
     subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
     with open(out) as f:
         rate, busy, cpu, n = f.read().split()
     with open(st) as f:
-        ms = next(float(line.split(",")[0]) for line in f if "task-clock" in line)
+        counts = {line.split(",")[2]: float(line.split(",")[0]) for line in f
+                  if line.count(",") >= 2 and line.split(",")[0][:1].isdigit()}
     # the child's first cycle (the template's first use) is outside its count: n + 1
-    return float(rate), float(busy), float(cpu), ms / (int(n) + 1)
+    n = int(n) + 1
+    return (float(rate), float(busy), float(cpu), counts["task-clock"] / n,
+            counts["context-switches"] / n)
 
 
 def main():
@@ -127,8 +152,17 @@ def main():
     ap.add_argument("--perf-all", action="store_true", help="with --perf: the whole machine")
     ap.add_argument("--tree", action="store_true",
                     help="also the CPU per cycle of the loop's own process tree (perf stat)")
+    ap.add_argument("--python-client", action="store_true",
+                    help="the cycle is the Python client's open() and its end")
+    ap.add_argument("--python", action="append", default=[], metavar="LABEL=DIR",
+                    help="with --python-client: variant LABEL's client is DIR/nsbox")
     ap.add_argument("--cycles-out", help=argparse.SUPPRESS)  # a --tree child's cycle count
     a = ap.parse_args()
+    a.pydirs = {label: os.path.abspath(d) for label, d in (p.partition("=")[::2] for p in a.python)}
+    clients = {}
+    if a.python_client:
+        clients = {label: bs.client_in(label, d) for label, d in a.pydirs.items()}
+        clients[None] = bs.client_in("this tree", os.path.join(HERE, "..", "python"))
     if not os.path.exists(NSBOX):
         sys.exit("no nsbox binary at %s (build first, or set NSBOX_BIN)" % NSBOX)
     variants = []
@@ -149,27 +183,31 @@ def main():
         if a.cycles_out:  # a --tree child: one loop, its cycle count for the parent
             label, opts = variants[0]
             with open(a.cycles_out, "w") as f:
-                f.write("%f %f %f %d" % loop(bins.get(label, NSBOX), env, opts, a.seconds))
+                f.write("%f %f %f %d" % loop(bins.get(label, NSBOX), env, opts, a.seconds,
+                                             clients.get(label, clients.get(None))))
             return
         for r in range(a.rounds):
             for label, opts in variants:
                 if a.tree:
-                    rate, busy, cpu, tree = tree_loop(a, label, opts, bins, env, base)
+                    rate, busy, cpu, tree, cs = tree_loop(a, label, opts, bins, env, base)
                 else:
-                    rate, busy, cpu, _ = loop(bins.get(label, NSBOX), env, opts, a.seconds)
-                    tree = float("nan")
-                results[label].append((rate, busy, cpu, tree))
+                    rate, busy, cpu, _ = loop(bins.get(label, NSBOX), env, opts, a.seconds,
+                                              clients.get(label, clients.get(None)))
+                    tree = cs = float("nan")
+                results[label].append((rate, busy, cpu, tree, cs))
                 print("round %d %-10s %6.0f cycles/s  busy %3.0f %%  %5.2f ms CPU per cycle"
                       % (r + 1, label, rate, busy * 100, cpu)
-                      + ("  (own tree %5.2f ms)" % tree if a.tree else ""), flush=True)
+                      + ("  (own tree %5.2f ms, %5.1f context switches)" % (tree, cs)
+                         if a.tree else ""), flush=True)
         print()
-        print("| variant | cycles/s (median) | CPU ms per cycle (median) | own tree |")
-        print("|---|---:|---:|---:|")
+        print("| variant | cycles/s (median) | CPU ms per cycle (median) | own tree | "
+              "its context switches |")
+        print("|---|---:|---:|---:|---:|")
         for label, _ in variants:
             xs = results[label]
-            print("| %s | %.0f | %.2f | %.2f |" % (label, statistics.median(x[0] for x in xs),
-                                                  statistics.median(x[2] for x in xs),
-                                                  statistics.median(x[3] for x in xs)))
+            print("| %s | %.0f | %.2f | %.2f | %.1f |" % (
+                label, statistics.median(x[0] for x in xs), statistics.median(x[2] for x in xs),
+                statistics.median(x[3] for x in xs), statistics.median(x[4] for x in xs)))
         if a.perf:
             if not shutil.which("perf"):
                 print("\nperf is not installed: no profile (apt-get install linux-perf)")
@@ -179,10 +217,7 @@ def main():
             counted = os.path.join(base, "perf.cycles")
             cmd = ["perf", "record", "-q", *(["-a"] if a.perf_all else []), "-g", "-F", str(PERF_HZ),
                    "-e", "cpu-clock", "-o", data, "--", sys.executable, os.path.abspath(__file__),
-                   "--rounds", "1", "--seconds", str(a.seconds), "--variant",
-                   "%s=%s" % (label, shlex.join(opts)), "--cycles-out", counted]
-            if label in bins:
-                cmd += ["--bin", "%s=%s" % (label, bins[label])]
+                   "--rounds", "1", *child_args(a, label, opts, bins), "--cycles-out", counted]
             subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
             with open(counted) as f:
                 cycles = int(f.read().split()[3]) + 1  # and its first, untimed cycle
