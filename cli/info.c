@@ -381,7 +381,7 @@ static void check_image_debian(struct nsbox_check *c)
     struct nsbox_err e = {0};
     if (nsbox_path_data_dir(dir, sizeof dir, &e) < 0) {
         DETAIL(c, "no data directory: %s", e.msg);
-        FIX(c, "set HOME or NSBOX_DATA_DIR to an absolute path");
+        FIX(c, "point HOME or NSBOX_DATA_DIR at a directory of yours");
         return;
     }
     int n = snprintf(rootfs, sizeof rootfs, "%s/images/debian/rootfs", dir);
@@ -483,8 +483,9 @@ static void check_config(struct nsbox_check *c)
     const char *env = getenv("NSBOX_CONFIG");
     const char *path = env && *env ? env : NSBOX_CONFIG_DEFAULT_PATH;
     bool types = nsbox_config_load_types(NULL, &e) == 0;
-    if (types && nsbox_ws_load_config(&ws, &e) == 0 && nsbox_pool_config_check(&e) == 0 &&
-        nsbox_net_config_check(&e) == 0 && nsbox_path_runtime_dir(dir, sizeof dir, &e) == 0 &&
+    bool file = types && nsbox_ws_load_config(&ws, &e) == 0 && nsbox_pool_config_check(&e) == 0 &&
+                nsbox_net_config_check(&e) == 0;
+    if (file && nsbox_path_runtime_dir(dir, sizeof dir, &e) == 0 &&
         nsbox_path_data_dir(dir, sizeof dir, &e) == 0 &&
         nsbox_path_cache_dir(dir, sizeof dir, &e) == 0) {
         c->ok = true;
@@ -496,8 +497,12 @@ static void check_config(struct nsbox_check *c)
     }
     snprintf(c->detail, sizeof c->detail, "%.420s%s", e.msg,
              types ? "" : " (the instance types below are the defaults)");
-    snprintf(c->fix, sizeof c->fix,
-             "correct %.400s (docs/spec.md), or point NSBOX_CONFIG at a valid file", path);
+    if (file) /* the message names the variable and what to set it to */
+        snprintf(c->fix, sizeof c->fix,
+                 "set the directory's variable as said (README.md: where nsbox keeps things)");
+    else
+        snprintf(c->fix, sizeof c->fix,
+                 "correct %.400s (docs/spec.md), or point NSBOX_CONFIG at a valid file", path);
 }
 
 /* The egress helper's executable, where nsbox runs it from (sandbox/egress_spawn.h). */
