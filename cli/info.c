@@ -693,6 +693,17 @@ void nsbox_info_check_run_all(struct nsbox_check out[NSBOX_CHECK_COUNT])
 
 /* ---- CLI ----------------------------------------------------------------------------------- */
 
+/* The CPUs this process may run on (what nproc says, and a sandbox's most) and the memory. */
+static void host_capacity(struct nsbox_info_host *h)
+{
+    cpu_set_t set;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    h->cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? (unsigned)CPU_COUNT(&set)
+                                                          : online > 0 ? (unsigned)online : 0;
+    struct sysinfo si;
+    h->memory_bytes = sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit : 0;
+}
+
 int nsbox_cli_info(int argc, char **argv)
 {
     bool json = false;
@@ -721,8 +732,12 @@ int nsbox_cli_info(int argc, char **argv)
         fprintf(stderr, "nsbox info: out of memory\n");
         return 1;
     }
-    int r = json ? nsbox_info_render_json(checks, NSBOX_CHECK_COUNT, types, ntypes, buf, size)
-                 : nsbox_info_render_text(checks, NSBOX_CHECK_COUNT, types, ntypes, buf, size);
+    struct nsbox_info_host host;
+    host_capacity(&host);
+    int r = json ? nsbox_info_render_json(checks, NSBOX_CHECK_COUNT, types, ntypes, &host, buf,
+                                          size)
+                 : nsbox_info_render_text(checks, NSBOX_CHECK_COUNT, types, ntypes, &host, buf,
+                                          size);
     if (r < 0) {
         fprintf(stderr, "nsbox info: cannot render the report: %s\n", strerror(errno));
         return 1;

@@ -54,7 +54,7 @@ class Shape:
     def assert_report(self, proc):
         self.assertIn(proc.returncode, (0, 1), proc.stderr)
         report = json.loads(proc.stdout)
-        self.assertEqual(set(report), {"ok", "checks", "instance_types"})
+        self.assertEqual(set(report), {"ok", "checks", "instance_types", "host"})
         self.assertIsInstance(report["ok"], bool)
         names = [c["name"] for c in report["checks"]]
         self.assertEqual(sorted(names), sorted(CHECKS), "each check exactly once")
@@ -103,6 +103,12 @@ class Shape:
             self.assertEqual(deb["fix"], DATA_DIR_FIX if nodata else "nsbox image build debian")
         py = os.access("/usr/bin/python3", os.X_OK) and os.access("/bin/sh", os.X_OK)
         self.assertEqual(checks["image_host"]["ok"], py)
+
+    def assert_host_is_the_machine(self, report):
+        with open("/proc/meminfo") as f:
+            total = next(int(l.split()[1]) * 1024 for l in f if l.startswith("MemTotal:"))
+        self.assertEqual(report["host"], {"cpus": len(os.sched_getaffinity(0)),
+                                          "memory": total})
 
 
 class InfoTest(Shape, unittest.TestCase):
@@ -169,6 +175,30 @@ class InfoTest(Shape, unittest.TestCase):
             file_max = f.read().strip()
         self.assertEqual((c["ok"], c["required"], c["fix"]), (True, False, ""), c)
         self.assertTrue(c["detail"].startswith(f"fs.file-max {file_max}: "), c)
+
+    def test_types_above_the_machine_are_noted(self):
+        # accepted, as Docker's limits above the machine are; but on a small CI runner a type's
+        # numbers misled: more CPUs than it gets, a memory limit the machine never reaches
+        report = json.loads(run(["info", "--json"]).stdout)
+        self.assert_host_is_the_machine(report)
+        host = report["host"]
+        with tempfile.TemporaryDirectory() as d:
+            cfg = os.path.join(d, "config.json")
+            with open(cfg, "w") as f:
+                json.dump({"instance_types": {
+                    "roomy": {"cpus": host["cpus"] + 1,
+                              "memory": f"{host['memory'] // 2**30 + 1}GiB", "pids": 64,
+                              "disk": "1GiB"},
+                    "fits": {"cpus": host["cpus"], "memory": "64MiB", "pids": 64,
+                             "disk": "1GiB"}}}, f)
+            text = run(["info"], env=dict(os.environ, NSBOX_CONFIG=cfg)).stdout
+        n = host["cpus"]
+        self.assertIn(f"  note: roomy's {n + 1} CPUs are more than the {n} this machine gives "
+                      f"nsbox: a sandbox of it gets at most {n}\n", text)
+        self.assertRegex(text, r"  note: roomy's \d+ GiB of memory are more than this machine's "
+                               r"[\d.]+ [GM]iB: its limit is never reached, the machine runs out "
+                               r"first and its OOM killer chooses what to end\n")
+        self.assertNotIn("note: fits", text)
 
     def test_a_broken_config_is_a_missing_required_check(self):
         # The report said "OK" and "ok": true beside the error on stderr and exit code 1.
