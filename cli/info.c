@@ -381,7 +381,7 @@ static void check_image_debian(struct nsbox_check *c)
     struct nsbox_err e = {0};
     if (nsbox_path_data_dir(dir, sizeof dir, &e) < 0) {
         DETAIL(c, "no data directory: %s", e.msg);
-        FIX(c, "set HOME or NSBOX_DATA_DIR to an absolute path");
+        FIX(c, "point HOME or NSBOX_DATA_DIR at a directory of yours");
         return;
     }
     int n = snprintf(rootfs, sizeof rootfs, "%s/images/debian/rootfs", dir);
@@ -483,8 +483,9 @@ static void check_config(struct nsbox_check *c)
     const char *env = getenv("NSBOX_CONFIG");
     const char *path = env && *env ? env : NSBOX_CONFIG_DEFAULT_PATH;
     bool types = nsbox_config_load_types(NULL, &e) == 0;
-    if (types && nsbox_ws_load_config(&ws, &e) == 0 && nsbox_pool_config_check(&e) == 0 &&
-        nsbox_net_config_check(&e) == 0 && nsbox_path_runtime_dir(dir, sizeof dir, &e) == 0 &&
+    bool file = types && nsbox_ws_load_config(&ws, &e) == 0 && nsbox_pool_config_check(&e) == 0 &&
+                nsbox_net_config_check(&e) == 0;
+    if (file && nsbox_path_runtime_dir(dir, sizeof dir, &e) == 0 &&
         nsbox_path_data_dir(dir, sizeof dir, &e) == 0 &&
         nsbox_path_cache_dir(dir, sizeof dir, &e) == 0) {
         c->ok = true;
@@ -496,8 +497,12 @@ static void check_config(struct nsbox_check *c)
     }
     snprintf(c->detail, sizeof c->detail, "%.420s%s", e.msg,
              types ? "" : " (the instance types below are the defaults)");
-    snprintf(c->fix, sizeof c->fix,
-             "correct %.400s (docs/spec.md), or point NSBOX_CONFIG at a valid file", path);
+    if (file) /* the message names the variable and what to set it to */
+        snprintf(c->fix, sizeof c->fix,
+                 "set the directory's variable as said (README.md: where nsbox keeps things)");
+    else
+        snprintf(c->fix, sizeof c->fix,
+                 "correct %.400s (docs/spec.md), or point NSBOX_CONFIG at a valid file", path);
 }
 
 /* The egress helper's executable, where nsbox runs it from (sandbox/egress_spawn.h). */
@@ -688,6 +693,17 @@ void nsbox_info_check_run_all(struct nsbox_check out[NSBOX_CHECK_COUNT])
 
 /* ---- CLI ----------------------------------------------------------------------------------- */
 
+/* The CPUs this process may run on (what nproc says, and a sandbox's most) and the memory. */
+static void host_capacity(struct nsbox_info_host *h)
+{
+    cpu_set_t set;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    h->cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? (unsigned)CPU_COUNT(&set)
+                                                          : online > 0 ? (unsigned)online : 0;
+    struct sysinfo si;
+    h->memory_bytes = sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit : 0;
+}
+
 int nsbox_cli_info(int argc, char **argv)
 {
     bool json = false;
@@ -716,8 +732,12 @@ int nsbox_cli_info(int argc, char **argv)
         fprintf(stderr, "nsbox info: out of memory\n");
         return 1;
     }
-    int r = json ? nsbox_info_render_json(checks, NSBOX_CHECK_COUNT, types, ntypes, buf, size)
-                 : nsbox_info_render_text(checks, NSBOX_CHECK_COUNT, types, ntypes, buf, size);
+    struct nsbox_info_host host;
+    host_capacity(&host);
+    int r = json ? nsbox_info_render_json(checks, NSBOX_CHECK_COUNT, types, ntypes, &host, buf,
+                                          size)
+                 : nsbox_info_render_text(checks, NSBOX_CHECK_COUNT, types, ntypes, &host, buf,
+                                          size);
     if (r < 0) {
         fprintf(stderr, "nsbox info: cannot render the report: %s\n", strerror(errno));
         return 1;

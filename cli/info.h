@@ -65,16 +65,25 @@ void nsbox_info_format_bytes(uint64_t bytes, char *out, size_t n);
 /* true when every required check is ok. */
 bool nsbox_info_all_required_ok(const struct nsbox_check *checks, size_t n);
 
+/* What this machine has for a sandbox: the CPUs nsbox may run on, its memory in bytes (0:
+ * unknown). */
+struct nsbox_info_host {
+    unsigned cpus;
+    uint64_t memory_bytes;
+};
+
 /* Render the report into buf (NUL-terminated). JSON: {"ok", "checks": [{"name", "ok",
  * "required", "detail", "fix"}], "instance_types": [{"name", "cpus", "memory", "pids",
- * "disk"}]} with memory and disk in bytes. Text: one line per check, an indented "fix:" line
- * under each one that is missing, the instance type table, then one summary line.
+ * "disk"}], "host": {"cpus", "memory"}} with memory and disk in bytes ("host" only when host is
+ * given). Text: one line per check, an indented "fix:" line under each one that is missing,
+ * the instance type table with a note under it for each type that asks more CPUs or memory
+ * than host has, then one summary line.
  * Return the length written, or -1 with errno ENOSPC (buf too small) or ENOMEM. */
 int nsbox_info_render_json(const struct nsbox_check *checks, size_t n,
-                           const struct nsbox_instance_type *types, size_t ntypes, char *buf,
-                           size_t size);
+                           const struct nsbox_instance_type *types, size_t ntypes,
+                           const struct nsbox_info_host *host, char *buf, size_t size);
 int nsbox_info_render_text(const struct nsbox_check *checks, size_t n,
-                           const struct nsbox_instance_type *types, size_t ntypes, char *buf,
-                           size_t size);
+                           const struct nsbox_instance_type *types, size_t ntypes,
+                           const struct nsbox_info_host *host, char *buf, size_t size);
 
 #endif

@@ -201,7 +201,8 @@ static bool json_add_type(cJSON *arr, const struct nsbox_instance_type *t)
 }
 
 static cJSON *json_report(const struct nsbox_check *checks, size_t n,
-                          const struct nsbox_instance_type *types, size_t ntypes)
+                          const struct nsbox_instance_type *types, size_t ntypes,
+                          const struct nsbox_info_host *host)
 {
     cleanup_cjson cJSON *root = cJSON_CreateObject();
     if (!root || !cJSON_AddBoolToObject(root, "ok", nsbox_info_all_required_ok(checks, n)))
@@ -214,14 +215,18 @@ static cJSON *json_report(const struct nsbox_check *checks, size_t n,
     if (!tarr) return NULL;
     for (size_t i = 0; i < ntypes; i++)
         if (!json_add_type(tarr, &types[i])) return NULL;
+    cJSON *h = host ? cJSON_AddObjectToObject(root, "host") : NULL;
+    if (host && (!h || !cJSON_AddNumberToObject(h, "cpus", host->cpus) ||
+                 !cJSON_AddNumberToObject(h, "memory", (double)host->memory_bytes)))
+        return NULL;
     return nsbox_steal_ptr(&root);
 }
 
 int nsbox_info_render_json(const struct nsbox_check *checks, size_t n,
-                           const struct nsbox_instance_type *types, size_t ntypes, char *buf,
-                           size_t size)
+                           const struct nsbox_instance_type *types, size_t ntypes,
+                           const struct nsbox_info_host *host, char *buf, size_t size)
 {
-    cleanup_cjson cJSON *root = json_report(checks, n, types, ntypes);
+    cleanup_cjson cJSON *root = json_report(checks, n, types, ntypes, host);
     cleanup_free char *text = root ? cJSON_PrintUnformatted(root) : NULL;
     if (!text) {
         errno = ENOMEM;
@@ -272,9 +277,46 @@ static void tb_names(struct textbuf *t, const struct nsbox_check *checks, size_t
     }
 }
 
+/* A type that asks more than the machine has is accepted (its limits are ceilings, as
+ * Docker's are), but on a small CI runner its numbers mislead: the CPU limit gives no more than
+ * the machine's CPUs, and a memory limit above the machine's memory is never reached, so that
+ * the machine's OOM killer, not the sandbox's limit, ends what fills it. */
+/* The machine's memory, which is no round number: tenths of a GiB, cut rather than rounded
+ * up, so that it never reads as much as a type's that is more. */
+static void host_bytes(uint64_t b, char *out, size_t n)
+{
+    const uint64_t gib = 1ull << 30;
+    if (b % gib == 0 || b < gib)
+        nsbox_info_format_bytes(b - b % (1ull << 20), out, n);
+    else
+        snprintf(out, n, "%llu.%llu GiB", (unsigned long long)(b / gib),
+                 (unsigned long long)(b % gib * 10 / gib));
+}
+
+static void tb_type_notes(struct textbuf *t, const struct nsbox_instance_type *types,
+                          size_t ntypes, const struct nsbox_info_host *h)
+{
+    for (size_t i = 0; h && i < ntypes; i++) {
+        const struct nsbox_limits *l = &types[i].limits;
+        if (h->cpus && l->cpus > h->cpus)
+            tb_printf(t, "  note: %s's %u CPUs are more than the %u this machine gives nsbox: a "
+                         "sandbox of it gets at most %u\n",
+                      types[i].name, l->cpus, h->cpus, h->cpus);
+        if (h->memory_bytes && l->memory_bytes > h->memory_bytes) {
+            char want[32], have[32];
+            nsbox_info_format_bytes(l->memory_bytes, want, sizeof want);
+            host_bytes(h->memory_bytes, have, sizeof have);
+            tb_printf(t, "  note: %s's %s of memory are more than this machine's %s: its limit "
+                         "is never reached, the machine runs out first and its OOM killer "
+                         "chooses what to end\n",
+                      types[i].name, want, have);
+        }
+    }
+}
+
 int nsbox_info_render_text(const struct nsbox_check *checks, size_t n,
-                           const struct nsbox_instance_type *types, size_t ntypes, char *buf,
-                           size_t size)
+                           const struct nsbox_instance_type *types, size_t ntypes,
+                           const struct nsbox_info_host *host, char *buf, size_t size)
 {
     if (size == 0) {
         errno = ENOSPC;
@@ -304,6 +346,7 @@ int nsbox_info_render_text(const struct nsbox_check *checks, size_t n,
         tb_printf(&t, "  %-12s %5u %10s %8llu %10s\n", types[i].name, types[i].limits.cpus, mem,
                   (unsigned long long)types[i].limits.pids, disk);
     }
+    tb_type_notes(&t, types, ntypes, host);
     tb_printf(&t, "\n");
     if (missing_req) {
         tb_printf(&t, "summary: MISSING %zu required: ", missing_req);

@@ -18,13 +18,54 @@
 /* A user's $HOME; root's home is the user database's, as root's state and data directories
  * ignore the environment too: `sudo -E` keeps the caller's HOME, where a cache of root's would
  * be the caller's to replace by a link (docs/decisions.md). */
-static const char *home_dir(void)
+static const char *home_dir_from(const char **from)
 {
     const char *h = getenv("HOME");
     if (geteuid() != 0 && h && h[0] == '/')
-        return h;
+        return *from = "HOME=", h;
     struct passwd *pw = getpwuid(geteuid());
-    return pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : "/";
+    if (pw && pw->pw_dir && pw->pw_dir[0] == '/')
+        return *from = "the user database's home ", pw->pw_dir;
+    return *from = "no HOME and no home in the user database: ", "/";
+}
+
+static const char *home_dir(void)
+{
+    const char *from;
+    return home_dir_from(&from);
+}
+
+/* A user's data directory as HOME or XDG_DATA_HOME places it, which `sudo` without -H, `su`
+ * without -l or a container's `--user` leave pointing at a home that is not the user's
+ * (/root, /, /nonexistent): it must be usable, it or the deepest part of it that exists
+ * (mkdir -p makes the rest). Otherwise every image failed to open with a bare "Permission
+ * denied" on a path the user never chose, while nsbox info said OK. NSBOX_DATA_DIR is taken
+ * as given: it names its path itself. */
+static int user_data_usable(int r, const char *out, const char *var, const char *from,
+                            const char *val, struct nsbox_err *e)
+{
+    static __thread char passed[PATH_MAX]; /* asked for dozens of times by one run */
+    if (r < 0 || !strcmp(passed, out))
+        return r;
+    char part[PATH_MAX];
+    snprintf(part, sizeof part, "%s", out);
+    for (;;) {
+        if (faccessat(AT_FDCWD, part, W_OK | X_OK, AT_EACCESS) == 0) {
+            snprintf(passed, sizeof passed, "%s", out);
+            return 0;
+        }
+        char *cut = strrchr(part, '/');
+        if (errno != ENOENT || !cut || !strcmp(part, "/"))
+            break;
+        cut[cut == part] = '\0'; /* "/x" leaves "/" */
+    }
+    int err = errno;
+    bool home = !strcmp(var, "HOME");
+    return nsbox_err_set(e, NSBOX_E_INVALID, err,
+                         "nsbox's data directory %s, from %s%s, is not usable by uid %u (%s: %s): "
+                         "set %s to a directory of yours%s, or NSBOX_DATA_DIR",
+                         out, from, val, (unsigned)geteuid(), part, strerror(err), var,
+                         home ? " (`sudo -H`, `su -l` and a login set it to the user's own)" : "");
 }
 
 static int fmt_path(char *out, size_t n, struct nsbox_err *e, const char *fmt, const char *a,
@@ -235,8 +276,11 @@ static int data_dir(char *out, size_t n, struct nsbox_err *e)
         return fmt_path(out, n, e, "%s%s", "/var/lib/nsbox", "");
     const char *x = getenv("XDG_DATA_HOME");
     if (x && x[0] == '/')
-        return fmt_path(out, n, e, "%s%s", x, "/nsbox");
-    return fmt_path(out, n, e, "%s%s", home_dir(), "/.local/share/nsbox");
+        return user_data_usable(fmt_path(out, n, e, "%s%s", x, "/nsbox"), out, "XDG_DATA_HOME",
+                                "XDG_DATA_HOME=", x, e);
+    const char *from, *h = home_dir_from(&from);
+    r = fmt_path(out, n, e, "%s%s", h[1] ? h : "", "/.local/share/nsbox"); /* not "//" */
+    return user_data_usable(r, out, "HOME", from, h, e);
 }
 
 static int cache_dir(char *out, size_t n, struct nsbox_err *e)

@@ -18,6 +18,7 @@
 #include "util.h"
 #include "paths.h"
 #include "grow.h"
+#include "suggest.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -529,6 +530,26 @@ static int resolve_host(const char *images, struct nsbox_image *img, struct nsbo
     return nsbox_err_set(e, NSBOX_E_SYS, EAGAIN, "the host image in %s keeps disappearing", dir);
 }
 
+/* The stored image name, or host or debian, that a missing name is a typo of (`debain`, a
+ * CI file's image misspelt), or NULL: the store's own names, not the OCI images' ids. */
+static const char *meant_name(const char *images, const char *name)
+{
+    enum { MEANT_MAX = 32 }; /* a store's first names: enough for a typo's guess */
+    static __thread char stored[MEANT_MAX][NAME_MAX + 1];
+    const char *names[MEANT_MAX + 2] = {"host", "debian"};
+    size_t n = 2;
+    cleanup_dir DIR *d = opendir(images);
+    struct dirent *de;
+    /* copied: a later readdir may reuse the buffer a name points into */
+    while (d && n < NSBOX_ARRAY_LEN(names) && (de = readdir(d)))
+        if (de->d_name[0] != '.' && !holds_image_ids(de->d_name)) {
+            snprintf(stored[n - 2], sizeof stored[0], "%s", de->d_name);
+            names[n] = stored[n - 2];
+            n++;
+        }
+    return nsbox_suggest(name, names, n);
+}
+
 static int resolve_stored(const char *images, const char *name, struct nsbox_image *img,
                           struct nsbox_err *e)
 {
@@ -542,13 +563,17 @@ static int resolve_stored(const char *images, const char *name, struct nsbox_ima
         if (!strcmp(name, "debian"))
             return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
                                  "image 'debian' is not built: run `nsbox image build debian`");
+        char meant[NAME_MAX + 32] = "";
+        const char *m = meant_name(images, name);
+        if (m)
+            snprintf(meant, sizeof meant, "did you mean '%s'? ", m);
         return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
-                             "image '%s' does not exist in %s: give `host`, `debian` (after "
+                             "image '%s' does not exist in %s: %sgive `host`, `debian` (after "
                              "`nsbox image build debian`), a name `nsbox image ls` lists, an "
                              "OCI reference (a bare word is never one: `%s:latest` is "
                              "docker.io/library/%s) or a directory's path (with a '/': "
                              "`./%s`)",
-                             name, images, name, name, name);
+                             name, images, meant, name, name, name);
     }
     /* this one closed whatever the layer store's mode says of the rest (close_store), and the
      * references, which a store whose layers were closed already may have left open */

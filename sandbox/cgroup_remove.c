@@ -322,10 +322,14 @@ static void sweep_dir(struct sweep *w, const char *path, int depth)
             sweep_dir(w, child, depth + 1);
             continue;
         }
-        /* a sandbox's: never walked into, removed only when a leaf, empty and old */
+        /* a sandbox's: never walked into, removed only when a leaf, empty, old and made by
+         * us. Another user's is not ours to judge: root's v1 delegation to a user is
+         * `nsbox-UID` chowned to them (the fix nsbox prints), empty whenever they run nothing,
+         * and removing it would fail their next run ("No such file or directory"). */
         struct stat st;
         char procs[16];
-        if (stat(child, &st) == 0 && st.st_nlink == 2 && st.st_mtime < w->before &&
+        if (stat(child, &st) == 0 && st.st_uid == geteuid() && st.st_nlink == 2 &&
+            st.st_mtime < w->before &&
             nsbox_cgio_read_small(-1, child, "cgroup.procs", procs, sizeof procs) == 0 &&
             nsbox_cgio_sys->rmdir(child) == 0)
             w->removed++;

@@ -39,7 +39,7 @@
 /* Of a failing setup script's output, what goes into the error: its end, as much as the error's
  * message holds beside the rest (the message was cut at its own end, so that of a script that
  * wrote more, the lines that said what failed were lost). */
-#define SETUP_TAIL_MAX (NSBOX_ERR_MSG_MAX - 192)
+#define SETUP_TAIL_MAX (NSBOX_ERR_MSG_MAX - 256)
 /* Background output is read at most LOG_RATE bytes a second per sandbox (counted in windows of
  * LOG_WINDOW_MS), and LOG_ROUND per stream in one poll round; beyond that its writers wait on
  * their full pipes. Reading costs the supervisor's CPU, which no cgroup of the sandbox bounds: a

@@ -24,6 +24,7 @@ REQUIRED = {"user_namespaces", "namespaces", "cgroups", "seccomp", "openat2", "i
             "config"}
 TEST_USER = "nsbox-info-test"
 NET_ADMIN_FIX = "run as root (network all/allow need CAP_NET_ADMIN on the host)"
+DATA_DIR_FIX = "point HOME or NSBOX_DATA_DIR at a directory of yours"
 
 
 def setUpModule():
@@ -53,7 +54,7 @@ class Shape:
     def assert_report(self, proc):
         self.assertIn(proc.returncode, (0, 1), proc.stderr)
         report = json.loads(proc.stdout)
-        self.assertEqual(set(report), {"ok", "checks", "instance_types"})
+        self.assertEqual(set(report), {"ok", "checks", "instance_types", "host"})
         self.assertIsInstance(report["ok"], bool)
         names = [c["name"] for c in report["checks"]]
         self.assertEqual(sorted(names), sorted(CHECKS), "each check exactly once")
@@ -96,10 +97,18 @@ class Shape:
         self.assertFalse(checks["privileges"]["required"])
         if not checks["net_admin"]["ok"]:
             self.assertEqual(checks["net_admin"]["fix"], NET_ADMIN_FIX)
-        if not checks["image_debian"]["ok"]:
-            self.assertEqual(checks["image_debian"]["fix"], "nsbox image build debian")
+        deb = checks["image_debian"]
+        if not deb["ok"]:
+            nodata = deb["detail"].startswith("no data directory: ")
+            self.assertEqual(deb["fix"], DATA_DIR_FIX if nodata else "nsbox image build debian")
         py = os.access("/usr/bin/python3", os.X_OK) and os.access("/bin/sh", os.X_OK)
         self.assertEqual(checks["image_host"]["ok"], py)
+
+    def assert_host_is_the_machine(self, report):
+        with open("/proc/meminfo") as f:
+            total = next(int(l.split()[1]) * 1024 for l in f if l.startswith("MemTotal:"))
+        self.assertEqual(report["host"], {"cpus": len(os.sched_getaffinity(0)),
+                                          "memory": total})
 
 
 class InfoTest(Shape, unittest.TestCase):
@@ -166,6 +175,30 @@ class InfoTest(Shape, unittest.TestCase):
             file_max = f.read().strip()
         self.assertEqual((c["ok"], c["required"], c["fix"]), (True, False, ""), c)
         self.assertTrue(c["detail"].startswith(f"fs.file-max {file_max}: "), c)
+
+    def test_types_above_the_machine_are_noted(self):
+        # accepted, as Docker's limits above the machine are; but on a small CI runner a type's
+        # numbers misled: more CPUs than it gets, a memory limit the machine never reaches
+        report = json.loads(run(["info", "--json"]).stdout)
+        self.assert_host_is_the_machine(report)
+        host = report["host"]
+        with tempfile.TemporaryDirectory() as d:
+            cfg = os.path.join(d, "config.json")
+            with open(cfg, "w") as f:
+                json.dump({"instance_types": {
+                    "roomy": {"cpus": host["cpus"] + 1,
+                              "memory": f"{host['memory'] // 2**30 + 1}GiB", "pids": 64,
+                              "disk": "1GiB"},
+                    "fits": {"cpus": host["cpus"], "memory": "64MiB", "pids": 64,
+                             "disk": "1GiB"}}}, f)
+            text = run(["info"], env=dict(os.environ, NSBOX_CONFIG=cfg)).stdout
+        n = host["cpus"]
+        self.assertIn(f"  note: roomy's {n + 1} CPUs are more than the {n} this machine gives "
+                      f"nsbox: a sandbox of it gets at most {n}\n", text)
+        self.assertRegex(text, r"  note: roomy's \d+ GiB of memory are more than this machine's "
+                               r"[\d.]+ [GM]iB: its limit is never reached, the machine runs out "
+                               r"first and its OOM killer chooses what to end\n")
+        self.assertNotIn("note: fits", text)
 
     def test_a_broken_config_is_a_missing_required_check(self):
         # The report said "OK" and "ok": true beside the error on stderr and exit code 1.
@@ -234,8 +267,14 @@ class UnprivilegedInfoTest(Shape, unittest.TestCase):
         cls.uid, cls.gid = pw.pw_uid, pw.pw_gid
         # The build tree may sit below a directory the user cannot enter: run a copy.
         cls.bin = reachable_nsbox()
-        # A home that does not exist: nothing of root's (images, caches) leaks into the view.
-        cls.env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/nonexistent"}
+        # An empty home of the user's: nothing of root's (images, caches) leaks into the view.
+        cls.home = tempfile.mkdtemp(prefix="nsbox-info-home-")
+        os.chown(cls.home, cls.uid, cls.gid)
+        cls.env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": cls.home}
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.home, ignore_errors=True)
 
     def as_user(self, argv, **env):
         return subprocess.run(
@@ -276,7 +315,7 @@ class UnprivilegedInfoTest(Shape, unittest.TestCase):
         self.assertTrue(ws["detail"].startswith("tmpfs:"), ws)
         self.assertIn("loop devices need root", ws["detail"])
         self.assertFalse(checks["image_debian"]["ok"])
-        self.assertIn("/nonexistent/", checks["image_debian"]["detail"])
+        self.assertIn(self.home + "/", checks["image_debian"]["detail"])
 
         # Whether this user can make a user namespace, asked of util-linux instead of nsbox.
         if shutil.which("unshare"):
@@ -309,6 +348,46 @@ class UnprivilegedInfoTest(Shape, unittest.TestCase):
         self.assertIn("apparmor_restrict_unprivileged_userns=1", userns["detail"])
         self.assertIn("sysctl -w kernel.apparmor_restrict_unprivileged_userns=0", userns["fix"])
         self.assertIn("AppArmor profile", userns["fix"])
+
+    def test_a_home_not_the_users_is_named_with_its_fix(self):
+        # `sudo -u USER` without -H, `su` without -l, a container's --user: HOME is root's,
+        # "/" or missing. Each image then failed to open with "Permission denied" on a path
+        # the user never chose, while info said OK and nothing said where it came from.
+        other = tempfile.mkdtemp(prefix="nsbox-info-roots-home-")  # root's, 0755: not theirs
+        self.addCleanup(shutil.rmtree, other, True)
+        os.chmod(other, 0o755)
+        state = tempfile.mkdtemp(prefix="nsbox-info-state-")
+        self.addCleanup(shutil.rmtree, state, True)
+        os.chown(state, self.uid, self.gid)
+        for home, blocked in ((other, other), ("/nonexistent", "/")):
+            with self.subTest(home=home):
+                said = (f"nsbox's data directory {home}/.local/share/nsbox, from HOME={home}, "
+                        f"is not usable by uid {self.uid} ({blocked}: Permission denied): set "
+                        "HOME to a directory of yours")
+                proc = self.as_user([self.bin, "info", "--json"], HOME=home)
+                checks = by_name(self.assert_report(proc))
+                self.assert_agrees_with_machine(checks)
+                config = checks["config"]
+                self.assertFalse(config["ok"])
+                self.assertTrue(config["detail"].startswith(said), config)
+                self.assertTrue(config["detail"].endswith(", or NSBOX_DATA_DIR"), config)
+                self.assertNotIn("config.json", config["fix"])
+                self.assertIn(said, proc.stderr)
+                self.assertEqual(checks["image_debian"]["fix"], DATA_DIR_FIX)
+                r = self.as_user([self.bin, "run", "--", "true"], HOME=home,
+                                 NSBOX_STATE_DIR=state)
+                self.assertEqual(r.returncode, 125, r.stderr)
+                self.assertIn(said, r.stderr)
+                # the fix it names: a data directory of the user's own, HOME left as it was
+                proc = self.as_user([self.bin, "info", "--json"], HOME=home,
+                                    NSBOX_DATA_DIR=self.home + "/data")
+                self.assertTrue(by_name(self.assert_report(proc))["config"]["ok"], proc.stdout)
+        # XDG_DATA_HOME, where it is set, is the one to name and to change
+        proc = self.as_user([self.bin, "info", "--json"], XDG_DATA_HOME=other)
+        config = by_name(self.assert_report(proc))["config"]
+        self.assertIn(f"{other}/nsbox, from XDG_DATA_HOME={other}, is not usable by uid "
+                      f"{self.uid} ({other}: Permission denied): set XDG_DATA_HOME to a "
+                      "directory of yours, or NSBOX_DATA_DIR", config["detail"])
 
     def test_unprivileged_text(self):
         proc = self.as_user([self.bin, "info"])

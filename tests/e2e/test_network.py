@@ -136,6 +136,17 @@ class NetworkAll(NetTest):
         self.assertTrue(res[f"tcp:{API}:443"].endswith(f"FROM {LAB_ADDR}"), res)
         self.assertLabClean()
 
+    def test_a_failing_setup_script_is_not_said_to_be_offline(self):
+        # test_sessions.py: a sandbox of network none says it has none; this one has a network
+        script = os.path.join(self.dirs.base, "setup.sh")
+        with open(script, "w") as f:
+            f.write("echo 'E: the reason' >&2; exit 4\n")
+        r = self.nsbox(["create", "--network", "all", "--setup-script", script])
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"nsbox: setup script failed (exit code 4): E: the reason", r.stderr)
+        self.assertNotIn(b"network none", r.stderr)
+        self.assertLabClean()
+
     def test_ipv4_only_cold_and_pooled(self):
         # No IPv6 address at all, not even link-local: a pooled sandbox's eth0 had one (its
         # link came up with its peer already up, before the "no address" mode applied).

@@ -790,10 +790,13 @@ class Cleanup(RunTest):
         own = self.own_cgroup_dir()
         two_hours_ago = time.time() - 7200
         made = {}
-        for kind in ("old", "fresh", "occupied", "parent"):
+        for kind in ("old", "fresh", "occupied", "parent", "users"):
             d = os.path.join(own, "nsbox-" + os.urandom(6).hex())
             os.mkdir(d)
             made[kind] = d
+        # a user's v1 delegation as nsbox's fix makes it (nsbox-UID, theirs): empty whenever
+        # they run nothing, and not an orphan of root's
+        os.chown(made["users"], 65534, 65534)
         child = os.path.join(made["parent"], "sub")
         os.mkdir(child)
         sleeper = subprocess.Popen(["sleep", "120"])
@@ -806,13 +809,13 @@ class Cleanup(RunTest):
             sid = self.sandbox_id(live.stdout.readline())
             live_cgs = cgroup_leftovers(sid)
             self.assertTrue(live_cgs, "the running sandbox has no cgroup")
-            for d in [made["old"], made["occupied"], made["parent"]] + live_cgs:
+            for d in [made["old"], made["occupied"], made["parent"], made["users"]] + live_cgs:
                 os.utime(d, (two_hours_ago, two_hours_ago))
             r = run_nsbox(["gc", "-v"], self.dirs)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn(b"removed 1 empty sandbox cgroup older than 10 minutes", r.stdout)
             self.assertFalse(os.path.exists(made["old"]))
-            for kind in ("fresh", "occupied", "parent"):
+            for kind in ("fresh", "occupied", "parent", "users"):
                 self.assertTrue(os.path.isdir(made[kind]), kind)
             self.assertTrue(os.path.isdir(child))
             self.assertIsNone(sleeper.poll(), "gc killed a process")
@@ -824,7 +827,8 @@ class Cleanup(RunTest):
             live.kill()
             live.wait()
             run_nsbox(["gc"], self.dirs)
-            for d in (child, made["occupied"], made["fresh"], made["parent"], made["old"]):
+            for d in (child, made["occupied"], made["fresh"], made["parent"], made["old"],
+                      made["users"]):
                 for _ in range(100):
                     try:
                         os.rmdir(d)

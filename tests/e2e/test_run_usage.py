@@ -5,6 +5,8 @@ help). The sandbox's own behaviour under run is test_run.py's."""
 import json
 import os
 import re
+import shutil
+import tempfile
 import time
 import unittest
 
@@ -65,6 +67,23 @@ class ExitCodes(RunUsageTest):
         lines = r.stderr.decode().strip().splitlines()
         self.assertEqual(len(lines), 1, r.stderr)
         self.assertTrue(lines[0].startswith("nsbox: "), lines)
+
+    def test_a_misspelt_image_gets_the_name_meant(self):
+        # a CI file's `--image debain` said only that it does not exist, among five ways to name
+        # an image; a stored image's name is offered too, an OCI image's id is not
+        data = tempfile.mkdtemp(prefix="nsbox-usage-data-")
+        self.addCleanup(shutil.rmtree, data, True)
+        os.makedirs(os.path.join(data, "images", "agent-tools"))
+        for typo, meant in (("debain", "debian"), ("hots", "host"),
+                            ("agent-tols", "agent-tools")):
+            r = run_nsbox(["run", "--image", typo, "--", "true"], self.dirs,
+                          extra_env={"NSBOX_DATA_DIR": data})
+            self.assertEqual(r.returncode, 125, r.stderr)
+            self.assertIn(f"nsbox: image '{typo}' does not exist in {data}/images: did you mean "
+                          f"'{meant}'? give `host`".encode(), r.stderr)
+        r = run_nsbox(["run", "--image", "frobnicate", "--", "true"], self.dirs,
+                      extra_env={"NSBOX_DATA_DIR": data})
+        self.assertIn(b"/images: give `host`", r.stderr)  # nothing close: no guess
 
     def test_bad_option_125(self):
         r = run_nsbox(["run", "--no-such-flag", "x", "--", "true"], self.dirs)

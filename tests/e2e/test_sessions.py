@@ -20,6 +20,12 @@ from nsbox_test import (CGROUP_V2_ONLY, TERMINAL_HARM, Dirs, HostStdioChecks,
                         sandbox_cgroup_file, wait_for)
 
 
+# said of a failing setup script in a sandbox with no network (the default), as its first
+# scripts install packages (test_network.py: not said where it has one)
+OFFLINE = ("; the sandbox has network none: what a script downloads needs its hosts allowed, "
+           "network allow=HOST[,HOST], or all")
+
+
 def setUpModule():
     if not is_root():
         raise unittest.SkipTest("these tests run nsbox as root (delegated cgroups for users are "
@@ -632,7 +638,8 @@ class Lifecycle(SessionTest):
             f.write("echo out; echo 'pip: no such package foo' >&2; exit 3\n")
         r = self.nsbox("create", "--setup-script", script)
         self.assertEqual(r.returncode, 125)
-        self.assertIn(b"setup script failed (exit code 3): pip: no such package foo", r.stderr)
+        self.assertIn(f"setup script failed (exit code 3{OFFLINE}): pip: no such package foo"
+                      .encode(), r.stderr)
         self.assertEqual(self.dirs.leftovers(), [])
 
     def test_a_failing_setup_scripts_error_ends_with_what_it_said_last(self):
@@ -646,16 +653,16 @@ class Lifecycle(SessionTest):
         r = self.nsbox("create", "--setup-script", script)
         self.assertEqual(r.returncode, 125)
         err = r.stderr.decode()
-        self.assertIn("setup script failed (exit code 5): [...]\n", err)
+        self.assertIn(f"setup script failed (exit code 5{OFFLINE}): [...]\n", err)
         self.assertIn("  progress line 300\n  E: the real reason", err)
         self.assertNotIn("progress line 1\n", err)
         with open(script, "w") as f:
             f.write("echo Collecting foo; echo 'ERROR: No matching distribution for foo'; exit 1\n")
         r = self.nsbox("create", "--setup-script", script)
         self.assertEqual(r.returncode, 125)
-        self.assertIn(b"setup script failed (exit code 1); nothing on stderr, the end of its "
-                      b"stdout: Collecting foo\n  ERROR: No matching distribution for foo",
-                      r.stderr)
+        self.assertIn(f"setup script failed (exit code 1{OFFLINE}); nothing on stderr, the end "
+                      "of its stdout: Collecting foo\n  ERROR: No matching distribution for foo"
+                      .encode(), r.stderr)
         self.assertEqual(self.dirs.leftovers(), [])
 
     def test_a_setup_scripts_output_cannot_pass_for_nsbox_or_drive_the_terminal(self):
@@ -669,8 +676,9 @@ class Lifecycle(SessionTest):
             r = self.nsbox("create", "--setup-script", script, *opts)
             self.assertEqual(r.returncode, 125)
             err = r.stderr.decode() if not opts else json.loads(r.stdout)["error"]["message"]
-            self.assertIn("setup script failed (exit code 3): oops\n  ?[2K?nsbox: note: setup "
-                          "passed, sandbox 0123456789ab ready\n  ?]0;title??[31mred", err, opts)
+            self.assertIn(f"setup script failed (exit code 3{OFFLINE}): oops\n  ?[2K?nsbox: note: "
+                          "setup passed, sandbox 0123456789ab ready\n  ?]0;title??[31mred", err,
+                          opts)
             self.assertFalse(re.search(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]", err), err)
             self.assertFalse(re.search(r"^nsbox: note", err, re.M), err)
         self.assertEqual(self.dirs.leftovers(), [])

@@ -171,7 +171,7 @@ static void test_json_shape(void **state)
     struct nsbox_instance_type t[2];
     sample(c, t);
     char buf[8192];
-    int len = nsbox_info_render_json(c, 3, t, 2, buf, sizeof buf);
+    int len = nsbox_info_render_json(c, 3, t, 2, NULL, buf, sizeof buf);
     assert_true(len > 0);
     assert_int_equal((size_t)len, strlen(buf));
     assert_int_equal(buf[len - 1], '\n');
@@ -210,7 +210,7 @@ static void test_json_shape(void **state)
 
     /* A required check failing makes the whole report not ok. */
     c[2].ok = false;
-    len = nsbox_info_render_json(c, 3, t, 2, buf, sizeof buf);
+    len = nsbox_info_render_json(c, 3, t, 2, NULL, buf, sizeof buf);
     assert_true(len > 0);
     root = cJSON_Parse(buf);
     assert_non_null(root);
@@ -218,7 +218,7 @@ static void test_json_shape(void **state)
     cJSON_Delete(root);
 
     /* An empty type table is still an array. */
-    len = nsbox_info_render_json(c, 3, NULL, 0, buf, sizeof buf);
+    len = nsbox_info_render_json(c, 3, NULL, 0, NULL, buf, sizeof buf);
     assert_true(len > 0);
     root = cJSON_Parse(buf);
     assert_true(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, "instance_types")));
@@ -232,10 +232,10 @@ static void test_render_too_small(void **state)
     sample(c, t);
     char buf[64];
     errno = 0;
-    assert_int_equal(nsbox_info_render_json(c, 3, t, 2, buf, sizeof buf), -1);
+    assert_int_equal(nsbox_info_render_json(c, 3, t, 2, NULL, buf, sizeof buf), -1);
     assert_int_equal(errno, ENOSPC);
     errno = 0;
-    assert_int_equal(nsbox_info_render_text(c, 3, t, 2, buf, sizeof buf), -1);
+    assert_int_equal(nsbox_info_render_text(c, 3, t, 2, NULL, buf, sizeof buf), -1);
     assert_int_equal(errno, ENOSPC);
     assert_true(strlen(buf) < sizeof buf); /* still a string */
 }
@@ -246,7 +246,7 @@ static void test_text_layout(void **state)
     struct nsbox_instance_type t[2];
     sample(c, t);
     char buf[8192];
-    int len = nsbox_info_render_text(c, 3, t, 2, buf, sizeof buf);
+    int len = nsbox_info_render_text(c, 3, t, 2, NULL, buf, sizeof buf);
     assert_true(len > 0);
     assert_int_equal((size_t)len, strlen(buf));
     assert_non_null(strstr(buf, "OK       user_namespaces   max_user_namespaces=96365; works\n"));
@@ -267,10 +267,56 @@ static void test_text_layout(void **state)
 
     c[2].ok = false;
     snprintf(c[2].fix, sizeof c[2].fix, "run as root");
-    len = nsbox_info_render_text(c, 3, t, 2, buf, sizeof buf);
+    len = nsbox_info_render_text(c, 3, t, 2, NULL, buf, sizeof buf);
     assert_true(len > 0);
     assert_non_null(strstr(buf, "summary: MISSING 1 required: cgroups;"));
     assert_null(strstr(buf, "(optional) v2")); /* required checks are not marked optional */
+}
+
+static void test_types_above_the_host_are_noted(void **state)
+{
+    struct nsbox_check c[3];
+    struct nsbox_instance_type t[2];
+    sample(c, t);
+    char buf[8192];
+    /* a small CI runner: large asks more of both */
+    struct nsbox_info_host small_host = {2, 7ull << 30};
+    int len = nsbox_info_render_text(c, 3, t, 2, &small_host, buf, sizeof buf);
+    assert_true(len > 0);
+    assert_non_null(strstr(buf, "  large            4      8 GiB     4096     20 GiB\n"
+                                "  note: large's 4 CPUs are more than the 2 this machine gives "
+                                "nsbox: a sandbox of it gets at most 2\n"
+                                "  note: large's 8 GiB of memory are more than this machine's 7 "
+                                "GiB: its limit is never reached, the machine runs out first and "
+                                "its OOM killer chooses what to end\n\nsummary:"));
+    assert_null(strstr(buf, "note: small"));
+    /* the machine's memory is no round number: cut to a tenth, never shown as large's */
+    struct nsbox_info_host near_host = {4, (8ull << 30) - (1ull << 20)};
+    assert_true(nsbox_info_render_text(c, 3, t, 2, &near_host, buf, sizeof buf) > 0);
+    assert_non_null(strstr(buf, "more than this machine's 7.9 GiB: its limit"));
+    assert_null(strstr(buf, "CPUs are more"));
+    /* a machine that holds them all: no note; nor without the machine's numbers */
+    struct nsbox_info_host big_host = {4, 8ull << 30};
+    assert_true(nsbox_info_render_text(c, 3, t, 2, &big_host, buf, sizeof buf) > 0);
+    assert_null(strstr(buf, "note:"));
+    assert_true(nsbox_info_render_text(c, 3, t, 2, NULL, buf, sizeof buf) > 0);
+    assert_null(strstr(buf, "note:"));
+
+    len = nsbox_info_render_json(c, 3, t, 2, &small_host, buf, sizeof buf);
+    assert_true(len > 0);
+    cJSON *root = cJSON_Parse(buf);
+    assert_non_null(root);
+    cJSON *h = cJSON_GetObjectItemCaseSensitive(root, "host");
+    assert_true(cJSON_IsObject(h));
+    assert_int_equal(cJSON_GetArraySize(h), 2);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(h, "cpus")->valuedouble, 2);
+    assert_true(cJSON_GetObjectItemCaseSensitive(h, "memory")->valuedouble ==
+                (double)(7ull << 30));
+    cJSON_Delete(root);
+    len = nsbox_info_render_json(c, 3, t, 2, NULL, buf, sizeof buf);
+    root = cJSON_Parse(buf);
+    assert_null(cJSON_GetObjectItemCaseSensitive(root, "host"));
+    cJSON_Delete(root);
 }
 
 static void test_all_required_ok(void **state)
@@ -485,6 +531,7 @@ int main(void)
         cmocka_unit_test(test_format_bytes),
         cmocka_unit_test(test_json_shape),
         cmocka_unit_test(test_render_too_small),
+        cmocka_unit_test(test_types_above_the_host_are_noted),
         cmocka_unit_test(test_text_layout),
         cmocka_unit_test(test_all_required_ok),
         cmocka_unit_test(test_file_table),
