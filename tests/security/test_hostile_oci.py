@@ -166,6 +166,31 @@ class HostileLayers(unittest.TestCase):
                               and n not in (".refs", ".layers")], [])
             self.assertEqual(oci_images.stored_layers(self.dirs.data), [])
 
+    def test_a_layer_failing_early_or_midway_stops_its_decompression(self):
+        """A layer is decompressed by a thread of its own, a few buffers (512 KB) ahead of the
+        files being written (rootfs/oci_stream.c). A refused first entry with 16 MB after it
+        fails the import while that thread waits for room, which must stop it; a gzip stream
+        that breaks in its middle fails it after files were written, told as a corrupt blob
+        by the whole file's digest. Each fails at once (the timeout), keeps nothing."""
+        rel = os.path.relpath(self.victim, "/")
+        r, root = self.import_layer([("../../../../../../../../" + rel, b"pwned\n"),
+                                     ("big", os.urandom(16 << 20))])
+        self.assert_refused_nothing_kept(r, root)
+        layout = os.path.join(self.work, "layout")
+        shutil.rmtree(layout, True)
+        layer = oci_images.tar_bytes([("first", b"written before the break\n"),
+                                      ("big", b"0123456789abcdef" * (4 << 20))])
+        oci_images.write_layout(layout, layers=[oci_images.layer1(), layer],
+                                corrupt_layer=True)
+        r = run_nsbox(["image", "import", "-q", layout], self.dirs, timeout=120)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"digest mismatch", r.stderr)
+        self.assertIn(b"the blob is corrupt or was tampered with", r.stderr)
+        images = os.path.join(self.dirs.data, "images")
+        self.assertEqual([n for n in os.listdir(images) if not n.startswith(".lock-")
+                          and n not in (".refs", ".layers")], [])
+        self.assertEqual(oci_images.stored_layers(self.dirs.data), [])
+
 
 @unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
 class HostileBundleRoot(BundleCase):
