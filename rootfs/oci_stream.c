@@ -1,7 +1,9 @@
 /* A layer blob read as the stream of its tar: see oci_stream.h. */
 #include "oci_stream.h"
+#include "imagelibs.h"
 
 #include <errno.h>
+#include <isa-l/igzip_lib.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -20,7 +22,11 @@ struct nsbox_oci_stream {
     bool blob_done;
     char blob_hex[NSBOX_OCI_DIGEST_LEN + 1];
     unsigned char in[NSBOX_OCI_STREAM_CHUNK];
-    /* the decompressed stream, hashed as the thread makes it */
+    /* the decompressed stream, hashed as the thread makes it: a gzip blob's by ISA-L when it
+     * is installed (isal, st), else libarchive's (outer) */
+    const struct nsbox_imagelibs_isal *isal;
+    struct inflate_state *st;
+    bool file_eof;
     struct archive *outer;
     EVP_MD_CTX *diff_md;
     char diff_hex[NSBOX_OCI_DIGEST_LEN + 1];
@@ -86,6 +92,56 @@ static int file_rest(struct nsbox_oci_stream *s)
     return 0;
 }
 
+/* Up to n bytes of the gzip stream into out with ISA-L: their count, 0 at the stream's end
+ * (every member of it; bytes after the last member are only hashed, as libarchive's gzip
+ * reader ignores them), -1 with why. Each member's CRC and length are checked by ISA-L. */
+static ssize_t isal_read(struct nsbox_oci_stream *s, unsigned char *out, size_t n, char *why,
+                         size_t why_len)
+{
+    struct inflate_state *st = s->st;
+    st->next_out = out;
+    st->avail_out = (uint32_t)n;
+    while (st->avail_out) {
+        if (!st->avail_in && !s->file_eof) {
+            ssize_t got = read_file(s);
+            if (got < 0) {
+                snprintf(why, why_len, "read error: %s", strerror(errno));
+                return -1;
+            }
+            s->file_eof = got == 0;
+            st->next_in = s->in;
+            st->avail_in = (uint32_t)got;
+        }
+        if (st->block_state == ISAL_BLOCK_FINISH) {
+            if (!st->avail_in && !s->file_eof)
+                continue;
+            if (!st->avail_in || st->next_in[0] != 0x1f)
+                break; /* the end, or bytes after the last member */
+            uint8_t *next = st->next_in;
+            uint32_t avail = st->avail_in;
+            s->isal->reset(st); /* a member follows */
+            st->next_in = next;
+            st->avail_in = avail;
+            st->next_out = out + (n - st->avail_out);
+            st->crc_flag = ISAL_GZIP;
+        }
+        uint32_t in = st->avail_in, left = st->avail_out;
+        int r = s->isal->inflate(st);
+        if (r != ISAL_DECOMP_OK) {
+            snprintf(why, why_len, "invalid gzip data (ISA-L error %d)", r);
+            return -1;
+        }
+        /* nothing taken nor given: the input ended inside a member (with input left, a
+         * stream ISA-L cannot go on with, which must not loop) */
+        if (st->avail_in == in && st->avail_out == left && st->block_state != ISAL_BLOCK_FINISH &&
+            (s->file_eof || in)) {
+            snprintf(why, why_len, "truncated gzip data");
+            return -1;
+        }
+    }
+    return (ssize_t)(n - st->avail_out);
+}
+
 /* The stream's thread: decompress into the next free buffer, hand it over, until the end. */
 static void *produce(void *arg)
 {
@@ -100,10 +156,13 @@ static void *produce(void *arg)
         if (stop)
             return NULL;
         /* the slot is neither filled nor lent: this thread's alone until counted */
-        la_ssize_t n = archive_read_data(s->outer, s->buf[slot], NSBOX_OCI_STREAM_CHUNK);
         int err = 0;
         char why[sizeof s->why] = "";
-        if (n > 0) {
+        la_ssize_t n = s->st ? isal_read(s, s->buf[slot], NSBOX_OCI_STREAM_CHUNK, why, sizeof why)
+                             : archive_read_data(s->outer, s->buf[slot], NSBOX_OCI_STREAM_CHUNK);
+        if (n < 0 && s->st) {
+            err = EINVAL;
+        } else if (n > 0) {
             EVP_DigestUpdate(s->diff_md, s->buf[slot], (size_t)n);
         } else if (n == 0) {
             hex_digest(s->diff_md, s->diff_hex);
@@ -178,6 +237,15 @@ static void stop_thread(struct nsbox_oci_stream *s)
     s->started = false;
 }
 
+static int start(struct nsbox_oci_stream *s, struct nsbox_err *e)
+{
+    int r = pthread_create(&s->thread, NULL, produce, s);
+    if (r != 0)
+        return nsbox_err_set(e, NSBOX_E_SYS, r, "cannot start a thread: %s", strerror(r));
+    s->started = true;
+    return 0;
+}
+
 int nsbox_oci_stream_open(int fd, struct nsbox_oci_stream **out, struct nsbox_err *e)
 {
     struct nsbox_oci_stream *s = calloc(1, sizeof *s);
@@ -190,10 +258,20 @@ int nsbox_oci_stream_open(int fd, struct nsbox_oci_stream **out, struct nsbox_er
     pthread_cond_init(&s->freed, NULL);
     s->blob_md = EVP_MD_CTX_new();
     s->diff_md = EVP_MD_CTX_new();
-    s->outer = archive_read_new();
-    if (!s->blob_md || !s->diff_md || !s->outer ||
-        EVP_DigestInit_ex(s->blob_md, EVP_sha256(), NULL) != 1 ||
+    if (!s->blob_md || !s->diff_md || EVP_DigestInit_ex(s->blob_md, EVP_sha256(), NULL) != 1 ||
         EVP_DigestInit_ex(s->diff_md, EVP_sha256(), NULL) != 1)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    unsigned char magic[2];
+    off_t at = lseek(fd, 0, SEEK_CUR);
+    if (at >= 0 && pread(fd, magic, 2, at) == 2 && magic[0] == 0x1f && magic[1] == 0x8b &&
+        (s->isal = nsbox_imagelibs_isal())) {
+        if (!(s->st = malloc(sizeof *s->st)))
+            return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+        s->isal->init(s->st);
+        s->st->crc_flag = ISAL_GZIP;
+        return start(s, e);
+    }
+    if (!(s->outer = archive_read_new()))
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     archive_read_support_filter_gzip(s->outer);
     archive_read_support_filter_zstd(s->outer);
@@ -203,11 +281,7 @@ int nsbox_oci_stream_open(int fd, struct nsbox_oci_stream **out, struct nsbox_er
         archive_read_next_header(s->outer, &ent) != ARCHIVE_OK)
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "%s",
                              archive_error_string(s->outer) ? archive_error_string(s->outer) : "?");
-    int r = pthread_create(&s->thread, NULL, produce, s);
-    if (r != 0)
-        return nsbox_err_set(e, NSBOX_E_SYS, r, "cannot start a thread: %s", strerror(r));
-    s->started = true;
-    return 0;
+    return start(s, e);
 }
 
 int nsbox_oci_stream_finish(struct nsbox_oci_stream *s, char blob[NSBOX_OCI_DIGEST_LEN + 1],
@@ -243,6 +317,7 @@ void nsbox_oci_stream_free(struct nsbox_oci_stream *s)
     stop_thread(s);
     if (s->outer)
         archive_read_free(s->outer);
+    free(s->st);
     if (s->blob_md)
         EVP_MD_CTX_free(s->blob_md);
     if (s->diff_md)
