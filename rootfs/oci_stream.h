@@ -1,10 +1,11 @@
 /* A layer blob read as the stream of its tar. A thread of its own reads the blob's file,
- * hashes it (the blob's digest), undoes its compression (gzip, zstd, or none) and hashes the
- * result (the layer's diff_id), handing the tar's bytes to the reader through a few buffers.
- * Decompression, a core's worth of work for a gzip layer, thus runs beside the reader's
- * creation of the files, which is mostly the kernel's work in the reader's thread. At most
- * NSBOX_OCI_STREAM_BUFS buffers of NSBOX_OCI_STREAM_CHUNK bytes are held: a blob cannot make
- * the stream grow, however it decompresses. */
+ * hashes it (the blob's digest), undoes its compression (gzip by ISA-L where libisal2 loads,
+ * else by libarchive, as zstd; or none) and hashes the result (the layer's diff_id), handing
+ * the tar's bytes to the reader through a few buffers. Decompression, a core's worth of work
+ * for a gzip layer, thus runs beside the reader's creation of the files, which is mostly the
+ * kernel's work in the reader's thread. At most NSBOX_OCI_STREAM_BUFS buffers of
+ * NSBOX_OCI_STREAM_CHUNK bytes are held: a blob cannot make the stream grow, however it
+ * decompresses. */
 #ifndef NSBOX_OCI_STREAM_H
 #define NSBOX_OCI_STREAM_H
 
