@@ -3,7 +3,8 @@
 
     sudo python3 bench/bench_images.py [--quick] [--nsbox build/nsbox] [--rounds N]
                                        [--pull-rounds N] [--gap-ms 40] [--skip-disk]
-                                       [--baseline OTHER_NSBOX]
+                                       [--baseline OTHER_NSBOX] [--skip-create]
+                                       [--rm-each-round]
 
 Three measures, each side by side in one run, round-robin (the order rotated every round), wall
 clock with time.perf_counter_ns, medians and p10/p90 plus the median of the per-round ratios:
@@ -27,6 +28,9 @@ pull    `nsbox image pull --tls-verify=false REF` into an empty data directory v
         sync, the floor of any pull that unpacks (tar checks no digest and applies no
         whiteout). nsbox's pull is that same skopeo copy into a staging layout followed by the
         import (hash, unpack); the difference is the import. Target: within 1.5x of skopeo.
+        Every pull's files are kept until the measure ends (--rm-each-round: removed after
+        each pull, which on ext4 without a journal measures the kernel's scan past recently
+        freed inodes instead: bench_pull says why).
         --baseline adds another nsbox binary to the rotation (an A/B of two builds).
 
 The image: two gzip layers made from host files, no download: the small busybox layer of the
@@ -147,8 +151,13 @@ def skopeo_tar(copy, dst, env):
     return time.perf_counter_ns() - t0
 
 
-def bench_pull(tools, env, ref, rounds, gap, work):
-    """tools: {label: nsbox binary, or None for skopeo}; ratios of each nsbox to skopeo."""
+def bench_pull(tools, env, ref, rounds, gap, work, rm_each):
+    """tools: {label: nsbox binary, or None for skopeo}; ratios of each nsbox to skopeo.
+    Each pull's files are kept until the last round (rm_each: removed after each pull): on
+    ext4 without a journal the kernel does not reuse an inode freed in the last minute (six
+    while its inode table block is dirty), and scans past every such inode for each file it
+    creates, so that a pull made just after the previous round's 3 800 files were removed
+    measures that scan, for nsbox and tar alike."""
     res = {k: [] for k in tools}
     nsboxes = [k for k in tools if tools[k]]
     ratios = {"%s / %s" % (k, b): [] for k in nsboxes for b in ("skopeo", "skopeo+tar")}
@@ -159,7 +168,7 @@ def bench_pull(tools, env, ref, rounds, gap, work):
         order = labels[r % len(labels):] + labels[:r % len(labels)]
         got = {}
         for which in order:
-            dst = os.path.join(work, "pull-" + which)
+            dst = os.path.join(work, "pull-" + which if rm_each else "pull-%s-%d" % (which, r))
             shutil.rmtree(dst, ignore_errors=True)
             os.makedirs(dst)
             e = dict(env, NSBOX_DATA_DIR=dst)
@@ -174,7 +183,8 @@ def bench_pull(tools, env, ref, rounds, gap, work):
                 got[which], _ = timed([argv], e)
             else:
                 got[which], _ = timed([copy], e)
-            shutil.rmtree(dst, ignore_errors=True)
+            if rm_each:
+                shutil.rmtree(dst, ignore_errors=True)
         for k in got:
             res[k].append(got[k])
         for k in ratios:
@@ -251,9 +261,13 @@ def main():
     ap.add_argument("--pull-rounds", type=int, default=8)
     ap.add_argument("--gap-ms", type=int, default=40)
     ap.add_argument("--big-dir", default="/usr/lib/python3.11")
-    ap.add_argument("--baseline", metavar="NSBOX",
-                    help="another nsbox binary, pulled with in the same rotation")
+    ap.add_argument("--baseline", metavar="NSBOX", action="append", default=[],
+                    help="another nsbox binary, pulled with in the same rotation (repeatable: "
+                    "baseline, baseline2, ...)")
     ap.add_argument("--skip-disk", action="store_true", help="no disk measure")
+    ap.add_argument("--skip-create", action="store_true", help="no create measure")
+    ap.add_argument("--rm-each-round", action="store_true",
+                    help="remove each pull's files before the next (see bench_pull)")
     ap.add_argument("--results", default=os.path.join(HERE, "results"))
     a = ap.parse_args()
     if a.quick:
@@ -299,11 +313,12 @@ def main():
         run([nsbox, "image", "import", "-q", "--name", "bench/py:1", layout], menv)
         variants = {"host": ("host", env), "image (layers, overlay)": (ref, env),
                     "image (merged)": ("bench/py:1", menv)}
-        cres, cratios = bench_create(nsbox, env, variants, a.rounds, gap)
+        cres, cratios = ({}, {}) if a.skip_create else bench_create(nsbox, env, variants,
+                                                                     a.rounds, gap)
         tools = {"nsbox": nsbox, "skopeo": None}
-        if a.baseline:
-            tools["baseline"] = os.path.abspath(a.baseline)
-        pres, pratios = bench_pull(tools, env, ref, a.pull_rounds, gap, work)
+        for i, b in enumerate(a.baseline):
+            tools["baseline" + (str(i + 1) if i else "")] = os.path.abspath(b)
+        pres, pratios = bench_pull(tools, env, ref, a.pull_rounds, gap, work, a.rm_each_round)
     finally:
         if reg:
             reg.stop()
@@ -320,7 +335,8 @@ def main():
               "pull": {k: summary(v) for k, v in pres.items()},
               "pull_ratio_median": {k: statistics.median(v) for k, v in pratios.items()},
               "disk": dres,
-              "rounds": a.rounds - 1, "pull_rounds": a.pull_rounds, "gap_ms": a.gap_ms}
+              "rounds": a.rounds - 1, "pull_rounds": a.pull_rounds, "gap_ms": a.gap_ms,
+              "pulls_removed_each_round": a.rm_each_round}
     lines = ["# nsbox images benchmark", "",
              "image: 2 gzip layers, %.1f MB unpacked, %.1f MB compressed" % (raw / 1e6, gz / 1e6),
              "load average at the end: %.1f %.1f %.1f" % report["load_average"],

@@ -528,7 +528,8 @@ static void check_egress(struct nsbox_check *c)
 }
 
 /* What OCI images need: libarchive and libcrypto to import (os/imagelibs.h), skopeo to pull
- * (rootfs/oci_pull.c runs $NSBOX_SKOPEO, else skopeo from PATH). */
+ * (rootfs/oci_pull.c runs $NSBOX_SKOPEO, else skopeo from PATH); and whether ISA-L inflates
+ * gzip layers. */
 static void check_oci_images(struct nsbox_check *c)
 {
     struct nsbox_err e = {0};
@@ -553,15 +554,20 @@ static void check_oci_images(struct nsbox_check *c)
                 found[0] = '\0';
     }
     if (!found[0]) {
-        DETAIL(c, "import works; pull does not: %s%.300s%s (nsbox image pull, and run or create "
-                  "with an image reference not in the store, need it)",
+        DETAIL(c,
+               "import works; pull does not: %s%.300s%s (nsbox image pull, and run or create "
+               "with an image reference not in the store, need it)",
                skopeo && *skopeo ? "NSBOX_SKOPEO=" : "skopeo is not on PATH",
                skopeo && *skopeo ? skopeo : "", skopeo && *skopeo ? " is not executable" : "");
         FIX(c, "%sapt-get install skopeo", nsbox_diagnose_sudo());
         return;
     }
     c->ok = true;
-    DETAIL(c, "import (libarchive) and pull (%.400s) work", found);
+    /* optional: without it gzip layers are inflated by zlib, at about half the speed */
+    DETAIL(c, "import (libarchive, gzip by %s) and pull (%.400s) work",
+           nsbox_imagelibs_isal() ? "ISA-L"
+                                  : "zlib: apt-get install libisal2 for ISA-L's, twice as fast",
+           found);
 }
 
 static const char *const check_names[NSBOX_CHECK_COUNT] = {

@@ -13,7 +13,8 @@
  * their functions stay theirs.
  * When a library cannot be loaded (a broken install: both are dependencies of the package), a
  * call fails as the library reports failure (NULL, ARCHIVE_FATAL, 0), and archive_error_string()
- * says why; nsbox_imagelibs_load() says so before an import starts. */
+ * says why; nsbox_imagelibs_load() says so before an import starts. ISA-L (libisal2), a faster
+ * inflate for gzip layers, is optional: where it cannot be loaded, libarchive inflates them. */
 #define _GNU_SOURCE
 /* The C library's headers first, outside the pragma: a hidden reference to snprintf would make
  * the whole link's snprintf hidden, and then libc could not provide it. */
@@ -44,6 +45,19 @@
 static struct nsbox_dynlib archive_lib =
     NSBOX_DYNLIB_INIT("libarchive.so.13", "libarchive13", RTLD_NOW);
 static struct nsbox_dynlib crypto_lib = NSBOX_DYNLIB_INIT("libcrypto.so.3", "libssl3", RTLD_NOW);
+
+static struct nsbox_dynlib isal_lib = NSBOX_DYNLIB_INIT("libisal.so.2", "libisal2", RTLD_NOW);
+static struct nsbox_imagelibs_isal isal_fns;
+
+const struct nsbox_imagelibs_isal *nsbox_imagelibs_isal(void)
+{
+    const struct nsbox_dynlib_sym syms[] = {{(void **)&isal_fns.init, "isal_inflate_init"},
+                                            {(void **)&isal_fns.reset, "isal_inflate_reset"},
+                                            {(void **)&isal_fns.inflate, "isal_inflate"}};
+    return nsbox_dynlib_load(&isal_lib, syms, sizeof syms / sizeof syms[0], "ISA-L", NULL) == 0
+               ? &isal_fns
+               : NULL;
+}
 
 int nsbox_imagelibs_load(struct nsbox_err *e)
 {

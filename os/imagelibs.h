@@ -11,4 +11,15 @@
  * such and not as the failure of a call into a library that is not there. */
 int nsbox_imagelibs_load(struct nsbox_err *e);
 
+/* ISA-L's inflate (libisal2), about twice zlib's speed, for gzip layers (rootfs/oci_stream.c):
+ * its three functions, or NULL where the library cannot be loaded, and libarchive's gzip
+ * (zlib) does the work. Loaded once, on the first call. */
+struct inflate_state;
+struct nsbox_imagelibs_isal {
+    void (*init)(struct inflate_state *st);
+    void (*reset)(struct inflate_state *st);
+    int (*inflate)(struct inflate_state *st);
+};
+const struct nsbox_imagelibs_isal *nsbox_imagelibs_isal(void);
+
 #endif

@@ -1,8 +1,9 @@
-/* Unpacking a layer: see oci_layer.h. libarchive reads the tar (and its gzip or zstd), through
- * a reader that hashes every byte it hands over; nsbox writes the entries itself with *at calls
- * below directories opened with RESOLVE_IN_ROOT, so that no entry, however named and whatever
- * symlinks earlier entries made, lands outside the root. */
+/* Unpacking a layer: see oci_layer.h. libarchive reads the tar from the blob's stream
+ * (oci_stream.h: decompressed and hashed twice by a thread of its own); nsbox writes the
+ * entries itself with *at calls below directories opened with RESOLVE_IN_ROOT, so that no
+ * entry, however named and whatever symlinks earlier entries made, lands outside the root. */
 #include "oci_layer.h"
+#include "oci_stream.h"
 #include "cleanup.h"
 #include "idmap.h"
 #include "ocimanifest.h"
@@ -16,7 +17,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +25,6 @@
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
-
-#define READ_CHUNK (128 * 1024)
 
 void nsbox_oci_layer_limits(struct nsbox_oci_limits *l)
 {
@@ -45,99 +43,6 @@ mode_t nsbox_oci_layer_umask(void)
     cleanup_free char *text = nsbox_read_text_at(AT_FDCWD, "/proc/self/status", 4096);
     const char *u = text ? strstr(text, "\nUmask:") : NULL;
     return u ? (mode_t)(strtoul(u + 7, NULL, 8) & 0777) : 0777;
-}
-
-/* ---- the hashing reader ------------------------------------------------------------------- */
-
-struct hreader {
-    int fd;
-    EVP_MD_CTX *md;
-    uint64_t bytes;
-    int err; /* errno of a failed read */
-    unsigned char buf[READ_CHUNK];
-};
-
-static ssize_t hreader_read(struct archive *a, void *ctx, const void **out)
-{
-    struct hreader *h = ctx;
-    ssize_t n;
-    do
-        n = read(h->fd, h->buf, sizeof h->buf);
-    while (n < 0 && errno == EINTR);
-    if (n < 0) {
-        h->err = errno;
-        archive_set_error(a, errno, "read error");
-        return -1;
-    }
-    if (n > 0) {
-        EVP_DigestUpdate(h->md, h->buf, (size_t)n);
-        h->bytes += (uint64_t)n;
-    }
-    *out = h->buf;
-    return n;
-}
-
-static int hreader_init(struct hreader *h, int fd)
-{
-    h->fd = fd;
-    h->bytes = 0;
-    h->err = 0;
-    h->md = EVP_MD_CTX_new();
-    return h->md && EVP_DigestInit_ex(h->md, EVP_sha256(), NULL) == 1 ? 0 : -1;
-}
-
-static void hex_digest(EVP_MD_CTX *md, char out[NSBOX_OCI_DIGEST_LEN + 1])
-{
-    unsigned char d[EVP_MAX_MD_SIZE];
-    unsigned len = 0;
-    EVP_DigestFinal_ex(md, d, &len);
-    strcpy(out, "sha256:");
-    for (unsigned i = 0; i < len && i < 32; i++)
-        snprintf(out + 7 + 2 * i, 3, "%02x", d[i]);
-}
-
-/* Read what libarchive left (the tar's padding, trailing bytes) into the hash, then finish it. */
-static int hreader_finish(struct hreader *h, char out[NSBOX_OCI_DIGEST_LEN + 1])
-{
-    for (;;) {
-        ssize_t n;
-        do
-            n = read(h->fd, h->buf, sizeof h->buf);
-        while (n < 0 && errno == EINTR);
-        if (n < 0)
-            return -1;
-        if (n == 0)
-            break;
-        EVP_DigestUpdate(h->md, h->buf, (size_t)n);
-        h->bytes += (uint64_t)n;
-    }
-    hex_digest(h->md, out);
-    return 0;
-}
-
-static void hreader_free(struct hreader *h)
-{
-    if (h->md)
-        EVP_MD_CTX_free(h->md);
-    h->md = NULL;
-}
-
-int nsbox_oci_layer_hash_fd(int fd, char out[NSBOX_OCI_DIGEST_LEN + 1], uint64_t *len,
-                            struct nsbox_err *e)
-{
-    struct hreader *h = malloc(sizeof *h);
-    if (!h || hreader_init(h, fd) < 0) {
-        free(h);
-        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
-    }
-    int r = hreader_finish(h, out);
-    if (r < 0)
-        nsbox_err_sys(e, "read");
-    if (len)
-        *len = h->bytes;
-    hreader_free(h);
-    free(h);
-    return r;
 }
 
 /* ---- directories inside the root ---------------------------------------------------------- */
@@ -265,72 +170,34 @@ static bool overlay_form(const struct layer *L)
     return L->form && L->form->overlay;
 }
 
-/* Two archives in a chain: `outer` undoes the compression (format raw) over the hashing
- * reader, `tar` reads the tar from outer's data, hashing it too: the uncompressed stream's
- * sha256 is the layer's diff_id, which the image config (and so the image id) names. */
+/* The tar, read by libarchive from the blob's stream (oci_stream.h), which hashes the blob and
+ * the uncompressed tar: the latter's sha256 is the layer's diff_id, which the image config (and
+ * so the image id) names. */
 struct chain {
-    struct archive *outer, *tar;
-    EVP_MD_CTX *diff;
-    unsigned char buf[READ_CHUNK];
+    struct nsbox_oci_stream *stream;
+    struct archive *tar;
 };
-
-static ssize_t chain_read(struct archive *a, void *ctx, const void **out)
-{
-    struct chain *c = ctx;
-    la_ssize_t n = archive_read_data(c->outer, c->buf, sizeof c->buf);
-    if (n < 0) {
-        archive_set_error(a, archive_errno(c->outer), "%s",
-                          archive_error_string(c->outer) ? archive_error_string(c->outer)
-                                                         : "decompression failed");
-        return -1;
-    }
-    EVP_DigestUpdate(c->diff, c->buf, (size_t)n);
-    *out = c->buf;
-    return n;
-}
 
 static void close_chain(struct chain *c)
 {
     if (c->tar)
         archive_read_free(c->tar);
-    if (c->outer)
-        archive_read_free(c->outer);
-    if (c->diff)
-        EVP_MD_CTX_free(c->diff);
-    c->tar = c->outer = NULL;
-    c->diff = NULL;
+    nsbox_oci_stream_free(c->stream);
+    c->tar = NULL;
+    c->stream = NULL;
 }
 
-static int open_chain(struct chain *c, struct hreader *h)
+static int open_chain(struct chain *c, int blob_fd, struct nsbox_err *e)
 {
-    struct archive_entry *ent;
-    c->outer = archive_read_new();
+    if (nsbox_oci_stream_open(blob_fd, &c->stream, e) < 0)
+        return -1;
     c->tar = archive_read_new();
-    c->diff = EVP_MD_CTX_new();
-    if (!c->outer || !c->tar || !c->diff || EVP_DigestInit_ex(c->diff, EVP_sha256(), NULL) != 1)
-        return -1;
-    archive_read_support_filter_gzip(c->outer);
-    archive_read_support_filter_zstd(c->outer);
-    archive_read_support_format_raw(c->outer);
+    if (!c->tar)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     archive_read_support_format_tar(c->tar);
-    if (archive_read_open(c->outer, h, NULL, hreader_read, NULL) != ARCHIVE_OK ||
-        archive_read_next_header(c->outer, &ent) != ARCHIVE_OK)
-        return -1;
-    return archive_read_open(c->tar, c, NULL, chain_read, NULL) == ARCHIVE_OK ? 0 : -1;
-}
-
-/* After the tar's end: the rest of the uncompressed stream into the diff_id's hash. */
-static int finish_chain(struct chain *c, char diff_id[NSBOX_OCI_DIGEST_LEN + 1])
-{
-    for (;;) {
-        la_ssize_t n = archive_read_data(c->outer, c->buf, sizeof c->buf);
-        if (n < 0)
-            return -1;
-        if (n == 0)
-            break;
-        EVP_DigestUpdate(c->diff, c->buf, (size_t)n);
-    }
-    hex_digest(c->diff, diff_id);
+    if (archive_read_open(c->tar, c->stream, NULL, nsbox_oci_stream_read, NULL) != ARCHIVE_OK)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "%s",
+                             archive_error_string(c->tar) ? archive_error_string(c->tar) : "?");
     return 0;
 }
 
@@ -466,21 +333,18 @@ static int check_entry(struct layer *L, struct archive_entry *ent, char *path,
  * mismatch is found at its end, and the caller removes the layer's directory. */
 static int scan(struct layer *L, int blob_fd, int64_t size, bool unpack, struct nsbox_err *e)
 {
-    cleanup_free struct hreader *h = malloc(sizeof *h);
-    cleanup_free struct chain *c = calloc(1, sizeof *c);
-    if (!h || !c || hreader_init(h, blob_fd) < 0)
-        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    struct chain c = {0};
     int rc = -1;
     bool finished = false;
     char got[NSBOX_OCI_DIGEST_LEN + 1], diff[NSBOX_OCI_DIGEST_LEN + 1];
+    uint64_t blob_bytes = 0;
     struct archive *a = NULL;
-    if (open_chain(c, h) < 0) {
-        nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "layer %s: cannot read it: %s", L->digest,
-                      c->outer && archive_error_string(c->outer) ? archive_error_string(c->outer)
-                                                                 : "?");
+    if (open_chain(&c, blob_fd, e) < 0) {
+        if (e->code != NSBOX_E_NOMEM)
+            nsbox_err_wrap(e, "layer %s: cannot read it", L->digest);
         goto out;
     }
-    a = c->tar;
+    a = c.tar;
     struct archive_entry *ent;
     char path[PATH_MAX];
     uint64_t bytes = L->st->bytes, entries = L->st->entries;
@@ -504,15 +368,11 @@ static int scan(struct layer *L, int blob_fd, int64_t size, bool unpack, struct 
                                                   : extract_one(L, a, ent, path, e)) < 0)
             goto out;
     }
-    if (finish_chain(c, diff) < 0) {
-        tar_error(L, c->outer, e);
+    if (nsbox_oci_stream_finish(c.stream, got, diff, &blob_bytes, e) < 0) {
+        nsbox_err_wrap(e, "layer %s is not a valid tar archive", L->digest);
         goto out;
     }
     finished = true;
-    if (hreader_finish(h, got) < 0) {
-        nsbox_err_sys(e, "layer %s: read", L->digest);
-        goto out;
-    }
     if (strcmp(diff, L->diff_id) != 0) {
         nsbox_err_set(e, NSBOX_E_INVALID, EBADMSG,
                       "digest mismatch: layer %s unpacks to sha256 %s, the image config says "
@@ -520,24 +380,24 @@ static int scan(struct layer *L, int blob_fd, int64_t size, bool unpack, struct 
                       L->digest, diff + 7, L->diff_id);
         goto out;
     }
-    if (strcmp(got, L->digest) != 0 || (size >= 0 && h->bytes != (uint64_t)size)) {
+    if (strcmp(got, L->digest) != 0 || (size >= 0 && blob_bytes != (uint64_t)size)) {
         nsbox_err_set(e, NSBOX_E_INVALID, EBADMSG,
                       "digest mismatch: layer %s has sha256 %s and %llu bytes (expected %lld): "
                       "the blob is corrupt or was tampered with; nothing was kept",
-                      L->digest, got + 7, (unsigned long long)h->bytes, (long long)size);
+                      L->digest, got + 7, (unsigned long long)blob_bytes, (long long)size);
         goto out;
     }
     rc = 0;
 out:
     /* a corrupt blob usually breaks the tar or the compression first: say what it is */
     if (rc < 0 && !finished && e->code != NSBOX_E_NOMEM && e->sys_errno != ECANCELED &&
-        hreader_finish(h, got) == 0 && strcmp(got, L->digest) != 0)
+        c.stream && nsbox_oci_stream_blob_digest(c.stream, got) == 0 &&
+        strcmp(got, L->digest) != 0)
         nsbox_err_set(e, NSBOX_E_INVALID, EBADMSG,
                       "digest mismatch: layer %s has sha256 %s: the blob is corrupt or was "
                       "tampered with; nothing was kept",
                       L->digest, got + 7);
-    close_chain(c);
-    hreader_free(h);
+    close_chain(&c);
     return rc;
 }
 
@@ -854,17 +714,15 @@ static int extract(struct layer *L, int blob_fd, struct nsbox_err *e)
 {
     if (lseek(blob_fd, 0, SEEK_SET) < 0)
         return nsbox_err_sys(e, "layer %s: seek", L->digest);
-    cleanup_free struct hreader *h = malloc(sizeof *h);
-    cleanup_free struct chain *c = calloc(1, sizeof *c);
-    if (!h || !c || hreader_init(h, blob_fd) < 0)
-        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
+    struct chain c = {0};
     int rc = -1;
     struct archive *a = NULL;
-    if (open_chain(c, h) < 0) {
-        nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "layer %s: cannot read it", L->digest);
+    if (open_chain(&c, blob_fd, e) < 0) {
+        if (e->code != NSBOX_E_NOMEM)
+            nsbox_err_wrap(e, "layer %s: cannot read it", L->digest);
         goto out;
     }
-    a = c->tar;
+    a = c.tar;
     struct archive_entry *ent;
     char path[PATH_MAX];
     for (;;) {
@@ -886,16 +744,16 @@ static int extract(struct layer *L, int blob_fd, struct nsbox_err *e)
             goto out;
     }
     char got[NSBOX_OCI_DIGEST_LEN + 1], diff[NSBOX_OCI_DIGEST_LEN + 1];
-    if (finish_chain(c, diff) < 0 || hreader_finish(h, got) < 0 || strcmp(got, L->digest) != 0 ||
-        strcmp(diff, L->diff_id) != 0) {
+    uint64_t blob_bytes;
+    if (nsbox_oci_stream_finish(c.stream, got, diff, &blob_bytes, e) < 0 ||
+        strcmp(got, L->digest) != 0 || strcmp(diff, L->diff_id) != 0) {
         nsbox_err_set(e, NSBOX_E_INVALID, EBADMSG, "layer %s changed while it was unpacked",
                       L->digest);
         goto out;
     }
     rc = 0;
 out:
-    close_chain(c);
-    hreader_free(h);
+    close_chain(&c);
     return rc;
 }
 

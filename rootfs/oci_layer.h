@@ -72,10 +72,6 @@ int nsbox_oci_layer_apply(int root_fd, int blob_fd, const char *digest, const ch
  * when /proc does not say). */
 mode_t nsbox_oci_layer_umask(void);
 
-/* sha256 of what remains of fd, as "sha256:<hex>", and its length. */
-int nsbox_oci_layer_hash_fd(int fd, char out[NSBOX_OCI_DIGEST_LEN + 1], uint64_t *len,
-                            struct nsbox_err *e);
-
 /* Open the directory `rel` inside root_fd (RESOLVE_IN_ROOT), creating missing components
  * (0755) when create. O_PATH fd, or -1 with errno. */
 int nsbox_oci_layer_open_dir(int root_fd, const char *rel, bool create);

@@ -9,6 +9,7 @@ import io
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -261,6 +262,40 @@ class OciImages(unittest.TestCase):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"no python3", r.stderr)
         self.assertTrue(r.stderr.startswith(b"nsbox: t/nopy:1: image oci-"), r.stderr)
+
+    @unittest.skipUnless(os.geteuid() == 0, "hiding a library takes a private mount namespace")
+    def test_gzip_layers_without_isal_are_inflated_by_zlib(self):
+        """ISA-L is optional (rootfs/oci_stream.c): with libisal.so.2 hidden (/dev/null bound
+        over it in a mount namespace of the test's own), the image imports the same through
+        libarchive's zlib, and `info` says so and how to get ISA-L."""
+        found = [l.split("=>")[1].strip() for l in subprocess.run(
+            ["ldconfig", "-p"], capture_output=True, text=True).stdout.splitlines()
+            if "libisal.so.2 " in l]
+        if not found:
+            self.skipTest("libisal2 is not installed: zlib is the only path here, which the "
+                          "other tests take")
+        lib = os.path.realpath(found[0])
+        env = dict(os.environ, NSBOX_DATA_DIR=self.dirs.data, NSBOX_STATE_DIR=self.dirs.state,
+                   NSBOX_CACHE_DIR=self.dirs.cache)
+
+        def hidden(*args):
+            return subprocess.run(["unshare", "-m", "sh", "-ec",
+                                   'mount --make-rprivate /; mount --bind /dev/null "$1"; '
+                                   'shift; exec "$@"', "sh", lib, NSBOX, *args],
+                                  env=env, capture_output=True, text=True, timeout=120)
+        r = hidden("image", "import", "-q", "--name", "t/x:1", self.layout)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        seen = self.nsbox("run", "--image", "t/x:1", "--", "sh", "-c", CHECK, check=True)
+        self.nsbox("image", "rm", "t/x:1", check=True)
+        self.assertEqual(self.layers(), [])
+        again = self.nsbox("image", "import", "-q", "--name", "t/x:1", self.layout, check=True)
+        self.assertEqual(r.stdout, text(again.stdout))  # the same image id
+        want = self.nsbox("run", "--image", "t/x:1", "--", "sh", "-c", CHECK, check=True)
+        self.assertEqual(seen.stdout, want.stdout)
+        info = json.loads(hidden("info", "--json").stdout)
+        c = [c for c in info["checks"] if c["name"] == "oci_images"][0]
+        if c["ok"]:
+            self.assertIn("gzip by zlib: apt-get install libisal2", c["detail"])
 
     def test_digest_mismatch_keeps_nothing(self):
         bad = os.path.join(self.src, "bad")

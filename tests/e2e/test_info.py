@@ -4,6 +4,7 @@ both as root and as an unprivileged user (a throwaway system user, run through s
 
 Read-only: nsbox info changes nothing on the host, and neither does this test (the only thing it
 may create is the system user nsbox-info-test, which it never deletes, as other runs reuse it)."""
+import ctypes
 import json
 import os
 import pwd
@@ -155,6 +156,12 @@ class InfoTest(Shape, unittest.TestCase):
         self.assertFalse(c["required"])
         if c["ok"]:
             self.assertIn("pull (", c["detail"])
+            # gzip layers: ISA-L's inflate where libisal2 loads, else zlib's and how to get it
+            try:
+                ctypes.CDLL("libisal.so.2")
+                self.assertIn("gzip by ISA-L)", c["detail"])
+            except OSError:
+                self.assertIn("gzip by zlib: apt-get install libisal2", c["detail"])
         proc = run(["info", "--json"], env=dict(os.environ, NSBOX_SKOPEO="/nonexistent/skopeo"))
         c = by_name(json.loads(proc.stdout))["oci_images"]
         if "import works" not in c["detail"]:

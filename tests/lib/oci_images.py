@@ -89,8 +89,10 @@ def config(layers, env=ENV):
                       sort_keys=True).encode()
 
 
-def write_layout(d, layers=None, ref="latest", env=ENV, corrupt_layer=False):
-    """An OCI layout in directory d (gzip layers). Returns the manifest digest."""
+def write_layout(d, layers=None, ref="latest", env=ENV, corrupt_layer=False, gz=None,
+                 media="application/vnd.oci.image.layer.v1.tar+gzip"):
+    """An OCI layout in directory d (gzip layers; gz: their blobs as given, the gzip of each
+    layer by default, media their media type). Returns the manifest digest."""
     layers = layers if layers is not None else [layer1(), layer2()]
     os.makedirs(os.path.join(d, "blobs", "sha256"), exist_ok=True)
 
@@ -99,9 +101,8 @@ def write_layout(d, layers=None, ref="latest", env=ENV, corrupt_layer=False):
         with open(os.path.join(d, "blobs", "sha256", dg[7:]), "wb") as f:
             f.write(data)
         return dg
-    gz = [gzip.compress(l, mtime=0) for l in layers]
-    descs = [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": put(g),
-              "size": len(g)} for g in gz]
+    gz = gz if gz is not None else [gzip.compress(l, mtime=0) for l in layers]
+    descs = [{"mediaType": media, "digest": put(g), "size": len(g)} for g in gz]
     cfg = config(layers, env)
     man = json.dumps({"schemaVersion": 2,
                       "mediaType": "application/vnd.oci.image.manifest.v1+json",

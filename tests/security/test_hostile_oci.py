@@ -9,6 +9,8 @@ on a bind that asks for shared propagation of a host directory that is shared, d
 on the host. And for nsbox-oci's writable root (root.readonly false: the bundle's root is the
 container's root, its mount points made in it): a bundle whose entries are symlinks pointing out
 of it must not move a mount or make a mount point outside it."""
+import ctypes
+import gzip
 import io
 import json
 import os
@@ -165,6 +167,82 @@ class HostileLayers(unittest.TestCase):
             self.assertEqual([n for n in os.listdir(images) if not n.startswith(".lock-")
                               and n not in (".refs", ".layers")], [])
             self.assertEqual(oci_images.stored_layers(self.dirs.data), [])
+
+    def test_layer_compressions_and_their_checks(self):
+        """A gzip layer is inflated by ISA-L where it is installed, any other by libarchive
+        (rootfs/oci_stream.c): a layer of two gzip members is whole, a zstd layer too; one
+        whose CRC or length in a gzip trailer is wrong (the blob's and the tar's digests right:
+        the image's author wrote it so) is refused, as docker's Go reader refuses it, and a
+        member cut short is too."""
+        try:
+            ctypes.CDLL("libisal.so.2")
+        except OSError:
+            self.skipTest("libisal2 is not installed: gzip is libarchive's, which checks no "
+                          "trailer (apt-get install libisal2)")
+        data = os.urandom(500) * 40
+        tar = oci_images.tar_bytes([("f%d" % i, data) for i in range(50)])
+        third = len(tar) // 3
+        whole = gzip.compress(tar, mtime=0)
+        layout = os.path.join(self.work, "layout")
+        def zstd(b):
+            return subprocess.run(["zstd", "-q", "-c"], input=b, stdout=subprocess.PIPE,
+                                  check=True).stdout
+        cases = [("two members", gzip.compress(tar[:third]) + gzip.compress(tar[third:]), None),
+                 ("zstd", zstd(tar), None)]
+        for name, at in (("bad CRC", -6), ("bad length", -2)):
+            b = bytearray(whole)
+            b[at] ^= 1
+            cases.append((name, bytes(b), b"invalid gzip data"))
+        cases.append(("cut", whole[:-20], b"truncated gzip data"))
+        for name, blob, err in cases:
+            shutil.rmtree(layout, True)
+            z = name == "zstd"
+            base = oci_images.layer1()
+            oci_images.write_layout(
+                layout, layers=[base, tar],
+                gz=[zstd(base) if z else gzip.compress(base, mtime=0), blob],
+                media="application/vnd.oci.image.layer.v1.tar+" + ("zstd" if z else "gzip"))
+            r = run_nsbox(["image", "import", "-q", "--name", "t/gz:1", layout], self.dirs,
+                          timeout=120)
+            if err is None:
+                self.assertEqual(r.returncode, 0, (name, r.stderr))
+                images = os.path.join(self.dirs.data, "images")
+                image, = [os.path.join(images, n) for n in os.listdir(images)
+                          if n.startswith("oci-")]
+                top = oci_images.image_layers(image)[-1]
+                for i in (0, 49):
+                    with open(os.path.join(top, "f%d" % i), "rb") as f:
+                        self.assertEqual(f.read(), data, name)
+                run_nsbox(["image", "rm", "t/gz:1"], self.dirs, timeout=60)
+                continue
+            self.assertEqual(r.returncode, 125, (name, r.stderr))
+            self.assertIn(err, r.stderr, name)
+            self.assertEqual(oci_images.stored_layers(self.dirs.data), [], name)
+
+    def test_a_layer_failing_early_or_midway_stops_its_decompression(self):
+        """A layer is decompressed by a thread of its own, a few buffers (512 KB) ahead of the
+        files being written (rootfs/oci_stream.c). A refused first entry with 16 MB after it
+        fails the import while that thread waits for room, which must stop it; a gzip stream
+        that breaks in its middle fails it after files were written, told as a corrupt blob
+        by the whole file's digest. Each fails at once (the timeout), keeps nothing."""
+        rel = os.path.relpath(self.victim, "/")
+        r, root = self.import_layer([("../../../../../../../../" + rel, b"pwned\n"),
+                                     ("big", os.urandom(16 << 20))])
+        self.assert_refused_nothing_kept(r, root)
+        layout = os.path.join(self.work, "layout")
+        shutil.rmtree(layout, True)
+        layer = oci_images.tar_bytes([("first", b"written before the break\n"),
+                                      ("big", b"0123456789abcdef" * (4 << 20))])
+        oci_images.write_layout(layout, layers=[oci_images.layer1(), layer],
+                                corrupt_layer=True)
+        r = run_nsbox(["image", "import", "-q", layout], self.dirs, timeout=120)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"digest mismatch", r.stderr)
+        self.assertIn(b"the blob is corrupt or was tampered with", r.stderr)
+        images = os.path.join(self.dirs.data, "images")
+        self.assertEqual([n for n in os.listdir(images) if not n.startswith(".lock-")
+                          and n not in (".refs", ".layers")], [])
+        self.assertEqual(oci_images.stored_layers(self.dirs.data), [])
 
 
 @unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
