@@ -82,7 +82,11 @@ char **nsbox_sandbox_env(const struct nsbox_spec *s, struct nsbox_err *e)
      * keeps what its own Python says, as under Docker. */
     bool debian_python = !strcmp(s->image, "host") || !strcmp(s->image, "debian");
     size_t n = NSBOX_ARRAY_LEN(base) + n_img + s->n_env + NSBOX_ARRAY_LEN(bundle_env) + 3;
-    char **env = calloc(n, sizeof *env);
+    /* the image's strings are copied behind the array, so that one free() ends it all */
+    size_t img_bytes = 0;
+    for (size_t i = 0; i < n_img; i++)
+        img_bytes += strlen(img_env[i]) + 1;
+    char **env = calloc(1, n * sizeof *env + img_bytes);
     if (!env) {
         nsbox_err_sys(e, "calloc");
         return NULL;
@@ -98,11 +102,12 @@ char **nsbox_sandbox_env(const struct nsbox_spec *s, struct nsbox_err *e)
         env[k++] = (char *)base[i];
     if (debian_python)
         env[k++] = (char *)"PIP_BREAK_SYSTEM_PACKAGES=1";
-    for (size_t i = 0; i < n_img; i++)
-        k = nsbox_env_put(env, k, img_env[i]);
-    /* the strings live in img_env's block, which the environment keeps */
-    if (n_img)
-        img_env = NULL;
+    char *img_copy = (char *)(env + n);
+    for (size_t i = 0; i < n_img; i++) {
+        char *kv = img_copy;
+        img_copy = stpcpy(kv, img_env[i]) + 1;
+        k = nsbox_env_put(env, k, kv);
+    }
     /* the sandbox's CA is in the system bundle; these make the tools that carry their own
      * bundle (Python's requests and pip: certifi; node) read that one */
     for (size_t i = 0; s->n_bindings && i < NSBOX_ARRAY_LEN(bundle_env); i++)
