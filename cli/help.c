@@ -41,7 +41,7 @@ static const char overview[] =
     "                                  (--cwd: relative to /workspace)\n"
     "  cp [-p] SRC DST                 ID:path on either side (a path in /workspace; into a\n"
     "                                  directory keeps the name; -p makes missing directories)\n"
-    "  ls [--json|-q] | inspect ID | rm ID... | ps ID | kill ID PID [SIG] | logs ID PID\n"
+    "  ls [-a] [--json|-q] | inspect ID | rm ID... | ps ID | kill ID PID [SIG] | logs ID PID\n"
     "  logs --network [-f] ID          the sandbox's connections through its egress helper\n"
     "                                  (a bound host's: each request, no header, no query)\n"
     "  wait [--timeout S] ID PID       until a background process ends; its exit code\n"
@@ -114,9 +114,10 @@ static const struct {
            "  the workspace itself\n"
            "\n"
            "  -p                                  make DST's missing directories\n"},
-    {"ls", "usage: nsbox ls [--json | -q]\n"
+    {"ls", "usage: nsbox ls [-a] [--json | -q]\n"
            "  the persistent sandboxes of this user: id, state, instance type, created, expires\n"
-           "  -q, --quiet    the ids alone, one a line (nsbox rm $(nsbox ls -q))\n"},
+           "  -q, --quiet    the ids alone, one a line (nsbox rm $(nsbox ls -q))\n"
+           "  -a, --all      the warm pool's waiting sandboxes too (state pooled)\n"},
     {"inspect", "usage: nsbox inspect ID\n"
                 "  a sandbox's spec, state, limits, usage, disk and processes, as JSON\n"},
     {"rm", "usage: nsbox rm ID...\n"

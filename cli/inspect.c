@@ -45,12 +45,26 @@ int nsbox_cli_inspect(int argc, char **argv)
 
 int nsbox_cli_ls(int argc, char **argv)
 {
-    bool json = argc > 1 && !strcmp(argv[1], "--json");
-    /* -q: the ids alone, one a line, for `nsbox rm $(nsbox ls -q)`, as docker ps -q */
-    bool quiet = argc > 1 && (!strcmp(argv[1], "-q") || !strcmp(argv[1], "--quiet"));
-    if (argc > (json || quiet ? 2 : 1)) /* a typo of --json was taken for no option */
-        return nsbox_say_usage("%s",
-                               "ls takes no argument but --json or -q (nsbox ls [--json | -q])");
+    /* -q: the ids alone, one a line, for `nsbox rm $(nsbox ls -q)`, as docker ps -q; -a: the
+     * warm pool's waiting sandboxes too, which are nsbox's own, not the user's (docs/pool.md) */
+    bool json = false, quiet = false, with_pool = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--json") && !json)
+            json = true;
+        else if ((!strcmp(a, "-q") || !strcmp(a, "--quiet")) && !quiet)
+            quiet = true;
+        else if ((!strcmp(a, "-a") || !strcmp(a, "--all")) && !with_pool)
+            with_pool = true;
+        else if ((!strcmp(a, "-aq") || !strcmp(a, "-qa")) && !with_pool && !quiet)
+            with_pool = quiet = true;
+        else /* a typo of --json was taken for no option */
+            return nsbox_say_usage("ls takes no argument but --json, -q or -a, not '%s' "
+                                   "(nsbox ls [-a] [--json | -q])",
+                                   a);
+    }
+    if (json && quiet)
+        return nsbox_say_usage("%s", "ls: --json or -q, not both (nsbox ls [-a] [--json | -q])");
     struct nsbox_err e = {0};
     nsbox_gc(false, &e);
     char rt[PATH_MAX];
@@ -74,6 +88,11 @@ int nsbox_cli_ls(int argc, char **argv)
         int r = nsbox_client_call_within(de->d_name, &req, 10, &reply, &e);
         if (r == 0 && nsbox_client_reply_error(reply, &e) == 0) {
             cJSON *one = unwrapped(reply);
+            const cJSON *state = cJSON_GetObjectItemCaseSensitive(one, "state");
+            if (!with_pool && cJSON_IsString(state) && !strcmp(state->valuestring, "pooled")) {
+                cJSON_Delete(one);
+                continue;
+            }
             /* listed by its directory's name whatever its supervisor answered */
             if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(one, "id"))) {
                 cJSON_DeleteItemFromObjectCaseSensitive(one, "id");

@@ -779,8 +779,16 @@ class Pool(unittest.TestCase):
             r = self.nsbox(*args)
             self.assertEqual(r.returncode, 125, args)
             self.assertIn(b"pool", r.stderr, args)
-        ls = self.nsbox("ls", check=True).stdout.decode()
+        # ls lists the user's sandboxes: a waiting one is nsbox's own, listed with -a only (a
+        # CI job's `test -z "$(nsbox ls -q)"` after its tests must not see the pool)
+        self.assertNotIn(sid.encode(), self.nsbox("ls", check=True).stdout)
+        self.assertEqual(self.nsbox("ls", "-q", check=True).stdout, b"")
+        self.assertEqual(json.loads(self.nsbox("ls", "--json", check=True).stdout), [])
+        ls = self.nsbox("ls", "-a", check=True).stdout.decode()
         self.assertRegex(ls, sid + r"\s+pooled")
+        self.assertEqual(self.nsbox("ls", "-aq", check=True).stdout, sid.encode() + b"\n")
+        listed = json.loads(self.nsbox("ls", "--all", "--json", check=True).stdout)
+        self.assertEqual([(e["id"], e["state"]) for e in listed], [(sid, "pooled")])
         # ps names the supervisor by its sandbox, not by the filler's command line
         sup = json.loads(self.nsbox("inspect", sid, check=True).stdout)["supervisor_pid"]
         self.assertTrue(read(f"/proc/{sup}/cmdline").startswith(b"nsbox " + sid.encode()))

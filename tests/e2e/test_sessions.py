@@ -358,7 +358,9 @@ class Lifecycle(SessionTest):
         # a typo of --json or -v was taken for no option: exit 0, the wrong output
         for args, said in ((["ls", "--jsno"], "ls takes no argument but --json"),
                            (["ls", "--json", "x"], "ls takes no argument but --json"),
-                           (["ls", "-q", "-v"], "or -q (nsbox ls [--json | -q])"),
+                           (["ls", "-q", "-v"], "not '-v' (nsbox ls [-a] [--json | -q])"),
+                           (["ls", "-q", "-q"], "not '-q'"),
+                           (["ls", "--json", "-q"], "--json or -q, not both"),
                            (["gc", "--verbsoe"], "gc: unexpected argument '--verbsoe'"),
                            (["gc", "-v", "x"], "gc: unexpected argument 'x'")):
             r = self.nsbox(*args)
@@ -367,7 +369,7 @@ class Lifecycle(SessionTest):
         self.assertEqual(json.loads(self.nsbox("ls", "--json").stdout), [])
         self.assertIn(b"removed 0 leftover", self.nsbox("gc", "-v").stdout)
         # the usage line names every option the command takes
-        self.assertIn(b"usage: nsbox ls [--json | -q]", self.nsbox("help", "ls").stdout)
+        self.assertIn(b"usage: nsbox ls [-a] [--json | -q]", self.nsbox("help", "ls").stdout)
 
     def test_ttl_during_a_wait_says_so(self):
         # as exec: the wait's connection breaks with the sandbox, and the reason is given
