@@ -97,17 +97,6 @@ static void nodelay(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-/* The sandbox's side of a connection crosses one veth: no loss, an RTT of microseconds, nothing
- * for a congestion control to control. A pacing one that the host may have as its default
- * (bbr) spaces the helper's sends out there and halved a spliced download's throughput; reno
- * never paces and any process may choose it (TCP_CONG_NON_RESTRICTED). The upstream keeps the
- * host's choice: that path is the real one. */
-static void unpaced(int fd)
-{
-    static const char reno[] = "reno";
-    setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, reno, sizeof reno - 1);
-}
-
 /* Refused connections are reset, not closed: the client sees "connection reset" at once. */
 static void reset(int fd)
 {
@@ -343,7 +332,6 @@ static void *serve(void *arg)
     }
     h->name[0] = '\0';
     nodelay(c->fd);
-    unpaced(c->fd);
     enum nsbox_tlshello_verdict v = read_hello(c->fd, buf, &len, h);
     if (v != NSBOX_TLSHELLO_SNI) {
         snprintf(c->why, sizeof c->why, "%s%s%s", nsbox_tlshello_verdict_name(v),

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,19 @@ int nsbox_egress_spawn_open(char *path, size_t n, struct nsbox_err *e)
     return fd;
 }
 
+/* The sandbox's side of a connection crosses one veth: no loss, an RTT of microseconds, nothing
+ * for a congestion control to control. A pacing one that the host may have as its default
+ * (bbr) spaced the helper's sends out there and halved a spliced download's throughput; reno
+ * never paces and any process may choose it (TCP_CONG_NON_RESTRICTED). It is set on the
+ * listener, which each accepted connection inherits before its control starts: set on an
+ * established bbr connection, it would leave bbr's pacing switched on. The upstream keeps the
+ * host's choice: that path is the real one. */
+static void listener_unpaced(int fd)
+{
+    static const char reno[] = "reno";
+    setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, reno, sizeof reno - 1);
+}
+
 /* Binds one listener per distinct port of the names, on the gateway. */
 static int listen_all(const struct nsbox_netplan *p, int *fds, uint16_t *ports, size_t *n,
                       struct nsbox_err *e)
@@ -72,6 +86,8 @@ static int listen_all(const struct nsbox_netplan *p, int *fds, uint16_t *ports, 
         if (seen || *n == MAX_PORTS)
             continue;
         int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (s >= 0)
+            listener_unpaced(s);
         struct sockaddr_in sa = {
             .sin_family = AF_INET, .sin_addr = p->slot.host, .sin_port = htons(p->names[i].port)};
         int one = 1;

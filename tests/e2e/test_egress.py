@@ -591,6 +591,8 @@ class Egress(unittest.TestCase):
         # The helper's socket towards the sandbox takes reno, which never paces, whatever the
         # host's default (bbr paces, and halved a spliced download's throughput): read with ss
         # from the lab's namespace, where the helper lives, while a connection is held open.
+        # The listener has it, so that each connection starts with it: switched on an
+        # established bbr connection, reno would keep bbr's pacing on.
         hold = ("import os, socket, ssl, sys, time\n"
                 "ctx = ssl.create_default_context(cadata=os.environ['LAB_CA'])\n"
                 "s = ctx.wrap_socket(socket.create_connection((sys.argv[1], %d), timeout=8),"
@@ -616,6 +618,10 @@ class Egress(unittest.TestCase):
                 self.assertIn("reno", ss, ss)
                 for other in ("bbr", "cubic"):
                     self.assertNotIn(other, ss, ss)
+                ls = subprocess.run(["nsenter", f"--net=/run/netns/{lab.lab}", "ss", "-Htlni",
+                                     f"( sport = :{PORT} )"],
+                                    capture_output=True, text=True, check=True).stdout.split()
+                self.assertIn("reno", ls, ls)
             finally:
                 p.stdin.close()
                 p.wait(timeout=20)
