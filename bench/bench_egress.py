@@ -5,7 +5,8 @@ the same origin directly through an egress range, alternating: a new connection 
 TLS handshake, a small GET), a 100 MB download (throughput), the helper's CPU time per 100 MB
 spliced (where its share of the time goes); and the idle helper's PSS (smaps_rollup), without
 header bindings and with one (after one bound request), for this nsbox and, with --bin
-NAME=PATH, for others (an older build) side by side.
+NAME=PATH, for others (an older build) side by side; each --bin build's splice path also
+downloads in the same rounds, its ratio to direct printed beside this one's (an A/B of builds).
 
     sudo bench/bench_egress.py [--rounds 200] [--downloads 40] [--mb 100] [--nsbox build/nsbox]
                                [--bin old=/path/to/other/nsbox] [--pss-only]
@@ -254,7 +255,8 @@ def main():
     ap.add_argument("--mb", type=int, default=100, help="size of a download")
     ap.add_argument("--json", help="write raw results here")
     ap.add_argument("--bin", action="append", default=[], metavar="NAME=PATH",
-                    help="another nsbox whose helper's PSS is measured beside this one's")
+                    help="another nsbox whose helper's PSS, and splice path's downloads, are "
+                         "measured beside this one's")
     ap.add_argument("--pss-only", action="store_true", help="measure the helpers' PSS only")
     ap.add_argument("--pss-rounds", type=int, default=3, help="PSS measurements per binary")
     a = ap.parse_args()
@@ -301,17 +303,27 @@ def main():
         direct = b.create("--egress", f"{API}/32")
         sids.append(direct)
         paths = {"splice": (spliced, NAME), "direct": (direct, API)}
+        # each --bin build's splice path in the same rounds (its downloads only): A/B of builds
+        others = [name for name, _ in bins[1:]]
+        for name, path in bins[1:]:
+            sids.append(b.create("--network", f"allow={NAME}:{PORT}", binary=path))
+            paths[f"splice_{name}"] = (sids[-1], NAME)
         pss_fresh = b.helper_pss_kib(spliced)
         for sid, host in paths.values():  # warm-up: page cache, the origin's first handshakes
             b.client(sid, "conn", host, "5")
         res = {"conn_splice": [], "conn_direct": [], "mbps_splice": [], "mbps_direct": []}
         rounds = {"conn_delta": [], "mbps_ratio": []}
+        for name in others:
+            res[f"mbps_splice_{name}"] = []
+            rounds[f"mbps_ratio_{name}"] = []
         # interleaved rounds, the order alternating, so that both paths see the same load of
         # the machine; each round gives one difference (connections) or ratio (downloads)
         order = [list(paths.items()), list(reversed(paths.items()))]
+        conn_paths = {k: paths[k] for k in ("splice", "direct")}
+        conn_order = [list(conn_paths.items()), list(reversed(conn_paths.items()))]
         for i in range(max(1, a.rounds // a.batch)):
             got = {}
-            for k, (sid, host) in order[i % 2]:
+            for k, (sid, host) in conn_order[i % 2]:
                 got[k] = b.client(sid, "conn", host, str(a.batch))
                 res[f"conn_{k}"] += got[k]
             rounds["conn_delta"].append(statistics.median(got["splice"]) -
@@ -324,6 +336,8 @@ def main():
                 got[k] = b.client(sid, "get", host, str(a.mb))[0]
                 res[f"mbps_{k}"].append(got[k])
             rounds["mbps_ratio"].append(got["splice"] / got["direct"])
+            for name in others:
+                rounds[f"mbps_ratio_{name}"].append(got[f"splice_{name}"] / got["direct"])
         cpu_per_100mb = (b.helper_cpu_ms(helper) - cpu0) / a.downloads * 100 / a.mb
         pss_idle = b.helper_pss_kib(spliced)
         out = {k: summary(v) for k, v in res.items()}
@@ -343,6 +357,10 @@ def main():
               f"target <= +2 ms")
         print(f"{a.mb} MB download: splice / direct throughput {r['median']:.2f} (p10 "
               f"{r['p10']:.2f}, p90 {r['p90']:.2f}; {r['n']} rounds); target >= 0.90")
+        for name in others:
+            o = out[f"mbps_ratio_{name}"]
+            print(f"{a.mb} MB download through {name}'s helper: splice / direct "
+                  f"{o['median']:.2f} (p10 {o['p10']:.2f}, p90 {o['p90']:.2f}; same rounds)")
         print(f"helper CPU (user + system) per 100 MB spliced: {cpu_per_100mb:.0f} ms")
         print(f"idle helper PSS: {pss_fresh} KiB fresh, {pss_idle} KiB after the runs; "
               f"target <= 512 KiB")
