@@ -23,6 +23,10 @@ static const struct dockeropt dockeropt_table[] = {
       "--shm-size", NULL},
      "limits come with the instance type: --instance-type small|medium|large (nsbox info prints "
      "each one's CPUs, memory, pids and disk; the config file may add types)"},
+    {{"--storage-opt", "--disk", "--disk-size", NULL},
+     "the workspace's disk comes with the instance type too: --instance-type small|medium|large "
+     "(nsbox info prints each one's disk), or a directory of the host as /workspace: "
+     "--workspace DIR"},
     {{"-u", "--user", NULL},
      "commands always run as appuser (uid 1000), never as root: there is no user to choose"},
     {{"--name", NULL}, "a sandbox is named by the id nsbox create prints: id=$(nsbox create)"},

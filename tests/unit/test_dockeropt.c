@@ -33,6 +33,9 @@ static void test_each_habit_names_nsbox_way(void **state)
                                    "--cpu-shares", "--pids-limit", "--shm-size", NULL};
          *m; m++)
         assert_hint_names(*m, "--instance-type small|medium|large");
+    assert_hint_names("--storage-opt=size=10G", "--instance-type small|medium|large");
+    assert_hint_names("--disk", "nsbox info prints each one's disk");
+    assert_hint_names("--disk-size=20G", "--workspace DIR");
     assert_hint_names("-u", "appuser (uid 1000)");
     assert_hint_names("--user=root", "appuser (uid 1000)");
     assert_hint_names("--name", "id=$(nsbox create)");
