@@ -61,13 +61,14 @@ void nsbox_filemax_raise_at(const char *path)
     struct sysinfo si;
     struct nsbox_err e;
     bool keep = false;
-    /* a broken file was refused before any sandbox is made (cli/main.c); keep is opt-in */
-    if (nsbox_filemax_config_keep(&keep, &e) < 0 || keep)
-        return;
     if (nsbox_text_read_long(path, &cur) < 0 || sysinfo(&si) < 0)
         return;
     uint64_t mem = (uint64_t)si.totalram * (si.mem_unit ? si.mem_unit : 1);
     if (cur < 0 || !nsbox_filetable_fillable((uint64_t)cur, mem))
+        return;
+    /* the config file only for a table to raise, the rare case; a broken file was refused
+     * before any sandbox is made (cli/main.c), and keep is opt-in */
+    if (nsbox_filemax_config_keep(&keep, &e) < 0 || keep)
         return;
     char text[32];
     int n = snprintf(text, sizeof text, "%ld\n", (long)NSBOX_FILETABLE_RAISED);
