@@ -9,8 +9,7 @@ bool nsbox_filetable_fillable(uint64_t file_max, uint64_t mem_bytes)
     return file_max < mem_bytes / NSBOX_FILETABLE_FILE_BYTES;
 }
 
-int nsbox_filetable_config_from_json(const char *text, size_t len, bool *keep,
-                                     struct nsbox_err *e)
+int nsbox_filetable_config_from_json(const char *text, size_t len, bool *keep, struct nsbox_err *e)
 {
     cleanup_cjson cJSON *root = cJSON_ParseWithLength(text, len);
     if (!root || !cJSON_IsObject(root))
@@ -28,8 +27,7 @@ int nsbox_filetable_config_from_json(const char *text, size_t len, bool *keep,
     {
         if (strcmp(it->string, "file_max") != 0)
             return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                                 "config: key 'host.%.64s': unknown (known: file_max)",
-                                 it->string);
+                                 "config: key 'host.%.64s': unknown (known: file_max)", it->string);
         if (cJSON_IsString(it) && !strcmp(it->valuestring, "raise"))
             out = false;
         else if (cJSON_IsString(it) && !strcmp(it->valuestring, "keep"))

@@ -28,7 +28,6 @@ bool nsbox_filetable_fillable(uint64_t file_max, uint64_t mem_bytes);
 /* The config file's "host" section (text: the whole file): "file_max": "raise" (the default:
  * root's nsbox raises a table sandboxes could fill) or "keep" (an administrator's: leave it),
  * in *keep. Absent: *keep unchanged. */
-int nsbox_filetable_config_from_json(const char *text, size_t len, bool *keep,
-                                     struct nsbox_err *e);
+int nsbox_filetable_config_from_json(const char *text, size_t len, bool *keep, struct nsbox_err *e);
 
 #endif

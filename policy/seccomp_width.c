@@ -10,13 +10,12 @@ static const struct {
     const char *name;
     unsigned index;
 } narrow_args[] = {
-    {"setrlimit", 0},  {"getrlimit", 0},   {"prlimit64", 1},  {"prctl", 0},
-    {"socket", 0},     {"socket", 1},      {"socket", 2},     {"socketpair", 0},
-    {"socketpair", 1}, {"socketpair", 2},  {"personality", 0}, {"ioctl", 1},
-    {"fcntl", 1},      {"flock", 1},       {"setsockopt", 1}, {"setsockopt", 2},
-    {"getsockopt", 1}, {"getsockopt", 2},  {"setns", 1},      {"kill", 1},
-    {"tkill", 1},      {"tgkill", 2},      {"open", 1},       {"openat", 2},
-    {"keyctl", 0},     {"bpf", 0},         {"madvise", 2},
+    {"setrlimit", 0},   {"getrlimit", 0},  {"prlimit64", 1},  {"prctl", 0},      {"socket", 0},
+    {"socket", 1},      {"socket", 2},     {"socketpair", 0}, {"socketpair", 1}, {"socketpair", 2},
+    {"personality", 0}, {"ioctl", 1},      {"fcntl", 1},      {"flock", 1},      {"setsockopt", 1},
+    {"setsockopt", 2},  {"getsockopt", 1}, {"getsockopt", 2}, {"setns", 1},      {"kill", 1},
+    {"tkill", 1},       {"tgkill", 2},     {"open", 1},       {"openat", 2},     {"keyctl", 0},
+    {"bpf", 0},         {"madvise", 2},
 };
 
 bool nsbox_seccomp_width_is_32(const char *name, unsigned index)

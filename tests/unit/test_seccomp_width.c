@@ -39,43 +39,51 @@ static void test_refusing_equality_narrowed(void **state)
     nsbox_seccomp_profile_free(&p);
 }
 
-static void test_what_stays_wide(void **state)
+/* The one rule of the profile json: the operator argument j became, and its value2. */
+static enum nsbox_scmp_op op_of(const char *json, size_t j, uint64_t *value2)
 {
     struct nsbox_seccomp_profile p;
+    parse_ok(json, &p);
+    enum nsbox_scmp_op op = only_rule(&p)->args[j].op;
+    if (value2)
+        *value2 = only_rule(&p)->args[j].value2;
+    nsbox_seccomp_profile_free(&p);
+    return op;
+}
+
+static void test_what_stays_wide(void **state)
+{
     /* An allowing rule: the upper-bit variant falls to the refusing default. */
-    parse_ok("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":[\"socket\"],"
-             "\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":0,\"value\":2,"
-             "\"op\":\"SCMP_CMP_EQ\"}]}]}",
-             &p);
-    assert_int_equal(only_rule(&p)->args[0].op, NSBOX_OP_EQ);
-    nsbox_seccomp_profile_free(&p);
+    assert_int_equal(op_of("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":"
+                           "[\"socket\"],\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":0,"
+                           "\"value\":2,\"op\":\"SCMP_CMP_EQ\"}]}]}",
+                           0, NULL),
+                     NSBOX_OP_EQ);
     /* A 64-bit argument: unshare's flags are an unsigned long. */
-    parse_ok(PROFILE("{\"names\":[\"unshare\"],\"action\":\"SCMP_ACT_ERRNO\",\"args\":"
-                     "[{\"index\":0,\"value\":4,\"op\":\"SCMP_CMP_EQ\"}]}"),
-             &p);
-    assert_int_equal(only_rule(&p)->args[0].op, NSBOX_OP_EQ);
-    nsbox_seccomp_profile_free(&p);
+    assert_int_equal(op_of(PROFILE("{\"names\":[\"unshare\"],\"action\":\"SCMP_ACT_ERRNO\","
+                                   "\"args\":[{\"index\":0,\"value\":4,\"op\":\"SCMP_CMP_EQ\"}]}"),
+                           0, NULL),
+                     NSBOX_OP_EQ);
     /* prctl's second argument is an unsigned long; its option (argument 0) an int. */
-    parse_ok(PROFILE("{\"names\":[\"prctl\"],\"action\":\"SCMP_ACT_KILL_PROCESS\",\"args\":"
-                     "[{\"index\":0,\"value\":36,\"op\":\"SCMP_CMP_EQ\"},"
-                     "{\"index\":1,\"value\":0,\"op\":\"SCMP_CMP_EQ\"}]}"),
-             &p);
-    assert_int_equal(only_rule(&p)->args[0].op, NSBOX_OP_MASKED_EQ);
-    assert_int_equal(only_rule(&p)->args[1].op, NSBOX_OP_EQ);
-    nsbox_seccomp_profile_free(&p);
+    const char *prctl = PROFILE("{\"names\":[\"prctl\"],\"action\":\"SCMP_ACT_KILL_PROCESS\","
+                                "\"args\":[{\"index\":0,\"value\":36,\"op\":\"SCMP_CMP_EQ\"},"
+                                "{\"index\":1,\"value\":0,\"op\":\"SCMP_CMP_EQ\"}]}");
+    assert_int_equal(op_of(prctl, 0, NULL), NSBOX_OP_MASKED_EQ);
+    assert_int_equal(op_of(prctl, 1, NULL), NSBOX_OP_EQ);
     /* A value 32 bits cannot hold matches no value the kernel reads: left as written. */
-    parse_ok(PROFILE("{\"names\":[\"ioctl\"],\"action\":\"SCMP_ACT_ERRNO\",\"args\":"
-                     "[{\"index\":1,\"value\":\"0x100005412\",\"op\":\"SCMP_CMP_EQ\"}]}"),
-             &p);
-    assert_int_equal(only_rule(&p)->args[0].op, NSBOX_OP_EQ);
-    nsbox_seccomp_profile_free(&p);
+    assert_int_equal(op_of(PROFILE("{\"names\":[\"ioctl\"],\"action\":\"SCMP_ACT_ERRNO\","
+                                   "\"args\":[{\"index\":1,\"value\":\"0x100005412\","
+                                   "\"op\":\"SCMP_CMP_EQ\"}]}"),
+                           0, NULL),
+                     NSBOX_OP_EQ);
     /* An int's negative value, sign-extended: its low 32 bits. */
-    parse_ok(PROFILE("{\"names\":[\"kill\"],\"action\":\"SCMP_ACT_ERRNO\",\"args\":"
-                     "[{\"index\":1,\"value\":\"0xffffffffffffffff\",\"op\":\"SCMP_CMP_EQ\"}]}"),
-             &p);
-    assert_int_equal(only_rule(&p)->args[0].op, NSBOX_OP_MASKED_EQ);
-    assert_int_equal(only_rule(&p)->args[0].value2, 0xffffffffu);
-    nsbox_seccomp_profile_free(&p);
+    uint64_t v2 = 0;
+    assert_int_equal(op_of(PROFILE("{\"names\":[\"kill\"],\"action\":\"SCMP_ACT_ERRNO\","
+                                   "\"args\":[{\"index\":1,\"value\":\"0xffffffffffffffff\","
+                                   "\"op\":\"SCMP_CMP_EQ\"}]}"),
+                           0, &v2),
+                     NSBOX_OP_MASKED_EQ);
+    assert_int_equal(v2, 0xffffffffu);
 }
 
 /* prctl(PR_GET_DUMPABLE) in a child under prog, the option's upper 32 bits set: the kernel
