@@ -251,8 +251,9 @@ static bool remote_is_dir(const char *id, const char *path)
     return dir;
 }
 
-/* The tar pipeline that copies the tree src to dst (tar_hint), dst in the sandbox id
- * (into_sandbox) or on the host, whichever it is asked of whether dst is a directory already. */
+/* Writes into buf the tar pipeline (tar_hint's) that copies the tree src to dst, where dst is
+ * in the sandbox id when into_sandbox and on the host otherwise. The pipeline depends on
+ * whether dst is already a directory, which is asked of the side dst is on. */
 static void tree_hint(char *buf, size_t n, bool into_sandbox, const char *id, const char *src,
                       const char *dst)
 {

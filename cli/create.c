@@ -113,7 +113,8 @@ int nsbox_cli_create(int argc, char **argv)
     struct nsbox_err ge;
     nsbox_gc_implicit(&ge); /* at most once a second: it visits every sandbox */
     char image[64];
-    nsbox_session_set_note(nsbox_say_note, stderr); /* a --workspace of root's */
+    /* a --workspace of root's, fs.file-max raised or not raisable */
+    nsbox_session_set_note(nsbox_say_note, stderr);
     int r = nsbox_spec_validate(&spec, &e) < 0 ||
                     resolve_image(&spec, image, sizeof image, &e) < 0 ||
                     nsbox_session_create(&spec, image[0] ? image : NULL, (int)owner_pid, NULL, id,

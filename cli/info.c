@@ -14,6 +14,7 @@
 #include "cleanup.h"
 #include "config.h"
 #include "egress_spawn.h"
+#include "filemax.h"
 #include "help.h"
 #include "paths.h"
 #include "net.h"
@@ -466,8 +467,15 @@ static void check_file_table(struct nsbox_check *c)
     }
     bool host_root = geteuid() == 0 && (nsbox_text_read("/proc/self/uid_map", map, sizeof map) < 0 ||
                                          nsbox_info_uid_map_is_initial(map));
+    struct nsbox_err e;
+    bool keep = false;
+    enum nsbox_info_raiser raiser = NSBOX_INFO_RAISER_NOT_ROOT;
+    if (host_root && nsbox_filemax_config_keep(&keep, &e) == 0 && keep)
+        raiser = NSBOX_INFO_RAISER_KEPT;
+    else if (host_root)
+        raiser = nsbox_filemax_writable() ? NSBOX_INFO_RAISER_RAISES : NSBOX_INFO_RAISER_READ_ONLY;
     nsbox_info_file_table((uint64_t)file_max,
-                          (uint64_t)si.totalram * (si.mem_unit ? si.mem_unit : 1), host_root, c);
+                          (uint64_t)si.totalram * (si.mem_unit ? si.mem_unit : 1), raiser, c);
 }
 
 /* Every section of the config file, each as the command that uses it reads it (a typo in
@@ -483,8 +491,9 @@ static void check_config(struct nsbox_check *c)
     const char *env = getenv("NSBOX_CONFIG");
     const char *path = env && *env ? env : NSBOX_CONFIG_DEFAULT_PATH;
     bool types = nsbox_config_load_types(NULL, &e) == 0;
+    bool keep;
     bool file = types && nsbox_ws_load_config(&ws, &e) == 0 && nsbox_pool_config_check(&e) == 0 &&
-                nsbox_net_config_check(&e) == 0;
+                nsbox_net_config_check(&e) == 0 && nsbox_filemax_config_keep(&keep, &e) == 0;
     if (file && nsbox_path_runtime_dir(dir, sizeof dir, &e) == 0 &&
         nsbox_path_data_dir(dir, sizeof dir, &e) == 0 &&
         nsbox_path_cache_dir(dir, sizeof dir, &e) == 0) {

@@ -56,9 +56,16 @@ bool nsbox_info_kernel_at_least(const char *release, int major, int minor);
 /* /proc/self/uid_map text maps the whole id space 1:1, i.e. we are in the initial user
  * namespace (so uid 0 is the host's root, not a container's). */
 bool nsbox_info_uid_map_is_initial(const char *content);
-/* The file_table check from the host's fs.file-max, its memory and whether nsbox runs as the
- * host's root (which raises the table when it makes a sandbox: sandbox/filemax.h). */
-void nsbox_info_file_table(uint64_t file_max, uint64_t mem_bytes, bool host_root,
+/* Whether nsbox raises fs.file-max when it makes a sandbox (sandbox/filemax.h): only as the
+ * host's root, where the file can be written and the config file does not say "keep". */
+enum nsbox_info_raiser {
+    NSBOX_INFO_RAISER_NOT_ROOT,  /* not the host's root: it never tries */
+    NSBOX_INFO_RAISER_RAISES,    /* root, the file writable */
+    NSBOX_INFO_RAISER_READ_ONLY, /* root, but the file is not writable (a read-only /proc/sys) */
+    NSBOX_INFO_RAISER_KEPT,      /* the config file's "host": {"file_max": "keep"} */
+};
+/* The file_table check from the host's fs.file-max, its memory and who could raise it. */
+void nsbox_info_file_table(uint64_t file_max, uint64_t mem_bytes, enum nsbox_info_raiser raiser,
                            struct nsbox_check *c);
 /* "4 GiB", "512 MiB", "1234 bytes". */
 void nsbox_info_format_bytes(uint64_t bytes, char *out, size_t n);

@@ -133,7 +133,7 @@ bool nsbox_info_uid_map_is_initial(const char *content)
     return inside == 0 && outside == 0 && count == 4294967295ul;
 }
 
-void nsbox_info_file_table(uint64_t file_max, uint64_t mem_bytes, bool host_root,
+void nsbox_info_file_table(uint64_t file_max, uint64_t mem_bytes, enum nsbox_info_raiser raiser,
                            struct nsbox_check *c)
 {
     if (!nsbox_filetable_fillable(file_max, mem_bytes)) {
@@ -148,12 +148,18 @@ void nsbox_info_file_table(uint64_t file_max, uint64_t mem_bytes, bool host_root
                           "root's would get ENFILE",
                        (unsigned long long)file_max,
                        (unsigned long long)(mem_bytes / NSBOX_FILETABLE_FILE_BYTES));
-    if (host_root)
+    if (raiser == NSBOX_INFO_RAISER_RAISES)
         NSBOX_CHECK_DETAIL(c, "; nsbox raises it when it makes a sandbox (docs/security.md, "
                               "finding 22)");
-    NSBOX_CHECK_FIX(c, "sysctl -w fs.file-max=%lld, and the same in a file of /etc/sysctl.d "
+    else if (raiser == NSBOX_INFO_RAISER_READ_ONLY)
+        NSBOX_CHECK_DETAIL(c, "; nsbox cannot raise it here: /proc/sys/fs/file-max is not "
+                              "writable (a read-only /proc/sys, as in a container)");
+    else if (raiser == NSBOX_INFO_RAISER_KEPT)
+        NSBOX_CHECK_DETAIL(c, "; the config file's \"host\": {\"file_max\": \"keep\"} leaves "
+                              "it as it is");
+    NSBOX_CHECK_FIX(c, "sysctl -w fs.file-max=%ld, and the same in a file of /etc/sysctl.d "
                        "(what systemd sets at boot)",
-                    (long long)NSBOX_FILETABLE_RAISED);
+                    (long)NSBOX_FILETABLE_RAISED);
 }
 
 void nsbox_info_format_bytes(uint64_t bytes, char *out, size_t n)

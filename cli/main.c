@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "cmdline.h"
 #include "help.h"
+#include "filemax.h"
 #include "net.h"
 #include "nsbox.h"
 #include "say.h"
@@ -113,7 +114,9 @@ int main(int argc, char **argv)
     bool makes = c && c->makes && (!c->makes[0] || (argc > 2 && !strcmp(argv[2], c->makes)));
     /* the network section too, whatever the network: a typo there went unnoticed until a
      * sandbox with --network all (docs/spec.md promises that misspelled keys fail) */
-    if (makes && (nsbox_config_load_types(NULL, &e) < 0 || nsbox_net_config_check(&e) < 0))
+    bool keep;
+    if (makes && (nsbox_config_load_types(NULL, &e) < 0 || nsbox_net_config_check(&e) < 0 ||
+                  nsbox_filemax_config_keep(&keep, &e) < 0))
         return nsbox_say_fail(&e);
     if (c && c->handler == cmd_help)
         return cmd_help(argc - 1, argv + 1);

@@ -15,6 +15,7 @@
 #include "netplan.h"
 #include "sandbox.h"
 #include "util.h"
+#include "filemax.h"
 #include "wsdir.h"
 
 #include <errno.h>
@@ -286,6 +287,7 @@ int nsbox_cli_run(int argc, char **argv)
     nsbox_relay_set_note(nsbox_say_note, stderr);
     nsbox_pool_set_note(nsbox_say_note, stderr); /* a pooled command that could not start */
     nsbox_wsdir_set_note(nsbox_say_note, stderr); /* a --workspace of root's */
+    nsbox_filemax_set_note(nsbox_say_note, stderr); /* fs.file-max raised, or not raisable */
     if (nsbox_relay_start(&relay, stdio, false) < 0) {
         nsbox_err_sys(&e, "cannot relay the command's input and output");
         goto out_err;

@@ -11,6 +11,7 @@
 #include "ocirt.h"
 #include "cleanup.h"
 #include "ociproc.h"
+#include "rlimits.h"
 #include "ocispec.h"
 #include "safepath.h"
 #include "sandbox.h"
@@ -317,6 +318,7 @@ static void apply_process(struct nsbox_launch *L, const struct nsbox_ocispec *c)
         L->rlimits[k].resource = c->rlimits[i].resource;
         L->rlimits[k].lim.rlim_cur = (rlim_t)c->rlimits[i].soft;
         L->rlimits[k].lim.rlim_max = (rlim_t)c->rlimits[i].hard;
+        nsbox_rlimits_core_floor(&L->rlimits[k]);
     }
 }
 

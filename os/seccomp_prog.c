@@ -50,8 +50,9 @@ static int prog_copy(const struct sock_fprog *src, struct sock_fprog *dst, struc
 
 #define CACHE_MAGIC "NSBXBPF1"
 #define CACHE_MAGIC_TEXT "NSBXBPFT"
-/* Part of the key: bump when policy/seccomp_compile.c's options change the produced program. */
-#define CACHE_FORMAT "nsbox-seccomp-cache-v1 optimize=2"
+/* Part of the key: bump when policy/seccomp_compile.c's options, or the arguments
+ * policy/seccomp_width.c narrows, change the produced program. */
+#define CACHE_FORMAT "nsbox-seccomp-cache-v2 optimize=2 narrow=1"
 
 struct cache_header {
     char magic[8];

@@ -5,6 +5,16 @@ uint64_t nsbox_rlimits_user_share(uint64_t user_max)
     return user_max == 0 ? 0 : user_max < 2 ? 1 : user_max / 2;
 }
 
+void nsbox_rlimits_core_floor(struct nsbox_rlimit *r)
+{
+    if (r->resource != RLIMIT_CORE)
+        return;
+    if (r->lim.rlim_cur == 0)
+        r->lim.rlim_cur = 1;
+    if (r->lim.rlim_max == 0)
+        r->lim.rlim_max = 1;
+}
+
 static void add_share(struct nsbox_rlimit out[NSBOX_RLIMITS_MAX], size_t *n, int resource,
                       rlim_t user_max)
 {

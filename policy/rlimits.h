@@ -34,4 +34,11 @@ size_t nsbox_rlimits_for(const struct nsbox_spec *s, bool privileged,
  * so that one sandbox leaves the user's other processes the rest; at least 1; 0 for 0. */
 uint64_t nsbox_rlimits_user_share(uint64_t user_max);
 
+/* A core limit a configuration gives (nsbox-oci's process.rlimits, docker run --ulimit core=0)
+ * as the sandbox takes it: 0, soft or hard, becomes 1 byte, which dumps no file either but
+ * keeps the kernel from running a piped core_pattern's host helper for each crash (at 0 it
+ * does, and the seccomp profile keeps the sandbox from changing it). Other resources as
+ * given. */
+void nsbox_rlimits_core_floor(struct nsbox_rlimit *r);
+
 #endif

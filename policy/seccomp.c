@@ -476,7 +476,10 @@ static int parse_rule(const cJSON *obj, unsigned idx, struct builder *b, struct 
                                  fp, n->valuestring);
         }
         memcpy(r.name, n->valuestring, strlen(n->valuestring) + 1);
-        if (split ? add_split_rules(b, &r, fp, e) < 0 : add_rule(b, &r, fp, e) < 0)
+        struct nsbox_scmp_rule one = r;
+        if (!b->oci)
+            nsbox_seccomp_width_narrow(&one);
+        if (split ? add_split_rules(b, &one, fp, e) < 0 : add_rule(b, &one, fp, e) < 0)
             return -1;
     }
     return 0;

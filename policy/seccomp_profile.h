@@ -141,6 +141,15 @@ int nsbox_seccomp_compile(const struct nsbox_seccomp_profile *p, struct sock_fpr
                           struct nsbox_err *e);
 void nsbox_seccomp_compile_free(struct sock_fprog *prog);
 
+/* Whether the kernel reads argument index of the call name as 32 bits (an int or unsigned int),
+ * of the calls policy/seccomp_width.c knows. */
+bool nsbox_seccomp_width_is_32(const char *name, unsigned index);
+/* r refusing (any action but allow and log): its equalities on such arguments compare the low
+ * 32 bits only (masked with 0xffffffff), as the kernel reads them, so that a value with the
+ * upper bits set cannot pass. nsbox's own profiles are parsed so; a bundle's are as runc reads
+ * them. */
+void nsbox_seccomp_width_narrow(struct nsbox_scmp_rule *r);
+
 /* A syscall's number on this architecture: libseccomp's, else nsbox's table of the calls
  * numbered alike on every architecture since Linux 5.1 (424 on), which an older libseccomp
  * does not know; __NR_SCMP_ERROR when neither knows the name. */

@@ -42,7 +42,9 @@ static struct nsbox_mount_op *push(struct nsbox_mount_plan *p, enum nsbox_mop op
     o->src_in_image = false;
     o->src_is_fd = false;
     o->src_fd = -1;
-    o->src_pin = NULL;
+    o->src_pin = false;
+    o->pin_dev = 0;
+    o->pin_ino = 0;
     o->seal = false;
     /* in place, every target is in the image: a directory but for files and device nodes */
     o->target_in_image = p->root_in_place;
@@ -455,7 +457,11 @@ static int plan_scratch(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_p
         if (set_src(plan, o, cfg->workspace, e) < 0)
             return -1;
         o->src_is_fd = cfg->ws_premounted; /* then src only names it in messages */
-        o->src_pin = cfg->ws_premounted ? NULL : cfg->ws_sb;
+        o->src_pin = !cfg->ws_premounted && cfg->ws_sb;
+        if (o->src_pin) {
+            o->pin_dev = cfg->ws_sb->st_dev;
+            o->pin_ino = cfg->ws_sb->st_ino;
+        }
         o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
         /* With what is mounted below it, as the caller sees the directory (docker binds so
          * too). Not only a choice: in the sandbox's user namespace those mounts are locked to

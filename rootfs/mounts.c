@@ -140,7 +140,7 @@ static int open_pinned(const struct nsbox_mount_op *o, struct nsbox_err *e)
 {
     int fd = nsbox_open_dir(-1, o->src, 0);
     struct stat sb;
-    if (fd >= 0 && fstat(fd, &sb) == 0 && nsbox_same_inode(&sb, o->src_pin))
+    if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_dev == o->pin_dev && sb.st_ino == o->pin_ino)
         return fd;
     int err = fd < 0 ? errno : ESTALE;
     if (fd >= 0)

@@ -77,9 +77,12 @@ struct nsbox_mount_op {
     bool optional;         /* target_in_image that cannot be mounted on safely: skipped */
     int src_fd;            /* BIND: a detached mount the launcher made (an idmapped volume), the
                               plan's from phase 1 on; -1 none */
-    const struct stat *src_pin; /* BIND: src is a host directory the launcher checked (a
-                              --workspace DIR, its stat the launcher's), bound only if src,
-                              opened with no symlink, is that inode; NULL: not pinned */
+    bool src_pin;          /* BIND: src is a host directory the launcher checked (a
+                              --workspace DIR), bound only if src, opened with no symlink, is
+                              that inode: pin_dev and pin_ino, copied so that the plan needs
+                              nothing of the launcher's to live as long as it */
+    dev_t pin_dev;
+    ino_t pin_ino;
     bool seal;             /* BIND of src_fd, writable: its set-id and file-capability programs
                               are bound read-only once it is attached (setid.h) */
     bool late;             /* BIND: cloned when attached, in the plan's order, from the path

@@ -31,8 +31,8 @@ static int refs_dir(char *out, size_t n, struct nsbox_err *e)
     int r = snprintf(out, n, "%s/.refs", images);
     if (r < 0 || (size_t)r >= n)
         return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long");
-    /* 0700 as the layer store: which images root pulled is nobody else's (image.c closes a
-     * store's older 0755 one) */
+    /* 0700 as the layer store: which images root pulled is nobody else's. mkdir leaves an
+     * existing directory's mode alone, so image.c's close_store closes one found open. */
     if (mkdir(out, 0700) < 0 && errno != EEXIST)
         return nsbox_err_sys(e, "cannot create %s", out);
     return 0;

@@ -105,7 +105,7 @@ static int child_join_cgroup(struct nsbox_launch *L, struct nsbox_err *e)
  * still reachable and the clone holds every capability in its namespace (CAP_SYS_RESOURCE:
  * /proc/sys/user shows the opener's namespace's values). Left as they were where they cannot
  * be written: the sandbox then shares the user's, as the user's own processes do. */
-static int child_user_counts(const struct nsbox_launch *L)
+static void child_user_counts(const struct nsbox_launch *L)
 {
     static const char *const files[] = {"/proc/sys/user/max_inotify_instances",
                                         "/proc/sys/user/max_inotify_watches"};
@@ -122,7 +122,6 @@ static int child_user_counts(const struct nsbox_launch *L)
             close(fd);
         }
     }
-    return 0;
 }
 
 static int child_become_appuser(struct nsbox_launch *L, struct nsbox_err *e)
@@ -514,10 +513,11 @@ static void wipe_cmdline(void)
 void nsbox_contain_child_main(struct nsbox_launch *L)
 {
     struct nsbox_err e = {0};
-    if (child_wait_for_parent(L, &e) < 0 ||     /* user ns: the parent has written the maps */
-        child_join_cgroup(L, &e) < 0 ||         /* cgroup (v1; v2 was joined by the clone) */
-        child_user_counts(L) < 0 ||             /* unprivileged: the user's counts shared */
-        child_clone_mount_sources(L, &e) < 0 || /* mounts, while host paths are reachable */
+    if (child_wait_for_parent(L, &e) < 0 || /* user ns: the parent has written the maps */
+        child_join_cgroup(L, &e) < 0)       /* cgroup (v1; v2 was joined by the clone) */
+        report_and_exit(L, 125, &e);
+    child_user_counts(L); /* unprivileged: half the user's counts, while /proc/sys is the host's */
+    if (child_clone_mount_sources(L, &e) < 0 || /* mounts, while host paths are reachable */
         child_become_appuser(L, &e) < 0 ||         /* the set-up's files are appuser's */
         child_mount_root(L, &e) < 0 ||          /* mounts + pivot_root */
         child_set_hostname(L, &e) < 0 ||        /* hostname */

@@ -3,11 +3,25 @@
 #ifndef NSBOX_FILEMAX_H
 #define NSBOX_FILEMAX_H
 
+#include "nsbox.h"
+#include "util.h"
+
+#include <stdbool.h>
+
+/* Where nsbox_filemax_raise's lines go: the raise itself, or that it could not be done. */
+void nsbox_filemax_set_note(nsbox_note_fn *fn, void *ctx);
 /* As root of the host: raises fs.file-max (policy/filetable.h) when the host's memory could hold
- * more open files than it allows. Leaves it where it cannot (a container whose /proc/sys is
- * read-only, a root of a user namespace): sandboxes there share the table as the host's other
- * processes do (docs/security.md, finding 22). Cheap once done: one read and a sysinfo. 0 when
- * the table is large enough, -1 when it is not. */
-int nsbox_filemax_raise(void);
+ * more open files than it allows, unless the config file's "host": {"file_max": "keep"} says
+ * to leave it; says so once (the table is then large). Where it cannot (a container whose
+ * /proc/sys is read-only, a root of a user namespace) sandboxes share the table as the host's
+ * other processes do (docs/security.md, finding 22): said once a boot (a mark in the runtime
+ * directory), not for every sandbox. Cheap once done: one read and a sysinfo. */
+void nsbox_filemax_raise(void);
+/* The same with the sysctl's file at path (a test's file of its own). */
+void nsbox_filemax_raise_at(const char *path);
+/* Whether this process may write fs.file-max (a read-only /proc/sys says no even to root). */
+bool nsbox_filemax_writable(void);
+/* The config file's "host.file_max": *keep true for "keep". */
+int nsbox_filemax_config_keep(bool *keep, struct nsbox_err *e);
 
 #endif

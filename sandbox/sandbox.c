@@ -437,10 +437,10 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     c->L.n_rlimits = nsbox_rlimits_for(s, c->st.privileged, &caller, c->L.rlimits);
     /* No rlimit bounds the files a sandbox holds (a mapping keeps its file past
      * RLIMIT_NOFILE): its memory limit does, where the host's table is not the smaller bound.
-     * Not a failure when it cannot be raised: the sandbox then shares the table as the host's
-     * other processes do. */
+     * Not a failure when it cannot be raised (said in a note): the sandbox then shares the
+     * table as the host's other processes do. */
     if (c->st.privileged)
-        (void)nsbox_filemax_raise();
+        nsbox_filemax_raise();
     nsbox_state_hostname(c->st.id, c->L.hostname);
     return 0;
 }

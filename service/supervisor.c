@@ -5,6 +5,7 @@
 #include "cleanup.h"
 #include "cmdline.h"
 #include "util.h"
+#include "filemax.h"
 #include "wsdir.h"
 
 #include <errno.h>
@@ -542,6 +543,7 @@ __attribute__((noreturn)) void nsbox_supervisor_main(const struct nsbox_supervis
     sigaddset(&mask, SIGHUP);
     sigprocmask(SIG_BLOCK, &mask, NULL);
     nsbox_wsdir_set_note(pass_note, &S.ready_fd);
+    nsbox_filemax_set_note(pass_note, &S.ready_fd);
     int ok = start_sandbox(&S, &mask, &e);
     int ready = ok < 0 ? -1 : make_ready(&S, &e);
     if (ready >= 0) {

@@ -82,6 +82,16 @@ class Process(BundleCase):
                                    {"type": "RLIMIT_CORE", "soft": 4096, "hard": 4096}]
         self.assertEqual(self.run_container(c), "321\n654\n8\n")  # ulimit -c: 512-byte blocks
 
+    def test_a_core_limit_of_0_is_1_byte(self):
+        # docker run --ulimit core=0: at 0 the kernel runs a piped core_pattern's host helper
+        # for each crash, at 1 byte it dumps nothing at all, file or pipe
+        c = config(["sh", "-c", "cat /proc/self/limits | grep '^Max core file size'"])
+        c["process"]["rlimits"] = [{"type": "RLIMIT_CORE", "soft": 0, "hard": 0}]
+        self.assertEqual(self.run_container(c).split()[4:6], ["1", "1"])
+        c["process"]["rlimits"] = [{"type": "RLIMIT_CORE", "soft": 0, "hard": 4096}]
+        self.assertEqual(self.run_container(c, "c2").splitlines()[-1].split()[4:6],
+                         ["1", "4096"])
+
     def test_oom_score_adj(self):
         c = config(["cat", "/proc/self/oom_score_adj"])
         c["process"]["oomScoreAdj"] = 123

@@ -244,6 +244,25 @@ static long p_clone3(const void *a)
     return r;
 }
 
+struct core_set {
+    const char *name;
+    long nr, resource;
+};
+
+/* Asks for no core dump (a limit of 0) with the call and resource given; 1 when the limit is
+ * still 1 byte afterwards, 0 when it changed, -1 when it cannot be read. */
+static long p_core_set(const void *a)
+{
+    const struct core_set *c = a;
+    struct rlimit zero = {0, 0}, after;
+    if (c->nr == SYS_setrlimit)
+        syscall(SYS_setrlimit, c->resource, &zero);
+    else
+        syscall(SYS_prlimit64, 0L, c->resource, &zero, NULL);
+    if (syscall(SYS_prlimit64, 0L, (long)RLIMIT_CORE, NULL, &after) < 0) return -1;
+    return after.rlim_cur == 1 && after.rlim_max == 1;
+}
+
 static long p_personality(const void *a)
 {
     return syscall(SYS_personality, *(const unsigned long *)a);
@@ -328,8 +347,25 @@ static void probe_syscalls(void)
                core.rlim_cur == 1 && core.rlim_max == 1;
     emit("core_limit_one", one, "cur=%llu max=%llu", (unsigned long long)core.rlim_cur,
          (unsigned long long)core.rlim_max);
-    SYS_PROBE("setrlimit_core", SYS_setrlimit, (long)RLIMIT_CORE, BAD);
-    SYS_PROBE("prlimit64_core", SYS_prlimit64, 0L, (long)RLIMIT_CORE, BAD, 0L);
+    /* A change answers success and changes nothing: blocked when the limit is still 1 byte.
+     * Each in a child of its own, so that one that got through cannot mislead the next. The
+     * resource with the upper 32 bits set is RLIMIT_CORE to the kernel too. */
+    static const struct core_set sets[] = {
+        {"setrlimit_core", SYS_setrlimit, RLIMIT_CORE},
+        {"setrlimit_core_highbit", SYS_setrlimit, (1L << 32) | RLIMIT_CORE},
+        {"prlimit64_core", SYS_prlimit64, RLIMIT_CORE},
+        {"prlimit64_core_highbit", SYS_prlimit64, (1L << 32) | RLIMIT_CORE},
+    };
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+        struct outcome o = in_child(p_core_set, &sets[i]);
+        emit(sets[i].name, !o.sig && !o.crashed && o.ret == 1, "%s",
+             o.ret == 1 ? "limit still 1 byte" : o.ret == 0 ? "limit changed" : "probe failed");
+    }
+    /* Leaving the command's process tree: clearing the child-subreaper flag, the option also
+     * with its upper 32 bits set (an int to the kernel). */
+    SYS_PROBE("prctl_subreaper_clear", SYS_prctl, (long)PR_SET_CHILD_SUBREAPER, 0L, 0L, 0L, 0L);
+    SYS_PROBE("prctl_subreaper_clear_highbit", SYS_prctl, (1L << 32) | PR_SET_CHILD_SUBREAPER, 0L,
+              0L, 0L, 0L);
     /* Whole-machine operations. */
     SYS_PROBE("kexec_load", SYS_kexec_load, 0L, 0L, 0L, 0xdead0000L);
     SYS_PROBE("kexec_file_load", SYS_kexec_file_load, -1L, -1L, 0L, 0L, 0xdead0000L);

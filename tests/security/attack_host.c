@@ -78,6 +78,9 @@ void attack_host_sockets(void)
     report("socketpair_vsock", try_socket(AF_VSOCK, SOCK_STREAM, 0, true), denied);
     report("socket_alg", try_socket(AF_ALG, SOCK_SEQPACKET, 0, false), denied);
     report("socket_key", try_socket(AF_KEY, SOCK_RAW, 2 /* PF_KEY_V2 */, false), denied);
+    /* a family one of the equality rules names, with the upper 32 bits the kernel drops */
+    report("socket_key_highbit",
+           try_socket((1L << 32) | AF_KEY, SOCK_RAW, 2 /* PF_KEY_V2 */, false), denied);
     report("socket_unspec_highbit_unix", try_socket(0x100000000L | AF_UNIX, SOCK_STREAM, 0, false),
            denied);
     /* Every other family up to AF_MAX (46 here): only UNIX, INET, INET6 and NETLINK may pass. */

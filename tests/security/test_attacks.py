@@ -48,7 +48,9 @@ GROUPS = {
     "kernel_surfaces": ["bpf", "perf_event_open", "userfaultfd", "io_uring_setup",
                         "io_uring_enter", "io_uring_register", "io_setup", "keyctl", "add_key",
                         "request_key", "fanotify_init"],
-    "core_dumps": ["core_limit_one", "setrlimit_core", "prlimit64_core"],
+    "core_dumps": ["core_limit_one", "setrlimit_core", "setrlimit_core_highbit",
+                   "prlimit64_core", "prlimit64_core_highbit"],
+    "process_tree": ["prctl_subreaper_clear", "prctl_subreaper_clear_highbit"],
     "machine": ["kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
                 "reboot", "swapon", "swapoff", "acct", "iopl", "ioperm", "settimeofday",
                 "clock_settime", "clock_adjtime", "adjtimex", "syslog", "open_by_handle_at",
@@ -71,7 +73,8 @@ GROUPS = {
         "ptrace", "kexec_load")],
     "sockets": ["socket_packet_raw", "socket_packet_dgram", "socket_packet_highbit",
                 "socket_inet_raw", "socket_inet6_raw", "socket_vsock", "socketpair_vsock",
-                "socket_alg", "socket_key", "socket_unspec_highbit_unix", "socket_other_families"],
+                "socket_alg", "socket_key", "socket_key_highbit", "socket_unspec_highbit_unix",
+                "socket_other_families"],
     "terminals": ["ioctl_tiocsti", "ioctl_tiocsti_highbit", "ioctl_tioclinux",
                   "ioctl_tioclinux_highbit", "ioctl_tiocsti_own_ctty",
                   "ioctl_tiocsti_own_ctty_highbit"],
@@ -257,6 +260,9 @@ class ProbeGroups:
 
     def test_core_dumps_off_for_good(self):
         self.check("core_dumps")
+
+    def test_child_subreaper_flag_kept(self):
+        self.check("process_tree")
 
     def test_machine_wide_operations_denied(self):
         self.check("machine")
@@ -533,7 +539,7 @@ print("limit", *resource.getrlimit(resource.RLIMIT_CORE))
 for want in ((0, 0), (0, 1), (resource.RLIM_INFINITY, resource.RLIM_INFINITY)):
     try:
         resource.setrlimit(resource.RLIMIT_CORE, want)
-        print("set", *want, "ok")
+        print("set", *want, "ok", *resource.getrlimit(resource.RLIMIT_CORE))
     except (OSError, ValueError):
         print("set", *want, "refused")
 pid = os.fork()
@@ -575,10 +581,24 @@ class CoreDumps(unittest.TestCase):
                            capture_output=True, env=dirs.env(), timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.decode().splitlines(),
-                         ["limit 1 1", "set 0 0 refused", "set 0 1 refused",
-                          f"set {resource.RLIM_INFINITY} {resource.RLIM_INFINITY} refused",
+                         ["limit 1 1", "set 0 0 ok 1 1", "set 0 1 ok 1 1",
+                          f"set {resource.RLIM_INFINITY} {resource.RLIM_INFINITY} ok 1 1",
                           "crash 6 no-dump"], r.stderr)
         self.assertEqual(sorted(os.listdir(ws)), before)  # nothing written where it crashed
+
+    def test_ulimit_c_0_in_a_set_e_script_goes_on(self):
+        """A CI script's `ulimit -c 0` under `set -e` asks for what holds already: it answers
+        success (the limit stays 1 byte) and the script goes on."""
+        dirs = Dirs()
+        self.addCleanup(dirs.cleanup)
+        r = subprocess.run([NSBOX, "run", "--", "sh", "-c",
+                            "set -e; ulimit -c 0; ulimit -Hc 0; "
+                            "grep '^Max core file size' /proc/self/limits; echo went on"],
+                           capture_output=True, env=dirs.env(), timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.decode().splitlines()
+        self.assertEqual(lines[-1], "went on", r.stderr)
+        self.assertEqual(lines[0].split()[4:6], ["1", "1"])  # soft, hard: unchanged
 
 
 ESCAPE_TREE = r"""

@@ -401,6 +401,65 @@ class FileTable(unittest.TestCase):
         self.assertEqual(p.wait(120), 0, p.stderr.read())
 
 
+class FileTableRaised(unittest.TestCase):
+    """What `nsbox info` says of a table sandboxes could fill, by who could raise it: root's
+    nsbox where it can write the file, unless the config file says "keep"; not where
+    /proc/sys is read-only (a container without userns-remap), where it said "nsbox raises it"
+    all the same. The host's table is never touched: nsbox runs in a mount namespace of its own,
+    where a file of the test's, holding a small table, is bound over /proc/sys/fs/file-max (no
+    sandbox can be made there: a covered /proc cannot be mounted again, so the raise itself and
+    its notes are tests/unit/test_filemax.c's)."""
+
+    def setUp(self):
+        self.dirs = Dirs()
+        self.addCleanup(self.dirs.cleanup)
+        self.fake = os.path.join(self.dirs.base, "file-max")
+        with open(self.fake, "w") as f:
+            f.write("1000\n")  # fewer files than any test machine's memory could hold
+
+    def info_bound(self, read_only=False, extra_env=None):
+        """nsbox info's file_table check with the test's file over fs.file-max."""
+        script = 'mount --bind "$0" /proc/sys/fs/file-max'
+        if read_only:
+            script += " && mount -o remount,bind,ro /proc/sys/fs/file-max"
+        r = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                            script + ' && exec "$@"', self.fake, NSBOX, "info", "--json"],
+                           capture_output=True, text=True, env=self.dirs.env(extra_env),
+                           timeout=60)
+        return {c["name"]: c for c in json.loads(r.stdout)["checks"]}["file_table"]
+
+    def test_writable_root_raises_it(self):
+        c = self.info_bound()
+        self.assertTrue(c["detail"].startswith("fs.file-max 1000 is fewer files"), c)
+        self.assertIn("; nsbox raises it when it makes a sandbox", c["detail"])
+
+    def test_read_only_proc_sys_is_not_raised(self):
+        c = self.info_bound(read_only=True)
+        self.assertIn("; nsbox cannot raise it here: /proc/sys/fs/file-max is not writable",
+                      c["detail"])
+        self.assertNotIn("nsbox raises it", c["detail"])
+        self.assertEqual(c["fix"], "sysctl -w fs.file-max=9223372036854775807, and the same in "
+                                   "a file of /etc/sysctl.d (what systemd sets at boot)")
+
+    def test_the_config_file_keeps_it(self):
+        config = os.path.join(self.dirs.base, "keep.json")
+        with open(config, "w") as f:
+            json.dump({"pool": {"size": 0}, "host": {"file_max": "keep"}}, f)
+        c = self.info_bound(extra_env={"NSBOX_CONFIG": config})
+        self.assertIn('; the config file\'s "host": {"file_max": "keep"} leaves it as it is',
+                      c["detail"])
+        self.assertNotIn("nsbox raises it", c["detail"])
+        # the run itself, on this host's table: the option changes nothing else
+        r = run_nsbox(["run", "--", "true"], self.dirs, extra_env={"NSBOX_CONFIG": config})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # a misspelt value stops a run, as any mistake in the file does
+        with open(config, "w") as f:
+            json.dump({"pool": {"size": 0}, "host": {"file_max": "kept"}}, f)
+        r = run_nsbox(["run", "--", "true"], self.dirs, extra_env={"NSBOX_CONFIG": config})
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"key 'host.file_max': must be \"raise\"", r.stderr)
+
+
 class CountsOfAnUnprivilegedUser(AsTestUser):
     """A sandbox of an unprivileged user runs as that user's host uid, in a user namespace the
     user owns: the kernel charges what it takes to the sandbox's namespace and, up the chain,

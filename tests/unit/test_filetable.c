@@ -1,4 +1,5 @@
-/* The host's file table against the memory that could fill it (policy/filetable.c). Pure. */
+/* The host's file table against the memory that could fill it, and the config file's say in
+ * raising it (policy/filetable.c). Pure. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -6,6 +7,8 @@
 #include <cmocka.h>
 
 #include "filetable.h"
+
+#include <string.h>
 
 #define GiB (1024ull * 1024 * 1024)
 
@@ -29,11 +32,53 @@ static void test_a_table_memory_cannot_fill_is_kept(void **state)
     assert_false(nsbox_filetable_fillable(NSBOX_FILETABLE_RAISED, UINT64_MAX));
 }
 
+static void test_the_kernel_takes_a_long(void **state)
+{
+    (void)state;
+    /* fs.file-max is a long sysctl: a larger value is refused with EINVAL */
+    assert_true((uint64_t)NSBOX_FILETABLE_RAISED == (uint64_t)LONG_MAX);
+}
+
+static bool parse_keep(const char *json, bool keep, struct nsbox_err *e)
+{
+    assert_int_equal(nsbox_filetable_config_from_json(json, strlen(json), &keep, e), 0);
+    return keep;
+}
+
+static void config_fails(const char *json, const char *want)
+{
+    struct nsbox_err e = {0};
+    bool keep = false;
+    assert_int_equal(nsbox_filetable_config_from_json(json, strlen(json), &keep, &e), -1);
+    if (!strstr(e.msg, want))
+        fail_msg("error \"%s\" does not contain \"%s\"", e.msg, want);
+    assert_false(keep);
+}
+
+static void test_the_config_may_keep_the_table(void **state)
+{
+    (void)state;
+    struct nsbox_err e = {0};
+    assert_false(parse_keep("{}", false, &e));                          /* the default */
+    assert_false(parse_keep("{\"pool\": {\"size\": 0}}", false, &e)); /* other sections */
+    assert_true(parse_keep("{\"host\": {\"file_max\": \"keep\"}}", false, &e));
+    assert_false(parse_keep("{\"host\": {\"file_max\": \"raise\"}}", true, &e));
+    assert_false(parse_keep("{\"host\": {}}", false, &e));
+    config_fails("{\"host\": {\"file_max\": \"kept\"}}",
+                 "key 'host.file_max': must be \"raise\"");
+    config_fails("{\"host\": {\"file_max\": false}}", "key 'host.file_max': must be");
+    config_fails("{\"host\": {\"filemax\": \"keep\"}}",
+                 "key 'host.filemax': unknown (known: file_max)");
+    config_fails("{\"host\": \"keep\"}", "key 'host': must be an object");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_the_kernels_default_table_is_fillable),
         cmocka_unit_test(test_a_table_memory_cannot_fill_is_kept),
+        cmocka_unit_test(test_the_kernel_takes_a_long),
+        cmocka_unit_test(test_the_config_may_keep_the_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

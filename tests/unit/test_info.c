@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -337,7 +338,7 @@ static void test_file_table(void **state)
     struct nsbox_check c;
     /* the kernel's default for 24 GiB: fillable, with the sysctl that fixes it */
     memset(&c, 0, sizeof c);
-    nsbox_info_file_table(2466239, mem, true, &c);
+    nsbox_info_file_table(2466239, mem, NSBOX_INFO_RAISER_RAISES, &c);
     assert_false(c.ok);
     assert_non_null(strstr(c.detail, "fs.file-max 2466239 is fewer files than the memory could "
                                      "hold (201326592)"));
@@ -346,12 +347,24 @@ static void test_file_table(void **state)
                                "file of /etc/sysctl.d (what systemd sets at boot)");
     /* not root: nsbox will not raise it */
     memset(&c, 0, sizeof c);
-    nsbox_info_file_table(2466239, mem, false, &c);
+    nsbox_info_file_table(2466239, mem, NSBOX_INFO_RAISER_NOT_ROOT, &c);
     assert_false(c.ok);
     assert_null(strstr(c.detail, "nsbox raises it"));
+    /* root in a container without userns-remap: /proc/sys is read-only, nothing is raised */
+    memset(&c, 0, sizeof c);
+    nsbox_info_file_table(2466239, mem, NSBOX_INFO_RAISER_READ_ONLY, &c);
+    assert_false(c.ok);
+    assert_null(strstr(c.detail, "nsbox raises it"));
+    assert_non_null(strstr(c.detail, "nsbox cannot raise it here: /proc/sys/fs/file-max is not "
+                                     "writable"));
+    /* the administrator's "keep" */
+    memset(&c, 0, sizeof c);
+    nsbox_info_file_table(2466239, mem, NSBOX_INFO_RAISER_KEPT, &c);
+    assert_null(strstr(c.detail, "nsbox raises it"));
+    assert_non_null(strstr(c.detail, "\"file_max\": \"keep\"} leaves it as it is"));
     /* systemd's: each sandbox's memory bounds its files */
     memset(&c, 0, sizeof c);
-    nsbox_info_file_table(INT64_MAX, mem, false, &c);
+    nsbox_info_file_table(LONG_MAX, mem, NSBOX_INFO_RAISER_NOT_ROOT, &c);
     assert_true(c.ok);
     assert_string_equal(c.fix, "");
     assert_non_null(strstr(c.detail, "fs.file-max 9223372036854775807: more open files"));

@@ -493,6 +493,21 @@ static void test_prepare_refuses_a_swapped_workspace(void **state)
     assert_int_equal(do_prepare(x, &e), 0);
 }
 
+/* The plan keeps the checked directory's identity itself: what the launcher's stat becomes
+ * after the plan is built (reused, freed) does not change which directory is bound. */
+static void test_prepare_pin_needs_nothing_of_the_launcher(void **state)
+{
+    struct ex *x = *state;
+    struct stat kept = x->ws_st;
+    assert_int_equal(stat("/", &x->ws_st), 0); /* the launcher's memory, now another's */
+    fake_reset();
+    struct nsbox_err e = {0};
+    int r = do_prepare(x, &e);
+    x->ws_st = kept;
+    if (r < 0)
+        fail_msg("the workspace was not bound: %s", e.msg);
+}
+
 static void test_prepare_private_failure_stops(void **state)
 {
     struct ex *x = *state;
@@ -946,6 +961,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_prepare_takes_workspace_mount_fd, ex_setup,
                                         ex_teardown),
         cmocka_unit_test_setup_teardown(test_prepare_refuses_a_swapped_workspace, ex_setup,
+                                        ex_teardown),
+        cmocka_unit_test_setup_teardown(test_prepare_pin_needs_nothing_of_the_launcher, ex_setup,
                                         ex_teardown),
         cmocka_unit_test_setup_teardown(test_prepare_private_failure_stops, ex_setup, ex_teardown),
         cmocka_unit_test_setup_teardown(test_prepare_tmpfs_failure, ex_setup, ex_teardown),

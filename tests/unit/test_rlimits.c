@@ -144,6 +144,29 @@ static void test_user_share(void **state)
     assert_int_equal(nsbox_rlimits_user_share(0), 0);
 }
 
+static void test_core_floor(void **state)
+{
+    (void)state;
+    /* docker run --ulimit core=0: no dump either way, but at 0 a piped core_pattern's helper
+     * runs for each crash */
+    struct nsbox_rlimit r = {RLIMIT_CORE, {0, 0}};
+    nsbox_rlimits_core_floor(&r);
+    assert_int_equal(r.lim.rlim_cur, 1);
+    assert_int_equal(r.lim.rlim_max, 1);
+    r = (struct nsbox_rlimit){RLIMIT_CORE, {0, 4096}};
+    nsbox_rlimits_core_floor(&r);
+    assert_int_equal(r.lim.rlim_cur, 1);
+    assert_int_equal(r.lim.rlim_max, 4096);
+    r = (struct nsbox_rlimit){RLIMIT_CORE, {4096, RLIM_INFINITY}};
+    nsbox_rlimits_core_floor(&r);
+    assert_int_equal(r.lim.rlim_cur, 4096);
+    assert_true(r.lim.rlim_max == RLIM_INFINITY);
+    r = (struct nsbox_rlimit){RLIMIT_NOFILE, {0, 0}}; /* another resource: as given */
+    nsbox_rlimits_core_floor(&r);
+    assert_int_equal(r.lim.rlim_cur, 0);
+    assert_int_equal(r.lim.rlim_max, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -153,6 +176,7 @@ int main(void)
         cmocka_unit_test(test_unprivileged_takes_half_the_callers_per_user_counts),
         cmocka_unit_test(test_shares_only_of_what_is_known_and_bounded),
         cmocka_unit_test(test_user_share),
+        cmocka_unit_test(test_core_floor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

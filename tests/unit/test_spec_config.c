@@ -68,7 +68,7 @@ static void test_config_override(void **state)
          "instance_types.small.memory: must be between 1MiB and 1PiB"},
         {"{\"instance_types\": ", "invalid JSON"},
         /* a misspelled section silently left its settings at their defaults */
-        {"{\"pol\": {\"size\": 0}}", "unknown key 'pol' (the sections are instance_types"},
+        {"{\"pol\": {\"size\": 0}}", "unknown key 'pol' (the sections are host, instance_types"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         path = write_tmp(bad[i].json);
