@@ -97,7 +97,10 @@ void nsbox_dnsquery_table_add(struct nsbox_dnsquery_table *t, const char *name)
         __atomic_store_n(&t->n, 0, __ATOMIC_RELEASE);
         __atomic_store_n(&t->taken, take, __ATOMIC_RELEASE);
     }
-    if (n >= NSBOX_DNSQUERY_NAMES)
+    /* one label: the sandbox's own hostname (its AAAA query, which /etc/hosts cannot answer)
+     * or a name no network would resolve without a search domain, which --network cannot
+     * help with: never said, never taking a place */
+    if (n >= NSBOX_DNSQUERY_NAMES || !strchr(name, '.'))
         return;
     for (uint32_t i = 0; i < n; i++)
         if (strcmp(t->name[i], name) == 0)

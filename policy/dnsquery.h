@@ -44,7 +44,7 @@ struct nsbox_dnsquery_table {
     char name[NSBOX_DNSQUERY_NAMES][NSBOX_DNSQUERY_NAME_MAX + 1];
 };
 
-/* Writer: keep name when it is new and there is room. */
+/* Writer: keep name when it is new, has more than one label, and there is room. */
 void nsbox_dnsquery_table_add(struct nsbox_dnsquery_table *t, const char *name);
 /* Reader: copy the names published (each checked: one that fails is left out) into out, their
  * count returned, and ask the writer to start over. */

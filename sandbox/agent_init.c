@@ -490,6 +490,17 @@ static void close_run_conn(void)
 static void end_run(int sock, uint32_t type, int pid, int code, const char *msg)
 {
     if (run.conn >= 0) {
+        /* the names asked of the stub: the run's, as its command was the sandbox's only one */
+        char names[NSBOX_DNSQUERY_NAMES][NSBOX_DNSQUERY_NAME_MAX + 1];
+        char lines[NSBOX_DNSQUERY_NAMES * (NSBOX_DNSQUERY_NAME_MAX + 1)] = "";
+        size_t k = type == NSBOX_AGENT_EXITED && dns_table && !msg
+                       ? nsbox_dnsquery_table_take(dns_table, names)
+                       : 0;
+        for (size_t i = 0, at = 0; i < k; i++)
+            at += (size_t)snprintf(lines + at, sizeof lines - at, "%s%s", i ? "\n" : "",
+                                   names[i]);
+        if (k)
+            msg = lines;
         struct nsbox_agent_hdr h = {.type = type,
                                     .seq = run.seq,
                                     .pid = pid,
@@ -498,6 +509,8 @@ static void end_run(int sock, uint32_t type, int pid, int code, const char *msg)
                                     .len = msg ? (uint32_t)strlen(msg) : 0};
         nsbox_agent_send_msg(run.conn, &h, msg, NULL, 0);
         close_run_conn();
+        if (k)
+            msg = NULL;
     }
     reply(sock, type, NSBOX_AGENT_SEQ_RUN, pid, code, msg);
 }
