@@ -485,15 +485,21 @@ static int init_harden(struct nsbox_launch *L, struct nsbox_err *e)
     return nsbox_seccomp_prog_load(&L->seccomp, e) < 0 ? -1 : load_bundle_filter(L, e);
 }
 
+/* What init waits for: its children's ends, and the signals it passes on to the workload. */
+static void init_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(nsbox_signals_relayed); i++)
+        sigaddset(set, nsbox_signals_relayed[i]);
+    sigaddset(set, SIGCHLD);
+}
+
 __attribute__((noreturn)) static void init_reap(pid_t workload)
 {
     /* The parent's signal mask is inherited: SIGCHLD and the relayed signals are blocked, so
      * they queue for sigwaitinfo even though pid 1 has no handlers for them. */
     sigset_t set;
-    sigemptyset(&set);
-    for (size_t i = 0; i < NSBOX_ARRAY_LEN(nsbox_signals_relayed); i++)
-        sigaddset(&set, nsbox_signals_relayed[i]);
-    sigaddset(&set, SIGCHLD);
+    init_signals(&set);
     for (;;) {
         int status;
         pid_t p;
@@ -515,10 +521,7 @@ __attribute__((noreturn)) static void init_reap(pid_t workload)
 static void init_reap_answering(pid_t workload, int dns_fd, struct nsbox_dnsquery_table *t)
 {
     sigset_t set;
-    sigemptyset(&set);
-    for (size_t i = 0; i < NSBOX_ARRAY_LEN(nsbox_signals_relayed); i++)
-        sigaddset(&set, nsbox_signals_relayed[i]);
-    sigaddset(&set, SIGCHLD);
+    init_signals(&set);
     int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     if (sfd < 0) {
         close(dns_fd);
