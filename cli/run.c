@@ -12,6 +12,8 @@
 #include "signals.h"
 #include "client.h"
 #include "egress_log.h"
+#include "dnsnote.h"
+#include "net.h"
 #include "netplan.h"
 #include "sandbox.h"
 #include "util.h"
@@ -210,6 +212,12 @@ int nsbox_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox
         }
         if (o && o->oom_kills)
             *o->oom_kills = (int)nsbox_cgroup_oom_kills(&sb.cg);
+        if (o && o->dns_note && o->dns_note_size) {
+            char names[NSBOX_DNSQUERY_NAMES][NSBOX_DNSQUERY_NAME_MAX + 1];
+            size_t k = nsbox_net_dns_take(sb.net, names);
+            nsbox_dnsnote_format(s, (const char(*)[NSBOX_DNSQUERY_NAME_MAX + 1])names, k,
+                                 o->dns_note, o->dns_note_size);
+        }
         if (o && o->timed_out)
             *o->timed_out = ret == 0 && w.timed_out;
     }
@@ -277,7 +285,10 @@ int nsbox_cli_run(int argc, char **argv)
 
     int status, oom_kills = 0;
     bool timed_out = false;
+    char dns_note[4096] = "";
     o.oom_kills = &oom_kills;
+    o.dns_note = dns_note;
+    o.dns_note_size = sizeof dns_note;
     o.timed_out = &timed_out;
     /* A file, a terminal, a socket or a named FIFO of ours is relayed through a pipe, not
      * shared with the command; a pipe is opened anew; /dev/null is given as it is (relay.h).
@@ -331,6 +342,8 @@ int nsbox_cli_run(int argc, char **argv)
     if (oom_kills > 0)
         nsbox_say_oom(spec.instance_type, spec.limits.memory_bytes, oom_kills,
                       geteuid() != 0 && !spec.workspace[0]);
+    if (dns_note[0])
+        fprintf(stderr, "%s\n", dns_note);
     nsbox_spec_free(&spec);
     nsbox_closep(&o.network_log_fd);
     return rc;

@@ -110,6 +110,14 @@ void nsbox_say_oom(const char *type, uint64_t memory_bytes, int kills, bool tmpf
                             : "");
 }
 
+bool nsbox_say_printable(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+            return false;
+    return true;
+}
+
 int nsbox_say_exit(cJSON *reply)
 {
     struct nsbox_err e = {0};
@@ -121,6 +129,11 @@ int nsbox_say_exit(cJSON *reply)
         nsbox_say_oom(NULL, 0, 1, false);
     else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "timed_out")))
         nsbox_say_timed_out("its --timeout");
+    /* the supervisor's note on names that did not resolve: printed as a line of its own, its
+     * characters those a name and the note's words may have (no terminal control) */
+    const cJSON *dns = cJSON_GetObjectItemCaseSensitive(reply, "dns_note");
+    if (cJSON_IsString(dns) && nsbox_say_printable(dns->valuestring))
+        fprintf(stderr, "%s\n", dns->valuestring);
     cJSON_Delete(reply);
     return rc;
 }

@@ -38,6 +38,8 @@ void nsbox_say_seconds(char *buf, size_t size, uint64_t ms);
  * memory_bytes; with type NULL (exec, wait: the supervisor says only that it happened), the
  * short form. tmpfs_workspace: the workspace's files count toward the limit. */
 void nsbox_say_oom(const char *type, uint64_t memory_bytes, int kills, bool tmpfs_workspace);
+/* Is s one line of printable ASCII (what a supervisor's note may be to reach the terminal)? */
+bool nsbox_say_printable(const char *s);
 /* The final reply of a command run by a supervisor (exec, wait): its exit code (EXIT_NSBOX when
  * there is none), with its error, its OOM kill or its timeout said. Frees reply. */
 int nsbox_say_exit(cJSON *reply);

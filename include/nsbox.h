@@ -84,6 +84,9 @@ struct nsbox_run_opts {
     bool *timed_out;                    /* out (may be NULL): timeout_ms ended the command */
     const char *network_log;            /* --network-log FILE (NULL: none) */
     int network_log_fd;                 /* FILE, opened: the network log is copied there */
+    char *dns_note;                     /* out (may be NULL): the note on the names asked that
+                                           the network did not let resolve, "" for none */
+    size_t dns_note_size;
 };
 
 /* Create a sandbox from a checked spec, run argv inside, delete it. Returns 0 and sets

@@ -855,7 +855,10 @@ char *nsbox_netplan_resolv_conf(const struct nsbox_netplan *p)
     } else if (p->mode == NSBOX_NET_ALLOW) {
         sb_printf(&b, "# nsbox: network allow: DNS is blocked in this sandbox. The allowed names\n"
                       "# were resolved by the host when it was created and are pinned in "
-                      "/etc/hosts.\n");
+                      "/etc/hosts.\n"
+                      "# 127.0.0.1 is the sandbox's init: it refuses every name, and nsbox says\n"
+                      "# after the command which names were asked (docs/network.md).\n"
+                      "nameserver 127.0.0.1\n");
     } else {
         sb_printf(&b, "# nsbox: network none with egress ranges: no DNS in this sandbox; connect\n"
                       "# to the allowed addresses directly.\n");

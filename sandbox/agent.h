@@ -18,6 +18,8 @@
 #include <sys/types.h>
 
 #define NSBOX_AGENT_PAYLOAD_MAX (192u * 1024u)
+/* an event's message (struct nsbox_agent_event): a reason, or a run's names */
+#define NSBOX_AGENT_MSG_MAX 1024
 
 enum nsbox_agent_type {
     NSBOX_AGENT_SPAWN = 1,       /* supervisor or run client -> init: payload [user (F_USER),]
@@ -42,7 +44,8 @@ enum nsbox_agent_type {
  * environment; three fds); init answers:
  *   FAILED, status 0: refused (malformed): nothing ran, the sandbox still waits for a run;
  *   SPAWNED (pid): the claim. The sandbox is this run's; init stops listening and tells the
- *     supervisor (CLAIMED). Then EXITED: status = exit code, argc = the sandbox's OOM kills;
+ *     supervisor (CLAIMED). Then EXITED: status = exit code, argc = the sandbox's OOM kills,
+ *     the payload the names asked of its stub resolver, one a line (dnsstub.h; untrusted);
  *   FAILED, status 125/126/127: claimed, but the command could not start.
  * The client may send KILL (status = signal) for its command's tree. A connection that closes
  * before the status kills the whole sandbox. Every command's end is F_LAST's: the rest of the
@@ -90,7 +93,7 @@ struct nsbox_agent_event {
     int pid, status;
     int fd; /* SPAWNED of a F_TTY spawn: the pseudo-terminal's master; else -1 */
     unsigned oom_kills; /* EXITED on the run socket */
-    char msg[512];
+    char msg[NSBOX_AGENT_MSG_MAX]; /* EXITED on the run socket: the names its stub was asked, a line each */
 };
 
 /* Supervisor side. extra[0..n_extra-1] (at most NSBOX_AGENT_EXTRA_MAX): the command's

@@ -7,6 +7,7 @@
 #include "agent_user.h"
 #include "cgroup_util.h"
 #include "cleanup.h"
+#include "dnsstub.h"
 #include "mounts.h"
 #include "signals.h"
 #include "util.h"
@@ -119,6 +120,16 @@ static int oom_fd = -1;
 /* init's own value, read once, at its first command: the supervisor has set it by then
  * (protect_init comes before the sandbox is ready) */
 static char oom_base[16];
+
+/* the stub resolver (dnsstub.h): its socket and the table of names it fills */
+static int dns_fd = -1;
+static struct nsbox_dnsquery_table *dns_table;
+
+void nsbox_agent_init_set_dns(int fd, struct nsbox_dnsquery_table *t)
+{
+    dns_fd = fd;
+    dns_table = t;
+}
 
 void nsbox_agent_init_set_oom_fd(int fd)
 {
@@ -479,6 +490,17 @@ static void close_run_conn(void)
 static void end_run(int sock, uint32_t type, int pid, int code, const char *msg)
 {
     if (run.conn >= 0) {
+        /* the names asked of the stub: the run's, as its command was the sandbox's only one */
+        char names[NSBOX_DNSQUERY_NAMES][NSBOX_DNSQUERY_NAME_MAX + 1];
+        char lines[NSBOX_DNSQUERY_NAMES * (NSBOX_DNSQUERY_NAME_MAX + 1)] = "";
+        size_t k = type == NSBOX_AGENT_EXITED && dns_table && !msg
+                       ? nsbox_dnsquery_table_take(dns_table, names)
+                       : 0;
+        for (size_t i = 0, at = 0; i < k; i++)
+            at += (size_t)snprintf(lines + at, sizeof lines - at, "%s%s", i ? "\n" : "",
+                                   names[i]);
+        if (k)
+            msg = lines;
         struct nsbox_agent_hdr h = {.type = type,
                                     .seq = run.seq,
                                     .pid = pid,
@@ -487,6 +509,8 @@ static void end_run(int sock, uint32_t type, int pid, int code, const char *msg)
                                     .len = msg ? (uint32_t)strlen(msg) : 0};
         nsbox_agent_send_msg(run.conn, &h, msg, NULL, 0);
         close_run_conn();
+        if (k)
+            msg = NULL;
     }
     reply(sock, type, NSBOX_AGENT_SEQ_RUN, pid, code, msg);
 }
@@ -661,14 +685,17 @@ static void serve(int sock)
     if (sfd < 0 || !payload)
         _exit(125);
     for (;;) {
-        struct pollfd pf[4 + MAX_PENDING] = {
-            {sock, POLLIN, 0}, {sfd, POLLIN, 0}, {run.listen_fd, POLLIN, 0}, {run.conn, POLLIN, 0}};
+        struct pollfd pf[5 + MAX_PENDING] = {{sock, POLLIN, 0},
+                                             {sfd, POLLIN, 0},
+                                             {run.listen_fd, POLLIN, 0},
+                                             {run.conn, POLLIN, 0},
+                                             {dns_fd, POLLIN, 0}};
         /* only the pending children's pipes: poll fails (EINVAL) for more entries than
          * RLIMIT_NOFILE, which the workload may lower on init (prlimit) */
-        size_t n_pf = 4, at[MAX_PENDING];
+        size_t n_pf = 5, at[MAX_PENDING];
         for (size_t i = 0; i < MAX_PENDING; i++)
             if (pending[i].pid) {
-                at[n_pf - 4] = i;
+                at[n_pf - 5] = i;
                 pf[n_pf++] = (struct pollfd){pending[i].status_fd, POLLIN, 0};
             }
         if (poll(pf, n_pf, -1) < 0 && errno != EINTR)
@@ -680,14 +707,16 @@ static void serve(int sock)
             relay_signals(sfd);
             reap(sock);
         }
-        for (size_t k = 4; k < n_pf; k++) { /* reap() may have done one already */
-            size_t i = at[k - 4];
+        for (size_t k = 5; k < n_pf; k++) { /* reap() may have done one already */
+            size_t i = at[k - 5];
             if (pending[i].pid && pending[i].status_fd == pf[k].fd &&
                 (pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
                 pending_done(sock, i);
         }
         if (run.listen_fd >= 0 && (pf[2].revents & POLLIN))
             take_run(sock, payload);
+        if (pf[4].revents & POLLIN)
+            nsbox_dnsstub_serve(dns_fd, dns_table);
         if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             struct nsbox_agent_hdr h;
             int fds[3];

@@ -24,5 +24,9 @@ int nsbox_agent_init_open_pty(uint32_t winsize, int fds[3], int *master);
 /* Init's own /proc/self/oom_score_adj, opened for reading and writing while it still could
  * (commands start with 500). */
 void nsbox_agent_init_set_oom_fd(int fd);
+/* The stub resolver's socket (or -1) and the table of names it fills (dnsstub.h), served in
+ * init's loop beside the rest. */
+struct nsbox_dnsquery_table;
+void nsbox_agent_init_set_dns(int fd, struct nsbox_dnsquery_table *t);
 
 #endif

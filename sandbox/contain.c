@@ -7,6 +7,7 @@
 #include "cleanup.h"
 #include "agent.h"
 #include "agent_init.h"
+#include "dnsstub.h"
 #include "agent_user.h"
 #include "caps.h"
 #include "idmap.h"
@@ -32,6 +33,7 @@
 #include <sys/mman.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -199,7 +201,13 @@ static int child_network(struct nsbox_launch *L, struct nsbox_err *e)
         return -1;
     if (nsbox_launch_joins(L, CLONE_NEWNET))
         return 0; /* set up by whoever made it (another container, a CNI plugin) */
-    return nsbox_net_child_setup(L->net, e);
+    if (nsbox_net_child_setup(L->net, e) < 0)
+        return -1;
+    /* nsbox's own sandboxes only (nsbox-oci's have a start barrier): a container's names are
+     * its config's business */
+    if (L->start_fd < 0)
+        L->dns_fd = nsbox_net_dns_open(L->net);
+    return 0;
 }
 
 static int child_cgroup_namespace(struct nsbox_launch *L, struct nsbox_err *e)
@@ -476,15 +484,21 @@ static int init_harden(struct nsbox_launch *L, struct nsbox_err *e)
     return nsbox_seccomp_prog_load(&L->seccomp, e) < 0 ? -1 : load_bundle_filter(L, e);
 }
 
+/* What init waits for: its children's ends, and the signals it passes on to the workload. */
+static void init_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(nsbox_signals_relayed); i++)
+        sigaddset(set, nsbox_signals_relayed[i]);
+    sigaddset(set, SIGCHLD);
+}
+
 __attribute__((noreturn)) static void init_reap(pid_t workload)
 {
     /* The parent's signal mask is inherited: SIGCHLD and the relayed signals are blocked, so
      * they queue for sigwaitinfo even though pid 1 has no handlers for them. */
     sigset_t set;
-    sigemptyset(&set);
-    for (size_t i = 0; i < NSBOX_ARRAY_LEN(nsbox_signals_relayed); i++)
-        sigaddset(&set, nsbox_signals_relayed[i]);
-    sigaddset(&set, SIGCHLD);
+    init_signals(&set);
     for (;;) {
         int status;
         pid_t p;
@@ -498,6 +512,37 @@ __attribute__((noreturn)) static void init_reap(pid_t workload)
         int sig = sigwaitinfo(&set, &si);
         if (sig > 0 && sig != SIGCHLD && kill(-workload, sig) < 0)
             kill(workload, sig); /* not yet a group leader: it is still before setsid */
+    }
+}
+
+/* init_reap with the stub resolver (dnsstub.h) served too: the signals come from a signalfd
+ * so that one poll waits for both. Falls back to init_reap when the signalfd cannot be made. */
+static void init_reap_answering(pid_t workload, int dns_fd, struct nsbox_dnsquery_table *t)
+{
+    sigset_t set;
+    init_signals(&set);
+    int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0) {
+        close(dns_fd);
+        return;
+    }
+    for (;;) {
+        int status;
+        pid_t p;
+        while ((p = waitpid(-1, &status, WNOHANG)) > 0)
+            if (p == workload)
+                _exit(nsbox_exit_code(status));
+        struct pollfd pf[2] = {{sfd, POLLIN, 0}, {dns_fd, POLLIN, 0}};
+        if (poll(pf, 2, -1) < 0)
+            continue;
+        if (pf[1].revents & POLLIN)
+            nsbox_dnsstub_serve(dns_fd, t);
+        struct signalfd_siginfo si;
+        while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+            int sig = (int)si.ssi_signo;
+            if (sig != SIGCHLD && kill(-workload, sig) < 0)
+                kill(workload, sig); /* not yet a group leader: it is still before setsid */
+        }
     }
 }
 
@@ -536,9 +581,10 @@ void nsbox_contain_child_main(struct nsbox_launch *L)
         munmap((void *)L->plan, sizeof *L->plan); /* mapped by the launcher (sandbox.c) */
         L->plan = NULL;
         nsbox_agent_init_send_workspace(L->agent_fd); /* before the report pipe's end (agent.h) */
-        int keep[] = {L->agent_fd, L->oom_fd};
-        nsbox_close_fds_keep(keep, 2);
+        int keep[] = {L->agent_fd, L->oom_fd, L->dns_fd};
+        nsbox_close_fds_keep(keep, 3);
         nsbox_agent_init_set_oom_fd(L->oom_fd);
+        nsbox_agent_init_set_dns(L->dns_fd, nsbox_net_dns_table(L->net));
         nsbox_agent_init_serve(L->agent_fd);
     }
 
@@ -603,6 +649,8 @@ void nsbox_contain_child_main(struct nsbox_launch *L)
                 L->cap_ambient & L->cap_permitted & L->cap_inheritable, L->cap_keep);
         nsbox_agent_init_serve_container(L->agent_fd, workload);
     }
-    nsbox_close_fds_except(-1);
+    nsbox_close_fds_except(L->dns_fd);
+    if (L->dns_fd >= 0)
+        init_reap_answering(workload, L->dns_fd, nsbox_net_dns_table(L->net));
     init_reap(workload);
 }

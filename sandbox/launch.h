@@ -55,6 +55,7 @@ struct nsbox_launch {
     int report_rd, report_wr; /* child -> parent: struct nsbox_child_report, or EOF at exec */
     int agent_fd;             /* persistent sandbox: init's end of the supervisor socket; else -1 */
     int oom_fd;               /* the child's (init's) own oom_score_adj, opened by it; or -1 */
+    int dns_fd;               /* init's stub resolver (dnsstub.h), opened by it; or -1 */
     int ws_fd;                /* EXT4 workspace: its detached mount (the child takes its copy) */
     int image_fd;             /* an OCI image's idmapped copy (userns.h), or -1: likewise */
     int start_fd;             /* nsbox-oci: init writes 'r' when set up, runs the workload on 's' */

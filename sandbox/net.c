@@ -4,6 +4,8 @@
  * by policy/netplan and applied here without running `ip` or `nft`. */
 #define _GNU_SOURCE
 #include "net.h"
+#include "dnsnote.h"
+#include "dnsstub.h"
 #include "caps.h"
 #include "egress_spawn.h"
 #include "egress_tls.h"
@@ -53,6 +55,8 @@ struct nsbox_net {
     struct nsbox_egress_tls *tls; /* header bindings, parent only, until the helper has them */
     char bundle[PATH_MAX];        /* the sandbox's trust bundle: the image's and its CA */
     bool has_bundle;
+    bool dns_stub;                    /* init answers names (dnsstub.h) */
+    struct nsbox_dnsquery_table dns;  /* written by init, read by the launcher */
 };
 
 static const char *mode_name(const struct nsbox_spec *s)
@@ -362,6 +366,7 @@ int nsbox_net_prepare(const struct nsbox_spec *s, const char *id, const char *st
         return nsbox_err_sys(e, "mmap");
     n->mode = s->net;
     n->link = s->net != NSBOX_NET_NONE || s->n_egress > 0;
+    n->dns_stub = nsbox_dnsnote_stub_wanted(s);
     if (!n->link) { /* loopback only: no privilege needed, nothing on the host */
         if (hosts_inside(n, id, state_dir, e) < 0) {
             nsbox_net_teardown(n);
@@ -474,6 +479,23 @@ int nsbox_net_child_setup(const struct nsbox_net *n, struct nsbox_err *e)
                               n->plan.slot.host, e) < 0)
         return nsbox_err_wrap(e, "network");
     return 0;
+}
+
+int nsbox_net_dns_open(const struct nsbox_net *n)
+{
+    return n && n->dns_stub ? nsbox_dnsstub_open() : -1;
+}
+
+struct nsbox_dnsquery_table *nsbox_net_dns_table(const struct nsbox_net *n)
+{
+    /* the child's view of the struct is const (the parent's to fill), but for this table */
+    return n && n->dns_stub ? (struct nsbox_dnsquery_table *)&n->dns : NULL;
+}
+
+size_t nsbox_net_dns_take(struct nsbox_net *n,
+                          char names[NSBOX_DNSQUERY_NAMES][NSBOX_DNSQUERY_NAME_MAX + 1])
+{
+    return n && n->dns_stub ? nsbox_dnsquery_table_take(&n->dns, names) : 0;
 }
 
 const char *nsbox_net_resolv_conf(const struct nsbox_net *n)

@@ -22,6 +22,7 @@
 
 #include "nsbox.h"
 #include "spec.h"
+#include "dnsquery.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -43,6 +44,14 @@ int nsbox_net_attach(struct nsbox_net *n, pid_t child, struct nsbox_err *e);
 /* Child side, inside the new network namespace (has CAP_NET_ADMIN there). */
 int nsbox_net_child_setup(const struct nsbox_net *n, struct nsbox_err *e);
 /* Host paths of files to bind over the sandbox's /etc/resolv.conf and /etc/hosts, or NULL. */
+/* The stub resolver of network none and allow (dnsstub.h): its socket, opened by the child in
+ * its network namespace (-1: none for this sandbox, or it could not be); the table of names
+ * init fills, in the struct's shared memory (NULL: no stub); the names asked since the last
+ * take (the launcher's side: the parent of a one-shot run, a supervisor). */
+int nsbox_net_dns_open(const struct nsbox_net *n);
+struct nsbox_dnsquery_table *nsbox_net_dns_table(const struct nsbox_net *n);
+size_t nsbox_net_dns_take(struct nsbox_net *n,
+                          char names[NSBOX_DNSQUERY_NAMES][NSBOX_DNSQUERY_NAME_MAX + 1]);
 const char *nsbox_net_resolv_conf(const struct nsbox_net *n);
 const char *nsbox_net_hosts(const struct nsbox_net *n);
 /* ...or, where nothing rewrites it (loopback only), the text of the sandbox's /etc/hosts, made

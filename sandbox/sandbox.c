@@ -51,6 +51,7 @@ void nsbox_sandbox_init_zeroed(struct nsbox_sandbox *sb)
     sb->L.agent_fd = -1;
     sb->L.console_fd = -1;
     sb->L.oom_fd = -1;
+    sb->L.dns_fd = -1;
     sb->L.ws_fd = -1;
     sb->L.image_fd = -1;
     sb->L.start_fd = -1;

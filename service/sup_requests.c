@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "supervisor_impl.h"
 #include "cleanup.h"
+#include "net.h"
 #include "oci_lookup.h"
 #include "oci_store.h"
 #include "util.h"
@@ -105,6 +106,11 @@ static void do_spawn(struct sup *S, int ci, const struct nsbox_request *rq, int 
     p->client = ci;
     p->running = true;
     p->oom_before = nsbox_sup_oom_kills(S); /* read after the spawn went out, while init forks */
+    if (!p->background) {
+        /* names asked before this command (by a background process): not its own to be told */
+        char names[NSBOX_DNSQUERY_NAMES][NSBOX_DNSQUERY_NAME_MAX + 1];
+        nsbox_net_dns_take(S->sb.net, names);
+    }
     if (rq->timeout_ms) { /* exec --timeout, and exec -d --timeout (start's timeout_ms) */
         p->deadline = nsbox_now_ms() + (int64_t)rq->timeout_ms;
         p->timeout_ms = rq->timeout_ms;

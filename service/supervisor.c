@@ -4,6 +4,8 @@
 #include "supervisor_impl.h"
 #include "cleanup.h"
 #include "cmdline.h"
+#include "dnsnote.h"
+#include "net.h"
 #include "util.h"
 #include "filemax.h"
 #include "wsdir.h"
@@ -31,6 +33,17 @@ static int64_t wall_s(void)
 }
 
 /* ---- events --------------------------------------------------------------------------------- */
+
+/* The names asked of the sandbox's stub resolver since the last exec that said them
+ * (docs/network.md, "Names that do not resolve"), as the note for the client to print. */
+static void add_dns_note(struct sup *S, cJSON *rep)
+{
+    char names[NSBOX_DNSQUERY_NAMES][NSBOX_DNSQUERY_NAME_MAX + 1], note[4096];
+    size_t k = nsbox_net_dns_take(S->sb.net, names);
+    if (k && nsbox_dnsnote_format(S->spec, (const char(*)[NSBOX_DNSQUERY_NAME_MAX + 1])names, k,
+                                  note, sizeof note))
+        cJSON_AddStringToObject(rep, "dns_note", note);
+}
 
 static void on_agent(struct sup *S)
 {
@@ -105,6 +118,7 @@ static void on_agent(struct sup *S)
         cJSON_AddNumberToObject(rep, "exit_code", p->exit_code);
         cJSON_AddBoolToObject(rep, "timed_out", p->timed_out);
         cJSON_AddBoolToObject(rep, "oom_killed", oom);
+        add_dns_note(S, rep);
         nsbox_sup_reply(S, ci, rep, NULL, 0);
         S->clients[ci].waiting = -1;
         p->client = -1;

@@ -3,6 +3,7 @@
 #include "warmpool.h"
 #include "agent.h"
 #include "cleanup.h"
+#include "dnsnote.h"
 #include "config.h"
 #include "signals.h"
 #include "cleanup_cjson.h"
@@ -220,6 +221,7 @@ static int pool_claim_end(int dfd, const char *claim, const char *name)
  * nsbox run does without the pool) and enforcing the run's timeout. */
 static int wait_status(int sock, int pid, int sfd, uint64_t timeout_ms, const char *id,
                        int *exit_status, int *oom_kills, bool *timed_out_out,
+                       char dns_names[NSBOX_AGENT_MSG_MAX],
                        struct nsbox_err *e)
 {
     int64_t deadline = timeout_ms ? nsbox_now_ms() + (int64_t)timeout_ms : 0;
@@ -253,6 +255,7 @@ static int wait_status(int sock, int pid, int sfd, uint64_t timeout_ms, const ch
         if (r > 0 && ev.type == NSBOX_AGENT_EXITED) {
             *exit_status = timed_out ? 124 : ev.status;
             *oom_kills = (int)ev.oom_kills;
+            memcpy(dns_names, ev.msg, sizeof ev.msg);
             if (timed_out_out)
                 *timed_out_out = timed_out;
             return 1;
@@ -280,7 +283,9 @@ void nsbox_pool_set_note(nsbox_note_fn *fn, void *ctx)
  * removed once it is ours. */
 static int try_one(int dfd, const char *name, const char *id, char *const argv[], char *const env[],
                    const char *cwd, const int fds[3], uint64_t timeout_ms, int sfd,
-                   int *exit_status, int *oom_kills, bool *timed_out, struct nsbox_err *e)
+                   int *exit_status, int *oom_kills, bool *timed_out,
+                   char dns_names[NSBOX_AGENT_MSG_MAX],
+                   struct nsbox_err *e)
 {
     /* Out of the pool before the sandbox hears of the command: once the command runs (and
      * says so on the caller's stdout), `pool ls` must not list it, nor another run try it;
@@ -314,7 +319,21 @@ static int try_one(int dfd, const char *name, const char *id, char *const argv[]
         return 1;
     }
     return wait_status(sock, ev.pid, sfd, timeout_ms, id, exit_status, oom_kills, timed_out,
-                       e);
+                       dns_names, e);
+}
+
+/* The note on the names a pooled run's sandbox was asked (init's lines, checked one by one). */
+static void dns_note(const struct nsbox_spec *s, char *lines, const struct nsbox_run_opts *o)
+{
+    char names[NSBOX_DNSQUERY_NAMES][NSBOX_DNSQUERY_NAME_MAX + 1];
+    size_t k = 0;
+    char *save = NULL;
+    for (char *l = strtok_r(lines, "\n", &save); l && k < NSBOX_DNSQUERY_NAMES;
+         l = strtok_r(NULL, "\n", &save))
+        if (nsbox_dnsquery_name_valid(l))
+            snprintf(names[k++], sizeof names[0], "%s", l);
+    nsbox_dnsnote_format(s, (const char(*)[NSBOX_DNSQUERY_NAME_MAX + 1])names, k, o->dns_note,
+                         o->dns_note_size);
 }
 
 int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox_run_opts *o,
@@ -359,14 +378,17 @@ int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct 
     cleanup_close int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
     int ret = sfd < 0 ? nsbox_err_sys(e, "signalfd") : 0;
     struct dirent *de;
+    char dns_names[NSBOX_AGENT_MSG_MAX] = "";
     while (ret == 0 && (de = readdir(d))) {
         char key[NSBOX_POOL_KEY_LEN + 1], id[NSBOX_ID_LEN + 1];
         if (!nsbox_pool_entry_parse(de->d_name, key, id) || strcmp(key, c.key) != 0)
             continue;
         ret = try_one(dirfd(d), de->d_name, id, argv, env, cwd, fds, o ? o->timeout_ms : 0, sfd,
-                      exit_status, oom_kills, o ? o->timed_out : NULL, e);
+                      exit_status, oom_kills, o ? o->timed_out : NULL, dns_names, e);
     }
     closedir(d);
+    if (ret == 1 && o && o->dns_note && o->dns_note_size)
+        dns_note(s, dns_names, o);
     sigprocmask(SIG_SETMASK, &old, NULL);
     return ret == 0 ? NSBOX_POOL_EMPTY : ret;
 }

@@ -206,12 +206,12 @@ class ExecJob:
                     sel.unregister(key.fd)
                     _close(fds.pop(what + "_r"))
 
-    def _result(self, bufs, code, timed_out, oom, truncated):
+    def _result(self, bufs, code, timed_out, oom, truncated, note=""):
         out, err = bytes(bufs["out"]), bytes(bufs["err"])
         if self.text:
             out = out.decode("utf-8", "replace")
             err = err.decode("utf-8", "replace")
-        return SandboxExecutionResult(code, out, err, timed_out, oom, truncated)
+        return SandboxExecutionResult(code, out, err, timed_out, oom, truncated, note)
 
     def _finish(self, reply, bufs, truncated, killed_by_us):
         if not reply.get("ok"):
@@ -228,8 +228,10 @@ class ExecJob:
         if not isinstance(code, int):
             raise errors.ProtocolError("exec reply without an exit code")
         timed_out = bool(reply.get("timed_out")) or killed_by_us
+        note = reply.get("dns_note")
         res = self._result(bufs, 124 if timed_out else code, timed_out,
-                           bool(reply.get("oom_killed")), truncated)
+                           bool(reply.get("oom_killed")), truncated,
+                           note if isinstance(note, str) else "")
         if timed_out:
             raise errors.ExecTimeout("command timed out after %ss" % (self.timeout,), res)
         return res

@@ -183,6 +183,9 @@ class SandboxExecutionResult:
     timed_out: bool = False
     oom_killed: bool = False
     truncated: bool = False  # output beyond max_output was dropped
+    # names the command looked up that the sandbox's network did not let resolve, said as nsbox
+    # exec says them ("nsbox: the command looked up ..."); "" when none (docs/network.md)
+    network_note: str = ""
 
     @property
     def ok(self):

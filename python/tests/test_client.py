@@ -129,6 +129,17 @@ class Execute(ClientTest):
         self.assertFalse(r.ok)
         self.assertTrue(self.sb.execute("true").ok)
 
+    def test_a_name_that_did_not_resolve_is_said_in_network_note(self):
+        # network none: the lookup fails as before, and the result says why (as nsbox exec
+        # says on stderr); the command's own stderr is left as it wrote it
+        r = self.sb.execute("getent hosts pypi.org; echo err >&2")
+        self.assertEqual((r.exit_code, r.stderr), (0, "err\n"))
+        self.assertEqual(r.network_note,
+                         "nsbox: the command looked up pypi.org, but this sandbox has no network "
+                         "(network none); to reach it: --network allow=pypi.org (or all); "
+                         "docs/network.md")
+        self.assertEqual(self.sb.execute("true").network_note, "")
+
     def test_runs_as_appuser_in_workspace_with_sh(self):
         r = self.sb.execute("pwd; id -un; echo $0")
         self.assertEqual(r.stdout, "/workspace\nappuser\n/bin/sh\n", r)

@@ -140,6 +140,15 @@ class Unprivileged(AsTestUser):
         finally:
             srv.close()
 
+    def test_a_name_that_did_not_resolve_is_said_as_for_root(self):
+        # init binds 127.0.0.1:53 with the capability the sandbox's user namespace gives it
+        r = self.run_as_user(["run", "--", "getent", "hosts", "pypi.org"])
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertTrue(r.stderr.endswith(
+            b"nsbox: the command looked up pypi.org, but this sandbox has no network (network "
+            b"none); to reach it: --network allow=pypi.org (or all); docs/network.md\n"),
+            r.stderr)
+
     def test_exit_codes(self):
         self.assertEqual(self.run_as_user(["run", "--", "sh", "-c", "exit 7"]).returncode, 7)
         self.assertEqual(self.run_as_user(["run", "--", "nope-not-here"]).returncode, 127)

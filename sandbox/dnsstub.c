@@ -1,0 +1,49 @@
+/* init's stub resolver (dnsstub.h). */
+#include "dnsstub.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* packets read per wake-up: the rest wait for the next turn of init's loop, after its other
+ * work (a command's end, the supervisor's requests) */
+#define BATCH 64
+
+int nsbox_dnsstub_open(void)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(53),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void nsbox_dnsstub_serve(int fd, struct nsbox_dnsquery_table *t)
+{
+    /* one byte more than the largest query read whole: a longer datagram is cut, and dropped */
+    uint8_t pkt[512 + 1], out[NSBOX_DNSQUERY_REPLY_MAX];
+    for (int i = 0; i < BATCH; i++) {
+        struct sockaddr_in from;
+        socklen_t fl = sizeof from;
+        ssize_t n = recvfrom(fd, pkt, sizeof pkt, MSG_DONTWAIT | MSG_TRUNC,
+                             (struct sockaddr *)&from, &fl);
+        if (n < 0)
+            return; /* EAGAIN: all read */
+        struct nsbox_dnsquery q;
+        if ((size_t)n >= sizeof pkt || fl != sizeof from || from.sin_family != AF_INET ||
+            nsbox_dnsquery_parse(pkt, (size_t)n, &q) < 0)
+            continue;
+        if (t)
+            nsbox_dnsquery_table_add(t, q.name);
+        size_t rn = nsbox_dnsquery_refused(pkt, &q, out);
+        /* a full socket buffer of the sender's: its answer is dropped, as a network would */
+        (void)sendto(fd, out, rn, MSG_DONTWAIT, (struct sockaddr *)&from, fl);
+    }
+}

@@ -1,0 +1,165 @@
+"""End-to-end: in network none (and allow, tests/e2e/test_network.py), a name that does not
+resolve is said after the command: the sandbox's init answers 127.0.0.1:53 with REFUSED and keeps
+the first names asked (docs/network.md, "Names that do not resolve"). The command fails as it did
+before, with the same error and its own exit code; the note comes after its output; a command that
+asks nothing gets none; a flood of packets, hostile or not, leaves init answering."""
+import json
+import os
+import re
+import unittest
+
+from nsbox_test import Dirs, run_nsbox, wait_for
+
+LOOKUP = "import socket, sys; socket.getaddrinfo(sys.argv[1], 443)"
+GAI_AGAIN = b"socket.gaierror: [Errno -3] Temporary failure in name resolution"
+NOTE = re.compile(rb"nsbox: the command looked up (.*), but this sandbox has no network "
+                  rb"\(network none\); to reach (it|them): --network allow=(\S+) \(or all\); "
+                  rb"docs/network\.md\n")
+
+# A sandbox process floods 127.0.0.1:53: malformed packets (random bytes, a compression
+# pointer, an answer, a name with a control character, an oversized datagram) and valid queries
+# of distinct names, without waiting; then one query whose REFUSED answer must come back.
+FLOOD = r"""
+import os, socket, struct, sys
+def query(name, qid=0x4242):
+    b = struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0)
+    for l in name.split("."):
+        b += bytes([len(l)]) + l.encode("latin-1")
+    return b + b"\0" + struct.pack(">HH", 1, 1)
+bad = [os.urandom(40), struct.pack(">HHHHHH", 1, 0x0100, 1, 0, 0, 0) + b"\x01a\xc0\x0c\0\1\0\1",
+       struct.pack(">HHHHHH", 1, 0x8180, 1, 0, 0, 0) + b"\x01a\0\0\1\0\1",
+       query("a\x1bb.test"), b"\0" * 4000, b""]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setblocking(False)
+sent = 0
+for i in range(int(sys.argv[1])):
+    pkt = query("n%d.flood.test" % i) if i % 2 else bad[i // 2 % len(bad)]
+    try:
+        s.sendto(pkt, ("127.0.0.1", 53))
+        sent += 1
+    except (BlockingIOError, OSError):
+        pass
+s.setblocking(True)
+s.settimeout(2)
+for attempt in range(10):
+    s.sendto(query("last.flood.test", 0x7777), ("127.0.0.1", 53))
+    try:
+        while True:
+            rep = s.recv(600)
+            if rep[:2] == b"\x77\x77":
+                print("answered rcode=%d sent=%d" % (rep[3] & 15, sent))
+                sys.exit(0)
+    except socket.timeout:
+        pass
+print("no answer")
+sys.exit(1)
+"""
+
+
+class DnsNote(unittest.TestCase):
+    maxDiff = None
+
+    def setUp(self):
+        self.dirs = Dirs()
+        self.env = {}
+
+    def tearDown(self):
+        self.dirs.cleanup()
+
+    def nsbox(self, *args, **kw):
+        kw.setdefault("extra_env", self.env)
+        return run_nsbox(list(args), self.dirs, **kw)
+
+    def names_in(self, stderr):
+        m = NOTE.search(stderr)
+        self.assertIsNotNone(m, stderr.decode(errors="replace"))
+        return m.group(1).decode().replace(" and ", ", ").split(", ")
+
+    def test_run_fails_as_before_and_the_note_names_the_host(self):
+        r = self.nsbox("run", "--", "python3", "-c", LOOKUP, "pypi.org")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(GAI_AGAIN, r.stderr)
+        # after the command's own output, once
+        self.assertTrue(r.stderr.endswith(
+            b"nsbox: the command looked up pypi.org, but this sandbox has no network (network "
+            b"none); to reach it: --network allow=pypi.org (or all); docs/network.md\n"),
+            r.stderr)
+        self.assertEqual(r.stderr.count(b"nsbox:"), 1, r.stderr)
+
+    def test_curl_and_names_in_one_note_exit_code_kept(self):
+        r = self.nsbox("run", "--", "sh", "-c",
+                       "getent hosts Files.PythonHosted.org; getent ahosts pypi.org;"
+                       "getent hosts pypi.org; exit 7")
+        self.assertEqual(r.returncode, 7, r.stderr)
+        # lower case, each once, in the order asked
+        self.assertEqual(self.names_in(r.stderr), ["files.pythonhosted.org", "pypi.org"])
+        self.assertIn(b"allow=files.pythonhosted.org,pypi.org (or all)", r.stderr)
+
+    def test_no_lookup_no_note(self):
+        # its own hostname and localhost resolve through /etc/hosts: the stub never hears them
+        r = self.nsbox("run", "--", "sh", "-c",
+                       "getent hosts localhost >/dev/null; getent hosts $(hostname) >/dev/null;"
+                       "echo done >&2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, b"done\n")
+
+    def test_exec_says_its_own_names_only(self):
+        sid = self.nsbox("create", check=True).stdout.decode().strip()
+        try:
+            r = self.nsbox("exec", sid, "--", "python3", "-c", LOOKUP, "a.example")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn(GAI_AGAIN, r.stderr)
+            self.assertEqual(self.names_in(r.stderr), ["a.example"])
+            # said once: the next exec, which asks nothing, gets no note
+            r = self.nsbox("exec", sid, "--", "true")
+            self.assertEqual((r.returncode, r.stderr), (0, b""))
+            # a background process's names are not the next command's
+            self.nsbox("exec", "-d", sid, "--", "getent", "hosts", "b.example", check=True)
+            wait_for(lambda: b"exited" in self.nsbox("ps", sid).stdout, 10)
+            r = self.nsbox("exec", sid, "--", "getent", "hosts", "c.example")
+            self.assertEqual(r.returncode, 2)
+            self.assertEqual(self.names_in(r.stderr), ["c.example"])
+        finally:
+            self.nsbox("rm", sid)
+
+    def test_pooled_run(self):
+        cfg = os.path.join(self.dirs.base, "pool.json")
+        with open(cfg, "w") as f:
+            json.dump({"pool": {"size": 1, "ttl_seconds": 60}}, f)
+        self.env = {"NSBOX_CONFIG": cfg}
+        try:
+            self.nsbox("pool", "fill", check=True)
+            ids = [e["id"] for e in json.loads(self.nsbox("pool", "ls", "--json").stdout)]
+            self.assertEqual(len(ids), 1)
+            r = self.nsbox("run", "--", "python3", "-c", LOOKUP, "pooled.example")
+            self.assertEqual(r.returncode, 1, r.stderr)
+            # the run took the pooled sandbox
+            self.assertTrue(wait_for(lambda: ids[0] not in self.nsbox("pool", "ls").stdout
+                                     .decode()))
+            self.assertIn(GAI_AGAIN, r.stderr)
+            self.assertEqual(self.names_in(r.stderr), ["pooled.example"])
+        finally:
+            self.nsbox("pool", "drain")
+            wait_for(lambda: not self.dirs.live_ids(), 20)
+
+    def test_flood_leaves_init_answering(self):
+        sid = self.nsbox("create", check=True).stdout.decode().strip()
+        try:
+            r = self.nsbox("exec", sid, "--", "python3", "-c", FLOOD, "100000", timeout=300)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn(b"answered rcode=5", r.stdout)
+            names = self.names_in(r.stderr)
+            self.assertLessEqual(len(names), 4)
+            for n in names:
+                self.assertRegex(n, r"^(n[0-9]+|last)\.flood\.test$")
+            # the sandbox is still usable, and a lookup still fails at once, as it should
+            r = self.nsbox("exec", sid, "--", "python3", "-c", LOOKUP, "after.example")
+            self.assertIn(GAI_AGAIN, r.stderr)
+            self.assertEqual(self.names_in(r.stderr), ["after.example"])
+            self.assertEqual(self.nsbox("exec", sid, "--", "echo", "ok").stdout, b"ok\n")
+        finally:
+            self.nsbox("rm", sid)
+
+
+if __name__ == "__main__":
+    unittest.main()
