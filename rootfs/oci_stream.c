@@ -30,6 +30,7 @@ struct nsbox_oci_stream {
     struct archive *outer;
     EVP_MD_CTX *diff_md;
     char diff_hex[NSBOX_OCI_DIGEST_LEN + 1];
+    struct nsbox_oci_stream_bound bound;
     /* the buffers: count filled from head on, the one at head lent to the reader when held */
     pthread_mutex_t mu;
     pthread_cond_t filled, freed;
@@ -162,6 +163,13 @@ static void *produce(void *arg)
                              : archive_read_data(s->outer, s->buf[slot], NSBOX_OCI_STREAM_CHUNK);
         if (n < 0 && s->st) {
             err = EINVAL;
+        } else if (n > 0 && s->bound.total &&
+                   atomic_fetch_add(s->bound.total, (uint64_t)n) + (uint64_t)n > s->bound.max) {
+            /* a bomb: stopped here, neither decompressed nor hashed further */
+            err = EFBIG;
+            snprintf(why, sizeof why, "decompresses to more than %llu bytes",
+                     (unsigned long long)s->bound.max);
+            n = -1;
         } else if (n > 0) {
             EVP_DigestUpdate(s->diff_md, s->buf[slot], (size_t)n);
         } else if (n == 0) {
@@ -172,16 +180,16 @@ static void *produce(void *arg)
             }
         } else {
             err = archive_errno(s->outer) > 0 ? archive_errno(s->outer) : EINVAL;
-            snprintf(why, sizeof why, "%s",
-                     archive_error_string(s->outer) ? archive_error_string(s->outer)
-                                                    : "decompression failed");
+            const char *msg = archive_error_string(s->outer);
+            snprintf(why, sizeof why, "%s", msg && msg[0] ? msg : "decompression failed");
         }
         pthread_mutex_lock(&s->mu);
         if (n > 0) {
             s->len[slot] = (size_t)n;
             s->count++;
         } else {
-            s->end = why[0] ? END_FAILED : END_EOF;
+            /* a failure is told by its errno, so that one without words still fails */
+            s->end = err ? END_FAILED : END_EOF;
             s->err = err;
             memcpy(s->why, why, sizeof why);
         }
@@ -246,13 +254,23 @@ static int start(struct nsbox_oci_stream *s, struct nsbox_err *e)
     return 0;
 }
 
-int nsbox_oci_stream_open(int fd, struct nsbox_oci_stream **out, struct nsbox_err *e)
+int nsbox_oci_stream_open(int fd, const struct nsbox_oci_stream_bound *bound,
+                          struct nsbox_oci_stream **out, struct nsbox_err *e)
+{
+    return nsbox_oci_stream_open_with(fd, nsbox_imagelibs_isal(), bound, out, e);
+}
+
+int nsbox_oci_stream_open_with(int fd, const struct nsbox_imagelibs_isal *isal,
+                               const struct nsbox_oci_stream_bound *bound,
+                               struct nsbox_oci_stream **out, struct nsbox_err *e)
 {
     struct nsbox_oci_stream *s = calloc(1, sizeof *s);
     *out = s;
     if (!s)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     s->fd = fd;
+    if (bound)
+        s->bound = *bound;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->filled, NULL);
     pthread_cond_init(&s->freed, NULL);
@@ -263,8 +281,8 @@ int nsbox_oci_stream_open(int fd, struct nsbox_oci_stream **out, struct nsbox_er
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     unsigned char magic[2];
     off_t at = lseek(fd, 0, SEEK_CUR);
-    if (at >= 0 && pread(fd, magic, 2, at) == 2 && magic[0] == 0x1f && magic[1] == 0x8b &&
-        (s->isal = nsbox_imagelibs_isal())) {
+    if (isal && at >= 0 && pread(fd, magic, 2, at) == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+        s->isal = isal;
         if (!(s->st = malloc(sizeof *s->st)))
             return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
         s->isal->init(s->st);
@@ -278,9 +296,12 @@ int nsbox_oci_stream_open(int fd, struct nsbox_oci_stream **out, struct nsbox_er
     archive_read_support_format_raw(s->outer);
     struct archive_entry *ent;
     if (archive_read_open(s->outer, s, NULL, file_read, NULL) != ARCHIVE_OK ||
-        archive_read_next_header(s->outer, &ent) != ARCHIVE_OK)
+        archive_read_next_header(s->outer, &ent) != ARCHIVE_OK) {
+        /* libarchive's gzip reader fails a member cut in its trailer without a word */
+        const char *msg = archive_error_string(s->outer);
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "%s",
-                             archive_error_string(s->outer) ? archive_error_string(s->outer) : "?");
+                             msg && msg[0] ? msg : "invalid or truncated compressed data");
+    }
     return start(s, e);
 }
 
