@@ -286,6 +286,8 @@ static int unpack_layered(const struct nsbox_oci_source *s, const struct nsbox_o
     if (rc == 0 && todo) {
         atomic_init(&P.shared.bytes, st->bytes);
         atomic_init(&P.shared.entries, st->entries);
+        /* the stored layers' tars were bounded when unpacked: their files stand for them */
+        atomic_init(&P.shared.inflated, st->bytes);
         atomic_init(&P.shared.cancel, false);
         pthread_mutex_init(&P.mu, NULL);
         pthread_cond_init(&P.cv, NULL);

@@ -276,6 +276,23 @@ class HostileLayers(unittest.TestCase):
             run_nsbox(["image", "rm", "t/bomb:1"], self.dirs, timeout=60, check=True)
             run_nsbox(["image", "prune"], self.dirs, timeout=60, check=True)
 
+    def test_layers_already_stored_count_toward_the_limit(self):
+        """The layers an import finds in the store count too (by their files' bytes): a 15 MiB
+        stream over a stored 2 MB busybox layer passes a 16 MiB limit alone, not together."""
+        layout = os.path.join(self.work, "layout")
+        limit = {"NSBOX_OCI_MAX_BYTES": str(16 << 20)}
+        oci_images.write_layout(layout, layers=[oci_images.layer1()])
+        run_nsbox(["image", "import", "-q", "--name", "t/base:1", layout], self.dirs,
+                  timeout=120, extra_env=limit, check=True)
+        shutil.rmtree(layout)
+        layer = oci_images.tar_bytes([("a", b"small\n")]) + bytes(15 << 20)
+        oci_images.write_layout(layout, layers=[oci_images.layer1(), layer])
+        r = run_nsbox(["image", "import", "-q", "--name", "t/bomb:1", layout], self.dirs,
+                      timeout=120, extra_env=limit)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"image unpacks to more than 16777216 bytes", r.stderr)
+        self.assertEqual(len(oci_images.stored_layers(self.dirs.data)), 1)  # the base's alone
+
     def test_a_zstd_frame_asking_for_a_huge_window_is_refused(self):
         """A zstd frame may ask for a window of up to 2 GiB, which its decoder would allocate:
         libarchive's zstd reader keeps zstd's default bound (128 MiB), so a layer written with
