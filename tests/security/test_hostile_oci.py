@@ -293,6 +293,33 @@ class HostileLayers(unittest.TestCase):
         self.assertIn(b"image unpacks to more than 16777216 bytes", r.stderr)
         self.assertEqual(len(oci_images.stored_layers(self.dirs.data)), 1)  # the base's alone
 
+    def test_a_layout_whose_files_are_fifos_or_devices_is_refused_at_once(self):
+        """A layout is a directory an outsider made (tar unpacks FIFOs, and as root device
+        nodes): a layer blob or index.json that is a FIFO would block the import for good, a
+        device like /dev/zero would be read endlessly. Each is refused at once, keeping
+        nothing, and a FIFO's writer is never waited for."""
+        layer = oci_images.tar_bytes([("a", b"x\n")])
+        layout = os.path.join(self.work, "layout")
+        blob = os.path.join(layout, "blobs", "sha256",
+                            oci_images.sha(gzip.compress(layer, mtime=0))[7:])
+        cases = [("layer FIFO", blob, lambda p: os.mkfifo(p), b"is not a regular file in the "
+                  b"image"),
+                 ("index.json FIFO", os.path.join(layout, "index.json"), lambda p: os.mkfifo(p),
+                  b"index.json is not a regular file")]
+        if os.geteuid() == 0:
+            cases.append(("layer /dev/zero", blob,
+                          lambda p: os.mknod(p, 0o666 | stat.S_IFCHR, os.makedev(1, 5)),
+                          b"is not a regular file in the image"))
+        for name, path, make, err in cases:
+            shutil.rmtree(layout, True)
+            oci_images.write_layout(layout, layers=[oci_images.layer1(), layer])
+            os.unlink(path)
+            make(path)
+            r = run_nsbox(["image", "import", "-q", layout], self.dirs, timeout=60)
+            self.assertEqual(r.returncode, 125, (name, r.stderr))
+            self.assertIn(err, r.stderr, name)
+            self.assert_nothing_kept()
+
     def test_a_zstd_frame_asking_for_a_huge_window_is_refused(self):
         """A zstd frame may ask for a window of up to 2 GiB, which its decoder would allocate:
         libarchive's zstd reader keeps zstd's default bound (128 MiB), so a layer written with
