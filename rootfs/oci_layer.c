@@ -167,6 +167,7 @@ struct layer {
      * which bound its second reading */
     _Atomic uint64_t inflated;
     uint64_t own_inflated;
+    int64_t size; /* the blob's, as its manifest gives it, or -1 */
 };
 
 static bool overlay_form(const struct layer *L)
@@ -367,7 +368,8 @@ static int scan(struct layer *L, int blob_fd, int64_t size, bool unpack, struct 
     struct archive *a = NULL;
     struct nsbox_oci_layer_shared *sh = L->form ? L->form->shared : NULL;
     uint64_t before = atomic_load(&L->inflated);
-    struct nsbox_oci_stream_bound bound = {sh ? &sh->inflated : &L->inflated, L->lim->max_bytes};
+    struct nsbox_oci_stream_bound bound = {sh ? &sh->inflated : &L->inflated, L->lim->max_bytes,
+                                           size > 0 ? (uint64_t)size : 0};
     if (open_chain(L, &c, blob_fd, &bound, e) < 0)
         goto out;
     a = c.tar;
@@ -749,7 +751,8 @@ static int extract(struct layer *L, int blob_fd, struct nsbox_err *e)
     struct archive *a = NULL;
     /* the same bytes as the first reading, or it fails */
     _Atomic uint64_t again = 0;
-    struct nsbox_oci_stream_bound bound = {&again, L->own_inflated};
+    struct nsbox_oci_stream_bound bound = {&again, L->own_inflated,
+                                           L->size > 0 ? (uint64_t)L->size : 0};
     if (open_chain(L, &c, blob_fd, &bound, e) < 0)
         goto out;
     a = c.tar;
@@ -801,6 +804,7 @@ int nsbox_oci_layer_apply(int root_fd, int blob_fd, const char *digest, const ch
                       .root = geteuid() == 0,
                       .umask = nsbox_oci_layer_umask(),
                       .parent_fd = -1,
+                      .size = size,
                       .inflated = st->inflated};
     int r = scan(&L, blob_fd, size, overlay_form(&L), e);
     st->inflated = atomic_load(&L.inflated);

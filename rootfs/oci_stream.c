@@ -54,11 +54,21 @@ static void hex_digest(EVP_MD_CTX *md, char out[NSBOX_OCI_DIGEST_LEN + 1])
         snprintf(out + 7 + 2 * i, 3, "%02x", d[i]);
 }
 
+/* The file's next bytes, at most one past its declared size (bound.max_file): a file longer
+ * than it (a sparse one of a terabyte) is told after that byte, not read to its end. */
 static ssize_t read_file(struct nsbox_oci_stream *s)
 {
+    size_t want = sizeof s->in;
+    uint64_t max = s->bound.max_file;
+    if (max && s->bytes > max) {
+        errno = EOVERFLOW; /* not EFBIG, the decompression bound's */
+        return -1;
+    }
+    if (max && want > max + 1 - s->bytes)
+        want = (size_t)(max + 1 - s->bytes);
     ssize_t n;
     do
-        n = read(s->fd, s->in, sizeof s->in);
+        n = read(s->fd, s->in, want);
     while (n < 0 && errno == EINTR);
     if (n > 0) {
         EVP_DigestUpdate(s->blob_md, s->in, (size_t)n);
@@ -67,13 +77,26 @@ static ssize_t read_file(struct nsbox_oci_stream *s)
     return n;
 }
 
+/* Why read_file failed (errno), in why. */
+static void read_error(const struct nsbox_oci_stream *s, char *why, size_t why_len)
+{
+    if (errno == EOVERFLOW && s->bound.max_file && s->bytes > s->bound.max_file)
+        snprintf(why, why_len, "the blob is longer than the %llu bytes its manifest gives",
+                 (unsigned long long)s->bound.max_file);
+    else
+        snprintf(why, why_len, "read error: %s", strerror(errno));
+}
+
 /* libarchive's reader of the file, for the decompressing archive */
 static la_ssize_t file_read(struct archive *a, void *ctx, const void **out)
 {
     struct nsbox_oci_stream *s = ctx;
     ssize_t n = read_file(s);
     if (n < 0) {
-        archive_set_error(a, errno, "read error: %s", strerror(errno));
+        int err = errno;
+        char why[128];
+        read_error(s, why, sizeof why);
+        archive_set_error(a, err, "%s", why);
         return -1;
     }
     *out = s->in;
@@ -106,7 +129,7 @@ static ssize_t isal_read(struct nsbox_oci_stream *s, unsigned char *out, size_t 
         if (!st->avail_in && !s->file_eof) {
             ssize_t got = read_file(s);
             if (got < 0) {
-                snprintf(why, why_len, "read error: %s", strerror(errno));
+                read_error(s, why, why_len);
                 return -1;
             }
             s->file_eof = got == 0;
@@ -176,7 +199,7 @@ static void *produce(void *arg)
             hex_digest(s->diff_md, s->diff_hex);
             if (file_rest(s) < 0) {
                 err = errno;
-                snprintf(why, sizeof why, "read error: %s", strerror(err));
+                read_error(s, why, sizeof why);
             }
         } else {
             err = archive_errno(s->outer) > 0 ? archive_errno(s->outer) : EINVAL;

@@ -30,6 +30,9 @@ struct nsbox_oci_stream;
 struct nsbox_oci_stream_bound {
     _Atomic uint64_t *total;
     uint64_t max;
+    /* the blob's size as its manifest gives it (0: none): a longer file fails one byte past
+     * it, with the reason, rather than being read (and hashed) to its end */
+    uint64_t max_file;
 };
 
 /* The stream of the blob in fd, from its current offset, started: *out, or -1 with e (out of

@@ -320,6 +320,23 @@ class HostileLayers(unittest.TestCase):
             self.assertIn(err, r.stderr, name)
             self.assert_nothing_kept()
 
+    def test_a_blob_longer_than_its_manifest_says_is_not_read_to_its_end(self):
+        """A layout's blob may be a sparse file far longer than the size its manifest gives
+        (a terabyte of holes costs no disk): after a gzip layer's last member the rest of the
+        file was read and hashed to its end before the size was compared. It fails one byte
+        past the declared size, at once, saying so, and keeps nothing."""
+        layer = oci_images.tar_bytes([("a", b"x\n")])
+        gz = gzip.compress(layer, mtime=0)
+        layout = os.path.join(self.work, "layout")
+        oci_images.write_layout(layout, layers=[oci_images.layer1(), layer])
+        blob = os.path.join(layout, "blobs", "sha256", oci_images.sha(gz)[7:])
+        os.truncate(blob, len(gz) + (1 << 40))
+        r = run_nsbox(["image", "import", "-q", layout], self.dirs, timeout=60)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"the blob is longer than the %d bytes its manifest gives" % len(gz),
+                      r.stderr)
+        self.assert_nothing_kept()
+
     def test_a_zstd_frame_asking_for_a_huge_window_is_refused(self):
         """A zstd frame may ask for a window of up to 2 GiB, which its decoder would allocate:
         libarchive's zstd reader keeps zstd's default bound (128 MiB), so a layer written with
