@@ -163,6 +163,11 @@ struct layer {
     bool lowers_asked;
     const int *lower_fds;
     size_t n_lower;
+    /* merged (no form->shared): the image's decompressed bytes so far, and this layer's own,
+     * which bound its second reading */
+    _Atomic uint64_t inflated;
+    uint64_t own_inflated;
+    int64_t size; /* the blob's, as its manifest gives it, or -1 */
 };
 
 static bool overlay_form(const struct layer *L)
@@ -187,24 +192,46 @@ static void close_chain(struct chain *c)
     c->stream = NULL;
 }
 
-static int open_chain(struct chain *c, int blob_fd, struct nsbox_err *e)
+/* libarchive's tar reader fails a tar cut inside an entry without a word: one for it */
+static const char *tar_why(struct archive *a)
 {
-    if (nsbox_oci_stream_open(blob_fd, &c->stream, e) < 0)
-        return -1;
+    const char *why = archive_error_string(a);
+    return why && why[0] ? why : "truncated or malformed tar";
+}
+
+/* The stream's bound (oci_stream.h) passed: the image's limit, which it counts too. */
+static int too_big(struct layer *L, struct nsbox_err *e)
+{
+    return nsbox_err_set(e, NSBOX_E_INVALID, EFBIG,
+                         "image unpacks to more than %llu bytes (NSBOX_OCI_MAX_BYTES): layer %s "
+                         "decompresses past it",
+                         (unsigned long long)L->lim->max_bytes, L->digest);
+}
+
+static int open_chain(struct layer *L, struct chain *c, int blob_fd,
+                      const struct nsbox_oci_stream_bound *bound, struct nsbox_err *e)
+{
+    if (nsbox_oci_stream_open(blob_fd, bound, &c->stream, e) < 0)
+        return e->code == NSBOX_E_NOMEM ? -1 : nsbox_err_wrap(e, "layer %s: cannot read it",
+                                                                L->digest);
     c->tar = archive_read_new();
     if (!c->tar)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     archive_read_support_format_tar(c->tar);
     if (archive_read_open(c->tar, c->stream, NULL, nsbox_oci_stream_read, NULL) != ARCHIVE_OK)
-        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "%s",
-                             archive_error_string(c->tar) ? archive_error_string(c->tar) : "?");
+        return archive_errno(c->tar) == EFBIG
+                   ? too_big(L, e)
+                   : nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "layer %s: cannot read it: %s",
+                                   L->digest, tar_why(c->tar));
     return 0;
 }
 
 static int tar_error(struct layer *L, struct archive *a, struct nsbox_err *e)
 {
+    if (archive_errno(a) == EFBIG)
+        return too_big(L, e);
     return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "layer %s is not a valid tar archive: %s",
-                         L->digest, archive_error_string(a) ? archive_error_string(a) : "?");
+                         L->digest, tar_why(a));
 }
 
 /* The layer's next entry into *ent: 1, 0 at its end, -1 (e filled) where the tar is broken.
@@ -339,11 +366,12 @@ static int scan(struct layer *L, int blob_fd, int64_t size, bool unpack, struct 
     char got[NSBOX_OCI_DIGEST_LEN + 1], diff[NSBOX_OCI_DIGEST_LEN + 1];
     uint64_t blob_bytes = 0;
     struct archive *a = NULL;
-    if (open_chain(&c, blob_fd, e) < 0) {
-        if (e->code != NSBOX_E_NOMEM)
-            nsbox_err_wrap(e, "layer %s: cannot read it", L->digest);
+    struct nsbox_oci_layer_shared *sh = L->form ? L->form->shared : NULL;
+    uint64_t before = atomic_load(&L->inflated);
+    struct nsbox_oci_stream_bound bound = {sh ? &sh->inflated : &L->inflated, L->lim->max_bytes,
+                                           size > 0 ? (uint64_t)size : 0};
+    if (open_chain(L, &c, blob_fd, &bound, e) < 0)
         goto out;
-    }
     a = c.tar;
     struct archive_entry *ent;
     char path[PATH_MAX];
@@ -369,9 +397,13 @@ static int scan(struct layer *L, int blob_fd, int64_t size, bool unpack, struct 
             goto out;
     }
     if (nsbox_oci_stream_finish(c.stream, got, diff, &blob_bytes, e) < 0) {
-        nsbox_err_wrap(e, "layer %s is not a valid tar archive", L->digest);
+        if (e->sys_errno == EFBIG)
+            too_big(L, e);
+        else
+            nsbox_err_wrap(e, "layer %s is not a valid tar archive", L->digest);
         goto out;
     }
+    L->own_inflated = atomic_load(&L->inflated) - before; /* merged: read alone */
     finished = true;
     if (strcmp(diff, L->diff_id) != 0) {
         nsbox_err_set(e, NSBOX_E_INVALID, EBADMSG,
@@ -717,11 +749,12 @@ static int extract(struct layer *L, int blob_fd, struct nsbox_err *e)
     struct chain c = {0};
     int rc = -1;
     struct archive *a = NULL;
-    if (open_chain(&c, blob_fd, e) < 0) {
-        if (e->code != NSBOX_E_NOMEM)
-            nsbox_err_wrap(e, "layer %s: cannot read it", L->digest);
+    /* the same bytes as the first reading, or it fails */
+    _Atomic uint64_t again = 0;
+    struct nsbox_oci_stream_bound bound = {&again, L->own_inflated,
+                                           L->size > 0 ? (uint64_t)L->size : 0};
+    if (open_chain(L, &c, blob_fd, &bound, e) < 0)
         goto out;
-    }
     a = c.tar;
     struct archive_entry *ent;
     char path[PATH_MAX];
@@ -770,8 +803,11 @@ int nsbox_oci_layer_apply(int root_fd, int blob_fd, const char *digest, const ch
                       .form = form,
                       .root = geteuid() == 0,
                       .umask = nsbox_oci_layer_umask(),
-                      .parent_fd = -1};
+                      .parent_fd = -1,
+                      .size = size,
+                      .inflated = st->inflated};
     int r = scan(&L, blob_fd, size, overlay_form(&L), e);
+    st->inflated = atomic_load(&L.inflated);
     if (r == 0 && !overlay_form(&L))
         r = apply_whiteouts(&L, e);
     if (r == 0 && !overlay_form(&L))

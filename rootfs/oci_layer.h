@@ -30,12 +30,13 @@ struct nsbox_oci_layer_stats {
     uint64_t bytes;   /* regular files' sizes */
     uint64_t entries; /* entries seen */
     uint64_t skipped; /* device nodes and sockets left out */
+    uint64_t inflated; /* the layers' decompressed bytes (tars whole) */
 };
 
 /* What the layers of one image unpacked side by side share: the image's totals, charged
  * entry by entry against its limits, and a flag that stops the others when one fails. */
 struct nsbox_oci_layer_shared {
-    _Atomic uint64_t bytes, entries;
+    _Atomic uint64_t bytes, entries, inflated;
     atomic_bool cancel;
 };
 

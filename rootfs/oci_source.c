@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -31,11 +32,25 @@ void nsbox_oci_source_free(struct nsbox_oci_source *s)
     nsbox_closep(&s->dir_fd);
 }
 
-static int openat_beneath(int dfd, const char *path, int flags)
+/* A regular file of the source, or -1 with errno (EINVAL: something else). A source comes
+ * from outside: a FIFO (which tar makes when it unpacks a layout) would block the open or the
+ * read for good, a device such as /dev/zero read endlessly (and opening some devices acts).
+ * Looked at through an O_PATH descriptor, then that same file reopened to read it. */
+static int open_file_beneath(int dfd, const char *path)
 {
-    struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC,
                            .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
-    return nsbox_openat2(dfd, path, &how);
+    cleanup_close int pfd = nsbox_openat2(dfd, path, &how);
+    struct stat st;
+    if (pfd < 0 || fstat(pfd, &st) < 0)
+        return -1;
+    if (!S_ISREG(st.st_mode)) {
+        errno = EINVAL;
+        return -1;
+    }
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", pfd);
+    return open(self, O_RDONLY | O_CLOEXEC);
 }
 
 static const char *member_digest(const struct nsbox_oci_source *s, const char *name)
@@ -52,7 +67,7 @@ int nsbox_oci_source_open_blob(const struct nsbox_oci_source *s, const char *dig
 {
     char path[128];
     snprintf(path, sizeof path, "blobs/sha256/%s", digest + 7);
-    return openat_beneath(s->dir_fd, path, O_RDONLY);
+    return open_file_beneath(s->dir_fd, path);
 }
 
 /* A whole small blob, verified against its digest. */
@@ -61,8 +76,9 @@ static char *read_blob(const struct nsbox_oci_source *s, const char *digest, siz
 {
     cleanup_close int fd = nsbox_oci_source_open_blob(s, digest);
     if (fd < 0) {
-        nsbox_err_set(e, NSBOX_E_INVALID, errno, "%s %s is missing from the image (%s)", what,
-                      digest, strerror(errno));
+        nsbox_err_set(e, NSBOX_E_INVALID, errno, "%s %s is %s from the image (%s)", what,
+                      digest, errno == EINVAL ? "not a regular file" : "missing",
+                      strerror(errno));
         return NULL;
     }
     cleanup_free char *buf = malloc(NSBOX_OCI_JSON_MAX + 2);
@@ -107,10 +123,13 @@ static char *read_named(const struct nsbox_oci_source *s, const char *name, size
         }
         fd = nsbox_oci_source_open_blob(s, d);
     } else {
-        fd = openat_beneath(s->dir_fd, name, O_RDONLY);
+        fd = open_file_beneath(s->dir_fd, name);
     }
-    if (fd < 0)
+    if (fd < 0) {
+        if (errno == EINVAL)
+            nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "%s is not a regular file", name);
         return NULL;
+    }
     cleanup_free char *buf = malloc(NSBOX_OCI_JSON_MAX + 2);
     if (!buf) {
         nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");

@@ -32,7 +32,8 @@ struct nsbox_oci_source {
 /* Its members, its descriptor. */
 void nsbox_oci_source_free(struct nsbox_oci_source *s);
 
-/* The blob `digest` ("sha256:..."), opened read-only beneath the source; -1 with errno. */
+/* The blob `digest` ("sha256:..."), opened read-only beneath the source; -1 with errno
+ * (EINVAL: not a regular file, as a FIFO or a device, which is not opened for reading). */
 int nsbox_oci_source_open_blob(const struct nsbox_oci_source *s, const char *digest);
 
 /* Stage the archive read from in_fd into stage_fd (blobs/sha256/<hex>), its members named in

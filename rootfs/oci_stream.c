@@ -30,6 +30,7 @@ struct nsbox_oci_stream {
     struct archive *outer;
     EVP_MD_CTX *diff_md;
     char diff_hex[NSBOX_OCI_DIGEST_LEN + 1];
+    struct nsbox_oci_stream_bound bound;
     /* the buffers: count filled from head on, the one at head lent to the reader when held */
     pthread_mutex_t mu;
     pthread_cond_t filled, freed;
@@ -53,11 +54,21 @@ static void hex_digest(EVP_MD_CTX *md, char out[NSBOX_OCI_DIGEST_LEN + 1])
         snprintf(out + 7 + 2 * i, 3, "%02x", d[i]);
 }
 
+/* The file's next bytes, at most one past its declared size (bound.max_file): a file longer
+ * than it (a sparse one of a terabyte) is told after that byte, not read to its end. */
 static ssize_t read_file(struct nsbox_oci_stream *s)
 {
+    size_t want = sizeof s->in;
+    uint64_t max = s->bound.max_file;
+    if (max && s->bytes > max) {
+        errno = EOVERFLOW; /* not EFBIG, the decompression bound's */
+        return -1;
+    }
+    if (max && want > max + 1 - s->bytes)
+        want = (size_t)(max + 1 - s->bytes);
     ssize_t n;
     do
-        n = read(s->fd, s->in, sizeof s->in);
+        n = read(s->fd, s->in, want);
     while (n < 0 && errno == EINTR);
     if (n > 0) {
         EVP_DigestUpdate(s->blob_md, s->in, (size_t)n);
@@ -66,13 +77,26 @@ static ssize_t read_file(struct nsbox_oci_stream *s)
     return n;
 }
 
+/* Why read_file failed (errno), in why. */
+static void read_error(const struct nsbox_oci_stream *s, char *why, size_t why_len)
+{
+    if (errno == EOVERFLOW && s->bound.max_file && s->bytes > s->bound.max_file)
+        snprintf(why, why_len, "the blob is longer than the %llu bytes its manifest gives",
+                 (unsigned long long)s->bound.max_file);
+    else
+        snprintf(why, why_len, "read error: %s", strerror(errno));
+}
+
 /* libarchive's reader of the file, for the decompressing archive */
 static la_ssize_t file_read(struct archive *a, void *ctx, const void **out)
 {
     struct nsbox_oci_stream *s = ctx;
     ssize_t n = read_file(s);
     if (n < 0) {
-        archive_set_error(a, errno, "read error: %s", strerror(errno));
+        int err = errno;
+        char why[128];
+        read_error(s, why, sizeof why);
+        archive_set_error(a, err, "%s", why);
         return -1;
     }
     *out = s->in;
@@ -105,7 +129,7 @@ static ssize_t isal_read(struct nsbox_oci_stream *s, unsigned char *out, size_t 
         if (!st->avail_in && !s->file_eof) {
             ssize_t got = read_file(s);
             if (got < 0) {
-                snprintf(why, why_len, "read error: %s", strerror(errno));
+                read_error(s, why, why_len);
                 return -1;
             }
             s->file_eof = got == 0;
@@ -162,26 +186,33 @@ static void *produce(void *arg)
                              : archive_read_data(s->outer, s->buf[slot], NSBOX_OCI_STREAM_CHUNK);
         if (n < 0 && s->st) {
             err = EINVAL;
+        } else if (n > 0 && s->bound.total &&
+                   atomic_fetch_add(s->bound.total, (uint64_t)n) + (uint64_t)n > s->bound.max) {
+            /* a bomb: stopped here, neither decompressed nor hashed further */
+            err = EFBIG;
+            snprintf(why, sizeof why, "decompresses to more than %llu bytes",
+                     (unsigned long long)s->bound.max);
+            n = -1;
         } else if (n > 0) {
             EVP_DigestUpdate(s->diff_md, s->buf[slot], (size_t)n);
         } else if (n == 0) {
             hex_digest(s->diff_md, s->diff_hex);
             if (file_rest(s) < 0) {
                 err = errno;
-                snprintf(why, sizeof why, "read error: %s", strerror(err));
+                read_error(s, why, sizeof why);
             }
         } else {
             err = archive_errno(s->outer) > 0 ? archive_errno(s->outer) : EINVAL;
-            snprintf(why, sizeof why, "%s",
-                     archive_error_string(s->outer) ? archive_error_string(s->outer)
-                                                    : "decompression failed");
+            const char *msg = archive_error_string(s->outer);
+            snprintf(why, sizeof why, "%s", msg && msg[0] ? msg : "decompression failed");
         }
         pthread_mutex_lock(&s->mu);
         if (n > 0) {
             s->len[slot] = (size_t)n;
             s->count++;
         } else {
-            s->end = why[0] ? END_FAILED : END_EOF;
+            /* a failure is told by its errno, so that one without words still fails */
+            s->end = err ? END_FAILED : END_EOF;
             s->err = err;
             memcpy(s->why, why, sizeof why);
         }
@@ -246,13 +277,23 @@ static int start(struct nsbox_oci_stream *s, struct nsbox_err *e)
     return 0;
 }
 
-int nsbox_oci_stream_open(int fd, struct nsbox_oci_stream **out, struct nsbox_err *e)
+int nsbox_oci_stream_open(int fd, const struct nsbox_oci_stream_bound *bound,
+                          struct nsbox_oci_stream **out, struct nsbox_err *e)
+{
+    return nsbox_oci_stream_open_with(fd, nsbox_imagelibs_isal(), bound, out, e);
+}
+
+int nsbox_oci_stream_open_with(int fd, const struct nsbox_imagelibs_isal *isal,
+                               const struct nsbox_oci_stream_bound *bound,
+                               struct nsbox_oci_stream **out, struct nsbox_err *e)
 {
     struct nsbox_oci_stream *s = calloc(1, sizeof *s);
     *out = s;
     if (!s)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     s->fd = fd;
+    if (bound)
+        s->bound = *bound;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->filled, NULL);
     pthread_cond_init(&s->freed, NULL);
@@ -263,8 +304,8 @@ int nsbox_oci_stream_open(int fd, struct nsbox_oci_stream **out, struct nsbox_er
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
     unsigned char magic[2];
     off_t at = lseek(fd, 0, SEEK_CUR);
-    if (at >= 0 && pread(fd, magic, 2, at) == 2 && magic[0] == 0x1f && magic[1] == 0x8b &&
-        (s->isal = nsbox_imagelibs_isal())) {
+    if (isal && at >= 0 && pread(fd, magic, 2, at) == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+        s->isal = isal;
         if (!(s->st = malloc(sizeof *s->st)))
             return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "out of memory");
         s->isal->init(s->st);
@@ -278,9 +319,12 @@ int nsbox_oci_stream_open(int fd, struct nsbox_oci_stream **out, struct nsbox_er
     archive_read_support_format_raw(s->outer);
     struct archive_entry *ent;
     if (archive_read_open(s->outer, s, NULL, file_read, NULL) != ARCHIVE_OK ||
-        archive_read_next_header(s->outer, &ent) != ARCHIVE_OK)
+        archive_read_next_header(s->outer, &ent) != ARCHIVE_OK) {
+        /* libarchive's gzip reader fails a member cut in its trailer without a word */
+        const char *msg = archive_error_string(s->outer);
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "%s",
-                             archive_error_string(s->outer) ? archive_error_string(s->outer) : "?");
+                             msg && msg[0] ? msg : "invalid or truncated compressed data");
+    }
     return start(s, e);
 }
 

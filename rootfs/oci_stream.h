@@ -9,10 +9,12 @@
 #ifndef NSBOX_OCI_STREAM_H
 #define NSBOX_OCI_STREAM_H
 
+#include "imagelibs.h"
 #include "nsbox.h"
 #include "ociref.h"
 
 #include <archive.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #define NSBOX_OCI_STREAM_CHUNK (128 * 1024)
@@ -20,10 +22,30 @@
 
 struct nsbox_oci_stream;
 
+/* What the decompressed streams of an image may add up to: *total, which each stream adds
+ * its bytes to as it makes them (several streams may share it), at most max. A stream that
+ * would pass it fails there (errno EFBIG), before it decompresses or hashes more: a small blob
+ * cannot make gigabytes of tar headers, padding or bytes after the tar's end that no entry's
+ * size accounts for, and keep a core busy for hours. */
+struct nsbox_oci_stream_bound {
+    _Atomic uint64_t *total;
+    uint64_t max;
+    /* the blob's size as its manifest gives it (0: none): a longer file fails one byte past
+     * it, with the reason, rather than being read (and hashed) to its end */
+    uint64_t max_file;
+};
+
 /* The stream of the blob in fd, from its current offset, started: *out, or -1 with e (out of
- * memory; or the blob cannot be read or its compression is unknown, with the reason). On
- * failure *out may still be set, for nsbox_oci_stream_free. */
-int nsbox_oci_stream_open(int fd, struct nsbox_oci_stream **out, struct nsbox_err *e);
+ * memory; or the blob cannot be read or its compression is unknown, with the reason). bound
+ * may be NULL (none). On failure *out may still be set, for nsbox_oci_stream_free. */
+int nsbox_oci_stream_open(int fd, const struct nsbox_oci_stream_bound *bound,
+                          struct nsbox_oci_stream **out, struct nsbox_err *e);
+
+/* The same with the gzip inflater given: ISA-L's functions, or NULL for libarchive's (the fuzz
+ * target takes both paths on one machine). */
+int nsbox_oci_stream_open_with(int fd, const struct nsbox_imagelibs_isal *isal,
+                               const struct nsbox_oci_stream_bound *bound,
+                               struct nsbox_oci_stream **out, struct nsbox_err *e);
 
 /* libarchive's read callback (archive_read_open with the stream as its data): the next bytes
  * of the tar, 0 at its end, -1 with the archive's error set when the blob could not be read or

@@ -26,8 +26,9 @@ static int open_layer_blob(const struct nsbox_oci_source *s, const struct nsbox_
 {
     int fd = nsbox_oci_source_open_blob(s, p->layers[i].digest);
     if (fd < 0)
-        nsbox_err_set(e, NSBOX_E_INVALID, errno, "layer %s is missing from the image",
-                      p->layers[i].digest);
+        nsbox_err_set(e, NSBOX_E_INVALID, errno, "layer %s is %s the image",
+                      p->layers[i].digest,
+                      errno == EINVAL ? "not a regular file in" : "missing from");
     return fd;
 }
 
@@ -286,6 +287,8 @@ static int unpack_layered(const struct nsbox_oci_source *s, const struct nsbox_o
     if (rc == 0 && todo) {
         atomic_init(&P.shared.bytes, st->bytes);
         atomic_init(&P.shared.entries, st->entries);
+        /* the stored layers' tars were bounded when unpacked: their files stand for them */
+        atomic_init(&P.shared.inflated, st->bytes);
         atomic_init(&P.shared.cancel, false);
         pthread_mutex_init(&P.mu, NULL);
         pthread_cond_init(&P.cv, NULL);

@@ -244,6 +244,118 @@ class HostileLayers(unittest.TestCase):
                           and n not in (".refs", ".layers")], [])
         self.assertEqual(oci_images.stored_layers(self.dirs.data), [])
 
+    def assert_nothing_kept(self):
+        images = os.path.join(self.dirs.data, "images")
+        self.assertEqual([n for n in os.listdir(images) if not n.startswith(".lock-")
+                          and n not in (".refs", ".layers")], [])
+        self.assertEqual(oci_images.stored_layers(self.dirs.data), [])
+
+    def test_a_decompression_bomb_stops_at_the_image_limit(self):
+        """A layer's decompressed stream counts against the image's byte limit whole, not only
+        its entries' sizes (rootfs/oci_stream.c, the bound): a small tar followed by 64 MiB of
+        zeros (a 64 KB gzip blob, both digests right, the config's diff_id over all of it)
+        fails under a 16 MiB limit, keeps nothing, and stops decompressing there. Tar headers,
+        padding and what follows the tar's end are bytes no entry's size accounts for, which
+        would otherwise make a small blob keep a core busy for hours. Under a limit it fits,
+        the same layer imports."""
+        layer = oci_images.tar_bytes([("a", b"small\n")]) + bytes(64 << 20)
+        layout = os.path.join(self.work, "layout")
+        oci_images.write_layout(layout, layers=[oci_images.layer1(), layer])
+        for form in ("overlay", "merged"):  # layers side by side, or one tree read twice
+            env = {"NSBOX_OCI_LAYOUT": form}
+            r = run_nsbox(["image", "import", "-q", "--name", "t/bomb:1", layout], self.dirs,
+                          timeout=120, extra_env=dict(env, NSBOX_OCI_MAX_BYTES=str(16 << 20)))
+            self.assertEqual(r.returncode, 125, (form, r.stderr))
+            self.assertIn(b"image unpacks to more than 16777216 bytes (NSBOX_OCI_MAX_BYTES)",
+                          r.stderr)
+            self.assertIn(b"decompresses past it", r.stderr)
+            self.assert_nothing_kept()
+            r = run_nsbox(["image", "import", "-q", "--name", "t/bomb:1", layout], self.dirs,
+                          timeout=120, extra_env=dict(env, NSBOX_OCI_MAX_BYTES=str(256 << 20)))
+            self.assertEqual(r.returncode, 0, (form, r.stderr))
+            run_nsbox(["image", "rm", "t/bomb:1"], self.dirs, timeout=60, check=True)
+            run_nsbox(["image", "prune"], self.dirs, timeout=60, check=True)
+
+    def test_layers_already_stored_count_toward_the_limit(self):
+        """The layers an import finds in the store count too (by their files' bytes): a 15 MiB
+        stream over a stored 2 MB busybox layer passes a 16 MiB limit alone, not together."""
+        layout = os.path.join(self.work, "layout")
+        limit = {"NSBOX_OCI_MAX_BYTES": str(16 << 20)}
+        oci_images.write_layout(layout, layers=[oci_images.layer1()])
+        run_nsbox(["image", "import", "-q", "--name", "t/base:1", layout], self.dirs,
+                  timeout=120, extra_env=limit, check=True)
+        shutil.rmtree(layout)
+        layer = oci_images.tar_bytes([("a", b"small\n")]) + bytes(15 << 20)
+        oci_images.write_layout(layout, layers=[oci_images.layer1(), layer])
+        r = run_nsbox(["image", "import", "-q", "--name", "t/bomb:1", layout], self.dirs,
+                      timeout=120, extra_env=limit)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"image unpacks to more than 16777216 bytes", r.stderr)
+        self.assertEqual(len(oci_images.stored_layers(self.dirs.data)), 1)  # the base's alone
+
+    def test_a_layout_whose_files_are_fifos_or_devices_is_refused_at_once(self):
+        """A layout is a directory an outsider made (tar unpacks FIFOs, and as root device
+        nodes): a layer blob or index.json that is a FIFO would block the import for good, a
+        device like /dev/zero would be read endlessly. Each is refused at once, keeping
+        nothing, and a FIFO's writer is never waited for."""
+        layer = oci_images.tar_bytes([("a", b"x\n")])
+        layout = os.path.join(self.work, "layout")
+        blob = os.path.join(layout, "blobs", "sha256",
+                            oci_images.sha(gzip.compress(layer, mtime=0))[7:])
+        cases = [("layer FIFO", blob, lambda p: os.mkfifo(p), b"is not a regular file in the "
+                  b"image"),
+                 ("index.json FIFO", os.path.join(layout, "index.json"), lambda p: os.mkfifo(p),
+                  b"index.json is not a regular file")]
+        if os.geteuid() == 0:
+            cases.append(("layer /dev/zero", blob,
+                          lambda p: os.mknod(p, 0o666 | stat.S_IFCHR, os.makedev(1, 5)),
+                          b"is not a regular file in the image"))
+        for name, path, make, err in cases:
+            shutil.rmtree(layout, True)
+            oci_images.write_layout(layout, layers=[oci_images.layer1(), layer])
+            os.unlink(path)
+            make(path)
+            r = run_nsbox(["image", "import", "-q", layout], self.dirs, timeout=60)
+            self.assertEqual(r.returncode, 125, (name, r.stderr))
+            self.assertIn(err, r.stderr, name)
+            self.assert_nothing_kept()
+
+    def test_a_blob_longer_than_its_manifest_says_is_not_read_to_its_end(self):
+        """A layout's blob may be a sparse file far longer than the size its manifest gives
+        (a terabyte of holes costs no disk): after a gzip layer's last member the rest of the
+        file was read and hashed to its end before the size was compared. It fails one byte
+        past the declared size, at once, saying so, and keeps nothing."""
+        layer = oci_images.tar_bytes([("a", b"x\n")])
+        gz = gzip.compress(layer, mtime=0)
+        layout = os.path.join(self.work, "layout")
+        oci_images.write_layout(layout, layers=[oci_images.layer1(), layer])
+        blob = os.path.join(layout, "blobs", "sha256", oci_images.sha(gz)[7:])
+        os.truncate(blob, len(gz) + (1 << 40))
+        r = run_nsbox(["image", "import", "-q", layout], self.dirs, timeout=60)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"the blob is longer than the %d bytes its manifest gives" % len(gz),
+                      r.stderr)
+        self.assert_nothing_kept()
+
+    def test_a_zstd_frame_asking_for_a_huge_window_is_refused(self):
+        """A zstd frame may ask for a window of up to 2 GiB, which its decoder would allocate:
+        libarchive's zstd reader keeps zstd's default bound (128 MiB), so a layer written with
+        --long=31 fails at its first frame, with zstd's reason, and keeps nothing."""
+        tar = oci_images.tar_bytes([("a", b"x" * 1000)])
+        def zstd(b, *opts):
+            return subprocess.run(["zstd", "-q", "-c", *opts], input=b, stdout=subprocess.PIPE,
+                                  check=True).stdout
+        base = oci_images.layer1()
+        layout = os.path.join(self.work, "layout")
+        oci_images.write_layout(layout, layers=[base, tar],
+                                gz=[zstd(base), zstd(tar, "--long=31")],
+                                media="application/vnd.oci.image.layer.v1.tar+zstd")
+        r = run_nsbox(["image", "import", "-q", "--name", "t/zw:1", layout], self.dirs,
+                      timeout=120)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"Frame requires too much memory", r.stderr)
+        self.assert_nothing_kept()
+
 
 @unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
 class HostileBundleRoot(BundleCase):
