@@ -58,7 +58,7 @@ int nsbox_cli_ls(int argc, char **argv)
             with_pool = true;
         else if ((!strcmp(a, "-aq") || !strcmp(a, "-qa")) && !with_pool && !quiet)
             with_pool = quiet = true;
-        else /* a typo of --json was taken for no option */
+        else /* an unknown word is refused, never read as no option (a typo of --json) */
             return nsbox_say_usage("ls takes no argument but --json, -q or -a, not '%s' "
                                    "(nsbox ls [-a] [--json | -q])",
                                    a);

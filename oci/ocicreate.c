@@ -9,6 +9,7 @@
  * socket; `nsbox-oci start` writes to exec.fifo in the state directory, which the monitor
  * turns into the byte that lets init fork the workload. */
 #include "ocirt.h"
+#include "filemax.h"
 #include "cleanup.h"
 #include "ociproc.h"
 #include "rlimits.h"
@@ -622,6 +623,13 @@ static void warn(const struct nsbox_ocirt *g, const char *msg)
         fprintf(stderr, "nsbox-oci: warning: %s\n", msg);
 }
 
+/* A lower layer's line (the host's file table raised, or not) as a warning: nsbox-oci changes
+ * that host-wide setting as nsbox does, and says so where the engine keeps its runtime's words. */
+static void note_warn(void *ctx, const char *line)
+{
+    warn(ctx, line);
+}
+
 static void reap_children(pid_t monitor, pid_t helper)
 {
     waitpid(monitor, NULL, 0);
@@ -742,6 +750,7 @@ int nsbox_ocicreate_make(const struct nsbox_ocirt *g, struct nsbox_ocicreate_arg
         snprintf(ignored, sizeof ignored, "linux.resources.memory: not applied: %s", place.ignored);
         warn(g, ignored);
     }
+    nsbox_filemax_set_note(note_warn, (void *)g);
     if (spawn_monitor(g, a, dir, &s, &c, &place, e) < 0) {
         struct nsbox_err e2;
         nsbox_ocistate_remove(g, a->id, &e2);

@@ -38,9 +38,9 @@ static const char *home_dir(void)
 /* A user's data directory as HOME or XDG_DATA_HOME places it, which `sudo` without -H, `su`
  * without -l or a container's `--user` leave pointing at a home that is not the user's
  * (/root, /, /nonexistent): it must be usable, it or the deepest part of it that exists
- * (mkdir -p makes the rest). Otherwise every image failed to open with a bare "Permission
- * denied" on a path the user never chose, while nsbox info said OK. NSBOX_DATA_DIR is taken
- * as given: it names its path itself. */
+ * (mkdir -p makes the rest), so that the error names the variable and its value, and nsbox
+ * info says the same, instead of an image failing to open with a bare "Permission denied" on a
+ * path the user never chose. NSBOX_DATA_DIR is taken as given: it names its path itself. */
 static int user_data_usable(int r, const char *out, const char *var, const char *from,
                             const char *val, struct nsbox_err *e)
 {

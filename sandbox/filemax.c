@@ -73,7 +73,8 @@ void nsbox_filemax_raise_at(const char *path)
     char text[32];
     int n = snprintf(text, sizeof text, "%ld\n", (long)NSBOX_FILETABLE_RAISED);
     cleanup_close int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd >= 0 && write(fd, text, (size_t)n) == n) {
+    ssize_t w = fd >= 0 ? write(fd, text, (size_t)n) : -1;
+    if (w == n) {
         nsbox_note_say(&note,
                        "note: raised fs.file-max from %ld to %ld: sandboxes could have filled "
                        "the host's table of open files (every process but root's would get "
@@ -83,8 +84,9 @@ void nsbox_filemax_raise_at(const char *path)
                        cur, (long)NSBOX_FILETABLE_RAISED);
         return;
     }
-    int err = errno;
-    if (first_failure())
+    int err = w < 0 ? errno : EIO; /* a short write sets no errno */
+    /* the mark only where the note reaches someone: a silent caller must not use it up */
+    if (note.fn && first_failure())
         nsbox_note_say(&note,
                        "note: fs.file-max is %ld, fewer open files than this host's memory "
                        "could hold, and nsbox could not raise it (%s: %s): sandboxes can fill "
