@@ -685,37 +685,42 @@ static void serve(int sock)
     if (sfd < 0 || !payload)
         _exit(125);
     for (;;) {
-        struct pollfd pf[5 + MAX_PENDING] = {{sock, POLLIN, 0},
-                                             {sfd, POLLIN, 0},
-                                             {run.listen_fd, POLLIN, 0},
-                                             {run.conn, POLLIN, 0},
-                                             {dns_fd, POLLIN, 0}};
-        /* only the pending children's pipes: poll fails (EINVAL) for more entries than
-         * RLIMIT_NOFILE, which the workload may lower on init (prlimit) */
-        size_t n_pf = 5, at[MAX_PENDING];
+        /* only the descriptors that are open, and the pending children's pipes: poll fails
+         * (EINVAL) for more entries than RLIMIT_NOFILE, which the workload may lower on init
+         * (prlimit), and init must still answer that it cannot take a command's descriptors */
+        struct pollfd pf[5 + MAX_PENDING] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}};
+        size_t n_pf = 2, at[MAX_PENDING];
+        struct pollfd *p_listen = NULL, *p_conn = NULL, *p_dns = NULL;
+        if (run.listen_fd >= 0)
+            *(p_listen = &pf[n_pf++]) = (struct pollfd){run.listen_fd, POLLIN, 0};
+        if (run.conn >= 0)
+            *(p_conn = &pf[n_pf++]) = (struct pollfd){run.conn, POLLIN, 0};
+        if (dns_fd >= 0)
+            *(p_dns = &pf[n_pf++]) = (struct pollfd){dns_fd, POLLIN, 0};
+        size_t first_pending = n_pf;
         for (size_t i = 0; i < MAX_PENDING; i++)
             if (pending[i].pid) {
-                at[n_pf - 5] = i;
+                at[n_pf - first_pending] = i;
                 pf[n_pf++] = (struct pollfd){pending[i].status_fd, POLLIN, 0};
             }
         if (poll(pf, n_pf, -1) < 0 && errno != EINTR)
             _exit(125);
         /* the run's client first: a signal it sent is delivered before reap() reports */
-        if (run.conn >= 0 && (pf[3].revents & (POLLIN | POLLHUP | POLLERR)))
+        if (p_conn && run.conn >= 0 && (p_conn->revents & (POLLIN | POLLHUP | POLLERR)))
             on_run_conn(payload);
         if (pf[1].revents & POLLIN) {
             relay_signals(sfd);
             reap(sock);
         }
-        for (size_t k = 5; k < n_pf; k++) { /* reap() may have done one already */
-            size_t i = at[k - 5];
+        for (size_t k = first_pending; k < n_pf; k++) { /* reap() may have done one already */
+            size_t i = at[k - first_pending];
             if (pending[i].pid && pending[i].status_fd == pf[k].fd &&
                 (pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
                 pending_done(sock, i);
         }
-        if (run.listen_fd >= 0 && (pf[2].revents & POLLIN))
+        if (p_listen && run.listen_fd >= 0 && (p_listen->revents & POLLIN))
             take_run(sock, payload);
-        if (pf[4].revents & POLLIN)
+        if (p_dns && (p_dns->revents & POLLIN))
             nsbox_dnsstub_serve(dns_fd, dns_table);
         if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             struct nsbox_agent_hdr h;
