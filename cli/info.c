@@ -573,10 +573,9 @@ static void check_oci_images(struct nsbox_check *c)
     }
     c->ok = true;
     /* optional: without it gzip layers are inflated by zlib, at about half the speed */
-    DETAIL(c, "import (libarchive, gzip by %s) and pull (%.400s) work",
-           nsbox_imagelibs_isal() ? "ISA-L"
-                                  : "zlib: apt-get install libisal2 for ISA-L's, twice as fast",
-           found);
+    int isal = nsbox_imagelibs_isal() != NULL;
+    DETAIL(c, "import (libarchive, gzip by %s%.600s) and pull (%.400s) work",
+           isal ? "ISA-L" : "zlib: ", isal ? "" : nsbox_imagelibs_isal_why(), found);
 }
 
 static const char *const check_names[NSBOX_CHECK_COUNT] = {

@@ -14,21 +14,29 @@
  * When a library cannot be loaded (a broken install: both are dependencies of the package), a
  * call fails as the library reports failure (NULL, ARCHIVE_FATAL, 0), and archive_error_string()
  * says why; nsbox_imagelibs_load() says so before an import starts. ISA-L (libisal2), a faster
- * inflate for gzip layers, is optional: where it cannot be loaded, libarchive inflates them. */
+ * inflate for gzip layers, is optional: where it cannot be loaded, or is another release than the
+ * build's (policy/isalver.h), libarchive inflates them. */
 #define _GNU_SOURCE
 /* The C library's headers first, outside the pragma: a hidden reference to snprintf would make
  * the whole link's snprintf hidden, and then libc could not provide it. */
 #include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/types.h>
 #include <time.h>
+
+#include <isa-l.h>
 
 #include "imagelibs.h"
 
 #include "dynlib.h"
+#include "isalver.h"
 
 #pragma GCC visibility push(hidden)
 #include <archive.h>
@@ -48,15 +56,50 @@ static struct nsbox_dynlib crypto_lib = NSBOX_DYNLIB_INIT("libcrypto.so.3", "lib
 
 static struct nsbox_dynlib isal_lib = NSBOX_DYNLIB_INIT("libisal.so.2", "libisal2", RTLD_NOW);
 static struct nsbox_imagelibs_isal isal_fns;
+static const struct nsbox_imagelibs_isal *isal_usable;
+static char isal_why[PATH_MAX + 160];
+static pthread_once_t isal_once = PTHREAD_ONCE_INIT;
 
-const struct nsbox_imagelibs_isal *nsbox_imagelibs_isal(void)
+/* The loaded file's real name (the soname is a symbolic link to it): ISA-L exports no function
+ * that says its release, and its file name does. */
+static void imagelibs_isal_check(void)
 {
     const struct nsbox_dynlib_sym syms[] = {{(void **)&isal_fns.init, "isal_inflate_init"},
                                             {(void **)&isal_fns.reset, "isal_inflate_reset"},
                                             {(void **)&isal_fns.inflate, "isal_inflate"}};
-    return nsbox_dynlib_load(&isal_lib, syms, sizeof syms / sizeof syms[0], "ISA-L", NULL) == 0
-               ? &isal_fns
-               : NULL;
+    if (nsbox_dynlib_load(&isal_lib, syms, sizeof syms / sizeof syms[0], "ISA-L", NULL) < 0) {
+        snprintf(isal_why, sizeof isal_why, "apt-get install libisal2 for ISA-L's, twice as fast");
+        return;
+    }
+    struct link_map *map = NULL;
+    char real[PATH_MAX];
+    if (dlinfo(isal_lib.handle, RTLD_DI_LINKMAP, &map) < 0 || !map || !map->l_name ||
+        !realpath(map->l_name, real)) {
+        snprintf(isal_why, sizeof isal_why,
+                 "ISA-L not used: the file libisal.so.2 was loaded from is not found");
+        return;
+    }
+    if (!nsbox_isalver_matches(real, ISAL_MAJOR_VERSION, ISAL_MINOR_VERSION)) {
+        snprintf(isal_why, sizeof isal_why,
+                 "ISA-L not used: %.*s is not the release %d.%d nsbox was built with, whose "
+                 "inflate state may differ; fix: install libisal2 %d.%d or rebuild nsbox",
+                 PATH_MAX, real, ISAL_MAJOR_VERSION, ISAL_MINOR_VERSION, ISAL_MAJOR_VERSION,
+                 ISAL_MINOR_VERSION);
+        return;
+    }
+    isal_usable = &isal_fns;
+}
+
+const struct nsbox_imagelibs_isal *nsbox_imagelibs_isal(void)
+{
+    pthread_once(&isal_once, imagelibs_isal_check);
+    return isal_usable;
+}
+
+const char *nsbox_imagelibs_isal_why(void)
+{
+    pthread_once(&isal_once, imagelibs_isal_check);
+    return isal_why;
 }
 
 int nsbox_imagelibs_load(struct nsbox_err *e)

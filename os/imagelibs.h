@@ -12,8 +12,9 @@
 int nsbox_imagelibs_load(struct nsbox_err *e);
 
 /* ISA-L's inflate (libisal2), about twice zlib's speed, for gzip layers (rootfs/oci_stream.c):
- * its three functions, or NULL where the library cannot be loaded, and libarchive's gzip
- * (zlib) does the work. Loaded once, on the first call. */
+ * its three functions, or NULL where the library cannot be loaded or is not the release the
+ * build's <isa-l.h> describes (policy/isalver.h), and libarchive's gzip (zlib) does the work.
+ * Loaded once, on the first call. */
 struct inflate_state;
 struct nsbox_imagelibs_isal {
     void (*init)(struct inflate_state *st);
@@ -21,5 +22,8 @@ struct nsbox_imagelibs_isal {
     int (*inflate)(struct inflate_state *st);
 };
 const struct nsbox_imagelibs_isal *nsbox_imagelibs_isal(void);
+
+/* Why nsbox_imagelibs_isal() is NULL, and how to mend it ("" when it is not). */
+const char *nsbox_imagelibs_isal_why(void);
 
 #endif

@@ -369,7 +369,7 @@ static int scan(struct layer *L, int blob_fd, int64_t size, bool unpack, struct 
     struct nsbox_oci_layer_shared *sh = L->form ? L->form->shared : NULL;
     uint64_t before = atomic_load(&L->inflated);
     struct nsbox_oci_stream_bound bound = {sh ? &sh->inflated : &L->inflated, L->lim->max_bytes,
-                                           size > 0 ? (uint64_t)size : 0};
+                                           size >= 0 ? (uint64_t)size : NSBOX_OCI_STREAM_NO_SIZE};
     if (open_chain(L, &c, blob_fd, &bound, e) < 0)
         goto out;
     a = c.tar;
@@ -751,8 +751,8 @@ static int extract(struct layer *L, int blob_fd, struct nsbox_err *e)
     struct archive *a = NULL;
     /* the same bytes as the first reading, or it fails */
     _Atomic uint64_t again = 0;
-    struct nsbox_oci_stream_bound bound = {&again, L->own_inflated,
-                                           L->size > 0 ? (uint64_t)L->size : 0};
+    struct nsbox_oci_stream_bound bound = {
+        &again, L->own_inflated, L->size >= 0 ? (uint64_t)L->size : NSBOX_OCI_STREAM_NO_SIZE};
     if (open_chain(L, &c, blob_fd, &bound, e) < 0)
         goto out;
     a = c.tar;

@@ -60,11 +60,11 @@ static ssize_t read_file(struct nsbox_oci_stream *s)
 {
     size_t want = sizeof s->in;
     uint64_t max = s->bound.max_file;
-    if (max && s->bytes > max) {
+    if (max != NSBOX_OCI_STREAM_NO_SIZE && s->bytes > max) {
         errno = EOVERFLOW; /* not EFBIG, the decompression bound's */
         return -1;
     }
-    if (max && want > max + 1 - s->bytes)
+    if (max != NSBOX_OCI_STREAM_NO_SIZE && want > max + 1 - s->bytes)
         want = (size_t)(max + 1 - s->bytes);
     ssize_t n;
     do
@@ -80,7 +80,8 @@ static ssize_t read_file(struct nsbox_oci_stream *s)
 /* Why read_file failed (errno), in why. */
 static void read_error(const struct nsbox_oci_stream *s, char *why, size_t why_len)
 {
-    if (errno == EOVERFLOW && s->bound.max_file && s->bytes > s->bound.max_file)
+    if (errno == EOVERFLOW && s->bound.max_file != NSBOX_OCI_STREAM_NO_SIZE &&
+        s->bytes > s->bound.max_file)
         snprintf(why, why_len, "the blob is longer than the %llu bytes its manifest gives",
                  (unsigned long long)s->bound.max_file);
     else
@@ -294,6 +295,8 @@ int nsbox_oci_stream_open_with(int fd, const struct nsbox_imagelibs_isal *isal,
     s->fd = fd;
     if (bound)
         s->bound = *bound;
+    else
+        s->bound.max_file = NSBOX_OCI_STREAM_NO_SIZE;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->filled, NULL);
     pthread_cond_init(&s->freed, NULL);

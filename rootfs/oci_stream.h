@@ -30,14 +30,16 @@ struct nsbox_oci_stream;
 struct nsbox_oci_stream_bound {
     _Atomic uint64_t *total;
     uint64_t max;
-    /* the blob's size as its manifest gives it (0: none): a longer file fails one byte past
-     * it, with the reason, rather than being read (and hashed) to its end */
+    /* the blob's size as its manifest gives it, 0 included (NSBOX_OCI_STREAM_NO_SIZE: none, a
+     * docker-save archive's): a longer file fails one byte past it, with the reason, rather
+     * than being read (and hashed) to its end */
     uint64_t max_file;
 };
+#define NSBOX_OCI_STREAM_NO_SIZE UINT64_MAX
 
 /* The stream of the blob in fd, from its current offset, started: *out, or -1 with e (out of
  * memory; or the blob cannot be read or its compression is unknown, with the reason). bound
- * may be NULL (none). On failure *out may still be set, for nsbox_oci_stream_free. */
+ * may be NULL (none, the file's size included). On failure *out may still be set, for nsbox_oci_stream_free. */
 int nsbox_oci_stream_open(int fd, const struct nsbox_oci_stream_bound *bound,
                           struct nsbox_oci_stream **out, struct nsbox_err *e);
 

@@ -118,7 +118,7 @@ out:
          * than said, which is not read to its end */
         char whole[NSBOX_OCI_DIGEST_LEN + 1], want[sizeof whole];
         int r = nsbox_oci_stream_blob_digest(s, whole);
-        if (bound->max_file && n > bound->max_file) {
+        if (bound->max_file != NSBOX_OCI_STREAM_NO_SIZE && n > bound->max_file) {
             CHECK(r < 0);
         } else {
             CHECK(r == 0);
@@ -150,7 +150,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     const uint8_t *blob = data + 1;
     size_t n = size - 1;
-    bound.max_file = longer && n > 1 ? n - 1 : n; /* 0: none */
+    bound.max_file = longer && n > 0 ? n - 1 : n;
 
     int before = open_fds();
     int fd = memfd_create("fuzz-layer", MFD_CLOEXEC);

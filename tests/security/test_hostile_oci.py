@@ -337,6 +337,23 @@ class HostileLayers(unittest.TestCase):
                       r.stderr)
         self.assert_nothing_kept()
 
+    def test_a_blob_whose_manifest_says_zero_bytes_is_not_read_to_its_end(self):
+        """A size of 0 is a size (policy/ocimanifest.c accepts it): it bounds the blob as any
+        other, and only a docker-save archive, whose manifest gives none, goes unbounded. A
+        terabyte sparse blob declared 0 bytes fails at its first byte, at once, and keeps
+        nothing."""
+        layer = oci_images.tar_bytes([("a", b"x\n")])
+        base = oci_images.layer1()
+        gz = [gzip.compress(base, mtime=0), gzip.compress(layer, mtime=0)]
+        layout = os.path.join(self.work, "layout")
+        oci_images.write_layout(layout, layers=[base, layer], gz=gz, sizes=[len(gz[0]), 0])
+        blob = os.path.join(layout, "blobs", "sha256", oci_images.sha(gz[1])[7:])
+        os.truncate(blob, len(gz[1]) + (1 << 40))
+        r = run_nsbox(["image", "import", "-q", layout], self.dirs, timeout=60)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"the blob is longer than the 0 bytes its manifest gives", r.stderr)
+        self.assert_nothing_kept()
+
     def test_a_zstd_frame_asking_for_a_huge_window_is_refused(self):
         """A zstd frame may ask for a window of up to 2 GiB, which its decoder would allocate:
         libarchive's zstd reader keeps zstd's default bound (128 MiB), so a layer written with
