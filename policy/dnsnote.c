@@ -21,16 +21,21 @@ static bool allowed(const struct nsbox_spec *s, const char *name)
 struct out {
     char *buf;
     size_t size, len;
+    bool cut; /* something did not fit */
 };
 
 __attribute__((format(printf, 2, 3))) static void put(struct out *o, const char *fmt, ...)
 {
-    if (o->len + 1 >= o->size)
+    if (o->len + 1 >= o->size) {
+        o->cut = true;
         return;
+    }
     va_list ap;
     va_start(ap, fmt);
     int r = vsnprintf(o->buf + o->len, o->size - o->len, fmt, ap);
     va_end(ap);
+    if (r > 0 && (size_t)r >= o->size - o->len)
+        o->cut = true;
     if (r > 0)
         o->len += (size_t)r < o->size - o->len ? (size_t)r : o->size - o->len - 1;
 }
@@ -66,22 +71,32 @@ size_t nsbox_dnsnote_format(const struct nsbox_spec *s,
     buf[0] = '\0';
     if (k == 0 || !nsbox_dnsnote_stub_wanted(s))
         return 0;
-    struct out o = {buf, size, 0};
+    struct out o = {buf, size, 0, false};
     put(&o, "nsbox: the command looked up ");
     put_names(&o, v, k, NULL);
-    if (s->net == NSBOX_NET_NONE) {
-        put(&o, ", but this sandbox has no network (network none); to reach %s: --network "
-                "allow=",
-            k == 1 ? "it" : "them");
-        put_names(&o, v, k, ",");
-        put(&o, " (or all); docs/network.md");
-    } else {
-        put(&o, ", which %s not in the allow list (allow=", k == 1 ? "is" : "are");
-        put_allow_list(&o, s);
-        put(&o, "); add %s: --network allow=", k == 1 ? "it" : "them");
+    const char *them = k == 1 ? "it" : "them";
+    if (s->net == NSBOX_NET_NONE)
+        put(&o, ", but this sandbox has no network (network none); to reach %s: ", them);
+    else
+        put(&o, ", which %s not in the allow list; ", k == 1 ? "is" : "are");
+    /* the option whole or not at all: a host cut in two is a wrong one to paste */
+    size_t at = o.len;
+    bool cut = o.cut;
+    if (s->net != NSBOX_NET_NONE)
+        put(&o, "add %s: ", them);
+    put(&o, "--network allow=");
+    if (s->net != NSBOX_NET_NONE) {
         put_allow_list(&o, s);
         put(&o, "%s", s->n_hosts ? "," : "");
-        put_names(&o, v, k, ",");
+    }
+    put_names(&o, v, k, ",");
+    put(&o, "%s", s->net == NSBOX_NET_NONE ? " (or all); docs/network.md" : "");
+    if (o.cut && !cut) {
+        o.len = at;
+        o.cut = false;
+        buf[at] = '\0';
+        put(&o, "add %s to --network allow%s", them,
+            s->net == NSBOX_NET_NONE ? " (or all); docs/network.md" : "");
     }
     return o.len;
 }

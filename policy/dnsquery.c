@@ -7,6 +7,7 @@
 #define FLAG_QR 0x8000u
 #define OPCODE_MASK 0x7800u
 #define FLAG_RD 0x0100u
+#define RCODE_FORMERR 1u
 #define RCODE_REFUSED 5u
 
 static unsigned be16(const uint8_t *p)
@@ -20,52 +21,73 @@ static bool label_char(unsigned char c)
            c == '-' || c == '_';
 }
 
-int nsbox_dnsquery_parse(const uint8_t *pkt, size_t len, struct nsbox_dnsquery *q)
+/* A query this stub reads: opcode QUERY, exactly one question and no answer or authority
+ * records; additional records (EDNS's OPT) are allowed and not read. */
+static bool plain_query(const uint8_t *pkt)
 {
-    if (!pkt || len < NSBOX_DNSQUERY_HDR + 1 + 4)
-        return -1;
     unsigned flags = be16(pkt + 2);
-    /* a query (not an answer), opcode QUERY, exactly one question and no answers; additional
-     * records (EDNS's OPT) are allowed and not read */
-    if ((flags & FLAG_QR) || (flags & OPCODE_MASK) || be16(pkt + 4) != 1 || be16(pkt + 6) ||
-        be16(pkt + 8))
-        return -1;
-    size_t at = NSBOX_DNSQUERY_HDR, out = 0;
+    return !(flags & OPCODE_MASK) && be16(pkt + 4) == 1 && !be16(pkt + 6) && !be16(pkt + 8);
+}
+
+/* The question's end (past QTYPE and QCLASS) when it is well formed: labels within the packet,
+ * no compression pointer, a wire form of at most 255 bytes. 0 when not. name: the name in lower
+ * case, or "" for one never kept (the root, or a character no host name has). */
+static size_t question(const uint8_t *pkt, size_t len, char name[NSBOX_DNSQUERY_NAME_MAX + 1])
+{
+    size_t at = NSBOX_DNSQUERY_HDR, out = 0, wire = 1;
+    bool keep = true;
     for (;;) {
         if (at >= len)
-            return -1;
+            return 0;
         unsigned l = pkt[at++];
         if (l == 0)
             break;
         if (l > 63) /* 0xc0: a compression pointer, 0x40 and 0x80: reserved */
-            return -1;
-        if (l > len - at || out + (out ? 1 : 0) + l > NSBOX_DNSQUERY_NAME_MAX)
-            return -1;
+            return 0;
+        wire += 1 + l;
+        if (l > len - at || wire > 255) /* 255 bytes of wire form: 253 of text at most */
+            return 0;
         if (out)
-            q->name[out++] = '.';
+            name[out++] = '.';
         for (unsigned i = 0; i < l; i++) {
             unsigned char c = pkt[at + i];
-            if (!label_char(c))
-                return -1;
-            q->name[out++] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+            keep = keep && label_char(c);
+            name[out++] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
         }
         at += l;
     }
-    if (out == 0 || len - at < 4) /* the root itself, or no QTYPE and QCLASS */
-        return -1;
-    q->name[out] = '\0';
-    q->question_end = at + 4;
-    return 0;
+    if (len - at < 4) /* no QTYPE and QCLASS */
+        return 0;
+    name[keep ? out : 0] = '\0';
+    return at + 4;
 }
 
-size_t nsbox_dnsquery_refused(const uint8_t *pkt, const struct nsbox_dnsquery *q, uint8_t *out)
+size_t nsbox_dnsquery_answer(const uint8_t *pkt, size_t len, struct nsbox_dnsquery *q,
+                             uint8_t *out)
 {
-    size_t n = q->question_end;
+    q->name[0] = '\0';
+    q->question_end = 0;
+    if (!pkt || len < NSBOX_DNSQUERY_HDR || (be16(pkt + 2) & FLAG_QR))
+        return 0;
+    unsigned rcode = RCODE_REFUSED;
+    size_t n = NSBOX_DNSQUERY_HDR;
+    if (plain_query(pkt)) {
+        size_t end = question(pkt, len, q->name);
+        if (end) {
+            n = q->question_end = end;
+        } else {
+            q->name[0] = '\0'; /* what was read of it before it failed */
+            rcode = RCODE_FORMERR;
+        }
+    }
+    /* the question echoed when it was read (a resolver matches its answer by it), else the
+     * header alone, with no question */
     memcpy(out, pkt, n);
-    unsigned flags = FLAG_QR | (be16(pkt + 2) & FLAG_RD) | RCODE_REFUSED;
+    unsigned flags = FLAG_QR | (be16(pkt + 2) & (OPCODE_MASK | FLAG_RD)) | rcode;
     out[2] = (uint8_t)(flags >> 8);
     out[3] = (uint8_t)flags;
-    memset(out + 6, 0, 6); /* no answer, authority or additional records */
+    memset(out + 4, 0, 8);
+    out[5] = n > NSBOX_DNSQUERY_HDR; /* QDCOUNT: 1 or 0; no answer, authority or additional */
     return n;
 }
 
@@ -88,6 +110,12 @@ bool nsbox_dnsquery_name_valid(const char *s)
     return true;
 }
 
+static bool ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), t = strlen(tail);
+    return n >= t && strcmp(s + n - t, tail) == 0;
+}
+
 void nsbox_dnsquery_table_add(struct nsbox_dnsquery_table *t, const char *name)
 {
     uint32_t take = __atomic_load_n(&t->take, __ATOMIC_ACQUIRE);
@@ -102,6 +130,14 @@ void nsbox_dnsquery_table_add(struct nsbox_dnsquery_table *t, const char *name)
      * help with: never said, never taking a place */
     if (n >= NSBOX_DNSQUERY_NAMES || !strchr(name, '.'))
         return;
+    /* a reverse lookup (an address's name): no host to allow */
+    if (ends_with(name, ".in-addr.arpa") || ends_with(name, ".ip6.arpa"))
+        return;
+    /* an SRV name, _service._proto.host: the host is what --network allow takes */
+    const char *proto = name[0] == '_' ? strchr(name, '.') : NULL;
+    const char *host = proto && proto[1] == '_' ? strchr(proto + 1, '.') : NULL;
+    if (host && strchr(host + 1, '.'))
+        name = host + 1;
     for (uint32_t i = 0; i < n; i++)
         if (strcmp(t->name[i], name) == 0)
             return;

@@ -2,8 +2,8 @@
  * answers names there, and init answers every query at once with REFUSED, keeping the first few
  * names asked so that nsbox can say why they did not resolve; docs/network.md). Every packet is
  * a sandbox process's, so hostile: only the header and the question's name are read, strictly
- * (one question, a standard query, labels of letters, digits, '-' and '_', no compression
- * pointer, every length within the packet). The table of names is a fixed one, shared between
+ * (one question, a standard query, no compression pointer, every length within the packet; a
+ * name kept only when its labels are letters, digits, '-' and '_'). The table of names is a fixed one, shared between
  * init (the writer) and the process that reports (the reader, which checks what it reads). Pure:
  * unit tested (tests/unit/test_dnsquery.c) and fuzzed (tests/fuzz/fuzz_dnsquery.c). */
 #ifndef NSBOX_DNSQUERY_H
@@ -20,15 +20,17 @@
 #define NSBOX_DNSQUERY_REPLY_MAX (NSBOX_DNSQUERY_HDR + 255 + 4)
 
 struct nsbox_dnsquery {
-    size_t question_end;                   /* offset just past QTYPE and QCLASS */
+    size_t question_end;                   /* offset just past QTYPE and QCLASS, or 0 */
     char name[NSBOX_DNSQUERY_NAME_MAX + 1]; /* lower case, without the final dot */
 };
 
-/* 0 and *q for a query to answer, -1 for a packet to drop. */
-int nsbox_dnsquery_parse(const uint8_t *pkt, size_t len, struct nsbox_dnsquery *q);
-/* The REFUSED answer to a query that parsed (its header and question, nothing more) into out
- * (at least NSBOX_DNSQUERY_REPLY_MAX bytes): its length. */
-size_t nsbox_dnsquery_refused(const uint8_t *pkt, const struct nsbox_dnsquery *q, uint8_t *out);
+/* The answer to any packet sent to the stub, into out (at least NSBOX_DNSQUERY_REPLY_MAX bytes):
+ * its length, never more than len, 0 for a packet not to answer (shorter than a header, or
+ * itself an answer). REFUSED with the question echoed when it was read; the header alone when
+ * not, FORMERR for a question that does not parse. q->name: the name to keep, or "" (a question
+ * not read, the root, a character no host name has). */
+size_t nsbox_dnsquery_answer(const uint8_t *pkt, size_t len, struct nsbox_dnsquery *q,
+                             uint8_t *out);
 /* Is s a name the parser could have given (what a reader checks of the shared table)? */
 bool nsbox_dnsquery_name_valid(const char *s);
 
@@ -44,7 +46,9 @@ struct nsbox_dnsquery_table {
     char name[NSBOX_DNSQUERY_NAMES][NSBOX_DNSQUERY_NAME_MAX + 1];
 };
 
-/* Writer: keep name when it is new, has more than one label, and there is room. */
+/* Writer: keep name when it is new, has more than one label, is no reverse lookup's
+ * (.in-addr.arpa, .ip6.arpa), and there is room; an SRV name's host without its
+ * _service._proto. */
 void nsbox_dnsquery_table_add(struct nsbox_dnsquery_table *t, const char *name);
 /* Reader: copy the names published (each checked: one that fails is left out) into out, their
  * count returned, and ask the writer to start over. */

@@ -93,7 +93,8 @@ struct nsbox_agent_event {
     int pid, status;
     int fd; /* SPAWNED of a F_TTY spawn: the pseudo-terminal's master; else -1 */
     unsigned oom_kills; /* EXITED on the run socket */
-    char msg[NSBOX_AGENT_MSG_MAX]; /* EXITED on the run socket: the names its stub was asked, a line each */
+    char msg[NSBOX_AGENT_MSG_MAX]; /* a reason (FAILED), or a run's names (EXITED on the run
+                                    * socket: those its stub was asked, a line each) */
 };
 
 /* Supervisor side. extra[0..n_extra-1] (at most NSBOX_AGENT_EXTRA_MAX): the command's

@@ -27,8 +27,8 @@ int nsbox_dnsstub_open(void)
 
 void nsbox_dnsstub_serve(int fd, struct nsbox_dnsquery_table *t)
 {
-    /* one byte more than the largest query read whole: a longer datagram is cut, and dropped */
-    uint8_t pkt[512 + 1], out[NSBOX_DNSQUERY_REPLY_MAX];
+    /* a longer datagram is cut to its first 512 bytes, which hold any question the stub reads */
+    uint8_t pkt[512], out[NSBOX_DNSQUERY_REPLY_MAX];
     for (int i = 0; i < BATCH; i++) {
         struct sockaddr_in from;
         socklen_t fl = sizeof from;
@@ -37,12 +37,16 @@ void nsbox_dnsstub_serve(int fd, struct nsbox_dnsquery_table *t)
         if (n < 0)
             return; /* EAGAIN: all read */
         struct nsbox_dnsquery q;
-        if ((size_t)n >= sizeof pkt || fl != sizeof from || from.sin_family != AF_INET ||
-            nsbox_dnsquery_parse(pkt, (size_t)n, &q) < 0)
+        /* every query answered, even one not read: a resolver waiting for no answer would
+         * take its whole timeout to fail */
+        if (fl != sizeof from || from.sin_family != AF_INET)
             continue;
-        if (t)
+        size_t len = (size_t)n < sizeof pkt ? (size_t)n : sizeof pkt;
+        size_t rn = nsbox_dnsquery_answer(pkt, len, &q, out);
+        if (!rn)
+            continue;
+        if (t && q.name[0])
             nsbox_dnsquery_table_add(t, q.name);
-        size_t rn = nsbox_dnsquery_refused(pkt, &q, out);
         /* a full socket buffer of the sender's: its answer is dropped, as a network would */
         (void)sendto(fd, out, rn, MSG_DONTWAIT, (struct sockaddr *)&from, fl);
     }

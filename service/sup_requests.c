@@ -91,6 +91,12 @@ static void do_spawn(struct sup *S, int ci, const struct nsbox_request *rq, int 
         nsbox_sup_reply_err(S, ci, rq->tag, &e);
         return;
     }
+    if (!background) {
+        /* names asked before this command (by a background process): not its own to be told;
+         * dropped before the spawn goes out, so that none of the command's own goes with them */
+        char names[NSBOX_DNSQUERY_NAMES][NSBOX_DNSQUERY_NAME_MAX + 1];
+        nsbox_net_dns_take(S->sb.net, names);
+    }
     cleanup_free char **env = merged_env(S, rq);
     unsigned flags = p->tty ? NSBOX_AGENT_F_TTY : 0;
     int r = env ? nsbox_agent_spawn(S->agent, p->seq, rq->argv, env, rq->cwd, use, NULL, 0, flags,
@@ -106,11 +112,6 @@ static void do_spawn(struct sup *S, int ci, const struct nsbox_request *rq, int 
     p->client = ci;
     p->running = true;
     p->oom_before = nsbox_sup_oom_kills(S); /* read after the spawn went out, while init forks */
-    if (!p->background) {
-        /* names asked before this command (by a background process): not its own to be told */
-        char names[NSBOX_DNSQUERY_NAMES][NSBOX_DNSQUERY_NAME_MAX + 1];
-        nsbox_net_dns_take(S->sb.net, names);
-    }
     if (rq->timeout_ms) { /* exec --timeout, and exec -d --timeout (start's timeout_ms) */
         p->deadline = nsbox_now_ms() + (int64_t)rq->timeout_ms;
         p->timeout_ms = rq->timeout_ms;

@@ -55,6 +55,38 @@ print("no answer")
 sys.exit(1)
 """
 
+# Queries the stub does not read (and keeps no name of), each sent on its own and timed: every
+# one answered at once, as when nothing listened there (ECONNREFUSED), never left to time out.
+# Then one it reads, for a name the note should give alone.
+ODD = r"""
+import socket, struct, sys, time
+def query(name, qid, flags=0x0100, qtype=1, an=0, ns=0):
+    b = struct.pack(">HHHHHH", qid, flags, 1, an, ns, 0)
+    for l in (name.split(".") if name else []):
+        b += bytes([len(l)]) + l.encode("latin-1")
+    return b + b"\0" + struct.pack(">HH", qtype, 1)
+odd = {"root": query("", 1, qtype=2), "bang": query("a!b.test", 2),
+       "space": query("a b.test", 3), "esc": query("a\x1b[2Jb.test", 4),
+       "long": query(".".join(["a" * 63] * 4), 5), "notify": query("n.test", 6, flags=0x2000),
+       "ancount": query("an.test", 7, an=1), "nscount": query("ns.test", 8, ns=1),
+       "ok": query("ok.example", 9)}
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.connect(("127.0.0.1", 53))
+s.settimeout(1)
+for what, pkt in odd.items():
+    t = time.monotonic()
+    s.send(pkt)
+    try:
+        rep = s.recv(600)
+    except socket.timeout:
+        print(what, "no answer within a second")
+        continue
+    qd = rep[4] << 8 | rep[5]
+    print(what, "id=%d qr=%d rcode=%d qd=%d len=%d/%d ms=%d" % (
+        rep[0] << 8 | rep[1], rep[2] >> 7, rep[3] & 15, qd, len(rep), len(pkt),
+        (time.monotonic() - t) * 1000))
+"""
+
 
 class DnsNote(unittest.TestCase):
     maxDiff = None
@@ -95,6 +127,44 @@ class DnsNote(unittest.TestCase):
         self.assertEqual(self.names_in(r.stderr), ["files.pythonhosted.org", "pypi.org"])
         self.assertIn(b"allow=files.pythonhosted.org,pypi.org (or all)", r.stderr)
 
+    def test_queries_not_read_are_answered_at_once_and_not_said(self):
+        r = self.nsbox("run", "--", "python3", "-c", ODD)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        got = {line.split()[0]: line.split(None, 1)[1] for line in r.stdout.decode().splitlines()}
+        # the question echoed when it was read (REFUSED); the header alone when not: another
+        # opcode or record counts (REFUSED), a name of more than 253 bytes (FORMERR)
+        want = {"root": (1, 5, 1), "bang": (2, 5, 1), "space": (3, 5, 1), "esc": (4, 5, 1),
+                "long": (5, 1, 0), "notify": (6, 5, 0), "ancount": (7, 5, 0),
+                "nscount": (8, 5, 0), "ok": (9, 5, 1)}
+        self.assertEqual(sorted(got), sorted(want), r.stdout)
+        for what, (qid, rcode, qd) in want.items():
+            m = re.fullmatch(r"id=(\d+) qr=1 rcode=(\d+) qd=(\d+) len=(\d+)/(\d+) ms=\d+",
+                             got[what])
+            self.assertIsNotNone(m, (what, got[what]))
+            self.assertEqual(tuple(int(x) for x in m.groups()[:3]), (qid, rcode, qd), what)
+            self.assertLessEqual(int(m.group(4)), int(m.group(5)), what)
+            if not qd:
+                self.assertEqual(int(m.group(4)), 12, what)
+        # none of the names not read is said: only the one that was
+        self.assertEqual(self.names_in(r.stderr), ["ok.example"])
+
+    def test_reverse_lookups_are_not_said_srv_as_its_host(self):
+        r = self.nsbox("run", "--", "sh", "-c",
+                       "getent hosts 10.1.2.3; getent hosts 2001:db8::1; echo done >&2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, b"done\n")
+        srv = ("import socket, struct\n"
+               "q = struct.pack('>HHHHHH', 1, 0x100, 1, 0, 0, 0)\n"
+               "q += b''.join(bytes([len(l)]) + l.encode() for l in "
+               "'_http._tcp.srv.example'.split('.')) + b'\\0\\0\\x21\\0\\1'\n"
+               "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+               "s.settimeout(5)\n"
+               "s.sendto(q, ('127.0.0.1', 53))\n"
+               "print(s.recv(600)[3] & 15)\n")
+        r = self.nsbox("run", "--", "python3", "-c", srv)
+        self.assertEqual((r.returncode, r.stdout), (0, b"5\n"), r.stderr)
+        self.assertEqual(self.names_in(r.stderr), ["srv.example"])
+
     def test_no_lookup_no_note(self):
         # its own hostname and localhost resolve through /etc/hosts: the stub never hears them
         r = self.nsbox("run", "--", "sh", "-c",
@@ -119,6 +189,18 @@ class DnsNote(unittest.TestCase):
             r = self.nsbox("exec", sid, "--", "getent", "hosts", "c.example")
             self.assertEqual(r.returncode, 2)
             self.assertEqual(self.names_in(r.stderr), ["c.example"])
+        finally:
+            self.nsbox("rm", sid)
+
+    def test_exec_of_a_fast_lookup_keeps_its_name(self):
+        # the names before an exec are dropped before its command starts: a command that asks
+        # at once never has its own name dropped with them (a race: each round may show it)
+        sid = self.nsbox("create", check=True).stdout.decode().strip()
+        try:
+            for i in range(8):
+                r = self.nsbox("exec", sid, "--", "getent", "hosts", "fast%d.example" % i)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertEqual(self.names_in(r.stderr), ["fast%d.example" % i])
         finally:
             self.nsbox("rm", sid)
 

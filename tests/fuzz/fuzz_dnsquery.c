@@ -1,7 +1,7 @@
 /* Fuzz the stub resolver's reading of a query (policy/dnsquery.c), which init runs on every
  * packet a sandbox process sends to 127.0.0.1:53: any bytes. Besides crashes (ASan), what init
- * relies on: a name that parsed is one the reader's check passes, within its bounds, its answer
- * no longer than the query nor NSBOX_DNSQUERY_REPLY_MAX, and the table it goes into keeps at most
+ * relies on: every query answered, no longer than itself nor NSBOX_DNSQUERY_REPLY_MAX, a name
+ * kept is one the reader's check passes, and the table it goes into keeps at most
  * NSBOX_DNSQUERY_NAMES names that all pass the check. */
 #include "dnsquery.h"
 
@@ -20,11 +20,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(pkt, data, size);
     struct nsbox_dnsquery q;
-    if (nsbox_dnsquery_parse(pkt, size, &q) == 0) {
-        uint8_t out[NSBOX_DNSQUERY_REPLY_MAX];
-        size_t n = nsbox_dnsquery_refused(pkt, &q, out);
-        if (!nsbox_dnsquery_name_valid(q.name) || n > size || n > sizeof out || n < 17 ||
-            (out[3] & 0x0f) != 5 || !(out[2] & 0x80))
+    uint8_t out[NSBOX_DNSQUERY_REPLY_MAX];
+    size_t n = nsbox_dnsquery_answer(pkt, size, &q, out);
+    /* every query answered (a header without QR), never longer than it */
+    if (n > size || n > sizeof out || (n == 0) != (size < 12 || (pkt[2] & 0x80)) ||
+        (n && (!(out[2] & 0x80) || (n > 12) != (q.question_end != 0))))
+        abort();
+    if (q.name[0]) {
+        if (!nsbox_dnsquery_name_valid(q.name) || n < 17 || (out[3] & 0x0f) != 5)
             abort();
         nsbox_dnsquery_table_add(&table, q.name);
         if (table.n > NSBOX_DNSQUERY_NAMES)
