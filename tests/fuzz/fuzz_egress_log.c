@@ -75,12 +75,24 @@ static void check_writer(const uint8_t *data, size_t size)
     free(s);
 }
 
+/* At the fuzzer's exit: nothing of a run is left in /tmp. */
+static void remove_dir(void)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", dir, NSBOX_EGRESS_LOG_OLDER);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/%s", dir, NSBOX_EGRESS_LOG_FILE);
+    unlink(path);
+    rmdir(dir);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static bool made;
     if (!made) {
         CHECK(mkdtemp(dir));
         made = true;
+        atexit(remove_dir);
     }
     if (size == 0)
         return 0;
