@@ -493,6 +493,24 @@ static void init_signals(sigset_t *set)
     sigaddset(set, SIGCHLD);
 }
 
+/* The children that ended reaped; the workload's end is init's, with its status (when pid 1
+ * exits the kernel kills everything left in the namespace). */
+static void reap_ended(pid_t workload)
+{
+    int status;
+    pid_t p;
+    while ((p = waitpid(-1, &status, WNOHANG)) > 0)
+        if (p == workload)
+            _exit(nsbox_exit_code(status));
+}
+
+/* A signal init received, passed on to the workload's group (SIGCHLD is init's own). */
+static void relay_to_workload(pid_t workload, int sig)
+{
+    if (sig > 0 && sig != SIGCHLD && kill(-workload, sig) < 0)
+        kill(workload, sig); /* not yet a group leader: it is still before setsid */
+}
+
 __attribute__((noreturn)) static void init_reap(pid_t workload)
 {
     /* The parent's signal mask is inherited: SIGCHLD and the relayed signals are blocked, so
@@ -500,18 +518,9 @@ __attribute__((noreturn)) static void init_reap(pid_t workload)
     sigset_t set;
     init_signals(&set);
     for (;;) {
-        int status;
-        pid_t p;
-        while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
-            if (p != workload)
-                continue;
-            /* When pid 1 exits the kernel kills everything left in the namespace. */
-            _exit(nsbox_exit_code(status));
-        }
+        reap_ended(workload);
         siginfo_t si;
-        int sig = sigwaitinfo(&set, &si);
-        if (sig > 0 && sig != SIGCHLD && kill(-workload, sig) < 0)
-            kill(workload, sig); /* not yet a group leader: it is still before setsid */
+        relay_to_workload(workload, sigwaitinfo(&set, &si));
     }
 }
 
@@ -527,22 +536,15 @@ static void init_reap_answering(pid_t workload, int dns_fd, struct nsbox_dnsquer
         return;
     }
     for (;;) {
-        int status;
-        pid_t p;
-        while ((p = waitpid(-1, &status, WNOHANG)) > 0)
-            if (p == workload)
-                _exit(nsbox_exit_code(status));
+        reap_ended(workload);
         struct pollfd pf[2] = {{sfd, POLLIN, 0}, {dns_fd, POLLIN, 0}};
         if (poll(pf, 2, -1) < 0)
             continue;
         if (pf[1].revents & POLLIN)
             nsbox_dnsstub_serve(dns_fd, t);
         struct signalfd_siginfo si;
-        while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-            int sig = (int)si.ssi_signo;
-            if (sig != SIGCHLD && kill(-workload, sig) < 0)
-                kill(workload, sig); /* not yet a group leader: it is still before setsid */
-        }
+        while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+            relay_to_workload(workload, (int)si.ssi_signo);
     }
 }
 
