@@ -386,6 +386,14 @@ static int text_network(struct nsbox_spec *s, const char *v, struct nsbox_err *e
         s->n_hosts = 0;
         return 0;
     }
+    /* docker's and podman's network modes: the nearest of nsbox's, not only the syntax */
+    if (!strcmp(v, "host") || !strcmp(v, "bridge") || !strcmp(v, "default") ||
+        !strcmp(v, "slirp4netns") || !strcmp(v, "pasta"))
+        return invalid(e,
+                       "'%s' is docker's or podman's mode; here all (a veth pair with "
+                       "masquerade: the internet, never the host itself), none (loopback only) "
+                       "or allow=HOST[,HOST...] (those hosts only; docs/network.md)",
+                       v);
     if (strncmp(v, "allow=", 6) != 0)
         return invalid(e, "must be none, all or allow=HOST[,HOST...]");
     s->n_hosts = 0;

@@ -591,6 +591,11 @@ static void test_set_options(void **state)
                       "empty item");
     assert_fails_with(nsbox_spec_set(s, "network", "allow", &e), &e, NSBOX_E_INVALID,
                       "must be none, all or allow=HOST");
+    /* docker's modes get the nearest of nsbox's, not only the syntax */
+    assert_fails_with(nsbox_spec_set(s, "network", "host", &e), &e, NSBOX_E_INVALID,
+                      "spec: option 'network': 'host' is docker's or podman's mode; here all");
+    assert_fails_with(nsbox_spec_set(s, "network", "bridge", &e), &e, NSBOX_E_INVALID,
+                      "masquerade: the internet, never the host itself), none (loopback only)");
     assert_fails_with(nsbox_spec_set(s, "network", "allow=https://a.com", &e), &e,
                       NSBOX_E_INVALID, "spec: option 'network': host 'https://a.com': has a scheme");
     assert_int_equal(s->net, NSBOX_NET_ALL);
