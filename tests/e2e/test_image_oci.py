@@ -395,6 +395,28 @@ class OciImages(unittest.TestCase):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"not in the store", r.stderr)
 
+    def test_a_missing_tag_names_the_stored_ones_of_its_repository(self):
+        # a CI job (or a machine offline) that imported agent:1.4 and runs --image agent
+        # (latest): the registry's error alone does not say the image is there under 1.4
+        self.nsbox("image", "import", "-q", "--name", "127.0.0.1:1/t/agent:1.4", self.layout,
+                   check=True)
+        self.nsbox("image", "tag", "127.0.0.1:1/t/agent:1.4", "127.0.0.1:1/t/agent:2",
+                   check=True)
+        self.nsbox("image", "tag", "127.0.0.1:1/t/agent:1.4", "127.0.0.1:1/t/agent-b:1",
+                   check=True)
+        stored = b"; the store has 127.0.0.1:1/t/agent:1.4, 127.0.0.1:1/t/agent:2"
+        nothing = {"NSBOX_SKOPEO": os.path.join(self.src, "no-skopeo")}
+        for args, env in ((["--image", "127.0.0.1:1/t/agent"], nothing),
+                          (["--image", "127.0.0.1:1/t/agent:3", "--pull", "never"], None)):
+            r = self.nsbox("run", *args, "--", "true", env=env)
+            self.assertEqual(r.returncode, 125, r.stderr)
+            self.assertTrue(r.stderr.rstrip().endswith(stored), r.stderr)
+            self.assertNotIn(b"agent-b", r.stderr)
+        # another repository, whose name only begins alike, is not offered
+        r = self.nsbox("run", "--image", "127.0.0.1:1/t/age", "--", "true", env=nothing)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertNotIn(b"the store has", r.stderr)
+
     def test_pull_of_a_bare_word_says_what_to_write(self):
         # `--image python` looks for the stored image "python", never docker.io/library/python:
         # a pull of the bare word would store what no --image finds; refused before skopeo
