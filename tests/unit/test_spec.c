@@ -84,8 +84,22 @@ static void test_json_unknown_key(void **state)
     struct nsbox_spec *s = *state;
     struct nsbox_err e;
     assert_fails_with(load(s, "{\"ttl_seconds\": 5, \"foo\": 1}", &e), &e, NSBOX_E_INVALID, "");
-    assert_string_equal(e.msg, "spec: unknown key 'foo'");
+    /* nothing close: every key a spec takes (limits is output only) */
+    assert_string_equal(e.msg, "spec: unknown key 'foo' (a spec's keys: instance_type, "
+                               "idle_timeout_seconds, ttl_seconds, region, network, egress, "
+                               "image, pull, setup_script, setup_script_timeout_seconds, "
+                               "workspace, env, supports_background_processes, "
+                               "header_bindings; docs/spec.md)");
     assert_int_equal(s->ttl_seconds, 86400);
+    /* a key's first word is that key, the first in the table of several */
+    assert_fails_with(load(s, "{\"ttl\": 30}", &e), &e, NSBOX_E_INVALID, "");
+    assert_string_equal(e.msg, "spec: unknown key 'ttl' (did you mean 'ttl_seconds'?)");
+    assert_fails_with(load(s, "{\"instance\": \"small\"}", &e), &e, NSBOX_E_INVALID,
+                      "(did you mean 'instance_type'?)");
+    assert_fails_with(load(s, "{\"setup\": \"true\"}", &e), &e, NSBOX_E_INVALID,
+                      "(did you mean 'setup_script'?)");
+    assert_fails_with(load(s, "{\"timeout\": 30}", &e), &e, NSBOX_E_INVALID,
+                      "spec: unknown key 'timeout' (a spec's keys: instance_type, ");
     /* Keys are case-sensitive, as in the Python client. */
     assert_fails_with(load(s, "{\"TTL_seconds\": 5}", &e), &e, NSBOX_E_INVALID,
                       "unknown key 'TTL_seconds'");
@@ -614,7 +628,7 @@ static void test_set_options(void **state)
                           "spec: option 'ttl_seconds': must be an integer between 1 and 31536000");
     assert_int_equal(s->ttl_seconds, 7200);
     assert_fails_with(nsbox_spec_set(s, "ttl", "5", &e), &e, NSBOX_E_INVALID,
-                      "spec: unknown option 'ttl'");
+                      "spec: unknown option 'ttl' (did you mean 'ttl_seconds'?)");
     assert_fails_with(nsbox_spec_set(s, "regoin", "nl-north-1", &e), &e, NSBOX_E_INVALID,
                       "spec: unknown option 'regoin' (did you mean 'region'?)");
     assert_fails_with(nsbox_spec_set(s, "limits", "x", &e), &e, NSBOX_E_INVALID, "output only");
