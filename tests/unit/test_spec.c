@@ -94,12 +94,13 @@ static void test_json_unknown_key(void **state)
     /* a key's first word is that key, the first in the table of several */
     assert_fails_with(load(s, "{\"ttl\": 30}", &e), &e, NSBOX_E_INVALID, "");
     assert_string_equal(e.msg, "spec: unknown key 'ttl' (did you mean 'ttl_seconds'?)");
-    assert_fails_with(load(s, "{\"instance\": \"small\"}", &e), &e, NSBOX_E_INVALID,
-                      "(did you mean 'instance_type'?)");
-    assert_fails_with(load(s, "{\"setup\": \"true\"}", &e), &e, NSBOX_E_INVALID,
-                      "(did you mean 'setup_script'?)");
-    assert_fails_with(load(s, "{\"timeout\": 30}", &e), &e, NSBOX_E_INVALID,
-                      "spec: unknown key 'timeout' (a spec's keys: instance_type, ");
+    static const char *const first_word[][2] = {
+        {"{\"instance\": \"small\"}", "(did you mean 'instance_type'?)"},
+        {"{\"setup\": \"true\"}", "(did you mean 'setup_script'?)"},
+        {"{\"timeout\": 30}", "spec: unknown key 'timeout' (a spec's keys: instance_type, "},
+    };
+    for (size_t i = 0; i < sizeof first_word / sizeof first_word[0]; i++)
+        assert_fails_with(load(s, first_word[i][0], &e), &e, NSBOX_E_INVALID, first_word[i][1]);
     /* Keys are case-sensitive, as in the Python client. */
     assert_fails_with(load(s, "{\"TTL_seconds\": 5}", &e), &e, NSBOX_E_INVALID,
                       "unknown key 'TTL_seconds'");
