@@ -277,8 +277,8 @@ class InfoTest(Shape, unittest.TestCase):
         report = self.assert_report(proc)
         cg = by_name(report)["cgroups"]
         self.assertFalse(cg["ok"], cg)
-        self.assertIn("is not writable by uid 0: the cgroup filesystem is read-only here, as in "
-                      "a container started without --privileged", cg["fix"])
+        self.assertIn(": the cgroup filesystem is read-only here, as in a container started "
+                      "without --privileged", cg["fix"])
         self.assertIn("or in a container started with --privileged --cgroupns=host", cg["fix"])
         self.assertNotIn("run nsbox as root", cg["fix"])
         self.assertNotIn("nsbox-0", cg["fix"])
