@@ -4,8 +4,8 @@
 #   install-deps.sh             what building, using and testing nsbox needs (test.sh, CI)
 #   install-deps.sh --no-tests  what building, installing and using it needs: the list's part
 #                               above its "# -- tests" line (quickstart.sh). The rest (docker.io,
-#                               podman, qemu, clang, ...) is large, and docker.io conflicts
-#                               with a Docker installed from Docker's own packages.
+#                               podman, qemu, clang, ...) is large, and docker.io cannot be
+#                               installed beside Docker's own packages (containerd.io).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 case "${1-}" in

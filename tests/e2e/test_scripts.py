@@ -45,8 +45,8 @@ class NothingInstalled(unittest.TestCase):
         return set(line[0].split(":", 2)[2].split(";")[0].split())
 
     def test_quickstart_asks_only_for_what_nsbox_needs(self):
-        # docker.io conflicts with the Docker a CI runner has from Docker's packages, and the
-        # test packages are hundreds of MB a user of nsbox never runs
+        # docker.io cannot be installed beside the Docker a CI runner has from Docker's own
+        # packages (containerd.io), and the test packages are hundreds of MB a user never runs
         got = self.missing(self.script("quickstart.sh"))
         for p in NEEDED:
             self.assertIn(p, got)
