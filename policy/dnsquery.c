@@ -1,4 +1,4 @@
-/* The stub resolver's reading of a query, its REFUSED answer and the table of names asked
+/* The stub resolver's reading of a query, its NXDOMAIN answer and the table of names asked
  * (dnsquery.h). */
 #include "dnsquery.h"
 
@@ -8,6 +8,7 @@
 #define OPCODE_MASK 0x7800u
 #define FLAG_RD 0x0100u
 #define RCODE_FORMERR 1u
+#define RCODE_NXDOMAIN 3u
 #define RCODE_REFUSED 5u
 
 static unsigned be16(const uint8_t *p)
@@ -74,7 +75,11 @@ size_t nsbox_dnsquery_answer(const uint8_t *pkt, size_t len, struct nsbox_dnsque
     if (plain_query(pkt)) {
         size_t end = question(pkt, len, q->name);
         if (end) {
+            /* no such name here rather than REFUSED: musl ignores an answer of any code but
+             * NOERROR and NXDOMAIN and waits its whole timeout (5 s) for another, and the name
+             * cannot resolve in this sandbox however often it is asked */
             n = q->question_end = end;
+            rcode = RCODE_NXDOMAIN;
         } else {
             q->name[0] = '\0'; /* what was read of it before it failed */
             rcode = RCODE_FORMERR;

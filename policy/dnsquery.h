@@ -1,5 +1,5 @@
 /* A DNS query as the sandbox's own stub resolver reads it (network none and allow: nothing
- * answers names there, and init answers every query at once with REFUSED, keeping the first few
+ * answers names there, and init answers every query at once (NXDOMAIN), keeping the first few
  * names asked so that nsbox can say why they did not resolve; docs/network.md). Every packet is
  * a sandbox process's, so hostile: only the header and the question's name are read, strictly
  * (one question, a standard query, no compression pointer, every length within the packet; a
@@ -26,9 +26,10 @@ struct nsbox_dnsquery {
 
 /* The answer to any packet sent to the stub, into out (at least NSBOX_DNSQUERY_REPLY_MAX bytes):
  * its length, never more than len, 0 for a packet not to answer (shorter than a header, or
- * itself an answer). REFUSED with the question echoed when it was read; the header alone when
- * not, FORMERR for a question that does not parse. q->name: the name to keep, or "" (a question
- * not read, the root, a character no host name has). */
+ * itself an answer). NXDOMAIN with the question echoed when it was read; the header alone when
+ * not: FORMERR for a question that does not parse, REFUSED for another opcode or record counts.
+ * q->name: the name to keep, or "" (a question not read, the root, a character no host name
+ * has). */
 size_t nsbox_dnsquery_answer(const uint8_t *pkt, size_t len, struct nsbox_dnsquery *q,
                              uint8_t *out);
 /* Is s a name the parser could have given (what a reader checks of the shared table)? */

@@ -1,8 +1,8 @@
 /* The stub resolver a sandbox's init runs in network none and allow (docs/network.md, "Names
  * that do not resolve"): UDP 127.0.0.1:53 in the sandbox's network namespace, where glibc and
  * musl send a query when resolv.conf names no other server. Every query that parses
- * (policy/dnsquery.h) is answered at once with REFUSED, so resolvers fail as fast and with the
- * same errors as with nothing there; the first names go to a table in memory the launcher shares
+ * (policy/dnsquery.h) is answered at once (NXDOMAIN), so that glibc's and musl's resolvers alike
+ * fail without waiting for a timeout; the first names go to a table in memory the launcher shares
  * (net.c), which says after the command why they did not resolve. Run by init, in the sandbox's
  * cgroup: a flood of packets costs the sandbox its own CPU, and init's loop is never blocked
  * (a bounded batch per wake-up, no wait to send). */

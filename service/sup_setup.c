@@ -189,8 +189,8 @@ int nsbox_sup_setup_run_script(struct sup *S, struct nsbox_err *e)
                              (unsigned long long)S->spec->setup_script_timeout_seconds, said,
                              text);
     /* A first setup script installs packages (pip, npm, apt), in a sandbox whose default
-     * network is none: what it said of that was a resolver's "Temporary failure in name
-     * resolution", which names neither nsbox nor the option. Said as a fact, not a cause. */
+     * network is none: what it said of that was a resolver's "Name or service not known"
+     * after pip's retries, which names neither nsbox nor the option. Said as a fact, not a cause. */
     bool offline = S->spec->net == NSBOX_NET_NONE && S->spec->n_egress == 0;
     return nsbox_err_set(e, NSBOX_E_EXEC, 0, "setup script failed (exit code %d%s)%s%s", status,
                          offline ? "; the sandbox has network none: what a script downloads "
