@@ -50,7 +50,7 @@ static const char overview[] =
     "  gc [-v]                         remove what crashed sandboxes left behind\n"
     "  pool fill [--size N] [OPTIONS] | drain | ls [--json]\n"
     "                                  sandboxes made ahead for nsbox run (docs/pool.md)\n"
-    "  version\n"
+    "  version                         (also --version, -v)\n"
     "\n"
     "run and create OPTIONS (--spec first, then the others in order, later ones winning):\n"
     "  --instance-type small|medium|large   --region R    --spec FILE.json|-   -e K=V\n"

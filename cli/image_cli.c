@@ -89,11 +89,15 @@ static int cmd_ls(int argc, char **argv)
         return nsbox_say_fail(&e);
     if (json)
         return print_json(v, n);
-    int wname = 24; /* an OCI image's reference is often longer: it shifts its own row only */
+    /* as wide as the longest name, an OCI image's references included (a registry's
+     * host:port and path make them long), so that every row's columns line up */
+    int wname = 24;
     for (size_t i = 0; i < n; i++) {
         int ln = (int)strlen(v[i].name);
         wname = ln > wname && strcmp(v[i].kind, "oci") ? ln : wname;
     }
+    int wref = nsbox_cli_image_oci_ref_width();
+    wname = wref > wname ? wref : wname;
     /* DIGEST, SIZE and IN-USE are an OCI image's (docker's columns); "-" for the others */
     printf("%-*s  %-6s  %-19s  %-8s  %-20s  %-3s  %s\n", wname, "NAME", "KIND", "DIGEST", "SIZE",
            "CREATED", "USE", "PATH");

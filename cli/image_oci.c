@@ -219,6 +219,21 @@ int nsbox_cli_image_oci_rm(const char *arg, bool force)
 }
 
 /* The rows `image ls` prints for one stored OCI image: one per reference (the id when none). */
+int nsbox_cli_image_oci_ref_width(void)
+{
+    struct nsbox_oci_ref *v = NULL;
+    size_t n = 0;
+    struct nsbox_err e;
+    int w = 0;
+    if (nsbox_oci_store_refs(&v, &n, &e) == 0)
+        for (size_t i = 0; i < n; i++) {
+            int len = (int)strlen(v[i].ref);
+            w = len > w ? len : w;
+        }
+    free(v);
+    return w;
+}
+
 void nsbox_cli_image_oci_ls_row(const char *name, const char *created, const char *path,
                                 int wname, void *json_array)
 {
@@ -254,10 +269,18 @@ void nsbox_cli_image_oci_ls_row(const char *name, const char *created, const cha
             cJSON_AddBoolToObject(o, "in_use", used);
             cJSON_AddStringToObject(o, "path", path);
         } else {
-            char sz[32];
+            char sz[32], when[40];
             snprintf(sz, sizeof sz, "%.1fM", (double)size / 1e6);
+            /* to the second, as the other rows: docker's configs say nanoseconds */
+            const char *frac = strchr(created, '.');
+            size_t digits = frac ? strspn(frac + 1, "0123456789") : 0;
+            if (digits && (size_t)(frac - created) < sizeof when)
+                snprintf(when, sizeof when, "%.*s%s", (int)(frac - created), created,
+                         frac + 1 + digits);
+            else
+                snprintf(when, sizeof when, "%s", created);
             printf("%-*s  %-6s  %-19.19s  %-8s  %-20s  %-3s  %s\n", wname, label, "oci",
-                   digest[0] ? digest : name, sz, created, used ? "yes" : "no", path);
+                   digest[0] ? digest : name, sz, when, used ? "yes" : "no", path);
         }
     }
     free(v);

@@ -9,6 +9,8 @@ int nsbox_cli_image_oci(int argc, char **argv);
 /* Is this `image rm` argument an OCI image (a reference, or an oci-<id>)? */
 bool nsbox_cli_image_oci_owns(const char *arg);
 int nsbox_cli_image_oci_rm(const char *arg, bool force);
+/* The length of the longest stored reference (0 for none): ls's NAME column is that wide. */
+int nsbox_cli_image_oci_ref_width(void);
 /* Print (or add to the cJSON array json_array) the ls rows of stored OCI image `name`. */
 void nsbox_cli_image_oci_ls_row(const char *name, const char *created, const char *path,
                                 int wname, void *json_array);

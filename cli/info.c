@@ -277,21 +277,39 @@ static void check_nftables(struct nsbox_check *c)
     }
 }
 
-static void check_netadmin(struct nsbox_check *c)
+/* 1 when this process has capability `cap` in its effective set, 0 when not, -1 when its
+ * capabilities cannot be read (errno). capget directly: libcap's load-time constructor probes
+ * every capability with prctl, a cost every `nsbox run` would pay. */
+static int effective_cap(int cap)
 {
-    /* capget directly: libcap's load-time constructor probes every capability with prctl, a
-     * cost every `nsbox run` would pay. */
     struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct data[2] = {{0}};
-    if (syscall(SYS_capget, &hdr, data) < 0) {
+    if (syscall(SYS_capget, &hdr, data) < 0)
+        return -1;
+    return (data[cap / 32].effective & (1u << (cap % 32))) != 0;
+}
+
+/* Root without the capabilities root has on a host: a container's, started without
+ * --privileged; running "as root" is no fix there. */
+#define INFO_CONTAINER_ROOT_FIX                                                                    \
+    "nsbox is root without CAP_SYS_ADMIN, as in a container started without --privileged: run " \
+    "it on the host, or in a container started with --privileged --cgroupns=host"
+
+static void check_netadmin(struct nsbox_check *c)
+{
+    int has = effective_cap(CAP_NET_ADMIN);
+    if (has < 0) {
         DETAIL(c, "cannot read this process's capabilities (%s)", nsbox_text_errname(errno));
-    } else if (data[CAP_NET_ADMIN / 32].effective & (1u << (CAP_NET_ADMIN % 32))) {
+    } else if (has) {
         c->ok = true;
         DETAIL(c, "effective CAP_NET_ADMIN; network all/allow can set up veth and nftables");
     } else {
         DETAIL(c, "no effective CAP_NET_ADMIN: network all/allow are refused; network none works");
     }
-    if (!c->ok) FIX(c, "run as root (network all/allow need CAP_NET_ADMIN on the host)");
+    if (!c->ok && geteuid() == 0 && effective_cap(CAP_SYS_ADMIN) == 0)
+        FIX(c, "%s (network all/allow need CAP_NET_ADMIN on the host)", INFO_CONTAINER_ROOT_FIX);
+    else if (!c->ok)
+        FIX(c, "run as root (network all/allow need CAP_NET_ADMIN on the host)");
 }
 
 static void check_idmap(struct nsbox_check *c)
@@ -427,7 +445,12 @@ static void check_privileges(struct nsbox_check *c)
     }
     bool initial =
         nsbox_text_read("/proc/self/uid_map", map, sizeof map) < 0 || nsbox_info_uid_map_is_initial(map);
-    if (initial)
+    if (initial && effective_cap(CAP_SYS_ADMIN) == 0)
+        DETAIL(c, "root (uid 0) without CAP_SYS_ADMIN, as in a container started without "
+                  "--privileged: not the host's root, so what root's sandboxes have beyond a "
+                  "user's (cgroup limits, network all/allow, idmapped workspaces) is as the "
+                  "checks above say; sandboxed commands still run as an unprivileged user");
+    else if (initial)
         DETAIL(c, "root (uid 0): cgroup limits, network all/allow and idmapped workspaces are "
                   "available; sandboxed commands still run as an unprivileged user; each "
                   "sandbox has ids 0-%u, a range of host ids of its own from %u (%u slots of "

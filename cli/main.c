@@ -62,6 +62,7 @@ static const struct command {
     {"cp", nsbox_cli_cp, NULL},
     {"version", cmd_version, NULL},
     {"--version", cmd_version, NULL},
+    {"-v", cmd_version, NULL}, /* docker's and podman's -v */
     /* before any CMD --help: "nsbox help --help" asks for the help of a command "--help" */
     {"help", cmd_help, NULL},
     {"--help", cmd_help, NULL},
@@ -127,6 +128,12 @@ int main(int argc, char **argv)
         if ((!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) &&
             nsbox_help_print(cmd, stdout) == 0)
             return 0;
+    /* docker's options before the command (-H, --context, -D, ...) are not its run
+     * options: -c there is a context, not CPU shares */
+    if (!c && cmd[0] == '-')
+        return nsbox_say_usage("unknown option %s before the command: nsbox has no global "
+                               "options, each command takes its own after its name",
+                               NSBOX_SHOW(cmd));
     if (!c) {
         const char *names[NSBOX_ARRAY_LEN(commands)];
         for (size_t k = 0; k < NSBOX_ARRAY_LEN(commands); k++)

@@ -45,6 +45,26 @@ static const struct dockeropt dockeropt_table[] = {
     {{"--read-only", NULL},
      "the root is always read-only; /workspace, /tmp and /dev/shm are the writable places"},
     {{"--init", NULL}, "nsbox's own init is always pid 1 of a sandbox, and reaps orphans"},
+    {{"--entrypoint", NULL},
+     "an image's Entrypoint and Cmd are not run: give the whole command after --, as in "
+     "nsbox run --image REF -- python3 /app/main.py"},
+    {{"--platform", NULL},
+     "a pull takes the image of this machine's architecture from a manifest list; an image "
+     "of another architecture cannot run here"},
+    {{"--tmpfs", NULL},
+     "/tmp (half the instance type's memory) and /dev/shm (a quarter) are always tmpfs; "
+     "the rest of the root is read-only"},
+    {{"--hostname", "--add-host", "--dns", "--dns-search", "--dns-option", NULL},
+     "each sandbox has its own hostname, nsbox-ID, and an /etc/hosts and resolv.conf of "
+     "nsbox's; names outside reach it by the network policy: --network all|allow=HOST[,HOST] "
+     "(docs/network.md)"},
+    {{"--cap-drop", NULL},
+     "a sandbox's commands have no capabilities to drop: appuser, no_new_privs, a seccomp "
+     "filter (docs/security.md)"},
+    {{"--ulimit", NULL},
+     "the instance type's limits bound a sandbox; a command lowers its own rlimits inside: "
+     "-- sh -c 'ulimit -n 1024 && exec CMD'"},
+    {{"--gpus", NULL}, "a sandbox gets no host devices, GPUs included"},
 };
 
 const char *nsbox_dockeropt_hint(const char *option)

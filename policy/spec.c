@@ -386,6 +386,14 @@ static int text_network(struct nsbox_spec *s, const char *v, struct nsbox_err *e
         s->n_hosts = 0;
         return 0;
     }
+    /* docker's and podman's network modes: the nearest of nsbox's, not only the syntax */
+    if (!strcmp(v, "host") || !strcmp(v, "bridge") || !strcmp(v, "default") ||
+        !strcmp(v, "slirp4netns") || !strcmp(v, "pasta"))
+        return invalid(e,
+                       "'%s' is docker's or podman's mode; here all (a veth pair with "
+                       "masquerade: the internet, never the host itself), none (loopback only) "
+                       "or allow=HOST[,HOST...] (those hosts only; docs/network.md)",
+                       v);
     if (strncmp(v, "allow=", 6) != 0)
         return invalid(e, "must be none, all or allow=HOST[,HOST...]");
     s->n_hosts = 0;
@@ -535,14 +543,28 @@ static const struct spec_key *key_find(const char *name)
     return NULL;
 }
 
+/* The key that begins with `name` and then '_' ("ttl": ttl_seconds, "instance":
+ * instance_type), the first in the table; NULL when none does. */
+static const char *key_by_first_word(const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; n >= 3 && i < NSBOX_ARRAY_LEN(keys); i++)
+        if (!strncmp(keys[i].name, name, n) && keys[i].name[n] == '_')
+            return keys[i].name;
+    return NULL;
+}
+
 /* A key (what: "key" in JSON, "option" from a flag) the spec does not have: refused, with the
- * key meant when one is that close, and where sizes come from when it names one. */
+ * key meant when one is that close, where sizes come from when it names one, and else every
+ * key a spec takes (a hosted or docker habit, "timeout", "environment", is no spelling of one). */
 static int unknown_key(struct nsbox_err *e, const char *what, const char *name)
 {
     const char *names[NSBOX_ARRAY_LEN(keys)];
     for (size_t i = 0; i < NSBOX_ARRAY_LEN(keys); i++)
         names[i] = keys[i].name;
     const char *near = name ? nsbox_suggest(name, names, NSBOX_ARRAY_LEN(names)) : NULL;
+    if (!near && name)
+        near = key_by_first_word(name);
     if (near)
         return invalid(e, "spec: unknown %s '%s' (did you mean '%s'?)", what, SHOW(name), near);
     static const char *const sizes[] = {"cpus", "memory", "pids", "disk", "memory_bytes",
@@ -554,7 +576,14 @@ static int unknown_key(struct nsbox_err *e, const char *what, const char *name)
                            "instance_type; other sizes are an instance type of their own in the "
                            "config file (docs/spec.md)",
                            what, name);
-    return invalid(e, "spec: unknown %s '%s'", what, SHOW(name));
+    char list[512];
+    size_t len = 0;
+    for (size_t i = 0; i < NSBOX_ARRAY_LEN(keys) && len < sizeof list; i++)
+        if (keys[i].kind != KEY_LIMITS) /* output only: inspect's, taken back unchanged */
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "",
+                                    keys[i].name);
+    return invalid(e, "spec: unknown %s '%s' (a spec's keys: %s; docs/spec.md)", what,
+                   SHOW(name), list);
 }
 
 static uint64_t *uint_field(struct nsbox_spec *s, const struct spec_key *k)

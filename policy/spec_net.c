@@ -136,6 +136,11 @@ int nsbox_spec_net_parse_host(const char *text, struct nsbox_host *out, struct n
         if (c == '@')
             return invalid(e, "host '%s': has user info ('@'); give only the host name",
                            SHOW(text));
+        /* a space between names: the list was written as a shell's words, not ours */
+        if (c == ' ' && i > 0 && i + 1 < len && text[i + 1] != ' ')
+            return invalid(e, "host '%s': contains a space; hosts are separated by commas "
+                           "(allow=a.example,b.example)",
+                           SHOW(text));
         if (c <= 0x20 || c == 0x7f)
             return invalid(e, "host '%s': contains whitespace or control characters",
                            SHOW(text));

@@ -307,6 +307,33 @@ int nsbox_oci_store_prune(unsigned *removed, unsigned *layers, struct nsbox_err 
 
 /* ---- what a sandbox needs ----------------------------------------------------------------- */
 
+/* A reference the store lacks, where it has the same repository under another tag (a tag left
+ * off means latest): those, at the end of e's message, so that an offline run or a CI job
+ * that pulls nothing sees the image it probably meant rather than only a registry's error. */
+static void store_say_other_tags(const char *image, struct nsbox_err *e)
+{
+    struct nsbox_ociref r;
+    struct nsbox_err ignored;
+    char repo[2 * NSBOX_OCIREF_MAX + 2];
+    if (nsbox_ociref_parse(image, &r, &ignored) < 0)
+        return;
+    snprintf(repo, sizeof repo, "%s/%s", r.domain, r.path);
+    size_t rl = strlen(repo), shown = 0;
+    struct nsbox_oci_ref *v = NULL;
+    size_t n = 0;
+    if (nsbox_oci_store_refs(&v, &n, &ignored) < 0)
+        return;
+    for (size_t i = 0; i < n && shown < 3; i++) {
+        if (strncmp(v[i].ref, repo, rl) != 0 || (v[i].ref[rl] != ':' && v[i].ref[rl] != '@'))
+            continue;
+        size_t l = strlen(e->msg);
+        snprintf(e->msg + l, sizeof e->msg - l, "%s%s", shown ? ", " : "; the store has ",
+                 v[i].ref);
+        shown++;
+    }
+    free(v);
+}
+
 int nsbox_oci_store_resolve(const char *image, enum nsbox_pull pull, char *name, size_t n,
                             struct nsbox_err *e)
 {
@@ -331,14 +358,20 @@ int nsbox_oci_store_resolve(const char *image, enum nsbox_pull pull, char *name,
         return -1;
     if (is_id)
         return -1;
-    if (pull == NSBOX_PULL_NEVER)
-        return nsbox_err_wrap(e, "%s=never", said);
+    if (pull == NSBOX_PULL_NEVER) {
+        nsbox_err_wrap(e, "%s=never", said);
+        store_say_other_tags(image, e);
+        return -1;
+    }
     /* a pull can take minutes before the sandbox starts: said where a note is wanted */
     nsbox_image_note(true, "pulling %s (%s)", image,
                      pull == NSBOX_PULL_ALWAYS ? "pull=always" : "not in the store");
     struct nsbox_oci_imported im;
-    if (nsbox_oci_pull(image, false, true, &im, e) < 0)
+    if (nsbox_oci_pull(image, false, true, &im, e) < 0) {
+        if (pull != NSBOX_PULL_ALWAYS)
+            store_say_other_tags(image, e);
         return -1;
+    }
     snprintf(name, n, "%s", im.name);
     return 0;
 }

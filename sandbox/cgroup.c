@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #ifndef CGROUP2_SUPER_MAGIC
@@ -46,6 +47,27 @@ static const char *fix_v1_delegate(void)
              "NSBOX_CGROUP_PARENT=/nsbox-%u",
              u, u, u, u);
     return fix;
+}
+
+/* Root on a read-only cgroup filesystem is in a container started without privileges (Docker's
+ * and Podman's mount it so; a GitLab docker executor's job): giving a cgroup to a user, or
+ * running as root, is no fix there. */
+#define FIX_ROOT_READONLY                                                                          \
+    "the cgroup filesystem is read-only here, as in a container started without --privileged "   \
+    "(Docker, Podman; a GitLab docker executor's job without privileged = true in the runner's " \
+    "config.toml): run nsbox on the host, or in a container started with --privileged "          \
+    "--cgroupns=host (README.md's CI container)"
+
+/* Root on a read-only cgroup filesystem: FIX_ROOT_READONLY is its fix, not a delegation. */
+static bool root_readonly(const char *path)
+{
+    struct statvfs st;
+    return nsbox_cgio_sys->geteuid() == 0 && statvfs(path, &st) == 0 && (st.f_flag & ST_RDONLY);
+}
+
+static const char *fix_v2(const char *path)
+{
+    return root_readonly(path) ? FIX_ROOT_READONLY : FIX_V2_DELEGATE;
 }
 
 /* access(W_OK) answers both questions at once: 1 writable, 0 exists but not writable,
@@ -114,7 +136,7 @@ static int use_root_parent(const char *mount, const char *own, struct nsbox_cgro
 {
     struct nsbox_cgroup_support *sup = &L.sup;
     char ctl[512], missing[64], p[PATH_MAX];
-    if (nsbox_cgio_sys->geteuid() != 0 ||
+    if (nsbox_cgio_sys->geteuid() != 0 || root_readonly(mount) ||
         nsbox_cgio_read_small(-1, mount, "cgroup.controllers", ctl, sizeof ctl) < 0 ||
         nsbox_cg_missing(ctl, v2_needed, NSBOX_ARRAY_LEN(v2_needed), missing, sizeof missing) ||
         nsbox_cg_join(h->cfg, sizeof h->cfg, mount, NSBOX_CGROUP_V2_ROOT_PARENT, NULL) < 0)
@@ -183,8 +205,8 @@ static int discover_v2(const char *mount, bool unified, const struct nsbox_cg_se
             return 1;
         snprintf(v2why, whyn,
                  "cgroup v2 controllers %s are not delegated to %s (its parent does not enable "
-                 "them in cgroup.subtree_control): " FIX_V2_DELEGATE,
-                 missing, rel);
+                 "them in cgroup.subtree_control): %s",
+                 missing, rel, fix_v2(parent));
         return 0;
     }
 
@@ -207,7 +229,8 @@ static int discover_v2(const char *mount, bool unified, const struct nsbox_cg_se
     }
     sup->writable = w == 1;
     if (!sup->writable) {
-        WHY("cgroup %s is not writable by uid %u: " FIX_V2_DELEGATE, rel, (unsigned)geteuid());
+        WHY("cgroup %s is not writable by uid %u: %s", rel, (unsigned)geteuid(),
+            fix_v2(parent));
         sup->freezer = false;
         return 1;
     }
@@ -312,7 +335,7 @@ static int discover_v1(const struct nsbox_cg_self *self, const char *cfg_env, ch
         }
         if (w == 0) {
             WHY("cgroup %s is not writable by uid %u: %s", parent, (unsigned)geteuid(),
-                fix_v1_delegate());
+                root_readonly(parent) ? FIX_ROOT_READONLY : fix_v1_delegate());
             sup->writable = false;
             return 1;
         }

@@ -1,9 +1,22 @@
 #!/bin/sh
 # Install every Debian package nsbox needs (scripts/packages.txt). Idempotent: when everything
 # is installed already it does nothing and needs no network.
+#   install-deps.sh             what building, using and testing nsbox needs (test.sh, CI)
+#   install-deps.sh --no-tests  what building, installing and using it needs: the list's part
+#                               above its "# -- tests" line (quickstart.sh). The rest (docker.io,
+#                               podman, qemu, clang, ...) is large, and docker.io cannot be
+#                               installed beside Docker's own packages (containerd.io).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-pkgs=$(grep -v '^#' "$here/packages.txt" | grep -v '^$' | tr '\n' ' ')
+case "${1-}" in
+"") list=$(cat "$here/packages.txt") ;;
+--no-tests) list=$(sed '/^# -- tests/,$d' "$here/packages.txt") ;;
+*)
+    echo "install-deps: unknown argument '$1' (usage: install-deps.sh [--no-tests])" >&2
+    exit 2
+    ;;
+esac
+pkgs=$(printf '%s\n' "$list" | grep -v '^#' | grep -v '^$' | tr '\n' ' ')
 missing=""
 for p in $pkgs; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

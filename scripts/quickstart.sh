@@ -4,7 +4,7 @@
 # network is blocked.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/scripts/install-deps.sh"
+"$root/scripts/install-deps.sh" --no-tests
 "$root/scripts/build.sh"
 cmake --install "$root/build" >/dev/null
 echo "nsbox installed as $(command -v nsbox)"

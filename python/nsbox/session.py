@@ -71,6 +71,17 @@ def _command_fields(command):
     return {"argv": argv}
 
 
+PYTHON_STDIN = ["python3", "-"]  # run_code's command: the program is its stdin
+
+
+def _python_source(code):
+    """run_code's code, checked: a str or bytes-like (any other type would reach execute() as a
+    stdin of another meaning, such as a file object)."""
+    if not isinstance(code, (str, bytes, bytearray, memoryview)):
+        raise TypeError("code must be str or bytes, not %s" % type(code).__name__)
+    return code
+
+
 def _cwd(cwd):
     if cwd is None:
         return None
@@ -539,6 +550,16 @@ class Session:
         """
         return self._exec_job(command, timeout, cwd, env, stdin, text, max_output).run()
 
+    def run_code(self, code, timeout=None, cwd=None, env=None, *, text=True,
+                 max_output=DEFAULT_MAX_OUTPUT):
+        """Run Python source `code` (str or bytes) with the sandbox's python3 and wait: as
+        execute(), whose result and errors it gives. The source goes on the command's stdin
+        (`python3 -`), so that it needs no quoting for a shell and has no size limit, where
+        `python3 -c` is one argument of at most 128 KiB; the program's own stdin is then at
+        its end, and its tracebacks name "<stdin>"."""
+        return self.execute(PYTHON_STDIN, timeout, cwd, env, _python_source(code), text=text,
+                            max_output=max_output)
+
     def start_process(self, command, cwd=None, env=None, timeout=None):
         """Start `command` in the background; its output goes to a bounded log. A Process.
         timeout: seconds from now (sleep included) after which its whole tree is killed; it
@@ -854,6 +875,13 @@ class AsyncSession:
             raise
 
     execute.__doc__ = Session.execute.__doc__
+
+    async def run_code(self, code, timeout=None, cwd=None, env=None, *, text=True,
+                       max_output=DEFAULT_MAX_OUTPUT):
+        return await self.execute(PYTHON_STDIN, timeout, cwd, env, _python_source(code),
+                                  text=text, max_output=max_output)
+
+    run_code.__doc__ = Session.run_code.__doc__
 
     async def start_process(self, command, cwd=None, env=None, timeout=None):
         return AsyncProcess(await run_blocking(self.sync.start_process, command, cwd, env,

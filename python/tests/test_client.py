@@ -230,6 +230,34 @@ class Execute(ClientTest):
         self.sb.write_file("long.sh", "echo " + "a" * 140000)
         self.assertEqual(len(self.sb.execute(["sh", "long.sh"]).stdout), 140001)
 
+    def test_run_code_runs_python_source_as_given(self):
+        # an agent's code: quotes of both kinds, a backslash, a $ a shell would expand, and
+        # more than the 128 KiB a `python3 -c` argument may hold
+        code = ("import sys\n"
+                "x = \"it's $HOME \\\\n\"\n"
+                "print(x, sys.stdin.read() == '')\n"
+                "# " + "a" * 140000 + "\n")
+        r = self.sb.run_code(code, timeout=30)
+        self.assertIsInstance(r, nsbox.SandboxExecutionResult)
+        self.assertEqual((r.exit_code, r.stdout, r.stderr), (0, "it's $HOME \\n True\n", ""))
+        self.sb.mkdir("sub")
+        r = self.sb.run_code(b"import os\nprint(os.getcwd(), os.environ['K'])", cwd="sub",
+                             env={"K": "v"})
+        self.assertEqual(r.stdout, "/workspace/sub v\n", r)
+        r = self.sb.run_code("print('out')\nraise SystemExit(3)", text=False)
+        self.assertEqual((r.exit_code, r.stdout), (3, b"out\n"))
+        r = self.sb.run_code("1/0")
+        self.assertEqual(r.exit_code, 1)
+        self.assertIn('File "<stdin>", line 1', r.stderr)
+        self.assertIn("ZeroDivisionError", r.stderr)
+        with self.assertRaises(nsbox.ExecTimeout) as cm:
+            self.sb.run_code("import time\nprint('started', flush=True)\ntime.sleep(30)",
+                             timeout=1)
+        self.assertEqual(cm.exception.result.exit_code, 124)
+        self.assertEqual(cm.exception.result.stdout, "started\n")
+        with self.assertRaises(TypeError):
+            self.sb.run_code(io.BytesIO(b"print(1)"))
+
     def test_bytes_on_request_and_invalid_utf8(self):
         cmd = "printf 'a\\377b'"
         self.assertEqual(self.sb.execute(cmd, text=False).stdout, b"a\xffb")
@@ -291,6 +319,13 @@ class AsyncExecute(AsyncClientTest):
             self.assertEqual(str(cm.exception), "sandbox %s was deleted because its supervisor "
                              "ended without removing it (killed or crashed)" % sb.id)
         self.assertEqual(self.dirs.live_sandboxes(), [])
+
+    async def test_async_run_code(self):
+        async with self.box().session() as sb:
+            r = await sb.run_code("print(6 * 7)", timeout=30)
+            self.assertEqual((r.exit_code, r.stdout), (0, "42\n"))
+            with self.assertRaises(TypeError):
+                await sb.run_code(["print(1)"])
 
     async def test_async_execute_concurrent_and_cancel(self):
         async with self.box().session() as sb:

@@ -89,6 +89,31 @@ class OciImages(unittest.TestCase):
             # a regular file at the top level is there, read-only
             self.assertEqual(lines[8:], ["at", "the", "top", "read-only"])
 
+    def test_ls_table_lines_up(self):
+        # docker's config says nanoseconds and a registry's reference is long: the table shows
+        # the second, and every row's columns start where the header's do
+        saved = os.path.join(self.src, "docker.tar")
+        ref = "127.0.0.1:5000/team/agents/reviewer:2024.01"
+        oci_images.write_docker_save(saved, tag=ref, created="2024-01-02T03:04:05.123456789Z")
+        self.nsbox("image", "import", "-q", saved, check=True)
+        self.nsbox("image", "import", "-q", "--name", "t/a:1", self.layout, check=True)
+        r = self.nsbox("image", "ls", check=True)
+        head, *rows = r.stdout.decode().splitlines()
+        cols = [head.index(c) for c in ("KIND", "DIGEST", "SIZE", "CREATED", "USE", "PATH")]
+        self.assertEqual(len(rows), 2, r.stdout)
+        for row in rows:
+            for c in cols:
+                self.assertEqual(row[c - 2:c], "  ", (row, head))
+                self.assertNotEqual(row[c], " ", (row, head))
+        row = [l for l in rows if l.startswith(ref + " ")]
+        self.assertEqual(len(row), 1, r.stdout)
+        created = head.index("CREATED")
+        self.assertEqual(row[0][created:created + 22], "2024-01-02T03:04:05Z  ")
+        # --json keeps the config's own text
+        r = self.nsbox("image", "ls", "--json", check=True)
+        self.assertIn("2024-01-02T03:04:05.123456789Z",
+                      [i["created"] for i in json.loads(r.stdout.decode()) if i["name"] == ref])
+
     def test_ls_inspect_tag_rm_prune(self):
         self.nsbox("image", "import", "-q", "--name", "t/a:1", self.layout, check=True)
         r = self.nsbox("image", "ls", "--json", check=True)
@@ -369,6 +394,28 @@ class OciImages(unittest.TestCase):
         r = self.nsbox("run", "--image", "t/nothere:1", "--", "true", env={"NSBOX_PULL": "never"})
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"not in the store", r.stderr)
+
+    def test_a_missing_tag_names_the_stored_ones_of_its_repository(self):
+        # a CI job (or a machine offline) that imported agent:1.4 and runs --image agent
+        # (latest): the registry's error alone does not say the image is there under 1.4
+        self.nsbox("image", "import", "-q", "--name", "127.0.0.1:1/t/agent:1.4", self.layout,
+                   check=True)
+        self.nsbox("image", "tag", "127.0.0.1:1/t/agent:1.4", "127.0.0.1:1/t/agent:2",
+                   check=True)
+        self.nsbox("image", "tag", "127.0.0.1:1/t/agent:1.4", "127.0.0.1:1/t/agent-b:1",
+                   check=True)
+        stored = b"; the store has 127.0.0.1:1/t/agent:1.4, 127.0.0.1:1/t/agent:2"
+        nothing = {"NSBOX_SKOPEO": os.path.join(self.src, "no-skopeo")}
+        for args, env in ((["--image", "127.0.0.1:1/t/agent"], nothing),
+                          (["--image", "127.0.0.1:1/t/agent:3", "--pull", "never"], None)):
+            r = self.nsbox("run", *args, "--", "true", env=env)
+            self.assertEqual(r.returncode, 125, r.stderr)
+            self.assertTrue(r.stderr.rstrip().endswith(stored), r.stderr)
+            self.assertNotIn(b"agent-b", r.stderr)
+        # another repository, whose name only begins alike, is not offered
+        r = self.nsbox("run", "--image", "127.0.0.1:1/t/age", "--", "true", env=nothing)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertNotIn(b"the store has", r.stderr)
 
     def test_pull_of_a_bare_word_says_what_to_write(self):
         # `--image python` looks for the stored image "python", never docker.io/library/python:

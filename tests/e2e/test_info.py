@@ -261,6 +261,49 @@ class InfoTest(Shape, unittest.TestCase):
                              (checks["nftables"], probe.stderr))
 
 
+    @unittest.skipUnless(os.geteuid() == 0, "needs root")
+    @unittest.skipUnless(shutil.which("unshare") and shutil.which("findmnt"),
+                         "needs unshare and findmnt (util-linux)")
+    def test_root_in_a_container_without_privileges_is_told_so(self):
+        # root whose cgroup filesystem is read-only, as in a container Docker or Podman (or a
+        # GitLab docker executor) started without --privileged: the fix is the container's,
+        # not "run nsbox as root" nor a delegation to root. Made in a private mount namespace:
+        # every cgroup mount remounted read-only there, the host's left as they are.
+        script = ('for m in $(findmnt -rn -o TARGET -t cgroup,cgroup2); do '
+                  'mount -o remount,bind,ro "$m" || exit 99; done; exec "$@"')
+        proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script,
+                               "sh", NSBOX, "info", "--json"],
+                              capture_output=True, text=True, timeout=60)
+        report = self.assert_report(proc)
+        cg = by_name(report)["cgroups"]
+        self.assertFalse(cg["ok"], cg)
+        self.assertIn(": the cgroup filesystem is read-only here, as in a container started "
+                      "without --privileged", cg["fix"])
+        self.assertIn("or in a container started with --privileged --cgroupns=host", cg["fix"])
+        self.assertNotIn("run nsbox as root", cg["fix"])
+        self.assertNotIn("nsbox-0", cg["fix"])
+
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root")
+    @unittest.skipUnless(shutil.which("setpriv"), "needs setpriv (util-linux)")
+    def test_root_without_its_capabilities_is_not_told_to_run_as_root(self):
+        # a container's root (Docker and Podman without --privileged) has no CAP_SYS_ADMIN nor
+        # CAP_NET_ADMIN: "run as root" is no fix for it, nor are root's features its own
+        proc = subprocess.run(
+            ["setpriv", "--bounding-set", "-sys_admin,-net_admin", NSBOX, "info", "--json"],
+            capture_output=True, text=True, timeout=60)
+        checks = by_name(self.assert_report(proc))
+        self.assertFalse(checks["net_admin"]["ok"])
+        self.assertEqual(checks["net_admin"]["fix"],
+                         "nsbox is root without CAP_SYS_ADMIN, as in a container started "
+                         "without --privileged: run it on the host, or in a container started "
+                         "with --privileged --cgroupns=host (network all/allow need "
+                         "CAP_NET_ADMIN on the host)", proc.stdout)
+        self.assertTrue(checks["privileges"]["detail"].startswith(
+            "root (uid 0) without CAP_SYS_ADMIN, as in a container started without "
+            "--privileged: not the host's root"), checks["privileges"])
+
+
 @unittest.skipUnless(os.geteuid() == 0, "needs root to run as another user")
 @unittest.skipUnless(shutil.which("setpriv") and shutil.which("useradd"), "needs setpriv, useradd")
 class UnprivilegedInfoTest(Shape, unittest.TestCase):

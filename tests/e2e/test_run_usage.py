@@ -114,6 +114,20 @@ class ExitCodes(RunUsageTest):
         r = run_nsbox(["frobnicate"], self.dirs)
         self.assertEqual(r.stderr.splitlines()[0], b"nsbox: unknown command frobnicate")
 
+    def test_docker_s_options_before_the_command(self):
+        # docker -v prints the version; its other global options (a context, a host, debug)
+        # are not run's: -c there is a context, not CPU shares, -v no volume
+        r = run_nsbox(["-v"], self.dirs)
+        self.assertEqual((r.returncode, r.stdout, r.stderr),
+                         (0, run_nsbox(["--version"], self.dirs).stdout, b""))
+        self.assertTrue(r.stdout.startswith(b"nsbox "), r.stdout)
+        for opt in ("-c", "--context=ci", "-H", "-D", "--rm"):
+            r = run_nsbox([opt, "run", "--", "true"], self.dirs)
+            self.assertEqual(r.returncode, 125)
+            self.assertEqual(r.stderr.splitlines()[0].decode(),
+                             "nsbox: unknown option %s before the command: nsbox has no global "
+                             "options, each command takes its own after its name" % opt)
+
     def test_a_docker_habit_gets_the_nsbox_way_not_a_spelling(self):
         # "-w: did you mean -e?" sent a Docker user the wrong way: each habit names nsbox's
         for cmd, opt, way in (("run", "-w", b"--cwd DIR"), ("run", "--workdir=/src", b"--cwd DIR"),

@@ -81,9 +81,9 @@ def gz_digest(layer):
     return sha(gzip.compress(layer, mtime=0))
 
 
-def config(layers, env=ENV):
+def config(layers, env=ENV, created="2024-01-02T03:04:05Z"):
     return json.dumps({"architecture": "amd64", "os": "linux",
-                       "created": "2024-01-02T03:04:05Z",
+                       "created": created,
                        "config": {"Env": env, "Cmd": ["/bin/sh"]},
                        "rootfs": {"type": "layers", "diff_ids": [sha(l) for l in layers]}},
                       sort_keys=True).encode()
@@ -132,10 +132,12 @@ def tar_dir(d, out):
             tar.add(os.path.join(d, name), arcname=name)
 
 
-def write_docker_save(out, layers=None, tag="nsbox-test/busybox:1", env=ENV):
-    """A `docker save` archive in the classic format (manifest.json, <id>/layer.tar)."""
+def write_docker_save(out, layers=None, tag="nsbox-test/busybox:1", env=ENV,
+                      created="2024-01-02T03:04:05Z"):
+    """A `docker save` archive in the classic format (manifest.json, <id>/layer.tar); created:
+    its config's (docker writes nanoseconds)."""
     layers = layers if layers is not None else [layer1(), layer2()]
-    cfg = config(layers, env)
+    cfg = config(layers, env, created)
     cfg_name = hashlib.sha256(cfg).hexdigest() + ".json"
     names = []
     with tarfile.open(out, "w") as tar:

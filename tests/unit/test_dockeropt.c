@@ -50,6 +50,16 @@ static void test_each_habit_names_nsbox_way(void **state)
     assert_hint_names("--cap-add", "never gets privileges");
     assert_hint_names("--read-only", "always read-only");
     assert_hint_names("--init", "pid 1");
+    assert_hint_names("--entrypoint=sh", "after --");
+    assert_hint_names("--platform", "architecture");
+    assert_hint_names("--tmpfs", "/tmp");
+    for (const char *const *m = (const char *const[]){"--hostname", "--add-host", "--dns",
+                                                       "--dns-search", "--dns-option", NULL};
+         *m; m++)
+        assert_hint_names(*m, "--network all|allow");
+    assert_hint_names("--cap-drop=ALL", "no capabilities");
+    assert_hint_names("--ulimit", "ulimit -n");
+    assert_hint_names("--gpus", "no host devices");
 }
 
 static void test_nothing_else_gets_one(void **state)

@@ -84,8 +84,23 @@ static void test_json_unknown_key(void **state)
     struct nsbox_spec *s = *state;
     struct nsbox_err e;
     assert_fails_with(load(s, "{\"ttl_seconds\": 5, \"foo\": 1}", &e), &e, NSBOX_E_INVALID, "");
-    assert_string_equal(e.msg, "spec: unknown key 'foo'");
+    /* nothing close: every key a spec takes (limits is output only) */
+    assert_string_equal(e.msg, "spec: unknown key 'foo' (a spec's keys: instance_type, "
+                               "idle_timeout_seconds, ttl_seconds, region, network, egress, "
+                               "image, pull, setup_script, setup_script_timeout_seconds, "
+                               "workspace, env, supports_background_processes, "
+                               "header_bindings; docs/spec.md)");
     assert_int_equal(s->ttl_seconds, 86400);
+    /* a key's first word is that key, the first in the table of several */
+    assert_fails_with(load(s, "{\"ttl\": 30}", &e), &e, NSBOX_E_INVALID, "");
+    assert_string_equal(e.msg, "spec: unknown key 'ttl' (did you mean 'ttl_seconds'?)");
+    static const char *const first_word[][2] = {
+        {"{\"instance\": \"small\"}", "(did you mean 'instance_type'?)"},
+        {"{\"setup\": \"true\"}", "(did you mean 'setup_script'?)"},
+        {"{\"timeout\": 30}", "spec: unknown key 'timeout' (a spec's keys: instance_type, "},
+    };
+    for (size_t i = 0; i < sizeof first_word / sizeof first_word[0]; i++)
+        assert_fails_with(load(s, first_word[i][0], &e), &e, NSBOX_E_INVALID, first_word[i][1]);
     /* Keys are case-sensitive, as in the Python client. */
     assert_fails_with(load(s, "{\"TTL_seconds\": 5}", &e), &e, NSBOX_E_INVALID,
                       "unknown key 'TTL_seconds'");
@@ -380,7 +395,8 @@ static void test_host_bad(void **state)
         {"-a.com", "starts or ends with '-'"},
         {"a-.com", "starts or ends with '-'"},
         {"a_b.com", "invalid character '_'"},
-        {"a b", "whitespace"},
+        {"a b", "contains a space; hosts are separated by commas (allow=a.example,b.example)"},
+        {"a\tb", "whitespace"},
         {"x:0", "port 0 is out of range 1..65535"},
         {"x:65536", "port 65536 is out of range"},
         {"x:99999999999999999999999", "out of range"},
@@ -591,6 +607,11 @@ static void test_set_options(void **state)
                       "empty item");
     assert_fails_with(nsbox_spec_set(s, "network", "allow", &e), &e, NSBOX_E_INVALID,
                       "must be none, all or allow=HOST");
+    /* docker's modes get the nearest of nsbox's, not only the syntax */
+    assert_fails_with(nsbox_spec_set(s, "network", "host", &e), &e, NSBOX_E_INVALID,
+                      "spec: option 'network': 'host' is docker's or podman's mode; here all");
+    assert_fails_with(nsbox_spec_set(s, "network", "bridge", &e), &e, NSBOX_E_INVALID,
+                      "masquerade: the internet, never the host itself), none (loopback only)");
     assert_fails_with(nsbox_spec_set(s, "network", "allow=https://a.com", &e), &e,
                       NSBOX_E_INVALID, "spec: option 'network': host 'https://a.com': has a scheme");
     assert_int_equal(s->net, NSBOX_NET_ALL);
@@ -609,7 +630,7 @@ static void test_set_options(void **state)
                           "spec: option 'ttl_seconds': must be an integer between 1 and 31536000");
     assert_int_equal(s->ttl_seconds, 7200);
     assert_fails_with(nsbox_spec_set(s, "ttl", "5", &e), &e, NSBOX_E_INVALID,
-                      "spec: unknown option 'ttl'");
+                      "spec: unknown option 'ttl' (did you mean 'ttl_seconds'?)");
     assert_fails_with(nsbox_spec_set(s, "regoin", "nl-north-1", &e), &e, NSBOX_E_INVALID,
                       "spec: unknown option 'regoin' (did you mean 'region'?)");
     assert_fails_with(nsbox_spec_set(s, "limits", "x", &e), &e, NSBOX_E_INVALID, "output only");
