@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "netplan.h"
 #include "cleanup.h"
+#include "cfgsection.h"
 #include "cleanup_cjson.h"
 
 #include <arpa/inet.h>
@@ -186,55 +187,54 @@ void nsbox_netconfig_init(struct nsbox_netconfig *c)
 int nsbox_netconfig_from_json(struct nsbox_netconfig *c, const char *json, size_t len,
                               struct nsbox_err *e)
 {
-    cleanup_cjson cJSON *root = cJSON_ParseWithLength(json, len);
-    if (!root || !cJSON_IsObject(root))
-        return invalid(e, "config: not a JSON object");
-    const cJSON *net = cJSON_GetObjectItemCaseSensitive(root, "network");
-    if (!net)
-        return 0;
-    if (!cJSON_IsObject(net))
-        return invalid(e, "config: key 'network': must be an object");
+    cleanup_cjson cJSON *root = NULL;
+    const cJSON *net;
+    if (nsbox_cfgsection_find(json, len, "network", NULL, &root, &net, e) < 0)
+        return -1;
     struct nsbox_netconfig out = *c;
     const cJSON *it;
     cJSON_ArrayForEach(it, net)
     {
         if (!strcmp(it->string, "pool")) {
             if (!cJSON_IsString(it))
-                return invalid(e, "config: key 'network.pool': must be a string (an IPv4 CIDR)");
+                return nsbox_cfgsection_bad(e, "network", "pool",
+                                            "must be a string (an IPv4 CIDR)");
             if (nsbox_netpool_parse(it->valuestring, &out.pool, e) < 0)
                 return nsbox_err_wrap(e, "config: key 'network.pool'");
         } else if (!strcmp(it->string, "dns")) {
             int n = cJSON_GetArraySize(it);
             if (!cJSON_IsArray(it) || n < 1 || n > NSBOX_NET_MAX_DNS)
-                return invalid(e, "config: key 'network.dns': must be a list of 1 to %d IPv4 "
-                               "addresses", NSBOX_NET_MAX_DNS);
+                return nsbox_cfgsection_bad(e, "network", "dns",
+                                            "must be a list of 1 to %d IPv4 addresses",
+                                            NSBOX_NET_MAX_DNS);
             out.n_dns = 0;
             const cJSON *a;
             cJSON_ArrayForEach(a, it)
             {
                 if (!cJSON_IsString(a) || inet_pton(AF_INET, a->valuestring,
                                                     &out.dns[out.n_dns]) != 1)
-                    return invalid(e, "config: key 'network.dns': '%s' is not an IPv4 address",
-                                   cJSON_IsString(a) ? a->valuestring : "(not a string)");
+                    return nsbox_cfgsection_bad(e, "network", "dns", "'%s' is not an IPv4 address",
+                                                cJSON_IsString(a) ? a->valuestring
+                                                                  : "(not a string)");
                 out.n_dns++;
             }
         } else if (!strcmp(it->string, "allow_names")) {
             if (!cJSON_IsString(it) || (strcmp(it->valuestring, "tls") &&
                                         strcmp(it->valuestring, "address")))
-                return invalid(e, "config: key 'network.allow_names': must be \"tls\" (by "
-                               "name, through the egress helper) or \"address\"");
+                return nsbox_cfgsection_bad(e, "network", "allow_names",
+                                            "must be \"tls\" (by name, through the egress "
+                                            "helper) or \"address\"");
             out.allow_by_name = !strcmp(it->valuestring, "tls");
         } else if (!strcmp(it->string, "upstream_ca")) {
             if (!cJSON_IsString(it) || it->valuestring[0] != '/' ||
                 strlen(it->valuestring) >= sizeof out.upstream_ca)
-                return invalid(e, "config: key 'network.upstream_ca': must be the absolute path "
-                                  "of a PEM file of CA certificates");
+                return nsbox_cfgsection_bad(e, "network", "upstream_ca",
+                                            "must be the absolute path of a PEM file of CA "
+                                            "certificates");
             snprintf(out.upstream_ca, sizeof out.upstream_ca, "%s", it->valuestring);
         } else {
-            return invalid(e,
-                           "config: key 'network.%s': unknown (known: pool, dns, "
-                           "allow_names, upstream_ca)",
-                           it->string);
+            return nsbox_cfgsection_unknown(e, "network", it->string,
+                                            "pool, dns, allow_names, upstream_ca");
         }
     }
     *c = out;

@@ -2,6 +2,8 @@
 #include "wsplan.h"
 
 #include "spec.h"
+#include "cfgsection.h"
+#include "cleanup_cjson.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -136,95 +138,66 @@ bool nsbox_ws_admit(const struct nsbox_ws_config *c, const struct nsbox_ws_space
     return false;
 }
 
-static int bad_key(struct nsbox_err *e, const char *key, const char *what)
-{
-    return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "config: key 'workspace.%s': %s", key, what);
-}
-
 int nsbox_ws_config_from_json(const char *text, size_t len, struct nsbox_ws_config *c,
                               struct nsbox_err *e)
 {
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    if (!root || !cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "config: not a JSON object");
-    }
+    cleanup_cjson cJSON *root = NULL;
+    const cJSON *ws;
+    if (nsbox_cfgsection_find(text, len, "workspace", NULL, &root, &ws, e) < 0)
+        return -1;
     struct nsbox_ws_config out = *c;
-    int ret = 0;
     int reserve = -1, overcommit = -1; /* -1: not given */
-    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(root, "workspace");
-    if (ws && !cJSON_IsObject(ws)) {
-        ret = nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                            "config: key 'workspace': must be an object");
-    } else if (ws) {
-        const cJSON *it;
-        cJSON_ArrayForEach(it, ws)
-        {
-            if (!strcmp(it->string, "fs")) {
-                const char *v = cJSON_IsString(it) ? it->valuestring : "";
-                if (!strcmp(v, "auto"))
-                    out.fs = NSBOX_WS_FS_AUTO;
-                else if (!strcmp(v, "ext4"))
-                    out.fs = NSBOX_WS_FS_EXT4;
-                else if (!strcmp(v, "tmpfs"))
-                    out.fs = NSBOX_WS_FS_TMPFS;
-                else {
-                    ret = nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                                        "config: key 'workspace.fs': must be \"auto\", \"ext4\" "
-                                        "or \"tmpfs\"");
-                    break;
-                }
-            } else if (!strcmp(it->string, "reserve") && cJSON_IsBool(it)) {
-                reserve = cJSON_IsTrue(it);
-            } else if (!strcmp(it->string, "reserve")) {
-                ret = bad_key(e, "reserve", "must be true or false");
-                break;
-            } else if (!strcmp(it->string, "overcommit") && cJSON_IsBool(it)) {
-                overcommit = cJSON_IsTrue(it);
-            } else if (!strcmp(it->string, "overcommit")) {
-                ret = bad_key(e, "overcommit", "must be true or false");
-                break;
-            } else if (!strcmp(it->string, "min_free")) {
-                uint64_t v = 0;
-                struct nsbox_err ignored; /* bad_key below says what min_free must be */
-                bool ok = cJSON_IsString(it)
-                              ? nsbox_spec_parse_size(it->valuestring, &v, &ignored) == 0
-                              : cJSON_IsNumber(it) && it->valuedouble >= 0 &&
-                                    it->valuedouble < 0x1p63 &&
-                                    (double)(uint64_t)it->valuedouble == it->valuedouble;
-                if (!ok) {
-                    ret = bad_key(e, "min_free",
-                                  "must be a size (\"1GiB\", \"512MiB\") or a number of bytes");
-                    break;
-                }
-                out.min_free_bytes = cJSON_IsString(it) ? v : (uint64_t)it->valuedouble;
-            } else if (!strcmp(it->string, "min_free_percent")) {
-                double d = cJSON_IsNumber(it) ? it->valuedouble : -1;
-                if (!(d >= 0 && d <= NSBOX_WS_MIN_FREE_PERCENT_MAX) ||
-                    (double)(unsigned)d != d) {
-                    ret = bad_key(e, "min_free_percent", "must be an integer from 0 to 90");
-                    break;
-                }
-                out.min_free_percent = (unsigned)d;
-            } else {
-                ret = nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                                    "config: key 'workspace.%.64s': unknown (known: fs, reserve, "
-                                    "min_free, min_free_percent, overcommit)",
-                                    it->string);
-                break;
-            }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, ws)
+    {
+        if (!strcmp(it->string, "fs")) {
+            const char *v = cJSON_IsString(it) ? it->valuestring : "";
+            if (!strcmp(v, "auto"))
+                out.fs = NSBOX_WS_FS_AUTO;
+            else if (!strcmp(v, "ext4"))
+                out.fs = NSBOX_WS_FS_EXT4;
+            else if (!strcmp(v, "tmpfs"))
+                out.fs = NSBOX_WS_FS_TMPFS;
+            else
+                return nsbox_cfgsection_bad(e, "workspace", "fs",
+                                            "must be \"auto\", \"ext4\" or \"tmpfs\"");
+        } else if (!strcmp(it->string, "reserve") || !strcmp(it->string, "overcommit")) {
+            if (!cJSON_IsBool(it))
+                return nsbox_cfgsection_bad(e, "workspace", it->string, "must be true or false");
+            int *given = !strcmp(it->string, "reserve") ? &reserve : &overcommit;
+            *given = cJSON_IsTrue(it);
+        } else if (!strcmp(it->string, "min_free")) {
+            uint64_t v = 0;
+            struct nsbox_err ignored; /* the message below says what min_free must be */
+            bool ok = cJSON_IsString(it) ? nsbox_spec_parse_size(it->valuestring, &v, &ignored) == 0
+                                         : cJSON_IsNumber(it) && it->valuedouble >= 0 &&
+                                               it->valuedouble < 0x1p63 &&
+                                               (double)(uint64_t)it->valuedouble == it->valuedouble;
+            if (!ok)
+                return nsbox_cfgsection_bad(e, "workspace", "min_free",
+                                            "must be a size (\"1GiB\", \"512MiB\") or a number "
+                                            "of bytes");
+            out.min_free_bytes = cJSON_IsString(it) ? v : (uint64_t)it->valuedouble;
+        } else if (!strcmp(it->string, "min_free_percent")) {
+            double d = cJSON_IsNumber(it) ? it->valuedouble : -1;
+            if (!(d >= 0 && d <= NSBOX_WS_MIN_FREE_PERCENT_MAX) || (double)(unsigned)d != d)
+                return nsbox_cfgsection_bad(e, "workspace", "min_free_percent",
+                                            "must be an integer from 0 to 90");
+            out.min_free_percent = (unsigned)d;
+        } else {
+            return nsbox_cfgsection_unknown(e, "workspace", it->string,
+                                            "fs, reserve, min_free, min_free_percent, "
+                                            "overcommit");
         }
     }
-    if (ret == 0 && reserve >= 0 && overcommit >= 0 && reserve == overcommit)
-        ret = bad_key(e, "overcommit",
-                      "contradicts workspace.reserve (overcommit is its older, inverted name: "
-                      "keep reserve only)");
-    else if (ret == 0 && reserve >= 0)
+    if (reserve >= 0 && overcommit >= 0 && reserve == overcommit)
+        return nsbox_cfgsection_bad(e, "workspace", "overcommit",
+                                    "contradicts workspace.reserve (overcommit is its older, "
+                                    "inverted name: keep reserve only)");
+    if (reserve >= 0)
         out.reserve = reserve;
-    else if (ret == 0 && overcommit >= 0)
+    else if (overcommit >= 0)
         out.reserve = !overcommit;
-    cJSON_Delete(root);
-    if (ret == 0)
-        *c = out;
-    return ret;
+    *c = out;
+    return 0;
 }
