@@ -380,7 +380,7 @@ static void check_image_debian(struct nsbox_check *c)
 {
     char dir[PATH_MAX], rootfs[PATH_MAX];
     struct nsbox_err e = {0};
-    if (nsbox_path_data_dir(dir, sizeof dir, &e) < 0) {
+    if (nsbox_paths_data_dir(dir, sizeof dir, &e) < 0) {
         DETAIL(c, "no data directory: %s", e.msg);
         FIX(c, "point HOME or NSBOX_DATA_DIR at a directory of yours");
         return;
@@ -492,11 +492,12 @@ static void check_config(struct nsbox_check *c)
     const char *path = env && *env ? env : NSBOX_CONFIG_DEFAULT_PATH;
     bool types = nsbox_config_load_types(NULL, &e) == 0;
     bool keep;
-    bool file = types && nsbox_ws_load_config(&ws, &e) == 0 && nsbox_pool_config_check(&e) == 0 &&
-                nsbox_net_config_check(&e) == 0 && nsbox_filemax_config_keep(&keep, &e) == 0;
-    if (file && nsbox_path_runtime_dir(dir, sizeof dir, &e) == 0 &&
-        nsbox_path_data_dir(dir, sizeof dir, &e) == 0 &&
-        nsbox_path_cache_dir(dir, sizeof dir, &e) == 0) {
+    bool file = types && nsbox_ws_load_config(&ws, &e) == 0 &&
+                nsbox_warmpool_config_check(&e) == 0 && nsbox_net_config_check(&e) == 0 &&
+                nsbox_filemax_config_keep(&keep, &e) == 0;
+    if (file && nsbox_paths_runtime_dir(dir, sizeof dir, &e) == 0 &&
+        nsbox_paths_data_dir(dir, sizeof dir, &e) == 0 &&
+        nsbox_paths_cache_dir(dir, sizeof dir, &e) == 0) {
         c->ok = true;
         if (access(path, F_OK) == 0)
             snprintf(c->detail, sizeof c->detail, "%.400s: valid", path);

@@ -74,7 +74,7 @@ int nsbox_oci_lookup_name(const char *ref, char *name, size_t n, struct nsbox_er
     if (nsbox_oci_lookup_ref_file(ref, canon, file, e) < 0)
         return -1;
     struct nsbox_err ignored; /* said as what it means here: the image cannot be found */
-    if (nsbox_path_data_dir(images, sizeof images, &ignored) < 0)
+    if (nsbox_paths_data_dir(images, sizeof images, &ignored) < 0)
         return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "no image store");
     snprintf(path, sizeof path, "%s/images/.refs/%s", images, file);
     ssize_t len = readlink(path, name, n - 1);
@@ -100,7 +100,7 @@ static char *read_config(const char *name, size_t *len)
 {
     char data[PATH_MAX], path[PATH_MAX + 80];
     struct nsbox_err ignored; /* no store: no config, as for an image without one */
-    if (nsbox_path_data_dir(data, sizeof data, &ignored) < 0)
+    if (nsbox_paths_data_dir(data, sizeof data, &ignored) < 0)
         return NULL;
     snprintf(path, sizeof path, "%s/images/%s/config.json", data, name);
     cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);

@@ -58,7 +58,7 @@ static int image_exists(const char *name)
 {
     char images[PATH_MAX], path[PATH_MAX + 80];
     struct nsbox_err ignored; /* no image store: no image; making it says why it cannot be */
-    if (nsbox_path_data_dir(images, sizeof images, &ignored) < 0)
+    if (nsbox_paths_data_dir(images, sizeof images, &ignored) < 0)
         return 0;
     snprintf(path, sizeof path, "%s/images/%s/rootfs", images, name);
     struct stat st;
@@ -154,7 +154,7 @@ int nsbox_oci_store_refs(struct nsbox_oci_ref **out, size_t *n, struct nsbox_err
     *out = NULL;
     *n = 0;
     char data[PATH_MAX], dir[PATH_MAX + 16];
-    if (nsbox_path_data_dir(data, sizeof data, e) < 0)
+    if (nsbox_paths_data_dir(data, sizeof data, e) < 0)
         return -1;
     snprintf(dir, sizeof dir, "%s/images/.refs", data);
     DIR *d = opendir(dir);
@@ -193,7 +193,7 @@ bool nsbox_oci_store_in_use(const char *name)
 {
     char data[PATH_MAX], path[PATH_MAX + 80];
     struct nsbox_err ignored; /* no image store: nothing in it is in use */
-    if (nsbox_path_data_dir(data, sizeof data, &ignored) < 0)
+    if (nsbox_paths_data_dir(data, sizeof data, &ignored) < 0)
         return false;
     snprintf(path, sizeof path, "%s/images/%s", data, name);
     cleanup_close int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -350,7 +350,7 @@ static cJSON *store_image_json(const char *name, int *dir_fd)
     char data[PATH_MAX], dir[PATH_MAX + 80];
     struct nsbox_err ignored; /* NULL says "no metadata"; the callers give no reasons */
     *dir_fd = -1;
-    if (nsbox_path_data_dir(data, sizeof data, &ignored) < 0)
+    if (nsbox_paths_data_dir(data, sizeof data, &ignored) < 0)
         return NULL;
     snprintf(dir, sizeof dir, "%s/images/%s", data, name);
     *dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -397,7 +397,7 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     cfg->readonly = c->readonly;
     cfg->n_readonly = c->n_readonly;
     cfg->root_in_place = c->root_writable;
-    if ((!cfg->root_in_place && nsbox_rootfs_scan_image(cfg, e) < 0) ||
+    if ((!cfg->root_in_place && nsbox_mounts_scan_image(cfg, e) < 0) ||
         nsbox_mount_plan_build(cfg, c->plan, e) < 0)
         return -1;
     c->plan->seal_list = c->seal_list;

@@ -392,7 +392,7 @@ static uint64_t promised(int cache_fd, bool alive_only, unsigned *count)
     *count = 0;
     char rt[PATH_MAX];
     struct nsbox_err ignored; /* without it no sandbox can be told dead: all count (below) */
-    if (nsbox_path_runtime_dir(rt, sizeof rt, &ignored) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, &ignored) < 0)
         rt[0] = '\0';
     DIR *d = opendir_at(cache_fd);
     if (!d)
@@ -422,7 +422,7 @@ static unsigned reclaim_dead(int cache_fd, uint64_t *held)
     *held = 0;
     char rt[PATH_MAX];
     struct nsbox_err ignored; /* without it no sandbox can be told dead: none is reclaimed */
-    if (nsbox_path_runtime_dir(rt, sizeof rt, &ignored) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, &ignored) < 0)
         return 0;
     DIR *d = opendir_at(cache_fd);
     if (!d)
@@ -467,7 +467,7 @@ static unsigned evict_pooled(int cache_fd, uint64_t deficit)
         return 0;
     char rt[PATH_MAX], pool[PATH_MAX + 8];
     struct nsbox_err e;
-    if (nsbox_path_runtime_dir(rt, sizeof rt, &e) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, &e) < 0)
         return 0;
     snprintf(pool, sizeof pool, "%s/pool", rt);
     DIR *d = opendir(pool);

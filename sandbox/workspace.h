@@ -42,7 +42,7 @@ struct nsbox_ws_job {
 /* Ask waiting pooled sandbox id to go (the pool's delete, without waiting for the teardown):
  * 0 when it agreed, -1 when it refused (a run has just claimed it) or cannot be reached. The
  * warm pool sits in a layer above this one (service/warmpool.c), so it hands its eviction down
- * with nsbox_ws_set_evict (nsbox_pool_install); without it, pooled sandboxes never give way. */
+ * with nsbox_ws_set_evict (nsbox_warmpool_install); without it, pooled sandboxes never give way. */
 typedef int (*nsbox_ws_evict_fn)(const char *id);
 void nsbox_ws_set_evict(nsbox_ws_evict_fn fn);
 

@@ -1,7 +1,7 @@
 /* Root filesystem assembly (rootfs/mounts.c), without root: part 2 (part 1, the pure plan, is
  * in test_mounts.c; the configurations both build on are in mounts_world.h).
  *
- * Part 2, the executor (nsbox_rootfs_prepare / nsbox_rootfs_enter) against a fake `struct
+ * Part 2, the executor (nsbox_mounts_prepare / nsbox_mounts_enter) against a fake `struct
  * nsbox_sys` that records every call. The executor's own open()/fchdir()/chdir() are real, on
  * mkdtemp directories standing in for the staging root and the image root; the fake records the
  * working directory at each call, so "targets are relative to the new root" is checked against
@@ -317,7 +317,7 @@ static int do_prepare(struct ex *x, struct nsbox_err *e)
         close(x->rootfd);
     x->rootfd = -1;
     memset(x->fds, 0x55, sizeof x->fds);
-    int r = nsbox_rootfs_prepare(&fake, &x->w->plan, x->staging, x->image, -1, x->ws_fd, x->fds,
+    int r = nsbox_mounts_prepare(&fake, &x->w->plan, x->staging, x->image, -1, x->ws_fd, x->fds,
                                  &x->rootfd, e);
     memcpy(x->fds_after_prepare, x->fds, sizeof x->fds);
     x->prepare_calls = F.n;
@@ -778,7 +778,7 @@ static void test_enter_sequence(void **state)
     prepare_ok(x);
     size_t start = F.n;
     struct nsbox_err e = {0};
-    int r = nsbox_rootfs_enter(&fake, p, x->rootfd, x->fds, &e);
+    int r = nsbox_mounts_enter(&fake, p, x->rootfd, x->fds, &e);
     if (r != 0)
         fail_msg("enter: %s", e.msg);
 
@@ -831,7 +831,7 @@ static void test_enter_each_failure(void **state)
     prepare_ok(x);
     size_t start = F.n;
     struct nsbox_err e = {0};
-    assert_int_equal(nsbox_rootfs_enter(&fake, p, x->rootfd, x->fds, &e), 0);
+    assert_int_equal(nsbox_mounts_enter(&fake, p, x->rootfd, x->fds, &e), 0);
     int fallible = 0;
     for (size_t i = start; i < F.n; i++)
         if (F.c[i].k != C_CLOSE)
@@ -848,7 +848,7 @@ static void test_enter_each_failure(void **state)
         struct nsbox_err e2 = {0};
         if (chdir("/") < 0)
             fail();
-        assert_int_equal(nsbox_rootfs_enter(&fake, p, x->rootfd, x->fds, &e2), -1);
+        assert_int_equal(nsbox_mounts_enter(&fake, p, x->rootfd, x->fds, &e2), -1);
         assert_int_equal(e2.code, NSBOX_E_SYS);
         assert_int_equal(e2.sys_errno, EPERM);
         size_t f = start;
@@ -879,7 +879,7 @@ static void test_enter_fifth_mount_fails(void **state)
     F.fail_nth = 5;
     F.fail_errno = EACCES;
     struct nsbox_err e = {0};
-    assert_int_equal(nsbox_rootfs_enter(&fake, p, x->rootfd, x->fds, &e), -1);
+    assert_int_equal(nsbox_mounts_enter(&fake, p, x->rootfd, x->fds, &e), -1);
     const struct call *last = &F.c[F.n - 1];
     assert_int_equal(last->k, C_MOUNT);
     assert_int_equal(last->ret, -1);
@@ -906,7 +906,7 @@ static void test_enter_optional_proc_entries(void **state)
     F.fail_prefix = "proc";
     F.prefix_errno = ENOENT;
     struct nsbox_err e = {0};
-    int r = nsbox_rootfs_enter(&fake, p, x->rootfd, x->fds, &e);
+    int r = nsbox_mounts_enter(&fake, p, x->rootfd, x->fds, &e);
     if (r != 0)
         fail_msg("ENOENT under /proc should be tolerated: %s", e.msg);
     assert_int_equal(F.c[F.n - 3].k, C_PIVOT);
@@ -915,7 +915,7 @@ static void test_enter_optional_proc_entries(void **state)
     prepare_ok(x);
     F.fail_prefix = "proc";
     F.prefix_errno = EPERM;
-    assert_int_equal(nsbox_rootfs_enter(&fake, p, x->rootfd, x->fds, &e), -1);
+    assert_int_equal(nsbox_mounts_enter(&fake, p, x->rootfd, x->fds, &e), -1);
     assert_int_equal(e.sys_errno, EPERM);
     assert_non_null(strstr(e.msg, "/proc/"));
 
@@ -925,7 +925,7 @@ static void test_enter_optional_proc_entries(void **state)
     F.fail_kind = C_MOUNT;
     F.fail_nth = 1;
     F.fail_errno = ENOENT;
-    assert_int_equal(nsbox_rootfs_enter(&fake, p, x->rootfd, x->fds, &e), -1);
+    assert_int_equal(nsbox_mounts_enter(&fake, p, x->rootfd, x->fds, &e), -1);
     assert_int_equal(e.sys_errno, ENOENT);
     for (size_t i = 0; i < F.n; i++)
         assert_int_not_equal(F.c[i].k, C_PIVOT);
@@ -946,7 +946,7 @@ static void test_enter_unknown_op(void **state)
     int rootfd = open(x->staging, O_PATH | O_DIRECTORY | O_CLOEXEC);
     assert_true(rootfd >= 0);
     struct nsbox_err e = {0};
-    assert_int_equal(nsbox_rootfs_enter(&fake, p, rootfd, fds, &e), -1);
+    assert_int_equal(nsbox_mounts_enter(&fake, p, rootfd, fds, &e), -1);
     assert_int_equal(e.code, NSBOX_E_INVALID);
     for (size_t i = 0; i < F.n; i++)
         assert_int_not_equal(F.c[i].k, C_PIVOT);

@@ -1,5 +1,6 @@
 /* Command-line numbers shared by run, exec, wait, kill and logs (os/util.h). */
 #include "paths.h"
+#include "text.h"
 #include "util.h"
 
 #include <setjmp.h>
@@ -102,7 +103,7 @@ static void test_shown(void **state)
     assert_string_equal(NSBOX_SHOW(NULL), "(null)");
 }
 
-/* The directories on the way are made at least passable: a first nsbox_mkdir_p of
+/* The directories on the way are made at least passable: a first nsbox_paths_mkdir_p of
  * /run/nsbox/uids made /run/nsbox 0700, and other users could not tell that an id there was a
  * sandbox of root's. */
 static void test_mkdir_p_modes(void **state)
@@ -113,7 +114,7 @@ static void test_mkdir_p_modes(void **state)
     mode_t old = umask(022);
     struct nsbox_err e = {0};
     snprintf(path, sizeof path, "%s/run/nsbox/uids", base);
-    assert_int_equal(nsbox_mkdir_p(path, 0700, &e), 0);
+    assert_int_equal(nsbox_paths_mkdir_p(path, 0700, &e), 0);
     struct stat st;
     const struct {
         const char *rel;
@@ -126,7 +127,7 @@ static void test_mkdir_p_modes(void **state)
             fail_msg("%s: %o, not %o", want[i].rel, st.st_mode & 07777, want[i].mode);
     }
     snprintf(path, sizeof path, "%s/img/a", base); /* a wider mode stays as wide on the way */
-    assert_int_equal(nsbox_mkdir_p(path, 0755, &e), 0);
+    assert_int_equal(nsbox_paths_mkdir_p(path, 0755, &e), 0);
     snprintf(path, sizeof path, "%s/img", base);
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_mode & 07777, 0755);
@@ -154,7 +155,7 @@ static void test_open_dir(void **state)
     assert_non_null(mkdtemp(base));
     snprintf(p, sizeof p, "%s/a/b", base);
     struct nsbox_err e = {0};
-    assert_int_equal(nsbox_mkdir_p(p, 0700, &e), 0);
+    assert_int_equal(nsbox_paths_mkdir_p(p, 0700, &e), 0);
     const char *links[][2] = {{"link", "a"}, {"out", "/"}, {"up", ".."}, {"file", NULL}};
     for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
         snprintf(p, sizeof p, "%s/%s", base, links[i][0]);
