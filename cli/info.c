@@ -442,7 +442,7 @@ static void check_workspace_disk(struct nsbox_check *c)
 {
     char why[256];
     c->ok = true;
-    if (nsbox_ws_ext4_usable(why, sizeof why)) {
+    if (nsbox_workspace_ext4_usable(why, sizeof why)) {
         DETAIL(c, "ext4 on a loop device: a fresh /workspace is a filesystem of the instance "
                   "type's disk size, mounted only inside the sandbox");
         return;
@@ -492,7 +492,7 @@ static void check_config(struct nsbox_check *c)
     const char *path = env && *env ? env : NSBOX_CONFIG_DEFAULT_PATH;
     bool types = nsbox_config_load_types(NULL, &e) == 0;
     bool keep;
-    bool file = types && nsbox_ws_load_config(&ws, &e) == 0 &&
+    bool file = types && nsbox_workspace_load_config(&ws, &e) == 0 &&
                 nsbox_warmpool_config_check(&e) == 0 && nsbox_net_config_check(&e) == 0 &&
                 nsbox_filemax_config_keep(&keep, &e) == 0;
     if (file && nsbox_paths_runtime_dir(dir, sizeof dir, &e) == 0 &&

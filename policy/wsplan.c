@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int nsbox_ws_choose(bool dir_given, enum nsbox_ws_fs fs, bool ext4_usable)
+int nsbox_wsplan_choose(bool dir_given, enum nsbox_ws_fs fs, bool ext4_usable)
 {
     if (dir_given)
         return NSBOX_WS_DIR;
@@ -22,7 +22,7 @@ int nsbox_ws_choose(bool dir_given, enum nsbox_ws_fs fs, bool ext4_usable)
     return fs == NSBOX_WS_FS_EXT4 ? -1 : NSBOX_WS_TMPFS;
 }
 
-const char *nsbox_ws_kind_name(enum nsbox_ws_kind k)
+const char *nsbox_wsplan_kind_name(enum nsbox_ws_kind k)
 {
     switch (k) {
     case NSBOX_WS_DIR:
@@ -35,7 +35,7 @@ const char *nsbox_ws_kind_name(enum nsbox_ws_kind k)
     return "unknown";
 }
 
-uint64_t nsbox_ws_inodes(uint64_t disk_bytes)
+uint64_t nsbox_wsplan_inodes(uint64_t disk_bytes)
 {
     uint64_t n = disk_bytes / NSBOX_WS_BYTES_PER_INODE;
     if (n < NSBOX_WS_INODES_MIN)
@@ -53,28 +53,28 @@ static int fits(int r, size_t n, struct nsbox_err *e)
     return 0;
 }
 
-int nsbox_ws_tmpfs_options(uint64_t disk_bytes, char *out, size_t n, struct nsbox_err *e)
+int nsbox_wsplan_tmpfs_options(uint64_t disk_bytes, char *out, size_t n, struct nsbox_err *e)
 {
     if (disk_bytes == 0)
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "workspace: a disk limit of 0 bytes");
     return fits(snprintf(out, n, "mode=0755,size=%" PRIu64 ",nr_inodes=%" PRIu64, disk_bytes,
-                         nsbox_ws_inodes(disk_bytes)),
+                         nsbox_wsplan_inodes(disk_bytes)),
                 n, e);
 }
 
-int nsbox_ws_template_name(uint64_t disk_bytes, char *out, size_t n, struct nsbox_err *e)
+int nsbox_wsplan_template_name(uint64_t disk_bytes, char *out, size_t n, struct nsbox_err *e)
 {
     return fits(snprintf(out, n, "workspace-v%d-%" PRIu64 ".ext4", NSBOX_WS_TEMPLATE_VERSION,
                          disk_bytes),
                 n, e);
 }
 
-int nsbox_ws_mkfs_argv(const char *prog, const char *path, uint64_t disk_bytes,
-                       struct nsbox_ws_mkfs *m, struct nsbox_err *e)
+int nsbox_wsplan_mkfs_argv(const char *prog, const char *path, uint64_t disk_bytes,
+                           struct nsbox_ws_mkfs *m, struct nsbox_err *e)
 {
     if (disk_bytes == 0)
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "workspace: a disk limit of 0 bytes");
-    if (fits(snprintf(m->inodes, sizeof m->inodes, "%" PRIu64, nsbox_ws_inodes(disk_bytes)),
+    if (fits(snprintf(m->inodes, sizeof m->inodes, "%" PRIu64, nsbox_wsplan_inodes(disk_bytes)),
              sizeof m->inodes, e) < 0)
         return -1;
     size_t k = 0;
@@ -102,7 +102,7 @@ int nsbox_ws_mkfs_argv(const char *prog, const char *path, uint64_t disk_bytes,
     return 0;
 }
 
-void nsbox_ws_config_init(struct nsbox_ws_config *c)
+void nsbox_wsplan_config_init(struct nsbox_ws_config *c)
 {
     c->reserve = false;
     c->fs = NSBOX_WS_FS_AUTO;
@@ -110,15 +110,15 @@ void nsbox_ws_config_init(struct nsbox_ws_config *c)
     c->min_free_percent = NSBOX_WS_MIN_FREE_PERCENT_DEFAULT;
 }
 
-uint64_t nsbox_ws_min_free(const struct nsbox_ws_config *c, uint64_t fs_bytes)
+uint64_t nsbox_wsplan_min_free(const struct nsbox_ws_config *c, uint64_t fs_bytes)
 {
     /* no overflow: fs_bytes / 100 * percent <= fs_bytes */
     uint64_t pct = fs_bytes / 100 * c->min_free_percent + fs_bytes % 100 * c->min_free_percent / 100;
     return pct > c->min_free_bytes ? pct : c->min_free_bytes;
 }
 
-bool nsbox_ws_admit(const struct nsbox_ws_config *c, const struct nsbox_ws_space *s,
-                    uint64_t bytes, uint64_t *missing)
+bool nsbox_wsplan_admit(const struct nsbox_ws_config *c, const struct nsbox_ws_space *s,
+                        uint64_t bytes, uint64_t *missing)
 {
     uint64_t need;
     if (c->reserve) {
@@ -126,7 +126,7 @@ bool nsbox_ws_admit(const struct nsbox_ws_config *c, const struct nsbox_ws_space
         if (need < bytes)
             need = UINT64_MAX; /* cannot be had */
     } else {
-        need = nsbox_ws_min_free(c, s->fs_bytes);
+        need = nsbox_wsplan_min_free(c, s->fs_bytes);
     }
     if (s->avail >= need) {
         if (missing)
@@ -138,8 +138,8 @@ bool nsbox_ws_admit(const struct nsbox_ws_config *c, const struct nsbox_ws_space
     return false;
 }
 
-int nsbox_ws_config_from_json(const char *text, size_t len, struct nsbox_ws_config *c,
-                              struct nsbox_err *e)
+int nsbox_wsplan_config_from_json(const char *text, size_t len, struct nsbox_ws_config *c,
+                                  struct nsbox_err *e)
 {
     cleanup_cjson cJSON *root = NULL;
     const cJSON *ws;

@@ -136,7 +136,7 @@ static void add_disk(cJSON *r, const struct sup *S)
 {
     cJSON *d = cJSON_AddObjectToObject(r, "disk");
     enum nsbox_ws_kind k = S->sb.st.ws_kind;
-    cJSON_AddStringToObject(d, "kind", nsbox_ws_kind_name(k));
+    cJSON_AddStringToObject(d, "kind", nsbox_wsplan_kind_name(k));
     cJSON_AddBoolToObject(d, "enforced", k != NSBOX_WS_DIR);
     if (k == NSBOX_WS_DIR) {
         cJSON_AddStringToObject(d, "note", "the caller's own directory (--workspace): nsbox "
@@ -145,8 +145,8 @@ static void add_disk(cJSON *r, const struct sup *S)
         return;
     }
     cJSON_AddNumberToObject(d, "limit_bytes", (double)S->spec->limits.disk_bytes);
-    struct nsbox_ws_usage u;
-    if (S->ws_fd >= 0 && nsbox_ws_usage(S->ws_fd, &u) == 0) {
+    struct nsbox_workspace_usage u;
+    if (S->ws_fd >= 0 && nsbox_workspace_usage(S->ws_fd, &u) == 0) {
         /* the filesystem's own figures: mkfs rounds the inode count to whole groups */
         cJSON_AddNumberToObject(d, "inodes_limit", (double)u.inodes_total);
         cJSON_AddNumberToObject(d, "usable_bytes", (double)u.bytes_total);
@@ -154,12 +154,12 @@ static void add_disk(cJSON *r, const struct sup *S)
         cJSON_AddNumberToObject(d, "inodes_used", (double)u.inodes_used);
     } else {
         cJSON_AddNumberToObject(d, "inodes_limit",
-                                (double)nsbox_ws_inodes(S->spec->limits.disk_bytes));
+                                (double)nsbox_wsplan_inodes(S->spec->limits.disk_bytes));
     }
     /* Thin provisioning (docs/workspace.md): the host's free space, not only the limit, bounds
      * what the sandbox can still write. */
-    struct nsbox_ws_host_usage h;
-    if (k == NSBOX_WS_EXT4 && nsbox_ws_host_usage(S->sb.st.workspace, &h) == 0) {
+    struct nsbox_workspace_host_usage h;
+    if (k == NSBOX_WS_EXT4 && nsbox_workspace_host_usage(S->sb.st.workspace, &h) == 0) {
         cJSON *host = cJSON_AddObjectToObject(d, "host");
         cJSON_AddStringToObject(host, "backing_file", S->sb.st.workspace);
         cJSON_AddNumberToObject(host, "backing_bytes", (double)h.backing_bytes);

@@ -689,7 +689,7 @@ static int evict(const char *id)
 
 void nsbox_warmpool_install(void)
 {
-    nsbox_ws_set_evict(evict);
+    nsbox_workspace_set_evict(evict);
     nsbox_session_set_refill(nsbox_warmpool_refill_exec);
 }
 

@@ -19,7 +19,7 @@
 
 #define NSBOX_POOL_EMPTY 2
 
-/* Hand the pool's eviction to the workspace layer (nsbox_ws_set_evict): a waiting pooled
+/* Hand the pool's eviction to the workspace layer (nsbox_workspace_set_evict): a waiting pooled
  * sandbox gives way when a sandbox that is wanted now is short of disk (docs/pool.md); and its
  * refill to the supervisors (nsbox_session_set_refill): one whose pooled sandbox was used
  * becomes `nsbox pool fill`. Called once, by main, before any command; the supervisors it
