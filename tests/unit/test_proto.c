@@ -1,5 +1,5 @@
 /* The wire protocol's request parser: validation messages name the field, limits hold, and the
- * buffer is never read past its length (a regression found by fuzz_proto). */
+ * buffer is never read past its length (a message on the wire has no NUL after it). */
 #include "proto.h"
 
 #include <setjmp.h>
@@ -222,7 +222,7 @@ static void test_errors_name_the_field(void **state)
 static void test_buffer_not_read_past_length(void **state)
 {
     /* Exactly the bytes of the message, no NUL after them: any read past the end is caught by
-     * ASan in the sanitizer build (the bug fuzz_proto found with strstr). */
+     * ASan in the sanitizer build (strstr, say, would read on to a NUL). */
     const char msg[] = "{\"v\":1,\"op\":\"ping\"}";
     char *buf = malloc(sizeof msg - 1);
     memcpy(buf, msg, sizeof msg - 1);
