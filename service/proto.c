@@ -679,16 +679,22 @@ ssize_t nsbox_proto_recv(int sock, char **out, int fds[NSBOX_PROTO_MAX_FDS], str
 
 /* ---- replies --------------------------------------------------------------------------------- */
 
-cJSON *nsbox_proto_reply_ok(const char *tag)
+/* What every reply starts with: the version, whether it succeeded, the request's tag. */
+static cJSON *reply(const char *tag, bool ok)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
     cJSON_AddNumberToObject(o, "v", NSBOX_PROTO_VERSION);
-    cJSON_AddTrueToObject(o, "ok");
+    cJSON_AddBoolToObject(o, "ok", ok);
     if (tag && tag[0])
         cJSON_AddStringToObject(o, "tag", tag);
     return o;
+}
+
+cJSON *nsbox_proto_reply_ok(const char *tag)
+{
+    return reply(tag, true);
 }
 
 /* The wire's names are nsbox_errcode_name's (policy/err.c, the one list), except that running
@@ -710,13 +716,9 @@ int nsbox_proto_errcode_from_wire(const char *s)
 
 cJSON *nsbox_proto_reply_error(const char *tag, int code, const char *msg)
 {
-    cJSON *o = cJSON_CreateObject();
+    cJSON *o = reply(tag, false);
     if (!o)
         return NULL;
-    cJSON_AddNumberToObject(o, "v", NSBOX_PROTO_VERSION);
-    cJSON_AddFalseToObject(o, "ok");
-    if (tag && tag[0])
-        cJSON_AddStringToObject(o, "tag", tag);
     cJSON *err = cJSON_AddObjectToObject(o, "error");
     if (err) {
         cJSON_AddStringToObject(err, "code", nsbox_proto_errcode_wire(code));
