@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -383,5 +384,20 @@ int nsbox_paths_rm_rf(const char *path, struct nsbox_err *e)
         return errno == ENOENT ? 0 : nsbox_err_sys(e, "cannot remove %s", path);
     if (rm_rf_at(AT_FDCWD, path, st.st_dev, 0) < 0)
         return nsbox_err_sys(e, "cannot remove %s", path);
+    return 0;
+}
+
+int nsbox_paths_images(char *out, size_t n, struct nsbox_err *e, const char *fmt, ...)
+{
+    char data[PATH_MAX], rest[PATH_MAX];
+    if (nsbox_paths_data_dir(data, sizeof data, e) < 0)
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vsnprintf(rest, sizeof rest, fmt, ap);
+    va_end(ap);
+    r = r >= 0 && (size_t)r < sizeof rest ? snprintf(out, n, "%s/images%s", data, rest) : -1;
+    if (r < 0 || (size_t)r >= n)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "data directory path too long");
     return 0;
 }

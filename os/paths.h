@@ -16,6 +16,10 @@
 int nsbox_paths_runtime_dir(char *out, size_t n, struct nsbox_err *e); /* state: <..>/<id>/ */
 int nsbox_paths_data_dir(char *out, size_t n, struct nsbox_err *e);    /* images, caches */
 int nsbox_paths_cache_dir(char *out, size_t n, struct nsbox_err *e);   /* workspaces */
+/* A path in the image store, <data dir>/images followed by fmt ("/%s/rootfs"; "%s", "" for the
+ * store itself); made by nobody here (nsbox_image_store_dir makes the store). */
+int nsbox_paths_images(char *out, size_t n, struct nsbox_err *e, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* As root, the three above also refuse (NSBOX_E_POLICY) a directory that another user could
  * write, or one below such a directory: nsbox_paths_check_private. */
 /* dir (made absolute), each directory above it and where its symlinks lead (also a link to a

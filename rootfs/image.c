@@ -69,13 +69,7 @@ bool nsbox_image_name_valid(const char *name)
 
 static int images_path(char *out, size_t n, struct nsbox_err *e)
 {
-    char data[PATH_MAX];
-    if (nsbox_paths_data_dir(data, sizeof data, e) < 0)
-        return -1;
-    int r = snprintf(out, n, "%s/images", data);
-    if (r < 0 || (size_t)r >= n)
-        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "data directory path too long");
-    return 0;
+    return nsbox_paths_images(out, n, e, "%s", "");
 }
 
 /* The mode of the store's directories whose files belong to the image ids
@@ -248,10 +242,9 @@ static bool pid_alive(pid_t pid)
 
 void nsbox_image_sweep_store(void)
 {
-    char data[PATH_MAX], images[PATH_MAX];
+    char images[PATH_MAX];
     struct nsbox_err e;
-    if (nsbox_paths_data_dir(data, sizeof data, &e) < 0 ||
-        (size_t)snprintf(images, sizeof images, "%s/images", data) >= sizeof images)
+    if (images_path(images, sizeof images, &e) < 0)
         return;
     sweep_leftovers(images);
 }

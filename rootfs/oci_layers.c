@@ -50,12 +50,7 @@ static bool is_chain(const char *s)
 
 static int layers_path(char *out, size_t n, struct nsbox_err *e)
 {
-    char data[PATH_MAX];
-    if (nsbox_paths_data_dir(data, sizeof data, e) < 0)
-        return -1;
-    if ((size_t)snprintf(out, n, "%s/images/.layers", data) >= n)
-        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "data directory path too long");
-    return 0;
+    return nsbox_paths_images(out, n, e, "/.layers");
 }
 
 /* Remove dfd/name, a leftover of an unpack that died (.tmp-<chain>-<pid>: its lock is free and

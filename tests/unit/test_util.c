@@ -15,6 +15,7 @@
 #include <string.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <pthread.h>
 #include <sched.h>
@@ -83,6 +84,35 @@ static void test_paths(void **state)
     assert_true(nsbox_is_host_root(&st));
     assert_int_equal(stat("/tmp", &st), 0);
     assert_false(nsbox_is_host_root(&st));
+}
+
+/* Every path in the image store is made by one function: below the data directory's images,
+ * and refused whole, never cut, when it does not fit. */
+static void test_image_store_paths(void **state)
+{
+    (void)state;
+    char data[] = "/tmp/nsbox-test-util-XXXXXX", out[PATH_MAX];
+    assert_non_null(mkdtemp(data));
+    setenv("NSBOX_DATA_DIR", data, 1);
+    struct nsbox_err e = {0};
+    char want[PATH_MAX];
+    assert_int_equal(nsbox_paths_images(out, sizeof out, &e, "%s", ""), 0);
+    snprintf(want, sizeof want, "%s/images", data);
+    assert_string_equal(out, want);
+    assert_int_equal(nsbox_paths_images(out, sizeof out, &e, "/%s/rootfs", "debian"), 0);
+    snprintf(want, sizeof want, "%s/images/debian/rootfs", data);
+    assert_string_equal(out, want);
+    char small[sizeof data + 8]; /* room for "<data>/images" but not for a name after it */
+    assert_int_equal(nsbox_paths_images(small, sizeof small, &e, "/%s", "debian"), -1);
+    assert_int_equal(e.sys_errno, ENAMETOOLONG);
+    assert_string_equal(e.msg, "data directory path too long");
+    char name[PATH_MAX];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    assert_int_equal(nsbox_paths_images(out, sizeof out, &e, "/%s", name), -1);
+    assert_int_equal(e.sys_errno, ENAMETOOLONG);
+    unsetenv("NSBOX_DATA_DIR");
+    assert_int_equal(rmdir(data), 0); /* nothing made in it */
 }
 
 /* echoed user text (include/nsbox.h): bounded, no control characters (no forged lines or
@@ -329,6 +359,7 @@ int main(void)
         cmocka_unit_test(test_seconds),
         cmocka_unit_test(test_pid),
         cmocka_unit_test(test_paths),
+        cmocka_unit_test(test_image_store_paths),
         cmocka_unit_test(test_open_dir),
         cmocka_unit_test(test_mkdir_p_modes),
         cmocka_unit_test(test_shown),
