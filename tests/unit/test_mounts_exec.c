@@ -76,6 +76,14 @@ static void fake_reset(void)
     F.armed = true;
 }
 
+/* The nth call of kind k (C_ANY: of any kind) from here on fails with err. */
+static void fake_fail(enum ck k, int nth, int err)
+{
+    F.fail_kind = k;
+    F.fail_nth = nth;
+    F.fail_errno = err;
+}
+
 static struct call *rec(enum ck k, const char *path)
 {
     assert_true(F.n < MAX_CALLS);
@@ -512,9 +520,7 @@ static void test_prepare_private_failure_stops(void **state)
 {
     struct ex *x = *state;
     fake_reset();
-    F.fail_kind = C_MOUNT;
-    F.fail_nth = 1;
-    F.fail_errno = EPERM;
+    fake_fail(C_MOUNT, 1, EPERM);
     struct nsbox_err e = {0};
     assert_int_equal(do_prepare(x, &e), -1);
     /* never mount on the staging directory while still sharing mounts with the host */
@@ -527,9 +533,7 @@ static void test_prepare_tmpfs_failure(void **state)
 {
     struct ex *x = *state;
     fake_reset();
-    F.fail_kind = C_MOUNT;
-    F.fail_nth = 2;
-    F.fail_errno = ENOSPC;
+    fake_fail(C_MOUNT, 2, ENOSPC);
     struct nsbox_err e = {0};
     assert_int_equal(do_prepare(x, &e), -1);
     /* the failing tmpfs mount is the last call: nothing after it */
@@ -551,9 +555,7 @@ static void test_prepare_clone_failure(void **state)
             third = (int)i;
     assert_true(third >= 0);
     fake_reset();
-    F.fail_kind = C_OPEN_TREE;
-    F.fail_nth = 3;
-    F.fail_errno = ENOENT;
+    fake_fail(C_OPEN_TREE, 3, ENOENT);
     struct nsbox_err e = {0};
     assert_int_equal(do_prepare(x, &e), -1);
     assert_int_equal(e.sys_errno, ENOENT);
@@ -567,9 +569,7 @@ static void test_prepare_setattr_failure_closes_clone(void **state)
 {
     struct ex *x = *state;
     fake_reset();
-    F.fail_kind = C_SETATTR_FD;
-    F.fail_nth = 2;
-    F.fail_errno = EPERM;
+    fake_fail(C_SETATTR_FD, 2, EPERM);
     struct nsbox_err e = {0};
     assert_int_equal(do_prepare(x, &e), -1);
     assert_int_equal(e.sys_errno, EPERM);
@@ -842,9 +842,7 @@ static void test_enter_each_failure(void **state)
         fake_reset();
         prepare_ok(x);
         start = F.n;
-        F.fail_kind = C_ANY;
-        F.fail_nth = nth;
-        F.fail_errno = EPERM;
+        fake_fail(C_ANY, nth, EPERM);
         struct nsbox_err e2 = {0};
         if (chdir("/") < 0)
             fail();
@@ -875,9 +873,7 @@ static void test_enter_fifth_mount_fails(void **state)
     fake_reset();
     prepare_ok(x);
     size_t start = F.n;
-    F.fail_kind = C_MOUNT;
-    F.fail_nth = 5;
-    F.fail_errno = EACCES;
+    fake_fail(C_MOUNT, 5, EACCES);
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_mounts_enter(&fake, p, x->rootfd, x->fds, &e), -1);
     const struct call *last = &F.c[F.n - 1];
@@ -922,9 +918,7 @@ static void test_enter_optional_proc_entries(void **state)
     /* ENOENT on a required mount (the first mount of phase 2) is not swallowed */
     fake_reset();
     prepare_ok(x);
-    F.fail_kind = C_MOUNT;
-    F.fail_nth = 1;
-    F.fail_errno = ENOENT;
+    fake_fail(C_MOUNT, 1, ENOENT);
     assert_int_equal(nsbox_mounts_enter(&fake, p, x->rootfd, x->fds, &e), -1);
     assert_int_equal(e.sys_errno, ENOENT);
     for (size_t i = 0; i < F.n; i++)
