@@ -29,6 +29,7 @@ import sys
 import time
 
 from bench_phases import PERF_EVENTS, PERF_LINE, phases_of_run
+from benchlib import pool_config
 
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 CRUN_UID_BASE = 100000  # crun: container uid N -> host uid CRUN_UID_BASE + N
@@ -256,23 +257,6 @@ class Direct(Tool):
             argv = ["sh", "-c", "echo hi > " + self.ws + "/x"]
         argv[0] = which_abs(argv[0], SANDBOX_PATH) if "/" not in argv[0] else argv[0]
         return argv, {"PATH": SANDBOX_PATH, "LANG": "C.UTF-8"}, lambda: shutil.rmtree(self.ws)
-
-
-def pool_config(work, name, pool):
-    """A config file with the given pool section (None: none, nsbox's default), merged over
-    $NSBOX_CONFIG's (or /etc/nsbox/config.json's) other sections; the env that selects it."""
-    cfg = {}
-    base = os.environ.get("NSBOX_CONFIG") or "/etc/nsbox/config.json"
-    if os.path.exists(base):
-        with open(base) as f:
-            cfg = json.load(f)
-    cfg.pop("pool", None)
-    if pool is not None:
-        cfg["pool"] = pool
-    path = os.path.join(work, name + "-config.json")
-    with open(path, "w") as f:
-        json.dump(cfg, f)
-    return {"NSBOX_CONFIG": path}
 
 
 class Nsbox(Tool):

@@ -36,6 +36,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "e2e"))
 from netlab import API, Lab, missing_tools  # noqa: E402
+from benchlib import summary  # noqa: E402
 
 PORT = 8445
 NAME = "api.lab.test"
@@ -143,12 +144,6 @@ def make_pki(d):
             "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "ext", cwd=d)
     for n in os.listdir(d):
         os.chmod(os.path.join(d, n), 0o644)
-
-
-def summary(xs):
-    xs = sorted(xs)
-    q = lambda p: xs[min(len(xs) - 1, int(p * len(xs)))]
-    return {"median": statistics.median(xs), "p10": q(0.10), "p90": q(0.90), "n": len(xs)}
 
 
 class Bench:

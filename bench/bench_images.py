@@ -58,6 +58,7 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
 import oci_images  # noqa: E402
 import oci_registry  # noqa: E402
+from benchlib import pool_config, summary_ms as summary  # noqa: E402
 
 
 def big_layer(src):
@@ -96,12 +97,6 @@ def timed(argvs, env):
         if out is None:
             out = r.stdout
     return time.perf_counter_ns() - t0, out
-
-
-def summary(ns):
-    ms = sorted(x / 1e6 for x in ns)
-    q = statistics.quantiles(ms, n=10, method="inclusive") if len(ms) >= 2 else [ms[0]] * 9
-    return {"median_ms": statistics.median(ms), "p10_ms": q[0], "p90_ms": q[-1], "n": len(ms)}
 
 
 def bench_create(nsbox, env, variants, rounds, gap):
@@ -285,15 +280,7 @@ def main():
         for k in ("STATE", "CACHE", "DATA"):
             env["NSBOX_%s_DIR" % k] = os.path.join(work, k.lower())
             os.makedirs(env["NSBOX_%s_DIR" % k])
-        cfg = {}
-        base = os.environ.get("NSBOX_CONFIG") or "/etc/nsbox/config.json"
-        if os.path.exists(base):
-            with open(base) as f:
-                cfg = json.load(f)
-        cfg["pool"] = {"size": 0}
-        env["NSBOX_CONFIG"] = os.path.join(work, "config.json")
-        with open(env["NSBOX_CONFIG"], "w") as f:
-            json.dump(cfg, f)
+        env.update(pool_config(work, "images", {"size": 0}))
 
         layout = os.path.join(work, "layout")
         t0 = time.monotonic()

@@ -15,11 +15,12 @@ import ctypes
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from benchlib import summary
 
 CLONE_NEWNET = 0x40000000
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -75,12 +76,6 @@ def tools_round(target_pid, i):
     dt = (time.perf_counter() - t) * 1000
     run(*ns, "ip", "link", "del", "eth0")  # not timed: nsbox lets it go with the namespace
     return dt
-
-
-def summary(xs):
-    xs = sorted(xs)
-    q = lambda p: xs[min(len(xs) - 1, int(p * len(xs)))]
-    return {"median": statistics.median(xs), "p10": q(0.10), "p90": q(0.90), "n": len(xs)}
 
 
 def main():

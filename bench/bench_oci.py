@@ -52,16 +52,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
 import engines  # noqa: E402
+from benchlib import summary_ms as summary  # noqa: E402
 
 NS = "nsbox-bench"
 RUNC = "/usr/sbin/runc"
 CRUN = "/usr/bin/crun"
-
-
-def summary(ns):
-    ms = sorted(x / 1e6 for x in ns)
-    q = statistics.quantiles(ms, n=10, method="inclusive") if len(ms) >= 2 else [ms[0]] * 9
-    return {"median_ms": statistics.median(ms), "p10_ms": q[0], "p90_ms": q[-1], "n": len(ms)}
 
 
 def timed(argv):

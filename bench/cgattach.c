@@ -12,7 +12,7 @@
  *          the same global lock, so this should cost the same.
  *   self   the child writes "0" into tasks files the parent opened before the fork: a thread
  *          moving itself needs no threadgroup lock at all (Linux 5.5+, "cgroup: Optimize single
- *          thread migration"), hence no grace period. nsbox's pid 1 does this now.
+ *          thread migration"), hence no grace period. nsbox's pid 1 does this.
  *
  * Between iterations we sleep --gap-ms (default 20; run.sh passes 40) so that the rwsem's
  * rcu_sync state goes back to idle, as it does between two separate sandbox starts; --gap-ms 0

@@ -216,7 +216,7 @@ static int host_target(const char *dst, const char *spath, bool parents, char ta
     char *cut = dl && target[dl - 1] == '/' ? target + dl - 1 : strrchr(target, '/');
     if (parents && cut && cut != target) {
         *cut = '\0';
-        if (nsbox_mkdir_p(target, 0777, e) < 0)
+        if (nsbox_paths_mkdir_p(target, 0777, e) < 0)
             return -1;
         *cut = '/';
     }
@@ -240,9 +240,9 @@ static bool remote_is_dir(const char *id, const char *path)
         return true;
     struct nsbox_err e = {0};
     struct nsbox_request req;
-    nsbox_request_init(&req, NSBOX_OP_STAT);
+    nsbox_proto_request_init(&req, NSBOX_OP_STAT);
     cJSON *reply = NULL;
-    int r = nsbox_request_set(req.path, sizeof req.path, "path", path, &e);
+    int r = nsbox_proto_request_set(req.path, sizeof req.path, "path", path, &e);
     if (r == 0) /* a path too long is not one, as the supervisor would say */
         r = nsbox_client_call(id, &req, NULL, 0, &reply, NULL, &e);
     const cJSON *t = reply ? cJSON_GetObjectItemCaseSensitive(reply, "type") : NULL;
@@ -354,10 +354,10 @@ static int read_remote(const char *sid, const char *spath, const char *dst, doub
                        mode_t *mode, struct nsbox_err *e)
 {
     struct nsbox_request req;
-    nsbox_request_init(&req, NSBOX_OP_READ);
+    nsbox_proto_request_init(&req, NSBOX_OP_READ);
     cJSON *reply = NULL;
     int rfd = -1;
-    int r = nsbox_request_set(req.path, sizeof req.path, "path", spath, e);
+    int r = nsbox_proto_request_set(req.path, sizeof req.path, "path", spath, e);
     if (r == 0)
         r = nsbox_client_call(sid, &req, NULL, 0, &reply, &rfd, e);
     if (r < 0 || nsbox_client_reply_error(reply, e) < 0 || rfd < 0) {
@@ -469,7 +469,7 @@ static int cp_to_sandbox(const char *src, const char *did, const char *dpath, bo
                  base_name(src));
     }
     struct nsbox_request req;
-    nsbox_request_init(&req, NSBOX_OP_WRITE);
+    nsbox_proto_request_init(&req, NSBOX_OP_WRITE);
     snprintf(req.path, sizeof req.path, "%s", dest); /* both PATH_MAX: never cut */
     req.mkdir = parents; /* -p: the missing directories too, as mkdir -p */
     if (fstat(in, &st) == 0 && S_ISREG(st.st_mode))

@@ -29,7 +29,7 @@
 static char *json_after_id(struct nsbox_err *e)
 {
     char rt[PATH_MAX], *after = NULL;
-    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, e) < 0)
         rt[0] = '\0';
     cJSON *s = cJSON_CreateString(rt);
     char *quoted = s ? cJSON_PrintUnformatted(s) : NULL;
@@ -47,7 +47,7 @@ static char *json_after_id(struct nsbox_err *e)
 static void print_json_error(const struct nsbox_err *e)
 {
     cJSON *o = cJSON_CreateObject(), *er = cJSON_AddObjectToObject(o, "error");
-    cJSON_AddStringToObject(er, "code", nsbox_errcode_wire(e->code));
+    cJSON_AddStringToObject(er, "code", nsbox_proto_errcode_wire(e->code));
     cJSON_AddStringToObject(er, "message", e->msg);
     char *t = cJSON_PrintUnformatted(o);
     printf("%s\n", t ? t : "{}");

@@ -33,7 +33,7 @@ static void send_signal(int sock, int signo)
     struct nsbox_err e; /* no reply comes, and none is waited for: a signal not passed on is
                          * one the command did not get, as when it has just ended */
     struct nsbox_request req;
-    nsbox_request_init(&req, NSBOX_OP_SIGNAL);
+    nsbox_proto_request_init(&req, NSBOX_OP_SIGNAL);
     req.sig = signo;
     cleanup_cjson cJSON *o = nsbox_proto_encode(&req);
     if (o)
@@ -56,7 +56,7 @@ static int supervisor_answers(const char *id, int sock, const char *why, struct 
         return 0; /* the reply (or the hang-up) is there already */
     /* any reply says it runs, "busy" (every connection taken) too: sent once, never again */
     struct nsbox_request req;
-    nsbox_request_init(&req, NSBOX_OP_PING);
+    nsbox_proto_request_init(&req, NSBOX_OP_PING);
     cJSON *reply = NULL;
     cleanup_close int ping = -1;
     int r = nsbox_client_exchange(id, &req, NULL, 0, ALIVE_S, 0, &ping, &reply, NULL, e);
@@ -352,7 +352,7 @@ static int exec_parse(int argc, char **argv, struct exec_args *x)
 static int exec_request(const struct exec_args *x, int argc, char **argv,
                         struct nsbox_request *req, struct nsbox_err *e)
 {
-    nsbox_request_init(req, x->detach ? NSBOX_OP_START : NSBOX_OP_EXEC);
+    nsbox_proto_request_init(req, x->detach ? NSBOX_OP_START : NSBOX_OP_EXEC);
     req->argv = argv + x->cmd;
     req->argc = (size_t)(argc - x->cmd);
     req->env = x->env;
@@ -362,8 +362,8 @@ static int exec_request(const struct exec_args *x, int argc, char **argv,
         char abs[4200];
         if (x->cwd[0] != '/')
             snprintf(abs, sizeof abs, "/workspace/%s", x->cwd);
-        if (nsbox_request_set(req->cwd, sizeof req->cwd, "cwd", x->cwd[0] == '/' ? x->cwd : abs,
-                              e) < 0)
+        if (nsbox_proto_request_set(req->cwd, sizeof req->cwd, "cwd",
+                                    x->cwd[0] == '/' ? x->cwd : abs, e) < 0)
             return -1;
     }
     req->timeout_ms = x->timeout_ms;
@@ -428,7 +428,7 @@ static int exec_started(const struct exec_args *x, cJSON *reply)
         /* A supervisor of an older nsbox ignores start's timeout_ms: do not leave a process
          * running without the bound it was asked for. */
         struct nsbox_request kreq;
-        nsbox_request_init(&kreq, NSBOX_OP_KILL);
+        nsbox_proto_request_init(&kreq, NSBOX_OP_KILL);
         kreq.pid = p;
         kreq.sig = SIGKILL;
         if (nsbox_client_simple_call(x->id, &kreq, &reply, &e) == 0)

@@ -398,7 +398,7 @@ static void check_image_debian(struct nsbox_check *c)
 {
     char dir[PATH_MAX], rootfs[PATH_MAX];
     struct nsbox_err e = {0};
-    if (nsbox_path_data_dir(dir, sizeof dir, &e) < 0) {
+    if (nsbox_paths_data_dir(dir, sizeof dir, &e) < 0) {
         DETAIL(c, "no data directory: %s", e.msg);
         FIX(c, "point HOME or NSBOX_DATA_DIR at a directory of yours");
         return;
@@ -465,7 +465,7 @@ static void check_workspace_disk(struct nsbox_check *c)
 {
     char why[256];
     c->ok = true;
-    if (nsbox_ws_ext4_usable(why, sizeof why)) {
+    if (nsbox_workspace_ext4_usable(why, sizeof why)) {
         DETAIL(c, "ext4 on a loop device: a fresh /workspace is a filesystem of the instance "
                   "type's disk size, mounted only inside the sandbox");
         return;
@@ -515,11 +515,12 @@ static void check_config(struct nsbox_check *c)
     const char *path = env && *env ? env : NSBOX_CONFIG_DEFAULT_PATH;
     bool types = nsbox_config_load_types(NULL, &e) == 0;
     bool keep;
-    bool file = types && nsbox_ws_load_config(&ws, &e) == 0 && nsbox_pool_config_check(&e) == 0 &&
-                nsbox_net_config_check(&e) == 0 && nsbox_filemax_config_keep(&keep, &e) == 0;
-    if (file && nsbox_path_runtime_dir(dir, sizeof dir, &e) == 0 &&
-        nsbox_path_data_dir(dir, sizeof dir, &e) == 0 &&
-        nsbox_path_cache_dir(dir, sizeof dir, &e) == 0) {
+    bool file = types && nsbox_workspace_load_config(&ws, &e) == 0 &&
+                nsbox_warmpool_config_check(&e) == 0 && nsbox_net_config_check(&e) == 0 &&
+                nsbox_filemax_config_keep(&keep, &e) == 0;
+    if (file && nsbox_paths_runtime_dir(dir, sizeof dir, &e) == 0 &&
+        nsbox_paths_data_dir(dir, sizeof dir, &e) == 0 &&
+        nsbox_paths_cache_dir(dir, sizeof dir, &e) == 0) {
         c->ok = true;
         if (access(path, F_OK) == 0)
             snprintf(c->detail, sizeof c->detail, "%.400s: valid", path);

@@ -33,7 +33,7 @@ int nsbox_cli_inspect(int argc, char **argv)
     struct nsbox_err e = {0};
     cJSON *reply;
     struct nsbox_request req;
-    nsbox_request_init(&req, NSBOX_OP_INSPECT);
+    nsbox_proto_request_init(&req, NSBOX_OP_INSPECT);
     if (nsbox_client_simple_call(argv[1], &req, &reply, &e) < 0)
         return nsbox_say_fail(&e);
     char *s = cJSON_Print(unwrapped(reply));
@@ -68,7 +68,7 @@ int nsbox_cli_ls(int argc, char **argv)
     struct nsbox_err e = {0};
     nsbox_gc(false, &e);
     char rt[PATH_MAX];
-    if (nsbox_path_runtime_dir(rt, sizeof rt, &e) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, &e) < 0)
         return nsbox_say_fail(&e);
     cJSON *all = cJSON_CreateArray();
     DIR *d = opendir(rt);
@@ -83,7 +83,7 @@ int nsbox_cli_ls(int argc, char **argv)
             continue; /* a one-shot sandbox, or one still starting */
         /* One stuck supervisor must not hide the others: after 10 s it is listed as such. */
         struct nsbox_request req;
-        nsbox_request_init(&req, NSBOX_OP_INSPECT);
+        nsbox_proto_request_init(&req, NSBOX_OP_INSPECT);
         cJSON *reply;
         int r = nsbox_client_call_within(de->d_name, &req, 10, &reply, &e);
         if (r == 0 && nsbox_client_reply_error(reply, &e) == 0) {

@@ -42,7 +42,7 @@ int nsbox_cli_kill(int argc, char **argv)
                                      "SIGKILL, ...)");
     struct nsbox_err e = {0};
     struct nsbox_request req;
-    nsbox_request_init(&req, NSBOX_OP_KILL);
+    nsbox_proto_request_init(&req, NSBOX_OP_KILL);
     req.pid = (int)pid;
     req.sig = sig;
     cJSON *reply;

@@ -112,7 +112,7 @@ static int follow_logs(const char *id, long pid)
     for (;;) {
         struct nsbox_err e = {0};
         struct nsbox_request req;
-        nsbox_request_init(&req, NSBOX_OP_LOGS);
+        nsbox_proto_request_init(&req, NSBOX_OP_LOGS);
         req.pid = (int)pid;
         if (out_end >= 0) {
             req.stdout_from = log_offset(out_end);
@@ -195,14 +195,14 @@ static int open_network_log(const char *id, char *dir, size_t n, struct nsbox_eg
                       "'%s' is not a sandbox id (nsbox ls lists them)", id);
         return nsbox_say_fail(&e);
     }
-    if (nsbox_path_runtime_dir(rt, sizeof rt, &e) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, &e) < 0)
         return nsbox_say_fail(&e);
     snprintf(dir, n, "%s/%s", rt, id);
     if (nsbox_egress_reader_open(r, dir) == 0)
         return 0;
     int err = errno;
     if (err == ENOENT && access(dir, F_OK) < 0) {
-        if (nsbox_tombstone_err(id, ENOENT, &e) == 0)
+        if (nsbox_state_tombstone_err(id, ENOENT, &e) == 0)
             nsbox_state_not_found(id, ENOENT, &e);
     } else if (err == ENOENT) {
         nsbox_err_set(&e, NSBOX_E_NOTFOUND, ENOENT,
@@ -280,7 +280,7 @@ int nsbox_cli_logs(int argc, char **argv)
         return follow_logs(args[0], pid);
     struct nsbox_err e = {0};
     struct nsbox_request req;
-    nsbox_request_init(&req, NSBOX_OP_LOGS);
+    nsbox_proto_request_init(&req, NSBOX_OP_LOGS);
     req.pid = (int)pid;
     cJSON *reply;
     if (nsbox_client_simple_call(args[0], &req, &reply, &e) < 0)

@@ -104,7 +104,7 @@ int main(int argc, char **argv)
     /* An ignored SIGCHLD survives exec: from a caller that ignores it, nsbox (and the supervisor
      * and init it forks) would never be told that a child ended, and would wait for ever. */
     signal(SIGCHLD, SIG_DFL);
-    nsbox_pool_install();
+    nsbox_warmpool_install();
     config_path_absolute();
     /* Instance types may be overridden by $NSBOX_CONFIG or /etc/nsbox/config.json; a broken
      * file is an error for every command that makes a sandbox, rather than silently different

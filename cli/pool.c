@@ -23,7 +23,7 @@ static int pool_ls(bool json)
         printf("%-12s  %s\n", "ID", "KEY");
     struct nsbox_pool_entry *v;
     size_t n;
-    if (nsbox_pool_list(&v, &n, &e) < 0)
+    if (nsbox_warmpool_list(&v, &n, &e) < 0)
         return nsbox_say_fail(&e);
     if (json) {
         cleanup_cjson cJSON *all = cJSON_CreateArray();
@@ -40,8 +40,8 @@ static int pool_ls(bool json)
             printf("%-12s  %s\n", v[i].id, v[i].key);
     }
     free(v);
-    nsbox_pool_set_note(nsbox_say_note, stderr);
-    nsbox_pool_report_failures();
+    nsbox_warmpool_set_note(nsbox_say_note, stderr);
+    nsbox_warmpool_report_failures();
     return 0;
 }
 
@@ -51,7 +51,7 @@ int nsbox_cli_pool(int argc, char **argv)
     struct nsbox_err e = {0};
     const char *sub = argc > 1 ? argv[1] : "";
     if (!strcmp(sub, "drain") && argc == 2) {
-        int n = nsbox_pool_drain(&e);
+        int n = nsbox_warmpool_drain(&e);
         if (n < 0)
             return nsbox_say_fail(&e);
         printf("deleted %d pooled sandbox%s\n", n, n == 1 ? "" : "es");
@@ -91,7 +91,7 @@ int nsbox_cli_pool(int argc, char **argv)
         return rc;
     unsigned ready = 0;
     if (nsbox_spec_validate(&spec, &e) < 0 ||
-        nsbox_pool_fill(&spec, (unsigned)size, refill, since_ns, &ready, &e) < 0) {
+        nsbox_warmpool_fill(&spec, (unsigned)size, refill, since_ns, &ready, &e) < 0) {
         nsbox_spec_free(&spec);
         return nsbox_say_fail(&e);
     }

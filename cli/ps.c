@@ -12,7 +12,7 @@ int nsbox_cli_ps(int argc, char **argv)
     struct nsbox_err e = {0};
     cJSON *reply;
     struct nsbox_request req;
-    nsbox_request_init(&req, NSBOX_OP_PS);
+    nsbox_proto_request_init(&req, NSBOX_OP_PS);
     if (nsbox_client_simple_call(argv[1], &req, &reply, &e) < 0)
         return nsbox_say_fail(&e);
     printf("%-8s  %-8s  %s\n", "PID", "STATUS", "COMMAND");

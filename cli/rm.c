@@ -41,7 +41,7 @@ int nsbox_cli_rm(int argc, char **argv)
          * state directory too. */
         char rt[PATH_MAX], dir[PATH_MAX];
         struct nsbox_err pe;
-        if (nsbox_path_runtime_dir(rt, sizeof rt, &pe) == 0) {
+        if (nsbox_paths_runtime_dir(rt, sizeof rt, &pe) == 0) {
             snprintf(dir, sizeof dir, "%s/%s", rt, argv[i]);
             for (int k = 0; k < 2000 && access(dir, F_OK) == 0; k++)
                 usleep(2000);

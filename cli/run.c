@@ -296,7 +296,7 @@ int nsbox_cli_run(int argc, char **argv)
     int stdio[3] = {o.stdin_fd, o.stdout_fd, o.stderr_fd};
     struct nsbox_relay relay;
     nsbox_relay_set_note(nsbox_say_note, stderr);
-    nsbox_pool_set_note(nsbox_say_note, stderr); /* a pooled command that could not start */
+    nsbox_warmpool_set_note(nsbox_say_note, stderr); /* a pooled command that could not start */
     nsbox_wsdir_set_note(nsbox_say_note, stderr); /* a --workspace of root's */
     nsbox_filemax_set_note(nsbox_say_note, stderr); /* fs.file-max raised, or not raisable */
     if (nsbox_relay_start(&relay, stdio, false) < 0) {
@@ -306,7 +306,7 @@ int nsbox_cli_run(int argc, char **argv)
     o.stdin_fd = stdio[0], o.stdout_fd = stdio[1], o.stderr_fd = stdio[2];
     /* A sandbox made ahead for these settings, when the pool is on (docs/pool.md). */
     /* a pooled sandbox's log is not this run's to copy: a run that wants it runs cold */
-    int pr2 = o.network_log ? 0 : nsbox_pool_run(&spec, argv + i, &o, &status, &oom_kills, &e);
+    int pr2 = o.network_log ? 0 : nsbox_warmpool_run(&spec, argv + i, &o, &status, &oom_kills, &e);
     if (pr2 < 0) {
         nsbox_relay_finish(&relay);
         goto out_err;
@@ -331,7 +331,7 @@ int nsbox_cli_run(int argc, char **argv)
     /* A run that could not make its sandbox (a missing image, no cgroup delegation) is no
      * sign of runs to come, and a fill would fail the same way. */
     if (pr2 == NSBOX_POOL_EMPTY && made)
-        nsbox_pool_after_cold_run(&spec);
+        nsbox_warmpool_after_cold_run(&spec);
     if (timed_out) {
         char bound[96], s[32];
         nsbox_say_seconds(s, sizeof s, o.timeout_ms);

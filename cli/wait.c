@@ -29,7 +29,7 @@ static int wait_by_polling(const char *id, long pid, int64_t deadline, const cha
         struct nsbox_err e = {0};
         cJSON *reply;
         struct nsbox_request req;
-        nsbox_request_init(&req, NSBOX_OP_PS);
+        nsbox_proto_request_init(&req, NSBOX_OP_PS);
         if (nsbox_client_simple_call(id, &req, &reply, &e) < 0)
             return nsbox_say_fail(&e);
         const cJSON *it, *found = NULL;
@@ -82,7 +82,7 @@ int nsbox_cli_wait(int argc, char **argv)
     if (sock < 0)
         return nsbox_say_fail(&e);
     struct nsbox_request req;
-    nsbox_request_init(&req, NSBOX_OP_WAIT);
+    nsbox_proto_request_init(&req, NSBOX_OP_WAIT);
     req.pid = (int)pid;
     cJSON *reply = NULL;
     if (nsbox_client_send(sock, &req, NULL, 0, &e) < 0)

@@ -34,7 +34,7 @@ bool nsbox_ocistate_id_valid(const char *id)
 
 int nsbox_ocistate_check_root(const struct nsbox_ocirt *g, struct nsbox_err *e)
 {
-    return nsbox_path_check_private(
+    return nsbox_paths_check_private(
         "--root", g->root,
         "replace a container's state there, whose pids nsbox-oci "
         "signals and whose hooks it runs as root",

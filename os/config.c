@@ -1,7 +1,8 @@
 /* The config file (docs/spec.md, "Config file"): where it is, reading it with the same rules
  * for every module that has a section in it, and handing each its section's parser. What a
  * section means is its module's (policy/spec_types.c the instance types, sandbox/net.c,
- * sandbox/workspace.c, service/warmpool.c). */
+ * sandbox/workspace.c, service/warmpool.c, sandbox/filemax.c; what their parsers share,
+ * policy/cfgsection.c). */
 #define _GNU_SOURCE
 #include "config.h"
 

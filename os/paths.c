@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,8 +174,8 @@ static int resolve_existing(char *abs, char *real, bool *whole)
     return errno = ELOOP, -1;
 }
 
-int nsbox_path_check_private(const char *label, const char *dir, const char *why, const char *fix,
-                             struct nsbox_err *e)
+int nsbox_paths_check_private(const char *label, const char *dir, const char *why, const char *fix,
+                              struct nsbox_err *e)
 {
     char abs[PATH_MAX], real[PATH_MAX];
     if (dir[0] == '/')
@@ -224,10 +225,10 @@ static int root_private(int r, enum private_kind kind, const char *out, struct n
         return r;
     char fix[128];
     snprintf(fix, sizeof fix, "set %s to a directory only root can write", private_dirs[kind].var);
-    if (nsbox_path_check_private(private_dirs[kind].label, out,
-                                 "plant files, links or sockets there that nsbox, run as root, "
-                                 "would trust or write through",
-                                 fix, e) < 0)
+    if (nsbox_paths_check_private(private_dirs[kind].label, out,
+                                  "plant files, links or sockets there that nsbox, run as root, "
+                                  "would trust or write through",
+                                  fix, e) < 0)
         return -1;
     struct stat sb; /* all of it checked: none of it can be made by another user later */
     if (lstat(out, &sb) == 0)
@@ -297,22 +298,22 @@ static int cache_dir(char *out, size_t n, struct nsbox_err *e)
     return fmt_path(out, n, e, "%s%s", home_dir(), "/.cache/nsbox");
 }
 
-int nsbox_path_runtime_dir(char *out, size_t n, struct nsbox_err *e)
+int nsbox_paths_runtime_dir(char *out, size_t n, struct nsbox_err *e)
 {
     return root_private(runtime_dir(out, n, e), PRIVATE_STATE, out, e);
 }
 
-int nsbox_path_data_dir(char *out, size_t n, struct nsbox_err *e)
+int nsbox_paths_data_dir(char *out, size_t n, struct nsbox_err *e)
 {
     return root_private(data_dir(out, n, e), PRIVATE_DATA, out, e);
 }
 
-int nsbox_path_cache_dir(char *out, size_t n, struct nsbox_err *e)
+int nsbox_paths_cache_dir(char *out, size_t n, struct nsbox_err *e)
 {
     return root_private(cache_dir(out, n, e), PRIVATE_CACHE, out, e);
 }
 
-int nsbox_mkdir_p(const char *path, unsigned mode, struct nsbox_err *e)
+int nsbox_paths_mkdir_p(const char *path, unsigned mode, struct nsbox_err *e)
 {
     char buf[PATH_MAX];
     size_t len = strlen(path);
@@ -324,8 +325,8 @@ int nsbox_mkdir_p(const char *path, unsigned mode, struct nsbox_err *e)
             char c = *p;
             *p = '\0';
             /* Directories on the way may at least be passed (mode | 0711): made 0700 by the
-             * first nsbox_mkdir_p("/run/nsbox/uids"), root's runtime directory kept other users
-             * from telling that a sandbox id there is root's (docs/protocol.md). */
+             * first nsbox_paths_mkdir_p("/run/nsbox/uids"), root's runtime directory kept other
+             * users from telling that a sandbox id there is root's (docs/protocol.md). */
             if (mkdir(buf, c == '\0' ? mode : mode | 0711) < 0 && errno != EEXIST)
                 return nsbox_err_sys(e, "cannot create directory %s", buf);
             *p = c;
@@ -376,12 +377,27 @@ static int rm_rf_at(int dfd, const char *name, dev_t dev, int depth)
     return ret;
 }
 
-int nsbox_rm_rf(const char *path, struct nsbox_err *e)
+int nsbox_paths_rm_rf(const char *path, struct nsbox_err *e)
 {
     struct stat st;
     if (lstat(path, &st) < 0)
         return errno == ENOENT ? 0 : nsbox_err_sys(e, "cannot remove %s", path);
     if (rm_rf_at(AT_FDCWD, path, st.st_dev, 0) < 0)
         return nsbox_err_sys(e, "cannot remove %s", path);
+    return 0;
+}
+
+int nsbox_paths_images(char *out, size_t n, struct nsbox_err *e, const char *fmt, ...)
+{
+    char data[PATH_MAX], rest[PATH_MAX];
+    if (nsbox_paths_data_dir(data, sizeof data, e) < 0)
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vsnprintf(rest, sizeof rest, fmt, ap);
+    va_end(ap);
+    r = r >= 0 && (size_t)r < sizeof rest ? snprintf(out, n, "%s/images%s", data, rest) : -1;
+    if (r < 0 || (size_t)r >= n)
+        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "data directory path too long");
     return 0;
 }

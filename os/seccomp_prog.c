@@ -309,7 +309,7 @@ int nsbox_seccomp_prog_bundle(const char *cache_dir, const char *text, size_t le
 int nsbox_seccomp_prog_cache_dir(char *out, size_t n, struct nsbox_err *e)
 {
     char data[PATH_MAX];
-    if (nsbox_path_data_dir(data, sizeof data, e) < 0)
+    if (nsbox_paths_data_dir(data, sizeof data, e) < 0)
         return -1;
     if ((size_t)snprintf(out, n, "%s/cache", data) >= n)
         return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG,

@@ -73,3 +73,30 @@ int nsbox_text_read_long(const char *path, long *out)
     }
     return 0;
 }
+
+char *nsbox_text_shown(const char *text, const char *indent)
+{
+    size_t lines = 0, il = strlen(indent);
+    for (const char *p = text; *p; p++)
+        lines += *p == '\n';
+    char *out = malloc(strlen(text) + lines * il + 1);
+    if (!out)
+        return NULL;
+    size_t k = 0;
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if (*c == '\n') {
+            out[k++] = '\n';
+            memcpy(out + k, indent, il);
+            k += il;
+        } else if ((*c < 0x20 && *c != '\t') || *c == 0x7f) {
+            out[k++] = '?';
+        } else if (*c == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f) {
+            out[k++] = '?'; /* U+0080-U+009F: CSI and OSC too, for a terminal that takes them */
+            c++;
+        } else {
+            out[k++] = (char)*c;
+        }
+    }
+    out[k] = '\0';
+    return out;
+}

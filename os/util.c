@@ -440,33 +440,6 @@ bool nsbox_is_host_root(const struct stat *st)
     return stat("/", &root) == 0 && nsbox_same_inode(st, &root);
 }
 
-char *nsbox_text_shown(const char *text, const char *indent)
-{
-    size_t lines = 0, il = strlen(indent);
-    for (const char *p = text; *p; p++)
-        lines += *p == '\n';
-    char *out = malloc(strlen(text) + lines * il + 1);
-    if (!out)
-        return NULL;
-    size_t k = 0;
-    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-        if (*c == '\n') {
-            out[k++] = '\n';
-            memcpy(out + k, indent, il);
-            k += il;
-        } else if ((*c < 0x20 && *c != '\t') || *c == 0x7f) {
-            out[k++] = '?';
-        } else if (*c == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f) {
-            out[k++] = '?'; /* U+0080-U+009F: CSI and OSC too, for a terminal that takes them */
-            c++;
-        } else {
-            out[k++] = (char)*c;
-        }
-    }
-    out[k] = '\0';
-    return out;
-}
-
 #ifndef PIPEFS_MAGIC
 #define PIPEFS_MAGIC 0x50495045
 #endif

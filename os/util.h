@@ -127,12 +127,6 @@ bool nsbox_is_anon_pipe(int fd, const struct stat *st);
  * reopen a pipe, so this gives nothing to anyone else. A named FIFO's mode is a file's on
  * disk: never changed; nor a file's or a terminal's. */
 void nsbox_share_pipes(const int fds[3]);
-/* text (of a sandbox's: what its setup script wrote) as nsbox may print it on the host, in a
- * new string: a control character (C0 but tab and newline, DEL, and C1 as UTF-8 encodes it) is
- * '?', and each newline is followed by indent, so that the text can neither drive the caller's
- * terminal (escape sequences, carriage returns) nor make a line that looks like nsbox's own
- * ("nsbox: ..."). NULL when out of memory. */
-char *nsbox_text_shown(const char *text, const char *indent);
 /* A command line's process id (of a sandbox's process): 2 to 2^22, else -1. */
 long nsbox_parse_pid(const char *s);
 /* The exit code that stands for a wait status, as a shell gives it: the process's own, or

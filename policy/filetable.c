@@ -1,7 +1,7 @@
 #include "filetable.h"
+#include "cfgsection.h"
 #include "cleanup_cjson.h"
 
-#include <errno.h>
 #include <string.h>
 
 bool nsbox_filetable_fillable(uint64_t file_max, uint64_t mem_bytes)
@@ -11,32 +11,25 @@ bool nsbox_filetable_fillable(uint64_t file_max, uint64_t mem_bytes)
 
 int nsbox_filetable_config_from_json(const char *text, size_t len, bool *keep, struct nsbox_err *e)
 {
-    cleanup_cjson cJSON *root = cJSON_ParseWithLength(text, len);
-    if (!root || !cJSON_IsObject(root))
-        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "config: not a JSON object");
-    const cJSON *host = cJSON_GetObjectItemCaseSensitive(root, "host");
-    if (!host)
-        return 0;
-    if (!cJSON_IsObject(host))
-        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                             "config: key 'host': must be an object like "
-                             "{\"file_max\": \"keep\"}");
+    cleanup_cjson cJSON *root = NULL;
+    const cJSON *host;
+    if (nsbox_cfgsection_find(text, len, "host", "{\"file_max\": \"keep\"}", &root, &host, e) < 0)
+        return -1;
     bool out = *keep;
     const cJSON *it;
     cJSON_ArrayForEach(it, host)
     {
         if (strcmp(it->string, "file_max") != 0)
-            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                                 "config: key 'host.%.64s': unknown (known: file_max)", it->string);
+            return nsbox_cfgsection_unknown(e, "host", it->string, "file_max");
         if (cJSON_IsString(it) && !strcmp(it->valuestring, "raise"))
             out = false;
         else if (cJSON_IsString(it) && !strcmp(it->valuestring, "keep"))
             out = true;
         else
-            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                                 "config: key 'host.file_max': must be \"raise\" (root's nsbox "
-                                 "raises fs.file-max where sandboxes could fill it, the "
-                                 "default) or \"keep\" (leave it as the host has it)");
+            return nsbox_cfgsection_bad(e, "host", "file_max",
+                                        "must be \"raise\" (root's nsbox raises fs.file-max "
+                                        "where sandboxes could fill it, the default) or \"keep\" "
+                                        "(leave it as the host has it)");
     }
     *keep = out;
     return 0;

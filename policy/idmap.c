@@ -82,13 +82,13 @@ int nsbox_idmap_format(const struct nsbox_idmap *m, char *buf, size_t n, struct 
     return r;
 }
 
-uint32_t nsbox_slot_window(uint32_t files, uint32_t slots)
+uint32_t nsbox_idmap_slot_window(uint32_t files, uint32_t slots)
 {
     uint64_t w = 2 * (uint64_t)files + 64;
     return w < slots ? (uint32_t)w : slots;
 }
 
-uint32_t nsbox_slot_probe(uint32_t start, uint32_t i, uint32_t window)
+uint32_t nsbox_idmap_slot_probe(uint32_t start, uint32_t i, uint32_t window)
 {
     return i < window ? (start + i) % window : i;
 }
@@ -149,7 +149,7 @@ static bool subid_next(const char **line, struct subid_line *e)
     return true;
 }
 
-bool nsbox_subid_find(const char *text, const char *name, uint32_t id, uint32_t *start)
+bool nsbox_idmap_subid_find(const char *text, const char *name, uint32_t id, uint32_t *start)
 {
     struct subid_line l;
     for (const char *line = text; subid_next(&line, &l);) {
@@ -167,7 +167,7 @@ bool nsbox_subid_find(const char *text, const char *name, uint32_t id, uint32_t 
     return false;
 }
 
-bool nsbox_subid_overlaps(const char *text, uint32_t first, uint32_t count)
+bool nsbox_idmap_subid_overlaps(const char *text, uint32_t first, uint32_t count)
 {
     struct subid_line l;
     for (const char *line = text; subid_next(&line, &l);)

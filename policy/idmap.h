@@ -97,19 +97,19 @@ unsigned nsbox_idmap_mount_lines(uint32_t owner, uint32_t base, struct nsbox_idm
 /* In the text of /etc/subuid or /etc/subgid ("owner:start:count" lines, owner a name or a
  * number), the first range of the owner name or id holding NSBOX_ID_COUNT ids that are neither
  * host root nor (uid_t)-1: its start in *start, and true; false when there is none. */
-bool nsbox_subid_find(const char *text, const char *name, uint32_t id, uint32_t *start);
+bool nsbox_idmap_subid_find(const char *text, const char *name, uint32_t id, uint32_t *start);
 
 /* Whether a range of the text of /etc/subuid or /etc/subgid (any owner) shares an id with
  * [first, first + count): a user granted such ids can become them in a user namespace of
  * their own, and signal a sandbox's processes that run as them. */
-bool nsbox_subid_overlaps(const char *text, uint32_t first, uint32_t count);
+bool nsbox_idmap_subid_overlaps(const char *text, uint32_t first, uint32_t count);
 
 /* Where a new sandbox looks for a free uid slot (state.c): the first 2 * files + 64 slots,
  * files being how many slot lock files exist (one per live sandbox, and some that gc has not
  * removed yet), so that at least half of them are free; at most slots. */
-uint32_t nsbox_slot_window(uint32_t files, uint32_t slots);
+uint32_t nsbox_idmap_slot_window(uint32_t files, uint32_t slots);
 /* The i-th slot to try (0 <= i < slots), from start (< window) through the window in turn,
  * then the slots past it in order: every slot exactly once. */
-uint32_t nsbox_slot_probe(uint32_t start, uint32_t i, uint32_t window);
+uint32_t nsbox_idmap_slot_probe(uint32_t start, uint32_t i, uint32_t window);
 
 #endif

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "netplan.h"
 #include "cleanup.h"
+#include "cfgsection.h"
 #include "cleanup_cjson.h"
 
 #include <arpa/inet.h>
@@ -120,7 +121,7 @@ static const char *sandbox_local(uint32_t a, unsigned prefix)
 
 #define LOCAL_HINT NSBOX_NET_LOCAL_HINT
 
-int nsbox_netpool_parse(const char *text, struct nsbox_netpool *p, struct nsbox_err *e)
+int nsbox_netplan_pool_parse(const char *text, struct nsbox_netpool *p, struct nsbox_err *e)
 {
     struct nsbox_cidr c;
     if (nsbox_spec_net_parse_cidr(text, &c, e) < 0)
@@ -145,17 +146,17 @@ int nsbox_netpool_parse(const char *text, struct nsbox_netpool *p, struct nsbox_
     return 0;
 }
 
-uint32_t nsbox_netpool_slots(const struct nsbox_netpool *p)
+uint32_t nsbox_netplan_pool_slots(const struct nsbox_netpool *p)
 {
     return 1u << (NSBOX_NET_SLOT_PREFIX - p->prefix);
 }
 
-int nsbox_netpool_slot(const struct nsbox_netpool *p, uint32_t index, struct nsbox_netslot *out,
-                       struct nsbox_err *e)
+int nsbox_netplan_pool_slot(const struct nsbox_netpool *p, uint32_t index,
+                            struct nsbox_netslot *out, struct nsbox_err *e)
 {
-    if (index >= nsbox_netpool_slots(p))
+    if (index >= nsbox_netplan_pool_slots(p))
         return invalid(e, "network slot %u outside the pool (%u slots)", index,
-                       nsbox_netpool_slots(p));
+                       nsbox_netplan_pool_slots(p));
     uint32_t sub = p->base + (index << (32 - NSBOX_NET_SLOT_PREFIX));
     out->index = index;
     out->subnet.s_addr = htonl(sub);
@@ -164,7 +165,7 @@ int nsbox_netpool_slot(const struct nsbox_netpool *p, uint32_t index, struct nsb
     return 0;
 }
 
-bool nsbox_netpool_overlaps(const struct nsbox_netpool *p, const struct nsbox_cidr *c)
+bool nsbox_netplan_pool_overlaps(const struct nsbox_netpool *p, const struct nsbox_cidr *c)
 {
     if (c->family != AF_INET)
         return false;
@@ -175,66 +176,64 @@ bool nsbox_netpool_overlaps(const struct nsbox_netpool *p, const struct nsbox_ci
 
 /* ---- configuration --------------------------------------------------------------------------- */
 
-void nsbox_netconfig_init(struct nsbox_netconfig *c)
+void nsbox_netplan_config_init(struct nsbox_netconfig *c)
 {
     memset(c, 0, sizeof *c);
-    nsbox_netpool_parse(NSBOX_NET_DEFAULT_POOL, &c->pool, NULL);
+    nsbox_netplan_pool_parse(NSBOX_NET_DEFAULT_POOL, &c->pool, NULL);
     c->allow_by_name = true; /* "address" is the opt-out (docs/network.md) */
 }
 
-
-int nsbox_netconfig_from_json(struct nsbox_netconfig *c, const char *json, size_t len,
-                              struct nsbox_err *e)
+int nsbox_netplan_config_from_json(struct nsbox_netconfig *c, const char *json, size_t len,
+                                   struct nsbox_err *e)
 {
-    cleanup_cjson cJSON *root = cJSON_ParseWithLength(json, len);
-    if (!root || !cJSON_IsObject(root))
-        return invalid(e, "config: not a JSON object");
-    const cJSON *net = cJSON_GetObjectItemCaseSensitive(root, "network");
-    if (!net)
-        return 0;
-    if (!cJSON_IsObject(net))
-        return invalid(e, "config: key 'network': must be an object");
+    cleanup_cjson cJSON *root = NULL;
+    const cJSON *net;
+    if (nsbox_cfgsection_find(json, len, "network", NULL, &root, &net, e) < 0)
+        return -1;
     struct nsbox_netconfig out = *c;
     const cJSON *it;
     cJSON_ArrayForEach(it, net)
     {
         if (!strcmp(it->string, "pool")) {
             if (!cJSON_IsString(it))
-                return invalid(e, "config: key 'network.pool': must be a string (an IPv4 CIDR)");
-            if (nsbox_netpool_parse(it->valuestring, &out.pool, e) < 0)
+                return nsbox_cfgsection_bad(e, "network", "pool",
+                                            "must be a string (an IPv4 CIDR)");
+            if (nsbox_netplan_pool_parse(it->valuestring, &out.pool, e) < 0)
                 return nsbox_err_wrap(e, "config: key 'network.pool'");
         } else if (!strcmp(it->string, "dns")) {
             int n = cJSON_GetArraySize(it);
             if (!cJSON_IsArray(it) || n < 1 || n > NSBOX_NET_MAX_DNS)
-                return invalid(e, "config: key 'network.dns': must be a list of 1 to %d IPv4 "
-                               "addresses", NSBOX_NET_MAX_DNS);
+                return nsbox_cfgsection_bad(e, "network", "dns",
+                                            "must be a list of 1 to %d IPv4 addresses",
+                                            NSBOX_NET_MAX_DNS);
             out.n_dns = 0;
             const cJSON *a;
             cJSON_ArrayForEach(a, it)
             {
                 if (!cJSON_IsString(a) || inet_pton(AF_INET, a->valuestring,
                                                     &out.dns[out.n_dns]) != 1)
-                    return invalid(e, "config: key 'network.dns': '%s' is not an IPv4 address",
-                                   cJSON_IsString(a) ? a->valuestring : "(not a string)");
+                    return nsbox_cfgsection_bad(e, "network", "dns", "'%s' is not an IPv4 address",
+                                                cJSON_IsString(a) ? a->valuestring
+                                                                  : "(not a string)");
                 out.n_dns++;
             }
         } else if (!strcmp(it->string, "allow_names")) {
             if (!cJSON_IsString(it) || (strcmp(it->valuestring, "tls") &&
                                         strcmp(it->valuestring, "address")))
-                return invalid(e, "config: key 'network.allow_names': must be \"tls\" (by "
-                               "name, through the egress helper) or \"address\"");
+                return nsbox_cfgsection_bad(e, "network", "allow_names",
+                                            "must be \"tls\" (by name, through the egress "
+                                            "helper) or \"address\"");
             out.allow_by_name = !strcmp(it->valuestring, "tls");
         } else if (!strcmp(it->string, "upstream_ca")) {
             if (!cJSON_IsString(it) || it->valuestring[0] != '/' ||
                 strlen(it->valuestring) >= sizeof out.upstream_ca)
-                return invalid(e, "config: key 'network.upstream_ca': must be the absolute path "
-                                  "of a PEM file of CA certificates");
+                return nsbox_cfgsection_bad(e, "network", "upstream_ca",
+                                            "must be the absolute path of a PEM file of CA "
+                                            "certificates");
             snprintf(out.upstream_ca, sizeof out.upstream_ca, "%s", it->valuestring);
         } else {
-            return invalid(e,
-                           "config: key 'network.%s': unknown (known: pool, dns, "
-                           "allow_names, upstream_ca)",
-                           it->string);
+            return nsbox_cfgsection_unknown(e, "network", it->string,
+                                            "pool, dns, allow_names, upstream_ca");
         }
     }
     *c = out;
@@ -251,7 +250,7 @@ static bool usable_resolver(const char *text, struct in_addr *out)
     return a != 0 && (a >> 24) != 127;
 }
 
-void nsbox_resolv_parse(const char *text, struct nsbox_resolv *r)
+void nsbox_netplan_resolv_parse(const char *text, struct nsbox_resolv *r)
 {
     memset(r, 0, sizeof *r);
     while (text && *text) {
@@ -346,7 +345,7 @@ static int plan_egress(const struct nsbox_spec *s, struct nsbox_netplan *p, stru
         const char *local = sandbox_local(be32(s->egress[i].addr), s->egress[i].prefix);
         if (local)
             return invalid(e, "egress '%s': %s" LOCAL_HINT, text, local);
-        if (nsbox_netpool_overlaps(&p->pool, &s->egress[i]))
+        if (nsbox_netplan_pool_overlaps(&p->pool, &s->egress[i]))
             return invalid(e, "egress '%s': overlaps the sandbox address pool, which other "
                            "sandboxes use; egress never opens them (network.pool in the config "
                            "moves the pool)", text);
@@ -491,7 +490,7 @@ void nsbox_netplan_free(struct nsbox_netplan *p)
 
 int nsbox_netplan_set_slot(struct nsbox_netplan *p, uint32_t index, struct nsbox_err *e)
 {
-    if (nsbox_netpool_slot(&p->pool, index, &p->slot, e) < 0)
+    if (nsbox_netplan_pool_slot(&p->pool, index, &p->slot, e) < 0)
         return -1;
     nsbox_netplan_names_gateway(p);
     return 0;
@@ -824,7 +823,7 @@ static bool mark_used(uint32_t idx, const char *comment, void *ctx)
 int64_t nsbox_netplan_free_slot(const char *listing, const struct nsbox_netpool *pool,
                                 uint32_t rnd)
 {
-    uint32_t n = nsbox_netpool_slots(pool);
+    uint32_t n = nsbox_netplan_pool_slots(pool);
     cleanup_free unsigned char *used = calloc(n / 8 + 1, 1);
     if (!used)
         return -1;

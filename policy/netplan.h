@@ -43,11 +43,11 @@ struct nsbox_netslot {
 };
 
 /* An IPv4 CIDR with prefix 8..30, not in 0/8, 127/8, 169.254/16 or 224/3. */
-int nsbox_netpool_parse(const char *text, struct nsbox_netpool *p, struct nsbox_err *e);
-uint32_t nsbox_netpool_slots(const struct nsbox_netpool *p);
-int nsbox_netpool_slot(const struct nsbox_netpool *p, uint32_t index, struct nsbox_netslot *out,
-                       struct nsbox_err *e);
-bool nsbox_netpool_overlaps(const struct nsbox_netpool *p, const struct nsbox_cidr *c);
+int nsbox_netplan_pool_parse(const char *text, struct nsbox_netpool *p, struct nsbox_err *e);
+uint32_t nsbox_netplan_pool_slots(const struct nsbox_netpool *p);
+int nsbox_netplan_pool_slot(const struct nsbox_netpool *p, uint32_t index,
+                            struct nsbox_netslot *out, struct nsbox_err *e);
+bool nsbox_netplan_pool_overlaps(const struct nsbox_netpool *p, const struct nsbox_cidr *c);
 
 /* The end of the refusal of a destination inside the sandbox itself (loopback...): the way to
  * reach a service of the host. */
@@ -68,11 +68,11 @@ struct nsbox_netconfig {
                             * checked against; "": the host's system bundle */
 };
 
-void nsbox_netconfig_init(struct nsbox_netconfig *c);
+void nsbox_netplan_config_init(struct nsbox_netconfig *c);
 /* {"network": {"pool": "10.171.0.0/16", "dns": ["192.0.2.53"]}}; other top-level keys belong to
  * other modules. Unknown keys inside "network" are errors. */
-int nsbox_netconfig_from_json(struct nsbox_netconfig *c, const char *json, size_t len,
-                              struct nsbox_err *e);
+int nsbox_netplan_config_from_json(struct nsbox_netconfig *c, const char *json, size_t len,
+                                   struct nsbox_err *e);
 
 /* ---- resolv.conf ---------------------------------------------------------------------------- */
 
@@ -86,7 +86,7 @@ struct nsbox_resolv {
 };
 
 /* Nameservers a sandbox can reach: IPv4 and not loopback (the sandbox's 127.0.0.1 is its own). */
-void nsbox_resolv_parse(const char *text, struct nsbox_resolv *r);
+void nsbox_netplan_resolv_parse(const char *text, struct nsbox_resolv *r);
 
 /* ---- the plan ------------------------------------------------------------------------------- */
 

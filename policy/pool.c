@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "pool.h"
 #include "cleanup.h"
+#include "cfgsection.h"
 #include "cleanup_cjson.h"
 
 #include <errno.h>
@@ -14,11 +15,6 @@ void nsbox_pool_config_init(struct nsbox_pool_config *c)
     c->size = NSBOX_POOL_AUTO_SIZE;
     c->on_repeat = true;
     c->ttl_seconds = NSBOX_POOL_AUTO_TTL;
-}
-
-static int bad(struct nsbox_err *e, const char *key, const char *what)
-{
-    return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "config: key 'pool.%s': %s", key, what);
 }
 
 static int get_uint(const cJSON *it, uint64_t min, uint64_t max, uint64_t *out)
@@ -36,15 +32,10 @@ static int get_uint(const cJSON *it, uint64_t min, uint64_t max, uint64_t *out)
 int nsbox_pool_config_from_json(const char *text, size_t len, struct nsbox_pool_config *c,
                                 struct nsbox_err *e)
 {
-    cleanup_cjson cJSON *root = cJSON_ParseWithLength(text, len);
-    if (!root || !cJSON_IsObject(root))
-        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "config: not a JSON object");
-    const cJSON *pool = cJSON_GetObjectItemCaseSensitive(root, "pool");
-    if (!pool)
-        return 0;
-    if (!cJSON_IsObject(pool))
-        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                             "config: key 'pool': must be an object like {\"size\": 1}");
+    cleanup_cjson cJSON *root = NULL;
+    const cJSON *pool;
+    if (nsbox_cfgsection_find(text, len, "pool", "{\"size\": 1}", &root, &pool, e) < 0)
+        return -1;
     struct nsbox_pool_config out = *c;
     bool ttl_given = false;
     const cJSON *it;
@@ -56,20 +47,20 @@ int nsbox_pool_config_from_json(const char *text, size_t len, struct nsbox_pool_
                 out.size = NSBOX_POOL_AUTO_SIZE;
                 out.on_repeat = true;
             } else if (get_uint(it, 0, NSBOX_POOL_MAX_SIZE, &v) < 0) {
-                return bad(e, "size", "must be \"auto\" or an integer from 0 (no pool) to 16");
+                return nsbox_cfgsection_bad(
+                    e, "pool", "size", "must be \"auto\" or an integer from 0 (no pool) to 16");
             } else {
                 out.size = (unsigned)v;
                 out.on_repeat = false;
             }
         } else if (!strcmp(it->string, "ttl_seconds")) {
             if (get_uint(it, 1, 86400, &v) < 0)
-                return bad(e, "ttl_seconds", "must be an integer from 1 to 86400");
+                return nsbox_cfgsection_bad(e, "pool", "ttl_seconds",
+                                            "must be an integer from 1 to 86400");
             out.ttl_seconds = v;
             ttl_given = true;
         } else {
-            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                                 "config: key 'pool.%.64s': unknown (known: size, ttl_seconds)",
-                                 it->string);
+            return nsbox_cfgsection_unknown(e, "pool", it->string, "size, ttl_seconds");
         }
     }
     if (!ttl_given)

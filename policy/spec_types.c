@@ -2,6 +2,7 @@
  * replaces it with (os/config.c reads the file). */
 #include "spec_impl.h"
 #include "cleanup.h"
+#include "cfgsection.h"
 #include "cleanup_cjson.h"
 
 #include <arpa/inet.h>
@@ -136,17 +137,9 @@ int nsbox_spec_types_parse(const char *json, size_t len, struct nsbox_err *e)
         return -1;
     memset(tbl, 0, sizeof tbl);
     memcpy(tbl, default_types, sizeof default_types);
-    /* Every section of the file, whoever reads it: a misspelled one ("pol") must not silently
-     * leave its settings at their defaults. */
-    static const char *const sections[] = {"host", "instance_types", "network", "pool",
-                                           "workspace"};
     cJSON_ArrayForEach(it, root) {
-        bool known = false;
-        for (size_t i = 0; i < NSBOX_ARRAY_LEN(sections); i++)
-            known = known || (it->string && strcmp(it->string, sections[i]) == 0);
-        if (!known)
-            return invalid(e, "unknown key '%s' (the sections are host, instance_types, network, "
-                              "pool and workspace)",
+        if (!nsbox_cfgsection_known(it->string))
+            return invalid(e, "unknown key '%s' (the sections are " NSBOX_CFGSECTION_NAMES ")",
                            SHOW(it->string));
         if (strcmp(it->string, "instance_types") == 0)
             section = it;

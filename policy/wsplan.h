@@ -41,13 +41,13 @@ enum nsbox_ws_fs {
 
 /* dir_given: --workspace; ext4_usable: the caller may set up loop devices and has mkfs.ext4.
  * With fs NSBOX_WS_FS_EXT4 and ext4 not usable, returns -1: the caller refuses. */
-int nsbox_ws_choose(bool dir_given, enum nsbox_ws_fs fs, bool ext4_usable);
-const char *nsbox_ws_kind_name(enum nsbox_ws_kind k);
-uint64_t nsbox_ws_inodes(uint64_t disk_bytes);
+int nsbox_wsplan_choose(bool dir_given, enum nsbox_ws_fs fs, bool ext4_usable);
+const char *nsbox_wsplan_kind_name(enum nsbox_ws_kind k);
+uint64_t nsbox_wsplan_inodes(uint64_t disk_bytes);
 /* Mount options of the TMPFS kind. */
-int nsbox_ws_tmpfs_options(uint64_t disk_bytes, char *out, size_t n, struct nsbox_err *e);
+int nsbox_wsplan_tmpfs_options(uint64_t disk_bytes, char *out, size_t n, struct nsbox_err *e);
 /* File name (no directory) of the cached empty filesystem for a limit. */
-int nsbox_ws_template_name(uint64_t disk_bytes, char *out, size_t n, struct nsbox_err *e);
+int nsbox_wsplan_template_name(uint64_t disk_bytes, char *out, size_t n, struct nsbox_err *e);
 
 /* The "workspace" section of the nsbox config file:
  *   {"workspace": {"fs": "auto", "reserve": false, "min_free": "1GiB", "min_free_percent": 5}}
@@ -71,14 +71,14 @@ struct nsbox_ws_config {
 #define NSBOX_WS_MIN_FREE_DEFAULT (1ull << 30)
 #define NSBOX_WS_MIN_FREE_PERCENT_DEFAULT 5u
 #define NSBOX_WS_MIN_FREE_PERCENT_MAX 90u
-void nsbox_ws_config_init(struct nsbox_ws_config *c);
+void nsbox_wsplan_config_init(struct nsbox_ws_config *c);
 /* Parses the whole config text; only the "workspace" key is looked at. */
-int nsbox_ws_config_from_json(const char *text, size_t len, struct nsbox_ws_config *c,
-                              struct nsbox_err *e);
+int nsbox_wsplan_config_from_json(const char *text, size_t len, struct nsbox_ws_config *c,
+                                  struct nsbox_err *e);
 
 /* The free space the host keeps under thin provisioning on a filesystem of fs_bytes: the larger
  * of min_free_bytes and min_free_percent of fs_bytes. */
-uint64_t nsbox_ws_min_free(const struct nsbox_ws_config *c, uint64_t fs_bytes);
+uint64_t nsbox_wsplan_min_free(const struct nsbox_ws_config *c, uint64_t fs_bytes);
 
 /* The host's side of an ext4 workspace's creation, as measured on the cache directory's
  * filesystem: its size, its free space (for unprivileged users too: f_bavail), and what the
@@ -88,9 +88,9 @@ struct nsbox_ws_space {
 };
 /* Whether a workspace of limit bytes may be created. When not, *missing (if not NULL) gets
  * how much more free space would let it: with reserve, bytes + promised - avail; thin, the
- * floor (nsbox_ws_min_free) - avail. */
-bool nsbox_ws_admit(const struct nsbox_ws_config *c, const struct nsbox_ws_space *s,
-                    uint64_t bytes, uint64_t *missing);
+ * floor (nsbox_wsplan_min_free) - avail. */
+bool nsbox_wsplan_admit(const struct nsbox_ws_config *c, const struct nsbox_ws_space *s,
+                        uint64_t bytes, uint64_t *missing);
 
 #define NSBOX_WS_MKFS_ARGV_MAX 24
 struct nsbox_ws_mkfs {
@@ -102,7 +102,7 @@ struct nsbox_ws_mkfs {
  * sandbox's), no online-resize reserve and no backup superblocks, group metadata packed
  * together, inode tables left for the kernel to skip (mounted with noinit_itable): a 10 GiB
  * template holds about 120 KiB in 4 extents. */
-int nsbox_ws_mkfs_argv(const char *prog, const char *path, uint64_t disk_bytes,
-                       struct nsbox_ws_mkfs *m, struct nsbox_err *e);
+int nsbox_wsplan_mkfs_argv(const char *prog, const char *path, uint64_t disk_bytes,
+                           struct nsbox_ws_mkfs *m, struct nsbox_err *e);
 
 #endif

@@ -69,13 +69,7 @@ bool nsbox_image_name_valid(const char *name)
 
 static int images_path(char *out, size_t n, struct nsbox_err *e)
 {
-    char data[PATH_MAX];
-    if (nsbox_path_data_dir(data, sizeof data, e) < 0)
-        return -1;
-    int r = snprintf(out, n, "%s/images", data);
-    if (r < 0 || (size_t)r >= n)
-        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "data directory path too long");
-    return 0;
+    return nsbox_paths_images(out, n, e, "%s", "");
 }
 
 /* The mode of the store's directories whose files belong to the image ids
@@ -151,7 +145,7 @@ int nsbox_image_store_dir(char *out, size_t n, struct nsbox_err *e)
 {
     if (images_path(out, n, e) < 0)
         return -1;
-    if (nsbox_mkdir_p(out, 0755, e) < 0)
+    if (nsbox_paths_mkdir_p(out, 0755, e) < 0)
         return nsbox_err_wrap(e, "cannot create the image store");
     return close_store(out, e);
 }
@@ -248,10 +242,9 @@ static bool pid_alive(pid_t pid)
 
 void nsbox_image_sweep_store(void)
 {
-    char data[PATH_MAX], images[PATH_MAX];
+    char images[PATH_MAX];
     struct nsbox_err e;
-    if (nsbox_path_data_dir(data, sizeof data, &e) < 0 ||
-        (size_t)snprintf(images, sizeof images, "%s/images", data) >= sizeof images)
+    if (images_path(images, sizeof images, &e) < 0)
         return;
     sweep_leftovers(images);
 }
@@ -276,7 +269,7 @@ static void remove_if_unused(int dfd, const char *dir, const char *name, bool ch
     if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
         return;
     struct nsbox_err ignored;
-    nsbox_rm_rf(path, &ignored); /* best effort: a later sweep tries again */
+    nsbox_paths_rm_rf(path, &ignored); /* best effort: a later sweep tries again */
 }
 
 static void sweep_leftovers(const char *images)
@@ -348,7 +341,7 @@ int nsbox_image_txn_begin(struct nsbox_image_txn *t, const char *name, bool prog
     sweep_leftovers(t->images);
     if (join(t->tmp, sizeof t->tmp, e, "%s/.tmp-%s-%d", t->images, name, (int)getpid()) < 0)
         return -1;
-    if (nsbox_rm_rf(t->tmp, e) < 0) /* ours from an earlier failed attempt in this process */
+    if (nsbox_paths_rm_rf(t->tmp, e) < 0) /* ours from an earlier failed attempt in this process */
         return -1;
     if (mkdir(t->tmp, 0700) < 0)
         return nsbox_err_sys(e, "cannot create %s", t->tmp);
@@ -445,7 +438,7 @@ void nsbox_image_txn_end(struct nsbox_image_txn *t)
 {
     if (t->tmp[0]) {
         struct nsbox_err ignored; /* an unfinished build's; sweep_leftovers takes what stays */
-        nsbox_rm_rf(t->tmp, &ignored);
+        nsbox_paths_rm_rf(t->tmp, &ignored);
         t->tmp[0] = '\0';
     }
     nsbox_closep(&t->tmp_fd);

@@ -477,7 +477,7 @@ static int plan_scratch(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_p
     case NSBOX_WS_TMPFS:
         o = PUSH(NSBOX_MOP_TMPFS, "workspace");
         o->flags = MS_NOSUID | MS_NODEV;
-        if (nsbox_ws_tmpfs_options(cfg->ws_bytes, o->data, sizeof o->data, e) < 0)
+        if (nsbox_wsplan_tmpfs_options(cfg->ws_bytes, o->data, sizeof o->data, e) < 0)
             return -1;
         break;
     default:

@@ -38,7 +38,7 @@ static int scan_one(int rootfd, const char *name, struct nsbox_root_entry *en, b
     return 0;
 }
 
-int nsbox_rootfs_scan_image(struct nsbox_rootfs_cfg *cfg, struct nsbox_err *e)
+int nsbox_mounts_scan_image(struct nsbox_rootfs_cfg *cfg, struct nsbox_err *e)
 {
     const struct nsbox_image *img = cfg->img;
     cleanup_close int rootfd = img->mount_fd >= 0
@@ -169,7 +169,7 @@ static int clone_source(const struct nsbox_sys *sys, const struct nsbox_mount_op
     return fd < 0 ? nsbox_err_sys(e, "rootfs: cannot bind %s", o->src) : fd;
 }
 
-int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
+int nsbox_mounts_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
                          const char *staging, const char *image_root, int image_fd, int ws_fd,
                          int *fds, int *rootfd, struct nsbox_err *e)
 {
@@ -321,7 +321,7 @@ static bool fs_propagation_asked(const struct nsbox_mount_op *o)
     return fs && o->propagation.kind != NSBOX_PROP_NONE;
 }
 
-int nsbox_rootfs_propagate(const struct nsbox_sys *sys, const char *path,
+int nsbox_mounts_propagate(const struct nsbox_sys *sys, const char *path,
                            const struct nsbox_propagation *p, bool host, bool tree)
 {
     unsigned long steps[2];
@@ -337,7 +337,7 @@ static int fs_propagation(const struct nsbox_sys *sys, const struct nsbox_mount_
 {
     if (!fs_propagation_asked(o))
         return 0;
-    if (nsbox_rootfs_propagate(sys, dst, &o->propagation, false, false) < 0 && !o->optional)
+    if (nsbox_mounts_propagate(sys, dst, &o->propagation, false, false) < 0 && !o->optional)
         return nsbox_err_sys(e, "rootfs: set the propagation of /%s", o->target);
     return 0;
 }
@@ -527,8 +527,8 @@ static int seal_root(const struct nsbox_sys *sys, const struct nsbox_mount_plan 
     return r <= 0 ? r : nsbox_setid_seal(sys, rootfd, &sealed, e);
 }
 
-int nsbox_rootfs_enter(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
-                       int rootfd, int *fds, struct nsbox_err *e)
+int nsbox_mounts_enter(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan, int rootfd,
+                       int *fds, struct nsbox_err *e)
 {
     if (fchdir(rootfd) < 0)
         return nsbox_err_sys(e, "rootfs: enter the new root");

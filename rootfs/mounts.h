@@ -159,7 +159,7 @@ struct nsbox_rootfs_cfg {
     const char *const *readonly;
     size_t n_readonly;
     /* nsbox-oci's writable root (root.readonly false): the image root itself, seen through an
-     * idmapped bind (image_fd of nsbox_rootfs_prepare), is the new root instead of nsbox's
+     * idmapped bind (image_fd of nsbox_mounts_prepare), is the new root instead of nsbox's
      * tmpfs: nothing is bound from it entry by entry, nsbox's /workspace, /tmp, /run and
      * /etc/hosts are left out (the root is the bundle's, as under runc), and every operation's
      * target is resolved in it with no symlink (target_in_image), so that a bundle cannot move
@@ -207,7 +207,7 @@ int nsbox_mount_plan_add_sys(struct nsbox_mount_plan *plan, const struct nsbox_c
 bool nsbox_mount_plan_shows(const char *name);
 
 /* I/O, parent or child side before the clone: fill cfg->entries from the image. */
-int nsbox_rootfs_scan_image(struct nsbox_rootfs_cfg *cfg, struct nsbox_err *e);
+int nsbox_mounts_scan_image(struct nsbox_rootfs_cfg *cfg, struct nsbox_err *e);
 
 /* Child side, in two phases around the switch to appuser.
  *
@@ -231,16 +231,16 @@ int nsbox_rootfs_scan_image(struct nsbox_rootfs_cfg *cfg, struct nsbox_err *e);
  * owner): populate the tree relative to rootfd, attach the clones, pivot_root into it, detach
  * the old root and make the root read-only (an in-place root keeps the attributes of its
  * idmapped bind). No host path is looked up in this phase. */
-int nsbox_rootfs_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
+int nsbox_mounts_prepare(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
                          const char *staging, const char *image_root, int image_fd, int ws_fd,
                          int *fds, int *rootfd, struct nsbox_err *e);
-int nsbox_rootfs_enter(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan,
-                       int rootfd, int *fds, struct nsbox_err *e);
+int nsbox_mounts_enter(const struct nsbox_sys *sys, const struct nsbox_mount_plan *plan, int rootfd,
+                       int *fds, struct nsbox_err *e);
 
 /* Give the mount at path the propagation p asks for (nothing for NSBOX_PROP_NONE), in the steps
  * of nsbox_propagation_steps (host, tree as there): a config's new filesystem, and the new root
  * for linux.rootfsPropagation. -1 with errno from the failing mount(2). */
-int nsbox_rootfs_propagate(const struct nsbox_sys *sys, const char *path,
+int nsbox_mounts_propagate(const struct nsbox_sys *sys, const char *path,
                            const struct nsbox_propagation *p, bool host, bool tree);
 
 #endif

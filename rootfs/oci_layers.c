@@ -50,12 +50,7 @@ static bool is_chain(const char *s)
 
 static int layers_path(char *out, size_t n, struct nsbox_err *e)
 {
-    char data[PATH_MAX];
-    if (nsbox_path_data_dir(data, sizeof data, e) < 0)
-        return -1;
-    if ((size_t)snprintf(out, n, "%s/images/.layers", data) >= n)
-        return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "data directory path too long");
-    return 0;
+    return nsbox_paths_images(out, n, e, "/.layers");
 }
 
 /* Remove dfd/name, a leftover of an unpack that died (.tmp-<chain>-<pid>: its lock is free and
@@ -72,7 +67,7 @@ static void sweep_one(int dfd, const char *dir, const char *name, bool check)
     char path[2 * PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     struct nsbox_err ignored; /* best effort: the next sweep tries again */
-    nsbox_rm_rf(path, &ignored);
+    nsbox_paths_rm_rf(path, &ignored);
 }
 
 static void sweep(int dir_fd, const char *dir, bool all)
@@ -93,7 +88,7 @@ static void sweep(int dir_fd, const char *dir, bool all)
 int nsbox_oci_layers_open(struct nsbox_oci_layers *s, struct nsbox_err *e)
 {
     s->dir_fd = s->lock_fd = -1;
-    if (layers_path(s->dir, sizeof s->dir, e) < 0 || nsbox_mkdir_p(s->dir, 0700, e) < 0)
+    if (layers_path(s->dir, sizeof s->dir, e) < 0 || nsbox_paths_mkdir_p(s->dir, 0700, e) < 0)
         return nsbox_err_wrap(e, "the layer store");
     s->dir_fd = open(s->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     s->lock_fd = s->dir_fd < 0
@@ -214,7 +209,7 @@ int nsbox_oci_layers_get(struct nsbox_oci_layers *s, const char *chain, int blob
     char tmp[NSBOX_OCI_CHAIN_HEX + 32], path[2 * PATH_MAX];
     snprintf(tmp, sizeof tmp, ".tmp-%s-%d", chain, (int)getpid());
     snprintf(path, sizeof path, "%s/%s", s->dir, tmp);
-    if (nsbox_rm_rf(path, e) < 0) /* ours from an earlier failed attempt in this process */
+    if (nsbox_paths_rm_rf(path, e) < 0) /* ours from an earlier failed attempt in this process */
         return -1;
     if (mkdirat(s->dir_fd, tmp, 0700) < 0)
         return nsbox_err_sys(e, "cannot create %s", path);
@@ -234,7 +229,7 @@ int nsbox_oci_layers_get(struct nsbox_oci_layers *s, const char *chain, int blob
     }
     if (r != 0) {
         struct nsbox_err ignored; /* swept later if it cannot go now */
-        nsbox_rm_rf(path, &ignored);
+        nsbox_paths_rm_rf(path, &ignored);
         if (r < 0)
             return -1;
         return nsbox_oci_layers_find(s, chain, lim, st, diff_fd, e) == 1 ? 1 : -1;

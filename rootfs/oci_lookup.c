@@ -69,14 +69,13 @@ int nsbox_oci_lookup_name(const char *ref, char *name, size_t n, struct nsbox_er
         snprintf(name, n, "%s", ref);
         return 0;
     }
-    char images[PATH_MAX], canon[NSBOX_OCIREF_MAX + 1], file[NSBOX_OCIREF_MAX + 1];
+    char canon[NSBOX_OCIREF_MAX + 1], file[NSBOX_OCIREF_MAX + 1];
     char path[PATH_MAX + NSBOX_OCIREF_MAX + 16];
     if (nsbox_oci_lookup_ref_file(ref, canon, file, e) < 0)
         return -1;
     struct nsbox_err ignored; /* said as what it means here: the image cannot be found */
-    if (nsbox_path_data_dir(images, sizeof images, &ignored) < 0)
+    if (nsbox_paths_images(path, sizeof path, &ignored, "/.refs/%s", file) < 0)
         return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "no image store");
-    snprintf(path, sizeof path, "%s/images/.refs/%s", images, file);
     ssize_t len = readlink(path, name, n - 1);
     if (len <= 0)
         return nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT,
@@ -98,11 +97,10 @@ bool nsbox_oci_lookup_is_ref(const char *image)
 
 static char *read_config(const char *name, size_t *len)
 {
-    char data[PATH_MAX], path[PATH_MAX + 80];
+    char path[PATH_MAX + 80];
     struct nsbox_err ignored; /* no store: no config, as for an image without one */
-    if (nsbox_path_data_dir(data, sizeof data, &ignored) < 0)
+    if (nsbox_paths_images(path, sizeof path, &ignored, "/%s/config.json", name) < 0)
         return NULL;
-    snprintf(path, sizeof path, "%s/images/%s/config.json", data, name);
     cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return NULL;

@@ -56,11 +56,10 @@ static int write_ref(const char *ref, const char *name, struct nsbox_err *e)
 
 static int image_exists(const char *name)
 {
-    char images[PATH_MAX], path[PATH_MAX + 80];
+    char path[PATH_MAX + 80];
     struct nsbox_err ignored; /* no image store: no image; making it says why it cannot be */
-    if (nsbox_path_data_dir(images, sizeof images, &ignored) < 0)
+    if (nsbox_paths_images(path, sizeof path, &ignored, "/%s/rootfs", name) < 0)
         return 0;
-    snprintf(path, sizeof path, "%s/images/%s/rootfs", images, name);
     struct stat st;
     return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
@@ -153,10 +152,9 @@ int nsbox_oci_store_refs(struct nsbox_oci_ref **out, size_t *n, struct nsbox_err
 {
     *out = NULL;
     *n = 0;
-    char data[PATH_MAX], dir[PATH_MAX + 16];
-    if (nsbox_path_data_dir(data, sizeof data, e) < 0)
+    char dir[PATH_MAX + 16];
+    if (nsbox_paths_images(dir, sizeof dir, e, "/.refs") < 0)
         return -1;
-    snprintf(dir, sizeof dir, "%s/images/.refs", data);
     DIR *d = opendir(dir);
     if (!d)
         return errno == ENOENT ? 0 : nsbox_err_sys(e, "cannot read %s", dir);
@@ -191,11 +189,10 @@ int nsbox_oci_store_refs(struct nsbox_oci_ref **out, size_t *n, struct nsbox_err
 
 bool nsbox_oci_store_in_use(const char *name)
 {
-    char data[PATH_MAX], path[PATH_MAX + 80];
+    char path[PATH_MAX + 80];
     struct nsbox_err ignored; /* no image store: nothing in it is in use */
-    if (nsbox_path_data_dir(data, sizeof data, &ignored) < 0)
+    if (nsbox_paths_images(path, sizeof path, &ignored, "/%s", name) < 0)
         return false;
-    snprintf(path, sizeof path, "%s/images/%s", data, name);
     cleanup_close int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return false;
@@ -380,12 +377,11 @@ int nsbox_oci_store_resolve(const char *image, enum nsbox_pull pull, char *name,
  * (no directory, or no metadata nsbox wrote). */
 static cJSON *store_image_json(const char *name, int *dir_fd)
 {
-    char data[PATH_MAX], dir[PATH_MAX + 80];
+    char dir[PATH_MAX + 80];
     struct nsbox_err ignored; /* NULL says "no metadata"; the callers give no reasons */
     *dir_fd = -1;
-    if (nsbox_path_data_dir(data, sizeof data, &ignored) < 0)
+    if (nsbox_paths_images(dir, sizeof dir, &ignored, "/%s", name) < 0)
         return NULL;
-    snprintf(dir, sizeof dir, "%s/images/%s", data, name);
     *dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     cleanup_free char *text = *dir_fd >= 0 ? nsbox_read_text_at(*dir_fd, "image.json", 65536)
                                            : NULL;

@@ -165,16 +165,16 @@ static int child_clone_mount_sources(struct nsbox_launch *L, struct nsbox_err *e
     int ws_fd = L->ws_fd, image_fd = L->image_fd;
     L->ws_fd = -1; /* the plan's workspace op owns it now */
     L->image_fd = -1;
-    return nsbox_rootfs_prepare(&nsbox_sys_real, L->plan, L->st->dir, L->image_root, image_fd,
+    return nsbox_mounts_prepare(&nsbox_sys_real, L->plan, L->st->dir, L->image_root, image_fd,
                                 ws_fd, mount_fds, &new_rootfd, e);
 }
 
 static int child_mount_root(struct nsbox_launch *L, struct nsbox_err *e)
 {
-    if (nsbox_rootfs_enter(&nsbox_sys_real, L->plan, new_rootfd, mount_fds, e) < 0)
+    if (nsbox_mounts_enter(&nsbox_sys_real, L->plan, new_rootfd, mount_fds, e) < 0)
         return -1;
     close(new_rootfd);
-    if (nsbox_rootfs_propagate(&nsbox_sys_real, "/", &L->root_propagation, true,
+    if (nsbox_mounts_propagate(&nsbox_sys_real, "/", &L->root_propagation, true,
                                L->root_propagation.recursive) < 0)
         return nsbox_err_sys(e, "linux.rootfsPropagation %s",
                              nsbox_propagation_name(&L->root_propagation));

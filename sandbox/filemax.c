@@ -46,7 +46,7 @@ static bool first_failure(void)
 {
     char dir[PATH_MAX], path[PATH_MAX + sizeof FAILURE_SAID];
     struct nsbox_err e;
-    if (nsbox_path_runtime_dir(dir, sizeof dir, &e) < 0)
+    if (nsbox_paths_runtime_dir(dir, sizeof dir, &e) < 0)
         return true;
     snprintf(path, sizeof path, "%s/%s", dir, FAILURE_SAID);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

@@ -63,13 +63,13 @@ static int gc_one(const char *rt, const char *cache_root, const char *id, bool v
     if (nsbox_net_gc(id, &ce) < 0)
         nsbox_note_say(verbose ? &note : NULL, "gc %s: %s", id, ce.msg);
     if ((unlink(file) < 0 && errno != ENOENT && nsbox_err_sys(e, "gc: cannot remove %s", file)) ||
-        nsbox_rm_rf(cache, e) < 0 || nsbox_rm_rf(dir, e) < 0)
+        nsbox_paths_rm_rf(cache, e) < 0 || nsbox_paths_rm_rf(dir, e) < 0)
         return -1;
     /* Later requests say what happened, not "never existed"; a removal that had begun (rm, a
      * ttl) has its own reason already, and a one-shot run's sandbox has no one to ask. */
     char reason[8];
-    if (asked_by_id && !nsbox_tombstone_read(id, reason, sizeof reason))
-        nsbox_tombstone_write(id, NSBOX_TOMB_SUPERVISOR_GONE);
+    if (asked_by_id && !nsbox_state_tombstone_read(id, reason, sizeof reason))
+        nsbox_state_tombstone_write(id, NSBOX_TOMB_SUPERVISOR_GONE);
     nsbox_note_say(verbose ? &note : NULL, "gc: removed sandbox %s", id);
     return 1;
 }
@@ -79,8 +79,8 @@ int nsbox_gc_id(const char *id, struct nsbox_err *e)
     char rt[PATH_MAX], cache_root[PATH_MAX];
     if (!nsbox_state_valid_id(id))
         return 0;
-    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0 ||
-        nsbox_path_cache_dir(cache_root, sizeof cache_root, e) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, e) < 0 ||
+        nsbox_paths_cache_dir(cache_root, sizeof cache_root, e) < 0)
         return -1;
     return gc_one(rt, cache_root, id, false, e);
 }
@@ -96,7 +96,7 @@ int nsbox_gc_id(const char *id, struct nsbox_err *e)
 int nsbox_gc_implicit(struct nsbox_err *e)
 {
     char rt[PATH_MAX], stamp[PATH_MAX];
-    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0 ||
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, e) < 0 ||
         path_join(stamp, rt, NSBOX_GC_STAMP, e) < 0)
         return -1;
     struct stat st;
@@ -133,7 +133,7 @@ static int gc_state_dirs(const char *rt, const char *cache_root, bool verbose, s
             int pid = atoi(de->d_name + NSBOX_ID_LEN + 5);
             char p[PATH_MAX];
             if (!nsbox_pid_alive(pid) && path_join(p, rt, de->d_name, e) == 0)
-                nsbox_rm_rf(p, e);
+                nsbox_paths_rm_rf(p, e);
             continue;
         }
         if (!nsbox_state_valid_id(de->d_name))
@@ -195,7 +195,7 @@ static int gc_cache(const char *rt, const char *cache_root, struct nsbox_err *e)
             continue;
         /* the rest of an entry of the older layout (a directory), or what is not a backing
          * file that can be locked */
-        if ((r < 0 || strchr(rel, '/')) && nsbox_rm_rf(cdir, e) < 0)
+        if ((r < 0 || strchr(rel, '/')) && nsbox_paths_rm_rf(cdir, e) < 0)
             ret = -1;
         else
             removed++;
@@ -270,8 +270,8 @@ static void gc_seccomp_cache(bool verbose)
 int nsbox_gc(bool verbose, struct nsbox_err *e)
 {
     char rt[PATH_MAX], cache_root[PATH_MAX];
-    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0 ||
-        nsbox_path_cache_dir(cache_root, sizeof cache_root, e) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, e) < 0 ||
+        nsbox_paths_cache_dir(cache_root, sizeof cache_root, e) < 0)
         return -1;
     int dirs = gc_state_dirs(rt, cache_root, verbose, e);
     gc_uid_slots(e);

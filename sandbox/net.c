@@ -106,12 +106,12 @@ static int check_privileges(const struct nsbox_spec *s, struct nsbox_err *e)
 
 static int net_section(const char *text, size_t len, void *cfg, struct nsbox_err *e)
 {
-    return nsbox_netconfig_from_json(cfg, text, len, e);
+    return nsbox_netplan_config_from_json(cfg, text, len, e);
 }
 
 static int load_config(struct nsbox_netconfig *cfg, struct nsbox_err *e)
 {
-    nsbox_netconfig_init(cfg);
+    nsbox_netplan_config_init(cfg);
     return nsbox_config_section(net_section, cfg, NULL, NULL, e);
 }
 
@@ -149,7 +149,7 @@ static int find_resolvers(const struct nsbox_netconfig *cfg, struct nsbox_resolv
         if (r == 1)
             continue;
         struct nsbox_resolv cur;
-        nsbox_resolv_parse(text, &cur);
+        nsbox_netplan_resolv_parse(text, &cur);
         if (cur.n_ns) {
             *dns = cur;
             snprintf(src, srclen, "%s", path);
@@ -547,7 +547,7 @@ void nsbox_net_teardown(struct nsbox_net *n)
 int nsbox_net_gc(const char *id, struct nsbox_err *e)
 {
     char rt[PATH_MAX], marker[PATH_MAX + 32], ifname[16];
-    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, e) < 0)
         return -1;
     snprintf(marker, sizeof marker, "%s/%s/" MARKER, rt, id);
     if (access(marker, F_OK) < 0)

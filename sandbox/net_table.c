@@ -105,7 +105,7 @@ static unsigned reclaim_dead_slots(struct nsbox_nft *nft, const char *listing,
 {
     struct reclaim r = {.n = 0};
     struct nsbox_err e;
-    if (nsbox_path_runtime_dir(r.rt, sizeof r.rt, &e) < 0)
+    if (nsbox_paths_runtime_dir(r.rt, sizeof r.rt, &e) < 0)
         return 0;
     nsbox_netplan_slot_owners(listing, pool, note_dead_owner, &r);
     unsigned freed = 0;
@@ -133,7 +133,7 @@ int nsbox_net_table_add(struct nsbox_nft *nft, struct nsbox_netplan *plan, bool 
                         struct nsbox_nftbatch *del, struct nsbox_err *e)
 {
     memset(del, 0, sizeof *del);
-    uint32_t idx = random32() % nsbox_netpool_slots(&plan->pool);
+    uint32_t idx = random32() % nsbox_netplan_pool_slots(&plan->pool);
     bool made_table = false;
     for (int attempt = 0; attempt < 16; attempt++) {
         if (nsbox_netplan_set_slot(plan, idx, e) < 0)
@@ -164,7 +164,7 @@ int nsbox_net_table_add(struct nsbox_nft *nft, struct nsbox_netplan *plan, bool 
                 return nsbox_err_set(e, NSBOX_E_SYS, EADDRNOTAVAIL,
                                      "network: all %u address slots of the sandbox pool are in "
                                      "use; fix: nsbox gc, or a larger network.pool in the config",
-                                     nsbox_netpool_slots(&plan->pool));
+                                     nsbox_netplan_pool_slots(&plan->pool));
             idx = (uint32_t)f;
             continue;
         }

@@ -318,8 +318,8 @@ static int prepare_ws_dir(struct nsbox_sandbox *c, enum nsbox_ws_kind ws_kind, b
         struct nsbox_idmaps m;
         r = nsbox_idmap_compute(true, 0, 0, c->st.slot, NULL, &m, e) < 0
                 ? -1
-                : nsbox_ws_dir_idmapped(c->st.ws_dir_fd, c->st.workspace,
-                                        nsbox_idmap_slot_base(c->st.slot), &c->L.ws_fd, e);
+                : nsbox_workspace_dir_idmapped(c->st.ws_dir_fd, c->st.workspace,
+                                               nsbox_idmap_slot_base(c->st.slot), &c->L.ws_fd, e);
         *premounted = c->st.ws_idmapped = r == 0;
     }
     nsbox_closep(&c->st.ws_dir_fd);
@@ -397,7 +397,7 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     cfg->readonly = c->readonly;
     cfg->n_readonly = c->n_readonly;
     cfg->root_in_place = c->root_writable;
-    if ((!cfg->root_in_place && nsbox_rootfs_scan_image(cfg, e) < 0) ||
+    if ((!cfg->root_in_place && nsbox_mounts_scan_image(cfg, e) < 0) ||
         nsbox_mount_plan_build(cfg, c->plan, e) < 0)
         return -1;
     c->plan->seal_list = c->seal_list;
@@ -464,14 +464,15 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
      * (policy/wsplan.h). The ext4 kind is made in a thread while the rest is prepared. */
     bool dir_given = s->workspace[0] != '\0';
     struct nsbox_ws_config wcfg;
-    nsbox_ws_config_init(&wcfg);
-    if (!dir_given && nsbox_ws_load_config(&wcfg, e) < 0)
+    nsbox_wsplan_config_init(&wcfg);
+    if (!dir_given && nsbox_workspace_load_config(&wcfg, e) < 0)
         return -1;
     char why[256] = "";
     /* a writable root has no /workspace (mounts.h, root_in_place): none is made for it */
     enum nsbox_ws_fs fs = c->root_writable ? NSBOX_WS_FS_TMPFS : wcfg.fs;
-    bool ext4 = !dir_given && fs != NSBOX_WS_FS_TMPFS && nsbox_ws_ext4_usable(why, sizeof why);
-    int kind = nsbox_ws_choose(dir_given, fs, ext4);
+    bool ext4 =
+        !dir_given && fs != NSBOX_WS_FS_TMPFS && nsbox_workspace_ext4_usable(why, sizeof why);
+    int kind = nsbox_wsplan_choose(dir_given, fs, ext4);
     if (kind < 0)
         return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENODEV,
                              "workspace: the config asks for ext4 workspaces (workspace.fs), but "
@@ -483,8 +484,9 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
     struct nsbox_ws_job job = {.started = false};
     char tag[32];
     snprintf(tag, sizeof tag, "nsbox-%s", c->st.id);
-    if (ws_kind == NSBOX_WS_EXT4 && nsbox_ws_ext4_start(&job, c->st.workspace, s->limits.disk_bytes,
-                                                        &wcfg, !c->pooled, tag, e) < 0)
+    if (ws_kind == NSBOX_WS_EXT4 &&
+        nsbox_workspace_ext4_start(&job, c->st.workspace, s->limits.disk_bytes, &wcfg, !c->pooled,
+                                   tag, e) < 0)
         return -1;
     int r = prepare_rest(c, s, argv, cwd, &img, ws_kind, e);
     nsbox_closep(&img.mount_fd); /* the sandbox's own copy is in c->L.image_fd */
@@ -501,7 +503,8 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
         else
             chown = true;
     }
-    if (nsbox_ws_ext4_finish(&job, chown, m.app_uid, m.app_gid, &c->L.ws_fd, &we) < 0 && r == 0) {
+    if (nsbox_workspace_ext4_finish(&job, chown, m.app_uid, m.app_gid, &c->L.ws_fd, &we) < 0 &&
+        r == 0) {
         *e = we;
         r = -1;
     }

@@ -104,13 +104,13 @@ static int make_workspace(struct nsbox_state *st, const char *workspace_arg,
      * block and metadata write to the host's disk at every creation, for no protection the
      * file's own mode does not give. */
     char cache_root[PATH_MAX], name[NSBOX_WS_NAME_SIZE];
-    if (nsbox_path_cache_dir(cache_root, sizeof cache_root, e) < 0)
+    if (nsbox_paths_cache_dir(cache_root, sizeof cache_root, e) < 0)
         return -1;
     nsbox_state_ws_name(st->id, name);
     if (path_join(st->workspace, cache_root, name, e) < 0)
         return -1;
     if (mkdir(cache_root, 0700) < 0 && errno != EEXIST &&
-        (errno != ENOENT || nsbox_mkdir_p(cache_root, 0700, e) < 0))
+        (errno != ENOENT || nsbox_paths_mkdir_p(cache_root, 0700, e) < 0))
         return nsbox_err_sys(e, "cannot create %s", cache_root);
     st->fresh_workspace = true;
     return 0;
@@ -202,7 +202,7 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
     char rt[PATH_MAX], tmp[PATH_MAX];
     if (!st->id[0] && nsbox_state_new_id(st->id, e) < 0)
         return -1;
-    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0 || path_join(st->dir, rt, st->id, e) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, e) < 0 || path_join(st->dir, rt, st->id, e) < 0)
         return -1;
     /* The directory appears under its id only once its lock is held: it is built as
      * "<id>.new-<pid>", locked (flock on the directory itself, rather than on a file in it:
@@ -215,7 +215,7 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
     if (mkdir(tmp, 0700) < 0) {
         int r = -1;
         if (errno == ENOENT) {
-            if (nsbox_mkdir_p(rt, 0711, e) < 0)
+            if (nsbox_paths_mkdir_p(rt, 0711, e) < 0)
                 goto not_ours;
             r = mkdir(tmp, 0700);
         }
@@ -228,7 +228,7 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
      * fallback of an unprivileged user without XDG_RUNTIME_DIR) another user could have made
      * it between the first check and our mkdir. Once it is ours, /tmp's sticky bit keeps it
      * so. */
-    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, e) < 0)
         goto remove_tmp;
     st->lock_fd = lock_nb(open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (st->lock_fd < 0) {
@@ -260,7 +260,7 @@ int nsbox_state_create(struct nsbox_state *st, const char *workspace_arg, enum n
 
 remove_tmp: {
     struct nsbox_err ignored; /* e says what failed first */
-    nsbox_rm_rf(tmp, &ignored);
+    nsbox_paths_rm_rf(tmp, &ignored);
 }
 not_ours:
     st->dir[0] = '\0';
@@ -272,13 +272,13 @@ not_ours:
 static int tomb_paths(char *dir, char *recent, char *older, struct nsbox_err *e)
 {
     char rt[PATH_MAX];
-    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0 || path_join(dir, rt, "tombstones", e) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, e) < 0 || path_join(dir, rt, "tombstones", e) < 0)
         return -1;
     return path_join(recent, dir, "recent", e) < 0 || path_join(older, dir, "older", e) < 0 ? -1
                                                                                           : 0;
 }
 
-int nsbox_tombstone_write(const char *id, const char *reason)
+int nsbox_state_tombstone_write(const char *id, const char *reason)
 {
     char dir[PATH_MAX], recent[PATH_MAX], older[PATH_MAX];
     struct nsbox_err e;
@@ -294,7 +294,7 @@ int nsbox_tombstone_write(const char *id, const char *reason)
     /* O_NONBLOCK: a FIFO put there must not hang a supervisor's clean-up */
     const int flags = O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
     int fd = open(recent, flags, 0600);
-    if (fd < 0 && errno == ENOENT && nsbox_mkdir_p(dir, 0700, &e) == 0)
+    if (fd < 0 && errno == ENOENT && nsbox_paths_mkdir_p(dir, 0700, &e) == 0)
         fd = open(recent, flags, 0600);
     if (fd < 0)
         return -1;
@@ -359,17 +359,17 @@ static int tomb_find(const char *path, const char *id, char *reason, size_t n)
     return found;
 }
 
-int nsbox_tombstone_err(const char *id, int err, struct nsbox_err *e)
+int nsbox_state_tombstone_err(const char *id, int err, struct nsbox_err *e)
 {
     char reason[NSBOX_TOMB_REASON_MAX + 1];
-    if (!nsbox_tombstone_read(id, reason, sizeof reason))
+    if (!nsbox_state_tombstone_read(id, reason, sizeof reason))
         return 0;
     return nsbox_err_set(e, NSBOX_E_DELETED, err, "sandbox %s was %s", id, reason);
 }
 
 /* Runtime directories other than ours where a sandbox of that id may be: root's, those of the
  * user sudo was run by, and our own under another environment (XDG_RUNTIME_DIR set in one shell
- * and not in another, NSBOX_STATE_DIR). The rules are nsbox_path_runtime_dir's. */
+ * and not in another, NSBOX_STATE_DIR). The rules are nsbox_paths_runtime_dir's. */
 static bool find_elsewhere(const char *id, const char *ours, char *dir, size_t n, uid_t *owner)
 {
     char uids[2][24] = {"", ""};
@@ -410,7 +410,7 @@ int nsbox_state_not_found(const char *id, int err, struct nsbox_err *e)
     char rt[PATH_MAX], dir[PATH_MAX];
     uid_t owner;
     struct nsbox_err pe;
-    if (nsbox_path_runtime_dir(rt, sizeof rt, &pe) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, &pe) < 0)
         snprintf(rt, sizeof rt, "this user's runtime directory");
     else if (find_elsewhere(id, rt, dir, sizeof dir, &owner)) {
         if (owner == geteuid())
@@ -433,7 +433,7 @@ int nsbox_state_not_found(const char *id, int err, struct nsbox_err *e)
                          id, rt);
 }
 
-int nsbox_tombstone_read(const char *id, char *reason, size_t n)
+int nsbox_state_tombstone_read(const char *id, char *reason, size_t n)
 {
     char dir[PATH_MAX], recent[PATH_MAX], older[PATH_MAX], legacy[PATH_MAX];
     struct nsbox_err e;
@@ -473,7 +473,7 @@ int nsbox_state_uid_slot_dir(char *out, size_t n, struct nsbox_err *e)
                    ? nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long")
                    : 0;
     char rt[PATH_MAX];
-    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, e) < 0)
         return -1;
     return path_join(out, rt, "uids", e);
 }
@@ -523,8 +523,8 @@ static bool slot_granted(const struct granted *g, uint32_t slot)
     uint32_t base = nsbox_idmap_slot_base(slot), egress = nsbox_idmap_egress_id(slot);
     for (int i = 0; i < 2; i++) {
         const char *t = i ? g->gids : g->uids;
-        if (t &&
-            (nsbox_subid_overlaps(t, base, NSBOX_ID_COUNT) || nsbox_subid_overlaps(t, egress, 1)))
+        if (t && (nsbox_idmap_subid_overlaps(t, base, NSBOX_ID_COUNT) ||
+                  nsbox_idmap_subid_overlaps(t, egress, 1)))
             return true;
     }
     return false;
@@ -570,7 +570,8 @@ int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e)
      * many as the sandboxes that lived at once since the last gc. */
     uint32_t found[SLOT_FILES_TRIED];
     unsigned nfound;
-    uint32_t window = nsbox_slot_window(list_slot_files(dir, found, &nfound), NSBOX_UID_SLOTS);
+    uint32_t window =
+        nsbox_idmap_slot_window(list_slot_files(dir, found, &nfound), NSBOX_UID_SLOTS);
     uint32_t start = 0;
     if (getrandom(&start, sizeof start, GRND_NONBLOCK) != (ssize_t)sizeof start)
         start = (uint32_t)getpid();
@@ -585,7 +586,7 @@ int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e)
     bool made_dir = false;
     unsigned granted = 0;
     for (uint32_t i = 0; i < NSBOX_UID_SLOTS; i++) {
-        uint32_t slot = nsbox_slot_probe(start, i, window);
+        uint32_t slot = nsbox_idmap_slot_probe(start, i, window);
         if (slot_granted(&g, slot)) {
             granted++;
             continue;
@@ -593,7 +594,7 @@ int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e)
         slot_path(path, sizeof path, dir, slot);
         int fd = lock_file(path, true);
         if (fd < 0 && errno == ENOENT && !made_dir) {
-            if (nsbox_mkdir_p(dir, 0700, e) < 0)
+            if (nsbox_paths_mkdir_p(dir, 0700, e) < 0)
                 return -1;
             made_dir = true;
             fd = lock_file(path, true);
@@ -640,7 +641,8 @@ int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e)
             (void)unlinkat(st->lock_fd, "lock", 0);
             (void)unlinkat(st->lock_fd, "ctl", 0);
         }
-        if ((st->lock_fd < 0 || rmdir(st->dir) < 0) && nsbox_rm_rf(st->dir, ret < 0 ? &e2 : e) < 0)
+        if ((st->lock_fd < 0 || rmdir(st->dir) < 0) &&
+            nsbox_paths_rm_rf(st->dir, ret < 0 ? &e2 : e) < 0)
             ret = -1;
         st->dir[0] = '\0';
     }

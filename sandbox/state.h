@@ -82,7 +82,7 @@ int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e);
  * them too. */
 #define NSBOX_TOMB_ROTATE_BYTES (512 * 1024)
 #define NSBOX_TOMB_REASON_MAX 200
-int nsbox_tombstone_write(const char *id, const char *reason);
+int nsbox_state_tombstone_write(const char *id, const char *reason);
 /* A delete with "by": "session" (python/nsbox/session.py: delete(), the end of open() and
  * session()); the Python client reads this text too (_transport.py SESSION_END). */
 #define NSBOX_TOMB_SESSION_END                                                                     \
@@ -94,10 +94,10 @@ int nsbox_tombstone_write(const char *id, const char *reason);
     "deleted because its supervisor ended without removing it (killed or crashed)"
 /* 1 and the reason (the newest, if the id appears more than once) when there is one, 0 when
  * none. */
-int nsbox_tombstone_read(const char *id, char *reason, size_t n);
+int nsbox_state_tombstone_read(const char *id, char *reason, size_t n);
 /* When sandbox id has a tombstone: e is "sandbox ID was REASON" (NSBOX_E_DELETED, sys_errno err)
  * and -1. 0 (e untouched) when it has none. */
-int nsbox_tombstone_err(const char *id, int err, struct nsbox_err *e);
+int nsbox_state_tombstone_err(const char *id, int err, struct nsbox_err *e);
 /* e: "no sandbox ID in RUNTIME_DIR (it never existed there)" (NSBOX_E_NOTFOUND, sys_errno
  * err), or, when a sandbox of that id is in another user's or environment's runtime directory,
  * whose it is and how to reach it. Returns -1. */

@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* The first range of the file that fits (nsbox_subid_find), one line at a time. */
+/* The first range of the file that fits (nsbox_idmap_subid_find), one line at a time. */
 static bool find_in_file(const char *path, const char *name, uint32_t id, uint32_t *start)
 {
     FILE *f = fopen(path, "re");
@@ -31,7 +31,7 @@ static bool find_in_file(const char *path, const char *name, uint32_t id, uint32
     size_t cap = 0;
     bool found = false;
     while (!found && getline(&line, &cap, f) > 0)
-        found = nsbox_subid_find(line, name, id, start);
+        found = nsbox_idmap_subid_find(line, name, id, start);
     free(line);
     fclose(f);
     return found;

@@ -97,7 +97,7 @@ static bool loop_devices_work(char *why, size_t n)
     return true;
 }
 
-bool nsbox_ws_ext4_usable(char *why, size_t n)
+bool nsbox_workspace_ext4_usable(char *why, size_t n)
 {
     if (geteuid() != 0) {
         snprintf(why, n, "loop devices need root");
@@ -240,7 +240,7 @@ static int make_template(int dirfd, const char *dir, const char *name, uint64_t 
     if (ftruncate(fd, (off_t)bytes) < 0)
         return nsbox_err_sys(e, "workspace: cannot size a new filesystem in %s", dir);
     struct nsbox_ws_mkfs m;
-    if (nsbox_ws_mkfs_argv(mkfs, "/proc/self/fd/3", bytes, &m, e) < 0 ||
+    if (nsbox_wsplan_mkfs_argv(mkfs, "/proc/self/fd/3", bytes, &m, e) < 0 ||
         run_mkfs(m.argv, fd, e) < 0)
         return -1;
     /* mkfs always makes lost+found; a workspace starts empty. Mount it once to remove it
@@ -274,7 +274,7 @@ static int template_fd(const char *cache_root, uint64_t bytes, bool remake, char
                        size_t pathn, struct nsbox_err *e)
 {
     char name[64], dir[PATH_MAX];
-    if (nsbox_ws_template_name(bytes, name, sizeof name, e) < 0)
+    if (nsbox_wsplan_template_name(bytes, name, sizeof name, e) < 0)
         return -1;
     if ((size_t)snprintf(dir, sizeof dir, "%s/%s", cache_root, NSBOX_WS_SHARED_DIR) >= sizeof dir ||
         (size_t)snprintf(path, pathn, "%s/%s", dir, name) >= pathn)
@@ -392,7 +392,7 @@ static uint64_t promised(int cache_fd, bool alive_only, unsigned *count)
     *count = 0;
     char rt[PATH_MAX];
     struct nsbox_err ignored; /* without it no sandbox can be told dead: all count (below) */
-    if (nsbox_path_runtime_dir(rt, sizeof rt, &ignored) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, &ignored) < 0)
         rt[0] = '\0';
     DIR *d = opendir_at(cache_fd);
     if (!d)
@@ -422,7 +422,7 @@ static unsigned reclaim_dead(int cache_fd, uint64_t *held)
     *held = 0;
     char rt[PATH_MAX];
     struct nsbox_err ignored; /* without it no sandbox can be told dead: none is reclaimed */
-    if (nsbox_path_runtime_dir(rt, sizeof rt, &ignored) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, &ignored) < 0)
         return 0;
     DIR *d = opendir_at(cache_fd);
     if (!d)
@@ -452,7 +452,7 @@ static unsigned reclaim_dead(int cache_fd, uint64_t *held)
 /* The warm pool's eviction, handed down by it (workspace.h). */
 static nsbox_ws_evict_fn evict_one;
 
-void nsbox_ws_set_evict(nsbox_ws_evict_fn fn)
+void nsbox_workspace_set_evict(nsbox_ws_evict_fn fn)
 {
     evict_one = fn;
 }
@@ -467,7 +467,7 @@ static unsigned evict_pooled(int cache_fd, uint64_t deficit)
         return 0;
     char rt[PATH_MAX], pool[PATH_MAX + 8];
     struct nsbox_err e;
-    if (nsbox_path_runtime_dir(rt, sizeof rt, &e) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, &e) < 0)
         return 0;
     snprintf(pool, sizeof pool, "%s/pool", rt);
     DIR *d = opendir(pool);
@@ -497,7 +497,7 @@ static unsigned evict_pooled(int cache_fd, uint64_t deficit)
 }
 
 /* Whether a workspace of bytes is refused on the cache directory's filesystem (policy/wsplan.h
- * nsbox_ws_admit): 0 it is admitted, 1 it is not (sp, missing and others then say why), -1 its
+ * nsbox_wsplan_admit): 0 it is admitted, 1 it is not (sp, missing and others then say why), -1 its
  * free space cannot be read. alive_only: promised(), which only reserve counts. */
 static int short_of(int cache_fd, uint64_t bytes, const struct nsbox_ws_config *cfg,
                     bool alive_only, struct nsbox_ws_space *sp, uint64_t *missing,
@@ -509,7 +509,7 @@ static int short_of(int cache_fd, uint64_t bytes, const struct nsbox_ws_config *
     sp->fs_bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
     sp->avail = (uint64_t)sv.f_bavail * sv.f_frsize;
     sp->promised = cfg->reserve ? promised(cache_fd, alive_only, others) : 0;
-    return !nsbox_ws_admit(cfg, sp, bytes, missing);
+    return !nsbox_wsplan_admit(cfg, sp, bytes, missing);
 }
 
 /* After reclaim_dead: a dead sandbox's file is freed once its loop device lets go, which its
@@ -527,7 +527,7 @@ static void wait_for_space(int cache_fd, const struct nsbox_ws_space *was, uint6
             return;
         struct nsbox_ws_space now = *was;
         now.avail = (uint64_t)sv.f_bavail * sv.f_frsize;
-        if (nsbox_ws_admit(cfg, &now, bytes, NULL) || now.avail + slack >= was->avail + held)
+        if (nsbox_wsplan_admit(cfg, &now, bytes, NULL) || now.avail + slack >= was->avail + held)
             return;
         usleep(20000);
     }
@@ -535,7 +535,7 @@ static void wait_for_space(int cache_fd, const struct nsbox_ws_space *was, uint6
 
 /* Backing files are sparse: a sandbox that fills its workspace takes up to its limit of the
  * host's disk. Thin (the default), a creation only needs the host's free space above the floor
- * (nsbox_ws_min_free); with reserve, the free space minus what the other workspaces may still
+ * (nsbox_wsplan_min_free); with reserve, the free space minus what the other workspaces may still
  * take must hold the whole limit. The caller holds the space lock until its own backing file
  * exists, so two creations cannot both count the same free space. */
 static int check_free_space(int cache_fd, const char *cache_root, uint64_t bytes,
@@ -570,7 +570,7 @@ static int check_free_space(int cache_fd, const char *cache_root, uint64_t bytes
     format_size(sp.promised, prom, sizeof prom);
     if (!cfg->reserve) {
         char floor_[32], min_[32], fs_[32];
-        format_size(nsbox_ws_min_free(cfg, sp.fs_bytes), floor_, sizeof floor_);
+        format_size(nsbox_wsplan_min_free(cfg, sp.fs_bytes), floor_, sizeof floor_);
         format_size(cfg->min_free_bytes, min_, sizeof min_);
         format_size(sp.fs_bytes, fs_, sizeof fs_);
         return nsbox_err_set(e, NSBOX_E_POLICY, ENOSPC,
@@ -717,18 +717,18 @@ static void *job_main(void *arg)
 
 static int ws_section(const char *text, size_t len, void *cfg, struct nsbox_err *e)
 {
-    return nsbox_ws_config_from_json(text, len, cfg, e);
+    return nsbox_wsplan_config_from_json(text, len, cfg, e);
 }
 
-int nsbox_ws_load_config(struct nsbox_ws_config *cfg, struct nsbox_err *e)
+int nsbox_workspace_load_config(struct nsbox_ws_config *cfg, struct nsbox_err *e)
 {
-    nsbox_ws_config_init(cfg);
+    nsbox_wsplan_config_init(cfg);
     return nsbox_config_section(ws_section, cfg, NULL, NULL, e);
 }
 
-int nsbox_ws_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk_bytes,
-                        const struct nsbox_ws_config *cfg, bool evict, const char *tag,
-                        struct nsbox_err *e)
+int nsbox_workspace_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk_bytes,
+                               const struct nsbox_ws_config *cfg, bool evict, const char *tag,
+                               struct nsbox_err *e)
 {
     memset(j, 0, sizeof *j);
     j->cfg = *cfg;
@@ -763,8 +763,8 @@ int nsbox_ws_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk
     return 0;
 }
 
-int nsbox_ws_ext4_finish(struct nsbox_ws_job *j, bool chown, uint32_t uid, uint32_t gid,
-                         int *mount_fd, struct nsbox_err *e)
+int nsbox_workspace_ext4_finish(struct nsbox_ws_job *j, bool chown, uint32_t uid, uint32_t gid,
+                                int *mount_fd, struct nsbox_err *e)
 {
     if (!j->started)
         return 0; /* *mount_fd untouched: the workspace may be another kind's */
@@ -786,7 +786,7 @@ int nsbox_ws_ext4_finish(struct nsbox_ws_job *j, bool chown, uint32_t uid, uint3
     return 0;
 }
 
-int nsbox_ws_usage(int fd, struct nsbox_ws_usage *u)
+int nsbox_workspace_usage(int fd, struct nsbox_workspace_usage *u)
 {
     struct statvfs sv;
     if (fstatvfs(fd, &sv) < 0)
@@ -798,7 +798,7 @@ int nsbox_ws_usage(int fd, struct nsbox_ws_usage *u)
     return 0;
 }
 
-int nsbox_ws_host_usage(const char *image, struct nsbox_ws_host_usage *h)
+int nsbox_workspace_host_usage(const char *image, struct nsbox_workspace_host_usage *h)
 {
     struct stat sb;
     struct statvfs sv;
@@ -812,8 +812,8 @@ int nsbox_ws_host_usage(const char *image, struct nsbox_ws_host_usage *h)
 
 /* ---- --workspace DIR as root: an idmapped bind ------------------------------------------------ */
 
-int nsbox_ws_dir_idmapped(int dfd, const char *dir, uint32_t base, int *mount_fd,
-                          struct nsbox_err *e)
+int nsbox_workspace_dir_idmapped(int dfd, const char *dir, uint32_t base, int *mount_fd,
+                                 struct nsbox_err *e)
 {
     *mount_fd = -1;
     struct stat sb;

@@ -16,7 +16,7 @@
 #define NSBOX_WS_SHARED_DIR ".workspace-templates"
 
 /* Can this process make ext4 workspaces? When not, why (for `nsbox info`). */
-bool nsbox_ws_ext4_usable(char *why, size_t n);
+bool nsbox_workspace_ext4_usable(char *why, size_t n);
 
 /* Make a fresh ext4 filesystem of disk_bytes backed by the new sparse file image
  * (<cache>/<id>.ext4, created mode 0600) and return a detached mount of
@@ -42,19 +42,20 @@ struct nsbox_ws_job {
 /* Ask waiting pooled sandbox id to go (the pool's delete, without waiting for the teardown):
  * 0 when it agreed, -1 when it refused (a run has just claimed it) or cannot be reached. The
  * warm pool sits in a layer above this one (service/warmpool.c), so it hands its eviction down
- * with nsbox_ws_set_evict (nsbox_pool_install); without it, pooled sandboxes never give way. */
+ * with nsbox_workspace_set_evict (nsbox_warmpool_install); without it, pooled sandboxes never give
+ * way. */
 typedef int (*nsbox_ws_evict_fn)(const char *id);
-void nsbox_ws_set_evict(nsbox_ws_evict_fn fn);
+void nsbox_workspace_set_evict(nsbox_ws_evict_fn fn);
 
-int nsbox_ws_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk_bytes,
-                        const struct nsbox_ws_config *cfg, bool evict, const char *tag,
-                        struct nsbox_err *e);
+int nsbox_workspace_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk_bytes,
+                               const struct nsbox_ws_config *cfg, bool evict, const char *tag,
+                               struct nsbox_err *e);
 /* chown: whether to give the root to uid:gid (false when only reaping the thread). */
-int nsbox_ws_ext4_finish(struct nsbox_ws_job *j, bool chown, uint32_t uid, uint32_t gid,
-                         int *mount_fd, struct nsbox_err *e);
+int nsbox_workspace_ext4_finish(struct nsbox_ws_job *j, bool chown, uint32_t uid, uint32_t gid,
+                                int *mount_fd, struct nsbox_err *e);
 
 /* The config file's "workspace" section (policy/wsplan.h); defaults when there is none. */
-int nsbox_ws_load_config(struct nsbox_ws_config *cfg, struct nsbox_err *e);
+int nsbox_workspace_load_config(struct nsbox_ws_config *cfg, struct nsbox_err *e);
 
 /* --workspace DIR as root: a detached bind of the directory open on dfd (dir: its path, for
  * messages; the descriptor the checks ran on, wsdir.h) whose owner is appuser inside (the sandbox's
@@ -62,21 +63,21 @@ int nsbox_ws_load_config(struct nsbox_ws_config *cfg, struct nsbox_err *e);
  * directory and what it creates there belongs to the directory's owner on disk; what its other
  * ids create belongs to those ids of its range (nsbox_idmap_mount_lines). 0 with *mount_fd; 1
  * when this filesystem or kernel cannot idmap (the caller binds it plainly); -1 on error. */
-int nsbox_ws_dir_idmapped(int dfd, const char *dir, uint32_t base, int *mount_fd,
-                          struct nsbox_err *e);
+int nsbox_workspace_dir_idmapped(int dfd, const char *dir, uint32_t base, int *mount_fd,
+                                 struct nsbox_err *e);
 
 /* Usage of a workspace filesystem (fd anywhere on it). */
-struct nsbox_ws_usage {
+struct nsbox_workspace_usage {
     uint64_t bytes_total, bytes_used, inodes_total, inodes_used;
 };
-int nsbox_ws_usage(int fd, struct nsbox_ws_usage *u);
+int nsbox_workspace_usage(int fd, struct nsbox_workspace_usage *u);
 
 /* The host's side of an ext4 workspace whose backing file is image: what the file holds on the
  * host's disk, and the size and free space of the filesystem it is on (for `inspect`: with thin
  * provisioning, a full host disk is what stops a sandbox's writes before its limit). */
-struct nsbox_ws_host_usage {
+struct nsbox_workspace_host_usage {
     uint64_t backing_bytes, fs_bytes, fs_free_bytes;
 };
-int nsbox_ws_host_usage(const char *image, struct nsbox_ws_host_usage *h);
+int nsbox_workspace_host_usage(const char *image, struct nsbox_workspace_host_usage *h);
 
 #endif

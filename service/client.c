@@ -31,9 +31,9 @@ int nsbox_client_reply_error(const cJSON *reply, struct nsbox_err *e)
     const cJSON *err = cJSON_GetObjectItemCaseSensitive(reply, "error");
     const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
     const cJSON *msg = cJSON_GetObjectItemCaseSensitive(err, "message");
-    return nsbox_err_set(e, nsbox_errcode_from_wire(cJSON_IsString(code) ? code->valuestring : NULL),
-                         0, "%s",
-                         cJSON_IsString(msg) ? msg->valuestring : "the supervisor said no");
+    return nsbox_err_set(
+        e, nsbox_proto_errcode_from_wire(cJSON_IsString(code) ? code->valuestring : NULL), 0, "%s",
+        cJSON_IsString(msg) ? msg->valuestring : "the supervisor said no");
 }
 
 int nsbox_client_recv(int sock, cJSON **reply, int *rfd, struct nsbox_err *e)
@@ -175,7 +175,7 @@ int nsbox_client_delete(const char *id, bool wait, struct nsbox_err *e)
 {
     cleanup_close int sock = -1;
     struct nsbox_request rq;
-    nsbox_request_init(&rq, NSBOX_OP_DELETE);
+    nsbox_proto_request_init(&rq, NSBOX_OP_DELETE);
     cJSON *reply = NULL;
     int r = nsbox_client_exchange(id, &rq, NULL, 0, NSBOX_CLIENT_ANSWER_S, NSBOX_CLIENT_BUSY_RETRY_MS, &sock, &reply, NULL, e);
     if (r == 0)

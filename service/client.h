@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Requests are a struct nsbox_request (nsbox_request_init, then its fields), encoded here by
+/* Requests are a struct nsbox_request (nsbox_proto_request_init, then its fields), encoded here by
  * nsbox_proto_encode: the one encoder, the parser's other half. */
 
 /* One request/reply round trip on a new connection to sandbox id. fds: sent with the request;

@@ -18,7 +18,7 @@
 static int runtime_path(char *out, size_t n, const char *a, const char *b, struct nsbox_err *e)
 {
     char rt[PATH_MAX];
-    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, e) < 0)
         return -1;
     if ((size_t)snprintf(out, n, "%s/%s%s%s", rt, a, b ? "/" : "", b ? b : "") >= n)
         return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "path too long");
@@ -102,7 +102,7 @@ int nsbox_connect_ctl(const char *id, struct nsbox_err *e)
     if (fd >= 0 || e->code != NSBOX_E_SYS) /* reached, not ours, or a bad path */
         return fd;
     int err = errno;
-    if (nsbox_tombstone_err(id, err, e) < 0)
+    if (nsbox_state_tombstone_err(id, err, e) < 0)
         return -1;
     if (err == ECONNREFUSED) {
         /* Its socket is there with nobody listening: the supervisor died without removing
@@ -134,11 +134,11 @@ static bool listener_gone(const char *id)
 
 int nsbox_connect_lost(const char *id, int err, struct nsbox_err *e)
 {
-    if (nsbox_tombstone_err(id, err, e) < 0)
+    if (nsbox_state_tombstone_err(id, err, e) < 0)
         return -1;
     char rt[PATH_MAX];
     struct nsbox_err ge;
-    if (nsbox_path_runtime_dir(rt, sizeof rt, &ge) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, &ge) < 0)
         return nsbox_err_set(e, NSBOX_E_DELETED, err,
                              "sandbox %s: its supervisor closed the connection (deleted?)", id);
     /* A supervisor that dies closes its connections and lets go of its lock in the same
@@ -153,19 +153,19 @@ int nsbox_connect_lost(const char *id, int err, struct nsbox_err *e)
         if (fd >= 0) {
             close(fd); /* gc takes it again */
             nsbox_gc_id(id, &ge);
-            if (nsbox_tombstone_err(id, err, e) < 0)
+            if (nsbox_state_tombstone_err(id, err, e) < 0)
                 return -1;
             return nsbox_err_set(e, NSBOX_E_DELETED, err, "sandbox %s was %s", id,
                                  NSBOX_TOMB_SUPERVISOR_GONE);
         }
-        if (!nsbox_state_maybe_alive(lerr) || nsbox_tombstone_err(id, err, e) < 0)
+        if (!nsbox_state_maybe_alive(lerr) || nsbox_state_tombstone_err(id, err, e) < 0)
             break; /* removed meanwhile (its record, if it has one, is read below) */
         if ((i == 0 || i == looks - 1) && listener_gone(id))
             return nsbox_err_set(e, NSBOX_E_DELETED, err, "sandbox %s was %s", id,
                                  NSBOX_TOMB_SUPERVISOR_GONE);
         usleep(5000);
     }
-    if (nsbox_tombstone_err(id, err, e) < 0)
+    if (nsbox_state_tombstone_err(id, err, e) < 0)
         return -1;
     if (nsbox_state_dir_gone(rt, id))
         return nsbox_err_set(e, NSBOX_E_DELETED, err,

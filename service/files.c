@@ -739,7 +739,7 @@ int nsbox_files_op_ex(int ws_fd, const struct nsbox_state *st, const struct nsbo
         break;
     default:
         r = nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "'%s' is not a file operation",
-                          nsbox_op_name(rq->op));
+                          nsbox_proto_op_name(rq->op));
     }
     if (as_sandbox) {
         setfsuid(0);

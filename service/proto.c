@@ -24,12 +24,12 @@ static const char *const op_names[] = {
     [NSBOX_OP_HOLD] = "hold",   [NSBOX_OP_WAIT] = "wait",
 };
 
-const char *nsbox_op_name(enum nsbox_op op)
+const char *nsbox_proto_op_name(enum nsbox_op op)
 {
     return (unsigned)op < NSBOX_ARRAY_LEN(op_names) ? op_names[op] : "?";
 }
 
-void nsbox_request_free(struct nsbox_request *req)
+void nsbox_proto_request_free(struct nsbox_request *req)
 {
     if (req->argv)
         for (size_t i = 0; i < req->argc; i++)
@@ -43,7 +43,7 @@ void nsbox_request_free(struct nsbox_request *req)
     req->argc = req->nenv = 0;
 }
 
-void nsbox_request_init(struct nsbox_request *req, enum nsbox_op op)
+void nsbox_proto_request_init(struct nsbox_request *req, enum nsbox_op op)
 {
     memset(req, 0, sizeof *req);
     req->op = op;
@@ -57,8 +57,8 @@ static int too_long(const char *key, size_t n, struct nsbox_err *e)
                          "request: '%s' is longer than %zu bytes", key, n - 1);
 }
 
-int nsbox_request_set(char *field, size_t size, const char *key, const char *value,
-                      struct nsbox_err *e)
+int nsbox_proto_request_set(char *field, size_t size, const char *key, const char *value,
+                            struct nsbox_err *e)
 {
     size_t len = strlen(value);
     if (len >= size)
@@ -79,7 +79,7 @@ static int get_string(const cJSON *obj, const char *key, char *out, size_t n, bo
     }
     if (!cJSON_IsString(v) || !v->valuestring)
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request: '%s' must be a string", key);
-    return nsbox_request_set(out, n, key, v->valuestring, e) < 0 ? -1 : 1;
+    return nsbox_proto_request_set(out, n, key, v->valuestring, e) < 0 ? -1 : 1;
 }
 
 static int get_uint_in(const cJSON *obj, const char *key, uint64_t min, uint64_t max,
@@ -475,7 +475,7 @@ static bool (*const op_encoders[])(cJSON *o, const struct nsbox_request *r) = {
 
 cJSON *nsbox_proto_encode(const struct nsbox_request *r)
 {
-    const char *name = nsbox_op_name(r->op);
+    const char *name = nsbox_proto_op_name(r->op);
     if (!strcmp(name, "?"))
         return NULL;
     cJSON *o = nsbox_proto_encode_head(name);
@@ -679,27 +679,33 @@ ssize_t nsbox_proto_recv(int sock, char **out, int fds[NSBOX_PROTO_MAX_FDS], str
 
 /* ---- replies --------------------------------------------------------------------------------- */
 
-cJSON *nsbox_reply_ok(const char *tag)
+/* What every reply starts with: the version, whether it succeeded, the request's tag. */
+static cJSON *reply(const char *tag, bool ok)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
     cJSON_AddNumberToObject(o, "v", NSBOX_PROTO_VERSION);
-    cJSON_AddTrueToObject(o, "ok");
+    cJSON_AddBoolToObject(o, "ok", ok);
     if (tag && tag[0])
         cJSON_AddStringToObject(o, "tag", tag);
     return o;
 }
 
+cJSON *nsbox_proto_reply_ok(const char *tag)
+{
+    return reply(tag, true);
+}
+
 /* The wire's names are nsbox_errcode_name's (policy/err.c, the one list), except that running
  * out of memory is said as "system". */
-const char *nsbox_errcode_wire(int code)
+const char *nsbox_proto_errcode_wire(int code)
 {
     const char *name = code == NSBOX_E_NOMEM ? "system" : nsbox_errcode_name(code);
     return strcmp(name, "unknown") ? name : "system";
 }
 
-int nsbox_errcode_from_wire(const char *s)
+int nsbox_proto_errcode_from_wire(const char *s)
 {
     /* the codes are 0, 1, 2, ...: the first without a name ends them */
     for (int code = 0; s && strcmp(nsbox_errcode_name(code), "unknown"); code++)
@@ -708,18 +714,14 @@ int nsbox_errcode_from_wire(const char *s)
     return NSBOX_E_SYS;
 }
 
-cJSON *nsbox_reply_error(const char *tag, int code, const char *msg)
+cJSON *nsbox_proto_reply_error(const char *tag, int code, const char *msg)
 {
-    cJSON *o = cJSON_CreateObject();
+    cJSON *o = reply(tag, false);
     if (!o)
         return NULL;
-    cJSON_AddNumberToObject(o, "v", NSBOX_PROTO_VERSION);
-    cJSON_AddFalseToObject(o, "ok");
-    if (tag && tag[0])
-        cJSON_AddStringToObject(o, "tag", tag);
     cJSON *err = cJSON_AddObjectToObject(o, "error");
     if (err) {
-        cJSON_AddStringToObject(err, "code", nsbox_errcode_wire(code));
+        cJSON_AddStringToObject(err, "code", nsbox_proto_errcode_wire(code));
         cJSON_AddStringToObject(err, "message", msg ? msg : "");
     }
     return o;

@@ -72,20 +72,20 @@ struct nsbox_request {
     uint32_t rows, cols; /* exec with tty: the terminal's size */
 };
 
-const char *nsbox_op_name(enum nsbox_op op);
+const char *nsbox_proto_op_name(enum nsbox_op op);
 
 /* A request of op with every field at what the parser gives when it is not sent (logs: no
  * offsets; files: mode 0644; exec: cwd "", which is not sent: the supervisor's /workspace), for
  * a client to fill in and encode. */
-void nsbox_request_init(struct nsbox_request *req, enum nsbox_op op);
+void nsbox_proto_request_init(struct nsbox_request *req, enum nsbox_op op);
 /* value into the request's string field (of size bytes) named key: 0, or -1 with e saying what
  * the parser says of a value that long. */
-int nsbox_request_set(char *field, size_t size, const char *key, const char *value,
-                      struct nsbox_err *e);
+int nsbox_proto_request_set(char *field, size_t size, const char *key, const char *value,
+                            struct nsbox_err *e);
 
 /* Parse and validate one request; on error e names the field. req must be freed even on error. */
 int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *req, struct nsbox_err *e);
-void nsbox_request_free(struct nsbox_request *req);
+void nsbox_proto_request_free(struct nsbox_request *req);
 
 /* The encoders, the parser's other half: what a client sends. A request {"v", "op"} (op: a
  * request's name, or "commit", the answer to a write's end_of_content); caller frees, NULL when
@@ -106,9 +106,9 @@ ssize_t nsbox_proto_recv(int sock, char **out, int fds[NSBOX_PROTO_MAX_FDS], str
 void nsbox_proto_frame_limit(int ms);
 
 /* Replies. */
-cJSON *nsbox_reply_ok(const char *tag);
-cJSON *nsbox_reply_error(const char *tag, int code, const char *msg);
-const char *nsbox_errcode_wire(int code);
-int nsbox_errcode_from_wire(const char *s);
+cJSON *nsbox_proto_reply_ok(const char *tag);
+cJSON *nsbox_proto_reply_error(const char *tag, int code, const char *msg);
+const char *nsbox_proto_errcode_wire(int code);
+int nsbox_proto_errcode_from_wire(const char *s);
 
 #endif

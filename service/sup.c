@@ -25,7 +25,7 @@
  * never existed. */
 void nsbox_sup_tomb(struct sup *S, const char *reason)
 {
-    if (nsbox_tombstone_write(S->sb.st.id, reason) < 0)
+    if (nsbox_state_tombstone_write(S->sb.st.id, reason) < 0)
         snprintf(S->tomb_later, sizeof S->tomb_later, "%s", reason);
 }
 
@@ -147,8 +147,8 @@ void nsbox_sup_reply(struct sup *S, int ci, cJSON *r, const int *fds, size_t nfd
 
 void nsbox_sup_reply_err(struct sup *S, int ci, const char *tag, const struct nsbox_err *e)
 {
-    nsbox_sup_reply(S, ci, nsbox_reply_error(tag, e->code ? e->code : NSBOX_E_SYS, e->msg), NULL,
-                    0);
+    nsbox_sup_reply(S, ci, nsbox_proto_reply_error(tag, e->code ? e->code : NSBOX_E_SYS, e->msg),
+                    NULL, 0);
 }
 
 void nsbox_sup_close_client(struct sup *S, int ci)
@@ -183,7 +183,7 @@ void nsbox_sup_close_client(struct sup *S, int ci)
 /* The reply to a wait: how the background process ended. */
 void nsbox_sup_reply_wait(struct sup *S, int ci, const char *tag, const struct proc *p)
 {
-    cJSON *r = nsbox_reply_ok(tag);
+    cJSON *r = nsbox_proto_reply_ok(tag);
     cJSON_AddNumberToObject(r, "pid", p->pid);
     cJSON_AddNumberToObject(r, "exit_code", p->exit_code);
     cJSON_AddBoolToObject(r, "timed_out", p->timed_out);

@@ -30,7 +30,7 @@ static int confirm_end(void *arg, uint64_t bytes)
 {
     const struct confirm_ctx *c = arg;
     struct nsbox_err e;
-    cJSON *m = nsbox_reply_ok(c->tag);
+    cJSON *m = nsbox_proto_reply_ok(c->tag);
     if (!m)
         return -1;
     cJSON_AddNumberToObject(m, "end_of_content", (double)bytes);
@@ -56,7 +56,7 @@ static int confirm_end(void *arg, uint64_t bytes)
 static void file_op(struct sup *S, int ci, const struct nsbox_request *rq, int in_fd)
 {
     struct nsbox_err e = {0};
-    cJSON *r = nsbox_reply_ok(rq->tag);
+    cJSON *r = nsbox_proto_reply_ok(rq->tag);
     int out_fd = -1;
     struct confirm_ctx cc = {S->clients[ci].fd, rq->tag};
     struct nsbox_files_opts fo = {.max_write_bytes = S->spec->limits.disk_bytes,
@@ -93,7 +93,7 @@ static void start_file_job(struct sup *S, int ci, const struct nsbox_request *rq
     pid_t pid = fork();
     if (pid < 0) {
         struct nsbox_err e;
-        nsbox_err_sys(&e, "cannot start the %s of %s: fork", nsbox_op_name(rq->op), rq->path);
+        nsbox_err_sys(&e, "cannot start the %s of %s: fork", nsbox_proto_op_name(rq->op), rq->path);
         nsbox_sup_reply_err(S, ci, rq->tag, &e);
         return;
     }

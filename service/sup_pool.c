@@ -19,7 +19,7 @@
 static int pool_entry_path(const struct sup *S, char *out, size_t n, struct nsbox_err *e)
 {
     char rt[PATH_MAX];
-    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, e) < 0)
         return -1;
     if ((size_t)snprintf(out, n, "%s/pool/%s-%s", rt, S->pool_key, S->sb.st.id) >= n)
         return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "pool entry path too long");

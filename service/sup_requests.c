@@ -136,7 +136,7 @@ static void add_disk(cJSON *r, const struct sup *S)
 {
     cJSON *d = cJSON_AddObjectToObject(r, "disk");
     enum nsbox_ws_kind k = S->sb.st.ws_kind;
-    cJSON_AddStringToObject(d, "kind", nsbox_ws_kind_name(k));
+    cJSON_AddStringToObject(d, "kind", nsbox_wsplan_kind_name(k));
     cJSON_AddBoolToObject(d, "enforced", k != NSBOX_WS_DIR);
     if (k == NSBOX_WS_DIR) {
         cJSON_AddStringToObject(d, "note", "the caller's own directory (--workspace): nsbox "
@@ -145,8 +145,8 @@ static void add_disk(cJSON *r, const struct sup *S)
         return;
     }
     cJSON_AddNumberToObject(d, "limit_bytes", (double)S->spec->limits.disk_bytes);
-    struct nsbox_ws_usage u;
-    if (S->ws_fd >= 0 && nsbox_ws_usage(S->ws_fd, &u) == 0) {
+    struct nsbox_workspace_usage u;
+    if (S->ws_fd >= 0 && nsbox_workspace_usage(S->ws_fd, &u) == 0) {
         /* the filesystem's own figures: mkfs rounds the inode count to whole groups */
         cJSON_AddNumberToObject(d, "inodes_limit", (double)u.inodes_total);
         cJSON_AddNumberToObject(d, "usable_bytes", (double)u.bytes_total);
@@ -154,12 +154,12 @@ static void add_disk(cJSON *r, const struct sup *S)
         cJSON_AddNumberToObject(d, "inodes_used", (double)u.inodes_used);
     } else {
         cJSON_AddNumberToObject(d, "inodes_limit",
-                                (double)nsbox_ws_inodes(S->spec->limits.disk_bytes));
+                                (double)nsbox_wsplan_inodes(S->spec->limits.disk_bytes));
     }
     /* Thin provisioning (docs/workspace.md): the host's free space, not only the limit, bounds
      * what the sandbox can still write. */
-    struct nsbox_ws_host_usage h;
-    if (k == NSBOX_WS_EXT4 && nsbox_ws_host_usage(S->sb.st.workspace, &h) == 0) {
+    struct nsbox_workspace_host_usage h;
+    if (k == NSBOX_WS_EXT4 && nsbox_workspace_host_usage(S->sb.st.workspace, &h) == 0) {
         cJSON *host = cJSON_AddObjectToObject(d, "host");
         cJSON_AddStringToObject(host, "backing_file", S->sb.st.workspace);
         cJSON_AddNumberToObject(host, "backing_bytes", (double)h.backing_bytes);
@@ -170,7 +170,7 @@ static void add_disk(cJSON *r, const struct sup *S)
 
 static void do_inspect(struct sup *S, int ci, const char *tag)
 {
-    cJSON *r = nsbox_reply_ok(tag);
+    cJSON *r = nsbox_proto_reply_ok(tag);
     cJSON_AddStringToObject(r, "id", S->sb.st.id);
     cJSON_AddStringToObject(r, "state", S->pool_key[0] && !S->claimed ? "pooled"
                                         : S->sleeping                    ? "sleeping"
@@ -228,7 +228,7 @@ static void do_inspect(struct sup *S, int ci, const char *tag)
 
 static void rq_ping(struct sup *S, int ci, const struct nsbox_request *rq, int fds[3])
 {
-    cJSON *r = nsbox_reply_ok(rq->tag);
+    cJSON *r = nsbox_proto_reply_ok(rq->tag);
     cJSON_AddStringToObject(r, "id", S->sb.st.id);
     nsbox_sup_reply(S, ci, r, NULL, 0);
 }
@@ -258,7 +258,7 @@ static void rq_spawn(struct sup *S, int ci, const struct nsbox_request *rq, int 
 
 static void rq_ps(struct sup *S, int ci, const struct nsbox_request *rq, int fds[3])
 {
-    cJSON *r = nsbox_reply_ok(rq->tag);
+    cJSON *r = nsbox_proto_reply_ok(rq->tag);
     cJSON *ps = cJSON_AddArrayToObject(r, "processes");
     for (int i = 0; i < S->nprocs; i++)
         if (S->procs[i].used && S->procs[i].spawned && S->procs[i].background)
@@ -277,7 +277,7 @@ static void rq_kill(struct sup *S, int ci, const struct nsbox_request *rq, int f
     } else if (nsbox_agent_kill(S->agent, p->pid, rq->sig, &e) < 0) {
         nsbox_sup_reply_err(S, ci, rq->tag, &e);
     } else {
-        nsbox_sup_reply(S, ci, nsbox_reply_ok(rq->tag), NULL, 0);
+        nsbox_sup_reply(S, ci, nsbox_proto_reply_ok(rq->tag), NULL, 0);
     }
 }
 
@@ -312,7 +312,7 @@ static void rq_logs(struct sup *S, int ci, const struct nsbox_request *rq, int f
         nsbox_sup_reply_err(S, ci, rq->tag, &e);
         return;
     }
-    cJSON *r = nsbox_reply_ok(rq->tag);
+    cJSON *r = nsbox_proto_reply_ok(rq->tag);
     cJSON_AddStringToObject(r, "stdout", o);
     cJSON_AddStringToObject(r, "stderr", er);
     cJSON_AddBoolToObject(r, "truncated", lost_out || lost_err);
@@ -357,7 +357,7 @@ static void rq_wait(struct sup *S, int ci, const struct nsbox_request *rq, int f
 static void rq_hold(struct sup *S, int ci, const struct nsbox_request *rq, int fds[3])
 {
     S->clients[ci].holder = true;
-    nsbox_sup_reply(S, ci, nsbox_reply_ok(rq->tag), NULL, 0);
+    nsbox_sup_reply(S, ci, nsbox_proto_reply_ok(rq->tag), NULL, 0);
 }
 
 static void rq_delete(struct sup *S, int ci, const struct nsbox_request *rq, int fds[3])
@@ -365,7 +365,7 @@ static void rq_delete(struct sup *S, int ci, const struct nsbox_request *rq, int
     if (!S->pool_key[0]) /* nobody knows a pooled sandbox's id: no tombstone to keep */
         nsbox_sup_tomb(S, rq->by_session ? NSBOX_TOMB_SESSION_END : "deleted by rm");
     S->quit = true;
-    nsbox_sup_reply(S, ci, nsbox_reply_ok(rq->tag), NULL, 0);
+    nsbox_sup_reply(S, ci, nsbox_proto_reply_ok(rq->tag), NULL, 0);
 }
 
 static void rq_file(struct sup *S, int ci, const struct nsbox_request *rq, int fds[3])
@@ -397,7 +397,7 @@ void nsbox_sup_requests_handle(struct sup *S, int ci, const char *buf, size_t le
     struct nsbox_err e = {0};
     if (nsbox_proto_parse(buf, len, &rq, &e) < 0) {
         nsbox_sup_reply_err(S, ci, rq.tag, &e);
-        nsbox_request_free(&rq);
+        nsbox_proto_request_free(&rq);
         return;
     }
     if (nsbox_sup_pool_gate(S, &rq, &e) < 0) {
@@ -409,5 +409,5 @@ void nsbox_sup_requests_handle(struct sup *S, int ci, const char *buf, size_t le
     }
     for (int i = 0; i < 3; i++)
         nsbox_closep(&fds[i]);
-    nsbox_request_free(&rq);
+    nsbox_proto_request_free(&rq);
 }

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "supervisor_impl.h"
 #include "cleanup.h"
+#include "text.h"
 #include "util.h"
 
 #include <errno.h>

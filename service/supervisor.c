@@ -72,7 +72,7 @@ static void on_agent(struct sup *S)
         if (ev.fd >= 0) {
             /* exec -t: the terminal's master goes to the client now; the exit status later */
             if (p->tty && ci >= 0) {
-                cJSON *rep = nsbox_reply_ok(p->tag);
+                cJSON *rep = nsbox_proto_reply_ok(p->tag);
                 cJSON_AddBoolToObject(rep, "tty", true);
                 cJSON_AddNumberToObject(rep, "pid", p->pid);
                 nsbox_sup_reply(S, ci, rep, &ev.fd, 1);
@@ -84,7 +84,7 @@ static void on_agent(struct sup *S)
         else if (p->pending_sig)
             nsbox_agent_kill(S->agent, p->pid, p->pending_sig, &e);
         if (p->background && ci >= 0) {
-            cJSON *rep = nsbox_reply_ok(p->tag);
+            cJSON *rep = nsbox_proto_reply_ok(p->tag);
             cJSON_AddNumberToObject(rep, "pid", p->pid);
             if (p->deadline) /* says the timeout was taken: an older supervisor ignored it */
                 cJSON_AddNumberToObject(rep, "timeout_ms", (double)p->timeout_ms);
@@ -99,7 +99,7 @@ static void on_agent(struct sup *S)
         if (ci >= 0) {
             /* 125 from init: the request itself could not be honoured (a cwd that does not
              * exist); 126/127: the command could not be executed. */
-            cJSON *rep = nsbox_reply_error(
+            cJSON *rep = nsbox_proto_reply_error(
                 p->tag, ev.status == 125 ? NSBOX_E_INVALID : NSBOX_E_EXEC, ev.msg);
             cJSON_AddNumberToObject(rep, "exit_code", ev.status);
             nsbox_sup_reply(S, ci, rep, NULL, 0);
@@ -114,7 +114,7 @@ static void on_agent(struct sup *S)
     bool oom =
         ev.status == 128 + SIGKILL && nsbox_sup_oom_kills(S) > p->oom_before; /* only then read */
     if (ci >= 0) {
-        cJSON *rep = nsbox_reply_ok(p->tag);
+        cJSON *rep = nsbox_proto_reply_ok(p->tag);
         cJSON_AddNumberToObject(rep, "exit_code", p->exit_code);
         cJSON_AddBoolToObject(rep, "timed_out", p->timed_out);
         cJSON_AddBoolToObject(rep, "oom_killed", oom);
@@ -188,9 +188,10 @@ static void on_accept(struct sup *S)
             return;
         }
     struct nsbox_err e;
-    cJSON *r = nsbox_reply_error(NULL, NSBOX_E_BUSY,
-                                 "too many connections to this sandbox (64 at once); retry when "
-                                 "some close");
+    cJSON *r =
+        nsbox_proto_reply_error(NULL, NSBOX_E_BUSY,
+                                "too many connections to this sandbox (64 at once); retry when "
+                                "some close");
     _Static_assert(MAX_CLIENTS == 64, "the message above");
     nsbox_proto_send_obj(fd, r, NULL, 0, &e);
     cJSON_Delete(r);
@@ -583,7 +584,7 @@ __attribute__((noreturn)) void nsbox_supervisor_main(const struct nsbox_supervis
     nsbox_closep(&S.listen_fd);
     nsbox_closep(&S.ws_fd);
     if (S.tomb_later[0]) /* the id stays in S.sb.st */
-        nsbox_tombstone_write(S.sb.st.id, S.tomb_later);
+        nsbox_state_tombstone_write(S.sb.st.id, S.tomb_later);
     if (ok < 0) {
         snprintf(line, sizeof line, "ERR %d %s\n", e.code, e.msg);
         nsbox_sup_setup_report_ready(S.ready_fd, line);

@@ -34,8 +34,8 @@ int nsbox_session_create(const struct nsbox_spec *s, const char *image, int owne
                          struct nsbox_err *e);
 
 /* What the supervisor of a pooled sandbox that was used and removed becomes: the warm pool's
- * refill (nsbox_pool_refill_exec; returns only if it could not start). The pool is built on
- * sessions (it creates them), so it hands its refill down (nsbox_pool_install) rather than
+ * refill (nsbox_warmpool_refill_exec; returns only if it could not start). The pool is built on
+ * sessions (it creates them), so it hands its refill down (nsbox_warmpool_install) rather than
  * the supervisor calling up into it; without one, a used pooled sandbox is not replaced. */
 typedef void (*nsbox_session_refill_fn)(const struct nsbox_spec *s);
 void nsbox_session_set_refill(nsbox_session_refill_fn fn);

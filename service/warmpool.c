@@ -93,7 +93,7 @@ static int pool_section(const char *text, size_t len, void *out, struct nsbox_er
     return nsbox_pool_config_from_json(text, len, out, e);
 }
 
-int nsbox_pool_config_check(struct nsbox_err *e)
+int nsbox_warmpool_config_check(struct nsbox_err *e)
 {
     struct nsbox_pool_config cfg;
     nsbox_pool_config_init(&cfg);
@@ -111,7 +111,7 @@ static int ctx_load_uncached(const struct nsbox_spec *s, struct pool_ctx *c,
     memset(c, 0, sizeof *c);
     nsbox_pool_config_init(&c->cfg);
     char rt[PATH_MAX];
-    if (nsbox_path_runtime_dir(rt, sizeof rt, e) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, e) < 0)
         return -1;
     if ((size_t)snprintf(c->dir, sizeof c->dir, "%s/pool", rt) >= sizeof c->dir)
         return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "runtime dir too long");
@@ -170,7 +170,7 @@ static int ctx_load_uncached(const struct nsbox_spec *s, struct pool_ctx *c,
 }
 
 /* ctx_load, once per spec and process: a cold run loads it to look for a pooled sandbox
- * (nsbox_pool_run), then again to decide on a filler (nsbox_pool_after_cold_run). Only the
+ * (nsbox_warmpool_run), then again to decide on a filler (nsbox_warmpool_after_cold_run). Only the
  * image is looked at again: the cold run may have built it (host, the first time in a data
  * directory), and the filler and later runs take the key with it as it is now. */
 static int ctx_load(const struct nsbox_spec *s, struct pool_ctx *c, struct nsbox_err *e)
@@ -271,7 +271,7 @@ static int wait_status(int sock, int pid, int sfd, uint64_t timeout_ms, const ch
 
 static struct nsbox_note note;
 
-void nsbox_pool_set_note(nsbox_note_fn *fn, void *ctx)
+void nsbox_warmpool_set_note(nsbox_note_fn *fn, void *ctx)
 {
     note = (struct nsbox_note){fn, ctx};
 }
@@ -336,8 +336,9 @@ static void dns_note(const struct nsbox_spec *s, char *lines, const struct nsbox
                          o->dns_note_size);
 }
 
-int nsbox_pool_run(const struct nsbox_spec *s, char *const argv[], const struct nsbox_run_opts *o,
-                   int *exit_status, int *oom_kills, struct nsbox_err *e)
+int nsbox_warmpool_run(const struct nsbox_spec *s, char *const argv[],
+                       const struct nsbox_run_opts *o, int *exit_status, int *oom_kills,
+                       struct nsbox_err *e)
 {
     *oom_kills = 0;
     if (!nsbox_pool_spec_poolable(s))
@@ -405,7 +406,7 @@ static int lock_path(const struct pool_ctx *c, char *out, size_t n)
 }
 
 /* exec `nsbox pool fill --spec -` with s on stdin (a memfd); refill: a used
- * sandbox's replacement, which `nsbox pool drain` stops (see nsbox_pool_fill). */
+ * sandbox's replacement, which `nsbox pool drain` stops (see nsbox_warmpool_fill). */
 static void exec_filler(const struct nsbox_spec *s, bool refill, long long since_ns)
 {
     cleanup_free char *json = nsbox_spec_to_json(s);
@@ -440,7 +441,7 @@ static void exec_filler(const struct nsbox_spec *s, bool refill, long long since
     execv("/proc/self/exe", args);
 }
 
-void nsbox_pool_refill_exec(const struct nsbox_spec *s)
+void nsbox_warmpool_refill_exec(const struct nsbox_spec *s)
 {
     exec_filler(s, true, 0); /* only 0-2 stay open: nothing of the old sandbox reaches the new ones */
 }
@@ -474,7 +475,7 @@ static bool repeated(const struct pool_ctx *c)
     return recent && !touched_within(failed, c->cfg.ttl_seconds);
 }
 
-void nsbox_pool_after_cold_run(const struct nsbox_spec *s)
+void nsbox_warmpool_after_cold_run(const struct nsbox_spec *s)
 {
     struct nsbox_err e;
     struct pool_ctx c;
@@ -516,8 +517,7 @@ void nsbox_pool_after_cold_run(const struct nsbox_spec *s)
     waitpid(pid, &status, 0);
 }
 
-
-/* nsbox_pool_fill once the key is known: make member sandboxes until size wait. */
+/* nsbox_warmpool_fill once the key is known: make member sandboxes until size wait. */
 static int fill_key(const struct pool_ctx *c, const struct nsbox_spec *member, unsigned size,
                     bool refill, long long since_ns, unsigned *ready, struct nsbox_err *e)
 {
@@ -563,11 +563,11 @@ static int fill_key(const struct pool_ctx *c, const struct nsbox_spec *member, u
     struct nsbox_err ge;
     nsbox_gc_implicit(&ge);
     /* The sandbox gets the TERM of the run that takes it (nsbox_sandbox_env in
-     * nsbox_pool_run), not the filler's. */
+     * nsbox_warmpool_run), not the filler's. */
     unsetenv("TERM");
     unsigned have = 0;
     char rt[PATH_MAX];
-    if (nsbox_path_runtime_dir(rt, sizeof rt, &ge) < 0)
+    if (nsbox_paths_runtime_dir(rt, sizeof rt, &ge) < 0)
         rt[0] = '\0'; /* cannot tell which are gone: all counted, as before */
     DIR *d = opendir(c->dir);
     struct dirent *de;
@@ -595,8 +595,8 @@ static int fill_key(const struct pool_ctx *c, const struct nsbox_spec *member, u
     return 0;
 }
 
-int nsbox_pool_fill(const struct nsbox_spec *s, unsigned size, bool refill, long long since_ns,
-                    unsigned *ready, struct nsbox_err *e)
+int nsbox_warmpool_fill(const struct nsbox_spec *s, unsigned size, bool refill, long long since_ns,
+                        unsigned *ready, struct nsbox_err *e)
 {
     *ready = 0;
     /* The image before the key, which names the image as it is: "host" is built here when it
@@ -687,10 +687,10 @@ static int evict(const char *id)
     return nsbox_client_delete(id, false, &e);
 }
 
-void nsbox_pool_install(void)
+void nsbox_warmpool_install(void)
 {
-    nsbox_ws_set_evict(evict);
-    nsbox_session_set_refill(nsbox_pool_refill_exec);
+    nsbox_workspace_set_evict(evict);
+    nsbox_session_set_refill(nsbox_warmpool_refill_exec);
 }
 
 static void drain_one(int dfd, const char *name, const char *id, const char *key, void *arg)
@@ -705,7 +705,7 @@ static void drain_one(int dfd, const char *name, const char *id, const char *key
     ++*(int *)arg;
 }
 
-int nsbox_pool_drain(struct nsbox_err *e)
+int nsbox_warmpool_drain(struct nsbox_err *e)
 {
     /* First stop the refills: mark the pool drained, then wait for every filler at work (each
      * holds its key's lock while it makes sandboxes). A filler that takes a lock after that
@@ -773,7 +773,7 @@ static void list_one(int dfd, const char *name, const char *id, const char *key,
     l->n++;
 }
 
-void nsbox_pool_report_failures(void)
+void nsbox_warmpool_report_failures(void)
 {
     struct pool_ctx c;
     struct nsbox_err e; /* no pool directory to read: no failure to tell of */
@@ -805,7 +805,7 @@ void nsbox_pool_report_failures(void)
     closedir(d);
 }
 
-int nsbox_pool_list(struct nsbox_pool_entry **v, size_t *n, struct nsbox_err *e)
+int nsbox_warmpool_list(struct nsbox_pool_entry **v, size_t *n, struct nsbox_err *e)
 {
     struct nsbox_err ge; /* what gc could not remove it says with -v only (nsbox gc) */
     nsbox_gc(false, &ge);

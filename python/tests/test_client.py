@@ -726,9 +726,9 @@ class OptionsAndErrors(ClientTest):
         self.assertIn("its supervisor ended without removing it", str(cm.exception))
 
     def test_supervisor_killed_during_an_execute_is_said_to_it(self):
-        # The execute under way said "the sandbox's supervisor closed the connection
-        # (sandbox deleted?)": now it tells the supervisor's death (its lock is free) from a
-        # hang-up, as the command line does.
+        # Not just "the sandbox's supervisor closed the connection (sandbox deleted?)": the
+        # execute under way tells the supervisor's death (its lock is free) from a hang-up, as
+        # the command line does.
         sb = self.box().create()
         got = []
 

@@ -551,10 +551,10 @@ class Files(AsyncClientTest):
             self.assertFalse(await sb.exists("d"))
 
     def test_a_directory_bigger_than_a_reply_is_listed_whole(self):
-        # 10,000 long names are several replies (1 MiB each): list_files gave the first
-        # reply's 6,000, in no useful order, without a word. Each part now goes on from where
-        # the one before ended (the supervisor reads only its part each time); all of them,
-        # sorted, come back, in the workspace's ext4 and in a tmpfs one alike.
+        # 10,000 long names are several replies (1 MiB each): a listing that stopped at the
+        # first would give its 6,000, in no useful order, without a word. Each part goes on
+        # from where the one before ended (the supervisor reads only its part each time); all
+        # of them, sorted, come back, in the workspace's ext4 and in a tmpfs one alike.
         names = ["sample_%06d_with_a_rather_long_and_descriptive_name.json" % i
                  for i in range(10000)]
         conf = os.path.join(self.dirs.base, "tmpfs.json")

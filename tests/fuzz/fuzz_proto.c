@@ -49,13 +49,13 @@ static void round_trip(const struct nsbox_request *rq)
      * the six characters \u0000 (sent as \u005cu0000, written back as \\u0000, which the
      * parser's check for an escaped NUL cannot tell from one). */
     if (r < 0 && (len > NSBOX_PROTO_MAX || memmem(text, len, "\\u0000", 6))) {
-        nsbox_request_free(&again);
+        nsbox_proto_request_free(&again);
         free(text);
         return;
     }
     assert(r == 0);
     assert_same(rq, &again);
-    nsbox_request_free(&again);
+    nsbox_proto_request_free(&again);
     free(text);
 }
 
@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct nsbox_request rq;
     struct nsbox_err e = {0};
     if (nsbox_proto_parse((const char *)data, size, &rq, &e) == 0) {
-        assert(strcmp(nsbox_op_name(rq.op), "?") != 0);
+        assert(strcmp(nsbox_proto_op_name(rq.op), "?") != 0);
         if (rq.op == NSBOX_OP_EXEC || rq.op == NSBOX_OP_START) {
             assert(rq.argv && rq.argc >= 1 && rq.argv[rq.argc] == NULL && rq.argv[0][0]);
             for (size_t i = 0; i < rq.nenv; i++)
@@ -79,6 +79,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         assert(e.msg[0] != '\0');
     }
-    nsbox_request_free(&rq);
+    nsbox_proto_request_free(&rq);
     return 0;
 }

@@ -209,12 +209,12 @@ static int do_op(struct fx *f, cJSON *req, int in_fd, struct res *r)
     int p = nsbox_proto_parse(js, strlen(js), &q, &r->e);
     free(js);
     if (p < 0) {
-        nsbox_request_free(&q);
+        nsbox_proto_request_free(&q);
         return r->rc = -1;
     }
-    r->reply = nsbox_reply_ok(q.tag);
+    r->reply = nsbox_proto_reply_ok(q.tag);
     r->rc = nsbox_files_op_ex(f->wsfd, &f->st, &f->opts, &q, in_fd, r->reply, &r->out_fd, &r->e);
-    nsbox_request_free(&q);
+    nsbox_proto_request_free(&q);
     if (r->rc == 0) {
         char *out = cJSON_PrintUnformatted(r->reply);
         assert_non_null(out);

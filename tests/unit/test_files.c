@@ -66,10 +66,10 @@ static void t_path_invalid(void **state)
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_proto_parse(js, strlen(js), &q, &e), -1);
     assert_int_equal(e.code, NSBOX_E_INVALID);
-    nsbox_request_free(&q);
+    nsbox_proto_request_free(&q);
     const char raw[] = "{\"v\":1,\"op\":\"write\",\"path\":\"a\0b\"}";
     assert_int_equal(nsbox_proto_parse(raw, sizeof raw - 1, &q, &e), -1);
-    nsbox_request_free(&q);
+    nsbox_proto_request_free(&q);
 
     /* Longer than PATH_MAX: refused by the parser. */
     char *longp = malloc(PATH_MAX + 2);
@@ -96,7 +96,7 @@ static void t_path_invalid(void **state)
     direct.op = NSBOX_OP_STAT;
     memset(direct.path, 'c', sizeof direct.path);
     direct.path[sizeof direct.path - 1] = '\0';
-    cJSON *rep = nsbox_reply_ok(NULL);
+    cJSON *rep = nsbox_proto_reply_ok(NULL);
     int out = -1;
     assert_int_equal(nsbox_files_op(f->wsfd, &f->st, &direct, -1, rep, &out, &e), -1);
     assert_int_equal(e.code, NSBOX_E_INVALID);

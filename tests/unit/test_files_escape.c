@@ -186,7 +186,7 @@ static void t_remove_mount(void **state)
         q.recursive = true;
         snprintf(q.path, sizeof q.path, "m");
         struct nsbox_err e = {0};
-        cJSON *rep = nsbox_reply_ok(NULL);
+        cJSON *rep = nsbox_proto_reply_ok(NULL);
         int out = -1;
         int rc = nsbox_files_op(ws, &f->st, &q, -1, rep, &out, &e);
         cJSON_Delete(rep);

@@ -207,25 +207,25 @@ static void test_subid_find(void **state)
                        "dave:500000:65536x\n"    /* not a number */
                        "eve:600000\n"            /* no count */
                        "frank:700000:65536";    /* no newline at the end */
-    assert_true(nsbox_subid_find(text, "alice", 1001, &start));
+    assert_true(nsbox_idmap_subid_find(text, "alice", 1001, &start));
     assert_int_equal(start, 100000);
-    assert_true(nsbox_subid_find(text, "bob", 1002, &start));
+    assert_true(nsbox_idmap_subid_find(text, "bob", 1002, &start));
     assert_int_equal(start, 300000);
-    assert_true(nsbox_subid_find(text, "nobody-by-name", 1003, &start));
+    assert_true(nsbox_idmap_subid_find(text, "nobody-by-name", 1003, &start));
     assert_int_equal(start, 400000);
-    assert_true(nsbox_subid_find(text, "frank", 1009, &start));
+    assert_true(nsbox_idmap_subid_find(text, "frank", 1009, &start));
     assert_int_equal(start, 700000);
     start = 42;
-    assert_false(nsbox_subid_find(text, "carol", 1004, &start));
-    assert_false(nsbox_subid_find(text, "dave", 1005, &start));
-    assert_false(nsbox_subid_find(text, "eve", 1006, &start));
-    assert_false(nsbox_subid_find(text, "ali", 1007, &start));   /* a prefix is not a name */
-    assert_false(nsbox_subid_find(text, "", 1008, &start));
-    assert_false(nsbox_subid_find("", "alice", 1001, &start));
+    assert_false(nsbox_idmap_subid_find(text, "carol", 1004, &start));
+    assert_false(nsbox_idmap_subid_find(text, "dave", 1005, &start));
+    assert_false(nsbox_idmap_subid_find(text, "eve", 1006, &start));
+    assert_false(nsbox_idmap_subid_find(text, "ali", 1007, &start)); /* a prefix is not a name */
+    assert_false(nsbox_idmap_subid_find(text, "", 1008, &start));
+    assert_false(nsbox_idmap_subid_find("", "alice", 1001, &start));
     assert_int_equal(start, 42);
     /* a range that holds the caller's own id would overlap appuser's line */
-    assert_false(nsbox_subid_find("alice:1000:65536\n", "alice", 5000, &start));
-    assert_true(nsbox_subid_find("alice:1000:65536\n", "alice", 999, &start));
+    assert_false(nsbox_idmap_subid_find("alice:1000:65536\n", "alice", 5000, &start));
+    assert_true(nsbox_idmap_subid_find("alice:1000:65536\n", "alice", 999, &start));
 }
 
 /* ---- the idmapped --workspace DIR mount ------------------------------------------------------ */
@@ -241,16 +241,16 @@ static void test_subid_overlaps(void **state)
                        "carol:x:5\n"
                        "dave:3000000000:0\n"
                        "eve:4294967290:5";
-    assert_true(nsbox_subid_overlaps(text, 165535, 1));
-    assert_false(nsbox_subid_overlaps(text, 165536, 1));
-    assert_false(nsbox_subid_overlaps(text, 34464, 65536)); /* ends at 99999 */
-    assert_true(nsbox_subid_overlaps(text, 34465, 65536));
-    assert_true(nsbox_subid_overlaps(text, 2000000000, 65536 + 1)); /* reaches 1002's */
-    assert_false(nsbox_subid_overlaps(text, 2000000000, 65536));
-    assert_false(nsbox_subid_overlaps(text, 3000000000u, 65536)); /* dave's is empty */
-    assert_true(nsbox_subid_overlaps(text, 4294967294u, 1));
-    assert_false(nsbox_subid_overlaps("", 0, 4294967295u));
-    assert_false(nsbox_subid_overlaps(NULL, 0, 4294967295u));
+    assert_true(nsbox_idmap_subid_overlaps(text, 165535, 1));
+    assert_false(nsbox_idmap_subid_overlaps(text, 165536, 1));
+    assert_false(nsbox_idmap_subid_overlaps(text, 34464, 65536)); /* ends at 99999 */
+    assert_true(nsbox_idmap_subid_overlaps(text, 34465, 65536));
+    assert_true(nsbox_idmap_subid_overlaps(text, 2000000000, 65536 + 1)); /* reaches 1002's */
+    assert_false(nsbox_idmap_subid_overlaps(text, 2000000000, 65536));
+    assert_false(nsbox_idmap_subid_overlaps(text, 3000000000u, 65536)); /* dave's is empty */
+    assert_true(nsbox_idmap_subid_overlaps(text, 4294967294u, 1));
+    assert_false(nsbox_idmap_subid_overlaps("", 0, 4294967295u));
+    assert_false(nsbox_idmap_subid_overlaps(NULL, 0, 4294967295u));
 }
 
 static void test_mount_lines(void **state)
@@ -349,11 +349,11 @@ static void test_format_buffer_too_small(void **state)
 static void test_slot_window(void **state)
 {
     (void)state;
-    assert_int_equal(nsbox_slot_window(0, NSBOX_UID_SLOTS), 64);
-    assert_int_equal(nsbox_slot_window(300, NSBOX_UID_SLOTS), 664);
-    assert_int_equal(nsbox_slot_window(40000, NSBOX_UID_SLOTS), NSBOX_UID_SLOTS);
-    assert_int_equal(nsbox_slot_window(UINT32_MAX, NSBOX_UID_SLOTS), NSBOX_UID_SLOTS);
-    assert_int_equal(nsbox_slot_window(10, 20), 20);
+    assert_int_equal(nsbox_idmap_slot_window(0, NSBOX_UID_SLOTS), 64);
+    assert_int_equal(nsbox_idmap_slot_window(300, NSBOX_UID_SLOTS), 664);
+    assert_int_equal(nsbox_idmap_slot_window(40000, NSBOX_UID_SLOTS), NSBOX_UID_SLOTS);
+    assert_int_equal(nsbox_idmap_slot_window(UINT32_MAX, NSBOX_UID_SLOTS), NSBOX_UID_SLOTS);
+    assert_int_equal(nsbox_idmap_slot_window(10, 20), 20);
 }
 
 /* Whatever the start, the probe order visits every slot exactly once: a free slot anywhere is
@@ -368,7 +368,7 @@ static void test_slot_probe_visits_every_slot_once(void **state)
         for (uint32_t start = 0; start < windows[w]; start += 7) {
             memset(seen, 0, sizeof seen);
             for (uint32_t i = 0; i < slots; i++) {
-                uint32_t s = nsbox_slot_probe(start, i, windows[w]);
+                uint32_t s = nsbox_idmap_slot_probe(start, i, windows[w]);
                 assert_true(s < slots);
                 seen[s]++;
                 /* the window first: the search stays among the low slots while it can */
@@ -377,7 +377,7 @@ static void test_slot_probe_visits_every_slot_once(void **state)
             }
             for (uint32_t s = 0; s < slots; s++)
                 assert_int_equal(seen[s], 1);
-            assert_int_equal(nsbox_slot_probe(start, 0, windows[w]), start);
+            assert_int_equal(nsbox_idmap_slot_probe(start, 0, windows[w]), start);
         }
     }
 }

@@ -423,7 +423,7 @@ static int store_teardown(void **state)
 {
     struct store *s = *state;
     struct nsbox_err e;
-    nsbox_rm_rf(s->data, &e);
+    nsbox_paths_rm_rf(s->data, &e);
     unsetenv("NSBOX_DATA_DIR");
     free(s);
     return 0;
@@ -614,13 +614,13 @@ static void test_leftovers_swept(void **state)
 {
     struct store *s = *state;
     struct nsbox_err e = {0};
-    assert_int_equal(nsbox_mkdir_p(s->images, 0755, &e), 0);
+    assert_int_equal(nsbox_paths_mkdir_p(s->images, 0755, &e), 0);
     pid_t dead = NEVER_A_PID;
     char dead_tmp[PATH_MAX * 2], live_tmp[PATH_MAX * 2], f[PATH_MAX * 3];
     JOIN(dead_tmp, "%s/.tmp-debian-%d", s->images, (int)dead);
     snprintf(live_tmp, sizeof live_tmp, "%s/.tmp-debian-1", s->images); /* pid 1 is alive */
-    assert_int_equal(nsbox_mkdir_p(dead_tmp, 0755, &e), 0);
-    assert_int_equal(nsbox_mkdir_p(live_tmp, 0755, &e), 0);
+    assert_int_equal(nsbox_paths_mkdir_p(dead_tmp, 0755, &e), 0);
+    assert_int_equal(nsbox_paths_mkdir_p(live_tmp, 0755, &e), 0);
     JOIN(f, "%s/rootfs-half-written", dead_tmp);
     FILE *fp = fopen(f, "w");
     fputs("x", fp);
@@ -690,7 +690,7 @@ static void test_dir_image(void **state)
 
     /* the image's own /usr/bin/sh makes it valid, through the same symlink */
     JOIN(p, "%s/usr/bin", root);
-    assert_int_equal(nsbox_mkdir_p(p, 0755, &e), 0);
+    assert_int_equal(nsbox_paths_mkdir_p(p, 0755, &e), 0);
     JOIN(p, "%s/usr/bin/sh", root);
     write_exec(p);
     assert_int_equal(nsbox_image_resolve(root, &img, &e), 0);
@@ -720,7 +720,7 @@ static void test_stored_dir_image_and_list(void **state)
     char p[PATH_MAX * 2];
     /* an image placed in the store by hand: resolved by name, listed as kind "dir" */
     JOIN(p, "%s/mine/rootfs/bin", s->images);
-    assert_int_equal(nsbox_mkdir_p(p, 0755, &e), 0);
+    assert_int_equal(nsbox_paths_mkdir_p(p, 0755, &e), 0);
     JOIN(p, "%s/mine/rootfs/bin/sh", s->images);
     write_exec(p);
     assert_int_equal(nsbox_image_resolve("mine", &img, &e), 0);

@@ -15,7 +15,7 @@ static const uint64_t RO_SAFE = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_AT
 /* Names nsbox provides itself: an image's own entries of these names are never exposed. */
 static const char *const provided[] = {"proc", "dev", "sys", "tmp", "workspace", "run", NULL};
 
-/* What nsbox_rootfs_scan_image finds on a merged-/usr host. */
+/* What nsbox_mounts_scan_image finds on a merged-/usr host. */
 static struct world *host_world(void)
 {
     struct world *w = new_world(NSBOX_IMAGE_HOST);

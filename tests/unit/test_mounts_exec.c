@@ -1,7 +1,7 @@
 /* Root filesystem assembly (rootfs/mounts.c), without root: part 2 (part 1, the pure plan, is
  * in test_mounts.c; the configurations both build on are in mounts_world.h).
  *
- * Part 2, the executor (nsbox_rootfs_prepare / nsbox_rootfs_enter) against a fake `struct
+ * Part 2, the executor (nsbox_mounts_prepare / nsbox_mounts_enter) against a fake `struct
  * nsbox_sys` that records every call. The executor's own open()/fchdir()/chdir() are real, on
  * mkdtemp directories standing in for the staging root and the image root; the fake records the
  * working directory at each call, so "targets are relative to the new root" is checked against
@@ -74,6 +74,14 @@ static void fake_reset(void)
     F.seen = 0;
     F.fail_prefix = NULL;
     F.armed = true;
+}
+
+/* The nth call of kind k (C_ANY: of any kind) from here on fails with err. */
+static void fake_fail(enum ck k, int nth, int err)
+{
+    F.fail_kind = k;
+    F.fail_nth = nth;
+    F.fail_errno = err;
 }
 
 static struct call *rec(enum ck k, const char *path)
@@ -317,7 +325,7 @@ static int do_prepare(struct ex *x, struct nsbox_err *e)
         close(x->rootfd);
     x->rootfd = -1;
     memset(x->fds, 0x55, sizeof x->fds);
-    int r = nsbox_rootfs_prepare(&fake, &x->w->plan, x->staging, x->image, -1, x->ws_fd, x->fds,
+    int r = nsbox_mounts_prepare(&fake, &x->w->plan, x->staging, x->image, -1, x->ws_fd, x->fds,
                                  &x->rootfd, e);
     memcpy(x->fds_after_prepare, x->fds, sizeof x->fds);
     x->prepare_calls = F.n;
@@ -512,9 +520,7 @@ static void test_prepare_private_failure_stops(void **state)
 {
     struct ex *x = *state;
     fake_reset();
-    F.fail_kind = C_MOUNT;
-    F.fail_nth = 1;
-    F.fail_errno = EPERM;
+    fake_fail(C_MOUNT, 1, EPERM);
     struct nsbox_err e = {0};
     assert_int_equal(do_prepare(x, &e), -1);
     /* never mount on the staging directory while still sharing mounts with the host */
@@ -527,9 +533,7 @@ static void test_prepare_tmpfs_failure(void **state)
 {
     struct ex *x = *state;
     fake_reset();
-    F.fail_kind = C_MOUNT;
-    F.fail_nth = 2;
-    F.fail_errno = ENOSPC;
+    fake_fail(C_MOUNT, 2, ENOSPC);
     struct nsbox_err e = {0};
     assert_int_equal(do_prepare(x, &e), -1);
     /* the failing tmpfs mount is the last call: nothing after it */
@@ -551,9 +555,7 @@ static void test_prepare_clone_failure(void **state)
             third = (int)i;
     assert_true(third >= 0);
     fake_reset();
-    F.fail_kind = C_OPEN_TREE;
-    F.fail_nth = 3;
-    F.fail_errno = ENOENT;
+    fake_fail(C_OPEN_TREE, 3, ENOENT);
     struct nsbox_err e = {0};
     assert_int_equal(do_prepare(x, &e), -1);
     assert_int_equal(e.sys_errno, ENOENT);
@@ -567,9 +569,7 @@ static void test_prepare_setattr_failure_closes_clone(void **state)
 {
     struct ex *x = *state;
     fake_reset();
-    F.fail_kind = C_SETATTR_FD;
-    F.fail_nth = 2;
-    F.fail_errno = EPERM;
+    fake_fail(C_SETATTR_FD, 2, EPERM);
     struct nsbox_err e = {0};
     assert_int_equal(do_prepare(x, &e), -1);
     assert_int_equal(e.sys_errno, EPERM);
@@ -778,7 +778,7 @@ static void test_enter_sequence(void **state)
     prepare_ok(x);
     size_t start = F.n;
     struct nsbox_err e = {0};
-    int r = nsbox_rootfs_enter(&fake, p, x->rootfd, x->fds, &e);
+    int r = nsbox_mounts_enter(&fake, p, x->rootfd, x->fds, &e);
     if (r != 0)
         fail_msg("enter: %s", e.msg);
 
@@ -831,7 +831,7 @@ static void test_enter_each_failure(void **state)
     prepare_ok(x);
     size_t start = F.n;
     struct nsbox_err e = {0};
-    assert_int_equal(nsbox_rootfs_enter(&fake, p, x->rootfd, x->fds, &e), 0);
+    assert_int_equal(nsbox_mounts_enter(&fake, p, x->rootfd, x->fds, &e), 0);
     int fallible = 0;
     for (size_t i = start; i < F.n; i++)
         if (F.c[i].k != C_CLOSE)
@@ -842,13 +842,11 @@ static void test_enter_each_failure(void **state)
         fake_reset();
         prepare_ok(x);
         start = F.n;
-        F.fail_kind = C_ANY;
-        F.fail_nth = nth;
-        F.fail_errno = EPERM;
+        fake_fail(C_ANY, nth, EPERM);
         struct nsbox_err e2 = {0};
         if (chdir("/") < 0)
             fail();
-        assert_int_equal(nsbox_rootfs_enter(&fake, p, x->rootfd, x->fds, &e2), -1);
+        assert_int_equal(nsbox_mounts_enter(&fake, p, x->rootfd, x->fds, &e2), -1);
         assert_int_equal(e2.code, NSBOX_E_SYS);
         assert_int_equal(e2.sys_errno, EPERM);
         size_t f = start;
@@ -875,11 +873,9 @@ static void test_enter_fifth_mount_fails(void **state)
     fake_reset();
     prepare_ok(x);
     size_t start = F.n;
-    F.fail_kind = C_MOUNT;
-    F.fail_nth = 5;
-    F.fail_errno = EACCES;
+    fake_fail(C_MOUNT, 5, EACCES);
     struct nsbox_err e = {0};
-    assert_int_equal(nsbox_rootfs_enter(&fake, p, x->rootfd, x->fds, &e), -1);
+    assert_int_equal(nsbox_mounts_enter(&fake, p, x->rootfd, x->fds, &e), -1);
     const struct call *last = &F.c[F.n - 1];
     assert_int_equal(last->k, C_MOUNT);
     assert_int_equal(last->ret, -1);
@@ -906,7 +902,7 @@ static void test_enter_optional_proc_entries(void **state)
     F.fail_prefix = "proc";
     F.prefix_errno = ENOENT;
     struct nsbox_err e = {0};
-    int r = nsbox_rootfs_enter(&fake, p, x->rootfd, x->fds, &e);
+    int r = nsbox_mounts_enter(&fake, p, x->rootfd, x->fds, &e);
     if (r != 0)
         fail_msg("ENOENT under /proc should be tolerated: %s", e.msg);
     assert_int_equal(F.c[F.n - 3].k, C_PIVOT);
@@ -915,17 +911,15 @@ static void test_enter_optional_proc_entries(void **state)
     prepare_ok(x);
     F.fail_prefix = "proc";
     F.prefix_errno = EPERM;
-    assert_int_equal(nsbox_rootfs_enter(&fake, p, x->rootfd, x->fds, &e), -1);
+    assert_int_equal(nsbox_mounts_enter(&fake, p, x->rootfd, x->fds, &e), -1);
     assert_int_equal(e.sys_errno, EPERM);
     assert_non_null(strstr(e.msg, "/proc/"));
 
     /* ENOENT on a required mount (the first mount of phase 2) is not swallowed */
     fake_reset();
     prepare_ok(x);
-    F.fail_kind = C_MOUNT;
-    F.fail_nth = 1;
-    F.fail_errno = ENOENT;
-    assert_int_equal(nsbox_rootfs_enter(&fake, p, x->rootfd, x->fds, &e), -1);
+    fake_fail(C_MOUNT, 1, ENOENT);
+    assert_int_equal(nsbox_mounts_enter(&fake, p, x->rootfd, x->fds, &e), -1);
     assert_int_equal(e.sys_errno, ENOENT);
     for (size_t i = 0; i < F.n; i++)
         assert_int_not_equal(F.c[i].k, C_PIVOT);
@@ -946,7 +940,7 @@ static void test_enter_unknown_op(void **state)
     int rootfd = open(x->staging, O_PATH | O_DIRECTORY | O_CLOEXEC);
     assert_true(rootfd >= 0);
     struct nsbox_err e = {0};
-    assert_int_equal(nsbox_rootfs_enter(&fake, p, rootfd, fds, &e), -1);
+    assert_int_equal(nsbox_mounts_enter(&fake, p, rootfd, fds, &e), -1);
     assert_int_equal(e.code, NSBOX_E_INVALID);
     for (size_t i = 0; i < F.n; i++)
         assert_int_not_equal(F.c[i].k, C_PIVOT);

@@ -28,7 +28,7 @@ static const char *ip(struct in_addr a)
 static struct nsbox_netpool default_pool(void)
 {
     struct nsbox_netpool p;
-    assert_int_equal(nsbox_netpool_parse(NSBOX_NET_DEFAULT_POOL, &p, NULL), 0);
+    assert_int_equal(nsbox_netplan_pool_parse(NSBOX_NET_DEFAULT_POOL, &p, NULL), 0);
     return p;
 }
 
@@ -39,20 +39,20 @@ static void test_pool_slots_are_consecutive_30s(void **state)
     (void)state;
     struct nsbox_netpool p = default_pool();
     assert_int_equal(p.prefix, 16);
-    assert_int_equal(nsbox_netpool_slots(&p), 16384);
+    assert_int_equal(nsbox_netplan_pool_slots(&p), 16384);
     struct nsbox_netslot s;
     struct nsbox_err e = {0};
-    assert_int_equal(nsbox_netpool_slot(&p, 0, &s, &e), 0);
+    assert_int_equal(nsbox_netplan_pool_slot(&p, 0, &s, &e), 0);
     assert_string_equal(ip(s.subnet), "10.171.0.0");
     assert_string_equal(ip(s.host), "10.171.0.1");
     assert_string_equal(ip(s.sandbox), "10.171.0.2");
-    assert_int_equal(nsbox_netpool_slot(&p, 65, &s, &e), 0);
+    assert_int_equal(nsbox_netplan_pool_slot(&p, 65, &s, &e), 0);
     assert_string_equal(ip(s.subnet), "10.171.1.4");
     assert_string_equal(ip(s.host), "10.171.1.5");
     assert_string_equal(ip(s.sandbox), "10.171.1.6");
-    assert_int_equal(nsbox_netpool_slot(&p, 16383, &s, &e), 0);
+    assert_int_equal(nsbox_netplan_pool_slot(&p, 16383, &s, &e), 0);
     assert_string_equal(ip(s.sandbox), "10.171.255.254");
-    assert_int_equal(nsbox_netpool_slot(&p, 16384, &s, &e), -1);
+    assert_int_equal(nsbox_netplan_pool_slot(&p, 16384, &s, &e), -1);
     assert_int_equal(e.code, NSBOX_E_INVALID);
 }
 
@@ -66,13 +66,13 @@ static void test_pool_rejects_bad_ranges(void **state)
                          "not-an-address",  ""};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         e.code = 0;
-        assert_int_equal(nsbox_netpool_parse(bad[i], &p, &e), -1);
+        assert_int_equal(nsbox_netplan_pool_parse(bad[i], &p, &e), -1);
         assert_int_equal(e.code, NSBOX_E_INVALID);
     }
-    assert_int_equal(nsbox_netpool_parse("192.168.77.0/24", &p, &e), 0);
-    assert_int_equal(nsbox_netpool_slots(&p), 64);
-    assert_int_equal(nsbox_netpool_parse("10.9.9.0/30", &p, &e), 0);
-    assert_int_equal(nsbox_netpool_slots(&p), 1);
+    assert_int_equal(nsbox_netplan_pool_parse("192.168.77.0/24", &p, &e), 0);
+    assert_int_equal(nsbox_netplan_pool_slots(&p), 64);
+    assert_int_equal(nsbox_netplan_pool_parse("10.9.9.0/30", &p, &e), 0);
+    assert_int_equal(nsbox_netplan_pool_slots(&p), 1);
 }
 
 static void test_pool_overlap(void **state)
@@ -81,15 +81,15 @@ static void test_pool_overlap(void **state)
     struct nsbox_netpool p = default_pool();
     struct nsbox_cidr c;
     assert_int_equal(nsbox_spec_net_parse_cidr("10.0.0.0/8", &c, NULL), 0);
-    assert_true(nsbox_netpool_overlaps(&p, &c));
+    assert_true(nsbox_netplan_pool_overlaps(&p, &c));
     assert_int_equal(nsbox_spec_net_parse_cidr("10.171.3.4", &c, NULL), 0);
-    assert_true(nsbox_netpool_overlaps(&p, &c));
+    assert_true(nsbox_netplan_pool_overlaps(&p, &c));
     assert_int_equal(nsbox_spec_net_parse_cidr("10.172.0.0/16", &c, NULL), 0);
-    assert_false(nsbox_netpool_overlaps(&p, &c));
+    assert_false(nsbox_netplan_pool_overlaps(&p, &c));
     assert_int_equal(nsbox_spec_net_parse_cidr("0.0.0.0/0", &c, NULL), 0);
-    assert_true(nsbox_netpool_overlaps(&p, &c));
+    assert_true(nsbox_netplan_pool_overlaps(&p, &c));
     assert_int_equal(nsbox_spec_net_parse_cidr("fd00::/8", &c, NULL), 0);
-    assert_false(nsbox_netpool_overlaps(&p, &c));
+    assert_false(nsbox_netplan_pool_overlaps(&p, &c));
 }
 
 /* ---- configuration --------------------------------------------------------------------------- */
@@ -99,14 +99,14 @@ static void test_config(void **state)
     (void)state;
     struct nsbox_netconfig c;
     struct nsbox_err e = {0};
-    nsbox_netconfig_init(&c);
+    nsbox_netplan_config_init(&c);
     const char *none = "{\"instance_types\": {}}";
-    assert_int_equal(nsbox_netconfig_from_json(&c, none, strlen(none), &e), 0);
+    assert_int_equal(nsbox_netplan_config_from_json(&c, none, strlen(none), &e), 0);
     assert_int_equal(c.pool.prefix, 16);
     assert_int_equal(c.n_dns, 0);
     const char *ok = "{\"network\": {\"pool\": \"172.30.0.0/20\", \"dns\": [\"192.0.2.53\", "
                      "\"192.0.2.54\"]}}";
-    assert_int_equal(nsbox_netconfig_from_json(&c, ok, strlen(ok), &e), 0);
+    assert_int_equal(nsbox_netplan_config_from_json(&c, ok, strlen(ok), &e), 0);
     assert_int_equal(c.pool.prefix, 20);
     assert_int_equal(c.pool.base, 0xac1e0000u);
     assert_int_equal(c.n_dns, 2);
@@ -119,7 +119,7 @@ static void test_config(void **state)
                          "[1]"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct nsbox_netconfig before = c;
-        assert_int_equal(nsbox_netconfig_from_json(&c, bad[i], strlen(bad[i]), &e), -1);
+        assert_int_equal(nsbox_netplan_config_from_json(&c, bad[i], strlen(bad[i]), &e), -1);
         assert_int_equal(e.code, NSBOX_E_INVALID);
         assert_memory_equal(&before, &c, sizeof c); /* unchanged on error */
     }
@@ -132,20 +132,20 @@ static void test_resolv_skips_loopback_and_ipv6(void **state)
 {
     (void)state;
     struct nsbox_resolv r;
-    nsbox_resolv_parse("# generated\n"
-                       "nameserver 127.0.0.53\n"
-                       "nameserver ::1\n"
-                       "nameserver 2001:db8::53\n"
-                       "nameserver 192.0.2.1 # first\n"
-                       "nameserver\t192.0.2.2\n"
-                       "nameserver 192.0.2.1\n"
-                       "nameserver 192.0.2.3\n"
-                       "nameserver 192.0.2.4\n"
-                       "domain old.example\n"
-                       "search a.example b.example\n"
-                       "options edns0 trust-ad\n"
-                       "options ndots:2\n",
-                       &r);
+    nsbox_netplan_resolv_parse("# generated\n"
+                               "nameserver 127.0.0.53\n"
+                               "nameserver ::1\n"
+                               "nameserver 2001:db8::53\n"
+                               "nameserver 192.0.2.1 # first\n"
+                               "nameserver\t192.0.2.2\n"
+                               "nameserver 192.0.2.1\n"
+                               "nameserver 192.0.2.3\n"
+                               "nameserver 192.0.2.4\n"
+                               "domain old.example\n"
+                               "search a.example b.example\n"
+                               "options edns0 trust-ad\n"
+                               "options ndots:2\n",
+                               &r);
     assert_int_equal(r.n_ns, 3); /* MAXNS, duplicates dropped */
     assert_string_equal(ip(r.ns[0]), "192.0.2.1");
     assert_string_equal(ip(r.ns[1]), "192.0.2.2");
@@ -155,10 +155,10 @@ static void test_resolv_skips_loopback_and_ipv6(void **state)
     assert_string_equal(r.search, "a.example b.example");
     assert_string_equal(r.options, "edns0 trust-ad ndots:2");
 
-    nsbox_resolv_parse("nameserver 127.0.0.53\noptions edns0\n", &r);
+    nsbox_netplan_resolv_parse("nameserver 127.0.0.53\noptions edns0\n", &r);
     assert_int_equal(r.n_ns, 0);
     assert_string_equal(r.skipped, "127.0.0.53");
-    nsbox_resolv_parse("", &r);
+    nsbox_netplan_resolv_parse("", &r);
     assert_int_equal(r.n_ns + r.n_skipped, 0);
 }
 
@@ -219,7 +219,7 @@ static void free_spec(struct nsbox_spec *s)
 static struct nsbox_resolv lab_dns(void)
 {
     struct nsbox_resolv r;
-    nsbox_resolv_parse("nameserver 192.0.2.53\nsearch lab.test\n", &r);
+    nsbox_netplan_resolv_parse("nameserver 192.0.2.53\nsearch lab.test\n", &r);
     return r;
 }
 
@@ -380,7 +380,7 @@ static void test_plan_all_needs_a_reachable_resolver(void **state)
     struct nsbox_spec *s = spec_with("all", NULL);
     struct nsbox_netpool pool = default_pool();
     struct nsbox_resolv stub;
-    nsbox_resolv_parse("nameserver 127.0.0.53\n", &stub);
+    nsbox_netplan_resolv_parse("nameserver 127.0.0.53\n", &stub);
     struct nsbox_netplan p;
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_netplan_build(s, "0123456789ab", &pool, &stub, "/etc/resolv.conf",
@@ -507,7 +507,7 @@ static void test_free_slot_skips_taken(void **state)
     assert_int_equal(nsbox_netplan_free_slot(listing, &p, 7), 7);
     assert_int_equal(nsbox_netplan_free_slot(listing, &p, 16384 + 5), 5);
     struct nsbox_netpool small;
-    assert_int_equal(nsbox_netpool_parse("10.171.0.0/29", &small, NULL), 0); /* 2 slots */
+    assert_int_equal(nsbox_netplan_pool_parse("10.171.0.0/29", &small, NULL), 0); /* 2 slots */
     assert_int_equal(nsbox_netplan_free_slot(listing, &small, 0), -1);
     assert_int_equal(nsbox_netplan_free_slot(NULL, &small, 1), 1);
 }
@@ -539,7 +539,7 @@ static void test_slot_owners_are_the_comments_of_the_pools_slots(void **state)
     assert_int_equal(one.n, 1);
     /* slots outside the pool are not its own; a comment that is no id is skipped */
     struct nsbox_netpool other;
-    assert_int_equal(nsbox_netpool_parse("10.172.0.0/16", &other, NULL), 0);
+    assert_int_equal(nsbox_netplan_pool_parse("10.172.0.0/16", &other, NULL), 0);
     struct owners none = {.stop_after = 4};
     nsbox_netplan_slot_owners(listing, &other, note_owner, &none);
     assert_int_equal(none.n, 0);

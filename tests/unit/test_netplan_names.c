@@ -35,7 +35,7 @@ static void plan_for(const char *net, struct nsbox_netplan *p)
     struct nsbox_netpool pool;
     nsbox_spec_init(s);
     assert_int_equal(nsbox_spec_set(s, "network", net, &e), 0);
-    assert_int_equal(nsbox_netpool_parse("10.171.0.0/16", &pool, &e), 0);
+    assert_int_equal(nsbox_netplan_pool_parse("10.171.0.0/16", &pool, &e), 0);
     assert_true(nsbox_netplan_has_names(s));
     struct nsbox_spec *lit = nsbox_netplan_literals_only(s);
     assert_non_null(lit);
@@ -171,19 +171,19 @@ static void test_config_key(void **state)
     (void)state;
     struct nsbox_netconfig c;
     struct nsbox_err e = {0};
-    nsbox_netconfig_init(&c);
+    nsbox_netplan_config_init(&c);
     assert_true(c.allow_by_name); /* by name is the default (docs/network.md) */
     const char *addr = "{\"network\": {\"allow_names\": \"address\"}}";
-    assert_int_equal(nsbox_netconfig_from_json(&c, addr, strlen(addr), &e), 0);
+    assert_int_equal(nsbox_netplan_config_from_json(&c, addr, strlen(addr), &e), 0);
     assert_false(c.allow_by_name);
     const char *tls = "{\"network\": {\"allow_names\": \"tls\"}}";
-    assert_int_equal(nsbox_netconfig_from_json(&c, tls, strlen(tls), &e), 0);
+    assert_int_equal(nsbox_netplan_config_from_json(&c, tls, strlen(tls), &e), 0);
     assert_true(c.allow_by_name);
     /* and back to address: the key, not the order of calls, decides */
-    assert_int_equal(nsbox_netconfig_from_json(&c, addr, strlen(addr), &e), 0);
+    assert_int_equal(nsbox_netplan_config_from_json(&c, addr, strlen(addr), &e), 0);
     assert_false(c.allow_by_name);
     const char *bad = "{\"network\": {\"allow_names\": true}}";
-    assert_int_equal(nsbox_netconfig_from_json(&c, bad, strlen(bad), &e), -1);
+    assert_int_equal(nsbox_netplan_config_from_json(&c, bad, strlen(bad), &e), -1);
     assert_non_null(strstr(e.msg, "allow_names"));
 }
 
@@ -192,15 +192,15 @@ static void test_upstream_ca_key(void **state)
     (void)state;
     struct nsbox_netconfig c;
     struct nsbox_err e = {0};
-    nsbox_netconfig_init(&c);
+    nsbox_netplan_config_init(&c);
     assert_string_equal(c.upstream_ca, ""); /* the host's system bundle */
     const char *ok = "{\"network\": {\"upstream_ca\": \"/etc/nsbox/ca.pem\"}}";
-    assert_int_equal(nsbox_netconfig_from_json(&c, ok, strlen(ok), &e), 0);
+    assert_int_equal(nsbox_netplan_config_from_json(&c, ok, strlen(ok), &e), 0);
     assert_string_equal(c.upstream_ca, "/etc/nsbox/ca.pem");
     const char *bad[] = {"{\"network\": {\"upstream_ca\": \"ca.pem\"}}",
                          "{\"network\": {\"upstream_ca\": 1}}"};
     for (size_t i = 0; i < 2; i++) {
-        assert_int_equal(nsbox_netconfig_from_json(&c, bad[i], strlen(bad[i]), &e), -1);
+        assert_int_equal(nsbox_netplan_config_from_json(&c, bad[i], strlen(bad[i]), &e), -1);
         assert_non_null(strstr(e.msg, "absolute path"));
     }
 }
@@ -221,7 +221,7 @@ static void test_bound_hosts_under_all(void **state)
                                          &e), 0);
     assert_int_equal(nsbox_spec_bind_add(s, "api.github.com", "X-Other", "0123456789", &e), 0);
     assert_int_equal(nsbox_spec_bind_add(s, "x.test:8443", "X-Key", "0123456789", &e), 0);
-    assert_int_equal(nsbox_netpool_parse("10.171.0.0/16", &pool, &e), 0);
+    assert_int_equal(nsbox_netplan_pool_parse("10.171.0.0/16", &pool, &e), 0);
     assert_int_equal(nsbox_netplan_build(s, "0123456789ab", &pool, &dns, "test", never_resolve,
                                          NULL, &p, &e), 0);
     assert_int_equal(nsbox_netplan_add_bound(&p, s, &e), 0);

@@ -37,7 +37,7 @@ static void plan(struct nsbox_netplan *p, enum nsbox_net_mode mode)
     p->link = true;
     strcpy(p->id, "0123456789ab");
     strcpy(p->ifname, "nsb0123456789ab");
-    assert_int_equal(nsbox_netpool_parse(NSBOX_NET_DEFAULT_POOL, &p->pool, NULL), 0);
+    assert_int_equal(nsbox_netplan_pool_parse(NSBOX_NET_DEFAULT_POOL, &p->pool, NULL), 0);
     assert_int_equal(nsbox_netplan_set_slot(p, 1, NULL), 0);
 }
 

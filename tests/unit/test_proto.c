@@ -1,5 +1,5 @@
 /* The wire protocol's request parser: validation messages name the field, limits hold, and the
- * buffer is never read past its length (a regression found by fuzz_proto). */
+ * buffer is never read past its length (a message on the wire has no NUL after it). */
 #include "proto.h"
 
 #include <setjmp.h>
@@ -35,7 +35,7 @@ static void test_exec_request(void **state)
     assert_string_equal(rq.cwd, "/tmp");
     assert_int_equal(rq.timeout_ms, 2500);
     assert_string_equal(rq.tag, "x");
-    nsbox_request_free(&rq);
+    nsbox_proto_request_free(&rq);
 }
 
 /* run (the warm pool) is not a request of the control socket: a pooled sandbox's run goes to
@@ -48,7 +48,7 @@ static void test_run_is_not_a_control_op(void **state)
     assert_int_equal(parse("{\"v\":1,\"op\":\"run\",\"argv\":[\"true\"]}", &rq, &e), -1);
     assert_int_equal(e.code, NSBOX_E_INVALID);
     assert_non_null(strstr(e.msg, "unknown op 'run'"));
-    nsbox_request_free(&rq);
+    nsbox_proto_request_free(&rq);
 }
 
 /* logs: the follow offsets are optional (UINT64_MAX: the whole kept log), exact integers up to
@@ -60,13 +60,13 @@ static void test_logs_offsets(void **state)
     struct nsbox_err e;
     assert_int_equal(parse("{\"v\":1,\"op\":\"logs\",\"pid\":7}", &rq, &e), 0);
     assert_true(rq.stdout_from == UINT64_MAX && rq.stderr_from == UINT64_MAX);
-    nsbox_request_free(&rq);
+    nsbox_proto_request_free(&rq);
     assert_int_equal(parse("{\"v\":1,\"op\":\"logs\",\"pid\":7,\"stdout_from\":0,"
                            "\"stderr_from\":9007199254740991}",
                            &rq, &e),
                      0);
     assert_true(rq.stdout_from == 0 && rq.stderr_from == 9007199254740991ull);
-    nsbox_request_free(&rq);
+    nsbox_proto_request_free(&rq);
     const char *bad[] = {"-1", "1.5", "\"3\"", "9007199254740992", "1e300"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char buf[128];
@@ -74,11 +74,11 @@ static void test_logs_offsets(void **state)
         assert_int_equal(parse(buf, &rq, &e), -1);
         assert_int_equal(e.code, NSBOX_E_INVALID);
         assert_non_null(strstr(e.msg, "'stdout_from'"));
-        nsbox_request_free(&rq);
+        nsbox_proto_request_free(&rq);
     }
     assert_int_equal(parse("{\"v\":1,\"op\":\"wait\",\"pid\":7,\"stdout_from\":3}", &rq, &e), 0);
     assert_true(rq.stdout_from == UINT64_MAX);
-    nsbox_request_free(&rq);
+    nsbox_proto_request_free(&rq);
 }
 
 /* the client's encoder writes an offset's every digit: cJSON's own number printing keeps 15
@@ -101,8 +101,8 @@ static void test_logs_offsets_encoded_exactly(void **state)
     assert_true(again.stdout_from == 6666666666666661ull);
     assert_true(again.stderr_from == 9007199254740991ull);
     free(text);
-    nsbox_request_free(&again);
-    nsbox_request_free(&rq);
+    nsbox_proto_request_free(&again);
+    nsbox_proto_request_free(&rq);
 }
 
 /* wait takes a pid and nothing of kill's: a signal field is not read */
@@ -117,8 +117,8 @@ static void test_wait_takes_a_pid(void **state)
     assert_int_equal(rq.op, NSBOX_OP_WAIT);
     assert_int_equal(rq.pid, 42);
     assert_int_equal(rq.sig, 0);
-    assert_string_equal(nsbox_op_name(rq.op), "wait");
-    nsbox_request_free(&rq);
+    assert_string_equal(nsbox_proto_op_name(rq.op), "wait");
+    nsbox_proto_request_free(&rq);
 }
 
 /* every error code has its wire name, and the name reads back as the code (no_memory is said
@@ -136,11 +136,11 @@ static void test_error_codes_on_the_wire(void **state)
         {NSBOX_E_BUSY, "busy"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        assert_string_equal(nsbox_errcode_wire(cases[i].code), cases[i].wire);
-        assert_int_equal(nsbox_errcode_from_wire(cases[i].wire), cases[i].code);
+        assert_string_equal(nsbox_proto_errcode_wire(cases[i].code), cases[i].wire);
+        assert_int_equal(nsbox_proto_errcode_from_wire(cases[i].wire), cases[i].code);
     }
-    assert_string_equal(nsbox_errcode_wire(NSBOX_E_NOMEM), "system");
-    assert_string_equal(nsbox_errcode_wire(999), "system");
+    assert_string_equal(nsbox_proto_errcode_wire(NSBOX_E_NOMEM), "system");
+    assert_string_equal(nsbox_proto_errcode_wire(999), "system");
 }
 
 static void test_delete_says_by_whom(void **state)
@@ -160,7 +160,7 @@ static void test_delete_says_by_whom(void **state)
         assert_int_equal(parse(cases[i].json, &rq, &e), 0);
         assert_int_equal(rq.op, NSBOX_OP_DELETE);
         assert_int_equal(rq.by_session, cases[i].session);
-        nsbox_request_free(&rq);
+        nsbox_proto_request_free(&rq);
     }
 }
 
@@ -174,7 +174,7 @@ static void test_cmd_becomes_sh_c(void **state)
     assert_string_equal(rq.argv[1], "-c");
     assert_string_equal(rq.argv[2], "echo hi");
     assert_string_equal(rq.cwd, "/workspace");
-    nsbox_request_free(&rq);
+    nsbox_proto_request_free(&rq);
 }
 
 static void test_errors_name_the_field(void **state)
@@ -215,14 +215,14 @@ static void test_errors_name_the_field(void **state)
         assert_int_equal(e.code, NSBOX_E_INVALID);
         if (!strstr(e.msg, cases[i].needle))
             fail_msg("case %zu: '%s' does not mention '%s'", i, e.msg, cases[i].needle);
-        nsbox_request_free(&rq);
+        nsbox_proto_request_free(&rq);
     }
 }
 
 static void test_buffer_not_read_past_length(void **state)
 {
     /* Exactly the bytes of the message, no NUL after them: any read past the end is caught by
-     * ASan in the sanitizer build (the bug fuzz_proto found with strstr). */
+     * ASan in the sanitizer build (strstr, say, would read on to a NUL). */
     const char msg[] = "{\"v\":1,\"op\":\"ping\"}";
     char *buf = malloc(sizeof msg - 1);
     memcpy(buf, msg, sizeof msg - 1);
@@ -230,7 +230,7 @@ static void test_buffer_not_read_past_length(void **state)
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_proto_parse(buf, sizeof msg - 1, &rq, &e), 0);
     assert_int_equal(rq.op, NSBOX_OP_PING);
-    nsbox_request_free(&rq);
+    nsbox_proto_request_free(&rq);
     free(buf);
 }
 
@@ -239,7 +239,7 @@ static void test_limits(void **state)
     struct nsbox_request rq;
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_proto_parse("{}", NSBOX_PROTO_MAX + 1, &rq, &e), -1);
-    nsbox_request_free(&rq);
+    nsbox_proto_request_free(&rq);
     /* NSBOX_PROTO_MAX_ARGS + 1 arguments */
     size_t n = NSBOX_PROTO_MAX_ARGS + 1;
     char *json = malloc(64 + n * 4);
@@ -249,7 +249,7 @@ static void test_limits(void **state)
     strcat(json, "]}");
     assert_int_equal(parse(json, &rq, &e), -1);
     assert_non_null(strstr(e.msg, "'argv' needs"));
-    nsbox_request_free(&rq);
+    nsbox_proto_request_free(&rq);
     free(json);
 }
 

@@ -1,6 +1,6 @@
 /* rootfs/setid_layers.c and nsbox_setid_seal_listed (rootfs/setid.c): the candidates a walk of
  * layer directories gives, the seal of a merged root from them, and the walk of the whole root
- * nsbox_rootfs_enter (rootfs/mounts.c) falls back to where they give up, against a fake `struct
+ * nsbox_mounts_enter (rootfs/mounts.c) falls back to where they give up, against a fake `struct
  * nsbox_sys` that records the targets. The merged root is a plain directory standing for the
  * overlay's view: the seal only looks paths up in it. What needs root (cloning a layer's mount)
  * is checked as root, and its refusal without. */
@@ -172,7 +172,7 @@ static void test_enter_walks_the_root_where_the_list_gives_up(void **state)
     plan->seal_list = list_of(c, 1);
     int rootfd = open_dir(".");
     struct nsbox_err e = {0};
-    int r = nsbox_rootfs_enter(&fake, plan, rootfd, NULL, &e);
+    int r = nsbox_mounts_enter(&fake, plan, rootfd, NULL, &e);
     if (r < 0)
         fail_msg("%s", e.msg);
     assert_int_equal(r, 0);

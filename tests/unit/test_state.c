@@ -376,7 +376,7 @@ static void test_lock_mark_not_ours_is_not_linked(void **state)
 {
     struct fx *f = *state;
     struct nsbox_err e = {0};
-    if (nsbox_mkdir_p(f->state, 0700, &e) < 0)
+    if (nsbox_paths_mkdir_p(f->state, 0700, &e) < 0)
         fail_msg("mkdir: %s", e.msg);
     char shared[PATH_MAX];
     snprintf(shared, sizeof shared, "%s/" NSBOX_STATE_LOCK_MARK_NAME, f->state);
@@ -512,45 +512,45 @@ static void test_tombstones(void **state)
     char a[NSBOX_ID_LEN + 1], b[NSBOX_ID_LEN + 1], r[256], p[PATH_MAX];
     new_id(a);
     new_id(b);
-    assert_int_equal(nsbox_tombstone_read(a, r, sizeof r), 0); /* nothing yet, no directory */
-    assert_int_equal(nsbox_tombstone_write(a, "deleted because ttl_seconds=5 expired"), 0);
-    assert_int_equal(nsbox_tombstone_write(b, "deleted by rm"), 0);
-    assert_int_equal(nsbox_tombstone_read(a, r, sizeof r), 1);
+    assert_int_equal(nsbox_state_tombstone_read(a, r, sizeof r), 0); /* nothing yet, no directory */
+    assert_int_equal(nsbox_state_tombstone_write(a, "deleted because ttl_seconds=5 expired"), 0);
+    assert_int_equal(nsbox_state_tombstone_write(b, "deleted by rm"), 0);
+    assert_int_equal(nsbox_state_tombstone_read(a, r, sizeof r), 1);
     assert_string_equal(r, "deleted because ttl_seconds=5 expired");
-    assert_int_equal(nsbox_tombstone_read(b, r, sizeof r), 1);
+    assert_int_equal(nsbox_state_tombstone_read(b, r, sizeof r), 1);
     assert_string_equal(r, "deleted by rm");
     /* the newest record of an id wins */
-    assert_int_equal(nsbox_tombstone_write(a, "deleted by rm"), 0);
-    assert_int_equal(nsbox_tombstone_read(a, r, sizeof r), 1);
+    assert_int_equal(nsbox_state_tombstone_write(a, "deleted by rm"), 0);
+    assert_int_equal(nsbox_state_tombstone_read(a, r, sizeof r), 1);
     assert_string_equal(r, "deleted by rm");
     /* a reason cannot make a second record (a newline), and is bounded */
     char c[NSBOX_ID_LEN + 1], forged[64], big[4 * NSBOX_TOMB_REASON_MAX];
     new_id(c);
     snprintf(forged, sizeof forged, "x\n%s forged", b);
-    assert_int_equal(nsbox_tombstone_write(c, forged), 0);
-    assert_int_equal(nsbox_tombstone_read(b, r, sizeof r), 1);
+    assert_int_equal(nsbox_state_tombstone_write(c, forged), 0);
+    assert_int_equal(nsbox_state_tombstone_read(b, r, sizeof r), 1);
     assert_string_equal(r, "deleted by rm");
-    assert_int_equal(nsbox_tombstone_read(c, r, sizeof r), 1);
+    assert_int_equal(nsbox_state_tombstone_read(c, r, sizeof r), 1);
     assert_non_null(strstr(r, " forged"));
     memset(big, 'y', sizeof big - 1);
     big[sizeof big - 1] = '\0';
-    assert_int_equal(nsbox_tombstone_write(c, big), 0);
+    assert_int_equal(nsbox_state_tombstone_write(c, big), 0);
     char rbig[sizeof big];
-    assert_int_equal(nsbox_tombstone_read(c, rbig, sizeof rbig), 1);
+    assert_int_equal(nsbox_state_tombstone_read(c, rbig, sizeof rbig), 1);
     assert_int_equal(strlen(rbig), NSBOX_TOMB_REASON_MAX);
     /* a small buffer gets the start of the reason */
     char small[6];
-    assert_int_equal(nsbox_tombstone_read(b, small, sizeof small), 1);
+    assert_int_equal(nsbox_state_tombstone_read(b, small, sizeof small), 1);
     assert_string_equal(small, "delet");
     /* not an id: never looked up, never written */
-    assert_int_equal(nsbox_tombstone_write("../../etc/x", "deleted by rm"), -1);
-    assert_int_equal(nsbox_tombstone_read("0123456789a", r, sizeof r), 0);
+    assert_int_equal(nsbox_state_tombstone_write("../../etc/x", "deleted by rm"), -1);
+    assert_int_equal(nsbox_state_tombstone_read("0123456789a", r, sizeof r), 0);
     /* the one file per id of an nsbox before the log */
     char old[NSBOX_ID_LEN + 1];
     new_id(old);
     snprintf(p, sizeof p, "%s/tombstones/%s", f->state, old);
     make_file(p, "deleted because its init process ended");
-    assert_int_equal(nsbox_tombstone_read(old, r, sizeof r), 1);
+    assert_int_equal(nsbox_state_tombstone_read(old, r, sizeof r), 1);
     assert_string_equal(r, "deleted because its init process ended");
     /* FIFOs in place of the logs and of an old file: nothing hangs, nothing is found */
     char recent[PATH_MAX], older[PATH_MAX], fifo_id[NSBOX_ID_LEN + 1];
@@ -562,8 +562,9 @@ static void test_tombstones(void **state)
     assert_int_equal(mkfifo(recent, 0600), 0);
     assert_int_equal(mkfifo(older, 0600), 0);
     assert_int_equal(mkfifo(p, 0600), 0);
-    assert_int_equal(nsbox_tombstone_read(fifo_id, r, sizeof r), 0);
-    assert_int_equal(nsbox_tombstone_write(fifo_id, "deleted by rm"), -1); /* no reader: ENXIO */
+    assert_int_equal(nsbox_state_tombstone_read(fifo_id, r, sizeof r), 0);
+    assert_int_equal(nsbox_state_tombstone_write(fifo_id, "deleted by rm"),
+                     -1); /* no reader: ENXIO */
 }
 
 /* Bounded: "recent" becomes "older" past the limit, and the one before goes; what is in either
@@ -576,30 +577,30 @@ static void test_tombstones_rotate(void **state)
     snprintf(recent, sizeof recent, "%s/tombstones/recent", f->state);
     snprintf(older, sizeof older, "%s/tombstones/older", f->state);
     new_id(first);
-    assert_int_equal(nsbox_tombstone_write(first, "deleted by rm"), 0);
+    assert_int_equal(nsbox_state_tombstone_write(first, "deleted by rm"), 0);
     const char *reason = "deleted because the client holding it went away"; /* 61 bytes a line */
     int written = 1;
     while (file_size(older) < 0) {
         new_id(id);
-        assert_int_equal(nsbox_tombstone_write(id, reason), 0);
+        assert_int_equal(nsbox_state_tombstone_write(id, reason), 0);
         written++;
         assert_true(written < 2 * NSBOX_TOMB_ROTATE_BYTES / 61); /* it does rotate */
     }
     assert_true(file_size(older) > NSBOX_TOMB_ROTATE_BYTES);
     assert_true(file_size(recent) < 0 || file_size(recent) < 100);
-    assert_int_equal(nsbox_tombstone_read(first, r, sizeof r), 1); /* in older */
+    assert_int_equal(nsbox_state_tombstone_read(first, r, sizeof r), 1); /* in older */
     assert_string_equal(r, "deleted by rm");
-    assert_int_equal(nsbox_tombstone_read(id, r, sizeof r), 1);
+    assert_int_equal(nsbox_state_tombstone_read(id, r, sizeof r), 1);
     assert_string_equal(r, reason);
     /* a second rotation drops the first file, and with it the first record */
     while (file_size(recent) <= NSBOX_TOMB_ROTATE_BYTES - 61) {
         new_id(id);
-        assert_int_equal(nsbox_tombstone_write(id, reason), 0);
+        assert_int_equal(nsbox_state_tombstone_write(id, reason), 0);
     }
     new_id(id);
-    assert_int_equal(nsbox_tombstone_write(id, reason), 0);
-    assert_int_equal(nsbox_tombstone_read(first, r, sizeof r), 0);
-    assert_int_equal(nsbox_tombstone_read(id, r, sizeof r), 1);
+    assert_int_equal(nsbox_state_tombstone_write(id, reason), 0);
+    assert_int_equal(nsbox_state_tombstone_read(first, r, sizeof r), 0);
+    assert_int_equal(nsbox_state_tombstone_read(id, r, sizeof r), 1);
     assert_true(file_size(recent) < 100);
     assert_true(file_size(older) <= NSBOX_TOMB_ROTATE_BYTES + 61);
 }
@@ -614,7 +615,7 @@ static void test_tombstones_oversized_log(void **state)
     snprintf(recent, sizeof recent, "%s/tombstones/recent", f->state);
     snprintf(older, sizeof older, "%s/tombstones/older", f->state);
     new_id(id);
-    assert_int_equal(nsbox_tombstone_write(id, "deleted by rm"), 0); /* makes the directory */
+    assert_int_equal(nsbox_state_tombstone_write(id, "deleted by rm"), 0); /* makes the directory */
     FILE *fp = fopen(recent, "w");
     assert_non_null(fp);
     for (int i = 0; i < 3 * NSBOX_TOMB_ROTATE_BYTES / 40; i++)
@@ -627,9 +628,9 @@ static void test_tombstones_oversized_log(void **state)
     snprintf(in, sizeof in, "%s/x", older);
     make_file(in, "");
     new_id(id);
-    assert_int_equal(nsbox_tombstone_write(id, "deleted because ttl_seconds=7 expired"), 0);
+    assert_int_equal(nsbox_state_tombstone_write(id, "deleted because ttl_seconds=7 expired"), 0);
     assert_true(file_size(recent) < 100); /* cut, since it could not be renamed */
-    assert_int_equal(nsbox_tombstone_read(id, r, sizeof r), 0); /* gone with it */
+    assert_int_equal(nsbox_state_tombstone_read(id, r, sizeof r), 0); /* gone with it */
     /* an oversized log again, this time read: its last record is found */
     fp = fopen(recent, "w");
     assert_non_null(fp);
@@ -637,7 +638,7 @@ static void test_tombstones_oversized_log(void **state)
         fprintf(fp, "%012x deleted because it was filler\n", i);
     fprintf(fp, "%s deleted because its init process ended\n", id);
     fclose(fp);
-    assert_int_equal(nsbox_tombstone_read(id, r, sizeof r), 1);
+    assert_int_equal(nsbox_state_tombstone_read(id, r, sizeof r), 1);
     assert_string_equal(r, "deleted because its init process ended");
 }
 
@@ -656,7 +657,7 @@ static void test_tombstones_concurrent(void **state)
             char id[NSBOX_ID_LEN + 1];
             for (int i = 0; i < EACH; i++) {
                 snprintf(id, sizeof id, "%02x%010x", w, i);
-                if (nsbox_tombstone_write(id, reason) < 0)
+                if (nsbox_state_tombstone_write(id, reason) < 0)
                     _exit(1);
             }
             _exit(0);
@@ -687,8 +688,8 @@ static void test_tombstones_concurrent(void **state)
     }
     assert_int_equal(lines, WRITERS * EACH);
     char r[128];
-    assert_int_equal(nsbox_tombstone_read("000000000000", r, sizeof r), 1);
-    assert_int_equal(nsbox_tombstone_read("030000000bb7", r, sizeof r), 1); /* the last */
+    assert_int_equal(nsbox_state_tombstone_read("000000000000", r, sizeof r), 1);
+    assert_int_equal(nsbox_state_tombstone_read("030000000bb7", r, sizeof r), 1); /* the last */
 }
 
 /* ---- gc ------------------------------------------------------------------------------------ */
@@ -809,7 +810,7 @@ static void gc_scene_others(struct fx *f, struct gc_scene *sc)
         char got[PATH_MAX];
         assert_int_equal(nsbox_state_uid_slot_dir(got, sizeof got, &me), 0);
         assert_string_equal(got, sc->slotdir);
-        assert_int_equal(nsbox_mkdir_p(sc->slotdir, 0700, &me), 0);
+        assert_int_equal(nsbox_paths_mkdir_p(sc->slotdir, 0700, &me), 0);
         snprintf(sc->slot, sizeof sc->slot, "%s/%u", sc->slotdir, NSBOX_UID_SLOTS - 1);
         make_file(sc->slot, "");
     }
@@ -827,7 +828,7 @@ static void gc_scene_others(struct fx *f, struct gc_scene *sc)
 
     /* tombstones: the log stays; an older nsbox's one file per id goes */
     new_id(sc->gone_id);
-    assert_int_equal(nsbox_tombstone_write(sc->gone_id, "deleted by rm"), 0);
+    assert_int_equal(nsbox_state_tombstone_write(sc->gone_id, "deleted by rm"), 0);
     snprintf(p, sizeof p, "%s/tombstones/%s", f->state, sc->orphan);
     make_file(p, "deleted by rm");
 }
@@ -866,7 +867,7 @@ static void gc_scene_check(struct fx *f, struct gc_scene *sc, int removed)
     assert_false(exists("%s/tombstones/%s", f->state, sc->orphan));
     assert_true(exists("%s/tombstones/recent", f->state));
     char why[64];
-    assert_int_equal(nsbox_tombstone_read(sc->gone_id, why, sizeof why), 1);
+    assert_int_equal(nsbox_state_tombstone_read(sc->gone_id, why, sizeof why), 1);
     assert_true(exists("%s/ABCDEF012345", f->state));
     assert_true(exists("%s/keep-me", f->cache));
     assert_true(exists("%s/0123456789abc", f->cache));

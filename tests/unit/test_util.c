@@ -1,5 +1,6 @@
 /* Command-line numbers shared by run, exec, wait, kill and logs (os/util.h). */
 #include "paths.h"
+#include "text.h"
 #include "util.h"
 
 #include <setjmp.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <pthread.h>
 #include <sched.h>
@@ -84,6 +86,35 @@ static void test_paths(void **state)
     assert_false(nsbox_is_host_root(&st));
 }
 
+/* Every path in the image store is made by one function: below the data directory's images,
+ * and refused whole, never cut, when it does not fit. */
+static void test_image_store_paths(void **state)
+{
+    (void)state;
+    char data[] = "/tmp/nsbox-test-util-XXXXXX", out[PATH_MAX];
+    assert_non_null(mkdtemp(data));
+    setenv("NSBOX_DATA_DIR", data, 1);
+    struct nsbox_err e = {0};
+    char want[PATH_MAX];
+    assert_int_equal(nsbox_paths_images(out, sizeof out, &e, "%s", ""), 0);
+    snprintf(want, sizeof want, "%s/images", data);
+    assert_string_equal(out, want);
+    assert_int_equal(nsbox_paths_images(out, sizeof out, &e, "/%s/rootfs", "debian"), 0);
+    snprintf(want, sizeof want, "%s/images/debian/rootfs", data);
+    assert_string_equal(out, want);
+    char small[sizeof data + 8]; /* room for "<data>/images" but not for a name after it */
+    assert_int_equal(nsbox_paths_images(small, sizeof small, &e, "/%s", "debian"), -1);
+    assert_int_equal(e.sys_errno, ENAMETOOLONG);
+    assert_string_equal(e.msg, "data directory path too long");
+    char name[PATH_MAX];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    assert_int_equal(nsbox_paths_images(out, sizeof out, &e, "/%s", name), -1);
+    assert_int_equal(e.sys_errno, ENAMETOOLONG);
+    unsetenv("NSBOX_DATA_DIR");
+    assert_int_equal(rmdir(data), 0); /* nothing made in it */
+}
+
 /* echoed user text (include/nsbox.h): bounded, no control characters (no forged lines or
  * escapes) */
 static void test_shown(void **state)
@@ -102,7 +133,7 @@ static void test_shown(void **state)
     assert_string_equal(NSBOX_SHOW(NULL), "(null)");
 }
 
-/* The directories on the way are made at least passable: a first nsbox_mkdir_p of
+/* The directories on the way are made at least passable: a first nsbox_paths_mkdir_p of
  * /run/nsbox/uids made /run/nsbox 0700, and other users could not tell that an id there was a
  * sandbox of root's. */
 static void test_mkdir_p_modes(void **state)
@@ -113,7 +144,7 @@ static void test_mkdir_p_modes(void **state)
     mode_t old = umask(022);
     struct nsbox_err e = {0};
     snprintf(path, sizeof path, "%s/run/nsbox/uids", base);
-    assert_int_equal(nsbox_mkdir_p(path, 0700, &e), 0);
+    assert_int_equal(nsbox_paths_mkdir_p(path, 0700, &e), 0);
     struct stat st;
     const struct {
         const char *rel;
@@ -126,7 +157,7 @@ static void test_mkdir_p_modes(void **state)
             fail_msg("%s: %o, not %o", want[i].rel, st.st_mode & 07777, want[i].mode);
     }
     snprintf(path, sizeof path, "%s/img/a", base); /* a wider mode stays as wide on the way */
-    assert_int_equal(nsbox_mkdir_p(path, 0755, &e), 0);
+    assert_int_equal(nsbox_paths_mkdir_p(path, 0755, &e), 0);
     snprintf(path, sizeof path, "%s/img", base);
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_mode & 07777, 0755);
@@ -154,7 +185,7 @@ static void test_open_dir(void **state)
     assert_non_null(mkdtemp(base));
     snprintf(p, sizeof p, "%s/a/b", base);
     struct nsbox_err e = {0};
-    assert_int_equal(nsbox_mkdir_p(p, 0700, &e), 0);
+    assert_int_equal(nsbox_paths_mkdir_p(p, 0700, &e), 0);
     const char *links[][2] = {{"link", "a"}, {"out", "/"}, {"up", ".."}, {"file", NULL}};
     for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
         snprintf(p, sizeof p, "%s/%s", base, links[i][0]);
@@ -328,6 +359,7 @@ int main(void)
         cmocka_unit_test(test_seconds),
         cmocka_unit_test(test_pid),
         cmocka_unit_test(test_paths),
+        cmocka_unit_test(test_image_store_paths),
         cmocka_unit_test(test_open_dir),
         cmocka_unit_test(test_mkdir_p_modes),
         cmocka_unit_test(test_shown),

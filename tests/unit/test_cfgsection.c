@@ -1,0 +1,126 @@
+/* One section of the config file (policy/cfgsection.c): finding it in the whole text, and the
+ * shape of the messages every section's parser gives. Pure. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "cfgsection.h"
+#include "cleanup_cjson.h"
+
+#include <errno.h>
+#include <string.h>
+
+static int find(const char *text, const char *name, const char *like, const cJSON **section,
+                struct nsbox_err *e)
+{
+    cleanup_cjson cJSON *root = NULL;
+    int r = nsbox_cfgsection_find(text, strlen(text), name, like, &root, section, e);
+    *section = NULL; /* it lives in root, gone here */
+    return r;
+}
+
+static void test_a_section_is_found_in_the_whole_text(void **state)
+{
+    (void)state;
+    struct nsbox_err e = {0};
+    cleanup_cjson cJSON *root = NULL;
+    const cJSON *s = NULL;
+    const char *text = "{\"pool\": {\"size\": 1}, \"host\": {\"file_max\": \"keep\"}}";
+    assert_int_equal(nsbox_cfgsection_find(text, strlen(text), "host", NULL, &root, &s, &e), 0);
+    assert_non_null(s);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(s, "file_max")->valuestring, "keep");
+}
+
+static void test_a_missing_section_leaves_the_defaults(void **state)
+{
+    (void)state;
+    struct nsbox_err e = {0};
+    const cJSON *s = (const cJSON *)&e; /* set to NULL by the call */
+    cleanup_cjson cJSON *root = NULL;
+    assert_int_equal(nsbox_cfgsection_find("{}", 2, "pool", NULL, &root, &s, &e), 0);
+    assert_null(s);
+    assert_int_equal(nsbox_cfgsection_find("{\"host\": {}}", 12, "pool", NULL, &root, &s, &e),
+                     0);
+    assert_null(s);
+}
+
+static void test_text_that_is_no_object_is_refused(void **state)
+{
+    (void)state;
+    const char *bad[] = {"", "{", "[1]", "3", "\"pool\"", "null"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct nsbox_err e = {0};
+        const cJSON *s;
+        assert_int_equal(find(bad[i], "pool", NULL, &s, &e), -1);
+        assert_string_equal(e.msg, "config: not a JSON object");
+        assert_int_equal(e.code, NSBOX_E_INVALID);
+        assert_int_equal(e.sys_errno, EINVAL);
+    }
+}
+
+static void test_a_section_that_is_no_object_is_refused(void **state)
+{
+    (void)state;
+    struct nsbox_err e = {0};
+    const cJSON *s;
+    assert_int_equal(find("{\"network\": []}", "network", NULL, &s, &e), -1);
+    assert_string_equal(e.msg, "config: key 'network': must be an object");
+    assert_int_equal(find("{\"pool\": 3}", "pool", "{\"size\": 1}", &s, &e), -1);
+    assert_string_equal(e.msg, "config: key 'pool': must be an object like {\"size\": 1}");
+    assert_int_equal(find("{\"pool\": null}", "pool", NULL, &s, &e), -1);
+    assert_int_equal(e.code, NSBOX_E_INVALID);
+}
+
+static void test_a_bad_value_names_its_section_and_key(void **state)
+{
+    (void)state;
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_cfgsection_bad(&e, "pool", "size", "must be %s from %d", "one", 0), -1);
+    assert_string_equal(e.msg, "config: key 'pool.size': must be one from 0");
+    assert_int_equal(e.code, NSBOX_E_INVALID);
+}
+
+static void test_an_unknown_key_lists_the_known_ones(void **state)
+{
+    (void)state;
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_cfgsection_unknown(&e, "host", "filemax", "file_max"), -1);
+    assert_string_equal(e.msg, "config: key 'host.filemax': unknown (known: file_max)");
+    char key[200];
+    memset(key, 'k', sizeof key - 1);
+    key[sizeof key - 1] = '\0';
+    nsbox_cfgsection_unknown(&e, "pool", key, "size");
+    /* a key of the user's is cut, so that it cannot crowd out what is known */
+    assert_non_null(strstr(e.msg, "': unknown (known: size)"));
+    assert_int_equal(strlen(e.msg), strlen("config: key 'pool.': unknown (known: size)") + 64);
+}
+
+static void test_the_sections_are_known_by_name(void **state)
+{
+    (void)state;
+    const char *known[] = {"host", "instance_types", "network", "pool", "workspace"};
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
+        assert_true(nsbox_cfgsection_known(known[i]));
+        assert_non_null(strstr(NSBOX_CFGSECTION_NAMES, known[i]));
+    }
+    assert_false(nsbox_cfgsection_known("pol"));
+    assert_false(nsbox_cfgsection_known("Pool"));
+    assert_false(nsbox_cfgsection_known(""));
+    assert_false(nsbox_cfgsection_known(NULL));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_a_section_is_found_in_the_whole_text),
+        cmocka_unit_test(test_a_missing_section_leaves_the_defaults),
+        cmocka_unit_test(test_text_that_is_no_object_is_refused),
+        cmocka_unit_test(test_a_section_that_is_no_object_is_refused),
+        cmocka_unit_test(test_a_bad_value_names_its_section_and_key),
+        cmocka_unit_test(test_an_unknown_key_lists_the_known_ones),
+        cmocka_unit_test(test_the_sections_are_known_by_name),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
