@@ -60,6 +60,18 @@ static void test_text_that_is_no_object_is_refused(void **state)
     }
 }
 
+static void test_text_after_the_object_is_refused(void **state)
+{
+    (void)state;
+    struct nsbox_err e = {0};
+    const cJSON *s;
+    assert_int_equal(find("{} x", "pool", NULL, &s, &e), -1);
+    assert_string_equal(e.msg, "config: unexpected text after the JSON object at byte 3");
+    assert_int_equal(find("{\"pool\": {}} {\"pool\": {\"size\": 1}}", "pool", NULL, &s, &e), -1);
+    assert_string_equal(e.msg, "config: unexpected text after the JSON object at byte 13");
+    assert_int_equal(find("{\"pool\": {}} \n\t\r ", "pool", NULL, &s, &e), 0);
+}
+
 static void test_a_section_that_is_no_object_is_refused(void **state)
 {
     (void)state;
@@ -117,6 +129,7 @@ int main(void)
         cmocka_unit_test(test_a_section_is_found_in_the_whole_text),
         cmocka_unit_test(test_a_missing_section_leaves_the_defaults),
         cmocka_unit_test(test_text_that_is_no_object_is_refused),
+        cmocka_unit_test(test_text_after_the_object_is_refused),
         cmocka_unit_test(test_a_section_that_is_no_object_is_refused),
         cmocka_unit_test(test_a_bad_value_names_its_section_and_key),
         cmocka_unit_test(test_an_unknown_key_lists_the_known_ones),
