@@ -503,6 +503,20 @@ void attack_host_rootfs(void)
     }
     emit("mounts_nosuid_nodev", k == 0, k ? "missing nosuid/nodev:%s" : "all nosuid (and nodev)%s",
          bad);
+    /* the host's /usr and /etc are root's: appuser's create fails on their modes alone, so the
+     * mounts' own flag is what says they are read-only */
+    static const char *const ro[] = {"/", "/usr", "/usr/bin", "/etc", NULL};
+    k = 0;
+    bad[0] = '\0';
+    for (const char *const *m = ro; *m; m++) {
+        struct statvfs sv;
+        if (statvfs(*m, &sv) == 0 && (sv.f_flag & ST_RDONLY))
+            continue;
+        if (k + 40 < sizeof bad)
+            k += (size_t)snprintf(bad + k, sizeof bad - k, " %s", *m);
+    }
+    emit("mounts_read_only", k == 0, k ? "not read-only mounts:%s" : "/ /usr /usr/bin /etc%s",
+         bad);
 }
 
 /* ---- network: policy none ------------------------------------------------------------------- */

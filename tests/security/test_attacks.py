@@ -111,7 +111,7 @@ GROUPS = {
                       + ["host_processes_invisible", "host_pid_unreachable",
                          "host_environment_not_inherited"],
     "rootfs": ["write_root", "write_usr", "write_usr_bin", "write_etc", "write_proc_root",
-               "mounts_nosuid_nodev"],
+               "mounts_nosuid_nodev", "mounts_read_only"],
     "network_none": ["net_only_loopback", "net_no_route_ipv4", "net_no_route_ipv6",
                      "net_host_loopback_tcp_unreachable", "net_host_abstract_unix_unreachable"],
 }
