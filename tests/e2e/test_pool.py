@@ -903,7 +903,6 @@ class Pool(unittest.TestCase):
 
     def test_signals_reach_the_command(self):
         self.fill()
-        wait_for(self.pooled)
         p = subprocess.Popen([NSBOX, "run", "--", "sh", "-c",
                               'trap "echo got-int; exit 7" INT; echo ready; '
                               'while :; do sleep 0.05; done'],
@@ -916,8 +915,7 @@ class Pool(unittest.TestCase):
         self.assertEqual((p.returncode, out), (7, b"got-int\n"), err)
 
     def test_winch_and_cont_reach_the_command(self):
-        self.fill()
-        wait_for(self.pooled)
+        (sid,) = self.fill()
         p = subprocess.Popen([NSBOX, "run", "--", "sh", "-c",
                               'trap "echo got-winch" WINCH; trap "echo got-cont" CONT; '
                               'trap "exit 5" TERM; echo ready; while :; do sleep 0.05; done'],
@@ -925,6 +923,7 @@ class Pool(unittest.TestCase):
                              env=self.dirs.env(self.env))
         try:
             self.assertEqual(readline(p), b"ready\n")
+            self.assertNotIn(sid, self.pooled(), "not a pooled run")
             p.send_signal(signal.SIGWINCH)
             self.assertEqual(readline(p), b"got-winch\n")
             p.send_signal(signal.SIGCONT)
@@ -943,13 +942,13 @@ class Pool(unittest.TestCase):
         self.assertTrue(wait_for(self.pooled), "no fill with a relative NSBOX_CONFIG")
 
     def test_a_second_interrupt_kills(self):
-        self.fill()
-        wait_for(self.pooled)
+        (sid,) = self.fill()
         p = subprocess.Popen([NSBOX, "run", "--", "sh", "-c",
                               'trap "" INT; echo ready; while :; do sleep 0.05; done'],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              env=self.dirs.env(self.env))
         self.assertEqual(readline(p), b"ready\n")
+        took = sid not in self.pooled()  # judged at the end, once the command is gone
         p.send_signal(signal.SIGINT)
         # the second must come after nsbox took the first, or the two are one
         self.assertTrue(wait_for(lambda: not signal_pending(p.pid, signal.SIGINT)),
@@ -959,6 +958,7 @@ class Pool(unittest.TestCase):
         p.send_signal(signal.SIGINT)
         p.communicate(timeout=30)
         self.assertEqual(p.returncode, 128 + signal.SIGKILL)
+        self.assertTrue(took, "not a pooled run")
 
     def test_killing_nsbox_run_deletes_its_sandbox(self):
         (sid,) = self.fill()
