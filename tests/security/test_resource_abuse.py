@@ -499,6 +499,7 @@ class OutputFlood(ResourceTest):
         print(f"\n  output flood: {got} bytes, nsbox peak RSS {hwm} kB", file=sys.stderr)
         self.assertEqual(p.returncode, 0)
         self.assertEqual(got, {"out": 100 << 20, "err": 10 << 20})
+        self.assertGreater(hwm, 0, "nsbox's peak memory was never read: the test proves nothing")
         self.assertLess(hwm, 32 * 1024)
 
 
