@@ -283,6 +283,17 @@ class DnsNote(unittest.TestCase):
                                      .decode()))
             self.assertIn(GAI_AGAIN, r.stderr)
             self.assertEqual(self.names_in(r.stderr), ["pooled.example"])
+            # init reports a pooled run's end with its names: a query sent as it ends is in
+            # them (assert_last_query_said), each round in a pooled sandbox of its own
+            for i in range(6):
+                self.nsbox("pool", "fill", check=True)
+                ids = [e["id"] for e in json.loads(self.nsbox("pool", "ls", "--json").stdout)]
+                self.assertEqual(len(ids), 1)
+                name = "pooled-end%d.example" % i
+                r = self.nsbox("run", "--", "python3", "-c", LAST, name, "200")
+                self.assertEqual((r.returncode, r.stdout), (3, b""), r.stderr)
+                self.assertNotIn(ids[0], self.nsbox("pool", "ls").stdout.decode())
+                self.assertEqual(self.names_in(r.stderr), [name], "round %d" % i)
         finally:
             self.nsbox("pool", "drain")
             wait_for(lambda: not self.dirs.live_ids(), 20)
