@@ -524,6 +524,8 @@ static void reaped(int sock, pid_t p, int status)
         if (children[i].pid != p)
             continue;
         int code = nsbox_exit_code(status);
+        /* the queries it sent before it ended: its own names, said with its status */
+        nsbox_dnsstub_drain(dns_fd, dns_table);
         if (children[i].last)
             kill_all_others();
         if (children[i].run)

@@ -495,13 +495,16 @@ static void init_signals(sigset_t *set)
 
 /* The children that ended reaped; the workload's end is init's, with its status (when pid 1
  * exits the kernel kills everything left in the namespace). */
-static void reap_ended(pid_t workload)
+static void reap_ended(pid_t workload, int dns_fd, struct nsbox_dnsquery_table *t)
 {
     int status;
     pid_t p;
     while ((p = waitpid(-1, &status, WNOHANG)) > 0)
-        if (p == workload)
+        if (p == workload) {
+            /* the queries it sent before it ended: their names are in the launcher's note */
+            nsbox_dnsstub_drain(dns_fd, t);
             _exit(nsbox_exit_code(status));
+        }
 }
 
 /* A signal init received, passed on to the workload's group (SIGCHLD is init's own). */
@@ -518,7 +521,7 @@ __attribute__((noreturn)) static void init_reap(pid_t workload)
     sigset_t set;
     init_signals(&set);
     for (;;) {
-        reap_ended(workload);
+        reap_ended(workload, -1, NULL);
         siginfo_t si;
         relay_to_workload(workload, sigwaitinfo(&set, &si));
     }
@@ -536,7 +539,7 @@ static void init_reap_answering(pid_t workload, int dns_fd, struct nsbox_dnsquer
         return;
     }
     for (;;) {
-        reap_ended(workload);
+        reap_ended(workload, dns_fd, t);
         struct pollfd pf[2] = {{sfd, POLLIN, 0}, {dns_fd, POLLIN, 0}};
         if (poll(pf, 2, -1) < 0)
             continue;

@@ -16,5 +16,9 @@
 int nsbox_dnsstub_open(void);
 /* Answer what is waiting on fd, at most a batch, recording the names in t. */
 void nsbox_dnsstub_serve(int fd, struct nsbox_dnsquery_table *t);
+/* Answer what is waiting on fd (nothing when fd is -1), up to more packets than its receive
+ * buffer can hold: called when a command has ended and before its names are taken, so that a
+ * query it sent just before it ended is in its note, not left for the next command's. */
+void nsbox_dnsstub_drain(int fd, struct nsbox_dnsquery_table *t);
 
 #endif

@@ -90,6 +90,42 @@ for what, pkt in odd.items():
 """
 
 
+# Queries sent in one sendmmsg call, faster than init reads them: count of a one-label name
+# (answered, never said), then the name given; the process ends at once, without waiting for
+# an answer.
+LAST = r"""
+import ctypes, os, socket, struct, sys
+def query(name, qid):
+    b = struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0)
+    for l in name.split("."):
+        b += bytes([len(l)]) + l.encode()
+    return b + b"\0" + struct.pack(">HH", 1, 1)
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+class msghdr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32),
+                ("iov", ctypes.POINTER(iovec)), ("iovlen", ctypes.c_size_t),
+                ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                ("flags", ctypes.c_int)]
+class mmsghdr(ctypes.Structure):
+    _fields_ = [("hdr", msghdr), ("len", ctypes.c_uint)]
+pkts = [query("x", 1)] * int(sys.argv[2]) + [query(sys.argv[1], 2)]
+bufs = [ctypes.create_string_buffer(p, len(p)) for p in pkts]
+iovs = (iovec * len(pkts))(*[iovec(ctypes.cast(b, ctypes.c_void_p), len(p))
+                             for b, p in zip(bufs, pkts)])
+msgs = (mmsghdr * len(pkts))()
+for i in range(len(pkts)):
+    msgs[i].hdr.iov = ctypes.pointer(iovs[i])
+    msgs[i].hdr.iovlen = 1
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.connect(("127.0.0.1", 53))
+sent = ctypes.CDLL(None, use_errno=True).sendmmsg(s.fileno(), msgs, len(pkts), 0)
+if sent != len(pkts):
+    print("sendmmsg sent %d of %d, errno %d" % (sent, len(pkts), ctypes.get_errno()))
+    sys.stdout.flush()
+os._exit(3)
+"""
+
 class DnsNote(unittest.TestCase):
     maxDiff = None
 
@@ -210,7 +246,8 @@ class DnsNote(unittest.TestCase):
             self.assertEqual((r.returncode, r.stderr), (0, b""))
             # a background process's names are not the next command's
             self.nsbox("exec", "-d", sid, "--", "getent", "hosts", "b.example", check=True)
-            wait_for(lambda: b"exited" in self.nsbox("ps", sid).stdout, 10)
+            # ps says "exit N" of an ended process: none is "running" once it has ended
+            self.assertTrue(wait_for(lambda: b"running" not in self.nsbox("ps", sid).stdout, 10))
             r = self.nsbox("exec", sid, "--", "getent", "hosts", "c.example")
             self.assertEqual(r.returncode, 2)
             self.assertEqual(self.names_in(r.stderr), ["c.example"])
@@ -218,16 +255,42 @@ class DnsNote(unittest.TestCase):
             self.nsbox("rm", sid)
 
     def test_exec_of_a_fast_lookup_keeps_its_name(self):
-        # the names before an exec are dropped before its command starts: a command that asks
-        # at once never has its own name dropped with them (a race: each round may show it)
+        # the names before an exec are dropped before its command starts, so that none of the
+        # command's own goes with them: a background process leaves one before each exec, so
+        # that each round drops something while the command asks at once
         sid = self.nsbox("create", check=True).stdout.decode().strip()
         try:
             for i in range(8):
+                self.nsbox("exec", "-d", sid, "--", "getent", "hosts", "bg%d.example" % i,
+                           check=True)
+                self.assertTrue(
+                    wait_for(lambda: b"running" not in self.nsbox("ps", sid).stdout, 10))
                 r = self.nsbox("exec", sid, "--", "getent", "hosts", "fast%d.example" % i)
                 self.assertEqual(r.returncode, 2, r.stderr)
                 self.assertEqual(self.names_in(r.stderr), ["fast%d.example" % i])
         finally:
             self.nsbox("rm", sid)
+
+    def assert_last_query_said(self, rounds, *cmd):
+        # the command's very last act is a query it does not wait for, behind 200 others init
+        # has to read first (below the 256 a default receive buffer holds, so none is dropped):
+        # when it ends, the query is still unread, and init must read it before it reports
+        # the end, else the name is missing from this note and dropped before the next command
+        for i in range(rounds):
+            name = "end%d.example" % i
+            r = self.nsbox(*cmd, "--", "python3", "-c", LAST, name, "200")
+            self.assertEqual((r.returncode, r.stdout), (3, b""), r.stderr)
+            self.assertEqual(self.names_in(r.stderr), [name], "round %d" % i)
+
+    def test_exec_says_a_query_sent_as_it_ends(self):
+        sid = self.nsbox("create", check=True).stdout.decode().strip()
+        try:
+            self.assert_last_query_said(20, "exec", sid)
+        finally:
+            self.nsbox("rm", sid)
+
+    def test_run_says_a_query_sent_as_it_ends(self):
+        self.assert_last_query_said(10, "run")
 
     def test_pooled_run(self):
         cfg = os.path.join(self.dirs.base, "pool.json")
@@ -245,6 +308,17 @@ class DnsNote(unittest.TestCase):
                                      .decode()))
             self.assertIn(GAI_NONAME, r.stderr)
             self.assertEqual(self.names_in(r.stderr), ["pooled.example"])
+            # init reports a pooled run's end with its names: a query sent as it ends is in
+            # them (assert_last_query_said), each round in a pooled sandbox of its own
+            for i in range(6):
+                self.nsbox("pool", "fill", check=True)
+                ids = [e["id"] for e in json.loads(self.nsbox("pool", "ls", "--json").stdout)]
+                self.assertEqual(len(ids), 1)
+                name = "pooled-end%d.example" % i
+                r = self.nsbox("run", "--", "python3", "-c", LAST, name, "200")
+                self.assertEqual((r.returncode, r.stdout), (3, b""), r.stderr)
+                self.assertNotIn(ids[0], self.nsbox("pool", "ls").stdout.decode())
+                self.assertEqual(self.names_in(r.stderr), [name], "round %d" % i)
         finally:
             self.nsbox("pool", "drain")
             wait_for(lambda: not self.dirs.live_ids(), 20)

@@ -6,6 +6,7 @@ registry on 127.0.0.1 (Debian's docker-registry, tests/lib/oci_registry.py) serv
 plain HTTP, and with TLS and htpasswd auth (credentials, a refused password, an unknown tag, an
 untrusted certificate, the --pull policies of run and create)."""
 import io
+import gzip
 import json
 import os
 import shutil
@@ -377,6 +378,23 @@ class OciImages(unittest.TestCase):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"digest mismatch", r.stderr)
         self.assertEqual([n for n in self.images() if n != ".refs"], [])
+
+    def test_layer_blob_of_other_bytes_that_unpack_the_same_is_refused(self):
+        # another gzip of the same tar: it decompresses and unpacks to what the config's
+        # diff_id says, so only the blob's own digest tells it is not the manifest's blob
+        bad = os.path.join(self.src, "regzipped")
+        layer = oci_images.layer1()
+        oci_images.write_layout(bad, layers=[layer])
+        digest = oci_images.gz_digest(layer)
+        other = gzip.compress(layer, mtime=12345)
+        self.assertNotEqual(other, gzip.compress(layer, mtime=0))
+        with open(os.path.join(bad, "blobs", "sha256", digest[7:]), "wb") as f:
+            f.write(other)
+        r = self.nsbox("image", "import", "--name", "t/regz:1", bad)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"digest mismatch: layer " + digest.encode() + b" has sha256", r.stderr)
+        self.assertEqual([n for n in self.images() if n != ".refs"], [])
+        self.assertEqual(self.layers(), [])
 
     def test_a_layer_cut_short_is_a_broken_tar_and_keeps_nothing(self):
         # the blob is what the manifest says (its digests match): its tar ends in the second

@@ -798,7 +798,7 @@ class Pool(unittest.TestCase):
 
     def test_concurrent_runs_never_share_a_sandbox(self):
         self.write_config({"pool": {"size": 3, "ttl_seconds": self.TTL}})
-        self.fill(3)
+        ids = self.fill(3)
         procs = [subprocess.Popen([NSBOX, "run", "--", "sh", "-c", "hostname; echo $0-done", str(i)],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   env=self.dirs.env(self.env)) for i in range(6)]
@@ -810,6 +810,8 @@ class Pool(unittest.TestCase):
             self.assertEqual(done, f"{i}-done")
             hosts.append(host)
         self.assertEqual(len(set(hosts)), 6, hosts)
+        # the runs raced for the pool: cold runs alone would share nothing anyway
+        self.assertGreaterEqual(len({"nsbox-" + i for i in ids} & set(hosts)), 2, (ids, hosts))
 
     # ---- a pooled run behaves as a cold one -------------------------------------------------
 
@@ -903,7 +905,6 @@ class Pool(unittest.TestCase):
 
     def test_signals_reach_the_command(self):
         self.fill()
-        wait_for(self.pooled)
         p = subprocess.Popen([NSBOX, "run", "--", "sh", "-c",
                               'trap "echo got-int; exit 7" INT; echo ready; '
                               'while :; do sleep 0.05; done'],
@@ -916,8 +917,7 @@ class Pool(unittest.TestCase):
         self.assertEqual((p.returncode, out), (7, b"got-int\n"), err)
 
     def test_winch_and_cont_reach_the_command(self):
-        self.fill()
-        wait_for(self.pooled)
+        (sid,) = self.fill()
         p = subprocess.Popen([NSBOX, "run", "--", "sh", "-c",
                               'trap "echo got-winch" WINCH; trap "echo got-cont" CONT; '
                               'trap "exit 5" TERM; echo ready; while :; do sleep 0.05; done'],
@@ -925,6 +925,7 @@ class Pool(unittest.TestCase):
                              env=self.dirs.env(self.env))
         try:
             self.assertEqual(readline(p), b"ready\n")
+            self.assertNotIn(sid, self.pooled(), "not a pooled run")
             p.send_signal(signal.SIGWINCH)
             self.assertEqual(readline(p), b"got-winch\n")
             p.send_signal(signal.SIGCONT)
@@ -943,13 +944,13 @@ class Pool(unittest.TestCase):
         self.assertTrue(wait_for(self.pooled), "no fill with a relative NSBOX_CONFIG")
 
     def test_a_second_interrupt_kills(self):
-        self.fill()
-        wait_for(self.pooled)
+        (sid,) = self.fill()
         p = subprocess.Popen([NSBOX, "run", "--", "sh", "-c",
                               'trap "" INT; echo ready; while :; do sleep 0.05; done'],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              env=self.dirs.env(self.env))
         self.assertEqual(readline(p), b"ready\n")
+        took = sid not in self.pooled()  # judged at the end, once the command is gone
         p.send_signal(signal.SIGINT)
         # the second must come after nsbox took the first, or the two are one
         self.assertTrue(wait_for(lambda: not signal_pending(p.pid, signal.SIGINT)),
@@ -959,6 +960,7 @@ class Pool(unittest.TestCase):
         p.send_signal(signal.SIGINT)
         p.communicate(timeout=30)
         self.assertEqual(p.returncode, 128 + signal.SIGKILL)
+        self.assertTrue(took, "not a pooled run")
 
     def test_killing_nsbox_run_deletes_its_sandbox(self):
         (sid,) = self.fill()

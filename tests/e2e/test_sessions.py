@@ -547,7 +547,7 @@ class Lifecycle(SessionTest):
 
     def test_idle_sleep_and_transparent_wake(self):
         sid = self.create("--idle-timeout", "1")
-        self.nsbox("exec", "-d", sid, "--", "sleep", "60")
+        self.nsbox("exec", "-d", sid, "--", "sleep", "60", check=True)
         deadline = time.monotonic() + 10
         while self.inspect(sid)["state"] != "sleeping" and time.monotonic() < deadline:
             time.sleep(0.2)

@@ -36,7 +36,7 @@ def sockets_of(pid):
 class Crashes(SessionTest):
     def test_sigkill_supervisor_kills_sandbox_and_gc_cleans(self):
         sid = self.create()
-        self.nsbox("exec", "-d", sid, "--", "sleep", "300")
+        self.nsbox("exec", "-d", sid, "--", "sleep", "300", check=True)
         sup, init = self.supervisor_pid(sid), self.init_pid(sid)
         os.kill(sup, signal.SIGKILL)
         deadline = time.monotonic() + 10

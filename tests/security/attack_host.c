@@ -186,6 +186,22 @@ static void probe_read(const char *name, const char *path)
         emit(name, n == 0, n == 0 ? "%s: reads as empty (masked)" : "%s: read %zd bytes", path, n);
 }
 
+/* A read that finds nothing does not tell a mask from a file that is empty to this user (its
+ * own keys, none; an address list of zeros): the masked files must be the sandbox's /dev/null,
+ * bound over them, wherever the kernel has them. */
+static void probe_masked(const char *name, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) < 0) {
+        emit(name, errno == ENOENT, "%s: stat %s%s", path, ename(errno),
+             errno == ENOENT ? " (absent here)" : "");
+        return;
+    }
+    bool null = S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3);
+    emit(name, null, null ? "%s: /dev/null bound over it" : "%s: not masked (mode %o)", path,
+         (unsigned)st.st_mode);
+}
+
 static void probe_kallsyms(void)
 {
     char *s = read_file("/proc/kallsyms", NULL);
@@ -249,6 +265,14 @@ void attack_host_proc_sys(void)
     probe_read("read_proc_kmsg", "/proc/kmsg");
     probe_read("read_dev_kmsg", "/dev/kmsg");
     probe_read("read_dev_mem", "/dev/mem");
+    static const char *const masked[] = {"kcore", "keys", "timer_list", "sched_debug",
+                                         "latency_stats", "timer_stats", "kallsyms"};
+    for (size_t i = 0; i < sizeof masked / sizeof *masked; i++) {
+        char name[64], path[64];
+        snprintf(name, sizeof name, "proc_masked_%s", masked[i]);
+        snprintf(path, sizeof path, "/proc/%s", masked[i]);
+        probe_masked(name, path);
+    }
     probe_kallsyms();
 }
 
@@ -478,6 +502,20 @@ void attack_host_rootfs(void)
                 k += (size_t)snprintf(bad + k, sizeof bad - k, " %s(flags %#lx)", *m, sv.f_flag);
     }
     emit("mounts_nosuid_nodev", k == 0, k ? "missing nosuid/nodev:%s" : "all nosuid (and nodev)%s",
+         bad);
+    /* the host's /usr and /etc are root's: appuser's create fails on their modes alone, so the
+     * mounts' own flag is what says they are read-only */
+    static const char *const ro[] = {"/", "/usr", "/usr/bin", "/etc", NULL};
+    k = 0;
+    bad[0] = '\0';
+    for (const char *const *m = ro; *m; m++) {
+        struct statvfs sv;
+        if (statvfs(*m, &sv) == 0 && (sv.f_flag & ST_RDONLY))
+            continue;
+        if (k + 40 < sizeof bad)
+            k += (size_t)snprintf(bad + k, sizeof bad - k, " %s", *m);
+    }
+    emit("mounts_read_only", k == 0, k ? "not read-only mounts:%s" : "/ /usr /usr/bin /etc%s",
          bad);
 }
 

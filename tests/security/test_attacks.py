@@ -98,7 +98,9 @@ GROUPS = {
                     "cgroup_view_own_cgroup_only", "cgroup_view_mounts_readonly"],
     "proc_reads": ["read_proc_kcore", "read_proc_keys", "read_proc_timer_list",
                    "read_proc_sched_debug", "read_proc_kmsg", "read_dev_kmsg", "read_dev_mem",
-                   "kallsyms_addresses_hidden"],
+                   "kallsyms_addresses_hidden"] +
+                  ["proc_masked_" + n for n in ("kcore", "keys", "timer_list", "sched_debug",
+                                                "latency_stats", "timer_stats", "kallsyms")],
     "fds": ["fds_only_stdio", "stdio_not_directories"],
     "launcher": ["readlink_proc_1_exe", "open_proc_1_exe_rdonly", "open_proc_1_exe_wronly",
                  "open_proc_1_exe_path_then_write", "other_exes_inside_root"],
@@ -109,7 +111,7 @@ GROUPS = {
                       + ["host_processes_invisible", "host_pid_unreachable",
                          "host_environment_not_inherited"],
     "rootfs": ["write_root", "write_usr", "write_usr_bin", "write_etc", "write_proc_root",
-               "mounts_nosuid_nodev"],
+               "mounts_nosuid_nodev", "mounts_read_only"],
     "network_none": ["net_only_loopback", "net_no_route_ipv4", "net_no_route_ipv6",
                      "net_host_loopback_tcp_unreachable", "net_host_abstract_unix_unreachable"],
 }

@@ -114,6 +114,9 @@ class ForkBomb(ResourceTest):
                             "wait $s; echo survived", timeout=30)
         uid = self.sandbox_uid(sid)
         self.assertGreaterEqual(uid, UID_BASE)
+        # the cgroup's limit itself (judged once the sandbox has ended): as root, RLIMIT_NPROC
+        # of the same count (the sandbox's host uid is its own) would hold the bomb without it
+        pids_max = sandbox_cgroup_file(sid, "pids", "pids.max", "pids.max")
         lat, pids, exact = [], [], []
         while p.poll() is None:
             lat.append(host_spawn_latency())
@@ -133,6 +136,7 @@ class ForkBomb(ResourceTest):
               f"{len(lat)} samples (before the bomb: {quiet * 1000:.0f} ms)", file=sys.stderr)
         self.assertEqual(p.returncode, 0, err)
         self.assertEqual(out, b"survived\n")  # the sandbox's own shell still works
+        self.assertEqual(pids_max, "256")
         self.assertGreater(max(pids), 100, "the bomb never got going: the test means nothing")
         self.assertLessEqual(max(exact or pids), 256)
         # An escaped bomb takes the host's pids (the spawn above fails) or its CPUs (every
@@ -495,6 +499,7 @@ class OutputFlood(ResourceTest):
         print(f"\n  output flood: {got} bytes, nsbox peak RSS {hwm} kB", file=sys.stderr)
         self.assertEqual(p.returncode, 0)
         self.assertEqual(got, {"out": 100 << 20, "err": 10 << 20})
+        self.assertGreater(hwm, 0, "nsbox's peak memory was never read: the test proves nothing")
         self.assertLess(hwm, 32 * 1024)
 
 
