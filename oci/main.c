@@ -1,9 +1,11 @@
 /* nsbox-oci: runc's command line over an OCI bundle, running nsbox sandboxes (docs/oci.md).
  * Errors go to stderr and to the log (ocilog.c), as runc writes them. */
 #include "ocirt.h"
+#include "cleanup.h"
 #include "cmdline.h"
 #include "config.h"
 #include "spec.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,10 +16,18 @@
 #define NSBOX_VERSION "0.0.0"
 #endif
 
+/* One line, with no control character: a message may name what a container wrote (an entry
+ * of its writable root, which the seal's walk refuses), and goes to the engine's log and to
+ * stderr, which an engine passes on to its user's terminal (`docker start`). */
 static void log_error(const struct nsbox_ocirt *g, const char *msg)
 {
-    fprintf(stderr, "nsbox-oci: %s\n", msg);
-    nsbox_ocilog_append(g, "error", msg);
+    cleanup_free char *shown = nsbox_text_shown(msg, "");
+    if (shown)
+        for (char *c = shown; *c; c++)
+            if (*c == '\n')
+                *c = '?';
+    fprintf(stderr, "nsbox-oci: %s\n", shown ? shown : "(out of memory for the message)");
+    nsbox_ocilog_append(g, "error", shown ? shown : "(out of memory for the message)");
 }
 
 /* Each command, its synopsis and what it does: `nsbox-oci --help` lists them all,
