@@ -5,7 +5,6 @@
 #include "cmdline.h"
 #include "config.h"
 #include "spec.h"
-#include "util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -16,18 +15,12 @@
 #define NSBOX_VERSION "0.0.0"
 #endif
 
-/* One line, with no control character: a message may name what a container wrote (an entry
- * of its writable root, which the seal's walk refuses), and goes to the engine's log and to
- * stderr, which an engine passes on to its user's terminal (`docker start`). */
 static void log_error(const struct nsbox_ocirt *g, const char *msg)
 {
-    cleanup_free char *shown = nsbox_text_shown(msg, "");
-    if (shown)
-        for (char *c = shown; *c; c++)
-            if (*c == '\n')
-                *c = '?';
-    fprintf(stderr, "nsbox-oci: %s\n", shown ? shown : "(out of memory for the message)");
-    nsbox_ocilog_append(g, "error", shown ? shown : "(out of memory for the message)");
+    cleanup_free char *shown = nsbox_ocilog_shown(msg);
+    const char *line = shown ? shown : "(out of memory for the message)";
+    fprintf(stderr, "nsbox-oci: %s\n", line);
+    nsbox_ocilog_append(g, "error", line);
 }
 
 /* Each command, its synopsis and what it does: `nsbox-oci --help` lists them all,
