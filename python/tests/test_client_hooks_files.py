@@ -535,6 +535,41 @@ class Files(AsyncClientTest):
             self.assertEqual(sb.read_file("small", into=buf), 5)
             self.assertEqual(buf.getvalue(), b"xab\0\0\0")
 
+    def test_a_directory_that_grows_while_listed_is_listed_within_a_bound(self):
+        # Entries made while a directory is listed in parts may be listed: a sandbox making
+        # them faster than the parts came kept list_files going, the client holding every name,
+        # until the workspace was full (640,000 names for a directory of 20,000, measured). The
+        # listing now ends at twice the names the directory held when it began. Long names:
+        # fewer in a part (about 3,000), so that the parts are outgrown at small cost.
+        make = ("cd d && python3 -c 'import os\n"
+                "for i in range(10000): open(\"%s%%05d\" %% i + \"x\" * 200, \"w\").close()'")
+        with self.box().open() as sb:
+            r = sb.execute("mkdir d && " + make % "a")
+            self.assertEqual(r.exit_code, 0, r.stderr)
+            call, parts = sb._call, []
+
+            def growing(op, **kw):
+                reply = call(op, **kw)
+                if op == "list":
+                    parts.append(len(reply.get("entries") or []))
+                    if len(parts) > 12:
+                        raise AssertionError("the listing went on: %d parts, %d names"
+                                             % (len(parts), sum(parts)))
+                    grown = sb.execute(make % ("b%d-" % len(parts)))
+                    self.assertEqual(grown.exit_code, 0, grown.stderr)
+                return reply
+
+            sb._call = growing
+            names = [f.name for f in sb.list_files("d")]
+            self.assertGreater(len(parts), 2)  # in parts, or nothing was tried
+            self.assertLessEqual(len(names), 2 * 10000)
+            self.assertEqual(len(set(names)), len(names))
+            sb._call = call
+            # a directory left alone is listed whole, every part
+            sb.execute("rm -r d && mkdir d && " + make % "c")
+            names = [f.name for f in sb.list_files("d")]
+            self.assertEqual(sorted(names), ["c%05d" % i + "x" * 200 for i in range(10000)])
+
     def test_round_trip_sync(self):
         with self.box().open() as sb:
             payload = bytes(range(256)) * 4096  # 1 MiB, every byte value
