@@ -502,8 +502,9 @@ class Files(AsyncClientTest):
 
     def test_read_into_a_path_keeps_a_sparse_files_holes(self):
         # A sandbox's file of 16 TiB costs its 2 GiB workspace 4 KiB: read_file(into=PATH)
-        # wrote every zero of it onto the host's disk (nsbox cp kept the holes). Here 256 MiB,
-        # with data at both ends and in the middle; the copy must cost about what its data does.
+        # must not write every zero of it onto the host's disk (nsbox cp keeps the holes). Here
+        # 256 MiB, with data at both ends and in the middle; the copy must cost about what its
+        # data does.
         with self.box().open() as sb:
             sb.execute("truncate -s 128M sparse; printf mid >> sparse; truncate -s 256M sparse;"
                        " printf head | dd of=sparse conv=notrunc status=none;"
@@ -537,10 +538,11 @@ class Files(AsyncClientTest):
 
     def test_a_directory_that_grows_while_listed_is_listed_within_a_bound(self):
         # Entries made while a directory is listed in parts may be listed: a sandbox making
-        # them faster than the parts came kept list_files going, the client holding every name,
-        # until the workspace was full (640,000 names for a directory of 20,000, measured). The
-        # listing now ends at twice the names the directory held when it began. Long names:
-        # fewer in a part (about 3,000), so that the parts are outgrown at small cost.
+        # them faster than the parts come must not keep list_files going, the client holding
+        # every name, until the workspace is full (640,000 names for a directory of 20,000,
+        # measured without the bound). A listing ends at twice the names the directory held
+        # when it began. Long names: fewer in a part (about 3,000), so that the parts are
+        # outgrown at small cost.
         make = ("cd d && python3 -c 'import os\n"
                 "for i in range(10000): open(\"%s%%05d\" %% i + \"x\" * 200, \"w\").close()'")
         with self.box().open() as sb:

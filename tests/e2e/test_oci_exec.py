@@ -159,9 +159,9 @@ class OciExec(BundleCase):
         self.assertEqual(len(json.loads(self.oci("ps", "--format", "json", "c1").stdout)), 2)
 
     def test_ps_keeps_a_long_command_lines_row_whole(self):
-        # ps's table was read in lines of 4 KiB: a container's process with a longer command
-        # line lost the rest of its row, and the row after it, another process's, was glued
-        # onto it (the cut part had no newline): a process hidden from `docker top`.
+        # ps's table is read in whole rows: cut at 4 KiB, a container's process with a longer
+        # command line lost the rest of its row, and the row after it, another process's, was
+        # glued onto it (the cut part had no newline): a process hidden from `docker top`.
         tail = "y" * 6000
         self.running(["sh", "-c", "sleep 999 & wait; : " + tail])
         for _ in range(100):

@@ -245,8 +245,8 @@ class WritableRoot(BundleCase):
     def test_names_the_container_wrote_reach_no_terminal_in_an_error(self):
         # The seal's walk names what it refuses (here: a directory deeper than it goes), and the
         # tree is the container's: a name with terminal controls and a newline, made in one run,
-        # was printed as it was on create's stderr when the container was made again, where
-        # `docker start` passes it on, and a text --log got a line of its own from it.
+        # must not reach create's stderr as it is when the container is made again (`docker
+        # start` passes it on), nor put a line of its own in a text --log.
         hostile = "\x1b]0;pwned\x07\n{\"level\":\"info\",\"msg\":\"forged\"}\u009b2Jx"
         octal = "".join("\\%03o" % b for b in hostile.encode())
         c = config(["sh", "-c", "p=/d; i=1; while [ $i -lt 256 ]; do p=$p/d; i=$((i+1)); done;"
