@@ -1,6 +1,7 @@
 /* nsbox-oci: runc's command line over an OCI bundle, running nsbox sandboxes (docs/oci.md).
  * Errors go to stderr and to the log (ocilog.c), as runc writes them. */
 #include "ocirt.h"
+#include "cleanup.h"
 #include "cmdline.h"
 #include "config.h"
 #include "spec.h"
@@ -16,8 +17,10 @@
 
 static void log_error(const struct nsbox_ocirt *g, const char *msg)
 {
-    fprintf(stderr, "nsbox-oci: %s\n", msg);
-    nsbox_ocilog_append(g, "error", msg);
+    cleanup_free char *shown = nsbox_ocilog_shown(msg);
+    const char *line = shown ? shown : "(out of memory for the message)";
+    fprintf(stderr, "nsbox-oci: %s\n", line);
+    nsbox_ocilog_append(g, "error", line);
 }
 
 /* Each command, its synopsis and what it does: `nsbox-oci --help` lists them all,

@@ -617,10 +617,12 @@ static void now_rfc3339(char *out, size_t n)
  * --log when there is one, which engines give, and to stderr only without it. */
 static void warn(const struct nsbox_ocirt *g, const char *msg)
 {
+    cleanup_free char *shown = nsbox_ocilog_shown(msg);
+    const char *line = shown ? shown : "(out of memory for the message)";
     if (g->log)
-        nsbox_ocilog_append(g, "warning", msg);
+        nsbox_ocilog_append(g, "warning", line);
     else
-        fprintf(stderr, "nsbox-oci: warning: %s\n", msg);
+        fprintf(stderr, "nsbox-oci: warning: %s\n", line);
 }
 
 /* A lower layer's line (the host's file table raised, or not) as a warning: nsbox-oci changes

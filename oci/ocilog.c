@@ -1,6 +1,7 @@
 /* nsbox-oci's log (--log): a line per message as runc writes them, a JSON line
  * {"level":...,"msg":...,"time":...} (--log-format json) or a text line, appended. */
 #include "ocirt.h"
+#include "util.h"
 
 #include <cJSON.h>
 #include <stdio.h>
@@ -36,4 +37,14 @@ void nsbox_ocilog_append(const struct nsbox_ocirt *g, const char *level, const c
         fprintf(f, "\"\n");
     }
     fclose(f);
+}
+
+char *nsbox_ocilog_shown(const char *msg)
+{
+    char *shown = nsbox_text_shown(msg, "");
+    if (shown)
+        for (char *c = shown; *c; c++)
+            if (*c == '\n')
+                *c = '?';
+    return shown;
 }

@@ -65,11 +65,25 @@ static int ps_table(char **opts, int n_opts, const pid_t *pids, size_t n, struct
         close(p[0]);
         return nsbox_err_sys(e, "ps");
     }
-    char line[4096];
+    /* Whole lines, however long: a row cut at a fixed size lost its rest, and the row after
+     * it was glued onto it (a process hidden by a container's long command line). */
+    cleanup_free char *line = NULL, *copy = NULL;
+    size_t cap = 0, copy_cap = 0;
+    ssize_t len;
     int col = -1;
-    while (fgets(line, sizeof line, f)) {
-        char copy[sizeof line], *save = NULL, *tok;
-        snprintf(copy, sizeof copy, "%s", line);
+    bool oom = false;
+    while ((len = getline(&line, &cap, f)) >= 0) {
+        char *save = NULL, *tok;
+        if ((size_t)len + 1 > copy_cap) {
+            char *c = realloc(copy, (size_t)len + 1);
+            if (!c) {
+                oom = true; /* read on to the end all the same: ps must not block on its pipe */
+                continue;
+            }
+            copy = c;
+            copy_cap = (size_t)len + 1;
+        }
+        memcpy(copy, line, (size_t)len + 1);
         int i = 0;
         if (col < 0) { /* the header */
             for (tok = strtok_r(copy, " \t\n", &save); tok;
@@ -87,6 +101,8 @@ static int ps_table(char **opts, int n_opts, const pid_t *pids, size_t n, struct
     fclose(f);
     int status;
     waitpid(child, &status, 0);
+    if (oom)
+        return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "ps: out of memory for its table");
     if (col < 0)
         return nsbox_err_invalid(e, "ps: its output has no PID column (ps options?)");
     return 0;

@@ -40,7 +40,8 @@
 /* ---- messages ------------------------------------------------------------------------------ */
 
 /* Paths come from the sandbox or an image: they may hold newlines or terminal escape sequences
- * that would forge log lines when main() prints the message, and may be PATH_MAX bytes long. */
+ * (C1's too, U+009B is CSI) that would forge log lines when main() prints the message, and may
+ * be PATH_MAX bytes long. */
 #define SP_DISP_MAX 160
 
 static void sp_disp(char *dst, size_t dstn, const char *p, size_t len)
@@ -48,7 +49,10 @@ static void sp_disp(char *dst, size_t dstn, const char *p, size_t len)
     size_t o = 0, i;
     for (i = 0; i < len && o + 4 < dstn && i < SP_DISP_MAX; i++) {
         unsigned char c = (unsigned char)p[i];
-        dst[o++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+        bool c1 = c == 0xc2 && i + 1 < len && (unsigned char)p[i + 1] >= 0x80 &&
+                  (unsigned char)p[i + 1] <= 0x9f; /* U+0080-U+009F: CSI, OSC as UTF-8 */
+        dst[o++] = (c < 0x20 || c == 0x7f || c1) ? '?' : (char)c;
+        i += c1;
     }
     if (i < len && o + 4 <= dstn) {
         memcpy(dst + o, "...", 3);

@@ -242,12 +242,14 @@ void nsbox_egress_reader_close(struct nsbox_egress_reader *r)
     r->fd = r->older_fd = -1;
 }
 
-/* Lines the writer made are JSON with every control byte escaped: a line with one (a helper
- * taken over writing terminal escapes for `nsbox logs` to print) is not passed on. */
+/* Lines the writer made are JSON with every control byte escaped, of ASCII alone (names,
+ * addresses, methods and paths are checked as ASCII before they are logged): a line with a
+ * control byte or any other (a helper taken over writing terminal escapes for `nsbox logs` to
+ * print, C1's among them: 0x9b is CSI raw, and as UTF-8 too) is not passed on. */
 static bool printable(const char *text, size_t len)
 {
     for (size_t i = 0; i < len; i++)
-        if ((unsigned char)text[i] < 0x20 || text[i] == 0x7f)
+        if ((unsigned char)text[i] < 0x20 || (unsigned char)text[i] >= 0x7f)
             return false;
     return true;
 }

@@ -62,9 +62,12 @@ void files_disp(char *out, size_t n, const char *s, size_t len, size_t max)
     if (n == 0) return;
     while (i < len && i < max && o + 5 < n) {
         size_t k = utf8_seq(u + i, len - i);
-        if (k == 0 || (k == 1 && (u[i] < 0x20 || u[i] == 0x7f))) {
+        /* C0, DEL, and C1 as UTF-8 (U+0080-U+009F: CSI and OSC too, for a terminal that
+         * takes them) */
+        if (k == 0 || (k == 1 && (u[i] < 0x20 || u[i] == 0x7f)) ||
+            (k == 2 && u[i] == 0xc2 && u[i + 1] <= 0x9f)) {
             out[o++] = '?';
-            i++;
+            i += k ? k : 1;
             continue;
         }
         if (o + k + 4 >= n) break;

@@ -57,20 +57,54 @@ static void free_ents(struct list_ent *v, size_t n)
     free(v);
 }
 
+/* How many more names the first part reads to count what the directory holds: past it, the
+ * count stays unknown and the parts go on to the end they find. */
+#define LIST_SCAN_MAX (64 * NSBOX_FILES_LIST_MAX)
+
+/* After the first part of a directory too big for one reply: the names from the one that did
+ * not fit to the directory's end (getdents alone, no stat), or -1 past LIST_SCAN_MAX. */
+static long long list_count_rest(DIR *d)
+{
+    long long n = 1; /* the one that did not fit */
+    while (n <= LIST_SCAN_MAX) {
+        errno = 0;
+        struct dirent *de = readdir(d);
+        if (!de)
+            return errno ? -1 : n;
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            n++;
+    }
+    return -1;
+}
+
 /* A directory too big for one reply is read in several: each reply ends with the position of
  * the first entry it could not hold ("next"), and the next request starts there ("cursor"). A
  * position is the filesystem's own (d_off; ext4: a hash of the name, tmpfs: a stable index, as
  * NFS uses them), so each request reads only its own part: a sorted listing would read the
  * whole directory for every part. Entries made or removed meanwhile may be seen or not, as in
- * any directory read. Each reply is sorted by name; across replies the order is the
- * directory's, and a client that wants them all sorts the whole (the Python client does). */
+ * any directory read, but a listing holds at most twice as many names as the directory did
+ * when it began: the first part counts the rest (one pass of names) and the cursors carry how
+ * many more may come ("NEXT:LEFT"). Otherwise a sandbox that makes and removes entries while
+ * it is listed kept the listing going for as long as it liked, and the client holding it all:
+ * a tmpfs's position that names a removed entry goes on from a newer one, so the parts came
+ * round again (262,023 names for a directory of 30,000). Twice, not once: entries made
+ * meanwhile count too, and with a bound of the count alone they would push out some that were
+ * there all along. Each reply is sorted by name; across replies the
+ * order is the directory's, and a client that wants them all sorts the whole (the Python
+ * client does). */
 int files_list(struct files_ctx *c, const char *cursor, cJSON *reply, struct nsbox_err *e)
 {
-    long long start = 0;
+    long long start = 0, left = -1; /* left: names still to list, -1 not counted */
     if (*cursor) {
         char *end;
         errno = 0;
         start = strtoll(cursor, &end, 10);
+        if (*end == ':' && end != cursor && !errno) {
+            char *p = end + 1;
+            left = strtoll(p, &end, 10);
+            if (end == p || left < 0)
+                end = p - 1; /* refused below */
+        }
         if (*end || end == cursor || errno || start < 0)
             return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
                                  "request: 'cursor' must be a previous list reply's 'next'");
@@ -97,6 +131,7 @@ int files_list(struct files_ctx *c, const char *cursor, cJSON *reply, struct nsb
     struct list_ent *v = NULL;
     size_t n = 0, cap = 0, used = 0;
     long long pos = start, next = -1; /* where the entry read now is; the one that did not fit */
+    long long seen = 0;                /* names read, counted against left */
     int err = 0;
     for (;;) {
         errno = 0;
@@ -108,6 +143,9 @@ int files_list(struct files_ctx *c, const char *cursor, cJSON *reply, struct nsb
         long long here = pos;
         pos = (long long)de->d_off; /* where the one after it is */
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        if (left >= 0 && seen == left)
+            break; /* as many as the directory held when the listing began: its end */
+        seen++;
         struct stat sb;
         if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
             continue; /* removed since readdir saw it */
@@ -119,6 +157,12 @@ int files_list(struct files_ctx *c, const char *cursor, cJSON *reply, struct nsb
                       (link ? json_escaped_len(tu) + 16 : 0);
         if (n >= NSBOX_FILES_LIST_MAX || used + cost > LIST_BUDGET) {
             next = here;
+            seen--; /* the next part's first */
+            if (!*cursor) { /* twice what the directory holds: as many again may be made */
+                long long rest = list_count_rest(d);
+                left = rest < 0 ? -1 : seen + 2 * rest;
+                seen = 0;
+            }
             break;
         }
         if (nsbox_grow(&v, &cap, n, sizeof *v, 64, 0) < 0) {
@@ -153,8 +197,11 @@ int files_list(struct files_ctx *c, const char *cursor, cJSON *reply, struct nsb
     free_ents(v, n);
     cJSON_AddBoolToObject(reply, "truncated", next >= 0);
     if (next >= 0) {
-        char t[24];
-        snprintf(t, sizeof t, "%lld", next);
+        char t[48];
+        if (left >= 0)
+            snprintf(t, sizeof t, "%lld:%lld", next, left - seen);
+        else
+            snprintf(t, sizeof t, "%lld", next);
         cJSON_AddStringToObject(reply, "next", t);
     }
     if (!arr)

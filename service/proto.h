@@ -59,8 +59,9 @@ struct nsbox_request {
     /* files */
     char path[PATH_MAX];
     /* list: where to go on, the previous reply's "next" (a position in the directory, in
-     * decimal: it may not fit a JSON number's 53 bits); "" from the start */
-    char cursor[24];
+     * decimal: it may not fit a JSON number's 53 bits, and the last entry's when the listing
+     * began after a ':'); "" from the start */
+    char cursor[48];
     unsigned mode;
     bool mkdir, recursive, parents;
     bool set_mode; /* write: mode applies to an existing file too (else only to a new one) */

@@ -146,6 +146,45 @@ def _copy_at_most(src, dst, size):
     return done
 
 
+def _copy_keeping_holes(src, dst, size):
+    """As _copy_at_most, into dst, a regular file made or emptied for the copy: the holes of
+    the sandbox's file stay holes, so that a sparse file costs the host's disk what its data
+    costs, not its apparent size (a 2 GiB workspace holds a file of 16 TiB), as `nsbox cp`
+    copies it. Anything else gets every byte."""
+    dst.flush()
+    out = dst.fileno()
+    st = os.fstat(out)
+    if not stat.S_ISREG(st.st_mode) or st.st_size != 0 or os.lseek(out, 0, os.SEEK_CUR) != 0:
+        return _copy_at_most(src, dst, size)
+    fd = src.fileno()
+    pos, end = 0, size
+    while pos < end:
+        try:
+            data = os.lseek(fd, pos, os.SEEK_DATA)
+            hole = min(os.lseek(fd, data, os.SEEK_HOLE), end)
+        except OSError as e:
+            if e.errno == errno.ENXIO:  # a hole up to the end
+                break
+            data, hole = pos, end  # no SEEK_DATA here: all of it
+        if data >= end:
+            break
+        at = data
+        while at < hole:
+            chunk = os.pread(fd, min(hole - at, 1 << 20), at)
+            if not chunk:  # shorter than when the read was answered: cut there
+                end = hole = at
+                break
+            view, off = memoryview(chunk), at
+            while view:
+                n = os.pwrite(out, view, off)
+                view, off = view[n:], off + n
+            at += len(chunk)
+        pos = hole
+    os.ftruncate(out, end)
+    os.lseek(out, end, os.SEEK_SET)
+    return end
+
+
 def _into_path(target, copy):
     """copy(out) into the local file target, which is replaced whole or not at all, as
     `nsbox cp ID:f DST` does (docs/files.md): the content goes into an unnamed file in target's
@@ -660,7 +699,7 @@ class Session:
             if into is None:
                 return f.read(size)
             if into_path:
-                return _into_path(into, lambda out: _copy_at_most(f, out, size))
+                return _into_path(into, lambda out: _copy_keeping_holes(f, out, size))
             return _copy_at_most(f, into, size)
 
     def write_file(self, path, data, mode=None, mkdir=True):

@@ -500,6 +500,78 @@ class Files(AsyncClientTest):
             self.assertEqual(os.stat(keep).st_mode & 0o7777, 0o640)
             self.assertEqual(os.listdir(tiny), ["keep"])
 
+    def test_read_into_a_path_keeps_a_sparse_files_holes(self):
+        # A sandbox's file of 16 TiB costs its 2 GiB workspace 4 KiB: read_file(into=PATH)
+        # must not write every zero of it onto the host's disk (nsbox cp keeps the holes). Here
+        # 256 MiB, with data at both ends and in the middle; the copy must cost about what its
+        # data does.
+        with self.box().open() as sb:
+            sb.execute("truncate -s 128M sparse; printf mid >> sparse; truncate -s 256M sparse;"
+                       " printf head | dd of=sparse conv=notrunc status=none;"
+                       " printf tail >> sparse")
+            size = (256 << 20) + 4
+            for dest in (os.path.join(self.dirs.base, "sparse.new"),
+                         os.path.join(self.dirs.base, "sparse.old")):
+                if dest.endswith(".old"):
+                    with open(dest, "wb") as f:  # two links: written in place
+                        f.write(b"old content")
+                    os.link(dest, dest + ".link")
+                self.assertEqual(sb.read_file("sparse", into=dest), size)
+                st = os.stat(dest)
+                self.assertEqual(st.st_size, size)
+                self.assertLess(st.st_blocks * 512, 1 << 20,
+                                "%s: the holes were written (%d bytes on disk)"
+                                % (dest, st.st_blocks * 512))
+                with open(dest, "rb") as f:
+                    self.assertEqual(f.read(4), b"head")
+                    f.seek(128 << 20)
+                    self.assertEqual(f.read(3), b"mid")
+                    self.assertEqual(f.read(16), bytes(16))
+                    f.seek(size - 4)
+                    self.assertEqual(f.read(), b"tail")
+            # a file object the caller opened gets every byte where it writes (its offset)
+            buf = __import__("io").BytesIO(b"x")
+            buf.seek(1)
+            sb.execute("printf ab > small; truncate -s 5 small")
+            self.assertEqual(sb.read_file("small", into=buf), 5)
+            self.assertEqual(buf.getvalue(), b"xab\0\0\0")
+
+    def test_a_directory_that_grows_while_listed_is_listed_within_a_bound(self):
+        # Entries made while a directory is listed in parts may be listed: a sandbox making
+        # them faster than the parts come must not keep list_files going, the client holding
+        # every name, until the workspace is full (640,000 names for a directory of 20,000,
+        # measured without the bound). A listing ends at twice the names the directory held
+        # when it began. Long names: fewer in a part (about 3,000), so that the parts are
+        # outgrown at small cost.
+        make = ("cd d && python3 -c 'import os\n"
+                "for i in range(10000): open(\"%s%%05d\" %% i + \"x\" * 200, \"w\").close()'")
+        with self.box().open() as sb:
+            r = sb.execute("mkdir d && " + make % "a")
+            self.assertEqual(r.exit_code, 0, r.stderr)
+            call, parts = sb._call, []
+
+            def growing(op, **kw):
+                reply = call(op, **kw)
+                if op == "list":
+                    parts.append(len(reply.get("entries") or []))
+                    if len(parts) > 12:
+                        raise AssertionError("the listing went on: %d parts, %d names"
+                                             % (len(parts), sum(parts)))
+                    grown = sb.execute(make % ("b%d-" % len(parts)))
+                    self.assertEqual(grown.exit_code, 0, grown.stderr)
+                return reply
+
+            sb._call = growing
+            names = [f.name for f in sb.list_files("d")]
+            self.assertGreater(len(parts), 2)  # in parts, or nothing was tried
+            self.assertLessEqual(len(names), 2 * 10000)
+            self.assertEqual(len(set(names)), len(names))
+            sb._call = call
+            # a directory left alone is listed whole, every part
+            sb.execute("rm -r d && mkdir d && " + make % "c")
+            names = [f.name for f in sb.list_files("d")]
+            self.assertEqual(sorted(names), ["c%05d" % i + "x" * 200 for i in range(10000)])
+
     def test_round_trip_sync(self):
         with self.box().open() as sb:
             payload = bytes(range(256)) * 4096  # 1 MiB, every byte value

@@ -477,6 +477,24 @@ class FilesTest(unittest.TestCase):
         self.assertEqual(os.stat("/etc/shadow").st_mtime_ns, shadow_mtime)
         self.sh("rm -f /workspace/x /workspace/y /workspace/z /workspace/loop")
 
+    def test_a_symlinks_text_reaches_the_terminal_without_controls(self):
+        # The message for a link that names nothing quotes its text, which the sandbox wrote:
+        # terminal controls in it (ESC, BEL, and CSI and OSC as the single characters U+009B
+        # and U+009D, which xterm acts on in UTF-8) would reach the terminal of whoever ran
+        # nsbox cp.
+        r = self.sh("cd /workspace && ln -s \"$(printf 'a\\302\\2332J\\302\\2350;pwned\\007"
+                    "\\033[31m\\302\\205\\302\\237b\\303\\251')\" ctl")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.sh("readlink /workspace/ctl | od -An -c")
+        self.assertIn("302 233", r.stdout.decode())  # the link holds U+009B
+        r = self.nsbox("cp", f"{self.id}:ctl", self.host("ctl"))
+        self.assertFails(r, "no such file", "a symlink to 'a?2J?0;pwned??[31m??b\u00e9'")
+        for c in range(0x80, 0xa0):
+            self.assertNotIn(chr(c).encode(), r.stderr)
+        self.assertNotIn(b"\x1b", r.stderr)
+        self.assertNotIn(b"\x07", r.stderr)
+        self.sh("rm -f /workspace/ctl")
+
     def test_fifo_planted_by_the_sandbox(self):
         r = self.sh("mkfifo /workspace/fifo")
         self.assertEqual(r.returncode, 0, r.stderr)

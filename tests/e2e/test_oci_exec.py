@@ -158,6 +158,27 @@ class OciExec(BundleCase):
         self.assertEqual(os.waitstatus_to_exitcode(self.wait(relay)), 128 + signal.SIGTERM)
         self.assertEqual(len(json.loads(self.oci("ps", "--format", "json", "c1").stdout)), 2)
 
+    def test_ps_keeps_a_long_command_lines_row_whole(self):
+        # ps's table is read in whole rows: cut at 4 KiB, a container's process with a longer
+        # command line lost the rest of its row, and the row after it, another process's, was
+        # glued onto it (the cut part had no newline): a process hidden from `docker top`.
+        tail = "y" * 6000
+        self.running(["sh", "-c", "sleep 999 & wait; : " + tail])
+        for _ in range(100):
+            pids = json.loads(self.oci("ps", "--format", "json", "c1").stdout)
+            if len(pids) == 3:
+                break
+            __import__("time").sleep(0.05)
+        self.assertEqual(len(pids), 3, pids)  # init, sh, sleep
+        r = self.oci("ps", "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        table = r.stdout.decode()
+        self.assertTrue(table.endswith("\n"), table[-200:])
+        rows = table.splitlines()
+        self.assertEqual(len(rows), 4, [row[:100] for row in rows])
+        self.assertTrue(any(row.endswith(": " + tail) for row in rows), "the long row was cut")
+        self.assertTrue(any(row.endswith("sleep 999") for row in rows), "the sleep is not shown")
+
     def test_exec_foreground(self):
         self.running(["sleep", "1000"])
         r = self.oci("exec", "--env", "Y=flag", "--cwd", "/bin", "c1", "sh", "-c",

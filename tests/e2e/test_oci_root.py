@@ -9,6 +9,7 @@ to the bundle."""
 import os
 import stat
 import struct
+import subprocess
 import time
 import unittest
 
@@ -240,6 +241,36 @@ class WritableRoot(BundleCase):
         with open(os.path.join(dark, "suid")) as f:
             self.assertEqual(f.read(), "original\n")
         self.assertEqual(stat.S_IMODE(os.stat(os.path.join(dark, "suid")).st_mode), 0o4755)
+
+    def test_names_the_container_wrote_reach_no_terminal_in_an_error(self):
+        # The seal's walk names what it refuses (here: a directory deeper than it goes), and the
+        # tree is the container's: a name with terminal controls and a newline, made in one run,
+        # must not reach create's stderr as it is when the container is made again (`docker
+        # start` passes it on), nor put a line of its own in a text --log.
+        hostile = "\x1b]0;pwned\x07\n{\"level\":\"info\",\"msg\":\"forged\"}\u009b2Jx"
+        octal = "".join("\\%03o" % b for b in hostile.encode())
+        c = config(["sh", "-c", "p=/d; i=1; while [ $i -lt 256 ]; do p=$p/d; i=$((i+1)); done;"
+                    " mkdir -p \"$p/$(printf '%s')\" && echo made" % octal])
+        code, out = self.run_container(c)
+        self.assertEqual((code, out), (0, "made\n"))
+        self.assertEqual(self.oci("delete", "c1").returncode, 0)
+        deep = os.path.join(self.rootfs, *["d"] * 256)
+        self.assertEqual(os.listdir(deep), [hostile])  # the container's own name, as it wrote it
+        with open(self.out, "w") as err:
+            r = self.oci("create", "--bundle", self.bundle, "c1", stdout=subprocess.DEVNULL,
+                         stderr=err)
+        self.assertNotEqual(r.returncode, 0)
+        with open(self.out, "rb") as f:
+            said = f.read()
+        self.assertIn(b"deeper than 256 directories", said)
+        self.assertIn(b"?]0;pwned??{\"level\":\"info\",\"msg\":\"forged\"}?2Jx", said)
+        self.assertEqual(said.count(b"\n"), 1, said)  # one line
+        for bad in (b"\x1b", b"\x07", "\u009b".encode()):
+            self.assertNotIn(bad, said)
+        msg = self.log_errors()[-1]["msg"]
+        self.assertIn("deeper than 256 directories", msg)
+        for bad in ("\x1b", "\x07", "\n", "\u009b"):
+            self.assertNotIn(bad, msg)
 
     def test_a_file_capability_of_a_root_id_outside_the_idmap_is_sealed(self):
         # a version 3 file capability whose root id (70000) the idmap does not map cannot be

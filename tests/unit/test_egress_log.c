@@ -209,7 +209,7 @@ static void test_read_mid_rotation_passes_each_once(void **state)
 }
 
 /* Lines the writer did not make are not passed on: no seq, or a control byte (terminal
- * escapes for `nsbox logs` to print). */
+ * escapes for `nsbox logs` to print, C1's too) or any byte past ASCII. */
 static void test_foreign_lines_are_dropped(void **state)
 {
     struct fx *f = *state;
@@ -220,7 +220,10 @@ static void test_foreign_lines_are_dropped(void **state)
     fputs("{\"seq\":1,\"name\":\"a\"}\n"
           "not json\n"
           "{\"seq\":2,\"name\":\"\x1b]0;pwned\x07\"}\n"
-          "{\"seq\":3,\"name\":\"c\"}\n",
+          "{\"seq\":3,\"name\":\"c\"}\n"
+          "{\"seq\":4,\"name\":\"\xc2\x9b" "2J\"}\n" /* C1 CSI as UTF-8 */
+          "{\"seq\":5,\"name\":\"\x9b" "2J\"}\n"     /* ... and raw */
+          "{\"seq\":6,\"name\":\"\x7f\"}\n",
           file);
     fclose(file);
     fx_read(f);

@@ -727,7 +727,9 @@ static void t_list_truncated(void **state)
     assert_int_equal(total, n);
     assert_true(parts >= 2);
     /* a cursor that is no reply's */
-    static const char *const bad[] = {"x", "-1", "12x", "99999999999999999999"};
+    static const char *const bad[] = {"x",  "-1",   "12x",    "99999999999999999999",
+                                      "1:", "1:-2", "1:2:3",  ":5",
+                                      "1:x", "1:99999999999999999999"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cJSON *q = rq("list", "many");
         cJSON_AddStringToObject(q, "cursor", bad[i]);

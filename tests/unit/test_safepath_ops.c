@@ -51,6 +51,13 @@ static void t_errors(void **state)
     assert_null(strchr(e.msg, '\n'));
     assert_null(strchr(e.msg, '\x1b'));
     assert_non_null(strstr(e.msg, "no?such?[2J"));
+    /* ... nor a C1 control as UTF-8 (U+009B is CSI), while other UTF-8 stays */
+    assert_int_equal(nsbox_sp_open(f->rootfd, "a\xc2\x9b" "2J\xc2\x9d" "0;x\xc3\xa9", O_RDONLY, 0, 0,
+                                   &e),
+                     -1);
+    assert_null(strstr(e.msg, "\xc2\x9b"));
+    assert_null(strstr(e.msg, "\xc2\x9d"));
+    assert_non_null(strstr(e.msg, "a?2J?0;x\xc3\xa9"));
 
     assert_int_equal(nsbox_sp_open(f->rootfd, "", O_RDONLY, 0, 0, &e), -1);
     assert_int_equal(e.code, NSBOX_E_INVALID);
