@@ -1,6 +1,7 @@
 /* nsbox-oci's log (--log): a line per message as runc writes them, a JSON line
  * {"level":...,"msg":...,"time":...} (--log-format json) or a text line, appended. */
 #include "ocirt.h"
+#include "text.h"
 #include "util.h"
 
 #include <cJSON.h>
