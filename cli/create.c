@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "cleanup.h"
 #include "cli.h"
+#include "diagnose.h"
 #include "gc.h"
 #include "image.h"
 #include "oci_lookup.h"
@@ -115,7 +116,7 @@ int nsbox_cli_create(int argc, char **argv)
     char image[64];
     /* a --workspace of root's, fs.file-max raised or not raisable */
     nsbox_session_set_note(nsbox_say_note, stderr);
-    int r = nsbox_spec_validate(&spec, &e) < 0 ||
+    int r = nsbox_spec_validate(&spec, &e) < 0 || nsbox_diagnose_root_caps(&e) < 0 ||
                     resolve_image(&spec, image, sizeof image, &e) < 0 ||
                     nsbox_session_create(&spec, image[0] ? image : NULL, (int)owner_pid, NULL, id,
                                          &out, &e) < 0

@@ -37,7 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/capability.h>
-#include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -213,7 +212,10 @@ static int nft_probe(void)
     pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) {
-        int flags = CLONE_NEWNET | (nsbox_diagnose_is_root() ? 0 : CLONE_NEWUSER);
+        /* root without CAP_SYS_ADMIN may make a network namespace only inside a user
+         * namespace of its own, as a user does */
+        bool alone = nsbox_diagnose_is_root() && !nsbox_diagnose_root_without_sys_admin();
+        int flags = CLONE_NEWNET | (alone ? 0 : CLONE_NEWUSER);
         if (unshare(flags) < 0) _exit(NFT_PROBE_UNSHARE);
         const struct nsbox_nftlib *nft = nsbox_nftlib(NULL);
         if (!nft) _exit(NFT_PROBE_CTX);
@@ -277,27 +279,9 @@ static void check_nftables(struct nsbox_check *c)
     }
 }
 
-/* 1 when this process has capability `cap` in its effective set, 0 when not, -1 when its
- * capabilities cannot be read (errno). capget directly: libcap's load-time constructor probes
- * every capability with prctl, a cost every `nsbox run` would pay. */
-static int effective_cap(int cap)
-{
-    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct data[2] = {{0}};
-    if (syscall(SYS_capget, &hdr, data) < 0)
-        return -1;
-    return (data[cap / 32].effective & (1u << (cap % 32))) != 0;
-}
-
-/* Root without the capabilities root has on a host: a container's, started without
- * --privileged; running "as root" is no fix there. */
-#define INFO_CONTAINER_ROOT_FIX                                                                    \
-    "nsbox is root without CAP_SYS_ADMIN, as in a container started without --privileged: run " \
-    "it on the host, or in a container started with --privileged --cgroupns=host"
-
 static void check_netadmin(struct nsbox_check *c)
 {
-    int has = effective_cap(CAP_NET_ADMIN);
+    int has = nsbox_diagnose_has_cap(CAP_NET_ADMIN);
     if (has < 0) {
         DETAIL(c, "cannot read this process's capabilities (%s)", nsbox_text_errname(errno));
     } else if (has) {
@@ -306,8 +290,8 @@ static void check_netadmin(struct nsbox_check *c)
     } else {
         DETAIL(c, "no effective CAP_NET_ADMIN: network all/allow are refused; network none works");
     }
-    if (!c->ok && geteuid() == 0 && effective_cap(CAP_SYS_ADMIN) == 0)
-        FIX(c, "%s (network all/allow need CAP_NET_ADMIN on the host)", INFO_CONTAINER_ROOT_FIX);
+    if (!c->ok && geteuid() == 0 && nsbox_diagnose_has_cap(CAP_SYS_ADMIN) == 0)
+        FIX(c, "%s (network all/allow need CAP_NET_ADMIN on the host)", NSBOX_DIAGNOSE_CONTAINER_ROOT_FIX);
     else if (!c->ok)
         FIX(c, "run as root (network all/allow need CAP_NET_ADMIN on the host)");
 }
@@ -332,6 +316,12 @@ static void check_idmap(struct nsbox_check *c)
                "the host",
                u.release);
         FIX(c, "run as root to hand a --workspace DIR to the sandbox user without chown");
+        return;
+    }
+    if (nsbox_diagnose_root_without_sys_admin()) {
+        DETAIL(c, "kernel %s >= 5.12, but idmapping a host directory needs CAP_SYS_ADMIN on "
+                  "the host, which this root lacks", u.release);
+        FIX(c, "%s", NSBOX_DIAGNOSE_CONTAINER_ROOT_FIX);
         return;
     }
     c->ok = true;
@@ -445,7 +435,7 @@ static void check_privileges(struct nsbox_check *c)
     }
     bool initial =
         nsbox_text_read("/proc/self/uid_map", map, sizeof map) < 0 || nsbox_info_uid_map_is_initial(map);
-    if (initial && effective_cap(CAP_SYS_ADMIN) == 0)
+    if (initial && nsbox_diagnose_has_cap(CAP_SYS_ADMIN) == 0)
         DETAIL(c, "root (uid 0) without CAP_SYS_ADMIN, as in a container started without "
                   "--privileged: not the host's root, so what root's sandboxes have beyond a "
                   "user's (cgroup limits, network all/allow, idmapped workspaces) is as the "

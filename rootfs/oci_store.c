@@ -304,9 +304,37 @@ int nsbox_oci_store_prune(unsigned *removed, unsigned *layers, struct nsbox_err 
 
 /* ---- what a sandbox needs ----------------------------------------------------------------- */
 
+/* A user's store is theirs alone: an image pulled or imported with sudo is in root's, which the
+ * user cannot list (its references are 0700), so this is said without looking there, at the end
+ * of e's message; what came before is shortened to make room, as the hint is the way out. */
+static void store_say_per_user(const char *image, struct nsbox_err *e)
+{
+    char data[PATH_MAX], hint[PATH_MAX + 2 * NSBOX_OCIREF_MAX + 400];
+    struct nsbox_err ignored;
+    if (geteuid() == 0)
+        return;
+    if (nsbox_path_data_dir(data, sizeof data, &ignored) < 0)
+        snprintf(data, sizeof data, "~/.local/share/nsbox");
+    snprintf(hint, sizeof hint,
+             "; images are stored per user: one pulled or imported with sudo is in root's store, "
+             "not in yours (%s/images): pull or import it as yourself, e.g. `docker save %s | "
+             "nsbox image import -`",
+             data, image);
+    size_t l = strlen(e->msg), h = strlen(hint);
+    if (h + 4 >= sizeof e->msg)
+        return;
+    if (l + h >= sizeof e->msg) {
+        l = sizeof e->msg - h - 4;
+        memcpy(e->msg + l, "...", 4);
+        l += 3;
+    }
+    snprintf(e->msg + l, sizeof e->msg - l, "%s", hint);
+}
+
 /* A reference the store lacks, where it has the same repository under another tag (a tag left
  * off means latest): those, at the end of e's message, so that an offline run or a CI job
- * that pulls nothing sees the image it probably meant rather than only a registry's error. */
+ * that pulls nothing sees the image it probably meant rather than only a registry's error.
+ * Where it has none, a user who is not root is told that stores are per user. */
 static void store_say_other_tags(const char *image, struct nsbox_err *e)
 {
     struct nsbox_ociref r;
@@ -318,8 +346,10 @@ static void store_say_other_tags(const char *image, struct nsbox_err *e)
     size_t rl = strlen(repo), shown = 0;
     struct nsbox_oci_ref *v = NULL;
     size_t n = 0;
-    if (nsbox_oci_store_refs(&v, &n, &ignored) < 0)
+    if (nsbox_oci_store_refs(&v, &n, &ignored) < 0) {
+        store_say_per_user(image, e);
         return;
+    }
     for (size_t i = 0; i < n && shown < 3; i++) {
         if (strncmp(v[i].ref, repo, rl) != 0 || (v[i].ref[rl] != ':' && v[i].ref[rl] != '@'))
             continue;
@@ -329,6 +359,8 @@ static void store_say_other_tags(const char *image, struct nsbox_err *e)
         shown++;
     }
     free(v);
+    if (!shown)
+        store_say_per_user(image, e);
 }
 
 int nsbox_oci_store_resolve(const char *image, enum nsbox_pull pull, char *name, size_t n,

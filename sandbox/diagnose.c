@@ -5,16 +5,19 @@
  * that exits at once, and the checks read sysctls. */
 #define _GNU_SOURCE
 #include "diagnose.h"
+#include "caps.h"
 #include "cleanup.h"
 #include "text.h"
 #include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,6 +34,42 @@ bool nsbox_diagnose_is_root(void)
 const char *nsbox_diagnose_sudo(void)
 {
     return nsbox_diagnose_is_root() ? "" : "sudo ";
+}
+
+int nsbox_diagnose_has_cap(int cap)
+{
+    uint64_t eff, prm, inh;
+    if (nsbox_caps_get(&eff, &prm, &inh) < 0)
+        return -1;
+    return (eff >> cap & 1) != 0;
+}
+
+bool nsbox_diagnose_root_without_sys_admin(void)
+{
+    return nsbox_diagnose_is_root() && nsbox_diagnose_has_cap(CAP_SYS_ADMIN) == 0;
+}
+
+/* Why root's sandboxes need CAP_SYS_ADMIN, and whether it could be had: a capability left out
+ * of the bounding set is gone for good (the container was started without it), one only out
+ * of the effective set was dropped by whoever ran nsbox. */
+static void say_root_caps(char *out, size_t n)
+{
+    int bounded = prctl(PR_CAPBSET_READ, CAP_SYS_ADMIN, 0, 0, 0);
+    snprintf(out, n,
+             "root without CAP_SYS_ADMIN (%s) cannot make a sandbox: each sandbox's user "
+             "namespace belongs to a uid of its own, and root may write that namespace's id "
+             "maps only with CAP_SYS_ADMIN",
+             bounded == 0 ? "not even in its bounding set" : "not in its effective set");
+}
+
+int nsbox_diagnose_root_caps(struct nsbox_err *e)
+{
+    if (!nsbox_diagnose_root_without_sys_admin())
+        return 0;
+    char why[256];
+    say_root_caps(why, sizeof why);
+    return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EPERM, "%s; fix: %s", why,
+                         NSBOX_DIAGNOSE_CONTAINER_ROOT_FIX);
 }
 
 int nsbox_diagnose_wait(pid_t pid, int *status)
@@ -213,6 +252,13 @@ void nsbox_diagnose_userns(struct nsbox_check *c, const struct nsbox_ns_probe *p
         if (!sysctl_blocks) fix_for_userns_errno(c, p->userns_err);
     } else {
         DETAIL(c, "; unshare(CLONE_NEWUSER) works");
+    }
+    if (nsbox_diagnose_root_without_sys_admin()) {
+        char why[256];
+        say_root_caps(why, sizeof why);
+        c->ok = false;
+        DETAIL(c, "; but %s", why);
+        FIX(c, "%s", NSBOX_DIAGNOSE_CONTAINER_ROOT_FIX);
     }
 }
 

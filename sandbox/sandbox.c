@@ -451,6 +451,9 @@ int nsbox_sandbox_prepare(struct nsbox_sandbox *c, const struct nsbox_spec *s, c
 {
     struct nsbox_image img;
     char oci_name[64];
+    /* said before anything is pulled or made, rather than as the id map's refusal */
+    if (nsbox_diagnose_root_caps(e) < 0)
+        return -1;
     /* a reference not in the store is pulled first (s->pull, else NSBOX_PULL), unless the
      * caller has (c->image_resolved) */
     if (!c->image_resolved[0] && nsbox_oci_lookup_is_ref(s->image) &&

@@ -58,12 +58,19 @@ static const char *find_mkfs(void)
 }
 
 /* fsopen rather than /proc/filesystems: it loads the ext4 module when it is not loaded yet
- * (typical where the root filesystem is XFS or btrfs). */
-static bool kernel_has_ext4(void)
+ * (typical where the root filesystem is XFS or btrfs). It needs CAP_SYS_ADMIN, as the mount
+ * does: without it (EPERM) nothing is said of the kernel. */
+static bool kernel_has_ext4(char *why, size_t n)
 {
     int fs = (int)syscall(SYS_fsopen, "ext4", FSOPEN_CLOEXEC);
-    if (fs < 0)
+    if (fs < 0) {
+        if (errno == EPERM)
+            snprintf(why, n, "mounting one needs CAP_SYS_ADMIN, which this root lacks (a "
+                             "container started without --privileged)");
+        else
+            snprintf(why, n, "the kernel has no ext4 (modprobe ext4)");
         return false;
+    }
     close(fs);
     return true;
 }
@@ -105,10 +112,8 @@ bool nsbox_workspace_ext4_usable(char *why, size_t n)
     }
     if (!loop_devices_work(why, n))
         return false;
-    if (!kernel_has_ext4()) {
-        snprintf(why, n, "the kernel has no ext4 (modprobe ext4)");
+    if (!kernel_has_ext4(why, n))
         return false;
-    }
     if (!find_mkfs()) {
         snprintf(why, n, "mkfs.ext4 not found (apt-get install e2fsprogs)");
         return false;

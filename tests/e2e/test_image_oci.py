@@ -18,7 +18,7 @@ import unittest
 
 import oci_images
 import oci_registry
-from nsbox_test import NSBOX, Dirs, in_a_terminal, run_nsbox
+from nsbox_test import NSBOX, Dirs, ensure_test_user, in_a_terminal, is_root, run_nsbox
 
 CHECK = ("id -un; echo \"$PATH|$FOO|$BAR\"; ls /opq; ls /keep; "
          "test -e /keep/gone && echo gone-visible; "
@@ -451,6 +451,64 @@ class OciImages(unittest.TestCase):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"skopeo is not installed (apt-get install skopeo)", r.stderr)
         self.assertEqual(self.images(), [])
+
+
+@unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
+@unittest.skipUnless(is_root(), "imports as root and runs as the unprivileged test user")
+class PerUserStore(unittest.TestCase):
+    """A user whose image was imported with sudo is in root's store, which the user can neither
+    use nor list (its references are 0700): the user's not-found error says that stores are per
+    user and how to bring the image over, without looking into root's store."""
+
+    REF = "127.0.0.1:1/t/agent:1.4"
+
+    def setUp(self):
+        self.user = ensure_test_user()
+        self.root_dirs = Dirs()
+        self.addCleanup(self.root_dirs.cleanup)
+        self.user_dirs = Dirs(owner=self.user)
+        self.addCleanup(self.user_dirs.cleanup)
+        self.src = tempfile.mkdtemp(prefix="nsbox-oci-src-")
+        self.addCleanup(shutil.rmtree, self.src, True)
+        self.layout = os.path.join(self.src, "layout")
+        oci_images.write_layout(self.layout)
+        os.chmod(self.src, 0o755)
+        self.nothing = {"NSBOX_SKOPEO": os.path.join(self.src, "no-skopeo")}
+
+    def as_user(self, *args, env=None, check=False):
+        return run_nsbox(list(args), self.user_dirs, user=self.user, extra_env=env, timeout=120,
+                         check=check)
+
+    def test_a_user_is_told_images_are_stored_per_user(self):
+        run_nsbox(["image", "import", "-q", "--name", self.REF, self.layout], self.root_dirs,
+                  timeout=120, check=True)
+        hint = ("; images are stored per user: one pulled or imported with sudo is in root's "
+                f"store, not in yours ({self.user_dirs.data}/images): pull or import it as "
+                f"yourself, e.g. `docker save {self.REF} | nsbox image import -`")
+        for cmd, args, env in ((["run"], ["--pull", "never"], None),
+                               (["run"], [], self.nothing),  # the pull's own error first
+                               (["create"], ["--pull", "never"], None)):
+            with self.subTest(cmd=cmd, args=args):
+                tail = ["--", "true"] if cmd == ["run"] else []
+                r = self.as_user(*cmd, "--image", self.REF, *args, *tail, env=env)
+                self.assertEqual(r.returncode, 125, r.stderr)
+                self.assertTrue(r.stderr.decode().rstrip("\n").endswith(hint), r.stderr)
+        # root's store is its own: root is not told
+        r = run_nsbox(["run", "--image", "127.0.0.1:1/t/other:1", "--pull", "never", "--",
+                       "true"], self.root_dirs)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertNotIn(b"stored per user", r.stderr)
+        # a user whose store has the repository under another tag is shown those instead
+        self.as_user("image", "import", "-q", "--name", "127.0.0.1:1/t/agent:1.3", self.layout,
+                     check=True)
+        r = self.as_user("run", "--image", self.REF, "--pull", "never", "--", "true")
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertTrue(r.stderr.rstrip().endswith(b"; the store has 127.0.0.1:1/t/agent:1.3"),
+                        r.stderr)
+        # imported as the user, it is in the user's own store
+        self.as_user("image", "import", "-q", "--name", self.REF, self.layout, check=True)
+        r = self.as_user("image", "ls")
+        self.assertIn(self.REF.encode(), r.stdout, r.stderr)
 
 
 @unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")

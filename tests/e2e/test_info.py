@@ -304,6 +304,44 @@ class InfoTest(Shape, unittest.TestCase):
             "--privileged: not the host's root"), checks["privileges"])
 
 
+    @unittest.skipUnless(os.geteuid() == 0, "needs root")
+    @unittest.skipUnless(shutil.which("setpriv"), "needs setpriv (util-linux)")
+    def test_root_without_sys_admin_cannot_make_sandboxes_and_is_told_why(self):
+        # root whose bounding set lacks CAP_SYS_ADMIN (a CI job in a container started without
+        # --privileged) may make a user namespace, but not write the id maps of one owned by a
+        # sandbox's uid: info said nsbox could create sandboxes, and blamed user namespaces
+        # (nftables) and a missing ext4 module (workspace_disk) for what the capability does
+        proc = subprocess.run(
+            ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin", NSBOX, "info",
+             "--json"], capture_output=True, text=True, timeout=60)
+        report = self.assert_report(proc)
+        self.assertFalse(report["ok"])
+        checks = by_name(report)
+        userns = checks["user_namespaces"]
+        self.assertFalse(userns["ok"], userns)
+        self.assertIn("; but root without CAP_SYS_ADMIN (not even in its bounding set) cannot "
+                      "make a sandbox: each sandbox's user namespace belongs to a uid of its "
+                      "own, and root may write that namespace's id maps only with "
+                      "CAP_SYS_ADMIN", userns["detail"])
+        self.assertEqual(userns["fix"],
+                         "nsbox is root without CAP_SYS_ADMIN, as in a container started "
+                         "without --privileged: run it on the host, or in a container started "
+                         "with --privileged --cgroupns=host")
+        for c in checks.values():
+            self.assertNotIn("fix user_namespaces", c["fix"], c)
+            self.assertNotIn("modprobe ext4", c["detail"], c)
+        self.assertIn("ext4 workspaces: mounting one needs CAP_SYS_ADMIN, which this root lacks",
+                      checks["workspace_disk"]["detail"])
+        self.assertFalse(checks["idmapped_mounts"]["ok"], checks["idmapped_mounts"])
+        self.assertEqual(checks["idmapped_mounts"]["fix"], userns["fix"])
+        text = subprocess.run(
+            ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin", NSBOX, "info"],
+            capture_output=True, text=True, timeout=60)
+        self.assertEqual(text.returncode, 1, text.stdout)
+        self.assertIn("summary: MISSING 1 required: user_namespaces; nsbox cannot create "
+                      "sandboxes here until fixed", text.stdout)
+
+
 @unittest.skipUnless(os.geteuid() == 0, "needs root to run as another user")
 @unittest.skipUnless(shutil.which("setpriv") and shutil.which("useradd"), "needs setpriv, useradd")
 class UnprivilegedInfoTest(Shape, unittest.TestCase):

@@ -321,3 +321,40 @@ class ExitCodes(RunUsageTest):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+NO_SYS_ADMIN = ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin", "--"]
+ROOT_CAPS_ERROR = (
+    "nsbox: root without CAP_SYS_ADMIN (not even in its bounding set) cannot make a sandbox: "
+    "each sandbox's user namespace belongs to a uid of its own, and root may write that "
+    "namespace's id maps only with CAP_SYS_ADMIN; fix: nsbox is root without CAP_SYS_ADMIN, as "
+    "in a container started without --privileged: run it on the host, or in a container "
+    "started with --privileged --cgroupns=host\n")
+
+
+@unittest.skipUnless(shutil.which("setpriv"), "needs setpriv (util-linux) to drop CAP_SYS_ADMIN")
+class RootWithoutSysAdmin(RunUsageTest):
+    """Root whose bounding set lacks CAP_SYS_ADMIN (a CI job in a container started without
+    --privileged) is told so, with the container's fix, before anything is pulled or made:
+    not the kernel's "open /proc/N/setgroups: Permission denied" of the id maps."""
+
+    def without_sys_admin(self, args, **kw):
+        return run_nsbox(args, self.dirs, wrap=lambda cmd: NO_SYS_ADMIN + cmd, **kw)
+
+    def test_run_and_create_say_the_cause_and_the_fix(self):
+        for args in (["run", "--", "true"], ["create"],
+                     # an image reference is not pulled first (pull=always would try)
+                     ["run", "--image", "127.0.0.1:9/nsbox-test/none:1", "--pull", "always",
+                      "--", "true"],
+                     ["create", "--image", "127.0.0.1:9/nsbox-test/none:1"]):
+            with self.subTest(args=args):
+                r = self.without_sys_admin(args)
+                self.assertEqual((r.returncode, r.stderr.decode()), (125, ROOT_CAPS_ERROR))
+                self.assertEqual(r.stdout, b"")
+                self.assertEqual(self.dirs.live_ids(), [])
+                self.assertNoLeftovers()
+
+    def test_only_what_makes_sandboxes_is_refused(self):
+        # ls reads the state directory: root without CAP_SYS_ADMIN may still do that
+        r = self.without_sys_admin(["ls"])
+        self.assertEqual(r.returncode, 0, r.stderr)
