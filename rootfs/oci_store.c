@@ -313,7 +313,7 @@ static void store_say_per_user(const char *image, struct nsbox_err *e)
     struct nsbox_err ignored;
     if (geteuid() == 0)
         return;
-    if (nsbox_path_data_dir(data, sizeof data, &ignored) < 0)
+    if (nsbox_paths_data_dir(data, sizeof data, &ignored) < 0)
         snprintf(data, sizeof data, "~/.local/share/nsbox");
     snprintf(hint, sizeof hint,
              "; images are stored per user: one pulled or imported with sudo is in root's store, "
