@@ -7,7 +7,8 @@ spliced (where its share of the time goes); and the idle helper's PSS (smaps_rol
 header bindings and with one (after one bound request), for this nsbox and, with --bin
 NAME=PATH, for others (an older build) side by side; each --bin build's splice path also
 downloads in the same rounds, its ratio to direct printed beside this one's (an A/B of builds).
-With --uploads N, N rounds of a 100 MB upload per path too (the sandbox's own sockets send).
+With --uploads N, N rounds of a 100 MB upload per path too, the --bin builds' included (the
+sandbox's own sockets send).
 
     sudo bench/bench_egress.py [--rounds 200] [--downloads 40] [--uploads 0] [--mb 100]
                                [--nsbox build/nsbox] [--bin old=/path/to/other/nsbox] [--pss-only]
