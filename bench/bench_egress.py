@@ -7,9 +7,11 @@ spliced (where its share of the time goes); and the idle helper's PSS (smaps_rol
 header bindings and with one (after one bound request), for this nsbox and, with --bin
 NAME=PATH, for others (an older build) side by side; each --bin build's splice path also
 downloads in the same rounds, its ratio to direct printed beside this one's (an A/B of builds).
+With --uploads N, N rounds of a 100 MB upload per path too, the --bin builds' included (the
+sandbox's own sockets send).
 
-    sudo bench/bench_egress.py [--rounds 200] [--downloads 40] [--mb 100] [--nsbox build/nsbox]
-                               [--bin old=/path/to/other/nsbox] [--pss-only]
+    sudo bench/bench_egress.py [--rounds 200] [--downloads 40] [--uploads 0] [--mb 100]
+                               [--nsbox build/nsbox] [--bin old=/path/to/other/nsbox] [--pss-only]
 
 Throughput is judged on rounds: each round downloads once through each path, back to back (the
 order alternating from round to round), and its ratio splice / direct is taken; the verdict is
@@ -52,7 +54,19 @@ def handle(c):
             if not d:
                 return
             req += d
-        mb = int(req.split(b" ")[1].strip(b"/") or b"0")
+        head, _, rest = req.partition(b"\r\n\r\n")
+        method, path = head.split(b" ")[:2]
+        mb = int(path.strip(b"/") or b"0")
+        if method == b"PUT":  # an upload: mb MiB read and dropped, then the answer
+            buf = bytearray(1 << 20)
+            left = (mb << 20) - len(rest)
+            while left > 0:
+                n = c.recv_into(buf)
+                if not n:
+                    return
+                left -= n
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            return
         body = max(mb, 0) << 20
         c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % body)
         if not mb:
@@ -82,7 +96,8 @@ while True:
 """
 
 # Inside a sandbox: "conn HOST N" times N new connections (ms each); "get HOST MB" downloads MB
-# (MB/s). TLS verified against the lab CA, with the origin's name whatever HOST is.
+# (MB/s); "put HOST MB" uploads MB (MB/s, until the origin's answer). TLS verified against the
+# lab CA, with the origin's name whatever HOST is.
 CLIENT = r"""
 import json, os, socket, ssl, sys, time
 ctx = ssl.create_default_context(cadata=os.environ["LAB_CA"])
@@ -100,9 +115,29 @@ def fetch(host, mb):
         got += n
     s.close()
     return got
+def upload(host, mb):
+    s = socket.create_connection((host, %d), timeout=30)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    s = ctx.wrap_socket(s, server_hostname="%s")
+    s.sendall(b"PUT /%%d HTTP/1.1\r\nHost: x\r\nContent-Length: %%d\r\n\r\n" %% (mb, mb << 20))
+    chunk = b"\0" * (1 << 20)
+    for _ in range(mb):
+        s.sendall(chunk)
+    answer = b""
+    while True:
+        d = s.recv(4096)
+        if not d:
+            break
+        answer += d
+    s.close()
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:80]
 kind, host, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 out = []
-if kind == "conn":
+if kind == "put":
+    t = time.perf_counter()
+    upload(host, n)
+    out.append(n / (time.perf_counter() - t))
+elif kind == "conn":
     for _ in range(n):
         t = time.perf_counter()
         fetch(host, 0)
@@ -114,7 +149,7 @@ else:
     assert got >= n << 20, got
     out.append(n / dt)
 print(json.dumps(out))
-""" % (PORT, NAME)
+""" % (PORT, NAME, PORT, NAME)
 
 # Inside a sandbox with a header binding on the origin: one request through the helper, which
 # ends TLS with the sandbox's CA (the sandbox's system bundle has it) and opens its own upstream.
@@ -144,6 +179,36 @@ def make_pki(d):
             "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "ext", cwd=d)
     for n in os.listdir(d):
         os.chmod(os.path.join(d, n), 0o644)
+
+
+def transfer_rounds(b, kind, n, mb, order, others, res, rounds, mbps, ratio):
+    """n rounds of one transfer ("get" or "put", mb MB) per path, in the round's order: each
+    transfer's MB/s in res[mbps_PATH], each round's splice / direct in rounds[ratio] (and
+    rounds[ratio_NAME] for each other build's splice path)."""
+    for k, _ in order[0]:
+        res.setdefault(f"{mbps}_{k}", [])
+    for key in [ratio] + [f"{ratio}_{name}" for name in others]:
+        rounds.setdefault(key, [])
+    for i in range(n):
+        got = {}
+        for k, (sid, host) in order[i % 2]:
+            got[k] = b.client(sid, kind, host, str(mb))[0]
+            res[f"{mbps}_{k}"].append(got[k])
+        rounds[ratio].append(got["splice"] / got["direct"])
+        for name in others:
+            rounds[f"{ratio}_{name}"].append(got[f"splice_{name}"] / got["direct"])
+
+
+def print_others(what, ratio, others, out, rounds):
+    """Each other build's splice / direct in the same rounds, and how often this build's splice
+    path beat it, by how much."""
+    for name in others:
+        o = out[f"{ratio}_{name}"]
+        gain = [x / y for x, y in zip(rounds[ratio], rounds[f"{ratio}_{name}"])]
+        print(f"{what} through {name}'s helper: splice / direct {o['median']:.2f} (p10 "
+              f"{o['p10']:.2f}, p90 {o['p90']:.2f}; same rounds; this one faster in "
+              f"{sum(g > 1 for g in gain)} of {len(gain)}, by "
+              f"{(statistics.median(gain) - 1) * 100:+.0f} % at the median)")
 
 
 class Bench:
@@ -247,7 +312,10 @@ def main():
     ap.add_argument("--batch", type=int, default=20, help="connections per exec")
     ap.add_argument("--downloads", type=int, default=40,
                     help="rounds of downloads (one per path each)")
-    ap.add_argument("--mb", type=int, default=100, help="size of a download")
+    ap.add_argument("--mb", type=int, default=100, help="size of a download (and an upload)")
+    ap.add_argument("--uploads", type=int, default=0,
+                    help="rounds of uploads (one per path each), after the downloads; none by "
+                         "default (they would double the run)")
     ap.add_argument("--json", help="write raw results here")
     ap.add_argument("--bin", action="append", default=[], metavar="NAME=PATH",
                     help="another nsbox whose helper's PSS, and splice path's downloads, are "
@@ -306,11 +374,8 @@ def main():
         pss_fresh = b.helper_pss_kib(spliced)
         for sid, host in paths.values():  # warm-up: page cache, the origin's first handshakes
             b.client(sid, "conn", host, "5")
-        res = {"conn_splice": [], "conn_direct": [], "mbps_splice": [], "mbps_direct": []}
-        rounds = {"conn_delta": [], "mbps_ratio": []}
-        for name in others:
-            res[f"mbps_splice_{name}"] = []
-            rounds[f"mbps_ratio_{name}"] = []
+        res = {"conn_splice": [], "conn_direct": []}
+        rounds = {"conn_delta": []}
         # interleaved rounds, the order alternating, so that both paths see the same load of
         # the machine; each round gives one difference (connections) or ratio (downloads)
         order = [list(paths.items()), list(reversed(paths.items()))]
@@ -325,15 +390,12 @@ def main():
                                         statistics.median(got["direct"]))
         helper = b.helper_pid(spliced)
         cpu0 = b.helper_cpu_ms(helper)
-        for i in range(a.downloads):
-            got = {}
-            for k, (sid, host) in order[i % 2]:
-                got[k] = b.client(sid, "get", host, str(a.mb))[0]
-                res[f"mbps_{k}"].append(got[k])
-            rounds["mbps_ratio"].append(got["splice"] / got["direct"])
-            for name in others:
-                rounds[f"mbps_ratio_{name}"].append(got[f"splice_{name}"] / got["direct"])
+        transfer_rounds(b, "get", a.downloads, a.mb, order, others, res, rounds, "mbps",
+                        "mbps_ratio")
         cpu_per_100mb = (b.helper_cpu_ms(helper) - cpu0) / a.downloads * 100 / a.mb
+        if a.uploads:
+            transfer_rounds(b, "put", a.uploads, a.mb, order, others, res, rounds, "up_mbps",
+                            "up_ratio")
         pss_idle = b.helper_pss_kib(spliced)
         out = {k: summary(v) for k, v in res.items()}
         out.update({k: summary(v) for k, v in rounds.items()})
@@ -352,10 +414,13 @@ def main():
               f"target <= +2 ms")
         print(f"{a.mb} MB download: splice / direct throughput {r['median']:.2f} (p10 "
               f"{r['p10']:.2f}, p90 {r['p90']:.2f}; {r['n']} rounds); target >= 0.90")
-        for name in others:
-            o = out[f"mbps_ratio_{name}"]
-            print(f"{a.mb} MB download through {name}'s helper: splice / direct "
-                  f"{o['median']:.2f} (p10 {o['p10']:.2f}, p90 {o['p90']:.2f}; same rounds)")
+        print_others(f"{a.mb} MB download", "mbps_ratio", others, out, rounds)
+        if a.uploads:
+            u, ud, us = out["up_ratio"], out["up_mbps_direct"], out["up_mbps_splice"]
+            print(f"{a.mb} MB upload: direct {ud['median']:.0f} MB/s, splice {us['median']:.0f} "
+                  f"MB/s; splice / direct {u['median']:.2f} (p10 {u['p10']:.2f}, p90 "
+                  f"{u['p90']:.2f}; {u['n']} rounds)")
+            print_others(f"{a.mb} MB upload", "up_ratio", others, out, rounds)
         print(f"helper CPU (user + system) per 100 MB spliced: {cpu_per_100mb:.0f} ms")
         print(f"idle helper PSS: {pss_fresh} KiB fresh, {pss_idle} KiB after the runs; "
               f"target <= 512 KiB")

@@ -476,7 +476,7 @@ int nsbox_net_child_setup(const struct nsbox_net *n, struct nsbox_err *e)
                              "network: the sandbox's interface is not there yet (the parent must "
                              "run nsbox_net_attach before the child's network step)");
     if (nsbox_netlink_sandbox(NSBOX_NET_SANDBOX_IF, n->plan.slot.sandbox, NSBOX_NET_SLOT_PREFIX,
-                              n->plan.slot.host, e) < 0)
+                              n->plan.slot.host, n->plan.by_name, e) < 0)
         return nsbox_err_wrap(e, "network");
     return 0;
 }

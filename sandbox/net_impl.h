@@ -19,10 +19,11 @@ int nsbox_netlink_load(struct nsbox_err *e);
  * created directly inside the network namespace of `pid` (left down for the child). */
 int nsbox_netlink_veth(const char *host_if, const char *peer_if, pid_t pid, struct in_addr host,
                        unsigned prefix, struct nsbox_err *e);
-/* Child side, inside the sandbox's namespace: `ifname` up with addr/prefix, default route via gw.
+/* Child side, inside the sandbox's namespace: `ifname` up with addr/prefix, default route via gw;
+ * helper: the egress helper listens on gw, and the route to it takes reno (never paced).
  * The interface gets no IPv6 link-local address: sandboxes have IPv4 only. */
 int nsbox_netlink_sandbox(const char *ifname, struct in_addr addr, unsigned prefix,
-                          struct in_addr gw, struct nsbox_err *e);
+                          struct in_addr gw, bool helper, struct nsbox_err *e);
 /* Removes a link if it exists (gc only: deleting a veth costs tens of milliseconds; in normal
  * operation it goes away with the sandbox's namespace). Returns 1 removed, 0 absent. */
 int nsbox_netlink_delete(const char *ifname, struct nsbox_err *e);

@@ -55,11 +55,16 @@
     X(rtnl_route_set_family)                                                                       \
     X(rtnl_route_set_dst)                                                                          \
     X(rtnl_route_add_nexthop)                                                                      \
-    X(rtnl_route_add)                                                                              \
     X(rtnl_route_nh_alloc)                                                                         \
     X(rtnl_route_nh_set_gateway)                                                                   \
     X(rtnl_route_nh_set_ifindex)                                                                   \
-    X(rtnl_route_nh_free)
+    X(rtnl_route_nh_free)                                                                          \
+    X(rtnl_route_build_add_request)                                                                \
+    X(nla_nest_start)                                                                              \
+    X(nla_nest_end)                                                                                \
+    X(nla_put_string)                                                                              \
+    X(nl_send_sync)                                                                                \
+    X(nlmsg_free)
 
 static struct {
 #define FIELD(name) __typeof__(&name) name;
@@ -205,24 +210,46 @@ static int link_up(struct nl_sock *sk, int idx, const char *ifname, struct nsbox
     return r < 0 ? nl_fail(e, r, "cannot bring %s up", ifname) : 0;
 }
 
-static int default_route(struct nl_sock *sk, int idx, struct in_addr gw, struct nsbox_err *e)
+/* The request for rt, with the congestion control `cc` as its metric when not NULL: libnl's
+ * metrics are numbers only, the kernel's RTAX_CC_ALGO a name, so it is nested in the message
+ * libnl built. */
+static int route_send(struct nl_sock *sk, struct rtnl_route *rt, const char *cc)
 {
-    static const struct in_addr any = {0};
+    struct nl_msg *msg = NULL;
+    int r = nl.rtnl_route_build_add_request(rt, NLM_F_EXCL, &msg);
+    if (r < 0)
+        return r;
+    if (cc) {
+        struct nlattr *m = nl.nla_nest_start(msg, RTA_METRICS);
+        if (!m || nl.nla_put_string(msg, RTAX_CC_ALGO, cc) < 0) {
+            nl.nlmsg_free(msg);
+            return -NLE_NOMEM;
+        }
+        nl.nla_nest_end(msg, m);
+    }
+    return nl.nl_send_sync(sk, msg); /* frees msg */
+}
+
+/* A route to dst/prefix out of link idx, through gw when gw is not NULL (else on the link). */
+static int add_route(struct nl_sock *sk, int idx, struct in_addr dst_a, int prefix,
+                     const struct in_addr *gw, const char *cc)
+{
     struct rtnl_route *rt = nl.rtnl_route_alloc();
     struct rtnl_nexthop *nh = nl.rtnl_route_nh_alloc();
-    struct nl_addr *dst = nl.nl_addr_build(AF_INET, &any, sizeof any);
-    struct nl_addr *via = nl.nl_addr_build(AF_INET, &gw, sizeof gw);
+    struct nl_addr *dst = nl.nl_addr_build(AF_INET, &dst_a, sizeof dst_a);
+    struct nl_addr *via = gw ? nl.nl_addr_build(AF_INET, gw, sizeof *gw) : NULL;
     int r = -NLE_NOMEM;
-    if (rt && nh && dst && via) {
-        nl.nl_addr_set_prefixlen(dst, 0);
+    if (rt && nh && dst && (via || !gw)) {
+        nl.nl_addr_set_prefixlen(dst, prefix);
         nl.rtnl_route_set_family(rt, AF_INET);
         r = nl.rtnl_route_set_dst(rt, dst);
         nl.rtnl_route_nh_set_ifindex(nh, idx);
-        nl.rtnl_route_nh_set_gateway(nh, via);
+        if (via)
+            nl.rtnl_route_nh_set_gateway(nh, via);
         nl.rtnl_route_add_nexthop(rt, nh); /* the route owns nh from here */
         nh = NULL;
         if (r == 0)
-            r = nl.rtnl_route_add(sk, rt, NLM_F_EXCL);
+            r = route_send(sk, rt, cc);
     }
     if (nh)
         nl.rtnl_route_nh_free(nh);
@@ -232,7 +259,26 @@ static int default_route(struct nl_sock *sk, int idx, struct in_addr gw, struct 
         nl.nl_addr_put(dst);
     if (rt)
         nl.rtnl_route_put(rt);
+    return r;
+}
+
+static int default_route(struct nl_sock *sk, int idx, struct in_addr gw, struct nsbox_err *e)
+{
+    static const struct in_addr any = {0};
+    int r = add_route(sk, idx, any, 0, &gw, NULL);
     return r < 0 ? nl_fail(e, r, "cannot add the default route%s", "") : 0;
+}
+
+/* The sandbox's connections to the egress helper on the gateway cross one veth: no loss, an
+ * RTT of microseconds. A pacing control that the namespace inherits from the host (bbr) spaces
+ * the sandbox's sends out there, an upload's; reno never paces. A route's control is the
+ * socket's from its connect, before the control starts (set later, bbr's pacing would stay
+ * on), and only for this address: the default route's connections keep the host's choice.
+ * Not locked: a program that sets its own control keeps it. */
+static int helper_route(struct nl_sock *sk, int idx, struct in_addr gw, struct nsbox_err *e)
+{
+    int r = add_route(sk, idx, gw, 32, NULL, "reno");
+    return r < 0 ? nl_fail(e, r, "cannot add the route to the egress helper%s", "") : 0;
 }
 
 /* Until the kernel's link watcher has seen the carrier, the ends of the pair keep a qdisc that
@@ -256,7 +302,7 @@ static void wait_running(const char *ifname)
 }
 
 int nsbox_netlink_sandbox(const char *ifname, struct in_addr addr, unsigned prefix,
-                          struct in_addr gw, struct nsbox_err *e)
+                          struct in_addr gw, bool helper, struct nsbox_err *e)
 {
     unsigned idx = if_nametoindex(ifname);
     if (!idx)
@@ -268,7 +314,8 @@ int nsbox_netlink_sandbox(const char *ifname, struct in_addr addr, unsigned pref
      * the address in place. */
     int r = link_up(sk, (int)idx, ifname, e) < 0 ||
                     add_address(sk, (int)idx, addr, prefix, ifname, e) < 0 ||
-                    default_route(sk, (int)idx, gw, e) < 0
+                    default_route(sk, (int)idx, gw, e) < 0 ||
+                    (helper && helper_route(sk, (int)idx, gw, e) < 0)
                 ? -1
                 : 0;
     nl.nl_socket_free(sk);

@@ -587,46 +587,87 @@ class Egress(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr.decode())
         return [json.loads(line) for line in r.stdout.decode().splitlines()]
 
-    def test_sandbox_side_is_not_paced(self):
-        # The helper's socket towards the sandbox takes reno, which never paces, whatever the
-        # host's default (bbr paces, and halved a spliced download's throughput): read with ss
-        # from the lab's namespace, where the helper lives, while a connection is held open.
-        # The listener has it, so that each connection starts with it: switched on an
-        # established bbr connection, reno would keep bbr's pacing on.
+    def held_connection(self, sid, check):
+        """check() run while a TLS connection from sandbox sid to the helper is held open."""
         hold = ("import os, socket, ssl, sys, time\n"
                 "ctx = ssl.create_default_context(cadata=os.environ['LAB_CA'])\n"
                 "s = ctx.wrap_socket(socket.create_connection((sys.argv[1], %d), timeout=8),"
                 " server_hostname=sys.argv[1])\n"
                 "print('up', flush=True)\n"
                 "sys.stdin.read()\n" % PORT)
+        cmd = ["nsenter", f"--net=/run/netns/{lab.lab}", "unshare", "--mount",
+               "--propagation", "private", "sh", "-c",
+               'mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && '
+               'shift && exec "$@"', lab.resolv, os.path.join(pki, "hosts"), NSBOX,
+               "exec", "-i", sid, "--", "python3", "-c", hold, NAMES[0]]
+        p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=self.env(None))
+        try:
+            ready, _, _ = select.select([p.stdout], [], [], 30)
+            self.assertTrue(ready, "the held connection did not come up")
+            self.assertEqual(p.stdout.readline(), b"up\n")
+            check()
+        finally:
+            p.stdin.close()
+            p.wait(timeout=20)
+
+    def assertReno(self, ss):
+        self.assertIn("reno", ss, ss)
+        for other in ("bbr", "cubic"):
+            self.assertNotIn(other, ss, ss)
+
+    def test_sandbox_side_is_not_paced(self):
+        # The helper's socket towards the sandbox takes reno, which never paces, whatever the
+        # host's default (bbr paces, and halved a spliced download's throughput): read with ss
+        # from the lab's namespace, where the helper lives, while a connection is held open.
+        # The listener has it, so that each connection starts with it: switched on an
+        # established bbr connection, reno would keep bbr's pacing on.
+        def check():
+            ss = subprocess.run(["nsenter", f"--net=/run/netns/{lab.lab}", "ss", "-Htin",
+                                 "state", "established", f"( sport = :{PORT} )"],
+                                capture_output=True, text=True, check=True).stdout.split()
+            self.assertReno(ss)
+            ls = subprocess.run(["nsenter", f"--net=/run/netns/{lab.lab}", "ss", "-Htlni",
+                                 f"( sport = :{PORT} )"],
+                                capture_output=True, text=True, check=True).stdout.split()
+            self.assertIn("reno", ls, ls)
         sid = self.create(f"{NAMES[0]}:{PORT}")
         try:
-            cmd = ["nsenter", f"--net=/run/netns/{lab.lab}", "unshare", "--mount",
-                   "--propagation", "private", "sh", "-c",
-                   'mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && '
-                   'shift && exec "$@"', lab.resolv, os.path.join(pki, "hosts"), NSBOX,
-                   "exec", "-i", sid, "--", "python3", "-c", hold, NAMES[0]]
-            p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, env=self.env(None))
-            try:
-                ready, _, _ = select.select([p.stdout], [], [], 30)
-                self.assertTrue(ready, "the held connection did not come up")
-                self.assertEqual(p.stdout.readline(), b"up\n")
-                ss = subprocess.run(["nsenter", f"--net=/run/netns/{lab.lab}", "ss", "-Htin",
-                                     "state", "established", f"( sport = :{PORT} )"],
-                                    capture_output=True, text=True, check=True).stdout.split()
-                self.assertIn("reno", ss, ss)
-                for other in ("bbr", "cubic"):
-                    self.assertNotIn(other, ss, ss)
-                ls = subprocess.run(["nsenter", f"--net=/run/netns/{lab.lab}", "ss", "-Htlni",
-                                     f"( sport = :{PORT} )"],
-                                    capture_output=True, text=True, check=True).stdout.split()
-                self.assertIn("reno", ls, ls)
-            finally:
-                p.stdin.close()
-                p.wait(timeout=20)
+            self.held_connection(sid, check)
         finally:
             self.rm(sid)
+
+    def test_sandbox_sockets_to_the_helper_are_not_paced(self):
+        # The sandbox's own socket to the helper (an upload's sender) takes reno from the route
+        # to the gateway, whatever the namespace inherits from the host (bbr paces): read with
+        # ss inside the sandbox's namespace while a connection is held open. Only that route
+        # has it: the default route keeps the host's choice.
+        def check():
+            r = self.nsbox(["exec", sid, "--", "ss", "-Htin", "state", "established",
+                            f"( dport = :{PORT} )"])
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+            self.assertReno(r.stdout.decode().split())
+        sid = self.create(f"{NAMES[0]}:{PORT}")
+        try:
+            self.held_connection(sid, check)
+            r = self.nsbox(["exec", sid, "--", "ip", "-4", "route", "show"])
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+            routes = r.stdout.decode().splitlines()
+            gw = [l for l in routes if "congctl" in l]
+            self.assertEqual(len(gw), 1, routes)
+            self.assertRegex(gw[0], r"^10\.[0-9.]+ dev eth0 .*congctl reno", routes)
+            self.assertNotIn("lock", gw[0].split(), routes)
+        finally:
+            self.rm(sid)
+
+    def test_network_all_keeps_the_hosts_control(self):
+        # A network all sandbox's connections leave for the real network: no route of its
+        # takes a control of nsbox's choosing.
+        r = self.nsbox(["run", "--network", "all", "--", "ip", "-4", "route", "show"])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        routes = r.stdout.decode()
+        self.assertIn("default via", routes)
+        self.assertNotIn("congctl", routes)
 
     def test_network_log_has_each_connection(self):
         sid = self.create(f"{NAMES[0]}:{PORT}")
