@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -83,18 +84,26 @@ static int rmdir_tree(const char *path, int depth)
     return -1;
 }
 
-/* SIGKILL every process listed in path's cgroup.procs and in its child cgroups'. */
+/* SIGKILL every process listed in path's cgroup.procs and in its child cgroups', through
+ * pidfds and only those listed still once held (nsbox_cgsig_listed): the first round reads the
+ * lists while the sandbox runs, and a pid one of its processes freed meanwhile may be a host
+ * process's by the time it is signalled. */
 static void kill_tree(const char *path, int depth)
 {
     char procs[PATH_MAX];
     if (nsbox_cg_join(procs, sizeof procs, path, NULL, "cgroup.procs") < 0)
         return;
     cleanup_free char *list = nsbox_cgio_read_alloc(procs);
-    if (list) {
+    cleanup_free pid_t *pids = list ? malloc((strlen(list) / 2 + 1) * sizeof *pids) : NULL;
+    if (pids) {
+        size_t n = 0;
         const char *cur = list;
         pid_t pid;
         while (nsbox_cg_next_pid(&cur, &pid))
-            nsbox_cgio_sys->kill(pid, SIGKILL);
+            pids[n++] = pid;
+        /* a failure leaves the cgroup busy: the next round tries again, until the deadline */
+        struct nsbox_err ignored = {0};
+        nsbox_cgsig_listed(procs, pids, n, 0, SIGKILL, &ignored);
     }
     if (depth > 16 || !has_children(path))
         return;
