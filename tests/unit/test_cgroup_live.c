@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "cgroup.h"
+#include "cgroup_impl.h"
 #include "cgroup_util.h"
 
 #include <dirent.h>
@@ -729,6 +730,93 @@ static void test_signal_skips_a_listed_pid_given_to_another_process(void **state
     assert_int_equal(code, 0);
 }
 
+/* destroy's kill round, on the real kernel: a listed process (g_reuse_a) ends, and a process
+ * outside the cgroup is given its pid, just before the round opens that pid's pidfd (the seam's
+ * pidfd_open, wrapped). */
+static pid_t g_reuse_a, g_reuse_b;
+static const struct nsbox_cg_sys *g_real_sys;
+static int reuse_pidfd_open(pid_t pid)
+{
+    if (pid == g_reuse_a && g_reuse_b == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "w");
+        if (f && fprintf(f, "%d", (int)pid - 1) >= 0 && fclose(f) == 0)
+            g_reuse_b = fork_waiting();
+        else if (f)
+            fclose(f);
+    }
+    return g_real_sys->pidfd_open(pid);
+}
+
+/* As pid 1 of its own pid namespace: a and d in the cgroup, destroyed with a's pid given to b
+ * on the way. 0: d killed, b alive; 20: b killed; 30: the round never opened a's pidfd (v2's
+ * cgroup.kill killed them: nothing to show); 1x: set-up failed. */
+static int destroy_reuse_case(void)
+{
+    struct nsbox_err e;
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+        mount("proc", "/proc", "proc", 0, NULL) < 0)
+        return 10;
+    pid_t a = fork_waiting(), d = fork_waiting();
+    if (a < 0 || d < 0 || nsbox_cgroup_attach(&g_cg, a, &e) < 0 ||
+        nsbox_cgroup_attach(&g_cg, d, &e) < 0)
+        return 11;
+    g_real_sys = nsbox_cgio_sys;
+    struct nsbox_cg_sys wrap = *g_real_sys;
+    wrap.pidfd_open = reuse_pidfd_open;
+    g_reuse_a = a;
+    nsbox_cgio_set_sys(&wrap);
+    int r = nsbox_cgroup_destroy(&g_cg, &e);
+    nsbox_cgio_set_sys(NULL);
+    if (r < 0)
+        return 14;
+    if (g_reuse_b == 0)
+        return 30;
+    if (g_reuse_b != a)
+        return 13;
+    int ws;
+    if (waitpid(d, &ws, 0) != d || !WIFSIGNALED(ws))
+        return 15;
+    return waitpid(g_reuse_b, &ws, WNOHANG) == 0 ? 0 : 20;
+}
+
+/* The same for a sandbox's removal on cgroup v1 (and v2 without cgroup.kill), whose first kill
+ * round reads the pids while the sandbox runs: the host's process never gets its SIGKILL. */
+static void test_destroy_skips_a_listed_pid_given_to_another_process(void **state)
+{
+    (void)state;
+    REQUIRE_LIVE();
+    char id[48];
+    make_id(id, sizeof id, "dreuse");
+    struct nsbox_limits lim = {.cpus = 1, .memory_bytes = 64u << 20, .pids = 16};
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_cgroup_create(id, &lim, &g_cg, &e), 0);
+    char kill_file[PATH_MAX];
+    snprintf(kill_file, sizeof kill_file, "%s/cgroup.kill", g_cg.path);
+    bool has_kill = g_cg.version == 2 && access(kill_file, F_OK) == 0;
+    pid_t helper = fork_tracked();
+    if (helper == 0) {
+        if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0)
+            _exit(10);
+        pid_t init = fork();
+        if (init == 0)
+            _exit(destroy_reuse_case()); /* its namespace's processes die with it */
+        int ws;
+        _exit(init > 0 && waitpid(init, &ws, 0) == init && WIFEXITED(ws) ? WEXITSTATUS(ws) : 16);
+    }
+    int code = WEXITSTATUS(reap(helper));
+    if (code == 10) {
+        print_message("skipped: cannot make a pid and mount namespace here\n");
+        skip();
+    }
+    if (code == 30 && has_kill) {
+        print_message("skipped: cgroup.kill removes the cgroup here, no pid is signalled\n");
+        skip();
+    }
+    assert_int_equal(code, 0);
+}
+
 static void do_exit_now(void *arg)
 {
     (void)arg;
@@ -825,6 +913,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_remove_by_id_after_crash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_create_leaves_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_signal_skips_a_listed_pid_given_to_another_process,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_skips_a_listed_pid_given_to_another_process,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_timing, setup, teardown),
     };
