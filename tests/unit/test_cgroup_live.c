@@ -822,6 +822,24 @@ static void do_exit_now(void *arg)
     (void)arg;
 }
 
+/* A process that forks until it and its children are n, says so on ready, and waits. */
+struct herd {
+    int ready, n;
+};
+static void do_fork_herd(void *arg)
+{
+    const struct herd *m = arg;
+    pid_t self = getpid();
+    for (int i = 1; i < m->n; i++)
+        if (fork() == 0) {
+            child_init(self);
+            do_sleep(NULL);
+        }
+    if (write(m->ready, "r", 1) != 1)
+        _exit(101);
+    do_sleep(NULL);
+}
+
 static void test_timing(void **state)
 {
     (void)state;
@@ -888,6 +906,32 @@ static void test_timing(void **state)
         c_destroy += now_us() - t0;
         reap(pid);
     }
+
+    /* (d) destroy that has to kill 200 processes that are no pid namespace's init (a sandbox's
+     * removal when its init ended first, or v2 without cgroup.kill): each is signalled. */
+    const int nd = 10;
+    uint64_t d_destroy = 0;
+    for (int i = 0; i < nd; i++) {
+        make_id(id, sizeof id, "timd");
+        int go[2], ready[2];
+        assert_int_equal(pipe(go), 0);
+        assert_int_equal(pipe(ready), 0);
+        struct herd m = {.ready = ready[1], .n = 200};
+        pid_t pid = spawn(go, do_fork_herd, &m);
+        assert_int_equal(nsbox_cgroup_create(id, &lim, &g_cg, &e), 0);
+        assert_int_equal(nsbox_cgroup_attach(&g_cg, pid, &e), 0);
+        assert_int_equal(write(go[1], "g", 1), 1);
+        char c;
+        assert_int_equal(read(ready[0], &c, 1), 1);
+        t0 = now_us();
+        assert_int_equal(nsbox_cgroup_destroy(&g_cg, &e), 0);
+        d_destroy += now_us() - t0;
+        reap(pid);
+        close(go[0]);
+        close(go[1]);
+        close(ready[0]);
+        close(ready[1]);
+    }
     print_message("cgroup v%d timings: detect (cold, once per process) %" PRIu64 " us\n",
                   sup.version, detect_us);
     print_message("  create %" PRIu64 " us + destroy(empty) %" PRIu64 " us (mean of %d)\n",
@@ -897,6 +941,8 @@ static void test_timing(void **state)
                   b_total / nb, b_attach / nb, nb);
     print_message("  destroy killing a live process %" PRIu64 " us (mean of %d)\n",
                   c_destroy / nc, nc);
+    print_message("  destroy killing 200 processes %" PRIu64 " us (mean of %d)\n",
+                  d_destroy / nd, nd);
     /* Printed only: speed is the benchmarks' business (bench/), not a timed assertion's, and
      * the cgroup-v2 test VM emulates its CPU. */
 }
