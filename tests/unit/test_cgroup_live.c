@@ -700,6 +700,38 @@ static int pid_reuse_case(void)
     return term_pending(b) ? 20 : term_pending(d) ? 0 : 21;
 }
 
+/* g_cg, small, for the test's id what. */
+static void make_small_cg(const char *what)
+{
+    char id[48];
+    make_id(id, sizeof id, what);
+    struct nsbox_limits lim = {.cpus = 1, .memory_bytes = 64u << 20, .pids = 16};
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_cgroup_create(id, &lim, &g_cg, &e), 0);
+}
+
+/* fn run as pid 1 of a pid and mount namespace of its own, whose processes die with it: its
+ * exit code (a skip where no such namespace can be made). */
+static int in_pid_ns(int (*fn)(void))
+{
+    pid_t helper = fork_tracked();
+    if (helper == 0) {
+        if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0)
+            _exit(10);
+        pid_t init = fork();
+        if (init == 0)
+            _exit(fn());
+        int ws;
+        _exit(init > 0 && waitpid(init, &ws, 0) == init && WIFEXITED(ws) ? WEXITSTATUS(ws) : 16);
+    }
+    int code = WEXITSTATUS(reap(helper));
+    if (code == 10) {
+        print_message("skipped: cannot make a pid and mount namespace here\n");
+        skip();
+    }
+    return code;
+}
+
 /* A pid listed in the cgroup whose process has ended and whose number another process outside
  * it has been given: kill --all's signal must not reach that process (it reached it when each
  * listed pid was sent kill(2)). */
@@ -707,27 +739,8 @@ static void test_signal_skips_a_listed_pid_given_to_another_process(void **state
 {
     (void)state;
     REQUIRE_LIVE();
-    char id[48];
-    make_id(id, sizeof id, "reuse");
-    struct nsbox_limits lim = {.cpus = 1, .memory_bytes = 64u << 20, .pids = 16};
-    struct nsbox_err e = {0};
-    assert_int_equal(nsbox_cgroup_create(id, &lim, &g_cg, &e), 0);
-    pid_t helper = fork_tracked();
-    if (helper == 0) {
-        if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0)
-            _exit(10);
-        pid_t init = fork();
-        if (init == 0)
-            _exit(pid_reuse_case()); /* its namespace's processes die with it */
-        int ws;
-        _exit(init > 0 && waitpid(init, &ws, 0) == init && WIFEXITED(ws) ? WEXITSTATUS(ws) : 15);
-    }
-    int code = WEXITSTATUS(reap(helper));
-    if (code == 10) {
-        print_message("skipped: cannot make a pid and mount namespace here\n");
-        skip();
-    }
-    assert_int_equal(code, 0);
+    make_small_cg("reuse");
+    assert_int_equal(in_pid_ns(pid_reuse_case), 0);
 }
 
 /* destroy's kill round, on the real kernel: a listed process (g_reuse_a) ends, and a process
@@ -787,29 +800,11 @@ static void test_destroy_skips_a_listed_pid_given_to_another_process(void **stat
 {
     (void)state;
     REQUIRE_LIVE();
-    char id[48];
-    make_id(id, sizeof id, "dreuse");
-    struct nsbox_limits lim = {.cpus = 1, .memory_bytes = 64u << 20, .pids = 16};
-    struct nsbox_err e = {0};
-    assert_int_equal(nsbox_cgroup_create(id, &lim, &g_cg, &e), 0);
+    make_small_cg("dreuse");
     char kill_file[PATH_MAX];
     snprintf(kill_file, sizeof kill_file, "%s/cgroup.kill", g_cg.path);
     bool has_kill = g_cg.version == 2 && access(kill_file, F_OK) == 0;
-    pid_t helper = fork_tracked();
-    if (helper == 0) {
-        if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0)
-            _exit(10);
-        pid_t init = fork();
-        if (init == 0)
-            _exit(destroy_reuse_case()); /* its namespace's processes die with it */
-        int ws;
-        _exit(init > 0 && waitpid(init, &ws, 0) == init && WIFEXITED(ws) ? WEXITSTATUS(ws) : 16);
-    }
-    int code = WEXITSTATUS(reap(helper));
-    if (code == 10) {
-        print_message("skipped: cannot make a pid and mount namespace here\n");
-        skip();
-    }
+    int code = in_pid_ns(destroy_reuse_case);
     if (code == 30 && has_kill) {
         print_message("skipped: cgroup.kill removes the cgroup here, no pid is signalled\n");
         skip();
