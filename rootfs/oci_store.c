@@ -334,22 +334,20 @@ static void store_say_per_user(const char *image, struct nsbox_err *e)
 /* A reference the store lacks, where it has the same repository under another tag (a tag left
  * off means latest): those, at the end of e's message, so that an offline run or a CI job
  * that pulls nothing sees the image it probably meant rather than only a registry's error.
- * Where it has none, a user who is not root is told that stores are per user. */
-static void store_say_other_tags(const char *image, struct nsbox_err *e)
+ * Whether it said any. */
+static bool store_say_other_tags(const char *image, struct nsbox_err *e)
 {
     struct nsbox_ociref r;
     struct nsbox_err ignored;
     char repo[2 * NSBOX_OCIREF_MAX + 2];
     if (nsbox_ociref_parse(image, &r, &ignored) < 0)
-        return;
+        return false;
     snprintf(repo, sizeof repo, "%s/%s", r.domain, r.path);
     size_t rl = strlen(repo), shown = 0;
     struct nsbox_oci_ref *v = NULL;
     size_t n = 0;
-    if (nsbox_oci_store_refs(&v, &n, &ignored) < 0) {
-        store_say_per_user(image, e);
-        return;
-    }
+    if (nsbox_oci_store_refs(&v, &n, &ignored) < 0)
+        return false;
     for (size_t i = 0; i < n && shown < 3; i++) {
         if (strncmp(v[i].ref, repo, rl) != 0 || (v[i].ref[rl] != ':' && v[i].ref[rl] != '@'))
             continue;
@@ -359,8 +357,23 @@ static void store_say_other_tags(const char *image, struct nsbox_err *e)
         shown++;
     }
     free(v);
-    if (!shown)
-        store_say_per_user(image, e);
+    return shown > 0;
+}
+
+/* pull=never (said: the flag's or NSBOX_PULL's name) and the store lacks image: e names the
+ * way to bring it in once. For a user who is not root that is the per-user store's hint (which
+ * says to pull or import it as themselves), in place of the lookup's own `nsbox image pull`. */
+static void store_say_never(const char *image, const char *said, struct nsbox_err *e)
+{
+    char canon[NSBOX_OCIREF_MAX + 1], file[NSBOX_OCIREF_MAX + 1];
+    struct nsbox_err ignored;
+    nsbox_err_wrap(e, "%s=never", said);
+    if (store_say_other_tags(image, e) || geteuid() == 0)
+        return;
+    if (e->code == NSBOX_E_NOTFOUND && nsbox_oci_lookup_ref_file(image, canon, file, &ignored) == 0)
+        nsbox_err_set(e, NSBOX_E_NOTFOUND, ENOENT, "%s=never: image %s is not in the store", said,
+                      canon);
+    store_say_per_user(image, e);
 }
 
 int nsbox_oci_store_resolve(const char *image, enum nsbox_pull pull, char *name, size_t n,
@@ -388,8 +401,7 @@ int nsbox_oci_store_resolve(const char *image, enum nsbox_pull pull, char *name,
     if (is_id)
         return -1;
     if (pull == NSBOX_PULL_NEVER) {
-        nsbox_err_wrap(e, "%s=never", said);
-        store_say_other_tags(image, e);
+        store_say_never(image, said, e);
         return -1;
     }
     /* a pull can take minutes before the sandbox starts: said where a note is wanted */
@@ -397,8 +409,8 @@ int nsbox_oci_store_resolve(const char *image, enum nsbox_pull pull, char *name,
                      pull == NSBOX_PULL_ALWAYS ? "pull=always" : "not in the store");
     struct nsbox_oci_imported im;
     if (nsbox_oci_pull(image, false, true, &im, e) < 0) {
-        if (pull != NSBOX_PULL_ALWAYS)
-            store_say_other_tags(image, e);
+        if (pull != NSBOX_PULL_ALWAYS && !store_say_other_tags(image, e))
+            store_say_per_user(image, e);
         return -1;
     }
     snprintf(name, n, "%s", im.name);

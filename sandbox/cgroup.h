@@ -157,7 +157,9 @@ struct nsbox_cg_sys {
     /* One write(2) of data to name relative to dirfd (AT_FDCWD for an absolute name): the
      * kernel treats each write as one command, so it must not be split. -1 and errno. */
     int (*write_file)(int dirfd, const char *name, const char *data, size_t len);
-    int (*kill)(pid_t pid, int sig);
+    /* pidfd_open(pid, 0) and pidfd_send_signal(pidfd, sig, NULL, 0): -1 and errno. */
+    int (*pidfd_open)(pid_t pid);
+    int (*pidfd_send_signal)(int pidfd, int sig);
     uid_t (*geteuid)(void); /* who decides whether root's fallback parent applies */
 };
 /* Replace the seam (NULL restores the real kernel) and forget the cached discovery. */

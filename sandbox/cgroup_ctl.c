@@ -365,27 +365,24 @@ int nsbox_cgroup_write_memory(const struct nsbox_cgroup *cg, const struct nsbox_
     return 0;
 }
 
-/* The cgroup's cgroup.procs (v1: of its first hierarchy, which every process joins), read
- * whole; NULL with e. */
-static char *procs_text(const struct nsbox_cgroup *cg, struct nsbox_err *e)
+/* The path of the cgroup's cgroup.procs (v1: of its first hierarchy, which every process joins)
+ * into path; -1 with e. */
+static int procs_path(const struct nsbox_cgroup *cg, char *path, size_t n, struct nsbox_err *e)
 {
-    char path[PATH_MAX];
     const char *dir = !cg ? NULL : cg->version == 2 ? cg->path : cg->n_v1 ? cg->v1[0].path : NULL;
-    if (!dir || nsbox_cg_join(path, sizeof path, dir, NULL, "cgroup.procs") < 0) {
-        nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOENT, "cgroup: this sandbox has none");
-        return NULL;
-    }
-    char *text = nsbox_cgio_read_alloc(path);
-    if (!text)
-        nsbox_err_sys(e, "cgroup: read %s", path);
-    return text;
+    if (!dir || nsbox_cg_join(path, n, dir, NULL, "cgroup.procs") < 0)
+        return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, ENOENT, "cgroup: this sandbox has none");
+    return 0;
 }
 
 int nsbox_cgroup_pids(const struct nsbox_cgroup *cg, pid_t *pids, size_t max, struct nsbox_err *e)
 {
-    cleanup_free char *text = procs_text(cg, e);
-    if (!text)
+    char path[PATH_MAX];
+    if (procs_path(cg, path, sizeof path, e) < 0)
         return -1;
+    cleanup_free char *text = nsbox_cgio_read_alloc(path);
+    if (!text)
+        return nsbox_err_sys(e, "cgroup: read %s", path);
     const char *cur = text;
     size_t n = 0;
     pid_t pid;
@@ -394,57 +391,11 @@ int nsbox_cgroup_pids(const struct nsbox_cgroup *cg, pid_t *pids, size_t max, st
     return (int)n;
 }
 
-static int pid_cmp(const void *a, const void *b)
-{
-    pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* One batch of nsbox_cgroup_signal: at most SIGNAL_BATCH descriptors open at once. */
-#define SIGNAL_BATCH 256
-static int signal_batch(const struct nsbox_cgroup *cg, const pid_t *pids, size_t n, pid_t skip,
-                        int sig, struct nsbox_err *e)
-{
-    int fds[SIGNAL_BATCH];
-    int ret = 0;
-    size_t opened = 0;
-    for (; opened < n; opened++) {
-        fds[opened] = pids[opened] == skip ? -1 : (int)syscall(SYS_pidfd_open, pids[opened], 0);
-        if (fds[opened] < 0 && pids[opened] != skip && errno != ESRCH) {
-            ret = nsbox_err_sys(e, "cannot signal pid %d", (int)pids[opened]);
-            break;
-        }
-    }
-    /* Each descriptor holds the process that had its pid when it was opened: another's, where
-     * the listed process ended and its number was given out again. Those whose pid the cgroup
-     * lists now are the listed ones: a process the signal below reaches was alive at this read,
-     * so the pid read then was its own. */
-    cleanup_free char *text = ret == 0 ? procs_text(cg, e) : NULL;
-    size_t m = 0;
-    cleanup_free pid_t *now = text ? malloc((strlen(text) / 2 + 1) * sizeof *now) : NULL;
-    if (ret == 0 && (!text || !now))
-        ret = text ? nsbox_err_sys(e, "malloc") : -1;
-    pid_t pid;
-    for (const char *cur = text; now && nsbox_cg_next_pid(&cur, &pid);)
-        now[m++] = pid;
-    if (now)
-        qsort(now, m, sizeof *now, pid_cmp);
-    for (size_t i = 0; i < opened; i++) {
-        if (ret == 0 && fds[i] >= 0 && bsearch(&pids[i], now, m, sizeof *now, pid_cmp) &&
-            syscall(SYS_pidfd_send_signal, fds[i], sig, NULL, 0) < 0 && errno != ESRCH)
-            ret = nsbox_err_sys(e, "cannot signal pid %d", (int)pids[i]);
-        if (fds[i] >= 0)
-            close(fds[i]);
-    }
-    return ret;
-}
-
 int nsbox_cgroup_signal(const struct nsbox_cgroup *cg, const pid_t *pids, size_t n, pid_t skip,
                         int sig, struct nsbox_err *e)
 {
-    for (size_t i = 0; i < n; i += SIGNAL_BATCH)
-        if (signal_batch(cg, pids + i, n - i < SIGNAL_BATCH ? n - i : SIGNAL_BATCH, skip, sig, e) <
-            0)
-            return -1;
-    return 0;
+    char path[PATH_MAX];
+    if (procs_path(cg, path, sizeof path, e) < 0)
+        return -1;
+    return nsbox_cgsig_listed(path, pids, n, skip, sig, e);
 }

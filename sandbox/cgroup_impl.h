@@ -1,8 +1,9 @@
 /* Internals of the cgroup module (sandbox/cgroup*.c), which nothing else includes: the seam and
- * the small file helpers (cgroup_io.c), the discovered layout (cgroup.c), the v1 freezer's hold
- * (cgroup_hold.c). cgroup.h's functions keep its nsbox_cgroup_ names in whichever of these files
- * they live; the names here say their file: nsbox_cgio_ cgroup_io.c, nsbox_cghold_
- * cgroup_hold.c, nsbox_cgroup_ cgroup.c. */
+ * the small file helpers (cgroup_io.c), the discovered layout (cgroup.c), listed processes
+ * signalled (cgroup_signal.c), the v1 freezer's hold (cgroup_hold.c). cgroup.h's functions keep
+ * its nsbox_cgroup_ names in whichever of these files they live; the names here say their file:
+ * nsbox_cgio_ cgroup_io.c, nsbox_cgsig_ cgroup_signal.c, nsbox_cghold_ cgroup_hold.c,
+ * nsbox_cgroup_ cgroup.c. */
 #ifndef NSBOX_CGROUP_IMPL_H
 #define NSBOX_CGROUP_IMPL_H
 
@@ -58,6 +59,15 @@ const struct nsbox_cgroup_layout *nsbox_cgroup_layout(void);
 /* Error for a failed write of val to dir/file, with the fix for the errno that means one. */
 int nsbox_cgroup_write_error(struct nsbox_err *e, const char *dir, const char *file,
                              const char *val);
+
+/* ---- cgroup_signal.c: listed processes signalled ---------------------------------------------- */
+
+/* Send sig, through a pidfd each, to every process of pids (read from the cgroup.procs file
+ * procs before) that procs lists still once its pidfd is open, never to the pid skip (0: none).
+ * A listed process that has ended, and whose pid a process outside the cgroup has been given,
+ * is not signalled. A process gone is no error. */
+int nsbox_cgsig_listed(const char *procs, const pid_t *pids, size_t n, pid_t skip, int sig,
+                       struct nsbox_err *e);
 
 /* ---- cgroup_hold.c: the v1 freezer's hold --------------------------------------------------- */
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,9 +56,14 @@ static int real_write_file(int dirfd, const char *name, const char *data, size_t
     return 0;
 }
 
-static int real_kill(pid_t pid, int sig)
+static int real_pidfd_open(pid_t pid)
 {
-    return kill(pid, sig);
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static int real_pidfd_send_signal(int pidfd, int sig)
+{
+    return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
 }
 
 static const struct nsbox_cg_sys real_sys = {
@@ -68,7 +74,8 @@ static const struct nsbox_cg_sys real_sys = {
     .mkdir = real_mkdir,
     .rmdir = real_rmdir,
     .write_file = real_write_file,
-    .kill = real_kill,
+    .pidfd_open = real_pidfd_open,
+    .pidfd_send_signal = real_pidfd_send_signal,
     .geteuid = geteuid,
 };
 

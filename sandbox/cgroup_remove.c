@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -38,8 +39,10 @@ static bool has_children(const char *path)
     return stat(path, &st) == 0 && st.st_nlink > 2;
 }
 
-/* Call fn(child, depth + 1) for every child cgroup directory of path. -1 if path can't be read. */
-static int for_each_child(const char *path, int depth, void (*fn)(const char *, int))
+/* Call fn(child, depth + 1, arg) for every child cgroup directory of path. -1 if path can't be
+ * read. */
+static int for_each_child(const char *path, int depth, void (*fn)(const char *, int, void *),
+                          void *arg)
 {
     DIR *d = opendir(path);
     if (!d)
@@ -50,15 +53,16 @@ static int for_each_child(const char *path, int depth, void (*fn)(const char *, 
             continue;
         char child[PATH_MAX];
         if (nsbox_cg_join(child, sizeof child, path, NULL, de->d_name) == 0)
-            fn(child, depth + 1);
+            fn(child, depth + 1, arg);
     }
     closedir(d);
     return 0;
 }
 
 static int rmdir_tree(const char *path, int depth);
-static void rmdir_child(const char *path, int depth)
+static void rmdir_child(const char *path, int depth, void *arg)
 {
+    (void)arg;
     rmdir_tree(path, depth);
 }
 
@@ -74,7 +78,7 @@ static int rmdir_tree(const char *path, int depth)
         errno = err;
         return -1;
     }
-    if (for_each_child(path, depth, rmdir_child) < 0) {
+    if (for_each_child(path, depth, rmdir_child, NULL) < 0) {
         errno = err;
         return -1;
     }
@@ -83,22 +87,67 @@ static int rmdir_tree(const char *path, int depth)
     return -1;
 }
 
-/* SIGKILL every process listed in path's cgroup.procs and in its child cgroups'. */
-static void kill_tree(const char *path, int depth)
+/* The pids one kill round has signalled already, sorted: v1 lists every process in each
+ * hierarchy, and a pidfd per pid and hierarchy would make the round several times slower. */
+struct kill_done {
+    pid_t *pids;
+    size_t n, cap;
+};
+
+static int pid_cmp(const void *a, const void *b)
 {
+    pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Keep in pids[0..n) those done lacks, add them to done; how many are kept. */
+static size_t kill_done_add(struct kill_done *done, pid_t *pids, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!done->n || !bsearch(&pids[i], done->pids, done->n, sizeof *pids, pid_cmp))
+            pids[k++] = pids[i];
+    if (done->n + k > done->cap) {
+        size_t cap = (done->n + k) * 2;
+        pid_t *p = realloc(done->pids, cap * sizeof *p);
+        if (!p)
+            return k; /* only the saving is lost: a pid is signalled again */
+        done->pids = p;
+        done->cap = cap;
+    }
+    memcpy(done->pids + done->n, pids, k * sizeof *pids);
+    done->n += k;
+    qsort(done->pids, done->n, sizeof *pids, pid_cmp);
+    return k;
+}
+
+/* SIGKILL every process listed in path's cgroup.procs and in its child cgroups', through
+ * pidfds and only those listed still once held (nsbox_cgsig_listed): the first round reads the
+ * lists while the sandbox runs, and a pid one of its processes freed meanwhile may be a host
+ * process's by the time it is signalled. */
+static void kill_tree(const char *path, int depth, void *arg)
+{
+    struct kill_done *done = arg;
     char procs[PATH_MAX];
     if (nsbox_cg_join(procs, sizeof procs, path, NULL, "cgroup.procs") < 0)
         return;
     cleanup_free char *list = nsbox_cgio_read_alloc(procs);
-    if (list) {
+    cleanup_free pid_t *pids = list ? malloc((strlen(list) / 2 + 1) * sizeof *pids) : NULL;
+    if (pids) {
+        size_t n = 0;
         const char *cur = list;
         pid_t pid;
         while (nsbox_cg_next_pid(&cur, &pid))
-            nsbox_cgio_sys->kill(pid, SIGKILL);
+            pids[n++] = pid;
+        n = kill_done_add(done, pids, n);
+        /* a failure leaves the cgroup busy: the next round tries again, until the deadline */
+        struct nsbox_err ignored = {0};
+        if (n)
+            nsbox_cgsig_listed(procs, pids, n, 0, SIGKILL, &ignored);
     }
     if (depth > 16 || !has_children(path))
         return;
-    for_each_child(path, depth, kill_tree);
+    for_each_child(path, depth, kill_tree, done);
 }
 
 /* One kill round over paths[i] (NULL: gone). The first round kills without freezing:
@@ -112,9 +161,11 @@ static void kill_round(unsigned round, const char *freeze_dir, const char *freez
 {
     bool frozen =
         round > 0 && freeze_dir && nsbox_cgio_write_at(-1, freeze_dir, freeze_file, on) == 0;
+    struct kill_done done = {0};
     for (size_t i = 0; i < n; i++)
         if (paths[i])
-            kill_tree(paths[i], 0);
+            kill_tree(paths[i], 0, &done);
+    free(done.pids);
     if (frozen)
         nsbox_cgio_write_at(-1, freeze_dir, freeze_file, off);
 }

@@ -225,6 +225,7 @@ struct rm_walk {
     int depth;
     char where[PATH_MAX]; /* the current directory, relative to the workspace, for messages */
     size_t wlen;
+    char top[PATH_MAX]; /* the directory the request names, spelt as `where` spells it */
 };
 
 static void where_push(struct rm_walk *w, const char *name)
@@ -244,8 +245,17 @@ static int rm_fail(struct rm_walk *w, struct nsbox_err *e, int err, const char *
         snprintf(rel, sizeof rel, "%s%s%s", w->where, w->wlen ? "/" : "", name);
     else
         snprintf(rel, sizeof rel, "%s", w->wlen ? w->where : ".");
-    files_fail_at(w->c, e, err, "cannot remove", rel);
-    return nsbox_err_wrap(e, "cannot remove %s", w->c->disp);
+    /* The request's directory itself is named once, as the request spelt it; a file below it
+     * after it, without the verb again. */
+    if (!strcmp(rel, w->top))
+        return files_fail(w->c, e, err, "cannot remove");
+    if (err == ENOENT) {
+        files_fail_at(w->c, e, err, "cannot remove", rel);
+        return nsbox_err_wrap(e, "cannot remove %s", w->c->disp);
+    }
+    char verb[sizeof w->c->disp + 16];
+    snprintf(verb, sizeof verb, "cannot remove %s:", w->c->disp);
+    return files_fail_at(w->c, e, err, verb, rel);
 }
 
 /* Open dirfd/name, a directory, for reading, following no symlink and crossing no mount. The
@@ -397,6 +407,7 @@ int files_remove_tree(struct files_ctx *c, int dirfd, const char *name, struct n
         parent[--len] = '\0';
     snprintf(w.where, sizeof w.where, "%s", parent);
     w.wlen = strlen(w.where);
+    snprintf(w.top, sizeof w.top, "%s%s%s", parent, len ? "/" : "", name);
     int r = rm_walk(&w, dirfd, name, e);
     for (int i = 0; i < w.depth; i++)
         if (w.stack[i].d) closedir(w.stack[i].d);

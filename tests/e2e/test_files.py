@@ -323,6 +323,35 @@ class FilesTest(unittest.TestCase):
         self.assertFails(r, self.host("absent") + "/: no such directory")
         self.assertFalse(os.path.exists(self.host("absent")))
 
+    def test_a_failed_recursive_remove_names_each_path_once(self):
+        """The requested directory is named once; a file below it after it, the verb once."""
+        r = self.sh("mkdir -p rmfail/kept rmfail2 && touch rmfail/kept/f")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        kids = subprocess.run(["pgrep", "-P", str(self.supervisor_pid())], capture_output=True)
+        (init,) = kids.stdout.split()  # no file job runs: the supervisor's one child is init
+        ws = f"/proc/{int(init)}/root/workspace"
+        # immutable (as root on the host; the sandbox cannot clear it): rmfail2 itself cannot
+        # go, nor can rmfail/kept's file
+        flagged = [f"{ws}/rmfail2", f"{ws}/rmfail/kept"]
+        r = subprocess.run(["chattr", "+i"] + flagged, capture_output=True)
+        if r.returncode != 0:
+            self.skipTest(f"the workspace's file system has no immutable flag: {r.stderr!r}")
+        try:
+            with control_socket(self.dirs, self.id, timeout=30) as s:
+                send_request(s, {"op": "remove", "path": "/workspace/rmfail2", "recursive": True})
+                top = recv_reply(s)
+                send_request(s, {"op": "remove", "path": "rmfail", "recursive": True})
+                below = recv_reply(s)
+        finally:
+            subprocess.run(["chattr", "-i"] + flagged, check=True)
+        self.assertFalse(top["ok"], top)
+        self.assertEqual(top["error"]["message"],
+                         "cannot remove /workspace/rmfail2: Operation not permitted")
+        self.assertFalse(below["ok"], below)
+        self.assertEqual(below["error"]["message"], "cannot remove /workspace/rmfail: "
+                         "/workspace/rmfail/kept/f: Operation not permitted")
+        self.assertEqual(self.sh("rm -r rmfail rmfail2").returncode, 0)
+
     # ---- size and memory -------------------------------------------------------------------
 
     def test_a_sparse_file_stays_sparse_on_the_host(self):

@@ -411,7 +411,9 @@ class OciImages(unittest.TestCase):
     def test_missing_reference_with_pull_never(self):
         r = self.nsbox("run", "--image", "t/nothere:1", "--", "true", env={"NSBOX_PULL": "never"})
         self.assertEqual(r.returncode, 125)
-        self.assertIn(b"not in the store", r.stderr)
+        self.assertIn(b"NSBOX_PULL=never: image docker.io/t/nothere:1 is not in the store: ",
+                      r.stderr)
+        self.assertEqual(r.stderr.count(b"nsbox image pull"), 1, r.stderr)
 
     def test_a_missing_tag_names_the_stored_ones_of_its_repository(self):
         # a CI job (or a machine offline) that imported agent:1.4 and runs --image agent
@@ -493,11 +495,16 @@ class PerUserStore(unittest.TestCase):
                 r = self.as_user(*cmd, "--image", self.REF, *args, *tail, env=env)
                 self.assertEqual(r.returncode, 125, r.stderr)
                 self.assertTrue(r.stderr.decode().rstrip("\n").endswith(hint), r.stderr)
+                if args:  # pull=never: one way in, the hint's, said once
+                    self.assertEqual(r.stderr.decode(), f"nsbox: pull=never: image {self.REF} "
+                                     f"is not in the store{hint}\n")
         # root's store is its own: root is not told
         r = run_nsbox(["run", "--image", "127.0.0.1:1/t/other:1", "--pull", "never", "--",
                        "true"], self.root_dirs)
         self.assertEqual(r.returncode, 125, r.stderr)
-        self.assertNotIn(b"stored per user", r.stderr)
+        self.assertEqual(r.stderr, b"nsbox: pull=never: image 127.0.0.1:1/t/other:1 is not in "
+                         b"the store: `nsbox image pull 127.0.0.1:1/t/other:1` or "
+                         b"`nsbox image import`\n")
         # a user whose store has the repository under another tag is shown those instead
         self.as_user("image", "import", "-q", "--name", "127.0.0.1:1/t/agent:1.3", self.layout,
                      check=True)
@@ -505,6 +512,8 @@ class PerUserStore(unittest.TestCase):
         self.assertEqual(r.returncode, 125, r.stderr)
         self.assertTrue(r.stderr.rstrip().endswith(b"; the store has 127.0.0.1:1/t/agent:1.3"),
                         r.stderr)
+        self.assertEqual(r.stderr.count(b"nsbox image pull"), 1, r.stderr)
+        self.assertNotIn(b"stored per user", r.stderr)
         # imported as the user, it is in the user's own store
         self.as_user("image", "import", "-q", "--name", self.REF, self.layout, check=True)
         r = self.as_user("image", "ls")

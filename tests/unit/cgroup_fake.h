@@ -424,6 +424,36 @@ static int fake_kill(pid_t pid, int sig)
     return 0;
 }
 
+/* A pidfd of the fake is a descriptor of /dev/null (closed as a real one is) that remembers its
+ * pid. g_reused_pid is a listed process that ends and whose pid a host process takes just before
+ * the pidfd is opened: it leaves every cgroup.procs, and the pidfd holds the host's process. */
+#define FAKE_PIDFDS 1024
+static pid_t g_pidfd_pid[FAKE_PIDFDS];
+static pid_t g_reused_pid;
+static pid_t g_host_signalled; /* a signal that reached the host process of g_reused_pid */
+static int fake_pidfd_open(pid_t pid)
+{
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0 && fd < FAKE_PIDFDS);
+    if (pid == g_reused_pid) {
+        drop_pid_under(g_root, pid, 0);
+        g_pidfd_pid[fd] = -pid;
+    } else {
+        g_pidfd_pid[fd] = pid;
+    }
+    return fd;
+}
+
+static int fake_pidfd_send_signal(int fd, int sig)
+{
+    assert_true(fd >= 0 && fd < FAKE_PIDFDS && g_pidfd_pid[fd] != 0);
+    if (g_pidfd_pid[fd] < 0) {
+        g_host_signalled = -g_pidfd_pid[fd];
+        return 0;
+    }
+    return fake_kill(g_pidfd_pid[fd], sig);
+}
+
 static uid_t g_euid; /* who the fake says we are */
 static uid_t fake_geteuid(void)
 {
@@ -436,7 +466,8 @@ static struct nsbox_cg_sys g_fake = {
     .mkdir = fake_mkdir,
     .rmdir = fake_rmdir,
     .write_file = fake_write,
-    .kill = fake_kill,
+    .pidfd_open = fake_pidfd_open,
+    .pidfd_send_signal = fake_pidfd_send_signal,
 };
 
 static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw)
@@ -454,6 +485,7 @@ static void reset_globals(void)
     g_log[0] = '\0';
     g_nkilled = 0;
     g_fork_parent = g_fork_child = 0;
+    g_reused_pid = g_host_signalled = 0;
     g_magic_calls = 0;
 }
 

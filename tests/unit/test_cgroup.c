@@ -497,6 +497,28 @@ static void test_v1_remove_by_id(void **state)
     assert_int_equal(g_killed[0], 77);
 }
 
+/* A listed process that ends, and whose pid a host process takes, before destroy's kill round
+ * holds that pid: the host process is not signalled (kill(2) of each listed pid reached it),
+ * the one still listed is. */
+static void test_v1_destroy_skips_a_reused_pid(void **state)
+{
+    (void)state;
+    make_v1(false, true);
+    struct nsbox_cgroup cg;
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_cgroup_create("r1", &k_lim, &cg, &e), 0);
+    assert_int_equal(nsbox_cgroup_attach(&cg, 77, &e), 0);
+    assert_int_equal(nsbox_cgroup_attach(&cg, 78, &e), 0);
+    struct nsbox_cgroup copy = cg;
+    g_reused_pid = 77;
+    assert_int_equal(nsbox_cgroup_destroy(&cg, &e), 0);
+    assert_int_equal(g_host_signalled, 0);
+    assert_int_equal(g_nkilled, 1);
+    assert_int_equal(g_killed[0], 78);
+    for (size_t i = 0; i < copy.n_v1; i++)
+        assert_false(exists(copy.v1[i].path));
+}
+
 /* The v1 freezer's hold (docs/cgroups.md): an empty cgroup, frozen when a sandbox first
  * freezes, kept while a sandbox is beside it, removed with the last one, and by gc's sweep
  * when a killed supervisor left it. */
@@ -617,6 +639,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_v1_comounted_and_rollback, setup_tree, teardown_tree),
         cmocka_unit_test_setup_teardown(test_v1_parent_env, setup_tree, teardown_tree),
         cmocka_unit_test_setup_teardown(test_v1_remove_by_id, setup_tree, teardown_tree),
+        cmocka_unit_test_setup_teardown(test_v1_destroy_skips_a_reused_pid, setup_tree,
+                                        teardown_tree),
         cmocka_unit_test_setup_teardown(test_v1_freezer_hold, setup_tree, teardown_tree),
         cmocka_unit_test_setup_teardown(test_v1_update_and_pids, setup_tree, teardown_tree),
     };
