@@ -60,8 +60,8 @@ static void free_ents(struct list_ent *v, size_t n)
 /* How many names after its end the first part counts, at most. Every part runs in the
  * supervisor's loop (a part is short: may_take_long leaves `list` there), so a count must be
  * short too: a directory the sandbox can make cheaply (hard links need no inodes) holds
- * millions of names, and counting them all held exec, kill and the ttl for seconds. Four parts'
- * worth of getdents, no stat, costs about what a part does. */
+ * millions of names, and counting them all would hold exec, kill and the ttl for seconds.
+ * This many names of getdents, no stat, take a fraction of a second. */
 #define LIST_COUNT_MAX (4 * NSBOX_FILES_LIST_MAX)
 
 /* After the first part of a directory too big for one reply: the names from the one that did
