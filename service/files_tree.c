@@ -57,24 +57,53 @@ static void free_ents(struct list_ent *v, size_t n)
     free(v);
 }
 
-/* How many more names the first part reads to count what the directory holds: past it, the
- * count stays unknown and the parts go on to the end they find. */
-#define LIST_SCAN_MAX (64 * NSBOX_FILES_LIST_MAX)
+/* How many names after its end the first part counts, at most. Every part runs in the
+ * supervisor's loop (a part is short: may_take_long leaves `list` there), so a count must be
+ * short too: a directory the sandbox can make cheaply (hard links need no inodes) holds
+ * millions of names, and counting them all would hold exec, kill and the ttl for seconds.
+ * This many names of getdents, no stat, take a fraction of a second. */
+#define LIST_COUNT_MAX (4 * NSBOX_FILES_LIST_MAX)
 
 /* After the first part of a directory too big for one reply: the names from the one that did
- * not fit to the directory's end (getdents alone, no stat), or -1 past LIST_SCAN_MAX. */
+ * not fit to the directory's end (getdents alone), at most LIST_COUNT_MAX. A directory with
+ * more, or one that cannot be read to its end, is taken to hold LIST_COUNT_MAX: the listing
+ * stays bounded, and says where that bound cut it ("incomplete"). */
 static long long list_count_rest(DIR *d)
 {
     long long n = 1; /* the one that did not fit */
-    while (n <= LIST_SCAN_MAX) {
+    while (n < LIST_COUNT_MAX) {
         errno = 0;
         struct dirent *de = readdir(d);
         if (!de)
-            return errno ? -1 : n;
+            return errno ? LIST_COUNT_MAX : n;
         if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
             n++;
     }
-    return -1;
+    return n;
+}
+
+/* A number of a cursor: decimal digits only (strtoll alone would take leading spaces, a sign
+ * and an overflow clamped to LLONG_MAX), from p up to *end. -1 if there is none. */
+static long long list_cursor_num(const char *p, char **end)
+{
+    if (*p < '0' || *p > '9')
+        return -1;
+    errno = 0;
+    long long v = strtoll(p, end, 10);
+    return errno ? -1 : v;
+}
+
+/* A cursor is "NEXT:LEFT", as a reply's `next` gives it: the position of the part's first entry
+ * and how many names the listing may still hold. Opaque to clients, which pass it back as
+ * they got it; anything else is refused rather than guessed at. */
+static int list_cursor_parse(const char *s, long long *start, long long *left)
+{
+    char *end;
+    *start = list_cursor_num(s, &end);
+    if (*start < 0 || *end != ':')
+        return -1;
+    *left = list_cursor_num(end + 1, &end);
+    return *left < 0 || *end ? -1 : 0;
 }
 
 /* A directory too big for one reply is read in several: each reply ends with the position of
@@ -83,32 +112,23 @@ static long long list_count_rest(DIR *d)
  * NFS uses them), so each request reads only its own part: a sorted listing would read the
  * whole directory for every part. Entries made or removed meanwhile may be seen or not, as in
  * any directory read, but a listing holds at most twice as many names as the directory did
- * when it began: the first part counts the rest (one pass of names) and the cursors carry how
- * many more may come ("NEXT:LEFT"). Otherwise a sandbox that makes and removes entries while
- * it is listed kept the listing going for as long as it liked, and the client holding it all:
- * a tmpfs's position that names a removed entry goes on from a newer one, so the parts came
- * round again (262,023 names for a directory of 30,000). Twice, not once: entries made
+ * when it began (as counted, up to LIST_COUNT_MAX after the first part): the first part counts
+ * the rest and the cursors carry how many more may come ("NEXT:LEFT"). A directory that the
+ * sandbox grows as it is listed would otherwise keep the listing going for as long as it
+ * likes, and the client holding every name: past the position the parts reach (ext4 orders by
+ * a hash of the name: about as many new names land after it as before), or on a tmpfs, where a
+ * position whose entry was removed goes on from a newer one. Twice, not once: entries made
  * meanwhile count too, and with a bound of the count alone they would push out some that were
- * there all along. Each reply is sorted by name; across replies the
- * order is the directory's, and a client that wants them all sorts the whole (the Python
- * client does). */
+ * there all along. A reply the bound ends says so ("incomplete"). Each reply is sorted by
+ * name; across replies the order is the directory's, and a client that wants them all sorts
+ * the whole (the Python client does). */
 int files_list(struct files_ctx *c, const char *cursor, cJSON *reply, struct nsbox_err *e)
 {
-    long long start = 0, left = -1; /* left: names still to list, -1 not counted */
-    if (*cursor) {
-        char *end;
-        errno = 0;
-        start = strtoll(cursor, &end, 10);
-        if (*end == ':' && end != cursor && !errno) {
-            char *p = end + 1;
-            left = strtoll(p, &end, 10);
-            if (end == p || left < 0)
-                end = p - 1; /* refused below */
-        }
-        if (*end || end == cursor || errno || start < 0)
-            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                                 "request: 'cursor' must be a previous list reply's 'next'");
-    }
+    long long start = 0, left = -1; /* left: names still to list, -1 not counted yet */
+    if (*cursor && list_cursor_parse(cursor, &start, &left) < 0)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                             "request: 'cursor' must be a previous list reply's 'next', "
+                             "passed back unchanged");
     struct nsbox_err se = {0};
     /* O_DIRECTORY: the kernel refuses a non-directory before opening it, so a FIFO here cannot
      * block. The path itself may go through symlinks, resolved inside the workspace. */
@@ -132,6 +152,7 @@ int files_list(struct files_ctx *c, const char *cursor, cJSON *reply, struct nsb
     size_t n = 0, cap = 0, used = 0;
     long long pos = start, next = -1; /* where the entry read now is; the one that did not fit */
     long long seen = 0;                /* names read, counted against left */
+    bool cut = false;                  /* names left unread: the bound ended the listing */
     int err = 0;
     for (;;) {
         errno = 0;
@@ -143,8 +164,10 @@ int files_list(struct files_ctx *c, const char *cursor, cJSON *reply, struct nsb
         long long here = pos;
         pos = (long long)de->d_off; /* where the one after it is */
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-        if (left >= 0 && seen == left)
-            break; /* as many as the directory held when the listing began: its end */
+        if (left >= 0 && seen == left) {
+            cut = true; /* twice what the directory held when the listing began */
+            break;
+        }
         seen++;
         struct stat sb;
         if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
@@ -159,8 +182,7 @@ int files_list(struct files_ctx *c, const char *cursor, cJSON *reply, struct nsb
             next = here;
             seen--; /* the next part's first */
             if (!*cursor) { /* twice what the directory holds: as many again may be made */
-                long long rest = list_count_rest(d);
-                left = rest < 0 ? -1 : seen + 2 * rest;
+                left = seen + 2 * list_count_rest(d);
                 seen = 0;
             }
             break;
@@ -198,12 +220,10 @@ int files_list(struct files_ctx *c, const char *cursor, cJSON *reply, struct nsb
     cJSON_AddBoolToObject(reply, "truncated", next >= 0);
     if (next >= 0) {
         char t[48];
-        if (left >= 0)
-            snprintf(t, sizeof t, "%lld:%lld", next, left - seen);
-        else
-            snprintf(t, sizeof t, "%lld", next);
+        snprintf(t, sizeof t, "%lld:%lld", next, left - seen);
         cJSON_AddStringToObject(reply, "next", t);
     }
+    cJSON_AddBoolToObject(reply, "incomplete", cut);
     if (!arr)
         return nsbox_err_set(e, NSBOX_E_NOMEM, ENOMEM, "cannot list %s: out of memory", c->disp);
     return 0;

@@ -5,7 +5,11 @@ own text, passed through unchanged (the client does not keep a second copy of th
 `code` is the wire protocol's error code (`invalid`, `not_found`, `deleted`, `timeout`,
 `unsupported`, `policy`, `system`, `exec`, `no_space`) when there is one.
 """
+import contextlib
 import errno
+import os
+import sys
+import warnings
 
 
 class SandboxError(Exception):
@@ -143,5 +147,18 @@ class ProtocolError(SandboxError):
 
 
 class NsboxWarning(UserWarning):
-    """What nsbox says about a sandbox it did make (warnings.warn): e.g. that a root-owned
-    workspace directory is not writable inside."""
+    """What nsbox says about a call that did what was asked, with a catch (warnings.warn):
+    e.g. that a root-owned workspace directory is not writable inside, or that a listing was
+    ended before the directory's end."""
+
+
+def warn(message):
+    """An NsboxWarning, attributed to the first frame outside this package and contextlib: the
+    caller's line (open() goes through contextlib, create() does not)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    skip = (here + os.sep, os.path.dirname(os.path.abspath(contextlib.__file__)) + os.sep +
+            "contextlib")
+    f, level = sys._getframe(0), 1
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(skip):
+        f, level = f.f_back, level + 1
+    warnings.warn(message, NsboxWarning, stacklevel=level)

@@ -8,10 +8,8 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
-import warnings
 
 from . import errors
 from ._transport import find_binary, runtime_dir
@@ -20,18 +18,6 @@ from .session import AsyncSession, Session, run_blocking
 
 _REGION_MESSAGE = re.compile(r"^This network policy is not supported in region ")
 _SPEC_PREFIX = re.compile(r"^--spec [^:]*: ")
-
-
-def _outside_stacklevel():
-    """warnings.warn's stacklevel for the first frame outside this package and contextlib:
-    the caller's line (open() goes through contextlib, create() does not)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    skip = (here + os.sep, os.path.dirname(os.path.abspath(contextlib.__file__)) + os.sep +
-            "contextlib")
-    f, level = sys._getframe(1), 1
-    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(skip):
-        f, level = f.f_back, level + 1
-    return level
 
 
 def _create_output(stdout):
@@ -227,8 +213,7 @@ class LocalSandbox:
         # write to, ...) is said here too, as a warning.
         for line in stderr.decode("utf-8", "replace").splitlines():
             if line.startswith("nsbox: note: "):
-                warnings.warn(line[len("nsbox: note: "):], errors.NsboxWarning,
-                              stacklevel=_outside_stacklevel())
+                errors.warn(line[len("nsbox: note: "):])
         rt = parsed.get("runtime_dir") or runtime_dir(env)
         return parsed["id"], rt
 

@@ -718,7 +718,9 @@ class Session:
 
     def list_files(self, path="."):
         """The entries of a workspace directory: [FileInfo(name, type, size, mode, mtime,
-        path, target)], target a symlink's text (None for the others), as stat() gives it."""
+        path, target)], target a symlink's text (None for the others), as stat() gives it.
+        A listing that the runtime ended before the directory's end (it grew while listed)
+        gives what came and warns (NsboxWarning)."""
         path = os.fspath(path)
         # A directory too big for one reply comes in parts, each from where the one before
         # ended; all of them, sorted by name as one reply is.
@@ -735,6 +737,14 @@ class Session:
                     "give the rest (%d entries came); update nsbox" % (path, len(entries)),
                     "unsupported")
             seen.add(cursor)
+        if r.get("incomplete"):
+            # The entries that came are given, with a warning rather than an error: a listing
+            # is most often for a look at the results, and these are as true as any.
+            errors.warn("the listing of %s ended before the directory's end, at %d entries: "
+                        "it grew while it was listed (a listing holds at most twice the names "
+                        "the directory held when it began), or it holds more than 800,000 "
+                        "names; list a smaller directory, or read it with execute()"
+                        % (path, len(entries)))
         base = path.rstrip("/")
         entries.sort(key=lambda d: str(d.get("name")))
         return [_file_info(d, path=(d.get("name") if base in ("", ".")

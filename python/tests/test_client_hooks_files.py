@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 import unittest
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # client_support, however this module was loaded
@@ -562,14 +563,20 @@ class Files(AsyncClientTest):
                 return reply
 
             sb._call = growing
-            names = [f.name for f in sb.list_files("d")]
+            # what came is given, and the cut is said: it looked like the whole directory
+            with self.assertWarns(nsbox.NsboxWarning) as cm:
+                names = [f.name for f in sb.list_files("d")]
+            self.assertIn("the listing of d ended before the directory's end", str(cm.warning))
+            self.assertEqual(cm.filename, __file__)  # the caller's line
             self.assertGreater(len(parts), 2)  # in parts, or nothing was tried
             self.assertLessEqual(len(names), 2 * 10000)
             self.assertEqual(len(set(names)), len(names))
             sb._call = call
-            # a directory left alone is listed whole, every part
+            # a directory left alone is listed whole, every part, and nothing is said
             sb.execute("rm -r d && mkdir d && " + make % "c")
-            names = [f.name for f in sb.list_files("d")]
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                names = [f.name for f in sb.list_files("d")]
             self.assertEqual(sorted(names), ["c%05d" % i + "x" * 200 for i in range(10000)])
 
     def test_round_trip_sync(self):

@@ -716,6 +716,8 @@ static void t_list_truncated(void **state)
         const cJSON *next = cJSON_GetObjectItemCaseSensitive(r.reply, "next");
         bool more = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r.reply, "truncated"));
         assert_int_equal(more, cJSON_IsString(next));
+        /* a directory left alone is listed whole: no part says the bound cut it */
+        assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(r.reply, "incomplete")));
         if (!more)
             break;
         cJSON *q = rq("list", "many");
@@ -726,10 +728,34 @@ static void t_list_truncated(void **state)
     res_free(&r);
     assert_int_equal(total, n);
     assert_true(parts >= 2);
-    /* a cursor that is no reply's */
-    static const char *const bad[] = {"x",  "-1",   "12x",    "99999999999999999999",
-                                      "1:", "1:-2", "1:2:3",  ":5",
-                                      "1:x", "1:99999999999999999999"};
+    /* A listing that the bound ends (no more names may come, and some are left) says so,
+     * rather than looking complete; one that ends where the directory does says nothing. */
+    cJSON *q = rq("list", "many");
+    cJSON_AddStringToObject(q, "cursor", "0:5");
+    assert_int_equal(do_op(f, q, -1, &r), 0);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r.reply, "entries")), 5);
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(r.reply, "truncated")));
+    assert_null(cJSON_GetObjectItemCaseSensitive(r.reply, "next"));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r.reply, "incomplete")));
+    res_free(&r);
+    assert_int_equal(mkdirat(f->basefd, "ws/five", 0755), 0);
+    for (int i = 0; i < 5; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "ws/five/%d", i);
+        put_file(f->basefd, nm, "x");
+    }
+    q = rq("list", "five");
+    cJSON_AddStringToObject(q, "cursor", "0:5");
+    assert_int_equal(do_op(f, q, -1, &r), 0);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r.reply, "entries")), 5);
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(r.reply, "incomplete")));
+    res_free(&r);
+    /* a cursor that is no reply's: digits only, both numbers (strtoll alone takes a leading
+     * space or sign), and no bare position */
+    static const char *const bad[] = {
+        "x",   "-1",   "12x",    "99999999999999999999", "1:", "1:-2", "1:2:3", ":5", "1:x",
+        "1:99999999999999999999", "1", " 1:2", "+1:2", "1:+2", "1: 2", "1:2 ", "1:\t2", "-0:1",
+        "0x1:2"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cJSON *q = rq("list", "many");
         cJSON_AddStringToObject(q, "cursor", bad[i]);
