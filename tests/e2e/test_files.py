@@ -954,19 +954,9 @@ class LongOperations(unittest.TestCase):
                 "        os.link(src, \"%%07d\" %% i)'" % n)
         r = run_nsbox(["exec", self.id, "--", "sh", "-c", make], self.dirs, timeout=600)
         self.assertEqual(r.returncode, 0, r.stderr)
-        def reply(c):  # a whole reply of up to 1 MiB (a socket with a timeout ignores MSG_WAITALL)
-            body = b""
-            size = struct.unpack(">I", c.recv(4, socket.MSG_WAITALL))[0]
-            while len(body) < size:
-                got = c.recv(size - len(body))
-                if not got:
-                    raise ConnectionError("closed")
-                body += got
-            return json.loads(body)
-
         with control_socket(self.dirs, self.id, timeout=120) as s:
             send_request(s, {"op": "list", "path": "huge"})
-            first = reply(s)
+            first = recv_reply(s)
         self.assertTrue(first["ok"] and first["truncated"], first.get("error"))
         k = len(first["entries"])
         # the cursor is opaque to clients; this test reads it to see what was counted
@@ -983,7 +973,7 @@ class LongOperations(unittest.TestCase):
                         while True:
                             send_request(c, {"op": "list", "path": "huge",
                                              **({"cursor": cursor} if cursor else {})})
-                            last = reply(c)
+                            last = recv_reply(c)
                             if not last["ok"]:
                                 raise AssertionError(last)
                             names += [e["name"] for e in last["entries"]]

@@ -629,12 +629,22 @@ def send_request(s, req, fds=()):
               if fds else [])
 
 
+def recv_exactly(s, n):
+    """n bytes from s: MSG_WAITALL alone is not enough on a socket with a timeout, which
+    Python reads in non-blocking mode, so a large reply can come back cut."""
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("closed after %d of %d bytes" % (len(buf), n))
+        buf += chunk
+    return bytes(buf)
+
+
 def recv_reply(s):
     """The next framed reply, as a dict."""
-    head = s.recv(4, socket.MSG_WAITALL)
-    if len(head) < 4:
-        raise ConnectionError("closed")
-    return json.loads(s.recv(struct.unpack(">I", head)[0], socket.MSG_WAITALL))
+    head = recv_exactly(s, 4)
+    return json.loads(recv_exactly(s, struct.unpack(">I", head)[0]))
 
 
 # ---- the host's own descriptors as a command's stdio (docs/protocol.md) -------------------------
