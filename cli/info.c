@@ -10,6 +10,7 @@
 #include "info.h"
 #include "imagelibs.h"
 #include "cli.h"
+#include "caps.h"
 #include "cgroup.h"
 #include "cleanup.h"
 #include "config.h"
@@ -281,7 +282,7 @@ static void check_nftables(struct nsbox_check *c)
 
 static void check_netadmin(struct nsbox_check *c)
 {
-    int has = nsbox_diagnose_has_cap(CAP_NET_ADMIN);
+    int has = nsbox_caps_effective_has(CAP_NET_ADMIN);
     if (has < 0) {
         DETAIL(c, "cannot read this process's capabilities (%s)", nsbox_text_errname(errno));
     } else if (has) {
@@ -290,8 +291,8 @@ static void check_netadmin(struct nsbox_check *c)
     } else {
         DETAIL(c, "no effective CAP_NET_ADMIN: network all/allow are refused; network none works");
     }
-    if (!c->ok && geteuid() == 0 && nsbox_diagnose_has_cap(CAP_SYS_ADMIN) == 0)
-        FIX(c, "%s (network all/allow need CAP_NET_ADMIN on the host)", NSBOX_DIAGNOSE_CONTAINER_ROOT_FIX);
+    if (!c->ok && geteuid() == 0 && nsbox_caps_effective_has(CAP_SYS_ADMIN) == 0)
+        FIX(c, "%s (network all/allow need CAP_NET_ADMIN on the host)", NSBOX_DIAGNOSE_ROOT_CAPS_FIX);
     else if (!c->ok)
         FIX(c, "run as root (network all/allow need CAP_NET_ADMIN on the host)");
 }
@@ -321,7 +322,7 @@ static void check_idmap(struct nsbox_check *c)
     if (nsbox_diagnose_root_without_sys_admin()) {
         DETAIL(c, "kernel %s >= 5.12, but idmapping a host directory needs CAP_SYS_ADMIN on "
                   "the host, which this root lacks", u.release);
-        FIX(c, "%s", NSBOX_DIAGNOSE_CONTAINER_ROOT_FIX);
+        FIX(c, "%s", NSBOX_DIAGNOSE_ROOT_CAPS_FIX);
         return;
     }
     c->ok = true;
@@ -435,11 +436,12 @@ static void check_privileges(struct nsbox_check *c)
     }
     bool initial =
         nsbox_text_read("/proc/self/uid_map", map, sizeof map) < 0 || nsbox_info_uid_map_is_initial(map);
-    if (initial && nsbox_diagnose_has_cap(CAP_SYS_ADMIN) == 0)
+    if (initial && nsbox_caps_effective_has(CAP_SYS_ADMIN) == 0)
         DETAIL(c, "root (uid 0) without CAP_SYS_ADMIN, as in a container started without "
-                  "--privileged: not the host's root, so what root's sandboxes have beyond a "
-                  "user's (cgroup limits, network all/allow, idmapped workspaces) is as the "
-                  "checks above say; sandboxed commands still run as an unprivileged user");
+                  "--privileged or a systemd unit whose CapabilityBoundingSet= leaves it out: "
+                  "what root's sandboxes have beyond a user's (cgroup limits, network "
+                  "all/allow, idmapped workspaces) is as the checks above say; sandboxed "
+                  "commands still run as an unprivileged user");
     else if (initial)
         DETAIL(c, "root (uid 0): cgroup limits, network all/allow and idmapped workspaces are "
                   "available; sandboxed commands still run as an unprivileged user; each "

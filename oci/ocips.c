@@ -65,8 +65,9 @@ static int ps_table(char **opts, int n_opts, const pid_t *pids, size_t n, struct
         close(p[0]);
         return nsbox_err_sys(e, "ps");
     }
-    /* Whole lines, however long: a row cut at a fixed size lost its rest, and the row after
-     * it was glued onto it (a process hidden by a container's long command line). */
+    /* Whole lines, however long: a container writes its command lines, so a row read in
+     * pieces would be cut where the container chooses, and a piece taken for a row, or a row
+     * merged with the next, could hide a process or list one that is not the container's. */
     cleanup_free char *line = NULL, *copy = NULL;
     size_t cap = 0, copy_cap = 0;
     ssize_t len;

@@ -1,5 +1,7 @@
 #include "cfgsection.h"
 
+#include "spec.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,17 +19,10 @@ bool nsbox_cfgsection_known(const char *name)
 int nsbox_cfgsection_find(const char *text, size_t len, const char *name, const char *like,
                           cJSON **root, const cJSON **section, struct nsbox_err *e)
 {
-    const char *end = NULL;
     *section = NULL;
-    *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!*root || !cJSON_IsObject(*root))
-        return nsbox_err_invalid(e, "config: not a JSON object");
-    /* cJSON stops after the first value: a second object or garbage after it is a broken
-     * file, whose rest would otherwise be ignored without a word */
-    for (const char *p = end; p && p < text + len; p++)
-        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
-            return nsbox_err_invalid(e, "config: unexpected text after the JSON object at byte "
-                                        "%zu", (size_t)(p - text));
+    *root = NULL;
+    if (nsbox_spec_json_parse_object(text, len, NSBOX_SPEC_JSON_MAX, root, e) < 0)
+        return nsbox_err_wrap(e, "config");
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(*root, name);
     if (s && !cJSON_IsObject(s))
         return nsbox_err_invalid(e, "config: key '%s': must be an object%s%s", name,

@@ -21,8 +21,9 @@ bool nsbox_cfgsection_known(const char *name);
 /* The section name of the config text: *root gets the parsed text, which the caller deletes
  * (cleanup_cjson) even on an error, and *section the section, NULL where the file has none.
  * like: an example of the section for the message of one that is not an object, or NULL.
- * Returns 0, or -1 with "config: not a JSON object", "config: unexpected text after the JSON
- * object at byte N" or "config: key 'NAME': must be an object" (" like LIKE"). */
+ * Returns 0, or -1 with "config: " and nsbox_spec_json_parse_object's message (spec.h; the
+ * instance types' reader, which reads the file first, says the same) or "config: key 'NAME':
+ * must be an object" (" like LIKE"). */
 int nsbox_cfgsection_find(const char *text, size_t len, const char *name, const char *like,
                           cJSON **root, const cJSON **section, struct nsbox_err *e);
 

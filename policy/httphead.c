@@ -381,7 +381,7 @@ static long chunk_bad(struct nsbox_httpchunk *c, const char *why)
     return -1;
 }
 
-long nsbox_httpchunk_feed(struct nsbox_httpchunk *c, const uint8_t *p, size_t n)
+long nsbox_httphead_chunk_feed(struct nsbox_httpchunk *c, const uint8_t *p, size_t n)
 {
     size_t i = 0;
     while (i < n && !c->done) {

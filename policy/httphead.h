@@ -112,6 +112,6 @@ struct nsbox_httpchunk {
 /* Feeds n bytes of body; returns how many belong to the body (< n only once done: the rest is
  * the next request), or -1 on a malformed body (why says what). Trailer fields are refused:
  * they could carry a second copy of the bound header after it was checked. */
-long nsbox_httpchunk_feed(struct nsbox_httpchunk *c, const uint8_t *p, size_t n);
+long nsbox_httphead_chunk_feed(struct nsbox_httpchunk *c, const uint8_t *p, size_t n);
 
 #endif

@@ -162,7 +162,7 @@ size_t nsbox_httpresp_feed(struct nsbox_httpresp *r, const uint8_t *p, size_t n)
             break;
         }
         case NSBOX_HTTPRESP_CHUNKED: {
-            long k = nsbox_httpchunk_feed(&r->chunk, p + i, n - i);
+            long k = nsbox_httphead_chunk_feed(&r->chunk, p + i, n - i);
             if (k < 0) {
                 r->state = NSBOX_HTTPRESP_LOST;
                 break;

@@ -124,6 +124,15 @@ int nsbox_spec_set(struct nsbox_spec *s, const char *key, const char *value, str
  * applies the region rule with its exact message (NSBOX_E_POLICY). */
 int nsbox_spec_validate(struct nsbox_spec *s, struct nsbox_err *e);
 
+/* The one JSON object of json (spec_json.c), for the spec, the instance types and every config
+ * section alike, so that one mistake reads the same whoever finds it: *out gets the object (the
+ * caller deletes it). Returns -1 with "empty input (expected a JSON object)", "larger than MAX
+ * bytes", "contains a NUL byte" (or a \u0000 in a string), "invalid JSON near byte N",
+ * "unexpected text after the JSON value at byte N" or "must be a JSON object". */
+struct cJSON;
+int nsbox_spec_json_parse_object(const char *json, size_t len, size_t max, struct cJSON **out,
+                                 struct nsbox_err *e);
+
 /* Helpers shared with the Python client's validation and the network module. */
 int nsbox_spec_net_parse_host(const char *text, struct nsbox_host *out, struct nsbox_err *e);
 int nsbox_spec_net_parse_cidr(const char *text, struct nsbox_cidr *out, struct nsbox_err *e);

@@ -55,8 +55,6 @@ bool nsbox_spec_parse_decimal(const char *s, size_t n, uint64_t *out);
 
 /* ---- spec_json.c: JSON values in ------------------------------------------------------------ */
 
-int nsbox_spec_json_parse_object(const char *json, size_t len, size_t max, cJSON **out,
-                                 struct nsbox_err *e);
 int nsbox_spec_json_uint(const cJSON *it, uint64_t min, uint64_t max, uint64_t *out,
                          struct nsbox_err *e);
 int nsbox_spec_json_pids(const cJSON *it, uint64_t *out, struct nsbox_err *e);

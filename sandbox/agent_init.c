@@ -41,6 +41,8 @@ static struct {
     uint32_t seq;
     bool last; /* NSBOX_AGENT_F_LAST */
     bool run;  /* the command of the run socket's run */
+    bool ended; /* reaped, its status not yet reported (report_ended) */
+    int status;
 } children[MAX_CHILDREN];
 
 /* nsbox-oci: the container's own process, which init forked before it served (contain.c). Its
@@ -515,17 +517,38 @@ static void end_run(int sock, uint32_t type, int pid, int code, const char *msg)
     reply(sock, type, NSBOX_AGENT_SEQ_RUN, pid, code, msg);
 }
 
+/* Notes p's end: a pending process's is dealt with at once, a command's is reported by
+ * report_ended, after the drain that reads the queries it sent before it ended. */
 static void reaped(int sock, pid_t p, int status)
 {
     for (size_t i = 0; i < MAX_PENDING; i++)
         if (pending[i].pid == p)
             pending_done(sock, i); /* it has ended: its pipe is closed */
+    for (size_t i = 0; i < MAX_CHILDREN; i++)
+        if (children[i].pid == p) {
+            children[i].ended = true;
+            children[i].status = status;
+            break;
+        }
+}
+
+/* Reports the commands reaped since the last report. One drain serves them all: each ended
+ * before waitpid returned it, so the queries it sent are on the socket by then, and commands
+ * ending together under a flood cost one drain, not one each. */
+static void report_ended(int sock)
+{
+    bool any = false;
+    for (size_t i = 0; i < MAX_CHILDREN && !any; i++)
+        any = children[i].pid && children[i].ended;
+    if (!any)
+        return;
+    /* the queries they sent before they ended: their own names, said with their status */
+    nsbox_dnsstub_drain(dns_fd, dns_table);
     for (size_t i = 0; i < MAX_CHILDREN; i++) {
-        if (children[i].pid != p)
+        if (!children[i].pid || !children[i].ended)
             continue;
-        int code = nsbox_exit_code(status);
-        /* the queries it sent before it ended: its own names, said with its status */
-        nsbox_dnsstub_drain(dns_fd, dns_table);
+        pid_t p = children[i].pid;
+        int code = nsbox_exit_code(children[i].status);
         if (children[i].last)
             kill_all_others();
         if (children[i].run)
@@ -533,7 +556,7 @@ static void reaped(int sock, pid_t p, int status)
         else
             reply(sock, NSBOX_AGENT_EXITED, children[i].seq, p, code, NULL);
         children[i].pid = 0;
-        break;
+        children[i].ended = false;
     }
 }
 
@@ -546,11 +569,17 @@ __attribute__((noreturn)) static void container_end(int sock, int status)
     for (;;) {
         int st;
         pid_t p = waitpid(-1, &st, 0);
-        if (p > 0)
-            reaped(sock, p, st);
-        else if (errno != EINTR)
+        if (p < 0 && errno == EINTR)
+            continue;
+        if (p < 0)
             break;
+        /* with those that ended alongside it: one report, one drain */
+        do
+            reaped(sock, p, st);
+        while ((p = waitpid(-1, &st, WNOHANG)) > 0);
+        report_ended(sock);
     }
+    report_ended(sock);
     _exit(nsbox_exit_code(status));
 }
 
@@ -559,10 +588,13 @@ static void reap(int sock)
     int status;
     pid_t p;
     while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
-        if (container_pid && p == container_pid)
+        if (container_pid && p == container_pid) {
+            report_ended(sock);
             container_end(sock, status);
+        }
         reaped(sock, p, status);
     }
+    report_ended(sock);
 }
 
 /* A connection on the run socket: its one SPAWN either takes the sandbox or is refused. The

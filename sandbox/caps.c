@@ -32,6 +32,14 @@ int nsbox_caps_get(uint64_t *eff, uint64_t *prm, uint64_t *inh)
     return 0;
 }
 
+int nsbox_caps_effective_has(int cap)
+{
+    uint64_t eff, prm, inh;
+    if (nsbox_caps_get(&eff, &prm, &inh) < 0)
+        return -1;
+    return (eff >> cap & 1) != 0;
+}
+
 int nsbox_caps_set(uint64_t eff, uint64_t prm, uint64_t inh)
 {
     struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};

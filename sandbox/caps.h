@@ -18,6 +18,10 @@ uint64_t nsbox_caps_known(int last);
  * errno. */
 int nsbox_caps_get(uint64_t *eff, uint64_t *prm, uint64_t *inh);
 
+/* 1 when the calling thread has capability cap in its effective set, 0 when not, -1 when its
+ * sets cannot be read (errno). */
+int nsbox_caps_effective_has(int cap);
+
 /* The calling thread's effective, permitted and inheritable sets made these (one capset). 0,
  * or -1 with errno. */
 int nsbox_caps_set(uint64_t eff, uint64_t prm, uint64_t inh);

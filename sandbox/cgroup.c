@@ -50,13 +50,13 @@ static const char *fix_v1_delegate(void)
 }
 
 /* Root on a read-only cgroup filesystem is in a container started without privileges (Docker's
- * and Podman's mount it so; a GitLab docker executor's job): giving a cgroup to a user, or
- * running as root, is no fix there. */
+ * and Podman's mount it so; a GitLab docker executor's job) or in a systemd unit with
+ * ProtectControlGroups=yes: giving a cgroup to a user, or running as root, is no fix there. */
 #define FIX_ROOT_READONLY                                                                          \
     "the cgroup filesystem is read-only here, as in a container started without --privileged "   \
-    "(Docker, Podman; a GitLab docker executor's job without privileged = true in the runner's " \
-    "config.toml): run nsbox on the host, or in a container started with --privileged "          \
-    "--cgroupns=host (README.md's CI container)"
+    "(Docker, Podman; a GitLab docker executor without privileged = true) or a systemd unit "    \
+    "with ProtectControlGroups=yes: run nsbox on the host outside such a unit, or in a "         \
+    "container started with --privileged --cgroupns=host (README.md's CI container)"
 
 /* Root on a read-only cgroup filesystem: FIX_ROOT_READONLY is its fix, not a delegation. */
 static bool root_readonly(const char *path)

@@ -36,17 +36,9 @@ const char *nsbox_diagnose_sudo(void)
     return nsbox_diagnose_is_root() ? "" : "sudo ";
 }
 
-int nsbox_diagnose_has_cap(int cap)
-{
-    uint64_t eff, prm, inh;
-    if (nsbox_caps_get(&eff, &prm, &inh) < 0)
-        return -1;
-    return (eff >> cap & 1) != 0;
-}
-
 bool nsbox_diagnose_root_without_sys_admin(void)
 {
-    return nsbox_diagnose_is_root() && nsbox_diagnose_has_cap(CAP_SYS_ADMIN) == 0;
+    return nsbox_diagnose_is_root() && nsbox_caps_effective_has(CAP_SYS_ADMIN) == 0;
 }
 
 /* Why root's sandboxes need CAP_SYS_ADMIN, and whether it could be had: a capability left out
@@ -69,7 +61,7 @@ int nsbox_diagnose_root_caps(struct nsbox_err *e)
     char why[256];
     say_root_caps(why, sizeof why);
     return nsbox_err_set(e, NSBOX_E_UNSUPPORTED, EPERM, "%s; fix: %s", why,
-                         NSBOX_DIAGNOSE_CONTAINER_ROOT_FIX);
+                         NSBOX_DIAGNOSE_ROOT_CAPS_FIX);
 }
 
 int nsbox_diagnose_wait(pid_t pid, int *status)
@@ -258,7 +250,7 @@ void nsbox_diagnose_userns(struct nsbox_check *c, const struct nsbox_ns_probe *p
         say_root_caps(why, sizeof why);
         c->ok = false;
         DETAIL(c, "; but %s", why);
-        FIX(c, "%s", NSBOX_DIAGNOSE_CONTAINER_ROOT_FIX);
+        FIX(c, "%s", NSBOX_DIAGNOSE_ROOT_CAPS_FIX);
     }
 }
 

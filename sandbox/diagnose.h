@@ -29,17 +29,16 @@ struct nsbox_check {
 bool nsbox_diagnose_is_root(void);
 /* "sudo " for a user who is not root, so that every fix can be pasted as printed. */
 const char *nsbox_diagnose_sudo(void);
-/* 1 when this process has capability cap in its effective set, 0 when not, -1 when its sets
- * cannot be read (errno). */
-int nsbox_diagnose_has_cap(int cap);
 /* Root whose effective set lacks CAP_SYS_ADMIN: a container's root started without
- * --privileged, or root under a bounding set without it. Its sandboxes cannot be made (see
- * nsbox_diagnose_root_caps), and "run as root" is no fix for what root alone may do. */
+ * --privileged, or root under a bounding set without it (a systemd unit's
+ * CapabilityBoundingSet=). Its sandboxes cannot be made (see nsbox_diagnose_root_caps), and
+ * "run as root" is no fix for what root alone may do. */
 bool nsbox_diagnose_root_without_sys_admin(void);
-/* The fix for such root: the container's, not nsbox's. */
-#define NSBOX_DIAGNOSE_CONTAINER_ROOT_FIX                                                          \
-    "nsbox is root without CAP_SYS_ADMIN, as in a container started without --privileged: run " \
-    "it on the host, or in a container started with --privileged --cgroupns=host"
+/* The fix for such root: where nsbox runs, not nsbox's. */
+#define NSBOX_DIAGNOSE_ROOT_CAPS_FIX                                                               \
+    "run nsbox on the host with CAP_SYS_ADMIN (from a systemd unit, one whose "                  \
+    "CapabilityBoundingSet= keeps it), or in a container started with --privileged "             \
+    "--cgroupns=host, not without --privileged"
 /* Before anything of a sandbox is made or pulled: -1 with e (NSBOX_E_UNSUPPORTED) for root
  * without CAP_SYS_ADMIN, whose id maps the kernel would refuse later with only "open
  * /proc/N/setgroups: Permission denied"; else 0. */

@@ -2,7 +2,6 @@
 #include "dnsstub.h"
 
 #include <arpa/inet.h>
-#include <stdbool.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -11,11 +10,20 @@
 /* packets read per wake-up: the rest wait for the next turn of init's loop, after its other
  * work (a command's end, the supervisor's requests) */
 #define BATCH 64
-/* packets read before a command's end is reported: more than the socket's receive buffer
- * holds (212992 bytes by default, against which the kernel counts several hundred bytes of
- * buffers even for an empty datagram), so that a query the command sent before it ended is
- * read whatever a flood queued before it */
+/* The socket's receive buffer, asked for rather than taken from net.core.rmem_default, which a
+ * host may raise: the kernel doubles it (and net.core.rmem_max may lower it), so the socket holds
+ * at most RCVBUF_HELD bytes of queued datagrams. 64 KiB still queues over a hundred of the
+ * smallest, far more than resolvers send at once. */
+#define RCVBUF 65536
+#define RCVBUF_HELD (2 * RCVBUF)
+/* packets read before a command's end is reported: more than the receive buffer holds, so that
+ * a query the command sent before it ended is read whatever a flood queued before it. The kernel
+ * counts each queued datagram at its buffer's true size, never less than its struct sk_buff and
+ * skb_shared_info (over MIN_TRUESIZE bytes together on a 64-bit kernel; about 830 bytes an empty
+ * datagram costs in practice: 157 fit in RCVBUF_HELD), and takes one datagram past the limit. */
 #define DRAIN 1024
+#define MIN_TRUESIZE 512
+_Static_assert(DRAIN > RCVBUF_HELD / MIN_TRUESIZE + 1, "DRAIN must outnumber what fits");
 
 int nsbox_dnsstub_open(void)
 {
@@ -24,15 +32,17 @@ int nsbox_dnsstub_open(void)
         return -1;
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(53),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+    int rcvbuf = RCVBUF;
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf) < 0 ||
+        bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
         close(fd);
         return -1;
     }
     return fd;
 }
 
-/* Answer at most max packets; false when the socket was found empty. */
-static bool serve_up_to(int fd, struct nsbox_dnsquery_table *t, int max)
+/* Answer at most max packets. */
+static void serve_up_to(int fd, struct nsbox_dnsquery_table *t, int max)
 {
     /* a longer datagram is cut to its first 512 bytes, which hold any question the stub reads */
     uint8_t pkt[512], out[NSBOX_DNSQUERY_REPLY_MAX];
@@ -42,7 +52,7 @@ static bool serve_up_to(int fd, struct nsbox_dnsquery_table *t, int max)
         ssize_t n = recvfrom(fd, pkt, sizeof pkt, MSG_DONTWAIT | MSG_TRUNC,
                              (struct sockaddr *)&from, &fl);
         if (n < 0)
-            return false; /* EAGAIN: all read */
+            return; /* EAGAIN: all read */
         struct nsbox_dnsquery q;
         /* every query answered, even one not read: a resolver waiting for no answer would
          * take its whole timeout to fail */
@@ -57,7 +67,6 @@ static bool serve_up_to(int fd, struct nsbox_dnsquery_table *t, int max)
         /* a full socket buffer of the sender's: its answer is dropped, as a network would */
         (void)sendto(fd, out, rn, MSG_DONTWAIT, (struct sockaddr *)&from, fl);
     }
-    return true;
 }
 
 void nsbox_dnsstub_serve(int fd, struct nsbox_dnsquery_table *t)

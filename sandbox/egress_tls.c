@@ -711,7 +711,7 @@ static bool from_client(struct relay *r)
             n = r->in_n < r->left ? r->in_n : (size_t)r->left;
             r->left -= n;
         } else {
-            long k = nsbox_httpchunk_feed(&r->chunk, r->in, r->in_n);
+            long k = nsbox_httphead_chunk_feed(&r->chunk, r->in, r->in_n);
             if (k < 0) {
                 char why[160];
                 snprintf(why, sizeof why, "chunked body: %s", r->chunk.why);

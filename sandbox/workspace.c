@@ -455,9 +455,9 @@ static unsigned reclaim_dead(int cache_fd, uint64_t *held)
 }
 
 /* The warm pool's eviction, handed down by it (workspace.h). */
-static nsbox_ws_evict_fn evict_one;
+static nsbox_workspace_evict_fn evict_one;
 
-void nsbox_workspace_set_evict(nsbox_ws_evict_fn fn)
+void nsbox_workspace_set_evict(nsbox_workspace_evict_fn fn)
 {
     evict_one = fn;
 }

@@ -44,8 +44,8 @@ struct nsbox_ws_job {
  * warm pool sits in a layer above this one (service/warmpool.c), so it hands its eviction down
  * with nsbox_workspace_set_evict (nsbox_warmpool_install); without it, pooled sandboxes never give
  * way. */
-typedef int (*nsbox_ws_evict_fn)(const char *id);
-void nsbox_workspace_set_evict(nsbox_ws_evict_fn fn);
+typedef int (*nsbox_workspace_evict_fn)(const char *id);
+void nsbox_workspace_set_evict(nsbox_workspace_evict_fn fn);
 
 int nsbox_workspace_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk_bytes,
                                const struct nsbox_ws_config *cfg, bool evict, const char *tag,

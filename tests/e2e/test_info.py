@@ -279,7 +279,11 @@ class InfoTest(Shape, unittest.TestCase):
         self.assertFalse(cg["ok"], cg)
         self.assertIn(": the cgroup filesystem is read-only here, as in a container started "
                       "without --privileged", cg["fix"])
-        self.assertIn("or in a container started with --privileged --cgroupns=host", cg["fix"])
+        # a root systemd unit with ProtectControlGroups=yes is on the host, yet its cgroup
+        # filesystem is read-only too: "run nsbox on the host" alone would not help it
+        self.assertIn("or a systemd unit with ProtectControlGroups=yes: run nsbox on the host "
+                      "outside such a unit, or in a container started with --privileged "
+                      "--cgroupns=host", cg["fix"])
         self.assertNotIn("run nsbox as root", cg["fix"])
         self.assertNotIn("nsbox-0", cg["fix"])
 
@@ -294,14 +298,16 @@ class InfoTest(Shape, unittest.TestCase):
             capture_output=True, text=True, timeout=60)
         checks = by_name(self.assert_report(proc))
         self.assertFalse(checks["net_admin"]["ok"])
+        # a systemd unit's CapabilityBoundingSet= without it is on the host: named too
         self.assertEqual(checks["net_admin"]["fix"],
-                         "nsbox is root without CAP_SYS_ADMIN, as in a container started "
-                         "without --privileged: run it on the host, or in a container started "
-                         "with --privileged --cgroupns=host (network all/allow need "
-                         "CAP_NET_ADMIN on the host)", proc.stdout)
+                         "run nsbox on the host with CAP_SYS_ADMIN (from a systemd unit, one whose "
+                         "CapabilityBoundingSet= keeps it), or in a container started with "
+                         "--privileged --cgroupns=host, not without --privileged (network "
+                         "all/allow need CAP_NET_ADMIN on the host)", proc.stdout)
         self.assertTrue(checks["privileges"]["detail"].startswith(
             "root (uid 0) without CAP_SYS_ADMIN, as in a container started without "
-            "--privileged: not the host's root"), checks["privileges"])
+            "--privileged or a systemd unit whose CapabilityBoundingSet= leaves it out: what "
+            "root's sandboxes have"), checks["privileges"])
 
 
     @unittest.skipUnless(os.geteuid() == 0, "needs root")
@@ -324,9 +330,9 @@ class InfoTest(Shape, unittest.TestCase):
                       "own, and root may write that namespace's id maps only with "
                       "CAP_SYS_ADMIN", userns["detail"])
         self.assertEqual(userns["fix"],
-                         "nsbox is root without CAP_SYS_ADMIN, as in a container started "
-                         "without --privileged: run it on the host, or in a container started "
-                         "with --privileged --cgroupns=host")
+                         "run nsbox on the host with CAP_SYS_ADMIN (from a systemd unit, one whose "
+                         "CapabilityBoundingSet= keeps it), or in a container started with "
+                         "--privileged --cgroupns=host, not without --privileged")
         for c in checks.values():
             self.assertNotIn("fix user_namespaces", c["fix"], c)
             self.assertNotIn("modprobe ext4", c["detail"], c)

@@ -327,9 +327,9 @@ NO_SYS_ADMIN = ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_a
 ROOT_CAPS_ERROR = (
     "nsbox: root without CAP_SYS_ADMIN (not even in its bounding set) cannot make a sandbox: "
     "each sandbox's user namespace belongs to a uid of its own, and root may write that "
-    "namespace's id maps only with CAP_SYS_ADMIN; fix: nsbox is root without CAP_SYS_ADMIN, as "
-    "in a container started without --privileged: run it on the host, or in a container "
-    "started with --privileged --cgroupns=host\n")
+    "namespace's id maps only with CAP_SYS_ADMIN; fix: run nsbox on the host with CAP_SYS_ADMIN "
+    "(from a systemd unit, one whose CapabilityBoundingSet= keeps it), or in a container started "
+    "with --privileged --cgroupns=host, not without --privileged\n")
 
 
 @unittest.skipUnless(shutil.which("setpriv"), "needs setpriv (util-linux) to drop CAP_SYS_ADMIN")

@@ -18,9 +18,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void check_chunked(const uint8_t *data, size_t size)
 {
     struct nsbox_httpchunk whole = {0}, bytes = {0};
-    long w = nsbox_httpchunk_feed(&whole, data, size), b = 0;
+    long w = nsbox_httphead_chunk_feed(&whole, data, size), b = 0;
     for (size_t i = 0; i < size && !bytes.done; i++) {
-        long r = nsbox_httpchunk_feed(&bytes, data + i, 1);
+        long r = nsbox_httphead_chunk_feed(&bytes, data + i, 1);
         if (r < 0) {
             b = -1;
             break;

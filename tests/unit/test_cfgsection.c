@@ -8,6 +8,7 @@
 
 #include "cfgsection.h"
 #include "cleanup_cjson.h"
+#include "spec.h"
 
 #include <errno.h>
 #include <string.h>
@@ -49,12 +50,21 @@ static void test_a_missing_section_leaves_the_defaults(void **state)
 static void test_text_that_is_no_object_is_refused(void **state)
 {
     (void)state;
-    const char *bad[] = {"", "{", "[1]", "3", "\"pool\"", "null"};
+    static const struct {
+        const char *text, *msg;
+    } bad[] = {
+        {"", "config: empty input (expected a JSON object)"},
+        {"{", "config: invalid JSON near byte 0"},
+        {"[1]", "config: must be a JSON object"},
+        {"3", "config: must be a JSON object"},
+        {"\"pool\"", "config: must be a JSON object"},
+        {"null", "config: must be a JSON object"},
+    };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         struct nsbox_err e = {0};
         const cJSON *s;
-        assert_int_equal(find(bad[i], "pool", NULL, &s, &e), -1);
-        assert_string_equal(e.msg, "config: not a JSON object");
+        assert_int_equal(find(bad[i].text, "pool", NULL, &s, &e), -1);
+        assert_string_equal(e.msg, bad[i].msg);
         assert_int_equal(e.code, NSBOX_E_INVALID);
         assert_int_equal(e.sys_errno, EINVAL);
     }
@@ -66,10 +76,38 @@ static void test_text_after_the_object_is_refused(void **state)
     struct nsbox_err e = {0};
     const cJSON *s;
     assert_int_equal(find("{} x", "pool", NULL, &s, &e), -1);
-    assert_string_equal(e.msg, "config: unexpected text after the JSON object at byte 3");
+    assert_string_equal(e.msg, "config: unexpected text after the JSON value at byte 3");
     assert_int_equal(find("{\"pool\": {}} {\"pool\": {\"size\": 1}}", "pool", NULL, &s, &e), -1);
-    assert_string_equal(e.msg, "config: unexpected text after the JSON object at byte 13");
+    assert_string_equal(e.msg, "config: unexpected text after the JSON value at byte 13");
     assert_int_equal(find("{\"pool\": {}} \n\t\r ", "pool", NULL, &s, &e), 0);
+}
+
+static void test_a_nul_byte_is_refused(void **state)
+{
+    (void)state;
+    struct nsbox_err e = {0};
+    cleanup_cjson cJSON *root = NULL;
+    const cJSON *s;
+    /* cJSON would stop at the NUL and take "{}" alone, leaving the rest unread */
+    assert_int_equal(nsbox_cfgsection_find("{}\0{\"pool\": 1}", 14, "pool", NULL, &root, &s, &e),
+                     -1);
+    assert_string_equal(e.msg, "config: contains a NUL byte");
+}
+
+/* The instance types' reader reads the file before any section's (run and create): a mistake
+ * in the file reads the same whichever reader finds it. */
+static void test_the_types_reader_says_the_same(void **state)
+{
+    (void)state;
+    const char *texts[] = {"{} x", "{", "[1]", ""};
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        struct nsbox_err es = {0}, et = {0};
+        const cJSON *s;
+        assert_int_equal(find(texts[i], "pool", NULL, &s, &es), -1);
+        assert_int_equal(nsbox_spec_types_load_json(texts[i], strlen(texts[i]), &et), -1);
+        assert_string_equal(es.msg, et.msg);
+    }
+    nsbox_spec_types_reset();
 }
 
 static void test_a_section_that_is_no_object_is_refused(void **state)
@@ -130,6 +168,8 @@ int main(void)
         cmocka_unit_test(test_a_missing_section_leaves_the_defaults),
         cmocka_unit_test(test_text_that_is_no_object_is_refused),
         cmocka_unit_test(test_text_after_the_object_is_refused),
+        cmocka_unit_test(test_a_nul_byte_is_refused),
+        cmocka_unit_test(test_the_types_reader_says_the_same),
         cmocka_unit_test(test_a_section_that_is_no_object_is_refused),
         cmocka_unit_test(test_a_bad_value_names_its_section_and_key),
         cmocka_unit_test(test_an_unknown_key_lists_the_known_ones),

@@ -267,7 +267,7 @@ static long feed_all(struct nsbox_httpchunk *c, const char *s, size_t step)
     size_t n = strlen(s), at = 0;
     while (at < n && !c->done) {
         size_t k = n - at < step ? n - at : step;
-        long r = nsbox_httpchunk_feed(c, (const uint8_t *)s + at, k);
+        long r = nsbox_httphead_chunk_feed(c, (const uint8_t *)s + at, k);
         if (r < 0)
             return r;
         at += (size_t)r;

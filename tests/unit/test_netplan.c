@@ -123,7 +123,7 @@ static void test_config(void **state)
         assert_int_equal(e.code, NSBOX_E_INVALID);
         assert_memory_equal(&before, &c, sizeof c); /* unchanged on error */
     }
-    assert_non_null(strstr(e.msg, "not a JSON object"));
+    assert_non_null(strstr(e.msg, "config: must be a JSON object"));
 }
 
 /* ---- resolv.conf ----------------------------------------------------------------------------- */
