@@ -5,9 +5,11 @@
 #include "cli.h"
 #include "client.h"
 #include "help.h"
+#include "shown.h"
 #include "spec.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,7 +20,14 @@ void nsbox_say_note(void *ctx, const char *line)
 
 int nsbox_say_fail(const struct nsbox_err *e)
 {
-    fprintf(stderr, "nsbox: %s\n", e->msg);
+    /* The last line of defence for what the layers below put in a message unfiltered (a name
+     * of a sandbox's or an image's): controls and invalid UTF-8 are '?'. nsbox's own text stays:
+     * UTF-8 (quotes, arrows) and the lines of a message of several (a set-up script's output,
+     * indented). Shown text is never longer than the message. */
+    char shown[sizeof e->msg];
+    nsbox_shown_copy(shown, sizeof shown, e->msg, strnlen(e->msg, sizeof e->msg), SIZE_MAX,
+                     NSBOX_SHOWN_TAB | NSBOX_SHOWN_NEWLINE);
+    fprintf(stderr, "nsbox: %s\n", shown);
     /* The region rule's text is the hosted SDK's, to the letter, and speaks Python. */
     if (strstr(e->msg, "Pass network=Network.all() or a supported region."))
         fprintf(stderr, "(on the command line: --network all, or --region nl-north-1)\n");
