@@ -61,8 +61,7 @@ static size_t shown_len(const char *s, size_t len, unsigned keep)
     return w;
 }
 
-size_t nsbox_shown_copy(char *out, size_t n, const char *s, size_t len, size_t max,
-                        unsigned keep)
+size_t nsbox_shown_copy(char *out, size_t n, const char *s, size_t len, size_t max, unsigned keep)
 {
     size_t o = 0, i = 0;
     if (n == 0)

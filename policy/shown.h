@@ -30,7 +30,6 @@ size_t nsbox_shown_char(const char *s, size_t len, unsigned keep, bool *as_is);
 /* s (len bytes) as shown, into out (n bytes, NUL-terminated when n > 0): at most max bytes of s
  * (SIZE_MAX: all), a character never cut, then "..." when some of s was left out (for max or
  * for the room in out). The bytes written, without the NUL. */
-size_t nsbox_shown_copy(char *out, size_t n, const char *s, size_t len, size_t max,
-                        unsigned keep);
+size_t nsbox_shown_copy(char *out, size_t n, const char *s, size_t len, size_t max, unsigned keep);
 
 #endif
