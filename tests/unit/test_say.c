@@ -1,5 +1,5 @@
-/* What nsbox says (cli/say.c): an error's message goes out by policy/shown.h's rule, the last
- * line of defence for text of a sandbox's or an image's that a lower layer put in it unfiltered,
+/* What nsbox says (cli/say.c): an error's message and a lower layer's note go out by
+ * policy/shown.h's rule, the last line of defence for text of a sandbox's or an image's that a lower layer put in it unfiltered,
  * while nsbox's own text (UTF-8 quotes and arrows, the lines of a message of several) stays. */
 #include "say.h"
 #include "cli.h"
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-/* What nsbox_say_fail writes to stderr for msg. */
+/* What nsbox_say_fail writes to stderr for msg (rc not NULL), or nsbox_say_note (rc NULL). */
 static const char *said(const char *msg, int *rc)
 {
     static char out[2048];
@@ -25,7 +25,10 @@ static const char *said(const char *msg, int *rc)
     assert_true(fd >= 0 && saved >= 0);
     fflush(stderr);
     assert_int_equal(dup2(fd, 2), 2);
-    *rc = nsbox_say_fail(&e);
+    if (rc)
+        *rc = nsbox_say_fail(&e);
+    else
+        nsbox_say_note(stderr, msg);
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
@@ -56,6 +59,14 @@ static void test_fail_keeps_nsbox_own_text(void **state)
     char want[512];
     snprintf(want, sizeof want, "nsbox: %s\n", own);
     assert_string_equal(said(own, &rc), want);
+    assert_string_equal(said(own, NULL), want);
+}
+
+static void test_note_shows_controls_as_question_marks(void **state)
+{
+    (void)state;
+    assert_string_equal(said("gc: 'a\x1b[2J\x9b" "2J\xc2\x9b" "31m'", NULL),
+                        "nsbox: gc: 'a?[2J?2J?31m'\n");
 }
 
 int main(void)
@@ -63,6 +74,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fail_shows_controls_as_question_marks),
         cmocka_unit_test(test_fail_keeps_nsbox_own_text),
+        cmocka_unit_test(test_note_shows_controls_as_question_marks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
