@@ -5,20 +5,37 @@
 #include "cli.h"
 #include "client.h"
 #include "help.h"
+#include "shown.h"
 #include "spec.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* "nsbox: " and text on f: the last line of defence for what the layers below put in an error
+ * or a note unfiltered (a name of a sandbox's or an image's), whose controls and invalid UTF-8
+ * are '?'. nsbox's own text stays: UTF-8 (quotes, arrows) and the lines of a message of several
+ * (a set-up script's output, indented). Shown text is never longer than the text. */
+static void say_shown(FILE *f, const char *text, size_t len)
+{
+    char *shown = malloc(len + 1);
+    if (shown)
+        nsbox_shown_copy(shown, len + 1, text, len, SIZE_MAX,
+                         NSBOX_SHOWN_TAB | NSBOX_SHOWN_NEWLINE);
+    fprintf(f, "nsbox: %s\n", shown ? shown : "(out of memory for the message)");
+    free(shown);
+}
 
 void nsbox_say_note(void *ctx, const char *line)
 {
-    fprintf(ctx, "nsbox: %s\n", line);
+    say_shown(ctx, line, strlen(line));
 }
 
 int nsbox_say_fail(const struct nsbox_err *e)
 {
-    fprintf(stderr, "nsbox: %s\n", e->msg);
+    say_shown(stderr, e->msg, strnlen(e->msg, sizeof e->msg));
     /* The region rule's text is the hosted SDK's, to the letter, and speaks Python. */
     if (strstr(e->msg, "Pass network=Network.all() or a supported region."))
         fprintf(stderr, "(on the command line: --network all, or --region nl-north-1)\n");

@@ -12,9 +12,9 @@
 #include <stdint.h>
 
 /* A lower layer's line for the user (nsbox_note_fn; ctx: the FILE to print it on): "nsbox:
- * LINE". */
+ * LINE", its controls and invalid UTF-8 as '?' (policy/shown.h; tab and newline kept). */
 void nsbox_say_note(void *ctx, const char *line);
-/* "nsbox: MESSAGE" for an error: EXIT_NSBOX. */
+/* "nsbox: MESSAGE" for an error, shown as a note is: EXIT_NSBOX. */
 int nsbox_say_fail(const struct nsbox_err *e);
 /* "nsbox: " fmt (with one string argument) and the hint at the command's help: EXIT_USAGE. */
 int nsbox_say_usage(const char *fmt, const char *arg);

@@ -41,8 +41,9 @@ struct nsbox_err {
 
 /* User text echoed in one-line error messages that end up on terminals and in logs (a spec's
  * value, an id that is not one, an unknown command): at most 64 bytes, then "...", with control
- * characters as '?', so that it cannot forge extra lines or escape sequences. By value, so
- * that two can appear in one nsbox_err_set() call: NSBOX_SHOW(text). */
+ * characters (C0, DEL, C1) and invalid UTF-8 as '?' (policy/shown.h), so that it cannot forge
+ * extra lines or escape sequences. By value, so that two can appear in one nsbox_err_set()
+ * call: NSBOX_SHOW(text). */
 struct nsbox_shown {
     char s[100];
 };

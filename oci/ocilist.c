@@ -96,8 +96,7 @@ static cJSON *one_state(const struct nsbox_ocirt *g, const char *id)
                  "deleted, or a directory that is not nsbox-oci's",
                  g->root, id);
     if (!j)
-        fprintf(stderr, "nsbox-oci: list: skipping %s: %s\n", id,
-                e.msg[0] ? e.msg : "out of memory");
+        nsbox_ocilog_say("list: skipping %s: %s", id, e.msg[0] ? e.msg : "out of memory");
     return j;
 }
 

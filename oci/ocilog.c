@@ -1,12 +1,16 @@
 /* nsbox-oci's log (--log): a line per message as runc writes them, a JSON line
  * {"level":...,"msg":...,"time":...} (--log-format json) or a text line, appended. */
 #include "ocirt.h"
-#include "text.h"
+#include "cleanup.h"
+#include "shown.h"
 #include "util.h"
 
 #include <cJSON.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 void nsbox_ocilog_append(const struct nsbox_ocirt *g, const char *level, const char *msg)
@@ -42,10 +46,20 @@ void nsbox_ocilog_append(const struct nsbox_ocirt *g, const char *level, const c
 
 char *nsbox_ocilog_shown(const char *msg)
 {
-    char *shown = nsbox_text_shown(msg, "");
-    if (shown)
-        for (char *c = shown; *c; c++)
-            if (*c == '\n')
-                *c = '?';
+    size_t len = strlen(msg);
+    char *shown = malloc(len + 1);
+    if (shown) /* one line: a newline is '?' too */
+        nsbox_shown_copy(shown, len + 1, msg, len, SIZE_MAX, NSBOX_SHOWN_TAB);
     return shown;
+}
+
+void nsbox_ocilog_say(const char *fmt, ...)
+{
+    char line[2 * NSBOX_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    cleanup_free char *shown = nsbox_ocilog_shown(line);
+    fprintf(stderr, "nsbox-oci: %s\n", shown ? shown : "(out of memory for the message)");
 }

@@ -2,8 +2,10 @@
 #define _GNU_SOURCE
 #include "text.h"
 #include "cleanup.h"
+#include "shown.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -76,26 +78,28 @@ int nsbox_text_read_long(const char *path, long *out)
 
 char *nsbox_text_shown(const char *text, const char *indent)
 {
-    size_t lines = 0, il = strlen(indent);
+    size_t lines = 0, il = strlen(indent), len = strlen(text);
     for (const char *p = text; *p; p++)
         lines += *p == '\n';
-    char *out = malloc(strlen(text) + lines * il + 1);
+    char *out = malloc(len + lines * il + 1);
     if (!out)
         return NULL;
     size_t k = 0;
-    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-        if (*c == '\n') {
-            out[k++] = '\n';
-            memcpy(out + k, indent, il);
-            k += il;
-        } else if ((*c < 0x20 && *c != '\t') || *c == 0x7f) {
+    for (size_t i = 0; i < len;) {
+        bool as_is;
+        size_t n = nsbox_shown_char(text + i, len - i, NSBOX_SHOWN_TAB | NSBOX_SHOWN_NEWLINE,
+                                    &as_is);
+        if (!as_is) {
             out[k++] = '?';
-        } else if (*c == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f) {
-            out[k++] = '?'; /* U+0080-U+009F: CSI and OSC too, for a terminal that takes them */
-            c++;
         } else {
-            out[k++] = (char)*c;
+            memcpy(out + k, text + i, n);
+            k += n;
+            if (text[i] == '\n') {
+                memcpy(out + k, indent, il);
+                k += il;
+            }
         }
+        i += n;
     }
     out[k] = '\0';
     return out;

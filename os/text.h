@@ -25,10 +25,10 @@ int nsbox_text_parse_long(const char *content, long *out);
 int nsbox_text_read_long(const char *path, long *out);
 
 /* text (of a sandbox's: what its setup script wrote) as nsbox may print it on the host, in a
- * new string: a control character (C0 but tab and newline, DEL, and C1 as UTF-8 encodes it) is
- * '?', and each newline is followed by indent, so that the text can neither drive the caller's
- * terminal (escape sequences, carriage returns) nor make a line that looks like nsbox's own
- * ("nsbox: ..."). NULL when out of memory. */
+ * new string: shown by policy/shown.h's rule (a control character but tab and newline, or
+ * invalid UTF-8, is '?'), and each newline followed by indent, so that the text can neither
+ * drive the caller's terminal (escape sequences, carriage returns) nor make a line that looks
+ * like nsbox's own ("nsbox: ..."). NULL when out of memory. */
 char *nsbox_text_shown(const char *text, const char *indent);
 
 #endif

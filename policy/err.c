@@ -1,5 +1,6 @@
 /* The one error type (see include/nsbox.h). */
 #include "nsbox.h"
+#include "shown.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -104,14 +105,8 @@ const char *nsbox_errcode_name(int code)
 struct nsbox_shown nsbox_show(const char *text)
 {
     struct nsbox_shown r;
-    size_t o = 0, i = 0;
     if (!text)
         text = "(null)";
-    for (; text[i] && o < 64; i++)
-        r.s[o++] = ((unsigned char)text[i] < 0x20 || text[i] == 0x7f) ? '?' : text[i];
-    if (text[i])
-        memcpy(r.s + o, "...", 4);
-    else
-        r.s[o] = '\0';
+    nsbox_shown_copy(r.s, sizeof r.s, text, strlen(text), 64, 0);
     return r;
 }

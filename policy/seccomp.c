@@ -7,13 +7,14 @@
 #include "cleanup.h"
 #include "cleanup_cjson.h"
 #include "grow.h"
+#include "shown.h"
 
 #include <cjson/cJSON.h>
 #include <seccomp.h>
 
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,15 +79,11 @@ static bool action_valid(enum nsbox_scmp_action a)
     return a >= NSBOX_SCMP_ALLOW && a <= NSBOX_SCMP_KILL_THREAD;
 }
 
-/* Echo untrusted text (JSON keys, values) into messages without control characters. */
+/* Echo untrusted text (JSON keys, values) into messages without control characters
+ * (policy/shown.h). */
 static const char *printable(const char *s, char *buf, size_t n)
 {
-    size_t i = 0;
-    for (; s[i] && i + 1 < n; i++)
-        buf[i] = isprint((unsigned char)s[i]) ? s[i] : '?';
-    buf[i] = '\0';
-    if (s[i] && n > 4)
-        memcpy(buf + n - 4, "...", 4);
+    nsbox_shown_copy(buf, n, s, strlen(s), SIZE_MAX, 0);
     return buf;
 }
 

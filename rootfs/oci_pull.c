@@ -7,11 +7,13 @@
 #include "cleanup.h"
 #include "image.h"
 #include "proc.h"
+#include "shown.h"
 #include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,16 +126,18 @@ static void skopeo_said(const char *last, char *out, size_t n)
     if (m != last && len && m[len - 1] == '"')
         len--;
     const char *from = len > 240 ? m + len - 240 : m;
+    char raw[256]; /* the registry's words too: shown by policy/shown.h's rule */
     size_t k = 0;
-    if (from != m && k + 3 < n)
-        k += (size_t)snprintf(out, n, "...");
-    for (; from < m + len && k + 1 < n; from++) {
+    for (; from < m + len && k < sizeof raw; from++) {
         if (m != last && from[0] == '\\' && from + 1 < m + len &&
             (from[1] == '"' || from[1] == '\\'))
             from++; /* logfmt's quoting of a quote or backslash inside msg="..." */
-        out[k++] = (unsigned char)*from < 0x20 || *from == 0x7f ? '?' : *from;
+        raw[k++] = *from;
     }
-    out[k] = '\0';
+    size_t o = 0;
+    if (len > 240 && n > 4)
+        o = (size_t)snprintf(out, n, "...");
+    nsbox_shown_copy(out + o, n - o, raw, k, SIZE_MAX, 0);
 }
 
 static void explain(const char *ref, const char *domain, char *out, struct nsbox_err *e)

@@ -13,6 +13,7 @@
 #include "safepath.h"
 
 #include "cleanup.h"
+#include "shown.h"
 #include "util.h"
 
 #include <errno.h>
@@ -41,25 +42,8 @@
 
 /* Paths come from the sandbox or an image: they may hold newlines or terminal escape sequences
  * (C1's too, U+009B is CSI) that would forge log lines when main() prints the message, and may
- * be PATH_MAX bytes long. */
+ * be PATH_MAX bytes long: shown by policy/shown.h's rule, at most SP_DISP_MAX bytes of them. */
 #define SP_DISP_MAX 160
-
-static void sp_disp(char *dst, size_t dstn, const char *p, size_t len)
-{
-    size_t o = 0, i;
-    for (i = 0; i < len && o + 4 < dstn && i < SP_DISP_MAX; i++) {
-        unsigned char c = (unsigned char)p[i];
-        bool c1 = c == 0xc2 && i + 1 < len && (unsigned char)p[i + 1] >= 0x80 &&
-                  (unsigned char)p[i + 1] <= 0x9f; /* U+0080-U+009F: CSI, OSC as UTF-8 */
-        dst[o++] = (c < 0x20 || c == 0x7f || c1) ? '?' : (char)c;
-        i += c1;
-    }
-    if (i < len && o + 4 <= dstn) {
-        memcpy(dst + o, "...", 3);
-        o += 3;
-    }
-    dst[o] = '\0';
-}
 
 static const char *sp_hint(int err)
 {
@@ -77,7 +61,7 @@ static const char *sp_hint(int err)
 static int sp_fail(struct nsbox_err *e, int err, const char *what, const char *path)
 {
     char d[SP_DISP_MAX + 8];
-    sp_disp(d, sizeof d, path, strlen(path));
+    nsbox_shown_copy(d, sizeof d, path, strlen(path), SP_DISP_MAX, 0);
     int code = err == ENOENT ? NSBOX_E_NOTFOUND : err == ENOMEM ? NSBOX_E_NOMEM : NSBOX_E_SYS;
     nsbox_err_set(e, code, err, "%s '%s' inside the root: %s%s", what, d, strerror(err),
                   sp_hint(err));
@@ -626,7 +610,7 @@ int nsbox_sp_mkdir_p(int rootfd, const char *path, mode_t mode, int *out_fd, str
             if (fd < 0) {
                 /* norm up to here names the component that failed */
                 char d[SP_DISP_MAX + 8];
-                sp_disp(d, sizeof d, norm, strlen(norm));
+                nsbox_shown_copy(d, sizeof d, norm, strlen(norm), SP_DISP_MAX, 0);
                 if (fd == -ELOOP)
                     return nsbox_err_set(e, NSBOX_E_SYS, ENOTDIR,
                                          "mkdir: '%s' is a symlink; refusing to create "
@@ -662,7 +646,7 @@ int nsbox_sp_open_parent(int rootfd, const char *path, unsigned how, char *leaf,
         s--;
     size_t nl = end - s;
     char d[SP_DISP_MAX + 8];
-    sp_disp(d, sizeof d, path, len);
+    nsbox_shown_copy(d, sizeof d, path, len, SP_DISP_MAX, 0);
     if (nl == 0 || is_dot(path + s, nl) || is_dotdot(path + s, nl))
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "path '%s' does not end in a file name",
                              d);
@@ -705,7 +689,7 @@ int nsbox_sp_mount_target(int rootfd, const char *path, bool dir, struct nsbox_e
     norm[0] = '/';
     if (nsbox_sp_normalize(path, norm + 1, sizeof norm - 1, e) < 0)
         return nsbox_err_wrap(e, "mount target");
-    sp_disp(disp_full, sizeof disp_full, norm, strlen(norm));
+    nsbox_shown_copy(disp_full, sizeof disp_full, norm, strlen(norm), SP_DISP_MAX, 0);
 
     cleanup_close int cur = openat(rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (cur < 0) return sp_fail(e, errno, "mount target", "/");
@@ -716,7 +700,7 @@ int nsbox_sp_mount_target(int rootfd, const char *path, bool dir, struct nsbox_e
         /* A mount target is named by nsbox or an image; `..` there is a bug or an attack. */
         if (is_dotdot(c, cl)) {
             char raw[SP_DISP_MAX + 8];
-            sp_disp(raw, sizeof raw, path, len);
+            nsbox_shown_copy(raw, sizeof raw, path, len, SP_DISP_MAX, 0);
             return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "mount target '%s' contains '..'",
                                  raw);
         }
@@ -735,7 +719,7 @@ int nsbox_sp_mount_target(int rootfd, const char *path, bool dir, struct nsbox_e
         int fd = (last && !dir) ? sp_file_step(cur, name) : sp_dir_step(cur, name, true, 0755);
         if (fd < 0) {
             char ds[SP_DISP_MAX + 8];
-            sp_disp(ds, sizeof ds, shown, sl);
+            nsbox_shown_copy(ds, sizeof ds, shown, sl, SP_DISP_MAX, 0);
             /* Following it would let the image choose where on the host the mount lands. */
             if (fd == -ELOOP && last)
                 return nsbox_err_set(e, NSBOX_E_INVALID, ELOOP,

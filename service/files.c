@@ -18,6 +18,7 @@
 #include "files_impl.h"
 #include "idmap.h"
 #include "safepath.h"
+#include "shown.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,64 +31,17 @@
 
 /* ---- text for messages and JSON ------------------------------------------------------------ */
 
-/* Length of the valid UTF-8 sequence at s (at most len bytes), or 0 when it is not one
- * (overlong forms, surrogates and code points above U+10FFFF are not valid). */
-static size_t utf8_seq(const unsigned char *s, size_t len)
-{
-    unsigned c = s[0];
-    size_t n;
-    unsigned min, cp;
-    if (c < 0x80) return 1;
-    if ((c & 0xe0) == 0xc0)
-        n = 2, min = 0x80, cp = c & 0x1f;
-    else if ((c & 0xf0) == 0xe0)
-        n = 3, min = 0x800, cp = c & 0x0f;
-    else if ((c & 0xf8) == 0xf0)
-        n = 4, min = 0x10000, cp = c & 0x07;
-    else
-        return 0;
-    if (n > len) return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-    return n;
-}
-
 void files_disp(char *out, size_t n, const char *s, size_t len, size_t max)
 {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t o = 0, i = 0;
-    if (n == 0) return;
-    while (i < len && i < max && o + 5 < n) {
-        size_t k = utf8_seq(u + i, len - i);
-        /* C0, DEL, and C1 as UTF-8 (U+0080-U+009F: CSI and OSC too, for a terminal that
-         * takes them) */
-        if (k == 0 || (k == 1 && (u[i] < 0x20 || u[i] == 0x7f)) ||
-            (k == 2 && u[i] == 0xc2 && u[i + 1] <= 0x9f)) {
-            out[o++] = '?';
-            i += k ? k : 1;
-            continue;
-        }
-        if (o + k + 4 >= n) break;
-        memcpy(out + o, s + i, k);
-        o += k, i += k;
-    }
-    if (i < len && o + 4 <= n) {
-        memcpy(out + o, "...", 3);
-        o += 3;
-    }
-    out[o] = '\0';
+    nsbox_shown_copy(out, n, s, len, max, 0);
 }
 
 void files_utf8(char *out, size_t n, const char *s, size_t len)
 {
-    const unsigned char *u = (const unsigned char *)s;
     size_t o = 0, i = 0;
     if (n == 0) return;
     while (i < len) {
-        size_t k = utf8_seq(u + i, len - i);
+        size_t k = nsbox_shown_utf8(s + i, len - i);
         const char *src = s + i;
         size_t w = k;
         if (k == 0) {

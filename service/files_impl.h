@@ -27,8 +27,8 @@ struct files_ctx {
     char disp[FILES_DISP_MAX + 32]; /* "/workspace/<rel>", sanitized, for messages */
 };
 
-/* Copy s (len bytes) into out[n] for a message: control characters (C1 too) and invalid UTF-8
- * become '?', at most max bytes then "...". */
+/* Copy s (len bytes) into out[n] for a message, by policy/shown.h's rule: control characters
+ * (C1 too) and invalid UTF-8 become '?', at most max bytes then "...". */
 void files_disp(char *out, size_t n, const char *s, size_t len, size_t max);
 /* s as valid UTF-8 for a JSON string: invalid bytes become U+FFFD. out needs 3 * len + 1. */
 void files_utf8(char *out, size_t n, const char *s, size_t len);

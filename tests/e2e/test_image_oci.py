@@ -454,6 +454,20 @@ class OciImages(unittest.TestCase):
         self.assertIn(b"skopeo is not installed (apt-get install skopeo)", r.stderr)
         self.assertEqual(self.images(), [])
 
+    def test_a_registrys_words_reach_the_error_without_their_controls(self):
+        # skopeo's last line carries the registry's error text: its terminal controls (ESC,
+        # OSC, 8-bit CSI raw and as UTF-8) reach pull's error as '?', its UTF-8 as it is
+        skopeo = os.path.join(self.src, "skopeo-says")
+        with open(skopeo, "w") as f:
+            f.write("#!/bin/sh\nprintf 'time=\"x\" level=fatal msg=\"denied \\033]0;t\\007"
+                    "\\033[2J\\2332J\\302\\23331m \\342\\206\\222\"\\n' >&2; exit 1\n")
+        os.chmod(skopeo, 0o755)
+        r = self.nsbox("image", "pull", "-q", "127.0.0.1:1/t/x:1", env={"NSBOX_SKOPEO": skopeo})
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("(skopeo: denied ?]0;t??[2J?2J?31m \u2192)".encode(), r.stderr)
+        for bad in (b"\x1b", b"\x07", b"\x9b"):
+            self.assertNotIn(bad, r.stderr)
+
 
 @unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
 @unittest.skipUnless(is_root(), "imports as root and runs as the unprivileged test user")

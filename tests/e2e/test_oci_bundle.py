@@ -210,8 +210,11 @@ class Hooks(BundleCase):
         self.assertIn("timed out after 1 s", self.log_errors()[-1]["msg"])
 
     def test_failing_poststop_is_a_warning(self):
+        # what the hook said is shown in the warning, its controls (ESC, 8-bit CSI raw and as
+        # UTF-8) as '?': delete's stderr is a terminal's or an engine's log
         c = config(["true"])
-        c["hooks"] = {"poststop": [self.hook("p", "exit 1")]}
+        c["hooks"] = {"poststop": [self.hook("p", "printf 'gone\\033[2J\\233" "2J\\302\\233"
+                                                  "31m \\342\\206\\222' >&2; exit 1")]}
         self.write_config(c)
         pid = self.create()
         self.oci("start", "c1")
@@ -219,6 +222,9 @@ class Hooks(BundleCase):
         r = self.oci("delete", "c1")
         self.assertEqual(r.returncode, 0)
         self.assertIn(b"warning: poststop hook", r.stderr)
+        self.assertIn("gone?[2J?2J?31m \u2192".encode(), r.stderr)
+        for bad in (b"\x1b", b"\x9b"):
+            self.assertNotIn(bad, r.stderr)
         self.assertIn("does not exist", self.oci("state", "c1").stderr.decode())
 
     def test_hook_inside_container_refused(self):

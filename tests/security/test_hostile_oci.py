@@ -90,6 +90,39 @@ class HostileLayers(unittest.TestCase):
         r, root = self.import_layer([("x", b"", 0o644, LNK, "../../../../../.." + self.victim)])
         self.assert_refused_nothing_kept(r, root)
 
+    # A name of the image's with escape sequences: OSC (a window title), ESC's CSI, 8-bit CSI
+    # raw and as UTF-8, NEL; then printable UTF-8, which is kept. Surrogate escapes are raw bytes.
+    HOSTILE_NAME = "/evil\x1b]0;pwned\x07\x1b[2J\udc9b2J\u009b31m\u0085\u00e9\u2192"
+    HOSTILE_SHOWN = "/evil?]0;pwned??[2J?2J?31m?\u00e9\u2192".encode()
+
+    def assert_no_controls(self, text):
+        for bad in (b"\x1b", b"\x07", b"\x9b", b"\x85"):  # C1 as UTF-8 ends in these too
+            self.assertNotIn(bad, text)
+
+    def test_a_refused_entry_name_reaches_the_error_without_its_controls(self):
+        """The error that names a refused entry prints the image's text: its controls (C0, C1
+        raw and as UTF-8) arrive as '?', so that the image cannot drive the user's terminal."""
+        r, root = self.import_layer([(self.HOSTILE_NAME, b"pwned\n")])
+        self.assert_refused_nothing_kept(r, root)
+        self.assertIn(b"refused entry '" + self.HOSTILE_SHOWN + b"'", r.stderr)
+        self.assert_no_controls(r.stderr)
+
+    def test_a_refused_archive_member_name_reaches_the_error_without_its_controls(self):
+        """The same for a member of an image archive (nsbox image import FILE.tar)."""
+        layout = os.path.join(self.work, "layout")
+        oci_images.write_layout(layout, layers=[oci_images.layer1()])
+        archive = os.path.join(self.work, "oci.tar")
+        oci_images.tar_dir(layout, archive)
+        with tarfile.open(archive, "a", format=tarfile.PAX_FORMAT) as tar:
+            ti = tarfile.TarInfo(self.HOSTILE_NAME)
+            ti.size = 6
+            tar.addfile(ti, io.BytesIO(b"pwned\n"))
+        r = run_nsbox(["image", "import", "-q", "--name", "evil/x:1", archive], self.dirs,
+                      timeout=120)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"refused member name '" + self.HOSTILE_SHOWN + b"'", r.stderr)
+        self.assert_no_controls(r.stderr)
+
     def test_write_through_symlink_stays_inside(self):
         # a symlink to the host directory, then a file "through" it, then a hard link through
         # it: each resolves inside the image's root, never on the host

@@ -131,6 +131,8 @@ static const struct {
     {"{\"defaultAction\":1}", "defaultAction: must be a string"},
     {"{\"defaultAction\":\"SCMP_ACT_NOPE\"}", "defaultAction: unknown action 'SCMP_ACT_NOPE'"},
     {ALLOW_HEAD "\"bogus\":1}", "unknown key 'bogus'"},
+    /* a key's controls as '?' (ESC, CSI as UTF-8, in JSON's escapes), its UTF-8 kept */
+    {ALLOW_HEAD "\"b\\u001b[2J\\u009b1m\u00e9\":1}", "unknown key 'b?[2J?1m\u00e9'"},
     {ALLOW_HEAD "\"comment\":1}", "comment: must be a string"},
     {ALLOW_HEAD "\"defaultAction\":\"SCMP_ACT_ALLOW\"}", "defaultAction: given twice"},
     {ALLOW_HEAD "\"architectures\":[\"SCMP_ARCH_X86\"]}", "architectures: not supported"},

@@ -122,6 +122,9 @@ static void test_shown(void **state)
     (void)state;
     assert_string_equal(NSBOX_SHOW("abc"), "abc");
     assert_string_equal(NSBOX_SHOW("a\033[31mred\nFAKE\x7f"), "a?[31mred?FAKE?");
+    /* C1 raw and as UTF-8 (CSI), and an overlong ESC: '?' each, printable UTF-8 kept */
+    assert_string_equal(NSBOX_SHOW("\x9b" "2J\xc2\x9b" "2J\xc0\x9b\xc3\xa9\xe2\x86\x92"),
+                        "?2J?2J??\xc3\xa9\xe2\x86\x92");
     char long_[5001];
     memset(long_, 'x', sizeof long_ - 1);
     long_[sizeof long_ - 1] = '\0';
@@ -293,8 +296,10 @@ static void test_text_shown(void **state)
     t = nsbox_text_shown("", "  ");
     assert_string_equal(t, "");
     free(t);
-    t = nsbox_text_shown("\xc2", ""); /* a lone lead byte at the end: kept, nothing read past */
-    assert_string_equal(t, "\xc2");
+    /* a lone lead byte at the end: not UTF-8, so '?' (nothing read past); a raw 0x9b, CSI of
+     * 8-bit terminals, too */
+    t = nsbox_text_shown("a\x9b" "2Jb\xc2", "");
+    assert_string_equal(t, "a?2Jb?");
     free(t);
 }
 
