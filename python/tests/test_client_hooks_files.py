@@ -549,6 +549,28 @@ class Files(AsyncClientTest):
             self.assertEqual(sb.read_file("small", into=buf), 5)
             self.assertEqual(buf.getvalue(), b"xab\0\0\0")
 
+    _MAKE = ("cd d && python3 -c 'import os\n"
+             "for i in range(10000): open(\"%s%%05d\" %% i + \"x\" * 200, \"w\").close()'")
+
+    def grow_while_listed(self, sb):
+        """Make sb's listings of d grow it by 10,000 names for each part that comes; returns
+        sb's own _call, to put back, and the list of the parts' sizes."""
+        call, parts = sb._call, []
+
+        def growing(op, **kw):
+            reply = call(op, **kw)
+            if op == "list":
+                parts.append(len(reply.get("entries") or []))
+                if len(parts) > 12:
+                    raise AssertionError("the listing went on: %d parts, %d names"
+                                         % (len(parts), sum(parts)))
+                grown = sb.execute(self._MAKE % ("b%d-" % len(parts)))
+                self.assertEqual(grown.exit_code, 0, grown.stderr)
+            return reply
+
+        sb._call = growing
+        return call, parts
+
     def test_a_directory_that_grows_while_listed_is_listed_within_a_bound(self):
         # Entries made while a directory is listed in parts may be listed: a sandbox making
         # them faster than the parts come must not keep list_files going, the client holding
@@ -556,25 +578,11 @@ class Files(AsyncClientTest):
         # measured without the bound). A listing ends at twice the names the directory held
         # when it began. Long names: fewer in a part (about 3,000), so that the parts are
         # outgrown at small cost.
-        make = ("cd d && python3 -c 'import os\n"
-                "for i in range(10000): open(\"%s%%05d\" %% i + \"x\" * 200, \"w\").close()'")
+        make = self._MAKE
         with self.box().open() as sb:
             r = sb.execute("mkdir d && " + make % "a")
             self.assertEqual(r.exit_code, 0, r.stderr)
-            call, parts = sb._call, []
-
-            def growing(op, **kw):
-                reply = call(op, **kw)
-                if op == "list":
-                    parts.append(len(reply.get("entries") or []))
-                    if len(parts) > 12:
-                        raise AssertionError("the listing went on: %d parts, %d names"
-                                             % (len(parts), sum(parts)))
-                    grown = sb.execute(make % ("b%d-" % len(parts)))
-                    self.assertEqual(grown.exit_code, 0, grown.stderr)
-                return reply
-
-            sb._call = growing
+            call, parts = self.grow_while_listed(sb)
             # what came is given, and the cut is said: it looked like the whole directory
             with self.assertWarns(nsbox.NsboxWarning) as cm:
                 names = [f.name for f in sb.list_files("d")]
@@ -595,25 +603,11 @@ class Files(AsyncClientTest):
         # the listing runs in a worker thread: warned there, the cut pointed at the
         # executor's frames (concurrent/futures/thread.py), and the default filter said it
         # once for all of them
-        make = ("cd d && python3 -c 'import os\n"
-                "for i in range(10000): open(\"%s%%05d\" %% i + \"x\" * 200, \"w\").close()'")
         async with self.box().session() as asb:
             sb = asb.sync
-            r = await asb.execute("mkdir d && " + make % "a")
+            r = await asb.execute("mkdir d && " + self._MAKE % "a")
             self.assertEqual(r.exit_code, 0, r.stderr)
-            call, parts = sb._call, []
-
-            def growing(op, **kw):
-                reply = call(op, **kw)
-                if op == "list":
-                    parts.append(len(reply.get("entries") or []))
-                    if len(parts) > 12:
-                        raise AssertionError("the listing went on: %d parts" % len(parts))
-                    grown = sb.execute(make % ("b%d-" % len(parts)))
-                    self.assertEqual(grown.exit_code, 0, grown.stderr)
-                return reply
-
-            sb._call = growing
+            call, parts = self.grow_while_listed(sb)
             with self.assertWarns(nsbox.NsboxWarning) as cm:
                 names = [f.name for f in await asb.list_files("d")]
             sb._call = call
