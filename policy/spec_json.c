@@ -57,6 +57,63 @@ static int check_no_nul(const char *json, size_t len, struct nsbox_err *e)
     return 0;
 }
 
+static bool is_json_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+enum json_end { JSON_END_CLOSED, JSON_END_IN_BRACKETS, JSON_END_IN_STRING };
+
+/* Whether the text stops inside a value: in a string (*quote its opening quote), or with more
+ * brackets opened than closed. The bracket kinds are not matched: a mismatch is an error cJSON
+ * places itself. */
+static enum json_end json_end_state(const char *json, size_t len, size_t *quote)
+{
+    size_t depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        if (in_string) {
+            if (json[i] == '\\')
+                i++;
+            else if (json[i] == '"')
+                in_string = false;
+        } else if (json[i] == '"') {
+            in_string = true;
+            *quote = i;
+        } else if (json[i] == '{' || json[i] == '[') {
+            depth++;
+        } else if ((json[i] == '}' || json[i] == ']') && depth > 0) {
+            depth--;
+        }
+    }
+    return in_string ? JSON_END_IN_STRING : depth ? JSON_END_IN_BRACKETS : JSON_END_CLOSED;
+}
+
+/* Whether cJSON failed, at byte at, only because the text ended. It places a failure in a string
+ * just after its opening quote. At the end it steps back to the last byte ("{" fails "near byte
+ * 0"), where the failure may also be that byte's own: given one more byte (a space), a text
+ * that only ended fails on that byte, one whose last byte is wrong fails where it did. */
+static bool json_ended_early(const char *json, size_t len, size_t at)
+{
+    size_t quote = 0, last = len;
+    enum json_end state = json_end_state(json, len, &quote);
+    if (state == JSON_END_IN_STRING && at == quote + 1)
+        return true;
+    while (last > 0 && is_json_space(json[last - 1]))
+        last--;
+    if (state == JSON_END_CLOSED || at + 1 < last)
+        return false;
+    cleanup_free char *more = malloc(len + 1);
+    if (!more)
+        return false;
+    memcpy(more, json, len);
+    more[len] = ' ';
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(more, len + 1, &end, 0);
+    cJSON_Delete(root);
+    return !root && end && (size_t)(end - more) == len;
+}
+
 int nsbox_spec_json_parse_object(const char *json, size_t len, size_t max, cJSON **out,
                              struct nsbox_err *e)
 {
@@ -70,12 +127,21 @@ int nsbox_spec_json_parse_object(const char *json, size_t len, size_t max, cJSON
     cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
     if (!root) {
         size_t at = (end && end >= json && end <= json + len) ? (size_t)(end - json) : 0;
+        if (json_ended_early(json, len, at)) {
+            size_t first = 0;
+            while (first < len && is_json_space(json[first]))
+                first++;
+            return invalid(e, "invalid JSON: the text ends before its %s does, after %zu byte%s: "
+                              "is it whole?",
+                           first < len && json[first] == '{' ? "object" : "value", len,
+                           len == 1 ? "" : "s");
+        }
         return invalid(e, "invalid JSON near byte %zu", at);
     }
     /* cJSON stops after the first value; anything but whitespace after it is a second
      * document or garbage, which a strict reader must not ignore. */
     for (const char *p = end; p && p < json + len; p++)
-        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
+        if (!is_json_space(*p)) {
             cJSON_Delete(root);
             return invalid(e, "unexpected text after the JSON value at byte %zu",
                            (size_t)(p - json));

@@ -583,16 +583,23 @@ __attribute__((noreturn)) static void container_end(int sock, int status)
     _exit(nsbox_exit_code(status));
 }
 
+/* Reaps at most this many between two reports: a sandbox that keeps making orphans for init to
+ * reap would otherwise hold back every command's report until it paused. */
+#define REAPS_PER_REPORT 64
+
 static void reap(int sock)
 {
     int status;
     pid_t p;
+    unsigned n = 0;
     while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
         if (container_pid && p == container_pid) {
             report_ended(sock);
             container_end(sock, status);
         }
         reaped(sock, p, status);
+        if (++n % REAPS_PER_REPORT == 0)
+            report_ended(sock); /* those reaped so far have ended: their drain may run */
     }
     report_ended(sock);
 }

@@ -51,12 +51,14 @@ static const char *fix_v1_delegate(void)
 
 /* Root on a read-only cgroup filesystem is in a container started without privileges (Docker's
  * and Podman's mount it so; a GitLab docker executor's job) or in a systemd unit with
- * ProtectControlGroups=yes: giving a cgroup to a user, or running as root, is no fix there. */
+ * ProtectControlGroups=yes: giving a cgroup to a user, or running as root, is no fix there.
+ * The unit's own setting is: leaving the unit would lose what it is there for. */
 #define FIX_ROOT_READONLY                                                                          \
     "the cgroup filesystem is read-only here, as in a container started without --privileged "   \
     "(Docker, Podman; a GitLab docker executor without privileged = true) or a systemd unit "    \
-    "with ProtectControlGroups=yes: run nsbox on the host outside such a unit, or in a "         \
-    "container started with --privileged --cgroupns=host (README.md's CI container)"
+    "with ProtectControlGroups=yes: set ProtectControlGroups=no in that unit (and Delegate=yes "  \
+    "in a unit whose nsbox runs as a user), or start the container with --privileged "           \
+    "--cgroupns=host (README.md's CI container)"
 
 /* Root on a read-only cgroup filesystem: FIX_ROOT_READONLY is its fix, not a delegation. */
 static bool root_readonly(const char *path)

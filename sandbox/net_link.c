@@ -274,7 +274,8 @@ static int default_route(struct nl_sock *sk, int idx, struct in_addr gw, struct 
  * the sandbox's sends out there, an upload's; reno never paces. A route's control is the
  * socket's from its connect, before the control starts (set later, bbr's pacing would stay
  * on), and only for this address: the default route's connections keep the host's choice.
- * Not locked: a program that sets its own control keeps it. */
+ * The connect replaces any control the socket had (tcp_connect_init): a program's own choice
+ * for a connection to the helper is kept only if set after its connect. */
 static int helper_route(struct nl_sock *sk, int idx, struct in_addr gw, struct nsbox_err *e)
 {
     int r = add_route(sk, idx, gw, 32, NULL, "reno");

@@ -158,7 +158,7 @@ class LocalSandbox:
                 "NSBOX_BIN (or LocalSandbox(binary=...))")
         return b
 
-    def _create_id(self, owner_pid=None):
+    def _create_id(self, owner_pid=None, notes=None):
         env = self._env()
         binary = self._binary(env)
         argv = [binary, "create", "--spec", "-", "--json"]
@@ -210,10 +210,15 @@ class LocalSandbox:
         if not isinstance(parsed, dict) or not isinstance(parsed.get("id"), str):
             raise errors.SandboxCreationError("nsbox create printed no sandbox id: %r" % out)
         # What the command line says on success (a root-owned workspace the sandbox cannot
-        # write to, ...) is said here too, as a warning.
+        # write to, ...) is said here too, as a warning; with notes (a list), by the caller,
+        # the async session after its await: from a worker thread, the warning would point at
+        # the executor's frames, not at the caller's line.
         for line in stderr.decode("utf-8", "replace").splitlines():
             if line.startswith("nsbox: note: "):
-                errors.warn(line[len("nsbox: note: "):])
+                if notes is None:
+                    errors.warn(line[len("nsbox: note: "):])
+                else:
+                    notes.append(line[len("nsbox: note: "):])
         rt = parsed.get("runtime_dir") or runtime_dir(env)
         return parsed["id"], rt
 
@@ -249,12 +254,13 @@ class LocalSandbox:
         sandbox_id, rt = self._create_id()
         return Session(sandbox_id, rt, self)
 
-    def _create_held(self, abandoned=None):
+    def _create_held(self, abandoned=None, notes=None):
         """A session's sandbox: tied to this process from its creation (--owner-pid; before
         the hold below exists, an interrupted creation would leave it for its whole ttl),
         then held (Session.hold). abandoned(): true once the caller gave up waiting (a
-        cancelled task): the sandbox is deleted here and None returned."""
-        sandbox_id, rt = self._create_id(owner_pid=os.getpid())
+        cancelled task): the sandbox is deleted here and None returned. notes: as
+        _create_id's."""
+        sandbox_id, rt = self._create_id(owner_pid=os.getpid(), notes=notes)
         sb = Session(sandbox_id, rt, self)
         try:
             if abandoned is None or not abandoned(sb):
@@ -297,7 +303,8 @@ class LocalSandbox:
                 made.append(sb)
                 return bool(gave_up)
 
-        fut = run_blocking(self._create_held, abandoned)
+        notes = []
+        fut = run_blocking(self._create_held, abandoned, notes)
         try:
             sb = await asyncio.shield(fut)
         except asyncio.CancelledError:
@@ -308,6 +315,8 @@ class LocalSandbox:
                 fut.add_done_callback(lambda f: f.cancelled() or f.exception())
                 await run_blocking(late.delete)
             raise
+        for note in notes:
+            errors.warn(note)
         asb = AsyncSession(sb)
         async with contextlib.AsyncExitStack() as stack:
             stack.push_async_callback(asb.delete)

@@ -721,6 +721,15 @@ class Session:
         path, target)], target a symlink's text (None for the others), as stat() gives it.
         A listing that the runtime ended before the directory's end (it grew while listed)
         gives what came and warns (NsboxWarning)."""
+        infos, cut = self._list_files(path)
+        if cut:
+            errors.warn(cut)
+        return infos
+
+    def _list_files(self, path):
+        """list_files()'s entries and its warning (None if none), for the caller to say: the
+        async client says it after its await, where the caller's frames are on the stack (from
+        the worker thread, it would point at the executor's)."""
         path = os.fspath(path)
         # A directory too big for one reply comes in parts, each from where the one before
         # ended; all of them, sorted by name as one reply is.
@@ -737,19 +746,20 @@ class Session:
                     "give the rest (%d entries came); update nsbox" % (path, len(entries)),
                     "unsupported")
             seen.add(cursor)
+        cut = None
         if r.get("incomplete"):
             # The entries that came are given, with a warning rather than an error: a listing
             # is most often for a look at the results, and these are as true as any.
-            errors.warn("the listing of %s ended before the directory's end, at %d entries: "
-                        "it grew while it was listed (a listing holds at most twice the names "
-                        "the directory held when it began), or it holds more than 800,000 "
-                        "names; list a smaller directory, or read it with execute()"
-                        % (path, len(entries)))
+            cut = ("the listing of %s ended before the directory's end, at %d entries: it "
+                   "grew while it was listed (a listing holds at most twice the names the "
+                   "directory held when it began), or it holds more than about 800,000 names "
+                   "(up to 1,000,000); list a smaller directory, or read it with execute()"
+                   % (path, len(entries)))
         base = path.rstrip("/")
         entries.sort(key=lambda d: str(d.get("name")))
         return [_file_info(d, path=(d.get("name") if base in ("", ".")
                                     else base + "/" + str(d.get("name"))))
-                for d in entries]
+                for d in entries], cut
 
     def stat(self, path):
         path = os.fspath(path)
@@ -959,7 +969,10 @@ class AsyncSession:
         return await run_blocking(self.sync.write_file, path, data, mode, mkdir)
 
     async def list_files(self, path="."):
-        return await run_blocking(self.sync.list_files, path)
+        infos, cut = await run_blocking(self.sync._list_files, path)
+        if cut:
+            errors.warn(cut)
+        return infos
 
     async def stat(self, path):
         return await run_blocking(self.sync.stat, path)

@@ -459,6 +459,18 @@ class Files(AsyncClientTest):
             self.box(workspace=ws).create().delete()
         self.assertEqual(cm.filename, __file__)
 
+    @unittest.skipUnless(os.geteuid() == 0, "a root-owned workspace is noted only for root")
+    async def test_the_command_lines_notes_are_warnings_at_the_async_callers_line(self):
+        # the creation runs in a worker thread: warned there, the note pointed at the
+        # executor's frames (concurrent/futures/thread.py), once for every session
+        ws = os.path.join(self.dirs.base, "rootowned-async")
+        os.mkdir(ws)
+        with self.assertWarns(nsbox.NsboxWarning) as cm:
+            async with self.box(workspace=ws).session():
+                pass
+        self.assertIn("belongs to root", str(cm.warning))
+        self.assertEqual(cm.filename, __file__)
+
     async def test_read_into_a_local_file(self):
         # a large result fetched without holding it in memory, sync and async
         with self.box().open() as sb:
@@ -537,6 +549,28 @@ class Files(AsyncClientTest):
             self.assertEqual(sb.read_file("small", into=buf), 5)
             self.assertEqual(buf.getvalue(), b"xab\0\0\0")
 
+    _MAKE = ("cd d && python3 -c 'import os\n"
+             "for i in range(10000): open(\"%s%%05d\" %% i + \"x\" * 200, \"w\").close()'")
+
+    def grow_while_listed(self, sb):
+        """Make sb's listings of d grow it by 10,000 names for each part that comes; returns
+        sb's own _call, to put back, and the list of the parts' sizes."""
+        call, parts = sb._call, []
+
+        def growing(op, **kw):
+            reply = call(op, **kw)
+            if op == "list":
+                parts.append(len(reply.get("entries") or []))
+                if len(parts) > 12:
+                    raise AssertionError("the listing went on: %d parts, %d names"
+                                         % (len(parts), sum(parts)))
+                grown = sb.execute(self._MAKE % ("b%d-" % len(parts)))
+                self.assertEqual(grown.exit_code, 0, grown.stderr)
+            return reply
+
+        sb._call = growing
+        return call, parts
+
     def test_a_directory_that_grows_while_listed_is_listed_within_a_bound(self):
         # Entries made while a directory is listed in parts may be listed: a sandbox making
         # them faster than the parts come must not keep list_files going, the client holding
@@ -544,25 +578,11 @@ class Files(AsyncClientTest):
         # measured without the bound). A listing ends at twice the names the directory held
         # when it began. Long names: fewer in a part (about 3,000), so that the parts are
         # outgrown at small cost.
-        make = ("cd d && python3 -c 'import os\n"
-                "for i in range(10000): open(\"%s%%05d\" %% i + \"x\" * 200, \"w\").close()'")
+        make = self._MAKE
         with self.box().open() as sb:
             r = sb.execute("mkdir d && " + make % "a")
             self.assertEqual(r.exit_code, 0, r.stderr)
-            call, parts = sb._call, []
-
-            def growing(op, **kw):
-                reply = call(op, **kw)
-                if op == "list":
-                    parts.append(len(reply.get("entries") or []))
-                    if len(parts) > 12:
-                        raise AssertionError("the listing went on: %d parts, %d names"
-                                             % (len(parts), sum(parts)))
-                    grown = sb.execute(make % ("b%d-" % len(parts)))
-                    self.assertEqual(grown.exit_code, 0, grown.stderr)
-                return reply
-
-            sb._call = growing
+            call, parts = self.grow_while_listed(sb)
             # what came is given, and the cut is said: it looked like the whole directory
             with self.assertWarns(nsbox.NsboxWarning) as cm:
                 names = [f.name for f in sb.list_files("d")]
@@ -578,6 +598,23 @@ class Files(AsyncClientTest):
                 warnings.simplefilter("error")
                 names = [f.name for f in sb.list_files("d")]
             self.assertEqual(sorted(names), ["c%05d" % i + "x" * 200 for i in range(10000)])
+
+    async def test_a_directory_that_grows_while_listed_async_warns_at_the_callers_line(self):
+        # the listing runs in a worker thread: warned there, the cut pointed at the
+        # executor's frames (concurrent/futures/thread.py), and the default filter said it
+        # once for all of them
+        async with self.box().session() as asb:
+            sb = asb.sync
+            r = await asb.execute("mkdir d && " + self._MAKE % "a")
+            self.assertEqual(r.exit_code, 0, r.stderr)
+            call, parts = self.grow_while_listed(sb)
+            with self.assertWarns(nsbox.NsboxWarning) as cm:
+                names = [f.name for f in await asb.list_files("d")]
+            sb._call = call
+            self.assertIn("the listing of d ended before the directory's end", str(cm.warning))
+            self.assertEqual(cm.filename, __file__)  # the caller's line
+            self.assertGreater(len(parts), 2)
+            self.assertLessEqual(len(names), 2 * 10000)
 
     def test_round_trip_sync(self):
         with self.box().open() as sb:

@@ -280,9 +280,11 @@ class InfoTest(Shape, unittest.TestCase):
         self.assertIn(": the cgroup filesystem is read-only here, as in a container started "
                       "without --privileged", cg["fix"])
         # a root systemd unit with ProtectControlGroups=yes is on the host, yet its cgroup
-        # filesystem is read-only too: "run nsbox on the host" alone would not help it
-        self.assertIn("or a systemd unit with ProtectControlGroups=yes: run nsbox on the host "
-                      "outside such a unit, or in a container started with --privileged "
+        # filesystem is read-only too: "run nsbox on the host" alone would not help it, and
+        # the unit's own setting is the direct fix
+        self.assertIn("or a systemd unit with ProtectControlGroups=yes: set "
+                      "ProtectControlGroups=no in that unit (and Delegate=yes in a unit whose "
+                      "nsbox runs as a user), or start the container with --privileged "
                       "--cgroupns=host", cg["fix"])
         self.assertNotIn("run nsbox as root", cg["fix"])
         self.assertNotIn("nsbox-0", cg["fix"])

@@ -54,7 +54,19 @@ static void test_text_that_is_no_object_is_refused(void **state)
         const char *text, *msg;
     } bad[] = {
         {"", "config: empty input (expected a JSON object)"},
-        {"{", "config: invalid JSON near byte 0"},
+        /* cJSON places a text's end at its last byte: "near byte 0" of "{" misled */
+        {"{", "config: invalid JSON: the text ends before its object does, after 1 byte: is it "
+              "whole?"},
+        {"{ \"a\": [1,\n", "config: invalid JSON: the text ends before its object does, after 11 "
+                          "bytes: is it whole?"},
+        {"{\"a", "config: invalid JSON: the text ends before its object does, after 3 bytes: is "
+                 "it whole?"},
+        {"[\"a\\", "config: invalid JSON: the text ends before its value does, after 4 bytes: is "
+                  "it whole?"},
+        /* a wrong last byte is that byte's error, not the end's */
+        {"{]", "config: invalid JSON near byte 1"},
+        {"{\"a\":1x", "config: invalid JSON near byte 6"},
+        {"{\"a\":tru", "config: invalid JSON near byte 5"},
         {"[1]", "config: must be a JSON object"},
         {"3", "config: must be a JSON object"},
         {"\"pool\"", "config: must be a JSON object"},

@@ -70,7 +70,7 @@ static void test_config(void **state)
         {"{\"pool\": {\"ttl_seconds\": 86401}}", "'pool.ttl_seconds'"},
         {"{\"pool\": {\"sise\": 1}}", "'pool.sise': unknown (known: size, ttl_seconds)"},
         {"[1]", "config: must be a JSON object"},
-        {"{", "config: invalid JSON near byte 0"},
+        {"{", "config: invalid JSON: the text ends before its object does, after 1 byte"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(parse(bad[i].json, &c, &e), -1);

@@ -244,7 +244,9 @@ static void test_json_document(void **state)
     assert_fails_with(load(s, "[]", &e), &e, NSBOX_E_INVALID, "spec: must be a JSON object");
     assert_fails_with(load(s, "\"x\"", &e), &e, NSBOX_E_INVALID, "must be a JSON object");
     assert_fails_with(load(s, "{\"ttl_seconds\": ", &e), &e, NSBOX_E_INVALID,
-                      "spec: invalid JSON near byte");
+                      "spec: invalid JSON: the text ends before its object does, after 16 bytes");
+    assert_fails_with(load(s, "{\"ttl_seconds\": x}", &e), &e, NSBOX_E_INVALID,
+                      "spec: invalid JSON near byte 16");
     assert_fails_with(load(s, "{} {}", &e), &e, NSBOX_E_INVALID, "unexpected text after");
     assert_int_equal(load(s, " {}\n", &e), 0);
 
