@@ -42,6 +42,8 @@ static void test_a_missing_section_leaves_the_defaults(void **state)
     cleanup_cjson cJSON *root = NULL;
     assert_int_equal(nsbox_cfgsection_find("{}", 2, "pool", NULL, &root, &s, &e), 0);
     assert_null(s);
+    cJSON_Delete(root); /* each call gives a new text of its own */
+    root = NULL;
     assert_int_equal(nsbox_cfgsection_find("{\"host\": {}}", 12, "pool", NULL, &root, &s, &e),
                      0);
     assert_null(s);
