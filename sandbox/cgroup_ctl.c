@@ -400,8 +400,8 @@ int nsbox_cgroup_signal(const struct nsbox_cgroup *cg, const pid_t *pids, size_t
      * pidfd there */
     const struct nsbox_cgsig how = {.sig = sig,
                                     .skip = skip,
-                                    .freezer = cg->version == 2 ? cg->path
-                                                                : v1_path_of(cg, "freezer"),
+                                    .freezer =
+                                        cg->version == 2 ? cg->path : v1_path_of(cg, "freezer"),
                                     .version = cg->version};
     return nsbox_cgsig_listed(path, pids, n, &how, e);
 }

@@ -208,8 +208,7 @@ static int kill_and_remove(int version, const char *const *paths, const char *co
                                      "cgroup: %s still has processes %d s after SIGKILL (%s); "
                                      "`nsbox gc` retries later",
                                      paths[0], KILL_TIMEOUT_MS / 1000,
-                                     sig_failed ? sig_err.msg
-                                                : "stuck in uninterruptible sleep?");
+                                     sig_failed ? sig_err.msg : "stuck in uninterruptible sleep?");
             nsbox_cgio_backoff(&us);
         }
     }

@@ -137,8 +137,8 @@ enum way { WAY_NONE, WAY_PIDFD, WAY_KILL };
 /* A batch's pids, how each is to be signalled, and its descriptors. */
 struct batch {
     const pid_t *pids;
-    size_t k;    /* pids[0..k) are this batch's */
-    size_t open; /* descriptors open */
+    size_t k;      /* pids[0..k) are this batch's */
+    size_t open;   /* descriptors open */
     bool fallback; /* some of them go to kill(2) */
     int fds[SIGNAL_BATCH];
     enum way way[SIGNAL_BATCH];
@@ -240,20 +240,19 @@ static size_t signal_batch(const char *procs, const pid_t *pids, size_t n,
     for (size_t i = 0; i < b.k; i++) {
         bool listed = now && bsearch(&pids[i], now, m, sizeof *now, pid_cmp);
         int r = 1; /* not sent */
-        if (b.way[i] == WAY_PIDFD) {
-            if (listed)
-                r = nsbox_cgio_sys->pidfd_send_signal(b.fds[i], how->sig);
-            close(b.fds[i]);
-        } else if (b.way[i] == WAY_KILL && !frozen) {
+        if (b.way[i] == WAY_PIDFD && listed)
+            r = nsbox_cgio_sys->pidfd_send_signal(b.fds[i], how->sig);
+        else if (b.way[i] == WAY_KILL && !frozen)
             failed(e, any, b.open_err[i], "pidfd_open", pids[i]);
-        } else if (b.way[i] == WAY_KILL && listed) {
+        else if (b.way[i] == WAY_KILL && listed)
             r = nsbox_cgio_sys->kill(pids[i], how->sig);
-        }
+        int err = errno;
+        if (b.way[i] == WAY_PIDFD)
+            close(b.fds[i]);
         if (r == 0)
             sent[n_sent++] = pids[i];
-        else if (r < 0 && errno != ESRCH)
-            failed(e, any, errno, b.way[i] == WAY_KILL ? "kill" : "pidfd_send_signal",
-                   pids[i]);
+        else if (r < 0 && err != ESRCH)
+            failed(e, any, err, b.way[i] == WAY_KILL ? "kill" : "pidfd_send_signal", pids[i]);
     }
     done_add(how->done, sent, n_sent);
     return b.k;
