@@ -125,12 +125,14 @@ struct nsbox_cgroup_file {
 int nsbox_cgroup_write_memory(const struct nsbox_cgroup *cg, const struct nsbox_cgroup_file *f,
                               size_t n, struct nsbox_err *e);
 /* The host pids of the processes in the cgroup (v2 cgroup.procs; v1 that of its first
- * hierarchy, which every process joins): how many were found (at most max), or -1. */
+ * hierarchy, which every process joins), sorted: how many were found (at most max), or -1. */
 int nsbox_cgroup_pids(const struct nsbox_cgroup *cg, pid_t *pids, size_t max, struct nsbox_err *e);
 /* Send sig to each process of pids (a listing nsbox_cgroup_pids made before) that is in the
  * cgroup still, each through a pidfd, and not to the pid skip (init, signalled last): a listed
  * process that has ended since, and whose pid another process has been given, is never
- * signalled. A process gone is no error. */
+ * signalled. A process gone is no error; any other failure is, the first kept in e, after the
+ * others have had their signal. Where no pidfd can be had (before Linux 5.3, a seccomp filter,
+ * no descriptor left), kill(2) stands in while the cgroup is frozen. */
 int nsbox_cgroup_signal(const struct nsbox_cgroup *cg, const pid_t *pids, size_t n, pid_t skip,
                         int sig, struct nsbox_err *e);
 /* Missing files leave their field 0 (an old kernel without memory.peak, v1 without cpuacct).
@@ -160,6 +162,8 @@ struct nsbox_cg_sys {
     /* pidfd_open(pid, 0) and pidfd_send_signal(pidfd, sig, NULL, 0): -1 and errno. */
     int (*pidfd_open)(pid_t pid);
     int (*pidfd_send_signal)(int pidfd, int sig);
+    /* kill(2), where no pidfd can be had and the cgroup is frozen: -1 and errno. */
+    int (*kill)(pid_t pid, int sig);
     uid_t (*geteuid)(void); /* who decides whether root's fallback parent applies */
 };
 /* Replace the seam (NULL restores the real kernel) and forget the cached discovery. */

@@ -380,14 +380,13 @@ int nsbox_cgroup_pids(const struct nsbox_cgroup *cg, pid_t *pids, size_t max, st
     char path[PATH_MAX];
     if (procs_path(cg, path, sizeof path, e) < 0)
         return -1;
-    cleanup_free char *text = nsbox_cgio_read_alloc(path);
-    if (!text)
-        return nsbox_err_sys(e, "cgroup: read %s", path);
-    const char *cur = text;
     size_t n = 0;
-    pid_t pid;
-    while (n < max && nsbox_cg_next_pid(&cur, &pid))
-        pids[n++] = pid;
+    cleanup_free pid_t *all = nsbox_cgsig_pids(path, &n, e);
+    if (!all)
+        return -1;
+    if (n > max)
+        n = max;
+    memcpy(pids, all, n * sizeof *pids);
     return (int)n;
 }
 
@@ -397,5 +396,12 @@ int nsbox_cgroup_signal(const struct nsbox_cgroup *cg, const pid_t *pids, size_t
     char path[PATH_MAX];
     if (procs_path(cg, path, sizeof path, e) < 0)
         return -1;
-    return nsbox_cgsig_listed(path, pids, n, skip, sig, e);
+    /* kill --all freezes the cgroup first (or finds it paused): kill(2) may stand in for a
+     * pidfd there */
+    const struct nsbox_cgsig how = {.sig = sig,
+                                    .skip = skip,
+                                    .freezer =
+                                        cg->version == 2 ? cg->path : v1_path_of(cg, "freezer"),
+                                    .version = cg->version};
+    return nsbox_cgsig_listed(path, pids, n, &how, e);
 }

@@ -62,12 +62,38 @@ int nsbox_cgroup_write_error(struct nsbox_err *e, const char *dir, const char *f
 
 /* ---- cgroup_signal.c: listed processes signalled ---------------------------------------------- */
 
-/* Send sig, through a pidfd each, to every process of pids (read from the cgroup.procs file
- * procs before) that procs lists still once its pidfd is open, never to the pid skip (0: none).
- * A listed process that has ended, and whose pid a process outside the cgroup has been given,
- * is not signalled. A process gone is no error. */
-int nsbox_cgsig_listed(const char *procs, const pid_t *pids, size_t n, pid_t skip, int sig,
-                       struct nsbox_err *e);
+/* The pids the cgroup.procs file procs lists, sorted (malloc'd; an empty list is an array too,
+ * *n 0); NULL with e. */
+pid_t *nsbox_cgsig_pids(const char *procs, size_t *n, struct nsbox_err *e);
+
+/* The pids a kill round has signalled, sorted: v1 lists every process in each hierarchy, and a
+ * pidfd per pid and hierarchy would make the round several times slower. */
+struct nsbox_cgsig_done {
+    pid_t *pids;
+    size_t n, cap;
+};
+void nsbox_cgsig_done_free(struct nsbox_cgsig_done *d);
+
+/* What nsbox_cgsig_listed sends, and to whom not. */
+struct nsbox_cgsig {
+    int sig;
+    pid_t skip; /* never signalled (init, signalled last); 0: none */
+    /* The cgroup's freezer directory (version 1: its freezer hierarchy's; 2: the cgroup):
+     * while it reads as frozen, a process whose pidfd cannot be had (no pidfd_open before
+     * Linux 5.3, a seccomp filter, no descriptor left) is signalled with kill(2). NULL: never. */
+    const char *freezer;
+    int version;
+    /* Pids skipped, and to which those signalled are added (NULL: none). */
+    struct nsbox_cgsig_done *done;
+};
+
+/* Send how->sig, through a pidfd each, to every process of pids (read from the cgroup.procs
+ * file procs before) that procs lists still once its pidfd is open. A listed process that has
+ * ended, and whose pid a process outside the cgroup has been given, is not signalled. A process
+ * gone is no error; any other failure is, the first kept in e, after every other process has
+ * had its signal. */
+int nsbox_cgsig_listed(const char *procs, const pid_t *pids, size_t n,
+                       const struct nsbox_cgsig *how, struct nsbox_err *e);
 
 /* ---- cgroup_hold.c: the v1 freezer's hold --------------------------------------------------- */
 

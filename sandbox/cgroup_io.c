@@ -76,6 +76,7 @@ static const struct nsbox_cg_sys real_sys = {
     .write_file = real_write_file,
     .pidfd_open = real_pidfd_open,
     .pidfd_send_signal = real_pidfd_send_signal,
+    .kill = kill,
     .geteuid = geteuid,
 };
 

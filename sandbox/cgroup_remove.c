@@ -87,39 +87,13 @@ static int rmdir_tree(const char *path, int depth)
     return -1;
 }
 
-/* The pids one kill round has signalled already, sorted: v1 lists every process in each
- * hierarchy, and a pidfd per pid and hierarchy would make the round several times slower. */
-struct kill_done {
-    pid_t *pids;
-    size_t n, cap;
+/* One kill round's state, passed down the tree: what is sent and who has had it, and the
+ * first failure to signal (for destroy's error, should the processes outlive it). */
+struct kill_walk {
+    struct nsbox_cgsig how;
+    struct nsbox_err err;
+    bool failed;
 };
-
-static int pid_cmp(const void *a, const void *b)
-{
-    pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Keep in pids[0..n) those done lacks, add them to done; how many are kept. */
-static size_t kill_done_add(struct kill_done *done, pid_t *pids, size_t n)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!done->n || !bsearch(&pids[i], done->pids, done->n, sizeof *pids, pid_cmp))
-            pids[k++] = pids[i];
-    if (done->n + k > done->cap) {
-        size_t cap = (done->n + k) * 2;
-        pid_t *p = realloc(done->pids, cap * sizeof *p);
-        if (!p)
-            return k; /* only the saving is lost: a pid is signalled again */
-        done->pids = p;
-        done->cap = cap;
-    }
-    memcpy(done->pids + done->n, pids, k * sizeof *pids);
-    done->n += k;
-    qsort(done->pids, done->n, sizeof *pids, pid_cmp);
-    return k;
-}
 
 /* SIGKILL every process listed in path's cgroup.procs and in its child cgroups', through
  * pidfds and only those listed still once held (nsbox_cgsig_listed): the first round reads the
@@ -127,27 +101,22 @@ static size_t kill_done_add(struct kill_done *done, pid_t *pids, size_t n)
  * process's by the time it is signalled. */
 static void kill_tree(const char *path, int depth, void *arg)
 {
-    struct kill_done *done = arg;
+    struct kill_walk *w = arg;
     char procs[PATH_MAX];
     if (nsbox_cg_join(procs, sizeof procs, path, NULL, "cgroup.procs") < 0)
         return;
-    cleanup_free char *list = nsbox_cgio_read_alloc(procs);
-    cleanup_free pid_t *pids = list ? malloc((strlen(list) / 2 + 1) * sizeof *pids) : NULL;
-    if (pids) {
-        size_t n = 0;
-        const char *cur = list;
-        pid_t pid;
-        while (nsbox_cg_next_pid(&cur, &pid))
-            pids[n++] = pid;
-        n = kill_done_add(done, pids, n);
-        /* a failure leaves the cgroup busy: the next round tries again, until the deadline */
-        struct nsbox_err ignored = {0};
-        if (n)
-            nsbox_cgsig_listed(procs, pids, n, 0, SIGKILL, &ignored);
+    size_t n = 0;
+    struct nsbox_err e = {0};
+    cleanup_free pid_t *pids = nsbox_cgsig_pids(procs, &n, &e);
+    /* a failure leaves the cgroup busy: the next round tries again, until the deadline */
+    if ((!pids || nsbox_cgsig_listed(procs, pids, n, &w->how, &e) < 0) && !w->failed &&
+        !(!pids && e.sys_errno == ENOENT)) {
+        w->err = e;
+        w->failed = true;
     }
     if (depth > 16 || !has_children(path))
         return;
-    for_each_child(path, depth, kill_tree, done);
+    for_each_child(path, depth, kill_tree, w);
 }
 
 /* One kill round over paths[i] (NULL: gone). The first round kills without freezing:
@@ -155,19 +124,28 @@ static void kill_tree(const char *path, int depth, void *arg)
  * freezing costs more than the rest of destroy together (~0.6 ms on v1). If anything is still
  * there afterwards, a later round freezes first, so that a process that keeps forking cannot
  * stay ahead of the pid list; v1 keeps a frozen task frozen even with SIGKILL pending, hence
- * the thaw afterwards (v2 lets fatal signals through but is thawed the same way). */
-static void kill_round(unsigned round, const char *freeze_dir, const char *freeze_file,
-                       const char *on, const char *off, const char *const *paths, size_t n)
+ * the thaw afterwards (v2 lets fatal signals through but is thawed the same way). Whether a
+ * process could not be signalled, the first such failure into err. */
+static bool kill_round(unsigned round, int version, const char *freeze_dir,
+                       const char *const *paths, size_t n, struct nsbox_err *err)
 {
-    bool frozen =
-        round > 0 && freeze_dir && nsbox_cgio_write_at(-1, freeze_dir, freeze_file, on) == 0;
-    struct kill_done done = {0};
+    const char *file = version == 1 ? "freezer.state" : "cgroup.freeze";
+    bool frozen = round > 0 && freeze_dir &&
+                  nsbox_cgio_write_at(-1, freeze_dir, file, version == 1 ? "FROZEN" : "1") == 0;
+    struct nsbox_cgsig_done done = {0};
+    struct kill_walk w = {.how = {.sig = SIGKILL,
+                                  .freezer = frozen ? freeze_dir : NULL,
+                                  .version = version,
+                                  .done = &done}};
     for (size_t i = 0; i < n; i++)
         if (paths[i])
-            kill_tree(paths[i], 0, &done);
-    free(done.pids);
+            kill_tree(paths[i], 0, &w);
+    nsbox_cgsig_done_free(&done);
     if (frozen)
-        nsbox_cgio_write_at(-1, freeze_dir, freeze_file, off);
+        nsbox_cgio_write_at(-1, freeze_dir, file, version == 1 ? "THAWED" : "0");
+    if (w.failed)
+        *err = w.err;
+    return w.failed;
 }
 
 /* Try to remove every directory not yet gone, in order, stopping at the first busy one: the
@@ -199,6 +177,8 @@ static int kill_and_remove(int version, const char *const *paths, const char *co
     if (r != 0)
         return r < 0 ? -1 : 0;
     uint64_t deadline = (uint64_t)nsbox_now_ms() + KILL_TIMEOUT_MS;
+    struct nsbox_err sig_err = {0}; /* the first failure to signal, the likely cause of a timeout */
+    bool sig_failed = false;
     for (unsigned round = 0;; round++) {
         const char *live[NSBOX_CG_V1_MAX];
         const char *freeze_dir = NULL;
@@ -209,10 +189,12 @@ static int kill_and_remove(int version, const char *const *paths, const char *co
         }
         /* cgroup.kill (Linux 5.14) kills the whole subtree and stops concurrent forks in the
          * kernel, so no pid list can go stale. Without it: read the lists and SIGKILL. */
-        if (version == 1)
-            kill_round(round, freeze_dir, "freezer.state", "FROZEN", "THAWED", live, n);
-        else if (nsbox_cgio_write_at(-1, paths[0], "cgroup.kill", "1") < 0)
-            kill_round(round, freeze_dir, "cgroup.freeze", "1", "0", live, n);
+        struct nsbox_err round_err;
+        if ((version == 1 || nsbox_cgio_write_at(-1, paths[0], "cgroup.kill", "1") < 0) &&
+            kill_round(round, version, freeze_dir, live, n, &round_err) && !sig_failed) {
+            sig_err = round_err;
+            sig_failed = true;
+        }
         /* SIGKILLed processes leave asynchronously (tens to hundreds of microseconds, more
          * for a big address space): poll for ~1.5 ms before deciding that something survived
          * the round (a process that forked meanwhile) and killing again, frozen this time. */
@@ -223,9 +205,10 @@ static int kill_and_remove(int version, const char *const *paths, const char *co
                 return r < 0 ? -1 : 0;
             if ((uint64_t)nsbox_now_ms() > deadline)
                 return nsbox_err_set(e, NSBOX_E_TIMEOUT, EBUSY,
-                                     "cgroup: %s still has processes %d s after SIGKILL (stuck "
-                                     "in uninterruptible sleep?); `nsbox gc` retries later",
-                                     paths[0], KILL_TIMEOUT_MS / 1000);
+                                     "cgroup: %s still has processes %d s after SIGKILL (%s); "
+                                     "`nsbox gc` retries later",
+                                     paths[0], KILL_TIMEOUT_MS / 1000,
+                                     sig_failed ? sig_err.msg : "stuck in uninterruptible sleep?");
             nsbox_cgio_backoff(&us);
         }
     }

@@ -7,6 +7,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,66 +18,252 @@ static int pid_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The pids procs lists now, sorted; NULL with e (an empty list is a non-NULL array, *m 0). */
-static pid_t *listed_now(const char *procs, size_t *m, struct nsbox_err *e)
+pid_t *nsbox_cgsig_pids(const char *procs, size_t *n, struct nsbox_err *e)
 {
     cleanup_free char *text = nsbox_cgio_read_alloc(procs);
     if (!text) {
         nsbox_err_sys(e, "cgroup: read %s", procs);
         return NULL;
     }
-    pid_t *now = malloc((strlen(text) / 2 + 1) * sizeof *now);
-    if (!now) {
+    /* each pid takes two bytes at least: a digit and its newline */
+    pid_t *pids = malloc((strlen(text) / 2 + 1) * sizeof *pids);
+    if (!pids) {
         nsbox_err_sys(e, "malloc");
         return NULL;
     }
-    *m = 0;
+    *n = 0;
     pid_t pid;
     for (const char *cur = text; nsbox_cg_next_pid(&cur, &pid);)
-        now[(*m)++] = pid;
-    qsort(now, *m, sizeof *now, pid_cmp);
-    return now;
+        pids[(*n)++] = pid;
+    qsort(pids, *n, sizeof *pids, pid_cmp);
+    return pids;
 }
 
-/* One batch: at most SIGNAL_BATCH descriptors open at once. */
-#define SIGNAL_BATCH 256
-static int signal_batch(const char *procs, const pid_t *pids, size_t n, pid_t skip, int sig,
-                        struct nsbox_err *e)
+/* ---- the pids a kill round has signalled --------------------------------------------------- */
+
+static bool done_has(const struct nsbox_cgsig_done *d, pid_t pid)
 {
-    int fds[SIGNAL_BATCH];
-    int ret = 0;
-    size_t opened = 0;
-    for (; opened < n; opened++) {
-        fds[opened] = pids[opened] == skip ? -1 : nsbox_cgio_sys->pidfd_open(pids[opened]);
-        if (fds[opened] < 0 && pids[opened] != skip && errno != ESRCH) {
-            ret = nsbox_err_sys(e, "cannot signal pid %d", (int)pids[opened]);
-            break;
-        }
+    return d && d->n && bsearch(&pid, d->pids, d->n, sizeof pid, pid_cmp);
+}
+
+/* Add pids[0..n) (none of them in d): a failed allocation loses only the saving, a pid is
+ * signalled again. */
+static void done_add(struct nsbox_cgsig_done *d, const pid_t *pids, size_t n)
+{
+    if (!d || !n)
+        return;
+    if (d->n + n > d->cap) {
+        size_t cap = (d->n + n) * 2;
+        pid_t *p = realloc(d->pids, cap * sizeof *p);
+        if (!p)
+            return;
+        d->pids = p;
+        d->cap = cap;
     }
+    memcpy(d->pids + d->n, pids, n * sizeof *pids);
+    d->n += n;
+    qsort(d->pids, d->n, sizeof *pids, pid_cmp);
+}
+
+void nsbox_cgsig_done_free(struct nsbox_cgsig_done *d)
+{
+    free(d->pids);
+    *d = (struct nsbox_cgsig_done){0};
+}
+
+/* ---- kill(2) where no pidfd can be had ------------------------------------------------------ */
+
+/* How many times (about 13 ms in all) a freezer that is freezing is read again before the
+ * fallback is given up: tasks normally stop within microseconds of the request. */
+#define FROZEN_TRIES 8
+
+/* Whether every task of the cgroup is frozen now (its freezer says so, not only that it was
+ * asked): a freeze that is still under way leaves tasks that can run, and end. */
+static bool frozen_now(const struct nsbox_cgsig *how)
+{
+    if (!how->freezer)
+        return false;
+    unsigned us = 50;
+    for (int k = 0; k < FROZEN_TRIES; k++) {
+        char st[2048];
+        bool asked;
+        if (how->version == 1) {
+            if (nsbox_cgio_read_small(-1, how->freezer, "freezer.state", st, sizeof st) < 0)
+                return false;
+            if (strncmp(st, "FROZEN", 6) == 0)
+                return true;
+            asked = strncmp(st, "FREEZING", 8) == 0;
+        } else {
+            uint64_t frozen = 0;
+            if (nsbox_cgio_read_small(-1, how->freezer, "cgroup.events", st, sizeof st) < 0 ||
+                nsbox_cg_parse_keyed(st, "frozen", &frozen) < 0)
+                return false;
+            if (frozen)
+                return true;
+            asked = nsbox_cgio_read_small(-1, how->freezer, "cgroup.freeze", st, sizeof st) >= 0 &&
+                    st[0] == '1';
+        }
+        if (!asked)
+            return false;
+        nsbox_cgio_backoff(&us);
+    }
+    return false;
+}
+
+/* The errors of pidfd_open for which kill(2) may stand in: no pidfds in this kernel (before
+ * Linux 5.3), a seccomp filter that refuses the call, no descriptor left. */
+static bool fallback_errno(int err)
+{
+    return err == ENOSYS || err == EPERM || err == EMFILE || err == ENFILE;
+}
+
+/* ---- one batch ------------------------------------------------------------------------------ */
+
+/* The first failure of a call is its error; the others are not kept. */
+static void failed(struct nsbox_err *e, bool *any, int err, const char *what, pid_t pid)
+{
+    if (*any)
+        return;
+    *any = true;
+    errno = err;
+    nsbox_err_sys(e, "cannot signal pid %d: %s", (int)pid, what);
+}
+
+/* At most SIGNAL_BATCH descriptors open at once. */
+#define SIGNAL_BATCH 256
+
+enum way { WAY_NONE, WAY_PIDFD, WAY_KILL };
+
+/* A batch's pids, how each is to be signalled, and its descriptors. */
+struct batch {
+    const pid_t *pids;
+    size_t k;      /* pids[0..k) are this batch's */
+    size_t open;   /* descriptors open */
+    bool fallback; /* some of them go to kill(2) */
+    int fds[SIGNAL_BATCH];
+    enum way way[SIGNAL_BATCH];
+    int open_err[SIGNAL_BATCH]; /* pidfd_open's error, for WAY_KILL */
+};
+
+static void batch_kill(struct batch *b, size_t i, int err)
+{
+    b->way[i] = WAY_KILL;
+    b->open_err[i] = err;
+    b->fallback = true;
+}
+
+/* No descriptor left (err): the last pidfd makes room, for the list's read or the next pid's
+ * pidfd. Its pid, and those after it, go to the next batch; when it was the only one, to
+ * kill(2), so that the batch still moves on. Whether the batch ends at it. */
+static bool batch_give_back(struct batch *b, int err)
+{
+    size_t j = b->k - 1;
+    while (b->way[j] != WAY_PIDFD)
+        j--;
+    close(b->fds[j]);
+    b->fds[j] = -1;
+    if (--b->open > 0) {
+        b->k = j;
+        return true;
+    }
+    batch_kill(b, j, err);
+    b->k = j + 1;
+    return false;
+}
+
+/* Open a pidfd for each of pids[0..n) that is to be signalled, until descriptors run out. */
+static void batch_open(struct batch *b, size_t n, const struct nsbox_cgsig *how,
+                       struct nsbox_err *e, bool *any)
+{
+    while (b->k < n) {
+        size_t i = b->k;
+        b->fds[i] = -1;
+        b->way[i] = WAY_NONE;
+        if (b->pids[i] == how->skip || done_has(how->done, b->pids[i])) {
+            b->k++;
+            continue;
+        }
+        b->fds[i] = nsbox_cgio_sys->pidfd_open(b->pids[i]);
+        int err = errno;
+        if (b->fds[i] >= 0) {
+            b->way[i] = WAY_PIDFD;
+            b->open++;
+        } else if ((err == EMFILE || err == ENFILE) && b->open > 0) {
+            if (batch_give_back(b, err))
+                return;
+            continue;
+        } else if (fallback_errno(err)) {
+            batch_kill(b, i, err);
+        } else if (err != ESRCH) {
+            failed(e, any, err, "pidfd_open", b->pids[i]);
+        }
+        b->k++;
+    }
+}
+
+/* Signal what it can of pids[0..n) (n <= SIGNAL_BATCH); how many of them it has dealt with (at
+ * least one): fewer than n when descriptors ran out, the rest for the next batch, once these
+ * are closed. */
+static size_t signal_batch(const char *procs, const pid_t *pids, size_t n,
+                           const struct nsbox_cgsig *how, struct nsbox_err *e, bool *any)
+{
+    struct batch b = {.pids = pids};
+    batch_open(&b, n, how, e, any);
     /* Each descriptor holds the process that had its pid when it was opened: another's, where
      * the listed process ended and its number was given out again. Those whose pid the cgroup
      * lists now are the listed ones: a process the signal below reaches was alive at this read,
-     * so the pid read then was its own. */
+     * so the pid read then was its own.
+     * Without a descriptor, kill(2) reaches whoever has the pid when it is sent, which is the
+     * listed process only if that cannot have ended since the read: so only while the cgroup
+     * is frozen, read as frozen before the list is. A frozen v1 task stays frozen even with
+     * SIGKILL pending, and a frozen v2 task leaves only for a fatal signal: ours (each pid is
+     * signalled once) or one another sends (the OOM killer, a host's kill) in the microseconds
+     * between the read and the kill, with its pid given out again in them. */
+    bool frozen = false;
     size_t m = 0;
-    cleanup_free pid_t *now = ret == 0 ? listed_now(procs, &m, e) : NULL;
-    if (!now)
-        ret = -1;
-    for (size_t i = 0; i < opened; i++) {
-        if (ret == 0 && fds[i] >= 0 && bsearch(&pids[i], now, m, sizeof *now, pid_cmp) &&
-            nsbox_cgio_sys->pidfd_send_signal(fds[i], sig) < 0 && errno != ESRCH)
-            ret = nsbox_err_sys(e, "cannot signal pid %d", (int)pids[i]);
-        if (fds[i] >= 0)
-            close(fds[i]);
+    struct nsbox_err re = {0};
+    cleanup_free pid_t *now = NULL;
+    while (b.open || b.fallback) {
+        frozen = b.fallback && frozen_now(how);
+        now = nsbox_cgsig_pids(procs, &m, &re);
+        if (now || !b.open || (re.sys_errno != EMFILE && re.sys_errno != ENFILE))
+            break;
+        batch_give_back(&b, re.sys_errno);
     }
-    return ret;
+    if ((b.open || b.fallback) && !now && !*any) {
+        *any = true;
+        if (e)
+            *e = re;
+    }
+    pid_t sent[SIGNAL_BATCH];
+    size_t n_sent = 0;
+    for (size_t i = 0; i < b.k; i++) {
+        bool listed = now && bsearch(&pids[i], now, m, sizeof *now, pid_cmp);
+        int r = 1; /* not sent */
+        if (b.way[i] == WAY_PIDFD && listed)
+            r = nsbox_cgio_sys->pidfd_send_signal(b.fds[i], how->sig);
+        else if (b.way[i] == WAY_KILL && !frozen)
+            failed(e, any, b.open_err[i], "pidfd_open", pids[i]);
+        else if (b.way[i] == WAY_KILL && listed)
+            r = nsbox_cgio_sys->kill(pids[i], how->sig);
+        int err = errno;
+        if (b.way[i] == WAY_PIDFD)
+            close(b.fds[i]);
+        if (r == 0)
+            sent[n_sent++] = pids[i];
+        else if (r < 0 && err != ESRCH)
+            failed(e, any, err, b.way[i] == WAY_KILL ? "kill" : "pidfd_send_signal", pids[i]);
+    }
+    done_add(how->done, sent, n_sent);
+    return b.k;
 }
 
-int nsbox_cgsig_listed(const char *procs, const pid_t *pids, size_t n, pid_t skip, int sig,
-                       struct nsbox_err *e)
+int nsbox_cgsig_listed(const char *procs, const pid_t *pids, size_t n,
+                       const struct nsbox_cgsig *how, struct nsbox_err *e)
 {
-    for (size_t i = 0; i < n; i += SIGNAL_BATCH)
-        if (signal_batch(procs, pids + i, n - i < SIGNAL_BATCH ? n - i : SIGNAL_BATCH, skip, sig,
-                         e) < 0)
-            return -1;
-    return 0;
+    bool any = false;
+    for (size_t i = 0; i < n;)
+        i += signal_batch(procs, pids + i, n - i < SIGNAL_BATCH ? n - i : SIGNAL_BATCH, how, e,
+                          &any);
+    return any ? -1 : 0;
 }

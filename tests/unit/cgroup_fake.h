@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -405,9 +406,23 @@ static bool any_frozen_under(const char *dir)
     return frozen;
 }
 
+/* RLIMIT_NOFILE's soft limit a test set (0: none). The fake kernel's own files (the walks of
+ * its tree) are not the caller's, as the kernel's are not: it lifts the limit meanwhile. */
+static rlim_t g_nofile;
+static void fake_nofile(bool lift)
+{
+    if (!g_nofile)
+        return;
+    struct rlimit r;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &r), 0);
+    r.rlim_cur = lift ? r.rlim_max : g_nofile;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &r), 0);
+}
+
 static int fake_kill(pid_t pid, int sig)
 {
     assert_int_equal(sig, SIGKILL);
+    fake_nofile(true);
     bool frozen = any_frozen_under(g_root);
     if (g_nkilled < 64) {
         g_kill_frozen[g_nkilled] = frozen;
@@ -421,6 +436,7 @@ static int fake_kill(pid_t pid, int sig)
         g_fork_child = child + 1;
     }
     drop_pid_under(g_root, pid, child);
+    fake_nofile(false);
     return 0;
 }
 
@@ -431,10 +447,20 @@ static int fake_kill(pid_t pid, int sig)
 static pid_t g_pidfd_pid[FAKE_PIDFDS];
 static pid_t g_reused_pid;
 static pid_t g_host_signalled; /* a signal that reached the host process of g_reused_pid */
+static int g_pidfd_errno;      /* every pidfd_open fails with it (ENOSYS: before Linux 5.3) */
+static pid_t g_send_fail_pid;  /* pidfd_send_signal to it fails with g_send_fail_errno... */
+static int g_send_fail_errno;
+static int g_send_fail_times; /* ...this many times (-1: always) */
 static int fake_pidfd_open(pid_t pid)
 {
+    if (g_pidfd_errno) {
+        errno = g_pidfd_errno;
+        return -1;
+    }
     int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    assert_true(fd >= 0 && fd < FAKE_PIDFDS);
+    if (fd < 0)
+        return -1; /* EMFILE under a test's RLIMIT_NOFILE, as the kernel's would */
+    assert_true(fd < FAKE_PIDFDS);
     if (pid == g_reused_pid) {
         drop_pid_under(g_root, pid, 0);
         g_pidfd_pid[fd] = -pid;
@@ -447,6 +473,12 @@ static int fake_pidfd_open(pid_t pid)
 static int fake_pidfd_send_signal(int fd, int sig)
 {
     assert_true(fd >= 0 && fd < FAKE_PIDFDS && g_pidfd_pid[fd] != 0);
+    if (g_send_fail_pid && g_pidfd_pid[fd] == g_send_fail_pid && g_send_fail_times != 0) {
+        if (g_send_fail_times > 0)
+            g_send_fail_times--;
+        errno = g_send_fail_errno;
+        return -1;
+    }
     if (g_pidfd_pid[fd] < 0) {
         g_host_signalled = -g_pidfd_pid[fd];
         return 0;
@@ -468,6 +500,7 @@ static struct nsbox_cg_sys g_fake = {
     .write_file = fake_write,
     .pidfd_open = fake_pidfd_open,
     .pidfd_send_signal = fake_pidfd_send_signal,
+    .kill = fake_kill,
 };
 
 static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw)
@@ -486,6 +519,10 @@ static void reset_globals(void)
     g_nkilled = 0;
     g_fork_parent = g_fork_child = 0;
     g_reused_pid = g_host_signalled = 0;
+    g_pidfd_errno = 0;
+    g_nofile = 0;
+    g_send_fail_pid = 0;
+    g_send_fail_errno = g_send_fail_times = 0;
     g_magic_calls = 0;
 }
 

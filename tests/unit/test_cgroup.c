@@ -519,6 +519,150 @@ static void test_v1_destroy_skips_a_reused_pid(void **state)
         assert_false(exists(copy.v1[i].path));
 }
 
+/* A sandbox with the given pids, the copy of its cgroup for the checks after destroy. */
+static void make_box(const char *id, const pid_t *pids, size_t n, struct nsbox_cgroup *cg,
+                     struct nsbox_cgroup *copy)
+{
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_cgroup_create(id, &k_lim, cg, &e), 0);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(nsbox_cgroup_attach(cg, pids[i], &e), 0);
+    *copy = *cg;
+}
+
+static bool was_killed(pid_t pid, bool *frozen)
+{
+    for (size_t i = 0; i < g_nkilled; i++)
+        if (g_killed[i] == pid) {
+            if (frozen)
+                *frozen = g_kill_frozen[i];
+            return true;
+        }
+    return false;
+}
+
+static void assert_removed(const struct nsbox_cgroup *copy)
+{
+    for (size_t i = 0; i < copy->n_v1; i++)
+        assert_false(exists(copy->v1[i].path));
+}
+
+/* A kernel without pidfd_open (before Linux 5.3), or a seccomp filter that refuses it: kill(2)
+ * stands in, only in a frozen round, where a listed pid cannot have been given to another. */
+static void test_v1_destroy_without_pidfds(void **state)
+{
+    (void)state;
+    static const pid_t pids[] = {77, 78, 79};
+    struct nsbox_cgroup cg, copy;
+    struct nsbox_err e = {0};
+    make_v1(false, true);
+    make_box("np", pids, 3, &cg, &copy);
+    g_pidfd_errno = ENOSYS;
+    assert_int_equal(nsbox_cgroup_destroy(&cg, &e), 0);
+    assert_int_equal(g_nkilled, 3);
+    for (size_t i = 0; i < g_nkilled; i++)
+        assert_true(g_kill_frozen[i]);
+    assert_removed(&copy);
+
+    /* kill --all, frozen first: the same; unfrozen, an error that says why */
+    make_box("np2", pids, 2, &cg, &copy);
+    g_nkilled = 0;
+    g_pidfd_errno = EPERM;
+    pid_t listed[4];
+    assert_int_equal(nsbox_cgroup_pids(&cg, listed, 4, &e), 2);
+    assert_int_equal(nsbox_cgroup_signal(&cg, listed, 2, 0, SIGKILL, &e), -1);
+    assert_int_equal(g_nkilled, 0);
+    assert_non_null(strstr(e.msg, "cannot signal pid 77: pidfd_open"));
+    assert_int_equal(e.sys_errno, EPERM);
+    assert_int_equal(nsbox_cgroup_freeze(&cg, true, &e), 0);
+    assert_int_equal(nsbox_cgroup_signal(&cg, listed, 2, 0, SIGKILL, &e), 0);
+    assert_int_equal(g_nkilled, 2);
+    assert_true(g_kill_frozen[0] && g_kill_frozen[1]);
+    assert_int_equal(nsbox_cgroup_freeze(&cg, false, &e), 0);
+    assert_int_equal(nsbox_cgroup_destroy(&cg, &e), 0);
+}
+
+/* The lowest descriptor free now: RLIMIT_NOFILE at it + k leaves k to open. */
+static int lowest_free_fd(void)
+{
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    close(fd);
+    return fd;
+}
+
+/* A supervisor with few descriptors left (RLIMIT_NOFILE not raised): the pidfds that fit are
+ * signalled, the rest in smaller batches; none at all, kill(2) in a frozen round. */
+static void test_v1_destroy_short_of_descriptors(void **state)
+{
+    (void)state;
+    static const pid_t pids[] = {71, 72, 73, 74, 75, 76, 77, 78};
+    struct rlimit old;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+    make_v1(false, true);
+    /* one descriptor: the list's read, then one pidfd at a time, given back for the read */
+    for (rlim_t k = 1; k <= 3; k++) {
+        struct nsbox_cgroup cg, copy;
+        struct nsbox_err e = {0};
+        make_box(k == 1 ? "fd1" : k == 2 ? "fd2" : "fd3", pids, 8, &cg, &copy);
+        g_nkilled = 0;
+        g_nofile = (rlim_t)lowest_free_fd() + k;
+        struct rlimit lim = {.rlim_cur = g_nofile, .rlim_max = old.rlim_max};
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &lim), 0);
+        int r = nsbox_cgroup_destroy(&cg, &e);
+        g_nofile = 0;
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+        assert_int_equal(r, 0);
+        assert_int_equal(g_nkilled, 8);
+        for (size_t i = 0; i < 8; i++) {
+            bool frozen = false;
+            assert_true(was_killed(pids[i], &frozen));
+            /* with 2 descriptors, one pidfd and the list's read fit: the first round */
+            assert_int_equal(frozen, k < 2);
+        }
+        assert_removed(&copy);
+    }
+}
+
+/* One process that cannot be signalled does not spare the others; the failure is the error,
+ * and destroy's when that process outlives the kill rounds. */
+static void test_v1_signal_error_spares_none(void **state)
+{
+    (void)state;
+    static const pid_t pids[] = {55, 66, 77};
+    struct nsbox_cgroup cg, copy;
+    struct nsbox_err e = {0};
+    make_v1(false, true);
+    make_box("se", pids, 3, &cg, &copy);
+    g_send_fail_pid = 66;
+    g_send_fail_errno = EPERM;
+    g_send_fail_times = -1;
+    pid_t listed[4];
+    assert_int_equal(nsbox_cgroup_pids(&cg, listed, 4, &e), 3);
+    assert_int_equal(nsbox_cgroup_signal(&cg, listed, 3, 0, SIGKILL, &e), -1);
+    assert_non_null(strstr(e.msg, "cannot signal pid 66"));
+    assert_int_equal(e.sys_errno, EPERM);
+    assert_true(was_killed(55, NULL) && was_killed(77, NULL));
+    assert_false(was_killed(66, NULL));
+
+    e = (struct nsbox_err){0};
+    assert_int_equal(nsbox_cgroup_destroy(&cg, &e), -1);
+    assert_int_equal(e.code, NSBOX_E_TIMEOUT);
+    assert_non_null(strstr(e.msg, "still has processes"));
+    assert_non_null(strstr(e.msg, "cannot signal pid 66: pidfd_send_signal"));
+    assert_null(strstr(e.msg, "uninterruptible"));
+
+    /* Once: the memory hierarchy's list fails it, the next hierarchy's list, in the same
+     * (unfrozen) round, signals it. */
+    g_send_fail_times = 1;
+    g_nkilled = 0;
+    assert_int_equal(nsbox_cgroup_destroy(&cg, &e), 0);
+    bool frozen = true;
+    assert_true(was_killed(66, &frozen));
+    assert_false(frozen);
+    assert_removed(&copy);
+}
+
 /* The v1 freezer's hold (docs/cgroups.md): an empty cgroup, frozen when a sandbox first
  * freezes, kept while a sandbox is beside it, removed with the last one, and by gc's sweep
  * when a killed supervisor left it. */
@@ -640,6 +784,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_v1_parent_env, setup_tree, teardown_tree),
         cmocka_unit_test_setup_teardown(test_v1_remove_by_id, setup_tree, teardown_tree),
         cmocka_unit_test_setup_teardown(test_v1_destroy_skips_a_reused_pid, setup_tree,
+                                        teardown_tree),
+        cmocka_unit_test_setup_teardown(test_v1_destroy_without_pidfds, setup_tree, teardown_tree),
+        cmocka_unit_test_setup_teardown(test_v1_destroy_short_of_descriptors, setup_tree,
+                                        teardown_tree),
+        cmocka_unit_test_setup_teardown(test_v1_signal_error_spares_none, setup_tree,
                                         teardown_tree),
         cmocka_unit_test_setup_teardown(test_v1_freezer_hold, setup_tree, teardown_tree),
         cmocka_unit_test_setup_teardown(test_v1_update_and_pids, setup_tree, teardown_tree),
