@@ -8,6 +8,7 @@
 #include "cleanup_cjson.h"
 #include "grow.h"
 #include "shown.h"
+#include "spec.h"
 
 #include <cjson/cJSON.h>
 #include <seccomp.h>
@@ -665,22 +666,10 @@ static int profile_parse(const char *json, size_t len, bool oci, struct nsbox_se
         return nsbox_err_set(e, NSBOX_E_INVALID, 0,
                              "seccomp profile: %zu bytes, more than the limit of %u", len,
                              NSBOX_SECCOMP_JSON_MAX);
-    const char *end = NULL;
-    cleanup_cjson cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
-    if (!root) {
-        size_t at = end && end >= json && end <= json + len ? (size_t)(end - json) : 0;
-        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "seccomp profile: invalid JSON near byte %zu",
-                             at);
-    }
-    /* cJSON stops after the first value; anything but whitespace after it is a broken file. */
-    for (const char *c = end; c && c < json + len; c++)
-        if (*c != ' ' && *c != '\t' && *c != '\n' && *c != '\r')
-            return nsbox_err_set(e, NSBOX_E_INVALID, 0,
-                                 "seccomp profile: unexpected data after the JSON object at "
-                                 "byte %zu",
-                                 (size_t)(c - json));
-    if (!cJSON_IsObject(root))
-        return nsbox_err_set(e, NSBOX_E_INVALID, 0, "seccomp profile: must be a JSON object");
+    /* the spec's strict reader: one object, nothing after it, no NUL, a cut text said to end */
+    cleanup_cjson cJSON *root = NULL;
+    if (nsbox_spec_json_parse_object(json, len, NSBOX_SECCOMP_JSON_MAX, &root, e) < 0)
+        return nsbox_err_wrap(e, "seccomp profile");
     if (parse_profile(root, oci, p, e) < 0) {
         nsbox_seccomp_profile_free(p);
         return oci ? -1 : nsbox_err_wrap(e, "seccomp profile");

@@ -123,11 +123,12 @@ static void test_allow_list_profile(void **state)
 static const struct {
     const char *json, *want;
 } bad_profiles[] = {
-    {"", "invalid JSON"},
-    {"{\"defaultAction\":", "invalid JSON"},
+    {"", "empty input"},
+    {"{\"defaultAction\":", "invalid JSON: the text ends before its object does"},
+    {"{\"defaultAction\":1]", "invalid JSON near byte"},
     {"[]", "must be a JSON object"},
     {"{}", "defaultAction: missing"},
-    {"{\"defaultAction\":\"SCMP_ACT_ALLOW\"} x", "unexpected data after the JSON object"},
+    {"{\"defaultAction\":\"SCMP_ACT_ALLOW\"} x", "unexpected text after the JSON value"},
     {"{\"defaultAction\":1}", "defaultAction: must be a string"},
     {"{\"defaultAction\":\"SCMP_ACT_NOPE\"}", "defaultAction: unknown action 'SCMP_ACT_NOPE'"},
     {ALLOW_HEAD "\"bogus\":1}", "unknown key 'bogus'"},
