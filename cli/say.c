@@ -17,14 +17,32 @@
 /* "nsbox: " and text on f: the last line of defence for what the layers below put in an error
  * or a note unfiltered (a name of a sandbox's or an image's), whose controls and invalid UTF-8
  * are '?'. nsbox's own text stays: UTF-8 (quotes, arrows) and the lines of a message of several
- * (a set-up script's output, indented). Shown text is never longer than the text. */
+ * (a set-up script's output, indented). A line that does not start with a space or a tab is
+ * indented by two: a name holding "\nnsbox: ..." must not print a line that reads as nsbox's. */
 static void say_shown(FILE *f, const char *text, size_t len)
 {
     char *shown = malloc(len + 1);
     if (shown)
         nsbox_shown_copy(shown, len + 1, text, len, SIZE_MAX,
                          NSBOX_SHOWN_TAB | NSBOX_SHOWN_NEWLINE);
-    fprintf(f, "nsbox: %s\n", shown ? shown : "(out of memory for the message)");
+    size_t lines = 0;
+    for (const char *p = shown; p && (p = strchr(p, '\n')) != NULL; p++)
+        lines++;
+    char *out = shown && lines ? malloc(strlen(shown) + 2 * lines + 1) : NULL;
+    if (out) {
+        size_t o = 0;
+        for (const char *p = shown; *p; p++) {
+            out[o++] = *p;
+            if (*p == '\n' && p[1] != ' ' && p[1] != '\t') {
+                out[o++] = ' ';
+                out[o++] = ' ';
+            }
+        }
+        out[o] = '\0';
+    }
+    fprintf(f, "nsbox: %s\n",
+            out ? out : shown && !lines ? shown : "(out of memory for the message)");
+    free(out);
     free(shown);
 }
 

@@ -107,6 +107,7 @@ struct nsbox_shown nsbox_show(const char *text)
     struct nsbox_shown r;
     if (!text)
         text = "(null)";
-    nsbox_shown_copy(r.s, sizeof r.s, text, strlen(text), 64, 0);
+    /* a character that starts within the 64 bytes is seen whole; what follows is never read */
+    nsbox_shown_copy(r.s, sizeof r.s, text, strnlen(text, 68), 64, 0);
     return r;
 }

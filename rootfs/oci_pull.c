@@ -126,6 +126,8 @@ static void skopeo_said(const char *last, char *out, size_t n)
     if (m != last && len && m[len - 1] == '"')
         len--;
     const char *from = len > 240 ? m + len - 240 : m;
+    while (from > m && from < m + len && ((unsigned char)*from & 0xc0) == 0x80)
+        from++; /* a cut inside a character would show its rest as '?' */
     char raw[256]; /* the registry's words too: shown by policy/shown.h's rule */
     size_t k = 0;
     for (; from < m + len && k < sizeof raw; from++) {

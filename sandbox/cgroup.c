@@ -52,7 +52,7 @@ static const char *fix_v1_delegate(void)
 /* Root on a read-only cgroup filesystem is in a container started without privileges (Docker's
  * and Podman's mount it so; a GitLab docker executor's job) or in a systemd unit with
  * ProtectControlGroups=yes: giving a cgroup to a user, or running as root, is no fix there.
- * The unit's own setting is: leaving the unit would lose what it is there for. */
+ * The unit's own setting is the fix: leaving the unit would lose what it is there for. */
 #define FIX_ROOT_READONLY                                                                          \
     "the cgroup filesystem is read-only here, as in a container started without --privileged "   \
     "(Docker, Podman; a GitLab docker executor without privileged = true) or a systemd unit "    \

@@ -76,6 +76,8 @@ static char *setup_tail(struct ring *r)
         const char *from = text + tl - keep, *nl = memchr(from, '\n', keep);
         if (nl && nl[1] && from > text && from[-1] != '\n')
             from = nl + 1; /* a whole first line */
+        while (from > text && *from && ((unsigned char)*from & 0xc0) == 0x80)
+            from++; /* a cut inside a character would show its rest as '?' */
         keep = (size_t)(text + tl - from);
         char *t = malloc(sizeof cut + keep);
         if (t) {

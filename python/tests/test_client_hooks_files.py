@@ -461,8 +461,8 @@ class Files(AsyncClientTest):
 
     @unittest.skipUnless(os.geteuid() == 0, "a root-owned workspace is noted only for root")
     async def test_the_command_lines_notes_are_warnings_at_the_async_callers_line(self):
-        # the creation runs in a worker thread: warned there, the note pointed at the
-        # executor's frames (concurrent/futures/thread.py), once for every session
+        # the creation runs in a worker thread; its note must point at the caller's line, not
+        # the executor's frames, where the default filter would say it once for all sessions
         ws = os.path.join(self.dirs.base, "rootowned-async")
         os.mkdir(ws)
         with self.assertWarns(nsbox.NsboxWarning) as cm:
@@ -600,9 +600,8 @@ class Files(AsyncClientTest):
             self.assertEqual(sorted(names), ["c%05d" % i + "x" * 200 for i in range(10000)])
 
     async def test_a_directory_that_grows_while_listed_async_warns_at_the_callers_line(self):
-        # the listing runs in a worker thread: warned there, the cut pointed at the
-        # executor's frames (concurrent/futures/thread.py), and the default filter said it
-        # once for all of them
+        # the listing runs in a worker thread; its cut must point at the caller's line, not
+        # the executor's frames, where the default filter would say it once for all of them
         async with self.box().session() as asb:
             sb = asb.sync
             r = await asb.execute("mkdir d && " + self._MAKE % "a")

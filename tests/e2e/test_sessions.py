@@ -667,6 +667,19 @@ class Lifecycle(SessionTest):
                       .encode(), r.stderr)
         self.assertEqual(self.dirs.leftovers(), [])
 
+    def test_a_setup_scripts_tail_is_cut_between_characters(self):
+        # 3,000 two-byte characters and one byte, no newline: the tail the error keeps starts
+        # where a character does, not inside one (whose rest would show as '?')
+        script = os.path.join(self.dirs.base, "setup.sh")
+        with open(script, "w") as f:
+            f.write("python3 -c 'import sys; sys.stderr.write(\"\\u00e9\" * 3000 + \"y\")'; "
+                    "exit 5\n")
+        r = self.nsbox("create", "--setup-script", script)
+        self.assertEqual(r.returncode, 125)
+        err = r.stderr.decode()
+        tail = err.split("[...]\n", 1)[1]
+        self.assertRegex(tail, "^  \u00e9+y\n", err)
+
     def test_a_setup_scripts_output_cannot_pass_for_nsbox_or_drive_the_terminal(self):
         # Its output goes into create's error on the host's terminal: raw, an escape sequence
         # erased the real line and a newline started a line of the script's "nsbox: note: ...".

@@ -56,7 +56,7 @@ static void test_text_that_is_no_object_is_refused(void **state)
         const char *text, *msg;
     } bad[] = {
         {"", "config: empty input (expected a JSON object)"},
-        /* cJSON places a text's end at its last byte: "near byte 0" of "{" misled */
+        /* cJSON places a text's end at its last byte, which is right: the text is said to end */
         {"{", "config: invalid JSON: the text ends before its object does, after 1 byte: is it "
               "whole?"},
         {"{ \"a\": [1,\n", "config: invalid JSON: the text ends before its object does, after 11 "

@@ -69,12 +69,22 @@ static void test_note_shows_controls_as_question_marks(void **state)
                         "nsbox: gc: 'a?[2J?2J?31m'\n");
 }
 
+static void test_a_line_that_could_pass_for_nsbox_own_is_indented(void **state)
+{
+    (void)state;
+    int rc;
+    assert_string_equal(said("cp: 'a\nnsbox: all is well\n\n'", &rc),
+                        "nsbox: cp: 'a\n  nsbox: all is well\n  \n  '\n");
+    assert_string_equal(said("x\n y\n\tz", NULL), "nsbox: x\n y\n\tz\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fail_shows_controls_as_question_marks),
         cmocka_unit_test(test_fail_keeps_nsbox_own_text),
         cmocka_unit_test(test_note_shows_controls_as_question_marks),
+        cmocka_unit_test(test_a_line_that_could_pass_for_nsbox_own_is_indented),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

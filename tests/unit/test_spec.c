@@ -258,6 +258,11 @@ static void test_json_document(void **state)
                       "invalid \\u escape");
     assert_fails_with(load(s, "{\"workspace\": \"/ok\\u00\"}", &e), &e, NSBOX_E_INVALID,
                       "invalid \\u escape");
+    /* one cut inside its escape is a text that ended, as any other cut */
+    assert_fails_with(load(s, "{\"workspace\": \"/ok\\u00", &e), &e, NSBOX_E_INVALID,
+                      "the text ends before its object does");
+    assert_fails_with(load(s, "{\"workspace\": \"/ok\\u0\"}", &e), &e, NSBOX_E_INVALID,
+                      "invalid JSON");
     assert_int_equal(load(s, "{\"env\": {\"U\": \"\\u00e9\\uD83D\\uDE00\"}}", &e), 0);
     assert_string_equal(nsbox_spec_getenv(s, "U"), "\xc3\xa9\xf0\x9f\x98\x80");
     static const char raw[] = "{\"workspace\": \"/ok\0/x\"}";
