@@ -586,13 +586,18 @@ __attribute__((noreturn)) static void container_end(int sock, int status)
 /* Reaps at most this many between two reports: a sandbox that keeps making orphans for init to
  * reap would otherwise hold back every command's report until it paused. */
 #define REAPS_PER_REPORT 64
+/* Reaps at most this many in one turn of the event loop: a steady stream of orphans would
+ * otherwise keep init from agent requests and the DNS stub for as long as it lasts. */
+#define REAPS_PER_TURN 256
 
-static void reap(int sock)
+/* Whether it stopped at REAPS_PER_TURN: more may be waiting, and SIGCHLD, already read, will
+ * not say so again. */
+static bool reap(int sock)
 {
     int status;
     pid_t p;
     unsigned n = 0;
-    while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
+    while (n < REAPS_PER_TURN && (p = waitpid(-1, &status, WNOHANG)) > 0) {
         if (container_pid && p == container_pid) {
             report_ended(sock);
             container_end(sock, status);
@@ -602,6 +607,7 @@ static void reap(int sock)
             report_ended(sock); /* those reaped so far have ended: their drain may run */
     }
     report_ended(sock);
+    return n == REAPS_PER_TURN;
 }
 
 /* A connection on the run socket: its one SPAWN either takes the sandbox or is refused. The
@@ -725,6 +731,7 @@ static void serve(int sock)
     char *payload = malloc(NSBOX_AGENT_PAYLOAD_MAX + 1);
     if (sfd < 0 || !payload)
         _exit(125);
+    bool reap_more = false;
     for (;;) {
         /* only the descriptors that are open, and the pending children's pipes: poll fails
          * (EINVAL) for more entries than RLIMIT_NOFILE, which the workload may lower on init
@@ -744,15 +751,16 @@ static void serve(int sock)
                 at[n_pf - first_pending] = i;
                 pf[n_pf++] = (struct pollfd){pending[i].status_fd, POLLIN, 0};
             }
-        if (poll(pf, n_pf, -1) < 0 && errno != EINTR)
+        /* children left to reap from the last turn: look at the rest, without waiting */
+        if (poll(pf, n_pf, reap_more ? 0 : -1) < 0 && errno != EINTR)
             _exit(125);
         /* the run's client first: a signal it sent is delivered before reap() reports */
         if (p_conn && run.conn >= 0 && (p_conn->revents & (POLLIN | POLLHUP | POLLERR)))
             on_run_conn(payload);
-        if (pf[1].revents & POLLIN) {
+        if (pf[1].revents & POLLIN)
             relay_signals(sfd);
-            reap(sock);
-        }
+        if ((pf[1].revents & POLLIN) || reap_more)
+            reap_more = reap(sock);
         for (size_t k = first_pending; k < n_pf; k++) { /* reap() may have done one already */
             size_t i = at[k - first_pending];
             if (pending[i].pid && pending[i].status_fd == pf[k].fd &&

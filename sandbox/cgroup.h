@@ -130,9 +130,10 @@ int nsbox_cgroup_pids(const struct nsbox_cgroup *cg, pid_t *pids, size_t max, st
 /* Send sig to each process of pids (a listing nsbox_cgroup_pids made before) that is in the
  * cgroup still, each through a pidfd, and not to the pid skip (init, signalled last): a listed
  * process that has ended since, and whose pid another process has been given, is never
- * signalled. A process gone is no error; any other failure is, the first kept in e, after the
- * others have had their signal. Where no pidfd can be had (before Linux 5.3, a seccomp filter,
- * no descriptor left), kill(2) stands in while the cgroup is frozen. */
+ * signalled. A process gone is no error, nor a cgroup.procs gone (everyone is); any other
+ * failure is, the first kept in e, after the others have had their signal. Where no pidfd can
+ * be had (before Linux 5.3, a seccomp filter, a pidfd and the list's second read that do not
+ * both fit: one descriptor left, or none), kill(2) stands in while the cgroup is frozen. */
 int nsbox_cgroup_signal(const struct nsbox_cgroup *cg, const pid_t *pids, size_t n, pid_t skip,
                         int sig, struct nsbox_err *e);
 /* Missing files leave their field 0 (an old kernel without memory.peak, v1 without cpuacct).

@@ -80,7 +80,8 @@ struct nsbox_cgsig {
     pid_t skip; /* never signalled (init, signalled last); 0: none */
     /* The cgroup's freezer directory (version 1: its freezer hierarchy's; 2: the cgroup):
      * while it reads as frozen, a process whose pidfd cannot be had (no pidfd_open before
-     * Linux 5.3, a seccomp filter, no descriptor left) is signalled with kill(2). NULL: never. */
+     * Linux 5.3, a seccomp filter, a pidfd and the list's second read that do not both fit:
+     * one descriptor left, or none) is signalled with kill(2). NULL: never. */
     const char *freezer;
     int version;
     /* Pids skipped, and to which those signalled are added (NULL: none). */

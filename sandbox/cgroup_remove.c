@@ -177,7 +177,9 @@ static int kill_and_remove(int version, const char *const *paths, const char *co
     if (r != 0)
         return r < 0 ? -1 : 0;
     uint64_t deadline = (uint64_t)nsbox_now_ms() + KILL_TIMEOUT_MS;
-    struct nsbox_err sig_err = {0}; /* the first failure to signal, the likely cause of a timeout */
+    /* the last round's failure to signal, the likely cause of a timeout: an earlier round's may
+     * be one a later, frozen round got past (kill(2) standing in for pidfd_open) */
+    struct nsbox_err sig_err = {0};
     bool sig_failed = false;
     for (unsigned round = 0;; round++) {
         const char *live[NSBOX_CG_V1_MAX];
@@ -190,11 +192,10 @@ static int kill_and_remove(int version, const char *const *paths, const char *co
         /* cgroup.kill (Linux 5.14) kills the whole subtree and stops concurrent forks in the
          * kernel, so no pid list can go stale. Without it: read the lists and SIGKILL. */
         struct nsbox_err round_err;
-        if ((version == 1 || nsbox_cgio_write_at(-1, paths[0], "cgroup.kill", "1") < 0) &&
-            kill_round(round, version, freeze_dir, live, n, &round_err) && !sig_failed) {
+        sig_failed = (version == 1 || nsbox_cgio_write_at(-1, paths[0], "cgroup.kill", "1") < 0) &&
+                     kill_round(round, version, freeze_dir, live, n, &round_err);
+        if (sig_failed)
             sig_err = round_err;
-            sig_failed = true;
-        }
         /* SIGKILLed processes leave asynchronously (tens to hundreds of microseconds, more
          * for a big address space): poll for ~1.5 ms before deciding that something survived
          * the round (a process that forked meanwhile) and killing again, frozen this time. */

@@ -73,41 +73,45 @@ void nsbox_cgsig_done_free(struct nsbox_cgsig_done *d)
 
 /* ---- kill(2) where no pidfd can be had ------------------------------------------------------ */
 
-/* How many times (about 13 ms in all) a freezer that is freezing is read again before the
- * fallback is given up: tasks normally stop within microseconds of the request. */
+/* How many times (about 6 ms in all) a freezer that is freezing is read before the fallback
+ * is given up: tasks normally stop within microseconds of the request. */
 #define FROZEN_TRIES 8
 
+enum frozen { FROZEN_NO, FROZEN_YES, FROZEN_STUCK };
+
 /* Whether every task of the cgroup is frozen now (its freezer says so, not only that it was
- * asked): a freeze that is still under way leaves tasks that can run, and end. */
-static bool frozen_now(const struct nsbox_cgsig *how)
+ * asked): a freeze that is still under way leaves tasks that can run, and end. FROZEN_STUCK:
+ * asked, and still freezing after every try (a task in uninterruptible sleep holds it back). */
+static enum frozen frozen_now(const struct nsbox_cgsig *how)
 {
     if (!how->freezer)
-        return false;
+        return FROZEN_NO;
     unsigned us = 50;
     for (int k = 0; k < FROZEN_TRIES; k++) {
         char st[2048];
         bool asked;
         if (how->version == 1) {
             if (nsbox_cgio_read_small(-1, how->freezer, "freezer.state", st, sizeof st) < 0)
-                return false;
+                return FROZEN_NO;
             if (strncmp(st, "FROZEN", 6) == 0)
-                return true;
+                return FROZEN_YES;
             asked = strncmp(st, "FREEZING", 8) == 0;
         } else {
             uint64_t frozen = 0;
             if (nsbox_cgio_read_small(-1, how->freezer, "cgroup.events", st, sizeof st) < 0 ||
                 nsbox_cg_parse_keyed(st, "frozen", &frozen) < 0)
-                return false;
+                return FROZEN_NO;
             if (frozen)
-                return true;
+                return FROZEN_YES;
             asked = nsbox_cgio_read_small(-1, how->freezer, "cgroup.freeze", st, sizeof st) >= 0 &&
                     st[0] == '1';
         }
         if (!asked)
-            return false;
-        nsbox_cgio_backoff(&us);
+            return FROZEN_NO;
+        if (k + 1 < FROZEN_TRIES)
+            nsbox_cgio_backoff(&us);
     }
-    return false;
+    return FROZEN_STUCK;
 }
 
 /* The errors of pidfd_open for which kill(2) may stand in: no pidfds in this kernel (before
@@ -127,6 +131,19 @@ static void failed(struct nsbox_err *e, bool *any, int err, const char *what, pi
     *any = true;
     errno = err;
     nsbox_err_sys(e, "cannot signal pid %d: %s", (int)pid, what);
+}
+
+/* The cause where kill(2) was to stand in but the cgroup did not freeze: not pidfd_open's
+ * errno, which only said why kill(2) was needed. */
+static void failed_unfrozen(struct nsbox_err *e, bool *any, pid_t pid)
+{
+    if (*any)
+        return;
+    *any = true;
+    nsbox_err_set(e, NSBOX_E_SYS, EBUSY,
+                  "cannot signal pid %d: the cgroup did not freeze (a task in uninterruptible "
+                  "sleep?)",
+                  (int)pid);
 }
 
 /* At most SIGNAL_BATCH descriptors open at once. */
@@ -219,18 +236,20 @@ static size_t signal_batch(const char *procs, const pid_t *pids, size_t n,
      * SIGKILL pending, and a frozen v2 task leaves only for a fatal signal: ours (each pid is
      * signalled once) or one another sends (the OOM killer, a host's kill) in the microseconds
      * between the read and the kill, with its pid given out again in them. */
-    bool frozen = false;
+    enum frozen frozen = FROZEN_NO;
     size_t m = 0;
     struct nsbox_err re = {0};
     cleanup_free pid_t *now = NULL;
     while (b.open || b.fallback) {
-        frozen = b.fallback && frozen_now(how);
+        frozen = b.fallback ? frozen_now(how) : FROZEN_NO;
         now = nsbox_cgsig_pids(procs, &m, &re);
         if (now || !b.open || (re.sys_errno != EMFILE && re.sys_errno != ENFILE))
             break;
         batch_give_back(&b, re.sys_errno);
     }
-    if ((b.open || b.fallback) && !now && !*any) {
+    /* the cgroup gone between the reads (a child cgroup removed once empty): everyone is */
+    bool gone = !now && re.sys_errno == ENOENT;
+    if ((b.open || b.fallback) && !now && !gone && !*any) {
         *any = true;
         if (e)
             *e = re;
@@ -242,9 +261,11 @@ static size_t signal_batch(const char *procs, const pid_t *pids, size_t n,
         int r = 1; /* not sent */
         if (b.way[i] == WAY_PIDFD && listed)
             r = nsbox_cgio_sys->pidfd_send_signal(b.fds[i], how->sig);
-        else if (b.way[i] == WAY_KILL && !frozen)
+        else if (b.way[i] == WAY_KILL && frozen == FROZEN_STUCK && !gone)
+            failed_unfrozen(e, any, pids[i]);
+        else if (b.way[i] == WAY_KILL && frozen == FROZEN_NO && !gone)
             failed(e, any, b.open_err[i], "pidfd_open", pids[i]);
-        else if (b.way[i] == WAY_KILL && listed)
+        else if (b.way[i] == WAY_KILL && frozen == FROZEN_YES && listed)
             r = nsbox_cgio_sys->kill(pids[i], how->sig);
         int err = errno;
         if (b.way[i] == WAY_PIDFD)

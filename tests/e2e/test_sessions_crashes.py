@@ -314,6 +314,42 @@ class Crashes(SessionTest):
         self.assertTrue(self.none_left(sid, tree), "the command's tree outlived the kill")
         self.assertEqual(self.exec(sid, "echo", "alive").stdout, b"alive\n")  # the sandbox stays
 
+    def test_orphans_ending_at_once_are_all_reaped(self):
+        # More of init's children end while it is stopped than it reaps in one turn of its
+        # loop (256): the turns after reap the rest, though the SIGCHLDs, read at once from
+        # the signalfd, will not say so again.
+        sid = self.create("--instance-type", "medium")  # 1024 pids
+        r = self.exec(sid, "sh", "-c", "i=0; while [ $i -lt 600 ]; do "
+                      "sleep 1000 </dev/null >/dev/null 2>&1 & i=$((i+1)); done")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        init = self.init_pid(sid)
+
+        def sleeps():
+            """The states of init's children that run sleep, by their host pids."""
+            found = {}
+            for d in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open(f"/proc/{d}/stat") as f:
+                        comm, rest = f.read().split(" (", 1)[1].rsplit(") ", 1)
+                except (OSError, IndexError, ValueError):  # ended meanwhile
+                    continue
+                state, ppid = rest.split()[:2]
+                if comm == "sleep" and int(ppid) == init:
+                    found[int(d)] = state
+            return found
+
+        self.assertTrue(wait_for(lambda: len(sleeps()) == 600, 10, 0.1), len(sleeps()))
+        os.kill(init, signal.SIGSTOP)
+        try:
+            for pid in sleeps():
+                os.kill(pid, signal.SIGKILL)
+            self.assertTrue(wait_for(lambda: set(sleeps().values()) == {"Z"}, 10, 0.05))
+        finally:
+            os.kill(init, signal.SIGCONT)
+        self.assertTrue(wait_for(lambda: not sleeps(), 10, 0.05),
+                        f"{len(sleeps())} of init's children were never reaped")
+        self.assertEqual(self.exec(sid, "echo", "alive").stdout, b"alive\n")
+
 
 class HostileRequests(SessionTest):
     """The control socket is the supervisor's attack surface from any process of its owner."""

@@ -44,6 +44,9 @@ static size_t g_nkilled;
 static bool g_kill_frozen[64];  /* whether the cgroup was frozen at each kill() */
 static pid_t g_fork_parent;     /* killing this pid while not frozen "forks" g_fork_child */
 static pid_t g_fork_child;
+static pid_t g_stuck_pid;     /* in uninterruptible sleep: a kill() leaves it where it is */
+static bool g_freeze_stuck;   /* the v1 freezer never gets from FREEZING to FROZEN */
+static char g_vanish[PATH_MAX]; /* removed at the first pidfd_open: a list gone between reads */
 static int g_magic_calls;
 
 static void wfile(const char *path, const char *content)
@@ -315,6 +318,10 @@ static int fake_write(int dirfd, const char *name, const char *data, size_t len)
         clear_procs_tree(dir); /* everybody in the subtree dies, at once */
         return 0;
     }
+    if (g_freeze_stuck && strcmp(base, "freezer.state") == 0 && strcmp(val, "FROZEN") == 0) {
+        wfile(path, "FREEZING");
+        return 0;
+    }
     if (strcmp(base, "cgroup.freeze") == 0) {
         wfile(path, val);
         pj(p, dir, "cgroup.events");
@@ -435,7 +442,8 @@ static int fake_kill(pid_t pid, int sig)
         g_fork_parent = child;
         g_fork_child = child + 1;
     }
-    drop_pid_under(g_root, pid, child);
+    if (pid != g_stuck_pid)
+        drop_pid_under(g_root, pid, child);
     fake_nofile(false);
     return 0;
 }
@@ -453,6 +461,10 @@ static int g_send_fail_errno;
 static int g_send_fail_times; /* ...this many times (-1: always) */
 static int fake_pidfd_open(pid_t pid)
 {
+    if (g_vanish[0]) {
+        unlink(g_vanish);
+        g_vanish[0] = '\0';
+    }
     if (g_pidfd_errno) {
         errno = g_pidfd_errno;
         return -1;
@@ -518,6 +530,9 @@ static void reset_globals(void)
     g_log[0] = '\0';
     g_nkilled = 0;
     g_fork_parent = g_fork_child = 0;
+    g_stuck_pid = 0;
+    g_freeze_stuck = false;
+    g_vanish[0] = '\0';
     g_reused_pid = g_host_signalled = 0;
     g_pidfd_errno = 0;
     g_nofile = 0;

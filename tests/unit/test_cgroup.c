@@ -582,6 +582,63 @@ static void test_v1_destroy_without_pidfds(void **state)
     assert_int_equal(nsbox_cgroup_destroy(&cg, &e), 0);
 }
 
+/* Without pidfds, round 0 (unfrozen) fails every pid at pidfd_open; a later, frozen round
+ * signals them all with kill(2). One in uninterruptible sleep outlives them: the timeout names
+ * that, the last round's outcome, not round 0's ENOSYS. */
+static void test_v1_destroy_timeout_names_last_round(void **state)
+{
+    (void)state;
+    static const pid_t pids[] = {81, 82, 83};
+    struct nsbox_cgroup cg, copy;
+    struct nsbox_err e = {0};
+    make_v1(false, true);
+    make_box("lr", pids, 3, &cg, &copy);
+    g_pidfd_errno = ENOSYS;
+    g_stuck_pid = 82;
+    assert_int_equal(nsbox_cgroup_destroy(&cg, &e), -1);
+    assert_int_equal(e.code, NSBOX_E_TIMEOUT);
+    assert_non_null(strstr(e.msg, "stuck in uninterruptible sleep?"));
+    assert_null(strstr(e.msg, "pidfd_open"));
+    bool frozen = false;
+    assert_true(was_killed(81, &frozen) && frozen);
+    assert_true(was_killed(82, &frozen) && frozen);
+}
+
+/* A freezer asked to freeze that never gets there (a task in uninterruptible sleep keeps v1 at
+ * FREEZING): kill(2) cannot stand in, and the error says so rather than pidfd_open's ENOSYS. */
+static void test_v1_destroy_freeze_stuck(void **state)
+{
+    (void)state;
+    static const pid_t pids[] = {84, 85};
+    struct nsbox_cgroup cg, copy;
+    struct nsbox_err e = {0};
+    make_v1(false, true);
+    make_box("fs", pids, 2, &cg, &copy);
+    g_pidfd_errno = ENOSYS;
+    g_freeze_stuck = true;
+    assert_int_equal(nsbox_cgroup_destroy(&cg, &e), -1);
+    assert_int_equal(e.code, NSBOX_E_TIMEOUT);
+    assert_non_null(strstr(e.msg, "cannot signal pid 84: the cgroup did not freeze"));
+    assert_int_equal(g_nkilled, 0);
+}
+
+/* The list gone between its two reads (a child cgroup removed once empty): everyone is gone,
+ * which is no failure. */
+static void test_v1_signal_list_gone(void **state)
+{
+    (void)state;
+    static const pid_t pids[] = {86, 87};
+    struct nsbox_cgroup cg, copy;
+    struct nsbox_err e = {0};
+    make_v1(false, true);
+    make_box("lg", pids, 2, &cg, &copy);
+    pid_t listed[4];
+    assert_int_equal(nsbox_cgroup_pids(&cg, listed, 4, &e), 2);
+    pj(g_vanish, cg.v1[0].path, "cgroup.procs");
+    assert_int_equal(nsbox_cgroup_signal(&cg, listed, 2, 0, SIGKILL, &e), 0);
+    assert_int_equal(g_nkilled, 0);
+}
+
 /* The lowest descriptor free now: RLIMIT_NOFILE at it + k leaves k to open. */
 static int lowest_free_fd(void)
 {
@@ -600,7 +657,7 @@ static void test_v1_destroy_short_of_descriptors(void **state)
     struct rlimit old;
     assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
     make_v1(false, true);
-    /* one descriptor: the list's read, then one pidfd at a time, given back for the read */
+    /* one descriptor: the list's first read, then a pidfd given back for the second read */
     for (rlim_t k = 1; k <= 3; k++) {
         struct nsbox_cgroup cg, copy;
         struct nsbox_err e = {0};
@@ -617,7 +674,8 @@ static void test_v1_destroy_short_of_descriptors(void **state)
         for (size_t i = 0; i < 8; i++) {
             bool frozen = false;
             assert_true(was_killed(pids[i], &frozen));
-            /* with 2 descriptors, one pidfd and the list's read fit: the first round */
+            /* with 1, a pidfd and the list's second read do not both fit: kill(2), frozen; with
+             * 2 and more they do: pidfds, the first (unfrozen) round */
             assert_int_equal(frozen, k < 2);
         }
         assert_removed(&copy);
@@ -790,6 +848,10 @@ int main(void)
                                         teardown_tree),
         cmocka_unit_test_setup_teardown(test_v1_signal_error_spares_none, setup_tree,
                                         teardown_tree),
+        cmocka_unit_test_setup_teardown(test_v1_destroy_timeout_names_last_round, setup_tree,
+                                        teardown_tree),
+        cmocka_unit_test_setup_teardown(test_v1_destroy_freeze_stuck, setup_tree, teardown_tree),
+        cmocka_unit_test_setup_teardown(test_v1_signal_list_gone, setup_tree, teardown_tree),
         cmocka_unit_test_setup_teardown(test_v1_freezer_hold, setup_tree, teardown_tree),
         cmocka_unit_test_setup_teardown(test_v1_update_and_pids, setup_tree, teardown_tree),
     };
