@@ -634,49 +634,42 @@ class Lifecycle(SessionTest):
         r = self.exec(sid, "cat", "/workspace/setup.log")
         self.assertEqual(r.stdout, b"1000 /workspace\n")
 
-    def test_failing_setup_script_fails_creation_with_its_stderr(self):
+    def failing_setup(self, text):
+        """create's stderr, with a set-up script of text that fails creation (125)."""
         script = os.path.join(self.dirs.base, "setup.sh")
         with open(script, "w") as f:
-            f.write("echo out; echo 'pip: no such package foo' >&2; exit 3\n")
+            f.write(text)
         r = self.nsbox("create", "--setup-script", script)
-        self.assertEqual(r.returncode, 125)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        return r.stderr
+
+    def test_failing_setup_script_fails_creation_with_its_stderr(self):
+        err = self.failing_setup("echo out; echo 'pip: no such package foo' >&2; exit 3\n")
         self.assertIn(f"setup script failed (exit code 3{OFFLINE}): pip: no such package foo"
-                      .encode(), r.stderr)
+                      .encode(), err)
         self.assertEqual(self.dirs.leftovers(), [])
 
     def test_a_failing_setup_scripts_error_ends_with_what_it_said_last(self):
         # Of a script that wrote much, the error had the start of what it kept, and the lines
         # that said what failed were cut; of one that wrote only to stdout (pip, apt and make
         # report there), it said "no output on stderr", the stdout thrown away.
-        script = os.path.join(self.dirs.base, "setup.sh")
-        with open(script, "w") as f:
-            f.write('for i in $(seq 300); do echo "progress line $i" >&2; done\n'
-                    'echo "E: the real reason" >&2; exit 5\n')
-        r = self.nsbox("create", "--setup-script", script)
-        self.assertEqual(r.returncode, 125)
-        err = r.stderr.decode()
+        err = self.failing_setup('for i in $(seq 300); do echo "progress line $i" >&2; done\n'
+                                 'echo "E: the real reason" >&2; exit 5\n').decode()
         self.assertIn(f"setup script failed (exit code 5{OFFLINE}): [...]\n", err)
         self.assertIn("  progress line 300\n  E: the real reason", err)
         self.assertNotIn("progress line 1\n", err)
-        with open(script, "w") as f:
-            f.write("echo Collecting foo; echo 'ERROR: No matching distribution for foo'; exit 1\n")
-        r = self.nsbox("create", "--setup-script", script)
-        self.assertEqual(r.returncode, 125)
+        err = self.failing_setup("echo Collecting foo; echo 'ERROR: No matching distribution "
+                                 "for foo'; exit 1\n")
         self.assertIn(f"setup script failed (exit code 1{OFFLINE}); nothing on stderr, the end "
                       "of its stdout: Collecting foo\n  ERROR: No matching distribution for foo"
-                      .encode(), r.stderr)
+                      .encode(), err)
         self.assertEqual(self.dirs.leftovers(), [])
 
     def test_a_setup_scripts_tail_is_cut_between_characters(self):
         # 3,000 two-byte characters and one byte, no newline: the tail the error keeps starts
         # where a character does, not inside one (whose rest would show as '?')
-        script = os.path.join(self.dirs.base, "setup.sh")
-        with open(script, "w") as f:
-            f.write("python3 -c 'import sys; sys.stderr.write(\"\\u00e9\" * 3000 + \"y\")'; "
-                    "exit 5\n")
-        r = self.nsbox("create", "--setup-script", script)
-        self.assertEqual(r.returncode, 125)
-        err = r.stderr.decode()
+        err = self.failing_setup("python3 -c 'import sys; sys.stderr.write(\"\\u00e9\" * 3000 "
+                                 "+ \"y\")'; exit 5\n").decode()
         tail = err.split("[...]\n", 1)[1]
         self.assertRegex(tail, "^  \u00e9+y\n", err)
 
