@@ -291,7 +291,7 @@ static void check_netadmin(struct nsbox_check *c)
     } else {
         DETAIL(c, "no effective CAP_NET_ADMIN: network all/allow are refused; network none works");
     }
-    if (!c->ok && geteuid() == 0 && nsbox_caps_effective_has(CAP_SYS_ADMIN) == 0)
+    if (!c->ok && nsbox_diagnose_root_without_sys_admin())
         FIX(c, "%s (network all/allow need CAP_NET_ADMIN on the host)", NSBOX_DIAGNOSE_ROOT_CAPS_FIX);
     else if (!c->ok)
         FIX(c, "run as root (network all/allow need CAP_NET_ADMIN on the host)");
@@ -436,7 +436,7 @@ static void check_privileges(struct nsbox_check *c)
     }
     bool initial =
         nsbox_text_read("/proc/self/uid_map", map, sizeof map) < 0 || nsbox_info_uid_map_is_initial(map);
-    if (initial && nsbox_caps_effective_has(CAP_SYS_ADMIN) == 0)
+    if (initial && nsbox_diagnose_root_without_sys_admin())
         DETAIL(c, "root (uid 0) without CAP_SYS_ADMIN, as in a container started without "
                   "--privileged or a systemd unit whose CapabilityBoundingSet= leaves it out: "
                   "what root's sandboxes have beyond a user's (cgroup limits, network "

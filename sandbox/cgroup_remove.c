@@ -136,7 +136,9 @@ static bool kill_round(unsigned round, int version, const char *freeze_dir,
     struct kill_walk w = {.how = {.sig = SIGKILL,
                                   .freezer = frozen ? freeze_dir : NULL,
                                   .version = version,
-                                  .done = &done}};
+                                  /* v1 lists a process in every hierarchy; v2's cgroups
+                                   * list distinct ones, nothing to skip */
+                                  .done = version == 1 ? &done : NULL}};
     for (size_t i = 0; i < n; i++)
         if (paths[i])
             kill_tree(paths[i], 0, &w);
