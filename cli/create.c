@@ -66,6 +66,12 @@ static int resolve_image(const struct nsbox_spec *s, char *name, size_t n, struc
     name[0] = '\0';
     if (!nsbox_oci_lookup_is_ref(s->image))
         return 0;
+    /* Root without CAP_SYS_ADMIN is refused by nsbox_sandbox_prepare, for every caller (the
+     * supervisor this create forks, the pool's, run, nsbox-oci); said here too only because
+     * this pull comes before that supervisor, and nothing may be pulled for a sandbox that
+     * cannot be made. */
+    if (nsbox_diagnose_root_caps(e) < 0)
+        return -1;
     if (isatty(STDERR_FILENO))
         nsbox_image_set_note(nsbox_say_note, stderr);
     return nsbox_oci_store_resolve(s->image, s->pull, name, n, e);
@@ -116,7 +122,7 @@ int nsbox_cli_create(int argc, char **argv)
     char image[64];
     /* a --workspace of root's, fs.file-max raised or not raisable */
     nsbox_session_set_note(nsbox_say_note, stderr);
-    int r = nsbox_spec_validate(&spec, &e) < 0 || nsbox_diagnose_root_caps(&e) < 0 ||
+    int r = nsbox_spec_validate(&spec, &e) < 0 ||
                     resolve_image(&spec, image, sizeof image, &e) < 0 ||
                     nsbox_session_create(&spec, image[0] ? image : NULL, (int)owner_pid, NULL, id,
                                          &out, &e) < 0

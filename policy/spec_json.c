@@ -92,7 +92,9 @@ static enum json_end json_end_state(const char *json, size_t len, size_t *quote)
 /* Whether cJSON failed, at byte at, only because the text ended. It places a failure in a string
  * just after its opening quote. At the end it steps back to the last byte ("{" fails "near byte
  * 0"), where the failure may also be that byte's own: given one more byte (a space), a text
- * that only ended fails on that byte, one whose last byte is wrong fails where it did. */
+ * that only ended fails on that byte, one whose last byte is wrong fails where it did. The
+ * scanner's state cannot tell them apart: "[1,2" and "[1 2" both end in brackets, cJSON failing
+ * at their last byte, and only the first ended early. */
 static bool json_ended_early(const char *json, size_t len, size_t at)
 {
     size_t quote = 0, last = len;

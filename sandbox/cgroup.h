@@ -125,7 +125,8 @@ struct nsbox_cgroup_file {
 int nsbox_cgroup_write_memory(const struct nsbox_cgroup *cg, const struct nsbox_cgroup_file *f,
                               size_t n, struct nsbox_err *e);
 /* The host pids of the processes in the cgroup (v2 cgroup.procs; v1 that of its first
- * hierarchy, which every process joins), sorted: how many were found (at most max), or -1. */
+ * hierarchy, which every process joins), the first max in the file's order (nsbox-oci's ps
+ * shows them, kill --all signals each: neither needs them sorted): how many, or -1. */
 int nsbox_cgroup_pids(const struct nsbox_cgroup *cg, pid_t *pids, size_t max, struct nsbox_err *e);
 /* Send sig to each process of pids (a listing nsbox_cgroup_pids made before) that is in the
  * cgroup still, each through a pidfd, and not to the pid skip (init, signalled last): a listed

@@ -380,14 +380,7 @@ int nsbox_cgroup_pids(const struct nsbox_cgroup *cg, pid_t *pids, size_t max, st
     char path[PATH_MAX];
     if (procs_path(cg, path, sizeof path, e) < 0)
         return -1;
-    size_t n = 0;
-    cleanup_free pid_t *all = nsbox_cgsig_pids(path, &n, e);
-    if (!all)
-        return -1;
-    if (n > max)
-        n = max;
-    memcpy(pids, all, n * sizeof *pids);
-    return (int)n;
+    return nsbox_cgsig_pids_first(path, pids, max, e);
 }
 
 int nsbox_cgroup_signal(const struct nsbox_cgroup *cg, const pid_t *pids, size_t n, pid_t skip,

@@ -18,25 +18,45 @@ static int pid_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static char *read_procs(const char *procs, struct nsbox_err *e)
+{
+    char *text = nsbox_cgio_read_alloc(procs);
+    if (!text)
+        nsbox_err_sys(e, "cgroup: read %s", procs);
+    return text;
+}
+
+/* The first max pids of text, in its order: how many. */
+static size_t parse_pids(const char *text, pid_t *pids, size_t max)
+{
+    size_t n = 0;
+    pid_t pid;
+    for (const char *cur = text; n < max && nsbox_cg_next_pid(&cur, &pid);)
+        pids[n++] = pid;
+    return n;
+}
+
 pid_t *nsbox_cgsig_pids(const char *procs, size_t *n, struct nsbox_err *e)
 {
-    cleanup_free char *text = nsbox_cgio_read_alloc(procs);
-    if (!text) {
-        nsbox_err_sys(e, "cgroup: read %s", procs);
+    cleanup_free char *text = read_procs(procs, e);
+    if (!text)
         return NULL;
-    }
     /* each pid takes two bytes at least: a digit and its newline */
-    pid_t *pids = malloc((strlen(text) / 2 + 1) * sizeof *pids);
+    size_t cap = strlen(text) / 2 + 1;
+    pid_t *pids = malloc(cap * sizeof *pids);
     if (!pids) {
         nsbox_err_sys(e, "malloc");
         return NULL;
     }
-    *n = 0;
-    pid_t pid;
-    for (const char *cur = text; nsbox_cg_next_pid(&cur, &pid);)
-        pids[(*n)++] = pid;
+    *n = parse_pids(text, pids, cap);
     qsort(pids, *n, sizeof *pids, pid_cmp);
     return pids;
+}
+
+int nsbox_cgsig_pids_first(const char *procs, pid_t *pids, size_t max, struct nsbox_err *e)
+{
+    cleanup_free char *text = read_procs(procs, e);
+    return text ? (int)parse_pids(text, pids, max) : -1;
 }
 
 /* ---- the pids a kill round has signalled --------------------------------------------------- */

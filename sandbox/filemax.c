@@ -40,16 +40,24 @@ int nsbox_filemax_config_keep(bool *keep, struct nsbox_err *e)
     return nsbox_config_section(host_section, keep, NULL, NULL, e);
 }
 
-/* True the first time of a boot (the mark made now), and when no mark can be made: a note
- * said twice is better than one lost. */
-static bool first_failure(void)
+/* The mark's path in mark; false where there is no runtime directory. */
+static bool mark_path(char *mark, size_t n)
 {
-    char dir[PATH_MAX], path[PATH_MAX + sizeof FAILURE_SAID];
+    char dir[PATH_MAX];
     struct nsbox_err e;
     if (nsbox_paths_runtime_dir(dir, sizeof dir, &e) < 0)
+        return false;
+    int len = snprintf(mark, n, "%s/%s", dir, FAILURE_SAID);
+    return len > 0 && (size_t)len < n;
+}
+
+/* True the first time of a boot (the mark made now), and when no mark can be made: a note
+ * said twice is better than one lost. */
+static bool first_failure(const char *mark)
+{
+    if (!mark[0])
         return true;
-    snprintf(path, sizeof path, "%s/%s", dir, FAILURE_SAID);
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = open(mark, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0)
         close(fd);
     return fd >= 0 || errno != EEXIST;
@@ -57,6 +65,15 @@ static bool first_failure(void)
 
 void nsbox_filemax_raise_at(const char *path)
 {
+    char mark[PATH_MAX + sizeof FAILURE_SAID];
+    if (!mark_path(mark, sizeof mark))
+        mark[0] = '\0';
+    /* A table said to be not raisable stays so for the boot (a read-only /proc/sys): every
+     * later sandbox, silent caller or not, skips the read, the config and the failing open.
+     * Before the mark, a silent caller does that work each time, as only a caller that can
+     * say the note may make it. */
+    if (mark[0] && faccessat(AT_FDCWD, mark, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+        return;
     long cur;
     struct sysinfo si;
     struct nsbox_err e;
@@ -86,7 +103,7 @@ void nsbox_filemax_raise_at(const char *path)
     }
     int err = w < 0 ? errno : EIO; /* a short write sets no errno */
     /* the mark only where the note reaches someone: a silent caller must not use it up */
-    if (note.fn && first_failure())
+    if (note.fn && first_failure(mark))
         nsbox_note_say(&note,
                        "note: fs.file-max is %ld, fewer open files than this host's memory "
                        "could hold, and nsbox could not raise it (%s: %s): sandboxes can fill "

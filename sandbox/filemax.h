@@ -15,7 +15,8 @@ void nsbox_filemax_set_note(nsbox_note_fn *fn, void *ctx);
  * to leave it; says so once (the table is then large). Where it cannot (a container whose
  * /proc/sys is read-only, a root of a user namespace) sandboxes share the table as the host's
  * other processes do (docs/security.md, finding 22): said once a boot (a mark in the runtime
- * directory), not for every sandbox. Cheap once done: one read and a sysinfo. */
+ * directory), not for every sandbox. Cheap once done: once raised, a look for the mark, one
+ * read and a sysinfo; once said, the look for the mark alone. */
 void nsbox_filemax_raise(void);
 /* The same with the sysctl's file at path (a test's file of its own). */
 void nsbox_filemax_raise_at(const char *path);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -539,6 +540,21 @@ static void pass_note(void *ctx, const char *line)
     nsbox_sup_setup_report_ready(*(int *)ctx, msg);
 }
 
+/* The soft limit of descriptors raised to the hard one: a supervisor holds its clients'
+ * connections and descriptors, its commands' pidfds, pipes and log files, and a shell that
+ * systemd started gives it 1,024 (its kill rounds cope with few, in batches, but a request
+ * refused with EMFILE does not). Only its own: the sandbox's processes set theirs
+ * (policy/rlimits.c, nsbox_rlimits_for). Failing to raise it is no error: the supervisor runs
+ * with what it was given. */
+static void raise_nofile(void)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+        r.rlim_cur = r.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &r);
+    }
+}
+
 __attribute__((noreturn)) void nsbox_supervisor_main(const struct nsbox_supervisor_args *a)
 {
     static struct sup S;
@@ -549,6 +565,7 @@ __attribute__((noreturn)) void nsbox_supervisor_main(const struct nsbox_supervis
     struct nsbox_err e = {0};
     char line[NSBOX_ERR_MSG_MAX + 64];
     prctl(PR_SET_NAME, "nsbox-supervise");
+    raise_nofile();
     signal(SIGPIPE, SIG_IGN);
     sigset_t mask;
     sigemptyset(&mask);

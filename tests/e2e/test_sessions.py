@@ -103,6 +103,27 @@ class Lifecycle(SessionTest):
         self.assertTrue(any(l.startswith("libc.so") for l in libs), libs)
         self.assertEqual([l for l in libs if re.match(r"lib(archive|crypto|xml2|icu)", l)], [])
 
+    def test_the_supervisor_raises_its_open_files_soft_limit_not_the_sandboxs(self):
+        # A shell systemd started gives 1,024 (here 64): a supervisor serving many clients,
+        # pidfds and log files would run out. Its sandbox's processes keep their own limit,
+        # 4,096 (policy/rlimits.c), below the hard limit the supervisor now has as soft.
+        r = self.nsbox("create", wrap=lambda cmd: ["prlimit", "--nofile=64:8192", "--"] + cmd)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.decode().strip()
+        self.ids.append(sid)
+
+        def nofile(limits):
+            line = next(l for l in limits.splitlines() if l.startswith("Max open files"))
+            return line.split()[3:5]
+
+        with open("/proc/%d/limits" % self.supervisor_pid(sid)) as f:
+            self.assertEqual(nofile(f.read()), ["8192", "8192"])
+        for proc in ("self", "1"):  # an exec'd command, and the sandbox's init
+            with self.subTest(proc=proc):
+                r = self.exec(sid, "cat", "/proc/%s/limits" % proc)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertEqual(nofile(r.stdout.decode()), ["4096", "4096"])
+
     def test_state_directory_holds_no_file_of_its_own(self):
         # A create's inodes on the host cost most where the runtime directory is on a disk
         # (recently freed inodes scanned one by one at every allocation): with network none the

@@ -69,6 +69,10 @@ static void test_text_that_is_no_object_is_refused(void **state)
         {"{]", "config: invalid JSON near byte 1"},
         {"{\"a\":1x", "config: invalid JSON near byte 6"},
         {"{\"a\":tru", "config: invalid JSON near byte 5"},
+        /* ended in brackets with the failure at the last byte, as "[1,2" is: only the parse
+         * of the text with one more byte tells the two apart */
+        {"[1 2", "config: invalid JSON near byte 3"},
+        {"{\"a\":1 2", "config: invalid JSON near byte 7"},
         {"[1]", "config: must be a JSON object"},
         {"3", "config: must be a JSON object"},
         {"\"pool\"", "config: must be a JSON object"},

@@ -814,6 +814,16 @@ static void test_v1_update_and_pids(void **state)
     assert_int_equal(pids[0], 55);
     assert_int_equal(pids[1], 66);
     assert_int_equal(nsbox_cgroup_pids(&cg, pids, 1, &e), 1);
+    /* a list longer than max: its first max, in the file's order, the rest neither copied nor
+     * sorted */
+    assert_int_equal(nsbox_cgroup_attach(&cg, 44, &e), 0);
+    assert_int_equal(nsbox_cgroup_attach(&cg, 33, &e), 0);
+    pids[3] = -1;
+    assert_int_equal(nsbox_cgroup_pids(&cg, pids, 3, &e), 3);
+    assert_int_equal(pids[0], 55);
+    assert_int_equal(pids[1], 66);
+    assert_int_equal(pids[2], 44);
+    assert_int_equal(pids[3], -1);
     assert_int_equal(nsbox_cgroup_destroy(&cg, &e), 0);
     struct nsbox_cgroup none;
     nsbox_cgroup_init(&none);
