@@ -96,7 +96,8 @@ static cJSON *one_state(const struct nsbox_ocirt *g, const char *id)
                  "deleted, or a directory that is not nsbox-oci's",
                  g->root, id);
     if (!j)
-        nsbox_ocilog_say("list: skipping %s: %s", id, e.msg[0] ? e.msg : "out of memory");
+        nsbox_ocilog_say(NULL, NSBOX_OCILOG_STDERR, "error", "list: skipping %s: %s", id,
+                         e.msg[0] ? e.msg : "out of memory");
     return j;
 }
 
