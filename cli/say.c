@@ -21,28 +21,8 @@
  * indented by two: a name holding "\nnsbox: ..." must not print a line that reads as nsbox's. */
 static void say_shown(FILE *f, const char *text, size_t len)
 {
-    char *shown = malloc(len + 1);
-    if (shown)
-        nsbox_shown_copy(shown, len + 1, text, len, SIZE_MAX,
-                         NSBOX_SHOWN_TAB | NSBOX_SHOWN_NEWLINE);
-    size_t lines = 0;
-    for (const char *p = shown; p && (p = strchr(p, '\n')) != NULL; p++)
-        lines++;
-    char *out = shown && lines ? malloc(strlen(shown) + 2 * lines + 1) : NULL;
-    if (out) {
-        size_t o = 0;
-        for (const char *p = shown; *p; p++) {
-            out[o++] = *p;
-            if (*p == '\n' && p[1] != ' ' && p[1] != '\t') {
-                out[o++] = ' ';
-                out[o++] = ' ';
-            }
-        }
-        out[o] = '\0';
-    }
-    fprintf(f, "nsbox: %s\n",
-            out ? out : shown && !lines ? shown : "(out of memory for the message)");
-    free(out);
+    char *shown = nsbox_shown_lines(text, len, "  ", false);
+    fprintf(f, "nsbox: %s\n", shown ? shown : "(out of memory for the message)");
     free(shown);
 }
 
