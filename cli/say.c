@@ -1,4 +1,5 @@
 /* What nsbox tells the user in more than one command (see say.h). */
+#define _GNU_SOURCE
 #include "say.h"
 #include "dockeropt.h"
 #include "suggest.h"
@@ -8,11 +9,14 @@
 #include "shown.h"
 #include "spec.h"
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static const char no_memory[] = "(out of memory for the message)";
 
 /* "nsbox: " and text on f: the last line of defence for what the layers below put in an error
  * or a note unfiltered (a name of a sandbox's or an image's), whose controls and invalid UTF-8
@@ -22,7 +26,7 @@
 static void say_shown(FILE *f, const char *text, size_t len)
 {
     char *shown = nsbox_shown_lines(text, len, "  ", false);
-    fprintf(f, "nsbox: %s\n", shown ? shown : "(out of memory for the message)");
+    fprintf(f, "nsbox: %s\n", shown ? shown : no_memory);
     free(shown);
 }
 
@@ -38,6 +42,21 @@ int nsbox_say_fail(const struct nsbox_err *e)
     if (strstr(e->msg, "Pass network=Network.all() or a supported region."))
         fprintf(stderr, "(on the command line: --network all, or --region nl-north-1)\n");
     return EXIT_NSBOX;
+}
+
+void nsbox_say_line(const char *fmt, ...)
+{
+    char *text;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&text, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        fprintf(stderr, "nsbox: %s\n", no_memory);
+        return;
+    }
+    say_shown(stderr, text, (size_t)n);
+    free(text);
 }
 
 int nsbox_say_usage(const char *fmt, const char *arg)

@@ -16,6 +16,9 @@
 void nsbox_say_note(void *ctx, const char *line);
 /* "nsbox: MESSAGE" for an error, shown as a note is: EXIT_NSBOX. */
 int nsbox_say_fail(const struct nsbox_err *e);
+/* "nsbox: " and the formatted message on stderr, shown as an error is: for a message that
+ * names what came from outside nsbox (a user's argument, a path, an image's words). */
+void nsbox_say_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "nsbox: " fmt (with one string argument) and the hint at the command's help: EXIT_USAGE. */
 int nsbox_say_usage(const char *fmt, const char *arg);
 /* "nsbox: " what " WORD" for an option or command nsbox does not know, with ", did you mean
