@@ -61,9 +61,7 @@ void nsbox_say_line(const char *fmt, ...)
 
 int nsbox_say_usage(const char *fmt, const char *arg)
 {
-    fprintf(stderr, "nsbox: ");
-    fprintf(stderr, fmt, arg);
-    fputc('\n', stderr);
+    nsbox_say_line(fmt, arg);
     nsbox_help_hint(stderr);
     return EXIT_USAGE;
 }
@@ -74,14 +72,9 @@ int nsbox_say_unknown(const char *what, const char *word, const char *const *nam
     /* a Docker habit gets nsbox's way to the same end, not the nearest spelling */
     const char *docker = word[0] == '-' ? nsbox_dockeropt_hint(word) : NULL;
     const char *near = docker ? NULL : nsbox_suggest(word, names, n);
-    fprintf(stderr, "nsbox: %s %s", what, word);
-    if (docker)
-        fprintf(stderr, " (as in docker?): %s", docker);
-    if (near)
-        fprintf(stderr, ": did you mean %s?", near);
-    if (usage)
-        fprintf(stderr, " (%s)", usage);
-    fputc('\n', stderr);
+    nsbox_say_line("%s %s%s%s%s%s%s%s%s%s", what, word, docker ? " (as in docker?): " : "",
+                   docker ? docker : "", near ? ": did you mean " : "", near ? near : "",
+                   near ? "?" : "", usage ? " (" : "", usage ? usage : "", usage ? ")" : "");
     nsbox_help_hint(stderr);
     return EXIT_USAGE;
 }
