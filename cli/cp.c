@@ -456,8 +456,7 @@ static int cp_to_sandbox(const char *src, const char *did, const char *dpath, bo
     if (fstat(in, &st) == 0 && S_ISDIR(st.st_mode)) {
         char hint[3 * PATH_MAX];
         tree_hint(hint, sizeof hint, true, did, src, dpath);
-        fprintf(stderr, "nsbox: %s is a directory: cp copies one file; for a tree, use tar: %s\n",
-                src, hint);
+        nsbox_say_line("%s is a directory: cp copies one file; for a tree, use tar: %s", src, hint);
         return EXIT_NSBOX;
     }
     /* into a directory of the sandbox: under the file's own name */
@@ -504,8 +503,7 @@ static int cp_option(int argc, char **argv)
         return nsbox_say_usage("%s", "cp copies between the host and a sandbox: exactly one side "
                                      "is ID:/path");
     tree_hint(hint, sizeof hint, dr, dr ? did : sid, dr ? argv[2] : spath, dr ? dpath : argv[3]);
-    fprintf(stderr, "nsbox: cp copies one file and has no %s; for a tree, use tar: %s\n", argv[1],
-            hint);
+    nsbox_say_line("cp copies one file and has no %s; for a tree, use tar: %s", argv[1], hint);
     return EXIT_USAGE;
 }
 
@@ -527,9 +525,8 @@ int nsbox_cli_cp(int argc, char **argv)
     if (sr == dr) {
         for (int i = 1; i <= 2; i++)
             if (!sr && looks_like_remote(argv[i]) && access(argv[i], F_OK) != 0) {
-                fprintf(stderr, "nsbox: %s: '%.*s' is not a sandbox id (12 hex digits; see nsbox "
-                                "ls)\n",
-                        argv[i], (int)(strchr(argv[i], ':') - argv[i]), argv[i]);
+                nsbox_say_line("%s: '%.*s' is not a sandbox id (12 hex digits; see nsbox ls)",
+                               argv[i], (int)(strchr(argv[i], ':') - argv[i]), argv[i]);
                 return EXIT_NSBOX;
             }
         return nsbox_say_usage("%s", "cp copies between the host and a sandbox: exactly one side "

@@ -11,14 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int usage_error(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "nsbox: image: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (see `nsbox image --help`)\n");
-    return EXIT_USAGE;
-}
-
 static int cmd_build(int argc, char **argv)
 {
     const char *name = NULL;
@@ -27,16 +19,17 @@ static int cmd_build(int argc, char **argv)
         if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q"))
             quiet = true;
         else if (argv[i][0] == '-')
-            return usage_error("unknown option '%s' for build", argv[i]);
+            return nsbox_cli_image_oci_usage("unknown option '%s' for build", argv[i]);
         else if (name)
-            return usage_error("build takes one image name, got also '%s'", argv[i]);
+            return nsbox_cli_image_oci_usage("build takes one image name, got also '%s'", argv[i]);
         else
             name = argv[i];
     }
     if (!name)
-        return usage_error("%s", "build needs an image name: host or debian");
+        return nsbox_cli_image_oci_usage("%s", "build needs an image name: host or debian");
     if (strcmp(name, "host") != 0 && strcmp(name, "debian") != 0)
-        return usage_error("cannot build '%s': nsbox builds `host` and `debian`", name);
+        return nsbox_cli_image_oci_usage("cannot build '%s': nsbox builds `host` and `debian`",
+                                         name);
     struct nsbox_err e = {0};
     nsbox_image_set_note(nsbox_say_note, stderr);
     if (nsbox_image_build(name, !quiet, &e) < 0)
@@ -80,7 +73,7 @@ static int cmd_ls(int argc, char **argv)
         if (!strcmp(argv[i], "--json"))
             json = true;
         else
-            return usage_error("unexpected argument '%s' for ls", argv[i]);
+            return nsbox_cli_image_oci_usage("unexpected argument '%s' for ls", argv[i]);
     }
     struct nsbox_err e = {0};
     cleanup_free struct nsbox_image_info *v = NULL;
@@ -99,14 +92,14 @@ static int cmd_ls(int argc, char **argv)
     int wref = nsbox_cli_image_oci_ref_width();
     wname = wref > wname ? wref : wname;
     /* DIGEST, SIZE and IN-USE are an OCI image's (docker's columns); "-" for the others */
-    printf("%-*s  %-6s  %-19s  %-8s  %-20s  %-3s  %s\n", wname, "NAME", "KIND", "DIGEST", "SIZE",
-           "CREATED", "USE", "PATH");
+    nsbox_cli_image_oci_print_row(wname, "NAME", "KIND", "DIGEST", "SIZE", "CREATED", "USE",
+                                  "PATH");
     for (size_t i = 0; i < n; i++) {
         if (!strcmp(v[i].kind, "oci"))
             nsbox_cli_image_oci_ls_row(v[i].name, v[i].created, v[i].path, wname, NULL);
         else
-            printf("%-*s  %-6s  %-19s  %-8s  %-20s  %-3s  %s\n", wname, v[i].name, v[i].kind,
-                   "-", "-", v[i].created, "-", v[i].path);
+            nsbox_cli_image_oci_print_row(wname, v[i].name, v[i].kind, "-", "-", v[i].created, "-",
+                                          v[i].path);
     }
     return 0;
 }
@@ -119,12 +112,12 @@ static int cmd_rm(int argc, char **argv)
         if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--force"))
             force = true;
         else if (argv[i][0] == '-')
-            return usage_error("unknown option '%s' for rm", argv[i]);
+            return nsbox_cli_image_oci_usage("unknown option '%s' for rm", argv[i]);
         else
             names++;
     }
     if (!names)
-        return usage_error("%s", "rm needs at least one image name");
+        return nsbox_cli_image_oci_usage("%s", "rm needs at least one image name");
     int rc = 0;
     for (int i = 1; i < argc; i++) {
         if (argv[i][0] == '-')
@@ -143,7 +136,8 @@ static int cmd_rm(int argc, char **argv)
 int nsbox_cli_image(int argc, char **argv)
 {
     if (argc < 2)
-        return usage_error("%s", "missing subcommand: build, pull, import, ls, inspect, tag, rm or prune");
+        return nsbox_cli_image_oci_usage(
+            "%s", "missing subcommand: build, pull, import, ls, inspect, tag, rm or prune");
     const char *sub = argv[1];
     if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
         nsbox_help_print("image", stdout);
@@ -164,5 +158,6 @@ int nsbox_cli_image(int argc, char **argv)
         return cmd_ls(argc - 1, argv + 1);
     if (!strcmp(sub, "rm") || !strcmp(sub, "remove"))
         return cmd_rm(argc - 1, argv + 1);
-    return usage_error("unknown subcommand '%s': use build, pull, import, ls, inspect, tag, rm or prune", sub);
+    return nsbox_cli_image_oci_usage(
+        "unknown subcommand '%s': use build, pull, import, ls, inspect, tag, rm or prune", sub);
 }

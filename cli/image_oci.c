@@ -7,19 +7,22 @@
 #include "oci_store.h"
 #include "ociref.h"
 #include "say.h"
+#include "shown.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static int usage(const char *fmt, const char *arg)
+int nsbox_cli_image_oci_usage(const char *fmt, const char *arg)
 {
-    fprintf(stderr, "nsbox: image: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (see `nsbox image --help`)\n");
-    return EXIT_NSBOX;
+    char msg[NSBOX_ERR_MSG_MAX];
+    snprintf(msg, sizeof msg, fmt, arg);
+    nsbox_say_line("image: %s (see `nsbox image --help`)", msg);
+    return EXIT_USAGE;
 }
 
 /* Progress (skopeo's and the layers') only on a terminal: on a pipe only the result. */
@@ -76,14 +79,14 @@ static int cmd_pull(int argc, char **argv)
         else if (!strcmp(argv[i], "--tls-verify=true") || !strcmp(argv[i], "--tls-verify"))
             tls_verify = true; /* skopeo's and podman's spellings, e.g. --tls-verify=$VERIFY */
         else if (argv[i][0] == '-')
-            return usage("unknown option '%s' for pull", argv[i]);
+            return nsbox_cli_image_oci_usage("unknown option '%s' for pull", argv[i]);
         else if (ref)
-            return usage("pull takes one reference, got also '%s'", argv[i]);
+            return nsbox_cli_image_oci_usage("pull takes one reference, got also '%s'", argv[i]);
         else
             ref = argv[i];
     }
     if (!ref)
-        return usage("%s", "pull needs a reference (e.g. python:3.12)");
+        return nsbox_cli_image_oci_usage("%s", "pull needs a reference (e.g. python:3.12)");
     struct nsbox_err e = {0};
     struct nsbox_oci_imported im;
     nsbox_image_set_note(nsbox_say_note, stderr);
@@ -103,17 +106,19 @@ static int cmd_import(int argc, char **argv)
             json = true;
         else if (!strcmp(argv[i], "--name") || !strcmp(argv[i], "-t")) {
             if (i + 1 >= argc)
-                return usage("%s needs a reference", argv[i]);
+                return nsbox_cli_image_oci_usage("%s needs a reference", argv[i]);
             name = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1])
-            return usage("unknown option '%s' for import", argv[i]);
+            return nsbox_cli_image_oci_usage("unknown option '%s' for import", argv[i]);
         else if (src)
-            return usage("import takes one file or directory, got also '%s'", argv[i]);
+            return nsbox_cli_image_oci_usage("import takes one file or directory, got also '%s'",
+                                             argv[i]);
         else
             src = argv[i];
     }
     if (!src)
-        return usage("%s", "import needs FILE (docker save or OCI archive), DIR (OCI layout) or -");
+        return nsbox_cli_image_oci_usage(
+            "%s", "import needs FILE (docker save or OCI archive), DIR (OCI layout) or -");
     struct nsbox_err e = {0};
     struct nsbox_oci_imported im;
     nsbox_image_set_note(nsbox_say_note, stderr);
@@ -125,7 +130,7 @@ static int cmd_import(int argc, char **argv)
 static int cmd_tag(int argc, char **argv)
 {
     if (argc != 3)
-        return usage("%s", "tag takes SOURCE TARGET");
+        return nsbox_cli_image_oci_usage("%s", "tag takes SOURCE TARGET");
     struct nsbox_err e = {0};
     if (nsbox_oci_store_tag(argv[1], argv[2], &e) < 0)
         return nsbox_say_fail(&e);
@@ -136,7 +141,7 @@ static int cmd_prune(int argc, char **argv)
 {
     (void)argv;
     if (argc != 1)
-        return usage("%s", "prune takes no arguments");
+        return nsbox_cli_image_oci_usage("%s", "prune takes no arguments");
     struct nsbox_err e = {0};
     unsigned n = 0, layers = 0;
     if (nsbox_oci_store_prune(&n, &layers, &e) < 0)
@@ -149,7 +154,7 @@ static int cmd_prune(int argc, char **argv)
 static int cmd_inspect(int argc, char **argv)
 {
     if (argc != 2)
-        return usage("%s", "inspect takes one image reference");
+        return nsbox_cli_image_oci_usage("%s", "inspect takes one image reference");
     struct nsbox_err e = {0};
     char name[64], digest[80];
     if (nsbox_oci_lookup_name(argv[1], name, sizeof name, &e) < 0)
@@ -234,6 +239,18 @@ int nsbox_cli_image_oci_ref_width(void)
     return w;
 }
 
+void nsbox_cli_image_oci_print_row(int wname, const char *name, const char *kind,
+                                   const char *digest, const char *size, const char *created,
+                                   const char *use, const char *path)
+{
+    char line[3 * PATH_MAX], shown[3 * PATH_MAX];
+    int n = snprintf(line, sizeof line, "%-*s  %-6s  %-19.19s  %-8s  %-20s  %-3s  %s", wname, name,
+                     kind, digest, size, created, use, path);
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+    nsbox_shown_copy(shown, sizeof shown, line, len, SIZE_MAX, 0);
+    puts(shown);
+}
+
 void nsbox_cli_image_oci_ls_row(const char *name, const char *created, const char *path,
                                 int wname, void *json_array)
 {
@@ -279,8 +296,8 @@ void nsbox_cli_image_oci_ls_row(const char *name, const char *created, const cha
                          frac + 1 + digits);
             else
                 snprintf(when, sizeof when, "%s", created);
-            printf("%-*s  %-6s  %-19.19s  %-8s  %-20s  %-3s  %s\n", wname, label, "oci",
-                   digest[0] ? digest : name, sz, when, used ? "yes" : "no", path);
+            nsbox_cli_image_oci_print_row(wname, label, "oci", digest[0] ? digest : name, sz, when,
+                                          used ? "yes" : "no", path);
         }
     }
     free(v);

@@ -18,6 +18,8 @@
 #include "filemax.h"
 #include "help.h"
 #include "paths.h"
+#include "say.h"
+#include "shown.h"
 #include "net.h"
 #include "nftlib.h"
 #include "spec.h"
@@ -744,7 +746,7 @@ int nsbox_cli_info(int argc, char **argv)
             nsbox_help_print("info", stdout);
             return 0;
         } else {
-            fprintf(stderr, "nsbox info: unknown argument '%s'\n", argv[i]);
+            fprintf(stderr, "nsbox info: unknown argument '%s'\n", NSBOX_SHOW(argv[i]));
             nsbox_help_print("info", stderr);
             return 2;
         }
@@ -752,7 +754,7 @@ int nsbox_cli_info(int argc, char **argv)
     struct nsbox_check checks[NSBOX_CHECK_COUNT];
     nsbox_info_check_run_all(checks);
     if (!checks[NSBOX_CHECK_CONFIG].ok) /* said on stderr too, as every command says it */
-        fprintf(stderr, "nsbox: %s\n", checks[NSBOX_CHECK_CONFIG].detail);
+        nsbox_say_line("%s", checks[NSBOX_CHECK_CONFIG].detail);
     size_t ntypes = 0;
     const struct nsbox_instance_type *types = nsbox_spec_types(&ntypes);
     if (!types) ntypes = 0;
@@ -772,7 +774,14 @@ int nsbox_cli_info(int argc, char **argv)
         fprintf(stderr, "nsbox info: cannot render the report: %s\n", strerror(errno));
         return 1;
     }
-    if (fputs(buf, stdout) == EOF || fflush(stdout) == EOF) {
+    /* the text for a terminal, by the rule of every message: a check's detail may quote a path
+     * or a config's words (JSON escapes its controls itself) */
+    cleanup_free char *shown = json ? NULL : nsbox_shown_lines(buf, strlen(buf), "", true);
+    if (!json && !shown) {
+        fprintf(stderr, "nsbox info: out of memory\n");
+        return 1;
+    }
+    if (fputs(json ? buf : shown, stdout) == EOF || fflush(stdout) == EOF) {
         fprintf(stderr, "nsbox info: cannot write the report: %s\n", strerror(errno));
         return 1;
     }

@@ -2,8 +2,11 @@
 #include "cli.h"
 #include "client.h"
 #include "say.h"
+#include "shown.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 int nsbox_cli_ps(int argc, char **argv)
 {
@@ -23,23 +26,19 @@ int nsbox_cli_ps(int argc, char **argv)
         if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "running")))
             snprintf(status, sizeof status, "exit %d",
                      cJSON_GetObjectItemCaseSensitive(it, "exit_code")->valueint);
-        /* one line per process: control characters of the command (a script's newlines) are
-         * shown escaped, and a long command is cut */
+        /* one line per process, shown by the rule of every message (policy/shown.h): a
+         * script's newlines as "\n", other controls, C1's too, and invalid UTF-8 as '?'; a long
+         * command cut between characters, with "..." */
         const char *cmd = cJSON_GetObjectItemCaseSensitive(it, "cmd")->valuestring;
         char shown[200];
-        size_t k = 0;
-        const unsigned char *c = (const unsigned char *)cmd;
-        for (; *c && k + 5 < sizeof shown; c++) {
-            if (*c == '\n')
-                shown[k++] = '\\', shown[k++] = 'n';
-            else if (*c < 0x20 || *c == 0x7f)
-                k += (size_t)snprintf(shown + k, sizeof shown - k, "\\x%02x", *c);
+        nsbox_shown_copy(shown, sizeof shown, cmd, strlen(cmd), SIZE_MAX, NSBOX_SHOWN_NEWLINE);
+        printf("%-8d  %-8s  ", cJSON_GetObjectItemCaseSensitive(it, "pid")->valueint, status);
+        for (const char *p = shown; *p; p++)
+            if (*p == '\n')
+                fputs("\\n", stdout);
             else
-                shown[k++] = (char)*c;
-        }
-        shown[k] = '\0';
-        printf("%-8d  %-8s  %s%s\n", cJSON_GetObjectItemCaseSensitive(it, "pid")->valueint,
-               status, shown, *c ? "..." : "");
+                putchar(*p);
+        putchar('\n');
     }
     cJSON_Delete(reply);
     return 0;

@@ -29,7 +29,7 @@ int nsbox_cli_rm(int argc, char **argv)
             if (e.code == NSBOX_E_NOTFOUND && nsbox_state_valid_id(argv[i])) {
                 /* Still not an error, but said: a mistyped id (or one made with sudo) would
                  * otherwise leave the sandbox meant running for its ttl, in silence. */
-                fprintf(stderr, "nsbox: note: %s: nothing removed\n", e.msg);
+                nsbox_say_line("note: %s: nothing removed", e.msg);
                 continue;
             }
             nsbox_say_fail(&e);
@@ -47,10 +47,10 @@ int nsbox_cli_rm(int argc, char **argv)
                 usleep(2000);
             if (gone && access(dir, F_OK) == 0) {
                 /* the connection was lost, and the sandbox is still there */
-                fprintf(stderr, "nsbox: sandbox %s is not gone: its supervisor hung up (%s), and "
-                                "%s is still there; nsbox rm again, or nsbox gc once no process "
-                                "'nsbox %s' runs\n",
-                        argv[i], e.msg, dir, argv[i]);
+                nsbox_say_line("sandbox %s is not gone: its supervisor hung up (%s), and %s is "
+                               "still there; nsbox rm again, or nsbox gc once no process "
+                               "'nsbox %s' runs",
+                               argv[i], e.msg, dir, argv[i]);
                 rc = EXIT_NSBOX;
             }
         }

@@ -1,4 +1,5 @@
 /* What nsbox tells the user in more than one command (see say.h). */
+#define _GNU_SOURCE
 #include "say.h"
 #include "dockeropt.h"
 #include "suggest.h"
@@ -8,11 +9,14 @@
 #include "shown.h"
 #include "spec.h"
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static const char no_memory[] = "(out of memory for the message)";
 
 /* "nsbox: " and text on f: the last line of defence for what the layers below put in an error
  * or a note unfiltered (a name of a sandbox's or an image's), whose controls and invalid UTF-8
@@ -21,28 +25,8 @@
  * indented by two: a name holding "\nnsbox: ..." must not print a line that reads as nsbox's. */
 static void say_shown(FILE *f, const char *text, size_t len)
 {
-    char *shown = malloc(len + 1);
-    if (shown)
-        nsbox_shown_copy(shown, len + 1, text, len, SIZE_MAX,
-                         NSBOX_SHOWN_TAB | NSBOX_SHOWN_NEWLINE);
-    size_t lines = 0;
-    for (const char *p = shown; p && (p = strchr(p, '\n')) != NULL; p++)
-        lines++;
-    char *out = shown && lines ? malloc(strlen(shown) + 2 * lines + 1) : NULL;
-    if (out) {
-        size_t o = 0;
-        for (const char *p = shown; *p; p++) {
-            out[o++] = *p;
-            if (*p == '\n' && p[1] != ' ' && p[1] != '\t') {
-                out[o++] = ' ';
-                out[o++] = ' ';
-            }
-        }
-        out[o] = '\0';
-    }
-    fprintf(f, "nsbox: %s\n",
-            out ? out : shown && !lines ? shown : "(out of memory for the message)");
-    free(out);
+    char *shown = nsbox_shown_lines(text, len, "  ", false);
+    fprintf(f, "nsbox: %s\n", shown ? shown : no_memory);
     free(shown);
 }
 
@@ -60,11 +44,24 @@ int nsbox_say_fail(const struct nsbox_err *e)
     return EXIT_NSBOX;
 }
 
+void nsbox_say_line(const char *fmt, ...)
+{
+    char *text;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&text, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        fprintf(stderr, "nsbox: %s\n", no_memory);
+        return;
+    }
+    say_shown(stderr, text, (size_t)n);
+    free(text);
+}
+
 int nsbox_say_usage(const char *fmt, const char *arg)
 {
-    fprintf(stderr, "nsbox: ");
-    fprintf(stderr, fmt, arg);
-    fputc('\n', stderr);
+    nsbox_say_line(fmt, arg);
     nsbox_help_hint(stderr);
     return EXIT_USAGE;
 }
@@ -75,14 +72,9 @@ int nsbox_say_unknown(const char *what, const char *word, const char *const *nam
     /* a Docker habit gets nsbox's way to the same end, not the nearest spelling */
     const char *docker = word[0] == '-' ? nsbox_dockeropt_hint(word) : NULL;
     const char *near = docker ? NULL : nsbox_suggest(word, names, n);
-    fprintf(stderr, "nsbox: %s %s", what, word);
-    if (docker)
-        fprintf(stderr, " (as in docker?): %s", docker);
-    if (near)
-        fprintf(stderr, ": did you mean %s?", near);
-    if (usage)
-        fprintf(stderr, " (%s)", usage);
-    fputc('\n', stderr);
+    nsbox_say_line("%s %s%s%s%s%s%s%s%s%s", what, word, docker ? " (as in docker?): " : "",
+                   docker ? docker : "", near ? ": did you mean " : "", near ? near : "",
+                   near ? "?" : "", usage ? " (" : "", usage ? usage : "", usage ? ")" : "");
     nsbox_help_hint(stderr);
     return EXIT_USAGE;
 }

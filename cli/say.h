@@ -16,11 +16,15 @@
 void nsbox_say_note(void *ctx, const char *line);
 /* "nsbox: MESSAGE" for an error, shown as a note is: EXIT_NSBOX. */
 int nsbox_say_fail(const struct nsbox_err *e);
-/* "nsbox: " fmt (with one string argument) and the hint at the command's help: EXIT_USAGE. */
+/* "nsbox: " and the formatted message on stderr, shown as an error is: for a message that
+ * names what came from outside nsbox (a user's argument, a path, an image's words). */
+void nsbox_say_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "nsbox: " fmt (with one string argument), shown as an error is, and the hint at the
+ * command's help: EXIT_USAGE. */
 int nsbox_say_usage(const char *fmt, const char *arg);
 /* "nsbox: " what " WORD" for an option or command nsbox does not know, with ", did you mean
  * X?" when one of the n names is close enough to be what was meant, then " (" usage ")" when
- * usage is not NULL, and the hint at the command's help: EXIT_USAGE. */
+ * usage is not NULL, shown as an error is, and the hint at the command's help: EXIT_USAGE. */
 int nsbox_say_unknown(const char *what, const char *word, const char *const *names, size_t n,
                       const char *usage);
 /* An -e (or --env) value without '=': the form nsbox takes, and, for a bare name, how to pass

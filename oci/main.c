@@ -15,14 +15,6 @@
 #define NSBOX_VERSION "0.0.0"
 #endif
 
-static void log_error(const struct nsbox_ocirt *g, const char *msg)
-{
-    cleanup_free char *shown = nsbox_ocilog_shown(msg);
-    const char *line = shown ? shown : "(out of memory for the message)";
-    fprintf(stderr, "nsbox-oci: %s\n", line);
-    nsbox_ocilog_append(g, "error", line);
-}
-
 /* Each command, its synopsis and what it does: `nsbox-oci --help` lists them all,
  * `nsbox-oci CMD --help` its own. */
 static const struct {
@@ -147,7 +139,7 @@ int main(int argc, char **argv)
         return i == -3 ? 0 : 1;
     }
     if (i < 0) {
-        log_error(&g, e.msg);
+        nsbox_ocilog_say(&g, NSBOX_OCILOG_BOTH, "error", "%s", e.msg);
         return 1;
     }
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) {
@@ -159,18 +151,18 @@ int main(int argc, char **argv)
         }
         if ((!strcmp(argv[i], "create") || !strcmp(argv[i], "run")) &&
             nsbox_config_load_types(NULL, &e) < 0) {
-            log_error(&g, e.msg);
+            nsbox_ocilog_say(&g, NSBOX_OCILOG_BOTH, "error", "%s", e.msg);
             return 1;
         }
         /* every command but these acts on the state under --root */
         if (strcmp(argv[i], "spec") && strcmp(argv[i], "features") &&
             nsbox_ocistate_check_root(&g, &e) < 0) {
-            log_error(&g, e.msg);
+            nsbox_ocilog_say(&g, NSBOX_OCILOG_BOTH, "error", "%s", e.msg);
             return 1;
         }
         int r = commands[k].fn(&g, argc - i, argv + i, &e);
         if (r != 0 && e.msg[0])
-            log_error(&g, e.msg);
+            nsbox_ocilog_say(&g, NSBOX_OCILOG_BOTH, "error", "%s", e.msg);
         return r;
     }
     /* runc's commands that nsbox-oci has not: named as such, not as a typo */
@@ -181,10 +173,10 @@ int main(int argc, char **argv)
                           "'%s' is a runc command that nsbox-oci does not have (see "
                           "nsbox-oci --help)",
                           argv[i]);
-            log_error(&g, e.msg);
+            nsbox_ocilog_say(&g, NSBOX_OCILOG_BOTH, "error", "%s", e.msg);
             return 1;
         }
     nsbox_err_invalid(&e, "unknown command '%s' (see nsbox-oci --help)", NSBOX_SHOW(argv[i]));
-    log_error(&g, e.msg);
+    nsbox_ocilog_say(&g, NSBOX_OCILOG_BOTH, "error", "%s", e.msg);
     return 1;
 }

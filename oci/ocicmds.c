@@ -70,7 +70,7 @@ int nsbox_ocicmds_start(const struct nsbox_ocirt *g, int argc, char **argv, stru
     /* A failed poststart hook is a warning: the container runs on (runtime-spec). */
     struct nsbox_err he = {0};
     if (nsbox_ocihooks_run(g, &s, NSBOX_OCI_HOOK_POSTSTART, NSBOX_OCI_RUNNING, &he) < 0)
-        nsbox_ocilog_say("warning: %s", he.msg);
+        nsbox_ocilog_say(NULL, NSBOX_OCILOG_STDERR, "warning", "%s", he.msg);
     return 0;
 }
 
@@ -219,16 +219,16 @@ int nsbox_ocicmds_delete(const struct nsbox_ocirt *g, int argc, char **argv,
     wait_gone(&s);
     struct nsbox_err ge;
     if (s.sandbox[0] && nsbox_gc_id(s.sandbox, &ge) < 0)
-        nsbox_ocilog_say("warning: %s", ge.msg);
+        nsbox_ocilog_say(NULL, NSBOX_OCILOG_STDERR, "warning", "%s", ge.msg);
     /* A failed poststop hook is a warning: the container is deleted all the same. */
     struct nsbox_err he = {0};
     if (nsbox_ocihooks_run(g, &s, NSBOX_OCI_HOOK_POSTSTOP, NSBOX_OCI_STOPPED, &he) < 0)
-        nsbox_ocilog_say("warning: %s", he.msg);
+        nsbox_ocilog_say(NULL, NSBOX_OCILOG_STDERR, "warning", "%s", he.msg);
     /* the cgroup at the config's cgroupsPath, when a killed monitor could not remove it */
     char dir[PATH_MAX];
     if (nsbox_ocistate_dir(g, s.id, dir, sizeof dir, &he) == 0 &&
         nsbox_ociplace_remove(dir, &he) < 0)
-        nsbox_ocilog_say("warning: %s", he.msg);
+        nsbox_ocilog_say(NULL, NSBOX_OCILOG_STDERR, "warning", "%s", he.msg);
     return nsbox_ocistate_remove(g, s.id, e) < 0 ? 1 : 0;
 }
 

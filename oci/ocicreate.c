@@ -611,18 +611,11 @@ static void now_rfc3339(char *out, size_t n)
     snprintf(out, n, "%s.%09ldZ", base, ts.tv_nsec);
 }
 
-/* After a failed create: the monitor, which has removed the sandbox, and init (our child too,
- * ended by then), so that the caller is left nothing to reap. */
 /* create's stderr is the container's (an engine's logs, `docker logs`): a warning goes to
  * --log when there is one, which engines give, and to stderr only without it. */
 static void warn(const struct nsbox_ocirt *g, const char *msg)
 {
-    cleanup_free char *shown = nsbox_ocilog_shown(msg);
-    const char *line = shown ? shown : "(out of memory for the message)";
-    if (g->log)
-        nsbox_ocilog_append(g, "warning", line);
-    else
-        fprintf(stderr, "nsbox-oci: warning: %s\n", line);
+    nsbox_ocilog_say(g, NSBOX_OCILOG_LOG_ELSE_STDERR, "warning", "%s", msg);
 }
 
 /* A lower layer's line (the host's file table raised, or not) as a warning: nsbox-oci changes
@@ -632,6 +625,8 @@ static void note_warn(void *ctx, const char *line)
     warn(ctx, line);
 }
 
+/* After a failed create: the monitor, which has removed the sandbox, and init (our child too,
+ * ended by then), so that the caller is left nothing to reap. */
 static void reap_children(pid_t monitor, pid_t helper)
 {
     waitpid(monitor, NULL, 0);

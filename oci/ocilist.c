@@ -5,11 +5,13 @@
 #include "cleanup.h"
 #include "cleanup_cjson.h"
 #include "grow.h"
+#include "shown.h"
 #include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,18 +98,22 @@ static cJSON *one_state(const struct nsbox_ocirt *g, const char *id)
                  "deleted, or a directory that is not nsbox-oci's",
                  g->root, id);
     if (!j)
-        nsbox_ocilog_say("list: skipping %s: %s", id, e.msg[0] ? e.msg : "out of memory");
+        nsbox_ocilog_say(NULL, NSBOX_OCILOG_STDERR, "error", "list: skipping %s: %s", id,
+                         e.msg[0] ? e.msg : "out of memory");
     return j;
 }
 
 /* A column of the table: the state's string field, or its number (pid). */
+/* A cell of the table, shown by the rule of every message (policy/shown.h): the bundle's path
+ * is the caller's text, and reaches a terminal. */
 static void cell(const cJSON *j, const char *name, char *out, size_t n)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
+    const char *text = cJSON_IsString(v) ? v->valuestring : "";
     if (cJSON_IsNumber(v))
         snprintf(out, n, "%d", v->valueint);
     else
-        snprintf(out, n, "%s", cJSON_IsString(v) ? v->valuestring : "");
+        nsbox_shown_copy(out, n, text, strlen(text), SIZE_MAX, 0);
 }
 
 /* runc's table: columns as wide as their widest cell and 3 spaces, at least 12 (its

@@ -7,13 +7,15 @@
 
 #include <cJSON.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-void nsbox_ocilog_append(const struct nsbox_ocirt *g, const char *level, const char *msg)
+/* msg at level appended to --log, if one was given. */
+static void ocilog_append(const struct nsbox_ocirt *g, const char *level, const char *msg)
 {
     if (!g->log)
         return;
@@ -44,7 +46,8 @@ void nsbox_ocilog_append(const struct nsbox_ocirt *g, const char *level, const c
     fclose(f);
 }
 
-char *nsbox_ocilog_shown(const char *msg)
+/* msg as one line, shown, in a new string; NULL when out of memory. */
+static char *ocilog_shown(const char *msg)
 {
     size_t len = strlen(msg);
     char *shown = malloc(len + 1);
@@ -53,13 +56,19 @@ char *nsbox_ocilog_shown(const char *msg)
     return shown;
 }
 
-void nsbox_ocilog_say(const char *fmt, ...)
+void nsbox_ocilog_say(const struct nsbox_ocirt *g, enum nsbox_ocilog_to to, const char *level,
+                      const char *fmt, ...)
 {
     char line[2 * NSBOX_ERR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    cleanup_free char *shown = nsbox_ocilog_shown(line);
-    fprintf(stderr, "nsbox-oci: %s\n", shown ? shown : "(out of memory for the message)");
+    cleanup_free char *shown = ocilog_shown(line);
+    const char *msg = shown ? shown : "(out of memory for the message)";
+    bool logged = to != NSBOX_OCILOG_STDERR && g && g->log;
+    if (logged)
+        ocilog_append(g, level, msg);
+    if (to != NSBOX_OCILOG_LOG_ELSE_STDERR || !logged)
+        fprintf(stderr, "nsbox-oci: %s%s\n", strcmp(level, "warning") ? "" : "warning: ", msg);
 }

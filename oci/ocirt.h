@@ -50,16 +50,25 @@ struct nsbox_ocistate {
 };
 
 /* ---- ocilog.c ---- */
-/* Append msg at level ("error", "warning") to --log, if one was given. */
-void nsbox_ocilog_append(const struct nsbox_ocirt *g, const char *level, const char *msg);
-/* msg as one line with no control character (policy/shown.h's rule: C1 and invalid UTF-8
- * included; a newline too is '?'), in a new string, for stderr and the log: a message may name
- * what a container wrote (an entry of its writable root, which the seal's walk refuses), and an
- * engine passes stderr on to its user's terminal (`docker start`). NULL when out of memory. */
-char *nsbox_ocilog_shown(const char *msg);
-/* "nsbox-oci: " and the formatted line on stderr, shown so (a warning of a command whose
- * stderr is its caller's: a hook's or gc's error, a state directory skipped). */
-void nsbox_ocilog_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Where a message of nsbox-oci's goes. */
+enum nsbox_ocilog_to {
+    /* stderr alone: a warning of a command whose stderr is its caller's (a hook's or gc's
+     * error, a state directory skipped) */
+    NSBOX_OCILOG_STDERR,
+    /* stderr and --log: a command's error, as runc reports it */
+    NSBOX_OCILOG_BOTH,
+    /* --log, and stderr only without one: create's stderr is the container's (an engine's
+     * logs, `docker logs`), and engines give --log */
+    NSBOX_OCILOG_LOG_ELSE_STDERR,
+};
+/* The formatted message at level ("error", "warning") where `to` says: on stderr as
+ * "nsbox-oci: MSG" ("nsbox-oci: warning: MSG" at level "warning"), in --log as a line of its
+ * level. MSG is one line with no control character (policy/shown.h's rule: C1 and invalid UTF-8
+ * included; a newline too is '?'): a message may name what a container wrote (an entry of its
+ * writable root, which the seal's walk refuses), and an engine passes stderr on to its user's
+ * terminal (`docker start`). g: NULL for stderr alone. */
+void nsbox_ocilog_say(const struct nsbox_ocirt *g, enum nsbox_ocilog_to to, const char *level,
+                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* ---- ocistate.c ---- */
 /* [A-Za-z0-9][A-Za-z0-9_.+-]*, at most NSBOX_OCI_ID_MAX: a single path component. */

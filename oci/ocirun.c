@@ -78,7 +78,7 @@ static void remove_container(const struct nsbox_ocirt *g, const char *id)
     char *argv[] = {"delete", "--force", (char *)id, NULL};
     struct nsbox_err e = {0};
     if (nsbox_ocicmds_delete(g, 3, argv, &e) != 0)
-        nsbox_ocilog_say("warning: run: %s", e.msg);
+        nsbox_ocilog_say(NULL, NSBOX_OCILOG_STDERR, "warning", "run: %s", e.msg);
     while (waitpid(-1, NULL, WNOHANG) > 0) {
     }
 }

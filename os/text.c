@@ -2,10 +2,8 @@
 #define _GNU_SOURCE
 #include "text.h"
 #include "cleanup.h"
-#include "shown.h"
 
 #include <ctype.h>
-#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -74,33 +72,4 @@ int nsbox_text_read_long(const char *path, long *out)
         return -1;
     }
     return 0;
-}
-
-char *nsbox_text_shown(const char *text, const char *indent)
-{
-    size_t lines = 0, il = strlen(indent), len = strlen(text);
-    for (const char *p = text; *p; p++)
-        lines += *p == '\n';
-    char *out = malloc(len + lines * il + 1);
-    if (!out)
-        return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < len;) {
-        bool as_is;
-        size_t n = nsbox_shown_char(text + i, len - i, NSBOX_SHOWN_TAB | NSBOX_SHOWN_NEWLINE,
-                                    &as_is);
-        if (!as_is) {
-            out[k++] = '?';
-        } else {
-            memcpy(out + k, text + i, n);
-            k += n;
-            if (text[i] == '\n') {
-                memcpy(out + k, indent, il);
-                k += il;
-            }
-        }
-        i += n;
-    }
-    out[k] = '\0';
-    return out;
 }

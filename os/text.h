@@ -24,11 +24,4 @@ int nsbox_text_parse_long(const char *content, long *out);
 /* The number in the file at path (a sysctl): 0, or -1 with errno (EINVAL when it is none). */
 int nsbox_text_read_long(const char *path, long *out);
 
-/* text (of a sandbox's: what its setup script wrote) as nsbox may print it on the host, in a
- * new string: shown by policy/shown.h's rule (a control character but tab and newline, or
- * invalid UTF-8, is '?'), and each newline followed by indent, so that the text can neither
- * drive the caller's terminal (escape sequences, carriage returns) nor make a line that looks
- * like nsbox's own ("nsbox: ..."). NULL when out of memory. */
-char *nsbox_text_shown(const char *text, const char *indent);
-
 #endif

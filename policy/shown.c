@@ -1,6 +1,7 @@
 /* Text a sandbox or an image controls, as nsbox shows it (shown.h). */
 #include "shown.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 size_t nsbox_shown_utf8(const char *s, size_t len)
@@ -86,4 +87,33 @@ size_t nsbox_shown_copy(char *out, size_t n, const char *s, size_t len, size_t m
     }
     out[o] = '\0';
     return o;
+}
+
+char *nsbox_shown_lines(const char *s, size_t len, const char *indent, bool every_line)
+{
+    size_t il = strlen(indent), lines = 0;
+    for (size_t i = 0; i < len; i++)
+        lines += s[i] == '\n';
+    /* a character is shown in at most its own bytes */
+    char *out = malloc(len + lines * il + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        bool as_is;
+        size_t k = nsbox_shown_char(s + i, len - i, NSBOX_SHOWN_TAB | NSBOX_SHOWN_NEWLINE, &as_is);
+        if (as_is)
+            memcpy(out + o, s + i, k);
+        else
+            out[o] = '?';
+        o += as_is ? k : 1;
+        bool newline = as_is && s[i] == '\n';
+        i += k;
+        if (newline && (every_line || i == len || (s[i] != ' ' && s[i] != '\t'))) {
+            memcpy(out + o, indent, il);
+            o += il;
+        }
+    }
+    out[o] = '\0';
+    return out;
 }

@@ -32,4 +32,12 @@ size_t nsbox_shown_char(const char *s, size_t len, unsigned keep, bool *as_is);
  * for the room in out). The bytes written, without the NUL. */
 size_t nsbox_shown_copy(char *out, size_t n, const char *s, size_t len, size_t max, unsigned keep);
 
+/* Text of several lines as nsbox prints it, in a new string: s (len bytes) shown by the rule
+ * above, its tabs and newlines kept, and indent after each newline, so that no line of it can
+ * pass for one of nsbox's own ("nsbox: ..."). every_line: before every line (a sandbox's text,
+ * such as a set-up script's output, set under nsbox's words, its own indentation kept below
+ * them); otherwise only before a line that does not start with a space or a tab (a message
+ * whose lines nsbox laid out itself keeps its layout). NULL when out of memory. */
+char *nsbox_shown_lines(const char *s, size_t len, const char *indent, bool every_line);
+
 #endif

@@ -3,7 +3,7 @@
 #define _GNU_SOURCE
 #include "supervisor_impl.h"
 #include "cleanup.h"
-#include "text.h"
+#include "shown.h"
 #include "util.h"
 
 #include <errno.h>
@@ -51,7 +51,7 @@ int nsbox_sup_setup_abandoned(struct sup *S, const char *when, struct nsbox_err 
  * SETUP_TAIL_MAX bytes, from the start of a line where one starts in it, after "[...]" when
  * more came before. NULL when it left nothing. It goes into create's error, printed on the
  * host: control characters are shown as '?' and its lines after the first are indented
- * (nsbox_text_shown), so that it cannot print lines that pass for nsbox's own. */
+ * (nsbox_shown_lines), so that it cannot print lines that pass for nsbox's own. */
 static char *setup_tail(struct ring *r)
 {
     uint64_t end;
@@ -62,7 +62,7 @@ static char *setup_tail(struct ring *r)
     size_t tl = raw ? strlen(raw) : 0;
     while (tl && (raw[tl - 1] == '\n' || raw[tl - 1] == '\r'))
         raw[--tl] = '\0';
-    char *text = tl ? nsbox_text_shown(raw, "  ") : NULL;
+    char *text = tl ? nsbox_shown_lines(raw, tl, "  ", true) : NULL;
     free(raw);
     tl = text ? strlen(text) : 0;
     if (!tl) {

@@ -254,6 +254,27 @@ class FilesTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertEqual(self.sh("cat 'sp copy/sub/leaf'").stdout, b"leaf\n")
 
+    def test_cp_shows_a_path_without_its_controls(self):
+        # cp's own messages (a directory given, cp -r's pipeline, an id that is none) quoted
+        # the paths as typed: a name with an escape sequence (a file a sandbox wrote, picked by
+        # a glob) drove the terminal; each control, C1's as UTF-8 too, is '?' as in every
+        # message
+        tree = os.path.join(self.work.encode(), b"t\x1b[2J\xc2\x9bx")
+        os.makedirs(tree)
+        shown = self.work.encode() + b"/t?[2J?x"
+        for flag, said in (([], b"nsbox: " + shown + b" is a directory: "),
+                           (["-r"], b"nsbox: cp copies one file and has no -r; ")):
+            r = self.nsbox("cp", *flag, tree, f"{self.id}:copy")
+            self.assertEqual(r.returncode, 125, r.stderr)
+            self.assertTrue(r.stderr.startswith(said), r.stderr)
+            self.assertIn(b"t?[2J?x", r.stderr.split(b"for a tree, use tar: ")[1])
+            self.assertNotIn(b"\x1b", r.stderr)
+            self.assertNotIn(b"\x9b", r.stderr)
+        r = self.nsbox("cp", self.put("shown-f", b"x"), b"0123\x1b]0;t\x07:/x")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"'0123?]0;t?' is not a sandbox id", r.stderr)
+        self.assertNotIn(b"\x1b", r.stderr)
+
     def test_cp_to_the_host_replaces_whole_or_not_at_all(self):
         # A full disk (or a Ctrl-C) in the middle of `cp ID:f DST` must not leave DST truncated
         # with a part of the new content, the old file lost: the copy takes DST's name only

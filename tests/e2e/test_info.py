@@ -231,6 +231,28 @@ class InfoTest(Shape, unittest.TestCase):
             c = by_name(json.loads(run(["info", "--json"], env=env).stdout))["config"]
             self.assertEqual((c["ok"], c["detail"]), (True, cfg + ": valid"))
 
+    def test_a_configs_path_and_an_argument_reach_no_terminal_with_their_controls(self):
+        # The config's path (NSBOX_CONFIG, as a script sets it) went raw into the report and
+        # the error on stderr, and an unknown argument into the usage error: each escape
+        # sequence (ESC's CSI, C1 as UTF-8) is '?' there, as in every message of nsbox's.
+        with tempfile.TemporaryDirectory() as d:
+            cfg = os.path.join(d.encode(), b"c\x1b[31m\xc2\x9b2J.json")
+            with open(cfg, "w") as f:
+                json.dump({"instance_types": {"medium": {"memory": "8XB"}}}, f)
+            proc = subprocess.run([NSBOX, "info"], capture_output=True, timeout=60,
+                                  env=dict(os.environb, NSBOX_CONFIG=cfg))
+            self.assertEqual(proc.returncode, 1)
+            shown = d.encode() + b"/c?[31m?2J.json"
+            self.assertIn(b"nsbox: config " + shown + b": instance_types.medium", proc.stderr)
+            self.assertIn(b" config " + shown + b": instance_types.medium", proc.stdout)
+            for out in (proc.stdout, proc.stderr):
+                self.assertNotIn(b"\x1b", out)
+                self.assertNotIn(b"\x9b", out)
+        proc = subprocess.run([NSBOX, "info", b"--x\x1b]0;t\x07"], capture_output=True,
+                              timeout=60)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn(b"nsbox info: unknown argument '--x?]0;t?'\n", proc.stderr)
+
     def test_usage_error(self):
         proc = run(["info", "--no-such-flag"])
         self.assertEqual(proc.returncode, 2)

@@ -228,6 +228,23 @@ class OciRun(BundleCase):
         self.assertEqual(self.list_ids(), [])
         self.assertEqual(json.loads(self.run_oci("list", "--format", "json").stdout), [])
 
+    def test_list_shows_a_bundle_path_without_its_controls(self):
+        # list's table printed the bundle's path as create was given it: an escape sequence
+        # in it (ESC's CSI, C1 as UTF-8) reached the terminal; each is '?' as in every message
+        bundle = os.path.join(self.tmp, "b\x1b[2J\u009bx")
+        os.rename(self.bundle, bundle)
+        self.bundle, self.config_path = bundle, os.path.join(bundle, "config.json")
+        pid = self.run_detached("c1", ["sleep", "100"])
+        r = self.run_oci("list")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        header, *rows = r.stdout.splitlines()
+        self.assertEqual(len(rows), 1, r.stdout)
+        self.assertEqual(rows[0].split()[3], os.path.realpath(self.tmp).encode() + b"/b?[2J?x")
+        self.assertNotIn(b"\x1b", r.stdout)
+        self.assertNotIn(b"\x9b", r.stdout)
+        self.assertEqual(self.oci("delete", "--force", "c1").returncode, 0)
+        self.wait(pid)
+
     def test_a_signal_reaches_the_program_alone(self):
         # runc signals the container's process, not its process group: the background shell
         # it started must not see the USR1 (the default action would end it). Had it, its

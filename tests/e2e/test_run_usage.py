@@ -114,6 +114,27 @@ class ExitCodes(RunUsageTest):
         r = run_nsbox(["frobnicate"], self.dirs)
         self.assertEqual(r.stderr.splitlines()[0], b"nsbox: unknown command frobnicate")
 
+    def test_a_usage_error_shows_the_argument_without_its_controls(self):
+        # A usage error quoted some arguments as typed (ls's, exec --timeout's value, image's
+        # options and names): an escape sequence a script passed on reached the terminal. Each
+        # control (ESC, BEL, C1 as UTF-8) is '?' there, as in every message of nsbox's.
+        bad = b"x\x1b]0;t\x07\xc2\x9b2J"
+        for args, said in (
+                (["ls", bad],
+                 b"nsbox: ls takes no argument but --json, -q or -a, not 'x?]0;t??2J'"),
+                (["exec", "--timeout", bad, "0123456789ab", "--", "true"],
+                 b"nsbox: --timeout needs a number of seconds from 0 to 31536000 (a year), "
+                 b"not 'x?]0;t??2J'"),
+                (["image", "build", bad], b"nsbox: image: cannot build 'x?]0;t??2J': nsbox "
+                                          b"builds `host` and `debian` (see `nsbox image --help`)"),
+                (["image", "pull", b"-" + bad], b"nsbox: image: unknown option '-x?]0;t??2J' for "
+                                                b"pull (see `nsbox image --help`)")):
+            r = run_nsbox(args, self.dirs)
+            self.assertEqual(r.returncode, 125, args)
+            self.assertTrue(r.stderr.startswith(said), r.stderr)
+            self.assertNotIn(b"\x1b", r.stderr)
+            self.assertNotIn(b"\x9b", r.stderr)
+
     def test_docker_s_options_before_the_command(self):
         # docker -v prints the version; its other global options (a context, a host, debug)
         # are not run's: -c there is a context, not CPU shares, -v no volume

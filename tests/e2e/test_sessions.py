@@ -290,6 +290,21 @@ class Lifecycle(SessionTest):
         self.assertEqual(self.dirs.leftovers(), [])  # the bounded log of deletions aside
         self.assertEqual(cgroup_leftovers(sid), [])
 
+    def test_rm_shows_outside_text_without_its_controls(self):
+        # rm's note quoted its error as it was: the runtime directory (NSBOX_STATE_DIR, as a
+        # script sets it) with an escape sequence reached the terminal raw; an id typed with
+        # one (OSC, a window's title) is shown with '?' too
+        state = os.path.join(self.dirs.base.encode(), b"st\x1b[2J\xc2\x9bx")
+        os.makedirs(state, 0o700)
+        r = self.nsbox("rm", "0123456789ab", extra_env={"NSBOX_STATE_DIR": state})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr.decode(), "nsbox: note: no sandbox 0123456789ab in %s/st?[2J?x "
+                         "(it never existed there): nothing removed\n" % self.dirs.base)
+        r = self.nsbox("rm", "\x1b]0;x\x07")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"no sandbox '?]0;x?'", r.stderr)
+        self.assertNotIn(b"\x1b", r.stderr)
+
     def test_rm_at_the_same_time_as_another_rm_is_no_error(self):
         # The supervisor exits after the first delete and resets the connections it had not
         # read: a second rm (or one racing the ttl, --owner-pid) failed with "receive:

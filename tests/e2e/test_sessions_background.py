@@ -45,6 +45,20 @@ class Background(SessionTest):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"not a signal", r.stderr)
 
+    def test_ps_shows_a_command_without_its_controls(self):
+        # the command column let C1 controls through as UTF-8 encodes them (U+009B, CSI) and
+        # invalid UTF-8 (a raw 0x9b); each is '?' as in every message, a newline still "\n"
+        sid = self.create()
+        r = self.nsbox("exec", "-d", sid, "--", "sh", "-c",
+                       b"sleep 60 # \xc2\x9b2J \x9b31m \x1b]0;t\x07\nx \xc3\xa9")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pid = r.stdout.decode().strip()
+        ps = self.nsbox("ps", sid).stdout
+        line = [l for l in ps.splitlines() if l.startswith(pid.encode() + b" ")]
+        self.assertEqual(len(line), 1, ps)
+        self.assertTrue(line[0].endswith(b"sh -c sleep 60 # ?2J ?31m ?]0;t?\\nx \xc3\xa9"), line)
+        self.assertEqual(self.nsbox("kill", sid, pid, "9").returncode, 0)
+
     def test_wait_for_a_background_process(self):
         sid = self.create()
         pid = self.nsbox("exec", "-d", sid, "--", "sh", "-c", "sleep 0.5; exit 7").stdout

@@ -90,10 +90,11 @@ def config(layers, env=ENV, created="2024-01-02T03:04:05Z"):
 
 
 def write_layout(d, layers=None, ref="latest", env=ENV, corrupt_layer=False, gz=None,
-                 media="application/vnd.oci.image.layer.v1.tar+gzip", sizes=None):
+                 media="application/vnd.oci.image.layer.v1.tar+gzip", sizes=None,
+                 created="2024-01-02T03:04:05Z"):
     """An OCI layout in directory d (gzip layers; gz: their blobs as given, the gzip of each
     layer by default, media their media type, sizes the sizes the manifest gives them, their
-    own by default). Returns the manifest digest."""
+    own by default; created the config's). Returns the manifest digest."""
     layers = layers if layers is not None else [layer1(), layer2()]
     os.makedirs(os.path.join(d, "blobs", "sha256"), exist_ok=True)
 
@@ -105,7 +106,7 @@ def write_layout(d, layers=None, ref="latest", env=ENV, corrupt_layer=False, gz=
     gz = gz if gz is not None else [gzip.compress(l, mtime=0) for l in layers]
     descs = [{"mediaType": media, "digest": put(g), "size": len(g) if sizes is None else n}
              for g, n in zip(gz, sizes or [None] * len(gz))]
-    cfg = config(layers, env)
+    cfg = config(layers, env, created)
     man = json.dumps({"schemaVersion": 2,
                       "mediaType": "application/vnd.oci.image.manifest.v1+json",
                       "config": {"mediaType": "application/vnd.oci.image.config.v1+json",

@@ -123,6 +123,22 @@ class HostileLayers(unittest.TestCase):
         self.assertIn(b"refused member name '" + self.HOSTILE_SHOWN + b"'", r.stderr)
         self.assert_no_controls(r.stderr)
 
+    def test_an_images_created_time_reaches_image_ls_without_its_controls(self):
+        """image ls printed the config's "created" as the image wrote it: its controls (OSC,
+        ESC's CSI, C1 as UTF-8) arrive as '?'."""
+        layout = os.path.join(self.work, "layout")
+        oci_images.write_layout(layout, layers=[oci_images.layer1()],
+                                created="2024\x1b]0;pwned\x07\x1b[2J\u009b31m")
+        r = run_nsbox(["image", "import", "-q", "--name", "evil/x:1", layout], self.dirs,
+                      timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = run_nsbox(["image", "ls"], self.dirs)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        row = [line for line in r.stdout.splitlines() if line.startswith(b"docker.io/evil/x:1 ")]
+        self.assertEqual(len(row), 1, r.stdout)
+        self.assertIn(b" 2024?]0;pwned??[2J?31m ", row[0])
+        self.assert_no_controls(r.stdout)
+
     def test_write_through_symlink_stays_inside(self):
         # a symlink to the host directory, then a file "through" it, then a hard link through
         # it: each resolves inside the image's root, never on the host

@@ -9,6 +9,7 @@
 
 #include "shown.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const char *shown(const char *s, unsigned keep)
@@ -126,12 +127,44 @@ static void test_bounds(void **state)
     assert_string_equal(out, "");
 }
 
+static void test_lines(void **state)
+{
+    (void)state;
+    const char *out = "a\tb\n\033[2K\rnsbox: x\x7f\n \xc2\x9b" "31m \xc2\xa0\xc3\xa9\n\tz";
+    char *t = nsbox_shown_lines(out, strlen(out), "  ", true);
+    assert_non_null(t);
+    /* tab kept, ESC CR DEL and U+009B shown as '?', every line after the first indented, its
+     * own indentation kept below, other UTF-8 (U+00A0, U+00E9) kept */
+    assert_string_equal(t, "a\tb\n  ?[2K?nsbox: x?\n   ?31m \xc2\xa0\xc3\xa9\n  \tz");
+    free(t);
+    /* nsbox's own layout: only a line that starts with neither a space nor a tab is indented,
+     * an empty one and an end after a newline too */
+    t = nsbox_shown_lines(out, strlen(out), "  ", false);
+    assert_string_equal(t, "a\tb\n  ?[2K?nsbox: x?\n ?31m \xc2\xa0\xc3\xa9\n\tz");
+    free(t);
+    t = nsbox_shown_lines("a\n\nb\n", 5, "> ", false);
+    assert_string_equal(t, "a\n> \n> b\n> ");
+    free(t);
+    t = nsbox_shown_lines("", 0, "  ", true);
+    assert_string_equal(t, "");
+    free(t);
+    /* a lone lead byte at the end: not UTF-8, so '?' (nothing read past len); a raw 0x9b, CSI
+     * of 8-bit terminals, too; an embedded NUL is a control */
+    t = nsbox_shown_lines("a\x9b" "2Jb\xc2" "X", 6, "", true);
+    assert_string_equal(t, "a?2Jb?");
+    free(t);
+    t = nsbox_shown_lines("a\0b", 3, "", true);
+    assert_string_equal(t, "a?b");
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_controls),     cmocka_unit_test(test_valid_utf8_kept),
         cmocka_unit_test(test_invalid_utf8), cmocka_unit_test(test_kept_controls),
         cmocka_unit_test(test_char),         cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

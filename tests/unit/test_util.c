@@ -283,26 +283,6 @@ static void test_share_pipes_one_way(void **state)
         close(all[i]);
 }
 
-static void test_text_shown(void **state)
-{
-    (void)state;
-    char *t = nsbox_text_shown("a\tb\n\033[2K\rnsbox: x\x7f\n"
-                               "\xc2\x9b" "31m \xc2\xa0\xc3\xa9", "  ");
-    assert_non_null(t);
-    /* tab kept, ESC CR DEL and U+009B shown as '?', lines after the first indented, other
-     * UTF-8 (U+00A0, U+00E9) kept */
-    assert_string_equal(t, "a\tb\n  ?[2K?nsbox: x?\n  ?31m \xc2\xa0\xc3\xa9");
-    free(t);
-    t = nsbox_text_shown("", "  ");
-    assert_string_equal(t, "");
-    free(t);
-    /* a lone lead byte at the end: not UTF-8, so '?' (nothing read past); a raw 0x9b, CSI of
-     * 8-bit terminals, too */
-    t = nsbox_text_shown("a\x9b" "2Jb\xc2", "");
-    assert_string_equal(t, "a?2Jb?");
-    free(t);
-}
-
 static void *parked(void *arg)
 {
     (void)arg;
@@ -369,7 +349,6 @@ int main(void)
         cmocka_unit_test(test_mkdir_p_modes),
         cmocka_unit_test(test_shown),
         cmocka_unit_test(test_share_pipes_one_way),
-        cmocka_unit_test(test_text_shown),
         cmocka_unit_test(test_set_ids_in_a_clone_of_a_threaded_process),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
