@@ -206,6 +206,15 @@ static int add_cgroup_view(struct nsbox_mount_plan *plan, const struct nsbox_cgr
     return nsbox_mount_plan_add_sys(plan, views, n, e);
 }
 
+/* The host id of the sandbox's id 0, which its idmapped root and volumes map their owners to:
+ * its slot's, or a joined pod's (launch.h), whose user namespace the container runs in. */
+static uint32_t ids_base(const struct nsbox_sandbox *c)
+{
+    if (c->L.joined_id_base && nsbox_launch_joins(&c->L, CLONE_NEWUSER))
+        return c->L.joined_id_base;
+    return nsbox_idmap_slot_base(c->st.slot);
+}
+
 /* A stored OCI image unpacked by root: its root directory belongs to image id 0. */
 static bool oci_owned(const struct nsbox_image *img)
 {
@@ -224,7 +233,7 @@ static int prepare_root(struct nsbox_sandbox *c, const struct nsbox_image *img, 
     if (c->root_writable) {
         int r = 1;
         if (c->st.privileged)
-            r = nsbox_userns_root_tree(img->root, nsbox_idmap_slot_base(c->st.slot), &c->L.image_fd,
+            r = nsbox_userns_root_tree(img->root, ids_base(c), &c->L.image_fd,
                                        &c->seal_list, &c->root_why);
         else
             nsbox_err_set(&c->root_why, NSBOX_E_UNSUPPORTED, EPERM,
@@ -239,7 +248,7 @@ static int prepare_root(struct nsbox_sandbox *c, const struct nsbox_image *img, 
     /* An OCI image whose files keep their owners (NSBOX_IMAGE_ID_BASE + N, made so by a root
      * import) is seen through an idmapped mount: its ids N are this sandbox's ids N. */
     if (c->L.image_fd < 0 && c->st.privileged && oci_owned(img) &&
-        nsbox_userns_image_tree(img, nsbox_idmap_slot_base(c->st.slot), &c->L.image_fd, e) < 0)
+        nsbox_userns_image_tree(img, ids_base(c), &c->L.image_fd, e) < 0)
         return -1;
     /* an image made of layers without idmapped mounts: their plain overlay (owners as nobody) */
     if (c->L.image_fd < 0 && img->mount_fd >= 0 &&
@@ -284,7 +293,7 @@ static int prepare_volumes(struct nsbox_sandbox *c, struct nsbox_err *e)
                           "an idmapped mount needs root, and nsbox-oci runs as uid %u",
                           (unsigned)getuid());
         else
-            r = nsbox_userns_volume_tree(m, im, nsbox_idmap_slot_base(c->st.slot), &c->mount_fds[i],
+            r = nsbox_userns_volume_tree(m, im, ids_base(c), &c->mount_fds[i],
                                          &ve);
         if (r < 0) {
             *e = ve;

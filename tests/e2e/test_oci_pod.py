@@ -66,7 +66,10 @@ class Pod(BundleCase):
                  for t, n in (("network", "net"), ("ipc", "ipc"), ("uts", "uts"))}
         # its own hostname is not set over the pod's; it tries until the pod's listener is up
         # (the pod's program starts it after `start` returns), quietly
-        app = pod_config(["sh", "-c", "hostname; ls /dev/mqueue; for i in $(seq 100); do "
+        # it writes its writable root (an engine's container layer: Podman's pods) as the
+        # pod's ids, which are its own
+        app = pod_config(["sh", "-c", "hostname; ls /dev/mqueue; echo app > /from-app && "
+                          "for i in $(seq 100); do "
                           "nc 127.0.0.1 7777 2>/dev/null && break; sleep 0.1; done"],
                          "app-b", joins)
         out = os.path.join(self.tmp, "app.out")
@@ -88,6 +91,10 @@ class Pod(BundleCase):
         self.assertEqual(os.waitstatus_to_exitcode(self.wait(apid)), 0)
         with open(out) as f:
             self.assertEqual(f.read(), "pod-a\npodq\npod-hello\n")
+        # through the root's idmapped mount, the pod's root is the root's owner on disk, as a
+        # container's own root is
+        made = os.stat(os.path.join(self.bundle, "rootfs", "from-app"))
+        self.assertEqual((made.st_uid, made.st_gid), (0, 0))
         # the pod's sandbox goes on, and both go cleanly
         self.assertEqual(self.state("pause")["status"], "running")
         self.assertEqual(self.oci("delete", "app").returncode, 0)
