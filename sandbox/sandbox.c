@@ -193,17 +193,24 @@ static uint32_t owner_of(const struct nsbox_sandbox *c)
 /* The sandbox's own cgroup, read-only at /sys/fs/cgroup (docs/cgroups.md, "What a sandbox
  * sees"): runtimes that size themselves from it (a JVM, Go's GOMAXPROCS, Node's heap) find the
  * sandbox's limits instead of the host's size. */
-static int add_cgroup_view(struct nsbox_mount_plan *plan, const struct nsbox_cgroup *cg,
-                           struct nsbox_err *e)
+static int add_cgroup_view(struct nsbox_sandbox *c, struct nsbox_err *e)
 {
     _Static_assert(NSBOX_CG_V1_MAX <= NSBOX_MOUNT_SYS_VIEWS_MAX, "each hierarchy has its room");
+    const struct nsbox_cgroup *cg = &c->cg;
     struct nsbox_cgroup_view views[NSBOX_CG_V1_MAX];
     size_t n = 0;
     if (cg->version == 2)
         views[n++] = (struct nsbox_cgroup_view){NULL, cg->path};
     for (size_t i = 0; cg->version == 1 && i < cg->n_v1; i++)
         views[n++] = (struct nsbox_cgroup_view){cg->v1[i].controller, cg->v1[i].path};
-    return nsbox_mount_plan_add_sys(plan, views, n, e);
+    if (!c->mounts)
+        return nsbox_mount_plan_add_sys(c->plan, views, n, e);
+    /* nsbox-oci: where its config mounts cgroup (Docker, Podman and containerd do, at
+     * /sys/fs/cgroup), the same directories as a container under runc sees there */
+    for (size_t i = 0; i < c->n_mounts; i++)
+        if (!strcmp(c->mounts[i].type, "cgroup"))
+            return nsbox_mount_plan_add_cgroup(c->plan, c->mounts[i].destination, views, n, e);
+    return 0;
 }
 
 /* The host id of the sandbox's id 0, which its idmapped root and volumes map their owners to:
@@ -428,7 +435,7 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
             return nsbox_err_wrap(e, "linux.cgroupsPath %s", c->cg_place->path);
     } else if (nsbox_cgroup_create(c->st.id, &s->limits, &c->cg, e) < 0)
         return nsbox_err_wrap(e, "instance type '%s' limits", s->instance_type);
-    if (!c->mounts && add_cgroup_view(c->plan, &c->cg, e) < 0) /* nsbox-oci: its config's */
+    if (add_cgroup_view(c, e) < 0)
         return -1;
 
     c->envp = nsbox_sandbox_env(s, e);
