@@ -77,7 +77,7 @@ int nsbox_say_unknown(const char *what, const char *word, const char *const *nam
     const char *near = docker ? NULL : nsbox_suggest(word, names, n);
     fprintf(stderr, "nsbox: %s %s", what, word);
     if (docker)
-        fprintf(stderr, " (as in docker?): %s", docker);
+        fprintf(stderr, " (as in %s?): %s", nsbox_dockeropt_engine(word), docker);
     if (near)
         fprintf(stderr, ": did you mean %s?", near);
     if (usage)
