@@ -158,12 +158,17 @@ class Pod(BundleCase):
         netns = f"/proc/{self.holder('--net')}/ns/net"
         self.assertNotEqual(os.readlink(netns), os.readlink("/proc/self/ns/net"))
         # the config's sysfs, which the kernel lets only the namespace's owner mount: the
-        # host's /sys bound read-only instead
+        # host's /sys bound read-only instead; the config's cgroup mount over it is the
+        # container's own cgroup (its pids limit), not the host's hierarchies that bind holds
         c = pod_config(["sh", "-c", "readlink /proc/self/ns/net; test -d /sys/kernel && "
-                        "echo sys; grep -q ' /sys [^ ]* ro[, ]' /proc/self/mounts && echo read-only"], "x",
+                        "echo sys; grep -q ' /sys [^ ]* ro[, ]' /proc/self/mounts && echo read-only; "
+                        "cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || "
+                        "cat /sys/fs/cgroup/pids.max"], "x",
                        {"network": netns})
         c["mounts"].append({"destination": "/sys", "type": "sysfs", "source": "sysfs",
                             "options": ["nosuid", "noexec", "nodev", "ro"]})
+        c["mounts"].append({"destination": "/sys/fs/cgroup", "type": "cgroup", "source": "cgroup",
+                            "options": ["nosuid", "noexec", "nodev", "relatime", "ro"]})
         self.write_config(c)
         pid = self.create("cni")
         self.assertEqual(os.readlink(f"/proc/{pid}/ns/net"), os.readlink(netns))
@@ -171,7 +176,7 @@ class Pod(BundleCase):
                             os.readlink("/proc/self/ns/user"))
         self.assertEqual(self.oci("start", "cni").returncode, 0)
         self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0, self.output())
-        self.assertEqual(self.output(), os.readlink(netns) + "\nsys\nread-only\n")
+        self.assertEqual(self.output(), os.readlink(netns) + "\nsys\nread-only\n64\n")
         self.assertEqual(self.oci("delete", "cni").returncode, 0)
         self.assertEqual(self.dirs.leftovers(), [])
 
