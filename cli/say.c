@@ -72,7 +72,8 @@ int nsbox_say_unknown(const char *what, const char *word, const char *const *nam
     /* a Docker habit gets nsbox's way to the same end, not the nearest spelling */
     const char *docker = word[0] == '-' ? nsbox_dockeropt_hint(word) : NULL;
     const char *near = docker ? NULL : nsbox_suggest(word, names, n);
-    nsbox_say_line("%s %s%s%s%s%s%s%s%s%s", what, word, docker ? " (as in docker?): " : "",
+    nsbox_say_line("%s %s%s%s%s%s%s%s%s%s%s%s", what, word, docker ? " (as in " : "",
+                   docker ? nsbox_dockeropt_engine(word) : "", docker ? "?): " : "",
                    docker ? docker : "", near ? ": did you mean " : "", near ? near : "",
                    near ? "?" : "", usage ? " (" : "", usage ? usage : "", usage ? ")" : "");
     nsbox_help_hint(stderr);

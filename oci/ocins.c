@@ -11,6 +11,7 @@
  * privileges, and the container gets its own user namespace as without joins. */
 #include "ocirt.h"
 #include "cleanup.h"
+#include "idmap.h"
 #include "launch.h"
 #include "ocispec.h"
 #include "util.h"
@@ -20,6 +21,7 @@
 #include <linux/magic.h>
 #include <linux/nsfs.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,17 +67,42 @@ static bool maps_host_root(const char *map)
     return false;
 }
 
-/* A child enters the user namespace and reads its maps, which it sees relative to the parent
- * namespace, the host's: 0 when no host id 0 is mapped, 1 when one is, -1 when unreadable. */
-static int userns_maps_root(int userfd)
+/* The BASE of a map that is one line "0 BASE 65536", a slot's range as nsbox-oci maps a
+ * container's ids; 0 for any other map. */
+static uint32_t one_range_base(const char *map)
 {
-    pid_t pid = fork();
-    if (pid < 0)
+    unsigned long in, out, count;
+    int used;
+    if (sscanf(map, "%lu %lu %lu%n", &in, &out, &count, &used) != 3 || in != 0 ||
+        count != NSBOX_ID_COUNT || out == 0 || out > UINT32_MAX - count)
+        return 0;
+    for (map += used; *map == ' ' || *map == '\n'; map++)
+        ;
+    return *map ? 0 : (uint32_t)out;
+}
+
+/* A child enters the user namespace and reads its maps, which it sees relative to the parent
+ * namespace, the host's: 0 when no host id 0 is mapped, 1 when one is, -1 when unreadable.
+ * *base: the host id of its id 0 when both maps are the same one range (one_range_base), else
+ * 0. */
+static int userns_maps_root(int userfd, uint32_t *base)
+{
+    *base = 0;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
         return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(p[0]);
+        close(p[1]);
+        return -1;
+    }
     if (pid == 0) {
+        close(p[0]);
         if (setns(userfd, CLONE_NEWUSER) < 0)
             _exit(2);
         int root = 0;
+        uint32_t bases[2];
         static const char *const maps[] = {"/proc/self/uid_map", "/proc/self/gid_map"};
         for (size_t i = 0; i < 2; i++) {
             char *text = NULL;
@@ -83,20 +110,36 @@ static int userns_maps_root(int userfd)
             if (nsbox_read_small(maps[i], &text, &e) != 0)
                 _exit(2);
             root |= maps_host_root(text);
+            bases[i] = one_range_base(text);
             free(text);
         }
+        uint32_t b = bases[0] == bases[1] ? bases[0] : 0;
+        if (write(p[1], &b, sizeof b) != (ssize_t)sizeof b)
+            _exit(2);
         _exit(root);
     }
+    close(p[1]);
+    uint32_t b = 0;
+    ssize_t n;
+    while ((n = read(p[0], &b, sizeof b)) < 0 && errno == EINTR)
+        ;
+    close(p[0]);
     int status;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR)
             return -1;
-    return WIFEXITED(status) && WEXITSTATUS(status) < 2 ? WEXITSTATUS(status) : -1;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) >= 2)
+        return -1;
+    if (n == (ssize_t)sizeof b)
+        *base = b;
+    return WEXITSTATUS(status);
 }
 
-/* A user namespace a container may join: a child of the host's that maps no host id 0. */
-static int check_userns(int userfd, const char *path, struct nsbox_err *e)
+/* A user namespace a container may join: a child of the host's that maps no host id 0.
+ * *base: the host id of its id 0 (userns_maps_root). */
+static int check_userns(int userfd, const char *path, uint32_t *base, struct nsbox_err *e)
 {
+    *base = 0;
     if (is_host(userfd, "user"))
         return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
                              "joining the host's user namespace (%s) is not supported: the "
@@ -107,7 +150,7 @@ static int check_userns(int userfd, const char *path, struct nsbox_err *e)
     bool top = parent >= 0 && is_host(parent, "user");
     if (parent >= 0)
         close(parent);
-    int root = top ? userns_maps_root(userfd) : -1;
+    int root = top ? userns_maps_root(userfd, base) : -1;
     if (!top || root != 0)
         return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
                              "the user namespace of %s cannot be joined: %s; nsbox-oci joins "
@@ -178,10 +221,12 @@ static void joined_close(struct joined *j)
 }
 
 /* The joined user namespace, or -1 when the container gets its own: the config's user path, or
- * the one owner of the joined namespaces that is not the host's user namespace. */
-static int pod_userns(struct joined *j, int *user_fd, struct nsbox_err *e)
+ * the one owner of the joined namespaces that is not the host's user namespace; *base: the host
+ * id of its id 0 (userns_maps_root). */
+static int pod_userns(struct joined *j, int *user_fd, uint32_t *base, struct nsbox_err *e)
 {
     *user_fd = -1;
+    *base = 0;
     const char *from = NULL;
     for (size_t i = 0; i < j->n; i++)
         if (j->ns[i]->type == NSBOX_OCI_NS_USER) {
@@ -202,7 +247,7 @@ static int pod_userns(struct joined *j, int *user_fd, struct nsbox_err *e)
                                  NSBOX_SHOW(from), NSBOX_SHOW(j->ns[i]->path));
         }
     }
-    if (*user_fd >= 0 && check_userns(*user_fd, from, e) < 0) {
+    if (*user_fd >= 0 && check_userns(*user_fd, from, base, e) < 0) {
         nsbox_closep(user_fd);
         return -1;
     }
@@ -245,10 +290,11 @@ int nsbox_ocins_open(const struct nsbox_ocispec *c, struct nsbox_launch *L, bool
     struct joined j;
     int user = -1;
     L->n_joins = 0;
+    L->joined_id_base = 0;
     *host_net = false;
     int r = open_all(c, &j, e);
     if (r == 0)
-        r = pod_userns(&j, &user, e);
+        r = pod_userns(&j, &user, &L->joined_id_base, e);
     /* the host's user namespace's first, then the pod's user namespace, then what it owns */
     for (int pass = 0; pass < 2 && r == 0; pass++) {
         for (size_t i = 0; i < j.n; i++)

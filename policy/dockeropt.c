@@ -10,6 +10,9 @@ struct dockeropt {
     const char *hint;
 };
 
+/* The options of the table that are Podman's own (podman run --tls-verify), not Docker's. */
+static const char *const podman_only[] = {"--tls-verify"};
+
 static const struct dockeropt dockeropt_table[] = {
     {{"-w", "--workdir", NULL},
      "where the command starts is --cwd DIR here (run and exec; relative to /workspace)"},
@@ -65,9 +68,14 @@ static const struct dockeropt dockeropt_table[] = {
      "the instance type's limits bound a sandbox; a command lowers its own rlimits inside: "
      "-- sh -c 'ulimit -n 1024 && exec CMD'"},
     {{"--gpus", NULL}, "a sandbox gets no host devices, GPUs included"},
+    {{"--tls-verify", NULL},
+     "run and create pull with TLS verified; for a registry in plain HTTP, pull its image first "
+     "with nsbox image pull --tls-verify=false REF, or name the registry insecure once in "
+     "registries.conf (docs/images.md, \"Pulling\")"},
 };
 
-const char *nsbox_dockeropt_hint(const char *option)
+/* The table's entry of option's name (the part before '=' of "--name=value"), or NULL. */
+static const struct dockeropt *dockeropt_find(const char *option)
 {
     const char *eq = option[0] == '-' && option[1] == '-' ? strchr(option, '=') : NULL;
     size_t len = eq ? (size_t)(eq - option) : strlen(option);
@@ -76,7 +84,22 @@ const char *nsbox_dockeropt_hint(const char *option)
              j < NSBOX_ARRAY_LEN(dockeropt_table[k].names) && dockeropt_table[k].names[j]; j++) {
             const char *n = dockeropt_table[k].names[j];
             if (strlen(n) == len && !strncmp(n, option, len))
-                return dockeropt_table[k].hint;
+                return &dockeropt_table[k];
         }
     return NULL;
+}
+
+const char *nsbox_dockeropt_hint(const char *option)
+{
+    const struct dockeropt *d = dockeropt_find(option);
+    return d ? d->hint : NULL;
+}
+
+const char *nsbox_dockeropt_engine(const char *option)
+{
+    const struct dockeropt *d = dockeropt_find(option);
+    for (size_t k = 0; d && k < NSBOX_ARRAY_LEN(podman_only); k++)
+        if (!strcmp(d->names[0], podman_only[k]))
+            return "podman";
+    return "docker";
 }

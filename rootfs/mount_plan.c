@@ -337,18 +337,16 @@ static int plan_config_mount(const struct nsbox_rootfs_cfg *cfg, const struct ns
                              m->type, m->destination);
     if (!image && plan_mount_point(plan, rel, bind && m->source_is_file, e) < 0)
         return -1;
+    /* cgroup: the sandbox's own cgroup directories, bound there once the cgroup exists
+     * (nsbox_mount_plan_add_cgroup), as nsbox's own /sys shows them; a cgroup2 mount made
+     * inside is refused to a user namespace on a v1 or hybrid host, which left it empty */
+    if (!strcmp(m->type, "cgroup"))
+        return 0;
     struct nsbox_mount_op *o = PUSH(kinds[k].op, rel);
     if ((!bind || m->source[0]) && set_src(plan, o, m->source[0] ? m->source : m->type, e) < 0)
         return -1;
     o->flags = m->flags & ~(unsigned long)MS_BIND;
     snprintf(o->fstype, sizeof o->fstype, "%s", m->type);
-    if (!strcmp(m->type, "cgroup")) {
-        /* The sandbox's own cgroup namespace, seen through the unified hierarchy where the
-         * kernel lets a user namespace mount it; a v1-only host leaves the directory empty. */
-        snprintf(o->fstype, sizeof o->fstype, "cgroup2");
-        o->optional = true;
-        o->flags |= MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
-    }
     if (strlen(m->data) >= sizeof o->data)
         return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "mounts: the options of %s are too long",
                              m->destination);
@@ -497,20 +495,52 @@ static int plan_scratch(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_p
 
 /* The links a co-mounted v1 hierarchy's directory gets, one per controller ("cpu" and
  * "cpuacct" to "cpu,cpuacct"), as the host has them: a reader that looks for one controller's
- * directory by its name finds it. */
-static int plan_sys_links(struct nsbox_mount_plan *plan, const char *name, struct nsbox_err *e)
+ * directory by its name finds it. base: the directory that holds the hierarchies. */
+static int plan_sys_links(struct nsbox_mount_plan *plan, const char *base, const char *name,
+                          struct nsbox_err *e)
 {
     if (!strchr(name, ','))
         return 0;
-    char target[NAME_MAX + 32];
+    char target[PATH_MAX];
     for (const char *p = name; *p;) {
         size_t len = strcspn(p, ",");
         if (len && len < 64) {
-            snprintf(target, sizeof target, "sys/fs/cgroup/%.*s", (int)len, p);
+            snprintf(target, sizeof target, "%s/%.*s", base, (int)len, p);
             if (set_src(plan, PUSH(NSBOX_MOP_SYMLINK, target), name, e) < 0)
                 return -1;
         }
         p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+/* The sandbox's cgroup directories bound read-only at base (a directory the plan made, or for
+ * v2's one directory, a mount point): v2's at base itself, each v1 hierarchy's at
+ * base/<name>, made first. */
+static int plan_cgroup_views(struct nsbox_mount_plan *plan, const char *base,
+                             const struct nsbox_cgroup_view *views, size_t n,
+                             struct nsbox_err *e)
+{
+    const uint64_t ro =
+        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+    char target[PATH_MAX];
+    for (size_t i = 0; i < n; i++) {
+        const char *name = views[i].name;
+        if (name && (!valid_entry_name(name) ||
+                     (size_t)snprintf(target, sizeof target, "%s/%s", base, name) >= sizeof target))
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "rootfs: bad cgroup hierarchy '%s'",
+                                 name);
+        if (!name && n != 1)
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                 "rootfs: cgroup v2's directory goes alone at /sys/fs/cgroup");
+        if (name)
+            PUSH(NSBOX_MOP_MKDIR, target)->mode = 0555;
+        struct nsbox_mount_op *o = PUSH(NSBOX_MOP_BIND, name ? target : base);
+        if (set_src(plan, o, views[i].path, e) < 0)
+            return -1;
+        o->attr = ro;
+        if (name && plan_sys_links(plan, base, name, e) < 0)
+            return -1;
     }
     return 0;
 }
@@ -532,28 +562,36 @@ int nsbox_mount_plan_add_sys(struct nsbox_mount_plan *plan, const struct nsbox_c
         PUSH(NSBOX_MOP_MKDIR, "sys/fs")->mode = 0555;
         PUSH(NSBOX_MOP_MKDIR, "sys/fs/cgroup")->mode = 0555;
     }
-    char target[NAME_MAX + 32];
-    for (size_t i = 0; i < n; i++) {
-        const char *name = views[i].name;
-        if (name &&
-            (!valid_entry_name(name) ||
-             (size_t)snprintf(target, sizeof target, "sys/fs/cgroup/%s", name) >= sizeof target))
-            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "rootfs: bad cgroup hierarchy '%s'",
-                                 name);
-        if (!name && n != 1)
-            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                                 "rootfs: cgroup v2's directory goes alone at /sys/fs/cgroup");
-        if (name)
-            PUSH(NSBOX_MOP_MKDIR, target)->mode = 0555;
-        o = PUSH(NSBOX_MOP_BIND, name ? target : "sys/fs/cgroup");
-        if (set_src(plan, o, views[i].path, e) < 0)
-            return -1;
-        o->attr = ro;
-        if (name && plan_sys_links(plan, name, e) < 0)
-            return -1;
-    }
+    if (plan_cgroup_views(plan, "sys/fs/cgroup", views, n, e) < 0)
+        return -1;
     /* nothing can be added to /sys nor changed in it: its tmpfs, then made read-only */
     PUSH(NSBOX_MOP_SETATTR, "sys")->attr = ro;
+    return 0;
+}
+
+int nsbox_mount_plan_add_cgroup(struct nsbox_mount_plan *plan, const char *destination,
+                                const struct nsbox_cgroup_view *views, size_t n,
+                                struct nsbox_err *e)
+{
+    const uint64_t ro =
+        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+    const char *rel = destination + strspn(destination, "/");
+    struct nsbox_rootfs_mount m = {.destination = destination, .type = "cgroup"};
+    if (check_destination(rel, &m, e) < 0)
+        return -1;
+    if (n > NSBOX_MOUNT_SYS_VIEWS_MAX)
+        return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "rootfs: %zu cgroup hierarchies to show",
+                             n);
+    plan->cap = NSBOX_MOUNT_PLAN_OPS; /* its own room, after the build's */
+    if (n == 1 && !views[0].name) /* v2: the one directory, bound on the mount point */
+        return plan_cgroup_views(plan, rel, views, n, e);
+    /* v1: a tmpfs of its own to hold one directory per hierarchy, sealed once they are in */
+    struct nsbox_mount_op *o = PUSH(NSBOX_MOP_TMPFS, rel);
+    o->flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+    snprintf(o->data, sizeof o->data, "mode=0555,size=4k,nr_inodes=64");
+    if (plan_cgroup_views(plan, rel, views, n, e) < 0)
+        return -1;
+    PUSH(NSBOX_MOP_SETATTR, rel)->attr = ro;
     return 0;
 }
 

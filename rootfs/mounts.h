@@ -199,9 +199,20 @@ struct nsbox_cgroup_view {
  * directories bound read-only (nosuid, nodev, noexec): v2's at /sys/fs/cgroup itself, each of
  * v1's at /sys/fs/cgroup/<name> (a co-mounted hierarchy's controllers as links to it), as
  * Docker lays them out. n 0 (no cgroup): /sys holds nothing. Appended to a plan that is built
- * (nsbox_mount_plan_build), once the cgroup exists; not for nsbox-oci, whose config mounts. */
+ * (nsbox_mount_plan_build), once the cgroup exists; not for nsbox-oci, whose config mounts
+ * (nsbox_mount_plan_add_cgroup). */
 int nsbox_mount_plan_add_sys(struct nsbox_mount_plan *plan, const struct nsbox_cgroup_view *views,
                              size_t n, struct nsbox_err *e);
+/* Pure, nsbox-oci: the config's cgroup mount at destination (an absolute path, as the config
+ * gives it), made of the sandbox's own cgroup directories bound read-only (nosuid, nodev,
+ * noexec): v2's on destination itself, v1's each at destination/<name> of a tmpfs of its own
+ * that is made read-only once they are in, as add_sys lays them out under /sys/fs/cgroup.
+ * Appended once the cgroup exists, after the config's masks (what shows below it is the
+ * sandbox's own cgroup, read-only, whatever is masked there). n 0: the mount point stays
+ * empty. */
+int nsbox_mount_plan_add_cgroup(struct nsbox_mount_plan *plan, const char *destination,
+                                const struct nsbox_cgroup_view *views, size_t n,
+                                struct nsbox_err *e);
 /* Whether an image's top-level entry of this name is shown in the sandbox: not ".", "..", a
  * name with a slash, nor one nsbox provides itself (/proc, /dev, /tmp, /workspace...). */
 bool nsbox_mount_plan_shows(const char *name);

@@ -163,10 +163,15 @@ static void explain(const char *ref, const char *domain, char *out, struct nsbox
             else if (skopeo_errors[k].hint == HINT_CA)
                 ca_hint(ref, domain, hint, sizeof hint);
             else if (skopeo_errors[k].hint == HINT_PLAIN) /* run and create always verify */
+                /* skopeo's entry whole, as one line to paste: the file to write and its
+                 * syntax are what a user would otherwise have to look up */
                 snprintf(hint, sizeof hint,
                          "fix: `nsbox image pull --tls-verify=false %s` (then run and create "
-                         "use the stored image), or mark %s insecure in registries.conf",
-                         ref, domain);
+                         "use the stored image), or once for every pull from it: `echo "
+                         "'registry = [{location = \"%s\", insecure = true}]' > "
+                         "/etc/containers/registries.conf.d/insecure-%s.conf` (one user's: "
+                         "~/.config/containers/registries.conf.d/)",
+                         ref, domain, domain);
             /* paths from the environment, whole (a cut one names no file) but one line */
             for (char *c = hint; *c; c++)
                 if ((unsigned char)*c < 0x20 || *c == 0x7f)

@@ -193,17 +193,33 @@ static uint32_t owner_of(const struct nsbox_sandbox *c)
 /* The sandbox's own cgroup, read-only at /sys/fs/cgroup (docs/cgroups.md, "What a sandbox
  * sees"): runtimes that size themselves from it (a JVM, Go's GOMAXPROCS, Node's heap) find the
  * sandbox's limits instead of the host's size. */
-static int add_cgroup_view(struct nsbox_mount_plan *plan, const struct nsbox_cgroup *cg,
-                           struct nsbox_err *e)
+static int add_cgroup_view(struct nsbox_sandbox *c, struct nsbox_err *e)
 {
     _Static_assert(NSBOX_CG_V1_MAX <= NSBOX_MOUNT_SYS_VIEWS_MAX, "each hierarchy has its room");
+    const struct nsbox_cgroup *cg = &c->cg;
     struct nsbox_cgroup_view views[NSBOX_CG_V1_MAX];
     size_t n = 0;
     if (cg->version == 2)
         views[n++] = (struct nsbox_cgroup_view){NULL, cg->path};
     for (size_t i = 0; cg->version == 1 && i < cg->n_v1; i++)
         views[n++] = (struct nsbox_cgroup_view){cg->v1[i].controller, cg->v1[i].path};
-    return nsbox_mount_plan_add_sys(plan, views, n, e);
+    if (!c->mounts)
+        return nsbox_mount_plan_add_sys(c->plan, views, n, e);
+    /* nsbox-oci: where its config mounts cgroup (Docker, Podman and containerd do, at
+     * /sys/fs/cgroup), the same directories as a container under runc sees there */
+    for (size_t i = 0; i < c->n_mounts; i++)
+        if (!strcmp(c->mounts[i].type, "cgroup"))
+            return nsbox_mount_plan_add_cgroup(c->plan, c->mounts[i].destination, views, n, e);
+    return 0;
+}
+
+/* The host id of the sandbox's id 0, which its idmapped root and volumes map their owners to:
+ * its slot's, or a joined pod's (launch.h), whose user namespace the container runs in. */
+static uint32_t ids_base(const struct nsbox_sandbox *c)
+{
+    if (c->L.joined_id_base && nsbox_launch_joins(&c->L, CLONE_NEWUSER))
+        return c->L.joined_id_base;
+    return nsbox_idmap_slot_base(c->st.slot);
 }
 
 /* A stored OCI image unpacked by root: its root directory belongs to image id 0. */
@@ -224,7 +240,7 @@ static int prepare_root(struct nsbox_sandbox *c, const struct nsbox_image *img, 
     if (c->root_writable) {
         int r = 1;
         if (c->st.privileged)
-            r = nsbox_userns_root_tree(img->root, nsbox_idmap_slot_base(c->st.slot), &c->L.image_fd,
+            r = nsbox_userns_root_tree(img->root, ids_base(c), &c->L.image_fd,
                                        &c->seal_list, &c->root_why);
         else
             nsbox_err_set(&c->root_why, NSBOX_E_UNSUPPORTED, EPERM,
@@ -239,7 +255,7 @@ static int prepare_root(struct nsbox_sandbox *c, const struct nsbox_image *img, 
     /* An OCI image whose files keep their owners (NSBOX_IMAGE_ID_BASE + N, made so by a root
      * import) is seen through an idmapped mount: its ids N are this sandbox's ids N. */
     if (c->L.image_fd < 0 && c->st.privileged && oci_owned(img) &&
-        nsbox_userns_image_tree(img, nsbox_idmap_slot_base(c->st.slot), &c->L.image_fd, e) < 0)
+        nsbox_userns_image_tree(img, ids_base(c), &c->L.image_fd, e) < 0)
         return -1;
     /* an image made of layers without idmapped mounts: their plain overlay (owners as nobody) */
     if (c->L.image_fd < 0 && img->mount_fd >= 0 &&
@@ -284,7 +300,7 @@ static int prepare_volumes(struct nsbox_sandbox *c, struct nsbox_err *e)
                           "an idmapped mount needs root, and nsbox-oci runs as uid %u",
                           (unsigned)getuid());
         else
-            r = nsbox_userns_volume_tree(m, im, nsbox_idmap_slot_base(c->st.slot), &c->mount_fds[i],
+            r = nsbox_userns_volume_tree(m, im, ids_base(c), &c->mount_fds[i],
                                          &ve);
         if (r < 0) {
             *e = ve;
@@ -419,7 +435,7 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
             return nsbox_err_wrap(e, "linux.cgroupsPath %s", c->cg_place->path);
     } else if (nsbox_cgroup_create(c->st.id, &s->limits, &c->cg, e) < 0)
         return nsbox_err_wrap(e, "instance type '%s' limits", s->instance_type);
-    if (!c->mounts && add_cgroup_view(c->plan, &c->cg, e) < 0) /* nsbox-oci: its config's */
+    if (add_cgroup_view(c, e) < 0)
         return -1;
 
     c->envp = nsbox_sandbox_env(s, e);

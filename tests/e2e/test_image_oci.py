@@ -537,8 +537,9 @@ class PerUserStore(unittest.TestCase):
 @unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")
 @unittest.skipIf(oci_registry.missing_tools(), "needs %s" % ", ".join(oci_registry.NEEDS))
 class Registry(unittest.TestCase):
-    """A pull from a registry on 127.0.0.1 over plain HTTP (--tls-verify=false: Debian's
-    skopeo 1.9 reads no test-local registries.conf)."""
+    """A pull from a registry on 127.0.0.1 over plain HTTP: --tls-verify=false, or the
+    registries.conf entry the error gives, in a drop-in directory of the test's HOME (Debian's
+    skopeo 1.9 reads no CONTAINERS_REGISTRIES_CONF)."""
 
     def test_push_with_skopeo_pull_with_nsbox(self):
         dirs = Dirs()
@@ -565,6 +566,7 @@ class Registry(unittest.TestCase):
         self.assertIn(b"speaks plain HTTP", r.stderr)
         self.assertIn(("fix: `nsbox image pull --tls-verify=false %s`" % ref).encode(), r.stderr)
         self.assertNotIn(b'\\"', r.stderr)  # skopeo's words unquoted
+        self.said_once_in_registries_conf(dirs, reg, layout, ref, r.stderr.decode())
         self.assertNotIn(b"pulling", r.stderr)  # on a pipe, the command's words alone
         # on a terminal, that the run is pulling (for minutes, with a big image) before it fails
         code, out, _, _ = in_a_terminal(["run", "--pull", "always", "--image", ref, "--",
@@ -582,6 +584,38 @@ class Registry(unittest.TestCase):
                       timeout=120)
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"unknown tag", r.stderr)
+
+    def said_once_in_registries_conf(self, dirs, reg, layout, ref, err):
+        """The error's other fix, the registries.conf entry, pasted as the error gives it into
+        a user's own drop-in directory (HOME is the test's: /etc is not touched): run, create
+        and the Python client then pull from the plain-HTTP registry without --tls-verify."""
+        host = reg.host
+        line = "`echo 'registry = [{location = \"%s\", insecure = true}]' > " \
+               "/etc/containers/registries.conf.d/insecure-%s.conf`" % (host, host)
+        self.assertIn(line, err)
+        self.assertIn("(one user's: ~/.config/containers/registries.conf.d/)", err)
+        home = os.path.join(reg.work, "home")
+        drop_in = os.path.join(home, ".config", "containers", "registries.conf.d")
+        os.makedirs(drop_in)
+        cmd = line.strip("`").replace("/etc/containers/registries.conf.d", drop_in)
+        subprocess.run(["sh", "-c", cmd], check=True)
+        env = {"HOME": home}
+        r = run_nsbox(["run", "--pull", "always", "--image", ref, "--", "sh", "-c", "echo $FOO"],
+                      dirs, extra_env=env, timeout=120)
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, b"from-image"), r.stderr)
+        other = reg.push(layout, "team/bb:2")  # not in the store: create pulls it
+        r = run_nsbox(["create", "--image", other], dirs, extra_env=env, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.decode().strip()
+        r = run_nsbox(["exec", sid, "--", "sh", "-c", "echo $FOO"], dirs, timeout=60)
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, b"from-image"), r.stderr)
+        run_nsbox(["rm", sid], dirs, timeout=60)
+        sys.path.insert(0, os.path.join(os.environ.get("NSBOX_SOURCE_DIR", "."), "python"))
+        import nsbox
+        box = nsbox.LocalSandbox(image=reg.push(layout, "team/bb:3"), binary=NSBOX,
+                                 nsbox_env=dirs.env(env))
+        with box.open() as sb:
+            self.assertEqual(sb.execute("echo $FOO").stdout, "from-image\n")
 
 
 @unittest.skipIf(not NSBOX, "NSBOX_BIN is not set (run through ctest)")

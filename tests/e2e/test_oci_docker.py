@@ -3,7 +3,7 @@ own (Debian's docker.io; tests/lib/engines.py: its own network and mount namespa
 roots, socket and containerd, bridge networking without iptables) gets `--add-runtime
 nsbox=<build>/nsbox-oci` and loads a busybox image the test builds (a docker-save archive).
 Checked: `docker run --runtime=nsbox` output and exit code, `--memory` and `--pids-limit` as the
-sandbox's limits, `docker update` of one limit leaving the others, `-v` volumes, `docker pause`/`unpause`, `docker exec` (also with -t), `docker
+sandbox's limits (also as the container reads them at /sys/fs/cgroup, read-only), `docker update` of one limit leaving the others, `-v` volumes, `docker pause`/`unpause`, `docker exec` (also with -t), `docker
 stop` (the workload ends of the SIGTERM, not of the SIGKILL after the grace period), `docker run
 -t` (a terminal), bridge networking (eth0 with the address Docker gave, set up by Docker's prestart
 hook), `--pid=host` refused at create with the reason in docker's output, Docker's seccomp
@@ -313,6 +313,25 @@ class Docker(engines.DockerCase):
                       ("THAWED", "0"))
         self.assertEqual(self.docker("inspect", "-f", "{{.State.Status}}", "limits").stdout,
                          "running\n")
+
+    def test_container_sees_its_own_cgroup(self):
+        # at /sys/fs/cgroup, where Docker's config mounts cgroup, as under runc: its own limits
+        # (a JVM, Go or Node sizes itself from them), read-only; v1 as well as v2
+        r = self.docker("run", "--rm", "--runtime=nsbox", "-m", "96m", "--pids-limit", "37",
+                        engines.IMAGE, "sh", "-c",
+                        "cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || "
+                        "cat /sys/fs/cgroup/memory.max; cat /sys/fs/cgroup/pids/pids.max "
+                        "2>/dev/null || cat /sys/fs/cgroup/pids.max; cat /proc/self/cgroup; "
+                        "for f in /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/pids.max; do "
+                        "test -e $f && { (echo 5 > $f) 2>/dev/null && echo wrote; }; done; "
+                        "mkdir /sys/fs/cgroup/x 2>/dev/null && echo made; true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.split("\n")
+        self.assertEqual(lines[:2], [str(96 << 20), "37"], r.stdout)
+        # its cgroup namespace is rooted there: every hierarchy says /
+        self.assertTrue(all(l.endswith(":/") for l in lines[2:] if l), r.stdout)
+        self.assertNotIn("wrote", r.stdout)
+        self.assertNotIn("made", r.stdout)
 
     def test_update_changes_only_what_it_names(self):
         # docker update sends every limit, those not given as 0, which leave them (runc's

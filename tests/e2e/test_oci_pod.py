@@ -66,7 +66,10 @@ class Pod(BundleCase):
                  for t, n in (("network", "net"), ("ipc", "ipc"), ("uts", "uts"))}
         # its own hostname is not set over the pod's; it tries until the pod's listener is up
         # (the pod's program starts it after `start` returns), quietly
-        app = pod_config(["sh", "-c", "hostname; ls /dev/mqueue; for i in $(seq 100); do "
+        # it writes its writable root (an engine's container layer: Podman's pods) as the
+        # pod's ids, which are its own
+        app = pod_config(["sh", "-c", "hostname; ls /dev/mqueue; echo app > /from-app && "
+                          "for i in $(seq 100); do "
                           "nc 127.0.0.1 7777 2>/dev/null && break; sleep 0.1; done"],
                          "app-b", joins)
         out = os.path.join(self.tmp, "app.out")
@@ -88,6 +91,10 @@ class Pod(BundleCase):
         self.assertEqual(os.waitstatus_to_exitcode(self.wait(apid)), 0)
         with open(out) as f:
             self.assertEqual(f.read(), "pod-a\npodq\npod-hello\n")
+        # through the root's idmapped mount, the pod's root is the root's owner on disk, as a
+        # container's own root is
+        made = os.stat(os.path.join(self.bundle, "rootfs", "from-app"))
+        self.assertEqual((made.st_uid, made.st_gid), (0, 0))
         # the pod's sandbox goes on, and both go cleanly
         self.assertEqual(self.state("pause")["status"], "running")
         self.assertEqual(self.oci("delete", "app").returncode, 0)
@@ -151,12 +158,17 @@ class Pod(BundleCase):
         netns = f"/proc/{self.holder('--net')}/ns/net"
         self.assertNotEqual(os.readlink(netns), os.readlink("/proc/self/ns/net"))
         # the config's sysfs, which the kernel lets only the namespace's owner mount: the
-        # host's /sys bound read-only instead
+        # host's /sys bound read-only instead; the config's cgroup mount over it is the
+        # container's own cgroup (its pids limit), not the host's hierarchies that bind holds
         c = pod_config(["sh", "-c", "readlink /proc/self/ns/net; test -d /sys/kernel && "
-                        "echo sys; grep -q ' /sys [^ ]* ro[, ]' /proc/self/mounts && echo read-only"], "x",
+                        "echo sys; grep -q ' /sys [^ ]* ro[, ]' /proc/self/mounts && echo read-only; "
+                        "cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || "
+                        "cat /sys/fs/cgroup/pids.max"], "x",
                        {"network": netns})
         c["mounts"].append({"destination": "/sys", "type": "sysfs", "source": "sysfs",
                             "options": ["nosuid", "noexec", "nodev", "ro"]})
+        c["mounts"].append({"destination": "/sys/fs/cgroup", "type": "cgroup", "source": "cgroup",
+                            "options": ["nosuid", "noexec", "nodev", "relatime", "ro"]})
         self.write_config(c)
         pid = self.create("cni")
         self.assertEqual(os.readlink(f"/proc/{pid}/ns/net"), os.readlink(netns))
@@ -164,7 +176,7 @@ class Pod(BundleCase):
                             os.readlink("/proc/self/ns/user"))
         self.assertEqual(self.oci("start", "cni").returncode, 0)
         self.assertEqual(os.waitstatus_to_exitcode(self.wait(pid)), 0, self.output())
-        self.assertEqual(self.output(), os.readlink(netns) + "\nsys\nread-only\n")
+        self.assertEqual(self.output(), os.readlink(netns) + "\nsys\nread-only\n64\n")
         self.assertEqual(self.oci("delete", "cni").returncode, 0)
         self.assertEqual(self.dirs.leftovers(), [])
 

@@ -5,7 +5,8 @@ the test's own storage, run and tmp directories, containers.conf and cgroup pare
 docker-save archive the test builds and `podman load`s. Checked: `podman run` output and exit
 code, `podman stop` (the SIGTERM ends it), `podman pause`/`unpause`, `podman run -t` (a
 terminal), `podman exec`, `podman run --preserve-fds` and socket activation through podman,
-`-v DIR:/data:idmap` (an idmapped volume the container's root writes as host root),
+`-v DIR:/data:idmap` (an idmapped volume the container's root writes as host root), a container
+that joins another's network, ipc or uts namespace (`container:NAME`) and writes its root,
 Podman's seccomp profile loaded over nsbox's, and that nothing is left."""
 import os
 import select
@@ -139,6 +140,18 @@ class Podman(engines.PodmanCase):
         self.assertEqual((r.returncode, r.stdout), (0, "ok\n"), r.stderr)
         st = os.stat(os.path.join(vol, "made"))
         self.assertEqual((st.st_uid, st.st_gid), (0, 0))
+
+    def test_container_joins_anothers_namespaces(self):
+        # --network/--ipc/--uts container:NAME, a pod's sharing: the joiner runs in the first
+        # container's user namespace, and its own root (Podman's container directory) is
+        # mapped to that namespace's ids, so its root is writable there
+        self.run_detached("podfirst", "sleep", "1000")
+        for opt in ("--network", "--ipc", "--uts"):
+            r = self.podman("run", "--rm", "--cgroup-parent", "/" + self.engine.cgroup_parent,
+                            *(["--network", "none"] if opt != "--network" else []),
+                            opt, "container:podfirst", IMAGE, "sh", "-c",
+                            "echo x > /made && cat /made")
+            self.assertEqual((r.returncode, r.stdout), (0, "x\n"), opt + ": " + r.stderr)
 
     def test_zz_nothing_left(self):
         # runs last (names sort): the containers above are gone, and with them their sandboxes

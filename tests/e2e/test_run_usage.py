@@ -167,6 +167,15 @@ class ExitCodes(RunUsageTest):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"unknown exec option --workdir (as in docker?): where the command starts "
                       b"is --cwd DIR", r.stderr)
+        # podman run's --tls-verify=false: the pull that does not verify, and the lasting way
+        for cmd in ("run", "create"):
+            r = run_nsbox([cmd, "--tls-verify=false", "--image", "127.0.0.1:5000/team/py:1",
+                           "--", "true"], self.dirs)
+            self.assertEqual(r.returncode, 125)
+            self.assertIn(b"nsbox: unknown option --tls-verify (as in podman?): run and create "
+                          b"pull with TLS verified; for a registry in plain HTTP, pull its image "
+                          b"first with nsbox image pull --tls-verify=false REF, or name the "
+                          b"registry insecure once in registries.conf", r.stderr)
         # docker run IMAGE runs the image's command; here one is asked for, saying why (before
         # anything is pulled)
         r = run_nsbox(["run", "--image", "python:3.12-slim"], self.dirs)

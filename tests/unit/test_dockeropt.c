@@ -36,6 +36,11 @@ static void test_each_habit_names_nsbox_way(void **state)
     assert_hint_names("--storage-opt=size=10G", "--instance-type small|medium|large");
     assert_hint_names("--disk", "nsbox info prints each one's disk");
     assert_hint_names("--disk-size=20G", "--workspace DIR");
+    /* Podman's: run and create pull with TLS verified, the way around it named */
+    assert_hint_names("--tls-verify=false", "nsbox image pull --tls-verify=false REF");
+    assert_hint_names("--tls-verify", "registries.conf");
+    assert_string_equal(nsbox_dockeropt_engine("--tls-verify=false"), "podman");
+    assert_string_equal(nsbox_dockeropt_engine("--rm"), "docker");
     assert_hint_names("-u", "appuser (uid 1000)");
     assert_hint_names("--user=root", "appuser (uid 1000)");
     assert_hint_names("--name", "id=$(nsbox create)");

@@ -58,11 +58,11 @@ static void test_config_order_and_floor(void **state)
     int proc = idx(p, NSBOX_MOP_PROC, "proc"), dev = idx(p, NSBOX_MOP_TMPFS, "dev");
     int pts = idx(p, NSBOX_MOP_DEVPTS, "dev/pts"), shm = idx(p, NSBOX_MOP_TMPFS, "dev/shm");
     int mq = idx(p, NSBOX_MOP_FS, "dev/mqueue"), sys = idx(p, NSBOX_MOP_FS, "sys");
-    int cg = idx(p, NSBOX_MOP_FS, "sys/fs/cgroup"), host = idx(p, NSBOX_MOP_BIND, "etc/hostname");
+    int host = idx(p, NSBOX_MOP_BIND, "etc/hostname");
     int data = idx(p, NSBOX_MOP_BIND, "data");
     /* the config's order */
     assert_true(proc >= 0 && proc < dev && dev < pts && pts < shm && shm < mq && mq < sys &&
-                sys < cg && cg < host && host < data);
+                sys < host && host < data);
     /* one /proc and one /dev: the config's, not nsbox's as well */
     assert_int_equal(count(p, NSBOX_MOP_PROC, NULL), 1);
     assert_int_equal(count(p, NSBOX_MOP_DEVPTS, NULL), 1);
@@ -72,9 +72,11 @@ static void test_config_order_and_floor(void **state)
     assert_string_equal(p->ops[shm].src, "shm");
     assert_string_equal(p->ops[mq].fstype, "mqueue");
     assert_true(p->ops[sys].flags & MS_RDONLY);
-    /* cgroup: the unified hierarchy, read-only, where it can be had */
-    assert_string_equal(p->ops[cg].fstype, "cgroup2");
-    assert_true(p->ops[cg].optional && (p->ops[cg].flags & MS_RDONLY));
+    /* cgroup: no filesystem mounted for it here (a user namespace is refused a cgroup2 mount
+     * on a v1 host); the sandbox's own cgroup is bound there once it exists (test_mounts_sys.c) */
+    for (size_t i = 0; i < p->n; i++)
+        if (!strncmp(p->ops[i].target, "sys/fs/cgroup", 13))
+            assert_int_equal(p->ops[i].op, NSBOX_MOP_MKDIR);
     /* nsbox's device nodes go into the config's /dev after it is mounted */
     int null = idx(p, NSBOX_MOP_BIND_DEV, "dev/null");
     assert_true(null > dev && null < pts);

@@ -156,6 +156,60 @@ static void test_room_of_its_own(void **state)
     }
 }
 
+/* nsbox-oci: the config's cgroup mount (nsbox_mount_plan_add_cgroup) at its destination. v1:
+ * a tmpfs of its own there, each hierarchy's directory made in it and bound read-only, the
+ * links, then the tmpfs sealed read-only, last; nothing outside the destination. */
+static void test_config_cgroup_v1(void **state)
+{
+    (void)state;
+    const struct nsbox_cgroup_view v[] = {{"memory", "/sys/fs/cgroup/memory/ctr"},
+                                          {"cpu,cpuacct", "/sys/fs/cgroup/cpu,cpuacct/ctr"}};
+    struct world *w = dir_world();
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_mount_plan_build(&w->cfg, &w->plan, &e), 0);
+    size_t before = w->plan.n;
+    if (nsbox_mount_plan_add_cgroup(&w->plan, "/sys/fs/cgroup", v, 2, &e) != 0)
+        fail_msg("add_cgroup: %s", e.msg);
+    const struct nsbox_mount_plan *p = &w->plan;
+    int tmpfs = idx(p, NSBOX_MOP_TMPFS, "sys/fs/cgroup");
+    int seal = idx(p, NSBOX_MOP_SETATTR, "sys/fs/cgroup");
+    assert_int_equal(tmpfs, (int)before);
+    assert_int_equal(seal, (int)p->n - 1);
+    assert_int_equal(p->ops[seal].attr, RO);
+    assert_true(p->ops[tmpfs].flags & MS_NOSUID && p->ops[tmpfs].flags & MS_NODEV &&
+                p->ops[tmpfs].flags & MS_NOEXEC);
+    int b = idx(p, NSBOX_MOP_BIND, "sys/fs/cgroup/memory");
+    assert_true(b > idx(p, NSBOX_MOP_MKDIR, "sys/fs/cgroup/memory") && b < seal);
+    assert_string_equal(p->ops[b].src, "/sys/fs/cgroup/memory/ctr");
+    assert_int_equal(p->ops[b].attr, RO);
+    assert_false(p->ops[b].late || p->ops[b].recursive || p->ops[b].src_in_image);
+    assert_true(idx(p, NSBOX_MOP_SYMLINK, "sys/fs/cgroup/cpuacct") > tmpfs);
+    for (size_t i = before; i < p->n; i++)
+        assert_int_equal(strncmp(p->ops[i].target, "sys/fs/cgroup", 13), 0);
+    free(w);
+}
+
+/* v2: the one directory bound read-only on the destination itself, nothing else; a
+ * destination that is not a clean path is refused */
+static void test_config_cgroup_v2_and_bad_destination(void **state)
+{
+    (void)state;
+    const struct nsbox_cgroup_view v[] = {{NULL, "/sys/fs/cgroup/ctr"}};
+    struct world *w = dir_world();
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_mount_plan_build(&w->cfg, &w->plan, &e), 0);
+    size_t before = w->plan.n;
+    assert_int_equal(nsbox_mount_plan_add_cgroup(&w->plan, "/sys/fs/cgroup", v, 1, &e), 0);
+    assert_int_equal(w->plan.n, before + 1);
+    assert_int_equal(w->plan.ops[before].op, NSBOX_MOP_BIND);
+    assert_string_equal(w->plan.ops[before].target, "sys/fs/cgroup");
+    assert_string_equal(w->plan.ops[before].src, "/sys/fs/cgroup/ctr");
+    assert_int_equal(w->plan.ops[before].attr, RO);
+    assert_int_equal(nsbox_mount_plan_add_cgroup(&w->plan, "/sys/../etc", v, 1, &e), -1);
+    assert_int_equal(e.code, NSBOX_E_INVALID);
+    free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -164,6 +218,8 @@ int main(void)
         cmocka_unit_test(test_no_cgroup_empty_sys),
         cmocka_unit_test(test_bad_views_refused),
         cmocka_unit_test(test_room_of_its_own),
+        cmocka_unit_test(test_config_cgroup_v1),
+        cmocka_unit_test(test_config_cgroup_v2_and_bad_destination),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
