@@ -10,6 +10,7 @@
 #include "info.h"
 #include "imagelibs.h"
 #include "cli.h"
+#include "cfgcheck.h"
 #include "caps.h"
 #include "cgroup.h"
 #include "cleanup.h"
@@ -503,20 +504,17 @@ static void check_file_table(struct nsbox_check *c)
 static void check_config(struct nsbox_check *c)
 {
     struct nsbox_err e = {0};
-    struct nsbox_ws_config ws;
     char dir[PATH_MAX];
     const char *env = getenv("NSBOX_CONFIG");
     const char *path = env && *env ? env : NSBOX_CONFIG_DEFAULT_PATH;
     bool types = nsbox_config_load_types(NULL, &e) == 0;
-    bool keep;
-    bool file = types && nsbox_workspace_load_config(&ws, &e) == 0 &&
-                nsbox_warmpool_config_check(&e) == 0 && nsbox_net_config_check(&e) == 0 &&
-                nsbox_filemax_config_keep(&keep, &e) == 0;
+    bool file = types && nsbox_cfgcheck_all(&e) == 0;
     if (file && nsbox_paths_runtime_dir(dir, sizeof dir, &e) == 0 &&
         nsbox_paths_data_dir(dir, sizeof dir, &e) == 0 &&
         nsbox_paths_cache_dir(dir, sizeof dir, &e) == 0) {
+        const struct nsbox_config *cfg;
         c->ok = true;
-        if (access(path, F_OK) == 0)
+        if (nsbox_config_get(NULL, &cfg, &e) == 0 && cfg->root)
             snprintf(c->detail, sizeof c->detail, "%.400s: valid", path);
         else
             snprintf(c->detail, sizeof c->detail, "no %.400s: the defaults", path);

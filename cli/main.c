@@ -6,6 +6,7 @@
 #include "cleanup.h"
 #include "config.h"
 #include "cli.h"
+#include "cfgcheck.h"
 #include "cmdline.h"
 #include "help.h"
 #include "filemax.h"
@@ -113,11 +114,9 @@ int main(int argc, char **argv)
     struct nsbox_err e = {0};
     const struct command *c = find_command(cmd);
     bool makes = c && c->makes && (!c->makes[0] || (argc > 2 && !strcmp(argv[2], c->makes)));
-    /* the network section too, whatever the network: a typo there went unnoticed until a
-     * sandbox with --network all (docs/spec.md promises that misspelled keys fail) */
-    bool keep;
-    if (makes && (nsbox_config_load_types(NULL, &e) < 0 || nsbox_net_config_check(&e) < 0 ||
-                  nsbox_filemax_config_keep(&keep, &e) < 0))
+    /* every section, whatever the sandbox uses: a typo in the network section went unnoticed
+     * until a sandbox with --network all (docs/spec.md promises that misspelled keys fail) */
+    if (makes && nsbox_cfgcheck_all(&e) < 0)
         return nsbox_say_fail(&e);
     if (c && c->handler == cmd_help)
         return cmd_help(argc - 1, argv + 1);

@@ -1,6 +1,5 @@
 #include "filetable.h"
 #include "cfgsection.h"
-#include "cleanup_cjson.h"
 
 #include <string.h>
 
@@ -9,11 +8,10 @@ bool nsbox_filetable_fillable(uint64_t file_max, uint64_t mem_bytes)
     return file_max < mem_bytes / NSBOX_FILETABLE_FILE_BYTES;
 }
 
-int nsbox_filetable_config_from_json(const char *text, size_t len, bool *keep, struct nsbox_err *e)
+int nsbox_filetable_config_from_json(const cJSON *root, bool *keep, struct nsbox_err *e)
 {
-    cleanup_cjson cJSON *root = NULL;
     const cJSON *host;
-    if (nsbox_cfgsection_find(text, len, "host", "{\"file_max\": \"keep\"}", &root, &host, e) < 0)
+    if (nsbox_cfgsection_find(root, "host", "{\"file_max\": \"keep\"}", &host, e) < 0)
         return -1;
     bool out = *keep;
     const cJSON *it;

@@ -25,9 +25,10 @@
  * of the host without CAP_SYS_ADMIN gets ENFILE) long before their memory ran out. */
 bool nsbox_filetable_fillable(uint64_t file_max, uint64_t mem_bytes);
 
-/* The config file's "host" section (text: the whole file): "file_max": "raise" (the default:
- * root's nsbox raises a table sandboxes could fill) or "keep" (an administrator's: leave it),
- * in *keep. Absent: *keep unchanged. */
-int nsbox_filetable_config_from_json(const char *text, size_t len, bool *keep, struct nsbox_err *e);
+/* The config file's "host" section (root: the file's object, os/config.c): "file_max": "raise"
+ * (the default: root's nsbox raises a table sandboxes could fill) or "keep" (an
+ * administrator's: leave it), in *keep. Absent: *keep unchanged. */
+struct cJSON;
+int nsbox_filetable_config_from_json(const struct cJSON *root, bool *keep, struct nsbox_err *e);
 
 #endif

@@ -183,12 +183,11 @@ void nsbox_netplan_config_init(struct nsbox_netconfig *c)
     c->allow_by_name = true; /* "address" is the opt-out (docs/network.md) */
 }
 
-int nsbox_netplan_config_from_json(struct nsbox_netconfig *c, const char *json, size_t len,
+int nsbox_netplan_config_from_json(struct nsbox_netconfig *c, const cJSON *root,
                                    struct nsbox_err *e)
 {
-    cleanup_cjson cJSON *root = NULL;
     const cJSON *net;
-    if (nsbox_cfgsection_find(json, len, "network", NULL, &root, &net, e) < 0)
+    if (nsbox_cfgsection_find(root, "network", NULL, &net, e) < 0)
         return -1;
     struct nsbox_netconfig out = *c;
     const cJSON *it;

@@ -70,8 +70,9 @@ struct nsbox_netconfig {
 
 void nsbox_netplan_config_init(struct nsbox_netconfig *c);
 /* {"network": {"pool": "10.171.0.0/16", "dns": ["192.0.2.53"]}}; other top-level keys belong to
- * other modules. Unknown keys inside "network" are errors. */
-int nsbox_netplan_config_from_json(struct nsbox_netconfig *c, const char *json, size_t len,
+ * other modules. Unknown keys inside "network" are errors. root: the config file's object
+ * (os/config.c). */
+int nsbox_netplan_config_from_json(struct nsbox_netconfig *c, const struct cJSON *root,
                                    struct nsbox_err *e);
 
 /* ---- resolv.conf ---------------------------------------------------------------------------- */

@@ -29,12 +29,11 @@ static int get_uint(const cJSON *it, uint64_t min, uint64_t max, uint64_t *out)
     return 0;
 }
 
-int nsbox_pool_config_from_json(const char *text, size_t len, struct nsbox_pool_config *c,
+int nsbox_pool_config_from_json(const cJSON *root, struct nsbox_pool_config *c,
                                 struct nsbox_err *e)
 {
-    cleanup_cjson cJSON *root = NULL;
     const cJSON *pool;
-    if (nsbox_cfgsection_find(text, len, "pool", "{\"size\": 1}", &root, &pool, e) < 0)
+    if (nsbox_cfgsection_find(root, "pool", "{\"size\": 1}", &pool, e) < 0)
         return -1;
     struct nsbox_pool_config out = *c;
     bool ttl_given = false;

@@ -36,8 +36,9 @@ struct nsbox_pool_config {
 };
 
 void nsbox_pool_config_init(struct nsbox_pool_config *c);
-/* Parses the whole config text; a missing section keeps the defaults. Errors name the key. */
-int nsbox_pool_config_from_json(const char *text, size_t len, struct nsbox_pool_config *c,
+/* The "pool" section of the config file's object root (os/config.c); a missing section keeps
+ * the defaults. Errors name the key. */
+int nsbox_pool_config_from_json(const struct cJSON *root, struct nsbox_pool_config *c,
                                 struct nsbox_err *e);
 
 /* Can a run with this spec use the pool? Not with the caller's own --workspace directory (it

@@ -192,11 +192,10 @@ int nsbox_spec_parse_size(const char *s, uint64_t *out, struct nsbox_err *e);
  * {"instance_types": {"name": {"cpus": N, "memory": "4GiB" | bytes, "pids": N, "disk": "10GiB" |
  * bytes}}}. Named types are merged over the defaults (a known name may give only some fields; a
  * new name must give all four); the other sections belong to other modules, but a section that
- * none has is an error. The table is rebuilt from the defaults on every call and replaced only on
+ * none has is an error (cfgsection.h). root is the config file's object (os/config.c parses
+ * it). The table is rebuilt from the defaults on every call and replaced only on
  * success. Messages without a prefix: the caller says which config this was. */
-int nsbox_spec_types_parse(const char *json, size_t len, struct nsbox_err *e);
-/* The same, messages prefixed "config: ". */
-int nsbox_spec_types_load_json(const char *json, size_t len, struct nsbox_err *e);
+int nsbox_spec_types_parse(const struct cJSON *root, struct nsbox_err *e);
 /* Back to the built-in table (tests). */
 void nsbox_spec_types_reset(void);
 

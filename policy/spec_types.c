@@ -3,7 +3,6 @@
 #include "spec_impl.h"
 #include "cleanup.h"
 #include "cfgsection.h"
-#include "cleanup_cjson.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -126,24 +125,17 @@ static int load_type(struct nsbox_instance_type *tbl, size_t *n, const cJSON *en
     return 0;
 }
 
-int nsbox_spec_types_parse(const char *json, size_t len, struct nsbox_err *e)
+int nsbox_spec_types_parse(const cJSON *root, struct nsbox_err *e)
 {
-    cleanup_cjson cJSON *root = NULL;
     struct nsbox_instance_type tbl[NSBOX_MAX_INSTANCE_TYPES];
     size_t n = NSBOX_ARRAY_LEN(default_types);
-    const cJSON *it, *section = NULL;
+    const cJSON *it;
 
-    if (nsbox_spec_json_parse_object(json, len, NSBOX_SPEC_JSON_MAX, &root, e) < 0)
+    if (nsbox_cfgsection_check_keys(root, e) < 0)
         return -1;
     memset(tbl, 0, sizeof tbl);
     memcpy(tbl, default_types, sizeof default_types);
-    cJSON_ArrayForEach(it, root) {
-        if (!nsbox_cfgsection_known(it->string))
-            return invalid(e, "unknown key '%s' (the sections are " NSBOX_CFGSECTION_NAMES ")",
-                           SHOW(it->string));
-        if (strcmp(it->string, "instance_types") == 0)
-            section = it;
-    }
+    const cJSON *section = cJSON_GetObjectItemCaseSensitive(root, "instance_types");
     if (section && !cJSON_IsObject(section))
         return invalid(e, "instance_types: must be an object of {name: {cpus, memory, "
                        "pids, disk}}");
@@ -154,9 +146,4 @@ int nsbox_spec_types_parse(const char *json, size_t len, struct nsbox_err *e)
     memcpy(types, tbl, sizeof types);
     n_types = n;
     return 0;
-}
-
-int nsbox_spec_types_load_json(const char *json, size_t len, struct nsbox_err *e)
-{
-    return nsbox_spec_types_parse(json, len, e) < 0 ? nsbox_err_wrap(e, "config") : 0;
 }

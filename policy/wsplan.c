@@ -3,7 +3,6 @@
 
 #include "spec.h"
 #include "cfgsection.h"
-#include "cleanup_cjson.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -138,12 +137,11 @@ bool nsbox_wsplan_admit(const struct nsbox_ws_config *c, const struct nsbox_ws_s
     return false;
 }
 
-int nsbox_wsplan_config_from_json(const char *text, size_t len, struct nsbox_ws_config *c,
+int nsbox_wsplan_config_from_json(const cJSON *root, struct nsbox_ws_config *c,
                                   struct nsbox_err *e)
 {
-    cleanup_cjson cJSON *root = NULL;
     const cJSON *ws;
-    if (nsbox_cfgsection_find(text, len, "workspace", NULL, &root, &ws, e) < 0)
+    if (nsbox_cfgsection_find(root, "workspace", NULL, &ws, e) < 0)
         return -1;
     struct nsbox_ws_config out = *c;
     int reserve = -1, overcommit = -1; /* -1: not given */

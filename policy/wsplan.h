@@ -72,8 +72,10 @@ struct nsbox_ws_config {
 #define NSBOX_WS_MIN_FREE_PERCENT_DEFAULT 5u
 #define NSBOX_WS_MIN_FREE_PERCENT_MAX 90u
 void nsbox_wsplan_config_init(struct nsbox_ws_config *c);
-/* Parses the whole config text; only the "workspace" key is looked at. */
-int nsbox_wsplan_config_from_json(const char *text, size_t len, struct nsbox_ws_config *c,
+/* The "workspace" section of the config file's object root (os/config.c); only that key is
+ * looked at. */
+struct cJSON;
+int nsbox_wsplan_config_from_json(const struct cJSON *root, struct nsbox_ws_config *c,
                                   struct nsbox_err *e);
 
 /* The free space the host keeps under thin provisioning on a filesystem of fs_bytes: the larger

@@ -29,15 +29,15 @@ bool nsbox_filemax_writable(void)
     return access(FILE_MAX, W_OK) == 0;
 }
 
-static int host_section(const char *text, size_t len, void *keep, struct nsbox_err *e)
+static int host_section(const cJSON *root, void *keep, struct nsbox_err *e)
 {
-    return nsbox_filetable_config_from_json(text, len, keep, e);
+    return nsbox_filetable_config_from_json(root, keep, e);
 }
 
 int nsbox_filemax_config_keep(bool *keep, struct nsbox_err *e)
 {
     *keep = false;
-    return nsbox_config_section(host_section, keep, NULL, NULL, e);
+    return nsbox_config_section(host_section, keep, NULL, e);
 }
 
 /* The mark's path in mark; false where there is no runtime directory. */

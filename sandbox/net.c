@@ -104,15 +104,15 @@ static int check_privileges(const struct nsbox_spec *s, struct nsbox_err *e)
                          what);
 }
 
-static int net_section(const char *text, size_t len, void *cfg, struct nsbox_err *e)
+static int net_section(const cJSON *root, void *cfg, struct nsbox_err *e)
 {
-    return nsbox_netplan_config_from_json(cfg, text, len, e);
+    return nsbox_netplan_config_from_json(cfg, root, e);
 }
 
 static int load_config(struct nsbox_netconfig *cfg, struct nsbox_err *e)
 {
     nsbox_netplan_config_init(cfg);
-    return nsbox_config_section(net_section, cfg, NULL, NULL, e);
+    return nsbox_config_section(net_section, cfg, NULL, e);
 }
 
 /* The resolvers of network all: "network.dns" from the config, else the first file of

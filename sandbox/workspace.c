@@ -720,15 +720,15 @@ static void *job_main(void *arg)
     return NULL;
 }
 
-static int ws_section(const char *text, size_t len, void *cfg, struct nsbox_err *e)
+static int ws_section(const cJSON *root, void *cfg, struct nsbox_err *e)
 {
-    return nsbox_wsplan_config_from_json(text, len, cfg, e);
+    return nsbox_wsplan_config_from_json(root, cfg, e);
 }
 
 int nsbox_workspace_load_config(struct nsbox_ws_config *cfg, struct nsbox_err *e)
 {
     nsbox_wsplan_config_init(cfg);
-    return nsbox_config_section(ws_section, cfg, NULL, NULL, e);
+    return nsbox_config_section(ws_section, cfg, NULL, e);
 }
 
 int nsbox_workspace_ext4_start(struct nsbox_ws_job *j, const char *image, uint64_t disk_bytes,

@@ -46,6 +46,7 @@ _Static_assert(NSBOX_POOL_ID_LEN == NSBOX_ID_LEN, "pool entries name sandbox ids
 
 struct pool_ctx {
     struct nsbox_pool_config cfg;
+    unsigned long config_reads; /* the config file's read it came from (os/config.h) */
     char key[NSBOX_POOL_KEY_LEN + 1];
     char dir[PATH_MAX];
 };
@@ -88,16 +89,16 @@ static int own_build_id(char *out, size_t n)
     return out[0] ? 0 : -1;
 }
 
-static int pool_section(const char *text, size_t len, void *out, struct nsbox_err *e)
+static int pool_section(const cJSON *root, void *out, struct nsbox_err *e)
 {
-    return nsbox_pool_config_from_json(text, len, out, e);
+    return nsbox_pool_config_from_json(root, out, e);
 }
 
 int nsbox_warmpool_config_check(struct nsbox_err *e)
 {
     struct nsbox_pool_config cfg;
     nsbox_pool_config_init(&cfg);
-    return nsbox_config_section(pool_section, &cfg, NULL, NULL, e);
+    return nsbox_config_section(pool_section, &cfg, NULL, e);
 }
 
 /* The pool directory; with s, also the config's pool section and, when the pool is on, the
@@ -117,10 +118,12 @@ static int ctx_load_uncached(const struct nsbox_spec *s, struct pool_ctx *c,
         return nsbox_err_set(e, NSBOX_E_INVALID, ENAMETOOLONG, "runtime dir too long");
     if (!s)
         return 0; /* drain and ls need the directory only: a config mistake must not stop them */
-    cleanup_free char *text = NULL;
-    size_t len = 0;
-    if (nsbox_config_section(pool_section, &c->cfg, &text, &len, e) < 0)
+    const struct nsbox_config *cfg;
+    if (nsbox_config_section(pool_section, &c->cfg, &cfg, e) < 0)
         return -1;
+    const char *text = cfg->text;
+    size_t len = cfg->len;
+    c->config_reads = cfg->reads;
     if (!c->cfg.size)
         return 0;
     char bin[96];
@@ -169,16 +172,25 @@ static int ctx_load_uncached(const struct nsbox_spec *s, struct pool_ctx *c,
     return 0;
 }
 
+/* The config file's reads so far (os/config.h), 0 when it cannot be read now. */
+static unsigned long config_reads(void)
+{
+    const struct nsbox_config *cfg;
+    struct nsbox_err ignored;
+    return nsbox_config_get(NULL, &cfg, &ignored) == 0 ? cfg->reads : 0;
+}
+
 /* ctx_load, once per spec and process: a cold run loads it to look for a pooled sandbox
  * (nsbox_warmpool_run), then again to decide on a filler (nsbox_warmpool_after_cold_run). Only the
- * image is looked at again: the cold run may have built it (host, the first time in a data
- * directory), and the filler and later runs take the key with it as it is now. */
+ * image and the config file are looked at again: the cold run may have built the image (host,
+ * the first time in a data directory), and the filler and later runs take the key with it as
+ * it is now; a config file edited meanwhile is another key. */
 static int ctx_load(const struct nsbox_spec *s, struct pool_ctx *c, struct nsbox_err *e)
 {
     static struct pool_ctx cached;
     static const struct nsbox_spec *cached_for;
     static char cached_image[NSBOX_IMAGE_IDENTITY_MAX];
-    if (s && s == cached_for) {
+    if (s && s == cached_for && config_reads() == cached.config_reads) {
         char now[NSBOX_IMAGE_IDENTITY_MAX];
         if (cached.cfg.size)
             nsbox_image_identity(s->image, now, sizeof now);

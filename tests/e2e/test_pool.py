@@ -295,6 +295,78 @@ class Pool(unittest.TestCase):
         self.assertEqual(r.returncode, 125)
         self.assertIn(b"pool.size", r.stderr)
 
+    # ---- a config file edited while a filler works -----------------------------------------
+
+    def fill_with_an_edit(self, edit):
+        """`nsbox pool fill --size 2` whose second member follows edit(), made once the first
+        member is listed: strace holds each process's first look at the config file (-P: the
+        calls that name it) for 2 s, so that the second member's supervisor, forked from the
+        filler with the file it had read, looks only after the edit. The filler's stdout and
+        stderr once it ended, and the two members' inspect (the second None if it failed)."""
+        strace = self.strace_or_skip("the supervisors' look at the config file")
+        pool_dir = os.path.join(self.dirs.state, "pool")
+        members = lambda: sorted(n for n in (os.listdir(pool_dir) if os.path.isdir(pool_dir)
+                                             else []) if "-" in n and "." not in n)
+        out, err = (os.path.join(self.dirs.base, n) for n in ("fill.out", "fill.err"))
+        with open(out, "wb") as o, open(err, "wb") as e:
+            tracer = subprocess.Popen(
+                [strace, "-f", "-I1", "-o", "/dev/null", "-P", self.config, "-e",
+                 "trace=newfstatat", "-e", "inject=newfstatat:delay_enter=2000000:when=1", NSBOX,
+                 "pool", "fill", "--size", "2"], stdout=o, stderr=e, env=self.dirs.env(self.env))
+        try:
+            before = wait_for(members, 60)
+            self.assertTrue(before, "the first member never came")
+            edit()
+            self.assertTrue(wait_for(lambda: b"ready" in read(out) or b"nsbox:" in read(err), 60),
+                            read(err))
+        finally:
+            tracer.terminate()  # -I1: it ends at once and the supervisors go on, untraced
+            tracer.wait(20)
+        self.assertEqual(len(before), 1, before)
+        ids = [n.split("-", 1)[1] for n in before + sorted(set(members()) - set(before))]
+        info = [json.loads(self.nsbox("inspect", i, check=True).stdout) for i in ids]
+        return read(out), read(err), info + [None] * (2 - len(info))
+
+    @unittest.skipUnless(os.geteuid() == 0 and os.path.exists("/dev/loop-control"),
+                         "tells the workspace's kind apart: ext4 is root's, on a loop device")
+    def test_a_member_made_after_an_edit_of_the_config_follows_it(self):
+        self.write_config({"pool": {"size": 2, "ttl_seconds": self.TTL},
+                           "workspace": {"fs": "tmpfs"}})
+        edited = os.path.join(self.dirs.base, "edited.json")
+
+        def edit():  # as an editor that writes aside and renames does
+            with open(edited, "w") as f:
+                json.dump({"pool": {"size": 2, "ttl_seconds": self.TTL},
+                           "workspace": {"fs": "ext4"}}, f)
+            os.rename(edited, self.config)
+        out, err, (first, second) = self.fill_with_an_edit(edit)
+        self.assertEqual(out, b"2 pooled sandboxes ready\n", err)
+        self.assertEqual((first["disk"]["kind"], second["disk"]["kind"]), ("tmpfs", "ext4"))
+
+    def test_a_broken_edit_of_the_config_fails_the_fill_and_keeps_the_pool(self):
+        self.write_config({"pool": {"size": 2, "ttl_seconds": self.TTL}})
+        good = read(self.config)
+
+        def edit():  # in place, half written
+            with open(self.config, "r+b") as f:
+                f.truncate(0)
+                f.write(b'{"pool": {"size": 2, "ttl_')
+        out, err, (first, second) = self.fill_with_an_edit(edit)
+        self.assertIsNone(second)
+        self.assertEqual(out, b"")
+        # the filler's own error, with the file's name and what is wrong with it
+        self.assertRegex(err.decode(), r"^nsbox: pool fill: config " + self.config +
+                         r": invalid JSON: the text ends before its object does, after 26 "
+                         r"bytes: is it whole\?\n$")
+        # kept for `pool ls`, and the member made before the edit waits for its run
+        r = self.nsbox("pool", "ls", check=True)
+        self.assertIn("invalid JSON", r.stderr.decode())
+        self.assertEqual(self.pooled(), [first["id"]])
+        with open(self.config, "wb") as f:
+            f.write(good)
+        r, used = self.run_pooled("--", "true")
+        self.assertEqual((r.returncode, used), (0, first["id"]), r.stderr)
+
     def test_other_settings_run_cold_and_leave_the_pool_alone(self):
         (sid,) = self.fill()
         ws = os.path.join(self.dirs.base, "mine")

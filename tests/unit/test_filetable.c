@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "cfgtext.h"
 #include "filetable.h"
 
 #include <string.h>
@@ -41,7 +42,8 @@ static void test_the_kernel_takes_a_long(void **state)
 
 static bool parse_keep(const char *json, bool keep, struct nsbox_err *e)
 {
-    assert_int_equal(nsbox_filetable_config_from_json(json, strlen(json), &keep, e), 0);
+    cleanup_cjson cJSON *root = cfgtext(json);
+    assert_int_equal(nsbox_filetable_config_from_json(root, &keep, e), 0);
     return keep;
 }
 
@@ -49,7 +51,8 @@ static void config_fails(const char *json, const char *want)
 {
     struct nsbox_err e = {0};
     bool keep = false;
-    assert_int_equal(nsbox_filetable_config_from_json(json, strlen(json), &keep, &e), -1);
+    cleanup_cjson cJSON *root = cfgtext(json);
+    assert_int_equal(nsbox_filetable_config_from_json(root, &keep, &e), -1);
     if (!strstr(e.msg, want))
         fail_msg("error \"%s\" does not contain \"%s\"", e.msg, want);
     assert_false(keep);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "cfgtext.h"
 #include "netplan.h"
 
 #include <arpa/inet.h>
@@ -166,6 +167,12 @@ static void test_described_for_inspect(void **state)
     nsbox_netplan_free(&p);
 }
 
+static int parse(struct nsbox_netconfig *c, const char *text, struct nsbox_err *e)
+{
+    cleanup_cjson cJSON *root = cfgtext(text);
+    return nsbox_netplan_config_from_json(c, root, e);
+}
+
 static void test_config_key(void **state)
 {
     (void)state;
@@ -174,16 +181,16 @@ static void test_config_key(void **state)
     nsbox_netplan_config_init(&c);
     assert_true(c.allow_by_name); /* by name is the default (docs/network.md) */
     const char *addr = "{\"network\": {\"allow_names\": \"address\"}}";
-    assert_int_equal(nsbox_netplan_config_from_json(&c, addr, strlen(addr), &e), 0);
+    assert_int_equal(parse(&c, addr, &e), 0);
     assert_false(c.allow_by_name);
     const char *tls = "{\"network\": {\"allow_names\": \"tls\"}}";
-    assert_int_equal(nsbox_netplan_config_from_json(&c, tls, strlen(tls), &e), 0);
+    assert_int_equal(parse(&c, tls, &e), 0);
     assert_true(c.allow_by_name);
     /* and back to address: the key, not the order of calls, decides */
-    assert_int_equal(nsbox_netplan_config_from_json(&c, addr, strlen(addr), &e), 0);
+    assert_int_equal(parse(&c, addr, &e), 0);
     assert_false(c.allow_by_name);
     const char *bad = "{\"network\": {\"allow_names\": true}}";
-    assert_int_equal(nsbox_netplan_config_from_json(&c, bad, strlen(bad), &e), -1);
+    assert_int_equal(parse(&c, bad, &e), -1);
     assert_non_null(strstr(e.msg, "allow_names"));
 }
 
@@ -195,12 +202,12 @@ static void test_upstream_ca_key(void **state)
     nsbox_netplan_config_init(&c);
     assert_string_equal(c.upstream_ca, ""); /* the host's system bundle */
     const char *ok = "{\"network\": {\"upstream_ca\": \"/etc/nsbox/ca.pem\"}}";
-    assert_int_equal(nsbox_netplan_config_from_json(&c, ok, strlen(ok), &e), 0);
+    assert_int_equal(parse(&c, ok, &e), 0);
     assert_string_equal(c.upstream_ca, "/etc/nsbox/ca.pem");
     const char *bad[] = {"{\"network\": {\"upstream_ca\": \"ca.pem\"}}",
                          "{\"network\": {\"upstream_ca\": 1}}"};
     for (size_t i = 0; i < 2; i++) {
-        assert_int_equal(nsbox_netplan_config_from_json(&c, bad[i], strlen(bad[i]), &e), -1);
+        assert_int_equal(parse(&c, bad[i], &e), -1);
         assert_non_null(strstr(e.msg, "absolute path"));
     }
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "cfgtext.h"
 #include "pool.h"
 
 #include <string.h>
@@ -14,7 +15,8 @@ static int parse(const char *json, struct nsbox_pool_config *c, struct nsbox_err
 {
     nsbox_pool_config_init(c);
     memset(e, 0, sizeof *e);
-    return nsbox_pool_config_from_json(json, strlen(json), c, e);
+    cleanup_cjson cJSON *root = cfgtext(json);
+    return nsbox_pool_config_from_json(root, c, e);
 }
 
 static void test_config(void **state)
@@ -69,8 +71,6 @@ static void test_config(void **state)
         {"{\"pool\": {\"ttl_seconds\": 0}}", "'pool.ttl_seconds'"},
         {"{\"pool\": {\"ttl_seconds\": 86401}}", "'pool.ttl_seconds'"},
         {"{\"pool\": {\"sise\": 1}}", "'pool.sise': unknown (known: size, ttl_seconds)"},
-        {"[1]", "config: must be a JSON object"},
-        {"{", "config: invalid JSON: the text ends before its object does, after 1 byte"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(parse(bad[i].json, &c, &e), -1);

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "cfgtext.h"
 #include "wsplan.h"
 
 #include <string.h>
@@ -99,6 +100,12 @@ static void test_mkfs_argv(void **state)
     assert_int_equal(nsbox_wsplan_mkfs_argv("mkfs", "/t", 0, &m, &e), -1);
 }
 
+static int parse(const char *text, struct nsbox_ws_config *c, struct nsbox_err *e)
+{
+    cleanup_cjson cJSON *root = cfgtext(text);
+    return nsbox_wsplan_config_from_json(root, c, e);
+}
+
 static void test_config(void **state)
 {
     (void)state;
@@ -109,7 +116,7 @@ static void test_config(void **state)
     assert_false(c.reserve);
     assert_int_equal(c.min_free_bytes, 1ull << 30);
     assert_int_equal(c.min_free_percent, 5);
-#define PARSE(s) nsbox_wsplan_config_from_json(s, strlen(s), &c, &e)
+#define PARSE(s) parse(s, &c, &e)
     assert_int_equal(PARSE("{}"), 0);
     assert_false(c.reserve);
     assert_int_equal(PARSE("{\"instance_types\": {}, \"network\": {\"pool\": 1}}"), 0);
@@ -166,9 +173,6 @@ static void test_config(void **state)
     assert_int_equal(PARSE("{\"workspace\": {\"quota\": 1}}"), -1);
     assert_non_null(strstr(e.msg, "workspace.quota"));
     assert_int_equal(PARSE("{\"workspace\": true}"), -1);
-    assert_int_equal(PARSE("[1]"), -1);
-    assert_int_equal(PARSE("{"), -1);
-    assert_int_equal(PARSE(""), -1);
 #undef PARSE
 }
 
