@@ -464,6 +464,22 @@ long nsbox_httphead_chunk_feed(struct nsbox_httpchunk *c, const uint8_t *p, size
     return (long)i;
 }
 
+enum nsbox_httpchunk_part nsbox_httphead_chunk_part(const struct nsbox_httpchunk *c)
+{
+    if (c->done)
+        return NSBOX_HTTPCHUNK_FRAMING;
+    switch (c->state) {
+    case CH_DATA:
+        return NSBOX_HTTPCHUNK_DATA;
+    case CH_END_CR:
+    case CH_END_LF:
+    case CH_TRAILER:
+        return NSBOX_HTTPCHUNK_TRAILER;
+    default:
+        return NSBOX_HTTPCHUNK_FRAMING;
+    }
+}
+
 void nsbox_httphead_log_path(const uint8_t *in, const struct nsbox_httphead *h, char *out,
                              size_t outmax)
 {

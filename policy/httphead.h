@@ -109,6 +109,16 @@ struct nsbox_httpchunk {
     const char *why; /* after -1 */
 };
 
+/* What the next byte fed to c belongs to: a chunk's data (c->left bytes of it), the framing
+ * (a size line and its extensions, the CRLF after data), or the trailer section (after the
+ * last chunk's size line, its final CRLF included). */
+enum nsbox_httpchunk_part {
+    NSBOX_HTTPCHUNK_FRAMING = 0,
+    NSBOX_HTTPCHUNK_DATA,
+    NSBOX_HTTPCHUNK_TRAILER,
+};
+enum nsbox_httpchunk_part nsbox_httphead_chunk_part(const struct nsbox_httpchunk *c);
+
 /* Feeds n bytes of body; returns how many belong to the body (< n only once done: the rest is
  * the next request), or -1 on a malformed body (why says what). Trailer fields are refused:
  * they could carry a second copy of the bound header after it was checked. */

@@ -76,6 +76,8 @@ class H(http.server.BaseHTTPRequestHandler):
         kind, args = (p[2], p[3:]) if len(p) > 2 else ("", [])
         if kind == "ws":  # /TEST/ws
             return self.websocket(body)
+        if kind == "everywhere":  # everywhere/N: the value in every place a response has
+            return self.everywhere(body, int(args[0]))
         if kind == "slow":  # slow/MS/STATUS: answered late
             time.sleep(int(args[0]) / 1000)
             kind, args = "status", args[1:]
@@ -101,6 +103,23 @@ class H(http.server.BaseHTTPRequestHandler):
         if kind == "early":  # then the body is read and dropped
             self.wfile.flush()
             self.rfile.read(int(self.headers["Content-Length"]))
+    def everywhere(self, body, n):
+        # the bound value as the origin read it, in an interim response, the final head (a
+        # field and a redirect's Location), a chunked body cut into chunks of n bytes (the
+        # value across several of them) and a trailer
+        value = self.headers["Authorization"]
+        self.send_response_only(103)
+        self.send_header("X-Echo", value)
+        self.end_headers()
+        self.send_response(302)
+        self.send_header("X-Echo", value)
+        self.send_header("Location", "/next?v=" + value.replace(" ", "%20"))
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for i in range(0, len(body), n):
+            piece = body[i:i + n]
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+        self.wfile.write(b"0\r\nX-Echo: %s\r\n\r\n" % value.encode())
     def websocket(self, head):
         # the handshake by hand, then an echo: "headers" is answered with the handshake's head
         # as the origin read it (the bound value in it)
@@ -268,6 +287,33 @@ except (ssl.SSLError, OSError) as ex:
     print("refused", type(ex).__name__)
 """
 
+# Inside the sandbox: one request (argv[3], a path) with Connection: close; the raw bytes that
+# came back, and the chunked body as a client decodes it.
+RAWCHUNKED = r"""
+import json, socket, ssl, sys
+name, port = sys.argv[1], int(sys.argv[2])
+s = ssl.create_default_context().wrap_socket(socket.create_connection((name, port), timeout=20),
+                                             server_hostname=name)
+s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n"
+           % (sys.argv[3], name)).encode())
+raw = b""
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    raw += d
+rest = raw.split(b"\r\n\r\n", 2)[2]  # after the 103's head and the final one
+body = b""
+while True:
+    line, rest = rest.split(b"\r\n", 1)
+    size = int(line.split(b";")[0], 16)
+    if not size:
+        break
+    body, rest = body + rest[:size], rest[size + 2:]
+print(json.dumps({"raw": raw.decode(errors="replace"), "body": body.decode(errors="replace"),
+                  "trailers": rest.decode(errors="replace")}))
+"""
+
 lab = pki = received = dirs = sid = None
 
 
@@ -411,6 +457,24 @@ class BoundStreams(unittest.TestCase):
         # to tell whether "Beare" begins the value would leave the client waiting (timeout)
         first, second = self.inside(TAIL)
         self.assertEqual((first, second), ("the end is " + BEARER[:5], "/tail/status/200"))
+
+    def test_value_echoed_in_every_part_of_a_response_is_masked(self):
+        # an interim head, the final head, a Location, a trailer, and a chunked body cut into
+        # chunks of 7 bytes: the value crosses chunk boundaries, which a client's decoding
+        # removes, so the masking must see the body's data as one stream
+        for n in (7, 1, 4096):
+            out = self.inside(RAWCHUNKED, f"/every{n}/everywhere/{n}")
+            self.assertNotIn(SECRET, out["raw"])
+            self.assertNotIn(SECRET, out["body"], out["raw"])
+            self.assertIn("*" * len(SECRET), out["body"])
+            self.assertEqual(json.loads(out["body"].replace("*", "x"))["path"],
+                             f"/every{n}/everywhere/{n}")
+            self.assertTrue(out["raw"].startswith("HTTP/1.1 103 "), out["raw"][:200])
+            self.assertGreaterEqual(out["raw"].count("*" * len(SECRET)), 4, out["raw"])
+            self.assertIn("X-Echo: " + "*" * len(BEARER), out["trailers"])
+        log = self.log("/every", 3)
+        self.assertEqual(sorted((e["path"], e["status"]) for e in log),
+                         [(f"/every{n}/everywhere/{n}", 302) for n in (1, 4096, 7)])
 
     def test_websocket_session_with_the_bound_header(self):
         out = self.inside(WSCLIENT)

@@ -306,6 +306,25 @@ static void test_chunked(void **state)
     }
 }
 
+/* Each byte of a response's chunked body fed alone: which part it was, as the relay asks before
+ * feeding it (the data is what it masks as one stream). */
+static void test_chunk_parts(void **state)
+{
+    (void)state;
+    const char *body = "5;x=1\r\nhello\r\n3\r\nabc\r\n0\r\nT: v\r\n\r\n";
+    const char *parts = "FFFFFFFDDDDDFFFFFDDDFFFFFTTTTTTTT";
+    struct nsbox_httpchunk c = {.trailers = true};
+    char seen[64] = {0};
+    for (size_t i = 0; i < strlen(body); i++) {
+        enum nsbox_httpchunk_part p = nsbox_httphead_chunk_part(&c);
+        seen[i] = p == NSBOX_HTTPCHUNK_DATA ? 'D' : p == NSBOX_HTTPCHUNK_TRAILER ? 'T' : 'F';
+        assert_int_equal(nsbox_httphead_chunk_feed(&c, (const uint8_t *)body + i, 1), 1);
+    }
+    assert_string_equal(seen, parts);
+    assert_true(c.done);
+    assert_int_equal(nsbox_httphead_chunk_part(&c), NSBOX_HTTPCHUNK_FRAMING);
+}
+
 static void test_log_path_and_status(void **state)
 {
     (void)state;
@@ -383,6 +402,7 @@ int main(void)
         cmocka_unit_test(test_names_and_values),
         cmocka_unit_test(test_error_response),
         cmocka_unit_test(test_chunked),
+        cmocka_unit_test(test_chunk_parts),
         cmocka_unit_test(test_log_path_and_status),
         cmocka_unit_test(test_list),
     };
