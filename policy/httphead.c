@@ -72,11 +72,12 @@ static enum nsbox_httphead_verdict refuse(struct nsbox_httphead *h, int status, 
 }
 
 /* The end of the head: the offset just past "\r\n\r\n", or 0. A CR not followed by LF, or a
- * bare LF, makes *bad. */
-static size_t head_end(const uint8_t *in, size_t len, bool *bad)
+ * bare LF, makes *bad. in[0..from) is known to hold neither but for its last 3 bytes, which
+ * may begin the end or be a CR whose next byte had not come. */
+static size_t head_end(const uint8_t *in, size_t len, size_t from, bool *bad)
 {
     *bad = false;
-    for (size_t i = 0; i < len; i++) {
+    for (size_t i = from > 3 ? from - 3 : 0; i < len; i++) {
         if (in[i] == '\n' && (i == 0 || in[i - 1] != '\r')) {
             *bad = true;
             return 0;
@@ -256,7 +257,7 @@ enum nsbox_httphead_verdict nsbox_httphead_parse(const uint8_t *in, size_t len, 
 {
     memset(h, 0, sizeof *h);
     bool bad;
-    size_t end = head_end(in, len < NSBOX_HTTPHEAD_MAX ? len : NSBOX_HTTPHEAD_MAX, &bad);
+    size_t end = head_end(in, len < NSBOX_HTTPHEAD_MAX ? len : NSBOX_HTTPHEAD_MAX, 0, &bad);
     if (bad)
         return refuse(h, 400, "a line does not end with CRLF (bare CR or LF)");
     if (!end)
@@ -298,6 +299,21 @@ enum nsbox_httphead_verdict nsbox_httphead_parse(const uint8_t *in, size_t len, 
                                           : NSBOX_HTTPBODY_NONE;
     h->head_len = end;
     return NSBOX_HTTPHEAD_OK;
+}
+
+enum nsbox_httphead_verdict nsbox_httphead_parse_more(const uint8_t *in, size_t len,
+                                                      size_t *scanned, const char *sni,
+                                                      uint16_t port, struct nsbox_httphead *h)
+{
+    bool bad;
+    if (len < NSBOX_HTTPHEAD_MAX && *scanned <= len && !head_end(in, len, *scanned, &bad) &&
+        !bad) {
+        memset(h, 0, sizeof *h);
+        *scanned = len;
+        return NSBOX_HTTPHEAD_MORE;
+    }
+    *scanned = 0; /* a verdict: the next head starts afresh */
+    return nsbox_httphead_parse(in, len, sni, port, h);
 }
 
 static bool put(uint8_t *out, size_t outmax, size_t *k, const void *p, size_t n)

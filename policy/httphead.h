@@ -50,6 +50,15 @@ struct nsbox_httphead {
 enum nsbox_httphead_verdict nsbox_httphead_parse(const uint8_t *in, size_t len, const char *sni,
                                                  uint16_t port, struct nsbox_httphead *h);
 
+/* nsbox_httphead_parse for a head that comes in many pieces: *scanned (0 at a head's start,
+ * kept by the calls) is how much of in an earlier call found to hold neither the head's end nor
+ * a bad line end, so that each call reads only what is new until the head is whole. A head
+ * sent a byte at a time (one TLS record each) then costs its length, not its square. The
+ * verdict is nsbox_httphead_parse's for the same bytes. */
+enum nsbox_httphead_verdict nsbox_httphead_parse_more(const uint8_t *in, size_t len,
+                                                      size_t *scanned, const char *sni,
+                                                      uint16_t port, struct nsbox_httphead *h);
+
 /* A header name as the bindings accept it: an RFC 9110 token of at most NSBOX_HTTPHEAD_NAME_MAX
  * bytes that is none of the headers that frame or route a request (Host, Content-Length,
  * Transfer-Encoding, Connection, Upgrade, TE, Trailer, Expect). NULL if fine, else why not. */

@@ -550,6 +550,7 @@ struct relay {
     int refusal;             /* a request refused behind others: its status, sent after theirs */
     const char *refusal_why; /* and why */
     size_t in_n;
+    size_t scanned; /* of the head at in[0]: read already (nsbox_httphead_parse_more) */
     uint8_t in[IN_MAX];
     uint8_t out[OUT_MAX];
     struct nsbox_scrub scrub;
@@ -637,6 +638,7 @@ static void consume(struct relay *r, size_t n)
 {
     memmove(r->in, r->in + n, r->in_n - n);
     r->in_n -= n;
+    r->scanned = 0;
 }
 
 /* Reads no more of the sandbox for now: its next head waits for responses (a full pipeline, a
@@ -657,7 +659,7 @@ static bool client_head(struct relay *r, bool *more)
 {
     struct nsbox_httphead hd;
     enum nsbox_httphead_verdict v =
-        nsbox_httphead_parse(r->in, r->in_n, r->h->name, r->h->port, &hd);
+        nsbox_httphead_parse_more(r->in, r->in_n, &r->scanned, r->h->name, r->h->port, &hd);
     *more = v == NSBOX_HTTPHEAD_MORE;
     if (*more)
         return true;

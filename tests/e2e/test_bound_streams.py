@@ -9,8 +9,11 @@ handshake goes out with the bound header, and after its 101 both directions are 
 value still masked in what comes back and a message ending in the value's first bytes not held
 back, with a handshake by hand and with node's WebSocket client; a handshake the origin turns
 down leaves HTTP going on; an HTTP/2-capable client falls
-back to HTTP/1.1 and an HTTP/2-only one is refused with the reason in the log. One sandbox
-serves the module; each test names its own paths."""
+back to HTTP/1.1 and an HTTP/2-only one is refused with the reason in the log. Attacks on the
+relay: the value echoed in an interim head, the final head, a Location, a trailer and a chunked
+body whose chunks cut it is masked everywhere, the body as the client decodes it included; a
+head sent a byte at a time costs the helper its length, not its square. One sandbox serves the
+module; each test names its own paths."""
 import json
 import os
 import subprocess
@@ -314,6 +317,26 @@ print(json.dumps({"raw": raw.decode(errors="replace"), "body": body.decode(error
                   "trailers": rest.decode(errors="replace")}))
 """
 
+# Inside the sandbox: a head of nearly 32 KiB sent a byte at a time, each byte its own TLS
+# record (one write each), then the response's status line.
+BYTEWISE = r"""
+import json, socket, ssl, sys
+name, port = sys.argv[1], int(sys.argv[2])
+s = ssl.create_default_context().wrap_socket(socket.create_connection((name, port), timeout=60),
+                                             server_hostname=name)
+head = ("GET /bytewise/status/200 HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n" % name +
+        "".join("X-%d: %s\r\n" % (i, "a" * 400) for i in range(75)) + "\r\n").encode()
+for b in head:
+    s.sendall(bytes([b]))
+data = b""
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    data += d
+print(json.dumps({"bytes": len(head), "status": data.split(b"\r\n")[0].decode()}))
+"""
+
 lab = pki = received = dirs = sid = None
 
 
@@ -475,6 +498,32 @@ class BoundStreams(unittest.TestCase):
         log = self.log("/every", 3)
         self.assertEqual(sorted((e["path"], e["status"]) for e in log),
                          [(f"/every{n}/everywhere/{n}", 302) for n in (1, 4096, 7)])
+
+    def helper_cpu(self):
+        """The CPU time (s) the sandbox's egress helper has spent: the nsbox-egress child of
+        its supervisor."""
+        r = nsbox("inspect", sid)
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        sup = str(json.loads(r.stdout)["supervisor_pid"])
+        kids = subprocess.run(["pgrep", "-P", sup, "-x", "nsbox-egress"], capture_output=True,
+                              text=True).stdout.split()
+        self.assertEqual(len(kids), 1, kids)
+        with open(f"/proc/{kids[0]}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def test_head_sent_a_byte_at_a_time_costs_the_helper_its_length(self):
+        # the helper runs outside the sandbox's cgroup: a head of 32 KiB in one-byte TLS
+        # records, read whole again at each byte, costs it a quarter of a second of CPU per
+        # connection (0.04 s read once), as often as a sandbox likes
+        before = self.helper_cpu()
+        out = self.inside(BYTEWISE)
+        spent = self.helper_cpu() - before
+        self.assertEqual(out["status"], "HTTP/1.1 200 OK", out)
+        self.assertGreater(out["bytes"], 30000)
+        self.assertLess(spent, 0.12, f"the helper spent {spent:.2f} s of CPU")
+        self.assertEqual([r["path"] for r in self.received("/bytewise/")],
+                         ["/bytewise/status/200"])
 
     def test_websocket_session_with_the_bound_header(self):
         out = self.inside(WSCLIENT)
