@@ -239,6 +239,12 @@ static enum nsbox_httphead_verdict one_field(const uint8_t *p, size_t n, const c
         if (!eq_token(v, vn, "chunked"))
             return refuse(h, 400, "Transfer-Encoding other than exactly 'chunked' is refused");
     } else if (eq_token(p, c, "connection")) {
+        if (has_token(v, vn, "host") || has_token(v, vn, "content-length") ||
+            has_token(v, vn, "transfer-encoding"))
+            return refuse(h, 400,
+                          "the Connection header names Host, Content-Length or "
+                          "Transfer-Encoding: an intermediary would drop it, and read the "
+                          "request otherwise than the egress helper did");
         h->close |= has_token(v, vn, "close");
         f->conn_upgrade |= has_token(v, vn, "upgrade");
     } else if (eq_token(p, c, "upgrade")) {
@@ -306,8 +312,7 @@ enum nsbox_httphead_verdict nsbox_httphead_parse_more(const uint8_t *in, size_t 
                                                       uint16_t port, struct nsbox_httphead *h)
 {
     bool bad;
-    if (len < NSBOX_HTTPHEAD_MAX && *scanned <= len && !head_end(in, len, *scanned, &bad) &&
-        !bad) {
+    if (len < NSBOX_HTTPHEAD_MAX && *scanned <= len && !head_end(in, len, *scanned, &bad) && !bad) {
         memset(h, 0, sizeof *h);
         *scanned = len;
         return NSBOX_HTTPHEAD_MORE;
@@ -331,6 +336,27 @@ static bool is_bound(const uint8_t *line, size_t n, const char *const *names, si
         size_t l = strlen(names[i]);
         if (n > l && line[l] == ':' && !strncasecmp((const char *)line, names[i], l))
             return true;
+    }
+    return false;
+}
+
+bool nsbox_httphead_hop_names(const uint8_t *in, const struct nsbox_httphead *h,
+                              const char *const *names, size_t n)
+{
+    size_t at = 0, end = h->head_len - 2;
+    while (at < end) {
+        size_t le = at;
+        while (in[le] != '\r')
+            le++;
+        const uint8_t *colon = memchr(in + at, ':', le - at);
+        if (at > 0 && colon && eq_token(in + at, (size_t)(colon - in - at), "connection")) {
+            const uint8_t *v = colon + 1;
+            size_t vn = (size_t)(in + le - v);
+            for (size_t i = 0; i < n; i++)
+                if (has_token(v, vn, names[i]))
+                    return true;
+        }
+        at = le + 2;
     }
     return false;
 }

@@ -6,7 +6,8 @@
  * Strict where a lenient reader and the origin could disagree on where a request ends or what
  * it says (request smuggling, RFC 9112 11.2): CRLF line ends only, no obsolete line folding, no
  * space before a colon, exactly one Host equal to the TLS server name, one Content-Length of
- * digits or one Transfer-Encoding of exactly "chunked", never both; origin-form targets only;
+ * digits or one Transfer-Encoding of exactly "chunked", never both, and no Connection option
+ * naming either or Host (hop-by-hop, an intermediary would drop it); origin-form targets only;
  * an Upgrade only to websocket, on a GET without a body that lists upgrade in Connection.
  * The input is everything received so far; call again with more after each read. */
 #ifndef NSBOX_HTTPHEAD_H
@@ -75,6 +76,12 @@ const char *nsbox_httphead_check_value(const char *value);
 size_t nsbox_httphead_rewrite(const uint8_t *in, const struct nsbox_httphead *h,
                               const char *const *names, const char *const *values, size_t n,
                               uint8_t *out, size_t outmax);
+
+/* Whether a Connection header of an OK head (in[0..h->head_len)) lists one of names (any case)
+ * as an option: a header so named is hop-by-hop, and an intermediary before the origin (a CDN,
+ * a load balancer) removes it, so that the request would reach the origin without it. */
+bool nsbox_httphead_hop_names(const uint8_t *in, const struct nsbox_httphead *h,
+                              const char *const *names, size_t n);
 
 /* A refusal as an HTTP response (status line, Content-Type, Content-Length, Connection: close,
  * the reason as the body). Returns the length, or 0 when outmax is too small. */

@@ -663,6 +663,12 @@ static bool client_head(struct relay *r, bool *more)
     *more = v == NSBOX_HTTPHEAD_MORE;
     if (*more)
         return true;
+    if (v == NSBOX_HTTPHEAD_OK && nsbox_httphead_hop_names(r->in, &hd, r->h->header, r->h->n)) {
+        v = NSBOX_HTTPHEAD_REFUSED;
+        hd.status = 400;
+        hd.why = "the Connection header names the bound header: an intermediary before the "
+                 "origin would drop it";
+    }
     if (v == NSBOX_HTTPHEAD_REFUSED) {
         if (!r->q_n) {
             refuse(r, hd.status, hd.why);
@@ -795,8 +801,7 @@ static bool data_to_client(struct relay *r, const uint8_t *p, size_t n, bool flu
  * as chunks of the helper's own, its framing is dropped, the last chunk and the trailer section
  * go as they came, masked. Returns how many of the n bytes were taken; *sent: the bytes
  * written; *ok false: the end. */
-static size_t chunked_to_client(struct relay *r, const uint8_t *p, size_t n, size_t *sent,
-                                bool *ok)
+static size_t chunked_to_client(struct relay *r, const uint8_t *p, size_t n, size_t *sent, bool *ok)
 {
     struct nsbox_httpchunk *c = &r->resp.chunk;
     size_t k;
@@ -812,8 +817,8 @@ static size_t chunked_to_client(struct relay *r, const uint8_t *p, size_t n, siz
         if (r->resp.state == NSBOX_HTTPRESP_CHUNKED &&
             nsbox_httphead_chunk_part(c) == NSBOX_HTTPCHUNK_TRAILER) {
             /* the last chunk's size line: what was held back goes before it */
-            *ok = data_to_client(r, NULL, 0, true, sent) &&
-                  ssl_write_all(r->cl, r->cfd, "0\r\n", 3);
+            *ok =
+                data_to_client(r, NULL, 0, true, sent) && ssl_write_all(r->cl, r->cfd, "0\r\n", 3);
             *sent += 3;
         }
         return k;
@@ -875,8 +880,9 @@ static bool from_upstream(struct relay *r, const uint8_t *buf, size_t got)
             k = chunked_to_client(r, buf + off, k, &sent, &ok);
         } else {
             if (q && !r->tunnel)
-                k = r->resp.state == NSBOX_HTTPRESP_HEAD ? head_feed(&r->resp, buf + off, k)
-                                                         : nsbox_httpresp_feed(&r->resp, buf + off, k);
+                k = r->resp.state == NSBOX_HTTPRESP_HEAD
+                        ? head_feed(&r->resp, buf + off, k)
+                        : nsbox_httpresp_feed(&r->resp, buf + off, k);
             if (q && r->tunnel)
                 k = nsbox_wsframe_feed(&r->ws, buf + off, k, &frame_end);
             sent = k;

@@ -347,6 +347,10 @@ class HeaderBindings(unittest.TestCase):
             f"GET / HTTP/1.1\r\n{h}X-A: 1\r\n folded\r\n\r\n",
             f"TRACE / HTTP/1.1\r\n{h}\r\n",
             f"GET http://other.lab.test/ HTTP/1.1\r\n{h}\r\n",
+            # hop-by-hop: an intermediary before the origin would drop the header so named
+            f"GET / HTTP/1.1\r\n{h}Connection: close, authorization\r\n\r\n",
+            f"POST / HTTP/1.1\r\n{h}Content-Length: 5\r\nConnection: Content-Length\r\n\r\n"
+            "hello",
             # a second request hidden in the first one's body is read as a body, nothing more
             f"POST /first HTTP/1.1\r\n{h}Content-Length: 40\r\nConnection: close\r\n\r\n"
             "GET /hidden HTTP/1.1\r\nHost: x\r\n\r\nxxxxxxx",
@@ -358,6 +362,9 @@ class HeaderBindings(unittest.TestCase):
                                         "HTTP/1.1 400 Bad Request", "HTTP/1.1 400 Bad Request",
                                         "HTTP/1.1 405 Method Not Allowed",
                                         "HTTP/1.1 400 Bad Request"])
+        self.assertEqual(statuses[6:8], ["HTTP/1.1 400 Bad Request"] * 2)
+        self.assertIn("Connection header names the bound header", out[6][1])
+        self.assertIn("Connection header names Host, Content-Length", out[7][1])
         self.assertIn("another host than the TLS server name", out[0][1])
         self.assertIn("both Content-Length and Transfer-Encoding", out[1][1])
         self.assertIn("folding", out[3][1])

@@ -103,6 +103,9 @@ static void test_smuggling_shapes(void **state)
         {"X-A: a\rb\r\n", 400, "bare CR"},
         {"X-A: a\nX-B: b\r\n", 400, "bare CR or LF"},
         {"Upgrade: h2c\r\n", 400, "another protocol than websocket"},
+        {"Connection: close, Content-Length\r\nContent-Length: 5\r\n", 400, "names Host"},
+        {"Connection: Transfer-Encoding\r\n", 400, "names Host"},
+        {"Connection: keep-alive\r\nConnection: host\r\n", 400, "names Host"},
         {": empty name\r\n", 400, "malformed header"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -275,6 +278,30 @@ static void test_rewrite_replaces_every_copy(void **state)
            "X-Org: org-1\r\n\r\n";
     assert_int_equal(n, strlen(want));
     assert_memory_equal(out, want, n);
+}
+
+static void test_hop_names(void **state)
+{
+    (void)state;
+    const char *names[] = {"X-Key", "Authorization"};
+    static const struct {
+        const char *fields;
+        bool hop;
+    } cases[] = {
+        {"Connection: close\r\n", false},
+        {"Connection: close, authorization\r\n", true},
+        {"Connection: keep-alive\r\nConnection:x-key \r\n", true},
+        {"X-Connection: authorization\r\n", false},
+        {"Connection: authorizations, x-keys\r\n", false},
+        {"Authorization: Bearer mine\r\n", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char r[256];
+        snprintf(r, sizeof r, "GET / HTTP/1.1\r\nHost: api.lab.test\r\n%s\r\n", cases[i].fields);
+        assert_int_equal(parse(r), NSBOX_HTTPHEAD_OK);
+        if (nsbox_httphead_hop_names((const uint8_t *)r, &H, names, 2) != cases[i].hop)
+            fail_msg("%s", cases[i].fields);
+    }
 }
 
 static void test_names_and_values(void **state)
@@ -451,6 +478,7 @@ int main(void)
         cmocka_unit_test(test_oversize),
         cmocka_unit_test(test_parse_more),
         cmocka_unit_test(test_rewrite_replaces_every_copy),
+        cmocka_unit_test(test_hop_names),
         cmocka_unit_test(test_names_and_values),
         cmocka_unit_test(test_error_response),
         cmocka_unit_test(test_chunked),
