@@ -161,22 +161,32 @@ class Sock:
     def makefile(self, mode): return self.f
 """
 
+# Inside the sandbox: a verified TLS connection to the bound host (argv[1], argv[2]), and all that
+# comes on one until it closes.
+TLSCONN = r"""
+import json, socket, ssl, sys
+name, port = sys.argv[1], int(sys.argv[2])
+def connect():
+    return ssl.create_default_context().wrap_socket(
+        socket.create_connection((name, port), timeout=60), server_hostname=name)
+def read_all(s):
+    raw = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            return raw
+        raw += d
+"""
+
 # Inside the sandbox: the requests given as JSON [[method, path, extra header lines], ...] in one
 # write on one TLS connection, then everything read to the end and parsed in order.
-PIPELINE = READER + r"""
-import http.client, io, json, socket, ssl, sys
-name, port = sys.argv[1], int(sys.argv[2])
+PIPELINE = READER + TLSCONN + r"""
+import http.client, io
 reqs = json.loads(sys.argv[3])
-s = ssl.create_default_context().wrap_socket(socket.create_connection((name, port), timeout=20),
-                                             server_hostname=name)
+s = connect()
 s.sendall(b"".join(("%s %s HTTP/1.1\r\nHost: %s:%d\r\nAuthorization: mine\r\n%s\r\n"
                     % (m, p, name, port, extra)).encode() for m, p, extra in reqs))
-raw = b""
-while True:
-    d = s.recv(65536)
-    if not d:
-        break
-    raw += d
+raw = read_all(s)
 f = io.BytesIO(raw)
 out = []
 for m, p, extra in reqs:
@@ -292,19 +302,11 @@ except (ssl.SSLError, OSError) as ex:
 
 # Inside the sandbox: one request (argv[3], a path) with Connection: close; the raw bytes that
 # came back, and the chunked body as a client decodes it.
-RAWCHUNKED = r"""
-import json, socket, ssl, sys
-name, port = sys.argv[1], int(sys.argv[2])
-s = ssl.create_default_context().wrap_socket(socket.create_connection((name, port), timeout=20),
-                                             server_hostname=name)
+RAWCHUNKED = TLSCONN + r"""
+s = connect()
 s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n"
            % (sys.argv[3], name)).encode())
-raw = b""
-while True:
-    d = s.recv(65536)
-    if not d:
-        break
-    raw += d
+raw = read_all(s)
 rest = raw.split(b"\r\n\r\n", 2)[2]  # after the 103's head and the final one
 body = b""
 while True:
@@ -319,21 +321,13 @@ print(json.dumps({"raw": raw.decode(errors="replace"), "body": body.decode(error
 
 # Inside the sandbox: a head of nearly 32 KiB sent a byte at a time, each byte its own TLS
 # record (one write each), then the response's status line.
-BYTEWISE = r"""
-import json, socket, ssl, sys
-name, port = sys.argv[1], int(sys.argv[2])
-s = ssl.create_default_context().wrap_socket(socket.create_connection((name, port), timeout=60),
-                                             server_hostname=name)
+BYTEWISE = TLSCONN + r"""
+s = connect()
 head = ("GET /bytewise/status/200 HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n" % name +
         "".join("X-%d: %s\r\n" % (i, "a" * 400) for i in range(75)) + "\r\n").encode()
 for b in head:
     s.sendall(bytes([b]))
-data = b""
-while True:
-    d = s.recv(65536)
-    if not d:
-        break
-    data += d
+data = read_all(s)
 print(json.dumps({"bytes": len(head), "status": data.split(b"\r\n")[0].decode()}))
 """
 
