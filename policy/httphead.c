@@ -2,6 +2,7 @@
  * 5 (fields), 6 (body length), 7.1 (chunked); RFC 9110 5.6.2 (tokens), 5.5 (field values). Pure. */
 #include "httphead.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -330,11 +331,24 @@ static bool put(uint8_t *out, size_t outmax, size_t *k, const void *p, size_t n)
     return true;
 }
 
+/* A header name as CGI, WSGI and PHP give it to an application (HTTP_X_API_KEY): any case, '-'
+ * and '_' alike. X_Api_Key is another header to HTTP, and the same one to such an origin's
+ * code, which would see the sandbox's value beside (or instead of) the bound one. */
+static bool same_name(const uint8_t *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint8_t x = (uint8_t)tolower(a[i]), y = (uint8_t)tolower((uint8_t)b[i]);
+        if (x != y && !((x == '-' || x == '_') && (y == '-' || y == '_')))
+            return false;
+    }
+    return true;
+}
+
 static bool is_bound(const uint8_t *line, size_t n, const char *const *names, size_t nn)
 {
     for (size_t i = 0; i < nn; i++) {
         size_t l = strlen(names[i]);
-        if (n > l && line[l] == ':' && !strncasecmp((const char *)line, names[i], l))
+        if (n > l && line[l] == ':' && same_name(line, names[i], l))
             return true;
     }
     return false;

@@ -69,7 +69,7 @@ const char *nsbox_httphead_check_name(const char *name);
 const char *nsbox_httphead_check_value(const char *value);
 
 /* The head of an OK request (in[0..h->head_len)) with every header named by one of names (any
- * case) removed and "names[i]: values[i]" added last, for i < n. Returns the length written to
+ * case, '-' and '_' alike, as CGI and WSGI name headers) removed and "names[i]: values[i]" added last, for i < n. Returns the length written to
  * out, or 0 when outmax is too small (NSBOX_HTTPHEAD_MAX + the bindings' lengths + 4 each is
  * always enough). The result may hold one field per binding more than the limit of a head
  * received: it is sent, not read again. */

@@ -6,7 +6,8 @@ that CA through the config's "network.upstream_ca"; the sandbox trusts only its 
 system bundle. Checked: curl, Python's urllib, git clone, pip and node reach the bound host
 with verified TLS and the origin receives exactly the bound header, also when the sandbox sent
 its own; keep-alive; server-sent events are not held back; the echo does not carry the secret
-back; Host != SNI, smuggling shapes, TRACE and absolute targets are refused with an HTTP error;
+back; Host != SNI, smuggling shapes, TRACE and absolute targets are refused with an HTTP error; a
+header that CGI would take for the bound one (underscores for dashes) does not reach the origin;
 the secret is nowhere inside the sandbox nor in inspect, the state directory or the host-side
 processes' environments; the CA is name-constrained (critical) and has no key inside; with
 network all the bound host is intercepted and the rest passes; an upstream that the host's
@@ -291,6 +292,21 @@ class HeaderBindings(unittest.TestCase):
         self.assertIn("*" * len(SECRET), curl_line)
         self.assertEqual(json.loads(curl_line)["path"], "/curl")
         self.assertEqual(len(json.loads(py_line)["keepalive"]), 3)
+
+    def test_a_header_named_with_underscores_does_not_reach_the_origin(self):
+        # X_Api_Key is another header than X-Api-Key to HTTP, but the same one to an origin's
+        # code behind CGI, WSGI or PHP (HTTP_X_API_KEY), which would see the sandbox's value
+        # beside or instead of the bound one
+        r = self.nsbox(["run", "--network", f"allow={NAME}:{PORT}", "--header-binding",
+                        f"{NAME}:{PORT}:X-Api-Key=env:BOUND_TOKEN", "--", "curl", "-sS",
+                        "-o", "/dev/null", f"https://{NAME}:{PORT}/underscores",
+                        "-H", "X_Api_Key: mine", "-H", "x_api-KEY: mine too",
+                        "-H", "X-Api-Keys: kept"])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        [rec] = self.received()
+        keys = [[k, v] for k, v in rec["headers"]
+                if k.lower().replace("_", "-").startswith("x-api-key")]
+        self.assertEqual(keys, [["X-Api-Keys", "kept"], ["X-Api-Key", BEARER]])
 
     def test_layered_oci_image_bundle_comes_from_its_mount(self):
         # A layered image's root is a detached overlay mount (rootfs/image.h mount_fd), its

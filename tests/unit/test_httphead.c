@@ -278,6 +278,15 @@ static void test_rewrite_replaces_every_copy(void **state)
            "X-Org: org-1\r\n\r\n";
     assert_int_equal(n, strlen(want));
     assert_memory_equal(out, want, n);
+    /* X_Org is X-Org to an origin behind CGI or WSGI (HTTP_X_ORG): removed too */
+    const char *under = "GET / HTTP/1.1\r\nx_org: mine\r\nHost: api.lab.test\r\n"
+                        "X_ORG-: keep\r\nXOrg: keep\r\n\r\n";
+    assert_int_equal(parse(under), NSBOX_HTTPHEAD_OK);
+    n = nsbox_httphead_rewrite((const uint8_t *)under, &H, names, values, 2, out, sizeof out);
+    want = "GET / HTTP/1.1\r\nHost: api.lab.test\r\nX_ORG-: keep\r\nXOrg: keep\r\n"
+           "Authorization: Bearer SECRET\r\nX-Org: org-1\r\n\r\n";
+    assert_int_equal(n, strlen(want));
+    assert_memory_equal(out, want, n);
 }
 
 static void test_hop_names(void **state)
