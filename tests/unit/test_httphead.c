@@ -248,6 +248,17 @@ static void test_parse_more(void **state)
     free(r);
 }
 
+/* head rewritten with the bindings Authorization and X-Org is want */
+static void rewritten_with_two(const char *head, const char *want)
+{
+    const char *names[] = {"Authorization", "X-Org"}, *values[] = {"Bearer SECRET", "org-1"};
+    uint8_t out[1024];
+    assert_int_equal(parse(head), NSBOX_HTTPHEAD_OK);
+    size_t n = nsbox_httphead_rewrite((const uint8_t *)head, &H, names, values, 2, out, sizeof out);
+    assert_int_equal(n, strlen(want));
+    assert_memory_equal(out, want, n);
+}
+
 static void test_rewrite_replaces_every_copy(void **state)
 {
     (void)state;
@@ -270,23 +281,15 @@ static void test_rewrite_replaces_every_copy(void **state)
     assert_int_equal(parse(r), NSBOX_HTTPHEAD_OK);
     assert_int_equal(nsbox_httphead_rewrite((const uint8_t *)r, &H, names, values, 1, out, 40), 0);
     /* two bindings of one host: both removed, both added */
-    const char *two = "GET / HTTP/1.1\r\nX-ORG: mine\r\nHost: api.lab.test\r\n"
-                      "authorization: mine\r\n\r\n";
-    assert_int_equal(parse(two), NSBOX_HTTPHEAD_OK);
-    n = nsbox_httphead_rewrite((const uint8_t *)two, &H, names, values, 2, out, sizeof out);
-    want = "GET / HTTP/1.1\r\nHost: api.lab.test\r\nAuthorization: Bearer SECRET\r\n"
-           "X-Org: org-1\r\n\r\n";
-    assert_int_equal(n, strlen(want));
-    assert_memory_equal(out, want, n);
+    rewritten_with_two("GET / HTTP/1.1\r\nX-ORG: mine\r\nHost: api.lab.test\r\n"
+                       "authorization: mine\r\n\r\n",
+                       "GET / HTTP/1.1\r\nHost: api.lab.test\r\nAuthorization: Bearer SECRET\r\n"
+                       "X-Org: org-1\r\n\r\n");
     /* X_Org is X-Org to an origin behind CGI or WSGI (HTTP_X_ORG): removed too */
-    const char *under = "GET / HTTP/1.1\r\nx_org: mine\r\nHost: api.lab.test\r\n"
-                        "X_ORG-: keep\r\nXOrg: keep\r\n\r\n";
-    assert_int_equal(parse(under), NSBOX_HTTPHEAD_OK);
-    n = nsbox_httphead_rewrite((const uint8_t *)under, &H, names, values, 2, out, sizeof out);
-    want = "GET / HTTP/1.1\r\nHost: api.lab.test\r\nX_ORG-: keep\r\nXOrg: keep\r\n"
-           "Authorization: Bearer SECRET\r\nX-Org: org-1\r\n\r\n";
-    assert_int_equal(n, strlen(want));
-    assert_memory_equal(out, want, n);
+    rewritten_with_two("GET / HTTP/1.1\r\nx_org: mine\r\nHost: api.lab.test\r\n"
+                       "X_ORG-: keep\r\nXOrg: keep\r\n\r\n",
+                       "GET / HTTP/1.1\r\nHost: api.lab.test\r\nX_ORG-: keep\r\nXOrg: keep\r\n"
+                       "Authorization: Bearer SECRET\r\nX-Org: org-1\r\n\r\n");
 }
 
 static void test_hop_names(void **state)
