@@ -2,6 +2,7 @@
  * 5 (fields), 6 (body length), 7.1 (chunked); RFC 9110 5.6.2 (tokens), 5.5 (field values). Pure. */
 #include "httphead.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -72,11 +73,12 @@ static enum nsbox_httphead_verdict refuse(struct nsbox_httphead *h, int status, 
 }
 
 /* The end of the head: the offset just past "\r\n\r\n", or 0. A CR not followed by LF, or a
- * bare LF, makes *bad. */
-static size_t head_end(const uint8_t *in, size_t len, bool *bad)
+ * bare LF, makes *bad. in[0..from) is known to hold neither but for its last 3 bytes, which
+ * may begin the end or be a CR whose next byte had not come. */
+static size_t head_end(const uint8_t *in, size_t len, size_t from, bool *bad)
 {
     *bad = false;
-    for (size_t i = 0; i < len; i++) {
+    for (size_t i = from > 3 ? from - 3 : 0; i < len; i++) {
         if (in[i] == '\n' && (i == 0 || in[i - 1] != '\r')) {
             *bad = true;
             return 0;
@@ -238,6 +240,12 @@ static enum nsbox_httphead_verdict one_field(const uint8_t *p, size_t n, const c
         if (!eq_token(v, vn, "chunked"))
             return refuse(h, 400, "Transfer-Encoding other than exactly 'chunked' is refused");
     } else if (eq_token(p, c, "connection")) {
+        if (has_token(v, vn, "host") || has_token(v, vn, "content-length") ||
+            has_token(v, vn, "transfer-encoding"))
+            return refuse(h, 400,
+                          "the Connection header names Host, Content-Length or "
+                          "Transfer-Encoding: an intermediary would drop it, and read the "
+                          "request otherwise than the egress helper did");
         h->close |= has_token(v, vn, "close");
         f->conn_upgrade |= has_token(v, vn, "upgrade");
     } else if (eq_token(p, c, "upgrade")) {
@@ -256,7 +264,7 @@ enum nsbox_httphead_verdict nsbox_httphead_parse(const uint8_t *in, size_t len, 
 {
     memset(h, 0, sizeof *h);
     bool bad;
-    size_t end = head_end(in, len < NSBOX_HTTPHEAD_MAX ? len : NSBOX_HTTPHEAD_MAX, &bad);
+    size_t end = head_end(in, len < NSBOX_HTTPHEAD_MAX ? len : NSBOX_HTTPHEAD_MAX, 0, &bad);
     if (bad)
         return refuse(h, 400, "a line does not end with CRLF (bare CR or LF)");
     if (!end)
@@ -300,6 +308,20 @@ enum nsbox_httphead_verdict nsbox_httphead_parse(const uint8_t *in, size_t len, 
     return NSBOX_HTTPHEAD_OK;
 }
 
+enum nsbox_httphead_verdict nsbox_httphead_parse_more(const uint8_t *in, size_t len,
+                                                      size_t *scanned, const char *sni,
+                                                      uint16_t port, struct nsbox_httphead *h)
+{
+    bool bad;
+    if (len < NSBOX_HTTPHEAD_MAX && *scanned <= len && !head_end(in, len, *scanned, &bad) && !bad) {
+        memset(h, 0, sizeof *h);
+        *scanned = len;
+        return NSBOX_HTTPHEAD_MORE;
+    }
+    *scanned = 0; /* a verdict: the next head starts afresh */
+    return nsbox_httphead_parse(in, len, sni, port, h);
+}
+
 static bool put(uint8_t *out, size_t outmax, size_t *k, const void *p, size_t n)
 {
     if (*k + n > outmax)
@@ -309,12 +331,46 @@ static bool put(uint8_t *out, size_t outmax, size_t *k, const void *p, size_t n)
     return true;
 }
 
+/* A header name as CGI, WSGI and PHP give it to an application (HTTP_X_API_KEY): any case, '-'
+ * and '_' alike. X_Api_Key is another header to HTTP, and the same one to such an origin's
+ * code, which would see the sandbox's value beside (or instead of) the bound one. */
+static bool same_name(const uint8_t *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint8_t x = (uint8_t)tolower(a[i]), y = (uint8_t)tolower((uint8_t)b[i]);
+        if (x != y && !((x == '-' || x == '_') && (y == '-' || y == '_')))
+            return false;
+    }
+    return true;
+}
+
 static bool is_bound(const uint8_t *line, size_t n, const char *const *names, size_t nn)
 {
     for (size_t i = 0; i < nn; i++) {
         size_t l = strlen(names[i]);
-        if (n > l && line[l] == ':' && !strncasecmp((const char *)line, names[i], l))
+        if (n > l && line[l] == ':' && same_name(line, names[i], l))
             return true;
+    }
+    return false;
+}
+
+bool nsbox_httphead_hop_names(const uint8_t *in, const struct nsbox_httphead *h,
+                              const char *const *names, size_t n)
+{
+    size_t at = 0, end = h->head_len - 2;
+    while (at < end) {
+        size_t le = at;
+        while (in[le] != '\r')
+            le++;
+        const uint8_t *colon = memchr(in + at, ':', le - at);
+        if (at > 0 && colon && eq_token(in + at, (size_t)(colon - in - at), "connection")) {
+            const uint8_t *v = colon + 1;
+            size_t vn = (size_t)(in + le - v);
+            for (size_t i = 0; i < n; i++)
+                if (has_token(v, vn, names[i]))
+                    return true;
+        }
+        at = le + 2;
     }
     return false;
 }
@@ -462,6 +518,22 @@ long nsbox_httphead_chunk_feed(struct nsbox_httpchunk *c, const uint8_t *p, size
         }
     }
     return (long)i;
+}
+
+enum nsbox_httpchunk_part nsbox_httphead_chunk_part(const struct nsbox_httpchunk *c)
+{
+    if (c->done)
+        return NSBOX_HTTPCHUNK_FRAMING;
+    switch (c->state) {
+    case CH_DATA:
+        return NSBOX_HTTPCHUNK_DATA;
+    case CH_END_CR:
+    case CH_END_LF:
+    case CH_TRAILER:
+        return NSBOX_HTTPCHUNK_TRAILER;
+    default:
+        return NSBOX_HTTPCHUNK_FRAMING;
+    }
 }
 
 void nsbox_httphead_log_path(const uint8_t *in, const struct nsbox_httphead *h, char *out,

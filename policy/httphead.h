@@ -6,7 +6,8 @@
  * Strict where a lenient reader and the origin could disagree on where a request ends or what
  * it says (request smuggling, RFC 9112 11.2): CRLF line ends only, no obsolete line folding, no
  * space before a colon, exactly one Host equal to the TLS server name, one Content-Length of
- * digits or one Transfer-Encoding of exactly "chunked", never both; origin-form targets only;
+ * digits or one Transfer-Encoding of exactly "chunked", never both, and no Connection option
+ * naming either or Host (hop-by-hop, an intermediary would drop it); origin-form targets only;
  * an Upgrade only to websocket, on a GET without a body that lists upgrade in Connection.
  * The input is everything received so far; call again with more after each read. */
 #ifndef NSBOX_HTTPHEAD_H
@@ -50,6 +51,15 @@ struct nsbox_httphead {
 enum nsbox_httphead_verdict nsbox_httphead_parse(const uint8_t *in, size_t len, const char *sni,
                                                  uint16_t port, struct nsbox_httphead *h);
 
+/* nsbox_httphead_parse for a head that comes in many pieces: *scanned (0 at a head's start,
+ * kept by the calls) is how much of in an earlier call found to hold neither the head's end nor
+ * a bad line end, so that each call reads only what is new until the head is whole. A head
+ * sent a byte at a time (one TLS record each) then costs its length, not its square. The
+ * verdict is nsbox_httphead_parse's for the same bytes. */
+enum nsbox_httphead_verdict nsbox_httphead_parse_more(const uint8_t *in, size_t len,
+                                                      size_t *scanned, const char *sni,
+                                                      uint16_t port, struct nsbox_httphead *h);
+
 /* A header name as the bindings accept it: an RFC 9110 token of at most NSBOX_HTTPHEAD_NAME_MAX
  * bytes that is none of the headers that frame or route a request (Host, Content-Length,
  * Transfer-Encoding, Connection, Upgrade, TE, Trailer, Expect). NULL if fine, else why not. */
@@ -59,13 +69,19 @@ const char *nsbox_httphead_check_name(const char *name);
 const char *nsbox_httphead_check_value(const char *value);
 
 /* The head of an OK request (in[0..h->head_len)) with every header named by one of names (any
- * case) removed and "names[i]: values[i]" added last, for i < n. Returns the length written to
+ * case, '-' and '_' alike, as CGI and WSGI name headers) removed and "names[i]: values[i]" added last, for i < n. Returns the length written to
  * out, or 0 when outmax is too small (NSBOX_HTTPHEAD_MAX + the bindings' lengths + 4 each is
  * always enough). The result may hold one field per binding more than the limit of a head
  * received: it is sent, not read again. */
 size_t nsbox_httphead_rewrite(const uint8_t *in, const struct nsbox_httphead *h,
                               const char *const *names, const char *const *values, size_t n,
                               uint8_t *out, size_t outmax);
+
+/* Whether a Connection header of an OK head (in[0..h->head_len)) lists one of names (any case)
+ * as an option: a header so named is hop-by-hop, and an intermediary before the origin (a CDN,
+ * a load balancer) removes it, so that the request would reach the origin without it. */
+bool nsbox_httphead_hop_names(const uint8_t *in, const struct nsbox_httphead *h,
+                              const char *const *names, size_t n);
 
 /* A refusal as an HTTP response (status line, Content-Type, Content-Length, Connection: close,
  * the reason as the body). Returns the length, or 0 when outmax is too small. */
@@ -108,6 +124,16 @@ struct nsbox_httpchunk {
     bool done;       /* the last chunk and the empty trailer line have passed */
     const char *why; /* after -1 */
 };
+
+/* What the next byte fed to c belongs to: a chunk's data (c->left bytes of it), the framing
+ * (a size line and its extensions, the CRLF after data), or the trailer section (after the
+ * last chunk's size line, its final CRLF included). */
+enum nsbox_httpchunk_part {
+    NSBOX_HTTPCHUNK_FRAMING = 0,
+    NSBOX_HTTPCHUNK_DATA,
+    NSBOX_HTTPCHUNK_TRAILER,
+};
+enum nsbox_httpchunk_part nsbox_httphead_chunk_part(const struct nsbox_httpchunk *c);
 
 /* Feeds n bytes of body; returns how many belong to the body (< n only once done: the rest is
  * the next request), or -1 on a malformed body (why says what). Trailer fields are refused:

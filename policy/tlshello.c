@@ -163,7 +163,17 @@ static enum nsbox_tlshello_verdict parse_body(struct rd r, struct nsbox_tlshello
 enum nsbox_tlshello_verdict nsbox_tlshello_parse(const uint8_t *in, size_t len,
                                                  struct nsbox_tlshello *h)
 {
-    size_t have = 0, need = 0, off = 0; /* message bytes reassembled; its full size */
+    h->rec_off = h->have = h->need = 0;
+    return nsbox_tlshello_parse_more(in, len, h);
+}
+
+enum nsbox_tlshello_verdict nsbox_tlshello_parse_more(const uint8_t *in, size_t len,
+                                                      struct nsbox_tlshello *h)
+{
+    /* message bytes reassembled; its full size; the input's records they came from */
+    size_t have = h->have, need = h->need, off = h->rec_off;
+    if (off > len) /* not the input of the last call grown: from the start */
+        have = need = off = 0;
     h->name[0] = '\0';
     h->why = NULL;
     h->consumed = 0;
@@ -175,7 +185,7 @@ enum nsbox_tlshello_verdict nsbox_tlshello_parse(const uint8_t *in, size_t len,
         h->why = "not a TLS record version";
         return NSBOX_TLSHELLO_NOT_TLS;
     }
-    for (;;) {
+    for (;; h->rec_off = off, h->have = have, h->need = need) {
         if (len - off < REC_HEADER)
             break;
         const uint8_t *rec = in + off;

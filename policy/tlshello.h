@@ -31,7 +31,10 @@ struct nsbox_tlshello {
     char name[NSBOX_TLSHELLO_NAME_MAX + 1]; /* SNI: lower case, no trailing dot */
     size_t consumed;                        /* bytes of input up to the ClientHello's end */
     const char *why;                        /* BAD, NOT_TLS: what was wrong, for a log line */
-    uint8_t msg[NSBOX_TLSHELLO_MAX];        /* scratch: the reassembled handshake message */
+    /* nsbox_tlshello_parse_more's: the input's whole records already reassembled into msg,
+     * the message's bytes there and its full size once known */
+    size_t rec_off, have, need;
+    uint8_t msg[NSBOX_TLSHELLO_MAX]; /* scratch: the reassembled handshake message */
 };
 
 /* A host name as a ClientHello may carry it (RFC 6066 3: a DNS host name, no IP literal, no
@@ -41,6 +44,13 @@ int nsbox_tlshello_check_name(const uint8_t *name, size_t n, char *out);
 
 enum nsbox_tlshello_verdict nsbox_tlshello_parse(const uint8_t *in, size_t len,
                                                  struct nsbox_tlshello *h);
+/* nsbox_tlshello_parse for input that grows between calls (the reader's buffer, each read
+ * appended): each call goes on from the records the one before reassembled, so that a hello
+ * sent in one-byte records, a read each, costs its length, not its square. Start with h
+ * zeroed (or after nsbox_tlshello_parse); the verdict is nsbox_tlshello_parse's for the same
+ * bytes. */
+enum nsbox_tlshello_verdict nsbox_tlshello_parse_more(const uint8_t *in, size_t len,
+                                                      struct nsbox_tlshello *h);
 
 const char *nsbox_tlshello_verdict_name(enum nsbox_tlshello_verdict v);
 

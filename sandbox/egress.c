@@ -126,7 +126,7 @@ static enum nsbox_tlshello_verdict read_hello(int fd, uint8_t *buf, size_t *len,
             return NSBOX_TLSHELLO_BAD;
         }
         *len += (size_t)n;
-        enum nsbox_tlshello_verdict v = nsbox_tlshello_parse(buf, *len, h);
+        enum nsbox_tlshello_verdict v = nsbox_tlshello_parse_more(buf, *len, h);
         if (v != NSBOX_TLSHELLO_MORE)
             return v;
     }
@@ -323,6 +323,8 @@ static void *serve(void *arg)
     struct conn *c = arg;
     uint8_t *buf = malloc(NSBOX_TLSHELLO_INPUT_MAX);
     struct nsbox_tlshello *h = malloc(sizeof *h);
+    if (h)
+        h->rec_off = h->have = h->need = 0;
     size_t len = 0;
     const char *verdict = "refused";
     c->up = -1;

@@ -550,6 +550,7 @@ struct relay {
     int refusal;             /* a request refused behind others: its status, sent after theirs */
     const char *refusal_why; /* and why */
     size_t in_n;
+    size_t scanned; /* of the head at in[0]: read already (nsbox_httphead_parse_more) */
     uint8_t in[IN_MAX];
     uint8_t out[OUT_MAX];
     struct nsbox_scrub scrub;
@@ -637,6 +638,7 @@ static void consume(struct relay *r, size_t n)
 {
     memmove(r->in, r->in + n, r->in_n - n);
     r->in_n -= n;
+    r->scanned = 0;
 }
 
 /* Reads no more of the sandbox for now: its next head waits for responses (a full pipeline, a
@@ -657,10 +659,16 @@ static bool client_head(struct relay *r, bool *more)
 {
     struct nsbox_httphead hd;
     enum nsbox_httphead_verdict v =
-        nsbox_httphead_parse(r->in, r->in_n, r->h->name, r->h->port, &hd);
+        nsbox_httphead_parse_more(r->in, r->in_n, &r->scanned, r->h->name, r->h->port, &hd);
     *more = v == NSBOX_HTTPHEAD_MORE;
     if (*more)
         return true;
+    if (v == NSBOX_HTTPHEAD_OK && nsbox_httphead_hop_names(r->in, &hd, r->h->header, r->h->n)) {
+        v = NSBOX_HTTPHEAD_REFUSED;
+        hd.status = 400;
+        hd.why = "the Connection header names the bound header: an intermediary before the "
+                 "origin would drop it";
+    }
     if (v == NSBOX_HTTPHEAD_REFUSED) {
         if (!r->q_n) {
             refuse(r, hd.status, hd.why);
@@ -768,6 +776,70 @@ static bool let_go(struct relay *r)
     return !m || ssl_write_all(r->cl, r->cfd, r->out, m);
 }
 
+/* Data of a chunked body (flush: the tail held back at its last chunk instead), masked as one
+ * stream with the data before it and sent as a chunk of the helper's own: the origin's chunk
+ * boundaries are not passed on, since a value they cut, which the client's decoding joins
+ * again, would pass the masking. *sent: the bytes written. false: the end. */
+#define CHUNK_ROOM 18 /* "%zx\r\n" */
+_Static_assert(CHUNK_ROOM + READ_CHUNK + NSBOX_SCRUB_SECRET_MAX + 2 <= OUT_MAX, "chunk room");
+static bool data_to_client(struct relay *r, const uint8_t *p, size_t n, bool flush, size_t *sent)
+{
+    uint8_t *o = r->out + CHUNK_ROOM;
+    size_t m = flush ? nsbox_scrub_flush(&r->scrub, o) : nsbox_scrub_feed(&r->scrub, p, n, o);
+    *sent = 0;
+    if (!m)
+        return true; /* all of it held back: an empty chunk would end the body */
+    char size[CHUNK_ROOM + 1];
+    int sn = snprintf(size, sizeof size, "%zx\r\n", m);
+    memcpy(o - sn, size, (size_t)sn);
+    memcpy(o + m, "\r\n", 2);
+    *sent = (size_t)sn + m + 2;
+    return ssl_write_all(r->cl, r->cfd, o - sn, *sent);
+}
+
+/* Bytes of the current response while its body is chunked (r->resp in CHUNKED): its data goes
+ * as chunks of the helper's own, its framing is dropped, the last chunk and the trailer section
+ * go as they came, masked. Returns how many of the n bytes were taken; *sent: the bytes
+ * written; *ok false: the end. */
+static size_t chunked_to_client(struct relay *r, const uint8_t *p, size_t n, size_t *sent, bool *ok)
+{
+    struct nsbox_httpchunk *c = &r->resp.chunk;
+    size_t k;
+    *sent = 0;
+    switch (nsbox_httphead_chunk_part(c)) {
+    case NSBOX_HTTPCHUNK_DATA:
+        k = nsbox_httpresp_feed(&r->resp, p, n < c->left ? n : (size_t)c->left);
+        *ok = data_to_client(r, p, k, false, sent);
+        return k;
+    case NSBOX_HTTPCHUNK_FRAMING:
+        k = nsbox_httpresp_feed(&r->resp, p, 1);
+        *ok = true;
+        if (r->resp.state == NSBOX_HTTPRESP_CHUNKED &&
+            nsbox_httphead_chunk_part(c) == NSBOX_HTTPCHUNK_TRAILER) {
+            /* the last chunk's size line: what was held back goes before it */
+            *ok =
+                data_to_client(r, NULL, 0, true, sent) && ssl_write_all(r->cl, r->cfd, "0\r\n", 3);
+            *sent += 3;
+        }
+        return k;
+    default:
+        k = nsbox_httpresp_feed(&r->resp, p, n);
+        *ok = to_client(r, p, k);
+        *sent = k;
+        return k;
+    }
+}
+
+/* A response's head, up to its end at most (interim heads and the final one): a chunked body
+ * that follows is chunked_to_client's. */
+static size_t head_feed(struct nsbox_httpresp *resp, const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n && resp->state == NSBOX_HTTPRESP_HEAD && !resp->done)
+        i += nsbox_httpresp_feed(resp, p + i, 1);
+    return i;
+}
+
 /* The oldest request's response ended: its entry, then what waited for it. false: the end. */
 static bool response_ended(struct relay *r)
 {
@@ -802,16 +874,25 @@ static bool from_upstream(struct relay *r, const uint8_t *buf, size_t got)
         if (q && q->answered)
             q = NULL; /* bytes no request asked for (yet) */
         k = got - off;
-        if (q && !r->tunnel) {
-            k = nsbox_httpresp_feed(&r->resp, buf + off, k);
-            q->status = r->resp.status ? r->resp.status : q->status;
+        bool frame_end = false, ok = true;
+        size_t sent = k;
+        if (q && !r->tunnel && r->resp.state == NSBOX_HTTPRESP_CHUNKED) {
+            k = chunked_to_client(r, buf + off, k, &sent, &ok);
+        } else {
+            if (q && !r->tunnel)
+                k = r->resp.state == NSBOX_HTTPRESP_HEAD
+                        ? head_feed(&r->resp, buf + off, k)
+                        : nsbox_httpresp_feed(&r->resp, buf + off, k);
+            if (q && r->tunnel)
+                k = nsbox_wsframe_feed(&r->ws, buf + off, k, &frame_end);
+            sent = k;
+            ok = to_client(r, buf + off, k) && (!frame_end || let_go(r));
         }
-        bool frame_end = false;
-        if (q && r->tunnel)
-            k = nsbox_wsframe_feed(&r->ws, buf + off, k, &frame_end);
+        if (q && !r->tunnel)
+            q->status = r->resp.status ? r->resp.status : q->status;
         if (q)
-            q->down += k;
-        if (!to_client(r, buf + off, k) || (frame_end && !let_go(r)))
+            q->down += sent;
+        if (!ok)
             return false;
         if (q && !r->tunnel && r->resp.done && !response_ended(r))
             return false;

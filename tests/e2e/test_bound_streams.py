@@ -9,8 +9,11 @@ handshake goes out with the bound header, and after its 101 both directions are 
 value still masked in what comes back and a message ending in the value's first bytes not held
 back, with a handshake by hand and with node's WebSocket client; a handshake the origin turns
 down leaves HTTP going on; an HTTP/2-capable client falls
-back to HTTP/1.1 and an HTTP/2-only one is refused with the reason in the log. One sandbox
-serves the module; each test names its own paths."""
+back to HTTP/1.1 and an HTTP/2-only one is refused with the reason in the log. Attacks on the
+relay: the value echoed in an interim head, the final head, a Location, a trailer and a chunked
+body whose chunks cut it is masked everywhere, the body as the client decodes it included; a
+head sent a byte at a time costs the helper its length, not its square. One sandbox serves the
+module; each test names its own paths."""
 import json
 import os
 import subprocess
@@ -76,6 +79,8 @@ class H(http.server.BaseHTTPRequestHandler):
         kind, args = (p[2], p[3:]) if len(p) > 2 else ("", [])
         if kind == "ws":  # /TEST/ws
             return self.websocket(body)
+        if kind == "everywhere":  # everywhere/N: the value in every place a response has
+            return self.everywhere(body, int(args[0]))
         if kind == "slow":  # slow/MS/STATUS: answered late
             time.sleep(int(args[0]) / 1000)
             kind, args = "status", args[1:]
@@ -101,6 +106,23 @@ class H(http.server.BaseHTTPRequestHandler):
         if kind == "early":  # then the body is read and dropped
             self.wfile.flush()
             self.rfile.read(int(self.headers["Content-Length"]))
+    def everywhere(self, body, n):
+        # the bound value as the origin read it, in an interim response, the final head (a
+        # field and a redirect's Location), a chunked body cut into chunks of n bytes (the
+        # value across several of them) and a trailer
+        value = self.headers["Authorization"]
+        self.send_response_only(103)
+        self.send_header("X-Echo", value)
+        self.end_headers()
+        self.send_response(302)
+        self.send_header("X-Echo", value)
+        self.send_header("Location", "/next?v=" + value.replace(" ", "%20"))
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for i in range(0, len(body), n):
+            piece = body[i:i + n]
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+        self.wfile.write(b"0\r\nX-Echo: %s\r\n\r\n" % value.encode())
     def websocket(self, head):
         # the handshake by hand, then an echo: "headers" is answered with the handshake's head
         # as the origin read it (the bound value in it)
@@ -139,22 +161,32 @@ class Sock:
     def makefile(self, mode): return self.f
 """
 
+# Inside the sandbox: a verified TLS connection to the bound host (argv[1], argv[2]), and all that
+# comes on one until it closes.
+TLSCONN = r"""
+import json, socket, ssl, sys
+name, port = sys.argv[1], int(sys.argv[2])
+def connect():
+    return ssl.create_default_context().wrap_socket(
+        socket.create_connection((name, port), timeout=60), server_hostname=name)
+def read_all(s):
+    raw = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            return raw
+        raw += d
+"""
+
 # Inside the sandbox: the requests given as JSON [[method, path, extra header lines], ...] in one
 # write on one TLS connection, then everything read to the end and parsed in order.
-PIPELINE = READER + r"""
-import http.client, io, json, socket, ssl, sys
-name, port = sys.argv[1], int(sys.argv[2])
+PIPELINE = READER + TLSCONN + r"""
+import http.client, io
 reqs = json.loads(sys.argv[3])
-s = ssl.create_default_context().wrap_socket(socket.create_connection((name, port), timeout=20),
-                                             server_hostname=name)
+s = connect()
 s.sendall(b"".join(("%s %s HTTP/1.1\r\nHost: %s:%d\r\nAuthorization: mine\r\n%s\r\n"
                     % (m, p, name, port, extra)).encode() for m, p, extra in reqs))
-raw = b""
-while True:
-    d = s.recv(65536)
-    if not d:
-        break
-    raw += d
+raw = read_all(s)
 f = io.BytesIO(raw)
 out = []
 for m, p, extra in reqs:
@@ -266,6 +298,37 @@ try:
     print("connected")
 except (ssl.SSLError, OSError) as ex:
     print("refused", type(ex).__name__)
+"""
+
+# Inside the sandbox: one request (argv[3], a path) with Connection: close; the raw bytes that
+# came back, and the chunked body as a client decodes it.
+RAWCHUNKED = TLSCONN + r"""
+s = connect()
+s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n"
+           % (sys.argv[3], name)).encode())
+raw = read_all(s)
+rest = raw.split(b"\r\n\r\n", 2)[2]  # after the 103's head and the final one
+body = b""
+while True:
+    line, rest = rest.split(b"\r\n", 1)
+    size = int(line.split(b";")[0], 16)
+    if not size:
+        break
+    body, rest = body + rest[:size], rest[size + 2:]
+print(json.dumps({"raw": raw.decode(errors="replace"), "body": body.decode(errors="replace"),
+                  "trailers": rest.decode(errors="replace")}))
+"""
+
+# Inside the sandbox: a head of nearly 32 KiB sent a byte at a time, each byte its own TLS
+# record (one write each), then the response's status line.
+BYTEWISE = TLSCONN + r"""
+s = connect()
+head = ("GET /bytewise/status/200 HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n" % name +
+        "".join("X-%d: %s\r\n" % (i, "a" * 400) for i in range(75)) + "\r\n").encode()
+for b in head:
+    s.sendall(bytes([b]))
+data = read_all(s)
+print(json.dumps({"bytes": len(head), "status": data.split(b"\r\n")[0].decode()}))
 """
 
 lab = pki = received = dirs = sid = None
@@ -411,6 +474,50 @@ class BoundStreams(unittest.TestCase):
         # to tell whether "Beare" begins the value would leave the client waiting (timeout)
         first, second = self.inside(TAIL)
         self.assertEqual((first, second), ("the end is " + BEARER[:5], "/tail/status/200"))
+
+    def test_value_echoed_in_every_part_of_a_response_is_masked(self):
+        # an interim head, the final head, a Location, a trailer, and a chunked body cut into
+        # chunks of 7 bytes: the value crosses chunk boundaries, which a client's decoding
+        # removes, so the masking must see the body's data as one stream
+        for n in (7, 1, 4096):
+            out = self.inside(RAWCHUNKED, f"/every{n}/everywhere/{n}")
+            self.assertNotIn(SECRET, out["raw"])
+            self.assertNotIn(SECRET, out["body"], out["raw"])
+            self.assertIn("*" * len(SECRET), out["body"])
+            self.assertEqual(json.loads(out["body"].replace("*", "x"))["path"],
+                             f"/every{n}/everywhere/{n}")
+            self.assertTrue(out["raw"].startswith("HTTP/1.1 103 "), out["raw"][:200])
+            self.assertGreaterEqual(out["raw"].count("*" * len(SECRET)), 4, out["raw"])
+            self.assertIn("X-Echo: " + "*" * len(BEARER), out["trailers"])
+        log = self.log("/every", 3)
+        self.assertEqual(sorted((e["path"], e["status"]) for e in log),
+                         [(f"/every{n}/everywhere/{n}", 302) for n in (1, 4096, 7)])
+
+    def helper_cpu(self):
+        """The CPU time (s) the sandbox's egress helper has spent: the nsbox-egress child of
+        its supervisor."""
+        r = nsbox("inspect", sid)
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        sup = str(json.loads(r.stdout)["supervisor_pid"])
+        kids = subprocess.run(["pgrep", "-P", sup, "-x", "nsbox-egress"], capture_output=True,
+                              text=True).stdout.split()
+        self.assertEqual(len(kids), 1, kids)
+        with open(f"/proc/{kids[0]}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def test_head_sent_a_byte_at_a_time_costs_the_helper_its_length(self):
+        # the helper runs outside the sandbox's cgroup: a head of 32 KiB in one-byte TLS
+        # records, read whole again at each byte, costs it a quarter of a second of CPU per
+        # connection (0.04 s read once), as often as a sandbox likes
+        before = self.helper_cpu()
+        out = self.inside(BYTEWISE)
+        spent = self.helper_cpu() - before
+        self.assertEqual(out["status"], "HTTP/1.1 200 OK", out)
+        self.assertGreater(out["bytes"], 30000)
+        self.assertLess(spent, 0.12, f"the helper spent {spent:.2f} s of CPU")
+        self.assertEqual([r["path"] for r in self.received("/bytewise/")],
+                         ["/bytewise/status/200"])
 
     def test_websocket_session_with_the_bound_header(self):
         out = self.inside(WSCLIENT)

@@ -6,7 +6,8 @@ that CA through the config's "network.upstream_ca"; the sandbox trusts only its 
 system bundle. Checked: curl, Python's urllib, git clone, pip and node reach the bound host
 with verified TLS and the origin receives exactly the bound header, also when the sandbox sent
 its own; keep-alive; server-sent events are not held back; the echo does not carry the secret
-back; Host != SNI, smuggling shapes, TRACE and absolute targets are refused with an HTTP error;
+back; Host != SNI, smuggling shapes, TRACE and absolute targets are refused with an HTTP error; a
+header that CGI would take for the bound one (underscores for dashes) does not reach the origin;
 the secret is nowhere inside the sandbox nor in inspect, the state directory or the host-side
 processes' environments; the CA is name-constrained (critical) and has no key inside; with
 network all the bound host is intercepted and the rest passes; an upstream that the host's
@@ -292,6 +293,21 @@ class HeaderBindings(unittest.TestCase):
         self.assertEqual(json.loads(curl_line)["path"], "/curl")
         self.assertEqual(len(json.loads(py_line)["keepalive"]), 3)
 
+    def test_a_header_named_with_underscores_does_not_reach_the_origin(self):
+        # X_Api_Key is another header than X-Api-Key to HTTP, but the same one to an origin's
+        # code behind CGI, WSGI or PHP (HTTP_X_API_KEY), which would see the sandbox's value
+        # beside or instead of the bound one
+        r = self.nsbox(["run", "--network", f"allow={NAME}:{PORT}", "--header-binding",
+                        f"{NAME}:{PORT}:X-Api-Key=env:BOUND_TOKEN", "--", "curl", "-sS",
+                        "-o", "/dev/null", f"https://{NAME}:{PORT}/underscores",
+                        "-H", "X_Api_Key: mine", "-H", "x_api-KEY: mine too",
+                        "-H", "X-Api-Keys: kept"])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        [rec] = self.received()
+        keys = [[k, v] for k, v in rec["headers"]
+                if k.lower().replace("_", "-").startswith("x-api-key")]
+        self.assertEqual(keys, [["X-Api-Keys", "kept"], ["X-Api-Key", BEARER]])
+
     def test_layered_oci_image_bundle_comes_from_its_mount(self):
         # A layered image's root is a detached overlay mount (rootfs/image.h mount_fd), its
         # directory in the store an empty mount point: a bundle read from the directory would
@@ -347,6 +363,10 @@ class HeaderBindings(unittest.TestCase):
             f"GET / HTTP/1.1\r\n{h}X-A: 1\r\n folded\r\n\r\n",
             f"TRACE / HTTP/1.1\r\n{h}\r\n",
             f"GET http://other.lab.test/ HTTP/1.1\r\n{h}\r\n",
+            # hop-by-hop: an intermediary before the origin would drop the header so named
+            f"GET / HTTP/1.1\r\n{h}Connection: close, authorization\r\n\r\n",
+            f"POST / HTTP/1.1\r\n{h}Content-Length: 5\r\nConnection: Content-Length\r\n\r\n"
+            "hello",
             # a second request hidden in the first one's body is read as a body, nothing more
             f"POST /first HTTP/1.1\r\n{h}Content-Length: 40\r\nConnection: close\r\n\r\n"
             "GET /hidden HTTP/1.1\r\nHost: x\r\n\r\nxxxxxxx",
@@ -358,6 +378,9 @@ class HeaderBindings(unittest.TestCase):
                                         "HTTP/1.1 400 Bad Request", "HTTP/1.1 400 Bad Request",
                                         "HTTP/1.1 405 Method Not Allowed",
                                         "HTTP/1.1 400 Bad Request"])
+        self.assertEqual(statuses[6:8], ["HTTP/1.1 400 Bad Request"] * 2)
+        self.assertIn("Connection header names the bound header", out[6][1])
+        self.assertIn("Connection header names Host, Content-Length", out[7][1])
         self.assertIn("another host than the TLS server name", out[0][1])
         self.assertIn("both Content-Length and Transfer-Encoding", out[1][1])
         self.assertIn("folding", out[3][1])

@@ -4,8 +4,10 @@
  * with what follows it, one byte less asks for more; its rewriting holds exactly one copy of
  * the bound header and reads back as an accepted head (or one with a field too many: the
  * rewriting adds one); the path it logs has no query, fragment, space or CR. The same bytes
- * also go through the chunked-body reader, whole and one at a time, which must agree, and the
- * response status reader, whose answer is -1 (too short), 0 or a status. */
+ * also go through the chunked-body reader, whole and one at a time, which must agree, the
+ * reader of a head in pieces (nsbox_httphead_parse_more), which must say what the one-shot
+ * reader says at each length, and the response status reader, whose answer is -1 (too short),
+ * 0 or a status. */
 #include "httphead.h"
 
 #include <stdint.h>
@@ -32,11 +34,29 @@ static void check_chunked(const uint8_t *data, size_t size)
         abort();
 }
 
+/* The head read in pieces with nsbox_httphead_parse_more, as the helper reads it: at each
+ * length the verdict, status and head's length are those of nsbox_httphead_parse. */
+static void check_more(const uint8_t *data, size_t size)
+{
+    static struct nsbox_httphead a, b;
+    size_t step = size ? 1 + data[0] % 7 : 1, scanned = 0;
+    for (size_t k = step < size ? step : size; k <= size && size <= 4096; k += step) {
+        enum nsbox_httphead_verdict va =
+            nsbox_httphead_parse_more(data, k, &scanned, "a.test", 443, &a);
+        enum nsbox_httphead_verdict vb = nsbox_httphead_parse(data, k, "a.test", 443, &b);
+        if (va != vb || a.status != b.status || a.head_len != b.head_len)
+            abort();
+        if (va != NSBOX_HTTPHEAD_MORE)
+            return;
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static struct nsbox_httphead h, again;
     static uint8_t out[NSBOX_HTTPHEAD_MAX + 64];
     check_chunked(data, size);
+    check_more(data, size);
     int st = nsbox_httphead_status(data, size);
     if (st < -1 || (st > 0 && (st < 100 || st > 599)) ||
         (st == -1) != (size < NSBOX_HTTPHEAD_STATUS_LEN))

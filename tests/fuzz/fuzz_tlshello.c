@@ -1,7 +1,9 @@
 /* Fuzz the ClientHello parser (policy/tlshello.c) with any bytes, as a sandbox may send them to
  * the egress helper. Besides crashes (ASan, UBSan), it checks what the helper relies on: a name
- * is a valid host name, a verdict on a complete hello does not change with what follows it, and
- * "more" is never the answer once the input bound is reached. */
+ * is a valid host name, a verdict on a complete hello does not change with what follows it,
+ * "more" is never the answer once the input bound is reached, and the reader of input that
+ * grows (nsbox_tlshello_parse_more, fed prefixes as reads would make them) says what the
+ * one-shot reader says of each. */
 #include "tlshello.h"
 
 #include <stdint.h>
@@ -10,10 +12,28 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static void check_more(const uint8_t *data, size_t size)
+{
+    static struct nsbox_tlshello a, b;
+    size_t step = size ? 1 + data[size - 1] % 13 : 1;
+    memset(&a, 0, sizeof a);
+    for (size_t k = step < size ? step : size; k <= size && size <= 8192; k += step) {
+        enum nsbox_tlshello_verdict va = nsbox_tlshello_parse_more(data, k, &a);
+        enum nsbox_tlshello_verdict vb = nsbox_tlshello_parse(data, k, &b);
+        if (va != vb || a.consumed != b.consumed ||
+            (va == NSBOX_TLSHELLO_SNI && strcmp(a.name, b.name)) ||
+            (va != NSBOX_TLSHELLO_MORE && !a.why != !b.why))
+            abort();
+        if (va != NSBOX_TLSHELLO_MORE)
+            return;
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static struct nsbox_tlshello h, again;
     char check[NSBOX_TLSHELLO_NAME_MAX + 1];
+    check_more(data, size);
     enum nsbox_tlshello_verdict v = nsbox_tlshello_parse(data, size, &h);
 
     if (v == NSBOX_TLSHELLO_MORE && size >= NSBOX_TLSHELLO_INPUT_MAX)
