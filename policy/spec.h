@@ -133,6 +133,12 @@ struct cJSON;
 int nsbox_spec_json_parse_object(const char *json, size_t len, size_t max, struct cJSON **out,
                                  struct nsbox_err *e);
 
+/* The check of nsbox_spec_json_parse_object for a NUL in json, raw or escaped ("\\u0000", or a
+ * \u escape without four hex digits, which cJSON decodes to 0): cJSON would cut the string
+ * there and the value acted on would not be the one sent. An escaped backslash before "u0000"
+ * is text. For JSON parsed elsewhere (the control protocol). */
+int nsbox_spec_json_check_nul(const char *json, size_t len, struct nsbox_err *e);
+
 /* Helpers shared with the Python client's validation and the network module. */
 int nsbox_spec_net_parse_host(const char *text, struct nsbox_host *out, struct nsbox_err *e);
 int nsbox_spec_net_parse_cidr(const char *text, struct nsbox_cidr *out, struct nsbox_err *e);

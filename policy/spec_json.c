@@ -32,7 +32,7 @@ static int hex_value(char c)
  * carry any of them, so all are refused before parsing. Backslashes are only legal inside
  * strings, so skipping each escaped character is enough to tell "\\u0000" (a backslash, then
  * text) from "\u0000". */
-static int check_no_nul(const char *json, size_t len, struct nsbox_err *e)
+int nsbox_spec_json_check_nul(const char *json, size_t len, struct nsbox_err *e)
 {
     for (size_t i = 0; i < len; i++) {
         if (json[i] == '\0')
@@ -124,7 +124,7 @@ int nsbox_spec_json_parse_object(const char *json, size_t len, size_t max, cJSON
         return invalid(e, "empty input (expected a JSON object)");
     if (len > max)
         return invalid(e, "larger than %zu bytes", max);
-    if (check_no_nul(json, len, e) < 0)
+    if (nsbox_spec_json_check_nul(json, len, e) < 0)
         return -1;
     cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
     if (!root) {

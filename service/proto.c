@@ -4,6 +4,7 @@
 #include "agent.h"
 #include "cleanup.h"
 #include "cleanup_cjson.h"
+#include "spec.h"
 #include "util.h"
 
 #include <errno.h>
@@ -356,17 +357,16 @@ int nsbox_proto_parse(const char *buf, size_t len, struct nsbox_request *r, stru
     if (len > NSBOX_PROTO_MAX)
         return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "request larger than %u bytes",
                              NSBOX_PROTO_MAX);
-    if (memchr(buf, '\0', len))
-        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request contains a NUL byte");
+    /* before cJSON, which cuts a string at a NUL, raw or escaped, and reads on */
+    struct nsbox_err nul;
+    if (nsbox_spec_json_check_nul(buf, len, &nul) < 0)
+        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request %s", nul.msg);
     const char *end = NULL;
     cleanup_cjson cJSON *obj = cJSON_ParseWithLengthOpts(buf, len, &end, false);
     if (!obj)
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request is not valid JSON");
     if (!cJSON_IsObject(obj))
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request must be a JSON object");
-    /* cJSON turns \u0000 into an early end of string: refuse it rather than act on a cut value. */
-    if (memmem(buf, len, "\\u0000", 6))
-        return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "request contains an escaped NUL");
     if (parse_head(obj, r, e) < 0)
         return -1;
     if ((unsigned)r->op < NSBOX_ARRAY_LEN(op_fields) && op_fields[r->op])

@@ -94,6 +94,15 @@ class Lifecycle(SessionTest):
         r = self.exec(sid, "cat", "/workspace/f")
         self.assertEqual(r.stdout, b"one\n")
 
+    def test_an_argument_holding_backslash_u0000_is_text(self):
+        # The request's JSON carries it as \\u0000, an escaped backslash; the check for an
+        # escaped NUL took it for one and refused the exec.
+        sid = self.create()
+        r = self.exec(sid, "python3", "-c", 'import sys; print(len(sys.argv[1]), sys.argv[1])',
+                      "\\u0000")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, b"6 \\u0000\n")
+
     def test_a_supervisor_maps_no_image_library(self):
         # The image libraries are loaded when an image is imported; mapped by every create,
         # they and their dependencies were a third of a command line process's CPU.

@@ -207,6 +207,8 @@ static void test_errors_name_the_field(void **state)
         {"{\"v\":1,\"op\":\"write\",\"path\":\"f\",\"mode\":2541}",
          "'mode' 04755 has bits beyond 0777: setuid, setgid and sticky"},
         {"{\"v\":1,\"op\":\"exec\",\"argv\":[\"a\\u0000b\"]}", "NUL"},
+        /* cJSON decodes a \u escape without four hex digits to 0 as well */
+        {"{\"v\":1,\"op\":\"read\",\"path\":\"a\\uzz00/../b\"}", "invalid \\u escape"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct nsbox_request rq;
@@ -217,6 +219,20 @@ static void test_errors_name_the_field(void **state)
             fail_msg("case %zu: '%s' does not mention '%s'", i, e.msg, cases[i].needle);
         nsbox_proto_request_free(&rq);
     }
+}
+
+/* An argument holding the six characters \u0000 is text: the backslash is escaped. */
+static void test_escaped_backslash_before_u0000_is_text(void **state)
+{
+    struct nsbox_request rq;
+    struct nsbox_err e;
+    assert_int_equal(parse("{\"v\":1,\"op\":\"exec\",\"argv\":[\"python3\",\"-c\","
+                           "\"print(\\\"\\\\u0000\\\")\"]}",
+                           &rq, &e),
+                     0);
+    assert_int_equal(rq.argc, 3);
+    assert_string_equal(rq.argv[2], "print(\"\\u0000\")");
+    nsbox_proto_request_free(&rq);
 }
 
 static void test_buffer_not_read_past_length(void **state)
@@ -263,6 +279,7 @@ int main(void)
         cmocka_unit_test(test_delete_says_by_whom),
         cmocka_unit_test(test_error_codes_on_the_wire),
         cmocka_unit_test(test_errors_name_the_field),
+        cmocka_unit_test(test_escaped_backslash_before_u0000_is_text),
         cmocka_unit_test(test_buffer_not_read_past_length),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_logs_offsets),
