@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* What procs sends: 64 KiB, one message on the control socket. */
 #define PIDS_MAX 16384
 
 void nsbox_ocimon_init(struct nsbox_ocimon *m)
@@ -179,16 +180,21 @@ static void serve_exec(struct nsbox_ocimon *m, int fd)
     }
 }
 
-static void serve_procs(struct nsbox_ocimon *m, int fd)
+/* procs: the first max pids (the request's status, at most PIDS_MAX: one message), and in
+ * status how many the cgroup has, which ps says when it is more. */
+static void serve_procs(struct nsbox_ocimon *m, int fd, int32_t asked)
 {
     struct nsbox_err e = {0};
-    cleanup_free pid_t *pids = malloc(PIDS_MAX * sizeof *pids);
-    int n = pids ? nsbox_cgroup_pids(m->cg, pids, PIDS_MAX, &e) : nsbox_err_sys(&e, "malloc");
+    size_t max = asked > 0 && asked < PIDS_MAX ? (size_t)asked : PIDS_MAX;
+    cleanup_free pid_t *pids = malloc(max * sizeof *pids);
+    int n = pids ? nsbox_cgroup_pids(m->cg, pids, max, &e) : nsbox_err_sys(&e, "malloc");
     if (n < 0) {
         reply_error(fd, &e);
         return;
     }
-    struct nsbox_ocictl_msg r = {.op = "procs", .len = (uint32_t)((size_t)n * sizeof *pids)};
+    size_t sent = (size_t)n < max ? (size_t)n : max;
+    struct nsbox_ocictl_msg r = {
+        .op = "procs", .status = n, .len = (uint32_t)(sent * sizeof *pids)};
     nsbox_ocictl_send(fd, &r, pids, NULL, 0, &e);
 }
 
@@ -225,14 +231,13 @@ static void serve_killall(struct nsbox_ocimon *m, int fd, pid_t init_pid)
     for (int k = 0; k < 3; k++)
         nsbox_closep(&fds[k]);
     bool paused = r.flags & NSBOX_OCICTL_F_PAUSED;
-    cleanup_free pid_t *pids = malloc(PIDS_MAX * sizeof *pids);
     bool frozen = !paused && nsbox_cgroup_freeze(m->cg, true, &e2) == 0;
-    int n = pids ? nsbox_cgroup_pids(m->cg, pids, PIDS_MAX, &e) : nsbox_err_sys(&e, "malloc");
     /* Frozen, a listed process can still end (SIGKILL goes through a v2 freeze; a failed freeze
      * leaves the cgroup running) and its pid go to another process of the host's: signalled
-     * through pidfds, only those still in the cgroup. */
-    if (n >= 0 && nsbox_cgroup_signal(m->cg, pids, (size_t)n, init_pid, r.status, &e) < 0)
-        n = nsbox_err_wrap(&e, "kill --all");
+     * through pidfds, only those still in the cgroup; the whole list, however long. */
+    int n = nsbox_cgroup_signal_all(m->cg, init_pid, r.status, &e) < 0
+                ? nsbox_err_wrap(&e, "kill --all")
+                : 0;
     if (n >= 0 && kill(init_pid, r.status) < 0 && errno != ESRCH)
         n = nsbox_err_sys(&e, "kill --all: init");
     if (frozen)
@@ -254,7 +259,7 @@ bool nsbox_ocimon_ctl(struct nsbox_ocimon *m, int fd, const char *op)
         int fds[3];
         struct nsbox_err e;
         if (nsbox_ocictl_recv(fd, &r, NULL, 0, fds, &e) > 0)
-            serve_procs(m, fd);
+            serve_procs(m, fd, r.status);
         for (int k = 0; k < 3; k++)
             nsbox_closep(&fds[k]);
     } else if (!strcmp(op, "update"))

@@ -1,6 +1,6 @@
 /* nsbox-oci ps: the host pids of a container's processes (its cgroup's, which the monitor
  * reads), as runc prints them: a JSON array with --format json, else ps(1)'s table cut to
- * them. Also the list kill --all signals. */
+ * them; a list cut short (more processes than one answer of the monitor holds) says so. */
 #include "ocirt.h"
 #include "cleanup.h"
 #include "util.h"
@@ -13,12 +13,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* The monitor's most (ocimon.c); NSBOX_OCI_PS_MAX asks for fewer. */
 #define PS_MAX 16384
 
 int nsbox_ocips_pids(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s, pid_t *pids,
-                     size_t max, struct nsbox_err *e)
+                     size_t max, size_t *total, struct nsbox_err *e)
 {
-    struct nsbox_ocictl_msg m = {.op = "procs"}, r;
+    struct nsbox_ocictl_msg m = {.op = "procs", .status = (int32_t)max}, r;
     size_t size = max * sizeof *pids + NSBOX_ERR_MSG_MAX;
     cleanup_free char *buf = malloc(size);
     if (!buf)
@@ -26,22 +27,48 @@ int nsbox_ocips_pids(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s
     if (nsbox_ocictl_ask(g, s, &m, NULL, &r, buf, size, e) < 0)
         return -1;
     size_t n = r.len / sizeof *pids;
+    if (n > max)
+        return nsbox_err_invalid(e, "ps: the monitor sent %zu pids, more than the %zu asked", n,
+                                 max);
     memcpy(pids, buf, n * sizeof *pids);
+    *total = r.status > 0 && (size_t)r.status > n ? (size_t)r.status : n;
     return (int)n;
 }
 
-static bool listed(const pid_t *pids, size_t n, long pid)
+static int pid_cmp(const void *a, const void *b)
 {
-    for (size_t i = 0; i < n; i++)
-        if (pids[i] == pid)
-            return true;
-    return false;
+    pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* pids sorted (for bsearch): ps's rows are as many as the host's processes. */
+static bool listed(const pid_t *sorted, size_t n, long pid)
+{
+    pid_t p = (pid_t)pid;
+    return p == pid && n && bsearch(&p, sorted, n, sizeof p, pid_cmp);
+}
+
+/* How many pids ps lists: NSBOX_OCI_PS_MAX, at most PS_MAX (its default). */
+static size_t ps_max(struct nsbox_err *e)
+{
+    const char *v = getenv("NSBOX_OCI_PS_MAX");
+    if (!v || !*v)
+        return PS_MAX;
+    char *end;
+    errno = 0;
+    unsigned long n = strtoul(v, &end, 10);
+    if (errno || *end || n == 0 || n > PS_MAX || v[0] == '-')
+        return nsbox_err_invalid(e, "NSBOX_OCI_PS_MAX=%s: give a number from 1 to %d",
+                                 NSBOX_SHOW(v), PS_MAX),
+               0;
+    return n;
 }
 
 /* ps(1) with the caller's options (default -ef), its header and the rows of our pids: the
  * column named PID says which. */
-static int ps_table(char **opts, int n_opts, const pid_t *pids, size_t n, struct nsbox_err *e)
+static int ps_table(char **opts, int n_opts, pid_t *pids, size_t n, struct nsbox_err *e)
 {
+    qsort(pids, n, sizeof *pids, pid_cmp);
     char *argv[64] = {"ps"};
     int k = 1;
     if (n_opts == 0)
@@ -129,10 +156,19 @@ int nsbox_ocips_ps(const struct nsbox_ocirt *g, int argc, char **argv, struct ns
     struct nsbox_ocistate s;
     if (nsbox_ocistate_read_live(g, argv[i], &s, e) < 0)
         return 1;
-    cleanup_free pid_t *pids = malloc(PS_MAX * sizeof *pids);
-    int n = pids ? nsbox_ocips_pids(g, &s, pids, PS_MAX, e) : nsbox_err_sys(e, "malloc");
+    size_t max = ps_max(e), total;
+    if (!max)
+        return 1;
+    cleanup_free pid_t *pids = malloc(max * sizeof *pids);
+    int n = pids ? nsbox_ocips_pids(g, &s, pids, max, &total, e) : nsbox_err_sys(e, "malloc");
     if (n < 0)
         return 1;
+    /* said before the list, on stderr: the list stays what a program reads */
+    if (total > (size_t)n)
+        nsbox_ocilog_say(NULL, NSBOX_OCILOG_STDERR, "warning",
+                         "container %s has %zu processes: only the first %d are listed (at "
+                         "most %zu; NSBOX_OCI_PS_MAX, up to %d)",
+                         s.id, total, n, max, PS_MAX);
     if (!json) {
         if (i + 1 < argc && !strcmp(argv[i + 1], "--"))
             i++;

@@ -361,8 +361,8 @@ int nsbox_ocispecgen_spec(const struct nsbox_ocirt *g, int argc, char **argv, st
 int nsbox_ocirun_run(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
 int nsbox_ocilist_list(const struct nsbox_ocirt *g, int argc, char **argv, struct nsbox_err *e);
 /* The host pids of container s's processes (its cgroup's; its monitor reads them): how many
- * (at most max), or -1. */
+ * (at most max), or -1; *total: how many it has, more than that when the list was cut. */
 int nsbox_ocips_pids(const struct nsbox_ocirt *g, const struct nsbox_ocistate *s, pid_t *pids,
-                     size_t max, struct nsbox_err *e);
+                     size_t max, size_t *total, struct nsbox_err *e);
 
 #endif

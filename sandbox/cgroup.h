@@ -126,17 +126,19 @@ int nsbox_cgroup_write_memory(const struct nsbox_cgroup *cg, const struct nsbox_
                               size_t n, struct nsbox_err *e);
 /* The host pids of the processes in the cgroup (v2 cgroup.procs; v1 that of its first
  * hierarchy, which every process joins), the first max in the file's order (nsbox-oci's ps
- * shows them, kill --all signals each: neither needs them sorted): how many, or -1. */
+ * shows them: it needs them neither sorted nor all): how many the cgroup has, which is more
+ * than max when the list was cut, or -1. */
 int nsbox_cgroup_pids(const struct nsbox_cgroup *cg, pid_t *pids, size_t max, struct nsbox_err *e);
-/* Send sig to each process of pids (a listing nsbox_cgroup_pids made before) that is in the
- * cgroup still, each through a pidfd, and not to the pid skip (init, signalled last): a listed
- * process that has ended since, and whose pid another process has been given, is never
- * signalled. A process gone is no error, nor a cgroup.procs gone (everyone is); any other
- * failure is, the first kept in e, after the others have had their signal. Where no pidfd can
- * be had (before Linux 5.3, a seccomp filter, a pidfd and the list's second read that do not
- * both fit: one descriptor left, or none), kill(2) stands in while the cgroup is frozen. */
-int nsbox_cgroup_signal(const struct nsbox_cgroup *cg, const pid_t *pids, size_t n, pid_t skip,
-                        int sig, struct nsbox_err *e);
+/* Send sig to every process of the cgroup but the pid skip (init, signalled last), each once,
+ * through a pidfd (nsbox-oci's kill --all): the whole list, in batches, read again until a
+ * reading lists none not signalled yet (a process forked meanwhile). A listed process that has
+ * ended since, and whose pid another process has been given, is never signalled. A process
+ * gone is no error, nor a cgroup.procs gone (everyone is); any other failure is, the first
+ * kept in e, after the others have had their signal. Where no pidfd can be had (before Linux
+ * 5.3, a seccomp filter, a pidfd and the list's second read that do not both fit: one
+ * descriptor left, or none), kill(2) stands in while the cgroup is frozen. */
+int nsbox_cgroup_signal_all(const struct nsbox_cgroup *cg, pid_t skip, int sig,
+                            struct nsbox_err *e);
 /* Missing files leave their field 0 (an old kernel without memory.peak, v1 without cpuacct).
  * memory_limit/pids_limit are UINT64_MAX when unlimited. */
 /* Only the number of processes the memory limit killed (one file): for hot paths. */

@@ -383,18 +383,44 @@ int nsbox_cgroup_pids(const struct nsbox_cgroup *cg, pid_t *pids, size_t max, st
     return nsbox_cgsig_pids_first(path, pids, max, e);
 }
 
-int nsbox_cgroup_signal(const struct nsbox_cgroup *cg, const pid_t *pids, size_t n, pid_t skip,
-                        int sig, struct nsbox_err *e)
+/* How many times kill --all reads the list again for processes it has not signalled: each
+ * reading after the first finds only those forked before their parent's signal, which a frozen
+ * cgroup has none of. */
+#define SIGNAL_ALL_READINGS 16
+
+int nsbox_cgroup_signal_all(const struct nsbox_cgroup *cg, pid_t skip, int sig,
+                            struct nsbox_err *e)
 {
     char path[PATH_MAX];
     if (procs_path(cg, path, sizeof path, e) < 0)
         return -1;
+    struct nsbox_cgsig_done done = {0};
     /* kill --all freezes the cgroup first (or finds it paused): kill(2) may stand in for a
      * pidfd there */
     const struct nsbox_cgsig how = {.sig = sig,
                                     .skip = skip,
                                     .freezer =
                                         cg->version == 2 ? cg->path : v1_path_of(cg, "freezer"),
-                                    .version = cg->version};
-    return nsbox_cgsig_listed(path, pids, n, &how, e);
+                                    .version = cg->version,
+                                    .done = &done};
+    struct nsbox_err later;
+    int ret = 0;
+    for (int k = 0; k < SIGNAL_ALL_READINGS; k++) {
+        struct nsbox_err *ke = ret < 0 ? &later : e; /* the first failure is the one said */
+        size_t n;
+        pid_t *pids = nsbox_cgsig_pids(path, &n, ke);
+        if (!pids) {
+            if (ke->sys_errno != ENOENT) /* a list gone: so is everyone */
+                ret = -1;
+            break;
+        }
+        size_t before = done.n;
+        if (nsbox_cgsig_listed(path, pids, n, &how, ke) < 0)
+            ret = -1;
+        free(pids);
+        if (done.n == before)
+            break;
+    }
+    nsbox_cgsig_done_free(&done);
+    return ret;
 }

@@ -65,9 +65,9 @@ int nsbox_cgroup_write_error(struct nsbox_err *e, const char *dir, const char *f
 /* The pids the cgroup.procs file procs lists, sorted (malloc'd; an empty list is an array too,
  * *n 0); NULL with e. */
 pid_t *nsbox_cgsig_pids(const char *procs, size_t *n, struct nsbox_err *e);
-/* The first max pids the cgroup.procs file procs lists, in its order, into pids: how many, or
- * -1 with e. Neither the whole list nor its order kept: for a listing that is only shown or
- * signalled (nsbox_cgroup_pids). */
+/* The first max pids the cgroup.procs file procs lists, in its order, into pids: how many it
+ * lists (more than max when the list was cut), or -1 with e. Neither the whole list nor its
+ * order kept: for a listing that is only shown (nsbox_cgroup_pids). */
 int nsbox_cgsig_pids_first(const char *procs, pid_t *pids, size_t max, struct nsbox_err *e);
 
 /* The pids a kill round has signalled, sorted: v1 lists every process in each hierarchy, and a

@@ -36,6 +36,16 @@ static size_t parse_pids(const char *text, pid_t *pids, size_t max)
     return n;
 }
 
+/* How many pids text lists. */
+static size_t count_pids(const char *text)
+{
+    size_t n = 0;
+    pid_t pid;
+    for (const char *cur = text; nsbox_cg_next_pid(&cur, &pid);)
+        n++;
+    return n;
+}
+
 pid_t *nsbox_cgsig_pids(const char *procs, size_t *n, struct nsbox_err *e)
 {
     cleanup_free char *text = read_procs(procs, e);
@@ -56,7 +66,10 @@ pid_t *nsbox_cgsig_pids(const char *procs, size_t *n, struct nsbox_err *e)
 int nsbox_cgsig_pids_first(const char *procs, pid_t *pids, size_t max, struct nsbox_err *e)
 {
     cleanup_free char *text = read_procs(procs, e);
-    return text ? (int)parse_pids(text, pids, max) : -1;
+    if (!text)
+        return -1;
+    size_t n = parse_pids(text, pids, max);
+    return (int)(n < max ? n : count_pids(text));
 }
 
 /* ---- the pids a kill round has signalled --------------------------------------------------- */

@@ -163,7 +163,8 @@ static void gc_uid_slots(struct nsbox_err *e)
         int fd = openat(dirfd(d), de->d_name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
             continue;
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+        /* nor a pod's whose joined containers run: a new file of the same slot would be free */
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0 && nsbox_state_slot_unjoined(fd))
             unlinkat(dirfd(d), de->d_name, 0);
         close(fd);
     }

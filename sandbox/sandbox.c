@@ -359,6 +359,15 @@ static void caller_counts(struct nsbox_launch *L, struct nsbox_rlimits_caller *c
         L->inotify_watches = nsbox_rlimits_user_share((uint64_t)v);
 }
 
+/* The descriptor of the user namespace L joins, or -1. */
+static int joined_userns(const struct nsbox_launch *L)
+{
+    for (size_t i = 0; i < L->n_joins; i++)
+        if (L->joins[i].nstype == CLONE_NEWUSER)
+            return L->joins[i].fd;
+    return -1;
+}
+
 /* Everything after the state directory; the ext4 workspace is being made meanwhile. */
 static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, char *const argv[],
                         const char *cwd, const struct nsbox_image *img,
@@ -373,6 +382,11 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
         return -1;
     if (c->st.privileged)
         nsbox_net_set_egress_id(c->net, nsbox_idmap_egress_id(c->st.slot));
+    /* a pod's ids are held as long as this container runs with them, not its first's life */
+    int pod_userns = joined_userns(&c->L);
+    if (c->st.privileged && pod_userns >= 0 &&
+        nsbox_state_hold_pod_slot(&c->st, c->L.joined_id_base, pod_userns, e) < 0)
+        return -1;
     bool premounted = false;
     if (prepare_ws_dir(c, ws_kind, &premounted, e) < 0 || prepare_root(c, img, e) < 0 ||
         prepare_volumes(c, e) < 0)
@@ -686,6 +700,10 @@ int nsbox_sandbox_start(struct nsbox_sandbox *c, const int stdio[3], struct nsbo
     /* a joined user namespace has its maps (its owner wrote them) */
     if (!nsbox_launch_joins(&c->L, CLONE_NEWUSER) &&
         parent_write_id_maps(pid, &c->st, c->L.set_groups, e) < 0)
+        ret = -1;
+    /* which namespace has the slot's ids, for a container that joins it (state.h) */
+    else if (c->st.privileged && !nsbox_launch_joins(&c->L, CLONE_NEWUSER) &&
+             nsbox_state_mark_slot(&c->st, pid, e) < 0)
         ret = -1;
     else if (write(c->L.sync_wr, "g", 1) != 1)
         ret = start_failure(c, e);

@@ -28,6 +28,7 @@ void nsbox_state_init(struct nsbox_state *st)
     st->ws_kind = NSBOX_WS_DIR;
     st->lock_fd = -1;
     st->slot_fd = -1;
+    st->pod_slot_fd = -1;
     st->ws_dir_fd = -1;
     st->slot = 0;
     st->privileged = geteuid() == 0;
@@ -544,7 +545,8 @@ static int reuse_slot_file(struct nsbox_state *st, const char *dir, const uint32
         int fd = lock_file(path, false);
         if (fd < 0)
             continue;
-        if (nsbox_fd_is_at_path(fd, path)) { /* not unlinked by a gc meanwhile */
+        /* not unlinked by a gc meanwhile, nor a pod's whose joined container runs */
+        if (nsbox_fd_is_at_path(fd, path) && nsbox_state_slot_unjoined(fd)) {
             st->slot = slot;
             st->slot_fd = fd;
             return 0;
@@ -601,13 +603,17 @@ int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e)
         }
         if (fd >= 0) {
             /* gc may have unlinked the file between our open and our lock */
-            if (nsbox_fd_is_at_path(fd, path)) {
+            if (!nsbox_fd_is_at_path(fd, path)) {
+                close(fd);
+                i--; /* the same slot again */
+                continue;
+            }
+            if (nsbox_state_slot_unjoined(fd)) {
                 st->slot = slot;
                 st->slot_fd = fd;
                 return 0;
             }
-            close(fd);
-            i--; /* the same slot again */
+            close(fd); /* a pod's, whose joined containers run with its ids */
             continue;
         }
         if (errno != EWOULDBLOCK)
@@ -622,6 +628,89 @@ int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e)
                              nsbox_idmap_egress_id(NSBOX_UID_SLOTS - 1));
     return nsbox_err_set(e, NSBOX_E_SYS, EUSERS, "all %u nsbox uid slots are in use",
                          NSBOX_UID_SLOTS);
+}
+
+/* The text a slot's file holds while its sandbox's user namespace lives: that namespace's
+ * device and inode (nsfs), which no other namespace has while a joiner holds it open. */
+static int userns_name(const struct stat *sb, char *out, size_t n)
+{
+    return snprintf(out, n, "%llu:%llu\n", (unsigned long long)sb->st_dev,
+                    (unsigned long long)sb->st_ino);
+}
+
+int nsbox_state_mark_slot(struct nsbox_state *st, pid_t pid, struct nsbox_err *e)
+{
+    char path[64], text[64];
+    struct stat sb;
+    snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
+    if (stat(path, &sb) < 0)
+        return nsbox_err_sys(e, "cannot read the user namespace of %s", path);
+    int n = userns_name(&sb, text, sizeof text);
+    if (st->slot_fd < 0 || pwrite(st->slot_fd, text, (size_t)n, 0) != n)
+        return nsbox_err_sys(e, "cannot write the uid slot file of slot %u", st->slot);
+    return 0;
+}
+
+bool nsbox_state_slot_unjoined(int fd)
+{
+    /* A joiner's read lock refuses this write lock; held while the name is cleared, so that a
+     * joiner that locks after reads the cleared file. */
+    struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (fcntl(fd, F_OFD_SETLK, &l) < 0)
+        return false;
+    bool cleared = ftruncate(fd, 0) == 0;
+    l.l_type = F_UNLCK;
+    (void)fcntl(fd, F_OFD_SETLK, &l);
+    return cleared;
+}
+
+/* Whether host ids [first, first + count) meet nsbox's: the slots' ranges and their egress ids. */
+static bool meets_nsbox_ids(uint64_t first, uint64_t count)
+{
+    uint64_t end = (uint64_t)NSBOX_EGRESS_ID_BASE + NSBOX_UID_SLOTS;
+    return first < end && first + count > NSBOX_UID_BASE;
+}
+
+int nsbox_state_hold_pod_slot(struct nsbox_state *st, uint32_t base, int userns_fd,
+                              struct nsbox_err *e)
+{
+    if (!meets_nsbox_ids(base, NSBOX_ID_COUNT))
+        return 0; /* ids the slots never give */
+    uint32_t off = base - NSBOX_UID_BASE, slot = off / NSBOX_ID_COUNT;
+    if (base < NSBOX_UID_BASE || off % NSBOX_ID_COUNT || slot >= NSBOX_UID_SLOTS)
+        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                             "the joined user namespace maps host ids %u to %u, part of nsbox's "
+                             "(%u to %u) but not one sandbox's range: nsbox-oci joins only a "
+                             "user namespace it made",
+                             base, base + (NSBOX_ID_COUNT - 1), NSBOX_UID_BASE,
+                             nsbox_idmap_egress_id(NSBOX_UID_SLOTS - 1));
+    char dir[PATH_MAX], path[PATH_MAX], text[64], want[64];
+    if (nsbox_state_uid_slot_dir(dir, sizeof dir, e) < 0)
+        return -1;
+    slot_path(path, sizeof path, dir, slot);
+    struct stat sb;
+    if (fstat(userns_fd, &sb) < 0)
+        return nsbox_err_sys(e, "fstat of the joined user namespace");
+    int wn = userns_name(&sb, want, sizeof want);
+    cleanup_close int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    struct flock l = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
+    int r = -1;
+    if (fd >= 0) {
+        while ((r = fcntl(fd, F_OFD_SETLKW, &l)) < 0 && errno == EINTR)
+            ;
+    }
+    ssize_t n = r == 0 && nsbox_fd_is_at_path(fd, path) ? pread(fd, text, sizeof text, 0) : -1;
+    if (n != wn || memcmp(text, want, (size_t)wn))
+        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                             "the joined user namespace (host ids %u to %u) is no running "
+                             "sandbox's: its first container is gone, and nsbox may give its "
+                             "ids to another sandbox; create a pod's containers while the one "
+                             "that made its user namespace runs",
+                             base, base + (NSBOX_ID_COUNT - 1));
+    nsbox_closep(&st->pod_slot_fd);
+    st->pod_slot_fd = fd;
+    fd = -1;
+    return 0;
 }
 
 int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e)
@@ -651,6 +740,7 @@ int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e)
     /* The slot's file stays, free once its lock goes with this descriptor: the next create
      * takes it first (nsbox_state_take_slot), gc removes it if none does. */
     nsbox_closep(&st->slot_fd);
+    nsbox_closep(&st->pod_slot_fd);
     return ret;
 }
 

@@ -42,6 +42,8 @@ struct nsbox_state {
     bool privileged;
     uint32_t slot;            /* uid slot when privileged */
     int slot_fd;              /* flock on the slot's lock file */
+    int pod_slot_fd;          /* nsbox-oci, a container in a pod's user namespace: a read lock
+                                 on that pod's slot file (nsbox_state_hold_pod_slot) */
 };
 
 void nsbox_state_init(struct nsbox_state *st);
@@ -70,6 +72,20 @@ static inline bool nsbox_state_maybe_alive(int lock_errno)
 int nsbox_state_dead_lock(const char *rt, const char *id);
 /* Take a free uid slot (privileged only); held until nsbox_state_destroy. */
 int nsbox_state_take_slot(struct nsbox_state *st, struct nsbox_err *e);
+/* Record in the slot's file which user namespace runs with its ids: the one of process pid,
+ * the sandbox's init (privileged, with a slot, in a user namespace of its own). */
+int nsbox_state_mark_slot(struct nsbox_state *st, pid_t pid, struct nsbox_err *e);
+/* A container that joins the user namespace userns_fd, whose id 0 is host id base, keeps the
+ * slot of those ids from being given again until nsbox_state_destroy: a read lock (an OFD
+ * lock, beside the owner's flock) on the slot's file, which must still name that namespace
+ * (nsbox_state_mark_slot). Ids outside nsbox's hold nothing; a namespace whose slot another
+ * sandbox has since taken, or ids that are part of a slot, are refused. */
+int nsbox_state_hold_pod_slot(struct nsbox_state *st, uint32_t base, int userns_fd,
+                              struct nsbox_err *e);
+/* On a slot file whose flock the caller holds: whether no container of the namespace it names
+ * holds it too (nsbox_state_hold_pod_slot). When none does, the name is cleared: a slot taken
+ * or removed so is nobody's, and a late joiner of the namespace is refused. */
+bool nsbox_state_slot_unjoined(int fd);
 /* Remove everything the sandbox left on the host (fresh workspace, state dir), release locks. */
 int nsbox_state_destroy(struct nsbox_state *st, struct nsbox_err *e);
 

@@ -39,6 +39,15 @@ HARDENING = ("grep -E '^(NoNewPrivs|Seccomp|Seccomp_filters|CapEff|CapBnd):' /pr
              "for n in pid mnt net; do readlink /proc/self/ns/$n; done")
 
 
+def comm(pid):
+    """The command name of host process pid, "" once it is gone."""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
 def setUpModule():
     rt.setUpModule()
 
@@ -402,6 +411,43 @@ class OciExec(BundleCase):
         self.assertEqual(os.waitstatus_to_exitcode(self.wait(mon)), 128 + signal.SIGTERM)
         r = self.oci("kill", "--all", "c1", "TERM")
         self.assertIn("container not running", r.stderr.decode())
+
+    def test_ps_and_kill_all_past_a_batch(self):
+        # 300 processes: more than one batch of kill --all's signals (256 pidfds), and more
+        # than a ps list cut short by NSBOX_OCI_PS_MAX, which says so instead of hiding the rest
+        c = rt.config(["sh", "-c", "i=0; while [ $i -lt 300 ]; do sleep 1000 & i=$((i+1)); "
+                       "done; wait"])
+        c["linux"]["resources"]["pids"]["limit"] = 400
+        self.write_config(c)
+        mon = self.create()
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        for _ in range(200):  # until init, sh and its sleeps are there, each sleep exec'd
+            pids = json.loads(self.oci("ps", "--format", "json", "c1").stdout)
+            sleeps = [p for p in pids if comm(p) == "sleep\n"]
+            if len(sleeps) == 300:
+                break
+            __import__("time").sleep(0.05)
+        self.assertEqual((len(pids), len(sleeps)), (302, 300))
+        r = self.oci("ps", "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, b"")
+        self.assertEqual(len(r.stdout.decode().splitlines()), 303)  # and the header
+        env = dict(self.dirs.env(), NSBOX_OCI_PS_MAX="50")
+        r = subprocess.run([rt.OCI, "--root", self.root, "ps", "--format", "json", "c1"],
+                           capture_output=True, env=env, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(json.loads(r.stdout)), 50)
+        self.assertIn(b"container c1 has 302 processes: only the first 50 are listed", r.stderr)
+        env["NSBOX_OCI_PS_MAX"] = "0"
+        r = subprocess.run([rt.OCI, "--root", self.root, "ps", "c1"], capture_output=True,
+                           env=env, timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(b"NSBOX_OCI_PS_MAX=0: give a number from 1 to 16384", r.stderr)
+        # each sleep has its TERM (sh waits on): the container ends with them
+        r = self.oci("kill", "--all", "c1", "TERM")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.waitstatus_to_exitcode(self.wait(mon)), 128 + signal.SIGTERM)
+        self.assertEqual([p for p in sleeps if comm(p) == "sleep\n"], [])
 
     def test_update(self):
         self.running(["sleep", "1000"])

@@ -12,6 +12,7 @@ import subprocess
 import time
 import unittest
 
+from nsbox_test import ROOT_UID_SLOTS, UID_BASE
 from oci_bundle import OCI, BundleCase, config, require_runtime
 
 
@@ -26,6 +27,18 @@ def pod_config(args, hostname, joins=None):
     c["linux"]["namespaces"] = [dict({"type": t}, **({"path": paths[t]} if t in paths else {}))
                                 for t in ("pid", "network", "ipc", "uts", "mount")]
     return c
+
+
+def slot_ofd_locked(path):
+    """Whether someone holds an OFD lock (a pod's joined container's, sandbox/state.h) on the
+    uid slot file path, as /proc/locks has it."""
+    try:
+        ino = os.stat(path).st_ino
+    except FileNotFoundError:
+        return False
+    with open("/proc/locks") as f:
+        return any("OFDLCK" in line and "->" not in line and
+                   line.split()[5].endswith(f":{ino}") for line in f)
 
 
 @unittest.skipIf(not OCI, "NSBOX_BIN is not set (run through ctest)")
@@ -101,6 +114,57 @@ class Pod(BundleCase):
         self.assertEqual(self.oci("kill", "pause", "KILL").returncode, 0)
         self.wait(pause)
         self.assertEqual(self.oci("delete", "pause").returncode, 0)
+        self.assertEqual(self.dirs.leftovers(), [])
+
+    @unittest.skipUnless(os.geteuid() == 0, "uid slots hold host ids only as root")
+    def test_pods_ids_held_while_a_joined_container_runs(self):
+        # The attack: the pod's first container is deleted while a container that joined its
+        # user namespace runs with its host ids; were its uid slot free, the next sandbox
+        # could be given those ids and reach the joiner's processes and files.
+        pause = self.start_pause()
+        with open(f"/proc/{pause}/uid_map") as f:
+            base = int(f.read().split()[1])
+        slot = os.path.join(ROOT_UID_SLOTS, str((base - UID_BASE) // 65536))
+        user = {"type": "user", "path": f"/proc/{pause}/ns/user"}
+        app = pod_config(["sleep", "1000"], "app-b", {"network": f"/proc/{pause}/ns/net"})
+        app["linux"]["namespaces"].append(user)
+        r, pidfile = self.create_in(self.second_bundle(app), "app",
+                                    os.path.join(self.tmp, "app.out"))
+        self.assertEqual(r.returncode, 0)
+        with open(pidfile) as f:
+            apid = int(f.read())
+        self.waited_pids.append(apid)
+        self.assertEqual(self.oci("start", "app").returncode, 0)
+        self.assertEqual(self.oci("kill", "pause", "KILL").returncode, 0)
+        self.wait(pause)
+        self.assertEqual(self.oci("delete", "pause").returncode, 0)
+        with open(f"/proc/{apid}/uid_map") as f:
+            self.assertEqual(int(f.read().split()[1]), base)
+        # the slot's file stays, read-locked by the joiner (its OFD lock), which neither a
+        # create nor gc takes: a third container gets other ids, then a fourth joins the pod
+        # through the joiner (the pod lives as long as one of its containers)
+        self.assertTrue(slot_ofd_locked(slot), slot)
+        self.write_config(pod_config(["sleep", "1000"], "third"))
+        third = self.create("third")
+        with open(f"/proc/{third}/uid_map") as f:
+            self.assertNotEqual(int(f.read().split()[1]), base)
+        user["path"] = f"/proc/{apid}/ns/user"
+        fourth = pod_config(["true"], "fourth")
+        fourth["linux"]["namespaces"].append(user)
+        r, pidfile = self.create_in(self.second_bundle(fourth), "fourth",
+                                    os.path.join(self.tmp, "fourth.out"))
+        self.assertEqual(r.returncode, 0, open(os.path.join(self.tmp, "fourth.out")).read())
+        with open(pidfile) as f:
+            self.waited_pids.append(int(f.read()))
+        self.assertEqual(self.oci("delete", "--force", "fourth").returncode, 0)
+        self.assertTrue(slot_ofd_locked(slot), slot)
+        # the joiner goes: so does its hold
+        self.assertEqual(self.oci("kill", "app", "KILL").returncode, 0)
+        self.wait(apid)
+        self.assertEqual(self.oci("delete", "app").returncode, 0)
+        self.assertFalse(slot_ofd_locked(slot), slot)
+        self.assertEqual(self.oci("delete", "--force", "third").returncode, 0)
+        self.waited_pids.remove(third)
         self.assertEqual(self.dirs.leftovers(), [])
 
     def test_host_namespaces_refused(self):

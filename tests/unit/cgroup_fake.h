@@ -39,9 +39,11 @@ static bool g_has_kill = true, g_has_swap = true;
 static char g_fail_file[64];
 static int g_fail_errno;
 static char g_log[8192]; /* "file=value;" for every write, in order */
-static pid_t g_killed[64];
+/* the fake's lists hold up to FAKE_PROCS pids, and it records as many kills */
+#define FAKE_PROCS 1024
+static pid_t g_killed[FAKE_PROCS];
 static size_t g_nkilled;
-static bool g_kill_frozen[64];  /* whether the cgroup was frozen at each kill() */
+static bool g_kill_frozen[FAKE_PROCS];  /* whether the cgroup was frozen at each kill() */
 static pid_t g_fork_parent;     /* killing this pid while not frozen "forks" g_fork_child */
 static pid_t g_fork_child;
 static pid_t g_stuck_pid;     /* in uninterruptible sleep: a kill() leaves it where it is */
@@ -59,7 +61,7 @@ static void wfile(const char *path, const char *content)
 
 static char *rfile(const char *path)
 {
-    static char buf[4096];
+    static char buf[FAKE_PROCS * 8];
     buf[0] = '\0';
     FILE *f = fopen(path, "r");
     if (!f)
@@ -309,7 +311,7 @@ static int fake_write(int dirfd, const char *name, const char *data, size_t len)
     }
     if (strcmp(base, "cgroup.procs") == 0) {
         char *cur = rfile(path);
-        char buf[1024];
+        static char buf[FAKE_PROCS * 8];
         snprintf(buf, sizeof buf, "%s%s\n", cur ? cur : "", val);
         wfile(path, buf);
         return 0;
@@ -364,7 +366,8 @@ static void drop_pid_under(const char *dir, pid_t pid, pid_t fork_child)
             drop_pid_under(p, pid, fork_child);
         } else if (strcmp(de->d_name, "cgroup.procs") == 0) {
             char *cur = rfile(p);
-            char out[1024] = "";
+            static char out[FAKE_PROCS * 8];
+            out[0] = '\0';
             const char *c = cur;
             pid_t x;
             bool had = false;
@@ -431,7 +434,7 @@ static int fake_kill(pid_t pid, int sig)
     assert_int_equal(sig, SIGKILL);
     fake_nofile(true);
     bool frozen = any_frozen_under(g_root);
-    if (g_nkilled < 64) {
+    if (g_nkilled < FAKE_PROCS) {
         g_kill_frozen[g_nkilled] = frozen;
         g_killed[g_nkilled++] = pid;
     }

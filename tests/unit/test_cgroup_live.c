@@ -644,7 +644,7 @@ static void test_failed_create_leaves_nothing(void **state)
     }
 }
 
-/* ---- kill --all's signals (nsbox_cgroup_signal) ------------------------------------------- */
+/* ---- kill --all's signals (nsbox_cgsig_listed) -------------------------------------------- */
 
 /* Whether pid holds SIGTERM pending (its processes block it: what was sent is read, not
  * raced). */
@@ -695,7 +695,12 @@ static int pid_reuse_case(void)
     pid_t b = fork_waiting();
     if (b != a)
         return 13;
-    if (nsbox_cgroup_signal(&g_cg, pids, 2, 0, SIGTERM, &e) < 0)
+    /* the listing kill --all signals, read before the pid was reused (cgroup_signal.c) */
+    char procs[PATH_MAX];
+    snprintf(procs, sizeof procs, "%s/cgroup.procs",
+             g_cg.version == 2 ? g_cg.path : g_cg.v1[0].path);
+    const struct nsbox_cgsig how = {.sig = SIGTERM};
+    if (nsbox_cgsig_listed(procs, pids, 2, &how, &e) < 0)
         return 14;
     return term_pending(b) ? 20 : term_pending(d) ? 0 : 21;
 }

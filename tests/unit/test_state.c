@@ -908,6 +908,80 @@ static void test_gc(void **state)
     sc->dead.fresh_workspace = sc->live.fresh_workspace = false;
 }
 
+/* A container that joined a pod's user namespace runs with the pod's ids after the pod's first
+ * container (the slot's owner) is gone: the slot is given to no new sandbox, nor removed by
+ * gc, until the joiner ends too. */
+static void test_slot_held_by_pod_joiner(void **state)
+{
+    (void)state;
+    struct nsbox_err e = {0};
+    struct nsbox_state a, b, c[8];
+    nsbox_state_init(&a);
+    nsbox_state_init(&b);
+    if (nsbox_state_take_slot(&a, &e) < 0) fail_msg("take: %s", e.msg);
+    if (nsbox_state_mark_slot(&a, getpid(), &e) < 0) fail_msg("mark: %s", e.msg);
+    int userns = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
+    assert_true(userns >= 0);
+    if (nsbox_state_hold_pod_slot(&b, nsbox_idmap_slot_base(a.slot), userns, &e) < 0)
+        fail_msg("hold: %s", e.msg);
+    uint32_t pod = a.slot;
+    char dir[PATH_MAX];
+    assert_int_equal(nsbox_state_uid_slot_dir(dir, sizeof dir, &e), 0);
+    assert_int_equal(nsbox_state_destroy(&a, &e), 0);
+    /* the attack: the next sandboxes would take the freed slot first (its file is there) */
+    for (size_t i = 0; i < 8; i++) {
+        nsbox_state_init(&c[i]);
+        if (nsbox_state_take_slot(&c[i], &e) < 0) fail_msg("take: %s", e.msg);
+        assert_int_not_equal(c[i].slot, pod);
+    }
+    assert_true(nsbox_gc(false, &e) >= 0);
+    assert_true(exists("%s/%u", dir, pod));
+    /* the joiner ends: the slot is nobody's, gc removes its file */
+    assert_int_equal(nsbox_state_destroy(&b, &e), 0);
+    assert_true(nsbox_gc(false, &e) >= 0);
+    assert_false(exists("%s/%u", dir, pod));
+    for (size_t i = 0; i < 8; i++)
+        assert_int_equal(nsbox_state_destroy(&c[i], &e), 0);
+    close(userns);
+}
+
+/* A pod's user namespace kept open past its first container's end, whose slot another sandbox
+ * took since, is no longer that slot's: joining it is refused; so are ids that are part of
+ * nsbox's without being a slot's range, and a namespace the slot's file does not name. */
+static void test_pod_slot_refused(void **state)
+{
+    (void)state;
+    struct nsbox_err e = {0};
+    struct nsbox_state a, b, c;
+    nsbox_state_init(&a);
+    nsbox_state_init(&b);
+    nsbox_state_init(&c);
+    int userns = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
+    int other = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    assert_true(userns >= 0 && other >= 0);
+    if (nsbox_state_take_slot(&a, &e) < 0) fail_msg("take: %s", e.msg);
+    if (nsbox_state_mark_slot(&a, getpid(), &e) < 0) fail_msg("mark: %s", e.msg);
+    uint32_t base = nsbox_idmap_slot_base(a.slot);
+    assert_int_equal(nsbox_state_hold_pod_slot(&b, base, other, &e), -1);
+    assert_non_null(strstr(e.msg, "its first container is gone"));
+    assert_int_equal(nsbox_state_destroy(&a, &e), 0);
+    if (nsbox_state_take_slot(&c, &e) < 0) fail_msg("take: %s", e.msg);
+    assert_int_equal(c.slot, a.slot); /* the one free file, taken again */
+    assert_int_equal(nsbox_state_hold_pod_slot(&b, base, userns, &e), -1);
+    assert_non_null(strstr(e.msg, "its first container is gone"));
+    assert_int_equal(b.pod_slot_fd, -1);
+    assert_int_equal(nsbox_state_hold_pod_slot(&b, NSBOX_UID_BASE + 5, userns, &e), -1);
+    assert_non_null(strstr(e.msg, "not one sandbox's range"));
+    assert_int_equal(nsbox_state_hold_pod_slot(&b, NSBOX_UID_BASE - 100, userns, &e), -1);
+    /* ids no slot gives: nothing to hold */
+    assert_int_equal(nsbox_state_hold_pod_slot(&b, 100000, userns, &e), 0);
+    assert_int_equal(b.pod_slot_fd, -1);
+    assert_int_equal(nsbox_state_destroy(&c, &e), 0);
+    assert_int_equal(nsbox_state_destroy(&b, &e), 0);
+    close(userns);
+    close(other);
+}
+
 /* gc removes links, never what they point at. */
 static void test_gc_does_not_follow_symlinks(void **state)
 {
@@ -972,6 +1046,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tombstones_oversized_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tombstones_concurrent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gc, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slot_held_by_pod_joiner, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pod_slot_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gc_does_not_follow_symlinks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gc_nothing_there, setup, teardown),
     };
