@@ -586,19 +586,22 @@ class Registry(unittest.TestCase):
         self.assertIn(b"unknown tag", r.stderr)
 
     def said_once_in_registries_conf(self, dirs, reg, layout, ref, err):
-        """The error's other fix, the registries.conf entry, pasted as the error gives it into
-        a user's own drop-in directory (HOME is the test's: /etc is not touched): run, create
-        and the Python client then pull from the plain-HTTP registry without --tls-verify."""
+        """The error's other fix, the registries.conf entry, run as the error gives it (its
+        mkdir included) in a HOME of the test's where no drop-in directory exists yet (/etc is
+        not touched): run, create and the Python client then pull from the plain-HTTP registry
+        without --tls-verify."""
         host = reg.host
-        line = "`echo 'registry = [{location = \"%s\", insecure = true}]' > " \
-               "/etc/containers/registries.conf.d/insecure-%s.conf`" % (host, host)
+        line = "`mkdir -p ~/.config/containers/registries.conf.d && echo 'registry = " \
+               "[{location = \"%s\", insecure = true}]' > " \
+               "~/.config/containers/registries.conf.d/insecure-%s.conf`" % (host, host)
         self.assertIn(line, err)
-        self.assertIn("(one user's: ~/.config/containers/registries.conf.d/)", err)
+        self.assertIn("(for every user, as root: /etc/containers/registries.conf.d/)", err)
         home = os.path.join(reg.work, "home")
-        drop_in = os.path.join(home, ".config", "containers", "registries.conf.d")
-        os.makedirs(drop_in)
-        cmd = line.strip("`").replace("/etc/containers/registries.conf.d", drop_in)
-        subprocess.run(["sh", "-c", cmd], check=True)
+        os.makedirs(home)
+        subprocess.run(["sh", "-c", line.strip("`")], env=dict(os.environ, HOME=home),
+                       check=True)
+        self.assertTrue(os.path.isfile(os.path.join(
+            home, ".config", "containers", "registries.conf.d", "insecure-%s.conf" % host)))
         env = {"HOME": home}
         r = run_nsbox(["run", "--pull", "always", "--image", ref, "--", "sh", "-c", "echo $FOO"],
                       dirs, extra_env=env, timeout=120)
