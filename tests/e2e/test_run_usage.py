@@ -126,9 +126,9 @@ class ExitCodes(RunUsageTest):
                  b"nsbox: --timeout needs a number of seconds from 0 to 31536000 (a year), "
                  b"not 'x?]0;t??2J'"),
                 (["image", "build", bad], b"nsbox: image: cannot build 'x?]0;t??2J': nsbox "
-                                          b"builds `host` and `debian` (see `nsbox image --help`)"),
+                                          b"builds `host` and `debian`\n(see nsbox image --help)\n"),
                 (["image", "pull", b"-" + bad], b"nsbox: image: unknown option '-x?]0;t??2J' for "
-                                                b"pull (see `nsbox image --help`)")):
+                                                b"pull\n(see nsbox image --help)\n")):
             r = run_nsbox(args, self.dirs)
             self.assertEqual(r.returncode, 125, args)
             self.assertTrue(r.stderr.startswith(said), r.stderr)
