@@ -115,9 +115,10 @@ class ExitCodes(RunUsageTest):
         self.assertEqual(r.stderr.splitlines()[0], b"nsbox: unknown command frobnicate")
 
     def test_a_usage_error_shows_the_argument_without_its_controls(self):
-        # A usage error quoted some arguments as typed (ls's, exec --timeout's value, image's
-        # options and names): an escape sequence a script passed on reached the terminal. Each
-        # control (ESC, BEL, C1 as UTF-8) is '?' there, as in every message of nsbox's.
+        # A usage error quotes the argument it names (ls's, exec --timeout's value, image's
+        # options and names) with each control (ESC, BEL, C1 as UTF-8) as '?', as every
+        # message of nsbox's does: an escape sequence a script passes on must not reach the
+        # terminal.
         bad = b"x\x1b]0;t\x07\xc2\x9b2J"
         for args, said in (
                 (["ls", bad],
