@@ -8,6 +8,7 @@
 #include "ociref.h"
 #include "say.h"
 #include "shown.h"
+#include "spec.h"
 
 #include <cjson/cJSON.h>
 #include <limits.h>
@@ -155,6 +156,19 @@ static int cmd_inspect(int argc, char **argv)
     cleanup_free char *config = NULL, *manifest = NULL;
     if (nsbox_oci_store_meta(name, digest, sizeof digest, &size, &config, &manifest) < 0) {
         fprintf(stderr, "nsbox: image %s is gone from the store\n", name);
+        return EXIT_NSBOX;
+    }
+    /* the texts as the import checked them; one an older nsbox stored may hold a NUL, at which
+     * cJSON would cut the value shown */
+    struct nsbox_err nul;
+    const char *bad =
+        config && nsbox_spec_json_check_nul(config, strlen(config), &nul) < 0         ? "config"
+        : manifest && nsbox_spec_json_check_nul(manifest, strlen(manifest), &nul) < 0 ? "manifest"
+                                                                                      : NULL;
+    if (bad) {
+        nsbox_say_line("image %s: its stored %s %s: remove it (nsbox image rm) and pull or "
+                       "import it again",
+                       argv[1], bad, nul.msg);
         return EXIT_NSBOX;
     }
     cJSON *o = cJSON_CreateObject();

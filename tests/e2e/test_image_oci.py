@@ -161,6 +161,30 @@ class OciImages(unittest.TestCase):
         self.assertIn(b"removed 1", r.stdout)
         self.assertEqual([n for n in self.images() if n.startswith("oci-")], [])
 
+    def test_a_nul_in_an_images_json_is_refused(self):
+        # cJSON cuts a string at "\u0000" and reads on: the image's PATH would be
+        # "/usr/bin", not the value its config (and its digest) says. The import refuses it,
+        # naming the document; inspect refuses a stored config that holds one (as an older
+        # nsbox may have stored it) rather than show the cut value.
+        bad = os.path.join(self.src, "nul")
+        oci_images.write_layout(bad, env=["PATH=/usr/bin\x00:/evil", "FOO=x"])
+        r = self.nsbox("image", "import", "-q", "--name", "t/nul:1", bad)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"image config: contains a NUL character (\\u0000) in a string", r.stderr)
+        self.assertEqual([n for n in self.images() if n.startswith("oci-")], [])
+        self.nsbox("image", "import", "-q", "--name", "t/a:1", self.layout, check=True)
+        [name] = [n for n in self.images() if n.startswith("oci-")]
+        path = os.path.join(self.dirs.data, "images", name, "config.json")
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace("FOO=from-image", "FOO=from\\u0000-image"))
+        r = self.nsbox("image", "inspect", "t/a:1")
+        self.assertEqual((r.returncode, r.stdout), (125, b""), r.stderr)
+        self.assertIn(b"nsbox: image t/a:1: its stored config contains a NUL character "
+                      b"(\\u0000) in a string: remove it (nsbox image rm) and pull or import "
+                      b"it again", r.stderr)
+
     def test_an_archive_or_layout_given_to_image_says_to_import_it(self):
         archive = os.path.join(self.src, "oci.tar")
         oci_images.tar_dir(self.layout, archive)
