@@ -19,17 +19,16 @@ static int cmd_build(int argc, char **argv)
         if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q"))
             quiet = true;
         else if (argv[i][0] == '-')
-            return nsbox_cli_image_oci_usage("unknown option '%s' for build", argv[i]);
+            return nsbox_say_usage("image: unknown option '%s' for build", argv[i]);
         else if (name)
-            return nsbox_cli_image_oci_usage("build takes one image name, got also '%s'", argv[i]);
+            return nsbox_say_usage("image: build takes one image name, got also '%s'", argv[i]);
         else
             name = argv[i];
     }
     if (!name)
-        return nsbox_cli_image_oci_usage("%s", "build needs an image name: host or debian");
+        return nsbox_say_usage("%s", "image: build needs an image name: host or debian");
     if (strcmp(name, "host") != 0 && strcmp(name, "debian") != 0)
-        return nsbox_cli_image_oci_usage("cannot build '%s': nsbox builds `host` and `debian`",
-                                         name);
+        return nsbox_say_usage("image: cannot build '%s': nsbox builds `host` and `debian`", name);
     struct nsbox_err e = {0};
     nsbox_image_set_note(nsbox_say_note, stderr);
     if (nsbox_image_build(name, !quiet, &e) < 0)
@@ -73,7 +72,7 @@ static int cmd_ls(int argc, char **argv)
         if (!strcmp(argv[i], "--json"))
             json = true;
         else
-            return nsbox_cli_image_oci_usage("unexpected argument '%s' for ls", argv[i]);
+            return nsbox_say_usage("image: unexpected argument '%s' for ls", argv[i]);
     }
     struct nsbox_err e = {0};
     cleanup_free struct nsbox_image_info *v = NULL;
@@ -112,12 +111,12 @@ static int cmd_rm(int argc, char **argv)
         if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--force"))
             force = true;
         else if (argv[i][0] == '-')
-            return nsbox_cli_image_oci_usage("unknown option '%s' for rm", argv[i]);
+            return nsbox_say_usage("image: unknown option '%s' for rm", argv[i]);
         else
             names++;
     }
     if (!names)
-        return nsbox_cli_image_oci_usage("%s", "rm needs at least one image name");
+        return nsbox_say_usage("%s", "image: rm needs at least one image name");
     int rc = 0;
     for (int i = 1; i < argc; i++) {
         if (argv[i][0] == '-')
@@ -136,8 +135,8 @@ static int cmd_rm(int argc, char **argv)
 int nsbox_cli_image(int argc, char **argv)
 {
     if (argc < 2)
-        return nsbox_cli_image_oci_usage(
-            "%s", "missing subcommand: build, pull, import, ls, inspect, tag, rm or prune");
+        return nsbox_say_usage(
+            "%s", "image: missing subcommand: build, pull, import, ls, inspect, tag, rm or prune");
     const char *sub = argv[1];
     if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
         nsbox_help_print("image", stdout);
@@ -158,6 +157,7 @@ int nsbox_cli_image(int argc, char **argv)
         return cmd_ls(argc - 1, argv + 1);
     if (!strcmp(sub, "rm") || !strcmp(sub, "remove"))
         return cmd_rm(argc - 1, argv + 1);
-    return nsbox_cli_image_oci_usage(
-        "unknown subcommand '%s': use build, pull, import, ls, inspect, tag, rm or prune", sub);
+    return nsbox_say_usage(
+        "image: unknown subcommand '%s': use build, pull, import, ls, inspect, tag, rm or prune",
+        sub);
 }

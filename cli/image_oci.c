@@ -8,6 +8,7 @@
 #include "ociref.h"
 #include "say.h"
 #include "shown.h"
+#include "spec.h"
 
 #include <cjson/cJSON.h>
 #include <limits.h>
@@ -16,14 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-int nsbox_cli_image_oci_usage(const char *fmt, const char *arg)
-{
-    char msg[NSBOX_ERR_MSG_MAX];
-    snprintf(msg, sizeof msg, fmt, arg);
-    nsbox_say_line("image: %s (see `nsbox image --help`)", msg);
-    return EXIT_USAGE;
-}
 
 /* Progress (skopeo's and the layers') only on a terminal: on a pipe only the result. */
 static bool progress_wanted(bool quiet)
@@ -79,14 +72,14 @@ static int cmd_pull(int argc, char **argv)
         else if (!strcmp(argv[i], "--tls-verify=true") || !strcmp(argv[i], "--tls-verify"))
             tls_verify = true; /* skopeo's and podman's spellings, e.g. --tls-verify=$VERIFY */
         else if (argv[i][0] == '-')
-            return nsbox_cli_image_oci_usage("unknown option '%s' for pull", argv[i]);
+            return nsbox_say_usage("image: unknown option '%s' for pull", argv[i]);
         else if (ref)
-            return nsbox_cli_image_oci_usage("pull takes one reference, got also '%s'", argv[i]);
+            return nsbox_say_usage("image: pull takes one reference, got also '%s'", argv[i]);
         else
             ref = argv[i];
     }
     if (!ref)
-        return nsbox_cli_image_oci_usage("%s", "pull needs a reference (e.g. python:3.12)");
+        return nsbox_say_usage("%s", "image: pull needs a reference (e.g. python:3.12)");
     struct nsbox_err e = {0};
     struct nsbox_oci_imported im;
     nsbox_image_set_note(nsbox_say_note, stderr);
@@ -106,19 +99,19 @@ static int cmd_import(int argc, char **argv)
             json = true;
         else if (!strcmp(argv[i], "--name") || !strcmp(argv[i], "-t")) {
             if (i + 1 >= argc)
-                return nsbox_cli_image_oci_usage("%s needs a reference", argv[i]);
+                return nsbox_say_usage("image: %s needs a reference", argv[i]);
             name = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1])
-            return nsbox_cli_image_oci_usage("unknown option '%s' for import", argv[i]);
+            return nsbox_say_usage("image: unknown option '%s' for import", argv[i]);
         else if (src)
-            return nsbox_cli_image_oci_usage("import takes one file or directory, got also '%s'",
-                                             argv[i]);
+            return nsbox_say_usage("image: import takes one file or directory, got also '%s'",
+                                   argv[i]);
         else
             src = argv[i];
     }
     if (!src)
-        return nsbox_cli_image_oci_usage(
-            "%s", "import needs FILE (docker save or OCI archive), DIR (OCI layout) or -");
+        return nsbox_say_usage(
+            "%s", "image: import needs FILE (docker save or OCI archive), DIR (OCI layout) or -");
     struct nsbox_err e = {0};
     struct nsbox_oci_imported im;
     nsbox_image_set_note(nsbox_say_note, stderr);
@@ -130,7 +123,7 @@ static int cmd_import(int argc, char **argv)
 static int cmd_tag(int argc, char **argv)
 {
     if (argc != 3)
-        return nsbox_cli_image_oci_usage("%s", "tag takes SOURCE TARGET");
+        return nsbox_say_usage("%s", "image: tag takes SOURCE TARGET");
     struct nsbox_err e = {0};
     if (nsbox_oci_store_tag(argv[1], argv[2], &e) < 0)
         return nsbox_say_fail(&e);
@@ -141,7 +134,7 @@ static int cmd_prune(int argc, char **argv)
 {
     (void)argv;
     if (argc != 1)
-        return nsbox_cli_image_oci_usage("%s", "prune takes no arguments");
+        return nsbox_say_usage("%s", "image: prune takes no arguments");
     struct nsbox_err e = {0};
     unsigned n = 0, layers = 0;
     if (nsbox_oci_store_prune(&n, &layers, &e) < 0)
@@ -154,7 +147,7 @@ static int cmd_prune(int argc, char **argv)
 static int cmd_inspect(int argc, char **argv)
 {
     if (argc != 2)
-        return nsbox_cli_image_oci_usage("%s", "inspect takes one image reference");
+        return nsbox_say_usage("%s", "image: inspect takes one image reference");
     struct nsbox_err e = {0};
     char name[64], digest[80];
     if (nsbox_oci_lookup_name(argv[1], name, sizeof name, &e) < 0)
@@ -163,6 +156,19 @@ static int cmd_inspect(int argc, char **argv)
     cleanup_free char *config = NULL, *manifest = NULL;
     if (nsbox_oci_store_meta(name, digest, sizeof digest, &size, &config, &manifest) < 0) {
         fprintf(stderr, "nsbox: image %s is gone from the store\n", name);
+        return EXIT_NSBOX;
+    }
+    /* the texts as the import checked them; one an older nsbox stored may hold a NUL, at which
+     * cJSON would cut the value shown */
+    struct nsbox_err nul;
+    const char *bad =
+        config && nsbox_spec_json_check_nul(config, strlen(config), &nul) < 0         ? "config"
+        : manifest && nsbox_spec_json_check_nul(manifest, strlen(manifest), &nul) < 0 ? "manifest"
+                                                                                      : NULL;
+    if (bad) {
+        nsbox_say_line("image %s: its stored %s %s: remove it (nsbox image rm) and pull or "
+                       "import it again",
+                       argv[1], bad, nul.msg);
         return EXIT_NSBOX;
     }
     cJSON *o = cJSON_CreateObject();

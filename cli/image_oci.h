@@ -4,9 +4,6 @@
 
 #include <stdbool.h>
 
-/* "nsbox: image: " fmt (with one string argument, shown as every message is) and where the
- * help is: EXIT_USAGE. */
-int nsbox_cli_image_oci_usage(const char *fmt, const char *arg);
 /* pull, import, tag, prune, inspect: the exit code; -1 when argv[1] is none of them. */
 int nsbox_cli_image_oci(int argc, char **argv);
 /* Is this `image rm` argument an OCI image (a reference, or an oci-<id>)? */

@@ -103,9 +103,8 @@ static cJSON *one_state(const struct nsbox_ocirt *g, const char *id)
     return j;
 }
 
-/* A column of the table: the state's string field, or its number (pid). */
-/* A cell of the table, shown by the rule of every message (policy/shown.h): the bundle's path
- * is the caller's text, and reaches a terminal. */
+/* A cell of the table: the state's number (pid), or its string field shown by the rule of every
+ * message (policy/shown.h), as the bundle's path is the caller's text and reaches a terminal. */
 static void cell(const cJSON *j, const char *name, char *out, size_t n)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/syscall.h>
@@ -305,13 +306,65 @@ void nsbox_close_fds_keep_from(int first, const int *keep, size_t n)
     }
     if (syscall(SYS_close_range, from, ~0U, 0) == 0 && ok)
         return;
-    for (int fd = first; fd < 65536; fd++) { /* kernels before 5.9 */
-        bool kept = false;
-        for (size_t i = 0; i < m; i++)
-            kept = kept || k[i] == fd;
-        if (!kept)
+    nsbox_close_fds_slow(first, k, m);
+}
+
+static bool fd_kept(int fd, const int *keep, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (keep[i] == fd)
+            return true;
+    return false;
+}
+
+/* The kernel's struct linux_dirent64, which glibc declares only with its own getdents64. */
+struct fd_dirent {
+    uint64_t ino;
+    int64_t off;
+    unsigned short reclen;
+    unsigned char type;
+    char name[];
+};
+
+/* Every descriptor from first up, but dirfd and keep[], that /proc/self/fd lists, closed; false
+ * when /proc cannot be read. The directory lists them by number from its offset on, so one
+ * closed on the way does not move the entries still to come. */
+static bool close_listed(int first, const int *keep, size_t n)
+{
+    int dirfd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0)
+        return false;
+    char buf[4096] __attribute__((aligned(8)));
+    long got;
+    while ((got = syscall(SYS_getdents64, dirfd, buf, sizeof buf)) > 0)
+        for (long at = 0; at < got;) {
+            const struct fd_dirent *d = (const struct fd_dirent *)(void *)(buf + at);
+            at += d->reclen;
+            int fd = 0;
+            const char *c = d->name;
+            for (; *c >= '0' && *c <= '9' && fd < 100000000; c++)
+                fd = fd * 10 + (*c - '0');
+            if (c != d->name && !*c && fd >= first && fd != dirfd && !fd_kept(fd, keep, n))
+                close(fd);
+        }
+    close(dirfd);
+    return got == 0;
+}
+
+void nsbox_close_fds_slow(int first, const int *keep, size_t n)
+{
+    if (close_listed(first, keep, n))
+        return;
+    /* no /proc: every number a descriptor may have. The supervisor raises its soft limit to
+     * the hard one, and a descriptor opened before a limit was lowered stays above it, so the
+     * larger of both, at least 65536, at most fs.nr_open's default */
+    struct rlimit rl = {0, 0};
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rlim_t top = rl.rlim_cur > rl.rlim_max ? rl.rlim_cur : rl.rlim_max;
+    top = top < 65536 ? 65536 : top > (1 << 20) ? (1 << 20) : top;
+    for (int fd = first; fd < (int)top; fd++)
+        if (!fd_kept(fd, keep, n))
             close(fd);
-    }
 }
 
 void nsbox_close_fds_except(int keep)

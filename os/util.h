@@ -74,15 +74,19 @@ int nsbox_pwrite_all(int fd, const void *buf, size_t len, off_t off);
  * NULL. */
 int nsbox_read_small(const char *path, char **out, struct nsbox_err *e);
 
-/* Close every descriptor above 2 except keep (-1: none), for real, now: marking them
- * close-on-exec is not enough, because until exec /proc/self/fd/N would still lead to whatever
- * they point at, outside the root (CVE-2024-21626). */
-/* Close every descriptor from 3 up but those in keep[] (at most 8). */
+/* Close every descriptor from 3 up but those in keep[] (at most 8; nsbox_close_fds_except: one,
+ * -1 for none), for real: marking them close-on-exec is not enough, because until exec
+ * /proc/self/fd/N would still lead to whatever they point at, outside the root
+ * (CVE-2024-21626). */
 void nsbox_close_fds_keep(const int *keep, size_t n);
 void nsbox_close_fds_except(int keep);
 /* The same from first up: 3 to first - 1 stay open (a process's inherited descriptors, passed
  * on at their numbers: nsbox-oci's --preserve-fds). */
 void nsbox_close_fds_keep_from(int first, const int *keep, size_t n);
+/* Its way where close_range is missing (kernels before 5.9): the descriptors /proc/self/fd
+ * lists, or without /proc every number up to the larger RLIMIT_NOFILE limit; system calls only,
+ * no allocation (a child between fork and exec calls it). keep[]: any number of them. */
+void nsbox_close_fds_slow(int first, const int *keep, size_t n);
 /* fds[0..n-1] become descriptors first..first+n-1, in that order, without close-on-exec, however
  * their numbers overlap that range; copies above it are left for the caller to close
  * (nsbox_close_fds_keep_from(first + n, ...)). Makes system calls only (a vfork-like child

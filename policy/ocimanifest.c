@@ -1,6 +1,7 @@
 /* OCI and Docker image metadata, parsed with cJSON. Pure: see ocimanifest.h. */
 #include "ocimanifest.h"
 #include "cleanup_cjson.h"
+#include "spec.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -20,6 +21,13 @@ static cJSON *parse(const char *text, size_t len, const char *what, struct nsbox
     if (len > NSBOX_OCI_JSON_MAX) {
         nsbox_err_set(e, NSBOX_E_INVALID, EFBIG, "%s is larger than %u bytes", what,
                       NSBOX_OCI_JSON_MAX);
+        return NULL;
+    }
+    /* before cJSON, which cuts a string at a NUL, raw or escaped, and reads on: a digest, a
+     * media type or a config's value acted on would not be the image's */
+    struct nsbox_err nul;
+    if (nsbox_spec_json_check_nul(text, len, &nul) < 0) {
+        nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "%s: %s", what, nul.msg);
         return NULL;
     }
     cJSON *o = cJSON_ParseWithLength(text, len);

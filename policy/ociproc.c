@@ -3,6 +3,7 @@
 #include "ociproc.h"
 #include "cleanup.h"
 #include "cleanup_cjson.h"
+#include "spec.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -63,6 +64,12 @@ static cJSON *parse_object(const char *text, size_t len, const char *doc, struct
 {
     if (len > NSBOX_OCISPEC_JSON_MAX) {
         nsbox_err_invalid(e, "%s: larger than %u bytes", doc, NSBOX_OCISPEC_JSON_MAX);
+        return NULL;
+    }
+    /* before cJSON, which cuts a string at a NUL, raw or escaped, and reads on */
+    struct nsbox_err nul;
+    if (nsbox_spec_json_check_nul(text, len, &nul) < 0) {
+        nsbox_err_invalid(e, "%s: %s", doc, nul.msg);
         return NULL;
     }
     cJSON *obj = cJSON_ParseWithLength(text, len);

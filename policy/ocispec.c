@@ -3,6 +3,7 @@
 #include "ocispec_impl.h"
 #include "cleanup.h"
 #include "cleanup_cjson.h"
+#include "spec.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -814,6 +815,9 @@ static int parse_hooks_obj(const cJSON *v, struct nsbox_ocispec_hooks *h, struct
 int nsbox_ocispec_hooks_parse(const char *text, struct nsbox_ocispec_hooks *h, struct nsbox_err *e)
 {
     memset(h, 0, sizeof *h);
+    struct nsbox_err nul;
+    if (text && nsbox_spec_json_check_nul(text, strlen(text), &nul) < 0)
+        return nsbox_err_invalid(e, "hooks: %s", nul.msg);
     cleanup_cjson cJSON *v = cJSON_Parse(text);
     if (!v)
         return nsbox_err_invalid(e, "hooks: not valid JSON");
@@ -864,6 +868,11 @@ int nsbox_ocispec_parse(const char *text, size_t len, struct nsbox_ocispec *c,
     nsbox_err_clear(e);
     if (len > NSBOX_OCISPEC_JSON_MAX)
         return nsbox_err_invalid(e, "config.json: larger than %u bytes", NSBOX_OCISPEC_JSON_MAX);
+    /* before cJSON, which cuts a string at a NUL, raw or escaped, and reads on: a path or an
+     * argument acted on would not be the bundle's */
+    struct nsbox_err nul;
+    if (nsbox_spec_json_check_nul(text, len, &nul) < 0)
+        return nsbox_err_invalid(e, "config.json: %s", nul.msg);
     cleanup_cjson cJSON *root = cJSON_ParseWithLength(text, len);
     if (!root)
         return nsbox_err_invalid(e, "config.json: not valid JSON");

@@ -164,13 +164,16 @@ static void explain(const char *ref, const char *domain, char *out, struct nsbox
                 ca_hint(ref, domain, hint, sizeof hint);
             else if (skopeo_errors[k].hint == HINT_PLAIN) /* run and create always verify */
                 /* skopeo's entry whole, as one line to paste: the file to write and its
-                 * syntax are what a user would otherwise have to look up */
+                 * syntax are what a user would otherwise have to look up; the user's own
+                 * drop-in directory, which any user (root too) can write and which seldom
+                 * exists yet, hence the mkdir */
                 snprintf(hint, sizeof hint,
                          "fix: `nsbox image pull --tls-verify=false %s` (then run and create "
-                         "use the stored image), or once for every pull from it: `echo "
+                         "use the stored image), or once for every pull from it: `mkdir -p "
+                         "~/.config/containers/registries.conf.d && echo "
                          "'registry = [{location = \"%s\", insecure = true}]' > "
-                         "/etc/containers/registries.conf.d/insecure-%s.conf` (one user's: "
-                         "~/.config/containers/registries.conf.d/)",
+                         "~/.config/containers/registries.conf.d/insecure-%s.conf` (for every "
+                         "user, as root: /etc/containers/registries.conf.d/)",
                          ref, domain, domain);
             /* paths from the environment, whole (a cut one names no file) but one line */
             for (char *c = hint; *c; c++)

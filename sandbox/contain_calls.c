@@ -6,7 +6,8 @@
  * default, runc's tests) allow them all, as they allow what runc's init calls after its own
  * load. The list is the calls strace showed those paths making, with the arguments a rule
  * may compare (clone's flags, prctl's option, ioctl's request). A call whose refusal only
- * costs a fallback is not on it: close_range (closing one by one), openat2 (safe path
+ * costs a fallback is not on it: close_range (closing what /proc/self/fd lists, or one by one;
+ * nsbox_close_fds_slow), openat2 (safe path
  * resolution walks instead, on the bundle's EPERM as on nsbox's ENOSYS), nor those only an
  * exec as another user, with capability sets or no_new_privs of its own makes (setgroups,
  * setresgid, setresuid, capget, prctl's PR_SET_KEEPCAPS: agent_user.c; PR_SET_NO_NEW_PRIVS:

@@ -255,10 +255,10 @@ class FilesTest(unittest.TestCase):
         self.assertEqual(self.sh("cat 'sp copy/sub/leaf'").stdout, b"leaf\n")
 
     def test_cp_shows_a_path_without_its_controls(self):
-        # cp's own messages (a directory given, cp -r's pipeline, an id that is none) quoted
-        # the paths as typed: a name with an escape sequence (a file a sandbox wrote, picked by
-        # a glob) drove the terminal; each control, C1's as UTF-8 too, is '?' as in every
-        # message
+        # cp's own messages (a directory given, cp -r's pipeline, an id that is none) show a
+        # path with each control, C1's as UTF-8 too, as '?', as every message does: a name with
+        # an escape sequence (a file a sandbox wrote, picked by a glob) must not drive the
+        # terminal
         tree = os.path.join(self.work.encode(), b"t\x1b[2J\xc2\x9bx")
         os.makedirs(tree)
         shown = self.work.encode() + b"/t?[2J?x"

@@ -161,6 +161,30 @@ class OciImages(unittest.TestCase):
         self.assertIn(b"removed 1", r.stdout)
         self.assertEqual([n for n in self.images() if n.startswith("oci-")], [])
 
+    def test_a_nul_in_an_images_json_is_refused(self):
+        # cJSON cuts a string at "\u0000" and reads on: the image's PATH would be
+        # "/usr/bin", not the value its config (and its digest) says. The import refuses it,
+        # naming the document; inspect refuses a stored config that holds one (as an older
+        # nsbox may have stored it) rather than show the cut value.
+        bad = os.path.join(self.src, "nul")
+        oci_images.write_layout(bad, env=["PATH=/usr/bin\x00:/evil", "FOO=x"])
+        r = self.nsbox("image", "import", "-q", "--name", "t/nul:1", bad)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"image config: contains a NUL character (\\u0000) in a string", r.stderr)
+        self.assertEqual([n for n in self.images() if n.startswith("oci-")], [])
+        self.nsbox("image", "import", "-q", "--name", "t/a:1", self.layout, check=True)
+        [name] = [n for n in self.images() if n.startswith("oci-")]
+        path = os.path.join(self.dirs.data, "images", name, "config.json")
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace("FOO=from-image", "FOO=from\\u0000-image"))
+        r = self.nsbox("image", "inspect", "t/a:1")
+        self.assertEqual((r.returncode, r.stdout), (125, b""), r.stderr)
+        self.assertIn(b"nsbox: image t/a:1: its stored config contains a NUL character "
+                      b"(\\u0000) in a string: remove it (nsbox image rm) and pull or import "
+                      b"it again", r.stderr)
+
     def test_an_archive_or_layout_given_to_image_says_to_import_it(self):
         archive = os.path.join(self.src, "oci.tar")
         oci_images.tar_dir(self.layout, archive)
@@ -586,19 +610,22 @@ class Registry(unittest.TestCase):
         self.assertIn(b"unknown tag", r.stderr)
 
     def said_once_in_registries_conf(self, dirs, reg, layout, ref, err):
-        """The error's other fix, the registries.conf entry, pasted as the error gives it into
-        a user's own drop-in directory (HOME is the test's: /etc is not touched): run, create
-        and the Python client then pull from the plain-HTTP registry without --tls-verify."""
+        """The error's other fix, the registries.conf entry, run as the error gives it (its
+        mkdir included) in a HOME of the test's where no drop-in directory exists yet (/etc is
+        not touched): run, create and the Python client then pull from the plain-HTTP registry
+        without --tls-verify."""
         host = reg.host
-        line = "`echo 'registry = [{location = \"%s\", insecure = true}]' > " \
-               "/etc/containers/registries.conf.d/insecure-%s.conf`" % (host, host)
+        line = "`mkdir -p ~/.config/containers/registries.conf.d && echo 'registry = " \
+               "[{location = \"%s\", insecure = true}]' > " \
+               "~/.config/containers/registries.conf.d/insecure-%s.conf`" % (host, host)
         self.assertIn(line, err)
-        self.assertIn("(one user's: ~/.config/containers/registries.conf.d/)", err)
+        self.assertIn("(for every user, as root: /etc/containers/registries.conf.d/)", err)
         home = os.path.join(reg.work, "home")
-        drop_in = os.path.join(home, ".config", "containers", "registries.conf.d")
-        os.makedirs(drop_in)
-        cmd = line.strip("`").replace("/etc/containers/registries.conf.d", drop_in)
-        subprocess.run(["sh", "-c", cmd], check=True)
+        os.makedirs(home)
+        subprocess.run(["sh", "-c", line.strip("`")], env=dict(os.environ, HOME=home),
+                       check=True)
+        self.assertTrue(os.path.isfile(os.path.join(
+            home, ".config", "containers", "registries.conf.d", "insecure-%s.conf" % host)))
         env = {"HOME": home}
         r = run_nsbox(["run", "--pull", "always", "--image", ref, "--", "sh", "-c", "echo $FOO"],
                       dirs, extra_env=env, timeout=120)

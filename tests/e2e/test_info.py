@@ -232,9 +232,10 @@ class InfoTest(Shape, unittest.TestCase):
             self.assertEqual((c["ok"], c["detail"]), (True, cfg + ": valid"))
 
     def test_a_configs_path_and_an_argument_reach_no_terminal_with_their_controls(self):
-        # The config's path (NSBOX_CONFIG, as a script sets it) went raw into the report and
-        # the error on stderr, and an unknown argument into the usage error: each escape
-        # sequence (ESC's CSI, C1 as UTF-8) is '?' there, as in every message of nsbox's.
+        # The config's path (NSBOX_CONFIG, as a script sets it) in the report and the error on
+        # stderr, and an unknown argument in the usage error, show each escape sequence (ESC's
+        # CSI, C1 as UTF-8) as '?', as every message of nsbox's does: a path or an argument a
+        # script passes on must not drive the terminal.
         with tempfile.TemporaryDirectory() as d:
             cfg = os.path.join(d.encode(), b"c\x1b[31m\xc2\x9b2J.json")
             with open(cfg, "w") as f:

@@ -229,8 +229,8 @@ class OciRun(BundleCase):
         self.assertEqual(json.loads(self.run_oci("list", "--format", "json").stdout), [])
 
     def test_list_shows_a_bundle_path_without_its_controls(self):
-        # list's table printed the bundle's path as create was given it: an escape sequence
-        # in it (ESC's CSI, C1 as UTF-8) reached the terminal; each is '?' as in every message
+        # list's table shows the bundle's path, the caller's text, with each escape sequence
+        # (ESC's CSI, C1 as UTF-8) as '?', as every message does: it must not drive the terminal
         bundle = os.path.join(self.tmp, "b\x1b[2J\u009bx")
         os.rename(self.bundle, bundle)
         self.bundle, self.config_path = bundle, os.path.join(bundle, "config.json")

@@ -115,9 +115,10 @@ class ExitCodes(RunUsageTest):
         self.assertEqual(r.stderr.splitlines()[0], b"nsbox: unknown command frobnicate")
 
     def test_a_usage_error_shows_the_argument_without_its_controls(self):
-        # A usage error quoted some arguments as typed (ls's, exec --timeout's value, image's
-        # options and names): an escape sequence a script passed on reached the terminal. Each
-        # control (ESC, BEL, C1 as UTF-8) is '?' there, as in every message of nsbox's.
+        # A usage error quotes the argument it names (ls's, exec --timeout's value, image's
+        # options and names) with each control (ESC, BEL, C1 as UTF-8) as '?', as every
+        # message of nsbox's does: an escape sequence a script passes on must not reach the
+        # terminal.
         bad = b"x\x1b]0;t\x07\xc2\x9b2J"
         for args, said in (
                 (["ls", bad],
@@ -126,9 +127,9 @@ class ExitCodes(RunUsageTest):
                  b"nsbox: --timeout needs a number of seconds from 0 to 31536000 (a year), "
                  b"not 'x?]0;t??2J'"),
                 (["image", "build", bad], b"nsbox: image: cannot build 'x?]0;t??2J': nsbox "
-                                          b"builds `host` and `debian` (see `nsbox image --help`)"),
+                                          b"builds `host` and `debian`\n(see nsbox image --help)\n"),
                 (["image", "pull", b"-" + bad], b"nsbox: image: unknown option '-x?]0;t??2J' for "
-                                                b"pull (see `nsbox image --help`)")):
+                                                b"pull\n(see nsbox image --help)\n")):
             r = run_nsbox(args, self.dirs)
             self.assertEqual(r.returncode, 125, args)
             self.assertTrue(r.stderr.startswith(said), r.stderr)

@@ -115,7 +115,7 @@ class Lifecycle(SessionTest):
     def test_the_supervisor_raises_its_open_files_soft_limit_not_the_sandboxs(self):
         # A shell systemd started gives 1,024 (here 64): a supervisor serving many clients,
         # pidfds and log files would run out. Its sandbox's processes keep their own limit,
-        # 4,096 (policy/rlimits.c), below the hard limit the supervisor now has as soft.
+        # 4,096 (policy/rlimits.c), below the supervisor's soft limit, raised to its hard one.
         r = self.nsbox("create", wrap=lambda cmd: ["prlimit", "--nofile=64:8192", "--"] + cmd)
         self.assertEqual(r.returncode, 0, r.stderr)
         sid = r.stdout.decode().strip()
@@ -300,9 +300,9 @@ class Lifecycle(SessionTest):
         self.assertEqual(cgroup_leftovers(sid), [])
 
     def test_rm_shows_outside_text_without_its_controls(self):
-        # rm's note quoted its error as it was: the runtime directory (NSBOX_STATE_DIR, as a
-        # script sets it) with an escape sequence reached the terminal raw; an id typed with
-        # one (OSC, a window's title) is shown with '?' too
+        # rm's note shows its error with each control as '?': the runtime directory
+        # (NSBOX_STATE_DIR, as a script sets it) with an escape sequence must not drive the
+        # terminal, nor an id typed with one (OSC, a window's title)
         state = os.path.join(self.dirs.base.encode(), b"st\x1b[2J\xc2\x9bx")
         os.makedirs(state, 0o700)
         r = self.nsbox("rm", "0123456789ab", extra_env={"NSBOX_STATE_DIR": state})

@@ -46,8 +46,9 @@ class Background(SessionTest):
         self.assertIn(b"not a signal", r.stderr)
 
     def test_ps_shows_a_command_without_its_controls(self):
-        # the command column let C1 controls through as UTF-8 encodes them (U+009B, CSI) and
-        # invalid UTF-8 (a raw 0x9b); each is '?' as in every message, a newline still "\n"
+        # the command column shows C1 controls as UTF-8 encodes them (U+009B, CSI) and invalid
+        # UTF-8 (a raw 0x9b) as '?', as every message does, a newline still as "\n": a
+        # command's text must not drive the terminal of whoever runs ps
         sid = self.create()
         r = self.nsbox("exec", "-d", sid, "--", "sh", "-c",
                        b"sleep 60 # \xc2\x9b2J \x9b31m \x1b]0;t\x07\nx \xc3\xa9")

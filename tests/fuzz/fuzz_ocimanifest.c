@@ -1,11 +1,13 @@
 /* Fuzz the OCI metadata parsers (policy/ocimanifest.c, policy/ociref.c): any byte string as an
  * index, a manifest, a config, a docker save manifest.json, a layer entry name and an image
  * reference. Besides crashes and leaks (ASan), it checks that what parses is within the bounds
- * the unpacker relies on: checked digests, entry names without ".." or a leading '/'. */
+ * the unpacker relies on: checked digests, entry names without ".." or a leading '/', no NUL, raw
+ * or escaped, at which cJSON would have cut a string. */
 #include "cstring.h"
 #include "nsbox.h"
 #include "ocimanifest.h"
 #include "ociref.h"
+#include "spec.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,15 +30,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         !nsbox_ociref_digest_valid(desc.digest))
         abort();
     (void)nsbox_ocimanifest_pick(text, size, "latest", "linux", "amd64", &desc, &e);
+    struct nsbox_err nul;
+    bool has_nul = nsbox_spec_json_check_nul(text, size, &nul) < 0;
     if (nsbox_ocimanifest_parse(text, size, &m, &e) == 0) {
-        if (m.n_layers > NSBOX_OCI_LAYERS_MAX || !nsbox_ociref_digest_valid(m.config.digest))
+        if (has_nul || m.n_layers > NSBOX_OCI_LAYERS_MAX || !nsbox_ociref_digest_valid(m.config.digest))
             abort();
         for (size_t i = 0; i < m.n_layers; i++)
             if (!nsbox_ociref_digest_valid(m.layers[i].digest) || m.layers[i].size < 0)
                 abort();
     }
-    if (nsbox_ocimanifest_config(text, size, &c, &e) == 0)
+    if (nsbox_ocimanifest_config(text, size, &c, &e) == 0) {
+        if (has_nul)
+            abort();
         nsbox_ocimanifest_config_free(&c);
+    }
     (void)nsbox_ocimanifest_docker_save(text, size, NULL, &d, &e);
 
     char *s = cstring_dup(data, size);

@@ -1,11 +1,13 @@
 /* Fuzz exec's process.json and update's resources (policy/ociproc.c): any byte string, read as
  * both. Besides crashes and leaks (ASan), it checks what nsbox-oci relies on when one parses: a
  * process's NULL-terminated, non-empty argv, env entries with a '=', an absolute cwd; a cpu
- * period only with a cpu limit asked for. The same bytes as LISTEN_FDS (up to a NUL) give a
+ * period only with a cpu limit asked for; neither holds a NUL, raw or escaped, at which cJSON
+ * would have cut a string. The same bytes as LISTEN_FDS (up to a NUL) give a
  * count within the bound asked for, or a reason. */
 #include "cstring.h"
 #include "nsbox.h"
 #include "ociproc.h"
+#include "spec.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,8 +19,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static struct nsbox_ocispec c;
     struct nsbox_err e;
+    struct nsbox_err nul;
+    bool has_nul = nsbox_spec_json_check_nul((const char *)data, size, &nul) < 0;
     if (nsbox_ociproc_parse_process((const char *)data, size, &c, &e) == 0) {
-        if (c.n_args == 0 || !c.args[0] || !c.args[0][0] || c.args[c.n_args] || c.cwd[0] != '/' ||
+        if (has_nul || c.n_args == 0 || !c.args[0] || !c.args[0][0] || c.args[c.n_args] || c.cwd[0] != '/' ||
             c.n_env > NSBOX_OCISPEC_ENV_MAX)
             abort();
         for (size_t i = 0; i < c.n_env; i++)
@@ -30,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     struct nsbox_ociproc_resources r;
     if (nsbox_ociproc_parse_resources((const char *)data, size, &r, &e) == 0) {
-        if ((r.cpu_period_us && !r.has_cpu) || r.has_swap != (r.swap_bytes != 0))
+        if (has_nul || (r.cpu_period_us && !r.has_cpu) || r.has_swap != (r.swap_bytes != 0))
             abort();
     } else if (!e.msg[0]) {
         abort();

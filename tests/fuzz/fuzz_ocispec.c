@@ -2,9 +2,11 @@
  * and leaks (ASan), it checks what nsbox-oci relies on when a config parses: a NULL-terminated,
  * non-empty argv, env entries with a '=', absolute cwd and mount destinations, counts in bounds,
  * idmapped mounts' lines within the container's ids, hooks with an absolute path and an argv,
- * whose kept text reads back to the same hooks. */
+ * whose kept text reads back to the same hooks; no accepted text holds a NUL, raw or escaped,
+ * at which cJSON would have cut a string. */
 #include "nsbox.h"
 #include "ocispec.h"
+#include "spec.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,6 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort(); /* a failure frees what it had */
         return 0;
     }
+    if (nsbox_spec_json_check_nul((const char *)data, size, &e) < 0)
+        abort();
     if (c.n_args == 0 || c.n_args > NSBOX_OCISPEC_ARGS_MAX || !c.args[0] || !c.args[0][0] ||
         c.args[c.n_args] || c.n_env > NSBOX_OCISPEC_ENV_MAX ||
         c.n_mounts > NSBOX_OCISPEC_MOUNTS_MAX || c.n_namespaces > NSBOX_OCISPEC_NS_MAX ||

@@ -201,7 +201,7 @@ static void test_a_broken_file_says_so_until_it_is_fixed(void **state)
     struct nsbox_err et = {0};
     assert_int_equal(nsbox_config_load_types(NULL, &et), -1);
     assert_string_equal(et.msg, want);
-    /* a section's own mistake names the file first, as every section's did */
+    /* a section's own mistake names the file first, as every section's does */
     replace(d, "{\"pool\": {\"size\": 100}}");
     assert_int_equal(nsbox_config_section(pool_section, &p, NULL, &es), -1);
     snprintf(want, sizeof want,

@@ -50,6 +50,10 @@ static void test_process_errors(void **state)
     expect_error("{\"args\":[]}", "process.json: key 'args'");
     expect_error("{\"args\":[\"x\"],\"cwd\":\"rel\"}", "process.json: key 'cwd'");
     expect_error("{\"args\":[\"x\"],\"env\":[\"NOEQ\"]}", "process.json: key 'env'");
+    /* cJSON would cut the argument at the NUL and run "/bin/sh" */
+    expect_error("{\"args\":[\"/bin/sh\\u0000x\"]}",
+                 "process.json: contains a NUL character (\\u0000) in a string");
+    expect_error("{\"args\":[\"x\"],\"cwd\":\"/a\\u0g00\"}", "process.json: invalid \\u escape");
     const char *adm = "{\"args\":[\"x\"],\"capabilities\":{\"ambient\":[\"CAP_SYS_ADMIN\"]}}";
     struct nsbox_err e = {0};
     assert_int_equal(nsbox_ociproc_parse_process(adm, strlen(adm), &c, &e), 0);
@@ -102,6 +106,9 @@ static void test_resources(void **state)
     t = "{\"pids\":{\"limit\":\"x\"}}";
     assert_int_equal(nsbox_ociproc_parse_resources(t, strlen(t), &r, &e), -1);
     assert_non_null(strstr(e.msg, "resources: key 'pids.limit'"));
+    t = "{\"pids\":{\"limit\":1},\"unified\":{\"pids.max\\u0000x\":\"2\"}}";
+    assert_int_equal(nsbox_ociproc_parse_resources(t, strlen(t), &r, &e), -1);
+    assert_non_null(strstr(e.msg, "resources: contains a NUL character (\\u0000) in a string"));
     t = "{\"devices\":[{\"allow\":true,\"access\":\"rwm\"}]}";
     assert_int_equal(nsbox_ociproc_parse_resources(t, strlen(t), &r, &e), -1);
     assert_int_equal(e.code, NSBOX_E_POLICY);

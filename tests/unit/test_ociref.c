@@ -160,6 +160,29 @@ static void test_manifest_and_config(void **state)
     nsbox_ocimanifest_config_free(c);
     const char *badenv = "{\"config\":{\"Env\":[\"=x\"]},\"rootfs\":{\"diff_ids\":[]}}";
     assert_int_equal(nsbox_ocimanifest_config(badenv, strlen(badenv), c, &e), -1);
+    /* cJSON cuts a string at "\u0000" and reads on: an Env value, a digest or a media type
+     * acted on would not be the image's; a \u escape without four hex digits decodes the same */
+    const char *nulenv = "{\"config\":{\"Env\":[\"PATH=/x\\u0000:/evil\"]},\"rootfs\":"
+                         "{\"diff_ids\":[\"" D1 "\"]}}";
+    assert_int_equal(nsbox_ocimanifest_config(nulenv, strlen(nulenv), c, &e), -1);
+    assert_non_null(strstr(e.msg, "image config: contains a NUL character (\\u0000) in a string"));
+    const char *nulman = "{\"schemaVersion\":2,\"config\":{\"digest\":\"" D1 "\",\"size\":3},"
+                         "\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar"
+                         "+zstd\\u0000x\",\"digest\":\"" D2 "\",\"size\":9}]}";
+    assert_int_equal(nsbox_ocimanifest_parse(nulman, strlen(nulman), m, &e), -1);
+    assert_non_null(strstr(e.msg, "image manifest: contains a NUL character"));
+    const char *nulidx = "{\"schemaVersion\":2,\"manifests\":[{\"digest\":\"" D1 "\",\"size\":1,"
+                         "\"annotations\":{\"org.opencontainers.image.ref.name\":\"1\\u00\"}}]}";
+    struct nsbox_oci_desc d;
+    assert_int_equal(nsbox_ocimanifest_pick(nulidx, strlen(nulidx), "t/x:1", "linux", "amd64", &d,
+                                            &e),
+                     -1);
+    assert_non_null(strstr(e.msg, "image index: invalid \\u escape"));
+    const char *nulsave = "[{\"Config\":\"a.json\\u0000\",\"RepoTags\":[],\"Layers\":[]}]";
+    struct nsbox_docker_save *ds = malloc(sizeof *ds);
+    assert_int_equal(nsbox_ocimanifest_docker_save(nulsave, strlen(nulsave), NULL, ds, &e), -1);
+    assert_non_null(strstr(e.msg, "manifest.json: contains a NUL character"));
+    free(ds);
     free(m);
     free(c);
 }

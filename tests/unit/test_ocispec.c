@@ -324,6 +324,30 @@ static void test_hooks(void **state)
     free(h);
 }
 
+/* cJSON cuts a string at "\u0000" (or a \u escape without four hex digits) and reads on: the
+ * process would run "/bin/sh" where the bundle said "/bin/sh\u0000-evil", a mount would go
+ * to another place. Refused before parsing, in config.json and in the hooks create keeps. */
+static void test_nul_in_a_string_is_refused(void **state)
+{
+    (void)state;
+    fails_naming("{\"ociVersion\":\"1.0\",\"process\":{\"args\":[\"/bin/sh\\u0000-evil\"]}," R
+                 "}",
+                 "config.json: contains a NUL character (\\u0000) in a string");
+    fails_naming("{\"ociVersion\":\"1.0\"," P ",\"root\":{\"path\":\"rootfs\\u00zz\"}}",
+                 "config.json: invalid \\u escape");
+    /* an escaped backslash before u0000 is text, kept whole */
+    struct nsbox_ocispec *c =
+        parsed("{\"ociVersion\":\"1.0\",\"process\":{\"args\":[\"echo\",\"\\\\u0000\"]}," R "}");
+    assert_string_equal(c->args[1], "\\u0000");
+    struct nsbox_ocispec_hooks *h = malloc(sizeof *h);
+    struct nsbox_err e = {0};
+    assert_int_equal(
+        nsbox_ocispec_hooks_parse("{\"poststart\":[{\"path\":\"/bin/x\\u0000/y\"}]}", h, &e), -1);
+    assert_non_null(strstr(e.msg, "hooks: contains a NUL character"));
+    assert_int_equal(h->n, 0);
+    free(h);
+}
+
 static void test_process_errors(void **state)
 {
     (void)state;
@@ -468,6 +492,7 @@ int main(void)
         cmocka_unit_test(test_mount_opts),
         cmocka_unit_test(test_host_namespaces),
         cmocka_unit_test(test_rlimits_past_int64),
+        cmocka_unit_test(test_nul_in_a_string_is_refused),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

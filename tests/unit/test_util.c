@@ -21,6 +21,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -283,6 +284,52 @@ static void test_share_pipes_one_way(void **state)
         close(all[i]);
 }
 
+/* In a child: the highest descriptors the hard RLIMIT_NOFILE allows (raised to 70002 where
+ * CAP_SYS_RESOURCE allows: above 65536, where the supervisor's soft limit, raised to its hard
+ * one, may put them), opened before the soft limit was lowered below them, are closed where
+ * close_range is missing; the kept one and those below first stay. Exit 0 if so, else which
+ * check failed. */
+static int close_slow_in_child(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return 10;
+    struct rlimit want = {70002, 70002};
+    if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+        rl = want;
+    rl.rlim_cur = rl.rlim_max;
+    if (rl.rlim_max < 2048 || rl.rlim_max > INT_MAX || setrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return 11;
+    int top = (int)rl.rlim_max - 1, p[2];
+    if (pipe(p) < 0 || dup2(p[0], top) < 0 || dup2(p[0], top - 1) < 0 || dup2(p[0], top - 2) < 0 ||
+        dup2(p[0], 40) < 0 || dup2(p[0], 3) < 0)
+        return 12;
+    rl.rlim_cur = 1024;
+    if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return 13;
+    nsbox_close_fds_slow(4, (int[]){top - 2}, 1);
+    if (fcntl(top, F_GETFD) != -1 || errno != EBADF)
+        return 1;
+    if (fcntl(top - 1, F_GETFD) != -1 || fcntl(40, F_GETFD) != -1)
+        return 2;
+    if (fcntl(top - 2, F_GETFD) < 0 || fcntl(3, F_GETFD) < 0 || fcntl(2, F_GETFD) < 0)
+        return 3;
+    return 0;
+}
+
+static void test_close_fds_without_close_range(void **state)
+{
+    (void)state;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(close_slow_in_child());
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static void *parked(void *arg)
 {
     (void)arg;
@@ -349,6 +396,7 @@ int main(void)
         cmocka_unit_test(test_mkdir_p_modes),
         cmocka_unit_test(test_shown),
         cmocka_unit_test(test_share_pipes_one_way),
+        cmocka_unit_test(test_close_fds_without_close_range),
         cmocka_unit_test(test_set_ids_in_a_clone_of_a_threaded_process),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
