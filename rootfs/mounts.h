@@ -121,6 +121,12 @@ struct nsbox_rootfs_idmap {
     int source_fd;
 };
 
+/* One of a sandbox's own cgroup directories on the host, shown read-only inside. */
+struct nsbox_cgroup_view {
+    const char *name; /* v1: its hierarchy's directory ("memory", "cpu,cpuacct"); NULL: v2 */
+    const char *path; /* the sandbox's cgroup directory there, on the host */
+};
+
 struct nsbox_root_entry {
     char name[NAME_MAX + 1];
     bool is_symlink;
@@ -150,6 +156,12 @@ struct nsbox_rootfs_cfg {
     size_t n_mounts;
     /* the idmapped binds' detached trees, by index of mounts (-1 for the others); NULL none */
     const int *mount_fds;
+    /* the sandbox's own cgroup directories, which a config's cgroup mount shows read-only in
+     * its place among the mounts: v2's one directory bound on it; else v1's hierarchies each
+     * at <destination>/<name> of a tmpfs of its own (with none, the tmpfs is empty), made
+     * read-only once the later config mounts below it have made their mount points there */
+    const struct nsbox_cgroup_view *cgroup_views;
+    size_t n_cgroup_views;
     /* ...and its maskedPaths and readonlyPaths (absolute), on the filesystems nsbox or the
      * config mounts, and in the image: a read-only path inside a read-only image is left as
      * it is (read-only), a masked one is masked there; their symlinks are followed inside the
@@ -190,29 +202,14 @@ extern const char *const nsbox_dev_nodes[];
 /* Pure (rootfs/mount_plan.c): the list of operations for cfg. */
 int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
                            struct nsbox_err *e);
-/* One of a sandbox's own cgroup directories on the host, shown read-only inside. */
-struct nsbox_cgroup_view {
-    const char *name; /* v1: its hierarchy's directory ("memory", "cpu,cpuacct"); NULL: v2 */
-    const char *path; /* the sandbox's cgroup directory there, on the host */
-};
 /* Pure: /sys as a read-only tmpfs holding only fs/cgroup, and there the sandbox's own cgroup
  * directories bound read-only (nosuid, nodev, noexec): v2's at /sys/fs/cgroup itself, each of
  * v1's at /sys/fs/cgroup/<name> (a co-mounted hierarchy's controllers as links to it), as
  * Docker lays them out. n 0 (no cgroup): /sys holds nothing. Appended to a plan that is built
- * (nsbox_mount_plan_build), once the cgroup exists; not for nsbox-oci, whose config mounts
- * (nsbox_mount_plan_add_cgroup). */
+ * (nsbox_mount_plan_build), once the cgroup exists; not for nsbox-oci, whose config's cgroup
+ * mount shows them (cfg->cgroup_views). */
 int nsbox_mount_plan_add_sys(struct nsbox_mount_plan *plan, const struct nsbox_cgroup_view *views,
                              size_t n, struct nsbox_err *e);
-/* Pure, nsbox-oci: the config's cgroup mount at destination (an absolute path, as the config
- * gives it), made of the sandbox's own cgroup directories bound read-only (nosuid, nodev,
- * noexec): v2's on destination itself, v1's each at destination/<name> of a tmpfs of its own
- * that is made read-only once they are in, as add_sys lays them out under /sys/fs/cgroup.
- * Appended once the cgroup exists, after the config's masks (what shows below it is the
- * sandbox's own cgroup, read-only, whatever is masked there). n 0: the mount point stays
- * empty. */
-int nsbox_mount_plan_add_cgroup(struct nsbox_mount_plan *plan, const char *destination,
-                                const struct nsbox_cgroup_view *views, size_t n,
-                                struct nsbox_err *e);
 /* Whether an image's top-level entry of this name is shown in the sandbox: not ".", "..", a
  * name with a slash, nor one nsbox provides itself (/proc, /dev, /tmp, /workspace...). */
 bool nsbox_mount_plan_shows(const char *name);
