@@ -338,7 +338,8 @@ static int plan_cgroup_room(struct nsbox_mount_plan *plan, size_t n, struct nsbo
     return 0;
 }
 
-/* A small read-only-to-be tmpfs at rel that holds only directories and links nsbox makes. */
+/* A tmpfs at rel for the few directories and links nsbox makes there, nosuid, nodev and
+ * noexec; the caller seals it read-only once they are in. */
 static int plan_small_tmpfs(struct nsbox_mount_plan *plan, const char *rel, struct nsbox_err *e)
 {
     struct nsbox_mount_op *o = PUSH(NSBOX_MOP_TMPFS, rel);
@@ -376,7 +377,7 @@ static int plan_cgroup_views(struct nsbox_mount_plan *plan, const char *base,
     return 0;
 }
 
-/* Whether the config's cgroup mount at rel shows v2's one directory, bound on it; else v1's
+/* Whether a config's cgroup mount is v2's one directory, bound on its mount point; else v1's
  * hierarchies (or none) are in a tmpfs of its own there. */
 static bool cgroup_on_mount_point(const struct nsbox_rootfs_cfg *cfg)
 {
