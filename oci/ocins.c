@@ -159,9 +159,9 @@ static int check_userns(int userfd, const char *path, uint32_t *base, struct nsb
                              "only a pod's, one an nsbox-oci container made (a child of the "
                              "host's that maps no host id 0)",
                              NSBOX_SHOW(path),
-                             !top       ? "it is not a child of the host's user namespace"
-                             : got < 0  ? "its id maps cannot be read"
-                                        : "it maps the host's root (id 0)");
+                             !top      ? "it is not a child of the host's user namespace"
+                             : got < 0 ? "its id maps cannot be read"
+                                       : "it maps the host's root (id 0)");
     if (m.empty[0] || m.empty[1])
         return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
                              "the user namespace at %s has no %s map yet: its maker has not "

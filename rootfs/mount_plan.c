@@ -352,8 +352,7 @@ static int plan_small_tmpfs(struct nsbox_mount_plan *plan, const char *rel, stru
  * v2's one directory, a mount point): v2's at base itself, each v1 hierarchy's at
  * base/<name>, made first. */
 static int plan_cgroup_views(struct nsbox_mount_plan *plan, const char *base,
-                             const struct nsbox_cgroup_view *views, size_t n,
-                             struct nsbox_err *e)
+                             const struct nsbox_cgroup_view *views, size_t n, struct nsbox_err *e)
 {
     char target[PATH_MAX];
     for (size_t i = 0; i < n; i++) {
@@ -418,10 +417,11 @@ static int plan_config_cgroup_seals(const struct nsbox_rootfs_cfg *cfg, size_t b
         if (strcmp(cfg->mounts[i].type, "cgroup"))
             continue;
         size_t j = i + 1;
-        while (j < cfg->n_mounts &&
-               !at_or_below(rel, cfg->mounts[j].destination +
-                                     strspn(cfg->mounts[j].destination, "/")))
-            j++;
+        for (; j < cfg->n_mounts; j++) {
+            const char *d = cfg->mounts[j].destination;
+            if (at_or_below(rel, d + strspn(d, "/")))
+                break;
+        }
         if (j == before)
             PUSH(NSBOX_MOP_SETATTR, rel)->attr = read_only;
     }

@@ -218,8 +218,8 @@ static void test_config_cgroup_v2_and_bad_destination(void **state)
     assert_int_equal(count(p, NSBOX_MOP_TMPFS, "sys/fs/cgroup"), 0);
     assert_int_equal(count(p, NSBOX_MOP_SETATTR, "sys/fs/cgroup"), 0);
     free(w);
-    const struct nsbox_rootfs_mount bad = {"/sys/../etc", "cgroup", "cgroup", 0, false, false,
-                                           "", {0}};
+    const struct nsbox_rootfs_mount bad = {
+        .destination = "/sys/../etc", .type = "cgroup", .source = "cgroup", .data = ""};
     w = dir_world();
     w->cfg.mounts = &bad;
     w->cfg.n_mounts = 1;
