@@ -54,40 +54,46 @@ static bool is_host(int fd, const char *proc)
             (stat(self, &host) == 0 && nsbox_same_inode(&ns, &host)));
 }
 
-/* Does one of the "inside outside count" lines of a map cover host id 0? */
-static bool maps_host_root(const char *map)
+/* A user namespace's maps as a child in it reads them, relative to the host's user namespace
+ * (its parent): whether a line covers host id 0, whether each was written, the host id of its
+ * id 0 when both are the same one line "0 BASE 65536" (a slot's range, as nsbox-oci maps a
+ * container's ids; else 0), and each one's lines as "in out count, ..." for messages. */
+struct userns_maps {
+    bool root;
+    bool empty[2]; /* uid, gid */
+    uint32_t base;
+    char text[2][96];
+};
+
+/* One map's text: its lines read into m (root, empty, text) for map i; its one-range base. */
+static uint32_t read_map(const char *map, size_t i, struct userns_maps *m)
 {
-    unsigned long in, out, count;
+    unsigned long in, out, count, base = 0;
     int used;
+    size_t lines = 0, len = 0;
+    m->empty[i] = true;
+    m->text[i][0] = '\0';
     while (sscanf(map, "%lu %lu %lu%n", &in, &out, &count, &used) == 3) {
-        if (out == 0 && count > 0)
-            return true;
+        m->root |= out == 0 && count > 0;
+        m->empty[i] = false;
+        base = lines++ == 0 && in == 0 && count == NSBOX_ID_COUNT && out != 0 &&
+                       out <= UINT32_MAX - count
+                   ? out
+                   : 0;
+        if (len < sizeof m->text[i]) {
+            int n = snprintf(m->text[i] + len, sizeof m->text[i] - len, "%s%lu %lu %lu",
+                             len ? ", " : "", in, out, count);
+            len += n > 0 ? (size_t)n : 0;
+        }
         map += used;
     }
-    return false;
+    return (uint32_t)base;
 }
 
-/* The BASE of a map that is one line "0 BASE 65536", a slot's range as nsbox-oci maps a
- * container's ids; 0 for any other map. */
-static uint32_t one_range_base(const char *map)
+/* A child enters the user namespace and reads its maps into *m: 0, or -1 when unreadable. */
+static int userns_maps(int userfd, struct userns_maps *m)
 {
-    unsigned long in, out, count;
-    int used;
-    if (sscanf(map, "%lu %lu %lu%n", &in, &out, &count, &used) != 3 || in != 0 ||
-        count != NSBOX_ID_COUNT || out == 0 || out > UINT32_MAX - count)
-        return 0;
-    for (map += used; *map == ' ' || *map == '\n'; map++)
-        ;
-    return *map ? 0 : (uint32_t)out;
-}
-
-/* A child enters the user namespace and reads its maps, which it sees relative to the parent
- * namespace, the host's: 0 when no host id 0 is mapped, 1 when one is, -1 when unreadable.
- * *base: the host id of its id 0 when both maps are the same one range (one_range_base), else
- * 0. */
-static int userns_maps_root(int userfd, uint32_t *base)
-{
-    *base = 0;
+    memset(m, 0, sizeof *m);
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return -1;
@@ -101,7 +107,6 @@ static int userns_maps_root(int userfd, uint32_t *base)
         close(p[0]);
         if (setns(userfd, CLONE_NEWUSER) < 0)
             _exit(2);
-        int root = 0;
         uint32_t bases[2];
         static const char *const maps[] = {"/proc/self/uid_map", "/proc/self/gid_map"};
         for (size_t i = 0; i < 2; i++) {
@@ -109,34 +114,30 @@ static int userns_maps_root(int userfd, uint32_t *base)
             struct nsbox_err e;
             if (nsbox_read_small(maps[i], &text, &e) != 0)
                 _exit(2);
-            root |= maps_host_root(text);
-            bases[i] = one_range_base(text);
+            bases[i] = read_map(text, i, m);
             free(text);
         }
-        uint32_t b = bases[0] == bases[1] ? bases[0] : 0;
-        if (write(p[1], &b, sizeof b) != (ssize_t)sizeof b)
-            _exit(2);
-        _exit(root);
+        m->base = bases[0] == bases[1] ? bases[0] : 0;
+        _exit(write(p[1], m, sizeof *m) == (ssize_t)sizeof *m ? 0 : 2);
     }
     close(p[1]);
-    uint32_t b = 0;
     ssize_t n;
-    while ((n = read(p[0], &b, sizeof b)) < 0 && errno == EINTR)
+    while ((n = read(p[0], m, sizeof *m)) < 0 && errno == EINTR)
         ;
     close(p[0]);
     int status;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR)
             return -1;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) >= 2)
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || n != (ssize_t)sizeof *m)
         return -1;
-    if (n == (ssize_t)sizeof b)
-        *base = b;
-    return WEXITSTATUS(status);
+    m->text[0][sizeof m->text[0] - 1] = m->text[1][sizeof m->text[1] - 1] = '\0';
+    return 0;
 }
 
-/* A user namespace a container may join: a child of the host's that maps no host id 0.
- * *base: the host id of its id 0 (userns_maps_root). */
+/* A user namespace a container may join: a child of the host's whose maps are written and map
+ * no host id 0; as root, the one range of a slot (its root and volumes are idmapped to those
+ * ids, and its slot is held: nsbox_state_hold_pod_slot). *base: the host id of its id 0, or 0. */
 static int check_userns(int userfd, const char *path, uint32_t *base, struct nsbox_err *e)
 {
     *base = 0;
@@ -150,16 +151,32 @@ static int check_userns(int userfd, const char *path, uint32_t *base, struct nsb
     bool top = parent >= 0 && is_host(parent, "user");
     if (parent >= 0)
         close(parent);
-    int root = top ? userns_maps_root(userfd, base) : -1;
-    if (!top || root != 0)
+    struct userns_maps m;
+    int got = top ? userns_maps(userfd, &m) : -1;
+    if (!top || got < 0 || m.root)
         return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
                              "the user namespace of %s cannot be joined: %s; nsbox-oci joins "
                              "only a pod's, one an nsbox-oci container made (a child of the "
                              "host's that maps no host id 0)",
                              NSBOX_SHOW(path),
-                             !top       ? "it is not a child of the host's user namespace"
-                             : root > 0 ? "it maps the host's root (id 0)"
-                                        : "its id maps cannot be read");
+                             !top      ? "it is not a child of the host's user namespace"
+                             : got < 0 ? "its id maps cannot be read"
+                                       : "it maps the host's root (id 0)");
+    if (m.empty[0] || m.empty[1])
+        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                             "the user namespace at %s has no %s map yet: its maker has not "
+                             "written it, and a process there has no ids; create the container "
+                             "once the pod's first container runs",
+                             NSBOX_SHOW(path), m.empty[0] ? "uid" : "gid");
+    if (geteuid() == 0 && !m.base)
+        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                             "the user namespace at %s maps uids '%s' and gids '%s': nsbox-oci "
+                             "joins one that maps 65536 ids in one line, the same for both "
+                             "('0 BASE 65536', as it makes a pod's), for the container's root "
+                             "and volumes are idmapped to those ids; join an nsbox-oci "
+                             "container's user namespace",
+                             NSBOX_SHOW(path), m.text[0], m.text[1]);
+    *base = m.base;
     return 0;
 }
 
@@ -222,7 +239,7 @@ static void joined_close(struct joined *j)
 
 /* The joined user namespace, or -1 when the container gets its own: the config's user path, or
  * the one owner of the joined namespaces that is not the host's user namespace; *base: the host
- * id of its id 0 (userns_maps_root). */
+ * id of its id 0 (check_userns). */
 static int pod_userns(struct joined *j, int *user_fd, uint32_t *base, struct nsbox_err *e)
 {
     *user_fd = -1;

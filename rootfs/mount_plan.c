@@ -17,6 +17,10 @@ const char *const nsbox_proc_masked_dirs[] = {"acpi", "scsi", NULL};
 const char *const nsbox_proc_readonly[] = {"sys", "sysrq-trigger", "irq", "bus", "fs", NULL};
 const char *const nsbox_dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty", NULL};
 
+/* What nsbox's read-only views and seals set: nothing written, run, set-id or a device. */
+static const uint64_t read_only =
+    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+
 /* Image entries that nsbox provides itself; an image's own versions are never exposed. */
 static const char *const provided_by_nsbox[] = {"proc",      "dev", "sys",        "tmp",
                                                 "workspace", "run", "lost+found", NULL};
@@ -224,7 +228,7 @@ static int plan_proc_masks(struct nsbox_mount_plan *plan, const char *at, struct
         snprintf(path, sizeof path, "%s/%s", at, *n);
         struct nsbox_mount_op *o = PUSH(NSBOX_MOP_READONLY, path);
         o->recursive = true;
-        o->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+        o->attr = read_only;
     }
     return 0;
 }
@@ -303,6 +307,127 @@ static uint64_t bind_attr(unsigned long flags)
            ((flags & MS_NOEXEC) ? MOUNT_ATTR_NOEXEC : 0);
 }
 
+/* The links a co-mounted v1 hierarchy's directory gets, one per controller ("cpu" and
+ * "cpuacct" to "cpu,cpuacct"), as the host has them: a reader that looks for one controller's
+ * directory by its name finds it. base: the directory that holds the hierarchies. */
+static int plan_sys_links(struct nsbox_mount_plan *plan, const char *base, const char *name,
+                          struct nsbox_err *e)
+{
+    if (!strchr(name, ','))
+        return 0;
+    char target[PATH_MAX];
+    for (const char *p = name; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len && len < 64) {
+            snprintf(target, sizeof target, "%s/%.*s", base, (int)len, p);
+            if (set_src(plan, PUSH(NSBOX_MOP_SYMLINK, target), name, e) < 0)
+                return -1;
+        }
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+/* Room for n cgroup views: beyond the build's, which an image's entries may fill. */
+static int plan_cgroup_room(struct nsbox_mount_plan *plan, size_t n, struct nsbox_err *e)
+{
+    if (n > NSBOX_MOUNT_SYS_VIEWS_MAX)
+        return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "rootfs: %zu cgroup hierarchies to show",
+                             n);
+    plan->cap = NSBOX_MOUNT_PLAN_OPS;
+    return 0;
+}
+
+/* A tmpfs at rel for the few directories and links nsbox makes there, nosuid, nodev and
+ * noexec; the caller seals it read-only once they are in. */
+static int plan_small_tmpfs(struct nsbox_mount_plan *plan, const char *rel, struct nsbox_err *e)
+{
+    struct nsbox_mount_op *o = PUSH(NSBOX_MOP_TMPFS, rel);
+    o->flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+    snprintf(o->data, sizeof o->data, "mode=0555,size=4k,nr_inodes=64");
+    return 0;
+}
+
+/* The sandbox's cgroup directories bound read-only at base (a directory the plan made, or for
+ * v2's one directory, a mount point): v2's at base itself, each v1 hierarchy's at
+ * base/<name>, made first. */
+static int plan_cgroup_views(struct nsbox_mount_plan *plan, const char *base,
+                             const struct nsbox_cgroup_view *views, size_t n, struct nsbox_err *e)
+{
+    char target[PATH_MAX];
+    for (size_t i = 0; i < n; i++) {
+        const char *name = views[i].name;
+        if (name && (!valid_entry_name(name) ||
+                     (size_t)snprintf(target, sizeof target, "%s/%s", base, name) >= sizeof target))
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "rootfs: bad cgroup hierarchy '%s'",
+                                 name);
+        if (!name && n != 1)
+            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
+                                 "rootfs: cgroup v2's directory goes alone at /sys/fs/cgroup");
+        if (name)
+            PUSH(NSBOX_MOP_MKDIR, target)->mode = 0555;
+        struct nsbox_mount_op *o = PUSH(NSBOX_MOP_BIND, name ? target : base);
+        if (set_src(plan, o, views[i].path, e) < 0)
+            return -1;
+        o->attr = read_only;
+        if (name && plan_sys_links(plan, base, name, e) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Whether a config's cgroup mount is v2's one directory, bound on its mount point; else v1's
+ * hierarchies (or none) are in a tmpfs of its own there. */
+static bool cgroup_on_mount_point(const struct nsbox_rootfs_cfg *cfg)
+{
+    return cfg->n_cgroup_views == 1 && !cfg->cgroup_views[0].name;
+}
+
+/* nsbox-oci: the config's cgroup mount at rel, in its place among the config's mounts: the
+ * sandbox's own cgroup directories bound read-only, v2's on rel itself, v1's each at
+ * rel/<name> of a tmpfs of its own, sealed read-only by plan_config_cgroup_seals. */
+static int plan_config_cgroup(const struct nsbox_rootfs_cfg *cfg, const char *rel,
+                              struct nsbox_mount_plan *plan, struct nsbox_err *e)
+{
+    if (plan_cgroup_room(plan, cfg->n_cgroup_views, e) < 0)
+        return -1;
+    if (!cgroup_on_mount_point(cfg) && plan_small_tmpfs(plan, rel, e) < 0)
+        return -1;
+    return plan_cgroup_views(plan, rel, cfg->cgroup_views, cfg->n_cgroup_views, e);
+}
+
+/* Whether path (no leading '/') is at or below dir. */
+static bool at_or_below(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
+}
+
+/* The seals of the config's v1 cgroup tmpfs that go before config mount `before` (n_mounts:
+ * after the last): each one's before the first later mount at or above it, which the seal
+ * would otherwise reach by its path; until then a later mount below it may make its mount
+ * point there (Podman's --systemd binds /sys/fs/cgroup/systemd). */
+static int plan_config_cgroup_seals(const struct nsbox_rootfs_cfg *cfg, size_t before,
+                                    struct nsbox_mount_plan *plan, struct nsbox_err *e)
+{
+    if (cgroup_on_mount_point(cfg))
+        return 0;
+    for (size_t i = 0; i < before; i++) {
+        const char *rel = cfg->mounts[i].destination + strspn(cfg->mounts[i].destination, "/");
+        if (strcmp(cfg->mounts[i].type, "cgroup"))
+            continue;
+        size_t j = i + 1;
+        for (; j < cfg->n_mounts; j++) {
+            const char *d = cfg->mounts[j].destination;
+            if (at_or_below(rel, d + strspn(d, "/")))
+                break;
+        }
+        if (j == before)
+            PUSH(NSBOX_MOP_SETATTR, rel)->attr = read_only;
+    }
+    return 0;
+}
+
 /* One config mount: its mount point, then the mount itself. */
 static int plan_config_mount(const struct nsbox_rootfs_cfg *cfg, const struct nsbox_rootfs_mount *m,
                              int fd, struct nsbox_mount_plan *plan, struct nsbox_err *e)
@@ -337,11 +462,11 @@ static int plan_config_mount(const struct nsbox_rootfs_cfg *cfg, const struct ns
                              m->type, m->destination);
     if (!image && plan_mount_point(plan, rel, bind && m->source_is_file, e) < 0)
         return -1;
-    /* cgroup: the sandbox's own cgroup directories, bound there once the cgroup exists
-     * (nsbox_mount_plan_add_cgroup), as nsbox's own /sys shows them; a cgroup2 mount made
-     * inside is refused to a user namespace on a v1 or hybrid host, which left it empty */
+    /* cgroup: the sandbox's own cgroup directories, as nsbox's own /sys shows them; a cgroup2
+     * mount made inside is refused to a user namespace on a v1 or hybrid host, which left it
+     * empty */
     if (!strcmp(m->type, "cgroup"))
-        return 0;
+        return plan_config_cgroup(cfg, rel, plan, e);
     struct nsbox_mount_op *o = PUSH(kinds[k].op, rel);
     if ((!bind || m->source[0]) && set_src(plan, o, m->source[0] ? m->source : m->type, e) < 0)
         return -1;
@@ -393,7 +518,7 @@ static int plan_config_masks(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mo
         o->optional = true;
         if (!mask) {
             o->recursive = true;
-            o->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+            o->attr = read_only;
         }
     }
     return 0;
@@ -416,13 +541,15 @@ static int plan_config_mounts(const struct nsbox_rootfs_cfg *cfg, struct nsbox_m
     /* nsbox's /dev is sealed after the config's mounts, which may go below it */
     for (size_t i = 0; i < cfg->n_mounts; i++) {
         const struct nsbox_rootfs_mount *m = &cfg->mounts[i];
-        if (plan_config_mount(cfg, m, cfg->mount_fds ? cfg->mount_fds[i] : -1, plan, e) < 0)
+        if (plan_config_cgroup_seals(cfg, i, plan, e) < 0 ||
+            plan_config_mount(cfg, m, cfg->mount_fds ? cfg->mount_fds[i] : -1, plan, e) < 0)
             return -1;
         if (!strcmp(m->destination + strspn(m->destination, "/"), "dev") &&
             !strcmp(m->type, "tmpfs") && plan_dev_nodes(plan, e) < 0)
             return -1;
     }
-    if (!has_dev && plan_dev_seal(plan, e) < 0)
+    if (plan_config_cgroup_seals(cfg, cfg->n_mounts, plan, e) < 0 ||
+        (!has_dev && plan_dev_seal(plan, e) < 0))
         return -1;
     if (!has_proc && plan_proc(plan, e) < 0)
         return -1;
@@ -493,71 +620,14 @@ static int plan_scratch(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_p
     return 0;
 }
 
-/* The links a co-mounted v1 hierarchy's directory gets, one per controller ("cpu" and
- * "cpuacct" to "cpu,cpuacct"), as the host has them: a reader that looks for one controller's
- * directory by its name finds it. base: the directory that holds the hierarchies. */
-static int plan_sys_links(struct nsbox_mount_plan *plan, const char *base, const char *name,
-                          struct nsbox_err *e)
-{
-    if (!strchr(name, ','))
-        return 0;
-    char target[PATH_MAX];
-    for (const char *p = name; *p;) {
-        size_t len = strcspn(p, ",");
-        if (len && len < 64) {
-            snprintf(target, sizeof target, "%s/%.*s", base, (int)len, p);
-            if (set_src(plan, PUSH(NSBOX_MOP_SYMLINK, target), name, e) < 0)
-                return -1;
-        }
-        p += len + (p[len] == ',');
-    }
-    return 0;
-}
-
-/* The sandbox's cgroup directories bound read-only at base (a directory the plan made, or for
- * v2's one directory, a mount point): v2's at base itself, each v1 hierarchy's at
- * base/<name>, made first. */
-static int plan_cgroup_views(struct nsbox_mount_plan *plan, const char *base,
-                             const struct nsbox_cgroup_view *views, size_t n,
-                             struct nsbox_err *e)
-{
-    const uint64_t ro =
-        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
-    char target[PATH_MAX];
-    for (size_t i = 0; i < n; i++) {
-        const char *name = views[i].name;
-        if (name && (!valid_entry_name(name) ||
-                     (size_t)snprintf(target, sizeof target, "%s/%s", base, name) >= sizeof target))
-            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "rootfs: bad cgroup hierarchy '%s'",
-                                 name);
-        if (!name && n != 1)
-            return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL,
-                                 "rootfs: cgroup v2's directory goes alone at /sys/fs/cgroup");
-        if (name)
-            PUSH(NSBOX_MOP_MKDIR, target)->mode = 0555;
-        struct nsbox_mount_op *o = PUSH(NSBOX_MOP_BIND, name ? target : base);
-        if (set_src(plan, o, views[i].path, e) < 0)
-            return -1;
-        o->attr = ro;
-        if (name && plan_sys_links(plan, base, name, e) < 0)
-            return -1;
-    }
-    return 0;
-}
-
 int nsbox_mount_plan_add_sys(struct nsbox_mount_plan *plan, const struct nsbox_cgroup_view *views,
                              size_t n, struct nsbox_err *e)
 {
-    const uint64_t ro =
-        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
-    if (n > NSBOX_MOUNT_SYS_VIEWS_MAX)
-        return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "rootfs: %zu cgroup hierarchies to show",
-                             n);
-    plan->cap = NSBOX_MOUNT_PLAN_OPS; /* its own room, after the build's */
+    if (plan_cgroup_room(plan, n, e) < 0)
+        return -1;
     PUSH(NSBOX_MOP_MKDIR, "sys")->mode = 0555;
-    struct nsbox_mount_op *o = PUSH(NSBOX_MOP_TMPFS, "sys");
-    o->flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
-    snprintf(o->data, sizeof o->data, "mode=0555,size=4k,nr_inodes=64");
+    if (plan_small_tmpfs(plan, "sys", e) < 0)
+        return -1;
     if (n) {
         PUSH(NSBOX_MOP_MKDIR, "sys/fs")->mode = 0555;
         PUSH(NSBOX_MOP_MKDIR, "sys/fs/cgroup")->mode = 0555;
@@ -565,33 +635,7 @@ int nsbox_mount_plan_add_sys(struct nsbox_mount_plan *plan, const struct nsbox_c
     if (plan_cgroup_views(plan, "sys/fs/cgroup", views, n, e) < 0)
         return -1;
     /* nothing can be added to /sys nor changed in it: its tmpfs, then made read-only */
-    PUSH(NSBOX_MOP_SETATTR, "sys")->attr = ro;
-    return 0;
-}
-
-int nsbox_mount_plan_add_cgroup(struct nsbox_mount_plan *plan, const char *destination,
-                                const struct nsbox_cgroup_view *views, size_t n,
-                                struct nsbox_err *e)
-{
-    const uint64_t ro =
-        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
-    const char *rel = destination + strspn(destination, "/");
-    struct nsbox_rootfs_mount m = {.destination = destination, .type = "cgroup"};
-    if (check_destination(rel, &m, e) < 0)
-        return -1;
-    if (n > NSBOX_MOUNT_SYS_VIEWS_MAX)
-        return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "rootfs: %zu cgroup hierarchies to show",
-                             n);
-    plan->cap = NSBOX_MOUNT_PLAN_OPS; /* its own room, after the build's */
-    if (n == 1 && !views[0].name) /* v2: the one directory, bound on the mount point */
-        return plan_cgroup_views(plan, rel, views, n, e);
-    /* v1: a tmpfs of its own to hold one directory per hierarchy, sealed once they are in */
-    struct nsbox_mount_op *o = PUSH(NSBOX_MOP_TMPFS, rel);
-    o->flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
-    snprintf(o->data, sizeof o->data, "mode=0555,size=4k,nr_inodes=64");
-    if (plan_cgroup_views(plan, rel, views, n, e) < 0)
-        return -1;
-    PUSH(NSBOX_MOP_SETATTR, rel)->attr = ro;
+    PUSH(NSBOX_MOP_SETATTR, "sys")->attr = read_only;
     return 0;
 }
 
@@ -624,7 +668,7 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
         f->target_in_image = true;
         f->target_dir = false;
         f->optional = etc_files[i].optional;
-        f->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+        f->attr = read_only;
     }
     /* A config mount on /etc/hosts (Podman binds its own) goes over nsbox's file, and a mount
      * cannot go on a file whose name is gone: then the config's alone. */
@@ -634,7 +678,7 @@ int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_moun
             return -1;
         f->target_in_image = true;
         f->optional = cfg->hosts_optional;
-        f->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+        f->attr = read_only;
     }
     if (!cfg->root_in_place && plan_scratch(cfg, plan, e) < 0)
         return -1;

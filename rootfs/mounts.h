@@ -27,10 +27,10 @@
 #include <sys/stat.h>
 
 #define NSBOX_MOUNT_OPS_MAX 128 /* a plan's: the image, nsbox's own places, a config's mounts */
-/* ...and the sandbox's /sys beyond them, which so takes no room an image had
- * (nsbox_mount_plan_add_sys): its tmpfs, two directories and the read-only seal, a directory
- * and a bind per cgroup hierarchy, and a link per controller of a co-mounted one (each of the
- * v1 controllers Linux has at most once) */
+/* ...and the sandbox's /sys beyond them (nsbox_mount_plan_add_sys; or nsbox-oci's cgroup
+ * mount, from its place on), which so takes no room an image had: its tmpfs, two directories
+ * and the read-only seal, a directory and a bind per cgroup hierarchy, and a link per
+ * controller of a co-mounted one (each of the v1 controllers Linux has at most once) */
 #define NSBOX_MOUNT_SYS_VIEWS_MAX 8 /* cgroup hierarchies shown (sandbox/cgroup.h's v1 most) */
 #define NSBOX_MOUNT_SYS_LINKS_MAX 16
 #define NSBOX_MOUNT_SYS_OPS (5 + 2 * NSBOX_MOUNT_SYS_VIEWS_MAX + NSBOX_MOUNT_SYS_LINKS_MAX)
@@ -121,6 +121,12 @@ struct nsbox_rootfs_idmap {
     int source_fd;
 };
 
+/* One of a sandbox's own cgroup directories on the host, shown read-only inside. */
+struct nsbox_cgroup_view {
+    const char *name; /* v1: its hierarchy's directory ("memory", "cpu,cpuacct"); NULL: v2 */
+    const char *path; /* the sandbox's cgroup directory there, on the host */
+};
+
 struct nsbox_root_entry {
     char name[NAME_MAX + 1];
     bool is_symlink;
@@ -150,6 +156,12 @@ struct nsbox_rootfs_cfg {
     size_t n_mounts;
     /* the idmapped binds' detached trees, by index of mounts (-1 for the others); NULL none */
     const int *mount_fds;
+    /* the sandbox's own cgroup directories, which a config's cgroup mount shows read-only in
+     * its place among the mounts: v2's one directory bound on it; else v1's hierarchies each
+     * at <destination>/<name> of a tmpfs of its own (with none, the tmpfs is empty), made
+     * read-only once the later config mounts below it have made their mount points there */
+    const struct nsbox_cgroup_view *cgroup_views;
+    size_t n_cgroup_views;
     /* ...and its maskedPaths and readonlyPaths (absolute), on the filesystems nsbox or the
      * config mounts, and in the image: a read-only path inside a read-only image is left as
      * it is (read-only), a masked one is masked there; their symlinks are followed inside the
@@ -175,7 +187,8 @@ struct nsbox_mount_plan {
      * caller after nsbox_mount_plan_build, owned by it. */
     const struct nsbox_setid_list *seal_list;
     size_t n;
-    size_t cap; /* ops it may hold: NSBOX_MOUNT_OPS_MAX, then NSBOX_MOUNT_PLAN_OPS for /sys */
+    size_t cap; /* ops it may hold: NSBOX_MOUNT_OPS_MAX, then NSBOX_MOUNT_PLAN_OPS from /sys's
+                   views (or a config's cgroup mount's) on */
     struct nsbox_mount_op ops[NSBOX_MOUNT_PLAN_OPS];
     size_t strs_used;
     char strs[NSBOX_MOUNT_STRS_MAX]; /* the ops' sources, one after another */
@@ -190,29 +203,14 @@ extern const char *const nsbox_dev_nodes[];
 /* Pure (rootfs/mount_plan.c): the list of operations for cfg. */
 int nsbox_mount_plan_build(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_plan *plan,
                            struct nsbox_err *e);
-/* One of a sandbox's own cgroup directories on the host, shown read-only inside. */
-struct nsbox_cgroup_view {
-    const char *name; /* v1: its hierarchy's directory ("memory", "cpu,cpuacct"); NULL: v2 */
-    const char *path; /* the sandbox's cgroup directory there, on the host */
-};
 /* Pure: /sys as a read-only tmpfs holding only fs/cgroup, and there the sandbox's own cgroup
  * directories bound read-only (nosuid, nodev, noexec): v2's at /sys/fs/cgroup itself, each of
  * v1's at /sys/fs/cgroup/<name> (a co-mounted hierarchy's controllers as links to it), as
  * Docker lays them out. n 0 (no cgroup): /sys holds nothing. Appended to a plan that is built
- * (nsbox_mount_plan_build), once the cgroup exists; not for nsbox-oci, whose config mounts
- * (nsbox_mount_plan_add_cgroup). */
+ * (nsbox_mount_plan_build), once the cgroup exists; not for nsbox-oci, whose config's cgroup
+ * mount shows them (cfg->cgroup_views). */
 int nsbox_mount_plan_add_sys(struct nsbox_mount_plan *plan, const struct nsbox_cgroup_view *views,
                              size_t n, struct nsbox_err *e);
-/* Pure, nsbox-oci: the config's cgroup mount at destination (an absolute path, as the config
- * gives it), made of the sandbox's own cgroup directories bound read-only (nosuid, nodev,
- * noexec): v2's on destination itself, v1's each at destination/<name> of a tmpfs of its own
- * that is made read-only once they are in, as add_sys lays them out under /sys/fs/cgroup.
- * Appended once the cgroup exists, after the config's masks (what shows below it is the
- * sandbox's own cgroup, read-only, whatever is masked there). n 0: the mount point stays
- * empty. */
-int nsbox_mount_plan_add_cgroup(struct nsbox_mount_plan *plan, const char *destination,
-                                const struct nsbox_cgroup_view *views, size_t n,
-                                struct nsbox_err *e);
 /* Whether an image's top-level entry of this name is shown in the sandbox: not ".", "..", a
  * name with a slash, nor one nsbox provides itself (/proc, /dev, /tmp, /workspace...). */
 bool nsbox_mount_plan_shows(const char *name);

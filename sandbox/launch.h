@@ -109,10 +109,11 @@ struct nsbox_launch {
         int nstype; /* CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWUSER */
     } joins[4];
     size_t n_joins;
-    /* nsbox-oci: the host id of id 0 of the joined user namespace, when it maps its 65,536 ids
-     * in one line as a slot's range is (a pod's, made by nsbox-oci); 0 otherwise. The root and
-     * volumes are idmapped to it instead of the sandbox's own slot, whose ids the pod's user
-     * namespace does not map: the container's writes to them would fail (EOVERFLOW). */
+    /* nsbox-oci: the host id of id 0 of the joined user namespace when it maps its 65,536 ids
+     * in one line as a slot's range is (a pod's, made by nsbox-oci; as root, create refuses any
+     * other map); 0 otherwise. The root and volumes are idmapped to it instead of the
+     * sandbox's own slot, whose ids the pod's user namespace does not map: the container's
+     * writes to them would fail (EOVERFLOW). */
     uint32_t joined_id_base;
 };
 

@@ -190,27 +190,19 @@ static uint32_t owner_of(const struct nsbox_sandbox *c)
     return c->st.privileged ? nsbox_idmap_userns_owner(c->st.slot) : 0;
 }
 
-/* The sandbox's own cgroup, read-only at /sys/fs/cgroup (docs/cgroups.md, "What a sandbox
- * sees"): runtimes that size themselves from it (a JVM, Go's GOMAXPROCS, Node's heap) find the
- * sandbox's limits instead of the host's size. */
-static int add_cgroup_view(struct nsbox_sandbox *c, struct nsbox_err *e)
+/* The sandbox's own cgroup directories (docs/cgroups.md, "What a sandbox sees"), shown
+ * read-only at /sys/fs/cgroup, or nsbox-oci's at its config's cgroup mount: runtimes that size
+ * themselves from it (a JVM, Go's GOMAXPROCS, Node's heap) find the sandbox's limits instead of
+ * the host's size. Returns how many of views it filled. */
+static size_t cgroup_views(const struct nsbox_cgroup *cg, struct nsbox_cgroup_view *views)
 {
     _Static_assert(NSBOX_CG_V1_MAX <= NSBOX_MOUNT_SYS_VIEWS_MAX, "each hierarchy has its room");
-    const struct nsbox_cgroup *cg = &c->cg;
-    struct nsbox_cgroup_view views[NSBOX_CG_V1_MAX];
     size_t n = 0;
     if (cg->version == 2)
         views[n++] = (struct nsbox_cgroup_view){NULL, cg->path};
     for (size_t i = 0; cg->version == 1 && i < cg->n_v1; i++)
         views[n++] = (struct nsbox_cgroup_view){cg->v1[i].controller, cg->v1[i].path};
-    if (!c->mounts)
-        return nsbox_mount_plan_add_sys(c->plan, views, n, e);
-    /* nsbox-oci: where its config mounts cgroup (Docker, Podman and containerd do, at
-     * /sys/fs/cgroup), the same directories as a container under runc sees there */
-    for (size_t i = 0; i < c->n_mounts; i++)
-        if (!strcmp(c->mounts[i].type, "cgroup"))
-            return nsbox_mount_plan_add_cgroup(c->plan, c->mounts[i].destination, views, n, e);
-    return 0;
+    return n;
 }
 
 /* The host id of the sandbox's id 0, which its idmapped root and volumes map their owners to:
@@ -391,6 +383,14 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     if (prepare_ws_dir(c, ws_kind, &premounted, e) < 0 || prepare_root(c, img, e) < 0 ||
         prepare_volumes(c, e) < 0)
         return -1;
+    /* the cgroup before the plan: nsbox-oci's config mounts show it in their order */
+    if (c->cg_place) {
+        if (nsbox_cgroup_create_at(c->cg_place, &c->cg, e) < 0)
+            return nsbox_err_wrap(e, "linux.cgroupsPath %s", c->cg_place->path);
+    } else if (nsbox_cgroup_create(c->st.id, &s->limits, &c->cg, e) < 0)
+        return nsbox_err_wrap(e, "instance type '%s' limits", s->instance_type);
+    struct nsbox_cgroup_view views[NSBOX_CG_V1_MAX];
+    size_t n_views = cgroup_views(&c->cg, views);
     /* On the heap: it is large (48 entries with their link texts), and stack pages a process
      * has touched stay with it, which a persistent sandbox's supervisor pays for all its life. */
     cleanup_free struct nsbox_rootfs_cfg *cfg = malloc(sizeof *cfg);
@@ -427,8 +427,11 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
     cfg->readonly = c->readonly;
     cfg->n_readonly = c->n_readonly;
     cfg->root_in_place = c->root_writable;
+    cfg->cgroup_views = views;
+    cfg->n_cgroup_views = n_views;
     if ((!cfg->root_in_place && nsbox_mounts_scan_image(cfg, e) < 0) ||
-        nsbox_mount_plan_build(cfg, c->plan, e) < 0)
+        nsbox_mount_plan_build(cfg, c->plan, e) < 0 ||
+        (!c->mounts && nsbox_mount_plan_add_sys(c->plan, views, n_views, e) < 0))
         return -1;
     c->plan->seal_list = c->seal_list;
     snprintf(c->L.image_root, sizeof c->L.image_root, "%s", img->root);
@@ -443,14 +446,6 @@ static int prepare_rest(struct nsbox_sandbox *c, const struct nsbox_spec *s, cha
              ? nsbox_seccomp_prog_root(cache, &c->L.seccomp, e)
              : nsbox_seccomp_prog_default(cache, &c->L.seccomp, e)) < 0)
         return nsbox_err_wrap(e, "seccomp");
-
-    if (c->cg_place) {
-        if (nsbox_cgroup_create_at(c->cg_place, &c->cg, e) < 0)
-            return nsbox_err_wrap(e, "linux.cgroupsPath %s", c->cg_place->path);
-    } else if (nsbox_cgroup_create(c->st.id, &s->limits, &c->cg, e) < 0)
-        return nsbox_err_wrap(e, "instance type '%s' limits", s->instance_type);
-    if (add_cgroup_view(c, e) < 0)
-        return -1;
 
     c->envp = nsbox_sandbox_env(s, e);
     if (!c->envp)

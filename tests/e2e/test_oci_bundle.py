@@ -12,7 +12,7 @@ import tempfile
 import time
 import unittest
 
-from nsbox_test import wait_for
+from nsbox_test import CGROUP_V2_ONLY, wait_for
 from oci_bundle import OCI, BundleCase, config, require_runtime, shared_source
 
 
@@ -292,6 +292,41 @@ class Mounts(BundleCase):
                        {"destination": "/d", "type": "bind", "source": host,
                         "options": ["bind", "shared"]}]
         self.assertEqual(self.run_container(c).split(), ["/a", "/b", "/c", "/d"])
+
+    def cgroup_then(self, at, script):
+        """The output of script in a container whose config mounts cgroup at /sys/fs/cgroup
+        and, after it, binds a host directory holding the file "mark" at `at`."""
+        host = os.path.join(self.tmp, "cgbind")
+        os.makedirs(host, exist_ok=True)
+        with open(os.path.join(host, "mark"), "w") as f:
+            f.write("bound-later\n")
+        c = config(["sh", "-c", script])
+        c["mounts"] = [{"destination": "/proc", "type": "proc", "source": "proc"},
+                       {"destination": "/sys", "type": "sysfs", "source": "sysfs",
+                        "options": ["nosuid", "noexec", "nodev", "ro"]},
+                       {"destination": "/sys/fs/cgroup", "type": "cgroup", "source": "cgroup",
+                        "options": ["nosuid", "noexec", "nodev", "relatime", "ro"]},
+                       {"destination": at, "type": "bind", "source": host,
+                        "options": ["rbind", "ro"]}]
+        return self.run_container(c)
+
+    def test_a_bind_over_the_cgroup_mount_is_seen(self):
+        # docker run -v /sys/fs/cgroup:/sys/fs/cgroup: the config's later bind goes over the
+        # container's own cgroup, in the config's order, not under it
+        self.assertEqual(self.cgroup_then("/sys/fs/cgroup", "cat /sys/fs/cgroup/mark"),
+                         "bound-later\n")
+
+    @unittest.skipIf(CGROUP_V2_ONLY, "a bind below the cgroup mount is Podman --systemd's on a "
+                     "v1 host; on v2 the cgroup directory is bound read-only, as runc mounts it")
+    def test_a_bind_below_the_cgroup_mount_is_seen(self):
+        # Podman --systemd binds /sys/fs/cgroup/systemd after the cgroup mount: its mount point
+        # is made in the cgroup mount's tmpfs, which is read-only after it; the container's
+        # own hierarchies stay beside it
+        out = self.cgroup_then("/sys/fs/cgroup/systemd",
+                               "cat /sys/fs/cgroup/systemd/mark; "
+                               "test -f /sys/fs/cgroup/pids/pids.max && echo pids; "
+                               "mkdir /sys/fs/cgroup/x 2>/dev/null || echo read-only")
+        self.assertEqual(out, "bound-later\npids\nread-only\n")
 
     def test_missing_mount_point_in_the_image_is_made(self):
         # Podman binds /etc/hosts and /etc/hostname; a small image has neither: nsbox-oci makes

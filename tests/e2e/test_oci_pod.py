@@ -215,6 +215,46 @@ class Pod(BundleCase):
             self.assertFalse(os.path.exists(self.pidfile))
         self.assertEqual(self.dirs.leftovers(), [])
 
+    def refused_user_join(self, pid):
+        """create's error for a config that joins the user namespace of process pid."""
+        c = pod_config(["true"], "x")
+        c["linux"]["namespaces"].append({"type": "user", "path": f"/proc/{pid}/ns/user"})
+        self.write_config(c)
+        r = self.oci("create", "--bundle", self.bundle, "--pid-file", self.pidfile, "u")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertFalse(os.path.exists(self.pidfile))
+        self.assertEqual(self.dirs.leftovers(), [])
+        return r.stderr.decode()
+
+    @unittest.skipIf(not shutil.which("unshare"), "needs unshare (util-linux)")
+    def test_user_namespace_without_maps_refused(self):
+        # its maker has not written its maps yet: a process there has no ids, which create
+        # says instead of failing later at the workload's groups
+        pid = self.holder("--user")
+        with open(f"/proc/{pid}/uid_map") as f:
+            self.assertEqual(f.read(), "")
+        self.assertIn(f"the user namespace at /proc/{pid}/ns/user has no uid map yet",
+                      self.refused_user_join(pid))
+
+    @unittest.skipIf(not shutil.which("unshare"), "needs unshare (util-linux)")
+    @unittest.skipUnless(os.geteuid() == 0, "a joined pod's ids are idmapped only as root")
+    def test_user_namespace_of_another_shape_refused(self):
+        # maps that are not one slot's range, which the root and volumes could not be
+        # idmapped to: refused at create with the maps named, not a mount's EOVERFLOW later
+        # ('0 BASE 1000'), nor a slot of nsbox's left unheld (a part of one)
+        for uids, gids in (("0 300000 1000", "0 300000 1000"),
+                           ("0 300000 65536", "0 400000 65536"),
+                           (f"0 {UID_BASE} 1000", f"0 {UID_BASE} 1000"),
+                           ("0 300000 65536\n65536 500000 1", "0 300000 65536")):
+            pid = self.holder("--user")
+            for name, text in (("gid_map", gids), ("uid_map", uids)):
+                with open(f"/proc/{pid}/{name}", "w") as f:
+                    f.write(text + "\n")
+            err = self.refused_user_join(pid)
+            self.assertIn(f"the user namespace at /proc/{pid}/ns/user maps uids "
+                          f"'{uids.replace(chr(10), ', ')}' and gids '{gids}'", err)
+            self.assertIn("'0 BASE 65536'", err)
+
     @unittest.skipIf(not shutil.which("unshare"), "needs unshare (util-linux)")
     def test_host_made_network_namespace(self):
         # a network namespace the host's root made (as a CNI plugin's): joined, with the

@@ -1,8 +1,10 @@
 /* The sandbox's /sys (nsbox_mount_plan_add_sys, rootfs/mount_plan.c), pure: a read-only tmpfs
  * that holds only fs/cgroup, with the sandbox's own cgroup directories bound read-only there as
  * Docker lays them out (v2 at /sys/fs/cgroup, v1 one directory per hierarchy, a co-mounted
- * one's controllers as links), everything made before /sys is sealed. The kernel's side (the
- * writes, mkdirs and remounts refused inside a real sandbox) is tests/security/attack_cgview.c. */
+ * one's controllers as links), everything made before /sys is sealed; and nsbox-oci's config
+ * cgroup mount (cfg->cgroup_views), the same directories in the config's order. The kernel's
+ * side (the writes, mkdirs and remounts refused inside a real sandbox) is
+ * tests/security/attack_cgview.c. */
 
 #include "mounts_world.h"
 
@@ -156,25 +158,37 @@ static void test_room_of_its_own(void **state)
     }
 }
 
-/* nsbox-oci: the config's cgroup mount (nsbox_mount_plan_add_cgroup) at its destination. v1:
- * a tmpfs of its own there, each hierarchy's directory made in it and bound read-only, the
- * links, then the tmpfs sealed read-only, last; nothing outside the destination. */
+/* nsbox-oci: a plan whose config mounts mounts (n of them) shows views there. */
+static struct world *config_built(const struct nsbox_rootfs_mount *mounts, size_t n,
+                                  const struct nsbox_cgroup_view *v, size_t nv)
+{
+    struct world *w = dir_world();
+    w->cfg.mounts = mounts;
+    w->cfg.n_mounts = n;
+    w->cfg.cgroup_views = v;
+    w->cfg.n_cgroup_views = nv;
+    struct nsbox_err e = {0};
+    if (nsbox_mount_plan_build(&w->cfg, &w->plan, &e) != 0)
+        fail_msg("build: %s", e.msg);
+    return w;
+}
+
+static const struct nsbox_cgroup_view v1_views[] = {
+    {"memory", "/sys/fs/cgroup/memory/ctr"}, {"cpu,cpuacct", "/sys/fs/cgroup/cpu,cpuacct/ctr"}};
+static const struct nsbox_rootfs_mount cgroup_mount = {
+    "/sys/fs/cgroup", "cgroup", "cgroup", MS_RDONLY, false, false, "", {0}};
+
+/* The config's cgroup mount, v1: a tmpfs of its own there, each hierarchy's directory made in
+ * it and bound read-only, the links, then the tmpfs sealed read-only; nothing outside the
+ * destination. */
 static void test_config_cgroup_v1(void **state)
 {
     (void)state;
-    const struct nsbox_cgroup_view v[] = {{"memory", "/sys/fs/cgroup/memory/ctr"},
-                                          {"cpu,cpuacct", "/sys/fs/cgroup/cpu,cpuacct/ctr"}};
-    struct world *w = dir_world();
-    struct nsbox_err e = {0};
-    assert_int_equal(nsbox_mount_plan_build(&w->cfg, &w->plan, &e), 0);
-    size_t before = w->plan.n;
-    if (nsbox_mount_plan_add_cgroup(&w->plan, "/sys/fs/cgroup", v, 2, &e) != 0)
-        fail_msg("add_cgroup: %s", e.msg);
+    struct world *w = config_built(&cgroup_mount, 1, v1_views, 2);
     const struct nsbox_mount_plan *p = &w->plan;
     int tmpfs = idx(p, NSBOX_MOP_TMPFS, "sys/fs/cgroup");
     int seal = idx(p, NSBOX_MOP_SETATTR, "sys/fs/cgroup");
-    assert_int_equal(tmpfs, (int)before);
-    assert_int_equal(seal, (int)p->n - 1);
+    assert_true(tmpfs >= 0 && tmpfs < seal);
     assert_int_equal(p->ops[seal].attr, RO);
     assert_true(p->ops[tmpfs].flags & MS_NOSUID && p->ops[tmpfs].flags & MS_NODEV &&
                 p->ops[tmpfs].flags & MS_NOEXEC);
@@ -184,29 +198,73 @@ static void test_config_cgroup_v1(void **state)
     assert_int_equal(p->ops[b].attr, RO);
     assert_false(p->ops[b].late || p->ops[b].recursive || p->ops[b].src_in_image);
     assert_true(idx(p, NSBOX_MOP_SYMLINK, "sys/fs/cgroup/cpuacct") > tmpfs);
-    for (size_t i = before; i < p->n; i++)
+    for (size_t i = (size_t)tmpfs; i <= (size_t)seal; i++)
         assert_int_equal(strncmp(p->ops[i].target, "sys/fs/cgroup", 13), 0);
     free(w);
 }
 
-/* v2: the one directory bound read-only on the destination itself, nothing else; a
+/* v2: the one directory bound read-only on the destination itself, no tmpfs nor seal; a
  * destination that is not a clean path is refused */
 static void test_config_cgroup_v2_and_bad_destination(void **state)
 {
     (void)state;
     const struct nsbox_cgroup_view v[] = {{NULL, "/sys/fs/cgroup/ctr"}};
-    struct world *w = dir_world();
+    struct world *w = config_built(&cgroup_mount, 1, v, 1);
+    const struct nsbox_mount_plan *p = &w->plan;
+    int b = idx(p, NSBOX_MOP_BIND, "sys/fs/cgroup");
+    assert_true(b >= 0);
+    assert_string_equal(p->ops[b].src, "/sys/fs/cgroup/ctr");
+    assert_int_equal(p->ops[b].attr, RO);
+    assert_int_equal(count(p, NSBOX_MOP_TMPFS, "sys/fs/cgroup"), 0);
+    assert_int_equal(count(p, NSBOX_MOP_SETATTR, "sys/fs/cgroup"), 0);
+    free(w);
+    const struct nsbox_rootfs_mount bad = {
+        .destination = "/sys/../etc", .type = "cgroup", .source = "cgroup", .data = ""};
+    w = dir_world();
+    w->cfg.mounts = &bad;
+    w->cfg.n_mounts = 1;
+    w->cfg.cgroup_views = v;
+    w->cfg.n_cgroup_views = 1;
     struct nsbox_err e = {0};
-    assert_int_equal(nsbox_mount_plan_build(&w->cfg, &w->plan, &e), 0);
-    size_t before = w->plan.n;
-    assert_int_equal(nsbox_mount_plan_add_cgroup(&w->plan, "/sys/fs/cgroup", v, 1, &e), 0);
-    assert_int_equal(w->plan.n, before + 1);
-    assert_int_equal(w->plan.ops[before].op, NSBOX_MOP_BIND);
-    assert_string_equal(w->plan.ops[before].target, "sys/fs/cgroup");
-    assert_string_equal(w->plan.ops[before].src, "/sys/fs/cgroup/ctr");
-    assert_int_equal(w->plan.ops[before].attr, RO);
-    assert_int_equal(nsbox_mount_plan_add_cgroup(&w->plan, "/sys/../etc", v, 1, &e), -1);
+    assert_int_equal(nsbox_mount_plan_build(&w->cfg, &w->plan, &e), -1);
     assert_int_equal(e.code, NSBOX_E_INVALID);
+    free(w);
+}
+
+/* The config's order: a later mount below the cgroup mount (Podman --systemd's bind of
+ * /sys/fs/cgroup/systemd) comes after the views, its mount point made before the tmpfs is
+ * sealed; one on the destination itself (docker -v /sys/fs/cgroup:/sys/fs/cgroup) goes over
+ * them, after the seal, which so reaches the tmpfs, not the bind. Masks come after both. */
+static void test_config_cgroup_in_order(void **state)
+{
+    (void)state;
+    const char *const masked[] = {"/sys/fs/cgroup/memory/memory.stat"};
+    const struct nsbox_rootfs_mount m[] = {
+        cgroup_mount,
+        {"/sys/fs/cgroup/systemd", "bind", "/srv/systemd", 0, false, false, "", {0}},
+        {"/sys/fs/cgroup", "bind", "/srv/cgroup", MS_RDONLY, true, false, "", {0}},
+    };
+    struct world *w = dir_world();
+    w->cfg.masked = masked;
+    w->cfg.n_masked = 1;
+    w->cfg.mounts = m;
+    w->cfg.n_mounts = 3;
+    w->cfg.cgroup_views = v1_views;
+    w->cfg.n_cgroup_views = 2;
+    struct nsbox_err e = {0};
+    if (nsbox_mount_plan_build(&w->cfg, &w->plan, &e) != 0)
+        fail_msg("build: %s", e.msg);
+    const struct nsbox_mount_plan *p = &w->plan;
+    int views = idx(p, NSBOX_MOP_BIND, "sys/fs/cgroup/memory");
+    int sd_dir = idx(p, NSBOX_MOP_MKDIR, "sys/fs/cgroup/systemd");
+    int sd = idx(p, NSBOX_MOP_BIND, "sys/fs/cgroup/systemd");
+    int seal = idx(p, NSBOX_MOP_SETATTR, "sys/fs/cgroup");
+    int over = idx(p, NSBOX_MOP_BIND, "sys/fs/cgroup");
+    int mask = idx(p, NSBOX_MOP_MASK, "sys/fs/cgroup/memory/memory.stat");
+    assert_true(views >= 0 && views < sd_dir && sd_dir < sd && sd < seal && seal < over &&
+                over < mask);
+    assert_int_equal(count(p, NSBOX_MOP_SETATTR, "sys/fs/cgroup"), 1);
+    assert_string_equal(p->ops[over].src, "/srv/cgroup");
     free(w);
 }
 
@@ -220,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_room_of_its_own),
         cmocka_unit_test(test_config_cgroup_v1),
         cmocka_unit_test(test_config_cgroup_v2_and_bad_destination),
+        cmocka_unit_test(test_config_cgroup_in_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
