@@ -11,9 +11,13 @@ back, with a handshake by hand and with node's WebSocket client; a handshake the
 down leaves HTTP going on; an HTTP/2-capable client falls
 back to HTTP/1.1 and an HTTP/2-only one is refused with the reason in the log. Attacks on the
 relay: the value echoed in an interim head, the final head, a Location, a trailer and a chunked
-body whose chunks cut it is masked everywhere, the body as the client decodes it included; a
-head sent a byte at a time costs the helper its length, not its square. One sandbox serves the
-module; each test names its own paths."""
+body whose chunks cut it is masked everywhere, the body as the client decodes it included;
+chunk lines clients read (whitespace before an extension, LF alone) are re-framed and masked,
+framing clients could read otherwise (two Transfer-Encoding lines, one with a Content-Length)
+or a chunk no client reads ends the connection instead of going raw, and a body cut after the
+value's first bytes stays in the helper's framing; a head sent a byte at a time costs the helper
+its length, not its square, and a response of one-byte chunks a few TLS records, not one each.
+One sandbox serves the module; each test names its own paths."""
 import json
 import os
 import subprocess
