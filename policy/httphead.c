@@ -419,6 +419,7 @@ size_t nsbox_httphead_error(int status, const char *why, char *out, size_t outma
 
 enum {
     CH_SIZE = 0,
+    CH_BWS,
     CH_EXT,
     CH_SIZE_LF,
     CH_DATA,
@@ -444,6 +445,7 @@ long nsbox_httphead_chunk_feed(struct nsbox_httpchunk *c, const uint8_t *p, size
         uint8_t b = p[i];
         switch (c->state) {
         case CH_SIZE:
+        case CH_BWS:
         case CH_EXT: {
             if (++c->line > CH_LINE_MAX)
                 return chunk_bad(c, "chunk size line too long");
@@ -455,14 +457,20 @@ long nsbox_httphead_chunk_feed(struct nsbox_httpchunk *c, const uint8_t *p, size
                 if (c->left >> 56)
                     return chunk_bad(c, "chunk size too large");
                 c->left = c->left * 16 + (uint64_t)d;
+            } else if (c->line == 1 && (b == '\r' || b == '\n' || b == ';')) {
+                return chunk_bad(c, "chunk without a size");
             } else if (b == '\r') {
-                if (c->line == 1)
-                    return chunk_bad(c, "chunk without a size");
                 c->state = CH_SIZE_LF;
-            } else if (b == ';' || c->state == CH_EXT) {
-                if (b != ';' && !is_vchar_ws(b))
+            } else if (b == '\n' && c->response) {
+                c->line = 0;
+                c->state = c->left ? CH_DATA : CH_END_CR;
+            } else if (c->state == CH_EXT) {
+                if (!is_vchar_ws(b))
                     return chunk_bad(c, "control character in a chunk extension");
+            } else if (b == ';') {
                 c->state = CH_EXT;
+            } else if ((b == ' ' || b == '\t') && c->response && c->line > 1) {
+                c->state = CH_BWS; /* RFC 9112 7.1.1: BWS before an extension's ";" */
             } else {
                 return chunk_bad(c, "malformed chunk size");
             }
@@ -490,7 +498,7 @@ long nsbox_httphead_chunk_feed(struct nsbox_httpchunk *c, const uint8_t *p, size
             i++;
             break;
         case CH_END_CR:
-            if (c->trailers && b != '\r') {
+            if (c->response && b != '\r') {
                 /* LF alone ends the trailer section; anything else begins a trailer field */
                 c->done = b == '\n';
                 c->state = b == '\n' ? CH_SIZE : CH_TRAILER;
@@ -499,6 +507,11 @@ long nsbox_httphead_chunk_feed(struct nsbox_httpchunk *c, const uint8_t *p, size
             }
             /* fall through */
         case CH_DATA_CR:
+            if (b == '\n' && c->response && c->state == CH_DATA_CR) {
+                c->state = CH_SIZE; /* LF alone after a response's chunk data */
+                i++;
+                break;
+            }
             if (b != '\r')
                 return chunk_bad(c, c->state == CH_END_CR
                                         ? "trailer fields are refused on a bound host"

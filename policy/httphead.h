@@ -119,8 +119,11 @@ struct nsbox_httpchunk {
     int state;
     uint64_t left;   /* bytes of the current chunk's data still to come */
     size_t line;     /* bytes of the current size line */
-    bool trailers;   /* set before the first feed: trailer fields are skipped (a response's)
-                        rather than refused, and LF alone ends a line of them */
+    bool response;   /* set before the first feed: a response's body, read as clients read
+                        it (RFC 9112 7.1.1, 2.2): trailer fields are skipped rather than
+                        refused, LF alone ends a line, whitespace may come before a chunk
+                        extension's ";" (a request's stays strict: the origin reads its
+                        framing as it came) */
     bool done;       /* the last chunk and the empty trailer line have passed */
     const char *why; /* after -1 */
 };

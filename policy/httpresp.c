@@ -45,23 +45,40 @@ static bool length_value(const uint8_t *v, size_t n, uint64_t *out)
     return any;
 }
 
+static void lose(struct nsbox_httpresp *r, const char *why)
+{
+    r->state = NSBOX_HTTPRESP_LOST;
+    r->why = why;
+}
+
 /* A field line of the head: only the ones that frame the body matter. */
 static void field(struct nsbox_httpresp *r, const uint8_t *p, size_t n, bool cut)
 {
+    bool folded = n && (p[0] == ' ' || p[0] == '\t');
+    if (folded && r->framing_line) {
+        lose(r, "a framing header continued on a folded line");
+        return;
+    }
+    r->framing_line = false;
     const uint8_t *colon = memchr(p, ':', n);
-    if (!colon)
+    if (!colon || folded)
         return;
     size_t nn = (size_t)(colon - p);
     bool cl = nn == 14 && !strncasecmp((const char *)p, "content-length", 14);
     bool te = nn == 17 && !strncasecmp((const char *)p, "transfer-encoding", 17);
     if (!cl && !te)
         return;
+    r->framing_line = true;
     const uint8_t *v = colon + 1;
     size_t vn = n - nn - 1;
     nsbox_httphead_trim(&v, &vn);
     uint64_t x = 0;
-    if (cut || (cl && (!length_value(v, vn, &x) || (r->has_length && x != r->length)))) {
-        r->state = NSBOX_HTTPRESP_LOST;
+    if (cut) {
+        lose(r, "a framing header too long to read");
+        return;
+    }
+    if (cl && (!length_value(v, vn, &x) || (r->has_length && x != r->length))) {
+        lose(r, "a Content-Length that is not one number");
         return;
     }
     if (cl) {
@@ -69,15 +86,34 @@ static void field(struct nsbox_httpresp *r, const uint8_t *p, size_t n, bool cut
         r->length = x;
         return;
     }
-    /* the last coding of the last line decides: chunked, or a body that ends with the stream */
+    /* exactly "chunked" is read as chunks by every client; chunked among other codings is
+     * not (http.client reads such a body to the stream's end, curl decodes it): ambiguous */
+    r->te_lines++;
     struct nsbox_httplist l;
-    const uint8_t *last = v;
-    size_t ln = 0;
+    const uint8_t *e;
+    size_t en, codings = 0;
+    bool chunked = false;
     nsbox_httphead_list_start(&l, v, vn);
-    while (nsbox_httphead_list_next(&l, &last, &ln)) {
+    while (nsbox_httphead_list_next(&l, &e, &en)) {
+        codings++;
+        chunked |= en == 7 && !strncasecmp((const char *)e, "chunked", 7);
     }
-    r->chunked = ln == 7 && !strncasecmp((const char *)last, "chunked", 7);
+    r->chunked = chunked && codings == 1;
     r->other_coding = !r->chunked;
+    r->te_mixed |= chunked && codings > 1;
+}
+
+/* A head whose body the client could frame otherwise than this reader does: the client would
+ * decode what the relay passes as it came. */
+static const char *ambiguous(const struct nsbox_httpresp *r)
+{
+    if (r->te_lines > 1)
+        return "more than one Transfer-Encoding line";
+    if (r->te_lines && r->has_length)
+        return "both Transfer-Encoding and Content-Length";
+    if (r->te_mixed)
+        return "a Transfer-Encoding naming chunked among other codings";
+    return NULL;
 }
 
 static void end_head(struct nsbox_httpresp *r)
@@ -87,14 +123,17 @@ static void end_head(struct nsbox_httpresp *r)
         nsbox_httpresp_start(r, head_method);
         return;
     }
+    const char *why = ambiguous(r);
     if (r->status == 101) {
         r->done = true;
         r->state = NSBOX_HTTPRESP_TUNNEL;
     } else if (r->no_body || r->status == 204 || r->status == 304) {
         end_response(r);
+    } else if (why) {
+        lose(r, why);
     } else if (r->chunked) {
         r->state = NSBOX_HTTPRESP_CHUNKED;
-        r->chunk = (struct nsbox_httpchunk){.trailers = true};
+        r->chunk = (struct nsbox_httpchunk){.response = true};
     } else if (r->other_coding || !r->has_length) {
         r->state = NSBOX_HTTPRESP_CLOSE;
     } else if (r->length) {
@@ -120,7 +159,7 @@ static void head_line(struct nsbox_httpresp *r)
             line[k++] = ' ';
         int st = nsbox_httphead_status(line, k);
         if (st <= 0)
-            r->state = NSBOX_HTTPRESP_LOST;
+            lose(r, "not an HTTP/1.x status line");
         else
             r->status = st;
     } else {
@@ -164,7 +203,7 @@ size_t nsbox_httpresp_feed(struct nsbox_httpresp *r, const uint8_t *p, size_t n)
         case NSBOX_HTTPRESP_CHUNKED: {
             long k = nsbox_httphead_chunk_feed(&r->chunk, p + i, n - i);
             if (k < 0) {
-                r->state = NSBOX_HTTPRESP_LOST;
+                lose(r, r->chunk.why);
                 break;
             }
             i += (size_t)k;

@@ -2,11 +2,14 @@
  * relays a bound host's responses: so that each request's entry in the network log gets its own
  * response's status and bytes when a client pipelines (responses come in the order of the
  * requests), so that a tail held back by the masking of values (policy/scrub.h) is let go at the
- * end of each response rather than when the next one begins, and so that a 101 (Switching
- * Protocols) is known. It only reads: the bytes are relayed as they came, whatever it makes of
- * them. Lenient where the client will be (LF line ends, trailer fields, a status line without a
- * reason); a stream it cannot frame (not a status line, conflicting Content-Length) is "lost":
- * the rest of the stream belongs to the current response. Pure. */
+ * end of each response rather than when the next one begins, so that a 101 (Switching
+ * Protocols) is known, and so that a chunked body's data can be told from its framing (the
+ * helper sends that data in chunks of its own). It only reads; the relay decides what to write.
+ * Lenient where the client will be (LF line ends, trailer fields, a status line without a
+ * reason, whitespace before a chunk extension); a stream it cannot frame (not a status line,
+ * conflicting Content-Length, malformed chunks) or one a client could frame otherwise (two
+ * Transfer-Encoding lines, Transfer-Encoding with Content-Length, chunked among other codings)
+ * is "lost", and why is said: the rest of the stream belongs to the current response. Pure. */
 #ifndef NSBOX_HTTPRESP_H
 #define NSBOX_HTTPRESP_H
 
@@ -25,7 +28,8 @@ enum nsbox_httpresp_state {
     NSBOX_HTTPRESP_CHUNKED,  /* a chunked body */
     NSBOX_HTTPRESP_CLOSE,    /* a body that ends with the stream */
     NSBOX_HTTPRESP_TUNNEL,   /* after a 101: the stream is another protocol's */
-    NSBOX_HTTPRESP_LOST,     /* not framing this reader understands: until the stream's end */
+    NSBOX_HTTPRESP_LOST,     /* framing this reader cannot read, or a client could read
+                                otherwise (why): until the stream's end */
 };
 
 struct nsbox_httpresp {
@@ -36,8 +40,12 @@ struct nsbox_httpresp {
     bool no_body;  /* the request was HEAD */
     uint64_t left; /* LENGTH: bytes still to come */
     struct nsbox_httpchunk chunk;
+    const char *why; /* LOST: what of the framing */
     /* the head being read */
     bool first_line, chunked, other_coding, has_length;
+    bool te_mixed;     /* a Transfer-Encoding named chunked among other codings */
+    bool framing_line; /* the last field line was Content-Length or Transfer-Encoding */
+    unsigned te_lines;
     uint64_t length;
     size_t line_n, line_len;
     uint8_t line[NSBOX_HTTPRESP_LINE_MAX];

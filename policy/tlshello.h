@@ -47,8 +47,9 @@ enum nsbox_tlshello_verdict nsbox_tlshello_parse(const uint8_t *in, size_t len,
 /* nsbox_tlshello_parse for input that grows between calls (the reader's buffer, each read
  * appended): each call goes on from the records the one before reassembled, so that a hello
  * sent in one-byte records, a read each, costs its length, not its square. Start with h
- * zeroed (or after nsbox_tlshello_parse); the verdict is nsbox_tlshello_parse's for the same
- * bytes. */
+ * zeroed (or after nsbox_tlshello_parse of the same growing input: state from another input
+ * is reset only when its rec_off is past len); the verdict is nsbox_tlshello_parse's for the
+ * same bytes. */
 enum nsbox_tlshello_verdict nsbox_tlshello_parse_more(const uint8_t *in, size_t len,
                                                       struct nsbox_tlshello *h);
 

@@ -33,6 +33,7 @@
 #define READ_CHUNK 16384
 #define IN_MAX (NSBOX_HTTPHEAD_MAX + READ_CHUNK)
 #define OUT_MAX (NSBOX_HTTPHEAD_MAX + NSBOX_MAX_BINDINGS * (NSBOX_HTTPHEAD_VALUE_MAX + 80))
+#define DOWN_MAX (2 * READ_CHUNK + NSBOX_SCRUB_SECRET_MAX)
 
 static const struct nsbox_ssllib *L; /* the helper's: set by nsbox_egress_tls_receive */
 
@@ -553,6 +554,11 @@ struct relay {
     size_t scanned; /* of the head at in[0]: read already (nsbox_httphead_parse_more) */
     uint8_t in[IN_MAX];
     uint8_t out[OUT_MAX];
+    /* what goes to the sandbox from one read of the upstream, written at once: a response of
+     * tiny chunks is not as many records and writes */
+    uint8_t down[DOWN_MAX];
+    size_t down_n;
+    size_t open; /* where the data of the chunk being built begins in down; 0: none */
     struct nsbox_scrub scrub;
 };
 
@@ -625,12 +631,54 @@ static void note_refusal(struct relay *r, const char *verdict, int status, const
     r->note(r->ctx, &en);
 }
 
+/* ---- to the sandbox: built in r->down, written at once ------------------------------------- */
+
+/* The chunk being built gets its size line (moved to sit right before its data); an empty one
+ * is dropped, since it would end the body. Its framing counts to the oldest request's bytes. */
+#define CHUNK_ROOM 18 /* "%zx\r\n" */
+static void chunk_close(struct relay *r)
+{
+    if (!r->open)
+        return;
+    size_t at = r->open - CHUNK_ROOM, m = r->down_n - r->open;
+    r->open = 0;
+    if (!m) {
+        r->down_n = at;
+        return;
+    }
+    char size[CHUNK_ROOM + 1];
+    int sn = snprintf(size, sizeof size, "%zx\r\n", m);
+    memcpy(r->down + at, size, (size_t)sn);
+    memmove(r->down + at + sn, r->down + at + CHUNK_ROOM, m);
+    memcpy(r->down + at + sn + m, "\r\n", 2);
+    r->down_n = at + (size_t)sn + m + 2;
+    if (r->q_n)
+        req_first(r)->down += (size_t)sn + 2;
+}
+
+/* What was built goes. false: the end. */
+static bool down_write(struct relay *r)
+{
+    chunk_close(r);
+    size_t n = r->down_n;
+    r->down_n = 0;
+    return !n || ssl_write_all(r->cl, r->cfd, r->down, n);
+}
+
+/* Room for n more bytes, masked (the held tail with them) and framed. */
+#define DOWN_NEED(n) ((n) + NSBOX_SCRUB_SECRET_MAX + CHUNK_ROOM + 8)
+_Static_assert(DOWN_NEED(READ_CHUNK) <= DOWN_MAX, "down room");
+static bool down_room(struct relay *r, size_t n)
+{
+    return r->down_n + DOWN_NEED(n) <= DOWN_MAX || down_write(r);
+}
+
 static void refuse(struct relay *r, int status, const char *why)
 {
     char resp[1024];
     size_t n = nsbox_httphead_error(status, why, resp, sizeof resp);
     note_refusal(r, status == 502 ? "failed" : "refused", status, why);
-    if (n)
+    if (n && down_write(r))
         ssl_write_all(r->cl, r->cfd, resp, n);
 }
 
@@ -762,50 +810,58 @@ static bool pump_client(struct relay *r, bool *eof)
     return true;
 }
 
+/* Bytes as they came, masked. false: the end. */
 static bool to_client(struct relay *r, const uint8_t *p, size_t n)
 {
-    size_t m = nsbox_scrub_feed(&r->scrub, p, n, r->out);
-    return !m || ssl_write_all(r->cl, r->cfd, r->out, m);
+    if (!down_room(r, n))
+        return false;
+    chunk_close(r);
+    r->down_n += nsbox_scrub_feed(&r->scrub, p, n, r->down + r->down_n);
+    return true;
 }
 
 /* A tail held back because it could begin a value is no value when a message ends there (a
  * response, a WebSocket frame, the stream): it goes. */
 static bool let_go(struct relay *r)
 {
-    size_t m = nsbox_scrub_flush(&r->scrub, r->out);
-    return !m || ssl_write_all(r->cl, r->cfd, r->out, m);
+    if (!down_room(r, 0))
+        return false;
+    chunk_close(r);
+    r->down_n += nsbox_scrub_flush(&r->scrub, r->down + r->down_n);
+    return true;
 }
 
-/* Data of a chunked body (flush: the tail held back at its last chunk instead), masked as one
- * stream with the data before it and sent as a chunk of the helper's own: the origin's chunk
- * boundaries are not passed on, since a value they cut, which the client's decoding joins
- * again, would pass the masking. *sent: the bytes written. false: the end. */
-#define CHUNK_ROOM 18 /* "%zx\r\n" */
-_Static_assert(CHUNK_ROOM + READ_CHUNK + NSBOX_SCRUB_SECRET_MAX + 2 <= OUT_MAX, "chunk room");
+/* Data of a chunked body (flush: the tail held back, at its last chunk or the stream's end),
+ * masked as one stream with the data before it and added to a chunk of the helper's own: the
+ * origin's chunk boundaries are not passed on, since a value they cut, which the client's
+ * decoding joins again, would pass the masking. *sent: the data's bytes (the chunk's framing
+ * counts when it is closed). false: the end. */
 static bool data_to_client(struct relay *r, const uint8_t *p, size_t n, bool flush, size_t *sent)
 {
-    uint8_t *o = r->out + CHUNK_ROOM;
-    size_t m = flush ? nsbox_scrub_flush(&r->scrub, o) : nsbox_scrub_feed(&r->scrub, p, n, o);
     *sent = 0;
-    if (!m)
-        return true; /* all of it held back: an empty chunk would end the body */
-    char size[CHUNK_ROOM + 1];
-    int sn = snprintf(size, sizeof size, "%zx\r\n", m);
-    memcpy(o - sn, size, (size_t)sn);
-    memcpy(o + m, "\r\n", 2);
-    *sent = (size_t)sn + m + 2;
-    return ssl_write_all(r->cl, r->cfd, o - sn, *sent);
+    if (!down_room(r, n))
+        return false;
+    if (!r->open) {
+        r->open = r->down_n + CHUNK_ROOM;
+        r->down_n = r->open;
+    }
+    uint8_t *o = r->down + r->down_n;
+    *sent = flush ? nsbox_scrub_flush(&r->scrub, o) : nsbox_scrub_feed(&r->scrub, p, n, o);
+    r->down_n += *sent;
+    return true;
 }
 
 /* Bytes of the current response while its body is chunked (r->resp in CHUNKED): its data goes
- * as chunks of the helper's own, its framing is dropped, the last chunk and the trailer section
- * go as they came, masked. Returns how many of the n bytes were taken; *sent: the bytes
- * written; *ok false: the end. */
+ * in chunks of the helper's own, its framing is dropped; at the last chunk the helper writes
+ * its own "0\r\n" (the origin's chunk extensions on it are dropped), then the trailer section
+ * goes as it came, masked. Returns how many of the n bytes were taken (framing that leaves
+ * r->resp LOST is not written); *sent: the bytes written; *ok false: the end. */
 static size_t chunked_to_client(struct relay *r, const uint8_t *p, size_t n, size_t *sent, bool *ok)
 {
     struct nsbox_httpchunk *c = &r->resp.chunk;
     size_t k;
     *sent = 0;
+    *ok = true;
     switch (nsbox_httphead_chunk_part(c)) {
     case NSBOX_HTTPCHUNK_DATA:
         k = nsbox_httpresp_feed(&r->resp, p, n < c->left ? n : (size_t)c->left);
@@ -813,19 +869,24 @@ static size_t chunked_to_client(struct relay *r, const uint8_t *p, size_t n, siz
         return k;
     case NSBOX_HTTPCHUNK_FRAMING:
         k = nsbox_httpresp_feed(&r->resp, p, 1);
-        *ok = true;
         if (r->resp.state == NSBOX_HTTPRESP_CHUNKED &&
             nsbox_httphead_chunk_part(c) == NSBOX_HTTPCHUNK_TRAILER) {
             /* the last chunk's size line: what was held back goes before it */
-            *ok =
-                data_to_client(r, NULL, 0, true, sent) && ssl_write_all(r->cl, r->cfd, "0\r\n", 3);
+            *ok = data_to_client(r, NULL, 0, true, sent) && down_room(r, 0);
+            if (!*ok)
+                return k;
+            chunk_close(r);
+            memcpy(r->down + r->down_n, "0\r\n", 3);
+            r->down_n += 3;
             *sent += 3;
         }
         return k;
     default:
         k = nsbox_httpresp_feed(&r->resp, p, n);
-        *ok = to_client(r, p, k);
-        *sent = k;
+        if (r->resp.state != NSBOX_HTTPRESP_LOST) {
+            *ok = to_client(r, p, k);
+            *sent = k;
+        }
         return k;
     }
 }
@@ -866,6 +927,20 @@ static bool response_ended(struct relay *r)
     return from_client(r);
 }
 
+/* The current response's framing is lost: relaying the rest as it came would leave the client
+ * a corrupt stream, or one it frames otherwise than the masking did (a value cut by the
+ * origin's chunks, joined again by the client's decoding). The connection ends instead. */
+static bool lost(struct relay *r)
+{
+    char why[200];
+    snprintf(why, sizeof why,
+             "the bound host's response has %s: the connection to the sandbox is ended rather "
+             "than relayed unframed",
+             r->resp.why ? r->resp.why : "framing that cannot be read");
+    note_refusal(r, "failed", 0, why);
+    return false;
+}
+
 /* What the upstream sent: to the sandbox, masked, each byte counted to its request. */
 static bool from_upstream(struct relay *r, const uint8_t *buf, size_t got)
 {
@@ -874,30 +949,51 @@ static bool from_upstream(struct relay *r, const uint8_t *buf, size_t got)
         if (q && q->answered)
             q = NULL; /* bytes no request asked for (yet) */
         k = got - off;
-        bool frame_end = false, ok = true;
-        size_t sent = k;
-        if (q && !r->tunnel && r->resp.state == NSBOX_HTTPRESP_CHUNKED) {
+        bool frame_end = false, ok = true, http = q && !r->tunnel;
+        size_t sent = 0;
+        if (http && r->resp.state == NSBOX_HTTPRESP_CHUNKED) {
             k = chunked_to_client(r, buf + off, k, &sent, &ok);
         } else {
-            if (q && !r->tunnel)
+            if (http)
                 k = r->resp.state == NSBOX_HTTPRESP_HEAD
                         ? head_feed(&r->resp, buf + off, k)
                         : nsbox_httpresp_feed(&r->resp, buf + off, k);
             if (q && r->tunnel)
                 k = nsbox_wsframe_feed(&r->ws, buf + off, k, &frame_end);
-            sent = k;
-            ok = to_client(r, buf + off, k) && (!frame_end || let_go(r));
+            if (!http || r->resp.state != NSBOX_HTTPRESP_LOST) {
+                sent = k;
+                ok = to_client(r, buf + off, k) && (!frame_end || let_go(r));
+            }
         }
-        if (q && !r->tunnel)
+        if (http)
             q->status = r->resp.status ? r->resp.status : q->status;
         if (q)
             q->down += sent;
         if (!ok)
             return false;
-        if (q && !r->tunnel && r->resp.done && !response_ended(r))
+        if (http && r->resp.state == NSBOX_HTTPRESP_LOST)
+            return lost(r);
+        if (http && r->resp.done && !response_ended(r))
             return false;
     }
     return true;
+}
+
+/* The upstream ended: a chunked body cut there keeps the helper's framing (the client sees it
+ * short), anything else gets its held tail as it is. */
+static void upstream_ended(struct relay *r)
+{
+    size_t sent = 0;
+    struct breq *q = req_first(r);
+    if (q && !q->answered && !r->tunnel && r->resp.state == NSBOX_HTTPRESP_CHUNKED &&
+        nsbox_httphead_chunk_part(&r->resp.chunk) != NSBOX_HTTPCHUNK_TRAILER)
+        data_to_client(r, NULL, 0, true, &sent);
+    else
+        let_go(r);
+    if (q)
+        q->down += sent;
+    down_write(r);
+    L->SSL_shutdown(r->cl);
 }
 
 static bool pump_upstream(struct relay *r)
@@ -908,13 +1004,12 @@ static bool pump_upstream(struct relay *r)
     if (rc > 0) {
         bool ok = from_upstream(r, buf, got);
         explicit_bzero(buf, got); /* the response as the host sent it, values included */
-        return ok;
+        return down_write(r) && ok;
     }
     int err = L->SSL_get_error(r->up, rc);
     if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE)
         return true;
-    let_go(r);
-    L->SSL_shutdown(r->cl);
+    upstream_ended(r);
     return false;
 }
 

@@ -11,9 +11,13 @@ back, with a handshake by hand and with node's WebSocket client; a handshake the
 down leaves HTTP going on; an HTTP/2-capable client falls
 back to HTTP/1.1 and an HTTP/2-only one is refused with the reason in the log. Attacks on the
 relay: the value echoed in an interim head, the final head, a Location, a trailer and a chunked
-body whose chunks cut it is masked everywhere, the body as the client decodes it included; a
-head sent a byte at a time costs the helper its length, not its square. One sandbox serves the
-module; each test names its own paths."""
+body whose chunks cut it is masked everywhere, the body as the client decodes it included;
+chunk lines clients read (whitespace before an extension, LF alone) are re-framed and masked,
+framing clients could read otherwise (two Transfer-Encoding lines, one with a Content-Length)
+or a chunk no client reads ends the connection instead of going raw, and a body cut after the
+value's first bytes stays in the helper's framing; a head sent a byte at a time costs the helper
+its length, not its square, and a response of one-byte chunks a few TLS records, not one each.
+One sandbox serves the module; each test names its own paths."""
 import json
 import os
 import subprocess
@@ -81,6 +85,8 @@ class H(http.server.BaseHTTPRequestHandler):
             return self.websocket(body)
         if kind == "everywhere":  # everywhere/N: the value in every place a response has
             return self.everywhere(body, int(args[0]))
+        if kind == "framed":  # framed/SHAPE: a chunked body framed by hand
+            return self.framed(body, args[0], args[1:])
         if kind == "slow":  # slow/MS/STATUS: answered late
             time.sleep(int(args[0]) / 1000)
             kind, args = "status", args[1:]
@@ -123,6 +129,37 @@ class H(http.server.BaseHTTPRequestHandler):
             piece = body[i:i + n]
             self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
         self.wfile.write(b"0\r\nX-Echo: %s\r\n\r\n" % value.encode())
+    def framed(self, body, shape, args):
+        # the request as the origin read it (the bound value in it) cut into chunks of 3 bytes,
+        # in framings clients read (bws, lf) or frame otherwise than a strict reader (twote,
+        # tecl), a chunk no client reads (badchunk), a body cut before its last chunk and
+        # after the value's first bytes (cut), and a body of one-byte chunks (tiny/N)
+        head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+        size, eol = b"%x", b"\r\n"
+        if shape == "bws":
+            size = b"%x \t;e=1"
+        if shape == "lf":
+            eol = b"\n"
+        if shape == "twote":
+            head += b"Transfer-Encoding: identity\r\n"
+        if shape == "tecl":
+            head += b"Content-Length: %d\r\n" % len(body)
+        pieces = [body[i:i + 3] for i in range(0, len(body), 3)]
+        if shape == "badchunk":
+            pieces.insert(1, None)
+        if shape == "cut":
+            pieces = [b"the end is " + sys.argv[6].encode()[:5]]
+        if shape == "tiny":
+            pieces = [b"%d" % (i % 10) for i in range(int(args[0]))]
+        self.wfile.write(head + b"\r\n")
+        self.wfile.flush()
+        out = b"".join(b"zz\r\n" if p is None else (size % len(p)) + eol + p + eol
+                       for p in pieces)
+        if shape != "cut":
+            out += b"0" + eol + eol
+        self.wfile.write(out)
+        self.wfile.flush()
+        self.close_connection = True
     def websocket(self, head):
         # the handshake by hand, then an echo: "headers" is answered with the handshake's head
         # as the origin read it (the bound value in it)
@@ -331,6 +368,90 @@ data = read_all(s)
 print(json.dumps({"bytes": len(head), "status": data.split(b"\r\n")[0].decode()}))
 """
 
+# Inside the sandbox: one request (argv[3], a path) with Connection: close; the raw bytes that
+# came back until the helper ended the connection.
+RAWGET = TLSCONN + r"""
+s = connect()
+s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n"
+           % (sys.argv[3], name)).encode())
+raw = b""
+try:
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        raw += d
+except OSError:
+    pass
+print(json.dumps({"raw": raw.decode("latin-1")}))
+"""
+
+# Inside the sandbox: the same, over TLS in memory so that the records that came after the
+# handshake can be counted; the body as http.client decodes it.
+RECORDS = READER + r"""
+import http.client, io, json, socket, ssl, sys
+name, port = sys.argv[1], int(sys.argv[2])
+raw = socket.create_connection((name, port), timeout=60)
+inc, outg = ssl.MemoryBIO(), ssl.MemoryBIO()
+tls = ssl.create_default_context().wrap_bio(inc, outg, server_hostname=name)
+wire, records = b"", 0
+def send():
+    raw.sendall(outg.read())
+def more():
+    global wire, records
+    d = raw.recv(65536)
+    inc.write(d) if d else inc.write_eof()
+    wire += d
+    while len(wire) >= 5 and len(wire) >= 5 + int.from_bytes(wire[3:5], "big"):
+        records += wire[0] == 23  # application data (TLS 1.3 hides all types behind it)
+        wire = wire[5 + int.from_bytes(wire[3:5], "big"):]
+    return d
+while True:
+    try:
+        tls.do_handshake()
+        break
+    except ssl.SSLWantReadError:
+        send()
+        more()
+send()
+records = 0
+tls.write(("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n"
+           % (sys.argv[3], name)).encode())
+send()
+got = b""
+while True:
+    try:
+        d = tls.read(65536)
+        if not d:
+            break
+        got += d
+    except ssl.SSLWantReadError:
+        if not more():
+            break
+    except (ssl.SSLEOFError, ssl.SSLZeroReturnError):
+        break
+r = http.client.HTTPResponse(Sock(io.BytesIO(got)), method="GET")
+r.begin()
+print(json.dumps({"records": records, "body": r.read().decode()}))
+"""
+
+
+def dechunk(body):
+    """A chunked body read strictly (CRLF, no extensions), as the helper frames it: its data,
+    whether its last chunk came, and what could not be read (the trailer section after it)."""
+    data = b""
+    while True:
+        line, sep, rest = body.partition(b"\r\n")
+        if not sep or not line or any(c not in b"0123456789abcdef" for c in line):
+            return data, False, body
+        n = int(line, 16)
+        if not n:
+            return data, True, rest
+        if rest[n:n + 2] != b"\r\n":
+            return data, False, body
+        data, body = data + rest[:n], rest[n + 2:]
+
+
 lab = pki = received = dirs = sid = None
 
 
@@ -492,6 +613,72 @@ class BoundStreams(unittest.TestCase):
         log = self.log("/every", 3)
         self.assertEqual(sorted((e["path"], e["status"]) for e in log),
                          [(f"/every{n}/everywhere/{n}", 302) for n in (1, 4096, 7)])
+
+    def framed(self, path):
+        """The raw bytes of one request's answer: its head, and its body read strictly."""
+        raw = self.inside(RAWGET, path)["raw"].encode("latin-1")
+        self.assertNotIn(SECRET.encode(), raw)
+        head, _, body = raw.partition(b"\r\n\r\n")
+        return raw, head, dechunk(body)
+
+    def failed(self, needle):
+        """The log's "failed" entries whose reason holds needle, once one is there."""
+        def entries():
+            r = nsbox("logs", "--network", sid)
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+            log = [json.loads(line) for line in r.stdout.decode().splitlines()]
+            return [e for e in log if e["verdict"] == "failed" and needle in e.get("reason", "")]
+        wait_for(lambda: entries(), 15)
+        return entries()
+
+    def test_chunk_framing_clients_read_is_masked_and_reframed(self):
+        # whitespace before a chunk extension (RFC 9112's BWS) and LF alone ending chunk lines,
+        # which http.client and curl read: the body goes in the helper's chunks, the value the
+        # origin's chunks cut masked; a reader that gave up on them relayed the rest as it came
+        for shape in ("bws", "lf"):
+            raw, head, (data, complete, rest) = self.framed(f"/framed-{shape}/framed/{shape}")
+            self.assertTrue(head.startswith(b"HTTP/1.1 200 "), raw[:300])
+            self.assertTrue(complete, raw[-300:])
+            self.assertIn(rest, (b"\r\n", b"\n"), raw[-300:])
+            self.assertNotIn(SECRET.encode(), data)
+            self.assertIn(b"*" * len(SECRET), data)
+            self.assertEqual(json.loads(data.replace(b"*", b"x"))["path"],
+                             f"/framed-{shape}/framed/{shape}")
+
+    def test_ambiguous_framing_ends_the_connection(self):
+        # two Transfer-Encoding lines (chunked, then identity: http.client takes the first and
+        # decodes the chunks, a reader that takes the last relays them as they came, the value
+        # they cut joined again by the client), or chunked with a Content-Length: the client
+        # gets no body, and the log says why
+        for shape, why in (("twote", "more than one Transfer-Encoding line"),
+                           ("tecl", "both Transfer-Encoding and Content-Length")):
+            raw, head, _ = self.framed(f"/framed-{shape}/framed/{shape}")
+            self.assertEqual(raw.partition(b"\r\n\r\n")[2], b"", raw[:400])
+            self.assertTrue(self.failed(why))
+
+    def test_chunk_no_client_reads_ends_the_connection(self):
+        # the body's first chunk, then one that cannot be read: the client gets the first in the
+        # helper's framing and then the connection's end, not the rest as it came
+        raw, head, (data, complete, rest) = self.framed("/framed-bad/framed/badchunk")
+        self.assertFalse(complete)
+        self.assertEqual(rest, b"", raw[-300:])
+        self.assertTrue(data.startswith(b'{"m'), raw[:400])
+        self.assertTrue(self.failed("malformed chunk size"))
+
+    def test_body_cut_after_the_values_first_bytes_stays_framed(self):
+        # the origin ends the stream inside a chunked body whose last bytes begin the value: the
+        # held-back tail goes in a chunk of the helper's own, the client sees a short body
+        raw, head, (data, complete, rest) = self.framed("/framed-cut/framed/cut")
+        self.assertEqual((data, complete, rest), (b"the end is " + BEARER[:5].encode(), False,
+                                                  b""), raw)
+
+    def test_tiny_chunks_cost_few_records(self):
+        # 30000 one-byte chunks: written as the helper's chunks, a few per read of the upstream,
+        # not a TLS record (and a write) each, which costs the helper, outside the sandbox's
+        # cgroup, its CPU per chunk
+        out = self.inside(RECORDS, "/framed-tiny/framed/tiny/30000")
+        self.assertEqual(out["body"], "".join(str(i % 10) for i in range(30000)))
+        self.assertLess(out["records"], 300, out["records"])
 
     def helper_cpu(self):
         """The CPU time (s) the sandbox's egress helper has spent: the nsbox-egress child of

@@ -4,10 +4,10 @@
  * with what follows it, one byte less asks for more; its rewriting holds exactly one copy of
  * the bound header and reads back as an accepted head (or one with a field too many: the
  * rewriting adds one); the path it logs has no query, fragment, space or CR. The same bytes
- * also go through the chunked-body reader, whole and one at a time, which must agree, the
- * reader of a head in pieces (nsbox_httphead_parse_more), which must say what the one-shot
- * reader says at each length, and the response status reader, whose answer is -1 (too short),
- * 0 or a status. */
+ * also go through the chunked-body reader (a request's and a response's), whole and one at a
+ * time, which must agree, the reader of a head in pieces (nsbox_httphead_parse_more), which must
+ * say what the one-shot reader says at each length, and the response status reader, whose
+ * answer is -1 (too short), 0 or a status. */
 #include "httphead.h"
 
 #include <stdint.h>
@@ -17,9 +17,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void check_chunked(const uint8_t *data, size_t size)
+static void check_chunked(const uint8_t *data, size_t size, bool response)
 {
-    struct nsbox_httpchunk whole = {0}, bytes = {0};
+    struct nsbox_httpchunk whole = {.response = response}, bytes = {.response = response};
     long w = nsbox_httphead_chunk_feed(&whole, data, size), b = 0;
     for (size_t i = 0; i < size && !bytes.done; i++) {
         long r = nsbox_httphead_chunk_feed(&bytes, data + i, 1);
@@ -55,7 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static struct nsbox_httphead h, again;
     static uint8_t out[NSBOX_HTTPHEAD_MAX + 64];
-    check_chunked(data, size);
+    check_chunked(data, size, false);
+    check_chunked(data, size, true);
     check_more(data, size);
     int st = nsbox_httphead_status(data, size);
     if (st < -1 || (st > 0 && (st < 100 || st > 599)) ||

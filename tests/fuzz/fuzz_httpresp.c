@@ -2,7 +2,8 @@
  * them to the egress helper, and what follows a 101 with the WebSocket frame reader
  * (policy/wsframe.c), as the helper does. The first byte picks which of the (up to 8) requests were
  * HEAD. Besides crashes (ASan, UBSan), it checks what the helper relies on: every byte fed goes to
- * some response (never more than fed, never 0 while a response is awaited), a status is 0 or
+ * some response (never more than fed, never 0 while a response is awaited), a lost response
+ * says why (the helper logs it), a status is 0 or
  * 100..599, and the stream read whole and one byte at a time ends the same responses at the
  * same offsets with the same statuses; the same for the frames after a 101 (ends at the same
  * offsets whole and byte by byte, every byte in a frame). */
@@ -50,6 +51,7 @@ static void run(const uint8_t *p, size_t size, uint8_t heads, size_t step, struc
         size_t k = size - at < step ? size - at : step;
         size_t used = nsbox_httpresp_feed(&r, p + at, k);
         if (used > k || (used == 0 && r.state != NSBOX_HTTPRESP_IDLE) ||
+            (r.state == NSBOX_HTTPRESP_LOST && !r.why) ||
             (r.status != 0 && (r.status < 100 || r.status > 599)))
             abort();
         at += used;
