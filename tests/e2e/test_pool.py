@@ -392,6 +392,43 @@ class Pool(unittest.TestCase):
         # nothing is left of the member that was not pooled
         self.assertEqual(sorted(self.live_ids()), sorted([old["id"], new[0]["id"]]))
 
+    def test_an_edit_after_the_instance_types_were_read_stops_the_fill_before_any_member(self):
+        """The members' limits come from the instance types the command read first; the key
+        from the file as the fill finds it. strace holds the filler's third look at the file
+        (the first two read the types) while the file is edited: the fill makes nothing under
+        a key whose limits would not be its members'."""
+        strace = self.strace_or_skip("the filler's look at the config file")
+        cfg = lambda mem: {"pool": {"size": 2, "ttl_seconds": self.TTL},
+                           "instance_types": {"medium": {"memory": mem}}}
+        self.write_config(cfg("1GiB"))
+        log, out, err = (os.path.join(self.dirs.base, n) for n in ("strace.log", "fill.out",
+                                                                    "fill.err"))
+        with open(out, "wb") as o, open(err, "wb") as e:
+            tracer = subprocess.Popen(
+                [strace, "-f", "-I1", "-o", log, "-P", self.config, "-e", "trace=newfstatat",
+                 "-e", "inject=newfstatat:delay_enter=2000000:when=3", NSBOX, "pool", "fill"],
+                stdout=o, stderr=e, env=self.dirs.env(self.env))
+        try:
+            # strace writes a call's first half as it holds it
+            self.assertTrue(wait_for(lambda: os.path.exists(log) and
+                                     read(log).count(b"newfstatat(") == 3, 30), read(err))
+            edited = os.path.join(self.dirs.base, "edited.json")
+            with open(edited, "w") as f:
+                json.dump(cfg("2GiB"), f)
+            os.rename(edited, self.config)
+            self.assertTrue(wait_for(lambda: b"ready" in read(out) or b"nsbox:" in read(err), 60),
+                            read(err))
+        finally:
+            tracer.terminate()
+            tracer.wait(20)
+        self.assertEqual(read(out), b"")
+        self.assertIn(b"changed during the fill: stopped after 0 pooled sandboxes", read(err))
+        self.assertEqual(self.entries(), [])
+        # the next fill's members have the limits of the file as it is
+        (sid,) = self.fill(1)
+        info = json.loads(self.nsbox("inspect", sid, check=True).stdout)
+        self.assertEqual(info["limits"]["memory_bytes"], 2 << 30)
+
     def test_a_broken_edit_of_the_config_fails_the_fill_and_keeps_the_pool(self):
         self.write_config({"pool": {"size": 2, "ttl_seconds": self.TTL}})
         good = read(self.config)
