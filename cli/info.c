@@ -507,8 +507,10 @@ static void check_config(struct nsbox_check *c)
     char dir[PATH_MAX];
     const char *env = getenv("NSBOX_CONFIG");
     const char *path = env && *env ? env : NSBOX_CONFIG_DEFAULT_PATH;
-    bool types = nsbox_config_load_types(NULL, &e) == 0;
-    bool file = types && nsbox_cfgcheck_all(&e) == 0;
+    bool file = nsbox_cfgcheck_all(&e) == 0;
+    /* the instance types are of the file as it is (its first check), whatever section failed */
+    unsigned long types_read = nsbox_config_types_read();
+    bool types = file || (types_read && types_read == nsbox_config_reads());
     if (file && nsbox_paths_runtime_dir(dir, sizeof dir, &e) == 0 &&
         nsbox_paths_data_dir(dir, sizeof dir, &e) == 0 &&
         nsbox_paths_cache_dir(dir, sizeof dir, &e) == 0) {

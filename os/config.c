@@ -172,14 +172,27 @@ int nsbox_config_section(int (*parse)(const cJSON *root, void *out, struct nsbox
     return 0;
 }
 
+unsigned long nsbox_config_reads(void)
+{
+    return loaded.reads;
+}
+
+static unsigned long types_read;
+
 int nsbox_config_load_types(const char *path, struct nsbox_err *e)
 {
     const struct nsbox_config *c;
     if (nsbox_config_get(path, &c, e) < 0)
         return -1;
-    if (!c->root) {
+    if (!c->root)
         nsbox_spec_types_reset();
-        return 0;
-    }
-    return nsbox_spec_types_parse(c->root, e) < 0 ? nsbox_err_wrap(e, "config %s", c->path) : 0;
+    else if (nsbox_spec_types_parse(c->root, e) < 0)
+        return nsbox_err_wrap(e, "config %s", c->path);
+    types_read = c->reads;
+    return 0;
+}
+
+unsigned long nsbox_config_types_read(void)
+{
+    return types_read;
 }

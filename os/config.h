@@ -51,9 +51,17 @@ int nsbox_config_get(const char *path, const struct nsbox_config **out, struct n
 int nsbox_config_section(int (*parse)(const cJSON *root, void *out, struct nsbox_err *e),
                          void *out, const struct nsbox_config **used, struct nsbox_err *e);
 
+/* nsbox_config's reads as they are, without a look at the file: a forked child learns which of
+ * its parent's reads what it inherited came from (0: none yet). */
+unsigned long nsbox_config_reads(void);
+
 /* The instance types of the config file's section (nsbox_spec_types_parse(), policy/spec.h)
  * over the built-in ones; a missing file means the built-in table. path: as
  * nsbox_config_get's. Errors: "config PATH: ...". */
 int nsbox_config_load_types(const char *path, struct nsbox_err *e);
+
+/* The read (nsbox_config's reads) the instance types in force came from, the limits of a spec
+ * parsed since were taken from; 0: never loaded, the built-in table. */
+unsigned long nsbox_config_types_read(void);
 
 #endif

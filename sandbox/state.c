@@ -700,6 +700,17 @@ int nsbox_state_hold_pod_slot(struct nsbox_state *st, uint32_t base, int userns_
             ;
     }
     ssize_t n = r == 0 && nsbox_fd_is_at_path(fd, path) ? pread(fd, text, sizeof text, 0) : -1;
+    /* An empty file is a slot taken and not marked yet, which may be another sandbox's: it is
+     * refused as well, though an older nsbox, which never marked its slots, leaves its first
+     * containers' so too. */
+    if (n == 0)
+        return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
+                             "the joined user namespace (host ids %u to %u) is not recorded in "
+                             "its uid slot: its first container is gone and nsbox is giving its "
+                             "ids to another sandbox, or that container was created by an nsbox "
+                             "older than this one, which did not record it; after an upgrade, "
+                             "restart the pod (delete its containers and create them again)",
+                             base, base + (NSBOX_ID_COUNT - 1));
     if (n != wn || memcmp(text, want, (size_t)wn))
         return nsbox_err_set(e, NSBOX_E_POLICY, EPERM,
                              "the joined user namespace (host ids %u to %u) is no running "

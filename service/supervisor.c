@@ -4,6 +4,7 @@
 #include "supervisor_impl.h"
 #include "cleanup.h"
 #include "cmdline.h"
+#include "config.h"
 #include "dnsnote.h"
 #include "net.h"
 #include "util.h"
@@ -418,6 +419,8 @@ static void init_state(struct sup *S, const struct nsbox_supervisor_args *a)
 {
     if (a->pool_key)
         snprintf(S->pool_key, sizeof S->pool_key, "%s", a->pool_key);
+    /* without a look at the file: the read of its filler's, which the key covers */
+    S->config_reads = nsbox_config_reads();
     S->owner_fd = a->owner_fd;
     S->owner_pid = a->owner_pid;
     S->ready_fd = a->ready_fd;

@@ -123,6 +123,7 @@ struct sup {
     /* A pooled sandbox (pool.md) waits for one run, which init takes on the run socket; then
      * the sandbox is deleted and its supervisor makes the replacement. */
     char pool_key[NSBOX_POOL_KEY_LEN + 1];
+    unsigned long config_reads; /* the config file's read it was forked with (os/config.h) */
     bool claimed;
     bool quit;
     char tomb_later[NSBOX_TOMB_REASON_MAX + 1]; /* a record not written yet (tomb) */

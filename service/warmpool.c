@@ -529,9 +529,31 @@ void nsbox_warmpool_after_cold_run(const struct nsbox_spec *s)
     waitpid(pid, &status, 0);
 }
 
-/* nsbox_warmpool_fill once the key is known: make member sandboxes until size wait. */
+/* 0 while the config file is the one of read `start` (os/config.h), the one the members'
+ * spec and the key came from; else -1: the file's error, or that it changed. The supervisor
+ * of a member forked after an edit would read the workspace, network and host sections of the
+ * new file, and its sandbox would wait under the key of the old one, for runs with that file
+ * (an edit reverted): the fill stops, and the next run or fill takes the key of the file as
+ * it is. */
+static int fill_config_same(unsigned long start, unsigned made, struct nsbox_err *e)
+{
+    const struct nsbox_config *cfg;
+    if (nsbox_config_get(NULL, &cfg, e) < 0)
+        return -1;
+    if (cfg->reads == start)
+        return 0;
+    return nsbox_err_set(e, NSBOX_E_INVALID, ESTALE,
+                         "the config file %s changed during the fill: stopped after %u pooled "
+                         "sandbox%s made with the file as it was; runs with the file as it is "
+                         "now start a filler of their own (or run `nsbox pool fill` again)",
+                         cfg->path, made, made == 1 ? "" : "es");
+}
+
+/* nsbox_warmpool_fill once the key is known: make member sandboxes until size wait, while the
+ * config file is the one of read start. */
 static int fill_key(const struct pool_ctx *c, const struct nsbox_spec *member, unsigned size,
-                    bool refill, long long since_ns, unsigned *ready, struct nsbox_err *e)
+                    bool refill, long long since_ns, unsigned long start, unsigned *ready,
+                    struct nsbox_err *e)
 {
     if (mkdir(c->dir, 0700) < 0 && errno != EEXIST)
         return nsbox_err_sys(e, "pool directory %s", c->dir);
@@ -596,9 +618,19 @@ static int fill_key(const struct pool_ctx *c, const struct nsbox_spec *member, u
     }
     if (d)
         closedir(d);
-    for (; have < size; have++) {
+    unsigned made = 0;
+    for (; have < size; have++, made++) {
         char id[NSBOX_ID_LEN + 1];
+        if (fill_config_same(start, made, e) < 0) {
+            *ready = have;
+            return -1;
+        }
         if (nsbox_session_create(member, NULL, 0, c->key, id, NULL, e) < 0) {
+            /* A member whose supervisor met the edit refuses to wait under this key
+             * (sup_pool.c): said as the edit, which is the cause, rather than as that. */
+            struct nsbox_err ce;
+            if (fill_config_same(start, made, &ce) < 0)
+                *e = ce;
             *ready = have;
             return -1;
         }
@@ -631,10 +663,16 @@ int nsbox_warmpool_fill(const struct nsbox_spec *s, unsigned size, bool refill, 
     if (size > NSBOX_POOL_MAX_SIZE)
         return nsbox_err_set(e, NSBOX_E_INVALID, EINVAL, "--size: at most %d",
                              NSBOX_POOL_MAX_SIZE);
+    /* The read s's limits came from (its instance type's, loaded by the command before the
+     * fill), else the key's: the first look of fill_key stops a fill whose key is of another
+     * file than s. */
+    unsigned long start = nsbox_config_types_read();
+    if (!start)
+        start = c.config_reads;
     struct nsbox_spec member;
     if (nsbox_pool_member_spec(s, c.cfg.ttl_seconds, &member, e) < 0)
         return -1;
-    int r = fill_key(&c, &member, size, refill, since_ns, ready, e);
+    int r = fill_key(&c, &member, size, refill, since_ns, start, ready, e);
     nsbox_spec_free(&member);
     /* Fillers started by runs have no terminal: keep why (for `nsbox pool ls`, and so that the
      * auto mode does not try again at every run: repeated()); a fill that worked clears it. */

@@ -10,6 +10,7 @@ drain, gc, mismatching settings, concurrent runs)."""
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -33,6 +34,21 @@ def readline(p, timeout=10.0):
 def read(path):
     with open(path, "rb") as f:
         return f.read()
+
+
+def children(pid):
+    """The pids whose parent is pid (its own children, even while traced: /proc's ppid is the
+    parent's, not the tracer's)."""
+    out = []
+    for n in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{n}/stat") as f:
+                stat = f.read()
+        except (OSError, ValueError):
+            continue
+        if n.isdigit() and int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            out.append(int(n))
+    return out
 
 
 class Pool(unittest.TestCase):
@@ -298,11 +314,12 @@ class Pool(unittest.TestCase):
     # ---- a config file edited while a filler works -----------------------------------------
 
     def fill_with_an_edit(self, edit):
-        """`nsbox pool fill --size 2` whose second member follows edit(), made once the first
-        member is listed: strace holds each process's first look at the config file (-P: the
-        calls that name it) for 2 s, so that the second member's supervisor, forked from the
-        filler with the file it had read, looks only after the edit. The filler's stdout and
-        stderr once it ended, and the two members' inspect (the second None if it failed)."""
+        """`nsbox pool fill --size 2` that meets edit(), made once the first member is listed
+        and the filler has forked the second one's supervisor: strace holds each process's
+        first look at the config file (-P: the calls that name it) for 2 s, so that the second
+        supervisor, forked from the filler with the file it had read (and had looked at again
+        before the fork), looks only after the edit. The filler's stdout and stderr once it
+        ended, and the listed members' inspect (the second None if none was made)."""
         strace = self.strace_or_skip("the supervisors' look at the config file")
         pool_dir = os.path.join(self.dirs.state, "pool")
         members = lambda: sorted(n for n in (os.listdir(pool_dir) if os.path.isdir(pool_dir)
@@ -316,6 +333,12 @@ class Pool(unittest.TestCase):
         try:
             before = wait_for(members, 60)
             self.assertTrue(before, "the first member never came")
+            # the filler (strace's child) and the two supervisors it forked, the first one's
+            # done: the second one's is held before its first look
+            filler = wait_for(lambda: children(tracer.pid), 10)
+            self.assertEqual(len(filler), 1, filler)
+            self.assertTrue(wait_for(lambda: len(children(filler[0])) == 2, 20),
+                            "the second member's supervisor never came")
             edit()
             self.assertTrue(wait_for(lambda: b"ready" in read(out) or b"nsbox:" in read(err), 60),
                             read(err))
@@ -329,7 +352,7 @@ class Pool(unittest.TestCase):
 
     @unittest.skipUnless(os.geteuid() == 0 and os.path.exists("/dev/loop-control"),
                          "tells the workspace's kind apart: ext4 is root's, on a loop device")
-    def test_a_member_made_after_an_edit_of_the_config_follows_it(self):
+    def test_a_fill_that_meets_an_edit_of_the_config_stops_and_the_next_follows_it(self):
         self.write_config({"pool": {"size": 2, "ttl_seconds": self.TTL},
                            "workspace": {"fs": "tmpfs"}})
         edited = os.path.join(self.dirs.base, "edited.json")
@@ -340,8 +363,71 @@ class Pool(unittest.TestCase):
                            "workspace": {"fs": "ext4"}}, f)
             os.rename(edited, self.config)
         out, err, (first, second) = self.fill_with_an_edit(edit)
-        self.assertEqual(out, b"2 pooled sandboxes ready\n", err)
-        self.assertEqual((first["disk"]["kind"], second["disk"]["kind"]), ("tmpfs", "ext4"))
+        # the second member, made with the edited file, is not pooled under the key of the
+        # file before (which runs with that file, an edit reverted, would take), and the fill
+        # stops
+        self.assertIsNone(second)
+        self.assertEqual(out, b"")
+        self.assertEqual(err.decode(),
+                         f"nsbox: pool fill: the config file {self.config} changed during the "
+                         "fill: stopped after 1 pooled sandbox made with the file as it was; "
+                         "runs with the file as it is now start a filler of their own (or run "
+                         "`nsbox pool fill` again)\n")
+        self.assertEqual(first["disk"]["kind"], "tmpfs")
+        (old,) = self.entries()
+        self.assertEqual(old["id"], first["id"])
+        # the pool's state says why, for a filler that a run started
+        r = self.nsbox("pool", "ls", check=True)
+        self.assertRegex(r.stderr.decode(), f"the last fill for key {old['key']} failed "
+                         r"(just now|\d+ s ago): pool fill: the config file " +
+                         re.escape(self.config) + " changed during the fill")
+        # the next fill takes the key of the file as it is, and its members follow it
+        r = self.nsbox("pool", "fill", "--size", "1", check=True)
+        self.assertEqual(r.stdout, b"1 pooled sandbox ready\n", r.stderr)
+        new = [m for m in self.entries() if m["id"] != old["id"]]
+        self.assertEqual(len(new), 1, new)
+        self.assertNotEqual(new[0]["key"], old["key"])
+        info = json.loads(self.nsbox("inspect", new[0]["id"], check=True).stdout)
+        self.assertEqual(info["disk"]["kind"], "ext4")
+        # nothing is left of the member that was not pooled
+        self.assertEqual(sorted(self.live_ids()), sorted([old["id"], new[0]["id"]]))
+
+    def test_an_edit_after_the_instance_types_were_read_stops_the_fill_before_any_member(self):
+        """The members' limits come from the instance types the command read first; the key
+        from the file as the fill finds it. strace holds the filler's third look at the file
+        (the first two read the types) while the file is edited: the fill makes nothing under
+        a key whose limits would not be its members'."""
+        strace = self.strace_or_skip("the filler's look at the config file")
+        cfg = lambda mem: {"pool": {"size": 2, "ttl_seconds": self.TTL},
+                           "instance_types": {"medium": {"memory": mem}}}
+        self.write_config(cfg("1GiB"))
+        log, out, err = (os.path.join(self.dirs.base, n) for n in ("strace.log", "fill.out",
+                                                                    "fill.err"))
+        with open(out, "wb") as o, open(err, "wb") as e:
+            tracer = subprocess.Popen(
+                [strace, "-f", "-I1", "-o", log, "-P", self.config, "-e", "trace=newfstatat",
+                 "-e", "inject=newfstatat:delay_enter=2000000:when=3", NSBOX, "pool", "fill"],
+                stdout=o, stderr=e, env=self.dirs.env(self.env))
+        try:
+            # strace writes a call's first half as it holds it
+            self.assertTrue(wait_for(lambda: os.path.exists(log) and
+                                     read(log).count(b"newfstatat(") == 3, 30), read(err))
+            edited = os.path.join(self.dirs.base, "edited.json")
+            with open(edited, "w") as f:
+                json.dump(cfg("2GiB"), f)
+            os.rename(edited, self.config)
+            self.assertTrue(wait_for(lambda: b"ready" in read(out) or b"nsbox:" in read(err), 60),
+                            read(err))
+        finally:
+            tracer.terminate()
+            tracer.wait(20)
+        self.assertEqual(read(out), b"")
+        self.assertIn(b"changed during the fill: stopped after 0 pooled sandboxes", read(err))
+        self.assertEqual(self.entries(), [])
+        # the next fill's members have the limits of the file as it is
+        (sid,) = self.fill(1)
+        info = json.loads(self.nsbox("inspect", sid, check=True).stdout)
+        self.assertEqual(info["limits"]["memory_bytes"], 2 << 30)
 
     def test_a_broken_edit_of_the_config_fails_the_fill_and_keeps_the_pool(self):
         self.write_config({"pool": {"size": 2, "ttl_seconds": self.TTL}})

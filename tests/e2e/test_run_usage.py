@@ -325,11 +325,18 @@ class ExitCodes(RunUsageTest):
             r = run_nsbox(["info"], self.dirs, extra_env=env)
             self.assertEqual(r.returncode, 1, text)
             self.assertIn(word, r.stderr)
+            self.assertNotIn(b"the instance types below are the defaults", r.stderr)
             # and so does every run, whatever its network (the network section was read only
             # for --network all: a typo there went unnoticed by every other sandbox)
             r = run_nsbox(["run", "--", "true"], self.dirs, extra_env=env)
             self.assertEqual(r.returncode, 125, text)
             self.assertIn(word, r.stderr)
+        # the instance types' own mistake: info lists the defaults
+        with open(cfg, "w") as f:
+            f.write('{"instance_types": {"tiny": {"cpus": 0}}}')
+        r = run_nsbox(["info"], self.dirs, extra_env=env)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"(the instance types below are the defaults)", r.stderr)
         # and the directories' overrides, which a relative path made silently ineffective
         os.unlink(cfg)
         for var in ("NSBOX_STATE_DIR", "NSBOX_CACHE_DIR", "NSBOX_DATA_DIR"):

@@ -39,14 +39,17 @@ static bool g_has_kill = true, g_has_swap = true;
 static char g_fail_file[64];
 static int g_fail_errno;
 static char g_log[8192]; /* "file=value;" for every write, in order */
-/* the fake's lists hold up to FAKE_PROCS pids, and it records as many kills */
-#define FAKE_PROCS 1024
+/* the fake's lists hold up to FAKE_PROCS pids (more than the 16,384 nsbox-oci's monitor once
+ * listed for kill --all), and it records as many kills */
+#define FAKE_PROCS 20000
 static pid_t g_killed[FAKE_PROCS];
 static size_t g_nkilled;
 static bool g_kill_frozen[FAKE_PROCS];  /* whether the cgroup was frozen at each kill() */
 static pid_t g_fork_parent;     /* killing this pid while not frozen "forks" g_fork_child */
 static pid_t g_fork_child;
 static pid_t g_stuck_pid;     /* in uninterruptible sleep: a kill() leaves it where it is */
+static bool g_kill_listed;    /* a killed process stays listed (exiting, not yet gone): a list
+                               * of thousands is not written again at each kill */
 static bool g_freeze_stuck;   /* the v1 freezer never gets from FREEZING to FROZEN */
 static char g_vanish[PATH_MAX]; /* removed at the first pidfd_open: a list gone between reads */
 static int g_magic_calls;
@@ -445,7 +448,7 @@ static int fake_kill(pid_t pid, int sig)
         g_fork_parent = child;
         g_fork_child = child + 1;
     }
-    if (pid != g_stuck_pid)
+    if (pid != g_stuck_pid && !g_kill_listed)
         drop_pid_under(g_root, pid, child);
     fake_nofile(false);
     return 0;
@@ -534,6 +537,7 @@ static void reset_globals(void)
     g_nkilled = 0;
     g_fork_parent = g_fork_child = 0;
     g_stuck_pid = 0;
+    g_kill_listed = false;
     g_freeze_stuck = false;
     g_vanish[0] = '\0';
     g_reused_pid = g_host_signalled = 0;

@@ -270,6 +270,35 @@ static void test_text_that_is_no_object_is_refused(void **state)
     get(&e);
 }
 
+/* What a process made of the file knows which read it came from: the instance types (a spec's
+ * limits), and a forked child's inherited config, counted without a look at the file, which
+ * would read an edited one again. */
+static void test_the_read_a_value_came_from(void **state)
+{
+    struct dir *d = *state;
+    struct nsbox_err e = {0};
+    replace(d, "{\"instance_types\": {\"tiny\": {\"cpus\": 1, \"memory\": \"64MiB\", "
+               "\"pids\": 10, \"disk\": \"64MiB\"}}}");
+    assert_int_equal(nsbox_config_load_types(NULL, &e), 0);
+    unsigned long types = get(&e)->reads;
+    assert_int_equal(nsbox_config_types_read(), types);
+    assert_int_equal(nsbox_config_reads(), types);
+    /* edited: the reads count it once the file is looked at, not before */
+    replace(d, "{\"pool\": {\"size\": 2}}");
+    assert_int_equal(nsbox_config_reads(), types);
+    assert_int_equal(pool_size(), 2);
+    assert_int_equal(nsbox_config_reads(), types + 1);
+    /* the types still come from the read before, until loaded again */
+    assert_int_equal(nsbox_config_types_read(), types);
+    assert_int_equal(nsbox_config_load_types(NULL, &e), 0);
+    assert_int_equal(nsbox_config_types_read(), types + 1);
+    /* a section the types' parser refuses leaves the table, and its read, as they were */
+    replace(d, "{\"instance_types\": {\"Bad\": {}}}");
+    assert_int_equal(nsbox_config_load_types(NULL, &e), -1);
+    assert_int_equal(nsbox_config_reads(), types + 2);
+    assert_int_equal(nsbox_config_types_read(), types + 1);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -279,6 +308,7 @@ int main(void)
         T(test_a_missing_file_is_no_config),
         T(test_a_broken_file_says_so_until_it_is_fixed),
         T(test_text_that_is_no_object_is_refused),
+        T(test_the_read_a_value_came_from),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

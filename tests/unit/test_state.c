@@ -970,6 +970,22 @@ static void test_pod_slot_refused(void **state)
     assert_int_equal(nsbox_state_hold_pod_slot(&b, base, userns, &e), -1);
     assert_non_null(strstr(e.msg, "its first container is gone"));
     assert_int_equal(b.pod_slot_fd, -1);
+    /* taken, not marked yet: as c's, as the slot of a first container an older nsbox created
+     * (it never marked one), which an upgrade meets: said, with the fix */
+    char want[512];
+    snprintf(want, sizeof want,
+             "the joined user namespace (host ids %u to %u) is not recorded in its uid slot: its "
+             "first container is gone and nsbox is giving its ids to another sandbox, or that "
+             "container was created by an nsbox older than this one, which did not record it; "
+             "after an upgrade, restart the pod (delete its containers and create them again)",
+             base, base + 65535);
+    assert_string_equal(e.msg, want);
+    assert_int_equal(e.code, NSBOX_E_POLICY);
+    /* marked with another namespace's name: no upgrade explains that */
+    if (nsbox_state_mark_slot(&c, getpid(), &e) < 0) fail_msg("mark: %s", e.msg);
+    assert_int_equal(nsbox_state_hold_pod_slot(&b, base, other, &e), -1);
+    assert_non_null(strstr(e.msg, "is no running sandbox's: its first container is gone"));
+    assert_null(strstr(e.msg, "upgrade"));
     assert_int_equal(nsbox_state_hold_pod_slot(&b, NSBOX_UID_BASE + 5, userns, &e), -1);
     assert_non_null(strstr(e.msg, "not one sandbox's range"));
     assert_int_equal(nsbox_state_hold_pod_slot(&b, NSBOX_UID_BASE - 100, userns, &e), -1);
