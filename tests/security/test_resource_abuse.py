@@ -110,8 +110,12 @@ class ForkBomb(ResourceTest):
         # the host's own spawn time before the bomb, the yardstick for its time during it (an
         # emulated VM's is tens of times this machine's)
         quiet = statistics.median(host_spawn_latency() for _ in range(5))
-        p, sid = self.start("sleep 6 & s=$!; bash -c 'f(){ f|f& }; f; f; f; f' 2>/dev/null & "
-                            "wait $s; echo survived", timeout=30)
+        # The bomb's time to grow: an emulated CPU on a busy host forks slowly (a VM run whose
+        # host was loaded saw 35 processes after 6 s), so where starting a process takes
+        # longer than 20 ms the bomb gets 20 s.
+        grow = 6 if quiet < 0.02 else 20
+        p, sid = self.start(f"sleep {grow} & s=$!; bash -c 'f(){{ f|f& }}; f; f; f; f' "
+                            "2>/dev/null & wait $s; echo survived", timeout=grow + 30)
         uid = self.sandbox_uid(sid)
         self.assertGreaterEqual(uid, UID_BASE)
         # the cgroup's limit itself (judged once the sandbox has ended): as root, RLIMIT_NPROC
