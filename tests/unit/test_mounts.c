@@ -445,7 +445,7 @@ static void test_provided_entries_not_exposed(void **state)
 }
 
 /* The fresh tmpfs mounts: nosuid+nodev everywhere except /dev (which needs device nodes and is
- * noexec instead). */
+ * noexec instead); /proc and /run noexec too. */
 static void test_tmpfs_flags(void **state)
 {
     (void)state;
@@ -465,6 +465,10 @@ static void test_tmpfs_flags(void **state)
     assert_false(w->plan.ops[d].flags & MS_NODEV); /* the nodes must work */
     int p = idx(&w->plan, NSBOX_MOP_PROC, "proc");
     assert_true(w->plan.ops[p].flags & MS_NOEXEC);
+    /* /run holds sockets and pid files, never programs: nothing written there runs */
+    int r = idx(&w->plan, NSBOX_MOP_TMPFS, "run");
+    assert_true(r >= 0);
+    assert_true(w->plan.ops[r].flags & MS_NOEXEC);
     free(w);
 }
 
