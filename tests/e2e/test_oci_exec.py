@@ -614,6 +614,37 @@ class OciExec(BundleCase):
         r = self.oci("exec", "--tty", "--detach", "c1", "true")
         self.assertIn("needs --console-socket", r.stderr.decode())
 
+    def test_console_socket_at_a_path_longer_than_sun_path(self):
+        # an engine's socket path may be longer than a unix address holds (108 bytes):
+        # nsbox-oci reaches it through its directory's descriptor
+        d = os.path.join(self.tmp, *(["d" * 50] * 3))
+        os.makedirs(d)
+        path = os.path.join(d, "console.sock")
+        self.assertGreater(len(path), 108)
+        dfd = os.open(d, os.O_PATH | os.O_DIRECTORY)
+        self.addCleanup(os.close, dfd)
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(srv.close)
+        srv.bind(f"/proc/self/fd/{dfd}/console.sock")
+        srv.listen(1)
+        c = rt.config(["sh", "-c", "test -t 0 && echo tty-yes; sleep 1000"])
+        c["process"]["terminal"] = True
+        self.write_config(c)
+        r = self.oci("create", "--bundle", self.bundle, "--pid-file", self.pidfile,
+                     "--console-socket", path, "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(self.pidfile) as f:
+            self.waited_pids.append(int(f.read()))
+        master = self.receive_master(srv)
+        self.addCleanup(os.close, master)
+        self.assertTrue(os.isatty(master))
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        buf = b""
+        while b"tty-yes" not in buf:
+            ready, _, _ = select.select([master], [], [], 30)
+            self.assertTrue(ready, buf)
+            buf += os.read(master, 4096)
+
     def test_exec_tty_foreground(self):
         """exec -t without a console socket, as a person runs it: nsbox-oci relays its own
         terminal (here a pty of the test's) to one of the container's."""
