@@ -420,6 +420,19 @@ class OciImages(unittest.TestCase):
         self.assertEqual([n for n in self.images() if n != ".refs"], [])
         self.assertEqual(self.layers(), [])
 
+    def test_a_layer_that_unpacks_to_other_than_its_diff_id_is_refused(self):
+        # the blob is the manifest's (its digest matches) but unpacks to another tar than the
+        # config's diff_id says: kept under the chain id the config gives, it would stand in
+        # for that layer in every image of the store that shares it
+        bad = os.path.join(self.src, "otherdiff")
+        oci_images.write_layout(bad, layers=[oci_images.layer1()],
+                                gz=[gzip.compress(oci_images.layer1(python=False), mtime=0)])
+        r = self.nsbox("image", "import", "--name", "t/diff:1", bad)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"unpacks to sha256", r.stderr)
+        self.assertEqual([n for n in self.images() if n != ".refs"], [])
+        self.assertEqual(self.layers(), [])
+
     def test_a_layer_cut_short_is_a_broken_tar_and_keeps_nothing(self):
         # the blob is what the manifest says (its digests match): its tar ends in the second
         # entry's header (the first's is 512 bytes, and its byte of data a block)
