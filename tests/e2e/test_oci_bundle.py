@@ -6,6 +6,7 @@ their stdin, in their order, a failing or slow prestart hook failing create with
 what nsbox cannot give refused at create with the way out."""
 import json
 import os
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -81,6 +82,16 @@ class Process(BundleCase):
         c["process"]["rlimits"] = [{"type": "RLIMIT_NOFILE", "soft": 321, "hard": 654},
                                    {"type": "RLIMIT_CORE", "soft": 4096, "hard": 4096}]
         self.assertEqual(self.run_container(c), "321\n654\n8\n")  # ulimit -c: 512-byte blocks
+
+    def test_a_limit_above_the_runtimes_own_is_lowered_to_it(self):
+        # RLIMIT_RTPRIO 99 would let the workload run SCHED_FIFO past its cpu limit: the
+        # container gets nsbox-oci's own hard limit instead (0 on most hosts)
+        hard = resource.getrlimit(resource.RLIMIT_RTPRIO)[1]
+        if hard == resource.RLIM_INFINITY or hard >= 99:
+            self.skipTest(f"this host's hard RLIMIT_RTPRIO is {hard}: 99 is not above it")
+        c = config(["sh", "-c", "grep '^Max realtime priority' /proc/self/limits"])
+        c["process"]["rlimits"] = [{"type": "RLIMIT_RTPRIO", "soft": 99, "hard": 99}]
+        self.assertEqual(self.run_container(c).split()[3:5], [str(hard), str(hard)])
 
     def test_a_core_limit_of_0_is_1_byte(self):
         # docker run --ulimit core=0: at 0 the kernel runs a piped core_pattern's host helper
