@@ -122,6 +122,19 @@ class Process(BundleCase):
         self.assertEqual(got["NoNewPrivs"], "0")
         self.assertEqual(got["Seccomp"], "2")  # nsbox's filter although no_new_privs is off
 
+    def test_init_keeps_no_capability_the_config_does_not_give(self):
+        # init (pid 1, nsbox's) holds CAP_SYS_ADMIN only while it loads the filters: after,
+        # its sets are the config's and what exec's change of user keeps (launch.h cap_keep),
+        # so that a flaw in what it serves gives nobody a mount in the container's namespaces
+        c = config(["grep", "-E", "^(CapEff|CapPrm|CapBnd):", "/proc/1/status"])
+        caps = ["CAP_CHOWN", "CAP_KILL"]
+        c["process"]["capabilities"] = {"bounding": caps, "effective": caps,
+                                        "permitted": caps, "inheritable": caps}
+        got = dict(line.split(":\t") for line in self.run_container(c).splitlines())
+        for k in ("CapEff", "CapPrm", "CapBnd"):
+            held = int(got[k], 16)
+            self.assertEqual(held & (1 << 21), 0, (k, got[k]))  # CAP_SYS_ADMIN
+
     def test_ambient_for_a_non_root_user(self):
         c = config(["grep", "^CapEff:", "/proc/self/status"])
         c["process"]["user"] = {"uid": 1000, "gid": 1000}
