@@ -487,6 +487,9 @@ class HostileRequests(SessionTest):
     def test_socket_is_owner_only(self):
         sid = self.create()
         self.assertEqual(os.stat(self.socket_path(sid)).st_mode & 0o777, 0o600)
+        # and so is the state directory it is in, whatever the umask
+        state = os.path.dirname(self.socket_path(sid))
+        self.assertEqual(os.stat(state).st_mode & 0o777, 0o700)
 
     def test_malformed_requests_get_errors_and_the_supervisor_lives(self):
         sid = self.create()
