@@ -303,6 +303,23 @@ class HostileLayers(unittest.TestCase):
                           and n not in (".refs", ".layers")], [])
         self.assertEqual(oci_images.stored_layers(self.dirs.data), [])
 
+    def test_an_inode_bomb_stops_at_the_image_entry_limit(self):
+        """Entries count against the image's limit whatever their size (each costs the host's
+        file system an inode): under NSBOX_OCI_MAX_ENTRIES=300, a layer of 1,000 empty files
+        fails and keeps nothing, in both forms of the store. Refused as its entries are read,
+        before any file is made: the image's total, checked once its layers are unpacked,
+        would refuse it too, with the inodes spent ("bytes or 300 entries")."""
+        layer = oci_images.tar_bytes([(f"f{i}", b"") for i in range(1000)])
+        layout = os.path.join(self.work, "layout")
+        oci_images.write_layout(layout, layers=[oci_images.layer1(), layer])
+        for form in ("overlay", "merged"):
+            env = {"NSBOX_OCI_LAYOUT": form, "NSBOX_OCI_MAX_ENTRIES": "300"}
+            r = run_nsbox(["image", "import", "-q", "--name", "t/inodes:1", layout], self.dirs,
+                          timeout=120, extra_env=env)
+            self.assertEqual(r.returncode, 125, (form, r.stderr))
+            self.assertIn(b"image has more than 300 entries (NSBOX_OCI_MAX_ENTRIES)", r.stderr)
+            self.assert_nothing_kept()
+
     def test_a_decompression_bomb_stops_at_the_image_limit(self):
         """A layer's decompressed stream counts against the image's byte limit whole, not only
         its entries' sizes (rootfs/oci_stream.c, the bound): a small tar followed by 64 MiB of
