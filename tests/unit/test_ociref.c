@@ -270,6 +270,28 @@ static void test_layer_count_bound(void **state)
     free(d);
 }
 
+/* An image config's Env fills a fixed array of NSBOX_OCI_ENV_MAX. */
+static void test_env_bound(void **state)
+{
+    (void)state;
+    struct nsbox_oci_config *c = malloc(sizeof *c);
+    struct nsbox_err e = {0};
+    for (int n = NSBOX_OCI_ENV_MAX; n <= NSBOX_OCI_ENV_MAX + 1; n++) {
+        char *t = repeat("{\"config\":{\"Env\":[", "\"A=1\"", n,
+                         "]},\"rootfs\":{\"diff_ids\":[]}}");
+        int r = nsbox_ocimanifest_config(t, strlen(t), c, &e);
+        free(t);
+        if (n > NSBOX_OCI_ENV_MAX) {
+            assert_int_equal(r, -1);
+            assert_non_null(strstr(e.msg, "Env must be an array of at most 1024 strings"));
+        } else {
+            assert_int_equal(r, 0);
+            nsbox_ocimanifest_config_free(c);
+        }
+    }
+    free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +301,7 @@ int main(void)
         cmocka_unit_test(test_manifest_and_config),
         cmocka_unit_test(test_docker_save_pick),
         cmocka_unit_test(test_layer_count_bound),
+        cmocka_unit_test(test_env_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
