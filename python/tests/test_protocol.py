@@ -301,6 +301,28 @@ class Protocol(FakeTest):
             nsbox.Session("ba9876543210", self.rt).ping()
 
 
+class BadLengthFake(FakeSupervisor):
+    """Answers every request with a reply header of `length` bytes and a little body."""
+
+    length = 0
+
+    def handle(self, conn, req, fds):
+        conn.sendall(struct.pack(">I", self.length) + b'{"v": 1, "ok": true}')
+
+
+class BadReplyLength(FakeTest):
+    FAKE = BadLengthFake
+
+    def test_a_reply_length_past_the_protocols_bound_is_refused_unread(self):
+        # the length is checked before the body is read: a client never waits for (or makes
+        # room for) 4 GiB a broken or hostile peer says it sends
+        for length in (0xFFFFFFFF, (1 << 20) + 1, 0):
+            self.sup.length = length
+            with self.assertRaises(nsbox.ProtocolError) as cm:
+                self.sb.ping()
+            self.assertEqual(str(cm.exception), "reply of %d bytes from the supervisor" % length)
+
+
 class OlderFake(FakeSupervisor):
     """A supervisor of an older nsbox: no `wait` op, and `start` ignores
     `timeout_ms` (so its reply does not echo it). Its one background process, pid 7, is

@@ -660,6 +660,31 @@ class Egress(unittest.TestCase):
         finally:
             self.rm(sid)
 
+    def test_connections_past_the_helpers_bound_are_reset(self):
+        # 128 connections that send nothing hold the helper's threads until their ClientHello
+        # is due (10 s); the next is reset at once, not given a thread of its own
+        sid = self.create(f"{NAMES[0]}:{PORT}")
+        hold = ("import socket, sys\n"
+                "a = (sys.argv[1], int(sys.argv[2]))\n"
+                "held = [socket.create_connection(a, timeout=8) for _ in range(128)]\n"
+                "s = socket.create_connection(a, timeout=8)\n"
+                "s.settimeout(3)\n"
+                "try:\n"
+                "    print('data' if s.recv(1) else 'closed')\n"
+                "except ConnectionResetError:\n"
+                "    print('reset')\n"
+                "except socket.timeout:\n"
+                "    print('timeout')\n")
+        try:
+            r = self.nsbox(["exec", sid, "--", "python3", "-c", hold, NAMES[0], str(PORT)])
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+            self.assertIn(r.stdout.decode().strip(), ("reset", "closed"))
+            said = wait_for(lambda: [e for e in self.network_log(sid)
+                                     if e.get("reason") == "128 connections open"])
+            self.assertTrue(said, self.network_log(sid))
+        finally:
+            self.rm(sid)
+
     def test_network_all_keeps_the_hosts_control(self):
         # A network all sandbox's connections leave for the real network: no route of its
         # takes a control of nsbox's choosing.

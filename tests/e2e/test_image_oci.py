@@ -403,6 +403,28 @@ class OciImages(unittest.TestCase):
         self.assertIn(b"digest mismatch", r.stderr)
         self.assertEqual([n for n in self.images() if n != ".refs"], [])
 
+    def test_a_config_or_manifest_blob_of_other_bytes_is_refused(self):
+        # a layout directory whose JSON blob was edited in place, its name kept: the config's
+        # environment (or the manifest) is not the image's, and nothing says so but its digest
+        for which in ("config", "manifest"):
+            bad = os.path.join(self.src, "edited-" + which)
+            mdg = oci_images.write_layout(bad)
+            blobs = os.path.join(bad, "blobs", "sha256")
+            with open(os.path.join(blobs, mdg[7:])) as f:
+                digest = json.load(f)["config"]["digest"] if which == "config" else mdg
+            path = os.path.join(blobs, digest[7:])
+            with open(path, "rb") as f:
+                text = f.read()
+            edited = text.replace(b"from-image", b"from-attacker") if which == "config" \
+                else text.replace(b'"schemaVersion": 2', b'"schemaVersion":  2')
+            self.assertNotEqual(edited, text)
+            with open(path, "wb") as f:
+                f.write(edited)
+            r = self.nsbox("image", "import", "--name", f"t/{which}:1", bad)
+            self.assertEqual(r.returncode, 125, (which, r.stderr))
+            self.assertIn(f"digest mismatch: {which} {digest} has sha256".encode(), r.stderr)
+            self.assertEqual([n for n in self.images() if n != ".refs"], [])
+
     def test_layer_blob_of_other_bytes_that_unpack_the_same_is_refused(self):
         # another gzip of the same tar: it decompresses and unpacks to what the config's
         # diff_id says, so only the blob's own digest tells it is not the manifest's blob
@@ -417,6 +439,19 @@ class OciImages(unittest.TestCase):
         r = self.nsbox("image", "import", "--name", "t/regz:1", bad)
         self.assertEqual(r.returncode, 125, r.stderr)
         self.assertIn(b"digest mismatch: layer " + digest.encode() + b" has sha256", r.stderr)
+        self.assertEqual([n for n in self.images() if n != ".refs"], [])
+        self.assertEqual(self.layers(), [])
+
+    def test_a_layer_that_unpacks_to_other_than_its_diff_id_is_refused(self):
+        # the blob is the manifest's (its digest matches) but unpacks to another tar than the
+        # config's diff_id says: kept under the chain id the config gives, it would stand in
+        # for that layer in every image of the store that shares it
+        bad = os.path.join(self.src, "otherdiff")
+        oci_images.write_layout(bad, layers=[oci_images.layer1()],
+                                gz=[gzip.compress(oci_images.layer1(python=False), mtime=0)])
+        r = self.nsbox("image", "import", "--name", "t/diff:1", bad)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(b"unpacks to sha256", r.stderr)
         self.assertEqual([n for n in self.images() if n != ".refs"], [])
         self.assertEqual(self.layers(), [])
 

@@ -6,6 +6,7 @@ their stdin, in their order, a failing or slow prestart hook failing create with
 what nsbox cannot give refused at create with the way out."""
 import json
 import os
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -82,6 +83,16 @@ class Process(BundleCase):
                                    {"type": "RLIMIT_CORE", "soft": 4096, "hard": 4096}]
         self.assertEqual(self.run_container(c), "321\n654\n8\n")  # ulimit -c: 512-byte blocks
 
+    def test_a_limit_above_the_runtimes_own_is_lowered_to_it(self):
+        # RLIMIT_RTPRIO 99 would let the workload run SCHED_FIFO past its cpu limit: the
+        # container gets nsbox-oci's own hard limit instead (0 on most hosts)
+        hard = resource.getrlimit(resource.RLIMIT_RTPRIO)[1]
+        if hard == resource.RLIM_INFINITY or hard >= 99:
+            self.skipTest(f"this host's hard RLIMIT_RTPRIO is {hard}: 99 is not above it")
+        c = config(["sh", "-c", "grep '^Max realtime priority' /proc/self/limits"])
+        c["process"]["rlimits"] = [{"type": "RLIMIT_RTPRIO", "soft": 99, "hard": 99}]
+        self.assertEqual(self.run_container(c).split()[3:5], [str(hard), str(hard)])
+
     def test_a_core_limit_of_0_is_1_byte(self):
         # docker run --ulimit core=0: at 0 the kernel runs a piped core_pattern's host helper
         # for each crash, at 1 byte it dumps nothing at all, file or pipe
@@ -110,6 +121,19 @@ class Process(BundleCase):
         self.assertEqual(got["CapAmb"], "0000000000000000")
         self.assertEqual(got["NoNewPrivs"], "0")
         self.assertEqual(got["Seccomp"], "2")  # nsbox's filter although no_new_privs is off
+
+    def test_init_keeps_no_capability_the_config_does_not_give(self):
+        # init (pid 1, nsbox's) holds CAP_SYS_ADMIN only while it loads the filters: after,
+        # its sets are the config's and what exec's change of user keeps (launch.h cap_keep),
+        # so that a flaw in what it serves gives nobody a mount in the container's namespaces
+        c = config(["grep", "-E", "^(CapEff|CapPrm|CapBnd):", "/proc/1/status"])
+        caps = ["CAP_CHOWN", "CAP_KILL"]
+        c["process"]["capabilities"] = {"bounding": caps, "effective": caps,
+                                        "permitted": caps, "inheritable": caps}
+        got = dict(line.split(":\t") for line in self.run_container(c).splitlines())
+        for k in ("CapEff", "CapPrm", "CapBnd"):
+            held = int(got[k], 16)
+            self.assertEqual(held & (1 << 21), 0, (k, got[k]))  # CAP_SYS_ADMIN
 
     def test_ambient_for_a_non_root_user(self):
         c = config(["grep", "^CapEff:", "/proc/self/status"])

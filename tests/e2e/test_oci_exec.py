@@ -558,13 +558,37 @@ class OciExec(BundleCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.memory_and_swap(sid), (72 << 20, 0))
 
-    def console(self):
-        path = os.path.join(self.tmp, "console.sock")
+    def console(self, d=None):
+        """A console socket listening in directory d (the test's own by default), bound
+        through d's descriptor: its path may be longer than a unix address holds."""
+        d = d or self.tmp
+        dfd = os.open(d, os.O_PATH | os.O_DIRECTORY)
+        self.addCleanup(os.close, dfd)
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        srv.bind(path)
-        srv.listen(1)
         self.addCleanup(srv.close)
-        return path, srv
+        srv.bind(f"/proc/self/fd/{dfd}/console.sock")
+        srv.listen(1)
+        return os.path.join(d, "console.sock"), srv
+
+    def created_on_a_terminal(self, path, srv):
+        """c1 made with a terminal whose master goes to the console socket at path, and
+        started: the master, and what came out of it up to the command's tty-yes."""
+        c = rt.config(["sh", "-c", "tty; test -t 0 && echo tty-yes; sleep 1000"])
+        c["process"]["terminal"] = True
+        self.write_config(c)
+        r = self.oci("create", "--bundle", self.bundle, "--pid-file", self.pidfile,
+                     "--console-socket", path, "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(self.pidfile) as f:
+            self.waited_pids.append(int(f.read()))
+        master = self.receive_master(srv)
+        self.assertEqual(self.oci("start", "c1").returncode, 0)
+        buf = b""
+        while b"tty-yes" not in buf:
+            ready, _, _ = select.select([master], [], [], 30)
+            self.assertTrue(ready, buf)
+            buf += os.read(master, 4096)
+        return master, buf
 
     def receive_master(self, srv):
         conn, _ = srv.accept()
@@ -577,22 +601,8 @@ class OciExec(BundleCase):
         return fds[0]
 
     def test_console_create_and_exec(self):
-        c = rt.config(["sh", "-c", "tty; test -t 0 && echo tty-yes; sleep 1000"])
-        c["process"]["terminal"] = True
-        self.write_config(c)
         path, srv = self.console()
-        r = self.oci("create", "--bundle", self.bundle, "--pid-file", self.pidfile,
-                     "--console-socket", path, "c1")
-        self.assertEqual(r.returncode, 0, r.stderr)
-        with open(self.pidfile) as f:
-            self.waited_pids.append(int(f.read()))
-        master = self.receive_master(srv)
-        self.assertEqual(self.oci("start", "c1").returncode, 0)
-        buf = b""
-        while b"tty-yes" not in buf:
-            r, _, _ = select.select([master], [], [], 30)
-            self.assertTrue(r, buf)
-            buf += os.read(master, 4096)
+        master, buf = self.created_on_a_terminal(path, srv)
         self.assertIn(b"/dev/pts/0", buf)
         os.close(master)
         # exec with a terminal: its own pty, from the same devpts
@@ -613,6 +623,17 @@ class OciExec(BundleCase):
         # detached, a terminal needs a socket to go to
         r = self.oci("exec", "--tty", "--detach", "c1", "true")
         self.assertIn("needs --console-socket", r.stderr.decode())
+
+    def test_console_socket_at_a_path_longer_than_sun_path(self):
+        # an engine's socket path may be longer than a unix address holds (108 bytes):
+        # nsbox-oci reaches it through its directory's descriptor
+        d = os.path.join(self.tmp, *(["d" * 50] * 3))
+        os.makedirs(d)
+        path, srv = self.console(d)
+        self.assertGreater(len(path), 108)
+        master, _ = self.created_on_a_terminal(path, srv)
+        self.assertTrue(os.isatty(master))
+        os.close(master)
 
     def test_exec_tty_foreground(self):
         """exec -t without a console socket, as a person runs it: nsbox-oci relays its own

@@ -320,6 +320,20 @@ class Basics(RunTest):
         self.assertNotIn(b"chown", r.stderr)
         self.assertNoLeftovers()
 
+    def test_a_kernel_file_system_mounted_elsewhere_is_refused_as_a_workspace(self):
+        # a proc of its own (another superblock than the host's /proc, at a path that says
+        # nothing of /proc) shows the host's processes all the same: refused by its type.
+        # Mounted in a mount namespace of nsbox's own, gone with it.
+        d = os.path.join(self.dirs.base, "p")
+        os.mkdir(d)
+
+        def own_proc(cmd):
+            return ["unshare", "-m", "sh", "-c", 'mount -t proc proc "$0" && exec "$@"', d] + cmd
+        r = self.sh("cat /workspace/1/comm; echo RAN", "--workspace", d, wrap=own_proc)
+        self.assertEqual((r.returncode, r.stdout), (125, b""), r.stderr)
+        self.assertIn(b"is a kernel file system", r.stderr)
+        self.assertNoLeftovers()
+
     def test_default_environment_and_a_session_of_its_own(self):
         # Nothing given with -e: the environment is nsbox's alone. The command leads a new
         # session without a controlling terminal, so even with TIOCSTI allowed it could not

@@ -613,6 +613,13 @@ class Lifecycle(SessionTest):
             self.assertGreaterEqual(info["sleeps"], 2)
         self.assertGreaterEqual(info["last_wake_us"], 0)  # the thaw, timed (bench/ reports it)
 
+    def test_a_command_longer_than_the_idle_timeout_is_not_frozen(self):
+        # The idle timer fires while a client waits for its command: the sandbox stays awake
+        # (no request would come to wake it, and the command would hang frozen for good).
+        sid = self.create("--idle-timeout", "1")
+        r = self.exec(sid, "sh", "-c", "sleep 2.5; echo done", timeout=10)
+        self.assertEqual((r.returncode, r.stdout), (0, b"done\n"), r.stderr)
+
     def test_a_sleeping_sandbox_is_deleted_whatever_ends_it(self):
         # Its processes are frozen: with cgroup v1 they cannot die until thawed, and every way
         # a sandbox ends, not only rm, must thaw it (it hung for ever, and gc could not help).

@@ -171,6 +171,41 @@ class Crashes(SessionTest):
                          (125, "nsbox: sandbox %s was deleted because its supervisor ended "
                                "without removing it (killed or crashed)\n" % sid))
 
+    def test_a_socket_served_by_another_user_is_refused(self):
+        # A client hands the supervisor an exec's descriptors and environment: a control
+        # socket that another user serves (their listener in a state directory they could
+        # write) is refused before anything is sent. The kernel gives a client the listener's
+        # credentials at its listen(), here nobody's.
+        sid = "abcdef012347"
+        d = os.path.join(self.dirs.state, sid)
+        os.makedirs(d, 0o700)  # removed with the test's directories
+        lock = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        self.addCleanup(os.close, lock)
+        fcntl.flock(lock, fcntl.LOCK_EX)  # held, as a live supervisor holds it
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(srv.close)
+        srv.bind(os.path.join(d, "ctl"))
+        rd, wr = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the other user's listener, for as long as the test needs it
+            try:
+                os.close(rd)
+                os.setresgid(65534, 65534, 65534)
+                os.setresuid(65534, 65534, 65534)
+                srv.listen(8)
+                os.write(wr, b"l")
+                time.sleep(60)
+            finally:
+                os._exit(0)
+        self.addCleanup(os.waitpid, pid, 0)
+        self.addCleanup(os.kill, pid, signal.SIGKILL)
+        os.close(wr)
+        self.assertEqual(os.read(rd, 1), b"l")
+        os.close(rd)
+        r = self.nsbox("exec", sid, "--", "true", timeout=10)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("is served by uid 65534, not by you", r.stderr.decode())
+
     def test_a_stopped_supervisor_with_a_full_queue_is_a_timeout_not_a_hang(self):
         # A review: with the supervisor stopped, connections pile up in its listener's queue
         # until it is full, and then a connect waited for ever (nsbox ls hung in
@@ -452,6 +487,9 @@ class HostileRequests(SessionTest):
     def test_socket_is_owner_only(self):
         sid = self.create()
         self.assertEqual(os.stat(self.socket_path(sid)).st_mode & 0o777, 0o600)
+        # and so is the state directory it is in, whatever the umask
+        state = os.path.dirname(self.socket_path(sid))
+        self.assertEqual(os.stat(state).st_mode & 0o777, 0o700)
 
     def test_malformed_requests_get_errors_and_the_supervisor_lives(self):
         sid = self.create()

@@ -164,6 +164,11 @@ class WorkspaceDisk(unittest.TestCase):
             self.assertEqual(disk["inodes_limit"], 4096)
             self.assertLess(disk["used_bytes"], 4 * MiB)
             self.assertIsNone(info["workspace"])  # no host path: it exists only inside
+            # its backing file holds what the sandbox writes: the owner's alone
+            backing = [os.path.join(d, n) for d, _, names in os.walk(self.dirs.cache)
+                       for n in names if n == sid + ".ext4"]
+            self.assertEqual(len(backing), 1, backing)
+            self.assertEqual(os.stat(backing[0]).st_mode & 0o777, 0o600, backing[0])
             r = self.nsbox("exec", sid, "--", "sh", "-c",
                            "dd if=/dev/zero of=fill bs=1M count=100 2>/dev/null; true")
             self.assertEqual(r.returncode, 0, r.stderr)

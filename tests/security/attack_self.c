@@ -11,6 +11,7 @@
 #include <linux/capability.h>
 #include <linux/magic.h>
 #include <linux/sched.h>
+#include <linux/securebits.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -77,6 +78,14 @@ void attack_self_identity(void)
     int nnp = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0);
     emit("no_new_privs", ok && !strcmp(v, "1") && nnp == 1, "status NoNewPrivs=%s prctl=%d",
          ok ? v : "(missing)", nnp);
+    /* Locked so that a uid 0 mapped by mistake, or a set-uid-root file, would still gain no
+     * capability at exec, and no ambient capability could be raised */
+    const int want = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP_LOCKED |
+                     SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+                     SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+    int bits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+    emit("securebits_locked", bits >= 0 && (bits & want) == want, "securebits=%#x want=%#x",
+         bits, want);
     ok = status_field("Seccomp", v, sizeof v);
     emit("seccomp_filter_mode", ok && !strcmp(v, "2"), "status Seccomp=%s", ok ? v : "(missing)");
     emit("not_root", getuid() != 0 && geteuid() != 0 && getgid() != 0, "uid=%d euid=%d gid=%d",

@@ -35,7 +35,8 @@ NS = ("newuser", "newns", "newnet", "newpid", "newipc", "newuts", "newcgroup")
 # new probe gets a home in docs/security.md) and every probe listed must appear in the output.
 GROUPS = {
     "identity": ["caps_CapInh_zero", "caps_CapPrm_zero", "caps_CapEff_zero", "caps_CapBnd_zero",
-                 "caps_CapAmb_zero", "no_new_privs", "seccomp_filter_mode", "not_root"],
+                 "caps_CapAmb_zero", "no_new_privs", "securebits_locked", "seccomp_filter_mode",
+                 "not_root"],
     "privilege_gain": ["setresuid_root", "setresgid_root", "setgroups", "capset_raise_all",
                        "setgroups_denied_in_userns", "rewrite_uid_map", "rewrite_gid_map",
                        "oom_score_adj_lower"],

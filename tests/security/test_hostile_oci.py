@@ -164,12 +164,16 @@ class HostileLayers(unittest.TestCase):
         self.assertIsNone(root)
 
     def test_devices_and_setuid_do_not_reach_the_store(self):
+        # su3's mode has bits the umask takes away: it is set again after the owner, whose
+        # change alone would have cleared the set-id bits
         r, root = self.import_layer([("bin/su2", b"#!/bin/sh\n", 0o6755),
+                                     ("bin/su3", b"#!/bin/sh\n", 0o6777),
                                      ("etc/kmem", b"", 0o666, CHR)])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIsNone(oci_images.find_in_image(root, "etc/kmem"))
-        mode = os.stat(oci_images.find_in_image(root, "bin/su2")).st_mode
-        self.assertEqual(mode & (stat.S_ISUID | stat.S_ISGID), 0)
+        for name in ("bin/su2", "bin/su3"):
+            mode = os.stat(oci_images.find_in_image(root, name)).st_mode
+            self.assertEqual(mode & (stat.S_ISUID | stat.S_ISGID), 0, (name, oct(mode)))
 
     def test_layer_cannot_forge_overlay_whiteouts_or_opaque_directories(self):
         """Stored as overlayfs's layers, a whiteout is a 0/0 character device and an opaque
@@ -298,6 +302,23 @@ class HostileLayers(unittest.TestCase):
         self.assertEqual([n for n in os.listdir(images) if not n.startswith(".lock-")
                           and n not in (".refs", ".layers")], [])
         self.assertEqual(oci_images.stored_layers(self.dirs.data), [])
+
+    def test_an_inode_bomb_stops_at_the_image_entry_limit(self):
+        """Entries count against the image's limit whatever their size (each costs the host's
+        file system an inode): under NSBOX_OCI_MAX_ENTRIES=300, a layer of 1,000 empty files
+        fails and keeps nothing, in both forms of the store. Refused as its entries are read,
+        before any file is made: the image's total, checked once its layers are unpacked,
+        would refuse it too, with the inodes spent ("bytes or 300 entries")."""
+        layer = oci_images.tar_bytes([(f"f{i}", b"") for i in range(1000)])
+        layout = os.path.join(self.work, "layout")
+        oci_images.write_layout(layout, layers=[oci_images.layer1(), layer])
+        for form in ("overlay", "merged"):
+            env = {"NSBOX_OCI_LAYOUT": form, "NSBOX_OCI_MAX_ENTRIES": "300"}
+            r = run_nsbox(["image", "import", "-q", "--name", "t/inodes:1", layout], self.dirs,
+                          timeout=120, extra_env=env)
+            self.assertEqual(r.returncode, 125, (form, r.stderr))
+            self.assertIn(b"image has more than 300 entries (NSBOX_OCI_MAX_ENTRIES)", r.stderr)
+            self.assert_nothing_kept()
 
     def test_a_decompression_bomb_stops_at_the_image_limit(self):
         """A layer's decompressed stream counts against the image's byte limit whole, not only

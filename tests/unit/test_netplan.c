@@ -444,6 +444,14 @@ static void test_table_text(void **state)
     const char *spoof = strstr(t, "from_sandbox iifname . ip saddr != @sb_src drop");
     assert_true(spoof && other && cidr && meta && all);
     assert_true(spoof < other && other < cidr && cidr < meta && meta < all);
+    /* the host's own addresses get the same guards before any opening: no IPv6, no source
+     * address other than the sandbox's own */
+    const char *h_v6 = strstr(t, "to_host meta nfproto ipv6 reject");
+    const char *h_spoof = strstr(t, "to_host iifname . ip saddr != @sb_src drop");
+    const char *h_dns = strstr(t, "to_host meta l4proto { tcp, udp } th dport 53");
+    assert_true(h_v6 && h_spoof && h_dns);
+    assert_true(h_v6 < h_spoof && h_spoof < h_dns);
+    assert_non_null(strstr(t, "from_sandbox meta nfproto ipv6 reject"));
     /* every chain ends in a visible reject */
     assert_non_null(strstr(t, "from_sandbox meta l4proto tcp reject with tcp reset\n"
                               "add rule inet nsbox from_sandbox reject with icmpx "

@@ -8,6 +8,7 @@
 
 #include "ociproc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -186,6 +187,28 @@ static void test_listen_env(void **state)
     nsbox_ocispec_free(&c);
 }
 
+/* An environment already full (NSBOX_OCISPEC_ENV_MAX entries) has no room for LISTEN_FDS:
+ * refused, the array's end left as it was. */
+static void test_listen_env_full(void **state)
+{
+    (void)state;
+    char *p = malloc(64 + NSBOX_OCISPEC_ENV_MAX * 12);
+    assert_non_null(p);
+    size_t k = (size_t)sprintf(p, "{\"args\":[\"x\"],\"env\":[");
+    for (int i = 0; i < NSBOX_OCISPEC_ENV_MAX; i++)
+        k += (size_t)sprintf(p + k, "%s\"A%d=1\"", i ? "," : "", i);
+    sprintf(p + k, "]}");
+    struct nsbox_err e = {0};
+    assert_int_equal(nsbox_ociproc_parse_process(p, strlen(p), &c, &e), 0);
+    free(p);
+    assert_int_equal(c.n_env, NSBOX_OCISPEC_ENV_MAX);
+    assert_int_equal(nsbox_ociproc_listen_env(&c, 3, &e), -1);
+    assert_non_null(strstr(e.msg, "no room for LISTEN_FDS"));
+    assert_int_equal(c.n_env, NSBOX_OCISPEC_ENV_MAX);
+    assert_null(c.env[NSBOX_OCISPEC_ENV_MAX]);
+    nsbox_ocispec_free(&c);
+}
+
 #define BIT(n) (UINT64_C(1) << (n))
 
 static void expect_caps_refused(const uint64_t *want, const uint64_t *have, const char *why)
@@ -245,7 +268,7 @@ int main(void)
         cmocka_unit_test(test_process),    cmocka_unit_test(test_process_errors),
         cmocka_unit_test(test_resources),  cmocka_unit_test(test_resources_swap),
         cmocka_unit_test(test_listen_fds), cmocka_unit_test(test_listen_env),
-        cmocka_unit_test(test_check_caps),
+        cmocka_unit_test(test_listen_env_full), cmocka_unit_test(test_check_caps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

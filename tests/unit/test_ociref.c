@@ -8,6 +8,7 @@
 #include "ocimanifest.h"
 #include "ociref.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -215,6 +216,82 @@ static void test_docker_save_pick(void **state)
     free(d);
 }
 
+/* head, n copies of item joined by commas, tail: a document of n layers (malloc'd). */
+static char *repeat(const char *head, const char *item, int n, const char *tail)
+{
+    size_t len = strlen(head) + (size_t)n * (strlen(item) + 1) + strlen(tail) + 1;
+    char *s = malloc(len), *p = s;
+    assert_non_null(s);
+    p += sprintf(p, "%s", head);
+    for (int i = 0; i < n; i++)
+        p += sprintf(p, "%s%s", i ? "," : "", item);
+    sprintf(p, "%s", tail);
+    return s;
+}
+
+/* Each list of layers fills a fixed array of NSBOX_OCI_LAYERS_MAX: one more is refused, never
+ * written past its end. */
+static void test_layer_count_bound(void **state)
+{
+    (void)state;
+    struct nsbox_oci_manifest *m = malloc(sizeof *m);
+    struct nsbox_oci_config *c = malloc(sizeof *c);
+    struct nsbox_docker_save *d = malloc(sizeof *d);
+    struct nsbox_err e = {0};
+    for (int n = NSBOX_OCI_LAYERS_MAX; n <= NSBOX_OCI_LAYERS_MAX + 1; n++) {
+        int want = n > NSBOX_OCI_LAYERS_MAX ? -1 : 0;
+        char *t = repeat("{\"schemaVersion\":2,\"config\":{\"digest\":\"" D1 "\",\"size\":3},"
+                         "\"layers\":[",
+                         "{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\","
+                         "\"digest\":\"" D2 "\",\"size\":9}",
+                         n, "]}");
+        assert_int_equal(nsbox_ocimanifest_parse(t, strlen(t), m, &e), want);
+        if (want == 0)
+            assert_int_equal(m->n_layers, n);
+        else
+            assert_non_null(strstr(e.msg, "at most 128"));
+        free(t);
+        t = repeat("{\"os\":\"linux\",\"rootfs\":{\"diff_ids\":[", "\"" D1 "\"", n, "]}}");
+        assert_int_equal(nsbox_ocimanifest_config(t, strlen(t), c, &e), want);
+        if (want == 0)
+            nsbox_ocimanifest_config_free(c);
+        else
+            assert_non_null(strstr(e.msg, "at most 128"));
+        free(t);
+        t = repeat("[{\"Config\":\"a.json\",\"RepoTags\":[\"x:1\"],\"Layers\":[",
+                   "\"1/layer.tar\"", n, "]}]");
+        assert_int_equal(nsbox_ocimanifest_docker_save(t, strlen(t), NULL, d, &e), want);
+        if (want < 0)
+            assert_non_null(strstr(e.msg, "at most 128"));
+        free(t);
+    }
+    free(m);
+    free(c);
+    free(d);
+}
+
+/* An image config's Env fills a fixed array of NSBOX_OCI_ENV_MAX. */
+static void test_env_bound(void **state)
+{
+    (void)state;
+    struct nsbox_oci_config *c = malloc(sizeof *c);
+    struct nsbox_err e = {0};
+    for (int n = NSBOX_OCI_ENV_MAX; n <= NSBOX_OCI_ENV_MAX + 1; n++) {
+        char *t = repeat("{\"config\":{\"Env\":[", "\"A=1\"", n,
+                         "]},\"rootfs\":{\"diff_ids\":[]}}");
+        int r = nsbox_ocimanifest_config(t, strlen(t), c, &e);
+        free(t);
+        if (n > NSBOX_OCI_ENV_MAX) {
+            assert_int_equal(r, -1);
+            assert_non_null(strstr(e.msg, "Env must be an array of at most 1024 strings"));
+        } else {
+            assert_int_equal(r, 0);
+            nsbox_ocimanifest_config_free(c);
+        }
+    }
+    free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -223,6 +300,8 @@ int main(void)
         cmocka_unit_test(test_index_pick),
         cmocka_unit_test(test_manifest_and_config),
         cmocka_unit_test(test_docker_save_pick),
+        cmocka_unit_test(test_layer_count_bound),
+        cmocka_unit_test(test_env_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -168,6 +168,55 @@ static void test_errors(void **state)
                  "'annotations'");
 }
 
+/* head, n items (item_fmt with the item's number), tail: refused naming want. Each list fills
+ * a fixed array of the struct: one entry more must be refused, never written past its end. */
+static void fails_with_many(const char *head, const char *item_fmt, int n, const char *tail,
+                            const char *want)
+{
+    size_t cap = strlen(head) + (size_t)n * (strlen(item_fmt) + 16) + strlen(tail) + 1;
+    char *j = malloc(cap);
+    assert_non_null(j);
+    size_t k = (size_t)snprintf(j, cap, "%s", head);
+    for (int i = 0; i < n; i++) {
+        k += (size_t)snprintf(j + k, cap - k, "%s", i ? "," : "");
+        k += (size_t)snprintf(j + k, cap - k, item_fmt, i);
+    }
+    snprintf(j + k, cap - k, "%s", tail);
+    fails_naming(j, want);
+    free(j);
+}
+
+static void test_list_bounds(void **state)
+{
+    (void)state;
+    fails_with_many("{\"ociVersion\":\"1.0\"," R ",\"process\":{\"args\":[\"x\"],\"user\":"
+                    "{\"uid\":0,\"gid\":0,\"additionalGids\":[",
+                    "%d", NSBOX_OCISPEC_GROUPS_MAX + 1, "]}}}", "more than 32 entries");
+    static const char *const rl[] = {"CPU",     "FSIZE", "DATA",  "STACK",      "CORE",     "RSS",
+                                     "NPROC",   "NOFILE", "MEMLOCK", "AS",       "LOCKS",
+                                     "SIGPENDING", "MSGQUEUE", "NICE", "RTPRIO", "RTTIME"};
+    assert_int_equal(sizeof rl / sizeof rl[0], NSBOX_OCISPEC_RLIMITS_MAX);
+    char head[2048];
+    size_t k = (size_t)snprintf(head, sizeof head, "{\"ociVersion\":\"1.0\"," R
+                                ",\"process\":{\"args\":[\"x\"],\"rlimits\":[");
+    for (size_t i = 0; i < sizeof rl / sizeof rl[0]; i++)
+        k += (size_t)snprintf(head + k, sizeof head - k,
+                              "{\"type\":\"RLIMIT_%s\",\"soft\":1,\"hard\":1},", rl[i]);
+    fails_with_many(head, "{\"type\":\"RLIMIT_CPU\",\"soft\":%d,\"hard\":1}", 1, "]}}",
+                    "'process.rlimits': too many entries");
+    fails_with_many("{\"ociVersion\":\"1.0\"," P "," R ",\"hooks\":{\"prestart\":[",
+                    "{\"path\":\"/bin/h%d\"}", NSBOX_OCISPEC_HOOKS_MAX + 1, "]}}",
+                    "more than 32 hooks");
+    fails_with_many("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"sysctl\":{",
+                    "\"net.ipv4.k%d\":\"1\"", NSBOX_OCISPEC_SYSCTL_MAX + 1, "}}}",
+                    "'linux.sysctl': more than 64 entries");
+    fails_with_many("{\"ociVersion\":\"1.0\"," P "," R ",\"linux\":{\"resources\":"
+                    "{\"devices\":[",
+                    "{\"allow\":false,\"type\":\"c\",\"major\":1,\"minor\":%d,"
+                    "\"access\":\"rwm\"}",
+                    NSBOX_OCISPEC_DEVRULES_MAX + 1, "]}}}", "more than 64 entries");
+}
+
 static void test_bounds(void **state)
 {
     (void)state;
@@ -484,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_list_bounds),
         cmocka_unit_test(test_floor),
         cmocka_unit_test(test_process),
         cmocka_unit_test(test_hooks),
