@@ -462,9 +462,9 @@ static int plan_config_mount(const struct nsbox_rootfs_cfg *cfg, const struct ns
                              m->type, m->destination);
     if (!image && plan_mount_point(plan, rel, bind && m->source_is_file, e) < 0)
         return -1;
-    /* cgroup: the sandbox's own cgroup directories, as nsbox's own /sys shows them; a cgroup2
-     * mount made inside is refused to a user namespace on a v1 or hybrid host, which left it
-     * empty */
+    /* cgroup: the sandbox's own cgroup directories, as nsbox's own /sys shows them, not a
+     * cgroup2 mount made inside: that is refused to a user namespace on a v1 or hybrid host, so
+     * a mount of it would be empty */
     if (!strcmp(m->type, "cgroup"))
         return plan_config_cgroup(cfg, rel, plan, e);
     struct nsbox_mount_op *o = PUSH(kinds[k].op, rel);
