@@ -3,6 +3,7 @@
 #include "cleanup.h"
 
 #include <errno.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -327,13 +328,22 @@ struct fd_dirent {
 };
 
 /* Every descriptor from first up, but dirfd and keep[], that /proc/self/fd lists, closed; false
- * when /proc cannot be read. The directory lists them by number from its offset on, so one
- * closed on the way does not move the entries still to come. */
+ * when /proc cannot be read or its listing cannot be trusted. The directory lists them by
+ * number from its offset on, so one closed on the way does not move the entries still to come.
+ * A container's mounts and seccomp filter are its bundle's: a directory bound over /proc, or
+ * getdents64 answered with success and no entries, would list nothing and leave everything
+ * open; a procfs listing of this process always holds the directory's own descriptor. */
 static bool close_listed(int first, const int *keep, size_t n)
 {
     int dirfd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirfd < 0)
         return false;
+    struct statfs fs = {0}; /* f_type 0 if fstatfs is answered with success but not made */
+    if (fstatfs(dirfd, &fs) < 0 || fs.f_type != PROC_SUPER_MAGIC) {
+        close(dirfd);
+        return false;
+    }
+    bool saw_dirfd = false;
     char buf[4096] __attribute__((aligned(8)));
     long got;
     while ((got = syscall(SYS_getdents64, dirfd, buf, sizeof buf)) > 0)
@@ -344,20 +354,25 @@ static bool close_listed(int first, const int *keep, size_t n)
             const char *c = d->name;
             for (; *c >= '0' && *c <= '9' && fd < 100000000; c++)
                 fd = fd * 10 + (*c - '0');
-            if (c != d->name && !*c && fd >= first && fd != dirfd && !fd_kept(fd, keep, n))
+            if (c == d->name || *c)
+                continue;
+            if (fd == dirfd)
+                saw_dirfd = true;
+            else if (fd >= first && !fd_kept(fd, keep, n))
                 close(fd);
         }
     close(dirfd);
-    return got == 0;
+    return got == 0 && saw_dirfd;
 }
 
 void nsbox_close_fds_slow(int first, const int *keep, size_t n)
 {
     if (close_listed(first, keep, n))
         return;
-    /* no /proc: every number a descriptor may have. The supervisor raises its soft limit to
-     * the hard one, and a descriptor opened before a limit was lowered stays above it, so the
-     * larger of both, at least 65536, at most fs.nr_open's default */
+    /* no /proc, or none to trust: every number a descriptor may have. The supervisor raises its
+     * soft limit to the hard one, and a descriptor opened before a limit was lowered stays above
+     * it, so the larger of both, at least 65536, at most fs.nr_open's default (the container's
+     * /proc/sys, if any, is no more to be trusted than its /proc/self/fd) */
     struct rlimit rl = {0, 0};
     getrlimit(RLIMIT_NOFILE, &rl);
     rlim_t top = rl.rlim_cur > rl.rlim_max ? rl.rlim_cur : rl.rlim_max;

@@ -328,14 +328,24 @@ static int plan_sys_links(struct nsbox_mount_plan *plan, const char *base, const
     return 0;
 }
 
-/* Room for n cgroup views: beyond the build's, which an image's entries may fill. */
-static int plan_cgroup_room(struct nsbox_mount_plan *plan, size_t n, struct nsbox_err *e)
+/* Room for n cgroup views, and /sys's or the cgroup mount's other ops: beyond the build's,
+ * which an image's entries and a config's mounts may fill. The ops pushed until
+ * plan_cgroup_room_end take none of the room the others have left (*left), so that a config
+ * fits as well with its cgroup mount first as last. */
+static int plan_cgroup_room(struct nsbox_mount_plan *plan, size_t n, size_t *left,
+                            struct nsbox_err *e)
 {
     if (n > NSBOX_MOUNT_SYS_VIEWS_MAX)
         return nsbox_err_set(e, NSBOX_E_INVALID, E2BIG, "rootfs: %zu cgroup hierarchies to show",
                              n);
+    *left = plan->cap > plan->n ? plan->cap - plan->n : 0;
     plan->cap = NSBOX_MOUNT_PLAN_OPS;
     return 0;
+}
+
+static void plan_cgroup_room_end(struct nsbox_mount_plan *plan, size_t left)
+{
+    plan->cap = plan->n + left < NSBOX_MOUNT_PLAN_OPS ? plan->n + left : NSBOX_MOUNT_PLAN_OPS;
 }
 
 /* A tmpfs at rel for the few directories and links nsbox makes there, nosuid, nodev and
@@ -389,11 +399,15 @@ static bool cgroup_on_mount_point(const struct nsbox_rootfs_cfg *cfg)
 static int plan_config_cgroup(const struct nsbox_rootfs_cfg *cfg, const char *rel,
                               struct nsbox_mount_plan *plan, struct nsbox_err *e)
 {
-    if (plan_cgroup_room(plan, cfg->n_cgroup_views, e) < 0)
+    size_t left = 0;
+    if (plan_cgroup_room(plan, cfg->n_cgroup_views, &left, e) < 0)
         return -1;
     if (!cgroup_on_mount_point(cfg) && plan_small_tmpfs(plan, rel, e) < 0)
         return -1;
-    return plan_cgroup_views(plan, rel, cfg->cgroup_views, cfg->n_cgroup_views, e);
+    if (plan_cgroup_views(plan, rel, cfg->cgroup_views, cfg->n_cgroup_views, e) < 0)
+        return -1;
+    plan_cgroup_room_end(plan, left);
+    return 0;
 }
 
 /* Whether path (no leading '/') is at or below dir. */
@@ -422,8 +436,13 @@ static int plan_config_cgroup_seals(const struct nsbox_rootfs_cfg *cfg, size_t b
             if (at_or_below(rel, d + strspn(d, "/")))
                 break;
         }
-        if (j == before)
-            PUSH(NSBOX_MOP_SETATTR, rel)->attr = read_only;
+        if (j != before)
+            continue;
+        size_t left = 0;
+        if (plan_cgroup_room(plan, 0, &left, e) < 0)
+            return -1;
+        PUSH(NSBOX_MOP_SETATTR, rel)->attr = read_only;
+        plan_cgroup_room_end(plan, left);
     }
     return 0;
 }
@@ -462,9 +481,9 @@ static int plan_config_mount(const struct nsbox_rootfs_cfg *cfg, const struct ns
                              m->type, m->destination);
     if (!image && plan_mount_point(plan, rel, bind && m->source_is_file, e) < 0)
         return -1;
-    /* cgroup: the sandbox's own cgroup directories, as nsbox's own /sys shows them; a cgroup2
-     * mount made inside is refused to a user namespace on a v1 or hybrid host, which left it
-     * empty */
+    /* cgroup: the sandbox's own cgroup directories, as nsbox's own /sys shows them, not a
+     * cgroup2 mount made inside: that is refused to a user namespace on a v1 or hybrid host, so
+     * a mount of it would be empty */
     if (!strcmp(m->type, "cgroup"))
         return plan_config_cgroup(cfg, rel, plan, e);
     struct nsbox_mount_op *o = PUSH(kinds[k].op, rel);
@@ -623,7 +642,8 @@ static int plan_scratch(const struct nsbox_rootfs_cfg *cfg, struct nsbox_mount_p
 int nsbox_mount_plan_add_sys(struct nsbox_mount_plan *plan, const struct nsbox_cgroup_view *views,
                              size_t n, struct nsbox_err *e)
 {
-    if (plan_cgroup_room(plan, n, e) < 0)
+    size_t left = 0;
+    if (plan_cgroup_room(plan, n, &left, e) < 0)
         return -1;
     PUSH(NSBOX_MOP_MKDIR, "sys")->mode = 0555;
     if (plan_small_tmpfs(plan, "sys", e) < 0)
@@ -636,6 +656,7 @@ int nsbox_mount_plan_add_sys(struct nsbox_mount_plan *plan, const struct nsbox_c
         return -1;
     /* nothing can be added to /sys nor changed in it: its tmpfs, then made read-only */
     PUSH(NSBOX_MOP_SETATTR, "sys")->attr = read_only;
+    plan_cgroup_room_end(plan, left);
     return 0;
 }
 

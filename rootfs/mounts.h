@@ -28,9 +28,9 @@
 
 #define NSBOX_MOUNT_OPS_MAX 128 /* a plan's: the image, nsbox's own places, a config's mounts */
 /* ...and the sandbox's /sys beyond them (nsbox_mount_plan_add_sys; or nsbox-oci's cgroup
- * mount, from its place on), which so takes no room an image had: its tmpfs, two directories
- * and the read-only seal, a directory and a bind per cgroup hierarchy, and a link per
- * controller of a co-mounted one (each of the v1 controllers Linux has at most once) */
+ * mount, wherever it is among the config's), which so takes no room an image had: its tmpfs,
+ * two directories and the read-only seal, a directory and a bind per cgroup hierarchy, and a
+ * link per controller of a co-mounted one (each of the v1 controllers Linux has at most once) */
 #define NSBOX_MOUNT_SYS_VIEWS_MAX 8 /* cgroup hierarchies shown (sandbox/cgroup.h's v1 most) */
 #define NSBOX_MOUNT_SYS_LINKS_MAX 16
 #define NSBOX_MOUNT_SYS_OPS (5 + 2 * NSBOX_MOUNT_SYS_VIEWS_MAX + NSBOX_MOUNT_SYS_LINKS_MAX)
@@ -187,8 +187,8 @@ struct nsbox_mount_plan {
      * caller after nsbox_mount_plan_build, owned by it. */
     const struct nsbox_setid_list *seal_list;
     size_t n;
-    size_t cap; /* ops it may hold: NSBOX_MOUNT_OPS_MAX, then NSBOX_MOUNT_PLAN_OPS from /sys's
-                   views (or a config's cgroup mount's) on */
+    size_t cap; /* ops it may hold: NSBOX_MOUNT_OPS_MAX, raised by the ops of /sys's views (or
+                   a config's cgroup mount's), up to NSBOX_MOUNT_PLAN_OPS */
     struct nsbox_mount_op ops[NSBOX_MOUNT_PLAN_OPS];
     size_t strs_used;
     char strs[NSBOX_MOUNT_STRS_MAX]; /* the ops' sources, one after another */

@@ -111,26 +111,41 @@ static char *read_config(const char *name, size_t *len)
     return buf;
 }
 
-char **nsbox_oci_lookup_env(const char *image)
+int nsbox_oci_lookup_env(const char *image, char ***out, struct nsbox_err *e)
 {
     char name[64];
     /* an image not found has no environment here; starting the sandbox says it is missing */
     struct nsbox_err ignored;
+    *out = NULL;
     if (!image || image[0] == '/')
-        return NULL;
+        return 0;
     if (nsbox_oci_lookup_is_ref(image)) {
         if (nsbox_oci_lookup_name(image, name, sizeof name, &ignored) < 0)
-            return NULL;
+            return 0;
     } else if (nsbox_oci_lookup_has_prefix(image)) {
         snprintf(name, sizeof name, "%s", image);
     } else {
-        return NULL;
+        return 0;
     }
     size_t len = 0;
     cleanup_free char *text = read_config(name, &len);
+    if (!text)
+        return 0;
     cleanup_free struct nsbox_oci_config *c = malloc(sizeof *c);
-    if (!text || !c || nsbox_ocimanifest_config(text, len, c, &ignored) < 0 || !c->n_env)
-        return NULL;
+    if (!c)
+        return nsbox_err_sys(e, "malloc");
+    /* a config the import checked, which a later check may refuse (an older nsbox stored it):
+     * a sandbox without the image's Env (its PATH) would start as if the image had none */
+    struct nsbox_err why;
+    if (nsbox_ocimanifest_config(text, len, c, &why) < 0)
+        return nsbox_err_set(e, NSBOX_E_INVALID, 0,
+                             "image %s: its stored %s: remove it (nsbox image rm) and "
+                             "pull or import it again",
+                             image, why.msg);
+    if (!c->n_env) {
+        nsbox_ocimanifest_config_free(c);
+        return 0;
+    }
     size_t bytes = (c->n_env + 1) * sizeof(char *);
     for (size_t i = 0; i < c->n_env; i++)
         bytes += strlen(c->env[i]) + 1;
@@ -144,13 +159,18 @@ char **nsbox_oci_lookup_env(const char *image)
         env[c->n_env] = NULL;
     }
     nsbox_ocimanifest_config_free(c);
-    return env;
+    if (!env)
+        return nsbox_err_sys(e, "malloc");
+    *out = env;
+    return 0;
 }
 
 int nsbox_oci_lookup_check(int rootfs_fd, const char *dir, struct nsbox_err *e)
 {
     const char *name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
-    cleanup_free char **env = nsbox_oci_lookup_env(name);
+    cleanup_free char **env = NULL;
+    if (nsbox_oci_lookup_env(name, &env, e) < 0)
+        return -1;
     const char *path = nsbox_pathsearch_env(env);
     if (!path)
         path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";

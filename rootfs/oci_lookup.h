@@ -29,9 +29,10 @@ int nsbox_oci_lookup_name(const char *ref, char *name, size_t n, struct nsbox_er
  * NSBOX_OCIREF_MAX + 1 bytes. */
 int nsbox_oci_lookup_ref_file(const char *ref, char *canon, char *file, struct nsbox_err *e);
 
-/* The image config's Env of the image a spec names (NULL-terminated, one malloc'd block; NULL
- * when the image is not an OCI image or has none). */
-char **nsbox_oci_lookup_env(const char *image);
+/* The image config's Env of the image a spec names in *out (NULL-terminated, one malloc'd
+ * block; NULL when the image is not an OCI image, is not stored or has none); -1 when its
+ * stored config does not parse. */
+int nsbox_oci_lookup_env(const char *image, char ***out, struct nsbox_err *e);
 
 /* The check made when a sandbox is created from a stored OCI image (dir: its store directory):
  * python3 on the image's PATH (bin/sh is checked for every image). */

@@ -78,15 +78,16 @@ static const struct init_call calls[] = {
 
 /* SCMP_ACT_ERRNO with errno 0 answers a call with success without making it. For a call of
  * init's above, or one by which its children give up privilege and descriptors (an exec'd
- * process's ids, close_range, whose failure would send them to close one by one) or resolve
+ * process's ids, close_range, whose failure would send them to close what getdents64 lists in
+ * /proc/self/fd, or one by one: an empty listing is not trusted, still refused) or resolve
  * paths (openat2, whose "descriptor" 0 would be taken for the directory), a rule of
  * that answer, whatever its arguments (prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN) alone, say),
  * would leave the container what init and its children drop or close (init's CAP_SYS_ADMIN
  * for loading the filter, what it keeps for exec's children: launch.h, cap_keep; what
  * nsbox-oci's caller left open), or have them read ids that were never written; so would such
  * a default for arguments no rule allows. */
-static const char *const unlisted_calls[] = {"setresuid", "setresgid", "setgroups", "close_range",
-                                             "openat2"};
+static const char *const unlisted_calls[] = {"setresuid",   "setresgid",  "setgroups",
+                                             "close_range", "getdents64", "openat2"};
 
 static bool fakes_success(enum nsbox_scmp_action a, int err)
 {

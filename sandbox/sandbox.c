@@ -67,7 +67,9 @@ char **nsbox_sandbox_env(const struct nsbox_spec *s, struct nsbox_err *e)
     static const char *const base[] = {("PATH=" SANDBOX_PATH), "HOME=/workspace", "USER=appuser",
                                        "LOGNAME=appuser", "SHELL=/bin/sh", "LANG=C.UTF-8"};
     /* an OCI image's Env (PATH included) is the base; -e wins (docker's order) */
-    cleanup_free char **img_env = nsbox_oci_lookup_env(s->image);
+    cleanup_free char **img_env = NULL;
+    if (nsbox_oci_lookup_env(s->image, &img_env, e) < 0)
+        return NULL;
     size_t n_img = 0;
     while (img_env && img_env[n_img])
         n_img++;

@@ -184,6 +184,14 @@ class OciImages(unittest.TestCase):
         self.assertIn(b"nsbox: image t/a:1: its stored config contains a NUL character "
                       b"(\\u0000) in a string: remove it (nsbox image rm) and pull or import "
                       b"it again", r.stderr)
+        # nor do run and create start a sandbox without the image's Env (its PATH) for it
+        for cmd in (["run", "--image", "t/a:1", "--", "sh", "-c", "echo ran"],
+                    ["create", "--image", "t/a:1"]):
+            r = self.nsbox(*cmd)
+            self.assertEqual((r.returncode, r.stdout), (125, b""), r.stderr)
+            self.assertIn(b"image " + name.encode() + b": its stored image config: contains a "
+                          b"NUL character (\\u0000) in a string: remove it (nsbox image rm) and "
+                          b"pull or import it again", r.stderr)
 
     def test_an_archive_or_layout_given_to_image_says_to_import_it(self):
         archive = os.path.join(self.src, "oci.tar")

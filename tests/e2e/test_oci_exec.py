@@ -731,6 +731,42 @@ class OciPreserveFds(BundleCase):
         with open(path) as pf:
             self.assertEqual(pf.read(), "")
 
+    def test_closed_whatever_proc_lists(self):
+        """A bundle's profile may refuse close_range, and init and the workload then close
+        what /proc/self/fd lists under the bundle's filter and mounts: a listing faked by a
+        directory bound over /proc, or by getdents64 answered with success and nothing, must
+        not leave the caller's descriptors open in the container."""
+        secret = os.path.join(self.tmp, "host-file")
+        with open(secret, "w") as f:
+            f.write("host-secret\n")
+        fake = os.path.join(self.tmp, "fake-proc")
+        os.makedirs(os.path.join(fake, "self", "fd"))
+        os.makedirs(os.path.join(fake, "1", "fd"))
+        c = rt.config(["sh", "-c", "cat <&3"])
+        refuse = {"names": ["close_range"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1}
+        c["linux"]["seccomp"] = {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [refuse]}
+        c["mounts"].append({"destination": "/proc", "type": "bind", "source": fake,
+                            "options": ["rbind"]})
+        self.write_config(c)
+        code, out, err = self.create_with_fds([os.open(secret, os.O_RDONLY)], "bound")
+        self.assertNotIn("host-secret", out)
+        self.assertNotEqual(code, 0, out + err)
+        self.assertIn("3: Bad file descriptor", err)
+        # getdents64 answered with success: refused at create, as close_range answered so is
+        c["mounts"].pop()
+        c["linux"]["seccomp"]["syscalls"].append({"names": ["getdents64"],
+                                                  "action": "SCMP_ACT_ERRNO", "errnoRet": 0})
+        self.write_config(c)
+        self.assertIn("the profile answers getdents64 with SCMP_ACT_ERRNO and errno 0",
+                      self.create_refused())
+        # and answered with an errno: closed one by one
+        c["linux"]["seccomp"]["syscalls"][-1]["errnoRet"] = 1
+        self.write_config(c)
+        code, out, err = self.create_with_fds([os.open(secret, os.O_RDONLY)], "refused")
+        self.assertNotIn("host-secret", out)
+        self.assertNotEqual(code, 0, out + err)
+        self.assertIn("3: Bad file descriptor", err)
+
     def test_create_bad_counts_refused(self):
         self.write_config(rt.config(["true"]))
         _, w, f, _ = self.pipe_and_file()

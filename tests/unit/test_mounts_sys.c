@@ -268,6 +268,49 @@ static void test_config_cgroup_in_order(void **state)
     free(w);
 }
 
+/* The config's cgroup mount takes room of its own wherever it is: with it first or last
+ * among as many binds, a config fits, or is refused as too many operations, alike. */
+static void test_config_cgroup_room_in_any_place(void **state)
+{
+    (void)state;
+    enum { MAX = NSBOX_MOUNT_OPS_MAX + 2 };
+    static char dest[MAX][16];
+    static struct nsbox_rootfs_mount first[MAX + 1], last[MAX + 1];
+    bool refused = false;
+    for (size_t k = 1; k <= MAX && !refused; k++) {
+        snprintf(dest[k - 1], sizeof dest[k - 1], "/b%zu", k);
+        const struct nsbox_rootfs_mount bind = {
+            .destination = dest[k - 1], .type = "bind", .source = "/srv/x", .data = ""};
+        first[0] = cgroup_mount;
+        for (size_t i = 0; i < k; i++) {
+            first[i + 1] = bind;
+            first[i + 1].destination = dest[i];
+            last[i] = first[i + 1];
+        }
+        last[k] = cgroup_mount;
+        int r[2];
+        const struct nsbox_rootfs_mount *const order[2] = {first, last};
+        for (int o = 0; o < 2; o++) {
+            struct world *w = dir_world();
+            w->cfg.mounts = order[o];
+            w->cfg.n_mounts = k + 1;
+            w->cfg.cgroup_views = v1_views;
+            w->cfg.n_cgroup_views = 2;
+            struct nsbox_err e = {0};
+            r[o] = nsbox_mount_plan_build(&w->cfg, &w->plan, &e);
+            assert_true(w->plan.n <= NSBOX_MOUNT_PLAN_OPS);
+            if (r[o] < 0)
+                assert_int_equal(e.sys_errno, E2BIG);
+            free(w);
+        }
+        if (r[0] != r[1])
+            fail_msg("%zu binds: %s with the cgroup mount first, %s with it last", k,
+                     r[0] ? "refused" : "built", r[1] ? "refused" : "built");
+        refused = r[0] < 0;
+    }
+    assert_true(refused); /* the room was reached */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_config_cgroup_v1),
         cmocka_unit_test(test_config_cgroup_v2_and_bad_destination),
         cmocka_unit_test(test_config_cgroup_in_order),
+        cmocka_unit_test(test_config_cgroup_room_in_any_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

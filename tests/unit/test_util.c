@@ -19,8 +19,10 @@
 #include <linux/openat2.h>
 #include <pthread.h>
 #include <sched.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -317,17 +319,54 @@ static int close_slow_in_child(void)
     return 0;
 }
 
-static void test_close_fds_without_close_range(void **state)
+/* in_child run in a child, which must exit 0 (else its code names the check that failed) */
+static void assert_child_passes(int (*in_child)(void))
 {
-    (void)state;
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0)
-        _exit(close_slow_in_child());
+        _exit(in_child());
     int st = 0;
     assert_int_equal(waitpid(pid, &st, 0), pid);
     assert_true(WIFEXITED(st));
     assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static void test_close_fds_without_close_range(void **state)
+{
+    (void)state;
+    assert_child_passes(close_slow_in_child);
+}
+
+/* In a child under a filter that refuses close_range, as a bundle's profile may, and answers
+ * getdents64 with success and no entries: /proc/self/fd seems to list nothing, and the
+ * descriptors are closed all the same. Exit 0 if so, else which check failed. */
+static int close_faked_listing_in_child(void)
+{
+    int p[2];
+    if (pipe(p) < 0 || dup2(p[0], 50) < 0 || dup2(p[0], 51) < 0)
+        return 10;
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    if (!ctx || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+        seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(close_range), 0) < 0 ||
+        seccomp_rule_add(ctx, SCMP_ACT_ERRNO(0), SCMP_SYS(getdents64), 0) < 0 ||
+        seccomp_load(ctx) < 0)
+        return 11;
+    seccomp_release(ctx);
+    nsbox_close_fds_keep_from(4, (int[]){51}, 1);
+    if (fcntl(50, F_GETFD) != -1 || errno != EBADF)
+        return 1;
+    if (fcntl(p[1], F_GETFD) != -1)
+        return 2;
+    if (fcntl(51, F_GETFD) < 0 || fcntl(2, F_GETFD) < 0)
+        return 3;
+    return 0;
+}
+
+static void test_close_fds_with_a_faked_listing(void **state)
+{
+    (void)state;
+    assert_child_passes(close_faked_listing_in_child);
 }
 
 static void *parked(void *arg)
@@ -397,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_shown),
         cmocka_unit_test(test_share_pipes_one_way),
         cmocka_unit_test(test_close_fds_without_close_range),
+        cmocka_unit_test(test_close_fds_with_a_faked_listing),
         cmocka_unit_test(test_set_ids_in_a_clone_of_a_threaded_process),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
