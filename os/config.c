@@ -139,6 +139,12 @@ int nsbox_config_get(const char *path, const struct nsbox_config **out, struct n
         *out = &loaded;
         return 0;
     }
+    /* The text before, to tell a file rewritten with the same bytes (touched, chmod'ed, saved
+     * unchanged, renamed over by a copy) from an edit: what was made of it still holds. */
+    bool comparable = loaded.reads && loaded_status == 0 && must_exist == loaded_must_exist &&
+                      strcmp(path, loaded.path) == 0;
+    cleanup_free char *before = nsbox_steal_ptr(&loaded.text);
+    size_t before_len = loaded.len;
     config_drop();
     if (strlen(path) >= sizeof loaded.path) {
         loaded.path[0] = '\0';
@@ -148,6 +154,10 @@ int nsbox_config_get(const char *path, const struct nsbox_config **out, struct n
     memcpy(loaded.path, path, strlen(path) + 1);
     loaded_must_exist = must_exist;
     loaded_status = config_load(must_exist, e);
+    bool same = comparable && loaded_status == 0 && before_len == loaded.len &&
+                (!loaded.len || memcmp(before, loaded.text, loaded.len) == 0);
+    if (!same)
+        loaded.text_since = loaded.reads;
     if (loaded_status < 0) {
         config_drop();
         loaded_err = *e;
@@ -170,6 +180,14 @@ int nsbox_config_section(int (*parse)(const cJSON *root, void *out, struct nsbox
     if (used)
         *used = c;
     return 0;
+}
+
+int nsbox_config_same_text_since(unsigned long since, const struct nsbox_config **out,
+                                 struct nsbox_err *e)
+{
+    if (nsbox_config_get(NULL, out, e) < 0)
+        return -1;
+    return since && (*out)->text_since <= since && since <= (*out)->reads;
 }
 
 unsigned long nsbox_config_reads(void)

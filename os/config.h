@@ -32,6 +32,9 @@ struct nsbox_config {
     cJSON *root;  /* the parsed object, NULL without a file: every section at its defaults */
     unsigned long reads; /* how many times this process has read the file: a caller that keeps
                           * what it made of it knows when to make it again */
+    unsigned long text_since; /* the first of the reads that found the text the file has now:
+                               * the same bytes read again (a touch, a chmod, a rewrite that
+                               * changed nothing) keep it */
 };
 
 /* The process's config file: read and parsed on the first call and again only when the file at
@@ -50,6 +53,13 @@ int nsbox_config_get(const char *path, const struct nsbox_config **out, struct n
  * nsbox_config_get. */
 int nsbox_config_section(int (*parse)(const cJSON *root, void *out, struct nsbox_err *e),
                          void *out, const struct nsbox_config **used, struct nsbox_err *e);
+
+/* Whether the config file (nsbox_config_get, path NULL; *out as its *out) held the text of read
+ * `since` at every read since: 1 yes, 0 no (another text, or none where there was a file, at
+ * one of them), -1 its error. What was made of read `since` still holds when the file was
+ * only touched, chmod'ed or rewritten with the same bytes. */
+int nsbox_config_same_text_since(unsigned long since, const struct nsbox_config **out,
+                                 struct nsbox_err *e);
 
 /* nsbox_config's reads as they are, without a look at the file: a forked child learns which of
  * its parent's reads what it inherited came from (0: none yet). */

@@ -27,16 +27,17 @@ static int pool_entry_path(const struct sup *S, char *out, size_t n, struct nsbo
     return 0;
 }
 
-/* Listed last, when the sandbox is ready for its run, and only when it was made with the config
- * file its filler had read: its key covers that file, and runs with that file take it. One
+/* Listed last, when the sandbox is ready for its run, and only when the config file still holds
+ * the text its filler had read: its key covers that text, and runs with that text take it. One
  * whose workspace, network or host section may be of an edit made since is not pooled; its
  * filler stops (warmpool.c). */
 int nsbox_sup_pool_entry_create(struct sup *S, struct nsbox_err *e)
 {
     const struct nsbox_config *cfg;
-    if (nsbox_config_get(NULL, &cfg, e) < 0)
+    int same = nsbox_config_same_text_since(S->config_reads, &cfg, e);
+    if (same < 0)
         return -1;
-    if (cfg->reads != S->config_reads)
+    if (!same)
         return nsbox_err_set(e, NSBOX_E_INVALID, ESTALE,
                              "the config file %s changed while a pooled sandbox was made: it "
                              "is not pooled under the key of the file before",

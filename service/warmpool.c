@@ -172,14 +172,6 @@ static int ctx_load_uncached(const struct nsbox_spec *s, struct pool_ctx *c,
     return 0;
 }
 
-/* The config file's reads so far (os/config.h), 0 when it cannot be read now. */
-static unsigned long config_reads(void)
-{
-    const struct nsbox_config *cfg;
-    struct nsbox_err ignored;
-    return nsbox_config_get(NULL, &cfg, &ignored) == 0 ? cfg->reads : 0;
-}
-
 /* ctx_load, once per spec and process: a cold run loads it to look for a pooled sandbox
  * (nsbox_warmpool_run), then again to decide on a filler (nsbox_warmpool_after_cold_run). Only the
  * image and the config file are looked at again: the cold run may have built the image (host,
@@ -190,7 +182,10 @@ static int ctx_load(const struct nsbox_spec *s, struct pool_ctx *c, struct nsbox
     static struct pool_ctx cached;
     static const struct nsbox_spec *cached_for;
     static char cached_image[NSBOX_IMAGE_IDENTITY_MAX];
-    if (s && s == cached_for && config_reads() == cached.config_reads) {
+    const struct nsbox_config *cfg;
+    struct nsbox_err ignored;
+    if (s && s == cached_for &&
+        nsbox_config_same_text_since(cached.config_reads, &cfg, &ignored) == 1) {
         char now[NSBOX_IMAGE_IDENTITY_MAX];
         if (cached.cfg.size)
             nsbox_image_identity(s->image, now, sizeof now);
@@ -529,8 +524,9 @@ void nsbox_warmpool_after_cold_run(const struct nsbox_spec *s)
     waitpid(pid, &status, 0);
 }
 
-/* 0 while the config file is the one of read `start` (os/config.h), the one the members'
- * spec and the key came from; else -1: the file's error, or that it changed. The supervisor
+/* 0 while the config file holds the text of read `start` (os/config.h), the one the members'
+ * spec and the key came from; else -1: the file's error, or that its text changed (a file only
+ * touched or rewritten with the same bytes is the same config, and the same key). The supervisor
  * of a member forked after an edit would read the workspace, network and host sections of the
  * new file, and its sandbox would wait under the key of the old one, for runs with that file
  * (an edit reverted): the fill stops, and the next run or fill takes the key of the file as
@@ -538,10 +534,9 @@ void nsbox_warmpool_after_cold_run(const struct nsbox_spec *s)
 static int fill_config_same(unsigned long start, unsigned made, struct nsbox_err *e)
 {
     const struct nsbox_config *cfg;
-    if (nsbox_config_get(NULL, &cfg, e) < 0)
-        return -1;
-    if (cfg->reads == start)
-        return 0;
+    int same = nsbox_config_same_text_since(start, &cfg, e);
+    if (same)
+        return same > 0 ? 0 : -1;
     return nsbox_err_set(e, NSBOX_E_INVALID, ESTALE,
                          "the config file %s changed during the fill: stopped after %u pooled "
                          "sandbox%s made with the file as it was; runs with the file as it is "
@@ -665,7 +660,8 @@ int nsbox_warmpool_fill(const struct nsbox_spec *s, unsigned size, bool refill, 
                              NSBOX_POOL_MAX_SIZE);
     /* The read s's limits came from (its instance type's, loaded by the command before the
      * fill), else the key's: the first look of fill_key stops a fill whose key is of another
-     * file than s. */
+     * text than s. Waste avoided, not wrong members: the key hashes s's limits too, and members
+     * with those of the text before would only never be taken. */
     unsigned long start = nsbox_config_types_read();
     if (!start)
         start = c.config_reads;

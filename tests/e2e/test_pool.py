@@ -392,6 +392,36 @@ class Pool(unittest.TestCase):
         # nothing is left of the member that was not pooled
         self.assertEqual(sorted(self.live_ids()), sorted([old["id"], new[0]["id"]]))
 
+    def check_a_fill_goes_on_past(self, edit):
+        """A fill that meets edit(), which leaves the config's text as it was: the filler and
+        the second member's supervisor read the file again and find the text the fill started
+        from, so both members are pooled and no failure is kept for the key."""
+        self.write_config({"pool": {"size": 2, "ttl_seconds": self.TTL}})
+        text = read(self.config)
+        out, err, (first, second) = self.fill_with_an_edit(lambda: edit(text))
+        self.assertEqual((out, err), (b"2 pooled sandboxes ready\n", b""))
+        self.assertEqual(read(self.config), text)
+        self.assertIsNotNone(second)
+        self.assertEqual(sorted(m["id"] for m in self.entries()),
+                         sorted([first["id"], second["id"]]))
+        r = self.nsbox("pool", "ls", check=True)
+        self.assertNotIn(b"failed", r.stderr)
+
+    def test_a_touch_of_the_config_during_a_fill_does_not_stop_it(self):
+        def touch(text):  # a later mtime and ctime, the same inode and bytes
+            st = os.stat(self.config)
+            os.utime(self.config, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+            os.chmod(self.config, 0o640)
+        self.check_a_fill_goes_on_past(touch)
+
+    def test_the_same_text_renamed_over_the_config_during_a_fill_does_not_stop_it(self):
+        def rewrite(text):  # as an editor that saves unchanged text aside and renames it in
+            same = os.path.join(self.dirs.base, "same.json")
+            with open(same, "wb") as f:
+                f.write(text)
+            os.rename(same, self.config)
+        self.check_a_fill_goes_on_past(rewrite)
+
     def test_an_edit_after_the_instance_types_were_read_stops_the_fill_before_any_member(self):
         """The members' limits come from the instance types the command read first; the key
         from the file as the fill finds it. strace holds the filler's third look at the file

@@ -39,8 +39,9 @@ static bool g_has_kill = true, g_has_swap = true;
 static char g_fail_file[64];
 static int g_fail_errno;
 static char g_log[8192]; /* "file=value;" for every write, in order */
-/* the fake's lists hold up to FAKE_PROCS pids (more than the 16,384 nsbox-oci's monitor once
- * listed for kill --all), and it records as many kills */
+/* the fake's lists hold up to FAKE_PROCS pids, and it records as many kills: more than the
+ * 16,384 of one procs message of nsbox-oci's monitor (PIDS_MAX, oci/ocimon.c), so that a kill
+ * --all cut at that bound shows in a test */
 #define FAKE_PROCS 20000
 static pid_t g_killed[FAKE_PROCS];
 static size_t g_nkilled;

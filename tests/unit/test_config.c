@@ -299,6 +299,48 @@ static void test_the_read_a_value_came_from(void **state)
     assert_int_equal(nsbox_config_types_read(), types + 1);
 }
 
+/* What was made of a read holds while the text is the same: a touch, a chmod, the same bytes
+ * written in place or renamed in are read again but are no edit; another text is, and so is
+ * a file gone, even once the text comes back. */
+static void test_the_same_text_read_again_is_no_change(void **state)
+{
+    struct dir *d = *state;
+    struct nsbox_err e = {0};
+    const struct nsbox_config *c;
+    const char *text = "{\"pool\": {\"size\": 2}}";
+    replace(d, text);
+    unsigned long start = get(&e)->reads;
+    assert_int_equal(nsbox_config_same_text_since(start, &c, &e), 1);
+    struct timespec later[2] = {{0, UTIME_OMIT}, {1, 0}};
+    assert_int_equal(utimensat(AT_FDCWD, d->file, later, 0), 0);
+    assert_int_equal(nsbox_config_same_text_since(start, &c, &e), 1);
+    assert_int_equal(chmod(d->file, 0644), 0);
+    write_at(d->file, text);
+    assert_int_equal(nsbox_config_same_text_since(start, &c, &e), 1);
+    replace(d, text);
+    assert_int_equal(nsbox_config_same_text_since(start, &c, &e), 1);
+    /* read again (the chmod too, unless its ctime is the touch's tick), and found the same */
+    assert_true(c->reads >= start + 3);
+    assert_int_equal(c->text_since, start);
+    /* a read after an edit is its own start; one before it is not */
+    replace(d, "{\"pool\": {\"size\": 3}}");
+    assert_int_equal(nsbox_config_same_text_since(start, &c, &e), 0);
+    unsigned long edited = c->reads;
+    assert_int_equal(nsbox_config_same_text_since(edited, &c, &e), 1);
+    /* the text of the start back: the read between tells it changed */
+    replace(d, text);
+    assert_int_equal(nsbox_config_same_text_since(start, &c, &e), 0);
+    assert_int_equal(nsbox_config_same_text_since(edited, &c, &e), 0);
+    /* a file that does not parse is its error; the same text after it a change since */
+    unsigned long fixed = c->reads;
+    write_at(d->file, "{\"pool\"");
+    assert_int_equal(nsbox_config_same_text_since(fixed, &c, &e), -1);
+    replace(d, text);
+    assert_int_equal(nsbox_config_same_text_since(fixed, &c, &e), 0);
+    /* no read is never the same */
+    assert_int_equal(nsbox_config_same_text_since(0, &c, &e), 0);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -309,6 +351,7 @@ int main(void)
         T(test_a_broken_file_says_so_until_it_is_fixed),
         T(test_text_that_is_no_object_is_refused),
         T(test_the_read_a_value_came_from),
+        T(test_the_same_text_read_again_is_no_change),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
