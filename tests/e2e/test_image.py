@@ -226,7 +226,8 @@ class HostImage(unittest.TestCase):
             r = nsbox(self.data, *args)
             self.assertEqual(r.returncode, 125, args)  # as every command's (it was 2 here)
             self.assertTrue(r.stderr.startswith("nsbox: "), r.stderr)
-            self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+            # the message, then the help's hint on a line of its own, as every command's
+            self.assertEqual(r.stderr.splitlines()[1:], ["(see nsbox image --help)"], r.stderr)
         r = nsbox(self.data, "image", "rm", "../etc")
         self.assertEqual(r.returncode, 125)
         self.assertIn("invalid image name", r.stderr)
