@@ -584,15 +584,16 @@ static bool is_head(const struct breq *q)
     return !strcmp(q->method, "HEAD");
 }
 
-/* The oldest request's entry: its response is over (or the connection is). */
-static void req_end(struct relay *r)
+/* The oldest request's entry, with verdict and why (NULL: none). */
+static void req_end_as(struct relay *r, const char *verdict, const char *why)
 {
     struct breq *q = req_first(r);
     if (!q)
         return;
     struct nsbox_egress_entry en = {.start_ms = q->t0_wall,
                                     .duration_ms = now_ms() - q->t0,
-                                    .verdict = "bound",
+                                    .verdict = verdict,
+                                    .reason = why,
                                     .method = q->method,
                                     .path = q->path,
                                     .status = q->status,
@@ -602,6 +603,12 @@ static void req_end(struct relay *r)
     r->q_first = (r->q_first + 1) % PIPELINE;
     if (--r->q_n)
         nsbox_httpresp_start(&r->resp, is_head(req_first(r)));
+}
+
+/* The oldest request's entry: its response is over (or the connection is). */
+static void req_end(struct relay *r)
+{
+    req_end_as(r, "bound", NULL);
 }
 
 /* A head was relayed: its response comes after those of the requests before it. */
@@ -904,7 +911,9 @@ static size_t head_feed(struct nsbox_httpresp *resp, const uint8_t *p, size_t n)
 /* The oldest request's response ended: its entry, then what waited for it. false: the end. */
 static bool response_ended(struct relay *r)
 {
-    if (!let_go(r))
+    /* written before the requests that waited go upstream, which may block: the client has
+     * its answer whatever the upstream reads */
+    if (!let_go(r) || !down_write(r))
         return false;
     if (r->resp.state == NSBOX_HTTPRESP_TUNNEL) {
         if (!req_first(r)->upgrade) {
@@ -937,7 +946,7 @@ static bool lost(struct relay *r)
              "the bound host's response has %s: the connection to the sandbox is ended rather "
              "than relayed unframed",
              r->resp.why ? r->resp.why : "framing that cannot be read");
-    note_refusal(r, "failed", 0, why);
+    req_end_as(r, "failed", why); /* the request's one entry */
     return false;
 }
 
@@ -980,8 +989,10 @@ static bool from_upstream(struct relay *r, const uint8_t *buf, size_t got)
 }
 
 /* The upstream ended: a chunked body cut there keeps the helper's framing (the client sees it
- * short), anything else gets its held tail as it is. */
-static void upstream_ended(struct relay *r)
+ * short), anything else gets its held tail as it is. clean: with the upstream's close_notify;
+ * otherwise (a reset, a truncation) the sandbox gets none either, so that a body that ends
+ * with the connection is not taken for complete. */
+static void upstream_ended(struct relay *r, bool clean)
 {
     size_t sent = 0;
     struct breq *q = req_first(r);
@@ -993,7 +1004,8 @@ static void upstream_ended(struct relay *r)
     if (q)
         q->down += sent;
     down_write(r);
-    L->SSL_shutdown(r->cl);
+    if (clean)
+        L->SSL_shutdown(r->cl);
 }
 
 static bool pump_upstream(struct relay *r)
@@ -1009,7 +1021,7 @@ static bool pump_upstream(struct relay *r)
     int err = L->SSL_get_error(r->up, rc);
     if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE)
         return true;
-    upstream_ended(r);
+    upstream_ended(r, err == SSL_ERROR_ZERO_RETURN);
     return false;
 }
 

@@ -66,7 +66,7 @@ def ws_read(f):
 """
 
 ORIGIN = r"""
-import http.server, json, ssl, sys, threading, time
+import http.server, json, socket, ssl, sys, threading, time
 lock = threading.Lock()
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -87,6 +87,8 @@ class H(http.server.BaseHTTPRequestHandler):
             return self.everywhere(body, int(args[0]))
         if kind == "framed":  # framed/SHAPE: a chunked body framed by hand
             return self.framed(body, args[0], args[1:])
+        if kind == "ends":  # ends/HOW: a body that ends with the connection
+            return self.ends(args[0])
         if kind == "slow":  # slow/MS/STATUS: answered late
             time.sleep(int(args[0]) / 1000)
             kind, args = "status", args[1:]
@@ -160,6 +162,23 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(out)
         self.wfile.flush()
         self.close_connection = True
+    def ends(self, how):
+        # a body with neither length nor chunks, its end the connection's: closed with TLS's
+        # close_notify (clean), or reset (SO_LINGER 0) once what was sent has had time to go
+        self.send_response(200)
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(b"the body so far")
+        self.wfile.flush()
+        self.close_connection = True
+        if how == "clean":
+            try:
+                self.connection.unwrap()
+            except (OSError, ValueError):
+                pass  # the helper closes without answering the close_notify
+            return
+        time.sleep(1)
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     def websocket(self, head):
         # the handshake by hand, then an echo: "headers" is answered with the handshake's head
         # as the origin read it (the bound value in it)
@@ -369,21 +388,25 @@ print(json.dumps({"bytes": len(head), "status": data.split(b"\r\n")[0].decode()}
 """
 
 # Inside the sandbox: one request (argv[3], a path) with Connection: close; the raw bytes that
-# came back until the helper ended the connection.
+# came back until the connection ended, and how: "close_notify", or the error of an end without
+# it.
 RAWGET = TLSCONN + r"""
-s = connect()
+ctx = ssl.create_default_context()
+ctx.options &= ~getattr(ssl, "OP_IGNORE_UNEXPECTED_EOF", 0)  # set by some Pythons' defaults
+s = ctx.wrap_socket(socket.create_connection((name, port), timeout=60), server_hostname=name,
+                    suppress_ragged_eofs=False)
 s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n"
            % (sys.argv[3], name)).encode())
-raw = b""
+raw, end = b"", "close_notify"
 try:
     while True:
         d = s.recv(65536)
         if not d:
             break
         raw += d
-except OSError:
-    pass
-print(json.dumps({"raw": raw.decode("latin-1")}))
+except OSError as ex:
+    end = type(ex).__name__
+print(json.dumps({"raw": raw.decode("latin-1"), "end": end}))
 """
 
 # Inside the sandbox: the same, over TLS in memory so that the records that came after the
@@ -648,13 +671,24 @@ class BoundStreams(unittest.TestCase):
     def test_ambiguous_framing_ends_the_connection(self):
         # two Transfer-Encoding lines (chunked, then identity: http.client takes the first and
         # decodes the chunks, a reader that takes the last relays them as they came, the value
-        # they cut joined again by the client), or chunked with a Content-Length: the client
-        # gets no body, and the log says why
-        for shape, why in (("twote", "more than one Transfer-Encoding line"),
-                           ("tecl", "both Transfer-Encoding and Content-Length")):
-            raw, head, _ = self.framed(f"/framed-{shape}/framed/{shape}")
-            self.assertEqual(raw.partition(b"\r\n\r\n")[2], b"", raw[:400])
-            self.assertTrue(self.failed(why))
+        # they cut joined again by the client): the client gets no body, and the request's one
+        # entry in the log says why
+        path, why = "/framed-twote/framed/twote", "more than one Transfer-Encoding line"
+        raw, head, _ = self.framed(path)
+        self.assertEqual(raw.partition(b"\r\n\r\n")[2], b"", raw[:400])
+        self.assertEqual([(e["method"], e["path"]) for e in self.failed(why)], [("GET", path)])
+        self.assertEqual([e["verdict"] for e in self.log(path, 1)], ["failed"])
+
+    def test_body_that_ends_with_a_reset_does_not_look_complete(self):
+        # a body framed by the connection's end: the helper ends the sandbox's TLS with a
+        # close_notify only when the upstream did, so that a client sees a reset or a
+        # truncation as one, not as the body's end
+        out = self.inside(RAWGET, "/ends-clean/ends/clean")
+        self.assertTrue(out["raw"].endswith("\r\n\r\nthe body so far"), out["raw"])
+        self.assertEqual(out["end"], "close_notify")
+        out = self.inside(RAWGET, "/ends-reset/ends/reset")
+        self.assertTrue(out["raw"].startswith("HTTP/1.1 200 "), out["raw"])
+        self.assertNotEqual(out["end"], "close_notify", out["raw"])
 
     def test_chunk_no_client_reads_ends_the_connection(self):
         # the body's first chunk, then one that cannot be read: the client gets the first in the
