@@ -560,6 +560,12 @@ struct relay {
     size_t down_n;
     size_t open; /* where the data of the chunk being built begins in down; 0: none */
     struct nsbox_scrub scrub;
+    /* a head line's first bytes, held until they tell whether it is a Content-Length line */
+    enum { HL_START, HL_PASS, HL_DROP } hl;
+    uint8_t hold[16];
+    size_t hold_n;
+    bool cr; /* a trailer's CR, written once the next byte tells what it ends */
+    uint8_t rewritten[2 * READ_CHUNK + 64]; /* a head's or a trailer's bytes as they go */
 };
 
 static int64_t wall_ms(void)
@@ -827,6 +833,86 @@ static bool to_client(struct relay *r, const uint8_t *p, size_t n)
     return true;
 }
 
+/* Bytes the helper rewrote (r->rewritten, n of them), in pieces down's room takes, masked. */
+static bool rewritten_to_client(struct relay *r, size_t n)
+{
+    for (size_t i = 0, k; i < n; i += k) {
+        k = n - i < READ_CHUNK ? n - i : READ_CHUNK;
+        if (!to_client(r, r->rewritten + i, k))
+            return false;
+    }
+    explicit_bzero(r->rewritten, n); /* the response as the host sent it, values included */
+    return true;
+}
+
+/* Bytes of a head (ended: the final head ends with them): its Content-Length lines are
+ * dropped, and one of the helper's own with the length the body is framed by ends the final
+ * head, unless chunks frame it. RFC 9112 6.3: chunked overrides a Content-Length, which a
+ * message passed on must lose; the client reads the length the helper read, never another.
+ * A line's first bytes are held until they tell its name. *sent: the bytes written. */
+#define LENGTH_NAME "content-length:"
+static bool head_to_client(struct relay *r, const uint8_t *p, size_t n, bool ended, size_t *sent)
+{
+    const size_t name = sizeof LENGTH_NAME - 1;
+    uint8_t *o = r->rewritten;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t b = p[i];
+        if (r->hl == HL_PASS || r->hl == HL_DROP) {
+            if (r->hl == HL_PASS)
+                o[m++] = b;
+            if (b == '\n')
+                r->hl = HL_START;
+            continue;
+        }
+        if (b == '\n') { /* a line shorter than the name: the head's end among them */
+            if (ended && i == n - 1 && r->resp.has_length && !r->resp.chunked)
+                m += (size_t)snprintf((char *)o + m, 40, "Content-Length: %llu\r\n",
+                                      (unsigned long long)r->resp.length);
+            memcpy(o + m, r->hold, r->hold_n);
+            m += r->hold_n;
+            o[m++] = b;
+            r->hold_n = 0;
+            continue;
+        }
+        r->hold[r->hold_n++] = b;
+        if (r->hold_n < name)
+            continue;
+        if (!strncasecmp((const char *)r->hold, LENGTH_NAME, name)) {
+            r->hl = HL_DROP;
+        } else {
+            memcpy(o + m, r->hold, r->hold_n);
+            m += r->hold_n;
+            r->hl = HL_PASS;
+        }
+        r->hold_n = 0;
+    }
+    *sent = m;
+    return rewritten_to_client(r, m);
+}
+
+/* Bytes of a trailer section, each line ended with CRLF whatever the origin's ended with (a CR
+ * alone is a space, RFC 9110 5.5): the client reads the helper's framing, never the origin's
+ * leniency. *sent: the bytes written. */
+static bool trailer_to_client(struct relay *r, const uint8_t *p, size_t n, size_t *sent)
+{
+    uint8_t *o = r->rewritten;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (r->cr && p[i] != '\n')
+            o[m++] = ' ';
+        r->cr = p[i] == '\r';
+        if (p[i] == '\n') {
+            o[m++] = '\r';
+            o[m++] = '\n';
+        } else if (!r->cr) {
+            o[m++] = p[i];
+        }
+    }
+    *sent = m;
+    return rewritten_to_client(r, m);
+}
+
 /* A tail held back because it could begin a value is no value when a message ends there (a
  * response, a WebSocket frame, the stream): it goes. */
 static bool let_go(struct relay *r)
@@ -860,9 +946,10 @@ static bool data_to_client(struct relay *r, const uint8_t *p, size_t n, bool flu
 
 /* Bytes of the current response while its body is chunked (r->resp in CHUNKED): its data goes
  * in chunks of the helper's own, its framing is dropped; at the last chunk the helper writes
- * its own "0\r\n" (the origin's chunk extensions on it are dropped), then the trailer section
- * goes as it came, masked. Returns how many of the n bytes were taken (framing that leaves
- * r->resp LOST is not written); *sent: the bytes written; *ok false: the end. */
+ * its own "0\r\n" (the origin's chunk extensions on it are dropped), then the trailer
+ * section, masked, its lines ended with CRLF. Returns how many of the n bytes were taken
+ * (framing that leaves r->resp LOST is not written); *sent: the bytes written; *ok false: the
+ * end. */
 static size_t chunked_to_client(struct relay *r, const uint8_t *p, size_t n, size_t *sent, bool *ok)
 {
     struct nsbox_httpchunk *c = &r->resp.chunk;
@@ -886,14 +973,13 @@ static size_t chunked_to_client(struct relay *r, const uint8_t *p, size_t n, siz
             memcpy(r->down + r->down_n, "0\r\n", 3);
             r->down_n += 3;
             *sent += 3;
+            r->cr = false;
         }
         return k;
     default:
         k = nsbox_httpresp_feed(&r->resp, p, n);
-        if (r->resp.state != NSBOX_HTTPRESP_LOST) {
-            *ok = to_client(r, p, k);
-            *sent = k;
-        }
+        if (r->resp.state != NSBOX_HTTPRESP_LOST)
+            *ok = trailer_to_client(r, p, k, sent);
         return k;
     }
 }
@@ -963,13 +1049,16 @@ static bool from_upstream(struct relay *r, const uint8_t *buf, size_t got)
         if (http && r->resp.state == NSBOX_HTTPRESP_CHUNKED) {
             k = chunked_to_client(r, buf + off, k, &sent, &ok);
         } else {
+            bool head = http && r->resp.state == NSBOX_HTTPRESP_HEAD;
             if (http)
-                k = r->resp.state == NSBOX_HTTPRESP_HEAD
-                        ? head_feed(&r->resp, buf + off, k)
-                        : nsbox_httpresp_feed(&r->resp, buf + off, k);
+                k = head ? head_feed(&r->resp, buf + off, k)
+                         : nsbox_httpresp_feed(&r->resp, buf + off, k);
             if (q && r->tunnel)
                 k = nsbox_wsframe_feed(&r->ws, buf + off, k, &frame_end);
-            if (!http || r->resp.state != NSBOX_HTTPRESP_LOST) {
+            if (head && r->resp.state != NSBOX_HTTPRESP_LOST) {
+                bool ended = r->resp.state != NSBOX_HTTPRESP_HEAD || r->resp.done;
+                ok = head_to_client(r, buf + off, k, ended, &sent);
+            } else if (!http || r->resp.state != NSBOX_HTTPRESP_LOST) {
                 sent = k;
                 ok = to_client(r, buf + off, k) && (!frame_end || let_go(r));
             }

@@ -13,9 +13,12 @@ back to HTTP/1.1 and an HTTP/2-only one is refused with the reason in the log. A
 relay: the value echoed in an interim head, the final head, a Location, a trailer and a chunked
 body whose chunks cut it is masked everywhere, the body as the client decodes it included;
 chunk lines clients read (whitespace before an extension, LF alone) are re-framed and masked,
-framing clients could read otherwise (two Transfer-Encoding lines, one with a Content-Length)
-or a chunk no client reads ends the connection instead of going raw, and a body cut after the
-value's first bytes stays in the helper's framing; a head sent a byte at a time costs the helper
+their trailer section ending in CRLF; chunked with a Content-Length, or after another coding,
+is re-chunked and the head loses the length; framing clients could read otherwise (two
+Transfer-Encoding lines) or a chunk no client reads ends the connection instead of going raw,
+with the request's one entry in the log saying why, and a body cut after the value's first
+bytes stays in the helper's framing; a body that ends with a reset of the origin's connection
+does not end with a close_notify; a head sent a byte at a time costs the helper
 its length, not its square, and a response of one-byte chunks a few TLS records, not one each.
 One sandbox serves the module; each test names its own paths."""
 import json
@@ -133,8 +136,9 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\nX-Echo: %s\r\n\r\n" % value.encode())
     def framed(self, body, shape, args):
         # the request as the origin read it (the bound value in it) cut into chunks of 3 bytes,
-        # in framings clients read (bws, lf) or frame otherwise than a strict reader (twote,
-        # tecl), a chunk no client reads (badchunk), a body cut before its last chunk and
+        # in framings clients read (bws, lf; tecl with a Content-Length that chunked overrides,
+        # gzte with chunked the last of two codings) or frame otherwise than a strict reader
+        # (twote), a chunk no client reads (badchunk), a body cut before its last chunk and
         # after the value's first bytes (cut), and a body of one-byte chunks (tiny/N)
         head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
         size, eol = b"%x", b"\r\n"
@@ -146,6 +150,8 @@ class H(http.server.BaseHTTPRequestHandler):
             head += b"Transfer-Encoding: identity\r\n"
         if shape == "tecl":
             head += b"Content-Length: %d\r\n" % len(body)
+        if shape == "gzte":
+            head = head.replace(b"chunked", b"gzip, chunked")
         pieces = [body[i:i + 3] for i in range(0, len(body), 3)]
         if shape == "badchunk":
             pieces.insert(1, None)
@@ -657,16 +663,36 @@ class BoundStreams(unittest.TestCase):
     def test_chunk_framing_clients_read_is_masked_and_reframed(self):
         # whitespace before a chunk extension (RFC 9112's BWS) and LF alone ending chunk lines,
         # which http.client and curl read: the body goes in the helper's chunks, the value the
-        # origin's chunks cut masked; a reader that gave up on them relayed the rest as it came
+        # origin's chunks cut masked, since relayed as they came they would be joined again by
+        # the client's decoding after the masking saw them apart; the empty trailer section
+        # ends with the helper's CRLF, not the origin's LF
         for shape in ("bws", "lf"):
             raw, head, (data, complete, rest) = self.framed(f"/framed-{shape}/framed/{shape}")
             self.assertTrue(head.startswith(b"HTTP/1.1 200 "), raw[:300])
             self.assertTrue(complete, raw[-300:])
-            self.assertIn(rest, (b"\r\n", b"\n"), raw[-300:])
+            self.assertEqual(rest, b"\r\n", raw[-300:])
             self.assertNotIn(SECRET.encode(), data)
             self.assertIn(b"*" * len(SECRET), data)
             self.assertEqual(json.loads(data.replace(b"*", b"x"))["path"],
                              f"/framed-{shape}/framed/{shape}")
+
+    def test_chunked_overrides_a_length_and_other_codings(self):
+        # chunked with a Content-Length (RFC 9112 6.3: chunked frames the body, and the length
+        # goes from a message passed on), or the last of two codings: the body comes in the
+        # helper's chunks, masked, and the head the client sees has no Content-Length
+        for shape, coding in (("tecl", b"Transfer-Encoding: chunked"),
+                              ("gzte", b"Transfer-Encoding: gzip, chunked")):
+            path = f"/framed-{shape}/framed/{shape}"
+            raw, head, (data, complete, rest) = self.framed(path)
+            self.assertTrue(head.startswith(b"HTTP/1.1 200 "), raw[:400])
+            self.assertIn(coding, head.split(b"\r\n"), head)
+            self.assertNotIn(b"content-length", head.lower(), head)
+            self.assertTrue(complete, raw[-300:])
+            self.assertEqual(rest, b"\r\n", raw[-300:])
+            self.assertIn(b"*" * len(SECRET), data)
+            self.assertEqual(json.loads(data.replace(b"*", b"x"))["path"], path)
+            self.assertEqual([(e["verdict"], e["status"]) for e in self.log(path, 1)],
+                             [("bound", 200)])
 
     def test_ambiguous_framing_ends_the_connection(self):
         # two Transfer-Encoding lines (chunked, then identity: http.client takes the first and
