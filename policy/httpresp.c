@@ -86,21 +86,20 @@ static void field(struct nsbox_httpresp *r, const uint8_t *p, size_t n, bool cut
         r->length = x;
         return;
     }
-    /* exactly "chunked" is read as chunks by every client; chunked among other codings is
-     * not (http.client reads such a body to the stream's end, curl decodes it): ambiguous */
+    /* a final coding of chunked frames the body in chunks (RFC 9112 6.3), whatever codings
+     * come before it; chunked anywhere else is not a framing clients agree on */
     r->te_lines++;
     struct nsbox_httplist l;
     const uint8_t *e;
-    size_t en, codings = 0;
+    size_t en;
     bool chunked = false;
     nsbox_httphead_list_start(&l, v, vn);
     while (nsbox_httphead_list_next(&l, &e, &en)) {
-        codings++;
-        chunked |= en == 7 && !strncasecmp((const char *)e, "chunked", 7);
+        r->te_mixed |= chunked; /* a coding after chunked */
+        chunked = en == 7 && !strncasecmp((const char *)e, "chunked", 7);
     }
-    r->chunked = chunked && codings == 1;
-    r->other_coding = !r->chunked;
-    r->te_mixed |= chunked && codings > 1;
+    r->chunked = chunked;
+    r->other_coding = !chunked;
 }
 
 /* A head whose body the client could frame otherwise than this reader does: the client would
@@ -109,10 +108,12 @@ static const char *ambiguous(const struct nsbox_httpresp *r)
 {
     if (r->te_lines > 1)
         return "more than one Transfer-Encoding line";
-    if (r->te_lines && r->has_length)
+    /* chunked overrides a Content-Length (RFC 9112 6.3), which the relay drops from the head;
+     * another coding leaves the client to choose between them */
+    if (r->other_coding && r->has_length)
         return "both Transfer-Encoding and Content-Length";
     if (r->te_mixed)
-        return "a Transfer-Encoding naming chunked among other codings";
+        return "a Transfer-Encoding naming chunked before another coding";
     return NULL;
 }
 

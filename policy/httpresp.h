@@ -8,8 +8,10 @@
  * Lenient where the client will be (LF line ends, trailer fields, a status line without a
  * reason, whitespace before a chunk extension); a stream it cannot frame (not a status line,
  * conflicting Content-Length, malformed chunks) or one a client could frame otherwise (two
- * Transfer-Encoding lines, Transfer-Encoding with Content-Length, chunked among other codings)
- * is "lost", and why is said: the rest of the stream belongs to the current response. Pure. */
+ * Transfer-Encoding lines, a coding other than chunked last with a Content-Length, chunked
+ * before another coding, a framing field continued on a folded line) is "lost", and why is
+ * said: the rest of the stream belongs to the current response. A final coding of chunked
+ * frames the body whatever a Content-Length says (RFC 9112 6.3). Pure. */
 #ifndef NSBOX_HTTPRESP_H
 #define NSBOX_HTTPRESP_H
 
@@ -43,7 +45,7 @@ struct nsbox_httpresp {
     const char *why; /* LOST: what of the framing */
     /* the head being read */
     bool first_line, chunked, other_coding, has_length;
-    bool te_mixed;     /* a Transfer-Encoding named chunked among other codings */
+    bool te_mixed;     /* a Transfer-Encoding named a coding after chunked */
     bool framing_line; /* the last field line was Content-Length or Transfer-Encoding */
     unsigned te_lines;
     uint64_t length;

@@ -560,6 +560,12 @@ struct relay {
     size_t down_n;
     size_t open; /* where the data of the chunk being built begins in down; 0: none */
     struct nsbox_scrub scrub;
+    /* a head line's first bytes, held until they tell whether it is a Content-Length line */
+    enum { HL_START, HL_PASS, HL_DROP } hl;
+    uint8_t hold[16];
+    size_t hold_n;
+    bool cr; /* a trailer's CR, written once the next byte tells what it ends */
+    uint8_t rewritten[2 * READ_CHUNK + 64]; /* a head's or a trailer's bytes as they go */
 };
 
 static int64_t wall_ms(void)
@@ -584,15 +590,16 @@ static bool is_head(const struct breq *q)
     return !strcmp(q->method, "HEAD");
 }
 
-/* The oldest request's entry: its response is over (or the connection is). */
-static void req_end(struct relay *r)
+/* The oldest request's entry, with verdict and why (NULL: none). */
+static void req_end_as(struct relay *r, const char *verdict, const char *why)
 {
     struct breq *q = req_first(r);
     if (!q)
         return;
     struct nsbox_egress_entry en = {.start_ms = q->t0_wall,
                                     .duration_ms = now_ms() - q->t0,
-                                    .verdict = "bound",
+                                    .verdict = verdict,
+                                    .reason = why,
                                     .method = q->method,
                                     .path = q->path,
                                     .status = q->status,
@@ -602,6 +609,12 @@ static void req_end(struct relay *r)
     r->q_first = (r->q_first + 1) % PIPELINE;
     if (--r->q_n)
         nsbox_httpresp_start(&r->resp, is_head(req_first(r)));
+}
+
+/* The oldest request's entry: its response is over (or the connection is). */
+static void req_end(struct relay *r)
+{
+    req_end_as(r, "bound", NULL);
 }
 
 /* A head was relayed: its response comes after those of the requests before it. */
@@ -820,6 +833,86 @@ static bool to_client(struct relay *r, const uint8_t *p, size_t n)
     return true;
 }
 
+/* Bytes the helper rewrote (r->rewritten, n of them), in pieces down's room takes, masked. */
+static bool rewritten_to_client(struct relay *r, size_t n)
+{
+    for (size_t i = 0, k; i < n; i += k) {
+        k = n - i < READ_CHUNK ? n - i : READ_CHUNK;
+        if (!to_client(r, r->rewritten + i, k))
+            return false;
+    }
+    explicit_bzero(r->rewritten, n); /* the response as the host sent it, values included */
+    return true;
+}
+
+/* Bytes of a head (ended: the final head ends with them): its Content-Length lines are
+ * dropped, and one of the helper's own with the length the body is framed by ends the final
+ * head, unless chunks frame it. RFC 9112 6.3: chunked overrides a Content-Length, which a
+ * message passed on must lose; the client reads the length the helper read, never another.
+ * A line's first bytes are held until they tell its name. *sent: the bytes written. */
+#define LENGTH_NAME "content-length:"
+static bool head_to_client(struct relay *r, const uint8_t *p, size_t n, bool ended, size_t *sent)
+{
+    const size_t name = sizeof LENGTH_NAME - 1;
+    uint8_t *o = r->rewritten;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t b = p[i];
+        if (r->hl == HL_PASS || r->hl == HL_DROP) {
+            if (r->hl == HL_PASS)
+                o[m++] = b;
+            if (b == '\n')
+                r->hl = HL_START;
+            continue;
+        }
+        if (b == '\n') { /* a line shorter than the name: the head's end among them */
+            if (ended && i == n - 1 && r->resp.has_length && !r->resp.chunked)
+                m += (size_t)snprintf((char *)o + m, 40, "Content-Length: %llu\r\n",
+                                      (unsigned long long)r->resp.length);
+            memcpy(o + m, r->hold, r->hold_n);
+            m += r->hold_n;
+            o[m++] = b;
+            r->hold_n = 0;
+            continue;
+        }
+        r->hold[r->hold_n++] = b;
+        if (r->hold_n < name)
+            continue;
+        if (!strncasecmp((const char *)r->hold, LENGTH_NAME, name)) {
+            r->hl = HL_DROP;
+        } else {
+            memcpy(o + m, r->hold, r->hold_n);
+            m += r->hold_n;
+            r->hl = HL_PASS;
+        }
+        r->hold_n = 0;
+    }
+    *sent = m;
+    return rewritten_to_client(r, m);
+}
+
+/* Bytes of a trailer section, each line ended with CRLF whatever the origin's ended with (a CR
+ * alone is a space, RFC 9110 5.5): the client reads the helper's framing, never the origin's
+ * leniency. *sent: the bytes written. */
+static bool trailer_to_client(struct relay *r, const uint8_t *p, size_t n, size_t *sent)
+{
+    uint8_t *o = r->rewritten;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (r->cr && p[i] != '\n')
+            o[m++] = ' ';
+        r->cr = p[i] == '\r';
+        if (p[i] == '\n') {
+            o[m++] = '\r';
+            o[m++] = '\n';
+        } else if (!r->cr) {
+            o[m++] = p[i];
+        }
+    }
+    *sent = m;
+    return rewritten_to_client(r, m);
+}
+
 /* A tail held back because it could begin a value is no value when a message ends there (a
  * response, a WebSocket frame, the stream): it goes. */
 static bool let_go(struct relay *r)
@@ -853,9 +946,10 @@ static bool data_to_client(struct relay *r, const uint8_t *p, size_t n, bool flu
 
 /* Bytes of the current response while its body is chunked (r->resp in CHUNKED): its data goes
  * in chunks of the helper's own, its framing is dropped; at the last chunk the helper writes
- * its own "0\r\n" (the origin's chunk extensions on it are dropped), then the trailer section
- * goes as it came, masked. Returns how many of the n bytes were taken (framing that leaves
- * r->resp LOST is not written); *sent: the bytes written; *ok false: the end. */
+ * its own "0\r\n" (the origin's chunk extensions on it are dropped), then the trailer
+ * section, masked, its lines ended with CRLF. Returns how many of the n bytes were taken
+ * (framing that leaves r->resp LOST is not written); *sent: the bytes written; *ok false: the
+ * end. */
 static size_t chunked_to_client(struct relay *r, const uint8_t *p, size_t n, size_t *sent, bool *ok)
 {
     struct nsbox_httpchunk *c = &r->resp.chunk;
@@ -879,14 +973,13 @@ static size_t chunked_to_client(struct relay *r, const uint8_t *p, size_t n, siz
             memcpy(r->down + r->down_n, "0\r\n", 3);
             r->down_n += 3;
             *sent += 3;
+            r->cr = false;
         }
         return k;
     default:
         k = nsbox_httpresp_feed(&r->resp, p, n);
-        if (r->resp.state != NSBOX_HTTPRESP_LOST) {
-            *ok = to_client(r, p, k);
-            *sent = k;
-        }
+        if (r->resp.state != NSBOX_HTTPRESP_LOST)
+            *ok = trailer_to_client(r, p, k, sent);
         return k;
     }
 }
@@ -904,7 +997,9 @@ static size_t head_feed(struct nsbox_httpresp *resp, const uint8_t *p, size_t n)
 /* The oldest request's response ended: its entry, then what waited for it. false: the end. */
 static bool response_ended(struct relay *r)
 {
-    if (!let_go(r))
+    /* written before the requests that waited go upstream, which may block: the client has
+     * its answer whatever the upstream reads */
+    if (!let_go(r) || !down_write(r))
         return false;
     if (r->resp.state == NSBOX_HTTPRESP_TUNNEL) {
         if (!req_first(r)->upgrade) {
@@ -937,7 +1032,7 @@ static bool lost(struct relay *r)
              "the bound host's response has %s: the connection to the sandbox is ended rather "
              "than relayed unframed",
              r->resp.why ? r->resp.why : "framing that cannot be read");
-    note_refusal(r, "failed", 0, why);
+    req_end_as(r, "failed", why); /* the request's one entry */
     return false;
 }
 
@@ -954,13 +1049,16 @@ static bool from_upstream(struct relay *r, const uint8_t *buf, size_t got)
         if (http && r->resp.state == NSBOX_HTTPRESP_CHUNKED) {
             k = chunked_to_client(r, buf + off, k, &sent, &ok);
         } else {
+            bool head = http && r->resp.state == NSBOX_HTTPRESP_HEAD;
             if (http)
-                k = r->resp.state == NSBOX_HTTPRESP_HEAD
-                        ? head_feed(&r->resp, buf + off, k)
-                        : nsbox_httpresp_feed(&r->resp, buf + off, k);
+                k = head ? head_feed(&r->resp, buf + off, k)
+                         : nsbox_httpresp_feed(&r->resp, buf + off, k);
             if (q && r->tunnel)
                 k = nsbox_wsframe_feed(&r->ws, buf + off, k, &frame_end);
-            if (!http || r->resp.state != NSBOX_HTTPRESP_LOST) {
+            if (head && r->resp.state != NSBOX_HTTPRESP_LOST) {
+                bool ended = r->resp.state != NSBOX_HTTPRESP_HEAD || r->resp.done;
+                ok = head_to_client(r, buf + off, k, ended, &sent);
+            } else if (!http || r->resp.state != NSBOX_HTTPRESP_LOST) {
                 sent = k;
                 ok = to_client(r, buf + off, k) && (!frame_end || let_go(r));
             }
@@ -980,8 +1078,10 @@ static bool from_upstream(struct relay *r, const uint8_t *buf, size_t got)
 }
 
 /* The upstream ended: a chunked body cut there keeps the helper's framing (the client sees it
- * short), anything else gets its held tail as it is. */
-static void upstream_ended(struct relay *r)
+ * short), anything else gets its held tail as it is. clean: with the upstream's close_notify;
+ * otherwise (a reset, a truncation) the sandbox gets none either, so that a body that ends
+ * with the connection is not taken for complete. */
+static void upstream_ended(struct relay *r, bool clean)
 {
     size_t sent = 0;
     struct breq *q = req_first(r);
@@ -993,7 +1093,8 @@ static void upstream_ended(struct relay *r)
     if (q)
         q->down += sent;
     down_write(r);
-    L->SSL_shutdown(r->cl);
+    if (clean)
+        L->SSL_shutdown(r->cl);
 }
 
 static bool pump_upstream(struct relay *r)
@@ -1009,7 +1110,7 @@ static bool pump_upstream(struct relay *r)
     int err = L->SSL_get_error(r->up, rc);
     if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE)
         return true;
-    upstream_ended(r);
+    upstream_ended(r, err == SSL_ERROR_ZERO_RETURN);
     return false;
 }
 

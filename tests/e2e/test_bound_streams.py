@@ -13,9 +13,12 @@ back to HTTP/1.1 and an HTTP/2-only one is refused with the reason in the log. A
 relay: the value echoed in an interim head, the final head, a Location, a trailer and a chunked
 body whose chunks cut it is masked everywhere, the body as the client decodes it included;
 chunk lines clients read (whitespace before an extension, LF alone) are re-framed and masked,
-framing clients could read otherwise (two Transfer-Encoding lines, one with a Content-Length)
-or a chunk no client reads ends the connection instead of going raw, and a body cut after the
-value's first bytes stays in the helper's framing; a head sent a byte at a time costs the helper
+their trailer section ending in CRLF; chunked with a Content-Length, or after another coding,
+is re-chunked and the head loses the length; framing clients could read otherwise (two
+Transfer-Encoding lines) or a chunk no client reads ends the connection instead of going raw,
+with the request's one entry in the log saying why, and a body cut after the value's first
+bytes stays in the helper's framing; a body that ends with a reset of the origin's connection
+does not end with a close_notify; a head sent a byte at a time costs the helper
 its length, not its square, and a response of one-byte chunks a few TLS records, not one each.
 One sandbox serves the module; each test names its own paths."""
 import json
@@ -66,7 +69,7 @@ def ws_read(f):
 """
 
 ORIGIN = r"""
-import http.server, json, ssl, sys, threading, time
+import http.server, json, socket, ssl, sys, threading, time
 lock = threading.Lock()
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -87,6 +90,8 @@ class H(http.server.BaseHTTPRequestHandler):
             return self.everywhere(body, int(args[0]))
         if kind == "framed":  # framed/SHAPE: a chunked body framed by hand
             return self.framed(body, args[0], args[1:])
+        if kind == "ends":  # ends/HOW: a body that ends with the connection
+            return self.ends(args[0])
         if kind == "slow":  # slow/MS/STATUS: answered late
             time.sleep(int(args[0]) / 1000)
             kind, args = "status", args[1:]
@@ -131,8 +136,9 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\nX-Echo: %s\r\n\r\n" % value.encode())
     def framed(self, body, shape, args):
         # the request as the origin read it (the bound value in it) cut into chunks of 3 bytes,
-        # in framings clients read (bws, lf) or frame otherwise than a strict reader (twote,
-        # tecl), a chunk no client reads (badchunk), a body cut before its last chunk and
+        # in framings clients read (bws, lf; tecl with a Content-Length that chunked overrides,
+        # gzte with chunked the last of two codings) or frame otherwise than a strict reader
+        # (twote), a chunk no client reads (badchunk), a body cut before its last chunk and
         # after the value's first bytes (cut), and a body of one-byte chunks (tiny/N)
         head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
         size, eol = b"%x", b"\r\n"
@@ -144,6 +150,8 @@ class H(http.server.BaseHTTPRequestHandler):
             head += b"Transfer-Encoding: identity\r\n"
         if shape == "tecl":
             head += b"Content-Length: %d\r\n" % len(body)
+        if shape == "gzte":
+            head = head.replace(b"chunked", b"gzip, chunked")
         pieces = [body[i:i + 3] for i in range(0, len(body), 3)]
         if shape == "badchunk":
             pieces.insert(1, None)
@@ -160,6 +168,23 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(out)
         self.wfile.flush()
         self.close_connection = True
+    def ends(self, how):
+        # a body with neither length nor chunks, its end the connection's: closed with TLS's
+        # close_notify (clean), or reset (SO_LINGER 0) once what was sent has had time to go
+        self.send_response(200)
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(b"the body so far")
+        self.wfile.flush()
+        self.close_connection = True
+        if how == "clean":
+            try:
+                self.connection.unwrap()
+            except (OSError, ValueError):
+                pass  # the helper closes without answering the close_notify
+            return
+        time.sleep(1)
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     def websocket(self, head):
         # the handshake by hand, then an echo: "headers" is answered with the handshake's head
         # as the origin read it (the bound value in it)
@@ -369,21 +394,25 @@ print(json.dumps({"bytes": len(head), "status": data.split(b"\r\n")[0].decode()}
 """
 
 # Inside the sandbox: one request (argv[3], a path) with Connection: close; the raw bytes that
-# came back until the helper ended the connection.
+# came back until the connection ended, and how: "close_notify", or the error of an end without
+# it.
 RAWGET = TLSCONN + r"""
-s = connect()
+ctx = ssl.create_default_context()
+ctx.options &= ~getattr(ssl, "OP_IGNORE_UNEXPECTED_EOF", 0)  # set by some Pythons' defaults
+s = ctx.wrap_socket(socket.create_connection((name, port), timeout=60), server_hostname=name,
+                    suppress_ragged_eofs=False)
 s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n"
            % (sys.argv[3], name)).encode())
-raw = b""
+raw, end = b"", "close_notify"
 try:
     while True:
         d = s.recv(65536)
         if not d:
             break
         raw += d
-except OSError:
-    pass
-print(json.dumps({"raw": raw.decode("latin-1")}))
+except OSError as ex:
+    end = type(ex).__name__
+print(json.dumps({"raw": raw.decode("latin-1"), "end": end}))
 """
 
 # Inside the sandbox: the same, over TLS in memory so that the records that came after the
@@ -634,27 +663,58 @@ class BoundStreams(unittest.TestCase):
     def test_chunk_framing_clients_read_is_masked_and_reframed(self):
         # whitespace before a chunk extension (RFC 9112's BWS) and LF alone ending chunk lines,
         # which http.client and curl read: the body goes in the helper's chunks, the value the
-        # origin's chunks cut masked; a reader that gave up on them relayed the rest as it came
+        # origin's chunks cut masked, since relayed as they came they would be joined again by
+        # the client's decoding after the masking saw them apart; the empty trailer section
+        # ends with the helper's CRLF, not the origin's LF
         for shape in ("bws", "lf"):
             raw, head, (data, complete, rest) = self.framed(f"/framed-{shape}/framed/{shape}")
             self.assertTrue(head.startswith(b"HTTP/1.1 200 "), raw[:300])
             self.assertTrue(complete, raw[-300:])
-            self.assertIn(rest, (b"\r\n", b"\n"), raw[-300:])
+            self.assertEqual(rest, b"\r\n", raw[-300:])
             self.assertNotIn(SECRET.encode(), data)
             self.assertIn(b"*" * len(SECRET), data)
             self.assertEqual(json.loads(data.replace(b"*", b"x"))["path"],
                              f"/framed-{shape}/framed/{shape}")
 
+    def test_chunked_overrides_a_length_and_other_codings(self):
+        # chunked with a Content-Length (RFC 9112 6.3: chunked frames the body, and the length
+        # goes from a message passed on), or the last of two codings: the body comes in the
+        # helper's chunks, masked, and the head the client sees has no Content-Length
+        for shape, coding in (("tecl", b"Transfer-Encoding: chunked"),
+                              ("gzte", b"Transfer-Encoding: gzip, chunked")):
+            path = f"/framed-{shape}/framed/{shape}"
+            raw, head, (data, complete, rest) = self.framed(path)
+            self.assertTrue(head.startswith(b"HTTP/1.1 200 "), raw[:400])
+            self.assertIn(coding, head.split(b"\r\n"), head)
+            self.assertNotIn(b"content-length", head.lower(), head)
+            self.assertTrue(complete, raw[-300:])
+            self.assertEqual(rest, b"\r\n", raw[-300:])
+            self.assertIn(b"*" * len(SECRET), data)
+            self.assertEqual(json.loads(data.replace(b"*", b"x"))["path"], path)
+            self.assertEqual([(e["verdict"], e["status"]) for e in self.log(path, 1)],
+                             [("bound", 200)])
+
     def test_ambiguous_framing_ends_the_connection(self):
         # two Transfer-Encoding lines (chunked, then identity: http.client takes the first and
         # decodes the chunks, a reader that takes the last relays them as they came, the value
-        # they cut joined again by the client), or chunked with a Content-Length: the client
-        # gets no body, and the log says why
-        for shape, why in (("twote", "more than one Transfer-Encoding line"),
-                           ("tecl", "both Transfer-Encoding and Content-Length")):
-            raw, head, _ = self.framed(f"/framed-{shape}/framed/{shape}")
-            self.assertEqual(raw.partition(b"\r\n\r\n")[2], b"", raw[:400])
-            self.assertTrue(self.failed(why))
+        # they cut joined again by the client): the client gets no body, and the request's one
+        # entry in the log says why
+        path, why = "/framed-twote/framed/twote", "more than one Transfer-Encoding line"
+        raw, head, _ = self.framed(path)
+        self.assertEqual(raw.partition(b"\r\n\r\n")[2], b"", raw[:400])
+        self.assertEqual([(e["method"], e["path"]) for e in self.failed(why)], [("GET", path)])
+        self.assertEqual([e["verdict"] for e in self.log(path, 1)], ["failed"])
+
+    def test_body_that_ends_with_a_reset_does_not_look_complete(self):
+        # a body framed by the connection's end: the helper ends the sandbox's TLS with a
+        # close_notify only when the upstream did, so that a client sees a reset or a
+        # truncation as one, not as the body's end
+        out = self.inside(RAWGET, "/ends-clean/ends/clean")
+        self.assertTrue(out["raw"].endswith("\r\n\r\nthe body so far"), out["raw"])
+        self.assertEqual(out["end"], "close_notify")
+        out = self.inside(RAWGET, "/ends-reset/ends/reset")
+        self.assertTrue(out["raw"].startswith("HTTP/1.1 200 "), out["raw"])
+        self.assertNotEqual(out["end"], "close_notify", out["raw"])
 
     def test_chunk_no_client_reads_ends_the_connection(self):
         # the body's first chunk, then one that cannot be read: the client gets the first in the

@@ -127,6 +127,24 @@ static void test_body_until_close(void **state)
     check(b, 2, NULL, 0, st, lb);
 }
 
+static void test_chunked_overrides_a_length(void **state)
+{
+    (void)state;
+    /* a final coding of chunked frames the body whatever Content-Length says, in either order,
+     * and whatever codings come before it (RFC 9112 6.3) */
+    const char *a = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 99\r\n\r\n"
+                    "3\r\nabc\r\n0\r\n\r\n";
+    const char *b = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    "3\r\nabc\r\n0\r\n\r\n";
+    const char *c = "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+                    "3\r\nabc\r\n0\r\n\r\n";
+    char all[512];
+    snprintf(all, sizeof all, "%s%s%s%s", a, b, c, R1);
+    int st[] = {200, 200, 200, 200};
+    size_t len[] = {strlen(a), strlen(b), strlen(c), strlen(R1)};
+    check(all, 4, NULL, 4, st, len);
+}
+
 static void test_switching_protocols(void **state)
 {
     (void)state;
@@ -174,10 +192,10 @@ static void test_lost(void **state)
     } ambiguous[] = {
         {"Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n", "more than one"},
         {"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n", "more than one"},
-        {"Transfer-Encoding: chunked\r\nContent-Length: 9\r\n", "Content-Length"},
-        {"Content-Length: 9\r\nTransfer-Encoding: chunked\r\n", "Content-Length"},
-        {"Transfer-Encoding: gzip, chunked\r\n", "among other codings"},
-        {"Transfer-Encoding: chunked, gzip\r\n", "among other codings"},
+        {"Transfer-Encoding: gzip\r\nContent-Length: 9\r\n", "Content-Length"},
+        {"Content-Length: 9\r\nTransfer-Encoding: gzip\r\n", "Content-Length"},
+        {"Transfer-Encoding: chunked, gzip\r\n", "before another coding"},
+        {"Transfer-Encoding: chunked, chunked\r\n", "before another coding"},
         {"Transfer-Encoding: identity\r\n chunked\r\n", "folded"},
     };
     for (size_t i = 0; i < sizeof ambiguous / sizeof *ambiguous; i++) {
@@ -239,6 +257,7 @@ int main(void)
         cmocka_unit_test(test_interim_and_bodiless),
         cmocka_unit_test(test_trailers_and_lenient_lines),
         cmocka_unit_test(test_body_until_close),
+        cmocka_unit_test(test_chunked_overrides_a_length),
         cmocka_unit_test(test_switching_protocols),
         cmocka_unit_test(test_lost),
         cmocka_unit_test(test_idle_reads_nothing),
