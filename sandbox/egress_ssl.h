@@ -1,6 +1,6 @@
-/* libssl for header bindings (egress_tls.c), loaded with dlopen when a sandbox has bindings:
- * every other nsbox process maps no libssl (libcrypto is loaded on first call too, by
- * os/imagelibs.c). The functions egress_tls.c calls, as pointers of their declared types;
+/* libssl for header bindings (egress_tls.c, egress_relay.c), loaded with dlopen when a sandbox
+ * has bindings: every other nsbox process maps no libssl (libcrypto is loaded on first call
+ * too, by os/imagelibs.c). The functions they call, as pointers of their declared types;
  * OpenSSL's macros that stand for SSL_ctrl / SSL_CTX_ctrl are called through those two. */
 #ifndef NSBOX_EGRESS_SSL_H
 #define NSBOX_EGRESS_SSL_H

@@ -13,6 +13,7 @@
 #ifndef NSBOX_EGRESS_TLS_H
 #define NSBOX_EGRESS_TLS_H
 
+#include "egress_relay.h"
 #include "nsbox.h"
 #include "spec.h"
 
@@ -23,7 +24,6 @@
 /* The host's trust store: the hashed directory of the certificates of
  * /etc/ssl/certs/ca-certificates.crt (update-ca-certificates makes both). */
 #define NSBOX_EGRESS_SYSTEM_CA_DIR "/etc/ssl/certs"
-#define NSBOX_EGRESS_IDLE_MS (3600 * 1000) /* a relayed connection with no bytes either way */
 
 struct nsbox_egress_tls;
 
@@ -52,14 +52,6 @@ void nsbox_egress_tls_free(struct nsbox_egress_tls *t);
 
 /* Is name:port bound? */
 bool nsbox_egress_tls_bound(const struct nsbox_egress_tls *t, const char *name, uint16_t port);
-
-struct nsbox_egress_entry;
-
-/* Opens the TCP connection to the name's upstream: a socket, or -1 (the caller keeps why). */
-typedef int (*nsbox_egress_connect_fn)(void *ctx, const char *name);
-/* Writes one entry of the network log (egress_log.h) for the connection ctx; the caller adds
- * what the connection knows (server name, port, upstream address, why a connect failed). */
-typedef void (*nsbox_egress_note_fn)(void *ctx, struct nsbox_egress_entry *en);
 
 /* One connection of the sandbox to a bound name:port, whose ClientHello (hello, n bytes) was
  * read already. Each request gets an entry, verdict "bound" with method, path (no query),
