@@ -2,8 +2,7 @@
  * with poll() for the deadlines, splice(2) through a pipe per direction once the upstream is
  * connected: the helper copies nothing through user space after the ClientHello. A host bound
  * to a header is the exception: its connections are relayed by sandbox/egress_tls.c and
- * egress_relay.c, which
- * writes their entries in the network log through note_bound. */
+ * egress_relay.c, which write their entries in the network log through note_bound. */
 #define _GNU_SOURCE
 #include "egress.h"
 #include "egress_jail.h"
