@@ -130,8 +130,10 @@ int nsbox_config_get(const char *path, const struct nsbox_config **out, struct n
     struct stat st;
     struct nsbox_config_id now = {0};
     bool known = stat(path, &st) == 0 ? (config_id_of(&st, &now), true) : errno == ENOENT;
-    if (loaded.reads && known && must_exist == loaded_must_exist &&
-        strcmp(path, loaded.path) == 0 && config_id_same(&now, &loaded.id)) {
+    /* the same file as the one loaded, asked for the same way */
+    bool same_source =
+        loaded.reads && must_exist == loaded_must_exist && strcmp(path, loaded.path) == 0;
+    if (same_source && known && config_id_same(&now, &loaded.id)) {
         if (loaded_status < 0) {
             *e = loaded_err;
             return -1;
@@ -141,8 +143,7 @@ int nsbox_config_get(const char *path, const struct nsbox_config **out, struct n
     }
     /* The text before, to tell a file rewritten with the same bytes (touched, chmod'ed, saved
      * unchanged, renamed over by a copy) from an edit: what was made of it still holds. */
-    bool comparable = loaded.reads && loaded_status == 0 && must_exist == loaded_must_exist &&
-                      strcmp(path, loaded.path) == 0;
+    bool comparable = same_source && loaded_status == 0;
     cleanup_free char *before = nsbox_steal_ptr(&loaded.text);
     size_t before_len = loaded.len;
     config_drop();
